@@ -1,0 +1,36 @@
+#!/usr/bin/env bun
+// loop init: scaffold loop.json and the state root in a git repository.
+import { defineTool, EXIT, main, resolveStateRoot } from "../lib/cli.ts";
+import { resolve } from "node:path";
+import { initProject } from "../lib/init.ts";
+import { actorName } from "../lib/actor.ts";
+
+export const tool = defineTool({
+  name: "loop-init",
+  description: "Write a starting loop.json and create the state root (.loop/) with its store",
+  args: {
+    force: { type: "boolean", description: "overwrite an existing loop.json" },
+  },
+  footer: "Exit codes: 0 done, 2 usage error or loop.json exists without --force.",
+  run(args, ctx) {
+    const root = resolve(ctx.cwd, args.root ?? ".");
+    const r = initProject(root, resolveStateRoot(root, args["state-root"], ctx.env, ctx.cwd), {
+      force: args.force,
+      env: ctx.env,
+      actor: actorName(ctx.env),
+    });
+    if (ctx.format === "json") ctx.outJson({ schema: "loop/init@1", ...r });
+    else {
+      ctx.out(
+        [
+          `${r.overwrote ? "overwrote" : "wrote"} ${r.definition} (runner ${r.runner}, base ${r.base}, verify ${r.verify ?? "exit 1 — set yours"})`,
+          `state root ${r.stateRoot}`,
+          `next: add items to loop.json, then run \`loop run\` (or put it in cron)`,
+        ].join("\n"),
+      );
+    }
+    return EXIT.ok;
+  },
+});
+
+if (import.meta.main) await main(tool);

@@ -1,0 +1,21 @@
+#!/usr/bin/env bun
+// loop replay: re-fold the whole log and prove the projection and files agree with it. Read-only.
+import { defineTool, EXIT, main, resolveRoot, resolveStateRoot } from "../lib/cli.ts";
+import { replayReport } from "../lib/replay.ts";
+import { renderReplay } from "../lib/render.ts";
+
+export const tool = defineTool({
+  name: "loop-replay",
+  description: "Re-fold the event log: hash chain, gaps, legality, determinism, projection tables and files",
+  args: {},
+  footer: "Exit codes: 0 no findings, 1 findings, 2 cannot replay (usage, missing or corrupt store).",
+  run(args, ctx) {
+    const root = resolveRoot(args.root, ctx.cwd);
+    const report = replayReport(resolveStateRoot(root, args["state-root"], ctx.env, ctx.cwd));
+    if (ctx.format === "json") ctx.outJson(report);
+    else ctx.out(renderReplay(report));
+    return report.ok ? EXIT.ok : EXIT.problem;
+  },
+});
+
+if (import.meta.main) await main(tool);

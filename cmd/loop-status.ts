@@ -1,0 +1,21 @@
+#!/usr/bin/env bun
+// loop status: report the loop and every item, checked against the log. Read-only.
+import { defineTool, EXIT, main, resolveRoot, resolveStateRoot, workItemArg } from "../lib/cli.ts";
+import { statusReport } from "../lib/status.ts";
+import { renderStatus } from "../lib/render.ts";
+
+export const tool = defineTool({
+  name: "loop-status",
+  description: "Report the loop and every work item from the log's projection, and check them against the log",
+  args: { ...workItemArg },
+  footer: "Exit codes: 0 healthy, 1 divergence found, 2 cannot report (usage, missing or corrupt store).",
+  run(args, ctx) {
+    const root = resolveRoot(args.root, ctx.cwd);
+    const report = statusReport(resolveStateRoot(root, args["state-root"], ctx.env, ctx.cwd), args["work-item"]);
+    if (ctx.format === "json") ctx.outJson(report);
+    else ctx.out(renderStatus(report, ctx.color));
+    return report.healthy ? EXIT.ok : EXIT.problem;
+  },
+});
+
+if (import.meta.main) await main(tool);

@@ -1,0 +1,262 @@
+// Shared command-line plumbing: argument fragments, strict parsing, output format, exit codes and
+// error rendering. Commands declare their args once; citty renders --help from the same
+// declaration. Parsing uses node:util in strict mode because citty's parser accepts unknown flags
+// and keeps only the last value of a repeated flag, and the contract forbids both.
+import { parseArgs as nodeParseArgs } from "node:util";
+import { existsSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { type ArgsDef, renderUsage } from "citty";
+import { createConsola, type ConsolaInstance } from "consola";
+import { DefinitionError } from "./definition.ts";
+import { RefError } from "./refs.ts";
+import { StoreError } from "./store.ts";
+import { IllegalEventError } from "./reducer.ts";
+import { VERSION } from "./version.ts";
+
+export const EXIT = { ok: 0, problem: 1, usage: 2, declined: 3, busy: 75, interrupted: 130 } as const;
+
+export type ArgSpec =
+  | { type: "string"; description: string; valueHint?: string; multiple?: boolean; short?: string }
+  | { type: "boolean"; description: string; short?: string }
+  | { type: "positional"; description: string; valueHint?: string; required?: boolean; variadic?: boolean };
+export type ArgsSpec = Record<string, ArgSpec>;
+
+/** Fragments shared by every tool (DESIGN §3). */
+export const commonArgs = {
+  root: { type: "string", description: "project root (default: nearest ancestor holding loop.json, else the cwd)", valueHint: "dir" },
+  "state-root": { type: "string", description: "state root (default: $LOOP_STATE_ROOT, else <root>/.loop)", valueHint: "dir" },
+  json: { type: "boolean", description: "print one JSON document (default when stdout is not a TTY)" },
+  text: { type: "boolean", description: "print text for people (default on a TTY)" },
+  quiet: { type: "boolean", description: "print only warnings and errors on stderr", short: "q" },
+  verbose: { type: "boolean", description: "print debug diagnostics on stderr", short: "v" },
+  help: { type: "boolean", description: "show this help and exit", short: "h" },
+  version: { type: "boolean", description: "print the version and exit" },
+} as const satisfies ArgsSpec;
+
+export const workItemArg = {
+  "work-item": {
+    type: "string",
+    multiple: true,
+    description: "a work item, by id or forge ref (provider:owner/repo#N); repeatable",
+    valueHint: "ref|id",
+  },
+} as const satisfies ArgsSpec;
+
+export const confirmArgs = {
+  yes: { type: "boolean", description: "do it without asking (required when stdin is not a TTY)", short: "y" },
+  "dry-run": { type: "boolean", description: "show what would happen and change nothing" },
+} as const satisfies ArgsSpec;
+
+export class UsageError extends Error {
+  override name = "UsageError";
+}
+/** The user answered No at a confirmation prompt. */
+export class DeclinedError extends Error {
+  override name = "DeclinedError";
+}
+export class BusyError extends Error {
+  override name = "BusyError";
+}
+
+type Parsed<S extends ArgsSpec> = {
+  [K in keyof S]: S[K] extends { type: "boolean" }
+    ? boolean
+    : S[K] extends { type: "string"; multiple: true }
+      ? string[]
+      : S[K] extends { type: "positional"; variadic: true }
+        ? string[]
+        : string | undefined;
+};
+
+export function parseArgv<S extends ArgsSpec>(argv: string[], spec: S): Parsed<S> {
+  const options: Record<string, { type: "string" | "boolean"; multiple?: boolean; short?: string }> = {};
+  const positionals: [string, ArgSpec & { type: "positional" }][] = [];
+  for (const [name, a] of Object.entries(spec)) {
+    if (a.type === "positional") positionals.push([name, a]);
+    else options[name] = { type: a.type, ...(a.type === "string" && a.multiple ? { multiple: true } : {}), ...(a.short ? { short: a.short } : {}) };
+  }
+  let parsed: ReturnType<typeof nodeParseArgs>;
+  try {
+    parsed = nodeParseArgs({ args: argv, options, strict: true, allowPositionals: true });
+  } catch (err) {
+    throw new UsageError((err as Error).message.replace(/\. To specify a positional.*$/s, ""));
+  }
+  const out: Record<string, unknown> = {};
+  for (const [name, a] of Object.entries(spec)) {
+    if (a.type === "boolean") out[name] = parsed.values[name] === true;
+    else if (a.type === "string") {
+      const v = parsed.values[name];
+      if (a.multiple) out[name] = (v as string[] | undefined) ?? [];
+      else out[name] = v as string | undefined;
+      if (typeof v === "string" && v === "") throw new UsageError(`--${name} needs a non-empty value`);
+    }
+  }
+  const rest = [...parsed.positionals];
+  for (const [name, a] of positionals) {
+    if (a.variadic) out[name] = rest.splice(0);
+    else out[name] = rest.shift();
+    if (a.required && (out[name] === undefined || (Array.isArray(out[name]) && (out[name] as string[]).length === 0)))
+      throw new UsageError(`missing required argument <${name}>`);
+  }
+  if (rest.length) throw new UsageError(`unexpected argument "${rest[0]}"`);
+  return out as Parsed<S>;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+export type Format = "json" | "text";
+
+export interface Context {
+  format: Format;
+  color: boolean;
+  log: ConsolaInstance;
+  /** Write the command's result to stdout (results only; diagnostics go to log). */
+  out(text: string): void;
+  /** Write a JSON result document. */
+  outJson(doc: unknown): void;
+  stdinIsTTY: boolean;
+  cwd: string;
+  env: Record<string, string | undefined>;
+}
+
+export interface Tool<S extends ArgsSpec = ArgsSpec> {
+  name: string;
+  description: string;
+  args: S;
+  /** Extra help text printed after the options (exit codes, examples). */
+  footer?: string;
+  run(args: Parsed<S> & Parsed<typeof commonArgs>, ctx: Context): Promise<number> | number;
+}
+
+export function defineTool<S extends ArgsSpec>(tool: Tool<S>): Tool<S> {
+  return tool;
+}
+
+const ANSI = /\x1b\[[0-9;]*m/g;
+
+export function wantColor(stream: { isTTY?: boolean }, env: Record<string, string | undefined>): boolean {
+  return Boolean(stream.isTTY) && env.NO_COLOR === undefined && env.TERM !== "dumb";
+}
+
+export async function renderHelp(tool: Tool, color: boolean): Promise<string> {
+  const argsDef: ArgsDef = {};
+  for (const [name, a] of Object.entries({ ...tool.args, ...commonArgs }) as [string, ArgSpec][]) {
+    if (a.type === "positional") argsDef[name] = { type: "positional", description: a.description, required: a.required ?? false, valueHint: a.valueHint };
+    else if (a.type === "string") argsDef[name] = { type: "string", description: a.description + ("multiple" in a && a.multiple ? "" : ""), valueHint: a.valueHint, ...(a.short ? { alias: a.short } : {}) };
+    else argsDef[name] = { type: "boolean", description: a.description, ...(a.short ? { alias: a.short } : {}) };
+  }
+  let text = await renderUsage({ meta: { name: tool.name, version: VERSION, description: tool.description }, args: argsDef });
+  if (tool.footer) text += `\n\n${tool.footer.trim()}\n`;
+  if (!color) text = text.replace(ANSI, "");
+  return text.endsWith("\n") ? text : text + "\n";
+}
+
+/** Find the project root: --root, else the nearest ancestor of cwd holding loop.json, else cwd. */
+export function resolveRoot(rootFlag: string | undefined, cwd: string): string {
+  if (rootFlag) return resolve(cwd, rootFlag);
+  let dir = resolve(cwd);
+  for (;;) {
+    if (existsSync(join(dir, "loop.json"))) return dir;
+    const up = dirname(dir);
+    if (up === dir) return resolve(cwd);
+    dir = up;
+  }
+}
+
+export function resolveStateRoot(root: string, flag: string | undefined, env: Record<string, string | undefined>, cwd: string): string {
+  if (flag) return resolve(cwd, flag);
+  if (env.LOOP_STATE_ROOT) return resolve(cwd, env.LOOP_STATE_ROOT);
+  return join(root, ".loop");
+}
+
+/** Typed error -> (exit code, one-line code for JSON consumers). */
+export function classifyError(err: unknown): { exit: number; code: string; message: string } {
+  const message = err instanceof Error ? err.message : String(err);
+  if (err instanceof UsageError) return { exit: EXIT.usage, code: "usage", message };
+  if (err instanceof RefError) return { exit: EXIT.usage, code: "invalid_ref", message };
+  if (err instanceof DefinitionError) return { exit: EXIT.usage, code: "invalid_definition", message };
+  if (err instanceof StoreError) {
+    const usage = err.code === "missing_store" || err.code === "corrupt_store";
+    return { exit: usage ? EXIT.usage : EXIT.problem, code: err.code, message };
+  }
+  if (err instanceof IllegalEventError) return { exit: EXIT.problem, code: "illegal_event_sequence", message };
+  if (err instanceof DeclinedError) return { exit: EXIT.declined, code: "declined", message };
+  if (err instanceof BusyError) return { exit: EXIT.busy, code: "busy", message };
+  return { exit: EXIT.problem, code: "internal", message };
+}
+
+export interface RunOptions {
+  argv: string[];
+  stdout?: { write(s: string): unknown; isTTY?: boolean };
+  stderr?: { write(s: string): unknown; isTTY?: boolean };
+  stdinIsTTY?: boolean;
+  env?: Record<string, string | undefined>;
+  cwd?: string;
+}
+
+/** Run a tool to completion and return its exit code; never throws for user errors. */
+export async function runTool(tool: Tool, opts: RunOptions): Promise<number> {
+  const env = opts.env ?? process.env;
+  const stdout = opts.stdout ?? process.stdout;
+  const stderr = opts.stderr ?? process.stderr;
+  const stderrColor = wantColor(stderr, env);
+  const log = createConsola({
+    level: 3,
+    formatOptions: { colors: stderrColor, date: false, compact: true },
+    stdout: stderr as NodeJS.WriteStream,
+    stderr: stderr as NodeJS.WriteStream,
+  });
+  let args: Record<string, unknown>;
+  try {
+    args = parseArgv(opts.argv, { ...tool.args, ...commonArgs });
+  } catch (err) {
+    const c = classifyError(err);
+    stderr.write(`${tool.name}: ${c.message}\nRun \`${tool.name} --help\` for usage.\n`);
+    return c.exit;
+  }
+  if (args.help) {
+    stdout.write(await renderHelp(tool, wantColor(stdout, env)));
+    return EXIT.ok;
+  }
+  if (args.version) {
+    stdout.write(`${VERSION}\n`);
+    return EXIT.ok;
+  }
+  if (args.json && args.text) {
+    stderr.write(`${tool.name}: --json and --text exclude each other\n`);
+    return EXIT.usage;
+  }
+  if (args.quiet) log.level = 1;
+  if (args.verbose) log.level = 4;
+  const format: Format = args.json ? "json" : args.text ? "text" : stdout.isTTY ? "text" : "json";
+  const ctx: Context = {
+    format,
+    color: wantColor(stdout, env),
+    log,
+    out: (text) => void stdout.write(text.endsWith("\n") ? text : text + "\n"),
+    outJson: (doc) => void stdout.write(JSON.stringify(doc, null, 2) + "\n"),
+    stdinIsTTY: opts.stdinIsTTY ?? Boolean(process.stdin.isTTY),
+    cwd: opts.cwd ?? process.cwd(),
+    env,
+  };
+  try {
+    return await tool.run(args as never, ctx);
+  } catch (err) {
+    const c = classifyError(err);
+    if (c.code === "internal") {
+      stderr.write(`${tool.name}: internal error: ${c.message}\n`);
+      if (args.verbose && err instanceof Error && err.stack) stderr.write(err.stack + "\n");
+    } else if (format === "json") {
+      stderr.write(JSON.stringify({ error: { code: c.code, message: c.message } }) + "\n");
+    } else {
+      stderr.write(`${tool.name}: ${c.message}\n`);
+    }
+    return c.exit;
+  }
+}
+
+/** Entry for a single-file command script: run, set the exit code, let stdout drain. */
+export async function main(tool: Tool, argv = process.argv.slice(2)): Promise<void> {
+  const code = await runTool(tool, { argv });
+  process.exitCode = code;
+}

@@ -1,0 +1,52 @@
+// Git, run as a process. Every call names its cwd; failures carry git's own stderr.
+import { spawnSync } from "node:child_process";
+
+export class GitError extends Error {
+  constructor(
+    readonly args: string[],
+    readonly code: number | null,
+    readonly stderr: string,
+  ) {
+    super(`git ${args.join(" ")} failed (exit ${code}): ${stderr.trim().split("\n").slice(-3).join(" / ")}`);
+    this.name = "GitError";
+  }
+}
+
+export interface GitResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+const GIT_ENV = { GIT_TERMINAL_PROMPT: "0", GIT_OPTIONAL_LOCKS: "0" };
+
+export function gitTry(cwd: string, args: string[], env: Record<string, string> = {}): GitResult {
+  const r = spawnSync("git", args, { cwd, encoding: "utf8", env: { ...process.env, ...GIT_ENV, ...env }, maxBuffer: 64 << 20 });
+  if (r.error) return { code: null, stdout: "", stderr: r.error.message };
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+export function git(cwd: string, args: string[], env: Record<string, string> = {}): string {
+  const r = gitTry(cwd, args, env);
+  if (r.code !== 0) throw new GitError(args, r.code, r.stderr);
+  return r.stdout.trim();
+}
+
+export function isWorkTree(dir: string): boolean {
+  const r = gitTry(dir, ["rev-parse", "--is-inside-work-tree"]);
+  return r.code === 0 && r.stdout.trim() === "true";
+}
+
+export function currentBranch(dir: string): string | null {
+  const r = gitTry(dir, ["symbolic-ref", "--quiet", "--short", "HEAD"]);
+  return r.code === 0 ? r.stdout.trim() : null;
+}
+
+export function branchExists(dir: string, branch: string): boolean {
+  return gitTry(dir, ["rev-parse", "--verify", "--quiet", `refs/heads/${branch}`]).code === 0;
+}
+
+export function revParse(dir: string, rev: string): string | null {
+  const r = gitTry(dir, ["rev-parse", "--verify", "--quiet", `${rev}^{commit}`]);
+  return r.code === 0 ? r.stdout.trim() : null;
+}

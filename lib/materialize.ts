@@ -1,0 +1,187 @@
+// Materializations: files derived from the log for people and other tools. Each is a pure
+// function of the projection (or of the events, for RUNLOG.md), written after the commit with an
+// atomic rename, and rewritten by the next step if a crash cut it short. Replay recomputes them.
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync, openSync, closeSync, fsyncSync, ftruncateSync, appendFileSync } from "node:fs";
+import type { Database } from "bun:sqlite";
+import type { Projection } from "./reducer.ts";
+import { statePaths } from "./paths.ts";
+import { failpoint } from "./failpoint.ts";
+
+export function counts(p: Projection): Record<string, number> {
+  const c: Record<string, number> = {};
+  for (const id of p.order) {
+    const s = p.items[id]!.status;
+    c[s] = (c[s] ?? 0) + 1;
+  }
+  return c;
+}
+
+export function lastVerify(p: Projection, id: string) {
+  const it = p.items[id]!;
+  for (let i = it.attempts.length - 1; i >= 0; i--) {
+    const v = it.attempts[i]!.verify;
+    if (v) return { attempt: v.attempt, passed: v.passed, exitCode: v.exitCode, timedOut: v.timedOut, reason: v.reason, sha256: v.sha256, tail: v.tail };
+  }
+  return null;
+}
+
+/** state.json: the loop and every item, as of the projection's seq. */
+export function stateDocument(p: Projection) {
+  return {
+    schema: "loop/state@1",
+    seq: p.seq,
+    hash: p.hash,
+    loop: {
+      name: p.loop.name,
+      state: p.loop.state,
+      reason: p.loop.reason,
+      revision: p.loop.revision,
+      current: p.loop.current,
+      outcome: p.loop.outcome,
+    },
+    counts: counts(p),
+    items: p.order.map((id) => {
+      const it = p.items[id]!;
+      return {
+        id,
+        ref: it.def.ref,
+        status: it.status,
+        reason: it.reason,
+        inDefinition: it.inDefinition,
+        epoch: it.epoch,
+        attempts: it.attempts.length,
+        failures: it.failures,
+        maxAttempts: it.def.maxAttempts,
+        dependsOn: it.def.dependsOn,
+        branch: it.workspace?.branch ?? null,
+        worktree: it.workspace?.present ? it.workspace.worktree : null,
+        question: it.question,
+        session: it.session
+          ? {
+              attempt: it.session.attempt,
+              runner: it.session.runner,
+              pid: it.session.pid,
+              tmux: it.session.tmux,
+              startedAt: it.session.startedAt,
+              endedAt: it.session.endedAt,
+              closed: it.session.closed !== null,
+              log: it.session.log,
+            }
+          : null,
+        lastVerify: lastVerify(p, id),
+        landing: it.landing,
+      };
+    }),
+  };
+}
+
+/** terminal_state.json: present exactly while the loop is drained. */
+export function terminalDocument(p: Projection) {
+  if (p.loop.state !== "drained") return null;
+  return {
+    schema: "loop/terminal@1",
+    outcome: p.loop.outcome,
+    drainedSeq: p.loop.drainedSeq,
+    drainedAt: p.loop.drainedAt,
+    counts: counts(p),
+    items: p.order.map((id) => ({ id, status: p.items[id]!.status, reason: p.items[id]!.reason })),
+  };
+}
+
+export function jsonText(doc: unknown): string {
+  return JSON.stringify(doc, null, 2) + "\n";
+}
+
+function writeAtomic(path: string, text: string) {
+  const tmp = `${path}.tmp-${process.pid}`;
+  const fd = openSync(tmp, "w");
+  try {
+    writeFileSync(fd, text);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, path);
+}
+
+function readOrNull(path: string): string | null {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return null;
+  }
+}
+
+/** Bring state.json, terminal_state.json and RUNLOG.md in line with the log. Returns what changed. */
+export function materialize(stateRoot: string, p: Projection, db: Database): string[] {
+  const paths = statePaths(stateRoot);
+  const changed: string[] = [];
+  failpoint("materialize:before");
+  const state = jsonText(stateDocument(p));
+  if (readOrNull(paths.stateJson) !== state) {
+    writeAtomic(paths.stateJson, state);
+    changed.push("state.json");
+  }
+  failpoint("materialize:after_state");
+  const term = terminalDocument(p);
+  if (term) {
+    const text = jsonText(term);
+    if (readOrNull(paths.terminal) !== text) {
+      writeAtomic(paths.terminal, text);
+      changed.push("terminal_state.json");
+    }
+  } else if (existsSync(paths.terminal)) {
+    rmSync(paths.terminal);
+    changed.push("terminal_state.json");
+  }
+  if (repairRunlog(paths.runlog, db)) changed.push("RUNLOG.md");
+  return changed;
+}
+
+// RUNLOG.md ------------------------------------------------------------------------------------
+// One block per decided attempt (an item_requeued after a failure, or an item_settled), in log
+// order. Each block is fenced by seq markers, so a repair keeps every complete block, drops a
+// torn tail and appends what is missing: append-only and idempotent.
+
+const END_MARK = /<!-- \/loop:seq=(\d+) -->\n/g;
+
+export function runlogBlock(e: { seq: number; ts: string; type: string; actor: string; item: string | null; payload: any }): string {
+  const pl = e.payload;
+  const what = e.type === "item_settled" ? pl.outcome : `requeued`;
+  const attempt = pl.attempt > 0 ? ` · attempt ${pl.attempt}` : "";
+  return (
+    `<!-- loop:seq=${e.seq} -->\n` +
+    `### ${e.item}${attempt} · ${what}\n\n` +
+    `- at: ${e.ts} (seq ${e.seq}, by ${e.actor})\n` +
+    `- reason: ${String(pl.reason).replace(/\n/g, " ")}\n` +
+    `<!-- /loop:seq=${e.seq} -->\n\n`
+  );
+}
+
+const HEADER = "# RUNLOG\n\nOne block per decided attempt, appended by `loop run`. Generated from the event log; do not edit.\n\n";
+
+export function repairRunlog(path: string, db: Database): boolean {
+  const text = readOrNull(path);
+  let keep = HEADER;
+  let lastSeq = 0;
+  if (text !== null && text.startsWith(HEADER)) {
+    let end = HEADER.length;
+    for (const m of text.matchAll(END_MARK)) {
+      lastSeq = Number(m[1]);
+      end = m.index! + m[0].length + (text.startsWith("\n", m.index! + m[0].length) ? 1 : 0);
+    }
+    keep = text.slice(0, end);
+  }
+  const rows = db
+    .query("SELECT seq, ts, type, actor, item, payload FROM events WHERE seq > ? AND type IN ('item_settled','item_requeued') ORDER BY seq")
+    .all(lastSeq) as { seq: number; ts: string; type: string; actor: string; item: string | null; payload: string }[];
+  const add = rows.map((r) => runlogBlock({ ...r, payload: JSON.parse(r.payload) })).join("");
+  if (text !== null && keep === text && add === "") return false;
+  if (text === null || keep !== text) {
+    // Missing, foreign or torn: rewrite the kept prefix first (atomic), then append.
+    writeAtomic(path, keep + add);
+  } else {
+    appendFileSync(path, add);
+  }
+  return true;
+}

@@ -1,0 +1,69 @@
+// Text renderings of the JSON reports, for people at a terminal. Plain columns, no ANSI unless
+// the caller says color is wanted.
+import type { StatusReport } from "./status.ts";
+import type { ReplayReport } from "./replay.ts";
+
+export function table(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join("  ").trimEnd();
+  return [line(header), ...rows.map(line)].join("\n");
+}
+
+const paint = (color: boolean, code: number, s: string) => (color ? `\x1b[${code}m${s}\x1b[0m` : s);
+
+function statusColor(s: string): number {
+  if (s === "passed") return 32;
+  if (["failed", "blocked", "cancelled"].includes(s)) return 31;
+  if (["running", "launching", "ended"].includes(s)) return 36;
+  if (s === "needs_input") return 33;
+  return 0;
+}
+
+export function renderStatus(r: StatusReport, color: boolean): string {
+  const L = r.loop;
+  const out: string[] = [];
+  out.push(
+    `loop ${L.name ?? "(no definition imported yet)"} · ${L.state}${L.outcome ? ` (${L.outcome})` : ""} · revision ${L.revision} · seq ${L.seq}${L.logSeq !== L.seq ? `/${L.logSeq}` : ""}`,
+  );
+  if (L.reason) out.push(`reason: ${L.reason}`);
+  if (L.current) out.push(`current: ${L.current}`);
+  const counts = Object.entries(L.counts).map(([k, v]) => `${v} ${k}`).join(", ");
+  if (counts) out.push(`items: ${counts}`);
+  if (r.items.length) {
+    out.push("");
+    out.push(
+      table(
+        ["ITEM", "STATUS", "ATTEMPTS", "SESSION", "BRANCH", "LAST VERIFY"],
+        r.items.map((it) => [
+          it.id,
+          paint(color, statusColor(it.status), it.status),
+          `${it.attempts} (${it.failures}/${it.maxAttempts} failed)`,
+          it.session
+            ? `${it.session.runner} ${it.session.tmux ? `tmux ${it.session.tmux}` : it.session.pid !== null ? `pid ${it.session.pid}` : "-"}${it.session.alive ? " alive" : ""}`
+            : "-",
+          it.branch ?? "-",
+          it.lastVerify ? `${it.lastVerify.passed ? "passed" : "failed"} (${it.lastVerify.reason})` : "-",
+        ]),
+      ),
+    );
+    const reasons = r.items.filter((it) => it.reason);
+    if (reasons.length) {
+      out.push("");
+      for (const it of reasons) out.push(`${it.id}: ${it.reason}`);
+    }
+  }
+  out.push("");
+  out.push(r.findings.length ? "divergence:" : "healthy: projection matches the log and state.json");
+  for (const f of r.findings) out.push(`  ${f.code}${f.seq !== undefined ? ` (seq ${f.seq})` : ""}: ${f.message}`);
+  return out.join("\n");
+}
+
+export function renderReplay(r: ReplayReport): string {
+  const out = [`replayed ${r.events} events (head seq ${r.head.seq})`];
+  for (const [k, v] of Object.entries(r.checks)) out.push(`  ${k.padEnd(12)} ${v}`);
+  if (r.findings.length) {
+    out.push("findings:");
+    for (const f of r.findings) out.push(`  ${f.code}${f.seq !== undefined ? ` (seq ${f.seq})` : ""}: ${f.message}`);
+  } else out.push("ok: the log, the projection and the files agree");
+  return out.join("\n");
+}

@@ -1,0 +1,68 @@
+// How a projection is laid out in the projection tables, and back. Each row body is canonical JSON,
+// so "table equals fold" is a string comparison, row by row.
+import { canonicalJson } from "./canonical.ts";
+import type { ItemState, LoopRecord, Projection } from "./reducer.ts";
+
+export const ITEM_TABLES = ["proj_items", "proj_sessions", "proj_control", "proj_ledgers", "proj_workspaces"] as const;
+export type ItemTable = (typeof ITEM_TABLES)[number];
+
+export interface LoopRow {
+  seq: number;
+  hash: string;
+  state: string;
+  body: string;
+}
+
+/** Split one item into the rows of each table; null means "no row". */
+export function itemRows(it: ItemState): Record<ItemTable, string | null> {
+  return {
+    proj_items: canonicalJson({
+      id: it.id,
+      def: it.def,
+      inDefinition: it.inDefinition,
+      status: it.status,
+      reason: it.reason,
+      epoch: it.epoch,
+      settledAt: it.settledAt,
+      landing: it.landing,
+    }),
+    proj_sessions: it.session ? canonicalJson(it.session) : null,
+    proj_control: canonicalJson({ control: it.control, held: it.held, started: it.started }),
+    proj_ledgers: canonicalJson({
+      attempts: it.attempts,
+      failures: it.failures,
+      replies: it.replies,
+      question: it.question,
+    }),
+    proj_workspaces: it.workspace ? canonicalJson(it.workspace) : null,
+  };
+}
+
+export function loopRow(p: Projection): LoopRow {
+  return { seq: p.seq, hash: p.hash, state: p.loop.state, body: canonicalJson({ loop: p.loop, order: p.order }) };
+}
+
+export function itemFromRows(rows: Record<ItemTable, string | null>): ItemState {
+  const core = JSON.parse(rows.proj_items!);
+  const control = rows.proj_control ? JSON.parse(rows.proj_control) : { control: [], held: false, started: false };
+  const ledgers = rows.proj_ledgers
+    ? JSON.parse(rows.proj_ledgers)
+    : { attempts: [], failures: 0, replies: [], question: null };
+  return {
+    ...core,
+    ...ledgers,
+    ...control,
+    session: rows.proj_sessions ? JSON.parse(rows.proj_sessions) : null,
+    workspace: rows.proj_workspaces ? JSON.parse(rows.proj_workspaces) : null,
+  };
+}
+
+export function projectionFromRows(
+  loop: LoopRow,
+  items: Map<string, Record<ItemTable, string | null>>,
+): Projection {
+  const { loop: rec, order } = JSON.parse(loop.body) as { loop: LoopRecord; order: string[] };
+  const out: Projection = { seq: loop.seq, hash: loop.hash, loop: rec, order, items: {} };
+  for (const [id, rows] of items) out.items[id] = itemFromRows(rows);
+  return out;
+}

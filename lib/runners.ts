@@ -1,0 +1,291 @@
+// Runners: how one attempt of a work item becomes an argv. Pure — no I/O, no clock, no randomness.
+//
+// The step launches the argv detached, with cwd = the item's worktree, stdin = /dev/null, stdout and
+// stderr appended to the session log, and the LOOP_* environment (docs/runners.md). Nobody can ever
+// answer a prompt, so every preset below is fully headless: it must finish on its own or fail, never
+// wait on a permission, consent, trust, update or analytics question.
+//
+// Flags were checked against the CLIs' own docs/source (Claude Code CLI reference, openai/codex
+// codex-rs/exec/src/cli.rs + docs/exec.md, aider's options reference); see docs/runners.md for the
+// sources and for what remains uncertain.
+
+import { dirname, join } from "node:path";
+
+export interface LaunchContext {
+  item: string;
+  /** 1-based attempt number. */
+  attempt: number;
+  /** The full handoff text (prompt + loop context). */
+  prompt: string;
+  /** Absolute path of handoff.md (same text as `prompt`). */
+  handoffPath: string;
+  /** Absolute path of the item's worktree (the session's cwd). */
+  workdir: string;
+  model: string | null;
+  /** A UUID the loop picked for this attempt. */
+  sessionId: string;
+  /** Continue an earlier conversation with the operator's reply instead of starting fresh. */
+  resume?: { conversationId: string; reply: string };
+}
+
+export interface RunnerCommand {
+  argv: string[];
+  /** Id to store so a later reply can resume this conversation; null if not known at launch. */
+  conversationId: string | null;
+  /** Whether `build` honours `ctx.resume` (otherwise a reply means a fresh session). */
+  supportsResume: boolean;
+}
+
+export interface CommandRunnerDef {
+  command: string[];
+}
+
+export type PlaceholderName = "prompt" | "handoff" | "workdir" | "model" | "session_id";
+
+export interface RunnerPreset {
+  describe: string;
+  build(ctx: LaunchContext): RunnerCommand;
+}
+
+/**
+ * Linux caps a single argv string at MAX_ARG_STRLEN = 128 KiB (execve fails with E2BIG beyond it).
+ * A handoff larger than this is not inlined: the agent is told to read handoff.md instead.
+ */
+export const MAX_INLINE_PROMPT_BYTES = 100_000;
+
+/** The prompt to put on a command line: the handoff text, or a pointer to handoff.md when too big. */
+export function inlinePrompt(ctx: Pick<LaunchContext, "prompt" | "handoffPath">): string {
+  if (new TextEncoder().encode(ctx.prompt).length <= MAX_INLINE_PROMPT_BYTES) return ctx.prompt;
+  return (
+    `Your complete task and its context are in the file ${ctx.handoffPath} ` +
+    `(too large to pass on the command line). Read that whole file first, then do what it says.`
+  );
+}
+
+function modelFlag(flag: string, model: string | null): string[] {
+  return model === null ? [] : [flag, model];
+}
+
+/** Where the aider preset keeps its chat transcript: next to handoff.md, outside the worktree. */
+export function aiderChatHistoryPath(handoffPath: string): string {
+  return join(dirname(handoffPath), "aider.chat.history.md");
+}
+
+export const PRESETS: Record<"claude" | "codex" | "aider", RunnerPreset> = {
+  // Claude Code, print mode.
+  //   -p / --print                       non-interactive: run the prompt, print, exit. Print mode also
+  //                                      skips the workspace-trust dialog.
+  //   --output-format stream-json        one JSON event per line as the agent works, so the session log
+  //                                      grows while it runs (the stall detector watches log growth;
+  //                                      the default `text` format prints nothing until the very end).
+  //   --verbose                          required by the CLI whenever -p is combined with stream-json.
+  //   --dangerously-skip-permissions     = permission mode bypassPermissions: edits and shell commands
+  //                                      run without approval. Without it a -p session does not hang but
+  //                                      every tool call needing approval is denied, so the agent could
+  //                                      not run tests. Claude refuses this flag as root (uid 0) unless
+  //                                      IS_SANDBOX=1 — run the loop as an ordinary user.
+  //   --session-id <uuid>                name the new conversation with the loop's LOOP_SESSION_ID, so
+  //                                      the id to resume is known before launch.
+  //   --resume <id>                      (reply only) continue that conversation; without --fork-session
+  //                                      it keeps the same id. --session-id is not combined with it (the
+  //                                      CLI rejects --session-id with --resume unless forking).
+  //   --model <name>                     only when a model is configured (alias or full name).
+  //   -- <prompt>                        the handoff text (or the reply) as the positional prompt; `--`
+  //                                      so a prompt starting with "-" is never read as a flag.
+  claude: {
+    describe: "Claude Code in print mode (claude -p), streaming JSON events, permissions bypassed",
+    build(ctx) {
+      const common = [
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--dangerously-skip-permissions",
+      ];
+      if (ctx.resume) {
+        return {
+          argv: ["claude", ...common, "--resume", ctx.resume.conversationId, ...modelFlag("--model", ctx.model), "--", ctx.resume.reply],
+          conversationId: ctx.resume.conversationId,
+          supportsResume: true,
+        };
+      }
+      return {
+        argv: ["claude", ...common, "--session-id", ctx.sessionId, ...modelFlag("--model", ctx.model), "--", inlinePrompt(ctx)],
+        conversationId: ctx.sessionId,
+        supportsResume: true,
+      };
+    },
+  },
+
+  // OpenAI Codex CLI, non-interactive `codex exec` (exec never asks for approvals).
+  //   --json                                       JSONL events on stdout while it works (log growth),
+  //                                                including {"type":"thread.started","thread_id":…}:
+  //                                                the id `codex exec resume` needs (conversationIdFromLog).
+  //   --dangerously-bypass-approvals-and-sandbox   no approvals and no sandbox. The default exec sandbox
+  //                                                is read-only; `--sandbox workspace-write` (what the
+  //                                                deprecated --full-auto now means) cannot write the
+  //                                                worktree's git metadata, which lives under the main
+  //                                                repository's .git/worktrees/, and has no network, so
+  //                                                commits and dependency installs fail. Same trust level
+  //                                                as the claude preset; isolate the host instead.
+  //   --skip-git-repo-check                        never refuse to start over the repository check (the
+  //                                                worktree is a git checkout, this only removes a way to
+  //                                                fail on an unusual layout).
+  //   --model <name>                               only when a model is configured.
+  //   resume <id> | resume --last                  (reply only) continue the recorded session; all flags
+  //                                                go between `exec` and `resume`. Without a stored id,
+  //                                                --last picks the newest session recorded for this cwd
+  //                                                (the worktree is per item).
+  //   -- <prompt>                                  the handoff text (or the reply), after `--`.
+  // Codex cannot be told which id to use, so conversationId is null at launch: read it from the log.
+  codex: {
+    describe: "OpenAI Codex CLI (codex exec), JSONL events, approvals and sandbox bypassed",
+    build(ctx) {
+      const common = [
+        "exec",
+        "--json",
+        "--dangerously-bypass-approvals-and-sandbox",
+        "--skip-git-repo-check",
+        ...modelFlag("--model", ctx.model),
+      ];
+      if (ctx.resume) {
+        const target = ctx.resume.conversationId === "" ? ["--last"] : [ctx.resume.conversationId];
+        return {
+          argv: ["codex", ...common, "resume", ...target, "--", ctx.resume.reply],
+          conversationId: ctx.resume.conversationId === "" ? null : ctx.resume.conversationId,
+          supportsResume: true,
+        };
+      }
+      return { argv: ["codex", ...common, "--", inlinePrompt(ctx)], conversationId: null, supportsResume: true };
+    },
+  },
+
+  // aider, scripted with one message.
+  //   --message-file <handoff.md>        send the handoff as one message, apply the edits, exit (a file,
+  //                                      so no command-line size limit applies).
+  //   --message=<reply>                  (reply only) the reply as the message; `=` form so a reply
+  //                                      starting with "-" is not taken for a flag.
+  //   --yes-always                       answer yes to every confirmation (add files, create, ...).
+  //                                      Shell commands need an explicit yes, so they are never run.
+  //   --no-suggest-shell-commands        don't propose shell commands nobody can approve.
+  //   --no-check-update                  no update check (and no "install the new version?" question).
+  //   --no-show-release-notes            no "see what's new?" question after an upgrade.
+  //   --no-analytics                     no analytics for this run and no opt-in question (unlike
+  //                                      --analytics-disable it does not write the user's aider config).
+  //   --no-gitignore                     don't add .aider* to the item's .gitignore (a stray change
+  //                                      on the deliverable branch).
+  //   --no-show-model-warnings           no "open documentation URL?" question for unknown models.
+  //   --no-detect-urls                   don't offer to scrape URLs found in the prompt.
+  //   --no-fancy-input                   plain input: no prompt_toolkit on a non-terminal.
+  //   --no-pretty --no-stream            plain, uncoloured, line-oriented output for the log file.
+  //   --chat-history-file <file>         transcript in the session directory instead of the worktree;
+  //                                      this file is the conversation id.
+  //   --input-history-file <file>        likewise, out of the worktree.
+  //   --restore-chat-history             (reply only) reload the transcript before sending the reply.
+  //   --model <name>                     only when a model is configured.
+  // aider's own auto-commits stay on: its edits land as commits on the item's branch.
+  aider: {
+    describe: "aider scripted with --message-file, every confirmation answered yes",
+    build(ctx) {
+      const sessionDir = dirname(ctx.handoffPath);
+      const chatHistory = ctx.resume ? ctx.resume.conversationId : aiderChatHistoryPath(ctx.handoffPath);
+      const argv = [
+        "aider",
+        ...(ctx.resume ? [`--message=${ctx.resume.reply}`] : ["--message-file", ctx.handoffPath]),
+        "--yes-always",
+        "--no-suggest-shell-commands",
+        "--no-check-update",
+        "--no-show-release-notes",
+        "--no-analytics",
+        "--no-gitignore",
+        "--no-show-model-warnings",
+        "--no-detect-urls",
+        "--no-fancy-input",
+        "--no-pretty",
+        "--no-stream",
+        "--chat-history-file",
+        chatHistory,
+        "--input-history-file",
+        join(sessionDir, "aider.input.history"),
+        ...(ctx.resume ? ["--restore-chat-history"] : []),
+        ...modelFlag("--model", ctx.model),
+      ];
+      return { argv, conversationId: chatHistory, supportsResume: true };
+    },
+  },
+};
+
+/** Names a `runners` entry in loop.json cannot take: they are always the built-ins. */
+export const RESERVED_RUNNER_NAMES: readonly string[] = [...Object.keys(PRESETS), "demo"];
+
+const PLACEHOLDER = /\{(prompt|handoff|workdir|model|session_id)\}/g;
+
+/**
+ * Expand `{prompt}`, `{handoff}`, `{workdir}`, `{model}`, `{session_id}` in each element separately.
+ * No shell, no word splitting: one template element is always exactly one argv element. Values are
+ * inserted literally (never re-expanded); any other brace text is left as it is.
+ */
+export function expandPlaceholders(template: string[], values: Record<PlaceholderName, string>): string[] {
+  return template.map((part) => part.replace(PLACEHOLDER, (_match, name: PlaceholderName) => values[name]));
+}
+
+export function placeholderValues(ctx: LaunchContext): Record<PlaceholderName, string> {
+  return {
+    prompt: ctx.prompt,
+    handoff: ctx.handoffPath,
+    workdir: ctx.workdir,
+    model: ctx.model ?? "",
+    session_id: ctx.sessionId,
+  };
+}
+
+/**
+ * Resolve a runner name to the argv to launch. Built-ins first (claude, codex, aider, demo), then the
+ * `runners` of loop.json. `demoArgv` is how to invoke the built-in demo agent, e.g.
+ * [process.execPath, "cmd/loop.ts", "__demo-agent"]. Command runners and demo cannot resume: a reply
+ * to them is delivered through the next session's handoff.
+ */
+export function buildRunnerCommand(
+  runner: string,
+  ctx: LaunchContext,
+  commandRunners: Record<string, CommandRunnerDef>,
+  demoArgv: string[],
+): RunnerCommand {
+  if (Object.hasOwn(PRESETS, runner)) return PRESETS[runner as keyof typeof PRESETS].build(ctx);
+  if (runner === "demo") {
+    if (demoArgv.length === 0) throw new Error(`runner "demo": no command given to start the demo agent`);
+    return { argv: [...demoArgv], conversationId: null, supportsResume: false };
+  }
+  if (Object.hasOwn(commandRunners, runner)) {
+    const def = commandRunners[runner];
+    if (!def || !Array.isArray(def.command) || def.command.length === 0 || def.command[0] === "")
+      throw new Error(`runner "${runner}": "command" must be a non-empty array whose first element names a program`);
+    return { argv: expandPlaceholders(def.command, placeholderValues(ctx)), conversationId: null, supportsResume: false };
+  }
+  const known = [...RESERVED_RUNNER_NAMES, ...Object.keys(commandRunners)].map((n) => `"${n}"`).join(", ");
+  throw new Error(`unknown runner "${runner}" (known runners: ${known})`);
+}
+
+/**
+ * The conversation id a runner reported in its session log, for runners that choose it themselves.
+ * codex: the first `{"type":"thread.started","thread_id":…}` JSONL event; claude: the
+ * `{"type":"system","subtype":"init","session_id":…}` event (equal to --session-id). Null otherwise.
+ */
+export function conversationIdFromLog(runner: string, log: string): string | null {
+  for (const line of log.split("\n")) {
+    const text = line.trim();
+    if (!text.startsWith("{")) continue;
+    let event: unknown;
+    try {
+      event = JSON.parse(text);
+    } catch {
+      continue;
+    }
+    if (typeof event !== "object" || event === null) continue;
+    const e = event as Record<string, unknown>;
+    if (runner === "codex" && e.type === "thread.started" && typeof e.thread_id === "string") return e.thread_id;
+    if (runner === "claude" && e.type === "system" && e.subtype === "init" && typeof e.session_id === "string")
+      return e.session_id;
+  }
+  return null;
+}

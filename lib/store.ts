@@ -1,0 +1,442 @@
+// The store: one SQLite file holding the append-only, hash-chained event log, the projection
+// tables (updated in the same transaction as each event) and the step lease.
+import { Database, constants } from "bun:sqlite";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { hostname, tmpdir } from "node:os";
+import { join } from "node:path";
+import { canonicalJson, sha256Hex } from "./canonical.ts";
+import { type EventDraft, GENESIS_HASH, payloadProblem, type StoredEvent } from "./events.ts";
+import { failpoint } from "./failpoint.ts";
+import { emptyProjection, type Projection, reduceInto, touchedItems } from "./reducer.ts";
+import { ITEM_TABLES, type ItemTable, itemRows, loopRow, type LoopRow, projectionFromRows } from "./rows.ts";
+
+export const SCHEMA_VERSION = 1;
+const BUSY_TIMEOUT_MS = 10_000;
+
+export type StoreErrorCode = "missing_store" | "corrupt_store" | "invalid_event" | "duplicate_event" | "seq_conflict";
+
+export class StoreError extends Error {
+  constructor(
+    readonly code: StoreErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = "StoreError";
+  }
+}
+
+export function dbPath(stateRoot: string): string {
+  return join(stateRoot, "loop.db");
+}
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS events(
+  seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, ts TEXT NOT NULL, type TEXT NOT NULL,
+  actor TEXT NOT NULL, item TEXT, payload TEXT NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL);
+CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events
+  BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events
+  BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+CREATE TABLE IF NOT EXISTS proj_loop(id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL,
+  hash TEXT NOT NULL, state TEXT NOT NULL, body TEXT NOT NULL);
+${ITEM_TABLES.map((t) => `CREATE TABLE IF NOT EXISTS ${t}(item TEXT PRIMARY KEY, body TEXT NOT NULL);`).join("\n")}
+CREATE TABLE IF NOT EXISTS lease(id INTEGER PRIMARY KEY CHECK (id = 1), owner TEXT NOT NULL,
+  pid INTEGER NOT NULL, host TEXT NOT NULL, started TEXT NOT NULL, expires TEXT NOT NULL);
+`;
+
+/** The exact text every event hash is computed over: canonical JSON of all other columns. */
+export function hashInput(
+  r: { seq: number; id: string; ts: string; type: string; actor: string; item: string | null; prev_hash: string },
+  payloadText: string,
+): string {
+  // Same bytes as canonicalJson({actor,id,item,payload,prev_hash,seq,ts,type}) once payloadText is
+  // canonical and the strings were checked by canonicalJson at append; built by hand for replay speed.
+  return (
+    `{"actor":${JSON.stringify(r.actor)},"id":${JSON.stringify(r.id)},"item":${r.item === null ? "null" : JSON.stringify(r.item)}` +
+    `,"payload":${payloadText},"prev_hash":${JSON.stringify(r.prev_hash)},"seq":${r.seq},"ts":${JSON.stringify(r.ts)},"type":${JSON.stringify(r.type)}}`
+  );
+}
+
+export interface EventRow {
+  seq: number;
+  id: string;
+  ts: string;
+  type: string;
+  actor: string;
+  item: string | null;
+  payload: string;
+  prev_hash: string;
+  hash: string;
+}
+
+export function rowToEvent(r: EventRow): StoredEvent {
+  return { ...r, type: r.type as StoredEvent["type"], payload: JSON.parse(r.payload) };
+}
+
+function openWith(path: string, flags: number): Database {
+  try {
+    return new Database(path, flags);
+  } catch (err) {
+    throw new StoreError("corrupt_store", `cannot open ${path}: ${(err as Error).message}`);
+  }
+}
+
+function isBusy(err: unknown): boolean {
+  const code = (err as { code?: string })?.code ?? "";
+  return code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED");
+}
+
+export interface Lease {
+  owner: string;
+  pid: number;
+  host: string;
+  started: string;
+  expires: string;
+}
+
+export type LeaseResult = { ok: true; lease: Lease; tookOver: Lease | null } | { ok: false; holder: Lease };
+
+/** Read-write handle: used by `loop init`, `loop run`, `loop ctl`. */
+export class Store {
+  private constructor(
+    readonly db: Database,
+    readonly stateRoot: string,
+  ) {}
+
+  /** Open (creating when asked) the store under stateRoot. */
+  static open(stateRoot: string, opts: { create?: boolean; actor?: string } = {}): Store {
+    const path = dbPath(stateRoot);
+    if (!existsSync(path) && !opts.create)
+      throw new StoreError("missing_store", `no store at ${path} (run \`loop init\` first)`);
+    mkdirSync(stateRoot, { recursive: true });
+    const db = openWith(path, constants.SQLITE_OPEN_READWRITE | constants.SQLITE_OPEN_CREATE);
+    const store = new Store(db, stateRoot);
+    try {
+      db.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+      store.retryBusy(() => db.run("PRAGMA journal_mode = WAL"));
+      db.run("PRAGMA synchronous = FULL");
+      // Checkpoints happen at close only, so a reader never sees the main file change mid-step.
+      db.run("PRAGMA wal_autocheckpoint = 0");
+      store.retryBusy(() => store.ensureSchema(opts.actor ?? "loop"));
+    } catch (err) {
+      db.close();
+      if (err instanceof StoreError) throw err;
+      throw new StoreError("corrupt_store", `cannot use ${path}: ${(err as Error).message}`);
+    }
+    return store;
+  }
+
+  private retryBusy<T>(fn: () => T): T {
+    for (let i = 0; ; i++) {
+      try {
+        return fn();
+      } catch (err) {
+        if (!isBusy(err) || i >= 50) throw err;
+        Bun.sleepSync(20 + i * 10);
+      }
+    }
+  }
+
+  private ensureSchema(actor: string) {
+    const hasEvents = this.db.query("SELECT 1 FROM sqlite_master WHERE type='table' AND name='events'").get();
+    if (hasEvents) {
+      checkSchema(this.db, this.stateRoot);
+      return;
+    }
+    this.db
+      .transaction(() => {
+        // Re-check under the write lock: another process may have created it meanwhile.
+        if (this.db.query("SELECT 1 FROM sqlite_master WHERE type='table' AND name='events'").get()) return;
+        this.db.run(SCHEMA);
+        this.db.run("INSERT INTO meta(key, value) VALUES ('schema', ?)", [String(SCHEMA_VERSION)]);
+        const p = emptyProjection();
+        const row = loopRow(p);
+        this.db.run("INSERT INTO proj_loop(id, seq, hash, state, body) VALUES (1, ?, ?, ?, ?)", [
+          row.seq,
+          row.hash,
+          row.state,
+          row.body,
+        ]);
+        this.append([{ type: "store_opened", payload: { schema: SCHEMA_VERSION, tool: "loop" }, actor }]);
+      })
+      .immediate();
+  }
+
+  head(): { seq: number; hash: string } {
+    return headOf(this.db);
+  }
+
+  projection(): Projection {
+    return readProjection(this.db);
+  }
+
+  /**
+   * Append events atomically: validate each payload, fold it into the projection (an illegal
+   * sequence aborts everything), insert the rows and rewrite the touched projection rows, all in
+   * one BEGIN IMMEDIATE transaction. `expectSeq` is a compare-and-swap on the log head.
+   */
+  append(drafts: EventDraft[], opts: { expectSeq?: number; actor?: string; now?: string } = {}): {
+    events: StoredEvent[];
+    projection: Projection;
+  } {
+    for (const d of drafts) {
+      const problem = payloadProblem(d.type, d.payload);
+      if (problem) throw new StoreError("invalid_event", `${d.type}: ${problem}`);
+    }
+    const run = this.db.transaction(() => {
+      const head = headOf(this.db);
+      if (opts.expectSeq !== undefined && head.seq !== opts.expectSeq)
+        throw new StoreError("seq_conflict", `log head is seq ${head.seq}, expected ${opts.expectSeq}`);
+      const p = readProjection(this.db);
+      if (p.seq !== head.seq || p.hash !== head.hash)
+        throw new StoreError("corrupt_store", `projection is at seq ${p.seq} but the log is at seq ${head.seq}`);
+      const insert = this.db.prepare(
+        "INSERT INTO events(seq, id, ts, type, actor, item, payload, prev_hash, hash) VALUES (?,?,?,?,?,?,?,?,?)",
+      );
+      const touched = new Set<string>();
+      const out: StoredEvent[] = [];
+      for (const d of drafts) {
+        const seq = p.seq + 1;
+        const base = {
+          seq,
+          id: d.id ?? crypto.randomUUID(),
+          ts: d.ts ?? opts.now ?? new Date().toISOString(),
+          type: d.type,
+          actor: d.actor ?? opts.actor ?? "loop",
+          item: d.item ?? null,
+          prev_hash: p.hash,
+        };
+        const payloadText = canonicalJson(d.payload);
+        const hash = sha256Hex(canonicalJson({ ...base, payload: d.payload }));
+        const ev: StoredEvent = { ...base, payload: JSON.parse(payloadText), hash };
+        reduceInto(p, ev);
+        for (const id of touchedItems(p, ev)) touched.add(id);
+        try {
+          insert.run(seq, base.id, base.ts, base.type, base.actor, base.item, payloadText, base.prev_hash, hash);
+        } catch (err) {
+          if (String((err as Error).message).includes("UNIQUE constraint failed: events.id"))
+            throw new StoreError("duplicate_event", `an event with id "${base.id}" already exists`);
+          throw err;
+        }
+        out.push(ev);
+      }
+      writeProjection(this.db, p, touched);
+      return { events: out, projection: p };
+    });
+    const result = run.immediate();
+    failpoint("after_commit");
+    return result;
+  }
+
+  hasEvent(id: string): boolean {
+    return this.db.query("SELECT 1 FROM events WHERE id = ?").get(id) !== null;
+  }
+
+  /** Run fn inside one BEGIN IMMEDIATE transaction (fn must be synchronous). */
+  tx<T>(fn: () => T): T {
+    return this.db.transaction(fn).immediate();
+  }
+
+  acquireLease(ttlMs: number, isAlive: (pid: number) => boolean, now = new Date()): LeaseResult {
+    return this.tx(() => {
+      const cur = this.db.query("SELECT owner, pid, host, started, expires FROM lease WHERE id = 1").get() as Lease | null;
+      const host = hostname();
+      let tookOver: Lease | null = null;
+      if (cur) {
+        const expired = Date.parse(cur.expires) <= now.getTime();
+        const dead = cur.host === host && !isAlive(cur.pid);
+        if (!expired && !dead) return { ok: false as const, holder: cur };
+        tookOver = cur;
+        this.append([
+          { type: "lease_taken_over", payload: { previous: { ...cur }, why: dead ? "dead" : "expired" } },
+        ]);
+      }
+      const lease: Lease = {
+        owner: crypto.randomUUID(),
+        pid: process.pid,
+        host,
+        started: now.toISOString(),
+        expires: new Date(now.getTime() + ttlMs).toISOString(),
+      };
+      this.db.run("INSERT OR REPLACE INTO lease(id, owner, pid, host, started, expires) VALUES (1,?,?,?,?,?)", [
+        lease.owner,
+        lease.pid,
+        lease.host,
+        lease.started,
+        lease.expires,
+      ]);
+      return { ok: true as const, lease, tookOver };
+    });
+  }
+
+  renewLease(lease: Lease, ttlMs: number): void {
+    lease.expires = new Date(Date.now() + ttlMs).toISOString();
+    this.db.run("UPDATE lease SET expires = ? WHERE id = 1 AND owner = ?", [lease.expires, lease.owner]);
+  }
+
+  releaseLease(lease: Lease): void {
+    this.db.run("DELETE FROM lease WHERE id = 1 AND owner = ?", [lease.owner]);
+  }
+
+  close(): void {
+    try {
+      this.db.run("PRAGMA wal_checkpoint(TRUNCATE)");
+    } catch {
+      // Another connection is mid-transaction; the last closer checkpoints instead.
+    }
+    this.db.close();
+  }
+}
+
+function headOf(db: Database): { seq: number; hash: string } {
+  const r = db.query("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").get() as
+    | { seq: number; hash: string }
+    | null;
+  return r ?? { seq: 0, hash: GENESIS_HASH };
+}
+
+function checkSchema(db: Database, where: string) {
+  let v: { value: string } | null;
+  try {
+    v = db.query("SELECT value FROM meta WHERE key = 'schema'").get() as { value: string } | null;
+    for (const t of ["events", "proj_loop", ...ITEM_TABLES, "lease"])
+      if (!db.query("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?").get(t))
+        throw new Error(`table ${t} is missing`);
+  } catch (err) {
+    throw new StoreError("corrupt_store", `store under ${where} is not a loop store: ${(err as Error).message}`);
+  }
+  if (!v || Number(v.value) !== SCHEMA_VERSION)
+    throw new StoreError("corrupt_store", `store under ${where} has schema ${v?.value ?? "none"}, expected ${SCHEMA_VERSION}`);
+}
+
+export function readLoopRow(db: Database): LoopRow {
+  const r = db.query("SELECT seq, hash, state, body FROM proj_loop WHERE id = 1").get() as LoopRow | null;
+  if (!r) throw new StoreError("corrupt_store", "projection table proj_loop has no row");
+  return r;
+}
+
+export function readItemRows(db: Database): Map<string, Record<ItemTable, string | null>> {
+  const items = new Map<string, Record<ItemTable, string | null>>();
+  for (const t of ITEM_TABLES) {
+    for (const r of db.query(`SELECT item, body FROM ${t}`).all() as { item: string; body: string }[]) {
+      let rows = items.get(r.item);
+      if (!rows) {
+        rows = { proj_items: null, proj_sessions: null, proj_control: null, proj_ledgers: null, proj_workspaces: null };
+        items.set(r.item, rows);
+      }
+      rows[t] = r.body;
+    }
+  }
+  return items;
+}
+
+export function readProjection(db: Database): Projection {
+  const items = readItemRows(db);
+  for (const [id, rows] of items)
+    if (rows.proj_items === null) throw new StoreError("corrupt_store", `projection rows for "${id}" have no proj_items row`);
+  return projectionFromRows(readLoopRow(db), items);
+}
+
+function writeProjection(db: Database, p: Projection, touched: Set<string>) {
+  const lr = loopRow(p);
+  db.run("UPDATE proj_loop SET seq = ?, hash = ?, state = ?, body = ? WHERE id = 1", [lr.seq, lr.hash, lr.state, lr.body]);
+  for (const id of touched) {
+    const it = p.items[id];
+    if (!it) continue;
+    const rows = itemRows(it);
+    for (const t of ITEM_TABLES) {
+      const body = rows[t];
+      if (body === null) db.run(`DELETE FROM ${t} WHERE item = ?`, [id]);
+      else db.run(`INSERT INTO ${t}(item, body) VALUES (?, ?) ON CONFLICT(item) DO UPDATE SET body = excluded.body`, [id, body]);
+    }
+  }
+}
+
+/** Rewrite every projection row from a projection (used by bulk loading in bench/generate). */
+export function writeWholeProjection(db: Database, p: Projection) {
+  for (const t of ITEM_TABLES) db.run(`DELETE FROM ${t}`);
+  writeProjection(db, p, new Set(Object.keys(p.items)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Read-only access. Read verbs must leave the state root byte-identical. With no WAL content the
+// main file is opened `immutable` (SQLite then creates no -wal/-shm and takes no locks). When a
+// -wal exists (a live step, or one that was killed) the database and its WAL are copied to a
+// private temp directory and the copy is opened, so recovery happens there, never in the state root.
+// A reader re-checks the files afterwards and reads again if a writer changed them meanwhile.
+
+export interface ReadSnapshot {
+  db: Database;
+  /** true when the snapshot came from a copy because a -wal was present. */
+  copied: boolean;
+  close(): void;
+}
+
+function fileSig(path: string): string {
+  try {
+    const s = statSync(path);
+    return `${s.ino}:${s.size}:${s.mtimeMs}`;
+  } catch {
+    return "-";
+  }
+}
+
+function openSnapshot(stateRoot: string): ReadSnapshot {
+  const path = dbPath(stateRoot);
+  if (!existsSync(path)) throw new StoreError("missing_store", `no store at ${path} (run \`loop init\` first)`);
+  let walSize = 0;
+  try {
+    walSize = statSync(`${path}-wal`).size;
+  } catch {}
+  let db: Database;
+  let tmp: string | null = null;
+  if (walSize === 0) {
+    db = openWith(`file:${encodeURI(path).replace(/\?/g, "%3f").replace(/#/g, "%23")}?immutable=1`, constants.SQLITE_OPEN_READONLY | constants.SQLITE_OPEN_URI);
+  } else {
+    tmp = mkdtempSync(join(tmpdir(), "loop-snapshot-"));
+    copyFileSync(path, join(tmp, "loop.db"));
+    copyFileSync(`${path}-wal`, join(tmp, "loop.db-wal"));
+    db = openWith(join(tmp, "loop.db"), constants.SQLITE_OPEN_READWRITE);
+  }
+  const close = () => {
+    db.close();
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  };
+  try {
+    checkSchema(db, stateRoot);
+  } catch (err) {
+    close();
+    throw err;
+  }
+  return { db, copied: tmp !== null, close };
+}
+
+/** Run fn against a consistent read-only snapshot of the store; nothing under stateRoot changes. */
+export function withReadSnapshot<T>(stateRoot: string, fn: (snap: ReadSnapshot) => T): T {
+  const path = dbPath(stateRoot);
+  for (let attempt = 0; ; attempt++) {
+    const before = fileSig(path) + "|" + fileSig(`${path}-wal`);
+    const snap = openSnapshot(stateRoot);
+    let result: T;
+    try {
+      result = fn(snap);
+    } catch (err) {
+      if (err instanceof StoreError || attempt >= 4) throw err;
+      const code = (err as { code?: string }).code ?? "";
+      if (!code.startsWith("SQLITE")) throw err;
+      continue; // a torn read under a concurrent checkpoint: read again
+    } finally {
+      snap.close();
+    }
+    const after = fileSig(path) + "|" + fileSig(`${path}-wal`);
+    if (before === after || attempt >= 4) return result;
+  }
+}
+
+export function* iterateEvents(db: Database, fromSeq = 1): Generator<EventRow> {
+  const stmt = db.query("SELECT seq, id, ts, type, actor, item, payload, prev_hash, hash FROM events WHERE seq >= ? ORDER BY seq");
+  for (const r of stmt.iterate(fromSeq) as IterableIterator<EventRow>) yield r;
+}
+
+export { headOf };
