@@ -1,11 +1,42 @@
 #!/usr/bin/env bun
 // The multi-call entry: `loop <tool> …`, or invoked through a link named `loop-<tool>`.
+//
+// How the invoked name is found (checked by experiment with `bun build --compile`, Bun 1.4):
+//   compiled binary, called through a link `dist/loop-status -> loop`:
+//     process.argv0    = "dist/loop-status"   (what the caller exec'd: the link's name)   <- used
+//     process.argv[0]  = "bun", process.argv[1] = "/$bunfs/root/loop"   (useless here)
+//     process.execPath = ".../dist/loop"      (the resolved binary, never the link)
+//   script, `bun cmd/loop.ts`: process.argv0 is whatever started bun ("bun", or a path to it),
+//     process.argv[1] is the script's real path                                             <- used
 import { basename } from "node:path";
 import { main } from "../lib/cli.ts";
 import { VERSION } from "../lib/version.ts";
 import { TOOLS, toolFor } from "./tools.ts";
 import { runDemoAgent } from "../lib/demo-agent.ts";
 import { runSessionWrapper } from "../lib/session-wrapper.ts";
+
+/** Every tool of the command-line contract (DESIGN §3), built or not. */
+export const CONTRACT_TOOLS = ["init", "run", "status", "replay", "reset", "ctl"] as const;
+
+/** True when running inside a `bun build --compile` executable (its modules live in /$bunfs). */
+export function isCompiled(mainPath: string = Bun.main): boolean {
+  return mainPath.startsWith("/$bunfs/") || /^[A-Za-z]:[\\/]~BUN[\\/]/.test(mainPath);
+}
+
+/** The name this process was invoked as, without directory or .ts/.js/.exe suffix. */
+export function invokedName(argv0: string, argv1: string | undefined, compiled: boolean): string {
+  return basename((compiled ? argv0 : argv1) || "loop").replace(/\.(ts|js|exe)$/i, "");
+}
+
+/**
+ * The tool a link name selects: `loop-<tool>` for a tool of the contract (built or not), else null
+ * (then the first argument names the tool, so a binary renamed `loop-linux-x64` still works).
+ */
+export function toolFromName(self: string): string | null {
+  if (!self.startsWith("loop-")) return null;
+  const t = self.slice(5);
+  return Object.hasOwn(TOOLS, t) || (CONTRACT_TOOLS as readonly string[]).includes(t) ? t : null;
+}
 
 const USAGE = `loop ${VERSION}: drive a backlog of coding-agent work items, one crash-safe step at a time
 
@@ -18,12 +49,21 @@ Run \`loop <tool> --help\` for a tool's options. Exit codes: 0 ok, 1 problem fou
 3 declined, 75 busy, 130 interrupted (docs/cli/).
 `;
 
-async function entry(argv0: string, args: string[]): Promise<void> {
-  const self = basename(argv0).replace(/\.(ts|js|exe)$/, "");
-  const viaLink = self.startsWith("loop-") ? self.slice(5) : null;
-  if (viaLink) {
-    const t = toolFor(viaLink);
+function fail(prog: string, message: string): void {
+  process.stderr.write(`${prog}: ${message}\n`);
+  process.exitCode = 2;
+}
+
+function unavailable(prog: string, name: string): void {
+  fail(prog, `tool "${name}" is not available in loop ${VERSION} yet (available: ${Object.keys(TOOLS).join(", ")})`);
+}
+
+async function entry(self: string, args: string[]): Promise<void> {
+  const linked = toolFromName(self);
+  if (linked !== null) {
+    const t = toolFor(linked);
     if (t) return main(t, args);
+    return unavailable(self, linked);
   }
   const [first, ...rest] = args;
   // Hidden entries used by sessions: the compiled binary has no separate scripts to run.
@@ -39,18 +79,27 @@ async function entry(argv0: string, args: string[]): Promise<void> {
     process.stdout.write(`${VERSION}\n`);
     return;
   }
-  if (first === undefined || first === "--help" || first === "-h" || first === "help") {
+  if (first === "--help" || first === "-h" || first === "help") {
+    if (first === "help" && rest[0] !== undefined) {
+      const t = toolFor(rest[0]);
+      if (t) return main(t, ["--help"]);
+      if ((CONTRACT_TOOLS as readonly string[]).includes(rest[0])) return unavailable("loop", rest[0]);
+      return fail("loop", `unknown tool ${JSON.stringify(rest[0])} (tools: ${Object.keys(TOOLS).join(", ")})`);
+    }
     process.stdout.write(USAGE);
-    if (first === undefined) process.exitCode = 2;
     return;
   }
-  const t = toolFor(first);
-  if (!t) {
-    process.stderr.write(`loop: unknown tool "${first}" (tools: ${Object.keys(TOOLS).join(", ")})\n`);
+  if (first === undefined) {
+    // A usage error: the usage goes to stderr, stdout stays empty.
+    process.stderr.write(USAGE);
     process.exitCode = 2;
     return;
   }
-  return main(t, rest);
+  if (first.startsWith("-")) return fail("loop", `unknown option ${JSON.stringify(first)} (usage: loop <tool> [options])`);
+  const t = toolFor(first);
+  if (t) return main(t, rest);
+  if ((CONTRACT_TOOLS as readonly string[]).includes(first)) return unavailable("loop", first);
+  return fail("loop", `unknown tool ${JSON.stringify(first)} (tools: ${Object.keys(TOOLS).join(", ")})`);
 }
 
-await entry(process.argv0 === "bun" ? process.argv[1] ?? "loop" : process.argv0, process.argv.slice(2));
+if (import.meta.main) await entry(invokedName(process.argv0, process.argv[1], isCompiled()), process.argv.slice(2));

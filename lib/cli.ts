@@ -9,6 +9,7 @@ import { type ArgsDef, renderUsage } from "citty";
 import { createConsola, type ConsolaInstance } from "consola";
 import { DefinitionError } from "./definition.ts";
 import { RefError } from "./refs.ts";
+import { UnknownItemError } from "./selectors.ts";
 import { StoreError } from "./store.ts";
 import { IllegalEventError } from "./reducer.ts";
 import { VERSION } from "./version.ts";
@@ -174,6 +175,7 @@ export function classifyError(err: unknown): { exit: number; code: string; messa
   const message = err instanceof Error ? err.message : String(err);
   if (err instanceof UsageError) return { exit: EXIT.usage, code: "usage", message };
   if (err instanceof RefError) return { exit: EXIT.usage, code: "invalid_ref", message };
+  if (err instanceof UnknownItemError) return { exit: EXIT.usage, code: "unknown_item", message };
   if (err instanceof DefinitionError) return { exit: EXIT.usage, code: "invalid_definition", message };
   if (err instanceof StoreError) {
     const usage = err.code === "missing_store" || err.code === "corrupt_store";

@@ -11,7 +11,9 @@ import { join } from "node:path";
 import * as v from "valibot";
 import { canonicalJson, sha256Hex } from "./canonical.ts";
 import { parseDuration } from "./duration.ts";
+import { JsonSyntaxError, formatJsonPath, parseStrictJson } from "./json-strict.ts";
 import { RefError, isItemId, itemIdFromRef, parseRef } from "./refs.ts";
+import { RESERVED_RUNNER_NAMES } from "./runners.ts";
 
 export interface Timeouts {
   launch: number;
@@ -38,11 +40,12 @@ export interface NormDefinition {
   name: string;
   landing: "none" | "merge";
   base: string;
+  /** The branch landing "merge" merges into; `loop/<name>/landed` unless workspace.target says otherwise. */
   target: string;
   tmux: boolean;
   keepCheckoutOnClose: boolean;
   requireStartCommand: boolean;
-  /** Command runners from loop.json; an entry named like a built-in preset replaces the preset. */
+  /** Command runners from loop.json; none is named like a built-in runner. */
   runners: Record<string, CommandRunner>;
   items: NormItem[];
 }
@@ -63,7 +66,8 @@ export class DefinitionError extends Error {
   }
 }
 
-export const KNOWN_RUNNERS: readonly string[] = ["claude", "codex", "aider", "demo"];
+/** The built-in runners (lib/runners.ts): always available, and names a `runners` entry cannot take. */
+export const KNOWN_RUNNERS: readonly string[] = RESERVED_RUNNER_NAMES;
 export const RUNNER_PLACEHOLDERS: readonly string[] = ["prompt", "handoff", "workdir", "model", "session_id"];
 
 const DEFAULTS = {
@@ -222,33 +226,40 @@ export const ACCEPTED_KEYS: Readonly<Record<string, readonly string[]>> = {
   workspace: RawWorkspace.keys,
 };
 
+/** The default merge target of the loop `loopName`. */
+function defaultTarget(loopName: string): string {
+  return `loop/${loopName}/landed`;
+}
+
+/** The branch an item works on. Every item branch of a loop is under `loop/<name>/item/`. */
+export function itemBranch(loopName: string, itemId: string): string {
+  return `loop/${loopName}/item/${itemId}`;
+}
+
 /** Why `name` is not a usable git branch name (a subset of git check-ref-format), or undefined. */
 export function branchNameProblem(name: string): string | undefined {
-  const why = (() => {
-    if (name === "") return "is empty";
-    if (/[\x00-\x20\x7f]/.test(name)) return "contains whitespace or a control character";
-    if (/[~^:?*[\\]/.test(name)) return "contains one of ~ ^ : ? * [ \\";
-    if (name.includes("..")) return "contains '..'";
-    if (name.includes("@{") || name === "@") return "contains '@{' or is '@'";
-    if (name.startsWith("-")) return "starts with '-'";
-    if (name.endsWith(".")) return "ends with '.'";
-    const parts = name.split("/");
-    if (parts.some((p) => p === "")) return "has an empty path component (leading, trailing or double '/')";
-    if (parts.some((p) => p.startsWith("."))) return "has a component starting with '.'";
-    if (parts.some((p) => p.endsWith(".lock"))) return "has a component ending in '.lock'";
-    return undefined;
-  })();
+  const why = branchNameReason(name);
   return why && `${JSON.stringify(name)} is not a valid git branch name: ${why}`;
 }
 
+/** What makes `name` unusable as a git branch name, or undefined. */
+function branchNameReason(name: string): string | undefined {
+  if (name === "") return "is empty";
+  if (/[\x00-\x20\x7f]/.test(name)) return "contains whitespace or a control character";
+  if (/[~^:?*[\\]/.test(name)) return "contains one of ~ ^ : ? * [ \\";
+  if (name.includes("..")) return "contains '..'";
+  if (name.includes("@{") || name === "@") return "contains '@{' or is '@'";
+  if (name.startsWith("-")) return "starts with '-'";
+  if (name.endsWith(".")) return "ends with '.'";
+  const parts = name.split("/");
+  if (parts.some((p) => p === "")) return "has an empty path component (leading, trailing or double '/')";
+  if (parts.some((p) => p.startsWith("."))) return "has a component starting with '.'";
+  if (parts.some((p) => p.endsWith(".lock"))) return "has a component ending in '.lock'";
+  return undefined;
+}
+
 function formatPath(path: readonly { key: unknown }[] | undefined): string {
-  let out = "";
-  for (const { key } of path ?? []) {
-    if (typeof key === "number") out += `[${key}]`;
-    else if (typeof key === "string" && /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(key)) out += out ? `.${key}` : key;
-    else out += `[${JSON.stringify(key)}]`;
-  }
-  return out;
+  return formatJsonPath((path ?? []).map((p) => p.key));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -272,6 +283,12 @@ function checkMeaning(raw: Obj, add: Add): Resolved[] {
   const defaults = isObj(raw.defaults) ? raw.defaults : {};
   const workspace = isObj(raw.workspace) ? raw.workspace : {};
 
+  // A command runner cannot take a built-in's name: `runner: "claude"` always means the preset.
+  if (isObj(raw.runners))
+    for (const name of KNOWN_RUNNERS)
+      if (Object.hasOwn(raw.runners, name))
+        add(`runners.${name}`, `${JSON.stringify(name)} is a built-in runner; pick another name`);
+
   // Runner names the definition may use; null when `runners` is malformed (already reported by pass 1).
   const runnerNames =
     raw.runners === undefined
@@ -285,19 +302,42 @@ function checkMeaning(raw: Obj, add: Add): Resolved[] {
   };
   checkRunner("defaults.runner", defaults.runner);
 
-  // The merge target defaults to loop/<name>, so it is checked after defaulting. Landing must never
-  // merge into the base, which is the branch an operator most likely has checked out.
-  const base = typeof workspace.base === "string" ? workspace.base : DEFAULTS.base;
-  if (workspace.target === undefined && typeof raw.name === "string" && isItemId(raw.name)) {
-    const why = branchNameProblem(`loop/${raw.name}`);
-    if (why) add("name", `${why}; set "workspace.target"`);
+  // Branches: items work on loop/<name>/item/<id>; landing "merge" merges into the target, by
+  // default loop/<name>/landed. Neither base nor target may collide with an item branch, and landing
+  // must never merge into the base (with the default target too), which is the branch an operator
+  // most likely has checked out. A name that is an id can still break every branch of the loop
+  // ("x.lock"); it is then reported once, here, and the branches built from it are not checked.
+  let name = typeof raw.name === "string" && isItemId(raw.name) ? raw.name : null;
+  const nameProblem = name === null ? undefined : branchNameReason(`loop/${name}`);
+  if (nameProblem !== undefined) {
+    add("name", `cannot be used in branch names: ${JSON.stringify(itemBranch(name!, "<id>"))} ${nameProblem}`);
+    name = null;
   }
+  const base = typeof workspace.base === "string" ? workspace.base : DEFAULTS.base;
+  // git cannot hold a branch and another branch below it, so "loop/<name>" collides too.
+  const checkNotItemBranch = (path: string, branch: unknown) => {
+    if (name === null || typeof branch !== "string" || branchNameProblem(branch)) return;
+    const prefix = itemBranch(name, "");
+    if (branch.startsWith(prefix) || prefix.startsWith(`${branch}/`))
+      add(path, `${JSON.stringify(branch)} would collide with the item branches ${JSON.stringify(itemBranch(name, "<id>"))}`);
+  };
+  checkNotItemBranch("workspace.base", workspace.base);
+  checkNotItemBranch("workspace.target", workspace.target);
   if (typeof workspace.target === "string" && workspace.target === base)
     add("workspace.target", `must differ from the base branch ${JSON.stringify(base)}`);
+  if (workspace.target === undefined && name !== null && base === defaultTarget(name))
+    add("workspace.base", `must differ from the merge target ${JSON.stringify(base)} (or set "workspace.target")`);
 
   const items = Array.isArray(raw.items) ? raw.items : [];
   const resolved = items.map((item, i) => resolveItem(item, `items[${i}]`, add));
   checkUniqueness(resolved, add);
+  // An id may be a valid id but not a valid branch component ("x.lock"); derived ids never are.
+  if (name !== null)
+    resolved.forEach((r, i) => {
+      if (r.id === null || !isItemId(r.id)) return;
+      const why = branchNameProblem(itemBranch(name, r.id));
+      if (why) add(r.derived ? `items[${i}].ref` : `items[${i}].id`, why);
+    });
   const indexOf = new Map<string, number>();
   resolved.forEach((r, i) => r.id !== null && !indexOf.has(r.id) && indexOf.set(r.id, i));
 
@@ -450,7 +490,7 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
     name: raw.name,
     landing: d.landing ?? DEFAULTS.landing,
     base: raw.workspace?.base ?? DEFAULTS.base,
-    target: raw.workspace?.target ?? `loop/${raw.name}`,
+    target: raw.workspace?.target ?? defaultTarget(raw.name),
     tmux: raw.sessions?.tmux ?? false,
     keepCheckoutOnClose: raw.workspace?.keepCheckoutOnClose ?? false,
     requireStartCommand: raw.control?.requireStartCommand ?? false,
@@ -468,24 +508,19 @@ export function definitionHash(def: NormDefinition): string {
 // The file.
 
 /**
- * Parses loop.json text. Full-line `//` comments are ignored (JSON strings cannot span lines, so
- * such a line is never inside a string). Syntax errors carry a line and column; duplicate keys,
- * which JSON.parse would silently resolve to the last one, are reported with the other problems.
+ * Parses loop.json text with the strict parser of json-strict.ts: full-line `//` comments are
+ * ignored, a syntax error (line and column) is the only issue, and duplicate keys are reported at
+ * their paths together with the validation problems.
  */
 export function parseDefinitionText(text: string, file = "loop.json"): NormDefinition {
-  const stripped = text
-    .replace(/^\uFEFF/, "")
-    .split("\n")
-    .map((line) => (/^\s*\/\//.test(line) ? "" : line))
-    .join("\n");
-  let parsed: ReturnType<typeof parseJson>;
+  let parsed: ReturnType<typeof parseStrictJson>;
   try {
-    parsed = parseJson(stripped);
+    parsed = parseStrictJson(text);
   } catch (e) {
     if (e instanceof JsonSyntaxError) throw new DefinitionError([{ path: "", message: e.message }], file);
     throw e;
   }
-  const issues = [...parsed.duplicates];
+  const issues: DefinitionIssue[] = parsed.duplicates.map((path) => ({ path, message: "duplicate key" }));
   let def: NormDefinition | undefined;
   try {
     def = normalizeDefinition(parsed.value, file);
@@ -517,95 +552,4 @@ export function loadDefinition(root: string): NormDefinition {
     fail("is not valid UTF-8");
   }
   return parseDefinitionText(text, "loop.json");
-}
-
-class JsonSyntaxError extends Error {}
-
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-const MAX_DEPTH = 64;
-
-/** A strict JSON parser that knows where it is: positions for syntax errors, paths for duplicate keys. */
-function parseJson(text: string): { value: unknown; duplicates: DefinitionIssue[] } {
-  let pos = 0;
-  const duplicates: DefinitionIssue[] = [];
-
-  const fail = (expected: string, at = pos): never => {
-    const before = text.slice(0, at);
-    const line = before.split("\n").length;
-    const column = at - before.lastIndexOf("\n");
-    const c = text[at];
-    const found = c === undefined ? "end of file" : JSON.stringify(c);
-    const hint =
-      c === "/"
-        ? " (only full-line // comments are supported)"
-        : (c === "}" || c === "]") && (expected === "a value" || expected === "a string key")
-          ? " (trailing commas are not allowed)"
-          : "";
-    throw new JsonSyntaxError(`invalid JSON at line ${line}, column ${column}: expected ${expected}, found ${found}${hint}`);
-  };
-  const skip = () => {
-    while (pos < text.length && " \t\r\n".includes(text[pos]!)) pos++;
-  };
-  const token = (re: RegExp): string | undefined => {
-    re.lastIndex = pos;
-    const m = re.exec(text);
-    if (m) pos += m[0].length;
-    return m?.[0];
-  };
-  const string = (): string => {
-    const start = pos;
-    const lit = token(/"(?:[^"\\\u0000-\u001f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"/y);
-    if (lit === undefined) return fail("a complete string (control characters must be escaped)", start);
-    const s = JSON.parse(lit) as string;
-    if (LONE_SURROGATE.test(s)) fail("a string without unpaired surrogate escapes", start);
-    return s;
-  };
-  const value = (path: (string | number)[]): unknown => {
-    if (path.length > MAX_DEPTH) fail(`at most ${MAX_DEPTH} levels of nesting`);
-    skip();
-    const c = text[pos];
-    if (c === '"') return string();
-    if (c === "{") {
-      pos++;
-      const obj: Record<string, unknown> = {};
-      skip();
-      if (text[pos] === "}") return pos++, obj;
-      for (;;) {
-        skip();
-        if (text[pos] !== '"') fail("a string key");
-        const key = string();
-        skip();
-        if (text[pos++] !== ":") fail("':'", pos - 1);
-        const v = value([...path, key]);
-        if (Object.hasOwn(obj, key)) duplicates.push({ path: formatPath([...path, key].map((k) => ({ key: k }))), message: "duplicate key" });
-        // defineProperty, not assignment: a "__proto__" key must stay a plain (rejected) key.
-        Object.defineProperty(obj, key, { value: v, enumerable: true, writable: true, configurable: true });
-        skip();
-        const sep = text[pos++];
-        if (sep === "}") return obj;
-        if (sep !== ",") fail("',' or '}'", pos - 1);
-      }
-    }
-    if (c === "[") {
-      pos++;
-      const arr: unknown[] = [];
-      skip();
-      if (text[pos] === "]") return pos++, arr;
-      for (;;) {
-        arr.push(value([...path, arr.length]));
-        skip();
-        const sep = text[pos++];
-        if (sep === "]") return arr;
-        if (sep !== ",") fail("',' or ']'", pos - 1);
-      }
-    }
-    const lit = token(/-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w.])|true\b|false\b|null\b/y);
-    if (lit === undefined) return fail("a value");
-    return lit === "true" ? true : lit === "false" ? false : lit === "null" ? null : Number(lit);
-  };
-
-  const result = value([]);
-  skip();
-  if (pos < text.length) fail("end of file after the document");
-  return { value: result, duplicates };
 }

@@ -34,7 +34,7 @@ export const SETTLED_OUTCOMES = ["passed", "failed", "skipped", "cancelled", "bl
 export type SettledOutcome = (typeof SETTLED_OUTCOMES)[number];
 export const DRAIN_OUTCOMES = ["Succeeded", "Failed", "Stopped"] as const;
 export const CONTROL_VERBS = ["start", "stop", "skip", "retry", "cancel", "reply"] as const;
-export const END_VERDICTS = ["exited", "never_started", "stalled", "lost"] as const;
+export const END_VERDICTS = ["exited", "never_started", "stalled", "lost", "closed"] as const;
 
 const Verify = v.strictObject({
   attempt: Pos,
@@ -91,7 +91,7 @@ export const PAYLOADS = {
   needs_input: v.strictObject({ attempt: Pos, question: Str }),
   reply_recorded: v.strictObject({ text: Str }),
   verify_finished: Verify,
-  item_requeued: v.strictObject({ attempt: Int, reason: Str, resetBudget: v.boolean() }),
+  item_requeued: v.strictObject({ attempt: Int, reason: Str, failed: v.boolean(), resetBudget: v.boolean() }),
   item_settled: v.strictObject({ attempt: Int, outcome: v.picklist(SETTLED_OUTCOMES), reason: Str }),
   landing_finished: v.strictObject({
     attempt: Pos,

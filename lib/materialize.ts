@@ -1,7 +1,8 @@
 // Materializations: files derived from the log for people and other tools. Each is a pure
 // function of the projection (or of the events, for RUNLOG.md), written after the commit with an
 // atomic rename, and rewritten by the next step if a crash cut it short. Replay recomputes them.
-import { existsSync, readFileSync, renameSync, rmSync, writeFileSync, openSync, closeSync, fsyncSync, ftruncateSync, appendFileSync } from "node:fs";
+import { appendFileSync, existsSync, readFileSync, rmSync } from "node:fs";
+import { writeFileAtomic as writeAtomic } from "./fsutil.ts";
 import type { Database } from "bun:sqlite";
 import type { Projection } from "./reducer.ts";
 import { statePaths } from "./paths.ts";
@@ -69,7 +70,12 @@ export function stateDocument(p: Projection) {
             }
           : null,
         lastVerify: lastVerify(p, id),
-        landing: it.landing,
+        // Built field by field: a projection read back from the tables has its nested objects in
+        // canonical (sorted) key order, a fold has them in reducer order, and state.json must be
+        // the same text for both.
+        landing: it.landing
+          ? { outcome: it.landing.outcome, target: it.landing.target, commit: it.landing.commit, reason: it.landing.reason }
+          : null,
       };
     }),
   };
@@ -90,18 +96,6 @@ export function terminalDocument(p: Projection) {
 
 export function jsonText(doc: unknown): string {
   return JSON.stringify(doc, null, 2) + "\n";
-}
-
-function writeAtomic(path: string, text: string) {
-  const tmp = `${path}.tmp-${process.pid}`;
-  const fd = openSync(tmp, "w");
-  try {
-    writeFileSync(fd, text);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(tmp, path);
 }
 
 function readOrNull(path: string): string | null {

@@ -415,15 +415,16 @@ const HANDLERS: Record<EventType, Handler> = {
     const it = need(p, e, fail);
     needStatus(it, ["ended", "needs_input", ...SETTLED], e, fail);
     const a = it.attempts[it.attempts.length - 1];
-    if (it.status === "ended" && a && a.outcome === null) {
-      a.outcome = `failed`;
-      it.failures += 1;
-    } else if (it.status === "needs_input" && a && a.outcome === null) {
-      a.outcome = "asked";
+    if ((it.status === "ended" || it.status === "needs_input") && a && a.outcome === null) {
+      // Only a failed attempt spends the budget; a question or an operator's stop does not.
+      a.outcome = e.payload.failed ? "failed" : `requeued: ${e.payload.reason}`;
+      if (e.payload.failed) it.failures += 1;
     }
     if (e.payload.resetBudget) it.failures = 0;
-    it.status = "pending";
-    it.reason = e.payload.reason;
+    // An item removed from the definition while in flight finishes its attempt, but is not given
+    // another one: back to pending outside the definition means withdrawn (as after a reset).
+    it.status = it.inDefinition ? "pending" : "withdrawn";
+    it.reason = it.inDefinition ? e.payload.reason : `removed from the definition: ${e.payload.reason}`;
     it.settledAt = null;
     it.question = null;
     if (p.loop.current === it.id) p.loop.current = null;

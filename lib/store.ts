@@ -176,7 +176,7 @@ export class Store {
    * sequence aborts everything), insert the rows and rewrite the touched projection rows, all in
    * one BEGIN IMMEDIATE transaction. `expectSeq` is a compare-and-swap on the log head.
    */
-  append(drafts: EventDraft[], opts: { expectSeq?: number; actor?: string; now?: string } = {}): {
+  append(drafts: EventDraft[], opts: { expectSeq?: number; actor?: string; now?: string; label?: string } = {}): {
     events: StoredEvent[];
     projection: Projection;
   } {
@@ -191,7 +191,10 @@ export class Store {
       const p = readProjection(this.db);
       if (p.seq !== head.seq || p.hash !== head.hash)
         throw new StoreError("corrupt_store", `projection is at seq ${p.seq} but the log is at seq ${head.seq}`);
-      const insert = this.db.prepare(
+      // query(), not prepare(): a prepared statement nobody finalizes turns close() into a deferred
+      // close (sqlite3_close_v2), leaving -wal/-shm behind until GC closes the file at a random time.
+      // Cached statements are finalized by close().
+      const insert = this.db.query(
         "INSERT INTO events(seq, id, ts, type, actor, item, payload, prev_hash, hash) VALUES (?,?,?,?,?,?,?,?,?)",
       );
       const touched = new Set<string>();
@@ -222,10 +225,12 @@ export class Store {
         out.push(ev);
       }
       writeProjection(this.db, p, touched);
+      // Killed here, the open transaction is rolled back by SQLite: nothing of it exists.
+      if (opts.label) failpoint(`${opts.label}:before_commit`);
       return { events: out, projection: p };
     });
     const result = run.immediate();
-    failpoint("after_commit");
+    if (opts.label) failpoint(`${opts.label}:after_commit`);
     return result;
   }
 

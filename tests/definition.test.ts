@@ -9,11 +9,14 @@ import {
   type NormDefinition,
   branchNameProblem,
   definitionHash,
+  itemBranch,
   loadDefinition,
   normalizeDefinition,
   parseDefinitionText,
 } from "../lib/definition.ts";
 import { formatDuration, parseDuration } from "../lib/duration.ts";
+import { JsonSyntaxError, formatJsonPath, parseStrictJson } from "../lib/json-strict.ts";
+import { RESERVED_RUNNER_NAMES } from "../lib/runners.ts";
 
 const MIN = 60_000;
 const DEFAULT_TIMEOUTS = { launch: 5 * MIN, stall: 60 * MIN, verify: 15 * MIN };
@@ -92,7 +95,7 @@ describe("valid definitions", () => {
       name: "x",
       landing: "none",
       base: "main",
-      target: "loop/x",
+      target: "loop/x/landed",
       tmux: false,
       keepCheckoutOnClose: false,
       requireStartCommand: false,
@@ -229,7 +232,7 @@ describe("valid definitions", () => {
       ],
     });
     expect(def.items[0]!.runner).toBe("codex");
-    expect(def.target).toBe("loop/api-backlog");
+    expect(def.target).toBe("loop/api-backlog/landed");
   });
 
   test("forward dependencies and every built-in runner are accepted", () => {
@@ -241,13 +244,50 @@ describe("valid definitions", () => {
     expect(def.items.map((i) => i.runner)).toEqual([...KNOWN_RUNNERS]);
   });
 
-  test("a runners entry may replace a built-in preset", () => {
-    const def = normalizeDefinition({
-      name: "x",
-      runners: { claude: { command: ["claude", "-p", "{prompt}"] } },
-      items: [{ id: "a", prompt: "p", verify: false, runner: "claude" }],
-    });
-    expect(def.runners.claude).toEqual({ command: ["claude", "-p", "{prompt}"] });
+  test("the built-in runners are the ones lib/runners.ts reserves", () => {
+    expect([...KNOWN_RUNNERS]).toEqual(["claude", "codex", "aider", "demo"]);
+    expect(KNOWN_RUNNERS).toEqual(RESERVED_RUNNER_NAMES);
+  });
+
+  test.each([
+    ["loop/api-backlog/items"],
+    ["loop/api-backlog/landed"],
+    ["loop/api-backlog-2"],
+    ["loop/other/item/x"],
+    ["integration/loop/api-backlog/item/x"],
+  ])("target %p does not collide with item branches", (target) => {
+    const raw = valid();
+    raw.workspace = { target };
+    expect(normalizeDefinition(raw).target).toBe(target);
+  });
+
+  test("a base other than main may hold the default target's neighbours", () => {
+    const raw = valid();
+    raw.workspace = { base: "loop/api-backlog-landed" };
+    expect(normalizeDefinition(raw)).toMatchObject({ base: "loop/api-backlog-landed", target: "loop/api-backlog/landed" });
+  });
+});
+
+describe("branch names", () => {
+  test("item branches are loop/<name>/item/<id>", () => {
+    expect(itemBranch("api-backlog", "fix-login")).toBe("loop/api-backlog/item/fix-login");
+    expect(itemBranch("a.b", "api-42")).toBe("loop/a.b/item/api-42");
+  });
+
+  test("the default target is loop/<name>/landed, outside the item branches", () => {
+    const def = normalizeDefinition(valid());
+    expect(def.target).toBe("loop/api-backlog/landed");
+    expect(def.target.startsWith(itemBranch(def.name, ""))).toBe(false);
+    for (const item of def.items) expect(branchNameProblem(itemBranch(def.name, item.id))).toBeUndefined();
+  });
+
+  test("a name unusable in branches is reported once, at name, even with a target set", () => {
+    const raw = valid();
+    raw.name = "x.lock";
+    raw.workspace = { target: "integration" };
+    expect(issuesOf(raw)).toEqual([
+      { path: "name", message: `cannot be used in branch names: "loop/x.lock/item/<id>" has a component ending in '.lock'` },
+    ]);
   });
 });
 
@@ -288,10 +328,16 @@ describe("errors, each at its path", () => {
     ["name with uppercase", (d) => (d.name = "Api"), "name", `must be ${ID_RULE} (it is used in branch names)`],
     ["name too long", (d) => (d.name = "a".repeat(65)), "name", `must be ${ID_RULE} (it is used in branch names)`],
     [
-      "name making an invalid default target",
+      "name making invalid branch names",
       (d) => (d.name = "x.lock"),
       "name",
-      `"loop/x.lock" is not a valid git branch name: has a component ending in '.lock'; set "workspace.target"`,
+      `cannot be used in branch names: "loop/x.lock/item/<id>" has a component ending in '.lock'`,
+    ],
+    [
+      "item id making an invalid item branch",
+      (d) => (d.items[1].id = "b.lock"),
+      "items[1].id",
+      `"loop/api-backlog/item/b.lock" is not a valid git branch name: has a component ending in '.lock'`,
     ],
     ["missing items", (d) => delete d.items, "items", "required"],
     ["items not an array", (d) => (d.items = {}), "items", "must be an array of items"],
@@ -368,6 +414,32 @@ describe("errors, each at its path", () => {
     ["target ending in .lock", (d) => (d.workspace = { target: "x.lock" }), "workspace.target", `"x.lock" is not a valid git branch name: has a component ending in '.lock'`],
     ["target equal to base", (d) => (d.workspace = { base: "dev", target: "dev" }), "workspace.target", 'must differ from the base branch "dev"'],
     ["target equal to default base", (d) => (d.workspace = { target: "main" }), "workspace.target", 'must differ from the base branch "main"'],
+    ...(["loop/api-backlog/item/x", "loop/api-backlog/item/x/y", "loop/api-backlog/item", "loop/api-backlog", "loop"] as const).map(
+      (target): [string, (d: any) => void, string, string] => [
+        `target ${target}`,
+        (d) => (d.workspace = { target }),
+        "workspace.target",
+        `"${target}" would collide with the item branches "loop/api-backlog/item/<id>"`,
+      ],
+    ),
+    [
+      "base under the item branches",
+      (d) => (d.workspace = { base: "loop/api-backlog/item/a", target: "integration" }),
+      "workspace.base",
+      `"loop/api-backlog/item/a" would collide with the item branches "loop/api-backlog/item/<id>"`,
+    ],
+    [
+      "base equal to the default target",
+      (d) => (d.workspace = { base: "loop/api-backlog/landed" }),
+      "workspace.base",
+      'must differ from the merge target "loop/api-backlog/landed" (or set "workspace.target")',
+    ],
+    ...RESERVED_RUNNER_NAMES.map((name): [string, (d: any) => void, string, string] => [
+      `runner named like the built-in ${name}`,
+      (d) => ((d.runners = { mine: { command: ["m"] }, [name]: { command: [name, "{prompt}"] } }), (d.items[0].runner = name)),
+      `runners.${name}`,
+      `"${name}" is a built-in runner; pick another name`,
+    ]),
   ];
 
   test.each(cases)("%s", (_name, mutate, path, message) => {
@@ -575,6 +647,50 @@ describe("loop.json text", () => {
   });
 });
 
+describe("parseStrictJson (lib/json-strict.ts)", () => {
+  test("parses like JSON.parse where both accept", () => {
+    const text = '{"a": [1, -2.5e3, true, false, null, "s\\u00e9\\n"], "b": {}, "c": [], "d": "\\ud83d\\ude00"}';
+    expect(parseStrictJson(text)).toEqual({ value: JSON.parse(text), duplicates: [] });
+  });
+
+  test("strips a byte-order mark and full-line // comments, keeping line numbers", () => {
+    expect(parseStrictJson('\uFEFF// head\n{\n  // "a": 1,\n  "b": "// kept"\n}').value).toEqual({ b: "// kept" });
+    let err: unknown;
+    try {
+      parseStrictJson("// one\n// two\n{ x }");
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(JsonSyntaxError);
+    expect(err).toMatchObject({ line: 3, column: 3 });
+    expect((err as Error).message).toBe('invalid JSON at line 3, column 3: expected a string key, found "x"');
+  });
+
+  test("reports each repeated key at its path, keeping the last value", () => {
+    const parsed = parseStrictJson('{"a": 1, "a": 2, "l": [{"k": 1, "k": 2}], "s p": {"x": 0, "x": 0}, "a": 3}');
+    expect(parsed.duplicates).toEqual(["a", "l[0].k", '["s p"].x', "a"]);
+    expect(parsed.value).toEqual({ a: 3, l: [{ k: 2 }], "s p": { x: 0 } });
+  });
+
+  test.each(['"\\ud800"', '"\\udc00x"', '"\\ude00\\ud83d"', '{"\\ud800": 1}'])("rejects the lone surrogate in %s", (text) => {
+    expect(() => parseStrictJson(text)).toThrow("expected a string without unpaired surrogate escapes");
+  });
+
+  test("a __proto__ key is an own key", () => {
+    const value = parseStrictJson('{"__proto__": {"polluted": true}}').value as Record<string, unknown>;
+    expect(Object.getPrototypeOf(value)).toBe(Object.prototype);
+    expect(Object.keys(value)).toEqual(["__proto__"]);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
+  test("formatJsonPath", () => {
+    expect(formatJsonPath([])).toBe("");
+    expect(formatJsonPath(["items", 3, "dependsOn", 0])).toBe("items[3].dependsOn[0]");
+    expect(formatJsonPath(["runners", "My Agent", "command"])).toBe('runners["My Agent"].command');
+    expect(formatJsonPath([0, "$schema"])).toBe("[0].$schema");
+  });
+});
+
 describe("loadDefinition", () => {
   const withRoot = (fn: (root: string) => void) => {
     const root = mkdtempSync(join(tmpdir(), "loop-def-"));
@@ -690,6 +806,12 @@ describe("JSON Schema", () => {
     walk(schema.properties.sessions, "sessions");
     walk(schema.properties.workspace, "workspace");
     expect(missing).toEqual([]);
+  });
+
+  test("describes the branch names and reserves the built-in runner names", () => {
+    expect(schema.properties.workspace.properties.target.description).toContain("`loop/<name>/landed`");
+    expect(schema.properties.workspace.properties.target.description).toContain("`loop/<name>/item/`");
+    expect(schema.properties.runners.propertyNames.not.enum).toEqual([...RESERVED_RUNNER_NAMES]);
   });
 
   test("its patterns agree with the validator on ids and durations", () => {

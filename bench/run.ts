@@ -1,0 +1,291 @@
+#!/usr/bin/env bun
+// bench/run.ts — `bun run bench`: time the compiled binary against generated logs of 10k, 100k and
+// 1M events and print a markdown table with the targets. See bench/README.md.
+//
+//   bun bench/run.ts [--sizes 10000,100000,1000000] [--items 500] [--runs N] [--rebuild] [--regen]
+//
+// Generated roots are cached under bench/out/ (git-ignored), keyed by size, item count and a hash
+// of the generator and the library files that decide the log's format, so a change to the event
+// vocabulary regenerates them. The binary is dist/loop (built with `bun run build` when missing or
+// with --rebuild), copied to bench/out/bin/loop first so a concurrent rebuild cannot swap it mid-run.
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
+import { cpus } from "node:os";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { generate } from "./generate.ts";
+
+const ROOT = resolve(import.meta.dir, "..");
+const OUT = join(ROOT, "bench", "out");
+const DIST = join(ROOT, "dist", "loop");
+const BUN = process.execPath;
+
+const TARGETS = {
+  versionMs: 25,
+  statusMs: 50,
+  statusFlatRatio: 1.5, // slowest size / fastest size
+  replayEventsPerSec: 500_000,
+  replayRssMiB: 200,
+};
+
+// ---------------------------------------------------------------------------------------------
+// Arguments.
+
+const USAGE = "usage: bun bench/run.ts [--sizes 10000,100000,1000000] [--items K] [--runs N] [--rebuild] [--regen]";
+let args: { sizes: number[]; items: number; runs: number | null; rebuild: boolean; regen: boolean };
+try {
+  const { values } = parseArgs({
+    args: process.argv.slice(2),
+    options: {
+      sizes: { type: "string" },
+      items: { type: "string" },
+      runs: { type: "string" },
+      rebuild: { type: "boolean" },
+      regen: { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  if (values.help) {
+    process.stdout.write(USAGE + "\n");
+    process.exit(0);
+  }
+  const int = (s: string, what: string) => {
+    const n = Number(s.replace(/_/g, "").replace(/k$/i, "000").replace(/m$/i, "000000"));
+    if (!Number.isSafeInteger(n) || n < 1) throw new Error(`${what}: not a positive integer: ${JSON.stringify(s)}`);
+    return n;
+  };
+  args = {
+    sizes: (values.sizes ?? "10000,100000,1000000").split(",").filter(Boolean).map((s) => int(s.trim(), "--sizes")),
+    items: values.items ? int(values.items, "--items") : 500,
+    runs: values.runs ? int(values.runs, "--runs") : null,
+    rebuild: Boolean(values.rebuild),
+    regen: Boolean(values.regen),
+  };
+  if (args.sizes.some((n) => n < 3)) throw new Error("--sizes: every size must be at least 3 events");
+} catch (err) {
+  process.stderr.write(`bench: ${(err as Error).message}\n${USAGE}\n`);
+  process.exit(2);
+}
+
+const note = (msg: string) => process.stderr.write(`bench: ${msg}\n`);
+
+// ---------------------------------------------------------------------------------------------
+// The binary.
+
+function run(cmd: string[], opts: { cwd?: string } = {}) {
+  const r = Bun.spawnSync(cmd, { cwd: opts.cwd ?? ROOT, stdout: "inherit", stderr: "inherit" });
+  return r.exitCode;
+}
+
+function ensureBinary(): string {
+  if (args.rebuild || !existsSync(DIST)) {
+    note(args.rebuild ? "rebuilding dist/loop" : "dist/loop is missing: building it");
+    let ok = false;
+    if (existsSync(join(ROOT, "scripts", "build.ts"))) ok = run([BUN, "run", "build"]) === 0 && existsSync(DIST);
+    if (!ok) {
+      note("`bun run build` is unavailable or failed: compiling directly");
+      mkdirSync(join(ROOT, "dist"), { recursive: true });
+      ok =
+        run([BUN, "build", "--compile", "--bytecode", "--format=esm", "--minify", "--no-compile-autoload-dotenv", "--no-compile-autoload-bunfig", "cmd/loop.ts", "--outfile", DIST]) === 0 ||
+        run([BUN, "build", "--compile", "--bytecode", "--format=esm", "--minify", "cmd/loop.ts", "--outfile", DIST]) === 0;
+    }
+    if (!ok || !existsSync(DIST)) {
+      note("could not build dist/loop");
+      process.exit(1);
+    }
+  }
+  // Snapshot: `bun run build` deletes dist/loop first, so someone rebuilding meanwhile would break us.
+  const bin = join(OUT, "bin", "loop");
+  mkdirSync(join(OUT, "bin"), { recursive: true });
+  rmSync(bin, { force: true });
+  copyFileSync(DIST, bin);
+  Bun.spawnSync(["chmod", "+x", bin]);
+  return bin;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Generated roots, cached.
+
+function formatKey(): string {
+  const h = new Bun.CryptoHasher("sha256");
+  for (const f of ["bench/generate.ts", "lib/events.ts", "lib/reducer.ts", "lib/rows.ts", "lib/canonical.ts", "lib/store.ts", "lib/materialize.ts", "lib/definition.ts"]) {
+    const p = join(ROOT, f);
+    h.update(f + "\0" + (existsSync(p) ? readFileSync(p) : "") + "\0");
+  }
+  return h.digest("hex").slice(0, 10);
+}
+
+function ensureRoot(n: number, key: string): { root: string; generatedIn: number | null } {
+  const name = `ev-${n}-k${args.items}`;
+  const root = join(OUT, `${name}-${key}`);
+  mkdirSync(OUT, { recursive: true });
+  // Older generations of the same size are dead weight (1M events is ~0.5 GB).
+  for (const d of readdirSync(OUT))
+    if (d.startsWith(`${name}-`) && join(OUT, d) !== root) rmSync(join(OUT, d), { recursive: true, force: true });
+  if (existsSync(root) && !args.regen) return { root, generatedIn: null };
+  rmSync(root, { recursive: true, force: true });
+  const tmp = `${root}.partial`;
+  note(`generating ${n.toLocaleString("en-US")} events over ${args.items} items in ${tmp}`);
+  const r = generate({ events: n, out: tmp, items: args.items, force: true, log: n >= 500_000 ? (m) => note(m) : undefined });
+  renameSync(tmp, root); // only a complete root is ever cached
+  note(`generated ${root} in ${(r.ms / 1000).toFixed(1)} s (${r.cycles} cycles, ${r.padded} padding events)`);
+  return { root, generatedIn: r.ms };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Measuring.
+
+interface Sample {
+  ms: number;
+  rssMiB: number;
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+}
+
+function sample(cmd: string[]): Sample {
+  const t0 = performance.now();
+  const r = Bun.spawnSync(cmd, { cwd: ROOT, stdout: "pipe", stderr: "pipe", env: { ...process.env, NO_COLOR: "1" } });
+  const ms = performance.now() - t0;
+  return {
+    ms,
+    // wait4's ru_maxrss of this child (Bun reports bytes); same figure as /usr/bin/time -f %M.
+    rssMiB: (r.resourceUsage?.maxRSS ?? 0) / 2 ** 20,
+    exitCode: r.exitCode ?? -1,
+    stdout: r.stdout.toString(),
+    stderr: r.stderr.toString(),
+  };
+}
+
+interface Measure {
+  median: number;
+  min: number;
+  max: number;
+  rssMiB: number;
+  runs: number;
+  exitCodes: number[];
+  last: Sample;
+}
+
+function measure(cmd: string[], runs: number): Measure {
+  sample(cmd); // warm-up: page cache, binary mapped; not counted
+  const xs: Sample[] = [];
+  for (let i = 0; i < runs; i++) xs.push(sample(cmd));
+  const ms = xs.map((x) => x.ms).sort((a, b) => a - b);
+  return {
+    median: ms[Math.floor(ms.length / 2)]!,
+    min: ms[0]!,
+    max: ms[ms.length - 1]!,
+    rssMiB: Math.max(...xs.map((x) => x.rssMiB)),
+    runs,
+    exitCodes: [...new Set(xs.map((x) => x.exitCode))],
+    last: xs[xs.length - 1]!,
+  };
+}
+
+const runsFor = (n: number, small: number, big: number) => args.runs ?? (n >= 500_000 ? big : small);
+
+// ---------------------------------------------------------------------------------------------
+
+const bin = ensureBinary();
+const key = formatKey();
+const version = sample([bin, "--version"]);
+if (version.exitCode !== 0) {
+  note(`${bin} --version failed (exit ${version.exitCode}): ${version.stderr}`);
+  process.exit(1);
+}
+
+interface SizeResult {
+  n: number;
+  status: Measure;
+  replay: Measure;
+  replayEvents: number | null;
+  problems: string[];
+}
+
+const versionM = measure([bin, "--version"], args.runs ?? 21);
+const results: SizeResult[] = [];
+for (const n of args.sizes) {
+  const { root } = ensureRoot(n, key);
+  note(`timing status and replay at ${n.toLocaleString("en-US")} events`);
+  const status = measure([bin, "status", "--root", root, "--json"], runsFor(n, 11, 7));
+  const replay = measure([bin, "replay", "--root", root, "--json"], runsFor(n, 7, 3));
+  const problems: string[] = [];
+  if (status.exitCodes.some((c) => c !== 0)) problems.push(`status exit ${status.exitCodes.join("/")}: ${status.last.stderr.trim().split("\n")[0] ?? ""}`);
+  let replayEvents: number | null = null;
+  try {
+    const doc = JSON.parse(replay.last.stdout);
+    replayEvents = doc.events;
+    if (!doc.ok) problems.push(`replay findings: ${doc.findings.slice(0, 3).map((f: { code: string; message: string }) => `${f.code} ${f.message}`).join("; ")}`);
+  } catch {
+    problems.push(`replay printed no JSON (exit ${replay.last.exitCode}): ${replay.last.stderr.trim().split("\n")[0] ?? ""}`);
+  }
+  if (replay.exitCodes.some((c) => c !== 0)) problems.push(`replay exit ${replay.exitCodes.join("/")}`);
+  if (replayEvents !== null && replayEvents !== n) problems.push(`replay folded ${replayEvents} events, expected ${n}`);
+  for (const p of problems) note(`PROBLEM at ${n}: ${p}`);
+  results.push({ n, status, replay, replayEvents, problems });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The table.
+
+const f1 = (x: number) => x.toFixed(1);
+const human = (n: number) => (n >= 1e6 ? `${n / 1e6}M` : n >= 1e3 ? `${n / 1e3}k` : String(n));
+const verdict = (ok: boolean) => (ok ? "ok" : "**MISS**");
+const spread = (m: Measure) => `${f1(m.min)}–${f1(m.max)}`;
+
+const rows: string[][] = [];
+rows.push(["`--version`", "–", String(versionM.runs), f1(versionM.median), spread(versionM), f1(versionM.rssMiB), "", `≤ ${TARGETS.versionMs} ms`, verdict(versionM.median <= TARGETS.versionMs)]);
+for (const r of results) {
+  const target = `≤ ${TARGETS.statusMs} ms`;
+  rows.push([
+    "`status --json`",
+    human(r.n),
+    String(r.status.runs),
+    f1(r.status.median),
+    spread(r.status),
+    f1(r.status.rssMiB),
+    "",
+    target,
+    verdict(r.status.median <= TARGETS.statusMs && r.status.exitCodes.every((c) => c === 0)),
+  ]);
+}
+if (results.length > 1) {
+  const meds = results.map((r) => r.status.median);
+  const ratio = Math.max(...meds) / Math.min(...meds);
+  rows.push(["status flatness", `${human(results[0]!.n)}→${human(results[results.length - 1]!.n)}`, "", "", "", "", `slowest/fastest ${ratio.toFixed(2)}×`, `≤ ${TARGETS.statusFlatRatio}×`, verdict(ratio <= TARGETS.statusFlatRatio)]);
+}
+for (const r of results) {
+  const eps = r.n / (r.replay.median / 1000);
+  const rssTarget = r.n >= 1_000_000;
+  const ok = eps >= TARGETS.replayEventsPerSec && (!rssTarget || r.replay.rssMiB <= TARGETS.replayRssMiB) && r.problems.length === 0;
+  rows.push([
+    "`replay --json`",
+    human(r.n),
+    String(r.replay.runs),
+    f1(r.replay.median),
+    spread(r.replay),
+    f1(r.replay.rssMiB),
+    `${Math.round(eps).toLocaleString("en-US")} ev/s`,
+    `≥ ${TARGETS.replayEventsPerSec.toLocaleString("en-US")} ev/s${rssTarget ? `; RSS ≤ ${TARGETS.replayRssMiB} MiB` : ""}`,
+    verdict(ok),
+  ]);
+}
+
+const header = ["measure", "events", "runs", "median ms", "min–max ms", "peak RSS MiB", "derived", "target", "verdict"];
+const line = (cells: string[]) => `| ${cells.join(" | ")} |`;
+const cpu = cpus()[0]?.model ?? "unknown CPU";
+const binStat = statSync(bin);
+const out = [
+  `loop ${version.stdout.trim()} · compiled dist/loop (${(binStat.size / 2 ** 20).toFixed(1)} MiB, built ${statSync(DIST).mtime.toISOString()}) · Bun ${Bun.version} · ${cpu} × ${cpus().length} · ${process.platform}/${process.arch} · ${new Date().toISOString()}`,
+  `${args.items} items per loop; each figure is the median of N timed runs after one warm-up run (page cache warm); peak RSS is the highest ru_maxrss over the timed runs.`,
+  "",
+  line(header),
+  line(header.map(() => "---")),
+  ...rows.map(line),
+  "",
+];
+for (const r of results) for (const p of r.problems) out.push(`- problem at ${human(r.n)}: ${p}`);
+process.stdout.write(out.join("\n") + "\n");
+process.exitCode = results.some((r) => r.problems.length) ? 1 : 0;

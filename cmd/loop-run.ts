@@ -1,0 +1,80 @@
+#!/usr/bin/env bun
+// loop run: one bounded, crash-safe dispatch step (or, with --watch, steps in the foreground).
+import { rmSync, writeFileSync } from "node:fs";
+import { defineTool, EXIT, main, resolveRoot, resolveStateRoot, UsageError } from "../lib/cli.ts";
+import { BusyLease, runStep, type RunResult } from "../lib/step.ts";
+import { renderRun } from "../lib/render-run.ts";
+import { actorName } from "../lib/actor.ts";
+import { parseDuration } from "../lib/duration.ts";
+import { statePaths } from "../lib/paths.ts";
+
+export const tool = defineTool({
+  name: "loop-run",
+  description: "Advance the loop by one crash-safe step: settle the item in flight, launch the next, drain when done",
+  args: {
+    watch: { type: "boolean", description: "repeat steps in the foreground until the loop drains or pauses" },
+    interval: { type: "string", description: "wait between --watch steps (default 30s)", valueHint: "duration" },
+    forever: { type: "boolean", description: "with --watch: keep watching after the loop drains or pauses" },
+  },
+  footer:
+    "Exit codes: 0 step done (including recorded item failures and no-ops), 1 environment error,\n2 invalid loop.json or usage, 75 another step holds the lease, 130 interrupted (--watch).",
+  async run(args, ctx) {
+    if ((args.interval || args.forever) && !args.watch) throw new UsageError("--interval and --forever need --watch");
+    let intervalMs = 30_000;
+    if (args.interval) {
+      try {
+        intervalMs = parseDuration(args.interval);
+      } catch (err) {
+        throw new UsageError(`--interval: ${(err as Error).message}`);
+      }
+    }
+    const root = resolveRoot(args.root, ctx.cwd);
+    const stateRoot = resolveStateRoot(root, args["state-root"], ctx.env, ctx.cwd);
+    const opts = { root, stateRoot, actor: actorName(ctx.env), env: ctx.env, log: ctx.log };
+    const emit = (r: RunResult) => (ctx.format === "json" ? ctx.outJson(r) : ctx.out(renderRun(r)));
+    const once = async (): Promise<{ code: number; r: RunResult | null }> => {
+      try {
+        const r = await runStep(opts);
+        emit(r);
+        return { code: r.errors.length ? EXIT.problem : EXIT.ok, r };
+      } catch (err) {
+        if (!(err instanceof BusyLease)) throw err;
+        ctx.log.warn(err.message);
+        return { code: EXIT.busy, r: null };
+      }
+    };
+    if (!args.watch) return (await once()).code;
+
+    const pidFile = statePaths(stateRoot).runPid;
+    let stopping = false;
+    let wake: (() => void) | null = null;
+    const onSignal = () => {
+      stopping = true;
+      wake?.();
+    };
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
+    let code: number = EXIT.ok;
+    writeFileSync(pidFile, `${process.pid}\n`);
+    try {
+      for (;;) {
+        const { code: c, r } = await once();
+        code = c;
+        const done = r && ["drained", "paused", "stopped"].includes(r.action);
+        if (stopping || (done && !args.forever)) break;
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          setTimeout(resolve, intervalMs);
+        });
+        if (stopping) break;
+      }
+    } finally {
+      rmSync(pidFile, { force: true });
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+    }
+    return stopping ? EXIT.interrupted : code;
+  },
+});
+
+if (import.meta.main) await main(tool);

@@ -1,0 +1,126 @@
+// Agent sessions as effects: start one detached (own process group, or a tmux session), observe
+// it from outside, end it. The decisions about what an observation means live in lib/plan.ts.
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { readJsonOrNull, readTextOrNull, writeFileAtomic } from "./fsutil.ts";
+import { groupAlive, killGroup } from "./process.ts";
+import { type LaunchRecord, SESSION_FILES } from "./session-wrapper.ts";
+import { selfArgv } from "./self.ts";
+import type { SessionObservation } from "./plan.ts";
+import type { AttemptRecord, SessionRecord } from "./reducer.ts";
+
+export { SESSION_FILES };
+
+/** tmux, on the socket named by $LOOP_TMUX_SOCKET when set (tests and multi-tenant hosts). */
+export function tmux(args: string[], env: Record<string, string | undefined> = process.env) {
+  const sock = env.LOOP_TMUX_SOCKET;
+  return spawnSync("tmux", [...(sock ? ["-L", sock] : []), ...args], { encoding: "utf8" });
+}
+
+export function tmuxSessionName(loopName: string, item: string, attempt: number): string {
+  // tmux forbids '.' and ':' in session names.
+  return `loop-${loopName}-${item}-${attempt}`.replace(/[.:]/g, "_");
+}
+
+function shellQuote(s: string): string {
+  return `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+export interface StartedSession {
+  pid: number;
+  tmux: string | null;
+}
+
+/** Write the launch record and start the wrapper detached. Throws with a clear message on failure. */
+export function startSession(o: {
+  dir: string;
+  argv: string[];
+  cwd: string;
+  env: Record<string, string>;
+  tmuxName: string | null;
+}): StartedSession {
+  mkdirSync(o.dir, { recursive: true });
+  const launch: LaunchRecord = { argv: o.argv, cwd: o.cwd, env: o.env, tee: o.tmuxName !== null };
+  writeFileAtomic(join(o.dir, SESSION_FILES.launch), JSON.stringify(launch, null, 2) + "\n");
+  const wrapper = [...selfArgv(), "__session", o.dir];
+  if (o.tmuxName) {
+    const cmd = "exec " + wrapper.map(shellQuote).join(" ");
+    const r = tmux(["new-session", "-d", "-s", o.tmuxName, "-x", "200", "-y", "50", "-c", o.cwd, cmd]);
+    if (r.status !== 0) throw new Error(`tmux new-session failed: ${(r.stderr || r.error?.message || "").trim()}`);
+    const pid = Number(tmux(["display-message", "-p", "-t", `=${o.tmuxName}:`, "#{pane_pid}"]).stdout.trim());
+    if (!Number.isSafeInteger(pid) || pid <= 0) throw new Error(`tmux session ${o.tmuxName} has no pane pid`);
+    return { pid, tmux: o.tmuxName };
+  }
+  const child = spawn(wrapper[0]!, wrapper.slice(1), { cwd: o.cwd, detached: true, stdio: "ignore", env: process.env });
+  if (!child.pid) throw new Error(`could not start the session wrapper ${wrapper[0]}`);
+  child.unref();
+  return { pid: child.pid, tmux: null };
+}
+
+/** Is the wrapper (or anything in its group) still running? */
+export function sessionRunning(s: { pid: number | null; tmux: string | null }, env: Record<string, string | undefined> = process.env): boolean {
+  if (s.tmux && tmux(["has-session", "-t", `=${s.tmux}`], env).status === 0) return true;
+  return s.pid !== null && groupAlive(s.pid);
+}
+
+export function observeSession(s: SessionRecord, a: AttemptRecord, timeouts: { launch: number; stall: number }, now: number): SessionObservation {
+  const dir = s.sessionDir;
+  const exit = readJsonOrNull<{ code: number | null; signal: string | null }>(join(dir, SESSION_FILES.exit));
+  const question = readTextOrNull(join(dir, SESSION_FILES.ask))?.trim() || null;
+  let lastOutputAt: number | null = null;
+  try {
+    lastOutputAt = statSync(join(dir, SESSION_FILES.output)).mtimeMs;
+  } catch {}
+  let alive = sessionRunning(s);
+  // Re-read exit.json after seeing the process gone: it may have been written in between.
+  const exitNow = exit ?? (alive ? null : readJsonOrNull(join(dir, SESSION_FILES.exit)));
+  return {
+    recordPresent: existsSync(join(dir, SESSION_FILES.launch)) && (s.pid !== null || s.tmux !== null),
+    exit: exitNow ? { code: exitNow.code ?? null, signal: exitNow.signal ?? null } : null,
+    question,
+    started: existsSync(join(dir, SESSION_FILES.started)),
+    alive,
+    lastOutputAt,
+    startedAt: Date.parse(s.startedAt ?? a.reservedAt),
+    reservedAt: Date.parse(a.reservedAt),
+    now,
+    timeouts,
+  };
+}
+
+/** Evidence that the wrapper was spawned for a reserved attempt whose start was never recorded. */
+export function adoptable(dir: string): { pid: number } | null {
+  const started = readJsonOrNull<{ wrapperPid: number }>(join(dir, SESSION_FILES.started));
+  if (started?.wrapperPid) return { pid: started.wrapperPid };
+  const spawned = readJsonOrNull<{ pid: number }>(join(dir, "spawned.json"));
+  return spawned?.pid ? { pid: spawned.pid } : null;
+}
+
+export function graceMs(env: Record<string, string | undefined>): number {
+  const v = Number(env.LOOP_KILL_GRACE_MS);
+  return Number.isFinite(v) && v >= 0 ? v : 5000;
+}
+
+/** End a session: kill its tmux session and its process group. Returns how it ended. */
+export async function endSession(s: { pid: number | null; tmux: string | null }, grace: number): Promise<string> {
+  let how = "not_running";
+  if (s.tmux && tmux(["has-session", "-t", `=${s.tmux}`]).status === 0) {
+    tmux(["kill-session", "-t", `=${s.tmux}`]);
+    how = "tmux_killed";
+  }
+  if (s.pid !== null) {
+    const r = await killGroup(s.pid, grace);
+    if (r !== "not_running") how = r;
+  }
+  return how;
+}
+
+export function readOutputTail(dir: string, chars = 2000): string {
+  try {
+    const t = readFileSync(join(dir, SESSION_FILES.output), "utf8");
+    return t.slice(-chars);
+  } catch {
+    return "";
+  }
+}

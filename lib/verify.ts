@@ -1,0 +1,52 @@
+// Running an item's verify command: through the shell, in the worktree, in its own process group
+// so a timeout can end everything it started. The full log is kept; its sha256 and tail go into
+// the verify_finished event.
+import { spawn } from "node:child_process";
+import { closeSync, openSync, readFileSync } from "node:fs";
+import { sha256Hex } from "./canonical.ts";
+import { tail } from "./fsutil.ts";
+import { killGroup } from "./process.ts";
+
+export interface VerifyResult {
+  passed: boolean;
+  exitCode: number | null;
+  timedOut: boolean;
+  sha256: string;
+  tail: string;
+  reason: string;
+}
+
+export async function runVerify(command: string, cwd: string, logPath: string, timeoutMs: number, env: Record<string, string>): Promise<VerifyResult> {
+  const fd = openSync(logPath, "w");
+  let timedOut = false;
+  const result = await new Promise<{ code: number | null; signal: string | null; error?: string }>((resolve) => {
+    const child = spawn("sh", ["-c", command], { cwd, env: { ...process.env, ...env }, detached: true, stdio: ["ignore", fd, fd] });
+    const timer = setTimeout(() => {
+      timedOut = true;
+      if (child.pid) void killGroup(child.pid, 2000);
+    }, timeoutMs);
+    child.on("error", (err) => {
+      clearTimeout(timer);
+      resolve({ code: null, signal: null, error: err.message });
+    });
+    child.on("exit", (code, signal) => {
+      clearTimeout(timer);
+      // The shell may be gone while something it started lingers in the group: end it too.
+      if (child.pid) void killGroup(child.pid, 0);
+      resolve({ code, signal });
+    });
+  });
+  closeSync(fd);
+  const text = readFileSync(logPath, "utf8");
+  const passed = !timedOut && result.code === 0;
+  const reason = timedOut
+    ? `timed out after ${Math.round(timeoutMs / 1000)}s`
+    : result.error
+      ? `could not run: ${result.error}`
+      : result.signal
+        ? `killed by ${result.signal}`
+        : passed
+          ? "exit 0"
+          : `exit ${result.code}`;
+  return { passed, exitCode: result.code, timedOut, sha256: sha256Hex(text), tail: tail(text), reason };
+}

@@ -1,0 +1,448 @@
+// CLI contract tests (DESIGN §3): they spawn the real entry points — `bun cmd/loop.ts <tool>` and
+// `bun cmd/loop-status.ts` — in temp git repositories, and check streams, exit codes and documents.
+import { afterAll, describe, expect, test } from "bun:test";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { VERSION } from "../lib/version.ts";
+import { Store } from "../lib/store.ts";
+import { materialize } from "../lib/materialize.ts";
+import { TOOLS } from "../cmd/tools.ts";
+import { CONTRACT_TOOLS, invokedName, isCompiled, toolFromName } from "../cmd/loop.ts";
+
+const REPO = resolve(import.meta.dir, "..");
+const LOOP = join(REPO, "cmd", "loop.ts");
+const LOOP_STATUS = join(REPO, "cmd", "loop-status.ts");
+const PKG_VERSION: string = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")).version;
+const ANSI = /\x1b\[/;
+
+const temps: string[] = [];
+afterAll(() => {
+  for (const d of temps) rmSync(d, { recursive: true, force: true });
+});
+
+function tempDir(prefix = "loop-cli-"): string {
+  const d = mkdtempSync(join(tmpdir(), prefix));
+  temps.push(d);
+  return d;
+}
+
+function git(cwd: string, ...args: string[]) {
+  const r = spawnSync("git", args, { cwd, encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`git ${args.join(" ")}: ${r.stderr}`);
+}
+
+/** A fresh git repository on branch main with one empty commit. */
+function gitRepo(): string {
+  const d = tempDir("loop-cli-repo-");
+  git(d, "init", "-q", "-b", "main");
+  git(d, "config", "user.email", "test@example.invalid");
+  git(d, "config", "user.name", "test");
+  git(d, "commit", "-q", "--allow-empty", "-m", "init");
+  return d;
+}
+
+/** The environment of every spawned command: no colour hints or state-root override leaking in. */
+function baseEnv(extra: Record<string, string | undefined> = {}): Record<string, string> {
+  const env: Record<string, string | undefined> = { ...process.env, ...extra };
+  for (const k of ["LOOP_STATE_ROOT", "FORCE_COLOR", "LOOP_FAILPOINT"]) if (!(k in extra)) delete env[k];
+  return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined));
+}
+
+interface Result {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** `bun cmd/loop.ts <args>` (or another script) with stdout and stderr as pipes. */
+function cli(args: string[], opts: { cwd?: string; env?: Record<string, string | undefined>; script?: string } = {}): Result {
+  const r = spawnSync(process.execPath, [opts.script ?? LOOP, ...args], {
+    cwd: opts.cwd ?? REPO,
+    env: baseEnv(opts.env),
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "pipe"],
+    maxBuffer: 64 << 20,
+  });
+  if (r.error) throw r.error;
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Run under a pseudo-terminal (stdin, stdout and stderr are one TTY); returns everything it printed. */
+async function cliOnTty(args: string[], opts: { cwd?: string; env?: Record<string, string | undefined> } = {}) {
+  let text = "";
+  const dec = new TextDecoder();
+  const proc = Bun.spawn([process.execPath, LOOP, ...args], {
+    cwd: opts.cwd ?? REPO,
+    env: baseEnv({ TERM: "xterm-256color", ...opts.env }),
+    terminal: { cols: 200, rows: 50, data: (_t, d) => void (text += dec.decode(d, { stream: true })) },
+  });
+  const code = await proc.exited;
+  await Bun.sleep(100); // let the last output arrive
+  proc.terminal?.close();
+  return { code, text };
+}
+
+const item = (id: string, ref: string | null = null) => ({
+  id,
+  ref,
+  prompt: `work on ${id}`,
+  dependsOn: [],
+  verify: "true",
+  runner: "demo",
+  model: null,
+  maxAttempts: 2,
+  timeouts: { launch: 300_000, stall: 3_600_000, verify: 900_000 },
+});
+
+/** A repo after `loop init`, with a definition of the given items imported into its log. */
+function seededRepo(items: ReturnType<typeof item>[]): string {
+  const repo = gitRepo();
+  const r = cli(["init", "--json"], { cwd: repo });
+  expect(r.code).toBe(0);
+  const stateRoot = join(repo, ".loop");
+  const store = Store.open(stateRoot, { actor: "test" });
+  try {
+    store.append([
+      {
+        type: "definition_imported",
+        payload: {
+          revision: 1,
+          hash: "0".repeat(64),
+          name: "cli-test",
+          settings: {
+            landing: "none",
+            base: "main",
+            target: "loop/cli-test/landed",
+            tmux: false,
+            keepCheckoutOnClose: false,
+            requireStartCommand: false,
+            runners: {},
+          },
+          items,
+        },
+      },
+    ]);
+    materialize(stateRoot, store.projection(), store.db);
+  } finally {
+    store.close();
+  }
+  return repo;
+}
+
+function jsonError(stderr: string): { error: { code: string; message: string } } {
+  const doc = JSON.parse(stderr.trim());
+  expect(typeof doc.error.code).toBe("string");
+  expect(typeof doc.error.message).toBe("string");
+  return doc;
+}
+
+const builtTools = Object.keys(TOOLS);
+
+describe("--version", () => {
+  test("lib/version.ts matches package.json", () => {
+    expect(VERSION).toBe(PKG_VERSION);
+  });
+
+  test("loop --version", () => {
+    const r = cli(["--version"]);
+    expect(r).toEqual({ code: 0, stdout: `${PKG_VERSION}\n`, stderr: "" });
+  });
+
+  test.each(builtTools)("loop %s --version", (t) => {
+    const r = cli([t, "--version"]);
+    expect(r).toEqual({ code: 0, stdout: `${PKG_VERSION}\n`, stderr: "" });
+  });
+
+  test("bun cmd/loop-status.ts --version (the single-file script)", () => {
+    const r = cli(["--version"], { script: LOOP_STATUS });
+    expect(r).toEqual({ code: 0, stdout: `${PKG_VERSION}\n`, stderr: "" });
+  });
+});
+
+describe("--help", () => {
+  test.each(builtTools)("loop %s --help: stdout, exit 0, no ANSI when piped", (t) => {
+    const r = cli([t, "--help"]);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe("");
+    expect(r.stdout).toContain(`loop-${t}`);
+    expect(r.stdout).toContain("--help");
+    expect(r.stdout).not.toMatch(ANSI);
+  });
+
+  test("loop --help lists every built tool", () => {
+    const r = cli(["--help"]);
+    expect(r.code).toBe(0);
+    for (const t of builtTools) expect(r.stdout).toContain(`  ${t} `);
+    expect(r.stdout).not.toMatch(ANSI);
+  });
+
+  test("bun cmd/loop-status.ts --help", () => {
+    const r = cli(["--help"], { script: LOOP_STATUS });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("--work-item");
+    expect(r.stdout).not.toMatch(ANSI);
+  });
+
+  test("loop with no tool: usage on stderr, exit 2", () => {
+    const r = cli([]);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toContain("Usage: loop <tool>");
+  });
+});
+
+describe("usage errors exit 2, message on stderr, nothing on stdout", () => {
+  test.each(builtTools)("loop %s --no-such-flag", (t) => {
+    const r = cli([t, "--no-such-flag"]);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toContain("no-such-flag");
+  });
+
+  test("bun cmd/loop-status.ts --no-such-flag", () => {
+    const r = cli(["--no-such-flag"], { script: LOOP_STATUS });
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toContain("no-such-flag");
+  });
+
+  test("loop --no-such-flag", () => {
+    const r = cli(["--no-such-flag"]);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toContain("no-such-flag");
+  });
+
+  test("unknown tool name", () => {
+    const r = cli(["no-such-tool"]);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toContain("unknown tool");
+  });
+
+  const missing = CONTRACT_TOOLS.filter((t) => !builtTools.includes(t));
+  test.skipIf(missing.length === 0)("a contract tool not built yet fails clearly", () => {
+    const r = cli([missing[0]!, "--help"]);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toContain("not available");
+  });
+
+  test("--json and --text together", () => {
+    const repo = gitRepo();
+    for (const t of ["status", "replay", "init"]) {
+      const r = cli([t, "--json", "--text"], { cwd: repo });
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe("");
+      expect(r.stderr).toContain("--json and --text");
+    }
+    expect(existsSync(join(repo, "loop.json"))).toBe(false);
+  });
+
+  test("an empty value for a string flag", () => {
+    const r = cli(["status", "--root="]);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe("");
+  });
+});
+
+describe("the tool is chosen from the invoked name", () => {
+  test("a compiled binary uses argv0 (the link's name), a script uses its own path", () => {
+    expect(invokedName("/usr/local/bin/loop-status", "/$bunfs/root/loop", true)).toBe("loop-status");
+    expect(invokedName("./dist/loop-replay", "/$bunfs/root/loop", true)).toBe("loop-replay");
+    expect(invokedName("loop", "/$bunfs/root/loop", true)).toBe("loop");
+    expect(invokedName("bun", "/work/cmd/loop.ts", false)).toBe("loop");
+    expect(invokedName("/x/node_modules/.bin/bun", "/work/cmd/loop.ts", false)).toBe("loop");
+    expect(invokedName("C:\\bin\\loop-init.exe", "B:/~BUN/root/loop", true)).toMatch(/loop-init$/);
+  });
+
+  test("isCompiled recognises the embedded file system", () => {
+    expect(isCompiled("/$bunfs/root/loop")).toBe(true);
+    expect(isCompiled("B:/~BUN/root/loop.exe")).toBe(true);
+    expect(isCompiled(LOOP)).toBe(false);
+    expect(isCompiled()).toBe(false);
+  });
+
+  test("loop-<tool> names select the tool; other names fall back to `loop <tool>`", () => {
+    for (const t of CONTRACT_TOOLS) expect(toolFromName(`loop-${t}`)).toBe(t);
+    expect(toolFromName("loop")).toBeNull();
+    expect(toolFromName("loop-linux-x64")).toBeNull();
+    expect(toolFromName("loop-")).toBeNull();
+    expect(toolFromName("status")).toBeNull();
+  });
+});
+
+describe("loop init", () => {
+  test("writes loop.json and the state root; refuses to overwrite without --force; --force works", () => {
+    const repo = gitRepo();
+    const first = cli(["init", "--json"], { cwd: repo });
+    expect(first.code).toBe(0);
+    const doc = JSON.parse(first.stdout);
+    expect(doc.schema).toBe("loop/init@1");
+    expect(doc.overwrote).toBe(false);
+    expect(existsSync(join(repo, "loop.json"))).toBe(true);
+    expect(existsSync(join(repo, ".loop", "loop.db"))).toBe(true);
+    expect(existsSync(join(repo, ".loop", "state.json"))).toBe(true);
+
+    writeFileSync(join(repo, "loop.json"), "// mine\n{}\n");
+    const again = cli(["init"], { cwd: repo });
+    expect(again.code).toBe(2);
+    expect(again.stdout).toBe("");
+    expect(again.stderr).toContain("--force");
+    expect(readFileSync(join(repo, "loop.json"), "utf8")).toBe("// mine\n{}\n");
+
+    const forced = cli(["init", "--force", "--json"], { cwd: repo });
+    expect(forced.code).toBe(0);
+    expect(JSON.parse(forced.stdout).overwrote).toBe(true);
+    expect(readFileSync(join(repo, "loop.json"), "utf8")).not.toBe("// mine\n{}\n");
+  });
+
+  test("outside a git work tree: exit 2, nothing created", () => {
+    const dir = tempDir("loop-cli-nogit-");
+    const r = cli(["init"], { cwd: dir, env: { GIT_CEILING_DIRECTORIES: dir } });
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toContain("git");
+    expect(existsSync(join(dir, "loop.json"))).toBe(false);
+    expect(existsSync(join(dir, ".loop"))).toBe(false);
+  });
+
+  test("--root names the project; --text prints text", () => {
+    const repo = gitRepo();
+    const r = cli(["init", "--root", repo, "--text"], { cwd: tempDir() });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("loop.json");
+    expect(() => JSON.parse(r.stdout)).toThrow();
+    expect(existsSync(join(repo, "loop.json"))).toBe(true);
+  });
+});
+
+describe("status and replay", () => {
+  test("JSON is the default when piped, with a schema key; exit 0 on a fresh store", () => {
+    const repo = gitRepo();
+    expect(cli(["init"], { cwd: repo }).code).toBe(0);
+    const s = cli(["status"], { cwd: repo });
+    expect(s.code).toBe(0);
+    expect(s.stderr).toBe("");
+    expect(JSON.parse(s.stdout).schema).toBe("loop/status@1");
+    const p = cli(["replay"], { cwd: repo });
+    expect(p.code).toBe(0);
+    const rep = JSON.parse(p.stdout);
+    expect(rep.schema).toBe("loop/replay@1");
+    expect(rep.ok).toBe(true);
+    const direct = cli(["--json"], { cwd: repo, script: LOOP_STATUS });
+    expect(direct.code).toBe(0);
+    expect(JSON.parse(direct.stdout).schema).toBe("loop/status@1");
+  });
+
+  test("the state root is found from a subdirectory, or given by --state-root / LOOP_STATE_ROOT", () => {
+    const repo = gitRepo();
+    expect(cli(["init"], { cwd: repo }).code).toBe(0);
+    const sub = join(repo, "a", "b");
+    mkdirSync(sub, { recursive: true });
+    expect(cli(["status"], { cwd: sub }).code).toBe(0);
+    const elsewhere = tempDir();
+    expect(cli(["status", "--state-root", join(repo, ".loop")], { cwd: elsewhere }).code).toBe(0);
+    expect(cli(["replay"], { cwd: elsewhere, env: { LOOP_STATE_ROOT: join(repo, ".loop") } }).code).toBe(0);
+  });
+
+  test("a repeated --work-item collects every value", () => {
+    const repo = seededRepo([item("alpha"), item("beta", "github:acme/api#7"), item("gamma"), item("delta")]);
+    const all = JSON.parse(cli(["status"], { cwd: repo }).stdout);
+    expect(all.items.map((i: { id: string }) => i.id)).toEqual(["alpha", "beta", "gamma", "delta"]);
+    const r = cli(["status", "--work-item", "gamma", "--work-item", "github:acme/api#0007"], { cwd: repo });
+    expect(r.code).toBe(0);
+    const doc = JSON.parse(r.stdout);
+    expect(doc.items.map((i: { id: string }) => i.id).sort()).toEqual(["beta", "gamma"]);
+    const direct = cli(["--work-item=alpha", "--work-item=delta"], { cwd: repo, script: LOOP_STATUS });
+    expect(direct.code).toBe(0);
+    expect(JSON.parse(direct.stdout).items.map((i: { id: string }) => i.id).sort()).toEqual(["alpha", "delta"]);
+  });
+
+  test("an invalid --work-item ref aborts the whole command: exit 2, nothing on stdout", () => {
+    const repo = seededRepo([item("alpha"), item("beta")]);
+    for (const bad of ["github:acme/../api#1", "github:acme/api#1 ", "github:acme/api", "-alpha"]) {
+      const r = cli(["status", `--work-item=${bad}`, "--work-item", "alpha"], { cwd: repo });
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe("");
+      expect(jsonError(r.stderr).error.code).toBe("invalid_ref");
+    }
+  });
+
+  test("a --work-item naming no item of the loop: exit 2, nothing on stdout", () => {
+    const repo = seededRepo([item("alpha")]);
+    const r = cli(["status", "--work-item", "alpha", "--work-item", "nope"], { cwd: repo });
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe("");
+    expect(jsonError(r.stderr).error.code).toBe("unknown_item");
+  });
+
+  test("a missing store: exit 2, a JSON error object on stderr in JSON mode, text otherwise", () => {
+    const repo = gitRepo();
+    for (const t of ["status", "replay"]) {
+      const j = cli([t, "--json"], { cwd: repo });
+      expect(j.code).toBe(2);
+      expect(j.stdout).toBe("");
+      expect(jsonError(j.stderr).error.code).toBe("missing_store");
+      const x = cli([t, "--text"], { cwd: repo });
+      expect(x.code).toBe(2);
+      expect(x.stdout).toBe("");
+      expect(x.stderr).toContain("loop init");
+      expect(() => JSON.parse(x.stderr)).toThrow();
+    }
+    expect(existsSync(join(repo, ".loop"))).toBe(false);
+  });
+
+  test("a corrupt store: exit 2", () => {
+    const repo = gitRepo();
+    mkdirSync(join(repo, ".loop"));
+    writeFileSync(join(repo, ".loop", "loop.db"), "this is not a database, just some text that is long enough".repeat(100));
+    for (const t of ["status", "replay"]) {
+      const r = cli([t], { cwd: repo });
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe("");
+      expect(jsonError(r.stderr).error.code).toBe("corrupt_store");
+    }
+  });
+
+  test("a JSON document over 64 KiB reaches a pipe whole", () => {
+    const items = Array.from({ length: 400 }, (_, i) => item(`item-${i}`, `github:acme/api#${i + 1}`));
+    const repo = seededRepo(items);
+    const r = cli(["status"], { cwd: repo });
+    expect(r.code).toBe(0);
+    expect(r.stdout.length).toBeGreaterThan(64 * 1024);
+    expect(JSON.parse(r.stdout).items).toHaveLength(400);
+  });
+});
+
+describe("colour", () => {
+  test("on a TTY, help is coloured unless NO_COLOR is set", async () => {
+    const plain = await cliOnTty(["status", "--help"], { env: { NO_COLOR: "1" } });
+    expect(plain.code).toBe(0);
+    expect(plain.text).toContain("--work-item");
+    expect(plain.text).not.toMatch(ANSI);
+    // The control: without NO_COLOR the same TTY does get colour, so the check above means something.
+    const coloured = await cliOnTty(["status", "--help"], { env: { NO_COLOR: undefined } });
+    expect(coloured.code).toBe(0);
+    expect(coloured.text).toMatch(ANSI);
+  });
+
+  test("on a TTY with NO_COLOR, status text has no ANSI", async () => {
+    const repo = seededRepo([item("alpha"), item("beta")]);
+    const r = await cliOnTty(["status"], { cwd: repo, env: { NO_COLOR: "1" } });
+    expect(r.code).toBe(0);
+    expect(r.text).toContain("alpha");
+    expect(r.text).not.toMatch(ANSI);
+  });
+
+  test("piped, nothing is coloured even on a colour terminal", () => {
+    const repo = seededRepo([item("alpha")]);
+    for (const args of [["status", "--text"], ["replay", "--text"], ["status", "--help"], ["status", "--no-such-flag"]]) {
+      const r = cli(args, { cwd: repo, env: { TERM: "xterm-256color", NO_COLOR: undefined } });
+      expect(r.stdout).not.toMatch(ANSI);
+      expect(r.stderr).not.toMatch(ANSI);
+    }
+  });
+});
