@@ -72,8 +72,8 @@ async function entry(self: string, args: string[]): Promise<void> {
     return;
   }
   if (first === "__session") {
-    process.exitCode = await runSessionWrapper(rest);
-    return;
+    // Exit explicitly: the wrapper's signal listeners would otherwise keep it alive.
+    process.exit(await runSessionWrapper(rest));
   }
   if (first === "--version" || first === "-V") {
     process.stdout.write(`${VERSION}\n`);

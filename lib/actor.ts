@@ -8,7 +8,7 @@ export function actorName(env: Record<string, string | undefined>): string {
     try {
       user = userInfo().username;
     } catch {
-      user = "unknown";
+      user = `uid${process.getuid?.() ?? "?"}`;
     }
   }
   return `${user}@${hostname()}`;

@@ -6,7 +6,7 @@ import { existsSync } from "node:fs";
 import type { EventDraft } from "./events.ts";
 import type { ItemState } from "./reducer.ts";
 import { endSession } from "./sessions.ts";
-import { removeWorktree } from "./workspace.ts";
+import { commitLeftovers, removeWorktree } from "./workspace.ts";
 import { failpoint } from "./failpoint.ts";
 
 export interface CloseReport {
@@ -34,6 +34,14 @@ export async function closeSession(o: {
   failpoint("close:after_kill");
   let worktreeRemoved = false;
   if (o.removeCheckout && o.it.workspace?.present) {
+    // Whatever the agent left is committed on the item branch first: closing never loses work.
+    if (existsSync(o.it.workspace.worktree)) {
+      try {
+        commitLeftovers(o.it.workspace.worktree, `loop: ${o.it.id} attempt ${s.attempt}: changes left when the session was closed (${o.reason})`);
+      } catch {
+        // A broken checkout cannot be committed; it is removed all the same, and the branch keeps what was committed.
+      }
+    }
     removeWorktree(o.repo, o.it.workspace.worktree);
     worktreeRemoved = !existsSync(o.it.workspace.worktree);
   }

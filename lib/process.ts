@@ -1,7 +1,30 @@
 // Process groups: sessions and verify commands each run in their own group, and ending one means
 // ending the whole group: SIGTERM, a grace period, then SIGKILL.
 
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+
+const HAVE_PROC = existsSync("/proc/self/stat");
+
+/**
+ * Does any live (non-zombie) process belong to the group? kill(-pgid, 0) also counts zombies,
+ * which a container's init may leave unreaped for seconds, so on Linux /proc is read instead.
+ */
 export function groupAlive(pgid: number): boolean {
+  if (HAVE_PROC) {
+    for (const name of readdirSync("/proc")) {
+      if (name.charCodeAt(0) > 57) continue; // not a pid
+      let stat: string;
+      try {
+        stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      } catch {
+        continue; // exited meanwhile
+      }
+      // Fields after "(comm)": state ppid pgrp …
+      const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (Number(rest[2]) === pgid && rest[0] !== "Z" && rest[0] !== "X") return true;
+    }
+    return false;
+  }
   try {
     process.kill(-pgid, 0);
     return true;

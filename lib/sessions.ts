@@ -1,22 +1,18 @@
 // Agent sessions as effects: start one detached (own process group, or a tmux session), observe
 // it from outside, end it. The decisions about what an observation means live in lib/plan.ts.
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { readJsonOrNull, readTextOrNull, writeFileAtomic } from "./fsutil.ts";
-import { groupAlive, killGroup } from "./process.ts";
+import { killGroup } from "./process.ts";
+import { sessionAlive } from "./liveness.ts";
+import { tmux, tmuxHasSession } from "./tmux.ts";
 import { type LaunchRecord, SESSION_FILES } from "./session-wrapper.ts";
 import { selfArgv } from "./self.ts";
 import type { SessionObservation } from "./plan.ts";
 import type { AttemptRecord, SessionRecord } from "./reducer.ts";
 
 export { SESSION_FILES };
-
-/** tmux, on the socket named by $LOOP_TMUX_SOCKET when set (tests and multi-tenant hosts). */
-export function tmux(args: string[], env: Record<string, string | undefined> = process.env) {
-  const sock = env.LOOP_TMUX_SOCKET;
-  return spawnSync("tmux", [...(sock ? ["-L", sock] : []), ...args], { encoding: "utf8" });
-}
 
 export function tmuxSessionName(loopName: string, item: string, attempt: number): string {
   // tmux forbids '.' and ':' in session names.
@@ -58,12 +54,6 @@ export function startSession(o: {
   return { pid: child.pid, tmux: null };
 }
 
-/** Is the wrapper (or anything in its group) still running? */
-export function sessionRunning(s: { pid: number | null; tmux: string | null }, env: Record<string, string | undefined> = process.env): boolean {
-  if (s.tmux && tmux(["has-session", "-t", `=${s.tmux}`], env).status === 0) return true;
-  return s.pid !== null && groupAlive(s.pid);
-}
-
 export function observeSession(s: SessionRecord, a: AttemptRecord, timeouts: { launch: number; stall: number }, now: number): SessionObservation {
   const dir = s.sessionDir;
   const exit = readJsonOrNull<{ code: number | null; signal: string | null }>(join(dir, SESSION_FILES.exit));
@@ -72,7 +62,7 @@ export function observeSession(s: SessionRecord, a: AttemptRecord, timeouts: { l
   try {
     lastOutputAt = statSync(join(dir, SESSION_FILES.output)).mtimeMs;
   } catch {}
-  let alive = sessionRunning(s);
+  const alive = sessionAlive(s);
   // Re-read exit.json after seeing the process gone: it may have been written in between.
   const exitNow = exit ?? (alive ? null : readJsonOrNull(join(dir, SESSION_FILES.exit)));
   return {
@@ -105,7 +95,7 @@ export function graceMs(env: Record<string, string | undefined>): number {
 /** End a session: kill its tmux session and its process group. Returns how it ended. */
 export async function endSession(s: { pid: number | null; tmux: string | null }, grace: number): Promise<string> {
   let how = "not_running";
-  if (s.tmux && tmux(["has-session", "-t", `=${s.tmux}`]).status === 0) {
+  if (s.tmux && tmuxHasSession(s.tmux)) {
     tmux(["kill-session", "-t", `=${s.tmux}`]);
     how = "tmux_killed";
   }

@@ -148,6 +148,11 @@ export class Store {
       .transaction(() => {
         // Re-check under the write lock: another process may have created it meanwhile.
         if (this.db.query("SELECT 1 FROM sqlite_master WHERE type='table' AND name='events'").get()) return;
+        // Only an empty database becomes a loop store: one holding other tables is not ours, and
+        // writing our schema into it would change someone else's file.
+        const other = this.db.query("SELECT name FROM sqlite_master WHERE type='table' LIMIT 1").get() as { name: string } | null;
+        if (other)
+          throw new StoreError("corrupt_store", `${dbPath(this.stateRoot)} is not a loop store (it has table "${other.name}" but no events)`);
         this.db.run(SCHEMA);
         this.db.run("INSERT INTO meta(key, value) VALUES ('schema', ?)", [String(SCHEMA_VERSION)]);
         const p = emptyProjection();

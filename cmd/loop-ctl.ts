@@ -1,0 +1,78 @@
+#!/usr/bin/env bun
+// loop ctl <verb>: pause, resume, stop, skip, retry, cancel, start, reply — for the loop or items.
+import { confirmArgs, defineTool, EXIT, main, resolveRoot, resolveStateRoot, UsageError, workItemArg } from "../lib/cli.ts";
+import { actorName } from "../lib/actor.ts";
+import { applyCtl, CtlBusy, CtlRefused, CTL_VERBS, type CtlVerb, DESTRUCTIVE_VERBS, ITEM_VERBS, planCtl } from "../lib/ctl.ts";
+import { resolveSelectors } from "../lib/selectors.ts";
+import { confirmOrRefuse } from "../lib/confirm.ts";
+import { DeclinedError } from "../lib/cli.ts";
+
+export const tool = defineTool({
+  name: "loop-ctl",
+  description: "Control the loop or its items: start, pause, resume, stop, skip, retry, cancel, reply",
+  args: {
+    verb: { type: "positional", description: `one of: ${CTL_VERBS.join(", ")}`, valueHint: "verb", required: true },
+    answer: { type: "positional", description: "the answer, for reply", valueHint: "text" },
+    ...workItemArg,
+    reason: { type: "string", description: "why (recorded; shown by loop status for pause and stop)", valueHint: "text" },
+    ...confirmArgs,
+  },
+  footer: [
+    "Verbs: start [--work-item X] · pause [--reason R] · resume · stop [--work-item X] · skip --work-item X",
+    "       retry --work-item X · cancel --work-item X · reply --work-item X <text>",
+    "stop, skip and cancel end live sessions: they need --yes, or a confirmation on a terminal.",
+    "Exit codes: 0 done or nothing to do, 1 refused (e.g. retry of a passed item), 2 usage,",
+    "3 declined at the prompt, 75 a step holds the lease (try again).",
+  ].join("\n"),
+  async run(args, ctx) {
+    const verb = args.verb as CtlVerb;
+    if (!CTL_VERBS.includes(verb)) throw new UsageError(`unknown verb "${args.verb}" (verbs: ${CTL_VERBS.join(", ")})`);
+    if (verb === "reply" && !args.answer) throw new UsageError("reply needs the answer text: loop ctl reply --work-item X \"answer\"");
+    if (verb !== "reply" && args.answer !== undefined) throw new UsageError(`unexpected argument "${args.answer}"`);
+    if (ITEM_VERBS.includes(verb) && args["work-item"].length === 0) throw new UsageError(`loop ctl ${verb} needs --work-item`);
+    if (args.yes && args["dry-run"]) throw new UsageError("--yes and --dry-run exclude each other");
+    const root = resolveRoot(args.root, ctx.cwd);
+    const actor = actorName(ctx.env);
+    try {
+      const r = await applyCtl({
+        root,
+        stateRoot: resolveStateRoot(root, args["state-root"], ctx.env, ctx.cwd),
+        actor,
+        env: ctx.env,
+        verb,
+        dryRun: args["dry-run"],
+        plan: (p) => {
+          const ids = resolveSelectors(p, args["work-item"]);
+          const keep = p.loop.settings?.keepCheckoutOnClose ?? false;
+          return planCtl(p, verb, ids, { text: args.answer ?? null, reason: args.reason ?? null, actor, keepCheckout: keep });
+        },
+        confirm: async (actions) => {
+          if (!DESTRUCTIVE_VERBS.includes(verb)) return;
+          await confirmOrRefuse({ yes: args.yes, stdinIsTTY: ctx.stdinIsTTY, what: actions.map((a) => a.effect), command: `loop ctl ${verb}` });
+        },
+      });
+      if (ctx.format === "json") ctx.outJson(r);
+      else
+        ctx.out(
+          [
+            ...r.actions.map((a) => `${r.dryRun ? "would " : a.noop ? "no-op: " : ""}${a.effect}`),
+            ...r.closed.map((c) => `closed ${c.item} attempt ${c.attempt}: ${c.how}${c.worktreeRemoved ? ", worktree removed" : ""}`),
+          ].join("\n"),
+        );
+      return EXIT.ok;
+    } catch (err) {
+      if (err instanceof CtlRefused) {
+        ctx.log.error(err.message);
+        return EXIT.problem;
+      }
+      if (err instanceof CtlBusy) {
+        ctx.log.warn(err.message);
+        return EXIT.busy;
+      }
+      if (err instanceof DeclinedError) throw err;
+      throw err;
+    }
+  },
+});
+
+if (import.meta.main) await main(tool);

@@ -1,0 +1,215 @@
+// `loop ctl`: operator commands. planCtl decides, from the projection alone, what each verb does
+// to each chosen item (pure, tested with plain data); applyCtl carries it out under the lease:
+// sessions are ended through the one close path, and every event is appended in one transaction.
+import type { EventDraft } from "./events.ts";
+import type { Projection } from "./reducer.ts";
+import { isInFlight, isSettled } from "./reducer.ts";
+import { blockedBecauseOf } from "./plan.ts";
+import { closeSession, type CloseReport } from "./close.ts";
+import { graceMs } from "./sessions.ts";
+import { pidAlive } from "./liveness.ts";
+import { Store } from "./store.ts";
+import { repoTop } from "./workspace.ts";
+import { materialize } from "./materialize.ts";
+import type { StoredEvent } from "./events.ts";
+
+export const CTL_VERBS = ["start", "pause", "resume", "stop", "skip", "retry", "cancel", "reply"] as const;
+export type CtlVerb = (typeof CTL_VERBS)[number];
+export const DESTRUCTIVE_VERBS: readonly CtlVerb[] = ["stop", "skip", "cancel"];
+/** Verbs that act on the loop when no --work-item is given. */
+export const LOOP_VERBS: readonly CtlVerb[] = ["start", "pause", "resume", "stop"];
+/** Verbs that need --work-item. */
+export const ITEM_VERBS: readonly CtlVerb[] = ["skip", "retry", "cancel", "reply"];
+
+export interface PlannedAction {
+  /** Item id, or null for the loop itself. */
+  item: string | null;
+  /** What will happen, for people and for --dry-run. */
+  effect: string;
+  noop: boolean;
+  /** End this item's live session first (close path). */
+  close: { removeCheckout: boolean } | null;
+  /** Events to append after the close (the close path's own events come first). */
+  events: EventDraft[];
+}
+
+export class CtlRefused extends Error {
+  override name = "CtlRefused";
+}
+
+export function planCtl(p: Projection, verb: CtlVerb, items: string[], o: { text?: string | null; reason?: string | null; actor: string; keepCheckout: boolean }): PlannedAction[] {
+  const out: PlannedAction[] = [];
+  const loopAction = (effect: string, events: EventDraft[], noop = false): PlannedAction => ({ item: null, effect, noop, close: null, events });
+  const control = (id: string, text: string | null = null): EventDraft => ({ type: "control_recorded", item: id, payload: { verb: verb as never, text } });
+  const closeFor = (id: string) => {
+    const it = p.items[id]!;
+    return it.session && !it.session.closed && isInFlight(it.status) ? { removeCheckout: !o.keepCheckout } : null;
+  };
+
+  if (items.length === 0) {
+    const st = p.loop.state;
+    switch (verb) {
+      case "start":
+        if (st === "new") return [loopAction("start the loop", [{ type: "loop_started", payload: {} }])];
+        if (st === "paused" || st === "stopped") return [loopAction(`resume the ${st} loop`, [{ type: "loop_resumed", payload: {} }])];
+        return [loopAction(`the loop is already ${st}`, [], true)];
+      case "resume":
+        if (st === "paused" || st === "stopped") return [loopAction(`resume the ${st} loop`, [{ type: "loop_resumed", payload: {} }])];
+        return [loopAction(`the loop is ${st}, not paused or stopped`, [], true)];
+      case "pause":
+        if (st === "paused") return [loopAction("the loop is already paused", [], true)];
+        return [loopAction("pause the loop", [{ type: "loop_paused", payload: { reason: o.reason ?? `paused by ${o.actor}` } }])];
+      case "stop": {
+        if (st === "stopped") return [loopAction("the loop is already stopped", [], true)];
+        const cur = p.loop.current;
+        if (cur) {
+          const it = p.items[cur]!;
+          out.push({
+            item: cur,
+            effect: `end the session of ${cur} (attempt ${it.attempts.length}); the item stays pending`,
+            noop: false,
+            close: closeFor(cur),
+            events: [{ type: "item_requeued", item: cur, payload: { attempt: it.attempts.length, reason: `stopped by ${o.actor}`, failed: false, resetBudget: false } }],
+          });
+        }
+        out.push(loopAction("stop the loop", [{ type: "loop_stopped", payload: { reason: o.reason ?? `stopped by ${o.actor}` } }]));
+        return out;
+      }
+      default:
+        throw new CtlRefused(`loop ctl ${verb} needs --work-item`);
+    }
+  }
+
+  for (const id of items) {
+    const it = p.items[id]!;
+    const n = it.attempts.length;
+    const settled = isSettled(it.status);
+    const flying = isInFlight(it.status);
+    switch (verb) {
+      case "start":
+        out.push({ item: id, effect: it.held ? `release ${id} (held by stop) and allow it to start` : `allow ${id} to start`, noop: false, close: null, events: [control(id)] });
+        break;
+      case "stop":
+        if (settled || it.status === "withdrawn") {
+          out.push({ item: id, effect: `${id} is ${it.status}; nothing to stop`, noop: true, close: null, events: [] });
+          break;
+        }
+        out.push({
+          item: id,
+          effect: flying ? `end the session of ${id} and hold it (start or retry releases it)` : `hold ${id} (start or retry releases it)`,
+          noop: false,
+          close: closeFor(id),
+          events: [
+            control(id, o.reason ?? null),
+            ...(flying ? [{ type: "item_requeued" as const, item: id, payload: { attempt: n, reason: `stopped by ${o.actor}`, failed: false, resetBudget: false } }] : []),
+          ],
+        });
+        break;
+      case "skip":
+      case "cancel": {
+        if (settled || it.status === "withdrawn") {
+          out.push({ item: id, effect: `${id} is ${it.status}; nothing to ${verb}`, noop: true, close: null, events: [] });
+          break;
+        }
+        const outcome = verb === "skip" ? "skipped" : "cancelled";
+        out.push({
+          item: id,
+          effect: `${flying ? `end the session of ${id} and ` : ""}settle it ${outcome}`,
+          noop: false,
+          close: closeFor(id),
+          events: [control(id, o.reason ?? null), { type: "item_settled", item: id, payload: { attempt: n, outcome, reason: `${outcome} by ${o.actor}${o.reason ? `: ${o.reason}` : ""}` } }],
+        });
+        break;
+      }
+      case "retry": {
+        if (it.status === "passed") throw new CtlRefused(`${id} passed; retry is for items that failed, were blocked, skipped or cancelled`);
+        if (flying) {
+          out.push({ item: id, effect: `${id} is in flight; nothing to retry`, noop: true, close: null, events: [] });
+          break;
+        }
+        const events: EventDraft[] = [control(id)];
+        if (settled) events.push({ type: "item_requeued", item: id, payload: { attempt: n, reason: `retry by ${o.actor}`, failed: false, resetBudget: true } });
+        for (const dep of settled ? blockedBecauseOf(p, id) : [])
+          events.push({ type: "item_requeued", item: dep, payload: { attempt: p.items[dep]!.attempts.length, reason: `retry of ${id} by ${o.actor}`, failed: false, resetBudget: false } });
+        out.push({ item: id, effect: settled ? `requeue ${id} with a fresh attempt budget${events.length > 2 ? ` and unblock ${events.slice(2).map((e) => e.item).join(", ")}` : ""}` : `release ${id}`, noop: false, close: null, events });
+        break;
+      }
+      case "reply": {
+        if (settled || it.status === "withdrawn") throw new CtlRefused(`${id} is ${it.status}; a reply can no longer reach it`);
+        out.push({ item: id, effect: `record a reply for ${id}${it.status === "needs_input" ? " (it asked a question; `loop ctl resume` continues)" : " (delivered with its next attempt)"}`, noop: false, close: null, events: [control(id, o.text ?? null), { type: "reply_recorded", item: id, payload: { text: o.text ?? "" } }] });
+        break;
+      }
+      case "pause":
+      case "resume":
+        throw new CtlRefused(`loop ctl ${verb} acts on the whole loop; drop --work-item`);
+    }
+  }
+  if (verb === "cancel" && out.some((a) => !a.noop) && p.loop.state !== "paused")
+    out.push(loopAction("pause the loop (cancel means stop spending)", [{ type: "loop_paused", payload: { reason: `cancelled ${items.join(", ")} by ${o.actor}` } }]));
+  return out;
+}
+
+export interface CtlResult {
+  schema: "loop/ctl@1";
+  verb: CtlVerb;
+  dryRun: boolean;
+  actions: { item: string | null; effect: string; noop: boolean }[];
+  closed: Omit<CloseReport, "events">[];
+  transitions: { seq: number; type: string; item: string | null }[];
+}
+
+export class CtlBusy extends Error {
+  override name = "CtlBusy";
+}
+
+/** Carry out a plan under the lease. */
+export async function applyCtl(o: {
+  root: string;
+  stateRoot: string;
+  actor: string;
+  env: Record<string, string | undefined>;
+  plan: (p: Projection) => PlannedAction[];
+  confirm: (actions: PlannedAction[]) => Promise<void>;
+  verb: CtlVerb;
+  dryRun: boolean;
+}): Promise<CtlResult> {
+  const store = Store.open(o.stateRoot, { actor: o.actor });
+  try {
+    const p0 = store.projection();
+    const actions = o.plan(p0);
+    const summary = actions.map((a) => ({ item: a.item, effect: a.effect, noop: a.noop }));
+    const result: CtlResult = { schema: "loop/ctl@1", verb: o.verb, dryRun: o.dryRun, actions: summary, closed: [], transitions: [] };
+    if (o.dryRun || actions.every((a) => a.noop)) return result;
+    await o.confirm(actions.filter((a) => !a.noop));
+    const lease = store.acquireLease(10 * 60_000, pidAlive);
+    if (!lease.ok) throw new CtlBusy(`a \`loop run\` step holds the lease (pid ${lease.holder.pid} on ${lease.holder.host}); nothing was done, try again`);
+    try {
+      // Re-plan under the lease: the state may have moved since the prompt.
+      const p = store.projection();
+      const final = o.plan(p);
+      const repo = final.some((a) => a.close) ? repoTop(o.root) : "";
+      const events: EventDraft[] = [];
+      for (const a of final) {
+        if (a.noop) continue;
+        if (a.close) {
+          const c = await closeSession({ it: p.items[a.item!]!, repo, reason: `${o.verb} by ${o.actor}`, removeCheckout: a.close.removeCheckout, graceMs: graceMs(o.env) });
+          if (c) {
+            const { events: ce, ...rest } = c;
+            result.closed.push(rest);
+            events.push(...ce);
+          }
+        }
+        events.push(...a.events);
+      }
+      const { events: appended, projection } = store.append(events.map((e) => ({ actor: o.actor, ...e })) as EventDraft[], { actor: o.actor, label: "ctl" });
+      result.transitions = appended.map((e: StoredEvent) => ({ seq: e.seq, type: e.type, item: e.item }));
+      result.actions = final.map((a) => ({ item: a.item, effect: a.effect, noop: a.noop }));
+      materialize(o.stateRoot, projection, store.db);
+    } finally {
+      store.releaseLease(lease.lease);
+    }
+    return result;
+  } finally {
+    store.close();
+  }
+}

@@ -1,0 +1,91 @@
+#!/usr/bin/env bun
+// The main job on an embedded default: a real loop, driven to done with `loop run` steps.
+// Creates a temporary git repository with a small backlog for the built-in demo agent — one item
+// depends on another, one fails its first attempt and passes on the retry, one lands cleanly —
+// runs `loop run` as cron would until the loop drains, then prints `loop status`.
+// Usage: npm run demo [-- --keep] [-- --dir DIR]
+import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { spawnSync } from "node:child_process";
+
+const args = process.argv.slice(2);
+const keep = args.includes("--keep");
+const dirArg = args.indexOf("--dir");
+const root = dirArg >= 0 ? resolve(args[dirArg + 1]!) : mkdtempSync(join(tmpdir(), "loop-demo-"));
+mkdirSync(root, { recursive: true });
+const loop = [process.execPath, join(import.meta.dir, "..", "cmd", "loop.ts")];
+
+function sh(cmd: string[], opts: { cwd?: string; quiet?: boolean } = {}) {
+  const r = spawnSync(cmd[0]!, cmd.slice(1), { cwd: opts.cwd ?? root, encoding: "utf8", env: { ...process.env, NO_COLOR: "1" } });
+  if (!opts.quiet && r.stderr) process.stderr.write(r.stderr);
+  return r;
+}
+
+const say = (s: string) => process.stderr.write(`\n== ${s}\n`);
+
+say(`demo repository: ${root}`);
+sh(["git", "init", "-q", "-b", "main"]);
+sh(["git", "config", "user.email", "demo@loop.invalid"]);
+sh(["git", "config", "user.name", "loop demo"]);
+writeFileSync(join(root, "greet.sh"), '#!/bin/sh\necho "hello"\n');
+writeFileSync(
+  join(root, "check.sh"),
+  '#!/bin/sh\n# The project\'s test suite: every file named in CHECKS must exist and be non-empty.\nfor f in $CHECKS; do test -s "$f" || { echo "missing or empty: $f"; exit 1; }; done\necho "all checks passed"\n',
+);
+sh(["git", "add", "-A"]);
+sh(["git", "commit", "-q", "-m", "a tiny project"]);
+
+const definition = {
+  name: "demo",
+  defaults: { runner: "demo", verify: "sh check.sh", maxAttempts: 2, timeouts: { launch: "1m", stall: "5m", verify: "1m" }, landing: "merge" },
+  items: [
+    {
+      id: "add-docs",
+      ref: "github:acme/tiny#1",
+      prompt: "Write a README for the project.\n@demo write README.md # tiny\\nA demo project.\n@demo commit docs: add README",
+      verify: "CHECKS=README.md sh check.sh",
+    },
+    {
+      id: "add-license",
+      ref: "github:acme/tiny#2",
+      prompt: "Add a LICENSE file. (The demo agent forgets the file on its first attempt.)\n@demo attempt 1 write NOTES.md I will add the license later\n@demo attempt 2 write LICENSE MIT License",
+      verify: "CHECKS=LICENSE sh check.sh",
+    },
+    {
+      id: "add-changelog",
+      ref: "github:acme/tiny#3",
+      prompt: "Add a CHANGELOG that mentions the README. Needs the README first.\n@demo write CHANGELOG.md - added README.md",
+      dependsOn: ["add-docs"],
+      verify: "CHECKS='README.md CHANGELOG.md' sh check.sh",
+    },
+  ],
+};
+writeFileSync(join(root, "loop.json"), JSON.stringify(definition, null, 2) + "\n");
+sh(["git", "add", "loop.json"]);
+sh(["git", "commit", "-q", "-m", "loop definition"]);
+
+say("loop init is not needed when loop.json exists; `loop run` creates the store. Stepping as cron would:");
+for (let tick = 1; tick <= 40; tick++) {
+  const r = sh([...loop, "run", "--text"], { quiet: true });
+  process.stderr.write(`-- tick ${tick} (exit ${r.status})\n${r.stdout}`);
+  if (r.stderr.trim()) process.stderr.write(r.stderr);
+  if (r.status !== 0 && r.status !== 75) {
+    process.stderr.write(`loop run failed with exit ${r.status}\n`);
+    process.exit(1);
+  }
+  if (r.stdout.startsWith("drained")) break;
+  await Bun.sleep(300);
+}
+
+say("loop status");
+const status = sh([...loop, "status", "--text"], { quiet: true });
+process.stdout.write(status.stdout);
+say("loop replay");
+const replay = sh([...loop, "replay", "--text"], { quiet: true });
+process.stdout.write(replay.stdout);
+say("landed on loop/demo/landed:");
+process.stdout.write(sh(["git", "log", "--oneline", "--graph", "loop/demo/landed"], { quiet: true }).stdout);
+if (!keep && dirArg < 0) rmSync(root, { recursive: true, force: true });
+else process.stderr.write(`\nkept ${root}\n`);
+process.exitCode = status.status === 0 && replay.status === 0 ? 0 : 1;

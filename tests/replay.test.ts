@@ -1,0 +1,323 @@
+// `loop replay` on real stores: a clean realistic history replays clean, and every kind of
+// tampering is detected and named at the right seq.
+import { afterAll, describe, expect, test } from "bun:test";
+import { Database } from "bun:sqlite";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { canonicalJson } from "../lib/canonical.ts";
+import { jsonText, stateDocument, terminalDocument } from "../lib/materialize.ts";
+import { statePaths } from "../lib/paths.ts";
+import { fold } from "../lib/reducer.ts";
+import { foldAndCheck, replayReport } from "../lib/replay.ts";
+import { dbPath, type EventRow, rowToEvent, Store } from "../lib/store.ts";
+import { rechain, seal, started } from "./helpers/events.ts";
+import { TempDirs } from "./helpers/fs.ts";
+import { buildStore, readRows, realisticDrafts, tamper } from "./helpers/store.ts";
+
+const temp = new TempDirs();
+afterAll(() => temp.cleanup());
+
+const LOOP = join(import.meta.dir, "..", "cmd", "loop.ts");
+
+// Seqs of the realistic history (tests/helpers/store.ts): 1 store_opened, 2 definition_imported,
+// 3 loop_started, 4..10 item a passes, 11..16 item b fails, 17 b reset, 18..24 b passes,
+// 25..26 c skipped, 27 loop_drained.
+const SEQ = { aSettled: 9, bStarted: 12, bEnded: 13, drained: 27, last: 27 };
+
+function drainedStore(): string {
+  const root = temp.make();
+  buildStore(root, realisticDrafts());
+  return root;
+}
+function openStore(): string {
+  const root = temp.make();
+  buildStore(root, realisticDrafts({ drain: false }));
+  return root;
+}
+
+function replayCli(stateRoot: string) {
+  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: "1" };
+  delete env.LOOP_STATE_ROOT;
+  const r = Bun.spawnSync([process.execPath, LOOP, "replay", "--json", "--state-root", stateRoot], { cwd: stateRoot, env });
+  return { code: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
+}
+
+/** Edit tables other than events on a raw connection, leaving no -wal behind. */
+function withRaw(stateRoot: string, fn: (db: Database) => void) {
+  const db = new Database(dbPath(stateRoot));
+  try {
+    fn(db);
+    db.run("PRAGMA wal_checkpoint(TRUNCATE)");
+  } finally {
+    db.close();
+  }
+}
+
+function insertRows(db: Database, rows: EventRow[]) {
+  for (const r of rows)
+    db.run("INSERT INTO events(seq, id, ts, type, actor, item, payload, prev_hash, hash) VALUES (?,?,?,?,?,?,?,?,?)", [
+      r.seq,
+      r.id,
+      r.ts,
+      r.type,
+      r.actor,
+      r.item,
+      r.payload,
+      r.prev_hash,
+      r.hash,
+    ]);
+}
+
+const codes = (r: { findings: { code: string }[] }) => r.findings.map((f) => f.code);
+const CHAIN = ["event_chain_broken", "event_sequence_gap"];
+
+describe("a clean store replays clean", () => {
+  test("realistic history: definition, attempts, landing, close, reset, skip, drain", () => {
+    const root = drainedStore();
+    const r = replayReport(root);
+    expect(r.findings).toEqual([]);
+    expect(r.ok).toBe(true);
+    expect(r.events).toBe(SEQ.last);
+    expect(r.foldedTo).toBe(SEQ.last);
+    expect(r.checks).toEqual({ chain: "ok", legality: "ok", determinism: "ok", projection: "ok", files: "ok" });
+    const cli = replayCli(root);
+    expect(cli.code).toBe(0);
+    expect(JSON.parse(cli.stdout)).toMatchObject({ schema: "loop/replay@1", ok: true, events: SEQ.last });
+  });
+
+  test("the history means what it says", () => {
+    const root = drainedStore();
+    const s = Store.open(root);
+    try {
+      const p = s.projection();
+      expect(p.loop.state).toBe("drained");
+      expect(p.loop.outcome).toBe("Succeeded");
+      expect(p.loop.drainedSeq).toBe(SEQ.drained);
+      expect(Object.fromEntries(p.order.map((id) => [id, [p.items[id]!.status, p.items[id]!.epoch]]))).toEqual({
+        a: ["passed", 0],
+        b: ["passed", 1],
+        c: ["skipped", 0],
+      });
+      expect(p.items.b!.attempts).toHaveLength(1); // the failed attempt went with the reset
+    } finally {
+      s.close();
+    }
+  });
+
+  test("state.json written from the stored projection is the text the fold expects", () => {
+    // The stored projection comes back from canonical (key-sorted) rows; the fold keeps reducer
+    // key order. Both must render the same state.json text.
+    const root = drainedStore();
+    const s = Store.open(root);
+    try {
+      const fromTables = s.projection();
+      const folded = fold(readRows(root).map(rowToEvent));
+      expect(fromTables.items.a!.landing).not.toBeNull();
+      expect(jsonText(stateDocument(fromTables))).toBe(jsonText(stateDocument(folded)));
+      expect(jsonText(terminalDocument(fromTables))).toBe(jsonText(terminalDocument(folded)));
+      expect(readFileSync(statePaths(root).stateJson, "utf8")).toBe(jsonText(stateDocument(folded)));
+    } finally {
+      s.close();
+    }
+  });
+});
+
+describe("tampering with the log", () => {
+  test("a payload byte changed behind the triggers' back: event_chain_broken at that seq", () => {
+    const root = drainedStore();
+    const before = readRows(root)[SEQ.aSettled - 1]!;
+    expect(before.payload).toContain("verify passed");
+    tamper(root, (db) => db.run("UPDATE events SET payload = replace(payload, 'verify passed', 'verify passeD') WHERE seq = ?", [SEQ.aSettled]));
+    const after = readRows(root)[SEQ.aSettled - 1]!;
+    expect(after.payload.length).toBe(before.payload.length);
+    expect(after.payload).not.toBe(before.payload);
+    // The triggers are back in place.
+    withRaw(root, (db) => expect(() => db.run("DELETE FROM events WHERE seq = 1")).toThrow(/append-only/));
+
+    const r = replayReport(root);
+    expect(r.ok).toBe(false);
+    expect(r.checks.chain).toBe("failed");
+    const chain = r.findings.filter((f) => CHAIN.includes(f.code));
+    expect(chain).toHaveLength(1);
+    expect(chain[0]).toMatchObject({ code: "event_chain_broken", seq: SEQ.aSettled });
+    expect(replayCli(root).code).toBe(1);
+  });
+
+  test("a changed row whose own hash was recomputed breaks the link at the next seq", () => {
+    const root = drainedStore();
+    const rows = readRows(root);
+    const victim = rows[SEQ.aSettled - 1]!;
+    const forged = seal({ ...victim }, { ...JSON.parse(victim.payload), reason: "forged" });
+    tamper(root, (db) =>
+      db.run("UPDATE events SET payload = ?, hash = ? WHERE seq = ?", [canonicalJson(forged.payload), forged.hash, victim.seq]),
+    );
+    const r = replayReport(root);
+    const chain = r.findings.filter((f) => CHAIN.includes(f.code));
+    expect(chain).toHaveLength(1);
+    expect(chain[0]).toMatchObject({ code: "event_chain_broken", seq: SEQ.aSettled + 1 });
+  });
+
+  test("a row deleted from the middle: named at the seq after the hole", () => {
+    const root = drainedStore();
+    tamper(root, (db) => db.run("DELETE FROM events WHERE seq = ?", [SEQ.bStarted]));
+    expect(readRows(root).map((r) => r.seq)).not.toContain(SEQ.bStarted);
+    const r = replayReport(root);
+    expect(r.ok).toBe(false);
+    const chain = r.findings.filter((f) => CHAIN.includes(f.code));
+    expect(chain.length).toBeGreaterThan(0);
+    for (const f of chain) expect(f.seq).toBe(SEQ.bStarted + 1);
+    expect(codes(r)).toContain("event_sequence_gap");
+    // The reducer's own seq rule would name the same hole again; it is not repeated.
+    expect(codes(r)).not.toContain("illegal_event_sequence");
+    expect(r.findings.every((f) => f.seq === undefined || f.seq >= SEQ.bStarted + 1)).toBe(true);
+    expect(r.foldedTo).toBeNull();
+    const cli = replayCli(root);
+    expect(cli.code).toBe(1);
+    expect(JSON.parse(cli.stdout).findings.map((f: { code: string }) => f.code)).toContain("event_sequence_gap");
+  });
+
+  test("two rows swapped (contents swapped, seqs kept): event_chain_broken at the first of them", () => {
+    const root = drainedStore();
+    const rows = readRows(root);
+    const x = rows[SEQ.bStarted - 1]!;
+    const y = rows[SEQ.bEnded - 1]!;
+    tamper(root, (db) => {
+      db.run("DELETE FROM events WHERE seq IN (?, ?)", [x.seq, y.seq]);
+      insertRows(db, [
+        { ...y, seq: x.seq },
+        { ...x, seq: y.seq },
+      ]);
+    });
+    const swapped = readRows(root);
+    expect(swapped[SEQ.bStarted - 1]!.type).toBe("session_ended");
+    expect(swapped[SEQ.bEnded - 1]!.type).toBe("session_started");
+    const r = replayReport(root);
+    const chain = r.findings.filter((f) => CHAIN.includes(f.code));
+    expect(chain[0]).toMatchObject({ code: "event_chain_broken", seq: SEQ.bStarted });
+    expect(r.findings.every((f) => f.seq === undefined || f.seq >= SEQ.bStarted)).toBe(true);
+  });
+
+  test("an illegal event inserted with a valid hash chain: illegal_event_sequence at its seq", () => {
+    const root = drainedStore();
+    const rows = readRows(root);
+    const at = 4; // after loop_started: item c "starts a session" it never reserved
+    const probe = started("c", 1);
+    const list = rows.map((r) => ({ id: r.id, ts: r.ts, type: r.type, actor: r.actor, item: r.item, payload: JSON.parse(r.payload) }));
+    list.splice(at - 1, 0, { id: "inserted", ts: rows[at - 1]!.ts, type: probe.type, actor: "mallory", item: "c", payload: probe.payload });
+    const chained = rechain(list).map((e) => ({ ...e, payload: canonicalJson(e.payload) }));
+    expect(chained.slice(0, at - 1).map((e) => e.hash)).toEqual(rows.slice(0, at - 1).map((r) => r.hash));
+    tamper(root, (db) => {
+      db.run("DELETE FROM events");
+      insertRows(db, chained);
+    });
+    const r = replayReport(root);
+    expect(r.findings).toHaveLength(1);
+    expect(r.findings[0]).toMatchObject({ code: "illegal_event_sequence", seq: at });
+    expect(r.findings[0]!.message).toContain("item_status");
+    expect(r.checks.chain).toBe("ok");
+    expect(r.checks.legality).toBe("failed");
+    expect(r.foldedTo).toBeNull();
+    expect(r.events).toBe(SEQ.last + 1);
+  });
+});
+
+describe("tampering with what is derived from the log", () => {
+  test("a projection row edited: projection_mismatch", () => {
+    const root = drainedStore();
+    withRaw(root, (db) => {
+      const body = (db.query("SELECT body FROM proj_items WHERE item = 'a'").get() as { body: string }).body;
+      expect(body).toContain('"status":"passed"');
+      db.run("UPDATE proj_items SET body = ? WHERE item = 'a'", [body.replace('"status":"passed"', '"status":"failed"')]);
+    });
+    const r = replayReport(root);
+    expect(codes(r)).toEqual(["projection_mismatch"]);
+    expect(r.findings[0]!.message).toContain("proj_items[a]");
+    expect(r.findings[0]!.message).toContain("status");
+    expect(r.checks).toMatchObject({ chain: "ok", legality: "ok", projection: "failed", files: "ok" });
+  });
+
+  test("a projection row deleted or added: projection_mismatch", () => {
+    const root = drainedStore();
+    withRaw(root, (db) => {
+      db.run("DELETE FROM proj_ledgers WHERE item = 'c'");
+      db.run("INSERT INTO proj_sessions(item, body) VALUES ('c', '{}')");
+    });
+    const r = replayReport(root);
+    expect(codes(r)).toEqual(["projection_mismatch", "projection_mismatch"]);
+    expect(r.findings.map((f) => f.message).join("\n")).toMatch(/proj_ledgers\[c\] is missing/);
+    expect(r.findings.map((f) => f.message).join("\n")).toMatch(/proj_sessions\[c\] exists/);
+  });
+
+  test("a state.json field edited: state_field_mismatch naming the field", () => {
+    const root = drainedStore();
+    const path = statePaths(root).stateJson;
+    const doc = JSON.parse(readFileSync(path, "utf8"));
+    expect(doc.items[1].id).toBe("b");
+    doc.items[1].status = "failed";
+    doc.loop.state = "running";
+    writeFileSync(path, jsonText(doc));
+    const r = replayReport(root);
+    expect(new Set(codes(r))).toEqual(new Set(["state_field_mismatch"]));
+    const messages = r.findings.map((f) => f.message).join("\n");
+    expect(messages).toContain("items[1].status");
+    expect(messages).toContain("loop.state");
+    expect(r.findings).toHaveLength(2);
+  });
+
+  test("terminal_state.json present while not drained: desynced_terminal_window", () => {
+    const root = openStore();
+    const term = statePaths(root).terminal;
+    expect(replayReport(root).ok).toBe(true);
+    writeFileSync(term, jsonText({ schema: "loop/terminal@1", outcome: "Succeeded", drainedSeq: 26, drainedAt: "x", counts: {}, items: [] }));
+    const r = replayReport(root);
+    expect(codes(r)).toEqual(["desynced_terminal_window"]);
+    expect(r.findings[0]!.message).toContain("running");
+  });
+
+  test("terminal_state.json absent while drained: desynced_terminal_window at the drain's seq", () => {
+    const root = drainedStore();
+    rmSync(statePaths(root).terminal);
+    const r = replayReport(root);
+    expect(r.findings).toHaveLength(1);
+    expect(r.findings[0]).toMatchObject({ code: "desynced_terminal_window", seq: SEQ.drained });
+  });
+
+  test("garbage terminal_state.json is unreadable_terminal_file, never treated as absent", () => {
+    for (const root of [drainedStore(), openStore()]) {
+      writeFileSync(statePaths(root).terminal, "{ not json \u0000");
+      const r = replayReport(root);
+      expect(codes(r)).toEqual(["unreadable_terminal_file"]);
+    }
+    // A directory in its place cannot be read either; that is not "absent".
+    for (const root of [drainedStore(), openStore()]) {
+      rmSync(statePaths(root).terminal, { force: true });
+      mkdirSync(statePaths(root).terminal);
+      const r = replayReport(root);
+      expect(codes(r)).toEqual(["unreadable_terminal_file"]);
+    }
+  });
+
+  test("an edited terminal_state.json: terminal_state_mismatch", () => {
+    const root = drainedStore();
+    const path = statePaths(root).terminal;
+    const doc = JSON.parse(readFileSync(path, "utf8"));
+    expect(doc.outcome).toBe("Succeeded");
+    doc.outcome = "Failed";
+    writeFileSync(path, jsonText(doc));
+    const r = replayReport(root);
+    expect(codes(r)).toEqual(["terminal_state_mismatch"]);
+    expect(r.findings[0]!.message).toContain("outcome");
+  });
+
+  test("foldAndCheck on a clean log returns the same projection as the stored one", () => {
+    const root = drainedStore();
+    const s = Store.open(root);
+    try {
+      const check = foldAndCheck(s.db);
+      expect(check.findings).toEqual([]);
+      expect(check.projection).toEqual(s.projection());
+    } finally {
+      s.close();
+    }
+  });
+});

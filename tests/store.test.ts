@@ -1,0 +1,357 @@
+// The store on real SQLite files in temp dirs: the append-only hash-chained log, the projection
+// tables kept equal to the fold, the lease, and several handles/processes on one file.
+import { afterAll, afterEach, describe, expect, test } from "bun:test";
+import { Database } from "bun:sqlite";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { sha256Hex } from "../lib/canonical.ts";
+import { type EventDraft, GENESIS_HASH } from "../lib/events.ts";
+import { pidAlive } from "../lib/liveness.ts";
+import { fold, IllegalEventError } from "../lib/reducer.ts";
+import { compareProjection, foldAndCheck } from "../lib/replay.ts";
+import { ITEM_TABLES } from "../lib/rows.ts";
+import { dbPath, type EventRow, hashInput, rowToEvent, Store, StoreError } from "../lib/store.ts";
+import { control, definition, itemDef, launch, loopStarted } from "./helpers/events.ts";
+import { TempDirs } from "./helpers/fs.ts";
+import { realisticDrafts } from "./helpers/store.ts";
+
+const temp = new TempDirs();
+const open: Store[] = [];
+afterEach(() => {
+  for (const s of open.splice(0)) s.close();
+});
+afterAll(() => temp.cleanup());
+
+const LIB = join(import.meta.dir, "..", "lib");
+
+function newStore(): { root: string; store: Store } {
+  const root = temp.make();
+  const store = Store.open(root, { create: true });
+  open.push(store);
+  return { root, store };
+}
+
+function handle(root: string): Store {
+  const s = Store.open(root);
+  open.push(s);
+  return s;
+}
+
+function rows(db: Database): EventRow[] {
+  return db.query("SELECT seq, id, ts, type, actor, item, payload, prev_hash, hash FROM events ORDER BY seq").all() as EventRow[];
+}
+
+/** Every projection row, as text, for "unchanged" comparisons. */
+function dumpProjection(db: Database): string {
+  const out: unknown[] = [db.query("SELECT * FROM proj_loop").all()];
+  for (const t of ITEM_TABLES) out.push(db.query(`SELECT item, body FROM ${t} ORDER BY item`).all());
+  return JSON.stringify(out);
+}
+
+function storeError(fn: () => unknown): StoreError {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof StoreError) return e;
+    throw e;
+  }
+  throw new Error("no StoreError was thrown");
+}
+
+const DEF: EventDraft = definition(1, [itemDef("a"), itemDef("b")]);
+
+describe("the log", () => {
+  test("a new store starts with store_opened at seq 1; seqs are gapless and every hash verifies", () => {
+    const { root, store } = newStore();
+    expect(rows(store.db).map((r) => [r.seq, r.type, r.prev_hash])).toEqual([[1, "store_opened", GENESIS_HASH]]);
+    store.append([DEF, loopStarted]);
+    store.append([control("a", "start")]);
+    store.append([control("b", "stop", "hold on"), control("b", "start")]);
+    // Reopening does not append a second store_opened.
+    store.close();
+    open.splice(open.indexOf(store), 1);
+    const again = handle(root);
+    const all = rows(again.db);
+    expect(all.map((r) => r.seq)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(all.map((r) => r.type)).toEqual(["store_opened", "definition_imported", "loop_started", "control_recorded", "control_recorded", "control_recorded"]);
+    let prev = GENESIS_HASH;
+    for (const r of all) {
+      expect(r.prev_hash).toBe(prev);
+      expect(sha256Hex(hashInput(r, r.payload))).toBe(r.hash);
+      prev = r.hash;
+    }
+    expect(again.head()).toEqual({ seq: 6, hash: prev });
+  });
+
+  test("a duplicate id is refused with duplicate_event and nothing of the batch is appended", () => {
+    const { store } = newStore();
+    store.append([DEF, loopStarted]);
+    store.append([{ ...control("a", "start"), id: "ctl-1" }]);
+    const before = rows(store.db);
+    const proj = dumpProjection(store.db);
+    const e1 = storeError(() => store.append([{ ...control("a", "stop"), id: "ctl-1" }]));
+    expect(e1.code).toBe("duplicate_event");
+    expect(e1.message).toContain("ctl-1");
+    // The duplicate comes second in a batch: the first event is not kept either.
+    const e2 = storeError(() => store.append([{ ...control("b", "start"), id: "fresh" }, { ...control("a", "stop"), id: "ctl-1" }]));
+    expect(e2.code).toBe("duplicate_event");
+    // Two equal new ids inside one batch.
+    const e3 = storeError(() => store.append([{ ...control("b", "start"), id: "twin" }, { ...control("a", "start"), id: "twin" }]));
+    expect(e3.code).toBe("duplicate_event");
+    expect(rows(store.db)).toEqual(before);
+    expect(dumpProjection(store.db)).toBe(proj);
+    expect(store.hasEvent("fresh")).toBe(false);
+    expect(store.hasEvent("ctl-1")).toBe(true);
+  });
+
+  test("UPDATE and DELETE on events are rejected by triggers, from any connection", () => {
+    const { root, store } = newStore();
+    store.append([DEF]);
+    const before = rows(store.db);
+    expect(() => store.db.run("UPDATE events SET actor = 'mallory' WHERE seq = 1")).toThrow(/append-only/);
+    expect(() => store.db.run("DELETE FROM events WHERE seq = 2")).toThrow(/append-only/);
+    expect(() => store.db.run("DELETE FROM events")).toThrow(/append-only/);
+    const raw = new Database(dbPath(root));
+    try {
+      expect(() => raw.run("UPDATE events SET payload = '{}' WHERE seq = 2")).toThrow(/append-only/);
+      expect(() => raw.run("DELETE FROM events WHERE seq = 1")).toThrow(/append-only/);
+    } finally {
+      raw.close();
+    }
+    expect(rows(store.db)).toEqual(before);
+  });
+
+  test("expectSeq is a compare-and-swap on the head: a stale head writes nothing", () => {
+    const { store } = newStore();
+    store.append([DEF], { expectSeq: 1 });
+    const before = rows(store.db);
+    const proj = dumpProjection(store.db);
+    const err = storeError(() => store.append([loopStarted], { expectSeq: 1 }));
+    expect(err.code).toBe("seq_conflict");
+    expect(err.message).toContain("seq 2");
+    expect(storeError(() => store.append([loopStarted], { expectSeq: 3 })).code).toBe("seq_conflict");
+    expect(rows(store.db)).toEqual(before);
+    expect(dumpProjection(store.db)).toBe(proj);
+    const { events } = store.append([loopStarted], { expectSeq: 2 });
+    expect(events.map((e) => e.seq)).toEqual([3]);
+  });
+
+  test("an illegal event aborts the whole batch: no partial append, projection unchanged", () => {
+    const { store } = newStore();
+    store.append([DEF, loopStarted]);
+    const before = rows(store.db);
+    const proj = dumpProjection(store.db);
+    let err: unknown;
+    try {
+      store.append([control("a", "start"), launch("a", 1), launch("b", 1)]);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(IllegalEventError);
+    expect((err as IllegalEventError).seq).toBe(6);
+    expect((err as IllegalEventError).rule).toBe("one_in_flight");
+    expect(rows(store.db)).toEqual(before);
+    expect(dumpProjection(store.db)).toBe(proj);
+    expect(store.projection().items.a!.status).toBe("pending");
+    expect(store.head().seq).toBe(3);
+  });
+
+  test("an invalid payload is rejected before anything is written", () => {
+    const { store } = newStore();
+    store.append([DEF, loopStarted]);
+    const before = rows(store.db);
+    const proj = dumpProjection(store.db);
+    const bad: any[] = [
+      { type: "loop_paused", payload: {} }, // missing field
+      { type: "loop_paused", payload: { reason: "x", extra: 1 } }, // unknown field
+      { type: "loop_paused", payload: { reason: 7 } }, // wrong type
+      { type: "launch_failed", item: "a", payload: { attempt: 1.5, reason: "x" } }, // fraction
+      { type: "launch_failed", item: "a", payload: { attempt: 0, reason: "x" } }, // attempt must be >= 1
+      { type: "control_recorded", item: "a", payload: { verb: "explode", text: null } }, // not a verb
+      { type: "no_such_event", payload: {} }, // unknown type
+    ];
+    for (const d of bad) {
+      const err = storeError(() => store.append([d]));
+      expect(err.code).toBe("invalid_event");
+      expect(err.message.startsWith(`${d.type}: `)).toBe(true);
+    }
+    // A valid event before an invalid one in the same batch is not written either.
+    expect(storeError(() => store.append([control("a", "start"), bad[0]])).code).toBe("invalid_event");
+    expect(rows(store.db)).toEqual(before);
+    expect(dumpProjection(store.db)).toBe(proj);
+  });
+
+  test("the projection tables equal the fold of the log after every append", () => {
+    const { store } = newStore();
+    const drafts = realisticDrafts();
+    // Singles and batches of different sizes.
+    const batches: EventDraft[][] = [];
+    for (let i = 0; i < drafts.length; ) {
+      const size = (batches.length % 3) + 1;
+      batches.push(drafts.slice(i, i + size));
+      i += size;
+    }
+    for (const batch of batches) {
+      const res = store.append(batch);
+      const events = rows(store.db).map(rowToEvent);
+      const folded = fold(events);
+      expect(compareProjection(store.db, folded)).toEqual([]);
+      expect(store.projection()).toEqual(folded);
+      expect(res.projection).toEqual(folded);
+    }
+    expect(store.projection().loop.state).toBe("drained");
+    // The comparison is not vacuous: the fold of a shorter log differs from the tables.
+    const shorter = fold(rows(store.db).map(rowToEvent).slice(0, -2));
+    expect(compareProjection(store.db, shorter).length).toBeGreaterThan(0);
+  });
+
+  test("opening a missing store without create is missing_store; a non-loop file is corrupt_store", () => {
+    const root = temp.make();
+    expect(storeError(() => Store.open(root)).code).toBe("missing_store");
+    const other = new Database(dbPath(root));
+    other.run("CREATE TABLE unrelated(x)");
+    other.close();
+    expect(storeError(() => Store.open(root)).code).toBe("corrupt_store");
+    // Not even with create: a database holding other tables is never turned into a loop store.
+    expect(storeError(() => Store.open(root, { create: true })).code).toBe("corrupt_store");
+    const check = new Database(dbPath(root), { readonly: true });
+    try {
+      expect(check.query("SELECT name FROM sqlite_master").all()).toEqual([{ name: "unrelated" }]);
+    } finally {
+      check.close();
+    }
+    writeFileSync(dbPath(root), Buffer.alloc(4096, 0x5a));
+    expect(storeError(() => Store.open(root)).code).toBe("corrupt_store");
+  });
+});
+
+describe("the lease", () => {
+  const alwaysAlive = () => true;
+
+  test("acquire, refused while held, release, acquire again without a takeover", () => {
+    const { root, store } = newStore();
+    const first = store.acquireLease(60_000, pidAlive);
+    if (!first.ok) throw new Error("first acquire refused");
+    expect(first.tookOver).toBeNull();
+    expect(first.lease.pid).toBe(process.pid);
+    const headBefore = store.head();
+    // A second handle (as a second `loop run` would) is refused while the holder lives.
+    const other = handle(root);
+    const second = other.acquireLease(60_000, pidAlive);
+    expect(second.ok).toBe(false);
+    if (second.ok) return;
+    expect(second.holder).toEqual(first.lease);
+    expect(other.head()).toEqual(headBefore);
+    // Releasing with someone else's lease does nothing.
+    other.releaseLease({ ...first.lease, owner: "not-the-owner" });
+    expect(other.acquireLease(60_000, pidAlive).ok).toBe(false);
+    store.releaseLease(first.lease);
+    expect(store.db.query("SELECT COUNT(*) AS n FROM lease").get()).toEqual({ n: 0 });
+    const third = other.acquireLease(60_000, pidAlive);
+    expect(third.ok).toBe(true);
+    if (third.ok) expect(third.tookOver).toBeNull();
+    expect(other.head()).toEqual(headBefore); // no lease_taken_over for a released lease
+  });
+
+  test("a lease whose holder process is dead is taken over, and the takeover is recorded", () => {
+    const root = temp.make();
+    Store.open(root, { create: true }).close();
+    const script = join(temp.make(), "hold.ts");
+    writeFileSync(
+      script,
+      `import { Store } from ${JSON.stringify(join(LIB, "store.ts"))};
+const s = Store.open(process.argv[2]);
+const r = s.acquireLease(3_600_000, () => true);
+s.close();
+process.stdout.write(JSON.stringify(r));
+`,
+    );
+    const child = Bun.spawnSync([process.execPath, script, root], { stderr: "pipe" });
+    expect(child.exitCode).toBe(0);
+    const held = JSON.parse(child.stdout.toString());
+    expect(held.ok).toBe(true);
+    expect(held.lease.pid).toBe(child.pid);
+    expect(pidAlive(child.pid)).toBe(false);
+
+    const store = handle(root);
+    // Not expired, so only the dead holder makes it available.
+    const r = store.acquireLease(60_000, pidAlive);
+    if (!r.ok) throw new Error("takeover refused");
+    expect(r.tookOver).toEqual(held.lease);
+    expect(r.lease.pid).toBe(process.pid);
+    const last = rows(store.db).at(-1)!;
+    expect(last.type).toBe("lease_taken_over");
+    expect(JSON.parse(last.payload)).toEqual({ previous: held.lease, why: "dead" });
+    expect(compareProjection(store.db, fold(rows(store.db).map(rowToEvent)))).toEqual([]);
+    expect(foldAndCheck(store.db).findings).toEqual([]);
+  });
+
+  test("an expired lease is taken over even when its holder lives", () => {
+    const { store } = newStore();
+    const t0 = new Date("2025-03-01T12:00:00.000Z");
+    const first = store.acquireLease(1000, alwaysAlive, t0);
+    if (!first.ok) throw new Error("first acquire refused");
+    expect(first.lease.expires).toBe("2025-03-01T12:00:01.000Z");
+    const seq = store.head().seq;
+    expect(store.acquireLease(1000, alwaysAlive, new Date(t0.getTime() + 999)).ok).toBe(false);
+    expect(store.head().seq).toBe(seq);
+    const later = store.acquireLease(1000, alwaysAlive, new Date(t0.getTime() + 1000));
+    if (!later.ok) throw new Error("expired lease not taken over");
+    expect(later.tookOver).toEqual(first.lease);
+    expect(later.lease.owner).not.toBe(first.lease.owner);
+    const last = rows(store.db).at(-1)!;
+    expect([last.seq, last.type]).toEqual([seq + 1, "lease_taken_over"]);
+    expect(JSON.parse(last.payload).why).toBe("expired");
+  });
+});
+
+describe("several writers on one file", () => {
+  test("two Store handles appending alternately keep the chain intact", () => {
+    const { root, store: a } = newStore();
+    const b = handle(root);
+    a.append([DEF, loopStarted]);
+    for (let i = 0; i < 20; i++) {
+      const w = i % 2 === 0 ? b : a;
+      const { events } = w.append([control(i % 3 === 0 ? "a" : "b", "start", `round ${i}`)]);
+      expect(events[0]!.seq).toBe(4 + i);
+    }
+    // Each handle sees the other's events, and a stale CAS from either is refused.
+    expect(a.head()).toEqual(b.head());
+    expect(storeError(() => a.append([loopStarted], { expectSeq: 3 })).code).toBe("seq_conflict");
+    const all = rows(a.db);
+    expect(all.map((r) => r.seq)).toEqual(Array.from({ length: 23 }, (_, i) => i + 1));
+    const check = foldAndCheck(b.db);
+    expect(check.findings).toEqual([]);
+    expect(compareProjection(a.db, check.projection!)).toEqual([]);
+    expect(check.projection!.items.b!.control).toHaveLength(13);
+  });
+
+  test("two processes appending at the same time lose nothing and keep the chain intact", async () => {
+    const { root, store } = newStore();
+    store.append([DEF, loopStarted]);
+    const script = join(temp.make(), "writer.ts");
+    writeFileSync(
+      script,
+      `import { Store } from ${JSON.stringify(join(LIB, "store.ts"))};
+const [root, name] = process.argv.slice(2);
+const s = Store.open(root);
+for (let i = 0; i < 25; i++)
+  s.append([{ type: "control_recorded", item: "a", actor: name, payload: { verb: "reply", text: name + " " + i } }]);
+s.close();
+`,
+    );
+    const procs = ["w1", "w2"].map((n) => Bun.spawn([process.execPath, script, root, n], { stderr: "pipe" }));
+    const codes = await Promise.all(procs.map((p) => p.exited));
+    expect(codes).toEqual([0, 0]);
+    const all = rows(store.db);
+    expect(all).toHaveLength(3 + 50);
+    expect(all.map((r) => r.seq)).toEqual(Array.from({ length: 53 }, (_, i) => i + 1));
+    for (const n of ["w1", "w2"]) {
+      const texts = all.filter((r) => r.actor === n).map((r) => JSON.parse(r.payload).text);
+      expect(texts).toEqual(Array.from({ length: 25 }, (_, i) => `${n} ${i}`));
+    }
+    const check = foldAndCheck(store.db);
+    expect(check.findings).toEqual([]);
+    expect(compareProjection(store.db, check.projection!)).toEqual([]);
+  });
+});
