@@ -7,7 +7,9 @@ import { join } from "node:path";
 import type { ConsolaInstance } from "consola";
 import { type NormDefinition, definitionHash, itemBranch, loadDefinition } from "./definition.ts";
 import type { EventDraft, StoredEvent } from "./events.ts";
-import { failpoint } from "./failpoint.ts";
+import { type COMMIT_LABELS, failpoint } from "./failpoint.ts";
+
+type CommitLabel = (typeof COMMIT_LABELS)[number];
 import { buildHandoff } from "./handoff.ts";
 import { pidAlive } from "./liveness.ts";
 import { materialize } from "./materialize.ts";
@@ -114,7 +116,7 @@ class Step {
     return this.store.projection();
   }
 
-  append(drafts: EventDraft[], label?: string): Projection {
+  append(drafts: EventDraft[], label: CommitLabel): Projection {
     const { events, projection } = this.store.append(
       drafts.map((d) => ({ actor: this.o.actor, ...d })) as EventDraft[],
       { label, actor: this.o.actor },
