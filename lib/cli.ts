@@ -93,10 +93,12 @@ export function parseArgv<S extends ArgsSpec>(argv: string[], spec: S): Parsed<S
     }
   }
   const rest = [...parsed.positionals];
+  // `--help` and `--version` answer even when a required argument is missing (`loop ctl --help`).
+  const infoOnly = parsed.values.help === true || parsed.values.version === true;
   for (const [name, a] of positionals) {
     if (a.variadic) out[name] = rest.splice(0);
     else out[name] = rest.shift();
-    if (a.required && (out[name] === undefined || (Array.isArray(out[name]) && (out[name] as string[]).length === 0)))
+    if (a.required && !infoOnly && (out[name] === undefined || (Array.isArray(out[name]) && (out[name] as string[]).length === 0)))
       throw new UsageError(`missing required argument <${name}>`);
   }
   if (rest.length) throw new UsageError(`unexpected argument "${rest[0]}"`);

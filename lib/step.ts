@@ -21,9 +21,8 @@ import { selfArgv } from "./self.ts";
 import { adoptable, graceMs, observeSession, readOutputTail, SESSION_FILES, startSession, tmuxSessionName } from "./sessions.ts";
 import { type Lease, Store } from "./store.ts";
 import { runVerify } from "./verify.ts";
-import { commitLeftovers, commitsAhead, ensureWorktree, landMerge, removeWorktree, repoTop, startPointFor } from "./workspace.ts";
+import { commitLeftovers, commitsAhead, ensureWorktree, landMerge, repoTop, startPointFor } from "./workspace.ts";
 import { closeSession } from "./close.ts";
-import { readJsonOrNull } from "./fsutil.ts";
 
 export type RunAction = "launched" | "waiting" | "paused" | "stopped" | "drained" | "idle" | "busy" | "progressed";
 
@@ -321,7 +320,6 @@ class Step {
   }
 
   async launch(it: ItemState): Promise<void> {
-    const p = this.p;
     const n = it.attempts.length + 1;
     const dir = sessionDir(this.o.stateRoot, it.id, it.epoch, n);
     const worktree = worktreeDir(this.o.stateRoot, it.id);
@@ -356,7 +354,7 @@ class Step {
       const resume = reply && conversationId && previous?.runner === it.def.runner ? { conversationId, reply } : undefined;
       const cmd = buildRunnerCommand(
         it.def.runner,
-        { item: it.id, attempt: n, prompt: handoff, handoffPath, workdir: worktree, model: it.def.model, sessionId, resume: cmd0(resume) },
+        { item: it.id, attempt: n, prompt: handoff, handoffPath, workdir: worktree, model: it.def.model, sessionId, resume },
         this.def.runners,
         [...selfArgv(), "__demo-agent"],
       );
@@ -386,12 +384,7 @@ class Step {
       this.o.log.error(`${it.id}: launch failed: ${reason}`);
       if (this.p.items[it.id]!.status === "launching") this.append([{ type: "launch_failed", item: it.id, payload: { attempt: n, reason } }], "launch_failed");
     }
-    void p;
   }
-}
-
-function cmd0<T>(x: T | undefined): T | undefined {
-  return x;
 }
 
 /** argv is recorded for people; the prompt itself lives in handoff.md, so long values are cut. */
@@ -440,5 +433,3 @@ export async function runStep(o: StepOptions): Promise<RunResult> {
     store.close();
   }
 }
-
-export { readJsonOrNull, removeWorktree };

@@ -191,7 +191,7 @@ export function landed(item: string, attempt: number): EventDraft {
   };
 }
 
-export function settled(item: string, attempt: number, outcome: Payload<"item_settled">["outcome"], reason = outcome): EventDraft {
+export function settled(item: string, attempt: number, outcome: Payload<"item_settled">["outcome"], reason: string = outcome): EventDraft {
   return { type: "item_settled", item, payload: { attempt, outcome, reason } };
 }
 
