@@ -4,23 +4,27 @@
 //   bun bench/startup-probes.ts [--runs 30]
 //
 // Compiles tiny one-line programs with the same flags as `bun run build` (compile, bytecode, ESM,
-// minify) into bench/out/probes/, then runs them round-robin (so machine noise hits all alike) and
+// minify) into $TMPDIR/loop-startup-probes/ (not under bench/: tsconfig includes bench/**), then runs them round-robin (so machine noise hits all alike) and
 // prints the median and minimum wall time of each, next to the real dist/loop --version. A probe's
 // cost is its time minus the "floor" probe (a binary that only prints a line).
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 
 const ROOT = resolve(import.meta.dir, "..");
-const DIR = join(ROOT, "bench", "out", "probes");
+const DIR = join(tmpdir(), "loop-startup-probes");
 const { values } = parseArgs({ args: process.argv.slice(2), options: { runs: { type: "string" } }, strict: true });
 const RUNS = Number(values.runs ?? 30);
+
+// Probes live outside the repository, so packages are imported by their resolved paths.
+const pkg = (name: string) => JSON.stringify(Bun.resolveSync(name, ROOT));
 
 // Each probe prints the version and references its import only on a branch never taken, so the
 // import's module evaluation is all it adds.
 const PROBES: Record<string, string> = {
-  floor: `console.log("0.1.0");`,
-  "Bun.write(Bun.stdout)": `await Bun.write(Bun.stdout, "0.1.0\\n");`,
+  floor: `console.log("0.1.0"); export {};`,
+  "Bun.write(Bun.stdout)": `await Bun.write(Bun.stdout, "0.1.0\\n"); export {};`,
   "process.stdout.write": `process.stdout.write("0.1.0\\n");`,
   "touch process.stderr": `if (process.argv[2] === "--version") { void process.stderr; console.log("0.1.0"); }`,
   'import "node:tty"': `import * as m from "node:tty"; if (process.argv[2] === "x") console.log(m); console.log("0.1.0");`,
@@ -29,13 +33,13 @@ const PROBES: Record<string, string> = {
   'import "node:readline"': `import * as m from "node:readline"; if (process.argv[2] === "x") console.log(m); console.log("0.1.0");`,
   'import "node:child_process"': `import { spawnSync } from "node:child_process"; if (process.argv[2] === "x") console.log(spawnSync); console.log("0.1.0");`,
   'import "bun:sqlite"': `import { Database } from "bun:sqlite"; if (process.argv[2] === "x") console.log(Database); console.log("0.1.0");`,
-  'import "valibot"': `import * as v from "valibot"; if (process.argv[2] === "x") console.log(v.string()); console.log("0.1.0");`,
-  'import "citty"': `import { renderUsage } from "citty"; if (process.argv[2] === "x") console.log(renderUsage); console.log("0.1.0");`,
-  'import "consola"': `import { createConsola } from "consola"; if (process.argv[2] === "x") console.log(createConsola); console.log("0.1.0");`,
-  'import "consola/core"': `import { createConsola } from "consola/core"; if (process.argv[2] === "x") console.log(createConsola); console.log("0.1.0");`,
-  'await import("consola") (lazy)': `if (process.argv[2] === "x") console.log(await import("consola")); console.log("0.1.0");`,
-  'import "@clack/prompts"': `import * as c from "@clack/prompts"; if (process.argv[2] === "x") console.log(c); console.log("0.1.0");`,
-  "import cmd/tools.ts (every tool)": `import { TOOLS } from "../../../cmd/tools.ts"; if (process.argv[2] === "x") console.log(TOOLS); console.log("0.1.0");`,
+  'import "valibot"': `import * as v from ${pkg("valibot")}; if (process.argv[2] === "x") console.log(v.string()); console.log("0.1.0");`,
+  'import "citty"': `import { renderUsage } from ${pkg("citty")}; if (process.argv[2] === "x") console.log(renderUsage); console.log("0.1.0");`,
+  'import "consola"': `import { createConsola } from ${pkg("consola")}; if (process.argv[2] === "x") console.log(createConsola); console.log("0.1.0");`,
+  'import "consola/core"': `import { createConsola } from ${pkg("consola/core")}; if (process.argv[2] === "x") console.log(createConsola); console.log("0.1.0");`,
+  'await import("consola") (lazy)': `if (process.argv[2] === "x") console.log(await import(${pkg("consola")})); console.log("0.1.0"); export {};`,
+  'import "@clack/prompts"': `import * as c from ${pkg("@clack/prompts")}; if (process.argv[2] === "x") console.log(c); console.log("0.1.0");`,
+  "import cmd/tools.ts (every tool)": `import { TOOLS } from ${JSON.stringify(join(ROOT, "cmd", "tools.ts"))}; if (process.argv[2] === "x") console.log(TOOLS); console.log("0.1.0");`,
 };
 
 mkdirSync(DIR, { recursive: true });

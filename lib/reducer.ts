@@ -230,6 +230,13 @@ function settle(p: Projection, it: ItemState, status: ItemStatus, reason: string
   if (p.loop.current === it.id) p.loop.current = null;
 }
 
+/** A drained loop that is paused or stopped is no longer drained: its outcome would go stale. */
+function leaveDrained(p: Projection) {
+  p.loop.outcome = null;
+  p.loop.drainedAt = null;
+  p.loop.drainedSeq = null;
+}
+
 const HANDLERS: Record<EventType, Handler> = {
   store_opened(p, e, fail) {
     if (e.seq !== 1) fail("store_opened_first", "store_opened may only be the first event");
@@ -279,6 +286,7 @@ const HANDLERS: Record<EventType, Handler> = {
   },
   loop_paused(p, e, fail) {
     if (p.loop.state === "paused") fail("loop_state", "loop_paused while already paused");
+    leaveDrained(p);
     p.loop.state = "paused";
     p.loop.reason = e.payload.reason;
   },
@@ -291,6 +299,7 @@ const HANDLERS: Record<EventType, Handler> = {
   },
   loop_stopped(p, e, fail) {
     if (p.loop.state === "stopped") fail("loop_state", "loop_stopped while already stopped");
+    leaveDrained(p);
     p.loop.state = "stopped";
     p.loop.reason = e.payload.reason;
   },

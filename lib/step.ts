@@ -12,10 +12,10 @@ import { type COMMIT_LABELS, failpoint } from "./failpoint.ts";
 type CommitLabel = (typeof COMMIT_LABELS)[number];
 import { buildHandoff } from "./handoff.ts";
 import { pidAlive } from "./liveness.ts";
-import { materialize } from "./materialize.ts";
+import { counts, materialize } from "./materialize.ts";
 import { sessionDir, statePaths, worktreeDir } from "./paths.ts";
 import { afterFailure, classifySession, hasOpenWork, nextWork } from "./plan.ts";
-import { type ItemState, type Projection } from "./reducer.ts";
+import { isInFlight, type ItemState, type Projection } from "./reducer.ts";
 import { buildRunnerCommand, conversationIdFromLog } from "./runners.ts";
 import { selfArgv } from "./self.ts";
 import { adoptable, graceMs, observeSession, readOutputTail, SESSION_FILES, startSession, tmuxSessionName } from "./sessions.ts";
@@ -146,7 +146,7 @@ class Step {
   async run(): Promise<{ action: RunAction; item: string | null; reason: string | null }> {
     for (let guard = 0; guard < MAX_TRANSITIONS_PER_STEP; guard++) {
       const p = this.p;
-      await this.sweepClosedSessions(p);
+      if (await this.sweepClosedSessions(p)) continue;
       if (p.loop.state === "new") {
         this.append([{ type: "loop_started", payload: {} }], "start");
         continue;
@@ -172,7 +172,7 @@ class Step {
         continue;
       }
       if (next.kind === "drain") {
-        this.append([{ type: "loop_drained", payload: { outcome: next.outcome, counts: countsOf(p) } }], "drain");
+        this.append([{ type: "loop_drained", payload: { outcome: next.outcome, counts: counts(p) } }], "drain");
         return { action: "drained", item: null, reason: next.outcome };
       }
       if (next.kind === "idle") return { action: "idle", item: null, reason: next.reason };
@@ -184,16 +184,21 @@ class Step {
   }
 
   /** Settled items whose session was never recorded closed (a kill between settle and close). */
-  async sweepClosedSessions(p: Projection): Promise<void> {
+  async sweepClosedSessions(p: Projection): Promise<boolean> {
+    let closed = false;
     for (const id of p.order) {
       const it = p.items[id]!;
       if (!it.session || it.session.closed || it.id === p.loop.current) continue;
-      if (it.status === "pending" || it.status === "withdrawn" || ["passed", "failed", "skipped", "cancelled", "blocked"].includes(it.status)) {
+      if (!isInFlight(it.status)) {
         const remove = it.status === "passed" ? !this.def.keepCheckoutOnClose : false;
         const c = await closeSession({ it, repo: this.repo, reason: "closing a session left open", removeCheckout: remove, graceMs: graceMs(this.o.env) });
-        if (c) this.append(c.events, "close");
+        if (c) {
+          this.append(c.events, "close");
+          closed = true;
+        }
       }
     }
+    return closed;
   }
 
   /** Move the in-flight item forward; returns a result when the step must stop here. */
@@ -390,15 +395,6 @@ class Step {
 /** argv is recorded for people; the prompt itself lives in handoff.md, so long values are cut. */
 function redactLong(s: string): string {
   return s.length > 200 ? `${s.slice(0, 120)}… (${s.length} chars)` : s;
-}
-
-function countsOf(p: Projection): Record<string, number> {
-  const c: Record<string, number> = {};
-  for (const id of p.order) {
-    const s = p.items[id]!.status;
-    c[s] = (c[s] ?? 0) + 1;
-  }
-  return c;
 }
 
 /** One step. Throws DefinitionError (exit 2) before touching anything, BusyLease when busy. */

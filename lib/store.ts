@@ -4,7 +4,7 @@ import { Database, constants } from "bun:sqlite";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
-import { canonicalJson, sha256Hex } from "./canonical.ts";
+import { CanonicalJsonError, canonicalJson, sha256Hex } from "./canonical.ts";
 import { type EventDraft, GENESIS_HASH, payloadProblem, type StoredEvent } from "./events.ts";
 import { failpoint } from "./failpoint.ts";
 import { emptyProjection, type Projection, reduceInto, touchedItems } from "./reducer.ts";
@@ -215,8 +215,14 @@ export class Store {
           item: d.item ?? null,
           prev_hash: p.hash,
         };
-        const payloadText = canonicalJson(d.payload);
-        const hash = sha256Hex(canonicalJson({ ...base, payload: d.payload }));
+        let payloadText: string, hash: string;
+        try {
+          payloadText = canonicalJson(d.payload);
+          hash = sha256Hex(canonicalJson({ ...base, payload: d.payload }));
+        } catch (err) {
+          if (err instanceof CanonicalJsonError) throw new StoreError("invalid_event", `${d.type}: ${err.message}`);
+          throw err;
+        }
         const ev: StoredEvent = { ...base, payload: JSON.parse(payloadText), hash };
         reduceInto(p, ev);
         for (const id of touchedItems(p, ev)) touched.add(id);
