@@ -11,13 +11,11 @@
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import type { Database } from "bun:sqlite";
-import { sha256Hex } from "../lib/canonical.ts";
-import { payloadProblem, PAYLOADS, type StoredEvent } from "../lib/events.ts";
+import { payloadProblem, type StoredEvent } from "../lib/events.ts";
 import { emptyProjection, reduceInto } from "../lib/reducer.ts";
 import { compareFiles, compareProjection, foldAndCheck, replayReport } from "../lib/replay.ts";
 import { ITEM_TABLES, itemRows, loopRow } from "../lib/rows.ts";
 import { type EventRow, hashInput, headOf, iterateEvents, withReadSnapshot } from "../lib/store.ts";
-import * as v from "valibot";
 
 const { values } = parseArgs({
   args: process.argv.slice(2),
@@ -95,87 +93,65 @@ withReadSnapshot(stateRoot, ({ db }) => {
   });
   add(`read: .values() (arrays) in chunks of ${CHUNK / 1000}k rows`, tValues, perEv(tValues));
 
-  // --- the fold loop, cumulatively, on the replay's own reader -------------------------------
-  const hasher = new Bun.CryptoHasher("sha256");
-  let base = tGen;
-  const step = (name: string, ms: number) => {
-    add(`fold: + ${name}`, ms - base, `${perEv(ms - base)} (cumulative ${ms.toFixed(0)} ms)`);
-    base = ms;
-  };
-  const tHashIn = best(() => {
-    let n = 0;
-    for (const r of iterateEvents(db)) n += hashInput(r, r.payload).length;
-    return n;
-  });
-  step("hashInput() string building", tHashIn);
-  const tHash = best(() => {
-    let ok = 0;
-    for (const r of iterateEvents(db)) if (hasher.update(hashInput(r, r.payload)).digest("hex") === r.hash) ok++;
-    if (ok !== N) throw new Error(`hash mismatch: ${ok}/${N}`);
-  });
-  step("sha256 digest (reused CryptoHasher)", tHash);
-  const tParse = best(() => {
-    for (const r of iterateEvents(db)) {
-      hasher.update(hashInput(r, r.payload)).digest("hex");
-      const ea = { ...r, payload: JSON.parse(r.payload) };
-      const eb = { ...r, payload: JSON.parse(r.payload) };
-      if (ea.seq !== eb.seq) throw new Error();
-    }
-  });
-  step("2× {...row, payload: JSON.parse()}", tParse);
-  const tValid = best(() => {
-    for (const r of iterateEvents(db)) {
-      hasher.update(hashInput(r, r.payload)).digest("hex");
-      const ea = { ...r, payload: JSON.parse(r.payload) };
-      const eb = { ...r, payload: JSON.parse(r.payload) };
-      if (payloadProblem(ea.type, ea.payload) || ea.seq !== eb.seq) throw new Error("invalid");
-    }
-  });
-  step("payloadProblem() (valibot safeParse)", tValid);
-  const tFold = best(() => {
+  // --- the fold loop, phase by phase ----------------------------------------------------------
+  // One pass in batches of B rows: each phase runs over the whole batch between two timer reads,
+  // so every phase is timed on the same data, in the same pass, with ~N/B timer calls.
+  const B = 1000;
+  const phases = ["read rows (iterateEvents)", "hashInput() strings", "sha256 update+hex digest", "2× {...row, payload: JSON.parse()}", "payloadProblem() (valibot)", "reduceInto() fold A", "reduceInto() fold B"];
+  const bestT = phases.map(() => Infinity);
+  for (let pass = 0; pass < PASSES; pass++) {
+    Bun.gc(true);
+    const t = phases.map(() => 0);
+    const hasher = new Bun.CryptoHasher("sha256");
     const a = emptyProjection();
     const b = emptyProjection();
-    for (const r of iterateEvents(db)) {
-      hasher.update(hashInput(r, r.payload)).digest("hex");
-      const ea = { ...r, payload: JSON.parse(r.payload) } as StoredEvent;
-      const eb = { ...r, payload: JSON.parse(r.payload) } as StoredEvent;
-      if (payloadProblem(ea.type, ea.payload)) throw new Error("invalid");
-      reduceInto(a, ea);
-      reduceInto(b, eb);
+    const it = iterateEvents(db);
+    const rowsB: EventRow[] = new Array(B);
+    const inputs: string[] = new Array(B);
+    const ea: StoredEvent[] = new Array(B);
+    const eb: StoredEvent[] = new Array(B);
+    let done = false;
+    while (!done) {
+      let t0 = performance.now();
+      let n = 0;
+      for (; n < B; n++) {
+        const r = it.next();
+        if (r.done) {
+          done = true;
+          break;
+        }
+        rowsB[n] = r.value;
+      }
+      let t1 = performance.now();
+      t[0]! += t1 - t0;
+      for (let i = 0; i < n; i++) inputs[i] = hashInput(rowsB[i]!, rowsB[i]!.payload);
+      t0 = performance.now();
+      t[1]! += t0 - t1;
+      for (let i = 0; i < n; i++) if (hasher.update(inputs[i]!).digest("hex") !== rowsB[i]!.hash) throw new Error("hash mismatch");
+      t1 = performance.now();
+      t[2]! += t1 - t0;
+      for (let i = 0; i < n; i++) {
+        const r = rowsB[i]!;
+        ea[i] = { ...r, type: r.type as StoredEvent["type"], payload: JSON.parse(r.payload) };
+        eb[i] = { ...r, type: r.type as StoredEvent["type"], payload: JSON.parse(r.payload) };
+      }
+      t0 = performance.now();
+      t[3]! += t0 - t1;
+      for (let i = 0; i < n; i++) if (payloadProblem(ea[i]!.type, ea[i]!.payload)) throw new Error("invalid payload");
+      t1 = performance.now();
+      t[4]! += t1 - t0;
+      for (let i = 0; i < n; i++) reduceInto(a, ea[i]!);
+      t0 = performance.now();
+      t[5]! += t0 - t1;
+      for (let i = 0; i < n; i++) reduceInto(b, eb[i]!);
+      t1 = performance.now();
+      t[6]! += t1 - t0;
     }
-  });
-  step("2× reduceInto()", tFold);
-
-  // --- isolated costs, for the per-event budget ---------------------------------------------
-  const sampleRows: EventRow[] = [];
-  for (const r of iterateEvents(db)) {
-    sampleRows.push(r);
-    if (sampleRows.length >= 100_000) break;
+    phases.forEach((_, i) => (bestT[i] = Math.min(bestT[i]!, t[i]!)));
   }
-  const per = (fn: (r: EventRow) => unknown) => {
-    const ms = best(() => {
-      for (const r of sampleRows) fn(r);
-    });
-    return `${((ms * 1000) / sampleRows.length).toFixed(2)} µs/event`;
-  };
-  const avgLen = sampleRows.reduce((s, r) => s + hashInput(r, r.payload).length, 0) / sampleRows.length;
-  add("isolated: sha256Hex() (new hasher per call, as the store does)", NaN, per((r) => sha256Hex(hashInput(r, r.payload))));
-  add(`isolated: reused hasher, hex digest (avg hash input ${avgLen.toFixed(0)} B)`, NaN, per((r) => hasher.update(hashInput(r, r.payload)).digest("hex")));
-  add("isolated: one JSON.parse(payload)", NaN, per((r) => JSON.parse(r.payload)));
-  add("isolated: valibot safeParse of a parsed payload", NaN, (() => {
-    const parsed = sampleRows.map((r) => [r.type, JSON.parse(r.payload)] as const);
-    const ms = best(() => {
-      for (const [t, pl] of parsed) v.safeParse(PAYLOADS[t as keyof typeof PAYLOADS], pl);
-    });
-    return `${((ms * 1000) / parsed.length).toFixed(2)} µs/event`;
-  })());
-  add("isolated: valibot safeParse with abortEarly", NaN, (() => {
-    const parsed = sampleRows.map((r) => [r.type, JSON.parse(r.payload)] as const);
-    const ms = best(() => {
-      for (const [t, pl] of parsed) v.safeParse(PAYLOADS[t as keyof typeof PAYLOADS], pl, { abortEarly: true });
-    });
-    return `${((ms * 1000) / parsed.length).toFixed(2)} µs/event`;
-  })());
+  const sum = bestT.reduce((x, y) => x + y, 0);
+  phases.forEach((name, i) => add(`fold phase: ${name}`, bestT[i]!, `${perEv(bestT[i]!)}, ${((100 * bestT[i]!) / sum).toFixed(0)}%`));
+  add("fold phases: sum", sum, `${perEv(sum)} → ${Math.round(N / (sum / 1000)).toLocaleString("en-US")} events/s`);
 
   // --- the fixed phases -----------------------------------------------------------------------
   const fold = foldAndCheck(db);

@@ -10,6 +10,7 @@ export const tool = defineTool({
   description: "Write a starting loop.json and create the state root (.loop/) with its store",
   args: {
     force: { type: "boolean", description: "overwrite an existing loop.json" },
+    root: { type: "string", description: "the git work tree to set up (default: the cwd)", valueHint: "dir" },
   },
   footer: "Exit codes: 0 done, 2 usage error or loop.json exists without --force.",
   run(args, ctx) {

@@ -10,6 +10,7 @@ import { createConsola, type ConsolaInstance } from "consola";
 import { DefinitionError } from "./definition.ts";
 import { RefError } from "./refs.ts";
 import { UnknownItemError } from "./selectors.ts";
+import { GitError } from "./git.ts";
 import { StoreError } from "./store.ts";
 import { IllegalEventError } from "./reducer.ts";
 import { VERSION } from "./version.ts";
@@ -131,6 +132,11 @@ export interface Tool<S extends ArgsSpec = ArgsSpec> {
   run(args: Parsed<S> & Parsed<typeof commonArgs>, ctx: Context): Promise<number> | number;
 }
 
+/** A tool's own args, then the common ones; a tool may redefine a common arg (e.g. its help text). */
+export function allArgs(tool: Tool): ArgsSpec {
+  return { ...commonArgs, ...tool.args, ...Object.fromEntries(Object.entries(commonArgs).filter(([k]) => !(k in tool.args))) };
+}
+
 export function defineTool<S extends ArgsSpec>(tool: Tool<S>): Tool<S> {
   return tool;
 }
@@ -143,7 +149,7 @@ export function wantColor(stream: { isTTY?: boolean }, env: Record<string, strin
 
 export async function renderHelp(tool: Tool, color: boolean): Promise<string> {
   const argsDef: ArgsDef = {};
-  for (const [name, a] of Object.entries({ ...tool.args, ...commonArgs }) as [string, ArgSpec][]) {
+  for (const [name, a] of Object.entries(allArgs(tool)) as [string, ArgSpec][]) {
     if (a.type === "positional") argsDef[name] = { type: "positional", description: a.description, required: a.required ?? false, valueHint: a.valueHint };
     else if (a.type === "string") argsDef[name] = { type: "string", description: a.description + ("multiple" in a && a.multiple ? "" : ""), valueHint: a.valueHint, ...(a.short ? { alias: a.short } : {}) };
     else argsDef[name] = { type: "boolean", description: a.description, ...(a.short ? { alias: a.short } : {}) };
@@ -184,6 +190,7 @@ export function classifyError(err: unknown): { exit: number; code: string; messa
     return { exit: usage ? EXIT.usage : EXIT.problem, code: err.code, message };
   }
   if (err instanceof IllegalEventError) return { exit: EXIT.problem, code: "illegal_event_sequence", message };
+  if (err instanceof GitError) return { exit: EXIT.problem, code: "git_error", message };
   if (err instanceof DeclinedError) return { exit: EXIT.declined, code: "declined", message };
   if (err instanceof BusyError) return { exit: EXIT.busy, code: "busy", message };
   return { exit: EXIT.problem, code: "internal", message };
@@ -212,7 +219,7 @@ export async function runTool(tool: Tool, opts: RunOptions): Promise<number> {
   });
   let args: Record<string, unknown>;
   try {
-    args = parseArgv(opts.argv, { ...tool.args, ...commonArgs });
+    args = parseArgv(opts.argv, allArgs(tool));
   } catch (err) {
     const c = classifyError(err);
     stderr.write(`${tool.name}: ${c.message}\nRun \`${tool.name} --help\` for usage.\n`);

@@ -1,6 +1,6 @@
 // `loop init`: scaffold loop.json and the state root. Decisions (runner, verify, base) are pure
 // functions of what was found, so they are tested with plain data.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, delimiter, join } from "node:path";
 import { parseDefinitionText } from "./definition.ts";
 import { currentBranch, isWorkTree } from "./git.ts";
@@ -94,18 +94,18 @@ export function initProject(root: string, stateRoot: string, opts: { force: bool
   const text = initTemplate({ name: loopNameFrom(root), runner, base, verify });
   parseDefinitionText(text, defPath); // the template must always be valid
   const created: string[] = [];
-  writeFileSync(defPath, text);
-  created.push(defPath);
   const paths = statePaths(stateRoot);
-  mkdirSync(stateRoot, { recursive: true });
-  if (!existsSync(paths.gitignore)) {
-    writeFileSync(paths.gitignore, "# loop's state root: never commit it\n*\n");
-    created.push(paths.gitignore);
-  }
+  // The store first: a corrupt one stops init before anything is written.
   const newStore = !existsSync(paths.db);
   const store = Store.open(stateRoot, { create: true, actor: opts.actor });
   try {
     if (newStore) created.push(paths.db);
+    writeFileSync(defPath, text);
+    created.unshift(defPath);
+    if (!existsSync(paths.gitignore)) {
+      writeFileSync(paths.gitignore, "# loop's state root: never commit it\n*\n");
+      created.push(paths.gitignore);
+    }
     materialize(stateRoot, store.projection(), store.db);
   } finally {
     store.close();

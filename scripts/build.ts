@@ -34,6 +34,9 @@ mkdirSync(dist, { recursive: true });
 for (const name of ["loop", ...links]) removeIfPresent(join(dist, name));
 
 const started = performance.now();
+// The compiler writes a temporary `.<hash>.bun-build` file in the cwd: keep it inside dist/
+// (git-ignored) so an interrupted or concurrent build never leaves it in the working tree.
+process.chdir(dist);
 const result = await Bun.build({
   entrypoints: [entry],
   target: "bun",

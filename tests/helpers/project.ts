@@ -1,0 +1,257 @@
+// Real loop projects for CLI scenario tests: a temp git repository (branch main, local identity,
+// one commit) with a loop.json, driven by spawning the real entry point `bun cmd/loop.ts …`.
+// Everything is asynchronous (Bun.spawn), so independent scenarios can run as test.concurrent.
+//
+// Layout of one project:  <base>/repo   the git repository and loop root (state root repo/.loop)
+//                         <base>/aux    files the test's scripts write (pid files, markers)
+import { expect } from "bun:test";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import type { StoredEvent } from "../../lib/events.ts";
+import { groupAlive } from "../../lib/process.ts";
+import type { Projection } from "../../lib/reducer.ts";
+import type { RunResult } from "../../lib/step.ts";
+import { headOf, iterateEvents, readProjection, rowToEvent, withReadSnapshot } from "../../lib/store.ts";
+
+export const REPO = resolve(import.meta.dir, "..", "..");
+export const LOOP = join(REPO, "cmd", "loop.ts");
+export const BUN = process.execPath;
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** The environment of every spawned command: fast kill grace, no colour, nothing inherited that steers loop. */
+export function cliEnv(extra: Record<string, string | undefined> = {}): Record<string, string> {
+  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: "1", LOOP_KILL_GRACE_MS: "300", LOOP_ACTOR: "cron@test" };
+  for (const k of ["LOOP_STATE_ROOT", "LOOP_FAILPOINT", "FORCE_COLOR"]) delete env[k];
+  Object.assign(env, extra);
+  return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined));
+}
+
+/** Run a program to completion; stdin is /dev/null (never a TTY). */
+export async function exec(argv: string[], opts: { cwd: string; env?: Record<string, string | undefined> }): Promise<CliResult> {
+  const proc = Bun.spawn(argv, { cwd: opts.cwd, env: cliEnv(opts.env), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  return { code, stdout, stderr };
+}
+
+export function git(cwd: string, ...args: string[]): string {
+  const r = Bun.spawnSync(["git", ...args], { cwd, stdout: "pipe", stderr: "pipe" });
+  if (r.exitCode !== 0) throw new Error(`git ${args.join(" ")} (in ${cwd}) failed: ${r.stderr.toString()}`);
+  return r.stdout.toString().trim();
+}
+
+export function gitOk(cwd: string, ...args: string[]): boolean {
+  return Bun.spawnSync(["git", ...args], { cwd, stdout: "ignore", stderr: "ignore" }).exitCode === 0;
+}
+
+export const sleep = (ms: number) => Bun.sleep(ms);
+
+export interface ProjectOptions {
+  /** Files committed in the initial commit (besides loop.json and .gitignore). */
+  files?: Record<string, string>;
+  /** Environment for every command this project spawns. */
+  env?: Record<string, string>;
+}
+
+export class Project {
+  readonly base: string;
+  readonly root: string;
+  readonly aux: string;
+  readonly stateRoot: string;
+  /** Extra process groups the test knows about (verify commands, …); checked like sessions. */
+  readonly extraGroups: number[] = [];
+  /** Every run document seen, for failure messages. */
+  readonly runs: RunResult[] = [];
+  readonly env: Record<string, string>;
+
+  /** `def` may be a function of the project, for definitions naming its paths (e.g. `aux`). */
+  constructor(def: unknown | ((p: Project) => unknown), opts: ProjectOptions = {}) {
+    this.base = mkdtempSync(join(tmpdir(), "loop-scn-"));
+    this.root = join(this.base, "repo");
+    this.aux = join(this.base, "aux");
+    this.stateRoot = join(this.root, ".loop");
+    this.env = opts.env ?? {};
+    mkdirSync(this.root);
+    mkdirSync(this.aux);
+    git(this.root, "init", "-q", "-b", "main");
+    git(this.root, "config", "user.email", "test@example.invalid");
+    git(this.root, "config", "user.name", "test");
+    git(this.root, "config", "commit.gpgsign", "false");
+    writeFileSync(join(this.root, ".gitignore"), ".loop/\n");
+    for (const [name, text] of Object.entries(opts.files ?? { "README.md": "# project\n" })) {
+      mkdirSync(join(this.root, name, ".."), { recursive: true });
+      writeFileSync(join(this.root, name), text);
+    }
+    this.writeDefinition(typeof def === "function" ? def(this) : def);
+    git(this.root, "add", "-A");
+    git(this.root, "commit", "-q", "-m", "initial");
+  }
+
+  writeDefinition(def: unknown): void {
+    writeFileSync(join(this.root, "loop.json"), typeof def === "string" ? def : JSON.stringify(def, null, 2) + "\n");
+  }
+
+  /** `bun cmd/loop.ts <args>` in the project root. */
+  loop(args: string[], env: Record<string, string | undefined> = {}): Promise<CliResult> {
+    return exec([BUN, LOOP, ...args], { cwd: this.root, env: { ...this.env, ...env } });
+  }
+
+  /** Start `bun cmd/loop.ts <args>` without waiting for it (stdout and stderr piped). */
+  spawn(args: string[], env: Record<string, string | undefined> = {}) {
+    return Bun.spawn([BUN, LOOP, ...args], { cwd: this.root, env: cliEnv({ ...this.env, ...env }), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  }
+
+  /** One `loop run --json` step; its exit code must be one of `codes`. */
+  async run(codes: number[] = [0]): Promise<RunResult & { exitCode: number; stderr: string }> {
+    const r = await this.loop(["run", "--json", "--root", this.root]);
+    if (!codes.includes(r.code))
+      throw new Error(`loop run exited ${r.code} (expected ${codes.join("|")})\nstderr: ${r.stderr}\nstdout: ${r.stdout}\n${this.history()}`);
+    const doc = JSON.parse(r.stdout) as RunResult;
+    expect(doc.schema).toBe("loop/run@1");
+    this.runs.push(doc);
+    return { ...doc, exitCode: r.code, stderr: r.stderr };
+  }
+
+  /**
+   * Step until `done` holds for a step's document (or for the store after it), at most `maxPolls`
+   * steps with a pause between them. Never measures time: only the number of polls is bounded.
+   */
+  async runUntil(done: (r: RunResult, p: Project) => boolean, o: { maxPolls?: number; pauseMs?: number; codes?: number[]; what?: string } = {}): Promise<RunResult> {
+    const max = o.maxPolls ?? 150;
+    for (let i = 0; i < max; i++) {
+      const r = await this.run(o.codes);
+      if (done(r, this)) return r;
+      await sleep(o.pauseMs ?? 200);
+    }
+    throw new Error(`not reached after ${max} steps: ${o.what ?? done.toString()}\n${this.history()}`);
+  }
+
+  /** Step until the loop drains. */
+  runToDrain(o: { maxPolls?: number; codes?: number[] } = {}): Promise<RunResult> {
+    return this.runUntil((r) => r.action === "drained", { ...o, what: "loop drained" });
+  }
+
+  /** `loop ctl <args> --json`, acting as `actor`. */
+  ctl(args: string[], actor = "alice@test"): Promise<CliResult> {
+    return this.loop(["ctl", ...args, "--json", "--root", this.root], { LOOP_ACTOR: actor });
+  }
+
+  events(): StoredEvent[] {
+    return withReadSnapshot(this.stateRoot, ({ db }) => [...iterateEvents(db)].map(rowToEvent));
+  }
+
+  projection(): Projection {
+    return withReadSnapshot(this.stateRoot, ({ db }) => readProjection(db));
+  }
+
+  head(): number {
+    return withReadSnapshot(this.stateRoot, ({ db }) => headOf(db).seq);
+  }
+
+  eventsOf(type: string, item?: string): StoredEvent[] {
+    return this.events().filter((e) => e.type === type && (item === undefined || e.item === item));
+  }
+
+  /** Every process group a session of this project ever had: recorded pids and the wrapper's own files. */
+  sessionGroups(): number[] {
+    const pids = new Set<number>();
+    if (existsSync(join(this.stateRoot, "loop.db")))
+      for (const e of this.events()) if (e.type === "session_started" && typeof e.payload.pid === "number") pids.add(e.payload.pid);
+    const sessions = join(this.stateRoot, "sessions");
+    if (existsSync(sessions))
+      for (const item of readdirSync(sessions))
+        for (const attempt of readdirSync(join(sessions, item)))
+          for (const f of ["started.json", "spawned.json"]) {
+            try {
+              const j = JSON.parse(readFileSync(join(sessions, item, attempt, f), "utf8"));
+              const pid = j.wrapperPid ?? j.pid;
+              if (typeof pid === "number" && pid > 0) pids.add(pid);
+            } catch {}
+          }
+    return [...pids];
+  }
+
+  /** The session directory of an attempt (epoch 0). */
+  sessionDir(item: string, attempt: number): string {
+    return join(this.stateRoot, "sessions", item, String(attempt));
+  }
+
+  handoff(item: string, attempt: number): string {
+    return readFileSync(join(this.sessionDir(item, attempt), "handoff.md"), "utf8");
+  }
+
+  history(): string {
+    return this.runs
+      .map((r) => `${r.action} ${r.item ?? ""} ${r.reason ?? ""}${r.transitions.map((t) => `\n    ${t.seq} ${t.type} ${t.item ?? ""}: ${t.summary}`).join("")}`)
+      .join("\n");
+  }
+
+  /**
+   * The end of every scenario: `loop status` and `loop replay` exit 0, and no process of any of
+   * the project's sessions (or of the extra groups) is left: no non-zombie process in their groups.
+   */
+  async finish(): Promise<void> {
+    const status = await this.loop(["status", "--json", "--root", this.root]);
+    expect({ code: status.code, stderr: status.stderr }).toEqual({ code: 0, stderr: expect.any(String) });
+    const replay = await this.loop(["replay", "--json", "--root", this.root]);
+    expect({ code: replay.code, out: replay.code === 0 ? "" : replay.stdout }).toEqual({ code: 0, out: "" });
+    const groups = [...this.sessionGroups(), ...this.extraGroups];
+    expect(groups.filter((g) => groupAlive(g))).toEqual([]);
+  }
+
+  /** Kill whatever survived (only after a failure) and remove the temp dirs. */
+  dispose(): void {
+    let groups: number[] = [];
+    try {
+      groups = [...this.sessionGroups(), ...this.extraGroups];
+    } catch {}
+    for (const g of groups)
+      if (groupAlive(g))
+        try {
+          process.kill(-g, "SIGKILL");
+        } catch {}
+    rmSync(this.base, { recursive: true, force: true });
+  }
+}
+
+/** Create a project, run the scenario, then `finish()` (status, replay, no survivors); always clean up. */
+export async function scenario(def: unknown | ((p: Project) => unknown), opts: ProjectOptions, body: (p: Project) => Promise<void>): Promise<void> {
+  const p = new Project(def, opts);
+  try {
+    await body(p);
+    await p.finish();
+  } finally {
+    p.dispose();
+  }
+}
+
+/** A definition with the demo runner and sane test defaults; `over` is merged on top. */
+export function demoDefinition(items: unknown[], over: Record<string, unknown> = {}): Record<string, unknown> {
+  const { defaults, ...rest } = over as { defaults?: Record<string, unknown> };
+  return {
+    name: "t",
+    defaults: { runner: "demo", verify: "true", maxAttempts: 2, timeouts: { launch: "2m", stall: "10m", verify: "2m" }, landing: "none", ...(defaults ?? {}) },
+    ...rest,
+    items,
+  };
+}
+
+/** Poll a condition (not a duration): at most `max` checks with a pause between them. */
+export async function pollUntil(cond: () => boolean, what: string, max = 200, pauseMs = 50): Promise<void> {
+  for (let i = 0; i < max; i++) {
+    if (cond()) return;
+    await sleep(pauseMs);
+  }
+  throw new Error(`condition not reached after ${max} checks: ${what}`);
+}
+
+/** The blocks of RUNLOG.md: seq, heading. */
+export function runlogBlocks(stateRoot: string): { seq: number; heading: string }[] {
+  const text = readFileSync(join(stateRoot, "RUNLOG.md"), "utf8");
+  return [...text.matchAll(/<!-- loop:seq=(\d+) -->\n### (.*)\n/g)].map((m) => ({ seq: Number(m[1]), heading: m[2]! }));
+}
