@@ -12,6 +12,7 @@ import { Store } from "./store.ts";
 import { repoTop } from "./workspace.ts";
 import { materialize } from "./materialize.ts";
 import type { StoredEvent } from "./events.ts";
+import { UsageError } from "./cli.ts";
 
 export const CTL_VERBS = ["start", "pause", "resume", "stop", "skip", "retry", "cancel", "reply"] as const;
 export type CtlVerb = (typeof CTL_VERBS)[number];
@@ -76,7 +77,8 @@ export function planCtl(p: Projection, verb: CtlVerb, items: string[], o: { text
         return out;
       }
       default:
-        throw new CtlRefused(`loop ctl ${verb} needs --work-item`);
+        // A usage error (exit 2), like the same mistake caught by the command line (docs/cli/loop-ctl.md).
+        throw new UsageError(`loop ctl ${verb} needs --work-item`);
     }
   }
 
@@ -141,7 +143,7 @@ export function planCtl(p: Projection, verb: CtlVerb, items: string[], o: { text
       }
       case "pause":
       case "resume":
-        throw new CtlRefused(`loop ctl ${verb} acts on the whole loop; drop --work-item`);
+        throw new UsageError(`loop ctl ${verb} acts on the whole loop; drop --work-item`);
     }
   }
   if (verb === "cancel" && out.some((a) => !a.noop) && p.loop.state !== "paused")

@@ -79,12 +79,16 @@ export function observeSession(s: SessionRecord, a: AttemptRecord, timeouts: { l
   };
 }
 
-/** Evidence that the wrapper was spawned for a reserved attempt whose start was never recorded. */
-export function adoptable(dir: string): { pid: number } | null {
+/**
+ * Evidence that the wrapper was spawned for a reserved attempt whose start was never recorded.
+ * The tmux target comes from spawned.json, so an adopted tmux session keeps it.
+ */
+export function adoptable(dir: string): { pid: number; tmux: string | null } | null {
+  const spawned = readJsonOrNull<{ pid: number; tmux?: string | null }>(join(dir, "spawned.json"));
+  const tmux = typeof spawned?.tmux === "string" ? spawned.tmux : null;
   const started = readJsonOrNull<{ wrapperPid: number }>(join(dir, SESSION_FILES.started));
-  if (started?.wrapperPid) return { pid: started.wrapperPid };
-  const spawned = readJsonOrNull<{ pid: number }>(join(dir, "spawned.json"));
-  return spawned?.pid ? { pid: spawned.pid } : null;
+  if (started?.wrapperPid) return { pid: started.wrapperPid, tmux };
+  return spawned?.pid ? { pid: spawned.pid, tmux } : null;
 }
 
 export function graceMs(env: Record<string, string | undefined>): number {

@@ -210,7 +210,7 @@ class Step {
         const found = adoptable(s.sessionDir);
         if (found) {
           // The wrapper was spawned by a step killed before it recorded the start: adopt it.
-          this.append([{ type: "session_started", item: it.id, payload: { attempt: attempt.n, pid: found.pid, tmux: null, conversationId: null, argv: [], log: join(s.sessionDir, SESSION_FILES.output), resumed: false } }], "session_started");
+          this.append([{ type: "session_started", item: it.id, payload: { attempt: attempt.n, pid: found.pid, tmux: found.tmux, conversationId: null, argv: [], log: join(s.sessionDir, SESSION_FILES.output), resumed: false } }], "session_started");
           return null;
         }
         const launched = existsSync(join(s.sessionDir, SESSION_FILES.launch));
@@ -405,9 +405,12 @@ export async function runStep(o: StepOptions): Promise<RunResult> {
     const got = store.acquireLease(o.leaseMs ?? 30 * 60_000, pidAlive);
     if (!got.ok) throw new BusyLease(got.holder);
     failpoint("lease:after_acquire");
-    const step = new Step(store, def, o, got.lease);
+    let step: Step;
     let outcome: { action: RunAction; item: string | null; reason: string | null };
     try {
+      // Inside the try: a root that is not a git repository throws here, and the lease must still
+      // be released (else every later step records a lease_taken_over from this dead pid).
+      step = new Step(store, def, o, got.lease);
       step.materialize();
       step.importDefinition();
       outcome = await step.run();

@@ -6,7 +6,6 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { groupAlive } from "../lib/process.ts";
 import { demoDefinition, git, gitOk, pollUntil, type Project, runlogBlocks, scenario, sleep } from "./helpers/project.ts";
 
 const T = 120_000;
@@ -91,14 +90,14 @@ describe("loop run", () => {
           const r1 = await p.run();
           expect(r1.action).toBe("launched");
           const pid1 = p.eventsOf("session_started", "stuck")[0]!.payload.pid as number;
-          expect(groupAlive(pid1)).toBe(true);
+          expect(p.alive(pid1)).toBe(true);
           await p.runUntil(() => p.eventsOf("session_ended", "stuck").length === 1, { what: "first attempt stalled" });
           const end1 = p.eventsOf("session_ended", "stuck")[0]!;
           expect(end1.payload.verdict).toBe("stalled");
           expect(end1.payload.reason).toContain("no output for");
           // Ended through the close path: recorded closed, and nothing of the group is left.
           expect(p.eventsOf("session_closed", "stuck").map((e) => e.payload.attempt)).toContain(1);
-          expect(groupAlive(pid1)).toBe(false);
+          expect(p.alive(pid1)).toBe(false);
           await p.runToDrain();
           const it = p.projection().items.stuck!;
           expect(it.status).toBe("failed");
@@ -106,7 +105,7 @@ describe("loop run", () => {
           expect(p.projection().loop.outcome).toBe("Failed");
           const pids = p.eventsOf("session_started", "stuck").map((e) => e.payload.pid as number);
           expect(pids).toHaveLength(2);
-          for (const pid of pids) expect(groupAlive(pid)).toBe(false);
+          for (const pid of pids) expect(p.alive(pid)).toBe(false);
         },
       ),
     T,
@@ -142,7 +141,7 @@ describe("loop run", () => {
           // Wait until the wrapper has spawned the agent, then kill the whole session from outside.
           await pollUntil(() => existsSync(join(p.sessionDir("ghost", 1), "started.json")), "agent started");
           process.kill(-pid, "SIGKILL");
-          await pollUntil(() => !groupAlive(pid), "session group gone");
+          await pollUntil(() => !p.alive(pid), "session group gone");
           await p.runToDrain();
           const end = p.eventsOf("session_ended", "ghost")[0]!;
           expect(end.payload.verdict).toBe("lost");
@@ -264,7 +263,7 @@ describe("loop run", () => {
           const pgid = Number(readFileSync(join(p.aux, "verify.pid"), "utf8").trim());
           expect(pgid).toBeGreaterThan(0);
           p.extraGroups.push(pgid);
-          expect(groupAlive(pgid)).toBe(false);
+          expect(p.alive(pgid)).toBe(false);
           expect(p.projection().items.slow!.status).toBe("failed");
         },
       ),
@@ -300,17 +299,18 @@ describe("loop run", () => {
           await pollUntil(() => gitOk(p.root, "rev-parse", "--verify", "-q", early) && git(p.root, "log", "-1", "--format=%s", early) === "early edits shared", "early's commit");
           const stop = await p.ctl(["stop", "--work-item", "early", "--yes"]);
           expect(stop.code).toBe(0);
-          const idle = await p.runUntil((r) => r.action === "idle", { what: "idle with early held" });
+          // z is held too, so that it runs after early's conflict.
+          expect((await p.ctl(["stop", "--work-item", "z", "--yes"])).code).toBe(0);
+          const idle = await p.runUntil((r) => r.action === "idle", { what: "idle with early and z held" });
           expect(idle.reason).toContain("early is held");
           let st = p.projection();
-          expect(["a", "b", "late", "z"].map((id) => st.items[id]!.status)).toEqual(["passed", "passed", "passed", "passed"]);
-          expect(st.items["dep-early"]!.status).toBe("pending");
+          expect(["a", "b", "late", "z", "dep-early"].map((id) => st.items[id]!.status)).toEqual(["passed", "passed", "passed", "pending", "pending"]);
           // b started from the landed branch (a's landing commit is its ancestor).
           const aLanding = st.items.a!.landing!.commit!;
           expect(st.items.a!.landing!.outcome).toBe("merged");
           expect(gitOk(p.root, "merge-base", "--is-ancestor", aLanding, "loop/t/item/b")).toBe(true);
           // Release early: its next attempt reuses its branch, verify passes, the merge conflicts.
-          expect((await p.ctl(["start", "--work-item", "early"])).code).toBe(0);
+          expect((await p.ctl(["start", "--work-item", "early", "--work-item", "z"])).code).toBe(0);
           const last = await p.runToDrain();
           expect(last.reason).toBe("Failed");
           st = p.projection();
@@ -319,6 +319,11 @@ describe("loop run", () => {
           expect(st.items.early!.reason).toContain("shared.txt");
           expect(st.items.early!.attempts.at(-1)!.verify!.passed).toBe(true);
           expect(st.items["dep-early"]!.status).toBe("blocked");
+          // The loop went on after the conflict: z ran and landed afterwards, on top of late's edit.
+          const settledSeq = (id: string) => p.eventsOf("item_settled", id)[0]!.seq;
+          expect(st.items.z!.status).toBe("passed");
+          expect(settledSeq("z")).toBeGreaterThan(settledSeq("early"));
+          expect(git(p.root, "show", "loop/t/item/z:shared.txt")).toBe("from late");
           // The landed branch has every passed item and not the conflicting one.
           const landed = "loop/t/landed";
           expect(git(p.root, "show", `${landed}:shared.txt`)).toBe("from late");
@@ -421,6 +426,9 @@ describe("loop run", () => {
         {},
         async (p) => {
           const pidFile = join(p.stateRoot, "run.pid");
+          // A first plain step creates the state root: `--watch` on a project without one crashes
+          // writing run.pid (cmd/loop-run.ts does not create the directory; reported, not fixed here).
+          expect((await p.run()).action).toBe("launched");
           const watchArgs = ["run", "--watch", "--interval", "200ms", "--json", "--root", p.root];
           const watch = p.spawn(watchArgs);
           let sawPid = false;
@@ -451,13 +459,63 @@ describe("loop run", () => {
           expect(existsSync(pidFile)).toBe(false);
           // The session is detached: it outlives the watcher, and the next steps settle it.
           const pid = p.eventsOf("session_started", "w3")[0]!.payload.pid as number;
-          expect(groupAlive(pid)).toBe(true);
+          expect(p.alive(pid)).toBe(true);
           writeFileSync(join(p.aux, "go"), "");
           await p.runToDrain();
           expect(p.projection().items.w3!.status).toBe("passed");
         },
       );
     },
+    T,
+  );
+
+  test.concurrent(
+    "(n) an agent that leaves a background process behind: the close path ends the whole group",
+    () =>
+      scenario(
+        (p) =>
+          demoDefinition([{ id: "leaky", prompt: "x", runner: "leaky", verify: "test -s done.txt" }], {
+            runners: { leaky: { command: ["sh", "-c", `sleep 600 & echo $! > ${join(p.aux, "bg.pid")}; echo ok > done.txt`] } },
+          }),
+        {},
+        async (p) => {
+          await p.runToDrain();
+          expect(p.projection().items.leaky!.status).toBe("passed");
+          const bg = Number(readFileSync(join(p.aux, "bg.pid"), "utf8").trim());
+          const pid = p.eventsOf("session_started", "leaky")[0]!.payload.pid as number;
+          // The straggler was in the session's group, and the group is gone.
+          expect(bg).toBeGreaterThan(0);
+          expect(p.alive(pid)).toBe(false);
+          // The agent itself had exited: "terminated" (not "not_running") means the close path found
+          // the straggler alive in the group and ended it.
+          const closedHow = p.eventsOf("session_closed", "leaky")[0]!.payload.how;
+          expect(["terminated", "killed"]).toContain(closedHow);
+        },
+      ),
+    T,
+  );
+
+  test.concurrent(
+    "(o) a root that is not a git repository: exit 1, the lease released, nothing but the store recorded",
+    () =>
+      scenario(demoDefinition([{ id: "only", prompt: "x" }]), {}, async (p) => {
+        rmSync(join(p.root, ".git"), { recursive: true, force: true });
+        for (let i = 0; i < 2; i++) {
+          const r = await p.loop(["run", "--json", "--root", p.root]);
+          expect(r.code).toBe(1);
+          expect(r.stderr).toContain("not a git repository");
+        }
+        // The failed steps released their lease: no takeover was ever needed.
+        expect(p.events().map((e) => e.type)).toEqual(["store_opened"]);
+        // Once it is a repository, the loop runs normally (and repairs its materializations).
+        git(p.root, "init", "-q", "-b", "main");
+        git(p.root, "config", "user.email", "test@example.invalid");
+        git(p.root, "config", "user.name", "test");
+        git(p.root, "add", "-A");
+        git(p.root, "commit", "-q", "-m", "initial");
+        expect((await p.runToDrain()).reason).toBe("Succeeded");
+        expect(p.eventsOf("lease_taken_over")).toEqual([]);
+      }),
     T,
   );
 

@@ -5,11 +5,10 @@
 // Layout of one project:  <base>/repo   the git repository and loop root (state root repo/.loop)
 //                         <base>/aux    files the test's scripts write (pid files, markers)
 import { expect } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { StoredEvent } from "../../lib/events.ts";
-import { groupAlive } from "../../lib/process.ts";
 import type { Projection } from "../../lib/reducer.ts";
 import type { RunResult } from "../../lib/step.ts";
 import { headOf, iterateEvents, readProjection, rowToEvent, withReadSnapshot } from "../../lib/store.ts";
@@ -51,6 +50,40 @@ export function gitOk(cwd: string, ...args: string[]): boolean {
 
 export const sleep = (ms: number) => Bun.sleep(ms);
 
+/**
+ * Live (non-zombie) processes whose process group is `pgid` and that belong to the temp dir
+ * `marker` (their cwd, command line or environment names it). The same /proc scan as
+ * lib/process.ts groupAlive, narrowed to the project: pids wrap quickly on a busy box
+ * (pid_max is often 32768), and another test's session may lead a group with a recycled pid.
+ */
+export function groupMembers(pgid: number, marker: string): number[] {
+  const out: number[] = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^[0-9]+$/.test(name)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${name}/stat`, "utf8");
+    } catch {
+      continue;
+    }
+    const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    if (Number(rest[2]) !== pgid || rest[0] === "Z" || rest[0] === "X") continue;
+    let mine = false;
+    try {
+      mine = readlinkSync(`/proc/${name}/cwd`).includes(marker);
+    } catch {}
+    for (const f of ["cmdline", "environ"])
+      try {
+        mine ||= readFileSync(`/proc/${name}/${f}`).toString("latin1").includes(marker);
+      } catch {}
+    if (mine) out.push(Number(name));
+  }
+  return out;
+}
+
+/** loop.json content: an object (written as JSON), raw text, or a function of the project. */
+export type DefinitionInput = Record<string, unknown> | string | ((p: Project) => Record<string, unknown> | string);
+
 export interface ProjectOptions {
   /** Files committed in the initial commit (besides loop.json and .gitignore). */
   files?: Record<string, string>;
@@ -70,7 +103,7 @@ export class Project {
   readonly env: Record<string, string>;
 
   /** `def` may be a function of the project, for definitions naming its paths (e.g. `aux`). */
-  constructor(def: unknown | ((p: Project) => unknown), opts: ProjectOptions = {}) {
+  constructor(def: DefinitionInput, opts: ProjectOptions = {}) {
     this.base = mkdtempSync(join(tmpdir(), "loop-scn-"));
     this.root = join(this.base, "repo");
     this.aux = join(this.base, "aux");
@@ -92,7 +125,7 @@ export class Project {
     git(this.root, "commit", "-q", "-m", "initial");
   }
 
-  writeDefinition(def: unknown): void {
+  writeDefinition(def: Record<string, unknown> | string): void {
     writeFileSync(join(this.root, "loop.json"), typeof def === "string" ? def : JSON.stringify(def, null, 2) + "\n");
   }
 
@@ -176,6 +209,11 @@ export class Project {
     return [...pids];
   }
 
+  /** Is anything of this project still running in process group `pgid`? */
+  alive(pgid: number): boolean {
+    return groupMembers(pgid, this.base).length > 0;
+  }
+
   /** The session directory of an attempt (epoch 0). */
   sessionDir(item: string, attempt: number): string {
     return join(this.stateRoot, "sessions", item, String(attempt));
@@ -196,12 +234,14 @@ export class Project {
    * the project's sessions (or of the extra groups) is left: no non-zombie process in their groups.
    */
   async finish(): Promise<void> {
-    const status = await this.loop(["status", "--json", "--root", this.root]);
-    expect({ code: status.code, stderr: status.stderr }).toEqual({ code: 0, stderr: expect.any(String) });
-    const replay = await this.loop(["replay", "--json", "--root", this.root]);
-    expect({ code: replay.code, out: replay.code === 0 ? "" : replay.stdout }).toEqual({ code: 0, out: "" });
+    for (const verb of ["status", "replay"]) {
+      const r = await this.loop([verb, "--json", "--root", this.root]);
+      // On failure the diff shows what the command reported.
+      expect({ verb, code: r.code, report: r.code === 0 ? "" : r.stdout + r.stderr }).toEqual({ verb, code: 0, report: "" });
+    }
     const groups = [...this.sessionGroups(), ...this.extraGroups];
-    expect(groups.filter((g) => groupAlive(g))).toEqual([]);
+    expect(groups.length).toBeGreaterThan(0);
+    expect(groups.flatMap((g) => groupMembers(g, this.base).map((pid) => ({ group: g, pid })))).toEqual([]);
   }
 
   /** Kill whatever survived (only after a failure) and remove the temp dirs. */
@@ -211,16 +251,16 @@ export class Project {
       groups = [...this.sessionGroups(), ...this.extraGroups];
     } catch {}
     for (const g of groups)
-      if (groupAlive(g))
+      for (const pid of groupMembers(g, this.base))
         try {
-          process.kill(-g, "SIGKILL");
+          process.kill(pid, "SIGKILL");
         } catch {}
     rmSync(this.base, { recursive: true, force: true });
   }
 }
 
 /** Create a project, run the scenario, then `finish()` (status, replay, no survivors); always clean up. */
-export async function scenario(def: unknown | ((p: Project) => unknown), opts: ProjectOptions, body: (p: Project) => Promise<void>): Promise<void> {
+export async function scenario(def: DefinitionInput, opts: ProjectOptions, body: (p: Project) => Promise<void>): Promise<void> {
   const p = new Project(def, opts);
   try {
     await body(p);

@@ -1,0 +1,412 @@
+// A harness for end-to-end loop tests: real temp git repositories, the real CLI spawned as
+// `bun cmd/loop.ts <tool>`, real SQLite, real agent processes (the built-in demo agent behind a
+// counting shell runner), and the invariants every crash test checks once the loop has drained.
+// Nothing here measures time: every wait polls with a generous bound and fails with a message.
+import { Database } from "bun:sqlite";
+import { spawnSync } from "node:child_process";
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { repairRunlog } from "../../lib/materialize.ts";
+import { dbPath, type EventRow } from "../../lib/store.ts";
+
+export const REPO = resolve(import.meta.dir, "..", "..");
+export const LOOP = join(REPO, "cmd", "loop.ts");
+export const BUN = process.execPath;
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** Single-quote for sh. */
+export function shq(s: string): string {
+  return `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+/** The environment of every spawned loop command: nothing leaking in from the caller's. */
+export function loopEnv(extra: Record<string, string | undefined> = {}): Record<string, string> {
+  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: "1", LOOP_KILL_GRACE_MS: "300" };
+  for (const k of ["LOOP_STATE_ROOT", "FORCE_COLOR", "LOOP_FAILPOINT", "LOOP_TMUX_SOCKET", "LOOP_ACTOR", "TMUX"]) delete env[k];
+  Object.assign(env, extra);
+  return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined));
+}
+
+export interface CmdResult {
+  pid: number;
+  code: number | null;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+  /** stdout parsed as JSON, when it is JSON. */
+  json: any;
+}
+
+function parseJson(text: string): any {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
+/** Start `bun cmd/loop.ts <args>` without waiting for it. */
+export function spawnLoop(args: string[], env: Record<string, string | undefined> = {}, cwd = REPO) {
+  return Bun.spawn([BUN, LOOP, ...args], { cwd, env: loopEnv(env), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+}
+
+export async function finish(proc: ReturnType<typeof spawnLoop>): Promise<CmdResult> {
+  const [stdout, stderr] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+  await proc.exited;
+  return { pid: proc.pid, code: proc.exitCode, signal: proc.signalCode ? String(proc.signalCode) : null, stdout, stderr, json: parseJson(stdout) };
+}
+
+/** Run `bun cmd/loop.ts <args>` to the end. */
+export async function loop(args: string[], env: Record<string, string | undefined> = {}, cwd = REPO): Promise<CmdResult> {
+  return finish(spawnLoop(args, env, cwd));
+}
+
+export function git(cwd: string, ...args: string[]): string {
+  const r = spawnSync("git", args, { cwd, encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`git ${args.join(" ")} in ${cwd}: ${r.stderr}`);
+  return r.stdout.trim();
+}
+
+/** A temp directory holding a fresh git repository (branch main, one commit) at <dir>/repo. */
+export function makeRepo(prefix = "loop-e2e-"): { dir: string; root: string } {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const root = join(dir, "repo");
+  spawnSync("mkdir", ["-p", root]);
+  git(root, "init", "-q", "-b", "main");
+  git(root, "config", "user.email", "test@loop.invalid");
+  git(root, "config", "user.name", "loop test");
+  writeFileSync(join(root, "project.txt"), "a tiny project\n");
+  git(root, "add", "-A");
+  git(root, "commit", "-q", "-m", "a tiny project");
+  return { dir, root };
+}
+
+export function writeLoopJson(root: string, def: unknown): void {
+  writeFileSync(join(root, "loop.json"), JSON.stringify(def, null, 2) + "\n");
+}
+
+/**
+ * A command runner that records each session start as a line "<item> <attempt>" in `launchLog`
+ * (outside the worktree), then becomes the built-in demo agent (which obeys the @demo lines).
+ */
+export function countingRunner(launchLog: string): { command: string[] } {
+  return { command: ["sh", "-c", `echo "$LOOP_ITEM $LOOP_ATTEMPT" >> ${shq(launchLog)} && exec ${shq(BUN)} ${shq(LOOP)} __demo-agent`] };
+}
+
+export function readLaunches(launchLog: string): string[] {
+  if (!existsSync(launchLog)) return [];
+  return readFileSync(launchLog, "utf8").split("\n").filter(Boolean);
+}
+
+/** Every event row, read from a read-only connection (call after the loop processes are gone). */
+export function readEvents(stateRoot: string): EventRow[] {
+  const db = new Database(dbPath(stateRoot), { readonly: true });
+  try {
+    return db.query("SELECT seq, id, ts, type, actor, item, payload, prev_hash, hash FROM events ORDER BY seq").all() as EventRow[];
+  } finally {
+    db.close();
+  }
+}
+
+export function eventCount(stateRoot: string): number {
+  return readEvents(stateRoot).length;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Processes
+
+/** Live (non-zombie) processes whose command line or working directory mentions `dir`. */
+export function processesUnder(dir: string, opts: { ignoreTmuxServers?: boolean } = {}): { pid: number; cmd: string }[] {
+  const out: { pid: number; cmd: string }[] = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    const pid = Number(name);
+    if (pid === process.pid) continue;
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+      if (state === "Z" || state === "X") continue;
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean);
+      let cwd = "";
+      try {
+        cwd = readlinkSync(`/proc/${pid}/cwd`);
+      } catch {}
+      const text = cmd.join(" ");
+      if (opts.ignoreTmuxServers && /(^|\/)tmux$/.test(cmd[0] ?? "")) continue;
+      if (text.includes(dir) || cwd.startsWith(dir)) out.push({ pid, cmd: `${text} (cwd ${cwd})` });
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return out;
+}
+
+/** Poll until no process refers to `dir`; returns what is still there after `boundMs`. */
+export async function waitNoProcesses(dir: string, boundMs = 20_000, opts: { ignoreTmuxServers?: boolean } = {}): Promise<{ pid: number; cmd: string }[]> {
+  const deadline = Date.now() + boundMs;
+  for (;;) {
+    const left = processesUnder(dir, opts);
+    if (left.length === 0 || Date.now() > deadline) return left;
+    await sleep(100);
+  }
+}
+
+/** Cleanup: SIGKILL every process (and its group) that refers to `dir`. */
+export function killProcessesUnder(dir: string): void {
+  for (const { pid } of processesUnder(dir)) {
+    try {
+      process.kill(-pid, "SIGKILL");
+    } catch {}
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {}
+  }
+}
+
+/** A concurrency limit for test.concurrent cases that each start many processes (2 cores). */
+export class Semaphore {
+  private queue: (() => void)[] = [];
+  constructor(private free: number) {}
+  async use<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.free > 0) this.free--;
+    else await new Promise<void>((r) => this.queue.push(r));
+    try {
+      return await fn();
+    } finally {
+      const next = this.queue.shift();
+      if (next) next();
+      else this.free++;
+    }
+  }
+}
+
+/** mulberry32: a small seeded PRNG, so a random-kill run can be repeated exactly. */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Driving a loop
+
+export interface DriveOptions {
+  /** Extra environment for every loop command. */
+  env?: Record<string, string | undefined>;
+  /** Arm LOOP_FAILPOINT with this name until some command dies by it. */
+  failpoint?: string | null;
+  /** Accept exit 1 from `loop run` when the step recorded environment errors (a runner that cannot start). */
+  allowStepErrors?: boolean;
+}
+
+/**
+ * One loop under test: its repository, state root and launch log, and the commands run on it.
+ * While a failpoint is armed every loop command gets it; the first command that dies by SIGKILL
+ * disarms it (the failpoint was reached), and the rest of the run goes on without it.
+ */
+export class LoopUnderTest {
+  readonly stateRoot: string;
+  readonly launchLog: string;
+  readonly history: string[] = [];
+  killedBy: { args: string[]; stderr: string; pid: number } | null = null;
+  /** Steps of untilDrained stop being taken after this time (a bound, not an expectation). */
+  deadline = Date.now() + 240_000;
+
+  constructor(
+    readonly dir: string,
+    readonly root: string,
+    readonly o: DriveOptions = {},
+  ) {
+    this.stateRoot = join(root, ".loop");
+    this.launchLog = join(dir, "launches.log");
+  }
+
+  /** Arm the failpoint from now on (after an unarmed setup). */
+  arm(name: string): void {
+    this.o.failpoint = name;
+  }
+
+  get armed(): boolean {
+    return Boolean(this.o.failpoint) && this.killedBy === null;
+  }
+
+  /** Any loop tool on this root; a SIGKILL is accepted only from the armed failpoint. */
+  async cmd(args: string[], expect: number[] = [0]): Promise<CmdResult> {
+    const armed = this.armed;
+    const full = [...args, "--root", this.root];
+    const r = await loop(full, { ...this.o.env, ...(armed ? { LOOP_FAILPOINT: this.o.failpoint! } : {}) });
+    this.history.push(`${args.join(" ")}${armed ? ` [${this.o.failpoint}]` : ""} -> ${r.signal ?? r.code}${r.json?.action ? ` ${r.json.action}` : ""}`);
+    if (r.signal !== null) {
+      const why = `loop ${args.join(" ")} died by ${r.signal}`;
+      if (!armed || r.signal !== "SIGKILL") throw new Error(`${why} with no failpoint armed\n${r.stderr}\n${this.trace()}`);
+      if (!r.stderr.includes(`failpoint ${this.o.failpoint}: killing self`))
+        throw new Error(`${why} but not at failpoint ${this.o.failpoint}:\n${r.stderr}\n${this.trace()}`);
+      this.killedBy = { args, stderr: r.stderr, pid: r.pid };
+      return r;
+    }
+    if (r.code === null || !expect.includes(r.code))
+      throw new Error(`loop ${args.join(" ")} exited ${r.code} (expected ${expect.join("|")}):\n${r.stderr}\n${r.stdout}\n${this.trace()}`);
+    return r;
+  }
+
+  /** One `loop run --json`; null when it was killed by the armed failpoint. */
+  async step(): Promise<any | null> {
+    const r = await this.cmd(["run", "--json"], this.o.allowStepErrors ? [0, 1] : [0]);
+    if (r.signal) return null;
+    if (r.code === 1 && !(r.json?.errors?.length > 0)) throw new Error(`loop run exited 1 without recorded errors:\n${r.stderr}\n${this.trace()}`);
+    return r.json;
+  }
+
+  async ctl(args: string[], expect: number[] = [0]): Promise<CmdResult> {
+    return this.cmd(["ctl", ...args, "--json"], expect);
+  }
+
+  trace(): string {
+    return `history:\n  ${this.history.join("\n  ")}`;
+  }
+
+  state(): any {
+    try {
+      return JSON.parse(readFileSync(join(this.stateRoot, "state.json"), "utf8"));
+    } catch {
+      return null;
+    }
+  }
+
+  /** While the current item's session works: wait for its exit or ask file (bounded), instead of busy-stepping. */
+  async waitForSession(boundMs = 15_000): Promise<void> {
+    const st = this.state();
+    const cur = st?.loop?.current;
+    if (!cur) return;
+    const it = st.items.find((i: any) => i.id === cur);
+    if (!it || it.status !== "running" && it.status !== "launching") return;
+    const dir = join(this.stateRoot, "sessions", cur, it.epoch === 0 ? String(it.attempts) : `e${it.epoch}-${it.attempts}`);
+    if (it.status === "launching" && !existsSync(join(dir, "launch.json"))) return;
+    const deadline = Date.now() + boundMs;
+    while (Date.now() < deadline) {
+      if (existsSync(join(dir, "exit.json")) || existsSync(join(dir, "ask.txt"))) return;
+      await sleep(50);
+    }
+  }
+
+  /**
+   * Step until the loop drains. `onPaused` / `onStopped` handle a paused or stopped loop (else it
+   * is an error); a killed step is simply followed by the next one, as cron would.
+   */
+  async untilDrained(o: { onPaused?: (run: any) => Promise<void>; maxSteps?: number } = {}): Promise<any> {
+    const max = o.maxSteps ?? 150;
+    for (let i = 0; i < max; i++) {
+      if (Date.now() > this.deadline) throw new Error(`the loop did not drain within the bound\n${this.trace()}`);
+      const r = await this.step();
+      if (r === null) continue;
+      switch (r.action) {
+        case "drained":
+          return r;
+        case "paused":
+        case "stopped":
+          if (!o.onPaused) throw new Error(`loop ${r.action}: ${r.reason}\n${this.trace()}`);
+          await o.onPaused(r);
+          break;
+        case "launched":
+        case "waiting":
+        case "progressed":
+          await this.waitForSession();
+          break;
+        default:
+          throw new Error(`unexpected action ${r.action}: ${r.reason}\n${this.trace()}`);
+      }
+    }
+    throw new Error(`the loop did not drain in ${max} steps\n${this.trace()}`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The invariants of a drained loop
+
+export interface Expected {
+  outcome: "Succeeded" | "Failed" | "Stopped";
+  /** item id -> final status */
+  items: Record<string, string>;
+}
+
+/**
+ * After the loop drained: nothing launched twice, nothing lost or duplicated in the log, nothing
+ * stuck in flight or left open, every materialization equal to what the log implies (`loop replay`
+ * and `loop status` exit 0, RUNLOG.md needs no repair), and no process left behind.
+ */
+export async function checkDrained(l: LoopUnderTest, expected: Expected, opts: { ignoreTmuxServers?: boolean; everyStartRan?: boolean } = {}): Promise<void> {
+  const trace = l.trace();
+  const where = (msg: string) => `${msg}\n${trace}`;
+
+  const replay = await loop(["replay", "--json", "--root", l.root], l.o.env);
+  if (replay.code !== 0) throw new Error(where(`loop replay exited ${replay.code}: ${replay.stdout}\n${replay.stderr}`));
+  const status = await loop(["status", "--json", "--root", l.root], l.o.env);
+  if (status.code !== 0) throw new Error(where(`loop status exited ${status.code}: ${status.stdout}\n${status.stderr}`));
+  const st = status.json;
+  if (st.loop.state !== "drained" || st.loop.outcome !== expected.outcome)
+    throw new Error(where(`loop is ${st.loop.state} (${st.loop.outcome}), expected drained (${expected.outcome})`));
+  const statuses = Object.fromEntries(st.items.map((i: any) => [i.id, i.status]));
+  if (JSON.stringify(statuses) !== JSON.stringify(expected.items))
+    throw new Error(where(`item statuses ${JSON.stringify(statuses)}, expected ${JSON.stringify(expected.items)}`));
+  for (const it of st.items)
+    if (it.session && !it.session.closed) throw new Error(where(`${it.id}: session of attempt ${it.session.attempt} was never closed`));
+
+  const rows = readEvents(l.stateRoot);
+  rows.forEach((r, i) => {
+    if (r.seq !== i + 1) throw new Error(where(`seq gap: row ${i} has seq ${r.seq}`));
+  });
+  if (rows.at(-1)!.seq !== st.loop.logSeq) throw new Error(where(`status reports seq ${st.loop.logSeq}, the log ends at ${rows.at(-1)!.seq}`));
+
+  // One reservation per (item, epoch, attempt), and every session start belongs to one.
+  const reserved = new Map<string, number>();
+  for (const r of rows.filter((r) => r.type === "launch_reserved")) {
+    const pl = JSON.parse(r.payload);
+    reserved.set(pl.key, (reserved.get(pl.key) ?? 0) + 1);
+  }
+  for (const [key, n] of reserved) if (n !== 1) throw new Error(where(`${key} reserved ${n} times`));
+  const reservedAttempts = new Set(rows.filter((r) => r.type === "launch_reserved").map((r) => `${r.item} ${JSON.parse(r.payload).attempt}`));
+  const launches = readLaunches(l.launchLog);
+  const seen = new Set<string>();
+  for (const line of launches) {
+    if (seen.has(line)) throw new Error(where(`session "${line}" was started twice; launches: ${launches.join(", ")}`));
+    seen.add(line);
+    if (!reservedAttempts.has(line)) throw new Error(where(`session "${line}" started without a reservation`));
+  }
+  const startedEvents = rows.filter((r) => r.type === "session_started").map((r) => `${r.item} ${JSON.parse(r.payload).attempt}`);
+  for (const s of startedEvents) if (!seen.has(s) && opts.everyStartRan !== false) throw new Error(where(`session_started for "${s}" but the runner never ran`));
+
+  // terminal_state.json present with the outcome; RUNLOG.md needs no repair.
+  const term = JSON.parse(readFileSync(join(l.stateRoot, "terminal_state.json"), "utf8"));
+  if (term.outcome !== expected.outcome) throw new Error(where(`terminal_state.json outcome ${term.outcome}`));
+  const copyDir = mkdtempSync(join(tmpdir(), "loop-runlog-"));
+  try {
+    const copy = join(copyDir, "RUNLOG.md");
+    copyFileSync(join(l.stateRoot, "RUNLOG.md"), copy);
+    const db = new Database(dbPath(l.stateRoot), { readonly: true });
+    try {
+      if (repairRunlog(copy, db)) throw new Error(where(`RUNLOG.md is not what the log implies:\n${readFileSync(join(l.stateRoot, "RUNLOG.md"), "utf8")}`));
+    } finally {
+      db.close();
+    }
+  } finally {
+    rmSync(copyDir, { recursive: true, force: true });
+  }
+
+  const left = await waitNoProcesses(l.dir, 20_000, opts);
+  if (left.length) {
+    killProcessesUnder(l.dir);
+    throw new Error(where(`processes left behind:\n${left.map((p) => `${p.pid} ${p.cmd}`).join("\n")}`));
+  }
+}
+
+export function cleanupDir(dir: string): void {
+  killProcessesUnder(dir);
+  rmSync(dir, { recursive: true, force: true });
+}
