@@ -1,6 +1,6 @@
 #!/usr/bin/env bun
 // loop run: one bounded, crash-safe dispatch step (or, with --watch, steps in the foreground).
-import { rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { defineTool, EXIT, main, resolveRoot, resolveStateRoot, UsageError } from "../lib/cli.ts";
 import { BusyLease, runStep, type RunResult } from "../lib/step.ts";
 import { renderRun } from "../lib/render-run.ts";
@@ -55,6 +55,7 @@ export const tool = defineTool({
     process.on("SIGINT", onSignal);
     process.on("SIGTERM", onSignal);
     let code: number = EXIT.ok;
+    mkdirSync(stateRoot, { recursive: true });
     writeFileSync(pidFile, `${process.pid}\n`);
     try {
       for (;;) {

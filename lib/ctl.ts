@@ -146,7 +146,11 @@ export function planCtl(p: Projection, verb: CtlVerb, items: string[], o: { text
         throw new UsageError(`loop ctl ${verb} acts on the whole loop; drop --work-item`);
     }
   }
-  if (verb === "cancel" && out.some((a) => !a.noop) && p.loop.state !== "paused")
+  // An item that asked a question paused the loop; once it is skipped or stopped the question is moot.
+  const askedBy = (id: string) => p.loop.state === "paused" && p.items[id]!.status === "needs_input" && p.loop.reason?.startsWith(`${id} needs input:`);
+  if ((verb === "skip" || verb === "stop") && items.some(askedBy))
+    out.push(loopAction(`resume the loop (it was paused by the question of ${items.filter(askedBy).join(", ")})`, [{ type: "loop_resumed", payload: {} }]));
+  if (verb === "cancel" && out.some((a) => !a.noop) && p.loop.state === "running")
     out.push(loopAction("pause the loop (cancel means stop spending)", [{ type: "loop_paused", payload: { reason: `cancelled ${items.join(", ")} by ${o.actor}` } }]));
   return out;
 }

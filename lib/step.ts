@@ -2,8 +2,10 @@
 // materializations, then advance the state machine until it must wait (an agent is working, the
 // loop is paused) or has nothing to do. Decisions come from lib/plan.ts; this module performs the
 // effects in "reserve, act, record" order so a kill at any point is recovered by the next step.
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { accessSync, constants, existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { git } from "./git.ts";
+import { readTextOrNull } from "./fsutil.ts";
 import type { ConsolaInstance } from "consola";
 import { type NormDefinition, definitionHash, itemBranch, loadDefinition } from "./definition.ts";
 import type { EventDraft, StoredEvent } from "./events.ts";
@@ -277,7 +279,8 @@ class Step {
       const logPath = join(s.sessionDir, SESSION_FILES.verify);
       let payload;
       if (it.def.verify === false) {
-        const ahead = commitsAhead(this.repo, startPointFor(this.repo, this.def.landing, this.def.base, this.def.target), s.branch);
+        const startHead = readTextOrNull(join(s.sessionDir, "start-head"))?.trim();
+        const ahead = commitsAhead(this.repo, startHead || startPointFor(this.repo, this.def.landing, this.def.base, this.def.target), s.branch);
         const ok = end.exitCode === 0 && ahead > 0;
         const reason = end.exitCode !== 0 ? `no verify command; agent exited ${end.exitCode}` : ahead > 0 ? `no verify command; agent exited 0 with ${ahead} commit(s)` : "no verify command; agent exited 0 but left no change";
         writeFileSync(logPath, reason + "\n");
@@ -363,9 +366,10 @@ class Step {
         this.def.runners,
         [...selfArgv(), "__demo-agent"],
       );
-      const program = cmd.argv[0]!;
-      if (!program.includes("/") ? !Bun.which(program) : !existsSync(program))
-        throw new Error(`runner "${it.def.runner}": program ${JSON.stringify(program)} not found${program.includes("/") ? "" : " on PATH"}`);
+      const problem = programProblem(cmd.argv[0]!, worktree);
+      if (problem) throw new Error(`runner "${it.def.runner}": ${problem}`);
+      // verify:false asks for "a change on the branch" made by this attempt, not an earlier one.
+      writeFileSync(join(dir, "start-head"), git(worktree, ["rev-parse", "HEAD"]) + "\n");
       const env: Record<string, string> = {
         LOOP_ITEM: it.id,
         LOOP_ATTEMPT: String(n),
@@ -395,6 +399,18 @@ class Step {
 /** argv is recorded for people; the prompt itself lives in handoff.md, so long values are cut. */
 function redactLong(s: string): string {
   return s.length > 200 ? `${s.slice(0, 120)}… (${s.length} chars)` : s;
+}
+
+/** Why a runner's program cannot be started, or null. Relative paths are relative to the worktree (the session's cwd). */
+function programProblem(program: string, cwd: string): string | null {
+  const path = !program.includes("/") ? Bun.which(program) : resolve(cwd, program);
+  if (!path || !existsSync(path)) return `program ${JSON.stringify(program)} not found${program.includes("/") ? "" : " on PATH"}`;
+  try {
+    accessSync(path, constants.X_OK);
+  } catch {
+    return `program ${JSON.stringify(program)} (${path}) is not executable`;
+  }
+  return null;
 }
 
 /** One step. Throws DefinitionError (exit 2) before touching anything, BusyLease when busy. */

@@ -34,8 +34,8 @@ afterAll(() => {
   for (const d of dirs.splice(0)) cleanupDir(d);
 });
 
-// Each case starts a few dozen short processes one after another; five at a time keep 2 cores busy (they mostly wait on their agents).
-const slots = new Semaphore(5);
+// Each case starts a few dozen short processes one after another; four at a time keep 2 cores busy (they mostly wait on their agents).
+const slots = new Semaphore(4);
 const CASE_TIMEOUT = 15 * 60_000; // includes the wait for a slot; every wait inside is bounded on its own
 
 const TIMEOUTS = { launch: "2m", stall: "30m", verify: "2m" };
