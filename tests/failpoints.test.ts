@@ -58,7 +58,7 @@ function mainDefinition(launchLog: string, maxAttempts = 2, timeouts = TIMEOUTS)
   };
 }
 
-type ScenarioName = "main" | "ctl-skip" | "ctl-stop" | "ask" | "edge" | "seeded";
+type ScenarioName = "main" | "ctl-skip" | "ctl-stop" | "ctl-skip-run-first" | "ask" | "edge" | "seeded";
 
 interface Scenario {
   /** What the scenario does, for people reading a failure. */
@@ -82,6 +82,10 @@ const SCENARIOS: Record<ScenarioName, Scenario> = {
       await l.untilDrained();
       const landed = git(l.root, "ls-tree", "--name-only", "loop/crash/landed").split("\n");
       for (const f of ["README.md", "LICENSE", "CHANGELOG.md"]) if (!landed.includes(f)) throw new Error(`${f} did not land: ${landed.join(" ")}\n${l.trace()}`);
+      // Each item merged exactly once, even when a step died right after its merge.
+      const merges = git(l.root, "log", "--format=%s", "loop/crash/landed").split("\n").filter((m) => m.startsWith("loop: land "));
+      const perItem = ["add-docs", "add-license", "add-changelog"].map((id) => merges.filter((m) => m.startsWith(`loop: land ${id} `)).length);
+      if (perItem.some((n) => n !== 1)) throw new Error(`merges on the target: ${merges.join(" | ")}\n${l.trace()}`);
       return { outcome: "Succeeded", items: { "add-docs": "passed", "add-license": "passed", "add-changelog": "passed" } };
     },
   },
@@ -92,6 +96,10 @@ const SCENARIOS: Record<ScenarioName, Scenario> = {
   "ctl-stop": {
     what: "an agent working; `loop ctl stop --yes` ends it and stops the loop; resume; it passes on attempt 2",
     run: (l) => ctlScenario(l, "stop"),
+  },
+  "ctl-skip-run-first": {
+    what: "`loop ctl skip --yes` dies after ending the session; nobody repeats it and `loop run` goes on: the ended attempt fails, attempt 2 passes",
+    run: (l) => ctlScenario(l, "skip", { repeat: false }),
   },
   ask: {
     what: "the agent asks a question; the loop pauses; reply and resume; attempt 2 gets the reply and passes",
@@ -178,7 +186,7 @@ const SCENARIOS: Record<ScenarioName, Scenario> = {
   },
 };
 
-async function ctlScenario(l: LoopUnderTest, verb: "skip" | "stop"): Promise<Expected> {
+async function ctlScenario(l: LoopUnderTest, verb: "skip" | "stop", o: { repeat?: boolean } = {}): Promise<Expected> {
   writeLoopJson(l.root, {
     name: `ctl-${verb}`,
     defaults: { runner: "counted", timeouts: TIMEOUTS },
@@ -193,6 +201,11 @@ async function ctlScenario(l: LoopUnderTest, verb: "skip" | "stop"): Promise<Exp
   await waitFor("the agent of busy-item to start", l, () => readLaunches(l.launchLog).includes("busy-item 1"));
   const args = verb === "skip" ? ["skip", "--yes", "--work-item", "busy-item"] : ["stop", "--yes"];
   await l.ctl(args);
+  if (o.repeat === false) {
+    // Nobody repeats the command: the next steps find the ended session and treat it as an attempt.
+    await l.untilDrained();
+    return { outcome: "Succeeded", items: { "busy-item": "passed", "other-item": "passed" } };
+  }
   // The operator saw the command die and runs it again; a recorded one is a no-op the second time.
   await l.ctl(args);
   if (verb === "stop") await l.ctl(["resume"]);
@@ -210,6 +223,7 @@ const CASES: [string, ScenarioName][] = [
   ...labels(["ctl"]).map((n): [string, ScenarioName] => [n, "ctl-stop"]),
   ...["close:before_kill", "close:after_kill", "close:after_worktree"].map((n): [string, ScenarioName] => [n, "ctl-skip"]),
   ...["close:before_kill", "close:after_kill", "close:after_worktree"].map((n): [string, ScenarioName] => [n, "ctl-stop"]),
+  ...["ctl:before_commit", "close:after_kill", "close:after_worktree"].map((n): [string, ScenarioName] => [n, "ctl-skip-run-first"]),
   ...labels(["needs_input"]).map((n): [string, ScenarioName] => [n, "ask"]),
   ...labels(["launch_failed", "block", "reopen"]).map((n): [string, ScenarioName] => [n, "edge"]),
   ...labels(["close"]).map((n): [string, ScenarioName] => [n, "seeded"]),

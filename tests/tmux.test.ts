@@ -4,7 +4,7 @@
 // exits, it stalls, `loop ctl skip`) leaves no tmux session and no process behind.
 import { afterEach, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   checkDrained,
@@ -26,8 +26,14 @@ let sockets: string[] = [];
 let dirs: string[] = [];
 let counter = 0;
 
+/** Where tmux keeps the socket of `-L name` (the server does not always remove it when killed). */
+const socketPath = (name: string) => join(process.env.TMUX_TMPDIR || "/tmp", `tmux-${process.getuid!()}`, name);
+
 afterEach(() => {
-  for (const s of sockets.splice(0)) spawnSync("tmux", ["-L", s, "kill-server"], { stdio: "ignore" });
+  for (const s of sockets.splice(0)) {
+    spawnSync("tmux", ["-L", s, "kill-server"], { stdio: "ignore" });
+    rmSync(socketPath(s), { force: true });
+  }
   for (const d of dirs.splice(0)) cleanupDir(d);
 });
 
@@ -63,7 +69,7 @@ function gatedRunner(gate: string, marker: string) {
 
 const TEST_TIMEOUT = 180_000; // a bound for real processes on 2 cores, not an expectation
 
-describe.skipIf(!HAVE_TMUX)("tmux sessions", () => {
+describe.skipIf(!HAVE_TMUX)(HAVE_TMUX ? "tmux sessions" : "tmux sessions (SKIPPED: `tmux -V` failed, tmux is not installed)", () => {
   test("the agent runs in a named tmux session, its output is teed to the pane, and the item passes", async () => {
     const { dir, root, sock, l } = setup([], {});
     const gate = join(dir, "gate");
