@@ -304,7 +304,7 @@ export function generate(opts: GenerateOptions): GenerateResult {
       ]);
       if (R.chance(0.01)) {
         const reason = "the agent exited before its session started (exit 127: command not found)";
-        b.push([{ type: "launch_failed", item: id, payload: { attempt, reason } }, sec(1, 5)]);
+        b.push([{ type: "launch_failed", item: id, payload: { attempt, reason, interrupted: false } }, sec(1, 5)]);
         failures++;
         if (failures < it.def.maxAttempts) {
           b.push([{ type: "item_requeued", item: id, payload: { attempt, reason: `launch failed: ${reason}`, failed: true, resetBudget: false } }, sec(1, 2)]);

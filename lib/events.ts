@@ -80,7 +80,7 @@ export const PAYLOADS = {
     log: Str,
     resumed: v.boolean(),
   }),
-  launch_failed: v.strictObject({ attempt: Pos, reason: Str }),
+  launch_failed: v.strictObject({ attempt: Pos, reason: Str, interrupted: v.boolean() }),
   session_ended: v.strictObject({
     attempt: Pos,
     verdict: v.picklist(END_VERDICTS),

@@ -382,7 +382,8 @@ const HANDLERS: Record<EventType, Handler> = {
     needStatus(it, ["launching"], e, fail);
     const a = currentAttempt(it, e.payload.attempt, e, fail);
     a.launchFailed = e.payload.reason;
-    a.end = { verdict: "launch_failed", exitCode: null, signal: null, reason: e.payload.reason, at: e.ts };
+    const verdict = e.payload.interrupted ? "launch_interrupted" : "launch_failed";
+    a.end = { verdict, exitCode: null, signal: null, reason: e.payload.reason, at: e.ts };
     it.session!.endedAt = e.ts;
     it.status = "ended";
     it.reason = e.payload.reason;

@@ -221,7 +221,8 @@ class Step {
         const reason = launched
           ? `session did not start within ${Math.round(it.def.timeouts.launch / 1000)}s`
           : "the step that reserved this attempt stopped before launching it; not relaunched";
-        this.append([{ type: "launch_failed", item: it.id, payload: { attempt: attempt.n, reason } }], "launch_failed");
+        // A step killed between reservation and spawn is the loop's failure, not the agent's: not counted.
+        this.append([{ type: "launch_failed", item: it.id, payload: { attempt: attempt.n, reason, interrupted: !launched } }], "launch_failed");
         return null;
       }
       case "running": {
@@ -267,6 +268,10 @@ class Step {
     const attempt = it.attempts[it.attempts.length - 1]!;
     const s = it.session!;
     const end = attempt.end!;
+    if (end.verdict === "launch_interrupted") {
+      this.append([{ type: "item_requeued", item: it.id, payload: { attempt: attempt.n, reason: end.reason, failed: false, resetBudget: false } }], "requeue");
+      return null;
+    }
     if (end.verdict !== "exited") return this.failAttempt(it, end.reason);
     if (!attempt.verify) {
       const worktree = s.worktree;
@@ -391,7 +396,7 @@ class Step {
       const reason = (err as Error).message;
       this.errors.push(`${it.id}: ${reason}`);
       this.o.log.error(`${it.id}: launch failed: ${reason}`);
-      if (this.p.items[it.id]!.status === "launching") this.append([{ type: "launch_failed", item: it.id, payload: { attempt: n, reason } }], "launch_failed");
+      if (this.p.items[it.id]!.status === "launching") this.append([{ type: "launch_failed", item: it.id, payload: { attempt: n, reason, interrupted: false } }], "launch_failed");
     }
   }
 }

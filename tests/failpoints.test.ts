@@ -269,9 +269,10 @@ describe("failpoints", () => {
         const { dir, root } = makeRepo("loop-rk-");
         dirs.push(dir);
         const l = new LoopUnderTest(dir, root, {});
-        // A kill between a reservation and its spawn costs that attempt (it is recorded launch_failed
-        // and never relaunched), so each of the 30 kills may cost one: a budget of 100 attempts keeps
-        // the expected outcome certain. A short launch timeout bounds the wait for a cut-off spawn.
+        // A kill between a reservation and writing the launch record is recorded as an interrupted
+        // launch and costs nothing, but a kill after the launch record and before the spawn is only
+        // seen when the launch deadline passes, and counts: a budget of 100 attempts keeps the
+        // expected outcome certain. A short launch timeout bounds the wait for a cut-off spawn.
         writeLoopJson(root, mainDefinition(l.launchLog, 100, { launch: "15s", stall: "30m", verify: "2m" }));
         const kills: string[] = [];
         for (let i = 0; i < 30; i++) {
