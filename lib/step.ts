@@ -102,7 +102,7 @@ class Step {
   readonly transitions: Transition[] = [];
   readonly errors: string[] = [];
   readonly paths: ReturnType<typeof statePaths>;
-  readonly repo: string;
+  private repoCache: string | null = null;
   constructor(
     readonly store: Store,
     readonly def: NormDefinition,
@@ -110,7 +110,11 @@ class Step {
     readonly lease: Lease,
   ) {
     this.paths = statePaths(o.stateRoot);
-    this.repo = repoTop(o.root);
+  }
+
+  /** The repository's top level, asked of git only when a step needs it (an observing tick does not). */
+  get repo(): string {
+    return (this.repoCache ??= repoTop(this.o.root));
   }
 
   get p(): Projection {

@@ -254,7 +254,21 @@ export class Store {
     return this.db.transaction(fn).immediate();
   }
 
+  /**
+   * Take the step lease. Lease rows are written with synchronous=NORMAL: losing one to a power cut
+   * only frees the lease, which a crash does anyway; a takeover appends an event, and events are
+   * always written with synchronous=FULL. This halves the fsyncs of a tick that only observes.
+   */
   acquireLease(ttlMs: number, isAlive: (pid: number) => boolean, now = new Date()): LeaseResult {
+    this.db.run("PRAGMA synchronous = NORMAL");
+    try {
+      return this.takeLease(ttlMs, isAlive, now);
+    } finally {
+      this.db.run("PRAGMA synchronous = FULL");
+    }
+  }
+
+  private takeLease(ttlMs: number, isAlive: (pid: number) => boolean, now: Date): LeaseResult {
     return this.tx(() => {
       const cur = this.db.query("SELECT owner, pid, host, started, expires FROM lease WHERE id = 1").get() as Lease | null;
       const host = hostname();
@@ -264,6 +278,7 @@ export class Store {
         const dead = cur.host === host && !isAlive(cur.pid);
         if (!expired && !dead) return { ok: false as const, holder: cur };
         tookOver = cur;
+        this.db.run("PRAGMA synchronous = FULL");
         this.append([
           { type: "lease_taken_over", payload: { previous: { ...cur }, why: dead ? "dead" : "expired" } },
         ]);
@@ -292,7 +307,9 @@ export class Store {
   }
 
   releaseLease(lease: Lease): void {
+    this.db.run("PRAGMA synchronous = NORMAL");
     this.db.run("DELETE FROM lease WHERE id = 1 AND owner = ?", [lease.owner]);
+    this.db.run("PRAGMA synchronous = FULL");
   }
 
   close(): void {

@@ -1,0 +1,81 @@
+#!/usr/bin/env bun
+// bench/tick.ts: the cost of `loop run` ticks themselves, on the compiled binary.
+//   - launch tick: a step that reserves, creates the worktree and branch, writes the handoff and
+//     starts the session detached, then exits (the agent itself runs on and is not timed);
+//   - observing tick: a step that finds the agent still working and only observes it.
+// Each launch is timed on its own freshly prepared repository (preparation not timed); observing
+// ticks are timed repeatedly on the same running session. Prints a markdown table.
+//   bun bench/tick.ts [--runs N] [--bin dist/loop]
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { spawnSync } from "node:child_process";
+
+const { values } = parseArgs({ args: process.argv.slice(2), options: { runs: { type: "string" }, bin: { type: "string" } }, strict: true });
+const RUNS = Number(values.runs ?? 9);
+const BIN = resolve(values.bin ?? join(import.meta.dir, "..", "dist", "loop"));
+
+function sh(cwd: string, ...cmd: string[]) {
+  const r = spawnSync(cmd[0]!, cmd.slice(1), { cwd, encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`${cmd.join(" ")}: ${r.stderr}`);
+  return r.stdout;
+}
+
+function prepare(): string {
+  const root = mkdtempSync(join(tmpdir(), "loop-tick-"));
+  sh(root, "git", "init", "-q", "-b", "main");
+  sh(root, "git", "config", "user.email", "bench@loop.invalid");
+  sh(root, "git", "config", "user.name", "bench");
+  writeFileSync(join(root, "README"), "bench\n");
+  const def = {
+    name: "tick",
+    defaults: { runner: "sleeper", verify: "true", timeouts: { launch: "5m", stall: "60m", verify: "1m" } },
+    runners: { sleeper: { command: ["sleep", "3600"] } },
+    items: Array.from({ length: 20 }, (_, i) => ({ id: `item-${i}`, prompt: `item ${i}` })),
+  };
+  writeFileSync(join(root, "loop.json"), JSON.stringify(def, null, 2));
+  sh(root, "git", "add", "-A");
+  sh(root, "git", "commit", "-q", "-m", "init");
+  // The first step creates the store and imports the definition; the timed launch is the next one.
+  const first = spawnSync(BIN, ["run", "--json"], { cwd: root, encoding: "utf8" });
+  if (first.status !== 0) throw new Error(first.stderr);
+  sh(root, BIN, "ctl", "stop", "--yes", "--json");
+  sh(root, BIN, "ctl", "start", "--json");
+  return root;
+}
+
+function timed(root: string, expect: string): number {
+  const t = performance.now();
+  const r = spawnSync(BIN, ["run", "--json"], { cwd: root, encoding: "utf8" });
+  const ms = performance.now() - t;
+  if (r.status !== 0) throw new Error(`loop run exited ${r.status}: ${r.stderr}`);
+  const action = JSON.parse(r.stdout).action;
+  if (action !== expect) throw new Error(`expected action ${expect}, got ${action}`);
+  return ms;
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+const launches: number[] = [];
+const observes: number[] = [];
+for (let i = 0; i < RUNS; i++) {
+  const root = prepare();
+  try {
+    launches.push(timed(root, "launched"));
+    for (let j = 0; j < 3; j++) observes.push(timed(root, "waiting"));
+  } finally {
+    spawnSync(BIN, ["ctl", "stop", "--yes", "--json"], { cwd: root, env: { ...process.env, LOOP_KILL_GRACE_MS: "200" } });
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+const fmt = (n: number) => n.toFixed(1);
+process.stdout.write(
+  [
+    `| tick (compiled ${BIN}) | median ms | min | max | runs | target |`,
+    "|---|---:|---:|---:|---:|---|",
+    `| launch (reserve, worktree, handoff, detached start) | ${fmt(median(launches))} | ${fmt(Math.min(...launches))} | ${fmt(Math.max(...launches))} | ${launches.length} | ≤ 250 ms |`,
+    `| observing (agent still working) | ${fmt(median(observes))} | ${fmt(Math.min(...observes))} | ${fmt(Math.max(...observes))} | ${observes.length} | ≤ 50 ms |`,
+  ].join("\n") + "\n",
+);
