@@ -1,5 +1,6 @@
 #!/usr/bin/env bun
 // loop ctl <verb>: pause, resume, stop, skip, retry, cancel, start, reply — for the loop or items.
+import { DESCRIPTIONS } from "./registry.ts";
 import { confirmArgs, defineTool, EXIT, main, resolveRoot, resolveStateRoot, UsageError, workItemArg } from "../lib/cli.ts";
 import { actorName } from "../lib/actor.ts";
 import { applyCtl, CtlBusy, CtlRefused, CTL_VERBS, type CtlVerb, DESTRUCTIVE_VERBS, ITEM_VERBS, planCtl } from "../lib/ctl.ts";
@@ -9,7 +10,7 @@ import { DeclinedError } from "../lib/cli.ts";
 
 export const tool = defineTool({
   name: "loop-ctl",
-  description: "Control the loop or its items: start, pause, resume, stop, skip, retry, cancel, reply",
+  description: DESCRIPTIONS.ctl,
   args: {
     verb: { type: "positional", description: `one of: ${CTL_VERBS.join(", ")}`, valueHint: "verb", required: true },
     answer: { type: "positional", description: "the answer, for reply", valueHint: "text" },

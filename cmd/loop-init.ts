@@ -1,5 +1,6 @@
 #!/usr/bin/env bun
 // loop init: scaffold loop.json and the state root in a git repository.
+import { DESCRIPTIONS } from "./registry.ts";
 import { defineTool, EXIT, main, resolveStateRoot } from "../lib/cli.ts";
 import { resolve } from "node:path";
 import { initProject } from "../lib/init.ts";
@@ -7,7 +8,7 @@ import { actorName } from "../lib/actor.ts";
 
 export const tool = defineTool({
   name: "loop-init",
-  description: "Write a starting loop.json and create the state root (.loop/) with its store",
+  description: DESCRIPTIONS.init,
   args: {
     force: { type: "boolean", description: "overwrite an existing loop.json" },
     root: { type: "string", description: "the git work tree to set up (default: the cwd)", valueHint: "dir" },

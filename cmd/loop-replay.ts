@@ -1,12 +1,13 @@
 #!/usr/bin/env bun
 // loop replay: re-fold the whole log and prove the projection and files agree with it. Read-only.
+import { DESCRIPTIONS } from "./registry.ts";
 import { defineTool, EXIT, main, resolveRoot, resolveStateRoot } from "../lib/cli.ts";
 import { replayReport } from "../lib/replay.ts";
 import { renderReplay } from "../lib/render.ts";
 
 export const tool = defineTool({
   name: "loop-replay",
-  description: "Re-fold the event log: hash chain, gaps, legality, determinism, projection tables and files",
+  description: DESCRIPTIONS.replay,
   args: {},
   footer: "Exit codes: 0 no findings, 1 findings, 2 cannot replay (usage, missing or corrupt store).",
   run(args, ctx) {

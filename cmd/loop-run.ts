@@ -1,5 +1,6 @@
 #!/usr/bin/env bun
 // loop run: one bounded, crash-safe dispatch step (or, with --watch, steps in the foreground).
+import { DESCRIPTIONS } from "./registry.ts";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { defineTool, EXIT, main, resolveRoot, resolveStateRoot, UsageError } from "../lib/cli.ts";
 import { BusyLease, runStep, type RunResult } from "../lib/step.ts";
@@ -10,7 +11,7 @@ import { statePaths } from "../lib/paths.ts";
 
 export const tool = defineTool({
   name: "loop-run",
-  description: "Advance the loop by one crash-safe step: settle the item in flight, launch the next, drain when done",
+  description: DESCRIPTIONS.run,
   args: {
     watch: { type: "boolean", description: "repeat steps in the foreground until the loop drains or pauses" },
     interval: { type: "string", description: "wait between --watch steps (default 30s)", valueHint: "duration" },

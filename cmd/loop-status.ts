@@ -1,12 +1,13 @@
 #!/usr/bin/env bun
 // loop status: report the loop and every item, checked against the log. Read-only.
+import { DESCRIPTIONS } from "./registry.ts";
 import { defineTool, EXIT, main, resolveRoot, resolveStateRoot, workItemArg } from "../lib/cli.ts";
 import { statusReport } from "../lib/status.ts";
 import { renderStatus } from "../lib/render.ts";
 
 export const tool = defineTool({
   name: "loop-status",
-  description: "Report the loop and every work item from the log's projection, and check them against the log",
+  description: DESCRIPTIONS.status,
   args: { ...workItemArg },
   footer: "Exit codes: 0 healthy, 1 divergence found, 2 cannot report (usage, missing or corrupt store).",
   run(args, ctx) {

@@ -9,11 +9,18 @@
 //   script, `bun cmd/loop.ts`: process.argv0 is whatever started bun ("bun", or a path to it),
 //     process.argv[1] is the script's real path                                             <- used
 import { basename } from "node:path";
-import { main } from "../lib/cli.ts";
 import { VERSION } from "../lib/version.ts";
-import { TOOLS, toolFor } from "./tools.ts";
-import { runDemoAgent } from "../lib/demo-agent.ts";
-import { runSessionWrapper } from "../lib/session-wrapper.ts";
+import { DESCRIPTIONS, isTool, loadTool } from "./registry.ts";
+
+// Everything else is imported on demand (see cmd/registry.ts): start-up time is module evaluation.
+const TOOLS = DESCRIPTIONS;
+async function main(name: keyof typeof DESCRIPTIONS, args: string[]): Promise<void> {
+  const [{ main: runMain }, tool] = await Promise.all([import("../lib/cli.ts"), loadTool(name)]);
+  return runMain(tool, args);
+}
+function toolFor(name: string): keyof typeof DESCRIPTIONS | undefined {
+  return isTool(name) ? name : undefined;
+}
 
 /** Every tool of the command-line contract (DESIGN §3), built or not. */
 export const CONTRACT_TOOLS = ["init", "run", "status", "replay", "reset", "ctl"] as const;
@@ -43,7 +50,7 @@ const USAGE = `loop ${VERSION}: drive a backlog of coding-agent work items, one 
 Usage: loop <tool> [options]     (or call a link named loop-<tool>)
 
 Tools:
-${Object.entries(TOOLS).map(([n, t]) => `  ${n.padEnd(8)} ${t.description}`).join("\n")}
+${Object.entries(TOOLS).map(([n, d]) => `  ${n.padEnd(8)} ${d}`).join("\n")}
 
 Run \`loop <tool> --help\` for a tool's options. Exit codes: 0 ok, 1 problem found, 2 usage,
 3 declined, 75 busy, 130 interrupted (docs/cli/).
@@ -60,6 +67,10 @@ function unavailable(prog: string, name: string): void {
 
 async function entry(self: string, args: string[]): Promise<void> {
   const linked = toolFromName(self);
+  if (linked !== null && args.length === 1 && (args[0] === "--version" || args[0] === "-V")) {
+    process.stdout.write(`${VERSION}\n`); // the fast path: nothing else is loaded
+    return;
+  }
   if (linked !== null) {
     const t = toolFor(linked);
     if (t) return main(t, args);
@@ -68,11 +79,13 @@ async function entry(self: string, args: string[]): Promise<void> {
   const [first, ...rest] = args;
   // Hidden entries used by sessions: the compiled binary has no separate scripts to run.
   if (first === "__demo-agent") {
+    const { runDemoAgent } = await import("../lib/demo-agent.ts");
     process.exitCode = await runDemoAgent(process.env);
     return;
   }
   if (first === "__session") {
     // Exit explicitly: the wrapper's signal listeners would otherwise keep it alive.
+    const { runSessionWrapper } = await import("../lib/session-wrapper.ts");
     process.exit(await runSessionWrapper(rest));
   }
   if (first === "--version" || first === "-V") {

@@ -5,7 +5,7 @@
 import { parseArgs as nodeParseArgs } from "node:util";
 import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { type ArgsDef, renderUsage } from "citty";
+import type { ArgsDef } from "citty";
 import { createConsola, type ConsolaInstance } from "consola";
 import { DefinitionError } from "./definition.ts";
 import { RefError } from "./refs.ts";
@@ -154,6 +154,7 @@ export async function renderHelp(tool: Tool, color: boolean): Promise<string> {
     else if (a.type === "string") argsDef[name] = { type: "string", description: a.description + ("multiple" in a && a.multiple ? "" : ""), valueHint: a.valueHint, ...(a.short ? { alias: a.short } : {}) };
     else argsDef[name] = { type: "boolean", description: a.description, ...(a.short ? { alias: a.short } : {}) };
   }
+  const { renderUsage } = await import("citty"); // only --help needs it
   let text = await renderUsage({ meta: { name: tool.name, version: VERSION, description: tool.description }, args: argsDef });
   if (tool.footer) text += `\n\n${tool.footer.trim()}\n`;
   if (!color) text = text.replace(ANSI, "");

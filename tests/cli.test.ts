@@ -446,3 +446,15 @@ describe("colour", () => {
     }
   });
 });
+
+describe("cmd/registry.ts", () => {
+  test("lists exactly the tools of cmd/tools.ts, with their own descriptions", async () => {
+    const { DESCRIPTIONS, loadTool } = await import("../cmd/registry.ts");
+    expect(Object.keys(DESCRIPTIONS).sort()).toEqual(Object.keys(TOOLS).sort());
+    for (const name of Object.keys(DESCRIPTIONS) as (keyof typeof DESCRIPTIONS)[]) {
+      const tool = await loadTool(name);
+      expect(tool).toBe(TOOLS[name]!);
+      expect(tool.description).toBe(DESCRIPTIONS[name]);
+    }
+  });
+});
