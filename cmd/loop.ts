@@ -110,6 +110,10 @@ async function entry(self: string, args: string[]): Promise<void> {
   }
   if (first.startsWith("-")) return fail("loop", `unknown option ${JSON.stringify(first)} (usage: loop <tool> [options])`);
   const t = toolFor(first);
+  if (t && rest.length === 1 && (rest[0] === "--version" || rest[0] === "-V")) {
+    process.stdout.write(`${VERSION}\n`);
+    return;
+  }
   if (t) return main(t, rest);
   if ((CONTRACT_TOOLS as readonly string[]).includes(first)) return unavailable("loop", first);
   return fail("loop", `unknown tool ${JSON.stringify(first)} (tools: ${Object.keys(TOOLS).join(", ")})`);
