@@ -78,8 +78,11 @@ const note = (msg: string) => process.stderr.write(`bench: ${msg}\n`);
 // ---------------------------------------------------------------------------------------------
 // The binary.
 
+/** Run a build command; its output goes to stderr, so stdout carries only the table. */
 function run(cmd: string[], opts: { cwd?: string } = {}) {
-  const r = Bun.spawnSync(cmd, { cwd: opts.cwd ?? ROOT, stdout: "inherit", stderr: "inherit" });
+  const r = Bun.spawnSync(cmd, { cwd: opts.cwd ?? ROOT, stdout: "pipe", stderr: "pipe" });
+  process.stderr.write(r.stdout);
+  process.stderr.write(r.stderr);
   return r.exitCode;
 }
 
@@ -100,6 +103,13 @@ function ensureBinary(): string {
       process.exit(1);
     }
   }
+  // A binary older than the sources would time yesterday's code (and may reject today's log format).
+  const newest = ["lib", "cmd"]
+    .flatMap((d) => readdirSync(join(ROOT, d)).filter((f) => f.endsWith(".ts")).map((f) => join(ROOT, d, f)))
+    .map((f) => ({ f, t: statSync(f).mtimeMs }))
+    .sort((a, b) => b.t - a.t)[0];
+  if (newest && newest.t > statSync(DIST).mtimeMs)
+    note(`warning: dist/loop is older than ${newest.f.slice(ROOT.length + 1)}; pass --rebuild to time the current sources`);
   // Snapshot: `bun run build` deletes dist/loop first, so someone rebuilding meanwhile would break us.
   const bin = join(OUT, "bin", "loop");
   mkdirSync(join(OUT, "bin"), { recursive: true });
@@ -157,13 +167,53 @@ function sample(cmd: string[]): Sample {
   const ms = performance.now() - t0;
   return {
     ms,
-    // wait4's ru_maxrss of this child (Bun reports bytes); same figure as /usr/bin/time -f %M.
+    // wait4's CPU times are the child's own.
     cpuMs: Number(r.resourceUsage?.cpuTime.total ?? 0n) / 1000,
-    rssMiB: (r.resourceUsage?.maxRSS ?? 0) / 2 ** 20,
+    rssMiB: NaN, // see peakRss(): wait4's ru_maxrss is not the child's own
     exitCode: r.exitCode ?? -1,
     stdout: r.stdout.toString(),
     stderr: r.stderr.toString(),
   };
+}
+
+// Peak RSS. Not Bun.spawnSync(...).resourceUsage.maxRSS: Linux records the *parent's* RSS into the
+// child's ru_maxrss at exec (the forked mm's high-water mark), so every child would report at least
+// this process's RSS (hundreds of MB after generating 1M events in-process). GNU time's own RSS is
+// ~2 MB, so `/usr/bin/time -f %M` gives the child's real figure; without it, VmHWM is polled from
+// /proc/<pid>/status while the child runs (may miss a peak in the last few ms of a short run).
+const GNU_TIME = process.env.BENCH_NO_GNU_TIME ? undefined : ["/usr/bin/time", "/bin/time"].find((p) => {
+  if (!existsSync(p)) return false;
+  return Bun.spawnSync([p, "-f", "%M", "true"], { stdout: "pipe", stderr: "pipe" }).exitCode === 0;
+});
+const RSS_METHOD = GNU_TIME ? `${GNU_TIME} -f %M` : "/proc/<pid>/status VmHWM, polled";
+
+async function peakRss(cmd: string[]): Promise<Sample> {
+  const env = { ...process.env, NO_COLOR: "1" };
+  if (GNU_TIME) {
+    const out = join(OUT, `.rss-${process.pid}`);
+    const t0 = performance.now();
+    const r = Bun.spawnSync([GNU_TIME, "-f", "%M", "-o", out, ...cmd], { cwd: ROOT, stdout: "pipe", stderr: "pipe", env });
+    const ms = performance.now() - t0;
+    const kb = Number(readFileSync(out, "utf8").trim().split("\n").pop());
+    rmSync(out, { force: true });
+    return { ms, cpuMs: NaN, rssMiB: kb / 1024, exitCode: r.exitCode ?? -1, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
+  }
+  const t0 = performance.now();
+  const child = Bun.spawn(cmd, { cwd: ROOT, stdout: "pipe", stderr: "pipe", env });
+  const stdout = new Response(child.stdout).text();
+  const stderr = new Response(child.stderr).text();
+  let hwmKb = 0;
+  let exited = false;
+  void child.exited.then(() => (exited = true));
+  while (!exited) {
+    try {
+      const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, "utf8"));
+      if (m) hwmKb = Math.max(hwmKb, Number(m[1]));
+    } catch {}
+    await Bun.sleep(1);
+  }
+  const code = await child.exited;
+  return { ms: performance.now() - t0, cpuMs: NaN, rssMiB: hwmKb / 1024, exitCode: code, stdout: await stdout, stderr: await stderr };
 }
 
 interface Measure {
@@ -196,7 +246,8 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 
 async function measure(cmd: string[], runs: number): Promise<Measure> {
   const load = await waitIdle();
-  sample(cmd); // warm-up: page cache, binary mapped; not counted
+  // The warm-up run (page cache warm, binary mapped; not timed) is the one whose peak RSS is taken.
+  const warm = await peakRss(cmd);
   const xs: Sample[] = [];
   for (let i = 0; i < runs; i++) xs.push(sample(cmd));
   const ms = xs.map((x) => x.ms).sort((a, b) => a - b);
@@ -206,7 +257,7 @@ async function measure(cmd: string[], runs: number): Promise<Measure> {
     load,
     min: ms[0]!,
     max: ms[ms.length - 1]!,
-    rssMiB: Math.max(...xs.map((x) => x.rssMiB)),
+    rssMiB: warm.rssMiB,
     runs,
     exitCodes: [...new Set(xs.map((x) => x.exitCode))],
     last: xs[xs.length - 1]!,
@@ -289,17 +340,27 @@ if (results.length > 1) {
 }
 for (const r of results) {
   const eps = r.n / (r.replay.median / 1000);
-  const rssTarget = r.n >= 1_000_000;
-  const ok = eps >= TARGETS.replayEventsPerSec && (!rssTarget || r.replay.rssMiB <= TARGETS.replayRssMiB) && r.problems.length === 0;
   rows.push([
     "`replay --json`",
     human(r.n),
     ...cells(r.replay),
     `${Math.round(eps).toLocaleString("en-US")} ev/s`,
-    `≥ ${TARGETS.replayEventsPerSec.toLocaleString("en-US")} ev/s${rssTarget ? `; RSS ≤ ${TARGETS.replayRssMiB} MiB` : ""}`,
-    verdict(ok),
+    `≥ ${TARGETS.replayEventsPerSec.toLocaleString("en-US")} ev/s`,
+    verdict(eps >= TARGETS.replayEventsPerSec && r.problems.length === 0),
   ]);
 }
+const largest = results.reduce<SizeResult | null>((a, r) => (a === null || r.n > a.n ? r : a), null);
+if (largest)
+  rows.push([
+    "replay peak RSS",
+    human(largest.n),
+    "", "", "", "",
+    f1(largest.replay.rssMiB),
+    "",
+    largest.n >= 1_000_000 ? "" : "(target is set at 1M)",
+    `≤ ${TARGETS.replayRssMiB} MiB at 1M`,
+    largest.n >= 1_000_000 ? verdict(largest.replay.rssMiB <= TARGETS.replayRssMiB) : "–",
+  ]);
 
 const header = ["measure", "events", "runs", "median ms", "min–max ms", "CPU ms", "peak RSS MiB", "load", "derived", "target", "verdict"];
 const line = (cells: string[]) => `| ${cells.join(" | ")} |`;
@@ -307,7 +368,7 @@ const cpu = cpus()[0]?.model ?? "unknown CPU";
 const binStat = statSync(bin);
 const out = [
   `loop ${version.stdout.trim()} · compiled dist/loop (${(binStat.size / 2 ** 20).toFixed(1)} MiB, built ${statSync(DIST).mtime.toISOString()}) · Bun ${Bun.version} · ${cpu} × ${cpus().length} · ${process.platform}/${process.arch} · ${new Date().toISOString()}`,
-  `${args.items} items per loop. Median wall time of N runs after one warm-up run (page cache warm); CPU ms is the median user+sys time of the child; peak RSS the highest ru_maxrss of the runs; load the 1-minute load average (${cpus().length} CPUs) when the row was measured.`,
+  `${args.items} items per loop. Median wall time of N runs after one warm-up run (page cache warm); CPU ms is the median user+sys time of the child; peak RSS is measured on the warm-up run with ${RSS_METHOD}; load the 1-minute load average (${cpus().length} CPUs) when the row was measured.`,
   "",
   line(header),
   line(header.map(() => "---")),

@@ -22,7 +22,7 @@ const pkg = (name: string) => JSON.stringify(Bun.resolveSync(name, ROOT));
 
 // Each probe prints the version and references its import only on a branch never taken, so the
 // import's module evaluation is all it adds.
-const PROBES: Record<string, string> = {
+const PROBES: Record<string, string | { src: string; flags: string[] }> = {
   floor: `console.log("0.1.0"); export {};`,
   "Bun.write(Bun.stdout)": `await Bun.write(Bun.stdout, "0.1.0\\n"); export {};`,
   "process.stdout.write": `process.stdout.write("0.1.0\\n");`,
@@ -38,6 +38,10 @@ const PROBES: Record<string, string> = {
   'import "consola"': `import { createConsola } from ${pkg("consola")}; if (process.argv[2] === "x") console.log(createConsola); console.log("0.1.0");`,
   'import "consola/core"': `import { createConsola } from ${pkg("consola/core")}; if (process.argv[2] === "x") console.log(createConsola); console.log("0.1.0");`,
   'await import("consola") (lazy)': `if (process.argv[2] === "x") console.log(await import(${pkg("consola")})); console.log("0.1.0"); export {};`,
+  'await import("consola") (lazy) + --splitting': {
+    src: `if (process.argv[2] === "x") console.log(await import(${pkg("consola")})); console.log("0.1.0"); export {};`,
+    flags: ["--splitting"],
+  },
   'import "@clack/prompts"': `import * as c from ${pkg("@clack/prompts")}; if (process.argv[2] === "x") console.log(c); console.log("0.1.0");`,
   "import cmd/tools.ts (every tool)": `import { TOOLS } from ${JSON.stringify(join(ROOT, "cmd", "tools.ts"))}; if (process.argv[2] === "x") console.log(TOOLS); console.log("0.1.0");`,
 };
@@ -45,12 +49,13 @@ const PROBES: Record<string, string> = {
 mkdirSync(DIR, { recursive: true });
 const bins: [string, string[]][] = [];
 let i = 0;
-for (const [name, src] of Object.entries(PROBES)) {
+for (const [name, probe] of Object.entries(PROBES)) {
+  const { src, flags } = typeof probe === "string" ? { src: probe, flags: [] as string[] } : probe;
   const file = join(DIR, `p${i}.ts`);
   const out = join(DIR, `p${i}`);
   i++;
   writeFileSync(file, src + "\n");
-  const r = Bun.spawnSync([process.execPath, "build", "--compile", "--bytecode", "--format=esm", "--minify", file, "--outfile", out], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
+  const r = Bun.spawnSync([process.execPath, "build", "--compile", "--bytecode", "--format=esm", "--minify", ...flags, file, "--outfile", out], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
   if (r.exitCode !== 0) {
     process.stderr.write(`probe ${name}: build failed: ${r.stderr.toString().slice(0, 300)}\n`);
     continue;

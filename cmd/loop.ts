@@ -67,7 +67,7 @@ function unavailable(prog: string, name: string): void {
 
 async function entry(self: string, args: string[]): Promise<void> {
   const linked = toolFromName(self);
-  if (linked !== null && args.length === 1 && (args[0] === "--version" || args[0] === "-V")) {
+  if (linked !== null && args.length === 1 && args[0] === "--version") {
     process.stdout.write(`${VERSION}\n`); // the fast path: nothing else is loaded
     return;
   }
@@ -110,7 +110,7 @@ async function entry(self: string, args: string[]): Promise<void> {
   }
   if (first.startsWith("-")) return fail("loop", `unknown option ${JSON.stringify(first)} (usage: loop <tool> [options])`);
   const t = toolFor(first);
-  if (t && rest.length === 1 && (rest[0] === "--version" || rest[0] === "-V")) {
+  if (t && rest.length === 1 && rest[0] === "--version") {
     process.stdout.write(`${VERSION}\n`);
     return;
   }
