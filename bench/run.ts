@@ -8,8 +8,9 @@
 // Generated roots are cached under bench/out/ (git-ignored), keyed by size, item count and a hash
 // of the generator and the library files that decide the log's format (events, reducer, rows,
 // canonical JSON), so a change to the event vocabulary regenerates them; a cached root that the
-// binary no longer replays cleanly is regenerated once too. The binary is dist/loop (built with `bun run build` when missing or
-// with --rebuild), copied to bench/out/bin/loop first so a concurrent rebuild cannot swap it mid-run.
+// binary no longer replays cleanly is regenerated once too. The binary is dist/loop (built with
+// `bun run build` when missing or with --rebuild), copied to bench/out/bin/loop first so a
+// concurrent rebuild cannot swap it mid-run.
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { join, resolve } from "node:path";

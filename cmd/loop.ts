@@ -68,7 +68,7 @@ function unavailable(prog: string, name: string): void {
 async function entry(self: string, args: string[]): Promise<void> {
   const linked = toolFromName(self);
   if (linked !== null && args.length === 1 && args[0] === "--version") {
-    process.stdout.write(`${VERSION}\n`); // the fast path: nothing else is loaded
+    await Bun.write(Bun.stdout, `${VERSION}\n`); // the fast path: nothing else is loaded
     return;
   }
   if (linked !== null) {
@@ -89,7 +89,7 @@ async function entry(self: string, args: string[]): Promise<void> {
     process.exit(await runSessionWrapper(rest));
   }
   if (first === "--version" || first === "-V") {
-    process.stdout.write(`${VERSION}\n`);
+    await Bun.write(Bun.stdout, `${VERSION}\n`);
     return;
   }
   if (first === "--help" || first === "-h" || first === "help") {
@@ -99,7 +99,7 @@ async function entry(self: string, args: string[]): Promise<void> {
       if ((CONTRACT_TOOLS as readonly string[]).includes(rest[0])) return unavailable("loop", rest[0]);
       return fail("loop", `unknown tool ${JSON.stringify(rest[0])} (tools: ${Object.keys(TOOLS).join(", ")})`);
     }
-    process.stdout.write(USAGE);
+    await Bun.write(Bun.stdout, USAGE);
     return;
   }
   if (first === undefined) {
@@ -111,7 +111,7 @@ async function entry(self: string, args: string[]): Promise<void> {
   if (first.startsWith("-")) return fail("loop", `unknown option ${JSON.stringify(first)} (usage: loop <tool> [options])`);
   const t = toolFor(first);
   if (t && rest.length === 1 && rest[0] === "--version") {
-    process.stdout.write(`${VERSION}\n`);
+    await Bun.write(Bun.stdout, `${VERSION}\n`);
     return;
   }
   if (t) return main(t, rest);

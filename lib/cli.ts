@@ -6,7 +6,7 @@ import { parseArgs as nodeParseArgs } from "node:util";
 import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { ArgsDef } from "citty";
-import { createConsola, type ConsolaInstance } from "consola";
+import { createConsola, type ConsolaInstance } from "consola/core";
 import { DefinitionError } from "./definition.ts";
 import { RefError } from "./refs.ts";
 import { UnknownItemError } from "./selectors.ts";
@@ -197,27 +197,74 @@ export function classifyError(err: unknown): { exit: number; code: string; messa
   return { exit: EXIT.problem, code: "internal", message };
 }
 
+/** Where a tool writes. The defaults write through Bun.write: touching process.stdout/stderr costs
+ * a compiled binary ~20 ms at start-up, and isatty is asked only when the format must be guessed. */
+export interface OutStream {
+  write(s: string): unknown;
+  readonly isTTY?: boolean;
+}
+
+class FdStream implements OutStream {
+  private pending: Promise<unknown> = Promise.resolve();
+  private tty: boolean | undefined;
+  constructor(
+    private readonly fd: 1 | 2,
+    private readonly target: typeof Bun.stdout,
+  ) {}
+  write(s: string) {
+    this.pending = this.pending.then(() => Bun.write(this.target, s));
+    return true;
+  }
+  get isTTY(): boolean {
+    return (this.tty ??= require("node:tty").isatty(this.fd));
+  }
+  flush(): Promise<unknown> {
+    return this.pending;
+  }
+}
+
 export interface RunOptions {
   argv: string[];
-  stdout?: { write(s: string): unknown; isTTY?: boolean };
-  stderr?: { write(s: string): unknown; isTTY?: boolean };
+  stdout?: OutStream;
+  stderr?: OutStream;
   stdinIsTTY?: boolean;
   env?: Record<string, string | undefined>;
   cwd?: string;
 }
 
+function makeLogger(stderr: OutStream, color: () => boolean): ConsolaInstance {
+  const paint = (code: number, s: string) => (color() ? `\x1b[${code}m${s}\x1b[39m` : s);
+  return createConsola({
+    level: 3,
+    reporters: [
+      {
+        log(o) {
+          const text = o.args.map((a) => (a instanceof Error ? a.message : typeof a === "string" ? a : JSON.stringify(a))).join(" ");
+          const tag = o.level <= 0 ? paint(31, "error") : o.level === 1 ? paint(33, "warn") : o.level >= 4 ? "debug" : "";
+          stderr.write(`${tag ? `${tag}: ` : ""}${text}\n`);
+        },
+      },
+    ],
+  });
+}
+
 /** Run a tool to completion and return its exit code; never throws for user errors. */
 export async function runTool(tool: Tool, opts: RunOptions): Promise<number> {
   const env = opts.env ?? process.env;
-  const stdout = opts.stdout ?? process.stdout;
-  const stderr = opts.stderr ?? process.stderr;
-  const stderrColor = wantColor(stderr, env);
-  const log = createConsola({
-    level: 3,
-    formatOptions: { colors: stderrColor, date: false, compact: true },
-    stdout: stderr as NodeJS.WriteStream,
-    stderr: stderr as NodeJS.WriteStream,
-  });
+  const out = opts.stdout ? null : new FdStream(1, Bun.stdout);
+  const errOut = opts.stderr ? null : new FdStream(2, Bun.stderr);
+  const stdout: OutStream = opts.stdout ?? out!;
+  const stderr: OutStream = opts.stderr ?? errOut!;
+  try {
+    return await runParsed(tool, opts, env, stdout, stderr);
+  } finally {
+    await out?.flush();
+    await errOut?.flush();
+  }
+}
+
+async function runParsed(tool: Tool, opts: RunOptions, env: Record<string, string | undefined>, stdout: OutStream, stderr: OutStream): Promise<number> {
+  const log = makeLogger(stderr, () => wantColor(stderr, env));
   let args: Record<string, unknown>;
   try {
     args = parseArgv(opts.argv, allArgs(tool));
@@ -241,13 +288,18 @@ export async function runTool(tool: Tool, opts: RunOptions): Promise<number> {
   if (args.quiet) log.level = 1;
   if (args.verbose) log.level = 4;
   const format: Format = args.json ? "json" : args.text ? "text" : stdout.isTTY ? "text" : "json";
+  let stdinTTY = opts.stdinIsTTY;
   const ctx: Context = {
     format,
-    color: wantColor(stdout, env),
+    get color() {
+      return format === "text" && wantColor(stdout, env);
+    },
     log,
     out: (text) => void stdout.write(text.endsWith("\n") ? text : text + "\n"),
     outJson: (doc) => void stdout.write(JSON.stringify(doc, null, 2) + "\n"),
-    stdinIsTTY: opts.stdinIsTTY ?? Boolean(process.stdin.isTTY),
+    get stdinIsTTY() {
+      return (stdinTTY ??= require("node:tty").isatty(0));
+    },
     cwd: opts.cwd ?? process.cwd(),
     env,
   };

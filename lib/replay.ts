@@ -121,7 +121,7 @@ export function foldAndCheck(db: Database): FoldResult {
 function allRows(p: Projection): Map<string, string> {
   const m = new Map<string, string>();
   const lr = loopRow(p);
-  m.set("proj_loop", `${lr.seq}|${lr.hash}|${lr.state}|${lr.body}`);
+  m.set("proj_loop", `${lr.seq}|${lr.hash}|${lr.state}|${lr.body}|${lr.state_sha}`);
   for (const id of Object.keys(p.items)) {
     const rows = itemRows(p.items[id]!);
     for (const t of ITEM_TABLES) if (rows[t] !== null) m.set(`${t}[${id}]`, rows[t]!);
@@ -146,6 +146,8 @@ export function compareProjection(db: Database, p: Projection): Finding[] {
   const fl = loopRow(p);
   if (lr.seq !== fl.seq || lr.hash !== fl.hash)
     out.push({ code: "projection_mismatch", seq: lr.seq, message: `proj_loop is at seq ${lr.seq}, the fold at seq ${fl.seq}` });
+  if (lr.state_sha !== fl.state_sha)
+    out.push({ code: "projection_mismatch", message: `proj_loop.state_sha is ${lr.state_sha}, the fold's state.json hashes to ${fl.state_sha}` });
   if (lr.body !== fl.body || lr.state !== fl.state)
     out.push({ code: "projection_mismatch", message: `proj_loop differs: ${describeRowDiff(lr.body, fl.body)}` });
   const stored = readItemRows(db);

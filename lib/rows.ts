@@ -1,6 +1,7 @@
 // How a projection is laid out in the projection tables, and back. Each row body is canonical JSON,
 // so "table equals fold" is a string comparison, row by row.
-import { canonicalJson } from "./canonical.ts";
+import { canonicalJson, sha256Hex } from "./canonical.ts";
+import { jsonText, stateDocument } from "./materialize.ts";
 import type { ItemState, LoopRecord, Projection } from "./reducer.ts";
 
 export const ITEM_TABLES = ["proj_items", "proj_sessions", "proj_control", "proj_ledgers", "proj_workspaces"] as const;
@@ -11,6 +12,8 @@ export interface LoopRow {
   hash: string;
   state: string;
   body: string;
+  /** sha256 of the state.json text this projection materializes to: status compares a file hash. */
+  state_sha: string;
 }
 
 /** Split one item into the rows of each table; null means "no row". */
@@ -39,7 +42,13 @@ export function itemRows(it: ItemState): Record<ItemTable, string | null> {
 }
 
 export function loopRow(p: Projection): LoopRow {
-  return { seq: p.seq, hash: p.hash, state: p.loop.state, body: canonicalJson({ loop: p.loop, order: p.order }) };
+  return {
+    seq: p.seq,
+    hash: p.hash,
+    state: p.loop.state,
+    body: canonicalJson({ loop: p.loop, order: p.order }),
+    state_sha: sha256Hex(jsonText(stateDocument(p))),
+  };
 }
 
 export function itemFromRows(rows: Record<ItemTable, string | null>): ItemState {

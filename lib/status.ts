@@ -1,7 +1,8 @@
 // `loop status`: the loop and its items from the projection, checked against the log head and
 // state.json, with session liveness observed from outside. Reads a snapshot; writes nothing.
 import { readFileSync } from "node:fs";
-import { headOf, readProjection, withReadSnapshot } from "./store.ts";
+import { headOf, readLoopRow, readProjection, withReadSnapshot } from "./store.ts";
+import { sha256Hex } from "./canonical.ts";
 import { statePaths } from "./paths.ts";
 import { counts, jsonText, lastVerify, stateDocument } from "./materialize.ts";
 import { jsonDiff } from "./diff.ts";
@@ -27,7 +28,7 @@ export function statusReport(stateRoot: string, workItems: string[] = []) {
       findings.push({ code: "projection_ahead", seq: head.seq, message: `projection is at seq ${p.seq}, beyond the log head ${head.seq}` });
     else if (p.hash !== head.hash)
       findings.push({ code: "projection_hash_mismatch", seq: p.seq, message: `projection hash differs from the log's at seq ${p.seq}` });
-    findings.push(...checkStateFile(statePaths(stateRoot).stateJson, stateDocument(p)));
+    findings.push(...checkStateFile(statePaths(stateRoot).stateJson, readLoopRow(db).state_sha, () => stateDocument(p)));
     const items = selected.map((id) => {
       const it = p.items[id]!;
       const s = it.session;
@@ -85,13 +86,19 @@ export function statusReport(stateRoot: string, workItems: string[] = []) {
 
 export type StatusReport = ReturnType<typeof statusReport>;
 
-export function checkStateFile(path: string, expected: unknown): Finding[] {
+/**
+ * Compare state.json with the projection: first by hash (the projection stores the sha256 of the
+ * text it materializes to), and only when that differs by rendering the expected document.
+ */
+export function checkStateFile(path: string, expectedSha: string, expectedDoc: () => unknown): Finding[] {
   let text: string;
   try {
     text = readFileSync(path, "utf8");
   } catch {
     return [{ code: "state_file_missing", message: `${path} is missing (the next \`loop run\` rewrites it)` }];
   }
+  if (sha256Hex(text) === expectedSha) return [];
+  const expected = expectedDoc();
   if (text === jsonText(expected)) return [];
   let doc: unknown;
   try {

@@ -39,7 +39,7 @@ CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events
 CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events
   BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
 CREATE TABLE IF NOT EXISTS proj_loop(id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL,
-  hash TEXT NOT NULL, state TEXT NOT NULL, body TEXT NOT NULL);
+  hash TEXT NOT NULL, state TEXT NOT NULL, body TEXT NOT NULL, state_sha TEXT NOT NULL);
 ${ITEM_TABLES.map((t) => `CREATE TABLE IF NOT EXISTS ${t}(item TEXT PRIMARY KEY, body TEXT NOT NULL);`).join("\n")}
 CREATE TABLE IF NOT EXISTS lease(id INTEGER PRIMARY KEY CHECK (id = 1), owner TEXT NOT NULL,
   pid INTEGER NOT NULL, host TEXT NOT NULL, started TEXT NOT NULL, expires TEXT NOT NULL);
@@ -157,11 +157,12 @@ export class Store {
         this.db.run("INSERT INTO meta(key, value) VALUES ('schema', ?)", [String(SCHEMA_VERSION)]);
         const p = emptyProjection();
         const row = loopRow(p);
-        this.db.run("INSERT INTO proj_loop(id, seq, hash, state, body) VALUES (1, ?, ?, ?, ?)", [
+        this.db.run("INSERT INTO proj_loop(id, seq, hash, state, body, state_sha) VALUES (1, ?, ?, ?, ?, ?)", [
           row.seq,
           row.hash,
           row.state,
           row.body,
+          row.state_sha,
         ]);
         this.append([{ type: "store_opened", payload: { schema: SCHEMA_VERSION, tool: "loop" }, actor }]);
       })
@@ -260,15 +261,18 @@ export class Store {
    * always written with synchronous=FULL. This halves the fsyncs of a tick that only observes.
    */
   acquireLease(ttlMs: number, isAlive: (pid: number) => boolean, now = new Date()): LeaseResult {
+    // The safety level cannot change inside a transaction: a takeover is retried with FULL.
     this.db.run("PRAGMA synchronous = NORMAL");
+    let r: LeaseResult | "takeover";
     try {
-      return this.takeLease(ttlMs, isAlive, now);
+      r = this.takeLease(ttlMs, isAlive, now, false);
     } finally {
       this.db.run("PRAGMA synchronous = FULL");
     }
+    return r === "takeover" ? (this.takeLease(ttlMs, isAlive, now, true) as LeaseResult) : r;
   }
 
-  private takeLease(ttlMs: number, isAlive: (pid: number) => boolean, now: Date): LeaseResult {
+  private takeLease(ttlMs: number, isAlive: (pid: number) => boolean, now: Date, mayTakeOver: boolean): LeaseResult | "takeover" {
     return this.tx(() => {
       const cur = this.db.query("SELECT owner, pid, host, started, expires FROM lease WHERE id = 1").get() as Lease | null;
       const host = hostname();
@@ -277,8 +281,8 @@ export class Store {
         const expired = Date.parse(cur.expires) <= now.getTime();
         const dead = cur.host === host && !isAlive(cur.pid);
         if (!expired && !dead) return { ok: false as const, holder: cur };
+        if (!mayTakeOver) return "takeover" as const;
         tookOver = cur;
-        this.db.run("PRAGMA synchronous = FULL");
         this.append([
           { type: "lease_taken_over", payload: { previous: { ...cur }, why: dead ? "dead" : "expired" } },
         ]);
@@ -344,7 +348,7 @@ function checkSchema(db: Database, where: string) {
 }
 
 export function readLoopRow(db: Database): LoopRow {
-  const r = db.query("SELECT seq, hash, state, body FROM proj_loop WHERE id = 1").get() as LoopRow | null;
+  const r = db.query("SELECT seq, hash, state, body, state_sha FROM proj_loop WHERE id = 1").get() as LoopRow | null;
   if (!r) throw new StoreError("corrupt_store", "projection table proj_loop has no row");
   return r;
 }
@@ -373,7 +377,7 @@ export function readProjection(db: Database): Projection {
 
 function writeProjection(db: Database, p: Projection, touched: Set<string>) {
   const lr = loopRow(p);
-  db.run("UPDATE proj_loop SET seq = ?, hash = ?, state = ?, body = ? WHERE id = 1", [lr.seq, lr.hash, lr.state, lr.body]);
+  db.run("UPDATE proj_loop SET seq = ?, hash = ?, state = ?, body = ?, state_sha = ? WHERE id = 1", [lr.seq, lr.hash, lr.state, lr.body, lr.state_sha]);
   for (const id of touched) {
     const it = p.items[id];
     if (!it) continue;
