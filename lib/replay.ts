@@ -48,7 +48,6 @@ export function foldAndCheck(db: Database): FoldResult {
   let expectSeq = 1;
   let prevHash = GENESIS_HASH;
   let n = 0;
-  const hasher = new Bun.CryptoHasher("sha256");
   for (const r of iterateEvents(db)) {
     n++;
     if (r.seq !== expectSeq) {
@@ -60,7 +59,7 @@ export function foldAndCheck(db: Database): FoldResult {
       chainOk = false;
     }
     if (chainOk || findings.every((f) => f.code !== "event_chain_broken")) {
-      const computed = hasher.update(hashInput(r, r.payload)).digest("hex");
+      const computed = Bun.SHA256.hash(hashInput(r, r.payload), "hex");
       if (computed !== r.hash || r.prev_hash !== prevHash) {
         if (!findings.some((f) => f.code === "event_chain_broken"))
           findings.push({

@@ -340,6 +340,7 @@ function checkSchema(db: Database, where: string) {
     for (const t of ["events", "proj_loop", ...ITEM_TABLES, "lease"])
       if (!db.query("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?").get(t))
         throw new Error(`table ${t} is missing`);
+    db.query("SELECT seq, hash, state, body, state_sha FROM proj_loop LIMIT 0").all();
   } catch (err) {
     throw new StoreError("corrupt_store", `store under ${where} is not a loop store: ${(err as Error).message}`);
   }
@@ -459,10 +460,12 @@ export function withReadSnapshot<T>(stateRoot: string, fn: (snap: ReadSnapshot) 
     try {
       result = fn(snap);
     } catch (err) {
-      if (err instanceof StoreError || attempt >= 4) throw err;
+      // An SQLite error while a writer changed the files may be a torn read: read again.
+      // Anything else (or files that did not change) is a real error.
       const code = (err as { code?: string }).code ?? "";
-      if (!code.startsWith("SQLITE")) throw err;
-      continue; // a torn read under a concurrent checkpoint: read again
+      const changed = fileSig(path) + "|" + fileSig(`${path}-wal`) !== before;
+      if (err instanceof StoreError || attempt >= 4 || !code.startsWith("SQLITE") || !changed) throw err;
+      continue;
     } finally {
       snap.close();
     }
@@ -471,9 +474,17 @@ export function withReadSnapshot<T>(stateRoot: string, fn: (snap: ReadSnapshot) 
   }
 }
 
-export function* iterateEvents(db: Database, fromSeq = 1): Generator<EventRow> {
-  const stmt = db.query("SELECT seq, id, ts, type, actor, item, payload, prev_hash, hash FROM events WHERE seq >= ? ORDER BY seq");
-  for (const r of stmt.iterate(fromSeq) as IterableIterator<EventRow>) yield r;
+/** Events in seq order, read in pages (measured faster than a row-by-row cursor, in bounded memory). */
+export function* iterateEvents(db: Database, fromSeq = 1, pageSize = 10_000): Generator<EventRow> {
+  const page = db.query(
+    "SELECT seq, id, ts, type, actor, item, payload, prev_hash, hash FROM events WHERE seq >= ? ORDER BY seq LIMIT ?",
+  );
+  for (let next = fromSeq; ; ) {
+    const rows = page.all(next, pageSize) as EventRow[];
+    yield* rows;
+    if (rows.length < pageSize) return;
+    next = rows[rows.length - 1]!.seq + 1;
+  }
 }
 
 export { headOf };
