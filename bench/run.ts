@@ -378,4 +378,9 @@ const out = [
 ];
 for (const r of results) for (const p of r.problems) out.push(`- problem at ${human(r.n)}: ${p}`);
 process.stdout.write(out.join("\n") + "\n");
+
+// The dispatch step's own ticks (issue 3): a launch tick and an observing tick, same binary.
+const tick = Bun.spawnSync([BUN, join(ROOT, "bench", "tick.ts"), "--bin", bin], { stdout: "pipe", stderr: "inherit" });
+process.stdout.write("\n" + tick.stdout.toString());
+if (tick.exitCode !== 0) process.exitCode = 1;
 process.exitCode = results.some((r) => r.problems.length) ? 1 : 0;
