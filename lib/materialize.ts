@@ -1,7 +1,8 @@
 // Materializations: files derived from the log for people and other tools. Each is a pure
 // function of the projection (or of the events, for RUNLOG.md), written after the commit with an
 // atomic rename, and rewritten by the next step if a crash cut it short. Replay recomputes them.
-import { appendFileSync, existsSync, readFileSync, rmSync } from "node:fs";
+import { appendFileSync, closeSync, existsSync, fstatSync, openSync, readFileSync, readSync, rmSync, truncateSync } from "node:fs";
+import { sha256Hex } from "./canonical.ts";
 import { writeFileAtomic as writeAtomic } from "./fsutil.ts";
 import type { Database } from "bun:sqlite";
 import type { Projection } from "./reducer.ts";
@@ -111,10 +112,17 @@ export function materialize(stateRoot: string, p: Projection, db: Database): str
   const paths = statePaths(stateRoot);
   const changed: string[] = [];
   failpoint("materialize:before");
-  const state = jsonText(stateDocument(p));
-  if (readOrNull(paths.stateJson) !== state) {
-    writeAtomic(paths.stateJson, state);
-    changed.push("state.json");
+  // The projection row stores the sha256 of the state.json it materializes to: a current file
+  // costs one hash instead of rendering every item.
+  const onFile = readOrNull(paths.stateJson);
+  const row = db.query("SELECT seq, state_sha FROM proj_loop WHERE id = 1").get() as { seq: number; state_sha: string } | null;
+  const current = onFile !== null && row?.seq === p.seq && sha256Hex(onFile) === row.state_sha;
+  if (!current) {
+    const state = jsonText(stateDocument(p));
+    if (onFile !== state) {
+      writeAtomic(paths.stateJson, state);
+      changed.push("state.json");
+    }
   }
   failpoint("materialize:after_state");
   const term = terminalDocument(p);
@@ -137,7 +145,10 @@ export function materialize(stateRoot: string, p: Projection, db: Database): str
 // order. Each block is fenced by seq markers, so a repair keeps every complete block, drops a
 // torn tail and appends what is missing: append-only and idempotent.
 
-const END_MARK = /<!-- \/loop:seq=(\d+) -->\n/g;
+const END_OPEN = "<!-- /loop:seq=";
+const END_CLOSE = " -->\n";
+/** How much of RUNLOG.md's end is read to find the last complete block (the file grows forever). */
+const TAIL_BYTES = 256 * 1024;
 
 export function runlogBlock(e: { seq: number; ts: string; type: string; actor: string; item: string | null; payload: any }): string {
   const pl = e.payload;
@@ -155,27 +166,54 @@ export function runlogBlock(e: { seq: number; ts: string; type: string; actor: s
 const HEADER = "# RUNLOG\n\nOne block per decided attempt, appended by `loop run`. Generated from the event log; do not edit.\n\n";
 
 export function repairRunlog(path: string, db: Database): boolean {
-  const text = readOrNull(path);
-  let keep = HEADER;
-  let lastSeq = 0;
-  if (text !== null && text.startsWith(HEADER)) {
-    let end = HEADER.length;
-    for (const m of text.matchAll(END_MARK)) {
-      lastSeq = Number(m[1]);
-      end = m.index! + m[0].length + (text.startsWith("\n", m.index! + m[0].length) ? 1 : 0);
-    }
-    keep = text.slice(0, end);
-  }
+  const found = lastCompleteBlock(path);
   const rows = db
     .query("SELECT seq, ts, type, actor, item, payload FROM events WHERE seq > ? AND type IN ('item_settled','item_requeued') ORDER BY seq")
-    .all(lastSeq) as { seq: number; ts: string; type: string; actor: string; item: string | null; payload: string }[];
+    .all(found?.lastSeq ?? 0) as { seq: number; ts: string; type: string; actor: string; item: string | null; payload: string }[];
   const add = rows.map((r) => runlogBlock({ ...r, payload: JSON.parse(r.payload) })).join("");
-  if (text !== null && keep === text && add === "") return false;
-  if (text === null || keep !== text) {
-    // Missing, foreign or torn: rewrite the kept prefix first (atomic), then append.
-    writeAtomic(path, keep + add);
-  } else {
-    appendFileSync(path, add);
+  if (!found) {
+    // Missing or foreign: written anew from the log (atomic).
+    writeAtomic(path, HEADER + add);
+    return true;
   }
-  return true;
+  if (found.keepBytes < found.size) truncateSync(path, found.keepBytes); // a torn tail from a crash
+  const text = (found.blankMissing ? "\n" : "") + add;
+  if (text) appendFileSync(path, text);
+  return text !== "" || found.keepBytes < found.size;
+}
+
+/**
+ * The end of the last complete block of RUNLOG.md, read from the file's tail only: its seq and the
+ * byte length to keep. Null when the file is missing or is not a RUNLOG (then it is rewritten).
+ */
+function lastCompleteBlock(path: string): { lastSeq: number; keepBytes: number; size: number; blankMissing: boolean } | null {
+  let fd: number;
+  try {
+    fd = openSync(path, "r");
+  } catch {
+    return null;
+  }
+  try {
+    const size = fstatSync(fd).size;
+    const head = Buffer.alloc(Math.min(size, HEADER.length));
+    readSync(fd, head, 0, head.length, 0);
+    if (head.toString("utf8") !== HEADER) return null;
+    for (let window = TAIL_BYTES; ; window *= 4) {
+      const start = Math.max(HEADER.length, size - window);
+      const buf = Buffer.alloc(size - start);
+      readSync(fd, buf, 0, buf.length, start);
+      for (let at = buf.lastIndexOf(END_OPEN); at >= 0; at = at > 0 ? buf.lastIndexOf(END_OPEN, at - 1) : -1) {
+        const close = buf.indexOf(END_CLOSE, at);
+        const digits = close < 0 ? "" : buf.toString("latin1", at + END_OPEN.length, close);
+        if (!/^\d+$/.test(digits)) continue; // a marker cut short: look further back
+        let end = close + END_CLOSE.length;
+        const blankMissing = buf[end] !== 0x0a; // each block ends with a blank line
+        if (!blankMissing) end += 1;
+        return { lastSeq: Number(digits), keepBytes: start + end, size, blankMissing };
+      }
+      if (start === HEADER.length) return { lastSeq: 0, keepBytes: HEADER.length, size, blankMissing: false };
+    }
+  } finally {
+    closeSync(fd);
+  }
 }
