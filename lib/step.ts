@@ -3,8 +3,8 @@
 // loop is paused) or has nothing to do. Decisions come from lib/plan.ts; this module performs the
 // effects in "reserve, act, record" order so a kill at any point is recovered by the next step.
 import { accessSync, constants, existsSync, mkdirSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
-import { git } from "./git.ts";
+import { dirname, join, resolve } from "node:path";
+import { git, GitError } from "./git.ts";
 import { readTextOrNull } from "./fsutil.ts";
 import type { ConsolaInstance } from "consola";
 import { type NormDefinition, definitionHash, itemBranch, loadDefinition } from "./definition.ts";
@@ -410,6 +410,13 @@ function redactLong(s: string): string {
   return s.length > 200 ? `${s.slice(0, 120)}… (${s.length} chars)` : s;
 }
 
+function insideGitWorkTree(dir: string): boolean {
+  for (let d = resolve(dir); ; d = dirname(d)) {
+    if (existsSync(join(d, ".git"))) return true;
+    if (dirname(d) === d) return false;
+  }
+}
+
 /** Why a runner's program cannot be started, or null. Relative paths are relative to the worktree (the session's cwd). */
 function programProblem(program: string, cwd: string): string | null {
   const path = !program.includes("/") ? Bun.which(program) : resolve(cwd, program);
@@ -434,7 +441,9 @@ export async function runStep(o: StepOptions): Promise<RunResult> {
     let outcome: { action: RunAction; item: string | null; reason: string | null };
     try {
       // Inside the try: a root that is not a git repository throws here, and the lease must still
-      // be released (else every later step records a lease_taken_over from this dead pid).
+      // be released (else every later step records a lease_taken_over from this dead pid). The
+      // check looks for .git on disk: asking git costs an observing tick a process spawn.
+      if (!insideGitWorkTree(o.root)) throw new GitError(["rev-parse"], 128, `${o.root} is not a git repository (nor inside one)`);
       step = new Step(store, def, o, got.lease);
       step.materialize();
       step.importDefinition();

@@ -50,7 +50,9 @@ function mainDefinition(launchLog: string, maxAttempts = 2, timeouts = TIMEOUTS)
       { id: "add-docs", prompt: "Write a README.\n@demo write README.md # tiny\\nA demo project.\n@demo commit docs: add README", verify: "test -s README.md" },
       {
         id: "add-license",
-        prompt: "Add a LICENSE (forgotten on the first attempt).\n@demo attempt 1 write NOTES.md later\n@demo attempt 2 write LICENSE MIT License",
+        // Every attempt after the first passes: a launch interrupted by a kill advances the attempt
+        // number without running, so the passing attempt must not be pinned to attempt 2.
+        prompt: "Add a LICENSE (forgotten on the first attempt).\n@demo attempt 1 write NOTES.md later\n@demo attempt 1 exit 0\n@demo write LICENSE MIT License",
         verify: "test -s LICENSE",
       },
       { id: "add-changelog", prompt: "Add a CHANGELOG.\n@demo write CHANGELOG.md - added README.md", dependsOn: ["add-docs"], verify: "test -s README.md && test -s CHANGELOG.md" },
