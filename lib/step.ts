@@ -448,7 +448,7 @@ export async function runStep(o: StepOptions): Promise<RunResult> {
       step.materialize();
       step.importDefinition();
       outcome = await step.run();
-      step.materialize();
+      if (step.transitions.length) step.materialize(); // the first call already repaired the files
     } finally {
       store.releaseLease(got.lease);
     }
