@@ -424,7 +424,8 @@ describe("colour", () => {
     expect(plain.text).toContain("--work-item");
     expect(plain.text).not.toMatch(ANSI);
     // The control: without NO_COLOR the same TTY does get colour, so the check above means something.
-    const coloured = await cliOnTty(["status", "--help"], { env: { NO_COLOR: undefined } });
+    // citty's own colour detection also turns colour off under CI=true (as CI runs this suite).
+    const coloured = await cliOnTty(["status", "--help"], { env: { NO_COLOR: undefined, CI: undefined } });
     expect(coloured.code).toBe(0);
     expect(coloured.text).toMatch(ANSI);
   });
