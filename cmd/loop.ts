@@ -67,7 +67,7 @@ function unavailable(prog: string, name: string): void {
 
 async function entry(self: string, args: string[]): Promise<void> {
   const linked = toolFromName(self);
-  if (linked !== null && args.length === 1 && args[0] === "--version") {
+  if (linked !== null && isTool(linked) && args.length === 1 && args[0] === "--version") {
     await Bun.write(Bun.stdout, `${VERSION}\n`); // the fast path: nothing else is loaded
     return;
   }
