@@ -46,10 +46,10 @@ CREATE TABLE IF NOT EXISTS lease(id INTEGER PRIMARY KEY CHECK (id = 1), owner TE
 `;
 
 /** The exact text every event hash is computed over: canonical JSON of all other columns. */
-export function hashInput(
-  r: { seq: number; id: string; ts: string; type: string; actor: string; item: string | null; prev_hash: string },
-  payloadText: string,
-): string {
+/** Every column of an event row but the payload and the hash. */
+export type EventRowBase = { seq: number; id: string; ts: string; type: string; actor: string; item: string | null; prev_hash: string };
+
+export function hashInput(r: EventRowBase, payloadText: string): string {
   // Same bytes as canonicalJson({actor,id,item,payload,prev_hash,seq,ts,type}) once payloadText is
   // canonical and the strings were checked by canonicalJson at append; built by hand for replay speed.
   return (

@@ -10,17 +10,9 @@ import {
   type SettingsPayload,
   type StoredEvent,
 } from "../../lib/events.ts";
-import { hashInput } from "../../lib/store.ts";
+import { type EventRowBase, hashInput } from "../../lib/store.ts";
 
-export type RowBase = {
-  seq: number;
-  id: string;
-  ts: string;
-  type: string;
-  actor: string;
-  item: string | null;
-  prev_hash: string;
-};
+export type RowBase = EventRowBase;
 
 /** Seal one event row: canonical payload, hash over every other column. */
 export function seal(base: RowBase, payload: unknown): StoredEvent {
