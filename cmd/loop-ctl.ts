@@ -6,7 +6,6 @@ import { actorName } from "../lib/actor.ts";
 import { applyCtl, CtlBusy, CtlRefused, CTL_VERBS, type CtlVerb, DESTRUCTIVE_VERBS, ITEM_VERBS, planCtl } from "../lib/ctl.ts";
 import { resolveSelectors } from "../lib/selectors.ts";
 import { confirmOrRefuse } from "../lib/confirm.ts";
-import { DeclinedError } from "../lib/cli.ts";
 
 export const tool = defineTool({
   name: "loop-ctl",
@@ -70,7 +69,6 @@ export const tool = defineTool({
         ctx.log.warn(err.message);
         return EXIT.busy;
       }
-      if (err instanceof DeclinedError) throw err;
       throw err;
     }
   },

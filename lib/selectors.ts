@@ -1,7 +1,7 @@
 // Resolving --work-item values against the loop's items. Fail closed: every value must parse and
 // match an item, or nothing is selected and the whole command stops.
 import type { Projection } from "./reducer.ts";
-import { parseSelector, RefError } from "./refs.ts";
+import { parseSelector } from "./refs.ts";
 
 export class UnknownItemError extends Error {
   override name = "UnknownItemError";
@@ -20,5 +20,3 @@ export function resolveSelectors(p: Projection, values: string[]): string[] {
   }
   return out;
 }
-
-export { RefError };
