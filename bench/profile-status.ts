@@ -4,14 +4,14 @@
 //   bun bench/profile-status.ts --root DIR [--root DIR2 …] [--passes 15]
 //
 // Times the phases of lib/status.ts in-process (median of --passes): opening the read snapshot, the
-// log head, reading and parsing the projection tables, building state.json's document and comparing
-// it with the file, the whole statusReport(), and JSON.stringify of the report. Sizes of state.json
+// log head, reading and parsing the projection tables (status's path when state.json does not match),
+// building state.json's document, reading state.json (status's usual path), the whole statusReport(), and JSON.stringify of the report. Sizes of state.json
 // and of the JSON output are printed too, because they, not the log length, drive status's cost.
 import { statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { jsonText, stateDocument } from "../lib/materialize.ts";
-import { checkStateFile, statusReport } from "../lib/status.ts";
+import { stateView, statusReport } from "../lib/status.ts";
 import { headOf, readItemRows, readLoopRow, readProjection, withReadSnapshot } from "../lib/store.ts";
 
 const { values } = parseArgs({
@@ -50,7 +50,7 @@ for (const root of roots) {
     const p = readProjection(db);
     c["stateDocument() + jsonText()"] = f(median(() => jsonText(stateDocument(p))));
     const sha = readLoopRow(db).state_sha;
-    c["checkStateFile() (read state.json, hash, compare)"] = f(median(() => checkStateFile(join(sr, "state.json"), sha, () => stateDocument(p))));
+    c["stateView() (read state.json, hash, parse)"] = f(median(() => stateView(join(sr, "state.json"), sha, () => p)));
   });
   c["open + close the snapshot"] = f(median(() => withReadSnapshot(sr, () => 0)));
   c["statusReport() total"] = f(median(() => statusReport(sr)));

@@ -56,6 +56,15 @@ Run \`loop <tool> --help\` for a tool's options. Exit codes: 0 ok, 1 problem fou
 3 declined, 75 busy, 130 interrupted (docs/cli/).
 `;
 
+/** stdout before any tool runs. A reader that went away (`loop --help | head -1`) is not an error. */
+async function print(text: string): Promise<void> {
+  try {
+    await Bun.write(Bun.stdout, text);
+  } catch (err) {
+    if ((err as { code?: string }).code !== "EPIPE") throw err;
+  }
+}
+
 function fail(prog: string, message: string): void {
   process.stderr.write(`${prog}: ${message}\n`);
   process.exitCode = 2;
@@ -68,7 +77,7 @@ function unavailable(prog: string, name: string): void {
 async function entry(self: string, args: string[]): Promise<void> {
   const linked = toolFromName(self);
   if (linked !== null && isTool(linked) && args.length === 1 && args[0] === "--version") {
-    await Bun.write(Bun.stdout, `${VERSION}\n`); // the fast path: nothing else is loaded
+    await print(`${VERSION}\n`); // the fast path: nothing else is loaded
     return;
   }
   if (linked !== null) {
@@ -89,7 +98,7 @@ async function entry(self: string, args: string[]): Promise<void> {
     process.exit(await runSessionWrapper(rest));
   }
   if (first === "--version" || first === "-V") {
-    await Bun.write(Bun.stdout, `${VERSION}\n`);
+    await print(`${VERSION}\n`);
     return;
   }
   if (first === "--help" || first === "-h" || first === "help") {
@@ -99,7 +108,7 @@ async function entry(self: string, args: string[]): Promise<void> {
       if ((CONTRACT_TOOLS as readonly string[]).includes(rest[0])) return unavailable("loop", rest[0]);
       return fail("loop", `unknown tool ${JSON.stringify(rest[0])} (tools: ${Object.keys(TOOLS).join(", ")})`);
     }
-    await Bun.write(Bun.stdout, USAGE);
+    await print(USAGE);
     return;
   }
   if (first === undefined) {
@@ -111,7 +120,7 @@ async function entry(self: string, args: string[]): Promise<void> {
   if (first.startsWith("-")) return fail("loop", `unknown option ${JSON.stringify(first)} (usage: loop <tool> [options])`);
   const t = toolFor(first);
   if (t && rest.length === 1 && rest[0] === "--version") {
-    await Bun.write(Bun.stdout, `${VERSION}\n`);
+    await print(`${VERSION}\n`);
     return;
   }
   if (t) return main(t, rest);

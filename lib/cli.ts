@@ -187,7 +187,7 @@ export function classifyError(err: unknown): { exit: number; code: string; messa
   if (err instanceof UnknownItemError) return { exit: EXIT.usage, code: "unknown_item", message };
   if (err instanceof DefinitionError) return { exit: EXIT.usage, code: "invalid_definition", message };
   if (err instanceof StoreError) {
-    const usage = err.code === "missing_store" || err.code === "corrupt_store";
+    const usage = err.code === "missing_store" || err.code === "corrupt_store" || err.code === "outdated_store";
     return { exit: usage ? EXIT.usage : EXIT.problem, code: err.code, message };
   }
   if (err instanceof IllegalEventError) return { exit: EXIT.problem, code: "illegal_event_sequence", message };
@@ -207,12 +207,21 @@ export interface OutStream {
 class FdStream implements OutStream {
   private pending: Promise<unknown> = Promise.resolve();
   private tty: boolean | undefined;
+  private readerGone = false;
   constructor(
     private readonly fd: 1 | 2,
     private readonly target: typeof Bun.stdout,
   ) {}
   write(s: string) {
-    this.pending = this.pending.then(() => Bun.write(this.target, s));
+    this.pending = this.pending
+      .then(() => (this.readerGone ? 0 : Bun.write(this.target, s)))
+      .catch((err: { code?: string }) => {
+        // The reader went away (`loop status | head -1`): the rest has nobody to read it, which is
+        // not the tool's failure; its exit code still says how the command went.
+        if (err?.code !== "EPIPE") throw err;
+        this.readerGone = true;
+        return 0;
+      });
     return true;
   }
   get isTTY(): boolean {

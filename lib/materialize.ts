@@ -27,7 +27,11 @@ export function lastVerify(p: Projection, id: string) {
   return null;
 }
 
-/** state.json: the loop and every item, as of the projection's seq. */
+/**
+ * state.json: the loop and every item, as of the projection's seq. `loop status` reports from this
+ * document (read from the file when its hash matches the projection's `state_sha`), so it carries
+ * every field status shows.
+ */
 export function stateDocument(p: Projection) {
   return {
     schema: "loop/state@1",
@@ -62,12 +66,16 @@ export function stateDocument(p: Projection) {
           ? {
               attempt: it.session.attempt,
               runner: it.session.runner,
+              model: it.session.model,
               pid: it.session.pid,
               tmux: it.session.tmux,
+              conversationId: it.session.conversationId,
+              log: it.session.log,
               startedAt: it.session.startedAt,
               endedAt: it.session.endedAt,
-              closed: it.session.closed !== null,
-              log: it.session.log,
+              closed: it.session.closed
+                ? { at: it.session.closed.at, how: it.session.closed.how, reason: it.session.closed.reason }
+                : null,
             }
           : null,
         lastVerify: lastVerify(p, id),

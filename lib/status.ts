@@ -1,14 +1,20 @@
 // `loop status`: the loop and its items from the projection, checked against the log head and
 // state.json, with session liveness observed from outside. Reads a snapshot; writes nothing.
+//
+// Status is a function of the state document (materialize.ts `stateDocument`). When state.json
+// hashes to the projection's own record of that document (`proj_loop.state_sha`, written in the
+// same transaction as the projection), the file *is* the projection's document and status reads it:
+// one sequential file instead of every projection row, which in a large log are spread over the
+// whole database file. Otherwise it renders the document from the projection tables and reports
+// how the file differs.
 import { readFileSync } from "node:fs";
 import { headOf, readLoopRow, readProjection, withReadSnapshot } from "./store.ts";
-import { sha256Hex } from "./canonical.ts";
 import { statePaths } from "./paths.ts";
-import { counts, jsonText, lastVerify, stateDocument } from "./materialize.ts";
+import { jsonText, stateDocument } from "./materialize.ts";
 import { jsonDiff } from "./diff.ts";
 import { sessionAlive } from "./liveness.ts";
-import { resolveSelectors } from "./selectors.ts";
-import { isInFlight } from "./reducer.ts";
+import { resolveSelectorsIn } from "./selectors.ts";
+import { isInFlight, type ItemStatus, type Projection } from "./reducer.ts";
 
 export interface Finding {
   code: string;
@@ -16,68 +22,53 @@ export interface Finding {
   message: string;
 }
 
+export type StateDocument = ReturnType<typeof stateDocument>;
+
 export function statusReport(stateRoot: string, workItems: string[] = []) {
   return withReadSnapshot(stateRoot, ({ db }) => {
     const head = headOf(db);
-    const p = readProjection(db);
-    const selected = workItems.length ? resolveSelectors(p, workItems) : p.order;
+    const lr = readLoopRow(db);
     const findings: Finding[] = [];
-    if (p.seq < head.seq)
-      findings.push({ code: "projection_behind", seq: p.seq + 1, message: `projection is at seq ${p.seq}, the log at seq ${head.seq}` });
-    else if (p.seq > head.seq)
-      findings.push({ code: "projection_ahead", seq: head.seq, message: `projection is at seq ${p.seq}, beyond the log head ${head.seq}` });
-    else if (p.hash !== head.hash)
-      findings.push({ code: "projection_hash_mismatch", seq: p.seq, message: `projection hash differs from the log's at seq ${p.seq}` });
-    findings.push(...checkStateFile(statePaths(stateRoot).stateJson, readLoopRow(db).state_sha, () => stateDocument(p)));
-    const items = selected.map((id) => {
-      const it = p.items[id]!;
+    if (lr.seq < head.seq)
+      findings.push({ code: "projection_behind", seq: lr.seq + 1, message: `projection is at seq ${lr.seq}, the log at seq ${head.seq}` });
+    else if (lr.seq > head.seq)
+      findings.push({ code: "projection_ahead", seq: head.seq, message: `projection is at seq ${lr.seq}, beyond the log head ${head.seq}` });
+    else if (lr.hash !== head.hash)
+      findings.push({ code: "projection_hash_mismatch", seq: lr.seq, message: `projection hash differs from the log's at seq ${lr.seq}` });
+    const view = stateView(statePaths(stateRoot).stateJson, lr.state_sha, () => readProjection(db));
+    findings.push(...view.findings);
+    const doc = view.doc;
+    const byId = new Map(doc.items.map((it) => [it.id, it]));
+    const selected = workItems.length ? resolveSelectorsIn(doc.items, workItems).map((id) => byId.get(id)!) : doc.items;
+    const items = selected.map((it) => {
       const s = it.session;
       return {
-        id,
-        ref: it.def.ref,
+        id: it.id,
+        ref: it.ref,
         status: it.status,
         reason: it.reason,
-        attempts: it.attempts.length,
+        attempts: it.attempts,
         failures: it.failures,
-        maxAttempts: it.def.maxAttempts,
-        dependsOn: it.def.dependsOn,
+        maxAttempts: it.maxAttempts,
+        dependsOn: it.dependsOn,
         question: it.question,
-        branch: it.workspace?.branch ?? null,
-        worktree: it.workspace?.present ? it.workspace.worktree : null,
+        branch: it.branch,
+        worktree: it.worktree,
         session: s
           ? {
-              attempt: s.attempt,
-              runner: s.runner,
-              model: s.model,
-              pid: s.pid,
-              tmux: s.tmux,
-              conversationId: s.conversationId,
-              log: s.log,
-              startedAt: s.startedAt,
-              endedAt: s.endedAt,
-              closed: s.closed,
+              ...s,
               // Only a session that should be running is worth a process probe.
-              alive: isInFlight(it.status) && !s.closed ? sessionAlive(s) : false,
+              alive: isInFlight(it.status as ItemStatus) && !s.closed ? sessionAlive(s) : false,
             }
           : null,
-        lastVerify: lastVerify(p, id),
+        lastVerify: it.lastVerify,
         landing: it.landing,
       };
     });
     return {
       schema: "loop/status@1",
       healthy: findings.length === 0,
-      loop: {
-        name: p.loop.name,
-        state: p.loop.state,
-        reason: p.loop.reason,
-        revision: p.loop.revision,
-        current: p.loop.current,
-        outcome: p.loop.outcome,
-        seq: p.seq,
-        logSeq: head.seq,
-        counts: counts(p),
-      },
+      loop: { ...doc.loop, seq: lr.seq, logSeq: head.seq, counts: doc.counts },
       items,
       findings,
     };
@@ -87,26 +78,37 @@ export function statusReport(stateRoot: string, workItems: string[] = []) {
 export type StatusReport = ReturnType<typeof statusReport>;
 
 /**
- * Compare state.json with the projection: first by hash (the projection stores the sha256 of the
- * text it materializes to), and only when that differs by rendering the expected document.
+ * The state document status reports from, and what is wrong with state.json. A file whose sha256
+ * is the projection's `state_sha` is that document; anything else is compared with the document
+ * rendered from the projection tables, which status then uses.
  */
-export function checkStateFile(path: string, expectedSha: string, expectedDoc: () => unknown): Finding[] {
-  let text: string;
+export function stateView(
+  path: string,
+  expectedSha: string,
+  projection: () => Projection,
+): { doc: StateDocument; findings: Finding[] } {
+  let bytes: Buffer;
   try {
-    text = readFileSync(path, "utf8");
+    bytes = readFileSync(path);
   } catch {
-    return [{ code: "state_file_missing", message: `${path} is missing (the next \`loop run\` rewrites it)` }];
+    return {
+      doc: stateDocument(projection()),
+      findings: [{ code: "state_file_missing", message: `${path} is missing (the next \`loop run\` rewrites it)` }],
+    };
   }
-  if (sha256Hex(text) === expectedSha) return [];
-  const expected = expectedDoc();
-  if (text === jsonText(expected)) return [];
-  let doc: unknown;
+  const text = bytes.toString("utf8");
+  if (Bun.SHA256.hash(bytes, "hex") === expectedSha) return { doc: JSON.parse(text) as StateDocument, findings: [] };
+  const expected = stateDocument(projection());
+  if (text === jsonText(expected)) return { doc: expected, findings: [] };
+  let onFile: unknown;
   try {
-    doc = JSON.parse(text);
+    onFile = JSON.parse(text);
   } catch (err) {
-    return [{ code: "unreadable_state_file", message: `${path} is not valid JSON: ${(err as Error).message}` }];
+    return {
+      doc: expected,
+      findings: [{ code: "unreadable_state_file", message: `${path} is not valid JSON: ${(err as Error).message}` }],
+    };
   }
-  const diffs = jsonDiff(doc, expected);
-  if (diffs.length === 0) return [];
-  return diffs.map((d) => ({ code: "state_field_mismatch", message: `state.json ${d} differs from the log` }));
+  const diffs = jsonDiff(onFile, expected);
+  return { doc: expected, findings: diffs.map((d) => ({ code: "state_field_mismatch", message: `state.json ${d} differs from the log` })) };
 }

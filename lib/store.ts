@@ -10,10 +10,16 @@ import { failpoint } from "./failpoint.ts";
 import { emptyProjection, type Projection, reduceInto, touchedItems } from "./reducer.ts";
 import { ITEM_TABLES, type ItemTable, itemRows, loopRow, type LoopRow, projectionFromRows } from "./rows.ts";
 
-export const SCHEMA_VERSION = 1;
+/**
+ * The store's layout version, in `meta`. 2: state.json's items carry the whole session (status reads
+ * the file), so `proj_loop.state_sha` of a version-1 store hashes a document this code no longer
+ * writes. Writers upgrade older stores on open (`migrate`); read verbs never write, so they refuse
+ * an older store with `outdated_store` until a writer has opened it.
+ */
+export const SCHEMA_VERSION = 2;
 const BUSY_TIMEOUT_MS = 10_000;
 
-export type StoreErrorCode = "missing_store" | "corrupt_store" | "invalid_event" | "duplicate_event" | "seq_conflict";
+export type StoreErrorCode = "missing_store" | "corrupt_store" | "outdated_store" | "invalid_event" | "duplicate_event" | "seq_conflict";
 
 export class StoreError extends Error {
   constructor(
@@ -141,6 +147,7 @@ export class Store {
   private ensureSchema(actor: string) {
     const hasEvents = this.db.query("SELECT 1 FROM sqlite_master WHERE type='table' AND name='events'").get();
     if (hasEvents) {
+      if (schemaVersion(this.db) < SCHEMA_VERSION) this.db.transaction(() => this.migrate()).immediate();
       checkSchema(this.db, this.stateRoot);
       return;
     }
@@ -167,6 +174,17 @@ export class Store {
         this.append([{ type: "store_opened", payload: { schema: SCHEMA_VERSION, tool: "loop" }, actor }]);
       })
       .immediate();
+  }
+
+  /** Bring an older store to SCHEMA_VERSION, under the write lock. No event: the log is unchanged. */
+  private migrate() {
+    const from = schemaVersion(this.db);
+    if (from >= SCHEMA_VERSION || from < 1) return; // another writer did it, or not ours (checkSchema says why)
+    // 1 -> 2: the projection's record of the state.json it materializes to is recomputed; the next
+    // materialization sees the file differ and rewrites it in the new layout.
+    const p = readProjection(this.db);
+    this.db.run("UPDATE proj_loop SET state_sha = ? WHERE id = 1", [loopRow(p).state_sha]);
+    this.db.run("UPDATE meta SET value = ? WHERE key = 'schema'", [String(SCHEMA_VERSION)]);
   }
 
   head(): { seq: number; hash: string } {
@@ -333,6 +351,17 @@ function headOf(db: Database): { seq: number; hash: string } {
   return r ?? { seq: 0, hash: GENESIS_HASH };
 }
 
+/** The `meta` schema version, or 0 when it cannot be read (checkSchema then says why). */
+function schemaVersion(db: Database): number {
+  try {
+    const v = db.query("SELECT value FROM meta WHERE key = 'schema'").get() as { value: string } | null;
+    const n = Number(v?.value);
+    return Number.isInteger(n) ? n : 0;
+  } catch {
+    return 0;
+  }
+}
+
 function checkSchema(db: Database, where: string) {
   let v: { value: string } | null;
   try {
@@ -344,7 +373,13 @@ function checkSchema(db: Database, where: string) {
   } catch (err) {
     throw new StoreError("corrupt_store", `store under ${where} is not a loop store: ${(err as Error).message}`);
   }
-  if (!v || Number(v.value) !== SCHEMA_VERSION)
+  const version = v ? Number(v.value) : NaN;
+  if (Number.isInteger(version) && version >= 1 && version < SCHEMA_VERSION)
+    throw new StoreError(
+      "outdated_store",
+      `store under ${where} has schema ${version} from an older loop; \`loop run\` or \`loop ctl\` upgrades it (read verbs never write)`,
+    );
+  if (version !== SCHEMA_VERSION)
     throw new StoreError("corrupt_store", `store under ${where} has schema ${v?.value ?? "none"}, expected ${SCHEMA_VERSION}`);
 }
 

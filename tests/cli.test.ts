@@ -320,6 +320,21 @@ describe("loop init", () => {
 });
 
 describe("status and replay", () => {
+  test("a reader that goes away early (`| head`) is not an error: no stack, no message, the exit code stands", () => {
+    const repo = gitRepo();
+    expect(cli(["init"], { cwd: repo }).code).toBe(0);
+    // The reader closes its end at once, so the tool's write fails with EPIPE (or, if the tool
+    // wrote first, the pipe swallowed it): either way stderr stays empty and the exit code is 0.
+    for (const args of ["status --json", "replay --text", "--help", "--version", "status --help"]) {
+      const r = spawnSync(
+        "bash",
+        ["-c", `"$0" "$1" ${args} | { exec 0<&-; sleep 0.3; }; echo "exit=\${PIPESTATUS[0]}" >&2`, process.execPath, LOOP],
+        { cwd: repo, encoding: "utf8", env: { ...process.env, NO_COLOR: "1" } },
+      );
+      expect(r.stderr).toBe("exit=0\n");
+    }
+  });
+
   test("JSON is the default when piped, with a schema key; exit 0 on a fresh store", () => {
     const repo = gitRepo();
     expect(cli(["init"], { cwd: repo }).code).toBe(0);

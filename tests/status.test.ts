@@ -1,0 +1,135 @@
+// `loop status` reports from the state document: read from state.json when the file hashes to the
+// projection's `state_sha`, rendered from the projection tables otherwise. Both routes must give the
+// same report; a file that differs is a finding and never what status reports. And the store-layout
+// upgrade that changed the document: read verbs refuse an older store, writers upgrade it.
+import { afterAll, describe, expect, test } from "bun:test";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { materialize } from "../lib/materialize.ts";
+import { replayReport } from "../lib/replay.ts";
+import { statusReport } from "../lib/status.ts";
+import { SCHEMA_VERSION, Store, StoreError } from "../lib/store.ts";
+import { sha256Hex } from "../lib/canonical.ts";
+import { TempDirs } from "./helpers/fs.ts";
+import { buildStore, realisticDrafts, tamper } from "./helpers/store.ts";
+import { launch, started } from "./helpers/events.ts";
+import { LOOP } from "./helpers/loop-harness.ts";
+
+const temp = new TempDirs();
+afterAll(() => temp.cleanup());
+
+/** The realistic history, not drained, with item c's first session running (its pid long gone). */
+function midRun(): string {
+  const root = temp.make();
+  const drafts = realisticDrafts({ drain: false }).filter((d) => !(d.item === "c"));
+  buildStore(root, [...drafts, launch("c", 1), started("c", 1)]);
+  return root;
+}
+
+function cli(args: string[]) {
+  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: "1" };
+  delete env.LOOP_STATE_ROOT;
+  const r = Bun.spawnSync([process.execPath, LOOP, ...args], { env, stdout: "pipe", stderr: "pipe" });
+  return { code: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
+}
+
+describe("the state document status reports from", () => {
+  test("state.json and the projection tables give the same report", () => {
+    const root = midRun();
+    const fromFile = statusReport(root);
+    expect(fromFile.healthy).toBe(true);
+    const c = fromFile.items.find((it) => it.id === "c")!;
+    expect(c.status).toBe("running");
+    expect(c.session).toMatchObject({ attempt: 1, runner: "demo", closed: null, alive: false });
+    const b = fromFile.items.find((it) => it.id === "b")!;
+    expect(Object.keys(b.session?.closed ?? {})).toEqual(["at", "how", "reason"]);
+    // Same values in another layout: the hash no longer matches, so status renders from the tables.
+    const path = join(root, "state.json");
+    writeFileSync(path, JSON.stringify(JSON.parse(readFileSync(path, "utf8"))));
+    const fromTables = statusReport(root);
+    expect(fromTables).toEqual(fromFile);
+    expect(JSON.stringify(fromTables)).toBe(JSON.stringify(fromFile));
+  });
+
+  test("an edited state.json is a finding, and status reports the projection, not the file", () => {
+    const root = midRun();
+    const path = join(root, "state.json");
+    const doc = JSON.parse(readFileSync(path, "utf8"));
+    doc.items.find((it: { id: string }) => it.id === "a").status = "failed";
+    writeFileSync(path, JSON.stringify(doc, null, 2) + "\n");
+    const r = statusReport(root);
+    expect(r.healthy).toBe(false);
+    expect(r.findings).toEqual([{ code: "state_field_mismatch", message: "state.json items[0].status differs from the log" }]);
+    expect(r.items.find((it) => it.id === "a")!.status).toBe("passed");
+  });
+
+  test("a verified state.json is read instead of the item tables (replay still checks those)", () => {
+    const root = midRun();
+    tamper(root, (db) => db.run("DELETE FROM proj_sessions"));
+    const r = statusReport(root);
+    expect(r.healthy).toBe(true);
+    expect(r.items.find((it) => it.id === "c")!.session?.attempt).toBe(1);
+    const replay = replayReport(root);
+    expect(replay.checks.projection).toBe("failed");
+    expect(replay.findings.some((f) => f.code === "projection_mismatch" && f.message.includes("proj_sessions[c]"))).toBe(true);
+  });
+
+  test("--work-item selects from the document, in the order given", () => {
+    const root = midRun();
+    const r = statusReport(root, ["c", "github:acme/api#7"]);
+    expect(r.items.map((it) => it.id)).toEqual(["c", "b"]);
+  });
+});
+
+describe("a store written by an older loop (schema 1)", () => {
+  /** What a schema-1 store looked like: its state.json had no session model or conversation id,
+   *  `closed` was a boolean, and proj_loop.state_sha hashed that text. */
+  function schemaOneStore(): string {
+    const root = midRun();
+    const path = join(root, "state.json");
+    const doc = JSON.parse(readFileSync(path, "utf8"));
+    for (const it of doc.items)
+      if (it.session) {
+        const { model: _m, conversationId: _c, closed, ...rest } = it.session;
+        it.session = { ...rest, closed: closed !== null };
+      }
+    const oldText = JSON.stringify(doc, null, 2) + "\n";
+    writeFileSync(path, oldText);
+    tamper(root, (db) => {
+      db.run("UPDATE meta SET value = '1' WHERE key = 'schema'");
+      db.run("UPDATE proj_loop SET state_sha = ? WHERE id = 1", [sha256Hex(oldText)]);
+    });
+    return root;
+  }
+
+  test("status and replay refuse it with outdated_store (exit 2) and change nothing", () => {
+    const root = schemaOneStore();
+    const before = readFileSync(join(root, "loop.db"));
+    expect(() => statusReport(root)).toThrow(StoreError);
+    for (const verb of ["status", "replay"]) {
+      const r = cli([verb, "--json", "--state-root", root]);
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe("");
+      const err = JSON.parse(r.stderr).error;
+      expect(err.code).toBe("outdated_store");
+      expect(err.message).toContain("schema 1");
+      expect(err.message).toContain("`loop run`");
+    }
+    expect(readFileSync(join(root, "loop.db")).equals(before)).toBe(true);
+  });
+
+  test("a writer upgrades it on open; the next materialization rewrites state.json; replay is clean", () => {
+    const root = schemaOneStore();
+    const store = Store.open(root);
+    expect((store.db.query("SELECT value FROM meta WHERE key = 'schema'").get() as { value: string }).value).toBe(String(SCHEMA_VERSION));
+    expect(materialize(root, store.projection(), store.db)).toContain("state.json");
+    store.close();
+    const doc = JSON.parse(readFileSync(join(root, "state.json"), "utf8"));
+    expect(doc.items.find((it: { id: string }) => it.id === "c").session).toMatchObject({ model: null, conversationId: null, closed: null });
+    expect(statusReport(root).healthy).toBe(true);
+    expect(replayReport(root).ok).toBe(true);
+    // Opening again is a no-op: nothing left to upgrade.
+    Store.open(root).close();
+    expect(replayReport(root).ok).toBe(true);
+  });
+});
