@@ -43,6 +43,11 @@ const PROBES: Record<string, string | { src: string; flags: string[] }> = {
     flags: ["--splitting"],
   },
   'import "@clack/prompts"': `import * as c from ${pkg("@clack/prompts")}; if (process.argv[2] === "x") console.log(c); console.log("0.1.0");`,
+  "import lib/cli.ts": `import * as m from ${JSON.stringify(join(ROOT, "lib", "cli.ts"))}; if (process.argv[2] === "x") console.log(m); console.log("0.1.0");`,
+  "import lib/store.ts": `import * as m from ${JSON.stringify(join(ROOT, "lib", "store.ts"))}; if (process.argv[2] === "x") console.log(m); console.log("0.1.0");`,
+  "import lib/status.ts": `import * as m from ${JSON.stringify(join(ROOT, "lib", "status.ts"))}; if (process.argv[2] === "x") console.log(m); console.log("0.1.0");`,
+  "import lib/replay.ts": `import * as m from ${JSON.stringify(join(ROOT, "lib", "replay.ts"))}; if (process.argv[2] === "x") console.log(m); console.log("0.1.0");`,
+  "import cmd/loop-status.ts": `import * as m from ${JSON.stringify(join(ROOT, "cmd", "loop-status.ts"))}; if (process.argv[2] === "x") console.log(m); console.log("0.1.0");`,
   "import cmd/tools.ts (every tool)": `import { TOOLS } from ${JSON.stringify(join(ROOT, "cmd", "tools.ts"))}; if (process.argv[2] === "x") console.log(TOOLS); console.log("0.1.0");`,
 };
 

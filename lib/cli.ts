@@ -305,7 +305,9 @@ async function runParsed(tool: Tool, opts: RunOptions, env: Record<string, strin
     },
     log,
     out: (text) => void stdout.write(text.endsWith("\n") ? text : text + "\n"),
-    outJson: (doc) => void stdout.write(JSON.stringify(doc, null, 2) + "\n"),
+    // One line per document: cheaper to print and parse, and `loop run --watch` prints JSON Lines.
+    // One line per document: cheaper to print and to parse, and `loop run --watch` prints JSON Lines.
+    outJson: (doc) => void stdout.write(JSON.stringify(doc) + "\n"),
     get stdinIsTTY() {
       return (stdinTTY ??= require("node:tty").isatty(0));
     },

@@ -1,5 +1,5 @@
 // Git, run as a process. Every call names its cwd; failures carry git's own stderr.
-import { spawnSync } from "node:child_process";
+// Bun.spawnSync, not node:child_process: loading that module costs every tool ~3 ms at start-up.
 
 export class GitError extends Error {
   constructor(
@@ -21,9 +21,13 @@ export interface GitResult {
 const GIT_ENV = { GIT_TERMINAL_PROMPT: "0", GIT_OPTIONAL_LOCKS: "0" };
 
 export function gitTry(cwd: string, args: string[], env: Record<string, string> = {}): GitResult {
-  const r = spawnSync("git", args, { cwd, encoding: "utf8", env: { ...process.env, ...GIT_ENV, ...env }, maxBuffer: 64 << 20 });
-  if (r.error) return { code: null, stdout: "", stderr: r.error.message };
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+  try {
+    const r = Bun.spawnSync(["git", ...args], { cwd, env: { ...process.env, ...GIT_ENV, ...env }, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+    return { code: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
+  } catch (err) {
+    // git missing from PATH, or cwd gone: a failed call like any other, with the reason.
+    return { code: null, stdout: "", stderr: (err as Error).message };
+  }
 }
 
 export function git(cwd: string, args: string[], env: Record<string, string> = {}): string {
