@@ -7,12 +7,7 @@ import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { ArgsDef } from "citty";
 import { createConsola, type ConsolaInstance } from "consola/core";
-import { DefinitionError } from "./definition.ts";
-import { RefError } from "./refs.ts";
-import { UnknownItemError } from "./selectors.ts";
-import { GitError } from "./git.ts";
-import { StoreError } from "./store.ts";
-import { IllegalEventError } from "./reducer.ts";
+import { BusyError, DeclinedError, DefinitionError, GitError, IllegalEventError, RefError, StoreError, UnknownItemError, UsageError } from "./errors.ts";
 import { VERSION } from "./version.ts";
 
 export const EXIT = { ok: 0, problem: 1, usage: 2, declined: 3, busy: 75, interrupted: 130 } as const;
@@ -49,16 +44,7 @@ export const confirmArgs = {
   "dry-run": { type: "boolean", description: "show what would happen and change nothing" },
 } as const satisfies ArgsSpec;
 
-export class UsageError extends Error {
-  override name = "UsageError";
-}
-/** The user answered No at a confirmation prompt. */
-export class DeclinedError extends Error {
-  override name = "DeclinedError";
-}
-export class BusyError extends Error {
-  override name = "BusyError";
-}
+export { BusyError, DeclinedError, UsageError } from "./errors.ts";
 
 type Parsed<S extends ArgsSpec> = {
   [K in keyof S]: S[K] extends { type: "boolean" }

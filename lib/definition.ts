@@ -14,6 +14,8 @@ import { parseDuration } from "./duration.ts";
 import { JsonSyntaxError, formatJsonPath, parseStrictJson } from "./json-strict.ts";
 import { RefError, isItemId, itemIdFromRef, parseRef } from "./refs.ts";
 import { RESERVED_RUNNER_NAMES } from "./runners.ts";
+import { DefinitionError, type DefinitionIssue } from "./errors.ts";
+export { DefinitionError, type DefinitionIssue } from "./errors.ts";
 
 export interface Timeouts {
   launch: number;
@@ -48,22 +50,6 @@ export interface NormDefinition {
   /** Command runners from loop.json; none is named like a built-in runner. */
   runners: Record<string, CommandRunner>;
   items: NormItem[];
-}
-
-export interface DefinitionIssue {
-  /** `items[3].dependsOn[0]`; "" for the file as a whole. */
-  path: string;
-  message: string;
-}
-
-export class DefinitionError extends Error {
-  constructor(
-    readonly issues: DefinitionIssue[],
-    readonly file: string,
-  ) {
-    super(issues.map((i) => (i.path ? `${file}: ${i.path}: ${i.message}` : `${file}: ${i.message}`)).join("\n"));
-    this.name = "DefinitionError";
-  }
 }
 
 /** The built-in runners (lib/runners.ts): always available, and names a `runners` entry cannot take. */
@@ -264,7 +250,6 @@ function formatPath(path: readonly { key: unknown }[] | undefined): string {
 
 // ---------------------------------------------------------------------------------------------
 // Pass 2: rules across fields.
-
 
 interface Resolved {
   id: string | null;

@@ -1,16 +1,7 @@
 // Git, run as a process. Every call names its cwd; failures carry git's own stderr.
 // Bun.spawnSync, not node:child_process: loading that module costs every tool ~3 ms at start-up.
-
-export class GitError extends Error {
-  constructor(
-    readonly args: string[],
-    readonly code: number | null,
-    readonly stderr: string,
-  ) {
-    super(`git ${args.join(" ")} failed (exit ${code}): ${stderr.trim().split("\n").slice(-3).join(" / ")}`);
-    this.name = "GitError";
-  }
-}
+import { GitError } from "./errors.ts";
+export { GitError } from "./errors.ts";
 
 export interface GitResult {
   code: number | null;

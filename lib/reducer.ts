@@ -3,6 +3,8 @@
 // owns, so a million-event replay does not copy the whole state per event. Both run the same code.
 import type { EventType, NormItemPayload, SettingsPayload, StoredEvent } from "./events.ts";
 import { GENESIS_HASH } from "./events.ts";
+import { IllegalEventError } from "./errors.ts";
+export { IllegalEventError } from "./errors.ts";
 
 export type LoopState = "new" | "running" | "paused" | "stopped" | "drained";
 export type ItemStatus =
@@ -119,17 +121,6 @@ export interface Projection {
   /** Items in presentation order: the current definition's order, then items no longer in it. */
   order: string[];
   items: Record<string, ItemState>;
-}
-
-export class IllegalEventError extends Error {
-  constructor(
-    readonly seq: number,
-    readonly rule: string,
-    detail: string,
-  ) {
-    super(`seq ${seq}: ${rule}: ${detail}`);
-    this.name = "IllegalEventError";
-  }
 }
 
 export function emptyProjection(): Projection {

@@ -2,6 +2,8 @@
 // Refs come from the command line and loop.json, so anything outside the grammar is rejected with
 // a message naming the offending part; nothing is ever sanitized. The canonical form is the
 // identity used for deduplication. No path is built from a ref: paths come from item ids.
+import { RefError } from "./errors.ts";
+export { RefError } from "./errors.ts";
 
 export interface WorkItemRef {
   provider: string;
@@ -11,16 +13,6 @@ export interface WorkItemRef {
   repo: string;
   number: number;
   canonical: string;
-}
-
-export class RefError extends Error {
-  constructor(
-    message: string,
-    readonly input: string,
-  ) {
-    super(message);
-    this.name = "RefError";
-  }
 }
 
 export type Selector = { kind: "id"; id: string } | { kind: "ref"; ref: WorkItemRef };

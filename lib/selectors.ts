@@ -2,10 +2,8 @@
 // match an item, or nothing is selected and the whole command stops.
 import type { Projection } from "./reducer.ts";
 import { parseSelector } from "./refs.ts";
-
-export class UnknownItemError extends Error {
-  override name = "UnknownItemError";
-}
+import { UnknownItemError } from "./errors.ts";
+export { UnknownItemError } from "./errors.ts";
 
 /** An item as selectors see it: its id and canonical ref. */
 export interface SelectableItem {

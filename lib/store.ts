@@ -9,6 +9,8 @@ import { type EventDraft, GENESIS_HASH, payloadProblem, type StoredEvent } from 
 import { failpoint } from "./failpoint.ts";
 import { emptyProjection, type Projection, reduceInto, touchedItems } from "./reducer.ts";
 import { ITEM_TABLES, type ItemTable, itemRows, loopRow, type LoopRow, projectionFromRows } from "./rows.ts";
+import { StoreError } from "./errors.ts";
+export { StoreError, type StoreErrorCode } from "./errors.ts";
 
 /**
  * The store's layout version, in `meta`. 2: state.json's items carry the whole session (status reads
@@ -18,18 +20,6 @@ import { ITEM_TABLES, type ItemTable, itemRows, loopRow, type LoopRow, projectio
  */
 export const SCHEMA_VERSION = 2;
 const BUSY_TIMEOUT_MS = 10_000;
-
-export type StoreErrorCode = "missing_store" | "corrupt_store" | "outdated_store" | "invalid_event" | "duplicate_event" | "seq_conflict";
-
-export class StoreError extends Error {
-  constructor(
-    readonly code: StoreErrorCode,
-    message: string,
-  ) {
-    super(message);
-    this.name = "StoreError";
-  }
-}
 
 export function dbPath(stateRoot: string): string {
   return join(stateRoot, "loop.db");

@@ -1,0 +1,88 @@
+// The errors a user can cause, in one module with no imports: `classifyError` (lib/cli.ts) maps
+// them to exit codes, and every tool loads this at start-up, so it must not pull in the modules
+// that throw them (the definition's schemas, git, the store). Those modules re-export their error.
+
+/** A bad command line: unknown flag, missing value, verbs misused. */
+export class UsageError extends Error {
+  override name = "UsageError";
+}
+
+/** The user answered No at a confirmation prompt. */
+export class DeclinedError extends Error {
+  override name = "DeclinedError";
+}
+
+/** Another step holds the lease. */
+export class BusyError extends Error {
+  override name = "BusyError";
+}
+
+/** A work-item ref or id that does not parse (lib/refs.ts). */
+export class RefError extends Error {
+  override name = "RefError";
+  constructor(
+    message: string,
+    readonly input: string,
+  ) {
+    super(message);
+  }
+}
+
+/** A --work-item value that names no item of the loop (lib/selectors.ts). */
+export class UnknownItemError extends Error {
+  override name = "UnknownItemError";
+}
+
+export interface DefinitionIssue {
+  /** `items[3].dependsOn[0]`; "" for the file as a whole. */
+  path: string;
+  message: string;
+}
+
+/** loop.json is invalid: every problem, each with its JSON path (lib/definition.ts). */
+export class DefinitionError extends Error {
+  override name = "DefinitionError";
+  constructor(
+    readonly issues: DefinitionIssue[],
+    readonly file: string,
+  ) {
+    super(issues.map((i) => (i.path ? `${file}: ${i.path}: ${i.message}` : `${file}: ${i.message}`)).join("\n"));
+  }
+}
+
+export type StoreErrorCode = "missing_store" | "corrupt_store" | "outdated_store" | "invalid_event" | "duplicate_event" | "seq_conflict";
+
+/** The store cannot be used, or refused an append (lib/store.ts). */
+export class StoreError extends Error {
+  override name = "StoreError";
+  constructor(
+    readonly code: StoreErrorCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** An event the reducer rejects: names the event's seq and the rule broken (lib/reducer.ts). */
+export class IllegalEventError extends Error {
+  override name = "IllegalEventError";
+  constructor(
+    readonly seq: number,
+    readonly rule: string,
+    detail: string,
+  ) {
+    super(`seq ${seq}: ${rule}: ${detail}`);
+  }
+}
+
+/** A git command failed, with git's own stderr (lib/git.ts). */
+export class GitError extends Error {
+  override name = "GitError";
+  constructor(
+    readonly args: string[],
+    readonly code: number | null,
+    readonly stderr: string,
+  ) {
+    super(`git ${args.join(" ")} failed (exit ${code}): ${stderr.trim().split("\n").slice(-3).join(" / ")}`);
+  }
+}
