@@ -10,9 +10,9 @@ export const tool = defineTool({
   description: DESCRIPTIONS.replay,
   args: {},
   footer: "Exit codes: 0 no findings, 1 findings, 2 cannot replay (usage, missing or corrupt store).",
-  run(args, ctx) {
+  async run(args, ctx) {
     const root = resolveRoot(args.root, ctx.cwd);
-    const report = replayReport(resolveStateRoot(root, args["state-root"], ctx.env, ctx.cwd));
+    const report = await replayReport(resolveStateRoot(root, args["state-root"], ctx.env, ctx.cwd));
     if (ctx.format === "json") ctx.outJson(report);
     else ctx.out(renderReplay(report));
     return report.ok ? EXIT.ok : EXIT.problem;

@@ -149,6 +149,8 @@ export function isEventType(t: string): t is EventType {
 /** Validate a payload at the boundary; returns the issue text or null. */
 export function payloadProblem(type: string, payload: unknown): string | null {
   if (!isEventType(type)) return `unknown event type "${type}"`;
+  // `is` stops at the first issue and is about twice as fast: replay validates every payload.
+  if (v.is(PAYLOADS[type], payload)) return null;
   const r = v.safeParse(PAYLOADS[type], payload);
   if (r.success) return null;
   return r.issues

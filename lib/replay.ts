@@ -1,15 +1,17 @@
 // `loop replay`: re-fold the whole log and prove every stored thing agrees with it.
-// One pass over the events checks the hash chain and gaps, and folds each event into two
-// independent projections (each from its own parse of the payload), so nondeterminism in the
-// reducer shows up as a difference between them. Then the projection tables, state.json and
-// terminal_state.json are compared with the fold.
+// Two passes over the events run side by side (the second in a worker thread on large logs):
+// - integrity (lib/integrity.ts): seq gaps, the hash chain, and every payload against its schema;
+// - the fold: each event folded into two independent projections, so nondeterminism in the reducer
+//   shows up as a difference between them.
+// Then the projection tables, state.json and terminal_state.json are compared with the fold.
 import { readFileSync } from "node:fs";
 import type { Database } from "bun:sqlite";
-import { GENESIS_HASH, payloadProblem, type StoredEvent } from "./events.ts";
+import type { StoredEvent } from "./events.ts";
 import { emptyProjection, IllegalEventError, type Projection, reduceInto } from "./reducer.ts";
-import { hashInput, headOf, iterateEvents, readItemRows, readLoopRow, withReadSnapshot } from "./store.ts";
+import { headOf, readItemRows, readLoopRow, type ReadSnapshot, withReadSnapshotAsync } from "./store.ts";
+import { checkIntegrity, EVENT_COLUMNS, type EventRow, type IntegrityResult } from "./integrity.ts";
+import type { IntegrityRequest } from "./integrity-worker.ts";
 import { ITEM_TABLES, itemRows, loopRow } from "./rows.ts";
-import { sha256Hex } from "./canonical.ts";
 import { statePaths } from "./paths.ts";
 import { jsonDiff, getPath } from "./diff.ts";
 import { jsonText, stateDocument, terminalDocument } from "./materialize.ts";
@@ -30,91 +32,98 @@ export const FINDING_CODES = [
   "unreadable_terminal_file",
 ] as const;
 
-export interface FoldResult {
-  events: number;
-  head: { seq: number; hash: string };
-  findings: Finding[];
-  /** The fold, or null when the log could not be folded to its end. */
+/** Below this many events both passes run on the main thread: a worker costs more to start. */
+export const WORKER_MIN_EVENTS = 20_000;
+
+export interface FoldOutcome {
+  /** The fold of the whole log, or null when folding stopped. */
   projection: Projection | null;
+  /** Why folding stopped (an illegal event, the second fold disagreeing), or how the folds differ. */
+  findings: (Finding & { rule?: string })[];
+  /**
+   * Folding stopped on something other than a broken rule: a payload that does not parse, or an
+   * error thrown by the reducer. Payloads are validated by the integrity pass, so this must be an
+   * event that pass reports as invalid, at or before this seq; anything else is a bug (mergeFindings).
+   */
+  crashed?: { seq: number; error: unknown };
 }
 
-/** Check chain and legality while folding twice. Pure with respect to the store (reads only). */
-export function foldAndCheck(db: Database): FoldResult {
-  const findings: Finding[] = [];
+/** Parse and fold every event twice. Stops at the first event it cannot fold. Reads only. */
+export function foldLog(db: Database): FoldOutcome {
   const a = emptyProjection();
   const b = emptyProjection();
-  let folding = true;
-  let chainOk = true;
-  let expectSeq = 1;
-  let prevHash = GENESIS_HASH;
-  let n = 0;
-  for (const r of iterateEvents(db)) {
-    n++;
-    if (r.seq !== expectSeq) {
-      findings.push({
-        code: "event_sequence_gap",
-        seq: r.seq,
-        message: r.seq > expectSeq ? `seq ${expectSeq}..${r.seq - 1} missing before seq ${r.seq}` : `seq ${r.seq} out of order`,
-      });
-      chainOk = false;
-    }
-    if (chainOk || findings.every((f) => f.code !== "event_chain_broken")) {
-      const computed = Bun.SHA256.hash(hashInput(r, r.payload), "hex");
-      if (computed !== r.hash || r.prev_hash !== prevHash) {
-        if (!findings.some((f) => f.code === "event_chain_broken"))
-          findings.push({
-            code: "event_chain_broken",
-            seq: r.seq,
-            message:
-              computed !== r.hash
-                ? `seq ${r.seq}: stored hash does not match its contents`
-                : `seq ${r.seq}: prev_hash does not link to seq ${r.seq - 1}`,
-          });
-        chainOk = false;
-      }
-    }
-    prevHash = r.hash;
-    expectSeq = r.seq + 1;
-    if (!folding) continue;
-    let ea: StoredEvent, eb: StoredEvent;
+  const stop = (f: Finding & { rule?: string }): FoldOutcome => ({ projection: null, findings: [f] });
+  for (const r of db.query(`SELECT ${EVENT_COLUMNS} FROM events ORDER BY seq`).iterate() as IterableIterator<EventRow>) {
+    // Both folds get the same event: the reducer never changes its input, and if it did, the
+    // second fold would see the change and disagree with the first.
+    let e: StoredEvent;
     try {
-      ea = { ...r, type: r.type as StoredEvent["type"], payload: JSON.parse(r.payload) };
-      eb = { ...r, type: r.type as StoredEvent["type"], payload: JSON.parse(r.payload) };
+      const payload = JSON.parse(r.payload);
+      e = { seq: r.seq, id: r.id, ts: r.ts, type: r.type, actor: r.actor, item: r.item, payload, prev_hash: r.prev_hash, hash: r.hash } as StoredEvent;
+      reduceInto(a, e);
     } catch (err) {
-      findings.push({ code: "invalid_event_payload", seq: r.seq, message: `seq ${r.seq}: payload is not JSON` });
-      folding = false;
-      continue;
-    }
-    const problem = payloadProblem(r.type, ea.payload);
-    if (problem) {
-      findings.push({ code: "invalid_event_payload", seq: r.seq, message: `seq ${r.seq} ${r.type}: ${problem}` });
-      folding = false;
-      continue;
+      if (!(err instanceof IllegalEventError)) return { projection: null, findings: [], crashed: { seq: r.seq, error: err } };
+      return stop({ code: "illegal_event_sequence", seq: err.seq, message: err.message, rule: err.rule });
     }
     try {
-      reduceInto(a, ea);
+      reduceInto(b, e);
     } catch (err) {
-      if (!(err instanceof IllegalEventError)) throw err;
-      // A broken chain already names this seq; the reducer's own seq/prev_hash rules would repeat it.
-      if (!(["seq_gap", "prev_hash"].includes(err.rule) && !chainOk))
-        findings.push({ code: "illegal_event_sequence", seq: err.seq, message: err.message });
-      folding = false;
-      continue;
-    }
-    try {
-      reduceInto(b, eb);
-    } catch (err) {
-      findings.push({ code: "nondeterministic_replay", seq: r.seq, message: `second fold rejected seq ${r.seq}: ${(err as Error).message}` });
-      folding = false;
+      return stop({ code: "nondeterministic_replay", seq: r.seq, message: `second fold rejected seq ${r.seq}: ${(err as Error).message}` });
     }
   }
-  if (folding) {
-    const ra = allRows(a);
-    const rb = allRows(b);
-    for (const [k, v] of ra)
-      if (rb.get(k) !== v) findings.push({ code: "nondeterministic_replay", message: `two folds disagree on ${k}` });
-  }
-  return { events: n, head: headOf(db), findings, projection: folding ? a : null };
+  const ra = allRows(a);
+  const rb = allRows(b);
+  const findings: Finding[] = [];
+  for (const [k, v] of ra) if (rb.get(k) !== v) findings.push({ code: "nondeterministic_replay", message: `two folds disagree on ${k}` });
+  return { projection: findings.length ? null : a, findings };
+}
+
+/**
+ * Both passes' findings in log order, and the fold if it stands. The fold ends at the first invalid
+ * payload (what it did past that is discarded), and a broken chain already names the seq where the
+ * reducer's own seq/prev_hash rules would fail, so those are not repeated.
+ */
+export function mergeFindings(integrity: IntegrityResult, fold: FoldOutcome): { findings: Finding[]; projection: Projection | null } {
+  const at = (code: string) => Math.min(...integrity.findings.filter((f) => f.code === code).map((f) => f.seq ?? Infinity));
+  const firstInvalid = at("invalid_event_payload");
+  const firstChain = Math.min(at("event_chain_broken"), at("event_sequence_gap"));
+  // The reducer trusts payload shapes, so an invalid one may make it throw; nothing else may.
+  if (fold.crashed && fold.crashed.seq < firstInvalid) throw fold.crashed.error;
+  const foldFindings = fold.findings
+    .filter((f) => (f.seq ?? Infinity) < firstInvalid || (f.seq === undefined && firstInvalid === Infinity))
+    .filter((f) => !(f.rule && ["seq_gap", "prev_hash"].includes(f.rule) && (f.seq ?? Infinity) >= firstChain))
+    .map(({ rule: _rule, ...f }) => f);
+  return {
+    findings: [...integrity.findings, ...foldFindings].sort((x, y) => (x.seq ?? Infinity) - (y.seq ?? Infinity)),
+    projection: firstInvalid === Infinity ? fold.projection : null,
+  };
+}
+
+/** Both passes on this thread, one after the other (small logs, tests). */
+export function foldAndCheck(db: Database): { events: number; findings: Finding[]; projection: Projection | null } {
+  const fold = foldLog(db);
+  const integrity = checkIntegrity(db);
+  return { events: integrity.events, ...mergeFindings(integrity, fold) };
+}
+
+/** Run the integrity pass over the snapshot in a worker thread, beside the fold on this one. */
+function integrityInWorker(open: ReadSnapshot["open"]): Promise<IntegrityResult> {
+  // In the compiled binary the worker is an entry point of its own (scripts/build.ts), named from the root.
+  const url = import.meta.url.includes("/$bunfs/") ? "./lib/integrity-worker.ts" : new URL("./integrity-worker.ts", import.meta.url).href;
+  const worker = new Worker(url);
+  return new Promise((resolve, reject) => {
+    worker.onmessage = (e: MessageEvent<{ ok: true; result: IntegrityResult } | { ok: false; message: string; code?: string }>) => {
+      void worker.terminate();
+      if (e.data.ok) resolve(e.data.result);
+      // The code lets withReadSnapshot retry an SQLite error caused by a writer moving the files.
+      else reject(Object.assign(new Error(`replay's integrity pass: ${e.data.message}`), { code: e.data.code }));
+    };
+    worker.onerror = (e) => {
+      void worker.terminate();
+      reject(new Error(`replay's integrity pass: ${e.message}`));
+    };
+    worker.postMessage({ path: open.path, flags: open.flags } satisfies IntegrityRequest);
+  });
 }
 
 function allRows(p: Projection): Map<string, string> {
@@ -219,19 +228,26 @@ function tryParse(text: string): { ok: true; value: unknown } | { ok: false; mes
   }
 }
 
-export function replayReport(stateRoot: string) {
-  return withReadSnapshot(stateRoot, ({ db }) => {
-    const fold = foldAndCheck(db);
-    const findings = [...fold.findings];
+export async function replayReport(stateRoot: string, opts: { worker?: boolean } = {}) {
+  return withReadSnapshotAsync(stateRoot, async (snap) => {
+    const { db } = snap;
+    const head = headOf(db);
+    const useWorker = opts.worker ?? head.seq >= WORKER_MIN_EVENTS;
+    const pending = useWorker ? integrityInWorker(snap.open) : null;
+    // Settle the promise either way, so a worker failure while the fold throws is not unhandled.
+    pending?.catch(() => {});
+    const fold = foldLog(db);
+    const integrity = pending ? await pending : checkIntegrity(db);
+    const { findings, projection } = mergeFindings(integrity, fold);
     const checks = { chain: "ok", legality: "ok", determinism: "ok", projection: "ok", files: "ok" };
     const has = (codes: string[]) => findings.some((f) => codes.includes(f.code));
     if (has(["event_chain_broken", "event_sequence_gap"])) checks.chain = "failed";
     if (has(["illegal_event_sequence", "invalid_event_payload"])) checks.legality = "failed";
     if (has(["nondeterministic_replay"])) checks.determinism = "failed";
-    if (fold.projection) {
-      const pf = compareProjection(db, fold.projection);
+    if (projection) {
+      const pf = compareProjection(db, projection);
       if (pf.length) checks.projection = "failed";
-      const ff = compareFiles(stateRoot, fold.projection);
+      const ff = compareFiles(stateRoot, projection);
       if (ff.length) checks.files = "failed";
       findings.push(...pf, ...ff);
     } else {
@@ -242,12 +258,12 @@ export function replayReport(stateRoot: string) {
     return {
       schema: "loop/replay@1",
       ok: findings.length === 0,
-      events: fold.events,
-      head: fold.head,
-      foldedTo: fold.projection ? fold.projection.seq : null,
+      events: integrity.events,
+      head,
+      foldedTo: projection ? projection.seq : null,
       checks,
       findings,
     };
   });
 }
-export type ReplayReport = ReturnType<typeof replayReport>;
+export type ReplayReport = Awaited<ReturnType<typeof replayReport>>;

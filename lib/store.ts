@@ -10,6 +10,8 @@ import { failpoint } from "./failpoint.ts";
 import { emptyProjection, type Projection, reduceInto, touchedItems } from "./reducer.ts";
 import { ITEM_TABLES, type ItemTable, itemRows, loopRow, type LoopRow, projectionFromRows } from "./rows.ts";
 import { StoreError } from "./errors.ts";
+import { EVENT_COLUMNS, type EventRow } from "./integrity.ts";
+export { type EventRow, type EventRowBase, hashInput } from "./integrity.ts";
 export { StoreError, type StoreErrorCode } from "./errors.ts";
 
 /**
@@ -40,31 +42,6 @@ ${ITEM_TABLES.map((t) => `CREATE TABLE IF NOT EXISTS ${t}(item TEXT PRIMARY KEY,
 CREATE TABLE IF NOT EXISTS lease(id INTEGER PRIMARY KEY CHECK (id = 1), owner TEXT NOT NULL,
   pid INTEGER NOT NULL, host TEXT NOT NULL, started TEXT NOT NULL, expires TEXT NOT NULL);
 `;
-
-/** The exact text every event hash is computed over: canonical JSON of all other columns. */
-/** Every column of an event row but the payload and the hash. */
-export type EventRowBase = { seq: number; id: string; ts: string; type: string; actor: string; item: string | null; prev_hash: string };
-
-export function hashInput(r: EventRowBase, payloadText: string): string {
-  // Same bytes as canonicalJson({actor,id,item,payload,prev_hash,seq,ts,type}) once payloadText is
-  // canonical and the strings were checked by canonicalJson at append; built by hand for replay speed.
-  return (
-    `{"actor":${JSON.stringify(r.actor)},"id":${JSON.stringify(r.id)},"item":${r.item === null ? "null" : JSON.stringify(r.item)}` +
-    `,"payload":${payloadText},"prev_hash":${JSON.stringify(r.prev_hash)},"seq":${r.seq},"ts":${JSON.stringify(r.ts)},"type":${JSON.stringify(r.type)}}`
-  );
-}
-
-export interface EventRow {
-  seq: number;
-  id: string;
-  ts: string;
-  type: string;
-  actor: string;
-  item: string | null;
-  payload: string;
-  prev_hash: string;
-  hash: string;
-}
 
 export function rowToEvent(r: EventRow): StoredEvent {
   return { ...r, type: r.type as StoredEvent["type"], payload: JSON.parse(r.payload) };
@@ -433,6 +410,8 @@ export interface ReadSnapshot {
   db: Database;
   /** true when the snapshot came from a copy because a -wal was present. */
   copied: boolean;
+  /** How db was opened, so another thread can open the same snapshot read-only. */
+  open: { path: string; flags: number };
   close(): void;
 }
 
@@ -454,13 +433,17 @@ function openSnapshot(stateRoot: string): ReadSnapshot {
   } catch {}
   let db: Database;
   let tmp: string | null = null;
+  let open: ReadSnapshot["open"];
   if (walSize === 0) {
-    db = openWith(`file:${encodeURI(path).replace(/\?/g, "%3f").replace(/#/g, "%23")}?immutable=1`, constants.SQLITE_OPEN_READONLY | constants.SQLITE_OPEN_URI);
+    const uri = `file:${encodeURI(path).replace(/\?/g, "%3f").replace(/#/g, "%23")}?immutable=1`;
+    db = openWith(uri, constants.SQLITE_OPEN_READONLY | constants.SQLITE_OPEN_URI);
+    open = { path: uri, flags: constants.SQLITE_OPEN_READONLY | constants.SQLITE_OPEN_URI };
   } else {
     tmp = mkdtempSync(join(tmpdir(), "loop-snapshot-"));
     copyFileSync(path, join(tmp, "loop.db"));
     copyFileSync(`${path}-wal`, join(tmp, "loop.db-wal"));
     db = openWith(join(tmp, "loop.db"), constants.SQLITE_OPEN_READWRITE);
+    open = { path: join(tmp, "loop.db"), flags: constants.SQLITE_OPEN_READONLY };
   }
   const close = () => {
     db.close();
@@ -472,37 +455,68 @@ function openSnapshot(stateRoot: string): ReadSnapshot {
     close();
     throw err;
   }
-  return { db, copied: tmp !== null, close };
+  return { db, copied: tmp !== null, open, close };
 }
 
 /** Run fn against a consistent read-only snapshot of the store; nothing under stateRoot changes. */
 export function withReadSnapshot<T>(stateRoot: string, fn: (snap: ReadSnapshot) => T): T {
-  const path = dbPath(stateRoot);
   for (let attempt = 0; ; attempt++) {
-    const before = fileSig(path) + "|" + fileSig(`${path}-wal`);
-    const snap = openSnapshot(stateRoot);
+    const reading = startRead(stateRoot);
     let result: T;
     try {
-      result = fn(snap);
+      result = fn(reading.snap);
     } catch (err) {
-      // An SQLite error while a writer changed the files may be a torn read: read again.
-      // Anything else (or files that did not change) is a real error.
-      const code = (err as { code?: string }).code ?? "";
-      const changed = fileSig(path) + "|" + fileSig(`${path}-wal`) !== before;
-      if (err instanceof StoreError || attempt >= 4 || !code.startsWith("SQLITE") || !changed) throw err;
-      continue;
-    } finally {
-      snap.close();
+      reading.snap.close();
+      if (reading.retryAfter(err, attempt)) continue;
+      throw err;
     }
-    const after = fileSig(path) + "|" + fileSig(`${path}-wal`);
-    if (before === after || attempt >= 4) return result;
+    reading.snap.close();
+    if (reading.settled(attempt)) return result;
   }
+}
+
+/** withReadSnapshot for a reader that awaits (replay's worker thread reads the same snapshot). */
+export async function withReadSnapshotAsync<T>(stateRoot: string, fn: (snap: ReadSnapshot) => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    const reading = startRead(stateRoot);
+    let result: T;
+    try {
+      result = await fn(reading.snap);
+    } catch (err) {
+      reading.snap.close();
+      if (reading.retryAfter(err, attempt)) continue;
+      throw err;
+    }
+    reading.snap.close();
+    if (reading.settled(attempt)) return result;
+  }
+}
+
+/** One attempt at a consistent read: the snapshot, and whether a writer moved the files meanwhile. */
+function startRead(stateRoot: string) {
+  const path = dbPath(stateRoot);
+  const sig = () => fileSig(path) + "|" + fileSig(`${path}-wal`);
+  const before = sig();
+  const snap = openSnapshot(stateRoot);
+  return {
+    snap,
+    // An SQLite error while a writer changed the files may be a torn read: read again. Anything
+    // else (or files that did not change) is a real error.
+    retryAfter(err: unknown, attempt: number): boolean {
+      const code = (err as { code?: string }).code ?? "";
+      return !(err instanceof StoreError) && attempt < 4 && code.startsWith("SQLITE") && sig() !== before;
+    },
+    /** The files did not change while reading (or we gave up waiting for a quiet moment). */
+    settled(attempt: number): boolean {
+      return sig() === before || attempt >= 4;
+    },
+  };
 }
 
 /** Events in seq order, read in pages (measured faster than a row-by-row cursor, in bounded memory). */
 export function* iterateEvents(db: Database, fromSeq = 1, pageSize = 10_000): Generator<EventRow> {
   const page = db.query(
-    "SELECT seq, id, ts, type, actor, item, payload, prev_hash, hash FROM events WHERE seq >= ? ORDER BY seq LIMIT ?",
+    `SELECT ${EVENT_COLUMNS} FROM events WHERE seq >= ? ORDER BY seq LIMIT ?`,
   );
   for (let next = fromSeq; ; ) {
     const rows = page.all(next, pageSize) as EventRow[];

@@ -38,7 +38,9 @@ const started = performance.now();
 // (git-ignored) so an interrupted or concurrent build never leaves it in the working tree.
 process.chdir(dist);
 const result = await Bun.build({
-  entrypoints: [entry],
+  // The worker thread of `loop replay` is an entry point of its own: a compiled binary starts a
+  // Worker only from an embedded entry ("./lib/integrity-worker.ts", see lib/replay.ts).
+  entrypoints: [entry, join(root, "lib", "integrity-worker.ts")],
   target: "bun",
   format: "esm",
   bytecode: true,

@@ -7,7 +7,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { chmodSync, readdirSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
-import { dbPath } from "../lib/store.ts";
+import { dbPath, SCHEMA_VERSION } from "../lib/store.ts";
 import {
   checkDrained,
   cleanupDir,
@@ -149,7 +149,7 @@ describe("concurrent steps", () => {
     expect(rows.filter((e) => e.type === "launch_reserved").length).toBe(1);
     const db = new Database(dbPath(l.stateRoot), { readonly: true });
     try {
-      expect(db.query("SELECT key, value FROM meta").all()).toEqual([{ key: "schema", value: "1" }]);
+      expect(db.query("SELECT key, value FROM meta").all()).toEqual([{ key: "schema", value: String(SCHEMA_VERSION) }]);
     } finally {
       db.close();
     }

@@ -26,9 +26,11 @@ function cli(args: string[], cwd: string) {
 }
 
 /** Run every read path against the state root: in process, then as processes (JSON and text). */
-function readEverything(stateRoot: string, cwd: string) {
+async function readEverything(stateRoot: string, cwd: string) {
   const status = statusReport(stateRoot);
-  const replay = replayReport(stateRoot);
+  const replay = await replayReport(stateRoot);
+  // The hash chain checked in a worker thread, on its own connection to the same snapshot.
+  expect(await replayReport(stateRoot, { worker: true })).toEqual(replay);
   const statusCli = cli(["status", "--json", "--state-root", stateRoot], cwd);
   const replayCli = cli(["replay", "--json", "--state-root", stateRoot], cwd);
   const statusText = cli(["status", "--text", "--state-root", stateRoot], cwd);
@@ -39,7 +41,7 @@ function readEverything(stateRoot: string, cwd: string) {
 const STACK = /^\s+at .+[:(]/m;
 
 describe("status and replay leave the state root byte-identical", () => {
-  test("after a clean close (no -wal)", () => {
+  test("after a clean close (no -wal)", async () => {
     const root = temp.make();
     const cwd = temp.make();
     buildStore(root, realisticDrafts());
@@ -49,7 +51,7 @@ describe("status and replay leave the state root byte-identical", () => {
     expect(names).not.toContain("loop.db-shm");
     const before = snapshotTree(root);
 
-    const r = readEverything(root, cwd);
+    const r = await readEverything(root, cwd);
     expect(r.status.healthy).toBe(true);
     expect(r.status.loop.logSeq).toBe(27);
     expect(r.replay.ok).toBe(true);
@@ -67,7 +69,7 @@ describe("status and replay leave the state root byte-identical", () => {
     expect(snapshotTree(root)).toEqual(before);
   });
 
-  test("when a killed writer left a -wal behind, readers see its events and still change nothing", () => {
+  test("when a killed writer left a -wal behind, readers see its events and still change nothing", async () => {
     const root = temp.make();
     const cwd = temp.make();
     buildStore(root, realisticDrafts());
@@ -89,7 +91,7 @@ process.kill(process.pid, "SIGKILL");
     expect(statSync(`${dbPath(root)}-wal`).size).toBeGreaterThan(0);
     const before = snapshotTree(root);
 
-    const r = readEverything(root, cwd);
+    const r = await readEverything(root, cwd);
     expect(r.status.loop.logSeq).toBe(28);
     expect(r.status.loop.seq).toBe(28);
     expect(r.status.healthy).toBe(true);
@@ -118,7 +120,7 @@ process.kill(process.pid, "SIGKILL");
 });
 
 describe("a store that cannot be read", () => {
-  test("missing store: exit 2, missing_store on stderr, nothing on stdout, nothing created", () => {
+  test("missing store: exit 2, missing_store on stderr, nothing on stdout, nothing created", async () => {
     const root = temp.make();
     const cwd = temp.make();
     const absent = join(root, "never-created");
@@ -137,7 +139,7 @@ describe("a store that cannot be read", () => {
     for (const fn of [statusReport, replayReport]) {
       let err: unknown;
       try {
-        fn(root);
+        await fn(root);
       } catch (e) {
         err = e;
       }
@@ -146,7 +148,7 @@ describe("a store that cannot be read", () => {
     }
   });
 
-  test("corrupt store (random bytes in loop.db): exit 2, corrupt_store, no stack trace, file untouched", () => {
+  test("corrupt store (random bytes in loop.db): exit 2, corrupt_store, no stack trace, file untouched", async () => {
     const root = temp.make();
     const cwd = temp.make();
     let bytes = randomBytes(16_384);
@@ -168,7 +170,7 @@ describe("a store that cannot be read", () => {
     for (const fn of [statusReport, replayReport]) {
       let err: unknown;
       try {
-        fn(root);
+        await fn(root);
       } catch (e) {
         err = e;
       }

@@ -8,7 +8,7 @@ import { canonicalJson } from "../lib/canonical.ts";
 import { jsonText, stateDocument, terminalDocument } from "../lib/materialize.ts";
 import { statePaths } from "../lib/paths.ts";
 import { fold } from "../lib/reducer.ts";
-import { foldAndCheck, replayReport } from "../lib/replay.ts";
+import { foldAndCheck, replayReport as replayReportIn } from "../lib/replay.ts";
 import { dbPath, type EventRow, rowToEvent, Store } from "../lib/store.ts";
 import { rechain, seal, started } from "./helpers/events.ts";
 import { TempDirs } from "./helpers/fs.ts";
@@ -68,13 +68,22 @@ function insertRows(db: Database, rows: EventRow[]) {
     ]);
 }
 
+/** Every replay here runs twice, with the hash chain checked on this thread and in a worker
+ * thread beside the fold (as on large logs); both must give the same report. */
+async function replayReport(root: string) {
+  const inline = await replayReportIn(root, { worker: false });
+  const threaded = await replayReportIn(root, { worker: true });
+  expect(threaded).toEqual(inline);
+  return inline;
+}
+
 const codes = (r: { findings: { code: string }[] }) => r.findings.map((f) => f.code);
 const CHAIN = ["event_chain_broken", "event_sequence_gap"];
 
 describe("a clean store replays clean", () => {
-  test("realistic history: definition, attempts, landing, close, reset, skip, drain", () => {
+  test("realistic history: definition, attempts, landing, close, reset, skip, drain", async () => {
     const root = drainedStore();
-    const r = replayReport(root);
+    const r = (await replayReport(root));
     expect(r.findings).toEqual([]);
     expect(r.ok).toBe(true);
     expect(r.events).toBe(SEQ.last);
@@ -85,7 +94,7 @@ describe("a clean store replays clean", () => {
     expect(JSON.parse(cli.stdout)).toMatchObject({ schema: "loop/replay@1", ok: true, events: SEQ.last });
   });
 
-  test("the history means what it says", () => {
+  test("the history means what it says", async () => {
     const root = drainedStore();
     const s = Store.open(root);
     try {
@@ -104,7 +113,7 @@ describe("a clean store replays clean", () => {
     }
   });
 
-  test("state.json written from the stored projection is the text the fold expects", () => {
+  test("state.json written from the stored projection is the text the fold expects", async () => {
     // The stored projection comes back from canonical (key-sorted) rows; the fold keeps reducer
     // key order. Both must render the same state.json text.
     const root = drainedStore();
@@ -123,7 +132,7 @@ describe("a clean store replays clean", () => {
 });
 
 describe("tampering with the log", () => {
-  test("a payload byte changed behind the triggers' back: event_chain_broken at that seq", () => {
+  test("a payload byte changed behind the triggers' back: event_chain_broken at that seq", async () => {
     const root = drainedStore();
     const before = readRows(root)[SEQ.aSettled - 1]!;
     expect(before.payload).toContain("verify passed");
@@ -134,7 +143,7 @@ describe("tampering with the log", () => {
     // The triggers are back in place.
     withRaw(root, (db) => expect(() => db.run("DELETE FROM events WHERE seq = 1")).toThrow(/append-only/));
 
-    const r = replayReport(root);
+    const r = (await replayReport(root));
     expect(r.ok).toBe(false);
     expect(r.checks.chain).toBe("failed");
     const chain = r.findings.filter((f) => CHAIN.includes(f.code));
@@ -143,7 +152,7 @@ describe("tampering with the log", () => {
     expect(replayCli(root).code).toBe(1);
   });
 
-  test("a changed row whose own hash was recomputed breaks the link at the next seq", () => {
+  test("a changed row whose own hash was recomputed breaks the link at the next seq", async () => {
     const root = drainedStore();
     const rows = readRows(root);
     const victim = rows[SEQ.aSettled - 1]!;
@@ -151,17 +160,17 @@ describe("tampering with the log", () => {
     tamper(root, (db) =>
       db.run("UPDATE events SET payload = ?, hash = ? WHERE seq = ?", [canonicalJson(forged.payload), forged.hash, victim.seq]),
     );
-    const r = replayReport(root);
+    const r = (await replayReport(root));
     const chain = r.findings.filter((f) => CHAIN.includes(f.code));
     expect(chain).toHaveLength(1);
     expect(chain[0]).toMatchObject({ code: "event_chain_broken", seq: SEQ.aSettled + 1 });
   });
 
-  test("a row deleted from the middle: named at the seq after the hole", () => {
+  test("a row deleted from the middle: named at the seq after the hole", async () => {
     const root = drainedStore();
     tamper(root, (db) => db.run("DELETE FROM events WHERE seq = ?", [SEQ.bStarted]));
     expect(readRows(root).map((r) => r.seq)).not.toContain(SEQ.bStarted);
-    const r = replayReport(root);
+    const r = (await replayReport(root));
     expect(r.ok).toBe(false);
     const chain = r.findings.filter((f) => CHAIN.includes(f.code));
     expect(chain.length).toBeGreaterThan(0);
@@ -176,7 +185,7 @@ describe("tampering with the log", () => {
     expect(JSON.parse(cli.stdout).findings.map((f: { code: string }) => f.code)).toContain("event_sequence_gap");
   });
 
-  test("two rows swapped (contents swapped, seqs kept): event_chain_broken at the first of them", () => {
+  test("two rows swapped (contents swapped, seqs kept): event_chain_broken at the first of them", async () => {
     const root = drainedStore();
     const rows = readRows(root);
     const x = rows[SEQ.bStarted - 1]!;
@@ -191,13 +200,13 @@ describe("tampering with the log", () => {
     const swapped = readRows(root);
     expect(swapped[SEQ.bStarted - 1]!.type).toBe("session_ended");
     expect(swapped[SEQ.bEnded - 1]!.type).toBe("session_started");
-    const r = replayReport(root);
+    const r = (await replayReport(root));
     const chain = r.findings.filter((f) => CHAIN.includes(f.code));
     expect(chain[0]).toMatchObject({ code: "event_chain_broken", seq: SEQ.bStarted });
     expect(r.findings.every((f) => f.seq === undefined || f.seq >= SEQ.bStarted)).toBe(true);
   });
 
-  test("an illegal event inserted with a valid hash chain: illegal_event_sequence at its seq", () => {
+  test("an illegal event inserted with a valid hash chain: illegal_event_sequence at its seq", async () => {
     const root = drainedStore();
     const rows = readRows(root);
     const at = 4; // after loop_started: item c "starts a session" it never reserved
@@ -210,7 +219,7 @@ describe("tampering with the log", () => {
       db.run("DELETE FROM events");
       insertRows(db, chained);
     });
-    const r = replayReport(root);
+    const r = (await replayReport(root));
     expect(r.findings).toHaveLength(1);
     expect(r.findings[0]).toMatchObject({ code: "illegal_event_sequence", seq: at });
     expect(r.findings[0]!.message).toContain("item_status");
@@ -222,33 +231,33 @@ describe("tampering with the log", () => {
 });
 
 describe("tampering with what is derived from the log", () => {
-  test("a projection row edited: projection_mismatch", () => {
+  test("a projection row edited: projection_mismatch", async () => {
     const root = drainedStore();
     withRaw(root, (db) => {
       const body = (db.query("SELECT body FROM proj_items WHERE item = 'a'").get() as { body: string }).body;
       expect(body).toContain('"status":"passed"');
       db.run("UPDATE proj_items SET body = ? WHERE item = 'a'", [body.replace('"status":"passed"', '"status":"failed"')]);
     });
-    const r = replayReport(root);
+    const r = (await replayReport(root));
     expect(codes(r)).toEqual(["projection_mismatch"]);
     expect(r.findings[0]!.message).toContain("proj_items[a]");
     expect(r.findings[0]!.message).toContain("status");
     expect(r.checks).toMatchObject({ chain: "ok", legality: "ok", projection: "failed", files: "ok" });
   });
 
-  test("a projection row deleted or added: projection_mismatch", () => {
+  test("a projection row deleted or added: projection_mismatch", async () => {
     const root = drainedStore();
     withRaw(root, (db) => {
       db.run("DELETE FROM proj_ledgers WHERE item = 'c'");
       db.run("INSERT INTO proj_sessions(item, body) VALUES ('c', '{}')");
     });
-    const r = replayReport(root);
+    const r = (await replayReport(root));
     expect(codes(r)).toEqual(["projection_mismatch", "projection_mismatch"]);
     expect(r.findings.map((f) => f.message).join("\n")).toMatch(/proj_ledgers\[c\] is missing/);
     expect(r.findings.map((f) => f.message).join("\n")).toMatch(/proj_sessions\[c\] exists/);
   });
 
-  test("a state.json field edited: state_field_mismatch naming the field", () => {
+  test("a state.json field edited: state_field_mismatch naming the field", async () => {
     const root = drainedStore();
     const path = statePaths(root).stateJson;
     const doc = JSON.parse(readFileSync(path, "utf8"));
@@ -256,7 +265,7 @@ describe("tampering with what is derived from the log", () => {
     doc.items[1].status = "failed";
     doc.loop.state = "running";
     writeFileSync(path, jsonText(doc));
-    const r = replayReport(root);
+    const r = (await replayReport(root));
     expect(new Set(codes(r))).toEqual(new Set(["state_field_mismatch"]));
     const messages = r.findings.map((f) => f.message).join("\n");
     expect(messages).toContain("items[1].status");
@@ -264,52 +273,52 @@ describe("tampering with what is derived from the log", () => {
     expect(r.findings).toHaveLength(2);
   });
 
-  test("terminal_state.json present while not drained: desynced_terminal_window", () => {
+  test("terminal_state.json present while not drained: desynced_terminal_window", async () => {
     const root = openStore();
     const term = statePaths(root).terminal;
-    expect(replayReport(root).ok).toBe(true);
+    expect((await replayReport(root)).ok).toBe(true);
     writeFileSync(term, jsonText({ schema: "loop/terminal@1", outcome: "Succeeded", drainedSeq: 26, drainedAt: "x", counts: {}, items: [] }));
-    const r = replayReport(root);
+    const r = (await replayReport(root));
     expect(codes(r)).toEqual(["desynced_terminal_window"]);
     expect(r.findings[0]!.message).toContain("running");
   });
 
-  test("terminal_state.json absent while drained: desynced_terminal_window at the drain's seq", () => {
+  test("terminal_state.json absent while drained: desynced_terminal_window at the drain's seq", async () => {
     const root = drainedStore();
     rmSync(statePaths(root).terminal);
-    const r = replayReport(root);
+    const r = (await replayReport(root));
     expect(r.findings).toHaveLength(1);
     expect(r.findings[0]).toMatchObject({ code: "desynced_terminal_window", seq: SEQ.drained });
   });
 
-  test("garbage terminal_state.json is unreadable_terminal_file, never treated as absent", () => {
+  test("garbage terminal_state.json is unreadable_terminal_file, never treated as absent", async () => {
     for (const root of [drainedStore(), openStore()]) {
       writeFileSync(statePaths(root).terminal, "{ not json \u0000");
-      const r = replayReport(root);
+      const r = (await replayReport(root));
       expect(codes(r)).toEqual(["unreadable_terminal_file"]);
     }
     // A directory in its place cannot be read either; that is not "absent".
     for (const root of [drainedStore(), openStore()]) {
       rmSync(statePaths(root).terminal, { force: true });
       mkdirSync(statePaths(root).terminal);
-      const r = replayReport(root);
+      const r = (await replayReport(root));
       expect(codes(r)).toEqual(["unreadable_terminal_file"]);
     }
   });
 
-  test("an edited terminal_state.json: terminal_state_mismatch", () => {
+  test("an edited terminal_state.json: terminal_state_mismatch", async () => {
     const root = drainedStore();
     const path = statePaths(root).terminal;
     const doc = JSON.parse(readFileSync(path, "utf8"));
     expect(doc.outcome).toBe("Succeeded");
     doc.outcome = "Failed";
     writeFileSync(path, jsonText(doc));
-    const r = replayReport(root);
+    const r = (await replayReport(root));
     expect(codes(r)).toEqual(["terminal_state_mismatch"]);
     expect(r.findings[0]!.message).toContain("outcome");
   });
 
-  test("foldAndCheck on a clean log returns the same projection as the stored one", () => {
+  test("foldAndCheck on a clean log returns the same projection as the stored one", async () => {
     const root = drainedStore();
     const s = Store.open(root);
     try {

@@ -34,7 +34,7 @@ function cli(args: string[]) {
 }
 
 describe("the state document status reports from", () => {
-  test("state.json and the projection tables give the same report", () => {
+  test("state.json and the projection tables give the same report", async () => {
     const root = midRun();
     const fromFile = statusReport(root);
     expect(fromFile.healthy).toBe(true);
@@ -51,7 +51,7 @@ describe("the state document status reports from", () => {
     expect(JSON.stringify(fromTables)).toBe(JSON.stringify(fromFile));
   });
 
-  test("an edited state.json is a finding, and status reports the projection, not the file", () => {
+  test("an edited state.json is a finding, and status reports the projection, not the file", async () => {
     const root = midRun();
     const path = join(root, "state.json");
     const doc = JSON.parse(readFileSync(path, "utf8"));
@@ -63,18 +63,18 @@ describe("the state document status reports from", () => {
     expect(r.items.find((it) => it.id === "a")!.status).toBe("passed");
   });
 
-  test("a verified state.json is read instead of the item tables (replay still checks those)", () => {
+  test("a verified state.json is read instead of the item tables (replay still checks those)", async () => {
     const root = midRun();
     tamper(root, (db) => db.run("DELETE FROM proj_sessions"));
     const r = statusReport(root);
     expect(r.healthy).toBe(true);
     expect(r.items.find((it) => it.id === "c")!.session?.attempt).toBe(1);
-    const replay = replayReport(root);
+    const replay = (await replayReport(root));
     expect(replay.checks.projection).toBe("failed");
     expect(replay.findings.some((f) => f.code === "projection_mismatch" && f.message.includes("proj_sessions[c]"))).toBe(true);
   });
 
-  test("--work-item selects from the document, in the order given", () => {
+  test("--work-item selects from the document, in the order given", async () => {
     const root = midRun();
     const r = statusReport(root, ["c", "github:acme/api#7"]);
     expect(r.items.map((it) => it.id)).toEqual(["c", "b"]);
@@ -102,7 +102,7 @@ describe("a store written by an older loop (schema 1)", () => {
     return root;
   }
 
-  test("status and replay refuse it with outdated_store (exit 2) and change nothing", () => {
+  test("status and replay refuse it with outdated_store (exit 2) and change nothing", async () => {
     const root = schemaOneStore();
     const before = readFileSync(join(root, "loop.db"));
     expect(() => statusReport(root)).toThrow(StoreError);
@@ -118,7 +118,7 @@ describe("a store written by an older loop (schema 1)", () => {
     expect(readFileSync(join(root, "loop.db")).equals(before)).toBe(true);
   });
 
-  test("a writer upgrades it on open; the next materialization rewrites state.json; replay is clean", () => {
+  test("a writer upgrades it on open; the next materialization rewrites state.json; replay is clean", async () => {
     const root = schemaOneStore();
     const store = Store.open(root);
     expect((store.db.query("SELECT value FROM meta WHERE key = 'schema'").get() as { value: string }).value).toBe(String(SCHEMA_VERSION));
@@ -127,9 +127,9 @@ describe("a store written by an older loop (schema 1)", () => {
     const doc = JSON.parse(readFileSync(join(root, "state.json"), "utf8"));
     expect(doc.items.find((it: { id: string }) => it.id === "c").session).toMatchObject({ model: null, conversationId: null, closed: null });
     expect(statusReport(root).healthy).toBe(true);
-    expect(replayReport(root).ok).toBe(true);
+    expect((await replayReport(root)).ok).toBe(true);
     // Opening again is a no-op: nothing left to upgrade.
     Store.open(root).close();
-    expect(replayReport(root).ok).toBe(true);
+    expect((await replayReport(root)).ok).toBe(true);
   });
 });
