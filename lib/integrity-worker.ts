@@ -1,5 +1,5 @@
-// Worker thread of `loop replay`: checks every row of the snapshot the main thread folds (seqs, hash
-// chain, payloads), through its own read-only connection to the same file (lib/replay.ts starts it).
+// Worker thread of `loop replay`: checks the seqs and hash chain of the snapshot the main thread
+// folds, through its own read-only connection to the same file (lib/replay.ts starts it).
 import { Database } from "bun:sqlite";
 import { checkIntegrity } from "./integrity.ts";
 

@@ -1,15 +1,15 @@
 // `loop replay`: re-fold the whole log and prove every stored thing agrees with it.
-// Two passes over the events run side by side (the second in a worker thread on large logs):
-// - integrity (lib/integrity.ts): seq gaps, the hash chain, and every payload against its schema;
-// - the fold: each event folded into two independent projections, so nondeterminism in the reducer
-//   shows up as a difference between them.
+// Two passes over the events run side by side (the first in a worker thread on large logs):
+// - integrity (lib/integrity.ts): seq gaps and the hash chain;
+// - the fold: each payload validated against its schema and folded into two independent
+//   projections, so nondeterminism in the reducer shows up as a difference between them.
 // Then the projection tables, state.json and terminal_state.json are compared with the fold.
 import { readFileSync } from "node:fs";
 import type { Database } from "bun:sqlite";
-import type { StoredEvent } from "./events.ts";
+import { payloadProblem, type StoredEvent } from "./events.ts";
 import { emptyProjection, IllegalEventError, type Projection, reduceInto } from "./reducer.ts";
 import { headOf, readItemRows, readLoopRow, type ReadSnapshot, withReadSnapshotAsync } from "./store.ts";
-import { checkIntegrity, EVENT_COLUMNS, type EventRow, type IntegrityResult } from "./integrity.ts";
+import { checkIntegrity, type EventRow, type IntegrityResult } from "./integrity.ts";
 import type { IntegrityRequest } from "./integrity-worker.ts";
 import { ITEM_TABLES, itemRows, loopRow } from "./rows.ts";
 import { statePaths } from "./paths.ts";
@@ -32,37 +32,48 @@ export const FINDING_CODES = [
   "unreadable_terminal_file",
 ] as const;
 
+type FoldRow = Pick<EventRow, "seq" | "ts" | "type" | "actor" | "item" | "payload">;
+/** The hash a fold carries until the end: links are checked by the integrity pass, not read here. */
+const UNREAD_HASH = "";
+
 /** Below this many events both passes run on the main thread: a worker costs more to start. */
 export const WORKER_MIN_EVENTS = 20_000;
 
 export interface FoldOutcome {
   /** The fold of the whole log, or null when folding stopped. */
   projection: Projection | null;
-  /** Why folding stopped (an illegal event, the second fold disagreeing), or how the folds differ. */
+  /** Why folding stopped (an invalid payload, an illegal event, the second fold disagreeing), or how the folds differ. */
   findings: (Finding & { rule?: string })[];
-  /**
-   * Folding stopped on something other than a broken rule: a payload that does not parse, or an
-   * error thrown by the reducer. Payloads are validated by the integrity pass, so this must be an
-   * event that pass reports as invalid, at or before this seq; anything else is a bug (mergeFindings).
-   */
-  crashed?: { seq: number; error: unknown };
 }
 
-/** Parse and fold every event twice. Stops at the first event it cannot fold. Reads only. */
+/**
+ * Validate, parse and fold every event twice. Stops at the first event it cannot fold. Reads only.
+ * The links between events (id, prev_hash, hash) are the integrity pass's to check; the fold takes
+ * them as given and does not read them: a third of each row, on the pass that bounds replay's time.
+ */
 export function foldLog(db: Database): FoldOutcome {
   const a = emptyProjection();
   const b = emptyProjection();
   const stop = (f: Finding & { rule?: string }): FoldOutcome => ({ projection: null, findings: [f] });
-  for (const r of db.query(`SELECT ${EVENT_COLUMNS} FROM events ORDER BY seq`).iterate() as IterableIterator<EventRow>) {
-    // Both folds get the same event: the reducer never changes its input, and if it did, the
-    // second fold would see the change and disagree with the first.
-    let e: StoredEvent;
+  const rows = db.query("SELECT seq, ts, type, actor, item, payload FROM events ORDER BY seq").iterate() as IterableIterator<FoldRow>;
+  for (const r of rows) {
+    let payload: unknown;
     try {
-      const payload = JSON.parse(r.payload);
-      e = { seq: r.seq, id: r.id, ts: r.ts, type: r.type, actor: r.actor, item: r.item, payload, prev_hash: r.prev_hash, hash: r.hash } as StoredEvent;
+      payload = JSON.parse(r.payload);
+    } catch {
+      return stop({ code: "invalid_event_payload", seq: r.seq, message: `seq ${r.seq}: payload is not JSON` });
+    }
+    const type = r.type;
+    const problem = payloadProblem(type, payload);
+    if (problem) return stop({ code: "invalid_event_payload", seq: r.seq, message: `seq ${r.seq} ${type}: ${problem}` });
+    // Both folds get the same event: the reducer never changes its input, and if it did, the
+    // second fold would see the change and disagree with the first. Its prev_hash is the folds'
+    // own head, which the reducer's link rule then accepts; the hashes are set once at the end.
+    const e = { seq: r.seq, id: "", ts: r.ts, type, actor: r.actor, item: r.item, payload, prev_hash: a.hash, hash: UNREAD_HASH } as StoredEvent;
+    try {
       reduceInto(a, e);
     } catch (err) {
-      if (!(err instanceof IllegalEventError)) return { projection: null, findings: [], crashed: { seq: r.seq, error: err } };
+      if (!(err instanceof IllegalEventError)) throw err;
       return stop({ code: "illegal_event_sequence", seq: err.seq, message: err.message, rule: err.rule });
     }
     try {
@@ -71,6 +82,7 @@ export function foldLog(db: Database): FoldOutcome {
       return stop({ code: "nondeterministic_replay", seq: r.seq, message: `second fold rejected seq ${r.seq}: ${(err as Error).message}` });
     }
   }
+  a.hash = b.hash = headOf(db).hash;
   const ra = allRows(a);
   const rb = allRows(b);
   const findings: Finding[] = [];
@@ -79,31 +91,22 @@ export function foldLog(db: Database): FoldOutcome {
 }
 
 /**
- * Both passes' findings in log order, and the fold if it stands. The fold ends at the first invalid
- * payload (what it did past that is discarded), and a broken chain already names the seq where the
- * reducer's own seq/prev_hash rules would fail, so those are not repeated.
+ * Both passes' findings in log order. A broken chain already names the seq where the reducer's own
+ * seq rule would fail, so that is not repeated.
  */
-export function mergeFindings(integrity: IntegrityResult, fold: FoldOutcome): { findings: Finding[]; projection: Projection | null } {
-  const at = (code: string) => Math.min(...integrity.findings.filter((f) => f.code === code).map((f) => f.seq ?? Infinity));
-  const firstInvalid = at("invalid_event_payload");
-  const firstChain = Math.min(at("event_chain_broken"), at("event_sequence_gap"));
-  // The reducer trusts payload shapes, so an invalid one may make it throw; nothing else may.
-  if (fold.crashed && fold.crashed.seq < firstInvalid) throw fold.crashed.error;
+export function mergeFindings(integrity: IntegrityResult, fold: FoldOutcome): Finding[] {
+  const firstChain = Math.min(...integrity.findings.map((f) => f.seq ?? Infinity));
   const foldFindings = fold.findings
-    .filter((f) => (f.seq ?? Infinity) < firstInvalid || (f.seq === undefined && firstInvalid === Infinity))
     .filter((f) => !(f.rule && ["seq_gap", "prev_hash"].includes(f.rule) && (f.seq ?? Infinity) >= firstChain))
     .map(({ rule: _rule, ...f }) => f);
-  return {
-    findings: [...integrity.findings, ...foldFindings].sort((x, y) => (x.seq ?? Infinity) - (y.seq ?? Infinity)),
-    projection: firstInvalid === Infinity ? fold.projection : null,
-  };
+  return [...integrity.findings, ...foldFindings].sort((x, y) => (x.seq ?? Infinity) - (y.seq ?? Infinity));
 }
 
 /** Both passes on this thread, one after the other (small logs, tests). */
 export function foldAndCheck(db: Database): { events: number; findings: Finding[]; projection: Projection | null } {
   const fold = foldLog(db);
   const integrity = checkIntegrity(db);
-  return { events: integrity.events, ...mergeFindings(integrity, fold) };
+  return { events: integrity.events, findings: mergeFindings(integrity, fold), projection: fold.projection };
 }
 
 /** Run the integrity pass over the snapshot in a worker thread, beside the fold on this one. */
@@ -238,7 +241,8 @@ export async function replayReport(stateRoot: string, opts: { worker?: boolean }
     pending?.catch(() => {});
     const fold = foldLog(db);
     const integrity = pending ? await pending : checkIntegrity(db);
-    const { findings, projection } = mergeFindings(integrity, fold);
+    const findings = mergeFindings(integrity, fold);
+    const projection = fold.projection;
     const checks = { chain: "ok", legality: "ok", determinism: "ok", projection: "ok", files: "ok" };
     const has = (codes: string[]) => findings.some((f) => codes.includes(f.code));
     if (has(["event_chain_broken", "event_sequence_gap"])) checks.chain = "failed";
