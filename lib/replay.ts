@@ -63,13 +63,12 @@ export function foldLog(db: Database): FoldOutcome {
     } catch {
       return stop({ code: "invalid_event_payload", seq: r.seq, message: `seq ${r.seq}: payload is not JSON` });
     }
-    const type = r.type;
-    const problem = payloadProblem(type, payload);
-    if (problem) return stop({ code: "invalid_event_payload", seq: r.seq, message: `seq ${r.seq} ${type}: ${problem}` });
+    const problem = payloadProblem(r.type, payload);
+    if (problem) return stop({ code: "invalid_event_payload", seq: r.seq, message: `seq ${r.seq} ${r.type}: ${problem}` });
     // Both folds get the same event: the reducer never changes its input, and if it did, the
     // second fold would see the change and disagree with the first. Its prev_hash is the folds'
     // own head, which the reducer's link rule then accepts; the hashes are set once at the end.
-    const e = { seq: r.seq, id: "", ts: r.ts, type, actor: r.actor, item: r.item, payload, prev_hash: a.hash, hash: UNREAD_HASH } as StoredEvent;
+    const e = { seq: r.seq, id: "", ts: r.ts, type: r.type, actor: r.actor, item: r.item, payload, prev_hash: a.hash, hash: UNREAD_HASH } as StoredEvent;
     try {
       reduceInto(a, e);
     } catch (err) {
@@ -91,13 +90,13 @@ export function foldLog(db: Database): FoldOutcome {
 }
 
 /**
- * Both passes' findings in log order. A broken chain already names the seq where the reducer's own
- * seq rule would fail, so that is not repeated.
+ * Both passes' findings in log order. A gap the integrity pass reports is where the reducer's own
+ * seq rule stops the fold, so that is not repeated.
  */
 export function mergeFindings(integrity: IntegrityResult, fold: FoldOutcome): Finding[] {
   const firstChain = Math.min(...integrity.findings.map((f) => f.seq ?? Infinity));
   const foldFindings = fold.findings
-    .filter((f) => !(f.rule && ["seq_gap", "prev_hash"].includes(f.rule) && (f.seq ?? Infinity) >= firstChain))
+    .filter((f) => !(f.rule === "seq_gap" && (f.seq ?? Infinity) >= firstChain))
     .map(({ rule: _rule, ...f }) => f);
   return [...integrity.findings, ...foldFindings].sort((x, y) => (x.seq ?? Infinity) - (y.seq ?? Infinity));
 }
@@ -110,11 +109,11 @@ export function foldAndCheck(db: Database): { events: number; findings: Finding[
 }
 
 /** Run the integrity pass over the snapshot in a worker thread, beside the fold on this one. */
-function integrityInWorker(open: ReadSnapshot["open"]): Promise<IntegrityResult> {
+function integrityInWorker(open: ReadSnapshot["open"]): { result: Promise<IntegrityResult>; stop(): void } {
   // In the compiled binary the worker is an entry point of its own (scripts/build.ts), named from the root.
   const url = import.meta.url.includes("/$bunfs/") ? "./lib/integrity-worker.ts" : new URL("./integrity-worker.ts", import.meta.url).href;
   const worker = new Worker(url);
-  return new Promise((resolve, reject) => {
+  const result = new Promise<IntegrityResult>((resolve, reject) => {
     worker.onmessage = (e: MessageEvent<{ ok: true; result: IntegrityResult } | { ok: false; message: string; code?: string }>) => {
       void worker.terminate();
       if (e.data.ok) resolve(e.data.result);
@@ -127,6 +126,9 @@ function integrityInWorker(open: ReadSnapshot["open"]): Promise<IntegrityResult>
     };
     worker.postMessage({ path: open.path, flags: open.flags } satisfies IntegrityRequest);
   });
+  // Settled either way, so a worker failing while the fold throws is not an unhandled rejection.
+  result.catch(() => {});
+  return { result, stop: () => void worker.terminate() };
 }
 
 function allRows(p: Projection): Map<string, string> {
@@ -236,11 +238,15 @@ export async function replayReport(stateRoot: string, opts: { worker?: boolean }
     const { db } = snap;
     const head = headOf(db);
     const useWorker = opts.worker ?? head.seq >= WORKER_MIN_EVENTS;
-    const pending = useWorker ? integrityInWorker(snap.open) : null;
-    // Settle the promise either way, so a worker failure while the fold throws is not unhandled.
-    pending?.catch(() => {});
-    const fold = foldLog(db);
-    const integrity = pending ? await pending : checkIntegrity(db);
+    const worker = useWorker ? integrityInWorker(snap.open) : null;
+    let fold: FoldOutcome;
+    try {
+      fold = foldLog(db);
+    } catch (err) {
+      worker?.stop();
+      throw err;
+    }
+    const integrity = worker ? await worker.result : checkIntegrity(db);
     const findings = mergeFindings(integrity, fold);
     const projection = fold.projection;
     const checks = { chain: "ok", legality: "ok", determinism: "ok", projection: "ok", files: "ok" };
