@@ -103,8 +103,10 @@ export function terminalDocument(p: Projection) {
   };
 }
 
+/** The text of a materialized document: one line of JSON. Indenting would make state.json a third
+ * larger, and it is rendered (and hashed) after every commit and read by every `loop status`. */
 export function jsonText(doc: unknown): string {
-  return JSON.stringify(doc, null, 2) + "\n";
+  return JSON.stringify(doc) + "\n";
 }
 
 function readOrNull(path: string): string | null {

@@ -333,9 +333,9 @@ function checkSchema(db: Database, where: string) {
   let v: { value: string } | null;
   try {
     v = db.query("SELECT value FROM meta WHERE key = 'schema'").get() as { value: string } | null;
-    for (const t of ["events", "proj_loop", ...ITEM_TABLES, "lease"])
-      if (!db.query("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?").get(t))
-        throw new Error(`table ${t} is missing`);
+    // One query for every table: each prepared statement costs a cold read verb a fraction of a ms.
+    const tables = new Set((db.query("SELECT name FROM sqlite_master WHERE type = 'table'").values() as [string][]).map(([n]) => n));
+    for (const t of ["events", "proj_loop", ...ITEM_TABLES, "lease"]) if (!tables.has(t)) throw new Error(`table ${t} is missing`);
     db.query("SELECT seq, hash, state, body, state_sha FROM proj_loop LIMIT 0").all();
   } catch (err) {
     throw new StoreError("corrupt_store", `store under ${where} is not a loop store: ${(err as Error).message}`);
