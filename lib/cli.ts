@@ -1,8 +1,9 @@
 // Shared command-line plumbing: argument fragments, strict parsing, output format, exit codes and
 // error rendering. Commands declare their args once; citty renders --help from the same
-// declaration. Parsing uses node:util in strict mode because citty's parser accepts unknown flags
-// and keeps only the last value of a repeated flag, and the contract forbids both.
-import { parseArgs as nodeParseArgs } from "node:util";
+// declaration. Parsing uses `arg`, which is strict (an unknown flag is an error) and collects every
+// value of a repeated flag; citty's parser does neither, and node:util's parseArgs, which does
+// both, costs every tool ~4 ms of start-up to load (bench/startup-probes.ts).
+import arg from "arg";
 import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { ArgsDef } from "citty";
@@ -57,31 +58,42 @@ type Parsed<S extends ArgsSpec> = {
 };
 
 export function parseArgv<S extends ArgsSpec>(argv: string[], spec: S): Parsed<S> {
-  const options: Record<string, { type: "string" | "boolean"; multiple?: boolean; short?: string }> = {};
+  const argSpec: arg.Spec = {};
   const positionals: [string, ArgSpec & { type: "positional" }][] = [];
   for (const [name, a] of Object.entries(spec)) {
-    if (a.type === "positional") positionals.push([name, a]);
-    else options[name] = { type: a.type, ...(a.type === "string" && a.multiple ? { multiple: true } : {}), ...(a.short ? { short: a.short } : {}) };
+    if (a.type === "positional") {
+      positionals.push([name, a]);
+      continue;
+    }
+    argSpec[`--${name}`] = a.type === "boolean" ? Boolean : a.multiple ? [String] : String;
+    if (a.short) argSpec[`-${a.short}`] = `--${name}`;
   }
-  let parsed: ReturnType<typeof nodeParseArgs>;
+  // arg drops a value given to a boolean flag (`--json=yes`); the contract makes it a usage error.
+  for (const a of argv) {
+    if (a === "--") break;
+    const m = /^--([^=]+)=/.exec(a);
+    if (m && argSpec[`--${m[1]}`] === Boolean) throw new UsageError(`option --${m[1]} does not take a value`);
+  }
+  let parsed: arg.Result<arg.Spec>;
   try {
-    parsed = nodeParseArgs({ args: argv, options, strict: true, allowPositionals: true });
+    parsed = arg(argSpec, { argv });
   } catch (err) {
-    throw new UsageError((err as Error).message.replace(/\. To specify a positional.*$/s, ""));
+    throw new UsageError((err as Error).message);
   }
   const out: Record<string, unknown> = {};
   for (const [name, a] of Object.entries(spec)) {
-    if (a.type === "boolean") out[name] = parsed.values[name] === true;
+    if (a.type === "boolean") out[name] = parsed[`--${name}`] === true;
     else if (a.type === "string") {
-      const v = parsed.values[name];
+      const v = parsed[`--${name}`] as string | string[] | undefined;
       if (a.multiple) out[name] = (v as string[] | undefined) ?? [];
       else out[name] = v as string | undefined;
       if (typeof v === "string" && v === "") throw new UsageError(`--${name} needs a non-empty value`);
+      if (Array.isArray(v) && v.includes("")) throw new UsageError(`--${name} needs a non-empty value`);
     }
   }
-  const rest = [...parsed.positionals];
+  const rest = [...parsed._];
   // `--help` and `--version` answer even when a required argument is missing (`loop ctl --help`).
-  const infoOnly = parsed.values.help === true || parsed.values.version === true;
+  const infoOnly = parsed["--help"] === true || parsed["--version"] === true;
   for (const [name, a] of positionals) {
     if (a.variadic) out[name] = rest.splice(0);
     else out[name] = rest.shift();

@@ -10,6 +10,7 @@ import { Store } from "../lib/store.ts";
 import { materialize } from "../lib/materialize.ts";
 import { TOOLS } from "../cmd/tools.ts";
 import { CONTRACT_TOOLS, invokedName, isCompiled, toolFromName } from "../cmd/loop.ts";
+import { type ArgsSpec, commonArgs, parseArgv, UsageError } from "../lib/cli.ts";
 
 const REPO = resolve(import.meta.dir, "..");
 const LOOP = join(REPO, "cmd", "loop.ts");
@@ -190,6 +191,48 @@ describe("--help", () => {
     expect(r.code).toBe(2);
     expect(r.stdout).toBe("");
     expect(r.stderr).toContain("Usage: loop <tool>");
+  });
+});
+
+describe("parseArgv: strict, every value of a repeated flag", () => {
+  const spec = {
+    ...commonArgs,
+    "work-item": { type: "string", multiple: true, description: "" },
+    yes: { type: "boolean", description: "", short: "y" },
+    verb: { type: "positional", description: "", required: true },
+    rest: { type: "positional", description: "", variadic: true },
+  } satisfies ArgsSpec;
+  const ok: [string[], Record<string, unknown>][] = [
+    [["stop"], { verb: "stop", rest: [], "work-item": [], yes: false, json: false, root: undefined }],
+    [["stop", "--work-item", "a", "--work-item=b"], { verb: "stop", "work-item": ["a", "b"] }],
+    [["--json", "-y", "stop", "x", "y"], { json: true, yes: true, verb: "stop", rest: ["x", "y"] }],
+    [["-qv", "stop"], { quiet: true, verbose: true }],
+    [["--root", "/srv/a", "--root=/srv/b", "stop"], { root: "/srv/b" }],
+    [["stop", "--", "--json"], { json: false, rest: ["--json"] }],
+    [["--help"], { help: true, verb: undefined }],
+  ];
+  test.each(ok)("%j", (argv, want) => {
+    expect(parseArgv(argv, spec)).toMatchObject(want);
+  });
+  const bad: [string[], string][] = [
+    [["stop", "--bogus"], "unknown or unexpected option: --bogus"],
+    [["stop", "-z"], "unknown or unexpected option: -z"],
+    [["stop", "--json=yes"], "option --json does not take a value"],
+    [["stop", "--root"], "option requires argument: --root"],
+    [["stop", "--root", "--json"], "option requires argument: --root"],
+    [["stop", "--root="], "--root needs a non-empty value"],
+    [["stop", "--work-item", "a", "--work-item="], "--work-item needs a non-empty value"],
+    [[], "missing required argument <verb>"],
+  ];
+  test.each(bad)("%j is a usage error", (argv, message) => {
+    let err: unknown;
+    try {
+      parseArgv(argv, spec);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(UsageError);
+    expect((err as Error).message).toBe(message);
   });
 });
 
