@@ -346,6 +346,8 @@ function checkSchema(db: Database, where: string) {
       "outdated_store",
       `store under ${where} has schema ${version} from an older loop; \`loop run\` or \`loop ctl\` upgrades it (read verbs never write)`,
     );
+  if (Number.isInteger(version) && version > SCHEMA_VERSION)
+    throw new StoreError("corrupt_store", `store under ${where} has schema ${version}, from a newer loop than this one (schema ${SCHEMA_VERSION})`);
   if (version !== SCHEMA_VERSION)
     throw new StoreError("corrupt_store", `store under ${where} has schema ${v?.value ?? "none"}, expected ${SCHEMA_VERSION}`);
 }

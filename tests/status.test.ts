@@ -133,3 +133,24 @@ describe("a store written by an older loop (schema 1)", () => {
     expect((await replayReport(root)).ok).toBe(true);
   });
 });
+
+describe("a store written by a newer loop", () => {
+  test("every command refuses it with corrupt_store naming both schemas, and nothing changes", () => {
+    const root = midRun();
+    tamper(root, (db) => db.run("UPDATE meta SET value = ? WHERE key = 'schema'", [String(SCHEMA_VERSION + 1)]));
+    const before = readFileSync(join(root, "loop.db"));
+    for (const open of [() => statusReport(root), () => Store.open(root)]) {
+      let err: unknown;
+      try {
+        open();
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(StoreError);
+      expect((err as StoreError).code).toBe("corrupt_store");
+      expect((err as Error).message).toContain(`schema ${SCHEMA_VERSION + 1}, from a newer loop`);
+    }
+    expect(readFileSync(join(root, "loop.db")).equals(before)).toBe(true);
+  });
+});
+
