@@ -158,8 +158,24 @@ export class Store {
     return headOf(this.db);
   }
 
+  /**
+   * The projection, read from its tables once and kept while nothing changes: a step asks for it
+   * several times, and on a loop of many items each read parses thousands of rows. Another
+   * connection's commit changes `data_version`; this handle's own writes replace or drop the copy.
+   * The object is shared between callers: read it, never change it.
+   */
   projection(): Projection {
-    return readProjection(this.db);
+    const version = this.dataVersion();
+    if (this.cached?.version === version) return this.cached.p;
+    const p = readProjection(this.db);
+    this.cached = { version, p };
+    return p;
+  }
+
+  private cached: { version: number; p: Projection } | null = null;
+
+  private dataVersion(): number {
+    return (this.db.query("PRAGMA data_version").get() as { data_version: number }).data_version;
   }
 
   /**
@@ -175,6 +191,7 @@ export class Store {
       const problem = payloadProblem(d.type, d.payload);
       if (problem) throw new StoreError("invalid_event", `${d.type}: ${problem}`);
     }
+    this.cached = null;
     const run = this.db.transaction(() => {
       const head = headOf(this.db);
       if (opts.expectSeq !== undefined && head.seq !== opts.expectSeq)
@@ -227,6 +244,8 @@ export class Store {
       return { events: out, projection: p };
     });
     const result = run.immediate();
+    // Committed, unless an enclosing transaction (tx) may still roll it back: then read afresh.
+    if (!this.db.inTransaction) this.cached = { version: this.dataVersion(), p: result.projection };
     if (opts.label) failpoint(`${opts.label}:after_commit`);
     return result;
   }
@@ -237,6 +256,7 @@ export class Store {
 
   /** Run fn inside one BEGIN IMMEDIATE transaction (fn must be synchronous). */
   tx<T>(fn: () => T): T {
+    this.cached = null; // fn may write projection rows or events behind append's back
     return this.db.transaction(fn).immediate();
   }
 

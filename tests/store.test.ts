@@ -10,7 +10,7 @@ import { pidAlive } from "../lib/liveness.ts";
 import { fold, IllegalEventError } from "../lib/reducer.ts";
 import { compareProjection, foldAndCheck } from "../lib/replay.ts";
 import { ITEM_TABLES } from "../lib/rows.ts";
-import { dbPath, type EventRow, hashInput, rowToEvent, Store, StoreError } from "../lib/store.ts";
+import { dbPath, type EventRow, hashInput, readProjection, rowToEvent, Store, StoreError } from "../lib/store.ts";
 import { control, definition, itemDef, launch, loopStarted } from "./helpers/events.ts";
 import { TempDirs } from "./helpers/fs.ts";
 import { realisticDrafts } from "./helpers/store.ts";
@@ -324,6 +324,33 @@ describe("several writers on one file", () => {
     expect(check.findings).toEqual([]);
     expect(compareProjection(a.db, check.projection!)).toEqual([]);
     expect(check.projection!.items.b!.control).toHaveLength(13);
+  });
+
+  test("projection() is read once while nothing changes; another handle's commit or a rolled-back append makes it read again", () => {
+    const { root, store: a } = newStore();
+    const b = handle(root);
+    a.append([DEF, loopStarted]);
+    const p1 = a.projection();
+    expect(a.projection()).toBe(p1); // nothing changed: the same object
+    expect(p1.seq).toBe(3);
+    // This handle's own append replaces it with the appended projection.
+    const { projection } = a.append([control("a", "start")]);
+    expect(a.projection()).toBe(projection);
+    expect(a.projection().seq).toBe(4);
+    // Another connection's commit changes data_version: read afresh.
+    b.append([control("b", "start")]);
+    const p2 = a.projection();
+    expect(p2.seq).toBe(5);
+    expect(p2.items.b!.started).toBe(true);
+    expect(p2).toEqual(readProjection(a.db));
+    // An append refused inside a transaction leaves nothing cached that did not commit.
+    expect(() => a.tx(() => {
+      a.append([control("a", "stop")]);
+      throw new Error("roll back");
+    })).toThrow("roll back");
+    expect(a.projection().seq).toBe(5);
+    expect(a.projection().items.a!.held).toBe(false);
+    expect(a.projection()).toEqual(readProjection(a.db));
   });
 
   test("two processes appending at the same time lose nothing and keep the chain intact", async () => {
