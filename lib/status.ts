@@ -90,10 +90,15 @@ export function stateView(
   let bytes: Buffer;
   try {
     bytes = readFileSync(path);
-  } catch {
+  } catch (err) {
+    const missing = (err as NodeJS.ErrnoException).code === "ENOENT";
     return {
       doc: stateDocument(projection()),
-      findings: [{ code: "state_file_missing", message: `${path} is missing (the next \`loop run\` rewrites it)` }],
+      findings: [
+        missing
+          ? { code: "state_file_missing", message: `${path} is missing (the next \`loop run\` rewrites it)` }
+          : { code: "unreadable_state_file", message: `${path} cannot be read: ${(err as Error).message}` },
+      ],
     };
   }
   const text = bytes.toString("utf8");

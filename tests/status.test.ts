@@ -3,7 +3,7 @@
 // same report; a file that differs is a finding and never what status reports. And the store-layout
 // upgrade that changed the document: read verbs refuse an older store, writers upgrade it.
 import { afterAll, describe, expect, test } from "bun:test";
-import { readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { materialize } from "../lib/materialize.ts";
 import { replayReport } from "../lib/replay.ts";
@@ -72,6 +72,17 @@ describe("the state document status reports from", () => {
     const replay = (await replayReport(root));
     expect(replay.checks.projection).toBe("failed");
     expect(replay.findings.some((f) => f.code === "projection_mismatch" && f.message.includes("proj_sessions[c]"))).toBe(true);
+  });
+
+  test("a state.json that cannot be read is unreadable_state_file (not missing), and status reports the projection", async () => {
+    const root = midRun();
+    const path = join(root, "state.json");
+    rmSync(path);
+    mkdirSync(path); // a directory where the file should be: EISDIR
+    const r = statusReport(root);
+    expect(r.findings.map((f) => f.code)).toEqual(["unreadable_state_file"]);
+    expect(r.findings[0]!.message).toContain("cannot be read");
+    expect(r.items.map((it) => it.id)).toEqual(["a", "b", "c"]);
   });
 
   test("--work-item selects from the document, in the order given", async () => {
