@@ -4,8 +4,8 @@
 //
 //   bun bench/profile-replay.ts --root DIR [--passes 3] [--clock wall|cpu]
 //
-// Rows: the integrity pass alone (lib/integrity.ts: read, hash chain, payload schemas), the fold
-// alone (read, parse, two folds), both one after the other on one thread (replay below 20k events),
+// Rows: the integrity pass alone (lib/integrity.ts: read, hash chain, seqs), the fold alone (read,
+// parse, payload schemas, two folds), both one after the other on one thread (replay below 20k events),
 // and both side by side with the integrity pass in a worker thread (replay from 20k events). The
 // last row is bounded by the slower of the two passes: that pass is what to make faster.
 // Every row runs in a FRESH PROCESS: in one process, earlier passes leave the reducer's and
@@ -45,8 +45,8 @@ const now =
     : () => performance.now();
 
 const VARIANTS: Record<string, { label: string; run: () => unknown }> = {
-  integrity: { label: "integrity pass alone (read, sha256 chain, JSON.parse + schema)", run: () => withReadSnapshot(stateRoot, ({ db }) => checkIntegrity(db)) },
-  fold: { label: "fold alone (read, JSON.parse, two folds, fold comparison)", run: () => withReadSnapshot(stateRoot, ({ db }) => foldLog(db)) },
+  integrity: { label: "integrity pass alone (read 9 columns, sha256 chain, seqs)", run: () => withReadSnapshot(stateRoot, ({ db }) => checkIntegrity(db)) },
+  fold: { label: "fold alone (read 6 columns, JSON.parse, schema check, two folds, fold comparison)", run: () => withReadSnapshot(stateRoot, ({ db }) => foldLog(db)) },
   inline: { label: "replayReport(), both passes on one thread", run: () => replayReport(stateRoot, { worker: false }) },
   worker: { label: "replayReport(), integrity pass in a worker thread", run: () => replayReport(stateRoot, { worker: true }) },
   compare: {

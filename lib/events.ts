@@ -2,6 +2,7 @@
 // boundary, before anything is written), and the row shape stored in `events`.
 // docs/events.md documents each one; tests/docs.test.ts keeps the two lists equal.
 import * as v from "valibot";
+import { type Check, compileCheck } from "./schema-check.ts";
 
 const Str = v.string();
 const NStr = v.nullable(v.string());
@@ -146,11 +147,17 @@ export function isEventType(t: string): t is EventType {
   return Object.hasOwn(PAYLOADS, t);
 }
 
+let CHECKS: Record<EventType, Check> | null = null;
+function compileChecks(): Record<EventType, Check> {
+  return Object.fromEntries(EVENT_TYPES.map((t) => [t, compileCheck(PAYLOADS[t])])) as Record<EventType, Check>;
+}
+
 /** Validate a payload at the boundary; returns the issue text or null. */
 export function payloadProblem(type: string, payload: unknown): string | null {
   if (!isEventType(type)) return `unknown event type "${type}"`;
-  // `is` stops at the first issue and is about twice as fast: replay validates every payload.
-  if (v.is(PAYLOADS[type], payload)) return null;
+  // Replay validates every payload of the log: a compiled check that allocates nothing answers
+  // first; valibot itself explains a payload that fails (and stays the judge if the two disagree).
+  if ((CHECKS ??= compileChecks())[type](payload)) return null;
   const r = v.safeParse(PAYLOADS[type], payload);
   if (r.success) return null;
   return r.issues
