@@ -9,7 +9,7 @@ export const tool = defineTool({
   name: "loop-replay",
   description: DESCRIPTIONS.replay,
   args: {},
-  footer: "Exit codes: 0 no findings, 1 findings, 2 cannot replay (usage, missing or corrupt store).",
+  footer: "Exit codes: 0 no findings, 1 findings, 2 cannot replay (usage; missing, corrupt or outdated store).",
   async run(args, ctx) {
     const root = resolveRoot(args.root, ctx.cwd);
     const report = await replayReport(resolveStateRoot(root, args["state-root"], ctx.env, ctx.cwd));

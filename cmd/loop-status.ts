@@ -9,7 +9,7 @@ export const tool = defineTool({
   name: "loop-status",
   description: DESCRIPTIONS.status,
   args: { ...workItemArg },
-  footer: "Exit codes: 0 healthy, 1 divergence found, 2 cannot report (usage, missing or corrupt store).",
+  footer: "Exit codes: 0 healthy, 1 divergence found, 2 cannot report (usage; missing, corrupt or outdated store).",
   run(args, ctx) {
     const root = resolveRoot(args.root, ctx.cwd);
     const report = statusReport(resolveStateRoot(root, args["state-root"], ctx.env, ctx.cwd), args["work-item"]);
