@@ -296,6 +296,11 @@ class Step {
         payload = { attempt: attempt.n, passed: ok, exitCode: end.exitCode, timedOut: false, sha256: null, tail: reason, log: logPath, reason };
       } else {
         this.store.renewLease(this.lease, it.def.timeouts.verify + 10 * 60_000);
+        // A verify may run for minutes: bring the files up to date with what this step committed
+        // (or `loop status` would report them stale meanwhile), and leave no WAL behind (or every
+        // read verb meanwhile would copy the whole database to read it; see Store.checkpoint).
+        this.materialize();
+        this.store.checkpoint();
         const r = await runVerify(it.def.verify, worktree, logPath, it.def.timeouts.verify, { LOOP_ITEM: it.id, LOOP_ATTEMPT: String(attempt.n), LOOP_WORKDIR: worktree });
         payload = { attempt: attempt.n, passed: r.passed, exitCode: r.exitCode, timedOut: r.timedOut, sha256: r.sha256, tail: r.tail, log: logPath, reason: r.reason };
       }

@@ -89,7 +89,7 @@ export class Store {
       db.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
       store.retryBusy(() => db.run("PRAGMA journal_mode = WAL"));
       db.run("PRAGMA synchronous = FULL");
-      // Checkpoints happen at close only, so a reader never sees the main file change mid-step.
+      // No automatic checkpoints: a writer checkpoints at close and before a long wait (checkpoint()).
       db.run("PRAGMA wal_autocheckpoint = 0");
       store.retryBusy(() => store.ensureSchema(opts.actor ?? "loop"));
     } catch (err) {
@@ -321,12 +321,21 @@ export class Store {
     this.db.run("PRAGMA synchronous = FULL");
   }
 
-  close(): void {
+  /**
+   * Copy the WAL into the main file and empty it. A read verb that finds WAL content must copy the
+   * whole database to read it without writing (withReadSnapshot), so a writer about to wait a long
+   * time (a verify command) checkpoints first; otherwise writers checkpoint only when they close.
+   */
+  checkpoint(): void {
     try {
       this.db.run("PRAGMA wal_checkpoint(TRUNCATE)");
     } catch {
       // Another connection is mid-transaction; the last closer checkpoints instead.
     }
+  }
+
+  close(): void {
+    this.checkpoint();
     this.db.close();
   }
 }

@@ -4,9 +4,11 @@
 // pass, loop.json has short timeouts and the test polls `loop run` a bounded number of times.
 // Every scenario ends with `loop status` and `loop replay` exiting 0 and no session process left.
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { demoDefinition, git, gitOk, pollUntil, type Project, runlogBlocks, scenario, sleep } from "./helpers/project.ts";
+import { withReadSnapshot } from "../lib/store.ts";
+import { statusReport } from "../lib/status.ts";
 
 const T = 120_000;
 const hang = { command: ["sh", "-c", "echo start; sleep 600"] };
@@ -551,6 +553,29 @@ describe("loop run", () => {
           expect(r.item).toBe("fine");
           await p.runToDrain();
           expect(p.projection().items.fine!.status).toBe("passed");
+        },
+      ),
+    T,
+  );
+
+  test.concurrent(
+    "(n) while a step waits on a verify command it leaves no WAL: status reads the store in place, no copy",
+    () =>
+      scenario(
+        (p) => demoDefinition([{ id: "slow", prompt: "x", verify: `while [ ! -e ${join(p.aux, "go")} ]; do sleep 0.05; done; touch ${join(p.aux, "verified")}` }]),
+        {},
+        async (p) => {
+          expect((await p.run()).action).toBe("launched");
+          // The demo agent exits at once; the step that observes it runs the verify, which waits.
+          const step = p.spawn(["run", "--json", "--root", p.root]);
+          await pollUntil(() => existsSync(join(p.sessionDir("slow", 1), "verify.log")), "verify running");
+          expect(statSync(join(p.stateRoot, "loop.db-wal")).size).toBe(0);
+          expect(withReadSnapshot(p.stateRoot, (s) => s.copied)).toBe(false);
+          expect(statusReport(p.stateRoot).healthy).toBe(true);
+          writeFileSync(join(p.aux, "go"), "");
+          expect(await step.exited).toBe(0);
+          expect(existsSync(join(p.aux, "verified"))).toBe(true);
+          expect(p.projection().items.slow!.status).toBe("passed");
         },
       ),
     T,
