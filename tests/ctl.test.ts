@@ -159,7 +159,7 @@ describe("loop ctl", () => {
         const r = await p.run();
         expect(r.action).toBe("paused");
         expect(p.head()).toBe(head);
-        expect(st.items.n!.status).toBe("pending");
+        expect(p.projection().items.n!.status).toBe("pending");
         await ctlOk(p, ["resume"], "bob@ops");
         const last = await p.runToDrain();
         st = p.projection();

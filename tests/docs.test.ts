@@ -1,6 +1,6 @@
 // The documentation is checked against the code it describes, by reading what exists: a tool added
 // to cmd/tools.ts, a flag added to a tool, an event type added to lib/events.ts or a finding code
-// added to lib/replay.ts or lib/status.ts makes this test demand its documentation.
+// added to lib/replay.ts, lib/integrity.ts or lib/status.ts makes this test demand its documentation.
 import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
@@ -103,9 +103,10 @@ describe("finding codes are documented", () => {
     expect(FINDING_CODES.filter((c) => !md.includes(`\`${c}\``))).toEqual([]);
   });
 
-  test("every code lib/replay.ts emits is one of FINDING_CODES", () => {
-    const src = read("lib/replay.ts");
+  test("every code lib/replay.ts and lib/integrity.ts emit is one of FINDING_CODES", () => {
+    const src = read("lib/replay.ts") + read("lib/integrity.ts");
     const emitted = new Set([...src.matchAll(/code: "([a-z_]+)"/g)].map((m) => m[1]!));
+    expect(emitted.size).toBeGreaterThan(8);
     expect([...emitted].filter((c) => !(FINDING_CODES as readonly string[]).includes(c))).toEqual([]);
   });
 

@@ -209,6 +209,7 @@ describe("itemIdFromRef", () => {
       seed = (seed * 1103515245 + 12345) % 2 ** 31;
       return seed % n;
     };
+    let checked = 0;
     for (let i = 0; i < 2000; i++) {
       let repo = "aZ0"[rand(3)]!;
       const len = rand(120);
@@ -219,7 +220,9 @@ describe("itemIdFromRef", () => {
       const id = itemIdFromRef(parsed);
       expect(isItemId(id)).toBe(true);
       expect(id).toEndWith(`-${number}`);
+      checked++;
     }
+    expect(checked).toBeGreaterThan(900); // about half the generated refs are valid (the rest too long or with '..')
   });
 
   test("a hand-built ref with no usable repo characters still gives a valid id", () => {

@@ -17,7 +17,7 @@ import { buildStore, readRows, realisticDrafts, tamper } from "./helpers/store.t
 const temp = new TempDirs();
 afterAll(() => temp.cleanup());
 
-const LOOP = join(import.meta.dir, "..", "cmd", "loop.ts");
+import { LOOP, loopEnv } from "./helpers/loop-harness.ts";
 
 // Seqs of the realistic history (tests/helpers/store.ts): 1 store_opened, 2 definition_imported,
 // 3 loop_started, 4..10 item a passes, 11..16 item b fails, 17 b reset, 18..24 b passes,
@@ -36,9 +36,7 @@ function openStore(): string {
 }
 
 function replayCli(stateRoot: string) {
-  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: "1" };
-  delete env.LOOP_STATE_ROOT;
-  const r = Bun.spawnSync([process.execPath, LOOP, "replay", "--json", "--state-root", stateRoot], { cwd: stateRoot, env });
+  const r = Bun.spawnSync([process.execPath, LOOP, "replay", "--json", "--state-root", stateRoot], { cwd: stateRoot, env: loopEnv() });
   return { code: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
 }
 

@@ -423,11 +423,12 @@ describe("demo agent", () => {
     expect(await run("@demo attempt 2 exit 7\n@demo exit 0", 2)).toBe(7);
   });
 
-  test("sleep waits", async () => {
-    const t0 = performance.now();
-    expect(await run("@demo sleep 0.05\n@demo print awake")).toBe(0);
-    expect(performance.now() - t0).toBeGreaterThanOrEqual(40);
-    expect(lines).toContain("awake");
+  test("sleep waits, in order with the directives around it", async () => {
+    expect(await run("@demo print before\n@demo sleep 0.05\n@demo print awake")).toBe(0);
+    const at = (l: string) => lines.indexOf(l);
+    expect(at("demo: sleep 0.05s")).toBeGreaterThan(at("before"));
+    expect(at("awake")).toBeGreaterThan(at("demo: sleep 0.05s"));
+    expect(at("before")).toBeGreaterThanOrEqual(0);
   });
 
   test("unsafe paths are refused before anything is done", async () => {
@@ -441,10 +442,13 @@ describe("demo agent", () => {
   });
 
   test("malformed directives fail with 2 and change nothing", async () => {
-    for (const bad of ["@demo frobnicate x", "@demo attempt x write a b", "@demo exit 300", "@demo sleep soon", "@demo commit", "@demo"]) {
-      expect(await run(`@demo write ok.txt fine\n${bad}`)).toBe(bad === "@demo" ? 0 : 2);
+    for (const bad of ["@demo frobnicate x", "@demo attempt x write a b", "@demo exit 300", "@demo sleep soon", "@demo commit"]) {
+      rmSync(join(repo, "ok.txt"), { force: true });
+      expect(await run(`@demo write ok.txt fine\n${bad}`), bad).toBe(2);
+      expect(existsSync(join(repo, "ok.txt")), bad).toBe(false);
     }
-    // A bare "@demo" with nothing after it is not a directive line; the rest still ran.
+    // A bare "@demo" with nothing after it is not a directive line; the rest runs.
+    expect(await run("@demo write ok.txt fine\n@demo")).toBe(0);
     expect(existsSync(join(repo, "ok.txt"))).toBe(true);
   });
 

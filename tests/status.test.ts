@@ -13,7 +13,7 @@ import { sha256Hex } from "../lib/canonical.ts";
 import { TempDirs } from "./helpers/fs.ts";
 import { buildStore, realisticDrafts, tamper } from "./helpers/store.ts";
 import { launch, started } from "./helpers/events.ts";
-import { LOOP } from "./helpers/loop-harness.ts";
+import { LOOP, loopEnv } from "./helpers/loop-harness.ts";
 
 const temp = new TempDirs();
 afterAll(() => temp.cleanup());
@@ -27,9 +27,7 @@ function midRun(): string {
 }
 
 function cli(args: string[]) {
-  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: "1" };
-  delete env.LOOP_STATE_ROOT;
-  const r = Bun.spawnSync([process.execPath, LOOP, ...args], { env, stdout: "pipe", stderr: "pipe" });
+  const r = Bun.spawnSync([process.execPath, LOOP, ...args], { env: loopEnv(), stdout: "pipe", stderr: "pipe" });
   return { code: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
 }
 
@@ -146,12 +144,19 @@ describe("a store written by an older loop (schema 1)", () => {
 });
 
 describe("a store written by a newer loop", () => {
-  test("every command refuses it with corrupt_store naming both schemas, and nothing changes", () => {
+  test("every command refuses it with corrupt_store naming both schemas, and nothing changes", async () => {
     const root = midRun();
     tamper(root, (db) => db.run("UPDATE meta SET value = ? WHERE key = 'schema'", [String(SCHEMA_VERSION + 1)]));
     const before = readFileSync(join(root, "loop.db"));
-    for (const open of [() => statusReport(root), () => Store.open(root)])
-      expect(open).toThrow(new StoreError("corrupt_store", `store under ${root} has schema ${SCHEMA_VERSION + 1}, from a newer loop than this one (schema ${SCHEMA_VERSION})`));
+    const message = `store under ${root} has schema ${SCHEMA_VERSION + 1}, from a newer loop than this one (schema ${SCHEMA_VERSION})`;
+    for (const open of [() => statusReport(root), () => Store.open(root)]) expect(open).toThrow(new StoreError("corrupt_store", message));
+    await expect(replayReport(root)).rejects.toMatchObject({ name: "StoreError", code: "corrupt_store", message });
+    for (const verb of ["status", "replay"]) {
+      const r = cli([verb, "--json", "--state-root", root]);
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe("");
+      expect(JSON.parse(r.stderr).error).toEqual({ code: "corrupt_store", message });
+    }
     expect(readFileSync(join(root, "loop.db")).equals(before)).toBe(true);
   });
 });

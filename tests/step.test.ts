@@ -516,6 +516,7 @@ describe("loop run", () => {
         git(p.root, "init", "-q", "-b", "main");
         git(p.root, "config", "user.email", "test@example.invalid");
         git(p.root, "config", "user.name", "test");
+        git(p.root, "config", "commit.gpgsign", "false");
         git(p.root, "add", "-A");
         git(p.root, "commit", "-q", "-m", "initial");
         expect((await p.runToDrain()).reason).toBe("Succeeded");
@@ -559,7 +560,7 @@ describe("loop run", () => {
   );
 
   test.concurrent(
-    "(n) while a step waits on a verify command it leaves no WAL: status reads the store in place, no copy",
+    "(p) while a step waits on a verify command it leaves no WAL: status reads the store in place, no copy",
     () =>
       scenario(
         (p) => demoDefinition([{ id: "slow", prompt: "x", verify: `while [ ! -e ${join(p.aux, "go")} ]; do sleep 0.05; done; touch ${join(p.aux, "verified")}` }]),
