@@ -65,8 +65,13 @@ export const tool = defineTool({
         const done = r && ["drained", "paused", "stopped"].includes(r.action);
         if (stopping || (done && !args.forever)) break;
         await new Promise<void>((resolve) => {
-          wake = resolve;
-          setTimeout(resolve, intervalMs);
+          // A signal wakes the wait early; clearing the timer lets the process exit right away
+          // instead of being held open for the rest of the interval.
+          const timer = setTimeout(resolve, intervalMs);
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
         });
         if (stopping) break;
       }

@@ -457,7 +457,9 @@ describe("loop run", () => {
 
           // Add a gated item and interrupt the watch while it waits on it.
           p.writeDefinition(demoDefinition([...items, { id: "w3", prompt: "w3", runner: "gated", verify: "test -s w3.txt" }], { runners: { gated: gated(p) } }));
-          const watch2 = p.spawn(watchArgs);
+          // An hour between steps: a signal must end the wait, not leave the process waiting it out
+          // (this test would then run into its own time limit).
+          const watch2 = p.spawn(["run", "--watch", "--interval", "1h", "--json", "--root", p.root]);
           await pollUntil(() => existsSync(pidFile) && existsSync(join(p.stateRoot, "loop.db")) && p.projection().items.w3?.status === "running", "w3 running under --watch", 600);
           watch2.kill("SIGTERM");
           expect(await watch2.exited).toBe(130);
