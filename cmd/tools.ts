@@ -1,4 +1,4 @@
-// The tool table shared by the multi-call entry and the tests.
+// Every tool, loaded eagerly: for the tests (the multi-call entry loads tools on demand, cmd/registry.ts).
 import type { Tool } from "../lib/cli.ts";
 import { tool as init } from "./loop-init.ts";
 import { tool as status } from "./loop-status.ts";
@@ -7,7 +7,3 @@ import { tool as run } from "./loop-run.ts";
 import { tool as ctl } from "./loop-ctl.ts";
 
 export const TOOLS: Record<string, Tool<any>> = { init, run, status, replay, ctl };
-
-export function toolFor(name: string): Tool<any> | undefined {
-  return Object.hasOwn(TOOLS, name) ? TOOLS[name] : undefined;
-}

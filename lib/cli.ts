@@ -132,7 +132,7 @@ export interface Tool<S extends ArgsSpec = ArgsSpec> {
 
 /** A tool's own args, then the common ones; a tool may redefine a common arg (e.g. its help text). */
 export function allArgs(tool: Tool): ArgsSpec {
-  return { ...commonArgs, ...tool.args, ...Object.fromEntries(Object.entries(commonArgs).filter(([k]) => !(k in tool.args))) };
+  return { ...tool.args, ...Object.fromEntries(Object.entries(commonArgs).filter(([k]) => !(k in tool.args))) };
 }
 
 export function defineTool<S extends ArgsSpec>(tool: Tool<S>): Tool<S> {
@@ -149,7 +149,7 @@ export async function renderHelp(tool: Tool, color: boolean): Promise<string> {
   const argsDef: ArgsDef = {};
   for (const [name, a] of Object.entries(allArgs(tool)) as [string, ArgSpec][]) {
     if (a.type === "positional") argsDef[name] = { type: "positional", description: a.description, required: a.required ?? false, valueHint: a.valueHint };
-    else if (a.type === "string") argsDef[name] = { type: "string", description: a.description + ("multiple" in a && a.multiple ? "" : ""), valueHint: a.valueHint, ...(a.short ? { alias: a.short } : {}) };
+    else if (a.type === "string") argsDef[name] = { type: "string", description: a.description, valueHint: a.valueHint, ...(a.short ? { alias: a.short } : {}) };
     else argsDef[name] = { type: "boolean", description: a.description, ...(a.short ? { alias: a.short } : {}) };
   }
   const { renderUsage } = await import("citty"); // only --help needs it
@@ -303,7 +303,6 @@ async function runParsed(tool: Tool, opts: RunOptions, env: Record<string, strin
     },
     log,
     out: (text) => void stdout.write(text.endsWith("\n") ? text : text + "\n"),
-    // One line per document: cheaper to print and parse, and `loop run --watch` prints JSON Lines.
     // One line per document: cheaper to print and to parse, and `loop run --watch` prints JSON Lines.
     outJson: (doc) => void stdout.write(JSON.stringify(doc) + "\n"),
     get stdinIsTTY() {

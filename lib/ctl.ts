@@ -12,7 +12,7 @@ import { Store } from "./store.ts";
 import { repoTop } from "./workspace.ts";
 import { materialize } from "./materialize.ts";
 import type { StoredEvent } from "./events.ts";
-import { UsageError } from "./cli.ts";
+import { UsageError } from "./errors.ts";
 
 export const CTL_VERBS = ["start", "pause", "resume", "stop", "skip", "retry", "cancel", "reply"] as const;
 export type CtlVerb = (typeof CTL_VERBS)[number];

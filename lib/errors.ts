@@ -83,6 +83,13 @@ export class GitError extends Error {
     readonly code: number | null,
     readonly stderr: string,
   ) {
-    super(`git ${args.join(" ")} failed (exit ${code}): ${stderr.trim().split("\n").slice(-3).join(" / ")}`);
+    super(`git ${args.join(" ")} failed (exit ${code}): ${gitReason(stderr)}`);
   }
+}
+
+/** What git said went wrong: its fatal/error lines when it printed any (hints follow them), else its last lines. */
+function gitReason(stderr: string): string {
+  const lines = stderr.trim().split("\n");
+  const errors = lines.filter((l) => /^(fatal|error):/.test(l));
+  return (errors.length ? errors : lines.slice(-3)).join(" / ");
 }

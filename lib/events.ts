@@ -128,7 +128,7 @@ export type EventDraft = {
   [T in EventType]: { type: T; item?: string | null; payload: Payload<T>; id?: string; actor?: string; ts?: string };
 }[EventType];
 
-/** A stored event row. `payload` is parsed; `payloadText` is the exact stored (canonical) text. */
+/** A stored event row, its payload parsed. */
 export interface StoredEvent {
   seq: number;
   id: string;

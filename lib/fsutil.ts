@@ -32,7 +32,7 @@ export function readJsonOrNull<T = any>(path: string): T | null {
   }
 }
 
-/** The last `lines` lines of a text, at most `maxBytes` characters. */
+/** The last `lines` lines of a text, at most `maxChars` characters. */
 export function tail(text: string, lines = 30, maxChars = 4000): string {
   const parts = text.replace(/\s+$/, "").split("\n");
   let out = parts.slice(-lines).join("\n");

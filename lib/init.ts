@@ -7,7 +7,7 @@ import { currentBranch, isWorkTree } from "./git.ts";
 import { statePaths } from "./paths.ts";
 import { Store } from "./store.ts";
 import { materialize } from "./materialize.ts";
-import { UsageError } from "./cli.ts";
+import { UsageError } from "./errors.ts";
 
 export const AGENT_CLIS = ["claude", "codex", "aider"] as const;
 
@@ -87,7 +87,9 @@ export function initProject(root: string, stateRoot: string, opts: { force: bool
   let scripts: Record<string, string> | null = null;
   try {
     scripts = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).scripts ?? null;
-  } catch {}
+  } catch {
+    // No package.json, or one that is not JSON: no npm scripts to guess a verify command from.
+  }
   const runner = pickRunner((c) => findOnPath(c, opts.env.PATH));
   const verify = guessVerify(has, scripts);
   const base = currentBranch(root) ?? "main";

@@ -1,9 +1,9 @@
 // Materializations: files derived from the log for people and other tools. Each is a pure
 // function of the projection (or of the events, for RUNLOG.md), written after the commit with an
 // atomic rename, and rewritten by the next step if a crash cut it short. Replay recomputes them.
-import { appendFileSync, closeSync, existsSync, fstatSync, openSync, readFileSync, readSync, rmSync, truncateSync } from "node:fs";
+import { appendFileSync, closeSync, existsSync, fstatSync, openSync, readSync, rmSync, truncateSync } from "node:fs";
 import { sha256Hex } from "./canonical.ts";
-import { writeFileAtomic as writeAtomic } from "./fsutil.ts";
+import { readTextOrNull, writeFileAtomic as writeAtomic } from "./fsutil.ts";
 import type { Database } from "bun:sqlite";
 import type { Projection } from "./reducer.ts";
 import { statePaths } from "./paths.ts";
@@ -109,14 +109,6 @@ export function jsonText(doc: unknown): string {
   return JSON.stringify(doc) + "\n";
 }
 
-function readOrNull(path: string): string | null {
-  try {
-    return readFileSync(path, "utf8");
-  } catch {
-    return null;
-  }
-}
-
 /** Bring state.json, terminal_state.json and RUNLOG.md in line with the log. Returns what changed. */
 export function materialize(stateRoot: string, p: Projection, db: Database): string[] {
   const paths = statePaths(stateRoot);
@@ -124,7 +116,7 @@ export function materialize(stateRoot: string, p: Projection, db: Database): str
   failpoint("materialize:before");
   // The projection row stores the sha256 of the state.json it materializes to: a current file
   // costs one hash instead of rendering every item.
-  const onFile = readOrNull(paths.stateJson);
+  const onFile = readTextOrNull(paths.stateJson);
   const row = db.query("SELECT seq, state_sha FROM proj_loop WHERE id = 1").get() as { seq: number; state_sha: string } | null;
   const current = onFile !== null && row?.seq === p.seq && sha256Hex(onFile) === row.state_sha;
   if (!current) {
@@ -138,7 +130,7 @@ export function materialize(stateRoot: string, p: Projection, db: Database): str
   const term = terminalDocument(p);
   if (term) {
     const text = jsonText(term);
-    if (readOrNull(paths.terminal) !== text) {
+    if (readTextOrNull(paths.terminal) !== text) {
       writeAtomic(paths.terminal, text);
       changed.push("terminal_state.json");
     }

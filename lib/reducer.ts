@@ -479,11 +479,9 @@ const HANDLERS: Record<EventType, Handler> = {
   },
   loop_reopened(p, e, fail) {
     if (p.loop.state !== "drained") fail("loop_state", `loop_reopened needs drained, it is ${p.loop.state}`);
+    leaveDrained(p);
     p.loop.state = "running";
-    p.loop.outcome = null;
     p.loop.reason = null;
-    p.loop.drainedAt = null;
-    p.loop.drainedSeq = null;
   },
   lease_taken_over() {},
   work_item_reset(p, e, fail) {

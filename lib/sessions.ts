@@ -1,6 +1,6 @@
 // Agent sessions as effects: start one detached (own process group, or a tmux session), observe
 // it from outside, end it. The decisions about what an observation means live in lib/plan.ts.
-import { existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, readSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { readJsonOrNull, readTextOrNull, writeFileAtomic } from "./fsutil.ts";
 import { killGroup } from "./process.ts";
@@ -65,7 +65,9 @@ export function observeSession(s: SessionRecord, a: AttemptRecord, timeouts: { l
   let lastOutputAt: number | null = null;
   try {
     lastOutputAt = statSync(join(dir, SESSION_FILES.output)).mtimeMs;
-  } catch {}
+  } catch {
+    // No output yet: the stall deadline counts from the start.
+  }
   const alive = sessionAlive(s);
   // Re-read exit.json after seeing the process gone: it may have been written in between.
   const exitNow = exit ?? (alive ? null : readJsonOrNull(join(dir, SESSION_FILES.exit)));
@@ -114,11 +116,21 @@ export async function endSession(s: { pid: number | null; tmux: string | null },
   return how;
 }
 
-export function readOutputTail(dir: string, chars = 2000): string {
+/**
+ * The first `bytes` of the session's output: agents announce their conversation id in their first
+ * event (lib/runners.ts conversationIdFromLog), and a long session's log can be any size.
+ */
+export function readOutputHead(dir: string, bytes = 1 << 20): string {
+  let fd: number;
   try {
-    const t = readFileSync(join(dir, SESSION_FILES.output), "utf8");
-    return t.slice(-chars);
+    fd = openSync(join(dir, SESSION_FILES.output), "r");
   } catch {
-    return "";
+    return ""; // no output yet
+  }
+  try {
+    const buf = Buffer.alloc(bytes);
+    return buf.subarray(0, readSync(fd, buf, 0, bytes, 0)).toString("utf8");
+  } finally {
+    closeSync(fd);
   }
 }

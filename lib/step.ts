@@ -5,7 +5,7 @@
 import { accessSync, constants, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { git, GitError } from "./git.ts";
-import { readTextOrNull } from "./fsutil.ts";
+import { readTextOrNull, writeFileAtomic } from "./fsutil.ts";
 import type { ConsolaInstance } from "consola";
 import { type NormDefinition, definitionHash, itemBranch, loadDefinition } from "./definition.ts";
 import type { EventDraft, StoredEvent } from "./events.ts";
@@ -20,7 +20,7 @@ import { afterFailure, classifySession, hasOpenWork, nextWork } from "./plan.ts"
 import { isInFlight, type ItemState, type Projection } from "./reducer.ts";
 import { buildRunnerCommand, conversationIdFromLog } from "./runners.ts";
 import { selfArgv } from "./self.ts";
-import { adoptable, graceMs, observeSession, readOutputTail, SESSION_FILES, startSession, tmuxSessionName } from "./sessions.ts";
+import { adoptable, graceMs, observeSession, readOutputHead, SESSION_FILES, startSession, tmuxSessionName } from "./sessions.ts";
 import { type Lease, Store } from "./store.ts";
 import { runVerify } from "./verify.ts";
 import { commitLeftovers, commitsAhead, ensureWorktree, landMerge, repoTop, startPointFor } from "./workspace.ts";
@@ -283,13 +283,30 @@ class Step {
         this.append([{ type: "verify_finished", item: it.id, payload: { attempt: attempt.n, passed: false, exitCode: null, timedOut: false, sha256: null, tail: "", log: null, reason: "worktree is missing" } }], "verify");
         return null;
       }
-      commitLeftovers(worktree, `loop: ${it.id} attempt ${attempt.n}: changes the agent left uncommitted`);
+      // A git failure here (say, an index.lock the agent left behind) fails the attempt with git's
+      // reason; thrown, it would stop every later step at the same place.
+      const gitFailure = (what: string, err: unknown) => {
+        if (!(err instanceof GitError)) throw err;
+        const reason = `${what}: ${err.message}`;
+        this.append([{ type: "verify_finished", item: it.id, payload: { attempt: attempt.n, passed: false, exitCode: null, timedOut: false, sha256: null, tail: reason, log: null, reason } }], "verify");
+        return null;
+      };
+      try {
+        commitLeftovers(worktree, `loop: ${it.id} attempt ${attempt.n}: changes the agent left uncommitted`);
+      } catch (err) {
+        return gitFailure("could not commit the changes the agent left", err);
+      }
       failpoint("verify:before");
       const logPath = join(s.sessionDir, SESSION_FILES.verify);
       let payload;
       if (it.def.verify === false) {
         const startHead = readTextOrNull(join(s.sessionDir, "start-head"))?.trim();
-        const ahead = commitsAhead(this.repo, startHead || startPointFor(this.repo, this.def.landing, this.def.base, this.def.target), s.branch);
+        let ahead: number;
+        try {
+          ahead = commitsAhead(this.repo, startHead || startPointFor(this.repo, this.def.landing, this.def.base, this.def.target), s.branch);
+        } catch (err) {
+          return gitFailure("could not count the branch's commits", err);
+        }
         const ok = end.exitCode === 0 && ahead > 0;
         const reason = end.exitCode !== 0 ? `no verify command; agent exited ${end.exitCode}` : ahead > 0 ? `no verify command; agent exited 0 with ${ahead} commit(s)` : "no verify command; agent exited 0 but left no change";
         writeFileSync(logPath, reason + "\n");
@@ -372,7 +389,7 @@ class Step {
       const handoff = buildHandoff({ p: now, item: it.id, attempt: n, branch, askFile });
       writeFileSync(handoffPath, handoff);
       let conversationId = previous?.conversationId ?? null;
-      if (!conversationId && previous && previous.log) conversationId = conversationIdFromLog(previous.runner, readOutputTail(previous.sessionDir, 1 << 20));
+      if (!conversationId && previous && previous.log) conversationId = conversationIdFromLog(previous.runner, readOutputHead(previous.sessionDir));
       const resume = reply && conversationId && previous?.runner === it.def.runner ? { conversationId, reply } : undefined;
       const cmd = buildRunnerCommand(
         it.def.runner,
@@ -395,7 +412,8 @@ class Step {
         LOOP_FAILPOINT: "",
       };
       const started = startSession({ dir, argv: cmd.argv, cwd: worktree, env, tmuxName: this.def.tmux ? tmuxSessionName(this.def.name, it.id, n) : null });
-      writeFileSync(join(dir, "spawned.json"), JSON.stringify({ pid: started.pid, tmux: started.tmux }) + "\n");
+      // Atomic: a step killed mid-write must not leave a half file that adoption then misreads.
+      writeFileAtomic(join(dir, "spawned.json"), JSON.stringify({ pid: started.pid, tmux: started.tmux }) + "\n");
       failpoint("launch:after_spawn");
       this.append(
         [{ type: "session_started", item: it.id, payload: { attempt: n, pid: started.pid, tmux: started.tmux, conversationId: cmd.conversationId ?? (resume ? conversationId : null), argv: cmd.argv.map(redactLong), log: join(dir, SESSION_FILES.output), resumed: Boolean(resume && cmd.supportsResume) } }],

@@ -250,10 +250,6 @@ export class Store {
     return result;
   }
 
-  hasEvent(id: string): boolean {
-    return this.db.query("SELECT 1 FROM events WHERE id = ?").get(id) !== null;
-  }
-
   /** Run fn inside one BEGIN IMMEDIATE transaction (fn must be synchronous). */
   tx<T>(fn: () => T): T {
     this.cached = null; // fn may write projection rows or events behind append's back
@@ -317,8 +313,11 @@ export class Store {
 
   releaseLease(lease: Lease): void {
     this.db.run("PRAGMA synchronous = NORMAL");
-    this.db.run("DELETE FROM lease WHERE id = 1 AND owner = ?", [lease.owner]);
-    this.db.run("PRAGMA synchronous = FULL");
+    try {
+      this.db.run("DELETE FROM lease WHERE id = 1 AND owner = ?", [lease.owner]);
+    } finally {
+      this.db.run("PRAGMA synchronous = FULL");
+    }
   }
 
   /**
@@ -328,15 +327,20 @@ export class Store {
    */
   checkpoint(): void {
     try {
+      // Blocked by another connection's transaction it only does part of the work (that
+      // connection's closer finishes it); it throws only when the database is locked.
       this.db.run("PRAGMA wal_checkpoint(TRUNCATE)");
-    } catch {
-      // Another connection is mid-transaction; the last closer checkpoints instead.
+    } catch (err) {
+      if (!isBusy(err)) throw err;
     }
   }
 
   close(): void {
-    this.checkpoint();
-    this.db.close();
+    try {
+      this.checkpoint();
+    } finally {
+      this.db.close();
+    }
   }
 }
 
@@ -359,9 +363,8 @@ function schemaVersion(db: Database): number {
 }
 
 function checkSchema(db: Database, where: string) {
-  let v: { value: string } | null;
   try {
-    v = db.query("SELECT value FROM meta WHERE key = 'schema'").get() as { value: string } | null;
+    db.query("SELECT value FROM meta LIMIT 0").all();
     // One query for every table: each prepared statement costs a cold read verb a fraction of a ms.
     const tables = new Set((db.query("SELECT name FROM sqlite_master WHERE type = 'table'").values() as [string][]).map(([n]) => n));
     for (const t of ["events", "proj_loop", ...ITEM_TABLES, "lease"]) if (!tables.has(t)) throw new Error(`table ${t} is missing`);
@@ -369,16 +372,16 @@ function checkSchema(db: Database, where: string) {
   } catch (err) {
     throw new StoreError("corrupt_store", `store under ${where} is not a loop store: ${(err as Error).message}`);
   }
-  const version = v ? Number(v.value) : NaN;
-  if (Number.isInteger(version) && version >= 1 && version < SCHEMA_VERSION)
+  const version = schemaVersion(db);
+  if (version >= 1 && version < SCHEMA_VERSION)
     throw new StoreError(
       "outdated_store",
       `store under ${where} has schema ${version} from an older loop; \`loop run\` or \`loop ctl\` upgrades it (read verbs never write)`,
     );
-  if (Number.isInteger(version) && version > SCHEMA_VERSION)
+  if (version > SCHEMA_VERSION)
     throw new StoreError("corrupt_store", `store under ${where} has schema ${version}, from a newer loop than this one (schema ${SCHEMA_VERSION})`);
   if (version !== SCHEMA_VERSION)
-    throw new StoreError("corrupt_store", `store under ${where} has schema ${v?.value ?? "none"}, expected ${SCHEMA_VERSION}`);
+    throw new StoreError("corrupt_store", `store under ${where} has no valid schema version, expected ${SCHEMA_VERSION}`);
 }
 
 export function readLoopRow(db: Database): LoopRow {
@@ -393,7 +396,7 @@ export function readItemRows(db: Database): Map<string, Record<ItemTable, string
     for (const r of db.query(`SELECT item, body FROM ${t}`).all() as { item: string; body: string }[]) {
       let rows = items.get(r.item);
       if (!rows) {
-        rows = { proj_items: null, proj_sessions: null, proj_control: null, proj_ledgers: null, proj_workspaces: null };
+        rows = Object.fromEntries(ITEM_TABLES.map((table) => [table, null])) as Record<ItemTable, string | null>;
         items.set(r.item, rows);
       }
       rows[t] = r.body;
@@ -471,9 +474,17 @@ function openSnapshot(stateRoot: string): ReadSnapshot {
     open = { path: uri, flags: constants.SQLITE_OPEN_READONLY | constants.SQLITE_OPEN_URI };
   } else {
     tmp = mkdtempSync(join(tmpdir(), "loop-snapshot-"));
-    copyFileSync(path, join(tmp, "loop.db"));
-    copyFileSync(`${path}-wal`, join(tmp, "loop.db-wal"));
-    db = openWith(join(tmp, "loop.db"), constants.SQLITE_OPEN_READWRITE);
+    try {
+      copyFileSync(path, join(tmp, "loop.db"));
+      copyFileSync(`${path}-wal`, join(tmp, "loop.db-wal"));
+      db = openWith(join(tmp, "loop.db"), constants.SQLITE_OPEN_READWRITE);
+    } catch (err) {
+      rmSync(tmp, { recursive: true, force: true });
+      // The writer closed between the stat and the copy: its checkpoint emptied the WAL into the
+      // main file, which can now be read in place.
+      if ((err as NodeJS.ErrnoException).code === "ENOENT" && !existsSync(`${path}-wal`)) return openSnapshot(stateRoot);
+      throw err;
+    }
     open = { path: join(tmp, "loop.db"), flags: constants.SQLITE_OPEN_READONLY };
   }
   const close = () => {
@@ -544,7 +555,7 @@ function startRead(stateRoot: string) {
   };
 }
 
-/** Events in seq order, read in pages (measured faster than a row-by-row cursor, in bounded memory). */
+/** Events in seq order, read in pages of rows (bounded memory); replay's passes use one cursor each instead. */
 export function* iterateEvents(db: Database, fromSeq = 1, pageSize = 10_000): Generator<EventRow> {
   const page = db.query(
     `SELECT ${EVENT_COLUMNS} FROM events WHERE seq >= ? ORDER BY seq LIMIT ?`,

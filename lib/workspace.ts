@@ -54,10 +54,9 @@ export function commitLeftovers(worktree: string, message: string): string | nul
   return git(worktree, ["rev-parse", "HEAD"]);
 }
 
-/** Commits on `branch` that are not on `base`. */
+/** Commits on `branch` that are not on `base` (throws GitError when git cannot count them). */
 export function commitsAhead(repo: string, base: string, branch: string): number {
-  const r = gitTry(repo, ["rev-list", "--count", `${base}..${branch}`]);
-  return r.code === 0 ? Number(r.stdout.trim()) : 0;
+  return Number(git(repo, ["rev-list", "--count", `${base}..${branch}`]));
 }
 
 /** Where an item branch starts: the landing target once it exists (merge landing), else the base. */
@@ -89,8 +88,7 @@ export function landMerge(repo: string, landingDir: string, target: string, base
   for (const w of checkedOut(repo))
     if (w.branch === target && w.path !== landingDir)
       return { outcome: "failed", commit: null, reason: `target branch ${target} is checked out in ${w.path}; loop never merges into it` };
-  if (!branchExists(repo, target)) git(repo, ["branch", target, base]);
-  ensureWorktree(repo, landingDir, target, base);
+  ensureWorktree(repo, landingDir, target, base); // creates the target branch from base the first time
   // A merge left half-done by a killed step is abandoned and redone.
   if (existsSync(join(git(landingDir, ["rev-parse", "--git-dir"]), "MERGE_HEAD"))) gitTry(landingDir, ["merge", "--abort"]);
   gitTry(landingDir, ["reset", "-q", "--hard", "HEAD"]);

@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseDemoDirectives, runDemoAgent } from "../lib/demo-agent.ts";
+import { readOutputHead, SESSION_FILES } from "../lib/sessions.ts";
 import {
   buildRunnerCommand,
   conversationIdFromLog,
@@ -286,6 +287,17 @@ describe("conversationIdFromLog", () => {
   test("claude init event", () => {
     const log = `{"type":"system","subtype":"init","session_id":"${SID}"}\n`;
     expect(conversationIdFromLog("claude", log)).toBe(SID);
+  });
+  test("found in the head of a session log of any length (the id is announced first)", () => {
+    const dir = mkdtempSync(join(tmpdir(), "loop-convo-"));
+    try {
+      expect(readOutputHead(dir)).toBe(""); // no output yet
+      const first = '{"type":"thread.started","thread_id":"0199a213-81c0-7800-8aa1-bbab2a035a53"}\n';
+      writeFileSync(join(dir, SESSION_FILES.output), first + '{"type":"item.completed","text":"work"}\n'.repeat(60_000)); // ~2.4 MB
+      expect(conversationIdFromLog("codex", readOutputHead(dir))).toBe("0199a213-81c0-7800-8aa1-bbab2a035a53");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
   test("nothing found", () => {
     expect(conversationIdFromLog("codex", "{not json\nplain text\n")).toBeNull();

@@ -583,4 +583,30 @@ describe("loop run", () => {
       ),
     T,
   );
+
+  test.concurrent(
+    "(q) a git failure committing the agent's leftovers (a stale index.lock) fails the attempt with git's reason; the loop goes on",
+    () =>
+      scenario(
+        demoDefinition(
+          [
+            { id: "locked", prompt: "x", runner: "locker", maxAttempts: 1 },
+            { id: "after", prompt: "y" },
+          ],
+          { runners: { locker: { command: ["sh", "-c", 'echo left > left.txt; touch "$(git rev-parse --git-dir)/index.lock"'] } } },
+        ),
+        {},
+        async (p) => {
+          const last = await p.runToDrain();
+          expect(last.reason).toBe("Failed");
+          const v = p.eventsOf("verify_finished", "locked")[0]!.payload;
+          expect(v.passed).toBe(false);
+          expect(v.reason).toStartWith("could not commit the changes the agent left: git add -A failed");
+          expect(v.reason).toContain("index.lock");
+          expect(p.projection().items.locked!.status).toBe("failed");
+          expect(p.projection().items.after!.status).toBe("passed");
+        },
+      ),
+    T,
+  );
 });
