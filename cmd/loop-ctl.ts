@@ -3,7 +3,7 @@
 import { DESCRIPTIONS } from "./registry.ts";
 import { confirmArgs, defineTool, EXIT, main, resolveRoot, resolveStateRoot, UsageError, workItemArg } from "../lib/cli.ts";
 import { actorName } from "../lib/actor.ts";
-import { applyCtl, CtlBusy, CtlRefused, CTL_VERBS, type CtlVerb, DESTRUCTIVE_VERBS, ITEM_VERBS, planCtl } from "../lib/ctl.ts";
+import { applyCtl, CTL_VERBS, type CtlVerb, DESTRUCTIVE_VERBS, ITEM_VERBS, planCtl } from "../lib/ctl.ts";
 import { resolveSelectors } from "../lib/selectors.ts";
 import { confirmOrRefuse } from "../lib/confirm.ts";
 
@@ -33,44 +33,32 @@ export const tool = defineTool({
     if (args.yes && args["dry-run"]) throw new UsageError("--yes and --dry-run exclude each other");
     const root = resolveRoot(args.root, ctx.cwd);
     const actor = actorName(ctx.env);
-    try {
-      const r = await applyCtl({
-        root,
-        stateRoot: resolveStateRoot(root, args["state-root"], ctx.env, ctx.cwd),
-        actor,
-        env: ctx.env,
-        verb,
-        dryRun: args["dry-run"],
-        plan: (p) => {
-          const ids = resolveSelectors(p, args["work-item"]);
-          const keep = p.loop.settings?.keepCheckoutOnClose ?? false;
-          return planCtl(p, verb, ids, { text: args.answer ?? null, reason: args.reason ?? null, actor, keepCheckout: keep });
-        },
-        confirm: async (actions) => {
-          if (!DESTRUCTIVE_VERBS.includes(verb)) return;
-          await confirmOrRefuse({ yes: args.yes, stdinIsTTY: ctx.stdinIsTTY, what: actions.map((a) => a.effect), command: `loop ctl ${verb}` });
-        },
-      });
-      if (ctx.format === "json") ctx.outJson(r);
-      else
-        ctx.out(
-          [
-            ...r.actions.map((a) => `${r.dryRun ? "would " : a.noop ? "no-op: " : ""}${a.effect}`),
-            ...r.closed.map((c) => `closed ${c.item} attempt ${c.attempt}: ${c.how}${c.worktreeRemoved ? ", worktree removed" : ""}`),
-          ].join("\n"),
-        );
-      return EXIT.ok;
-    } catch (err) {
-      if (err instanceof CtlRefused) {
-        ctx.log.error(err.message);
-        return EXIT.problem;
-      }
-      if (err instanceof CtlBusy) {
-        ctx.log.warn(err.message);
-        return EXIT.busy;
-      }
-      throw err;
-    }
+    const r = await applyCtl({
+      root,
+      stateRoot: resolveStateRoot(root, args["state-root"], ctx.env, ctx.cwd),
+      actor,
+      env: ctx.env,
+      verb,
+      dryRun: args["dry-run"],
+      plan: (p) => {
+        const ids = resolveSelectors(p, args["work-item"]);
+        const keep = p.loop.settings?.keepCheckoutOnClose ?? false;
+        return planCtl(p, verb, ids, { text: args.answer ?? null, reason: args.reason ?? null, actor, keepCheckout: keep });
+      },
+      confirm: async (actions) => {
+        if (!DESTRUCTIVE_VERBS.includes(verb)) return;
+        await confirmOrRefuse({ yes: args.yes, stdinIsTTY: ctx.stdinIsTTY, what: actions.map((a) => a.effect), command: `loop ctl ${verb}` });
+      },
+    });
+    if (ctx.format === "json") ctx.outJson(r);
+    else
+      ctx.out(
+        [
+          ...r.actions.map((a) => `${r.dryRun ? "would " : a.noop ? "no-op: " : ""}${a.effect}`),
+          ...r.closed.map((c) => `closed ${c.item} attempt ${c.attempt}: ${c.how}${c.worktreeRemoved ? ", worktree removed" : ""}`),
+        ].join("\n"),
+      );
+    return EXIT.ok;
   },
 });
 

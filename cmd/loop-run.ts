@@ -39,7 +39,8 @@ export const tool = defineTool({
         emit(r);
         return { code: r.errors.length ? EXIT.problem : EXIT.ok, r };
       } catch (err) {
-        if (!(err instanceof BusyLease)) throw err;
+        // A single step reports busy like any error (exit 75); a watcher waits for the next turn.
+        if (!(err instanceof BusyLease) || !args.watch) throw err;
         ctx.log.warn(err.message);
         return { code: EXIT.busy, r: null };
       }

@@ -8,7 +8,7 @@ import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { ArgsDef } from "citty";
 import { createConsola, type ConsolaInstance } from "consola/core";
-import { BusyError, DeclinedError, DefinitionError, GitError, IllegalEventError, RefError, StoreError, UnknownItemError, UsageError } from "./errors.ts";
+import { BusyError, DeclinedError, DefinitionError, GitError, IllegalEventError, RefError, RefusedError, StoreError, UnknownItemError, UsageError } from "./errors.ts";
 import { VERSION } from "./version.ts";
 
 export const EXIT = { ok: 0, problem: 1, usage: 2, declined: 3, busy: 75, interrupted: 130 } as const;
@@ -192,6 +192,7 @@ export function classifyError(err: unknown): { exit: number; code: string; messa
   if (err instanceof GitError) return { exit: EXIT.problem, code: "git_error", message };
   if (err instanceof DeclinedError) return { exit: EXIT.declined, code: "declined", message };
   if (err instanceof BusyError) return { exit: EXIT.busy, code: "busy", message };
+  if (err instanceof RefusedError) return { exit: EXIT.problem, code: "refused", message };
   return { exit: EXIT.problem, code: "internal", message };
 }
 

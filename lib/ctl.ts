@@ -12,7 +12,7 @@ import { Store } from "./store.ts";
 import { repoTop } from "./workspace.ts";
 import { materialize } from "./materialize.ts";
 import type { StoredEvent } from "./events.ts";
-import { UsageError } from "./errors.ts";
+import { BusyError, RefusedError, UsageError } from "./errors.ts";
 
 export const CTL_VERBS = ["start", "pause", "resume", "stop", "skip", "retry", "cancel", "reply"] as const;
 export type CtlVerb = (typeof CTL_VERBS)[number];
@@ -32,10 +32,6 @@ export interface PlannedAction {
   close: { removeCheckout: boolean } | null;
   /** Events to append after the close (the close path's own events come first). */
   events: EventDraft[];
-}
-
-export class CtlRefused extends Error {
-  override name = "CtlRefused";
 }
 
 export function planCtl(p: Projection, verb: CtlVerb, items: string[], o: { text?: string | null; reason?: string | null; actor: string; keepCheckout: boolean }): PlannedAction[] {
@@ -124,7 +120,7 @@ export function planCtl(p: Projection, verb: CtlVerb, items: string[], o: { text
         break;
       }
       case "retry": {
-        if (it.status === "passed") throw new CtlRefused(`${id} passed; retry is for items that failed, were blocked, skipped or cancelled`);
+        if (it.status === "passed") throw new RefusedError(`${id} passed; retry is for items that failed, were blocked, skipped or cancelled`);
         if (flying) {
           out.push({ item: id, effect: `${id} is in flight; nothing to retry`, noop: true, close: null, events: [] });
           break;
@@ -137,7 +133,7 @@ export function planCtl(p: Projection, verb: CtlVerb, items: string[], o: { text
         break;
       }
       case "reply": {
-        if (settled || it.status === "withdrawn") throw new CtlRefused(`${id} is ${it.status}; a reply can no longer reach it`);
+        if (settled || it.status === "withdrawn") throw new RefusedError(`${id} is ${it.status}; a reply can no longer reach it`);
         out.push({ item: id, effect: `record a reply for ${id}${it.status === "needs_input" ? " (it asked a question; `loop ctl resume` continues)" : " (delivered with its next attempt)"}`, noop: false, close: null, events: [control(id, o.text ?? null), { type: "reply_recorded", item: id, payload: { text: o.text ?? "" } }] });
         break;
       }
@@ -164,10 +160,6 @@ export interface CtlResult {
   transitions: { seq: number; type: string; item: string | null }[];
 }
 
-export class CtlBusy extends Error {
-  override name = "CtlBusy";
-}
-
 /** Carry out a plan under the lease. */
 export async function applyCtl(o: {
   root: string;
@@ -188,7 +180,7 @@ export async function applyCtl(o: {
     if (o.dryRun || actions.every((a) => a.noop)) return result;
     await o.confirm(actions.filter((a) => !a.noop));
     const lease = store.acquireLease(10 * 60_000, pidAlive);
-    if (!lease.ok) throw new CtlBusy(`a \`loop run\` step holds the lease (pid ${lease.holder.pid} on ${lease.holder.host}); nothing was done, try again`);
+    if (!lease.ok) throw new BusyError(`a \`loop run\` step holds the lease (pid ${lease.holder.pid} on ${lease.holder.host}); nothing was done, try again`);
     try {
       // Re-plan under the lease: the state may have moved since the prompt.
       const p = store.projection();

@@ -12,9 +12,14 @@ export class DeclinedError extends Error {
   override name = "DeclinedError";
 }
 
-/** Another step holds the lease. */
+/** Another step holds the lease: nothing was done, try later (exit 75). */
 export class BusyError extends Error {
   override name = "BusyError";
+}
+
+/** The command is well-formed but what it asks for cannot be done to the loop as it is (exit 1). */
+export class RefusedError extends Error {
+  override name = "RefusedError";
 }
 
 /** A work-item ref or id that does not parse (lib/refs.ts). */

@@ -5,6 +5,7 @@
 import { accessSync, constants, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { git, GitError } from "./git.ts";
+import { BusyError } from "./errors.ts";
 import { readTextOrNull, writeFileAtomic } from "./fsutil.ts";
 import type { ConsolaInstance } from "consola";
 import { type NormDefinition, definitionHash, itemBranch, loadDefinition } from "./definition.ts";
@@ -58,10 +59,9 @@ export interface StepOptions {
 
 const MAX_TRANSITIONS_PER_STEP = 500;
 
-export class BusyLease extends Error {
+export class BusyLease extends BusyError {
   constructor(readonly holder: Lease) {
     super(`another step holds the lease (pid ${holder.pid} on ${holder.host} since ${holder.started}); try later`);
-    this.name = "BusyLease";
   }
 }
 

@@ -49,6 +49,8 @@ async function ctlRefused(p: Project, args: string[], code: number): Promise<str
   expect(r.stdout).toBe("");
   expect(p.head()).toBe(head);
   expect(readFileSync(join(p.stateRoot, "state.json"), "utf8")).toBe(state);
+  // In JSON mode a refusal or a busy lease is the one error document every other error is.
+  if (code === 1 || code === 75) expect(JSON.parse(r.stderr).error.code).toBe(code === 1 ? "refused" : "busy");
   return r.stderr;
 }
 
@@ -340,6 +342,8 @@ describe("loop ctl", () => {
           // A step is busy too.
           const run = await p.loop(["run", "--json", "--root", p.root]);
           expect(run.code).toBe(75);
+          expect(run.stdout).toBe("");
+          expect(JSON.parse(run.stderr).error).toMatchObject({ code: "busy" });
           // A dry run needs no lease.
           expect((await p.ctl(["skip", "--work-item", "h", "--dry-run"])).code).toBe(0);
           store.releaseLease(got.lease);

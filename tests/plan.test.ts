@@ -3,7 +3,8 @@
 import { describe, expect, test } from "bun:test";
 import type { EventDraft, NormItemPayload, SettingsPayload } from "../lib/events.ts";
 import { buildHandoff } from "../lib/handoff.ts";
-import { CtlRefused, type CtlVerb, planCtl, type PlannedAction } from "../lib/ctl.ts";
+import { type CtlVerb, planCtl, type PlannedAction } from "../lib/ctl.ts";
+import { RefusedError } from "../lib/errors.ts";
 import { UsageError } from "../lib/cli.ts";
 import { afterFailure, blockedBecauseOf, classifySession, type NextWork, nextWork, type SessionObservation } from "../lib/plan.ts";
 import { fold, type ItemState, type Projection } from "../lib/reducer.ts";
@@ -410,7 +411,7 @@ describe("planCtl", () => {
       expect(nextWork(p)).toEqual({ kind: "launch", item: "a" });
     });
     test("retry: a passed item is refused, an in-flight one is a no-op, a held one is released", () => {
-      expect(() => plan(log(ids("a"), passingAttempt("a")), "retry", ["a"])).toThrow(CtlRefused);
+      expect(() => plan(log(ids("a"), passingAttempt("a")), "retry", ["a"])).toThrow(RefusedError);
       expect(plan(log(ids("a"), running("a")), "retry", ["a"])[0]).toMatchObject({ noop: true, effect: "a is in flight; nothing to retry" });
       const held = log(ids("a"), [control("a", "stop")]);
       const a = plan(held, "retry", ["a"]);
@@ -430,7 +431,7 @@ describe("planCtl", () => {
       ]);
       expect(carryOut(b, a).items.a!.replies.map((r) => r.text)).toEqual(["blue"]);
       expect(plan(log(ids("a")), "reply", ["a"], { text: "x" })[0]!.effect).toContain("delivered with its next attempt");
-      expect(() => plan(log(ids("a"), passingAttempt("a")), "reply", ["a"], { text: "x" })).toThrow(CtlRefused);
+      expect(() => plan(log(ids("a"), passingAttempt("a")), "reply", ["a"], { text: "x" })).toThrow(RefusedError);
       const w = new LogBuilder();
       w.push(def(1, ids("a", "b")), loopStarted, def(2, ids("b")));
       expect(() => plan(w, "reply", ["a"], { text: "x" })).toThrow(/withdrawn/);
