@@ -141,7 +141,7 @@ export interface StoredEvent {
   hash: string;
 }
 
-export const GENESIS_HASH = "0".repeat(64);
+export { GENESIS_HASH } from "./integrity.ts";
 
 export function isEventType(t: string): t is EventType {
   return Object.hasOwn(PAYLOADS, t);

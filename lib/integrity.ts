@@ -3,8 +3,10 @@
 // `loop replay` runs them in a worker thread beside it (lib/integrity-worker.ts), and this module
 // keeps to what that thread needs. Payloads are validated by the fold, which parses them anyway.
 import type { Database } from "bun:sqlite";
-import { GENESIS_HASH } from "./events.ts";
 import type { Finding } from "./status.ts";
+
+/** The prev_hash of the first event: the chain's anchor. */
+export const GENESIS_HASH = "0".repeat(64);
 
 /** Every column of an event row but the payload and the hash. */
 export type EventRowBase = { seq: number; id: string; ts: string; type: string; actor: string; item: string | null; prev_hash: string };

@@ -2,7 +2,7 @@
 // input); `fold` and the store's append path use `reduceInto`, which mutates a projection the caller
 // owns, so a million-event replay does not copy the whole state per event. Both run the same code.
 import type { EventType, NormItemPayload, SettingsPayload, StoredEvent } from "./events.ts";
-import { GENESIS_HASH } from "./events.ts";
+import { GENESIS_HASH } from "./integrity.ts";
 import { IllegalEventError } from "./errors.ts";
 export { IllegalEventError } from "./errors.ts";
 

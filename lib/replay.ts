@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import type { Database } from "bun:sqlite";
 import { payloadProblem, type StoredEvent } from "./events.ts";
 import { emptyProjection, IllegalEventError, type Projection, reduceInto } from "./reducer.ts";
-import { headOf, readItemRows, readLoopRow, type ReadSnapshot, withReadSnapshotAsync } from "./store.ts";
+import { headOf, readItemRows, readLoopRow, type ReadSnapshot, withReadSnapshotAsync } from "./snapshot.ts";
 import { checkIntegrity, type EventRow, type IntegrityResult } from "./integrity.ts";
 import type { IntegrityRequest } from "./integrity-worker.ts";
 import { ITEM_TABLES, itemRows, loopRow } from "./rows.ts";

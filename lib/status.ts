@@ -8,7 +8,7 @@
 // whole database file. Otherwise it renders the document from the projection tables and reports
 // how the file differs.
 import { readFileSync } from "node:fs";
-import { headOf, readLoopRow, readProjection, withReadSnapshot } from "./store.ts";
+import { headOf, readLoopRow, readProjection, withReadSnapshot } from "./snapshot.ts";
 import { statePaths } from "./paths.ts";
 import { jsonText, stateDocument } from "./materialize.ts";
 import { jsonDiff } from "./diff.ts";

@@ -161,3 +161,15 @@ describe("a store written by a newer loop", () => {
   });
 });
 
+
+// A cold `loop status` pays for every module it evaluates (bench/README.md): the read side of the
+// store (lib/snapshot.ts) must not pull in the writer, the event schemas or valibot.
+describe("what a read verb loads", () => {
+  test("status imports neither the writer nor the event schemas", async () => {
+    const r = await Bun.build({ entrypoints: [join(import.meta.dir, "..", "lib", "status.ts")], target: "bun", metafile: true });
+    const inputs = Object.keys(r.metafile!.inputs);
+    expect(inputs).toContain("lib/snapshot.ts");
+    for (const heavy of ["lib/store.ts", "lib/events.ts", "lib/schema-check.ts"]) expect(inputs).not.toContain(heavy);
+    expect(inputs.filter((p) => p.includes("node_modules/"))).toEqual([]);
+  });
+});

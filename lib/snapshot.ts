@@ -1,0 +1,236 @@
+// The read side of the store: opening a consistent read-only snapshot that leaves every file under
+// the state root byte-identical, and reading the log head and the projection rows from it. Read
+// verbs (status, replay) need nothing else, so this module does not load the event schemas or the
+// reducer: a cold `loop status` pays for what it uses (bench/README.md).
+import { Database, constants } from "bun:sqlite";
+import { copyFileSync, existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { StoreError } from "./errors.ts";
+import { EVENT_COLUMNS, type EventRow, GENESIS_HASH } from "./integrity.ts";
+import type { Projection } from "./reducer.ts";
+import { ITEM_TABLES, type ItemTable, type LoopRow, projectionFromRows } from "./rows.ts";
+
+/**
+ * The store's layout version, in `meta`. 2: state.json's items carry the whole session (status reads
+ * the file), so `proj_loop.state_sha` of a version-1 store hashes a document this code no longer
+ * writes. Writers upgrade older stores on open (`migrate`); read verbs never write, so they refuse
+ * an older store with `outdated_store` until a writer has opened it.
+ */
+export const SCHEMA_VERSION = 2;
+
+export function dbPath(stateRoot: string): string {
+  return join(stateRoot, "loop.db");
+}
+
+export function openWith(path: string, flags: number): Database {
+  try {
+    return new Database(path, flags);
+  } catch (err) {
+    throw new StoreError("corrupt_store", `cannot open ${path}: ${(err as Error).message}`);
+  }
+}
+
+export function headOf(db: Database): { seq: number; hash: string } {
+  const r = db.query("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").get() as
+    | { seq: number; hash: string }
+    | null;
+  return r ?? { seq: 0, hash: GENESIS_HASH };
+}
+
+/** The `meta` schema version, or 0 when it cannot be read (checkSchema then says why). */
+export function schemaVersion(db: Database): number {
+  try {
+    const v = db.query("SELECT value FROM meta WHERE key = 'schema'").get() as { value: string } | null;
+    const n = Number(v?.value);
+    return Number.isInteger(n) ? n : 0;
+  } catch {
+    return 0;
+  }
+}
+
+export function checkSchema(db: Database, where: string) {
+  try {
+    db.query("SELECT value FROM meta LIMIT 0").all();
+    // One query for every table: each prepared statement costs a cold read verb a fraction of a ms.
+    const tables = new Set((db.query("SELECT name FROM sqlite_master WHERE type = 'table'").values() as [string][]).map(([n]) => n));
+    for (const t of ["events", "proj_loop", ...ITEM_TABLES, "lease"]) if (!tables.has(t)) throw new Error(`table ${t} is missing`);
+    db.query("SELECT seq, hash, state, body, state_sha FROM proj_loop LIMIT 0").all();
+  } catch (err) {
+    throw new StoreError("corrupt_store", `store under ${where} is not a loop store: ${(err as Error).message}`);
+  }
+  const version = schemaVersion(db);
+  if (version >= 1 && version < SCHEMA_VERSION)
+    throw new StoreError(
+      "outdated_store",
+      `store under ${where} has schema ${version} from an older loop; \`loop run\` or \`loop ctl\` upgrades it (read verbs never write)`,
+    );
+  if (version > SCHEMA_VERSION)
+    throw new StoreError("corrupt_store", `store under ${where} has schema ${version}, from a newer loop than this one (schema ${SCHEMA_VERSION})`);
+  if (version !== SCHEMA_VERSION)
+    throw new StoreError("corrupt_store", `store under ${where} has no valid schema version, expected ${SCHEMA_VERSION}`);
+}
+
+export function readLoopRow(db: Database): LoopRow {
+  const r = db.query("SELECT seq, hash, state, body, state_sha FROM proj_loop WHERE id = 1").get() as LoopRow | null;
+  if (!r) throw new StoreError("corrupt_store", "projection table proj_loop has no row");
+  return r;
+}
+
+export function readItemRows(db: Database): Map<string, Record<ItemTable, string | null>> {
+  const items = new Map<string, Record<ItemTable, string | null>>();
+  for (const t of ITEM_TABLES) {
+    for (const r of db.query(`SELECT item, body FROM ${t}`).all() as { item: string; body: string }[]) {
+      let rows = items.get(r.item);
+      if (!rows) {
+        rows = Object.fromEntries(ITEM_TABLES.map((table) => [table, null])) as Record<ItemTable, string | null>;
+        items.set(r.item, rows);
+      }
+      rows[t] = r.body;
+    }
+  }
+  return items;
+}
+
+export function readProjection(db: Database): Projection {
+  const items = readItemRows(db);
+  for (const [id, rows] of items)
+    if (rows.proj_items === null) throw new StoreError("corrupt_store", `projection rows for "${id}" have no proj_items row`);
+  return projectionFromRows(readLoopRow(db), items);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Read-only access. Read verbs must leave the state root byte-identical. With no WAL content the
+// main file is opened `immutable` (SQLite then creates no -wal/-shm and takes no locks). When a
+// -wal exists (a live step, or one that was killed) the database and its WAL are copied to a
+// private temp directory and the copy is opened, so recovery happens there, never in the state root.
+// A reader re-checks the files afterwards and reads again if a writer changed them meanwhile.
+
+export interface ReadSnapshot {
+  db: Database;
+  /** true when the snapshot came from a copy because a -wal was present. */
+  copied: boolean;
+  /** How db was opened, so another thread can open the same snapshot read-only. */
+  open: { path: string; flags: number };
+  close(): void;
+}
+
+function fileSig(path: string): string {
+  try {
+    const s = statSync(path);
+    return `${s.ino}:${s.size}:${s.mtimeMs}`;
+  } catch {
+    return "-";
+  }
+}
+
+function openSnapshot(stateRoot: string): ReadSnapshot {
+  const path = dbPath(stateRoot);
+  if (!existsSync(path)) throw new StoreError("missing_store", `no store at ${path} (run \`loop init\` first)`);
+  let walSize = 0;
+  try {
+    walSize = statSync(`${path}-wal`).size;
+  } catch {}
+  let db: Database;
+  let tmp: string | null = null;
+  let open: ReadSnapshot["open"];
+  if (walSize === 0) {
+    const uri = `file:${encodeURI(path).replace(/\?/g, "%3f").replace(/#/g, "%23")}?immutable=1`;
+    db = openWith(uri, constants.SQLITE_OPEN_READONLY | constants.SQLITE_OPEN_URI);
+    open = { path: uri, flags: constants.SQLITE_OPEN_READONLY | constants.SQLITE_OPEN_URI };
+  } else {
+    tmp = mkdtempSync(join(tmpdir(), "loop-snapshot-"));
+    try {
+      copyFileSync(path, join(tmp, "loop.db"));
+      copyFileSync(`${path}-wal`, join(tmp, "loop.db-wal"));
+      db = openWith(join(tmp, "loop.db"), constants.SQLITE_OPEN_READWRITE);
+    } catch (err) {
+      rmSync(tmp, { recursive: true, force: true });
+      // The writer closed between the stat and the copy: its checkpoint emptied the WAL into the
+      // main file, which can now be read in place.
+      if ((err as NodeJS.ErrnoException).code === "ENOENT" && !existsSync(`${path}-wal`)) return openSnapshot(stateRoot);
+      throw err;
+    }
+    open = { path: join(tmp, "loop.db"), flags: constants.SQLITE_OPEN_READONLY };
+  }
+  const close = () => {
+    db.close();
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  };
+  try {
+    checkSchema(db, stateRoot);
+  } catch (err) {
+    close();
+    throw err;
+  }
+  return { db, copied: tmp !== null, open, close };
+}
+
+/** Run fn against a consistent read-only snapshot of the store; nothing under stateRoot changes. */
+export function withReadSnapshot<T>(stateRoot: string, fn: (snap: ReadSnapshot) => T): T {
+  for (let attempt = 0; ; attempt++) {
+    const reading = startRead(stateRoot);
+    let result: T;
+    try {
+      result = fn(reading.snap);
+    } catch (err) {
+      reading.snap.close();
+      if (reading.retryAfter(err, attempt)) continue;
+      throw err;
+    }
+    reading.snap.close();
+    if (reading.settled(attempt)) return result;
+  }
+}
+
+/** withReadSnapshot for a reader that awaits (replay's worker thread reads the same snapshot). */
+export async function withReadSnapshotAsync<T>(stateRoot: string, fn: (snap: ReadSnapshot) => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    const reading = startRead(stateRoot);
+    let result: T;
+    try {
+      result = await fn(reading.snap);
+    } catch (err) {
+      reading.snap.close();
+      if (reading.retryAfter(err, attempt)) continue;
+      throw err;
+    }
+    reading.snap.close();
+    if (reading.settled(attempt)) return result;
+  }
+}
+
+/** One attempt at a consistent read: the snapshot, and whether a writer moved the files meanwhile. */
+function startRead(stateRoot: string) {
+  const path = dbPath(stateRoot);
+  const sig = () => fileSig(path) + "|" + fileSig(`${path}-wal`);
+  const before = sig();
+  const snap = openSnapshot(stateRoot);
+  return {
+    snap,
+    // An SQLite error while a writer changed the files may be a torn read: read again. Anything
+    // else (or files that did not change) is a real error.
+    retryAfter(err: unknown, attempt: number): boolean {
+      const code = (err as { code?: string }).code ?? "";
+      return !(err instanceof StoreError) && attempt < 4 && code.startsWith("SQLITE") && sig() !== before;
+    },
+    /** The files did not change while reading (or we gave up waiting for a quiet moment). */
+    settled(attempt: number): boolean {
+      return sig() === before || attempt >= 4;
+    },
+  };
+}
+
+/** Events in seq order, read in pages of rows (bounded memory); replay's passes use one cursor each instead. */
+export function* iterateEvents(db: Database, fromSeq = 1, pageSize = 10_000): Generator<EventRow> {
+  const page = db.query(
+    `SELECT ${EVENT_COLUMNS} FROM events WHERE seq >= ? ORDER BY seq LIMIT ?`,
+  );
+  for (let next = fromSeq; ; ) {
+    const rows = page.all(next, pageSize) as EventRow[];
+    yield* rows;
+    if (rows.length < pageSize) return;
+    next = rows[rows.length - 1]!.seq + 1;
+  }
+}
+
