@@ -125,7 +125,7 @@ function ensureBinary(): string {
 
 function formatKey(): string {
   const h = new Bun.CryptoHasher("sha256");
-  for (const f of ["bench/generate.ts", "lib/events.ts", "lib/reducer.ts", "lib/rows.ts", "lib/canonical.ts", "lib/materialize.ts"]) {
+  for (const f of ["bench/generate.ts", "lib/store.ts", "lib/snapshot.ts", "lib/events.ts", "lib/reducer.ts", "lib/rows.ts", "lib/canonical.ts", "lib/materialize.ts"]) {
     const p = join(ROOT, f);
     h.update(f + "\0" + (existsSync(p) ? readFileSync(p) : "") + "\0");
   }

@@ -28,98 +28,108 @@ export class UnsupportedSchemaError extends Error {
 }
 
 export function compileCheck(schema: GenericSchema): Check {
-  return compile(schema as unknown as Node);
+  const gen = new Gen();
+  const body = gen.check(schema as unknown as Node, "x");
+  // Straight-line code per schema: one shared closure per construct made every call site in them
+  // megamorphic, and replay spent more time dispatching than checking (bench/README.md). The source
+  // is built only from the schema's structure; literal values are passed in, never spliced as code.
+  const factory = new Function(...gen.names, `return function check(x) {\n${body}\nreturn true;\n};`) as (...a: unknown[]) => Check;
+  return factory(...gen.values);
 }
 
-function compile(s: Node): Check {
-  if (s.pipe) {
-    // pipe[0] is the schema the pipe was built on (itself possibly a pipe); the rest are
-    // validations that apply once it matched.
-    const [head, ...actions] = s.pipe;
-    const checks = [compile(head!), ...actions.filter((a) => a.kind !== "metadata").map(action)];
-    return (x) => {
-      for (let i = 0; i < checks.length; i++) if (!checks[i]!(x)) return false;
-      return true;
-    };
-  }
-  if (s.default !== undefined || s.fallback !== undefined) throw new UnsupportedSchemaError(`${s.type} with a default or fallback`);
-  switch (s.type) {
-    case "string":
-      return (x) => typeof x === "string";
-    case "number":
-      return (x) => typeof x === "number" && !Number.isNaN(x);
-    case "boolean":
-      return (x) => typeof x === "boolean";
-    case "nullable": {
-      const inner = compile(s.wrapped!);
-      return (x) => x === null || inner(x);
-    }
-    case "literal": {
-      const lit = s.literal;
-      return (x) => x === lit || (x !== x && lit !== lit); // SameValueZero, as valibot
-    }
-    case "picklist": {
-      const options = s.options!;
-      return (x) => options.includes(x);
-    }
-    case "union": {
-      const options = (s.options as Node[]).map(compile);
-      return (x) => {
-        for (let i = 0; i < options.length; i++) if (options[i]!(x)) return true;
-        return false;
-      };
-    }
-    case "array": {
-      const item = compile(s.item!);
-      return (x) => {
-        if (!Array.isArray(x)) return false;
-        for (let i = 0; i < x.length; i++) if (!item(x[i])) return false;
-        return true;
-      };
-    }
-    case "strict_object": {
-      const keys = Object.keys(s.entries!);
-      const checks = keys.map((k) => {
-        const v = s.entries![k]!;
-        if (["optional", "nullish", "exact_optional"].includes(v.type)) throw new UnsupportedSchemaError(`optional entry "${k}"`);
-        return compile(v);
-      });
-      const known = s.entries!;
-      return (x) => {
-        if (!x || typeof x !== "object") return false;
-        const o = x as Record<string, unknown>;
-        for (let i = 0; i < keys.length; i++) if (!(keys[i]! in o) || !checks[i]!(o[keys[i]!])) return false;
-        for (const k in o) if (!Object.prototype.hasOwnProperty.call(known, k)) return false;
-        return true;
-      };
-    }
-    case "record": {
-      const key = compile(s.key!);
-      const value = compile(s.value!);
-      return (x) => {
-        if (!x || typeof x !== "object") return false;
-        const o = x as Record<string, unknown>;
-        for (const k in o)
-          if (Object.prototype.hasOwnProperty.call(o, k) && k !== "__proto__" && k !== "prototype" && k !== "constructor")
-            if (!key(k) || !value(o[k])) return false;
-        return true;
-      };
-    }
-    default:
-      throw new UnsupportedSchemaError(`schema type "${s.type}"`);
-  }
-}
+/** Emits statements that `return false` when the value in a variable does not match a schema. */
+class Gen {
+  readonly names: string[] = [];
+  readonly values: unknown[] = [];
+  private vars = 0;
 
-function action(a: Node): Check {
-  if (a.kind !== "validation") throw new UnsupportedSchemaError(`pipe item ${a.kind} "${a.type}"`);
-  switch (a.type) {
-    case "safe_integer":
-      return (x) => Number.isSafeInteger(x);
-    case "min_value": {
-      const min = a.requirement as number;
-      return (x) => (x as number) >= min;
+  /** A value the generated code refers to by name (literals, picklists, nested checks). */
+  private param(value: unknown): string {
+    this.names.push(`p${this.names.length}`);
+    this.values.push(value);
+    return this.names[this.names.length - 1]!;
+  }
+
+  private fresh(): string {
+    return `v${this.vars++}`;
+  }
+
+  check(s: Node, x: string): string {
+    if (s.pipe) {
+      // pipe[0] is the schema the pipe was built on (itself possibly a pipe); the rest are
+      // validations that apply once it matched.
+      const [head, ...actions] = s.pipe;
+      return [this.check(head!, x), ...actions.filter((a) => a.kind !== "metadata").map((a) => this.action(a, x))].join("\n");
     }
-    default:
-      throw new UnsupportedSchemaError(`validation "${a.type}"`);
+    if (s.default !== undefined || s.fallback !== undefined) throw new UnsupportedSchemaError(`${s.type} with a default or fallback`);
+    switch (s.type) {
+      case "string":
+        return `if (typeof ${x} !== "string") return false;`;
+      case "number":
+        return `if (typeof ${x} !== "number" || ${x} !== ${x}) return false;`; // not NaN, as valibot
+      case "boolean":
+        return `if (typeof ${x} !== "boolean") return false;`;
+      case "nullable":
+        return `if (${x} !== null) {\n${this.check(s.wrapped!, x)}\n}`;
+      case "literal": {
+        const lit = this.param(s.literal);
+        return `if (${x} !== ${lit} && !(${x} !== ${x} && ${lit} !== ${lit})) return false;`; // SameValueZero, as valibot
+      }
+      case "picklist":
+        return `if (!${this.param(s.options)}.includes(${x})) return false;`;
+      case "union": {
+        // Each option is a whole check of its own: failing one must not fail the union.
+        const options = (s.options as Node[]).map((o) => this.param(compileCheck(o as unknown as GenericSchema)));
+        return `if (!(${options.map((o) => `${o}(${x})`).join(" || ")})) return false;`;
+      }
+      case "array": {
+        const i = this.fresh();
+        const e = this.fresh();
+        return `if (!Array.isArray(${x})) return false;\nfor (let ${i} = 0; ${i} < ${x}.length; ${i}++) {\nconst ${e} = ${x}[${i}];\n${this.check(s.item!, e)}\n}`;
+      }
+      case "strict_object": {
+        const entries = s.entries!;
+        const keys = Object.keys(entries);
+        const lines = [`if (!${x} || typeof ${x} !== "object") return false;`];
+        for (const k of keys) {
+          const v = entries[k]!;
+          if (["optional", "nullish", "exact_optional"].includes(v.type)) throw new UnsupportedSchemaError(`optional entry "${k}"`);
+          const key = JSON.stringify(k);
+          const e = this.fresh();
+          lines.push(`if (!(${key} in ${x})) return false;`, `const ${e} = ${x}[${key}];`, this.check(v, e));
+        }
+        // No key but the schema's own: the same test as valibot's, against the entries object.
+        const k = this.fresh();
+        lines.push(`for (const ${k} in ${x}) if (!Object.prototype.hasOwnProperty.call(${this.param(entries)}, ${k})) return false;`);
+        return `{\n${lines.join("\n")}\n}`;
+      }
+      case "record": {
+        const k = this.fresh();
+        const e = this.fresh();
+        return [
+          `if (!${x} || typeof ${x} !== "object") return false;`,
+          `for (const ${k} in ${x}) {`,
+          `if (!Object.prototype.hasOwnProperty.call(${x}, ${k}) || ${k} === "__proto__" || ${k} === "prototype" || ${k} === "constructor") continue;`,
+          this.check(s.key!, k),
+          `const ${e} = ${x}[${k}];`,
+          this.check(s.value!, e),
+          `}`,
+        ].join("\n");
+      }
+      default:
+        throw new UnsupportedSchemaError(`schema type "${s.type}"`);
+    }
+  }
+
+  private action(a: Node, x: string): string {
+    if (a.kind !== "validation") throw new UnsupportedSchemaError(`pipe item ${a.kind} "${a.type}"`);
+    switch (a.type) {
+      case "safe_integer":
+        return `if (!Number.isSafeInteger(${x})) return false;`;
+      case "min_value":
+        return `if (!(${x} >= ${this.param(a.requirement)})) return false;`;
+      default:
+        throw new UnsupportedSchemaError(`validation "${a.type}"`);
+    }
   }
 }

@@ -16,6 +16,8 @@ export { StoreError, type StoreErrorCode } from "./errors.ts";
 export * from "./snapshot.ts";
 
 const BUSY_TIMEOUT_MS = 10_000;
+/** The page size of a store created by this version (an existing store keeps its own). */
+export const PAGE_SIZE = 16_384;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -69,6 +71,10 @@ export class Store {
     const store = new Store(db, stateRoot);
     try {
       db.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+      // Takes effect only while the file is still empty, i.e. for a store created now. 16 KiB
+      // rather than SQLite's 4 KiB: replay reads every event page, and with a quarter of the page
+      // reads its passes cost ~0.3 µs less per event (bench/README.md); a commit writes a few pages.
+      db.run(`PRAGMA page_size = ${PAGE_SIZE}`);
       store.retryBusy(() => db.run("PRAGMA journal_mode = WAL"));
       db.run("PRAGMA synchronous = FULL");
       // No automatic checkpoints: a writer checkpoints at close and before a long wait (checkpoint()).

@@ -6,6 +6,7 @@ import { createHash } from "node:crypto";
 import { canonicalJson, CanonicalJsonError, sha256Hex } from "../lib/canonical.ts";
 import { GENESIS_HASH } from "../lib/events.ts";
 import { hashInput, Store } from "../lib/store.ts";
+import { checkIntegrity } from "../lib/integrity.ts";
 import { TempDirs } from "./helpers/fs.ts";
 
 const temp = new TempDirs();
@@ -173,6 +174,24 @@ describe("hashInput equals canonicalJson of the row", () => {
       expect(sha256Hex(viaHashInput)).toBe(sha256Hex(canonicalJson({ ...row, payload })));
     });
   }
+
+  test("the integrity pass verifies rows whose strings need escaping, and finds such a row changed", () => {
+    // checkIntegrity first hashes the row as if nothing needed escaping; these rows take its exact path.
+    const root = temp.make();
+    const store = Store.open(root, { create: true, actor: 'o"brien\\ops\n' });
+    try {
+      store.append([{ type: "loop_paused", payload: { reason: "r" }, actor: "tab\there \u0001" }]);
+      store.append([{ type: "loop_resumed", payload: {}, actor: "plain" }]);
+      expect(checkIntegrity(store.db)).toEqual({ events: 3, findings: [] });
+      store.db.run("DROP TRIGGER events_no_update");
+      store.db.run(`UPDATE events SET actor = 'o"brien\\ops' WHERE seq = 1`);
+      expect(checkIntegrity(store.db).findings).toEqual([
+        { code: "event_chain_broken", seq: 1, message: "seq 1: stored hash does not match its contents" },
+      ]);
+    } finally {
+      store.close();
+    }
+  });
 
   test("rows written by a real store verify through hashInput (non-ASCII actor, null item)", () => {
     const root = temp.make();

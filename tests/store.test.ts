@@ -10,7 +10,7 @@ import { pidAlive } from "../lib/liveness.ts";
 import { fold, IllegalEventError } from "../lib/reducer.ts";
 import { compareProjection, foldAndCheck } from "../lib/replay.ts";
 import { ITEM_TABLES } from "../lib/rows.ts";
-import { dbPath, type EventRow, hashInput, readProjection, rowToEvent, Store, StoreError } from "../lib/store.ts";
+import { dbPath, type EventRow, hashInput, PAGE_SIZE, readProjection, rowToEvent, Store, StoreError } from "../lib/store.ts";
 import { control, definition, itemDef, launch, loopStarted } from "./helpers/events.ts";
 import { TempDirs } from "./helpers/fs.ts";
 import { realisticDrafts } from "./helpers/store.ts";
@@ -61,6 +61,24 @@ function storeError(fn: () => unknown): StoreError {
 const DEF: EventDraft = definition(1, [itemDef("a"), itemDef("b")]);
 
 describe("the log", () => {
+  test("a new store has 16 KiB pages; an existing store keeps the page size it was created with", () => {
+    const { root, store } = newStore();
+    expect(store.db.query("PRAGMA page_size").get()).toEqual({ page_size: PAGE_SIZE });
+    store.close();
+    open.splice(open.indexOf(store), 1);
+    // A store made by an earlier version (SQLite's default 4 KiB pages) opens and appends as before.
+    const old = temp.make();
+    const raw = new Database(dbPath(old));
+    raw.run("PRAGMA page_size = 4096");
+    raw.run("VACUUM"); // writes the header: the file is no longer empty, its page size is fixed
+    raw.close();
+    const s = Store.open(old, { create: true });
+    open.push(s);
+    s.append([DEF]);
+    expect(s.db.query("PRAGMA page_size").get()).toEqual({ page_size: 4096 });
+    expect(s.head().seq).toBe(2);
+  });
+
   test("a new store starts with store_opened at seq 1; seqs are gapless and every hash verifies", () => {
     const { root, store } = newStore();
     expect(rows(store.db).map((r) => [r.seq, r.type, r.prev_hash])).toEqual([[1, "store_opened", GENESIS_HASH]]);
