@@ -4,7 +4,7 @@
 // value of a repeated flag; citty's parser does neither, and node:util's parseArgs, which does
 // both, costs every tool ~4 ms of start-up to load (bench/startup-probes.ts).
 import arg from "arg";
-import { existsSync } from "node:fs";
+import { existsSync, writeSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { ArgsDef } from "citty";
 import { createConsola, type ConsolaInstance } from "consola/core";
@@ -213,7 +213,7 @@ class FdStream implements OutStream {
   ) {}
   write(s: string) {
     this.pending = this.pending
-      .then(() => (this.readerGone ? 0 : Bun.write(this.target, s)))
+      .then(() => (this.readerGone ? 0 : this.writeNow(s)))
       .catch((err: { code?: string }) => {
         // The reader went away (`loop status | head -1`): the rest has nobody to read it, which is
         // not the tool's failure; its exit code still says how the command went.
@@ -222,6 +222,23 @@ class FdStream implements OutStream {
         return 0;
       });
     return true;
+  }
+  /**
+   * A synchronous write: for a large document (`loop status` on a loop of 500 items prints ~0.3 MB)
+   * Bun.write's asynchronous copy costs a cold process 2-3 ms more (bench/README.md). Should the
+   * descriptor ever refuse to block (EAGAIN) or take only part, Bun.write sends the rest.
+   */
+  private writeNow(s: string): unknown {
+    let written: number;
+    try {
+      written = writeSync(this.fd, s);
+    } catch (err) {
+      if ((err as { code?: string }).code !== "EAGAIN") throw err;
+      return Bun.write(this.target, s);
+    }
+    if (written === s.length && written === Buffer.byteLength(s)) return written;
+    const bytes = Buffer.from(s);
+    return written < bytes.length ? Bun.write(this.target, bytes.subarray(written)) : written;
   }
   get isTTY(): boolean {
     return (this.tty ??= require("node:tty").isatty(this.fd));

@@ -2,12 +2,14 @@
 // `bun cmd/loop-status.ts` — in temp git repositories, and check streams, exit codes and documents.
 import { afterAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, constants as fsConstants, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { VERSION } from "../lib/version.ts";
 import { Store } from "../lib/store.ts";
 import { materialize } from "../lib/materialize.ts";
+import { buildStore } from "./helpers/store.ts";
+import { definition, itemDef } from "./helpers/events.ts";
 import { TOOLS } from "../cmd/tools.ts";
 import { CONTRACT_TOOLS, invokedName, isCompiled, toolFromName } from "../cmd/loop.ts";
 import { type ArgsSpec, commonArgs, parseArgv, UsageError } from "../lib/cli.ts";
@@ -376,6 +378,49 @@ describe("status and replay", () => {
       );
       expect(r.stderr).toBe("exit=0\n");
     }
+  });
+
+  test("a large document reaches a pipe opened non-blocking and read late, whole", async () => {
+    // The tool writes stdout synchronously; its stdout here is a FIFO the parent opened O_NONBLOCK
+    // and reads only after the pipe's 64 KiB filled. (Bun makes its stdio blocking at start-up, so
+    // today the write just waits; lib/cli.ts still hands the rest on after EAGAIN or a short write.)
+    const dir = tempDir("loop-cli-nonblock-");
+    const stateRoot = join(dir, "state");
+    buildStore(stateRoot, [definition(1, Array.from({ length: 400 }, (_, i) => itemDef(`item-${i}`)))]);
+    const fifo = join(dir, "out");
+    expect(spawnSync("mkfifo", [fifo]).status).toBe(0);
+    const { O_NONBLOCK, O_RDONLY, O_WRONLY } = fsConstants;
+    const rfd = openSync(fifo, O_RDONLY | O_NONBLOCK);
+    const wfd = openSync(fifo, O_WRONLY | O_NONBLOCK);
+    const child = Bun.spawn([process.execPath, LOOP, "status", "--json", "--state-root", stateRoot], {
+      stdio: ["ignore", wfd, "pipe"],
+      env: { ...process.env, NO_COLOR: "1" },
+    });
+    closeSync(wfd);
+    await Bun.sleep(500); // let the pipe fill before anyone reads
+    const chunks: Buffer[] = [];
+    const buf = Buffer.alloc(1 << 16);
+    let exited = false;
+    void child.exited.then(() => (exited = true));
+    for (;;) {
+      let n = 0;
+      try {
+        n = readSync(rfd, buf);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "EAGAIN") throw err;
+        if (exited) break;
+        await Bun.sleep(5);
+        continue;
+      }
+      if (n === 0) break; // every writer closed: the child exited
+      chunks.push(Buffer.from(buf.subarray(0, n)));
+    }
+    closeSync(rfd);
+    expect(await child.exited).toBe(0);
+    expect(await new Response(child.stderr).text()).toBe("");
+    const text = Buffer.concat(chunks).toString("utf8");
+    expect(text.length).toBeGreaterThan(1 << 16);
+    expect(JSON.parse(text).items).toHaveLength(400);
   });
 
   test("JSON is the default when piped, with a schema key; exit 0 on a fresh store", () => {

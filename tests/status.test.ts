@@ -83,6 +83,22 @@ describe("the state document status reports from", () => {
     expect(r.items.map((it) => it.id)).toEqual(["a", "b", "c"]);
   });
 
+  test("a missing, an empty and a non-UTF-8 state.json are each reported, never read as the document", async () => {
+    const root = midRun();
+    const path = join(root, "state.json");
+    const good = statusReport(root).items;
+    rmSync(path);
+    expect(statusReport(root).findings.map((f) => f.code)).toEqual(["state_file_missing"]);
+    writeFileSync(path, ""); // a file mmap refuses: read instead
+    const empty = statusReport(root);
+    expect(empty.findings.map((f) => f.code)).toEqual(["unreadable_state_file"]);
+    expect(empty.items).toEqual(good);
+    writeFileSync(path, Buffer.from([0x7b, 0xff, 0xfe, 0x7d]));
+    const binary = statusReport(root);
+    expect(binary.findings.map((f) => f.code)).toEqual(["unreadable_state_file"]);
+    expect(binary.items).toEqual(good);
+  });
+
   test("--work-item selects from the document, in the order given", async () => {
     const root = midRun();
     const r = statusReport(root, ["c", "github:acme/api#7"]);
