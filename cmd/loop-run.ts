@@ -1,9 +1,12 @@
 #!/usr/bin/env bun
 // loop run: one bounded, crash-safe dispatch step (or, with --watch, steps in the foreground).
 import { DESCRIPTIONS } from "./registry.ts";
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { defineTool, EXIT, main, resolveRoot, resolveStateRoot, UsageError } from "../lib/cli.ts";
-import { BusyLease, runStep, type RunResult } from "../lib/step.ts";
+import { BusyError } from "../lib/errors.ts";
+import { runStep, type RunResult } from "../lib/step.ts";
+import { claimRunPid, releaseRunPid } from "../lib/run-pid.ts";
+import { pidAlive } from "../lib/liveness.ts";
 import { renderRun } from "../lib/render-run.ts";
 import { actorName } from "../lib/actor.ts";
 import { parseDuration } from "../lib/duration.ts";
@@ -39,8 +42,9 @@ export const tool = defineTool({
         emit(r);
         return { code: r.errors.length ? EXIT.problem : EXIT.ok, r };
       } catch (err) {
-        // A single step reports busy like any error (exit 75); a watcher waits for the next turn.
-        if (!(err instanceof BusyLease) || !args.watch) throw err;
+        // A single step reports busy like any error (exit 75); a watcher waits for the next turn,
+        // also after a step lost its lease to another `loop run` (it outlived the lease).
+        if (!(err instanceof BusyError) || !args.watch) throw err;
         ctx.log.warn(err.message);
         return { code: EXIT.busy, r: null };
       }
@@ -48,6 +52,8 @@ export const tool = defineTool({
     if (!args.watch) return (await once()).code;
 
     const pidFile = statePaths(stateRoot).runPid;
+    mkdirSync(stateRoot, { recursive: true });
+    claimRunPid(pidFile, process.pid, pidAlive);
     let stopping = false;
     let wake: (() => void) | null = null;
     const onSignal = () => {
@@ -57,8 +63,6 @@ export const tool = defineTool({
     process.on("SIGINT", onSignal);
     process.on("SIGTERM", onSignal);
     let code: number = EXIT.ok;
-    mkdirSync(stateRoot, { recursive: true });
-    writeFileSync(pidFile, `${process.pid}\n`);
     try {
       for (;;) {
         const { code: c, r } = await once();
@@ -77,7 +81,7 @@ export const tool = defineTool({
         if (stopping) break;
       }
     } finally {
-      rmSync(pidFile, { force: true });
+      releaseRunPid(pidFile, process.pid);
       process.off("SIGINT", onSignal);
       process.off("SIGTERM", onSignal);
     }

@@ -17,6 +17,14 @@ export class BusyError extends Error {
   override name = "BusyError";
 }
 
+/**
+ * A step's lease was taken over while it ran (it outlived the lease, and another `loop run` found it
+ * expired): from then on the step may not write, so its next append or renewal throws this.
+ */
+export class LeaseLostError extends BusyError {
+  override name = "LeaseLostError";
+}
+
 /** The command is well-formed but what it asks for cannot be done to the loop as it is (exit 1). */
 export class RefusedError extends Error {
   override name = "RefusedError";

@@ -5,7 +5,7 @@
 import { accessSync, constants, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { git, GitError } from "./git.ts";
-import { BusyError } from "./errors.ts";
+import { BusyError, LeaseLostError } from "./errors.ts";
 import { readTextOrNull, writeFileAtomic } from "./fsutil.ts";
 import type { ConsolaInstance } from "consola";
 import { type NormDefinition, definitionHash, itemBranch, loadDefinition } from "./definition.ts";
@@ -420,6 +420,8 @@ class Step {
         "session_started",
       );
     } catch (err) {
+      // A lost lease is not the launch's failure, and the step may not record anything more.
+      if (err instanceof LeaseLostError) throw err;
       const reason = (err as Error).message;
       this.errors.push(`${it.id}: ${reason}`);
       this.o.log.error(`${it.id}: launch failed: ${reason}`);

@@ -8,7 +8,7 @@ import { type EventDraft, payloadProblem, type StoredEvent } from "./events.ts";
 import { failpoint } from "./failpoint.ts";
 import { emptyProjection, type Projection, reduceInto, touchedItems } from "./reducer.ts";
 import { ITEM_TABLES, itemRows, loopRow } from "./rows.ts";
-import { StoreError } from "./errors.ts";
+import { LeaseLostError, StoreError } from "./errors.ts";
 import type { EventRow } from "./integrity.ts";
 import { checkSchema, dbPath, headOf, openWith, readProjection, SCHEMA_VERSION, schemaVersion } from "./snapshot.ts";
 export { type EventRow, type EventRowBase, hashInput } from "./integrity.ts";
@@ -56,6 +56,9 @@ export type LeaseResult = { ok: true; lease: Lease; tookOver: Lease | null } | {
 
 /** Read-write handle: used by `loop init`, `loop run`, `loop ctl`. */
 export class Store {
+  /** The lease this handle holds: its appends check, in their transaction, that it still does. */
+  private held: Lease | null = null;
+
   private constructor(
     readonly db: Database,
     readonly stateRoot: string,
@@ -181,6 +184,8 @@ export class Store {
     }
     this.cached = null;
     const run = this.db.transaction(() => {
+      // A fencing check: a step that outlived its lease (another step took it over) must not write.
+      if (this.held) this.checkHeld(this.held);
       const head = headOf(this.db);
       if (opts.expectSeq !== undefined && head.seq !== opts.expectSeq)
         throw new StoreError("seq_conflict", `log head is seq ${head.seq}, expected ${opts.expectSeq}`);
@@ -258,7 +263,9 @@ export class Store {
     } finally {
       this.db.run("PRAGMA synchronous = FULL");
     }
-    return r === "takeover" ? (this.takeLease(ttlMs, isAlive, now, true) as LeaseResult) : r;
+    const got = r === "takeover" ? (this.takeLease(ttlMs, isAlive, now, true) as LeaseResult) : r;
+    if (got.ok) this.held = got.lease;
+    return got;
   }
 
   private takeLease(ttlMs: number, isAlive: (pid: number) => boolean, now: Date, mayTakeOver: boolean): LeaseResult | "takeover" {
@@ -295,17 +302,33 @@ export class Store {
   }
 
   renewLease(lease: Lease, ttlMs: number): void {
-    lease.expires = new Date(Date.now() + ttlMs).toISOString();
-    this.db.run("UPDATE lease SET expires = ? WHERE id = 1 AND owner = ?", [lease.expires, lease.owner]);
+    const expires = new Date(Date.now() + ttlMs).toISOString();
+    const { changes } = this.db.run("UPDATE lease SET expires = ? WHERE id = 1 AND owner = ?", [expires, lease.owner]);
+    if (changes === 0) this.checkHeld(lease);
+    lease.expires = expires;
   }
 
   releaseLease(lease: Lease): void {
+    if (this.held?.owner === lease.owner) this.held = null;
     this.db.run("PRAGMA synchronous = NORMAL");
     try {
+      // Only our own row: a lease taken over meanwhile belongs to the step that took it.
       this.db.run("DELETE FROM lease WHERE id = 1 AND owner = ?", [lease.owner]);
     } finally {
       this.db.run("PRAGMA synchronous = FULL");
     }
+  }
+
+  /** Throws LeaseLostError unless the lease row is still this one. */
+  private checkHeld(lease: Lease): void {
+    const cur = this.db.query("SELECT owner, pid, host, started, expires FROM lease WHERE id = 1").get() as Lease | null;
+    if (cur?.owner === lease.owner) return;
+    this.held = null;
+    throw new LeaseLostError(
+      cur
+        ? `this step's lease (taken ${lease.started}, expiring ${lease.expires}) was taken over by pid ${cur.pid} on ${cur.host} at ${cur.started}; it stops without writing more`
+        : `this step's lease (taken ${lease.started}, expiring ${lease.expires}) is gone; it stops without writing more`,
+    );
   }
 
   /**

@@ -7,7 +7,7 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { demoDefinition, git, gitOk, pollUntil, type Project, runlogBlocks, scenario, sleep } from "./helpers/project.ts";
-import { withReadSnapshot } from "../lib/store.ts";
+import { Store, withReadSnapshot } from "../lib/store.ts";
 import { statusReport } from "../lib/status.ts";
 
 const T = 120_000;
@@ -415,7 +415,7 @@ describe("loop run", () => {
   );
 
   test.concurrent(
-    "(l) loop run --watch drives the loop to drained, writing then removing run.pid; SIGTERM exits 130",
+    "(l) loop run --watch drives the loop to drained, writing then removing run.pid; one watcher per loop; SIGTERM exits 130",
     () => {
       const items = [
         { id: "w1", prompt: "w1\n@demo write w1.txt 1", verify: "test -s w1.txt" },
@@ -459,8 +459,18 @@ describe("loop run", () => {
           p.writeDefinition(demoDefinition([...items, { id: "w3", prompt: "w3", runner: "gated", verify: "test -s w3.txt" }], { runners: { gated: gated(p) } }));
           // An hour between steps: a signal must end the wait, not leave the process waiting it out
           // (this test would then run into its own time limit).
+          // A run.pid left by a killed watcher (its pid is dead) does not stop the next one.
+          const dead = Bun.spawnSync(["true"]).pid;
+          writeFileSync(pidFile, `${dead}\n`);
           const watch2 = p.spawn(["run", "--watch", "--interval", "1h", "--json", "--root", p.root]);
-          await pollUntil(() => existsSync(pidFile) && existsSync(join(p.stateRoot, "loop.db")) && p.projection().items.w3?.status === "running", "w3 running under --watch", 600);
+          await pollUntil(() => readFileSync(pidFile, "utf8").trim() === String(watch2.pid) && p.projection().items.w3?.status === "running", "w3 running under --watch", 600);
+          // A second watcher of the same loop is refused (busy), and leaves the first one's run.pid alone.
+          const watch3 = p.spawn(["run", "--watch", "--json", "--root", p.root]);
+          const [out3, err3, code3] = await Promise.all([new Response(watch3.stdout).text(), new Response(watch3.stderr).text(), watch3.exited]);
+          expect(code3).toBe(75);
+          expect(out3).toBe("");
+          expect(JSON.parse(err3).error).toMatchObject({ code: "busy", message: expect.stringContaining(`pid ${watch2.pid}`) });
+          expect(readFileSync(pidFile, "utf8").trim()).toBe(String(watch2.pid));
           watch2.kill("SIGTERM");
           expect(await watch2.exited).toBe(130);
           expect(existsSync(pidFile)).toBe(false);
@@ -578,6 +588,40 @@ describe("loop run", () => {
           writeFileSync(join(p.aux, "go"), "");
           expect(await step.exited).toBe(0);
           expect(existsSync(join(p.aux, "verified"))).toBe(true);
+          expect(p.projection().items.slow!.status).toBe("passed");
+        },
+      ),
+    T,
+  );
+
+  test.concurrent(
+    "(r) a step that outlives its lease (another step took it over) stops at its next write: exit 75, nothing recorded, the new holder goes on",
+    () =>
+      scenario(
+        (p) => demoDefinition([{ id: "slow", prompt: "x", verify: `while [ ! -e ${join(p.aux, "go")} ]; do sleep 0.05; done; touch ${join(p.aux, "verified")}` }]),
+        {},
+        async (p) => {
+          expect((await p.run()).action).toBe("launched");
+          const step = p.spawn(["run", "--json", "--root", p.root]);
+          await pollUntil(() => existsSync(join(p.sessionDir("slow", 1), "verify.log")), "verify running");
+          // As a `loop run` whose clock is past the lease's expiry would: take the lease over.
+          const other = Store.open(p.stateRoot);
+          const took = other.acquireLease(60_000, () => true, new Date(Date.now() + 24 * 3_600_000));
+          other.close();
+          expect(took.ok && took.tookOver?.pid).toBe(step.pid);
+          const head = p.events().length;
+          writeFileSync(join(p.aux, "go"), "");
+          const [out, err, code] = await Promise.all([new Response(step.stdout).text(), new Response(step.stderr).text(), step.exited]);
+          expect(code).toBe(75);
+          expect(out).toBe("");
+          expect(JSON.parse(err.trim().split("\n").at(-1)!).error).toMatchObject({ code: "busy", message: expect.stringContaining("taken over") });
+          expect(p.events().length).toBe(head); // no verify_finished from the step that lost the lease
+          expect(p.eventsOf("verify_finished", "slow")).toEqual([]);
+          // The lease row is the new holder's; once it is released (or expires), steps go on.
+          const s = Store.open(p.stateRoot);
+          if (took.ok) s.releaseLease(took.lease);
+          s.close();
+          await p.runToDrain();
           expect(p.projection().items.slow!.status).toBe("passed");
         },
       ),

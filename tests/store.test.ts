@@ -8,6 +8,7 @@ import { sha256Hex } from "../lib/canonical.ts";
 import { type EventDraft, GENESIS_HASH } from "../lib/events.ts";
 import { pidAlive } from "../lib/liveness.ts";
 import { fold, IllegalEventError } from "../lib/reducer.ts";
+import { BusyError, LeaseLostError } from "../lib/errors.ts";
 import { compareProjection, foldAndCheck } from "../lib/replay.ts";
 import { ITEM_TABLES } from "../lib/rows.ts";
 import { dbPath, type EventRow, hashInput, PAGE_SIZE, readProjection, rowToEvent, Store, StoreError } from "../lib/store.ts";
@@ -268,6 +269,40 @@ describe("the lease", () => {
     expect(third.ok).toBe(true);
     if (third.ok) expect(third.tookOver).toBeNull();
     expect(other.head()).toEqual(headBefore); // no lease_taken_over for a released lease
+  });
+
+  test("a holder whose lease was taken over can no longer write: appends and renewals throw, nothing is written", () => {
+    const { root, store } = newStore();
+    const mine = store.acquireLease(60_000, alwaysAlive);
+    if (!mine.ok) throw new Error("acquire refused");
+    store.append([DEF]); // while held, appends go through
+    // Another step finds the lease expired (its clock is past the expiry) and takes it over.
+    const other = handle(root);
+    const theirs = other.acquireLease(60_000, alwaysAlive, new Date(Date.now() + 120_000));
+    expect(theirs.ok).toBe(true);
+    const head = other.head();
+    const err = (() => {
+      try {
+        store.append([loopStarted]);
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(err).toBeInstanceOf(LeaseLostError);
+    expect(err).toBeInstanceOf(BusyError); // exit 75, like any busy store
+    expect((err as Error).message).toContain(`taken over by pid ${process.pid}`);
+    expect(() => store.renewLease(mine.lease, 60_000)).toThrow(LeaseLostError);
+    expect(other.head()).toEqual(head);
+    // Releasing the lost lease leaves the new holder's row alone; the new holder writes on.
+    store.releaseLease(mine.lease);
+    if (!theirs.ok) return;
+    expect(other.db.query("SELECT owner FROM lease").get()).toEqual({ owner: theirs.lease.owner });
+    other.renewLease(theirs.lease, 60_000);
+    other.append([loopStarted]);
+    expect(other.head().seq).toBe(head.seq + 1);
+    // A handle that never took the lease (a test, bench/generate) appends without the check.
+    other.releaseLease(theirs.lease);
+    expect(() => other.append([control("a", "start")])).not.toThrow();
   });
 
   test("a lease whose holder process is dead is taken over, and the takeover is recorded", () => {
