@@ -303,7 +303,7 @@ const results: SizeResult[] = [];
 for (const n of args.sizes) {
   const root = roots.get(n)!;
   note(`timing status and replay at ${n.toLocaleString("en-US")} events`);
-  const status = await measure([bin, "status", "--root", root, "--json"], runsFor(n, 11, 7));
+  const status = await measure([bin, "status", "--root", root, "--json"], args.runs ?? 21);
   const replay = await measure([bin, "replay", "--root", root, "--json"], runsFor(n, 7, 3));
   const problems: string[] = [];
   if (status.exitCodes.some((c) => c !== 0)) problems.push(`status exit ${status.exitCodes.join("/")}: ${status.last.stderr.trim().split("\n")[0] ?? ""}`);

@@ -51,12 +51,11 @@ export function loopRow(p: Projection): LoopRow {
   };
 }
 
+/** An item from its rows; proj_items, proj_control and proj_ledgers always exist (readProjection checks). */
 export function itemFromRows(rows: Record<ItemTable, string | null>): ItemState {
   const core = JSON.parse(rows.proj_items!);
-  const control = rows.proj_control ? JSON.parse(rows.proj_control) : { control: [], held: false, started: false };
-  const ledgers = rows.proj_ledgers
-    ? JSON.parse(rows.proj_ledgers)
-    : { attempts: [], failures: 0, replies: [], question: null };
+  const control = JSON.parse(rows.proj_control!);
+  const ledgers = JSON.parse(rows.proj_ledgers!);
   return {
     ...core,
     ...ledgers,

@@ -94,9 +94,16 @@ export function readItemRows(db: Database): Map<string, Record<ItemTable, string
 
 export function readProjection(db: Database): Projection {
   const items = readItemRows(db);
+  // Every item has these three rows (rows.ts itemRows); a missing one is damage, not a default.
   for (const [id, rows] of items)
-    if (rows.proj_items === null) throw new StoreError("corrupt_store", `projection rows for "${id}" have no proj_items row`);
-  return projectionFromRows(readLoopRow(db), items);
+    for (const t of ["proj_items", "proj_control", "proj_ledgers"] as const)
+      if (rows[t] === null) throw new StoreError("corrupt_store", `projection rows for "${id}" have no ${t} row`);
+  try {
+    return projectionFromRows(readLoopRow(db), items);
+  } catch (err) {
+    if (!(err instanceof SyntaxError)) throw err;
+    throw new StoreError("corrupt_store", `a projection row is not valid JSON: ${err.message}`);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -241,6 +241,24 @@ describe("the log", () => {
     writeFileSync(dbPath(root), Buffer.alloc(4096, 0x5a));
     expect(storeError(() => Store.open(root)).code).toBe("corrupt_store");
   });
+
+  test("a projection missing an item's control or ledger row, or holding a row that is not JSON, is corrupt_store (never filled in with defaults)", () => {
+    for (const damage of [
+      "DELETE FROM proj_control WHERE item = 'a'",
+      "DELETE FROM proj_ledgers WHERE item = 'a'",
+      "DELETE FROM proj_items WHERE item = 'a'",
+      "UPDATE proj_ledgers SET body = '{\"attempts\":' WHERE item = 'a'",
+    ]) {
+      const { store } = newStore();
+      store.append([DEF, loopStarted, control("a", "start")]);
+      store.db.run(damage);
+      const err = storeError(() => readProjection(store.db));
+      expect(err.code).toBe("corrupt_store");
+      expect(err.message).toContain(damage.startsWith("UPDATE") ? "not valid JSON" : "for \"a\"");
+      // A writer refuses to append on top of it.
+      expect(storeError(() => store.append([control("b", "start")])).code).toBe("corrupt_store");
+    }
+  });
 });
 
 describe("the lease", () => {
