@@ -13,6 +13,18 @@ import { statusReport } from "../lib/status.ts";
 const T = 120_000;
 const hang = { command: ["sh", "-c", "echo start; sleep 600"] };
 
+/** One item, "slow", whose verify waits until the test creates aux/go (then touches aux/verified). */
+const gatedVerify = (p: Project) =>
+  demoDefinition([{ id: "slow", prompt: "x", verify: `while [ ! -e ${join(p.aux, "go")} ]; do sleep 0.05; done; touch ${join(p.aux, "verified")}` }]);
+
+/** Launch "slow", then start the step that observes the (demo) agent's exit and runs the waiting verify. */
+async function stepWaitingOnVerify(p: Project) {
+  expect((await p.run()).action).toBe("launched");
+  const step = p.spawn(["run", "--json", "--root", p.root]);
+  await pollUntil(() => existsSync(join(p.sessionDir("slow", 1), "verify.log")), "verify running");
+  return step;
+}
+
 describe("loop run", () => {
   test.concurrent(
     "(a) retries, failure, blocked dependent, independent item, drained Failed, RUNLOG",
@@ -575,13 +587,10 @@ describe("loop run", () => {
     "(p) while a step waits on a verify command it leaves no WAL: status reads the store in place, no copy",
     () =>
       scenario(
-        (p) => demoDefinition([{ id: "slow", prompt: "x", verify: `while [ ! -e ${join(p.aux, "go")} ]; do sleep 0.05; done; touch ${join(p.aux, "verified")}` }]),
+        gatedVerify,
         {},
         async (p) => {
-          expect((await p.run()).action).toBe("launched");
-          // The demo agent exits at once; the step that observes it runs the verify, which waits.
-          const step = p.spawn(["run", "--json", "--root", p.root]);
-          await pollUntil(() => existsSync(join(p.sessionDir("slow", 1), "verify.log")), "verify running");
+          const step = await stepWaitingOnVerify(p);
           expect(statSync(join(p.stateRoot, "loop.db-wal")).size).toBe(0);
           expect(withReadSnapshot(p.stateRoot, (s) => s.copied)).toBe(false);
           expect(statusReport(p.stateRoot).healthy).toBe(true);
@@ -598,12 +607,10 @@ describe("loop run", () => {
     "(r) a step that outlives its lease (another step took it over) stops at its next write: exit 75, nothing recorded, the new holder goes on",
     () =>
       scenario(
-        (p) => demoDefinition([{ id: "slow", prompt: "x", verify: `while [ ! -e ${join(p.aux, "go")} ]; do sleep 0.05; done; touch ${join(p.aux, "verified")}` }]),
+        gatedVerify,
         {},
         async (p) => {
-          expect((await p.run()).action).toBe("launched");
-          const step = p.spawn(["run", "--json", "--root", p.root]);
-          await pollUntil(() => existsSync(join(p.sessionDir("slow", 1), "verify.log")), "verify running");
+          const step = await stepWaitingOnVerify(p);
           // As a `loop run` whose clock is past the lease's expiry would: take the lease over.
           const other = Store.open(p.stateRoot);
           const took = other.acquireLease(60_000, () => true, new Date(Date.now() + 24 * 3_600_000));
