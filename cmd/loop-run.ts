@@ -5,8 +5,7 @@ import { mkdirSync } from "node:fs";
 import { defineTool, EXIT, main, resolveRoot, resolveStateRoot, UsageError } from "../lib/cli.ts";
 import { BusyError } from "../lib/errors.ts";
 import { runStep, type RunResult } from "../lib/step.ts";
-import { claimRunPid, releaseRunPid } from "../lib/run-pid.ts";
-import { pidAlive } from "../lib/liveness.ts";
+import { claimRunPid, releaseRunPid, selfRunPid } from "../lib/run-pid.ts";
 import { renderRun } from "../lib/render-run.ts";
 import { actorName } from "../lib/actor.ts";
 import { parseDuration } from "../lib/duration.ts";
@@ -21,7 +20,7 @@ export const tool = defineTool({
     forever: { type: "boolean", description: "with --watch: keep watching after the loop drains or pauses" },
   },
   footer:
-    "Exit codes: 0 step done (including recorded item failures and no-ops), 1 environment error,\n2 invalid loop.json or usage, 75 another step holds the lease, 130 interrupted (--watch).",
+    "Exit codes: 0 step done (including recorded item failures and no-ops), 1 environment error,\n2 invalid loop.json or usage, 75 busy (another step holds the lease, this step lost it, or another\n--watch is running), 130 interrupted (--watch).",
   async run(args, ctx) {
     if ((args.interval || args.forever) && !args.watch) throw new UsageError("--interval and --forever need --watch");
     let intervalMs = 30_000;
@@ -53,7 +52,8 @@ export const tool = defineTool({
 
     const pidFile = statePaths(stateRoot).runPid;
     mkdirSync(stateRoot, { recursive: true });
-    claimRunPid(pidFile, process.pid, pidAlive);
+    const me = selfRunPid();
+    claimRunPid(pidFile, me);
     let stopping = false;
     let wake: (() => void) | null = null;
     const onSignal = () => {
@@ -81,7 +81,7 @@ export const tool = defineTool({
         if (stopping) break;
       }
     } finally {
-      releaseRunPid(pidFile, process.pid);
+      releaseRunPid(pidFile, me);
       process.off("SIGINT", onSignal);
       process.off("SIGTERM", onSignal);
     }

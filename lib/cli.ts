@@ -203,6 +203,25 @@ export interface OutStream {
   readonly isTTY?: boolean;
 }
 
+/**
+ * Write a document to stdout synchronously: for a large one (`loop status` on a loop of 500 items
+ * prints ~0.3 MB) Bun.write's asynchronous copy costs a cold process 2-3 ms more (bench/README.md).
+ * Whatever the descriptor does not take at once (EAGAIN on a non-blocking pipe, a short write)
+ * goes to `rest`. Only stdout, which a command writes once it is done: stderr carries warnings
+ * written mid-step, which must not wait on a stalled reader while the step holds the lease.
+ */
+export function writeWhole(fd: number, s: string, rest: (data: string | Uint8Array) => unknown, write: (fd: number, s: string) => number = writeSync): unknown {
+  let written: number;
+  try {
+    written = write(fd, s);
+  } catch (err) {
+    if ((err as { code?: string }).code !== "EAGAIN") throw err;
+    return rest(s);
+  }
+  const total = Buffer.byteLength(s);
+  return written < total ? rest(Buffer.from(s).subarray(written)) : written;
+}
+
 class FdStream implements OutStream {
   private pending: Promise<unknown> = Promise.resolve();
   private tty: boolean | undefined;
@@ -213,7 +232,7 @@ class FdStream implements OutStream {
   ) {}
   write(s: string) {
     this.pending = this.pending
-      .then(() => (this.readerGone ? 0 : this.writeNow(s)))
+      .then(() => (this.readerGone ? 0 : this.fd === 1 ? writeWhole(this.fd, s, (rest) => Bun.write(this.target, rest)) : Bun.write(this.target, s)))
       .catch((err: { code?: string }) => {
         // The reader went away (`loop status | head -1`): the rest has nobody to read it, which is
         // not the tool's failure; its exit code still says how the command went.
@@ -222,23 +241,6 @@ class FdStream implements OutStream {
         return 0;
       });
     return true;
-  }
-  /**
-   * A synchronous write: for a large document (`loop status` on a loop of 500 items prints ~0.3 MB)
-   * Bun.write's asynchronous copy costs a cold process 2-3 ms more (bench/README.md). Should the
-   * descriptor ever refuse to block (EAGAIN) or take only part, Bun.write sends the rest.
-   */
-  private writeNow(s: string): unknown {
-    let written: number;
-    try {
-      written = writeSync(this.fd, s);
-    } catch (err) {
-      if ((err as { code?: string }).code !== "EAGAIN") throw err;
-      return Bun.write(this.target, s);
-    }
-    if (written === s.length && written === Buffer.byteLength(s)) return written;
-    const bytes = Buffer.from(s);
-    return written < bytes.length ? Bun.write(this.target, bytes.subarray(written)) : written;
   }
   get isTTY(): boolean {
     return (this.tty ??= require("node:tty").isatty(this.fd));

@@ -1,6 +1,5 @@
 // Observing processes and sessions from outside, without changing anything.
-import { readFileSync } from "node:fs";
-import { groupAlive } from "./process.ts";
+import { groupAlive, HAVE_PROC, procStat } from "./process.ts";
 import { tmuxHasSession } from "./tmux.ts";
 
 /** Is the process alive (a zombie awaiting its reaper does not count)? */
@@ -10,12 +9,9 @@ export function pidAlive(pid: number): boolean {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== "EPERM") return false;
   }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return !/^[ZX]/.test(stat.slice(stat.lastIndexOf(")") + 2));
-  } catch {
-    return true; // no /proc: trust kill(0)
-  }
+  const state = procStat(pid)?.[0];
+  if (state === undefined) return !HAVE_PROC; // gone meanwhile; without /proc, trust kill(0)
+  return state !== "Z" && state !== "X";
 }
 
 /** A session is alive while its tmux session or anything in its process group is. */

@@ -3,7 +3,25 @@
 
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 
-const HAVE_PROC = existsSync("/proc/self/stat");
+export const HAVE_PROC = existsSync("/proc/self/stat");
+
+/**
+ * The fields of /proc/<pid>/stat after "(comm)" (state, ppid, pgrp, …; starttime is [19]), or null
+ * when the process is gone or there is no /proc. comm may hold spaces and parentheses: cut at the last ")".
+ */
+export function procStat(pid: number | string): string[] | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  } catch {
+    return null;
+  }
+}
+
+/** When the process started (clock ticks since boot), or null: with its pid it names one process, never a later one reusing the pid. */
+export function processStartTime(pid: number): string | null {
+  return procStat(pid)?.[19] ?? null;
+}
 
 /**
  * Does any live (non-zombie) process belong to the group? kill(-pgid, 0) also counts zombies,
@@ -13,14 +31,8 @@ export function groupAlive(pgid: number): boolean {
   if (HAVE_PROC) {
     for (const name of readdirSync("/proc")) {
       if (name.charCodeAt(0) > 57) continue; // not a pid
-      let stat: string;
-      try {
-        stat = readFileSync(`/proc/${name}/stat`, "utf8");
-      } catch {
-        continue; // exited meanwhile
-      }
-      // Fields after "(comm)": state ppid pgrp …
-      const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      const rest = procStat(name);
+      if (rest === null) continue; // exited meanwhile
       if (Number(rest[2]) === pgid && rest[0] !== "Z" && rest[0] !== "X") return true;
     }
     return false;

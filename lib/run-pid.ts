@@ -1,36 +1,73 @@
 // run.pid: the one `loop run --watch` of a state root. A second watcher would only take turns with
 // the first for the lease, and whichever stopped first removed the other's file, so a watcher
-// claims the file exclusively and removes it only while it still names itself.
-import { readFileSync, rmSync, writeFileSync } from "node:fs";
+// claims the file exclusively and removes it only while it still names itself. The file holds the
+// pid and the process's start time, so a pid reused by an unrelated process (after a crash or a
+// reboot) is not mistaken for a live watcher.
+import { linkSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { BusyError } from "./errors.ts";
+import { pidAlive } from "./liveness.ts";
+import { processStartTime } from "./process.ts";
 
-/** Write our pid to `path`, unless it names another live process (BusyError, exit 75). */
-export function claimRunPid(path: string, pid: number, isAlive: (pid: number) => boolean): void {
-  for (let attempt = 0; ; attempt++) {
+export interface RunPid {
+  pid: number;
+  /** /proc start time of the process, or null where there is no /proc. */
+  started: string | null;
+}
+
+/** This process, as run.pid records it. */
+export function selfRunPid(): RunPid {
+  return { pid: process.pid, started: processStartTime(process.pid) };
+}
+
+/** Is the watcher a run.pid names still running (the same process, not a later one with its pid)? */
+export function watcherAlive(w: RunPid): boolean {
+  return pidAlive(w.pid) && (w.started === null || processStartTime(w.pid) === w.started);
+}
+
+/**
+ * Claim `path` for `me`: created with its content in one step (a hard link to a complete temp file,
+ * so nobody ever reads it empty). Held by a live watcher: BusyError (exit 75). Left by a dead one:
+ * replaced, then read back, so that of two watchers replacing the same stale file at once the one
+ * overwritten stops. (Both can still go on if one reads back before the other replaces; they then
+ * only take turns for the lease, which keeps their steps apart.)
+ */
+export function claimRunPid(path: string, me: RunPid, alive: (w: RunPid) => boolean = watcherAlive): void {
+  const tmp = `${path}.tmp-${me.pid}`;
+  writeFileSync(tmp, `${me.pid}${me.started === null ? "" : ` ${me.started}`}\n`);
+  try {
     try {
-      writeFileSync(path, `${pid}\n`, { flag: "wx" });
+      linkSync(tmp, path);
       return;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST" || attempt > 0) throw err;
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
     }
-    const holder = readPid(path);
-    if (holder !== null && holder !== pid && isAlive(holder))
-      throw new BusyError(`another \`loop run --watch\` (pid ${holder}, ${path}) is watching this loop`);
-    // Left by a watcher that was killed (or unreadable): stale, replace it once.
-    rmSync(path, { force: true });
+    const holder = readRunPid(path);
+    if (holder !== null && holder.pid !== me.pid && alive(holder)) throw busy(path, holder);
+    renameSync(tmp, path); // stale (or unreadable): replace it
+    const now = readRunPid(path);
+    if (now?.pid !== me.pid) throw busy(path, now ?? { pid: 0, started: null });
+  } finally {
+    rmSync(tmp, { force: true });
   }
 }
 
-/** Remove `path` if it still names `pid`. */
-export function releaseRunPid(path: string, pid: number): void {
-  if (readPid(path) === pid) rmSync(path, { force: true });
+/** Remove `path` if it still names `me`. */
+export function releaseRunPid(path: string, me: RunPid): void {
+  const cur = readRunPid(path);
+  if (cur?.pid === me.pid && cur.started === me.started) rmSync(path, { force: true });
 }
 
-function readPid(path: string): number | null {
+export function readRunPid(path: string): RunPid | null {
+  let text: string;
   try {
-    const n = Number(readFileSync(path, "utf8").trim());
-    return Number.isSafeInteger(n) && n > 0 ? n : null;
+    text = readFileSync(path, "utf8");
   } catch {
     return null;
   }
+  const m = /^(\d+)(?: (\d+))?\n?$/.exec(text);
+  return m ? { pid: Number(m[1]), started: m[2] ?? null } : null;
+}
+
+function busy(path: string, holder: RunPid): BusyError {
+  return new BusyError(`another \`loop run --watch\` (pid ${holder.pid}, ${path}) is watching this loop`);
 }

@@ -151,6 +151,9 @@ class Step {
 
   async run(): Promise<{ action: RunAction; item: string | null; reason: string | null }> {
     for (let guard = 0; guard < MAX_TRANSITIONS_PER_STEP; guard++) {
+      // Before every transition (and before each effect outside the store, below): a step that
+      // outlived its lease stops before acting, not only before recording.
+      this.store.assertLease();
       const p = this.p;
       if (await this.sweepClosedSessions(p)) continue;
       if (p.loop.state === "new") {
@@ -189,6 +192,11 @@ class Step {
     throw new Error(`step made ${MAX_TRANSITIONS_PER_STEP} transitions without settling; refusing to go on`);
   }
 
+  private closeSession(o: Parameters<typeof closeSession>[0]): ReturnType<typeof closeSession> {
+    this.store.assertLease();
+    return closeSession(o);
+  }
+
   /** Settled items whose session was never recorded closed (a kill between settle and close). */
   async sweepClosedSessions(p: Projection): Promise<boolean> {
     let closed = false;
@@ -197,7 +205,7 @@ class Step {
       if (!it.session || it.session.closed || it.id === p.loop.current) continue;
       if (!isInFlight(it.status)) {
         const remove = it.status === "passed" ? !this.def.keepCheckoutOnClose : false;
-        const c = await closeSession({ it, repo: this.repo, reason: "closing a session left open", removeCheckout: remove, graceMs: graceMs(this.o.env) });
+        const c = await this.closeSession({ it, repo: this.repo, reason: "closing a session left open", removeCheckout: remove, graceMs: graceMs(this.o.env) });
         if (c) {
           this.append(c.events, "close");
           closed = true;
@@ -234,7 +242,7 @@ class Step {
         const v = classifySession(obs);
         if (v.kind === "waiting") return { action: "waiting", item: it.id, reason: v.reason };
         if (v.kind === "needs_input") {
-          const c = await closeSession({ it, repo: this.repo, reason: "agent asked a question", removeCheckout: false, graceMs: graceMs(this.o.env) });
+          const c = await this.closeSession({ it, repo: this.repo, reason: "agent asked a question", removeCheckout: false, graceMs: graceMs(this.o.env) });
           const closeEvents = (c?.events ?? []).filter((e) => e.type === "session_closed");
           this.append(
             [
@@ -251,7 +259,7 @@ class Step {
           return null;
         }
         // lost, never_started, stalled: end whatever is left through the close path.
-        const c = await closeSession({ it, repo: this.repo, reason: v.reason, removeCheckout: false, graceMs: graceMs(this.o.env), endVerdict: v.kind });
+        const c = await this.closeSession({ it, repo: this.repo, reason: v.reason, removeCheckout: false, graceMs: graceMs(this.o.env), endVerdict: v.kind });
         this.append(c ? c.events : [{ type: "session_ended", item: it.id, payload: { attempt: attempt.n, verdict: v.kind, exitCode: null, signal: null, reason: v.reason } }], "session_ended");
         return null;
       }
@@ -292,6 +300,7 @@ class Step {
         return null;
       };
       try {
+        this.store.assertLease();
         commitLeftovers(worktree, `loop: ${it.id} attempt ${attempt.n}: changes the agent left uncommitted`);
       } catch (err) {
         return gitFailure("could not commit the changes the agent left", err);
@@ -330,6 +339,7 @@ class Step {
       let landing: { outcome: "none" | "merged" | "conflict" | "failed"; target: string | null; commit: string | null; reason: string };
       if (this.def.landing === "merge") {
         failpoint("landing:before_merge");
+        this.store.assertLease();
         const r = landMerge(this.repo, join(this.paths.workspaces, "_landing"), this.def.target, this.def.base, s.branch, `loop: land ${it.id} (attempt ${attempt.n})`);
         failpoint("landing:after_merge");
         landing = { ...r, target: this.def.target };
@@ -338,7 +348,7 @@ class Step {
       return null;
     }
     const landed = it.landing.outcome === "none" || it.landing.outcome === "merged";
-    const c = await closeSession({ it, repo: this.repo, reason: landed ? "item passed" : "landing failed", removeCheckout: landed && !this.def.keepCheckoutOnClose, graceMs: graceMs(this.o.env) });
+    const c = await this.closeSession({ it, repo: this.repo, reason: landed ? "item passed" : "landing failed", removeCheckout: landed && !this.def.keepCheckoutOnClose, graceMs: graceMs(this.o.env) });
     const settle: EventDraft = landed
       ? { type: "item_settled", item: it.id, payload: { attempt: attempt.n, outcome: "passed", reason: `verify passed (${attempt.verify.reason}); ${it.landing.reason}` } }
       : { type: "item_settled", item: it.id, payload: { attempt: attempt.n, outcome: "failed", reason: it.landing.outcome === "conflict" ? `merge_conflict: ${it.landing.reason}` : `landing_failed: ${it.landing.reason}` } };
@@ -348,7 +358,7 @@ class Step {
 
   async failAttempt(it: ItemState, reason: string): Promise<null> {
     const attempt = it.attempts[it.attempts.length - 1]!;
-    const c = await closeSession({ it, repo: this.repo, reason, removeCheckout: false, graceMs: graceMs(this.o.env) });
+    const c = await this.closeSession({ it, repo: this.repo, reason, removeCheckout: false, graceMs: graceMs(this.o.env) });
     const decision = afterFailure(it);
     const next: EventDraft =
       decision === "retry"
@@ -411,6 +421,7 @@ class Step {
         LOOP_MODEL: it.def.model ?? "",
         LOOP_FAILPOINT: "",
       };
+      this.store.assertLease();
       const started = startSession({ dir, argv: cmd.argv, cwd: worktree, env, tmuxName: this.def.tmux ? tmuxSessionName(this.def.name, it.id, n) : null });
       // Atomic: a step killed mid-write must not leave a half file that adoption then misreads.
       writeFileAtomic(join(dir, "spawned.json"), JSON.stringify({ pid: started.pid, tmux: started.tmux }) + "\n");

@@ -185,7 +185,7 @@ export class Store {
     this.cached = null;
     const run = this.db.transaction(() => {
       // A fencing check: a step that outlived its lease (another step took it over) must not write.
-      if (this.held) this.checkHeld(this.held);
+      this.assertLease();
       const head = headOf(this.db);
       if (opts.expectSeq !== undefined && head.seq !== opts.expectSeq)
         throw new StoreError("seq_conflict", `log head is seq ${head.seq}, expected ${opts.expectSeq}`);
@@ -255,6 +255,7 @@ export class Store {
    * always written with synchronous=FULL. This halves the fsyncs of a tick that only observes.
    */
   acquireLease(ttlMs: number, isAlive: (pid: number) => boolean, now = new Date()): LeaseResult {
+    this.held = null; // a lease this handle held before (lost or not) no longer fences its writes
     // The safety level cannot change inside a transaction: a takeover is retried with FULL.
     this.db.run("PRAGMA synchronous = NORMAL");
     let r: LeaseResult | "takeover";
@@ -319,15 +320,23 @@ export class Store {
     }
   }
 
-  /** Throws LeaseLostError unless the lease row is still this one. */
+  /**
+   * Throws LeaseLostError unless this handle still holds its lease. Appends check by themselves; a
+   * step also asks before effects outside the store (git, killing a session), so a step that
+   * outlived its lease stops before acting, not only before recording.
+   */
+  assertLease(): void {
+    if (this.held) this.checkHeld(this.held);
+  }
+
   private checkHeld(lease: Lease): void {
     const cur = this.db.query("SELECT owner, pid, host, started, expires FROM lease WHERE id = 1").get() as Lease | null;
+    // `held` stays set: every later write of this handle is refused too, until it releases.
     if (cur?.owner === lease.owner) return;
-    this.held = null;
     throw new LeaseLostError(
       cur
-        ? `this step's lease (taken ${lease.started}, expiring ${lease.expires}) was taken over by pid ${cur.pid} on ${cur.host} at ${cur.started}; it stops without writing more`
-        : `this step's lease (taken ${lease.started}, expiring ${lease.expires}) is gone; it stops without writing more`,
+        ? `the lease this process took at ${lease.started} (expiring ${lease.expires}) was taken over by pid ${cur.pid} on ${cur.host} at ${cur.started}; it stops without writing more`
+        : `the lease this process took at ${lease.started} (expiring ${lease.expires}) is gone; it stops without writing more`,
     );
   }
 

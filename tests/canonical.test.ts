@@ -176,7 +176,8 @@ describe("hashInput equals canonicalJson of the row", () => {
   }
 
   test("the integrity pass verifies rows whose strings need escaping, and finds such a row changed", () => {
-    // checkIntegrity first hashes the row as if nothing needed escaping; these rows take its exact path.
+    // Including a change to the escaped *spelling* of the same text (a"b -> a\"b): an input built
+    // without escaping would hash the changed row to the original's hash and miss it.
     const root = temp.make();
     const store = Store.open(root, { create: true, actor: 'o"brien\\ops\n' });
     try {
@@ -188,6 +189,8 @@ describe("hashInput equals canonicalJson of the row", () => {
       expect(checkIntegrity(store.db).findings).toEqual([
         { code: "event_chain_broken", seq: 1, message: "seq 1: stored hash does not match its contents" },
       ]);
+      store.db.run(`UPDATE events SET actor = ? WHERE seq = 1`, [JSON.stringify('o"brien\\ops\n').slice(1, -1)]);
+      expect(checkIntegrity(store.db).findings.map((f) => f.seq)).toEqual([1]);
     } finally {
       store.close();
     }

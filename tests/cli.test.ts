@@ -12,7 +12,7 @@ import { buildStore } from "./helpers/store.ts";
 import { definition, itemDef } from "./helpers/events.ts";
 import { TOOLS } from "../cmd/tools.ts";
 import { CONTRACT_TOOLS, invokedName, isCompiled, toolFromName } from "../cmd/loop.ts";
-import { type ArgsSpec, commonArgs, parseArgv, UsageError } from "../lib/cli.ts";
+import { type ArgsSpec, commonArgs, parseArgv, UsageError, writeWhole } from "../lib/cli.ts";
 
 const REPO = resolve(import.meta.dir, "..");
 const LOOP = join(REPO, "cmd", "loop.ts");
@@ -238,6 +238,26 @@ describe("parseArgv: strict, every value of a repeated flag", () => {
   });
 });
 
+describe("writeWhole: stdout written synchronously, nothing lost when the descriptor takes less", () => {
+  const doc = `{"text":"caf\u00e9 \u65e5\u672c ${"x".repeat(100)}"}\n`; // multi-byte: bytes != length
+  const bytes = Buffer.from(doc);
+  test.each([
+    ["takes it all", (): number => bytes.length, null],
+    ["takes part (a short write)", (): number => 70, bytes.subarray(70)],
+    ["takes nothing (EAGAIN)", (): number => { throw Object.assign(new Error("EAGAIN"), { code: "EAGAIN" }); }, bytes],
+  ] as const)("the descriptor %s", (_, write, expectRest) => {
+    const rests: Buffer[] = [];
+    writeWhole(1, doc, (r) => rests.push(Buffer.from(r as string | Uint8Array)), write);
+    expect(rests).toEqual(expectRest === null ? [] : [Buffer.from(expectRest)]);
+  });
+  test("any other error (EPIPE) is the caller's", () => {
+    const epipe = (): number => {
+      throw Object.assign(new Error("EPIPE"), { code: "EPIPE" });
+    };
+    expect(() => writeWhole(1, doc, () => 0, epipe)).toThrow("EPIPE");
+  });
+});
+
 describe("usage errors exit 2, message on stderr, nothing on stdout", () => {
   test.each(builtTools)("loop %s --no-such-flag", (t) => {
     const r = cli([t, "--no-such-flag"]);
@@ -383,7 +403,7 @@ describe("status and replay", () => {
   test("a large document reaches a pipe opened non-blocking and read late, whole", async () => {
     // The tool writes stdout synchronously; its stdout here is a FIFO the parent opened O_NONBLOCK
     // and reads only after the pipe's 64 KiB filled. (Bun makes its stdio blocking at start-up, so
-    // today the write just waits; lib/cli.ts still hands the rest on after EAGAIN or a short write.)
+    // here the write just waits; writeWhole's hand-over after EAGAIN or a short write is tested above.)
     const dir = tempDir("loop-cli-nonblock-");
     const stateRoot = join(dir, "state");
     buildStore(stateRoot, [definition(1, Array.from({ length: 400 }, (_, i) => itemDef(`item-${i}`)))]);

@@ -47,7 +47,12 @@ const SAMPLES: Record<EventType, unknown> = {
   work_item_reset: reset("a").payload,
 };
 
-const VALUES: unknown[] = [null, undefined, 0, -1, 1, 2, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 53, "", "x", "passed", "dead", true, false, [], {}, ["x"], [1], { a: 1 }, { a: "x" }];
+const VALUES: unknown[] = [
+  null, undefined, 0, -0, -1, 1, 2, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 53, "", "x", "passed", "dead", true, false,
+  [], {}, ["x"], [1], { a: 1 }, { a: "x" },
+  // Keys that are special to objects: a parsed payload can carry any of them as own keys.
+  JSON.parse('{"__proto__":1}'), JSON.parse('{"constructor":"x"}'), JSON.parse('{"toString":1}'), JSON.parse('{"hasOwnProperty":1}'),
+];
 
 /** Every value reachable in the sample, with a way to rebuild the sample with that value replaced or removed. */
 function* mutations(sample: unknown): Generator<unknown> {

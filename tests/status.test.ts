@@ -83,20 +83,25 @@ describe("the state document status reports from", () => {
     expect(r.items.map((it) => it.id)).toEqual(["a", "b", "c"]);
   });
 
-  test("a missing, an empty and a non-UTF-8 state.json are each reported, never read as the document", async () => {
+  test("a missing, an empty, a non-UTF-8 and a BOM-prefixed state.json are each reported, never read as the document", async () => {
     const root = midRun();
     const path = join(root, "state.json");
     const good = statusReport(root).items;
+    const text = readFileSync(path, "utf8");
     rmSync(path);
     expect(statusReport(root).findings.map((f) => f.code)).toEqual(["state_file_missing"]);
-    writeFileSync(path, ""); // a file mmap refuses: read instead
+    writeFileSync(path, "");
     const empty = statusReport(root);
     expect(empty.findings.map((f) => f.code)).toEqual(["unreadable_state_file"]);
+    expect(empty.findings[0]!.message).toContain("not valid JSON");
     expect(empty.items).toEqual(good);
     writeFileSync(path, Buffer.from([0x7b, 0xff, 0xfe, 0x7d]));
     const binary = statusReport(root);
     expect(binary.findings.map((f) => f.code)).toEqual(["unreadable_state_file"]);
     expect(binary.items).toEqual(good);
+    // Other readers' JSON.parse fails on a byte-order mark, so status must not look past one.
+    writeFileSync(path, "\ufeff" + text);
+    expect(statusReport(root).findings.map((f) => f.code)).toEqual(["unreadable_state_file"]);
   });
 
   test("--work-item selects from the document, in the order given", async () => {

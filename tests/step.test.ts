@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { demoDefinition, git, gitOk, pollUntil, type Project, runlogBlocks, scenario, sleep } from "./helpers/project.ts";
 import { Store, withReadSnapshot } from "../lib/store.ts";
 import { statusReport } from "../lib/status.ts";
+import { readRunPid } from "../lib/run-pid.ts";
 
 const T = 120_000;
 const hang = { command: ["sh", "-c", "echo start; sleep 600"] };
@@ -20,6 +21,9 @@ const gatedVerify = (p: Project) =>
 /** Launch "slow", then start the step that observes the (demo) agent's exit and runs the waiting verify. */
 async function stepWaitingOnVerify(p: Project) {
   expect((await p.run()).action).toBe("launched");
+  // Once the agent has exited (the demo agent does at once), the next step runs the verify; before,
+  // it would only observe the agent at work and exit.
+  await pollUntil(() => existsSync(join(p.sessionDir("slow", 1), "exit.json")), "agent exited");
   const step = p.spawn(["run", "--json", "--root", p.root]);
   await pollUntil(() => existsSync(join(p.sessionDir("slow", 1), "verify.log")), "verify running");
   return step;
@@ -449,7 +453,7 @@ describe("loop run", () => {
           const watcher = (async () => {
             while (!exited) {
               try {
-                if (readFileSync(pidFile, "utf8").trim() === String(watch.pid)) sawPid = true;
+                if (readRunPid(pidFile)?.pid === watch.pid) sawPid = true;
               } catch {}
               await sleep(20);
             }
@@ -475,14 +479,14 @@ describe("loop run", () => {
           const dead = Bun.spawnSync(["true"]).pid;
           writeFileSync(pidFile, `${dead}\n`);
           const watch2 = p.spawn(["run", "--watch", "--interval", "1h", "--json", "--root", p.root]);
-          await pollUntil(() => readFileSync(pidFile, "utf8").trim() === String(watch2.pid) && p.projection().items.w3?.status === "running", "w3 running under --watch", 600);
+          await pollUntil(() => readRunPid(pidFile)?.pid === watch2.pid && p.projection().items.w3?.status === "running", "w3 running under --watch", 600);
           // A second watcher of the same loop is refused (busy), and leaves the first one's run.pid alone.
           const watch3 = p.spawn(["run", "--watch", "--json", "--root", p.root]);
           const [out3, err3, code3] = await Promise.all([new Response(watch3.stdout).text(), new Response(watch3.stderr).text(), watch3.exited]);
           expect(code3).toBe(75);
           expect(out3).toBe("");
           expect(JSON.parse(err3).error).toMatchObject({ code: "busy", message: expect.stringContaining(`pid ${watch2.pid}`) });
-          expect(readFileSync(pidFile, "utf8").trim()).toBe(String(watch2.pid));
+          expect(readRunPid(pidFile)?.pid).toBe(watch2.pid);
           watch2.kill("SIGTERM");
           expect(await watch2.exited).toBe(130);
           expect(existsSync(pidFile)).toBe(false);

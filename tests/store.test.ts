@@ -308,8 +308,11 @@ describe("the lease", () => {
     })();
     expect(err).toBeInstanceOf(LeaseLostError);
     expect(err).toBeInstanceOf(BusyError); // exit 75, like any busy store
-    expect((err as Error).message).toContain(`taken over by pid ${process.pid}`);
+    expect((err as Error).message).toContain(`was taken over by pid ${process.pid}`);
     expect(() => store.renewLease(mine.lease, 60_000)).toThrow(LeaseLostError);
+    // Refused once, refused again: a caller that caught the first refusal still cannot write.
+    expect(() => store.append([loopStarted])).toThrow(LeaseLostError);
+    expect(() => store.assertLease()).toThrow(LeaseLostError);
     expect(other.head()).toEqual(head);
     // Releasing the lost lease leaves the new holder's row alone; the new holder writes on.
     store.releaseLease(mine.lease);
