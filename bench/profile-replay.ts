@@ -4,7 +4,8 @@
 //
 //   bun bench/profile-replay.ts --root DIR [--passes 3] [--clock wall|cpu]
 //
-// Rows: the integrity pass alone (lib/integrity.ts: read, hash chain, seqs), the fold alone (read,
+// Rows: the fold's loop cut short after each of its parts (read; + parse; + schema check; + one
+// fold), the integrity pass alone (lib/integrity.ts: read, hash chain, seqs), the fold alone (read,
 // parse, payload schemas, two folds), both one after the other on one thread (replay below 20k events),
 // and both side by side with the integrity pass in a worker thread (replay from 20k events). The
 // last row is bounded by the slower of the two passes: that pass is what to make faster.
@@ -17,6 +18,8 @@ import { parseArgs } from "node:util";
 import { checkIntegrity } from "../lib/integrity.ts";
 import { compareFiles, compareProjection, foldLog, replayReport } from "../lib/replay.ts";
 import { headOf, withReadSnapshot } from "../lib/store.ts";
+import { payloadProblem, type StoredEvent } from "../lib/events.ts";
+import { emptyProjection, reduceInto } from "../lib/reducer.ts";
 
 const { values } = parseArgs({
   args: process.argv.slice(2),
@@ -44,7 +47,29 @@ const now =
       }
     : () => performance.now();
 
+/** The fold's loop cut short after `upTo` of its parts, to see what each part adds. */
+function foldPrefix(upTo: "read" | "parse" | "check" | "fold1") {
+  return withReadSnapshot(stateRoot, ({ db }) => {
+    const a = emptyProjection();
+    let n = 0;
+    for (const r of db.query("SELECT seq, ts, type, actor, item, payload FROM events ORDER BY seq").iterate() as IterableIterator<Record<string, any>>) {
+      n++;
+      if (upTo === "read") continue;
+      const payload = JSON.parse(r.payload);
+      if (upTo === "parse") continue;
+      if (payloadProblem(r.type, payload)) throw new Error(`seq ${r.seq}: invalid payload`);
+      if (upTo === "check") continue;
+      reduceInto(a, { seq: r.seq, id: "", ts: r.ts, type: r.type, actor: r.actor, item: r.item, payload, prev_hash: a.hash, hash: "" } as StoredEvent);
+    }
+    return { events: n }; // not a number: a number is a row's own timing (the compare row)
+  });
+}
+
 const VARIANTS: Record<string, { label: string; run: () => unknown }> = {
+  read: { label: "fold's part: read 6 columns only", run: () => foldPrefix("read") },
+  parse: { label: "fold's part: read + JSON.parse", run: () => foldPrefix("parse") },
+  check: { label: "fold's part: read + parse + schema check", run: () => foldPrefix("check") },
+  fold1: { label: "fold's part: read + parse + check + one fold", run: () => foldPrefix("fold1") },
   integrity: { label: "integrity pass alone (read 9 columns, sha256 chain, seqs)", run: () => withReadSnapshot(stateRoot, ({ db }) => checkIntegrity(db)) },
   fold: { label: "fold alone (read 6 columns, JSON.parse, schema check, two folds, fold comparison)", run: () => withReadSnapshot(stateRoot, ({ db }) => foldLog(db)) },
   inline: { label: "replayReport(), both passes on one thread", run: () => replayReport(stateRoot, { worker: false }) },
