@@ -246,23 +246,34 @@ async function waitIdle(): Promise<number> {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function measure(cmd: string[], runs: number): Promise<Measure> {
+  return (await measureRoundRobin([cmd], runs))[0]!;
+}
+
+/**
+ * Time several commands in rounds, each round running every command once, so a disturbance of the
+ * machine (this VM's load drifts within seconds) hits all of them alike instead of one row.
+ */
+async function measureRoundRobin(cmds: string[][], runs: number): Promise<Measure[]> {
   const load = await waitIdle();
   // The warm-up run (page cache warm, binary mapped; not timed) is the one whose peak RSS is taken.
-  const warm = await peakRss(cmd);
-  const xs: Sample[] = [];
-  for (let i = 0; i < runs; i++) xs.push(sample(cmd));
-  const ms = xs.map((x) => x.ms).sort((a, b) => a - b);
-  return {
-    median: ms[Math.floor(ms.length / 2)]!,
-    cpuMedian: median(xs.map((x) => x.cpuMs)),
-    load,
-    min: ms[0]!,
-    max: ms[ms.length - 1]!,
-    rssMiB: warm.rssMiB,
-    runs,
-    exitCodes: [...new Set(xs.map((x) => x.exitCode))],
-    last: xs[xs.length - 1]!,
-  };
+  const warm: Sample[] = [];
+  for (const cmd of cmds) warm.push(await peakRss(cmd));
+  const xs: Sample[][] = cmds.map(() => []);
+  for (let i = 0; i < runs; i++) cmds.forEach((cmd, c) => xs[c]!.push(sample(cmd)));
+  return xs.map((samples, c) => {
+    const ms = samples.map((x) => x.ms).sort((a, b) => a - b);
+    return {
+      median: ms[Math.floor(ms.length / 2)]!,
+      cpuMedian: median(samples.map((x) => x.cpuMs)),
+      load,
+      min: ms[0]!,
+      max: ms[ms.length - 1]!,
+      rssMiB: warm[c]!.rssMiB,
+      runs,
+      exitCodes: [...new Set(samples.map((x) => x.exitCode))],
+      last: samples[samples.length - 1]!,
+    };
+  });
 }
 
 const runsFor = (n: number, small: number, big: number) => args.runs ?? (n >= 500_000 ? big : small);
@@ -298,12 +309,19 @@ for (const n of args.sizes) {
   roots.set(n, root);
 }
 
-const versionM = await measure([bin, "--version"], args.runs ?? 21);
+// Start-up and status at every size in one round-robin: their margins (a few ms) are the size of
+// this machine's drift, and flatness compares sizes, so all of them see the same conditions.
+note(`timing --version and status at ${args.sizes.map((n) => n.toLocaleString("en-US")).join(", ")} events, round-robin`);
+const [versionRow, ...statusMs] = await measureRoundRobin(
+  [[bin, "--version"], ...args.sizes.map((n) => [bin, "status", "--root", roots.get(n)!, "--json"])],
+  args.runs ?? 21,
+);
+const versionM = versionRow!;
 const results: SizeResult[] = [];
-for (const n of args.sizes) {
+for (const [i, n] of args.sizes.entries()) {
   const root = roots.get(n)!;
-  note(`timing status and replay at ${n.toLocaleString("en-US")} events`);
-  const status = await measure([bin, "status", "--root", root, "--json"], args.runs ?? 21);
+  note(`timing replay at ${n.toLocaleString("en-US")} events`);
+  const status = statusMs[i]!;
   const replay = await measure([bin, "replay", "--root", root, "--json"], runsFor(n, 7, 3));
   const problems: string[] = [];
   if (status.exitCodes.some((c) => c !== 0)) problems.push(`status exit ${status.exitCodes.join("/")}: ${status.last.stderr.trim().split("\n")[0] ?? ""}`);
