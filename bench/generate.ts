@@ -25,7 +25,7 @@ import { type EventDraft, payloadProblem, type StoredEvent } from "../lib/events
 import { materialize } from "../lib/materialize.ts";
 import { sessionDir, worktreeDir } from "../lib/paths.ts";
 import { type Projection, reduceInto } from "../lib/reducer.ts";
-import { counts } from "../lib/materialize.ts";
+import { counts } from "../lib/documents.ts";
 import { hashInput, Store, writeWholeProjection } from "../lib/store.ts";
 
 export interface GenerateOptions {

@@ -10,7 +10,7 @@
 import { statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { jsonText, stateDocument } from "../lib/materialize.ts";
+import { jsonText, stateDocument } from "../lib/documents.ts";
 import { stateView, statusReport } from "../lib/status.ts";
 import { headOf, readItemRows, readLoopRow, readProjection, withReadSnapshot } from "../lib/store.ts";
 

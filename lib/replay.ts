@@ -14,7 +14,7 @@ import type { IntegrityRequest } from "./integrity-worker.ts";
 import { ITEM_TABLES, itemRows, loopRow } from "./rows.ts";
 import { statePaths } from "./paths.ts";
 import { jsonDiff, getPath } from "./diff.ts";
-import { jsonText, stateDocument, terminalDocument } from "./materialize.ts";
+import { jsonText, stateDocument, terminalDocument } from "./documents.ts";
 import type { Finding } from "./status.ts";
 
 export const FINDING_CODES = [

@@ -1,7 +1,7 @@
 // How a projection is laid out in the projection tables, and back. Each row body is canonical JSON,
 // so "table equals fold" is a string comparison, row by row.
 import { canonicalJson, sha256Hex } from "./canonical.ts";
-import { jsonText, stateDocument } from "./materialize.ts";
+import { jsonText, stateDocument } from "./documents.ts";
 import type { ItemState, LoopRecord, Projection } from "./reducer.ts";
 
 export const ITEM_TABLES = ["proj_items", "proj_sessions", "proj_control", "proj_ledgers", "proj_workspaces"] as const;

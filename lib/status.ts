@@ -10,7 +10,7 @@
 import { readFileSync } from "node:fs";
 import { headOf, readLoopRow, readProjection, withReadSnapshot } from "./snapshot.ts";
 import { statePaths } from "./paths.ts";
-import { jsonText, stateDocument } from "./materialize.ts";
+import { jsonText, stateDocument } from "./documents.ts";
 import { jsonDiff } from "./diff.ts";
 import { sessionAlive } from "./liveness.ts";
 import { resolveSelectorsIn } from "./selectors.ts";

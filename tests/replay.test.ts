@@ -5,7 +5,7 @@ import { Database } from "bun:sqlite";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { canonicalJson } from "../lib/canonical.ts";
-import { jsonText, stateDocument, terminalDocument } from "../lib/materialize.ts";
+import { jsonText, stateDocument, terminalDocument } from "../lib/documents.ts";
 import { statePaths } from "../lib/paths.ts";
 import { fold } from "../lib/reducer.ts";
 import { foldAndCheck, replayReport as replayReportIn } from "../lib/replay.ts";
