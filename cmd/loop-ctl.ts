@@ -50,6 +50,8 @@ export const tool = defineTool({
         await confirmOrRefuse({ yes: args.yes, stdinIsTTY: ctx.stdinIsTTY, what: actions.map((a) => a.effect), command: `loop ctl ${verb}` });
       },
     });
+    // A checkout kept because its changes could not be committed needs a person: say so on stderr too.
+    for (const c of r.closed) if (c.kept) ctx.log.warn(`${c.item}: ${c.kept}`);
     if (ctx.format === "json") ctx.outJson(r);
     else
       ctx.out(

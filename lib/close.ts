@@ -15,6 +15,8 @@ export interface CloseReport {
   /** How the session ended: not_running, terminated, killed, tmux_killed. */
   how: string;
   worktreeRemoved: boolean;
+  /** Why the checkout was kept though its removal was asked for (its changes could not be committed), or null. */
+  kept: string | null;
   events: EventDraft[];
 }
 
@@ -33,17 +35,22 @@ export async function closeSession(o: {
   const how = await endSession(s, o.graceMs);
   failpoint("close:after_kill");
   let worktreeRemoved = false;
+  let kept: string | null = null;
   if (o.removeCheckout && o.it.workspace?.present) {
-    // Whatever the agent left is committed on the item branch first: closing never loses work.
-    if (existsSync(o.it.workspace.worktree)) {
+    // Whatever the agent left is committed on the item branch first: closing never loses work. A
+    // checkout whose changes cannot be committed (a stale index.lock, say) is kept, with the reason.
+    const wt = o.it.workspace.worktree;
+    if (existsSync(wt)) {
       try {
-        commitLeftovers(o.it.workspace.worktree, `loop: ${o.it.id} attempt ${s.attempt}: changes left when the session was closed (${o.reason})`);
-      } catch {
-        // A broken checkout cannot be committed; it is removed all the same, and the branch keeps what was committed.
+        commitLeftovers(wt, `loop: ${o.it.id} attempt ${s.attempt}: changes left when the session was closed (${o.reason})`);
+      } catch (err) {
+        kept = `kept ${wt}: its uncommitted changes could not be committed (${(err as Error).message}); remove it by hand once they are safe`;
       }
     }
-    removeWorktree(o.repo, o.it.workspace.worktree);
-    worktreeRemoved = !existsSync(o.it.workspace.worktree);
+    if (kept === null) {
+      removeWorktree(o.repo, wt);
+      worktreeRemoved = !existsSync(wt);
+    }
   }
   failpoint("close:after_worktree");
   const events: EventDraft[] = [];
@@ -54,5 +61,5 @@ export async function closeSession(o: {
       payload: { attempt: s.attempt, verdict: o.endVerdict ?? "closed", exitCode: null, signal: null, reason: o.reason },
     });
   events.push({ type: "session_closed", item: o.it.id, payload: { attempt: s.attempt, how, worktreeRemoved, reason: o.reason } });
-  return { item: o.it.id, attempt: s.attempt, how, worktreeRemoved, events };
+  return { item: o.it.id, attempt: s.attempt, how, worktreeRemoved, kept, events };
 }

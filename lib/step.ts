@@ -193,9 +193,11 @@ class Step {
     throw new Error(`step made ${MAX_TRANSITIONS_PER_STEP} transitions without settling; refusing to go on`);
   }
 
-  private closeSession(o: Parameters<typeof closeSession>[0]): ReturnType<typeof closeSession> {
+  private async closeSession(o: Parameters<typeof closeSession>[0]): ReturnType<typeof closeSession> {
     this.store.assertLease();
-    return closeSession(o);
+    const c = await closeSession(o);
+    if (c?.kept) this.o.log.warn(`${c.item}: ${c.kept}`);
+    return c;
   }
 
   /** Settled items whose session was never recorded closed (a kill between settle and close). */

@@ -3,7 +3,7 @@
 // and `loop replay` exiting 0 and no session process left. Every ctl event must carry the acting
 // user ($LOOP_ACTOR) as its actor; `loop run` steps act as "cron@test".
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pidAlive } from "../lib/liveness.ts";
 import { Store } from "../lib/store.ts";
@@ -25,7 +25,7 @@ interface CtlDoc {
   verb: string;
   dryRun: boolean;
   actions: { item: string | null; effect: string; noop: boolean }[];
-  closed: { item: string; attempt: number; how: string; worktreeRemoved: boolean }[];
+  closed: { item: string; attempt: number; how: string; worktreeRemoved: boolean; kept: string | null }[];
   transitions: { seq: number; type: string; item: string | null }[];
 }
 
@@ -167,6 +167,27 @@ describe("loop ctl", () => {
         st = p.projection();
         expect(st.items.n!.status).toBe("passed");
         expect(last.reason).toBe("Stopped");
+      }),
+    T,
+  );
+
+  test.concurrent(
+    "closing never loses work: a checkout whose changes cannot be committed is kept, with a warning",
+    () =>
+      scenario(hangThenDemo(), {}, async (p) => {
+        await launchHang(p);
+        const wt = p.projection().items.h!.workspace!.worktree;
+        writeFileSync(join(wt, "unsaved.txt"), "the agent's work\n");
+        const lock = join(git(wt, "rev-parse", "--absolute-git-dir"), "index.lock");
+        writeFileSync(lock, ""); // a stale lock: `git add` fails
+        const r = await p.ctl(["cancel", "--work-item", "h", "--yes"]);
+        expect(r.code).toBe(0);
+        const doc = JSON.parse(r.stdout) as CtlDoc;
+        expect(doc.closed).toEqual([expect.objectContaining({ item: "h", worktreeRemoved: false, kept: expect.stringContaining("index.lock") })]);
+        expect(r.stderr).toContain(`h: kept ${wt}`);
+        expect(readFileSync(join(wt, "unsaved.txt"), "utf8")).toBe("the agent's work\n");
+        expect(p.eventsOf("session_closed", "h").at(-1)!.payload.worktreeRemoved).toBe(false);
+        expect(p.projection().items.h!.status).toBe("cancelled");
       }),
     T,
   );
