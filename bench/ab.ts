@@ -1,7 +1,8 @@
 #!/usr/bin/env bun
 // bench/ab.ts — compare commands on a noisy machine: every round runs each command once, in turn,
-// so whatever disturbs the machine disturbs all of them alike. Prints median, minimum and first
-// quartile of the wall time per command (one untimed round first).
+// so whatever disturbs the machine disturbs all of them alike (each round starting with the next
+// command). Prints median, minimum and first quartile of the wall time per command (one untimed
+// round first) and how many runs exited non-zero; exits 1 if any did.
 //
 //   bun bench/ab.ts [--rounds 31] 'CMD ARGS…' 'CMD ARGS…' …
 //
@@ -17,16 +18,24 @@ if (positionals.length === 0 || !Number.isInteger(rounds) || rounds < 1) {
 }
 const cmds = positionals.map((c) => c.split(" ").filter(Boolean));
 const times: number[][] = cmds.map(() => []);
+const failures: number[] = cmds.map(() => 0);
 for (let r = 0; r <= rounds; r++)
-  cmds.forEach((cmd, i) => {
+  // Each round starts with the next command, so none always runs first (or right after another).
+  for (let k = 0; k < cmds.length; k++) {
+    const i = (r + k) % cmds.length;
     const t = performance.now();
-    const p = Bun.spawnSync(cmd, { stdout: "pipe", stderr: "pipe" });
+    const p = Bun.spawnSync(cmds[i]!, { stdout: "pipe", stderr: "pipe" });
     const ms = performance.now() - t;
-    if (p.exitCode !== 0 && r === 0) process.stderr.write(`note: exit ${p.exitCode} from ${cmd.join(" ")}\n`);
+    if (p.exitCode !== 0) failures[i]!++;
     if (r > 0) times[i]!.push(ms);
-  });
-process.stdout.write(`| command | median ms | min ms | p25 ms |\n| --- | ---: | ---: | ---: |\n`);
+  }
+process.stdout.write(`| command | median ms | min ms | p25 ms | failed runs |\n| --- | ---: | ---: | ---: | ---: |\n`);
 cmds.forEach((cmd, i) => {
   const s = times[i]!.sort((a, b) => a - b);
-  process.stdout.write(`| \`${cmd.join(" ")}\` | ${s[s.length >> 1]!.toFixed(1)} | ${s[0]!.toFixed(1)} | ${s[s.length >> 2]!.toFixed(1)} |\n`);
+  process.stdout.write(`| \`${cmd.join(" ")}\` | ${s[s.length >> 1]!.toFixed(1)} | ${s[0]!.toFixed(1)} | ${s[s.length >> 2]!.toFixed(1)} | ${failures[i]} |\n`);
 });
+// A command that failed is not timed doing its job: say so, and fail.
+if (failures.some((n) => n > 0)) {
+  process.stderr.write("ab: some runs exited non-zero (column \"failed runs\"): their times are not comparable\n");
+  process.exit(1);
+}

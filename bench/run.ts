@@ -125,7 +125,7 @@ function ensureBinary(): string {
 
 function formatKey(): string {
   const h = new Bun.CryptoHasher("sha256");
-  for (const f of ["bench/generate.ts", "lib/store.ts", "lib/snapshot.ts", "lib/events.ts", "lib/reducer.ts", "lib/rows.ts", "lib/canonical.ts", "lib/materialize.ts"]) {
+  for (const f of ["bench/generate.ts", "lib/store.ts", "lib/snapshot.ts", "lib/events.ts", "lib/reducer.ts", "lib/rows.ts", "lib/canonical.ts", "lib/documents.ts", "lib/materialize.ts"]) {
     const p = join(ROOT, f);
     h.update(f + "\0" + (existsSync(p) ? readFileSync(p) : "") + "\0");
   }
@@ -259,7 +259,12 @@ async function measureRoundRobin(cmds: string[][], runs: number): Promise<Measur
   const warm: Sample[] = [];
   for (const cmd of cmds) warm.push(await peakRss(cmd));
   const xs: Sample[][] = cmds.map(() => []);
-  for (let i = 0; i < runs; i++) cmds.forEach((cmd, c) => xs[c]!.push(sample(cmd)));
+  // Each round starts with the next command, so none always runs first.
+  for (let i = 0; i < runs; i++)
+    for (let k = 0; k < cmds.length; k++) {
+      const c = (i + k) % cmds.length;
+      xs[c]!.push(sample(cmds[c]!));
+    }
   return xs.map((samples, c) => {
     const ms = samples.map((x) => x.ms).sort((a, b) => a - b);
     return {

@@ -1,5 +1,5 @@
 // Observing processes and sessions from outside, without changing anything.
-import { groupAlive, HAVE_PROC, procStat } from "./process.ts";
+import { groupAlive, procStat } from "./process.ts";
 import { tmuxHasSession } from "./tmux.ts";
 
 /** Is the process alive (a zombie awaiting its reaper does not count)? */
@@ -9,9 +9,10 @@ export function pidAlive(pid: number): boolean {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== "EPERM") return false;
   }
+  // Unreadable (no /proc, a /proc mounted hidepid for another user's process, a process that just
+  // went): trust kill(0). Wrongly "dead" would let a step take over a live holder's lease.
   const state = procStat(pid)?.[0];
-  if (state === undefined) return !HAVE_PROC; // gone meanwhile; without /proc, trust kill(0)
-  return state !== "Z" && state !== "X";
+  return state === undefined || (state !== "Z" && state !== "X");
 }
 
 /** A session is alive while its tmux session or anything in its process group is. */

@@ -3,7 +3,7 @@
 
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 
-export const HAVE_PROC = existsSync("/proc/self/stat");
+const HAVE_PROC = existsSync("/proc/self/stat");
 
 /**
  * The fields of /proc/<pid>/stat after "(comm)" (state, ppid, pgrp, …; starttime is [19]), or null

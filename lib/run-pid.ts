@@ -33,14 +33,20 @@ export function watcherAlive(w: RunPid): boolean {
  */
 export function claimRunPid(path: string, me: RunPid, alive: (w: RunPid) => boolean = watcherAlive): void {
   const tmp = `${path}.tmp-${me.pid}`;
-  writeFileSync(tmp, `${me.pid}${me.started === null ? "" : ` ${me.started}`}\n`);
+  const text = `${me.pid}${me.started === null ? "" : ` ${me.started}`}\n`;
+  writeFileSync(tmp, text);
   try {
+    let created: boolean;
     try {
       linkSync(tmp, path);
-      return;
+      created = true;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      const code = (err as NodeJS.ErrnoException).code ?? "";
+      if (code === "EEXIST") created = false;
+      else if (NO_HARD_LINKS.includes(code)) created = createExclusive(path, text);
+      else throw err;
     }
+    if (created) return;
     const holder = readRunPid(path);
     if (holder !== null && holder.pid !== me.pid && alive(holder)) throw busy(path, holder);
     renameSync(tmp, path); // stale (or unreadable): replace it
@@ -57,6 +63,20 @@ export function releaseRunPid(path: string, me: RunPid): void {
   if (cur?.pid === me.pid && cur.started === me.started) rmSync(path, { force: true });
 }
 
+/** What link(2) says on file systems without hard links (vfat, some network file systems). */
+const NO_HARD_LINKS = ["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS"];
+
+/** The fallback there: an exclusive create (briefly empty while written). False if the file exists. */
+function createExclusive(path: string, text: string): boolean {
+  try {
+    writeFileSync(path, text, { flag: "wx" });
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "EEXIST") return false;
+    throw err;
+  }
+}
+
 export function readRunPid(path: string): RunPid | null {
   let text: string;
   try {
@@ -65,7 +85,7 @@ export function readRunPid(path: string): RunPid | null {
     return null;
   }
   const m = /^(\d+)(?: (\d+))?\n?$/.exec(text);
-  return m ? { pid: Number(m[1]), started: m[2] ?? null } : null;
+  return m && Number(m[1]) > 0 ? { pid: Number(m[1]), started: m[2] ?? null } : null;
 }
 
 function busy(path: string, holder: RunPid): BusyError {

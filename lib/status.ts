@@ -1,7 +1,7 @@
 // `loop status`: the loop and its items from the projection, checked against the log head and
 // state.json, with session liveness observed from outside. Reads a snapshot; writes nothing.
 //
-// Status is a function of the state document (materialize.ts `stateDocument`). When state.json
+// Status is a function of the state document (documents.ts `stateDocument`). When state.json
 // hashes to the projection's own record of that document (`proj_loop.state_sha`, written in the
 // same transaction as the projection), the file *is* the projection's document and status reads it:
 // one sequential file instead of every projection row, which in a large log are spread over the

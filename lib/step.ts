@@ -196,7 +196,11 @@ class Step {
   private async closeSession(o: Parameters<typeof closeSession>[0]): ReturnType<typeof closeSession> {
     this.store.assertLease();
     const c = await closeSession(o);
-    if (c?.kept) this.o.log.warn(`${c.item}: ${c.kept}`);
+    if (c?.kept) {
+      // Someone has to look at it: an error of the step (exit 1), listed in its result.
+      this.errors.push(`${c.item}: ${c.kept}`);
+      this.o.log.warn(`${c.item}: ${c.kept}`);
+    }
     return c;
   }
 

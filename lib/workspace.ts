@@ -1,8 +1,9 @@
 // Worktrees, branches and landing, as git effects. Each function is idempotent, so a step that
 // was killed half-way can call it again.
-import { existsSync, rmSync } from "node:fs";
+import { existsSync, realpathSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { branchExists, git, gitTry, revParse } from "./git.ts";
+import { GitError } from "./errors.ts";
 
 /** Git identity for commits loop makes itself, used only when the repository has none. */
 function identity(cwd: string): string[] {
@@ -48,6 +49,13 @@ export function removeWorktree(repo: string, path: string): boolean {
 
 /** Commit whatever the agent left uncommitted. Returns the new commit, or null if nothing was left. */
 export function commitLeftovers(worktree: string, message: string): string | null {
+  // Only in a checkout of its own: in a broken one (its .git file gone) git would search upwards,
+  // find the project's repository, and commit the operator's own work on the operator's branch.
+  const top = existsSync(join(worktree, ".git")) ? gitTry(worktree, ["rev-parse", "--show-toplevel"]) : null;
+  if (!top || top.code !== 0 || realpathSync(top.stdout.trim()) !== realpathSync(worktree))
+    throw Object.assign(new GitError(["rev-parse", "--show-toplevel"], top?.code ?? null, top?.stderr ?? ""), {
+      message: `${worktree} is not a git checkout of its own (its .git is missing or broken): nothing committed`,
+    });
   git(worktree, ["add", "-A"]);
   if (gitTry(worktree, ["diff", "--cached", "--quiet"]).code === 0) return null;
   git(worktree, [...identity(worktree), "commit", "--no-verify", "-q", "-m", message]);

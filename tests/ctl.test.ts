@@ -3,7 +3,7 @@
 // and `loop replay` exiting 0 and no session process left. Every ctl event must carry the acting
 // user ($LOOP_ACTOR) as its actor; `loop run` steps act as "cron@test".
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pidAlive } from "../lib/liveness.ts";
 import { Store } from "../lib/store.ts";
@@ -188,6 +188,27 @@ describe("loop ctl", () => {
         expect(readFileSync(join(wt, "unsaved.txt"), "utf8")).toBe("the agent's work\n");
         expect(p.eventsOf("session_closed", "h").at(-1)!.payload.worktreeRemoved).toBe(false);
         expect(p.projection().items.h!.status).toBe("cancelled");
+      }),
+    T,
+  );
+
+  test.concurrent(
+    "closing a broken checkout (its .git gone) commits nothing anywhere and keeps it: git must not find the project repository above it",
+    () =>
+      scenario(hangThenDemo(), {}, async (p) => {
+        await launchHang(p);
+        const wt = p.projection().items.h!.workspace!.worktree;
+        writeFileSync(join(wt, "unsaved.txt"), "the agent's work\n");
+        writeFileSync(join(p.root, "operator-wip.txt"), "the operator's own work\n");
+        const before = git(p.root, "rev-parse", "HEAD");
+        rmSync(join(wt, ".git"));
+        const r = await p.ctl(["cancel", "--work-item", "h", "--yes"]);
+        expect(r.code).toBe(0);
+        const doc = JSON.parse(r.stdout) as CtlDoc;
+        expect(doc.closed[0]).toMatchObject({ worktreeRemoved: false, kept: expect.stringContaining("not a git checkout of its own") });
+        expect(git(p.root, "rev-parse", "HEAD")).toBe(before);
+        expect(git(p.root, "status", "--porcelain", "--", "operator-wip.txt")).toBe("?? operator-wip.txt");
+        expect(readFileSync(join(wt, "unsaved.txt"), "utf8")).toBe("the agent's work\n");
       }),
     T,
   );

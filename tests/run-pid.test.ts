@@ -40,6 +40,8 @@ describe("run.pid", () => {
     { name: "a pid now reused by another process (start time differs): replaced", before: `${live.pid} 1\n`, claims: true },
     { name: "an empty or unreadable file: replaced", before: "", claims: true },
     { name: "garbage: replaced", before: "not a pid\n", claims: true },
+    { name: "pid 0 (which kill(0) would call alive): replaced", before: "0\n", claims: true },
+    { name: "this process's pid with another start time (a restart reusing it): replaced", before: `${process.pid} 1\n`, claims: true },
   ];
   for (const c of cases)
     test(c.name, () => {

@@ -640,6 +640,26 @@ describe("loop run", () => {
   );
 
   test.concurrent(
+    "(s) a passed item whose checkout cannot be committed at close is kept, not removed: the step reports it (exit 1)",
+    () =>
+      scenario(
+        // The verify passes but leaves an uncommitted file and a stale index.lock behind it.
+        demoDefinition([{ id: "late", prompt: "x\n@demo write x.txt 1", verify: 'test -s x.txt && echo late > late.txt && touch "$(git rev-parse --git-dir)/index.lock"' }]),
+        {},
+        async (p) => {
+          const settle = await p.runUntil((r, q) => q.projection().items.late!.status === "passed", { codes: [0, 1], what: "late passed" });
+          expect(settle.errors).toEqual([expect.stringContaining("late: kept ")]);
+          expect(settle.errors[0]).toContain("index.lock");
+          const wt = p.projection().items.late!.workspace!.worktree;
+          expect(readFileSync(join(wt, "late.txt"), "utf8")).toBe("late\n");
+          expect(p.eventsOf("session_closed", "late").at(-1)!.payload.worktreeRemoved).toBe(false);
+          expect(p.projection().items.late!.workspace!.present).toBe(true);
+        },
+      ),
+    T,
+  );
+
+  test.concurrent(
     "(q) a git failure committing the agent's leftovers (a stale index.lock) fails the attempt with git's reason; the loop goes on",
     () =>
       scenario(
