@@ -398,7 +398,8 @@ class Step {
     );
     try {
       mkdirSync(dir, { recursive: true });
-      ensureWorktree(this.repo, worktree, branch, startPointFor(this.repo, this.def.landing, this.def.base, this.def.target));
+      const ws = ensureWorktree(this.repo, worktree, branch, startPointFor(this.repo, this.def.landing, this.def.base, this.def.target));
+      if (ws.movedAside) this.o.log.warn(`${it.id}: what was at ${worktree} (not a checkout of ${branch}) was moved to ${ws.movedAside}; look at it, then remove it`);
       failpoint("launch:after_worktree");
       const now = this.p;
       const handoffPath = join(dir, SESSION_FILES.handoff);

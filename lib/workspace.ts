@@ -1,6 +1,6 @@
 // Worktrees, branches and landing, as git effects. Each function is idempotent, so a step that
 // was killed half-way can call it again.
-import { existsSync, realpathSync, rmSync } from "node:fs";
+import { existsSync, readdirSync, realpathSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { branchExists, git, gitTry, revParse } from "./git.ts";
 import { GitError } from "./errors.ts";
@@ -21,10 +21,27 @@ function isWorktreeOn(path: string, branch: string): boolean {
   return r.code === 0 && r.stdout.trim() === branch;
 }
 
-/** Make sure `path` is a worktree of `branch`, creating the branch from `startPoint` if needed. */
-export function ensureWorktree(repo: string, path: string, branch: string, startPoint: string): { created: boolean; branchCreated: boolean } {
-  if (isWorktreeOn(path, branch)) return { created: false, branchCreated: false };
-  if (existsSync(path)) rmSync(path, { recursive: true, force: true });
+/**
+ * Make sure `path` is a worktree of `branch`, creating the branch from `startPoint` if needed.
+ * Anything else found at `path` (a checkout the close path kept because its changes could not be
+ * committed, one on another branch, a half-made one) is moved aside to `movedAside`, never deleted:
+ * it may hold the only copy of someone's work. An empty directory is just removed.
+ */
+export function ensureWorktree(
+  repo: string,
+  path: string,
+  branch: string,
+  startPoint: string,
+): { created: boolean; branchCreated: boolean; movedAside: string | null } {
+  if (isWorktreeOn(path, branch)) return { created: false, branchCreated: false, movedAside: null };
+  let movedAside: string | null = null;
+  if (existsSync(path)) {
+    if (readdirSync(path).length === 0) rmSync(path, { recursive: true, force: true });
+    else {
+      movedAside = `${path}.aside-${new Date().toISOString().replace(/[:.]/g, "-")}`;
+      renameSync(path, movedAside);
+    }
+  }
   git(repo, ["worktree", "prune"]);
   let branchCreated = false;
   if (!branchExists(repo, branch)) {
@@ -33,7 +50,7 @@ export function ensureWorktree(repo: string, path: string, branch: string, start
     branchCreated = true;
   }
   git(repo, ["worktree", "add", "--force", path, branch]);
-  return { created: true, branchCreated };
+  return { created: true, branchCreated, movedAside };
 }
 
 export function removeWorktree(repo: string, path: string): boolean {
