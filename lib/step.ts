@@ -347,7 +347,10 @@ class Step {
       if (this.def.landing === "merge") {
         failpoint("landing:before_merge");
         this.store.assertLease();
-        const r = landMerge(this.repo, join(this.paths.workspaces, "_landing"), this.def.target, this.def.base, s.branch, `loop: land ${it.id} (attempt ${attempt.n})`);
+        const landingDir = join(this.paths.workspaces, "_landing");
+        const r = landMerge(this.repo, landingDir, this.def.target, this.def.base, s.branch, `loop: land ${it.id} (attempt ${attempt.n})`, (aside) =>
+          this.o.log.warn(`what was at ${landingDir} (not a checkout of ${this.def.target}) was moved to ${aside}; look at it, then remove it`),
+        );
         failpoint("landing:after_merge");
         landing = { ...r, target: this.def.target };
       } else landing = { outcome: "none", target: null, commit: null, reason: `branch ${s.branch} is the deliverable` };

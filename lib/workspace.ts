@@ -109,11 +109,21 @@ export type LandingOutcome = { outcome: "merged" | "conflict" | "failed"; commit
  * Merge `branch` into the loop-owned `target` inside a landing worktree under the state root,
  * never in a worktree the operator has checked out. Already merged → "merged" again (idempotent).
  */
-export function landMerge(repo: string, landingDir: string, target: string, base: string, branch: string, message: string): LandingOutcome {
+export function landMerge(
+  repo: string,
+  landingDir: string,
+  target: string,
+  base: string,
+  branch: string,
+  message: string,
+  onMovedAside: (path: string) => void = () => {},
+): LandingOutcome {
   for (const w of checkedOut(repo))
     if (w.branch === target && w.path !== landingDir)
       return { outcome: "failed", commit: null, reason: `target branch ${target} is checked out in ${w.path}; loop never merges into it` };
-  ensureWorktree(repo, landingDir, target, base); // creates the target branch from base the first time
+  // Creates the target branch from base the first time.
+  const ws = ensureWorktree(repo, landingDir, target, base);
+  if (ws.movedAside) onMovedAside(ws.movedAside);
   // A merge left half-done by a killed step is abandoned and redone.
   if (existsSync(join(git(landingDir, ["rev-parse", "--git-dir"]), "MERGE_HEAD"))) gitTry(landingDir, ["merge", "--abort"]);
   gitTry(landingDir, ["reset", "-q", "--hard", "HEAD"]);

@@ -5,7 +5,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { GitError } from "../lib/errors.ts";
-import { commitLeftovers, ensureWorktree } from "../lib/workspace.ts";
+import { commitLeftovers, ensureWorktree, landMerge } from "../lib/workspace.ts";
 import { git, makeRepo } from "./helpers/loop-harness.ts";
 import { removeDir } from "./helpers/fs.ts";
 
@@ -70,5 +70,23 @@ describe("commitLeftovers", () => {
     expect(() => commitLeftovers(wt, "left")).toThrow("not a git checkout of its own");
     expect(git(root, "rev-parse", "HEAD")).toBe(head);
     expect(git(root, "status", "--porcelain", "--", "operator-wip.txt")).toBe("?? operator-wip.txt");
+  });
+});
+
+describe("landMerge", () => {
+  test("a landing directory that is not a checkout of the target is moved aside and reported, and the merge goes on", () => {
+    const { root, wt } = repo();
+    ensureWorktree(root, wt, "loop/t/a", "main");
+    writeFileSync(join(wt, "feature.txt"), "done\n");
+    commitLeftovers(wt, "feature");
+    const landing = join(wt, "..", "_landing");
+    mkdirSync(landing, { recursive: true });
+    writeFileSync(join(landing, "someone.txt"), "not loop's\n");
+    const aside: string[] = [];
+    const r = landMerge(root, landing, "loop/t/target", "main", "loop/t/a", "land a", (p) => aside.push(p));
+    expect(r.outcome).toBe("merged");
+    expect(aside).toHaveLength(1);
+    expect(readFileSync(join(aside[0]!, "someone.txt"), "utf8")).toBe("not loop's\n");
+    expect(git(root, "show", "loop/t/target:feature.txt")).toBe("done");
   });
 });
