@@ -141,8 +141,6 @@ export interface StoredEvent {
   hash: string;
 }
 
-export { GENESIS_HASH } from "./integrity.ts";
-
 export function isEventType(t: string): t is EventType {
   return Object.hasOwn(PAYLOADS, t);
 }

@@ -204,6 +204,11 @@ class Step {
     return c;
   }
 
+  /** ensureWorktree found something else where a checkout had to be: it was kept, and someone should look. */
+  private warnMovedAside(path: string, branch: string, aside: string): void {
+    this.o.log.warn(`what was at ${path} (not a checkout of ${branch}) was moved to ${aside}; look at it, then remove it`);
+  }
+
   /** Settled items whose session was never recorded closed (a kill between settle and close). */
   async sweepClosedSessions(p: Projection): Promise<boolean> {
     let closed = false;
@@ -349,7 +354,7 @@ class Step {
         this.store.assertLease();
         const landingDir = join(this.paths.workspaces, "_landing");
         const r = landMerge(this.repo, landingDir, this.def.target, this.def.base, s.branch, `loop: land ${it.id} (attempt ${attempt.n})`, (aside) =>
-          this.o.log.warn(`what was at ${landingDir} (not a checkout of ${this.def.target}) was moved to ${aside}; look at it, then remove it`),
+          this.warnMovedAside(landingDir, this.def.target, aside),
         );
         failpoint("landing:after_merge");
         landing = { ...r, target: this.def.target };
@@ -402,7 +407,7 @@ class Step {
     try {
       mkdirSync(dir, { recursive: true });
       const ws = ensureWorktree(this.repo, worktree, branch, startPointFor(this.repo, this.def.landing, this.def.base, this.def.target));
-      if (ws.movedAside) this.o.log.warn(`${it.id}: what was at ${worktree} (not a checkout of ${branch}) was moved to ${ws.movedAside}; look at it, then remove it`);
+      if (ws.movedAside) this.warnMovedAside(worktree, branch, ws.movedAside);
       failpoint("launch:after_worktree");
       const now = this.p;
       const handoffPath = join(dir, SESSION_FILES.handoff);

@@ -70,6 +70,7 @@ export function commitLeftovers(worktree: string, message: string): string | nul
   // find the project's repository, and commit the operator's own work on the operator's branch.
   const top = existsSync(join(worktree, ".git")) ? gitTry(worktree, ["rev-parse", "--show-toplevel"]) : null;
   if (!top || top.code !== 0 || realpathSync(top.stdout.trim()) !== realpathSync(worktree))
+    // A GitError, as the callers expect of a commit that failed, with a message that says why.
     throw Object.assign(new GitError(["rev-parse", "--show-toplevel"], top?.code ?? null, top?.stderr ?? ""), {
       message: `${worktree} is not a git checkout of its own (its .git is missing or broken): nothing committed`,
     });

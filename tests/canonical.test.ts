@@ -4,9 +4,8 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
 import { canonicalJson, CanonicalJsonError, sha256Hex } from "../lib/canonical.ts";
-import { GENESIS_HASH } from "../lib/events.ts";
+import { checkIntegrity, GENESIS_HASH } from "../lib/integrity.ts";
 import { hashInput, Store } from "../lib/store.ts";
-import { checkIntegrity } from "../lib/integrity.ts";
 import { TempDirs } from "./helpers/fs.ts";
 
 const temp = new TempDirs();

@@ -171,47 +171,38 @@ describe("loop ctl", () => {
     T,
   );
 
-  test.concurrent(
-    "closing never loses work: a checkout whose changes cannot be committed is kept, with a warning",
-    () =>
-      scenario(hangThenDemo(), {}, async (p) => {
-        await launchHang(p);
-        const wt = p.projection().items.h!.workspace!.worktree;
-        writeFileSync(join(wt, "unsaved.txt"), "the agent's work\n");
-        const lock = join(git(wt, "rev-parse", "--absolute-git-dir"), "index.lock");
-        writeFileSync(lock, ""); // a stale lock: `git add` fails
-        const r = await p.ctl(["cancel", "--work-item", "h", "--yes"]);
-        expect(r.code).toBe(0);
-        const doc = JSON.parse(r.stdout) as CtlDoc;
-        expect(doc.closed).toEqual([expect.objectContaining({ item: "h", worktreeRemoved: false, kept: expect.stringContaining("index.lock") })]);
-        expect(r.stderr).toContain(`h: kept ${wt}`);
-        expect(readFileSync(join(wt, "unsaved.txt"), "utf8")).toBe("the agent's work\n");
-        expect(p.eventsOf("session_closed", "h").at(-1)!.payload.worktreeRemoved).toBe(false);
-        expect(p.projection().items.h!.status).toBe("cancelled");
-      }),
-    T,
-  );
-
-  test.concurrent(
-    "closing a broken checkout (its .git gone) commits nothing anywhere and keeps it: git must not find the project repository above it",
-    () =>
-      scenario(hangThenDemo(), {}, async (p) => {
-        await launchHang(p);
-        const wt = p.projection().items.h!.workspace!.worktree;
-        writeFileSync(join(wt, "unsaved.txt"), "the agent's work\n");
-        writeFileSync(join(p.root, "operator-wip.txt"), "the operator's own work\n");
-        const before = git(p.root, "rev-parse", "HEAD");
-        rmSync(join(wt, ".git"));
-        const r = await p.ctl(["cancel", "--work-item", "h", "--yes"]);
-        expect(r.code).toBe(0);
-        const doc = JSON.parse(r.stdout) as CtlDoc;
-        expect(doc.closed[0]).toMatchObject({ worktreeRemoved: false, kept: expect.stringContaining("not a git checkout of its own") });
-        expect(git(p.root, "rev-parse", "HEAD")).toBe(before);
-        expect(git(p.root, "status", "--porcelain", "--", "operator-wip.txt")).toBe("?? operator-wip.txt");
-        expect(readFileSync(join(wt, "unsaved.txt"), "utf8")).toBe("the agent's work\n");
-      }),
-    T,
-  );
+  // Closing never loses work: a checkout whose changes cannot be committed is kept, with a warning,
+  // and nothing is committed anywhere else (in a checkout whose .git is gone, git would otherwise
+  // find the project's repository above it and commit the operator's own work there).
+  const unCommittable: { name: string; damage: (wt: string) => void; why: string }[] = [
+    { name: "a stale index.lock", damage: (wt) => writeFileSync(join(git(wt, "rev-parse", "--absolute-git-dir"), "index.lock"), ""), why: "index.lock" },
+    { name: "its .git gone", damage: (wt) => rmSync(join(wt, ".git")), why: "not a git checkout of its own" },
+  ];
+  for (const c of unCommittable)
+    test.concurrent(
+      `closing a checkout that cannot be committed (${c.name}) keeps it, warns, and commits nothing anywhere`,
+      () =>
+        scenario(hangThenDemo(), {}, async (p) => {
+          await launchHang(p);
+          const wt = p.projection().items.h!.workspace!.worktree;
+          writeFileSync(join(wt, "unsaved.txt"), "the agent's work\n");
+          writeFileSync(join(p.root, "operator-wip.txt"), "the operator's own work\n");
+          const branch = p.projection().items.h!.workspace!.branch;
+          const heads = git(p.root, "rev-parse", "HEAD", branch);
+          c.damage(wt);
+          const r = await p.ctl(["cancel", "--work-item", "h", "--yes"]);
+          expect(r.code).toBe(0);
+          const doc = JSON.parse(r.stdout) as CtlDoc;
+          expect(doc.closed).toEqual([expect.objectContaining({ item: "h", worktreeRemoved: false, kept: expect.stringContaining(c.why) })]);
+          expect(r.stderr).toContain(`h: kept ${wt}`);
+          expect(readFileSync(join(wt, "unsaved.txt"), "utf8")).toBe("the agent's work\n");
+          expect(git(p.root, "rev-parse", "HEAD", branch)).toBe(heads);
+          expect(git(p.root, "status", "--porcelain", "--", "operator-wip.txt")).toBe("?? operator-wip.txt");
+          expect(p.eventsOf("session_closed", "h").at(-1)!.payload.worktreeRemoved).toBe(false);
+          expect(p.projection().items.h!.status).toBe("cancelled");
+        }),
+      T,
+    );
 
   test.concurrent(
     "loop-wide stop ends the session, returns the item to pending, stops the loop; resume continues",

@@ -2,9 +2,9 @@
 // the payload is stored as canonical JSON, the hash is sha256 over hashInput(row, payloadText), and
 // each event's prev_hash is the previous event's hash (GENESIS_HASH for seq 1).
 import { canonicalJson, sha256Hex } from "../../lib/canonical.ts";
+import { GENESIS_HASH } from "../../lib/integrity.ts";
 import {
   type EventDraft,
-  GENESIS_HASH,
   type NormItemPayload,
   type Payload,
   type SettingsPayload,
