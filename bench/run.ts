@@ -386,13 +386,30 @@ if (largest)
     largest.n >= 1_000_000 ? verdict(largest.replay.rssMiB <= TARGETS.replayRssMiB) : "–",
   ]);
 
+/**
+ * What this machine charges for the first touch of a page of fresh memory. A cold command pays it
+ * for every page it touches (~860 pages for `--version`, ~2,300 for status at 1M, some of them on
+ * other threads): where it is ~0.2 µs that is noise; on the 2-vCPU bench VM it is ~11 µs, which
+ * puts ~10 ms of `--version` and ~25 ms of status at 1M into page faults.
+ */
+function freshPageCost(): { usPerPage: number; pages: number } {
+  const before = process.resourceUsage().minorPageFault;
+  const t = performance.now();
+  const a = new Uint8Array(64 * 2 ** 20);
+  for (let i = 0; i < a.length; i += 4096) a[i] = 1;
+  const ms = performance.now() - t;
+  const pages = Math.max(1, process.resourceUsage().minorPageFault - before);
+  return { usPerPage: (ms * 1000) / pages, pages };
+}
+const fresh = freshPageCost();
+
 const header = ["measure", "events", "runs", "median ms", "min–max ms", "CPU ms", "peak RSS MiB", "load", "derived", "target", "verdict"];
 const line = (cells: string[]) => `| ${cells.join(" | ")} |`;
 const cpu = cpus()[0]?.model ?? "unknown CPU";
 const binStat = statSync(bin);
 const out = [
   `loop ${version.stdout.trim()} · compiled dist/loop (${(binStat.size / 2 ** 20).toFixed(1)} MiB, built ${statSync(DIST).mtime.toISOString()}) · Bun ${Bun.version} · ${cpu} × ${cpus().length} · ${process.platform}/${process.arch} · ${new Date().toISOString()}`,
-  `${args.items} items per loop. Median wall time of N runs after one warm-up run (page cache warm); CPU ms is the median user+sys time of the child; peak RSS is measured on the warm-up run with ${RSS_METHOD}; load the 1-minute load average (${cpus().length} CPUs) when the row was measured.`,
+  `${args.items} items per loop. Median wall time of N runs after one warm-up run (page cache warm); CPU ms is the median user+sys time of the child; peak RSS is measured on the warm-up run with ${RSS_METHOD}; load the 1-minute load average (${cpus().length} CPUs) when the row was measured. First touch of a fresh memory page: ${fresh.usPerPage.toFixed(1)} µs (${fresh.pages} page faults filling 64 MiB).`,
   "",
   line(header),
   line(header.map(() => "---")),

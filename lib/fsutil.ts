@@ -35,7 +35,20 @@ export function readJsonOrNull<T = any>(path: string): T | null {
 /** The last `lines` lines of a text, at most `maxChars` characters. */
 export function tail(text: string, lines = 30, maxChars = 4000): string {
   const parts = text.replace(/\s+$/, "").split("\n");
-  let out = parts.slice(-lines).join("\n");
-  if (out.length > maxChars) out = out.slice(out.length - maxChars);
-  return out;
+  const out = parts.slice(-lines).join("\n");
+  return out.length > maxChars ? sliceText(out, out.length - maxChars) : out;
+}
+
+const isHigh = (c: number) => c >= 0xd800 && c <= 0xdbff;
+const isLow = (c: number) => c >= 0xdc00 && c <= 0xdfff;
+
+/**
+ * `text.slice(start, end)` that never cuts a surrogate pair in half (it keeps the pair out). Half a
+ * pair is not text: canonical JSON refuses it, so an event carrying it could never be recorded and
+ * the item would be stuck. Use it wherever text from outside (agent output, prompts) is cut.
+ */
+export function sliceText(text: string, start: number, end = text.length): string {
+  if (start > 0 && isLow(text.charCodeAt(start)) && isHigh(text.charCodeAt(start - 1))) start++;
+  if (end < text.length && isHigh(text.charCodeAt(end - 1)) && isLow(text.charCodeAt(end))) end--;
+  return text.slice(start, end);
 }

@@ -6,7 +6,7 @@ import { accessSync, constants, existsSync, mkdirSync, writeFileSync } from "nod
 import { dirname, join, resolve } from "node:path";
 import { git, GitError } from "./git.ts";
 import { BusyError, LeaseLostError } from "./errors.ts";
-import { readTextOrNull, writeFileAtomic } from "./fsutil.ts";
+import { readTextOrNull, sliceText, writeFileAtomic } from "./fsutil.ts";
 import type { ConsolaInstance } from "consola";
 import { type NormDefinition, definitionHash, itemBranch, loadDefinition } from "./definition.ts";
 import type { EventDraft, StoredEvent } from "./events.ts";
@@ -459,7 +459,7 @@ class Step {
 
 /** argv is recorded for people; the prompt itself lives in handoff.md, so long values are cut. */
 function redactLong(s: string): string {
-  return s.length > 200 ? `${s.slice(0, 120)}… (${s.length} chars)` : s;
+  return s.length > 200 ? `${sliceText(s, 0, 120)}… (${s.length} chars)` : s;
 }
 
 function insideGitWorkTree(dir: string): boolean {

@@ -684,4 +684,23 @@ describe("loop run", () => {
       ),
     T,
   );
+
+  test.concurrent(
+    "(t) a verify whose output is cut in the middle of an emoji is recorded (the tail keeps whole characters) and the item settles",
+    () =>
+      scenario(
+        demoDefinition([{ id: "emoji", prompt: "x", verify: "for i in $(seq 1 2500); do printf '\\360\\237\\230\\200'; done; printf 'b\\n'; exit 1", maxAttempts: 1 }]),
+        {},
+        async (p) => {
+          const last = await p.runToDrain();
+          expect(last.reason).toBe("Failed");
+          const v = p.eventsOf("verify_finished", "emoji")[0]!.payload;
+          expect(v.passed).toBe(false);
+          expect(v.tail.endsWith("\u{1F600}b")).toBe(true);
+          expect(v.tail.isWellFormed()).toBe(true);
+          expect(p.projection().items.emoji!.status).toBe("failed");
+        },
+      ),
+    T,
+  );
 });
