@@ -274,12 +274,18 @@ function checkMeaning(raw: Obj, add: Add): Resolved[] {
       if (Object.hasOwn(raw.runners, name))
         add(`runners.${name}`, `${JSON.stringify(name)} is a built-in runner; pick another name`);
 
+  // valibot's record() skips these keys (they could change an object's prototype), so their values
+  // would go unchecked and the runner silently vanish from the normalized definition.
+  if (isObj(raw.runners))
+    for (const name of ["constructor", "prototype", "__proto__"])
+      if (Object.hasOwn(raw.runners, name)) add(`runners.${name}`, `${JSON.stringify(name)} cannot be a runner name; pick another`);
+
   // Runner names the definition may use; null when `runners` is malformed (already reported by pass 1).
   const runnerNames =
     raw.runners === undefined
       ? [...KNOWN_RUNNERS]
       : isObj(raw.runners)
-        ? [...new Set([...KNOWN_RUNNERS, ...Object.keys(raw.runners).filter(isItemId)])]
+        ? [...new Set([...KNOWN_RUNNERS, ...Object.keys(raw.runners).filter((n) => isItemId(n) && n !== "constructor" && n !== "prototype")])]
         : null;
   const checkRunner = (path: string, runner: unknown) => {
     if (typeof runner === "string" && runnerNames && !runnerNames.includes(runner))

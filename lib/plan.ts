@@ -2,7 +2,7 @@
 // classified from what was observed, what a finished attempt leads to, how the loop drains.
 // Everything here takes plain data and returns plain data; lib/step.ts carries the effects out.
 import type { ItemState, Projection } from "./reducer.ts";
-import { isInFlight, isSettled } from "./reducer.ts";
+import { isInFlight, isSettled, itemOf } from "./reducer.ts";
 
 export type NextWork =
   | { kind: "launch"; item: string }
@@ -20,7 +20,7 @@ export function itemsToBlock(p: Projection): { id: string; reason: string }[] {
   for (const it of active(p)) {
     if (it.status !== "pending") continue;
     for (const dep of it.def.dependsOn) {
-      const d = p.items[dep];
+      const d = itemOf(p, dep);
       if (!d) {
         out.push({ id: it.id, reason: `dependency "${dep}" is not an item of the loop` });
         break;
@@ -61,7 +61,7 @@ export function nextWork(p: Projection): NextWork {
       waiting.push(`${it.id} waits for \`loop ctl start --work-item ${it.id}\``);
       continue;
     }
-    const unmet = it.def.dependsOn.filter((d) => p.items[d]?.status !== "passed");
+    const unmet = it.def.dependsOn.filter((d) => itemOf(p, d)?.status !== "passed");
     if (unmet.length) {
       waiting.push(`${it.id} waits for ${unmet.join(", ")}`);
       continue;

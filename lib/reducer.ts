@@ -195,9 +195,17 @@ export function isInFlight(s: ItemStatus): boolean {
 
 type Handler = (p: Projection, e: StoredEvent, fail: (rule: string, detail: string) => never) => void;
 
+/**
+ * The item with this id, if the projection has one. Use it wherever the id may be unknown:
+ * `p.items` is a plain object, and an id like "constructor" would find Object's own property.
+ */
+export function itemOf(p: Projection, id: string): ItemState | undefined {
+  return Object.hasOwn(p.items, id) ? p.items[id] : undefined;
+}
+
 function need(p: Projection, e: StoredEvent, fail: (r: string, d: string) => never): ItemState {
   if (!e.item) fail("item_required", `${e.type} must name an item`);
-  const it = p.items[e.item!];
+  const it = itemOf(p, e.item!);
   if (!it) fail("unknown_item", `${e.type} names unknown item "${e.item}"`);
   return it!;
 }
@@ -243,7 +251,7 @@ const HANDLERS: Record<EventType, Handler> = {
     const seen = new Set<string>();
     for (const def of pl.items as NormItemPayload[]) {
       seen.add(def.id);
-      const it = p.items[def.id];
+      const it = itemOf(p, def.id);
       if (!it) {
         p.items[def.id] = fresh(def, 0);
         continue;

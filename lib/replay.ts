@@ -7,7 +7,7 @@
 import { readFileSync } from "node:fs";
 import type { Database } from "bun:sqlite";
 import { payloadProblem, type StoredEvent } from "./events.ts";
-import { emptyProjection, IllegalEventError, type Projection, reduceInto } from "./reducer.ts";
+import { emptyProjection, IllegalEventError, itemOf, type Projection, reduceInto } from "./reducer.ts";
 import { headOf, readItemRows, readLoopRow, type ReadSnapshot, withReadSnapshotAsync } from "./snapshot.ts";
 import { checkIntegrity, type EventRow, type IntegrityResult } from "./integrity.ts";
 import type { IntegrityRequest } from "./integrity-worker.ts";
@@ -166,7 +166,8 @@ export function compareProjection(db: Database, p: Projection): Finding[] {
   const stored = readItemRows(db);
   const ids = new Set([...stored.keys(), ...Object.keys(p.items)]);
   for (const id of [...ids].sort()) {
-    const folded = p.items[id] ? itemRows(p.items[id]!) : null;
+    const it = itemOf(p, id);
+    const folded = it ? itemRows(it) : null;
     for (const t of ITEM_TABLES) {
       const s = stored.get(id)?.[t] ?? null;
       const f = folded?.[t] ?? null;

@@ -6,7 +6,7 @@ import { hostname } from "node:os";
 import { CanonicalJsonError, canonicalJson, sha256Hex } from "./canonical.ts";
 import { type EventDraft, payloadProblem, type StoredEvent } from "./events.ts";
 import { failpoint } from "./failpoint.ts";
-import { emptyProjection, type Projection, reduceInto, touchedItems } from "./reducer.ts";
+import { emptyProjection, itemOf, type Projection, reduceInto, touchedItems } from "./reducer.ts";
 import { ITEM_TABLES, itemRows, loopRow } from "./rows.ts";
 import { LeaseLostError, StoreError } from "./errors.ts";
 import type { EventRow } from "./integrity.ts";
@@ -368,7 +368,7 @@ function writeProjection(db: Database, p: Projection, touched: Set<string>) {
   const lr = loopRow(p);
   db.run("UPDATE proj_loop SET seq = ?, hash = ?, state = ?, body = ?, state_sha = ? WHERE id = 1", [lr.seq, lr.hash, lr.state, lr.body, lr.state_sha]);
   for (const id of touched) {
-    const it = p.items[id];
+    const it = itemOf(p, id);
     if (!it) continue;
     const rows = itemRows(it);
     for (const t of ITEM_TABLES) {

@@ -440,6 +440,13 @@ describe("errors, each at its path", () => {
       `runners.${name}`,
       `"${name}" is a built-in runner; pick another name`,
     ]),
+    // valibot's record() skips these keys unchecked: without the rule the runner would vanish.
+    ...["constructor", "prototype", "__proto__"].map((name): [string, (d: any) => void, string, string] => [
+      `runner named ${name}`,
+      (d) => (d.runners = JSON.parse(`{"mine":{"command":["m"]},${JSON.stringify(name)}:{"command":5,"bogus":true}}`)),
+      `runners.${name}`,
+      `"${name}" cannot be a runner name; pick another`,
+    ]),
   ];
 
   test.each(cases)("%s", (_name, mutate, path, message) => {

@@ -703,4 +703,23 @@ describe("loop run", () => {
       ),
     T,
   );
+
+  test.concurrent(
+    '(u) an item may be called "constructor" (an Object.prototype name): it runs, and its dependent after it',
+    () =>
+      scenario(
+        demoDefinition([
+          { id: "constructor", prompt: "x" },
+          { id: "b", prompt: "y", dependsOn: ["constructor"] },
+        ]),
+        {},
+        async (p) => {
+          const last = await p.runToDrain();
+          expect(last.reason).toBe("Succeeded");
+          expect(p.projection().items.constructor!.status).toBe("passed");
+          expect(p.projection().items.b!.status).toBe("passed");
+        },
+      ),
+    T,
+  );
 });
