@@ -6,6 +6,7 @@ import { actorName } from "../lib/actor.ts";
 import { applyCtl, CTL_VERBS, type CtlVerb, DESTRUCTIVE_VERBS, ITEM_VERBS, planCtl } from "../lib/ctl.ts";
 import { resolveSelectors } from "../lib/selectors.ts";
 import { confirmOrRefuse } from "../lib/confirm.ts";
+import { printable } from "../lib/printable.ts";
 
 export const tool = defineTool({
   name: "loop-ctl",
@@ -58,7 +59,9 @@ export const tool = defineTool({
         [
           ...r.actions.map((a) => `${r.dryRun ? "would " : a.noop ? "no-op: " : ""}${a.effect}`),
           ...r.closed.map((c) => `closed ${c.item} attempt ${c.attempt}: ${c.how}${c.worktreeRemoved ? ", worktree removed" : ""}`),
-        ].join("\n"),
+        ]
+          .map(printable)
+          .join("\n"),
       );
     return EXIT.ok;
   },

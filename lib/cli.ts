@@ -10,6 +10,7 @@ import type { ArgsDef } from "citty";
 import { createConsola, type ConsolaInstance } from "consola/core";
 import { BusyError, DeclinedError, DefinitionError, GitError, IllegalEventError, RefError, RefusedError, StoreError, UnknownItemError, UsageError } from "./errors.ts";
 import { VERSION } from "./version.ts";
+import { printableLines } from "./printable.ts";
 
 export const EXIT = { ok: 0, problem: 1, usage: 2, declined: 3, busy: 75, interrupted: 130 } as const;
 
@@ -268,7 +269,7 @@ function makeLogger(stderr: OutStream, color: () => boolean): ConsolaInstance {
         log(o) {
           const text = o.args.map((a) => (a instanceof Error ? a.message : typeof a === "string" ? a : JSON.stringify(a))).join(" ");
           const tag = o.level <= 0 ? paint(31, "error") : o.level === 1 ? paint(33, "warn") : o.level >= 4 ? "debug" : "";
-          stderr.write(`${tag ? `${tag}: ` : ""}${text}\n`);
+          stderr.write(`${tag ? `${tag}: ` : ""}${printableLines(text)}\n`);
         },
       },
     ],

@@ -112,7 +112,7 @@ export function planCtl(p: Projection, verb: CtlVerb, items: string[], o: { text
         const outcome = verb === "skip" ? "skipped" : "cancelled";
         out.push({
           item: id,
-          effect: `${flying ? `end the session of ${id} and ` : ""}settle it ${outcome}`,
+          effect: `${flying ? `end the session of ${id} and settle it` : `settle ${id}`} ${outcome}`,
           noop: false,
           close: closeFor(id),
           events: [control(id, o.reason ?? null), { type: "item_settled", item: id, payload: { attempt: n, outcome, reason: `${outcome} by ${o.actor}${o.reason ? `: ${o.reason}` : ""}` } }],

@@ -2,10 +2,14 @@
 // the caller says color is wanted.
 import type { StatusReport } from "./status.ts";
 import type { ReplayReport } from "./replay.ts";
+import { printable, printableLines } from "./printable.ts";
+
+/** Width on screen: the tool's own colour codes take none (data never carries any: printable). */
+const visible = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, "").length;
 
 export function table(header: string[], rows: string[][]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join("  ").trimEnd();
+  const widths = header.map((h, i) => Math.max(visible(h), ...rows.map((r) => visible(r[i] ?? ""))));
+  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c + " ".repeat(widths[i]! - visible(c)))).join("  ").trimEnd();
   return [line(header), ...rows.map(line)].join("\n");
 }
 
@@ -25,7 +29,7 @@ export function renderStatus(r: StatusReport, color: boolean): string {
   out.push(
     `loop ${L.name ?? "(no definition imported yet)"} · ${L.state}${L.outcome ? ` (${L.outcome})` : ""} · revision ${L.revision} · seq ${L.seq}${L.logSeq !== L.seq ? `/${L.logSeq}` : ""}`,
   );
-  if (L.reason) out.push(`reason: ${L.reason}`);
+  if (L.reason) out.push(`reason: ${printable(L.reason)}`);
   if (L.current) out.push(`current: ${L.current}`);
   const counts = Object.entries(L.counts).map(([k, v]) => `${v} ${k}`).join(", ");
   if (counts) out.push(`items: ${counts}`);
@@ -42,19 +46,19 @@ export function renderStatus(r: StatusReport, color: boolean): string {
             ? `${it.session.runner} ${it.session.tmux ? `tmux ${it.session.tmux}` : it.session.pid !== null ? `pid ${it.session.pid}` : "-"}${it.session.alive ? " alive" : ""}`
             : "-",
           it.branch ?? "-",
-          it.lastVerify ? `${it.lastVerify.passed ? "passed" : "failed"} (${it.lastVerify.reason})` : "-",
+          it.lastVerify ? `${it.lastVerify.passed ? "passed" : "failed"} (${printable(it.lastVerify.reason)})` : "-",
         ]),
       ),
     );
     const reasons = r.items.filter((it) => it.reason);
     if (reasons.length) {
       out.push("");
-      for (const it of reasons) out.push(`${it.id}: ${it.reason}`);
+      for (const it of reasons) out.push(`${it.id}: ${printable(it.reason!)}`);
     }
   }
   out.push("");
   out.push(r.findings.length ? "divergence:" : "healthy: projection matches the log and state.json");
-  for (const f of r.findings) out.push(`  ${f.code}${f.seq !== undefined ? ` (seq ${f.seq})` : ""}: ${f.message}`);
+  for (const f of r.findings) out.push(`  ${f.code}${f.seq !== undefined ? ` (seq ${f.seq})` : ""}: ${printable(f.message)}`);
   return out.join("\n");
 }
 
@@ -65,5 +69,5 @@ export function renderReplay(r: ReplayReport): string {
     out.push("findings:");
     for (const f of r.findings) out.push(`  ${f.code}${f.seq !== undefined ? ` (seq ${f.seq})` : ""}: ${f.message}`);
   } else out.push("ok: the log, the projection and the files agree");
-  return out.join("\n");
+  return printableLines(out.join("\n"));
 }

@@ -91,6 +91,9 @@ describe("loop ctl", () => {
           expect(p.head()).toBe(head);
           expect(p.alive(pid)).toBe(true);
         }
+        // An item not in flight is named too (it used to read "settle it skipped").
+        const pending = JSON.parse((await p.ctl(["skip", "--work-item", "n", "--dry-run"])).stdout) as CtlDoc;
+        expect(pending.actions.map((a) => a.effect)).toEqual(["settle n skipped"]);
         // --yes and --dry-run together are a usage error.
         await ctlRefused(p, ["skip", "--work-item", "h", "--yes", "--dry-run"], 2);
         expect(p.projection().items.h!.status).toBe("running");

@@ -9,6 +9,8 @@ import { join } from "node:path";
 import { demoDefinition, git, gitOk, pollUntil, type Project, runlogBlocks, scenario, sleep } from "./helpers/project.ts";
 import { Store, withReadSnapshot } from "../lib/store.ts";
 import { statusReport } from "../lib/status.ts";
+import { renderStatus } from "../lib/render.ts";
+import { itemOf } from "../lib/reducer.ts";
 import { readRunPid } from "../lib/run-pid.ts";
 
 const T = 120_000;
@@ -716,8 +718,38 @@ describe("loop run", () => {
         async (p) => {
           const last = await p.runToDrain();
           expect(last.reason).toBe("Succeeded");
-          expect(p.projection().items.constructor!.status).toBe("passed");
+          expect(itemOf(p.projection(), "constructor")!.status).toBe("passed");
           expect(p.projection().items.b!.status).toBe("passed");
+        },
+      ),
+    T,
+  );
+
+  test.concurrent(
+    "(v) an agent's question with terminal escapes is printed escaped by every text output, colour or not",
+    () =>
+      scenario(
+        demoDefinition([{ id: "asker", prompt: "x\n@demo ask \u001b[31mRED\u001b[0m?\u0007", maxAttempts: 1 }]),
+        {},
+        async (p) => {
+          await p.runUntil((r) => r.action === "paused", { what: "paused by the question" });
+          expect(p.projection().items.asker!.question).toBe("\u001b[31mRED\u001b[0m?\u0007");
+          const escaped = "\\u001b[31mRED\\u001b[0m?\\u0007";
+          const texts = [
+            (await p.loop(["status", "--text", "--root", p.root])).stdout,
+            (await p.loop(["run", "--text", "--root", p.root])).stdout,
+            (await p.loop(["ctl", "skip", "--work-item", "asker", "--dry-run", "--text", "--root", p.root])).stdout,
+          ];
+          for (const t of texts.slice(0, 2)) expect(t).toContain(escaped);
+          expect(texts[2]).toContain("skipped");
+          for (const t of texts) expect(t).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
+          // In colour, the only escapes are the tool's own, and the columns still line up.
+          const coloured = renderStatus(statusReport(join(p.root, ".loop")), true);
+          expect(coloured).toContain(escaped);
+          const own = /\x1b\[\d+m/g;
+          expect(coloured.replace(own, "")).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
+          const [header, row] = coloured.split("\n").filter((l) => l.startsWith("ITEM") || l.startsWith("asker ")).map((l) => l.replace(own, ""));
+          expect(row!.indexOf("1 (")).toBe(header!.indexOf("ATTEMPTS"));
         },
       ),
     T,
