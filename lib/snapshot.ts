@@ -3,7 +3,7 @@
 // verbs (status, replay) need nothing else, so this module does not load the event schemas or the
 // reducer: a cold `loop status` pays for what it uses (bench/README.md).
 import { Database, constants } from "bun:sqlite";
-import { copyFileSync, existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, realpathSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { StoreError } from "./errors.ts";
@@ -131,9 +131,18 @@ function fileSig(path: string): string {
   }
 }
 
-function openSnapshot(stateRoot: string): ReadSnapshot {
+/**
+ * The store's file with symlinks resolved: SQLite keeps the -wal beside the real file, so a reader
+ * looking beside a link would miss committed events (and open the file immutable).
+ */
+function realDbPath(stateRoot: string): string {
   const path = dbPath(stateRoot);
   if (!existsSync(path)) throw new StoreError("missing_store", `no store at ${path} (run \`loop init\` first)`);
+  return realpathSync(path);
+}
+
+function openSnapshot(stateRoot: string): ReadSnapshot {
+  const path = realDbPath(stateRoot);
   let walSize = 0;
   try {
     walSize = statSync(`${path}-wal`).size;
@@ -209,7 +218,7 @@ export async function withReadSnapshotAsync<T>(stateRoot: string, fn: (snap: Rea
 
 /** One attempt at a consistent read: the snapshot, and whether a writer moved the files meanwhile. */
 function startRead(stateRoot: string) {
-  const path = dbPath(stateRoot);
+  const path = realDbPath(stateRoot);
   const sig = () => fileSig(path) + "|" + fileSig(`${path}-wal`);
   const before = sig();
   const snap = openSnapshot(stateRoot);

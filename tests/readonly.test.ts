@@ -2,7 +2,7 @@
 // processes, leave every byte, size and mtime under the state root as they found it, with and
 // without a -wal left behind by a killed writer.
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, renameSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { replayReport } from "../lib/replay.ts";
@@ -36,6 +36,24 @@ async function readEverything(stateRoot: string, cwd: string) {
   const statusText = cli(["status", "--text", "--state-root", stateRoot], cwd);
   const replayText = cli(["replay", "--text", "--state-root", stateRoot], cwd);
   return { status, replay, statusCli, replayCli, statusText, replayText };
+}
+
+/** A writer that appends one event (a reply on item "a") and is SIGKILLed before it closes: its -wal stays. */
+function killWriterAfterOneAppend(root: string) {
+  const script = join(temp.make(), "killed-writer.ts");
+  writeFileSync(
+    script,
+    `import { Store } from ${JSON.stringify(join(REPO, "lib", "store.ts"))};
+import { materialize } from ${JSON.stringify(join(REPO, "lib", "materialize.ts"))};
+const s = Store.open(process.argv[2]);
+const { projection } = s.append([{ type: "control_recorded", item: "a", actor: "killed", payload: { verb: "reply", text: "last words" } }]);
+materialize(process.argv[2], projection, s.db);
+process.kill(process.pid, "SIGKILL");
+`,
+  );
+  const child = Bun.spawnSync([process.execPath, script, root], { stderr: "pipe" });
+  expect(child.exitCode).toBeNull();
+  expect(child.signalCode).toBe("SIGKILL");
 }
 
 const STACK = /^\s+at .+[:(]/m;
@@ -73,20 +91,7 @@ describe("status and replay leave the state root byte-identical", () => {
     const root = temp.make();
     const cwd = temp.make();
     buildStore(root, realisticDrafts());
-    const script = join(temp.make(), "killed-writer.ts");
-    writeFileSync(
-      script,
-      `import { Store } from ${JSON.stringify(join(REPO, "lib", "store.ts"))};
-import { materialize } from ${JSON.stringify(join(REPO, "lib", "materialize.ts"))};
-const s = Store.open(process.argv[2]);
-const { projection } = s.append([{ type: "control_recorded", item: "a", actor: "killed", payload: { verb: "reply", text: "last words" } }]);
-materialize(process.argv[2], projection, s.db);
-process.kill(process.pid, "SIGKILL");
-`,
-    );
-    const child = Bun.spawnSync([process.execPath, script, root], { stderr: "pipe" });
-    expect(child.exitCode).toBeNull();
-    expect(child.signalCode).toBe("SIGKILL");
+    killWriterAfterOneAppend(root);
     expect(existsSync(`${dbPath(root)}-wal`)).toBe(true);
     expect(statSync(`${dbPath(root)}-wal`).size).toBeGreaterThan(0);
     const before = snapshotTree(root);
@@ -117,6 +122,22 @@ process.kill(process.pid, "SIGKILL");
       s.close();
     }
   });
+});
+
+test("a state root whose loop.db is a symlink: the -wal beside the real file is read too", async () => {
+  const real = temp.make();
+  const root = temp.make();
+  buildStore(root, realisticDrafts());
+  renameSync(dbPath(root), join(real, "loop.db"));
+  symlinkSync(join(real, "loop.db"), dbPath(root));
+  killWriterAfterOneAppend(root);
+  expect(existsSync(join(real, "loop.db-wal"))).toBe(true);
+  expect(existsSync(`${dbPath(root)}-wal`)).toBe(false);
+  const before = [snapshotTree(root), snapshotTree(real)];
+  const r = await readEverything(root, temp.make());
+  expect([r.status.loop.logSeq, r.replay.events, r.replay.ok]).toEqual([28, 28, true]);
+  expect(JSON.parse(r.replayCli.stdout).events).toBe(28);
+  expect([snapshotTree(root), snapshotTree(real)]).toEqual(before);
 });
 
 describe("a store that cannot be read", () => {
