@@ -18,17 +18,24 @@ export function jsonDiff(a: unknown, b: unknown, path = "", out: string[] = [], 
   const x = a as Record<string, unknown>;
   const y = b as Record<string, unknown>;
   for (const k of new Set([...Object.keys(x), ...Object.keys(y)])) {
-    jsonDiff(x[k], y[k], path ? `${path}.${k}` : k, out, limit);
+    jsonDiff(own(x, k), own(y, k), path ? `${path}.${k}` : k, out, limit);
   }
   return out;
 }
 
+/** A key's own value: an id like "constructor" must not find Object.prototype's. */
+function own(o: unknown, k: string): unknown {
+  return typeof o === "object" && o !== null && Object.hasOwn(o, k) ? (o as Record<string, unknown>)[k] : undefined;
+}
+
+/** The value at a path jsonDiff reported ("<root>" is the value itself). */
 export function getPath(v: unknown, path: string): unknown {
+  if (path === "<root>") return v;
   const parts = path.replace(/\[(\d+)\]/g, ".$1").split(".").filter(Boolean);
-  let cur: any = v;
+  let cur: unknown = v;
   for (const p of parts) {
     if (p === "length" && Array.isArray(cur)) return cur.length;
-    cur = cur?.[p];
+    cur = own(cur, p);
   }
   return cur;
 }

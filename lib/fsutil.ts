@@ -1,5 +1,5 @@
 // Small file helpers shared by the effectful modules.
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { closeSync, fsyncSync, openSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 
 /** Write a file so that readers see either the old or the new content, never a torn one. */
 export function writeFileAtomic(path: string, text: string): void {
@@ -51,4 +51,20 @@ export function sliceText(text: string, start: number, end = text.length): strin
   if (start > 0 && isLow(text.charCodeAt(start)) && isHigh(text.charCodeAt(start - 1))) start++;
   if (end < text.length && isHigh(text.charCodeAt(end - 1)) && isLow(text.charCodeAt(end))) end--;
   return text.slice(start, end);
+}
+
+export type FileRead = { kind: "absent" } | { kind: "error"; message: string } | { kind: "ok"; bytes: Buffer };
+
+/**
+ * A file the read verbs check, as bytes. Only a regular file is read: a FIFO or a device in its
+ * place (`/dev/zero`) would block or never end, so it is reported as an error instead.
+ */
+export function readRegularFile(path: string): FileRead {
+  try {
+    if (!statSync(path).isFile()) return { kind: "error", message: "not a regular file" };
+    return { kind: "ok", bytes: readFileSync(path) };
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    return e.code === "ENOENT" ? { kind: "absent" } : { kind: "error", message: e.message };
+  }
 }

@@ -4,7 +4,7 @@
 // - the fold: each payload validated against its schema and folded into two independent
 //   projections, so nondeterminism in the reducer shows up as a difference between them.
 // Then the projection tables, state.json and terminal_state.json are compared with the fold.
-import { readFileSync } from "node:fs";
+import { readRegularFile } from "./fsutil.ts";
 import type { Database } from "bun:sqlite";
 import { payloadProblem, type StoredEvent } from "./events.ts";
 import { emptyProjection, IllegalEventError, itemOf, type Projection, reduceInto } from "./reducer.ts";
@@ -183,20 +183,21 @@ export function compareProjection(db: Database, p: Projection): Finding[] {
 export function compareFiles(stateRoot: string, p: Projection): Finding[] {
   const paths = statePaths(stateRoot);
   const out: Finding[] = [];
-  const state = readMaybe(paths.stateJson);
+  const state = readRegularFile(paths.stateJson);
   const expected = stateDocument(p);
   if (state.kind === "absent") out.push({ code: "state_file_missing", message: "state.json is missing" });
   else if (state.kind === "error") out.push({ code: "unreadable_state_file", message: `state.json cannot be read: ${state.message}` });
-  else if (state.text !== jsonText(expected)) {
-    const parsed = tryParse(state.text);
+  // Bytes, not decoded text: bytes that are not UTF-8 decode to U+FFFD, which the document may hold.
+  else if (!state.bytes.equals(Buffer.from(jsonText(expected)))) {
+    const parsed = tryParse(state.bytes.toString("utf8"));
     if (parsed.ok) {
       const diffs = jsonDiff(parsed.value, expected);
       for (const d of diffs)
-        out.push({ code: "state_field_mismatch", message: `state.json ${d}: ${JSON.stringify(getPath(parsed.value, d))} on file, ${JSON.stringify(getPath(expected, d))} in the fold` });
-      if (diffs.length === 0) out.push({ code: "state_field_mismatch", message: "state.json has the right values but not the canonical layout" });
+        out.push({ code: "state_field_mismatch", message: `state.json ${d}: ${JSON.stringify(getPath(parsed.value, d)) ?? "nothing"} on file, ${JSON.stringify(getPath(expected, d)) ?? "nothing"} in the fold` });
+      if (diffs.length === 0) out.push({ code: "state_field_mismatch", message: "state.json has the right values but not the exact bytes of the canonical document" });
     } else out.push({ code: "unreadable_state_file", message: `state.json is not valid JSON: ${parsed.message}` });
   }
-  const term = readMaybe(paths.terminal);
+  const term = readRegularFile(paths.terminal);
   const expectedTerm = terminalDocument(p);
   if (term.kind === "error") {
     out.push({ code: "unreadable_terminal_file", message: `terminal_state.json cannot be read: ${term.message}` });
@@ -204,28 +205,18 @@ export function compareFiles(stateRoot: string, p: Projection): Finding[] {
     if (expectedTerm)
       out.push({ code: "desynced_terminal_window", seq: p.loop.drainedSeq ?? undefined, message: "the loop is drained but terminal_state.json is missing" });
   } else {
-    const parsed = tryParse(term.text);
+    const parsed = tryParse(term.bytes.toString("utf8"));
     if (!parsed.ok) out.push({ code: "unreadable_terminal_file", message: `terminal_state.json is not valid JSON: ${parsed.message}` });
     else if (!expectedTerm)
       out.push({ code: "desynced_terminal_window", message: `terminal_state.json exists but the loop is ${p.loop.state}, not drained` });
-    else if (term.text !== jsonText(expectedTerm)) {
+    else if (!term.bytes.equals(Buffer.from(jsonText(expectedTerm)))) {
       const diffs = jsonDiff(parsed.value, expectedTerm);
-      out.push({ code: "terminal_state_mismatch", message: `terminal_state.json differs from the fold at ${diffs.join(", ") || "layout"}` });
+      out.push({ code: "terminal_state_mismatch", message: `terminal_state.json differs from the fold at ${diffs.join(", ") || "its bytes (the values agree)"}` });
     }
   }
   return out;
 }
 
-type MaybeFile = { kind: "absent" } | { kind: "error"; message: string } | { kind: "ok"; text: string };
-function readMaybe(path: string): MaybeFile {
-  try {
-    return { kind: "ok", text: readFileSync(path, "utf8") };
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    if (e.code === "ENOENT") return { kind: "absent" };
-    return { kind: "error", message: e.message };
-  }
-}
 function tryParse(text: string): { ok: true; value: unknown } | { ok: false; message: string } {
   try {
     return { ok: true, value: JSON.parse(text) };

@@ -7,7 +7,7 @@
 // one sequential file instead of every projection row, which in a large log are spread over the
 // whole database file. Otherwise it renders the document from the projection tables and reports
 // how the file differs.
-import { readFileSync } from "node:fs";
+import { readRegularFile } from "./fsutil.ts";
 import { headOf, readLoopRow, readProjection, withReadSnapshot } from "./snapshot.ts";
 import { statePaths } from "./paths.ts";
 import { jsonText, stateDocument } from "./documents.ts";
@@ -87,21 +87,18 @@ export function stateView(
   expectedSha: string,
   projection: () => Projection,
 ): { doc: StateDocument; findings: Finding[] } {
-  let bytes: Buffer;
-  try {
-    // Read, not mapped: Bun.mmap opens the file for writing, and a read verb must not.
-    bytes = readFileSync(path);
-  } catch (err) {
-    const missing = (err as NodeJS.ErrnoException).code === "ENOENT";
+  // Read, not mapped: Bun.mmap opens the file for writing, and a read verb must not.
+  const file = readRegularFile(path);
+  if (file.kind !== "ok")
     return {
       doc: stateDocument(projection()),
       findings: [
-        missing
+        file.kind === "absent"
           ? { code: "state_file_missing", message: `${path} is missing (the next \`loop run\` rewrites it)` }
-          : { code: "unreadable_state_file", message: `${path} cannot be read: ${(err as Error).message}` },
+          : { code: "unreadable_state_file", message: `${path} cannot be read: ${file.message}` },
       ],
     };
-  }
+  const bytes = file.bytes;
   const text = bytes.toString("utf8");
   if (Bun.SHA256.hash(bytes, "hex") === expectedSha) return { doc: JSON.parse(text) as StateDocument, findings: [] };
   const expected = stateDocument(projection());

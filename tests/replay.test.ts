@@ -7,6 +7,8 @@ import { join } from "node:path";
 import { canonicalJson } from "../lib/canonical.ts";
 import { jsonText, stateDocument, terminalDocument } from "../lib/documents.ts";
 import { statePaths } from "../lib/paths.ts";
+import { materialize } from "../lib/materialize.ts";
+import { statusReport } from "../lib/status.ts";
 import { fold } from "../lib/reducer.ts";
 import { foldAndCheck, replayReport as replayReportIn } from "../lib/replay.ts";
 import { dbPath, type EventRow, rowToEvent, Store } from "../lib/store.ts";
@@ -269,6 +271,48 @@ describe("tampering with what is derived from the log", () => {
     expect(messages).toContain("items[1].status");
     expect(messages).toContain("loop.state");
     expect(r.findings).toHaveLength(2);
+  });
+
+  test("state.json whose bytes differ but decode to the same text (an invalid byte for a U+FFFD the document holds): state_field_mismatch", async () => {
+    const root = drainedStore();
+    const s = Store.open(root);
+    try {
+      s.append([{ type: "loop_paused", payload: { reason: "bad byte \ufffd here" } }]);
+      materialize(root, s.projection(), s.db);
+    } finally {
+      s.close();
+    }
+    expect((await replayReport(root)).ok).toBe(true);
+    const path = statePaths(root).stateJson;
+    const bytes = readFileSync(path);
+    const at = bytes.indexOf(Buffer.from("\ufffd"));
+    expect(at).toBeGreaterThan(0);
+    writeFileSync(path, Buffer.concat([bytes.subarray(0, at), Buffer.from([0xff]), bytes.subarray(at + 3)]));
+    expect(readFileSync(path, "utf8")).toBe(bytes.toString("utf8"));
+    const r = await replayReport(root);
+    expect(r.findings).toEqual([{ code: "state_field_mismatch", message: "state.json has the right values but not the exact bytes of the canonical document" }]);
+    // status compares values (another layout of the same values is healthy there, by design).
+    expect(statusReport(root).healthy).toBe(true);
+  });
+
+  test("state.json that is not an object, or a FIFO in place of a file: findings with plain messages, never a hang", async () => {
+    const root = drainedStore();
+    const path = statePaths(root).stateJson;
+    for (const text of ["null", "[]", "5"]) {
+      writeFileSync(path, text);
+      const r = await replayReport(root);
+      expect(r.findings).toHaveLength(1);
+      expect(r.findings[0]!.code).toBe("state_field_mismatch");
+      expect(r.findings[0]!.message).toStartWith(`state.json <root>: ${text} on file, {`);
+    }
+    for (const target of [path, statePaths(root).terminal]) {
+      rmSync(target, { force: true });
+      expect(Bun.spawnSync(["mkfifo", target]).exitCode).toBe(0);
+    }
+    const r = await replayReport(root);
+    expect(codes(r)).toEqual(["unreadable_state_file", "unreadable_terminal_file"]);
+    expect(r.findings[0]!.message).toContain("not a regular file");
+    expect(statusReport(root).findings.map((f) => f.code)).toEqual(["unreadable_state_file"]);
   });
 
   test("terminal_state.json present while not drained: desynced_terminal_window", async () => {
