@@ -8,7 +8,7 @@ import { readRegularFile } from "./fsutil.ts";
 import type { Database } from "bun:sqlite";
 import { payloadProblem, type StoredEvent } from "./events.ts";
 import { emptyProjection, IllegalEventError, itemOf, type Projection, reduceInto } from "./reducer.ts";
-import { headOf, readItemRows, readLoopRow, type ReadSnapshot, withReadSnapshotAsync } from "./snapshot.ts";
+import { findLoopRow, headOf, readItemRows, type ReadSnapshot, withReadSnapshotAsync } from "./snapshot.ts";
 import { checkIntegrity, type EventRow, type IntegrityResult } from "./integrity.ts";
 import type { IntegrityRequest } from "./integrity-worker.ts";
 import { ITEM_TABLES, itemRows, loopRow } from "./rows.ts";
@@ -155,14 +155,21 @@ function describeRowDiff(stored: string, folded: string): string {
 
 export function compareProjection(db: Database, p: Projection): Finding[] {
   const out: Finding[] = [];
-  const lr = readLoopRow(db);
+  // A missing loop row is one more difference from the fold, reported beside the others (replay
+  // reports what it finds; status, which reads from that row, cannot report and exits 2).
+  const lr = findLoopRow(db);
   const fl = loopRow(p);
-  if (lr.seq !== fl.seq || lr.hash !== fl.hash)
-    out.push({ code: "projection_mismatch", seq: lr.seq, message: `proj_loop is at seq ${lr.seq}, the fold at seq ${fl.seq}` });
-  if (lr.state_sha !== fl.state_sha)
-    out.push({ code: "projection_mismatch", message: `proj_loop.state_sha is ${lr.state_sha}, the fold's state.json hashes to ${fl.state_sha}` });
-  if (lr.body !== fl.body || lr.state !== fl.state)
-    out.push({ code: "projection_mismatch", message: `proj_loop differs: ${describeRowDiff(lr.body, fl.body)}` });
+  if (!lr) out.push({ code: "projection_mismatch", message: "proj_loop has no row; the fold has one" });
+  else {
+    if (lr.seq !== fl.seq)
+      out.push({ code: "projection_mismatch", seq: lr.seq, message: `proj_loop is at seq ${lr.seq}, the fold at seq ${fl.seq}` });
+    else if (lr.hash !== fl.hash)
+      out.push({ code: "projection_mismatch", seq: lr.seq, message: `proj_loop's hash at seq ${lr.seq} is not the log's hash of that event` });
+    if (lr.state_sha !== fl.state_sha)
+      out.push({ code: "projection_mismatch", message: `proj_loop.state_sha is ${lr.state_sha}, the fold's state.json hashes to ${fl.state_sha}` });
+    if (lr.body !== fl.body || lr.state !== fl.state)
+      out.push({ code: "projection_mismatch", message: `proj_loop differs: ${describeRowDiff(lr.body, fl.body)}` });
+  }
   const stored = readItemRows(db);
   const ids = new Set([...stored.keys(), ...Object.keys(p.items)]);
   for (const id of [...ids].sort()) {

@@ -71,8 +71,13 @@ export function checkSchema(db: Database, where: string) {
     throw new StoreError("corrupt_store", `store under ${where} has no valid schema version, expected ${SCHEMA_VERSION}`);
 }
 
+/** The projection's loop row, or null when the table has none. */
+export function findLoopRow(db: Database): LoopRow | null {
+  return db.query("SELECT seq, hash, state, body, state_sha FROM proj_loop WHERE id = 1").get() as LoopRow | null;
+}
+
 export function readLoopRow(db: Database): LoopRow {
-  const r = db.query("SELECT seq, hash, state, body, state_sha FROM proj_loop WHERE id = 1").get() as LoopRow | null;
+  const r = findLoopRow(db);
   if (!r) throw new StoreError("corrupt_store", "projection table proj_loop has no row");
   return r;
 }

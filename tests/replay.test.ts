@@ -245,6 +245,16 @@ describe("tampering with what is derived from the log", () => {
     expect(r.checks).toMatchObject({ chain: "ok", legality: "ok", projection: "failed", files: "ok" });
   });
 
+  test("the loop row deleted, and a payload edited: both reported (exit 1), not a store that cannot be read", async () => {
+    const root = drainedStore();
+    withRaw(root, (db) => db.run("DELETE FROM proj_loop"));
+    tamper(root, (db) => db.run("UPDATE events SET payload = replace(payload, 'verify passed', 'verify passeD') WHERE seq = ?", [SEQ.aSettled]));
+    const r = await replayReport(root);
+    expect(r.findings.find((f) => f.code === "event_chain_broken")).toMatchObject({ seq: SEQ.aSettled });
+    expect(r.findings).toContainEqual({ code: "projection_mismatch", message: "proj_loop has no row; the fold has one" });
+    expect(replayCli(root).code).toBe(1);
+  });
+
   test("a projection row deleted or added: projection_mismatch", async () => {
     const root = drainedStore();
     withRaw(root, (db) => {
