@@ -3,10 +3,11 @@
 // verbs (status, replay) need nothing else, so this module does not load the event schemas or the
 // reducer: a cold `loop status` pays for what it uses (bench/README.md).
 import { Database, constants } from "bun:sqlite";
-import { copyFileSync, existsSync, mkdtempSync, realpathSync, rmSync, statSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, realpathSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { StoreError } from "./errors.ts";
+import { pidAlive } from "./liveness.ts";
 import { EVENT_COLUMNS, type EventRow, GENESIS_HASH } from "./integrity.ts";
 import type { Projection } from "./reducer.ts";
 import { ITEM_TABLES, type ItemTable, type LoopRow, projectionFromRows } from "./rows.ts";
@@ -146,6 +147,26 @@ function realDbPath(stateRoot: string): string {
   return realpathSync(path);
 }
 
+const SNAPSHOT_PREFIX = "loop-snapshot-";
+
+/**
+ * Remove the snapshot copies of readers that died before they could (`timeout`, Ctrl-C, SIGKILL
+ * during a replay): each copy is named after its reader's pid, and is a whole copy of the store.
+ */
+function sweepStaleSnapshots(): void {
+  let names: string[];
+  try {
+    names = readdirSync(tmpdir());
+  } catch {
+    return; // mkdtemp below reports an unusable temp directory
+  }
+  for (const name of names) {
+    const pid = Number(/^loop-snapshot-(\d+)-/.exec(name)?.[1]);
+    if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid || pidAlive(pid)) continue;
+    rmSync(join(tmpdir(), name), { recursive: true, force: true });
+  }
+}
+
 function openSnapshot(stateRoot: string): ReadSnapshot {
   const path = realDbPath(stateRoot);
   let walSize = 0;
@@ -160,7 +181,8 @@ function openSnapshot(stateRoot: string): ReadSnapshot {
     db = openWith(uri, constants.SQLITE_OPEN_READONLY | constants.SQLITE_OPEN_URI);
     open = { path: uri, flags: constants.SQLITE_OPEN_READONLY | constants.SQLITE_OPEN_URI };
   } else {
-    tmp = mkdtempSync(join(tmpdir(), "loop-snapshot-"));
+    sweepStaleSnapshots();
+    tmp = mkdtempSync(join(tmpdir(), `${SNAPSHOT_PREFIX}${process.pid}-`));
     try {
       copyFileSync(path, join(tmp, "loop.db"));
       copyFileSync(`${path}-wal`, join(tmp, "loop.db-wal"));

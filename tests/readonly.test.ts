@@ -2,8 +2,8 @@
 // processes, leave every byte, size and mtime under the state root as they found it, with and
 // without a -wal left behind by a killed writer.
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, renameSync, statSync, symlinkSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, mkdirSync, readdirSync, renameSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { basename, join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { replayReport } from "../lib/replay.ts";
 import { statusReport } from "../lib/status.ts";
@@ -138,6 +138,23 @@ test("a state root whose loop.db is a symlink: the -wal beside the real file is 
   expect([r.status.loop.logSeq, r.replay.events, r.replay.ok]).toEqual([28, 28, true]);
   expect(JSON.parse(r.replayCli.stdout).events).toBe(28);
   expect([snapshotTree(root), snapshotTree(real)]).toEqual(before);
+});
+
+test("a reader that copies the store removes the copies dead readers left in $TMPDIR, and only those", () => {
+  const root = temp.make();
+  buildStore(root, realisticDrafts());
+  killWriterAfterOneAppend(root);
+  const tmp = temp.make();
+  const dead = join(tmp, "loop-snapshot-2147483646-abc");
+  const live = join(tmp, `loop-snapshot-${process.pid}-def`);
+  const other = join(tmp, "loop-snapshot-xyz");
+  for (const d of [dead, live, other]) {
+    mkdirSync(d);
+    writeFileSync(join(d, "loop.db"), "copy");
+  }
+  const r = Bun.spawnSync([process.execPath, LOOP, "status", "--json", "--state-root", root], { env: { ...process.env, TMPDIR: tmp, NO_COLOR: "1" }, stdout: "pipe", stderr: "pipe" });
+  expect(r.exitCode).toBe(0);
+  expect(readdirSync(tmp).sort()).toEqual([basename(live), basename(other)].sort());
 });
 
 describe("a store that cannot be read", () => {
