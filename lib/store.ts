@@ -74,6 +74,9 @@ export class Store {
     const store = new Store(db, stateRoot);
     try {
       db.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+      // Someone else's database is refused before anything below changes it (the WAL switch
+      // rewrites its header).
+      store.retryBusy(() => store.refuseForeign());
       // Takes effect only while the file is still empty, i.e. for a store created now. 16 KiB
       // rather than SQLite's 4 KiB: replay reads every event page, and with a quarter of the page
       // reads its passes cost ~0.3 µs less per event (bench/README.md); a commit writes a few pages.
@@ -102,6 +105,16 @@ export class Store {
     }
   }
 
+  /**
+   * Only an empty database becomes a loop store: one holding other tables but no events is not
+   * ours, and writing to it would change someone else's file.
+   */
+  private refuseForeign() {
+    if (this.db.query("SELECT 1 FROM sqlite_master WHERE type='table' AND name='events'").get()) return;
+    const other = this.db.query("SELECT name FROM sqlite_master WHERE type='table' LIMIT 1").get() as { name: string } | null;
+    if (other) throw new StoreError("corrupt_store", `${dbPath(this.stateRoot)} is not a loop store (it has table "${other.name}" but no events)`);
+  }
+
   private ensureSchema(actor: string) {
     const hasEvents = this.db.query("SELECT 1 FROM sqlite_master WHERE type='table' AND name='events'").get();
     if (hasEvents) {
@@ -113,11 +126,7 @@ export class Store {
       .transaction(() => {
         // Re-check under the write lock: another process may have created it meanwhile.
         if (this.db.query("SELECT 1 FROM sqlite_master WHERE type='table' AND name='events'").get()) return;
-        // Only an empty database becomes a loop store: one holding other tables is not ours, and
-        // writing our schema into it would change someone else's file.
-        const other = this.db.query("SELECT name FROM sqlite_master WHERE type='table' LIMIT 1").get() as { name: string } | null;
-        if (other)
-          throw new StoreError("corrupt_store", `${dbPath(this.stateRoot)} is not a loop store (it has table "${other.name}" but no events)`);
+        this.refuseForeign();
         this.db.run(SCHEMA);
         this.db.run("INSERT INTO meta(key, value) VALUES ('schema', ?)", [String(SCHEMA_VERSION)]);
         const p = emptyProjection();

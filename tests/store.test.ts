@@ -2,7 +2,7 @@
 // tables kept equal to the fold, the lease, and several handles/processes on one file.
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
-import { writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { sha256Hex } from "../lib/canonical.ts";
 import type { EventDraft } from "../lib/events.ts";
@@ -230,7 +230,11 @@ describe("the log", () => {
     const other = new Database(dbPath(root));
     other.run("CREATE TABLE unrelated(x)");
     other.close();
+    const bytes = readFileSync(dbPath(root));
     expect(storeError(() => Store.open(root)).code).toBe("corrupt_store");
+    // Refused before anything changed it: not even switched to WAL (header bytes 18-19).
+    expect(readFileSync(dbPath(root))).toEqual(bytes);
+    expect(existsSync(`${dbPath(root)}-wal`)).toBe(false);
     // Not even with create: a database holding other tables is never turned into a loop store.
     expect(storeError(() => Store.open(root, { create: true })).code).toBe("corrupt_store");
     const check = new Database(dbPath(root), { readonly: true });
