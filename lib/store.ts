@@ -39,6 +39,17 @@ export function rowToEvent(r: EventRow): StoredEvent {
   return { ...r, type: r.type as StoredEvent["type"], payload: JSON.parse(r.payload) };
 }
 
+/** Owners of the leases this process took (any handle): the only leases its pid can hold. */
+const leasesTakenHere = new Set<string>();
+
+/**
+ * A lease naming this process's pid that this process never took was another process's (a
+ * container restarted and counted pids from 1 again): its holder is gone, though the pid is alive.
+ */
+function pidReusedSince(lease: Lease): boolean {
+  return lease.pid === process.pid && !leasesTakenHere.has(lease.owner);
+}
+
 function isBusy(err: unknown): boolean {
   const code = (err as { code?: string })?.code ?? "";
   return code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED");
@@ -285,7 +296,7 @@ export class Store {
       let tookOver: Lease | null = null;
       if (cur) {
         const expired = Date.parse(cur.expires) <= now.getTime();
-        const dead = cur.host === host && !isAlive(cur.pid);
+        const dead = cur.host === host && (!isAlive(cur.pid) || pidReusedSince(cur));
         if (!expired && !dead) return { ok: false as const, holder: cur };
         if (!mayTakeOver) return "takeover" as const;
         tookOver = cur;
@@ -300,6 +311,7 @@ export class Store {
         started: now.toISOString(),
         expires: new Date(now.getTime() + ttlMs).toISOString(),
       };
+      leasesTakenHere.add(lease.owner);
       this.db.run("INSERT OR REPLACE INTO lease(id, owner, pid, host, started, expires) VALUES (1,?,?,?,?,?)", [
         lease.owner,
         lease.pid,

@@ -3,6 +3,7 @@
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { hostname } from "node:os";
 import { join } from "node:path";
 import { sha256Hex } from "../lib/canonical.ts";
 import type { EventDraft } from "../lib/events.ts";
@@ -362,6 +363,18 @@ process.stdout.write(JSON.stringify(r));
     expect(JSON.parse(last.payload)).toEqual({ previous: held.lease, why: "dead" });
     expect(compareProjection(store.db, fold(rows(store.db).map(rowToEvent)))).toEqual([]);
     expect(foldAndCheck(store.db).findings).toEqual([]);
+  });
+
+  test("a lease naming this process's pid that this process never took (a restarted container) is a dead holder's", () => {
+    const { store } = newStore();
+    const stale = { owner: "before-the-restart", pid: process.pid, host: hostname(), started: new Date().toISOString(), expires: new Date(Date.now() + 3_600_000).toISOString() };
+    store.db.run("INSERT INTO lease(id, owner, pid, host, started, expires) VALUES (1, ?, ?, ?, ?, ?)", [stale.owner, stale.pid, stale.host, stale.started, stale.expires]);
+    const r = store.acquireLease(60_000, alwaysAlive);
+    if (!r.ok) throw new Error("stale lease of our own pid not taken over");
+    expect(r.tookOver).toEqual(stale);
+    expect(JSON.parse(rows(store.db).at(-1)!.payload).why).toBe("dead");
+    // One this process did take stays its own: another handle here is refused while it lasts.
+    expect(handle(store.stateRoot).acquireLease(60_000, alwaysAlive).ok).toBe(false);
   });
 
   test("an expired lease is taken over even when its holder lives", () => {
