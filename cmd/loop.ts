@@ -61,7 +61,10 @@ async function print(text: string): Promise<void> {
   try {
     await Bun.write(Bun.stdout, text);
   } catch (err) {
-    if ((err as { code?: string }).code !== "EPIPE") throw err;
+    if ((err as { code?: string }).code === "EPIPE") return;
+    // A full or broken stdout (ENOSPC, EIO): one line, not a stack trace.
+    process.stderr.write(`loop: cannot write to stdout: ${(err as Error).message}\n`);
+    process.exitCode = 1;
   }
 }
 

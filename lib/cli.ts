@@ -194,6 +194,11 @@ export function classifyError(err: unknown): { exit: number; code: string; messa
   if (err instanceof DeclinedError) return { exit: EXIT.declined, code: "declined", message };
   if (err instanceof BusyError) return { exit: EXIT.busy, code: "busy", message };
   if (err instanceof RefusedError) return { exit: EXIT.problem, code: "refused", message };
+  // A system call that failed on something of the environment (a file where a directory should be,
+  // a full disk, no permission): the system's own message names the call, the error and the path.
+  const sys = err as NodeJS.ErrnoException;
+  if (typeof sys?.code === "string" && /^E[A-Z]+$/.test(sys.code) && typeof sys.syscall === "string")
+    return { exit: EXIT.problem, code: "io_error", message };
   return { exit: EXIT.problem, code: "internal", message };
 }
 
@@ -283,12 +288,21 @@ export async function runTool(tool: Tool, opts: RunOptions): Promise<number> {
   const errOut = opts.stderr ? null : new FdStream(2, Bun.stderr);
   const stdout: OutStream = opts.stdout ?? out!;
   const stderr: OutStream = opts.stderr ?? errOut!;
+  let code: number = EXIT.problem;
   try {
-    return await runParsed(tool, opts, env, stdout, stderr);
+    code = await runParsed(tool, opts, env, stdout, stderr);
   } finally {
-    await out?.flush();
-    await errOut?.flush();
+    try {
+      await out?.flush();
+    } catch (err) {
+      // stdout is full or broken (ENOSPC, EIO): say so in one line; the results did not arrive.
+      writeSync(2, `${tool.name}: cannot write the results to stdout: ${(err as Error).message}\n`);
+      if (code === EXIT.ok) code = EXIT.problem;
+    }
+    // Nowhere left to report a failure to write stderr itself.
+    await errOut?.flush().catch(() => {});
   }
+  return code;
 }
 
 async function runParsed(tool: Tool, opts: RunOptions, env: Record<string, string | undefined>, stdout: OutStream, stderr: OutStream): Promise<number> {
@@ -336,7 +350,7 @@ async function runParsed(tool: Tool, opts: RunOptions, env: Record<string, strin
     return await tool.run(args as never, ctx);
   } catch (err) {
     const c = classifyError(err);
-    if (c.code === "internal") {
+    if (c.code === "internal" && format !== "json") {
       stderr.write(`${tool.name}: internal error: ${c.message}\n`);
       if (args.verbose && err instanceof Error && err.stack) stderr.write(err.stack + "\n");
     } else if (format === "json") {

@@ -1,6 +1,6 @@
 // `loop init`: scaffold loop.json and the state root. Decisions (runner, verify, base) are pure
 // functions of what was found, so they are tested with plain data.
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { basename, delimiter, join } from "node:path";
 import { parseDefinitionText } from "./definition.ts";
 import { currentBranch, isWorkTree } from "./git.ts";
@@ -83,6 +83,7 @@ export function initProject(root: string, stateRoot: string, opts: { force: bool
   const defPath = join(root, "loop.json");
   const existed = existsSync(defPath);
   if (existed && !opts.force) throw new UsageError(`${defPath} already exists; use --force to overwrite it`);
+  if (existed && !statSync(defPath).isFile()) throw new UsageError(`${defPath} is not a regular file; move it away first`);
   const has = (f: string) => existsSync(join(root, f));
   let scripts: Record<string, string> | null = null;
   try {
@@ -102,12 +103,13 @@ export function initProject(root: string, stateRoot: string, opts: { force: bool
   const store = Store.open(stateRoot, { create: true, actor: opts.actor });
   try {
     if (newStore) created.push(paths.db);
-    writeFileSync(defPath, text);
-    created.unshift(defPath);
+    // The state root's .gitignore right after the store: whatever fails later, git never sees it.
     if (!existsSync(paths.gitignore)) {
       writeFileSync(paths.gitignore, "# loop's state root: never commit it\n*\n");
       created.push(paths.gitignore);
     }
+    writeFileSync(defPath, text);
+    created.unshift(defPath);
     materialize(stateRoot, store.projection(), store.db);
   } finally {
     store.close();

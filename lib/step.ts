@@ -5,7 +5,7 @@
 import { accessSync, constants, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { git, GitError } from "./git.ts";
-import { BusyError, LeaseLostError } from "./errors.ts";
+import { BusyError, LeaseLostError, UsageError } from "./errors.ts";
 import { readTextOrNull, sliceText, writeFileAtomic } from "./fsutil.ts";
 import type { ConsolaInstance } from "consola";
 import { type NormDefinition, definitionHash, itemBranch, loadDefinition } from "./definition.ts";
@@ -484,6 +484,9 @@ function programProblem(program: string, cwd: string): string | null {
 /** One step. Throws DefinitionError (exit 2) before touching anything, BusyLease when busy. */
 export async function runStep(o: StepOptions): Promise<RunResult> {
   const def = loadDefinition(o.root);
+  // Before the store: a step must not create a state root (or take a lease) where it cannot work.
+  // The check looks for .git on disk: asking git costs an observing tick a process spawn.
+  if (!insideGitWorkTree(o.root)) throw new UsageError(`${o.root} is not a git repository (nor inside one); nothing was done`);
   const store = Store.open(o.stateRoot, { create: true, actor: o.actor });
   try {
     const got = store.acquireLease(o.leaseMs ?? 30 * 60_000, pidAlive);
@@ -492,10 +495,6 @@ export async function runStep(o: StepOptions): Promise<RunResult> {
     let step: Step;
     let outcome: { action: RunAction; item: string | null; reason: string | null };
     try {
-      // Inside the try: a root that is not a git repository throws here, and the lease must still
-      // be released (else every later step records a lease_taken_over from this dead pid). The
-      // check looks for .git on disk: asking git costs an observing tick a process spawn.
-      if (!insideGitWorkTree(o.root)) throw new GitError(["rev-parse"], 128, `${o.root} is not a git repository (nor inside one)`);
       step = new Step(store, def, o, got.lease);
       step.materialize();
       step.importDefinition();

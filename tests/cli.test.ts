@@ -364,6 +364,15 @@ describe("loop init", () => {
     expect(readFileSync(join(repo, "loop.json"), "utf8")).not.toBe("// mine\n{}\n");
   });
 
+  test("loop.json a directory, with --force: exit 2, nothing created", () => {
+    const repo = gitRepo();
+    mkdirSync(join(repo, "loop.json"));
+    const r = cli(["init", "--force", "--json"], { cwd: repo });
+    expect(r.code).toBe(2);
+    expect(JSON.parse(r.stderr).error.message).toContain("is not a regular file");
+    expect(existsSync(join(repo, ".loop"))).toBe(false);
+  });
+
   test("outside a git work tree: exit 2, nothing created", () => {
     const dir = tempDir("loop-cli-nogit-");
     const r = cli(["init"], { cwd: dir, env: { GIT_CEILING_DIRECTORIES: dir } });
@@ -398,6 +407,25 @@ describe("status and replay", () => {
       );
       expect(r.stderr).toBe("exit=0\n");
     }
+  });
+
+  test("a stdout that cannot take the results (/dev/full) is one line on stderr and exit 1, never a stack", () => {
+    const repo = gitRepo();
+    expect(cli(["init"], { cwd: repo }).code).toBe(0);
+    for (const args of ["status --json", "replay --text", "--help", "--version", "status --help"]) {
+      const r = spawnSync("bash", ["-c", `"$0" "$1" ${args} >/dev/full`, process.execPath, LOOP], { cwd: repo, encoding: "utf8", env: { ...process.env, NO_COLOR: "1" } });
+      expect(r.status).toBe(1);
+      expect(r.stderr).toMatch(/^loop(-status|-replay)?: cannot write (the results )?to stdout: ENOSPC[^\n]*\n$/);
+    }
+  });
+
+  test("an environment error (a file where the state root should be) is io_error: one JSON line in --json mode, the system's message", () => {
+    const repo = gitRepo();
+    writeFileSync(join(repo, "blocker"), "");
+    const r = cli(["init", "--json", "--state-root", join(repo, "blocker")], { cwd: repo });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe("");
+    expect(JSON.parse(r.stderr)).toEqual({ error: { code: "io_error", message: expect.stringContaining(join(repo, "blocker")) } });
   });
 
   test("a large document reaches a pipe opened non-blocking and read late, whole", async () => {

@@ -531,17 +531,16 @@ describe("loop run", () => {
   );
 
   test.concurrent(
-    "(o) a root that is not a git repository: exit 1, the lease released, nothing but the store recorded",
+    "(o) a root that is not a git repository: exit 2, nothing created (no state root, no lease); as a repository it runs",
     () =>
       scenario(demoDefinition([{ id: "only", prompt: "x" }]), {}, async (p) => {
         rmSync(join(p.root, ".git"), { recursive: true, force: true });
         for (let i = 0; i < 2; i++) {
           const r = await p.loop(["run", "--json", "--root", p.root]);
-          expect(r.code).toBe(1);
-          expect(r.stderr).toContain("not a git repository");
+          expect(r.code).toBe(2);
+          expect(JSON.parse(r.stderr).error).toMatchObject({ code: "usage", message: expect.stringContaining("not a git repository") });
+          expect(existsSync(join(p.root, ".loop"))).toBe(false);
         }
-        // The failed steps released their lease: no takeover was ever needed.
-        expect(p.events().map((e) => e.type)).toEqual(["store_opened"]);
         // Once it is a repository, the loop runs normally (and repairs its materializations).
         git(p.root, "init", "-q", "-b", "main");
         git(p.root, "config", "user.email", "test@example.invalid");
