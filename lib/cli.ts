@@ -66,7 +66,8 @@ export function parseArgv<S extends ArgsSpec>(argv: string[], spec: S): Parsed<S
       positionals.push([name, a]);
       continue;
     }
-    argSpec[`--${name}`] = a.type === "boolean" ? Boolean : a.multiple ? [String] : String;
+    // Every string flag is collected, so a single-value flag given twice is seen and refused below.
+    argSpec[`--${name}`] = a.type === "boolean" ? Boolean : [String];
     if (a.short) argSpec[`-${a.short}`] = `--${name}`;
   }
   // arg drops a value given to a boolean flag (`--json=yes`); the contract makes it a usage error.
@@ -85,11 +86,11 @@ export function parseArgv<S extends ArgsSpec>(argv: string[], spec: S): Parsed<S
   for (const [name, a] of Object.entries(spec)) {
     if (a.type === "boolean") out[name] = parsed[`--${name}`] === true;
     else if (a.type === "string") {
-      const v = parsed[`--${name}`] as string | string[] | undefined;
-      if (a.multiple) out[name] = (v as string[] | undefined) ?? [];
-      else out[name] = v as string | undefined;
-      if (typeof v === "string" && v === "") throw new UsageError(`--${name} needs a non-empty value`);
-      if (Array.isArray(v) && v.includes("")) throw new UsageError(`--${name} needs a non-empty value`);
+      const v = (parsed[`--${name}`] as string[] | undefined) ?? [];
+      if (v.includes("")) throw new UsageError(`--${name} needs a non-empty value`);
+      // A second value would silently replace the first (an operator's reason, a root): refuse it.
+      if (!a.multiple && v.length > 1) throw new UsageError(`--${name} was given ${v.length} times; give it once`);
+      out[name] = a.multiple ? v : v[0];
     }
   }
   const rest = [...parsed._];
