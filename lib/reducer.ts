@@ -256,8 +256,8 @@ const HANDLERS: Record<EventType, Handler> = {
         p.items[def.id] = fresh(def, 0);
         continue;
       }
-      // A settled or in-flight item keeps its status and history; only its definition changes,
-      // and the change applies to attempts not yet launched.
+      // A settled or in-flight item keeps its status and history; only its definition changes.
+      // What a launch took (runner, model, prompt) stays; timeouts and verify are read when used.
       it.def = def;
       it.inDefinition = true;
       if (it.status === "withdrawn") {
