@@ -8,7 +8,8 @@ import { blockedBecauseOf } from "./plan.ts";
 import { closeSession, type CloseReport } from "./close.ts";
 import { graceMs } from "./sessions.ts";
 import { pidAlive } from "./liveness.ts";
-import { Store } from "./store.ts";
+import { dbPath, readProjection, Store, StoreError, withReadSnapshot } from "./store.ts";
+import { existsSync } from "node:fs";
 import { repoTop } from "./workspace.ts";
 import { materialize } from "./materialize.ts";
 import type { StoredEvent } from "./events.ts";
@@ -171,14 +172,18 @@ export async function applyCtl(o: {
   verb: CtlVerb;
   dryRun: boolean;
 }): Promise<CtlResult> {
-  const store = Store.open(o.stateRoot, { actor: o.actor });
+  // Plan first from a read-only snapshot, so that a dry run, a refusal or a usage error (an unknown
+  // item) changes nothing under the state root, not even -wal/-shm files; the store is opened for
+  // writing only to carry the plan out.
+  const p0 = readOnlyProjection(o.stateRoot);
+  let store: Store | null = p0 ? null : Store.open(o.stateRoot, { actor: o.actor });
   try {
-    const p0 = store.projection();
-    const actions = o.plan(p0);
+    const actions = o.plan(p0 ?? store!.projection());
     const summary = actions.map((a) => ({ item: a.item, effect: a.effect, noop: a.noop }));
     const result: CtlResult = { schema: "loop/ctl@1", verb: o.verb, dryRun: o.dryRun, actions: summary, closed: [], transitions: [] };
     if (o.dryRun || actions.every((a) => a.noop)) return result;
     await o.confirm(actions.filter((a) => !a.noop));
+    store ??= Store.open(o.stateRoot, { actor: o.actor });
     const lease = store.acquireLease(10 * 60_000, pidAlive);
     if (!lease.ok) throw new BusyError(`a \`loop run\` step holds the lease (pid ${lease.holder.pid} on ${lease.holder.host}); nothing was done, try again`);
     try {
@@ -208,6 +213,21 @@ export async function applyCtl(o: {
     }
     return result;
   } finally {
-    store.close();
+    store?.close();
+  }
+}
+
+/**
+ * The projection read without writing anything, or null when only the store itself can give it: a
+ * -wal present (a step running, or one killed: the store reads it in place, where a snapshot
+ * would copy the whole database) or a store of an older schema (which the store upgrades).
+ */
+function readOnlyProjection(stateRoot: string): Projection | null {
+  if (existsSync(`${dbPath(stateRoot)}-wal`)) return null;
+  try {
+    return withReadSnapshot(stateRoot, ({ db }) => readProjection(db));
+  } catch (err) {
+    if (err instanceof StoreError && err.code === "outdated_store") return null;
+    throw err;
   }
 }

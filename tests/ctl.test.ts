@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { pidAlive } from "../lib/liveness.ts";
 import { Store } from "../lib/store.ts";
 import { demoDefinition, git, pollUntil, type Project, scenario } from "./helpers/project.ts";
+import { snapshotTree } from "./helpers/fs.ts";
 
 const T = 120_000;
 const hang = { command: ["sh", "-c", "echo start; sleep 600"] };
@@ -64,6 +65,32 @@ async function launchHang(p: Project): Promise<number> {
 }
 
 describe("loop ctl", () => {
+  test.concurrent(
+    "a dry run, a refusal and a usage error change nothing under the state root, not even its mtimes",
+    () =>
+      // Items wait for `ctl start`: the step imports the definition and nothing runs meanwhile.
+      scenario(demoDefinition([{ id: "a", prompt: "x" }, { id: "b", prompt: "y" }], { control: { requireStartCommand: true } }), {}, async (p) => {
+        expect((await p.run()).action).toBe("idle");
+        const stateRoot = join(p.root, ".loop");
+        expect(existsSync(join(stateRoot, "loop.db-wal"))).toBe(false);
+        const before = snapshotTree(stateRoot);
+        const cases: [string[], number][] = [
+          [["skip", "--work-item", "b", "--dry-run"], 0],
+          [["skip", "--work-item", "b"], 2], // destructive, no --yes, no terminal
+          [["skip", "--work-item", "zz", "--yes"], 2], // not an item of the loop
+          [["pause", "--reason", "x", "--reason", "y"], 2],
+          [["reply", "--work-item", "zz", "an answer"], 2],
+        ];
+        for (const [args, code] of cases) {
+          expect([args, (await p.ctl(args)).code]).toEqual([args, code]);
+          expect([args, snapshotTree(stateRoot)]).toEqual([args, before]);
+        }
+        expect((await p.ctl(["start", "--work-item", "a", "--work-item", "b"])).code).toBe(0);
+        await p.runToDrain();
+      }),
+    T,
+  );
+
   test.concurrent(
     "stop/skip/cancel without --yes and no TTY exit 2 and change nothing; --dry-run prints the plan",
     () =>
