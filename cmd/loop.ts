@@ -73,8 +73,21 @@ function fail(prog: string, message: string): void {
   process.exitCode = 2;
 }
 
-function unavailable(prog: string, name: string): void {
-  fail(prog, `tool "${name}" is not available in loop ${VERSION} yet (available: ${Object.keys(TOOLS).join(", ")})`);
+/** What the contract tools this version does not have yet will do (DESIGN §3, §7). */
+const PLANNED: Record<string, string> = {
+  reset: "Erase what loop remembers about chosen work items (session, control, ledgers, checkout) so they start over",
+};
+
+/**
+ * A contract tool this version does not have yet: like every binary and link, it answers --version
+ * and --help (exit 0, saying it is not available); anything else is exit 2 with that message.
+ */
+async function unavailable(prog: string, name: string, args: string[] = []): Promise<void> {
+  const why = `tool "${name}" is not available in loop ${VERSION} yet (available: ${Object.keys(TOOLS).join(", ")})`;
+  if (args.length === 1 && args[0] === "--version") return print(`${VERSION}\n`);
+  if (args.length === 1 && (args[0] === "--help" || args[0] === "-h"))
+    return print(`${prog}: ${PLANNED[name] ?? name}\n\nNot available yet: ${why}.\nRun it and it exits 2 and does nothing.\n`);
+  fail(prog, why);
 }
 
 async function entry(self: string, args: string[]): Promise<void> {
@@ -86,7 +99,7 @@ async function entry(self: string, args: string[]): Promise<void> {
   if (linked !== null) {
     const t = toolFor(linked);
     if (t) return main(t, args);
-    return unavailable(self, linked);
+    return unavailable(self, linked, args);
   }
   const [first, ...rest] = args;
   // Hidden entries used by sessions: the compiled binary has no separate scripts to run.
@@ -108,7 +121,7 @@ async function entry(self: string, args: string[]): Promise<void> {
     if (first === "help" && rest[0] !== undefined) {
       const t = toolFor(rest[0]);
       if (t) return main(t, ["--help"]);
-      if ((CONTRACT_TOOLS as readonly string[]).includes(rest[0])) return unavailable("loop", rest[0]);
+      if ((CONTRACT_TOOLS as readonly string[]).includes(rest[0])) return unavailable(`loop ${rest[0]}`, rest[0], ["--help"]);
       return fail("loop", `unknown tool ${JSON.stringify(rest[0])} (tools: ${Object.keys(TOOLS).join(", ")})`);
     }
     await print(USAGE);
@@ -127,7 +140,7 @@ async function entry(self: string, args: string[]): Promise<void> {
     return;
   }
   if (t) return main(t, rest);
-  if ((CONTRACT_TOOLS as readonly string[]).includes(first)) return unavailable("loop", first);
+  if ((CONTRACT_TOOLS as readonly string[]).includes(first)) return unavailable(`loop ${first}`, first, rest);
   return fail("loop", `unknown tool ${JSON.stringify(first)} (tools: ${Object.keys(TOOLS).join(", ")})`);
 }
 
