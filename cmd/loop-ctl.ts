@@ -28,7 +28,7 @@ export const tool = defineTool({
   async run(args, ctx) {
     const verb = args.verb as CtlVerb;
     if (!CTL_VERBS.includes(verb)) throw new UsageError(`unknown verb "${args.verb}" (verbs: ${CTL_VERBS.join(", ")})`);
-    if (verb === "reply" && !args.answer) throw new UsageError("reply needs the answer text: loop ctl reply --work-item X \"answer\"");
+    if (verb === "reply" && !args.answer?.trim()) throw new UsageError("reply needs the answer text: loop ctl reply --work-item X \"answer\"");
     if (verb !== "reply" && args.answer !== undefined) throw new UsageError(`unexpected argument "${args.answer}"`);
     if (ITEM_VERBS.includes(verb) && args["work-item"].length === 0) throw new UsageError(`loop ctl ${verb} needs --work-item`);
     if (args.yes && args["dry-run"]) throw new UsageError("--yes and --dry-run exclude each other");

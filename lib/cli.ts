@@ -80,6 +80,10 @@ export function parseArgv<S extends ArgsSpec>(argv: string[], spec: S): Parsed<S
   try {
     parsed = arg(argSpec, { argv });
   } catch (err) {
+    // arg takes a value that starts with "-" for the next option: say how to pass such a value.
+    const flag = /^option requires argument: (--?[\w-]+)$/.exec((err as Error).message)?.[1];
+    const next = flag ? argv[argv.indexOf(flag) + 1] : undefined;
+    if (flag && next?.startsWith("-")) throw new UsageError(`${flag} needs a value; to pass ${JSON.stringify(next)} as its value, write ${flag}=${next}`);
     throw new UsageError((err as Error).message);
   }
   const out: Record<string, unknown> = {};

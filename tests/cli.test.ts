@@ -220,7 +220,8 @@ describe("parseArgv: strict, every value of a repeated flag", () => {
     [["stop", "-z"], "unknown or unexpected option: -z"],
     [["stop", "--json=yes"], "option --json does not take a value"],
     [["stop", "--root"], "option requires argument: --root"],
-    [["stop", "--root", "--json"], "option requires argument: --root"],
+    [["stop", "--root", "--json"], '--root needs a value; to pass "--json" as its value, write --root=--json'],
+    [["stop", "--work-item", "-a"], '--work-item needs a value; to pass "-a" as its value, write --work-item=-a'],
     [["stop", "--root="], "--root needs a non-empty value"],
     [["stop", "--work-item", "a", "--work-item="], "--work-item needs a non-empty value"],
     // A single-value flag given twice would silently lose the first value.

@@ -355,6 +355,7 @@ describe("loop ctl", () => {
         await ctlRefused(p, ["frobnicate"], 2);
         for (const verb of ["skip", "retry", "cancel"]) expect(await ctlRefused(p, [verb], 2)).toContain("needs --work-item");
         await ctlRefused(p, ["reply", "--work-item", "a"], 2);
+        expect(await ctlRefused(p, ["reply", "--work-item", "a", " \n "], 2)).toContain("needs the answer text");
         await ctlRefused(p, ["skip", "--work-item", "nope", "--yes"], 2);
         await ctlRefused(p, ["skip", "--work-item", "bad ref!", "--yes"], 2);
         await ctlRefused(p, ["pause", "--work-item", "a"], 2);
