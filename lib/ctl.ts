@@ -1,6 +1,7 @@
 // `loop ctl`: operator commands. planCtl decides, from the projection alone, what each verb does
 // to each chosen item (pure, tested with plain data); applyCtl carries it out under the lease:
 // sessions are ended through the one close path, and every event is appended in one transaction.
+import { existsSync, realpathSync } from "node:fs";
 import type { EventDraft } from "./events.ts";
 import type { Projection } from "./reducer.ts";
 import { isInFlight, isSettled } from "./reducer.ts";
@@ -9,7 +10,6 @@ import { closeSession, type CloseReport } from "./close.ts";
 import { graceMs } from "./sessions.ts";
 import { pidAlive } from "./liveness.ts";
 import { dbPath, readProjection, Store, StoreError, withReadSnapshot } from "./store.ts";
-import { existsSync } from "node:fs";
 import { repoTop } from "./workspace.ts";
 import { materialize } from "./materialize.ts";
 import type { StoredEvent } from "./events.ts";
@@ -223,7 +223,8 @@ export async function applyCtl(o: {
  * would copy the whole database) or a store of an older schema (which the store upgrades).
  */
 function readOnlyProjection(stateRoot: string): Projection | null {
-  if (existsSync(`${dbPath(stateRoot)}-wal`)) return null;
+  const db = dbPath(stateRoot);
+  if (existsSync(db) && existsSync(`${realpathSync(db)}-wal`)) return null; // beside the real file
   try {
     return withReadSnapshot(stateRoot, ({ db }) => readProjection(db));
   } catch (err) {

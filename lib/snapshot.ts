@@ -148,6 +148,7 @@ function realDbPath(stateRoot: string): string {
 }
 
 const SNAPSHOT_PREFIX = "loop-snapshot-";
+const SNAPSHOT_NAME = new RegExp(`^${SNAPSHOT_PREFIX}(\\d+)-`);
 
 /**
  * Remove the snapshot copies of readers that died before they could (`timeout`, Ctrl-C, SIGKILL
@@ -161,7 +162,7 @@ function sweepStaleSnapshots(): void {
     return; // mkdtemp below reports an unusable temp directory
   }
   for (const name of names) {
-    const pid = Number(/^loop-snapshot-(\d+)-/.exec(name)?.[1]);
+    const pid = Number(SNAPSHOT_NAME.exec(name)?.[1]);
     if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid || pidAlive(pid)) continue;
     rmSync(join(tmpdir(), name), { recursive: true, force: true });
   }
