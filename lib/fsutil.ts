@@ -1,5 +1,5 @@
 // Small file helpers shared by the effectful modules.
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { closeSync, constants as fsConstants, fstatSync, fsyncSync, openSync, readSync, renameSync, writeFileSync } from "node:fs";
 
 /** Write a file so that readers see either the old or the new content, never a torn one. */
 export function writeFileAtomic(path: string, text: string): void {
@@ -14,12 +14,10 @@ export function writeFileAtomic(path: string, text: string): void {
   renameSync(tmp, path);
 }
 
-export function readTextOrNull(path: string): string | null {
-  try {
-    return readFileSync(path, "utf8");
-  } catch {
-    return null;
-  }
+/** A regular file's text (at most `maxBytes`), or null when it is absent, unreadable or not a regular file. */
+export function readTextOrNull(path: string, maxBytes?: number): string | null {
+  const r = readRegularFile(path, maxBytes);
+  return r.kind === "ok" ? r.bytes.toString("utf8") : null;
 }
 
 export function readJsonOrNull<T = any>(path: string): T | null {
@@ -56,15 +54,34 @@ export function sliceText(text: string, start: number, end = text.length): strin
 export type FileRead = { kind: "absent" } | { kind: "error"; message: string } | { kind: "ok"; bytes: Buffer };
 
 /**
- * A file the read verbs check, as bytes. Only a regular file is read: a FIFO or a device in its
- * place (`/dev/zero`) would block or never end, so it is reported as an error instead.
+ * A file loop reads but does not own the content of (state files, what an agent leaves in its
+ * session directory), as bytes. Only a regular file is read: a FIFO or a device in its place
+ * would block or never end, so it is an error instead; it is opened non-blocking and checked on
+ * the descriptor, so it cannot be swapped for one in between. At most `maxBytes` are read.
  */
-export function readRegularFile(path: string): FileRead {
+export function readRegularFile(path: string, maxBytes = 256 * 2 ** 20): FileRead {
+  let fd: number;
   try {
-    if (!statSync(path).isFile()) return { kind: "error", message: "not a regular file" };
-    return { kind: "ok", bytes: readFileSync(path) };
+    fd = openSync(path, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     return e.code === "ENOENT" ? { kind: "absent" } : { kind: "error", message: e.message };
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) return { kind: "error", message: "not a regular file" };
+    const size = Math.min(st.size, maxBytes);
+    const bytes = Buffer.allocUnsafe(size);
+    let n = 0;
+    while (n < size) {
+      const got = readSync(fd, bytes, n, size - n, n);
+      if (got === 0) break;
+      n += got;
+    }
+    return { kind: "ok", bytes: bytes.subarray(0, n) };
+  } catch (err) {
+    return { kind: "error", message: (err as Error).message };
+  } finally {
+    closeSync(fd);
   }
 }

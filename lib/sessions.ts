@@ -2,7 +2,7 @@
 // it from outside, end it. The decisions about what an observation means live in lib/plan.ts.
 import { closeSync, existsSync, mkdirSync, openSync, readSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { readJsonOrNull, readTextOrNull, writeFileAtomic } from "./fsutil.ts";
+import { readJsonOrNull, readTextOrNull, sliceText, writeFileAtomic } from "./fsutil.ts";
 import { killGroup } from "./process.ts";
 import { sessionAlive } from "./liveness.ts";
 import { tmux, tmuxHasSession } from "./tmux.ts";
@@ -61,7 +61,9 @@ export function startSession(o: {
 export function observeSession(s: SessionRecord, a: AttemptRecord, timeouts: { launch: number; stall: number }, now: number): SessionObservation {
   const dir = s.sessionDir;
   const exit = readJsonOrNull<{ code: number | null; signal: string | null }>(join(dir, SESSION_FILES.exit));
-  const question = readTextOrNull(join(dir, SESSION_FILES.ask))?.trim() || null;
+  // The agent's question, bounded: it is recorded in events and shown in the loop's reason.
+  const asked = readTextOrNull(join(dir, SESSION_FILES.ask), 64 * 1024)?.trim();
+  const question = asked ? (asked.length > 4000 ? `${sliceText(asked, 0, 4000)}…` : asked) : null;
   let lastOutputAt: number | null = null;
   try {
     lastOutputAt = statSync(join(dir, SESSION_FILES.output)).mtimeMs;

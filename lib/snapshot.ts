@@ -3,7 +3,7 @@
 // verbs (status, replay) need nothing else, so this module does not load the event schemas or the
 // reducer: a cold `loop status` pays for what it uses (bench/README.md).
 import { Database, constants } from "bun:sqlite";
-import { copyFileSync, existsSync, mkdtempSync, readdirSync, realpathSync, rmSync, statSync } from "node:fs";
+import { copyFileSync, existsSync, lstatSync, mkdtempSync, readdirSync, realpathSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { StoreError } from "./errors.ts";
@@ -150,21 +150,35 @@ function realDbPath(stateRoot: string): string {
 const SNAPSHOT_PREFIX = "loop-snapshot-";
 const SNAPSHOT_NAME = new RegExp(`^${SNAPSHOT_PREFIX}(\\d+)-`);
 
+/** A copy younger than this is never swept: its reader may live in another pid namespace. */
+const SWEEP_MIN_AGE_MS = 15 * 60_000;
+
 /**
  * Remove the snapshot copies of readers that died before they could (`timeout`, Ctrl-C, SIGKILL
  * during a replay): each copy is named after its reader's pid, and is a whole copy of the store.
+ * Only directories of this user, older than SWEEP_MIN_AGE_MS, whose pid is gone; and a copy that
+ * cannot be removed is left alone: sweeping is housekeeping, never a reason for a read to fail.
  */
 function sweepStaleSnapshots(): void {
+  const dir = tmpdir();
   let names: string[];
   try {
-    names = readdirSync(tmpdir());
+    names = readdirSync(dir);
   } catch {
     return; // mkdtemp below reports an unusable temp directory
   }
+  const uid = process.getuid?.();
   for (const name of names) {
     const pid = Number(SNAPSHOT_NAME.exec(name)?.[1]);
-    if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid || pidAlive(pid)) continue;
-    rmSync(join(tmpdir(), name), { recursive: true, force: true });
+    if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid) continue;
+    try {
+      const st = lstatSync(join(dir, name));
+      if (!st.isDirectory() || (uid !== undefined && st.uid !== uid) || Date.now() - st.mtimeMs < SWEEP_MIN_AGE_MS) continue;
+      if (pidAlive(pid)) continue;
+      rmSync(join(dir, name), { recursive: true, force: true });
+    } catch {
+      // Gone meanwhile, or not ours to remove.
+    }
   }
 }
 

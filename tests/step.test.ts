@@ -753,4 +753,26 @@ describe("loop run", () => {
       ),
     T,
   );
+
+  test.concurrent(
+    "(w) a FIFO where loop reads a file (state.json, the ask file) is not read: no step hangs, the loop goes on",
+    () =>
+      scenario(
+        demoDefinition([{ id: "piped", prompt: "x", runner: "fifo", verify: "test -s x.txt", maxAttempts: 1 }], {
+          runners: { fifo: { command: ["sh", "-c", 'mkfifo "$LOOP_ASK_FILE"; echo x > x.txt'] } },
+        }),
+        {},
+        async (p) => {
+          expect((await p.run()).action).toBe("launched");
+          const stateJson = join(p.root, ".loop", "state.json");
+          rmSync(stateJson);
+          expect(Bun.spawnSync(["mkfifo", stateJson]).exitCode).toBe(0);
+          const last = await p.runToDrain();
+          expect(last.reason).toBe("Succeeded");
+          expect(p.eventsOf("needs_input")).toEqual([]);
+          expect(statSync(stateJson).isFile()).toBe(true);
+        },
+      ),
+    T,
+  );
 });
