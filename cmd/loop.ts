@@ -10,6 +10,7 @@
 //     process.argv[1] is the script's real path                                             <- used
 import { basename } from "node:path";
 import { VERSION } from "../lib/version.ts";
+import { printable } from "../lib/printable.ts";
 import { DESCRIPTIONS, isTool, loadTool } from "./registry.ts";
 
 // Everything else is imported on demand (see cmd/registry.ts): start-up time is module evaluation.
@@ -69,7 +70,7 @@ async function print(text: string): Promise<void> {
 }
 
 function fail(prog: string, message: string): void {
-  process.stderr.write(`${prog}: ${message}\n`);
+  process.stderr.write(`${prog}: ${printable(message)}\n`); // it may quote what was typed
   process.exitCode = 2;
 }
 

@@ -317,7 +317,7 @@ async function runParsed(tool: Tool, opts: RunOptions, env: Record<string, strin
     args = parseArgv(opts.argv, allArgs(tool));
   } catch (err) {
     const c = classifyError(err);
-    stderr.write(`${tool.name}: ${c.message}\nRun \`${tool.name} --help\` for usage.\n`);
+    stderr.write(`${tool.name}: ${printableLines(c.message)}\nRun \`${tool.name} --help\` for usage.\n`);
     return c.exit;
   }
   if (args.help) {
@@ -356,12 +356,12 @@ async function runParsed(tool: Tool, opts: RunOptions, env: Record<string, strin
   } catch (err) {
     const c = classifyError(err);
     if (c.code === "internal" && format !== "json") {
-      stderr.write(`${tool.name}: internal error: ${c.message}\n`);
+      stderr.write(`${tool.name}: internal error: ${printableLines(c.message)}\n`);
       if (args.verbose && err instanceof Error && err.stack) stderr.write(err.stack + "\n");
     } else if (format === "json") {
       stderr.write(JSON.stringify({ error: { code: c.code, message: c.message } }) + "\n");
     } else {
-      stderr.write(`${tool.name}: ${c.message}\n`);
+      stderr.write(`${tool.name}: ${printableLines(c.message)}\n`);
     }
     return c.exit;
   }

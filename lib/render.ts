@@ -2,7 +2,7 @@
 // the caller says color is wanted.
 import type { StatusReport } from "./status.ts";
 import type { ReplayReport } from "./replay.ts";
-import { printable, printableLines } from "./printable.ts";
+import { printable } from "./printable.ts";
 
 /** Width on screen: the tool's own colour codes take none (data never carries any: printable). */
 const visible = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, "").length;
@@ -67,7 +67,8 @@ export function renderReplay(r: ReplayReport): string {
   for (const [k, v] of Object.entries(r.checks)) out.push(`  ${k.padEnd(12)} ${v}`);
   if (r.findings.length) {
     out.push("findings:");
-    for (const f of r.findings) out.push(`  ${f.code}${f.seq !== undefined ? ` (seq ${f.seq})` : ""}: ${f.message}`);
+    // Per message, line breaks included: a tampered event must not print a line of its own.
+    for (const f of r.findings) out.push(`  ${f.code}${f.seq !== undefined ? ` (seq ${f.seq})` : ""}: ${printable(f.message)}`);
   } else out.push("ok: the log, the projection and the files agree");
-  return printableLines(out.join("\n"));
+  return out.join("\n");
 }

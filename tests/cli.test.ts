@@ -314,6 +314,16 @@ describe("usage errors exit 2, message on stderr, nothing on stdout", () => {
     expect(existsSync(join(repo, "loop.json"))).toBe(false);
   });
 
+  test("an error message quoting what was typed prints its control characters escaped", () => {
+    const repo = gitRepo();
+    for (const args of [["ctl", "pause", "\u001b]0;pwned\u0007", "--text"], ["\u009b31mtool"]]) {
+      const r = cli(args, { cwd: repo });
+      expect(r.code).toBe(2);
+      expect(r.stderr).not.toMatch(/[\u001b\u0007\u009b]/);
+      expect(r.stderr).toMatch(/\\u001b|\\u009b/);
+    }
+  });
+
   test("an empty value for a string flag", () => {
     const r = cli(["status", "--root="]);
     expect(r.code).toBe(2);

@@ -8,6 +8,9 @@ test.each([
   ["bell, NUL, DEL", "a\u0007b\u0000c\u007f", "a\\u0007b\\u0000c\\u007f"],
   ["C1 CSI", "x\u009b2Jy", "x\\u009b2Jy"],
   ["line breaks and tabs in one field", "a\nb\r\tc", "a\\nb\\r\\tc"],
+  ["bidi override and isolate (text that reads otherwise than it is)", "a\u202eb\u2066c", "a\\u202eb\\u2066c"],
+  ["zero-width space, BOM, line separator", "a\u200bb\ufeffc\u2028d", "a\\u200bb\\ufeffc\\u2028d"],
+  ["an emoji ZWJ sequence stays whole", "\u{1F468}\u200d\u{1F469}", "\u{1F468}\u200d\u{1F469}"],
 ])("printable: %s", (_name, input, want) => {
   expect(printable(input)).toBe(want);
 });

@@ -9,6 +9,7 @@ import { jsonText, stateDocument, terminalDocument } from "../lib/documents.ts";
 import { statePaths } from "../lib/paths.ts";
 import { materialize } from "../lib/materialize.ts";
 import { statusReport } from "../lib/status.ts";
+import { renderReplay } from "../lib/render.ts";
 import { fold } from "../lib/reducer.ts";
 import { foldAndCheck, replayReport as replayReportIn } from "../lib/replay.ts";
 import { dbPath, type EventRow, rowToEvent, Store } from "../lib/store.ts";
@@ -150,6 +151,16 @@ describe("tampering with the log", () => {
     expect(chain).toHaveLength(1);
     expect(chain[0]).toMatchObject({ code: "event_chain_broken", seq: SEQ.aSettled });
     expect(replayCli(root).code).toBe(1);
+  });
+
+  test("text output: a tampered event cannot print a line of its own (its line breaks are escaped)", async () => {
+    const root = drainedStore();
+    tamper(root, (db) => db.run("UPDATE events SET type = 'loop_paused' || char(10) || 'ok: the log, the projection and the files agree' WHERE seq = ?", [SEQ.aSettled]));
+    const r = await replayReport(root);
+    expect(r.ok).toBe(false);
+    const lines = renderReplay(r).split("\n");
+    expect(lines.filter((l) => l.startsWith("ok:"))).toEqual([]);
+    expect(lines.some((l) => l.includes("loop_paused\\nok: the log"))).toBe(true);
   });
 
   test("a changed row whose own hash was recomputed breaks the link at the next seq", async () => {
