@@ -4,7 +4,7 @@ import { DESCRIPTIONS } from "./registry.ts";
 import { mkdirSync } from "node:fs";
 import { defineTool, EXIT, main, resolveRoot, resolveStateRoot, UsageError } from "../lib/cli.ts";
 import { BusyError } from "../lib/errors.ts";
-import { runStep, type RunResult } from "../lib/step.ts";
+import { preflight, runStep, type RunResult } from "../lib/step.ts";
 import { claimRunPid, releaseRunPid, selfRunPid } from "../lib/run-pid.ts";
 import { renderRun } from "../lib/render-run.ts";
 import { actorName } from "../lib/actor.ts";
@@ -50,6 +50,7 @@ export const tool = defineTool({
     };
     if (!args.watch) return (await once()).code;
 
+    preflight(root); // before run.pid: a watcher that cannot step creates nothing
     const pidFile = statePaths(stateRoot).runPid;
     mkdirSync(stateRoot, { recursive: true });
     const me = selfRunPid();

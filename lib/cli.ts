@@ -237,18 +237,24 @@ class FdStream implements OutStream {
   private pending: Promise<unknown> = Promise.resolve();
   private tty: boolean | undefined;
   private readerGone = false;
+  /** The first failure to write (a full disk): later writes are dropped, flush() reports it. */
+  private failed: unknown = null;
   constructor(
     private readonly fd: 1 | 2,
     private readonly target: typeof Bun.stdout,
   ) {}
   write(s: string) {
     this.pending = this.pending
-      .then(() => (this.readerGone ? 0 : this.fd === 1 ? writeWhole(this.fd, s, (rest) => Bun.write(this.target, rest)) : Bun.write(this.target, s)))
+      .then(() =>
+        this.readerGone || this.failed ? 0 : this.fd === 1 ? writeWhole(this.fd, s, (rest) => Bun.write(this.target, rest)) : Bun.write(this.target, s),
+      )
       .catch((err: { code?: string }) => {
         // The reader went away (`loop status | head -1`): the rest has nobody to read it, which is
         // not the tool's failure; its exit code still says how the command went.
-        if (err?.code !== "EPIPE") throw err;
-        this.readerGone = true;
+        if (err?.code === "EPIPE") this.readerGone = true;
+        // Anything else is kept for flush(): a watcher writing every tick must not leave one
+        // unhandled rejection per tick.
+        else this.failed ??= err;
         return 0;
       });
     return true;
@@ -256,8 +262,10 @@ class FdStream implements OutStream {
   get isTTY(): boolean {
     return (this.tty ??= require("node:tty").isatty(this.fd));
   }
-  flush(): Promise<unknown> {
-    return this.pending;
+  async flush(): Promise<unknown> {
+    await this.pending;
+    if (this.failed) throw this.failed;
+    return 0;
   }
 }
 

@@ -481,12 +481,21 @@ function programProblem(program: string, cwd: string): string | null {
   return null;
 }
 
+/**
+ * What must hold before a step touches anything: a valid loop.json in a git work tree. A step (or a
+ * watcher) must not create a state root, a lease or run.pid where it cannot work. Throws
+ * DefinitionError or UsageError (exit 2).
+ */
+export function preflight(root: string): ReturnType<typeof loadDefinition> {
+  const def = loadDefinition(root);
+  // It looks for .git on disk: asking git costs an observing tick a process spawn.
+  if (!insideGitWorkTree(root)) throw new UsageError(`${root} is not a git repository (nor inside one); nothing was done`);
+  return def;
+}
+
 /** One step. Throws DefinitionError (exit 2) before touching anything, BusyLease when busy. */
 export async function runStep(o: StepOptions): Promise<RunResult> {
-  const def = loadDefinition(o.root);
-  // Before the store: a step must not create a state root (or take a lease) where it cannot work.
-  // The check looks for .git on disk: asking git costs an observing tick a process spawn.
-  if (!insideGitWorkTree(o.root)) throw new UsageError(`${o.root} is not a git repository (nor inside one); nothing was done`);
+  const def = preflight(o.root);
   const store = Store.open(o.stateRoot, { create: true, actor: o.actor });
   try {
     const got = store.acquireLease(o.leaseMs ?? 30 * 60_000, pidAlive);

@@ -437,6 +437,24 @@ describe("status and replay", () => {
     }
   });
 
+  test("a watcher whose stdout is full reports it once at the end, never a stack per tick", async () => {
+    const repo = gitRepo();
+    expect(cli(["init"], { cwd: repo }).code).toBe(0);
+    const child = Bun.spawn(["bash", "-c", `exec "$0" "$1" run --watch --forever --interval 50ms --json >/dev/full`, process.execPath, LOOP], {
+      cwd: repo,
+      env: { ...process.env, NO_COLOR: "1" },
+      stderr: "pipe",
+    });
+    // Several ticks have written (and failed) once the first steps' events are in the store.
+    const runPid = join(repo, ".loop", "run.pid");
+    for (let i = 0; i < 400 && !existsSync(runPid); i++) await Bun.sleep(25);
+    await Bun.sleep(300);
+    child.kill("SIGINT");
+    expect(await child.exited).toBe(130);
+    const err = await new Response(child.stderr).text();
+    expect(err).toBe("loop-run: cannot write the results to stdout: ENOSPC: no space left on device, write\n");
+  });
+
   test("an environment error (a file where the state root should be) is io_error: one JSON line in --json mode, the system's message", () => {
     const repo = gitRepo();
     writeFileSync(join(repo, "blocker"), "");

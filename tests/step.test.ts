@@ -535,8 +535,8 @@ describe("loop run", () => {
     () =>
       scenario(demoDefinition([{ id: "only", prompt: "x" }]), {}, async (p) => {
         rmSync(join(p.root, ".git"), { recursive: true, force: true });
-        for (let i = 0; i < 2; i++) {
-          const r = await p.loop(["run", "--json", "--root", p.root]);
+        for (const watch of [[], ["--watch"]]) {
+          const r = await p.loop(["run", ...watch, "--json", "--root", p.root]);
           expect(r.code).toBe(2);
           expect(JSON.parse(r.stderr).error).toMatchObject({ code: "usage", message: expect.stringContaining("not a git repository") });
           expect(existsSync(join(p.root, ".loop"))).toBe(false);
