@@ -1,6 +1,6 @@
 // `loop init`: scaffold loop.json and the state root. Decisions (runner, verify, base) are pure
 // functions of what was found, so they are tested with plain data.
-import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, delimiter, join } from "node:path";
 import { parseDefinitionText } from "./definition.ts";
 import { currentBranch, isWorkTree } from "./git.ts";
@@ -81,9 +81,11 @@ export function initProject(root: string, stateRoot: string, opts: { force: bool
   if (!existsSync(root)) throw new UsageError(`--root ${root} does not exist`);
   if (!isWorkTree(root)) throw new UsageError(`${root} is not inside a git work tree (run \`git init\` first)`);
   const defPath = join(root, "loop.json");
-  const existed = existsSync(defPath);
+  // lstat: a symlink (dangling or not) is not written through, to wherever it points.
+  const found = lstatSync(defPath, { throwIfNoEntry: false });
+  const existed = found !== undefined;
   if (existed && !opts.force) throw new UsageError(`${defPath} already exists; use --force to overwrite it`);
-  if (existed && !statSync(defPath).isFile()) throw new UsageError(`${defPath} is not a regular file; move it away first`);
+  if (existed && !found.isFile()) throw new UsageError(`${defPath} is not a regular file (${found.isSymbolicLink() ? "a symbolic link" : "a directory or special file"}); move it away first`);
   const has = (f: string) => existsSync(join(root, f));
   let scripts: Record<string, string> | null = null;
   try {

@@ -513,9 +513,8 @@ export function reduceInto(p: Projection, e: StoredEvent): void {
   if (e.seq !== p.seq + 1) fail("seq_gap", `expected seq ${p.seq + 1}, got ${e.seq}`);
   if (e.prev_hash !== p.hash) fail("prev_hash", `prev_hash does not match the hash of seq ${p.seq}`);
   if (p.seq === 0 && e.type !== "store_opened") fail("store_opened_first", `first event is ${e.type}`);
-  const h = HANDLERS[e.type];
-  if (!h) fail("unknown_type", `unknown event type "${e.type}"`);
-  h(p, e, fail);
+  if (!Object.hasOwn(HANDLERS, e.type)) fail("unknown_type", `unknown event type "${e.type}"`);
+  HANDLERS[e.type](p, e, fail);
   p.seq = e.seq;
   p.hash = e.hash;
   p.loop.updatedAt = e.ts;

@@ -71,6 +71,7 @@ export function projectionFromRows(
 ): Projection {
   const { loop: rec, order } = JSON.parse(loop.body) as { loop: LoopRecord; order: string[] };
   const out: Projection = { seq: loop.seq, hash: loop.hash, loop: rec, order, items: {} };
-  for (const [id, rows] of items) out.items[id] = itemFromRows(rows);
+  // Defined, not assigned: a (tampered) row for "__proto__" must become an item, not a prototype.
+  for (const [id, rows] of items) Object.defineProperty(out.items, id, { value: itemFromRows(rows), enumerable: true, writable: true, configurable: true });
   return out;
 }

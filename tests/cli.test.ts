@@ -2,7 +2,7 @@
 // `bun cmd/loop-status.ts` — in temp git repositories, and check streams, exit codes and documents.
 import { afterAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { closeSync, constants as fsConstants, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, constants as fsConstants, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { VERSION } from "../lib/version.ts";
@@ -382,13 +382,21 @@ describe("loop init", () => {
     expect(readFileSync(join(repo, "loop.json"), "utf8")).not.toBe("// mine\n{}\n");
   });
 
-  test("loop.json a directory, with --force: exit 2, nothing created", () => {
-    const repo = gitRepo();
-    mkdirSync(join(repo, "loop.json"));
-    const r = cli(["init", "--force", "--json"], { cwd: repo });
-    expect(r.code).toBe(2);
-    expect(JSON.parse(r.stderr).error.message).toContain("is not a regular file");
-    expect(existsSync(join(repo, ".loop"))).toBe(false);
+  test("loop.json a directory or a symlink (even dangling), with --force: exit 2, nothing created or written through", () => {
+    const cases: [string, (path: string) => void, string][] = [
+      ["a directory", (path) => mkdirSync(path), "a directory or special file"],
+      ["a dangling symlink", (path) => symlinkSync(join(tempDir(), "elsewhere.json"), path), "a symbolic link"],
+    ];
+    for (const [, make, what] of cases) {
+      const repo = gitRepo();
+      make(join(repo, "loop.json"));
+      for (const force of [["--force"], []]) {
+        const r = cli(["init", ...force, "--json"], { cwd: repo });
+        expect(r.code).toBe(2);
+        expect(JSON.parse(r.stderr).error.message).toContain(force.length ? what : "already exists");
+        expect(existsSync(join(repo, ".loop"))).toBe(false);
+      }
+    }
   });
 
   test("outside a git work tree: exit 2, nothing created", () => {

@@ -154,6 +154,12 @@ describe("illegal sequences name the seq and the rule", () => {
     expectIllegal(log, log.next({ type: "store_opened", payload: { schema: 1, tool: "loop" } }), "store_opened_first");
   });
 
+  test("an unknown type, even one named like an Object property, is unknown_type (never called)", () => {
+    const log = base();
+    for (const type of ["no_such_event", "constructor", "toString", "__proto__"])
+      expectIllegal(log, log.next({ type: type as never, payload: {} }), "unknown_type");
+  });
+
   test("a seq gap (and a repeated seq)", () => {
     const log = base();
     expectIllegal(log, log.next(loopStarted, { seq: log.seq + 2 }), "seq_gap");
