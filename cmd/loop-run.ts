@@ -3,7 +3,7 @@
 import { DESCRIPTIONS } from "./registry.ts";
 import { mkdirSync } from "node:fs";
 import { defineTool, EXIT, main, resolveRoot, resolveStateRoot, UsageError } from "../lib/cli.ts";
-import { BusyError } from "../lib/errors.ts";
+import { BusyError, DefinitionError } from "../lib/errors.ts";
 import { preflight, runStep, type RunResult } from "../lib/step.ts";
 import { claimRunPid, releaseRunPid, selfRunPid } from "../lib/run-pid.ts";
 import { renderRun } from "../lib/render-run.ts";
@@ -42,10 +42,19 @@ export const tool = defineTool({
         return { code: r.errors.length ? EXIT.problem : EXIT.ok, r };
       } catch (err) {
         // A single step reports busy like any error (exit 75); a watcher waits for the next turn,
-        // also after a step lost its lease to another `loop run` (it outlived the lease).
-        if (!(err instanceof BusyError) || !args.watch) throw err;
-        ctx.log.warn(err.message);
-        return { code: EXIT.busy, r: null };
+        // also after a step lost its lease to another `loop run` (it outlived the lease). So it
+        // does when loop.json is invalid for a moment (an editor saving it): it was valid when the
+        // watcher started (preflight), and the step refused before touching anything.
+        if (!args.watch) throw err;
+        if (err instanceof BusyError) {
+          ctx.log.warn(err.message);
+          return { code: EXIT.busy, r: null };
+        }
+        if (err instanceof DefinitionError) {
+          ctx.log.warn(`${err.message}\n(the watcher tries again in ${args.interval ?? "30s"})`);
+          return { code: EXIT.usage, r: null };
+        }
+        throw err;
       }
     };
     if (!args.watch) return (await once()).code;

@@ -10,7 +10,7 @@ import type { ArgsDef } from "citty";
 import { createConsola, type ConsolaInstance } from "consola/core";
 import { BusyError, DeclinedError, DefinitionError, GitError, IllegalEventError, RefError, RefusedError, StoreError, UnknownItemError, UsageError } from "./errors.ts";
 import { VERSION } from "./version.ts";
-import { printableLines } from "./printable.ts";
+import { printable, printableLines } from "./printable.ts";
 
 export const EXIT = { ok: 0, problem: 1, usage: 2, declined: 3, busy: 75, interrupted: 130 } as const;
 
@@ -325,7 +325,7 @@ async function runParsed(tool: Tool, opts: RunOptions, env: Record<string, strin
     args = parseArgv(opts.argv, allArgs(tool));
   } catch (err) {
     const c = classifyError(err);
-    stderr.write(`${tool.name}: ${printableLines(c.message)}\nRun \`${tool.name} --help\` for usage.\n`);
+    stderr.write(`${tool.name}: ${printable(c.message)}\nRun \`${tool.name} --help\` for usage.\n`);
     return c.exit;
   }
   if (args.help) {
@@ -364,12 +364,13 @@ async function runParsed(tool: Tool, opts: RunOptions, env: Record<string, strin
   } catch (err) {
     const c = classifyError(err);
     if (c.code === "internal" && format !== "json") {
-      stderr.write(`${tool.name}: internal error: ${printableLines(c.message)}\n`);
+      stderr.write(`${tool.name}: internal error: ${printable(c.message)}\n`);
       if (args.verbose && err instanceof Error && err.stack) stderr.write(err.stack + "\n");
     } else if (format === "json") {
       stderr.write(JSON.stringify({ error: { code: c.code, message: c.message } }) + "\n");
     } else {
-      stderr.write(`${tool.name}: ${printableLines(c.message)}\n`);
+      // One line, whatever was typed into it; only loop.json's list of problems is several lines.
+      stderr.write(`${tool.name}: ${c.code === "invalid_definition" ? printableLines(c.message) : printable(c.message)}\n`);
     }
     return c.exit;
   }

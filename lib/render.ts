@@ -24,14 +24,17 @@ function statusColor(s: string): number {
 }
 
 export function renderStatus(r: StatusReport, color: boolean): string {
+  // Every value comes from the store or state.json (which anyone with access can edit): each is
+  // printed escaped, so only the tool's own colours and line breaks reach the terminal.
+  const p = printable;
   const L = r.loop;
   const out: string[] = [];
   out.push(
-    `loop ${L.name ?? "(no definition imported yet)"} · ${L.state}${L.outcome ? ` (${L.outcome})` : ""} · revision ${L.revision} · seq ${L.seq}${L.logSeq !== L.seq ? `/${L.logSeq}` : ""}`,
+    `loop ${L.name === null ? "(no definition imported yet)" : p(L.name)} · ${p(L.state)}${L.outcome ? ` (${p(L.outcome)})` : ""} · revision ${L.revision} · seq ${L.seq}${L.logSeq !== L.seq ? `/${L.logSeq}` : ""}`,
   );
-  if (L.reason) out.push(`reason: ${printable(L.reason)}`);
-  if (L.current) out.push(`current: ${L.current}`);
-  const counts = Object.entries(L.counts).map(([k, v]) => `${v} ${k}`).join(", ");
+  if (L.reason) out.push(`reason: ${p(L.reason)}`);
+  if (L.current) out.push(`current: ${p(L.current)}`);
+  const counts = Object.entries(L.counts).map(([k, v]) => `${v} ${p(k)}`).join(", ");
   if (counts) out.push(`items: ${counts}`);
   if (r.items.length) {
     out.push("");
@@ -39,26 +42,26 @@ export function renderStatus(r: StatusReport, color: boolean): string {
       table(
         ["ITEM", "STATUS", "ATTEMPTS", "SESSION", "BRANCH", "LAST VERIFY"],
         r.items.map((it) => [
-          it.id,
-          paint(color, statusColor(it.status), it.status),
+          p(it.id),
+          paint(color, statusColor(it.status), p(it.status)),
           `${it.attempts} (${it.failures}/${it.maxAttempts} failed)`,
           it.session
-            ? `${it.session.runner} ${it.session.tmux ? `tmux ${it.session.tmux}` : it.session.pid !== null ? `pid ${it.session.pid}` : "-"}${it.session.alive ? " alive" : ""}`
+            ? `${p(it.session.runner)} ${it.session.tmux ? `tmux ${p(it.session.tmux)}` : it.session.pid !== null ? `pid ${it.session.pid}` : "-"}${it.session.alive ? " alive" : ""}`
             : "-",
-          it.branch ?? "-",
-          it.lastVerify ? `${it.lastVerify.passed ? "passed" : "failed"} (${printable(it.lastVerify.reason)})` : "-",
+          it.branch === null ? "-" : p(it.branch),
+          it.lastVerify ? `${it.lastVerify.passed ? "passed" : "failed"} (${p(it.lastVerify.reason)})` : "-",
         ]),
       ),
     );
     const reasons = r.items.filter((it) => it.reason);
     if (reasons.length) {
       out.push("");
-      for (const it of reasons) out.push(`${it.id}: ${printable(it.reason!)}`);
+      for (const it of reasons) out.push(`${p(it.id)}: ${p(it.reason!)}`);
     }
   }
   out.push("");
   out.push(r.findings.length ? "divergence:" : "healthy: projection matches the log and state.json");
-  for (const f of r.findings) out.push(`  ${f.code}${f.seq !== undefined ? ` (seq ${f.seq})` : ""}: ${printable(f.message)}`);
+  for (const f of r.findings) out.push(`  ${p(f.code)}${f.seq !== undefined ? ` (seq ${f.seq})` : ""}: ${p(f.message)}`);
   return out.join("\n");
 }
 

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { materialize } from "../lib/materialize.ts";
 import { replayReport } from "../lib/replay.ts";
 import { statusReport } from "../lib/status.ts";
+import { renderStatus } from "../lib/render.ts";
 import { SCHEMA_VERSION, Store, StoreError } from "../lib/store.ts";
 import { sha256Hex } from "../lib/canonical.ts";
 import { TempDirs } from "./helpers/fs.ts";
@@ -102,6 +103,21 @@ describe("the state document status reports from", () => {
     // Other readers' JSON.parse fails on a byte-order mark, so status must not look past one.
     writeFileSync(path, "\ufeff" + text);
     expect(statusReport(root).findings.map((f) => f.code)).toEqual(["unreadable_state_file"]);
+  });
+
+  test("text output escapes what a state.json (verified by its hash) holds: no raw escape, no line of its own", () => {
+    const root = midRun();
+    const path = join(root, "state.json");
+    const doc = JSON.parse(readFileSync(path, "utf8"));
+    doc.loop.name = "demo\u001b[31mRED\nhealthy: forged";
+    doc.items[0].branch = "b\u202eevil";
+    const text = JSON.stringify(doc);
+    writeFileSync(path, text);
+    tamper(root, (db) => db.run("UPDATE proj_loop SET state_sha = ?", [sha256Hex(text)]));
+    const out = renderStatus(statusReport(root), false);
+    expect(out).not.toMatch(/[\u001b\u202e]/);
+    expect(out.split("\n").filter((l) => l.startsWith("healthy: forged"))).toEqual([]);
+    expect(out).toContain("demo\\u001b[31mRED\\nhealthy: forged");
   });
 
   test("--work-item selects from the document, in the order given", async () => {

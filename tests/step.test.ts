@@ -775,4 +775,31 @@ describe("loop run", () => {
       ),
     T,
   );
+
+  test.concurrent(
+    "(x) a watcher outlives a loop.json that is invalid for a while (an editor saving it): it warns, and goes on once it is valid",
+    () =>
+      scenario(demoDefinition([{ id: "first", prompt: "x" }]), {}, async (p) => {
+        await p.runToDrain();
+        const watch = p.spawn(["run", "--watch", "--forever", "--interval", "100ms", "--json", "--root", p.root]);
+        // Once it runs (run.pid is written after its start-up checks), the file breaks.
+        await pollUntil(() => readRunPid(join(p.stateRoot, "run.pid"))?.pid === watch.pid, "watcher started");
+        const good = readFileSync(join(p.root, "loop.json"), "utf8");
+        writeFileSync(join(p.root, "loop.json"), "{ half-written");
+        const stderr = watch.stderr.getReader();
+        let err = "";
+        while (!err.includes("tries again")) {
+          const { value, done } = await stderr.read();
+          if (done) throw new Error(`the watcher stopped: ${err}`);
+          err += new TextDecoder().decode(value);
+        }
+        stderr.releaseLock();
+        // Valid again, with one more item: the watcher picks it up and runs it.
+        writeFileSync(join(p.root, "loop.json"), good.replace('"items": [', '"items": [\n    { "id": "second", "prompt": "y" },'));
+        await pollUntil(() => p.projection().items.second?.status === "passed", "second passed");
+        watch.kill("SIGTERM");
+        expect(await watch.exited).toBe(130);
+      }),
+    T,
+  );
 });
