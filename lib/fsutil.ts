@@ -1,5 +1,5 @@
 // Small file helpers shared by the effectful modules.
-import { closeSync, constants as fsConstants, fstatSync, fsyncSync, openSync, readSync, renameSync, writeFileSync } from "node:fs";
+import { closeSync, constants as fsConstants, fstatSync, fsyncSync, openSync, readSync, renameSync, statSync, writeFileSync } from "node:fs";
 
 /** Write a file so that readers see either the old or the new content, never a torn one. */
 export function writeFileAtomic(path: string, text: string): void {
@@ -14,9 +14,9 @@ export function writeFileAtomic(path: string, text: string): void {
   renameSync(tmp, path);
 }
 
-/** A regular file's text (at most `maxBytes`), or null when it is absent, unreadable or not a regular file. */
-export function readTextOrNull(path: string, maxBytes?: number): string | null {
-  const r = readRegularFile(path, maxBytes);
+/** A regular file's text, or null when it is absent, unreadable, too large or not a regular file. */
+export function readTextOrNull(path: string, o?: { maxBytes?: number; truncate?: boolean }): string | null {
+  const r = readRegularFile(path, o);
   return r.kind === "ok" ? r.bytes.toString("utf8") : null;
 }
 
@@ -55,21 +55,26 @@ export type FileRead = { kind: "absent" } | { kind: "error"; message: string } |
 
 /**
  * A file loop reads but does not own the content of (state files, what an agent leaves in its
- * session directory), as bytes. Only a regular file is read: a FIFO or a device in its place
- * would block or never end, so it is an error instead; it is opened non-blocking and checked on
- * the descriptor, so it cannot be swapped for one in between. At most `maxBytes` are read.
+ * session directory), as bytes. Only a regular file is read: a FIFO or a device in its place would
+ * block or never end. It is checked before opening (opening a FIFO, even non-blocking, would release
+ * a writer waiting on it) and again on the descriptor, so it cannot be swapped for one in between.
+ * A file over `maxBytes` is an error, unless the caller takes its first `maxBytes` (`truncate`).
  */
-export function readRegularFile(path: string, maxBytes = 256 * 2 ** 20): FileRead {
+export function readRegularFile(path: string, o: { maxBytes?: number; truncate?: boolean } = {}): FileRead {
+  const maxBytes = o.maxBytes ?? 256 * 2 ** 20;
+  const notRegular: FileRead = { kind: "error", message: "not a regular file" };
   let fd: number;
   try {
-    fd = openSync(path, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
+    if (!statSync(path).isFile()) return notRegular;
+    fd = openSync(path, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK | fsConstants.O_NOCTTY);
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     return e.code === "ENOENT" ? { kind: "absent" } : { kind: "error", message: e.message };
   }
   try {
     const st = fstatSync(fd);
-    if (!st.isFile()) return { kind: "error", message: "not a regular file" };
+    if (!st.isFile()) return notRegular;
+    if (st.size > maxBytes && !o.truncate) return { kind: "error", message: `larger than ${maxBytes} bytes (${st.size})` };
     const size = Math.min(st.size, maxBytes);
     const bytes = Buffer.allocUnsafe(size);
     let n = 0;

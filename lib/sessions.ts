@@ -62,7 +62,7 @@ export function observeSession(s: SessionRecord, a: AttemptRecord, timeouts: { l
   const dir = s.sessionDir;
   const exit = readJsonOrNull<{ code: number | null; signal: string | null }>(join(dir, SESSION_FILES.exit));
   // The agent's question, bounded: it is recorded in events and shown in the loop's reason.
-  const asked = readTextOrNull(join(dir, SESSION_FILES.ask), 64 * 1024)?.trim();
+  const asked = readTextOrNull(join(dir, SESSION_FILES.ask), { maxBytes: 64 * 1024, truncate: true })?.trim();
   const question = asked ? (asked.length > 4000 ? `${sliceText(asked, 0, 4000)}…` : asked) : null;
   let lastOutputAt: number | null = null;
   try {

@@ -248,6 +248,16 @@ describe("the log", () => {
     expect(storeError(() => Store.open(root)).code).toBe("corrupt_store");
   });
 
+  test("projection rows for an item called __proto__ (a tampered store) make an item, not a prototype", () => {
+    const { store } = newStore();
+    store.append([DEF, loopStarted, control("a", "start")]);
+    for (const t of ITEM_TABLES) store.db.run(`INSERT INTO ${t}(item, body) SELECT '__proto__', body FROM ${t} WHERE item = 'a'`);
+    const p = readProjection(store.db);
+    expect(Object.getPrototypeOf(p.items)).toBe(Object.prototype);
+    expect(Object.hasOwn(p.items, "__proto__")).toBe(true);
+    expect(Object.keys(p.items)).toContain("__proto__");
+  });
+
   test("a projection missing an item's control or ledger row, or holding a row that is not JSON, is corrupt_store (never filled in with defaults)", () => {
     for (const damage of [
       "DELETE FROM proj_control WHERE item = 'a'",
