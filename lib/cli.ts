@@ -237,11 +237,12 @@ class FdStream implements OutStream {
   private pending: Promise<unknown> = Promise.resolve();
   private tty: boolean | undefined;
   private readerGone = false;
-  /** The first failure to write (a full disk): later writes are dropped, flush() reports it. */
+  /** The first failure to write (a full disk): reported at once, later writes dropped, flush() throws it. */
   private failed: unknown = null;
   constructor(
     private readonly fd: 1 | 2,
     private readonly target: typeof Bun.stdout,
+    private readonly onFail: (err: unknown) => void = () => {},
   ) {}
   write(s: string) {
     this.pending = this.pending
@@ -252,9 +253,12 @@ class FdStream implements OutStream {
         // The reader went away (`loop status | head -1`): the rest has nobody to read it, which is
         // not the tool's failure; its exit code still says how the command went.
         if (err?.code === "EPIPE") this.readerGone = true;
-        // Anything else is kept for flush(): a watcher writing every tick must not leave one
-        // unhandled rejection per tick.
-        else this.failed ??= err;
+        // Anything else is said at once (a watcher must not go on silently) and kept for flush(),
+        // never left as an unhandled rejection per write.
+        else if (this.failed === null) {
+          this.failed = err;
+          this.onFail(err);
+        }
         return 0;
       });
     return true;
@@ -297,7 +301,8 @@ function makeLogger(stderr: OutStream, color: () => boolean): ConsolaInstance {
 /** Run a tool to completion and return its exit code; never throws for user errors. */
 export async function runTool(tool: Tool, opts: RunOptions): Promise<number> {
   const env = opts.env ?? process.env;
-  const out = opts.stdout ? null : new FdStream(1, Bun.stdout);
+  // stdout failing (ENOSPC, EIO) is one line on stderr, when it happens; the exit code says it too.
+  const out = opts.stdout ? null : new FdStream(1, Bun.stdout, (err) => writeSync(2, `${tool.name}: cannot write the results to stdout: ${(err as Error).message}\n`));
   const errOut = opts.stderr ? null : new FdStream(2, Bun.stderr);
   const stdout: OutStream = opts.stdout ?? out!;
   const stderr: OutStream = opts.stderr ?? errOut!;
@@ -307,9 +312,8 @@ export async function runTool(tool: Tool, opts: RunOptions): Promise<number> {
   } finally {
     try {
       await out?.flush();
-    } catch (err) {
-      // stdout is full or broken (ENOSPC, EIO): say so in one line; the results did not arrive.
-      writeSync(2, `${tool.name}: cannot write the results to stdout: ${(err as Error).message}\n`);
+    } catch {
+      // Already said on stderr (onFail above): the results did not arrive.
       if (code === EXIT.ok) code = EXIT.problem;
     }
     // Nowhere left to report a failure to write stderr itself.
