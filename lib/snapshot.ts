@@ -3,7 +3,7 @@
 // verbs (status, replay) need nothing else, so this module does not load the event schemas or the
 // reducer: a cold `loop status` pays for what it uses (bench/README.md).
 import { Database, constants } from "bun:sqlite";
-import { copyFileSync, existsSync, lstatSync, mkdtempSync, readdirSync, realpathSync, rmSync, statSync } from "node:fs";
+import { copyFileSync, existsSync, lstatSync, mkdtempSync, readdirSync, readlinkSync, realpathSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { StoreError } from "./errors.ts";
@@ -148,18 +148,27 @@ function realDbPath(stateRoot: string): string {
 }
 
 const SNAPSHOT_PREFIX = "loop-snapshot-";
-const SNAPSHOT_NAME = new RegExp(`^${SNAPSHOT_PREFIX}(\\d+)-`);
+const SNAPSHOT_NAME = new RegExp(`^${SNAPSHOT_PREFIX}(\\d+)-(\\d+)-`);
+/** A copy from another pid namespace is swept only this old: its pid means nothing here. */
+const FOREIGN_COPY_MAX_AGE_MS = 24 * 3_600_000;
 
-/** A copy younger than this is never swept: its reader may live in another pid namespace. */
-const SWEEP_MIN_AGE_MS = 15 * 60_000;
+/** This process's pid namespace, or "0" where /proc cannot say: a pid means something only within it. */
+function pidNamespace(): string {
+  try {
+    return /\[(\d+)\]/.exec(readlinkSync("/proc/self/ns/pid"))?.[1] ?? "0";
+  } catch {
+    return "0";
+  }
+}
 
 /**
  * Remove the snapshot copies of readers that died before they could (`timeout`, Ctrl-C, SIGKILL
- * during a replay): each copy is named after its reader's pid, and is a whole copy of the store.
- * Only directories of this user, older than SWEEP_MIN_AGE_MS, whose pid is gone; and a copy that
- * cannot be removed is left alone: sweeping is housekeeping, never a reason for a read to fail.
+ * during a replay): each copy is a whole copy of the store, named after its reader's pid namespace
+ * and pid. A copy of this user from this namespace whose pid is gone is removed at once; one from
+ * another namespace (a container sharing /tmp) only after a day. Symlinks and other users' entries
+ * are never touched, and a copy that cannot be removed is left: sweeping never fails a read.
  */
-function sweepStaleSnapshots(): void {
+function sweepStaleSnapshots(ns: string): void {
   const dir = tmpdir();
   let names: string[];
   try {
@@ -169,12 +178,15 @@ function sweepStaleSnapshots(): void {
   }
   const uid = process.getuid?.();
   for (const name of names) {
-    const pid = Number(SNAPSHOT_NAME.exec(name)?.[1]);
-    if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid) continue;
+    const m = SNAPSHOT_NAME.exec(name);
+    if (!m) continue;
+    const pid = Number(m[2]);
+    const here = ns !== "0" && m[1] === ns;
+    if (here && pid === process.pid) continue;
     try {
       const st = lstatSync(join(dir, name));
-      if (!st.isDirectory() || (uid !== undefined && st.uid !== uid) || Date.now() - st.mtimeMs < SWEEP_MIN_AGE_MS) continue;
-      if (pidAlive(pid)) continue;
+      if (!st.isDirectory() || (uid !== undefined && st.uid !== uid)) continue;
+      if (here ? pidAlive(pid) : Date.now() - st.mtimeMs < FOREIGN_COPY_MAX_AGE_MS) continue;
       rmSync(join(dir, name), { recursive: true, force: true });
     } catch {
       // Gone meanwhile, or not ours to remove.
@@ -196,8 +208,9 @@ function openSnapshot(stateRoot: string): ReadSnapshot {
     db = openWith(uri, constants.SQLITE_OPEN_READONLY | constants.SQLITE_OPEN_URI);
     open = { path: uri, flags: constants.SQLITE_OPEN_READONLY | constants.SQLITE_OPEN_URI };
   } else {
-    sweepStaleSnapshots();
-    tmp = mkdtempSync(join(tmpdir(), `${SNAPSHOT_PREFIX}${process.pid}-`));
+    const ns = pidNamespace();
+    sweepStaleSnapshots(ns);
+    tmp = mkdtempSync(join(tmpdir(), `${SNAPSHOT_PREFIX}${ns}-${process.pid}-`));
     try {
       copyFileSync(path, join(tmp, "loop.db"));
       copyFileSync(`${path}-wal`, join(tmp, "loop.db-wal"));

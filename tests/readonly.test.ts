@@ -2,7 +2,7 @@
 // processes, leave every byte, size and mtime under the state root as they found it, with and
 // without a -wal left behind by a killed writer.
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readdirSync, renameSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readlinkSync, renameSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { replayReport } from "../lib/replay.ts";
@@ -140,30 +140,33 @@ test("a state root whose loop.db is a symlink: the -wal beside the real file is 
   expect([snapshotTree(root), snapshotTree(real)]).toEqual(before);
 });
 
-test("a reader that copies the store removes the old copies dead readers left in $TMPDIR, and only those", () => {
+test("a reader that copies the store removes the copies dead readers of its pid namespace left in $TMPDIR, and only those", () => {
   const root = temp.make();
   buildStore(root, realisticDrafts());
   killWriterAfterOneAppend(root);
   const tmp = temp.make();
-  const hourAgo = new Date(Date.now() - 3_600_000);
+  const ns = /\[(\d+)\]/.exec(readlinkSync("/proc/self/ns/pid"))![1]!;
+  const dayAgo = new Date(Date.now() - 25 * 3_600_000);
+  const now = new Date();
   const entries: [string, "kept" | "swept", Date][] = [
-    ["loop-snapshot-2147483646-dead", "swept", hourAgo],
-    ["loop-snapshot-2147483645-recent", "kept", new Date()], // may be a reader in another pid namespace
-    [`loop-snapshot-${process.pid}-live`, "kept", hourAgo],
-    ["loop-snapshot-other", "kept", hourAgo],
+    [`loop-snapshot-${ns}-2147483646-dead`, "swept", now], // its reader is gone: at once
+    [`loop-snapshot-${ns}-${process.pid}-live`, "kept", dayAgo],
+    ["loop-snapshot-1-2147483645-elsewhere", "kept", now], // another namespace: its pid means nothing here
+    ["loop-snapshot-1-2147483644-oldelsewhere", "swept", dayAgo], // ...until it is a day old
+    ["loop-snapshot-other", "kept", dayAgo],
   ];
   for (const [name, , at] of entries) {
     mkdirSync(join(tmp, name));
     writeFileSync(join(tmp, name, "loop.db"), "copy");
     utimesSync(join(tmp, name), at, at);
   }
-  // A symlink with a dead reader's name is removed as a link, never followed.
+  // A symlink with a dead reader's name is never followed, nor removed.
   const victim = temp.make();
   writeFileSync(join(victim, "keep"), "x");
-  symlinkSync(victim, join(tmp, "loop-snapshot-2147483644-link"));
+  symlinkSync(victim, join(tmp, `loop-snapshot-${ns}-2147483643-link`));
   const r = Bun.spawnSync([process.execPath, LOOP, "status", "--json", "--state-root", root], { env: { ...process.env, TMPDIR: tmp, NO_COLOR: "1" }, stdout: "pipe", stderr: "pipe" });
   expect(r.exitCode).toBe(0);
-  expect(readdirSync(tmp).sort()).toEqual([...entries.filter(([, fate]) => fate === "kept").map(([n]) => n), "loop-snapshot-2147483644-link"].sort());
+  expect(readdirSync(tmp).sort()).toEqual([...entries.filter(([, fate]) => fate === "kept").map(([n]) => n), `loop-snapshot-${ns}-2147483643-link`].sort());
   expect(readdirSync(victim)).toEqual(["keep"]);
 });
 
