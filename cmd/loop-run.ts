@@ -1,7 +1,8 @@
 #!/usr/bin/env bun
 // loop run: one bounded, crash-safe dispatch step (or, with --watch, steps in the foreground).
+import { printable } from "../lib/printable.ts";
 import { DESCRIPTIONS } from "./registry.ts";
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { defineTool, EXIT, main, resolveRoot, resolveStateRoot, UsageError } from "../lib/cli.ts";
 import { BusyError, DefinitionError } from "../lib/errors.ts";
 import { preflight, runStep, type RunResult } from "../lib/step.ts";
@@ -50,8 +51,9 @@ export const tool = defineTool({
           ctx.log.warn(err.message);
           return { code: EXIT.busy, r: null };
         }
-        if (err instanceof DefinitionError) {
-          ctx.log.warn(`${err.message}\n(the watcher tries again in ${args.interval ?? "30s"})`);
+        // A root that is gone (the repository deleted) is no edit in progress: the watcher stops.
+        if (err instanceof DefinitionError && existsSync(root)) {
+          ctx.log.warn(`${err.lines().map(printable).join("\n")}\n(the watcher tries again in ${args.interval ?? "30s"})`);
           return { code: EXIT.usage, r: null };
         }
         throw err;

@@ -257,7 +257,11 @@ class FdStream implements OutStream {
         // never left as an unhandled rejection per write.
         else if (this.failed === null) {
           this.failed = err;
-          this.onFail(err);
+          try {
+            this.onFail(err);
+          } catch {
+            // stderr is failing too: nowhere left to say it; the exit code still will.
+          }
         }
         return 0;
       });
@@ -373,8 +377,9 @@ async function runParsed(tool: Tool, opts: RunOptions, env: Record<string, strin
     } else if (format === "json") {
       stderr.write(JSON.stringify({ error: { code: c.code, message: c.message } }) + "\n");
     } else {
-      // One line, whatever was typed into it; only loop.json's list of problems is several lines.
-      stderr.write(`${tool.name}: ${c.code === "invalid_definition" ? printableLines(c.message) : printable(c.message)}\n`);
+      // One line, whatever was typed into it; only loop.json's list of problems is several lines,
+      // each escaped on its own.
+      stderr.write(`${tool.name}: ${err instanceof DefinitionError ? err.lines().map(printable).join("\n") : printable(c.message)}\n`);
     }
     return c.exit;
   }

@@ -6,7 +6,7 @@
 //      raw value with per-field guards, so a badly-typed field elsewhere does not hide them.
 // Nothing is normalized unless both passes found nothing.
 
-import { readFileSync } from "node:fs";
+import { readRegularFile } from "./fsutil.ts";
 import { join } from "node:path";
 import * as v from "valibot";
 import { canonicalJson, sha256Hex } from "./canonical.ts";
@@ -529,13 +529,11 @@ export function loadDefinition(root: string): NormDefinition {
   const fail = (message: string): never => {
     throw new DefinitionError([{ path: "", message }], "loop.json");
   };
-  let bytes: Uint8Array = new Uint8Array();
-  try {
-    bytes = readFileSync(path);
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    fail(code === "ENOENT" ? `not found in ${root} (create one with "loop init")` : `cannot read ${path}: ${(e as Error).message}`);
-  }
+  // A regular file only: a FIFO in its place would hang every step (before its lease, but forever).
+  const file = readRegularFile(path, { maxBytes: 64 * 2 ** 20 });
+  if (file.kind === "absent") fail(`not found in ${root} (create one with "loop init")`);
+  if (file.kind === "error") fail(`cannot read ${path}: ${file.message}`);
+  const bytes = (file as { bytes: Uint8Array }).bytes;
   let text = "";
   try {
     text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);

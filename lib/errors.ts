@@ -59,8 +59,16 @@ export class DefinitionError extends Error {
     readonly issues: DefinitionIssue[],
     readonly file: string,
   ) {
-    super(issues.map((i) => (i.path ? `${file}: ${i.path}: ${i.message}` : `${file}: ${i.message}`)).join("\n"));
+    super(definitionLines(issues, file).join("\n"));
   }
+  /** One line per problem (a message may quote a path or a value: print each line escaped). */
+  lines(): string[] {
+    return definitionLines(this.issues, this.file);
+  }
+}
+
+function definitionLines(issues: DefinitionIssue[], file: string): string[] {
+  return issues.map((i) => (i.path ? `${file}: ${i.path}: ${i.message}` : `${file}: ${i.message}`));
 }
 
 export type StoreErrorCode = "missing_store" | "corrupt_store" | "outdated_store" | "invalid_event" | "duplicate_event" | "seq_conflict";

@@ -2,12 +2,12 @@
 // at a terminal: control characters in it could move the cursor, recolour or retitle the terminal,
 // so they are printed escaped, visibly (`\u001b`), and every colour on screen is the tool's own.
 
-// C0, DEL, C1; and what reorders or hides text without being seen: soft hyphen, bidi marks,
-// embeddings, overrides and isolates, zero-width space, word joiner and invisible operators, line
-// and paragraph separators, Hangul fillers, BOM, interlinear annotation, tag characters (invisible
-// text). ZWJ and ZWNJ stay: scripts and emoji sequences need them. Right-to-left text shows its
+// C0, DEL, C1; and what reorders or hides text without being seen: soft hyphen, combining grapheme
+// joiner, bidi marks, embeddings, overrides and isolates, Mongolian vowel separator, zero-width
+// space, word joiner and invisible operators, line and paragraph separators, Hangul fillers, BOM,
+// interlinear annotation, tag characters (invisible text). ZWJ and ZWNJ stay: scripts and emoji sequences need them. Right-to-left text shows its
 // direction marks escaped, which is the price of never being reordered.
-const CONTROL = /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u115f\u200b\u200e\u200f\u2028-\u202e\u2060-\u2069\u3164\ufeff\ufff9-\ufffb\u{e0000}-\u{e007f}]/gu;
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u00ad\u034f\u061c\u115f\u1160\u180e\u200b\u200e\u200f\u2028-\u202e\u2060-\u2069\u3164\ufeff\uffa0\ufff9-\ufffb\u{e0000}-\u{e007f}]/gu;
 const SHORT: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
 
 /** `\u001b` as JSON writes it; `\u{e0041}` beyond the BMP. */

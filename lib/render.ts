@@ -26,15 +26,15 @@ function statusColor(s: string): number {
 export function renderStatus(r: StatusReport, color: boolean): string {
   // Every value comes from the store or state.json (which anyone with access can edit): each is
   // printed escaped, so only the tool's own colours and line breaks reach the terminal.
-  const p = printable;
+  const p = (v: unknown) => printable(String(v)); // numbers too: a tampered file may hold anything
   const L = r.loop;
   const out: string[] = [];
   out.push(
-    `loop ${L.name === null ? "(no definition imported yet)" : p(L.name)} · ${p(L.state)}${L.outcome ? ` (${p(L.outcome)})` : ""} · revision ${L.revision} · seq ${L.seq}${L.logSeq !== L.seq ? `/${L.logSeq}` : ""}`,
+    `loop ${L.name === null ? "(no definition imported yet)" : p(L.name)} · ${p(L.state)}${L.outcome ? ` (${p(L.outcome)})` : ""} · revision ${p(L.revision)} · seq ${L.seq}${L.logSeq !== L.seq ? `/${L.logSeq}` : ""}`,
   );
   if (L.reason) out.push(`reason: ${p(L.reason)}`);
   if (L.current) out.push(`current: ${p(L.current)}`);
-  const counts = Object.entries(L.counts).map(([k, v]) => `${v} ${p(k)}`).join(", ");
+  const counts = Object.entries(L.counts).map(([k, v]) => `${p(v)} ${p(k)}`).join(", ");
   if (counts) out.push(`items: ${counts}`);
   if (r.items.length) {
     out.push("");
@@ -44,9 +44,9 @@ export function renderStatus(r: StatusReport, color: boolean): string {
         r.items.map((it) => [
           p(it.id),
           paint(color, statusColor(it.status), p(it.status)),
-          `${it.attempts} (${it.failures}/${it.maxAttempts} failed)`,
+          `${p(it.attempts)} (${p(it.failures)}/${p(it.maxAttempts)} failed)`,
           it.session
-            ? `${p(it.session.runner)} ${it.session.tmux ? `tmux ${p(it.session.tmux)}` : it.session.pid !== null ? `pid ${it.session.pid}` : "-"}${it.session.alive ? " alive" : ""}`
+            ? `${p(it.session.runner)} ${it.session.tmux ? `tmux ${p(it.session.tmux)}` : it.session.pid !== null ? `pid ${p(it.session.pid)}` : "-"}${it.session.alive ? " alive" : ""}`
             : "-",
           it.branch === null ? "-" : p(it.branch),
           it.lastVerify ? `${it.lastVerify.passed ? "passed" : "failed"} (${p(it.lastVerify.reason)})` : "-",
@@ -56,7 +56,7 @@ export function renderStatus(r: StatusReport, color: boolean): string {
     const reasons = r.items.filter((it) => it.reason);
     if (reasons.length) {
       out.push("");
-      for (const it of reasons) out.push(`${p(it.id)}: ${p(it.reason!)}`);
+      for (const it of reasons) out.push(`${p(it.id)}: ${p(it.reason)}`);
     }
   }
   out.push("");

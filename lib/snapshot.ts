@@ -149,7 +149,7 @@ function realDbPath(stateRoot: string): string {
 
 const SNAPSHOT_PREFIX = "loop-snapshot-";
 const SNAPSHOT_NAME = new RegExp(`^${SNAPSHOT_PREFIX}(\\d+)-(\\d+)-`);
-/** A copy from another pid namespace is swept only this old: its pid means nothing here. */
+/** A copy from another pid namespace (or of an older name) is swept only this old: its pid means nothing here. */
 const FOREIGN_COPY_MAX_AGE_MS = 24 * 3_600_000;
 
 /** This process's pid namespace, or "0" where /proc cannot say: a pid means something only within it. */
@@ -178,10 +178,11 @@ function sweepStaleSnapshots(ns: string): void {
   }
   const uid = process.getuid?.();
   for (const name of names) {
+    if (!name.startsWith(SNAPSHOT_PREFIX)) continue;
+    // A name of another form (an older loop's copy) is judged by its age alone, like another namespace's.
     const m = SNAPSHOT_NAME.exec(name);
-    if (!m) continue;
-    const pid = Number(m[2]);
-    const here = ns !== "0" && m[1] === ns;
+    const pid = Number(m?.[2]);
+    const here = m !== null && ns !== "0" && m[1] === ns;
     if (here && pid === process.pid) continue;
     try {
       const st = lstatSync(join(dir, name));

@@ -316,7 +316,7 @@ describe("usage errors exit 2, message on stderr, nothing on stdout", () => {
 
   test("an error message quoting what was typed prints its control characters escaped", () => {
     const repo = gitRepo();
-    for (const args of [["ctl", "pause", "\u001b]0;pwned\u0007", "--text"], ["\u009b31mtool"], ["run", "--foo\nloop-run: all good"], ["status", "--text", "--root", "/x\nloop-status: healthy"]]) {
+    for (const args of [["ctl", "pause", "\u001b]0;pwned\u0007", "--text"], ["\u009b31mtool"], ["run", "--foo\nloop-run: all good"], ["status", "--text", "--root", "/x\nloop-status: healthy"], ["run", "--text", "--root", "/x\nloop-run: all good"]]) {
       const r = cli(args, { cwd: repo });
       expect(r.code).toBe(2);
       expect(r.stderr).not.toMatch(/[\u001b\u0007\u009b]/);
@@ -472,6 +472,31 @@ describe("status and replay", () => {
       err += new TextDecoder().decode(value);
     }
     expect(err).toBe("loop-run: cannot write the results to stdout: ENOSPC: no space left on device, write\n");
+  });
+
+  test("a FIFO in place of loop.json: loop run exits 2 at once (it never opens it), nothing created", () => {
+    const repo = gitRepo();
+    expect(spawnSync("mkfifo", [join(repo, "loop.json")]).status).toBe(0);
+    const r = cli(["run", "--json"], { cwd: repo });
+    expect(r.code).toBe(2);
+    expect(JSON.parse(r.stderr).error.message).toContain("not a regular file");
+    expect(existsSync(join(repo, ".loop"))).toBe(false);
+  });
+
+  test("a watcher whose repository is deleted stops instead of warning forever", async () => {
+    const repo = gitRepo();
+    expect(cli(["init"], { cwd: repo }).code).toBe(0);
+    const child = Bun.spawn([process.execPath, LOOP, "run", "--watch", "--forever", "--interval", "50ms", "--json", "--root", repo], {
+      env: { ...process.env, NO_COLOR: "1" },
+      stdout: "ignore",
+      stderr: "pipe",
+    });
+    const runPid = join(repo, ".loop", "run.pid");
+    for (let i = 0; i < 400 && !existsSync(runPid); i++) await Bun.sleep(25);
+    rmSync(repo, { recursive: true, force: true });
+    // It stops at its next turn: exit 2 (nothing to read there), or 1 if the deletion caught a
+    // step half-way. Either way it does not warn forever (the test would not end).
+    expect([1, 2]).toContain(await child.exited);
   });
 
   test("an environment error (a file where the state root should be) is io_error: one JSON line in --json mode, the system's message", () => {

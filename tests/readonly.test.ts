@@ -153,7 +153,8 @@ test("a reader that copies the store removes the copies dead readers of its pid 
     [`loop-snapshot-${ns}-${process.pid}-live`, "kept", dayAgo],
     ["loop-snapshot-1-2147483645-elsewhere", "kept", now], // another namespace: its pid means nothing here
     ["loop-snapshot-1-2147483644-oldelsewhere", "swept", dayAgo], // ...until it is a day old
-    ["loop-snapshot-other", "kept", dayAgo],
+    ["loop-snapshot-other", "kept", now], // another form (an older loop's copy): by age alone
+    ["loop-snapshot-Ab12Cd", "swept", dayAgo],
   ];
   for (const [name, , at] of entries) {
     mkdirSync(join(tmp, name));

@@ -110,7 +110,9 @@ describe("the state document status reports from", () => {
     const path = join(root, "state.json");
     const doc = JSON.parse(readFileSync(path, "utf8"));
     doc.loop.name = "demo\u001b[31mRED\nhealthy: forged";
+    doc.loop.revision = "1\u001b[31m\nhealthy: forged too";
     doc.items[0].branch = "b\u202eevil";
+    doc.items[0].attempts = "2\u0007";
     const text = JSON.stringify(doc);
     writeFileSync(path, text);
     tamper(root, (db) => db.run("UPDATE proj_loop SET state_sha = ?", [sha256Hex(text)]));
@@ -118,6 +120,12 @@ describe("the state document status reports from", () => {
     expect(out).not.toMatch(/[\u001b\u202e]/);
     expect(out.split("\n").filter((l) => l.startsWith("healthy: forged"))).toEqual([]);
     expect(out).toContain("demo\\u001b[31mRED\\nhealthy: forged");
+    // A value of another type than expected is printed, not a crash.
+    doc.loop.name = 5;
+    const five = JSON.stringify(doc);
+    writeFileSync(path, five);
+    tamper(root, (db) => db.run("UPDATE proj_loop SET state_sha = ?", [sha256Hex(five)]));
+    expect(renderStatus(statusReport(root), false)).toStartWith("loop 5 · ");
   });
 
   test("--work-item selects from the document, in the order given", async () => {
