@@ -6,7 +6,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { demoDefinition, git, gitOk, pollUntil, type Project, runlogBlocks, scenario, sleep } from "./helpers/project.ts";
+import { demoDefinition, git, gitOk, pollUntil, type Project, runlogBlocks, scenario } from "./helpers/project.ts";
 import { Store, withReadSnapshot } from "../lib/store.ts";
 import { statusReport } from "../lib/status.ts";
 import { renderStatus } from "../lib/render.ts";
@@ -435,14 +435,17 @@ describe("loop run", () => {
   test.concurrent(
     "(l) loop run --watch drives the loop to drained, writing then removing run.pid; one watcher per loop; SIGTERM exits 130",
     () => {
+      // w1's agent works until the test has seen the watcher's run.pid (aux/go-w1): however slow
+      // the test's own polling under load, the watcher cannot finish before it looked.
       const items = [
-        { id: "w1", prompt: "w1\n@demo write w1.txt 1", verify: "test -s w1.txt" },
+        { id: "w1", prompt: "w1", runner: "gated1", verify: "test -s w1.txt" },
         { id: "w2", prompt: "w2\n@demo write w2.txt 2", verify: "test -s w2.txt" },
       ];
       // The gated agent works until the test creates aux/go: no race with the watcher.
-      const gated = (p: Project) => ({ command: ["sh", "-c", `echo waiting; while [ ! -e ${join(p.aux, "go")} ]; do sleep 0.1; done; echo 3 > w3.txt`] });
+      const gate = (p: Project, file: string, out: string) => ({ command: ["sh", "-c", `echo waiting; while [ ! -e ${join(p.aux, file)} ]; do sleep 0.1; done; echo x > ${out}`] });
+      const gated = (p: Project) => gate(p, "go", "w3.txt");
       return scenario(
-        (p) => demoDefinition(items, { runners: { gated: gated(p) } }),
+        (p) => demoDefinition(items, { runners: { gated: gated(p), gated1: gate(p, "go-w1", "w1.txt") } }),
         {},
         async (p) => {
           const pidFile = join(p.stateRoot, "run.pid");
@@ -450,21 +453,11 @@ describe("loop run", () => {
           expect(existsSync(p.stateRoot)).toBe(false);
           const watchArgs = ["run", "--watch", "--interval", "200ms", "--json", "--root", p.root];
           const watch = p.spawn(watchArgs);
-          let sawPid = false;
-          let exited = false;
-          const watcher = (async () => {
-            while (!exited) {
-              try {
-                if (readRunPid(pidFile)?.pid === watch.pid) sawPid = true;
-              } catch {}
-              await sleep(20);
-            }
-          })();
-          const [out, code] = await Promise.all([new Response(watch.stdout).text(), watch.exited]);
-          exited = true;
-          await watcher;
+          const output = new Response(watch.stdout).text();
+          await pollUntil(() => readRunPid(pidFile)?.pid === watch.pid, "run.pid names the watcher", 600);
+          writeFileSync(join(p.aux, "go-w1"), "");
+          const [out, code] = await Promise.all([output, watch.exited]);
           expect(code).toBe(0);
-          expect(sawPid).toBe(true);
           expect(existsSync(pidFile)).toBe(false);
           // JSON Lines: one document per step, each on its own line.
           const docs = out.trimEnd().split("\n").map((line) => JSON.parse(line));
@@ -474,7 +467,7 @@ describe("loop run", () => {
           expect(p.projection().loop.outcome).toBe("Succeeded");
 
           // Add a gated item and interrupt the watch while it waits on it.
-          p.writeDefinition(demoDefinition([...items, { id: "w3", prompt: "w3", runner: "gated", verify: "test -s w3.txt" }], { runners: { gated: gated(p) } }));
+          p.writeDefinition(demoDefinition([...items, { id: "w3", prompt: "w3", runner: "gated", verify: "test -s w3.txt" }], { runners: { gated: gated(p), gated1: gate(p, "go-w1", "w1.txt") } }));
           // An hour between steps: a signal must end the wait, not leave the process waiting it out
           // (this test would then run into its own time limit).
           // A run.pid left by a killed watcher (its pid is dead) does not stop the next one.
