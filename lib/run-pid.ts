@@ -3,8 +3,9 @@
 // claims the file exclusively and removes it only while it still names itself. The file holds the
 // pid and the process's start time, so a pid reused by an unrelated process (after a crash or a
 // reboot) is not mistaken for a live watcher.
-import { linkSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { linkSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { BusyError } from "./errors.ts";
+import { readTextOrNull } from "./fsutil.ts";
 import { pidAlive } from "./liveness.ts";
 import { processStartTime } from "./process.ts";
 
@@ -78,12 +79,8 @@ function createExclusive(path: string, text: string): boolean {
 }
 
 export function readRunPid(path: string): RunPid | null {
-  let text: string;
-  try {
-    text = readFileSync(path, "utf8");
-  } catch {
-    return null;
-  }
+  const text = readTextOrNull(path, { maxBytes: 4096 });
+  if (text === null) return null;
   const m = /^(\d+)(?: (\d+))?\n?$/.exec(text);
   return m && Number(m[1]) > 0 ? { pid: Number(m[1]), started: m[2] ?? null } : null;
 }

@@ -242,16 +242,14 @@ function openSnapshot(stateRoot: string): ReadSnapshot {
 export function withReadSnapshot<T>(stateRoot: string, fn: (snap: ReadSnapshot) => T): T {
   for (let attempt = 0; ; attempt++) {
     const reading = startRead(stateRoot);
-    let result: T;
+    let outcome: ReadOutcome<T>;
     try {
-      result = fn(reading.snap);
+      outcome = { ok: true, value: fn(reading.snap) };
     } catch (err) {
-      reading.snap.close();
-      if (reading.retryAfter(err, attempt)) continue;
-      throw err;
+      outcome = { ok: false, err };
     }
-    reading.snap.close();
-    if (reading.settled(attempt)) return result;
+    const done = reading.conclude(outcome, attempt);
+    if (done) return done.value;
   }
 }
 
@@ -259,18 +257,18 @@ export function withReadSnapshot<T>(stateRoot: string, fn: (snap: ReadSnapshot) 
 export async function withReadSnapshotAsync<T>(stateRoot: string, fn: (snap: ReadSnapshot) => Promise<T>): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     const reading = startRead(stateRoot);
-    let result: T;
+    let outcome: ReadOutcome<T>;
     try {
-      result = await fn(reading.snap);
+      outcome = { ok: true, value: await fn(reading.snap) };
     } catch (err) {
-      reading.snap.close();
-      if (reading.retryAfter(err, attempt)) continue;
-      throw err;
+      outcome = { ok: false, err };
     }
-    reading.snap.close();
-    if (reading.settled(attempt)) return result;
+    const done = reading.conclude(outcome, attempt);
+    if (done) return done.value;
   }
 }
+
+type ReadOutcome<T> = { ok: true; value: T } | { ok: false; err: unknown };
 
 /** One attempt at a consistent read: the snapshot, and whether a writer moved the files meanwhile. */
 function startRead(stateRoot: string) {
@@ -280,15 +278,20 @@ function startRead(stateRoot: string) {
   const snap = openSnapshot(stateRoot);
   return {
     snap,
-    // An SQLite error while a writer changed the files may be a torn read: read again. Anything
-    // else (or files that did not change) is a real error.
-    retryAfter(err: unknown, attempt: number): boolean {
-      const code = (err as { code?: string }).code ?? "";
-      return !(err instanceof StoreError) && attempt < 4 && code.startsWith("SQLITE") && sig() !== before;
-    },
-    /** The files did not change while reading (or we gave up waiting for a quiet moment). */
-    settled(attempt: number): boolean {
-      return sig() === before || attempt >= 4;
+    /**
+     * Close the snapshot and decide: the value (the files did not change while reading, or we gave
+     * up waiting for a quiet moment), null to read again, or the error thrown. An SQLite error while
+     * a writer changed the files may be a torn read: read again. Anything else is a real error.
+     */
+    conclude<T>(o: ReadOutcome<T>, attempt: number): { value: T } | null {
+      snap.close();
+      const moved = sig() !== before;
+      if (!o.ok) {
+        const code = (o.err as { code?: string }).code ?? "";
+        if (!(o.err instanceof StoreError) && attempt < 4 && code.startsWith("SQLITE") && moved) return null;
+        throw o.err;
+      }
+      return !moved || attempt >= 4 ? { value: o.value } : null;
     },
   };
 }

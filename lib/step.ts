@@ -493,7 +493,7 @@ export function preflight(root: string): ReturnType<typeof loadDefinition> {
   return def;
 }
 
-/** One step. Throws DefinitionError (exit 2) before touching anything, BusyLease when busy. */
+/** One step. Throws DefinitionError or UsageError (exit 2) before touching anything (preflight), BusyLease when busy. */
 export async function runStep(o: StepOptions): Promise<RunResult> {
   const def = preflight(o.root);
   const store = Store.open(o.stateRoot, { create: true, actor: o.actor });
