@@ -19,14 +19,14 @@
 import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { canonicalJson, sha256Hex } from "../lib/canonical.ts";
-import { definitionHash, parseDefinitionText } from "../lib/definition.ts";
-import { type EventDraft, payloadProblem, type StoredEvent } from "../lib/events.ts";
-import { materialize } from "../lib/materialize.ts";
-import { sessionDir, worktreeDir } from "../lib/paths.ts";
-import { type Projection, reduceInto } from "../lib/reducer.ts";
-import { counts } from "../lib/documents.ts";
-import { hashInput, Store, writeWholeProjection } from "../lib/store.ts";
+import { canonicalJson, sha256Hex } from "../lib/log/canonical.ts";
+import { definitionHash, parseDefinitionText } from "../lib/definition/loop-json.ts";
+import { type EventDraft, payloadProblem, type StoredEvent } from "../lib/log/events.ts";
+import { materialize } from "../lib/log/materialize.ts";
+import { sessionDir, worktreeDir } from "../lib/shared/paths.ts";
+import { type Projection, reduceInto } from "../lib/log/reducer.ts";
+import { counts } from "../lib/log/documents.ts";
+import { hashInput, Store, writeWholeProjection } from "../lib/log/store.ts";
 
 export interface GenerateOptions {
   events: number;

@@ -1,11 +1,11 @@
 #!/usr/bin/env bun
 // bench/profile-replay.ts — where does `loop replay` spend its time? Not a benchmark of the binary:
-// it runs the parts of lib/replay.ts on a generated root and times them.
+// it runs the parts of lib/reports/replay.ts on a generated root and times them.
 //
 //   bun bench/profile-replay.ts --root DIR [--passes 3] [--clock wall|cpu]
 //
 // Rows: the fold's loop cut short after each of its parts (read; + parse; + schema check; + one
-// fold), the integrity pass alone (lib/integrity.ts: read, hash chain, seqs), the fold alone (read,
+// fold), the integrity pass alone (lib/log/integrity.ts: read, hash chain, seqs), the fold alone (read,
 // parse, payload schemas, two folds), both one after the other on one thread (replay below 20k events),
 // and both side by side with the integrity pass in a worker thread (replay from 20k events). The
 // last row is bounded by the slower of the two passes: that pass is what to make faster.
@@ -15,11 +15,11 @@
 // GC included); wall time is what a user waits for.
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { checkIntegrity } from "../lib/integrity.ts";
-import { compareFiles, compareProjection, foldLog, replayReport } from "../lib/replay.ts";
-import { headOf, withReadSnapshot } from "../lib/store.ts";
-import { payloadProblem, type StoredEvent } from "../lib/events.ts";
-import { emptyProjection, reduceInto } from "../lib/reducer.ts";
+import { checkIntegrity } from "../lib/log/integrity.ts";
+import { compareFiles, compareProjection, foldLog, replayReport } from "../lib/reports/replay.ts";
+import { headOf, withReadSnapshot } from "../lib/log/store.ts";
+import { payloadProblem, type StoredEvent } from "../lib/log/events.ts";
+import { emptyProjection, reduceInto } from "../lib/log/reducer.ts";
 
 const { values } = parseArgs({
   args: process.argv.slice(2),

@@ -3,16 +3,16 @@
 //
 //   bun bench/profile-status.ts --root DIR [--root DIR2 …] [--passes 15]
 //
-// Times the phases of lib/status.ts in-process (median of --passes): opening the read snapshot, the
+// Times the phases of lib/reports/status.ts in-process (median of --passes): opening the read snapshot, the
 // log head, reading and parsing the projection tables (status's path when state.json does not match),
 // building state.json's document, reading state.json (status's usual path), the whole statusReport(), and JSON.stringify of the report. Sizes of state.json
 // and of the JSON output are printed too, because they, not the log length, drive status's cost.
 import { statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { jsonText, stateDocument } from "../lib/documents.ts";
-import { stateView, statusReport } from "../lib/status.ts";
-import { headOf, readItemRows, readLoopRow, readProjection, withReadSnapshot } from "../lib/store.ts";
+import { jsonText, stateDocument } from "../lib/log/documents.ts";
+import { stateView, statusReport } from "../lib/reports/status.ts";
+import { headOf, readItemRows, readLoopRow, readProjection, withReadSnapshot } from "../lib/log/store.ts";
 
 const { values } = parseArgs({
   args: process.argv.slice(2),

@@ -106,7 +106,7 @@ function ensureBinary(): string {
   }
   // A binary older than the sources would time yesterday's code (and may reject today's log format).
   const newest = ["lib", "cmd"]
-    .flatMap((d) => readdirSync(join(ROOT, d)).filter((f) => f.endsWith(".ts")).map((f) => join(ROOT, d, f)))
+    .flatMap((d) => (readdirSync(join(ROOT, d), { recursive: true }) as string[]).filter((f) => f.endsWith(".ts")).map((f) => join(ROOT, d, f)))
     .map((f) => ({ f, t: statSync(f).mtimeMs }))
     .sort((a, b) => b.t - a.t)[0];
   if (newest && newest.t > statSync(DIST).mtimeMs)
@@ -125,7 +125,7 @@ function ensureBinary(): string {
 
 function formatKey(): string {
   const h = new Bun.CryptoHasher("sha256");
-  for (const f of ["bench/generate.ts", "lib/store.ts", "lib/snapshot.ts", "lib/events.ts", "lib/reducer.ts", "lib/rows.ts", "lib/canonical.ts", "lib/documents.ts", "lib/materialize.ts"]) {
+  for (const f of ["bench/generate.ts", "lib/log/store.ts", "lib/log/snapshot.ts", "lib/log/events.ts", "lib/log/reducer.ts", "lib/log/rows.ts", "lib/log/canonical.ts", "lib/log/documents.ts", "lib/log/materialize.ts"]) {
     const p = join(ROOT, f);
     h.update(f + "\0" + (existsSync(p) ? readFileSync(p) : "") + "\0");
   }

@@ -1,12 +1,12 @@
 #!/usr/bin/env bun
 // loop ctl <verb>: pause, resume, stop, skip, retry, cancel, start, reply — for the loop or items.
-import { DESCRIPTIONS } from "./registry.ts";
-import { confirmArgs, defineTool, EXIT, main, resolveRoot, resolveStateRoot, UsageError, workItemArg } from "../lib/cli.ts";
-import { actorName } from "../lib/actor.ts";
-import { applyCtl, CTL_VERBS, type CtlVerb, DESTRUCTIVE_VERBS, ITEM_VERBS, planCtl } from "../lib/ctl.ts";
-import { resolveSelectors } from "../lib/selectors.ts";
-import { confirmOrRefuse } from "../lib/confirm.ts";
-import { printable } from "../lib/printable.ts";
+import { DESCRIPTIONS } from "../lib/shared/tools.ts";
+import { confirmArgs, defineTool, EXIT, main, resolveRoot, resolveStateRoot, UsageError, workItemArg } from "../lib/shared/cli.ts";
+import { actorName } from "../lib/shared/actor.ts";
+import { applyCtl, CTL_VERBS, type CtlVerb, DESTRUCTIVE_VERBS, ITEM_VERBS, planCtl } from "../lib/control/ctl.ts";
+import { resolveSelectors } from "../lib/definition/selectors.ts";
+import { confirmOrRefuse } from "../lib/control/confirm.ts";
+import { printable } from "../lib/shared/printable.ts";
 
 export const tool = defineTool({
   name: "loop-ctl",

@@ -1,10 +1,10 @@
 #!/usr/bin/env bun
 // loop init: scaffold loop.json and the state root in a git repository.
-import { DESCRIPTIONS } from "./registry.ts";
-import { defineTool, EXIT, main, resolveStateRoot } from "../lib/cli.ts";
+import { DESCRIPTIONS } from "../lib/shared/tools.ts";
+import { defineTool, EXIT, main, resolveStateRoot } from "../lib/shared/cli.ts";
 import { resolve } from "node:path";
-import { initProject } from "../lib/init.ts";
-import { actorName } from "../lib/actor.ts";
+import { initProject } from "../lib/control/init.ts";
+import { actorName } from "../lib/shared/actor.ts";
 
 export const tool = defineTool({
   name: "loop-init",

@@ -1,9 +1,9 @@
 #!/usr/bin/env bun
 // loop replay: re-fold the whole log and prove the projection and files agree with it. Read-only.
-import { DESCRIPTIONS } from "./registry.ts";
-import { defineTool, EXIT, main, resolveRoot, resolveStateRoot } from "../lib/cli.ts";
-import { replayReport } from "../lib/replay.ts";
-import { renderReplay } from "../lib/render.ts";
+import { DESCRIPTIONS } from "../lib/shared/tools.ts";
+import { defineTool, EXIT, main, resolveRoot, resolveStateRoot } from "../lib/shared/cli.ts";
+import { replayReport } from "../lib/reports/replay.ts";
+import { renderReplay } from "../lib/reports/render.ts";
 
 export const tool = defineTool({
   name: "loop-replay",

@@ -1,16 +1,16 @@
 #!/usr/bin/env bun
 // loop run: one bounded, crash-safe dispatch step (or, with --watch, steps in the foreground).
-import { printable } from "../lib/printable.ts";
-import { DESCRIPTIONS } from "./registry.ts";
+import { printable } from "../lib/shared/printable.ts";
+import { DESCRIPTIONS } from "../lib/shared/tools.ts";
 import { existsSync, mkdirSync } from "node:fs";
-import { defineTool, EXIT, main, resolveRoot, resolveStateRoot, UsageError } from "../lib/cli.ts";
-import { BusyError, DefinitionError } from "../lib/errors.ts";
-import { preflight, runStep, type RunResult } from "../lib/step.ts";
-import { claimRunPid, releaseRunPid, selfRunPid } from "../lib/run-pid.ts";
-import { renderRun } from "../lib/render-run.ts";
-import { actorName } from "../lib/actor.ts";
-import { parseDuration } from "../lib/duration.ts";
-import { statePaths } from "../lib/paths.ts";
+import { defineTool, EXIT, main, resolveRoot, resolveStateRoot, UsageError } from "../lib/shared/cli.ts";
+import { BusyError, DefinitionError } from "../lib/shared/errors.ts";
+import { preflight, runStep, type RunResult } from "../lib/step/step.ts";
+import { claimRunPid, releaseRunPid, selfRunPid } from "../lib/step/run-pid.ts";
+import { renderRun } from "../lib/reports/render-run.ts";
+import { actorName } from "../lib/shared/actor.ts";
+import { parseDuration } from "../lib/definition/duration.ts";
+import { statePaths } from "../lib/shared/paths.ts";
 
 export const tool = defineTool({
   name: "loop-run",

@@ -1,9 +1,9 @@
 #!/usr/bin/env bun
 // loop status: report the loop and every item, checked against the log. Read-only.
-import { DESCRIPTIONS } from "./registry.ts";
-import { defineTool, EXIT, main, resolveRoot, resolveStateRoot, workItemArg } from "../lib/cli.ts";
-import { statusReport } from "../lib/status.ts";
-import { renderStatus } from "../lib/render.ts";
+import { DESCRIPTIONS } from "../lib/shared/tools.ts";
+import { defineTool, EXIT, main, resolveRoot, resolveStateRoot, workItemArg } from "../lib/shared/cli.ts";
+import { statusReport } from "../lib/reports/status.ts";
+import { renderStatus } from "../lib/reports/render.ts";
 
 export const tool = defineTool({
   name: "loop-status",

@@ -9,14 +9,14 @@
 //   script, `bun cmd/loop.ts`: process.argv0 is whatever started bun ("bun", or a path to it),
 //     process.argv[1] is the script's real path                                             <- used
 import { basename } from "node:path";
-import { VERSION } from "../lib/version.ts";
-import { printable } from "../lib/printable.ts";
+import { VERSION } from "../lib/shared/version.ts";
+import { printable } from "../lib/shared/printable.ts";
 import { DESCRIPTIONS, isTool, loadTool } from "./registry.ts";
 
 // Everything else is imported on demand (see cmd/registry.ts): start-up time is module evaluation.
 const TOOLS = DESCRIPTIONS;
 async function main(name: keyof typeof DESCRIPTIONS, args: string[]): Promise<void> {
-  const [{ main: runMain }, tool] = await Promise.all([import("../lib/cli.ts"), loadTool(name)]);
+  const [{ main: runMain }, tool] = await Promise.all([import("../lib/shared/cli.ts"), loadTool(name)]);
   return runMain(tool, args);
 }
 function toolFor(name: string): keyof typeof DESCRIPTIONS | undefined {
@@ -105,13 +105,13 @@ async function entry(self: string, args: string[]): Promise<void> {
   const [first, ...rest] = args;
   // Hidden entries used by sessions: the compiled binary has no separate scripts to run.
   if (first === "__demo-agent") {
-    const { runDemoAgent } = await import("../lib/demo-agent.ts");
+    const { runDemoAgent } = await import("../lib/step/demo-agent.ts");
     process.exitCode = await runDemoAgent(process.env);
     return;
   }
   if (first === "__session") {
     // Exit explicitly: the wrapper's signal listeners would otherwise keep it alive.
-    const { runSessionWrapper } = await import("../lib/session-wrapper.ts");
+    const { runSessionWrapper } = await import("../lib/step/session-wrapper.ts");
     process.exit(await runSessionWrapper(rest));
   }
   if (first === "--version" || first === "-V") {

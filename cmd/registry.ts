@@ -1,16 +1,9 @@
 // The built tools, loaded on demand: `loop --version` and `loop <tool>` evaluate only the modules
 // they need, which is most of a compiled binary's start-up time. cmd/tools.ts loads them all (tests).
-import type { Tool } from "../lib/cli.ts";
+import type { Tool } from "../lib/shared/cli.ts";
+import { DESCRIPTIONS, type ToolName } from "../lib/shared/tools.ts";
 
-export const DESCRIPTIONS = {
-  init: "Write a starting loop.json and create the state root (.loop/) with its store",
-  run: "Advance the loop by one crash-safe step: settle the item in flight, launch the next, drain when done",
-  status: "Report the loop and every work item from the log's projection, and check them against the log",
-  replay: "Re-fold the event log: hash chain, gaps, legality, determinism, projection tables and files",
-  ctl: "Control the loop or its items: start, pause, resume, stop, skip, retry, cancel, reply",
-} as const;
-
-export type ToolName = keyof typeof DESCRIPTIONS;
+export { DESCRIPTIONS, type ToolName };
 
 const LOADERS: Record<ToolName, () => Promise<{ tool: Tool<any> }>> = {
   init: () => import("./loop-init.ts"),

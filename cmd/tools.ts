@@ -1,5 +1,5 @@
 // Every tool, loaded eagerly: for the tests (the multi-call entry loads tools on demand, cmd/registry.ts).
-import type { Tool } from "../lib/cli.ts";
+import type { Tool } from "../lib/shared/cli.ts";
 import { tool as init } from "./loop-init.ts";
 import { tool as status } from "./loop-status.ts";
 import { tool as replay } from "./loop-replay.ts";

@@ -12,7 +12,7 @@ import { existsSync, lstatSync, mkdirSync, rmSync, statSync, symlinkSync } from 
 import { join, relative, resolve } from "node:path";
 import { spawnSync } from "node:child_process";
 import { CONTRACT_TOOLS } from "../cmd/loop.ts";
-import { VERSION } from "../lib/version.ts";
+import { VERSION } from "../lib/shared/version.ts";
 
 const root = resolve(import.meta.dir, "..");
 const dist = join(root, "dist");
@@ -39,8 +39,8 @@ const started = performance.now();
 process.chdir(dist);
 const result = await Bun.build({
   // The worker thread of `loop replay` is an entry point of its own: a compiled binary starts a
-  // Worker only from an embedded entry ("./lib/integrity-worker.ts", see lib/replay.ts).
-  entrypoints: [entry, join(root, "lib", "integrity-worker.ts")],
+  // Worker only from an embedded entry ("./lib/log/integrity-worker.ts", see lib/reports/replay.ts).
+  entrypoints: [entry, join(root, "lib", "log", "integrity-worker.ts")],
   target: "bun",
   format: "esm",
   bytecode: true,

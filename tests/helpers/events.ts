@@ -1,16 +1,16 @@
 // Synthetic event logs for pure reducer tests. Events are sealed exactly as the store seals them:
 // the payload is stored as canonical JSON, the hash is sha256 over hashInput(row, payloadText), and
 // each event's prev_hash is the previous event's hash (GENESIS_HASH for seq 1).
-import { canonicalJson, sha256Hex } from "../../lib/canonical.ts";
-import { GENESIS_HASH } from "../../lib/integrity.ts";
+import { canonicalJson, sha256Hex } from "../../lib/log/canonical.ts";
+import { GENESIS_HASH } from "../../lib/log/integrity.ts";
 import {
   type EventDraft,
   type NormItemPayload,
   type Payload,
   type SettingsPayload,
   type StoredEvent,
-} from "../../lib/events.ts";
-import { type EventRowBase, hashInput } from "../../lib/store.ts";
+} from "../../lib/log/events.ts";
+import { type EventRowBase, hashInput } from "../../lib/log/store.ts";
 
 export type RowBase = EventRowBase;
 

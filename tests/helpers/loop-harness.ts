@@ -7,8 +7,8 @@ import { spawnSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { repairRunlog } from "../../lib/materialize.ts";
-import { dbPath, type EventRow } from "../../lib/store.ts";
+import { repairRunlog } from "../../lib/log/materialize.ts";
+import { dbPath, type EventRow } from "../../lib/log/store.ts";
 
 export const REPO = resolve(import.meta.dir, "..", "..");
 export const LOOP = join(REPO, "cmd", "loop.ts");

@@ -8,10 +8,10 @@ import { expect } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import type { StoredEvent } from "../../lib/events.ts";
-import type { Projection } from "../../lib/reducer.ts";
-import type { RunResult } from "../../lib/step.ts";
-import { headOf, iterateEvents, readProjection, rowToEvent, withReadSnapshot } from "../../lib/store.ts";
+import type { StoredEvent } from "../../lib/log/events.ts";
+import type { Projection } from "../../lib/log/reducer.ts";
+import type { RunResult } from "../../lib/step/step.ts";
+import { headOf, iterateEvents, readProjection, rowToEvent, withReadSnapshot } from "../../lib/log/store.ts";
 
 export const REPO = resolve(import.meta.dir, "..", "..");
 export const LOOP = join(REPO, "cmd", "loop.ts");
@@ -53,7 +53,7 @@ export const sleep = (ms: number) => Bun.sleep(ms);
 /**
  * Live (non-zombie) processes whose process group is `pgid` and that belong to the temp dir
  * `marker` (their cwd, command line or environment names it). The same /proc scan as
- * lib/process.ts groupAlive, narrowed to the project: pids wrap quickly on a busy box
+ * lib/shared/process.ts groupAlive, narrowed to the project: pids wrap quickly on a busy box
  * (pid_max is often 32768), and another test's session may lead a group with a recycled pid.
  */
 export function groupMembers(pgid: number, marker: string): number[] {

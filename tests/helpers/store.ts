@@ -1,8 +1,8 @@
 // Real stores for tests: a realistic history appended through Store.append and materialized.
 import { Database } from "bun:sqlite";
-import type { EventDraft } from "../../lib/events.ts";
-import { materialize } from "../../lib/materialize.ts";
-import { dbPath, type EventRow, Store } from "../../lib/store.ts";
+import type { EventDraft } from "../../lib/log/events.ts";
+import { materialize } from "../../lib/log/materialize.ts";
+import { dbPath, type EventRow, Store } from "../../lib/log/store.ts";
 import {
   control,
   definition,

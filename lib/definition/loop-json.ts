@@ -1,0 +1,544 @@
+// loop.json (DESIGN §4.1): the hand-edited loop definition, validated into a NormDefinition.
+//
+// Validation runs in two passes so that one run reports every problem:
+//   1. shape: a valibot schema of the raw file (strict objects, types, ranges, formats);
+//   2. meaning: rules across fields (ids, refs, dependencies, runners, verify defaults), run on the
+//      raw value with per-field guards, so a badly-typed field elsewhere does not hide them.
+// Nothing is normalized unless both passes found nothing.
+
+import { readRegularFile } from "../shared/fsutil.ts";
+import { join } from "node:path";
+import * as v from "valibot";
+import { canonicalJson, sha256Hex } from "../log/canonical.ts";
+import { parseDuration } from "./duration.ts";
+import { JsonSyntaxError, formatJsonPath, parseStrictJson } from "./json-strict.ts";
+import { RefError, isItemId, itemIdFromRef, parseRef } from "./refs.ts";
+import { RESERVED_RUNNER_NAMES } from "./runners.ts";
+import { DefinitionError, type DefinitionIssue } from "../shared/errors.ts";
+export { DefinitionError, type DefinitionIssue } from "../shared/errors.ts";
+
+export interface Timeouts {
+  launch: number;
+  stall: number;
+  verify: number;
+}
+export interface NormItem {
+  id: string;
+  /** Canonical ref, or null for an item without one. */
+  ref: string | null;
+  prompt: string;
+  dependsOn: string[];
+  /** The verify command, or false: pass only on agent exit 0 with a change on the branch. */
+  verify: string | false;
+  runner: string;
+  model: string | null;
+  maxAttempts: number;
+  timeouts: Timeouts;
+}
+export interface CommandRunner {
+  command: string[];
+}
+export interface NormDefinition {
+  name: string;
+  landing: "none" | "merge";
+  base: string;
+  /** The branch landing "merge" merges into; `loop/<name>/landed` unless workspace.target says otherwise. */
+  target: string;
+  tmux: boolean;
+  keepCheckoutOnClose: boolean;
+  requireStartCommand: boolean;
+  /** Command runners from loop.json; none is named like a built-in runner. */
+  runners: Record<string, CommandRunner>;
+  items: NormItem[];
+}
+
+/** The built-in runners (lib/definition/runners.ts): always available, and names a `runners` entry cannot take. */
+export const KNOWN_RUNNERS: readonly string[] = RESERVED_RUNNER_NAMES;
+export const RUNNER_PLACEHOLDERS: readonly string[] = ["prompt", "handoff", "workdir", "model", "session_id"];
+
+const DEFAULTS = {
+  runner: "demo",
+  maxAttempts: 2,
+  timeouts: { launch: "5m", stall: "60m", verify: "15m" },
+  landing: "none",
+  base: "main",
+} as const;
+
+// ---------------------------------------------------------------------------------------------
+// Pass 1: the raw shape.
+
+const ID_RULE = "lowercase letters, digits and '-', with single '.' or '_' between them, at most 64 characters";
+
+/** A valibot check whose message comes from a function returning the problem (or undefined). */
+function problem<T>(find: (value: T) => string | undefined) {
+  return v.rawCheck<T>(({ dataset, addIssue }) => {
+    if (!dataset.typed) return;
+    const message = find(dataset.value);
+    if (message !== undefined) addIssue({ message });
+  });
+}
+
+/**
+ * A strict object that also accepts a "$comment" string, so the `loop init` template can explain
+ * itself. Arrays are refused first: valibot's object schemas would take `[]` for an empty object.
+ */
+function section<E extends v.ObjectEntries>(entries: E) {
+  const all = { ...entries, $comment: v.optional(v.string('"$comment" must be a string')) };
+  const allowed = Object.keys(all).join(", ");
+  const notArray = v.custom<unknown>((x) => !Array.isArray(x), "expected an object, got an array");
+  const object = v.strictObject(all, (issue) =>
+    issue.expected === "never"
+      ? `unknown key (allowed: ${allowed})`
+      : issue.received === "undefined" && issue.expected !== "Object"
+        ? "required"
+        : `expected an object, got ${issue.received}`,
+  );
+  return Object.assign(v.pipe(notArray, object), { keys: Object.keys(all) });
+}
+
+const NonBlank = v.pipe(
+  v.string("must be a string"),
+  v.check((s) => s.trim() !== "", "must not be empty"),
+);
+
+const Name = v.pipe(
+  v.string("must be a string"),
+  v.check(isItemId, `must be ${ID_RULE} (it is used in branch names)`),
+);
+const ItemId = v.pipe(v.string("must be a string"), v.check(isItemId, `must be ${ID_RULE}`));
+
+const Duration = v.pipe(
+  v.string('must be a duration string such as "15m"'),
+  problem<string>((s) => {
+    try {
+      return parseDuration(s) > 0 ? undefined : "must be greater than zero";
+    } catch (e) {
+      return (e as Error).message;
+    }
+  }),
+  v.transform(parseDuration),
+);
+
+const RawTimeouts = section({
+  launch: v.optional(Duration),
+  stall: v.optional(Duration),
+  verify: v.optional(Duration),
+});
+
+const Verify = v.union(
+  [NonBlank, v.literal(false)],
+  "must be a command string, or false to accept an agent exit 0 with a change on its branch",
+);
+const Model = v.nullable(NonBlank);
+const MaxAttempts = v.pipe(
+  v.number("must be an integer from 1 to 100"),
+  v.integer("must be an integer from 1 to 100"),
+  v.minValue(1, "must be an integer from 1 to 100"),
+  v.maxValue(100, "must be an integer from 1 to 100"),
+);
+const RunnerName = v.pipe(v.string("must be a string"), v.check(isItemId, `runner names are ${ID_RULE}`));
+const Branch = v.pipe(v.string("must be a string"), problem<string>(branchNameProblem));
+const Bool = v.boolean("must be true or false");
+
+const CommandArg = v.pipe(
+  v.string("must be a string"),
+  v.check((s) => s !== "", "must not be empty"),
+  problem<string>((arg) => {
+    const unknown = [...arg.matchAll(/\{([A-Za-z0-9_]+)\}/g)]
+      .map((m) => m[1]!)
+      .filter((p) => !RUNNER_PLACEHOLDERS.includes(p));
+    if (unknown.length === 0) return undefined;
+    const known = RUNNER_PLACEHOLDERS.map((p) => `{${p}}`).join(", ");
+    return `unknown placeholder ${unknown.map((p) => `{${p}}`).join(", ")} (known: ${known})`;
+  }),
+);
+const RawRunner = section({
+  command: v.pipe(
+    v.array(CommandArg, "must be an array of strings"),
+    v.minLength(1, "must name a program to run"),
+  ),
+});
+
+const RawDefaults = section({
+  runner: v.optional(v.string("must be a string")),
+  model: v.optional(Model),
+  verify: v.optional(Verify),
+  maxAttempts: v.optional(MaxAttempts),
+  timeouts: v.optional(RawTimeouts),
+  landing: v.optional(v.picklist(["none", "merge"], 'must be "none" or "merge"')),
+});
+
+const RawItem = section({
+  id: v.optional(ItemId),
+  ref: v.optional(v.string("must be a string")), // parsed in pass 2, where the RefError message is kept
+  prompt: NonBlank,
+  dependsOn: v.optional(v.array(v.string("must be an item id"), "must be an array of item ids")),
+  verify: v.optional(Verify),
+  runner: v.optional(v.string("must be a string")),
+  model: v.optional(Model),
+  maxAttempts: v.optional(MaxAttempts),
+  timeouts: v.optional(RawTimeouts),
+});
+
+const RawControl = section({ requireStartCommand: v.optional(Bool) });
+const RawSessions = section({ tmux: v.optional(Bool) });
+const RawWorkspace = section({
+  keepCheckoutOnClose: v.optional(Bool),
+  base: v.optional(Branch),
+  target: v.optional(Branch),
+});
+
+const RawDefinition = section({
+  $schema: v.optional(v.string('"$schema" must be a string')),
+  name: Name,
+  defaults: v.optional(RawDefaults),
+  runners: v.optional(v.record(RunnerName, RawRunner, "must be an object of runner name -> { command }")),
+  control: v.optional(RawControl),
+  sessions: v.optional(RawSessions),
+  workspace: v.optional(RawWorkspace),
+  items: v.array(RawItem, "must be an array of items"),
+});
+type RawDefinition = v.InferOutput<typeof RawDefinition>;
+
+/** Keys each object of loop.json accepts; the JSON Schema test checks schema/loop.schema.json against these. */
+export const ACCEPTED_KEYS: Readonly<Record<string, readonly string[]>> = {
+  definition: RawDefinition.keys,
+  defaults: RawDefaults.keys,
+  timeouts: RawTimeouts.keys,
+  runner: RawRunner.keys,
+  item: RawItem.keys,
+  control: RawControl.keys,
+  sessions: RawSessions.keys,
+  workspace: RawWorkspace.keys,
+};
+
+/** The default merge target of the loop `loopName`. */
+function defaultTarget(loopName: string): string {
+  return `loop/${loopName}/landed`;
+}
+
+/** The branch an item works on. Every item branch of a loop is under `loop/<name>/item/`. */
+export function itemBranch(loopName: string, itemId: string): string {
+  return `loop/${loopName}/item/${itemId}`;
+}
+
+/** Why `name` is not a usable git branch name (a subset of git check-ref-format), or undefined. */
+export function branchNameProblem(name: string): string | undefined {
+  const why = branchNameReason(name);
+  return why && `${JSON.stringify(name)} is not a valid git branch name: ${why}`;
+}
+
+/** What makes `name` unusable as a git branch name, or undefined. */
+function branchNameReason(name: string): string | undefined {
+  if (name === "") return "is empty";
+  if (/[\x00-\x20\x7f]/.test(name)) return "contains whitespace or a control character";
+  if (/[~^:?*[\\]/.test(name)) return "contains one of ~ ^ : ? * [ \\";
+  if (name.includes("..")) return "contains '..'";
+  if (name.includes("@{") || name === "@") return "contains '@{' or is '@'";
+  if (name.startsWith("-")) return "starts with '-'";
+  if (name.endsWith(".")) return "ends with '.'";
+  const parts = name.split("/");
+  if (parts.some((p) => p === "")) return "has an empty path component (leading, trailing or double '/')";
+  if (parts.some((p) => p.startsWith("."))) return "has a component starting with '.'";
+  if (parts.some((p) => p.endsWith(".lock"))) return "has a component ending in '.lock'";
+  return undefined;
+}
+
+function formatPath(path: readonly { key: unknown }[] | undefined): string {
+  return formatJsonPath((path ?? []).map((p) => p.key));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pass 2: rules across fields.
+
+interface Resolved {
+  id: string | null;
+  /** Canonical ref. */
+  ref: string | null;
+  /** The id came from the ref, not from an "id" key. */
+  derived: boolean;
+}
+
+type Obj = Record<string, unknown>;
+type Add = (path: string, message: string) => void;
+const isObj = (x: unknown): x is Obj => typeof x === "object" && x !== null && !Array.isArray(x);
+
+/** Checks the cross-field rules, adding issues; returns each item's resolved id and canonical ref. */
+function checkMeaning(raw: Obj, add: Add): Resolved[] {
+  const defaults = isObj(raw.defaults) ? raw.defaults : {};
+  const workspace = isObj(raw.workspace) ? raw.workspace : {};
+
+  // A command runner cannot take a built-in's name: `runner: "claude"` always means the preset.
+  if (isObj(raw.runners))
+    for (const name of KNOWN_RUNNERS)
+      if (Object.hasOwn(raw.runners, name))
+        add(`runners.${name}`, `${JSON.stringify(name)} is a built-in runner; pick another name`);
+
+  // valibot's record() skips these keys (they could change an object's prototype), so their values
+  // would go unchecked and the runner silently vanish from the normalized definition.
+  if (isObj(raw.runners))
+    for (const name of ["constructor", "prototype", "__proto__"])
+      if (Object.hasOwn(raw.runners, name)) add(`runners.${name}`, `${JSON.stringify(name)} cannot be a runner name; pick another`);
+
+  // Runner names the definition may use; null when `runners` is malformed (already reported by pass 1).
+  const runnerNames =
+    raw.runners === undefined
+      ? [...KNOWN_RUNNERS]
+      : isObj(raw.runners)
+        ? [...new Set([...KNOWN_RUNNERS, ...Object.keys(raw.runners).filter((n) => isItemId(n) && n !== "constructor" && n !== "prototype")])]
+        : null;
+  const checkRunner = (path: string, runner: unknown) => {
+    if (typeof runner === "string" && runnerNames && !runnerNames.includes(runner))
+      add(path, `unknown runner ${JSON.stringify(runner)} (known: ${runnerNames.join(", ")})`);
+  };
+  checkRunner("defaults.runner", defaults.runner);
+
+  // Branches: items work on loop/<name>/item/<id>; landing "merge" merges into the target, by
+  // default loop/<name>/landed. Neither base nor target may collide with an item branch, and landing
+  // must never merge into the base (with the default target too), which is the branch an operator
+  // most likely has checked out. A name that is an id can still break every branch of the loop
+  // ("x.lock"); it is then reported once, here, and the branches built from it are not checked.
+  let name = typeof raw.name === "string" && isItemId(raw.name) ? raw.name : null;
+  const nameProblem = name === null ? undefined : branchNameReason(`loop/${name}`);
+  if (nameProblem !== undefined) {
+    add("name", `cannot be used in branch names: ${JSON.stringify(itemBranch(name!, "<id>"))} ${nameProblem}`);
+    name = null;
+  }
+  const base = typeof workspace.base === "string" ? workspace.base : DEFAULTS.base;
+  // git cannot hold a branch and another branch below it, so "loop/<name>" collides too.
+  const checkNotItemBranch = (path: string, branch: unknown) => {
+    if (name === null || typeof branch !== "string" || branchNameProblem(branch)) return;
+    const prefix = itemBranch(name, "");
+    if (branch.startsWith(prefix) || prefix.startsWith(`${branch}/`))
+      add(path, `${JSON.stringify(branch)} would collide with the item branches ${JSON.stringify(itemBranch(name, "<id>"))}`);
+  };
+  checkNotItemBranch("workspace.base", workspace.base);
+  checkNotItemBranch("workspace.target", workspace.target);
+  if (typeof workspace.target === "string" && workspace.target === base)
+    add("workspace.target", `must differ from the base branch ${JSON.stringify(base)}`);
+  if (workspace.target === undefined && name !== null && base === defaultTarget(name))
+    add("workspace.base", `must differ from the merge target ${JSON.stringify(base)} (or set "workspace.target")`);
+
+  const items = Array.isArray(raw.items) ? raw.items : [];
+  const resolved = items.map((item, i) => resolveItem(item, `items[${i}]`, add));
+  checkUniqueness(resolved, add);
+  // An id may be a valid id but not a valid branch component ("x.lock"); derived ids never are.
+  if (name !== null)
+    resolved.forEach((r, i) => {
+      if (r.id === null || !isItemId(r.id)) return;
+      const why = branchNameProblem(itemBranch(name, r.id));
+      if (why) add(r.derived ? `items[${i}].ref` : `items[${i}].id`, why);
+    });
+  const indexOf = new Map<string, number>();
+  resolved.forEach((r, i) => r.id !== null && !indexOf.has(r.id) && indexOf.set(r.id, i));
+
+  // A missing verify is an error only when the default is known to be absent (not merely malformed).
+  const noDefaultVerify = (raw.defaults === undefined || isObj(raw.defaults)) && defaults.verify === undefined;
+  const edges: number[][] = items.map(() => []);
+  items.forEach((item, i) => {
+    if (!isObj(item)) return;
+    const at = `items[${i}]`;
+    checkRunner(`${at}.runner`, item.runner);
+    if (item.verify === undefined && noDefaultVerify)
+      add(
+        `${at}.verify`,
+        'no verify command and no default (set "verify": false to accept an agent exit 0 with a change on its branch)',
+      );
+    if (!Array.isArray(item.dependsOn)) return;
+    const seen = new Set<string>();
+    item.dependsOn.forEach((dep: unknown, k: number) => {
+      if (typeof dep !== "string") return;
+      const path = `${at}.dependsOn[${k}]`;
+      if (dep === resolved[i]!.id) add(path, `item ${JSON.stringify(dep)} depends on itself`);
+      else if (!indexOf.has(dep)) add(path, `unknown item ${JSON.stringify(dep)}`);
+      else if (seen.has(dep)) add(path, `duplicate dependency ${JSON.stringify(dep)}`);
+      else edges[i]!.push(indexOf.get(dep)!);
+      seen.add(dep);
+    });
+  });
+  for (const cycle of findCycles(edges)) {
+    const ids = cycle.map((i) => resolved[i]!.id);
+    add(`items[${cycle[0]}].dependsOn`, `dependency cycle ${[...ids, ids[0]].join(" -> ")}`);
+  }
+  return resolved;
+}
+
+function resolveItem(item: unknown, at: string, add: Add): Resolved {
+  if (!isObj(item)) return { id: null, ref: null, derived: false };
+  let ref: string | null = null;
+  let fromRef: string | null = null;
+  if (typeof item.ref === "string") {
+    try {
+      const parsed = parseRef(item.ref);
+      ref = parsed.canonical;
+      fromRef = itemIdFromRef(parsed);
+    } catch (e) {
+      if (!(e instanceof RefError)) throw e;
+      add(`${at}.ref`, e.message);
+    }
+  }
+  if (item.id === undefined && item.ref === undefined) add(at, 'needs an "id" (or a "ref" to derive one from)');
+  if (item.id === undefined) return { id: fromRef, ref, derived: fromRef !== null };
+  // A malformed explicit id is reported by pass 1; it still counts as a name so that its
+  // dependents do not also get a misleading "unknown item".
+  return { id: typeof item.id === "string" ? item.id : null, ref, derived: false };
+}
+
+/** Ids and canonical refs are identities: two items sharing one would share state, so both are errors. */
+function checkUniqueness(resolved: Resolved[], add: Add): void {
+  const firstRef = new Map<string, number>();
+  const firstId = new Map<string, number>();
+  const source = (r: Resolved) => (r.derived ? `derived from ref ${JSON.stringify(r.ref)}` : "explicit id");
+  resolved.forEach((r, i) => {
+    if (r.ref !== null) {
+      const j = firstRef.get(r.ref);
+      if (j === undefined) firstRef.set(r.ref, i);
+      else add(`items[${i}].ref`, `duplicate ref ${JSON.stringify(r.ref)} (also items[${j}])`);
+    }
+    if (r.id === null) return;
+    const j = firstId.get(r.id);
+    if (j === undefined) return void firstId.set(r.id, i);
+    const other = resolved[j]!;
+    const id = JSON.stringify(r.id);
+    if (!r.derived && !other.derived) add(`items[${i}].id`, `duplicate id ${id} (also items[${j}])`);
+    else if (r.ref === other.ref) return; // same ref, same derived id: the duplicate ref names this pair
+    else
+      add(
+        r.derived ? `items[${i}].ref` : `items[${i}].id`,
+        `id ${id} (${source(r)}) collides with items[${j}] (${source(other)}); give one of them an explicit "id"`,
+      );
+  });
+}
+
+/** Each dependency cycle found by a depth-first walk, as item indexes in dependency order. */
+function findCycles(edges: number[][]): number[][] {
+  const state = edges.map(() => 0); // 0 unvisited, 1 on the stack, 2 done
+  const stack: number[] = [];
+  const cycles: number[][] = [];
+  const visit = (u: number) => {
+    state[u] = 1;
+    stack.push(u);
+    for (const w of edges[u]!) {
+      if (state[w] === 1) cycles.push(stack.slice(stack.indexOf(w)));
+      else if (state[w] === 0) visit(w);
+    }
+    stack.pop();
+    state[u] = 2;
+  };
+  edges.forEach((_, u) => state[u] === 0 && visit(u));
+  return cycles;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Normalization.
+
+/** Validates a parsed loop.json; throws a DefinitionError listing every problem found. Pure. */
+export function normalizeDefinition(raw: unknown, file = "loop.json"): NormDefinition {
+  const result = v.safeParse(RawDefinition, raw);
+  const issues: DefinitionIssue[] = (result.issues ?? []).map((i) => ({ path: formatPath(i.path), message: i.message }));
+  const resolved = isObj(raw) ? checkMeaning(raw, (path, message) => issues.push({ path, message })) : [];
+  if (!result.success || issues.length > 0) throw new DefinitionError(byItem(issues), file);
+  return build(result.output, resolved);
+}
+
+/** Stable sort: file-level problems first, then each item's problems together, in item order. */
+function byItem(issues: DefinitionIssue[]): DefinitionIssue[] {
+  const rank = (i: DefinitionIssue) => Number(/^items\[(\d+)\]/.exec(i.path)?.[1] ?? -1);
+  return issues.map((issue, n) => ({ issue, n })).sort((a, b) => rank(a.issue) - rank(b.issue) || a.n - b.n).map((x) => x.issue);
+}
+
+function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
+  const d: Partial<v.InferOutput<typeof RawDefaults>> = raw.defaults ?? {};
+  const timeouts: Timeouts = {
+    launch: d.timeouts?.launch ?? parseDuration(DEFAULTS.timeouts.launch),
+    stall: d.timeouts?.stall ?? parseDuration(DEFAULTS.timeouts.stall),
+    verify: d.timeouts?.verify ?? parseDuration(DEFAULTS.timeouts.verify),
+  };
+  const items = raw.items.map((item, i): NormItem => {
+    const { id, ref } = resolved[i]!;
+    const verify = item.verify ?? d.verify;
+    if (id === null || verify === undefined) throw new Error(`internal: items[${i}] passed validation unresolved`);
+    return {
+      id,
+      ref,
+      prompt: item.prompt,
+      dependsOn: item.dependsOn ?? [],
+      verify,
+      runner: item.runner ?? d.runner ?? DEFAULTS.runner,
+      // An explicit `"model": null` on an item means "the runner's own default", overriding defaults.model.
+      model: item.model !== undefined ? item.model : (d.model ?? null),
+      maxAttempts: item.maxAttempts ?? d.maxAttempts ?? DEFAULTS.maxAttempts,
+      timeouts: {
+        launch: item.timeouts?.launch ?? timeouts.launch,
+        stall: item.timeouts?.stall ?? timeouts.stall,
+        verify: item.timeouts?.verify ?? timeouts.verify,
+      },
+    };
+  });
+  const runners: Record<string, CommandRunner> = {};
+  for (const [name, r] of Object.entries(raw.runners ?? {})) runners[name] = { command: r.command };
+  return {
+    name: raw.name,
+    landing: d.landing ?? DEFAULTS.landing,
+    base: raw.workspace?.base ?? DEFAULTS.base,
+    target: raw.workspace?.target ?? defaultTarget(raw.name),
+    tmux: raw.sessions?.tmux ?? false,
+    keepCheckoutOnClose: raw.workspace?.keepCheckoutOnClose ?? false,
+    requireStartCommand: raw.control?.requireStartCommand ?? false,
+    runners,
+    items,
+  };
+}
+
+/** Identity of a normalized definition: `loop run` re-imports loop.json only when this changes. */
+export function definitionHash(def: NormDefinition): string {
+  return sha256Hex(canonicalJson(def));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The file.
+
+/**
+ * Parses loop.json text with the strict parser of json-strict.ts: full-line `//` comments are
+ * ignored, a syntax error (line and column) is the only issue, and duplicate keys are reported at
+ * their paths together with the validation problems.
+ */
+export function parseDefinitionText(text: string, file = "loop.json"): NormDefinition {
+  let parsed: ReturnType<typeof parseStrictJson>;
+  try {
+    parsed = parseStrictJson(text);
+  } catch (e) {
+    if (e instanceof JsonSyntaxError) throw new DefinitionError([{ path: "", message: e.message }], file);
+    throw e;
+  }
+  const issues: DefinitionIssue[] = parsed.duplicates.map((path) => ({ path, message: "duplicate key" }));
+  let def: NormDefinition | undefined;
+  try {
+    def = normalizeDefinition(parsed.value, file);
+  } catch (e) {
+    if (!(e instanceof DefinitionError)) throw e;
+    issues.push(...e.issues);
+  }
+  if (issues.length > 0 || def === undefined) throw new DefinitionError(byItem(issues), file);
+  return def;
+}
+
+/** Reads and validates `<root>/loop.json`. */
+export function loadDefinition(root: string): NormDefinition {
+  const path = join(root, "loop.json");
+  const fail = (message: string): never => {
+    throw new DefinitionError([{ path: "", message }], "loop.json");
+  };
+  // A regular file only: a FIFO in its place would hang every step (before its lease, but forever).
+  const file = readRegularFile(path, { maxBytes: 64 * 2 ** 20 });
+  if (file.kind === "absent") fail(`not found in ${root} (create one with "loop init")`);
+  if (file.kind === "error") fail(`cannot read ${path}: ${file.message}`);
+  const bytes = (file as { bytes: Uint8Array }).bytes;
+  let text = "";
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    fail("is not valid UTF-8");
+  }
+  return parseDefinitionText(text, "loop.json");
+}

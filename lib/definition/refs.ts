@@ -1,0 +1,165 @@
+// Work-item refs (DESIGN 4.2): `<provider>:[<host>/]<owner>/<repo>#<number>`.
+// Refs come from the command line and loop.json, so anything outside the grammar is rejected with
+// a message naming the offending part; nothing is ever sanitized. The canonical form is the
+// identity used for deduplication. No path is built from a ref: paths come from item ids.
+import { RefError } from "../shared/errors.ts";
+export { RefError } from "../shared/errors.ts";
+
+export interface WorkItemRef {
+  provider: string;
+  /** Lowercased host with optional `:port`; null when absent or the provider's default. */
+  host: string | null;
+  owner: string;
+  repo: string;
+  number: number;
+  canonical: string;
+}
+
+export type Selector = { kind: "id"; id: string } | { kind: "ref"; ref: WorkItemRef };
+
+const MAX_REF_LENGTH = 256;
+const MAX_ID_LENGTH = 64;
+const DEFAULT_HOSTS: Record<string, string> = { github: "github.com" };
+
+const PROVIDER = /^[a-z][a-z0-9-]*$/;
+const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+const HOST_LABEL = /^[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?$/;
+const DIGITS = /^[0-9]+$/;
+const ITEM_ID = /^[a-z0-9][a-z0-9-]*(?:[._][a-z0-9-]+)*$/;
+const REF_SHAPE = "<provider>:[<host>/]<owner>/<repo>#<number>";
+
+// Quote a value for an error message so control, non-ASCII and bidi characters cannot reach a terminal raw.
+function quote(s: string): string {
+  return JSON.stringify(s).replace(
+    /[^\x20-\x7e]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+}
+
+function codePoint(c: string): string {
+  return `U+${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`;
+}
+
+export function parseRef(input: string): WorkItemRef {
+  const fail = (why: string): never => {
+    throw new RefError(`invalid work-item ref ${quote(input)}: ${why}`, input);
+  };
+
+  if (input.length === 0) fail("empty");
+  if (input.length > MAX_REF_LENGTH) fail(`longer than ${MAX_REF_LENGTH} characters`);
+  for (let i = 0; i < input.length; i++) {
+    const c = input[i]!;
+    if (/\s/.test(c)) fail(`whitespace (${codePoint(c)}) at offset ${i}`);
+    if (c < " " || c === "\x7f") fail(`control character (${codePoint(c)}) at offset ${i}`);
+    if (c > "\x7f") fail(`non-ASCII character (${codePoint(c)}) at offset ${i}`);
+    if (c === "\\") fail(`backslash at offset ${i}`);
+  }
+  if (input.startsWith("-")) fail("must not start with '-'");
+  if (input.startsWith("/")) fail("must not start with '/'");
+
+  const colon = input.indexOf(":");
+  if (colon < 0) fail(`missing provider (expected ${REF_SHAPE})`);
+  const provider = input.slice(0, colon);
+  if (provider === "") fail("missing provider before ':'");
+  if (!PROVIDER.test(provider)) fail(`provider ${quote(provider)} must match [a-z][a-z0-9-]*`);
+
+  const rest = input.slice(colon + 1);
+  const hash = rest.indexOf("#");
+  if (hash < 0) fail(`missing '#<number>' (expected ${REF_SHAPE})`);
+  const path = rest.slice(0, hash);
+  const digits = rest.slice(hash + 1);
+
+  if (path === "") fail("missing <owner>/<repo>");
+  if (path.startsWith("/")) fail("path must not start with '/'");
+  const segments = path.split("/");
+  if (segments.some((s) => s === "")) fail(`empty path segment in ${quote(path)}`);
+  for (const s of segments) if (s.includes("..")) fail(`path segment ${quote(s)} must not contain '..'`);
+  if (segments.length === 1) fail(`missing repo (expected <owner>/<repo>, got ${quote(path)})`);
+  if (segments.length > 3 || (segments.length === 3 && !/[.:]/.test(segments[0]!)))
+    fail(`too many path segments in ${quote(path)} (expected [<host>/]<owner>/<repo>; a host contains a dot)`);
+
+  const [owner, repo] = segments.slice(-2) as [string, string];
+  let host = segments.length === 3 ? parseHost(segments[0]!, fail) : null;
+  if (host !== null && host === DEFAULT_HOSTS[provider]) host = null;
+  checkName("owner", owner, fail);
+  checkName("repo", repo, fail);
+
+  if (digits === "") fail("missing number after '#'");
+  if (!DIGITS.test(digits)) fail(`number ${quote(digits)} must be decimal digits`);
+  const number = Number(digits);
+  if (number < 1) fail("number must be at least 1");
+  if (!Number.isSafeInteger(number)) fail(`number must be at most ${Number.MAX_SAFE_INTEGER}`);
+
+  const canonical = `${provider}:${host === null ? "" : `${host}/`}${owner}/${repo}#${number}`;
+  return { provider, host, owner, repo, number, canonical };
+}
+
+function checkName(part: string, value: string, fail: (why: string) => never): void {
+  if (!/^[A-Za-z0-9]/.test(value)) fail(`${part} ${quote(value)} must start with a letter or digit`);
+  if (!NAME.test(value)) fail(`${part} ${quote(value)} may contain only letters, digits, '.', '_' and '-'`);
+}
+
+/** Returns the canonical host: lowercased, port without leading zeros. */
+function parseHost(segment: string, fail: (why: string) => never): string {
+  const colon = segment.indexOf(":");
+  const name = colon < 0 ? segment : segment.slice(0, colon);
+  const labels = name.split(".");
+  if (labels.length < 2) fail(`host ${quote(name)} must be a dotted hostname`);
+  for (const label of labels) {
+    if (label === "") fail(`host ${quote(name)} has an empty label`);
+    if (label.length > 63) fail(`host label ${quote(label)} is longer than 63 characters`);
+    if (!HOST_LABEL.test(label))
+      fail(`host label ${quote(label)} must be letters, digits and inner '-'`);
+  }
+  if (colon < 0) return name.toLowerCase();
+
+  const port = segment.slice(colon + 1);
+  if (!DIGITS.test(port)) fail(`port ${quote(port)} must be decimal digits`);
+  const portNumber = Number(port);
+  if (portNumber < 1 || portNumber > 65535) fail(`port ${port} is out of range 1..65535`);
+  return `${name.toLowerCase()}:${portNumber}`;
+}
+
+export function tryParseRef(input: string): WorkItemRef | RefError {
+  try {
+    return parseRef(input);
+  } catch (e) {
+    if (e instanceof RefError) return e;
+    throw e;
+  }
+}
+
+export function isItemId(s: string): boolean {
+  return s.length <= MAX_ID_LENGTH && ITEM_ID.test(s);
+}
+
+/** `<repo>-<number>`, reduced to [a-z0-9-] so it is always a valid item id. */
+export function itemIdFromRef(ref: WorkItemRef): string {
+  const suffix = `-${ref.number}`;
+  const base =
+    ref.repo
+      .toLowerCase()
+      .replace(/[^a-z0-9-]+/g, "-")
+      .replace(/-+/g, "-")
+      .replace(/^-|-$/g, "")
+      .slice(0, MAX_ID_LENGTH - suffix.length)
+      .replace(/-$/, "") || "item";
+  return base + suffix;
+}
+
+/** A `--work-item` value: a ref when it contains ':', otherwise an item id. */
+export function parseSelector(input: string): Selector {
+  if (input.includes(":")) return { kind: "ref", ref: parseRef(input) };
+  if (isItemId(input)) return { kind: "id", id: input };
+
+  const fail = (why: string): never => {
+    throw new RefError(`invalid work-item ${quote(input)}: ${why}`, input);
+  };
+  if (input === "") fail("empty");
+  if (/[/#]/.test(input)) fail(`a ref needs a provider (expected ${REF_SHAPE})`);
+  if (input.length > MAX_ID_LENGTH) fail(`item id is longer than ${MAX_ID_LENGTH} characters`);
+  return fail(
+    "not an item id (lowercase letters, digits and '-', with single '.' or '_' between them)" +
+      ` and not a ref (${REF_SHAPE})`,
+  );
+}

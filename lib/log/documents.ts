@@ -1,0 +1,104 @@
+// The documents materialized from the projection (state.json, terminal_state.json): pure
+// functions of it, apart from the files lib/log/materialize.ts writes them to. `loop status` and
+// `loop replay` render them to compare, so they do not load the writing side.
+import type { Projection } from "./reducer.ts";
+
+export function counts(p: Projection): Record<string, number> {
+  const c: Record<string, number> = {};
+  for (const id of p.order) {
+    const s = p.items[id]!.status;
+    c[s] = (c[s] ?? 0) + 1;
+  }
+  return c;
+}
+
+export function lastVerify(p: Projection, id: string) {
+  const it = p.items[id]!;
+  for (let i = it.attempts.length - 1; i >= 0; i--) {
+    const v = it.attempts[i]!.verify;
+    if (v) return { attempt: v.attempt, passed: v.passed, exitCode: v.exitCode, timedOut: v.timedOut, reason: v.reason, sha256: v.sha256, tail: v.tail };
+  }
+  return null;
+}
+
+/**
+ * state.json: the loop and every item, as of the projection's seq. `loop status` reports from this
+ * document (read from the file when its hash matches the projection's `state_sha`), so it carries
+ * every field status shows.
+ */
+export function stateDocument(p: Projection) {
+  return {
+    schema: "loop/state@1",
+    seq: p.seq,
+    hash: p.hash,
+    loop: {
+      name: p.loop.name,
+      state: p.loop.state,
+      reason: p.loop.reason,
+      revision: p.loop.revision,
+      current: p.loop.current,
+      outcome: p.loop.outcome,
+    },
+    counts: counts(p),
+    items: p.order.map((id) => {
+      const it = p.items[id]!;
+      return {
+        id,
+        ref: it.def.ref,
+        status: it.status,
+        reason: it.reason,
+        inDefinition: it.inDefinition,
+        epoch: it.epoch,
+        attempts: it.attempts.length,
+        failures: it.failures,
+        maxAttempts: it.def.maxAttempts,
+        dependsOn: it.def.dependsOn,
+        branch: it.workspace?.branch ?? null,
+        worktree: it.workspace?.present ? it.workspace.worktree : null,
+        question: it.question,
+        session: it.session
+          ? {
+              attempt: it.session.attempt,
+              runner: it.session.runner,
+              model: it.session.model,
+              pid: it.session.pid,
+              tmux: it.session.tmux,
+              conversationId: it.session.conversationId,
+              log: it.session.log,
+              startedAt: it.session.startedAt,
+              endedAt: it.session.endedAt,
+              closed: it.session.closed
+                ? { at: it.session.closed.at, how: it.session.closed.how, reason: it.session.closed.reason }
+                : null,
+            }
+          : null,
+        lastVerify: lastVerify(p, id),
+        // Built field by field: a projection read back from the tables has its nested objects in
+        // canonical (sorted) key order, a fold has them in reducer order, and state.json must be
+        // the same text for both.
+        landing: it.landing
+          ? { outcome: it.landing.outcome, target: it.landing.target, commit: it.landing.commit, reason: it.landing.reason }
+          : null,
+      };
+    }),
+  };
+}
+
+/** terminal_state.json: present exactly while the loop is drained. */
+export function terminalDocument(p: Projection) {
+  if (p.loop.state !== "drained") return null;
+  return {
+    schema: "loop/terminal@1",
+    outcome: p.loop.outcome,
+    drainedSeq: p.loop.drainedSeq,
+    drainedAt: p.loop.drainedAt,
+    counts: counts(p),
+    items: p.order.map((id) => ({ id, status: p.items[id]!.status, reason: p.items[id]!.reason })),
+  };
+}
+
+/** The text of a materialized document: one line of JSON. Indenting would make state.json a third
+ * larger, and it is rendered (and hashed) after every commit and read by every `loop status`. */
+export function jsonText(doc: unknown): string {
+  return JSON.stringify(doc) + "\n";
+}

@@ -1,0 +1,164 @@
+// The event vocabulary: every type, its payload shape (validated with valibot at the append
+// boundary, before anything is written), and the row shape stored in `events`.
+// docs/events.md documents each one; tests/cmd/docs.test.ts keeps the two lists equal.
+import * as v from "valibot";
+import { type Check, compileCheck } from "./schema-check.ts";
+
+const Str = v.string();
+const NStr = v.nullable(v.string());
+const Int = v.pipe(v.number(), v.safeInteger());
+const Pos = v.pipe(Int, v.minValue(1));
+
+const Timeouts = v.strictObject({ launch: Int, stall: Int, verify: Int });
+export const NormItemSchema = v.strictObject({
+  id: Str,
+  ref: NStr,
+  prompt: Str,
+  dependsOn: v.array(Str),
+  verify: v.union([Str, v.literal(false)]),
+  runner: Str,
+  model: NStr,
+  maxAttempts: Pos,
+  timeouts: Timeouts,
+});
+const Settings = v.strictObject({
+  landing: v.picklist(["none", "merge"]),
+  base: Str,
+  target: Str,
+  tmux: v.boolean(),
+  keepCheckoutOnClose: v.boolean(),
+  requireStartCommand: v.boolean(),
+  runners: v.record(Str, v.strictObject({ command: v.array(Str) })),
+});
+
+export const SETTLED_OUTCOMES = ["passed", "failed", "skipped", "cancelled", "blocked"] as const;
+export type SettledOutcome = (typeof SETTLED_OUTCOMES)[number];
+export const DRAIN_OUTCOMES = ["Succeeded", "Failed", "Stopped"] as const;
+export const CONTROL_VERBS = ["start", "stop", "skip", "retry", "cancel", "reply"] as const;
+export const END_VERDICTS = ["exited", "never_started", "stalled", "lost", "closed"] as const;
+
+const Verify = v.strictObject({
+  attempt: Pos,
+  passed: v.boolean(),
+  exitCode: v.nullable(Int),
+  timedOut: v.boolean(),
+  sha256: NStr,
+  tail: Str,
+  log: NStr,
+  reason: Str,
+});
+
+export const PAYLOADS = {
+  store_opened: v.strictObject({ schema: Int, tool: Str }),
+  definition_imported: v.strictObject({
+    revision: Pos,
+    hash: Str,
+    name: Str,
+    settings: Settings,
+    items: v.array(NormItemSchema),
+  }),
+  loop_started: v.strictObject({}),
+  loop_paused: v.strictObject({ reason: Str }),
+  loop_resumed: v.strictObject({}),
+  loop_stopped: v.strictObject({ reason: Str }),
+  control_recorded: v.strictObject({ verb: v.picklist(CONTROL_VERBS), text: NStr }),
+  launch_reserved: v.strictObject({
+    attempt: Pos,
+    key: Str,
+    runner: Str,
+    model: NStr,
+    branch: Str,
+    worktree: Str,
+    sessionDir: Str,
+    sessionId: Str,
+  }),
+  session_started: v.strictObject({
+    attempt: Pos,
+    pid: v.nullable(Int),
+    tmux: NStr,
+    conversationId: NStr,
+    argv: v.array(Str),
+    log: Str,
+    resumed: v.boolean(),
+  }),
+  launch_failed: v.strictObject({ attempt: Pos, reason: Str, interrupted: v.boolean() }),
+  session_ended: v.strictObject({
+    attempt: Pos,
+    verdict: v.picklist(END_VERDICTS),
+    exitCode: v.nullable(Int),
+    signal: NStr,
+    reason: Str,
+  }),
+  needs_input: v.strictObject({ attempt: Pos, question: Str }),
+  reply_recorded: v.strictObject({ text: Str }),
+  verify_finished: Verify,
+  item_requeued: v.strictObject({ attempt: Int, reason: Str, failed: v.boolean(), resetBudget: v.boolean() }),
+  item_settled: v.strictObject({ attempt: Int, outcome: v.picklist(SETTLED_OUTCOMES), reason: Str }),
+  landing_finished: v.strictObject({
+    attempt: Pos,
+    outcome: v.picklist(["none", "merged", "conflict", "failed"]),
+    branch: Str,
+    target: NStr,
+    commit: NStr,
+    reason: Str,
+  }),
+  session_closed: v.strictObject({
+    attempt: Pos,
+    how: Str,
+    worktreeRemoved: v.boolean(),
+    reason: Str,
+  }),
+  loop_drained: v.strictObject({ outcome: v.picklist(DRAIN_OUTCOMES), counts: v.record(Str, Int) }),
+  loop_reopened: v.strictObject({ reason: Str }),
+  lease_taken_over: v.strictObject({
+    previous: v.strictObject({ owner: Str, pid: Int, host: Str, started: Str, expires: Str }),
+    why: v.picklist(["dead", "expired"]),
+  }),
+  work_item_reset: v.strictObject({ pieces: v.array(Str) }),
+} as const;
+
+export type EventType = keyof typeof PAYLOADS;
+export const EVENT_TYPES = Object.keys(PAYLOADS) as EventType[];
+export type Payload<T extends EventType> = v.InferOutput<(typeof PAYLOADS)[T]>;
+export type NormItemPayload = v.InferOutput<typeof NormItemSchema>;
+export type SettingsPayload = v.InferOutput<typeof Settings>;
+
+/** An event as the caller proposes it; the store assigns seq, ts (unless given) and the hashes. */
+export type EventDraft = {
+  [T in EventType]: { type: T; item?: string | null; payload: Payload<T>; id?: string; actor?: string; ts?: string };
+}[EventType];
+
+/** A stored event row, its payload parsed. */
+export interface StoredEvent {
+  seq: number;
+  id: string;
+  ts: string;
+  type: EventType;
+  actor: string;
+  item: string | null;
+  payload: any;
+  prev_hash: string;
+  hash: string;
+}
+
+export function isEventType(t: string): t is EventType {
+  return Object.hasOwn(PAYLOADS, t);
+}
+
+let CHECKS: Record<EventType, Check> | null = null;
+function compileChecks(): Record<EventType, Check> {
+  return Object.fromEntries(EVENT_TYPES.map((t) => [t, compileCheck(PAYLOADS[t])])) as Record<EventType, Check>;
+}
+
+/** Validate a payload at the boundary; returns the issue text or null. */
+export function payloadProblem(type: string, payload: unknown): string | null {
+  if (!isEventType(type)) return `unknown event type "${type}"`;
+  // Replay validates every payload of the log: a compiled check that allocates nothing answers
+  // first; valibot itself explains a payload that fails (and stays the judge if the two disagree).
+  if ((CHECKS ??= compileChecks())[type](payload)) return null;
+  const r = v.safeParse(PAYLOADS[type], payload);
+  if (r.success) return null;
+  return r.issues
+    .map((i) => `${v.getDotPath(i) ?? "payload"}: ${i.message}`)
+    .join("; ");
+}

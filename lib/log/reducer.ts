@@ -1,0 +1,521 @@
+// The reducer: the one definition of what the log means. `apply` is pure (it never touches its
+// input); `fold` and the store's append path use `reduceInto`, which mutates a projection the caller
+// owns, so a million-event replay does not copy the whole state per event. Both run the same code.
+import type { EventType, NormItemPayload, SettingsPayload, StoredEvent } from "./events.ts";
+import { GENESIS_HASH } from "./integrity.ts";
+import { IllegalEventError } from "../shared/errors.ts";
+export { IllegalEventError } from "../shared/errors.ts";
+
+export type LoopState = "new" | "running" | "paused" | "stopped" | "drained";
+export type ItemStatus =
+  | "pending"
+  | "launching"
+  | "running"
+  | "ended"
+  | "needs_input"
+  | "passed"
+  | "failed"
+  | "skipped"
+  | "cancelled"
+  | "blocked"
+  | "withdrawn";
+
+export const IN_FLIGHT: readonly ItemStatus[] = ["launching", "running", "ended", "needs_input"];
+export const SETTLED: readonly ItemStatus[] = ["passed", "failed", "skipped", "cancelled", "blocked"];
+
+export interface VerifyRecord {
+  attempt: number;
+  passed: boolean;
+  exitCode: number | null;
+  timedOut: boolean;
+  sha256: string | null;
+  tail: string;
+  log: string | null;
+  reason: string;
+  at: string;
+}
+
+export interface AttemptRecord {
+  n: number;
+  key: string;
+  reservedAt: string;
+  startedAt: string | null;
+  end: { verdict: string; exitCode: number | null; signal: string | null; reason: string; at: string } | null;
+  launchFailed: string | null;
+  question: string | null;
+  verify: VerifyRecord | null;
+  /** "passed", "failed", "requeued:<reason>" once the attempt's fate is decided. */
+  outcome: string | null;
+}
+
+export interface SessionRecord {
+  attempt: number;
+  runner: string;
+  model: string | null;
+  sessionId: string;
+  conversationId: string | null;
+  pid: number | null;
+  tmux: string | null;
+  argv: string[];
+  sessionDir: string;
+  log: string | null;
+  worktree: string;
+  branch: string;
+  startedAt: string | null;
+  endedAt: string | null;
+  closed: { how: string; reason: string; at: string } | null;
+  /** Replies delivered to this session (by resume or handoff), as indexes into ledger.replies. */
+  deliveries: number[];
+}
+
+export interface ControlRecord {
+  verb: string;
+  actor: string;
+  text: string | null;
+  ts: string;
+}
+
+export interface ItemState {
+  id: string;
+  def: NormItemPayload;
+  inDefinition: boolean;
+  status: ItemStatus;
+  reason: string | null;
+  epoch: number;
+  settledAt: string | null;
+  // ledgers
+  attempts: AttemptRecord[];
+  /** Failed attempts since the budget was last reset; compared with def.maxAttempts. */
+  failures: number;
+  replies: { text: string; actor: string; ts: string; delivered: number | null }[];
+  question: string | null;
+  // control
+  control: ControlRecord[];
+  held: boolean;
+  started: boolean;
+  // session and workspace
+  session: SessionRecord | null;
+  workspace: { branch: string; worktree: string; present: boolean } | null;
+  landing: { outcome: string; target: string | null; commit: string | null; reason: string } | null;
+}
+
+export interface LoopRecord {
+  name: string | null;
+  state: LoopState;
+  reason: string | null;
+  revision: number;
+  definitionHash: string | null;
+  settings: SettingsPayload | null;
+  current: string | null;
+  outcome: string | null;
+  startedAt: string | null;
+  drainedAt: string | null;
+  drainedSeq: number | null;
+  updatedAt: string | null;
+}
+
+export interface Projection {
+  seq: number;
+  hash: string;
+  loop: LoopRecord;
+  /** Items in presentation order: the current definition's order, then items no longer in it. */
+  order: string[];
+  items: Record<string, ItemState>;
+}
+
+export function emptyProjection(): Projection {
+  return {
+    seq: 0,
+    hash: GENESIS_HASH,
+    loop: {
+      name: null,
+      state: "new",
+      reason: null,
+      revision: 0,
+      definitionHash: null,
+      settings: null,
+      current: null,
+      outcome: null,
+      startedAt: null,
+      drainedAt: null,
+      drainedSeq: null,
+      updatedAt: null,
+    },
+    order: [],
+    items: {},
+  };
+}
+
+export function apply(p: Projection, e: StoredEvent): Projection {
+  const next = structuredClone(p);
+  reduceInto(next, e);
+  return next;
+}
+
+export function fold(events: Iterable<StoredEvent>, from: Projection = emptyProjection()): Projection {
+  const p = structuredClone(from);
+  for (const e of events) reduceInto(p, e);
+  return p;
+}
+
+/** Which item rows an event may change; every other item row is untouched by it. */
+export function touchedItems(p: Projection, e: StoredEvent): string[] {
+  if (e.type === "definition_imported") return Object.keys(p.items);
+  return e.item ? [e.item] : [];
+}
+
+function fresh(def: NormItemPayload, epoch: number): ItemState {
+  return {
+    id: def.id,
+    def,
+    inDefinition: true,
+    status: "pending",
+    reason: null,
+    epoch,
+    settledAt: null,
+    attempts: [],
+    failures: 0,
+    replies: [],
+    question: null,
+    control: [],
+    held: false,
+    started: false,
+    session: null,
+    workspace: null,
+    landing: null,
+  };
+}
+
+export function isSettled(s: ItemStatus): boolean {
+  return SETTLED.includes(s);
+}
+export function isInFlight(s: ItemStatus): boolean {
+  return IN_FLIGHT.includes(s);
+}
+
+type Handler = (p: Projection, e: StoredEvent, fail: (rule: string, detail: string) => never) => void;
+
+/**
+ * The item with this id, if the projection has one. Use it wherever the id may be unknown:
+ * `p.items` is a plain object, and an id like "constructor" would find Object's own property.
+ */
+export function itemOf(p: Projection, id: string): ItemState | undefined {
+  return Object.hasOwn(p.items, id) ? p.items[id] : undefined;
+}
+
+function need(p: Projection, e: StoredEvent, fail: (r: string, d: string) => never): ItemState {
+  if (!e.item) fail("item_required", `${e.type} must name an item`);
+  const it = itemOf(p, e.item!);
+  if (!it) fail("unknown_item", `${e.type} names unknown item "${e.item}"`);
+  return it!;
+}
+
+function needStatus(it: ItemState, allowed: readonly ItemStatus[], e: StoredEvent, fail: (r: string, d: string) => never) {
+  if (!allowed.includes(it.status))
+    fail("item_status", `${e.type} needs item "${it.id}" in ${allowed.join("|")}, it is ${it.status}`);
+}
+
+function currentAttempt(it: ItemState, n: number, e: StoredEvent, fail: (r: string, d: string) => never): AttemptRecord {
+  const a = it.attempts[it.attempts.length - 1];
+  if (!a || a.n !== n) fail("attempt_mismatch", `${e.type} names attempt ${n}, current is ${a?.n ?? "none"}`);
+  return a!;
+}
+
+function settle(p: Projection, it: ItemState, status: ItemStatus, reason: string, ts: string) {
+  it.status = status;
+  it.reason = reason;
+  it.settledAt = ts;
+  it.question = null;
+  if (p.loop.current === it.id) p.loop.current = null;
+}
+
+/** A drained loop that is paused or stopped is no longer drained: its outcome would go stale. */
+function leaveDrained(p: Projection) {
+  p.loop.outcome = null;
+  p.loop.drainedAt = null;
+  p.loop.drainedSeq = null;
+}
+
+const HANDLERS: Record<EventType, Handler> = {
+  store_opened(p, e, fail) {
+    if (e.seq !== 1) fail("store_opened_first", "store_opened may only be the first event");
+  },
+  definition_imported(p, e, fail) {
+    const pl = e.payload;
+    if (pl.revision !== p.loop.revision + 1)
+      fail("revision_order", `revision ${pl.revision} after ${p.loop.revision}`);
+    p.loop.name = pl.name;
+    p.loop.revision = pl.revision;
+    p.loop.definitionHash = pl.hash;
+    p.loop.settings = pl.settings;
+    const seen = new Set<string>();
+    for (const def of pl.items as NormItemPayload[]) {
+      seen.add(def.id);
+      const it = itemOf(p, def.id);
+      if (!it) {
+        p.items[def.id] = fresh(def, 0);
+        continue;
+      }
+      // A settled or in-flight item keeps its status and history; only its definition changes.
+      // What a launch took (runner, model, prompt) stays; timeouts and verify are read when used.
+      it.def = def;
+      it.inDefinition = true;
+      if (it.status === "withdrawn") {
+        it.status = "pending";
+        it.reason = null;
+      }
+    }
+    for (const id of Object.keys(p.items)) {
+      if (seen.has(id)) continue;
+      const it = p.items[id]!;
+      it.inDefinition = false;
+      if (it.status === "pending") {
+        it.status = "withdrawn";
+        it.reason = `removed from the definition in revision ${pl.revision}`;
+      }
+    }
+    const defOrder = (pl.items as NormItemPayload[]).map((d) => d.id);
+    p.order = [...defOrder, ...p.order.filter((id) => !seen.has(id))];
+  },
+  loop_started(p, e, fail) {
+    if (p.loop.state !== "new") fail("loop_state", `loop_started needs state new, it is ${p.loop.state}`);
+    p.loop.state = "running";
+    p.loop.reason = null;
+    p.loop.startedAt = e.ts;
+  },
+  loop_paused(p, e, fail) {
+    if (p.loop.state === "paused") fail("loop_state", "loop_paused while already paused");
+    leaveDrained(p);
+    p.loop.state = "paused";
+    p.loop.reason = e.payload.reason;
+  },
+  loop_resumed(p, e, fail) {
+    if (p.loop.state !== "paused" && p.loop.state !== "stopped")
+      fail("loop_state", `loop_resumed needs paused|stopped, it is ${p.loop.state}`);
+    p.loop.state = "running";
+    p.loop.reason = null;
+    p.loop.startedAt ??= e.ts;
+  },
+  loop_stopped(p, e, fail) {
+    if (p.loop.state === "stopped") fail("loop_state", "loop_stopped while already stopped");
+    leaveDrained(p);
+    p.loop.state = "stopped";
+    p.loop.reason = e.payload.reason;
+  },
+  control_recorded(p, e, fail) {
+    const it = need(p, e, fail);
+    it.control.push({ verb: e.payload.verb, actor: e.actor, text: e.payload.text, ts: e.ts });
+    if (e.payload.verb === "start" || e.payload.verb === "retry") {
+      it.started = true;
+      it.held = false;
+    } else if (e.payload.verb === "stop") {
+      it.held = true;
+    }
+  },
+  launch_reserved(p, e, fail) {
+    const it = need(p, e, fail);
+    if (p.loop.state !== "running") fail("loop_state", `launch_reserved needs a running loop, it is ${p.loop.state}`);
+    if (p.loop.current !== null) fail("one_in_flight", `launch_reserved while "${p.loop.current}" is in flight`);
+    needStatus(it, ["pending"], e, fail);
+    const pl = e.payload;
+    if (pl.attempt !== it.attempts.length + 1)
+      fail("attempt_order", `attempt ${pl.attempt} reserved after ${it.attempts.length}`);
+    it.attempts.push({
+      n: pl.attempt,
+      key: pl.key,
+      reservedAt: e.ts,
+      startedAt: null,
+      end: null,
+      launchFailed: null,
+      question: null,
+      verify: null,
+      outcome: null,
+    });
+    const deliveries: number[] = [];
+    it.replies.forEach((r, i) => {
+      if (r.delivered === null) {
+        r.delivered = pl.attempt;
+        deliveries.push(i);
+      }
+    });
+    it.session = {
+      attempt: pl.attempt,
+      runner: pl.runner,
+      model: pl.model,
+      sessionId: pl.sessionId,
+      conversationId: null,
+      pid: null,
+      tmux: null,
+      argv: [],
+      sessionDir: pl.sessionDir,
+      log: null,
+      worktree: pl.worktree,
+      branch: pl.branch,
+      startedAt: null,
+      endedAt: null,
+      closed: null,
+      deliveries,
+    };
+    it.workspace = { branch: pl.branch, worktree: pl.worktree, present: true };
+    it.status = "launching";
+    it.reason = null;
+    it.question = null;
+    p.loop.current = it.id;
+  },
+  session_started(p, e, fail) {
+    const it = need(p, e, fail);
+    needStatus(it, ["launching"], e, fail);
+    const a = currentAttempt(it, e.payload.attempt, e, fail);
+    a.startedAt = e.ts;
+    const s = it.session!;
+    s.pid = e.payload.pid;
+    s.tmux = e.payload.tmux;
+    s.conversationId = e.payload.conversationId;
+    s.argv = e.payload.argv;
+    s.log = e.payload.log;
+    s.startedAt = e.ts;
+    it.status = "running";
+  },
+  launch_failed(p, e, fail) {
+    const it = need(p, e, fail);
+    needStatus(it, ["launching"], e, fail);
+    const a = currentAttempt(it, e.payload.attempt, e, fail);
+    a.launchFailed = e.payload.reason;
+    const verdict = e.payload.interrupted ? "launch_interrupted" : "launch_failed";
+    a.end = { verdict, exitCode: null, signal: null, reason: e.payload.reason, at: e.ts };
+    it.session!.endedAt = e.ts;
+    it.status = "ended";
+    it.reason = e.payload.reason;
+  },
+  session_ended(p, e, fail) {
+    const it = need(p, e, fail);
+    needStatus(it, ["launching", "running"], e, fail);
+    const a = currentAttempt(it, e.payload.attempt, e, fail);
+    const pl = e.payload;
+    a.end = { verdict: pl.verdict, exitCode: pl.exitCode, signal: pl.signal, reason: pl.reason, at: e.ts };
+    it.session!.endedAt = e.ts;
+    it.status = "ended";
+    it.reason = pl.reason;
+  },
+  needs_input(p, e, fail) {
+    const it = need(p, e, fail);
+    needStatus(it, ["launching", "running"], e, fail);
+    const a = currentAttempt(it, e.payload.attempt, e, fail);
+    a.question = e.payload.question;
+    a.end = { verdict: "needs_input", exitCode: null, signal: null, reason: "asked a question", at: e.ts };
+    it.session!.endedAt = e.ts;
+    it.status = "needs_input";
+    it.question = e.payload.question;
+    it.reason = `needs input: ${e.payload.question}`;
+  },
+  reply_recorded(p, e, fail) {
+    const it = need(p, e, fail);
+    if (isSettled(it.status) || it.status === "withdrawn")
+      fail("item_status", `reply_recorded for settled item "${it.id}" (${it.status})`);
+    it.replies.push({ text: e.payload.text, actor: e.actor, ts: e.ts, delivered: null });
+  },
+  verify_finished(p, e, fail) {
+    const it = need(p, e, fail);
+    needStatus(it, ["ended"], e, fail);
+    const a = currentAttempt(it, e.payload.attempt, e, fail);
+    a.verify = { ...e.payload, at: e.ts };
+  },
+  item_requeued(p, e, fail) {
+    const it = need(p, e, fail);
+    needStatus(it, ["ended", "needs_input", ...SETTLED], e, fail);
+    const a = it.attempts[it.attempts.length - 1];
+    if ((it.status === "ended" || it.status === "needs_input") && a && a.outcome === null) {
+      // Only a failed attempt spends the budget; a question or an operator's stop does not.
+      a.outcome = e.payload.failed ? "failed" : `requeued: ${e.payload.reason}`;
+      if (e.payload.failed) it.failures += 1;
+    }
+    if (e.payload.resetBudget) it.failures = 0;
+    // An item removed from the definition while in flight finishes its attempt, but is not given
+    // another one: back to pending outside the definition means withdrawn (as after a reset).
+    it.status = it.inDefinition ? "pending" : "withdrawn";
+    it.reason = it.inDefinition ? e.payload.reason : `removed from the definition: ${e.payload.reason}`;
+    it.settledAt = null;
+    it.question = null;
+    if (p.loop.current === it.id) p.loop.current = null;
+  },
+  item_settled(p, e, fail) {
+    const it = need(p, e, fail);
+    const outcome = e.payload.outcome as ItemStatus;
+    const a = it.attempts[it.attempts.length - 1];
+    if (outcome === "passed") {
+      needStatus(it, ["ended"], e, fail);
+      if (!a?.verify?.passed) fail("passed_unverified", `item "${it.id}" settled passed without a passing verify`);
+    } else if (outcome === "failed") {
+      needStatus(it, ["ended", "needs_input", "pending"], e, fail);
+    } else if (outcome === "blocked") {
+      needStatus(it, ["pending"], e, fail);
+    } else {
+      needStatus(it, ["pending", ...IN_FLIGHT], e, fail);
+    }
+    if (a && a.outcome === null && it.status !== "pending") {
+      a.outcome = outcome;
+      if (outcome === "failed") it.failures += 1;
+    }
+    settle(p, it, outcome, e.payload.reason, e.ts);
+  },
+  landing_finished(p, e, fail) {
+    const it = need(p, e, fail);
+    needStatus(it, ["ended"], e, fail);
+    const a = currentAttempt(it, e.payload.attempt, e, fail);
+    if (!a.verify?.passed) fail("landing_unverified", `landing for "${it.id}" before a passing verify`);
+    const pl = e.payload;
+    it.landing = { outcome: pl.outcome, target: pl.target, commit: pl.commit, reason: pl.reason };
+  },
+  session_closed(p, e, fail) {
+    const it = need(p, e, fail);
+    const s = it.session;
+    if (!s) fail("no_session", `session_closed for "${it.id}" which has no session`);
+    if (s!.attempt !== e.payload.attempt) fail("attempt_mismatch", `session_closed for attempt ${e.payload.attempt}, session is ${s!.attempt}`);
+    if (s!.closed) fail("already_closed", `session of "${it.id}" attempt ${s!.attempt} already closed`);
+    s!.closed = { how: e.payload.how, reason: e.payload.reason, at: e.ts };
+    s!.endedAt ??= e.ts;
+    if (e.payload.worktreeRemoved && it.workspace) it.workspace.present = false;
+  },
+  loop_drained(p, e, fail) {
+    if (p.loop.state !== "running") fail("loop_state", `loop_drained needs running, it is ${p.loop.state}`);
+    if (p.loop.current !== null) fail("one_in_flight", `loop_drained while "${p.loop.current}" is in flight`);
+    p.loop.state = "drained";
+    p.loop.outcome = e.payload.outcome;
+    p.loop.reason = null;
+    p.loop.drainedAt = e.ts;
+    p.loop.drainedSeq = e.seq;
+  },
+  loop_reopened(p, e, fail) {
+    if (p.loop.state !== "drained") fail("loop_state", `loop_reopened needs drained, it is ${p.loop.state}`);
+    leaveDrained(p);
+    p.loop.state = "running";
+    p.loop.reason = null;
+  },
+  lease_taken_over() {},
+  work_item_reset(p, e, fail) {
+    const it = need(p, e, fail);
+    // Epoch boundary: nothing from before the reset survives in the fold except the definition.
+    const next = fresh(it.def, it.epoch + 1);
+    next.inDefinition = it.inDefinition;
+    if (!it.inDefinition) {
+      next.status = "withdrawn";
+      next.reason = "reset while not in the definition";
+    }
+    p.items[it.id] = next;
+    if (p.loop.current === it.id) p.loop.current = null;
+  },
+};
+
+export function reduceInto(p: Projection, e: StoredEvent): void {
+  const fail = (rule: string, detail: string): never => {
+    throw new IllegalEventError(e.seq, rule, detail);
+  };
+  if (e.seq !== p.seq + 1) fail("seq_gap", `expected seq ${p.seq + 1}, got ${e.seq}`);
+  if (e.prev_hash !== p.hash) fail("prev_hash", `prev_hash does not match the hash of seq ${p.seq}`);
+  if (p.seq === 0 && e.type !== "store_opened") fail("store_opened_first", `first event is ${e.type}`);
+  if (!Object.hasOwn(HANDLERS, e.type)) fail("unknown_type", `unknown event type "${e.type}"`);
+  HANDLERS[e.type](p, e, fail);
+  p.seq = e.seq;
+  p.hash = e.hash;
+  p.loop.updatedAt = e.ts;
+}

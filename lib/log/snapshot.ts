@@ -1,0 +1,311 @@
+// The read side of the store: opening a consistent read-only snapshot that leaves every file under
+// the state root byte-identical, and reading the log head and the projection rows from it. Read
+// verbs (status, replay) need nothing else, so this module does not load the event schemas or the
+// reducer: a cold `loop status` pays for what it uses (bench/README.md).
+import { Database, constants } from "bun:sqlite";
+import { copyFileSync, existsSync, lstatSync, mkdtempSync, readdirSync, readlinkSync, realpathSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { StoreError } from "../shared/errors.ts";
+import { pidAlive } from "../shared/process.ts";
+import { EVENT_COLUMNS, type EventRow, GENESIS_HASH } from "./integrity.ts";
+import type { Projection } from "./reducer.ts";
+import { ITEM_TABLES, type ItemTable, type LoopRow, projectionFromRows } from "./rows.ts";
+
+/**
+ * The store's layout version, in `meta`. 2: state.json's items carry the whole session (status reads
+ * the file), so `proj_loop.state_sha` of a version-1 store hashes a document this code no longer
+ * writes. Writers upgrade older stores on open (`migrate`); read verbs never write, so they refuse
+ * an older store with `outdated_store` until a writer has opened it.
+ */
+export const SCHEMA_VERSION = 2;
+
+export function dbPath(stateRoot: string): string {
+  return join(stateRoot, "loop.db");
+}
+
+export function openWith(path: string, flags: number): Database {
+  try {
+    return new Database(path, flags);
+  } catch (err) {
+    throw new StoreError("corrupt_store", `cannot open ${path}: ${(err as Error).message}`);
+  }
+}
+
+export function headOf(db: Database): { seq: number; hash: string } {
+  const r = db.query("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").get() as
+    | { seq: number; hash: string }
+    | null;
+  return r ?? { seq: 0, hash: GENESIS_HASH };
+}
+
+/** The `meta` schema version, or 0 when it cannot be read (checkSchema then says why). */
+export function schemaVersion(db: Database): number {
+  try {
+    const v = db.query("SELECT value FROM meta WHERE key = 'schema'").get() as { value: string } | null;
+    const n = Number(v?.value);
+    return Number.isInteger(n) ? n : 0;
+  } catch {
+    return 0;
+  }
+}
+
+export function checkSchema(db: Database, where: string) {
+  try {
+    db.query("SELECT value FROM meta LIMIT 0").all();
+    // One query for every table: each prepared statement costs a cold read verb a fraction of a ms.
+    const tables = new Set((db.query("SELECT name FROM sqlite_master WHERE type = 'table'").values() as [string][]).map(([n]) => n));
+    for (const t of ["events", "proj_loop", ...ITEM_TABLES, "lease"]) if (!tables.has(t)) throw new Error(`table ${t} is missing`);
+    db.query("SELECT seq, hash, state, body, state_sha FROM proj_loop LIMIT 0").all();
+  } catch (err) {
+    throw new StoreError("corrupt_store", `store under ${where} is not a loop store: ${(err as Error).message}`);
+  }
+  const version = schemaVersion(db);
+  if (version >= 1 && version < SCHEMA_VERSION)
+    throw new StoreError(
+      "outdated_store",
+      `store under ${where} has schema ${version} from an older loop; \`loop run\` or \`loop ctl\` upgrades it (read verbs never write)`,
+    );
+  if (version > SCHEMA_VERSION)
+    throw new StoreError("corrupt_store", `store under ${where} has schema ${version}, from a newer loop than this one (schema ${SCHEMA_VERSION})`);
+  if (version !== SCHEMA_VERSION)
+    throw new StoreError("corrupt_store", `store under ${where} has no valid schema version, expected ${SCHEMA_VERSION}`);
+}
+
+/** The projection's loop row, or null when the table has none. */
+export function findLoopRow(db: Database): LoopRow | null {
+  return db.query("SELECT seq, hash, state, body, state_sha FROM proj_loop WHERE id = 1").get() as LoopRow | null;
+}
+
+export function readLoopRow(db: Database): LoopRow {
+  const r = findLoopRow(db);
+  if (!r) throw new StoreError("corrupt_store", "projection table proj_loop has no row");
+  return r;
+}
+
+export function readItemRows(db: Database): Map<string, Record<ItemTable, string | null>> {
+  const items = new Map<string, Record<ItemTable, string | null>>();
+  for (const t of ITEM_TABLES) {
+    for (const r of db.query(`SELECT item, body FROM ${t}`).all() as { item: string; body: string }[]) {
+      let rows = items.get(r.item);
+      if (!rows) {
+        rows = Object.fromEntries(ITEM_TABLES.map((table) => [table, null])) as Record<ItemTable, string | null>;
+        items.set(r.item, rows);
+      }
+      rows[t] = r.body;
+    }
+  }
+  return items;
+}
+
+export function readProjection(db: Database): Projection {
+  const items = readItemRows(db);
+  // Every item has these three rows (rows.ts itemRows); a missing one is damage, not a default.
+  for (const [id, rows] of items)
+    for (const t of ["proj_items", "proj_control", "proj_ledgers"] as const)
+      if (rows[t] === null) throw new StoreError("corrupt_store", `projection rows for "${id}" have no ${t} row`);
+  try {
+    return projectionFromRows(readLoopRow(db), items);
+  } catch (err) {
+    if (!(err instanceof SyntaxError)) throw err;
+    throw new StoreError("corrupt_store", `a projection row is not valid JSON: ${err.message}`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Read-only access. Read verbs must leave the state root byte-identical. With no WAL content the
+// main file is opened `immutable` (SQLite then creates no -wal/-shm and takes no locks). When a
+// -wal exists (a live step, or one that was killed) the database and its WAL are copied to a
+// private temp directory and the copy is opened, so recovery happens there, never in the state root.
+// A reader re-checks the files afterwards and reads again if a writer changed them meanwhile.
+
+export interface ReadSnapshot {
+  db: Database;
+  /** true when the snapshot came from a copy because a -wal was present. */
+  copied: boolean;
+  /** How db was opened, so another thread can open the same snapshot read-only. */
+  open: { path: string; flags: number };
+  close(): void;
+}
+
+function fileSig(path: string): string {
+  try {
+    const s = statSync(path);
+    return `${s.ino}:${s.size}:${s.mtimeMs}`;
+  } catch {
+    return "-";
+  }
+}
+
+/**
+ * The store's file with symlinks resolved: SQLite keeps the -wal beside the real file, so a reader
+ * looking beside a link would miss committed events (and open the file immutable).
+ */
+function realDbPath(stateRoot: string): string {
+  const path = dbPath(stateRoot);
+  if (!existsSync(path)) throw new StoreError("missing_store", `no store at ${path} (run \`loop init\` first)`);
+  return realpathSync(path);
+}
+
+const SNAPSHOT_PREFIX = "loop-snapshot-";
+const SNAPSHOT_NAME = new RegExp(`^${SNAPSHOT_PREFIX}(\\d+)-(\\d+)-`);
+/** A copy from another pid namespace (or of an older name) is swept only this old: its pid means nothing here. */
+const FOREIGN_COPY_MAX_AGE_MS = 24 * 3_600_000;
+
+/** This process's pid namespace, or "0" where /proc cannot say: a pid means something only within it. */
+function pidNamespace(): string {
+  try {
+    return /\[(\d+)\]/.exec(readlinkSync("/proc/self/ns/pid"))?.[1] ?? "0";
+  } catch {
+    return "0";
+  }
+}
+
+/**
+ * Remove the snapshot copies of readers that died before they could (`timeout`, Ctrl-C, SIGKILL
+ * during a replay): each copy is a whole copy of the store, named after its reader's pid namespace
+ * and pid. A copy of this user from this namespace whose pid is gone is removed at once; one from
+ * another namespace (a container sharing /tmp) only after a day. Symlinks and other users' entries
+ * are never touched, and a copy that cannot be removed is left: sweeping never fails a read.
+ */
+function sweepStaleSnapshots(ns: string): void {
+  const dir = tmpdir();
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return; // mkdtemp below reports an unusable temp directory
+  }
+  const uid = process.getuid?.();
+  for (const name of names) {
+    if (!name.startsWith(SNAPSHOT_PREFIX)) continue;
+    // A name of another form (an older loop's copy) is judged by its age alone, like another namespace's.
+    const m = SNAPSHOT_NAME.exec(name);
+    const pid = Number(m?.[2]);
+    const here = m !== null && ns !== "0" && m[1] === ns;
+    if (here && pid === process.pid) continue;
+    try {
+      const st = lstatSync(join(dir, name));
+      if (!st.isDirectory() || (uid !== undefined && st.uid !== uid)) continue;
+      if (here ? pidAlive(pid) : Date.now() - st.mtimeMs < FOREIGN_COPY_MAX_AGE_MS) continue;
+      rmSync(join(dir, name), { recursive: true, force: true });
+    } catch {
+      // Gone meanwhile, or not ours to remove.
+    }
+  }
+}
+
+function openSnapshot(stateRoot: string): ReadSnapshot {
+  const path = realDbPath(stateRoot);
+  let walSize = 0;
+  try {
+    walSize = statSync(`${path}-wal`).size;
+  } catch {}
+  let db: Database;
+  let tmp: string | null = null;
+  let open: ReadSnapshot["open"];
+  if (walSize === 0) {
+    const uri = `file:${encodeURI(path).replace(/\?/g, "%3f").replace(/#/g, "%23")}?immutable=1`;
+    db = openWith(uri, constants.SQLITE_OPEN_READONLY | constants.SQLITE_OPEN_URI);
+    open = { path: uri, flags: constants.SQLITE_OPEN_READONLY | constants.SQLITE_OPEN_URI };
+  } else {
+    const ns = pidNamespace();
+    sweepStaleSnapshots(ns);
+    tmp = mkdtempSync(join(tmpdir(), `${SNAPSHOT_PREFIX}${ns}-${process.pid}-`));
+    try {
+      copyFileSync(path, join(tmp, "loop.db"));
+      copyFileSync(`${path}-wal`, join(tmp, "loop.db-wal"));
+      db = openWith(join(tmp, "loop.db"), constants.SQLITE_OPEN_READWRITE);
+    } catch (err) {
+      rmSync(tmp, { recursive: true, force: true });
+      // The writer closed between the stat and the copy: its checkpoint emptied the WAL into the
+      // main file, which can now be read in place.
+      if ((err as NodeJS.ErrnoException).code === "ENOENT" && !existsSync(`${path}-wal`)) return openSnapshot(stateRoot);
+      throw err;
+    }
+    open = { path: join(tmp, "loop.db"), flags: constants.SQLITE_OPEN_READONLY };
+  }
+  const close = () => {
+    db.close();
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  };
+  try {
+    checkSchema(db, stateRoot);
+  } catch (err) {
+    close();
+    throw err;
+  }
+  return { db, copied: tmp !== null, open, close };
+}
+
+/** Run fn against a consistent read-only snapshot of the store; nothing under stateRoot changes. */
+export function withReadSnapshot<T>(stateRoot: string, fn: (snap: ReadSnapshot) => T): T {
+  for (let attempt = 0; ; attempt++) {
+    const reading = startRead(stateRoot);
+    let outcome: ReadOutcome<T>;
+    try {
+      outcome = { ok: true, value: fn(reading.snap) };
+    } catch (err) {
+      outcome = { ok: false, err };
+    }
+    const done = reading.conclude(outcome, attempt);
+    if (done) return done.value;
+  }
+}
+
+/** withReadSnapshot for a reader that awaits (replay's worker thread reads the same snapshot). */
+export async function withReadSnapshotAsync<T>(stateRoot: string, fn: (snap: ReadSnapshot) => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    const reading = startRead(stateRoot);
+    let outcome: ReadOutcome<T>;
+    try {
+      outcome = { ok: true, value: await fn(reading.snap) };
+    } catch (err) {
+      outcome = { ok: false, err };
+    }
+    const done = reading.conclude(outcome, attempt);
+    if (done) return done.value;
+  }
+}
+
+type ReadOutcome<T> = { ok: true; value: T } | { ok: false; err: unknown };
+
+/** One attempt at a consistent read: the snapshot, and whether a writer moved the files meanwhile. */
+function startRead(stateRoot: string) {
+  const path = realDbPath(stateRoot);
+  const sig = () => fileSig(path) + "|" + fileSig(`${path}-wal`);
+  const before = sig();
+  const snap = openSnapshot(stateRoot);
+  return {
+    snap,
+    /**
+     * Close the snapshot and decide: the value (the files did not change while reading, or we gave
+     * up waiting for a quiet moment), null to read again, or the error thrown. An SQLite error while
+     * a writer changed the files may be a torn read: read again. Anything else is a real error.
+     */
+    conclude<T>(o: ReadOutcome<T>, attempt: number): { value: T } | null {
+      snap.close();
+      const moved = sig() !== before;
+      if (!o.ok) {
+        const code = (o.err as { code?: string }).code ?? "";
+        if (!(o.err instanceof StoreError) && attempt < 4 && code.startsWith("SQLITE") && moved) return null;
+        throw o.err;
+      }
+      return !moved || attempt >= 4 ? { value: o.value } : null;
+    },
+  };
+}
+
+/** Events in seq order, read in pages of rows (bounded memory); replay's passes use one cursor each instead. */
+export function* iterateEvents(db: Database, fromSeq = 1, pageSize = 10_000): Generator<EventRow> {
+  const page = db.query(
+    `SELECT ${EVENT_COLUMNS} FROM events WHERE seq >= ? ORDER BY seq LIMIT ?`,
+  );
+  for (let next = fromSeq; ; ) {
+    const rows = page.all(next, pageSize) as EventRow[];
+    yield* rows;
+    if (rows.length < pageSize) return;
+    next = rows[rows.length - 1]!.seq + 1;
+  }
+}
+

@@ -1,0 +1,408 @@
+// The store: one SQLite file holding the append-only, hash-chained event log, the projection
+// tables (updated in the same transaction as each event) and the step lease.
+import { type Database, constants } from "bun:sqlite";
+import { existsSync, mkdirSync } from "node:fs";
+import { hostname } from "node:os";
+import { CanonicalJsonError, canonicalJson, sha256Hex } from "./canonical.ts";
+import { type EventDraft, payloadProblem, type StoredEvent } from "./events.ts";
+import { failpoint } from "../shared/failpoint.ts";
+import { emptyProjection, itemOf, type Projection, reduceInto, touchedItems } from "./reducer.ts";
+import { ITEM_TABLES, itemRows, loopRow } from "./rows.ts";
+import { LeaseLostError, StoreError } from "../shared/errors.ts";
+import type { EventRow } from "./integrity.ts";
+import { checkSchema, dbPath, headOf, openWith, readProjection, SCHEMA_VERSION, schemaVersion } from "./snapshot.ts";
+export { type EventRow, type EventRowBase, hashInput } from "./integrity.ts";
+export { StoreError, type StoreErrorCode } from "../shared/errors.ts";
+export * from "./snapshot.ts";
+
+const BUSY_TIMEOUT_MS = 10_000;
+/** The page size of a store created by this version (an existing store keeps its own). */
+export const PAGE_SIZE = 16_384;
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS events(
+  seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, ts TEXT NOT NULL, type TEXT NOT NULL,
+  actor TEXT NOT NULL, item TEXT, payload TEXT NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL);
+CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events
+  BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events
+  BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+CREATE TABLE IF NOT EXISTS proj_loop(id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL,
+  hash TEXT NOT NULL, state TEXT NOT NULL, body TEXT NOT NULL, state_sha TEXT NOT NULL);
+${ITEM_TABLES.map((t) => `CREATE TABLE IF NOT EXISTS ${t}(item TEXT PRIMARY KEY, body TEXT NOT NULL);`).join("\n")}
+CREATE TABLE IF NOT EXISTS lease(id INTEGER PRIMARY KEY CHECK (id = 1), owner TEXT NOT NULL,
+  pid INTEGER NOT NULL, host TEXT NOT NULL, started TEXT NOT NULL, expires TEXT NOT NULL);
+`;
+
+export function rowToEvent(r: EventRow): StoredEvent {
+  return { ...r, type: r.type as StoredEvent["type"], payload: JSON.parse(r.payload) };
+}
+
+/** Owners of the leases this process took (any handle): the only leases its pid can hold. */
+const leasesTakenHere = new Set<string>();
+
+/**
+ * A lease naming this process's pid that this process never took was another process's (a
+ * container restarted and counted pids from 1 again): its holder is gone, though the pid is alive.
+ */
+function pidReusedSince(lease: Lease): boolean {
+  return lease.pid === process.pid && !leasesTakenHere.has(lease.owner);
+}
+
+function isBusy(err: unknown): boolean {
+  const code = (err as { code?: string })?.code ?? "";
+  return code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED");
+}
+
+export interface Lease {
+  owner: string;
+  pid: number;
+  host: string;
+  started: string;
+  expires: string;
+}
+
+export type LeaseResult = { ok: true; lease: Lease; tookOver: Lease | null } | { ok: false; holder: Lease };
+
+/** Read-write handle: used by `loop init`, `loop run`, `loop ctl`. */
+export class Store {
+  /** The lease this handle holds: its appends check, in their transaction, that it still does. */
+  private held: Lease | null = null;
+
+  private constructor(
+    readonly db: Database,
+    readonly stateRoot: string,
+  ) {}
+
+  /** Open (creating when asked) the store under stateRoot. */
+  static open(stateRoot: string, opts: { create?: boolean; actor?: string } = {}): Store {
+    const path = dbPath(stateRoot);
+    if (!existsSync(path) && !opts.create)
+      throw new StoreError("missing_store", `no store at ${path} (run \`loop init\` first)`);
+    mkdirSync(stateRoot, { recursive: true });
+    const db = openWith(path, constants.SQLITE_OPEN_READWRITE | constants.SQLITE_OPEN_CREATE);
+    const store = new Store(db, stateRoot);
+    try {
+      db.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+      // Someone else's database is refused before anything below changes it (the WAL switch
+      // rewrites its header).
+      store.retryBusy(() => store.refuseForeign());
+      // Takes effect only while the file is still empty, i.e. for a store created now. 16 KiB
+      // rather than SQLite's 4 KiB: replay reads every event page, and with a quarter of the page
+      // reads its passes cost ~0.3 µs less per event (bench/README.md); a commit writes a few pages.
+      db.run(`PRAGMA page_size = ${PAGE_SIZE}`);
+      store.retryBusy(() => db.run("PRAGMA journal_mode = WAL"));
+      db.run("PRAGMA synchronous = FULL");
+      // No automatic checkpoints: a writer checkpoints at close and before a long wait (checkpoint()).
+      db.run("PRAGMA wal_autocheckpoint = 0");
+      store.retryBusy(() => store.ensureSchema(opts.actor ?? "loop"));
+    } catch (err) {
+      db.close();
+      if (err instanceof StoreError) throw err;
+      throw new StoreError("corrupt_store", `cannot use ${path}: ${(err as Error).message}`);
+    }
+    return store;
+  }
+
+  private retryBusy<T>(fn: () => T): T {
+    for (let i = 0; ; i++) {
+      try {
+        return fn();
+      } catch (err) {
+        if (!isBusy(err) || i >= 50) throw err;
+        Bun.sleepSync(20 + i * 10);
+      }
+    }
+  }
+
+  /**
+   * Only an empty database becomes a loop store: one holding other tables but no events is not
+   * ours, and writing to it would change someone else's file.
+   */
+  private refuseForeign() {
+    if (this.db.query("SELECT 1 FROM sqlite_master WHERE type='table' AND name='events'").get()) return;
+    const other = this.db.query("SELECT name FROM sqlite_master WHERE type='table' LIMIT 1").get() as { name: string } | null;
+    if (other) throw new StoreError("corrupt_store", `${dbPath(this.stateRoot)} is not a loop store (it has table "${other.name}" but no events)`);
+  }
+
+  private ensureSchema(actor: string) {
+    const hasEvents = this.db.query("SELECT 1 FROM sqlite_master WHERE type='table' AND name='events'").get();
+    if (hasEvents) {
+      if (schemaVersion(this.db) < SCHEMA_VERSION) this.db.transaction(() => this.migrate()).immediate();
+      checkSchema(this.db, this.stateRoot);
+      return;
+    }
+    this.db
+      .transaction(() => {
+        // Re-check under the write lock: another process may have created it meanwhile.
+        if (this.db.query("SELECT 1 FROM sqlite_master WHERE type='table' AND name='events'").get()) return;
+        this.refuseForeign();
+        this.db.run(SCHEMA);
+        this.db.run("INSERT INTO meta(key, value) VALUES ('schema', ?)", [String(SCHEMA_VERSION)]);
+        const p = emptyProjection();
+        const row = loopRow(p);
+        this.db.run("INSERT INTO proj_loop(id, seq, hash, state, body, state_sha) VALUES (1, ?, ?, ?, ?, ?)", [
+          row.seq,
+          row.hash,
+          row.state,
+          row.body,
+          row.state_sha,
+        ]);
+        this.append([{ type: "store_opened", payload: { schema: SCHEMA_VERSION, tool: "loop" }, actor }]);
+      })
+      .immediate();
+  }
+
+  /** Bring an older store to SCHEMA_VERSION, under the write lock. No event: the log is unchanged. */
+  private migrate() {
+    const from = schemaVersion(this.db);
+    if (from >= SCHEMA_VERSION || from < 1) return; // another writer did it, or not ours (checkSchema says why)
+    // 1 -> 2: the projection's record of the state.json it materializes to is recomputed; the next
+    // materialization sees the file differ and rewrites it in the new layout.
+    const p = readProjection(this.db);
+    this.db.run("UPDATE proj_loop SET state_sha = ? WHERE id = 1", [loopRow(p).state_sha]);
+    this.db.run("UPDATE meta SET value = ? WHERE key = 'schema'", [String(SCHEMA_VERSION)]);
+  }
+
+  head(): { seq: number; hash: string } {
+    return headOf(this.db);
+  }
+
+  /**
+   * The projection, read from its tables once and kept while nothing changes: a step asks for it
+   * several times, and on a loop of many items each read parses thousands of rows. Another
+   * connection's commit changes `data_version`; this handle's own writes replace or drop the copy.
+   * The object is shared between callers: read it, never change it.
+   */
+  projection(): Projection {
+    const version = this.dataVersion();
+    if (this.cached?.version === version) return this.cached.p;
+    const p = readProjection(this.db);
+    this.cached = { version, p };
+    return p;
+  }
+
+  private cached: { version: number; p: Projection } | null = null;
+
+  private dataVersion(): number {
+    return (this.db.query("PRAGMA data_version").get() as { data_version: number }).data_version;
+  }
+
+  /**
+   * Append events atomically: validate each payload, fold it into the projection (an illegal
+   * sequence aborts everything), insert the rows and rewrite the touched projection rows, all in
+   * one BEGIN IMMEDIATE transaction. `expectSeq` is a compare-and-swap on the log head.
+   */
+  append(drafts: EventDraft[], opts: { expectSeq?: number; actor?: string; now?: string; label?: string } = {}): {
+    events: StoredEvent[];
+    projection: Projection;
+  } {
+    for (const d of drafts) {
+      const problem = payloadProblem(d.type, d.payload);
+      if (problem) throw new StoreError("invalid_event", `${d.type}: ${problem}`);
+    }
+    this.cached = null;
+    const run = this.db.transaction(() => {
+      // A fencing check: a step that outlived its lease (another step took it over) must not write.
+      this.assertLease();
+      const head = headOf(this.db);
+      if (opts.expectSeq !== undefined && head.seq !== opts.expectSeq)
+        throw new StoreError("seq_conflict", `log head is seq ${head.seq}, expected ${opts.expectSeq}`);
+      const p = readProjection(this.db);
+      if (p.seq !== head.seq || p.hash !== head.hash)
+        throw new StoreError("corrupt_store", `projection is at seq ${p.seq} but the log is at seq ${head.seq}`);
+      // query(), not prepare(): a prepared statement nobody finalizes turns close() into a deferred
+      // close (sqlite3_close_v2), leaving -wal/-shm behind until GC closes the file at a random time.
+      // Cached statements are finalized by close().
+      const insert = this.db.query(
+        "INSERT INTO events(seq, id, ts, type, actor, item, payload, prev_hash, hash) VALUES (?,?,?,?,?,?,?,?,?)",
+      );
+      const touched = new Set<string>();
+      const out: StoredEvent[] = [];
+      for (const d of drafts) {
+        const seq = p.seq + 1;
+        const base = {
+          seq,
+          id: d.id ?? crypto.randomUUID(),
+          ts: d.ts ?? opts.now ?? new Date().toISOString(),
+          type: d.type,
+          actor: d.actor ?? opts.actor ?? "loop",
+          item: d.item ?? null,
+          prev_hash: p.hash,
+        };
+        let payloadText: string, hash: string;
+        try {
+          payloadText = canonicalJson(d.payload);
+          hash = sha256Hex(canonicalJson({ ...base, payload: d.payload }));
+        } catch (err) {
+          if (err instanceof CanonicalJsonError) throw new StoreError("invalid_event", `${d.type}: ${err.message}`);
+          throw err;
+        }
+        const ev: StoredEvent = { ...base, payload: JSON.parse(payloadText), hash };
+        reduceInto(p, ev);
+        for (const id of touchedItems(p, ev)) touched.add(id);
+        try {
+          insert.run(seq, base.id, base.ts, base.type, base.actor, base.item, payloadText, base.prev_hash, hash);
+        } catch (err) {
+          if (String((err as Error).message).includes("UNIQUE constraint failed: events.id"))
+            throw new StoreError("duplicate_event", `an event with id "${base.id}" already exists`);
+          throw err;
+        }
+        out.push(ev);
+      }
+      writeProjection(this.db, p, touched);
+      // Killed here, the open transaction is rolled back by SQLite: nothing of it exists.
+      if (opts.label) failpoint(`${opts.label}:before_commit`);
+      return { events: out, projection: p };
+    });
+    const result = run.immediate();
+    // Committed, unless an enclosing transaction (tx) may still roll it back: then read afresh.
+    if (!this.db.inTransaction) this.cached = { version: this.dataVersion(), p: result.projection };
+    if (opts.label) failpoint(`${opts.label}:after_commit`);
+    return result;
+  }
+
+  /** Run fn inside one BEGIN IMMEDIATE transaction (fn must be synchronous). */
+  tx<T>(fn: () => T): T {
+    this.cached = null; // fn may write projection rows or events behind append's back
+    return this.db.transaction(fn).immediate();
+  }
+
+  /**
+   * Take the step lease. Lease rows are written with synchronous=NORMAL: losing one to a power cut
+   * only frees the lease, which a crash does anyway; a takeover appends an event, and events are
+   * always written with synchronous=FULL. This halves the fsyncs of a tick that only observes.
+   */
+  acquireLease(ttlMs: number, isAlive: (pid: number) => boolean, now = new Date()): LeaseResult {
+    this.held = null; // a lease this handle held before (lost or not) no longer fences its writes
+    // The safety level cannot change inside a transaction: a takeover is retried with FULL.
+    this.db.run("PRAGMA synchronous = NORMAL");
+    let r: LeaseResult | "takeover";
+    try {
+      r = this.takeLease(ttlMs, isAlive, now, false);
+    } finally {
+      this.db.run("PRAGMA synchronous = FULL");
+    }
+    const got = r === "takeover" ? (this.takeLease(ttlMs, isAlive, now, true) as LeaseResult) : r;
+    if (got.ok) this.held = got.lease;
+    return got;
+  }
+
+  private takeLease(ttlMs: number, isAlive: (pid: number) => boolean, now: Date, mayTakeOver: boolean): LeaseResult | "takeover" {
+    return this.tx(() => {
+      const cur = this.db.query("SELECT owner, pid, host, started, expires FROM lease WHERE id = 1").get() as Lease | null;
+      const host = hostname();
+      let tookOver: Lease | null = null;
+      if (cur) {
+        const expired = Date.parse(cur.expires) <= now.getTime();
+        const dead = cur.host === host && (!isAlive(cur.pid) || pidReusedSince(cur));
+        if (!expired && !dead) return { ok: false as const, holder: cur };
+        if (!mayTakeOver) return "takeover" as const;
+        tookOver = cur;
+        this.append([
+          { type: "lease_taken_over", payload: { previous: { ...cur }, why: dead ? "dead" : "expired" } },
+        ]);
+      }
+      const lease: Lease = {
+        owner: crypto.randomUUID(),
+        pid: process.pid,
+        host,
+        started: now.toISOString(),
+        expires: new Date(now.getTime() + ttlMs).toISOString(),
+      };
+      leasesTakenHere.add(lease.owner);
+      this.db.run("INSERT OR REPLACE INTO lease(id, owner, pid, host, started, expires) VALUES (1,?,?,?,?,?)", [
+        lease.owner,
+        lease.pid,
+        lease.host,
+        lease.started,
+        lease.expires,
+      ]);
+      return { ok: true as const, lease, tookOver };
+    });
+  }
+
+  renewLease(lease: Lease, ttlMs: number): void {
+    const expires = new Date(Date.now() + ttlMs).toISOString();
+    const { changes } = this.db.run("UPDATE lease SET expires = ? WHERE id = 1 AND owner = ?", [expires, lease.owner]);
+    if (changes === 0) this.checkHeld(lease);
+    lease.expires = expires;
+  }
+
+  releaseLease(lease: Lease): void {
+    if (this.held?.owner === lease.owner) this.held = null;
+    this.db.run("PRAGMA synchronous = NORMAL");
+    try {
+      // Only our own row: a lease taken over meanwhile belongs to the step that took it.
+      this.db.run("DELETE FROM lease WHERE id = 1 AND owner = ?", [lease.owner]);
+    } finally {
+      this.db.run("PRAGMA synchronous = FULL");
+    }
+  }
+
+  /**
+   * Throws LeaseLostError unless this handle still holds its lease. Appends check by themselves; a
+   * step also asks before effects outside the store (git, killing a session), so a step that
+   * outlived its lease stops before acting, not only before recording.
+   */
+  assertLease(): void {
+    if (this.held) this.checkHeld(this.held);
+  }
+
+  private checkHeld(lease: Lease): void {
+    const cur = this.db.query("SELECT owner, pid, host, started, expires FROM lease WHERE id = 1").get() as Lease | null;
+    // `held` stays set: every later write of this handle is refused too, until it releases.
+    if (cur?.owner === lease.owner) return;
+    throw new LeaseLostError(
+      cur
+        ? `the lease this process took at ${lease.started} (expiring ${lease.expires}) was taken over by pid ${cur.pid} on ${cur.host} at ${cur.started}; it stops without writing more`
+        : `the lease this process took at ${lease.started} (expiring ${lease.expires}) is gone; it stops without writing more`,
+    );
+  }
+
+  /**
+   * Copy the WAL into the main file and empty it. A read verb that finds WAL content must copy the
+   * whole database to read it without writing (withReadSnapshot), so a writer about to wait a long
+   * time (a verify command) checkpoints first; otherwise writers checkpoint only when they close.
+   */
+  checkpoint(): void {
+    try {
+      // Blocked by another connection's transaction it only does part of the work (that
+      // connection's closer finishes it); it throws only when the database is locked.
+      this.db.run("PRAGMA wal_checkpoint(TRUNCATE)");
+    } catch (err) {
+      if (!isBusy(err)) throw err;
+    }
+  }
+
+  close(): void {
+    try {
+      this.checkpoint();
+    } finally {
+      this.db.close();
+    }
+  }
+}
+
+function writeProjection(db: Database, p: Projection, touched: Set<string>) {
+  const lr = loopRow(p);
+  db.run("UPDATE proj_loop SET seq = ?, hash = ?, state = ?, body = ?, state_sha = ? WHERE id = 1", [lr.seq, lr.hash, lr.state, lr.body, lr.state_sha]);
+  for (const id of touched) {
+    const it = itemOf(p, id);
+    if (!it) continue;
+    const rows = itemRows(it);
+    for (const t of ITEM_TABLES) {
+      const body = rows[t];
+      if (body === null) db.run(`DELETE FROM ${t} WHERE item = ?`, [id]);
+      else db.run(`INSERT INTO ${t}(item, body) VALUES (?, ?) ON CONFLICT(item) DO UPDATE SET body = excluded.body`, [id, body]);
+    }
+  }
+}
+
+/** Rewrite every projection row from a projection (used by bulk loading in bench/generate). */
+export function writeWholeProjection(db: Database, p: Projection) {
+  for (const t of ITEM_TABLES) db.run(`DELETE FROM ${t}`);
+  writeProjection(db, p, new Set(Object.keys(p.items)));
+}
+

@@ -1,0 +1,11 @@
+// Text rendering of a loop/run@1 document.
+import type { RunResult } from "../step/step.ts";
+import { printable } from "../shared/printable.ts";
+
+export function renderRun(r: RunResult): string {
+  const out: string[] = [];
+  for (const t of r.transitions) out.push(`  seq ${t.seq} ${t.type}${t.item ? ` ${t.item}` : ""}: ${t.summary}`);
+  const head = `${r.action}${r.item ? ` ${r.item}` : ""}${r.reason ? `: ${r.reason}` : ""} (loop ${r.loop.state}${r.loop.outcome ? `, ${r.loop.outcome}` : ""})`;
+  for (const e of r.errors) out.push(`  error: ${e}`);
+  return [head, ...out].map(printable).join("\n");
+}

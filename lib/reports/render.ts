@@ -1,0 +1,77 @@
+// Text renderings of the JSON reports, for people at a terminal. Plain columns, no ANSI unless
+// the caller says color is wanted.
+import type { StatusReport } from "./status.ts";
+import type { ReplayReport } from "./replay.ts";
+import { printable } from "../shared/printable.ts";
+
+/** Width on screen: the tool's own colour codes take none (data never carries any: printable). */
+const visible = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, "").length;
+
+export function table(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(visible(h), ...rows.map((r) => visible(r[i] ?? ""))));
+  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c + " ".repeat(widths[i]! - visible(c)))).join("  ").trimEnd();
+  return [line(header), ...rows.map(line)].join("\n");
+}
+
+const paint = (color: boolean, code: number, s: string) => (color ? `\x1b[${code}m${s}\x1b[0m` : s);
+
+function statusColor(s: string): number {
+  if (s === "passed") return 32;
+  if (["failed", "blocked", "cancelled"].includes(s)) return 31;
+  if (["running", "launching", "ended"].includes(s)) return 36;
+  if (s === "needs_input") return 33;
+  return 0;
+}
+
+export function renderStatus(r: StatusReport, color: boolean): string {
+  // Every value comes from the store or state.json (which anyone with access can edit): each is
+  // printed escaped, so only the tool's own colours and line breaks reach the terminal.
+  const p = (v: unknown) => printable(String(v)); // numbers too: a tampered file may hold anything
+  const L = r.loop;
+  const out: string[] = [];
+  out.push(
+    `loop ${L.name === null ? "(no definition imported yet)" : p(L.name)} · ${p(L.state)}${L.outcome ? ` (${p(L.outcome)})` : ""} · revision ${p(L.revision)} · seq ${L.seq}${L.logSeq !== L.seq ? `/${L.logSeq}` : ""}`,
+  );
+  if (L.reason) out.push(`reason: ${p(L.reason)}`);
+  if (L.current) out.push(`current: ${p(L.current)}`);
+  const counts = Object.entries(L.counts).map(([k, v]) => `${p(v)} ${p(k)}`).join(", ");
+  if (counts) out.push(`items: ${counts}`);
+  if (r.items.length) {
+    out.push("");
+    out.push(
+      table(
+        ["ITEM", "STATUS", "ATTEMPTS", "SESSION", "BRANCH", "LAST VERIFY"],
+        r.items.map((it) => [
+          p(it.id),
+          paint(color, statusColor(it.status), p(it.status)),
+          `${p(it.attempts)} (${p(it.failures)}/${p(it.maxAttempts)} failed)`,
+          it.session
+            ? `${p(it.session.runner)} ${it.session.tmux ? `tmux ${p(it.session.tmux)}` : it.session.pid !== null ? `pid ${p(it.session.pid)}` : "-"}${it.session.alive ? " alive" : ""}`
+            : "-",
+          it.branch === null ? "-" : p(it.branch),
+          it.lastVerify ? `${it.lastVerify.passed ? "passed" : "failed"} (${p(it.lastVerify.reason)})` : "-",
+        ]),
+      ),
+    );
+    const reasons = r.items.filter((it) => it.reason);
+    if (reasons.length) {
+      out.push("");
+      for (const it of reasons) out.push(`${p(it.id)}: ${p(it.reason)}`);
+    }
+  }
+  out.push("");
+  out.push(r.findings.length ? "divergence:" : "healthy: projection matches the log and state.json");
+  for (const f of r.findings) out.push(`  ${p(f.code)}${f.seq !== undefined ? ` (seq ${f.seq})` : ""}: ${p(f.message)}`);
+  return out.join("\n");
+}
+
+export function renderReplay(r: ReplayReport): string {
+  const out = [`replayed ${r.events} events (head seq ${r.head.seq})`];
+  for (const [k, v] of Object.entries(r.checks)) out.push(`  ${k.padEnd(12)} ${v}`);
+  if (r.findings.length) {
+    out.push("findings:");
+    // Per message, line breaks included: a tampered event must not print a line of its own.
+    for (const f of r.findings) out.push(`  ${f.code}${f.seq !== undefined ? ` (seq ${f.seq})` : ""}: ${printable(f.message)}`);
+  } else out.push("ok: the log, the projection and the files agree");
+  return out.join("\n");
+}

@@ -1,0 +1,278 @@
+// `loop replay`: re-fold the whole log and prove every stored thing agrees with it.
+// Two passes over the events run side by side (the first in a worker thread on large logs):
+// - integrity (lib/log/integrity.ts): seq gaps and the hash chain;
+// - the fold: each payload validated against its schema and folded into two independent
+//   projections, so nondeterminism in the reducer shows up as a difference between them.
+// Then the projection tables, state.json and terminal_state.json are compared with the fold.
+import { readRegularFile } from "../shared/fsutil.ts";
+import type { Database } from "bun:sqlite";
+import { payloadProblem, type StoredEvent } from "../log/events.ts";
+import { emptyProjection, IllegalEventError, itemOf, type Projection, reduceInto } from "../log/reducer.ts";
+import { findLoopRow, headOf, readItemRows, type ReadSnapshot, withReadSnapshotAsync } from "../log/snapshot.ts";
+import { checkIntegrity, type EventRow, type IntegrityResult } from "../log/integrity.ts";
+import type { IntegrityRequest } from "../log/integrity-worker.ts";
+import { ITEM_TABLES, itemRows, loopRow } from "../log/rows.ts";
+import { statePaths } from "../shared/paths.ts";
+import { jsonDiff, getPath } from "./diff.ts";
+import { jsonText, stateDocument, terminalDocument } from "../log/documents.ts";
+import type { Finding } from "./status.ts";
+
+export const FINDING_CODES = [
+  "event_chain_broken",
+  "event_sequence_gap",
+  "illegal_event_sequence",
+  "invalid_event_payload",
+  "nondeterministic_replay",
+  "projection_mismatch",
+  "state_file_missing",
+  "unreadable_state_file",
+  "state_field_mismatch",
+  "desynced_terminal_window",
+  "terminal_state_mismatch",
+  "unreadable_terminal_file",
+] as const;
+
+type FoldRow = Pick<EventRow, "seq" | "ts" | "type" | "actor" | "item" | "payload">;
+/** The hash a fold carries until the end: links are checked by the integrity pass, not read here. */
+const UNREAD_HASH = "";
+
+/** Below this many events both passes run on the main thread: a worker costs more to start. */
+export const WORKER_MIN_EVENTS = 20_000;
+
+export interface FoldOutcome {
+  /** The fold of the whole log, or null when folding stopped. */
+  projection: Projection | null;
+  /** Why folding stopped (an invalid payload, an illegal event, the second fold disagreeing), or how the folds differ. */
+  findings: (Finding & { rule?: string })[];
+}
+
+/**
+ * Validate, parse and fold every event twice. Stops at the first event it cannot fold. Reads only.
+ * The links between events (id, prev_hash, hash) are the integrity pass's to check; the fold takes
+ * them as given and does not read them: a third of each row, on the pass that bounds replay's time.
+ */
+export function foldLog(db: Database): FoldOutcome {
+  const a = emptyProjection();
+  const b = emptyProjection();
+  const stop = (f: Finding & { rule?: string }): FoldOutcome => ({ projection: null, findings: [f] });
+  const rows = db.query("SELECT seq, ts, type, actor, item, payload FROM events ORDER BY seq").iterate() as IterableIterator<FoldRow>;
+  for (const r of rows) {
+    let payload: unknown;
+    try {
+      payload = JSON.parse(r.payload);
+    } catch {
+      return stop({ code: "invalid_event_payload", seq: r.seq, message: `seq ${r.seq}: payload is not JSON` });
+    }
+    const problem = payloadProblem(r.type, payload);
+    if (problem) return stop({ code: "invalid_event_payload", seq: r.seq, message: `seq ${r.seq} ${r.type}: ${problem}` });
+    // Both folds get the same event: the reducer never changes its input, and if it did, the
+    // second fold would see the change and disagree with the first. Its prev_hash is the folds'
+    // own head, which the reducer's link rule then accepts; the hashes are set once at the end.
+    const e = { seq: r.seq, id: "", ts: r.ts, type: r.type, actor: r.actor, item: r.item, payload, prev_hash: a.hash, hash: UNREAD_HASH } as StoredEvent;
+    try {
+      reduceInto(a, e);
+    } catch (err) {
+      if (!(err instanceof IllegalEventError)) throw err;
+      return stop({ code: "illegal_event_sequence", seq: err.seq, message: err.message, rule: err.rule });
+    }
+    try {
+      reduceInto(b, e);
+    } catch (err) {
+      return stop({ code: "nondeterministic_replay", seq: r.seq, message: `second fold rejected seq ${r.seq}: ${(err as Error).message}` });
+    }
+  }
+  a.hash = b.hash = headOf(db).hash;
+  const ra = allRows(a);
+  const rb = allRows(b);
+  const findings: Finding[] = [];
+  for (const [k, v] of ra) if (rb.get(k) !== v) findings.push({ code: "nondeterministic_replay", message: `two folds disagree on ${k}` });
+  return { projection: findings.length ? null : a, findings };
+}
+
+/**
+ * Both passes' findings in log order. A gap the integrity pass reports is where the reducer's own
+ * seq rule stops the fold, so that is not repeated.
+ */
+export function mergeFindings(integrity: IntegrityResult, fold: FoldOutcome): Finding[] {
+  const firstChain = Math.min(...integrity.findings.map((f) => f.seq ?? Infinity));
+  const foldFindings = fold.findings
+    .filter((f) => !(f.rule === "seq_gap" && (f.seq ?? Infinity) >= firstChain))
+    .map(({ rule: _rule, ...f }) => f);
+  return [...integrity.findings, ...foldFindings].sort((x, y) => (x.seq ?? Infinity) - (y.seq ?? Infinity));
+}
+
+/** Both passes on this thread, one after the other (small logs, tests). */
+export function foldAndCheck(db: Database): { events: number; findings: Finding[]; projection: Projection | null } {
+  const fold = foldLog(db);
+  const integrity = checkIntegrity(db);
+  return { events: integrity.events, findings: mergeFindings(integrity, fold), projection: fold.projection };
+}
+
+/** Run the integrity pass over the snapshot in a worker thread, beside the fold on this one. */
+function integrityInWorker(open: ReadSnapshot["open"]): { result: Promise<IntegrityResult>; stop(): void } {
+  // In the compiled binary the worker is an entry point of its own (scripts/build.ts), named from the root.
+  const url = import.meta.url.includes("/$bunfs/") ? "./lib/log/integrity-worker.ts" : new URL("../log/integrity-worker.ts", import.meta.url).href;
+  const worker = new Worker(url);
+  const result = new Promise<IntegrityResult>((resolve, reject) => {
+    worker.onmessage = (e: MessageEvent<{ ok: true; result: IntegrityResult } | { ok: false; message: string; code?: string }>) => {
+      void worker.terminate();
+      if (e.data.ok) resolve(e.data.result);
+      // The code lets withReadSnapshot retry an SQLite error caused by a writer moving the files.
+      else reject(Object.assign(new Error(`replay's integrity pass: ${e.data.message}`), { code: e.data.code }));
+    };
+    worker.onerror = (e) => {
+      void worker.terminate();
+      reject(new Error(`replay's integrity pass: ${e.message}`));
+    };
+    worker.postMessage({ path: open.path, flags: open.flags } satisfies IntegrityRequest);
+  });
+  // Settled either way, so a worker failing while the fold throws is not an unhandled rejection.
+  result.catch(() => {});
+  return { result, stop: () => void worker.terminate() };
+}
+
+function allRows(p: Projection): Map<string, string> {
+  const m = new Map<string, string>();
+  const lr = loopRow(p);
+  m.set("proj_loop", `${lr.seq}|${lr.hash}|${lr.state}|${lr.body}|${lr.state_sha}`);
+  for (const id of Object.keys(p.items)) {
+    const rows = itemRows(p.items[id]!);
+    for (const t of ITEM_TABLES) if (rows[t] !== null) m.set(`${t}[${id}]`, rows[t]!);
+  }
+  return m;
+}
+
+function describeRowDiff(stored: string, folded: string): string {
+  try {
+    const d = jsonDiff(JSON.parse(stored), JSON.parse(folded), "", [], 3);
+    const a = JSON.parse(stored);
+    const b = JSON.parse(folded);
+    return d.map((path) => `${path}: ${JSON.stringify(getPath(a, path))} stored, ${JSON.stringify(getPath(b, path))} folded`).join("; ");
+  } catch {
+    return "row is not valid JSON";
+  }
+}
+
+export function compareProjection(db: Database, p: Projection): Finding[] {
+  const out: Finding[] = [];
+  // A missing loop row is one more difference from the fold, reported beside the others (replay
+  // reports what it finds; status, which reads from that row, cannot report and exits 2).
+  const lr = findLoopRow(db);
+  const fl = loopRow(p);
+  if (!lr) out.push({ code: "projection_mismatch", message: "proj_loop has no row; the fold has one" });
+  else {
+    if (lr.seq !== fl.seq)
+      out.push({ code: "projection_mismatch", seq: lr.seq, message: `proj_loop is at seq ${lr.seq}, the fold at seq ${fl.seq}` });
+    else if (lr.hash !== fl.hash)
+      out.push({ code: "projection_mismatch", seq: lr.seq, message: `proj_loop's hash at seq ${lr.seq} is not the log's hash of that event` });
+    if (lr.state_sha !== fl.state_sha)
+      out.push({ code: "projection_mismatch", message: `proj_loop.state_sha is ${lr.state_sha}, the fold's state.json hashes to ${fl.state_sha}` });
+    if (lr.body !== fl.body || lr.state !== fl.state)
+      out.push({ code: "projection_mismatch", message: `proj_loop differs: ${describeRowDiff(lr.body, fl.body)}` });
+  }
+  const stored = readItemRows(db);
+  const ids = new Set([...stored.keys(), ...Object.keys(p.items)]);
+  for (const id of [...ids].sort()) {
+    const it = itemOf(p, id);
+    const folded = it ? itemRows(it) : null;
+    for (const t of ITEM_TABLES) {
+      const s = stored.get(id)?.[t] ?? null;
+      const f = folded?.[t] ?? null;
+      if (s === f) continue;
+      if (s === null) out.push({ code: "projection_mismatch", message: `${t}[${id}] is missing; the fold has it` });
+      else if (f === null) out.push({ code: "projection_mismatch", message: `${t}[${id}] exists; the fold has no such row` });
+      else out.push({ code: "projection_mismatch", message: `${t}[${id}] differs: ${describeRowDiff(s, f)}` });
+    }
+  }
+  return out;
+}
+
+export function compareFiles(stateRoot: string, p: Projection): Finding[] {
+  const paths = statePaths(stateRoot);
+  const out: Finding[] = [];
+  const state = readRegularFile(paths.stateJson);
+  const expected = stateDocument(p);
+  if (state.kind === "absent") out.push({ code: "state_file_missing", message: "state.json is missing" });
+  else if (state.kind === "error") out.push({ code: "unreadable_state_file", message: `state.json cannot be read: ${state.message}` });
+  // Bytes, not decoded text: bytes that are not UTF-8 decode to U+FFFD, which the document may hold.
+  else if (!state.bytes.equals(Buffer.from(jsonText(expected)))) {
+    const parsed = tryParse(state.bytes.toString("utf8"));
+    if (parsed.ok) {
+      const diffs = jsonDiff(parsed.value, expected);
+      for (const d of diffs)
+        out.push({ code: "state_field_mismatch", message: `state.json ${d}: ${JSON.stringify(getPath(parsed.value, d)) ?? "nothing"} on file, ${JSON.stringify(getPath(expected, d)) ?? "nothing"} in the fold` });
+      if (diffs.length === 0) out.push({ code: "state_field_mismatch", message: "state.json has the right values but not the exact bytes of the canonical document" });
+    } else out.push({ code: "unreadable_state_file", message: `state.json is not valid JSON: ${parsed.message}` });
+  }
+  const term = readRegularFile(paths.terminal);
+  const expectedTerm = terminalDocument(p);
+  if (term.kind === "error") {
+    out.push({ code: "unreadable_terminal_file", message: `terminal_state.json cannot be read: ${term.message}` });
+  } else if (term.kind === "absent") {
+    if (expectedTerm)
+      out.push({ code: "desynced_terminal_window", seq: p.loop.drainedSeq ?? undefined, message: "the loop is drained but terminal_state.json is missing" });
+  } else {
+    const parsed = tryParse(term.bytes.toString("utf8"));
+    if (!parsed.ok) out.push({ code: "unreadable_terminal_file", message: `terminal_state.json is not valid JSON: ${parsed.message}` });
+    else if (!expectedTerm)
+      out.push({ code: "desynced_terminal_window", message: `terminal_state.json exists but the loop is ${p.loop.state}, not drained` });
+    else if (!term.bytes.equals(Buffer.from(jsonText(expectedTerm)))) {
+      const diffs = jsonDiff(parsed.value, expectedTerm);
+      out.push({ code: "terminal_state_mismatch", message: `terminal_state.json differs from the fold at ${diffs.join(", ") || "its bytes (the values agree)"}` });
+    }
+  }
+  return out;
+}
+
+function tryParse(text: string): { ok: true; value: unknown } | { ok: false; message: string } {
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch (err) {
+    return { ok: false, message: (err as Error).message };
+  }
+}
+
+export async function replayReport(stateRoot: string, opts: { worker?: boolean } = {}) {
+  return withReadSnapshotAsync(stateRoot, async (snap) => {
+    const { db } = snap;
+    const head = headOf(db);
+    const useWorker = opts.worker ?? head.seq >= WORKER_MIN_EVENTS;
+    const worker = useWorker ? integrityInWorker(snap.open) : null;
+    let fold: FoldOutcome;
+    try {
+      fold = foldLog(db);
+    } catch (err) {
+      worker?.stop();
+      throw err;
+    }
+    const integrity = worker ? await worker.result : checkIntegrity(db);
+    const findings = mergeFindings(integrity, fold);
+    const projection = fold.projection;
+    const checks = { chain: "ok", legality: "ok", determinism: "ok", projection: "ok", files: "ok" };
+    const has = (codes: string[]) => findings.some((f) => codes.includes(f.code));
+    if (has(["event_chain_broken", "event_sequence_gap"])) checks.chain = "failed";
+    if (has(["illegal_event_sequence", "invalid_event_payload"])) checks.legality = "failed";
+    if (has(["nondeterministic_replay"])) checks.determinism = "failed";
+    if (projection) {
+      const pf = compareProjection(db, projection);
+      if (pf.length) checks.projection = "failed";
+      const ff = compareFiles(stateRoot, projection);
+      if (ff.length) checks.files = "failed";
+      findings.push(...pf, ...ff);
+    } else {
+      checks.determinism = checks.determinism === "ok" ? "skipped" : checks.determinism;
+      checks.projection = "skipped";
+      checks.files = "skipped";
+    }
+    return {
+      schema: "loop/replay@1",
+      ok: findings.length === 0,
+      events: integrity.events,
+      head,
+      foldedTo: projection ? projection.seq : null,
+      checks,
+      findings,
+    };
+  });
+}
+export type ReplayReport = Awaited<ReturnType<typeof replayReport>>;

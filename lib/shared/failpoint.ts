@@ -1,0 +1,51 @@
+// Failure injection (DESIGN §8): with LOOP_FAILPOINT=<name> the process SIGKILLs itself at that
+// point, exactly as a power cut or OOM kill would, so tests can prove the next step recovers.
+// LOOP_FAILPOINT may list several names separated by commas. docs/failpoints.md lists them all;
+// tests/step/failpoints.test.ts keeps that page, this list and the call sites in step.
+
+/** Labels of appends: each gives `<label>:before_commit` (inside the transaction) and `<label>:after_commit`. */
+export const COMMIT_LABELS = [
+  "import",
+  "start",
+  "reopen",
+  "block",
+  "drain",
+  "reserve",
+  "session_started",
+  "launch_failed",
+  "session_ended",
+  "needs_input",
+  "requeue",
+  "verify",
+  "landing",
+  "settle",
+  "close",
+  "ctl",
+] as const;
+
+/** Points around side effects. */
+export const EFFECT_POINTS = [
+  "lease:after_acquire",
+  "materialize:before",
+  "materialize:after_state",
+  "launch:before_reserve",
+  "launch:after_worktree",
+  "launch:after_spawn",
+  "verify:before",
+  "verify:after_run",
+  "landing:before_merge",
+  "landing:after_merge",
+  "close:before_kill",
+  "close:after_kill",
+  "close:after_worktree",
+] as const;
+
+export const FAILPOINTS: readonly string[] = [...EFFECT_POINTS, ...COMMIT_LABELS.flatMap((l) => [`${l}:before_commit`, `${l}:after_commit`])];
+
+const armed = new Set((process.env.LOOP_FAILPOINT ?? "").split(",").map((s) => s.trim()).filter(Boolean));
+
+export function failpoint(name: string): void {
+  if (armed.size === 0 || !armed.has(name)) return;
+  process.stderr.write(`loop: failpoint ${name}: killing self\n`);
+  process.kill(process.pid, "SIGKILL");
+}

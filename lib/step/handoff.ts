@@ -1,0 +1,49 @@
+// handoff.md: everything an agent gets for one attempt, built from the projection alone.
+import type { Projection } from "../log/reducer.ts";
+
+export interface HandoffInput {
+  p: Projection;
+  item: string;
+  attempt: number;
+  branch: string;
+  askFile: string;
+}
+
+export function buildHandoff({ p, item, attempt, branch, askFile }: HandoffInput): string {
+  const it = p.items[item]!;
+  const ids = p.order.filter((id) => p.items[id]!.status !== "withdrawn");
+  const pos = ids.indexOf(item) + 1;
+  const lines: string[] = [];
+  lines.push(`# ${item}: attempt ${attempt}${it.def.maxAttempts > 1 ? ` (up to ${it.def.maxAttempts} failed attempts)` : ""}`);
+  if (it.def.ref) lines.push("", `Work item: ${it.def.ref}`);
+  lines.push("", "## Task", "", it.def.prompt.trim());
+  lines.push("", "## Loop context", "");
+  lines.push(`Loop "${p.loop.name}", item ${pos} of ${ids.length}. Items run one at a time, each on its own branch.`);
+  lines.push("");
+  for (const id of ids) {
+    const s = p.items[id]!;
+    const mark = id === item ? " (this item)" : "";
+    lines.push(`- ${id}${mark}: ${id === item ? "in progress" : s.status}${s.def.dependsOn.length ? ` (depends on ${s.def.dependsOn.join(", ")})` : ""}`);
+  }
+  const earlier = it.attempts.filter((a) => a.n < attempt);
+  if (earlier.length) {
+    lines.push("", "## Earlier attempts", "");
+    for (const a of earlier) {
+      const why = a.verify ? `verify ${a.verify.passed ? "passed" : "failed"}: ${a.verify.reason}` : a.end ? a.end.reason : "no result";
+      lines.push(`### Attempt ${a.n}: ${a.outcome ?? "ended"}, ${why}`);
+      if (a.question) lines.push("", `You asked: ${a.question}`);
+      if (a.verify && !a.verify.passed && a.verify.tail) lines.push("", "Last lines of the verify output:", "", "```", a.verify.tail.trimEnd(), "```");
+      lines.push("");
+    }
+  }
+  if (it.replies.length) {
+    lines.push("", "## Questions and replies", "");
+    for (const r of it.replies) lines.push(`- Reply from ${r.actor} (${r.ts}): ${r.text}`);
+  }
+  lines.push("", "## How this work is checked", "");
+  lines.push(`- You are in a git worktree on branch \`${branch}\`. Commit your work there; anything left uncommitted is committed for you when you exit.`);
+  if (it.def.verify === false) lines.push("- There is no verify command: the item passes if you exit 0 and the branch has a change.");
+  else lines.push(`- The item passes only if this command exits 0 in the worktree: \`${it.def.verify}\``);
+  lines.push(`- If you need a decision from a person, write the question to the file named by $LOOP_ASK_FILE (${askFile}) and exit.`);
+  return lines.join("\n") + "\n";
+}

@@ -1,0 +1,138 @@
+// Agent sessions as effects: start one detached (own process group, or a tmux session), observe
+// it from outside, end it. The decisions about what an observation means live in lib/step/decide.ts.
+import { closeSync, existsSync, mkdirSync, openSync, readSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { readJsonOrNull, readTextOrNull, sliceText, writeFileAtomic } from "../shared/fsutil.ts";
+import { killGroup } from "../shared/process.ts";
+import { sessionAlive } from "./liveness.ts";
+import { tmux, tmuxHasSession } from "./tmux.ts";
+import { type LaunchRecord, SESSION_FILES } from "./session-wrapper.ts";
+import { selfArgv } from "./self.ts";
+import type { SessionObservation } from "./decide.ts";
+import type { AttemptRecord, SessionRecord } from "../log/reducer.ts";
+
+export { SESSION_FILES };
+
+export function tmuxSessionName(loopName: string, item: string, attempt: number): string {
+  // tmux forbids '.' and ':' in session names.
+  return `loop-${loopName}-${item}-${attempt}`.replace(/[.:]/g, "_");
+}
+
+function shellQuote(s: string): string {
+  return `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+export interface StartedSession {
+  pid: number;
+  tmux: string | null;
+}
+
+/** Write the launch record and start the wrapper detached. Throws with a clear message on failure. */
+export function startSession(o: {
+  dir: string;
+  argv: string[];
+  cwd: string;
+  env: Record<string, string>;
+  tmuxName: string | null;
+}): StartedSession {
+  mkdirSync(o.dir, { recursive: true });
+  const launch: LaunchRecord = { argv: o.argv, cwd: o.cwd, env: o.env, tee: o.tmuxName !== null };
+  writeFileAtomic(join(o.dir, SESSION_FILES.launch), JSON.stringify(launch, null, 2) + "\n");
+  const wrapper = [...selfArgv(), "__session", o.dir];
+  if (o.tmuxName) {
+    const cmd = "exec " + wrapper.map(shellQuote).join(" ");
+    const r = tmux(["new-session", "-d", "-s", o.tmuxName, "-x", "200", "-y", "50", "-c", o.cwd, cmd]);
+    if (r.status !== 0) throw new Error(`tmux new-session failed: ${r.stderr.trim()}`);
+    const pid = Number(tmux(["display-message", "-p", "-t", `=${o.tmuxName}:`, "#{pane_pid}"]).stdout.trim());
+    if (!Number.isSafeInteger(pid) || pid <= 0) throw new Error(`tmux session ${o.tmuxName} has no pane pid`);
+    return { pid, tmux: o.tmuxName };
+  }
+  // Bun.spawn (setsid with detached), not node:child_process, which costs a step ~3 ms to load.
+  let child: Bun.Subprocess;
+  try {
+    child = Bun.spawn(wrapper, { cwd: o.cwd, detached: true, stdio: ["ignore", "ignore", "ignore"], env: process.env });
+  } catch (err) {
+    throw new Error(`could not start the session wrapper ${wrapper[0]}: ${(err as Error).message}`);
+  }
+  child.unref();
+  return { pid: child.pid, tmux: null };
+}
+
+export function observeSession(s: SessionRecord, a: AttemptRecord, timeouts: { launch: number; stall: number }, now: number): SessionObservation {
+  const dir = s.sessionDir;
+  const exit = readJsonOrNull<{ code: number | null; signal: string | null }>(join(dir, SESSION_FILES.exit));
+  // The agent's question, bounded: it is recorded in events and shown in the loop's reason.
+  const asked = readTextOrNull(join(dir, SESSION_FILES.ask), { maxBytes: 64 * 1024, truncate: true })?.trim();
+  const question = asked ? (asked.length > 4000 ? `${sliceText(asked, 0, 4000)}…` : asked) : null;
+  let lastOutputAt: number | null = null;
+  try {
+    lastOutputAt = statSync(join(dir, SESSION_FILES.output)).mtimeMs;
+  } catch {
+    // No output yet: the stall deadline counts from the start.
+  }
+  const alive = sessionAlive(s);
+  // Re-read exit.json after seeing the process gone: it may have been written in between.
+  const exitNow = exit ?? (alive ? null : readJsonOrNull(join(dir, SESSION_FILES.exit)));
+  return {
+    recordPresent: existsSync(join(dir, SESSION_FILES.launch)) && (s.pid !== null || s.tmux !== null),
+    exit: exitNow ? { code: exitNow.code ?? null, signal: exitNow.signal ?? null } : null,
+    question,
+    started: existsSync(join(dir, SESSION_FILES.started)),
+    alive,
+    lastOutputAt,
+    startedAt: Date.parse(s.startedAt ?? a.reservedAt),
+    reservedAt: Date.parse(a.reservedAt),
+    now,
+    timeouts,
+  };
+}
+
+/**
+ * Evidence that the wrapper was spawned for a reserved attempt whose start was never recorded.
+ * The tmux target comes from spawned.json, so an adopted tmux session keeps it.
+ */
+export function adoptable(dir: string): { pid: number; tmux: string | null } | null {
+  const spawned = readJsonOrNull<{ pid: number; tmux?: string | null }>(join(dir, "spawned.json"));
+  const tmux = typeof spawned?.tmux === "string" ? spawned.tmux : null;
+  const started = readJsonOrNull<{ wrapperPid: number }>(join(dir, SESSION_FILES.started));
+  if (started?.wrapperPid) return { pid: started.wrapperPid, tmux };
+  return spawned?.pid ? { pid: spawned.pid, tmux } : null;
+}
+
+export function graceMs(env: Record<string, string | undefined>): number {
+  const v = Number(env.LOOP_KILL_GRACE_MS);
+  return Number.isFinite(v) && v >= 0 ? v : 5000;
+}
+
+/** End a session: kill its tmux session and its process group. Returns how it ended. */
+export async function endSession(s: { pid: number | null; tmux: string | null }, grace: number): Promise<string> {
+  let how = "not_running";
+  if (s.tmux && tmuxHasSession(s.tmux)) {
+    tmux(["kill-session", "-t", `=${s.tmux}`]);
+    how = "tmux_killed";
+  }
+  if (s.pid !== null) {
+    const r = await killGroup(s.pid, grace);
+    if (r !== "not_running") how = r;
+  }
+  return how;
+}
+
+/**
+ * The first `bytes` of the session's output: agents announce their conversation id in their first
+ * event (lib/definition/runners.ts conversationIdFromLog), and a long session's log can be any size.
+ */
+export function readOutputHead(dir: string, bytes = 1 << 20): string {
+  let fd: number;
+  try {
+    fd = openSync(join(dir, SESSION_FILES.output), "r");
+  } catch {
+    return ""; // no output yet
+  }
+  try {
+    const buf = Buffer.alloc(bytes);
+    return buf.subarray(0, readSync(fd, buf, 0, bytes, 0)).toString("utf8");
+  } finally {
+    closeSync(fd);
+  }
+}

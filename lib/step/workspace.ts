@@ -1,0 +1,137 @@
+// Worktrees, branches and landing, as git effects. Each function is idempotent, so a step that
+// was killed half-way can call it again.
+import { existsSync, readdirSync, realpathSync, renameSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { branchExists, git, gitTry, revParse } from "./git.ts";
+import { GitError } from "../shared/errors.ts";
+
+/** Git identity for commits loop makes itself, used only when the repository has none. */
+function identity(cwd: string): string[] {
+  const has = gitTry(cwd, ["config", "user.email"]).code === 0 && gitTry(cwd, ["config", "user.name"]).code === 0;
+  return has ? [] : ["-c", "user.name=loop", "-c", "user.email=loop@localhost"];
+}
+
+export function repoTop(root: string): string {
+  return git(root, ["rev-parse", "--show-toplevel"]);
+}
+
+function isWorktreeOn(path: string, branch: string): boolean {
+  if (!existsSync(join(path, ".git"))) return false;
+  const r = gitTry(path, ["symbolic-ref", "--quiet", "--short", "HEAD"]);
+  return r.code === 0 && r.stdout.trim() === branch;
+}
+
+/**
+ * Make sure `path` is a worktree of `branch`, creating the branch from `startPoint` if needed.
+ * Anything else found at `path` (a checkout the close path kept because its changes could not be
+ * committed, one on another branch, a half-made one) is moved aside to `movedAside`, never deleted:
+ * it may hold the only copy of someone's work. An empty directory is just removed.
+ */
+export function ensureWorktree(
+  repo: string,
+  path: string,
+  branch: string,
+  startPoint: string,
+): { created: boolean; branchCreated: boolean; movedAside: string | null } {
+  if (isWorktreeOn(path, branch)) return { created: false, branchCreated: false, movedAside: null };
+  let movedAside: string | null = null;
+  if (existsSync(path)) {
+    if (readdirSync(path).length === 0) rmSync(path, { recursive: true, force: true });
+    else {
+      movedAside = `${path}.aside-${new Date().toISOString().replace(/[:.]/g, "-")}`;
+      renameSync(path, movedAside);
+    }
+  }
+  git(repo, ["worktree", "prune"]);
+  let branchCreated = false;
+  if (!branchExists(repo, branch)) {
+    if (!revParse(repo, startPoint)) throw new Error(`start point "${startPoint}" is not a commit in ${repo}`);
+    git(repo, ["branch", branch, startPoint]);
+    branchCreated = true;
+  }
+  git(repo, ["worktree", "add", "--force", path, branch]);
+  return { created: true, branchCreated, movedAside };
+}
+
+export function removeWorktree(repo: string, path: string): boolean {
+  if (!existsSync(path)) {
+    gitTry(repo, ["worktree", "prune"]);
+    return false;
+  }
+  gitTry(repo, ["worktree", "remove", "--force", "--force", path]);
+  if (existsSync(path)) rmSync(path, { recursive: true, force: true });
+  gitTry(repo, ["worktree", "prune"]);
+  return true;
+}
+
+/** Commit whatever the agent left uncommitted. Returns the new commit, or null if nothing was left. */
+export function commitLeftovers(worktree: string, message: string): string | null {
+  // Only in a checkout of its own: in a broken one (its .git file gone) git would search upwards,
+  // find the project's repository, and commit the operator's own work on the operator's branch.
+  const top = existsSync(join(worktree, ".git")) ? gitTry(worktree, ["rev-parse", "--show-toplevel"]) : null;
+  if (!top || top.code !== 0 || realpathSync(top.stdout.trim()) !== realpathSync(worktree))
+    // A GitError, as the callers expect of a commit that failed, with a message that says why.
+    throw Object.assign(new GitError(["rev-parse", "--show-toplevel"], top?.code ?? null, top?.stderr ?? ""), {
+      message: `${worktree} is not a git checkout of its own (its .git is missing or broken): nothing committed`,
+    });
+  git(worktree, ["add", "-A"]);
+  if (gitTry(worktree, ["diff", "--cached", "--quiet"]).code === 0) return null;
+  git(worktree, [...identity(worktree), "commit", "--no-verify", "-q", "-m", message]);
+  return git(worktree, ["rev-parse", "HEAD"]);
+}
+
+/** Commits on `branch` that are not on `base` (throws GitError when git cannot count them). */
+export function commitsAhead(repo: string, base: string, branch: string): number {
+  return Number(git(repo, ["rev-list", "--count", `${base}..${branch}`]));
+}
+
+/** Where an item branch starts: the landing target once it exists (merge landing), else the base. */
+export function startPointFor(repo: string, landing: string, base: string, target: string): string {
+  if (landing === "merge" && branchExists(repo, target)) return target;
+  return base;
+}
+
+/** Worktrees and the branch each has checked out. */
+export function checkedOut(repo: string): { path: string; branch: string | null }[] {
+  const out: { path: string; branch: string | null }[] = [];
+  let cur: { path: string; branch: string | null } | null = null;
+  for (const line of git(repo, ["worktree", "list", "--porcelain"]).split("\n")) {
+    if (line.startsWith("worktree ")) {
+      cur = { path: line.slice(9), branch: null };
+      out.push(cur);
+    } else if (line.startsWith("branch ") && cur) cur.branch = line.slice(7).replace(/^refs\/heads\//, "");
+  }
+  return out;
+}
+
+export type LandingOutcome = { outcome: "merged" | "conflict" | "failed"; commit: string | null; reason: string };
+
+/**
+ * Merge `branch` into the loop-owned `target` inside a landing worktree under the state root,
+ * never in a worktree the operator has checked out. Already merged → "merged" again (idempotent).
+ */
+export function landMerge(
+  repo: string,
+  landingDir: string,
+  target: string,
+  base: string,
+  branch: string,
+  message: string,
+  onMovedAside: (path: string) => void = () => {},
+): LandingOutcome {
+  for (const w of checkedOut(repo))
+    if (w.branch === target && w.path !== landingDir)
+      return { outcome: "failed", commit: null, reason: `target branch ${target} is checked out in ${w.path}; loop never merges into it` };
+  // Creates the target branch from base the first time.
+  const ws = ensureWorktree(repo, landingDir, target, base);
+  if (ws.movedAside) onMovedAside(ws.movedAside);
+  // A merge left half-done by a killed step is abandoned and redone.
+  if (existsSync(join(git(landingDir, ["rev-parse", "--git-dir"]), "MERGE_HEAD"))) gitTry(landingDir, ["merge", "--abort"]);
+  gitTry(landingDir, ["reset", "-q", "--hard", "HEAD"]);
+  const r = gitTry(landingDir, [...identity(landingDir), "merge", "--no-ff", "--no-edit", "-m", message, branch]);
+  if (r.code === 0) return { outcome: "merged", commit: git(landingDir, ["rev-parse", "HEAD"]), reason: "merged" };
+  const conflicted = gitTry(landingDir, ["diff", "--name-only", "--diff-filter=U"]).stdout.trim().split("\n").filter(Boolean);
+  gitTry(landingDir, ["merge", "--abort"]);
+  if (conflicted.length) return { outcome: "conflict", commit: null, reason: `merge conflict in ${conflicted.join(", ")}` };
+  return { outcome: "failed", commit: null, reason: `git merge failed: ${(r.stderr || r.stdout).trim().split("\n").slice(-2).join(" / ")}` };
+}

@@ -1,0 +1,692 @@
+// CLI contract tests (DESIGN §3): they spawn the real entry points — `bun cmd/loop.ts <tool>` and
+// `bun cmd/loop-status.ts` — in temp git repositories, and check streams, exit codes and documents.
+import { afterAll, describe, expect, test } from "bun:test";
+import { spawnSync } from "node:child_process";
+import { closeSync, constants as fsConstants, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { VERSION } from "../../lib/shared/version.ts";
+import { Store } from "../../lib/log/store.ts";
+import { materialize } from "../../lib/log/materialize.ts";
+import { buildStore } from "../helpers/store.ts";
+import { definition, itemDef } from "../helpers/events.ts";
+import { TOOLS } from "../../cmd/tools.ts";
+import { CONTRACT_TOOLS, invokedName, isCompiled, toolFromName } from "../../cmd/loop.ts";
+import { type ArgsSpec, commonArgs, parseArgv, UsageError, writeWhole } from "../../lib/shared/cli.ts";
+
+const REPO = resolve(import.meta.dir, "..", "..");
+const LOOP = join(REPO, "cmd", "loop.ts");
+const LOOP_STATUS = join(REPO, "cmd", "loop-status.ts");
+const PKG_VERSION: string = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")).version;
+const ANSI = /\x1b\[/;
+
+const temps: string[] = [];
+afterAll(() => {
+  for (const d of temps) rmSync(d, { recursive: true, force: true });
+});
+
+function tempDir(prefix = "loop-cli-"): string {
+  const d = mkdtempSync(join(tmpdir(), prefix));
+  temps.push(d);
+  return d;
+}
+
+function git(cwd: string, ...args: string[]) {
+  const r = spawnSync("git", args, { cwd, encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`git ${args.join(" ")}: ${r.stderr}`);
+}
+
+/** A fresh git repository on branch main with one empty commit. */
+function gitRepo(): string {
+  const d = tempDir("loop-cli-repo-");
+  git(d, "init", "-q", "-b", "main");
+  git(d, "config", "user.email", "test@example.invalid");
+  git(d, "config", "user.name", "test");
+  git(d, "commit", "-q", "--allow-empty", "-m", "init");
+  return d;
+}
+
+/** The environment of every spawned command: no colour hints or state-root override leaking in. */
+function baseEnv(extra: Record<string, string | undefined> = {}): Record<string, string> {
+  const env: Record<string, string | undefined> = { ...process.env, ...extra };
+  for (const k of ["LOOP_STATE_ROOT", "FORCE_COLOR", "LOOP_FAILPOINT"]) if (!(k in extra)) delete env[k];
+  return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined));
+}
+
+interface Result {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** `bun cmd/loop.ts <args>` (or another script) with stdout and stderr as pipes. */
+function cli(args: string[], opts: { cwd?: string; env?: Record<string, string | undefined>; script?: string } = {}): Result {
+  const r = spawnSync(process.execPath, [opts.script ?? LOOP, ...args], {
+    cwd: opts.cwd ?? REPO,
+    env: baseEnv(opts.env),
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "pipe"],
+    maxBuffer: 64 << 20,
+  });
+  if (r.error) throw r.error;
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Run under a pseudo-terminal (stdin, stdout and stderr are one TTY); returns everything it printed. */
+async function cliOnTty(args: string[], opts: { cwd?: string; env?: Record<string, string | undefined> } = {}) {
+  let text = "";
+  const dec = new TextDecoder();
+  const proc = Bun.spawn([process.execPath, LOOP, ...args], {
+    cwd: opts.cwd ?? REPO,
+    env: baseEnv({ TERM: "xterm-256color", ...opts.env }),
+    terminal: { cols: 200, rows: 50, data: (_t, d) => void (text += dec.decode(d, { stream: true })) },
+  });
+  const code = await proc.exited;
+  await Bun.sleep(100); // let the last output arrive
+  proc.terminal?.close();
+  return { code, text };
+}
+
+const item = (id: string, ref: string | null = null) => ({
+  id,
+  ref,
+  prompt: `work on ${id}`,
+  dependsOn: [],
+  verify: "true",
+  runner: "demo",
+  model: null,
+  maxAttempts: 2,
+  timeouts: { launch: 300_000, stall: 3_600_000, verify: 900_000 },
+});
+
+/** A repo after `loop init`, with a definition of the given items imported into its log. */
+function seededRepo(items: ReturnType<typeof item>[]): string {
+  const repo = gitRepo();
+  const r = cli(["init", "--json"], { cwd: repo });
+  expect(r.code).toBe(0);
+  const stateRoot = join(repo, ".loop");
+  const store = Store.open(stateRoot, { actor: "test" });
+  try {
+    store.append([
+      {
+        type: "definition_imported",
+        payload: {
+          revision: 1,
+          hash: "0".repeat(64),
+          name: "cli-test",
+          settings: {
+            landing: "none",
+            base: "main",
+            target: "loop/cli-test/landed",
+            tmux: false,
+            keepCheckoutOnClose: false,
+            requireStartCommand: false,
+            runners: {},
+          },
+          items,
+        },
+      },
+    ]);
+    materialize(stateRoot, store.projection(), store.db);
+  } finally {
+    store.close();
+  }
+  return repo;
+}
+
+function jsonError(stderr: string): { error: { code: string; message: string } } {
+  const doc = JSON.parse(stderr.trim());
+  expect(typeof doc.error.code).toBe("string");
+  expect(typeof doc.error.message).toBe("string");
+  return doc;
+}
+
+const builtTools = Object.keys(TOOLS);
+
+describe("--version", () => {
+  test("lib/shared/version.ts matches package.json", () => {
+    expect(VERSION).toBe(PKG_VERSION);
+  });
+
+  test("loop --version", () => {
+    const r = cli(["--version"]);
+    expect(r).toEqual({ code: 0, stdout: `${PKG_VERSION}\n`, stderr: "" });
+  });
+
+  test.each(builtTools)("loop %s --version", (t) => {
+    const r = cli([t, "--version"]);
+    expect(r).toEqual({ code: 0, stdout: `${PKG_VERSION}\n`, stderr: "" });
+  });
+
+  test("bun cmd/loop-status.ts --version (the single-file script)", () => {
+    const r = cli(["--version"], { script: LOOP_STATUS });
+    expect(r).toEqual({ code: 0, stdout: `${PKG_VERSION}\n`, stderr: "" });
+  });
+});
+
+describe("--help", () => {
+  test.each(builtTools)("loop %s --help: stdout, exit 0, no ANSI when piped", (t) => {
+    const r = cli([t, "--help"]);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe("");
+    expect(r.stdout).toContain(`loop-${t}`);
+    expect(r.stdout).toContain("--help");
+    expect(r.stdout).not.toMatch(ANSI);
+  });
+
+  test("loop --help lists every built tool", () => {
+    const r = cli(["--help"]);
+    expect(r.code).toBe(0);
+    for (const t of builtTools) expect(r.stdout).toContain(`  ${t} `);
+    expect(r.stdout).not.toMatch(ANSI);
+  });
+
+  test("bun cmd/loop-status.ts --help", () => {
+    const r = cli(["--help"], { script: LOOP_STATUS });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("--work-item");
+    expect(r.stdout).not.toMatch(ANSI);
+  });
+
+  test("loop with no tool: usage on stderr, exit 2", () => {
+    const r = cli([]);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toContain("Usage: loop <tool>");
+  });
+});
+
+describe("parseArgv: strict, every value of a repeated flag", () => {
+  const spec = {
+    ...commonArgs,
+    "work-item": { type: "string", multiple: true, description: "" },
+    yes: { type: "boolean", description: "", short: "y" },
+    verb: { type: "positional", description: "", required: true },
+    rest: { type: "positional", description: "", variadic: true },
+  } satisfies ArgsSpec;
+  const ok: [string[], Record<string, unknown>][] = [
+    [["stop"], { verb: "stop", rest: [], "work-item": [], yes: false, json: false, root: undefined }],
+    [["stop", "--work-item", "a", "--work-item=b"], { verb: "stop", "work-item": ["a", "b"] }],
+    [["--json", "-y", "stop", "x", "y"], { json: true, yes: true, verb: "stop", rest: ["x", "y"] }],
+    [["-qv", "stop"], { quiet: true, verbose: true }],
+    [["stop", "--", "--json"], { json: false, rest: ["--json"] }],
+    [["--help"], { help: true, verb: undefined }],
+  ];
+  test.each(ok)("%j", (argv, want) => {
+    expect(parseArgv(argv, spec)).toMatchObject(want);
+  });
+  const bad: [string[], string][] = [
+    [["stop", "--bogus"], "unknown or unexpected option: --bogus"],
+    [["stop", "-z"], "unknown or unexpected option: -z"],
+    [["stop", "--json=yes"], "option --json does not take a value"],
+    [["stop", "--root"], "option requires argument: --root"],
+    [["stop", "--root", "--json"], '--root needs a value; to pass "--json" as its value, write --root=--json'],
+    [["stop", "--work-item", "-a"], '--work-item needs a value; to pass "-a" as its value, write --work-item=-a'],
+    [["stop", "--root="], "--root needs a non-empty value"],
+    [["stop", "--work-item", "a", "--work-item="], "--work-item needs a non-empty value"],
+    // A single-value flag given twice would silently lose the first value.
+    [["--root", "/srv/a", "--root=/srv/b", "stop"], "--root was given 2 times; give it once"],
+    [[], "missing required argument <verb>"],
+  ];
+  test.each(bad)("%j is a usage error", (argv, message) => {
+    let err: unknown;
+    try {
+      parseArgv(argv, spec);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(UsageError);
+    expect((err as Error).message).toBe(message);
+  });
+});
+
+describe("writeWhole: stdout written synchronously, nothing lost when the descriptor takes less", () => {
+  const doc = `{"text":"caf\u00e9 \u65e5\u672c ${"x".repeat(100)}"}\n`; // multi-byte: bytes != length
+  const bytes = Buffer.from(doc);
+  test.each([
+    ["takes it all", (): number => bytes.length, null],
+    ["takes part (a short write)", (): number => 70, bytes.subarray(70)],
+    ["takes nothing (EAGAIN)", (): number => { throw Object.assign(new Error("EAGAIN"), { code: "EAGAIN" }); }, bytes],
+  ] as const)("the descriptor %s", (_, write, expectRest) => {
+    const rests: Buffer[] = [];
+    writeWhole(1, doc, (r) => rests.push(Buffer.from(r as string | Uint8Array)), write);
+    expect(rests).toEqual(expectRest === null ? [] : [Buffer.from(expectRest)]);
+  });
+  test("any other error (EPIPE) is the caller's", () => {
+    const epipe = (): number => {
+      throw Object.assign(new Error("EPIPE"), { code: "EPIPE" });
+    };
+    expect(() => writeWhole(1, doc, () => 0, epipe)).toThrow("EPIPE");
+  });
+});
+
+describe("usage errors exit 2, message on stderr, nothing on stdout", () => {
+  test.each(builtTools)("loop %s --no-such-flag", (t) => {
+    const r = cli([t, "--no-such-flag"]);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toContain("no-such-flag");
+  });
+
+  test("bun cmd/loop-status.ts --no-such-flag", () => {
+    const r = cli(["--no-such-flag"], { script: LOOP_STATUS });
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toContain("no-such-flag");
+  });
+
+  test("loop --no-such-flag", () => {
+    const r = cli(["--no-such-flag"]);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toContain("no-such-flag");
+  });
+
+  test("unknown tool name", () => {
+    const r = cli(["no-such-tool"]);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toContain("unknown tool");
+  });
+
+  const missing = CONTRACT_TOOLS.filter((t) => !builtTools.includes(t));
+  test.skipIf(missing.length === 0)("a contract tool not built yet answers --help and --version like every tool, and fails clearly when run", () => {
+    const help = cli([missing[0]!, "--help"]);
+    expect([help.code, help.stderr]).toEqual([0, ""]);
+    expect(help.stdout).toContain("not available");
+    expect(cli([missing[0]!, "--version"])).toEqual({ code: 0, stdout: `${VERSION}\n`, stderr: "" });
+    for (const args of [[missing[0]!], [missing[0]!, "--all"]]) {
+      const r = cli(args);
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe("");
+      expect(r.stderr).toContain("not available");
+    }
+  });
+
+  test("--json and --text together", () => {
+    const repo = gitRepo();
+    for (const t of ["status", "replay", "init"]) {
+      const r = cli([t, "--json", "--text"], { cwd: repo });
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe("");
+      expect(r.stderr).toContain("--json and --text");
+    }
+    expect(existsSync(join(repo, "loop.json"))).toBe(false);
+  });
+
+  test("an error message quoting what was typed prints its control characters escaped", () => {
+    const repo = gitRepo();
+    for (const args of [["ctl", "pause", "\u001b]0;pwned\u0007", "--text"], ["\u009b31mtool"], ["run", "--foo\nloop-run: all good"], ["status", "--text", "--root", "/x\nloop-status: healthy"], ["run", "--text", "--root", "/x\nloop-run: all good"]]) {
+      const r = cli(args, { cwd: repo });
+      expect(r.code).toBe(2);
+      expect(r.stderr).not.toMatch(/[\u001b\u0007\u009b]/);
+      // What was typed stays inside its own line.
+      expect(r.stderr.split("\n").filter((l) => /^loop-(run|status): (all good|healthy)/.test(l))).toEqual([]);
+    }
+  });
+
+  test("an empty value for a string flag", () => {
+    const r = cli(["status", "--root="]);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe("");
+  });
+});
+
+describe("the tool is chosen from the invoked name", () => {
+  test("a compiled binary uses argv0 (the link's name), a script uses its own path", () => {
+    expect(invokedName("/usr/local/bin/loop-status", "/$bunfs/root/loop", true)).toBe("loop-status");
+    expect(invokedName("./dist/loop-replay", "/$bunfs/root/loop", true)).toBe("loop-replay");
+    expect(invokedName("loop", "/$bunfs/root/loop", true)).toBe("loop");
+    expect(invokedName("bun", "/work/cmd/loop.ts", false)).toBe("loop");
+    expect(invokedName("/x/node_modules/.bin/bun", "/work/cmd/loop.ts", false)).toBe("loop");
+    expect(invokedName("C:\\bin\\loop-init.exe", "B:/~BUN/root/loop", true)).toMatch(/loop-init$/);
+  });
+
+  test("isCompiled recognises the embedded file system", () => {
+    expect(isCompiled("/$bunfs/root/loop")).toBe(true);
+    expect(isCompiled("B:/~BUN/root/loop.exe")).toBe(true);
+    expect(isCompiled(LOOP)).toBe(false);
+    expect(isCompiled()).toBe(false);
+  });
+
+  test("loop-<tool> names select the tool; other names fall back to `loop <tool>`", () => {
+    for (const t of CONTRACT_TOOLS) expect(toolFromName(`loop-${t}`)).toBe(t);
+    expect(toolFromName("loop")).toBeNull();
+    expect(toolFromName("loop-linux-x64")).toBeNull();
+    expect(toolFromName("loop-")).toBeNull();
+    expect(toolFromName("status")).toBeNull();
+  });
+});
+
+describe("loop init", () => {
+  test("writes loop.json and the state root; refuses to overwrite without --force; --force works", () => {
+    const repo = gitRepo();
+    const first = cli(["init", "--json"], { cwd: repo });
+    expect(first.code).toBe(0);
+    const doc = JSON.parse(first.stdout);
+    expect(doc.schema).toBe("loop/init@1");
+    expect(doc.overwrote).toBe(false);
+    expect(existsSync(join(repo, "loop.json"))).toBe(true);
+    expect(existsSync(join(repo, ".loop", "loop.db"))).toBe(true);
+    expect(existsSync(join(repo, ".loop", "state.json"))).toBe(true);
+
+    writeFileSync(join(repo, "loop.json"), "// mine\n{}\n");
+    const again = cli(["init"], { cwd: repo });
+    expect(again.code).toBe(2);
+    expect(again.stdout).toBe("");
+    expect(again.stderr).toContain("--force");
+    expect(readFileSync(join(repo, "loop.json"), "utf8")).toBe("// mine\n{}\n");
+
+    const forced = cli(["init", "--force", "--json"], { cwd: repo });
+    expect(forced.code).toBe(0);
+    expect(JSON.parse(forced.stdout).overwrote).toBe(true);
+    expect(readFileSync(join(repo, "loop.json"), "utf8")).not.toBe("// mine\n{}\n");
+  });
+
+  test("loop.json a directory or a symlink (even dangling), with --force: exit 2, nothing created or written through", () => {
+    const cases: [string, (path: string) => void, string][] = [
+      ["a directory", (path) => mkdirSync(path), "a directory or special file"],
+      ["a dangling symlink", (path) => symlinkSync(join(tempDir(), "elsewhere.json"), path), "a symbolic link"],
+    ];
+    for (const [, make, what] of cases) {
+      const repo = gitRepo();
+      make(join(repo, "loop.json"));
+      for (const force of [["--force"], []]) {
+        const r = cli(["init", ...force, "--json"], { cwd: repo });
+        expect(r.code).toBe(2);
+        expect(JSON.parse(r.stderr).error.message).toContain(force.length ? what : "already exists");
+        expect(existsSync(join(repo, ".loop"))).toBe(false);
+      }
+    }
+  });
+
+  test("outside a git work tree: exit 2, nothing created", () => {
+    const dir = tempDir("loop-cli-nogit-");
+    const r = cli(["init"], { cwd: dir, env: { GIT_CEILING_DIRECTORIES: dir } });
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toContain("git");
+    expect(existsSync(join(dir, "loop.json"))).toBe(false);
+    expect(existsSync(join(dir, ".loop"))).toBe(false);
+  });
+
+  test("--root names the project; --text prints text", () => {
+    const repo = gitRepo();
+    const r = cli(["init", "--root", repo, "--text"], { cwd: tempDir() });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("loop.json");
+    expect(() => JSON.parse(r.stdout)).toThrow();
+    expect(existsSync(join(repo, "loop.json"))).toBe(true);
+  });
+});
+
+describe("status and replay", () => {
+  test("a reader that goes away early (`| head`) is not an error: no stack, no message, the exit code stands", () => {
+    const repo = gitRepo();
+    expect(cli(["init"], { cwd: repo }).code).toBe(0);
+    // The reader closes its end at once, so the tool's write fails with EPIPE (or, if the tool
+    // wrote first, the pipe swallowed it): either way stderr stays empty and the exit code is 0.
+    for (const args of ["status --json", "replay --text", "--help", "--version", "status --help"]) {
+      const r = spawnSync(
+        "bash",
+        ["-c", `"$0" "$1" ${args} | { exec 0<&-; sleep 0.3; }; echo "exit=\${PIPESTATUS[0]}" >&2`, process.execPath, LOOP],
+        { cwd: repo, encoding: "utf8", env: { ...process.env, NO_COLOR: "1" } },
+      );
+      expect(r.stderr).toBe("exit=0\n");
+    }
+  });
+
+  test("a stdout that cannot take the results (/dev/full) is one line on stderr and exit 1, never a stack", () => {
+    const repo = gitRepo();
+    expect(cli(["init"], { cwd: repo }).code).toBe(0);
+    for (const args of ["status --json", "replay --text", "--help", "--version", "status --help"]) {
+      const r = spawnSync("bash", ["-c", `"$0" "$1" ${args} >/dev/full`, process.execPath, LOOP], { cwd: repo, encoding: "utf8", env: { ...process.env, NO_COLOR: "1" } });
+      expect(r.status).toBe(1);
+      expect(r.stderr).toMatch(/^loop(-status|-replay)?: cannot write (the results )?to stdout: ENOSPC[^\n]*\n$/);
+    }
+  });
+
+  test("a watcher whose stdout is full says so once, while it runs, never a stack per tick", async () => {
+    const repo = gitRepo();
+    expect(cli(["init"], { cwd: repo }).code).toBe(0);
+    const child = Bun.spawn(["bash", "-c", `exec "$0" "$1" run --watch --forever --interval 50ms --json >/dev/full`, process.execPath, LOOP], {
+      cwd: repo,
+      env: { ...process.env, NO_COLOR: "1" },
+      stderr: "pipe",
+    });
+    // The message arrives while the watcher still runs (it is interrupted only afterwards).
+    const reader = child.stderr.getReader();
+    let err = "";
+    while (!err.endsWith("\n")) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      err += new TextDecoder().decode(value);
+    }
+    expect(child.exitCode).toBeNull();
+    // Later turns write (and fail) again: nothing more may appear.
+    child.kill("SIGINT");
+    expect(await child.exited).toBe(130);
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      err += new TextDecoder().decode(value);
+    }
+    expect(err).toBe("loop-run: cannot write the results to stdout: ENOSPC: no space left on device, write\n");
+  });
+
+  test("a FIFO in place of loop.json: loop run exits 2 at once (it never opens it), nothing created", () => {
+    const repo = gitRepo();
+    expect(spawnSync("mkfifo", [join(repo, "loop.json")]).status).toBe(0);
+    const r = cli(["run", "--json"], { cwd: repo });
+    expect(r.code).toBe(2);
+    expect(JSON.parse(r.stderr).error.message).toContain("not a regular file");
+    expect(existsSync(join(repo, ".loop"))).toBe(false);
+  });
+
+  test("a watcher whose repository is deleted stops instead of warning forever", async () => {
+    const repo = gitRepo();
+    expect(cli(["init"], { cwd: repo }).code).toBe(0);
+    const child = Bun.spawn([process.execPath, LOOP, "run", "--watch", "--forever", "--interval", "50ms", "--json", "--root", repo], {
+      env: { ...process.env, NO_COLOR: "1" },
+      stdout: "ignore",
+      stderr: "pipe",
+    });
+    const runPid = join(repo, ".loop", "run.pid");
+    for (let i = 0; i < 400 && !existsSync(runPid); i++) await Bun.sleep(25);
+    rmSync(repo, { recursive: true, force: true });
+    // It stops at its next turn: exit 2 (nothing to read there), or 1 if the deletion caught a
+    // step half-way. Either way it does not warn forever (the test would not end).
+    expect([1, 2]).toContain(await child.exited);
+  });
+
+  test("an environment error (a file where the state root should be) is io_error: one JSON line in --json mode, the system's message", () => {
+    const repo = gitRepo();
+    writeFileSync(join(repo, "blocker"), "");
+    const r = cli(["init", "--json", "--state-root", join(repo, "blocker")], { cwd: repo });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe("");
+    expect(JSON.parse(r.stderr)).toEqual({ error: { code: "io_error", message: expect.stringContaining(join(repo, "blocker")) } });
+  });
+
+  test("a large document reaches a pipe opened non-blocking and read late, whole", async () => {
+    // The tool writes stdout synchronously; its stdout here is a FIFO the parent opened O_NONBLOCK
+    // and reads only after the pipe's 64 KiB filled. (Bun makes its stdio blocking at start-up, so
+    // here the write just waits; writeWhole's hand-over after EAGAIN or a short write is tested above.)
+    const dir = tempDir("loop-cli-nonblock-");
+    const stateRoot = join(dir, "state");
+    buildStore(stateRoot, [definition(1, Array.from({ length: 400 }, (_, i) => itemDef(`item-${i}`)))]);
+    const fifo = join(dir, "out");
+    expect(spawnSync("mkfifo", [fifo]).status).toBe(0);
+    const { O_NONBLOCK, O_RDONLY, O_WRONLY } = fsConstants;
+    const rfd = openSync(fifo, O_RDONLY | O_NONBLOCK);
+    const wfd = openSync(fifo, O_WRONLY | O_NONBLOCK);
+    const child = Bun.spawn([process.execPath, LOOP, "status", "--json", "--state-root", stateRoot], {
+      stdio: ["ignore", wfd, "pipe"],
+      env: { ...process.env, NO_COLOR: "1" },
+    });
+    closeSync(wfd);
+    await Bun.sleep(500); // let the pipe fill before anyone reads
+    const chunks: Buffer[] = [];
+    const buf = Buffer.alloc(1 << 16);
+    let exited = false;
+    void child.exited.then(() => (exited = true));
+    for (;;) {
+      let n = 0;
+      try {
+        n = readSync(rfd, buf);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "EAGAIN") throw err;
+        if (exited) break;
+        await Bun.sleep(5);
+        continue;
+      }
+      if (n === 0) break; // every writer closed: the child exited
+      chunks.push(Buffer.from(buf.subarray(0, n)));
+    }
+    closeSync(rfd);
+    expect(await child.exited).toBe(0);
+    expect(await new Response(child.stderr).text()).toBe("");
+    const text = Buffer.concat(chunks).toString("utf8");
+    expect(text.length).toBeGreaterThan(1 << 16);
+    expect(JSON.parse(text).items).toHaveLength(400);
+  });
+
+  test("JSON is the default when piped, with a schema key; exit 0 on a fresh store", () => {
+    const repo = gitRepo();
+    expect(cli(["init"], { cwd: repo }).code).toBe(0);
+    const s = cli(["status"], { cwd: repo });
+    expect(s.code).toBe(0);
+    expect(s.stderr).toBe("");
+    expect(JSON.parse(s.stdout).schema).toBe("loop/status@1");
+    const p = cli(["replay"], { cwd: repo });
+    expect(p.code).toBe(0);
+    const rep = JSON.parse(p.stdout);
+    expect(rep.schema).toBe("loop/replay@1");
+    expect(rep.ok).toBe(true);
+    const direct = cli(["--json"], { cwd: repo, script: LOOP_STATUS });
+    expect(direct.code).toBe(0);
+    expect(JSON.parse(direct.stdout).schema).toBe("loop/status@1");
+  });
+
+  test("the state root is found from a subdirectory, or given by --state-root / LOOP_STATE_ROOT", () => {
+    const repo = gitRepo();
+    expect(cli(["init"], { cwd: repo }).code).toBe(0);
+    const sub = join(repo, "a", "b");
+    mkdirSync(sub, { recursive: true });
+    expect(cli(["status"], { cwd: sub }).code).toBe(0);
+    const elsewhere = tempDir();
+    expect(cli(["status", "--state-root", join(repo, ".loop")], { cwd: elsewhere }).code).toBe(0);
+    expect(cli(["replay"], { cwd: elsewhere, env: { LOOP_STATE_ROOT: join(repo, ".loop") } }).code).toBe(0);
+  });
+
+  test("a repeated --work-item collects every value", () => {
+    const repo = seededRepo([item("alpha"), item("beta", "github:acme/api#7"), item("gamma"), item("delta")]);
+    const all = JSON.parse(cli(["status"], { cwd: repo }).stdout);
+    expect(all.items.map((i: { id: string }) => i.id)).toEqual(["alpha", "beta", "gamma", "delta"]);
+    const r = cli(["status", "--work-item", "gamma", "--work-item", "github:acme/api#0007"], { cwd: repo });
+    expect(r.code).toBe(0);
+    const doc = JSON.parse(r.stdout);
+    expect(doc.items.map((i: { id: string }) => i.id).sort()).toEqual(["beta", "gamma"]);
+    const direct = cli(["--work-item=alpha", "--work-item=delta"], { cwd: repo, script: LOOP_STATUS });
+    expect(direct.code).toBe(0);
+    expect(JSON.parse(direct.stdout).items.map((i: { id: string }) => i.id).sort()).toEqual(["alpha", "delta"]);
+  });
+
+  test("an invalid --work-item ref aborts the whole command: exit 2, nothing on stdout", () => {
+    const repo = seededRepo([item("alpha"), item("beta")]);
+    for (const bad of ["github:acme/../api#1", "github:acme/api#1 ", "github:acme/api", "-alpha"]) {
+      const r = cli(["status", `--work-item=${bad}`, "--work-item", "alpha"], { cwd: repo });
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe("");
+      expect(jsonError(r.stderr).error.code).toBe("invalid_ref");
+    }
+  });
+
+  test("a --work-item naming no item of the loop: exit 2, nothing on stdout", () => {
+    const repo = seededRepo([item("alpha")]);
+    const r = cli(["status", "--work-item", "alpha", "--work-item", "nope"], { cwd: repo });
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe("");
+    expect(jsonError(r.stderr).error.code).toBe("unknown_item");
+  });
+
+  test("a missing store: exit 2, a JSON error object on stderr in JSON mode, text otherwise", () => {
+    const repo = gitRepo();
+    for (const t of ["status", "replay"]) {
+      const j = cli([t, "--json"], { cwd: repo });
+      expect(j.code).toBe(2);
+      expect(j.stdout).toBe("");
+      expect(jsonError(j.stderr).error.code).toBe("missing_store");
+      const x = cli([t, "--text"], { cwd: repo });
+      expect(x.code).toBe(2);
+      expect(x.stdout).toBe("");
+      expect(x.stderr).toContain("loop init");
+      expect(() => JSON.parse(x.stderr)).toThrow();
+    }
+    expect(existsSync(join(repo, ".loop"))).toBe(false);
+  });
+
+  test("a corrupt store: exit 2", () => {
+    const repo = gitRepo();
+    mkdirSync(join(repo, ".loop"));
+    writeFileSync(join(repo, ".loop", "loop.db"), "this is not a database, just some text that is long enough".repeat(100));
+    for (const t of ["status", "replay"]) {
+      const r = cli([t], { cwd: repo });
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe("");
+      expect(jsonError(r.stderr).error.code).toBe("corrupt_store");
+    }
+  });
+
+  test("a JSON document over 64 KiB reaches a pipe whole", () => {
+    const items = Array.from({ length: 400 }, (_, i) => item(`item-${i}`, `github:acme/api#${i + 1}`));
+    const repo = seededRepo(items);
+    const r = cli(["status"], { cwd: repo });
+    expect(r.code).toBe(0);
+    expect(r.stdout.length).toBeGreaterThan(64 * 1024);
+    expect(JSON.parse(r.stdout).items).toHaveLength(400);
+  });
+});
+
+describe("colour", () => {
+  test("on a TTY, help is coloured unless NO_COLOR is set", async () => {
+    const plain = await cliOnTty(["status", "--help"], { env: { NO_COLOR: "1" } });
+    expect(plain.code).toBe(0);
+    expect(plain.text).toContain("--work-item");
+    expect(plain.text).not.toMatch(ANSI);
+    // The control: without NO_COLOR the same TTY does get colour, so the check above means something.
+    // citty's own colour detection also turns colour off under CI=true (as CI runs this suite).
+    const coloured = await cliOnTty(["status", "--help"], { env: { NO_COLOR: undefined, CI: undefined } });
+    expect(coloured.code).toBe(0);
+    expect(coloured.text).toMatch(ANSI);
+  });
+
+  test("on a TTY with NO_COLOR, status text has no ANSI", async () => {
+    const repo = seededRepo([item("alpha"), item("beta")]);
+    const r = await cliOnTty(["status"], { cwd: repo, env: { NO_COLOR: "1" } });
+    expect(r.code).toBe(0);
+    expect(r.text).toContain("alpha");
+    expect(r.text).not.toMatch(ANSI);
+  });
+
+  test("piped, nothing is coloured even on a colour terminal", () => {
+    const repo = seededRepo([item("alpha")]);
+    for (const args of [["status", "--text"], ["replay", "--text"], ["status", "--help"], ["status", "--no-such-flag"]]) {
+      const r = cli(args, { cwd: repo, env: { TERM: "xterm-256color", NO_COLOR: undefined } });
+      expect(r.stdout).not.toMatch(ANSI);
+      expect(r.stderr).not.toMatch(ANSI);
+    }
+  });
+});
+
+describe("cmd/registry.ts", () => {
+  test("lists exactly the tools of cmd/tools.ts, with their own descriptions", async () => {
+    const { DESCRIPTIONS, loadTool } = await import("../../cmd/registry.ts");
+    expect(Object.keys(DESCRIPTIONS).sort()).toEqual(Object.keys(TOOLS).sort());
+    for (const name of Object.keys(DESCRIPTIONS) as (keyof typeof DESCRIPTIONS)[]) {
+      const tool = await loadTool(name);
+      expect(tool).toBe(TOOLS[name]!);
+      expect(tool.description).toBe(DESCRIPTIONS[name]);
+    }
+  });
+});

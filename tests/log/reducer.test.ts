@@ -1,0 +1,466 @@
+// The reducer, pure: synthetic hash-chained logs (sealed like the store seals them) folded in memory.
+import { describe, expect, test } from "bun:test";
+import { canonicalJson } from "../../lib/log/canonical.ts";
+import type { EventDraft, StoredEvent } from "../../lib/log/events.ts";
+import { apply, emptyProjection, fold, IllegalEventError } from "../../lib/log/reducer.ts";
+import {
+  closed,
+  control,
+  definition,
+  drained,
+  ended,
+  failingAttempt,
+  itemDef,
+  landed,
+  launch,
+  LogBuilder,
+  loopStarted,
+  passingAttempt,
+  rechain,
+  requeued,
+  reset,
+  settled,
+  started,
+  verified,
+} from "../helpers/events.ts";
+
+/** store_opened, a definition of a, b, c (revision 1), loop_started. */
+function base(items = ["a", "b", "c"]): LogBuilder {
+  const log = new LogBuilder();
+  log.push(definition(1, items.map((id) => itemDef(id))), loopStarted);
+  return log;
+}
+
+/** The IllegalEventError folding `events` throws (fails the test if the fold accepts them). */
+function illegal(events: StoredEvent[]): IllegalEventError {
+  try {
+    fold(events);
+  } catch (e) {
+    if (e instanceof IllegalEventError) return e;
+    throw e;
+  }
+  throw new Error("the fold accepted the log");
+}
+
+/** Assert that appending `probe` to the log is rejected at its seq with `rule`, by fold and by apply. */
+function expectIllegal(log: LogBuilder, probe: StoredEvent, rule: string): void {
+  const err = illegal([...log.events, probe]);
+  expect(err.seq).toBe(probe.seq);
+  expect(err.rule).toBe(rule);
+  expect(err.message).toContain(`seq ${probe.seq}`);
+  expect(err.message).toContain(rule);
+  // apply() rejects it the same way, and leaves the projection it was given untouched.
+  const p = fold(log.events);
+  const before = canonicalJson(p);
+  expect(() => apply(p, probe)).toThrow(IllegalEventError);
+  expect(canonicalJson(p)).toBe(before);
+}
+
+function withTs(ts: string[], drafts: EventDraft[]): EventDraft[] {
+  return drafts.map((d, i) => ({ ...d, ts: ts[i] ?? `2030-01-01T00:00:${String(i).padStart(2, "0")}.000Z` }));
+}
+
+describe("fold and apply", () => {
+  function richLog(): LogBuilder {
+    const log = base();
+    log.push(
+      ...passingAttempt("a"),
+      control("b", "reply", "use postgres"),
+      ...failingAttempt("b", 1),
+      ...failingAttempt("b", 2, true),
+      reset("b"),
+      ...passingAttempt("b", 1, 1),
+      definition(2, [itemDef("a", { prompt: "changed" }), itemDef("b"), itemDef("d")]),
+      ...passingAttempt("d"),
+      drained("Succeeded", { passed: 3, withdrawn: 1 }),
+    );
+    return log;
+  }
+
+  test("folding the same log twice gives equal projections", () => {
+    const { events } = richLog();
+    const one = fold(events);
+    const two = fold(events);
+    expect(two).toEqual(one);
+    expect(canonicalJson(two)).toBe(canonicalJson(one));
+    expect(one.seq).toBe(events.length);
+    expect(one.hash).toBe(events.at(-1)!.hash);
+    expect(one.loop.state).toBe("drained");
+  });
+
+  test("folding does not change the events, and apply one by one equals the fold", () => {
+    const { events } = richLog();
+    const before = canonicalJson(events);
+    let p = emptyProjection();
+    for (const e of events) p = apply(p, e);
+    expect(canonicalJson(events)).toBe(before);
+    expect(canonicalJson(p)).toBe(canonicalJson(fold(events)));
+  });
+
+  test("folding from an intermediate projection equals folding from the start", () => {
+    const { events } = richLog();
+    const mid = fold(events.slice(0, 17));
+    const midText = canonicalJson(mid);
+    expect(canonicalJson(fold(events.slice(17), mid))).toBe(canonicalJson(fold(events)));
+    expect(canonicalJson(mid)).toBe(midText); // `from` is not mutated
+  });
+
+  test("apply() does not mutate the projection or the event it is given", () => {
+    const log = base();
+    const probes: EventDraft[] = [
+      launch("a", 1),
+      started("a", 1),
+      ended("a", 1),
+      verified("a", 1, true),
+      landed("a", 1),
+      settled("a", 1, "passed"),
+      closed("a", 1),
+      control("b", "stop", "wait"),
+      definition(2, [itemDef("b", { prompt: "new" }), itemDef("z")]),
+      reset("a"),
+    ];
+    for (const d of probes) {
+      const p = fold(log.events);
+      const frozenP = structuredClone(p);
+      const pText = canonicalJson(p);
+      const e = log.next(d);
+      const eText = canonicalJson(e);
+      const next = apply(p, e);
+      expect(p).toEqual(frozenP);
+      expect(canonicalJson(p)).toBe(pText);
+      expect(canonicalJson(e)).toBe(eText);
+      expect(next).not.toBe(p);
+      expect(next.seq).toBe(p.seq + 1);
+      expect(canonicalJson(next)).not.toBe(pText);
+      // The result shares nothing mutable with the input.
+      next.order.push("mutated");
+      for (const it of Object.values(next.items)) it.status = "blocked";
+      next.loop.state = "stopped";
+      expect(canonicalJson(p)).toBe(pText);
+      log.push(d);
+    }
+  });
+});
+
+describe("illegal sequences name the seq and the rule", () => {
+  test("the first event is not store_opened", () => {
+    const events = rechain([{ id: "x", ts: "2025-01-01T00:00:00.000Z", type: "loop_started", actor: "loop", item: null, payload: {} }]);
+    const err = illegal(events);
+    expect([err.seq, err.rule]).toEqual([1, "store_opened_first"]);
+  });
+
+  test("store_opened anywhere but first", () => {
+    const log = base();
+    expectIllegal(log, log.next({ type: "store_opened", payload: { schema: 1, tool: "loop" } }), "store_opened_first");
+  });
+
+  test("an unknown type, even one named like an Object property, is unknown_type (never called)", () => {
+    const log = base();
+    for (const type of ["no_such_event", "constructor", "toString", "__proto__"])
+      expectIllegal(log, log.next({ type: type as never, payload: {} }), "unknown_type");
+  });
+
+  test("a seq gap (and a repeated seq)", () => {
+    const log = base();
+    expectIllegal(log, log.next(loopStarted, { seq: log.seq + 2 }), "seq_gap");
+    expectIllegal(log, log.next(control("a", "start"), { seq: log.seq }), "seq_gap");
+  });
+
+  test("a prev_hash that does not link to the previous event", () => {
+    const log = base();
+    expectIllegal(log, log.next(control("a", "start"), { prev_hash: "f".repeat(64) }), "prev_hash");
+    expectIllegal(log, log.next(control("a", "start"), { prev_hash: log.events[0]!.hash }), "prev_hash");
+  });
+
+  test("a launch while another item is in flight (launching, running, ended, needs_input)", () => {
+    const log = base();
+    log.push(launch("a", 1));
+    expectIllegal(log, log.next(launch("b", 1)), "one_in_flight");
+    log.push(started("a", 1));
+    expectIllegal(log, log.next(launch("b", 1)), "one_in_flight");
+    log.push(ended("a", 1, 1));
+    expectIllegal(log, log.next(launch("b", 1)), "one_in_flight");
+    const asked = base();
+    asked.push(launch("a", 1), started("a", 1), { type: "needs_input", item: "a", payload: { attempt: 1, question: "which db?" } });
+    expectIllegal(asked, asked.next(launch("b", 1)), "one_in_flight");
+  });
+
+  test("a launch while the loop is not running (new, paused, stopped, drained)", () => {
+    const fresh = new LogBuilder();
+    fresh.push(definition(1, [itemDef("a")]));
+    expectIllegal(fresh, fresh.next(launch("a", 1)), "loop_state");
+    const paused = base();
+    paused.push({ type: "loop_paused", payload: { reason: "operator" } });
+    expectIllegal(paused, paused.next(launch("a", 1)), "loop_state");
+    const stopped = base();
+    stopped.push({ type: "loop_stopped", payload: { reason: "operator" } });
+    expectIllegal(stopped, stopped.next(launch("a", 1)), "loop_state");
+    const done = base(["a"]);
+    done.push(drained("Succeeded", {}));
+    expectIllegal(done, done.next(launch("a", 1)), "loop_state");
+  });
+
+  test("session_started before launch_reserved", () => {
+    const log = base();
+    expectIllegal(log, log.next(started("a", 1)), "item_status");
+  });
+
+  test("item_settled passed without a passing verify", () => {
+    const failedVerify = base();
+    failedVerify.push(launch("a", 1), started("a", 1), ended("a", 1, 1), verified("a", 1, false));
+    expectIllegal(failedVerify, failedVerify.next(settled("a", 1, "passed")), "passed_unverified");
+    const noVerify = base();
+    noVerify.push(launch("a", 1), started("a", 1), ended("a", 1));
+    expectIllegal(noVerify, noVerify.next(settled("a", 1, "passed")), "passed_unverified");
+    // An earlier attempt's passing verify does not count for the current one.
+    const older = base();
+    older.push(launch("a", 1), started("a", 1), ended("a", 1), verified("a", 1, true), requeued("a", 1, "operator retry", { failed: false }));
+    older.push(launch("a", 2), started("a", 2), ended("a", 2));
+    expectIllegal(older, older.next(settled("a", 2, "passed")), "passed_unverified");
+    // Still running: not even at the verify stage.
+    const running = base();
+    running.push(launch("a", 1), started("a", 1));
+    expectIllegal(running, running.next(settled("a", 1, "passed")), "item_status");
+  });
+
+  test("landing before a passing verify", () => {
+    const log = base();
+    log.push(launch("a", 1), started("a", 1), ended("a", 1), verified("a", 1, false));
+    expectIllegal(log, log.next(landed("a", 1)), "landing_unverified");
+  });
+
+  test("loop_drained with an item in flight", () => {
+    const log = base();
+    log.push(launch("a", 1), started("a", 1));
+    expectIllegal(log, log.next(drained("Succeeded", {})), "one_in_flight");
+  });
+
+  test("definition revisions out of order", () => {
+    const log = base();
+    expectIllegal(log, log.next(definition(3, [itemDef("a")])), "revision_order");
+    expectIllegal(log, log.next(definition(1, [itemDef("a")])), "revision_order");
+    const fresh = new LogBuilder();
+    expectIllegal(fresh, fresh.next(definition(2, [itemDef("a")])), "revision_order");
+  });
+
+  test("an unknown item, and an item event without an item", () => {
+    const log = base();
+    expectIllegal(log, log.next(launch("zzz", 1)), "unknown_item");
+    expectIllegal(log, log.next(control("zzz", "start")), "unknown_item");
+    expectIllegal(log, log.next(reset("zzz")), "unknown_item");
+    expectIllegal(log, log.next({ ...launch("a", 1), item: null }), "item_required");
+  });
+
+  test("attempt numbers must follow each other", () => {
+    const log = base();
+    expectIllegal(log, log.next(launch("a", 2)), "attempt_order");
+    log.push(launch("a", 1));
+    expectIllegal(log, log.next(started("a", 2)), "attempt_mismatch");
+  });
+});
+
+describe("definition revisions (DESIGN §4.1)", () => {
+  test("an edit never re-runs a settled item", () => {
+    const log = base();
+    log.push(...passingAttempt("a"), ...failingAttempt("c", 1, true));
+    const before = fold(log.events);
+    log.push(
+      definition(2, [
+        itemDef("a", { prompt: "a completely different prompt", maxAttempts: 5 }),
+        itemDef("b"),
+        itemDef("c", { maxAttempts: 9 }),
+      ]),
+    );
+    const p = fold(log.events);
+    const a = p.items.a!;
+    expect(a.status).toBe("passed");
+    expect(a.def.prompt).toBe("a completely different prompt");
+    expect(a.attempts).toEqual(before.items.a!.attempts);
+    expect(a.settledAt).toBe(before.items.a!.settledAt);
+    expect(a.landing).toEqual(before.items.a!.landing);
+    expect(p.items.c!.status).toBe("failed");
+    expect(p.items.c!.failures).toBe(1);
+    expect(p.loop.revision).toBe(2);
+    // Nothing can launch either of them again.
+    expectIllegal(log, log.next(launch("a", 2)), "item_status");
+    expectIllegal(log, log.next(launch("c", 2)), "item_status");
+  });
+
+  test("an edit never orphans the in-flight item: removed while running, it keeps running and settles normally", () => {
+    const log = base();
+    log.push(launch("a", 1), started("a", 1));
+    log.push(definition(2, [itemDef("b"), itemDef("c")]));
+    let p = fold(log.events);
+    expect(p.items.a!.status).toBe("running");
+    expect(p.items.a!.inDefinition).toBe(false);
+    expect(p.items.a!.session).not.toBeNull();
+    expect(p.loop.current).toBe("a");
+    expect(p.order).toEqual(["b", "c", "a"]);
+    expectIllegal(log, log.next(launch("b", 1)), "one_in_flight");
+    log.push(ended("a", 1), verified("a", 1, true), landed("a", 1), settled("a", 1, "passed"), closed("a", 1));
+    p = fold(log.events);
+    expect(p.items.a!.status).toBe("passed");
+    expect(p.items.a!.inDefinition).toBe(false);
+    expect(p.loop.current).toBeNull();
+    log.push(launch("b", 1));
+    expect(fold(log.events).loop.current).toBe("b");
+  });
+
+  test("an in-flight item removed from the definition gets no further attempt after a failed one", () => {
+    const log = base();
+    log.push(launch("a", 1), started("a", 1), definition(2, [itemDef("b")]), ended("a", 1, 1), verified("a", 1, false));
+    log.push(requeued("a", 1));
+    const p = fold(log.events);
+    expect(p.items.a!.status).toBe("withdrawn");
+    expect(p.items.a!.failures).toBe(1);
+    expect(p.loop.current).toBeNull();
+    expectIllegal(log, log.next(launch("a", 2)), "item_status");
+  });
+
+  test("removed pending items are withdrawn; re-adding one makes it pending again", () => {
+    const log = base();
+    log.push(definition(2, [itemDef("a")]));
+    let p = fold(log.events);
+    expect(p.items.b!.status).toBe("withdrawn");
+    expect(p.items.b!.inDefinition).toBe(false);
+    expect(p.items.b!.reason).toContain("revision 2");
+    expect(p.items.c!.status).toBe("withdrawn");
+    expectIllegal(log, log.next(launch("b", 1)), "item_status");
+    log.push(definition(3, [itemDef("a"), itemDef("b", { prompt: "back again" })]));
+    p = fold(log.events);
+    expect(p.items.b!.status).toBe("pending");
+    expect(p.items.b!.reason).toBeNull();
+    expect(p.items.b!.inDefinition).toBe(true);
+    expect(p.items.b!.def.prompt).toBe("back again");
+    expect(p.items.c!.status).toBe("withdrawn");
+    expect(p.order).toEqual(["a", "b", "c"]);
+    log.push(launch("b", 1));
+    expect(fold(log.events).items.b!.status).toBe("launching");
+  });
+
+  test("new items are appended; order is the new definition's, then items no longer in it", () => {
+    const log = base();
+    log.push(definition(2, [itemDef("c"), itemDef("d"), itemDef("a")]));
+    const p = fold(log.events);
+    expect(p.order).toEqual(["c", "d", "a", "b"]);
+    expect(p.items.d!.status).toBe("pending");
+    expect(p.items.d!.epoch).toBe(0);
+    expect(p.items.b!.status).toBe("withdrawn");
+    expect(Object.keys(p.items).sort()).toEqual(["a", "b", "c", "d"]);
+  });
+});
+
+describe("work_item_reset is an epoch boundary", () => {
+  /** b gets everything: control, a question and a reply, a failed attempt, a pass with landing. */
+  function bHistory(): EventDraft[] {
+    return [
+      control("b", "start", null, "alice"),
+      launch("b", 1),
+      started("b", 1),
+      { type: "needs_input", item: "b", payload: { attempt: 1, question: "which database?" } },
+      { type: "reply_recorded", item: "b", actor: "alice", payload: { text: "postgres" } },
+      requeued("b", 1, "answered", { failed: false }),
+      ...failingAttempt("b", 2),
+      launch("b", 3),
+      started("b", 3),
+      ended("b", 3),
+      verified("b", 3, true),
+      landed("b", 3),
+      settled("b", 3, "passed", "verify passed"),
+      closed("b", 3, false),
+    ];
+  }
+
+  test("after a reset the item's session, control, replies, attempts, failures, workspace and landing are gone", () => {
+    const log = base(["a", "b"]);
+    log.push(...bHistory());
+    const before = fold(log.events).items.b!;
+    expect(before.status).toBe("passed");
+    expect(before.attempts).toHaveLength(3);
+    expect(before.failures).toBe(1);
+    expect(before.replies).toHaveLength(1);
+    expect(before.control).toHaveLength(1);
+    expect(before.started).toBe(true);
+    expect(before.session).not.toBeNull();
+    expect(before.workspace).toEqual({ branch: "loop/test/b", worktree: "/state/workspaces/b", present: true });
+    expect(before.landing).not.toBeNull();
+
+    log.push(reset("b"));
+    const p = fold(log.events);
+    const b = p.items.b!;
+    expect(b).toEqual({
+      id: "b",
+      def: before.def,
+      inDefinition: true,
+      status: "pending",
+      reason: null,
+      epoch: 1,
+      settledAt: null,
+      attempts: [],
+      failures: 0,
+      replies: [],
+      question: null,
+      control: [],
+      held: false,
+      started: false,
+      session: null,
+      workspace: null,
+      landing: null,
+    });
+    // A second reset moves the epoch on again.
+    log.push(reset("b"));
+    expect(fold(log.events).items.b!.epoch).toBe(2);
+  });
+
+  test("folding the whole log equals folding a log where the item never had those events (modulo epoch)", () => {
+    const tsA = Array.from({ length: 7 }, (_, i) => `2030-06-01T00:00:0${i}.000Z`);
+    const withReset = base(["a", "b"]);
+    withReset.push(...bHistory(), reset("b"), ...withTs(tsA, passingAttempt("a")));
+    const without = base(["a", "b"]);
+    without.push(...withTs(tsA, passingAttempt("a")));
+    const p1 = fold(withReset.events);
+    const p2 = fold(without.events);
+    expect(p1.items.b).toEqual({ ...p2.items.b!, epoch: 1 });
+    expect(p1.items.a).toEqual(p2.items.a);
+    expect(p1.loop).toEqual(p2.loop);
+    expect(p1.order).toEqual(p2.order);
+  });
+
+  test("events of the old epoch cannot bring anything back", () => {
+    const log = base(["a", "b"]);
+    log.push(...bHistory(), reset("b"));
+    expectIllegal(log, log.next(closed("b", 3)), "no_session");
+    expectIllegal(log, log.next(verified("b", 3, true)), "item_status");
+    expectIllegal(log, log.next(landed("b", 3)), "item_status");
+    expectIllegal(log, log.next(settled("b", 3, "passed")), "item_status");
+    expectIllegal(log, log.next(launch("b", 4)), "attempt_order");
+    // The new epoch starts at attempt 1, and the old reply is not delivered to it.
+    log.push(launch("b", 1, 1));
+    const b = fold(log.events).items.b!;
+    expect(b.attempts.map((a) => a.n)).toEqual([1]);
+    expect(b.session!.deliveries).toEqual([]);
+    expect(b.replies).toEqual([]);
+  });
+
+  test("a reset of the in-flight item clears loop.current", () => {
+    const log = base();
+    log.push(launch("a", 1), started("a", 1), closed("a", 1), reset("a"));
+    const p = fold(log.events);
+    expect(p.loop.current).toBeNull();
+    expect(p.items.a!.status).toBe("pending");
+    expect(p.items.a!.session).toBeNull();
+    // Nothing is in flight any more: another item may launch, and the loop may drain.
+    expect(() => fold([...log.events, log.next(launch("b", 1))])).not.toThrow();
+    expect(() => fold([...log.events, log.next(drained("Stopped", {}))])).not.toThrow();
+  });
+
+  test("a reset of an item no longer in the definition leaves it withdrawn", () => {
+    const log = base();
+    log.push(...passingAttempt("c"), definition(2, [itemDef("a"), itemDef("b")]), reset("c"));
+    const c = fold(log.events).items.c!;
+    expect(c.status).toBe("withdrawn");
+    expect(c.inDefinition).toBe(false);
+    expect(c.epoch).toBe(1);
+    expect(c.attempts).toEqual([]);
+  });
+});

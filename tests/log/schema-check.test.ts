@@ -1,0 +1,114 @@
+// lib/log/schema-check.ts must answer exactly as valibot's `is` for every event payload schema: a
+// payload it accepts and valibot rejects would let replay fold an invalid event. Compared here on a
+// valid sample of every event type and on every single-field mutation of each.
+import { describe, expect, test } from "bun:test";
+import * as v from "valibot";
+import { EVENT_TYPES, type EventType, PAYLOADS } from "../../lib/log/events.ts";
+import { compileCheck, UnsupportedSchemaError } from "../../lib/log/schema-check.ts";
+import {
+  closed,
+  control,
+  definition,
+  drained,
+  ended,
+  itemDef,
+  landed,
+  launch,
+  loopStarted,
+  requeued,
+  reset,
+  settled,
+  started,
+  verified,
+} from "../helpers/events.ts";
+
+const SAMPLES: Record<EventType, unknown> = {
+  store_opened: { schema: 2, tool: "loop" },
+  definition_imported: definition(1, [itemDef("a"), itemDef("b", { dependsOn: ["a"], ref: "github:acme/api#7", verify: false })]).payload,
+  loop_started: loopStarted.payload,
+  loop_paused: { reason: "needs input" },
+  loop_resumed: {},
+  loop_stopped: { reason: "stopped by alice" },
+  control_recorded: control("a", "reply", "use the small patch").payload,
+  launch_reserved: launch("a", 1).payload,
+  session_started: started("a", 1).payload,
+  launch_failed: { attempt: 1, reason: "runner not found", interrupted: false },
+  session_ended: ended("a", 1, 3).payload,
+  needs_input: { attempt: 1, question: "which database?" },
+  reply_recorded: { text: "postgres" },
+  verify_finished: verified("a", 1, false).payload,
+  item_requeued: requeued("a", 1).payload,
+  item_settled: settled("a", 1, "passed").payload,
+  landing_finished: landed("a", 1).payload,
+  session_closed: closed("a", 1).payload,
+  loop_drained: drained("Succeeded", { passed: 2 }).payload,
+  loop_reopened: { reason: "new work items" },
+  lease_taken_over: { previous: { owner: "o", pid: 12, host: "h", started: "2026-01-01T00:00:00.000Z", expires: "2026-01-01T00:30:00.000Z" }, why: "dead" },
+  work_item_reset: reset("a").payload,
+};
+
+const VALUES: unknown[] = [
+  null, undefined, 0, -0, -1, 1, 2, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 53, "", "x", "passed", "dead", true, false,
+  [], {}, ["x"], [1], { a: 1 }, { a: "x" },
+  // Keys that are special to objects: a parsed payload can carry any of them as own keys.
+  JSON.parse('{"__proto__":1}'), JSON.parse('{"constructor":"x"}'), JSON.parse('{"toString":1}'), JSON.parse('{"hasOwnProperty":1}'),
+];
+
+/** Every value reachable in the sample, with a way to rebuild the sample with that value replaced or removed. */
+function* mutations(sample: unknown): Generator<unknown> {
+  for (const value of VALUES) yield value; // the whole payload replaced
+  if (sample === null || typeof sample !== "object") return;
+  const clone = () => structuredClone(sample) as Record<string, unknown>;
+  if (!Array.isArray(sample)) {
+    const extra = clone();
+    extra.extra = 1;
+    yield extra;
+  } else {
+    yield [...sample, "extra"];
+    yield [...sample, 1];
+  }
+  for (const key of Object.keys(sample)) {
+    const without = clone();
+    delete without[key];
+    yield without;
+    for (const inner of mutations((sample as Record<string, unknown>)[key])) {
+      const m = clone();
+      m[key] = inner;
+      yield m;
+    }
+  }
+}
+
+describe("compileCheck answers as valibot's is", () => {
+  test("every event type has a valid sample", () => {
+    for (const t of EVENT_TYPES) expect(v.is(PAYLOADS[t], SAMPLES[t]), t).toBe(true);
+  });
+
+  for (const t of EVENT_TYPES) {
+    test(`${t}: the sample and each of its single-field mutations`, () => {
+      const check = compileCheck(PAYLOADS[t]);
+      let n = 0;
+      for (const candidate of [SAMPLES[t], ...mutations(SAMPLES[t])]) {
+        expect(check(candidate), `${t} ${JSON.stringify(candidate)}`).toBe(v.is(PAYLOADS[t], candidate));
+        n++;
+      }
+      expect(n).toBeGreaterThan(VALUES.length);
+    });
+  }
+
+  test("every sample against every other type's schema", () => {
+    for (const t of EVENT_TYPES)
+      for (const u of EVENT_TYPES) expect(compileCheck(PAYLOADS[t])(SAMPLES[u]), `${u} as ${t}`).toBe(v.is(PAYLOADS[t], SAMPLES[u]));
+  });
+
+  test("a construct it does not know is refused when compiled, never guessed", () => {
+    for (const schema of [
+      v.strictObject({ a: v.optional(v.string()) }),
+      v.object({ a: v.string() }),
+      v.pipe(v.string(), v.minLength(1)),
+      v.nullable(v.string(), "default"),
+      v.date(),
+    ])
+      expect(() => compileCheck(schema as v.GenericSchema)).toThrow(UnsupportedSchemaError);
+  });
+});

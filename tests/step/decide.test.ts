@@ -1,0 +1,512 @@
+// The step's pure decisions (lib/step/decide.ts), the ctl planner (lib/control/ctl.ts planCtl) and the handoff
+// text (lib/step/handoff.ts), fed with projections folded from synthetic hash-chained logs.
+import { describe, expect, test } from "bun:test";
+import type { EventDraft, NormItemPayload, SettingsPayload } from "../../lib/log/events.ts";
+import { buildHandoff } from "../../lib/step/handoff.ts";
+import { type CtlVerb, planCtl, type PlannedAction } from "../../lib/control/ctl.ts";
+import { RefusedError } from "../../lib/shared/errors.ts";
+import { UsageError } from "../../lib/shared/cli.ts";
+import { afterFailure, blockedBecauseOf, classifySession, type NextWork, nextWork, type SessionObservation } from "../../lib/step/decide.ts";
+import { fold, type ItemState, type Projection } from "../../lib/log/reducer.ts";
+import {
+  closed,
+  control,
+  ended,
+  failingAttempt,
+  itemDef,
+  launch,
+  LogBuilder,
+  loopStarted,
+  passingAttempt,
+  requeued,
+  SETTINGS,
+  settled,
+  started,
+} from "../helpers/events.ts";
+
+function def(revision: number, items: NormItemPayload[], settings: Partial<SettingsPayload> = {}): EventDraft {
+  return { type: "definition_imported", payload: { revision, hash: `h${revision}`, name: "demo", settings: { ...SETTINGS, ...settings }, items } };
+}
+
+/** A started loop with `items` and then `drafts`. */
+function log(items: NormItemPayload[], drafts: EventDraft[] = [], settings: Partial<SettingsPayload> = {}): LogBuilder {
+  const b = new LogBuilder();
+  b.push(def(1, items, settings), loopStarted, ...drafts);
+  return b;
+}
+function proj(items: NormItemPayload[], drafts: EventDraft[] = [], settings: Partial<SettingsPayload> = {}): Projection {
+  return fold(log(items, drafts, settings).events);
+}
+
+const ids = (...xs: string[]) => xs.map((x) => itemDef(x));
+const dep = (id: string, ...on: string[]) => itemDef(id, { dependsOn: on });
+const running = (id: string, n = 1): EventDraft[] => [launch(id, n), started(id, n)];
+const asked = (id: string, q: string, n = 1): EventDraft[] => [
+  ...running(id, n),
+  { type: "needs_input", item: id, payload: { attempt: n, question: q } },
+  closed(id, n, false),
+];
+const failed = (id: string) => failingAttempt(id, 1, true);
+const verifyFailed = (id: string, n: number, tail: string): EventDraft => ({
+  type: "verify_finished",
+  item: id,
+  payload: { attempt: n, passed: false, exitCode: 1, timedOut: false, sha256: null, tail, log: null, reason: "exit 1" },
+});
+
+describe("nextWork", () => {
+  const cases: { name: string; items: NormItemPayload[]; drafts?: EventDraft[]; settings?: Partial<SettingsPayload>; want: NextWork }[] = [
+    { name: "first pending item in definition order", items: ids("a", "b", "c"), want: { kind: "launch", item: "a" } },
+    { name: "settled items are not run again", items: ids("a", "b", "c"), drafts: [...passingAttempt("a"), settled("b", 0, "skipped")], want: { kind: "launch", item: "c" } },
+    {
+      name: "the first runnable, not the first pending: dependencies must pass first",
+      items: [dep("a", "c"), dep("b", "a"), itemDef("c")],
+      want: { kind: "launch", item: "c" },
+    },
+    { name: "a passed dependency lets its dependent run", items: [itemDef("c"), dep("a", "c")], drafts: passingAttempt("c"), want: { kind: "launch", item: "a" } },
+    { name: "a held item is skipped", items: ids("a", "b"), drafts: [control("a", "stop")], want: { kind: "launch", item: "b" } },
+    { name: "start releases a hold", items: ids("a", "b"), drafts: [control("a", "stop"), control("a", "start")], want: { kind: "launch", item: "a" } },
+    {
+      name: "idle when everything pending waits, naming each reason",
+      items: [itemDef("a"), dep("b", "a")],
+      drafts: [control("a", "stop")],
+      want: { kind: "idle", reason: "a is held by `loop ctl stop` (start or retry it); b waits for a" },
+    },
+    {
+      name: "requireStartCommand: nothing starts without a start",
+      items: ids("a", "b"),
+      settings: { requireStartCommand: true },
+      want: { kind: "idle", reason: "a waits for `loop ctl start --work-item a`; b waits for `loop ctl start --work-item b`" },
+    },
+    { name: "requireStartCommand: the started item runs", items: ids("a", "b"), settings: { requireStartCommand: true }, drafts: [control("b", "start")], want: { kind: "launch", item: "b" } },
+    { name: "requireStartCommand: retry counts as a start", items: ids("a", "b"), settings: { requireStartCommand: true }, drafts: [control("a", "retry")], want: { kind: "launch", item: "a" } },
+    {
+      name: "requireStartCommand: started but held is still held",
+      items: ids("a"),
+      settings: { requireStartCommand: true },
+      drafts: [control("a", "start"), control("a", "stop")],
+      want: { kind: "idle", reason: "a is held by `loop ctl stop` (start or retry it)" },
+    },
+    { name: "block: dependency failed", items: [itemDef("a"), dep("b", "a")], drafts: failed("a"), want: { kind: "block", items: [{ id: "b", reason: 'dependency "a" failed' }] } },
+    { name: "block: dependency skipped", items: [itemDef("a"), dep("b", "a")], drafts: [settled("a", 0, "skipped")], want: { kind: "block", items: [{ id: "b", reason: 'dependency "a" skipped' }] } },
+    { name: "block: dependency cancelled", items: [itemDef("a"), dep("b", "a")], drafts: [settled("a", 0, "cancelled")], want: { kind: "block", items: [{ id: "b", reason: 'dependency "a" cancelled' }] } },
+    {
+      name: "block: dependency blocked (transitively)",
+      items: [itemDef("x"), dep("a", "x"), dep("b", "a")],
+      drafts: [...failed("x"), settled("a", 0, "blocked", 'dependency "x" failed')],
+      want: { kind: "block", items: [{ id: "b", reason: 'dependency "a" blocked' }] },
+    },
+    {
+      name: "block: every blocked item at once, before any launch",
+      items: [itemDef("a"), dep("b", "a"), itemDef("c"), dep("d", "a", "c")],
+      drafts: failed("a"),
+      want: { kind: "block", items: [{ id: "b", reason: 'dependency "a" failed' }, { id: "d", reason: 'dependency "a" failed' }] },
+    },
+    {
+      name: "block: a dependency that is not an item",
+      items: [dep("b", "ghost")],
+      want: { kind: "block", items: [{ id: "b", reason: 'dependency "ghost" is not an item of the loop' }] },
+    },
+    { name: "a held item does not block its dependents", items: [itemDef("a"), dep("b", "a")], drafts: [control("a", "stop")], want: { kind: "idle", reason: "a is held by `loop ctl stop` (start or retry it); b waits for a" } },
+    { name: "drain Succeeded: all passed", items: ids("a", "b"), drafts: [...passingAttempt("a"), ...passingAttempt("b")], want: { kind: "drain", outcome: "Succeeded" } },
+    { name: "drain Succeeded: passed and skipped", items: ids("a", "b"), drafts: [...passingAttempt("a"), settled("b", 0, "skipped")], want: { kind: "drain", outcome: "Succeeded" } },
+    { name: "drain Succeeded: no items", items: [], want: { kind: "drain", outcome: "Succeeded" } },
+    { name: "drain Failed: an item failed", items: ids("a", "b"), drafts: [...passingAttempt("a"), ...failed("b")], want: { kind: "drain", outcome: "Failed" } },
+    {
+      name: "drain Failed: an item blocked",
+      items: [itemDef("a"), dep("b", "a")],
+      drafts: [settled("a", 0, "skipped"), settled("b", 0, "blocked", 'dependency "a" skipped')],
+      want: { kind: "drain", outcome: "Failed" },
+    },
+    { name: "drain Stopped: an item cancelled, none failed", items: ids("a", "b"), drafts: [...passingAttempt("a"), settled("b", 0, "cancelled")], want: { kind: "drain", outcome: "Stopped" } },
+    { name: "drain Failed beats Stopped", items: ids("a", "b"), drafts: [settled("a", 0, "cancelled"), ...failed("b")], want: { kind: "drain", outcome: "Failed" } },
+  ];
+  for (const c of cases) test(c.name, () => expect(nextWork(proj(c.items, c.drafts, c.settings))).toEqual(c.want));
+
+  test("a dependency removed from the definition blocks its dependent; withdrawn items do not count", () => {
+    const b = new LogBuilder();
+    b.push(def(1, [itemDef("a"), dep("b", "a"), itemDef("c")]), loopStarted, def(2, [dep("b", "a"), itemDef("c")]));
+    const p = fold(b.events);
+    expect(p.items.a!.status).toBe("withdrawn");
+    expect(nextWork(p)).toEqual({ kind: "block", items: [{ id: "b", reason: 'dependency "a" was removed from the definition' }] });
+    b.push(settled("b", 0, "skipped"), ...passingAttempt("c"));
+    expect(nextWork(fold(b.events))).toEqual({ kind: "drain", outcome: "Succeeded" });
+  });
+});
+
+describe("classifySession: in order", () => {
+  const now = Date.parse("2025-06-01T12:00:00Z");
+  const base: SessionObservation = {
+    recordPresent: true,
+    exit: null,
+    question: null,
+    started: true,
+    alive: true,
+    lastOutputAt: now - 1_000,
+    startedAt: now - 10_000,
+    reservedAt: now - 11_000,
+    now,
+    timeouts: { launch: 60_000, stall: 30_000 },
+  };
+  const o = (over: Partial<SessionObservation>): SessionObservation => ({ ...base, ...over });
+
+  test("lost when the record is missing, whatever else is seen", () => {
+    expect(classifySession(o({ recordPresent: false, question: "q?", exit: { code: 0, signal: null } }))).toEqual({ kind: "lost", reason: "session record is missing" });
+  });
+  test("needs_input before exited", () => {
+    expect(classifySession(o({ question: "Which colour?", exit: { code: 0, signal: null }, alive: false }))).toEqual({ kind: "needs_input", question: "Which colour?" });
+  });
+  test("exited, with code or signal, before liveness and deadlines", () => {
+    expect(classifySession(o({ exit: { code: 3, signal: null }, alive: false, lastOutputAt: now - 999_999 }))).toEqual({
+      kind: "exited",
+      code: 3,
+      signal: null,
+      reason: "agent exited with code 3",
+    });
+    expect(classifySession(o({ exit: { code: null, signal: "SIGKILL" }, started: false, reservedAt: now - 999_999 }))).toEqual({
+      kind: "exited",
+      code: null,
+      signal: "SIGKILL",
+      reason: "agent killed by SIGKILL",
+    });
+  });
+  test("lost when the process vanished after starting without an exit status", () => {
+    expect(classifySession(o({ alive: false }))).toEqual({ kind: "lost", reason: "session process vanished without an exit status" });
+    // Even when it would also be stalled.
+    expect(classifySession(o({ alive: false, lastOutputAt: null, startedAt: now - 999_999 })).kind).toBe("lost");
+  });
+  test("never_started past the launch deadline (measured from the reservation)", () => {
+    expect(classifySession(o({ started: false, reservedAt: now - 60_001 }))).toEqual({ kind: "never_started", reason: "session did not start within 60s" });
+    expect(classifySession(o({ started: false, alive: false, reservedAt: now - 60_001 })).kind).toBe("never_started");
+    expect(classifySession(o({ started: false, reservedAt: now - 60_000 }))).toEqual({ kind: "waiting", reason: "session is starting" });
+  });
+  test("lost when the wrapper died before the agent started", () => {
+    expect(classifySession(o({ started: false, alive: false }))).toEqual({ kind: "lost", reason: "session process vanished before the agent started" });
+  });
+  test("stalled past the stall deadline, measured from the last output", () => {
+    expect(classifySession(o({ lastOutputAt: now - 30_001, startedAt: now - 100_000 }))).toEqual({ kind: "stalled", reason: "no output for 30s (stall timeout 30s)" });
+    // Recent output keeps an old session waiting.
+    expect(classifySession(o({ lastOutputAt: now - 5_000, startedAt: now - 100_000 })).kind).toBe("waiting");
+    // No output yet: measured from the start.
+    expect(classifySession(o({ lastOutputAt: null, startedAt: now - 30_001 })).kind).toBe("stalled");
+    expect(classifySession(o({ lastOutputAt: null, startedAt: now - 29_000 })).kind).toBe("waiting");
+    // Output older than the start (a reused log) counts from the start.
+    expect(classifySession(o({ lastOutputAt: now - 100_000, startedAt: now - 1_000 })).kind).toBe("waiting");
+    expect(classifySession(o({ lastOutputAt: now - 30_000, startedAt: now - 40_000 })).kind).toBe("waiting");
+  });
+  test("waiting while alive and producing output", () => {
+    expect(classifySession(base)).toEqual({ kind: "waiting", reason: "agent is working" });
+  });
+});
+
+describe("afterFailure and blockedBecauseOf", () => {
+  const item = (failures: number, maxAttempts: number): ItemState => {
+    const it = proj([itemDef("a", { maxAttempts })]).items.a!;
+    return { ...it, failures };
+  };
+  test.each([
+    [0, 1, "settle_failed"],
+    [0, 2, "retry"],
+    [1, 2, "settle_failed"],
+    [1, 3, "retry"],
+    [2, 3, "settle_failed"],
+  ] as const)("%i earlier failures of %i allowed -> %s", (failures, max, want) => {
+    expect(afterFailure(item(failures, max))).toBe(want);
+  });
+  test("afterFailure counts failures, not attempts (a question or a stop is free)", () => {
+    const p = proj([itemDef("a", { maxAttempts: 1 })], [...asked("a", "q?"), requeued("a", 1, "reply received", { failed: false }), ...running("a", 2), ended("a", 2, 1)]);
+    expect(p.items.a!.attempts).toHaveLength(2);
+    expect(afterFailure(p.items.a!)).toBe("settle_failed");
+    const p2 = proj([itemDef("a", { maxAttempts: 2 })], [...asked("a", "q?"), requeued("a", 1, "reply received", { failed: false }), ...running("a", 2), ended("a", 2, 1)]);
+    expect(afterFailure(p2.items.a!)).toBe("retry");
+  });
+
+  test("blockedBecauseOf follows blocked dependents transitively, and only blocked ones", () => {
+    const p = proj(
+      [itemDef("a"), dep("b", "a"), dep("c", "b"), itemDef("x"), dep("d", "x"), dep("e", "a"), dep("f", "a", "x")],
+      [
+        ...failed("a"),
+        settled("b", 0, "blocked", 'dependency "a" failed'),
+        settled("c", 0, "blocked", 'dependency "b" blocked'),
+        ...failed("x"),
+        settled("d", 0, "blocked", 'dependency "x" failed'),
+        settled("e", 0, "skipped"),
+        settled("f", 0, "blocked", 'dependency "x" failed'),
+      ],
+    );
+    expect(blockedBecauseOf(p, "a").sort()).toEqual(["b", "c", "f"]);
+    expect(blockedBecauseOf(p, "x").sort()).toEqual(["d", "f"]);
+    expect(blockedBecauseOf(p, "b")).toEqual(["c"]);
+    expect(blockedBecauseOf(p, "c")).toEqual([]);
+  });
+});
+
+describe("planCtl", () => {
+  const o = { actor: "alice", keepCheckout: false };
+  const plan = (b: LogBuilder, verb: CtlVerb, items: string[] = [], extra: Partial<typeof o & { text: string; reason: string }> = {}) =>
+    planCtl(fold(b.events), verb, items, { ...o, ...extra });
+  const types = (actions: PlannedAction[]) => actions.flatMap((a) => a.events.map((e) => `${e.type}${e.item ? ` ${e.item}` : ""}`));
+
+  /** Carry a plan out on the log as applyCtl would (close events first), proving the reducer accepts it. */
+  function carryOut(b: LogBuilder, actions: PlannedAction[]): Projection {
+    const p = fold(b.events);
+    for (const a of actions) {
+      if (a.noop) continue;
+      if (a.close) {
+        const it = p.items[a.item!]!;
+        const n = it.session!.attempt;
+        if (it.status === "launching" || it.status === "running")
+          b.push({ type: "session_ended", item: it.id, payload: { attempt: n, verdict: "closed", exitCode: null, signal: null, reason: "ctl" } });
+        b.push(closed(it.id, n, a.close.removeCheckout));
+      }
+      b.push(...a.events);
+    }
+    return fold(b.events);
+  }
+
+  describe("loop-wide", () => {
+    const newLoop = () => {
+      const b = new LogBuilder();
+      b.push(def(1, ids("a", "b")));
+      return b;
+    };
+    test("start: new -> loop_started; paused/stopped -> loop_resumed; running/drained -> no-op", () => {
+      expect(types(plan(newLoop(), "start"))).toEqual(["loop_started"]);
+      expect(types(plan(log(ids("a"), [{ type: "loop_paused", payload: { reason: "x" } }]), "start"))).toEqual(["loop_resumed"]);
+      expect(types(plan(log(ids("a"), [{ type: "loop_stopped", payload: { reason: "x" } }]), "start"))).toEqual(["loop_resumed"]);
+      const noop = plan(log(ids("a")), "start");
+      expect(noop).toEqual([{ item: null, effect: "the loop is already running", noop: true, close: null, events: [] }]);
+      expect(plan(log([], [{ type: "loop_drained", payload: { outcome: "Succeeded", counts: {} } }]), "start")[0]!.noop).toBe(true);
+    });
+    test("resume: only a paused or stopped loop", () => {
+      expect(types(plan(log(ids("a"), [{ type: "loop_paused", payload: { reason: "x" } }]), "resume"))).toEqual(["loop_resumed"]);
+      expect(types(plan(log(ids("a"), [{ type: "loop_stopped", payload: { reason: "x" } }]), "resume"))).toEqual(["loop_resumed"]);
+      for (const b of [newLoop(), log(ids("a"))]) {
+        const a = plan(b, "resume");
+        expect(a).toHaveLength(1);
+        expect(a[0]!.noop).toBe(true);
+        expect(a[0]!.events).toEqual([]);
+      }
+    });
+    test("pause: records the reason (default: who); pausing a paused loop is a no-op", () => {
+      expect(plan(log(ids("a")), "pause")[0]!.events).toEqual([{ type: "loop_paused", payload: { reason: "paused by alice" } }]);
+      expect(plan(log(ids("a")), "pause", [], { reason: "lunch" })[0]!.events).toEqual([{ type: "loop_paused", payload: { reason: "lunch" } }]);
+      const noop = plan(log(ids("a"), [{ type: "loop_paused", payload: { reason: "x" } }]), "pause");
+      expect(noop[0]!.noop).toBe(true);
+      expect(noop[0]!.events).toEqual([]);
+    });
+    test("stop with nothing in flight stops the loop; a stopped loop is a no-op", () => {
+      const a = plan(log(ids("a")), "stop");
+      expect(a).toEqual([{ item: null, effect: "stop the loop", noop: false, close: null, events: [{ type: "loop_stopped", payload: { reason: "stopped by alice" } }] }]);
+      expect(plan(log(ids("a"), [{ type: "loop_stopped", payload: { reason: "x" } }]), "stop")[0]!.noop).toBe(true);
+    });
+    test("stop ends the session in flight, returns the item to pending (not a failure), then stops", () => {
+      const b = log(ids("a", "b"), running("a"));
+      const a = plan(b, "stop", [], { reason: "maintenance" });
+      expect(a.map((x) => [x.item, x.close])).toEqual([
+        ["a", { removeCheckout: true }],
+        [null, null],
+      ]);
+      expect(types(a)).toEqual(["item_requeued a", "loop_stopped"]);
+      expect(planCtl(fold(b.events), "stop", [], { actor: "alice", keepCheckout: true })[0]!.close).toEqual({ removeCheckout: false });
+      const p = carryOut(b, a);
+      expect(p.loop.state).toBe("stopped");
+      expect(p.loop.reason).toBe("maintenance");
+      expect(p.items.a!.status).toBe("pending");
+      expect(p.items.a!.failures).toBe(0);
+      expect(p.items.a!.held).toBe(false);
+      expect(p.loop.current).toBeNull();
+    });
+    test("stop of an item waiting with a question: nothing to close, still requeued", () => {
+      const b = log(ids("a"), [...asked("a", "q?"), { type: "loop_paused", payload: { reason: "a needs input: q?" } }]);
+      const a = plan(b, "stop");
+      expect(a[0]!.close).toBeNull();
+      const p = carryOut(b, a);
+      expect(p.items.a!.status).toBe("pending");
+      expect(p.loop.state).toBe("stopped");
+    });
+    test("item verbs without --work-item are refused as usage errors", () => {
+      for (const verb of ["skip", "retry", "cancel", "reply"] as const) expect(() => plan(log(ids("a")), verb)).toThrow(UsageError);
+    });
+  });
+
+  describe("per item", () => {
+    test("start records a start and releases a hold", () => {
+      const held = log(ids("a"), [control("a", "stop")]);
+      const a = plan(held, "start", ["a"]);
+      expect(a).toEqual([{ item: "a", effect: "release a (held by stop) and allow it to start", noop: false, close: null, events: [{ type: "control_recorded", item: "a", payload: { verb: "start", text: null } }] }]);
+      expect(carryOut(held, a).items.a!.held).toBe(false);
+      expect(plan(log(ids("a")), "start", ["a"])[0]!.effect).toBe("allow a to start");
+    });
+    test("stop holds a pending item, ends and holds a running one, is a no-op on settled ones", () => {
+      const pend = log(ids("a", "b"));
+      const a1 = plan(pend, "stop", ["a"]);
+      expect(a1[0]!.close).toBeNull();
+      expect(types(a1)).toEqual(["control_recorded a"]);
+      expect(carryOut(pend, a1).items.a!.held).toBe(true);
+
+      const run = log(ids("a", "b"), running("a"));
+      const a2 = plan(run, "stop", ["a"]);
+      expect(a2[0]!.close).toEqual({ removeCheckout: true });
+      expect(types(a2)).toEqual(["control_recorded a", "item_requeued a"]);
+      const p = carryOut(run, a2);
+      expect(p.items.a!).toMatchObject({ status: "pending", held: true, failures: 0 });
+      expect(p.loop.state).toBe("running");
+      expect(nextWork(p)).toEqual({ kind: "launch", item: "b" });
+
+      const done = log(ids("a"), passingAttempt("a"));
+      expect(plan(done, "stop", ["a"])).toEqual([{ item: "a", effect: "a is passed; nothing to stop", noop: true, close: null, events: [] }]);
+    });
+    test("skip settles skipped (ending a live session first); settled items are no-ops", () => {
+      const run = log(ids("a", "b"), running("a"));
+      const a = plan(run, "skip", ["a"], { reason: "later" });
+      expect(a[0]!.close).toEqual({ removeCheckout: true });
+      expect(a[0]!.events).toEqual([
+        { type: "control_recorded", item: "a", payload: { verb: "skip", text: "later" } },
+        { type: "item_settled", item: "a", payload: { attempt: 1, outcome: "skipped", reason: "skipped by alice: later" } },
+      ]);
+      const p = carryOut(run, a);
+      expect(p.items.a!.status).toBe("skipped");
+      expect(p.loop.current).toBeNull();
+      expect(p.loop.state).toBe("running");
+      const pend = plan(log(ids("a")), "skip", ["a"]);
+      expect(pend[0]!.close).toBeNull();
+      expect(pend[0]!.events[1]).toEqual({ type: "item_settled", item: "a", payload: { attempt: 0, outcome: "skipped", reason: "skipped by alice" } });
+      expect(plan(log(ids("a"), failed("a")), "skip", ["a"])[0]).toMatchObject({ noop: true, effect: "a is failed; nothing to skip" });
+    });
+    test("cancel settles cancelled and pauses the loop; not when nothing changes or already paused", () => {
+      const run = log(ids("a", "b"), running("a"));
+      const a = plan(run, "cancel", ["a"]);
+      expect(types(a)).toEqual(["control_recorded a", "item_settled a", "loop_paused"]);
+      expect(a.at(-1)!.events[0]).toEqual({ type: "loop_paused", payload: { reason: "cancelled a by alice" } });
+      const p = carryOut(run, a);
+      expect(p.items.a!.status).toBe("cancelled");
+      expect(p.loop.state).toBe("paused");
+      // Only no-ops: no pause.
+      const none = plan(log(ids("a"), failed("a")), "cancel", ["a"]);
+      expect(none).toHaveLength(1);
+      expect(none[0]!.noop).toBe(true);
+      // Already paused: no second pause.
+      const paused = plan(log(ids("a"), [{ type: "loop_paused", payload: { reason: "x" } }]), "cancel", ["a"]);
+      expect(types(paused)).toEqual(["control_recorded a", "item_settled a"]);
+    });
+    test("retry requeues a failed item with a fresh budget and unblocks its blocked dependents", () => {
+      const b = log(
+        [itemDef("a", { maxAttempts: 1 }), dep("b", "a"), dep("c", "b"), dep("d", "a"), itemDef("e")],
+        [...failed("a"), settled("b", 0, "blocked", "x"), settled("c", 0, "blocked", "x"), settled("d", 0, "skipped"), ...passingAttempt("e"), { type: "loop_drained", payload: { outcome: "Failed", counts: {} } }],
+      );
+      const a = plan(b, "retry", ["a"]);
+      expect(a).toHaveLength(1);
+      expect(a[0]!.effect).toBe("requeue a with a fresh attempt budget and unblock b, c");
+      expect(a[0]!.events).toEqual([
+        { type: "control_recorded", item: "a", payload: { verb: "retry", text: null } },
+        { type: "item_requeued", item: "a", payload: { attempt: 1, reason: "retry by alice", failed: false, resetBudget: true } },
+        { type: "item_requeued", item: "b", payload: { attempt: 0, reason: "retry of a by alice", failed: false, resetBudget: false } },
+        { type: "item_requeued", item: "c", payload: { attempt: 0, reason: "retry of a by alice", failed: false, resetBudget: false } },
+      ]);
+      const p = carryOut(b, a);
+      expect(["a", "b", "c", "d", "e"].map((id) => p.items[id]!.status)).toEqual(["pending", "pending", "pending", "skipped", "passed"]);
+      expect(p.items.a!.failures).toBe(0);
+      // The loop is still drained until the next step reopens it; the failed item goes first.
+      expect(p.loop.state).toBe("drained");
+      expect(nextWork(p)).toEqual({ kind: "launch", item: "a" });
+    });
+    test("retry: a passed item is refused, an in-flight one is a no-op, a held one is released", () => {
+      expect(() => plan(log(ids("a"), passingAttempt("a")), "retry", ["a"])).toThrow(RefusedError);
+      expect(plan(log(ids("a"), running("a")), "retry", ["a"])[0]).toMatchObject({ noop: true, effect: "a is in flight; nothing to retry" });
+      const held = log(ids("a"), [control("a", "stop")]);
+      const a = plan(held, "retry", ["a"]);
+      expect(a[0]!.effect).toBe("release a");
+      expect(types(a)).toEqual(["control_recorded a"]);
+      expect(carryOut(held, a).items.a!.held).toBe(false);
+      // skipped and cancelled items can be retried too.
+      for (const outcome of ["skipped", "cancelled"] as const) expect(types(plan(log(ids("a"), [settled("a", 0, outcome)]), "retry", ["a"]))).toEqual(["control_recorded a", "item_requeued a"]);
+    });
+    test("reply records the text; refused for settled or withdrawn items", () => {
+      const b = log(ids("a"), [...asked("a", "Which colour?"), { type: "loop_paused", payload: { reason: "a needs input: Which colour?" } }]);
+      const a = plan(b, "reply", ["a"], { text: "blue" });
+      expect(a[0]!.effect).toContain("loop ctl resume");
+      expect(a[0]!.events).toEqual([
+        { type: "control_recorded", item: "a", payload: { verb: "reply", text: "blue" } },
+        { type: "reply_recorded", item: "a", payload: { text: "blue" } },
+      ]);
+      expect(carryOut(b, a).items.a!.replies.map((r) => r.text)).toEqual(["blue"]);
+      expect(plan(log(ids("a")), "reply", ["a"], { text: "x" })[0]!.effect).toContain("delivered with its next attempt");
+      expect(() => plan(log(ids("a"), passingAttempt("a")), "reply", ["a"], { text: "x" })).toThrow(RefusedError);
+      const w = new LogBuilder();
+      w.push(def(1, ids("a", "b")), loopStarted, def(2, ids("b")));
+      expect(() => plan(w, "reply", ["a"], { text: "x" })).toThrow(/withdrawn/);
+    });
+    test("pause and resume with --work-item are usage errors", () => {
+      for (const verb of ["pause", "resume"] as const) expect(() => plan(log(ids("a")), verb, ["a"])).toThrow(UsageError);
+    });
+    test("several items: one action each, in the order given", () => {
+      const a = plan(log(ids("a", "b", "c")), "skip", ["c", "a"]);
+      expect(a.map((x) => x.item)).toEqual(["c", "a"]);
+      expect(carryOut(log(ids("a", "b", "c")), a).items.c!.status).toBe("skipped");
+    });
+  });
+});
+
+describe("buildHandoff", () => {
+  const items = [
+    itemDef("a", { ref: "github:acme/api#1" }),
+    itemDef("b", { prompt: "  Fix the login redirect loop.\n@demo write x y  ", ref: "github:acme/api#2", verify: "bun test tests/login.test.ts", maxAttempts: 3 }),
+    dep("c", "b"),
+    itemDef("gone"),
+  ];
+  const history: EventDraft[] = [
+    def(2, items.slice(0, 3)) as EventDraft, // "gone" is withdrawn
+    ...passingAttempt("a"),
+    ...running("b", 1),
+    ended("b", 1, 1),
+    verifyFailed("b", 1, "FAIL tests/login.test.ts\nexpected 302, got 200"),
+    requeued("b", 1),
+    closed("b", 1, false),
+    { type: "reply_recorded", item: "b", actor: "alice", ts: "2025-02-01T10:00:00.000Z", payload: { text: "Keep the old cookie name." } },
+    launch("b", 2),
+  ];
+  const b = new LogBuilder();
+  b.push(def(1, items), loopStarted, ...history);
+  const p = fold(b.events);
+  const text = buildHandoff({ p, item: "b", attempt: 2, branch: "loop/demo/item/b", askFile: "/state/sessions/b/2/ask.txt" });
+
+  test("names the item, the attempt and the budget, the ref and the prompt", () => {
+    expect(text.startsWith("# b: attempt 2 (up to 3 failed attempts)\n")).toBe(true);
+    expect(text).toContain("Work item: github:acme/api#2");
+    expect(text).toContain("## Task\n\nFix the login redirect loop.\n@demo write x y\n");
+  });
+  test("gives the loop context: item N of M (withdrawn items left out) and each sibling's outcome", () => {
+    expect(text).toContain('Loop "demo", item 2 of 3.');
+    expect(text).toContain("- a: passed\n");
+    expect(text).toContain("- b (this item): in progress\n");
+    expect(text).toContain("- c: pending (depends on b)\n");
+    expect(text).not.toContain("gone");
+  });
+  test("feeds the earlier attempt's verify failure tail", () => {
+    expect(text).toContain("## Earlier attempts");
+    expect(text).toContain("### Attempt 1: failed, verify failed: exit 1");
+    expect(text).toContain("```\nFAIL tests/login.test.ts\nexpected 302, got 200\n```");
+  });
+  test("carries the replies and the verify command, and where to ask", () => {
+    expect(text).toContain("- Reply from alice (2025-02-01T10:00:00.000Z): Keep the old cookie name.");
+    expect(text).toContain("The item passes only if this command exits 0 in the worktree: `bun test tests/login.test.ts`");
+    expect(text).toContain("branch `loop/demo/item/b`");
+    expect(text).toContain("$LOOP_ASK_FILE (/state/sessions/b/2/ask.txt)");
+  });
+  test("a first attempt has no history; verify false and a question are described", () => {
+    const first = buildHandoff({ p, item: "c", attempt: 1, branch: "x", askFile: "/ask" });
+    expect(first).not.toContain("Earlier attempts");
+    expect(first).not.toContain("Questions and replies");
+    expect(first.startsWith("# c: attempt 1 (up to 2 failed attempts)\n")).toBe(true);
+    expect(first).toContain("item 3 of 3");
+
+    const q = new LogBuilder();
+    q.push(def(1, [itemDef("solo", { verify: false, maxAttempts: 1 })]), loopStarted, ...asked("solo", "Red or blue?"), requeued("solo", 1, "reply received", { failed: false }), launch("solo", 2));
+    const t = buildHandoff({ p: fold(q.events), item: "solo", attempt: 2, branch: "x", askFile: "/ask" });
+    expect(t.startsWith("# solo: attempt 2\n")).toBe(true);
+    expect(t).toContain("item 1 of 1");
+    expect(t).toContain("You asked: Red or blue?");
+    expect(t).toContain("There is no verify command: the item passes if you exit 0 and the branch has a change.");
+    expect(t).not.toContain("The item passes only if this command");
+  });
+});

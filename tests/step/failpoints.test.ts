@@ -1,0 +1,427 @@
+// Crash safety (DESIGN §8): for every failpoint in lib/shared/failpoint.ts, a real loop is run with
+// LOOP_FAILPOINT=<name> until a loop command dies by SIGKILL at that point (proving the point is
+// reachable), then without it until the loop drains; the drained loop must show no second launch of
+// any attempt, a gapless and replay-clean log, nothing stuck or left open, repaired
+// materializations and no process left behind. A seeded random-kill run checks the same.
+// docs/failpoints.md is checked against FAILPOINTS and against the call sites in lib/.
+import { afterAll, describe, expect, test } from "bun:test";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { COMMIT_LABELS, EFFECT_POINTS, FAILPOINTS } from "../../lib/shared/failpoint.ts";
+import { materialize } from "../../lib/log/materialize.ts";
+import { Store } from "../../lib/log/store.ts";
+import {
+  checkDrained,
+  cleanupDir,
+  countingRunner,
+  type Expected,
+  finish,
+  git,
+  LoopUnderTest,
+  makeRepo,
+  prng,
+  readEvents,
+  readLaunches,
+  REPO,
+  Semaphore,
+  sleep,
+  spawnLoop,
+  writeLoopJson,
+} from "../helpers/loop-harness.ts";
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs.splice(0)) cleanupDir(d);
+});
+
+// Each case starts a few dozen short processes one after another; four at a time keep 2 cores busy (they mostly wait on their agents).
+const slots = new Semaphore(4);
+const CASE_TIMEOUT = 15 * 60_000; // includes the wait for a slot; every wait inside is bounded on its own
+
+const TIMEOUTS = { launch: "2m", stall: "30m", verify: "2m" };
+
+/** The demo backlog: add-docs, add-license (fails its first attempt), add-changelog (needs add-docs). */
+function mainDefinition(launchLog: string, maxAttempts = 2, timeouts = TIMEOUTS) {
+  return {
+    name: "crash",
+    defaults: { runner: "counted", maxAttempts, timeouts, landing: "merge" },
+    runners: { counted: countingRunner(launchLog) },
+    items: [
+      { id: "add-docs", prompt: "Write a README.\n@demo write README.md # tiny\\nA demo project.\n@demo commit docs: add README", verify: "test -s README.md" },
+      {
+        id: "add-license",
+        // Every attempt after the first passes: a launch interrupted by a kill advances the attempt
+        // number without running, so the passing attempt must not be pinned to attempt 2.
+        prompt: "Add a LICENSE (forgotten on the first attempt).\n@demo attempt 1 write NOTES.md later\n@demo attempt 1 exit 0\n@demo write LICENSE MIT License",
+        verify: "test -s LICENSE",
+      },
+      { id: "add-changelog", prompt: "Add a CHANGELOG.\n@demo write CHANGELOG.md - added README.md", dependsOn: ["add-docs"], verify: "test -s README.md && test -s CHANGELOG.md" },
+    ],
+  };
+}
+
+type ScenarioName = "main" | "ctl-skip" | "ctl-stop" | "ctl-skip-run-first" | "ask" | "edge" | "seeded";
+
+interface Scenario {
+  /** What the scenario does, for people reading a failure. */
+  what: string;
+  run(l: LoopUnderTest, fp: string): Promise<Expected>;
+}
+
+async function waitFor(what: string, l: LoopUnderTest, cond: () => boolean, boundMs = 60_000): Promise<void> {
+  const deadline = Date.now() + boundMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}\n${l.trace()}`);
+    await sleep(50);
+  }
+}
+
+const SCENARIOS: Record<ScenarioName, Scenario> = {
+  main: {
+    what: "3 demo items, one dependency, one item failing its first attempt, landing merge",
+    async run(l) {
+      writeLoopJson(l.root, mainDefinition(l.launchLog));
+      await l.untilDrained();
+      const landed = git(l.root, "ls-tree", "--name-only", "loop/crash/landed").split("\n");
+      for (const f of ["README.md", "LICENSE", "CHANGELOG.md"]) if (!landed.includes(f)) throw new Error(`${f} did not land: ${landed.join(" ")}\n${l.trace()}`);
+      // Each item merged exactly once, even when a step died right after its merge.
+      const merges = git(l.root, "log", "--format=%s", "loop/crash/landed").split("\n").filter((m) => m.startsWith("loop: land "));
+      const perItem = ["add-docs", "add-license", "add-changelog"].map((id) => merges.filter((m) => m.startsWith(`loop: land ${id} `)).length);
+      if (perItem.some((n) => n !== 1)) throw new Error(`merges on the target: ${merges.join(" | ")}\n${l.trace()}`);
+      return { outcome: "Succeeded", items: { "add-docs": "passed", "add-license": "passed", "add-changelog": "passed" } };
+    },
+  },
+  "ctl-skip": {
+    what: "an agent working; `loop ctl skip --yes` ends it (repeated by the operator after a crash)",
+    run: (l) => ctlScenario(l, "skip"),
+  },
+  "ctl-stop": {
+    what: "an agent working; `loop ctl stop --yes` ends it and stops the loop; resume; it passes on attempt 2",
+    run: (l) => ctlScenario(l, "stop"),
+  },
+  "ctl-skip-run-first": {
+    what: "`loop ctl skip --yes` dies after ending the session; nobody repeats it and `loop run` goes on: the ended attempt fails, attempt 2 passes",
+    run: (l) => ctlScenario(l, "skip", { repeat: false }),
+  },
+  ask: {
+    what: "the agent asks a question; the loop pauses; reply and resume; attempt 2 gets the reply and passes",
+    async run(l) {
+      writeLoopJson(l.root, {
+        name: "ask",
+        defaults: { runner: "counted", timeouts: TIMEOUTS },
+        runners: { counted: countingRunner(l.launchLog) },
+        items: [
+          { id: "pick-license", prompt: "Add a LICENSE.\n@demo attempt 1 ask Which license should I use?\n@demo attempt 2 write LICENSE MIT License", verify: "test -s LICENSE" },
+          { id: "add-notes", prompt: "Add notes.\n@demo write NOTES.md notes", verify: "test -s NOTES.md" },
+        ],
+      });
+      let replied = false;
+      await l.untilDrained({
+        onPaused: async (run) => {
+          if (replied || run.action !== "paused") throw new Error(`unexpected ${run.action}: ${run.reason}\n${l.trace()}`);
+          await l.ctl(["reply", "--work-item", "pick-license", "MIT, please"]);
+          await l.ctl(["resume"]);
+          replied = true;
+        },
+      });
+      if (!replied) throw new Error(`the loop never paused for the question\n${l.trace()}`);
+      const handoff = readFileSync(join(l.stateRoot, "sessions", "pick-license", "2", "handoff.md"), "utf8");
+      if (!handoff.includes("MIT, please")) throw new Error(`attempt 2's handoff lacks the reply:\n${handoff}`);
+      return { outcome: "Succeeded", items: { "pick-license": "passed", "add-notes": "passed" } };
+    },
+  },
+  edge: {
+    what: "a runner that cannot start (launch_failed, maxAttempts 1), its dependent blocked, drain; then a new item reopens the loop",
+    async run(l) {
+      const def = (withNew: boolean) => ({
+        name: "edge",
+        defaults: { runner: "counted", timeouts: TIMEOUTS },
+        runners: { counted: countingRunner(l.launchLog), ghost: { command: [join(l.dir, "no-such-agent")] } },
+        items: [
+          { id: "ghost-item", prompt: "Nothing can run this.", runner: "ghost", maxAttempts: 1, verify: "true" },
+          { id: "after-ghost", prompt: "Needs the ghost.\n@demo write A.md a", dependsOn: ["ghost-item"], verify: "test -s A.md" },
+          ...(withNew ? [{ id: "late-item", prompt: "Added after the drain.\n@demo write LATE.md late", verify: "test -s LATE.md" }] : []),
+        ],
+      });
+      writeLoopJson(l.root, def(false));
+      const first = await l.untilDrained();
+      if (first.reason !== "Failed") throw new Error(`first drain: ${first.reason}\n${l.trace()}`);
+      writeLoopJson(l.root, def(true));
+      await l.untilDrained();
+      return { outcome: "Failed", items: { "ghost-item": "failed", "after-ghost": "blocked", "late-item": "passed" } };
+    },
+  },
+  seeded: {
+    what: "a history from a writer that settled an item without closing its live session; the sweep closes it",
+    async run(l, fp) {
+      writeLoopJson(l.root, {
+        name: "seeded",
+        defaults: { runner: "counted", timeouts: TIMEOUTS },
+        runners: { counted: countingRunner(l.launchLog) },
+        items: [
+          { id: "left-open", prompt: "Works for a long time.\n@demo sleep 300\n@demo write S.md s", verify: "test -s S.md" },
+          { id: "next-item", prompt: "Plain.\n@demo write N.md n", verify: "test -s N.md" },
+        ],
+      });
+      const r = await l.step(); // unarmed setup
+      if (r?.action !== "launched") throw new Error(`setup: ${JSON.stringify(r)}`);
+      await waitFor("the agent of left-open to start", l, () => readLaunches(l.launchLog).includes("left-open 1"));
+      const store = Store.open(l.stateRoot, { actor: "older-loop" });
+      try {
+        store.append(
+          [
+            { type: "control_recorded", item: "left-open", payload: { verb: "skip", text: "seeded" } },
+            { type: "item_settled", item: "left-open", payload: { attempt: 1, outcome: "skipped", reason: "skipped by a writer that did not close the session" } },
+          ],
+          { actor: "older-loop" },
+        );
+        materialize(l.stateRoot, store.projection(), store.db);
+      } finally {
+        store.close();
+      }
+      l.arm(fp);
+      await l.untilDrained();
+      const closed = readEvents(l.stateRoot).filter((e) => e.type === "session_closed" && e.item === "left-open");
+      if (closed.length !== 1) throw new Error(`left-open closed ${closed.length} times\n${l.trace()}`);
+      return { outcome: "Succeeded", items: { "left-open": "skipped", "next-item": "passed" } };
+    },
+  },
+};
+
+async function ctlScenario(l: LoopUnderTest, verb: "skip" | "stop", o: { repeat?: boolean } = {}): Promise<Expected> {
+  writeLoopJson(l.root, {
+    name: `ctl-${verb}`,
+    defaults: { runner: "counted", timeouts: TIMEOUTS },
+    runners: { counted: countingRunner(l.launchLog) },
+    items: [
+      { id: "busy-item", prompt: "Takes long on attempt 1.\n@demo attempt 1 sleep 300\n@demo write B.md b", verify: "test -s B.md" },
+      { id: "other-item", prompt: "Plain.\n@demo write O.md o", verify: "test -s O.md" },
+    ],
+  });
+  const r = await l.step();
+  if (r?.action !== "launched" || r.item !== "busy-item") throw new Error(`expected busy-item launched, got ${JSON.stringify(r)}\n${l.trace()}`);
+  await waitFor("the agent of busy-item to start", l, () => readLaunches(l.launchLog).includes("busy-item 1"));
+  const args = verb === "skip" ? ["skip", "--yes", "--work-item", "busy-item"] : ["stop", "--yes"];
+  await l.ctl(args);
+  if (o.repeat === false) {
+    // Nobody repeats the command: the next steps find the ended session and treat it as an attempt.
+    await l.untilDrained();
+    return { outcome: "Succeeded", items: { "busy-item": "passed", "other-item": "passed" } };
+  }
+  // The operator saw the command die and runs it again; a recorded one is a no-op the second time.
+  await l.ctl(args);
+  if (verb === "stop") await l.ctl(["resume"]);
+  await l.untilDrained();
+  return { outcome: "Succeeded", items: { "busy-item": verb === "skip" ? "skipped" : "passed", "other-item": "passed" } };
+}
+
+const labels = (names: readonly string[]) => names.flatMap((n) => [`${n}:before_commit`, `${n}:after_commit`]);
+
+/** Which scenario proves each failpoint: the first loop command that passes the point dies there. */
+const CASES: [string, ScenarioName][] = [
+  ...EFFECT_POINTS.map((n): [string, ScenarioName] => [n, "main"]),
+  ...labels(["import", "start", "drain", "reserve", "session_started", "session_ended", "requeue", "verify", "landing", "settle"]).map((n): [string, ScenarioName] => [n, "main"]),
+  ...labels(["ctl"]).map((n): [string, ScenarioName] => [n, "ctl-skip"]),
+  ...labels(["ctl"]).map((n): [string, ScenarioName] => [n, "ctl-stop"]),
+  ...["close:before_kill", "close:after_kill", "close:after_worktree"].map((n): [string, ScenarioName] => [n, "ctl-skip"]),
+  ...["close:before_kill", "close:after_kill", "close:after_worktree"].map((n): [string, ScenarioName] => [n, "ctl-stop"]),
+  ...["ctl:before_commit", "close:after_kill", "close:after_worktree"].map((n): [string, ScenarioName] => [n, "ctl-skip-run-first"]),
+  ...labels(["needs_input"]).map((n): [string, ScenarioName] => [n, "ask"]),
+  ...labels(["launch_failed", "block", "reopen"]).map((n): [string, ScenarioName] => [n, "edge"]),
+  ...labels(["close"]).map((n): [string, ScenarioName] => [n, "seeded"]),
+];
+
+async function runCase(fp: string, scenario: ScenarioName): Promise<void> {
+  const { dir, root } = makeRepo("loop-fp-");
+  dirs.push(dir);
+  const l = new LoopUnderTest(dir, root, { failpoint: scenario === "seeded" ? null : fp, allowStepErrors: scenario === "edge" });
+  l.deadline = Date.now() + 240_000;
+  const expected = await SCENARIOS[scenario].run(l, fp);
+  if (!l.killedBy) throw new Error(`failpoint ${fp} was never reached in scenario ${scenario} (${SCENARIOS[scenario].what})\n${l.trace()}`);
+  await checkDrained(l, expected);
+  // The killed process held the lease; the next command took it over and said so.
+  const takeovers = readEvents(l.stateRoot)
+    .filter((e) => e.type === "lease_taken_over")
+    .map((e) => JSON.parse(e.payload));
+  if (!takeovers.some((t) => t.previous.pid === l.killedBy!.pid && t.why === "dead"))
+    throw new Error(`no lease_taken_over of the killed pid ${l.killedBy.pid}: ${JSON.stringify(takeovers)}\n${l.trace()}`);
+  cleanupDir(dir);
+}
+
+describe("failpoints", () => {
+  test("every failpoint has a scenario, exactly once per scenario", () => {
+    const covered = new Set(CASES.map(([n]) => n));
+    expect([...covered].sort()).toEqual([...FAILPOINTS].sort());
+    const keys = CASES.map(([n, s]) => `${n} ${s}`);
+    expect(new Set(keys).size).toBe(keys.length);
+  });
+
+  test.concurrent.each(CASES)(
+    "%s is reachable (%s) and the next steps recover",
+    (fp, scenario) => slots.use(() => runCase(fp, scenario)),
+    CASE_TIMEOUT,
+  );
+
+  test.concurrent(
+    "random SIGKILLs of `loop run` (seeded) leave a loop that finishes cleanly",
+    () =>
+      slots.use(async () => {
+        const seed = Number(process.env.LOOP_RANDOM_KILL_SEED ?? 20240611);
+        const rand = prng(seed);
+        const { dir, root } = makeRepo("loop-rk-");
+        dirs.push(dir);
+        const l = new LoopUnderTest(dir, root, {});
+        // A kill between a reservation and writing the launch record is recorded as an interrupted
+        // launch and costs nothing, but a kill after the launch record and before the spawn is only
+        // seen when the launch deadline passes, and counts: a budget of 100 attempts keeps the
+        // expected outcome certain. A short launch timeout bounds the wait for a cut-off spawn.
+        writeLoopJson(root, mainDefinition(l.launchLog, 100, { launch: "15s", stall: "30m", verify: "2m" }));
+        const kills: string[] = [];
+        for (let i = 0; i < 30; i++) {
+          const delay = Math.floor(rand() * 300);
+          const proc = spawnLoop(["run", "--json", "--root", root]);
+          await sleep(delay);
+          proc.kill("SIGKILL");
+          const r = await finish(proc);
+          kills.push(`${delay}ms:${r.signal ?? r.code}`);
+          l.history.push(`run killed after ${delay}ms -> ${r.signal ?? r.code}`);
+          if (r.signal === null && r.code !== 0 && r.code !== 75) throw new Error(`seed ${seed}: run exited ${r.code}:\n${r.stderr}\n${l.trace()}`);
+        }
+        l.history.push(`seed ${seed}`);
+        l.deadline = Date.now() + 300_000;
+        await l.untilDrained();
+        await checkDrained(l, { outcome: "Succeeded", items: { "add-docs": "passed", "add-license": "passed", "add-changelog": "passed" } });
+        // The kills must land in the middle of steps, not only before or after one: at least one
+        // left something for a later step to take over or repair.
+        expect(kills.filter((k) => k.endsWith(":SIGKILL")).length, kills.join(" ")).toBeGreaterThan(0);
+        const events = readEvents(l.stateRoot);
+        expect(
+          events.some((e) => e.type === "lease_taken_over" || (e.type === "launch_failed" && JSON.parse(e.payload).interrupted)),
+          l.trace(),
+        ).toBe(true);
+        cleanupDir(dir);
+      }),
+    CASE_TIMEOUT,
+  );
+});
+
+// ---------------------------------------------------------------------------------------------
+// The failpoint registry against its documentation and its call sites.
+
+const LIB = join(REPO, "lib");
+const libFiles = () => (readdirSync(LIB, { recursive: true }) as string[]).filter((f) => f.endsWith(".ts")).map((f) => ({ file: f, text: readFileSync(join(LIB, f), "utf8") }));
+
+/** The text of each `.append(...)` call's arguments (balanced parentheses, strings skipped). */
+function appendCalls(text: string): { at: number; args: string[] }[] {
+  const out: { at: number; args: string[] }[] = [];
+  for (const m of text.matchAll(/\.append\(/g)) {
+    const start = m.index! + m[0].length;
+    let depth = 1;
+    let i = start;
+    const args: string[] = [];
+    let argStart = start;
+    let quote: string | null = null;
+    for (; i < text.length && depth > 0; i++) {
+      const c = text[i]!;
+      if (quote) {
+        if (c === "\\") i++;
+        else if (c === quote) quote = null;
+        continue;
+      }
+      if (c === '"' || c === "'" || c === "`") quote = c;
+      else if ("([{".includes(c)) depth++;
+      else if (")]}".includes(c)) depth--;
+      else if (c === "," && depth === 1) {
+        args.push(text.slice(argStart, i).trim());
+        argStart = i + 1;
+      }
+    }
+    args.push(text.slice(argStart, i - 1).trim());
+    out.push({ at: text.slice(0, m.index).split("\n").length, args: args.filter((a) => a !== "") });
+  }
+  return out;
+}
+
+/** Appends that carry no failpoint label, on purpose: the store's own bookkeeping. */
+const UNLABELLED_APPENDS = new Set(["store_opened", "lease_taken_over"]);
+
+describe("the failpoint registry", () => {
+  test("docs/failpoints.md lists exactly FAILPOINTS, once each", () => {
+    const md = readFileSync(join(REPO, "docs", "failpoints.md"), "utf8");
+    const listed = md
+      .split("\n")
+      .filter((l) => /^\s*\|/.test(l))
+      .map((l) => l.split("|")[1]!.trim())
+      .map((c) => /^`([a-z_]+:[a-z_]+)`$/.exec(c)?.[1])
+      .filter((n): n is string => Boolean(n));
+    expect(listed.length).toBe(new Set(listed).size);
+    expect([...listed].sort()).toEqual([...FAILPOINTS].sort());
+    expect(md).toContain("LOOP_FAILPOINT");
+  });
+
+  test("every failpoint(\"…\") in lib/ is registered, and every effect point is called", () => {
+    const literals = libFiles().flatMap(({ file, text }) => [...text.matchAll(/failpoint\(\s*"([^"]+)"\s*\)/g)].map((m) => ({ file, name: m[1]! })));
+    for (const { file, name } of literals) expect(FAILPOINTS, `${file}: failpoint("${name}")`).toContain(name);
+    const called = new Set(literals.map((l) => l.name));
+    for (const p of EFFECT_POINTS) expect(called.has(p), `${p} is registered but never called`).toBe(true);
+    // Registered names are effect points or labels; nothing else.
+    expect(FAILPOINTS.length).toBe(EFFECT_POINTS.length + 2 * COMMIT_LABELS.length);
+  });
+
+  test("every append label in lib/ is registered, every label is used, and unlabelled appends are the store's own", () => {
+    const used = new Set<string>();
+    const problems: string[] = [];
+    for (const { file, text } of libFiles()) {
+      for (const call of appendCalls(text)) {
+        const where = `lib/${file}:${call.at}`;
+        const last = call.args.length > 1 ? call.args.at(-1)! : null;
+        let names: string[] = [];
+        if (last === null || (last.startsWith("{") && !/\blabel\b/.test(last))) {
+          const types = [...call.args[0]!.matchAll(/type:\s*"([a-z_]+)"/g)].map((m) => m[1]!);
+          if (types.length === 0 || !types.every((t) => UNLABELLED_APPENDS.has(t))) problems.push(`${where}: append without a failpoint label (${types.join(", ") || "events unknown"})`);
+          continue;
+        }
+        if (last.startsWith("{")) {
+          const m = /label:\s*"([^"]+)"/.exec(last);
+          if (!m) {
+            // `{ label, … }`: the step's own wrapper passes its (typed) label through.
+            if (!(file === join("step", "step.ts") && /\{\s*label\s*,/.test(last))) problems.push(`${where}: label is not a literal: ${last}`);
+            continue;
+          }
+          names = [m[1]!];
+        } else {
+          // A literal, or `cond ? "a" : "b"`: the labels are the literals after the condition.
+          const choices = last.includes("?") ? last.slice(last.indexOf("?") + 1) : last;
+          names = [...choices.matchAll(/"([^"]+)"/g)].map((m) => m[1]!);
+        }
+        if (names.length === 0) problems.push(`${where}: label is not a string literal: ${last}`);
+        for (const n of names) {
+          used.add(n);
+          if (!(COMMIT_LABELS as readonly string[]).includes(n)) problems.push(`${where}: label "${n}" is not in COMMIT_LABELS`);
+        }
+      }
+    }
+    expect(problems).toEqual([]);
+    expect([...used].sort()).toEqual([...COMMIT_LABELS].sort());
+  });
+
+  test("the harness itself: a runner line per session start and no failpoint without a kill", async () => {
+    // Sanity of the tooling the crash cases rely on: an armed failpoint that a command never
+    // passes leaves killedBy unset, which runCase reports as "never reached".
+    const { dir, root } = makeRepo("loop-fp-sanity-");
+    dirs.push(dir);
+    const l = new LoopUnderTest(dir, root, { failpoint: "reopen:before_commit" });
+    writeLoopJson(root, {
+      name: "sanity",
+      defaults: { runner: "counted", timeouts: TIMEOUTS },
+      runners: { counted: countingRunner(l.launchLog) },
+      items: [{ id: "only", prompt: "Plain.\n@demo write O.md o", verify: "test -s O.md" }],
+    });
+    await l.untilDrained();
+    expect(l.killedBy).toBeNull();
+    expect(readLaunches(l.launchLog)).toEqual(["only 1"]);
+    expect(existsSync(join(l.stateRoot, "terminal_state.json"))).toBe(true);
+    await checkDrained(l, { outcome: "Succeeded", items: { only: "passed" } });
+    cleanupDir(dir);
+  });
+});

@@ -1,0 +1,92 @@
+// Worktree effects (lib/step/workspace.ts) on real git repositories: what is found where an item's
+// worktree should be is never deleted with work in it, and leftovers are committed only inside a
+// checkout of its own.
+import { afterAll, describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { GitError } from "../../lib/shared/errors.ts";
+import { commitLeftovers, ensureWorktree, landMerge } from "../../lib/step/workspace.ts";
+import { git, makeRepo } from "../helpers/loop-harness.ts";
+import { removeDir } from "../helpers/fs.ts";
+
+const dirs: string[] = [];
+afterAll(() => dirs.forEach(removeDir));
+
+function repo() {
+  const r = makeRepo("loop-ws-");
+  dirs.push(r.dir);
+  git(r.root, "config", "commit.gpgsign", "false");
+  return { root: r.root, wt: join(r.dir, "state", "workspaces", "a") };
+}
+
+describe("ensureWorktree", () => {
+  test("creates the worktree and branch, then leaves a worktree on the branch alone", () => {
+    const { root, wt } = repo();
+    expect(ensureWorktree(root, wt, "loop/t/a", "main")).toEqual({ created: true, branchCreated: true, movedAside: null });
+    writeFileSync(join(wt, "wip.txt"), "work\n");
+    expect(ensureWorktree(root, wt, "loop/t/a", "main")).toEqual({ created: false, branchCreated: false, movedAside: null });
+    expect(readFileSync(join(wt, "wip.txt"), "utf8")).toBe("work\n");
+  });
+
+  test("a directory with something in it that is not a checkout of the branch is moved aside, not deleted", () => {
+    const { root, wt } = repo();
+    ensureWorktree(root, wt, "loop/t/a", "main");
+    writeFileSync(join(wt, "kept.txt"), "the only copy\n");
+    rmSync(join(wt, ".git")); // broken, as a checkout the close path kept
+    const r = ensureWorktree(root, wt, "loop/t/a", "main");
+    expect(r.created).toBe(true);
+    expect(r.movedAside).toStartWith(`${wt}.aside-`);
+    expect(readFileSync(join(r.movedAside!, "kept.txt"), "utf8")).toBe("the only copy\n");
+    expect(git(wt, "symbolic-ref", "--short", "HEAD")).toBe("loop/t/a");
+    expect(existsSync(join(wt, "kept.txt"))).toBe(false);
+  });
+
+  test("an empty directory is simply replaced", () => {
+    const { root, wt } = repo();
+    mkdirSync(wt, { recursive: true });
+    expect(ensureWorktree(root, wt, "loop/t/a", "main").movedAside).toBeNull();
+    expect(readdirSync(join(wt, "..")).sort()).toEqual(["a"]);
+  });
+});
+
+describe("commitLeftovers", () => {
+  test("commits what was left on the item branch; nothing left is null", () => {
+    const { root, wt } = repo();
+    ensureWorktree(root, wt, "loop/t/a", "main");
+    expect(commitLeftovers(wt, "nothing")).toBeNull();
+    writeFileSync(join(wt, "left.txt"), "x\n");
+    const sha = commitLeftovers(wt, "left");
+    expect(sha).toBe(git(root, "rev-parse", "loop/t/a"));
+  });
+
+  test("refuses a directory that is not a checkout of its own: git must not commit into the repository above it", () => {
+    const { root, wt } = repo();
+    ensureWorktree(root, wt, "loop/t/a", "main");
+    rmSync(join(wt, ".git"));
+    writeFileSync(join(wt, "left.txt"), "x\n");
+    writeFileSync(join(root, "operator-wip.txt"), "mine\n");
+    const head = git(root, "rev-parse", "HEAD");
+    expect(() => commitLeftovers(wt, "left")).toThrow(GitError);
+    expect(() => commitLeftovers(wt, "left")).toThrow("not a git checkout of its own");
+    expect(git(root, "rev-parse", "HEAD")).toBe(head);
+    expect(git(root, "status", "--porcelain", "--", "operator-wip.txt")).toBe("?? operator-wip.txt");
+  });
+});
+
+describe("landMerge", () => {
+  test("a landing directory that is not a checkout of the target is moved aside and reported, and the merge goes on", () => {
+    const { root, wt } = repo();
+    ensureWorktree(root, wt, "loop/t/a", "main");
+    writeFileSync(join(wt, "feature.txt"), "done\n");
+    commitLeftovers(wt, "feature");
+    const landing = join(wt, "..", "_landing");
+    mkdirSync(landing, { recursive: true });
+    writeFileSync(join(landing, "someone.txt"), "not loop's\n");
+    const aside: string[] = [];
+    const r = landMerge(root, landing, "loop/t/target", "main", "loop/t/a", "land a", (p) => aside.push(p));
+    expect(r.outcome).toBe("merged");
+    expect(aside).toHaveLength(1);
+    expect(readFileSync(join(aside[0]!, "someone.txt"), "utf8")).toBe("not loop's\n");
+    expect(git(root, "show", "loop/t/target:feature.txt")).toBe("done");
+  });
+});
