@@ -8,11 +8,11 @@ import { existsSync, writeSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { ArgsDef } from "citty";
 import { createConsola, type ConsolaInstance } from "consola/core";
-import { BusyError, DeclinedError, DefinitionError, GitError, IllegalEventError, RefError, RefusedError, StoreError, UnknownItemError, UsageError } from "./errors.ts";
+import { DefinitionError, EXIT, LoopError, UsageError } from "./errors.ts";
 import { VERSION } from "./version.ts";
 import { printable, printableLines } from "./printable.ts";
 
-export const EXIT = { ok: 0, problem: 1, usage: 2, declined: 3, busy: 75, interrupted: 130 } as const;
+export { EXIT } from "./errors.ts";
 
 export type ArgSpec =
   | { type: "string"; description: string; valueHint?: string; multiple?: boolean; short?: string }
@@ -183,22 +183,10 @@ export function resolveStateRoot(root: string, flag: string | undefined, env: Re
   return join(root, ".loop");
 }
 
-/** Typed error -> (exit code, one-line code for JSON consumers). */
+/** Error -> (exit code, one-line code for JSON consumers): loop's own errors carry both (errors.ts). */
 export function classifyError(err: unknown): { exit: number; code: string; message: string } {
   const message = err instanceof Error ? err.message : String(err);
-  if (err instanceof UsageError) return { exit: EXIT.usage, code: "usage", message };
-  if (err instanceof RefError) return { exit: EXIT.usage, code: "invalid_ref", message };
-  if (err instanceof UnknownItemError) return { exit: EXIT.usage, code: "unknown_item", message };
-  if (err instanceof DefinitionError) return { exit: EXIT.usage, code: "invalid_definition", message };
-  if (err instanceof StoreError) {
-    const usage = err.code === "missing_store" || err.code === "corrupt_store" || err.code === "outdated_store";
-    return { exit: usage ? EXIT.usage : EXIT.problem, code: err.code, message };
-  }
-  if (err instanceof IllegalEventError) return { exit: EXIT.problem, code: "illegal_event_sequence", message };
-  if (err instanceof GitError) return { exit: EXIT.problem, code: "git_error", message };
-  if (err instanceof DeclinedError) return { exit: EXIT.declined, code: "declined", message };
-  if (err instanceof BusyError) return { exit: EXIT.busy, code: "busy", message };
-  if (err instanceof RefusedError) return { exit: EXIT.problem, code: "refused", message };
+  if (err instanceof LoopError) return { exit: err.exit, code: err.code, message };
   // A system call that failed on something of the environment (a file where a directory should be,
   // a full disk, no permission): the system's own message names the call, the error and the path.
   const sys = err as NodeJS.ErrnoException;

@@ -5,7 +5,7 @@
 import { accessSync, constants, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { git, GitError } from "./git.ts";
-import { BusyError, LeaseLostError, UsageError } from "../shared/errors.ts";
+import { BusyLease, LeaseLostError, UsageError } from "../shared/errors.ts";
 import { readTextOrNull, sliceText, writeFileAtomic } from "../shared/fsutil.ts";
 import type { ConsolaInstance } from "consola";
 import { type NormDefinition, definitionHash, itemBranch, loadDefinition } from "../definition/loop-json.ts";
@@ -59,12 +59,6 @@ export interface StepOptions {
 }
 
 const MAX_TRANSITIONS_PER_STEP = 500;
-
-export class BusyLease extends BusyError {
-  constructor(readonly holder: Lease) {
-    super(`another step holds the lease (pid ${holder.pid} on ${holder.host} since ${holder.started}); try later`);
-  }
-}
 
 function summarize(e: StoredEvent): string {
   const pl = e.payload;
