@@ -23,7 +23,7 @@ function toolFor(name: string): keyof typeof DESCRIPTIONS | undefined {
   return isTool(name) ? name : undefined;
 }
 
-/** Every tool of the command-line contract (DESIGN §3), built or not. */
+/** Every tool of the command-line contract (docs/cli/README.md), built or not. */
 export const CONTRACT_TOOLS = ["init", "run", "status", "replay", "reset", "ctl"] as const;
 
 /** True when running inside a `bun build --compile` executable (its modules live in /$bunfs). */
@@ -74,7 +74,7 @@ function fail(prog: string, message: string): void {
   process.exitCode = 2;
 }
 
-/** What the contract tools this version does not have yet will do (DESIGN §3, §7). */
+/** What the contract tools this version does not have yet will do (docs/cli/README.md#tools). */
 const PLANNED: Record<string, string> = {
   reset: "Erase what loop remembers about chosen work items (session, control, ledgers, checkout) so they start over",
 };

@@ -1,4 +1,4 @@
-// Confirmation for destructive commands (DESIGN §3): --yes proceeds; a TTY is asked (default No,
+// Confirmation for destructive commands (docs/cli/README.md#confirmation): --yes proceeds; a TTY is asked (default No,
 // prompt on stderr); anything else refuses with exit 2 and changes nothing.
 import { DeclinedError, UsageError } from "../shared/cli.ts";
 import { printable } from "../shared/printable.ts";

@@ -1,4 +1,4 @@
-// loop.json (DESIGN §4.1): the hand-edited loop definition, validated into a NormDefinition.
+// loop.json (docs/loop-json.md): the hand-edited loop definition, validated into a NormDefinition.
 //
 // Validation runs in two passes so that one run reports every problem:
 //   1. shape: a valibot schema of the raw file (strict objects, types, ranges, formats);

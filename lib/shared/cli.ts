@@ -20,7 +20,7 @@ export type ArgSpec =
   | { type: "positional"; description: string; valueHint?: string; required?: boolean; variadic?: boolean };
 export type ArgsSpec = Record<string, ArgSpec>;
 
-/** Fragments shared by every tool (DESIGN §3). */
+/** Fragments shared by every tool (docs/cli/README.md#common-flags). */
 export const commonArgs = {
   root: { type: "string", description: "project root (default: nearest ancestor holding loop.json, else the cwd)", valueHint: "dir" },
   "state-root": { type: "string", description: "state root (default: $LOOP_STATE_ROOT, else <root>/.loop)", valueHint: "dir" },

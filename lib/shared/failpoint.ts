@@ -1,4 +1,4 @@
-// Failure injection (DESIGN §8): with LOOP_FAILPOINT=<name> the process SIGKILLs itself at that
+// Failure injection (docs/failpoints.md): with LOOP_FAILPOINT=<name> the process SIGKILLs itself at that
 // point, exactly as a power cut or OOM kill would, so tests can prove the next step recovers.
 // LOOP_FAILPOINT may list several names separated by commas. docs/failpoints.md lists them all;
 // tests/step/failpoints.test.ts keeps that page, this list and the call sites in step.

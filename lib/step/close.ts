@@ -1,4 +1,4 @@
-// The close path (DESIGN §6): the one way a session is ended, used by stall/lost handling, stop,
+// The close path (docs/cli/loop-ctl.md#verbs): the one way a session is ended, used by stall/lost handling, stop,
 // skip, cancel and (later) reset. End the process group or tmux session, remove the worktree
 // unless asked to keep it, and return the events that record it, for the caller to append
 // together with whatever else its decision implies (atomically).

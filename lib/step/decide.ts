@@ -77,7 +77,7 @@ export function hasOpenWork(p: Projection): boolean {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Classifying a session from the outside (DESIGN §6 step 3, in this order).
+// Classifying a session from the outside (docs/cli/loop-run.md, step 5, in this order).
 
 export interface SessionObservation {
   /** The session folder and its launch record exist and name a process or tmux target. */

@@ -1,4 +1,4 @@
-// CLI contract tests (DESIGN §3): they spawn the real entry points — `bun cmd/loop.ts <tool>` and
+// CLI contract tests (docs/cli/README.md): they spawn the real entry points — `bun cmd/loop.ts <tool>` and
 // `bun cmd/loop-status.ts` — in temp git repositories, and check streams, exit codes and documents.
 import { afterAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";

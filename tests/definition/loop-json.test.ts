@@ -204,7 +204,7 @@ describe("valid definitions", () => {
     expect(normalizeDefinition(raw)).toEqual(expected);
   });
 
-  test("the DESIGN §4.1 example is valid", () => {
+  test("the docs/loop-json.md example is valid", () => {
     const def = normalizeDefinition({
       name: "api-backlog",
       defaults: {

@@ -259,7 +259,7 @@ describe("illegal sequences name the seq and the rule", () => {
   });
 });
 
-describe("definition revisions (DESIGN §4.1)", () => {
+describe("definition revisions (docs/loop-json.md#editing-a-running-loop)", () => {
   test("an edit never re-runs a settled item", () => {
     const log = base();
     log.push(...passingAttempt("a"), ...failingAttempt("c", 1, true));

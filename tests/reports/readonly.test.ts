@@ -1,4 +1,4 @@
-// Read verbs never write (DESIGN §1.4): `loop status` and `loop replay`, in process and as real
+// Read verbs never write (docs/state.md, read-only guarantee): `loop status` and `loop replay`, in process and as real
 // processes, leave every byte, size and mtime under the state root as they found it, with and
 // without a -wal left behind by a killed writer.
 import { afterAll, describe, expect, test } from "bun:test";

@@ -1,4 +1,4 @@
-// Crash safety (DESIGN §8): for every failpoint in lib/shared/failpoint.ts, a real loop is run with
+// Crash safety (docs/failpoints.md): for every failpoint in lib/shared/failpoint.ts, a real loop is run with
 // LOOP_FAILPOINT=<name> until a loop command dies by SIGKILL at that point (proving the point is
 // reachable), then without it until the loop drains; the drained loop must show no second launch of
 // any attempt, a gapless and replay-clean log, nothing stuck or left open, repaired

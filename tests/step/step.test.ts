@@ -1,4 +1,4 @@
-// `loop run` scenarios through the CLI (DESIGN §6): real git repositories, real `bun cmd/loop.ts run`
+// `loop run` scenarios through the CLI (docs/cli/loop-run.md): real git repositories, real `bun cmd/loop.ts run`
 // processes, real SQLite; agents are the built-in demo runner (obeying `@demo` lines of the prompt)
 // or shell scripts declared as command runners. No assertion measures time: where a deadline must
 // pass, loop.json has short timeouts and the test polls `loop run` a bounded number of times.
