@@ -33,7 +33,7 @@ export const tool = defineTool({
       }
     }
     const root = resolveRoot(args.root, ctx.cwd);
-    const stateRoot = resolveStateRoot(root, args["state-root"], ctx.env, ctx.cwd);
+    const stateRoot = resolveStateRoot({ root, flag: args["state-root"], env: ctx.env, cwd: ctx.cwd });
     const opts = { root, stateRoot, actor: actorName(ctx.env), env: ctx.env, log: ctx.log };
     const emit = (r: RunResult) => (ctx.format === "json" ? ctx.outJson(r) : ctx.out(renderRun(r)));
     const once = async (): Promise<{ code: number; r: RunResult | null }> => {
