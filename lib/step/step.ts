@@ -5,6 +5,7 @@
 // work in "reserve, act, record" order so a kill at any point is recovered by the next step.
 import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
+import { EXIT } from "../shared/cli.ts";
 import { BusyError, UsageError } from "../shared/errors.ts";
 import { definitionHash, loadDefinition } from "../definition/loop-json.ts";
 import { failpoint } from "../shared/failpoint.ts";
@@ -168,4 +169,9 @@ export async function runStep(options: StepOptions): Promise<RunResult> {
   } finally {
     store.close();
   }
+}
+
+/** A step's exit code: 0, or 1 when it met environment errors (it still recorded what it could). */
+export function stepExitCode(r: RunResult): number {
+  return r.errors.length ? EXIT.problem : EXIT.ok;
 }
