@@ -36,7 +36,7 @@ export const tool = defineTool({
     const actor = actorName(ctx.env);
     const r = await applyCtl({
       root,
-      stateRoot: resolveStateRoot(root, args["state-root"], ctx.env, ctx.cwd),
+      stateRoot: resolveStateRoot({ root, flag: args["state-root"], env: ctx.env, cwd: ctx.cwd }),
       actor,
       env: ctx.env,
       verb,

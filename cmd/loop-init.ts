@@ -16,7 +16,7 @@ export const tool = defineTool({
   footer: "Exit codes: 0 done, 2 usage error or loop.json exists without --force.",
   run(args, ctx) {
     const root = resolve(ctx.cwd, args.root ?? ".");
-    const r = initProject(root, resolveStateRoot(root, args["state-root"], ctx.env, ctx.cwd), {
+    const r = initProject(root, resolveStateRoot({ root, flag: args["state-root"], env: ctx.env, cwd: ctx.cwd }), {
       force: args.force,
       env: ctx.env,
       actor: actorName(ctx.env),

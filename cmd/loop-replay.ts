@@ -12,7 +12,7 @@ export const tool = defineTool({
   footer: "Exit codes: 0 no findings, 1 findings, 2 cannot replay (usage; missing, corrupt or outdated store).",
   async run(args, ctx) {
     const root = resolveRoot(args.root, ctx.cwd);
-    const report = await replayReport(resolveStateRoot(root, args["state-root"], ctx.env, ctx.cwd));
+    const report = await replayReport(resolveStateRoot({ root, flag: args["state-root"], env: ctx.env, cwd: ctx.cwd }));
     if (ctx.format === "json") ctx.outJson(report);
     else ctx.out(renderReplay(report));
     return report.ok ? EXIT.ok : EXIT.problem;

@@ -1,16 +1,12 @@
 #!/usr/bin/env bun
 // loop run: one bounded, crash-safe dispatch step (or, with --watch, steps in the foreground).
-import { printable } from "../lib/shared/printable.ts";
 import { DESCRIPTIONS } from "../lib/shared/tools.ts";
-import { existsSync, mkdirSync } from "node:fs";
-import { defineTool, EXIT, main, resolveRoot, resolveStateRoot, UsageError } from "../lib/shared/cli.ts";
-import { BusyError, DefinitionError } from "../lib/shared/errors.ts";
-import { preflight, runStep, type RunResult } from "../lib/step/step.ts";
-import { claimRunPid, releaseRunPid, selfRunPid } from "../lib/step/run-pid.ts";
+import { defineTool, main, resolveRoot, resolveStateRoot, UsageError } from "../lib/shared/cli.ts";
+import { runStep, type RunResult, stepExitCode } from "../lib/step/step.ts";
+import { watchSteps } from "../lib/step/watch.ts";
 import { renderRun } from "../lib/reports/render-run.ts";
 import { actorName } from "../lib/shared/actor.ts";
 import { parseDuration } from "../lib/definition/duration.ts";
-import { statePaths } from "../lib/shared/paths.ts";
 
 export const tool = defineTool({
   name: "loop-run",
@@ -33,71 +29,16 @@ export const tool = defineTool({
       }
     }
     const root = resolveRoot(args.root, ctx.cwd);
-    const stateRoot = resolveStateRoot(root, args["state-root"], ctx.env, ctx.cwd);
-    const opts = { root, stateRoot, actor: actorName(ctx.env), env: ctx.env, log: ctx.log };
-    const emit = (r: RunResult) => (ctx.format === "json" ? ctx.outJson(r) : ctx.out(renderRun(r)));
-    const once = async (): Promise<{ code: number; r: RunResult | null }> => {
-      try {
-        const r = await runStep(opts);
-        emit(r);
-        return { code: r.errors.length ? EXIT.problem : EXIT.ok, r };
-      } catch (err) {
-        // A single step reports busy like any error (exit 75); a watcher waits for the next turn,
-        // also after a step lost its lease to another `loop run` (it outlived the lease). So it
-        // does when loop.json is invalid for a moment (an editor saving it): it was valid when the
-        // watcher started (preflight), and the step refused before touching anything.
-        if (!args.watch) throw err;
-        if (err instanceof BusyError) {
-          ctx.log.warn(err.message);
-          return { code: EXIT.busy, r: null };
-        }
-        // A root that is gone (the repository deleted) is no edit in progress: the watcher stops.
-        if (err instanceof DefinitionError && existsSync(root)) {
-          ctx.log.warn(`${err.lines().map(printable).join("\n")}\n(the watcher tries again in ${args.interval ?? "30s"})`);
-          return { code: EXIT.usage, r: null };
-        }
-        throw err;
-      }
-    };
-    if (!args.watch) return (await once()).code;
-
-    preflight(root); // before run.pid: a watcher that cannot step creates nothing
-    const pidFile = statePaths(stateRoot).runPid;
-    mkdirSync(stateRoot, { recursive: true });
-    const me = selfRunPid();
-    claimRunPid(pidFile, me);
-    let stopping = false;
-    let wake: (() => void) | null = null;
-    const onSignal = () => {
-      stopping = true;
-      wake?.();
-    };
-    process.on("SIGINT", onSignal);
-    process.on("SIGTERM", onSignal);
-    let code: number = EXIT.ok;
-    try {
-      for (;;) {
-        const { code: c, r } = await once();
-        code = c;
-        const done = r && ["drained", "paused", "stopped"].includes(r.action);
-        if (stopping || (done && !args.forever)) break;
-        await new Promise<void>((resolve) => {
-          // A signal wakes the wait early; clearing the timer lets the process exit right away
-          // instead of being held open for the rest of the interval.
-          const timer = setTimeout(resolve, intervalMs);
-          wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-        if (stopping) break;
-      }
-    } finally {
-      releaseRunPid(pidFile, me);
-      process.off("SIGINT", onSignal);
-      process.off("SIGTERM", onSignal);
+    const stateRoot = resolveStateRoot({ root, flag: args["state-root"], env: ctx.env, cwd: ctx.cwd });
+    const options = { root, stateRoot, actor: actorName(ctx.env), env: ctx.env, log: ctx.log };
+    const step = () => runStep(options);
+    const render = (r: RunResult) => (ctx.format === "json" ? ctx.outJson(r) : ctx.out(renderRun(r)));
+    if (!args.watch) {
+      const r = await step();
+      render(r);
+      return stepExitCode(r);
     }
-    return stopping ? EXIT.interrupted : code;
+    return watchSteps({ root, stateRoot, step, onResult: render, log: ctx.log, intervalMs, forever: args.forever });
   },
 });
 

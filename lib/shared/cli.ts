@@ -177,7 +177,8 @@ export function resolveRoot(rootFlag: string | undefined, cwd: string): string {
   }
 }
 
-export function resolveStateRoot(root: string, flag: string | undefined, env: Record<string, string | undefined>, cwd: string): string {
+/** The state root: --state-root (`flag`), else $LOOP_STATE_ROOT, else <root>/.loop; relative paths against `cwd`. */
+export function resolveStateRoot({ root, flag, env, cwd }: { root: string; flag: string | undefined; env: Record<string, string | undefined>; cwd: string }): string {
   if (flag) return resolve(cwd, flag);
   if (env.LOOP_STATE_ROOT) return resolve(cwd, env.LOOP_STATE_ROOT);
   return join(root, ".loop");

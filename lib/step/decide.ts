@@ -1,6 +1,7 @@
 // Pure decisions of the step: which item runs next, which items are blocked, how a session is
 // classified from what was observed, what a finished attempt leads to, how the loop drains.
-// Everything here takes plain data and returns plain data; lib/step/step.ts carries the effects out.
+// Everything here takes plain data and returns plain data; lib/step/step.ts and its phases carry the
+// effects out.
 import type { ItemState, Projection } from "../log/reducer.ts";
 import { isInFlight, isSettled, itemOf } from "../log/reducer.ts";
 
@@ -126,6 +127,31 @@ export function classifySession(o: SessionObservation): SessionVerdict {
   if (o.now - last > o.timeouts.stall)
     return { kind: "stalled", reason: `no output for ${Math.round((o.now - last) / 1000)}s (stall timeout ${Math.round(o.timeouts.stall / 1000)}s)` };
   return { kind: "waiting", reason: "agent is working" };
+}
+
+/**
+ * What an attempt whose session has ended needs next, read from what the log already holds: each
+ * phase records one event, and the next step picks up after it.
+ */
+export type AfterSession =
+  /** The launch was interrupted (the loop's failure, not the agent's): run the attempt again, uncounted. */
+  | { kind: "requeue"; reason: string }
+  /** The session or its verify failed: close it, then retry or settle failed (afterFailure). */
+  | { kind: "fail"; reason: string }
+  | { kind: "verify" }
+  | { kind: "land" }
+  /** Verified and landed (or not): close the session and settle the item. */
+  | { kind: "settle"; landed: boolean };
+
+export function afterSession(it: ItemState): AfterSession {
+  const attempt = it.attempts[it.attempts.length - 1]!;
+  const end = attempt.end!;
+  if (end.verdict === "launch_interrupted") return { kind: "requeue", reason: end.reason };
+  if (end.verdict !== "exited") return { kind: "fail", reason: end.reason };
+  if (!attempt.verify) return { kind: "verify" };
+  if (!attempt.verify.passed) return { kind: "fail", reason: `verify failed: ${attempt.verify.reason}` };
+  if (!it.landing) return { kind: "land" };
+  return { kind: "settle", landed: it.landing.outcome === "none" || it.landing.outcome === "merged" };
 }
 
 /** After an attempt failed: try again or give up. */

@@ -6,13 +6,14 @@ import { buildHandoff } from "../../lib/step/handoff.ts";
 import { type CtlVerb, planCtl, type PlannedAction } from "../../lib/control/ctl.ts";
 import { RefusedError } from "../../lib/shared/errors.ts";
 import { UsageError } from "../../lib/shared/cli.ts";
-import { afterFailure, blockedBecauseOf, classifySession, type NextWork, nextWork, type SessionObservation } from "../../lib/step/decide.ts";
+import { type AfterSession, afterFailure, afterSession, blockedBecauseOf, classifySession, type NextWork, nextWork, type SessionObservation } from "../../lib/step/decide.ts";
 import { fold, type ItemState, type Projection } from "../../lib/log/reducer.ts";
 import {
   closed,
   control,
   ended,
   failingAttempt,
+  landed,
   itemDef,
   launch,
   LogBuilder,
@@ -22,6 +23,7 @@ import {
   SETTINGS,
   settled,
   started,
+  verified,
 } from "../helpers/events.ts";
 
 function def(revision: number, items: NormItemPayload[], settings: Partial<SettingsPayload> = {}): EventDraft {
@@ -196,6 +198,34 @@ describe("classifySession: in order", () => {
   test("waiting while alive and producing output", () => {
     expect(classifySession(base)).toEqual({ kind: "waiting", reason: "agent is working" });
   });
+});
+
+describe("afterSession: the phase an ended attempt needs next", () => {
+  const launchFailed = (interrupted: boolean): EventDraft => ({ type: "launch_failed", item: "a", payload: { attempt: 1, reason: interrupted ? "stopped before launching" : "program not found", interrupted } });
+  const stalled: EventDraft = { type: "session_ended", item: "a", payload: { attempt: 1, verdict: "stalled", exitCode: null, signal: null, reason: "no output for 601s" } };
+  const landing = (outcome: "merged" | "conflict" | "failed" | "none"): EventDraft => ({
+    type: "landing_finished",
+    item: "a",
+    payload: { attempt: 1, outcome, branch: "loop/test/a", target: outcome === "none" ? null : "loop/test/landed", commit: null, reason: outcome },
+  });
+  const cases: { name: string; drafts: EventDraft[]; want: AfterSession }[] = [
+    { name: "a launch interrupted by a kill: requeued, not counted", drafts: [launch("a", 1), launchFailed(true)], want: { kind: "requeue", reason: "stopped before launching" } },
+    { name: "a launch that failed: the attempt fails", drafts: [launch("a", 1), launchFailed(false)], want: { kind: "fail", reason: "program not found" } },
+    { name: "a stalled session: the attempt fails with its reason", drafts: [...running("a"), stalled], want: { kind: "fail", reason: "no output for 601s" } },
+    { name: "an agent that exited (even non-zero): verify", drafts: [...running("a"), ended("a", 1, 3)], want: { kind: "verify" } },
+    { name: "verify failed: the attempt fails with the verify's reason", drafts: [...running("a"), ended("a", 1), verified("a", 1, false)], want: { kind: "fail", reason: "verify failed: verify failed" } },
+    { name: "verify passed: land", drafts: [...running("a"), ended("a", 1), verified("a", 1, true)], want: { kind: "land" } },
+    { name: "landed (branch as deliverable): settle", drafts: [...running("a"), ended("a", 1), verified("a", 1, true), landed("a", 1)], want: { kind: "settle", landed: true } },
+    { name: "merged: settle", drafts: [...running("a"), ended("a", 1), verified("a", 1, true), landing("merged")], want: { kind: "settle", landed: true } },
+    { name: "a merge conflict: settle, not landed", drafts: [...running("a"), ended("a", 1), verified("a", 1, true), landing("conflict")], want: { kind: "settle", landed: false } },
+    { name: "a failed merge: settle, not landed", drafts: [...running("a"), ended("a", 1), verified("a", 1, true), landing("failed")], want: { kind: "settle", landed: false } },
+  ];
+  for (const c of cases)
+    test(c.name, () => {
+      const it = proj(ids("a"), c.drafts).items.a!;
+      expect(it.status).toBe("ended");
+      expect(afterSession(it)).toEqual(c.want);
+    });
 });
 
 describe("afterFailure and blockedBecauseOf", () => {

@@ -311,10 +311,14 @@ describe("failpoints", () => {
 const LIB = join(REPO, "lib");
 const libFiles = () => (readdirSync(LIB, { recursive: true }) as string[]).filter((f) => f.endsWith(".ts")).map((f) => ({ file: f, text: readFileSync(join(LIB, f), "utf8") }));
 
-/** The text of each `.append(...)` call's arguments (balanced parentheses, strings skipped). */
-function appendCalls(text: string): { at: number; args: string[] }[] {
-  const out: { at: number; args: string[] }[] = [];
-  for (const m of text.matchAll(/\.append\(/g)) {
+/**
+ * The text of each append call's arguments (balanced parentheses, strings skipped): the store's
+ * `.append(drafts, opts)` and the step's `append(ctx, drafts, label)` (lib/step/context.ts), whose
+ * drafts come second (`free`). Declarations (a `:` or `{` after the parameters) are no calls.
+ */
+function appendCalls(text: string): { at: number; args: string[]; free: boolean }[] {
+  const out: { at: number; args: string[]; free: boolean }[] = [];
+  for (const m of text.matchAll(/(\.|(?<![\w$.]))append\(/g)) {
     const start = m.index! + m[0].length;
     let depth = 1;
     let i = start;
@@ -337,7 +341,8 @@ function appendCalls(text: string): { at: number; args: string[] }[] {
       }
     }
     args.push(text.slice(argStart, i - 1).trim());
-    out.push({ at: text.slice(0, m.index).split("\n").length, args: args.filter((a) => a !== "") });
+    if (/^\s*[:{]/.test(text.slice(i))) continue;
+    out.push({ at: text.slice(0, m.index).split("\n").length, args: args.filter((a) => a !== ""), free: m[1] !== "." });
   }
   return out;
 }
@@ -374,10 +379,11 @@ describe("the failpoint registry", () => {
     for (const { file, text } of libFiles()) {
       for (const call of appendCalls(text)) {
         const where = `lib/${file}:${call.at}`;
-        const last = call.args.length > 1 ? call.args.at(-1)! : null;
+        const drafts = call.args[call.free ? 1 : 0] ?? "";
+        const last = call.args.length > (call.free ? 2 : 1) ? call.args.at(-1)! : null;
         let names: string[] = [];
         if (last === null || (last.startsWith("{") && !/\blabel\b/.test(last))) {
-          const types = [...call.args[0]!.matchAll(/type:\s*"([a-z_]+)"/g)].map((m) => m[1]!);
+          const types = [...drafts.matchAll(/type:\s*"([a-z_]+)"/g)].map((m) => m[1]!);
           if (types.length === 0 || !types.every((t) => UNLABELLED_APPENDS.has(t))) problems.push(`${where}: append without a failpoint label (${types.join(", ") || "events unknown"})`);
           continue;
         }
@@ -385,7 +391,7 @@ describe("the failpoint registry", () => {
           const m = /label:\s*"([^"]+)"/.exec(last);
           if (!m) {
             // `{ label, … }`: the step's own wrapper passes its (typed) label through.
-            if (!(file === join("step", "step.ts") && /\{\s*label\s*,/.test(last))) problems.push(`${where}: label is not a literal: ${last}`);
+            if (!(file === join("step", "context.ts") && /\{\s*label\s*,/.test(last))) problems.push(`${where}: label is not a literal: ${last}`);
             continue;
           }
           names = [m[1]!];
