@@ -2,7 +2,7 @@
 //   cmd/ → lib/control, lib/reports → lib/step → lib/definition → lib/log → lib/shared
 // A folder imports its own files and the folders to its right, nothing else. `npm run lint:imports`
 // runs it; tests/architecture.test.ts runs it from `npm test`, and proves on a copy of the tree that
-// it fails on a planted upward import, cycle, sibling import and import of cmd/. Each rule lists the
+// it fails on a planted upward import, cycle, sibling import, import of cmd/ and unplaced folder. Each rule lists the
 // folders a layer MAY import, so no layer may import a new folder of lib/ until it is placed here.
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -51,6 +51,15 @@ module.exports = {
       severity: "error",
       from: { path: "^lib/(reports|control)/" },
       to: { path: "^(lib|cmd)/", pathNot: ["^lib/(step|definition|log|shared)/", "^lib/$1/"] },
+    },
+    {
+      // Every library module sits in a folder placed in these rules: a new folder of lib/ (the forge,
+      // the planner) must be given its place in the direction before it may import anything (and
+      // the rules above already keep every placed folder from importing it).
+      name: "lib-module-in-a-known-folder",
+      severity: "error",
+      from: { path: "^lib/", pathNot: "^lib/(shared|log|definition|step|reports|control)/" },
+      to: {},
     },
     {
       // cmd/ holds the tools (thin: parse, call lib, render) and the multi-call entry; only the
