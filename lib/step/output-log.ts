@@ -8,7 +8,7 @@
 // over output.log. So the file only ever grows or is replaced whole: a reader holding the old file
 // reads a complete one, the file's mtime still moves with every write (the stall detector's
 // "output growth"), and the old and the new file together never take more than C bytes.
-import { closeSync, fstatSync, openSync, readSync, renameSync, writeSync } from "node:fs";
+import { closeSync, fstatSync, openSync, readSync, renameSync, rmSync, writeSync } from "node:fs";
 
 export const DEFAULT_OUTPUT_CAP = 64 * 2 ** 20;
 export const MIN_OUTPUT_CAP = 64 * 2 ** 10;
@@ -118,7 +118,9 @@ export class CappedLog {
     const dropped = this.dropped + (tailStart - head - this.markerLength);
     const marker = Buffer.from(markerLine(dropped, cap));
     const tmp = `${this.path}.tmp-${process.pid}`;
-    const out = openSync(tmp, "w+");
+    // Created afresh, never opened through whatever (a link) a leftover of that name is.
+    rmSync(tmp, { force: true });
+    const out = openSync(tmp, "wx+");
     try {
       copyRange(this.fd, 0, head, out);
       writeAll(out, marker);
