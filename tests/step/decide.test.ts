@@ -3,7 +3,7 @@
 import { describe, expect, test } from "bun:test";
 import type { EventDraft, NormItemPayload, SettingsPayload } from "../../lib/log/events.ts";
 import { buildHandoff } from "../../lib/step/handoff.ts";
-import { type CtlVerb, planCtl, type PlannedAction } from "../../lib/control/ctl.ts";
+import { type CtlVerb, itemsWithStatus, planCtl, type PlannedAction, planRetryAll } from "../../lib/control/ctl.ts";
 import { RefusedError } from "../../lib/shared/errors.ts";
 import { UsageError } from "../../lib/shared/cli.ts";
 import { afterFailure, blockedBecauseOf, classifySession, type NextWork, nextWork, type SessionObservation, waitingReasons, waitView } from "../../lib/step/decide.ts";
@@ -526,6 +526,53 @@ describe("planCtl", () => {
       expect(carryOut(held, a).items.a!.held).toBe(false);
       // skipped and cancelled items can be retried too.
       for (const outcome of ["skipped", "cancelled"] as const) expect(types(plan(log(ids("a"), [settled("a", 0, outcome)]), "retry", ["a"]))).toEqual(["control_recorded a", "item_requeued a"]);
+    });
+    test("retry --all-failed / --all-blocked select by status; each item is requeued once; a dependency left failed is named", () => {
+      // a failed (b, c blocked because of it); x failed (y blocked because of it); s skipped.
+      const b = log(
+        [itemDef("a", { maxAttempts: 1 }), dep("b", "a"), dep("c", "b"), itemDef("x", { maxAttempts: 1 }), dep("y", "x"), itemDef("s")],
+        [
+          ...failed("a"),
+          settled("b", 0, "blocked", 'dependency "a" failed'),
+          settled("c", 0, "blocked", 'dependency "b" blocked'),
+          ...failed("x"),
+          settled("y", 0, "blocked", 'dependency "x" failed'),
+          settled("s", 0, "skipped"),
+        ],
+      );
+      const p0 = fold(b.events);
+      expect(itemsWithStatus(p0, ["failed"])).toEqual(["a", "x"]);
+      const failedOnly = planRetryAll(p0, ["failed"], o);
+      expect(failedOnly.map((a) => a.effect)).toEqual(["requeue a with a fresh attempt budget and unblock b, c", "requeue x with a fresh attempt budget and unblock y"]);
+
+      // Blocked only: requeued, but the next step would block them again; the effect says which dependency to retry.
+      const blockedOnly = planRetryAll(p0, ["blocked"], o);
+      expect(blockedOnly.map((a) => a.effect)).toEqual([
+        'requeue b with a fresh attempt budget and unblock c; but dependency "a" failed, so the next step blocks it again (retry a too)',
+        "c is requeued with b",
+        'requeue y with a fresh attempt budget; but dependency "x" failed, so the next step blocks it again (retry x too)',
+      ]);
+      // Both: every item requeued exactly once, and the reducer accepts the plan.
+      const both = planRetryAll(p0, ["failed", "blocked"], o);
+      const requeues = types(both).filter((t) => t.startsWith("item_requeued"));
+      expect(requeues.sort()).toEqual(["item_requeued a", "item_requeued b", "item_requeued c", "item_requeued x", "item_requeued y"]);
+      expect(both.filter((a) => !a.noop).every((a) => !a.effect.includes("blocks it again"))).toBe(true);
+      const p = carryOut(b, both);
+      expect(["a", "b", "c", "x", "y", "s"].map((id) => p.items[id]!.status)).toEqual(["pending", "pending", "pending", "pending", "pending", "skipped"]);
+      expect(nextWork(p)).toEqual({ kind: "launch", item: "a" });
+    });
+    test("retry --all-failed with nothing failed is one no-op", () => {
+      expect(planRetryAll(fold(log(ids("a"), passingAttempt("a")).events), ["failed"], o)).toEqual([
+        { item: null, effect: "no failed items; nothing to retry", noop: true, close: null, events: [] },
+      ]);
+      expect(planRetryAll(fold(log(ids("a")).events), ["failed", "blocked"], o)[0]!.effect).toBe("no failed or blocked items; nothing to retry");
+    });
+    test("retry of a blocked item named together with its failed dependency: requeued once, whatever the order", () => {
+      const b = log([itemDef("a", { maxAttempts: 1 }), dep("b", "a")], [...failed("a"), settled("b", 0, "blocked", 'dependency "a" failed')]);
+      const a = plan(b, "retry", ["b", "a"]);
+      expect(types(a).filter((t) => t.startsWith("item_requeued"))).toEqual(["item_requeued b", "item_requeued a"]);
+      expect(a[0]!.effect).toBe("requeue b with a fresh attempt budget");
+      expect(carryOut(b, a).items.b!.status).toBe("pending");
     });
     test("reply records the text; refused for settled or withdrawn items", () => {
       const b = log(ids("a"), [...asked("a", "Which colour?"), { type: "loop_paused", payload: { reason: "a needs input: Which colour?" } }]);
