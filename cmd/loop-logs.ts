@@ -48,9 +48,15 @@ export const tool = defineTool({
         live: args.follow ? () => attemptLive(stateRoot, target, ctx.env) : undefined,
         interrupted: () => interrupted,
       });
+      // A character cut short at the very end of the log: shown as U+FFFD, not dropped.
+      if (ctx.stdoutIsTTY && end !== "reader_gone") {
+        const rest = decoder.decode();
+        if (rest) await ctx.outRaw(printableText(rest));
+      }
       if (end === "interrupted") return EXIT.interrupted;
       const what = target.kind === "verify" ? "verify output" : "agent output";
-      if (end === "absent") ctx.log.warn(`${printable(target.item)} attempt ${target.attempt}: no ${what} yet (${printable(target.path)} does not exist)`);
+      // Information, not a problem: --quiet silences it.
+      if (end === "absent") ctx.log.info(`${printable(target.item)} attempt ${target.attempt}: no ${what} yet (${printable(target.path)} does not exist)`);
       return EXIT.ok;
     } finally {
       if (args.follow) process.off("SIGINT", onInt);

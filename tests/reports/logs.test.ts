@@ -241,6 +241,11 @@ describe("loop logs", () => {
           const f = follower(p, ["a"]);
           await pollUntil(() => f.text().includes("before-gate\n"), "the follower printed the agent's first line");
           expect(f.proc.exitCode).toBeNull(); // still following: the agent waits
+          // Its verify has not run: nothing printed, said on stderr (not with --quiet), exit 0.
+          const noVerify = await logs(p, ["a", "--verify"]);
+          expect({ code: noVerify.code, out: noVerify.stdout.length }).toEqual({ code: 0, out: 0 });
+          expect(noVerify.stderr).toContain(`a attempt 1: no verify output yet (${join(p.sessionDir("a", 1), "verify.log")} does not exist)`);
+          expect((await logs(p, ["a", "--verify", "--quiet"])).stderr).toBe("");
           writeFileSync(join(p.aux, "gate"), "");
           const r = await f.done();
           expect(r.code).toBe(0);
