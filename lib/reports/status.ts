@@ -94,14 +94,14 @@ function waitingOf(db: Database, doc: StateDocument): Map<string, Waiting> {
   const flags = new Map<string, { held: boolean; started: boolean }>();
   let requireStartCommand = false;
   if (pending) {
-    const rows = db.query("SELECT item, json_extract(body, '$.held') AS held, json_extract(body, '$.started') AS started FROM proj_control").all() as {
-      item: string;
-      held: unknown;
-      started: unknown;
-    }[];
-    for (const r of rows) flags.set(r.item, { held: r.held === 1, started: r.started === 1 });
     const loop = db.query("SELECT json_extract(body, '$.loop.settings.requireStartCommand') AS req FROM proj_loop WHERE id = 1").get() as { req: unknown } | null;
     requireStartCommand = loop?.req === 1;
+    // Only the rows that say something (held; started, when a start is required): a long loop has
+    // many items and status reads this on every call.
+    const rows = db
+      .query("SELECT item, json_extract(body, '$.held') AS held, json_extract(body, '$.started') AS started FROM proj_control WHERE held = 1 OR (?1 AND started = 1)")
+      .all(requireStartCommand ? 1 : 0) as { item: string; held: unknown; started: unknown }[];
+    for (const r of rows) flags.set(r.item, { held: r.held === 1, started: r.started === 1 });
   }
   return waitingReasons({
     loop: { state: doc.loop.state as LoopState, reason: doc.loop.reason, current: doc.loop.current, requireStartCommand },
