@@ -11,13 +11,15 @@ export const tool = defineTool({
   description: DESCRIPTIONS.init,
   args: {
     force: { type: "boolean", description: "overwrite an existing loop.json" },
+    nested: { type: "boolean", description: "allow a loop inside a directory that already has one (never inside a state root)" },
     root: { type: "string", description: "the git work tree to set up (default: the cwd)", valueHint: "dir" },
   },
-  footer: "Exit codes: 0 done, 2 usage error or loop.json exists without --force.",
+  footer: "Exit codes: 0 done, 2 usage error, loop.json exists without --force, or the root is inside another loop (without --nested) or inside a state root.",
   run(args, ctx) {
     const root = resolve(ctx.cwd, args.root ?? ".");
     const r = initProject(root, resolveStateRoot({ root, flag: args["state-root"], env: ctx.env, cwd: ctx.cwd }), {
       force: args.force,
+      nested: args.nested,
       env: ctx.env,
       actor: actorName(ctx.env),
     });

@@ -12,7 +12,7 @@ export const tool = defineTool({
   footer: "Exit codes: 0 healthy, 1 divergence found, 2 cannot report (usage; missing, corrupt or outdated store).",
   run(args, ctx) {
     const root = resolveRoot(args.root, ctx.cwd);
-    const report = statusReport(resolveStateRoot({ root, flag: args["state-root"], env: ctx.env, cwd: ctx.cwd }), args["work-item"]);
+    const report = statusReport(resolveStateRoot({ root, flag: args["state-root"], env: ctx.env, cwd: ctx.cwd }), args["work-item"], ctx.env);
     if (ctx.format === "json") ctx.outJson(report);
     else ctx.out(renderStatus(report, ctx.color));
     return report.healthy ? EXIT.ok : EXIT.problem;

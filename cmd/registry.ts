@@ -11,6 +11,7 @@ const LOADERS: Record<ToolName, () => Promise<{ tool: Tool<any> }>> = {
   status: () => import("./loop-status.ts"),
   replay: () => import("./loop-replay.ts"),
   ctl: () => import("./loop-ctl.ts"),
+  logs: () => import("./loop-logs.ts"),
 };
 
 export function isTool(name: string): name is ToolName {

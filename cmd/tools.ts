@@ -5,5 +5,6 @@ import { tool as status } from "./loop-status.ts";
 import { tool as replay } from "./loop-replay.ts";
 import { tool as run } from "./loop-run.ts";
 import { tool as ctl } from "./loop-ctl.ts";
+import { tool as logs } from "./loop-logs.ts";
 
-export const TOOLS: Record<string, Tool<any>> = { init, run, status, replay, ctl };
+export const TOOLS: Record<string, Tool<any>> = { init, run, status, replay, ctl, logs };

@@ -9,8 +9,8 @@ import { join } from "node:path";
 import { StoreError } from "../shared/errors.ts";
 import { pidAlive } from "../shared/process.ts";
 import { EVENT_COLUMNS, type EventRow, GENESIS_HASH } from "./integrity.ts";
-import type { Projection } from "./reducer.ts";
-import { ITEM_TABLES, type ItemTable, type LoopRow, projectionFromRows } from "./rows.ts";
+import type { ItemState, Projection } from "./reducer.ts";
+import { ITEM_TABLES, itemFromRows, type ItemTable, type LoopRow, projectionFromRows } from "./rows.ts";
 
 /**
  * The store's layout version, in `meta`. 2: state.json's items carry the whole session (status reads
@@ -96,6 +96,21 @@ export function readItemRows(db: Database): Map<string, Record<ItemTable, string
     }
   }
   return items;
+}
+
+/** One item's rows, as readProjection reads them for every item, or null when it has none. */
+export function readItem(db: Database, id: string): ItemState | null {
+  const rows = Object.fromEntries(ITEM_TABLES.map((t) => [t, null])) as Record<ItemTable, string | null>;
+  for (const t of ITEM_TABLES) rows[t] = (db.query(`SELECT body FROM ${t} WHERE item = ?`).get(id) as { body: string } | null)?.body ?? null;
+  if (rows.proj_items === null) return null;
+  for (const t of ["proj_control", "proj_ledgers"] as const)
+    if (rows[t] === null) throw new StoreError("corrupt_store", `projection rows for "${id}" have no ${t} row`);
+  try {
+    return itemFromRows(rows);
+  } catch (err) {
+    if (!(err instanceof SyntaxError)) throw err;
+    throw new StoreError("corrupt_store", `a projection row of "${id}" is not valid JSON: ${err.message}`);
+  }
 }
 
 export function readProjection(db: Database): Projection {

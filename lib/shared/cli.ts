@@ -122,7 +122,15 @@ export interface Context {
   out(text: string): void;
   /** Write a JSON result document. */
   outJson(doc: unknown): void;
+  /**
+   * Write bytes to stdout as they are (no newline added) and wait until they are written: a tool
+   * that streams (`loop logs --follow`) keeps pace with its reader. False once the reader is gone
+   * (EPIPE: `loop logs x | head`) or a write failed, so the tool can stop.
+   */
+  outRaw(data: string | Uint8Array): Promise<boolean>;
   stdinIsTTY: boolean;
+  /** stdout is a terminal (whatever format was chosen): text from outside is then escaped (printable). */
+  stdoutIsTTY: boolean;
   cwd: string;
   env: Record<string, string | undefined>;
 }
@@ -199,8 +207,10 @@ export function classifyError(err: unknown): { exit: number; code: string; messa
 /** Where a tool writes. The defaults write through Bun.write: touching process.stdout/stderr costs
  * a compiled binary ~20 ms at start-up, and isatty is asked only when the format must be guessed. */
 export interface OutStream {
-  write(s: string): unknown;
+  write(s: string | Uint8Array): unknown;
   readonly isTTY?: boolean;
+  /** Resolves once everything written so far is written; false when the reader went away or a write failed. */
+  drained?(): Promise<boolean>;
 }
 
 /**
@@ -210,7 +220,12 @@ export interface OutStream {
  * goes to `rest`. Only stdout, which a command writes once it is done: stderr carries warnings
  * written mid-step, which must not wait on a stalled reader while the step holds the lease.
  */
-export function writeWhole(fd: number, s: string, rest: (data: string | Uint8Array) => unknown, write: (fd: number, s: string) => number = writeSync): unknown {
+export function writeWhole(
+  fd: number,
+  s: string | Uint8Array,
+  rest: (data: string | Uint8Array) => unknown,
+  write: (fd: number, s: string | Uint8Array) => number = (fd, s) => (typeof s === "string" ? writeSync(fd, s) : writeSync(fd, s)),
+): unknown {
   let written: number;
   try {
     written = write(fd, s);
@@ -233,7 +248,7 @@ class FdStream implements OutStream {
     private readonly target: typeof Bun.stdout,
     private readonly onFail: (err: unknown) => void = () => {},
   ) {}
-  write(s: string) {
+  write(s: string | Uint8Array) {
     this.pending = this.pending
       .then(() =>
         this.readerGone || this.failed ? 0 : this.fd === 1 ? writeWhole(this.fd, s, (rest) => Bun.write(this.target, rest)) : Bun.write(this.target, s),
@@ -258,6 +273,10 @@ class FdStream implements OutStream {
   }
   get isTTY(): boolean {
     return (this.tty ??= require("node:tty").isatty(this.fd));
+  }
+  async drained(): Promise<boolean> {
+    await this.pending;
+    return !this.readerGone && this.failed === null;
   }
   async flush(): Promise<unknown> {
     await this.pending;
@@ -350,8 +369,15 @@ async function runParsed(tool: Tool, opts: RunOptions, env: Record<string, strin
     out: (text) => void stdout.write(text.endsWith("\n") ? text : text + "\n"),
     // One line per document: cheaper to print and to parse, and `loop run --watch` prints JSON Lines.
     outJson: (doc) => void stdout.write(JSON.stringify(doc) + "\n"),
+    outRaw: async (data) => {
+      stdout.write(data);
+      return stdout.drained ? stdout.drained() : true;
+    },
     get stdinIsTTY() {
       return (stdinTTY ??= require("node:tty").isatty(0));
+    },
+    get stdoutIsTTY() {
+      return Boolean(stdout.isTTY);
     },
     cwd: opts.cwd ?? process.cwd(),
     env,

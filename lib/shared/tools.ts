@@ -6,6 +6,7 @@ export const DESCRIPTIONS = {
   status: "Report the loop and every work item from the log's projection, and check them against the log",
   replay: "Re-fold the event log: hash chain, gaps, legality, determinism, projection tables and files",
   ctl: "Control the loop or its items: start, pause, resume, stop, skip, retry, cancel, reply",
+  logs: "Print an attempt's agent output or verify output, or follow it while the session runs",
 } as const;
 
 export type ToolName = keyof typeof DESCRIPTIONS;

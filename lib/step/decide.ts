@@ -2,7 +2,7 @@
 // classified from what was observed, what a finished attempt leads to, how the loop drains.
 // Everything here takes plain data and returns plain data; lib/step/step.ts and its phases carry the
 // effects out.
-import type { ItemState, Projection } from "../log/reducer.ts";
+import type { ItemState, ItemStatus, LoopState, Projection } from "../log/reducer.ts";
 import { isInFlight, isSettled, itemOf } from "../log/reducer.ts";
 
 export type NextWork =
@@ -15,26 +15,65 @@ function active(p: Projection): ItemState[] {
   return p.order.map((id) => p.items[id]!).filter((it) => it.status !== "withdrawn");
 }
 
+/**
+ * An item as the launch rules see it. The projection has these fields (ItemState, `def.dependsOn`)
+ * and so does what `loop status` reads (state.json plus the control rows), so the rules below are
+ * written once and both the step and status apply them.
+ */
+export interface GateItem {
+  id: string;
+  status: ItemStatus;
+  held: boolean;
+  started: boolean;
+  dependsOn: readonly string[];
+}
+export type FindItem = (id: string) => GateItem | undefined;
+
+export function gateItem(it: ItemState): GateItem {
+  return { id: it.id, status: it.status, held: it.held, started: it.started, dependsOn: it.def.dependsOn };
+}
+
+function projectionFinder(p: Projection): FindItem {
+  return (id) => {
+    const it = itemOf(p, id);
+    return it ? gateItem(it) : undefined;
+  };
+}
+
+/** Why a pending item can never run (a dependency settled without passing, or is gone), or null. */
+export function blockingDependency(it: GateItem, find: FindItem): { dependency: string; status: ItemStatus | null; reason: string } | null {
+  for (const dep of it.dependsOn) {
+    const d = find(dep);
+    if (!d) return { dependency: dep, status: null, reason: `dependency "${dep}" is not an item of the loop` };
+    if (d.status === "withdrawn") return { dependency: dep, status: d.status, reason: `dependency "${dep}" was removed from the definition` };
+    if (isSettled(d.status) && d.status !== "passed") return { dependency: dep, status: d.status, reason: `dependency "${dep}" ${d.status}` };
+  }
+  return null;
+}
+
+/** What of its own keeps a pending item from launching, in the order nextWork checks it; null: nothing. */
+export type LaunchGate =
+  | { kind: "held"; reason: string }
+  | { kind: "awaiting_start"; reason: string }
+  | { kind: "dependency"; unmet: { id: string; status: ItemStatus | null }[]; reason: string };
+
+export function launchGate(it: GateItem, find: FindItem, requireStart: boolean): LaunchGate | null {
+  if (it.held) return { kind: "held", reason: `${it.id} is held by \`loop ctl stop\` (start or retry it)` };
+  if (requireStart && !it.started) return { kind: "awaiting_start", reason: `${it.id} waits for \`loop ctl start --work-item ${it.id}\`` };
+  const unmet = it.dependsOn.filter((d) => find(d)?.status !== "passed");
+  if (unmet.length)
+    return { kind: "dependency", unmet: unmet.map((id) => ({ id, status: find(id)?.status ?? null })), reason: `${it.id} waits for ${unmet.join(", ")}` };
+  return null;
+}
+
 /** Pending items that can never run because a dependency settled without passing. */
 export function itemsToBlock(p: Projection): { id: string; reason: string }[] {
+  const find = projectionFinder(p);
   const out: { id: string; reason: string }[] = [];
   for (const it of active(p)) {
     if (it.status !== "pending") continue;
-    for (const dep of it.def.dependsOn) {
-      const d = itemOf(p, dep);
-      if (!d) {
-        out.push({ id: it.id, reason: `dependency "${dep}" is not an item of the loop` });
-        break;
-      }
-      if (d.status === "withdrawn") {
-        out.push({ id: it.id, reason: `dependency "${dep}" was removed from the definition` });
-        break;
-      }
-      if (isSettled(d.status) && d.status !== "passed") {
-        out.push({ id: it.id, reason: `dependency "${dep}" ${d.status}` });
-        break;
-      }
-    }
+    const b = blockingDependency(gateItem(it), find);
+    if (b) out.push({ id: it.id, reason: b.reason });
   }
   return out;
 }
@@ -51,26 +90,122 @@ export function nextWork(p: Projection): NextWork {
   const block = itemsToBlock(p);
   if (block.length) return { kind: "block", items: block };
   const requireStart = p.loop.settings?.requireStartCommand ?? false;
+  const find = projectionFinder(p);
   const waiting: string[] = [];
   for (const it of active(p)) {
     if (it.status !== "pending") continue;
-    if (it.held) {
-      waiting.push(`${it.id} is held by \`loop ctl stop\` (start or retry it)`);
-      continue;
-    }
-    if (requireStart && !it.started) {
-      waiting.push(`${it.id} waits for \`loop ctl start --work-item ${it.id}\``);
-      continue;
-    }
-    const unmet = it.def.dependsOn.filter((d) => itemOf(p, d)?.status !== "passed");
-    if (unmet.length) {
-      waiting.push(`${it.id} waits for ${unmet.join(", ")}`);
+    const gate = launchGate(gateItem(it), find, requireStart);
+    if (gate) {
+      waiting.push(gate.reason);
       continue;
     }
     return { kind: "launch", item: it.id };
   }
   if (waiting.length) return { kind: "idle", reason: waiting.join("; ") };
   return { kind: "drain", outcome: drainOutcome(p) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Why an item waits, for people (`loop status`): the same rules as nextWork, plus the loop's own
+// state, which the step checks before it looks at items at all.
+
+export type WaitReason =
+  | "dependency_failed"
+  | "held"
+  | "awaiting_start"
+  | "dependency"
+  | "loop_paused"
+  | "loop_stopped"
+  | "queued"
+  | "next"
+  | "question";
+
+export interface Waiting {
+  reason: WaitReason;
+  /** One sentence for people, naming what to do where something can be done. */
+  detail: string;
+  /** The dependencies concerned (unmet ones, or the one that failed), with their status. */
+  dependencies: { id: string; status: ItemStatus | null }[];
+}
+
+export interface WaitView {
+  loop: { state: LoopState; reason: string | null; current: string | null; requireStartCommand: boolean };
+  /** Every item, in presentation order. */
+  items: GateItem[];
+}
+
+/** The view of a projection (the step's own; status builds the same from state.json). */
+export function waitView(p: Projection): WaitView {
+  return {
+    loop: { state: p.loop.state, reason: p.loop.reason, current: p.loop.current, requireStartCommand: p.loop.settings?.requireStartCommand ?? false },
+    items: p.order.map((id) => gateItem(p.items[id]!)),
+  };
+}
+
+const statusOf = (s: ItemStatus | null) => s ?? "not an item";
+
+/**
+ * Why each waiting item waits: every pending item and every item with a question, by id. An item's
+ * own obstacle comes first (it stays after the loop is resumed); a launchable item waits for the
+ * loop (paused, stopped), for the item in flight, or for its turn behind the one nextWork picks.
+ */
+export function waitingReasons(v: WaitView): Map<string, Waiting> {
+  const byId = new Map(v.items.map((it) => [it.id, it]));
+  const find: FindItem = (id) => byId.get(id);
+  const out = new Map<string, Waiting>();
+  const L = v.loop;
+  const loopHalt = L.state === "paused" ? "paused" : L.state === "stopped" ? "stopped" : null;
+  const also = loopHalt ? ` (and the loop is ${loopHalt})` : "";
+  let first: string | null = null;
+  for (const it of v.items) {
+    if (it.status === "needs_input") {
+      out.set(it.id, {
+        reason: "question",
+        detail: `the agent asked a question: answer with \`loop ctl reply --work-item ${it.id} "…"\`, then \`loop ctl resume\``,
+        dependencies: [],
+      });
+      continue;
+    }
+    if (it.status !== "pending") continue;
+    const b = blockingDependency(it, find);
+    if (b) {
+      out.set(it.id, {
+        reason: "dependency_failed",
+        detail: `${b.reason}: the next \`loop run\` settles it blocked${b.status !== null && b.status !== "withdrawn" ? ` (retry ${b.dependency} to run both)` : ""}`,
+        dependencies: [{ id: b.dependency, status: b.status }],
+      });
+      continue;
+    }
+    const gate = launchGate(it, find, L.requireStartCommand);
+    if (gate?.kind === "held") {
+      out.set(it.id, { reason: "held", detail: `held by \`loop ctl stop\`: release it with \`loop ctl start --work-item ${it.id}\`${also}`, dependencies: [] });
+      continue;
+    }
+    if (gate?.kind === "awaiting_start") {
+      out.set(it.id, { reason: "awaiting_start", detail: `control.requireStartCommand is on: start it with \`loop ctl start --work-item ${it.id}\`${also}`, dependencies: [] });
+      continue;
+    }
+    if (gate?.kind === "dependency") {
+      out.set(it.id, { reason: "dependency", detail: `waits for ${gate.unmet.map((d) => `${d.id} (${statusOf(d.status)})`).join(", ")}${also}`, dependencies: gate.unmet });
+      continue;
+    }
+    // Launchable: only the loop, the item in flight or an earlier launchable item stands in the way.
+    if (loopHalt) {
+      const why = L.reason ? `: ${L.reason}` : "";
+      out.set(it.id, { reason: loopHalt === "paused" ? "loop_paused" : "loop_stopped", detail: `the loop is ${loopHalt}${why} (\`loop ctl resume\` goes on)`, dependencies: [] });
+      continue;
+    }
+    if (L.current !== null) {
+      const cur = byId.get(L.current);
+      out.set(it.id, { reason: "queued", detail: `waits for the item in flight, ${L.current}${cur ? ` (${cur.status})` : ""}`, dependencies: [] });
+      continue;
+    }
+    if (first === null) {
+      first = it.id;
+      out.set(it.id, { reason: "next", detail: "launches at the next `loop run`", dependencies: [] });
+    } else out.set(it.id, { reason: "queued", detail: `waits its turn: ${first} launches first`, dependencies: [] });
+  }
+  return out;
 }
 
 export function hasOpenWork(p: Projection): boolean {

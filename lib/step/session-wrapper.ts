@@ -1,17 +1,24 @@
 // The session wrapper: `loop __session <dir>`, started detached (its own process group) by the
-// step. It runs the agent with the launch record's argv, cwd and env, sends the agent's output to
-// output.log (and to the tmux pane when tee is on), writes started.json once the agent is
-// spawned and exit.json when it ends. A missing exit.json after the wrapper is gone means "lost".
-import { openSync, writeSync, closeSync } from "node:fs";
+// step. It runs the agent with the launch record's argv, cwd and env, pipes the agent's output to
+// output.log, bounded by the launch record's cap (lib/step/output-log.ts), and to the tmux pane
+// when tee is on, writes started.json once the agent is spawned and exit.json when it ends. A
+// missing exit.json after the wrapper is gone means "lost".
 import { join } from "node:path";
 import { readJsonOrNull, writeFileAtomic } from "../shared/fsutil.ts";
+import { CappedLog, DEFAULT_OUTPUT_CAP } from "./output-log.ts";
+import { tmuxSocketFromEnv } from "./tmux.ts";
 
 export interface LaunchRecord {
   argv: string[];
   cwd: string;
   env: Record<string, string>;
   tee: boolean;
+  /** Bytes output.log may take ($LOOP_OUTPUT_CAP when the launch was recorded). */
+  outputCap?: number;
 }
+
+/** How long the output pipes are drained after the agent exited: a process it left behind may hold them open. */
+const DRAIN_MS = 2000;
 
 export const SESSION_FILES = {
   launch: "launch.json",
@@ -34,39 +41,42 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
     process.stderr.write(`loop __session: no readable ${SESSION_FILES.launch} in ${dir}\n`);
     return 2;
   }
-  const out = openSync(join(dir, SESSION_FILES.output), "a");
+  const out = new CappedLog(join(dir, SESSION_FILES.output), launch.outputCap ?? DEFAULT_OUTPUT_CAP);
   const finish = (code: number | null, signal: string | null, error?: string) =>
     writeFileAtomic(join(dir, SESSION_FILES.exit), JSON.stringify({ code, signal, error: error ?? null, at: new Date().toISOString() }) + "\n");
+  // Inside tmux, the server's socket: `loop status` prints the exact `tmux -S <socket> attach` command.
+  const tmuxSocket = launch.tee ? tmuxSocketFromEnv(process.env.TMUX) : null;
+  const startedDoc = (agentPid: number | null) => JSON.stringify({ wrapperPid: process.pid, agentPid, tmuxSocket, at: new Date().toISOString() }) + "\n";
   let child: ReturnType<typeof Bun.spawn>;
   try {
     child = Bun.spawn(launch.argv, {
       cwd: launch.cwd,
       env: { ...process.env, ...launch.env },
       stdin: "ignore",
-      stdout: launch.tee ? "pipe" : out,
-      stderr: launch.tee ? "pipe" : out,
+      stdout: "pipe",
+      stderr: "pipe",
     });
   } catch (err) {
     const msg = `loop: cannot start ${JSON.stringify(launch.argv[0])}: ${(err as Error).message}\n`;
-    writeSync(out, msg);
-    closeSync(out);
-    writeFileAtomic(join(dir, SESSION_FILES.started), JSON.stringify({ wrapperPid: process.pid, agentPid: null, at: new Date().toISOString() }) + "\n");
+    out.write(Buffer.from(msg));
+    out.close();
+    writeFileAtomic(join(dir, SESSION_FILES.started), startedDoc(null));
     finish(127, null, msg.trim());
     return 0;
   }
-  writeFileAtomic(join(dir, SESSION_FILES.started), JSON.stringify({ wrapperPid: process.pid, agentPid: child.pid, at: new Date().toISOString() }) + "\n");
+  writeFileAtomic(join(dir, SESSION_FILES.started), startedDoc(child.pid));
   for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.on(sig, () => child.kill(sig));
-  if (launch.tee) {
-    const pump = async (stream: ReadableStream<Uint8Array>) => {
-      for await (const chunk of stream) {
-        writeSync(out, chunk);
-        process.stdout.write(chunk);
-      }
-    };
-    await Promise.all([pump(child.stdout as ReadableStream<Uint8Array>), pump(child.stderr as ReadableStream<Uint8Array>)]);
-  }
+  // Through the wrapper, never straight to the file: that is how the cap is kept.
+  const pump = async (stream: ReadableStream<Uint8Array>) => {
+    for await (const chunk of stream) {
+      out.write(chunk);
+      if (launch.tee) process.stdout.write(chunk);
+    }
+  };
+  const pumped = Promise.all([pump(child.stdout as ReadableStream<Uint8Array>), pump(child.stderr as ReadableStream<Uint8Array>)]);
   const code = await child.exited;
-  closeSync(out);
+  await Promise.race([pumped, Bun.sleep(DRAIN_MS)]);
+  out.close();
   const signal = child.signalCode ? String(child.signalCode) : null;
   finish(signal ? null : code, signal);
   return 0;

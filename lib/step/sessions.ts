@@ -8,6 +8,7 @@ import { sessionAlive } from "./liveness.ts";
 import { tmux, tmuxHasSession } from "./tmux.ts";
 import { type LaunchRecord, SESSION_FILES } from "./session-wrapper.ts";
 import { selfArgv } from "./self.ts";
+import { outputCapFrom } from "./output-log.ts";
 import type { SessionObservation } from "./decide.ts";
 import type { AttemptRecord, SessionRecord } from "../log/reducer.ts";
 
@@ -36,7 +37,8 @@ export function startSession(o: {
   tmuxName: string | null;
 }): StartedSession {
   mkdirSync(o.dir, { recursive: true });
-  const launch: LaunchRecord = { argv: o.argv, cwd: o.cwd, env: o.env, tee: o.tmuxName !== null };
+  // The cap travels in the launch record: a tmux session does not inherit the step's environment.
+  const launch: LaunchRecord = { argv: o.argv, cwd: o.cwd, env: o.env, tee: o.tmuxName !== null, outputCap: outputCapFrom(process.env) };
   writeFileAtomic(join(o.dir, SESSION_FILES.launch), JSON.stringify(launch, null, 2) + "\n");
   const wrapper = [...selfArgv(), "__session", o.dir];
   if (o.tmuxName) {

@@ -2,7 +2,7 @@
 // `bun cmd/loop-status.ts` — in temp git repositories, and check streams, exit codes and documents.
 import { afterAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { closeSync, constants as fsConstants, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { closeSync, constants as fsConstants, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { VERSION } from "../../lib/shared/version.ts";
@@ -408,6 +408,70 @@ describe("loop init", () => {
     expect(r.stderr).toContain("git");
     expect(existsSync(join(dir, "loop.json"))).toBe(false);
     expect(existsSync(join(dir, ".loop"))).toBe(false);
+  });
+
+  test("writes the JSON Schema into the state root and a \"$schema\" reference to it that loop accepts", () => {
+    const repo = gitRepo();
+    const r = cli(["init", "--json"], { cwd: repo });
+    expect(r.code).toBe(0);
+    const doc = JSON.parse(r.stdout);
+    expect(doc.schema).toBe("loop/init@1");
+    expect(doc.schemaFile).toBe(join(realpathSync(repo), ".loop", "loop.schema.json"));
+    expect(doc.created).toContain(doc.schemaFile);
+    expect(JSON.parse(readFileSync(doc.schemaFile, "utf8"))).toEqual(JSON.parse(readFileSync(join(REPO, "schema", "loop.schema.json"), "utf8")));
+    expect(readFileSync(join(repo, "loop.json"), "utf8")).toContain('"$schema": "./.loop/loop.schema.json",');
+    // The template with its $schema is a valid definition: a step imports it.
+    const run = cli(["run", "--json"], { cwd: repo });
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.stdout).action).toBe("drained");
+    // A state root elsewhere: the reference leads there from the project root.
+    const other = gitRepo();
+    const elsewhere = join(tempDir(), "state");
+    expect(cli(["init", "--state-root", elsewhere], { cwd: other }).code).toBe(0);
+    const ref = /"\$schema": "([^"]+)"/.exec(readFileSync(join(other, "loop.json"), "utf8"))![1]!;
+    expect(ref.startsWith("../")).toBe(true);
+    expect(existsSync(join(other, ref))).toBe(true);
+  });
+
+  test("refuses a loop nested in another (loop.json or a state root above, up to the git top level) unless --nested; never inside a state root", () => {
+    const repo = gitRepo();
+    expect(cli(["init"], { cwd: repo }).code).toBe(0);
+    const sub = join(repo, "services", "api");
+    mkdirSync(sub, { recursive: true });
+    for (const force of [[], ["--force"]]) {
+      const r = cli(["init", ...force, "--json"], { cwd: sub });
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe("");
+      const err = JSON.parse(r.stderr).error;
+      expect(err.code).toBe("usage");
+      expect(err.message).toContain(`is inside another loop: ${join(realpathSync(repo), "loop.json")} defines a loop`);
+      expect(err.message).toContain("--nested");
+      expect(existsSync(join(sub, "loop.json"))).toBe(false);
+      expect(existsSync(join(sub, ".loop"))).toBe(false);
+    }
+    // A state root without a loop.json above counts too.
+    rmSync(join(repo, "loop.json"));
+    const again = cli(["init", "--json"], { cwd: sub });
+    expect(again.code).toBe(2);
+    expect(JSON.parse(again.stderr).error.message).toContain(`${join(realpathSync(repo), ".loop")} is a loop's state root`);
+    // --nested: the operator means it.
+    expect(cli(["init", "--nested"], { cwd: sub }).code).toBe(0);
+    expect(existsSync(join(sub, "loop.json"))).toBe(true);
+
+    // An item's worktree is its own git top level, inside the state root: refused even with --nested.
+    git(repo, "worktree", "add", "-q", "-b", "item", join(repo, ".loop", "workspaces", "x"));
+    const inside = cli(["init", "--nested", "--json"], { cwd: join(repo, ".loop", "workspaces", "x") });
+    expect(inside.code).toBe(2);
+    expect(JSON.parse(inside.stderr).error.message).toContain("is inside a loop's state root");
+    expect(existsSync(join(repo, ".loop", "workspaces", "x", ".loop"))).toBe(false);
+
+    // A loop.json above the git top level is another project's business: not a nesting.
+    const outer = tempDir();
+    writeFileSync(join(outer, "loop.json"), "{}\n");
+    const inner = join(outer, "repo");
+    mkdirSync(inner);
+    git(inner, "init", "-q", "-b", "main");
+    expect(cli(["init"], { cwd: inner }).code).toBe(0);
   });
 
   test("--root names the project; --text prints text", () => {

@@ -24,7 +24,7 @@ export function shq(s: string): string {
 /** The environment of every spawned loop command: nothing leaking in from the caller's. */
 export function loopEnv(extra: Record<string, string | undefined> = {}): Record<string, string> {
   const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: "1", LOOP_KILL_GRACE_MS: "300" };
-  for (const k of ["LOOP_STATE_ROOT", "FORCE_COLOR", "LOOP_FAILPOINT", "LOOP_TMUX_SOCKET", "LOOP_ACTOR", "TMUX"]) delete env[k];
+  for (const k of ["LOOP_STATE_ROOT", "FORCE_COLOR", "LOOP_FAILPOINT", "LOOP_TMUX_SOCKET", "LOOP_ACTOR", "TMUX", "LOOP_OUTPUT_CAP"]) delete env[k];
   Object.assign(env, extra);
   return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined));
 }

@@ -26,7 +26,7 @@ export interface CliResult {
 /** The environment of every spawned command: fast kill grace, no colour, nothing inherited that steers loop. */
 export function cliEnv(extra: Record<string, string | undefined> = {}): Record<string, string> {
   const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: "1", LOOP_KILL_GRACE_MS: "300", LOOP_ACTOR: "cron@test" };
-  for (const k of ["LOOP_STATE_ROOT", "LOOP_FAILPOINT", "FORCE_COLOR"]) delete env[k];
+  for (const k of ["LOOP_STATE_ROOT", "LOOP_FAILPOINT", "FORCE_COLOR", "LOOP_OUTPUT_CAP"]) delete env[k];
   Object.assign(env, extra);
   return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined));
 }

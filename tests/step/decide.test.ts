@@ -3,10 +3,10 @@
 import { describe, expect, test } from "bun:test";
 import type { EventDraft, NormItemPayload, SettingsPayload } from "../../lib/log/events.ts";
 import { buildHandoff } from "../../lib/step/handoff.ts";
-import { type CtlVerb, planCtl, type PlannedAction } from "../../lib/control/ctl.ts";
+import { type CtlVerb, itemsWithStatus, planCtl, type PlannedAction, planRetryAll } from "../../lib/control/ctl.ts";
 import { RefusedError } from "../../lib/shared/errors.ts";
 import { UsageError } from "../../lib/shared/cli.ts";
-import { type AfterSession, afterFailure, afterSession, blockedBecauseOf, classifySession, type NextWork, nextWork, type SessionObservation } from "../../lib/step/decide.ts";
+import { type AfterSession, afterFailure, afterSession, blockedBecauseOf, classifySession, type NextWork, nextWork, type SessionObservation, waitingReasons, waitView } from "../../lib/step/decide.ts";
 import { fold, type ItemState, type Projection } from "../../lib/log/reducer.ts";
 import {
   closed,
@@ -132,6 +132,112 @@ describe("nextWork", () => {
     expect(nextWork(p)).toEqual({ kind: "block", items: [{ id: "b", reason: 'dependency "a" was removed from the definition' }] });
     b.push(settled("b", 0, "skipped"), ...passingAttempt("c"));
     expect(nextWork(fold(b.events))).toEqual({ kind: "drain", outcome: "Succeeded" });
+  });
+});
+
+describe("waitingReasons: why each item waits, by nextWork's rules", () => {
+  const why = (p: Projection) => Object.fromEntries([...waitingReasons(waitView(p))].map(([id, w]) => [id, `${w.reason}: ${w.detail}`]));
+  const cases: { name: string; items: NormItemPayload[]; drafts?: EventDraft[]; settings?: Partial<SettingsPayload>; want: Record<string, string> }[] = [
+    {
+      name: "the first launchable item is next, the others wait their turn",
+      items: ids("a", "b"),
+      want: { a: "next: launches at the next `loop run`", b: "queued: waits its turn: a launches first" },
+    },
+    {
+      name: "behind the item in flight",
+      items: ids("a", "b"),
+      drafts: running("a"),
+      want: { b: "queued: waits for the item in flight, a (running)" },
+    },
+    {
+      name: "a dependency, named with its status",
+      items: [itemDef("a"), itemDef("c"), dep("b", "a", "c")],
+      drafts: [...passingAttempt("c"), ...running("a")],
+      want: { b: "dependency: waits for a (running)" },
+    },
+    {
+      name: "held by stop, with the command that releases it",
+      items: ids("a", "b"),
+      drafts: [control("a", "stop")],
+      want: { a: "held: held by `loop ctl stop`: release it with `loop ctl start --work-item a`", b: "next: launches at the next `loop run`" },
+    },
+    {
+      name: "requireStartCommand: waits for an explicit start",
+      items: ids("a", "b"),
+      settings: { requireStartCommand: true },
+      drafts: [control("b", "start")],
+      want: { a: "awaiting_start: control.requireStartCommand is on: start it with `loop ctl start --work-item a`", b: "next: launches at the next `loop run`" },
+    },
+    {
+      name: "a failed dependency: the next step blocks it",
+      items: [itemDef("a"), dep("b", "a")],
+      drafts: failingAttempt("a", 1, true),
+      want: { b: 'dependency_failed: dependency "a" failed: the next `loop run` settles it blocked (retry a to run both)' },
+    },
+    {
+      name: "a paused loop holds every launchable item, with its reason; an item's own obstacle comes first",
+      items: [itemDef("a"), dep("b", "a"), itemDef("c")],
+      drafts: [control("c", "stop"), { type: "loop_paused", payload: { reason: "maintenance" } }],
+      want: {
+        a: "loop_paused: the loop is paused: maintenance (`loop ctl resume` goes on)",
+        b: "dependency: waits for a (pending) (and the loop is paused)",
+        c: "held: held by `loop ctl stop`: release it with `loop ctl start --work-item c` (and the loop is paused)",
+      },
+    },
+    {
+      name: "a stopped loop",
+      items: ids("a"),
+      drafts: [{ type: "loop_stopped", payload: { reason: "stopped by alice" } }],
+      want: { a: "loop_stopped: the loop is stopped: stopped by alice (`loop ctl resume` goes on)" },
+    },
+    {
+      name: "a question waits for a reply",
+      items: ids("a", "b"),
+      drafts: asked("a", "Which colour?"),
+      want: {
+        a: 'question: the agent asked a question: answer with `loop ctl reply --work-item a "…"`, then `loop ctl resume`',
+        b: "loop_paused: the loop is paused: a needs input: Which colour? (`loop ctl resume` goes on)",
+      },
+    },
+    { name: "settled items do not wait", items: ids("a", "b"), drafts: [...passingAttempt("a"), settled("b", 0, "skipped")], want: {} },
+  ];
+  for (const c of cases)
+    test(c.name, () => {
+      const b = log(c.items, [], c.settings);
+      // A question pauses the loop (the step does that); build it the same way.
+      for (const d of c.drafts ?? []) {
+        b.push(d);
+        if (d.type === "needs_input") b.push({ type: "loop_paused", payload: { reason: `${d.item} needs input: ${(d.payload as { question: string }).question}` } });
+      }
+      expect(why(fold(b.events))).toEqual(c.want);
+    });
+
+  test("it agrees with nextWork: the item nextWork launches is the one status calls next, and nextWork's waiting items are the gated ones", () => {
+    const logs: LogBuilder[] = [
+      log(ids("a", "b", "c")),
+      log([dep("a", "c"), dep("b", "a"), itemDef("c")]),
+      log(ids("a", "b"), [control("a", "stop")]),
+      log(ids("a", "b"), [control("b", "start")], { requireStartCommand: true }),
+      log([itemDef("a"), dep("b", "a")], [control("a", "stop")]),
+      log([itemDef("a"), dep("b", "a"), itemDef("c")], failingAttempt("a", 1, true)),
+      log(ids("a", "b"), [...passingAttempt("a"), ...passingAttempt("b")]),
+    ];
+    for (const b of logs) {
+      let p = fold(b.events);
+      let next = nextWork(p);
+      const w = waitingReasons(waitView(p));
+      const named = (r: string) => [...w].filter(([, x]) => x.reason === r).map(([id]) => id);
+      if (next.kind === "block") {
+        expect(named("dependency_failed")).toEqual(next.items.map((x) => x.id));
+        // The step settles them blocked and goes on in the same run: the next decision is the launch.
+        b.push(...next.items.map((x) => settled(x.id, 0, "blocked", x.reason)));
+        p = fold(b.events);
+        next = nextWork(p);
+      }
+      if (next.kind === "launch") expect(named("next")).toEqual([next.item]);
+      else expect(named("next")).toEqual([]);
+      if (next.kind === "drain") expect(w.size).toBe(0);
+    }
   });
 });
 
@@ -450,6 +556,53 @@ describe("planCtl", () => {
       expect(carryOut(held, a).items.a!.held).toBe(false);
       // skipped and cancelled items can be retried too.
       for (const outcome of ["skipped", "cancelled"] as const) expect(types(plan(log(ids("a"), [settled("a", 0, outcome)]), "retry", ["a"]))).toEqual(["control_recorded a", "item_requeued a"]);
+    });
+    test("retry --all-failed / --all-blocked select by status; each item is requeued once; a dependency left failed is named", () => {
+      // a failed (b, c blocked because of it); x failed (y blocked because of it); s skipped.
+      const b = log(
+        [itemDef("a", { maxAttempts: 1 }), dep("b", "a"), dep("c", "b"), itemDef("x", { maxAttempts: 1 }), dep("y", "x"), itemDef("s")],
+        [
+          ...failed("a"),
+          settled("b", 0, "blocked", 'dependency "a" failed'),
+          settled("c", 0, "blocked", 'dependency "b" blocked'),
+          ...failed("x"),
+          settled("y", 0, "blocked", 'dependency "x" failed'),
+          settled("s", 0, "skipped"),
+        ],
+      );
+      const p0 = fold(b.events);
+      expect(itemsWithStatus(p0, ["failed"])).toEqual(["a", "x"]);
+      const failedOnly = planRetryAll(p0, ["failed"], o);
+      expect(failedOnly.map((a) => a.effect)).toEqual(["requeue a with a fresh attempt budget and unblock b, c", "requeue x with a fresh attempt budget and unblock y"]);
+
+      // Blocked only: requeued, but the next step would block them again; the effect says which dependency to retry.
+      const blockedOnly = planRetryAll(p0, ["blocked"], o);
+      expect(blockedOnly.map((a) => a.effect)).toEqual([
+        'requeue b with a fresh attempt budget and unblock c; but dependency "a" failed, so the next step blocks it again (retry a too)',
+        "c is requeued with b",
+        'requeue y with a fresh attempt budget; but dependency "x" failed, so the next step blocks it again (retry x too)',
+      ]);
+      // Both: every item requeued exactly once, and the reducer accepts the plan.
+      const both = planRetryAll(p0, ["failed", "blocked"], o);
+      const requeues = types(both).filter((t) => t.startsWith("item_requeued"));
+      expect(requeues.sort()).toEqual(["item_requeued a", "item_requeued b", "item_requeued c", "item_requeued x", "item_requeued y"]);
+      expect(both.filter((a) => !a.noop).every((a) => !a.effect.includes("blocks it again"))).toBe(true);
+      const p = carryOut(b, both);
+      expect(["a", "b", "c", "x", "y", "s"].map((id) => p.items[id]!.status)).toEqual(["pending", "pending", "pending", "pending", "pending", "skipped"]);
+      expect(nextWork(p)).toEqual({ kind: "launch", item: "a" });
+    });
+    test("retry --all-failed with nothing failed is one no-op", () => {
+      expect(planRetryAll(fold(log(ids("a"), passingAttempt("a")).events), ["failed"], o)).toEqual([
+        { item: null, effect: "no failed items; nothing to retry", noop: true, close: null, events: [] },
+      ]);
+      expect(planRetryAll(fold(log(ids("a")).events), ["failed", "blocked"], o)[0]!.effect).toBe("no failed or blocked items; nothing to retry");
+    });
+    test("retry of a blocked item named together with its failed dependency: requeued once, whatever the order", () => {
+      const b = log([itemDef("a", { maxAttempts: 1 }), dep("b", "a")], [...failed("a"), settled("b", 0, "blocked", 'dependency "a" failed')]);
+      const a = plan(b, "retry", ["b", "a"]);
+      expect(types(a).filter((t) => t.startsWith("item_requeued"))).toEqual(["item_requeued b", "item_requeued a"]);
+      expect(a[0]!.effect).toBe("requeue b with a fresh attempt budget");
+      expect(carryOut(b, a).items.b!.status).toBe("pending");
     });
     test("reply records the text; refused for settled or withdrawn items", () => {
       const b = log(ids("a"), [...asked("a", "Which colour?"), { type: "loop_paused", payload: { reason: "a needs input: Which colour?" } }]);
