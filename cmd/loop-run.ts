@@ -2,7 +2,7 @@
 // loop run: one bounded, crash-safe dispatch step (or, with --watch, steps in the foreground).
 import { printable } from "../lib/shared/printable.ts";
 import { DESCRIPTIONS } from "../lib/shared/tools.ts";
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { defineTool, EXIT, main, resolveRoot, resolveStateRoot, UsageError } from "../lib/shared/cli.ts";
 import { BusyError, DefinitionError } from "../lib/shared/errors.ts";
 import { preflight, runStep, type RunResult } from "../lib/step/step.ts";
@@ -11,6 +11,8 @@ import { renderRun } from "../lib/reports/render-run.ts";
 import { actorName } from "../lib/shared/actor.ts";
 import { parseDuration } from "../lib/definition/duration.ts";
 import { statePaths } from "../lib/shared/paths.ts";
+import { ensureStateRoot } from "../lib/shared/state-root.ts";
+import { projectOf, refuseForeignStateRoot } from "../lib/log/ownership.ts";
 
 export const tool = defineTool({
   name: "loop-run",
@@ -61,9 +63,10 @@ export const tool = defineTool({
     };
     if (!args.watch) return (await once()).code;
 
-    preflight(root); // before run.pid: a watcher that cannot step creates nothing
+    const def = preflight(root); // before run.pid: a watcher that cannot step creates nothing
+    refuseForeignStateRoot(stateRoot, projectOf(root, def.name)); // nor in another project's state root
     const pidFile = statePaths(stateRoot).runPid;
-    mkdirSync(stateRoot, { recursive: true });
+    ensureStateRoot(stateRoot);
     const me = selfRunPid();
     claimRunPid(pidFile, me);
     let stopping = false;

@@ -16,13 +16,18 @@ import { sessionAlive } from "../step/liveness.ts";
 import { resolveSelectorsIn } from "../definition/selectors.ts";
 import { isInFlight, type ItemStatus, type Projection } from "../log/reducer.ts";
 import type { Finding } from "../log/integrity.ts";
+import { ownershipFinding, type ProjectIdentity } from "../log/ownership.ts";
 
 export type { Finding };
 
 
 export type StateDocument = ReturnType<typeof stateDocument>;
 
-export function statusReport(stateRoot: string, workItems: string[] = []) {
+/**
+ * `project`: the project status runs for (lib/log/ownership.ts); a store bound to another one is
+ * reported as a `foreign_store` finding. Undefined or null (run outside any repository): not compared.
+ */
+export function statusReport(stateRoot: string, workItems: string[] = [], project: ProjectIdentity | null = null) {
   return withReadSnapshot(stateRoot, ({ db }) => {
     const head = headOf(db);
     const lr = readLoopRow(db);
@@ -36,6 +41,8 @@ export function statusReport(stateRoot: string, workItems: string[] = []) {
     const view = stateView(statePaths(stateRoot).stateJson, lr.state_sha, () => readProjection(db));
     findings.push(...view.findings);
     const doc = view.doc;
+    const foreign = ownershipFinding(doc.loop.owner, project, stateRoot);
+    if (foreign) findings.push(foreign);
     const byId = new Map(doc.items.map((it) => [it.id, it]));
     const selected = workItems.length ? resolveSelectorsIn(doc.items, workItems).map((id) => byId.get(id)!) : doc.items;
     const items = selected.map((it) => {

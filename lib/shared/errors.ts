@@ -71,7 +71,15 @@ function definitionLines(issues: DefinitionIssue[], file: string): string[] {
   return issues.map((i) => (i.path ? `${file}: ${i.path}: ${i.message}` : `${file}: ${i.message}`));
 }
 
-export type StoreErrorCode = "missing_store" | "corrupt_store" | "outdated_store" | "invalid_event" | "duplicate_event" | "seq_conflict";
+export type StoreErrorCode =
+  | "missing_store"
+  | "corrupt_store"
+  | "outdated_store"
+  | "foreign_store"
+  | "io_error"
+  | "invalid_event"
+  | "duplicate_event"
+  | "seq_conflict";
 
 /** The store cannot be used, or refused an append (lib/log/store.ts). */
 export class StoreError extends Error {
@@ -113,4 +121,9 @@ function gitReason(stderr: string): string {
   const lines = stderr.trim().split("\n");
   const errors = lines.filter((l) => /^(fatal|error):/.test(l));
   return (errors.length ? errors : lines.slice(-3)).join(" / ");
+}
+
+/** The user interrupted the command (Ctrl-C at a prompt): exit 130, like a shell's SIGINT. */
+export class InterruptedError extends Error {
+  override name = "InterruptedError";
 }

@@ -133,6 +133,17 @@ export function afterFailure(it: ItemState): "retry" | "settle_failed" {
   return it.failures + 1 < it.def.maxAttempts ? "retry" : "settle_failed";
 }
 
+/**
+ * The reason an item settles `failed` with, after its last allowed failure. The budget counts
+ * failed attempts only (a question or an operator's stop spends none), so the attempt number can
+ * be higher than maxAttempts: both are named, never "attempt 3 of 2".
+ */
+export function failedReason(it: ItemState, reason: string): string {
+  const attempt = it.attempts.length;
+  const failed = it.failures + 1;
+  return `${reason} (failed attempt ${failed} of ${it.def.maxAttempts}${attempt !== failed ? `; attempt ${attempt} in all` : ""})`;
+}
+
 /** Items blocked, directly or through other blocked items, because of `id`. */
 export function blockedBecauseOf(p: Projection, id: string): string[] {
   const out: string[] = [];

@@ -37,11 +37,15 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
   const out = openSync(join(dir, SESSION_FILES.output), "a");
   const finish = (code: number | null, signal: string | null, error?: string) =>
     writeFileAtomic(join(dir, SESSION_FILES.exit), JSON.stringify({ code, signal, error: error ?? null, at: new Date().toISOString() }) + "\n");
+  // Failure injection is for loop's own processes: the agent does not see LOOP_FAILPOINT at all,
+  // neither the step's value nor the empty one a launch record sets to clear it.
+  const env: Record<string, string | undefined> = { ...process.env, ...launch.env };
+  delete env.LOOP_FAILPOINT;
   let child: ReturnType<typeof Bun.spawn>;
   try {
     child = Bun.spawn(launch.argv, {
       cwd: launch.cwd,
-      env: { ...process.env, ...launch.env },
+      env,
       stdin: "ignore",
       stdout: launch.tee ? "pipe" : out,
       stderr: launch.tee ? "pipe" : out,

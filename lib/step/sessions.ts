@@ -2,7 +2,7 @@
 // it from outside, end it. The decisions about what an observation means live in lib/step/decide.ts.
 import { closeSync, existsSync, mkdirSync, openSync, readSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { readJsonOrNull, readTextOrNull, sliceText, writeFileAtomic } from "../shared/fsutil.ts";
+import { readJsonOrNull, readRegularFile, sliceText, writeFileAtomic } from "../shared/fsutil.ts";
 import { killGroup } from "../shared/process.ts";
 import { sessionAlive } from "./liveness.ts";
 import { tmux, tmuxHasSession } from "./tmux.ts";
@@ -61,8 +61,12 @@ export function startSession(o: {
 export function observeSession(s: SessionRecord, a: AttemptRecord, timeouts: { launch: number; stall: number }, now: number): SessionObservation {
   const dir = s.sessionDir;
   const exit = readJsonOrNull<{ code: number | null; signal: string | null }>(join(dir, SESSION_FILES.exit));
-  // The agent's question, bounded: it is recorded in events and shown in the loop's reason.
-  const asked = readTextOrNull(join(dir, SESSION_FILES.ask), { maxBytes: 64 * 1024, truncate: true })?.trim();
+  // The agent's question, bounded: it is recorded in events and shown in the loop's reason. Only
+  // the file the agent wrote itself is read, never what a link in its place points to; a file that
+  // cannot be read so still means the agent asked for a person, who is told why it was not read.
+  const askPath = join(dir, SESSION_FILES.ask);
+  const ask = readRegularFile(askPath, { maxBytes: 64 * 1024, truncate: true, noLinks: true });
+  const asked = ask.kind === "ok" ? ask.bytes.toString("utf8").trim() : ask.kind === "error" ? `(the ask file ${askPath} was not read: ${ask.message})` : "";
   const question = asked ? (asked.length > 4000 ? `${sliceText(asked, 0, 4000)}…` : asked) : null;
   let lastOutputAt: number | null = null;
   try {

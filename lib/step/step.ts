@@ -18,12 +18,13 @@ import { pidAlive } from "../shared/process.ts";
 import { materialize } from "../log/materialize.ts";
 import { counts } from "../log/documents.ts";
 import { sessionDir, statePaths, worktreeDir } from "../shared/paths.ts";
-import { afterFailure, classifySession, hasOpenWork, nextWork } from "./decide.ts";
+import { afterFailure, classifySession, failedReason, hasOpenWork, nextWork } from "./decide.ts";
 import { isInFlight, type ItemState, type Projection } from "../log/reducer.ts";
 import { buildRunnerCommand, conversationIdFromLog } from "../definition/runners.ts";
 import { selfArgv } from "./self.ts";
 import { adoptable, graceMs, observeSession, readOutputHead, SESSION_FILES, startSession, tmuxSessionName } from "./sessions.ts";
 import { type Lease, Store } from "../log/store.ts";
+import { projectOf } from "../log/ownership.ts";
 import { runVerify } from "./verify.ts";
 import { commitLeftovers, commitsAhead, ensureWorktree, landMerge, repoTop, startPointFor } from "./workspace.ts";
 import { closeSession } from "./close.ts";
@@ -378,7 +379,7 @@ class Step {
     const next: EventDraft =
       decision === "retry"
         ? { type: "item_requeued", item: it.id, payload: { attempt: attempt.n, reason, failed: true, resetBudget: false } }
-        : { type: "item_settled", item: it.id, payload: { attempt: attempt.n, outcome: "failed", reason: `${reason} (attempt ${attempt.n} of ${it.def.maxAttempts})` } };
+        : { type: "item_settled", item: it.id, payload: { attempt: attempt.n, outcome: "failed", reason: failedReason(it, reason) } };
     this.append([...(c?.events ?? []), next], decision === "retry" ? "requeue" : "settle");
     return null;
   }
@@ -496,7 +497,7 @@ export function preflight(root: string): ReturnType<typeof loadDefinition> {
 /** One step. Throws DefinitionError or UsageError (exit 2) before touching anything (preflight), BusyLease when busy. */
 export async function runStep(o: StepOptions): Promise<RunResult> {
   const def = preflight(o.root);
-  const store = Store.open(o.stateRoot, { create: true, actor: o.actor });
+  const store = Store.open(o.stateRoot, { create: true, actor: o.actor, project: projectOf(o.root, def.name) });
   try {
     const got = store.acquireLease(o.leaseMs ?? 30 * 60_000, pidAlive);
     if (!got.ok) throw new BusyLease(got.holder);
