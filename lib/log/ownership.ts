@@ -92,7 +92,7 @@ export function ownershipProblem(recorded: ProjectIdentity | null, current: Proj
     return `${whose}, not to ${describe(current)}; nothing was done. ${POINT_IT_SENTENCE}`;
   }
   if (recorded.root !== current.root)
-    return `${whose} of the same repository, not to ${describe(current)}; nothing was done. ${POINT_IT_SENTENCE}`;
+    return `${whose}, another loop of the same repository, not to ${describe(current)}; nothing was done. ${POINT_IT_SENTENCE}`;
   if (recorded.name !== null && current.name !== null && recorded.name !== current.name)
     return `${whose}, but loop.json here names the loop "${current.name}"; nothing was done. If you renamed the loop, run ${ADOPT} to bind the state root to the new name; otherwise ${POINT_IT}`;
   return null;

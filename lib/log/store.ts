@@ -1,7 +1,7 @@
 // The store: one SQLite file holding the append-only, hash-chained event log, the projection
 // tables (updated in the same transaction as each event) and the step lease.
 import { type Database, constants } from "bun:sqlite";
-import { closeSync, fsyncSync, linkSync, lstatSync, openSync, rmSync, statSync } from "node:fs";
+import { accessSync, closeSync, constants as fsConstants, fsyncSync, linkSync, lstatSync, openSync, rmSync, statSync } from "node:fs";
 import { dirname } from "node:path";
 import { hostname } from "node:os";
 import { CanonicalJsonError, canonicalJson, sha256Hex } from "./canonical.ts";
@@ -99,6 +99,14 @@ export class Store {
       ensureStateRoot(stateRoot, { gitignore: true });
       Store.createFile(stateRoot, opts.actor ?? "loop", opts.project ?? null);
     }
+    // SQLite opens a file it may not write read-only without a word, and fails at the first write
+    // (or the WAL's -shm in a read-only directory): say so here, as what it is.
+    for (const p of [path, stateRoot])
+      try {
+        accessSync(p, fsConstants.W_OK);
+      } catch (err) {
+        throw new StoreError("io_error", `cannot write ${p}: ${(err as Error).message} (a writer needs to write loop.db and the state root it is in)`);
+      }
     const db = openWith(path, constants.SQLITE_OPEN_READWRITE);
     const store = new Store(db, stateRoot);
     try {
@@ -287,7 +295,7 @@ export class Store {
         assertOwnership(p.loop.owner, this.project, this.stateRoot);
         if (this.project && !p.loop.owner) {
           const project = { ...this.project, name: this.project.name ?? p.loop.name };
-          all = [bindDraft(project, null, p.seq <= 1 ? "a new store" : "the store had no project recorded (made by an older loop); bound on its first write", opts.actor ?? "loop"), ...drafts];
+          all = [bindDraft(project, null, "the store had no project recorded (made by an older loop); bound on its first write", opts.actor ?? "loop"), ...drafts];
         }
       }
       // query(), not prepare(): a prepared statement nobody finalizes turns close() into a deferred

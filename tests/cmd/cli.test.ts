@@ -3,7 +3,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { closeSync, constants as fsConstants, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { hostname, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { VERSION } from "../../lib/shared/version.ts";
 import { Store } from "../../lib/log/store.ts";
@@ -688,6 +688,53 @@ describe("status and replay", () => {
     expect(r.code).toBe(0);
     expect(r.stdout.length).toBeGreaterThan(64 * 1024);
     expect(JSON.parse(r.stdout).items).toHaveLength(400);
+  });
+});
+
+describe("the confirmation prompt", () => {
+  /** `loop ctl skip` on a terminal: answer the prompt with `keys` once it shows. */
+  async function answerPrompt(repo: string, keys: string) {
+    let text = "";
+    const dec = new TextDecoder();
+    const proc = Bun.spawn([process.execPath, LOOP, "ctl", "skip", "--work-item", "alpha"], {
+      cwd: repo,
+      env: baseEnv({ TERM: "xterm-256color", NO_COLOR: "1" }),
+      terminal: { cols: 200, rows: 50, data: (_t, d) => void (text += dec.decode(d, { stream: true })) },
+    });
+    for (let i = 0; i < 400 && !text.includes("Go ahead?"); i++) await Bun.sleep(25);
+    expect(text).toContain("Go ahead?");
+    proc.terminal!.write(keys);
+    const code = await proc.exited;
+    proc.terminal?.close();
+    return { code, text };
+  }
+
+  test("Ctrl-C exits 130 (interrupted), No and Escape exit 3 (declined); nothing is changed either way", async () => {
+    const repo = seededRepo([item("alpha")]);
+    const db = readFileSync(join(repo, ".loop", "loop.db"));
+    for (const [keys, code] of [["\x03", 130], ["n\r", 3], ["\x1b", 3]] as const) {
+      const r = await answerPrompt(repo, keys);
+      expect({ keys, code: r.code }).toEqual({ keys, code });
+      expect(r.text).toContain(code === 130 ? "interrupted; nothing was changed" : "declined; nothing was changed");
+    }
+    expect(readFileSync(join(repo, ".loop", "loop.db")).equals(db)).toBe(true);
+  });
+});
+
+describe("the actor", () => {
+  test("without $LOOP_ACTOR, $USER or $LOGNAME, events name the uid's user, never `unknown`", () => {
+    const repo = seededRepo([item("alpha")]);
+    const env = { LOOP_ACTOR: undefined, USER: undefined, LOGNAME: undefined };
+    expect(cli(["ctl", "pause", "--json"], { cwd: repo, env }).code).toBe(0);
+    const want = spawnSync("id", ["-un"], { encoding: "utf8" }).stdout.trim();
+    const store = Store.open(join(repo, ".loop"));
+    try {
+      const last = store.db.query("SELECT actor FROM events ORDER BY seq DESC LIMIT 1").get() as { actor: string };
+      expect(want).not.toBe("");
+      expect(last.actor).toBe(`${want}@${hostname()}`);
+    } finally {
+      store.close();
+    }
   });
 });
 
