@@ -220,7 +220,7 @@ export class Store {
         ]);
         this.append([
           { type: "store_opened", payload: { schema: SCHEMA_VERSION, tool: "loop" }, actor },
-          ...(project ? [bindDraft(project, null, "a new store", actor)] : []),
+          ...(project ? [{ type: "store_bound" as const, payload: bindPayload(project, null, "a new store"), actor }] : []),
         ]);
       })
       .immediate();
@@ -295,7 +295,8 @@ export class Store {
         assertOwnership(p.loop.owner, this.project, this.stateRoot);
         if (this.project && !p.loop.owner) {
           const project = { ...this.project, name: this.project.name ?? p.loop.name };
-          all = [bindDraft(project, null, "the store had no project recorded (made by an older loop); bound on its first write", opts.actor ?? "loop"), ...drafts];
+          const reason = "the store had no project recorded (made by an older loop); bound on its first write";
+          all = [{ type: "store_bound", payload: bindPayload(project, null, reason), actor: opts.actor ?? "loop" }, ...drafts];
         }
       }
       // query(), not prepare(): a prepared statement nobody finalizes turns close() into a deferred
@@ -359,7 +360,8 @@ export class Store {
     try {
       const p = this.projection();
       if (sameBinding(p.loop.owner, project)) return null;
-      return this.append([bindDraft(project, p.loop.owner, reason, actor)], { actor, expectSeq: p.seq }).events[0]!;
+      // No failpoint label: like store_opened, the store's own bookkeeping, one event in one transaction.
+      return this.append([{ type: "store_bound", payload: bindPayload(project, p.loop.owner, reason), actor }], { actor, expectSeq: p.seq }).events[0]!;
     } finally {
       this.project = project;
     }
@@ -487,9 +489,10 @@ export class Store {
   }
 }
 
-function bindDraft(project: ProjectIdentity, previous: ProjectIdentity | null, reason: string, actor: string): EventDraft {
+/** A store_bound payload: the identity's fields only, whatever else the object carries. */
+function bindPayload(project: ProjectIdentity, previous: ProjectIdentity | null, reason: string) {
   const { repo, gitDir, root, name } = project;
-  return { type: "store_bound", payload: { project: { repo, gitDir, root, name }, previous, reason }, actor };
+  return { project: { repo, gitDir, root, name }, previous, reason };
 }
 
 function writeProjection(db: Database, p: Projection, touched: Set<string>) {

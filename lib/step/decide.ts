@@ -86,6 +86,8 @@ export interface SessionObservation {
   exit: { code: number | null; signal: string | null } | null;
   /** Non-empty text of the ask file. */
   question: string | null;
+  /** Why something in the ask file's place was not read (a link, a FIFO), or null. */
+  askIgnored?: string | null;
   /** The wrapper wrote its started marker (the agent process was spawned). */
   started: boolean;
   alive: boolean;
@@ -113,7 +115,7 @@ export function classifySession(o: SessionObservation): SessionVerdict {
       kind: "exited",
       code: o.exit.code,
       signal: o.exit.signal,
-      reason: o.exit.signal ? `agent killed by ${o.exit.signal}` : `agent exited with code ${o.exit.code}`,
+      reason: `${o.exit.signal ? `agent killed by ${o.exit.signal}` : `agent exited with code ${o.exit.code}`}${o.askIgnored ? `; ${o.askIgnored}` : ""}`,
     };
   if (!o.alive && o.started) return { kind: "lost", reason: "session process vanished without an exit status" };
   if (!o.started) {

@@ -11,7 +11,7 @@ const T = 120_000;
 
 describe("the ask file", () => {
   test.concurrent(
-    "a symbolic or hard link in its place is not read: the question says so, the linked file's content is recorded nowhere",
+    "a symbolic or hard link in its place is not read and is no question: the session's end says it was ignored, the linked file's content is recorded nowhere",
     () =>
       scenario(
         (p) => {
@@ -32,19 +32,14 @@ describe("the ask file", () => {
         },
         {},
         async (p) => {
-          const cases = [
-            ["soft", "it is a symbolic link"],
-            ["hard", "it has 2 links (a hard link to another file)"],
-          ] as const;
-          for (const [id, why] of cases) {
-            const paused = await p.runUntil((r) => r.action === "paused", { what: `${id} paused` });
-            const question = `(the ask file ${join(p.sessionDir(id, 1), "ask.txt")} was not read: ${why})`;
-            expect(paused.reason).toBe(`${id} needs input: ${question}`);
-            expect(p.eventsOf("needs_input", id).map((e) => e.payload.question)).toEqual([question]);
-            expect(p.projection().items[id]!.question).toBe(question);
-            expect((await p.ctl(["skip", "--work-item", id, "--yes"])).code).toBe(0);
-          }
-          await p.runToDrain();
+          const last = await p.runToDrain();
+          expect(last.reason).toBe("Succeeded");
+          expect(p.eventsOf("needs_input")).toEqual([]);
+          const ends = Object.fromEntries(p.eventsOf("session_ended").map((e) => [e.item, e.payload.reason]));
+          expect(ends).toEqual({
+            soft: `agent exited with code 0; its ask file ${join(p.sessionDir("soft", 1), "ask.txt")} was not read: it is a symbolic link`,
+            hard: `agent exited with code 0; its ask file ${join(p.sessionDir("hard", 1), "ask.txt")} was not read: it has 2 links (a hard link to another file)`,
+          });
           const everything = [readFileSync(join(p.stateRoot, "state.json"), "utf8"), readFileSync(join(p.stateRoot, "RUNLOG.md"), "utf8"), JSON.stringify(p.events())].join("\n");
           expect(everything).not.toContain("TOP-SECRET");
         },
