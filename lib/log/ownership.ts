@@ -8,8 +8,7 @@ import { existsSync, lstatSync, realpathSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { readTextOrNull } from "../shared/fsutil.ts";
 import { StoreError } from "../shared/errors.ts";
-import { dbPath, withReadSnapshot } from "./snapshot.ts";
-import { findLoopRow } from "./snapshot.ts";
+import { dbPath, findLoopRow, withReadSnapshot } from "./snapshot.ts";
 
 export interface ProjectIdentity {
   /** The repository's top level (the work tree holding the project), real path. */
