@@ -1,6 +1,7 @@
-// Confirmation for destructive commands (docs/cli/README.md#confirmation): --yes proceeds; a TTY is asked (default No,
-// prompt on stderr); anything else refuses with exit 2 and changes nothing.
-import { DeclinedError, UsageError } from "../shared/cli.ts";
+// Confirmation for destructive commands (docs/cli/README.md#confirmation): --yes proceeds; a TTY is
+// asked (default No, prompt on stderr); anything else refuses with exit 2 and changes nothing. No, or
+// Escape, is a refusal (exit 3); Ctrl-C is an interruption (exit 130), as it is everywhere else.
+import { DeclinedError, InterruptedError, UsageError } from "../shared/cli.ts";
 import { printable } from "../shared/printable.ts";
 
 export async function confirmOrRefuse(o: { yes: boolean; stdinIsTTY: boolean; what: string[]; command: string }): Promise<void> {
@@ -9,6 +10,19 @@ export async function confirmOrRefuse(o: { yes: boolean; stdinIsTTY: boolean; wh
     throw new UsageError(`${o.command} is destructive and stdin is not a terminal: pass --yes to do it (or --dry-run to see it). Nothing was changed.`);
   process.stderr.write(`${o.command} will:\n${o.what.map((w) => `  - ${printable(w)}`).join("\n")}\n`);
   const { confirm: clackConfirm, isCancel } = await import("@clack/prompts"); // only a terminal prompt needs it
-  const answer = await clackConfirm({ message: "Go ahead?", initialValue: false, output: process.stderr });
+  // The prompt reads the terminal raw, so Ctrl-C arrives as a byte, not as SIGINT; clack reports it
+  // and Escape alike as "cancel", so the byte is watched for here.
+  let interrupted = false;
+  const watch = (d: Buffer | string) => {
+    if (String(d).includes("\x03")) interrupted = true;
+  };
+  process.stdin.on("data", watch);
+  let answer: boolean | symbol;
+  try {
+    answer = await clackConfirm({ message: "Go ahead?", initialValue: false, output: process.stderr });
+  } finally {
+    process.stdin.off("data", watch);
+  }
+  if (isCancel(answer) && interrupted) throw new InterruptedError(`${o.command}: interrupted; nothing was changed`);
   if (isCancel(answer) || answer !== true) throw new DeclinedError(`${o.command}: declined; nothing was changed`);
 }

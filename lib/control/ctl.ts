@@ -13,7 +13,9 @@ import { dbPath, readProjection, Store, StoreError, withReadSnapshot } from "../
 import { repoTop } from "../step/workspace.ts";
 import { materialize } from "../log/materialize.ts";
 import type { StoredEvent } from "../log/events.ts";
-import { BusyError, RefusedError, UsageError } from "../shared/errors.ts";
+import { BusyError, DefinitionError, RefusedError, UsageError } from "../shared/errors.ts";
+import { assertOwnership, projectOf } from "../log/ownership.ts";
+import { loadDefinition } from "../definition/loop-json.ts";
 
 export const CTL_VERBS = ["start", "pause", "resume", "stop", "skip", "retry", "cancel", "reply"] as const;
 export type CtlVerb = (typeof CTL_VERBS)[number];
@@ -132,6 +134,11 @@ export function planCtl(p: Projection, verb: CtlVerb, items: string[], o: { text
         // --all-blocked, or both named): requeuing it twice would be an illegal event.
         if (requeued.has(id)) {
           out.push({ item: id, effect: `${id} is requeued with ${requeued.get(id)}`, noop: true, close: null, events: [] });
+          continue;
+        }
+        // A pending item that nothing holds is already going to run: nothing to release or requeue.
+        if (!settled && !it.held) {
+          out.push({ item: id, effect: `${id} is ${it.status} and not held; nothing to retry`, noop: true, close: null, events: [] });
           break;
         }
         const events: EventDraft[] = [control(id)];
@@ -215,16 +222,18 @@ export async function applyCtl(o: {
 }): Promise<CtlResult> {
   // Plan first from a read-only snapshot, so that a dry run, a refusal or a usage error (an unknown
   // item) changes nothing under the state root, not even -wal/-shm files; the store is opened for
-  // writing only to carry the plan out.
+  // writing only to carry the plan out. A store of another project is refused before any plan.
+  const project = projectOf(o.root, definitionName(o.root));
   const p0 = readOnlyProjection(o.stateRoot);
-  let store: Store | null = p0 ? null : Store.open(o.stateRoot, { actor: o.actor });
+  if (p0) assertOwnership(p0.loop.owner, project, o.stateRoot);
+  let store: Store | null = p0 ? null : Store.open(o.stateRoot, { actor: o.actor, project });
   try {
     const actions = o.plan(p0 ?? store!.projection());
     const summary = actions.map((a) => ({ item: a.item, effect: a.effect, noop: a.noop }));
     const result: CtlResult = { schema: "loop/ctl@1", verb: o.verb, dryRun: o.dryRun, actions: summary, closed: [], transitions: [] };
     if (o.dryRun || actions.every((a) => a.noop)) return result;
     await o.confirm(actions.filter((a) => !a.noop));
-    store ??= Store.open(o.stateRoot, { actor: o.actor });
+    store ??= Store.open(o.stateRoot, { actor: o.actor, project });
     const lease = store.acquireLease(10 * 60_000, pidAlive);
     if (!lease.ok) throw new BusyError(`a \`loop run\` step holds the lease (pid ${lease.holder.pid} on ${lease.holder.host}); nothing was done, try again`);
     try {
@@ -255,6 +264,20 @@ export async function applyCtl(o: {
     return result;
   } finally {
     store?.close();
+  }
+}
+
+/**
+ * The loop's name as loop.json in the project root gives it, or null when it cannot be read: ctl
+ * must work while loop.json is being edited (a pause, a stop), and then compares the repository
+ * and the loop's folder only.
+ */
+function definitionName(root: string): string | null {
+  try {
+    return loadDefinition(root).name;
+  } catch (err) {
+    if (err instanceof DefinitionError) return null;
+    throw err;
   }
 }
 

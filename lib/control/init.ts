@@ -2,13 +2,16 @@
 // functions of what was found, so they are tested with plain data.
 import { existsSync, lstatSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { basename, delimiter, dirname, join, relative, sep } from "node:path";
-import { parseDefinitionText } from "../definition/loop-json.ts";
+import { loadDefinition, parseDefinitionText } from "../definition/loop-json.ts";
 import { currentBranch, git, isWorkTree } from "../step/git.ts";
 import SCHEMA from "../../schema/loop.schema.json";
 import { statePaths } from "../shared/paths.ts";
 import { Store } from "../log/store.ts";
 import { materialize } from "../log/materialize.ts";
-import { UsageError } from "../shared/errors.ts";
+import { BusyError, UsageError } from "../shared/errors.ts";
+import { ensureStateRoot } from "../shared/state-root.ts";
+import { type ProjectIdentity, projectOf } from "../log/ownership.ts";
+import { pidAlive } from "../shared/process.ts";
 
 export const AGENT_CLIS = ["claude", "codex", "aider"] as const;
 
@@ -125,8 +128,7 @@ export function initProject(
   stateRoot: string,
   opts: { force: boolean; nested?: boolean; env: Record<string, string | undefined>; actor: string },
 ): InitResult {
-  if (!existsSync(root)) throw new UsageError(`--root ${root} does not exist`);
-  if (!isWorkTree(root)) throw new UsageError(`${root} is not inside a git work tree (run \`git init\` first)`);
+  checkRoot(root);
   // Compared as git reports it: both resolved, so a symlinked path to the project still matches.
   const outer = enclosingLoop(realpathSync(root), git(root, ["rev-parse", "--show-toplevel"]));
   if (outer?.inStateRoot)
@@ -151,29 +153,82 @@ export function initProject(
   const runner = pickRunner((c) => findOnPath(c, opts.env.PATH));
   const verify = guessVerify(has, scripts);
   const base = currentBranch(root) ?? "main";
-  const text = initTemplate({ name: loopNameFrom(root), runner, base, verify, schema: schemaRef(root, stateRoot) });
+  const name = loopNameFrom(root);
+  const text = initTemplate({ name, runner, base, verify, schema: schemaRef(root, stateRoot) });
   parseDefinitionText(text, defPath); // the template must always be valid
+  const project = projectFor(root, name);
   const created: string[] = [];
   const paths = statePaths(stateRoot);
-  // The store first: a corrupt one stops init before anything is written.
-  const newStore = !existsSync(paths.db);
-  const store = Store.open(stateRoot, { create: true, actor: opts.actor });
+  // The store first: a corrupt one, or one of another project, stops init before anything is
+  // written. The loop's name is not compared: init writes the loop.json that names it.
+  const newStore = !lstatSync(paths.db, { throwIfNoEntry: false });
+  const store = Store.open(stateRoot, { create: true, actor: opts.actor, project, ignoreName: true });
   try {
     if (newStore) created.push(paths.db);
     // The state root's .gitignore right after the store: whatever fails later, git never sees it.
-    if (!existsSync(paths.gitignore)) {
-      writeFileSync(paths.gitignore, "# loop's state root: never commit it\n*\n");
-      created.push(paths.gitignore);
-    }
+    if (!existsSync(paths.gitignore)) created.push(...ensureStateRoot(stateRoot, { gitignore: true }));
     // Rewritten by every init: the schema of the loop that ran it.
     const schemaPath = join(stateRoot, SCHEMA_FILE);
     if (!existsSync(schemaPath)) created.push(schemaPath);
     writeFileSync(schemaPath, schemaText());
     writeFileSync(defPath, text);
     created.unshift(defPath);
+    store.bindProject(project, `loop init wrote loop.json naming the loop "${name}"`, opts.actor);
     materialize(stateRoot, store.projection(), store.db);
   } finally {
     store.close();
   }
   return { root, stateRoot, definition: defPath, schemaFile: join(stateRoot, SCHEMA_FILE), runner, verify, base, created, overwrote: existed };
+}
+
+function checkRoot(root: string): void {
+  if (!existsSync(root)) throw new UsageError(`--root ${root} does not exist`);
+  if (!isWorkTree(root)) throw new UsageError(`${root} is not inside a git work tree (run \`git init\` first)`);
+}
+
+function projectFor(root: string, name: string): ProjectIdentity {
+  const project = projectOf(root, name);
+  // git said it is a work tree; a .git that cannot be found on disk (GIT_DIR set) cannot be recorded.
+  if (!project) throw new UsageError(`cannot find the .git of the repository holding ${root} (is GIT_DIR set?)`);
+  return project;
+}
+
+export interface AdoptResult {
+  schema: "loop/adopt@1";
+  root: string;
+  stateRoot: string;
+  /** The project the store belongs to now. */
+  project: ProjectIdentity;
+  /** What it belonged to before (null: nothing was recorded). */
+  previous: ProjectIdentity | null;
+  /** false when it already belonged to this project: nothing was written. */
+  bound: boolean;
+}
+
+/**
+ * `loop init --adopt`: bind an existing state root to this project, for a repository that was moved
+ * or renamed on disk, or a loop renamed in loop.json. Recorded as a store_bound event naming the
+ * previous owner; loop.json is read (for the loop's name), never written. Under the lease.
+ */
+export function adoptStateRoot(root: string, stateRoot: string, opts: { actor: string }): AdoptResult {
+  checkRoot(root);
+  const def = loadDefinition(root);
+  const project = projectFor(root, def.name);
+  const store = Store.open(stateRoot, { actor: opts.actor }); // no create: there must be something to adopt
+  try {
+    const lease = store.acquireLease(60_000, pidAlive);
+    if (!lease.ok) throw new BusyError(`a \`loop run\` step holds the lease (pid ${lease.holder.pid} on ${lease.holder.host}); nothing was done, try again`);
+    let previous: ProjectIdentity | null;
+    let bound: boolean;
+    try {
+      previous = store.projection().loop.owner;
+      bound = store.bindProject(project, "adopted with `loop init --adopt`", opts.actor) !== null;
+      if (bound) materialize(stateRoot, store.projection(), store.db);
+    } finally {
+      store.releaseLease(lease.lease);
+    }
+    return { schema: "loop/adopt@1", root, stateRoot, project, previous, bound };
+  } finally {
+    store.close();
+  }
 }

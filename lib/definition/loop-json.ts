@@ -111,7 +111,8 @@ const Duration = v.pipe(
   v.string('must be a duration string such as "15m"'),
   problem<string>((s) => {
     try {
-      return parseDuration(s) > 0 ? undefined : "must be greater than zero";
+      parseDuration(s); // zero included: refused by parseDuration itself
+      return undefined;
     } catch (e) {
       return (e as Error).message;
     }

@@ -48,8 +48,11 @@ const Verify = v.strictObject({
   reason: Str,
 });
 
+const Project = v.strictObject({ repo: Str, gitDir: Str, root: Str, name: NStr });
+
 export const PAYLOADS = {
   store_opened: v.strictObject({ schema: Int, tool: Str }),
+  store_bound: v.strictObject({ project: Project, previous: v.nullable(Project), reason: Str }),
   definition_imported: v.strictObject({
     revision: Pos,
     hash: Str,

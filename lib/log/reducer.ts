@@ -99,8 +99,18 @@ export interface ItemState {
   landing: { outcome: string; target: string | null; commit: string | null; reason: string } | null;
 }
 
+/** The project a store belongs to (lib/log/ownership.ts), as recorded by `store_bound`. */
+export interface OwnerRecord {
+  repo: string;
+  gitDir: string;
+  root: string;
+  name: string | null;
+}
+
 export interface LoopRecord {
   name: string | null;
+  /** The project this store belongs to; null until its first write binds it. */
+  owner: OwnerRecord | null;
   state: LoopState;
   reason: string | null;
   revision: number;
@@ -129,6 +139,7 @@ export function emptyProjection(): Projection {
     hash: GENESIS_HASH,
     loop: {
       name: null,
+      owner: null,
       state: "new",
       reason: null,
       revision: 0,
@@ -229,6 +240,11 @@ function settle(p: Projection, it: ItemState, status: ItemStatus, reason: string
   if (p.loop.current === it.id) p.loop.current = null;
 }
 
+function sameOwner(a: OwnerRecord | null, b: OwnerRecord | null): boolean {
+  if (a === null || b === null) return a === b;
+  return a.repo === b.repo && a.gitDir === b.gitDir && a.root === b.root && a.name === b.name;
+}
+
 /** A drained loop that is paused or stopped is no longer drained: its outcome would go stale. */
 function leaveDrained(p: Projection) {
   p.loop.outcome = null;
@@ -239,6 +255,13 @@ function leaveDrained(p: Projection) {
 const HANDLERS: Record<EventType, Handler> = {
   store_opened(p, e, fail) {
     if (e.seq !== 1) fail("store_opened_first", "store_opened may only be the first event");
+  },
+  store_bound(p, e, fail) {
+    const { previous, project } = e.payload;
+    // The record says what it replaced: a binding that names another predecessor was not made
+    // over this store's owner.
+    if (!sameOwner(previous, p.loop.owner)) fail("store_bound_previous", `previous owner ${JSON.stringify(previous)} is not the recorded ${JSON.stringify(p.loop.owner)}`);
+    p.loop.owner = { repo: project.repo, gitDir: project.gitDir, root: project.root, name: project.name };
   },
   definition_imported(p, e, fail) {
     const pl = e.payload;

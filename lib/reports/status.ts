@@ -20,13 +20,23 @@ import { type Waiting, waitingReasons } from "../step/decide.ts";
 import { tmuxAttachCommand } from "../step/tmux.ts";
 import type { Database } from "bun:sqlite";
 import { dirname, join } from "node:path";
+import { ownershipFinding, type ProjectIdentity } from "../log/ownership.ts";
 
 export type { Finding };
 
 
 export type StateDocument = ReturnType<typeof stateDocument>;
 
-export function statusReport(stateRoot: string, workItems: string[] = [], env: Record<string, string | undefined> = process.env) {
+/**
+ * `project`: the project status runs for (lib/log/ownership.ts); a store bound to another one is
+ * reported as a `foreign_store` finding. Undefined or null (run outside any repository): not compared.
+ * `env` locates the tmux socket for the attach command.
+ */
+export function statusReport(
+  stateRoot: string,
+  workItems: string[] = [],
+  { project = null, env = process.env }: { project?: ProjectIdentity | null; env?: Record<string, string | undefined> } = {},
+) {
   return withReadSnapshot(stateRoot, ({ db }) => {
     const head = headOf(db);
     const lr = readLoopRow(db);
@@ -40,6 +50,8 @@ export function statusReport(stateRoot: string, workItems: string[] = [], env: R
     const view = stateView(statePaths(stateRoot).stateJson, lr.state_sha, () => readProjection(db));
     findings.push(...view.findings);
     const doc = view.doc;
+    const foreign = ownershipFinding(doc.loop.owner, project, stateRoot);
+    if (foreign) findings.push(foreign);
     const byId = new Map(doc.items.map((it) => [it.id, it]));
     const selected = workItems.length ? resolveSelectorsIn(doc.items, workItems).map((id) => byId.get(id)!) : doc.items;
     const waiting = waitingOf(db, doc);

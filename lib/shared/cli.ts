@@ -46,7 +46,7 @@ export const confirmArgs = {
   "dry-run": { type: "boolean", description: "show what would happen and change nothing" },
 } as const satisfies ArgsSpec;
 
-export { BusyError, DeclinedError, UsageError } from "./errors.ts";
+export { BusyError, DeclinedError, InterruptedError, UsageError } from "./errors.ts";
 
 type Parsed<S extends ArgsSpec> = {
   [K in keyof S]: S[K] extends { type: "boolean" }
@@ -155,11 +155,13 @@ export function defineTool<S extends ArgsSpec>(tool: Tool<S>): Tool<S> {
 
 const ANSI = /\x1b\[[0-9;]*m/g;
 
+/** Colour only on a terminal, and not when NO_COLOR is set to something (no-color.org: an empty value does not count). */
 export function wantColor(stream: { isTTY?: boolean }, env: Record<string, string | undefined>): boolean {
-  return Boolean(stream.isTTY) && env.NO_COLOR === undefined && env.TERM !== "dumb";
+  return Boolean(stream.isTTY) && !env.NO_COLOR && env.TERM !== "dumb";
 }
 
-export async function renderHelp(tool: Tool, color: boolean): Promise<string> {
+/** `prog`: the name the tool was invoked as (`loop run`, `loop-run`), shown in the usage line. */
+export async function renderHelp(tool: Tool, color: boolean, prog: string = tool.name): Promise<string> {
   const argsDef: ArgsDef = {};
   for (const [name, a] of Object.entries(allArgs(tool)) as [string, ArgSpec][]) {
     if (a.type === "positional") argsDef[name] = { type: "positional", description: a.description, required: a.required ?? false, valueHint: a.valueHint };
@@ -167,7 +169,7 @@ export async function renderHelp(tool: Tool, color: boolean): Promise<string> {
     else argsDef[name] = { type: "boolean", description: a.description, ...(a.short ? { alias: a.short } : {}) };
   }
   const { renderUsage } = await import("citty"); // only --help needs it
-  let text = await renderUsage({ meta: { name: tool.name, version: VERSION, description: tool.description }, args: argsDef });
+  let text = await renderUsage({ meta: { name: prog, version: VERSION, description: tool.description }, args: argsDef });
   if (tool.footer) text += `\n\n${tool.footer.trim()}\n`;
   if (!color) text = text.replace(ANSI, "");
   return text.endsWith("\n") ? text : text + "\n";
@@ -292,6 +294,27 @@ export interface RunOptions {
   stdinIsTTY?: boolean;
   env?: Record<string, string | undefined>;
   cwd?: string;
+  /** The name the tool was invoked as (`loop run`, `loop-run`), for help and messages; default tool.name. */
+  prog?: string;
+}
+
+/**
+ * The format a command line asks for, read before (or without) parsing it, so that a usage error
+ * is reported in the format every other error of the command would be: JSON whenever --json is
+ * given (even beside --text, which is that usage error), text with --text, else JSON when stdout
+ * is not a terminal.
+ */
+export function requestedFormat(argv: string[], stdout: { isTTY?: boolean }): Format {
+  const end = argv.indexOf("--");
+  const flags = end < 0 ? argv : argv.slice(0, end);
+  if (flags.includes("--json")) return "json";
+  if (flags.includes("--text")) return "text";
+  return stdout.isTTY ? "text" : "json";
+}
+
+/** A JSON error document, one line: C1 control characters are escaped too (JSON leaves them raw, a terminal obeys them). */
+export function errorLine(code: string, message: string): string {
+  return JSON.stringify({ error: { code, message } }).replace(/[\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`) + "\n";
 }
 
 function makeLogger(stderr: OutStream, color: () => boolean): ConsolaInstance {
@@ -314,13 +337,14 @@ function makeLogger(stderr: OutStream, color: () => boolean): ConsolaInstance {
 export async function runTool(tool: Tool, opts: RunOptions): Promise<number> {
   const env = opts.env ?? process.env;
   // stdout failing (ENOSPC, EIO) is one line on stderr, when it happens; the exit code says it too.
-  const out = opts.stdout ? null : new FdStream(1, Bun.stdout, (err) => writeSync(2, `${tool.name}: cannot write the results to stdout: ${(err as Error).message}\n`));
+  const prog = opts.prog ?? tool.name;
+  const out = opts.stdout ? null : new FdStream(1, Bun.stdout, (err) => writeSync(2, `${prog}: cannot write the results to stdout: ${(err as Error).message}\n`));
   const errOut = opts.stderr ? null : new FdStream(2, Bun.stderr);
   const stdout: OutStream = opts.stdout ?? out!;
   const stderr: OutStream = opts.stderr ?? errOut!;
   let code: number = EXIT.problem;
   try {
-    code = await runParsed(tool, opts, env, stdout, stderr);
+    code = await runParsed(tool, { ...opts, prog }, env, stdout, stderr);
   } finally {
     try {
       await out?.flush();
@@ -334,28 +358,30 @@ export async function runTool(tool: Tool, opts: RunOptions): Promise<number> {
   return code;
 }
 
-async function runParsed(tool: Tool, opts: RunOptions, env: Record<string, string | undefined>, stdout: OutStream, stderr: OutStream): Promise<number> {
+async function runParsed(tool: Tool, opts: RunOptions & { prog: string }, env: Record<string, string | undefined>, stdout: OutStream, stderr: OutStream): Promise<number> {
+  const prog = opts.prog;
   const log = makeLogger(stderr, () => wantColor(stderr, env));
+  // A usage error is reported like any other error of the command: JSON when its output is JSON.
+  const usageError = (message: string): number => {
+    if (requestedFormat(opts.argv, stdout) === "json") stderr.write(errorLine("usage", message));
+    else stderr.write(`${prog}: ${printable(message)}\nRun \`${prog} --help\` for usage.\n`);
+    return EXIT.usage;
+  };
   let args: Record<string, unknown>;
   try {
     args = parseArgv(opts.argv, allArgs(tool));
   } catch (err) {
-    const c = classifyError(err);
-    stderr.write(`${tool.name}: ${printable(c.message)}\nRun \`${tool.name} --help\` for usage.\n`);
-    return c.exit;
+    return usageError(classifyError(err).message);
   }
   if (args.help) {
-    stdout.write(await renderHelp(tool, wantColor(stdout, env)));
+    stdout.write(await renderHelp(tool, wantColor(stdout, env), prog));
     return EXIT.ok;
   }
   if (args.version) {
     stdout.write(`${VERSION}\n`);
     return EXIT.ok;
   }
-  if (args.json && args.text) {
-    stderr.write(`${tool.name}: --json and --text exclude each other\n`);
-    return EXIT.usage;
-  }
+  if (args.json && args.text) return usageError("--json and --text exclude each other");
   if (args.quiet) log.level = 1;
   if (args.verbose) log.level = 4;
   const format: Format = args.json ? "json" : args.text ? "text" : stdout.isTTY ? "text" : "json";
@@ -387,21 +413,21 @@ async function runParsed(tool: Tool, opts: RunOptions, env: Record<string, strin
   } catch (err) {
     const c = classifyError(err);
     if (c.code === "internal" && format !== "json") {
-      stderr.write(`${tool.name}: internal error: ${printable(c.message)}\n`);
+      stderr.write(`${prog}: internal error: ${printable(c.message)}\n`);
       if (args.verbose && err instanceof Error && err.stack) stderr.write(err.stack + "\n");
     } else if (format === "json") {
-      stderr.write(JSON.stringify({ error: { code: c.code, message: c.message } }) + "\n");
+      stderr.write(errorLine(c.code, c.message));
     } else {
       // One line, whatever was typed into it; only loop.json's list of problems is several lines,
       // each escaped on its own.
-      stderr.write(`${tool.name}: ${err instanceof DefinitionError ? err.lines().map(printable).join("\n") : printable(c.message)}\n`);
+      stderr.write(`${prog}: ${err instanceof DefinitionError ? err.lines().map(printable).join("\n") : printable(c.message)}\n`);
     }
     return c.exit;
   }
 }
 
 /** Entry for a single-file command script: run, set the exit code, let stdout drain. */
-export async function main(tool: Tool, argv = process.argv.slice(2)): Promise<void> {
-  const code = await runTool(tool, { argv });
+export async function main(tool: Tool, argv = process.argv.slice(2), prog?: string): Promise<void> {
+  const code = await runTool(tool, { argv, prog });
   process.exitCode = code;
 }

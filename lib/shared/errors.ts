@@ -115,7 +115,15 @@ function definitionLines(issues: DefinitionIssue[], file: string): string[] {
   return issues.map((i) => (i.path ? `${file}: ${i.path}: ${i.message}` : `${file}: ${i.message}`));
 }
 
-export type StoreErrorCode = "missing_store" | "corrupt_store" | "outdated_store" | "invalid_event" | "duplicate_event" | "seq_conflict";
+export type StoreErrorCode =
+  | "missing_store"
+  | "corrupt_store"
+  | "outdated_store"
+  | "foreign_store"
+  | "io_error"
+  | "invalid_event"
+  | "duplicate_event"
+  | "seq_conflict";
 
 /** The store cannot be used (exit 2: nothing was attempted), or refused an append (exit 1) (lib/log/store.ts). */
 export class StoreError extends LoopError {
@@ -126,7 +134,7 @@ export class StoreError extends LoopError {
     message: string,
   ) {
     super(message);
-    this.exit = code === "missing_store" || code === "corrupt_store" || code === "outdated_store" ? EXIT.usage : EXIT.problem;
+    this.exit = code === "missing_store" || code === "corrupt_store" || code === "outdated_store" || code === "foreign_store" ? EXIT.usage : EXIT.problem;
   }
 }
 
@@ -217,4 +225,11 @@ export class DemoDirectiveError extends LoopError {
   ) {
     super(`handoff line ${line}: ${message}`);
   }
+}
+
+/** The user interrupted the command (Ctrl-C at a prompt): exit 130, like a shell's SIGINT. */
+export class InterruptedError extends LoopError {
+  override name = "InterruptedError";
+  readonly code = "interrupted";
+  readonly exit = EXIT.interrupted;
 }

@@ -222,6 +222,8 @@ export interface SessionObservation {
   exit: { code: number | null; signal: string | null } | null;
   /** Non-empty text of the ask file. */
   question: string | null;
+  /** Why something in the ask file's place was not read (a link, a FIFO), or null. */
+  askIgnored?: string | null;
   /** The wrapper wrote its started marker (the agent process was spawned). */
   started: boolean;
   alive: boolean;
@@ -249,7 +251,7 @@ export function classifySession(o: SessionObservation): SessionVerdict {
       kind: "exited",
       code: o.exit.code,
       signal: o.exit.signal,
-      reason: o.exit.signal ? `agent killed by ${o.exit.signal}` : `agent exited with code ${o.exit.code}`,
+      reason: `${o.exit.signal ? `agent killed by ${o.exit.signal}` : `agent exited with code ${o.exit.code}`}${o.askIgnored ? `; ${o.askIgnored}` : ""}`,
     };
   if (!o.alive && o.started) return { kind: "lost", reason: "session process vanished without an exit status" };
   if (!o.started) {
@@ -292,6 +294,17 @@ export function afterSession(it: ItemState): AfterSession {
 /** After an attempt failed: try again or give up. */
 export function afterFailure(it: ItemState): "retry" | "settle_failed" {
   return it.failures + 1 < it.def.maxAttempts ? "retry" : "settle_failed";
+}
+
+/**
+ * The reason an item settles `failed` with, after its last allowed failure. The budget counts
+ * failed attempts only (a question or an operator's stop spends none), so the attempt number can
+ * be higher than maxAttempts: both are named, never "attempt 3 of 2".
+ */
+export function failedReason(it: ItemState, reason: string): string {
+  const attempt = it.attempts.length;
+  const failed = it.failures + 1;
+  return `${reason} (failed attempt ${failed} of ${it.def.maxAttempts}${attempt !== failed ? `; attempt ${attempt} in all` : ""})`;
 }
 
 /** Items blocked, directly or through other blocked items, because of `id`. */

@@ -116,7 +116,6 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
     LOOP_ASK_FILE: askFile,
     LOOP_SESSION_ID: sessionId,
     LOOP_MODEL: it.def.model ?? "",
-    LOOP_FAILPOINT: "",
   };
   ctx.store.assertLease();
   const started = startSession({ dir, argv: cmd.argv, cwd: worktree, env, tmuxName: ctx.def.tmux ? tmuxSessionName(ctx.def.name, it.id, n) : null });

@@ -47,11 +47,15 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
   // Inside tmux, the server's socket: `loop status` prints the exact `tmux -S <socket> attach` command.
   const tmuxSocket = launch.tee ? tmuxSocketFromEnv(process.env.TMUX) : null;
   const startedDoc = (agentPid: number | null) => JSON.stringify({ wrapperPid: process.pid, agentPid, tmuxSocket, at: new Date().toISOString() }) + "\n";
+  // Failure injection is for loop's own processes: the agent does not see LOOP_FAILPOINT at all,
+  // neither the step's value nor the empty one a launch record sets to clear it.
+  const env: Record<string, string | undefined> = { ...process.env, ...launch.env };
+  delete env.LOOP_FAILPOINT;
   let child: ReturnType<typeof Bun.spawn>;
   try {
     child = Bun.spawn(launch.argv, {
       cwd: launch.cwd,
-      env: { ...process.env, ...launch.env },
+      env,
       stdin: "ignore",
       stdout: "pipe",
       stderr: "pipe",

@@ -2,7 +2,7 @@
 // it from outside, end it. The decisions about what an observation means live in lib/step/decide.ts.
 import { closeSync, existsSync, mkdirSync, openSync, readSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { readJsonOrNull, readTextOrNull, sliceText, writeFileAtomic } from "../shared/fsutil.ts";
+import { readJsonOrNull, readRegularFile, sliceText, writeFileAtomic } from "../shared/fsutil.ts";
 import { killGroup } from "../shared/process.ts";
 import { sessionAlive } from "./liveness.ts";
 import { tmux, tmuxHasSession } from "./tmux.ts";
@@ -63,9 +63,14 @@ export function startSession(o: {
 export function observeSession(s: SessionRecord, a: AttemptRecord, timeouts: { launch: number; stall: number }, now: number): SessionObservation {
   const dir = s.sessionDir;
   const exit = readJsonOrNull<{ code: number | null; signal: string | null }>(join(dir, SESSION_FILES.exit));
-  // The agent's question, bounded: it is recorded in events and shown in the loop's reason.
-  const asked = readTextOrNull(join(dir, SESSION_FILES.ask), { maxBytes: 64 * 1024, truncate: true })?.trim();
+  // The agent's question, bounded: it is recorded in events and shown in the loop's reason. Only
+  // the file the agent wrote itself is read, never what a link in its place points to (nor a FIFO,
+  // which would block): anything else is no question, and the session's verdict says it was ignored.
+  const askPath = join(dir, SESSION_FILES.ask);
+  const ask = readRegularFile(askPath, { maxBytes: 64 * 1024, truncate: true, noLinks: true });
+  const asked = ask.kind === "ok" ? ask.bytes.toString("utf8").trim() : "";
   const question = asked ? (asked.length > 4000 ? `${sliceText(asked, 0, 4000)}…` : asked) : null;
+  const askIgnored = ask.kind === "error" ? `its ask file ${askPath} was not read: ${ask.message}` : null;
   let lastOutputAt: number | null = null;
   try {
     lastOutputAt = statSync(join(dir, SESSION_FILES.output)).mtimeMs;
@@ -79,6 +84,7 @@ export function observeSession(s: SessionRecord, a: AttemptRecord, timeouts: { l
     recordPresent: existsSync(join(dir, SESSION_FILES.launch)) && (s.pid !== null || s.tmux !== null),
     exit: exitNow ? { code: exitNow.code ?? null, signal: exitNow.signal ?? null } : null,
     question,
+    askIgnored,
     started: existsSync(join(dir, SESSION_FILES.started)),
     alive,
     lastOutputAt,

@@ -4,7 +4,7 @@
 import type { EventDraft } from "../log/events.ts";
 import { isInFlight, type ItemState, type Projection } from "../log/reducer.ts";
 import { append, closeInStep, type StepContext } from "./context.ts";
-import { afterFailure } from "./decide.ts";
+import { afterFailure, failedReason } from "./decide.ts";
 
 /** Verified and landed (or not): close the session and settle the item passed (or failed, when landing failed). */
 export async function settleAttempt(ctx: StepContext, it: ItemState, o: { landed: boolean }): Promise<void> {
@@ -25,7 +25,7 @@ export async function failAttempt(ctx: StepContext, it: ItemState, reason: strin
   const next: EventDraft =
     decision === "retry"
       ? { type: "item_requeued", item: it.id, payload: { attempt: attempt.n, reason, failed: true, resetBudget: false } }
-      : { type: "item_settled", item: it.id, payload: { attempt: attempt.n, outcome: "failed", reason: `${reason} (attempt ${attempt.n} of ${it.def.maxAttempts})` } };
+      : { type: "item_settled", item: it.id, payload: { attempt: attempt.n, outcome: "failed", reason: failedReason(it, reason) } };
   append(ctx, [...(c?.events ?? []), next], decision === "retry" ? "requeue" : "settle");
 }
 

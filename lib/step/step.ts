@@ -15,6 +15,7 @@ import { pidAlive } from "../shared/process.ts";
 import { counts } from "../log/documents.ts";
 import type { ItemState } from "../log/reducer.ts";
 import { type Lease, Store } from "../log/store.ts";
+import { projectOf } from "../log/ownership.ts";
 import { append, createStepContext, materialize, projection, type StepContext, type StepOptions, type StepOutcome, type Transition } from "./context.ts";
 import { afterSession, hasOpenWork, nextWork } from "./decide.ts";
 import { launchAttempt } from "./launch.ts";
@@ -137,7 +138,7 @@ export function preflight(root: string): ReturnType<typeof loadDefinition> {
 /** One step. Throws DefinitionError or UsageError (exit 2) before touching anything (preflight), BusyLease when busy. */
 export async function runStep(options: StepOptions): Promise<RunResult> {
   const def = preflight(options.root);
-  const store = Store.open(options.stateRoot, { create: true, actor: options.actor });
+  const store = Store.open(options.stateRoot, { create: true, actor: options.actor, project: projectOf(options.root, def.name) });
   try {
     const got = store.acquireLease(options.leaseMs ?? 30 * 60_000, pidAlive);
     if (!got.ok) throw new BusyLease(got.holder);

@@ -3,11 +3,13 @@
 // watcher per loop, lib/step/run-pid.ts), SIGINT/SIGTERM (exit 130 after the step at hand), the
 // wait between turns, and which failures of a turn are worth another turn: a busy lease and a
 // loop.json invalid for a moment are; anything else ends the watch with its error.
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { formatDuration } from "../definition/duration.ts";
 import { EXIT } from "../shared/cli.ts";
 import { BusyError, DefinitionError } from "../shared/errors.ts";
 import { statePaths } from "../shared/paths.ts";
+import { ensureStateRoot } from "../shared/state-root.ts";
+import { projectOf, refuseForeignStateRoot } from "../log/ownership.ts";
 import { printable } from "../shared/printable.ts";
 import { claimRunPid, releaseRunPid, type RunPid, selfRunPid } from "./run-pid.ts";
 import { preflight, type RunAction, type RunResult, stepExitCode } from "./step.ts";
@@ -47,9 +49,10 @@ const SETTLED_ACTIONS: readonly RunAction[] = ["drained", "paused", "stopped"];
  * run.pid and the signal handlers are released either way.
  */
 export async function watchSteps(o: WatchOptions): Promise<number> {
-  preflight(o.root); // before run.pid: a watcher that cannot step creates nothing
+  const def = preflight(o.root); // before run.pid: a watcher that cannot step creates nothing
+  refuseForeignStateRoot(o.stateRoot, projectOf(o.root, def.name)); // nor in another project's state root
   const pidFile = statePaths(o.stateRoot).runPid;
-  mkdirSync(o.stateRoot, { recursive: true });
+  ensureStateRoot(o.stateRoot);
   const me = o.me ?? selfRunPid();
   claimRunPid(pidFile, me);
   const stop = new AbortController();

@@ -3,7 +3,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { closeSync, constants as fsConstants, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { hostname, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { VERSION } from "../../lib/shared/version.ts";
 import { Store } from "../../lib/log/store.ts";
@@ -165,11 +165,12 @@ describe("--version", () => {
 });
 
 describe("--help", () => {
-  test.each(builtTools)("loop %s --help: stdout, exit 0, no ANSI when piped", (t) => {
+  test.each(builtTools)("loop %s --help: stdout, exit 0, no ANSI when piped, the tool named as invoked", (t) => {
     const r = cli([t, "--help"]);
     expect(r.code).toBe(0);
     expect(r.stderr).toBe("");
-    expect(r.stdout).toContain(`loop-${t}`);
+    expect(r.stdout).toContain(`USAGE loop ${t} `);
+    expect(r.stdout).not.toContain(`loop-${t}`);
     expect(r.stdout).toContain("--help");
     expect(r.stdout).not.toMatch(ANSI);
   });
@@ -181,11 +182,20 @@ describe("--help", () => {
     expect(r.stdout).not.toMatch(ANSI);
   });
 
-  test("bun cmd/loop-status.ts --help", () => {
+  test("bun cmd/loop-status.ts --help: the single-file script is named loop-status", () => {
     const r = cli(["--help"], { script: LOOP_STATUS });
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("--work-item");
+    expect(r.stdout).toContain("USAGE loop-status ");
     expect(r.stdout).not.toMatch(ANSI);
+  });
+
+  test("loop help <tool> and the tool's own messages name it as invoked", () => {
+    expect(cli(["help", "run"]).stdout).toContain("USAGE loop run ");
+    const r = cli(["run", "--no-such-flag", "--text"]);
+    expect(r.stderr).toBe("loop run: unknown or unexpected option: --no-such-flag\nRun `loop run --help` for usage.\n");
+    const s = cli(["--no-such-flag", "--text"], { script: LOOP_STATUS });
+    expect(s.stderr).toContain("Run `loop-status --help` for usage.");
   });
 
   test("loop with no tool: usage on stderr, exit 2", () => {
@@ -323,6 +333,39 @@ describe("usage errors exit 2, message on stderr, nothing on stdout", () => {
       // What was typed stays inside its own line.
       expect(r.stderr.split("\n").filter((l) => /^loop-(run|status): (all good|healthy)/.test(l))).toEqual([]);
     }
+  });
+
+  test("under --json every usage error is one JSON line on stderr, whoever finds it (parser, tool, entry point)", () => {
+    const repo = gitRepo();
+    const cases: [string[], string][] = [
+      [["run", "--no-such-flag", "--json"], "no-such-flag"], // the parser
+      [["status", "--json", "--text"], "--json and --text"], // the format check
+      [["run", "--interval", "0s", "--watch", "--json"], "must be greater than zero"], // the tool
+      [["ctl", "no-such-verb", "--json"], "unknown verb"],
+      [["no-such-tool", "--json"], "unknown tool"], // the multi-call entry
+      [["--no-such-option", "--json"], "unknown option"],
+      [["help", "no-such-tool", "--json"], "unknown tool"],
+      [["run", "--no-such-flag"], "no-such-flag"], // piped without a format flag: JSON, the default
+    ];
+    for (const [args, text] of cases) {
+      const r = cli(args, { cwd: repo });
+      expect({ args, code: r.code, stdout: r.stdout }).toEqual({ args, code: 2, stdout: "" });
+      expect(r.stderr.endsWith("\n") && r.stderr.trim().split("\n").length === 1).toBe(true);
+      const doc = jsonError(r.stderr);
+      expect(doc.error.code).toBe("usage");
+      expect(doc.error.message).toContain(text);
+    }
+    // --text keeps the line for people.
+    const t = cli(["run", "--no-such-flag", "--text"], { cwd: repo });
+    expect(() => JSON.parse(t.stderr)).toThrow();
+    expect(existsSync(join(repo, ".loop"))).toBe(false);
+  });
+
+  test("a JSON error line escapes C1 control characters too (JSON.stringify leaves them raw)", () => {
+    const r = cli(["run", "--json", "--x\u009b31m"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).not.toMatch(/[\u0080-\u009f]/);
+    expect(jsonError(r.stderr).error.message).toContain("\u009b31m");
   });
 
   test("an empty value for a string flag", () => {
@@ -506,7 +549,7 @@ describe("status and replay", () => {
     for (const args of ["status --json", "replay --text", "--help", "--version", "status --help"]) {
       const r = spawnSync("bash", ["-c", `"$0" "$1" ${args} >/dev/full`, process.execPath, LOOP], { cwd: repo, encoding: "utf8", env: { ...process.env, NO_COLOR: "1" } });
       expect(r.status).toBe(1);
-      expect(r.stderr).toMatch(/^loop(-status|-replay)?: cannot write (the results )?to stdout: ENOSPC[^\n]*\n$/);
+      expect(r.stderr).toMatch(/^loop( status| replay)?: cannot write (the results )?to stdout: ENOSPC[^\n]*\n$/);
     }
   });
 
@@ -535,7 +578,7 @@ describe("status and replay", () => {
       if (done) break;
       err += new TextDecoder().decode(value);
     }
-    expect(err).toBe("loop-run: cannot write the results to stdout: ENOSPC: no space left on device, write\n");
+    expect(err).toBe("loop run: cannot write the results to stdout: ENOSPC: no space left on device, write\n");
   });
 
   test("a FIFO in place of loop.json: loop run exits 2 at once (it never opens it), nothing created", () => {
@@ -712,6 +755,53 @@ describe("status and replay", () => {
   });
 });
 
+describe("the confirmation prompt", () => {
+  /** `loop ctl skip` on a terminal: answer the prompt with `keys` once it shows. */
+  async function answerPrompt(repo: string, keys: string) {
+    let text = "";
+    const dec = new TextDecoder();
+    const proc = Bun.spawn([process.execPath, LOOP, "ctl", "skip", "--work-item", "alpha"], {
+      cwd: repo,
+      env: baseEnv({ TERM: "xterm-256color", NO_COLOR: "1" }),
+      terminal: { cols: 200, rows: 50, data: (_t, d) => void (text += dec.decode(d, { stream: true })) },
+    });
+    for (let i = 0; i < 400 && !text.includes("Go ahead?"); i++) await Bun.sleep(25);
+    expect(text).toContain("Go ahead?");
+    proc.terminal!.write(keys);
+    const code = await proc.exited;
+    proc.terminal?.close();
+    return { code, text };
+  }
+
+  test("Ctrl-C exits 130 (interrupted), No and Escape exit 3 (declined); nothing is changed either way", async () => {
+    const repo = seededRepo([item("alpha")]);
+    const db = readFileSync(join(repo, ".loop", "loop.db"));
+    for (const [keys, code] of [["\x03", 130], ["n\r", 3], ["\x1b", 3]] as const) {
+      const r = await answerPrompt(repo, keys);
+      expect({ keys, code: r.code }).toEqual({ keys, code });
+      expect(r.text).toContain(code === 130 ? "interrupted; nothing was changed" : "declined; nothing was changed");
+    }
+    expect(readFileSync(join(repo, ".loop", "loop.db")).equals(db)).toBe(true);
+  });
+});
+
+describe("the actor", () => {
+  test("without $LOOP_ACTOR, $USER or $LOGNAME, events name the uid's user, never `unknown`", () => {
+    const repo = seededRepo([item("alpha")]);
+    const env = { LOOP_ACTOR: undefined, USER: undefined, LOGNAME: undefined };
+    expect(cli(["ctl", "pause", "--json"], { cwd: repo, env }).code).toBe(0);
+    const want = spawnSync("id", ["-un"], { encoding: "utf8" }).stdout.trim();
+    const store = Store.open(join(repo, ".loop"));
+    try {
+      const last = store.db.query("SELECT actor FROM events ORDER BY seq DESC LIMIT 1").get() as { actor: string };
+      expect(want).not.toBe("");
+      expect(last.actor).toBe(`${want}@${hostname()}`);
+    } finally {
+      store.close();
+    }
+  });
+});
+
 describe("colour", () => {
   test("on a TTY, help is coloured unless NO_COLOR is set", async () => {
     const plain = await cliOnTty(["status", "--help"], { env: { NO_COLOR: "1" } });
@@ -723,6 +813,12 @@ describe("colour", () => {
     const coloured = await cliOnTty(["status", "--help"], { env: { NO_COLOR: undefined, CI: undefined } });
     expect(coloured.code).toBe(0);
     expect(coloured.text).toMatch(ANSI);
+  });
+
+  test("an empty NO_COLOR does not turn colour off (no-color.org: only a non-empty value does)", async () => {
+    const r = await cliOnTty(["status", "--help"], { env: { NO_COLOR: "", CI: undefined } });
+    expect(r.code).toBe(0);
+    expect(r.text).toMatch(ANSI);
   });
 
   test("on a TTY with NO_COLOR, status text has no ANSI", async () => {

@@ -139,8 +139,8 @@ describe("finding codes are documented", () => {
     expect(FINDING_CODES.filter((c) => !md.includes(`\`${c}\``))).toEqual([]);
   });
 
-  test("every code lib/reports/replay.ts and lib/log/integrity.ts emit is one of FINDING_CODES", () => {
-    const src = read("lib/reports/replay.ts") + read("lib/log/integrity.ts");
+  test("every code lib/reports/replay.ts, lib/log/integrity.ts and lib/log/ownership.ts emit is one of FINDING_CODES", () => {
+    const src = read("lib/reports/replay.ts") + read("lib/log/integrity.ts") + read("lib/log/ownership.ts");
     const emitted = new Set([...src.matchAll(/code: "([a-z_]+)"/g)].map((m) => m[1]!));
     expect(emitted.size).toBeGreaterThan(8);
     expect([...emitted].filter((c) => !(FINDING_CODES as readonly string[]).includes(c))).toEqual([]);
@@ -155,6 +155,7 @@ describe("finding codes are documented", () => {
       "state_file_missing",
       "unreadable_state_file",
       "state_field_mismatch",
+      "foreign_store", // made by lib/log/ownership.ts, for status and replay alike
     ];
     const src = read("lib/reports/status.ts");
     const emitted = [...src.matchAll(/code: "([a-z_]+)"/g)].map((m) => m[1]!);

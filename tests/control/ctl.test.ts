@@ -348,6 +348,27 @@ describe("loop ctl", () => {
   );
 
   test.concurrent(
+    "retry of a pending item that nothing holds is a no-op: exit 0, nothing appended, files untouched",
+    () =>
+      scenario(demoDefinition([{ id: "a", prompt: "a" }, { id: "b", prompt: "b", dependsOn: ["a"] }], { control: { requireStartCommand: true } }), {}, async (p) => {
+        expect((await p.run()).action).toBe("idle");
+        const head = p.head();
+        const files = snapshotTree(p.stateRoot);
+        for (const id of ["a", "b"]) {
+          const doc = await ctlOk(p, ["retry", "--work-item", id]);
+          expect(doc.actions).toEqual([{ item: id, effect: `${id} is pending and not held; nothing to retry`, noop: true }]);
+          expect(doc.transitions).toEqual([]);
+        }
+        expect(p.head()).toBe(head);
+        expect(snapshotTree(p.stateRoot)).toEqual(files);
+        await ctlOk(p, ["start", "--work-item", "a"]);
+        await ctlOk(p, ["start", "--work-item", "b"]);
+        expect((await p.runToDrain()).reason).toBe("Succeeded");
+      }),
+    T,
+  );
+
+  test.concurrent(
     "usage errors exit 2 and change nothing; no-ops exit 0 and append nothing",
     () =>
       scenario(demoDefinition([{ id: "a", prompt: "a" }]), {}, async (p) => {

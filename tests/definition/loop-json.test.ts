@@ -61,8 +61,11 @@ describe("duration", () => {
     ["15m", 15 * MIN],
     ["2h", 120 * MIN],
     ["1d", 1440 * MIN],
-    ["0s", 0],
   ])("parseDuration(%p) = %p", (s, ms) => expect(parseDuration(s)).toBe(ms));
+
+  test.each(["0s", "0ms", "0d", "000m"])("parseDuration rejects the zero duration %p: zero is invalid everywhere", (s) =>
+    expect(() => parseDuration(s)).toThrow(`invalid duration ${JSON.stringify(s)}: must be greater than zero`),
+  );
 
   test.each(["", "5", "m", "1.5h", "1h30m", " 5m", "5m ", "-5m", "5M", "5min", "5 m", "99999999999999999d"])(
     "parseDuration rejects %p, naming it",
@@ -70,7 +73,6 @@ describe("duration", () => {
   );
 
   test.each([
-    [0, "0s"],
     [500, "500ms"],
     [1500, "1500ms"],
     [90_000, "90s"],
@@ -401,7 +403,7 @@ describe("errors, each at its path", () => {
       'invalid duration "1h30m": expected an integer and one unit (ms, s, m, h, d), e.g. "90s" or "15m"',
     ],
     ["bad item timeout", (d) => (d.items[1].timeouts = { launch: 300 }), "items[1].timeouts.launch", 'must be a duration string such as "15m"'],
-    ["zero timeout", (d) => (d.items[1].timeouts = { verify: "0m" }), "items[1].timeouts.verify", "must be greater than zero"],
+    ["zero timeout", (d) => (d.items[1].timeouts = { verify: "0m" }), "items[1].timeouts.verify", 'invalid duration "0m": must be greater than zero'],
     ["unknown landing", (d) => (d.defaults.landing = "pr"), "defaults.landing", 'must be "none" or "merge"'],
     ["tmux not boolean", (d) => (d.sessions = { tmux: "yes" }), "sessions.tmux", "must be true or false"],
     ["requireStartCommand not boolean", (d) => (d.control = { requireStartCommand: 1 }), "control.requireStartCommand", "must be true or false"],

@@ -154,6 +154,19 @@ describe("illegal sequences name the seq and the rule", () => {
     expectIllegal(log, log.next({ type: "store_opened", payload: { schema: 1, tool: "loop" } }), "store_opened_first");
   });
 
+  test("store_bound sets the owner, in any loop state; a binding must name the owner it replaces (store_bound_previous)", () => {
+    const log = base();
+    const a = { repo: "/srv/api", gitDir: "/srv/api/.git", root: ".", name: "api" };
+    const b = { ...a, repo: "/srv/api2", gitDir: "/srv/api2/.git" };
+    expectIllegal(log, log.next({ type: "store_bound", payload: { project: b, previous: a, reason: "x" } }), "store_bound_previous");
+    log.push({ type: "store_bound", payload: { project: a, previous: null, reason: "a new store" } });
+    expect(fold(log.events).loop.owner).toEqual(a);
+    expectIllegal(log, log.next({ type: "store_bound", payload: { project: b, previous: null, reason: "x" } }), "store_bound_previous");
+    log.push({ type: "store_bound", payload: { project: b, previous: a, reason: "adopted" } });
+    expect(fold(log.events).loop.owner).toEqual(b);
+    expect(fold(log.events).loop.state).toBe("running");
+  });
+
   test("an unknown type, even one named like an Object property, is unknown_type (never called)", () => {
     const log = base();
     for (const type of ["no_such_event", "constructor", "toString", "__proto__"])

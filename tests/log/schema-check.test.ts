@@ -24,6 +24,11 @@ import {
 
 const SAMPLES: Record<EventType, unknown> = {
   store_opened: { schema: 2, tool: "loop" },
+  store_bound: {
+    project: { repo: "/srv/api", gitDir: "/srv/api/.git", root: ".", name: "api" },
+    previous: { repo: "/old/api", gitDir: "/old/api/.git", root: ".", name: null },
+    reason: "adopted",
+  },
   definition_imported: definition(1, [itemDef("a"), itemDef("b", { dependsOn: ["a"], ref: "github:acme/api#7", verify: false })]).payload,
   loop_started: loopStarted.payload,
   loop_paused: { reason: "needs input" },

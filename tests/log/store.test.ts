@@ -71,9 +71,12 @@ describe("the log", () => {
     open.splice(open.indexOf(store), 1);
     // A store made by an earlier version (SQLite's default 4 KiB pages) opens and appends as before.
     const old = temp.make();
+    Store.open(old, { create: true }).close();
     const raw = new Database(dbPath(old));
+    raw.run("PRAGMA journal_mode = DELETE"); // the page size of a WAL database cannot change
     raw.run("PRAGMA page_size = 4096");
-    raw.run("VACUUM"); // writes the header: the file is no longer empty, its page size is fixed
+    raw.run("VACUUM");
+    raw.run("PRAGMA journal_mode = WAL");
     raw.close();
     const s = Store.open(old, { create: true });
     open.push(s);

@@ -25,6 +25,8 @@ const STORE_EXITS: Record<StoreErrorCode, ExitCode> = {
   missing_store: EXIT.usage,
   corrupt_store: EXIT.usage,
   outdated_store: EXIT.usage,
+  foreign_store: EXIT.usage,
+  io_error: EXIT.problem,
   invalid_event: EXIT.problem,
   duplicate_event: EXIT.problem,
   seq_conflict: EXIT.problem,
@@ -35,6 +37,7 @@ const STORE_EXITS: Record<StoreErrorCode, ExitCode> = {
 const TABLE: Record<ErrorClass, Row[]> = {
   UsageError: [{ error: new errors.UsageError("unknown option --x"), code: "usage", exit: EXIT.usage }],
   DeclinedError: [{ error: new errors.DeclinedError("declined"), code: "declined", exit: EXIT.declined }],
+  InterruptedError: [{ error: new errors.InterruptedError("interrupted at the prompt"), code: "interrupted", exit: EXIT.interrupted }],
   BusyError: [{ error: new errors.BusyError("busy"), code: "busy", exit: EXIT.busy }],
   BusyLease: [{ error: new errors.BusyLease({ pid: 42, host: "build1", started: "2026-01-01T00:00:00Z" }), code: "busy", exit: EXIT.busy }],
   LeaseLostError: [{ error: new errors.LeaseLostError("lease lost"), code: "busy", exit: EXIT.busy }],

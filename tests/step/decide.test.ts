@@ -6,7 +6,7 @@ import { buildHandoff } from "../../lib/step/handoff.ts";
 import { type CtlVerb, itemsWithStatus, planCtl, type PlannedAction, planRetryAll } from "../../lib/control/ctl.ts";
 import { RefusedError } from "../../lib/shared/errors.ts";
 import { UsageError } from "../../lib/shared/cli.ts";
-import { type AfterSession, afterFailure, afterSession, blockedBecauseOf, classifySession, type NextWork, nextWork, type SessionObservation, waitingReasons, waitView } from "../../lib/step/decide.ts";
+import { type AfterSession, afterFailure, afterSession, blockedBecauseOf, classifySession, failedReason, type NextWork, nextWork, type SessionObservation, waitingReasons, waitView } from "../../lib/step/decide.ts";
 import { fold, type ItemState, type Projection } from "../../lib/log/reducer.ts";
 import {
   closed,
@@ -354,6 +354,10 @@ describe("afterFailure and blockedBecauseOf", () => {
     expect(afterFailure(p.items.a!)).toBe("settle_failed");
     const p2 = proj([itemDef("a", { maxAttempts: 2 })], [...asked("a", "q?"), requeued("a", 1, "reply received", { failed: false }), ...running("a", 2), ended("a", 2, 1)]);
     expect(afterFailure(p2.items.a!)).toBe("retry");
+    // The reason names both counts: never "attempt 2 of 1".
+    expect(failedReason(p.items.a!, "verify failed")).toBe("verify failed (failed attempt 1 of 1; attempt 2 in all)");
+    const plain = proj([itemDef("a", { maxAttempts: 1 })], [...running("a", 1), ended("a", 1, 1)]);
+    expect(failedReason(plain.items.a!, "verify failed")).toBe("verify failed (failed attempt 1 of 1)");
   });
 
   test("blockedBecauseOf follows blocked dependents transitively, and only blocked ones", () => {

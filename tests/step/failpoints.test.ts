@@ -348,7 +348,7 @@ function appendCalls(text: string): { at: number; args: string[]; free: boolean 
 }
 
 /** Appends that carry no failpoint label, on purpose: the store's own bookkeeping. */
-const UNLABELLED_APPENDS = new Set(["store_opened", "lease_taken_over"]);
+const UNLABELLED_APPENDS = new Set(["store_opened", "store_bound", "lease_taken_over"]);
 
 describe("the failpoint registry", () => {
   test("docs/failpoints.md lists exactly FAILPOINTS, once each", () => {

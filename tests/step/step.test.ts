@@ -59,7 +59,7 @@ describe("loop run", () => {
           expect(st.items["after-broken"]!.attempts).toHaveLength(0);
           expect(st.items.flaky!.attempts.map((a) => a.verify?.passed)).toEqual([false, true]);
           expect(st.items.broken!.attempts.map((a) => a.verify?.passed)).toEqual([false, false]);
-          expect(st.items.broken!.reason).toContain("(attempt 2 of 2)");
+          expect(st.items.broken!.reason).toContain("(failed attempt 2 of 2)");
           // The independent item ran after the failure, and the blocked one never launched.
           const launches = p.eventsOf("launch_reserved").map((e) => `${e.item}#${e.payload.attempt}`);
           expect(launches).toEqual(["flaky#1", "flaky#2", "broken#1", "broken#2", "indep#1"]);
