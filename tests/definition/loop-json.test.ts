@@ -100,6 +100,7 @@ describe("valid definitions", () => {
       keepCheckoutOnClose: false,
       requireStartCommand: false,
       runners: {},
+      notify: null,
       items: [],
     });
   });
@@ -165,6 +166,7 @@ describe("valid definitions", () => {
       keepCheckoutOnClose: true,
       requireStartCommand: true,
       runners: { mine: { command: ["my-agent", "--prompt-file", "{handoff}", "--cwd={workdir}"] } },
+      notify: null,
       items: [
         {
           id: "fix-login",

@@ -26,8 +26,8 @@ function project(opts: { git?: boolean } = {}): { root: string; stateRoot: strin
   return { root, stateRoot, pidFile: join(stateRoot, "run.pid") };
 }
 
-function result(action: RunAction, errors: string[] = []): RunResult {
-  return { schema: "loop/run@1", action, item: null, reason: null, transitions: [], loop: { name: "t", state: "running", reason: null, outcome: null, current: null }, errors };
+function result(action: RunAction, errors: string[] = [], attention: RunResult["attention"] = []): RunResult {
+  return { schema: "loop/run@1", action, item: null, reason: null, transitions: [], loop: { name: "t", state: "running", reason: null, outcome: null, current: null }, attention, errors, warnings: [], notifications: [] };
 }
 
 const definitionError = () => new DefinitionError([{ path: "", message: "not valid JSON: half-written" }], "loop.json");
