@@ -407,8 +407,11 @@ const HANDLERS: Record<EventType, Handler> = {
     const pl = e.payload;
     if (e.item) {
       const it = need(p, e, fail);
-      if (pl.attempt === null) needStatus(it, ["pending"], e, fail);
-      else {
+      if (pl.attempt === null) {
+        // Found before a reservation, which only happens with nothing in flight.
+        if (p.loop.current !== null) fail("one_in_flight", `environment_fault before a launch while "${p.loop.current}" is in flight`);
+        needStatus(it, ["pending"], e, fail);
+      } else {
         // The reserved attempt never ran: it ends here and is given back, not counted.
         needStatus(it, ["launching"], e, fail);
         const a = currentAttempt(it, pl.attempt, e, fail);
