@@ -91,7 +91,9 @@ function pauseForFault(ctx: StepContext, it: ItemState, fault: EnvironmentFault,
   const payload = { kind: fault.kind, attempt, reason: fault.message, fix: fault.fix };
   const drafts = [{ type: "environment_fault" as const, item: it.id, payload }];
   // Before the reservation nothing was taken; after it, the attempt is given back in this commit.
-  const p = attempt === null ? append(ctx, drafts, "fault") : append(ctx, drafts, "launch_failed");
+  let p: Projection;
+  if (attempt === null) p = append(ctx, drafts, "fault");
+  else p = append(ctx, drafts, "launch_failed");
   return { action: "paused", item: it.id, reason: p.loop.reason };
 }
 
