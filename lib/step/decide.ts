@@ -125,7 +125,7 @@ export function classifySession(o: SessionObservation): SessionVerdict {
   }
   const last = Math.max(o.startedAt, o.lastOutputAt ?? 0);
   if (o.now - last > o.timeouts.stall)
-    return { kind: "stalled", reason: `no output for ${Math.round((o.now - last) / 1000)}s (stall timeout ${Math.round(o.timeouts.stall / 1000)}s)` };
+    return { kind: "stalled", reason: `no progress in the output for ${Math.round((o.now - last) / 1000)}s (stall timeout ${Math.round(o.timeouts.stall / 1000)}s)` };
   return { kind: "waiting", reason: "agent is working" };
 }
 

@@ -114,7 +114,7 @@ describe("loop run", () => {
           await p.runUntil(() => p.eventsOf("session_ended", "stuck").length === 1, { what: "first attempt stalled" });
           const end1 = p.eventsOf("session_ended", "stuck")[0]!;
           expect(end1.payload.verdict).toBe("stalled");
-          expect(end1.payload.reason).toContain("no output for");
+          expect(end1.payload.reason).toContain("no progress in the output for");
           // Ended through the close path: recorded closed, and nothing of the group is left.
           expect(p.eventsOf("session_closed", "stuck").map((e) => e.payload.attempt)).toContain(1);
           expect(p.alive(pid1)).toBe(false);
