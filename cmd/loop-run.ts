@@ -15,10 +15,10 @@ export const tool = defineTool({
     watch: { type: "boolean", description: "repeat steps in the foreground until the loop drains or pauses" },
     interval: { type: "string", description: "wait between --watch steps (default 30s)", valueHint: "duration" },
     forever: { type: "boolean", description: "with --watch: keep watching after the loop drains or pauses" },
-    quiet: { type: "boolean", short: "q", description: "print nothing for a step that exits 0; else only warnings and errors on stderr" },
+    quiet: { type: "boolean", short: "q", description: "no result for a step that exits 0; only warnings and errors on stderr" },
   },
   footer:
-    "Exit codes: 0 step done and all is well (including recorded item failures and no-ops), 1 an\nenvironment error, or the loop needs a person (paused on a question or by an environment fault,\na landing failed, drained Failed), 2 invalid loop.json or usage, 75 busy (another step holds the\nlease, this step lost it, or another --watch is running), 130 interrupted (--watch).\nWith --quiet nothing is printed for a step that exits 0 (cron stays silent until something is wrong).",
+    "Exit codes: 0 step done and all is well (including recorded item failures and no-ops), 1 an\nenvironment error, or the loop needs a person (paused on a question or by an environment fault,\na landing failed, drained Failed), 2 invalid loop.json or usage, 75 busy (another step holds the\nlease, this step lost it, or another --watch is running), 130 interrupted (--watch).\nWith --quiet a step that exits 0 prints no result (cron stays silent until something is wrong).",
   async run(args, ctx) {
     if ((args.interval || args.forever) && !args.watch) throw new UsageError("--interval and --forever need --watch");
     let intervalMs = 30_000;
