@@ -12,6 +12,14 @@ import { branchExists, gitTry, revParse } from "./git.ts";
 import { aiderCanChooseModel, type AiderModelFacts, type EnvironmentFault, launchFault, type ProgramFact } from "./faults.ts";
 
 /**
+ * The PATH a session gets: the step's (sessions inherit the step's environment). An environment
+ * given without one (a test's) falls back to this process's.
+ */
+export function sessionPath(env: Record<string, string | undefined>): string {
+  return env.PATH ?? process.env.PATH ?? "";
+}
+
+/**
  * Where `program` resolves: a bare name on `PATH`, a path relative to `cwd` (the worktree; null
  * while it does not exist: not checkable yet), or an absolute path.
  */
@@ -93,7 +101,7 @@ export interface LaunchProbe {
 /** Probe the machine for one launch and judge it; null when nothing stands in the way. */
 export function probeLaunchFault(o: LaunchProbe): EnvironmentFault | null {
   const program = runnerProgram({ runners: o.runners }, o.runner, { workdir: o.worktree, handoffPath: o.handoffPath, demoArgv: o.demoArgv });
-  const PATH = o.env.PATH ?? "";
+  const PATH = sessionPath(o.env);
   const preset = Object.hasOwn(PRESETS, o.runner);
   // A retry reuses its branch: where it once started no longer matters.
   const startPointExists = branchExists(o.repo, o.branch) ? null : revParse(o.repo, o.startPoint) !== null;
@@ -124,7 +132,7 @@ export function definitionWarnings(o: { def: NormDefinition; repo: string; env: 
   const out: string[] = [];
   if (revParse(o.repo, o.def.base) === null && !(o.def.landing === "merge" && branchExists(o.repo, o.def.target)))
     out.push(`loop.json: "workspace.base" ${JSON.stringify(o.def.base)} is not a branch or commit of ${o.repo}: launches will pause the loop until it exists`);
-  const PATH = o.env.PATH ?? "";
+  const PATH = sessionPath(o.env);
   const used = [...new Set(o.def.items.map((it) => it.runner))];
   for (const runner of used) {
     // A program named through a placeholder ({workdir}/agent) is known only at launch.

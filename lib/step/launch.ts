@@ -13,7 +13,7 @@ import { failpoint } from "../shared/failpoint.ts";
 import { sliceText, writeFileAtomic } from "../shared/fsutil.ts";
 import { sessionDir, worktreeDir } from "../shared/paths.ts";
 import { append, repoOf, type StepContext, type StepOutcome, warnMovedAside } from "./context.ts";
-import { ensureAgentExcludes, probeLaunchFault, resolveProgram } from "./environment.ts";
+import { ensureAgentExcludes, probeLaunchFault, resolveProgram, sessionPath } from "./environment.ts";
 import { classifyLaunchError, type EnvironmentFault, faultReason } from "./faults.ts";
 import { git } from "./git.ts";
 import { buildHandoff } from "./handoff.ts";
@@ -151,7 +151,7 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
     ctx.def.runners,
     demoArgv(),
   );
-  const program = resolveProgram(cmd.argv[0]!, { PATH: ctx.options.env.PATH ?? "", cwd: worktree });
+  const program = resolveProgram(cmd.argv[0]!, { PATH: sessionPath(ctx.options.env), cwd: worktree });
   if (program.state === "missing") throw new Error(`runner "${it.def.runner}": program ${JSON.stringify(cmd.argv[0])} not found${program.path ? ` (${program.path})` : " on PATH"}`);
   if (program.state === "not_executable") throw new Error(`runner "${it.def.runner}": program ${JSON.stringify(cmd.argv[0])} (${program.path}) is not executable`);
   // verify:false asks for "a change on the branch" made by this attempt, not an earlier one.
