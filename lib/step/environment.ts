@@ -103,8 +103,9 @@ export function probeLaunchFault(o: LaunchProbe): EnvironmentFault | null {
   const program = runnerProgram({ runners: o.runners }, o.runner, { workdir: o.worktree, handoffPath: o.handoffPath, demoArgv: o.demoArgv });
   const PATH = sessionPath(o.env);
   const preset = Object.hasOwn(PRESETS, o.runner);
-  // A retry reuses its branch: where it once started no longer matters.
-  const startPointExists = branchExists(o.repo, o.branch) ? null : revParse(o.repo, o.startPoint) !== null;
+  // A retry reuses its branch: where it once started no longer matters. (One git call when all is
+  // well: the branch is asked about only when the start point is missing.)
+  const startPointExists = revParse(o.repo, o.startPoint) !== null ? true : branchExists(o.repo, o.branch) ? null : false;
   let aiderModel: AiderModelFacts | null = null;
   if (o.runner === "aider") aiderModel = { model: o.model, env: o.env, files: aiderFiles({ repo: o.repo, home: o.env.HOME || homedir() }) };
   return launchFault({
@@ -160,6 +161,19 @@ export function definitionWarnings(o: { def: NormDefinition; repo: string; env: 
   return out;
 }
 
+/** The repository's common git directory: `<top>/.git` when it is one (no git call), else git's answer (a linked worktree). */
+function commonGitDir(repo: string): string {
+  const dotGit = join(repo, ".git");
+  try {
+    if (statSync(dotGit).isDirectory()) return dotGit;
+  } catch {
+    // no .git at the top: ask git
+  }
+  const r = gitTry(repo, ["rev-parse", "--git-common-dir"]);
+  if (r.code !== 0) throw new Error(`cannot find the repository's git directory: ${r.stderr.trim()}`);
+  return resolve(repo, r.stdout.trim());
+}
+
 /** Patterns info/exclude gets: the agents' own files, never part of an item's work. */
 export const AGENT_EXCLUDES = [".aider*"] as const;
 const EXCLUDE_MARK = "# loop: files of the agents loop runs (and its state root), kept out of item branches";
@@ -171,9 +185,7 @@ const EXCLUDE_MARK = "# loop: files of the agents loop runs (and its state root)
  * untracked ignore file, shared by all its worktrees. Idempotent; returns what it added.
  */
 export function ensureAgentExcludes(o: { repo: string; stateRoot: string }): string[] {
-  const r = gitTry(o.repo, ["rev-parse", "--git-common-dir"]);
-  if (r.code !== 0) throw new Error(`cannot find the repository's git directory: ${r.stderr.trim()}`);
-  const file = join(resolve(o.repo, r.stdout.trim()), "info", "exclude");
+  const file = join(commonGitDir(o.repo), "info", "exclude");
   const text = existsSync(file) ? readFileSync(file, "utf8") : "";
   const patterns: string[] = [...AGENT_EXCLUDES];
   const rel = relative(o.repo, o.stateRoot);
