@@ -86,6 +86,8 @@ export function aiderFiles(o: { repo: string; home: string }): Record<string, st
 
 export interface LaunchProbe {
   runner: string;
+  /** sessions.tmux: the session needs tmux. */
+  tmux: boolean;
   model: string | null;
   /** The repository's top level. */
   repo: string;
@@ -113,6 +115,7 @@ export function probeLaunchFault(o: LaunchProbe): EnvironmentFault | null {
     program,
     programFact: resolveProgram(program, { PATH, cwd: existsSync(o.worktree) ? o.worktree : null }),
     PATH,
+    tmux: o.tmux ? resolveProgram("tmux", { PATH, cwd: null }) : null,
     startPoint: o.startPoint,
     startPointExists,
     uid: typeof process.getuid === "function" ? process.getuid() : null,

@@ -47,6 +47,8 @@ export interface LaunchFacts {
   uid: number | null;
   /** The variables Claude Code reads to allow --dangerously-skip-permissions as root. */
   sandbox: { IS_SANDBOX?: string; CLAUDE_CODE_BUBBLEWRAP?: string };
+  /** With `sessions.tmux`: where tmux resolves (null without tmux sessions). */
+  tmux: ProgramFact | null;
   /** For aider: can it pick a model without asking (null for other runners). */
   aiderModel: AiderModelFacts | null;
   /** git's verdict on the committer identity, for the presets (agents that commit); null when not checked. */
@@ -117,6 +119,12 @@ export function launchFault(f: LaunchFacts): EnvironmentFault | null {
       kind: "program_not_executable",
       message: `${runner}: program ${JSON.stringify(f.program)} (${p.path}) is not executable`,
       fix: `make it executable (chmod +x), ${RESUME}`,
+    };
+  if (f.tmux && f.tmux.state !== "found" && f.tmux.state !== "unchecked")
+    return {
+      kind: "program_not_found",
+      message: `"sessions.tmux" is on, but tmux was not found on PATH (${f.PATH || "empty"})`,
+      fix: `install tmux, or set "sessions.tmux" to false in loop.json, ${RESUME}`,
     };
   if (f.runner === "claude" && f.uid === 0 && f.sandbox.IS_SANDBOX !== "1" && !f.sandbox.CLAUDE_CODE_BUBBLEWRAP)
     return {

@@ -45,6 +45,7 @@ export function launchAttempt(ctx: StepContext, it: ItemState): StepOutcome {
   const plan = planAttempt(ctx, it);
   const fault = probeLaunchFault({
     runner: it.def.runner,
+    tmux: ctx.def.tmux,
     model: it.def.model,
     repo: repoOf(ctx),
     worktree: plan.worktree,

@@ -24,6 +24,7 @@ const OK: LaunchFacts = {
   startPointExists: true,
   uid: 1000,
   sandbox: {},
+  tmux: null,
   aiderModel: null,
   gitIdentity: null,
 };
@@ -41,6 +42,8 @@ describe("launchFault", () => {
     },
     { name: "an absolute program that is not there", facts: { program: "/opt/agent", programFact: { state: "missing", path: "/opt/agent" } }, want: "program_not_found", mentions: ["(/opt/agent)"] },
     { name: "a program that is not executable", facts: { programFact: { state: "not_executable", path: "/x/agent" } }, want: "program_not_executable", mentions: ["chmod +x"] },
+    { name: "tmux sessions without tmux", facts: { tmux: { state: "missing", path: null } }, want: "program_not_found", mentions: ["tmux", '"sessions.tmux"'] },
+    { name: "tmux sessions with tmux", facts: { tmux: { state: "found", path: "/usr/bin/tmux" } }, want: null },
     { name: "a relative program not checkable yet", facts: { program: "./agent", programFact: { state: "unchecked" } }, want: null },
     {
       name: "claude as root, no sandbox variable: both ways out named",

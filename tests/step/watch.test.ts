@@ -94,6 +94,15 @@ describe("watchSteps", () => {
     expect((await watch(p, ["waiting", withErrors("drained")])).code).toBe(1);
   });
 
+  test("a watch that stops where the loop needs a person exits 1 (paused by a fault, drained Failed); an operator's pause 0", async () => {
+    const p = project();
+    const fault = () => result("paused", [], [{ kind: "environment", item: null, reason: "environment fault: …" }]);
+    const failed = () => result("drained", [], [{ kind: "failed", item: null, reason: "the loop drained Failed: a failed" }]);
+    expect((await watch(p, ["launched", fault])).code).toBe(1);
+    expect((await watch(p, ["waiting", failed])).code).toBe(1);
+    expect((await watch(p, ["waiting", "paused"])).code).toBe(0);
+  });
+
   test("a busy turn (lease held, or lost) is a warning, and the next turn tries again", async () => {
     const p = project();
     const w = await watch(p, [new BusyError("another step holds the lease (pid 1)"), "waiting", new BusyError("lease lost"), "drained"]);
