@@ -1,5 +1,6 @@
-// The launch phase: reserve the next attempt of an item (launch_reserved, whose key admits one
-// launch per item, epoch and attempt, ever), then act: its worktree, its handoff, the runner's
+// The launch phase: check the machine first (an environment fault pauses the loop and spends
+// nothing: lib/step/faults.ts), reserve the next attempt of an item (launch_reserved, whose key
+// admits one launch per item, epoch and attempt, ever), then act: its worktree, its handoff, the runner's
 // command, the detached session; then record session_started. A step killed anywhere in between
 // leaves a reservation the next step resolves (lib/step/observe.ts observeLaunching): it adopts a
 // spawned session, never launches the attempt a second time.
@@ -142,7 +143,7 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
       ? provenConversation(previous.runner, {
           recorded: previous.conversationId,
           logHead: readOutputHead(previous.sessionDir),
-          historyExists: previous.conversationId !== null && existsSync(previous.conversationId),
+          historyExists: previous.runner === "aider" && previous.conversationId !== null && existsSync(previous.conversationId),
         })
       : null;
   const resume = reply && conversationId ? { conversationId, reply } : undefined;
