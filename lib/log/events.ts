@@ -85,6 +85,7 @@ export const PAYLOADS = {
     resumed: v.boolean(),
   }),
   launch_failed: v.strictObject({ attempt: Pos, reason: Str, interrupted: v.boolean() }),
+  environment_fault: v.strictObject({ kind: Str, attempt: v.nullable(Pos), reason: Str, fix: Str }),
   session_ended: v.strictObject({
     attempt: Pos,
     verdict: v.picklist(END_VERDICTS),
@@ -118,6 +119,7 @@ export const PAYLOADS = {
     why: v.picklist(["dead", "expired"]),
   }),
   work_item_reset: v.strictObject({ pieces: v.array(Str) }),
+  notified: v.strictObject({ slot: Str, key: Str, kind: Str, ok: v.boolean(), exitCode: v.nullable(Int), reason: Str }),
 } as const;
 
 export type EventType = keyof typeof PAYLOADS;

@@ -122,6 +122,13 @@ export interface LoopRecord {
   drainedAt: string | null;
   drainedSeq: number | null;
   updatedAt: string | null;
+  /**
+   * While the loop is paused by an environment fault: its kind and the seq of the event. Absent
+   * otherwise (never null: rows written before this field existed must stay equal to the fold).
+   */
+  fault?: { kind: string; seq: number };
+  /** The last condition needing a person that `notify` was run for, by slot (lib/step/notify.ts). Absent until the first. */
+  notified?: Record<string, string>;
 }
 
 export interface Projection {
@@ -245,6 +252,11 @@ function sameOwner(a: OwnerRecord | null, b: OwnerRecord | null): boolean {
   return a.repo === b.repo && a.gitDir === b.gitDir && a.root === b.root && a.name === b.name;
 }
 
+/** The loop is no longer paused by an environment fault. */
+function clearFault(p: Projection) {
+  delete p.loop.fault;
+}
+
 /** A drained loop that is paused or stopped is no longer drained: its outcome would go stale. */
 function leaveDrained(p: Projection) {
   p.loop.outcome = null;
@@ -309,12 +321,14 @@ const HANDLERS: Record<EventType, Handler> = {
   loop_paused(p, e, fail) {
     if (p.loop.state === "paused") fail("loop_state", "loop_paused while already paused");
     leaveDrained(p);
+    clearFault(p);
     p.loop.state = "paused";
     p.loop.reason = e.payload.reason;
   },
   loop_resumed(p, e, fail) {
     if (p.loop.state !== "paused" && p.loop.state !== "stopped")
       fail("loop_state", `loop_resumed needs paused|stopped, it is ${p.loop.state}`);
+    clearFault(p);
     p.loop.state = "running";
     p.loop.reason = null;
     p.loop.startedAt ??= e.ts;
@@ -322,6 +336,7 @@ const HANDLERS: Record<EventType, Handler> = {
   loop_stopped(p, e, fail) {
     if (p.loop.state === "stopped") fail("loop_state", "loop_stopped while already stopped");
     leaveDrained(p);
+    clearFault(p);
     p.loop.state = "stopped";
     p.loop.reason = e.payload.reason;
   },
@@ -409,6 +424,32 @@ const HANDLERS: Record<EventType, Handler> = {
     it.session!.endedAt = e.ts;
     it.status = "ended";
     it.reason = e.payload.reason;
+  },
+  environment_fault(p, e, fail) {
+    if (p.loop.state !== "running") fail("loop_state", `environment_fault needs a running loop, it is ${p.loop.state}`);
+    const pl = e.payload;
+    if (e.item) {
+      const it = need(p, e, fail);
+      if (pl.attempt === null) {
+        // Found before a reservation, which only happens with nothing in flight.
+        if (p.loop.current !== null) fail("one_in_flight", `environment_fault before a launch while "${p.loop.current}" is in flight`);
+        needStatus(it, ["pending"], e, fail);
+      } else {
+        // The reserved attempt never ran: it ends here and is given back, not counted.
+        needStatus(it, ["launching"], e, fail);
+        const a = currentAttempt(it, pl.attempt, e, fail);
+        a.launchFailed = pl.reason;
+        a.end = { verdict: "environment_fault", exitCode: null, signal: null, reason: pl.reason, at: e.ts };
+        a.outcome = `requeued: environment fault (${pl.kind})`;
+        it.session!.endedAt = e.ts;
+        it.status = it.inDefinition ? "pending" : "withdrawn";
+        it.reason = `environment fault: ${pl.reason}`;
+        if (p.loop.current === it.id) p.loop.current = null;
+      }
+    } else if (pl.attempt !== null) fail("item_required", "environment_fault with an attempt must name its item");
+    p.loop.state = "paused";
+    p.loop.reason = `environment fault${e.item ? ` launching ${e.item}` : ""}: ${pl.reason}. To fix: ${pl.fix}`;
+    p.loop.fault = { kind: pl.kind, seq: e.seq };
   },
   session_ended(p, e, fail) {
     const it = need(p, e, fail);
@@ -515,6 +556,9 @@ const HANDLERS: Record<EventType, Handler> = {
     p.loop.reason = null;
   },
   lease_taken_over() {},
+  notified(p, e) {
+    (p.loop.notified ??= {})[e.payload.slot] = e.payload.key;
+  },
   work_item_reset(p, e, fail) {
     const it = need(p, e, fail);
     // Epoch boundary: nothing from before the reset survives in the fold except the definition.

@@ -66,7 +66,8 @@ export interface Lease {
   expires: string;
 }
 
-export type LeaseResult = { ok: true; lease: Lease; tookOver: Lease | null } | { ok: false; holder: Lease };
+/** `takeover`: the lease_taken_over event recorded when the lease was taken from a dead or expired holder. */
+export type LeaseResult = { ok: true; lease: Lease; tookOver: Lease | null; takeover: StoredEvent | null } | { ok: false; holder: Lease };
 
 /** Read-write handle: used by `loop init`, `loop run`, `loop ctl`. */
 export class Store {
@@ -398,15 +399,16 @@ export class Store {
       const cur = this.db.query("SELECT owner, pid, host, started, expires FROM lease WHERE id = 1").get() as Lease | null;
       const host = hostname();
       let tookOver: Lease | null = null;
+      let takeover: StoredEvent | null = null;
       if (cur) {
         const expired = Date.parse(cur.expires) <= now.getTime();
         const dead = cur.host === host && (!isAlive(cur.pid) || pidReusedSince(cur));
         if (!expired && !dead) return { ok: false as const, holder: cur };
         if (!mayTakeOver) return "takeover" as const;
         tookOver = cur;
-        this.append([
+        takeover = this.append([
           { type: "lease_taken_over", payload: { previous: { ...cur }, why: dead ? "dead" : "expired" } },
-        ]);
+        ]).events[0]!;
       }
       const lease: Lease = {
         owner: crypto.randomUUID(),
@@ -423,7 +425,7 @@ export class Store {
         lease.started,
         lease.expires,
       ]);
-      return { ok: true as const, lease, tookOver };
+      return { ok: true as const, lease, tookOver, takeover };
     });
   }
 

@@ -13,6 +13,7 @@ export const COMMIT_LABELS = [
   "reserve",
   "session_started",
   "launch_failed",
+  "fault",
   "session_ended",
   "needs_input",
   "requeue",
@@ -20,6 +21,7 @@ export const COMMIT_LABELS = [
   "landing",
   "settle",
   "close",
+  "notify",
   "ctl",
 ] as const;
 

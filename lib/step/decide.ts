@@ -227,7 +227,7 @@ export interface SessionObservation {
   /** The wrapper wrote its started marker (the agent process was spawned). */
   started: boolean;
   alive: boolean;
-  /** Epoch ms of the last output growth (log mtime), or null without a log yet. */
+  /** Epoch ms of the last output growth that showed progress (lib/step/progress.ts), or null without any. */
   lastOutputAt: number | null;
   startedAt: number;
   reservedAt: number;
@@ -262,7 +262,7 @@ export function classifySession(o: SessionObservation): SessionVerdict {
   }
   const last = Math.max(o.startedAt, o.lastOutputAt ?? 0);
   if (o.now - last > o.timeouts.stall)
-    return { kind: "stalled", reason: `no output for ${Math.round((o.now - last) / 1000)}s (stall timeout ${Math.round(o.timeouts.stall / 1000)}s)` };
+    return { kind: "stalled", reason: `no progress in the output for ${Math.round((o.now - last) / 1000)}s (stall timeout ${Math.round(o.timeouts.stall / 1000)}s)` };
   return { kind: "waiting", reason: "agent is working" };
 }
 
@@ -321,4 +321,74 @@ export function blockedBecauseOf(p: Projection, id: string): string[] {
     }
   }
   return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// When the loop needs a person (docs/cli/loop-run.md#exit-codes): `loop run` exits 1 while any of
+// these holds, and `notify` is run once for each (lib/step/notify.ts).
+
+export type AttentionKind = "question" | "environment" | "failed" | "landing";
+
+export interface Attention {
+  kind: AttentionKind;
+  item: string | null;
+  reason: string;
+  /** What one notification is for: a new condition in the same slot replaces the last one. */
+  slot: string;
+  /** This condition, exactly: notify runs once per key. */
+  key: string;
+}
+
+/**
+ * The conditions that need a person, in this order: the loop paused on an agent's question or by an
+ * environment fault, items whose landing failed (a merge conflict, a target checked out elsewhere),
+ * the loop drained `Failed`. An operator's own pause or stop needs nobody else.
+ */
+export function attention(p: Projection): Attention[] {
+  const out: Attention[] = [];
+  const cur = p.loop.current ? p.items[p.loop.current] : undefined;
+  if (p.loop.state === "paused" && cur?.status === "needs_input")
+    out.push({ kind: "question", item: cur.id, reason: p.loop.reason ?? `${cur.id} needs input`, slot: "question", key: `question:${cur.id}:e${cur.epoch}:a${cur.attempts.length}` });
+  if (p.loop.state === "paused" && p.loop.fault)
+    out.push({ kind: "environment", item: null, reason: p.loop.reason ?? p.loop.fault.kind, slot: "environment", key: `environment:${p.loop.fault.seq}` });
+  for (const it of active(p))
+    if (it.status === "failed" && it.landing && (it.landing.outcome === "conflict" || it.landing.outcome === "failed"))
+      out.push({ kind: "landing", item: it.id, reason: `${it.id}: ${it.reason ?? it.landing.reason}`, slot: `landing:${it.id}`, key: `landing:${it.id}:e${it.epoch}:a${it.attempts.length}` });
+  if (p.loop.state === "drained" && p.loop.outcome === "Failed") {
+    const bad = active(p).filter((it) => it.status === "failed" || it.status === "blocked");
+    const names = bad.slice(0, 5).map((it) => `${it.id} ${it.status}`).join(", ") + (bad.length > 5 ? `, … ${bad.length} items` : "");
+    out.push({ kind: "failed", item: null, reason: `the loop drained Failed: ${names}`, slot: "failed", key: `failed:${p.loop.drainedSeq}` });
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Progress: output that only says the agent is waiting (a CLI retrying a lost connection forever,
+// printing a line a minute) must not hold off the stall deadline (docs/cli/loop-run.md#deadlines).
+
+/** Lines that say an agent waits rather than works. */
+export const WAITING_LINE = /\b(?:reconnecting|retrying|retry(?:ing)? in|waiting for (?:network|connection|the server)|rate[- ]limit(?:ed)?|backing off|stream disconnected|connection (?:refused|reset|lost|error))\b/i;
+
+/** A line with its digits masked: counters, timers and timestamps do not make it new. */
+function lineShape(line: string): string {
+  return line.trim().replace(/\d+/g, "#");
+}
+
+/**
+ * Whether output appended since the last look is progress. It is not when every new non-blank
+ * line repeats the line before it (digits masked) or matches WAITING_LINE; blank growth is no
+ * progress either. `lastLine` carries the last non-blank line to the next look.
+ */
+export function outputShowsProgress(newText: string, previousLine: string | null): { progress: boolean; lastLine: string | null } {
+  let prev = previousLine === null ? null : lineShape(previousLine);
+  let last = previousLine;
+  let progress = false;
+  for (const raw of newText.split("\n")) {
+    if (raw.trim() === "") continue;
+    const shape = lineShape(raw);
+    if (shape !== prev && !WAITING_LINE.test(raw)) progress = true;
+    prev = shape;
+    last = raw.trim();
+  }
+  return { progress, lastLine: last === null ? null : last.slice(0, 2000) };
 }

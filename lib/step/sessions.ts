@@ -1,10 +1,11 @@
 // Agent sessions as effects: start one detached (own process group, or a tmux session), observe
 // it from outside, end it. The decisions about what an observation means live in lib/step/decide.ts.
-import { closeSync, existsSync, mkdirSync, openSync, readSync, statSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, readSync } from "node:fs";
 import { join } from "node:path";
 import { readJsonOrNull, readRegularFile, sliceText, writeFileAtomic } from "../shared/fsutil.ts";
 import { killGroup } from "../shared/process.ts";
 import { sessionAlive } from "./liveness.ts";
+import { lastProgressAt } from "./progress.ts";
 import { tmux, tmuxHasSession } from "./tmux.ts";
 import { type LaunchRecord, SESSION_FILES } from "./session-wrapper.ts";
 import { selfArgv } from "./self.ts";
@@ -71,12 +72,9 @@ export function observeSession(s: SessionRecord, a: AttemptRecord, timeouts: { l
   const asked = ask.kind === "ok" ? ask.bytes.toString("utf8").trim() : "";
   const question = asked ? (asked.length > 4000 ? `${sliceText(asked, 0, 4000)}…` : asked) : null;
   const askIgnored = ask.kind === "error" ? `its ask file ${askPath} was not read: ${ask.message}` : null;
-  let lastOutputAt: number | null = null;
-  try {
-    lastOutputAt = statSync(join(dir, SESSION_FILES.output)).mtimeMs;
-  } catch {
-    // No output yet: the stall deadline counts from the start.
-  }
+  // Output growth that only says the agent waits is no progress (lib/step/progress.ts); no output
+  // yet: the stall deadline counts from the start.
+  const lastOutputAt = lastProgressAt(dir, SESSION_FILES.output);
   const alive = sessionAlive(s);
   // Re-read exit.json after seeing the process gone: it may have been written in between.
   const exitNow = exit ?? (alive ? null : readJsonOrNull(join(dir, SESSION_FILES.exit)));

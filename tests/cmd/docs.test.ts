@@ -176,6 +176,7 @@ describe("docs/loop-json.md documents loop.json as the code reads it", () => {
     control: /^##\s+control\s*$/,
     sessions: /^##\s+sessions\s*$/,
     workspace: /^##\s+workspace\s*$/,
+    notify: /^##\s+notify\s*$/,
     item: /^##\s+items\s*$/,
   };
   const rowsOf = (name: string) => tableRows(ownSection(md, TABLES[name]!) ?? "");
@@ -209,6 +210,7 @@ describe("docs/loop-json.md documents loop.json as the code reads it", () => {
       ["workspace", "base", def.base],
       ["workspace", "target", def.target.replace(/^loop\/n\//, "loop/<name>/")],
       ["workspace", "keepCheckoutOnClose", def.keepCheckoutOnClose],
+      ["notify", "timeout", normalizeDefinition({ name: "n", notify: { command: ["x"] }, items: [] }).notify!.timeout, ms],
     ];
     const wrong = expected.flatMap(([table, key, value, read = (x: unknown) => x]) => {
       const cell = rowsOf(table).find((r) => unquote(r[0]!) === key)?.[2] ?? "";

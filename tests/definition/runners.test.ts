@@ -41,7 +41,7 @@ const AIDER_QUIET = [
   "--no-stream",
 ];
 const CLAUDE_COMMON = ["claude", "-p", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"];
-const CODEX_COMMON = ["codex", "exec", "--json", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check"];
+const CODEX_COMMON = ["codex", "exec", "--json", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check", "--disable", "unbounded_connection_retries"];
 
 describe("presets", () => {
   const cases: Array<{ name: string; runner: keyof typeof PRESETS; ctx: LaunchContext; argv: string[]; conversationId: string | null }> = [

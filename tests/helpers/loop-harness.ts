@@ -256,11 +256,19 @@ export class LoopUnderTest {
     return r;
   }
 
-  /** One `loop run --json`; null when it was killed by the armed failpoint. */
+  /**
+   * One `loop run --json`; null when it was killed by the armed failpoint. Exit 1 must come with
+   * its reason: the loop needs a person (`attention`: a pause on a fault or question, a Failed
+   * drain), or (with allowStepErrors) environment errors.
+   */
   async step(): Promise<any | null> {
-    const r = await this.cmd(["run", "--json"], this.o.allowStepErrors ? [0, 1] : [0]);
+    const r = await this.cmd(["run", "--json"], [0, 1]);
     if (r.signal) return null;
-    if (r.code === 1 && !(r.json?.errors?.length > 0)) throw new Error(`loop run exited 1 without recorded errors:\n${r.stderr}\n${this.trace()}`);
+    const needsPerson = r.json?.attention?.length > 0;
+    const errors = r.json?.errors?.length > 0;
+    if (r.code === 1 && !needsPerson && !(this.o.allowStepErrors && errors))
+      throw new Error(`loop run exited 1 without a person needed${errors ? " (errors not allowed here)" : " or recorded errors"}:\n${r.stderr}\n${r.stdout}\n${this.trace()}`);
+    if (r.code === 0 && needsPerson) throw new Error(`loop run exited 0 while the loop needs a person:\n${r.stdout}\n${this.trace()}`);
     return r.json;
   }
 

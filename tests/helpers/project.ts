@@ -139,11 +139,22 @@ export class Project {
     return Bun.spawn([BUN, LOOP, ...args], { cwd: this.root, env: cliEnv({ ...this.env, ...env }), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
   }
 
-  /** One `loop run --json` step; its exit code must be one of `codes`. */
-  async run(codes: number[] = [0]): Promise<RunResult & { exitCode: number; stderr: string }> {
+  /**
+   * One `loop run --json` step; its exit code must be one of `codes`. Without `codes`: no
+   * environment errors, and exit 1 exactly when the loop needs a person (`attention`), else 0.
+   */
+  async run(codes?: number[]): Promise<RunResult & { exitCode: number; stderr: string }> {
     const r = await this.loop(["run", "--json", "--root", this.root]);
-    if (!codes.includes(r.code))
-      throw new Error(`loop run exited ${r.code} (expected ${codes.join("|")})\nstderr: ${r.stderr}\nstdout: ${r.stdout}\n${this.history()}`);
+    let expected = codes;
+    if (!expected) {
+      let parsed: RunResult | null = null;
+      try {
+        parsed = JSON.parse(r.stdout) as RunResult;
+      } catch {}
+      expected = parsed && parsed.errors.length === 0 ? [parsed.attention.length ? 1 : 0] : [0];
+    }
+    if (!expected.includes(r.code))
+      throw new Error(`loop run exited ${r.code} (expected ${expected.join("|")})\nstderr: ${r.stderr}\nstdout: ${r.stdout}\n${this.history()}`);
     const doc = JSON.parse(r.stdout) as RunResult;
     expect(doc.schema).toBe("loop/run@1");
     this.runs.push(doc);

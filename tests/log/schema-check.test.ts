@@ -38,6 +38,7 @@ const SAMPLES: Record<EventType, unknown> = {
   launch_reserved: launch("a", 1).payload,
   session_started: started("a", 1).payload,
   launch_failed: { attempt: 1, reason: "runner not found", interrupted: false },
+  environment_fault: { kind: "program_not_found", attempt: null, reason: "runner \"claude\": program \"claude\" was not found", fix: "install it" },
   session_ended: ended("a", 1, 3).payload,
   needs_input: { attempt: 1, question: "which database?" },
   reply_recorded: { text: "postgres" },
@@ -50,6 +51,7 @@ const SAMPLES: Record<EventType, unknown> = {
   loop_reopened: { reason: "new work items" },
   lease_taken_over: { previous: { owner: "o", pid: 12, host: "h", started: "2026-01-01T00:00:00.000Z", expires: "2026-01-01T00:30:00.000Z" }, why: "dead" },
   work_item_reset: reset("a").payload,
+  notified: { slot: "environment", key: "environment:12", kind: "environment", ok: false, exitCode: 3, reason: "notify exited 3" },
 };
 
 const VALUES: unknown[] = [

@@ -291,7 +291,7 @@ describe("classifySession: in order", () => {
     expect(classifySession(o({ started: false, alive: false }))).toEqual({ kind: "lost", reason: "session process vanished before the agent started" });
   });
   test("stalled past the stall deadline, measured from the last output", () => {
-    expect(classifySession(o({ lastOutputAt: now - 30_001, startedAt: now - 100_000 }))).toEqual({ kind: "stalled", reason: "no output for 30s (stall timeout 30s)" });
+    expect(classifySession(o({ lastOutputAt: now - 30_001, startedAt: now - 100_000 }))).toEqual({ kind: "stalled", reason: "no progress in the output for 30s (stall timeout 30s)" });
     // Recent output keeps an old session waiting.
     expect(classifySession(o({ lastOutputAt: now - 5_000, startedAt: now - 100_000 })).kind).toBe("waiting");
     // No output yet: measured from the start.

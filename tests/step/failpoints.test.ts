@@ -24,6 +24,7 @@ import {
   readLaunches,
   REPO,
   Semaphore,
+  shq,
   sleep,
   spawnLoop,
   writeLoopJson,
@@ -131,24 +132,52 @@ const SCENARIOS: Record<ScenarioName, Scenario> = {
     },
   },
   edge: {
-    what: "a runner that cannot start (launch_failed, maxAttempts 1), its dependent blocked, drain; then a new item reopens the loop",
+    what:
+      "a runner not found pauses the loop (environment_fault before any reservation); a relative one fails after its reservation (the attempt given back); each fixed and resumed; notify on each fault and on the drain; an item failing with maxAttempts 1, its dependent blocked, drain Failed; then a new item reopens the loop",
     async run(l) {
+      const notifyLog = join(l.dir, "notify.jsonl");
+      const ghosts = {
+        absent: { command: [join(l.dir, "no-such-agent")] },
+        // Relative to the worktree, which the first attempt creates after its reservation.
+        relative: { command: ["./no-such-agent"] },
+        fixed: countingRunner(l.launchLog),
+      };
+      let ghost: keyof typeof ghosts = "absent";
       const def = (withNew: boolean) => ({
         name: "edge",
         defaults: { runner: "counted", timeouts: TIMEOUTS },
-        runners: { counted: countingRunner(l.launchLog), ghost: { command: [join(l.dir, "no-such-agent")] } },
+        runners: { counted: countingRunner(l.launchLog), ghost: ghosts[ghost] },
+        notify: { command: ["sh", "-c", `cat >> ${shq(notifyLog)}`] },
         items: [
-          { id: "ghost-item", prompt: "Nothing can run this.", runner: "ghost", maxAttempts: 1, verify: "true" },
-          { id: "after-ghost", prompt: "Needs the ghost.\n@demo write A.md a", dependsOn: ["ghost-item"], verify: "test -s A.md" },
+          { id: "ghost-item", prompt: "Run by a runner fixed on the way.\n@demo write G.md g", runner: "ghost", verify: "test -s G.md" },
+          { id: "broken-item", prompt: "Never passes.\n@demo write B.md b", maxAttempts: 1, verify: "false" },
+          { id: "after-broken", prompt: "Needs the broken one.\n@demo write A.md a", dependsOn: ["broken-item"], verify: "test -s A.md" },
           ...(withNew ? [{ id: "late-item", prompt: "Added after the drain.\n@demo write LATE.md late", verify: "test -s LATE.md" }] : []),
         ],
       });
       writeLoopJson(l.root, def(false));
-      const first = await l.untilDrained();
+      // Each pause is an environment fault: the operator fixes the runner one step further, then resumes.
+      const onPaused = async (r: any) => {
+        if (!/^environment fault/.test(r.reason ?? "")) throw new Error(`paused for another reason: ${r.reason}\n${l.trace()}`);
+        if (ghost === "fixed") throw new Error(`an environment fault after the runner was fixed: ${r.reason}\n${l.trace()}`);
+        ghost = ghost === "absent" ? "relative" : "fixed";
+        writeLoopJson(l.root, def(false));
+        await l.ctl(["resume"]);
+      };
+      const first = await l.untilDrained({ onPaused });
       if (first.reason !== "Failed") throw new Error(`first drain: ${first.reason}\n${l.trace()}`);
+      const ghostItem = l.state().items.find((i: any) => i.id === "ghost-item");
+      if (ghostItem.failures !== 0) throw new Error(`the environment faults spent attempts of ghost-item: ${JSON.stringify(ghostItem)}\n${l.trace()}`);
       writeLoopJson(l.root, def(true));
-      await l.untilDrained();
-      return { outcome: "Failed", items: { "ghost-item": "failed", "after-ghost": "blocked", "late-item": "passed" } };
+      await l.untilDrained({ onPaused });
+      // notify ran (at least once) for every condition it recorded, and each condition is recorded once.
+      const keys = readEvents(l.stateRoot)
+        .filter((e) => e.type === "notified")
+        .map((e) => JSON.parse(e.payload).key as string);
+      const sent = existsSync(notifyLog) ? readFileSync(notifyLog, "utf8").split("\n").filter(Boolean).map((line) => JSON.parse(line).key as string) : [];
+      if (new Set(keys).size !== keys.length || keys.some((k) => !sent.includes(k)) || sent.some((k) => !keys.includes(k)) || keys.filter((k) => k.startsWith("environment:")).length < 1)
+        throw new Error(`notified ${JSON.stringify(keys)}, notify ran for ${JSON.stringify(sent)}\n${l.trace()}`);
+      return { outcome: "Failed", items: { "ghost-item": "passed", "broken-item": "failed", "after-broken": "blocked", "late-item": "passed" } };
     },
   },
   seeded: {
@@ -227,7 +256,7 @@ const CASES: [string, ScenarioName][] = [
   ...["close:before_kill", "close:after_kill", "close:after_worktree"].map((n): [string, ScenarioName] => [n, "ctl-stop"]),
   ...["ctl:before_commit", "close:after_kill", "close:after_worktree"].map((n): [string, ScenarioName] => [n, "ctl-skip-run-first"]),
   ...labels(["needs_input"]).map((n): [string, ScenarioName] => [n, "ask"]),
-  ...labels(["launch_failed", "block", "reopen"]).map((n): [string, ScenarioName] => [n, "edge"]),
+  ...labels(["launch_failed", "fault", "notify", "block", "reopen"]).map((n): [string, ScenarioName] => [n, "edge"]),
   ...labels(["close"]).map((n): [string, ScenarioName] => [n, "seeded"]),
 ];
 

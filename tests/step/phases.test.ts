@@ -62,7 +62,7 @@ function harness(item: Record<string, unknown>, settings: Record<string, unknown
   const warnings: string[] = [];
   const log = createConsola({ level: 3, reporters: [{ log: (o) => warnings.push(o.args.join(" ")) }] });
   const ctx = createStepContext({ store, def, options: { root, stateRoot, actor: "tester", env: { LOOP_KILL_GRACE_MS: "2000" }, log }, lease: got.lease });
-  const { items, name, ...rest } = def;
+  const { items, name, notify: _notify, ...rest } = def;
   append(ctx, [{ type: "definition_imported", payload: { revision: 1, hash: definitionHash(def), name, settings: rest, items } }], "import");
   append(ctx, [{ type: "loop_started", payload: {} }], "start");
   return {
@@ -229,14 +229,27 @@ describe("the launch and observe phases", () => {
     expect(h.ctx.errors).toEqual([]);
   });
 
-  test("a runner that cannot start: reserved first, then launch_failed with the reason, listed in the step's errors", () => {
+  test("a runner that cannot start after its reservation: the attempt is given back (environment_fault), the loop paused, listed in the step's errors", () => {
+    // Relative to the worktree: checkable only once the reservation made the worktree.
     const h = harness({}, { runners: { agent: { command: ["./no-such-agent"] } } });
-    expect(launchAttempt(h.ctx, h.item())).toBeNull();
-    expect(h.events().map((e) => e.type)).toEqual(["launch_reserved", "launch_failed"]);
-    expect(lastOf(h, "launch_failed")).toMatchObject({ attempt: 1, interrupted: false, reason: expect.stringContaining('program "./no-such-agent" not found') });
-    expect(h.ctx.errors).toEqual([expect.stringContaining('a: runner "agent": program "./no-such-agent" not found')]);
+    const out = launchAttempt(h.ctx, h.item());
+    expect(out.action).toBe("paused");
+    expect(h.events().map((e) => e.type)).toEqual(["launch_reserved", "environment_fault"]);
+    expect(lastOf(h, "environment_fault")).toMatchObject({ kind: "program_not_found", attempt: 1, reason: expect.stringContaining('program "./no-such-agent" not found') });
+    expect(h.ctx.errors).toEqual([expect.stringContaining('environment fault launching a: could not launch: runner "agent": program "./no-such-agent" not found')]);
+    const it = h.item();
+    expect({ status: it.status, failures: it.failures }).toEqual({ status: "pending", failures: 0 });
+    expect(projection(h.ctx).loop.state).toBe("paused");
     // Nothing was spawned for the reservation.
     expect(existsSync(join(sessionDir(h.stateRoot, "a", 0, 1), "spawned.json"))).toBe(false);
+  });
+
+  test("a runner whose program is not on PATH: paused before anything is reserved", () => {
+    const h = harness({}, { runners: { agent: { command: ["loop-test-no-such-agent"] } } });
+    expect(launchAttempt(h.ctx, h.item()).action).toBe("paused");
+    expect(h.events().map((e) => e.type)).toEqual(["environment_fault"]);
+    expect(lastOf(h, "environment_fault")).toMatchObject({ kind: "program_not_found", attempt: null });
+    expect(existsSync(sessionDir(h.stateRoot, "a", 0, 1))).toBe(false);
   });
 
   test("a step whose lease was taken over launches nothing: no reservation, no session folder, the error thrown", () => {

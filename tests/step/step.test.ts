@@ -114,7 +114,7 @@ describe("loop run", () => {
           await p.runUntil(() => p.eventsOf("session_ended", "stuck").length === 1, { what: "first attempt stalled" });
           const end1 = p.eventsOf("session_ended", "stuck")[0]!;
           expect(end1.payload.verdict).toBe("stalled");
-          expect(end1.payload.reason).toContain("no output for");
+          expect(end1.payload.reason).toContain("no progress in the output for");
           // Ended through the close path: recorded closed, and nothing of the group is left.
           expect(p.eventsOf("session_closed", "stuck").map((e) => e.payload.attempt)).toContain(1);
           expect(p.alive(pid1)).toBe(false);
@@ -548,7 +548,7 @@ describe("loop run", () => {
   );
 
   test.concurrent(
-    "(m) a runner program not on PATH: launch_failed, step exit 1, the item fails after its attempts",
+    "(m) a runner program not on PATH: an environment fault, no attempt spent, the loop paused (not the next item launched), step exit 1",
     () =>
       scenario(
         demoDefinition(
@@ -561,21 +561,20 @@ describe("loop run", () => {
         {},
         async (p) => {
           const r = await p.run([1]);
-          expect(r.exitCode).toBe(1);
-          expect(r.errors.length).toBe(2);
-          expect(r.errors[0]).toContain("loop-test-no-such-program-xyz");
+          expect(r.errors).toEqual([expect.stringContaining('program "loop-test-no-such-program-xyz" was not found on PATH')]);
           expect(r.stderr).toContain("not found");
-          const lf = p.eventsOf("launch_failed", "nowhere");
-          expect(lf.map((e) => e.payload.attempt)).toEqual([1, 2]);
-          expect(lf[0]!.payload.reason).toContain("not found on PATH");
+          expect(p.eventsOf("launch_failed")).toEqual([]);
+          expect(p.eventsOf("launch_reserved")).toEqual([]);
           const st = p.projection();
-          expect(st.items.nowhere!.status).toBe("failed");
-          expect(st.items.nowhere!.attempts.map((a) => a.end?.verdict)).toEqual(["launch_failed", "launch_failed"]);
-          // The step went on to the next item.
-          expect(r.action).toBe("launched");
-          expect(r.item).toBe("fine");
+          expect({ status: st.items.nowhere!.status, attempts: st.items.nowhere!.attempts.length }).toEqual({ status: "pending", attempts: 0 });
+          // The machine needs a person: nothing else is launched meanwhile.
+          expect(r.action).toBe("paused");
+          expect(st.items.fine!.status).toBe("pending");
+          p.writeDefinition(demoDefinition([{ id: "nowhere", prompt: "x" }, { id: "fine", prompt: "fine" }]));
+          expect((await p.ctl(["resume"])).code).toBe(0);
           await p.runToDrain();
           expect(p.projection().items.fine!.status).toBe("passed");
+          expect(p.projection().items.nowhere!.status).toBe("passed");
         },
       ),
     T,
