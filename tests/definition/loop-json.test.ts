@@ -856,7 +856,7 @@ describe("notify", () => {
     ["an empty argument", { command: ["x", ""] }, "notify.command[1]", "must not be empty"],
     ["not an array", { command: "mail" }, "notify.command", "must be an array of strings"],
     ["a timeout over 5m", { command: ["x"], timeout: "10m" }, "notify.timeout", "must be at most 5m (the step waits for it)"],
-    ["a zero timeout", { command: ["x"], timeout: "0s" }, "notify.timeout", "must be greater than zero"],
+    ["a zero timeout", { command: ["x"], timeout: "0s" }, "notify.timeout", 'invalid duration "0s": must be greater than zero'],
     ["an unknown key", { command: ["x"], on: ["failed"] }, "notify.on", "unknown key (allowed: command, timeout, $comment)"],
   ])("%s", (_name, notify, path, message) => {
     expect(issuesOf({ name: "x", notify, items: [] })).toContainEqual({ path, message });
