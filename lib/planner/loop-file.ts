@@ -2,7 +2,8 @@
 // the store is read through a snapshot (lib/log/snapshot.ts), never opened for writing.
 import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
+import { UsageError } from "../shared/errors.ts";
 import { DefinitionError, parseDefinitionText, type NormDefinition } from "../definition/loop-json.ts";
 import { JsonSyntaxError, parseStrictJson } from "../definition/json-strict.ts";
 import { readRegularFile } from "../shared/fsutil.ts";
@@ -66,4 +67,17 @@ export function itemStatuses(stateRoot: string, ids: readonly string[]): Map<str
     for (const id of ids) if (Object.hasOwn(p.items, id)) out.set(id, p.items[id]!.status);
   });
   return out;
+}
+
+/** The text of a `--brief-file`/`--from-file` value: a path (relative to cwd), or "-" for stdin. */
+export async function readInputText(flag: string, value: string, cwd: string): Promise<{ text: string; name: string }> {
+  if (value === "-") return { text: await Bun.stdin.text(), name: "stdin" };
+  const path = resolve(cwd, value);
+  const file = readRegularFile(path, { maxBytes: 16 * 2 ** 20 });
+  if (file.kind !== "ok") throw new UsageError(`${flag} ${JSON.stringify(value)}: ${file.kind === "absent" ? "no such file" : file.message}`);
+  try {
+    return { text: new TextDecoder("utf-8", { fatal: true }).decode(file.bytes), name: value };
+  } catch {
+    throw new UsageError(`${flag} ${JSON.stringify(value)}: not valid UTF-8`);
+  }
 }
