@@ -106,6 +106,8 @@ export type Checked = { ok: true; answer: Answer; warnings: Warning[] } | { ok: 
 
 /** Validate a parsed answer: every problem with its path, or the draft (unknown runners dropped, with a warning each). */
 export function checkAnswer(raw: unknown, ctx: AnswerContext): Checked {
+  // valibot's object schemas take an array for an object.
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return { ok: false, problems: [`answer: expected an object, got ${Array.isArray(raw) ? "an array" : JSON.stringify(raw)}`] };
   const r = v.safeParse(Shape, raw);
   if (!r.success) return { ok: false, problems: r.issues.map((i) => `${formatJsonPath((i.path ?? []).map((p) => p.key)) || "answer"}: ${i.message}`) };
   const a = r.output;
