@@ -24,7 +24,8 @@ function sentences(brief: string): string[] {
 }
 
 export function demoPlan(c: PlanContext): unknown {
-  const known = new Set(c.existing.map((e) => normalizePrompt(e.prompt)));
+  // An existing item's prompt counts by its first line too: the demo's own items carry @demo lines below it.
+  const known = new Set(c.existing.flatMap((e) => [normalizePrompt(e.prompt), normalizePrompt(e.prompt.split("\n")[0]!)]));
   const taken = new Set(c.existing.map((e) => e.id));
   const items: Record<string, unknown>[] = [];
   let tasks = 0;
@@ -36,7 +37,7 @@ export function demoPlan(c: PlanContext): unknown {
     tasks++;
     const text = task.charAt(0).toUpperCase() + task.slice(1);
     if (known.has(normalizePrompt(text))) {
-      previous = c.existing.find((e) => normalizePrompt(e.prompt) === normalizePrompt(text))?.id ?? previous;
+      previous = c.existing.find((e) => [e.prompt, e.prompt.split("\n")[0]!].some((p) => normalizePrompt(p) === normalizePrompt(text)))?.id ?? previous;
       continue;
     }
     let id = slugFromPrompt(text);
