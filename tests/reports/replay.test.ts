@@ -20,7 +20,7 @@ import { buildStore, readRows, realisticDrafts, tamper } from "../helpers/store.
 const temp = new TempDirs();
 afterAll(() => temp.cleanup());
 
-import { LOOP, loopEnv } from "../helpers/loop-harness.ts";
+import { runLoopSync } from "../helpers/cli.ts";
 
 // Seqs of the realistic history (tests/helpers/store.ts): 1 store_opened, 2 definition_imported,
 // 3 loop_started, 4..10 item a passes, 11..16 item b fails, 17 b reset, 18..24 b passes,
@@ -38,10 +38,7 @@ function openStore(): string {
   return root;
 }
 
-function replayCli(stateRoot: string) {
-  const r = Bun.spawnSync([process.execPath, LOOP, "replay", "--json", "--state-root", stateRoot], { cwd: stateRoot, env: loopEnv() });
-  return { code: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
-}
+const replayCli = (stateRoot: string) => runLoopSync(["replay", "--json", "--state-root", stateRoot], { cwd: stateRoot });
 
 /** Edit tables other than events on a raw connection, leaving no -wal behind. */
 function withRaw(stateRoot: string, fn: (db: Database) => void) {

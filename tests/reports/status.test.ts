@@ -14,7 +14,7 @@ import { sha256Hex } from "../../lib/log/canonical.ts";
 import { TempDirs } from "../helpers/fs.ts";
 import { buildStore, realisticDrafts, tamper } from "../helpers/store.ts";
 import { launch, started } from "../helpers/events.ts";
-import { LOOP, loopEnv } from "../helpers/loop-harness.ts";
+import { runLoopSync } from "../helpers/cli.ts";
 
 const temp = new TempDirs();
 afterAll(() => temp.cleanup());
@@ -27,10 +27,7 @@ function midRun(): string {
   return root;
 }
 
-function cli(args: string[]) {
-  const r = Bun.spawnSync([process.execPath, LOOP, ...args], { env: loopEnv(), stdout: "pipe", stderr: "pipe" });
-  return { code: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
-}
+const cli = (args: string[]) => runLoopSync(args);
 
 describe("the state document status reports from", () => {
   test("state.json and the projection tables give the same report", async () => {
