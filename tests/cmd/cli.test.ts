@@ -638,8 +638,8 @@ describe("colour", () => {
     expect(plain.text).toContain("--work-item");
     expect(plain.text).not.toMatch(ANSI);
     // The control: without NO_COLOR the same TTY does get colour, so the check above means something.
-    // citty's own colour detection also turns colour off under CI=true (as CI runs this suite).
-    const coloured = await cliOnTty(["status", "--help"], { env: { NO_COLOR: undefined, CI: undefined } });
+    // (citty also turns colour off under CI=true, as CI runs this suite: testEnv removes CI.)
+    const coloured = await cliOnTty(["status", "--help"], { env: { NO_COLOR: undefined } });
     expect(coloured.code).toBe(0);
     expect(coloured.text).toMatch(ANSI);
   });

@@ -76,6 +76,7 @@ describe("the environment of test commands (tests/helpers/env.ts)", () => {
     expect(git(root, "rev-parse", "--show-toplevel")).toBe(root);
     expect(git(root, "log", "--format=%s")).toBe("initial");
     expect(git(root, "config", "commit.gpgsign")).toBe("false");
+    expect(git(root, "log", "--format=%an <%ae>")).toBe("loop test <test@loop.invalid>");
   });
 });
 

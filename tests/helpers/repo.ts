@@ -1,6 +1,6 @@
 // THE git helper and THE temp repository builder of the tests. Git runs with the scrubbed test
 // environment (tests/helpers/env.ts), so a GIT_DIR set by a hook never points it elsewhere.
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { testEnv } from "./env.ts";
@@ -36,9 +36,8 @@ export interface RepoOptions {
 export function initRepo(root: string, o: Omit<RepoOptions, "prefix"> = {}): void {
   mkdirSync(root, { recursive: true });
   git(root, "init", "-q", "-b", "main");
-  git(root, "config", "user.email", "test@loop.invalid");
-  git(root, "config", "user.name", "loop test");
-  git(root, "config", "commit.gpgsign", "false");
+  // The same as three `git config` calls, without three more processes per repository.
+  appendFileSync(join(root, ".git", "config"), "[user]\n\temail = test@loop.invalid\n\tname = loop test\n[commit]\n\tgpgsign = false\n");
   for (const [name, text] of Object.entries(o.files ?? DEFAULT_FILES)) {
     mkdirSync(dirname(join(root, name)), { recursive: true });
     writeFileSync(join(root, name), text);

@@ -11,6 +11,7 @@ import { dbPath, Store, StoreError } from "../../lib/log/store.ts";
 import { snapshotTree, TempDirs } from "../helpers/fs.ts";
 import { buildStore, realisticDrafts } from "../helpers/store.ts";
 import { REPO, runLoopSync } from "../helpers/cli.ts";
+import { testEnv } from "../helpers/env.ts";
 
 const temp = new TempDirs();
 afterAll(() => temp.cleanup());
@@ -43,7 +44,7 @@ materialize(process.argv[2], projection, s.db);
 process.kill(process.pid, "SIGKILL");
 `,
   );
-  const child = Bun.spawnSync([process.execPath, script, root], { stderr: "pipe" });
+  const child = Bun.spawnSync([process.execPath, script, root], { env: testEnv(), stderr: "pipe" });
   expect(child.exitCode).toBeNull();
   expect(child.signalCode).toBe("SIGKILL");
 }
