@@ -66,7 +66,9 @@ export interface InProcessOptions {
  * `loop <tool> <args…>` in this process: argv[0] names the tool (as after `loop`), the rest are
  * its arguments. stdout and stderr are captured and are not terminals, so the default format is
  * JSON, as when piped. The multi-call entry itself (no tool, an unknown tool, `loop --help`,
- * argv0) is cmd/loop.ts: test it with runLoop.
+ * argv0) is cmd/loop.ts: test it with runLoop. Only the tool sees `env`: the programs lib/ starts
+ * (git, verify commands, sessions) get this process's environment, and a failpoint is armed from
+ * it, so a `loop run` step that launches or verifies belongs in a real process.
  */
 export async function runInProcess(argv: string[], o: InProcessOptions = {}): Promise<RunResult> {
   const [name, ...args] = argv;
