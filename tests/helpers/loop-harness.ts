@@ -3,16 +3,18 @@
 // counting shell runner), and the invariants every crash test checks once the loop has drained.
 // Nothing here measures time: every wait polls with a generous bound and fails with a message.
 import { Database } from "bun:sqlite";
-import { spawnSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { repairRunlog } from "../../lib/log/materialize.ts";
 import { dbPath, type EventRow } from "../../lib/log/store.ts";
+import { BUN, type CmdResult, type Env, finish, LOOP, runLoop, spawnLoop as spawnLoopIn } from "./cli.ts";
+import { testEnv } from "./env.ts";
+import { git, makeRepo as makeRepoWith, writeLoopJson } from "./repo.ts";
 
-export const REPO = resolve(import.meta.dir, "..", "..");
-export const LOOP = join(REPO, "cmd", "loop.ts");
-export const BUN = process.execPath;
+// The shared pieces, under the names this harness has always exported.
+export { BUN, type CmdResult, finish, git, LOOP, writeLoopJson };
+export { REPO } from "./cli.ts";
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -21,70 +23,22 @@ export function shq(s: string): string {
   return `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
-/** The environment of every spawned loop command: nothing leaking in from the caller's. */
-export function loopEnv(extra: Record<string, string | undefined> = {}): Record<string, string> {
-  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: "1", LOOP_KILL_GRACE_MS: "300" };
-  for (const k of ["LOOP_STATE_ROOT", "FORCE_COLOR", "LOOP_FAILPOINT", "LOOP_TMUX_SOCKET", "LOOP_ACTOR", "TMUX", "LOOP_OUTPUT_CAP"]) delete env[k];
-  Object.assign(env, extra);
-  return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined));
-}
-
-export interface CmdResult {
-  pid: number;
-  code: number | null;
-  signal: string | null;
-  stdout: string;
-  stderr: string;
-  /** stdout parsed as JSON, when it is JSON. */
-  json: any;
-}
-
-function parseJson(text: string): any {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return null;
-  }
-}
+/** The environment of every spawned loop command: the scrubbed test environment (tests/helpers/env.ts). */
+export const loopEnv = (extra: Env = {}): Record<string, string> => testEnv(extra);
 
 /** Start `bun cmd/loop.ts <args>` without waiting for it. */
-export function spawnLoop(args: string[], env: Record<string, string | undefined> = {}, cwd = REPO) {
-  return Bun.spawn([BUN, LOOP, ...args], { cwd, env: loopEnv(env), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
-}
-
-export async function finish(proc: ReturnType<typeof spawnLoop>): Promise<CmdResult> {
-  const [stdout, stderr] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
-  await proc.exited;
-  return { pid: proc.pid, code: proc.exitCode, signal: proc.signalCode ? String(proc.signalCode) : null, stdout, stderr, json: parseJson(stdout) };
+export function spawnLoop(args: string[], env: Env = {}, cwd?: string) {
+  return spawnLoopIn(args, { env, cwd });
 }
 
 /** Run `bun cmd/loop.ts <args>` to the end. */
-export async function loop(args: string[], env: Record<string, string | undefined> = {}, cwd = REPO): Promise<CmdResult> {
-  return finish(spawnLoop(args, env, cwd));
+export async function loop(args: string[], env: Env = {}, cwd?: string): Promise<CmdResult> {
+  return runLoop(args, { env, cwd });
 }
 
-export function git(cwd: string, ...args: string[]): string {
-  const r = spawnSync("git", args, { cwd, encoding: "utf8" });
-  if (r.status !== 0) throw new Error(`git ${args.join(" ")} in ${cwd}: ${r.stderr}`);
-  return r.stdout.trim();
-}
-
-/** A temp directory holding a fresh git repository (branch main, one commit) at <dir>/repo. */
+/** A temp directory holding a fresh git repository (branch main, one commit of project.txt) at <dir>/repo. */
 export function makeRepo(prefix = "loop-e2e-"): { dir: string; root: string } {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  const root = join(dir, "repo");
-  spawnSync("mkdir", ["-p", root]);
-  git(root, "init", "-q", "-b", "main");
-  git(root, "config", "user.email", "test@loop.invalid");
-  git(root, "config", "user.name", "loop test");
-  writeFileSync(join(root, "project.txt"), "a tiny project\n");
-  git(root, "add", "-A");
-  git(root, "commit", "-q", "-m", "a tiny project");
-  return { dir, root };
-}
-
-export function writeLoopJson(root: string, def: unknown): void {
-  writeFileSync(join(root, "loop.json"), JSON.stringify(def, null, 2) + "\n");
+  return makeRepoWith({ prefix });
 }
 
 /**
