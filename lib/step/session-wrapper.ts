@@ -2,6 +2,8 @@
 // step. It runs the agent with the launch record's argv, cwd and env, sends the agent's output to
 // output.log (and to the tmux pane when tee is on), writes started.json once the agent is
 // spawned and exit.json when it ends. A missing exit.json after the wrapper is gone means "lost".
+// `loop __session <dir> verify` is the same for an attempt's verify command, with the files of
+// VERIFY_FILES in the same folder (lib/step/verify-command.ts), so verify is observed like a session.
 import { openSync, writeSync, closeSync } from "node:fs";
 import { join } from "node:path";
 import { readJsonOrNull, writeFileAtomic } from "../shared/fsutil.ts";
@@ -23,20 +25,40 @@ export const SESSION_FILES = {
   verify: "verify.log",
 } as const;
 
+/** The files of a verify run, beside its attempt's session files. */
+export const VERIFY_FILES = {
+  launch: "verify-launch.json",
+  spawned: "verify-spawned.json",
+  started: "verify-started.json",
+  exit: "verify-exit.json",
+  output: SESSION_FILES.verify,
+} as const;
+
+/** What a wrapper reads and writes: an agent session's files, or a verify run's. */
+export type WrapperKind = "session" | "verify";
+export function wrapperFiles(kind: WrapperKind): { launch: string; started: string; exit: string; output: string } {
+  return kind === "verify" ? VERIFY_FILES : SESSION_FILES;
+}
+
 export async function runSessionWrapper(args: string[]): Promise<number> {
-  const dir = args[0];
+  const [dir, kind = "session"] = args;
   if (!dir) {
     process.stderr.write("loop __session: missing session folder\n");
     return 2;
   }
-  const launch = readJsonOrNull<LaunchRecord>(join(dir, SESSION_FILES.launch));
-  if (!launch) {
-    process.stderr.write(`loop __session: no readable ${SESSION_FILES.launch} in ${dir}\n`);
+  if (kind !== "session" && kind !== "verify") {
+    process.stderr.write(`loop __session: unknown kind ${JSON.stringify(kind)} (session or verify)\n`);
     return 2;
   }
-  const out = openSync(join(dir, SESSION_FILES.output), "a");
+  const files = wrapperFiles(kind);
+  const launch = readJsonOrNull<LaunchRecord>(join(dir, files.launch));
+  if (!launch) {
+    process.stderr.write(`loop __session: no readable ${files.launch} in ${dir}\n`);
+    return 2;
+  }
+  const out = openSync(join(dir, files.output), "a");
   const finish = (code: number | null, signal: string | null, error?: string) =>
-    writeFileAtomic(join(dir, SESSION_FILES.exit), JSON.stringify({ code, signal, error: error ?? null, at: new Date().toISOString() }) + "\n");
+    writeFileAtomic(join(dir, files.exit), JSON.stringify({ code, signal, error: error ?? null, at: new Date().toISOString() }) + "\n");
   let child: ReturnType<typeof Bun.spawn>;
   try {
     child = Bun.spawn(launch.argv, {
@@ -50,11 +72,11 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
     const msg = `loop: cannot start ${JSON.stringify(launch.argv[0])}: ${(err as Error).message}\n`;
     writeSync(out, msg);
     closeSync(out);
-    writeFileAtomic(join(dir, SESSION_FILES.started), JSON.stringify({ wrapperPid: process.pid, agentPid: null, at: new Date().toISOString() }) + "\n");
+    writeFileAtomic(join(dir, files.started), JSON.stringify({ wrapperPid: process.pid, agentPid: null, at: new Date().toISOString() }) + "\n");
     finish(127, null, msg.trim());
     return 0;
   }
-  writeFileAtomic(join(dir, SESSION_FILES.started), JSON.stringify({ wrapperPid: process.pid, agentPid: child.pid, at: new Date().toISOString() }) + "\n");
+  writeFileAtomic(join(dir, files.started), JSON.stringify({ wrapperPid: process.pid, agentPid: child.pid, at: new Date().toISOString() }) + "\n");
   for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.on(sig, () => child.kill(sig));
   if (launch.tee) {
     const pump = async (stream: ReadableStream<Uint8Array>) => {
