@@ -7,6 +7,7 @@
 import { openSync, writeSync, closeSync } from "node:fs";
 import { join } from "node:path";
 import { readJsonOrNull, writeFileAtomic } from "../shared/fsutil.ts";
+import { processStartTime } from "../shared/process.ts";
 
 export interface LaunchRecord {
   argv: string[];
@@ -57,6 +58,8 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
     return 2;
   }
   const out = openSync(join(dir, files.output), "a");
+  // With its pid, names this wrapper (and its group) for whoever adopts it, never a later process reusing the pid.
+  const wrapperStart = processStartTime(process.pid);
   const finish = (code: number | null, signal: string | null, error?: string) =>
     writeFileAtomic(join(dir, files.exit), JSON.stringify({ code, signal, error: error ?? null, at: new Date().toISOString() }) + "\n");
   let child: ReturnType<typeof Bun.spawn>;
@@ -72,11 +75,11 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
     const msg = `loop: cannot start ${JSON.stringify(launch.argv[0])}: ${(err as Error).message}\n`;
     writeSync(out, msg);
     closeSync(out);
-    writeFileAtomic(join(dir, files.started), JSON.stringify({ wrapperPid: process.pid, agentPid: null, at: new Date().toISOString() }) + "\n");
+    writeFileAtomic(join(dir, files.started), JSON.stringify({ wrapperPid: process.pid, wrapperStart, agentPid: null, at: new Date().toISOString() }) + "\n");
     finish(127, null, msg.trim());
     return 0;
   }
-  writeFileAtomic(join(dir, files.started), JSON.stringify({ wrapperPid: process.pid, agentPid: child.pid, at: new Date().toISOString() }) + "\n");
+  writeFileAtomic(join(dir, files.started), JSON.stringify({ wrapperPid: process.pid, wrapperStart, agentPid: child.pid, at: new Date().toISOString() }) + "\n");
   for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.on(sig, () => child.kill(sig));
   if (launch.tee) {
     const pump = async (stream: ReadableStream<Uint8Array>) => {

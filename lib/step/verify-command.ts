@@ -56,8 +56,9 @@ export function verifySpawnEvidence(dir: string): { launched: boolean; found: Ve
   const spawned = readJsonOrNull<{ pid?: number; startTime?: string | null }>(join(dir, VERIFY_FILES.spawned));
   if (typeof spawned?.pid === "number" && spawned.pid > 0) return { launched: true, found: { pid: spawned.pid, startTime: spawned.startTime ?? null } };
   // Killed between the spawn and verify-spawned.json: the wrapper names itself once it runs.
-  const started = readJsonOrNull<{ wrapperPid?: number }>(join(dir, VERIFY_FILES.started));
-  if (typeof started?.wrapperPid === "number" && started.wrapperPid > 0) return { launched: true, found: { pid: started.wrapperPid, startTime: processStartTime(started.wrapperPid) } };
+  const started = readJsonOrNull<{ wrapperPid?: number; wrapperStart?: string | null }>(join(dir, VERIFY_FILES.started));
+  if (typeof started?.wrapperPid === "number" && started.wrapperPid > 0)
+    return { launched: true, found: { pid: started.wrapperPid, startTime: typeof started.wrapperStart === "string" ? started.wrapperStart : null } };
   return { launched: existsSync(join(dir, VERIFY_FILES.launch)), found: null };
 }
 
