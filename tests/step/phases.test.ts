@@ -17,7 +17,7 @@ import { afterSession } from "../../lib/step/decide.ts";
 import { landAttempt } from "../../lib/step/land.ts";
 import { launchAttempt } from "../../lib/step/launch.ts";
 import { observeRunning } from "../../lib/step/observe.ts";
-import { SESSION_FILES } from "../../lib/step/sessions.ts";
+import { SESSION_FILES, startSession } from "../../lib/step/sessions.ts";
 import { failAttempt, settleAttempt } from "../../lib/step/settle.ts";
 import { verifyAttempt } from "../../lib/step/verify.ts";
 import { ensureWorktree } from "../../lib/step/workspace.ts";
@@ -173,6 +173,45 @@ describe("the verify phase", () => {
     writeFileSync(join(git(wt, "rev-parse", "--absolute-git-dir"), "index.lock"), "");
     await verifyAttempt(locked.ctx, locked.item());
     expect(lastOf(locked, "verify_finished")!.reason).toStartWith("could not commit the changes the agent left: ");
+  });
+});
+
+describe("a reserved verify whose start was not recorded (the reserving step was killed)", () => {
+  const reserve = (h: Harness, ts?: string) => {
+    const dir = sessionDir(h.stateRoot, "a", 0, 1);
+    const key = "verify:a:e0:a1";
+    append(h.ctx, [{ type: "verify_reserved", item: "a", id: key, ...(ts ? { ts } : {}), payload: { attempt: 1, key, command: "true", log: join(dir, "verify.log"), timeoutMs: 120_000 } }], "verify_reserve");
+    return dir;
+  };
+
+  test("a wrapper spawned before verify-spawned.json was written is adopted from verify-started.json, by pid and start time", async () => {
+    const h = harness({ verify: "true" });
+    exitedAttempt(h);
+    const dir = reserve(h);
+    // The spawn the killed step made, without the file it would have written next.
+    const { pid } = startSession({ dir, argv: ["sh", "-c", "true"], cwd: worktreeDir(h.stateRoot, "a"), env: {}, tmuxName: null, kind: "verify" });
+    for (let i = 0; i < 400 && !existsSync(join(dir, "verify-exit.json")); i++) await Bun.sleep(25);
+    const started = JSON.parse(readFileSync(join(dir, "verify-started.json"), "utf8"));
+    expect(started).toMatchObject({ wrapperPid: pid, wrapperStart: expect.any(String) });
+    expect(await verifyAttempt(h.ctx, h.item())).toMatchObject({ action: "waiting" });
+    expect(lastOf(h, "verify_started")).toMatchObject({ pid, pgid: pid, startTime: started.wrapperStart, adopted: true });
+    await verifyToEnd(h);
+    expect(lastOf(h, "verify_finished")).toMatchObject({ passed: true, reason: "exit 0" });
+  });
+
+  test("a launch record without a wrapper: waiting until the launch timeout, then the verify fails as never started", async () => {
+    const h = harness({ verify: "true" });
+    exitedAttempt(h);
+    const dir = reserve(h);
+    writeFileSync(join(dir, "verify-launch.json"), "{}\n");
+    expect(await verifyAttempt(h.ctx, h.item())).toEqual({ action: "waiting", item: "a", reason: "verify is starting" });
+    const old = harness({ verify: "true" });
+    exitedAttempt(old);
+    const oldDir = reserve(old, new Date(Date.now() - 3 * 60_000).toISOString());
+    writeFileSync(join(oldDir, "verify-launch.json"), "{}\n");
+    expect(await verifyAttempt(old.ctx, old.item())).toBeNull();
+    expect(lastOf(old, "verify_finished")).toMatchObject({ passed: false, exitCode: null, log: null, reason: "verify did not start within 120s" });
+    expect(old.events().filter((e) => e.type === "verify_started")).toEqual([]);
   });
 });
 
