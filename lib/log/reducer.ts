@@ -35,6 +35,25 @@ export interface VerifyRecord {
   at: string;
 }
 
+/**
+ * An attempt's verify command as a process (verify_reserved, then verify_started): reserved under
+ * its key before anything is spawned, observed by later steps until verify_finished.
+ */
+export interface VerifyRun {
+  key: string;
+  command: string;
+  log: string;
+  timeoutMs: number;
+  reservedAt: string;
+  /** The wrapper that runs the command, leader of its process group; null until verify_started. */
+  pid: number | null;
+  /** Its start time (/proc, clock ticks since boot): with the pid it names that process, never a later one. */
+  startTime: string | null;
+  startedAt: string | null;
+  /** Past this, a step ends the verify and records it timed out. */
+  deadline: string | null;
+}
+
 export interface AttemptRecord {
   n: number;
   key: string;
@@ -44,6 +63,8 @@ export interface AttemptRecord {
   launchFailed: string | null;
   question: string | null;
   verify: VerifyRecord | null;
+  /** Only once a verify command was reserved (absent otherwise, so older histories fold as before). */
+  verifyRun?: VerifyRun;
   /** "passed", "failed", "requeued:<reason>" once the attempt's fate is decided. */
   outcome: string | null;
 }
@@ -478,11 +499,33 @@ const HANDLERS: Record<EventType, Handler> = {
       fail("item_status", `reply_recorded for settled item "${it.id}" (${it.status})`);
     it.replies.push({ text: e.payload.text, actor: e.actor, ts: e.ts, delivered: null });
   },
+  verify_reserved(p, e, fail) {
+    const it = need(p, e, fail);
+    needStatus(it, ["ended"], e, fail);
+    const a = currentAttempt(it, e.payload.attempt, e, fail);
+    if (a.end?.verdict !== "exited") fail("verify_order", `verify_reserved for attempt ${a.n} of "${it.id}", whose session did not exit (${a.end?.verdict ?? "no end"})`);
+    if (a.verify || a.verifyRun) fail("verify_order", `verify_reserved for attempt ${a.n} of "${it.id}", which already has a verify`);
+    const pl = e.payload;
+    a.verifyRun = { key: pl.key, command: pl.command, log: pl.log, timeoutMs: pl.timeoutMs, reservedAt: e.ts, pid: null, startTime: null, startedAt: null, deadline: null };
+    it.reason = "verify reserved";
+  },
+  verify_started(p, e, fail) {
+    const it = need(p, e, fail);
+    needStatus(it, ["ended"], e, fail);
+    const a = currentAttempt(it, e.payload.attempt, e, fail);
+    const run = a.verifyRun;
+    if (!run || run.pid !== null || a.verify) fail("verify_order", `verify_started for attempt ${a.n} of "${it.id}" needs a reserved verify not yet started or finished`);
+    const pl = e.payload;
+    Object.assign(run!, { pid: pl.pid, startTime: pl.startTime, startedAt: e.ts, deadline: pl.deadline });
+    it.reason = `verify running (deadline ${pl.deadline})`;
+  },
   verify_finished(p, e, fail) {
     const it = need(p, e, fail);
     needStatus(it, ["ended"], e, fail);
     const a = currentAttempt(it, e.payload.attempt, e, fail);
     a.verify = { ...e.payload, at: e.ts };
+    // A verify run by an older version (inside its step) left the reason as the session's end.
+    if (a.verifyRun) it.reason = `verify ${e.payload.passed ? "passed" : "failed"} (${e.payload.reason})`;
   },
   item_requeued(p, e, fail) {
     const it = need(p, e, fail);

@@ -3,11 +3,14 @@
 // Refused, with nothing written: an id or ref an existing item (or another new item) already has,
 // naming that item; a result that is not a valid definition (the validation `loop run` applies);
 // a loop.json that changed between the read and the write (its sha256 differs: an editor, a
-// second `loop add`). The window left is the rename itself, after the second read.
+// second `loop add`). The second read and the rename happen under an exclusive lock,
+// `loop.json.lock` beside the file (held for milliseconds; a dead holder's is taken over), so two
+// `loop add`s can never both pass the check and the later rename silently drop the earlier's items.
 import { chmodSync, closeSync, fsyncSync, openSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
 import { DefinitionError, parseDefinitionText } from "../definition/loop-json.ts";
 import { isItemId, itemIdFromRef, parseRef } from "../definition/refs.ts";
-import { RefusedError } from "../shared/errors.ts";
+import { BusyError, RefusedError } from "../shared/errors.ts";
+import { claimRunPid, releaseRunPid, selfRunPid } from "../step/run-pid.ts";
 import { readRegularFile } from "../shared/fsutil.ts";
 import { appendItemsText } from "./edit.ts";
 import { readLoopFile, sha256 } from "./loop-file.ts";
@@ -141,16 +144,36 @@ function writeOver(path: string, sha: string, text: string): void {
     throw e;
   }
   closeSync(fd);
+  const lock = `${path}.lock`;
+  const me = selfRunPid();
   try {
     chmodSync(tmp, mode);
-    const now = readRegularFile(path, { maxBytes: 64 * 2 ** 20 });
-    if (now.kind !== "ok" || sha256(now.bytes) !== sha)
-      throw new RefusedError(`${path} changed while loop add was preparing its edit (another editor or loop add); nothing was written: run it again`);
-    renameSync(tmp, path);
+    takeLock(lock, me, path);
+    try {
+      const now = readRegularFile(path, { maxBytes: 64 * 2 ** 20 });
+      if (now.kind !== "ok" || sha256(now.bytes) !== sha)
+        throw new RefusedError(`${path} changed while loop add was preparing its edit (another editor or loop add); nothing was written: run it again`);
+      renameSync(tmp, path);
+    } finally {
+      releaseRunPid(lock, me);
+    }
   } catch (e) {
     try {
       unlinkSync(tmp);
     } catch {}
     throw e;
+  }
+}
+
+/** The lock of the check-and-rename; another `loop add` holds it for milliseconds, so wait a little. */
+function takeLock(lock: string, me: ReturnType<typeof selfRunPid>, path: string): void {
+  for (let i = 0; ; i++) {
+    try {
+      return claimRunPid(lock, me);
+    } catch (e) {
+      if (!(e instanceof BusyError)) throw e;
+      if (i >= 200) throw new RefusedError(`another loop add has held ${lock} for over 2s; nothing was written to ${path}: run it again`);
+      Bun.sleepSync(10);
+    }
   }
 }

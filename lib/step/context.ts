@@ -39,7 +39,7 @@ export interface StepOptions {
   actor: string;
   env: Record<string, string | undefined>;
   log: ConsolaInstance;
-  /** Lease lifetime; a step renews it before long waits (verify). */
+  /** Lease lifetime (30 minutes by default): a step never waits on an agent or a verify command, so it is never renewed. */
   leaseMs?: number;
 }
 
@@ -123,6 +123,10 @@ function summarize(e: StoredEvent): string {
       return `attempt ${pl.attempt} started${pl.tmux ? ` in tmux ${pl.tmux}` : ` pid ${pl.pid}`}`;
     case "session_ended":
       return `attempt ${pl.attempt} ${pl.verdict}: ${pl.reason}`;
+    case "verify_reserved":
+      return `attempt ${pl.attempt} verify reserved`;
+    case "verify_started":
+      return `attempt ${pl.attempt} verify ${pl.adopted ? "adopted" : "started"} pid ${pl.pid}, deadline ${pl.deadline}`;
     case "verify_finished":
       return `verify ${pl.passed ? "passed" : "failed"} (${pl.reason})`;
     case "item_settled":

@@ -7,7 +7,7 @@ import { killGroup } from "../shared/process.ts";
 import { sessionAlive } from "./liveness.ts";
 import { lastProgressAt } from "./progress.ts";
 import { tmux, tmuxHasSession } from "./tmux.ts";
-import { type LaunchRecord, SESSION_FILES } from "./session-wrapper.ts";
+import { type LaunchRecord, SESSION_FILES, type WrapperKind, wrapperFiles } from "./session-wrapper.ts";
 import { selfArgv } from "./self.ts";
 import { outputCapFrom } from "./output-log.ts";
 import type { SessionObservation } from "./decide.ts";
@@ -29,19 +29,24 @@ export interface StartedSession {
   tmux: string | null;
 }
 
-/** Write the launch record and start the wrapper detached. Throws with a clear message on failure. */
+/**
+ * Write the launch record and start the wrapper detached. Throws with a clear message on failure.
+ * `kind: "verify"` starts an attempt's verify command the same way, with its own files.
+ */
 export function startSession(o: {
   dir: string;
   argv: string[];
   cwd: string;
   env: Record<string, string>;
   tmuxName: string | null;
+  kind?: WrapperKind;
 }): StartedSession {
   mkdirSync(o.dir, { recursive: true });
+  const kind = o.kind ?? "session";
   // The cap travels in the launch record: a tmux session does not inherit the step's environment.
   const launch: LaunchRecord = { argv: o.argv, cwd: o.cwd, env: o.env, tee: o.tmuxName !== null, outputCap: outputCapFrom(process.env) };
-  writeFileAtomic(join(o.dir, SESSION_FILES.launch), JSON.stringify(launch, null, 2) + "\n");
-  const wrapper = [...selfArgv(), "__session", o.dir];
+  writeFileAtomic(join(o.dir, wrapperFiles(kind).launch), JSON.stringify(launch, null, 2) + "\n");
+  const wrapper = [...selfArgv(), "__session", o.dir, ...(kind === "verify" ? ["verify"] : [])];
   if (o.tmuxName) {
     const cmd = "exec " + wrapper.map(shellQuote).join(" ");
     const r = tmux(["new-session", "-d", "-s", o.tmuxName, "-x", "200", "-y", "50", "-c", o.cwd, cmd]);

@@ -120,7 +120,10 @@ async function advanceItem(ctx: StepContext, it: ItemState): Promise<StepOutcome
       const next = afterSession(it);
       if (next.kind === "requeue") requeueUncounted(ctx, it, next.reason);
       else if (next.kind === "fail") await failAttempt(ctx, it, next.reason);
-      else if (next.kind === "verify") await verifyAttempt(ctx, it);
+      else if (next.kind === "verify") {
+        const r = await verifyAttempt(ctx, it);
+        if (r) return r;
+      }
       else if (next.kind === "land") landAttempt(ctx, it);
       else await settleAttempt(ctx, it, { landed: next.landed });
       return null;

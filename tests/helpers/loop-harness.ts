@@ -49,6 +49,14 @@ export function countingRunner(launchLog: string): { command: string[] } {
   return { command: ["sh", "-c", `echo "$LOOP_ITEM $LOOP_ATTEMPT" >> ${shq(launchLog)} && exec ${shq(BUN)} ${shq(LOOP)} __demo-agent`] };
 }
 
+/**
+ * A verify command that records each run as a line "<item> <attempt>" in `verifyLog` (outside the
+ * worktree) before it runs `command`: checkDrained proves no attempt's verify ran twice.
+ */
+export function countingVerify(verifyLog: string, command: string): string {
+  return `echo "$LOOP_ITEM $LOOP_ATTEMPT" >> ${shq(verifyLog)}; ${command}`;
+}
+
 export function readLaunches(launchLog: string): string[] {
   if (!existsSync(launchLog)) return [];
   return readFileSync(launchLog, "utf8").split("\n").filter(Boolean);
@@ -168,6 +176,8 @@ export interface DriveOptions {
 export class LoopUnderTest {
   readonly stateRoot: string;
   readonly launchLog: string;
+  /** Where countingVerify records verify runs. */
+  readonly verifyLog: string;
   readonly history: string[] = [];
   killedBy: { args: string[]; stderr: string; pid: number } | null = null;
   /** Steps of untilDrained stop being taken after this time (a bound, not an expectation). */
@@ -180,6 +190,7 @@ export class LoopUnderTest {
   ) {
     this.stateRoot = join(root, ".loop");
     this.launchLog = join(dir, "launches.log");
+    this.verifyLog = join(dir, "verifies.log");
   }
 
   /** Arm the failpoint from now on (after an unarmed setup). */
@@ -242,18 +253,22 @@ export class LoopUnderTest {
     }
   }
 
-  /** While the current item's session works: wait for its exit or ask file (bounded), instead of busy-stepping. */
+  /**
+   * While the current item's session works, or its verify command runs: wait for its exit (or ask
+   * file) status (bounded), instead of busy-stepping.
+   */
   async waitForSession(boundMs = 15_000): Promise<void> {
     const st = this.state();
     const cur = st?.loop?.current;
     if (!cur) return;
     const it = st.items.find((i: any) => i.id === cur);
-    if (!it || it.status !== "running" && it.status !== "launching") return;
+    if (!it || (it.status !== "running" && it.status !== "launching" && it.status !== "ended")) return;
     const dir = join(this.stateRoot, "sessions", cur, it.epoch === 0 ? String(it.attempts) : `e${it.epoch}-${it.attempts}`);
-    if (it.status === "launching" && !existsSync(join(dir, "launch.json"))) return;
+    const [launch, done] = it.status === "ended" ? ["verify-launch.json", ["verify-exit.json"]] : ["launch.json", ["exit.json", "ask.txt"]];
+    if (!existsSync(join(dir, launch!))) return;
     const deadline = Date.now() + boundMs;
     while (Date.now() < deadline) {
-      if (existsSync(join(dir, "exit.json")) || existsSync(join(dir, "ask.txt"))) return;
+      if (done!.some((f) => existsSync(join(dir, f)))) return;
       await sleep(50);
     }
   }
@@ -343,6 +358,14 @@ export async function checkDrained(l: LoopUnderTest, expected: Expected, opts: {
   }
   const startedEvents = rows.filter((r) => r.type === "session_started").map((r) => `${r.item} ${JSON.parse(r.payload).attempt}`);
   for (const s of startedEvents) if (!seen.has(s) && opts.everyStartRan !== false) throw new Error(where(`session_started for "${s}" but the runner never ran`));
+
+  // One verify reservation per (item, epoch, attempt), and no attempt's verify command ran twice.
+  const verifyKeys = rows.filter((r) => r.type === "verify_reserved").map((r) => JSON.parse(r.payload).key as string);
+  if (new Set(verifyKeys).size !== verifyKeys.length) throw new Error(where(`a verify was reserved twice: ${verifyKeys.join(", ")}`));
+  const verifyReserved = new Set(rows.filter((r) => r.type === "verify_reserved").map((r) => `${r.item} ${JSON.parse(r.payload).attempt}`));
+  const verifies = readLaunches(l.verifyLog);
+  if (new Set(verifies).size !== verifies.length) throw new Error(where(`a verify command ran twice for one attempt: ${verifies.join(", ")}`));
+  for (const v of verifies) if (!verifyReserved.has(v)) throw new Error(where(`verify "${v}" ran without a reservation`));
 
   // terminal_state.json present with the outcome; RUNLOG.md needs no repair.
   const term = JSON.parse(readFileSync(join(l.stateRoot, "terminal_state.json"), "utf8"));

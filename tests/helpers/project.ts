@@ -175,16 +175,16 @@ export class Project {
     return this.events().filter((e) => e.type === type && (item === undefined || e.item === item));
   }
 
-  /** Every process group a session of this project ever had: recorded pids and the wrapper's own files. */
+  /** Every process group a session or verify command of this project ever had: recorded pids and the wrapper's own files. */
   sessionGroups(): number[] {
     const pids = new Set<number>();
     if (existsSync(join(this.stateRoot, "loop.db")))
-      for (const e of this.events()) if (e.type === "session_started" && typeof e.payload.pid === "number") pids.add(e.payload.pid);
+      for (const e of this.events()) if ((e.type === "session_started" || e.type === "verify_started") && typeof e.payload.pid === "number") pids.add(e.payload.pid);
     const sessions = join(this.stateRoot, "sessions");
     if (existsSync(sessions))
       for (const item of readdirSync(sessions))
         for (const attempt of readdirSync(join(sessions, item)))
-          for (const f of ["started.json", "spawned.json"]) {
+          for (const f of ["started.json", "spawned.json", "verify-started.json", "verify-spawned.json"]) {
             try {
               const j = JSON.parse(readFileSync(join(sessions, item, attempt, f), "utf8"));
               const pid = j.wrapperPid ?? j.pid;

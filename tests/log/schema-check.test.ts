@@ -20,6 +20,8 @@ import {
   settled,
   started,
   verified,
+  verifyReserved,
+  verifyStarted,
 } from "../helpers/events.ts";
 
 const SAMPLES: Record<EventType, unknown> = {
@@ -42,6 +44,8 @@ const SAMPLES: Record<EventType, unknown> = {
   session_ended: ended("a", 1, 3).payload,
   needs_input: { attempt: 1, question: "which database?" },
   reply_recorded: { text: "postgres" },
+  verify_reserved: verifyReserved("a", 1).payload,
+  verify_started: verifyStarted("a", 1).payload,
   verify_finished: verified("a", 1, false).payload,
   item_requeued: requeued("a", 1).payload,
   item_settled: settled("a", 1, "passed").payload,

@@ -45,6 +45,17 @@ async function cronToDrain(p: Project, extra: Record<string, string> = {}, codes
   throw new Error(`the loop did not drain\n${p.history()}`);
 }
 
+/** Steps until one launches (a verify runs detached in between: observed by later steps). */
+async function cronUntilLaunched(p: Project, extra: Record<string, string> = {}): Promise<CronRun> {
+  for (let i = 0; i < 100; i++) {
+    const r = await cron(p, extra);
+    if (r.code !== 0) throw new Error(`loop run exited ${r.code}:\n${r.stderr}\n${r.stdout}\n${p.history()}`);
+    if (r.doc.action === "launched") return r;
+    await Bun.sleep(100);
+  }
+  throw new Error(`no launch\n${p.history()}`);
+}
+
 /** An executable script in the project's aux/bin. */
 function script(p: Project, name: string, body: string): string {
   const dir = join(p.aux, "bin");
@@ -241,8 +252,8 @@ describe("the presets against their CLIs' failure modes (played by scripts)", ()
           expect((await p.ctl(["reply", "--work-item", "a", "use v2"])).code).toBe(0);
           // Attempt 1 failed its verify; attempt 2 gets the reply. Its session never saved a
           // conversation, so there is nothing to resume: a fresh session, the reply in its handoff.
-          const second = await cron(p, env);
-          expect(second.doc.action).toBe("launched");
+          await cronUntilLaunched(p, env);
+          await pollUntil(() => existsSync(argvFile(2)), "attempt 2 started");
           const argv2 = readFileSync(argvFile(2), "utf8").split("\n");
           expect(argv2).toContain("--session-id");
           expect(argv2).not.toContain("--resume");
@@ -254,6 +265,7 @@ describe("the presets against their CLIs' failure modes (played by scripts)", ()
           expect((await p.ctl(["reply", "--work-item", "a", "v3"])).code).toBe(0);
           expect((await p.ctl(["resume"])).code).toBe(0);
           expect((await cron(p, env)).doc.action).toBe("launched");
+          await pollUntil(() => existsSync(argvFile(3)), "attempt 3 started");
           const argv3 = readFileSync(argvFile(3), "utf8").split("\n");
           const session2 = p.eventsOf("launch_reserved", "a")[1]!.payload.sessionId;
           expect(argv3.slice(argv3.indexOf("--resume"), argv3.indexOf("--resume") + 2)).toEqual(["--resume", session2]);

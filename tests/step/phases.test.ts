@@ -17,7 +17,7 @@ import { afterSession } from "../../lib/step/decide.ts";
 import { landAttempt } from "../../lib/step/land.ts";
 import { launchAttempt } from "../../lib/step/launch.ts";
 import { observeRunning } from "../../lib/step/observe.ts";
-import { SESSION_FILES } from "../../lib/step/sessions.ts";
+import { SESSION_FILES, startSession } from "../../lib/step/sessions.ts";
 import { failAttempt, settleAttempt } from "../../lib/step/settle.ts";
 import { verifyAttempt } from "../../lib/step/verify.ts";
 import { ensureWorktree } from "../../lib/step/workspace.ts";
@@ -103,13 +103,33 @@ function exitedAttempt(h: Harness, o: { exitCode?: number; leave?: Record<string
 
 const lastOf = (h: Harness, type: string) => h.events().filter((e) => e.type === type).at(-1)?.payload;
 
+/** The verify phase until verify_finished is recorded: it starts the command, then observes it (bounded polls). */
+async function verifyToEnd(h: Harness): Promise<void> {
+  for (let i = 0; i < 800; i++) {
+    const r = await verifyAttempt(h.ctx, h.item());
+    if (h.item().attempts.at(-1)!.verify) return;
+    if (r !== null) await Bun.sleep(25);
+  }
+  throw new Error(`verify_finished never recorded: ${JSON.stringify(h.events().map((e) => e.type))}`);
+}
+
 describe("the verify phase", () => {
   test("a verify that passes on what the agent left uncommitted: committed first, verify_finished passed, next comes landing", async () => {
     const h = harness({ verify: "test -s out.txt" });
     exitedAttempt(h, { leave: { "out.txt": "hi\n" } });
     expect(afterSession(h.item())).toEqual({ kind: "verify" });
-    await verifyAttempt(h.ctx, h.item());
+    // The command is started detached and recorded; the phase never waits on it.
+    const first = await verifyAttempt(h.ctx, h.item());
+    expect(first).toMatchObject({ action: "waiting", item: "a", reason: expect.stringMatching(/^verify running \(deadline /) });
+    expect(h.events().map((e) => e.type).slice(-2)).toEqual(["verify_reserved", "verify_started"]);
+    const dir = sessionDir(h.stateRoot, "a", 0, 1);
+    expect(lastOf(h, "verify_reserved")).toMatchObject({ attempt: 1, key: "verify:a:e0:a1", command: "test -s out.txt", log: join(dir, "verify.log"), timeoutMs: 120_000 });
+    const spawned = JSON.parse(readFileSync(join(dir, "verify-spawned.json"), "utf8"));
+    expect(lastOf(h, "verify_started")).toMatchObject({ attempt: 1, pid: spawned.pid, pgid: spawned.pid, adopted: false });
+    expect(afterSession(h.item())).toEqual({ kind: "verify" });
+    await verifyToEnd(h);
     expect(lastOf(h, "verify_finished")).toMatchObject({ attempt: 1, passed: true, exitCode: 0, timedOut: false, reason: "exit 0" });
+    expect(h.item().reason).toBe("verify passed (exit 0)");
     expect(afterSession(h.item())).toEqual({ kind: "land" });
     // The leftover is a commit on the item branch, made by loop.
     expect(git(h.root, "log", "-1", "--format=%s", itemBranch("ph", "a"))).toBe("loop: a attempt 1: changes the agent left uncommitted");
@@ -119,7 +139,7 @@ describe("the verify phase", () => {
   test("a verify that fails: verify_finished failed with the command's output, and the attempt fails into a retry", async () => {
     const h = harness({ verify: "echo 'out.txt is missing'; test -s out.txt" });
     exitedAttempt(h);
-    await verifyAttempt(h.ctx, h.item());
+    await verifyToEnd(h);
     const v = lastOf(h, "verify_finished")!;
     expect(v).toMatchObject({ passed: false, exitCode: 1, reason: "exit 1", tail: expect.stringContaining("out.txt is missing") });
     expect(readFileSync(v.log, "utf8")).toContain("out.txt is missing");
@@ -156,11 +176,50 @@ describe("the verify phase", () => {
   });
 });
 
+describe("a reserved verify whose start was not recorded (the reserving step was killed)", () => {
+  const reserve = (h: Harness, ts?: string) => {
+    const dir = sessionDir(h.stateRoot, "a", 0, 1);
+    const key = "verify:a:e0:a1";
+    append(h.ctx, [{ type: "verify_reserved", item: "a", id: key, ...(ts ? { ts } : {}), payload: { attempt: 1, key, command: "true", log: join(dir, "verify.log"), timeoutMs: 120_000 } }], "verify_reserve");
+    return dir;
+  };
+
+  test("a wrapper spawned before verify-spawned.json was written is adopted from verify-started.json, by pid and start time", async () => {
+    const h = harness({ verify: "true" });
+    exitedAttempt(h);
+    const dir = reserve(h);
+    // The spawn the killed step made, without the file it would have written next.
+    const { pid } = startSession({ dir, argv: ["sh", "-c", "true"], cwd: worktreeDir(h.stateRoot, "a"), env: {}, tmuxName: null, kind: "verify" });
+    for (let i = 0; i < 400 && !existsSync(join(dir, "verify-exit.json")); i++) await Bun.sleep(25);
+    const started = JSON.parse(readFileSync(join(dir, "verify-started.json"), "utf8"));
+    expect(started).toMatchObject({ wrapperPid: pid, wrapperStart: expect.any(String) });
+    expect(await verifyAttempt(h.ctx, h.item())).toMatchObject({ action: "waiting" });
+    expect(lastOf(h, "verify_started")).toMatchObject({ pid, pgid: pid, startTime: started.wrapperStart, adopted: true });
+    await verifyToEnd(h);
+    expect(lastOf(h, "verify_finished")).toMatchObject({ passed: true, reason: "exit 0" });
+  });
+
+  test("a launch record without a wrapper: waiting until the launch timeout, then the verify fails as never started", async () => {
+    const h = harness({ verify: "true" });
+    exitedAttempt(h);
+    const dir = reserve(h);
+    writeFileSync(join(dir, "verify-launch.json"), "{}\n");
+    expect(await verifyAttempt(h.ctx, h.item())).toEqual({ action: "waiting", item: "a", reason: "verify is starting" });
+    const old = harness({ verify: "true" });
+    exitedAttempt(old);
+    const oldDir = reserve(old, new Date(Date.now() - 3 * 60_000).toISOString());
+    writeFileSync(join(oldDir, "verify-launch.json"), "{}\n");
+    expect(await verifyAttempt(old.ctx, old.item())).toBeNull();
+    expect(lastOf(old, "verify_finished")).toMatchObject({ passed: false, exitCode: null, log: null, reason: "verify did not start within 120s" });
+    expect(old.events().filter((e) => e.type === "verify_started")).toEqual([]);
+  });
+});
+
 describe("the land and settle phases", () => {
   test("landing merge: the branch is merged into the target in the loop's landing worktree, then the item settles passed", async () => {
     const h = harness({ verify: "true" }, { defaults: { runner: "agent", landing: "merge" } });
     exitedAttempt(h, { commit: { "out.txt": "hi\n" } });
-    await verifyAttempt(h.ctx, h.item());
+    await verifyToEnd(h);
     landAttempt(h.ctx, h.item());
     const target = h.ctx.def.target;
     expect(lastOf(h, "landing_finished")).toMatchObject({ outcome: "merged", target, branch: itemBranch("ph", "a"), commit: git(h.root, "rev-parse", target) });
@@ -189,7 +248,7 @@ describe("the land and settle phases", () => {
     git(h.root, "worktree", "remove", other);
     exitedAttempt(h, { commit: { "out.txt": "ours\n" } });
     // The item branch started from main (the test made it so), not from the target: they conflict.
-    await verifyAttempt(h.ctx, h.item());
+    await verifyToEnd(h);
     landAttempt(h.ctx, h.item());
     expect(lastOf(h, "landing_finished")).toMatchObject({ outcome: "conflict", reason: "merge conflict in out.txt", commit: null });
     expect(git(h.root, "log", "-1", "--format=%s", target)).toBe("theirs");
@@ -202,7 +261,7 @@ describe("the land and settle phases", () => {
   test("landing none: the branch is the deliverable", async () => {
     const h = harness({ verify: "true" });
     exitedAttempt(h, { commit: { "out.txt": "hi\n" } });
-    await verifyAttempt(h.ctx, h.item());
+    await verifyToEnd(h);
     landAttempt(h.ctx, h.item());
     expect(lastOf(h, "landing_finished")).toMatchObject({ outcome: "none", target: null, reason: `branch ${itemBranch("ph", "a")} is the deliverable` });
   });
@@ -222,7 +281,7 @@ describe("the launch and observe phases", () => {
     for (let i = 0; i < 400 && !existsSync(join(dir, SESSION_FILES.exit)); i++) await Bun.sleep(25);
     expect(await observeRunning(h.ctx, h.item())).toBeNull();
     expect(lastOf(h, "session_ended")).toMatchObject({ verdict: "exited", exitCode: 0 });
-    await verifyAttempt(h.ctx, h.item());
+    await verifyToEnd(h);
     landAttempt(h.ctx, h.item());
     await settleAttempt(h.ctx, h.item(), { landed: true });
     expect(h.item().status).toBe("passed");
