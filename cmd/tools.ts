@@ -6,5 +6,6 @@ import { tool as replay } from "./loop-replay.ts";
 import { tool as run } from "./loop-run.ts";
 import { tool as ctl } from "./loop-ctl.ts";
 import { tool as logs } from "./loop-logs.ts";
+import { tool as backup } from "./loop-backup.ts";
 
-export const TOOLS: Record<string, Tool<any>> = { init, run, status, replay, ctl, logs };
+export const TOOLS: Record<string, Tool<any>> = { init, run, status, replay, ctl, logs, backup };

@@ -7,6 +7,7 @@ export const DESCRIPTIONS = {
   replay: "Re-fold the event log: hash chain, gaps, legality, determinism, projection tables and files",
   ctl: "Control the loop or its items: start, pause, resume, stop, skip, retry, cancel, reply",
   logs: "Print an attempt's agent output or verify output, or follow it while the session runs",
+  backup: "Copy loop.db to a new file: a consistent point-in-time backup, taken without stopping the loop",
 } as const;
 
 export type ToolName = keyof typeof DESCRIPTIONS;
