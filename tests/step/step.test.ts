@@ -3,6 +3,7 @@
 // or shell scripts declared as command runners. No assertion measures time: where a deadline must
 // pass, loop.json has short timeouts and the test polls `loop run` a bounded number of times.
 // Every scenario ends with `loop status` and `loop replay` exiting 0 and no session process left.
+import { constants, Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -582,15 +583,22 @@ describe("loop run", () => {
   );
 
   test.concurrent(
-    "(p) while a step waits on a verify command it leaves no WAL: status reads the store in place, no copy",
+    "(p) while a step waits on a verify command its events are checkpointed into loop.db itself: status is healthy",
     () =>
       scenario(
         gatedVerify,
         {},
         async (p) => {
           const step = await stepWaitingOnVerify(p);
-          expect(statSync(join(p.stateRoot, "loop.db-wal")).size).toBe(0);
-          expect(withReadSnapshot(p.stateRoot, (s) => s.copied)).toBe(false);
+          // PASSIVE, never TRUNCATE (Store.checkpoint): the WAL file stays, but the main file alone,
+          // read without it, already holds the log head a reader sees through the WAL.
+          const head = withReadSnapshot(p.stateRoot, (s) => s.db.query("SELECT max(seq) AS n FROM events").get() as { n: number });
+          const mainOnly = new Database(`file:${join(p.stateRoot, "loop.db")}?immutable=1`, constants.SQLITE_OPEN_READONLY | constants.SQLITE_OPEN_URI);
+          try {
+            expect(mainOnly.query("SELECT max(seq) AS n FROM events").get()).toEqual(head);
+          } finally {
+            mainOnly.close();
+          }
           expect(statusReport(p.stateRoot).healthy).toBe(true);
           writeFileSync(join(p.aux, "go"), "");
           expect(await step.exited).toBe(0);
