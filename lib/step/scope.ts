@@ -262,10 +262,12 @@ export function launchDetached(o: {
   env: Record<string, string | undefined>;
   spawn: (argv: string[], env: Record<string, string | undefined>, errLog: string | null) => number;
   startedFile: string;
+  /** What the machine offers; probed when not given (tests give it). */
+  facts?: SystemdFacts;
 }): { pid: number; mechanism: SessionMechanism } {
   const mode = scopeMode(o.env);
   if (typeof mode !== "string") throw new Error(mode.invalid);
-  const facts = mode === "off" ? null : probeSystemd(o.env);
+  const facts = mode === "off" ? null : (o.facts ?? probeSystemd(o.env));
   const decision = facts ? decideMechanism(facts, mode, o.target) : ({ use: "process_group", why: "LOOP_SESSION_SCOPE=off" } as const);
   if (decision.use === "refuse") throw new Error(decision.why);
   if (decision.use === "process_group") return { pid: o.spawn(o.command, o.env, null), mechanism: { kind: "process_group", why: decision.why } };
