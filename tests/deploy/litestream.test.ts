@@ -11,14 +11,12 @@ import { foldAndCheck } from "../../lib/reports/replay.ts";
 import { headOf, withReadSnapshot } from "../../lib/log/snapshot.ts";
 import { demoDefinition, pollUntil, Project, REPO } from "../helpers/project.ts";
 import { TempDirs } from "../helpers/fs.ts";
+import { haveLitestream, LITESTREAM, LITESTREAM_PIN } from "../helpers/litestream.ts";
 
 const temp = new TempDirs();
 afterAll(() => temp.cleanup());
 
-/** The binary of @flydotio/litestream-linux-x64 (its wrapper package always exits 0: never use it). */
-export const LITESTREAM = join(REPO, "node_modules", "@flydotio", "litestream-linux-x64", "litestream");
-const PINNED = { package: "1.0.1", litestream: "v0.3.13", sqlite: "3.42.0" };
-const haveLitestream = process.platform === "linux" && process.arch === "x64" && existsSync(LITESTREAM);
+const PINNED = LITESTREAM_PIN;
 if (!haveLitestream) console.warn(`skipping the Litestream tests: no ${LITESTREAM} (the package installs on linux-x64 only)`);
 
 function litestream(args: string[]) {
