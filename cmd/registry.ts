@@ -15,6 +15,7 @@ const LOADERS: Record<ToolName, () => Promise<{ tool: Tool<any> }>> = {
   plan: () => import("./loop-plan.ts"),
   add: () => import("./loop-add.ts"),
   export: () => import("./loop-export.ts"),
+  backup: () => import("./loop-backup.ts"),
 };
 
 export function isTool(name: string): name is ToolName {

@@ -9,5 +9,6 @@ import { tool as logs } from "./loop-logs.ts";
 import { tool as plan } from "./loop-plan.ts";
 import { tool as add } from "./loop-add.ts";
 import { tool as exportTool } from "./loop-export.ts";
+import { tool as backup } from "./loop-backup.ts";
 
-export const TOOLS: Record<string, Tool<any>> = { init, run, status, replay, ctl, logs, plan, add, export: exportTool };
+export const TOOLS: Record<string, Tool<any>> = { init, run, status, replay, ctl, logs, plan, add, export: exportTool, backup };

@@ -50,6 +50,23 @@ const Verify = v.strictObject({
 
 const Project = v.strictObject({ repo: Str, gitDir: Str, root: Str, name: NStr });
 
+const SESSION_STARTED = v.strictObject({
+  attempt: Pos,
+  pid: v.nullable(Int),
+  tmux: NStr,
+  conversationId: NStr,
+  argv: v.array(Str),
+  log: Str,
+  resumed: v.boolean(),
+});
+
+/** What a session runs under (lib/step/scope.ts SessionMechanism). */
+const MECHANISM = v.union([
+  v.strictObject({ kind: v.literal("systemd_scope"), unit: Str, manager: v.picklist(["system", "user"]) }),
+  v.strictObject({ kind: v.literal("process_group"), why: Str }),
+  v.strictObject({ kind: v.literal("tmux"), why: Str }),
+]);
+
 export const PAYLOADS = {
   store_opened: v.strictObject({ schema: Int, tool: Str }),
   store_bound: v.strictObject({ project: Project, previous: v.nullable(Project), reason: Str }),
@@ -75,15 +92,9 @@ export const PAYLOADS = {
     sessionDir: Str,
     sessionId: Str,
   }),
-  session_started: v.strictObject({
-    attempt: Pos,
-    pid: v.nullable(Int),
-    tmux: NStr,
-    conversationId: NStr,
-    argv: v.array(Str),
-    log: Str,
-    resumed: v.boolean(),
-  }),
+  // `mechanism` may be absent: logs written before it existed have none (a process group, or tmux).
+  // Two whole shapes rather than an optional entry, which the compiled checks refuse (schema-check.ts).
+  session_started: v.union([SESSION_STARTED, v.strictObject({ ...SESSION_STARTED.entries, mechanism: MECHANISM })]),
   launch_failed: v.strictObject({ attempt: Pos, reason: Str, interrupted: v.boolean() }),
   environment_fault: v.strictObject({ kind: Str, attempt: v.nullable(Pos), reason: Str, fix: Str }),
   session_ended: v.strictObject({

@@ -7,6 +7,7 @@ import type { EventDraft } from "../log/events.ts";
 import type { ItemState } from "../log/reducer.ts";
 import { endSession } from "./sessions.ts";
 import { endVerify, verifySpawnEvidence } from "./verify-command.ts";
+import { endSessionScope } from "./scope.ts";
 import { commitLeftovers, removeWorktree } from "./workspace.ts";
 import { failpoint } from "../shared/failpoint.ts";
 
@@ -35,7 +36,10 @@ export async function closeSession(o: {
   const s = o.it.session;
   if (!s || s.closed) return null;
   failpoint("close:before_kill");
-  const how = await endSession(s, o.graceMs);
+  let how = await endSession(s, o.graceMs);
+  // A session in a systemd scope: every process left in its cgroup too (lib/step/scope.ts).
+  const scoped = await endSessionScope(s.sessionDir, o.graceMs);
+  if (scoped !== null && scoped !== "not_running" && how === "not_running") how = scoped;
   const verify = await endVerifyRun(o.it, o.graceMs);
   failpoint("close:after_kill");
   let worktreeRemoved = false;

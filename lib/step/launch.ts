@@ -168,7 +168,14 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
     LOOP_MODEL: it.def.model ?? "",
   };
   ctx.store.assertLease();
-  const started = startSession({ dir, argv: cmd.argv, cwd: worktree, env, tmuxName: ctx.def.tmux ? tmuxSessionName(ctx.def.name, it.id, n) : null });
+  const started = startSession({
+    dir,
+    argv: cmd.argv,
+    cwd: worktree,
+    env,
+    tmuxName: ctx.def.tmux ? tmuxSessionName(ctx.def.name, it.id, n) : null,
+    scope: { loopName: ctx.def.name, item: it.id, epoch: it.epoch, attempt: n, stateRoot: ctx.options.stateRoot },
+  });
   // Atomic: a step killed mid-write must not leave a half file that adoption then misreads.
   writeFileAtomic(join(dir, "spawned.json"), JSON.stringify({ pid: started.pid, tmux: started.tmux }) + "\n");
   failpoint("launch:after_spawn");
@@ -178,7 +185,7 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
       {
         type: "session_started",
         item: it.id,
-        payload: { attempt: n, pid: started.pid, tmux: started.tmux, conversationId: cmd.conversationId ?? (resume ? conversationId : null), argv: cmd.argv.map(redactLong), log: join(dir, SESSION_FILES.output), resumed: Boolean(resume && cmd.supportsResume) },
+        payload: { attempt: n, pid: started.pid, tmux: started.tmux, conversationId: cmd.conversationId ?? (resume ? conversationId : null), argv: cmd.argv.map(redactLong), log: join(dir, SESSION_FILES.output), resumed: Boolean(resume && cmd.supportsResume), ...(started.mechanism ? { mechanism: started.mechanism } : {}) },
       },
     ],
     "session_started",

@@ -10,6 +10,7 @@ import { tmux, tmuxHasSession } from "./tmux.ts";
 import { type LaunchRecord, SESSION_FILES, type WrapperKind, wrapperFiles } from "./session-wrapper.ts";
 import { selfArgv } from "./self.ts";
 import { outputCapFrom } from "./output-log.ts";
+import { launchDetached, type ScopeTarget, type SessionMechanism } from "./scope.ts";
 import type { SessionObservation } from "./decide.ts";
 import type { AttemptRecord, SessionRecord } from "../log/reducer.ts";
 
@@ -27,6 +28,8 @@ function shellQuote(s: string): string {
 export interface StartedSession {
   pid: number;
   tmux: string | null;
+  /** How it runs (session_started's `mechanism`), or null when the caller gave no scope target. */
+  mechanism: SessionMechanism | null;
 }
 
 /**
@@ -40,6 +43,8 @@ export function startSession(o: {
   env: Record<string, string>;
   tmuxName: string | null;
   kind?: WrapperKind;
+  /** Where a systemd scope would be named from; without it, a plain process group. */
+  scope?: ScopeTarget;
 }): StartedSession {
   mkdirSync(o.dir, { recursive: true });
   const kind = o.kind ?? "session";
@@ -53,17 +58,23 @@ export function startSession(o: {
     if (r.status !== 0) throw new Error(`tmux new-session failed: ${r.stderr.trim()}`);
     const pid = Number(tmux(["display-message", "-p", "-t", `=${o.tmuxName}:`, "#{pane_pid}"]).stdout.trim());
     if (!Number.isSafeInteger(pid) || pid <= 0) throw new Error(`tmux session ${o.tmuxName} has no pane pid`);
-    return { pid, tmux: o.tmuxName };
+    return { pid, tmux: o.tmuxName, mechanism: { kind: "tmux", why: "a tmux session runs in the tmux server's process tree, not in a scope of its own" } };
   }
   // Bun.spawn (setsid with detached), not node:child_process, which costs a step ~3 ms to load.
-  let child: Bun.Subprocess;
-  try {
-    child = Bun.spawn(wrapper, { cwd: o.cwd, detached: true, stdio: ["ignore", "ignore", "ignore"], env: process.env });
-  } catch (err) {
-    throw new Error(`could not start the session wrapper ${wrapper[0]}: ${(err as Error).message}`);
-  }
-  child.unref();
-  return { pid: child.pid, tmux: null };
+  const spawn = (argv: string[], env: Record<string, string | undefined>, errLog: string | null): number => {
+    let child: Bun.Subprocess;
+    try {
+      child = Bun.spawn(argv, { cwd: o.cwd, detached: true, stdio: ["ignore", "ignore", errLog ? Bun.file(errLog) : "ignore"], env });
+    } catch (err) {
+      throw new Error(`could not start the session wrapper ${argv[0]}: ${(err as Error).message}`);
+    }
+    child.unref();
+    return child.pid;
+  };
+  // In a systemd scope of its own where there is systemd, else a process group (lib/step/scope.ts).
+  if (!o.scope) return { pid: spawn(wrapper, process.env, null), tmux: null, mechanism: null };
+  const r = launchDetached({ dir: o.dir, command: wrapper, target: o.scope, env: process.env, spawn, startedFile: join(o.dir, SESSION_FILES.started) });
+  return { pid: r.pid, tmux: null, mechanism: r.mechanism };
 }
 
 export function observeSession(s: SessionRecord, a: AttemptRecord, timeouts: { launch: number; stall: number }, now: number): SessionObservation {

@@ -408,3 +408,27 @@ describe("links", () => {
     expect(citing).toEqual([]);
   });
 });
+
+describe("environment variables", () => {
+  test("every LOOP_* variable the code names is documented under docs/ (or the README)", () => {
+    const names = new Set<string>();
+    const walk = (dir: string) => {
+      for (const e of readdirSync(dir, { withFileTypes: true })) {
+        const p = join(dir, e.name);
+        if (e.isDirectory()) walk(p);
+        else if (e.name.endsWith(".ts"))
+          for (const m of readFileSync(p, "utf8").matchAll(/\bLOOP_[A-Z][A-Z_]*\b/g))
+            // A constant of the code's own (`export const LOOP_VERBS`) is not a variable.
+            if (!new RegExp(`const ${m[0]}\\b`).test(readFileSync(p, "utf8"))) names.add(m[0]);
+      }
+    };
+    walk(join(REPO, "lib"));
+    walk(join(REPO, "cmd"));
+    expect(names.has("LOOP_SESSION_SCOPE")).toBe(true);
+    const docs = [read("README.md"), ...readdirSync(join(REPO, "docs"), { recursive: true })
+      .map(String)
+      .filter((f) => f.endsWith(".md"))
+      .map((f) => read(join("docs", f)))].join("\n");
+    expect([...names].filter((n) => !docs.includes(n)).sort()).toEqual([]);
+  });
+});
