@@ -297,7 +297,7 @@ describe("usage errors exit 2, message on stderr, nothing on stdout", () => {
   test("--json and --text together", async () => {
     const repo = gitRepo();
     for (const t of builtTools) {
-      const r = await run([t, ...(t === "ctl" ? ["pause"] : t === "logs" ? ["a"] : []), "--json", "--text"], { cwd: repo });
+      const r = await run([t, ...(t === "ctl" ? ["pause"] : t === "logs" ? ["a"] : t === "backup" ? ["copy.db"] : []), "--json", "--text"], { cwd: repo });
       expect({ t, code: r.code, stdout: r.stdout }).toEqual({ t, code: 2, stdout: "" });
       expect(r.stderr).toContain("--json and --text");
     }

@@ -226,14 +226,16 @@ describe("on this machine, for real", () => {
   );
 
   test.skipIf(!noSystemd)(
-    "LOOP_SESSION_SCOPE=systemd without systemd: the launch fails, saying why, and nothing runs",
+    "LOOP_SESSION_SCOPE=systemd without systemd: an environment fault, saying why; no attempt spent, nothing runs",
     async () => {
       const p = new Project(demoDefinition([{ id: "a", prompt: "hello" }], { defaults: { maxAttempts: 1 } }), { env: { LOOP_SESSION_SCOPE: "systemd" } });
       try {
-        await p.run([0, 1]);
-        const failed = p.eventsOf("launch_failed", "a");
-        expect(failed).toHaveLength(1);
-        expect(String(failed[0]!.payload.reason)).toContain("LOOP_SESSION_SCOPE=systemd, but ");
+        const r = await p.run([1]);
+        expect(r.loop.state).toBe("paused");
+        const faults = p.eventsOf("environment_fault");
+        expect(faults).toHaveLength(1);
+        expect(String(faults[0]!.payload.reason)).toContain("LOOP_SESSION_SCOPE=systemd, but ");
+        expect(p.eventsOf("launch_failed")).toEqual([]);
         expect(p.eventsOf("session_started")).toEqual([]);
         expect(existsSync(join(p.sessionDir("a", 1), "started.json"))).toBe(false);
       } finally {
