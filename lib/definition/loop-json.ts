@@ -555,13 +555,12 @@ export function parseDefinitionText(text: string, file = "loop.json"): NormDefin
   return def;
 }
 
-/** Reads and validates `<root>/loop.json`. */
-export function loadDefinition(root: string): NormDefinition {
+/** `<root>/loop.json`'s bytes and text: a regular file (a FIFO in its place would hang every step), valid UTF-8. */
+export function readLoopJsonFile(root: string): { path: string; bytes: Uint8Array; text: string } {
   const path = join(root, "loop.json");
   const fail = (message: string): never => {
     throw new DefinitionError([{ path: "", message }], "loop.json");
   };
-  // A regular file only: a FIFO in its place would hang every step (before its lease, but forever).
   const file = readRegularFile(path, { maxBytes: 64 * 2 ** 20 });
   if (file.kind === "absent") fail(`not found in ${root} (create one with "loop init")`);
   if (file.kind === "error") fail(`cannot read ${path}: ${file.message}`);
@@ -572,5 +571,10 @@ export function loadDefinition(root: string): NormDefinition {
   } catch {
     fail("is not valid UTF-8");
   }
-  return parseDefinitionText(text, "loop.json");
+  return { path, bytes, text };
+}
+
+/** Reads and validates `<root>/loop.json`. */
+export function loadDefinition(root: string): NormDefinition {
+  return parseDefinitionText(readLoopJsonFile(root).text, "loop.json");
 }

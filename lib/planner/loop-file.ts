@@ -2,9 +2,9 @@
 // the store is read through a snapshot (lib/log/snapshot.ts), never opened for writing.
 import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { resolve } from "node:path";
 import { UsageError } from "../shared/errors.ts";
-import { DefinitionError, parseDefinitionText, type NormDefinition } from "../definition/loop-json.ts";
+import { DefinitionError, parseDefinitionText, readLoopJsonFile, type NormDefinition } from "../definition/loop-json.ts";
 import { JsonSyntaxError, parseStrictJson } from "../definition/json-strict.ts";
 import { readRegularFile } from "../shared/fsutil.ts";
 import { statePaths } from "../shared/paths.ts";
@@ -32,17 +32,7 @@ export function sha256(bytes: Uint8Array | string): string {
 
 /** loop.json's bytes and parsed value; a syntax error is an invalid definition (exit 2). */
 export function readLoopFile(root: string): LoopFile {
-  const path = join(root, "loop.json");
-  const file = readRegularFile(path, { maxBytes: 64 * 2 ** 20 });
-  if (file.kind === "absent") fail(`not found in ${root} (create one with "loop init")`);
-  if (file.kind === "error") fail(`cannot read ${path}: ${file.message}`);
-  const bytes = (file as { bytes: Buffer }).bytes;
-  let text = "";
-  try {
-    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
-  } catch {
-    fail("is not valid UTF-8");
-  }
+  const { path, bytes, text } = readLoopJsonFile(root);
   let raw: unknown;
   try {
     raw = parseStrictJson(text).value;
