@@ -1,5 +1,5 @@
 // The direction of imports, checked by dependency-cruiser:
-//   cmd/ → lib/control, lib/reports → lib/step → lib/definition → lib/log → lib/shared
+//   cmd/ → lib/control, lib/reports → lib/step → lib/forge → lib/definition → lib/log → lib/shared
 // A folder imports its own files and the folders to its right, nothing else. `npm run lint:imports`
 // runs it; tests/architecture.test.ts runs it from `npm test`, and proves on a copy of the tree that
 // it fails on a planted upward import, cycle, sibling import, import of cmd/ and unplaced folder. Each rule lists the
@@ -38,11 +38,19 @@ module.exports = {
       to: { path: "^(lib|cmd)/", pathNot: "^lib/(definition|log|shared)/" },
     },
     {
+      // The forge (one module per provider, the untrusted-text rules, the merge gate) speaks to a
+      // code-hosting service for a step; it knows the definition's types, never a step or a report.
+      name: "forge-imports-only-below",
+      severity: "error",
+      from: { path: "^lib/forge/" },
+      to: { path: "^(lib|cmd)/", pathNot: "^lib/(forge|definition|log|shared)/" },
+    },
+    {
       // A step decides and acts on the definition and the log; reports and control sit above it.
       name: "step-imports-only-below",
       severity: "error",
       from: { path: "^lib/step/" },
-      to: { path: "^(lib|cmd)/", pathNot: "^lib/(step|definition|log|shared)/" },
+      to: { path: "^(lib|cmd)/", pathNot: "^lib/(step|forge|definition|log|shared)/" },
     },
     {
       // The read verbs' reports and the operator's controls are siblings over the step: neither
@@ -50,7 +58,7 @@ module.exports = {
       name: "reports-and-control-import-only-below",
       severity: "error",
       from: { path: "^lib/(reports|control)/" },
-      to: { path: "^(lib|cmd)/", pathNot: ["^lib/(step|definition|log|shared)/", "^lib/$1/"] },
+      to: { path: "^(lib|cmd)/", pathNot: ["^lib/(step|forge|definition|log|shared)/", "^lib/$1/"] },
     },
     {
       // Every library module sits in a folder placed in these rules: a new folder of lib/ (the forge,
@@ -58,7 +66,7 @@ module.exports = {
       // the rules above already keep every placed folder from importing it).
       name: "lib-module-in-a-known-folder",
       severity: "error",
-      from: { path: "^lib/", pathNot: "^lib/(shared|log|definition|step|reports|control)/" },
+      from: { path: "^lib/", pathNot: "^lib/(shared|log|definition|forge|step|reports|control)/" },
       to: {},
     },
     {

@@ -9,7 +9,7 @@ const NStr = v.nullable(v.string());
 const Int = v.pipe(v.number(), v.safeInteger());
 const Pos = v.pipe(Int, v.minValue(1));
 
-const Timeouts = v.strictObject({ launch: Int, stall: Int, verify: Int });
+const Timeouts = v.strictObject({ launch: Int, stall: Int, verify: Int, landing: v.optional(Int) });
 export const NormItemSchema = v.strictObject({
   id: Str,
   ref: NStr,
@@ -21,8 +21,19 @@ export const NormItemSchema = v.strictObject({
   maxAttempts: Pos,
   timeouts: Timeouts,
 });
+const Forge = v.strictObject({
+  provider: v.picklist(["github"]),
+  repo: Str,
+  apiUrl: Str,
+  remote: Str,
+  tokenEnv: Str,
+  authorizedUsers: v.array(Str),
+  authorizeWriters: v.boolean(),
+  pollInterval: Int,
+});
 const Settings = v.strictObject({
-  landing: v.picklist(["none", "merge"]),
+  landing: v.picklist(["none", "merge", "pr"]),
+  forge: v.optional(Forge),
   base: Str,
   target: Str,
   tmux: v.boolean(),

@@ -106,9 +106,17 @@ describe("compileCheck answers as valibot's is", () => {
       for (const u of EVENT_TYPES) expect(compileCheck(PAYLOADS[t])(SAMPLES[u]), `${u} as ${t}`).toBe(v.is(PAYLOADS[t], SAMPLES[u]));
   });
 
+  test("an optional entry without a default answers as valibot does", () => {
+    const schema = v.strictObject({ a: v.optional(v.pipe(v.number(), v.safeInteger())), b: v.string() });
+    const check = compileCheck(schema);
+    for (const x of [{ b: "" }, { a: 1, b: "" }, { a: undefined, b: "" }, { a: "1", b: "" }, { a: 1.5, b: "" }, { a: null, b: "" }, { a: 1 }, { a: 1, b: "", c: 1 }])
+      expect(check(x), JSON.stringify(x)).toBe(v.is(schema, x));
+  });
+
   test("a construct it does not know is refused when compiled, never guessed", () => {
     for (const schema of [
-      v.strictObject({ a: v.optional(v.string()) }),
+      v.strictObject({ a: v.optional(v.string(), "default") }),
+      v.strictObject({ a: v.nullish(v.string()) }),
       v.object({ a: v.string() }),
       v.pipe(v.string(), v.minLength(1)),
       v.nullable(v.string(), "default"),
