@@ -21,6 +21,7 @@ export const COMMIT_LABELS = [
   "settle",
   "close",
   "ctl",
+  "forge",
 ] as const;
 
 /** Points around side effects. */
@@ -35,6 +36,10 @@ export const EFFECT_POINTS = [
   "verify:after_run",
   "landing:before_merge",
   "landing:after_merge",
+  "landing:after_push",
+  "landing:after_pr",
+  "landing:before_merge_call",
+  "landing:after_merge_call",
   "close:before_kill",
   "close:after_kill",
   "close:after_worktree",

@@ -80,7 +80,7 @@ export function itemsToBlock(p: Projection): { id: string; reason: string }[] {
 
 export function drainOutcome(p: Projection): "Succeeded" | "Failed" | "Stopped" {
   const items = active(p);
-  if (items.some((it) => it.status === "failed" || it.status === "blocked")) return "Failed";
+  if (items.some((it) => it.status === "failed" || it.status === "blocked" || it.status === "landing_blocked")) return "Failed";
   if (items.some((it) => it.status === "cancelled")) return "Stopped";
   return "Succeeded";
 }
@@ -288,7 +288,7 @@ export function afterSession(it: ItemState): AfterSession {
   if (!attempt.verify) return { kind: "verify" };
   if (!attempt.verify.passed) return { kind: "fail", reason: `verify failed: ${attempt.verify.reason}` };
   if (!it.landing) return { kind: "land" };
-  return { kind: "settle", landed: it.landing.outcome === "none" || it.landing.outcome === "merged" };
+  return { kind: "settle", landed: ["none", "merged", "pr_opened"].includes(it.landing.outcome) };
 }
 
 /** After an attempt failed: try again or give up. */

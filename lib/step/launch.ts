@@ -13,7 +13,7 @@ import { failpoint } from "../shared/failpoint.ts";
 import { sliceText, writeFileAtomic } from "../shared/fsutil.ts";
 import { sessionDir, worktreeDir } from "../shared/paths.ts";
 import { append, projection, repoOf, type StepContext, type StepOutcome, warnMovedAside } from "./context.ts";
-import { git } from "./git.ts";
+import { git, gitTry } from "./git.ts";
 import { buildHandoff } from "./handoff.ts";
 import { selfArgv } from "./self.ts";
 import { readOutputHead, SESSION_FILES, startSession, tmuxSessionName } from "./sessions.ts";
@@ -31,6 +31,8 @@ interface AttemptPlan {
   previous: SessionRecord | null;
   /** Replies not delivered yet, joined. */
   reply: string;
+  /** The forge issue's context for the handoff (lib/step/forge-launch.ts), or null. */
+  forgeContext?: string | null;
 }
 
 /**
@@ -38,8 +40,8 @@ interface AttemptPlan {
  * launch failed (recorded as launch_failed and listed in the step's errors), for the step to go on.
  * A lost lease is thrown: the step may not record anything more.
  */
-export function launchAttempt(ctx: StepContext, it: ItemState): StepOutcome | null {
-  const plan = planAttempt(ctx, it);
+export function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeContext?: string | null } = {}): StepOutcome | null {
+  const plan = { ...planAttempt(ctx, it), forgeContext: o.forgeContext ?? null };
   failpoint("launch:before_reserve");
   const reserved = append(
     ctx,
@@ -88,12 +90,14 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
   const { n, dir, worktree, branch, sessionId, previous, reply } = plan;
   const repo = repoOf(ctx);
   mkdirSync(dir, { recursive: true });
-  const ws = ensureWorktree({ repo, path: worktree, branch, startPoint: startPointFor({ repo, landing: ctx.def.landing, base: ctx.def.base, target: ctx.def.target }) });
+  // With a forge, items branch from the freshly fetched <remote>/<base>: it holds every merged PR.
+  const startPoint = ctx.def.forge ? forgeStartPoint(ctx, repo) : startPointFor({ repo, landing: ctx.def.landing, base: ctx.def.base, target: ctx.def.target });
+  const ws = ensureWorktree({ repo, path: worktree, branch, startPoint });
   if (ws.movedAside) warnMovedAside(ctx, { path: worktree, branch, aside: ws.movedAside });
   failpoint("launch:after_worktree");
   const handoffPath = join(dir, SESSION_FILES.handoff);
   const askFile = join(dir, SESSION_FILES.ask);
-  const handoff = buildHandoff({ p: reserved, item: it.id, attempt: n, branch, askFile });
+  const handoff = buildHandoff({ p: reserved, item: it.id, attempt: n, branch, askFile, forgeContext: plan.forgeContext });
   writeFileSync(handoffPath, handoff);
   let conversationId = previous?.conversationId ?? null;
   if (!conversationId && previous && previous.log) conversationId = conversationIdFromLog(previous.runner, readOutputHead(previous.sessionDir));
@@ -116,6 +120,8 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
     LOOP_ASK_FILE: askFile,
     LOOP_SESSION_ID: sessionId,
     LOOP_MODEL: it.def.model ?? "",
+    // Comments from the issue thread for a running agent (docs/runners.md); the file may not exist yet.
+    ...(ctx.def.forge ? { LOOP_INBOX_FILE: join(dir, SESSION_FILES.inbox) } : {}),
   };
   ctx.store.assertLease();
   const started = startSession({ dir, argv: cmd.argv, cwd: worktree, env, tmuxName: ctx.def.tmux ? tmuxSessionName(ctx.def.name, it.id, n) : null });
@@ -133,6 +139,16 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
     ],
     "session_started",
   );
+}
+
+/** `<remote>/<base>` fetched now; the local base when the fetch fails (said, not fatal: the remote may be down). */
+function forgeStartPoint(ctx: StepContext, repo: string): string {
+  const { remote } = ctx.def.forge!;
+  const ref = `refs/remotes/${remote}/${ctx.def.base}`;
+  const r = gitTry(repo, ["fetch", "--quiet", remote, `refs/heads/${ctx.def.base}:${ref}`]);
+  if (r.code === 0) return ref;
+  ctx.options.log.warn(`forge: could not fetch ${remote}/${ctx.def.base} (${r.stderr.trim()}); branching from the local ${ctx.def.base}`);
+  return ctx.def.base;
 }
 
 /** argv is recorded for people; the prompt itself lives in handoff.md, so long values are cut. */

@@ -419,6 +419,7 @@ describe("work_item_reset is an epoch boundary", () => {
       session: null,
       workspace: null,
       landing: null,
+      forge: null,
     });
     // A second reset moves the epoch on again.
     log.push(reset("b"));

@@ -50,6 +50,11 @@ const SAMPLES: Record<EventType, unknown> = {
   loop_reopened: { reason: "new work items" },
   lease_taken_over: { previous: { owner: "o", pid: 12, host: "h", started: "2026-01-01T00:00:00.000Z", expires: "2026-01-01T00:30:00.000Z" }, why: "dead" },
   work_item_reset: reset("a").payload,
+  forge_pr_recorded: { attempt: 1, number: 12, url: "https://github.com/acme/api/pull/12", head: "a".repeat(40), draft: true, reused: false },
+  forge_landing_waiting: { attempt: 1, code: "checks_pending", reason: "waiting for 1 of 3 checks", head: "b".repeat(40) },
+  forge_thread_baselined: { issue: 7, highWater: 1002, comments: 3 },
+  forge_comment_handled: { issue: 7, commentId: 1003, login: "alice", action: "control", detail: "/loop retry" },
+  forge_question_posted: { attempt: 1, issue: 7, commentId: 1004 },
 };
 
 const VALUES: unknown[] = [
