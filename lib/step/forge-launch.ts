@@ -35,13 +35,17 @@ export async function prepareForgeLaunch(ctx: StepContext, it: ItemState): Promi
     const highWater = Math.max(0, ...comments.value.map((c) => c.id));
     append(ctx, [{ type: "forge_thread_baselined", item: it.id, payload: { issue: number, highWater, comments: comments.value.length } }], "forge");
   }
-  const thread = comments.value.filter((c) => !isLoopsOwn(c.body));
+  // Only authorized users' comments reach an agent (fail closed); loop's own are dropped first.
+  const thread = [];
+  for (const c of comments.value) if (!isLoopsOwn(c.body) && (await link.authorized(c.login))) thread.push(c);
   const shown = thread.slice(-THREAD_COMMENTS);
   const parts = [
     `Issue #${number}: ${sanitizeLine(issue.value.title, 200)} (${issue.value.url})`,
     "",
     fenced(`The issue's body`, issue.value.body || "(empty)"),
   ];
+  const left = comments.value.length - thread.length;
+  if (left) parts.push("", `(${left} comments by users who are not authorized, or by loop itself, are left out)`);
   if (thread.length > shown.length) parts.push("", `(${thread.length - shown.length} earlier comments not shown)`);
   for (const c of shown) parts.push("", fenced(`Comment ${c.id} by ${c.login} (${c.createdAt})`, c.body, COMMENT_CAP));
   return { kind: "launch", context: parts.join("\n") };

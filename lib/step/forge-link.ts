@@ -7,6 +7,7 @@ import { join } from "node:path";
 import type { ConditionalCache, ForgeFailure, ForgeProvider } from "../forge/provider.ts";
 import { describeFailure } from "../forge/provider.ts";
 import { openForge } from "../forge/open.ts";
+import { authorized } from "../forge/comments.ts";
 import { readJsonOrNull, writeFileAtomic } from "../shared/fsutil.ts";
 import type { StepContext } from "./context.ts";
 
@@ -30,6 +31,8 @@ export interface ForgeLink {
   limited(): string | null;
   /** Record a failure: a rate limit is remembered (and said); returns the failure as one line. */
   failed(f: ForgeFailure): string;
+  /** Whether a login may steer the loop (lib/forge/comments.ts authorized); permissions read once per step. */
+  authorized(login: string): Promise<boolean>;
 }
 
 const links = new WeakMap<StepContext, ForgeLink>();
@@ -64,6 +67,7 @@ export async function forgeLink(ctx: StepContext): Promise<ForgeLink | null> {
   if (!token) ctx.options.log.warn(`forge: $${settings.tokenEnv} is not set; requests go unauthenticated (pull requests cannot be opened)`);
   const provider = await openForge({ settings, token, cache: conditional });
   const link: ForgeLink = {
+    authorized: async () => false,
     provider,
     cache,
     save: () => writeFileAtomic(path, JSON.stringify(cache) + "\n"),
@@ -76,6 +80,21 @@ export async function forgeLink(ctx: StepContext): Promise<ForgeLink | null> {
       } else ctx.options.log.warn(`forge: ${line}`);
       return line;
     },
+  };
+  const permissions = new Map<string, string>();
+  link.authorized = async (login) => {
+    if (authorized({ login, allow: settings.authorizedUsers, authorizeWriters: false, permission: null })) return true;
+    if (!settings.authorizeWriters) return false;
+    if (!permissions.has(login)) {
+      const r = await provider.permission(login);
+      // Not read: not authorized (fail closed), and not cached, so a later step asks again.
+      if (!r.ok) {
+        link.failed(r);
+        return false;
+      }
+      permissions.set(login, r.value);
+    }
+    return authorized({ login, allow: settings.authorizedUsers, authorizeWriters: true, permission: permissions.get(login) ?? null });
   };
   links.set(ctx, link);
   return link;
