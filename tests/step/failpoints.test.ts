@@ -231,6 +231,9 @@ const CASES: [string, ScenarioName][] = [
   ...labels(["close"]).map((n): [string, ScenarioName] => [n, "seeded"]),
 ];
 
+/** Failpoints only a loop with a forge reaches, proven against the fake GitHub (tests/step/forge-landing.test.ts). */
+const FORGE_FAILPOINTS = ["landing:after_push", "landing:after_pr", "landing:before_merge_call", "landing:after_merge_call", "forge:before_commit", "forge:after_commit"];
+
 async function runCase(fp: string, scenario: ScenarioName): Promise<void> {
   const { dir, root } = makeRepo("loop-fp-");
   dirs.push(dir);
@@ -250,7 +253,10 @@ async function runCase(fp: string, scenario: ScenarioName): Promise<void> {
 
 describe("failpoints", () => {
   test("every failpoint has a scenario, exactly once per scenario", () => {
-    const covered = new Set(CASES.map(([n]) => n));
+    // The forge's failpoints need the fake GitHub: tests/step/forge-landing.test.ts proves them.
+    const forgeTest = readFileSync(join(REPO, "tests", "step", "forge-landing.test.ts"), "utf8");
+    for (const n of FORGE_FAILPOINTS) expect(forgeTest, n).toContain(`"${n}"`);
+    const covered = new Set([...CASES.map(([n]) => n), ...FORGE_FAILPOINTS]);
     expect([...covered].sort()).toEqual([...FAILPOINTS].sort());
     const keys = CASES.map(([n, s]) => `${n} ${s}`);
     expect(new Set(keys).size).toBe(keys.length);

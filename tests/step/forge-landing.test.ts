@@ -174,7 +174,7 @@ describe("landing merge", () => {
 });
 
 describe("failpoints inside landing", () => {
-  test.each(["landing:after_push", "landing:after_pr", "landing:after_merge_call", "landing:before_commit"])("killed at %s: one PR, one merge, every record", async (fp) => {
+  test.each(["landing:after_push", "landing:after_pr", "landing:before_merge_call", "landing:after_merge_call", "landing:before_commit", "forge:before_commit", "forge:after_commit"])("killed at %s: one PR, one merge, every record", async (fp) => {
     const { p, gh } = forgeProject({ landing: "merge", env: { LOOP_ALLOW_AUTO_MERGE: "1" }, items: [{ ref: "github:acme/api#1", prompt: "x\n@demo write a.txt a\n@demo commit a" }] });
     let killed = false;
     for (let i = 0; i < 60 && !killed; i++) {
