@@ -3,14 +3,19 @@
 // Creates a temporary git repository with a small backlog for the built-in demo agent — one item
 // depends on another, one fails its first attempt and passes on the retry, one lands cleanly —
 // runs `loop run` as cron would until the loop drains, then prints `loop status`.
-// Usage: npm run demo [-- --keep] [-- --dir DIR]
+// With --forge, the same backlog runs against a fake GitHub on 127.0.0.1 (tests/helpers/fake-github.ts,
+// backed by a real bare repository as `origin`) with landing "merge": issues give each item its
+// context, PRs open, checks go green a tick later, and merges land. Still offline.
+// Usage: npm run demo [-- --keep] [-- --dir DIR] [-- --forge]
 import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { spawnSync } from "node:child_process";
+import { startFakeGitHub, type FakeGitHub } from "../tests/helpers/fake-github.ts";
 
 const args = process.argv.slice(2);
 const keep = args.includes("--keep");
+const forge = args.includes("--forge");
 const dirArg = args.indexOf("--dir");
 const root = dirArg >= 0 ? resolve(args[dirArg + 1]!) : mkdtempSync(join(tmpdir(), "loop-demo-"));
 mkdirSync(root, { recursive: true });
@@ -61,13 +66,53 @@ const definition = {
     },
   ],
 };
+let gh: FakeGitHub | null = null;
+const env: Record<string, string> = { NO_COLOR: "1" };
+if (forge) {
+  gh = startFakeGitHub({ owner: "acme", repo: "tiny", dir: mkdtempSync(join(tmpdir(), "loop-demo-gh-")) });
+  gh.addIssue({ number: 1, title: "The project has no README", body: "Newcomers cannot tell what this is. <!-- invisible on GitHub, and stripped by loop -->" });
+  gh.addIssue({ number: 2, title: "Add a license", body: "MIT, please." });
+  gh.addIssue({ number: 3, title: "Keep a changelog", body: "Start one that mentions the README." });
+  gh.addComment({ issue: 1, login: "alice", body: "Keep it short." });
+  Object.assign(definition, { forge: { provider: "github", repo: "acme/tiny", apiUrl: gh.apiUrl, tokenEnv: "DEMO_GH_TOKEN", authorizedUsers: ["alice"], pollInterval: "1s" } });
+  env.DEMO_GH_TOKEN = "demo-token";
+  env.LOOP_ALLOW_AUTO_MERGE = "1";
+  gh.switches.checks = "pending";
+}
 writeFileSync(join(root, "loop.json"), JSON.stringify(definition, null, 2) + "\n");
 sh(["git", "add", "loop.json"]);
 sh(["git", "commit", "-q", "-m", "loop definition"]);
+if (gh) {
+  sh(["git", "remote", "add", "origin", gh.bare]);
+  sh(["git", "push", "-q", "origin", "main"]);
+  say(`fake GitHub at ${gh.apiUrl} (remote ${gh.bare}); landing "merge" with LOOP_ALLOW_AUTO_MERGE=1`);
+}
+
+/** A loop command, run asynchronously: the fake GitHub answers from this process meanwhile. */
+async function loopCmd(argv: string[]): Promise<{ status: number; stdout: string; stderr: string }> {
+  const proc = Bun.spawn([...loop, ...argv], { cwd: root, env: { ...process.env, ...env }, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const [stdout, stderr, status] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  return { status, stdout, stderr };
+}
+
+/** CI of the fake: a new head's checks are pending for one tick, then green. */
+const seenPending = new Set<string>();
+function advanceChecks(): void {
+  if (!gh) return;
+  for (const pr of gh.pulls.values()) {
+    const sha = gh.headOf(pr.head);
+    if (!sha || gh.switches.checksBySha.get(sha) === "passing") continue;
+    if (seenPending.has(sha)) {
+      gh.switches.checksBySha.set(sha, "passing");
+      process.stderr.write(`   (fake CI: checks on ${sha.slice(0, 12)} of PR #${pr.number} went green)\n`);
+    } else seenPending.add(sha);
+  }
+}
 
 say("loop init is not needed when loop.json exists; `loop run` creates the store. Stepping as cron would:");
 for (let tick = 1; tick <= 40; tick++) {
-  const r = sh([...loop, "run", "--text"], { quiet: true });
+  advanceChecks();
+  const r = await loopCmd(["run", "--text"]);
   process.stderr.write(`-- tick ${tick} (exit ${r.status})\n${r.stdout}`);
   if (r.stderr.trim()) process.stderr.write(r.stderr);
   if (r.status !== 0 && r.status !== 75) {
@@ -79,13 +124,21 @@ for (let tick = 1; tick <= 40; tick++) {
 }
 
 say("loop status");
-const status = sh([...loop, "status", "--text"], { quiet: true });
+const status = await loopCmd(["status", "--text"]);
 process.stdout.write(status.stdout);
 say("loop replay");
-const replay = sh([...loop, "replay", "--text"], { quiet: true });
+const replay = await loopCmd(["replay", "--text"]);
 process.stdout.write(replay.stdout);
-say("landed on loop/demo/landed:");
-process.stdout.write(sh(["git", "log", "--oneline", "--graph", "loop/demo/landed"], { quiet: true }).stdout);
+if (gh) {
+  say("pull requests on the fake GitHub:");
+  for (const pr of gh.pulls.values()) process.stdout.write(`#${pr.number} ${pr.title} [${pr.merged ? "merged" : pr.state}]\n`);
+  say("main on the remote:");
+  process.stdout.write(sh(["git", "log", "--oneline", "--graph", "main"], { cwd: gh.bare, quiet: true }).stdout);
+  gh.stop();
+} else {
+  say("landed on loop/demo/landed:");
+  process.stdout.write(sh(["git", "log", "--oneline", "--graph", "loop/demo/landed"], { quiet: true }).stdout);
+}
 if (!keep && dirArg < 0) rmSync(root, { recursive: true, force: true });
 else process.stderr.write(`\nkept ${root}\n`);
 process.exitCode = status.status === 0 && replay.status === 0 ? 0 : 1;
