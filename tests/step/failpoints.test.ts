@@ -217,9 +217,12 @@ async function ctlScenario(l: LoopUnderTest, verb: "skip" | "stop", o: { repeat?
 
 const labels = (names: readonly string[]) => names.flatMap((n) => [`${n}:before_commit`, `${n}:after_commit`]);
 
+/** Failpoints only a loop with a forge reaches, proven against the fake GitHub (tests/step/forge-landing.test.ts). */
+const FORGE_FAILPOINTS = ["landing:after_push", "landing:after_pr", "landing:before_merge_call", "landing:after_merge_call", "forge:before_commit", "forge:after_commit"];
+
 /** Which scenario proves each failpoint: the first loop command that passes the point dies there. */
 const CASES: [string, ScenarioName][] = [
-  ...EFFECT_POINTS.map((n): [string, ScenarioName] => [n, "main"]),
+  ...EFFECT_POINTS.filter((n) => !FORGE_FAILPOINTS.includes(n)).map((n): [string, ScenarioName] => [n, "main"]),
   ...labels(["import", "start", "drain", "reserve", "session_started", "session_ended", "requeue", "verify", "landing", "settle"]).map((n): [string, ScenarioName] => [n, "main"]),
   ...labels(["ctl"]).map((n): [string, ScenarioName] => [n, "ctl-skip"]),
   ...labels(["ctl"]).map((n): [string, ScenarioName] => [n, "ctl-stop"]),
@@ -230,9 +233,6 @@ const CASES: [string, ScenarioName][] = [
   ...labels(["launch_failed", "block", "reopen"]).map((n): [string, ScenarioName] => [n, "edge"]),
   ...labels(["close"]).map((n): [string, ScenarioName] => [n, "seeded"]),
 ];
-
-/** Failpoints only a loop with a forge reaches, proven against the fake GitHub (tests/step/forge-landing.test.ts). */
-const FORGE_FAILPOINTS = ["landing:after_push", "landing:after_pr", "landing:before_merge_call", "landing:after_merge_call", "forge:before_commit", "forge:after_commit"];
 
 async function runCase(fp: string, scenario: ScenarioName): Promise<void> {
   const { dir, root } = makeRepo("loop-fp-");
