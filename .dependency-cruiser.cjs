@@ -1,5 +1,6 @@
 // The direction of imports, checked by dependency-cruiser:
-//   cmd/ → lib/control, lib/reports → lib/step → lib/forge → lib/definition → lib/log → lib/shared
+//   cmd/ → lib/control, lib/reports, lib/planner → lib/step → lib/forge → lib/definition → lib/log
+//   → lib/shared
 // A folder imports its own files and the folders to its right, nothing else. `npm run lint:imports`
 // runs it; tests/architecture.test.ts runs it from `npm test`, and proves on a copy of the tree that
 // it fails on a planted upward import, cycle, sibling import, import of cmd/ and unplaced folder. Each rule lists the
@@ -61,12 +62,24 @@ module.exports = {
       to: { path: "^(lib|cmd)/", pathNot: ["^lib/(step|forge|definition|log|shared)/", "^lib/$1/"] },
     },
     {
+      // The planner (loop plan, add, export) sits beside control and reports: it reads the definition
+      // and the log, edits loop.json, asks the forge for issues (plan --issues, add --from-issues),
+      // and imports neither of its siblings.
+      name: "planner-imports-only-below",
+      severity: "error",
+      from: { path: "^lib/planner/" },
+      to: { path: "^(lib|cmd)/", pathNot: "^lib/(planner|step|forge|definition|log|shared)/" },
+    },
+    {
       // Every library module sits in a folder placed in these rules: a new folder of lib/ (the forge,
       // the planner) must be given its place in the direction before it may import anything (and
       // the rules above already keep every placed folder from importing it).
       name: "lib-module-in-a-known-folder",
       severity: "error",
-      from: { path: "^lib/", pathNot: "^lib/(shared|log|definition|forge|step|reports|control)/" },
+      from: {
+        path: "^lib/",
+        pathNot: "^lib/(shared|log|definition|forge|step|reports|control|planner)/",
+      },
       to: {},
     },
     {

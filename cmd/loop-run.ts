@@ -16,9 +16,10 @@ export const tool = defineTool({
     watch: { type: "boolean", description: "repeat steps in the foreground until the loop drains or pauses" },
     interval: { type: "string", description: "wait between --watch steps (default 30s)", valueHint: "duration" },
     forever: { type: "boolean", description: "with --watch: keep watching after the loop drains or pauses" },
+    quiet: { type: "boolean", short: "q", description: "no result for a step that exits 0; only warnings and errors on stderr" },
   },
   footer:
-    "Exit codes: 0 step done (including recorded item failures and no-ops), 1 environment error,\n2 invalid loop.json or usage, 75 busy (another step holds the lease, this step lost it, or another\n--watch is running), 130 interrupted (--watch).",
+    "Exit codes: 0 step done and all is well (including recorded item failures and no-ops), 1 an\nenvironment error, or the loop needs a person (paused on a question or by an environment fault,\na landing failed, drained Failed), 2 invalid loop.json or usage, 75 busy (another step holds the\nlease, this step lost it, or another --watch is running), 130 interrupted (--watch).\nWith --quiet a step that exits 0 prints no result (cron stays silent until something is wrong).",
   async run(args, ctx) {
     if ((args.interval || args.forever) && !args.watch) throw new UsageError("--interval and --forever need --watch");
     let intervalMs = 30_000;
@@ -34,7 +35,12 @@ export const tool = defineTool({
     // planCtl: forge comments' control keywords record what `loop ctl` would (docs/forge.md#comments).
     const options = { root, stateRoot, actor: actorName(ctx.env), env: ctx.env, log: ctx.log, planControl: planCtl };
     const step = () => runStep(options);
-    const render = (r: RunResult) => (ctx.format === "json" ? ctx.outJson(r) : ctx.out(renderRun(r)));
+    // --quiet: a step that exits 0 prints nothing, so cron mails (and a log grows) only on trouble.
+    const render = (r: RunResult) => {
+      if (args.quiet && stepExitCode(r) === 0) return;
+      if (ctx.format === "json") ctx.outJson(r);
+      else ctx.out(renderRun(r));
+    };
     if (!args.watch) {
       const r = await step();
       render(r);

@@ -25,7 +25,7 @@ function toolFor(name: string): keyof typeof DESCRIPTIONS | undefined {
 }
 
 /** Every tool of the command-line contract (docs/cli/README.md), built or not. */
-export const CONTRACT_TOOLS = ["init", "run", "status", "replay", "reset", "ctl", "logs"] as const;
+export const CONTRACT_TOOLS = ["init", "run", "status", "replay", "reset", "ctl", "logs", "plan", "add", "export", "backup"] as const;
 
 /** True when running inside a `bun build --compile` executable (its modules live in /$bunfs). */
 export function isCompiled(mainPath: string = Bun.main): boolean {

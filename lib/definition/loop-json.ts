@@ -54,6 +54,12 @@ export interface NormForge {
   pollInterval: number;
 }
 export type Landing = "none" | "merge" | "pr";
+/** The command run when the loop needs a person (docs/operations.md#hearing-about-trouble). */
+export interface NotifyDef {
+  command: string[];
+  /** Milliseconds it may run before its process group is killed. */
+  timeout: number;
+}
 export interface NormDefinition {
   name: string;
   landing: Landing;
@@ -67,6 +73,11 @@ export interface NormDefinition {
   runners: Record<string, CommandRunner>;
   /** Absent without a `forge` section (and then nothing forge-related runs). */
   forge?: NormForge;
+  /**
+   * null without one. Not part of what the log records of the definition (nor of its hash): how an
+   * operator hears about trouble is this machine's plumbing, like PATH, not the loop's state.
+   */
+  notify: NotifyDef | null;
   items: NormItem[];
 }
 
@@ -80,7 +91,11 @@ const DEFAULTS = {
   timeouts: { launch: "5m", stall: "60m", verify: "15m", landing: "30m" },
   landing: "none",
   base: "main",
+  notifyTimeout: "30s",
 } as const;
+
+/** The longest a notify command may run: the step holds its lease meanwhile. */
+export const MAX_NOTIFY_TIMEOUT_MS = 5 * 60_000;
 
 // ---------------------------------------------------------------------------------------------
 // Pass 1: the raw shape.
@@ -179,6 +194,19 @@ const RawRunner = section({
   ),
 });
 
+const RawNotify = section({
+  command: v.pipe(
+    v.array(v.pipe(v.string("must be a string"), v.check((s) => s !== "", "must not be empty")), "must be an array of strings"),
+    v.minLength(1, "must name a program to run"),
+  ),
+  timeout: v.optional(
+    v.pipe(
+      Duration,
+      v.check((ms) => ms <= MAX_NOTIFY_TIMEOUT_MS, "must be at most 5m (the step waits for it)"),
+    ),
+  ),
+});
+
 const RawDefaults = section({
   runner: v.optional(v.string("must be a string")),
   model: v.optional(Model),
@@ -251,6 +279,7 @@ const RawDefinition = section({
   sessions: v.optional(RawSessions),
   workspace: v.optional(RawWorkspace),
   forge: v.optional(RawForge),
+  notify: v.optional(RawNotify),
   items: v.array(RawItem, "must be an array of items"),
 });
 type RawDefinition = v.InferOutput<typeof RawDefinition>;
@@ -266,6 +295,7 @@ export const ACCEPTED_KEYS: Readonly<Record<string, readonly string[]>> = {
   sessions: RawSessions.keys,
   workspace: RawWorkspace.keys,
   forge: RawForge.keys,
+  notify: RawNotify.keys,
 };
 
 /** The default merge target of the loop `loopName`. */
@@ -601,13 +631,14 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
     requireStartCommand: raw.control?.requireStartCommand ?? false,
     runners,
     ...(forge ? { forge } : {}),
+    notify: raw.notify ? { command: raw.notify.command, timeout: raw.notify.timeout ?? parseDuration(DEFAULTS.notifyTimeout) } : null,
     items,
   };
 }
 
-/** Identity of a normalized definition: `loop run` re-imports loop.json only when this changes. */
+/** Identity of a normalized definition: `loop run` re-imports loop.json only when this changes (notify is not imported). */
 export function definitionHash(def: NormDefinition): string {
-  return sha256Hex(canonicalJson(def));
+  return sha256Hex(canonicalJson({ ...def, notify: undefined }));
 }
 
 // ---------------------------------------------------------------------------------------------

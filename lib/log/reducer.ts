@@ -36,6 +36,25 @@ export interface VerifyRecord {
   at: string;
 }
 
+/**
+ * An attempt's verify command as a process (verify_reserved, then verify_started): reserved under
+ * its key before anything is spawned, observed by later steps until verify_finished.
+ */
+export interface VerifyRun {
+  key: string;
+  command: string;
+  log: string;
+  timeoutMs: number;
+  reservedAt: string;
+  /** The wrapper that runs the command, leader of its process group; null until verify_started. */
+  pid: number | null;
+  /** Its start time (/proc, clock ticks since boot): with the pid it names that process, never a later one. */
+  startTime: string | null;
+  startedAt: string | null;
+  /** Past this, a step ends the verify and records it timed out. */
+  deadline: string | null;
+}
+
 export interface AttemptRecord {
   n: number;
   key: string;
@@ -45,6 +64,8 @@ export interface AttemptRecord {
   launchFailed: string | null;
   question: string | null;
   verify: VerifyRecord | null;
+  /** Only once a verify command was reserved (absent otherwise, so older histories fold as before). */
+  verifyRun?: VerifyRun;
   /** "passed", "failed", "requeued:<reason>" once the attempt's fate is decided. */
   outcome: string | null;
 }
@@ -148,6 +169,13 @@ export interface LoopRecord {
   drainedAt: string | null;
   drainedSeq: number | null;
   updatedAt: string | null;
+  /**
+   * While the loop is paused by an environment fault: its kind and the seq of the event. Absent
+   * otherwise (never null: rows written before this field existed must stay equal to the fold).
+   */
+  fault?: { kind: string; seq: number };
+  /** The last condition needing a person that `notify` was run for, by slot (lib/step/notify.ts). Absent until the first. */
+  notified?: Record<string, string>;
 }
 
 export interface Projection {
@@ -272,6 +300,11 @@ function sameOwner(a: OwnerRecord | null, b: OwnerRecord | null): boolean {
   return a.repo === b.repo && a.gitDir === b.gitDir && a.root === b.root && a.name === b.name;
 }
 
+/** The loop is no longer paused by an environment fault. */
+function clearFault(p: Projection) {
+  delete p.loop.fault;
+}
+
 /** A drained loop that is paused or stopped is no longer drained: its outcome would go stale. */
 function leaveDrained(p: Projection) {
   p.loop.outcome = null;
@@ -336,12 +369,14 @@ const HANDLERS: Record<EventType, Handler> = {
   loop_paused(p, e, fail) {
     if (p.loop.state === "paused") fail("loop_state", "loop_paused while already paused");
     leaveDrained(p);
+    clearFault(p);
     p.loop.state = "paused";
     p.loop.reason = e.payload.reason;
   },
   loop_resumed(p, e, fail) {
     if (p.loop.state !== "paused" && p.loop.state !== "stopped")
       fail("loop_state", `loop_resumed needs paused|stopped, it is ${p.loop.state}`);
+    clearFault(p);
     p.loop.state = "running";
     p.loop.reason = null;
     p.loop.startedAt ??= e.ts;
@@ -349,6 +384,7 @@ const HANDLERS: Record<EventType, Handler> = {
   loop_stopped(p, e, fail) {
     if (p.loop.state === "stopped") fail("loop_state", "loop_stopped while already stopped");
     leaveDrained(p);
+    clearFault(p);
     p.loop.state = "stopped";
     p.loop.reason = e.payload.reason;
   },
@@ -439,6 +475,32 @@ const HANDLERS: Record<EventType, Handler> = {
     it.status = "ended";
     it.reason = e.payload.reason;
   },
+  environment_fault(p, e, fail) {
+    if (p.loop.state !== "running") fail("loop_state", `environment_fault needs a running loop, it is ${p.loop.state}`);
+    const pl = e.payload;
+    if (e.item) {
+      const it = need(p, e, fail);
+      if (pl.attempt === null) {
+        // Found before a reservation, which only happens with nothing in flight.
+        if (p.loop.current !== null) fail("one_in_flight", `environment_fault before a launch while "${p.loop.current}" is in flight`);
+        needStatus(it, ["pending"], e, fail);
+      } else {
+        // The reserved attempt never ran: it ends here and is given back, not counted.
+        needStatus(it, ["launching"], e, fail);
+        const a = currentAttempt(it, pl.attempt, e, fail);
+        a.launchFailed = pl.reason;
+        a.end = { verdict: "environment_fault", exitCode: null, signal: null, reason: pl.reason, at: e.ts };
+        a.outcome = `requeued: environment fault (${pl.kind})`;
+        it.session!.endedAt = e.ts;
+        it.status = it.inDefinition ? "pending" : "withdrawn";
+        it.reason = `environment fault: ${pl.reason}`;
+        if (p.loop.current === it.id) p.loop.current = null;
+      }
+    } else if (pl.attempt !== null) fail("item_required", "environment_fault with an attempt must name its item");
+    p.loop.state = "paused";
+    p.loop.reason = `environment fault${e.item ? ` launching ${e.item}` : ""}: ${pl.reason}. To fix: ${pl.fix}`;
+    p.loop.fault = { kind: pl.kind, seq: e.seq };
+  },
   session_ended(p, e, fail) {
     const it = need(p, e, fail);
     needStatus(it, ["launching", "running"], e, fail);
@@ -466,11 +528,33 @@ const HANDLERS: Record<EventType, Handler> = {
       fail("item_status", `reply_recorded for settled item "${it.id}" (${it.status})`);
     it.replies.push({ text: e.payload.text, actor: e.actor, ts: e.ts, delivered: null });
   },
+  verify_reserved(p, e, fail) {
+    const it = need(p, e, fail);
+    needStatus(it, ["ended"], e, fail);
+    const a = currentAttempt(it, e.payload.attempt, e, fail);
+    if (a.end?.verdict !== "exited") fail("verify_order", `verify_reserved for attempt ${a.n} of "${it.id}", whose session did not exit (${a.end?.verdict ?? "no end"})`);
+    if (a.verify || a.verifyRun) fail("verify_order", `verify_reserved for attempt ${a.n} of "${it.id}", which already has a verify`);
+    const pl = e.payload;
+    a.verifyRun = { key: pl.key, command: pl.command, log: pl.log, timeoutMs: pl.timeoutMs, reservedAt: e.ts, pid: null, startTime: null, startedAt: null, deadline: null };
+    it.reason = "verify reserved";
+  },
+  verify_started(p, e, fail) {
+    const it = need(p, e, fail);
+    needStatus(it, ["ended"], e, fail);
+    const a = currentAttempt(it, e.payload.attempt, e, fail);
+    const run = a.verifyRun;
+    if (!run || run.pid !== null || a.verify) fail("verify_order", `verify_started for attempt ${a.n} of "${it.id}" needs a reserved verify not yet started or finished`);
+    const pl = e.payload;
+    Object.assign(run!, { pid: pl.pid, startTime: pl.startTime, startedAt: e.ts, deadline: pl.deadline });
+    it.reason = `verify running (deadline ${pl.deadline})`;
+  },
   verify_finished(p, e, fail) {
     const it = need(p, e, fail);
     needStatus(it, ["ended"], e, fail);
     const a = currentAttempt(it, e.payload.attempt, e, fail);
     a.verify = { ...e.payload, at: e.ts };
+    // A verify run by an older version (inside its step) left the reason as the session's end.
+    if (a.verifyRun) it.reason = `verify ${e.payload.passed ? "passed" : "failed"} (${e.payload.reason})`;
   },
   item_requeued(p, e, fail) {
     const it = need(p, e, fail);
@@ -593,6 +677,9 @@ const HANDLERS: Record<EventType, Handler> = {
     needStatus(it, ["needs_input"], e, fail);
     const f = (it.forge ??= emptyForge());
     f.questionPosted = { attempt: e.payload.attempt, commentId: e.payload.commentId };
+  },
+  notified(p, e) {
+    (p.loop.notified ??= {})[e.payload.slot] = e.payload.key;
   },
   work_item_reset(p, e, fail) {
     const it = need(p, e, fail);

@@ -233,3 +233,14 @@ export class InterruptedError extends LoopError {
   readonly code = "interrupted";
   readonly exit = EXIT.interrupted;
 }
+
+/**
+ * The planner of `loop plan` gave nothing usable: its program failed or could not be started, its
+ * answer was truncated or not JSON, or still malformed after the one retry, or the brief was
+ * undraftable (lib/planner/). Nothing was written.
+ */
+export class PlannerError extends LoopError {
+  override name = "PlannerError";
+  readonly code = "planner_failed";
+  readonly exit = EXIT.problem;
+}

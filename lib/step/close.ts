@@ -1,11 +1,13 @@
 // The close path (docs/cli/loop-ctl.md#verbs): the one way a session is ended, used by stall/lost handling, stop,
-// skip, cancel and (later) reset. End the process group or tmux session, remove the worktree
-// unless asked to keep it, and return the events that record it, for the caller to append
-// together with whatever else its decision implies (atomically).
+// skip, cancel and (later) reset. End the process group or tmux session, and the attempt's verify
+// command if one runs, remove the worktree unless asked to keep it, and return the events that
+// record it, for the caller to append together with whatever else its decision implies (atomically).
 import { existsSync } from "node:fs";
 import type { EventDraft } from "../log/events.ts";
 import type { ItemState } from "../log/reducer.ts";
 import { endSession } from "./sessions.ts";
+import { endVerify, verifySpawnEvidence } from "./verify-command.ts";
+import { endSessionScope } from "./scope.ts";
 import { commitLeftovers, removeWorktree } from "./workspace.ts";
 import { failpoint } from "../shared/failpoint.ts";
 
@@ -14,6 +16,8 @@ export interface CloseReport {
   attempt: number;
   /** How the session ended: not_running, terminated, killed, tmux_killed. */
   how: string;
+  /** How the attempt's verify command ended (not_running, terminated, killed), or null when it had none. */
+  verify: string | null;
   worktreeRemoved: boolean;
   /** Why the checkout was kept though its removal was asked for (its changes could not be committed), or null. */
   kept: string | null;
@@ -32,7 +36,11 @@ export async function closeSession(o: {
   const s = o.it.session;
   if (!s || s.closed) return null;
   failpoint("close:before_kill");
-  const how = await endSession(s, o.graceMs);
+  let how = await endSession(s, o.graceMs);
+  // A session in a systemd scope: every process left in its cgroup too (lib/step/scope.ts).
+  const scoped = await endSessionScope(s.sessionDir, o.graceMs);
+  if (scoped !== null && scoped !== "not_running" && how === "not_running") how = scoped;
+  const verify = await endVerifyRun(o.it, o.graceMs);
   failpoint("close:after_kill");
   let worktreeRemoved = false;
   let kept: string | null = null;
@@ -61,5 +69,17 @@ export async function closeSession(o: {
       payload: { attempt: s.attempt, verdict: o.endVerdict ?? "closed", exitCode: null, signal: null, reason: o.reason },
     });
   events.push({ type: "session_closed", item: o.it.id, payload: { attempt: s.attempt, how, worktreeRemoved, reason: o.reason } });
-  return { item: o.it.id, attempt: s.attempt, how, worktreeRemoved, kept, events };
+  return { item: o.it.id, attempt: s.attempt, how, verify, worktreeRemoved, kept, events };
+}
+
+/**
+ * End the current attempt's verify command, if it has one (reserved, started or finished: a
+ * finished one may have left something running in its group). A verify whose start was never
+ * recorded (a step killed right after the spawn) is found through its folder. Null: no verify process.
+ */
+export async function endVerifyRun(it: ItemState, graceMs: number): Promise<string | null> {
+  const run = it.attempts[it.attempts.length - 1]?.verifyRun;
+  if (!run || !it.session) return null;
+  const target = run.pid !== null ? { pid: run.pid, startTime: run.startTime } : verifySpawnEvidence(it.session.sessionDir).found;
+  return target ? endVerify(target, graceMs) : "not_running";
 }

@@ -51,7 +51,7 @@ export interface StepOptions {
   actor: string;
   env: Record<string, string | undefined>;
   log: ConsolaInstance;
-  /** Lease lifetime; a step renews it before long waits (verify). */
+  /** Lease lifetime (30 minutes by default): a step never waits on an agent or a verify command, so it is never renewed. */
   leaseMs?: number;
   /** For control keywords in forge comments; without it such comments are refused. */
   planControl?: ControlPlanner;
@@ -68,12 +68,14 @@ export interface StepContext {
   readonly transitions: Transition[];
   /** Environment errors met during the step (the step still recorded what it could). */
   readonly errors: string[];
+  /** What the step noticed that may need fixing but stopped nothing (a definition import's checks). */
+  readonly warnings: string[];
   /** The repository's top level once asked for (see repoOf). */
   repoTop: string | null;
 }
 
 export function createStepContext(o: { store: Store; def: NormDefinition; options: StepOptions; lease: Lease }): StepContext {
-  return { ...o, paths: statePaths(o.options.stateRoot), transitions: [], errors: [], repoTop: null };
+  return { ...o, paths: statePaths(o.options.stateRoot), transitions: [], errors: [], warnings: [], repoTop: null };
 }
 
 /** The repository's top level, asked of git only when a phase needs it (an observing tick does not). */
@@ -93,12 +95,15 @@ export function projection(ctx: StepContext): Projection {
 export function append(ctx: StepContext, drafts: EventDraft[], label: CommitLabel): Projection {
   const { actor } = ctx.options;
   const { events, projection } = ctx.store.append(drafts.map((d) => ({ actor, ...d })) as EventDraft[], { label, actor });
-  for (const e of events) {
-    const summary = summarize(e);
-    ctx.transitions.push({ seq: e.seq, type: e.type, item: e.item, summary });
-    ctx.options.log.debug(`seq ${e.seq} ${e.type}${e.item ? ` ${e.item}` : ""}: ${summary}`);
-  }
+  for (const e of events) recordTransition(ctx, e);
   return projection;
+}
+
+/** List an event the step recorded (appended here, or by the store itself, as a lease takeover) in its transitions. */
+export function recordTransition(ctx: StepContext, e: StoredEvent): void {
+  const summary = summarize(e);
+  ctx.transitions.push({ seq: e.seq, type: e.type, item: e.item, summary });
+  ctx.options.log.debug(`seq ${e.seq} ${e.type}${e.item ? ` ${e.item}` : ""}: ${summary}`);
 }
 
 /** Materializations follow every commit; a crash before this is repaired by the next step. */
@@ -132,6 +137,10 @@ function summarize(e: StoredEvent): string {
       return `attempt ${pl.attempt} started${pl.tmux ? ` in tmux ${pl.tmux}` : ` pid ${pl.pid}`}`;
     case "session_ended":
       return `attempt ${pl.attempt} ${pl.verdict}: ${pl.reason}`;
+    case "verify_reserved":
+      return `attempt ${pl.attempt} verify reserved`;
+    case "verify_started":
+      return `attempt ${pl.attempt} verify ${pl.adopted ? "adopted" : "started"} pid ${pl.pid}, deadline ${pl.deadline}`;
     case "verify_finished":
       return `verify ${pl.passed ? "passed" : "failed"} (${pl.reason})`;
     case "item_settled":
@@ -149,6 +158,12 @@ function summarize(e: StoredEvent): string {
       return `landing ${pl.outcome}: ${pl.reason}`;
     case "launch_failed":
       return `launch failed: ${pl.reason}`;
+    case "environment_fault":
+      return `environment fault (${pl.kind})${pl.attempt ? `, attempt ${pl.attempt} given back` : ""}: ${pl.reason}`;
+    case "notified":
+      return `notify (${pl.kind}) ${pl.ok ? "ran" : `failed: ${pl.reason}`}`;
+    case "lease_taken_over":
+      return `took over the lease of pid ${pl.previous.pid} on ${pl.previous.host} (${pl.why === "dead" ? "its process is gone" : `expired at ${pl.previous.expires}`})`;
     case "definition_imported":
       return `revision ${pl.revision}: ${pl.items.length} items`;
     default:

@@ -227,7 +227,7 @@ export interface SessionObservation {
   /** The wrapper wrote its started marker (the agent process was spawned). */
   started: boolean;
   alive: boolean;
-  /** Epoch ms of the last output growth (log mtime), or null without a log yet. */
+  /** Epoch ms of the last output growth that showed progress (lib/step/progress.ts), or null without any. */
   lastOutputAt: number | null;
   startedAt: number;
   reservedAt: number;
@@ -262,8 +262,71 @@ export function classifySession(o: SessionObservation): SessionVerdict {
   }
   const last = Math.max(o.startedAt, o.lastOutputAt ?? 0);
   if (o.now - last > o.timeouts.stall)
-    return { kind: "stalled", reason: `no output for ${Math.round((o.now - last) / 1000)}s (stall timeout ${Math.round(o.timeouts.stall / 1000)}s)` };
+    return { kind: "stalled", reason: `no progress in the output for ${Math.round((o.now - last) / 1000)}s (stall timeout ${Math.round(o.timeouts.stall / 1000)}s)` };
   return { kind: "waiting", reason: "agent is working" };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Classifying an attempt's verify command, a detached process like the session (docs/cli/loop-run.md).
+
+/** A verify reserved whose start is not recorded: what its folder shows. */
+export interface VerifyStartObservation {
+  /** verify-launch.json exists: the reserving step got as far as starting the wrapper. */
+  launched: boolean;
+  /** The wrapper it spawned, from verify-spawned.json or verify-started.json. */
+  found: { pid: number; startTime: string | null } | null;
+  reservedAt: number;
+  now: number;
+  /** How long a launched wrapper may take to show itself (the item's launch timeout). */
+  launchTimeout: number;
+}
+
+export type VerifyStartVerdict =
+  /** The wrapper was spawned: record its start instead of starting another. */
+  | { kind: "adopt"; pid: number; startTime: string | null }
+  /** No launch record: nothing can have been spawned for the reservation, so start it now (the first and only time). */
+  | { kind: "spawn" }
+  | { kind: "waiting"; reason: string }
+  | { kind: "never_started"; reason: string };
+
+export function classifyVerifyStart(o: VerifyStartObservation): VerifyStartVerdict {
+  if (o.found) return { kind: "adopt", pid: o.found.pid, startTime: o.found.startTime };
+  if (!o.launched) return { kind: "spawn" };
+  if (o.now - o.reservedAt <= o.launchTimeout) return { kind: "waiting", reason: "verify is starting" };
+  return { kind: "never_started", reason: `verify did not start within ${Math.round(o.launchTimeout / 1000)}s` };
+}
+
+export interface VerifyObservation {
+  /** verify-exit.json, written by the wrapper when the command ended. */
+  exit: { code: number | null; signal: string | null; error: string | null } | null;
+  /** Its process group (the one recorded, never a later one reusing the pid) has a live member. */
+  alive: boolean;
+  startedAt: number;
+  deadline: number;
+  now: number;
+}
+
+export type VerifyVerdict =
+  | { kind: "exited"; code: number | null; signal: string | null; error: string | null }
+  /** Past its deadline: end it (the close path) and record it timed out. */
+  | { kind: "timed_out" }
+  | { kind: "lost"; reason: string }
+  | { kind: "waiting"; reason: string };
+
+/** An exit seen before the deadline was noticed counts, however late the step that saw it came. */
+export function classifyVerify(o: VerifyObservation): VerifyVerdict {
+  if (o.exit) return { kind: "exited", code: o.exit.code, signal: o.exit.signal, error: o.exit.error };
+  if (!o.alive) return { kind: "lost", reason: "verify process vanished without an exit status" };
+  if (o.now > o.deadline) return { kind: "timed_out" };
+  const secs = (ms: number) => Math.max(0, Math.round(ms / 1000));
+  return { kind: "waiting", reason: `verify running for ${secs(o.now - o.startedAt)}s (deadline ${new Date(o.deadline).toISOString()}, in ${secs(o.deadline - o.now)}s)` };
+}
+
+/** The verdict on a verify command that ended: passed only on exit 0, in the words verify_finished has always used. */
+export function verifyExitVerdict(o: { code: number | null; signal: string | null; error: string | null }): { passed: boolean; reason: string } {
+  const passed = o.error === null && o.signal === null && o.code === 0;
+  const reason = o.error !== null ? `could not run: ${o.error}` : o.signal !== null ? `killed by ${o.signal}` : passed ? "exit 0" : `exit ${o.code}`;
+  return { passed, reason };
 }
 
 /**
@@ -275,6 +338,7 @@ export type AfterSession =
   | { kind: "requeue"; reason: string }
   /** The session or its verify failed: close it, then retry or settle failed (afterFailure). */
   | { kind: "fail"; reason: string }
+  /** Start its verify, or observe the verify already reserved (the attempt's verifyRun). */
   | { kind: "verify" }
   | { kind: "land" }
   /** Verified and landed (or not): close the session and settle the item. */
@@ -321,4 +385,74 @@ export function blockedBecauseOf(p: Projection, id: string): string[] {
     }
   }
   return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// When the loop needs a person (docs/cli/loop-run.md#exit-codes): `loop run` exits 1 while any of
+// these holds, and `notify` is run once for each (lib/step/notify.ts).
+
+export type AttentionKind = "question" | "environment" | "failed" | "landing";
+
+export interface Attention {
+  kind: AttentionKind;
+  item: string | null;
+  reason: string;
+  /** What one notification is for: a new condition in the same slot replaces the last one. */
+  slot: string;
+  /** This condition, exactly: notify runs once per key. */
+  key: string;
+}
+
+/**
+ * The conditions that need a person, in this order: the loop paused on an agent's question or by an
+ * environment fault, items whose landing failed (a merge conflict, a target checked out elsewhere),
+ * the loop drained `Failed`. An operator's own pause or stop needs nobody else.
+ */
+export function attention(p: Projection): Attention[] {
+  const out: Attention[] = [];
+  const cur = p.loop.current ? p.items[p.loop.current] : undefined;
+  if (p.loop.state === "paused" && cur?.status === "needs_input")
+    out.push({ kind: "question", item: cur.id, reason: p.loop.reason ?? `${cur.id} needs input`, slot: "question", key: `question:${cur.id}:e${cur.epoch}:a${cur.attempts.length}` });
+  if (p.loop.state === "paused" && p.loop.fault)
+    out.push({ kind: "environment", item: null, reason: p.loop.reason ?? p.loop.fault.kind, slot: "environment", key: `environment:${p.loop.fault.seq}` });
+  for (const it of active(p))
+    if (it.status === "failed" && it.landing && (it.landing.outcome === "conflict" || it.landing.outcome === "failed"))
+      out.push({ kind: "landing", item: it.id, reason: `${it.id}: ${it.reason ?? it.landing.reason}`, slot: `landing:${it.id}`, key: `landing:${it.id}:e${it.epoch}:a${it.attempts.length}` });
+  if (p.loop.state === "drained" && p.loop.outcome === "Failed") {
+    const bad = active(p).filter((it) => it.status === "failed" || it.status === "blocked");
+    const names = bad.slice(0, 5).map((it) => `${it.id} ${it.status}`).join(", ") + (bad.length > 5 ? `, … ${bad.length} items` : "");
+    out.push({ kind: "failed", item: null, reason: `the loop drained Failed: ${names}`, slot: "failed", key: `failed:${p.loop.drainedSeq}` });
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Progress: output that only says the agent is waiting (a CLI retrying a lost connection forever,
+// printing a line a minute) must not hold off the stall deadline (docs/cli/loop-run.md#deadlines).
+
+/** Lines that say an agent waits rather than works. */
+export const WAITING_LINE = /\b(?:reconnecting|retrying|retry(?:ing)? in|waiting for (?:network|connection|the server)|rate[- ]limit(?:ed)?|backing off|stream disconnected|connection (?:refused|reset|lost|error))\b/i;
+
+/** A line with its digits masked: counters, timers and timestamps do not make it new. */
+function lineShape(line: string): string {
+  return line.trim().replace(/\d+/g, "#");
+}
+
+/**
+ * Whether output appended since the last look is progress. It is not when every new non-blank
+ * line repeats the line before it (digits masked) or matches WAITING_LINE; blank growth is no
+ * progress either. `lastLine` carries the last non-blank line to the next look.
+ */
+export function outputShowsProgress(newText: string, previousLine: string | null): { progress: boolean; lastLine: string | null } {
+  let prev = previousLine === null ? null : lineShape(previousLine);
+  let last = previousLine;
+  let progress = false;
+  for (const raw of newText.split("\n")) {
+    if (raw.trim() === "") continue;
+    const shape = lineShape(raw);
+    if (shape !== prev && !WAITING_LINE.test(raw)) progress = true;
+    prev = shape;
+    last = raw.trim();
+  }
+  return { progress, lastLine: last === null ? null : last.slice(0, 2000) };
 }

@@ -1,19 +1,22 @@
-// The launch phase: reserve the next attempt of an item (launch_reserved, whose key admits one
-// launch per item, epoch and attempt, ever), then act: its worktree, its handoff, the runner's
+// The launch phase: check the machine first (an environment fault pauses the loop and spends
+// nothing: lib/step/faults.ts), reserve the next attempt of an item (launch_reserved, whose key
+// admits one launch per item, epoch and attempt, ever), then act: its worktree, its handoff, the runner's
 // command, the detached session; then record session_started. A step killed anywhere in between
 // leaves a reservation the next step resolves (lib/step/observe.ts observeLaunching): it adopts a
 // spawned session, never launches the attempt a second time.
-import { accessSync, constants, existsSync, mkdirSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { itemBranch } from "../definition/loop-json.ts";
-import { buildRunnerCommand, conversationIdFromLog } from "../definition/runners.ts";
+import { buildRunnerCommand, provenConversation } from "../definition/runners.ts";
 import type { ItemState, Projection, SessionRecord } from "../log/reducer.ts";
 import { LeaseLostError } from "../shared/errors.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { sliceText, writeFileAtomic } from "../shared/fsutil.ts";
 import { sessionDir, worktreeDir } from "../shared/paths.ts";
-import { append, projection, repoOf, type StepContext, type StepOutcome, warnMovedAside } from "./context.ts";
-import { git, gitTry } from "./git.ts";
+import { append, repoOf, type StepContext, type StepOutcome, warnMovedAside } from "./context.ts";
+import { ensureAgentExcludes, probeLaunchFault, resolveProgram, sessionPath } from "./environment.ts";
+import { classifyLaunchError, type EnvironmentFault, faultReason } from "./faults.ts";
+import { git, gitTry, revParse } from "./git.ts";
 import { buildHandoff } from "./handoff.ts";
 import { selfArgv } from "./self.ts";
 import { readOutputHead, SESSION_FILES, startSession, tmuxSessionName } from "./sessions.ts";
@@ -36,12 +39,27 @@ interface AttemptPlan {
 }
 
 /**
- * Launch the next attempt of `it`. "launched" once its session is recorded started; null when the
- * launch failed (recorded as launch_failed and listed in the step's errors), for the step to go on.
- * A lost lease is thrown: the step may not record anything more.
+ * Launch the next attempt of `it`. "launched" once its session is recorded started. An environment
+ * fault (lib/step/faults.ts) found before the reservation, or met after it, pauses the loop
+ * (environment_fault, the attempt given back) and returns "paused"; it is listed in the step's
+ * errors. A lost lease is thrown: the step may not record anything more.
  */
-export function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeContext?: string | null } = {}): StepOutcome | null {
+export function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeContext?: string | null } = {}): StepOutcome {
   const plan = { ...planAttempt(ctx, it), forgeContext: o.forgeContext ?? null };
+  const fault = probeLaunchFault({
+    runner: it.def.runner,
+    tmux: ctx.def.tmux,
+    model: it.def.model,
+    repo: repoOf(ctx),
+    worktree: plan.worktree,
+    branch: plan.branch,
+    startPoint: ctx.def.forge ? forgeProbeStartPoint(ctx, repoOf(ctx)) : startPointFor({ repo: repoOf(ctx), landing: ctx.def.landing, base: ctx.def.base, target: ctx.def.target }),
+    handoffPath: join(plan.dir, SESSION_FILES.handoff),
+    runners: ctx.def.runners,
+    demoArgv: demoArgv(),
+    env: ctx.options.env,
+  });
+  if (fault) return pauseForFault(ctx, it, fault, null);
   failpoint("launch:before_reserve");
   const reserved = append(
     ctx,
@@ -55,19 +73,36 @@ export function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeContext
     ],
     "reserve",
   );
-  let after: Projection;
   try {
-    after = startAttempt(ctx, it, plan, reserved);
+    startAttempt(ctx, it, plan, reserved);
   } catch (err) {
     if (err instanceof LeaseLostError) throw err;
-    const reason = (err as Error).message;
-    ctx.errors.push(`${it.id}: ${reason}`);
-    ctx.options.log.error(`${it.id}: launch failed: ${reason}`);
-    after = projection(ctx);
-    if (after.items[it.id]!.status === "launching")
-      after = append(ctx, [{ type: "launch_failed", item: it.id, payload: { attempt: plan.n, reason, interrupted: false } }], "launch_failed");
+    const e = err as NodeJS.ErrnoException;
+    const fault = classifyLaunchError({ name: e?.name ?? "Error", code: typeof e?.code === "string" ? e.code : undefined, message: e?.message ?? String(err) });
+    return pauseForFault(ctx, it, fault, plan.n);
   }
-  return after.items[it.id]!.status === "running" ? { action: "launched", item: it.id, reason: null } : null;
+  return { action: "launched", item: it.id, reason: null };
+}
+
+/**
+ * An environment fault: the loop pauses with a reason that names it and how to fix it; a reserved
+ * attempt is given back uncounted (one commit). The items wait, their attempts unspent.
+ */
+function pauseForFault(ctx: StepContext, it: ItemState, fault: EnvironmentFault, attempt: number | null): StepOutcome {
+  const reason = faultReason(fault, it.id);
+  ctx.errors.push(reason);
+  ctx.options.log.error(reason);
+  const payload = { kind: fault.kind, attempt, reason: fault.message, fix: fault.fix };
+  const drafts = [{ type: "environment_fault" as const, item: it.id, payload }];
+  // Before the reservation nothing was taken; after it, the attempt is given back in this commit.
+  let p: Projection;
+  if (attempt === null) p = append(ctx, drafts, "fault");
+  else p = append(ctx, drafts, "launch_failed");
+  return { action: "paused", item: it.id, reason: p.loop.reason };
+}
+
+function demoArgv(): string[] {
+  return [...selfArgv(), "__demo-agent"];
 }
 
 function planAttempt(ctx: StepContext, it: ItemState): AttemptPlan {
@@ -89,6 +124,12 @@ function planAttempt(ctx: StepContext, it: ItemState): AttemptPlan {
 function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserved: Projection): Projection {
   const { n, dir, worktree, branch, sessionId, previous, reply } = plan;
   const repo = repoOf(ctx);
+  try {
+    ensureAgentExcludes({ repo, stateRoot: ctx.options.stateRoot });
+  } catch (err) {
+    // Only a convenience: the attempt runs, and the agents' files may show up as its changes.
+    ctx.options.log.warn(`could not write the repository's info/exclude: ${(err as Error).message}`);
+  }
   mkdirSync(dir, { recursive: true });
   // With a forge, items branch from the freshly fetched <remote>/<base>: it holds every merged PR.
   const startPoint = ctx.def.forge ? forgeStartPoint(ctx, repo) : startPointFor({ repo, landing: ctx.def.landing, base: ctx.def.base, target: ctx.def.target });
@@ -99,17 +140,26 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
   const askFile = join(dir, SESSION_FILES.ask);
   const handoff = buildHandoff({ p: reserved, item: it.id, attempt: n, branch, askFile, forgeContext: plan.forgeContext });
   writeFileSync(handoffPath, handoff);
-  let conversationId = previous?.conversationId ?? null;
-  if (!conversationId && previous && previous.log) conversationId = conversationIdFromLog(previous.runner, readOutputHead(previous.sessionDir));
-  const resume = reply && conversationId && previous?.runner === it.def.runner ? { conversationId, reply } : undefined;
+  // A reply resumes the previous conversation only where it is proven to exist; else it goes in
+  // this attempt's handoff (which lists every reply) to a fresh session.
+  const conversationId =
+    reply && previous?.log && previous.runner === it.def.runner
+      ? provenConversation(previous.runner, {
+          recorded: previous.conversationId,
+          logHead: readOutputHead(previous.sessionDir),
+          historyExists: previous.runner === "aider" && previous.conversationId !== null && existsSync(previous.conversationId),
+        })
+      : null;
+  const resume = reply && conversationId ? { conversationId, reply } : undefined;
   const cmd = buildRunnerCommand(
     it.def.runner,
     { item: it.id, attempt: n, prompt: handoff, handoffPath, workdir: worktree, model: it.def.model, sessionId, resume },
     ctx.def.runners,
-    [...selfArgv(), "__demo-agent"],
+    demoArgv(),
   );
-  const problem = programProblem(cmd.argv[0]!, worktree);
-  if (problem) throw new Error(`runner "${it.def.runner}": ${problem}`);
+  const program = resolveProgram(cmd.argv[0]!, { PATH: sessionPath(ctx.options.env), cwd: worktree });
+  if (program.state === "missing") throw new Error(`runner "${it.def.runner}": program ${JSON.stringify(cmd.argv[0])} not found${program.path ? ` (${program.path})` : " on PATH"}`);
+  if (program.state === "not_executable") throw new Error(`runner "${it.def.runner}": program ${JSON.stringify(cmd.argv[0])} (${program.path}) is not executable`);
   // verify:false asks for "a change on the branch" made by this attempt, not an earlier one.
   writeFileSync(join(dir, "start-head"), git(worktree, ["rev-parse", "HEAD"]) + "\n");
   const env: Record<string, string> = {
@@ -124,7 +174,14 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
     ...(ctx.def.forge ? { LOOP_INBOX_FILE: join(dir, SESSION_FILES.inbox) } : {}),
   };
   ctx.store.assertLease();
-  const started = startSession({ dir, argv: cmd.argv, cwd: worktree, env, tmuxName: ctx.def.tmux ? tmuxSessionName(ctx.def.name, it.id, n) : null });
+  const started = startSession({
+    dir,
+    argv: cmd.argv,
+    cwd: worktree,
+    env,
+    tmuxName: ctx.def.tmux ? tmuxSessionName(ctx.def.name, it.id, n) : null,
+    scope: { loopName: ctx.def.name, item: it.id, epoch: it.epoch, attempt: n, stateRoot: ctx.options.stateRoot },
+  });
   // Atomic: a step killed mid-write must not leave a half file that adoption then misreads.
   writeFileAtomic(join(dir, "spawned.json"), JSON.stringify({ pid: started.pid, tmux: started.tmux }) + "\n");
   failpoint("launch:after_spawn");
@@ -134,11 +191,21 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
       {
         type: "session_started",
         item: it.id,
-        payload: { attempt: n, pid: started.pid, tmux: started.tmux, conversationId: cmd.conversationId ?? (resume ? conversationId : null), argv: cmd.argv.map(redactLong), log: join(dir, SESSION_FILES.output), resumed: Boolean(resume && cmd.supportsResume) },
+        payload: { attempt: n, pid: started.pid, tmux: started.tmux, conversationId: cmd.conversationId ?? (resume ? conversationId : null), argv: cmd.argv.map(redactLong), log: join(dir, SESSION_FILES.output), resumed: Boolean(resume && cmd.supportsResume), ...(started.mechanism ? { mechanism: started.mechanism } : {}) },
       },
     ],
     "session_started",
   );
+}
+
+/**
+ * What the launch probe checks before the reservation in a loop with a forge: the remote base as
+ * last fetched, else the local base (what forgeStartPoint falls back to). No fetch here: the network
+ * is not asked before anything is reserved, and a fetch failure is never an environment fault.
+ */
+function forgeProbeStartPoint(ctx: StepContext, repo: string): string {
+  const ref = `refs/remotes/${ctx.def.forge!.remote}/${ctx.def.base}`;
+  return revParse(repo, ref) !== null ? ref : ctx.def.base;
 }
 
 /** `<remote>/<base>` fetched now; the local base when the fetch fails (said, not fatal: the remote may be down). */
@@ -156,14 +223,3 @@ function redactLong(s: string): string {
   return s.length > 200 ? `${sliceText(s, 0, 120)}… (${s.length} chars)` : s;
 }
 
-/** Why a runner's program cannot be started, or null. Relative paths are relative to the worktree (the session's cwd). */
-function programProblem(program: string, cwd: string): string | null {
-  const path = !program.includes("/") ? Bun.which(program) : resolve(cwd, program);
-  if (!path || !existsSync(path)) return `program ${JSON.stringify(program)} not found${program.includes("/") ? "" : " on PATH"}`;
-  try {
-    accessSync(path, constants.X_OK);
-  } catch {
-    return `program ${JSON.stringify(program)} (${path}) is not executable`;
-  }
-  return null;
-}

@@ -3,8 +3,11 @@
 // output.log, bounded by the launch record's cap (lib/step/output-log.ts), and to the tmux pane
 // when tee is on, writes started.json once the agent is spawned and exit.json when it ends. A
 // missing exit.json after the wrapper is gone means "lost".
+// `loop __session <dir> verify` is the same for an attempt's verify command, with the files of
+// VERIFY_FILES in the same folder (lib/step/verify-command.ts), so verify is observed like a session.
 import { join } from "node:path";
 import { readJsonOrNull, writeFileAtomic } from "../shared/fsutil.ts";
+import { processStartTime } from "../shared/process.ts";
 import { CappedLog, DEFAULT_OUTPUT_CAP } from "./output-log.ts";
 import { tmuxSocketFromEnv } from "./tmux.ts";
 
@@ -32,23 +35,45 @@ export const SESSION_FILES = {
   inbox: "inbox.md",
 } as const;
 
+/** The files of a verify run, beside its attempt's session files. */
+export const VERIFY_FILES = {
+  launch: "verify-launch.json",
+  spawned: "verify-spawned.json",
+  started: "verify-started.json",
+  exit: "verify-exit.json",
+  output: SESSION_FILES.verify,
+} as const;
+
+/** What a wrapper reads and writes: an agent session's files, or a verify run's. */
+export type WrapperKind = "session" | "verify";
+export function wrapperFiles(kind: WrapperKind): { launch: string; started: string; exit: string; output: string } {
+  return kind === "verify" ? VERIFY_FILES : SESSION_FILES;
+}
+
 export async function runSessionWrapper(args: string[]): Promise<number> {
-  const dir = args[0];
+  const [dir, kind = "session"] = args;
   if (!dir) {
     process.stderr.write("loop __session: missing session folder\n");
     return 2;
   }
-  const launch = readJsonOrNull<LaunchRecord>(join(dir, SESSION_FILES.launch));
-  if (!launch) {
-    process.stderr.write(`loop __session: no readable ${SESSION_FILES.launch} in ${dir}\n`);
+  if (kind !== "session" && kind !== "verify") {
+    process.stderr.write(`loop __session: unknown kind ${JSON.stringify(kind)} (session or verify)\n`);
     return 2;
   }
-  const out = new CappedLog(join(dir, SESSION_FILES.output), launch.outputCap ?? DEFAULT_OUTPUT_CAP);
+  const files = wrapperFiles(kind);
+  const launch = readJsonOrNull<LaunchRecord>(join(dir, files.launch));
+  if (!launch) {
+    process.stderr.write(`loop __session: no readable ${files.launch} in ${dir}\n`);
+    return 2;
+  }
+  const out = new CappedLog(join(dir, files.output), launch.outputCap ?? DEFAULT_OUTPUT_CAP);
+  // With its pid, names this wrapper (and its group) for whoever adopts it, never a later process reusing the pid.
+  const wrapperStart = processStartTime(process.pid);
   const finish = (code: number | null, signal: string | null, error?: string) =>
-    writeFileAtomic(join(dir, SESSION_FILES.exit), JSON.stringify({ code, signal, error: error ?? null, at: new Date().toISOString() }) + "\n");
+    writeFileAtomic(join(dir, files.exit), JSON.stringify({ code, signal, error: error ?? null, at: new Date().toISOString() }) + "\n");
   // Inside tmux, the server's socket: `loop status` prints the exact `tmux -S <socket> attach` command.
   const tmuxSocket = launch.tee ? tmuxSocketFromEnv(process.env.TMUX) : null;
-  const startedDoc = (agentPid: number | null) => JSON.stringify({ wrapperPid: process.pid, agentPid, tmuxSocket, at: new Date().toISOString() }) + "\n";
+  const startedDoc = (agentPid: number | null) => JSON.stringify({ wrapperPid: process.pid, wrapperStart, agentPid, tmuxSocket, at: new Date().toISOString() }) + "\n";
   // Failure injection is for loop's own processes: the agent does not see LOOP_FAILPOINT at all,
   // neither the step's value nor the empty one a launch record sets to clear it.
   const env: Record<string, string | undefined> = { ...process.env, ...launch.env };
@@ -66,11 +91,11 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
     const msg = `loop: cannot start ${JSON.stringify(launch.argv[0])}: ${(err as Error).message}\n`;
     out.write(Buffer.from(msg));
     out.close();
-    writeFileAtomic(join(dir, SESSION_FILES.started), startedDoc(null));
+    writeFileAtomic(join(dir, files.started), startedDoc(null));
     finish(127, null, msg.trim());
     return 0;
   }
-  writeFileAtomic(join(dir, SESSION_FILES.started), startedDoc(child.pid));
+  writeFileAtomic(join(dir, files.started), startedDoc(child.pid));
   for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.on(sig, () => child.kill(sig));
   // Through the wrapper, never straight to the file: that is how the cap is kept.
   const pump = async (stream: ReadableStream<Uint8Array>) => {

@@ -1,14 +1,16 @@
 // Agent sessions as effects: start one detached (own process group, or a tmux session), observe
 // it from outside, end it. The decisions about what an observation means live in lib/step/decide.ts.
-import { closeSync, existsSync, mkdirSync, openSync, readSync, statSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, readSync } from "node:fs";
 import { join } from "node:path";
 import { readJsonOrNull, readRegularFile, sliceText, writeFileAtomic } from "../shared/fsutil.ts";
 import { killGroup } from "../shared/process.ts";
 import { sessionAlive } from "./liveness.ts";
+import { lastProgressAt } from "./progress.ts";
 import { tmux, tmuxHasSession } from "./tmux.ts";
-import { type LaunchRecord, SESSION_FILES } from "./session-wrapper.ts";
+import { type LaunchRecord, SESSION_FILES, type WrapperKind, wrapperFiles } from "./session-wrapper.ts";
 import { selfArgv } from "./self.ts";
 import { outputCapFrom } from "./output-log.ts";
+import { launchDetached, type ScopeTarget, type SessionMechanism } from "./scope.ts";
 import type { SessionObservation } from "./decide.ts";
 import type { AttemptRecord, SessionRecord } from "../log/reducer.ts";
 
@@ -26,38 +28,53 @@ function shellQuote(s: string): string {
 export interface StartedSession {
   pid: number;
   tmux: string | null;
+  /** How it runs (session_started's `mechanism`), or null when the caller gave no scope target. */
+  mechanism: SessionMechanism | null;
 }
 
-/** Write the launch record and start the wrapper detached. Throws with a clear message on failure. */
+/**
+ * Write the launch record and start the wrapper detached. Throws with a clear message on failure.
+ * `kind: "verify"` starts an attempt's verify command the same way, with its own files.
+ */
 export function startSession(o: {
   dir: string;
   argv: string[];
   cwd: string;
   env: Record<string, string>;
   tmuxName: string | null;
+  kind?: WrapperKind;
+  /** Where a systemd scope would be named from; without it, a plain process group. */
+  scope?: ScopeTarget;
 }): StartedSession {
   mkdirSync(o.dir, { recursive: true });
+  const kind = o.kind ?? "session";
   // The cap travels in the launch record: a tmux session does not inherit the step's environment.
   const launch: LaunchRecord = { argv: o.argv, cwd: o.cwd, env: o.env, tee: o.tmuxName !== null, outputCap: outputCapFrom(process.env) };
-  writeFileAtomic(join(o.dir, SESSION_FILES.launch), JSON.stringify(launch, null, 2) + "\n");
-  const wrapper = [...selfArgv(), "__session", o.dir];
+  writeFileAtomic(join(o.dir, wrapperFiles(kind).launch), JSON.stringify(launch, null, 2) + "\n");
+  const wrapper = [...selfArgv(), "__session", o.dir, ...(kind === "verify" ? ["verify"] : [])];
   if (o.tmuxName) {
     const cmd = "exec " + wrapper.map(shellQuote).join(" ");
     const r = tmux(["new-session", "-d", "-s", o.tmuxName, "-x", "200", "-y", "50", "-c", o.cwd, cmd]);
     if (r.status !== 0) throw new Error(`tmux new-session failed: ${r.stderr.trim()}`);
     const pid = Number(tmux(["display-message", "-p", "-t", `=${o.tmuxName}:`, "#{pane_pid}"]).stdout.trim());
     if (!Number.isSafeInteger(pid) || pid <= 0) throw new Error(`tmux session ${o.tmuxName} has no pane pid`);
-    return { pid, tmux: o.tmuxName };
+    return { pid, tmux: o.tmuxName, mechanism: { kind: "tmux", why: "a tmux session runs in the tmux server's process tree, not in a scope of its own" } };
   }
   // Bun.spawn (setsid with detached), not node:child_process, which costs a step ~3 ms to load.
-  let child: Bun.Subprocess;
-  try {
-    child = Bun.spawn(wrapper, { cwd: o.cwd, detached: true, stdio: ["ignore", "ignore", "ignore"], env: process.env });
-  } catch (err) {
-    throw new Error(`could not start the session wrapper ${wrapper[0]}: ${(err as Error).message}`);
-  }
-  child.unref();
-  return { pid: child.pid, tmux: null };
+  const spawn = (argv: string[], env: Record<string, string | undefined>, errLog: string | null): number => {
+    let child: Bun.Subprocess;
+    try {
+      child = Bun.spawn(argv, { cwd: o.cwd, detached: true, stdio: ["ignore", "ignore", errLog ? Bun.file(errLog) : "ignore"], env });
+    } catch (err) {
+      throw new Error(`could not start the session wrapper ${argv[0]}: ${(err as Error).message}`);
+    }
+    child.unref();
+    return child.pid;
+  };
+  // In a systemd scope of its own where there is systemd, else a process group (lib/step/scope.ts).
+  if (!o.scope) return { pid: spawn(wrapper, process.env, null), tmux: null, mechanism: null };
+  const r = launchDetached({ dir: o.dir, command: wrapper, target: o.scope, env: process.env, spawn, startedFile: join(o.dir, SESSION_FILES.started) });
+  return { pid: r.pid, tmux: null, mechanism: r.mechanism };
 }
 
 export function observeSession(s: SessionRecord, a: AttemptRecord, timeouts: { launch: number; stall: number }, now: number): SessionObservation {
@@ -71,12 +88,9 @@ export function observeSession(s: SessionRecord, a: AttemptRecord, timeouts: { l
   const asked = ask.kind === "ok" ? ask.bytes.toString("utf8").trim() : "";
   const question = asked ? (asked.length > 4000 ? `${sliceText(asked, 0, 4000)}…` : asked) : null;
   const askIgnored = ask.kind === "error" ? `its ask file ${askPath} was not read: ${ask.message}` : null;
-  let lastOutputAt: number | null = null;
-  try {
-    lastOutputAt = statSync(join(dir, SESSION_FILES.output)).mtimeMs;
-  } catch {
-    // No output yet: the stall deadline counts from the start.
-  }
+  // Output growth that only says the agent waits is no progress (lib/step/progress.ts); no output
+  // yet: the stall deadline counts from the start.
+  const lastOutputAt = lastProgressAt(dir, SESSION_FILES.output);
   const alive = sessionAlive(s);
   // Re-read exit.json after seeing the process gone: it may have been written in between.
   const exitNow = exit ?? (alive ? null : readJsonOrNull(join(dir, SESSION_FILES.exit)));

@@ -16,8 +16,11 @@ import { counts } from "../log/documents.ts";
 import type { ItemState } from "../log/reducer.ts";
 import { type Lease, Store } from "../log/store.ts";
 import { projectOf } from "../log/ownership.ts";
-import { append, createStepContext, materialize, projection, type StepContext, type StepOptions, type StepOutcome, type Transition } from "./context.ts";
-import { afterSession, hasOpenWork, nextWork } from "./decide.ts";
+import { append, createStepContext, materialize, projection, recordTransition, repoOf, type StepContext, type StepOptions, type StepOutcome, type Transition } from "./context.ts";
+import { afterSession, type Attention, attention, hasOpenWork, nextWork } from "./decide.ts";
+import { definitionWarnings } from "./environment.ts";
+import { type NotifyReport, notifyPhase } from "./notify.ts";
+import { selfArgv } from "./self.ts";
 import { launchAttempt } from "./launch.ts";
 import { observeLaunching, observeRunning } from "./observe.ts";
 import { verifyAttempt } from "./verify.ts";
@@ -30,8 +33,14 @@ export interface RunResult extends StepOutcome {
   schema: "loop/run@1";
   transitions: Transition[];
   loop: { name: string | null; state: string; reason: string | null; outcome: string | null; current: string | null };
+  /** What needs a person after the step (decide.ts attention): non-empty means exit 1. */
+  attention: { kind: Attention["kind"]; item: string | null; reason: string }[];
   /** Environment errors met during the step (the step still recorded what it could). */
   errors: string[];
+  /** What may need fixing but stopped nothing (checks made when loop.json was imported). */
+  warnings: string[];
+  /** The notify commands this step ran (loop.json `notify`). */
+  notifications: NotifyReport[];
 }
 
 const MAX_TRANSITIONS_PER_STEP = 500;
@@ -41,8 +50,14 @@ function importDefinition(ctx: StepContext): void {
   const p = projection(ctx);
   const hash = definitionHash(ctx.def);
   if (p.loop.definitionHash === hash) return;
-  const { items, name, ...settings } = ctx.def;
+  const { items, name, notify: _notify, ...settings } = ctx.def;
   append(ctx, [{ type: "definition_imported", payload: { revision: p.loop.revision + 1, hash, name, settings, items } }], "import");
+  // What can be checked now is said now, not when an item's turn comes (warnings: this step's
+  // PATH may not be the one cron gives the next).
+  for (const w of definitionWarnings({ def: ctx.def, repo: repoOf(ctx), env: ctx.options.env, demoArgv: [...selfArgv(), "__demo-agent"] })) {
+    ctx.warnings.push(w);
+    ctx.options.log.warn(w);
+  }
 }
 
 /** Advance the loop, one transition at a time, until it must stop: an agent at work, paused, stopped, drained, idle. */
@@ -96,8 +111,7 @@ async function advanceLoop(ctx: StepContext): Promise<StepOutcome> {
       }
       forgeContext = f.context;
     }
-    const r = launchAttempt(ctx, projection(ctx).items[next.item]!, { forgeContext });
-    if (r) return r;
+    return launchAttempt(ctx, projection(ctx).items[next.item]!, { forgeContext });
   }
   throw new Error(`step made ${MAX_TRANSITIONS_PER_STEP} transitions without settling; refusing to go on`);
 }
@@ -118,7 +132,10 @@ async function advanceItem(ctx: StepContext, it: ItemState): Promise<StepOutcome
       const next = afterSession(it);
       if (next.kind === "requeue") requeueUncounted(ctx, it, next.reason);
       else if (next.kind === "fail") await failAttempt(ctx, it, next.reason);
-      else if (next.kind === "verify") await verifyAttempt(ctx, it);
+      else if (next.kind === "verify") {
+        const r = await verifyAttempt(ctx, it);
+        if (r) return r;
+      }
       else if (next.kind === "land") {
         if (ctx.def.forge && ctx.def.landing !== "none") {
           const { landThroughForge } = await import("./land-forge.ts");
@@ -162,7 +179,13 @@ export async function runStep(options: StepOptions): Promise<RunResult> {
     if (!got.ok) throw new BusyLease(got.holder);
     failpoint("lease:after_acquire");
     const ctx = createStepContext({ store, def, options, lease: got.lease });
+    if (got.takeover) {
+      // Someone's step died holding the lease (or outlived it): say so, as one of this step's transitions.
+      recordTransition(ctx, got.takeover);
+      options.log.warn(`took over the step lease of pid ${got.takeover.payload.previous.pid} on ${got.takeover.payload.previous.host} (${got.takeover.payload.why === "dead" ? "its process is gone" : "it expired"})`);
+    }
     let outcome: StepOutcome;
+    let notifications: NotifyReport[];
     try {
       materialize(ctx);
       importDefinition(ctx);
@@ -171,6 +194,7 @@ export async function runStep(options: StepOptions): Promise<RunResult> {
         await pollComments(ctx);
       }
       outcome = await advanceLoop(ctx);
+      notifications = await notifyPhase(ctx);
       if (ctx.transitions.length) materialize(ctx); // the first call already repaired the files
     } finally {
       if (def.forge) (await import("./forge-link.ts")).saveForgeLink(ctx);
@@ -184,14 +208,21 @@ export async function runStep(options: StepOptions): Promise<RunResult> {
       reason: outcome.reason,
       transitions: ctx.transitions,
       loop: { name: p.loop.name, state: p.loop.state, reason: p.loop.reason, outcome: p.loop.outcome, current: p.loop.current },
+      attention: attention(p).map(({ kind, item, reason }) => ({ kind, item, reason })),
       errors: ctx.errors,
+      warnings: ctx.warnings,
+      notifications,
     };
   } finally {
     store.close();
   }
 }
 
-/** A step's exit code: 0, or 1 when it met environment errors (it still recorded what it could). */
-export function stepExitCode(r: RunResult): number {
-  return r.errors.length ? EXIT.problem : EXIT.ok;
+/**
+ * A step's exit code (docs/cli/loop-run.md#exit-codes): 1 when it met environment errors (it still
+ * recorded what it could) or the loop needs a person (paused on a question or by an environment
+ * fault, a landing failed, drained Failed), else 0. Warnings and failed notifications alone do not count.
+ */
+export function stepExitCode(r: Pick<RunResult, "errors" | "attention">): number {
+  return r.errors.length || r.attention.length ? EXIT.problem : EXIT.ok;
 }

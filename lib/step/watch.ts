@@ -43,8 +43,9 @@ export interface WatchOptions {
 const SETTLED_ACTIONS: readonly RunAction[] = ["drained", "paused", "stopped"];
 
 /**
- * Watch the loop. Returns the exit code: the last step's (0, or 1 with environment errors), 130
- * when stopped by a signal. Throws what a step throws that is not worth another turn, and before
+ * Watch the loop. Returns the exit code: the last step's (stepExitCode: 1 with environment errors
+ * or when the loop needs a person, which is how a watch without `forever` ends on a pause or a
+ * Failed drain), 130 when stopped by a signal. Throws what a step throws that is not worth another turn, and before
  * the first: preflight's errors (exit 2), BusyError when another watcher holds run.pid (exit 75).
  * run.pid and the signal handlers are released either way.
  */

@@ -176,6 +176,7 @@ describe("docs/loop-json.md documents loop.json as the code reads it", () => {
     control: /^##\s+control\s*$/,
     sessions: /^##\s+sessions\s*$/,
     workspace: /^##\s+workspace\s*$/,
+    notify: /^##\s+notify\s*$/,
     item: /^##\s+items\s*$/,
     forge: /^##\s+forge\s*$/,
   };
@@ -217,6 +218,7 @@ describe("docs/loop-json.md documents loop.json as the code reads it", () => {
       ["forge", "tokenEnv", withForge.forge!.tokenEnv],
       ["forge", "authorizeWriters", withForge.forge!.authorizeWriters],
       ["forge", "pollInterval", withForge.forge!.pollInterval, ms],
+      ["notify", "timeout", normalizeDefinition({ name: "n", notify: { command: ["x"] }, items: [] }).notify!.timeout, ms],
     ];
     const wrong = expected.flatMap(([table, key, value, read = (x: unknown) => x]) => {
       const cell = rowsOf(table).find((r) => unquote(r[0]!) === key)?.[2] ?? "";
@@ -412,5 +414,29 @@ describe("links", () => {
       .filter((f) => cite.test(readFileSync(f, "utf8")))
       .map((f) => relative(REPO, f));
     expect(citing).toEqual([]);
+  });
+});
+
+describe("environment variables", () => {
+  test("every LOOP_* variable the code names is documented under docs/ (or the README)", () => {
+    const names = new Set<string>();
+    const walk = (dir: string) => {
+      for (const e of readdirSync(dir, { withFileTypes: true })) {
+        const p = join(dir, e.name);
+        if (e.isDirectory()) walk(p);
+        else if (e.name.endsWith(".ts"))
+          for (const m of readFileSync(p, "utf8").matchAll(/\bLOOP_[A-Z][A-Z_]*\b/g))
+            // A constant of the code's own (`export const LOOP_VERBS`) is not a variable.
+            if (!new RegExp(`const ${m[0]}\\b`).test(readFileSync(p, "utf8"))) names.add(m[0]);
+      }
+    };
+    walk(join(REPO, "lib"));
+    walk(join(REPO, "cmd"));
+    expect(names.has("LOOP_SESSION_SCOPE")).toBe(true);
+    const docs = [read("README.md"), ...readdirSync(join(REPO, "docs"), { recursive: true })
+      .map(String)
+      .filter((f) => f.endsWith(".md"))
+      .map((f) => read(join("docs", f)))].join("\n");
+    expect([...names].filter((n) => !docs.includes(n)).sort()).toEqual([]);
   });
 });

@@ -102,6 +102,7 @@ describe("valid definitions", () => {
       keepCheckoutOnClose: false,
       requireStartCommand: false,
       runners: {},
+      notify: null,
       items: [],
     });
   });
@@ -167,6 +168,7 @@ describe("valid definitions", () => {
       keepCheckoutOnClose: true,
       requireStartCommand: true,
       runners: { mine: { command: ["my-agent", "--prompt-file", "{handoff}", "--cwd={workdir}"] } },
+      notify: null,
       items: [
         {
           id: "fix-login",
@@ -344,7 +346,7 @@ describe("errors, each at its path", () => {
     ["missing items", (d) => delete d.items, "items", "required"],
     ["items not an array", (d) => (d.items = {}), "items", "must be an array of items"],
     ["item not an object", (d) => (d.items[1] = "b"), "items[1]", "expected an object, got \"b\""],
-    ["unknown top-level key", (d) => (d.itmes = []), "itmes", "unknown key (allowed: $schema, name, defaults, runners, control, sessions, workspace, forge, items, $comment)"],
+    ["unknown top-level key", (d) => (d.itmes = []), "itmes", "unknown key (allowed: $schema, name, defaults, runners, control, sessions, workspace, forge, notify, items, $comment)"],
     ["unknown item key", (d) => (d.items[0].depends = []), "items[0].depends", "unknown key (allowed: id, ref, prompt, dependsOn, verify, runner, model, maxAttempts, timeouts, $comment)"],
     ["unknown defaults key", (d) => (d.defaults.retries = 1), "defaults.retries", "unknown key (allowed: runner, model, verify, maxAttempts, timeouts, landing, $comment)"],
     ["unknown timeouts key", (d) => (d.items[0].timeouts = { idle: "1m" }), "items[0].timeouts.idle", "unknown key (allowed: launch, stall, verify, landing, $comment)"],
@@ -791,13 +793,14 @@ describe("JSON Schema", () => {
     ["sessions", () => schema.properties.sessions],
     ["workspace", () => schema.properties.workspace],
     ["forge", () => schema.properties.forge],
+    ["notify", () => schema.properties.notify],
   ])("%s keys match the validator", (section, get) => {
     expect(keys(get())).toEqual([...ACCEPTED_KEYS[section]!].sort());
   });
 
   test("covers every section the validator has", () => {
     expect(Object.keys(ACCEPTED_KEYS).sort()).toEqual(
-      ["control", "defaults", "definition", "forge", "item", "runner", "sessions", "timeouts", "workspace"],
+      ["control", "defaults", "definition", "forge", "item", "notify", "runner", "sessions", "timeouts", "workspace"],
     );
   });
 
@@ -880,5 +883,38 @@ describe("the forge section", () => {
     d.forge.apiUrl = "https://ghe.example.com/api/v3/";
     d.items[0].ref = "github:ghe.example.com/acme/api#3";
     expect(normalizeDefinition(d).forge!.apiUrl).toBe("https://ghe.example.com/api/v3");
+  });
+});
+
+describe("notify", () => {
+  test("a command, with the default timeout; absent means null", () => {
+    expect(normalizeDefinition({ name: "x", notify: { command: ["mail", "-s", "loop", "ops@example.com"] }, items: [] }).notify).toEqual({
+      command: ["mail", "-s", "loop", "ops@example.com"],
+      timeout: 30_000,
+    });
+    expect(normalizeDefinition({ name: "x", notify: { command: ["x"], timeout: "2m" }, items: [] }).notify!.timeout).toBe(2 * MIN);
+    expect(normalizeDefinition({ name: "x", items: [] }).notify).toBeNull();
+  });
+
+  test("braces are literal (a jq program), never placeholders", () => {
+    const def = normalizeDefinition({ name: "x", notify: { command: ["sh", "-c", "jq '{text: .subject}' | curl -d @- \"$HOOK\""] }, items: [] });
+    expect(def.notify!.command[2]).toContain("{text: .subject}");
+  });
+
+  test.each([
+    ["an empty command", { command: [] }, "notify.command", "must name a program to run"],
+    ["an empty argument", { command: ["x", ""] }, "notify.command[1]", "must not be empty"],
+    ["not an array", { command: "mail" }, "notify.command", "must be an array of strings"],
+    ["a timeout over 5m", { command: ["x"], timeout: "10m" }, "notify.timeout", "must be at most 5m (the step waits for it)"],
+    ["a zero timeout", { command: ["x"], timeout: "0s" }, "notify.timeout", 'invalid duration "0s": must be greater than zero'],
+    ["an unknown key", { command: ["x"], on: ["failed"] }, "notify.on", "unknown key (allowed: command, timeout, $comment)"],
+  ])("%s", (_name, notify, path, message) => {
+    expect(issuesOf({ name: "x", notify, items: [] })).toContainEqual({ path, message });
+  });
+
+  test("is not part of the imported definition's identity: changing it re-imports nothing", () => {
+    const a = normalizeDefinition({ name: "x", items: [] });
+    const b = normalizeDefinition({ name: "x", notify: { command: ["x"] }, items: [] });
+    expect(definitionHash(a)).toBe(definitionHash(b));
   });
 });

@@ -20,6 +20,8 @@ import {
   settled,
   started,
   verified,
+  verifyReserved,
+  verifyStarted,
 } from "../helpers/events.ts";
 
 const SAMPLES: Record<EventType, unknown> = {
@@ -38,9 +40,12 @@ const SAMPLES: Record<EventType, unknown> = {
   launch_reserved: launch("a", 1).payload,
   session_started: started("a", 1).payload,
   launch_failed: { attempt: 1, reason: "runner not found", interrupted: false },
+  environment_fault: { kind: "program_not_found", attempt: null, reason: "runner \"claude\": program \"claude\" was not found", fix: "install it" },
   session_ended: ended("a", 1, 3).payload,
   needs_input: { attempt: 1, question: "which database?" },
   reply_recorded: { text: "postgres" },
+  verify_reserved: verifyReserved("a", 1).payload,
+  verify_started: verifyStarted("a", 1).payload,
   verify_finished: verified("a", 1, false).payload,
   item_requeued: requeued("a", 1).payload,
   item_settled: settled("a", 1, "passed").payload,
@@ -55,6 +60,7 @@ const SAMPLES: Record<EventType, unknown> = {
   forge_thread_baselined: { issue: 7, highWater: 1002, comments: 3 },
   forge_comment_handled: { issue: 7, commentId: 1003, login: "alice", action: "control", detail: "/loop retry" },
   forge_question_posted: { attempt: 1, issue: 7, commentId: 1004 },
+  notified: { slot: "environment", key: "environment:12", kind: "environment", ok: false, exitCode: 3, reason: "notify exited 3" },
 };
 
 const VALUES: unknown[] = [

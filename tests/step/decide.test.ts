@@ -6,7 +6,24 @@ import { buildHandoff } from "../../lib/step/handoff.ts";
 import { type CtlVerb, itemsWithStatus, planCtl, type PlannedAction, planRetryAll } from "../../lib/control/ctl.ts";
 import { RefusedError } from "../../lib/shared/errors.ts";
 import { UsageError } from "../../lib/shared/cli.ts";
-import { type AfterSession, afterFailure, afterSession, blockedBecauseOf, classifySession, failedReason, type NextWork, nextWork, type SessionObservation, waitingReasons, waitView } from "../../lib/step/decide.ts";
+import {
+  type AfterSession,
+  afterFailure,
+  afterSession,
+  blockedBecauseOf,
+  classifySession,
+  classifyVerify,
+  classifyVerifyStart,
+  failedReason,
+  type NextWork,
+  nextWork,
+  type SessionObservation,
+  type VerifyObservation,
+  type VerifyStartObservation,
+  verifyExitVerdict,
+  waitingReasons,
+  waitView,
+} from "../../lib/step/decide.ts";
 import { fold, type ItemState, type Projection } from "../../lib/log/reducer.ts";
 import {
   closed,
@@ -24,6 +41,8 @@ import {
   settled,
   started,
   verified,
+  verifyReserved,
+  verifyStarted,
 } from "../helpers/events.ts";
 
 function def(revision: number, items: NormItemPayload[], settings: Partial<SettingsPayload> = {}): EventDraft {
@@ -291,7 +310,7 @@ describe("classifySession: in order", () => {
     expect(classifySession(o({ started: false, alive: false }))).toEqual({ kind: "lost", reason: "session process vanished before the agent started" });
   });
   test("stalled past the stall deadline, measured from the last output", () => {
-    expect(classifySession(o({ lastOutputAt: now - 30_001, startedAt: now - 100_000 }))).toEqual({ kind: "stalled", reason: "no output for 30s (stall timeout 30s)" });
+    expect(classifySession(o({ lastOutputAt: now - 30_001, startedAt: now - 100_000 }))).toEqual({ kind: "stalled", reason: "no progress in the output for 30s (stall timeout 30s)" });
     // Recent output keeps an old session waiting.
     expect(classifySession(o({ lastOutputAt: now - 5_000, startedAt: now - 100_000 })).kind).toBe("waiting");
     // No output yet: measured from the start.
@@ -304,6 +323,52 @@ describe("classifySession: in order", () => {
   test("waiting while alive and producing output", () => {
     expect(classifySession(base)).toEqual({ kind: "waiting", reason: "agent is working" });
   });
+});
+
+describe("classifyVerifyStart: a reserved verify whose start is not recorded", () => {
+  const now = Date.parse("2025-06-01T12:00:00Z");
+  const base: VerifyStartObservation = { launched: false, found: null, reservedAt: now - 1_000, now, launchTimeout: 60_000 };
+  const o = (over: Partial<VerifyStartObservation>): VerifyStartObservation => ({ ...base, ...over });
+  test("a spawned wrapper is adopted, however late", () => {
+    expect(classifyVerifyStart(o({ launched: true, found: { pid: 7, startTime: "99" }, reservedAt: now - 999_999 }))).toEqual({ kind: "adopt", pid: 7, startTime: "99" });
+  });
+  test("no launch record: nothing can have run, so it is started (the first start)", () => {
+    expect(classifyVerifyStart(o({ reservedAt: now - 999_999 }))).toEqual({ kind: "spawn" });
+  });
+  test("a launch record without a wrapper: waiting until the launch timeout, then never started", () => {
+    expect(classifyVerifyStart(o({ launched: true, reservedAt: now - 60_000 }))).toEqual({ kind: "waiting", reason: "verify is starting" });
+    expect(classifyVerifyStart(o({ launched: true, reservedAt: now - 60_001 }))).toEqual({ kind: "never_started", reason: "verify did not start within 60s" });
+  });
+});
+
+describe("classifyVerify: a started verify, in order", () => {
+  const now = Date.parse("2025-06-01T12:00:00Z");
+  const base: VerifyObservation = { exit: null, alive: true, startedAt: now - 12_000, deadline: now + 48_000, now };
+  const o = (over: Partial<VerifyObservation>): VerifyObservation => ({ ...base, ...over });
+  test("an exit counts, even one seen past the deadline or after the group is gone", () => {
+    const exit = { code: 1, signal: null, error: null };
+    expect(classifyVerify(o({ exit, alive: false, deadline: now - 1 }))).toEqual({ kind: "exited", ...exit });
+  });
+  test("gone without an exit status: lost, even past the deadline", () => {
+    expect(classifyVerify(o({ alive: false, deadline: now - 1 }))).toEqual({ kind: "lost", reason: "verify process vanished without an exit status" });
+  });
+  test("alive past its deadline: timed out", () => {
+    expect(classifyVerify(o({ deadline: now - 1 }))).toEqual({ kind: "timed_out" });
+    expect(classifyVerify(o({ deadline: now })).kind).toBe("waiting");
+  });
+  test("waiting, saying for how long and until when", () => {
+    expect(classifyVerify(base)).toEqual({ kind: "waiting", reason: "verify running for 12s (deadline 2025-06-01T12:00:48.000Z, in 48s)" });
+  });
+});
+
+describe("verifyExitVerdict: the words verify_finished has always used", () => {
+  const cases: [Parameters<typeof verifyExitVerdict>[0], { passed: boolean; reason: string }][] = [
+    [{ code: 0, signal: null, error: null }, { passed: true, reason: "exit 0" }],
+    [{ code: 2, signal: null, error: null }, { passed: false, reason: "exit 2" }],
+    [{ code: null, signal: "SIGTERM", error: null }, { passed: false, reason: "killed by SIGTERM" }],
+    [{ code: 127, signal: null, error: 'loop: cannot start "sh": ENOENT' }, { passed: false, reason: 'could not run: loop: cannot start "sh": ENOENT' }],
+  ];
+  for (const [exit, want] of cases) test(want.reason, () => expect(verifyExitVerdict(exit)).toEqual(want));
 });
 
 describe("afterSession: the phase an ended attempt needs next", () => {
@@ -319,6 +384,7 @@ describe("afterSession: the phase an ended attempt needs next", () => {
     { name: "a launch that failed: the attempt fails", drafts: [launch("a", 1), launchFailed(false)], want: { kind: "fail", reason: "program not found" } },
     { name: "a stalled session: the attempt fails with its reason", drafts: [...running("a"), stalled], want: { kind: "fail", reason: "no output for 601s" } },
     { name: "an agent that exited (even non-zero): verify", drafts: [...running("a"), ended("a", 1, 3)], want: { kind: "verify" } },
+    { name: "a verify reserved or running: verify (observe it)", drafts: [...running("a"), ended("a", 1), verifyReserved("a", 1), verifyStarted("a", 1)], want: { kind: "verify" } },
     { name: "verify failed: the attempt fails with the verify's reason", drafts: [...running("a"), ended("a", 1), verified("a", 1, false)], want: { kind: "fail", reason: "verify failed: verify failed" } },
     { name: "verify passed: land", drafts: [...running("a"), ended("a", 1), verified("a", 1, true)], want: { kind: "land" } },
     { name: "landed (branch as deliverable): settle", drafts: [...running("a"), ended("a", 1), verified("a", 1, true), landed("a", 1)], want: { kind: "settle", landed: true } },

@@ -174,8 +174,9 @@ describe("an agent that prints without end, through loop run", () => {
         expect(r.exitCode).toBe(1);
         expect(JSON.stringify(r)).toContain('LOOP_OUTPUT_CAP=\\"lots\\" is not a size');
         expect(existsSync(join(p.sessionDir("a", 1), "started.json"))).toBe(false);
-        // Fixed, the loop goes on.
-        await p.loop(["ctl", "retry", "--work-item", "a", "--json", "--root", p.root]);
+        // An environment fault: no attempt spent, the loop paused. Fixed and resumed, the loop goes on.
+        expect(r.loop.state).toBe("paused");
+        await p.loop(["ctl", "resume", "--json", "--root", p.root]);
         p.env.LOOP_OUTPUT_CAP = "1M";
         await p.runToDrain();
       });

@@ -17,7 +17,7 @@ import { afterSession } from "../../lib/step/decide.ts";
 import { landAttempt } from "../../lib/step/land.ts";
 import { launchAttempt } from "../../lib/step/launch.ts";
 import { observeRunning } from "../../lib/step/observe.ts";
-import { SESSION_FILES } from "../../lib/step/sessions.ts";
+import { SESSION_FILES, startSession } from "../../lib/step/sessions.ts";
 import { failAttempt, settleAttempt } from "../../lib/step/settle.ts";
 import { verifyAttempt } from "../../lib/step/verify.ts";
 import { ensureWorktree } from "../../lib/step/workspace.ts";
@@ -62,7 +62,7 @@ function harness(item: Record<string, unknown>, settings: Record<string, unknown
   const warnings: string[] = [];
   const log = createConsola({ level: 3, reporters: [{ log: (o) => warnings.push(o.args.join(" ")) }] });
   const ctx = createStepContext({ store, def, options: { root, stateRoot, actor: "tester", env: { LOOP_KILL_GRACE_MS: "2000" }, log }, lease: got.lease });
-  const { items, name, ...rest } = def;
+  const { items, name, notify: _notify, ...rest } = def;
   append(ctx, [{ type: "definition_imported", payload: { revision: 1, hash: definitionHash(def), name, settings: rest, items } }], "import");
   append(ctx, [{ type: "loop_started", payload: {} }], "start");
   return {
@@ -103,13 +103,33 @@ function exitedAttempt(h: Harness, o: { exitCode?: number; leave?: Record<string
 
 const lastOf = (h: Harness, type: string) => h.events().filter((e) => e.type === type).at(-1)?.payload;
 
+/** The verify phase until verify_finished is recorded: it starts the command, then observes it (bounded polls). */
+async function verifyToEnd(h: Harness): Promise<void> {
+  for (let i = 0; i < 800; i++) {
+    const r = await verifyAttempt(h.ctx, h.item());
+    if (h.item().attempts.at(-1)!.verify) return;
+    if (r !== null) await Bun.sleep(25);
+  }
+  throw new Error(`verify_finished never recorded: ${JSON.stringify(h.events().map((e) => e.type))}`);
+}
+
 describe("the verify phase", () => {
   test("a verify that passes on what the agent left uncommitted: committed first, verify_finished passed, next comes landing", async () => {
     const h = harness({ verify: "test -s out.txt" });
     exitedAttempt(h, { leave: { "out.txt": "hi\n" } });
     expect(afterSession(h.item())).toEqual({ kind: "verify" });
-    await verifyAttempt(h.ctx, h.item());
+    // The command is started detached and recorded; the phase never waits on it.
+    const first = await verifyAttempt(h.ctx, h.item());
+    expect(first).toMatchObject({ action: "waiting", item: "a", reason: expect.stringMatching(/^verify running \(deadline /) });
+    expect(h.events().map((e) => e.type).slice(-2)).toEqual(["verify_reserved", "verify_started"]);
+    const dir = sessionDir(h.stateRoot, "a", 0, 1);
+    expect(lastOf(h, "verify_reserved")).toMatchObject({ attempt: 1, key: "verify:a:e0:a1", command: "test -s out.txt", log: join(dir, "verify.log"), timeoutMs: 120_000 });
+    const spawned = JSON.parse(readFileSync(join(dir, "verify-spawned.json"), "utf8"));
+    expect(lastOf(h, "verify_started")).toMatchObject({ attempt: 1, pid: spawned.pid, pgid: spawned.pid, adopted: false });
+    expect(afterSession(h.item())).toEqual({ kind: "verify" });
+    await verifyToEnd(h);
     expect(lastOf(h, "verify_finished")).toMatchObject({ attempt: 1, passed: true, exitCode: 0, timedOut: false, reason: "exit 0" });
+    expect(h.item().reason).toBe("verify passed (exit 0)");
     expect(afterSession(h.item())).toEqual({ kind: "land" });
     // The leftover is a commit on the item branch, made by loop.
     expect(git(h.root, "log", "-1", "--format=%s", itemBranch("ph", "a"))).toBe("loop: a attempt 1: changes the agent left uncommitted");
@@ -119,7 +139,7 @@ describe("the verify phase", () => {
   test("a verify that fails: verify_finished failed with the command's output, and the attempt fails into a retry", async () => {
     const h = harness({ verify: "echo 'out.txt is missing'; test -s out.txt" });
     exitedAttempt(h);
-    await verifyAttempt(h.ctx, h.item());
+    await verifyToEnd(h);
     const v = lastOf(h, "verify_finished")!;
     expect(v).toMatchObject({ passed: false, exitCode: 1, reason: "exit 1", tail: expect.stringContaining("out.txt is missing") });
     expect(readFileSync(v.log, "utf8")).toContain("out.txt is missing");
@@ -156,11 +176,50 @@ describe("the verify phase", () => {
   });
 });
 
+describe("a reserved verify whose start was not recorded (the reserving step was killed)", () => {
+  const reserve = (h: Harness, ts?: string) => {
+    const dir = sessionDir(h.stateRoot, "a", 0, 1);
+    const key = "verify:a:e0:a1";
+    append(h.ctx, [{ type: "verify_reserved", item: "a", id: key, ...(ts ? { ts } : {}), payload: { attempt: 1, key, command: "true", log: join(dir, "verify.log"), timeoutMs: 120_000 } }], "verify_reserve");
+    return dir;
+  };
+
+  test("a wrapper spawned before verify-spawned.json was written is adopted from verify-started.json, by pid and start time", async () => {
+    const h = harness({ verify: "true" });
+    exitedAttempt(h);
+    const dir = reserve(h);
+    // The spawn the killed step made, without the file it would have written next.
+    const { pid } = startSession({ dir, argv: ["sh", "-c", "true"], cwd: worktreeDir(h.stateRoot, "a"), env: {}, tmuxName: null, kind: "verify" });
+    for (let i = 0; i < 400 && !existsSync(join(dir, "verify-exit.json")); i++) await Bun.sleep(25);
+    const started = JSON.parse(readFileSync(join(dir, "verify-started.json"), "utf8"));
+    expect(started).toMatchObject({ wrapperPid: pid, wrapperStart: expect.any(String) });
+    expect(await verifyAttempt(h.ctx, h.item())).toMatchObject({ action: "waiting" });
+    expect(lastOf(h, "verify_started")).toMatchObject({ pid, pgid: pid, startTime: started.wrapperStart, adopted: true });
+    await verifyToEnd(h);
+    expect(lastOf(h, "verify_finished")).toMatchObject({ passed: true, reason: "exit 0" });
+  });
+
+  test("a launch record without a wrapper: waiting until the launch timeout, then the verify fails as never started", async () => {
+    const h = harness({ verify: "true" });
+    exitedAttempt(h);
+    const dir = reserve(h);
+    writeFileSync(join(dir, "verify-launch.json"), "{}\n");
+    expect(await verifyAttempt(h.ctx, h.item())).toEqual({ action: "waiting", item: "a", reason: "verify is starting" });
+    const old = harness({ verify: "true" });
+    exitedAttempt(old);
+    const oldDir = reserve(old, new Date(Date.now() - 3 * 60_000).toISOString());
+    writeFileSync(join(oldDir, "verify-launch.json"), "{}\n");
+    expect(await verifyAttempt(old.ctx, old.item())).toBeNull();
+    expect(lastOf(old, "verify_finished")).toMatchObject({ passed: false, exitCode: null, log: null, reason: "verify did not start within 120s" });
+    expect(old.events().filter((e) => e.type === "verify_started")).toEqual([]);
+  });
+});
+
 describe("the land and settle phases", () => {
   test("landing merge: the branch is merged into the target in the loop's landing worktree, then the item settles passed", async () => {
     const h = harness({ verify: "true" }, { defaults: { runner: "agent", landing: "merge" } });
     exitedAttempt(h, { commit: { "out.txt": "hi\n" } });
-    await verifyAttempt(h.ctx, h.item());
+    await verifyToEnd(h);
     landAttempt(h.ctx, h.item());
     const target = h.ctx.def.target;
     expect(lastOf(h, "landing_finished")).toMatchObject({ outcome: "merged", target, branch: itemBranch("ph", "a"), commit: git(h.root, "rev-parse", target) });
@@ -189,7 +248,7 @@ describe("the land and settle phases", () => {
     git(h.root, "worktree", "remove", other);
     exitedAttempt(h, { commit: { "out.txt": "ours\n" } });
     // The item branch started from main (the test made it so), not from the target: they conflict.
-    await verifyAttempt(h.ctx, h.item());
+    await verifyToEnd(h);
     landAttempt(h.ctx, h.item());
     expect(lastOf(h, "landing_finished")).toMatchObject({ outcome: "conflict", reason: "merge conflict in out.txt", commit: null });
     expect(git(h.root, "log", "-1", "--format=%s", target)).toBe("theirs");
@@ -202,7 +261,7 @@ describe("the land and settle phases", () => {
   test("landing none: the branch is the deliverable", async () => {
     const h = harness({ verify: "true" });
     exitedAttempt(h, { commit: { "out.txt": "hi\n" } });
-    await verifyAttempt(h.ctx, h.item());
+    await verifyToEnd(h);
     landAttempt(h.ctx, h.item());
     expect(lastOf(h, "landing_finished")).toMatchObject({ outcome: "none", target: null, reason: `branch ${itemBranch("ph", "a")} is the deliverable` });
   });
@@ -222,21 +281,34 @@ describe("the launch and observe phases", () => {
     for (let i = 0; i < 400 && !existsSync(join(dir, SESSION_FILES.exit)); i++) await Bun.sleep(25);
     expect(await observeRunning(h.ctx, h.item())).toBeNull();
     expect(lastOf(h, "session_ended")).toMatchObject({ verdict: "exited", exitCode: 0 });
-    await verifyAttempt(h.ctx, h.item());
+    await verifyToEnd(h);
     landAttempt(h.ctx, h.item());
     await settleAttempt(h.ctx, h.item(), { landed: true });
     expect(h.item().status).toBe("passed");
     expect(h.ctx.errors).toEqual([]);
   });
 
-  test("a runner that cannot start: reserved first, then launch_failed with the reason, listed in the step's errors", () => {
+  test("a runner that cannot start after its reservation: the attempt is given back (environment_fault), the loop paused, listed in the step's errors", () => {
+    // Relative to the worktree: checkable only once the reservation made the worktree.
     const h = harness({}, { runners: { agent: { command: ["./no-such-agent"] } } });
-    expect(launchAttempt(h.ctx, h.item())).toBeNull();
-    expect(h.events().map((e) => e.type)).toEqual(["launch_reserved", "launch_failed"]);
-    expect(lastOf(h, "launch_failed")).toMatchObject({ attempt: 1, interrupted: false, reason: expect.stringContaining('program "./no-such-agent" not found') });
-    expect(h.ctx.errors).toEqual([expect.stringContaining('a: runner "agent": program "./no-such-agent" not found')]);
+    const out = launchAttempt(h.ctx, h.item());
+    expect(out.action).toBe("paused");
+    expect(h.events().map((e) => e.type)).toEqual(["launch_reserved", "environment_fault"]);
+    expect(lastOf(h, "environment_fault")).toMatchObject({ kind: "program_not_found", attempt: 1, reason: expect.stringContaining('program "./no-such-agent" not found') });
+    expect(h.ctx.errors).toEqual([expect.stringContaining('environment fault launching a: could not launch: runner "agent": program "./no-such-agent" not found')]);
+    const it = h.item();
+    expect({ status: it.status, failures: it.failures }).toEqual({ status: "pending", failures: 0 });
+    expect(projection(h.ctx).loop.state).toBe("paused");
     // Nothing was spawned for the reservation.
     expect(existsSync(join(sessionDir(h.stateRoot, "a", 0, 1), "spawned.json"))).toBe(false);
+  });
+
+  test("a runner whose program is not on PATH: paused before anything is reserved", () => {
+    const h = harness({}, { runners: { agent: { command: ["loop-test-no-such-agent"] } } });
+    expect(launchAttempt(h.ctx, h.item()).action).toBe("paused");
+    expect(h.events().map((e) => e.type)).toEqual(["environment_fault"]);
+    expect(lastOf(h, "environment_fault")).toMatchObject({ kind: "program_not_found", attempt: null });
+    expect(existsSync(sessionDir(h.stateRoot, "a", 0, 1))).toBe(false);
   });
 
   test("a step whose lease was taken over launches nothing: no reservation, no session folder, the error thrown", () => {

@@ -26,8 +26,8 @@ function project(opts: { git?: boolean } = {}): { root: string; stateRoot: strin
   return { root, stateRoot, pidFile: join(stateRoot, "run.pid") };
 }
 
-function result(action: RunAction, errors: string[] = []): RunResult {
-  return { schema: "loop/run@1", action, item: null, reason: null, transitions: [], loop: { name: "t", state: "running", reason: null, outcome: null, current: null }, errors };
+function result(action: RunAction, errors: string[] = [], attention: RunResult["attention"] = []): RunResult {
+  return { schema: "loop/run@1", action, item: null, reason: null, transitions: [], loop: { name: "t", state: "running", reason: null, outcome: null, current: null }, attention, errors, warnings: [], notifications: [] };
 }
 
 const definitionError = () => new DefinitionError([{ path: "", message: "not valid JSON: half-written" }], "loop.json");
@@ -92,6 +92,15 @@ describe("watchSteps", () => {
     const withErrors = (action: RunAction) => () => result(action, ["a: launch failed: program not found"]);
     expect((await watch(p, [withErrors("waiting"), "drained"])).code).toBe(0);
     expect((await watch(p, ["waiting", withErrors("drained")])).code).toBe(1);
+  });
+
+  test("a watch that stops where the loop needs a person exits 1 (paused by a fault, drained Failed); an operator's pause 0", async () => {
+    const p = project();
+    const fault = () => result("paused", [], [{ kind: "environment", item: null, reason: "environment fault: …" }]);
+    const failed = () => result("drained", [], [{ kind: "failed", item: null, reason: "the loop drained Failed: a failed" }]);
+    expect((await watch(p, ["launched", fault])).code).toBe(1);
+    expect((await watch(p, ["waiting", failed])).code).toBe(1);
+    expect((await watch(p, ["waiting", "paused"])).code).toBe(0);
   });
 
   test("a busy turn (lease held, or lost) is a warning, and the next turn tries again", async () => {
