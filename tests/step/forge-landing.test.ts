@@ -5,7 +5,7 @@
 // landing_blocked, dependents blocked, the loop drains) on what waiting cannot fix. Failpoints
 // inside landing prove no duplicate PR, no double merge, no lost record.
 import { afterEach, describe, expect, test } from "bun:test";
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { demoDefinition, git, Project } from "../helpers/project.ts";
 import { type FakeGitHub, startFakeGitHub } from "../helpers/fake-github.ts";
@@ -19,7 +19,7 @@ afterEach(() => {
   }
 });
 
-function forgeProject(o: { landing: "pr" | "merge"; items?: unknown[]; env?: Record<string, string>; landingTimeout?: string }) {
+function forgeProject(o: { landing: "pr" | "merge"; items?: unknown[]; env?: Record<string, string>; landingTimeout?: string; notify?: string[] }) {
   const p = new Project(demoDefinition([{ id: "x", prompt: "p" }]), { env: { FAKE_GH_TOKEN: TOKEN, ...(o.env ?? {}) } });
   const gh = startFakeGitHub({ dir: p.aux });
   open.push({ p, gh });
@@ -33,6 +33,7 @@ function forgeProject(o: { landing: "pr" | "merge"; items?: unknown[]; env?: Rec
     demoDefinition(items, {
       defaults: { landing: o.landing, timeouts: { launch: "2m", stall: "10m", verify: "2m", landing: o.landingTimeout ?? "30m" } },
       forge: { provider: "github", repo: `${gh.owner}/${gh.repo}`, apiUrl: gh.apiUrl, tokenEnv: "FAKE_GH_TOKEN", authorizedUsers: ["alice"] },
+      ...(o.notify ? { notify: { command: o.notify } } : {}),
     }),
   );
   git(p.root, "add", "-A");
@@ -112,8 +113,11 @@ describe("landing merge", () => {
     expectNoToken(p);
   });
 
-  test("without LOOP_ALLOW_AUTO_MERGE=1 nothing is merged: landing_blocked with the variable named, dependents blocked, the loop drains", async () => {
-    const { p, gh } = forgeProject({ landing: "merge" });
+  test("without LOOP_ALLOW_AUTO_MERGE=1 nothing is merged: landing_blocked with the variable named, dependents blocked, the loop drains; a person is told (exit 1, notify once)", async () => {
+    const { p, gh } = forgeProject({ landing: "merge", notify: ["sh", "-c", "cat >> \"$NOTIFY_LOG\""] });
+    const log = join(p.aux, "notify.jsonl");
+    const sent = () => (existsSync(log) ? readFileSync(log, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l)) : []);
+    p.env.NOTIFY_LOG = log;
     const r = await p.runToDrain();
     expect(r.loop.outcome).toBe("Failed");
     const items = p.projection().items;
@@ -122,6 +126,14 @@ describe("landing merge", () => {
     expect(items["api-2"]!.status).toBe("blocked");
     expect(gh.merges).toEqual([]);
     expect([...gh.pulls.values()][0]!.state).toBe("open");
+    // The blocked landing needs a person: listed in attention (so loop run exits 1), notified once.
+    const last = await p.run();
+    expect(last.exitCode).toBe(1);
+    expect(last.attention.map((a) => [a.kind, a.item])).toEqual([["landing", "api-1"], ["failed", null]]);
+    const landing = sent().filter((d) => d.kind === "landing");
+    expect(landing).toHaveLength(1);
+    expect(landing[0]).toMatchObject({ item: "api-1", key: "landing:api-1:e0:a1" });
+    expect(landing[0].reason).toContain("landing_blocked");
     await p.finish();
   });
 
