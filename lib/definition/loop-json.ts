@@ -483,7 +483,7 @@ function checkForge(raw: Obj, resolved: Resolved[], add: Add): void {
  * The host refs of a forge name: null for github.com (refs omit it), else the apiUrl's host (GitHub
  * Enterprise Server). An apiUrl on this machine (a test double, a local proxy) stands for github.com.
  */
-function forgeHost(apiUrl: string): string | null {
+export function forgeHost(apiUrl: string): string | null {
   try {
     const u = new URL(apiUrl);
     if (u.host === "api.github.com" || ["127.0.0.1", "localhost", "[::1]"].includes(u.hostname)) return null;

@@ -11,8 +11,10 @@ import {
   type ForgeComment,
   type ForgeFailure,
   type ForgeIssue,
+  type ForgeIssueFound,
   type ForgeProvider,
   type ForgePull,
+  type ForgePullSummary,
   type ForgeResult,
   type ForgeSettings,
   type MergeOutcome,
@@ -236,6 +238,41 @@ export class GitHubProvider implements ForgeProvider {
     if (a.status === 409) return { ok: true, value: { kind: "head_moved", message } };
     if (a.status === 405) return { ok: true, value: { kind: "not_mergeable", message } };
     return this.#fail("PUT", path, a);
+  }
+
+  async searchOpenIssues(search: string): Promise<ForgeResult<ForgeIssueFound[]>> {
+    // The search API (at most 1000 results, MAX_PAGES pages of 100), narrowed to this repository's
+    // open issues whatever the search says; pull requests, which it also finds, are dropped.
+    const q = `${search} repo:${this.settings.repo} is:issue is:open`;
+    const out: ForgeIssueFound[] = [];
+    for (let page = 1; page <= MAX_PAGES; page++) {
+      const path = `/search/issues?q=${encodeURIComponent(q)}&per_page=100&page=${page}`;
+      const a = await this.#request("GET", path);
+      if ("ok" in a) return a;
+      if (a.status !== 200) return this.#fail("GET", "/search/issues", a);
+      const list = Array.isArray(a.body?.items) ? a.body.items : [];
+      for (const i of list) {
+        if (i?.pull_request || i?.state === "closed") continue;
+        const labels = (Array.isArray(i.labels) ? i.labels : []).map((l: Json) => String(typeof l === "string" ? l : (l?.name ?? ""))).filter((l: string) => l !== "");
+        out.push({ number: Number(i.number), title: String(i.title ?? ""), body: String(i.body ?? ""), labels, url: String(i.html_url ?? "") });
+      }
+      if (list.length < 100) break;
+    }
+    return { ok: true, value: out };
+  }
+
+  async openPulls(): Promise<ForgeResult<ForgePullSummary[]>> {
+    const out: ForgePullSummary[] = [];
+    for (let page = 1; page <= MAX_PAGES; page++) {
+      const path = `${this.#repoPath}/pulls?state=open&per_page=100&page=${page}`;
+      const a = await this.#request("GET", path);
+      if ("ok" in a) return a;
+      if (a.status !== 200) return this.#fail("GET", path, a);
+      const list = Array.isArray(a.body) ? a.body : [];
+      for (const p of list) out.push({ number: Number(p.number), title: String(p.title ?? ""), body: String(p.body ?? ""), url: String(p.html_url ?? "") });
+      if (list.length < 100) break;
+    }
+    return { ok: true, value: out };
   }
 }
 

@@ -16,6 +16,23 @@ export interface ForgeIssue {
   url: string;
 }
 
+/** An open issue found by a search (`loop plan --issues`, `loop add --from-issues`). Untrusted text, as the forge gave it. */
+export interface ForgeIssueFound {
+  number: number;
+  title: string;
+  body: string;
+  labels: string[];
+  url: string;
+}
+
+/** An open pull request as a listing gives it: what the planner needs to skip issues it covers. */
+export interface ForgePullSummary {
+  number: number;
+  title: string;
+  body: string;
+  url: string;
+}
+
 export interface ForgeComment {
   id: number;
   /** The issue or pull request the comment is on. */
@@ -89,6 +106,10 @@ export interface ForgeProvider {
   checks(sha: string): Promise<ForgeResult<ForgeCheck[]>>;
   /** Merge with the head sha loop saw green; a moved head or an unmergeable PR is an outcome, not a failure. */
   merge(o: { number: number; sha: string; title: string }): Promise<ForgeResult<MergeOutcome>>;
+  /** Open issues (never pull requests) of the repository matching `search`, in the forge's own search syntax. */
+  searchOpenIssues(search: string): Promise<ForgeResult<ForgeIssueFound[]>>;
+  /** Every open pull request of the repository (capped: see the provider). */
+  openPulls(): Promise<ForgeResult<ForgePullSummary[]>>;
 }
 
 export type FetchLike = (input: string, init?: RequestInit) => Promise<Response>;

@@ -125,6 +125,39 @@ describe("GitHub client", () => {
     expect(again.ok && again.value.kind).toBe("not_mergeable");
   });
 
+  test("issue search: narrowed to the repository's open issues, pull requests dropped, labels by name, 100 a page until a short page", async () => {
+    const urls: string[] = [];
+    const item = (n: number, o: object = {}) => ({ number: n, title: `t${n}`, body: null, state: "open", labels: [{ name: "bug" }], html_url: `https://github.invalid/i/${n}`, ...o });
+    const c = client({
+      fetch: (async (url: string) => {
+        urls.push(url);
+        const page = Number(new URL(url).searchParams.get("page"));
+        const items = page === 1 ? Array.from({ length: 100 }, (_, i) => item(200 - i, i === 0 ? { pull_request: { url: "x" } } : {})) : [item(7, { labels: ["plain"] })];
+        return new Response(JSON.stringify({ total_count: 101, incomplete_results: false, items }), { status: 200 });
+      }) as never,
+    });
+    const r = await c.searchOpenIssues("label:bug crash");
+    if (!r.ok) throw new Error(JSON.stringify(r));
+    expect(r.value).toHaveLength(100);
+    expect(r.value[0]).toEqual({ number: 199, title: "t199", body: "", labels: ["bug"], url: "https://github.invalid/i/199" });
+    expect(r.value.at(-1)).toMatchObject({ number: 7, labels: ["plain"] });
+    expect(urls).toHaveLength(2);
+    expect(new URL(urls[0]!).pathname).toBe("/search/issues");
+    expect(new URL(urls[0]!).searchParams.get("q")).toBe(`label:bug crash repo:${gh.owner}/${gh.repo} is:issue is:open`);
+    const refused = await client({ fetch: (async () => new Response(JSON.stringify({ message: "Validation Failed" }), { status: 422 })) as never }).searchOpenIssues("x");
+    expect(refused.ok === false && refused.kind === "http" && refused.status).toBe(422);
+  });
+
+  test("open pull requests: only open ones, from the fake", async () => {
+    gh.pulls.set(900, { number: 900, title: "Closed one", body: "", head: "gone", base: "main", draft: false, state: "closed", merged: false, merge_commit_sha: null });
+    gh.pulls.set(901, { number: 901, title: "Open one", body: "Closes #7", head: "open-one", base: "main", draft: false, state: "open", merged: false, merge_commit_sha: null });
+    const r = await client().openPulls();
+    if (!r.ok) throw new Error(JSON.stringify(r));
+    expect(r.value.map((x) => x.number)).toContain(901);
+    expect(r.value.map((x) => x.number)).not.toContain(900);
+    expect(r.value.find((x) => x.number === 901)).toEqual({ number: 901, title: "Open one", body: "Closes #7", url: expect.stringContaining("/pull/901") });
+  });
+
   test("permission: a 404 is no permission", async () => {
     gh.permissions.set("bob", "write");
     const c = client();

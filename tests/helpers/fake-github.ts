@@ -5,7 +5,9 @@
 // uses, with ETags (a matching If-None-Match is a 304) and switches for every path the landing and
 // comment code must handle: checks pending/failing/passing, mergeable null, a head that moves on
 // merge (409), refusals (405 variants, 403), rate limits (403/429 with retry-after), and comments
-// from anyone. Everything is in memory except the git repository.
+// from anyone; and the issue search (GET /search/issues: repo:, is:, state:, label: qualifiers and
+// plain words, which must all appear in the title or body). Everything is in memory except the git
+// repository.
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,6 +17,7 @@ export interface FakeIssue {
   title: string;
   body: string;
   state: "open" | "closed";
+  labels: string[];
 }
 export interface FakeComment {
   id: number;
@@ -69,7 +72,7 @@ export interface FakeGitHub {
   requests: string[];
   notModified: number;
   merges: { number: number; sha: string }[];
-  addIssue(o: { number: number; title?: string; body?: string; state?: "open" | "closed" }): FakeIssue;
+  addIssue(o: { number: number; title?: string; body?: string; state?: "open" | "closed"; labels?: string[] }): FakeIssue;
   addComment(o: { issue: number; login: string; body: string }): FakeComment;
   editComment(id: number, body: string): void;
   headOf(branch: string): string | null;
@@ -113,7 +116,7 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
     notModified: 0,
     merges: [],
     addIssue(i) {
-      const issue: FakeIssue = { number: i.number, title: i.title ?? `issue ${i.number}`, body: i.body ?? "", state: i.state ?? "open" };
+      const issue: FakeIssue = { number: i.number, title: i.title ?? `issue ${i.number}`, body: i.body ?? "", state: i.state ?? "open", labels: i.labels ?? [] };
       f.issues.set(i.number, issue);
       nextNumber = Math.max(nextNumber, i.number + 1);
       return issue;
@@ -230,7 +233,44 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
   f.apiUrl = f.url;
 
   const notFound = { status: 404, body: { message: "Not Found" } };
+  /** GET /search/issues: the qualifiers loop sends and plain words (all must appear in the title or body). Pull requests are found too, as on GitHub. */
+  function search(q: string, page: number, per: number): { status: number; body: unknown } {
+    const want = { repo: null as string | null, isIssue: false, isPr: false, state: null as string | null, labels: [] as string[], words: [] as string[] };
+    for (const t of q.split(/\s+/).filter(Boolean)) {
+      const [k, ...rest] = t.split(":");
+      const v = rest.join(":").replace(/^"|"$/g, "");
+      if (rest.length && k === "repo") want.repo = v;
+      else if (rest.length && k === "is" && (v === "open" || v === "closed")) want.state = v;
+      else if (rest.length && k === "is" && v === "issue") want.isIssue = true;
+      else if (rest.length && k === "is" && (v === "pr" || v === "pull-request")) want.isPr = true;
+      else if (rest.length && k === "state") want.state = v;
+      else if (rest.length && k === "label") want.labels.push(v);
+      else if (rest.length) return { status: 422, body: { message: `Validation Failed: the fake does not know the qualifier ${k}:` } };
+      else want.words.push(t.toLowerCase());
+    }
+    if (want.repo !== null && want.repo !== `${owner}/${repo}`) return { status: 200, body: { total_count: 0, incomplete_results: false, items: [] } };
+    const issues = [...f.issues.values()].map((i) => ({ kind: "issue" as const, number: i.number, title: i.title, body: i.body, state: i.state, labels: i.labels }));
+    const pulls = [...f.pulls.values()].map((p) => ({ kind: "pr" as const, number: p.number, title: p.title, body: p.body, state: p.state, labels: [] as string[] }));
+    const found = [...issues, ...pulls]
+      .filter((x) => (!want.isIssue || x.kind === "issue") && (!want.isPr || x.kind === "pr"))
+      .filter((x) => want.state === null || x.state === want.state)
+      .filter((x) => want.labels.every((l) => x.labels.includes(l)))
+      .filter((x) => want.words.every((w) => `${x.title}\n${x.body}`.toLowerCase().includes(w)))
+      .sort((a, b) => b.number - a.number);
+    const items = found.slice((page - 1) * per, page * per).map((x) => ({
+      number: x.number,
+      title: x.title,
+      body: x.body,
+      state: x.state,
+      labels: x.labels.map((name) => ({ name })),
+      html_url: `https://github.invalid/${owner}/${repo}/${x.kind === "pr" ? "pull" : "issues"}/${x.number}`,
+      ...(x.kind === "pr" ? { pull_request: { url: `${base()}/pulls/${x.number}` } } : {}),
+    }));
+    return { status: 200, body: { total_count: found.length, incomplete_results: false, items } };
+  }
+
   function route(method: string, u: URL, body: any): { status: number; body: unknown } {
+    if (method === "GET" && u.pathname === "/search/issues") return search(u.searchParams.get("q") ?? "", Number(u.searchParams.get("page") ?? "1"), Number(u.searchParams.get("per_page") ?? "30"));
     const prefix = `/repos/${owner}/${repo}`;
     if (!u.pathname.startsWith(prefix)) return notFound;
     const path = u.pathname.slice(prefix.length);
@@ -267,8 +307,10 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
     if (method === "GET" && path === "/pulls") {
       const head = q.get("head") ?? "";
       const [o, ref] = head.split(":");
+      const page = Number(q.get("page") ?? "1");
+      const per = Number(q.get("per_page") ?? "30");
       const list = [...f.pulls.values()].filter((p) => (!head || (o === owner && p.head === ref)) && (q.get("state") === "all" || p.state === (q.get("state") ?? "open")));
-      return { status: 200, body: list.map((p) => pullJson(p, false)) };
+      return { status: 200, body: list.slice((page - 1) * per, page * per).map((p) => pullJson(p, false)) };
     }
     if (method === "POST" && path === "/pulls") {
       if (!f.headOf(body.head)) return { status: 422, body: { message: `Validation Failed: head ${body.head} does not exist` } };
