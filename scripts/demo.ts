@@ -92,11 +92,6 @@ writeFileSync(
 );
 sh(["git", "add", "loop.json"]);
 sh(["git", "commit", "-q", "-m", "loop definition, no items yet"]);
-if (gh) {
-  sh(["git", "remote", "add", "origin", gh.bare]);
-  sh(["git", "push", "-q", "origin", "main"]);
-  say(`fake GitHub at ${gh.apiUrl} (remote ${gh.bare}); landing "merge" with LOOP_ALLOW_AUTO_MERGE=1`);
-}
 
 const brief =
   "The tiny project is a greeting script with a check script, and nothing tells a newcomer what it is. " +
@@ -116,6 +111,11 @@ const add = await loopCmd(["add", "Add a LICENSE file.\n@demo attempt 1 write NO
 process.stderr.write(add.stdout + add.stderr);
 if (add.status !== 0) process.exit(1);
 sh(["git", "commit", "-q", "-am", "the drafted backlog"]);
+if (gh) {
+  sh(["git", "remote", "add", "origin", gh.bare]);
+  sh(["git", "push", "-q", "origin", "main"]);
+  say(`fake GitHub at ${gh.apiUrl} (remote ${gh.bare}); landing "merge" with LOOP_ALLOW_AUTO_MERGE=1`);
+}
 
 say("loop init is not needed when loop.json exists; `loop run` creates the store. Stepping as cron would:");
 for (let tick = 1; tick <= 40; tick++) {
