@@ -1,5 +1,6 @@
 // The direction of imports, checked by dependency-cruiser:
-//   cmd/ → lib/control, lib/reports, lib/planner → lib/step → lib/definition → lib/log → lib/shared
+//   cmd/ → lib/control, lib/reports, lib/planner → lib/step → lib/forge → lib/definition → lib/log
+//   → lib/shared
 // A folder imports its own files and the folders to its right, nothing else. `npm run lint:imports`
 // runs it; tests/architecture.test.ts runs it from `npm test`, and proves on a copy of the tree that
 // it fails on a planted upward import, cycle, sibling import, import of cmd/ and unplaced folder. Each rule lists the
@@ -38,11 +39,19 @@ module.exports = {
       to: { path: "^(lib|cmd)/", pathNot: "^lib/(definition|log|shared)/" },
     },
     {
+      // The forge (one module per provider, the untrusted-text rules, the merge gate) speaks to a
+      // code-hosting service for a step; it knows the definition's types, never a step or a report.
+      name: "forge-imports-only-below",
+      severity: "error",
+      from: { path: "^lib/forge/" },
+      to: { path: "^(lib|cmd)/", pathNot: "^lib/(forge|definition|log|shared)/" },
+    },
+    {
       // A step decides and acts on the definition and the log; reports and control sit above it.
       name: "step-imports-only-below",
       severity: "error",
       from: { path: "^lib/step/" },
-      to: { path: "^(lib|cmd)/", pathNot: "^lib/(step|definition|log|shared)/" },
+      to: { path: "^(lib|cmd)/", pathNot: "^lib/(step|forge|definition|log|shared)/" },
     },
     {
       // The read verbs' reports and the operator's controls are siblings over the step: neither
@@ -50,15 +59,16 @@ module.exports = {
       name: "reports-and-control-import-only-below",
       severity: "error",
       from: { path: "^lib/(reports|control)/" },
-      to: { path: "^(lib|cmd)/", pathNot: ["^lib/(step|definition|log|shared)/", "^lib/$1/"] },
+      to: { path: "^(lib|cmd)/", pathNot: ["^lib/(step|forge|definition|log|shared)/", "^lib/$1/"] },
     },
     {
       // The planner (loop plan, add, export) sits beside control and reports: it reads the definition
-      // and the log, edits loop.json, and imports neither of its siblings.
+      // and the log, edits loop.json, asks the forge for issues (plan --issues, add --from-issues),
+      // and imports neither of its siblings.
       name: "planner-imports-only-below",
       severity: "error",
       from: { path: "^lib/planner/" },
-      to: { path: "^(lib|cmd)/", pathNot: "^lib/(planner|step|definition|log|shared)/" },
+      to: { path: "^(lib|cmd)/", pathNot: "^lib/(planner|step|forge|definition|log|shared)/" },
     },
     {
       // Every library module sits in a folder placed in these rules: a new folder of lib/ (the forge,
@@ -66,7 +76,10 @@ module.exports = {
       // the rules above already keep every placed folder from importing it).
       name: "lib-module-in-a-known-folder",
       severity: "error",
-      from: { path: "^lib/", pathNot: "^lib/(shared|log|definition|step|reports|control|planner)/" },
+      from: {
+        path: "^lib/",
+        pathNot: "^lib/(shared|log|definition|forge|step|reports|control|planner)/",
+      },
       to: {},
     },
     {

@@ -37,7 +37,7 @@ export const tool = defineTool({
       model: args.model,
       maxItems: max,
       issues: args.issues,
-      issueSource: configuredIssueSource(root),
+      issueSource: configuredIssueSource(root, ctx.env),
       dryRun: args["dry-run"],
       yes: args.yes,
       stdinIsTTY: ctx.stdinIsTTY,

@@ -4,6 +4,7 @@ import { DESCRIPTIONS } from "../lib/shared/tools.ts";
 import { defineTool, main, resolveRoot, resolveStateRoot, UsageError } from "../lib/shared/cli.ts";
 import { runStep, type RunResult, stepExitCode } from "../lib/step/step.ts";
 import { watchSteps } from "../lib/step/watch.ts";
+import { planCtl } from "../lib/control/ctl.ts";
 import { renderRun } from "../lib/reports/render-run.ts";
 import { actorName } from "../lib/shared/actor.ts";
 import { parseDuration } from "../lib/definition/duration.ts";
@@ -31,7 +32,8 @@ export const tool = defineTool({
     }
     const root = resolveRoot(args.root, ctx.cwd);
     const stateRoot = resolveStateRoot({ root, flag: args["state-root"], env: ctx.env, cwd: ctx.cwd });
-    const options = { root, stateRoot, actor: actorName(ctx.env), env: ctx.env, log: ctx.log };
+    // planCtl: forge comments' control keywords record what `loop ctl` would (docs/forge.md#comments).
+    const options = { root, stateRoot, actor: actorName(ctx.env), env: ctx.env, log: ctx.log, planControl: planCtl };
     const step = () => runStep(options);
     // --quiet: a step that exits 0 prints nothing, so cron mails (and a log grows) only on trouble.
     const render = (r: RunResult) => {

@@ -4,14 +4,20 @@
 // and the built-in demo planner (offline, deterministic), adds one item by hand with `loop add`, then
 // runs `loop run` as cron would until the loop drains — one item depends on another, one fails its
 // first attempt and passes on the retry — and prints `loop status`, `loop replay` and `loop export`.
-// Usage: npm run demo [-- --keep] [-- --dir DIR]
+// With --forge, the same backlog runs against a fake GitHub on 127.0.0.1 (tests/helpers/fake-github.ts,
+// backed by a real bare repository as `origin`) with landing "merge": the hand-added item names an
+// issue (its context goes in the handoff), PRs open, checks go green a tick later, and merges land.
+// Still offline.
+// Usage: npm run demo [-- --keep] [-- --dir DIR] [-- --forge]
 import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { spawnSync } from "node:child_process";
+import { startFakeGitHub, type FakeGitHub } from "../tests/helpers/fake-github.ts";
 
 const args = process.argv.slice(2);
 const keep = args.includes("--keep");
+const forge = args.includes("--forge");
 const dirArg = args.indexOf("--dir");
 const root = dirArg >= 0 ? resolve(args[dirArg + 1]!) : mkdtempSync(join(tmpdir(), "loop-demo-"));
 mkdirSync(root, { recursive: true });
@@ -37,6 +43,41 @@ writeFileSync(
 sh(["git", "add", "-A"]);
 sh(["git", "commit", "-q", "-m", "a tiny project"]);
 
+let gh: FakeGitHub | null = null;
+const env: Record<string, string> = { NO_COLOR: "1" };
+let forgeSection = "";
+if (forge) {
+  gh = startFakeGitHub({ owner: "acme", repo: "tiny", dir: mkdtempSync(join(tmpdir(), "loop-demo-gh-")) });
+  gh.addIssue({ number: 2, title: "Add a license", body: "MIT, please. <!-- invisible on GitHub, and stripped by loop -->" });
+  gh.addComment({ issue: 2, login: "alice", body: "Keep it short." });
+  forgeSection = `
+  "forge": ${JSON.stringify({ provider: "github", repo: "acme/tiny", apiUrl: gh.apiUrl, tokenEnv: "DEMO_GH_TOKEN", authorizedUsers: ["alice"], pollInterval: "1s" })},`;
+  env.DEMO_GH_TOKEN = "demo-token";
+  env.LOOP_ALLOW_AUTO_MERGE = "1";
+  gh.switches.checks = "pending";
+}
+
+/** A loop command, run asynchronously: the fake GitHub answers from this process meanwhile. */
+async function loopCmd(argv: string[]): Promise<{ status: number; stdout: string; stderr: string }> {
+  const proc = Bun.spawn([...loop, ...argv], { cwd: root, env: { ...process.env, ...env }, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const [stdout, stderr, status] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  return { status, stdout, stderr };
+}
+
+/** CI of the fake: a new head's checks are pending for one tick, then green. */
+const seenPending = new Set<string>();
+function advanceChecks(): void {
+  if (!gh) return;
+  for (const pr of gh.pulls.values()) {
+    const sha = gh.headOf(pr.head);
+    if (!sha || gh.switches.checksBySha.get(sha) === "passing") continue;
+    if (seenPending.has(sha)) {
+      gh.switches.checksBySha.set(sha, "passing");
+      process.stderr.write(`   (fake CI: checks on ${sha.slice(0, 12)} of PR #${pr.number} went green)\n`);
+    } else seenPending.add(sha);
+  }
+}
+
 // The backlog is drafted, not hand-written: a one-paragraph brief goes to `loop plan` with the
 // built-in deterministic demo planner (offline), and one more item is added by hand with `loop add`.
 writeFileSync(
@@ -44,7 +85,7 @@ writeFileSync(
   `{
   // The demo loop. \`loop plan\` and \`loop add\` append to "items" and leave the rest of this file as it is.
   "name": "demo",
-  "defaults": { "runner": "demo", "verify": "sh check.sh", "maxAttempts": 2, "timeouts": { "launch": "1m", "stall": "5m", "verify": "1m" }, "landing": "merge" },
+  "defaults": { "runner": "demo", "verify": "sh check.sh", "maxAttempts": 2, "timeouts": { "launch": "1m", "stall": "5m", "verify": "1m" }, "landing": "merge" },${forgeSection}
   "items": []
 }
 `,
@@ -59,24 +100,27 @@ const brief =
 say("the brief:");
 process.stderr.write(`${brief}\n`);
 say("loop plan --runner demo --yes (one planner call drafts the backlog; --dry-run would only show it):");
-const plan = sh([...loop, "plan", brief, "--runner", "demo", "--yes", "--text"], { quiet: true });
+const plan = await loopCmd(["plan", brief, "--runner", "demo", "--yes", "--text"]);
 process.stderr.write(plan.stdout + plan.stderr);
 if (plan.status !== 0) {
   process.stderr.write(`loop plan failed with exit ${plan.status}\n`);
   process.exit(1);
 }
-say("loop add (one more item, by hand; the demo agent forgets the file on its first attempt):");
-const add = sh(
-  [...loop, "add", "Add a LICENSE file.\n@demo attempt 1 write NOTES.md I will add the license later\n@demo attempt 2 write LICENSE MIT License", "--id", "add-license", "--ref", "github:acme/tiny#2", "--verify", "CHECKS=LICENSE sh check.sh", "--text"],
-  { quiet: true },
-);
+say(`loop add (one more item, by hand; the demo agent forgets the file on its first attempt${gh ? "; its issue #2 gives the handoff context" : ""}):`);
+const add = await loopCmd(["add", "Add a LICENSE file.\n@demo attempt 1 write NOTES.md I will add the license later\n@demo attempt 2 write LICENSE MIT License", "--id", "add-license", "--ref", "github:acme/tiny#2", "--verify", "CHECKS=LICENSE sh check.sh", "--text"]);
 process.stderr.write(add.stdout + add.stderr);
 if (add.status !== 0) process.exit(1);
 sh(["git", "commit", "-q", "-am", "the drafted backlog"]);
+if (gh) {
+  sh(["git", "remote", "add", "origin", gh.bare]);
+  sh(["git", "push", "-q", "origin", "main"]);
+  say(`fake GitHub at ${gh.apiUrl} (remote ${gh.bare}); landing "merge" with LOOP_ALLOW_AUTO_MERGE=1`);
+}
 
 say("loop init is not needed when loop.json exists; `loop run` creates the store. Stepping as cron would:");
 for (let tick = 1; tick <= 40; tick++) {
-  const r = sh([...loop, "run", "--text"], { quiet: true });
+  advanceChecks();
+  const r = await loopCmd(["run", "--text"]);
   process.stderr.write(`-- tick ${tick} (exit ${r.status})\n${r.stdout}`);
   if (r.stderr.trim()) process.stderr.write(r.stderr);
   if (r.status !== 0 && r.status !== 75) {
@@ -88,15 +132,23 @@ for (let tick = 1; tick <= 40; tick++) {
 }
 
 say("loop status");
-const status = sh([...loop, "status", "--text"], { quiet: true });
+const status = await loopCmd(["status", "--text"]);
 process.stdout.write(status.stdout);
 say("loop replay");
-const replay = sh([...loop, "replay", "--text"], { quiet: true });
+const replay = await loopCmd(["replay", "--text"]);
 process.stdout.write(replay.stdout);
-say("landed on loop/demo/landed:");
-process.stdout.write(sh(["git", "log", "--oneline", "--graph", "loop/demo/landed"], { quiet: true }).stdout);
+if (gh) {
+  say("pull requests on the fake GitHub:");
+  for (const pr of gh.pulls.values()) process.stdout.write(`#${pr.number} ${pr.title} [${pr.merged ? "merged" : pr.state}]\n`);
+  say("main on the remote:");
+  process.stdout.write(sh(["git", "log", "--oneline", "--graph", "main"], { cwd: gh.bare, quiet: true }).stdout);
+} else {
+  say("landed on loop/demo/landed:");
+  process.stdout.write(sh(["git", "log", "--oneline", "--graph", "loop/demo/landed"], { quiet: true }).stdout);
+}
 say("loop export --text (the backlog in the text format `loop add --from-file` reads):");
-process.stdout.write(sh([...loop, "export", "--text"], { quiet: true }).stdout);
+process.stdout.write((await loopCmd(["export", "--text"])).stdout);
+gh?.stop();
 if (!keep && dirArg < 0) rmSync(root, { recursive: true, force: true });
 else process.stderr.write(`\nkept ${root}\n`);
 process.exitCode = status.status === 0 && replay.status === 0 ? 0 : 1;

@@ -63,9 +63,10 @@ describe("the direction of imports", () => {
       plant("lib/step/git.ts", `import { landMerge } from "./workspace.ts";`); // a cycle inside one folder (workspace.ts imports git.ts)
       plant("lib/definition/duration.ts", `import type { NormDefinition } from "./loop-json.ts";`); // a type-only cycle
       plant("lib/reports/diff.ts", `import { confirmOrRefuse } from "../control/confirm.ts";`); // a sibling
-      mkdirSync(join(dir, "lib/forge"));
+      plant("lib/forge/merge-gate.ts", `import { git } from "../step/git.ts";`); // upward from the forge
+      mkdirSync(join(dir, "lib/unplaced"));
       // A folder not placed in the rules, importing upward: nothing else would stop it.
-      writeFileSync(join(dir, "lib/forge/github.ts"), `import { applyCtl } from "../control/ctl.ts";\nexport const apply = applyCtl;\n`);
+      writeFileSync(join(dir, "lib/unplaced/draft.ts"), `import { applyCtl } from "../control/ctl.ts";\nexport const apply = applyCtl;\n`);
       writeFileSync(join(dir, "lib/step/planted.ts"), `import { loadTool } from "../../cmd/registry.ts";\nexport const load = loadTool;\n`);
 
       const r = cruise(dir, ["lib", "cmd"]);
@@ -74,7 +75,8 @@ describe("the direction of imports", () => {
         expect(r.exit).not.toBe(0);
         expect(found.filter((v) => !v.startsWith("no-cycles:")).sort()).toEqual([
           "cmd-imported-only-by-cmd-tests-scripts-bench: lib/step/planted.ts → cmd/registry.ts",
-          "lib-module-in-a-known-folder: lib/forge/github.ts → lib/control/ctl.ts",
+          "forge-imports-only-below: lib/forge/merge-gate.ts → lib/step/git.ts",
+          "lib-module-in-a-known-folder: lib/unplaced/draft.ts → lib/control/ctl.ts",
           "log-imports-only-shared: lib/log/store.ts → lib/step/git.ts",
           "reports-and-control-import-only-below: lib/reports/diff.ts → lib/control/confirm.ts",
           "step-imports-only-below: lib/step/planted.ts → cmd/registry.ts",

@@ -21,6 +21,8 @@ export interface Timeouts {
   launch: number;
   stall: number;
   verify: number;
+  /** How long landing through a forge may wait for a merge; present only in a loop with a forge. */
+  landing?: number;
 }
 export interface NormItem {
   id: string;
@@ -38,6 +40,20 @@ export interface NormItem {
 export interface CommandRunner {
   command: string[];
 }
+/** loop.json's `forge` section, normalized (docs/forge.md). The token is never here: only the name of its variable. */
+export interface NormForge {
+  provider: "github";
+  /** owner/repo */
+  repo: string;
+  apiUrl: string;
+  remote: string;
+  tokenEnv: string;
+  authorizedUsers: string[];
+  authorizeWriters: boolean;
+  /** Milliseconds between two reads of the repository's comments. */
+  pollInterval: number;
+}
+export type Landing = "none" | "merge" | "pr";
 /** The command run when the loop needs a person (docs/operations.md#hearing-about-trouble). */
 export interface NotifyDef {
   command: string[];
@@ -46,7 +62,7 @@ export interface NotifyDef {
 }
 export interface NormDefinition {
   name: string;
-  landing: "none" | "merge";
+  landing: Landing;
   base: string;
   /** The branch landing "merge" merges into; `loop/<name>/landed` unless workspace.target says otherwise. */
   target: string;
@@ -55,6 +71,8 @@ export interface NormDefinition {
   requireStartCommand: boolean;
   /** Command runners from loop.json; none is named like a built-in runner. */
   runners: Record<string, CommandRunner>;
+  /** Absent without a `forge` section (and then nothing forge-related runs). */
+  forge?: NormForge;
   /**
    * null without one. Not part of what the log records of the definition (nor of its hash): how an
    * operator hears about trouble is this machine's plumbing, like PATH, not the loop's state.
@@ -70,7 +88,7 @@ export const RUNNER_PLACEHOLDERS: readonly string[] = ["prompt", "handoff", "wor
 const DEFAULTS = {
   runner: "demo",
   maxAttempts: 2,
-  timeouts: { launch: "5m", stall: "60m", verify: "15m" },
+  timeouts: { launch: "5m", stall: "60m", verify: "15m", landing: "30m" },
   landing: "none",
   base: "main",
   notifyTimeout: "30s",
@@ -139,6 +157,7 @@ const RawTimeouts = section({
   launch: v.optional(Duration),
   stall: v.optional(Duration),
   verify: v.optional(Duration),
+  landing: v.optional(Duration),
 });
 
 const Verify = v.union(
@@ -194,7 +213,7 @@ const RawDefaults = section({
   verify: v.optional(Verify),
   maxAttempts: v.optional(MaxAttempts),
   timeouts: v.optional(RawTimeouts),
-  landing: v.optional(v.picklist(["none", "merge"], 'must be "none" or "merge"')),
+  landing: v.optional(v.picklist(["none", "merge", "pr"], 'must be "none", "merge" or "pr"')),
 });
 
 const RawItem = section({
@@ -217,6 +236,40 @@ const RawWorkspace = section({
   target: v.optional(Branch),
 });
 
+const FORGE_DEFAULTS = { apiUrl: "https://api.github.com", remote: "origin", tokenEnv: "GITHUB_TOKEN", pollInterval: "60s" } as const;
+const GH_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+const RawForge = section({
+  provider: v.picklist(["github"], 'must be "github" (the only provider so far)'),
+  repo: v.pipe(
+    v.string("must be a string"),
+    v.check((s) => {
+      const parts = s.split("/");
+      return parts.length === 2 && parts.every((x) => GH_NAME.test(x) && !x.includes(".."));
+    }, 'must be "<owner>/<repo>"'),
+  ),
+  apiUrl: v.optional(v.pipe(v.string("must be a string"), problem<string>(apiUrlProblem))),
+  remote: v.optional(v.pipe(v.string("must be a string"), v.check((s) => /^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(s), "must be a git remote name"))),
+  tokenEnv: v.optional(v.pipe(v.string("must be a string"), v.check((s) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(s), "must be the name of an environment variable (the token itself never goes in loop.json)"))),
+  authorizedUsers: v.optional(v.array(v.pipe(v.string("must be a string"), v.check((s) => /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$/.test(s), "must be a forge login")), "must be an array of logins")),
+  authorizeWriters: v.optional(Bool),
+  pollInterval: v.optional(Duration),
+});
+
+/** Why an apiUrl is refused: https, or http to this machine only (a test's fake forge); no credentials, query or fragment in it. */
+function apiUrlProblem(s: string): string | undefined {
+  let u: URL;
+  try {
+    u = new URL(s);
+  } catch {
+    return "must be a URL such as https://api.github.com or https://HOST/api/v3";
+  }
+  if (u.username || u.password) return "must not hold credentials (name the token's variable in tokenEnv)";
+  if (u.search || u.hash) return "must not have a query or fragment";
+  if (u.protocol === "https:") return undefined;
+  if (u.protocol === "http:" && ["127.0.0.1", "localhost", "[::1]"].includes(u.hostname)) return undefined;
+  return "must be https (http only to 127.0.0.1 or localhost)";
+}
+
 const RawDefinition = section({
   $schema: v.optional(v.string('"$schema" must be a string')),
   name: Name,
@@ -225,6 +278,7 @@ const RawDefinition = section({
   control: v.optional(RawControl),
   sessions: v.optional(RawSessions),
   workspace: v.optional(RawWorkspace),
+  forge: v.optional(RawForge),
   notify: v.optional(RawNotify),
   items: v.array(RawItem, "must be an array of items"),
 });
@@ -240,6 +294,7 @@ export const ACCEPTED_KEYS: Readonly<Record<string, readonly string[]>> = {
   control: RawControl.keys,
   sessions: RawSessions.keys,
   workspace: RawWorkspace.keys,
+  forge: RawForge.keys,
   notify: RawNotify.keys,
 };
 
@@ -353,6 +408,7 @@ function checkMeaning(raw: Obj, add: Add): Resolved[] {
   const items = Array.isArray(raw.items) ? raw.items : [];
   const resolved = items.map((item, i) => resolveItem(item, `items[${i}]`, add));
   checkUniqueness(resolved, add);
+  checkForge(raw, resolved, add);
   // An id may be a valid id but not a valid branch component ("x.lock"); derived ids never are.
   if (name !== null)
     resolved.forEach((r, i) => {
@@ -392,6 +448,49 @@ function checkMeaning(raw: Obj, add: Add): Resolved[] {
     add(`items[${cycle[0]}].dependsOn`, `dependency cycle ${[...ids, ids[0]].join(" -> ")}`);
   }
   return resolved;
+}
+
+/**
+ * Rules of a loop with a forge: every ref names an issue of the forge's repository (a ref of
+ * another provider or repository could not be read, answered or landed), and landing "pr" needs a
+ * forge to open the PR on.
+ */
+function checkForge(raw: Obj, resolved: Resolved[], add: Add): void {
+  const defaults = isObj(raw.defaults) ? raw.defaults : {};
+  const forge = isObj(raw.forge) ? raw.forge : null;
+  if (raw.forge === undefined) {
+    if (defaults.landing === "pr") add("defaults.landing", '"pr" needs a "forge" section to open pull requests on');
+    return;
+  }
+  if (!forge || typeof forge.repo !== "string") return;
+  const host = forgeHost(typeof forge.apiUrl === "string" ? forge.apiUrl : FORGE_DEFAULTS.apiUrl);
+  const want = `github:${host === null ? "" : `${host}/`}${forge.repo.toLowerCase()}#`;
+  resolved.forEach((r, i) => {
+    if (r.ref === null) return;
+    let parsed;
+    try {
+      parsed = parseRef(r.ref);
+    } catch {
+      return;
+    }
+    const canonical = `${parsed.provider}:${parsed.host === null ? "" : `${parsed.host}/`}${parsed.owner.toLowerCase()}/${parsed.repo.toLowerCase()}#`;
+    if (canonical !== want)
+      add(`items[${i}].ref`, `${JSON.stringify(r.ref)} is not an issue of the forge's repository (forge.repo ${JSON.stringify(forge.repo)}${host ? ` on ${host}` : ""}): refs of a loop with a forge must be ${want}<number>`);
+  });
+}
+
+/**
+ * The host refs of a forge name: null for github.com (refs omit it), else the apiUrl's host (GitHub
+ * Enterprise Server). An apiUrl on this machine (a test double, a local proxy) stands for github.com.
+ */
+export function forgeHost(apiUrl: string): string | null {
+  try {
+    const u = new URL(apiUrl);
+    if (u.host === "api.github.com" || ["127.0.0.1", "localhost", "[::1]"].includes(u.hostname)) return null;
+    return u.host.toLowerCase();
+  } catch {
+    return null;
+  }
 }
 
 function resolveItem(item: unknown, at: string, add: Add): Resolved {
@@ -485,6 +584,8 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
     stall: d.timeouts?.stall ?? parseDuration(DEFAULTS.timeouts.stall),
     verify: d.timeouts?.verify ?? parseDuration(DEFAULTS.timeouts.verify),
   };
+  // Only a loop with a forge has a landing wait; without one the definition (and its hash) is as before.
+  if (raw.forge) timeouts.landing = d.timeouts?.landing ?? parseDuration(DEFAULTS.timeouts.landing);
   const items = raw.items.map((item, i): NormItem => {
     const { id, ref } = resolved[i]!;
     const verify = item.verify ?? d.verify;
@@ -503,11 +604,23 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
         launch: item.timeouts?.launch ?? timeouts.launch,
         stall: item.timeouts?.stall ?? timeouts.stall,
         verify: item.timeouts?.verify ?? timeouts.verify,
+        ...(timeouts.landing !== undefined ? { landing: item.timeouts?.landing ?? timeouts.landing } : {}),
       },
     };
   });
   const runners: Record<string, CommandRunner> = {};
   for (const [name, r] of Object.entries(raw.runners ?? {})) runners[name] = { command: r.command };
+  const f = raw.forge;
+  const forge: NormForge | undefined = f && {
+    provider: f.provider,
+    repo: f.repo,
+    apiUrl: (f.apiUrl ?? FORGE_DEFAULTS.apiUrl).replace(/\/+$/, ""),
+    remote: f.remote ?? FORGE_DEFAULTS.remote,
+    tokenEnv: f.tokenEnv ?? FORGE_DEFAULTS.tokenEnv,
+    authorizedUsers: f.authorizedUsers ?? [],
+    authorizeWriters: f.authorizeWriters ?? false,
+    pollInterval: f.pollInterval ?? parseDuration(FORGE_DEFAULTS.pollInterval),
+  };
   return {
     name: raw.name,
     landing: d.landing ?? DEFAULTS.landing,
@@ -517,6 +630,7 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
     keepCheckoutOnClose: raw.workspace?.keepCheckoutOnClose ?? false,
     requireStartCommand: raw.control?.requireStartCommand ?? false,
     runners,
+    ...(forge ? { forge } : {}),
     notify: raw.notify ? { command: raw.notify.command, timeout: raw.notify.timeout ?? parseDuration(DEFAULTS.notifyTimeout) } : null,
     items,
   };

@@ -81,8 +81,19 @@ export function stateDocument(p: Projection) {
         landing: it.landing
           ? { outcome: it.landing.outcome, target: it.landing.target, commit: it.landing.commit, reason: it.landing.reason }
           : null,
+        // Only items with a forge side carry it (docs/forge.md#status), field by field as above.
+        ...(it.forge ? { forge: forgeView(it.forge) } : {}),
       };
     }),
+  };
+}
+
+function forgeView(f: NonNullable<Projection["items"][string]["forge"]>) {
+  return {
+    pr: f.pr ? { number: f.pr.number, url: f.pr.url } : null,
+    landing: f.landing ? { since: f.landing.since, code: f.landing.code, reason: f.landing.reason, head: f.landing.head } : null,
+    lastComment: f.lastComment ? { id: f.lastComment.id, login: f.lastComment.login, action: f.lastComment.action, detail: f.lastComment.detail, at: f.lastComment.at } : null,
+    baselined: f.highWater !== null,
   };
 }
 

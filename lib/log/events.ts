@@ -9,7 +9,7 @@ const NStr = v.nullable(v.string());
 const Int = v.pipe(v.number(), v.safeInteger());
 const Pos = v.pipe(Int, v.minValue(1));
 
-const Timeouts = v.strictObject({ launch: Int, stall: Int, verify: Int });
+const Timeouts = v.strictObject({ launch: Int, stall: Int, verify: Int, landing: v.optional(Int) });
 export const NormItemSchema = v.strictObject({
   id: Str,
   ref: NStr,
@@ -21,8 +21,19 @@ export const NormItemSchema = v.strictObject({
   maxAttempts: Pos,
   timeouts: Timeouts,
 });
+const Forge = v.strictObject({
+  provider: v.picklist(["github"]),
+  repo: Str,
+  apiUrl: Str,
+  remote: Str,
+  tokenEnv: Str,
+  authorizedUsers: v.array(Str),
+  authorizeWriters: v.boolean(),
+  pollInterval: Int,
+});
 const Settings = v.strictObject({
-  landing: v.picklist(["none", "merge"]),
+  landing: v.picklist(["none", "merge", "pr"]),
+  forge: v.optional(Forge),
   base: Str,
   target: Str,
   tmux: v.boolean(),
@@ -31,7 +42,7 @@ const Settings = v.strictObject({
   runners: v.record(Str, v.strictObject({ command: v.array(Str) })),
 });
 
-export const SETTLED_OUTCOMES = ["passed", "failed", "skipped", "cancelled", "blocked"] as const;
+export const SETTLED_OUTCOMES = ["passed", "failed", "skipped", "cancelled", "blocked", "landing_blocked"] as const;
 export type SettledOutcome = (typeof SETTLED_OUTCOMES)[number];
 export const DRAIN_OUTCOMES = ["Succeeded", "Failed", "Stopped"] as const;
 export const CONTROL_VERBS = ["start", "stop", "skip", "retry", "cancel", "reply"] as const;
@@ -121,7 +132,7 @@ export const PAYLOADS = {
   item_settled: v.strictObject({ attempt: Int, outcome: v.picklist(SETTLED_OUTCOMES), reason: Str }),
   landing_finished: v.strictObject({
     attempt: Pos,
-    outcome: v.picklist(["none", "merged", "conflict", "failed"]),
+    outcome: v.picklist(["none", "merged", "conflict", "failed", "pr_opened", "blocked"]),
     branch: Str,
     target: NStr,
     commit: NStr,
@@ -140,6 +151,17 @@ export const PAYLOADS = {
     why: v.picklist(["dead", "expired"]),
   }),
   work_item_reset: v.strictObject({ pieces: v.array(Str) }),
+  forge_pr_recorded: v.strictObject({ attempt: Pos, number: Pos, url: Str, head: Str, draft: v.boolean(), reused: v.boolean() }),
+  forge_landing_waiting: v.strictObject({ attempt: Pos, code: Str, reason: Str, head: Str }),
+  forge_thread_baselined: v.strictObject({ issue: Pos, highWater: Int, comments: Int }),
+  forge_comment_handled: v.strictObject({
+    issue: Pos,
+    commentId: Pos,
+    login: Str,
+    action: v.picklist(["control", "reply", "message", "refused"]),
+    detail: Str,
+  }),
+  forge_question_posted: v.strictObject({ attempt: Pos, issue: Pos, commentId: Pos }),
   notified: v.strictObject({ slot: Str, key: Str, kind: Str, ok: v.boolean(), exitCode: v.nullable(Int), reason: Str }),
 } as const;
 

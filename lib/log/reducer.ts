@@ -18,10 +18,11 @@ export type ItemStatus =
   | "skipped"
   | "cancelled"
   | "blocked"
+  | "landing_blocked"
   | "withdrawn";
 
 export const IN_FLIGHT: readonly ItemStatus[] = ["launching", "running", "ended", "needs_input"];
-export const SETTLED: readonly ItemStatus[] = ["passed", "failed", "skipped", "cancelled", "blocked"];
+export const SETTLED: readonly ItemStatus[] = ["passed", "failed", "skipped", "cancelled", "blocked", "landing_blocked"];
 
 export interface VerifyRecord {
   attempt: number;
@@ -118,6 +119,31 @@ export interface ItemState {
   session: SessionRecord | null;
   workspace: { branch: string; worktree: string; present: boolean } | null;
   landing: { outcome: string; target: string | null; commit: string | null; reason: string } | null;
+  /** Null until the item has a forge side (a loop without a forge never gives it one). */
+  forge: ForgeRecord | null;
+}
+
+/**
+ * What the loop knows of an item's forge side (docs/forge.md). A ledger: `work_item_reset` forgets
+ * it with the rest of the item, so after a reset the thread is first-sight again.
+ */
+export interface ForgeRecord {
+  /** The item's pull request, once recorded; kept across attempts (a retry reuses it). */
+  pr: { number: number; url: string; head: string; draft: boolean } | null;
+  /** The landing wait of the current attempt: since when (its deadline counts from there), and why. */
+  landing: { since: string; code: string; reason: string; head: string } | null;
+  /** The comment high-water mark: comments with ids at or below it are never acted on. Null: not seen yet (first sight). */
+  highWater: number | null;
+  /** The last comment acted on. */
+  lastComment: { id: number; login: string; action: string; detail: string; at: string } | null;
+  /** Authorized comments for the agent (inbox and the next handoff), oldest first. */
+  messages: { id: number; login: string; text: string; at: string }[];
+  /** The question posted on the issue for the current needs_input, by attempt. */
+  questionPosted: { attempt: number; commentId: number } | null;
+}
+
+export function emptyForge(): ForgeRecord {
+  return { pr: null, landing: null, highWater: null, lastComment: null, messages: [], questionPosted: null };
 }
 
 /** The project a store belongs to (lib/log/ownership.ts), as recorded by `store_bound`. */
@@ -222,6 +248,7 @@ function fresh(def: NormItemPayload, epoch: number): ItemState {
     session: null,
     workspace: null,
     landing: null,
+    forge: null,
   };
 }
 
@@ -416,6 +443,8 @@ const HANDLERS: Record<EventType, Handler> = {
       deliveries,
     };
     it.workspace = { branch: pl.branch, worktree: pl.worktree, present: true };
+    // A new attempt lands anew; its PR (if any) is kept, to be reused.
+    if (it.forge) it.forge.landing = null;
     it.status = "launching";
     it.reason = null;
     it.question = null;
@@ -556,6 +585,9 @@ const HANDLERS: Record<EventType, Handler> = {
       needStatus(it, ["ended", "needs_input", "pending"], e, fail);
     } else if (outcome === "blocked") {
       needStatus(it, ["pending"], e, fail);
+    } else if (outcome === "landing_blocked") {
+      needStatus(it, ["ended"], e, fail);
+      if (it.landing?.outcome !== "blocked") fail("landing_not_blocked", `item "${it.id}" settled landing_blocked without a blocked landing_finished`);
     } else {
       needStatus(it, ["pending", ...IN_FLIGHT], e, fail);
     }
@@ -599,6 +631,53 @@ const HANDLERS: Record<EventType, Handler> = {
     p.loop.reason = null;
   },
   lease_taken_over() {},
+  forge_pr_recorded(p, e, fail) {
+    const it = need(p, e, fail);
+    needStatus(it, ["ended"], e, fail);
+    const a = currentAttempt(it, e.payload.attempt, e, fail);
+    if (!a.verify?.passed) fail("landing_unverified", `pull request for "${it.id}" before a passing verify`);
+    if (it.landing) fail("already_landed", `pull request recorded for "${it.id}" after its landing finished`);
+    const f = (it.forge ??= emptyForge());
+    const pl = e.payload;
+    f.pr = { number: pl.number, url: pl.url, head: pl.head, draft: pl.draft };
+    // The landing wait (and its deadline) starts when the PR is first recorded for this attempt.
+    f.landing = { since: f.landing?.since ?? e.ts, code: "pr_recorded", reason: `pull request #${pl.number} recorded`, head: pl.head };
+  },
+  forge_landing_waiting(p, e, fail) {
+    const it = need(p, e, fail);
+    needStatus(it, ["ended"], e, fail);
+    currentAttempt(it, e.payload.attempt, e, fail);
+    const f = it.forge;
+    if (!f?.pr || !f.landing) fail("no_pull_request", `landing wait for "${it.id}" without a recorded pull request`);
+    if (it.landing) fail("already_landed", `landing wait for "${it.id}" after its landing finished`);
+    const pl = e.payload;
+    f!.landing = { since: f!.landing!.since, code: pl.code, reason: pl.reason, head: pl.head };
+    f!.pr!.head = pl.head;
+    it.reason = `landing: ${pl.reason}`;
+  },
+  forge_thread_baselined(p, e, fail) {
+    const it = need(p, e, fail);
+    const f = (it.forge ??= emptyForge());
+    if (f.highWater !== null) fail("already_baselined", `thread of "${it.id}" baselined twice in one epoch`);
+    f.highWater = e.payload.highWater;
+  },
+  forge_comment_handled(p, e, fail) {
+    const it = need(p, e, fail);
+    const f = it.forge;
+    if (!f || f.highWater === null) fail("not_baselined", `comment on "${it.id}" handled before its thread was baselined`);
+    const pl = e.payload;
+    // Each comment is acted on once: ids only go up.
+    if (pl.commentId <= f!.highWater!) fail("comment_seen", `comment ${pl.commentId} is at or below the high-water mark ${f!.highWater}`);
+    f!.highWater = pl.commentId;
+    f!.lastComment = { id: pl.commentId, login: pl.login, action: pl.action, detail: pl.detail, at: e.ts };
+    if (pl.action === "message") f!.messages.push({ id: pl.commentId, login: pl.login, text: pl.detail, at: e.ts });
+  },
+  forge_question_posted(p, e, fail) {
+    const it = need(p, e, fail);
+    needStatus(it, ["needs_input"], e, fail);
+    const f = (it.forge ??= emptyForge());
+    f.questionPosted = { attempt: e.payload.attempt, commentId: e.payload.commentId };
+  },
   notified(p, e) {
     (p.loop.notified ??= {})[e.payload.slot] = e.payload.key;
   },

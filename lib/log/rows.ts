@@ -36,6 +36,8 @@ export function itemRows(it: ItemState): Record<ItemTable, string | null> {
       failures: it.failures,
       replies: it.replies,
       question: it.question,
+      // Only an item with a forge side has the key: the rows of a loop without a forge stay as they were.
+      ...(it.forge ? { forge: it.forge } : {}),
     }),
     proj_workspaces: it.workspace ? canonicalJson(it.workspace) : null,
   };
@@ -60,6 +62,7 @@ export function itemFromRows(rows: Record<ItemTable, string | null>): ItemState 
     ...core,
     ...ledgers,
     ...control,
+    forge: ledgers.forge ?? null,
     session: rows.proj_sessions ? JSON.parse(rows.proj_sessions) : null,
     workspace: rows.proj_workspaces ? JSON.parse(rows.proj_workspaces) : null,
   };

@@ -92,9 +92,15 @@ class Gen {
         const lines = [`if (!${x} || typeof ${x} !== "object") return false;`];
         for (const k of keys) {
           const v = entries[k]!;
-          if (["optional", "nullish", "exact_optional"].includes(v.type)) throw new UnsupportedSchemaError(`optional entry "${k}"`);
+          if (["nullish", "exact_optional"].includes(v.type)) throw new UnsupportedSchemaError(`optional entry "${k}"`);
           const key = JSON.stringify(k);
           const e = this.fresh();
+          if (v.type === "optional") {
+            // valibot's optional(): the key may be missing or hold undefined; a default is refused above.
+            if (v.default !== undefined) throw new UnsupportedSchemaError(`optional entry "${k}" with a default`);
+            lines.push(`if (${key} in ${x}) {`, `const ${e} = ${x}[${key}];`, `if (${e} !== undefined) {`, this.check(v.wrapped!, e), `}`, `}`);
+            continue;
+          }
           lines.push(`if (!(${key} in ${x})) return false;`, `const ${e} = ${x}[${key}];`, this.check(v, e));
         }
         // No key but the schema's own: the same test as valibot's, against the entries object.

@@ -123,7 +123,8 @@ export function appendItems(o: { root: string; items: readonly NewItem[]; dryRun
   }
   const ids = def.items.map((i) => i.id);
   const want = added.map((a) => a.id);
-  if (ids.slice(-want.length).join("\n") !== want.join("\n")) throw new Error("internal: the new items are not the last items of the edited loop.json");
+  // slice(length - n), not slice(-n): nothing to add (a search with no new match) would compare every item.
+  if (ids.slice(ids.length - want.length).join("\n") !== want.join("\n")) throw new Error("internal: the new items are not the last items of the edited loop.json");
   if (o.dryRun || o.items.length === 0) return { file: file.path, added, written: false, text: edit.text };
   o.beforeWrite?.();
   writeOver(file.path, file.sha256, edit.text);

@@ -1,7 +1,10 @@
 // Where `loop plan --issues` and `loop add --from-issues` get their issues: an injectable source, so
-// the planner does not depend on how a forge is reached. The forge of loop.json (issue 12, lib/forge/)
-// provides the real one; until a loop.json has a "forge" section, both flags refuse (exit 2).
-import { UsageError } from "../shared/errors.ts";
+// the planner does not depend on how a forge is reached. The real one is loop.json's "forge" section
+// (lib/forge/, docs/forge.md#issues-for-the-planner); without that section both flags refuse (exit 2).
+import { forgeHost, loadDefinition, type NormForge } from "../definition/loop-json.ts";
+import { describeFailure, type ForgeResult } from "../forge/provider.ts";
+import { capped, sanitizeLine } from "../forge/untrusted.ts";
+import { ForgeError, UsageError } from "../shared/errors.ts";
 import type { Issue, PullRequest } from "./prompt.ts";
 import type { DefaultRepo } from "./text-format.ts";
 
@@ -15,11 +18,50 @@ export interface IssueSource {
 }
 
 /**
- * The issue source of the loop at `root`. None yet: loop.json has no "forge" section in this version
- * (lib/forge/ will read it and return a source here).
+ * The issue source of the loop at `root`: its forge, or null when loop.json has no "forge" section.
+ * A loop.json that does not load is null too: the verb itself reads it next and says what is wrong.
+ * Nothing is asked of the forge until a flag needs it; the token is read from the variable the
+ * section names, in `env`.
  */
-export function configuredIssueSource(_root: string): IssueSource | null {
-  return null;
+export function configuredIssueSource(root: string, env: Record<string, string | undefined> = {}): IssueSource | null {
+  let forge: NormForge | undefined;
+  try {
+    forge = loadDefinition(root).forge;
+  } catch {
+    return null;
+  }
+  return forge ? forgeIssueSource(forge, env[forge.tokenEnv] || null) : null;
+}
+
+/** An IssueSource over a forge section (exported for tests that hand it a fake forge's settings). */
+export function forgeIssueSource(settings: NormForge, token: string | null): IssueSource {
+  const [owner, repo] = settings.repo.split("/") as [string, string];
+  const host = forgeHost(settings.apiUrl);
+  const refOf = (n: number) => `${settings.provider}:${host === null ? "" : `${host}/`}${owner}/${repo}#${n}`;
+  let provider: ReturnType<typeof open> | null = null;
+  const open = async () => {
+    const { openForge } = await import("../forge/open.ts");
+    return openForge({ settings, token });
+  };
+  const forge = () => (provider ??= open());
+  // Forge text is untrusted: hidden characters and HTML comments go, sizes are capped, here at the
+  // boundary; the planner's prompt fences it again as data.
+  return {
+    repo: { provider: settings.provider, host, owner, repo },
+    async searchOpenIssues(search) {
+      const found = need(await (await forge()).searchOpenIssues(search), `searching the issues of ${settings.repo} for ${JSON.stringify(search)}`);
+      return found.map((i) => ({ ref: refOf(i.number), title: sanitizeLine(i.title, 200), body: capped(i.body), labels: i.labels.map((l) => sanitizeLine(l, 50)) }));
+    },
+    async openPullRequests() {
+      const pulls = need(await (await forge()).openPulls(), `listing the open pull requests of ${settings.repo}`);
+      return pulls.map((p) => ({ ref: refOf(p.number), title: sanitizeLine(p.title, 200), body: capped(p.body) }));
+    },
+  };
+}
+
+function need<T>(r: ForgeResult<T>, what: string): T {
+  if (r.ok) return r.value;
+  throw new ForgeError(`forge: ${what} failed: ${describeFailure(r)}; nothing was written`);
 }
 
 /** The source a flag needs, or the exit-2 refusal naming the missing section. */

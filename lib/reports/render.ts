@@ -17,7 +17,7 @@ const paint = (color: boolean, code: number, s: string) => (color ? `\x1b[${code
 
 function statusColor(s: string): number {
   if (s === "passed") return 32;
-  if (["failed", "blocked", "cancelled"].includes(s)) return 31;
+  if (["failed", "blocked", "landing_blocked", "cancelled"].includes(s)) return 31;
   if (["running", "launching", "ended"].includes(s)) return 36;
   if (s === "needs_input") return 33;
   return 0;

@@ -80,6 +80,9 @@ export function statusReport(
           : null,
         lastVerify: it.lastVerify,
         landing: it.landing,
+        // With a forge (docs/forge.md#status): the PR, the landing wait and its reason, the last comment acted on.
+        pr: "forge" in it && it.forge ? it.forge.pr : null,
+        forge: "forge" in it && it.forge ? { landing: it.forge.landing, lastComment: it.forge.lastComment, baselined: it.forge.baselined } : null,
         waiting: waiting.get(it.id) ?? null,
       };
     });

@@ -244,3 +244,13 @@ export class PlannerError extends LoopError {
   readonly code = "planner_failed";
   readonly exit = EXIT.problem;
 }
+
+/**
+ * A command that needs the forge (`loop plan --issues`, `loop add --from-issues`) got no usable
+ * answer: no connection, a refusal, a rate limit. Nothing was written (docs/forge.md).
+ */
+export class ForgeError extends LoopError {
+  override name = "ForgeError";
+  readonly code = "forge_failed";
+  readonly exit = EXIT.problem;
+}

@@ -25,6 +25,7 @@ export const COMMIT_LABELS = [
   "close",
   "notify",
   "ctl",
+  "forge",
 ] as const;
 
 /** Points around side effects. */
@@ -41,6 +42,10 @@ export const EFFECT_POINTS = [
   "verify:before_record",
   "landing:before_merge",
   "landing:after_merge",
+  "landing:after_push",
+  "landing:after_pr",
+  "landing:before_merge_call",
+  "landing:after_merge_call",
   "close:before_kill",
   "close:after_kill",
   "close:after_worktree",

@@ -33,6 +33,18 @@ export interface Transition {
   summary: string;
 }
 
+/**
+ * What a control verb does, decided from the projection (lib/control/ctl.ts planCtl, passed in by
+ * cmd/loop-run.ts: the step sits below control). Forge comments use it so `/loop retry` records
+ * exactly what `loop ctl retry` would.
+ */
+export type ControlPlanner = (
+  p: Projection,
+  verb: "start" | "pause" | "resume" | "stop" | "skip" | "retry" | "reply",
+  items: string[],
+  o: { text?: string | null; reason?: string | null; actor: string; keepCheckout: boolean },
+) => { item: string | null; effect: string; noop: boolean; close: { removeCheckout: boolean } | null; events: EventDraft[] }[];
+
 export interface StepOptions {
   root: string;
   stateRoot: string;
@@ -41,6 +53,8 @@ export interface StepOptions {
   log: ConsolaInstance;
   /** Lease lifetime (30 minutes by default): a step never waits on an agent or a verify command, so it is never renewed. */
   leaseMs?: number;
+  /** For control keywords in forge comments; without it such comments are refused. */
+  planControl?: ControlPlanner;
 }
 
 export interface StepContext {

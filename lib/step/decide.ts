@@ -80,7 +80,7 @@ export function itemsToBlock(p: Projection): { id: string; reason: string }[] {
 
 export function drainOutcome(p: Projection): "Succeeded" | "Failed" | "Stopped" {
   const items = active(p);
-  if (items.some((it) => it.status === "failed" || it.status === "blocked")) return "Failed";
+  if (items.some((it) => it.status === "failed" || it.status === "blocked" || it.status === "landing_blocked")) return "Failed";
   if (items.some((it) => it.status === "cancelled")) return "Stopped";
   return "Succeeded";
 }
@@ -352,7 +352,7 @@ export function afterSession(it: ItemState): AfterSession {
   if (!attempt.verify) return { kind: "verify" };
   if (!attempt.verify.passed) return { kind: "fail", reason: `verify failed: ${attempt.verify.reason}` };
   if (!it.landing) return { kind: "land" };
-  return { kind: "settle", landed: it.landing.outcome === "none" || it.landing.outcome === "merged" };
+  return { kind: "settle", landed: ["none", "merged", "pr_opened"].includes(it.landing.outcome) };
 }
 
 /** After an attempt failed: try again or give up. */
@@ -405,8 +405,10 @@ export interface Attention {
 
 /**
  * The conditions that need a person, in this order: the loop paused on an agent's question or by an
- * environment fault, items whose landing failed (a merge conflict, a target checked out elsewhere),
- * the loop drained `Failed`. An operator's own pause or stop needs nobody else.
+ * environment fault, items whose landing failed (a merge conflict, a target checked out elsewhere)
+ * or was blocked on the forge (`landing_blocked`: a refusal, red checks past the deadline, auto-merge
+ * not allowed; its PR is left open for a person), the loop drained `Failed`. An operator's own pause
+ * or stop needs nobody else.
  */
 export function attention(p: Projection): Attention[] {
   const out: Attention[] = [];
@@ -416,10 +418,13 @@ export function attention(p: Projection): Attention[] {
   if (p.loop.state === "paused" && p.loop.fault)
     out.push({ kind: "environment", item: null, reason: p.loop.reason ?? p.loop.fault.kind, slot: "environment", key: `environment:${p.loop.fault.seq}` });
   for (const it of active(p))
-    if (it.status === "failed" && it.landing && (it.landing.outcome === "conflict" || it.landing.outcome === "failed"))
+    if (
+      (it.status === "failed" && it.landing && (it.landing.outcome === "conflict" || it.landing.outcome === "failed")) ||
+      (it.status === "landing_blocked" && it.landing?.outcome === "blocked")
+    )
       out.push({ kind: "landing", item: it.id, reason: `${it.id}: ${it.reason ?? it.landing.reason}`, slot: `landing:${it.id}`, key: `landing:${it.id}:e${it.epoch}:a${it.attempts.length}` });
   if (p.loop.state === "drained" && p.loop.outcome === "Failed") {
-    const bad = active(p).filter((it) => it.status === "failed" || it.status === "blocked");
+    const bad = active(p).filter((it) => it.status === "failed" || it.status === "blocked" || it.status === "landing_blocked");
     const names = bad.slice(0, 5).map((it) => `${it.id} ${it.status}`).join(", ") + (bad.length > 5 ? `, … ${bad.length} items` : "");
     out.push({ kind: "failed", item: null, reason: `the loop drained Failed: ${names}`, slot: "failed", key: `failed:${p.loop.drainedSeq}` });
   }

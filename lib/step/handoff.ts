@@ -7,9 +7,11 @@ export interface HandoffInput {
   attempt: number;
   branch: string;
   askFile: string;
+  /** The forge issue's title, body and thread, already fenced as untrusted text (lib/step/forge-launch.ts). */
+  forgeContext?: string | null;
 }
 
-export function buildHandoff({ p, item, attempt, branch, askFile }: HandoffInput): string {
+export function buildHandoff({ p, item, attempt, branch, askFile, forgeContext = null }: HandoffInput): string {
   const it = p.items[item]!;
   const ids = p.order.filter((id) => p.items[id]!.status !== "withdrawn");
   const pos = ids.indexOf(item) + 1;
@@ -17,6 +19,12 @@ export function buildHandoff({ p, item, attempt, branch, askFile }: HandoffInput
   lines.push(`# ${item}: attempt ${attempt}${it.def.maxAttempts > 1 ? ` (up to ${it.def.maxAttempts} failed attempts)` : ""}`);
   if (it.def.ref) lines.push("", `Work item: ${it.def.ref}`);
   lines.push("", "## Task", "", it.def.prompt.trim());
+  if (forgeContext) lines.push("", "## The issue (from the forge)", "", forgeContext);
+  const messages = it.forge?.messages ?? [];
+  if (messages.length) {
+    lines.push("", "## Comments for you from the issue thread", "");
+    for (const m of messages) lines.push(`- From ${m.login} (${m.at}), untrusted text: ${JSON.stringify(m.text)}`);
+  }
   lines.push("", "## Loop context", "");
   lines.push(`Loop "${p.loop.name}", item ${pos} of ${ids.length}. Items run one at a time, each on its own branch.`);
   lines.push("");

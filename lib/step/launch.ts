@@ -16,7 +16,7 @@ import { sessionDir, worktreeDir } from "../shared/paths.ts";
 import { append, repoOf, type StepContext, type StepOutcome, warnMovedAside } from "./context.ts";
 import { ensureAgentExcludes, probeLaunchFault, resolveProgram, sessionPath } from "./environment.ts";
 import { classifyLaunchError, type EnvironmentFault, faultReason } from "./faults.ts";
-import { git } from "./git.ts";
+import { git, gitTry, revParse } from "./git.ts";
 import { buildHandoff } from "./handoff.ts";
 import { selfArgv } from "./self.ts";
 import { readOutputHead, SESSION_FILES, startSession, tmuxSessionName } from "./sessions.ts";
@@ -34,6 +34,8 @@ interface AttemptPlan {
   previous: SessionRecord | null;
   /** Replies not delivered yet, joined. */
   reply: string;
+  /** The forge issue's context for the handoff (lib/step/forge-launch.ts), or null. */
+  forgeContext?: string | null;
 }
 
 /**
@@ -42,8 +44,8 @@ interface AttemptPlan {
  * (environment_fault, the attempt given back) and returns "paused"; it is listed in the step's
  * errors. A lost lease is thrown: the step may not record anything more.
  */
-export function launchAttempt(ctx: StepContext, it: ItemState): StepOutcome {
-  const plan = planAttempt(ctx, it);
+export function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeContext?: string | null } = {}): StepOutcome {
+  const plan = { ...planAttempt(ctx, it), forgeContext: o.forgeContext ?? null };
   const fault = probeLaunchFault({
     runner: it.def.runner,
     tmux: ctx.def.tmux,
@@ -51,7 +53,7 @@ export function launchAttempt(ctx: StepContext, it: ItemState): StepOutcome {
     repo: repoOf(ctx),
     worktree: plan.worktree,
     branch: plan.branch,
-    startPoint: startPointFor({ repo: repoOf(ctx), landing: ctx.def.landing, base: ctx.def.base, target: ctx.def.target }),
+    startPoint: ctx.def.forge ? forgeProbeStartPoint(ctx, repoOf(ctx)) : startPointFor({ repo: repoOf(ctx), landing: ctx.def.landing, base: ctx.def.base, target: ctx.def.target }),
     handoffPath: join(plan.dir, SESSION_FILES.handoff),
     runners: ctx.def.runners,
     demoArgv: demoArgv(),
@@ -129,12 +131,14 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
     ctx.options.log.warn(`could not write the repository's info/exclude: ${(err as Error).message}`);
   }
   mkdirSync(dir, { recursive: true });
-  const ws = ensureWorktree({ repo, path: worktree, branch, startPoint: startPointFor({ repo, landing: ctx.def.landing, base: ctx.def.base, target: ctx.def.target }) });
+  // With a forge, items branch from the freshly fetched <remote>/<base>: it holds every merged PR.
+  const startPoint = ctx.def.forge ? forgeStartPoint(ctx, repo) : startPointFor({ repo, landing: ctx.def.landing, base: ctx.def.base, target: ctx.def.target });
+  const ws = ensureWorktree({ repo, path: worktree, branch, startPoint });
   if (ws.movedAside) warnMovedAside(ctx, { path: worktree, branch, aside: ws.movedAside });
   failpoint("launch:after_worktree");
   const handoffPath = join(dir, SESSION_FILES.handoff);
   const askFile = join(dir, SESSION_FILES.ask);
-  const handoff = buildHandoff({ p: reserved, item: it.id, attempt: n, branch, askFile });
+  const handoff = buildHandoff({ p: reserved, item: it.id, attempt: n, branch, askFile, forgeContext: plan.forgeContext });
   writeFileSync(handoffPath, handoff);
   // A reply resumes the previous conversation only where it is proven to exist; else it goes in
   // this attempt's handoff (which lists every reply) to a fresh session.
@@ -166,6 +170,8 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
     LOOP_ASK_FILE: askFile,
     LOOP_SESSION_ID: sessionId,
     LOOP_MODEL: it.def.model ?? "",
+    // Comments from the issue thread for a running agent (docs/runners.md); the file may not exist yet.
+    ...(ctx.def.forge ? { LOOP_INBOX_FILE: join(dir, SESSION_FILES.inbox) } : {}),
   };
   ctx.store.assertLease();
   const started = startSession({
@@ -190,6 +196,26 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
     ],
     "session_started",
   );
+}
+
+/**
+ * What the launch probe checks before the reservation in a loop with a forge: the remote base as
+ * last fetched, else the local base (what forgeStartPoint falls back to). No fetch here: the network
+ * is not asked before anything is reserved, and a fetch failure is never an environment fault.
+ */
+function forgeProbeStartPoint(ctx: StepContext, repo: string): string {
+  const ref = `refs/remotes/${ctx.def.forge!.remote}/${ctx.def.base}`;
+  return revParse(repo, ref) !== null ? ref : ctx.def.base;
+}
+
+/** `<remote>/<base>` fetched now; the local base when the fetch fails (said, not fatal: the remote may be down). */
+function forgeStartPoint(ctx: StepContext, repo: string): string {
+  const { remote } = ctx.def.forge!;
+  const ref = `refs/remotes/${remote}/${ctx.def.base}`;
+  const r = gitTry(repo, ["fetch", "--quiet", remote, `refs/heads/${ctx.def.base}:${ref}`]);
+  if (r.code === 0) return ref;
+  ctx.options.log.warn(`forge: could not fetch ${remote}/${ctx.def.base} (${r.stderr.trim()}); branching from the local ${ctx.def.base}`);
+  return ctx.def.base;
 }
 
 /** argv is recorded for people; the prompt itself lives in handoff.md, so long values are cut. */

@@ -31,6 +31,8 @@ export const SESSION_FILES = {
   ask: "ask.txt",
   handoff: "handoff.md",
   verify: "verify.log",
+  /** Comments from the forge issue thread for the running agent ($LOOP_INBOX_FILE, docs/runners.md). */
+  inbox: "inbox.md",
 } as const;
 
 /** The files of a verify run, beside its attempt's session files. */

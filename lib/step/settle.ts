@@ -13,7 +13,10 @@ export async function settleAttempt(ctx: StepContext, it: ItemState, o: { landed
   const landing = it.landing!;
   const settle: EventDraft = o.landed
     ? { type: "item_settled", item: it.id, payload: { attempt: attempt.n, outcome: "passed", reason: `verify passed (${attempt.verify!.reason}); ${landing.reason}` } }
-    : { type: "item_settled", item: it.id, payload: { attempt: attempt.n, outcome: "failed", reason: landing.outcome === "conflict" ? `merge_conflict: ${landing.reason}` : `landing_failed: ${landing.reason}` } };
+    : landing.outcome === "blocked"
+      ? // A landing through the forge that waiting cannot finish: a status of its own, the PR left open (docs/forge.md).
+        { type: "item_settled", item: it.id, payload: { attempt: attempt.n, outcome: "landing_blocked", reason: `landing_blocked: ${landing.reason}` } }
+      : { type: "item_settled", item: it.id, payload: { attempt: attempt.n, outcome: "failed", reason: landing.outcome === "conflict" ? `merge_conflict: ${landing.reason}` : `landing_failed: ${landing.reason}` } };
   append(ctx, [...(c?.events ?? []), settle], "settle");
 }
 

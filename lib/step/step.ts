@@ -99,7 +99,19 @@ async function advanceLoop(ctx: StepContext): Promise<StepOutcome> {
       return { action: "drained", item: null, reason: next.outcome };
     }
     if (next.kind === "idle") return { action: "idle", item: null, reason: next.reason };
-    return launchAttempt(ctx, p.items[next.item]!);
+    let forgeContext: string | null = null;
+    if (ctx.def.forge) {
+      // Only a loop with a forge loads its modules (docs/forge.md).
+      const { prepareForgeLaunch } = await import("./forge-launch.ts");
+      const f = await prepareForgeLaunch(ctx, p.items[next.item]!);
+      if (f.kind === "wait") return { action: "waiting", item: null, reason: f.reason };
+      if (f.kind === "skip") {
+        append(ctx, [{ type: "item_settled", item: next.item, payload: { attempt: p.items[next.item]!.attempts.length, outcome: "skipped", reason: f.reason } }], "forge");
+        continue;
+      }
+      forgeContext = f.context;
+    }
+    return launchAttempt(ctx, projection(ctx).items[next.item]!, { forgeContext });
   }
   throw new Error(`step made ${MAX_TRANSITIONS_PER_STEP} transitions without settling; refusing to go on`);
 }
@@ -124,7 +136,13 @@ async function advanceItem(ctx: StepContext, it: ItemState): Promise<StepOutcome
         const r = await verifyAttempt(ctx, it);
         if (r) return r;
       }
-      else if (next.kind === "land") landAttempt(ctx, it);
+      else if (next.kind === "land") {
+        if (ctx.def.forge && ctx.def.landing !== "none") {
+          const { landThroughForge } = await import("./land-forge.ts");
+          return landThroughForge(ctx, it);
+        }
+        landAttempt(ctx, it);
+      }
       else await settleAttempt(ctx, it, { landed: next.landed });
       return null;
     }
@@ -171,10 +189,15 @@ export async function runStep(options: StepOptions): Promise<RunResult> {
     try {
       materialize(ctx);
       importDefinition(ctx);
+      if (def.forge) {
+        const { pollComments } = await import("./forge-comments.ts");
+        await pollComments(ctx);
+      }
       outcome = await advanceLoop(ctx);
       notifications = await notifyPhase(ctx);
       if (ctx.transitions.length) materialize(ctx); // the first call already repaired the files
     } finally {
+      if (def.forge) (await import("./forge-link.ts")).saveForgeLink(ctx);
       store.releaseLease(got.lease);
     }
     const p = store.projection();

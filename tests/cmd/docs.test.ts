@@ -178,6 +178,7 @@ describe("docs/loop-json.md documents loop.json as the code reads it", () => {
     workspace: /^##\s+workspace\s*$/,
     notify: /^##\s+notify\s*$/,
     item: /^##\s+items\s*$/,
+    forge: /^##\s+forge\s*$/,
   };
   const rowsOf = (name: string) => tableRows(ownSection(md, TABLES[name]!) ?? "");
 
@@ -195,6 +196,7 @@ describe("docs/loop-json.md documents loop.json as the code reads it", () => {
   test("the documented defaults are the ones the code fills in", () => {
     const def = normalizeDefinition({ name: "n", items: [{ id: "a", prompt: "p", verify: false }] });
     const item = def.items[0]!;
+    const withForge = normalizeDefinition({ name: "n", forge: { provider: "github", repo: "o/r" }, items: [{ id: "a", prompt: "p", verify: false }] });
     // Durations compare by value: "60m" is the default that "1h" would also spell.
     const ms = (cell: unknown) => parseDuration(cell as string);
     const expected: [string, string, unknown, ((cell: unknown) => unknown)?][] = [
@@ -210,6 +212,12 @@ describe("docs/loop-json.md documents loop.json as the code reads it", () => {
       ["workspace", "base", def.base],
       ["workspace", "target", def.target.replace(/^loop\/n\//, "loop/<name>/")],
       ["workspace", "keepCheckoutOnClose", def.keepCheckoutOnClose],
+      ["timeouts", "landing", withForge.items[0]!.timeouts.landing, ms],
+      ["forge", "apiUrl", withForge.forge!.apiUrl],
+      ["forge", "remote", withForge.forge!.remote],
+      ["forge", "tokenEnv", withForge.forge!.tokenEnv],
+      ["forge", "authorizeWriters", withForge.forge!.authorizeWriters],
+      ["forge", "pollInterval", withForge.forge!.pollInterval, ms],
       ["notify", "timeout", normalizeDefinition({ name: "n", notify: { command: ["x"] }, items: [] }).notify!.timeout, ms],
     ];
     const wrong = expected.flatMap(([table, key, value, read = (x: unknown) => x]) => {

@@ -346,10 +346,10 @@ describe("errors, each at its path", () => {
     ["missing items", (d) => delete d.items, "items", "required"],
     ["items not an array", (d) => (d.items = {}), "items", "must be an array of items"],
     ["item not an object", (d) => (d.items[1] = "b"), "items[1]", "expected an object, got \"b\""],
-    ["unknown top-level key", (d) => (d.itmes = []), "itmes", "unknown key (allowed: $schema, name, defaults, runners, control, sessions, workspace, notify, items, $comment)"],
+    ["unknown top-level key", (d) => (d.itmes = []), "itmes", "unknown key (allowed: $schema, name, defaults, runners, control, sessions, workspace, forge, notify, items, $comment)"],
     ["unknown item key", (d) => (d.items[0].depends = []), "items[0].depends", "unknown key (allowed: id, ref, prompt, dependsOn, verify, runner, model, maxAttempts, timeouts, $comment)"],
     ["unknown defaults key", (d) => (d.defaults.retries = 1), "defaults.retries", "unknown key (allowed: runner, model, verify, maxAttempts, timeouts, landing, $comment)"],
-    ["unknown timeouts key", (d) => (d.items[0].timeouts = { idle: "1m" }), "items[0].timeouts.idle", "unknown key (allowed: launch, stall, verify, $comment)"],
+    ["unknown timeouts key", (d) => (d.items[0].timeouts = { idle: "1m" }), "items[0].timeouts.idle", "unknown key (allowed: launch, stall, verify, landing, $comment)"],
     ["unknown workspace key", (d) => (d.workspace = { dir: "x" }), "workspace.dir", "unknown key (allowed: keepCheckoutOnClose, base, target, $comment)"],
     ["$schema inside an item", (d) => (d.items[0].$schema = "x"), "items[0].$schema", "unknown key (allowed: id, ref, prompt, dependsOn, verify, runner, model, maxAttempts, timeouts, $comment)"],
     ["$comment not a string", (d) => (d.$comment = 1), "$comment", '"$comment" must be a string'],
@@ -406,7 +406,7 @@ describe("errors, each at its path", () => {
     ],
     ["bad item timeout", (d) => (d.items[1].timeouts = { launch: 300 }), "items[1].timeouts.launch", 'must be a duration string such as "15m"'],
     ["zero timeout", (d) => (d.items[1].timeouts = { verify: "0m" }), "items[1].timeouts.verify", 'invalid duration "0m": must be greater than zero'],
-    ["unknown landing", (d) => (d.defaults.landing = "pr"), "defaults.landing", 'must be "none" or "merge"'],
+    ["unknown landing", (d) => (d.defaults.landing = "push"), "defaults.landing", 'must be "none", "merge" or "pr"'],
     ["tmux not boolean", (d) => (d.sessions = { tmux: "yes" }), "sessions.tmux", "must be true or false"],
     ["requireStartCommand not boolean", (d) => (d.control = { requireStartCommand: 1 }), "control.requireStartCommand", "must be true or false"],
     ["keepCheckoutOnClose not boolean", (d) => (d.workspace = { keepCheckoutOnClose: null }), "workspace.keepCheckoutOnClose", "must be true or false"],
@@ -792,6 +792,7 @@ describe("JSON Schema", () => {
     ["control", () => schema.properties.control],
     ["sessions", () => schema.properties.sessions],
     ["workspace", () => schema.properties.workspace],
+    ["forge", () => schema.properties.forge],
     ["notify", () => schema.properties.notify],
   ])("%s keys match the validator", (section, get) => {
     expect(keys(get())).toEqual([...ACCEPTED_KEYS[section]!].sort());
@@ -799,7 +800,7 @@ describe("JSON Schema", () => {
 
   test("covers every section the validator has", () => {
     expect(Object.keys(ACCEPTED_KEYS).sort()).toEqual(
-      ["control", "defaults", "definition", "item", "notify", "runner", "sessions", "timeouts", "workspace"],
+      ["control", "defaults", "definition", "forge", "item", "notify", "runner", "sessions", "timeouts", "workspace"],
     );
   });
 
@@ -817,6 +818,7 @@ describe("JSON Schema", () => {
     walk(schema.properties.control, "control");
     walk(schema.properties.sessions, "sessions");
     walk(schema.properties.workspace, "workspace");
+    walk(schema.properties.forge, "forge");
     expect(missing).toEqual([]);
   });
 
@@ -833,6 +835,54 @@ describe("JSON Schema", () => {
     const duration = new RegExp(schema.$defs.duration.pattern);
     for (const s of ["500ms", "90s", "15m", "2h", "1d"]) expect(duration.test(s)).toBe(true);
     for (const s of ["1.5h", "5", "1h30m"]) expect(duration.test(s)).toBe(false);
+  });
+});
+
+describe("the forge section", () => {
+  const base = () => ({
+    name: "x",
+    defaults: { verify: "true", landing: "pr" },
+    forge: { provider: "github", repo: "acme/api" },
+    items: [{ ref: "github:acme/api#42", prompt: "p" }],
+  });
+  test("defaults: api.github.com, origin, GITHUB_TOKEN, nobody authorized, 60s; landing timeout 30m on every item", () => {
+    const def = normalizeDefinition(base());
+    expect(def.forge).toEqual({ provider: "github", repo: "acme/api", apiUrl: "https://api.github.com", remote: "origin", tokenEnv: "GITHUB_TOKEN", authorizedUsers: [], authorizeWriters: false, pollInterval: 60_000 });
+    expect(def.landing).toBe("pr");
+    expect(def.items[0]!.timeouts.landing).toBe(30 * 60_000);
+  });
+  test("a loop without a forge normalizes as before: no forge key, no landing timeout", () => {
+    const def = normalizeDefinition({ name: "x", defaults: { verify: "true" }, items: [{ id: "a", prompt: "p" }] });
+    expect("forge" in def).toBe(false);
+    expect("landing" in def.items[0]!.timeouts).toBe(false);
+  });
+  const bad: [string, (d: any) => void, string, string][] = [
+    ["pr without a forge", (d) => delete d.forge, "defaults.landing", "needs a \"forge\" section"],
+    ["a ref of another repository", (d) => (d.items[0].ref = "github:acme/web#1"), "items[0].ref", "is not an issue of the forge's repository"],
+    ["a ref of another provider", (d) => (d.items[0].ref = "gitlab:acme/api#1"), "items[0].ref", "is not an issue of the forge's repository"],
+    ["a ref on another host", (d) => (d.items[0].ref = "github:ghe.example.com/acme/api#1"), "items[0].ref", "is not an issue"],
+    ["a token in place of its variable's name", (d) => (d.forge.tokenEnv = "ghp_abc-123"), "forge.tokenEnv", "name of an environment variable"],
+    ["credentials in apiUrl", (d) => (d.forge.apiUrl = "https://u:p@api.github.com"), "forge.apiUrl", "must not hold credentials"],
+    ["plain http to another host", (d) => (d.forge.apiUrl = "http://example.com"), "forge.apiUrl", "must be https"],
+    ["a repo without owner", (d) => (d.forge.repo = "api"), "forge.repo", "<owner>/<repo>"],
+    ["an unknown provider", (d) => (d.forge.provider = "gitea"), "forge.provider", "github"],
+    ["an unknown key", (d) => (d.forge.token = "x"), "forge.token", "unknown key"],
+  ];
+  test.each(bad)("%s is refused", (_, edit, path, message) => {
+    const d = base();
+    edit(d);
+    try {
+      normalizeDefinition(d);
+      throw new Error("accepted");
+    } catch (e: any) {
+      expect(e.issues.some((i: any) => i.path === path && i.message.includes(message))).toBe(true);
+    }
+  });
+  test("GitHub Enterprise Server: refs name the apiUrl's host", () => {
+    const d: any = base();
+    d.forge.apiUrl = "https://ghe.example.com/api/v3/";
+    d.items[0].ref = "github:ghe.example.com/acme/api#3";
+    expect(normalizeDefinition(d).forge!.apiUrl).toBe("https://ghe.example.com/api/v3");
   });
 });
 

@@ -477,6 +477,7 @@ describe("work_item_reset is an epoch boundary", () => {
       session: null,
       workspace: null,
       landing: null,
+      forge: null,
     });
     // A second reset moves the epoch on again.
     log.push(reset("b"));

@@ -55,6 +55,11 @@ const SAMPLES: Record<EventType, unknown> = {
   loop_reopened: { reason: "new work items" },
   lease_taken_over: { previous: { owner: "o", pid: 12, host: "h", started: "2026-01-01T00:00:00.000Z", expires: "2026-01-01T00:30:00.000Z" }, why: "dead" },
   work_item_reset: reset("a").payload,
+  forge_pr_recorded: { attempt: 1, number: 12, url: "https://github.com/acme/api/pull/12", head: "a".repeat(40), draft: true, reused: false },
+  forge_landing_waiting: { attempt: 1, code: "checks_pending", reason: "waiting for 1 of 3 checks", head: "b".repeat(40) },
+  forge_thread_baselined: { issue: 7, highWater: 1002, comments: 3 },
+  forge_comment_handled: { issue: 7, commentId: 1003, login: "alice", action: "control", detail: "/loop retry" },
+  forge_question_posted: { attempt: 1, issue: 7, commentId: 1004 },
   notified: { slot: "environment", key: "environment:12", kind: "environment", ok: false, exitCode: 3, reason: "notify exited 3" },
 };
 
@@ -112,9 +117,17 @@ describe("compileCheck answers as valibot's is", () => {
       for (const u of EVENT_TYPES) expect(compileCheck(PAYLOADS[t])(SAMPLES[u]), `${u} as ${t}`).toBe(v.is(PAYLOADS[t], SAMPLES[u]));
   });
 
+  test("an optional entry without a default answers as valibot does", () => {
+    const schema = v.strictObject({ a: v.optional(v.pipe(v.number(), v.safeInteger())), b: v.string() });
+    const check = compileCheck(schema);
+    for (const x of [{ b: "" }, { a: 1, b: "" }, { a: undefined, b: "" }, { a: "1", b: "" }, { a: 1.5, b: "" }, { a: null, b: "" }, { a: 1 }, { a: 1, b: "", c: 1 }])
+      expect(check(x), JSON.stringify(x)).toBe(v.is(schema, x));
+  });
+
   test("a construct it does not know is refused when compiled, never guessed", () => {
     for (const schema of [
-      v.strictObject({ a: v.optional(v.string()) }),
+      v.strictObject({ a: v.optional(v.string(), "default") }),
+      v.strictObject({ a: v.nullish(v.string()) }),
       v.object({ a: v.string() }),
       v.pipe(v.string(), v.minLength(1)),
       v.nullable(v.string(), "default"),

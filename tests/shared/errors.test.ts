@@ -53,6 +53,7 @@ const TABLE: Record<ErrorClass, Row[]> = {
   CanonicalJsonError: [{ error: new errors.CanonicalJsonError("undefined in array", "a[0]"), code: "internal", exit: EXIT.problem }],
   UnsupportedSchemaError: [{ error: new errors.UnsupportedSchemaError("schema type x"), code: "internal", exit: EXIT.problem }],
   PlannerError: [{ error: new errors.PlannerError("truncated answer"), code: "planner_failed", exit: EXIT.problem }],
+  ForgeError: [{ error: new errors.ForgeError("forge: no answer"), code: "forge_failed", exit: EXIT.problem }],
   DemoDirectiveError: [{ error: new errors.DemoDirectiveError(3, "empty @demo directive"), code: "internal", exit: EXIT.problem }],
 };
 

@@ -286,9 +286,12 @@ async function ctlVerifyScenario(l: LoopUnderTest, o: { repeat?: boolean } = {})
 
 const labels = (names: readonly string[]) => names.flatMap((n) => [`${n}:before_commit`, `${n}:after_commit`]);
 
+/** Failpoints only a loop with a forge reaches, proven against the fake GitHub (tests/step/forge-landing.test.ts). */
+const FORGE_FAILPOINTS = ["landing:after_push", "landing:after_pr", "landing:before_merge_call", "landing:after_merge_call", "forge:before_commit", "forge:after_commit"];
+
 /** Which scenario proves each failpoint: the first loop command that passes the point dies there. */
 const CASES: [string, ScenarioName][] = [
-  ...EFFECT_POINTS.map((n): [string, ScenarioName] => [n, "main"]),
+  ...EFFECT_POINTS.filter((n) => !FORGE_FAILPOINTS.includes(n)).map((n): [string, ScenarioName] => [n, "main"]),
   ...labels(["import", "start", "drain", "reserve", "session_started", "session_ended", "requeue", "verify_reserve", "verify_started", "verify", "landing", "settle"]).map((n): [string, ScenarioName] => [n, "main"]),
   ...[...labels(["ctl"]), "close:before_kill", "close:after_kill", "close:after_worktree"].map((n): [string, ScenarioName] => [n, "ctl-stop-verify"]),
   ...["ctl:before_commit", "close:after_kill"].map((n): [string, ScenarioName] => [n, "ctl-stop-verify-run-first"]),
@@ -321,7 +324,10 @@ async function runCase(fp: string, scenario: ScenarioName): Promise<void> {
 
 describe("failpoints", () => {
   test("every failpoint has a scenario, exactly once per scenario", () => {
-    const covered = new Set(CASES.map(([n]) => n));
+    // The forge's failpoints need the fake GitHub: tests/step/forge-landing.test.ts proves them.
+    const forgeTest = readFileSync(join(REPO, "tests", "step", "forge-landing.test.ts"), "utf8");
+    for (const n of FORGE_FAILPOINTS) expect(forgeTest, n).toContain(`"${n}"`);
+    const covered = new Set([...CASES.map(([n]) => n), ...FORGE_FAILPOINTS]);
     expect([...covered].sort()).toEqual([...FAILPOINTS].sort());
     const keys = CASES.map(([n, s]) => `${n} ${s}`);
     expect(new Set(keys).size).toBe(keys.length);

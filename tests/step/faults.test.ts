@@ -290,6 +290,25 @@ describe("attention: when the loop needs a person", () => {
     expect(attention(p).map((a) => a.key)).toEqual(["landing:a:e0:a1", `failed:${p.loop.drainedSeq}`]);
     expect(attention(p)[1]!.reason).toBe("the loop drained Failed: a failed");
   });
+  test("a landing blocked on the forge (landing_blocked, its PR left open); in the Failed drain's list too", () => {
+    const blocked: EventDraft[] = [
+      launch("a", 1),
+      started("a", 1),
+      ended("a", 1, 0),
+      verified("a", 1, true),
+      { ...landed("a", 1), payload: { ...landed("a", 1).payload, outcome: "blocked", commit: null, reason: "a check failed: ci; https://github.com/acme/api/pull/3 left open" } } as EventDraft,
+      closed("a", 1, false),
+      settled("a", 1, "landing_blocked", "landing_blocked: a check failed: ci; https://github.com/acme/api/pull/3 left open"),
+    ];
+    const p = foldOf(...blocked);
+    expect(p.items.a!.status).toBe("landing_blocked");
+    expect(kinds(p)).toEqual(["landing a"]);
+    expect(attention(p)[0]!.key).toBe("landing:a:e0:a1");
+    expect(attention(p)[0]!.reason).toContain("pull/3 left open");
+    const d = foldOf(...blocked, { type: "item_settled", item: "b", payload: { attempt: 0, outcome: "skipped", reason: "x" } }, drained("Failed", { landing_blocked: 1, skipped: 1 }));
+    expect(kinds(d)).toEqual(["landing a", "failed"]);
+    expect(attention(d)[1]!.reason).toBe("the loop drained Failed: a landing_blocked");
+  });
   test("notified records the key per slot", () => {
     const p = foldOf(fault("a", null), { type: "notified", item: null, payload: { slot: "environment", key: "environment:4", kind: "environment", ok: false, exitCode: 3, reason: "exited 3" } });
     expect(p.loop.notified).toEqual({ environment: "environment:4" });

@@ -1,0 +1,170 @@
+// Comments from the forge (docs/forge.md#comments), read at most once per poll interval with ONE
+// conditional request for the whole repository (`since` + ETag), then acted on, each once:
+// - loop's own (marked) comments are dropped first; then everyone not authorized (fail closed);
+// - `/loop <verb>` on the first line records what `loop ctl <verb>` records, as `github:<login>`;
+//   two different verbs are refused with an answering comment; `reset` is never a keyword;
+// - the first authorized text after a question loop posted is the reply (and resumes a loop that
+//   paused only for that question); other authorized text goes to the agent (inbox file and the
+//   next handoff).
+// Each item has a comment high-water mark in its ledger (ids only go up on GitHub); a thread is
+// baselined on first sight, so what was there before is context, not a delivery. Edited old
+// comments come back with `since` and stay below the mark.
+import { join } from "node:path";
+import { commentIntent, isLoopsOwn, loopComment, type CommentVerb } from "../forge/comments.ts";
+import type { ForgeComment } from "../forge/provider.ts";
+import { fenced, TEXT_CAP, capped, sanitizeLine } from "../forge/untrusted.ts";
+import type { EventDraft } from "../log/events.ts";
+import { isInFlight, isSettled, type ItemState, type Projection } from "../log/reducer.ts";
+import { writeFileAtomic } from "../shared/fsutil.ts";
+import { append, closeInStep, projection, type StepContext } from "./context.ts";
+import { issueOf } from "./forge-launch.ts";
+import { forgeLink, type ForgeLink } from "./forge-link.ts";
+import { SESSION_FILES } from "./sessions.ts";
+
+/** Poll the repository's comments (when the interval has passed) and act on the new ones. */
+export async function pollComments(ctx: StepContext): Promise<void> {
+  const link = await forgeLink(ctx);
+  if (!link) return;
+  await postQuestions(ctx, link);
+  if (link.limited()) return;
+  if (Date.now() - link.cache.comments.polledAt < ctx.def.forge!.pollInterval) return;
+  if (!(await baselineNew(ctx, link))) return;
+  const since = link.cache.comments.since ?? new Date(Date.now() - 60_000).toISOString();
+  const r = await link.provider.listRepoComments(since);
+  if (!r.ok) return void link.failed(r);
+  link.cache.comments.polledAt = Date.now();
+  const comments = [...r.value.comments].sort((a, b) => a.id - b.id);
+  if (comments.length) link.cache.comments.since = comments.map((c) => c.updatedAt).sort().at(-1)!;
+  for (const c of comments) await handle(ctx, link, c);
+  materializeInboxes(ctx, projection(ctx));
+}
+
+/** Items with an issue, by issue number: not withdrawn. */
+function itemsByIssue(p: Projection): Map<number, string> {
+  const out = new Map<number, string>();
+  for (const id of p.order) {
+    const it = p.items[id]!;
+    const n = it.status === "withdrawn" ? null : issueOf(it);
+    if (n !== null) out.set(n, id);
+  }
+  return out;
+}
+
+/** First sight: the thread's comments up to now become the item's high-water mark. False when the forge did not answer. */
+async function baselineNew(ctx: StepContext, link: ForgeLink): Promise<boolean> {
+  const p = projection(ctx);
+  for (const [issue, id] of itemsByIssue(p)) {
+    if (p.items[id]!.forge?.highWater != null) continue;
+    const list = await link.provider.listIssueComments(issue);
+    if (!list.ok) {
+      link.failed(list);
+      return false;
+    }
+    append(ctx, [{ type: "forge_thread_baselined", item: id, payload: { issue, highWater: Math.max(0, ...list.value.map((c) => c.id)), comments: list.value.length } }], "forge");
+  }
+  return true;
+}
+
+async function handle(ctx: StepContext, link: ForgeLink, c: ForgeComment): Promise<void> {
+  if (isLoopsOwn(c.body)) return;
+  const p = projection(ctx);
+  const id = itemsByIssue(p).get(c.issue);
+  if (!id) return;
+  const it = p.items[id]!;
+  const mark = it.forge?.highWater;
+  if (mark == null || c.id <= mark) return; // seen, or an edited old comment
+  if (!(await link.authorized(c.login))) {
+    ctx.options.log.info(`forge: comment ${c.id} on #${c.issue} by ${sanitizeLine(c.login, 40)} ignored: not an authorized user`);
+    return;
+  }
+  const actor = `github:${c.login}`;
+  const handled = (action: "control" | "reply" | "message" | "refused", detail: string): EventDraft => ({
+    type: "forge_comment_handled",
+    item: id,
+    actor,
+    payload: { issue: c.issue, commentId: c.id, login: c.login, action, detail },
+  });
+  const intent = commentIntent(c.body);
+  if (intent.kind === "conflict") {
+    const why = `two different commands in one comment (${intent.verbs.map((v) => `/loop ${v}`).join(", ")}); nothing was done. Write one command per comment.`;
+    append(ctx, [handled("refused", why)], "forge");
+    await answer(ctx, link, c.issue, `@${c.login}: ${why}`);
+    return;
+  }
+  if (intent.kind === "command") return command(ctx, link, { it, c, verb: intent.verb, actor, handled });
+  if (isSettled(it.status)) return; // text on a settled item reaches no agent
+  const text = capped(c.body, TEXT_CAP);
+  if (it.status === "needs_input" && it.forge?.questionPosted?.attempt === it.attempts.length && ctx.options.planControl) {
+    const actions = ctx.options.planControl(p, "reply", [id], { text, actor, keepCheckout: ctx.def.keepCheckoutOnClose });
+    const resume: EventDraft[] = p.loop.state === "paused" && p.loop.reason?.startsWith(`${id} needs input:`) ? [{ type: "loop_resumed", payload: {} }] : [];
+    append(ctx, [...actions.flatMap((a) => a.events.map((e) => ({ ...e, actor }) as EventDraft)), ...resume, handled("reply", text)], "forge");
+    return;
+  }
+  append(ctx, [handled("message", text)], "forge");
+}
+
+/** `/loop <verb>`: the same plan `loop ctl` makes; a live session ended through the close path. */
+async function command(ctx: StepContext, link: ForgeLink, o: { it: ItemState; c: ForgeComment; verb: CommentVerb; actor: string; handled: (a: "control" | "refused", d: string) => EventDraft }): Promise<void> {
+  const { it, c, verb, actor } = o;
+  const plan = ctx.options.planControl;
+  let actions: ReturnType<NonNullable<typeof plan>>;
+  try {
+    if (!plan) throw new Error("this step cannot plan control commands");
+    const loopVerb = verb === "pause" || verb === "resume";
+    actions = plan(projection(ctx), verb, loopVerb ? [] : [it.id], { actor, reason: `/loop ${verb} in comment ${c.id}`, keepCheckout: ctx.def.keepCheckoutOnClose });
+  } catch (err) {
+    const why = `/loop ${verb} refused: ${(err as Error).message}`;
+    append(ctx, [o.handled("refused", why)], "forge");
+    await answer(ctx, link, c.issue, `@${c.login}: ${why}`);
+    return;
+  }
+  const events: EventDraft[] = [];
+  for (const a of actions) {
+    if (a.close && a.item) {
+      const target = projection(ctx).items[a.item]!;
+      const closed = await closeInStep(ctx, { it: target, reason: `/loop ${verb} by ${actor}`, removeCheckout: a.close.removeCheckout });
+      if (closed) events.push(...closed.events);
+    }
+    events.push(...a.events.map((e) => ({ ...e, actor }) as EventDraft));
+  }
+  const effect = actions.map((a) => a.effect).join("; ");
+  append(ctx, [...events, o.handled("control", `/loop ${verb}: ${effect}`)], "forge");
+}
+
+/** A marked comment from loop; a failure to post is said, not fatal (the decision is already recorded). */
+async function answer(ctx: StepContext, link: ForgeLink, issue: number, text: string): Promise<number | null> {
+  const r = await link.provider.createComment(issue, loopComment(text, ctx.def.name));
+  if (!r.ok) {
+    ctx.options.log.warn(`forge: could not comment on #${issue}: ${link.failed(r)}`);
+    return null;
+  }
+  return r.value.id;
+}
+
+/** Post the question of each item waiting for input, once per attempt, then record it. */
+async function postQuestions(ctx: StepContext, link: ForgeLink): Promise<void> {
+  const p = projection(ctx);
+  for (const id of p.order) {
+    const it = p.items[id]!;
+    const issue = issueOf(it);
+    if (it.status !== "needs_input" || issue === null || it.question === null) continue;
+    if (it.forge?.questionPosted?.attempt === it.attempts.length || link.limited()) continue;
+    const text = `The agent working on \`${id}\` (attempt ${it.attempts.length}) asks:\n\n${it.question.split("\n").map((l) => `> ${l}`).join("\n")}\n\nThe first comment from an authorized user after this one is taken as the reply.`;
+    const posted = await answer(ctx, link, issue, text);
+    if (posted !== null) append(ctx, [{ type: "forge_question_posted", item: id, payload: { attempt: it.attempts.length, issue, commentId: posted } }], "forge");
+  }
+}
+
+/** inbox.md of each in-flight session: the messages for it, rewritten whole (a materialization of the ledger). */
+function materializeInboxes(ctx: StepContext, p: Projection): void {
+  for (const id of p.order) {
+    const it = p.items[id]!;
+    if (!it.session || !isInFlight(it.status) || !it.forge?.messages.length) continue;
+    const body = it.forge.messages.map((m) => fenced(`Comment ${m.id} by ${m.login} (${m.at})`, m.text)).join("\n\n");
+    try {
+      writeFileAtomic(join(it.session.sessionDir, SESSION_FILES.inbox), `# Comments from the issue thread\n\n${body}\n`);
+    } catch (err) {
+      ctx.options.log.warn(`forge: could not write the inbox of ${id}: ${(err as Error).message}`);
+    }
+  }
+}

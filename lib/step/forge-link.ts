@@ -1,0 +1,106 @@
+// A step's connection to its loop's forge (docs/forge.md): the provider, opened on first use and
+// only in a loop with a `forge` section; the token read from the variable loop.json names; and the
+// forge cache, a file under the state root holding what is not truth but saves requests (ETags
+// and their bodies, the comment cursor, when a rate limit ends). Losing the file costs requests,
+// never correctness: what was acted on is in the log.
+import { join } from "node:path";
+import type { ConditionalCache, ForgeFailure, ForgeProvider } from "../forge/provider.ts";
+import { describeFailure } from "../forge/provider.ts";
+import { openForge } from "../forge/open.ts";
+import { authorized } from "../forge/comments.ts";
+import { readJsonOrNull, writeFileAtomic } from "../shared/fsutil.ts";
+import type { StepContext } from "./context.ts";
+
+interface CacheFile {
+  etags: Record<string, { etag: string; body: unknown }>;
+  /** The `since` of the next repository comment listing, and when it was last read (epoch ms). */
+  comments: { since: string | null; polledAt: number };
+  /** Epoch ms before which no request is made: a rate limit said so. */
+  rateLimitedUntil: number;
+}
+
+/** ETag entries kept at most: the listings of a few items and their pull requests. */
+const MAX_ETAGS = 200;
+
+export interface ForgeLink {
+  provider: ForgeProvider;
+  cache: CacheFile;
+  /** Write the cache file (the step calls it once it is done with the forge). */
+  save(): void;
+  /** A rate limit is in force: the message to report, or null. */
+  limited(): string | null;
+  /** Record a failure: a rate limit is remembered (and said); returns the failure as one line. */
+  failed(f: ForgeFailure): string;
+  /** Whether a login may steer the loop (lib/forge/comments.ts authorized); permissions read once per step. */
+  authorized(login: string): Promise<boolean>;
+}
+
+const links = new WeakMap<StepContext, ForgeLink>();
+
+export function forgeCachePath(stateRoot: string): string {
+  return join(stateRoot, "forge-cache.json");
+}
+
+/** The step's forge link; opened once per step. Null for a loop without a forge. */
+export async function forgeLink(ctx: StepContext): Promise<ForgeLink | null> {
+  const settings = ctx.def.forge;
+  if (!settings) return null;
+  const known = links.get(ctx);
+  if (known) return known;
+  const path = forgeCachePath(ctx.options.stateRoot);
+  const read = readJsonOrNull<CacheFile>(path);
+  const cache: CacheFile = {
+    etags: read?.etags && typeof read.etags === "object" ? read.etags : {},
+    comments: read?.comments ?? { since: null, polledAt: 0 },
+    rateLimitedUntil: typeof read?.rateLimitedUntil === "number" ? read.rateLimitedUntil : 0,
+  };
+  const conditional: ConditionalCache = {
+    get: (k) => (Object.hasOwn(cache.etags, k) ? cache.etags[k] : undefined),
+    set: (k, e) => {
+      delete cache.etags[k];
+      cache.etags[k] = e;
+      const keys = Object.keys(cache.etags);
+      for (const old of keys.slice(0, Math.max(0, keys.length - MAX_ETAGS))) delete cache.etags[old];
+    },
+  };
+  const token = ctx.options.env[settings.tokenEnv] || null;
+  if (!token) ctx.options.log.warn(`forge: $${settings.tokenEnv} is not set; requests go unauthenticated (pull requests cannot be opened)`);
+  const provider = await openForge({ settings, token, cache: conditional });
+  const link: ForgeLink = {
+    authorized: async () => false,
+    provider,
+    cache,
+    save: () => writeFileAtomic(path, JSON.stringify(cache) + "\n"),
+    limited: () => (Date.now() < cache.rateLimitedUntil ? `forge rate limit: no request before ${new Date(cache.rateLimitedUntil).toISOString()}` : null),
+    failed: (f) => {
+      const line = describeFailure(f);
+      if (f.kind === "rate_limited") {
+        cache.rateLimitedUntil = Math.max(cache.rateLimitedUntil, f.retryAt);
+        ctx.options.log.warn(`forge: ${line}; nothing changed, a later step goes on`);
+      } else ctx.options.log.warn(`forge: ${line}`);
+      return line;
+    },
+  };
+  const permissions = new Map<string, string>();
+  link.authorized = async (login) => {
+    if (authorized({ login, allow: settings.authorizedUsers, authorizeWriters: false, permission: null })) return true;
+    if (!settings.authorizeWriters) return false;
+    if (!permissions.has(login)) {
+      const r = await provider.permission(login);
+      // Not read: not authorized (fail closed), and not cached, so a later step asks again.
+      if (!r.ok) {
+        link.failed(r);
+        return false;
+      }
+      permissions.set(login, r.value);
+    }
+    return authorized({ login, allow: settings.authorizedUsers, authorizeWriters: true, permission: permissions.get(login) ?? null });
+  };
+  links.set(ctx, link);
+  return link;
+}
+
+/** Save the step's forge cache, if it opened one. */
+export function saveForgeLink(ctx: StepContext): void {
+  links.get(ctx)?.save();
+}

@@ -1,0 +1,64 @@
+// The reducer's rules for the forge events (docs/events.md): each comment acted on once (ids above
+// the high-water mark only), a thread baselined once per epoch, a PR and a landing wait only after
+// a passing verify, landing_blocked only after a blocked landing; and work_item_reset forgets the
+// item's forge ledger, so after a reset the thread is first-sight again (what `loop reset`'s
+// ledger piece must cover).
+import { describe, expect, test } from "bun:test";
+import type { EventDraft } from "../../lib/log/events.ts";
+import { fold, IllegalEventError } from "../../lib/log/reducer.ts";
+import { definition, ended, itemDef, launch, LogBuilder, loopStarted, reset, started, verified } from "../helpers/events.ts";
+
+const pr = (attempt = 1): EventDraft => ({ type: "forge_pr_recorded", item: "a", payload: { attempt, number: 7, url: "https://github.com/acme/api/pull/7", head: "a".repeat(40), draft: false, reused: false } });
+const baseline = (highWater = 100): EventDraft => ({ type: "forge_thread_baselined", item: "a", payload: { issue: 1, highWater, comments: 2 } });
+const handled = (commentId: number): EventDraft => ({ type: "forge_comment_handled", item: "a", actor: "github:alice", payload: { issue: 1, commentId, login: "alice", action: "message", detail: "hi" } });
+
+function log(...more: EventDraft[]) {
+  const b = new LogBuilder();
+  b.push(definition(1, [itemDef("a", { ref: "github:acme/api#1" })]), loopStarted, ...more);
+  return b;
+}
+function rule(b: LogBuilder, d: EventDraft): string {
+  try {
+    fold([...b.events, b.next(d)]);
+  } catch (e) {
+    if (e instanceof IllegalEventError) return (e as IllegalEventError & { rule: string }).rule;
+    throw e;
+  }
+  return "accepted";
+}
+
+describe("forge events", () => {
+  test("comments: baselined once; acted on only above the mark, which then moves", () => {
+    const b = log(baseline(100), handled(101));
+    const a = fold(b.events).items.a!;
+    expect(a.forge).toMatchObject({ highWater: 101, lastComment: { id: 101, login: "alice", action: "message" }, messages: [{ id: 101, text: "hi" }] });
+    expect(rule(b, handled(101))).toBe("comment_seen");
+    expect(rule(b, handled(50))).toBe("comment_seen");
+    expect(rule(b, handled(102))).toBe("accepted");
+    expect(rule(b, baseline(200))).toBe("already_baselined");
+    expect(rule(log(), handled(5))).toBe("not_baselined");
+  });
+
+  test("work_item_reset forgets the forge ledger: the thread is first-sight again", () => {
+    const b = log(baseline(100), handled(101), reset("a"));
+    expect(fold(b.events).items.a!.forge).toBeNull();
+    expect(rule(b, baseline(300))).toBe("accepted");
+    expect(rule(b, handled(301))).toBe("not_baselined");
+  });
+
+  test("a PR and a landing wait need a passing verify; landing_blocked needs a blocked landing", () => {
+    const failing = log(launch("a", 1), started("a", 1), ended("a", 1), verified("a", 1, false));
+    expect(rule(failing, pr())).toBe("landing_unverified");
+    const passing = log(launch("a", 1), started("a", 1), ended("a", 1), verified("a", 1, true));
+    expect(rule(passing, { type: "forge_landing_waiting", item: "a", payload: { attempt: 1, code: "checks_pending", reason: "r", head: "b" } })).toBe("no_pull_request");
+    expect(rule(passing, { type: "item_settled", item: "a", payload: { attempt: 1, outcome: "landing_blocked", reason: "x" } })).toBe("landing_not_blocked");
+    passing.push(pr(), { type: "forge_landing_waiting", item: "a", payload: { attempt: 1, code: "checks_pending", reason: "waiting for 1 of 3 checks", head: "b".repeat(40) } });
+    const a = fold(passing.events).items.a!;
+    expect(a.forge!.landing).toMatchObject({ code: "checks_pending", head: "b".repeat(40) });
+    expect(a.reason).toBe("landing: waiting for 1 of 3 checks");
+    passing.push({ type: "landing_finished", item: "a", payload: { attempt: 1, outcome: "blocked", branch: "x", target: "main", commit: null, reason: "deadline" } });
+    expect(rule(passing, pr())).toBe("already_landed");
+    passing.push({ type: "item_settled", item: "a", payload: { attempt: 1, outcome: "landing_blocked", reason: "landing_blocked: deadline" } });
+    expect(fold(passing.events).items.a!.status).toBe("landing_blocked");
+  });
+});

@@ -1,0 +1,131 @@
+// Comments from the forge, end to end through `loop run` against the fake GitHub: first-sight
+// baseline, one repository request per poll interval, fail-closed authorization (allow-list,
+// optional write permission), the self-loop marker, control keywords recorded as `loop ctl` would
+// with the actor github:<login>, two commands refused with an answer, `reset` never a keyword,
+// edited old comments never re-acted on, replies to a posted question, messages to the agent.
+import { afterEach, expect, test } from "bun:test";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { LOOP_MARKER } from "../../lib/forge/comments.ts";
+import { demoDefinition, git, Project } from "../helpers/project.ts";
+import { type FakeGitHub, startFakeGitHub } from "../helpers/fake-github.ts";
+
+const open: { p: Project; gh: FakeGitHub }[] = [];
+afterEach(() => {
+  for (const { p, gh } of open.splice(0)) {
+    gh.stop();
+    p.dispose();
+  }
+});
+
+function project(o: { items: (gh: FakeGitHub) => unknown[]; forge?: Record<string, unknown>; control?: Record<string, unknown> }) {
+  const p = new Project(demoDefinition([{ id: "x", prompt: "p" }]));
+  const gh = startFakeGitHub({ dir: p.aux });
+  open.push({ p, gh });
+  for (const n of [1, 2]) gh.addIssue({ number: n, title: `issue ${n}` });
+  p.writeDefinition(
+    demoDefinition(o.items(gh), {
+      forge: { provider: "github", repo: `${gh.owner}/${gh.repo}`, apiUrl: gh.apiUrl, authorizedUsers: ["alice"], pollInterval: "1ms", ...(o.forge ?? {}) },
+      ...(o.control ? { control: o.control } : {}),
+    }),
+  );
+  git(p.root, "add", "-A");
+  git(p.root, "commit", "-qm", "forge loop");
+  git(p.root, "remote", "add", "origin", gh.bare);
+  git(p.root, "push", "-q", "origin", "main");
+  return { p, gh };
+}
+
+const repoListings = (gh: FakeGitHub) => gh.requests.filter((r) => r.startsWith("GET /repos/acme/api/issues/comments?")).length;
+
+test("requireStartCommand: a baselined /loop start is context; a new one from alice starts the item, as github:alice; others are ignored", async () => {
+  const { p, gh } = project({ items: () => [{ ref: "github:acme/api#1", prompt: "x\n@demo write a.txt a" }], control: { requireStartCommand: true } });
+  gh.addComment({ issue: 1, login: "alice", body: "/loop start" }); // before first sight: baseline
+  const first = await p.run();
+  expect(first.action).toBe("idle");
+  expect(p.eventsOf("forge_thread_baselined")).toHaveLength(1);
+  expect(p.eventsOf("control_recorded")).toHaveLength(0);
+  gh.addComment({ issue: 1, login: "mallory", body: "/loop start" });
+  gh.addComment({ issue: 1, login: "loop-bot", body: `${LOOP_MARKER}\n/loop start` });
+  expect((await p.run()).action).toBe("idle");
+  expect(p.eventsOf("control_recorded")).toHaveLength(0);
+  gh.addComment({ issue: 1, login: "alice", body: "/loop start now please" });
+  const r = await p.runToDrain();
+  expect(r.loop.outcome).toBe("Succeeded");
+  const ctl = p.eventsOf("control_recorded");
+  expect(ctl.map((e) => [e.payload.verb, e.actor])).toEqual([["start", "github:alice"]]);
+  const handled = p.eventsOf("forge_comment_handled");
+  expect(handled.map((e) => e.payload.action)).toEqual(["control"]);
+  // Edited old comment: `since` returns it again; it is never acted on twice.
+  gh.editComment(handled[0]!.payload.commentId, "/loop start (edited)");
+  const before = p.head();
+  await p.run();
+  expect(p.eventsOf("control_recorded")).toHaveLength(1);
+  expect(p.head()).toBe(before);
+  const status = JSON.parse((await p.loop(["status", "--json"])).stdout);
+  expect(status.items[0].forge.lastComment).toMatchObject({ login: "alice", action: "control" });
+  await p.finish();
+});
+
+test("two different commands are refused with an answering comment; /loop reset is not a keyword; /loop pause and resume act on the loop", async () => {
+  const { p, gh } = project({ items: () => [{ ref: "github:acme/api#1", prompt: "x\n@demo sleep 30" }] });
+  await p.runUntil((r) => r.action === "launched" || r.action === "waiting", { what: "launched" });
+  gh.addComment({ issue: 1, login: "alice", body: "/loop stop /loop skip" });
+  gh.addComment({ issue: 1, login: "alice", body: "/loop reset" });
+  await p.run();
+  const handled = p.eventsOf("forge_comment_handled").map((e) => e.payload.action);
+  expect(handled).toEqual(["refused", "message"]);
+  const answers = gh.comments.filter((c) => c.login === "loop-bot");
+  expect(answers).toHaveLength(1);
+  expect(answers[0]!.body).toContain(LOOP_MARKER);
+  expect(answers[0]!.body).toContain("two different commands");
+  expect(p.eventsOf("work_item_reset")).toHaveLength(0);
+  // The text comment reached the running agent's inbox.
+  const inbox = join(p.sessionDir("api-1", 1), "inbox.md");
+  expect(existsSync(inbox)).toBe(true);
+  expect(readFileSync(inbox, "utf8")).toContain("/loop reset");
+  gh.addComment({ issue: 1, login: "alice", body: "/loop pause" });
+  expect((await p.run()).action).toBe("paused");
+  gh.addComment({ issue: 1, login: "alice", body: "/loop skip" });
+  await p.run();
+  expect(p.projection().items["api-1"]!.status).toBe("skipped");
+  gh.addComment({ issue: 1, login: "alice", body: "/loop resume" });
+  const r = await p.runToDrain();
+  expect(r.loop.state).toBe("drained");
+  expect(p.eventsOf("loop_paused")[0]!.actor).toBe("github:alice");
+  await p.finish();
+});
+
+test("a question is posted on the issue; the first authorized comment after it is the reply, and the loop resumes", async () => {
+  const { p, gh } = project({ items: () => [{ ref: "github:acme/api#1", prompt: "x\n@demo attempt 1 ask which colour?\n@demo attempt 2 write a.txt a" }] });
+  await p.runUntil((r) => r.action === "paused", { what: "paused by the question" });
+  await p.run(); // posts the question
+  const q = gh.comments.find((c) => c.login === "loop-bot");
+  expect(q?.body).toContain("which colour?");
+  expect(p.eventsOf("forge_question_posted")).toHaveLength(1);
+  gh.addComment({ issue: 1, login: "mallory", body: "red" });
+  gh.addComment({ issue: 1, login: "alice", body: "blue" });
+  const r = await p.runToDrain();
+  expect(r.loop.outcome).toBe("Succeeded");
+  const replies = p.eventsOf("reply_recorded");
+  expect(replies.map((e) => [e.payload.text, e.actor])).toEqual([["blue", "github:alice"]]);
+  expect(p.handoff("api-1", 2)).toContain("blue");
+  expect(p.handoff("api-1", 2)).not.toContain("red");
+  await p.finish();
+});
+
+test("authorizeWriters widens to write permission read from the forge; one repository listing per poll interval", async () => {
+  const { p, gh } = project({ items: () => [{ ref: "github:acme/api#1", prompt: "x" }, { ref: "github:acme/api#2", prompt: "y" }], forge: { authorizeWriters: true, pollInterval: "1h" }, control: { requireStartCommand: true } });
+  gh.permissions.set("bob", "write");
+  gh.permissions.set("carol", "read");
+  await p.run();
+  expect(repoListings(gh)).toBe(1);
+  gh.addComment({ issue: 2, login: "carol", body: "/loop start" });
+  gh.addComment({ issue: 2, login: "bob", body: "/loop start" });
+  await p.run();
+  expect(repoListings(gh)).toBe(1); // within the interval: not read again
+  p.writeDefinition(JSON.parse(readFileSync(join(p.root, "loop.json"), "utf8").replace('"1h"', '"1ms"')));
+  await p.run();
+  expect(repoListings(gh)).toBe(2);
+  expect(p.eventsOf("control_recorded").map((e) => [e.item, e.actor])).toEqual([["api-2", "github:bob"]]);
+});
