@@ -79,6 +79,9 @@ export function stateDocument(p: Projection) {
         landing: it.landing
           ? { outcome: it.landing.outcome, target: it.landing.target, commit: it.landing.commit, reason: it.landing.reason }
           : null,
+        // Present only once the item was reset, so the state.json of a store that never saw a
+        // reset stays the text its projection's state_sha names.
+        ...(it.reset ? { reset: { actor: it.reset.actor, at: it.reset.at } } : {}),
       };
     }),
   };

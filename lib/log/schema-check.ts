@@ -93,9 +93,15 @@ class Gen {
         const lines = [`if (!${x} || typeof ${x} !== "object") return false;`];
         for (const k of keys) {
           const v = entries[k]!;
-          if (["optional", "nullish", "exact_optional"].includes(v.type)) throw new UnsupportedSchemaError(`optional entry "${k}"`);
+          if (["nullish", "exact_optional"].includes(v.type)) throw new UnsupportedSchemaError(`optional entry "${k}" (${v.type})`);
           const key = JSON.stringify(k);
           const e = this.fresh();
+          if (v.type === "optional") {
+            // As valibot: an optional key may be absent or hold undefined; anything else is checked.
+            if (v.default !== undefined) throw new UnsupportedSchemaError(`optional entry "${k}" with a default`);
+            lines.push(`if (${key} in ${x}) {`, `const ${e} = ${x}[${key}];`, `if (${e} !== undefined) {`, this.check(v.wrapped!, e), `}`, `}`);
+            continue;
+          }
           lines.push(`if (!(${key} in ${x})) return false;`, `const ${e} = ${x}[${key}];`, this.check(v, e));
         }
         // No key but the schema's own: the same test as valibot's, against the entries object.
