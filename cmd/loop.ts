@@ -74,10 +74,8 @@ function fail(prog: string, message: string): void {
   process.exitCode = 2;
 }
 
-/** What the contract tools this version does not have yet will do (DESIGN §3, §7). */
-const PLANNED: Record<string, string> = {
-  reset: "Erase what loop remembers about chosen work items (session, control, ledgers, checkout) so they start over",
-};
+/** What the contract tools this version does not have yet will do (DESIGN §3, §7); every one is built now. */
+const PLANNED: Record<string, string> = {};
 
 /**
  * A contract tool this version does not have yet: like every binary and link, it answers --version

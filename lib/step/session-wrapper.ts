@@ -2,15 +2,20 @@
 // step. It runs the agent with the launch record's argv, cwd and env, sends the agent's output to
 // output.log (and to the tmux pane when tee is on), writes started.json once the agent is
 // spawned and exit.json when it ends. A missing exit.json after the wrapper is gone means "lost".
+// The agent inherits the session's mark (LOOP_SESSION_MARK), by which the close path finds every
+// process of the session, even one that left its process group.
 import { openSync, writeSync, closeSync } from "node:fs";
 import { join } from "node:path";
 import { readJsonOrNull, writeFileAtomic } from "../shared/fsutil.ts";
+import { SESSION_MARK_VAR } from "../shared/process.ts";
 
 export interface LaunchRecord {
   argv: string[];
   cwd: string;
   env: Record<string, string>;
   tee: boolean;
+  /** The session's mark: the agent and everything it starts carry LOOP_SESSION_MARK=<mark>. */
+  mark?: string;
 }
 
 export const SESSION_FILES = {
@@ -41,7 +46,7 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
   try {
     child = Bun.spawn(launch.argv, {
       cwd: launch.cwd,
-      env: { ...process.env, ...launch.env },
+      env: { ...process.env, ...launch.env, ...(launch.mark ? { [SESSION_MARK_VAR]: launch.mark } : {}) },
       stdin: "ignore",
       stdout: launch.tee ? "pipe" : out,
       stderr: launch.tee ? "pipe" : out,

@@ -3,7 +3,7 @@
 import { closeSync, existsSync, mkdirSync, openSync, readSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { readJsonOrNull, readTextOrNull, sliceText, writeFileAtomic } from "../shared/fsutil.ts";
-import { killGroup } from "../shared/process.ts";
+import { killGroup, SESSION_MARK_VAR } from "../shared/process.ts";
 import { sessionAlive } from "./liveness.ts";
 import { tmux, tmuxHasSession } from "./tmux.ts";
 import { type LaunchRecord, SESSION_FILES } from "./session-wrapper.ts";
@@ -27,6 +27,11 @@ export interface StartedSession {
   tmux: string | null;
 }
 
+/** The mark a session's processes carry (LOOP_SESSION_MARK): its session id, unique per attempt. */
+export function sessionMark(s: { sessionId: string }): string {
+  return s.sessionId;
+}
+
 /** Write the launch record and start the wrapper detached. Throws with a clear message on failure. */
 export function startSession(o: {
   dir: string;
@@ -34,13 +39,18 @@ export function startSession(o: {
   cwd: string;
   env: Record<string, string>;
   tmuxName: string | null;
+  /** The session's mark (sessionMark); defaults to the LOOP_SESSION_ID the step puts in env. */
+  mark?: string;
 }): StartedSession {
   mkdirSync(o.dir, { recursive: true });
-  const launch: LaunchRecord = { argv: o.argv, cwd: o.cwd, env: o.env, tee: o.tmuxName !== null };
+  const mark = o.mark ?? o.env.LOOP_SESSION_ID;
+  const launch: LaunchRecord = { argv: o.argv, cwd: o.cwd, env: o.env, tee: o.tmuxName !== null, ...(mark ? { mark } : {}) };
   writeFileAtomic(join(o.dir, SESSION_FILES.launch), JSON.stringify(launch, null, 2) + "\n");
   const wrapper = [...selfArgv(), "__session", o.dir];
+  // The wrapper carries the mark from its start, so everything it and the agent start inherits it.
+  const marked = mark ? { [SESSION_MARK_VAR]: mark } : {};
   if (o.tmuxName) {
-    const cmd = "exec " + wrapper.map(shellQuote).join(" ");
+    const cmd = (mark ? `export ${SESSION_MARK_VAR}=${shellQuote(mark)}; ` : "") + "exec " + wrapper.map(shellQuote).join(" ");
     const r = tmux(["new-session", "-d", "-s", o.tmuxName, "-x", "200", "-y", "50", "-c", o.cwd, cmd]);
     if (r.status !== 0) throw new Error(`tmux new-session failed: ${r.stderr.trim()}`);
     const pid = Number(tmux(["display-message", "-p", "-t", `=${o.tmuxName}:`, "#{pane_pid}"]).stdout.trim());
@@ -50,7 +60,7 @@ export function startSession(o: {
   // Bun.spawn (setsid with detached), not node:child_process, which costs a step ~3 ms to load.
   let child: Bun.Subprocess;
   try {
-    child = Bun.spawn(wrapper, { cwd: o.cwd, detached: true, stdio: ["ignore", "ignore", "ignore"], env: process.env });
+    child = Bun.spawn(wrapper, { cwd: o.cwd, detached: true, stdio: ["ignore", "ignore", "ignore"], env: { ...process.env, ...marked } });
   } catch (err) {
     throw new Error(`could not start the session wrapper ${wrapper[0]}: ${(err as Error).message}`);
   }
