@@ -231,7 +231,14 @@ async function carryOut(o: ResetOptions, store: Store, p: Projection, plan: Rese
       // A checkout kept on the branch moves along with it (git branch -m), never left on a ghost.
       return { item: x, from: b.from, to: b.to, head: b.head, checkedOut: wt !== null && existsSync(wt) && checkoutBranch(wt) === b.from };
     });
-  const renameFailed = renames.length === 0 ? new Map<string, string>() : repo === null ? new Map(renames.map((r) => [r.from, "not in a git repository"])) : archiveBranches(repo, renames);
+  let renameFailed = new Map<string, string>();
+  if (renames.length && repo === null) renameFailed = new Map(renames.map((r) => [r.from, "not in a git repository"]));
+  else if (renames.length) {
+    // Read again: committing what a checkout held moved its branch on since the plan.
+    const heads = listBranches(repo!, renames.map((r) => r.from));
+    for (const r of renames) r.head = heads.get(r.from) ?? r.head;
+    renameFailed = archiveBranches(repo!, renames);
+  }
   for (const r of renames) if (renameFailed.has(r.from)) fail(r.item, "branch", renameFailed.get(r.from));
   failpoint("reset:after_branch");
 
