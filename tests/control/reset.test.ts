@@ -513,3 +513,144 @@ describe("loop reset", () => {
     T,
   );
 });
+
+// ---------------------------------------------------------------------------------------------
+// On a terminal (a tmux pane on a private socket): the confirmation prompt, and sessions in tmux.
+
+const HAVE_TMUX = spawnSync("tmux", ["-V"], { encoding: "utf8" }).status === 0;
+if (!HAVE_TMUX) console.warn("tests/control/reset.test.ts: terminal cases SKIPPED — `tmux -V` failed (tmux is not installed); CI installs tmux");
+let socketCounter = 0;
+/** Where tmux keeps the socket of `-L name` (the server does not always remove it when killed). */
+const socketPath = (name: string) => join(process.env.TMUX_TMPDIR || "/tmp", `tmux-${process.getuid!()}`, name);
+
+/** A private tmux server for one test, and a way to run `loop reset` in a pane of it. */
+function terminal(p: Project) {
+  const sock = `loop-reset-test-${process.pid}-${++socketCounter}`;
+  const tmux = (...args: string[]) => spawnSync("tmux", ["-L", sock, ...args], { encoding: "utf8" });
+  let n = 0;
+  return {
+    sock,
+    tmux,
+    /** Start `loop reset <args>` in a fresh pane; returns its pane name and where its exit code will be written. */
+    start(args: string[]): { name: string; rc: string } {
+      const name = `reset-${++n}`;
+      const rc = join(p.aux, `${name}.rc`);
+      const script = join(p.aux, `${name}.sh`);
+      const env = ["LOOP_STATE_ROOT", "LOOP_FAILPOINT", "LOOP_TMUX_SOCKET", "FORCE_COLOR"].map((k) => `unset ${k}`).join("; ");
+      const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+      writeFileSync(
+        script,
+        `${env}\nexport NO_COLOR=1 LOOP_ACTOR=tty@test LOOP_KILL_GRACE_MS=300\ncd ${q(p.root)}\n${[process.execPath, join(import.meta.dir, "..", "..", "cmd", "loop.ts"), "reset", ...args].map(q).join(" ")}\necho $? > ${q(rc)}\nsleep 600\n`,
+      );
+      const r = tmux("new-session", "-d", "-s", name, "-x", "200", "-y", "50", `sh ${q(script)}`);
+      if (r.status !== 0) throw new Error(`tmux new-session: ${r.stderr}`);
+      return { name, rc };
+    },
+    screen: (name: string) => tmux("capture-pane", "-p", "-t", `=${name}:`).stdout,
+    close: () => {
+      tmux("kill-server");
+      rmSync(socketPath(sock), { force: true });
+    },
+  };
+}
+
+async function exitCodeOf(rc: string): Promise<number> {
+  await pollUntil(() => existsSync(rc) && readFileSync(rc, "utf8").endsWith("\n"), `exit code in ${rc}`, 400);
+  return Number(readFileSync(rc, "utf8").trim());
+}
+
+describe.skipIf(!HAVE_TMUX)(HAVE_TMUX ? "loop reset on a terminal" : "loop reset on a terminal (SKIPPED: no tmux)", () => {
+  test.concurrent(
+    "without --yes a terminal is shown the plan and asked (default No: exit 3, nothing changed); yes resets; --all asks for the loop's name",
+    () =>
+      // Given two passed items a and b
+      scenario(demoDefinition([{ id: "a", prompt: "x" }, { id: "b", prompt: "y" }]), {}, async (p) => {
+        await p.runToDrain();
+        const term = terminal(p);
+        try {
+          const tree = snapshotTree(p.stateRoot);
+          const refs = branches(p);
+          // When reset runs on a terminal and the operator just presses Enter
+          const no = term.start(["--work-item", "a"]);
+          await pollUntil(() => term.screen(no.name).includes("Go ahead?"), "the prompt", 400);
+          // Then the plan was shown before the question
+          expect(term.screen(no.name)).toContain("loop reset will:");
+          expect(term.screen(no.name)).toContain("archive branch loop/t/item/a as loop/t/reset/a/e0");
+          term.tmux("send-keys", "-t", `=${no.name}:`, "Enter");
+          // …the default is No: declined, exit 3, nothing changed
+          expect(await exitCodeOf(no.rc)).toBe(3);
+          expect(snapshotTree(p.stateRoot)).toEqual(tree);
+          expect(branches(p)).toEqual(refs);
+          // When the operator answers y
+          const yes = term.start(["--work-item", "a"]);
+          await pollUntil(() => term.screen(yes.name).includes("Go ahead?"), "the prompt", 400);
+          term.tmux("send-keys", "-t", `=${yes.name}:`, "y");
+          // Then a is reset (exit 0) and the text report says so
+          expect(await exitCodeOf(yes.rc)).toBe(0);
+          await pollUntil(() => term.screen(yes.name).includes("reset 1 item(s)"), "the report", 400);
+          expect(p.eventsOf("work_item_reset", "a").map((e) => e.actor)).toEqual(["tty@test"]);
+          // When --all runs on a terminal, the operator must type the loop's name: a wrong one declines
+          const tree2 = snapshotTree(p.stateRoot);
+          const wrong = term.start(["--all"]);
+          await pollUntil(() => term.screen(wrong.name).includes("Type the loop's name (t)"), "the name prompt", 400);
+          term.tmux("send-keys", "-t", `=${wrong.name}:`, "-l", "not-t");
+          term.tmux("send-keys", "-t", `=${wrong.name}:`, "Enter");
+          expect(await exitCodeOf(wrong.rc)).toBe(3);
+          expect(snapshotTree(p.stateRoot)).toEqual(tree2);
+          // …and the right one resets every item with state (b)
+          const right = term.start(["--all"]);
+          await pollUntil(() => term.screen(right.name).includes("Type the loop's name (t)"), "the name prompt", 400);
+          term.tmux("send-keys", "-t", `=${right.name}:`, "-l", "t");
+          term.tmux("send-keys", "-t", `=${right.name}:`, "Enter");
+          expect(await exitCodeOf(right.rc)).toBe(0);
+          expect(p.eventsOf("work_item_reset").map((e) => e.item)).toEqual(["a", "b"]);
+          // --dry-run never asks
+          const dry = term.start(["--all", "--dry-run"]);
+          expect(await exitCodeOf(dry.rc)).toBe(1); // nothing left to reset
+        } finally {
+          term.close();
+        }
+        await p.runToDrain();
+      }),
+    T,
+  );
+
+  test.concurrent(
+    "a session in tmux: reset kills the tmux session; the next attempt 1 gets the same tmux name without a clash",
+    async () => {
+      const sock = `loop-reset-tmux-${process.pid}`;
+      try {
+        // Given an item running in a tmux session
+        await scenario(
+          demoDefinition([{ id: "h", prompt: "hang", runner: "hang" }], { runners: { hang: hanging }, sessions: { tmux: true } }),
+          { env: { LOOP_TMUX_SOCKET: sock } },
+          async (p) => {
+            await launchHanging(p);
+            const name = p.projection().items.h!.session!.tmux!;
+            const has = () => spawnSync("tmux", ["-L", sock, "has-session", "-t", `=${name}`]).status === 0;
+            expect(has()).toBe(true);
+            // When it is reset
+            const r = await reset(p, ["--work-item", "h", "--yes"]);
+            // Then the tmux session is gone
+            expect(r.code).toBe(0);
+            expect(r.doc.items[0]!.was_live).toBe(true);
+            expect(has()).toBe(false);
+            // When the loop launches it again: attempt 1, the same tmux name, started fine
+            const run = await p.run();
+            expect([run.action, run.item]).toEqual(["launched", "h"]);
+            expect(p.projection().items.h!.session!.tmux).toBe(name);
+            expect(has()).toBe(true);
+            await reset(p, ["--work-item", "h", "--yes"]);
+            expect(has()).toBe(false);
+            await p.ctl(["skip", "--work-item", "h", "--yes"]);
+            await p.runToDrain();
+          },
+        );
+      } finally {
+        spawnSync("tmux", ["-L", sock, "kill-server"], { stdio: "ignore" });
+        rmSync(socketPath(sock), { force: true });
+      }
+    },
+    T,
+  );
+});
