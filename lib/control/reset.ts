@@ -90,7 +90,8 @@ export async function runReset(o: ResetOptions): Promise<ResetReport> {
     const sel0 = o.select(p0);
     if (o.dryRun || o.ask) {
       const lease = snap ? snap.lease : readLease(store!);
-      const plan0 = makePlan(o, p0, sel0, loopFacts(o.stateRoot, lease), o.dryRun);
+      // Worded as what would happen: nothing has, yet.
+      const plan0 = makePlan(o, p0, sel0, loopFacts(o.stateRoot, lease), true);
       if (o.dryRun) {
         plan0.warnings.forEach((w) => o.warn?.(w));
         return plannedReport(plan0);
