@@ -11,14 +11,15 @@ import type { EventDraft, StoredEvent } from "../log/events.ts";
 import type { Projection } from "../log/reducer.ts";
 import { dbPath, type Lease, readProjection, Store, StoreError, withReadSnapshot } from "../log/store.ts";
 import { materialize } from "../log/materialize.ts";
-import { closeSession, endSessionProcesses, retireCheckout } from "../step/close.ts";
+import { closeSession, retireCheckout } from "../step/close.ts";
 import { graceMs, sessionMark } from "../step/sessions.ts";
 import { archiveBranches, checkoutBranch, hasUncommittedChanges, listBranches } from "../step/workspace.ts";
 import { gitTry } from "../step/git.ts";
 import { readRunPid, watcherAlive } from "../step/run-pid.ts";
 import { sessionAlive } from "../step/liveness.ts";
 import { failpoint } from "../shared/failpoint.ts";
-import { markedProcesses, pidAlive } from "../shared/process.ts";
+import { endMarked, markedProcesses, pidAlive } from "../shared/process.ts";
+import { tmux, tmuxHasSession } from "../step/tmux.ts";
 import { statePaths } from "../shared/paths.ts";
 import { BusyError } from "../shared/errors.ts";
 import {
@@ -159,8 +160,10 @@ async function carryOut(o: ResetOptions, store: Store, p: Projection, plan: Rese
   const aborted = new Set<string>();
   const closeEvents = new Map<string, EventDraft[]>();
 
-  // 1. Sessions: a live one through the close path (its events are recorded); whatever is left of
-  // any session (a tmux session, a process carrying its mark) is ended too.
+  // 1. Sessions: one not recorded closed through the close path (its events are recorded); what is
+  // left of closed ones (a tmux session, a process carrying the mark) is ended too, all marks in
+  // one sweep of /proc (a per-item sweep reads every process's environment once per item).
+  const leftovers: ItemPlan[] = [];
   for (const x of acting) {
     const it = p.items[x.item]!;
     const s = it.session;
@@ -170,15 +173,28 @@ async function carryOut(o: ResetOptions, store: Store, p: Projection, plan: Rese
       if (x.closeSession) {
         const c = await closeSession({ it, repo: repo ?? o.root, reason, removeCheckout: false, graceMs: grace });
         closeEvents.set(x.item, c?.events ?? []);
-      } else await endSessionProcesses(s, grace);
-      const left = markedProcesses([sessionMark(s)]);
-      if (left.length || (x.closeSession && sessionAlive(s, o.env))) {
-        aborted.add(x.item);
-        fail(x, "session", `its agent could not be ended (still running: ${left.length ? `pid ${left.map((l) => l.pid).join(", ")}` : `pid ${s.pid ?? "-"}${s.tmux ? `, tmux ${s.tmux}` : ""}`}); nothing of ${x.item} was removed`);
+        if (sessionAlive(s, o.env)) {
+          aborted.add(x.item);
+          fail(x, "session", `its agent could not be ended (still running: pid ${s.pid ?? "-"}${s.tmux ? `, tmux ${s.tmux}` : ""}); nothing of ${x.item} was removed`);
+        }
+      } else {
+        if (s.tmux && tmuxHasSession(s.tmux, o.env)) tmux(["kill-session", "-t", `=${s.tmux}`], o.env);
+        leftovers.push(x);
       }
     } catch (err) {
       aborted.add(x.item);
       fail(x, "session", err);
+    }
+  }
+  const markOf = new Map(acting.filter((x) => x.sweep && p.items[x.item]!.session).map((x) => [sessionMark(p.items[x.item]!.session!), x]));
+  if (markOf.size) {
+    store.assertLease();
+    if (leftovers.length) await endMarked(leftovers.map((x) => sessionMark(p.items[x.item]!.session!)), grace);
+    for (const m of markedProcesses(markOf.keys())) {
+      const x = markOf.get(m.mark)!;
+      if (aborted.has(x.item)) continue;
+      aborted.add(x.item);
+      fail(x, "session", `a process of its session could not be ended (pid ${m.pid}); nothing of ${x.item} was removed`);
     }
   }
   failpoint("reset:after_close");

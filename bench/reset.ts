@@ -1,0 +1,209 @@
+#!/usr/bin/env bun
+// bench/reset.ts: what `loop reset` costs, on the compiled binary (a benchmark, not a test).
+//   - `loop reset --all --yes` over K items (default 1,000) that each hold state but no live
+//     session: a passed attempt in the log (reservation, start, end, verify, landing, settle,
+//     close), a session folder with the files a real attempt leaves, and an item branch;
+//   - `loop reset --work-item <id> --yes` of one item on the 1M-event bench root (bench/generate.ts;
+//     the root `bun bench/run.ts` cached under bench/out is copied when present, else one is made).
+// Reset is destructive, so every timed run gets its own copy of the prepared root (the copy is not
+// timed); the one-item rows reset a different item of one copy each time. Prints a markdown table.
+//
+//   bun bench/reset.ts [--runs N] [--items K] [--events N] [--bin dist/loop] [--skip-big]
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, loadavg, tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { definitionText, generate } from "./generate.ts";
+import { definitionHash, itemBranch, loadDefinition } from "../lib/definition/loop-json.ts";
+import type { EventDraft } from "../lib/log/events.ts";
+import { Store } from "../lib/log/store.ts";
+import { materialize } from "../lib/log/materialize.ts";
+import { sessionDir, worktreeDir } from "../lib/shared/paths.ts";
+
+const { values } = parseArgs({
+  args: process.argv.slice(2),
+  options: { runs: { type: "string" }, items: { type: "string" }, events: { type: "string" }, bin: { type: "string" }, "skip-big": { type: "boolean" } },
+  strict: true,
+});
+const ROOT = resolve(import.meta.dir, "..");
+const RUNS = Number(values.runs ?? 7);
+const ITEMS = Number(values.items ?? 1000);
+const EVENTS = Number(values.events ?? 1_000_000);
+const BIN = resolve(values.bin ?? join(ROOT, "dist", "loop"));
+const TARGET_ALL_MS = 1000;
+const TARGET_ONE_MS = 150;
+const note = (m: string) => process.stderr.write(`bench/reset: ${m}\n`);
+
+function sh(cwd: string, cmd: string[], input?: string): string {
+  const r = Bun.spawnSync(cmd, { cwd, stdin: input === undefined ? "ignore" : new TextEncoder().encode(input), stdout: "pipe", stderr: "pipe" });
+  if (r.exitCode !== 0) throw new Error(`${cmd.join(" ")}: ${r.stderr.toString()}`);
+  return r.stdout.toString();
+}
+
+if (!existsSync(BIN)) {
+  note(`building ${BIN}`);
+  sh(ROOT, [process.execPath, "run", "build"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The K-item root: every item passed once, its checkout removed at close, its folder and branch kept.
+
+function prepareItems(k: number): string {
+  const root = mkdtempSync(join(tmpdir(), "loop-bench-reset-"));
+  writeFileSync(join(root, "loop.json"), definitionText(k));
+  writeFileSync(join(root, ".gitignore"), ".loop/\n");
+  sh(root, ["git", "init", "-q", "-b", "main"]);
+  sh(root, ["git", "-c", "user.email=bench@loop.invalid", "-c", "user.name=bench", "add", "-A"]);
+  sh(root, ["git", "-c", "user.email=bench@loop.invalid", "-c", "user.name=bench", "-c", "commit.gpgsign=false", "commit", "-q", "-m", "bench"]);
+  const head = sh(root, ["git", "rev-parse", "HEAD"]).trim();
+  const def = loadDefinition(root);
+  const stateRoot = join(root, ".loop");
+  const store = Store.open(stateRoot, { create: true, actor: "bench" });
+  try {
+    const { items, name, ...settings } = def;
+    const events: EventDraft[] = [
+      { type: "definition_imported", payload: { revision: 1, hash: definitionHash(def), name, settings, items } },
+      { type: "loop_started", payload: {} },
+    ];
+    const refs: string[] = [];
+    for (const it of items) {
+      const dir = sessionDir(stateRoot, it.id, 0, 1);
+      const branch = itemBranch(name, it.id);
+      const sessionId = crypto.randomUUID();
+      mkdirSync(dir, { recursive: true });
+      for (const [f, text] of Object.entries({
+        "handoff.md": `${it.prompt}\n`.repeat(20),
+        "launch.json": JSON.stringify({ argv: ["demo"], cwd: worktreeDir(stateRoot, it.id), env: {}, tee: false, mark: sessionId }),
+        "spawned.json": '{"pid":999999,"tmux":null}\n',
+        "started.json": '{"wrapperPid":999999,"agentPid":999998}\n',
+        "output.log": "working…\n".repeat(400),
+        "exit.json": '{"code":0,"signal":null}\n',
+        "verify.log": "12 pass\n0 fail\n",
+      }))
+        writeFileSync(join(dir, f), text);
+      refs.push(`create refs/heads/${branch} ${head}\n`);
+      events.push(
+        { type: "launch_reserved", item: it.id, id: `launch:${it.id}:e0:a1`, payload: { attempt: 1, key: `launch:${it.id}:e0:a1`, runner: "demo", model: null, branch, worktree: worktreeDir(stateRoot, it.id), sessionDir: dir, sessionId } },
+        { type: "session_started", item: it.id, payload: { attempt: 1, pid: 999999, tmux: null, conversationId: null, argv: ["demo"], log: join(dir, "output.log"), resumed: false } },
+        { type: "session_ended", item: it.id, payload: { attempt: 1, verdict: "exited", exitCode: 0, signal: null, reason: "exited 0" } },
+        { type: "verify_finished", item: it.id, payload: { attempt: 1, passed: true, exitCode: 0, timedOut: false, sha256: null, tail: "12 pass", log: join(dir, "verify.log"), reason: "exit 0" } },
+        { type: "landing_finished", item: it.id, payload: { attempt: 1, outcome: "none", branch, target: null, commit: null, reason: `branch ${branch} is the deliverable` } },
+        { type: "session_closed", item: it.id, payload: { attempt: 1, how: "not_running", worktreeRemoved: true, reason: "item passed" } },
+        { type: "item_settled", item: it.id, payload: { attempt: 1, outcome: "passed", reason: "verify passed" } },
+      );
+    }
+    sh(root, ["git", "update-ref", "--stdin"], refs.join(""));
+    store.append(events, { actor: "bench" });
+    materialize(stateRoot, store.projection(), store.db);
+  } finally {
+    store.close();
+  }
+  return root;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The 1M-event root: bench/run.ts's cached one when there is one, else made here.
+
+function bigRoot(): { root: string; made: boolean } {
+  const out = join(ROOT, "bench", "out");
+  const cached = existsSync(out) ? readdirSync(out).filter((d) => d.startsWith(`ev-${EVENTS}-k500-`) && !d.endsWith(".partial")) : [];
+  for (const d of cached) {
+    const r = Bun.spawnSync([BIN, "replay", "--root", join(out, d), "--json"], { stdout: "pipe", stderr: "ignore" });
+    if (r.exitCode === 0) return { root: join(out, d), made: false };
+  }
+  const root = mkdtempSync(join(tmpdir(), "loop-bench-reset-big-"));
+  note(`generating ${EVENTS.toLocaleString("en-US")} events in ${root} (no cached bench/out root this binary replays cleanly)`);
+  generate({ events: EVENTS, out: root, items: 500, force: true, log: (m) => note(m) });
+  return { root, made: true };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+interface Timed {
+  ms: number;
+  code: number;
+  doc: any;
+  stderr: string;
+}
+
+function timed(cmd: string[]): Timed {
+  const t0 = performance.now();
+  const r = Bun.spawnSync(cmd, { stdin: "ignore", stdout: "pipe", stderr: "pipe", env: { ...process.env, LOOP_ACTOR: "bench@reset" } });
+  const ms = performance.now() - t0;
+  let doc: any = null;
+  try {
+    doc = JSON.parse(r.stdout.toString());
+  } catch {}
+  return { ms, code: r.exitCode ?? -1, doc, stderr: r.stderr.toString() };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const f1 = (x: number) => x.toFixed(1);
+const rows: string[][] = [];
+let failed = false;
+
+function row(what: string, samples: number[], target: number, check: string) {
+  const m = median(samples);
+  rows.push([what, String(samples.length), f1(m), `${f1(Math.min(...samples))}–${f1(Math.max(...samples))}`, `≤ ${target} ms`, m <= target ? "ok" : "**MISS**", check]);
+}
+
+// 1. --all over K items.
+note(`preparing ${ITEMS} items with state (a passed attempt, a session folder, a branch)`);
+const template = prepareItems(ITEMS);
+try {
+  const dry = timed([BIN, "reset", "--all", "--dry-run", "--json", "--root", template]);
+  if (dry.code !== 0 || dry.doc?.items?.length !== ITEMS) throw new Error(`dry run: exit ${dry.code}: ${dry.stderr}`);
+  const all: number[] = [];
+  const dryMs: number[] = [dry.ms];
+  for (let i = 0; i <= RUNS; i++) {
+    const copy = `${template}-run${i}`;
+    cpSync(template, copy, { recursive: true });
+    try {
+      const r = timed([BIN, "reset", "--all", "--yes", "--json", "--root", copy]);
+      const ok = r.code === 0 && r.doc?.ok === true && r.doc.items.length === ITEMS && r.doc.items.every((x: any) => x.removed.join() === "session,ledger,branch");
+      if (!ok) throw new Error(`reset --all: exit ${r.code}: ${r.stderr.slice(0, 2000)}`);
+      if (existsSync(join(copy, ".loop", "sessions", "item-0001"))) throw new Error("a session folder is left");
+      if (i > 0) all.push(r.ms); // the first run warms the page cache and the binary
+      if (i > 0) dryMs.push(timed([BIN, "reset", "--all", "--dry-run", "--json", "--root", template]).ms);
+    } finally {
+      rmSync(copy, { recursive: true, force: true });
+    }
+  }
+  row(`\`reset --all --yes\`, ${ITEMS} items with state`, all, TARGET_ALL_MS, `${ITEMS} items reset, folders deleted, branches archived`);
+  row(`\`reset --all --dry-run\`, ${ITEMS} items (for comparison)`, dryMs.slice(1), TARGET_ALL_MS, "plan only");
+} finally {
+  rmSync(template, { recursive: true, force: true });
+}
+
+// 2. One item on the 1M-event root.
+if (!values["skip-big"]) {
+  const big = bigRoot();
+  const copy = mkdtempSync(join(tmpdir(), "loop-bench-reset-1m-"));
+  try {
+    note(`copying ${big.root} to ${copy} (reset changes it; the cached root stays as it was)`);
+    cpSync(big.root, copy, { recursive: true });
+    const state = JSON.parse(readFileSync(join(copy, ".loop", "state.json"), "utf8"));
+    const withState = state.items.filter((i: any) => i.attempts > 0 || (i.status !== "pending" && i.status !== "withdrawn")).map((i: any) => i.id as string);
+    if (withState.length < RUNS + 1) throw new Error(`only ${withState.length} items with state in the 1M root`);
+    const one: number[] = [];
+    for (let i = 0; i <= RUNS; i++) {
+      const id = withState[i]!;
+      const r = timed([BIN, "reset", "--work-item", id, "--yes", "--json", "--root", copy]);
+      if (r.code !== 0 || r.doc?.items?.[0]?.found !== true) throw new Error(`reset ${id}: exit ${r.code}: ${r.stderr}`);
+      if (i > 0) one.push(r.ms);
+    }
+    const replay = Bun.spawnSync([BIN, "replay", "--json", "--root", copy], { stdout: "pipe", stderr: "pipe" });
+    if (replay.exitCode !== 0) throw new Error(`replay after the resets: ${replay.stdout.toString().slice(0, 2000)}`);
+    row(`\`reset --work-item X --yes\`, ${(state.seq as number).toLocaleString("en-US")}-event root`, one, TARGET_ONE_MS, "each run a different item; replay clean after");
+  } finally {
+    rmSync(copy, { recursive: true, force: true });
+    if (big.made) rmSync(big.root, { recursive: true, force: true });
+  }
+}
+
+const header = ["measure", "runs", "median ms", "min–max ms", "target", "verdict", "checked"];
+const line = (c: string[]) => `| ${c.join(" | ")} |`;
+console.log(`bench/reset.ts · ${BIN} · bun ${Bun.version} · ${cpus().length}× ${cpus()[0]?.model ?? "?"} · load ${loadavg().map((x) => x.toFixed(2)).join(" ")}\n`);
+console.log([line(header), line(header.map(() => "---")), ...rows.map(line)].join("\n"));
+for (const r of rows) if (r[5] !== "ok") failed = true;
+process.exitCode = failed ? 1 : 0;
