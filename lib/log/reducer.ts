@@ -194,6 +194,8 @@ function fresh(def: NormItemPayload, epoch: number): ItemState {
  * session record, control records (commands, a hold, replies, a question), ledgers (attempts,
  * failures, verify and landing records, a settlement) and a checkout recorded present. What lives
  * only on disk (a session folder, a branch) is for `loop reset` to find; none of this is the epoch.
+ * A per-item record a later feature adds (a forge comment baseline, say) must be named here under
+ * one of these pieces, and left out of fresh(), so that a reset finds it and the boundary drops it.
  */
 export function recordedPieces(it: ItemState): ("session" | "control" | "ledger" | "workspace")[] {
   const out: ("session" | "control" | "ledger" | "workspace")[] = [];
