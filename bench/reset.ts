@@ -51,7 +51,8 @@ if (!existsSync(BIN)) {
 // ---------------------------------------------------------------------------------------------
 // The K-item root: every item passed once, its checkout removed at close, its folder and branch kept.
 
-function prepareItems(k: number): string {
+/** `onDisk`: each item also has its session folder and its branch; without, its state is in the log only. */
+function prepareItems(k: number, onDisk: boolean): string {
   const root = mkdtempSync(join(DIR, "loop-bench-reset-"));
   writeFileSync(join(root, "loop.json"), definitionText(k));
   writeFileSync(join(root, ".gitignore"), ".loop/\n");
@@ -73,8 +74,8 @@ function prepareItems(k: number): string {
       const dir = sessionDir(stateRoot, it.id, 0, 1);
       const branch = itemBranch(name, it.id);
       const sessionId = crypto.randomUUID();
-      mkdirSync(dir, { recursive: true });
-      for (const [f, text] of Object.entries({
+      if (onDisk) mkdirSync(dir, { recursive: true });
+      for (const [f, text] of Object.entries(onDisk ? {
         "handoff.md": `${it.prompt}\n`.repeat(20),
         "launch.json": JSON.stringify({ argv: ["demo"], cwd: worktreeDir(stateRoot, it.id), env: {}, tee: false, mark: sessionId }),
         "spawned.json": '{"pid":999999,"tmux":null}\n',
@@ -82,9 +83,9 @@ function prepareItems(k: number): string {
         "output.log": "working…\n".repeat(400),
         "exit.json": '{"code":0,"signal":null}\n',
         "verify.log": "12 pass\n0 fail\n",
-      }))
+      } : {}))
         writeFileSync(join(dir, f), text);
-      refs.push(`create refs/heads/${branch} ${head}\n`);
+      if (onDisk) refs.push(`create refs/heads/${branch} ${head}\n`);
       events.push(
         { type: "launch_reserved", item: it.id, id: `launch:${it.id}:e0:a1`, payload: { attempt: 1, key: `launch:${it.id}:e0:a1`, runner: "demo", model: null, branch, worktree: worktreeDir(stateRoot, it.id), sessionDir: dir, sessionId } },
         { type: "session_started", item: it.id, payload: { attempt: 1, pid: 999999, tmux: null, conversationId: null, argv: ["demo"], log: join(dir, "output.log"), resumed: false } },
@@ -95,7 +96,7 @@ function prepareItems(k: number): string {
         { type: "item_settled", item: it.id, payload: { attempt: 1, outcome: "passed", reason: "verify passed" } },
       );
     }
-    sh(root, ["git", "update-ref", "--stdin"], refs.join(""));
+    if (refs.length) sh(root, ["git", "update-ref", "--stdin"], refs.join(""));
     store.append(events, { actor: "bench" });
     materialize(stateRoot, store.projection(), store.db);
   } finally {
@@ -177,35 +178,42 @@ function row(what: string, samples: Timed[], target: number, load: number, check
   rows.push([what, String(samples.length), f1(m), `${f1(Math.min(...ms))}–${f1(Math.max(...ms))}`, f1(median(samples.map((t) => t.cpuMs))), load.toFixed(1), `≤ ${target} ms`, m <= target ? "ok" : "**MISS**", check]);
 }
 
-// 1. --all over K items.
-note(`preparing ${ITEMS} items with state (a passed attempt, a session folder, a branch)`);
-const template = prepareItems(ITEMS);
-try {
-  const dry = timed([BIN, "reset", "--all", "--dry-run", "--json", "--root", template]);
-  if (dry.code !== 0 || dry.doc?.items?.length !== ITEMS) throw new Error(`dry run: exit ${dry.code}: ${dry.stderr}`);
-  const all: Timed[] = [];
-  const dryRuns: Timed[] = [];
-  const loadAll = await waitIdle();
-  for (let i = 0; i <= RUNS; i++) {
-    const copy = `${template}-run${i}`;
-    cpSync(template, copy, { recursive: true });
-    Bun.spawnSync(["sync"]); // the copy's dirty pages are not the reset's to write
-    try {
-      const r = timed([BIN, "reset", "--all", "--yes", "--json", "--root", copy]);
-      const ok = r.code === 0 && r.doc?.ok === true && r.doc.items.length === ITEMS && r.doc.items.every((x: any) => x.removed.join() === "session,ledger,branch");
-      if (!ok) throw new Error(`reset --all: exit ${r.code}: ${r.stderr.slice(0, 2000)}`);
-      if (existsSync(join(copy, ".loop", "sessions", "item-0001"))) throw new Error("a session folder is left");
-      if (i > 0) all.push(r); // the first run warms the page cache and the binary
-      if (i > 0) dryRuns.push(timed([BIN, "reset", "--all", "--dry-run", "--json", "--root", template]));
-    } finally {
-      rmSync(copy, { recursive: true, force: true });
+// 1. --all over K items: with their folders and branches, and (to tell loop's own cost from the
+// file system's) with their state in the log only.
+async function resetAll(onDisk: boolean): Promise<void> {
+  note(`preparing ${ITEMS} items with state (a passed attempt${onDisk ? ", a session folder, a branch" : ", in the log only"})`);
+  const template = prepareItems(ITEMS, onDisk);
+  const pieces = onDisk ? "session,ledger,branch" : "session,ledger";
+  try {
+    const dry = timed([BIN, "reset", "--all", "--dry-run", "--json", "--root", template]);
+    if (dry.code !== 0 || dry.doc?.items?.length !== ITEMS) throw new Error(`dry run: exit ${dry.code}: ${dry.stderr}`);
+    const all: Timed[] = [];
+    const dryRuns: Timed[] = [];
+    const load = await waitIdle();
+    for (let i = 0; i <= RUNS; i++) {
+      const copy = `${template}-run${i}`;
+      cpSync(template, copy, { recursive: true });
+      Bun.spawnSync(["sync"]); // the copy's dirty pages are not the reset's to write
+      try {
+        const r = timed([BIN, "reset", "--all", "--yes", "--json", "--root", copy]);
+        const ok = r.code === 0 && r.doc?.ok === true && r.doc.items.length === ITEMS && r.doc.items.every((x: any) => x.removed.join() === pieces);
+        if (!ok) throw new Error(`reset --all: exit ${r.code}: ${r.stderr.slice(0, 2000)} ${JSON.stringify(r.doc?.items?.[0])}`);
+        if (existsSync(join(copy, ".loop", "sessions", "item-0001"))) throw new Error("a session folder is left");
+        if (i > 0) all.push(r); // the first run warms the page cache and the binary
+        if (i > 0) dryRuns.push(timed([BIN, "reset", "--all", "--dry-run", "--json", "--root", template]));
+      } finally {
+        rmSync(copy, { recursive: true, force: true });
+      }
     }
+    const what = onDisk ? "with state (folders and branches)" : "with state in the log only";
+    row(`\`reset --all --yes\`, ${ITEMS} items ${what}`, all, TARGET_ALL_MS, load, onDisk ? `${ITEMS} items reset, folders deleted, branches archived` : `${ITEMS} items reset`);
+    row(`\`reset --all --dry-run\`, ${ITEMS} items ${what}`, dryRuns, TARGET_ALL_MS, load, "plan only, for comparison");
+  } finally {
+    rmSync(template, { recursive: true, force: true });
   }
-  row(`\`reset --all --yes\`, ${ITEMS} items with state`, all, TARGET_ALL_MS, loadAll, `${ITEMS} items reset, folders deleted, branches archived`);
-  row(`\`reset --all --dry-run\`, ${ITEMS} items (for comparison)`, dryRuns, TARGET_ALL_MS, loadAll, "plan only");
-} finally {
-  rmSync(template, { recursive: true, force: true });
 }
+await resetAll(true);
+await resetAll(false);
 
 // 2. One item on the 1M-event root.
 if (!values["skip-big"]) {
