@@ -2,11 +2,14 @@
 // bench/tick.ts: the cost of `loop run` ticks themselves, on the compiled binary.
 //   - launch tick: a step that reserves, creates the worktree and branch, writes the handoff and
 //     starts the session detached, then exits (the agent itself runs on and is not timed);
-//   - observing tick: a step that finds the agent still working and only observes it.
+//   - observing tick: a step that finds the agent still working and only observes it;
+//   - verify start tick: a step that finds the agent exited, records it, commits its leftovers and
+//     starts the verify command detached (reserve, spawn, record), then exits;
+//   - verify observing tick: a step that finds the verify command still running.
 // Each launch is timed on its own freshly prepared repository (preparation not timed); observing
-// ticks are timed repeatedly on the same running session. Prints a markdown table.
+// ticks are timed repeatedly on the same running session or verify. Prints a markdown table.
 //   bun bench/tick.ts [--runs N] [--bin dist/loop]
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -22,7 +25,8 @@ function sh(cwd: string, ...cmd: string[]) {
   return r.stdout;
 }
 
-function prepare(): string {
+/** `verifying`: the agent exits at once and the verify command runs for an hour. */
+function prepare(o: { verifying?: boolean } = {}): string {
   const root = mkdtempSync(join(tmpdir(), "loop-tick-"));
   sh(root, "git", "init", "-q", "-b", "main");
   sh(root, "git", "config", "user.email", "bench@loop.invalid");
@@ -30,8 +34,10 @@ function prepare(): string {
   writeFileSync(join(root, "README"), "bench\n");
   const def = {
     name: "tick",
-    defaults: { runner: "sleeper", verify: "true", timeouts: { launch: "5m", stall: "60m", verify: "1m" } },
-    runners: { sleeper: { command: ["sleep", "3600"] } },
+    defaults: o.verifying
+      ? { runner: "quick", verify: "sleep 3600", timeouts: { launch: "5m", stall: "60m", verify: "2h" } }
+      : { runner: "sleeper", verify: "true", timeouts: { launch: "5m", stall: "60m", verify: "1m" } },
+    runners: { sleeper: { command: ["sleep", "3600"] }, quick: { command: ["true"] } },
     items: Array.from({ length: 20 }, (_, i) => ({ id: `item-${i}`, prompt: `item ${i}` })),
   };
   writeFileSync(join(root, "loop.json"), JSON.stringify(def, null, 2));
@@ -57,16 +63,37 @@ function timed(root: string, expect: string): number {
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
+/** Wait (untimed) until the agent of the launched item has exited. */
+function agentExited(root: string): void {
+  const sessions = join(root, ".loop", "sessions");
+  for (let i = 0; i < 400; i++) {
+    if (existsSync(sessions) && readdirSync(sessions).some((item) => existsSync(join(sessions, item, "1", "exit.json")))) return;
+    Bun.sleepSync(25);
+  }
+  throw new Error("the agent never exited");
+}
+
 const launches: number[] = [];
 const observes: number[] = [];
+const verifyStarts: number[] = [];
+const verifyObserves: number[] = [];
 for (let i = 0; i < RUNS; i++) {
-  const root = prepare();
-  try {
-    launches.push(timed(root, "launched"));
-    for (let j = 0; j < 3; j++) observes.push(timed(root, "waiting"));
-  } finally {
-    spawnSync(BIN, ["ctl", "stop", "--yes", "--json"], { cwd: root, env: { ...process.env, LOOP_KILL_GRACE_MS: "200" } });
-    rmSync(root, { recursive: true, force: true });
+  for (const verifying of [false, true]) {
+    const root = prepare({ verifying });
+    try {
+      if (!verifying) {
+        launches.push(timed(root, "launched"));
+        for (let j = 0; j < 3; j++) observes.push(timed(root, "waiting"));
+        continue;
+      }
+      timed(root, "launched");
+      agentExited(root);
+      verifyStarts.push(timed(root, "waiting"));
+      for (let j = 0; j < 3; j++) verifyObserves.push(timed(root, "waiting"));
+    } finally {
+      spawnSync(BIN, ["ctl", "stop", "--yes", "--json"], { cwd: root, env: { ...process.env, LOOP_KILL_GRACE_MS: "200" } });
+      rmSync(root, { recursive: true, force: true });
+    }
   }
 }
 
@@ -77,5 +104,7 @@ process.stdout.write(
     "|---|---:|---:|---:|---:|---|",
     `| launch (reserve, worktree, handoff, detached start) | ${fmt(median(launches))} | ${fmt(Math.min(...launches))} | ${fmt(Math.max(...launches))} | ${launches.length} | ≤ 250 ms |`,
     `| observing (agent still working) | ${fmt(median(observes))} | ${fmt(Math.min(...observes))} | ${fmt(Math.max(...observes))} | ${observes.length} | ≤ 50 ms |`,
+    `| verify start (agent exited: record, commit leftovers, reserve, detached start) | ${fmt(median(verifyStarts))} | ${fmt(Math.min(...verifyStarts))} | ${fmt(Math.max(...verifyStarts))} | ${verifyStarts.length} | ≤ 250 ms |`,
+    `| observing (verify still running) | ${fmt(median(verifyObserves))} | ${fmt(Math.min(...verifyObserves))} | ${fmt(Math.max(...verifyObserves))} | ${verifyObserves.length} | ≤ 50 ms |`,
   ].join("\n") + "\n",
 );

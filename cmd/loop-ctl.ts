@@ -3,7 +3,7 @@
 import { DESCRIPTIONS } from "../lib/shared/tools.ts";
 import { confirmArgs, defineTool, EXIT, main, resolveRoot, resolveStateRoot, UsageError, workItemArg } from "../lib/shared/cli.ts";
 import { actorName } from "../lib/shared/actor.ts";
-import { applyCtl, CTL_VERBS, type CtlVerb, DESTRUCTIVE_VERBS, ITEM_VERBS, planCtl } from "../lib/control/ctl.ts";
+import { applyCtl, CTL_VERBS, type CtlVerb, DESTRUCTIVE_VERBS, ITEM_VERBS, planCtl, planRetryAll } from "../lib/control/ctl.ts";
 import { resolveSelectors } from "../lib/definition/selectors.ts";
 import { confirmOrRefuse } from "../lib/control/confirm.ts";
 import { printable } from "../lib/shared/printable.ts";
@@ -16,11 +16,13 @@ export const tool = defineTool({
     answer: { type: "positional", description: "the answer, for reply", valueHint: "text" },
     ...workItemArg,
     reason: { type: "string", description: "why (recorded; shown by loop status for pause and stop)", valueHint: "text" },
+    "all-failed": { type: "boolean", description: "retry: every failed item, instead of --work-item" },
+    "all-blocked": { type: "boolean", description: "retry: every blocked item, instead of --work-item" },
     ...confirmArgs,
   },
   footer: [
     "Verbs: start [--work-item X] · pause [--reason R] · resume · stop [--work-item X] · skip --work-item X",
-    "       retry --work-item X · cancel --work-item X · reply --work-item X <text>",
+    "       retry (--work-item X | --all-failed | --all-blocked) · cancel --work-item X · reply --work-item X <text>",
     "stop, skip and cancel end live sessions: they need --yes, or a confirmation on a terminal.",
     "Exit codes: 0 done or nothing to do, 1 refused (e.g. retry of a passed item), 2 usage,",
     "3 declined at the prompt, 75 a step holds the lease (try again).",
@@ -30,20 +32,26 @@ export const tool = defineTool({
     if (!CTL_VERBS.includes(verb)) throw new UsageError(`unknown verb "${args.verb}" (verbs: ${CTL_VERBS.join(", ")})`);
     if (verb === "reply" && !args.answer?.trim()) throw new UsageError("reply needs the answer text: loop ctl reply --work-item X \"answer\"");
     if (verb !== "reply" && args.answer !== undefined) throw new UsageError(`unexpected argument "${args.answer}"`);
-    if (ITEM_VERBS.includes(verb) && args["work-item"].length === 0) throw new UsageError(`loop ctl ${verb} needs --work-item`);
+    const bulk = [...(args["all-failed"] ? (["failed"] as const) : []), ...(args["all-blocked"] ? (["blocked"] as const) : [])];
+    if (bulk.length && verb !== "retry") throw new UsageError(`--all-failed and --all-blocked go with retry, not ${verb}`);
+    if (bulk.length && args["work-item"].length) throw new UsageError("--all-failed and --all-blocked choose the items themselves; drop --work-item");
+    if (ITEM_VERBS.includes(verb) && args["work-item"].length === 0 && !bulk.length)
+      throw new UsageError(`loop ctl ${verb} needs --work-item${verb === "retry" ? " (or --all-failed, --all-blocked)" : ""}`);
     if (args.yes && args["dry-run"]) throw new UsageError("--yes and --dry-run exclude each other");
     const root = resolveRoot(args.root, ctx.cwd);
     const actor = actorName(ctx.env);
     const r = await applyCtl({
       root,
-      stateRoot: resolveStateRoot(root, args["state-root"], ctx.env, ctx.cwd),
+      stateRoot: resolveStateRoot({ root, flag: args["state-root"], env: ctx.env, cwd: ctx.cwd }),
       actor,
       env: ctx.env,
       verb,
       dryRun: args["dry-run"],
       plan: (p) => {
-        const ids = resolveSelectors(p, args["work-item"]);
         const keep = p.loop.settings?.keepCheckoutOnClose ?? false;
+        // Chosen from the projection each time the plan is made: again under the lease.
+        if (bulk.length) return planRetryAll(p, bulk, { actor, keepCheckout: keep });
+        const ids = resolveSelectors(p, args["work-item"]);
         return planCtl(p, verb, ids, { text: args.answer ?? null, reason: args.reason ?? null, actor, keepCheckout: keep });
       },
       confirm: async (actions) => {

@@ -1,9 +1,11 @@
 #!/usr/bin/env bun
 // loop init: scaffold loop.json and the state root in a git repository.
 import { DESCRIPTIONS } from "../lib/shared/tools.ts";
-import { defineTool, EXIT, main, resolveStateRoot } from "../lib/shared/cli.ts";
-import { resolve } from "node:path";
-import { initProject } from "../lib/control/init.ts";
+import { defineTool, EXIT, main, resolveStateRoot, UsageError } from "../lib/shared/cli.ts";
+import { join, resolve } from "node:path";
+import { adoptStateRoot, initProject } from "../lib/control/init.ts";
+import type { ProjectIdentity } from "../lib/log/ownership.ts";
+import { printable } from "../lib/shared/printable.ts";
 import { actorName } from "../lib/shared/actor.ts";
 
 export const tool = defineTool({
@@ -11,13 +13,34 @@ export const tool = defineTool({
   description: DESCRIPTIONS.init,
   args: {
     force: { type: "boolean", description: "overwrite an existing loop.json" },
+    nested: { type: "boolean", description: "allow a loop inside a directory that already has one (never inside a state root)" },
+    adopt: { type: "boolean", description: "bind the existing state root to this project (after moving or renaming it); loop.json is not written" },
     root: { type: "string", description: "the git work tree to set up (default: the cwd)", valueHint: "dir" },
   },
-  footer: "Exit codes: 0 done, 2 usage error or loop.json exists without --force.",
+  footer:
+    "Exit codes: 0 done, 1 environment error, 2 usage error, loop.json exists without --force, the root is inside another loop\n(without --nested) or inside a state root, or the state root belongs to another project (foreign_store), 75 a step holds\nthe lease (--adopt).",
   run(args, ctx) {
     const root = resolve(ctx.cwd, args.root ?? ".");
-    const r = initProject(root, resolveStateRoot(root, args["state-root"], ctx.env, ctx.cwd), {
+    const stateRoot = resolveStateRoot({ root, flag: args["state-root"], env: ctx.env, cwd: ctx.cwd });
+    if (args.adopt) {
+      if (args.force) throw new UsageError("--adopt and --force exclude each other (--adopt never writes loop.json)");
+      const a = adoptStateRoot(root, stateRoot, { actor: actorName(ctx.env) });
+      if (ctx.format === "json") ctx.outJson(a);
+      else {
+        const what = (p: ProjectIdentity) => `the loop "${p.name}" at ${p.root === "." ? p.repo : join(p.repo, p.root)}`;
+        ctx.out(
+          printable(
+            a.bound
+              ? `bound ${a.stateRoot} to ${what(a.project)}${a.previous ? ` (it belonged to ${what(a.previous)})` : ""}`
+              : `${a.stateRoot} already belongs to ${what(a.project)}; nothing to do`,
+          ),
+        );
+      }
+      return EXIT.ok;
+    }
+    const r = initProject(root, stateRoot, {
       force: args.force,
+      nested: args.nested,
       env: ctx.env,
       actor: actorName(ctx.env),
     });

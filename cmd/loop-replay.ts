@@ -4,6 +4,7 @@ import { DESCRIPTIONS } from "../lib/shared/tools.ts";
 import { defineTool, EXIT, main, resolveRoot, resolveStateRoot } from "../lib/shared/cli.ts";
 import { replayReport } from "../lib/reports/replay.ts";
 import { renderReplay } from "../lib/reports/render.ts";
+import { projectOf } from "../lib/log/ownership.ts";
 
 export const tool = defineTool({
   name: "loop-replay",
@@ -12,7 +13,7 @@ export const tool = defineTool({
   footer: "Exit codes: 0 no findings, 1 findings, 2 cannot replay (usage; missing, corrupt or outdated store).",
   async run(args, ctx) {
     const root = resolveRoot(args.root, ctx.cwd);
-    const report = await replayReport(resolveStateRoot(root, args["state-root"], ctx.env, ctx.cwd));
+    const report = await replayReport(resolveStateRoot({ root, flag: args["state-root"], env: ctx.env, cwd: ctx.cwd }), { project: projectOf(root, null) });
     if (ctx.format === "json") ctx.outJson(report);
     else ctx.out(renderReplay(report));
     return report.ok ? EXIT.ok : EXIT.problem;

@@ -32,7 +32,7 @@ export const tool = defineTool({
     const command = args.all ? "loop reset --all" : "loop reset";
     const r = await runReset({
       root,
-      stateRoot: resolveStateRoot(root, args["state-root"], ctx.env, ctx.cwd),
+      stateRoot: resolveStateRoot({ root, flag: args["state-root"], env: ctx.env, cwd: ctx.cwd }),
       actor: actorName(ctx.env),
       env: ctx.env,
       dryRun: args["dry-run"],

@@ -1,16 +1,12 @@
 #!/usr/bin/env bun
 // loop run: one bounded, crash-safe dispatch step (or, with --watch, steps in the foreground).
-import { printable } from "../lib/shared/printable.ts";
 import { DESCRIPTIONS } from "../lib/shared/tools.ts";
-import { existsSync, mkdirSync } from "node:fs";
-import { defineTool, EXIT, main, resolveRoot, resolveStateRoot, UsageError } from "../lib/shared/cli.ts";
-import { BusyError, DefinitionError } from "../lib/shared/errors.ts";
-import { preflight, runStep, type RunResult } from "../lib/step/step.ts";
-import { claimRunPid, releaseRunPid, selfRunPid } from "../lib/step/run-pid.ts";
+import { defineTool, main, resolveRoot, resolveStateRoot, UsageError } from "../lib/shared/cli.ts";
+import { runStep, type RunResult, stepExitCode } from "../lib/step/step.ts";
+import { watchSteps } from "../lib/step/watch.ts";
 import { renderRun } from "../lib/reports/render-run.ts";
 import { actorName } from "../lib/shared/actor.ts";
 import { parseDuration } from "../lib/definition/duration.ts";
-import { statePaths } from "../lib/shared/paths.ts";
 
 export const tool = defineTool({
   name: "loop-run",
@@ -19,9 +15,10 @@ export const tool = defineTool({
     watch: { type: "boolean", description: "repeat steps in the foreground until the loop drains or pauses" },
     interval: { type: "string", description: "wait between --watch steps (default 30s)", valueHint: "duration" },
     forever: { type: "boolean", description: "with --watch: keep watching after the loop drains or pauses" },
+    quiet: { type: "boolean", short: "q", description: "no result for a step that exits 0; only warnings and errors on stderr" },
   },
   footer:
-    "Exit codes: 0 step done (including recorded item failures and no-ops), 1 environment error,\n2 invalid loop.json or usage, 75 busy (another step holds the lease, this step lost it, or another\n--watch is running), 130 interrupted (--watch).",
+    "Exit codes: 0 step done and all is well (including recorded item failures and no-ops), 1 an\nenvironment error, or the loop needs a person (paused on a question or by an environment fault,\na landing failed, drained Failed), 2 invalid loop.json or usage, 75 busy (another step holds the\nlease, this step lost it, or another --watch is running), 130 interrupted (--watch).\nWith --quiet a step that exits 0 prints no result (cron stays silent until something is wrong).",
   async run(args, ctx) {
     if ((args.interval || args.forever) && !args.watch) throw new UsageError("--interval and --forever need --watch");
     let intervalMs = 30_000;
@@ -33,71 +30,21 @@ export const tool = defineTool({
       }
     }
     const root = resolveRoot(args.root, ctx.cwd);
-    const stateRoot = resolveStateRoot(root, args["state-root"], ctx.env, ctx.cwd);
-    const opts = { root, stateRoot, actor: actorName(ctx.env), env: ctx.env, log: ctx.log };
-    const emit = (r: RunResult) => (ctx.format === "json" ? ctx.outJson(r) : ctx.out(renderRun(r)));
-    const once = async (): Promise<{ code: number; r: RunResult | null }> => {
-      try {
-        const r = await runStep(opts);
-        emit(r);
-        return { code: r.errors.length ? EXIT.problem : EXIT.ok, r };
-      } catch (err) {
-        // A single step reports busy like any error (exit 75); a watcher waits for the next turn,
-        // also after a step lost its lease to another `loop run` (it outlived the lease). So it
-        // does when loop.json is invalid for a moment (an editor saving it): it was valid when the
-        // watcher started (preflight), and the step refused before touching anything.
-        if (!args.watch) throw err;
-        if (err instanceof BusyError) {
-          ctx.log.warn(err.message);
-          return { code: EXIT.busy, r: null };
-        }
-        // A root that is gone (the repository deleted) is no edit in progress: the watcher stops.
-        if (err instanceof DefinitionError && existsSync(root)) {
-          ctx.log.warn(`${err.lines().map(printable).join("\n")}\n(the watcher tries again in ${args.interval ?? "30s"})`);
-          return { code: EXIT.usage, r: null };
-        }
-        throw err;
-      }
+    const stateRoot = resolveStateRoot({ root, flag: args["state-root"], env: ctx.env, cwd: ctx.cwd });
+    const options = { root, stateRoot, actor: actorName(ctx.env), env: ctx.env, log: ctx.log };
+    const step = () => runStep(options);
+    // --quiet: a step that exits 0 prints nothing, so cron mails (and a log grows) only on trouble.
+    const render = (r: RunResult) => {
+      if (args.quiet && stepExitCode(r) === 0) return;
+      if (ctx.format === "json") ctx.outJson(r);
+      else ctx.out(renderRun(r));
     };
-    if (!args.watch) return (await once()).code;
-
-    preflight(root); // before run.pid: a watcher that cannot step creates nothing
-    const pidFile = statePaths(stateRoot).runPid;
-    mkdirSync(stateRoot, { recursive: true });
-    const me = selfRunPid();
-    claimRunPid(pidFile, me);
-    let stopping = false;
-    let wake: (() => void) | null = null;
-    const onSignal = () => {
-      stopping = true;
-      wake?.();
-    };
-    process.on("SIGINT", onSignal);
-    process.on("SIGTERM", onSignal);
-    let code: number = EXIT.ok;
-    try {
-      for (;;) {
-        const { code: c, r } = await once();
-        code = c;
-        const done = r && ["drained", "paused", "stopped"].includes(r.action);
-        if (stopping || (done && !args.forever)) break;
-        await new Promise<void>((resolve) => {
-          // A signal wakes the wait early; clearing the timer lets the process exit right away
-          // instead of being held open for the rest of the interval.
-          const timer = setTimeout(resolve, intervalMs);
-          wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-        if (stopping) break;
-      }
-    } finally {
-      releaseRunPid(pidFile, me);
-      process.off("SIGINT", onSignal);
-      process.off("SIGTERM", onSignal);
+    if (!args.watch) {
+      const r = await step();
+      render(r);
+      return stepExitCode(r);
     }
-    return stopping ? EXIT.interrupted : code;
+    return watchSteps({ root, stateRoot, step, onResult: render, log: ctx.log, intervalMs, forever: args.forever });
   },
 });
 

@@ -4,6 +4,7 @@ import { DESCRIPTIONS } from "../lib/shared/tools.ts";
 import { defineTool, EXIT, main, resolveRoot, resolveStateRoot, workItemArg } from "../lib/shared/cli.ts";
 import { statusReport } from "../lib/reports/status.ts";
 import { renderStatus } from "../lib/reports/render.ts";
+import { projectOf } from "../lib/log/ownership.ts";
 
 export const tool = defineTool({
   name: "loop-status",
@@ -12,7 +13,7 @@ export const tool = defineTool({
   footer: "Exit codes: 0 healthy, 1 divergence found, 2 cannot report (usage; missing, corrupt or outdated store).",
   run(args, ctx) {
     const root = resolveRoot(args.root, ctx.cwd);
-    const report = statusReport(resolveStateRoot(root, args["state-root"], ctx.env, ctx.cwd), args["work-item"]);
+    const report = statusReport(resolveStateRoot({ root, flag: args["state-root"], env: ctx.env, cwd: ctx.cwd }), args["work-item"], { env: ctx.env, project: projectOf(root, null) });
     if (ctx.format === "json") ctx.outJson(report);
     else ctx.out(renderStatus(report, ctx.color));
     return report.healthy ? EXIT.ok : EXIT.problem;

@@ -15,16 +15,17 @@ import { DESCRIPTIONS, isTool, loadTool } from "./registry.ts";
 
 // Everything else is imported on demand (see cmd/registry.ts): start-up time is module evaluation.
 const TOOLS = DESCRIPTIONS;
-async function main(name: keyof typeof DESCRIPTIONS, args: string[]): Promise<void> {
+/** Run a tool; `prog` is the name it was invoked as (`loop run`, or a link's `loop-run`), for its help and messages. */
+async function main(name: keyof typeof DESCRIPTIONS, args: string[], prog: string): Promise<void> {
   const [{ main: runMain }, tool] = await Promise.all([import("../lib/shared/cli.ts"), loadTool(name)]);
-  return runMain(tool, args);
+  return runMain(tool, args, prog);
 }
 function toolFor(name: string): keyof typeof DESCRIPTIONS | undefined {
   return isTool(name) ? name : undefined;
 }
 
-/** Every tool of the command-line contract (DESIGN §3), built or not. */
-export const CONTRACT_TOOLS = ["init", "run", "status", "replay", "reset", "ctl"] as const;
+/** Every tool of the command-line contract (docs/cli/README.md), built or not. */
+export const CONTRACT_TOOLS = ["init", "run", "status", "replay", "reset", "ctl", "logs", "plan", "add", "export", "backup"] as const;
 
 /** True when running inside a `bun build --compile` executable (its modules live in /$bunfs). */
 export function isCompiled(mainPath: string = Bun.main): boolean {
@@ -69,12 +70,20 @@ async function print(text: string): Promise<void> {
   }
 }
 
-function fail(prog: string, message: string): void {
-  process.stderr.write(`${prog}: ${printable(message)}\n`); // it may quote what was typed
+/**
+ * A usage error before any tool runs. Under --json it is a JSON error line, like every other error
+ * of a command asked for JSON (no tool has set a default format yet, so only an explicit --json counts).
+ */
+async function fail(prog: string, message: string, args: string[] = []): Promise<void> {
+  const until = args.indexOf("--");
+  if ((until < 0 ? args : args.slice(0, until)).includes("--json")) {
+    const { errorLine } = await import("../lib/shared/cli.ts");
+    process.stderr.write(errorLine("usage", message));
+  } else process.stderr.write(`${prog}: ${printable(message)}\n`); // it may quote what was typed
   process.exitCode = 2;
 }
 
-/** What the contract tools this version does not have yet will do (DESIGN §3, §7); every one is built now. */
+/** What the contract tools this version does not have yet will do (docs/cli/README.md#tools); every one is built now. */
 const PLANNED: Record<string, string> = {};
 
 /**
@@ -86,7 +95,7 @@ async function unavailable(prog: string, name: string, args: string[] = []): Pro
   if (args.length === 1 && args[0] === "--version") return print(`${VERSION}\n`);
   if (args.length === 1 && (args[0] === "--help" || args[0] === "-h"))
     return print(`${prog}: ${PLANNED[name] ?? name}\n\nNot available yet: ${why}.\nRun it and it exits 2 and does nothing.\n`);
-  fail(prog, why);
+  return fail(prog, why, args);
 }
 
 async function entry(self: string, args: string[]): Promise<void> {
@@ -97,7 +106,7 @@ async function entry(self: string, args: string[]): Promise<void> {
   }
   if (linked !== null) {
     const t = toolFor(linked);
-    if (t) return main(t, args);
+    if (t) return main(t, args, self);
     return unavailable(self, linked, args);
   }
   const [first, ...rest] = args;
@@ -119,9 +128,9 @@ async function entry(self: string, args: string[]): Promise<void> {
   if (first === "--help" || first === "-h" || first === "help") {
     if (first === "help" && rest[0] !== undefined) {
       const t = toolFor(rest[0]);
-      if (t) return main(t, ["--help"]);
+      if (t) return main(t, ["--help"], `loop ${t}`);
       if ((CONTRACT_TOOLS as readonly string[]).includes(rest[0])) return unavailable(`loop ${rest[0]}`, rest[0], ["--help"]);
-      return fail("loop", `unknown tool ${JSON.stringify(rest[0])} (tools: ${Object.keys(TOOLS).join(", ")})`);
+      return fail("loop", `unknown tool ${JSON.stringify(rest[0])} (tools: ${Object.keys(TOOLS).join(", ")})`, rest);
     }
     await print(USAGE);
     return;
@@ -132,15 +141,15 @@ async function entry(self: string, args: string[]): Promise<void> {
     process.exitCode = 2;
     return;
   }
-  if (first.startsWith("-")) return fail("loop", `unknown option ${JSON.stringify(first)} (usage: loop <tool> [options])`);
+  if (first.startsWith("-")) return fail("loop", `unknown option ${JSON.stringify(first)} (usage: loop <tool> [options])`, args);
   const t = toolFor(first);
   if (t && rest.length === 1 && rest[0] === "--version") {
     await print(`${VERSION}\n`);
     return;
   }
-  if (t) return main(t, rest);
+  if (t) return main(t, rest, `loop ${t}`);
   if ((CONTRACT_TOOLS as readonly string[]).includes(first)) return unavailable(`loop ${first}`, first, rest);
-  return fail("loop", `unknown tool ${JSON.stringify(first)} (tools: ${Object.keys(TOOLS).join(", ")})`);
+  return fail("loop", `unknown tool ${JSON.stringify(first)} (tools: ${Object.keys(TOOLS).join(", ")})`, args);
 }
 
 if (import.meta.main) await entry(invokedName(process.argv0, process.argv[1], isCompiled()), process.argv.slice(2));

@@ -12,6 +12,11 @@ const LOADERS: Record<ToolName, () => Promise<{ tool: Tool<any> }>> = {
   replay: () => import("./loop-replay.ts"),
   reset: () => import("./loop-reset.ts"),
   ctl: () => import("./loop-ctl.ts"),
+  logs: () => import("./loop-logs.ts"),
+  plan: () => import("./loop-plan.ts"),
+  add: () => import("./loop-add.ts"),
+  export: () => import("./loop-export.ts"),
+  backup: () => import("./loop-backup.ts"),
 };
 
 export function isTool(name: string): name is ToolName {

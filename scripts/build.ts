@@ -1,6 +1,6 @@
 #!/usr/bin/env bun
 // `bun run build`: compile ONE multi-call executable dist/loop from cmd/loop.ts and link every
-// tool name to it (DESIGN §2 Distribution). The tool is chosen at run time from the invoked name
+// tool name to it (README.md, Build). The tool is chosen at run time from the invoked name
 // (see cmd/loop.ts), so `dist/loop-status` is `dist/loop status`.
 //
 // Flags, as `bun build` spells them: --compile --bytecode --format=esm --minify

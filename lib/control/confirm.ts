@@ -1,6 +1,7 @@
-// Confirmation for destructive commands (DESIGN §3): --yes proceeds; a TTY is asked (default No,
-// prompt on stderr); anything else refuses with exit 2 and changes nothing.
-import { DeclinedError, UsageError } from "../shared/cli.ts";
+// Confirmation for destructive commands (docs/cli/README.md#confirmation): --yes proceeds; a TTY is
+// asked (default No, prompt on stderr); anything else refuses with exit 2 and changes nothing. No, or
+// Escape, is a refusal (exit 3); Ctrl-C is an interruption (exit 130), as it is everywhere else.
+import { DeclinedError, InterruptedError, UsageError } from "../shared/cli.ts";
 import { printable } from "../shared/printable.ts";
 
 export async function confirmOrRefuse(o: {
@@ -16,11 +17,27 @@ export async function confirmOrRefuse(o: {
     throw new UsageError(`${o.command} is destructive and stdin is not a terminal: pass --yes to do it (or --dry-run to see it). Nothing was changed.`);
   process.stderr.write(`${o.command} will:\n${o.what.map((w) => `  - ${printable(w)}`).join("\n")}\n`);
   const clack = await import("@clack/prompts"); // only a terminal prompt needs it
+  // The prompt reads the terminal raw, so Ctrl-C arrives as a byte, not as SIGINT; clack reports it
+  // and Escape alike as "cancel", so the byte is watched for here.
+  let interrupted = false;
+  const watch = (d: Buffer | string) => {
+    if (String(d).includes("\x03")) interrupted = true;
+  };
+  process.stdin.on("data", watch);
+  let answer: string | boolean | symbol;
+  try {
+    answer =
+      o.typeToConfirm !== undefined
+        ? await clack.text({ message: `Type the loop's name (${printable(o.typeToConfirm)}) to go ahead`, placeholder: "", output: process.stderr })
+        : await clack.confirm({ message: "Go ahead?", initialValue: false, output: process.stderr });
+  } finally {
+    process.stdin.off("data", watch);
+  }
+  if (clack.isCancel(answer) && interrupted) throw new InterruptedError(`${o.command}: interrupted; nothing was changed`);
   if (o.typeToConfirm !== undefined) {
-    const answer = await clack.text({ message: `Type the loop's name (${printable(o.typeToConfirm)}) to go ahead`, placeholder: "", output: process.stderr });
-    if (clack.isCancel(answer) || answer.trim() !== o.typeToConfirm) throw new DeclinedError(`${o.command}: the name typed is not the loop's; nothing was changed`);
+    if (clack.isCancel(answer) || typeof answer !== "string" || answer.trim() !== o.typeToConfirm)
+      throw new DeclinedError(`${o.command}: the name typed is not the loop's; nothing was changed`);
     return;
   }
-  const answer = await clack.confirm({ message: "Go ahead?", initialValue: false, output: process.stderr });
   if (clack.isCancel(answer) || answer !== true) throw new DeclinedError(`${o.command}: declined; nothing was changed`);
 }

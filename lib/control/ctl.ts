@@ -3,9 +3,9 @@
 // sessions are ended through the one close path, and every event is appended in one transaction.
 import { existsSync, realpathSync } from "node:fs";
 import type { EventDraft } from "../log/events.ts";
-import type { Projection } from "../log/reducer.ts";
-import { isInFlight, isSettled } from "../log/reducer.ts";
-import { blockedBecauseOf } from "../step/decide.ts";
+import type { ItemStatus, Projection } from "../log/reducer.ts";
+import { isInFlight, isSettled, itemOf } from "../log/reducer.ts";
+import { blockedBecauseOf, blockingDependency, gateItem } from "../step/decide.ts";
 import { closeSession, type CloseReport } from "../step/close.ts";
 import { graceMs } from "../step/sessions.ts";
 import { pidAlive } from "../shared/process.ts";
@@ -13,7 +13,9 @@ import { dbPath, readProjection, Store, StoreError, withReadSnapshot } from "../
 import { repoTop } from "../step/workspace.ts";
 import { materialize } from "../log/materialize.ts";
 import type { StoredEvent } from "../log/events.ts";
-import { BusyError, RefusedError, UsageError } from "../shared/errors.ts";
+import { BusyError, DefinitionError, RefusedError, UsageError } from "../shared/errors.ts";
+import { assertOwnership, projectOf } from "../log/ownership.ts";
+import { loadDefinition } from "../definition/loop-json.ts";
 
 export const CTL_VERBS = ["start", "pause", "resume", "stop", "skip", "retry", "cancel", "reply"] as const;
 export type CtlVerb = (typeof CTL_VERBS)[number];
@@ -79,6 +81,8 @@ export function planCtl(p: Projection, verb: CtlVerb, items: string[], o: { text
     }
   }
 
+  /** Items this plan requeues (retry), and the retried item each is requeued with. */
+  const requeued = new Map<string, string>();
   for (const id of items) {
     const it = p.items[id]!;
     const n = it.attempts.length;
@@ -126,10 +130,24 @@ export function planCtl(p: Projection, verb: CtlVerb, items: string[], o: { text
           out.push({ item: id, effect: `${id} is in flight; nothing to retry`, noop: true, close: null, events: [] });
           break;
         }
+        // Already requeued by this plan, as a dependent of an item retried before it (--all-failed
+        // --all-blocked, or both named): requeuing it twice would be an illegal event.
+        if (requeued.has(id)) {
+          out.push({ item: id, effect: `${id} is requeued with ${requeued.get(id)}`, noop: true, close: null, events: [] });
+          continue;
+        }
+        // A pending item that nothing holds is already going to run: nothing to release or requeue.
+        if (!settled && !it.held) {
+          out.push({ item: id, effect: `${id} is ${it.status} and not held; nothing to retry`, noop: true, close: null, events: [] });
+          break;
+        }
         const events: EventDraft[] = [control(id)];
         if (settled) events.push({ type: "item_requeued", item: id, payload: { attempt: n, reason: `retry by ${o.actor}`, failed: false, resetBudget: true } });
-        for (const dep of settled ? blockedBecauseOf(p, id) : [])
+        if (settled) requeued.set(id, id);
+        for (const dep of settled ? blockedBecauseOf(p, id).filter((d) => !requeued.has(d)) : []) {
           events.push({ type: "item_requeued", item: dep, payload: { attempt: p.items[dep]!.attempts.length, reason: `retry of ${id} by ${o.actor}`, failed: false, resetBudget: false } });
+          requeued.set(dep, id);
+        }
         out.push({ item: id, effect: settled ? `requeue ${id} with a fresh attempt budget${events.length > 2 ? ` and unblock ${events.slice(2).map((e) => e.item).join(", ")}` : ""}` : `release ${id}`, noop: false, close: null, events });
         break;
       }
@@ -143,6 +161,7 @@ export function planCtl(p: Projection, verb: CtlVerb, items: string[], o: { text
         throw new UsageError(`loop ctl ${verb} acts on the whole loop; drop --work-item`);
     }
   }
+  if (verb === "retry") warnBlockedAgain(p, out, requeued);
   // An item that asked a question paused the loop; once it is skipped or stopped the question is moot.
   const askedBy = (id: string) => p.loop.state === "paused" && p.items[id]!.status === "needs_input" && p.loop.reason?.startsWith(`${id} needs input:`);
   if ((verb === "skip" || verb === "stop") && items.some(askedBy))
@@ -150,6 +169,35 @@ export function planCtl(p: Projection, verb: CtlVerb, items: string[], o: { text
   if (verb === "cancel" && out.some((a) => !a.noop) && p.loop.state === "running")
     out.push(loopAction("pause the loop (cancel means stop spending)", [{ type: "loop_paused", payload: { reason: `cancelled ${items.join(", ")} by ${o.actor}` } }]));
   return out;
+}
+
+/**
+ * A retried item whose dependency stays failed (not retried by this plan) is blocked again by the
+ * next step, by nextWork's own rule: say so in its effect, naming the dependency to retry.
+ */
+function warnBlockedAgain(p: Projection, actions: PlannedAction[], requeued: Map<string, string>): void {
+  const find = (id: string) => {
+    const it = itemOf(p, id);
+    if (!it) return undefined;
+    return requeued.has(id) ? { ...gateItem(it), status: "pending" as const } : gateItem(it);
+  };
+  for (const a of actions) {
+    if (a.noop || a.item === null || !requeued.has(a.item)) continue;
+    const b = blockingDependency(find(a.item)!, find);
+    if (b) a.effect += `; but ${b.reason}, so the next step blocks it again${b.status !== null && isSettled(b.status) ? ` (retry ${b.dependency} too)` : ""}`;
+  }
+}
+
+/** The items with one of these statuses, in presentation order: what `retry --all-failed` / `--all-blocked` select. */
+export function itemsWithStatus(p: Projection, statuses: readonly ItemStatus[]): string[] {
+  return p.order.filter((id) => statuses.includes(p.items[id]!.status));
+}
+
+/** `loop ctl retry --all-failed` / `--all-blocked`: retry every such item; none is a no-op (exit 0). */
+export function planRetryAll(p: Projection, statuses: readonly ItemStatus[], o: { actor: string; keepCheckout: boolean }): PlannedAction[] {
+  const ids = itemsWithStatus(p, statuses);
+  if (ids.length === 0) return [{ item: null, effect: `no ${statuses.join(" or ")} items; nothing to retry`, noop: true, close: null, events: [] }];
+  return planCtl(p, "retry", ids, o);
 }
 
 export interface CtlResult {
@@ -174,16 +222,18 @@ export async function applyCtl(o: {
 }): Promise<CtlResult> {
   // Plan first from a read-only snapshot, so that a dry run, a refusal or a usage error (an unknown
   // item) changes nothing under the state root, not even -wal/-shm files; the store is opened for
-  // writing only to carry the plan out.
+  // writing only to carry the plan out. A store of another project is refused before any plan.
+  const project = projectOf(o.root, definitionName(o.root));
   const p0 = readOnlyProjection(o.stateRoot);
-  let store: Store | null = p0 ? null : Store.open(o.stateRoot, { actor: o.actor });
+  if (p0) assertOwnership(p0.loop.owner, project, o.stateRoot);
+  let store: Store | null = p0 ? null : Store.open(o.stateRoot, { actor: o.actor, project });
   try {
     const actions = o.plan(p0 ?? store!.projection());
     const summary = actions.map((a) => ({ item: a.item, effect: a.effect, noop: a.noop }));
     const result: CtlResult = { schema: "loop/ctl@1", verb: o.verb, dryRun: o.dryRun, actions: summary, closed: [], transitions: [] };
     if (o.dryRun || actions.every((a) => a.noop)) return result;
     await o.confirm(actions.filter((a) => !a.noop));
-    store ??= Store.open(o.stateRoot, { actor: o.actor });
+    store ??= Store.open(o.stateRoot, { actor: o.actor, project });
     const lease = store.acquireLease(10 * 60_000, pidAlive);
     if (!lease.ok) throw new BusyError(`a \`loop run\` step holds the lease (pid ${lease.holder.pid} on ${lease.holder.host}); nothing was done, try again`);
     try {
@@ -214,6 +264,20 @@ export async function applyCtl(o: {
     return result;
   } finally {
     store?.close();
+  }
+}
+
+/**
+ * The loop's name as loop.json in the project root gives it, or null when it cannot be read: ctl
+ * must work while loop.json is being edited (a pause, a stop), and then compares the repository
+ * and the loop's folder only.
+ */
+export function definitionName(root: string): string | null {
+  try {
+    return loadDefinition(root).name;
+  } catch (err) {
+    if (err instanceof DefinitionError) return null;
+    throw err;
   }
 }
 

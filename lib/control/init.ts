@@ -1,13 +1,17 @@
 // `loop init`: scaffold loop.json and the state root. Decisions (runner, verify, base) are pure
 // functions of what was found, so they are tested with plain data.
-import { existsSync, lstatSync, readFileSync, writeFileSync } from "node:fs";
-import { basename, delimiter, join } from "node:path";
-import { parseDefinitionText } from "../definition/loop-json.ts";
-import { currentBranch, isWorkTree } from "../step/git.ts";
+import { existsSync, lstatSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
+import { basename, delimiter, dirname, join, relative, sep } from "node:path";
+import { loadDefinition, parseDefinitionText } from "../definition/loop-json.ts";
+import { currentBranch, git, isWorkTree } from "../step/git.ts";
+import SCHEMA from "../../schema/loop.schema.json";
 import { statePaths } from "../shared/paths.ts";
 import { Store } from "../log/store.ts";
 import { materialize } from "../log/materialize.ts";
-import { UsageError } from "../shared/errors.ts";
+import { BusyError, UsageError } from "../shared/errors.ts";
+import { ensureStateRoot } from "../shared/state-root.ts";
+import { type ProjectIdentity, projectOf } from "../log/ownership.ts";
+import { pidAlive } from "../shared/process.ts";
 
 export const AGENT_CLIS = ["claude", "codex", "aider"] as const;
 
@@ -38,11 +42,27 @@ export function loopNameFrom(dir: string): string {
   return (n || "loop").slice(0, 64);
 }
 
-export function initTemplate(o: { name: string; runner: string; base: string; verify: string | null }): string {
+/** Where init writes the JSON Schema of loop.json: in the state root, which every machine running the loop has. */
+export const SCHEMA_FILE = "loop.schema.json";
+
+/** The schema's text, as this version of loop validates loop.json. */
+export function schemaText(): string {
+  return JSON.stringify(SCHEMA, null, 2) + "\n";
+}
+
+/** The `$schema` value for loop.json at `root`: a path relative to it ("./.loop/loop.schema.json" by default). */
+export function schemaRef(root: string, stateRoot: string): string {
+  const rel = relative(root, join(stateRoot, SCHEMA_FILE)).split(sep).join("/");
+  return rel.startsWith("../") ? rel : `./${rel}`;
+}
+
+export function initTemplate(o: { name: string; runner: string; base: string; verify: string | null; schema: string }): string {
   const verify = o.verify ?? "exit 1";
-  return `// loop.json: the loop definition (see docs/cli/loop-init.md and schema/loop.schema.json).
+  return `// loop.json: the loop definition (see docs/cli/loop-init.md).
 // Lines starting with // are comments. \`loop run\` imports this file whenever it changes.
 {
+  // For editors: the JSON Schema \`loop init\` wrote into the state root (loop ignores this key).
+  "$schema": ${JSON.stringify(o.schema)},
   "name": ${JSON.stringify(o.name)},
   "defaults": {
     // The agent CLI that works each item: claude, codex, aider, demo, or a runner defined below.
@@ -66,10 +86,36 @@ export function initTemplate(o: { name: string; runner: string; base: string; ve
 `;
 }
 
+/** A loop a new one at `root` would sit inside, and why it counts. */
+export interface EnclosingLoop {
+  dir: string;
+  why: string;
+  /** Inside a state root (an item's worktree is): never a place for a loop, whatever the flags. */
+  inStateRoot: boolean;
+}
+
+/**
+ * The loop a new one at `root` would be nested in, or null. Up to the git top level: an ancestor
+ * with a loop.json or a state root (.loop/loop.db). All the way up: an ancestor that is a state
+ * root itself (holds loop.db): an item's worktree is its own git top level, inside one.
+ */
+export function enclosingLoop(root: string, gitTop: string, exists: (path: string) => boolean = existsSync): EnclosingLoop | null {
+  const inRepo = (dir: string) => dir === gitTop || dir.startsWith(gitTop.endsWith(sep) ? gitTop : gitTop + sep);
+  for (let dir = dirname(root), prev = root; dir !== prev; prev = dir, dir = dirname(dir)) {
+    if (exists(join(dir, "loop.db"))) return { dir, why: `${dir} is the state root of a loop (it holds loop.db)`, inStateRoot: true };
+    if (!inRepo(dir)) continue;
+    if (exists(join(dir, "loop.json"))) return { dir, why: `${join(dir, "loop.json")} defines a loop`, inStateRoot: false };
+    if (exists(join(dir, ".loop", "loop.db"))) return { dir, why: `${join(dir, ".loop")} is a loop's state root`, inStateRoot: false };
+  }
+  return null;
+}
+
 export interface InitResult {
   root: string;
   stateRoot: string;
   definition: string;
+  /** The JSON Schema written for editors, which loop.json's "$schema" names. */
+  schemaFile: string;
   runner: string;
   verify: string | null;
   base: string;
@@ -77,9 +123,20 @@ export interface InitResult {
   overwrote: boolean;
 }
 
-export function initProject(root: string, stateRoot: string, opts: { force: boolean; env: Record<string, string | undefined>; actor: string }): InitResult {
-  if (!existsSync(root)) throw new UsageError(`--root ${root} does not exist`);
-  if (!isWorkTree(root)) throw new UsageError(`${root} is not inside a git work tree (run \`git init\` first)`);
+export function initProject(
+  root: string,
+  stateRoot: string,
+  opts: { force: boolean; nested?: boolean; env: Record<string, string | undefined>; actor: string },
+): InitResult {
+  checkRoot(root);
+  // Compared as git reports it: both resolved, so a symlinked path to the project still matches.
+  const outer = enclosingLoop(realpathSync(root), git(root, ["rev-parse", "--show-toplevel"]));
+  if (outer?.inStateRoot)
+    throw new UsageError(`${root} is inside a loop's state root: ${outer.why}. Item worktrees live there; init the project's own root instead (--nested does not change this)`);
+  if (outer && !opts.nested)
+    throw new UsageError(
+      `${root} is inside another loop: ${outer.why}. Every loop command run in ${root} or below would act on the new loop, not on that one; use --root to init elsewhere, or --nested if you mean it`,
+    );
   const defPath = join(root, "loop.json");
   // lstat: a symlink (dangling or not) is not written through, to wherever it points.
   const found = lstatSync(defPath, { throwIfNoEntry: false });
@@ -96,25 +153,82 @@ export function initProject(root: string, stateRoot: string, opts: { force: bool
   const runner = pickRunner((c) => findOnPath(c, opts.env.PATH));
   const verify = guessVerify(has, scripts);
   const base = currentBranch(root) ?? "main";
-  const text = initTemplate({ name: loopNameFrom(root), runner, base, verify });
+  const name = loopNameFrom(root);
+  const text = initTemplate({ name, runner, base, verify, schema: schemaRef(root, stateRoot) });
   parseDefinitionText(text, defPath); // the template must always be valid
+  const project = projectFor(root, name);
   const created: string[] = [];
   const paths = statePaths(stateRoot);
-  // The store first: a corrupt one stops init before anything is written.
-  const newStore = !existsSync(paths.db);
-  const store = Store.open(stateRoot, { create: true, actor: opts.actor });
+  // The store first: a corrupt one, or one of another project, stops init before anything is
+  // written. The loop's name is not compared: init writes the loop.json that names it.
+  const newStore = !lstatSync(paths.db, { throwIfNoEntry: false });
+  const store = Store.open(stateRoot, { create: true, actor: opts.actor, project, ignoreName: true });
   try {
     if (newStore) created.push(paths.db);
     // The state root's .gitignore right after the store: whatever fails later, git never sees it.
-    if (!existsSync(paths.gitignore)) {
-      writeFileSync(paths.gitignore, "# loop's state root: never commit it\n*\n");
-      created.push(paths.gitignore);
-    }
+    if (!existsSync(paths.gitignore)) created.push(...ensureStateRoot(stateRoot, { gitignore: true }));
+    // Rewritten by every init: the schema of the loop that ran it.
+    const schemaPath = join(stateRoot, SCHEMA_FILE);
+    if (!existsSync(schemaPath)) created.push(schemaPath);
+    writeFileSync(schemaPath, schemaText());
     writeFileSync(defPath, text);
     created.unshift(defPath);
+    store.bindProject(project, `loop init wrote loop.json naming the loop "${name}"`, opts.actor);
     materialize(stateRoot, store.projection(), store.db);
   } finally {
     store.close();
   }
-  return { root, stateRoot, definition: defPath, runner, verify, base, created, overwrote: existed };
+  return { root, stateRoot, definition: defPath, schemaFile: join(stateRoot, SCHEMA_FILE), runner, verify, base, created, overwrote: existed };
+}
+
+function checkRoot(root: string): void {
+  if (!existsSync(root)) throw new UsageError(`--root ${root} does not exist`);
+  if (!isWorkTree(root)) throw new UsageError(`${root} is not inside a git work tree (run \`git init\` first)`);
+}
+
+function projectFor(root: string, name: string): ProjectIdentity {
+  const project = projectOf(root, name);
+  // git said it is a work tree; a .git that cannot be found on disk (GIT_DIR set) cannot be recorded.
+  if (!project) throw new UsageError(`cannot find the .git of the repository holding ${root} (is GIT_DIR set?)`);
+  return project;
+}
+
+export interface AdoptResult {
+  schema: "loop/adopt@1";
+  root: string;
+  stateRoot: string;
+  /** The project the store belongs to now. */
+  project: ProjectIdentity;
+  /** What it belonged to before (null: nothing was recorded). */
+  previous: ProjectIdentity | null;
+  /** false when it already belonged to this project: nothing was written. */
+  bound: boolean;
+}
+
+/**
+ * `loop init --adopt`: bind an existing state root to this project, for a repository that was moved
+ * or renamed on disk, or a loop renamed in loop.json. Recorded as a store_bound event naming the
+ * previous owner; loop.json is read (for the loop's name), never written. Under the lease.
+ */
+export function adoptStateRoot(root: string, stateRoot: string, opts: { actor: string }): AdoptResult {
+  checkRoot(root);
+  const def = loadDefinition(root);
+  const project = projectFor(root, def.name);
+  const store = Store.open(stateRoot, { actor: opts.actor }); // no create: there must be something to adopt
+  try {
+    const lease = store.acquireLease(60_000, pidAlive);
+    if (!lease.ok) throw new BusyError(`a \`loop run\` step holds the lease (pid ${lease.holder.pid} on ${lease.holder.host}); nothing was done, try again`);
+    let previous: ProjectIdentity | null;
+    let bound: boolean;
+    try {
+      previous = store.projection().loop.owner;
+      bound = store.bindProject(project, "adopted with `loop init --adopt`", opts.actor) !== null;
+      if (bound) materialize(stateRoot, store.projection(), store.db);
+    } finally {
+      store.releaseLease(lease.lease);
+    }
+    return { schema: "loop/adopt@1", root, stateRoot, project, previous, bound };
+  } finally {
+    store.close();
+  }
 }

@@ -27,6 +27,8 @@ export interface ItemFacts {
   groupAlive: boolean;
   /** Processes of this user carrying the session's mark (LOOP_SESSION_MARK). */
   marked: number;
+  /** The process group of the current attempt's verify command is alive (it runs detached, no lease held). */
+  verifyAlive?: boolean;
 }
 
 /** What was found about the loop as a whole. */
@@ -120,7 +122,7 @@ function planItem(p: Projection, it: ItemState, f: ItemFacts): ItemPlan {
   const recorded = new Set(recordedPieces(it));
   const s = it.session;
   const closeSession = s !== null && s.closed === null;
-  const wasLive = (closeSession && (it.status === "launching" || it.status === "running")) || f.groupAlive || f.marked > 0;
+  const wasLive = (closeSession && (it.status === "launching" || it.status === "running")) || f.groupAlive || f.marked > 0 || f.verifyAlive === true;
   const pieces = new Set<Piece>();
   if (recorded.has("session") || f.sessionDir) pieces.add("session");
   if (recorded.has("control")) pieces.add("control");

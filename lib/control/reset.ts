@@ -8,10 +8,13 @@ import { existsSync, readdirSync, realpathSync, rmSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import type { EventDraft, StoredEvent } from "../log/events.ts";
-import type { Projection } from "../log/reducer.ts";
+import type { ItemState, Projection } from "../log/reducer.ts";
+import { verifyAlive } from "../step/verify-command.ts";
 import { dbPath, type Lease, readProjection, Store, StoreError, withReadSnapshot } from "../log/store.ts";
 import { materialize } from "../log/materialize.ts";
-import { closeSession, retireCheckout } from "../step/close.ts";
+import { closeSession, endVerifyRun, retireCheckout } from "../step/close.ts";
+import { assertOwnership, projectOf } from "../log/ownership.ts";
+import { definitionName } from "./ctl.ts";
 import { graceMs, sessionMark } from "../step/sessions.ts";
 import { archiveBranches, checkoutBranch, hasUncommittedChanges, listBranches } from "../step/workspace.ts";
 import { gitTry } from "../step/git.ts";
@@ -84,8 +87,11 @@ export interface ResetOptions {
 export async function runReset(o: ResetOptions): Promise<ResetReport> {
   // The plan for a dry run or a prompt is made from a read-only snapshot, so a dry run, a declined
   // prompt or a usage error leaves the state root as it was (as `loop ctl` does).
+  // A store of another project is refused before any plan, as `loop ctl` refuses it.
+  const project = projectOf(o.root, definitionName(o.root));
   const snap = readState(o.stateRoot);
-  let store: Store | null = snap ? null : Store.open(o.stateRoot, { actor: o.actor });
+  if (snap) assertOwnership(snap.p.loop.owner, project, o.stateRoot);
+  let store: Store | null = snap ? null : Store.open(o.stateRoot, { actor: o.actor, project });
   try {
     const p0 = snap?.p ?? store!.projection();
     const sel0 = o.select(p0);
@@ -99,7 +105,7 @@ export async function runReset(o: ResetOptions): Promise<ResetReport> {
       }
       if (plan0.items.some((i) => i.found)) await o.confirm(plan0);
     }
-    store ??= Store.open(o.stateRoot, { actor: o.actor });
+    store ??= Store.open(o.stateRoot, { actor: o.actor, project });
     const got = store.acquireLease(10 * 60_000, pidAlive);
     if (!got.ok) throw new BusyError(`a \`loop run\` step holds the lease (pid ${got.holder.pid} on ${got.holder.host}); nothing was reset, try again`);
     try {
@@ -179,6 +185,9 @@ async function carryOut(o: ResetOptions, store: Store, p: Projection, plan: Rese
         }
       } else {
         if (s.tmux && tmuxHasSession(s.tmux, o.env)) tmux(["kill-session", "-t", `=${s.tmux}`], o.env);
+        // A verify runs detached, with no lease held: one may outlive its session's close (or have
+        // started before verify processes carried the mark), so its recorded group is ended too.
+        await endVerifyRun(it, grace);
         leftovers.push(x);
       }
     } catch (err) {
@@ -347,6 +356,7 @@ function gatherFacts(o: { p: Projection; ids: string[]; stateRoot: string; repo:
       // Only a session not recorded closed is worth a process probe; leftovers of closed ones carry the mark.
       groupAlive: s !== null && s.closed === null ? sessionAlive(s) : false,
       marked: s ? (marked.get(sessionMark(s)) ?? 0) : 0,
+      verifyAlive: runningVerify(it),
     };
   }
   return out;
@@ -368,6 +378,12 @@ function readLease(store: Store): Lease | null {
  * The projection and the lease row, read without writing anything; null when only the store can
  * give them: a -wal present (a step running, or one killed) or a store of an older schema.
  */
+/** The current attempt's verify command has a recorded process group that is still alive. */
+function runningVerify(it: ItemState): boolean {
+  const run = it.attempts[it.attempts.length - 1]?.verifyRun;
+  return run?.pid != null ? verifyAlive({ pid: run.pid, startTime: run.startTime }) : false;
+}
+
 function readState(stateRoot: string): { p: Projection; lease: Lease | null } | null {
   const db = dbPath(stateRoot);
   if (existsSync(db) && existsSync(`${realpathSync(db)}-wal`)) return null;

@@ -10,20 +10,8 @@
 // line is never inside a string). Comments anywhere else are syntax errors. Line numbers are kept.
 // Nesting is limited (MAX_DEPTH), so hostile input is a syntax error, not a stack overflow.
 // "__proto__" is an ordinary own key of the result, never a prototype.
-
-/** A syntax error, with its message already saying `invalid JSON at line L, column C: ...`. */
-export class JsonSyntaxError extends Error {
-  constructor(
-    message: string,
-    /** 1-based. */
-    readonly line: number,
-    /** 1-based, in UTF-16 code units. */
-    readonly column: number,
-  ) {
-    super(message);
-    this.name = "JsonSyntaxError";
-  }
-}
+import { JsonSyntaxError } from "../shared/errors.ts";
+export { JsonSyntaxError } from "../shared/errors.ts";
 
 export interface StrictJson {
   value: unknown;

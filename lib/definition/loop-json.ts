@@ -1,4 +1,4 @@
-// loop.json (DESIGN §4.1): the hand-edited loop definition, validated into a NormDefinition.
+// loop.json (docs/loop-json.md): the hand-edited loop definition, validated into a NormDefinition.
 //
 // Validation runs in two passes so that one run reports every problem:
 //   1. shape: a valibot schema of the raw file (strict objects, types, ranges, formats);
@@ -38,6 +38,12 @@ export interface NormItem {
 export interface CommandRunner {
   command: string[];
 }
+/** The command run when the loop needs a person (docs/operations.md#hearing-about-trouble). */
+export interface NotifyDef {
+  command: string[];
+  /** Milliseconds it may run before its process group is killed. */
+  timeout: number;
+}
 export interface NormDefinition {
   name: string;
   landing: "none" | "merge";
@@ -49,6 +55,11 @@ export interface NormDefinition {
   requireStartCommand: boolean;
   /** Command runners from loop.json; none is named like a built-in runner. */
   runners: Record<string, CommandRunner>;
+  /**
+   * null without one. Not part of what the log records of the definition (nor of its hash): how an
+   * operator hears about trouble is this machine's plumbing, like PATH, not the loop's state.
+   */
+  notify: NotifyDef | null;
   items: NormItem[];
 }
 
@@ -62,7 +73,11 @@ const DEFAULTS = {
   timeouts: { launch: "5m", stall: "60m", verify: "15m" },
   landing: "none",
   base: "main",
+  notifyTimeout: "30s",
 } as const;
+
+/** The longest a notify command may run: the step holds its lease meanwhile. */
+export const MAX_NOTIFY_TIMEOUT_MS = 5 * 60_000;
 
 // ---------------------------------------------------------------------------------------------
 // Pass 1: the raw shape.
@@ -111,7 +126,8 @@ const Duration = v.pipe(
   v.string('must be a duration string such as "15m"'),
   problem<string>((s) => {
     try {
-      return parseDuration(s) > 0 ? undefined : "must be greater than zero";
+      parseDuration(s); // zero included: refused by parseDuration itself
+      return undefined;
     } catch (e) {
       return (e as Error).message;
     }
@@ -159,6 +175,19 @@ const RawRunner = section({
   ),
 });
 
+const RawNotify = section({
+  command: v.pipe(
+    v.array(v.pipe(v.string("must be a string"), v.check((s) => s !== "", "must not be empty")), "must be an array of strings"),
+    v.minLength(1, "must name a program to run"),
+  ),
+  timeout: v.optional(
+    v.pipe(
+      Duration,
+      v.check((ms) => ms <= MAX_NOTIFY_TIMEOUT_MS, "must be at most 5m (the step waits for it)"),
+    ),
+  ),
+});
+
 const RawDefaults = section({
   runner: v.optional(v.string("must be a string")),
   model: v.optional(Model),
@@ -196,6 +225,7 @@ const RawDefinition = section({
   control: v.optional(RawControl),
   sessions: v.optional(RawSessions),
   workspace: v.optional(RawWorkspace),
+  notify: v.optional(RawNotify),
   items: v.array(RawItem, "must be an array of items"),
 });
 type RawDefinition = v.InferOutput<typeof RawDefinition>;
@@ -210,6 +240,7 @@ export const ACCEPTED_KEYS: Readonly<Record<string, readonly string[]>> = {
   control: RawControl.keys,
   sessions: RawSessions.keys,
   workspace: RawWorkspace.keys,
+  notify: RawNotify.keys,
 };
 
 /** The default merge target of the loop `loopName`. */
@@ -486,13 +517,14 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
     keepCheckoutOnClose: raw.workspace?.keepCheckoutOnClose ?? false,
     requireStartCommand: raw.control?.requireStartCommand ?? false,
     runners,
+    notify: raw.notify ? { command: raw.notify.command, timeout: raw.notify.timeout ?? parseDuration(DEFAULTS.notifyTimeout) } : null,
     items,
   };
 }
 
-/** Identity of a normalized definition: `loop run` re-imports loop.json only when this changes. */
+/** Identity of a normalized definition: `loop run` re-imports loop.json only when this changes (notify is not imported). */
 export function definitionHash(def: NormDefinition): string {
-  return sha256Hex(canonicalJson(def));
+  return sha256Hex(canonicalJson({ ...def, notify: undefined }));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -523,13 +555,12 @@ export function parseDefinitionText(text: string, file = "loop.json"): NormDefin
   return def;
 }
 
-/** Reads and validates `<root>/loop.json`. */
-export function loadDefinition(root: string): NormDefinition {
+/** `<root>/loop.json`'s bytes and text: a regular file (a FIFO in its place would hang every step), valid UTF-8. */
+export function readLoopJsonFile(root: string): { path: string; bytes: Uint8Array; text: string } {
   const path = join(root, "loop.json");
   const fail = (message: string): never => {
     throw new DefinitionError([{ path: "", message }], "loop.json");
   };
-  // A regular file only: a FIFO in its place would hang every step (before its lease, but forever).
   const file = readRegularFile(path, { maxBytes: 64 * 2 ** 20 });
   if (file.kind === "absent") fail(`not found in ${root} (create one with "loop init")`);
   if (file.kind === "error") fail(`cannot read ${path}: ${file.message}`);
@@ -540,5 +571,10 @@ export function loadDefinition(root: string): NormDefinition {
   } catch {
     fail("is not valid UTF-8");
   }
-  return parseDefinitionText(text, "loop.json");
+  return { path, bytes, text };
+}
+
+/** Reads and validates `<root>/loop.json`. */
+export function loadDefinition(root: string): NormDefinition {
+  return parseDefinitionText(readLoopJsonFile(root).text, "loop.json");
 }

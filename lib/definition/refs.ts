@@ -1,4 +1,4 @@
-// Work-item refs (DESIGN 4.2): `<provider>:[<host>/]<owner>/<repo>#<number>`.
+// Work-item refs (docs/loop-json.md#work-item-refs): `<provider>:[<host>/]<owner>/<repo>#<number>`.
 // Refs come from the command line and loop.json, so anything outside the grammar is rejected with
 // a message naming the offending part; nothing is ever sanitized. The canonical form is the
 // identity used for deduplication. No path is built from a ref: paths come from item ids.

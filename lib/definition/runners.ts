@@ -83,12 +83,15 @@ export const PRESETS: Record<"claude" | "codex" | "aider", RunnerPreset> = {
   //                                      run without approval. Without it a -p session does not hang but
   //                                      every tool call needing approval is denied, so the agent could
   //                                      not run tests. Claude refuses this flag as root (uid 0) unless
-  //                                      IS_SANDBOX=1 — run the loop as an ordinary user.
+  //                                      IS_SANDBOX=1 or CLAUDE_CODE_BUBBLEWRAP is set: the step checks
+  //                                      that before launching (an environment fault, lib/step/faults.ts).
   //   --session-id <uuid>                name the new conversation with the loop's LOOP_SESSION_ID, so
   //                                      the id to resume is known before launch.
   //   --resume <id>                      (reply only) continue that conversation; without --fork-session
   //                                      it keeps the same id. --session-id is not combined with it (the
-  //                                      CLI rejects --session-id with --resume unless forking).
+  //                                      CLI rejects --session-id with --resume unless forking). Only a
+  //                                      conversation the log proves was saved is resumed
+  //                                      (provenConversation); else the reply goes in a fresh handoff.
   //   --model <name>                     only when a model is configured (alias or full name).
   //   -- <prompt>                        the handoff text (or the reply) as the positional prompt; `--`
   //                                      so a prompt starting with "-" is never read as a flag.
@@ -123,7 +126,7 @@ export const PRESETS: Record<"claude" | "codex" | "aider", RunnerPreset> = {
   //                                                the id `codex exec resume` needs (conversationIdFromLog).
   //   --dangerously-bypass-approvals-and-sandbox   no approvals and no sandbox. The default exec sandbox
   //                                                is read-only; `--sandbox workspace-write` (what the
-  //                                                deprecated --full-auto now means) cannot write the
+  //                                                removed --full-auto used to mean) cannot write the
   //                                                worktree's git metadata, which lives under the main
   //                                                repository's .git/worktrees/, and has no network, so
   //                                                commits and dependency installs fail. Same trust level
@@ -131,6 +134,10 @@ export const PRESETS: Record<"claude" | "codex" | "aider", RunnerPreset> = {
   //   --skip-git-repo-check                        never refuse to start over the repository check (the
   //                                                worktree is a git checkout, this only removes a way to
   //                                                fail on an unusual layout).
+  //   --disable unbounded_connection_retries       without the network codex would retry forever, printing a
+  //                                                line a minute (which also kept the stall deadline off);
+  //                                                with the feature off it fails after ~30 s. Accepted
+  //                                                before `resume` too.
   //   --model <name>                               only when a model is configured.
   //   resume <id> | resume --last                  (reply only) continue the recorded session; all flags
   //                                                go between `exec` and `resume`. Without a stored id,
@@ -146,6 +153,8 @@ export const PRESETS: Record<"claude" | "codex" | "aider", RunnerPreset> = {
         "--json",
         "--dangerously-bypass-approvals-and-sandbox",
         "--skip-git-repo-check",
+        "--disable",
+        "unbounded_connection_retries",
         ...modelFlag("--model", ctx.model),
       ];
       if (ctx.resume) {
@@ -264,6 +273,20 @@ export function buildRunnerCommand(
   }
   const known = [...RESERVED_RUNNER_NAMES, ...Object.keys(commandRunners)].map((n) => `"${n}"`).join(", ");
   throw new Error(`unknown runner "${runner}" (known runners: ${known})`);
+}
+
+/**
+ * The conversation a reply may resume, or null for a fresh session (whose handoff carries the
+ * reply). Only one proven to exist: claude's id is chosen before launch, so a session that died
+ * at start (as root, say) left an id naming nothing, and resuming it fails with "No conversation
+ * found with session ID". claude and codex: the id the log announces (codex: or the one recorded
+ * from an earlier log); aider: its chat history, when the file is there. Other runners never resume.
+ */
+export function provenConversation(runner: string, o: { recorded: string | null; logHead: string; historyExists: boolean }): string | null {
+  if (runner === "claude") return conversationIdFromLog("claude", o.logHead);
+  if (runner === "codex") return conversationIdFromLog("codex", o.logHead) ?? o.recorded;
+  if (runner === "aider") return o.recorded && o.historyExists ? o.recorded : null;
+  return null;
 }
 
 /**

@@ -3,15 +3,8 @@
 // (after rejecting lone surrogates), numbers restricted to safe integers. Anything that could
 // serialize two ways (NaN, Infinity, -0, fractions, undefined inside arrays) is rejected, not coerced.
 
-export class CanonicalJsonError extends Error {
-  constructor(
-    message: string,
-    readonly path: string,
-  ) {
-    super(`${path || "<root>"}: ${message}`);
-    this.name = "CanonicalJsonError";
-  }
-}
+import { CanonicalJsonError } from "../shared/errors.ts";
+export { CanonicalJsonError } from "../shared/errors.ts";
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 

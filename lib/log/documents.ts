@@ -33,6 +33,8 @@ export function stateDocument(p: Projection) {
     hash: p.hash,
     loop: {
       name: p.loop.name,
+      // Field by field, like landing below: the same text from a fold and from the tables.
+      owner: p.loop.owner ? { repo: p.loop.owner.repo, gitDir: p.loop.owner.gitDir, root: p.loop.owner.root, name: p.loop.owner.name } : null,
       state: p.loop.state,
       reason: p.loop.reason,
       revision: p.loop.revision,

@@ -52,8 +52,28 @@ const Verify = v.strictObject({
   reason: Str,
 });
 
+const Project = v.strictObject({ repo: Str, gitDir: Str, root: Str, name: NStr });
+
+const SESSION_STARTED = v.strictObject({
+  attempt: Pos,
+  pid: v.nullable(Int),
+  tmux: NStr,
+  conversationId: NStr,
+  argv: v.array(Str),
+  log: Str,
+  resumed: v.boolean(),
+});
+
+/** What a session runs under (lib/step/scope.ts SessionMechanism). */
+const MECHANISM = v.union([
+  v.strictObject({ kind: v.literal("systemd_scope"), unit: Str, manager: v.picklist(["system", "user"]) }),
+  v.strictObject({ kind: v.literal("process_group"), why: Str }),
+  v.strictObject({ kind: v.literal("tmux"), why: Str }),
+]);
+
 export const PAYLOADS = {
   store_opened: v.strictObject({ schema: Int, tool: Str }),
+  store_bound: v.strictObject({ project: Project, previous: v.nullable(Project), reason: Str }),
   definition_imported: v.strictObject({
     revision: Pos,
     hash: Str,
@@ -76,16 +96,11 @@ export const PAYLOADS = {
     sessionDir: Str,
     sessionId: Str,
   }),
-  session_started: v.strictObject({
-    attempt: Pos,
-    pid: v.nullable(Int),
-    tmux: NStr,
-    conversationId: NStr,
-    argv: v.array(Str),
-    log: Str,
-    resumed: v.boolean(),
-  }),
+  // `mechanism` may be absent: logs written before it existed have none (a process group, or tmux).
+  // Two whole shapes rather than an optional entry, which the compiled checks refuse (schema-check.ts).
+  session_started: v.union([SESSION_STARTED, v.strictObject({ ...SESSION_STARTED.entries, mechanism: MECHANISM })]),
   launch_failed: v.strictObject({ attempt: Pos, reason: Str, interrupted: v.boolean() }),
+  environment_fault: v.strictObject({ kind: Str, attempt: v.nullable(Pos), reason: Str, fix: Str }),
   session_ended: v.strictObject({
     attempt: Pos,
     verdict: v.picklist(END_VERDICTS),
@@ -95,6 +110,16 @@ export const PAYLOADS = {
   }),
   needs_input: v.strictObject({ attempt: Pos, question: Str }),
   reply_recorded: v.strictObject({ text: Str }),
+  verify_reserved: v.strictObject({ attempt: Pos, key: Str, command: Str, log: Str, timeoutMs: Pos }),
+  verify_started: v.strictObject({
+    attempt: Pos,
+    pid: Pos,
+    pgid: Pos,
+    startTime: NStr,
+    log: Str,
+    deadline: Str,
+    adopted: v.boolean(),
+  }),
   verify_finished: Verify,
   item_requeued: v.strictObject({ attempt: Int, reason: Str, failed: v.boolean(), resetBudget: v.boolean() }),
   item_settled: v.strictObject({ attempt: Int, outcome: v.picklist(SETTLED_OUTCOMES), reason: Str }),
@@ -129,6 +154,7 @@ export const PAYLOADS = {
     aside: v.optional(v.array(Str)),
     errors: v.optional(v.array(v.strictObject({ piece: Str, message: Str }))),
   }),
+  notified: v.strictObject({ slot: Str, key: Str, kind: Str, ok: v.boolean(), exitCode: v.nullable(Int), reason: Str }),
 } as const;
 
 export type EventType = keyof typeof PAYLOADS;

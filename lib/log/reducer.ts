@@ -35,6 +35,25 @@ export interface VerifyRecord {
   at: string;
 }
 
+/**
+ * An attempt's verify command as a process (verify_reserved, then verify_started): reserved under
+ * its key before anything is spawned, observed by later steps until verify_finished.
+ */
+export interface VerifyRun {
+  key: string;
+  command: string;
+  log: string;
+  timeoutMs: number;
+  reservedAt: string;
+  /** The wrapper that runs the command, leader of its process group; null until verify_started. */
+  pid: number | null;
+  /** Its start time (/proc, clock ticks since boot): with the pid it names that process, never a later one. */
+  startTime: string | null;
+  startedAt: string | null;
+  /** Past this, a step ends the verify and records it timed out. */
+  deadline: string | null;
+}
+
 export interface AttemptRecord {
   n: number;
   key: string;
@@ -44,6 +63,8 @@ export interface AttemptRecord {
   launchFailed: string | null;
   question: string | null;
   verify: VerifyRecord | null;
+  /** Only once a verify command was reserved (absent otherwise, so older histories fold as before). */
+  verifyRun?: VerifyRun;
   /** "passed", "failed", "requeued:<reason>" once the attempt's fate is decided. */
   outcome: string | null;
 }
@@ -101,8 +122,18 @@ export interface ItemState {
   reset: { actor: string; at: string } | null;
 }
 
+/** The project a store belongs to (lib/log/ownership.ts), as recorded by `store_bound`. */
+export interface OwnerRecord {
+  repo: string;
+  gitDir: string;
+  root: string;
+  name: string | null;
+}
+
 export interface LoopRecord {
   name: string | null;
+  /** The project this store belongs to; null until its first write binds it. */
+  owner: OwnerRecord | null;
   state: LoopState;
   reason: string | null;
   revision: number;
@@ -114,6 +145,13 @@ export interface LoopRecord {
   drainedAt: string | null;
   drainedSeq: number | null;
   updatedAt: string | null;
+  /**
+   * While the loop is paused by an environment fault: its kind and the seq of the event. Absent
+   * otherwise (never null: rows written before this field existed must stay equal to the fold).
+   */
+  fault?: { kind: string; seq: number };
+  /** The last condition needing a person that `notify` was run for, by slot (lib/step/notify.ts). Absent until the first. */
+  notified?: Record<string, string>;
 }
 
 export interface Projection {
@@ -131,6 +169,7 @@ export function emptyProjection(): Projection {
     hash: GENESIS_HASH,
     loop: {
       name: null,
+      owner: null,
       state: "new",
       reason: null,
       revision: 0,
@@ -196,6 +235,8 @@ function fresh(def: NormItemPayload, epoch: number): ItemState {
  * only on disk (a session folder, a branch) is for `loop reset` to find; none of this is the epoch.
  * A per-item record a later feature adds (a forge comment baseline, say) must be named here under
  * one of these pieces, and left out of fresh(), so that a reset finds it and the boundary drops it.
+ * An attempt's verify run (`verifyRun`) and an environment fault given back are ledger (in
+ * `attempts`); the fault pause, `notified` and the store's owner are the loop's, not an item's.
  */
 export function recordedPieces(it: ItemState): ("session" | "control" | "ledger" | "workspace")[] {
   const out: ("session" | "control" | "ledger" | "workspace")[] = [];
@@ -249,6 +290,16 @@ function settle(p: Projection, it: ItemState, status: ItemStatus, reason: string
   if (p.loop.current === it.id) p.loop.current = null;
 }
 
+function sameOwner(a: OwnerRecord | null, b: OwnerRecord | null): boolean {
+  if (a === null || b === null) return a === b;
+  return a.repo === b.repo && a.gitDir === b.gitDir && a.root === b.root && a.name === b.name;
+}
+
+/** The loop is no longer paused by an environment fault. */
+function clearFault(p: Projection) {
+  delete p.loop.fault;
+}
+
 /** A drained loop that is paused or stopped is no longer drained: its outcome would go stale. */
 function leaveDrained(p: Projection) {
   p.loop.outcome = null;
@@ -259,6 +310,13 @@ function leaveDrained(p: Projection) {
 const HANDLERS: Record<EventType, Handler> = {
   store_opened(p, e, fail) {
     if (e.seq !== 1) fail("store_opened_first", "store_opened may only be the first event");
+  },
+  store_bound(p, e, fail) {
+    const { previous, project } = e.payload;
+    // The record says what it replaced: a binding that names another predecessor was not made
+    // over this store's owner.
+    if (!sameOwner(previous, p.loop.owner)) fail("store_bound_previous", `previous owner ${JSON.stringify(previous)} is not the recorded ${JSON.stringify(p.loop.owner)}`);
+    p.loop.owner = { repo: project.repo, gitDir: project.gitDir, root: project.root, name: project.name };
   },
   definition_imported(p, e, fail) {
     const pl = e.payload;
@@ -306,12 +364,14 @@ const HANDLERS: Record<EventType, Handler> = {
   loop_paused(p, e, fail) {
     if (p.loop.state === "paused") fail("loop_state", "loop_paused while already paused");
     leaveDrained(p);
+    clearFault(p);
     p.loop.state = "paused";
     p.loop.reason = e.payload.reason;
   },
   loop_resumed(p, e, fail) {
     if (p.loop.state !== "paused" && p.loop.state !== "stopped")
       fail("loop_state", `loop_resumed needs paused|stopped, it is ${p.loop.state}`);
+    clearFault(p);
     p.loop.state = "running";
     p.loop.reason = null;
     p.loop.startedAt ??= e.ts;
@@ -319,6 +379,7 @@ const HANDLERS: Record<EventType, Handler> = {
   loop_stopped(p, e, fail) {
     if (p.loop.state === "stopped") fail("loop_state", "loop_stopped while already stopped");
     leaveDrained(p);
+    clearFault(p);
     p.loop.state = "stopped";
     p.loop.reason = e.payload.reason;
   },
@@ -407,6 +468,32 @@ const HANDLERS: Record<EventType, Handler> = {
     it.status = "ended";
     it.reason = e.payload.reason;
   },
+  environment_fault(p, e, fail) {
+    if (p.loop.state !== "running") fail("loop_state", `environment_fault needs a running loop, it is ${p.loop.state}`);
+    const pl = e.payload;
+    if (e.item) {
+      const it = need(p, e, fail);
+      if (pl.attempt === null) {
+        // Found before a reservation, which only happens with nothing in flight.
+        if (p.loop.current !== null) fail("one_in_flight", `environment_fault before a launch while "${p.loop.current}" is in flight`);
+        needStatus(it, ["pending"], e, fail);
+      } else {
+        // The reserved attempt never ran: it ends here and is given back, not counted.
+        needStatus(it, ["launching"], e, fail);
+        const a = currentAttempt(it, pl.attempt, e, fail);
+        a.launchFailed = pl.reason;
+        a.end = { verdict: "environment_fault", exitCode: null, signal: null, reason: pl.reason, at: e.ts };
+        a.outcome = `requeued: environment fault (${pl.kind})`;
+        it.session!.endedAt = e.ts;
+        it.status = it.inDefinition ? "pending" : "withdrawn";
+        it.reason = `environment fault: ${pl.reason}`;
+        if (p.loop.current === it.id) p.loop.current = null;
+      }
+    } else if (pl.attempt !== null) fail("item_required", "environment_fault with an attempt must name its item");
+    p.loop.state = "paused";
+    p.loop.reason = `environment fault${e.item ? ` launching ${e.item}` : ""}: ${pl.reason}. To fix: ${pl.fix}`;
+    p.loop.fault = { kind: pl.kind, seq: e.seq };
+  },
   session_ended(p, e, fail) {
     const it = need(p, e, fail);
     needStatus(it, ["launching", "running"], e, fail);
@@ -434,11 +521,33 @@ const HANDLERS: Record<EventType, Handler> = {
       fail("item_status", `reply_recorded for settled item "${it.id}" (${it.status})`);
     it.replies.push({ text: e.payload.text, actor: e.actor, ts: e.ts, delivered: null });
   },
+  verify_reserved(p, e, fail) {
+    const it = need(p, e, fail);
+    needStatus(it, ["ended"], e, fail);
+    const a = currentAttempt(it, e.payload.attempt, e, fail);
+    if (a.end?.verdict !== "exited") fail("verify_order", `verify_reserved for attempt ${a.n} of "${it.id}", whose session did not exit (${a.end?.verdict ?? "no end"})`);
+    if (a.verify || a.verifyRun) fail("verify_order", `verify_reserved for attempt ${a.n} of "${it.id}", which already has a verify`);
+    const pl = e.payload;
+    a.verifyRun = { key: pl.key, command: pl.command, log: pl.log, timeoutMs: pl.timeoutMs, reservedAt: e.ts, pid: null, startTime: null, startedAt: null, deadline: null };
+    it.reason = "verify reserved";
+  },
+  verify_started(p, e, fail) {
+    const it = need(p, e, fail);
+    needStatus(it, ["ended"], e, fail);
+    const a = currentAttempt(it, e.payload.attempt, e, fail);
+    const run = a.verifyRun;
+    if (!run || run.pid !== null || a.verify) fail("verify_order", `verify_started for attempt ${a.n} of "${it.id}" needs a reserved verify not yet started or finished`);
+    const pl = e.payload;
+    Object.assign(run!, { pid: pl.pid, startTime: pl.startTime, startedAt: e.ts, deadline: pl.deadline });
+    it.reason = `verify running (deadline ${pl.deadline})`;
+  },
   verify_finished(p, e, fail) {
     const it = need(p, e, fail);
     needStatus(it, ["ended"], e, fail);
     const a = currentAttempt(it, e.payload.attempt, e, fail);
     a.verify = { ...e.payload, at: e.ts };
+    // A verify run by an older version (inside its step) left the reason as the session's end.
+    if (a.verifyRun) it.reason = `verify ${e.payload.passed ? "passed" : "failed"} (${e.payload.reason})`;
   },
   item_requeued(p, e, fail) {
     const it = need(p, e, fail);
@@ -512,6 +621,9 @@ const HANDLERS: Record<EventType, Handler> = {
     p.loop.reason = null;
   },
   lease_taken_over() {},
+  notified(p, e) {
+    (p.loop.notified ??= {})[e.payload.slot] = e.payload.key;
+  },
   work_item_reset(p, e, fail) {
     const it = need(p, e, fail);
     const pl = e.payload;

@@ -4,6 +4,7 @@
 // constructs lib/log/events.ts uses (tests/log/schema-check.test.ts compares the two on thousands of
 // payloads) and refuses to compile any other construct, so a new one cannot be checked wrongly.
 import type { GenericSchema } from "valibot";
+import { UnsupportedSchemaError } from "../shared/errors.ts";
 
 export type Check = (x: unknown) => boolean;
 
@@ -23,9 +24,7 @@ type Node = {
   fallback?: unknown;
 };
 
-export class UnsupportedSchemaError extends Error {
-  override name = "UnsupportedSchemaError";
-}
+export { UnsupportedSchemaError } from "../shared/errors.ts";
 
 export function compileCheck(schema: GenericSchema): Check {
   const gen = new Gen();

@@ -9,16 +9,17 @@ import { join } from "node:path";
 import { StoreError } from "../shared/errors.ts";
 import { pidAlive } from "../shared/process.ts";
 import { EVENT_COLUMNS, type EventRow, GENESIS_HASH } from "./integrity.ts";
-import type { Projection } from "./reducer.ts";
-import { ITEM_TABLES, type ItemTable, type LoopRow, projectionFromRows } from "./rows.ts";
+import type { ItemState, Projection } from "./reducer.ts";
+import { ITEM_TABLES, itemFromRows, type ItemTable, type LoopRow, projectionFromRows } from "./rows.ts";
 
 /**
  * The store's layout version, in `meta`. 2: state.json's items carry the whole session (status reads
  * the file), so `proj_loop.state_sha` of a version-1 store hashes a document this code no longer
- * writes. Writers upgrade older stores on open (`migrate`); read verbs never write, so they refuse
- * an older store with `outdated_store` until a writer has opened it.
+ * writes. 3: the loop row (and state.json's loop) carries `owner`, the project the store belongs to.
+ * Writers upgrade older stores on open (`migrate`); read verbs never write, so they refuse an older
+ * store with `outdated_store` until a writer has opened it.
  */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 export function dbPath(stateRoot: string): string {
   return join(stateRoot, "loop.db");
@@ -28,9 +29,21 @@ export function openWith(path: string, flags: number): Database {
   try {
     return new Database(path, flags);
   } catch (err) {
-    throw new StoreError("corrupt_store", `cannot open ${path}: ${(err as Error).message}`);
+    throw storeError(err, `cannot open ${path}`);
   }
 }
+
+/** SQLite codes that say the environment refused (permissions, a read-only or full disk), not that the file is damaged. */
+const ENVIRONMENT_CODES = /^SQLITE_(READONLY|CANTOPEN|IOERR|FULL|PERM|AUTH)/;
+
+/** What went wrong opening a store, as a StoreError: an environment fault is `io_error` (exit 1), anything else `corrupt_store`. */
+export function storeError(err: unknown, what: string): StoreError {
+  if (err instanceof StoreError) return err;
+  const code = (err as { code?: string })?.code ?? "";
+  if (ENVIRONMENT_CODES.test(code) || /^E[A-Z]+$/.test(code)) return new StoreError("io_error", `${what}: ${(err as Error).message} (${code})`);
+  return new StoreError("corrupt_store", `${what}: ${(err as Error).message}`);
+}
+
 
 export function headOf(db: Database): { seq: number; hash: string } {
   const r = db.query("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").get() as
@@ -96,6 +109,21 @@ export function readItemRows(db: Database): Map<string, Record<ItemTable, string
     }
   }
   return items;
+}
+
+/** One item's rows, as readProjection reads them for every item, or null when it has none. */
+export function readItem(db: Database, id: string): ItemState | null {
+  const rows = Object.fromEntries(ITEM_TABLES.map((t) => [t, null])) as Record<ItemTable, string | null>;
+  for (const t of ITEM_TABLES) rows[t] = (db.query(`SELECT body FROM ${t} WHERE item = ?`).get(id) as { body: string } | null)?.body ?? null;
+  if (rows.proj_items === null) return null;
+  for (const t of ["proj_control", "proj_ledgers"] as const)
+    if (rows[t] === null) throw new StoreError("corrupt_store", `projection rows for "${id}" have no ${t} row`);
+  try {
+    return itemFromRows(rows);
+  } catch (err) {
+    if (!(err instanceof SyntaxError)) throw err;
+    throw new StoreError("corrupt_store", `a projection row of "${id}" is not valid JSON: ${err.message}`);
+  }
 }
 
 export function readProjection(db: Database): Projection {

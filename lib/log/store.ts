@@ -1,7 +1,8 @@
 // The store: one SQLite file holding the append-only, hash-chained event log, the projection
 // tables (updated in the same transaction as each event) and the step lease.
 import { type Database, constants } from "bun:sqlite";
-import { existsSync, mkdirSync } from "node:fs";
+import { accessSync, closeSync, constants as fsConstants, fsyncSync, linkSync, lstatSync, openSync, rmSync, statSync } from "node:fs";
+import { dirname } from "node:path";
 import { hostname } from "node:os";
 import { CanonicalJsonError, canonicalJson, sha256Hex } from "./canonical.ts";
 import { type EventDraft, payloadProblem, type StoredEvent } from "./events.ts";
@@ -10,7 +11,9 @@ import { emptyProjection, itemOf, type Projection, reduceInto, touchedItems } fr
 import { ITEM_TABLES, itemRows, loopRow } from "./rows.ts";
 import { LeaseLostError, StoreError } from "../shared/errors.ts";
 import type { EventRow } from "./integrity.ts";
-import { checkSchema, dbPath, headOf, openWith, readProjection, SCHEMA_VERSION, schemaVersion } from "./snapshot.ts";
+import { checkSchema, dbPath, headOf, openWith, readProjection, SCHEMA_VERSION, schemaVersion, storeError } from "./snapshot.ts";
+import { assertOwnership, type ProjectIdentity, sameBinding } from "./ownership.ts";
+import { ensureStateRoot } from "../shared/state-root.ts";
 export { type EventRow, type EventRowBase, hashInput } from "./integrity.ts";
 export { StoreError, type StoreErrorCode } from "../shared/errors.ts";
 export * from "./snapshot.ts";
@@ -63,7 +66,8 @@ export interface Lease {
   expires: string;
 }
 
-export type LeaseResult = { ok: true; lease: Lease; tookOver: Lease | null } | { ok: false; holder: Lease };
+/** `takeover`: the lease_taken_over event recorded when the lease was taken from a dead or expired holder. */
+export type LeaseResult = { ok: true; lease: Lease; tookOver: Lease | null; takeover: StoredEvent | null } | { ok: false; holder: Lease };
 
 /** Read-write handle: used by `loop init`, `loop run`, `loop ctl`. */
 export class Store {
@@ -75,34 +79,97 @@ export class Store {
     readonly stateRoot: string,
   ) {}
 
-  /** Open (creating when asked) the store under stateRoot. */
-  static open(stateRoot: string, opts: { create?: boolean; actor?: string } = {}): Store {
+  /**
+   * The project this handle writes for (lib/log/ownership.ts): checked when the store is opened and
+   * again in every append's transaction; the first append to a store bound to no project binds it.
+   * Undefined for handles that act for no project (tests, bench).
+   */
+  private project: ProjectIdentity | null | undefined = undefined;
+
+  /**
+   * Open the store under stateRoot. With `create`, a store is created only where there is no file
+   * at all: an empty or damaged file is corruption, never a new store. With `project`, a store that
+   * belongs to another project is refused (`foreign_store`) before anything is written to it; a
+   * new store is bound to it at once.
+   */
+  static open(stateRoot: string, opts: { create?: boolean; actor?: string; project?: ProjectIdentity | null; ignoreName?: boolean } = {}): Store {
     const path = dbPath(stateRoot);
-    if (!existsSync(path) && !opts.create)
-      throw new StoreError("missing_store", `no store at ${path} (run \`loop init\` first)`);
-    mkdirSync(stateRoot, { recursive: true });
-    const db = openWith(path, constants.SQLITE_OPEN_READWRITE | constants.SQLITE_OPEN_CREATE);
+    // lstat: a (dangling) link in its place is a file that is there, not "no store".
+    if (!lstatSync(path, { throwIfNoEntry: false })) {
+      if (!opts.create) throw new StoreError("missing_store", `no store at ${path} (run \`loop init\` first)`);
+      ensureStateRoot(stateRoot, { gitignore: true });
+      Store.createFile(stateRoot, opts.actor ?? "loop", opts.project ?? null);
+    }
+    // SQLite opens a file it may not write read-only without a word, and fails at the first write
+    // (or the WAL's -shm in a read-only directory): say so here, as what it is.
+    for (const p of [path, stateRoot])
+      try {
+        accessSync(p, fsConstants.W_OK);
+      } catch (err) {
+        throw new StoreError("io_error", `cannot write ${p}: ${(err as Error).message} (a writer needs to write loop.db and the state root it is in)`);
+      }
+    const db = openWith(path, constants.SQLITE_OPEN_READWRITE);
     const store = new Store(db, stateRoot);
     try {
       db.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
-      // Someone else's database is refused before anything below changes it (the WAL switch
+      // Anything but a loop store is refused before anything below changes it (the WAL switch
       // rewrites its header).
-      store.retryBusy(() => store.refuseForeign());
-      // Takes effect only while the file is still empty, i.e. for a store created now. 16 KiB
-      // rather than SQLite's 4 KiB: replay reads every event page, and with a quarter of the page
-      // reads its passes cost ~0.3 µs less per event (bench/README.md); a commit writes a few pages.
-      db.run(`PRAGMA page_size = ${PAGE_SIZE}`);
+      store.retryBusy(() => store.refuseNonStore());
       store.retryBusy(() => db.run("PRAGMA journal_mode = WAL"));
       db.run("PRAGMA synchronous = FULL");
       // No automatic checkpoints: a writer checkpoints at close and before a long wait (checkpoint()).
       db.run("PRAGMA wal_autocheckpoint = 0");
-      store.retryBusy(() => store.ensureSchema(opts.actor ?? "loop"));
+      store.retryBusy(() => store.upgradeSchema());
+      if (opts.project !== undefined) {
+        // `loop init` writes the loop.json that names the loop: it checks the repository only.
+        assertOwnership(store.projection().loop.owner, opts.project && opts.ignoreName ? { ...opts.project, name: null } : opts.project, stateRoot);
+        store.project = opts.project;
+      }
     } catch (err) {
       db.close();
-      if (err instanceof StoreError) throw err;
-      throw new StoreError("corrupt_store", `cannot use ${path}: ${(err as Error).message}`);
+      throw storeError(err, `cannot use ${path}`);
     }
     return store;
+  }
+
+  /**
+   * Create a store where there is no file: built whole under a temporary name, then linked into
+   * place, so that a file at the store's path is always a whole store (an empty one is damage).
+   * Several steps racing to create it each build one; the first link wins and the others use it.
+   */
+  private static createFile(stateRoot: string, actor: string, project: ProjectIdentity | null): void {
+    const path = dbPath(stateRoot);
+    const tmp = `${path}.new-${process.pid}-${crypto.randomUUID().slice(0, 8)}`;
+    try {
+      const db = openWith(tmp, constants.SQLITE_OPEN_READWRITE | constants.SQLITE_OPEN_CREATE);
+      try {
+        // 16 KiB pages rather than SQLite's 4 KiB: replay reads every event page, and with a quarter
+        // of the page reads its passes cost ~0.3 µs less per event (bench/README.md).
+        db.run(`PRAGMA page_size = ${PAGE_SIZE}`);
+        db.run("PRAGMA journal_mode = WAL");
+        db.run("PRAGMA synchronous = FULL");
+        new Store(db, stateRoot).createSchema(actor, project);
+        db.run("PRAGMA wal_checkpoint(PASSIVE)"); // the last close below deletes the WAL
+      } finally {
+        db.close();
+      }
+      try {
+        linkSync(tmp, path);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err; // another step created it first
+      }
+      // The new name must survive a power cut as the content does (SQLite synced the file).
+      const dir = openSync(dirname(path), "r");
+      try {
+        fsyncSync(dir);
+      } finally {
+        closeSync(dir);
+      }
+    } catch (err) {
+      throw storeError(err, `cannot create ${path}`);
+    } finally {
+      for (const f of [tmp, `${tmp}-wal`, `${tmp}-shm`]) rmSync(f, { force: true });
+    }
   }
 
   private retryBusy<T>(fn: () => T): T {
@@ -117,31 +184,34 @@ export class Store {
   }
 
   /**
-   * Only an empty database becomes a loop store: one holding other tables but no events is not
-   * ours, and writing to it would change someone else's file.
+   * Only a database holding the log is a store. An empty file (truncated, or made by `touch`) or a
+   * database of other tables is not: treating it as a new store would relaunch items that had
+   * passed and commit again onto their branches.
    */
-  private refuseForeign() {
+  private refuseNonStore() {
     if (this.db.query("SELECT 1 FROM sqlite_master WHERE type='table' AND name='events'").get()) return;
+    const path = dbPath(this.stateRoot);
     const other = this.db.query("SELECT name FROM sqlite_master WHERE type='table' LIMIT 1").get() as { name: string } | null;
-    if (other) throw new StoreError("corrupt_store", `${dbPath(this.stateRoot)} is not a loop store (it has table "${other.name}" but no events)`);
+    if (other) throw new StoreError("corrupt_store", `${path} is not a loop store (it has table "${other.name}" but no events)`);
+    const size = statSync(path).size;
+    throw new StoreError(
+      "corrupt_store",
+      `${path} is ${size === 0 ? "empty (0 bytes)" : "a database with no tables"}, not a loop store: a store is only ever created where there is no file. Restore it from a backup (docs/state.md#backing-up), or move it away and run \`loop init\` to start afresh`,
+    );
   }
 
-  private ensureSchema(actor: string) {
-    const hasEvents = this.db.query("SELECT 1 FROM sqlite_master WHERE type='table' AND name='events'").get();
-    if (hasEvents) {
-      if (schemaVersion(this.db) < SCHEMA_VERSION) this.db.transaction(() => this.migrate()).immediate();
-      checkSchema(this.db, this.stateRoot);
-      return;
-    }
+  private upgradeSchema() {
+    if (schemaVersion(this.db) < SCHEMA_VERSION) this.db.transaction(() => this.migrate()).immediate();
+    checkSchema(this.db, this.stateRoot);
+  }
+
+  /** The schema, the projection's first row and the first events, in one transaction (a new file). */
+  private createSchema(actor: string, project: ProjectIdentity | null) {
     this.db
       .transaction(() => {
-        // Re-check under the write lock: another process may have created it meanwhile.
-        if (this.db.query("SELECT 1 FROM sqlite_master WHERE type='table' AND name='events'").get()) return;
-        this.refuseForeign();
         this.db.run(SCHEMA);
         this.db.run("INSERT INTO meta(key, value) VALUES ('schema', ?)", [String(SCHEMA_VERSION)]);
-        const p = emptyProjection();
-        const row = loopRow(p);
+        const row = loopRow(emptyProjection());
         this.db.run("INSERT INTO proj_loop(id, seq, hash, state, body, state_sha) VALUES (1, ?, ?, ?, ?, ?)", [
           row.seq,
           row.hash,
@@ -149,7 +219,10 @@ export class Store {
           row.body,
           row.state_sha,
         ]);
-        this.append([{ type: "store_opened", payload: { schema: SCHEMA_VERSION, tool: "loop" }, actor }]);
+        this.append([
+          { type: "store_opened", payload: { schema: SCHEMA_VERSION, tool: "loop" }, actor },
+          ...(project ? [{ type: "store_bound" as const, payload: bindPayload(project, null, "a new store"), actor }] : []),
+        ]);
       })
       .immediate();
   }
@@ -160,8 +233,12 @@ export class Store {
     if (from >= SCHEMA_VERSION || from < 1) return; // another writer did it, or not ours (checkSchema says why)
     // 1 -> 2: the projection's record of the state.json it materializes to is recomputed; the next
     // materialization sees the file differ and rewrites it in the new layout.
+    // 2 -> 3: the loop row gains `owner`, null: nothing in an older log bound the store to a project
+    // (its first write does, with a store_bound event).
     const p = readProjection(this.db);
-    this.db.run("UPDATE proj_loop SET state_sha = ? WHERE id = 1", [loopRow(p).state_sha]);
+    p.loop.owner ??= null;
+    const row = loopRow(p);
+    this.db.run("UPDATE proj_loop SET body = ?, state_sha = ? WHERE id = 1", [row.body, row.state_sha]);
     this.db.run("UPDATE meta SET value = ? WHERE key = 'schema'", [String(SCHEMA_VERSION)]);
   }
 
@@ -203,6 +280,7 @@ export class Store {
       if (problem) throw new StoreError("invalid_event", `${d.type}: ${problem}`);
     }
     this.cached = null;
+    let all = drafts;
     const run = this.db.transaction(() => {
       // A fencing check: a step that outlived its lease (another step took it over) must not write.
       this.assertLease();
@@ -212,6 +290,16 @@ export class Store {
       const p = readProjection(this.db);
       if (p.seq !== head.seq || p.hash !== head.hash)
         throw new StoreError("corrupt_store", `projection is at seq ${p.seq} but the log is at seq ${head.seq}`);
+      // Checked again under the write lock (another project's `init --adopt` may have come
+      // between), and a store bound to no project yet is bound by this, its first write.
+      if (this.project !== undefined) {
+        assertOwnership(p.loop.owner, this.project, this.stateRoot);
+        if (this.project && !p.loop.owner) {
+          const project = { ...this.project, name: this.project.name ?? p.loop.name };
+          const reason = "the store had no project recorded (made by an older loop); bound on its first write";
+          all = [{ type: "store_bound", payload: bindPayload(project, null, reason), actor: opts.actor ?? "loop" }, ...drafts];
+        }
+      }
       // query(), not prepare(): a prepared statement nobody finalizes turns close() into a deferred
       // close (sqlite3_close_v2), leaving -wal/-shm behind until GC closes the file at a random time.
       // Cached statements are finalized by close().
@@ -220,7 +308,7 @@ export class Store {
       );
       const touched = new Set<string>();
       const out: StoredEvent[] = [];
-      for (const d of drafts) {
+      for (const d of all) {
         const seq = p.seq + 1;
         const base = {
           seq,
@@ -263,6 +351,23 @@ export class Store {
     return result;
   }
 
+  /**
+   * Record `project` as the store's owner (`loop init` for its loop's name, `loop init --adopt` for
+   * a moved or renamed project): one store_bound event naming what it replaces, or nothing when
+   * the store is bound to exactly that already. From then on this handle writes for `project`.
+   */
+  bindProject(project: ProjectIdentity, reason: string, actor: string): StoredEvent | null {
+    this.project = undefined; // the binding itself replaces whatever this handle was checked against
+    try {
+      const p = this.projection();
+      if (sameBinding(p.loop.owner, project)) return null;
+      // No failpoint label: like store_opened, the store's own bookkeeping, one event in one transaction.
+      return this.append([{ type: "store_bound", payload: bindPayload(project, p.loop.owner, reason), actor }], { actor, expectSeq: p.seq }).events[0]!;
+    } finally {
+      this.project = project;
+    }
+  }
+
   /** Run fn inside one BEGIN IMMEDIATE transaction (fn must be synchronous). */
   tx<T>(fn: () => T): T {
     this.cached = null; // fn may write projection rows or events behind append's back
@@ -294,15 +399,16 @@ export class Store {
       const cur = this.db.query("SELECT owner, pid, host, started, expires FROM lease WHERE id = 1").get() as Lease | null;
       const host = hostname();
       let tookOver: Lease | null = null;
+      let takeover: StoredEvent | null = null;
       if (cur) {
         const expired = Date.parse(cur.expires) <= now.getTime();
         const dead = cur.host === host && (!isAlive(cur.pid) || pidReusedSince(cur));
         if (!expired && !dead) return { ok: false as const, holder: cur };
         if (!mayTakeOver) return "takeover" as const;
         tookOver = cur;
-        this.append([
+        takeover = this.append([
           { type: "lease_taken_over", payload: { previous: { ...cur }, why: dead ? "dead" : "expired" } },
-        ]);
+        ]).events[0]!;
       }
       const lease: Lease = {
         owner: crypto.randomUUID(),
@@ -319,7 +425,7 @@ export class Store {
         lease.started,
         lease.expires,
       ]);
-      return { ok: true as const, lease, tookOver };
+      return { ok: true as const, lease, tookOver, takeover };
     });
   }
 
@@ -362,15 +468,19 @@ export class Store {
   }
 
   /**
-   * Copy the WAL into the main file and empty it. A read verb that finds WAL content must copy the
-   * whole database to read it without writing (withReadSnapshot), so a writer about to wait a long
-   * time (a verify command) checkpoints first; otherwise writers checkpoint only when they close.
+   * Copy the WAL into the main file, without waiting for anyone. Writers checkpoint before a long
+   * wait (a verify command) and when they close; the last connection to close also deletes the
+   * WAL (SQLite does), so a read verb finds none and reads the main file in place.
+   *
+   * PASSIVE, never TRUNCATE or RESTART: those wait (the busy timeout, 10 s) for every reader to
+   * leave the WAL, and a replicator such as Litestream holds a read transaction on it at all times,
+   * so each step paid 10 s at close (measured: 10,024 ms with TRUNCATE, ~1 ms with PASSIVE, under
+   * litestream 0.3.13). A WAL restarted under Litestream before it copied the frames would also
+   * force it to start a new generation (docs/operations.md#litestream).
    */
   checkpoint(): void {
     try {
-      // Blocked by another connection's transaction it only does part of the work (that
-      // connection's closer finishes it); it throws only when the database is locked.
-      this.db.run("PRAGMA wal_checkpoint(TRUNCATE)");
+      this.db.run("PRAGMA wal_checkpoint(PASSIVE)");
     } catch (err) {
       if (!isBusy(err)) throw err;
     }
@@ -383,6 +493,12 @@ export class Store {
       this.db.close();
     }
   }
+}
+
+/** A store_bound payload: the identity's fields only, whatever else the object carries. */
+function bindPayload(project: ProjectIdentity, previous: ProjectIdentity | null, reason: string) {
+  const { repo, gitDir, root, name } = project;
+  return { project: { repo, gitDir, root, name }, previous, reason };
 }
 
 function writeProjection(db: Database, p: Projection, touched: Set<string>) {

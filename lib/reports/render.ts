@@ -61,11 +61,30 @@ export function renderStatus(r: StatusReport, color: boolean): string {
         if (it.reset) out.push(`${p(it.id)}: reset by ${p(it.reset.actor)} at ${p(it.reset.at)} (epoch ${p(it.epoch)})`);
       }
     }
+    const flying = r.items.find((it) => it.id === L.current);
+    if (flying) out.push("", ...inFlight(flying, p));
+    const waiting = r.items.filter((it) => it.waiting);
+    if (waiting.length) {
+      out.push("", "waiting:");
+      for (const it of waiting) out.push(`  ${p(it.id)}: ${p(it.waiting!.detail)}`);
+    }
   }
   out.push("");
   out.push(r.findings.length ? "divergence:" : "healthy: projection matches the log and state.json");
   for (const f of r.findings) out.push(`  ${p(f.code)}${f.seq !== undefined ? ` (seq ${f.seq})` : ""}: ${p(f.message)}`);
   return out.join("\n");
+}
+
+/** Where to look at the item in flight: its log, its worktree, and how to attach to its tmux session. */
+function inFlight(it: StatusReport["items"][number], p: (v: unknown) => string): string[] {
+  const s = it.session;
+  // A session record of an earlier attempt (the next one is still launching) says nothing of this one.
+  const current = s !== null && s.attempt === it.attempts ? s : null;
+  const out = [`in flight: ${p(it.id)} (${p(it.status)}, attempt ${p(it.attempts)}${current?.alive ? ", alive" : ""})`];
+  if (current?.log) out.push(`  log:      ${p(current.log)}  (\`loop logs ${p(it.id)} --follow\`)`);
+  if (it.worktree) out.push(`  worktree: ${p(it.worktree)}`);
+  if (current?.attach) out.push(`  attach:   ${p(current.attach)}`);
+  return out;
 }
 
 export function renderReplay(r: ReplayReport): string {

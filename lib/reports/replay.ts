@@ -16,6 +16,7 @@ import { statePaths } from "../shared/paths.ts";
 import { jsonDiff, getPath } from "./diff.ts";
 import { jsonText, stateDocument, terminalDocument } from "../log/documents.ts";
 import type { Finding } from "./status.ts";
+import { ownershipFinding, type ProjectIdentity } from "../log/ownership.ts";
 
 export const FINDING_CODES = [
   "event_chain_broken",
@@ -30,6 +31,7 @@ export const FINDING_CODES = [
   "desynced_terminal_window",
   "terminal_state_mismatch",
   "unreadable_terminal_file",
+  "foreign_store",
 ] as const;
 
 type FoldRow = Pick<EventRow, "seq" | "ts" | "type" | "actor" | "item" | "payload">;
@@ -232,7 +234,11 @@ function tryParse(text: string): { ok: true; value: unknown } | { ok: false; mes
   }
 }
 
-export async function replayReport(stateRoot: string, opts: { worker?: boolean } = {}) {
+/**
+ * `project`: the project replay runs for (lib/log/ownership.ts); a store bound to another one is
+ * reported as a finding. Undefined or null (run outside any repository): not compared.
+ */
+export async function replayReport(stateRoot: string, opts: { worker?: boolean; project?: ProjectIdentity | null } = {}) {
   return withReadSnapshotAsync(stateRoot, async (snap) => {
     const { db } = snap;
     const head = headOf(db);
@@ -259,6 +265,8 @@ export async function replayReport(stateRoot: string, opts: { worker?: boolean }
       const ff = compareFiles(stateRoot, projection);
       if (ff.length) checks.files = "failed";
       findings.push(...pf, ...ff);
+      const foreign = ownershipFinding(projection.loop.owner, opts.project ?? null, stateRoot);
+      if (foreign) findings.push(foreign);
     } else {
       checks.determinism = checks.determinism === "ok" ? "skipped" : checks.determinism;
       checks.projection = "skipped";
@@ -270,6 +278,7 @@ export async function replayReport(stateRoot: string, opts: { worker?: boolean }
       events: integrity.events,
       head,
       foldedTo: projection ? projection.seq : null,
+      owner: projection ? projection.loop.owner : null,
       checks,
       findings,
     };

@@ -14,15 +14,29 @@ import { jsonText, stateDocument } from "../log/documents.ts";
 import { jsonDiff } from "./diff.ts";
 import { sessionAlive } from "../step/liveness.ts";
 import { resolveSelectorsIn } from "../definition/selectors.ts";
-import { isInFlight, type ItemStatus, type Projection } from "../log/reducer.ts";
+import { isInFlight, type ItemStatus, type LoopState, type Projection } from "../log/reducer.ts";
 import type { Finding } from "../log/integrity.ts";
+import { type Waiting, waitingReasons } from "../step/decide.ts";
+import { tmuxAttachCommand } from "../step/tmux.ts";
+import type { Database } from "bun:sqlite";
+import { dirname, join } from "node:path";
+import { ownershipFinding, type ProjectIdentity } from "../log/ownership.ts";
 
 export type { Finding };
 
 
 export type StateDocument = ReturnType<typeof stateDocument>;
 
-export function statusReport(stateRoot: string, workItems: string[] = []) {
+/**
+ * `project`: the project status runs for (lib/log/ownership.ts); a store bound to another one is
+ * reported as a `foreign_store` finding. Undefined or null (run outside any repository): not compared.
+ * `env` locates the tmux socket for the attach command.
+ */
+export function statusReport(
+  stateRoot: string,
+  workItems: string[] = [],
+  { project = null, env = process.env }: { project?: ProjectIdentity | null; env?: Record<string, string | undefined> } = {},
+) {
   return withReadSnapshot(stateRoot, ({ db }) => {
     const head = headOf(db);
     const lr = readLoopRow(db);
@@ -36,10 +50,14 @@ export function statusReport(stateRoot: string, workItems: string[] = []) {
     const view = stateView(statePaths(stateRoot).stateJson, lr.state_sha, () => readProjection(db));
     findings.push(...view.findings);
     const doc = view.doc;
+    const foreign = ownershipFinding(doc.loop.owner, project, stateRoot);
+    if (foreign) findings.push(foreign);
     const byId = new Map(doc.items.map((it) => [it.id, it]));
     const selected = workItems.length ? resolveSelectorsIn(doc.items, workItems).map((id) => byId.get(id)!) : doc.items;
+    const waiting = waitingOf(db, doc);
     const items = selected.map((it) => {
       const s = it.session;
+      const live = s !== null && isInFlight(it.status as ItemStatus) && !s.closed;
       return {
         id: it.id,
         ref: it.ref,
@@ -59,11 +77,13 @@ export function statusReport(stateRoot: string, workItems: string[] = []) {
           ? {
               ...s,
               // Only a session that should be running is worth a process probe.
-              alive: isInFlight(it.status as ItemStatus) && !s.closed ? sessionAlive(s) : false,
+              alive: live ? sessionAlive(s, env) : false,
+              attach: live && typeof s.tmux === "string" ? tmuxAttachCommand(s.tmux, tmuxSocketOf(typeof s.log === "string" ? s.log : null, env)) : null,
             }
           : null,
         lastVerify: it.lastVerify,
         landing: it.landing,
+        waiting: waiting.get(it.id) ?? null,
       };
     });
     return {
@@ -77,6 +97,55 @@ export function statusReport(stateRoot: string, workItems: string[] = []) {
 }
 
 export type StatusReport = ReturnType<typeof statusReport>;
+
+/**
+ * Why each waiting item waits (lib/step/decide.ts waitingReasons, the step's own rules). The state
+ * document has each item's status and dependencies; what it lacks, the hold and start flags and
+ * control.requireStartCommand, is read from the projection rows of the same snapshot, and only
+ * when some item is pending.
+ */
+function waitingOf(db: Database, doc: StateDocument): Map<string, Waiting> {
+  const pending = doc.items.some((it) => it.status === "pending");
+  const flags = new Map<string, { held: boolean; started: boolean }>();
+  let requireStartCommand = false;
+  if (pending) {
+    const loop = db.query("SELECT json_extract(body, '$.loop.settings.requireStartCommand') AS req FROM proj_loop WHERE id = 1").get() as { req: unknown } | null;
+    requireStartCommand = loop?.req === 1;
+    // Only the rows that say something (held; started, when a start is required): a long loop has
+    // many items and status reads this on every call.
+    const rows = db
+      .query("SELECT item, json_extract(body, '$.held') AS held, json_extract(body, '$.started') AS started FROM proj_control WHERE held = 1 OR (?1 AND started = 1)")
+      .all(requireStartCommand ? 1 : 0) as { item: string; held: unknown; started: unknown }[];
+    for (const r of rows) flags.set(r.item, { held: r.held === 1, started: r.started === 1 });
+  }
+  return waitingReasons({
+    loop: { state: doc.loop.state as LoopState, reason: doc.loop.reason, current: doc.loop.current, requireStartCommand },
+    items: doc.items.map((it) => ({
+      id: it.id,
+      status: it.status as ItemStatus,
+      held: flags.get(it.id)?.held ?? false,
+      started: flags.get(it.id)?.started ?? false,
+      dependsOn: Array.isArray(it.dependsOn) ? it.dependsOn : [],
+    })),
+  });
+}
+
+/**
+ * The tmux server a session runs on: the socket its wrapper found in $TMUX (started.json, beside
+ * the output log), else $LOOP_TMUX_SOCKET as status sees it, else the default server.
+ */
+function tmuxSocketOf(log: string | null, env: Record<string, string | undefined>): { path: string } | { name: string } | null {
+  const started = log ? readRegularFile(join(dirname(log), "started.json"), { maxBytes: 64 * 1024 }) : null;
+  if (started?.kind === "ok") {
+    try {
+      const sock = JSON.parse(started.bytes.toString("utf8")).tmuxSocket;
+      if (typeof sock === "string" && sock) return { path: sock };
+    } catch {
+      // A torn or foreign file: fall back to what the environment says.
+    }
+  }
+  return env.LOOP_TMUX_SOCKET ? { name: env.LOOP_TMUX_SOCKET } : null;
+}
 
 /**
  * The state document status reports from, and what is wrong with state.json. A file whose sha256

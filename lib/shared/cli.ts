@@ -8,11 +8,11 @@ import { existsSync, writeSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { ArgsDef } from "citty";
 import { createConsola, type ConsolaInstance } from "consola/core";
-import { BusyError, DeclinedError, DefinitionError, GitError, IllegalEventError, RefError, RefusedError, StoreError, UnknownItemError, UsageError } from "./errors.ts";
+import { DefinitionError, EXIT, LoopError, UsageError } from "./errors.ts";
 import { VERSION } from "./version.ts";
 import { printable, printableLines } from "./printable.ts";
 
-export const EXIT = { ok: 0, problem: 1, usage: 2, declined: 3, busy: 75, interrupted: 130 } as const;
+export { EXIT } from "./errors.ts";
 
 export type ArgSpec =
   | { type: "string"; description: string; valueHint?: string; multiple?: boolean; short?: string }
@@ -20,7 +20,7 @@ export type ArgSpec =
   | { type: "positional"; description: string; valueHint?: string; required?: boolean; variadic?: boolean };
 export type ArgsSpec = Record<string, ArgSpec>;
 
-/** Fragments shared by every tool (DESIGN §3). */
+/** Fragments shared by every tool (docs/cli/README.md#common-flags). */
 export const commonArgs = {
   root: { type: "string", description: "project root (default: nearest ancestor holding loop.json, else the cwd)", valueHint: "dir" },
   "state-root": { type: "string", description: "state root (default: $LOOP_STATE_ROOT, else <root>/.loop)", valueHint: "dir" },
@@ -46,7 +46,7 @@ export const confirmArgs = {
   "dry-run": { type: "boolean", description: "show what would happen and change nothing" },
 } as const satisfies ArgsSpec;
 
-export { BusyError, DeclinedError, UsageError } from "./errors.ts";
+export { BusyError, DeclinedError, InterruptedError, UsageError } from "./errors.ts";
 
 type Parsed<S extends ArgsSpec> = {
   [K in keyof S]: S[K] extends { type: "boolean" }
@@ -122,7 +122,15 @@ export interface Context {
   out(text: string): void;
   /** Write a JSON result document. */
   outJson(doc: unknown): void;
+  /**
+   * Write bytes to stdout as they are (no newline added) and wait until they are written: a tool
+   * that streams (`loop logs --follow`) keeps pace with its reader. False once the reader is gone
+   * (EPIPE: `loop logs x | head`) or a write failed, so the tool can stop.
+   */
+  outRaw(data: string | Uint8Array): Promise<boolean>;
   stdinIsTTY: boolean;
+  /** stdout is a terminal (whatever format was chosen): text from outside is then escaped (printable). */
+  stdoutIsTTY: boolean;
   cwd: string;
   env: Record<string, string | undefined>;
 }
@@ -147,11 +155,13 @@ export function defineTool<S extends ArgsSpec>(tool: Tool<S>): Tool<S> {
 
 const ANSI = /\x1b\[[0-9;]*m/g;
 
+/** Colour only on a terminal, and not when NO_COLOR is set to something (no-color.org: an empty value does not count). */
 export function wantColor(stream: { isTTY?: boolean }, env: Record<string, string | undefined>): boolean {
-  return Boolean(stream.isTTY) && env.NO_COLOR === undefined && env.TERM !== "dumb";
+  return Boolean(stream.isTTY) && !env.NO_COLOR && env.TERM !== "dumb";
 }
 
-export async function renderHelp(tool: Tool, color: boolean): Promise<string> {
+/** `prog`: the name the tool was invoked as (`loop run`, `loop-run`), shown in the usage line. */
+export async function renderHelp(tool: Tool, color: boolean, prog: string = tool.name): Promise<string> {
   const argsDef: ArgsDef = {};
   for (const [name, a] of Object.entries(allArgs(tool)) as [string, ArgSpec][]) {
     if (a.type === "positional") argsDef[name] = { type: "positional", description: a.description, required: a.required ?? false, valueHint: a.valueHint };
@@ -159,7 +169,7 @@ export async function renderHelp(tool: Tool, color: boolean): Promise<string> {
     else argsDef[name] = { type: "boolean", description: a.description, ...(a.short ? { alias: a.short } : {}) };
   }
   const { renderUsage } = await import("citty"); // only --help needs it
-  let text = await renderUsage({ meta: { name: tool.name, version: VERSION, description: tool.description }, args: argsDef });
+  let text = await renderUsage({ meta: { name: prog, version: VERSION, description: tool.description }, args: argsDef });
   if (tool.footer) text += `\n\n${tool.footer.trim()}\n`;
   if (!color) text = text.replace(ANSI, "");
   return text.endsWith("\n") ? text : text + "\n";
@@ -177,28 +187,17 @@ export function resolveRoot(rootFlag: string | undefined, cwd: string): string {
   }
 }
 
-export function resolveStateRoot(root: string, flag: string | undefined, env: Record<string, string | undefined>, cwd: string): string {
+/** The state root: --state-root (`flag`), else $LOOP_STATE_ROOT, else <root>/.loop; relative paths against `cwd`. */
+export function resolveStateRoot({ root, flag, env, cwd }: { root: string; flag: string | undefined; env: Record<string, string | undefined>; cwd: string }): string {
   if (flag) return resolve(cwd, flag);
   if (env.LOOP_STATE_ROOT) return resolve(cwd, env.LOOP_STATE_ROOT);
   return join(root, ".loop");
 }
 
-/** Typed error -> (exit code, one-line code for JSON consumers). */
+/** Error -> (exit code, one-line code for JSON consumers): loop's own errors carry both (errors.ts). */
 export function classifyError(err: unknown): { exit: number; code: string; message: string } {
   const message = err instanceof Error ? err.message : String(err);
-  if (err instanceof UsageError) return { exit: EXIT.usage, code: "usage", message };
-  if (err instanceof RefError) return { exit: EXIT.usage, code: "invalid_ref", message };
-  if (err instanceof UnknownItemError) return { exit: EXIT.usage, code: "unknown_item", message };
-  if (err instanceof DefinitionError) return { exit: EXIT.usage, code: "invalid_definition", message };
-  if (err instanceof StoreError) {
-    const usage = err.code === "missing_store" || err.code === "corrupt_store" || err.code === "outdated_store";
-    return { exit: usage ? EXIT.usage : EXIT.problem, code: err.code, message };
-  }
-  if (err instanceof IllegalEventError) return { exit: EXIT.problem, code: "illegal_event_sequence", message };
-  if (err instanceof GitError) return { exit: EXIT.problem, code: "git_error", message };
-  if (err instanceof DeclinedError) return { exit: EXIT.declined, code: "declined", message };
-  if (err instanceof BusyError) return { exit: EXIT.busy, code: "busy", message };
-  if (err instanceof RefusedError) return { exit: EXIT.problem, code: "refused", message };
+  if (err instanceof LoopError) return { exit: err.exit, code: err.code, message };
   // A system call that failed on something of the environment (a file where a directory should be,
   // a full disk, no permission): the system's own message names the call, the error and the path.
   const sys = err as NodeJS.ErrnoException;
@@ -210,8 +209,10 @@ export function classifyError(err: unknown): { exit: number; code: string; messa
 /** Where a tool writes. The defaults write through Bun.write: touching process.stdout/stderr costs
  * a compiled binary ~20 ms at start-up, and isatty is asked only when the format must be guessed. */
 export interface OutStream {
-  write(s: string): unknown;
+  write(s: string | Uint8Array): unknown;
   readonly isTTY?: boolean;
+  /** Resolves once everything written so far is written; false when the reader went away or a write failed. */
+  drained?(): Promise<boolean>;
 }
 
 /**
@@ -221,7 +222,12 @@ export interface OutStream {
  * goes to `rest`. Only stdout, which a command writes once it is done: stderr carries warnings
  * written mid-step, which must not wait on a stalled reader while the step holds the lease.
  */
-export function writeWhole(fd: number, s: string, rest: (data: string | Uint8Array) => unknown, write: (fd: number, s: string) => number = writeSync): unknown {
+export function writeWhole(
+  fd: number,
+  s: string | Uint8Array,
+  rest: (data: string | Uint8Array) => unknown,
+  write: (fd: number, s: string | Uint8Array) => number = (fd, s) => (typeof s === "string" ? writeSync(fd, s) : writeSync(fd, s)),
+): unknown {
   let written: number;
   try {
     written = write(fd, s);
@@ -244,7 +250,7 @@ class FdStream implements OutStream {
     private readonly target: typeof Bun.stdout,
     private readonly onFail: (err: unknown) => void = () => {},
   ) {}
-  write(s: string) {
+  write(s: string | Uint8Array) {
     this.pending = this.pending
       .then(() =>
         this.readerGone || this.failed ? 0 : this.fd === 1 ? writeWhole(this.fd, s, (rest) => Bun.write(this.target, rest)) : Bun.write(this.target, s),
@@ -270,6 +276,10 @@ class FdStream implements OutStream {
   get isTTY(): boolean {
     return (this.tty ??= require("node:tty").isatty(this.fd));
   }
+  async drained(): Promise<boolean> {
+    await this.pending;
+    return !this.readerGone && this.failed === null;
+  }
   async flush(): Promise<unknown> {
     await this.pending;
     if (this.failed) throw this.failed;
@@ -284,6 +294,27 @@ export interface RunOptions {
   stdinIsTTY?: boolean;
   env?: Record<string, string | undefined>;
   cwd?: string;
+  /** The name the tool was invoked as (`loop run`, `loop-run`), for help and messages; default tool.name. */
+  prog?: string;
+}
+
+/**
+ * The format a command line asks for, read before (or without) parsing it, so that a usage error
+ * is reported in the format every other error of the command would be: JSON whenever --json is
+ * given (even beside --text, which is that usage error), text with --text, else JSON when stdout
+ * is not a terminal.
+ */
+export function requestedFormat(argv: string[], stdout: { isTTY?: boolean }): Format {
+  const end = argv.indexOf("--");
+  const flags = end < 0 ? argv : argv.slice(0, end);
+  if (flags.includes("--json")) return "json";
+  if (flags.includes("--text")) return "text";
+  return stdout.isTTY ? "text" : "json";
+}
+
+/** A JSON error document, one line: C1 control characters are escaped too (JSON leaves them raw, a terminal obeys them). */
+export function errorLine(code: string, message: string): string {
+  return JSON.stringify({ error: { code, message } }).replace(/[\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`) + "\n";
 }
 
 function makeLogger(stderr: OutStream, color: () => boolean): ConsolaInstance {
@@ -306,13 +337,14 @@ function makeLogger(stderr: OutStream, color: () => boolean): ConsolaInstance {
 export async function runTool(tool: Tool, opts: RunOptions): Promise<number> {
   const env = opts.env ?? process.env;
   // stdout failing (ENOSPC, EIO) is one line on stderr, when it happens; the exit code says it too.
-  const out = opts.stdout ? null : new FdStream(1, Bun.stdout, (err) => writeSync(2, `${tool.name}: cannot write the results to stdout: ${(err as Error).message}\n`));
+  const prog = opts.prog ?? tool.name;
+  const out = opts.stdout ? null : new FdStream(1, Bun.stdout, (err) => writeSync(2, `${prog}: cannot write the results to stdout: ${(err as Error).message}\n`));
   const errOut = opts.stderr ? null : new FdStream(2, Bun.stderr);
   const stdout: OutStream = opts.stdout ?? out!;
   const stderr: OutStream = opts.stderr ?? errOut!;
   let code: number = EXIT.problem;
   try {
-    code = await runParsed(tool, opts, env, stdout, stderr);
+    code = await runParsed(tool, { ...opts, prog }, env, stdout, stderr);
   } finally {
     try {
       await out?.flush();
@@ -326,28 +358,30 @@ export async function runTool(tool: Tool, opts: RunOptions): Promise<number> {
   return code;
 }
 
-async function runParsed(tool: Tool, opts: RunOptions, env: Record<string, string | undefined>, stdout: OutStream, stderr: OutStream): Promise<number> {
+async function runParsed(tool: Tool, opts: RunOptions & { prog: string }, env: Record<string, string | undefined>, stdout: OutStream, stderr: OutStream): Promise<number> {
+  const prog = opts.prog;
   const log = makeLogger(stderr, () => wantColor(stderr, env));
+  // A usage error is reported like any other error of the command: JSON when its output is JSON.
+  const usageError = (message: string): number => {
+    if (requestedFormat(opts.argv, stdout) === "json") stderr.write(errorLine("usage", message));
+    else stderr.write(`${prog}: ${printable(message)}\nRun \`${prog} --help\` for usage.\n`);
+    return EXIT.usage;
+  };
   let args: Record<string, unknown>;
   try {
     args = parseArgv(opts.argv, allArgs(tool));
   } catch (err) {
-    const c = classifyError(err);
-    stderr.write(`${tool.name}: ${printable(c.message)}\nRun \`${tool.name} --help\` for usage.\n`);
-    return c.exit;
+    return usageError(classifyError(err).message);
   }
   if (args.help) {
-    stdout.write(await renderHelp(tool, wantColor(stdout, env)));
+    stdout.write(await renderHelp(tool, wantColor(stdout, env), prog));
     return EXIT.ok;
   }
   if (args.version) {
     stdout.write(`${VERSION}\n`);
     return EXIT.ok;
   }
-  if (args.json && args.text) {
-    stderr.write(`${tool.name}: --json and --text exclude each other\n`);
-    return EXIT.usage;
-  }
+  if (args.json && args.text) return usageError("--json and --text exclude each other");
   if (args.quiet) log.level = 1;
   if (args.verbose) log.level = 4;
   const format: Format = args.json ? "json" : args.text ? "text" : stdout.isTTY ? "text" : "json";
@@ -361,8 +395,15 @@ async function runParsed(tool: Tool, opts: RunOptions, env: Record<string, strin
     out: (text) => void stdout.write(text.endsWith("\n") ? text : text + "\n"),
     // One line per document: cheaper to print and to parse, and `loop run --watch` prints JSON Lines.
     outJson: (doc) => void stdout.write(JSON.stringify(doc) + "\n"),
+    outRaw: async (data) => {
+      stdout.write(data);
+      return stdout.drained ? stdout.drained() : true;
+    },
     get stdinIsTTY() {
       return (stdinTTY ??= require("node:tty").isatty(0));
+    },
+    get stdoutIsTTY() {
+      return Boolean(stdout.isTTY);
     },
     cwd: opts.cwd ?? process.cwd(),
     env,
@@ -372,21 +413,21 @@ async function runParsed(tool: Tool, opts: RunOptions, env: Record<string, strin
   } catch (err) {
     const c = classifyError(err);
     if (c.code === "internal" && format !== "json") {
-      stderr.write(`${tool.name}: internal error: ${printable(c.message)}\n`);
+      stderr.write(`${prog}: internal error: ${printable(c.message)}\n`);
       if (args.verbose && err instanceof Error && err.stack) stderr.write(err.stack + "\n");
     } else if (format === "json") {
-      stderr.write(JSON.stringify({ error: { code: c.code, message: c.message } }) + "\n");
+      stderr.write(errorLine(c.code, c.message));
     } else {
       // One line, whatever was typed into it; only loop.json's list of problems is several lines,
       // each escaped on its own.
-      stderr.write(`${tool.name}: ${err instanceof DefinitionError ? err.lines().map(printable).join("\n") : printable(c.message)}\n`);
+      stderr.write(`${prog}: ${err instanceof DefinitionError ? err.lines().map(printable).join("\n") : printable(c.message)}\n`);
     }
     return c.exit;
   }
 }
 
 /** Entry for a single-file command script: run, set the exit code, let stdout drain. */
-export async function main(tool: Tool, argv = process.argv.slice(2)): Promise<void> {
-  const code = await runTool(tool, { argv });
+export async function main(tool: Tool, argv = process.argv.slice(2), prog?: string): Promise<void> {
+  const code = await runTool(tool, { argv, prog });
   process.exitCode = code;
 }

@@ -1,20 +1,56 @@
-// The errors a user can cause, in one module with no imports: `classifyError` (lib/shared/cli.ts) maps
-// them to exit codes, and every tool loads this at start-up, so it must not pull in the modules
-// that throw them (the definition's schemas, git, the store). Those modules re-export their error.
+// Every error loop throws on purpose, each carrying the exit code and the error code (of the JSON
+// error document) that it ends a tool with: `classifyError` (lib/shared/cli.ts) reads them off the
+// error, so a new class cannot be forgotten in a separate mapping. docs/errors.md lists the codes;
+// tests/shared/errors.test.ts holds every class here to that list, and refuses an error class
+// declared anywhere else. The module has no imports: every tool loads it at start-up, so it must
+// not pull in the modules that throw its errors (the definition's schemas, git, the store). Those
+// modules re-export their error.
+
+/** The exit codes of every tool (docs/errors.md). */
+export const EXIT = { ok: 0, problem: 1, usage: 2, declined: 3, busy: 75, interrupted: 130 } as const;
+export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
+
+/** An error that ends a tool with its own exit code and error code. */
+export abstract class LoopError extends Error {
+  /** The `code` of the JSON error document `{"error":{"code","message"}}` (docs/errors.md). */
+  abstract readonly code: string;
+  abstract readonly exit: ExitCode;
+}
 
 /** A bad command line: unknown flag, missing value, verbs misused. */
-export class UsageError extends Error {
+export class UsageError extends LoopError {
   override name = "UsageError";
+  readonly code = "usage";
+  readonly exit = EXIT.usage;
 }
 
 /** The user answered No at a confirmation prompt. */
-export class DeclinedError extends Error {
+export class DeclinedError extends LoopError {
   override name = "DeclinedError";
+  readonly code = "declined";
+  readonly exit = EXIT.declined;
 }
 
-/** Another step holds the lease: nothing was done, try later (exit 75). */
-export class BusyError extends Error {
+/** Another step holds the lease: nothing was done, try later. */
+export class BusyError extends LoopError {
   override name = "BusyError";
+  readonly code = "busy";
+  readonly exit = EXIT.busy;
+}
+
+/** Who holds a lease (lib/log/store.ts's Lease, which this module cannot import). */
+export interface LeaseHolder {
+  pid: number;
+  host: string;
+  started: string;
+}
+
+/** `loop run` found the lease held by another step (lib/step/step.ts). */
+export class BusyLease extends BusyError {
+  override name = "BusyLease";
+  constructor(readonly holder: LeaseHolder) {
+    super(`another step holds the lease (pid ${holder.pid} on ${holder.host} since ${holder.started}); try later`);
+  }
 }
 
 /**
@@ -25,14 +61,18 @@ export class LeaseLostError extends BusyError {
   override name = "LeaseLostError";
 }
 
-/** The command is well-formed but what it asks for cannot be done to the loop as it is (exit 1). */
-export class RefusedError extends Error {
+/** The command is well-formed but what it asks for cannot be done to the loop as it is. */
+export class RefusedError extends LoopError {
   override name = "RefusedError";
+  readonly code = "refused";
+  readonly exit = EXIT.problem;
 }
 
 /** A work-item ref or id that does not parse (lib/definition/refs.ts). */
-export class RefError extends Error {
+export class RefError extends LoopError {
   override name = "RefError";
+  readonly code = "invalid_ref";
+  readonly exit = EXIT.usage;
   constructor(
     message: string,
     readonly input: string,
@@ -42,8 +82,10 @@ export class RefError extends Error {
 }
 
 /** A --work-item value that names no item of the loop (lib/definition/selectors.ts). */
-export class UnknownItemError extends Error {
+export class UnknownItemError extends LoopError {
   override name = "UnknownItemError";
+  readonly code = "unknown_item";
+  readonly exit = EXIT.usage;
 }
 
 export interface DefinitionIssue {
@@ -53,8 +95,10 @@ export interface DefinitionIssue {
 }
 
 /** loop.json is invalid: every problem, each with its JSON path (lib/definition/loop-json.ts). */
-export class DefinitionError extends Error {
+export class DefinitionError extends LoopError {
   override name = "DefinitionError";
+  readonly code = "invalid_definition";
+  readonly exit = EXIT.usage;
   constructor(
     readonly issues: DefinitionIssue[],
     readonly file: string,
@@ -71,22 +115,34 @@ function definitionLines(issues: DefinitionIssue[], file: string): string[] {
   return issues.map((i) => (i.path ? `${file}: ${i.path}: ${i.message}` : `${file}: ${i.message}`));
 }
 
-export type StoreErrorCode = "missing_store" | "corrupt_store" | "outdated_store" | "invalid_event" | "duplicate_event" | "seq_conflict";
+export type StoreErrorCode =
+  | "missing_store"
+  | "corrupt_store"
+  | "outdated_store"
+  | "foreign_store"
+  | "io_error"
+  | "invalid_event"
+  | "duplicate_event"
+  | "seq_conflict";
 
-/** The store cannot be used, or refused an append (lib/log/store.ts). */
-export class StoreError extends Error {
+/** The store cannot be used (exit 2: nothing was attempted), or refused an append (exit 1) (lib/log/store.ts). */
+export class StoreError extends LoopError {
   override name = "StoreError";
+  readonly exit: ExitCode;
   constructor(
     readonly code: StoreErrorCode,
     message: string,
   ) {
     super(message);
+    this.exit = code === "missing_store" || code === "corrupt_store" || code === "outdated_store" || code === "foreign_store" ? EXIT.usage : EXIT.problem;
   }
 }
 
 /** An event the reducer rejects: names the event's seq and the rule broken (lib/log/reducer.ts). */
-export class IllegalEventError extends Error {
+export class IllegalEventError extends LoopError {
   override name = "IllegalEventError";
+  readonly code = "illegal_event_sequence";
+  readonly exit = EXIT.problem;
   constructor(
     readonly seq: number,
     readonly rule: string,
@@ -97,14 +153,17 @@ export class IllegalEventError extends Error {
 }
 
 /** A git command failed, with git's own stderr (lib/step/git.ts). */
-export class GitError extends Error {
+export class GitError extends LoopError {
   override name = "GitError";
+  readonly code = "git_error";
+  readonly exit = EXIT.problem;
   constructor(
     readonly args: string[],
-    readonly code: number | null,
+    /** git's exit status; null when it was killed by a signal. */
+    readonly gitExit: number | null,
     readonly stderr: string,
   ) {
-    super(`git ${args.join(" ")} failed (exit ${code}): ${gitReason(stderr)}`);
+    super(`git ${args.join(" ")} failed (exit ${gitExit}): ${gitReason(stderr)}`);
   }
 }
 
@@ -113,4 +172,75 @@ function gitReason(stderr: string): string {
   const lines = stderr.trim().split("\n");
   const errors = lines.filter((l) => /^(fatal|error):/.test(l));
   return (errors.length ? errors : lines.slice(-3)).join(" / ");
+}
+
+// The errors below are translated by the caller of the module that throws them (a syntax error in
+// loop.json becomes a DefinitionError that names the file), or mean a bug in loop itself. One that
+// reaches a tool untranslated is loop's fault: `internal`, exit 1, its stack printed with --verbose.
+
+/** A syntax error, with its message already saying `invalid JSON at line L, column C: ...` (lib/definition/json-strict.ts). */
+export class JsonSyntaxError extends LoopError {
+  override name = "JsonSyntaxError";
+  readonly code = "internal";
+  readonly exit = EXIT.problem;
+  constructor(
+    message: string,
+    /** 1-based. */
+    readonly line: number,
+    /** 1-based, in UTF-16 code units. */
+    readonly column: number,
+  ) {
+    super(message);
+  }
+}
+
+/** A value with no single canonical JSON form, at a path (lib/log/canonical.ts); the store refuses such an event as `invalid_event`. */
+export class CanonicalJsonError extends LoopError {
+  override name = "CanonicalJsonError";
+  readonly code = "internal";
+  readonly exit = EXIT.problem;
+  constructor(
+    message: string,
+    readonly path: string,
+  ) {
+    super(`${path || "<root>"}: ${message}`);
+  }
+}
+
+/** A valibot construct the allocation-free checker cannot compile (lib/log/schema-check.ts): a bug in the event schemas. */
+export class UnsupportedSchemaError extends LoopError {
+  override name = "UnsupportedSchemaError";
+  readonly code = "internal";
+  readonly exit = EXIT.problem;
+}
+
+/** A malformed `@demo` line in a handoff (lib/step/demo-agent.ts); the demo agent prints it and exits 2. */
+export class DemoDirectiveError extends LoopError {
+  override name = "DemoDirectiveError";
+  readonly code = "internal";
+  readonly exit = EXIT.problem;
+  constructor(
+    readonly line: number,
+    message: string,
+  ) {
+    super(`handoff line ${line}: ${message}`);
+  }
+}
+
+/** The user interrupted the command (Ctrl-C at a prompt): exit 130, like a shell's SIGINT. */
+export class InterruptedError extends LoopError {
+  override name = "InterruptedError";
+  readonly code = "interrupted";
+  readonly exit = EXIT.interrupted;
+}
+
+/**
+ * The planner of `loop plan` gave nothing usable: its program failed or could not be started, its
+ * answer was truncated or not JSON, or still malformed after the one retry, or the brief was
+ * undraftable (lib/planner/). Nothing was written.
+ */
+export class PlannerError extends LoopError {
+  override name = "PlannerError";
+  readonly code = "planner_failed";
+  readonly exit = EXIT.problem;
 }

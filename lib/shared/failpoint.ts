@@ -1,4 +1,4 @@
-// Failure injection (DESIGN §8): with LOOP_FAILPOINT=<name> the process SIGKILLs itself at that
+// Failure injection (docs/failpoints.md): with LOOP_FAILPOINT=<name> the process SIGKILLs itself at that
 // point, exactly as a power cut or OOM kill would, so tests can prove the next step recovers.
 // LOOP_FAILPOINT may list several names separated by commas. docs/failpoints.md lists them all;
 // tests/step/failpoints.test.ts keeps that page, this list and the call sites in lib/ in step.
@@ -13,13 +13,17 @@ export const COMMIT_LABELS = [
   "reserve",
   "session_started",
   "launch_failed",
+  "fault",
   "session_ended",
   "needs_input",
   "requeue",
+  "verify_reserve",
+  "verify_started",
   "verify",
   "landing",
   "settle",
   "close",
+  "notify",
   "ctl",
   "reset",
 ] as const;
@@ -33,7 +37,9 @@ export const EFFECT_POINTS = [
   "launch:after_worktree",
   "launch:after_spawn",
   "verify:before",
-  "verify:after_run",
+  "verify:after_reserve",
+  "verify:after_spawn",
+  "verify:before_record",
   "landing:before_merge",
   "landing:after_merge",
   "close:before_kill",

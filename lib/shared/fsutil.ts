@@ -1,5 +1,5 @@
 // Small file helpers shared by the effectful modules.
-import { closeSync, constants as fsConstants, fstatSync, fsyncSync, openSync, readSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { closeSync, constants as fsConstants, fstatSync, fsyncSync, lstatSync, openSync, readSync, renameSync, statSync, writeFileSync } from "node:fs";
 
 /** Write a file so that readers see either the old or the new content, never a torn one. */
 export function writeFileAtomic(path: string, text: string): void {
@@ -59,21 +59,36 @@ export type FileRead = { kind: "absent" } | { kind: "error"; message: string } |
  * block or never end. It is checked before opening (opening a FIFO, even non-blocking, would release
  * a writer waiting on it) and again on the descriptor, so it cannot be swapped for one in between.
  * A file over `maxBytes` is an error, unless the caller takes its first `maxBytes` (`truncate`).
+ *
+ * `noLinks`, for a file someone else writes for loop to record (the agent's ask file): the file
+ * itself must not be a symbolic link (opened with O_NOFOLLOW), nor a hard link to another file
+ * (one link), and must belong to this user; the descriptor must be the file that was checked.
+ * Otherwise an agent could have loop record, say, /etc/passwd as its question.
  */
-export function readRegularFile(path: string, o: { maxBytes?: number; truncate?: boolean } = {}): FileRead {
+export function readRegularFile(path: string, o: { maxBytes?: number; truncate?: boolean; noLinks?: boolean } = {}): FileRead {
   const maxBytes = o.maxBytes ?? 256 * 2 ** 20;
   const notRegular: FileRead = { kind: "error", message: "not a regular file" };
   let fd: number;
+  let checked: import("node:fs").Stats;
   try {
-    if (!statSync(path).isFile()) return notRegular;
-    fd = openSync(path, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK | fsConstants.O_NOCTTY);
+    checked = o.noLinks ? lstatSync(path) : statSync(path);
+    if (checked.isSymbolicLink()) return { kind: "error", message: "it is a symbolic link" };
+    if (!checked.isFile()) return notRegular;
+    fd = openSync(path, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK | fsConstants.O_NOCTTY | (o.noLinks ? fsConstants.O_NOFOLLOW : 0));
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
+    if (e.code === "ELOOP") return { kind: "error", message: "it is a symbolic link" };
     return e.code === "ENOENT" ? { kind: "absent" } : { kind: "error", message: e.message };
   }
   try {
     const st = fstatSync(fd);
     if (!st.isFile()) return notRegular;
+    if (o.noLinks) {
+      if (st.dev !== checked.dev || st.ino !== checked.ino) return { kind: "error", message: "it was replaced while it was being opened" };
+      if (st.nlink !== 1) return { kind: "error", message: `it has ${st.nlink} links (a hard link to another file)` };
+      const uid = process.getuid?.();
+      if (uid !== undefined && st.uid !== uid) return { kind: "error", message: `it belongs to uid ${st.uid}, not to this user (uid ${uid})` };
+    }
     if (st.size > maxBytes && !o.truncate) return { kind: "error", message: `larger than ${maxBytes} bytes (${st.size})` };
     const size = Math.min(st.size, maxBytes);
     const bytes = Buffer.allocUnsafe(size);

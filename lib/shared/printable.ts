@@ -25,3 +25,11 @@ export function printable(s: string): string {
 export function printableLines(s: string): string {
   return s.split("\n").map(printable).join("\n");
 }
+
+/** Text for a terminal, such as an agent's log: its line breaks and tabs kept, everything else printable() escapes escaped. */
+export function printableText(s: string): string {
+  return s
+    .split("\n")
+    .map((line) => line.split("\t").map(printable).join("\t"))
+    .join("\n");
+}

@@ -59,6 +59,26 @@ export function groupAlive(pgid: number): boolean {
   }
 }
 
+/**
+ * Is the process group that `pgid` led when it was recorded still alive? `leaderStart` is the
+ * leader's start time then (processStartTime). A leader alive now with another start time means the
+ * pid was reused, so the recorded group is gone: Linux never hands out a pid that is still some
+ * group's id. Without a recorded start time (no /proc), any live member counts.
+ */
+export function recordedGroupAlive(pgid: number, leaderStart: string | null): boolean {
+  if (leaderStart !== null) {
+    const now = processStartTime(pgid);
+    if (now !== null && now !== leaderStart) return false;
+  }
+  return groupAlive(pgid);
+}
+
+/** End a recorded process group (killGroup), never a later one that reuses its pid. */
+export async function killRecordedGroup(pgid: number, leaderStart: string | null, graceMs: number): Promise<"not_running" | "terminated" | "killed"> {
+  if (!recordedGroupAlive(pgid, leaderStart)) return "not_running";
+  return killGroup(pgid, graceMs);
+}
+
 function signalGroup(pgid: number, sig: NodeJS.Signals): boolean {
   try {
     process.kill(-pgid, sig);

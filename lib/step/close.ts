@@ -1,12 +1,15 @@
-// The close path (DESIGN §6): the one way a session is ended, used by stall/lost handling, stop,
-// skip, cancel and reset. End the process group or tmux session and every process that left the
-// group but carries the session's mark, remove the worktree unless asked to keep it (committing
+// The close path (docs/cli/loop-ctl.md#verbs): the one way a session is ended, used by stall/lost
+// handling, stop, skip, cancel and reset. End the process group or tmux session (and the systemd
+// scope's cgroup, if it ran in one), the attempt's verify command if one runs, and every process that
+// left them but carries the session's mark; remove the worktree unless asked to keep it (committing
 // what was left in it first), and return the events that record it, for the caller to append
 // together with whatever else its decision implies (atomically).
 import { existsSync } from "node:fs";
 import type { EventDraft } from "../log/events.ts";
 import type { ItemState } from "../log/reducer.ts";
 import { adoptable, endSession, sessionMark } from "./sessions.ts";
+import { endVerify, verifySpawnEvidence } from "./verify-command.ts";
+import { endSessionScope } from "./scope.ts";
 import { commitLeftovers, removeWorktree } from "./workspace.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { endMarked, type MarkedProcess } from "../shared/process.ts";
@@ -18,6 +21,8 @@ export interface CloseReport {
   how: string;
   /** Processes outside the session's group that carried its mark and were ended. */
   swept: number;
+  /** How the attempt's verify command ended (not_running, terminated, killed), or null when it had none. */
+  verify: string | null;
   worktreeRemoved: boolean;
   /** Why the checkout was kept though its removal was asked for (its changes could not be committed), or null. */
   kept: string | null;
@@ -25,18 +30,24 @@ export interface CloseReport {
 }
 
 /**
- * End a session's processes: its group or tmux session, then every process of this user that
- * carries its mark (one that left the group: setsid, a double fork, a daemon). A session whose
- * start was never recorded (a step killed right after the spawn) is found through its folder.
+ * End a session's processes: its group or tmux session, its systemd scope's cgroup if it ran in one,
+ * the attempt's verify command if one runs, then every process of this user that carries its mark
+ * (one that left all of those: setsid, a double fork, a daemon). A session whose start was never
+ * recorded (a step killed right after the spawn) is found through its folder.
  */
 export async function endSessionProcesses(
-  s: { pid: number | null; tmux: string | null; sessionId: string; sessionDir: string },
+  it: ItemState,
   graceMs: number,
-): Promise<{ how: string; swept: MarkedProcess[]; left: MarkedProcess[] }> {
+): Promise<{ how: string; swept: MarkedProcess[]; left: MarkedProcess[]; verify: string | null }> {
+  const s = it.session!;
   const target = s.pid === null && s.tmux === null ? (adoptable(s.sessionDir) ?? s) : s;
-  const how = await endSession(target, graceMs);
+  let how = await endSession(target, graceMs);
+  // A session in a systemd scope: every process left in its cgroup too (lib/step/scope.ts).
+  const scoped = await endSessionScope(s.sessionDir, graceMs);
+  if (scoped !== null && scoped !== "not_running" && how === "not_running") how = scoped;
+  const verify = await endVerifyRun(it, graceMs);
   const { ended, left } = await endMarked([sessionMark(s)], graceMs);
-  return { how, swept: ended, left };
+  return { how, swept: ended, left, verify };
 }
 
 /**
@@ -69,7 +80,7 @@ export async function closeSession(o: {
   const s = o.it.session;
   if (!s || s.closed) return null;
   failpoint("close:before_kill");
-  const { how, swept } = await endSessionProcesses(s, o.graceMs);
+  const { how, swept, verify } = await endSessionProcesses(o.it, o.graceMs);
   failpoint("close:after_kill");
   let worktreeRemoved = false;
   let kept: string | null = null;
@@ -91,5 +102,17 @@ export async function closeSession(o: {
       payload: { attempt: s.attempt, verdict: o.endVerdict ?? "closed", exitCode: null, signal: null, reason: o.reason },
     });
   events.push({ type: "session_closed", item: o.it.id, payload: { attempt: s.attempt, how, worktreeRemoved, reason: o.reason } });
-  return { item: o.it.id, attempt: s.attempt, how, swept: swept.length, worktreeRemoved, kept, events };
+  return { item: o.it.id, attempt: s.attempt, how, swept: swept.length, verify, worktreeRemoved, kept, events };
+}
+
+/**
+ * End the current attempt's verify command, if it has one (reserved, started or finished: a
+ * finished one may have left something running in its group). A verify whose start was never
+ * recorded (a step killed right after the spawn) is found through its folder. Null: no verify process.
+ */
+export async function endVerifyRun(it: ItemState, graceMs: number): Promise<string | null> {
+  const run = it.attempts[it.attempts.length - 1]?.verifyRun;
+  if (!run || !it.session) return null;
+  const target = run.pid !== null ? { pid: run.pid, startTime: run.startTime } : verifySpawnEvidence(it.session.sessionDir).found;
+  return target ? endVerify(target, graceMs) : "not_running";
 }

@@ -1,7 +1,8 @@
 // Pure decisions of the step: which item runs next, which items are blocked, how a session is
 // classified from what was observed, what a finished attempt leads to, how the loop drains.
-// Everything here takes plain data and returns plain data; lib/step/step.ts carries the effects out.
-import type { ItemState, Projection } from "../log/reducer.ts";
+// Everything here takes plain data and returns plain data; lib/step/step.ts and its phases carry the
+// effects out.
+import type { ItemState, ItemStatus, LoopState, Projection } from "../log/reducer.ts";
 import { isInFlight, isSettled, itemOf } from "../log/reducer.ts";
 
 export type NextWork =
@@ -14,26 +15,65 @@ function active(p: Projection): ItemState[] {
   return p.order.map((id) => p.items[id]!).filter((it) => it.status !== "withdrawn");
 }
 
+/**
+ * An item as the launch rules see it. The projection has these fields (ItemState, `def.dependsOn`)
+ * and so does what `loop status` reads (state.json plus the control rows), so the rules below are
+ * written once and both the step and status apply them.
+ */
+export interface GateItem {
+  id: string;
+  status: ItemStatus;
+  held: boolean;
+  started: boolean;
+  dependsOn: readonly string[];
+}
+export type FindItem = (id: string) => GateItem | undefined;
+
+export function gateItem(it: ItemState): GateItem {
+  return { id: it.id, status: it.status, held: it.held, started: it.started, dependsOn: it.def.dependsOn };
+}
+
+function projectionFinder(p: Projection): FindItem {
+  return (id) => {
+    const it = itemOf(p, id);
+    return it ? gateItem(it) : undefined;
+  };
+}
+
+/** Why a pending item can never run (a dependency settled without passing, or is gone), or null. */
+export function blockingDependency(it: GateItem, find: FindItem): { dependency: string; status: ItemStatus | null; reason: string } | null {
+  for (const dep of it.dependsOn) {
+    const d = find(dep);
+    if (!d) return { dependency: dep, status: null, reason: `dependency "${dep}" is not an item of the loop` };
+    if (d.status === "withdrawn") return { dependency: dep, status: d.status, reason: `dependency "${dep}" was removed from the definition` };
+    if (isSettled(d.status) && d.status !== "passed") return { dependency: dep, status: d.status, reason: `dependency "${dep}" ${d.status}` };
+  }
+  return null;
+}
+
+/** What of its own keeps a pending item from launching, in the order nextWork checks it; null: nothing. */
+export type LaunchGate =
+  | { kind: "held"; reason: string }
+  | { kind: "awaiting_start"; reason: string }
+  | { kind: "dependency"; unmet: { id: string; status: ItemStatus | null }[]; reason: string };
+
+export function launchGate(it: GateItem, find: FindItem, requireStart: boolean): LaunchGate | null {
+  if (it.held) return { kind: "held", reason: `${it.id} is held by \`loop ctl stop\` (start or retry it)` };
+  if (requireStart && !it.started) return { kind: "awaiting_start", reason: `${it.id} waits for \`loop ctl start --work-item ${it.id}\`` };
+  const unmet = it.dependsOn.filter((d) => find(d)?.status !== "passed");
+  if (unmet.length)
+    return { kind: "dependency", unmet: unmet.map((id) => ({ id, status: find(id)?.status ?? null })), reason: `${it.id} waits for ${unmet.join(", ")}` };
+  return null;
+}
+
 /** Pending items that can never run because a dependency settled without passing. */
 export function itemsToBlock(p: Projection): { id: string; reason: string }[] {
+  const find = projectionFinder(p);
   const out: { id: string; reason: string }[] = [];
   for (const it of active(p)) {
     if (it.status !== "pending") continue;
-    for (const dep of it.def.dependsOn) {
-      const d = itemOf(p, dep);
-      if (!d) {
-        out.push({ id: it.id, reason: `dependency "${dep}" is not an item of the loop` });
-        break;
-      }
-      if (d.status === "withdrawn") {
-        out.push({ id: it.id, reason: `dependency "${dep}" was removed from the definition` });
-        break;
-      }
-      if (isSettled(d.status) && d.status !== "passed") {
-        out.push({ id: it.id, reason: `dependency "${dep}" ${d.status}` });
-        break;
-      }
-    }
+    const b = blockingDependency(gateItem(it), find);
+    if (b) out.push({ id: it.id, reason: b.reason });
   }
   return out;
 }
@@ -50,20 +90,13 @@ export function nextWork(p: Projection): NextWork {
   const block = itemsToBlock(p);
   if (block.length) return { kind: "block", items: block };
   const requireStart = p.loop.settings?.requireStartCommand ?? false;
+  const find = projectionFinder(p);
   const waiting: string[] = [];
   for (const it of active(p)) {
     if (it.status !== "pending") continue;
-    if (it.held) {
-      waiting.push(`${it.id} is held by \`loop ctl stop\` (start or retry it)`);
-      continue;
-    }
-    if (requireStart && !it.started) {
-      waiting.push(`${it.id} waits for \`loop ctl start --work-item ${it.id}\``);
-      continue;
-    }
-    const unmet = it.def.dependsOn.filter((d) => itemOf(p, d)?.status !== "passed");
-    if (unmet.length) {
-      waiting.push(`${it.id} waits for ${unmet.join(", ")}`);
+    const gate = launchGate(gateItem(it), find, requireStart);
+    if (gate) {
+      waiting.push(gate.reason);
       continue;
     }
     return { kind: "launch", item: it.id };
@@ -72,12 +105,115 @@ export function nextWork(p: Projection): NextWork {
   return { kind: "drain", outcome: drainOutcome(p) };
 }
 
+// ---------------------------------------------------------------------------------------------
+// Why an item waits, for people (`loop status`): the same rules as nextWork, plus the loop's own
+// state, which the step checks before it looks at items at all.
+
+export type WaitReason =
+  | "dependency_failed"
+  | "held"
+  | "awaiting_start"
+  | "dependency"
+  | "loop_paused"
+  | "loop_stopped"
+  | "queued"
+  | "next"
+  | "question";
+
+export interface Waiting {
+  reason: WaitReason;
+  /** One sentence for people, naming what to do where something can be done. */
+  detail: string;
+  /** The dependencies concerned (unmet ones, or the one that failed), with their status. */
+  dependencies: { id: string; status: ItemStatus | null }[];
+}
+
+export interface WaitView {
+  loop: { state: LoopState; reason: string | null; current: string | null; requireStartCommand: boolean };
+  /** Every item, in presentation order. */
+  items: GateItem[];
+}
+
+/** The view of a projection (the step's own; status builds the same from state.json). */
+export function waitView(p: Projection): WaitView {
+  return {
+    loop: { state: p.loop.state, reason: p.loop.reason, current: p.loop.current, requireStartCommand: p.loop.settings?.requireStartCommand ?? false },
+    items: p.order.map((id) => gateItem(p.items[id]!)),
+  };
+}
+
+const statusOf = (s: ItemStatus | null) => s ?? "not an item";
+
+/**
+ * Why each waiting item waits: every pending item and every item with a question, by id. An item's
+ * own obstacle comes first (it stays after the loop is resumed); a launchable item waits for the
+ * loop (paused, stopped), for the item in flight, or for its turn behind the one nextWork picks.
+ */
+export function waitingReasons(v: WaitView): Map<string, Waiting> {
+  const byId = new Map(v.items.map((it) => [it.id, it]));
+  const find: FindItem = (id) => byId.get(id);
+  const out = new Map<string, Waiting>();
+  const L = v.loop;
+  const loopHalt = L.state === "paused" ? "paused" : L.state === "stopped" ? "stopped" : null;
+  const also = loopHalt ? ` (and the loop is ${loopHalt})` : "";
+  let first: string | null = null;
+  for (const it of v.items) {
+    if (it.status === "needs_input") {
+      out.set(it.id, {
+        reason: "question",
+        detail: `the agent asked a question: answer with \`loop ctl reply --work-item ${it.id} "…"\`, then \`loop ctl resume\``,
+        dependencies: [],
+      });
+      continue;
+    }
+    if (it.status !== "pending") continue;
+    const b = blockingDependency(it, find);
+    if (b) {
+      out.set(it.id, {
+        reason: "dependency_failed",
+        detail: `${b.reason}: the next \`loop run\` settles it blocked${b.status !== null && b.status !== "withdrawn" ? ` (retry ${b.dependency} to run both)` : ""}`,
+        dependencies: [{ id: b.dependency, status: b.status }],
+      });
+      continue;
+    }
+    const gate = launchGate(it, find, L.requireStartCommand);
+    if (gate?.kind === "held") {
+      out.set(it.id, { reason: "held", detail: `held by \`loop ctl stop\`: release it with \`loop ctl start --work-item ${it.id}\`${also}`, dependencies: [] });
+      continue;
+    }
+    if (gate?.kind === "awaiting_start") {
+      out.set(it.id, { reason: "awaiting_start", detail: `control.requireStartCommand is on: start it with \`loop ctl start --work-item ${it.id}\`${also}`, dependencies: [] });
+      continue;
+    }
+    if (gate?.kind === "dependency") {
+      out.set(it.id, { reason: "dependency", detail: `waits for ${gate.unmet.map((d) => `${d.id} (${statusOf(d.status)})`).join(", ")}${also}`, dependencies: gate.unmet });
+      continue;
+    }
+    // Launchable: only the loop, the item in flight or an earlier launchable item stands in the way.
+    if (loopHalt) {
+      const why = L.reason ? `: ${L.reason}` : "";
+      out.set(it.id, { reason: loopHalt === "paused" ? "loop_paused" : "loop_stopped", detail: `the loop is ${loopHalt}${why} (\`loop ctl resume\` goes on)`, dependencies: [] });
+      continue;
+    }
+    if (L.current !== null) {
+      const cur = byId.get(L.current);
+      out.set(it.id, { reason: "queued", detail: `waits for the item in flight, ${L.current}${cur ? ` (${cur.status})` : ""}`, dependencies: [] });
+      continue;
+    }
+    if (first === null) {
+      first = it.id;
+      out.set(it.id, { reason: "next", detail: "launches at the next `loop run`", dependencies: [] });
+    } else out.set(it.id, { reason: "queued", detail: `waits its turn: ${first} launches first`, dependencies: [] });
+  }
+  return out;
+}
+
 export function hasOpenWork(p: Projection): boolean {
   return active(p).some((it) => it.status === "pending" || isInFlight(it.status));
 }
 
 // ---------------------------------------------------------------------------------------------
-// Classifying a session from the outside (DESIGN §6 step 3, in this order).
+// Classifying a session from the outside (docs/cli/loop-run.md, step 5, in this order).
 
 export interface SessionObservation {
   /** The session folder and its launch record exist and name a process or tmux target. */
@@ -86,10 +222,12 @@ export interface SessionObservation {
   exit: { code: number | null; signal: string | null } | null;
   /** Non-empty text of the ask file. */
   question: string | null;
+  /** Why something in the ask file's place was not read (a link, a FIFO), or null. */
+  askIgnored?: string | null;
   /** The wrapper wrote its started marker (the agent process was spawned). */
   started: boolean;
   alive: boolean;
-  /** Epoch ms of the last output growth (log mtime), or null without a log yet. */
+  /** Epoch ms of the last output growth that showed progress (lib/step/progress.ts), or null without any. */
   lastOutputAt: number | null;
   startedAt: number;
   reservedAt: number;
@@ -113,7 +251,7 @@ export function classifySession(o: SessionObservation): SessionVerdict {
       kind: "exited",
       code: o.exit.code,
       signal: o.exit.signal,
-      reason: o.exit.signal ? `agent killed by ${o.exit.signal}` : `agent exited with code ${o.exit.code}`,
+      reason: `${o.exit.signal ? `agent killed by ${o.exit.signal}` : `agent exited with code ${o.exit.code}`}${o.askIgnored ? `; ${o.askIgnored}` : ""}`,
     };
   if (!o.alive && o.started) return { kind: "lost", reason: "session process vanished without an exit status" };
   if (!o.started) {
@@ -124,13 +262,113 @@ export function classifySession(o: SessionObservation): SessionVerdict {
   }
   const last = Math.max(o.startedAt, o.lastOutputAt ?? 0);
   if (o.now - last > o.timeouts.stall)
-    return { kind: "stalled", reason: `no output for ${Math.round((o.now - last) / 1000)}s (stall timeout ${Math.round(o.timeouts.stall / 1000)}s)` };
+    return { kind: "stalled", reason: `no progress in the output for ${Math.round((o.now - last) / 1000)}s (stall timeout ${Math.round(o.timeouts.stall / 1000)}s)` };
   return { kind: "waiting", reason: "agent is working" };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Classifying an attempt's verify command, a detached process like the session (docs/cli/loop-run.md).
+
+/** A verify reserved whose start is not recorded: what its folder shows. */
+export interface VerifyStartObservation {
+  /** verify-launch.json exists: the reserving step got as far as starting the wrapper. */
+  launched: boolean;
+  /** The wrapper it spawned, from verify-spawned.json or verify-started.json. */
+  found: { pid: number; startTime: string | null } | null;
+  reservedAt: number;
+  now: number;
+  /** How long a launched wrapper may take to show itself (the item's launch timeout). */
+  launchTimeout: number;
+}
+
+export type VerifyStartVerdict =
+  /** The wrapper was spawned: record its start instead of starting another. */
+  | { kind: "adopt"; pid: number; startTime: string | null }
+  /** No launch record: nothing can have been spawned for the reservation, so start it now (the first and only time). */
+  | { kind: "spawn" }
+  | { kind: "waiting"; reason: string }
+  | { kind: "never_started"; reason: string };
+
+export function classifyVerifyStart(o: VerifyStartObservation): VerifyStartVerdict {
+  if (o.found) return { kind: "adopt", pid: o.found.pid, startTime: o.found.startTime };
+  if (!o.launched) return { kind: "spawn" };
+  if (o.now - o.reservedAt <= o.launchTimeout) return { kind: "waiting", reason: "verify is starting" };
+  return { kind: "never_started", reason: `verify did not start within ${Math.round(o.launchTimeout / 1000)}s` };
+}
+
+export interface VerifyObservation {
+  /** verify-exit.json, written by the wrapper when the command ended. */
+  exit: { code: number | null; signal: string | null; error: string | null } | null;
+  /** Its process group (the one recorded, never a later one reusing the pid) has a live member. */
+  alive: boolean;
+  startedAt: number;
+  deadline: number;
+  now: number;
+}
+
+export type VerifyVerdict =
+  | { kind: "exited"; code: number | null; signal: string | null; error: string | null }
+  /** Past its deadline: end it (the close path) and record it timed out. */
+  | { kind: "timed_out" }
+  | { kind: "lost"; reason: string }
+  | { kind: "waiting"; reason: string };
+
+/** An exit seen before the deadline was noticed counts, however late the step that saw it came. */
+export function classifyVerify(o: VerifyObservation): VerifyVerdict {
+  if (o.exit) return { kind: "exited", code: o.exit.code, signal: o.exit.signal, error: o.exit.error };
+  if (!o.alive) return { kind: "lost", reason: "verify process vanished without an exit status" };
+  if (o.now > o.deadline) return { kind: "timed_out" };
+  const secs = (ms: number) => Math.max(0, Math.round(ms / 1000));
+  return { kind: "waiting", reason: `verify running for ${secs(o.now - o.startedAt)}s (deadline ${new Date(o.deadline).toISOString()}, in ${secs(o.deadline - o.now)}s)` };
+}
+
+/** The verdict on a verify command that ended: passed only on exit 0, in the words verify_finished has always used. */
+export function verifyExitVerdict(o: { code: number | null; signal: string | null; error: string | null }): { passed: boolean; reason: string } {
+  const passed = o.error === null && o.signal === null && o.code === 0;
+  const reason = o.error !== null ? `could not run: ${o.error}` : o.signal !== null ? `killed by ${o.signal}` : passed ? "exit 0" : `exit ${o.code}`;
+  return { passed, reason };
+}
+
+/**
+ * What an attempt whose session has ended needs next, read from what the log already holds: each
+ * phase records one event, and the next step picks up after it.
+ */
+export type AfterSession =
+  /** The launch was interrupted (the loop's failure, not the agent's): run the attempt again, uncounted. */
+  | { kind: "requeue"; reason: string }
+  /** The session or its verify failed: close it, then retry or settle failed (afterFailure). */
+  | { kind: "fail"; reason: string }
+  /** Start its verify, or observe the verify already reserved (the attempt's verifyRun). */
+  | { kind: "verify" }
+  | { kind: "land" }
+  /** Verified and landed (or not): close the session and settle the item. */
+  | { kind: "settle"; landed: boolean };
+
+export function afterSession(it: ItemState): AfterSession {
+  const attempt = it.attempts[it.attempts.length - 1]!;
+  const end = attempt.end!;
+  if (end.verdict === "launch_interrupted") return { kind: "requeue", reason: end.reason };
+  if (end.verdict !== "exited") return { kind: "fail", reason: end.reason };
+  if (!attempt.verify) return { kind: "verify" };
+  if (!attempt.verify.passed) return { kind: "fail", reason: `verify failed: ${attempt.verify.reason}` };
+  if (!it.landing) return { kind: "land" };
+  return { kind: "settle", landed: it.landing.outcome === "none" || it.landing.outcome === "merged" };
 }
 
 /** After an attempt failed: try again or give up. */
 export function afterFailure(it: ItemState): "retry" | "settle_failed" {
   return it.failures + 1 < it.def.maxAttempts ? "retry" : "settle_failed";
+}
+
+/**
+ * The reason an item settles `failed` with, after its last allowed failure. The budget counts
+ * failed attempts only (a question or an operator's stop spends none), so the attempt number can
+ * be higher than maxAttempts: both are named, never "attempt 3 of 2".
+ */
+export function failedReason(it: ItemState, reason: string): string {
+  const attempt = it.attempts.length;
+  const failed = it.failures + 1;
+  return `${reason} (failed attempt ${failed} of ${it.def.maxAttempts}${attempt !== failed ? `; attempt ${attempt} in all` : ""})`;
 }
 
 /** Items blocked, directly or through other blocked items, because of `id`. */
@@ -147,4 +385,74 @@ export function blockedBecauseOf(p: Projection, id: string): string[] {
     }
   }
   return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// When the loop needs a person (docs/cli/loop-run.md#exit-codes): `loop run` exits 1 while any of
+// these holds, and `notify` is run once for each (lib/step/notify.ts).
+
+export type AttentionKind = "question" | "environment" | "failed" | "landing";
+
+export interface Attention {
+  kind: AttentionKind;
+  item: string | null;
+  reason: string;
+  /** What one notification is for: a new condition in the same slot replaces the last one. */
+  slot: string;
+  /** This condition, exactly: notify runs once per key. */
+  key: string;
+}
+
+/**
+ * The conditions that need a person, in this order: the loop paused on an agent's question or by an
+ * environment fault, items whose landing failed (a merge conflict, a target checked out elsewhere),
+ * the loop drained `Failed`. An operator's own pause or stop needs nobody else.
+ */
+export function attention(p: Projection): Attention[] {
+  const out: Attention[] = [];
+  const cur = p.loop.current ? p.items[p.loop.current] : undefined;
+  if (p.loop.state === "paused" && cur?.status === "needs_input")
+    out.push({ kind: "question", item: cur.id, reason: p.loop.reason ?? `${cur.id} needs input`, slot: "question", key: `question:${cur.id}:e${cur.epoch}:a${cur.attempts.length}` });
+  if (p.loop.state === "paused" && p.loop.fault)
+    out.push({ kind: "environment", item: null, reason: p.loop.reason ?? p.loop.fault.kind, slot: "environment", key: `environment:${p.loop.fault.seq}` });
+  for (const it of active(p))
+    if (it.status === "failed" && it.landing && (it.landing.outcome === "conflict" || it.landing.outcome === "failed"))
+      out.push({ kind: "landing", item: it.id, reason: `${it.id}: ${it.reason ?? it.landing.reason}`, slot: `landing:${it.id}`, key: `landing:${it.id}:e${it.epoch}:a${it.attempts.length}` });
+  if (p.loop.state === "drained" && p.loop.outcome === "Failed") {
+    const bad = active(p).filter((it) => it.status === "failed" || it.status === "blocked");
+    const names = bad.slice(0, 5).map((it) => `${it.id} ${it.status}`).join(", ") + (bad.length > 5 ? `, … ${bad.length} items` : "");
+    out.push({ kind: "failed", item: null, reason: `the loop drained Failed: ${names}`, slot: "failed", key: `failed:${p.loop.drainedSeq}` });
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Progress: output that only says the agent is waiting (a CLI retrying a lost connection forever,
+// printing a line a minute) must not hold off the stall deadline (docs/cli/loop-run.md#deadlines).
+
+/** Lines that say an agent waits rather than works. */
+export const WAITING_LINE = /\b(?:reconnecting|retrying|retry(?:ing)? in|waiting for (?:network|connection|the server)|rate[- ]limit(?:ed)?|backing off|stream disconnected|connection (?:refused|reset|lost|error))\b/i;
+
+/** A line with its digits masked: counters, timers and timestamps do not make it new. */
+function lineShape(line: string): string {
+  return line.trim().replace(/\d+/g, "#");
+}
+
+/**
+ * Whether output appended since the last look is progress. It is not when every new non-blank
+ * line repeats the line before it (digits masked) or matches WAITING_LINE; blank growth is no
+ * progress either. `lastLine` carries the last non-blank line to the next look.
+ */
+export function outputShowsProgress(newText: string, previousLine: string | null): { progress: boolean; lastLine: string | null } {
+  let prev = previousLine === null ? null : lineShape(previousLine);
+  let last = previousLine;
+  let progress = false;
+  for (const raw of newText.split("\n")) {
+    if (raw.trim() === "") continue;
+    const shape = lineShape(raw);
+    if (shape !== prev && !WAITING_LINE.test(raw)) progress = true;
+    prev = shape;
+    last = raw.trim();
+  }
+  return { progress, lastLine: last === null ? null : last.slice(0, 2000) };
 }

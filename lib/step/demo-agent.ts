@@ -18,6 +18,7 @@
 
 import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
+import { DemoDirectiveError } from "../shared/errors.ts";
 
 export type DemoDirective =
   | { verb: "write" | "append"; path: string; text: string }
@@ -35,15 +36,7 @@ export interface ParsedDirective {
   directive: DemoDirective;
 }
 
-export class DemoDirectiveError extends Error {
-  constructor(
-    readonly line: number,
-    message: string,
-  ) {
-    super(`handoff line ${line}: ${message}`);
-    this.name = "DemoDirectiveError";
-  }
-}
+export { DemoDirectiveError } from "../shared/errors.ts";
 
 const DIRECTIVE = /^[ \t]*@demo[ \t]+(.*)$/;
 const ITEM_ID = /^[a-z0-9][a-z0-9-]*(?:[._][a-z0-9-]+)*$/;

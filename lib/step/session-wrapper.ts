@@ -1,13 +1,17 @@
 // The session wrapper: `loop __session <dir>`, started detached (its own process group) by the
-// step. It runs the agent with the launch record's argv, cwd and env, sends the agent's output to
-// output.log (and to the tmux pane when tee is on), writes started.json once the agent is
-// spawned and exit.json when it ends. A missing exit.json after the wrapper is gone means "lost".
-// The agent inherits the session's mark (LOOP_SESSION_MARK), by which the close path finds every
-// process of the session, even one that left its process group.
-import { openSync, writeSync, closeSync } from "node:fs";
+// step. It runs the agent with the launch record's argv, cwd and env, pipes the agent's output to
+// output.log, bounded by the launch record's cap (lib/step/output-log.ts), and to the tmux pane
+// when tee is on, writes started.json once the agent is spawned and exit.json when it ends. A
+// missing exit.json after the wrapper is gone means "lost".
+// `loop __session <dir> verify` is the same for an attempt's verify command, with the files of
+// VERIFY_FILES in the same folder (lib/step/verify-command.ts), so verify is observed like a session.
+// The agent (or verify command) inherits the session's mark (LOOP_SESSION_MARK), by which the close
+// path finds every process of the session, even one that left its process group.
 import { join } from "node:path";
 import { readJsonOrNull, writeFileAtomic } from "../shared/fsutil.ts";
-import { SESSION_MARK_VAR } from "../shared/process.ts";
+import { processStartTime, SESSION_MARK_VAR } from "../shared/process.ts";
+import { CappedLog, DEFAULT_OUTPUT_CAP } from "./output-log.ts";
+import { tmuxSocketFromEnv } from "./tmux.ts";
 
 export interface LaunchRecord {
   argv: string[];
@@ -16,7 +20,12 @@ export interface LaunchRecord {
   tee: boolean;
   /** The session's mark: the agent and everything it starts carry LOOP_SESSION_MARK=<mark>. */
   mark?: string;
+  /** Bytes output.log may take ($LOOP_OUTPUT_CAP when the launch was recorded). */
+  outputCap?: number;
 }
+
+/** How long the output pipes are drained after the agent exited: a process it left behind may hold them open. */
+const DRAIN_MS = 2000;
 
 export const SESSION_FILES = {
   launch: "launch.json",
@@ -28,50 +37,79 @@ export const SESSION_FILES = {
   verify: "verify.log",
 } as const;
 
+/** The files of a verify run, beside its attempt's session files. */
+export const VERIFY_FILES = {
+  launch: "verify-launch.json",
+  spawned: "verify-spawned.json",
+  started: "verify-started.json",
+  exit: "verify-exit.json",
+  output: SESSION_FILES.verify,
+} as const;
+
+/** What a wrapper reads and writes: an agent session's files, or a verify run's. */
+export type WrapperKind = "session" | "verify";
+export function wrapperFiles(kind: WrapperKind): { launch: string; started: string; exit: string; output: string } {
+  return kind === "verify" ? VERIFY_FILES : SESSION_FILES;
+}
+
 export async function runSessionWrapper(args: string[]): Promise<number> {
-  const dir = args[0];
+  const [dir, kind = "session"] = args;
   if (!dir) {
     process.stderr.write("loop __session: missing session folder\n");
     return 2;
   }
-  const launch = readJsonOrNull<LaunchRecord>(join(dir, SESSION_FILES.launch));
-  if (!launch) {
-    process.stderr.write(`loop __session: no readable ${SESSION_FILES.launch} in ${dir}\n`);
+  if (kind !== "session" && kind !== "verify") {
+    process.stderr.write(`loop __session: unknown kind ${JSON.stringify(kind)} (session or verify)\n`);
     return 2;
   }
-  const out = openSync(join(dir, SESSION_FILES.output), "a");
+  const files = wrapperFiles(kind);
+  const launch = readJsonOrNull<LaunchRecord>(join(dir, files.launch));
+  if (!launch) {
+    process.stderr.write(`loop __session: no readable ${files.launch} in ${dir}\n`);
+    return 2;
+  }
+  const out = new CappedLog(join(dir, files.output), launch.outputCap ?? DEFAULT_OUTPUT_CAP);
+  // With its pid, names this wrapper (and its group) for whoever adopts it, never a later process reusing the pid.
+  const wrapperStart = processStartTime(process.pid);
   const finish = (code: number | null, signal: string | null, error?: string) =>
-    writeFileAtomic(join(dir, SESSION_FILES.exit), JSON.stringify({ code, signal, error: error ?? null, at: new Date().toISOString() }) + "\n");
+    writeFileAtomic(join(dir, files.exit), JSON.stringify({ code, signal, error: error ?? null, at: new Date().toISOString() }) + "\n");
+  // Inside tmux, the server's socket: `loop status` prints the exact `tmux -S <socket> attach` command.
+  const tmuxSocket = launch.tee ? tmuxSocketFromEnv(process.env.TMUX) : null;
+  const startedDoc = (agentPid: number | null) => JSON.stringify({ wrapperPid: process.pid, wrapperStart, agentPid, tmuxSocket, at: new Date().toISOString() }) + "\n";
+  // Failure injection is for loop's own processes: the agent does not see LOOP_FAILPOINT at all,
+  // neither the step's value nor the empty one a launch record sets to clear it.
+  const env: Record<string, string | undefined> = { ...process.env, ...launch.env, ...(launch.mark ? { [SESSION_MARK_VAR]: launch.mark } : {}) };
+  delete env.LOOP_FAILPOINT;
   let child: ReturnType<typeof Bun.spawn>;
   try {
     child = Bun.spawn(launch.argv, {
       cwd: launch.cwd,
-      env: { ...process.env, ...launch.env, ...(launch.mark ? { [SESSION_MARK_VAR]: launch.mark } : {}) },
+      env,
       stdin: "ignore",
-      stdout: launch.tee ? "pipe" : out,
-      stderr: launch.tee ? "pipe" : out,
+      stdout: "pipe",
+      stderr: "pipe",
     });
   } catch (err) {
     const msg = `loop: cannot start ${JSON.stringify(launch.argv[0])}: ${(err as Error).message}\n`;
-    writeSync(out, msg);
-    closeSync(out);
-    writeFileAtomic(join(dir, SESSION_FILES.started), JSON.stringify({ wrapperPid: process.pid, agentPid: null, at: new Date().toISOString() }) + "\n");
+    out.write(Buffer.from(msg));
+    out.close();
+    writeFileAtomic(join(dir, files.started), startedDoc(null));
     finish(127, null, msg.trim());
     return 0;
   }
-  writeFileAtomic(join(dir, SESSION_FILES.started), JSON.stringify({ wrapperPid: process.pid, agentPid: child.pid, at: new Date().toISOString() }) + "\n");
+  writeFileAtomic(join(dir, files.started), startedDoc(child.pid));
   for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.on(sig, () => child.kill(sig));
-  if (launch.tee) {
-    const pump = async (stream: ReadableStream<Uint8Array>) => {
-      for await (const chunk of stream) {
-        writeSync(out, chunk);
-        process.stdout.write(chunk);
-      }
-    };
-    await Promise.all([pump(child.stdout as ReadableStream<Uint8Array>), pump(child.stderr as ReadableStream<Uint8Array>)]);
-  }
+  // Through the wrapper, never straight to the file: that is how the cap is kept.
+  const pump = async (stream: ReadableStream<Uint8Array>) => {
+    for await (const chunk of stream) {
+      out.write(chunk);
+      if (launch.tee) process.stdout.write(chunk);
+    }
+  };
+  const pumped = Promise.all([pump(child.stdout as ReadableStream<Uint8Array>), pump(child.stderr as ReadableStream<Uint8Array>)]);
   const code = await child.exited;
-  closeSync(out);
+  await Promise.race([pumped, Bun.sleep(DRAIN_MS)]);
+  out.close();
   const signal = child.signalCode ? String(child.signalCode) : null;
   finish(signal ? null : code, signal);
   return 0;

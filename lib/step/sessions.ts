@@ -1,21 +1,25 @@
 // Agent sessions as effects: start one detached (own process group, or a tmux session), observe
 // it from outside, end it. The decisions about what an observation means live in lib/step/decide.ts.
-import { closeSync, existsSync, mkdirSync, openSync, readSync, statSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, readSync } from "node:fs";
 import { join } from "node:path";
-import { readJsonOrNull, readTextOrNull, sliceText, writeFileAtomic } from "../shared/fsutil.ts";
+import { readJsonOrNull, readRegularFile, sliceText, writeFileAtomic } from "../shared/fsutil.ts";
 import { killGroup, SESSION_MARK_VAR } from "../shared/process.ts";
 import { sessionAlive } from "./liveness.ts";
+import { lastProgressAt } from "./progress.ts";
 import { tmux, tmuxHasSession } from "./tmux.ts";
-import { type LaunchRecord, SESSION_FILES } from "./session-wrapper.ts";
+import { type LaunchRecord, SESSION_FILES, type WrapperKind, wrapperFiles } from "./session-wrapper.ts";
 import { selfArgv } from "./self.ts";
+import { outputCapFrom } from "./output-log.ts";
+import { launchDetached, type ScopeTarget, type SessionMechanism } from "./scope.ts";
 import type { SessionObservation } from "./decide.ts";
 import type { AttemptRecord, SessionRecord } from "../log/reducer.ts";
 
 export { SESSION_FILES };
 
-export function tmuxSessionName(loopName: string, item: string, attempt: number): string {
-  // tmux forbids '.' and ':' in session names.
-  return `loop-${loopName}-${item}-${attempt}`.replace(/[.:]/g, "_");
+export function tmuxSessionName(loopName: string, item: string, attempt: number, epoch = 0): string {
+  // tmux forbids '.' and ':' in session names. After a reset (epoch > 0) the name carries the epoch,
+  // as session folders do, so a leftover session of an old epoch is never taken for a new attempt.
+  return `loop-${loopName}-${item}-${epoch > 0 ? `e${epoch}-` : ""}${attempt}`.replace(/[.:]/g, "_");
 }
 
 function shellQuote(s: string): string {
@@ -25,6 +29,8 @@ function shellQuote(s: string): string {
 export interface StartedSession {
   pid: number;
   tmux: string | null;
+  /** How it runs (session_started's `mechanism`), or null when the caller gave no scope target. */
+  mechanism: SessionMechanism | null;
 }
 
 /** The mark a session's processes carry (LOOP_SESSION_MARK): its session id, unique per attempt. */
@@ -32,21 +38,30 @@ export function sessionMark(s: { sessionId: string }): string {
   return s.sessionId;
 }
 
-/** Write the launch record and start the wrapper detached. Throws with a clear message on failure. */
+/**
+ * Write the launch record and start the wrapper detached. Throws with a clear message on failure.
+ * `kind: "verify"` starts an attempt's verify command the same way, with its own files (and the
+ * attempt's session mark, so whatever ends the session's marked processes ends it too).
+ */
 export function startSession(o: {
   dir: string;
   argv: string[];
   cwd: string;
   env: Record<string, string>;
   tmuxName: string | null;
+  kind?: WrapperKind;
+  /** Where a systemd scope would be named from; without it, a plain process group. */
+  scope?: ScopeTarget;
   /** The session's mark (sessionMark); defaults to the LOOP_SESSION_ID the step puts in env. */
   mark?: string;
 }): StartedSession {
   mkdirSync(o.dir, { recursive: true });
+  const kind = o.kind ?? "session";
   const mark = o.mark ?? o.env.LOOP_SESSION_ID;
-  const launch: LaunchRecord = { argv: o.argv, cwd: o.cwd, env: o.env, tee: o.tmuxName !== null, ...(mark ? { mark } : {}) };
-  writeFileAtomic(join(o.dir, SESSION_FILES.launch), JSON.stringify(launch, null, 2) + "\n");
-  const wrapper = [...selfArgv(), "__session", o.dir];
+  // The cap travels in the launch record: a tmux session does not inherit the step's environment.
+  const launch: LaunchRecord = { argv: o.argv, cwd: o.cwd, env: o.env, tee: o.tmuxName !== null, outputCap: outputCapFrom(process.env), ...(mark ? { mark } : {}) };
+  writeFileAtomic(join(o.dir, wrapperFiles(kind).launch), JSON.stringify(launch, null, 2) + "\n");
+  const wrapper = [...selfArgv(), "__session", o.dir, ...(kind === "verify" ? ["verify"] : [])];
   // The wrapper carries the mark from its start, so everything it and the agent start inherits it.
   const marked = mark ? { [SESSION_MARK_VAR]: mark } : {};
   if (o.tmuxName) {
@@ -55,31 +70,40 @@ export function startSession(o: {
     if (r.status !== 0) throw new Error(`tmux new-session failed: ${r.stderr.trim()}`);
     const pid = Number(tmux(["display-message", "-p", "-t", `=${o.tmuxName}:`, "#{pane_pid}"]).stdout.trim());
     if (!Number.isSafeInteger(pid) || pid <= 0) throw new Error(`tmux session ${o.tmuxName} has no pane pid`);
-    return { pid, tmux: o.tmuxName };
+    return { pid, tmux: o.tmuxName, mechanism: { kind: "tmux", why: "a tmux session runs in the tmux server's process tree, not in a scope of its own" } };
   }
   // Bun.spawn (setsid with detached), not node:child_process, which costs a step ~3 ms to load.
-  let child: Bun.Subprocess;
-  try {
-    child = Bun.spawn(wrapper, { cwd: o.cwd, detached: true, stdio: ["ignore", "ignore", "ignore"], env: { ...process.env, ...marked } });
-  } catch (err) {
-    throw new Error(`could not start the session wrapper ${wrapper[0]}: ${(err as Error).message}`);
-  }
-  child.unref();
-  return { pid: child.pid, tmux: null };
+  const spawn = (argv: string[], env: Record<string, string | undefined>, errLog: string | null): number => {
+    let child: Bun.Subprocess;
+    try {
+      child = Bun.spawn(argv, { cwd: o.cwd, detached: true, stdio: ["ignore", "ignore", errLog ? Bun.file(errLog) : "ignore"], env });
+    } catch (err) {
+      throw new Error(`could not start the session wrapper ${argv[0]}: ${(err as Error).message}`);
+    }
+    child.unref();
+    return child.pid;
+  };
+  const env = { ...process.env, ...marked };
+  // In a systemd scope of its own where there is systemd, else a process group (lib/step/scope.ts).
+  if (!o.scope) return { pid: spawn(wrapper, env, null), tmux: null, mechanism: null };
+  const r = launchDetached({ dir: o.dir, command: wrapper, target: o.scope, env, spawn, startedFile: join(o.dir, SESSION_FILES.started) });
+  return { pid: r.pid, tmux: null, mechanism: r.mechanism };
 }
 
 export function observeSession(s: SessionRecord, a: AttemptRecord, timeouts: { launch: number; stall: number }, now: number): SessionObservation {
   const dir = s.sessionDir;
   const exit = readJsonOrNull<{ code: number | null; signal: string | null }>(join(dir, SESSION_FILES.exit));
-  // The agent's question, bounded: it is recorded in events and shown in the loop's reason.
-  const asked = readTextOrNull(join(dir, SESSION_FILES.ask), { maxBytes: 64 * 1024, truncate: true })?.trim();
+  // The agent's question, bounded: it is recorded in events and shown in the loop's reason. Only
+  // the file the agent wrote itself is read, never what a link in its place points to (nor a FIFO,
+  // which would block): anything else is no question, and the session's verdict says it was ignored.
+  const askPath = join(dir, SESSION_FILES.ask);
+  const ask = readRegularFile(askPath, { maxBytes: 64 * 1024, truncate: true, noLinks: true });
+  const asked = ask.kind === "ok" ? ask.bytes.toString("utf8").trim() : "";
   const question = asked ? (asked.length > 4000 ? `${sliceText(asked, 0, 4000)}…` : asked) : null;
-  let lastOutputAt: number | null = null;
-  try {
-    lastOutputAt = statSync(join(dir, SESSION_FILES.output)).mtimeMs;
-  } catch {
-    // No output yet: the stall deadline counts from the start.
-  }
+  const askIgnored = ask.kind === "error" ? `its ask file ${askPath} was not read: ${ask.message}` : null;
+  // Output growth that only says the agent waits is no progress (lib/step/progress.ts); no output
+  // yet: the stall deadline counts from the start.
+  const lastOutputAt = lastProgressAt(dir, SESSION_FILES.output);
   const alive = sessionAlive(s);
   // Re-read exit.json after seeing the process gone: it may have been written in between.
   const exitNow = exit ?? (alive ? null : readJsonOrNull(join(dir, SESSION_FILES.exit)));
@@ -87,6 +111,7 @@ export function observeSession(s: SessionRecord, a: AttemptRecord, timeouts: { l
     recordPresent: existsSync(join(dir, SESSION_FILES.launch)) && (s.pid !== null || s.tmux !== null),
     exit: exitNow ? { code: exitNow.code ?? null, signal: exitNow.signal ?? null } : null,
     question,
+    askIgnored,
     started: existsSync(join(dir, SESSION_FILES.started)),
     alive,
     lastOutputAt,

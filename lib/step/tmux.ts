@@ -15,3 +15,25 @@ export function tmux(args: string[], env: Record<string, string | undefined> = p
 export function tmuxHasSession(name: string, env: Record<string, string | undefined> = process.env): boolean {
   return tmux(["has-session", "-t", `=${name}`], env).status === 0;
 }
+
+/**
+ * The socket path of the tmux server a process runs under, from the `$TMUX` tmux sets in its panes
+ * ("<socket path>,<server pid>,<session index>"; the path may itself hold commas), or null.
+ */
+export function tmuxSocketFromEnv(value: string | undefined): string | null {
+  const m = value ? /^(.+),\d+,\d+$/.exec(value) : null;
+  return m ? m[1]! : null;
+}
+
+const SHELL_SAFE = /^[A-Za-z0-9_./=:@%+,-]+$/;
+// A leading "=" is quoted too: zsh expands `=word` to the path of the command `word`.
+const shellWord = (s: string) => (SHELL_SAFE.test(s) && !s.startsWith("=") ? s : `'${s.replace(/'/g, `'\\''`)}'`);
+
+/**
+ * The command an operator types to watch a session: on the socket the session's wrapper reported
+ * (`-S <path>`, exact whoever asks), else on $LOOP_TMUX_SOCKET (`-L <name>`), else the default server.
+ */
+export function tmuxAttachCommand(session: string, socket: { path: string } | { name: string } | null): string {
+  const sock = socket === null ? [] : "path" in socket ? ["-S", socket.path] : ["-L", socket.name];
+  return ["tmux", ...sock, "attach", "-t", `=${session}`].map(shellWord).join(" ");
+}

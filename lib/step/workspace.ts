@@ -27,12 +27,17 @@ function isWorktreeOn(path: string, branch: string): boolean {
  * committed, one on another branch, a half-made one) is moved aside to `movedAside`, never deleted:
  * it may hold the only copy of someone's work. An empty directory is just removed.
  */
-export function ensureWorktree(
-  repo: string,
-  path: string,
-  branch: string,
-  startPoint: string,
-): { created: boolean; branchCreated: boolean; movedAside: string | null } {
+export function ensureWorktree({
+  repo,
+  path,
+  branch,
+  startPoint,
+}: {
+  repo: string;
+  path: string;
+  branch: string;
+  startPoint: string;
+}): { created: boolean; branchCreated: boolean; movedAside: string | null } {
   if (isWorktreeOn(path, branch)) return { created: false, branchCreated: false, movedAside: null };
   let movedAside: string | null = null;
   if (existsSync(path)) {
@@ -81,12 +86,12 @@ export function commitLeftovers(worktree: string, message: string): string | nul
 }
 
 /** Commits on `branch` that are not on `base` (throws GitError when git cannot count them). */
-export function commitsAhead(repo: string, base: string, branch: string): number {
+export function commitsAhead({ repo, base, branch }: { repo: string; base: string; branch: string }): number {
   return Number(git(repo, ["rev-list", "--count", `${base}..${branch}`]));
 }
 
 /** Where an item branch starts: the landing target once it exists (merge landing), else the base. */
-export function startPointFor(repo: string, landing: string, base: string, target: string): string {
+export function startPointFor({ repo, landing, base, target }: { repo: string; landing: string; base: string; target: string }): string {
   if (landing === "merge" && branchExists(repo, target)) return target;
   return base;
 }
@@ -110,20 +115,27 @@ export type LandingOutcome = { outcome: "merged" | "conflict" | "failed"; commit
  * Merge `branch` into the loop-owned `target` inside a landing worktree under the state root,
  * never in a worktree the operator has checked out. Already merged → "merged" again (idempotent).
  */
-export function landMerge(
-  repo: string,
-  landingDir: string,
-  target: string,
-  base: string,
-  branch: string,
-  message: string,
-  onMovedAside: (path: string) => void = () => {},
-): LandingOutcome {
+export interface LandMergeOptions {
+  repo: string;
+  /** The loop's own landing worktree (under the state root). */
+  landingDir: string;
+  /** The branch merged into, created from `base` the first time. */
+  target: string;
+  base: string;
+  /** The item branch merged. */
+  branch: string;
+  /** The merge commit's message. */
+  message: string;
+  /** Called with where something found at `landingDir` (not a checkout of `target`) was moved. */
+  onMovedAside?: (path: string) => void;
+}
+
+export function landMerge({ repo, landingDir, target, base, branch, message, onMovedAside = () => {} }: LandMergeOptions): LandingOutcome {
   for (const w of checkedOut(repo))
     if (w.branch === target && w.path !== landingDir)
       return { outcome: "failed", commit: null, reason: `target branch ${target} is checked out in ${w.path}; loop never merges into it` };
   // Creates the target branch from base the first time.
-  const ws = ensureWorktree(repo, landingDir, target, base);
+  const ws = ensureWorktree({ repo, path: landingDir, branch: target, startPoint: base });
   if (ws.movedAside) onMovedAside(ws.movedAside);
   // A merge left half-done by a killed step is abandoned and redone.
   if (existsSync(join(git(landingDir, ["rev-parse", "--git-dir"]), "MERGE_HEAD"))) gitTry(landingDir, ["merge", "--abort"]);

@@ -1,9 +1,11 @@
-// CLI contract tests (DESIGN §3): they spawn the real entry points — `bun cmd/loop.ts <tool>` and
-// `bun cmd/loop-status.ts` — in temp git repositories, and check streams, exit codes and documents.
+// CLI contract tests (docs/cli/README.md), in temp git repositories: streams, exit codes and documents.
+// Usage, output format and exit codes run in process (`run`: the tool's runTool with captured
+// streams); real processes (`cli`: `bun cmd/loop.ts …` or `bun cmd/loop-status.ts`) where the
+// process is the point: the multi-call entry, the single-file script, pipes, terminals, signals.
 import { afterAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { closeSync, constants as fsConstants, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { closeSync, constants as fsConstants, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { hostname, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { VERSION } from "../../lib/shared/version.ts";
 import { Store } from "../../lib/log/store.ts";
@@ -13,9 +15,10 @@ import { definition, itemDef } from "../helpers/events.ts";
 import { TOOLS } from "../../cmd/tools.ts";
 import { CONTRACT_TOOLS, invokedName, isCompiled, toolFromName } from "../../cmd/loop.ts";
 import { type ArgsSpec, commonArgs, parseArgv, UsageError, writeWhole } from "../../lib/shared/cli.ts";
+import { BUN, type Env, LOOP, REPO, runInProcess as run, runLoopSync as cli } from "../helpers/cli.ts";
+import { testEnv } from "../helpers/env.ts";
+import { git, makeRepo } from "../helpers/repo.ts";
 
-const REPO = resolve(import.meta.dir, "..", "..");
-const LOOP = join(REPO, "cmd", "loop.ts");
 const LOOP_STATUS = join(REPO, "cmd", "loop-status.ts");
 const PKG_VERSION: string = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")).version;
 const ANSI = /\x1b\[/;
@@ -31,54 +34,20 @@ function tempDir(prefix = "loop-cli-"): string {
   return d;
 }
 
-function git(cwd: string, ...args: string[]) {
-  const r = spawnSync("git", args, { cwd, encoding: "utf8" });
-  if (r.status !== 0) throw new Error(`git ${args.join(" ")}: ${r.stderr}`);
-}
-
-/** A fresh git repository on branch main with one empty commit. */
+/** A fresh git repository on branch main with one commit (tests/helpers/repo.ts). */
 function gitRepo(): string {
-  const d = tempDir("loop-cli-repo-");
-  git(d, "init", "-q", "-b", "main");
-  git(d, "config", "user.email", "test@example.invalid");
-  git(d, "config", "user.name", "test");
-  git(d, "commit", "-q", "--allow-empty", "-m", "init");
-  return d;
-}
-
-/** The environment of every spawned command: no colour hints or state-root override leaking in. */
-function baseEnv(extra: Record<string, string | undefined> = {}): Record<string, string> {
-  const env: Record<string, string | undefined> = { ...process.env, ...extra };
-  for (const k of ["LOOP_STATE_ROOT", "FORCE_COLOR", "LOOP_FAILPOINT"]) if (!(k in extra)) delete env[k];
-  return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined));
-}
-
-interface Result {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** `bun cmd/loop.ts <args>` (or another script) with stdout and stderr as pipes. */
-function cli(args: string[], opts: { cwd?: string; env?: Record<string, string | undefined>; script?: string } = {}): Result {
-  const r = spawnSync(process.execPath, [opts.script ?? LOOP, ...args], {
-    cwd: opts.cwd ?? REPO,
-    env: baseEnv(opts.env),
-    encoding: "utf8",
-    stdio: ["ignore", "pipe", "pipe"],
-    maxBuffer: 64 << 20,
-  });
-  if (r.error) throw r.error;
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+  const { dir, root } = makeRepo("loop-cli-repo-");
+  temps.push(dir);
+  return root;
 }
 
 /** Run under a pseudo-terminal (stdin, stdout and stderr are one TTY); returns everything it printed. */
-async function cliOnTty(args: string[], opts: { cwd?: string; env?: Record<string, string | undefined> } = {}) {
+async function cliOnTty(args: string[], opts: { cwd?: string; env?: Env } = {}) {
   let text = "";
   const dec = new TextDecoder();
-  const proc = Bun.spawn([process.execPath, LOOP, ...args], {
+  const proc = Bun.spawn([BUN, LOOP, ...args], {
     cwd: opts.cwd ?? REPO,
-    env: baseEnv({ TERM: "xterm-256color", ...opts.env }),
+    env: testEnv({ TERM: "xterm-256color", ...opts.env }),
     terminal: { cols: 200, rows: 50, data: (_t, d) => void (text += dec.decode(d, { stream: true })) },
   });
   const code = await proc.exited;
@@ -100,9 +69,9 @@ const item = (id: string, ref: string | null = null) => ({
 });
 
 /** A repo after `loop init`, with a definition of the given items imported into its log. */
-function seededRepo(items: ReturnType<typeof item>[]): string {
+async function seededRepo(items: ReturnType<typeof item>[]): Promise<string> {
   const repo = gitRepo();
-  const r = cli(["init", "--json"], { cwd: repo });
+  const r = await run(["init", "--json"], { cwd: repo });
   expect(r.code).toBe(0);
   const stateRoot = join(repo, ".loop");
   const store = Store.open(stateRoot, { actor: "test" });
@@ -148,14 +117,13 @@ describe("--version", () => {
     expect(VERSION).toBe(PKG_VERSION);
   });
 
-  test("loop --version", () => {
-    const r = cli(["--version"]);
-    expect(r).toEqual({ code: 0, stdout: `${PKG_VERSION}\n`, stderr: "" });
+  test.each(builtTools)("loop %s --version (and after other flags)", async (t) => {
+    for (const args of [["--version"], ["--json", "--version"]]) expect(await run([t, ...args])).toEqual({ code: 0, stdout: `${PKG_VERSION}\n`, stderr: "" });
   });
 
-  test.each(builtTools)("loop %s --version", (t) => {
-    const r = cli([t, "--version"]);
-    expect(r).toEqual({ code: 0, stdout: `${PKG_VERSION}\n`, stderr: "" });
+  // The entry answers `loop --version` and `loop <tool> --version` itself, before loading a tool.
+  test("the multi-call entry: loop --version, loop status --version", () => {
+    for (const args of [["--version"], ["status", "--version"]]) expect(cli(args)).toEqual({ code: 0, stdout: `${PKG_VERSION}\n`, stderr: "" });
   });
 
   test("bun cmd/loop-status.ts --version (the single-file script)", () => {
@@ -165,27 +133,40 @@ describe("--version", () => {
 });
 
 describe("--help", () => {
-  test.each(builtTools)("loop %s --help: stdout, exit 0, no ANSI when piped", (t) => {
+  test.each(builtTools)("loop %s --help: stdout, exit 0, no ANSI when piped, the tool named as invoked", (t) => {
     const r = cli([t, "--help"]);
     expect(r.code).toBe(0);
     expect(r.stderr).toBe("");
-    expect(r.stdout).toContain(`loop-${t}`);
+    expect(r.stdout).toContain(`USAGE loop ${t} `);
+    expect(r.stdout).not.toContain(`loop-${t}`);
     expect(r.stdout).toContain("--help");
     expect(r.stdout).not.toMatch(ANSI);
   });
 
-  test("loop --help lists every built tool", () => {
+  test("loop --help lists every built tool; loop help <tool> is the tool's help", () => {
     const r = cli(["--help"]);
     expect(r.code).toBe(0);
     for (const t of builtTools) expect(r.stdout).toContain(`  ${t} `);
     expect(r.stdout).not.toMatch(ANSI);
+    const h = cli(["help", "status"]);
+    expect([h.code, h.stderr]).toEqual([0, ""]);
+    expect(h.stdout).toContain("--work-item");
   });
 
-  test("bun cmd/loop-status.ts --help", () => {
+  test("bun cmd/loop-status.ts --help: the single-file script is named loop-status", () => {
     const r = cli(["--help"], { script: LOOP_STATUS });
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("--work-item");
+    expect(r.stdout).toContain("USAGE loop-status ");
     expect(r.stdout).not.toMatch(ANSI);
+  });
+
+  test("loop help <tool> and the tool's own messages name it as invoked", () => {
+    expect(cli(["help", "run"]).stdout).toContain("USAGE loop run ");
+    const r = cli(["run", "--no-such-flag", "--text"]);
+    expect(r.stderr).toBe("loop run: unknown or unexpected option: --no-such-flag\nRun `loop run --help` for usage.\n");
+    const s = cli(["--no-such-flag", "--text"], { script: LOOP_STATUS });
+    expect(s.stderr).toContain("Run `loop-status --help` for usage.");
   });
 
   test("loop with no tool: usage on stderr, exit 2", () => {
@@ -261,11 +242,21 @@ describe("writeWhole: stdout written synchronously, nothing lost when the descri
 });
 
 describe("usage errors exit 2, message on stderr, nothing on stdout", () => {
-  test.each(builtTools)("loop %s --no-such-flag", (t) => {
-    const r = cli([t, "--no-such-flag"]);
-    expect(r.code).toBe(2);
-    expect(r.stdout).toBe("");
-    expect(r.stderr).toContain("no-such-flag");
+  test.each(builtTools)("loop %s: an unknown flag, a repeated single-value flag, a value for a boolean", async (t) => {
+    for (const [args, says] of [
+      [["--no-such-flag"], "no-such-flag"],
+      [["--root", "/a", "--root=/b"], "--root was given 2 times; give it once"],
+      [["--json=yes"], "option --json does not take a value"],
+    ] as const) {
+      // --text: the line for people, with the hint; piped without a format flag: one JSON line.
+      const r = await run([t, ...args, "--text"]);
+      expect({ args, code: r.code, stdout: r.stdout }).toEqual({ args, code: 2, stdout: "" });
+      expect(r.stderr).toContain(says);
+      expect(r.stderr).toContain(`Run \`loop ${t} --help\` for usage.`);
+      const piped = await run([t, ...args]);
+      expect({ args, code: piped.code, stdout: piped.stdout }).toEqual({ args, code: 2, stdout: "" });
+      expect(jsonError(piped.stderr).error).toEqual({ code: "usage", message: expect.stringContaining(says) });
+    }
   });
 
   test("bun cmd/loop-status.ts --no-such-flag", () => {
@@ -303,21 +294,23 @@ describe("usage errors exit 2, message on stderr, nothing on stdout", () => {
     }
   });
 
-  test("--json and --text together", () => {
+  test("--json and --text together", async () => {
     const repo = gitRepo();
-    for (const t of ["status", "replay", "init"]) {
-      const r = cli([t, "--json", "--text"], { cwd: repo });
-      expect(r.code).toBe(2);
-      expect(r.stdout).toBe("");
+    for (const t of builtTools) {
+      const r = await run([t, ...(t === "ctl" ? ["pause"] : t === "logs" ? ["a"] : t === "backup" ? ["copy.db"] : []), "--json", "--text"], { cwd: repo });
+      expect({ t, code: r.code, stdout: r.stdout }).toEqual({ t, code: 2, stdout: "" });
       expect(r.stderr).toContain("--json and --text");
     }
     expect(existsSync(join(repo, "loop.json"))).toBe(false);
+    expect(existsSync(join(repo, ".loop"))).toBe(false);
   });
 
-  test("an error message quoting what was typed prints its control characters escaped", () => {
+  test("an error message quoting what was typed prints its control characters escaped", async () => {
     const repo = gitRepo();
-    for (const args of [["ctl", "pause", "\u001b]0;pwned\u0007", "--text"], ["\u009b31mtool"], ["run", "--foo\nloop-run: all good"], ["status", "--text", "--root", "/x\nloop-status: healthy"], ["run", "--text", "--root", "/x\nloop-run: all good"]]) {
-      const r = cli(args, { cwd: repo });
+    const said = [cli(["\u009b31mtool"], { cwd: repo })]; // the multi-call entry's own message
+    for (const args of [["ctl", "pause", "\u001b]0;pwned\u0007", "--text"], ["run", "--foo\nloop-run: all good"], ["status", "--text", "--root", "/x\nloop-status: healthy"], ["run", "--text", "--root", "/x\nloop-run: all good"]])
+      said.push(await run(args, { cwd: repo }));
+    for (const r of said) {
       expect(r.code).toBe(2);
       expect(r.stderr).not.toMatch(/[\u001b\u0007\u009b]/);
       // What was typed stays inside its own line.
@@ -325,10 +318,44 @@ describe("usage errors exit 2, message on stderr, nothing on stdout", () => {
     }
   });
 
-  test("an empty value for a string flag", () => {
-    const r = cli(["status", "--root="]);
+  test("under --json every usage error is one JSON line on stderr, whoever finds it (parser, tool, entry point)", () => {
+    const repo = gitRepo();
+    const cases: [string[], string][] = [
+      [["run", "--no-such-flag", "--json"], "no-such-flag"], // the parser
+      [["status", "--json", "--text"], "--json and --text"], // the format check
+      [["run", "--interval", "0s", "--watch", "--json"], "must be greater than zero"], // the tool
+      [["ctl", "no-such-verb", "--json"], "unknown verb"],
+      [["no-such-tool", "--json"], "unknown tool"], // the multi-call entry
+      [["--no-such-option", "--json"], "unknown option"],
+      [["help", "no-such-tool", "--json"], "unknown tool"],
+      [["run", "--no-such-flag"], "no-such-flag"], // piped without a format flag: JSON, the default
+    ];
+    for (const [args, text] of cases) {
+      const r = cli(args, { cwd: repo });
+      expect({ args, code: r.code, stdout: r.stdout }).toEqual({ args, code: 2, stdout: "" });
+      expect(r.stderr.endsWith("\n") && r.stderr.trim().split("\n").length === 1).toBe(true);
+      const doc = jsonError(r.stderr);
+      expect(doc.error.code).toBe("usage");
+      expect(doc.error.message).toContain(text);
+    }
+    // --text keeps the line for people.
+    const t = cli(["run", "--no-such-flag", "--text"], { cwd: repo });
+    expect(() => JSON.parse(t.stderr)).toThrow();
+    expect(existsSync(join(repo, ".loop"))).toBe(false);
+  });
+
+  test("a JSON error line escapes C1 control characters too (JSON.stringify leaves them raw)", () => {
+    const r = cli(["run", "--json", "--x\u009b31m"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).not.toMatch(/[\u0080-\u009f]/);
+    expect(jsonError(r.stderr).error.message).toContain("\u009b31m");
+  });
+
+  test("an empty value for a string flag", async () => {
+    const r = await run(["status", "--root="]);
     expect(r.code).toBe(2);
     expect(r.stdout).toBe("");
+    expect(r.stderr).toContain("--root needs a non-empty value");
   });
 });
 
@@ -359,9 +386,9 @@ describe("the tool is chosen from the invoked name", () => {
 });
 
 describe("loop init", () => {
-  test("writes loop.json and the state root; refuses to overwrite without --force; --force works", () => {
+  test("writes loop.json and the state root; refuses to overwrite without --force; --force works", async () => {
     const repo = gitRepo();
-    const first = cli(["init", "--json"], { cwd: repo });
+    const first = await run(["init", "--json"], { cwd: repo });
     expect(first.code).toBe(0);
     const doc = JSON.parse(first.stdout);
     expect(doc.schema).toBe("loop/init@1");
@@ -371,19 +398,19 @@ describe("loop init", () => {
     expect(existsSync(join(repo, ".loop", "state.json"))).toBe(true);
 
     writeFileSync(join(repo, "loop.json"), "// mine\n{}\n");
-    const again = cli(["init"], { cwd: repo });
+    const again = await run(["init"], { cwd: repo });
     expect(again.code).toBe(2);
     expect(again.stdout).toBe("");
     expect(again.stderr).toContain("--force");
     expect(readFileSync(join(repo, "loop.json"), "utf8")).toBe("// mine\n{}\n");
 
-    const forced = cli(["init", "--force", "--json"], { cwd: repo });
+    const forced = await run(["init", "--force", "--json"], { cwd: repo });
     expect(forced.code).toBe(0);
     expect(JSON.parse(forced.stdout).overwrote).toBe(true);
     expect(readFileSync(join(repo, "loop.json"), "utf8")).not.toBe("// mine\n{}\n");
   });
 
-  test("loop.json a directory or a symlink (even dangling), with --force: exit 2, nothing created or written through", () => {
+  test("loop.json a directory or a symlink (even dangling), with --force: exit 2, nothing created or written through", async () => {
     const cases: [string, (path: string) => void, string][] = [
       ["a directory", (path) => mkdirSync(path), "a directory or special file"],
       ["a dangling symlink", (path) => symlinkSync(join(tempDir(), "elsewhere.json"), path), "a symbolic link"],
@@ -392,7 +419,7 @@ describe("loop init", () => {
       const repo = gitRepo();
       make(join(repo, "loop.json"));
       for (const force of [["--force"], []]) {
-        const r = cli(["init", ...force, "--json"], { cwd: repo });
+        const r = await run(["init", ...force, "--json"], { cwd: repo });
         expect(r.code).toBe(2);
         expect(JSON.parse(r.stderr).error.message).toContain(force.length ? what : "already exists");
         expect(existsSync(join(repo, ".loop"))).toBe(false);
@@ -400,6 +427,7 @@ describe("loop init", () => {
     }
   });
 
+  // A real process: GIT_CEILING_DIRECTORIES must reach git, which runs with the process's environment.
   test("outside a git work tree: exit 2, nothing created", () => {
     const dir = tempDir("loop-cli-nogit-");
     const r = cli(["init"], { cwd: dir, env: { GIT_CEILING_DIRECTORIES: dir } });
@@ -410,9 +438,73 @@ describe("loop init", () => {
     expect(existsSync(join(dir, ".loop"))).toBe(false);
   });
 
-  test("--root names the project; --text prints text", () => {
+  test("writes the JSON Schema into the state root and a \"$schema\" reference to it that loop accepts", () => {
     const repo = gitRepo();
-    const r = cli(["init", "--root", repo, "--text"], { cwd: tempDir() });
+    const r = cli(["init", "--json"], { cwd: repo });
+    expect(r.code).toBe(0);
+    const doc = JSON.parse(r.stdout);
+    expect(doc.schema).toBe("loop/init@1");
+    expect(doc.schemaFile).toBe(join(realpathSync(repo), ".loop", "loop.schema.json"));
+    expect(doc.created).toContain(doc.schemaFile);
+    expect(JSON.parse(readFileSync(doc.schemaFile, "utf8"))).toEqual(JSON.parse(readFileSync(join(REPO, "schema", "loop.schema.json"), "utf8")));
+    expect(readFileSync(join(repo, "loop.json"), "utf8")).toContain('"$schema": "./.loop/loop.schema.json",');
+    // The template with its $schema is a valid definition: a step imports it.
+    const run = cli(["run", "--json"], { cwd: repo });
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.stdout).action).toBe("drained");
+    // A state root elsewhere: the reference leads there from the project root.
+    const other = gitRepo();
+    const elsewhere = join(tempDir(), "state");
+    expect(cli(["init", "--state-root", elsewhere], { cwd: other }).code).toBe(0);
+    const ref = /"\$schema": "([^"]+)"/.exec(readFileSync(join(other, "loop.json"), "utf8"))![1]!;
+    expect(ref.startsWith("../")).toBe(true);
+    expect(existsSync(join(other, ref))).toBe(true);
+  });
+
+  test("refuses a loop nested in another (loop.json or a state root above, up to the git top level) unless --nested; never inside a state root", () => {
+    const repo = gitRepo();
+    expect(cli(["init"], { cwd: repo }).code).toBe(0);
+    const sub = join(repo, "services", "api");
+    mkdirSync(sub, { recursive: true });
+    for (const force of [[], ["--force"]]) {
+      const r = cli(["init", ...force, "--json"], { cwd: sub });
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe("");
+      const err = JSON.parse(r.stderr).error;
+      expect(err.code).toBe("usage");
+      expect(err.message).toContain(`is inside another loop: ${join(realpathSync(repo), "loop.json")} defines a loop`);
+      expect(err.message).toContain("--nested");
+      expect(existsSync(join(sub, "loop.json"))).toBe(false);
+      expect(existsSync(join(sub, ".loop"))).toBe(false);
+    }
+    // A state root without a loop.json above counts too.
+    rmSync(join(repo, "loop.json"));
+    const again = cli(["init", "--json"], { cwd: sub });
+    expect(again.code).toBe(2);
+    expect(JSON.parse(again.stderr).error.message).toContain(`${join(realpathSync(repo), ".loop")} is a loop's state root`);
+    // --nested: the operator means it.
+    expect(cli(["init", "--nested"], { cwd: sub }).code).toBe(0);
+    expect(existsSync(join(sub, "loop.json"))).toBe(true);
+
+    // An item's worktree is its own git top level, inside the state root: refused even with --nested.
+    git(repo, "worktree", "add", "-q", "-b", "item", join(repo, ".loop", "workspaces", "x"));
+    const inside = cli(["init", "--nested", "--json"], { cwd: join(repo, ".loop", "workspaces", "x") });
+    expect(inside.code).toBe(2);
+    expect(JSON.parse(inside.stderr).error.message).toContain("is inside a loop's state root");
+    expect(existsSync(join(repo, ".loop", "workspaces", "x", ".loop"))).toBe(false);
+
+    // A loop.json above the git top level is another project's business: not a nesting.
+    const outer = tempDir();
+    writeFileSync(join(outer, "loop.json"), "{}\n");
+    const inner = join(outer, "repo");
+    mkdirSync(inner);
+    git(inner, "init", "-q", "-b", "main");
+    expect(cli(["init"], { cwd: inner }).code).toBe(0);
+  });
+
+  test("--root names the project; --text prints text", async () => {
+    const repo = gitRepo();
+    const r = await run(["init", "--root", repo, "--text"], { cwd: tempDir() });
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("loop.json");
     expect(() => JSON.parse(r.stdout)).toThrow();
@@ -421,37 +513,37 @@ describe("loop init", () => {
 });
 
 describe("status and replay", () => {
-  test("a reader that goes away early (`| head`) is not an error: no stack, no message, the exit code stands", () => {
+  test("a reader that goes away early (`| head`) is not an error: no stack, no message, the exit code stands", async () => {
     const repo = gitRepo();
-    expect(cli(["init"], { cwd: repo }).code).toBe(0);
+    expect((await run(["init"], { cwd: repo })).code).toBe(0);
     // The reader closes its end at once, so the tool's write fails with EPIPE (or, if the tool
     // wrote first, the pipe swallowed it): either way stderr stays empty and the exit code is 0.
     for (const args of ["status --json", "replay --text", "--help", "--version", "status --help"]) {
       const r = spawnSync(
         "bash",
         ["-c", `"$0" "$1" ${args} | { exec 0<&-; sleep 0.3; }; echo "exit=\${PIPESTATUS[0]}" >&2`, process.execPath, LOOP],
-        { cwd: repo, encoding: "utf8", env: { ...process.env, NO_COLOR: "1" } },
+        { cwd: repo, encoding: "utf8", env: testEnv() },
       );
       expect(r.stderr).toBe("exit=0\n");
     }
   });
 
-  test("a stdout that cannot take the results (/dev/full) is one line on stderr and exit 1, never a stack", () => {
+  test("a stdout that cannot take the results (/dev/full) is one line on stderr and exit 1, never a stack", async () => {
     const repo = gitRepo();
-    expect(cli(["init"], { cwd: repo }).code).toBe(0);
+    expect((await run(["init"], { cwd: repo })).code).toBe(0);
     for (const args of ["status --json", "replay --text", "--help", "--version", "status --help"]) {
-      const r = spawnSync("bash", ["-c", `"$0" "$1" ${args} >/dev/full`, process.execPath, LOOP], { cwd: repo, encoding: "utf8", env: { ...process.env, NO_COLOR: "1" } });
+      const r = spawnSync("bash", ["-c", `"$0" "$1" ${args} >/dev/full`, process.execPath, LOOP], { cwd: repo, encoding: "utf8", env: testEnv() });
       expect(r.status).toBe(1);
-      expect(r.stderr).toMatch(/^loop(-status|-replay)?: cannot write (the results )?to stdout: ENOSPC[^\n]*\n$/);
+      expect(r.stderr).toMatch(/^loop( status| replay)?: cannot write (the results )?to stdout: ENOSPC[^\n]*\n$/);
     }
   });
 
   test("a watcher whose stdout is full says so once, while it runs, never a stack per tick", async () => {
     const repo = gitRepo();
-    expect(cli(["init"], { cwd: repo }).code).toBe(0);
+    expect((await run(["init"], { cwd: repo })).code).toBe(0);
     const child = Bun.spawn(["bash", "-c", `exec "$0" "$1" run --watch --forever --interval 50ms --json >/dev/full`, process.execPath, LOOP], {
       cwd: repo,
-      env: { ...process.env, NO_COLOR: "1" },
+      env: testEnv(),
       stderr: "pipe",
     });
     // The message arrives while the watcher still runs (it is interrupted only afterwards).
@@ -471,13 +563,13 @@ describe("status and replay", () => {
       if (done) break;
       err += new TextDecoder().decode(value);
     }
-    expect(err).toBe("loop-run: cannot write the results to stdout: ENOSPC: no space left on device, write\n");
+    expect(err).toBe("loop run: cannot write the results to stdout: ENOSPC: no space left on device, write\n");
   });
 
-  test("a FIFO in place of loop.json: loop run exits 2 at once (it never opens it), nothing created", () => {
+  test("a FIFO in place of loop.json: loop run exits 2 at once (it never opens it), nothing created", async () => {
     const repo = gitRepo();
     expect(spawnSync("mkfifo", [join(repo, "loop.json")]).status).toBe(0);
-    const r = cli(["run", "--json"], { cwd: repo });
+    const r = await run(["run", "--json"], { cwd: repo });
     expect(r.code).toBe(2);
     expect(JSON.parse(r.stderr).error.message).toContain("not a regular file");
     expect(existsSync(join(repo, ".loop"))).toBe(false);
@@ -485,9 +577,9 @@ describe("status and replay", () => {
 
   test("a watcher whose repository is deleted stops instead of warning forever", async () => {
     const repo = gitRepo();
-    expect(cli(["init"], { cwd: repo }).code).toBe(0);
+    expect((await run(["init"], { cwd: repo })).code).toBe(0);
     const child = Bun.spawn([process.execPath, LOOP, "run", "--watch", "--forever", "--interval", "50ms", "--json", "--root", repo], {
-      env: { ...process.env, NO_COLOR: "1" },
+      env: testEnv(),
       stdout: "ignore",
       stderr: "pipe",
     });
@@ -499,10 +591,10 @@ describe("status and replay", () => {
     expect([1, 2]).toContain(await child.exited);
   });
 
-  test("an environment error (a file where the state root should be) is io_error: one JSON line in --json mode, the system's message", () => {
+  test("an environment error (a file where the state root should be) is io_error: one JSON line in --json mode, the system's message", async () => {
     const repo = gitRepo();
     writeFileSync(join(repo, "blocker"), "");
-    const r = cli(["init", "--json", "--state-root", join(repo, "blocker")], { cwd: repo });
+    const r = await run(["init", "--json", "--state-root", join(repo, "blocker")], { cwd: repo });
     expect(r.code).toBe(1);
     expect(r.stdout).toBe("");
     expect(JSON.parse(r.stderr)).toEqual({ error: { code: "io_error", message: expect.stringContaining(join(repo, "blocker")) } });
@@ -522,7 +614,7 @@ describe("status and replay", () => {
     const wfd = openSync(fifo, O_WRONLY | O_NONBLOCK);
     const child = Bun.spawn([process.execPath, LOOP, "status", "--json", "--state-root", stateRoot], {
       stdio: ["ignore", wfd, "pipe"],
-      env: { ...process.env, NO_COLOR: "1" },
+      env: testEnv(),
     });
     closeSync(wfd);
     await Bun.sleep(500); // let the pipe fill before anyone reads
@@ -551,73 +643,75 @@ describe("status and replay", () => {
     expect(JSON.parse(text).items).toHaveLength(400);
   });
 
-  test("JSON is the default when piped, with a schema key; exit 0 on a fresh store", () => {
+  test("JSON is the default when not on a terminal, with a schema key; exit 0 on a fresh store", async () => {
     const repo = gitRepo();
-    expect(cli(["init"], { cwd: repo }).code).toBe(0);
-    const s = cli(["status"], { cwd: repo });
+    expect((await run(["init"], { cwd: repo })).code).toBe(0);
+    const s = await run(["status"], { cwd: repo });
     expect(s.code).toBe(0);
     expect(s.stderr).toBe("");
     expect(JSON.parse(s.stdout).schema).toBe("loop/status@1");
-    const p = cli(["replay"], { cwd: repo });
+    const p = await run(["replay"], { cwd: repo });
     expect(p.code).toBe(0);
     const rep = JSON.parse(p.stdout);
     expect(rep.schema).toBe("loop/replay@1");
     expect(rep.ok).toBe(true);
-    const direct = cli(["--json"], { cwd: repo, script: LOOP_STATUS });
+    // A real process whose stdout is a pipe, through the single-file script.
+    const direct = cli([], { cwd: repo, script: LOOP_STATUS });
     expect(direct.code).toBe(0);
     expect(JSON.parse(direct.stdout).schema).toBe("loop/status@1");
   });
 
-  test("the state root is found from a subdirectory, or given by --state-root / LOOP_STATE_ROOT", () => {
+  test("the state root is found from a subdirectory, or given by --state-root / LOOP_STATE_ROOT", async () => {
     const repo = gitRepo();
-    expect(cli(["init"], { cwd: repo }).code).toBe(0);
+    expect((await run(["init"], { cwd: repo })).code).toBe(0);
     const sub = join(repo, "a", "b");
     mkdirSync(sub, { recursive: true });
-    expect(cli(["status"], { cwd: sub }).code).toBe(0);
+    expect((await run(["status"], { cwd: sub })).code).toBe(0);
     const elsewhere = tempDir();
-    expect(cli(["status", "--state-root", join(repo, ".loop")], { cwd: elsewhere }).code).toBe(0);
-    expect(cli(["replay"], { cwd: elsewhere, env: { LOOP_STATE_ROOT: join(repo, ".loop") } }).code).toBe(0);
+    expect((await run(["status"], { cwd: elsewhere })).code).toBe(2);
+    expect((await run(["status", "--state-root", join(repo, ".loop")], { cwd: elsewhere })).code).toBe(0);
+    expect((await run(["replay"], { cwd: elsewhere, env: { LOOP_STATE_ROOT: join(repo, ".loop") } })).code).toBe(0);
   });
 
-  test("a repeated --work-item collects every value", () => {
-    const repo = seededRepo([item("alpha"), item("beta", "github:acme/api#7"), item("gamma"), item("delta")]);
-    const all = JSON.parse(cli(["status"], { cwd: repo }).stdout);
+  test("a repeated --work-item collects every value", async () => {
+    const repo = await seededRepo([item("alpha"), item("beta", "github:acme/api#7"), item("gamma"), item("delta")]);
+    const all = JSON.parse((await run(["status"], { cwd: repo })).stdout);
     expect(all.items.map((i: { id: string }) => i.id)).toEqual(["alpha", "beta", "gamma", "delta"]);
-    const r = cli(["status", "--work-item", "gamma", "--work-item", "github:acme/api#0007"], { cwd: repo });
+    const r = await run(["status", "--work-item", "gamma", "--work-item", "github:acme/api#0007"], { cwd: repo });
     expect(r.code).toBe(0);
     const doc = JSON.parse(r.stdout);
     expect(doc.items.map((i: { id: string }) => i.id).sort()).toEqual(["beta", "gamma"]);
-    const direct = cli(["--work-item=alpha", "--work-item=delta"], { cwd: repo, script: LOOP_STATUS });
+    const direct = await run(["status", "--work-item=alpha", "--work-item=delta"], { cwd: repo });
     expect(direct.code).toBe(0);
     expect(JSON.parse(direct.stdout).items.map((i: { id: string }) => i.id).sort()).toEqual(["alpha", "delta"]);
   });
 
-  test("an invalid --work-item ref aborts the whole command: exit 2, nothing on stdout", () => {
-    const repo = seededRepo([item("alpha"), item("beta")]);
+  test("an invalid --work-item ref aborts the whole command: exit 2, nothing on stdout", async () => {
+    const repo = await seededRepo([item("alpha"), item("beta")]);
     for (const bad of ["github:acme/../api#1", "github:acme/api#1 ", "github:acme/api", "-alpha"]) {
-      const r = cli(["status", `--work-item=${bad}`, "--work-item", "alpha"], { cwd: repo });
+      const r = await run(["status", `--work-item=${bad}`, "--work-item", "alpha"], { cwd: repo });
       expect(r.code).toBe(2);
       expect(r.stdout).toBe("");
       expect(jsonError(r.stderr).error.code).toBe("invalid_ref");
     }
   });
 
-  test("a --work-item naming no item of the loop: exit 2, nothing on stdout", () => {
-    const repo = seededRepo([item("alpha")]);
-    const r = cli(["status", "--work-item", "alpha", "--work-item", "nope"], { cwd: repo });
+  test("a --work-item naming no item of the loop: exit 2, nothing on stdout", async () => {
+    const repo = await seededRepo([item("alpha")]);
+    const r = await run(["status", "--work-item", "alpha", "--work-item", "nope"], { cwd: repo });
     expect(r.code).toBe(2);
     expect(r.stdout).toBe("");
     expect(jsonError(r.stderr).error.code).toBe("unknown_item");
   });
 
-  test("a missing store: exit 2, a JSON error object on stderr in JSON mode, text otherwise", () => {
+  test("a missing store: exit 2, a JSON error object on stderr in JSON mode, text otherwise", async () => {
     const repo = gitRepo();
     for (const t of ["status", "replay"]) {
-      const j = cli([t, "--json"], { cwd: repo });
+      const j = await run([t, "--json"], { cwd: repo });
       expect(j.code).toBe(2);
       expect(j.stdout).toBe("");
       expect(jsonError(j.stderr).error.code).toBe("missing_store");
-      const x = cli([t, "--text"], { cwd: repo });
+      const x = await run([t, "--text"], { cwd: repo });
       expect(x.code).toBe(2);
       expect(x.stdout).toBe("");
       expect(x.stderr).toContain("loop init");
@@ -626,25 +720,72 @@ describe("status and replay", () => {
     expect(existsSync(join(repo, ".loop"))).toBe(false);
   });
 
-  test("a corrupt store: exit 2", () => {
+  test("a corrupt store: exit 2", async () => {
     const repo = gitRepo();
     mkdirSync(join(repo, ".loop"));
     writeFileSync(join(repo, ".loop", "loop.db"), "this is not a database, just some text that is long enough".repeat(100));
     for (const t of ["status", "replay"]) {
-      const r = cli([t], { cwd: repo });
+      const r = await run([t], { cwd: repo });
       expect(r.code).toBe(2);
       expect(r.stdout).toBe("");
       expect(jsonError(r.stderr).error.code).toBe("corrupt_store");
     }
   });
 
-  test("a JSON document over 64 KiB reaches a pipe whole", () => {
+  test("a JSON document over 64 KiB reaches a pipe whole", async () => {
     const items = Array.from({ length: 400 }, (_, i) => item(`item-${i}`, `github:acme/api#${i + 1}`));
-    const repo = seededRepo(items);
+    const repo = await seededRepo(items);
     const r = cli(["status"], { cwd: repo });
     expect(r.code).toBe(0);
     expect(r.stdout.length).toBeGreaterThan(64 * 1024);
     expect(JSON.parse(r.stdout).items).toHaveLength(400);
+  });
+});
+
+describe("the confirmation prompt", () => {
+  /** `loop ctl skip` on a terminal: answer the prompt with `keys` once it shows. */
+  async function answerPrompt(repo: string, keys: string) {
+    let text = "";
+    const dec = new TextDecoder();
+    const proc = Bun.spawn([process.execPath, LOOP, "ctl", "skip", "--work-item", "alpha"], {
+      cwd: repo,
+      env: testEnv({ TERM: "xterm-256color", NO_COLOR: "1" }),
+      terminal: { cols: 200, rows: 50, data: (_t, d) => void (text += dec.decode(d, { stream: true })) },
+    });
+    for (let i = 0; i < 400 && !text.includes("Go ahead?"); i++) await Bun.sleep(25);
+    expect(text).toContain("Go ahead?");
+    proc.terminal!.write(keys);
+    const code = await proc.exited;
+    proc.terminal?.close();
+    return { code, text };
+  }
+
+  test("Ctrl-C exits 130 (interrupted), No and Escape exit 3 (declined); nothing is changed either way", async () => {
+    const repo = await seededRepo([item("alpha")]);
+    const db = readFileSync(join(repo, ".loop", "loop.db"));
+    for (const [keys, code] of [["\x03", 130], ["n\r", 3], ["\x1b", 3]] as const) {
+      const r = await answerPrompt(repo, keys);
+      expect({ keys, code: r.code }).toEqual({ keys, code });
+      expect(r.text).toContain(code === 130 ? "interrupted; nothing was changed" : "declined; nothing was changed");
+    }
+    expect(readFileSync(join(repo, ".loop", "loop.db")).equals(db)).toBe(true);
+  });
+});
+
+describe("the actor", () => {
+  test("without $LOOP_ACTOR, $USER or $LOGNAME, events name the uid's user, never `unknown`", async () => {
+    const repo = await seededRepo([item("alpha")]);
+    const env = { LOOP_ACTOR: undefined, USER: undefined, LOGNAME: undefined };
+    expect(cli(["ctl", "pause", "--json"], { cwd: repo, env }).code).toBe(0);
+    const want = spawnSync("id", ["-un"], { encoding: "utf8" }).stdout.trim();
+    const store = Store.open(join(repo, ".loop"));
+    try {
+      const last = store.db.query("SELECT actor FROM events ORDER BY seq DESC LIMIT 1").get() as { actor: string };
+      expect(want).not.toBe("");
+      expect(last.actor).toBe(`${want}@${hostname()}`);
+    } finally {
+      store.close();
+    }
   });
 });
 
@@ -655,22 +796,28 @@ describe("colour", () => {
     expect(plain.text).toContain("--work-item");
     expect(plain.text).not.toMatch(ANSI);
     // The control: without NO_COLOR the same TTY does get colour, so the check above means something.
-    // citty's own colour detection also turns colour off under CI=true (as CI runs this suite).
-    const coloured = await cliOnTty(["status", "--help"], { env: { NO_COLOR: undefined, CI: undefined } });
+    // (citty also turns colour off under CI=true, as CI runs this suite: testEnv removes CI.)
+    const coloured = await cliOnTty(["status", "--help"], { env: { NO_COLOR: undefined } });
     expect(coloured.code).toBe(0);
     expect(coloured.text).toMatch(ANSI);
   });
 
+  test("an empty NO_COLOR does not turn colour off (no-color.org: only a non-empty value does)", async () => {
+    const r = await cliOnTty(["status", "--help"], { env: { NO_COLOR: "", CI: undefined } });
+    expect(r.code).toBe(0);
+    expect(r.text).toMatch(ANSI);
+  });
+
   test("on a TTY with NO_COLOR, status text has no ANSI", async () => {
-    const repo = seededRepo([item("alpha"), item("beta")]);
+    const repo = await seededRepo([item("alpha"), item("beta")]);
     const r = await cliOnTty(["status"], { cwd: repo, env: { NO_COLOR: "1" } });
     expect(r.code).toBe(0);
     expect(r.text).toContain("alpha");
     expect(r.text).not.toMatch(ANSI);
   });
 
-  test("piped, nothing is coloured even on a colour terminal", () => {
-    const repo = seededRepo([item("alpha")]);
+  test("piped, nothing is coloured even on a colour terminal", async () => {
+    const repo = await seededRepo([item("alpha")]);
     for (const args of [["status", "--text"], ["replay", "--text"], ["status", "--help"], ["status", "--no-such-flag"]]) {
       const r = cli(args, { cwd: repo, env: { TERM: "xterm-256color", NO_COLOR: undefined } });
       expect(r.stdout).not.toMatch(ANSI);

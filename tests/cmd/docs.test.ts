@@ -1,14 +1,20 @@
 // The documentation is checked against the code it describes, by reading what exists: a tool added
 // to cmd/tools.ts, a flag added to a tool, an event type added to lib/log/events.ts or a finding code
 // added to lib/reports/replay.ts, lib/log/integrity.ts or lib/reports/status.ts makes this test demand its documentation.
+// So do a key accepted by loop.json (docs/loop-json.md), a common flag or an exit code
+// (docs/cli/README.md); and every link and every docs/ path a comment cites must resolve in this repo.
 import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+import { dirname, join, relative, resolve } from "node:path";
 import { TOOLS } from "../../cmd/tools.ts";
-import { renderHelp } from "../../lib/shared/cli.ts";
+import { CONTRACT_TOOLS } from "../../cmd/loop.ts";
+import { commonArgs, EXIT, renderHelp } from "../../lib/shared/cli.ts";
 import { EVENT_TYPES } from "../../lib/log/events.ts";
 import { FINDING_CODES } from "../../lib/reports/replay.ts";
 import type { ResetReport } from "../../lib/control/reset.ts";
+import { ACCEPTED_KEYS, DefinitionError, normalizeDefinition, parseDefinitionText } from "../../lib/definition/loop-json.ts";
+import { itemIdFromRef, parseRef, RefError } from "../../lib/definition/refs.ts";
+import { parseDuration } from "../../lib/definition/duration.ts";
 
 const REPO = resolve(import.meta.dir, "..", "..");
 const read = (rel: string) => readFileSync(join(REPO, rel), "utf8");
@@ -40,6 +46,36 @@ function firstCells(md: string): string[] {
   }
   return out;
 }
+
+/** Every row of every table in a markdown text, as trimmed cells (header and separator rows left out). */
+function tableRows(md: string): string[][] {
+  const rows = md.split("\n").filter((l) => /^\s*\|/.test(l));
+  const out: string[][] = [];
+  for (let i = 0; i < rows.length; i++) {
+    const cells = rows[i]!.split(/(?<!\\)\|/).slice(1, -1).map((c) => c.trim());
+    if (cells.every((c) => /^:?-+:?$/.test(c))) continue; // separator
+    if (rows[i + 1] && /^\s*\|(\s*:?-+:?\s*\|)+\s*$/.test(rows[i + 1]!)) continue; // header
+    out.push(cells);
+  }
+  return out;
+}
+
+/** The text under a heading up to the next heading of any level (so a subsection's table is not its parent's). */
+function ownSection(md: string, heading: RegExp): string | null {
+  const lines = md.split("\n");
+  const start = lines.findIndex((l) => heading.test(l));
+  if (start < 0) return null;
+  const end = lines.findIndex((l, i) => i > start && /^#+\s/.test(l));
+  return lines.slice(start + 1, end < 0 ? undefined : end).join("\n");
+}
+
+/** Fenced code blocks: language and body. */
+function codeBlocks(md: string): { lang: string; body: string }[] {
+  return [...md.matchAll(/^```(\w*)\n([\s\S]*?)^```/gm)].map((m) => ({ lang: m[1]!, body: m[2]! }));
+}
+
+/** `x` -> x; the text of a cell that is one code span. */
+const unquote = (cell: string) => cell.replace(/^`(.*)`$/, "$1");
 
 describe("one page per tool, flags in step with --help", () => {
   for (const [name, tool] of Object.entries(TOOLS)) {
@@ -104,8 +140,8 @@ describe("finding codes are documented", () => {
     expect(FINDING_CODES.filter((c) => !md.includes(`\`${c}\``))).toEqual([]);
   });
 
-  test("every code lib/reports/replay.ts and lib/log/integrity.ts emit is one of FINDING_CODES", () => {
-    const src = read("lib/reports/replay.ts") + read("lib/log/integrity.ts");
+  test("every code lib/reports/replay.ts, lib/log/integrity.ts and lib/log/ownership.ts emit is one of FINDING_CODES", () => {
+    const src = read("lib/reports/replay.ts") + read("lib/log/integrity.ts") + read("lib/log/ownership.ts");
     const emitted = new Set([...src.matchAll(/code: "([a-z_]+)"/g)].map((m) => m[1]!));
     expect(emitted.size).toBeGreaterThan(8);
     expect([...emitted].filter((c) => !(FINDING_CODES as readonly string[]).includes(c))).toEqual([]);
@@ -120,6 +156,7 @@ describe("finding codes are documented", () => {
       "state_file_missing",
       "unreadable_state_file",
       "state_field_mismatch",
+      "foreign_store", // made by lib/log/ownership.ts, for status and replay alike
     ];
     const src = read("lib/reports/status.ts");
     const emitted = [...src.matchAll(/code: "([a-z_]+)"/g)].map((m) => m[1]!);
@@ -129,6 +166,202 @@ describe("finding codes are documented", () => {
   });
 });
 
+describe("docs/loop-json.md documents loop.json as the code reads it", () => {
+  const md = existsSync(join(REPO, "docs/loop-json.md")) ? read("docs/loop-json.md") : "";
+  // The page's table for each object of loop.json, by the name ACCEPTED_KEYS gives it.
+  const TABLES: Record<string, RegExp> = {
+    definition: /^##\s+Top level\s*$/,
+    defaults: /^##\s+defaults\s*$/,
+    timeouts: /^###\s+timeouts\s*$/,
+    runner: /^##\s+runners\s*$/,
+    control: /^##\s+control\s*$/,
+    sessions: /^##\s+sessions\s*$/,
+    workspace: /^##\s+workspace\s*$/,
+    notify: /^##\s+notify\s*$/,
+    item: /^##\s+items\s*$/,
+  };
+  const rowsOf = (name: string) => tableRows(ownSection(md, TABLES[name]!) ?? "");
+
+  test("every object of loop.json has its table", () => {
+    expect(Object.keys(TABLES).sort()).toEqual(Object.keys(ACCEPTED_KEYS).sort());
+    expect(Object.keys(TABLES).filter((name) => rowsOf(name).length === 0)).toEqual([]);
+  });
+
+  for (const name of Object.keys(TABLES))
+    test(`the ${name} table lists exactly the keys loop.json accepts there`, () => {
+      const documented = rowsOf(name).map((r) => unquote(r[0]!));
+      expect([...documented].sort()).toEqual([...ACCEPTED_KEYS[name]!].sort());
+    });
+
+  test("the documented defaults are the ones the code fills in", () => {
+    const def = normalizeDefinition({ name: "n", items: [{ id: "a", prompt: "p", verify: false }] });
+    const item = def.items[0]!;
+    // Durations compare by value: "60m" is the default that "1h" would also spell.
+    const ms = (cell: unknown) => parseDuration(cell as string);
+    const expected: [string, string, unknown, ((cell: unknown) => unknown)?][] = [
+      ["defaults", "runner", item.runner],
+      ["defaults", "model", item.model],
+      ["defaults", "maxAttempts", item.maxAttempts],
+      ["defaults", "landing", def.landing],
+      ["timeouts", "launch", item.timeouts.launch, ms],
+      ["timeouts", "stall", item.timeouts.stall, ms],
+      ["timeouts", "verify", item.timeouts.verify, ms],
+      ["control", "requireStartCommand", def.requireStartCommand],
+      ["sessions", "tmux", def.tmux],
+      ["workspace", "base", def.base],
+      ["workspace", "target", def.target.replace(/^loop\/n\//, "loop/<name>/")],
+      ["workspace", "keepCheckoutOnClose", def.keepCheckoutOnClose],
+      ["notify", "timeout", normalizeDefinition({ name: "n", notify: { command: ["x"] }, items: [] }).notify!.timeout, ms],
+    ];
+    const wrong = expected.flatMap(([table, key, value, read = (x: unknown) => x]) => {
+      const cell = rowsOf(table).find((r) => unquote(r[0]!) === key)?.[2] ?? "";
+      let documented: unknown;
+      try {
+        documented = read(JSON.parse(unquote(cell)));
+      } catch {
+        documented = undefined;
+      }
+      return documented === value ? [] : [`${table}.${key}: documented ${cell}, code ${JSON.stringify(value)}`];
+    });
+    expect(wrong).toEqual([]);
+  });
+
+  test("the id rule is the one of the JSON Schema", () => {
+    const schema = JSON.parse(read("schema/loop.schema.json"));
+    expect(md).toContain(`\`${schema.$defs.id.pattern}\``);
+  });
+
+  test("every json example is a valid loop.json", () => {
+    const examples = codeBlocks(md).filter((b) => b.lang === "json");
+    expect(examples.length).toBeGreaterThan(0);
+    for (const { body } of examples) expect(() => parseDefinitionText(body)).not.toThrow();
+  });
+
+  test("the invalid example reports exactly the problems shown", () => {
+    const blocks = codeBlocks(ownSection(md, /^##\s+Problems\s*$/) ?? "");
+    const file = blocks.find((b) => b.lang === "jsonc");
+    const shown = blocks.find((b) => b.lang === "text");
+    expect(file && shown).toBeTruthy();
+    let lines: string[] = [];
+    try {
+      parseDefinitionText(file!.body);
+    } catch (e) {
+      if (!(e instanceof DefinitionError)) throw e;
+      lines = e.lines();
+    }
+    expect(shown!.body.trimEnd().replace(/^loop-run: /, "").split("\n")).toEqual(lines);
+  });
+
+  test("the ref table: canonical forms and derived ids are the code's; refused refs are refused", () => {
+    const rows = tableRows(ownSection(md, /^###\s+Ids derived from refs\s*$/) ?? "");
+    expect(rows.length).toBeGreaterThan(3);
+    for (const [ref, canonical, id] of rows) {
+      if (canonical!.startsWith("*refused")) {
+        expect(() => parseRef(unquote(ref!))).toThrow(RefError);
+        continue;
+      }
+      const parsed = parseRef(unquote(ref!));
+      expect([parsed.canonical, itemIdFromRef(parsed)]).toEqual([unquote(canonical!), unquote(id!)]);
+    }
+  });
+
+  test("every ref the grammar section calls refused is refused", () => {
+    const rows = tableRows(ownSection(md, /^##\s+Work-item refs\s*$/) ?? "");
+    expect(rows.length).toBeGreaterThan(3);
+    const accepted = rows.map((r) => unquote(r[0]!)).filter((ref) => !(parseRefOrError(ref) instanceof RefError));
+    expect(accepted).toEqual([]);
+  });
+});
+
+function parseRefOrError(ref: string): unknown {
+  try {
+    return parseRef(ref);
+  } catch (e) {
+    return e;
+  }
+}
+
+describe("docs/cli/README.md is the contract the code keeps", () => {
+  const md = existsSync(join(REPO, "docs/cli/README.md")) ? read("docs/cli/README.md") : "";
+
+  test("the common flags table lists exactly the common flags, with their short forms", () => {
+    const rows = tableRows(section(md, /^##\s+Common flags\b/) ?? "").map((r) => r[0]!);
+    const documented = rows.flatMap((c) => [...flagsIn(c)]).sort();
+    expect(documented).toEqual(Object.keys(commonArgs).map((k) => `--${k}`).sort());
+    const shortMissing = Object.entries(commonArgs)
+      .filter(([, a]) => "short" in a)
+      .filter(([k, a]) => !rows.some((c) => flagsIn(c).has(`--${k}`) && c.includes(`\`-${(a as { short: string }).short}\``)))
+      .map(([k]) => k);
+    expect(shortMissing).toEqual([]);
+  });
+
+  test("the exit codes table lists exactly the exit codes", () => {
+    const rows = tableRows(section(md, /^##\s+Exit codes\b/) ?? "").map((r) => Number(r[0]));
+    expect(rows.sort((a, b) => a - b)).toEqual(Object.values(EXIT).sort((a, b) => a - b));
+  });
+
+  test("the tools table names every tool of the contract", () => {
+    const rows = tableRows(section(md, /^##\s+Tools\b/) ?? "").map((r) => unquote(r[0]!));
+    expect(rows.map((c) => c.split(" ")[1]).sort()).toEqual([...CONTRACT_TOOLS].sort());
+  });
+
+  test("every tool's page links the contract from its introduction", () => {
+    const missing = Object.keys(TOOLS).filter((name) => {
+      const page = `docs/cli/loop-${name}.md`;
+      const intro = existsSync(join(REPO, page)) ? read(page).split(/^##\s/m)[0]! : "";
+      return !intro.includes("](README.md)");
+    });
+    expect(missing).toEqual([]);
+  });
+
+  test("README.md's Documentation list links the contract and the loop.json reference", () => {
+    const docs = section(read("README.md"), /^##\s+Documentation\b/) ?? "";
+    expect(docs).toContain("](docs/cli/README.md)");
+    expect(docs).toContain("](docs/loop-json.md)");
+  });
+});
+
+/** Every file of the repository outside node_modules, .git and build output. */
+function repoFiles(dir = REPO): string[] {
+  return readdirSync(dir).flatMap((f) => {
+    if (dir === REPO && ["node_modules", ".git", "dist", ".loop"].includes(f)) return [];
+    const p = join(dir, f);
+    const st = statSync(p);
+    return st.isDirectory() ? repoFiles(p) : st.isFile() ? [p] : [];
+  });
+}
+
+/** GitHub's anchor for a heading: lowercase, punctuation dropped, spaces to '-'. */
+function slug(heading: string): string {
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{M}\p{N}\p{Pc}\- ]/gu, "")
+    .replace(/ /g, "-");
+}
+
+/** The anchors of a markdown file's headings (outside code blocks), with GitHub's -1, -2 for repeats. */
+function anchorsOf(file: string): Set<string> {
+  const out = new Set<string>();
+  const md = readFileSync(file, "utf8").replace(/^```[\s\S]*?^```/gm, "");
+  for (const m of md.matchAll(/^#{1,6}\s+(.+?)\s*#*\s*$/gm)) {
+    const base = slug(m[1]!);
+    let a = base;
+    for (let n = 1; out.has(a); n++) a = `${base}-${n}`;
+    out.add(a);
+  }
+  return out;
+}
+
+/** Why `target` (a path relative to `from`'s folder, maybe with #anchor) does not resolve, or null. */
+function brokenLink(from: string, target: string): string | null {
+  const [path, anchor] = target.split("#") as [string, string | undefined];
+  const file = path ? resolve(dirname(from), path) : from;
+  if (!existsSync(file)) return "no such file";
+  if (anchor && file.endsWith(".md") && !anchorsOf(file).has(anchor)) return `no heading #${anchor}`;
+  return null;
+}
+
 describe("links", () => {
   function markdownFiles(dir: string): string[] {
     return readdirSync(dir).flatMap((f) => {
@@ -137,18 +370,67 @@ describe("links", () => {
     });
   }
 
-  test("every relative link in README.md and docs/ points at a file that exists", () => {
+  test("every relative link in README.md and docs/ points at a file and a heading that exist", () => {
     const files = [join(REPO, "README.md"), ...markdownFiles(join(REPO, "docs"))].filter(existsSync);
     const broken: string[] = [];
     for (const file of files) {
       const md = readFileSync(file, "utf8").replace(/```[\s\S]*?```/g, "");
       for (const m of md.matchAll(/\]\(([^)\s]+)\)/g)) {
-        const target = m[1]!.split("#")[0]!;
-        if (!target || /^[a-z][a-z0-9+.-]*:/i.test(target)) continue; // anchors, URLs
-        if (!existsSync(resolve(dirname(file), target))) broken.push(`${file.slice(REPO.length + 1)} -> ${m[1]}`);
+        if (/^[a-z][a-z0-9+.-]*:/i.test(m[1]!)) continue; // URLs
+        const why = brokenLink(file, m[1]!);
+        if (why) broken.push(`${relative(REPO, file)} -> ${m[1]}: ${why}`);
       }
     }
     expect(broken).toEqual([]);
+  });
+
+  // docs/ pages of other projects that comments cite by their own path.
+  const ELSEWHERE = ["docs/exec.md"]; // openai/codex, in lib/definition/runners.ts
+
+  test("every docs/ page a source, test, script or bench file names exists (with its heading)", () => {
+    const broken: string[] = [];
+    for (const file of repoFiles().filter((f) => f.endsWith(".ts"))) {
+      for (const m of readFileSync(file, "utf8").matchAll(/(?<![\w./-])docs\/[\w./-]*\.md(?:#[\w-]+)?/g)) {
+        if (ELSEWHERE.includes(m[0])) continue;
+        const why = brokenLink(join(REPO, "x"), m[0]);
+        if (why) broken.push(`${relative(REPO, file)}: ${m[0]}: ${why}`);
+      }
+    }
+    expect(broken).toEqual([]);
+  });
+
+  test("nothing cites the design document that is not in this repository", () => {
+    // It was kept outside the repository; what the code relies on now lives under docs/.
+    const cite = new RegExp(["DESIGN", "(?:\\.md|'s|\\s*\u00a7|\\s+\\d)"].join(""));
+    const citing = repoFiles()
+      .filter((f) => /\.(ts|md|json|sh|txt|yml|yaml)$/.test(f) || !/\.\w+$/.test(f))
+      .filter((f) => cite.test(readFileSync(f, "utf8")))
+      .map((f) => relative(REPO, f));
+    expect(citing).toEqual([]);
+  });
+});
+
+describe("environment variables", () => {
+  test("every LOOP_* variable the code names is documented under docs/ (or the README)", () => {
+    const names = new Set<string>();
+    const walk = (dir: string) => {
+      for (const e of readdirSync(dir, { withFileTypes: true })) {
+        const p = join(dir, e.name);
+        if (e.isDirectory()) walk(p);
+        else if (e.name.endsWith(".ts"))
+          for (const m of readFileSync(p, "utf8").matchAll(/\bLOOP_[A-Z][A-Z_]*\b/g))
+            // A constant of the code's own (`export const LOOP_VERBS`) is not a variable.
+            if (!new RegExp(`const ${m[0]}\\b`).test(readFileSync(p, "utf8"))) names.add(m[0]);
+      }
+    };
+    walk(join(REPO, "lib"));
+    walk(join(REPO, "cmd"));
+    expect(names.has("LOOP_SESSION_SCOPE")).toBe(true);
+    const docs = [read("README.md"), ...readdirSync(join(REPO, "docs"), { recursive: true })
+      .map(String)
+      .filter((f) => f.endsWith(".md"))
+      .map((f) => read(join("docs", f)))].join("\n");
+    expect([...names].filter((n) => !docs.includes(n)).sort()).toEqual([]);
   });
 });
 

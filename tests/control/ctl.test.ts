@@ -348,6 +348,27 @@ describe("loop ctl", () => {
   );
 
   test.concurrent(
+    "retry of a pending item that nothing holds is a no-op: exit 0, nothing appended, files untouched",
+    () =>
+      scenario(demoDefinition([{ id: "a", prompt: "a" }, { id: "b", prompt: "b", dependsOn: ["a"] }], { control: { requireStartCommand: true } }), {}, async (p) => {
+        expect((await p.run()).action).toBe("idle");
+        const head = p.head();
+        const files = snapshotTree(p.stateRoot);
+        for (const id of ["a", "b"]) {
+          const doc = await ctlOk(p, ["retry", "--work-item", id]);
+          expect(doc.actions).toEqual([{ item: id, effect: `${id} is pending and not held; nothing to retry`, noop: true }]);
+          expect(doc.transitions).toEqual([]);
+        }
+        expect(p.head()).toBe(head);
+        expect(snapshotTree(p.stateRoot)).toEqual(files);
+        await ctlOk(p, ["start", "--work-item", "a"]);
+        await ctlOk(p, ["start", "--work-item", "b"]);
+        expect((await p.runToDrain()).reason).toBe("Succeeded");
+      }),
+    T,
+  );
+
+  test.concurrent(
     "usage errors exit 2 and change nothing; no-ops exit 0 and append nothing",
     () =>
       scenario(demoDefinition([{ id: "a", prompt: "a" }]), {}, async (p) => {
@@ -420,6 +441,59 @@ describe("loop ctl", () => {
         expect(p.alive(pid)).toBe(false);
         await p.runToDrain();
       }),
+    T,
+  );
+  test.concurrent(
+    "retry --all-failed / --all-blocked: a whole backlog back in one command (dry run first), usage errors change nothing",
+    () =>
+      scenario(
+        (q) => {
+          const fixed = `test -e ${join(q.aux, "fixed")}`;
+          return demoDefinition([
+            { id: "a", prompt: "x", verify: fixed, maxAttempts: 1 },
+            { id: "b", prompt: "x", dependsOn: ["a"] },
+            { id: "c", prompt: "x", verify: fixed, maxAttempts: 1 },
+          ]);
+        },
+        {},
+        async (p) => {
+          expect((await p.runToDrain()).reason).toBe("Failed");
+          const status = () => Object.fromEntries(Object.values(p.projection().items).map((it) => [it.id, it.status]));
+          expect(status()).toEqual({ a: "failed", b: "blocked", c: "failed" });
+          const before = snapshotTree(p.stateRoot);
+          for (const [args, message] of [
+            [["retry", "--all-failed", "--work-item", "a"], "drop --work-item"],
+            [["skip", "--all-failed", "--yes"], "--all-failed and --all-blocked go with retry, not skip"],
+            [["retry"], "needs --work-item (or --all-failed, --all-blocked)"],
+          ] as const) {
+            const r = await p.ctl([...args]);
+            expect({ args, code: r.code }).toEqual({ args, code: 2 });
+            expect(r.stderr).toContain(message);
+          }
+          // Blocked alone would be blocked again: the dry run says so, and which item to retry.
+          const dry = JSON.parse((await p.ctl(["retry", "--all-blocked", "--dry-run"])).stdout) as CtlDoc;
+          expect(dry.actions.map((a) => a.effect)).toEqual(['requeue b with a fresh attempt budget; but dependency "a" failed, so the next step blocks it again (retry a too)']);
+          expect(snapshotTree(p.stateRoot)).toEqual(before);
+
+          writeFileSync(join(p.aux, "fixed"), "");
+          const doc = await ctlOk(p, ["retry", "--all-failed"]);
+          expect(doc.actions.map((a) => a.effect)).toEqual(["requeue a with a fresh attempt budget and unblock b", "requeue c with a fresh attempt budget"]);
+          expect(doc.transitions.map((t) => `${t.type} ${t.item}`)).toEqual([
+            "control_recorded a",
+            "item_requeued a",
+            "item_requeued b",
+            "control_recorded c",
+            "item_requeued c",
+          ]);
+          expect(status()).toEqual({ a: "pending", b: "pending", c: "pending" });
+          // Nothing left to select: a no-op, exit 0, no event.
+          const head = p.head();
+          const none = await ctlOk(p, ["retry", "--all-failed", "--all-blocked"]);
+          expect(none.actions).toEqual([{ item: null, effect: "no failed or blocked items; nothing to retry", noop: true }]);
+          expect(p.head()).toBe(head);
+          expect((await p.runToDrain()).reason).toBe("Succeeded");
+        },
+      ),
     T,
   );
 });

@@ -61,8 +61,11 @@ describe("duration", () => {
     ["15m", 15 * MIN],
     ["2h", 120 * MIN],
     ["1d", 1440 * MIN],
-    ["0s", 0],
   ])("parseDuration(%p) = %p", (s, ms) => expect(parseDuration(s)).toBe(ms));
+
+  test.each(["0s", "0ms", "0d", "000m"])("parseDuration rejects the zero duration %p: zero is invalid everywhere", (s) =>
+    expect(() => parseDuration(s)).toThrow(`invalid duration ${JSON.stringify(s)}: must be greater than zero`),
+  );
 
   test.each(["", "5", "m", "1.5h", "1h30m", " 5m", "5m ", "-5m", "5M", "5min", "5 m", "99999999999999999d"])(
     "parseDuration rejects %p, naming it",
@@ -70,7 +73,6 @@ describe("duration", () => {
   );
 
   test.each([
-    [0, "0s"],
     [500, "500ms"],
     [1500, "1500ms"],
     [90_000, "90s"],
@@ -100,6 +102,7 @@ describe("valid definitions", () => {
       keepCheckoutOnClose: false,
       requireStartCommand: false,
       runners: {},
+      notify: null,
       items: [],
     });
   });
@@ -165,6 +168,7 @@ describe("valid definitions", () => {
       keepCheckoutOnClose: true,
       requireStartCommand: true,
       runners: { mine: { command: ["my-agent", "--prompt-file", "{handoff}", "--cwd={workdir}"] } },
+      notify: null,
       items: [
         {
           id: "fix-login",
@@ -204,7 +208,7 @@ describe("valid definitions", () => {
     expect(normalizeDefinition(raw)).toEqual(expected);
   });
 
-  test("the DESIGN §4.1 example is valid", () => {
+  test("the docs/loop-json.md example is valid", () => {
     const def = normalizeDefinition({
       name: "api-backlog",
       defaults: {
@@ -342,7 +346,7 @@ describe("errors, each at its path", () => {
     ["missing items", (d) => delete d.items, "items", "required"],
     ["items not an array", (d) => (d.items = {}), "items", "must be an array of items"],
     ["item not an object", (d) => (d.items[1] = "b"), "items[1]", "expected an object, got \"b\""],
-    ["unknown top-level key", (d) => (d.itmes = []), "itmes", "unknown key (allowed: $schema, name, defaults, runners, control, sessions, workspace, items, $comment)"],
+    ["unknown top-level key", (d) => (d.itmes = []), "itmes", "unknown key (allowed: $schema, name, defaults, runners, control, sessions, workspace, notify, items, $comment)"],
     ["unknown item key", (d) => (d.items[0].depends = []), "items[0].depends", "unknown key (allowed: id, ref, prompt, dependsOn, verify, runner, model, maxAttempts, timeouts, $comment)"],
     ["unknown defaults key", (d) => (d.defaults.retries = 1), "defaults.retries", "unknown key (allowed: runner, model, verify, maxAttempts, timeouts, landing, $comment)"],
     ["unknown timeouts key", (d) => (d.items[0].timeouts = { idle: "1m" }), "items[0].timeouts.idle", "unknown key (allowed: launch, stall, verify, $comment)"],
@@ -401,7 +405,7 @@ describe("errors, each at its path", () => {
       'invalid duration "1h30m": expected an integer and one unit (ms, s, m, h, d), e.g. "90s" or "15m"',
     ],
     ["bad item timeout", (d) => (d.items[1].timeouts = { launch: 300 }), "items[1].timeouts.launch", 'must be a duration string such as "15m"'],
-    ["zero timeout", (d) => (d.items[1].timeouts = { verify: "0m" }), "items[1].timeouts.verify", "must be greater than zero"],
+    ["zero timeout", (d) => (d.items[1].timeouts = { verify: "0m" }), "items[1].timeouts.verify", 'invalid duration "0m": must be greater than zero'],
     ["unknown landing", (d) => (d.defaults.landing = "pr"), "defaults.landing", 'must be "none" or "merge"'],
     ["tmux not boolean", (d) => (d.sessions = { tmux: "yes" }), "sessions.tmux", "must be true or false"],
     ["requireStartCommand not boolean", (d) => (d.control = { requireStartCommand: 1 }), "control.requireStartCommand", "must be true or false"],
@@ -788,13 +792,14 @@ describe("JSON Schema", () => {
     ["control", () => schema.properties.control],
     ["sessions", () => schema.properties.sessions],
     ["workspace", () => schema.properties.workspace],
+    ["notify", () => schema.properties.notify],
   ])("%s keys match the validator", (section, get) => {
     expect(keys(get())).toEqual([...ACCEPTED_KEYS[section]!].sort());
   });
 
   test("covers every section the validator has", () => {
     expect(Object.keys(ACCEPTED_KEYS).sort()).toEqual(
-      ["control", "defaults", "definition", "item", "runner", "sessions", "timeouts", "workspace"],
+      ["control", "defaults", "definition", "item", "notify", "runner", "sessions", "timeouts", "workspace"],
     );
   });
 
@@ -828,5 +833,38 @@ describe("JSON Schema", () => {
     const duration = new RegExp(schema.$defs.duration.pattern);
     for (const s of ["500ms", "90s", "15m", "2h", "1d"]) expect(duration.test(s)).toBe(true);
     for (const s of ["1.5h", "5", "1h30m"]) expect(duration.test(s)).toBe(false);
+  });
+});
+
+describe("notify", () => {
+  test("a command, with the default timeout; absent means null", () => {
+    expect(normalizeDefinition({ name: "x", notify: { command: ["mail", "-s", "loop", "ops@example.com"] }, items: [] }).notify).toEqual({
+      command: ["mail", "-s", "loop", "ops@example.com"],
+      timeout: 30_000,
+    });
+    expect(normalizeDefinition({ name: "x", notify: { command: ["x"], timeout: "2m" }, items: [] }).notify!.timeout).toBe(2 * MIN);
+    expect(normalizeDefinition({ name: "x", items: [] }).notify).toBeNull();
+  });
+
+  test("braces are literal (a jq program), never placeholders", () => {
+    const def = normalizeDefinition({ name: "x", notify: { command: ["sh", "-c", "jq '{text: .subject}' | curl -d @- \"$HOOK\""] }, items: [] });
+    expect(def.notify!.command[2]).toContain("{text: .subject}");
+  });
+
+  test.each([
+    ["an empty command", { command: [] }, "notify.command", "must name a program to run"],
+    ["an empty argument", { command: ["x", ""] }, "notify.command[1]", "must not be empty"],
+    ["not an array", { command: "mail" }, "notify.command", "must be an array of strings"],
+    ["a timeout over 5m", { command: ["x"], timeout: "10m" }, "notify.timeout", "must be at most 5m (the step waits for it)"],
+    ["a zero timeout", { command: ["x"], timeout: "0s" }, "notify.timeout", 'invalid duration "0s": must be greater than zero'],
+    ["an unknown key", { command: ["x"], on: ["failed"] }, "notify.on", "unknown key (allowed: command, timeout, $comment)"],
+  ])("%s", (_name, notify, path, message) => {
+    expect(issuesOf({ name: "x", notify, items: [] })).toContainEqual({ path, message });
+  });
+
+  test("is not part of the imported definition's identity: changing it re-imports nothing", () => {
+    const a = normalizeDefinition({ name: "x", items: [] });
+    const b = normalizeDefinition({ name: "x", notify: { command: ["x"] }, items: [] });
+    expect(definitionHash(a)).toBe(definitionHash(b));
   });
 });

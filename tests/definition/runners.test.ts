@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseDemoDirectives, runDemoAgent } from "../../lib/step/demo-agent.ts";
@@ -12,6 +12,7 @@ import {
   PRESETS,
   type LaunchContext,
 } from "../../lib/definition/runners.ts";
+import { git, makeRepo } from "../helpers/repo.ts";
 
 const SID = "3f2b8c1e-7d4a-4e2b-9c1d-5a6b7c8d9e0f";
 const HANDOFF = "/srv/app/.loop/sessions/fix-login/1/handoff.md";
@@ -41,7 +42,7 @@ const AIDER_QUIET = [
   "--no-stream",
 ];
 const CLAUDE_COMMON = ["claude", "-p", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"];
-const CODEX_COMMON = ["codex", "exec", "--json", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check"];
+const CODEX_COMMON = ["codex", "exec", "--json", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check", "--disable", "unbounded_connection_retries"];
 
 describe("presets", () => {
   const cases: Array<{ name: string; runner: keyof typeof PRESETS; ctx: LaunchContext; argv: string[]; conversationId: string | null }> = [
@@ -308,12 +309,6 @@ describe("conversationIdFromLog", () => {
 // ---------------------------------------------------------------------------------------------
 // The demo agent, in a real temporary git repository.
 
-function git(cwd: string, ...args: string[]): string {
-  const r = Bun.spawnSync(["git", ...args], { cwd, stdout: "pipe", stderr: "pipe" });
-  if (r.exitCode !== 0) throw new Error(`git ${args.join(" ")}: ${r.stderr.toString()}`);
-  return r.stdout.toString();
-}
-
 describe("demo agent", () => {
   let root: string;
   let repo: string;
@@ -322,17 +317,9 @@ describe("demo agent", () => {
   let errors: string[];
 
   beforeEach(() => {
-    root = mkdtempSync(join(tmpdir(), "loop-demo-"));
-    repo = join(root, "repo");
+    ({ dir: root, root: repo } = makeRepo({ prefix: "loop-demo-", files: { "README.md": "hello\n" } }));
     session = join(root, "session");
-    Bun.spawnSync(["mkdir", "-p", repo, session]);
-    git(repo, "init", "-q", "-b", "main");
-    git(repo, "config", "user.email", "test@example.com");
-    git(repo, "config", "user.name", "Test");
-    git(repo, "config", "commit.gpgsign", "false");
-    writeFileSync(join(repo, "README.md"), "hello\n");
-    git(repo, "add", "-A");
-    git(repo, "commit", "-q", "-m", "init");
+    mkdirSync(session);
     lines = [];
     errors = [];
   });

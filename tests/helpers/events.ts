@@ -158,6 +158,19 @@ export function ended(item: string, attempt: number, exitCode = 0): EventDraft {
   };
 }
 
+export function verifyReserved(item: string, attempt: number, epoch = 0): EventDraft {
+  const key = `verify:${item}:e${epoch}:a${attempt}`;
+  return { type: "verify_reserved", item, id: key, payload: { attempt, key, command: "bun test", log: `/state/sessions/${item}/${attempt}/verify.log`, timeoutMs: 900_000 } };
+}
+
+export function verifyStarted(item: string, attempt: number, o: { adopted?: boolean; deadline?: string } = {}): EventDraft {
+  return {
+    type: "verify_started",
+    item,
+    payload: { attempt, pid: 4343, pgid: 4343, startTime: "123456", log: `/state/sessions/${item}/${attempt}/verify.log`, deadline: o.deadline ?? "2025-01-01T00:15:00.000Z", adopted: o.adopted ?? false },
+  };
+}
+
 export function verified(item: string, attempt: number, passed: boolean): EventDraft {
   return {
     type: "verify_finished",

@@ -3,16 +3,18 @@
 // counting shell runner), and the invariants every crash test checks once the loop has drained.
 // Nothing here measures time: every wait polls with a generous bound and fails with a message.
 import { Database } from "bun:sqlite";
-import { spawnSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { repairRunlog } from "../../lib/log/materialize.ts";
 import { dbPath, type EventRow } from "../../lib/log/store.ts";
+import { BUN, type CmdResult, type Env, finish, LOOP, runLoop, spawnLoop as spawnLoopIn } from "./cli.ts";
+import { testEnv } from "./env.ts";
+import { git, makeRepo as makeRepoWith, writeLoopJson } from "./repo.ts";
 
-export const REPO = resolve(import.meta.dir, "..", "..");
-export const LOOP = join(REPO, "cmd", "loop.ts");
-export const BUN = process.execPath;
+// The shared pieces, under the names this harness has always exported.
+export { BUN, type CmdResult, finish, git, LOOP, writeLoopJson };
+export { REPO } from "./cli.ts";
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -21,70 +23,22 @@ export function shq(s: string): string {
   return `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
-/** The environment of every spawned loop command: nothing leaking in from the caller's. */
-export function loopEnv(extra: Record<string, string | undefined> = {}): Record<string, string> {
-  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: "1", LOOP_KILL_GRACE_MS: "300" };
-  for (const k of ["LOOP_STATE_ROOT", "FORCE_COLOR", "LOOP_FAILPOINT", "LOOP_TMUX_SOCKET", "LOOP_ACTOR", "TMUX"]) delete env[k];
-  Object.assign(env, extra);
-  return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined));
-}
-
-export interface CmdResult {
-  pid: number;
-  code: number | null;
-  signal: string | null;
-  stdout: string;
-  stderr: string;
-  /** stdout parsed as JSON, when it is JSON. */
-  json: any;
-}
-
-function parseJson(text: string): any {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return null;
-  }
-}
+/** The environment of every spawned loop command: the scrubbed test environment (tests/helpers/env.ts). */
+export const loopEnv = (extra: Env = {}): Record<string, string> => testEnv(extra);
 
 /** Start `bun cmd/loop.ts <args>` without waiting for it. */
-export function spawnLoop(args: string[], env: Record<string, string | undefined> = {}, cwd = REPO) {
-  return Bun.spawn([BUN, LOOP, ...args], { cwd, env: loopEnv(env), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
-}
-
-export async function finish(proc: ReturnType<typeof spawnLoop>): Promise<CmdResult> {
-  const [stdout, stderr] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
-  await proc.exited;
-  return { pid: proc.pid, code: proc.exitCode, signal: proc.signalCode ? String(proc.signalCode) : null, stdout, stderr, json: parseJson(stdout) };
+export function spawnLoop(args: string[], env: Env = {}, cwd?: string) {
+  return spawnLoopIn(args, { env, cwd });
 }
 
 /** Run `bun cmd/loop.ts <args>` to the end. */
-export async function loop(args: string[], env: Record<string, string | undefined> = {}, cwd = REPO): Promise<CmdResult> {
-  return finish(spawnLoop(args, env, cwd));
+export async function loop(args: string[], env: Env = {}, cwd?: string): Promise<CmdResult> {
+  return runLoop(args, { env, cwd });
 }
 
-export function git(cwd: string, ...args: string[]): string {
-  const r = spawnSync("git", args, { cwd, encoding: "utf8" });
-  if (r.status !== 0) throw new Error(`git ${args.join(" ")} in ${cwd}: ${r.stderr}`);
-  return r.stdout.trim();
-}
-
-/** A temp directory holding a fresh git repository (branch main, one commit) at <dir>/repo. */
+/** A temp directory holding a fresh git repository (branch main, one commit of project.txt) at <dir>/repo. */
 export function makeRepo(prefix = "loop-e2e-"): { dir: string; root: string } {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  const root = join(dir, "repo");
-  spawnSync("mkdir", ["-p", root]);
-  git(root, "init", "-q", "-b", "main");
-  git(root, "config", "user.email", "test@loop.invalid");
-  git(root, "config", "user.name", "loop test");
-  writeFileSync(join(root, "project.txt"), "a tiny project\n");
-  git(root, "add", "-A");
-  git(root, "commit", "-q", "-m", "a tiny project");
-  return { dir, root };
-}
-
-export function writeLoopJson(root: string, def: unknown): void {
-  writeFileSync(join(root, "loop.json"), JSON.stringify(def, null, 2) + "\n");
+  return makeRepoWith({ prefix });
 }
 
 /**
@@ -93,6 +47,14 @@ export function writeLoopJson(root: string, def: unknown): void {
  */
 export function countingRunner(launchLog: string): { command: string[] } {
   return { command: ["sh", "-c", `echo "$LOOP_ITEM $LOOP_ATTEMPT" >> ${shq(launchLog)} && exec ${shq(BUN)} ${shq(LOOP)} __demo-agent`] };
+}
+
+/**
+ * A verify command that records each run as a line "<item> <attempt>" in `verifyLog` (outside the
+ * worktree) before it runs `command`: checkDrained proves no attempt's verify ran twice.
+ */
+export function countingVerify(verifyLog: string, command: string): string {
+  return `echo "$LOOP_ITEM $LOOP_ATTEMPT" >> ${shq(verifyLog)}; ${command}`;
 }
 
 export function readLaunches(launchLog: string): string[] {
@@ -214,6 +176,8 @@ export interface DriveOptions {
 export class LoopUnderTest {
   readonly stateRoot: string;
   readonly launchLog: string;
+  /** Where countingVerify records verify runs. */
+  readonly verifyLog: string;
   readonly history: string[] = [];
   killedBy: { args: string[]; stderr: string; pid: number } | null = null;
   /** Steps of untilDrained stop being taken after this time (a bound, not an expectation). */
@@ -226,6 +190,7 @@ export class LoopUnderTest {
   ) {
     this.stateRoot = join(root, ".loop");
     this.launchLog = join(dir, "launches.log");
+    this.verifyLog = join(dir, "verifies.log");
   }
 
   /** Arm the failpoint from now on (after an unarmed setup). */
@@ -256,11 +221,19 @@ export class LoopUnderTest {
     return r;
   }
 
-  /** One `loop run --json`; null when it was killed by the armed failpoint. */
+  /**
+   * One `loop run --json`; null when it was killed by the armed failpoint. Exit 1 must come with
+   * its reason: the loop needs a person (`attention`: a pause on a fault or question, a Failed
+   * drain), or (with allowStepErrors) environment errors.
+   */
   async step(): Promise<any | null> {
-    const r = await this.cmd(["run", "--json"], this.o.allowStepErrors ? [0, 1] : [0]);
+    const r = await this.cmd(["run", "--json"], [0, 1]);
     if (r.signal) return null;
-    if (r.code === 1 && !(r.json?.errors?.length > 0)) throw new Error(`loop run exited 1 without recorded errors:\n${r.stderr}\n${this.trace()}`);
+    const needsPerson = r.json?.attention?.length > 0;
+    const errors = r.json?.errors?.length > 0;
+    if (r.code === 1 && !needsPerson && !(this.o.allowStepErrors && errors))
+      throw new Error(`loop run exited 1 without a person needed${errors ? " (errors not allowed here)" : " or recorded errors"}:\n${r.stderr}\n${r.stdout}\n${this.trace()}`);
+    if (r.code === 0 && needsPerson) throw new Error(`loop run exited 0 while the loop needs a person:\n${r.stdout}\n${this.trace()}`);
     return r.json;
   }
 
@@ -280,18 +253,22 @@ export class LoopUnderTest {
     }
   }
 
-  /** While the current item's session works: wait for its exit or ask file (bounded), instead of busy-stepping. */
+  /**
+   * While the current item's session works, or its verify command runs: wait for its exit (or ask
+   * file) status (bounded), instead of busy-stepping.
+   */
   async waitForSession(boundMs = 15_000): Promise<void> {
     const st = this.state();
     const cur = st?.loop?.current;
     if (!cur) return;
     const it = st.items.find((i: any) => i.id === cur);
-    if (!it || it.status !== "running" && it.status !== "launching") return;
+    if (!it || (it.status !== "running" && it.status !== "launching" && it.status !== "ended")) return;
     const dir = join(this.stateRoot, "sessions", cur, it.epoch === 0 ? String(it.attempts) : `e${it.epoch}-${it.attempts}`);
-    if (it.status === "launching" && !existsSync(join(dir, "launch.json"))) return;
+    const [launch, done] = it.status === "ended" ? ["verify-launch.json", ["verify-exit.json"]] : ["launch.json", ["exit.json", "ask.txt"]];
+    if (!existsSync(join(dir, launch!))) return;
     const deadline = Date.now() + boundMs;
     while (Date.now() < deadline) {
-      if (existsSync(join(dir, "exit.json")) || existsSync(join(dir, "ask.txt"))) return;
+      if (done!.some((f) => existsSync(join(dir, f)))) return;
       await sleep(50);
     }
   }
@@ -387,6 +364,14 @@ export async function checkDrained(l: LoopUnderTest, expected: Expected, opts: {
   }
   const startedEvents = rows.filter((r) => r.type === "session_started").map((r) => `${r.item} ${JSON.parse(r.payload).attempt}`);
   for (const s of startedEvents) if (!seen.has(s) && opts.everyStartRan !== false) throw new Error(where(`session_started for "${s}" but the runner never ran`));
+
+  // One verify reservation per (item, epoch, attempt), and no attempt's verify command ran twice.
+  const verifyKeys = rows.filter((r) => r.type === "verify_reserved").map((r) => JSON.parse(r.payload).key as string);
+  if (new Set(verifyKeys).size !== verifyKeys.length) throw new Error(where(`a verify was reserved twice: ${verifyKeys.join(", ")}`));
+  const verifyReserved = new Set(rows.filter((r) => r.type === "verify_reserved").map((r) => `${r.item} ${JSON.parse(r.payload).attempt}`));
+  const verifies = readLaunches(l.verifyLog);
+  if (new Set(verifies).size !== verifies.length) throw new Error(where(`a verify command ran twice for one attempt: ${verifies.join(", ")}`));
+  for (const v of verifies) if (!verifyReserved.has(v)) throw new Error(where(`verify "${v}" ran without a reservation`));
 
   // terminal_state.json present with the outcome; RUNLOG.md needs no repair.
   const term = JSON.parse(readFileSync(join(l.stateRoot, "terminal_state.json"), "utf8"));

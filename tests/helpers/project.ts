@@ -5,48 +5,32 @@
 // Layout of one project:  <base>/repo   the git repository and loop root (state root repo/.loop)
 //                         <base>/aux    files the test's scripts write (pid files, markers)
 import { expect } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import type { StoredEvent } from "../../lib/log/events.ts";
 import type { Projection } from "../../lib/log/reducer.ts";
 import type { RunResult } from "../../lib/step/step.ts";
 import { headOf, iterateEvents, readProjection, rowToEvent, withReadSnapshot } from "../../lib/log/store.ts";
 import { markedProcesses } from "../../lib/shared/process.ts";
+import { BUN, type Env, LOOP, type RunResult as CliResult, spawnLoop } from "./cli.ts";
+import { testEnv } from "./env.ts";
+import { git, gitOk, initRepo, writeLoopJson } from "./repo.ts";
 
-export const REPO = resolve(import.meta.dir, "..", "..");
-export const LOOP = join(REPO, "cmd", "loop.ts");
-export const BUN = process.execPath;
+// The shared pieces, under the names this harness has always exported.
+export { BUN, LOOP, REPO } from "./cli.ts";
+export { type CliResult, git, gitOk };
 
-export interface CliResult {
-  code: number;
-  stdout: string;
-  stderr: string;
+/** The environment of every spawned command: the scrubbed test environment, and `loop run` acting as cron@test. */
+export function cliEnv(extra: Env = {}): Record<string, string> {
+  return testEnv({ LOOP_ACTOR: "cron@test", ...extra });
 }
 
-/** The environment of every spawned command: fast kill grace, no colour, nothing inherited that steers loop. */
-export function cliEnv(extra: Record<string, string | undefined> = {}): Record<string, string> {
-  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: "1", LOOP_KILL_GRACE_MS: "300", LOOP_ACTOR: "cron@test" };
-  for (const k of ["LOOP_STATE_ROOT", "LOOP_FAILPOINT", "FORCE_COLOR"]) delete env[k];
-  Object.assign(env, extra);
-  return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined));
-}
-
-/** Run a program to completion; stdin is /dev/null (never a TTY). */
-export async function exec(argv: string[], opts: { cwd: string; env?: Record<string, string | undefined> }): Promise<CliResult> {
+/** Run a program to completion in the environment of cliEnv; stdin is /dev/null (never a TTY). */
+export async function exec(argv: string[], opts: { cwd: string; env?: Env }): Promise<CliResult> {
   const proc = Bun.spawn(argv, { cwd: opts.cwd, env: cliEnv(opts.env), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   return { code, stdout, stderr };
-}
-
-export function git(cwd: string, ...args: string[]): string {
-  const r = Bun.spawnSync(["git", ...args], { cwd, stdout: "pipe", stderr: "pipe" });
-  if (r.exitCode !== 0) throw new Error(`git ${args.join(" ")} (in ${cwd}) failed: ${r.stderr.toString()}`);
-  return r.stdout.toString().trim();
-}
-
-export function gitOk(cwd: string, ...args: string[]): boolean {
-  return Bun.spawnSync(["git", ...args], { cwd, stdout: "ignore", stderr: "ignore" }).exitCode === 0;
 }
 
 export const sleep = (ms: number) => Bun.sleep(ms);
@@ -112,39 +96,40 @@ export class Project {
     this.env = opts.env ?? {};
     mkdirSync(this.root);
     mkdirSync(this.aux);
-    git(this.root, "init", "-q", "-b", "main");
-    git(this.root, "config", "user.email", "test@example.invalid");
-    git(this.root, "config", "user.name", "test");
-    git(this.root, "config", "commit.gpgsign", "false");
-    writeFileSync(join(this.root, ".gitignore"), ".loop/\n");
-    for (const [name, text] of Object.entries(opts.files ?? { "README.md": "# project\n" })) {
-      mkdirSync(join(this.root, name, ".."), { recursive: true });
-      writeFileSync(join(this.root, name), text);
-    }
-    this.writeDefinition(typeof def === "function" ? def(this) : def);
-    git(this.root, "add", "-A");
-    git(this.root, "commit", "-q", "-m", "initial");
+    const definition = typeof def === "function" ? def(this) : def;
+    initRepo(this.root, { files: { ".gitignore": ".loop/\n", ...(opts.files ?? { "README.md": "# project\n" }) }, definition });
   }
 
   writeDefinition(def: Record<string, unknown> | string): void {
-    writeFileSync(join(this.root, "loop.json"), typeof def === "string" ? def : JSON.stringify(def, null, 2) + "\n");
+    writeLoopJson(this.root, def);
   }
 
   /** `bun cmd/loop.ts <args>` in the project root. */
-  loop(args: string[], env: Record<string, string | undefined> = {}): Promise<CliResult> {
+  loop(args: string[], env: Env = {}): Promise<CliResult> {
     return exec([BUN, LOOP, ...args], { cwd: this.root, env: { ...this.env, ...env } });
   }
 
   /** Start `bun cmd/loop.ts <args>` without waiting for it (stdout and stderr piped). */
-  spawn(args: string[], env: Record<string, string | undefined> = {}) {
-    return Bun.spawn([BUN, LOOP, ...args], { cwd: this.root, env: cliEnv({ ...this.env, ...env }), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  spawn(args: string[], env: Env = {}) {
+    return spawnLoop(args, { cwd: this.root, env: { LOOP_ACTOR: "cron@test", ...this.env, ...env } });
   }
 
-  /** One `loop run --json` step; its exit code must be one of `codes`. */
-  async run(codes: number[] = [0]): Promise<RunResult & { exitCode: number; stderr: string }> {
+  /**
+   * One `loop run --json` step; its exit code must be one of `codes`. Without `codes`: no
+   * environment errors, and exit 1 exactly when the loop needs a person (`attention`), else 0.
+   */
+  async run(codes?: number[]): Promise<RunResult & { exitCode: number; stderr: string }> {
     const r = await this.loop(["run", "--json", "--root", this.root]);
-    if (!codes.includes(r.code))
-      throw new Error(`loop run exited ${r.code} (expected ${codes.join("|")})\nstderr: ${r.stderr}\nstdout: ${r.stdout}\n${this.history()}`);
+    let expected = codes;
+    if (!expected) {
+      let parsed: RunResult | null = null;
+      try {
+        parsed = JSON.parse(r.stdout) as RunResult;
+      } catch {}
+      expected = parsed && parsed.errors.length === 0 ? [parsed.attention.length ? 1 : 0] : [0];
+    }
+    if (!expected.includes(r.code))
+      throw new Error(`loop run exited ${r.code} (expected ${expected.join("|")})\nstderr: ${r.stderr}\nstdout: ${r.stdout}\n${this.history()}`);
     const doc = JSON.parse(r.stdout) as RunResult;
     expect(doc.schema).toBe("loop/run@1");
     this.runs.push(doc);
@@ -191,16 +176,16 @@ export class Project {
     return this.events().filter((e) => e.type === type && (item === undefined || e.item === item));
   }
 
-  /** Every process group a session of this project ever had: recorded pids and the wrapper's own files. */
+  /** Every process group a session or verify command of this project ever had: recorded pids and the wrapper's own files. */
   sessionGroups(): number[] {
     const pids = new Set<number>();
     if (existsSync(join(this.stateRoot, "loop.db")))
-      for (const e of this.events()) if (e.type === "session_started" && typeof e.payload.pid === "number") pids.add(e.payload.pid);
+      for (const e of this.events()) if ((e.type === "session_started" || e.type === "verify_started") && typeof e.payload.pid === "number") pids.add(e.payload.pid);
     const sessions = join(this.stateRoot, "sessions");
     if (existsSync(sessions))
       for (const item of readdirSync(sessions))
         for (const attempt of readdirSync(join(sessions, item)))
-          for (const f of ["started.json", "spawned.json"]) {
+          for (const f of ["started.json", "spawned.json", "verify-started.json", "verify-spawned.json"]) {
             try {
               const j = JSON.parse(readFileSync(join(sessions, item, attempt, f), "utf8"));
               const pid = j.wrapperPid ?? j.pid;

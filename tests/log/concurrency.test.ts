@@ -1,4 +1,4 @@
-// Many `loop run` processes on one root (DESIGN §5, §6.1): the lease gives exactly one of them the
+// Many `loop run` processes on one root (docs/cli/loop-run.md, step 2): the lease gives exactly one of them the
 // step, the others exit 75 having appended nothing; a store that does not exist yet is created once;
 // a lease left by a dead step is taken over (and the takeover recorded), a live one is respected.
 import { Database } from "bun:sqlite";

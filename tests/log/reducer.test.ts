@@ -23,6 +23,8 @@ import {
   settled,
   started,
   verified,
+  verifyReserved,
+  verifyStarted,
 } from "../helpers/events.ts";
 
 /** store_opened, a definition of a, b, c (revision 1), loop_started. */
@@ -155,6 +157,19 @@ describe("illegal sequences name the seq and the rule", () => {
     expectIllegal(log, log.next({ type: "store_opened", payload: { schema: 1, tool: "loop" } }), "store_opened_first");
   });
 
+  test("store_bound sets the owner, in any loop state; a binding must name the owner it replaces (store_bound_previous)", () => {
+    const log = base();
+    const a = { repo: "/srv/api", gitDir: "/srv/api/.git", root: ".", name: "api" };
+    const b = { ...a, repo: "/srv/api2", gitDir: "/srv/api2/.git" };
+    expectIllegal(log, log.next({ type: "store_bound", payload: { project: b, previous: a, reason: "x" } }), "store_bound_previous");
+    log.push({ type: "store_bound", payload: { project: a, previous: null, reason: "a new store" } });
+    expect(fold(log.events).loop.owner).toEqual(a);
+    expectIllegal(log, log.next({ type: "store_bound", payload: { project: b, previous: null, reason: "x" } }), "store_bound_previous");
+    log.push({ type: "store_bound", payload: { project: b, previous: a, reason: "adopted" } });
+    expect(fold(log.events).loop.owner).toEqual(b);
+    expect(fold(log.events).loop.state).toBe("running");
+  });
+
   test("an unknown type, even one named like an Object property, is unknown_type (never called)", () => {
     const log = base();
     for (const type of ["no_such_event", "constructor", "toString", "__proto__"])
@@ -252,6 +267,29 @@ describe("illegal sequences name the seq and the rule", () => {
     expectIllegal(log, log.next({ ...launch("a", 1), item: null }), "item_required");
   });
 
+  test("a verify is reserved once per attempt, after an exit, and started once after its reservation", () => {
+    const running = base();
+    running.push(launch("a", 1), started("a", 1));
+    expectIllegal(running, running.next(verifyReserved("a", 1)), "item_status");
+    const stalled = base();
+    stalled.push(launch("a", 1), started("a", 1), { type: "session_ended", item: "a", payload: { attempt: 1, verdict: "stalled", exitCode: null, signal: null, reason: "no output" } });
+    expectIllegal(stalled, stalled.next(verifyReserved("a", 1)), "verify_order");
+    const exited = base();
+    exited.push(launch("a", 1), started("a", 1), ended("a", 1));
+    expectIllegal(exited, exited.next(verifyStarted("a", 1)), "verify_order");
+    expectIllegal(exited, exited.next(verifyReserved("a", 2)), "attempt_mismatch");
+    exited.push(verifyReserved("a", 1));
+    expectIllegal(exited, exited.next({ ...verifyReserved("a", 1), id: "another-id" }), "verify_order");
+    exited.push(verifyStarted("a", 1));
+    expectIllegal(exited, exited.next(verifyStarted("a", 1)), "verify_order");
+    exited.push(verified("a", 1, true));
+    expectIllegal(exited, exited.next(verifyStarted("a", 1)), "verify_order");
+    // Judged without a command (verify: false): no reservation may follow the verdict.
+    const judged = base();
+    judged.push(launch("a", 1), started("a", 1), ended("a", 1), verified("a", 1, false));
+    expectIllegal(judged, judged.next(verifyReserved("a", 1)), "verify_order");
+  });
+
   test("attempt numbers must follow each other", () => {
     const log = base();
     expectIllegal(log, log.next(launch("a", 2)), "attempt_order");
@@ -260,7 +298,40 @@ describe("illegal sequences name the seq and the rule", () => {
   });
 });
 
-describe("definition revisions (DESIGN §4.1)", () => {
+describe("a verify run", () => {
+  test("is recorded on its attempt: reserved, started with its deadline, then judged; the reason follows it", () => {
+    const log = base();
+    log.push(launch("a", 1), started("a", 1), ended("a", 1), verifyReserved("a", 1));
+    let it = fold(log.events).items.a!;
+    expect(it.status).toBe("ended");
+    expect(it.reason).toBe("verify reserved");
+    expect(it.attempts[0]!.verifyRun).toMatchObject({ key: "verify:a:e0:a1", command: "bun test", timeoutMs: 900_000, pid: null, startTime: null, deadline: null });
+    log.push(verifyStarted("a", 1, { deadline: "2025-01-01T00:20:00.000Z" }));
+    it = fold(log.events).items.a!;
+    expect(it.attempts[0]!.verifyRun).toMatchObject({ pid: 4343, startTime: "123456", deadline: "2025-01-01T00:20:00.000Z" });
+    expect(it.reason).toBe("verify running (deadline 2025-01-01T00:20:00.000Z)");
+    log.push(verified("a", 1, false));
+    it = fold(log.events).items.a!;
+    expect(it.attempts[0]!.verify).toMatchObject({ passed: false, reason: "verify failed" });
+    expect(it.reason).toBe("verify failed (verify failed)");
+  });
+
+  test("a history without verify runs (older versions, verify: false) folds as before: no verifyRun, the reason untouched", () => {
+    const log = base();
+    log.push(launch("a", 1), started("a", 1), ended("a", 1), verified("a", 1, true));
+    const it = fold(log.events).items.a!;
+    expect("verifyRun" in it.attempts[0]!).toBe(false);
+    expect(it.reason).toBe("exited 0");
+  });
+
+  test("a reset forgets the run with the attempt", () => {
+    const log = base();
+    log.push(launch("a", 1), started("a", 1), ended("a", 1), verifyReserved("a", 1), verifyStarted("a", 1), reset("a"));
+    expect(fold(log.events).items.a!.attempts).toEqual([]);
+  });
+});
+
+describe("definition revisions (docs/loop-json.md#editing-a-running-loop)", () => {
   test("an edit never re-runs a settled item", () => {
     const log = base();
     log.push(...passingAttempt("a"), ...failingAttempt("c", 1, true));

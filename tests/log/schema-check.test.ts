@@ -21,10 +21,17 @@ import {
   settled,
   started,
   verified,
+  verifyReserved,
+  verifyStarted,
 } from "../helpers/events.ts";
 
 const SAMPLES: Record<EventType, unknown> = {
   store_opened: { schema: 2, tool: "loop" },
+  store_bound: {
+    project: { repo: "/srv/api", gitDir: "/srv/api/.git", root: ".", name: "api" },
+    previous: { repo: "/old/api", gitDir: "/old/api/.git", root: ".", name: null },
+    reason: "adopted",
+  },
   definition_imported: definition(1, [itemDef("a"), itemDef("b", { dependsOn: ["a"], ref: "github:acme/api#7", verify: false })]).payload,
   loop_started: loopStarted.payload,
   loop_paused: { reason: "needs input" },
@@ -34,9 +41,12 @@ const SAMPLES: Record<EventType, unknown> = {
   launch_reserved: launch("a", 1).payload,
   session_started: started("a", 1).payload,
   launch_failed: { attempt: 1, reason: "runner not found", interrupted: false },
+  environment_fault: { kind: "program_not_found", attempt: null, reason: "runner \"claude\": program \"claude\" was not found", fix: "install it" },
   session_ended: ended("a", 1, 3).payload,
   needs_input: { attempt: 1, question: "which database?" },
   reply_recorded: { text: "postgres" },
+  verify_reserved: verifyReserved("a", 1).payload,
+  verify_started: verifyStarted("a", 1).payload,
   verify_finished: verified("a", 1, false).payload,
   item_requeued: requeued("a", 1).payload,
   item_settled: settled("a", 1, "passed").payload,
@@ -46,6 +56,7 @@ const SAMPLES: Record<EventType, unknown> = {
   loop_reopened: { reason: "new work items" },
   lease_taken_over: { previous: { owner: "o", pid: 12, host: "h", started: "2026-01-01T00:00:00.000Z", expires: "2026-01-01T00:30:00.000Z" }, why: "dead" },
   work_item_reset: resetDone("a").payload,
+  notified: { slot: "environment", key: "environment:12", kind: "environment", ok: false, exitCode: 3, reason: "notify exited 3" },
 };
 
 const VALUES: unknown[] = [

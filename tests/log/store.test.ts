@@ -17,6 +17,7 @@ import { dbPath, type EventRow, hashInput, PAGE_SIZE, readProjection, rowToEvent
 import { control, definition, itemDef, launch, loopStarted } from "../helpers/events.ts";
 import { TempDirs } from "../helpers/fs.ts";
 import { realisticDrafts } from "../helpers/store.ts";
+import { testEnv } from "../helpers/env.ts";
 
 const temp = new TempDirs();
 const open: Store[] = [];
@@ -71,9 +72,12 @@ describe("the log", () => {
     open.splice(open.indexOf(store), 1);
     // A store made by an earlier version (SQLite's default 4 KiB pages) opens and appends as before.
     const old = temp.make();
+    Store.open(old, { create: true }).close();
     const raw = new Database(dbPath(old));
+    raw.run("PRAGMA journal_mode = DELETE"); // the page size of a WAL database cannot change
     raw.run("PRAGMA page_size = 4096");
-    raw.run("VACUUM"); // writes the header: the file is no longer empty, its page size is fixed
+    raw.run("VACUUM");
+    raw.run("PRAGMA journal_mode = WAL");
     raw.close();
     const s = Store.open(old, { create: true });
     open.push(s);
@@ -355,7 +359,7 @@ s.close();
 process.stdout.write(JSON.stringify(r));
 `,
     );
-    const child = Bun.spawnSync([process.execPath, script, root], { stderr: "pipe" });
+    const child = Bun.spawnSync([process.execPath, script, root], { env: testEnv(), stderr: "pipe" });
     expect(child.exitCode).toBe(0);
     const held = JSON.parse(child.stdout.toString());
     expect(held.ok).toBe(true);
@@ -468,7 +472,7 @@ for (let i = 0; i < 25; i++)
 s.close();
 `,
     );
-    const procs = ["w1", "w2"].map((n) => Bun.spawn([process.execPath, script, root, n], { stderr: "pipe" }));
+    const procs = ["w1", "w2"].map((n) => Bun.spawn([process.execPath, script, root, n], { env: testEnv(), stderr: "pipe" }));
     const codes = await Promise.all(procs.map((p) => p.exited));
     expect(codes).toEqual([0, 0]);
     const all = rows(store.db);

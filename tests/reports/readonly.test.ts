@@ -1,4 +1,4 @@
-// Read verbs never write (DESIGN §1.4): `loop status` and `loop replay`, in process and as real
+// Read verbs never write (docs/state.md, read-only guarantee): `loop status` and `loop replay`, in process and as real
 // processes, leave every byte, size and mtime under the state root as they found it, with and
 // without a -wal left behind by a killed writer.
 import { afterAll, describe, expect, test } from "bun:test";
@@ -10,20 +10,13 @@ import { statusReport } from "../../lib/reports/status.ts";
 import { dbPath, Store, StoreError } from "../../lib/log/store.ts";
 import { snapshotTree, TempDirs } from "../helpers/fs.ts";
 import { buildStore, realisticDrafts } from "../helpers/store.ts";
+import { REPO, runLoopSync } from "../helpers/cli.ts";
+import { testEnv } from "../helpers/env.ts";
 
 const temp = new TempDirs();
 afterAll(() => temp.cleanup());
 
-const REPO = join(import.meta.dir, "..", "..");
-const LOOP = join(REPO, "cmd", "loop.ts");
-
-function cli(args: string[], cwd: string) {
-  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: "1" };
-  delete env.LOOP_STATE_ROOT;
-  delete env.LOOP_FAILPOINT;
-  const r = Bun.spawnSync([process.execPath, LOOP, ...args], { cwd, env, stdout: "pipe", stderr: "pipe" });
-  return { code: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
-}
+const cli = (args: string[], cwd: string) => runLoopSync(args, { cwd });
 
 /** Run every read path against the state root: in process, then as processes (JSON and text). */
 async function readEverything(stateRoot: string, cwd: string) {
@@ -51,7 +44,7 @@ materialize(process.argv[2], projection, s.db);
 process.kill(process.pid, "SIGKILL");
 `,
   );
-  const child = Bun.spawnSync([process.execPath, script, root], { stderr: "pipe" });
+  const child = Bun.spawnSync([process.execPath, script, root], { env: testEnv(), stderr: "pipe" });
   expect(child.exitCode).toBeNull();
   expect(child.signalCode).toBe("SIGKILL");
 }
@@ -165,8 +158,8 @@ test("a reader that copies the store removes the copies dead readers of its pid 
   const victim = temp.make();
   writeFileSync(join(victim, "keep"), "x");
   symlinkSync(victim, join(tmp, `loop-snapshot-${ns}-2147483643-link`));
-  const r = Bun.spawnSync([process.execPath, LOOP, "status", "--json", "--state-root", root], { env: { ...process.env, TMPDIR: tmp, NO_COLOR: "1" }, stdout: "pipe", stderr: "pipe" });
-  expect(r.exitCode).toBe(0);
+  const r = runLoopSync(["status", "--json", "--state-root", root], { env: { TMPDIR: tmp } });
+  expect(r.code).toBe(0);
   expect(readdirSync(tmp).sort()).toEqual([...entries.filter(([, fate]) => fate === "kept").map(([n]) => n), `loop-snapshot-${ns}-2147483643-link`].sort());
   expect(readdirSync(victim)).toEqual(["keep"]);
 });

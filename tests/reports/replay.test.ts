@@ -20,7 +20,7 @@ import { buildStore, readRows, realisticDrafts, tamper } from "../helpers/store.
 const temp = new TempDirs();
 afterAll(() => temp.cleanup());
 
-import { LOOP, loopEnv } from "../helpers/loop-harness.ts";
+import { runInProcess } from "../helpers/cli.ts";
 
 // Seqs of the realistic history (tests/helpers/store.ts): 1 store_opened, 2 definition_imported,
 // 3 loop_started, 4..10 item a passes, 11..16 item b fails, 17 b reset, 18..24 b passes,
@@ -38,10 +38,8 @@ function openStore(): string {
   return root;
 }
 
-function replayCli(stateRoot: string) {
-  const r = Bun.spawnSync([process.execPath, LOOP, "replay", "--json", "--state-root", stateRoot], { cwd: stateRoot, env: loopEnv() });
-  return { code: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
-}
+/** `loop replay --json` in process (tests/helpers/cli.ts): its exit code and document. */
+const replayCli = (stateRoot: string) => runInProcess(["replay", "--json", "--state-root", stateRoot], { cwd: stateRoot });
 
 /** Edit tables other than events on a raw connection, leaving no -wal behind. */
 function withRaw(stateRoot: string, fn: (db: Database) => void) {
@@ -90,7 +88,7 @@ describe("a clean store replays clean", () => {
     expect(r.events).toBe(SEQ.last);
     expect(r.foldedTo).toBe(SEQ.last);
     expect(r.checks).toEqual({ chain: "ok", legality: "ok", determinism: "ok", projection: "ok", files: "ok" });
-    const cli = replayCli(root);
+    const cli = await replayCli(root);
     expect(cli.code).toBe(0);
     expect(JSON.parse(cli.stdout)).toMatchObject({ schema: "loop/replay@1", ok: true, events: SEQ.last });
   });
@@ -150,7 +148,7 @@ describe("tampering with the log", () => {
     const chain = r.findings.filter((f) => CHAIN.includes(f.code));
     expect(chain).toHaveLength(1);
     expect(chain[0]).toMatchObject({ code: "event_chain_broken", seq: SEQ.aSettled });
-    expect(replayCli(root).code).toBe(1);
+    expect((await replayCli(root)).code).toBe(1);
   });
 
   test("text output: a tampered event cannot print a line of its own (its line breaks are escaped)", async () => {
@@ -191,7 +189,7 @@ describe("tampering with the log", () => {
     expect(codes(r)).not.toContain("illegal_event_sequence");
     expect(r.findings.every((f) => f.seq === undefined || f.seq >= SEQ.bStarted + 1)).toBe(true);
     expect(r.foldedTo).toBeNull();
-    const cli = replayCli(root);
+    const cli = await replayCli(root);
     expect(cli.code).toBe(1);
     expect(JSON.parse(cli.stdout).findings.map((f: { code: string }) => f.code)).toContain("event_sequence_gap");
   });
@@ -263,7 +261,7 @@ describe("tampering with what is derived from the log", () => {
     const r = await replayReport(root);
     expect(r.findings.find((f) => f.code === "event_chain_broken")).toMatchObject({ seq: SEQ.aSettled });
     expect(r.findings).toContainEqual({ code: "projection_mismatch", message: "proj_loop has no row; the fold has one" });
-    expect(replayCli(root).code).toBe(1);
+    expect((await replayCli(root)).code).toBe(1);
   });
 
   test("a projection row deleted or added: projection_mismatch", async () => {

@@ -14,7 +14,7 @@ import { sha256Hex } from "../../lib/log/canonical.ts";
 import { TempDirs } from "../helpers/fs.ts";
 import { buildStore, realisticDrafts, tamper } from "../helpers/store.ts";
 import { launch, started } from "../helpers/events.ts";
-import { LOOP, loopEnv } from "../helpers/loop-harness.ts";
+import { runInProcess } from "../helpers/cli.ts";
 
 const temp = new TempDirs();
 afterAll(() => temp.cleanup());
@@ -27,10 +27,8 @@ function midRun(): string {
   return root;
 }
 
-function cli(args: string[]) {
-  const r = Bun.spawnSync([process.execPath, LOOP, ...args], { env: loopEnv(), stdout: "pipe", stderr: "pipe" });
-  return { code: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
-}
+/** A tool in process (tests/helpers/cli.ts): exit code, stdout, stderr. */
+const cli = (args: string[]) => runInProcess(args);
 
 describe("the state document status reports from", () => {
   test("state.json and the projection tables give the same report", async () => {
@@ -161,7 +159,7 @@ describe("a store written by an older loop (schema 1)", () => {
     const before = readFileSync(join(root, "loop.db"));
     expect(() => statusReport(root)).toThrow(StoreError);
     for (const verb of ["status", "replay"]) {
-      const r = cli([verb, "--json", "--state-root", root]);
+      const r = await cli([verb, "--json", "--state-root", root]);
       expect(r.code).toBe(2);
       expect(r.stdout).toBe("");
       const err = JSON.parse(r.stderr).error;
@@ -197,7 +195,7 @@ describe("a store written by a newer loop", () => {
     for (const open of [() => statusReport(root), () => Store.open(root)]) expect(open).toThrow(new StoreError("corrupt_store", message));
     await expect(replayReport(root)).rejects.toMatchObject({ name: "StoreError", code: "corrupt_store", message });
     for (const verb of ["status", "replay"]) {
-      const r = cli([verb, "--json", "--state-root", root]);
+      const r = await cli([verb, "--json", "--state-root", root]);
       expect(r.code).toBe(2);
       expect(r.stdout).toBe("");
       expect(JSON.parse(r.stderr).error).toEqual({ code: "corrupt_store", message });

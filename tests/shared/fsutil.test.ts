@@ -2,7 +2,7 @@
 // canonical JSON refuses, so an event carrying it could never be recorded.
 import { describe, expect, test } from "bun:test";
 import { afterAll } from "bun:test";
-import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { chownSync, linkSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { readRegularFile, sliceText, tail } from "../../lib/shared/fsutil.ts";
 import { TempDirs } from "../helpers/fs.ts";
@@ -56,5 +56,28 @@ describe("readRegularFile", () => {
     ["over the limit, cut when the caller takes a prefix", "big", { maxBytes: 10, truncate: true }, "x".repeat(10)],
   ] as const)("%s", (_name, file, o, want) => {
     expect(text(readRegularFile(join(dir, file), o))).toEqual(want);
+  });
+
+  // noLinks: a file someone else leaves for loop to record (the ask file) is read only if it is
+  // the file itself, not what a link in its place points to.
+  writeFileSync(join(dir, "target"), "root:x:0:0");
+  linkSync(join(dir, "target"), join(dir, "hard"));
+  symlinkSync(join(dir, "target"), join(dir, "soft"));
+  symlinkSync(join(dir, "nowhere"), join(dir, "dangling"));
+  test.each([
+    ["noLinks: a regular file of its own", "small", "hello"],
+    ["noLinks: a symbolic link is not followed", "soft", { kind: "error", message: "it is a symbolic link" }],
+    ["noLinks: a dangling symbolic link", "dangling", { kind: "error", message: "it is a symbolic link" }],
+    ["noLinks: a hard link to another file", "hard", { kind: "error", message: "it has 2 links (a hard link to another file)" }],
+    ["noLinks: a FIFO", "fifo", { kind: "error", message: "not a regular file" }],
+    ["noLinks: absent", "nothing", { kind: "absent" }],
+  ] as const)("%s", (_name, file, want) => {
+    expect(text(readRegularFile(join(dir, file), { noLinks: true }))).toEqual(want);
+  });
+
+  test.skipIf(process.getuid?.() !== 0)("noLinks: a file of another user is not read (as root, chown makes one)", () => {
+    writeFileSync(join(dir, "theirs"), "not yours");
+    chownSync(join(dir, "theirs"), 65534, 65534);
+    expect(readRegularFile(join(dir, "theirs"), { noLinks: true })).toEqual({ kind: "error", message: "it belongs to uid 65534, not to this user (uid 0)" });
   });
 });

@@ -3,16 +3,34 @@
 import { describe, expect, test } from "bun:test";
 import type { EventDraft, NormItemPayload, SettingsPayload } from "../../lib/log/events.ts";
 import { buildHandoff } from "../../lib/step/handoff.ts";
-import { type CtlVerb, planCtl, type PlannedAction } from "../../lib/control/ctl.ts";
+import { type CtlVerb, itemsWithStatus, planCtl, type PlannedAction, planRetryAll } from "../../lib/control/ctl.ts";
 import { RefusedError } from "../../lib/shared/errors.ts";
 import { UsageError } from "../../lib/shared/cli.ts";
-import { afterFailure, blockedBecauseOf, classifySession, type NextWork, nextWork, type SessionObservation } from "../../lib/step/decide.ts";
+import {
+  type AfterSession,
+  afterFailure,
+  afterSession,
+  blockedBecauseOf,
+  classifySession,
+  classifyVerify,
+  classifyVerifyStart,
+  failedReason,
+  type NextWork,
+  nextWork,
+  type SessionObservation,
+  type VerifyObservation,
+  type VerifyStartObservation,
+  verifyExitVerdict,
+  waitingReasons,
+  waitView,
+} from "../../lib/step/decide.ts";
 import { fold, type ItemState, type Projection } from "../../lib/log/reducer.ts";
 import {
   closed,
   control,
   ended,
   failingAttempt,
+  landed,
   itemDef,
   launch,
   LogBuilder,
@@ -22,6 +40,9 @@ import {
   SETTINGS,
   settled,
   started,
+  verified,
+  verifyReserved,
+  verifyStarted,
 } from "../helpers/events.ts";
 
 function def(revision: number, items: NormItemPayload[], settings: Partial<SettingsPayload> = {}): EventDraft {
@@ -133,6 +154,112 @@ describe("nextWork", () => {
   });
 });
 
+describe("waitingReasons: why each item waits, by nextWork's rules", () => {
+  const why = (p: Projection) => Object.fromEntries([...waitingReasons(waitView(p))].map(([id, w]) => [id, `${w.reason}: ${w.detail}`]));
+  const cases: { name: string; items: NormItemPayload[]; drafts?: EventDraft[]; settings?: Partial<SettingsPayload>; want: Record<string, string> }[] = [
+    {
+      name: "the first launchable item is next, the others wait their turn",
+      items: ids("a", "b"),
+      want: { a: "next: launches at the next `loop run`", b: "queued: waits its turn: a launches first" },
+    },
+    {
+      name: "behind the item in flight",
+      items: ids("a", "b"),
+      drafts: running("a"),
+      want: { b: "queued: waits for the item in flight, a (running)" },
+    },
+    {
+      name: "a dependency, named with its status",
+      items: [itemDef("a"), itemDef("c"), dep("b", "a", "c")],
+      drafts: [...passingAttempt("c"), ...running("a")],
+      want: { b: "dependency: waits for a (running)" },
+    },
+    {
+      name: "held by stop, with the command that releases it",
+      items: ids("a", "b"),
+      drafts: [control("a", "stop")],
+      want: { a: "held: held by `loop ctl stop`: release it with `loop ctl start --work-item a`", b: "next: launches at the next `loop run`" },
+    },
+    {
+      name: "requireStartCommand: waits for an explicit start",
+      items: ids("a", "b"),
+      settings: { requireStartCommand: true },
+      drafts: [control("b", "start")],
+      want: { a: "awaiting_start: control.requireStartCommand is on: start it with `loop ctl start --work-item a`", b: "next: launches at the next `loop run`" },
+    },
+    {
+      name: "a failed dependency: the next step blocks it",
+      items: [itemDef("a"), dep("b", "a")],
+      drafts: failingAttempt("a", 1, true),
+      want: { b: 'dependency_failed: dependency "a" failed: the next `loop run` settles it blocked (retry a to run both)' },
+    },
+    {
+      name: "a paused loop holds every launchable item, with its reason; an item's own obstacle comes first",
+      items: [itemDef("a"), dep("b", "a"), itemDef("c")],
+      drafts: [control("c", "stop"), { type: "loop_paused", payload: { reason: "maintenance" } }],
+      want: {
+        a: "loop_paused: the loop is paused: maintenance (`loop ctl resume` goes on)",
+        b: "dependency: waits for a (pending) (and the loop is paused)",
+        c: "held: held by `loop ctl stop`: release it with `loop ctl start --work-item c` (and the loop is paused)",
+      },
+    },
+    {
+      name: "a stopped loop",
+      items: ids("a"),
+      drafts: [{ type: "loop_stopped", payload: { reason: "stopped by alice" } }],
+      want: { a: "loop_stopped: the loop is stopped: stopped by alice (`loop ctl resume` goes on)" },
+    },
+    {
+      name: "a question waits for a reply",
+      items: ids("a", "b"),
+      drafts: asked("a", "Which colour?"),
+      want: {
+        a: 'question: the agent asked a question: answer with `loop ctl reply --work-item a "…"`, then `loop ctl resume`',
+        b: "loop_paused: the loop is paused: a needs input: Which colour? (`loop ctl resume` goes on)",
+      },
+    },
+    { name: "settled items do not wait", items: ids("a", "b"), drafts: [...passingAttempt("a"), settled("b", 0, "skipped")], want: {} },
+  ];
+  for (const c of cases)
+    test(c.name, () => {
+      const b = log(c.items, [], c.settings);
+      // A question pauses the loop (the step does that); build it the same way.
+      for (const d of c.drafts ?? []) {
+        b.push(d);
+        if (d.type === "needs_input") b.push({ type: "loop_paused", payload: { reason: `${d.item} needs input: ${(d.payload as { question: string }).question}` } });
+      }
+      expect(why(fold(b.events))).toEqual(c.want);
+    });
+
+  test("it agrees with nextWork: the item nextWork launches is the one status calls next, and nextWork's waiting items are the gated ones", () => {
+    const logs: LogBuilder[] = [
+      log(ids("a", "b", "c")),
+      log([dep("a", "c"), dep("b", "a"), itemDef("c")]),
+      log(ids("a", "b"), [control("a", "stop")]),
+      log(ids("a", "b"), [control("b", "start")], { requireStartCommand: true }),
+      log([itemDef("a"), dep("b", "a")], [control("a", "stop")]),
+      log([itemDef("a"), dep("b", "a"), itemDef("c")], failingAttempt("a", 1, true)),
+      log(ids("a", "b"), [...passingAttempt("a"), ...passingAttempt("b")]),
+    ];
+    for (const b of logs) {
+      let p = fold(b.events);
+      let next = nextWork(p);
+      const w = waitingReasons(waitView(p));
+      const named = (r: string) => [...w].filter(([, x]) => x.reason === r).map(([id]) => id);
+      if (next.kind === "block") {
+        expect(named("dependency_failed")).toEqual(next.items.map((x) => x.id));
+        // The step settles them blocked and goes on in the same run: the next decision is the launch.
+        b.push(...next.items.map((x) => settled(x.id, 0, "blocked", x.reason)));
+        p = fold(b.events);
+        next = nextWork(p);
+      }
+      if (next.kind === "launch") expect(named("next")).toEqual([next.item]);
+      else expect(named("next")).toEqual([]);
+      if (next.kind === "drain") expect(w.size).toBe(0);
+    }
+  });
+});
+
 describe("classifySession: in order", () => {
   const now = Date.parse("2025-06-01T12:00:00Z");
   const base: SessionObservation = {
@@ -183,7 +310,7 @@ describe("classifySession: in order", () => {
     expect(classifySession(o({ started: false, alive: false }))).toEqual({ kind: "lost", reason: "session process vanished before the agent started" });
   });
   test("stalled past the stall deadline, measured from the last output", () => {
-    expect(classifySession(o({ lastOutputAt: now - 30_001, startedAt: now - 100_000 }))).toEqual({ kind: "stalled", reason: "no output for 30s (stall timeout 30s)" });
+    expect(classifySession(o({ lastOutputAt: now - 30_001, startedAt: now - 100_000 }))).toEqual({ kind: "stalled", reason: "no progress in the output for 30s (stall timeout 30s)" });
     // Recent output keeps an old session waiting.
     expect(classifySession(o({ lastOutputAt: now - 5_000, startedAt: now - 100_000 })).kind).toBe("waiting");
     // No output yet: measured from the start.
@@ -196,6 +323,81 @@ describe("classifySession: in order", () => {
   test("waiting while alive and producing output", () => {
     expect(classifySession(base)).toEqual({ kind: "waiting", reason: "agent is working" });
   });
+});
+
+describe("classifyVerifyStart: a reserved verify whose start is not recorded", () => {
+  const now = Date.parse("2025-06-01T12:00:00Z");
+  const base: VerifyStartObservation = { launched: false, found: null, reservedAt: now - 1_000, now, launchTimeout: 60_000 };
+  const o = (over: Partial<VerifyStartObservation>): VerifyStartObservation => ({ ...base, ...over });
+  test("a spawned wrapper is adopted, however late", () => {
+    expect(classifyVerifyStart(o({ launched: true, found: { pid: 7, startTime: "99" }, reservedAt: now - 999_999 }))).toEqual({ kind: "adopt", pid: 7, startTime: "99" });
+  });
+  test("no launch record: nothing can have run, so it is started (the first start)", () => {
+    expect(classifyVerifyStart(o({ reservedAt: now - 999_999 }))).toEqual({ kind: "spawn" });
+  });
+  test("a launch record without a wrapper: waiting until the launch timeout, then never started", () => {
+    expect(classifyVerifyStart(o({ launched: true, reservedAt: now - 60_000 }))).toEqual({ kind: "waiting", reason: "verify is starting" });
+    expect(classifyVerifyStart(o({ launched: true, reservedAt: now - 60_001 }))).toEqual({ kind: "never_started", reason: "verify did not start within 60s" });
+  });
+});
+
+describe("classifyVerify: a started verify, in order", () => {
+  const now = Date.parse("2025-06-01T12:00:00Z");
+  const base: VerifyObservation = { exit: null, alive: true, startedAt: now - 12_000, deadline: now + 48_000, now };
+  const o = (over: Partial<VerifyObservation>): VerifyObservation => ({ ...base, ...over });
+  test("an exit counts, even one seen past the deadline or after the group is gone", () => {
+    const exit = { code: 1, signal: null, error: null };
+    expect(classifyVerify(o({ exit, alive: false, deadline: now - 1 }))).toEqual({ kind: "exited", ...exit });
+  });
+  test("gone without an exit status: lost, even past the deadline", () => {
+    expect(classifyVerify(o({ alive: false, deadline: now - 1 }))).toEqual({ kind: "lost", reason: "verify process vanished without an exit status" });
+  });
+  test("alive past its deadline: timed out", () => {
+    expect(classifyVerify(o({ deadline: now - 1 }))).toEqual({ kind: "timed_out" });
+    expect(classifyVerify(o({ deadline: now })).kind).toBe("waiting");
+  });
+  test("waiting, saying for how long and until when", () => {
+    expect(classifyVerify(base)).toEqual({ kind: "waiting", reason: "verify running for 12s (deadline 2025-06-01T12:00:48.000Z, in 48s)" });
+  });
+});
+
+describe("verifyExitVerdict: the words verify_finished has always used", () => {
+  const cases: [Parameters<typeof verifyExitVerdict>[0], { passed: boolean; reason: string }][] = [
+    [{ code: 0, signal: null, error: null }, { passed: true, reason: "exit 0" }],
+    [{ code: 2, signal: null, error: null }, { passed: false, reason: "exit 2" }],
+    [{ code: null, signal: "SIGTERM", error: null }, { passed: false, reason: "killed by SIGTERM" }],
+    [{ code: 127, signal: null, error: 'loop: cannot start "sh": ENOENT' }, { passed: false, reason: 'could not run: loop: cannot start "sh": ENOENT' }],
+  ];
+  for (const [exit, want] of cases) test(want.reason, () => expect(verifyExitVerdict(exit)).toEqual(want));
+});
+
+describe("afterSession: the phase an ended attempt needs next", () => {
+  const launchFailed = (interrupted: boolean): EventDraft => ({ type: "launch_failed", item: "a", payload: { attempt: 1, reason: interrupted ? "stopped before launching" : "program not found", interrupted } });
+  const stalled: EventDraft = { type: "session_ended", item: "a", payload: { attempt: 1, verdict: "stalled", exitCode: null, signal: null, reason: "no output for 601s" } };
+  const landing = (outcome: "merged" | "conflict" | "failed" | "none"): EventDraft => ({
+    type: "landing_finished",
+    item: "a",
+    payload: { attempt: 1, outcome, branch: "loop/test/a", target: outcome === "none" ? null : "loop/test/landed", commit: null, reason: outcome },
+  });
+  const cases: { name: string; drafts: EventDraft[]; want: AfterSession }[] = [
+    { name: "a launch interrupted by a kill: requeued, not counted", drafts: [launch("a", 1), launchFailed(true)], want: { kind: "requeue", reason: "stopped before launching" } },
+    { name: "a launch that failed: the attempt fails", drafts: [launch("a", 1), launchFailed(false)], want: { kind: "fail", reason: "program not found" } },
+    { name: "a stalled session: the attempt fails with its reason", drafts: [...running("a"), stalled], want: { kind: "fail", reason: "no output for 601s" } },
+    { name: "an agent that exited (even non-zero): verify", drafts: [...running("a"), ended("a", 1, 3)], want: { kind: "verify" } },
+    { name: "a verify reserved or running: verify (observe it)", drafts: [...running("a"), ended("a", 1), verifyReserved("a", 1), verifyStarted("a", 1)], want: { kind: "verify" } },
+    { name: "verify failed: the attempt fails with the verify's reason", drafts: [...running("a"), ended("a", 1), verified("a", 1, false)], want: { kind: "fail", reason: "verify failed: verify failed" } },
+    { name: "verify passed: land", drafts: [...running("a"), ended("a", 1), verified("a", 1, true)], want: { kind: "land" } },
+    { name: "landed (branch as deliverable): settle", drafts: [...running("a"), ended("a", 1), verified("a", 1, true), landed("a", 1)], want: { kind: "settle", landed: true } },
+    { name: "merged: settle", drafts: [...running("a"), ended("a", 1), verified("a", 1, true), landing("merged")], want: { kind: "settle", landed: true } },
+    { name: "a merge conflict: settle, not landed", drafts: [...running("a"), ended("a", 1), verified("a", 1, true), landing("conflict")], want: { kind: "settle", landed: false } },
+    { name: "a failed merge: settle, not landed", drafts: [...running("a"), ended("a", 1), verified("a", 1, true), landing("failed")], want: { kind: "settle", landed: false } },
+  ];
+  for (const c of cases)
+    test(c.name, () => {
+      const it = proj(ids("a"), c.drafts).items.a!;
+      expect(it.status).toBe("ended");
+      expect(afterSession(it)).toEqual(c.want);
+    });
 });
 
 describe("afterFailure and blockedBecauseOf", () => {
@@ -218,6 +420,10 @@ describe("afterFailure and blockedBecauseOf", () => {
     expect(afterFailure(p.items.a!)).toBe("settle_failed");
     const p2 = proj([itemDef("a", { maxAttempts: 2 })], [...asked("a", "q?"), requeued("a", 1, "reply received", { failed: false }), ...running("a", 2), ended("a", 2, 1)]);
     expect(afterFailure(p2.items.a!)).toBe("retry");
+    // The reason names both counts: never "attempt 2 of 1".
+    expect(failedReason(p.items.a!, "verify failed")).toBe("verify failed (failed attempt 1 of 1; attempt 2 in all)");
+    const plain = proj([itemDef("a", { maxAttempts: 1 })], [...running("a", 1), ended("a", 1, 1)]);
+    expect(failedReason(plain.items.a!, "verify failed")).toBe("verify failed (failed attempt 1 of 1)");
   });
 
   test("blockedBecauseOf follows blocked dependents transitively, and only blocked ones", () => {
@@ -420,6 +626,53 @@ describe("planCtl", () => {
       expect(carryOut(held, a).items.a!.held).toBe(false);
       // skipped and cancelled items can be retried too.
       for (const outcome of ["skipped", "cancelled"] as const) expect(types(plan(log(ids("a"), [settled("a", 0, outcome)]), "retry", ["a"]))).toEqual(["control_recorded a", "item_requeued a"]);
+    });
+    test("retry --all-failed / --all-blocked select by status; each item is requeued once; a dependency left failed is named", () => {
+      // a failed (b, c blocked because of it); x failed (y blocked because of it); s skipped.
+      const b = log(
+        [itemDef("a", { maxAttempts: 1 }), dep("b", "a"), dep("c", "b"), itemDef("x", { maxAttempts: 1 }), dep("y", "x"), itemDef("s")],
+        [
+          ...failed("a"),
+          settled("b", 0, "blocked", 'dependency "a" failed'),
+          settled("c", 0, "blocked", 'dependency "b" blocked'),
+          ...failed("x"),
+          settled("y", 0, "blocked", 'dependency "x" failed'),
+          settled("s", 0, "skipped"),
+        ],
+      );
+      const p0 = fold(b.events);
+      expect(itemsWithStatus(p0, ["failed"])).toEqual(["a", "x"]);
+      const failedOnly = planRetryAll(p0, ["failed"], o);
+      expect(failedOnly.map((a) => a.effect)).toEqual(["requeue a with a fresh attempt budget and unblock b, c", "requeue x with a fresh attempt budget and unblock y"]);
+
+      // Blocked only: requeued, but the next step would block them again; the effect says which dependency to retry.
+      const blockedOnly = planRetryAll(p0, ["blocked"], o);
+      expect(blockedOnly.map((a) => a.effect)).toEqual([
+        'requeue b with a fresh attempt budget and unblock c; but dependency "a" failed, so the next step blocks it again (retry a too)',
+        "c is requeued with b",
+        'requeue y with a fresh attempt budget; but dependency "x" failed, so the next step blocks it again (retry x too)',
+      ]);
+      // Both: every item requeued exactly once, and the reducer accepts the plan.
+      const both = planRetryAll(p0, ["failed", "blocked"], o);
+      const requeues = types(both).filter((t) => t.startsWith("item_requeued"));
+      expect(requeues.sort()).toEqual(["item_requeued a", "item_requeued b", "item_requeued c", "item_requeued x", "item_requeued y"]);
+      expect(both.filter((a) => !a.noop).every((a) => !a.effect.includes("blocks it again"))).toBe(true);
+      const p = carryOut(b, both);
+      expect(["a", "b", "c", "x", "y", "s"].map((id) => p.items[id]!.status)).toEqual(["pending", "pending", "pending", "pending", "pending", "skipped"]);
+      expect(nextWork(p)).toEqual({ kind: "launch", item: "a" });
+    });
+    test("retry --all-failed with nothing failed is one no-op", () => {
+      expect(planRetryAll(fold(log(ids("a"), passingAttempt("a")).events), ["failed"], o)).toEqual([
+        { item: null, effect: "no failed items; nothing to retry", noop: true, close: null, events: [] },
+      ]);
+      expect(planRetryAll(fold(log(ids("a")).events), ["failed", "blocked"], o)[0]!.effect).toBe("no failed or blocked items; nothing to retry");
+    });
+    test("retry of a blocked item named together with its failed dependency: requeued once, whatever the order", () => {
+      const b = log([itemDef("a", { maxAttempts: 1 }), dep("b", "a")], [...failed("a"), settled("b", 0, "blocked", 'dependency "a" failed')]);
+      const a = plan(b, "retry", ["b", "a"]);
+      expect(types(a).filter((t) => t.startsWith("item_requeued"))).toEqual(["item_requeued b", "item_requeued a"]);
+      expect(a[0]!.effect).toBe("requeue b with a fresh attempt budget");
+      expect(carryOut(b, a).items.b!.status).toBe("pending");
     });
     test("reply records the text; refused for settled or withdrawn items", () => {
       const b = log(ids("a"), [...asked("a", "Which colour?"), { type: "loop_paused", payload: { reason: "a needs input: Which colour?" } }]);

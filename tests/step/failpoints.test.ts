@@ -1,4 +1,4 @@
-// Crash safety (DESIGN §8): for every failpoint in lib/shared/failpoint.ts, a real loop is run with
+// Crash safety (docs/failpoints.md): for every failpoint in lib/shared/failpoint.ts, a real loop is run with
 // LOOP_FAILPOINT=<name> until a loop command dies by SIGKILL at that point (proving the point is
 // reachable), then without it until the loop drains; the drained loop must show no second launch of
 // any attempt, a gapless and replay-clean log, nothing stuck or left open, repaired
@@ -15,6 +15,7 @@ import {
   checkDrained,
   cleanupDir,
   countingRunner,
+  countingVerify,
   type Expected,
   finish,
   git,
@@ -25,6 +26,7 @@ import {
   readLaunches,
   REPO,
   Semaphore,
+  shq,
   sleep,
   spawnLoop,
   writeLoopJson,
@@ -42,26 +44,27 @@ const CASE_TIMEOUT = 15 * 60_000; // includes the wait for a slot; every wait in
 const TIMEOUTS = { launch: "2m", stall: "30m", verify: "2m" };
 
 /** The demo backlog: add-docs, add-license (fails its first attempt), add-changelog (needs add-docs). */
-function mainDefinition(launchLog: string, maxAttempts = 2, timeouts = TIMEOUTS) {
+function mainDefinition(l: LoopUnderTest, maxAttempts = 2, timeouts = TIMEOUTS) {
+  const verify = (cmd: string) => countingVerify(l.verifyLog, cmd);
   return {
     name: "crash",
     defaults: { runner: "counted", maxAttempts, timeouts, landing: "merge" },
-    runners: { counted: countingRunner(launchLog) },
+    runners: { counted: countingRunner(l.launchLog) },
     items: [
-      { id: "add-docs", prompt: "Write a README.\n@demo write README.md # tiny\\nA demo project.\n@demo commit docs: add README", verify: "test -s README.md" },
+      { id: "add-docs", prompt: "Write a README.\n@demo write README.md # tiny\\nA demo project.\n@demo commit docs: add README", verify: verify("test -s README.md") },
       {
         id: "add-license",
         // Every attempt after the first passes: a launch interrupted by a kill advances the attempt
         // number without running, so the passing attempt must not be pinned to attempt 2.
         prompt: "Add a LICENSE (forgotten on the first attempt).\n@demo attempt 1 write NOTES.md later\n@demo attempt 1 exit 0\n@demo write LICENSE MIT License",
-        verify: "test -s LICENSE",
+        verify: verify("test -s LICENSE"),
       },
-      { id: "add-changelog", prompt: "Add a CHANGELOG.\n@demo write CHANGELOG.md - added README.md", dependsOn: ["add-docs"], verify: "test -s README.md && test -s CHANGELOG.md" },
+      { id: "add-changelog", prompt: "Add a CHANGELOG.\n@demo write CHANGELOG.md - added README.md", dependsOn: ["add-docs"], verify: verify("test -s README.md && test -s CHANGELOG.md") },
     ],
   };
 }
 
-type ScenarioName = "main" | "ctl-skip" | "ctl-stop" | "ctl-skip-run-first" | "ask" | "edge" | "seeded" | "reset";
+type ScenarioName = "main" | "ctl-skip" | "ctl-stop" | "ctl-skip-run-first" | "ctl-stop-verify" | "ctl-stop-verify-run-first" | "ask" | "edge" | "seeded" | "reset";
 
 interface Scenario {
   /** What the scenario does, for people reading a failure. */
@@ -81,7 +84,7 @@ const SCENARIOS: Record<ScenarioName, Scenario> = {
   main: {
     what: "3 demo items, one dependency, one item failing its first attempt, landing merge",
     async run(l) {
-      writeLoopJson(l.root, mainDefinition(l.launchLog));
+      writeLoopJson(l.root, mainDefinition(l));
       await l.untilDrained();
       const landed = git(l.root, "ls-tree", "--name-only", "loop/crash/landed").split("\n");
       for (const f of ["README.md", "LICENSE", "CHANGELOG.md"]) if (!landed.includes(f)) throw new Error(`${f} did not land: ${landed.join(" ")}\n${l.trace()}`);
@@ -103,6 +106,14 @@ const SCENARIOS: Record<ScenarioName, Scenario> = {
   "ctl-skip-run-first": {
     what: "`loop ctl skip --yes` dies after ending the session; nobody repeats it and `loop run` goes on: the ended attempt fails, attempt 2 passes",
     run: (l) => ctlScenario(l, "skip", { repeat: false }),
+  },
+  "ctl-stop-verify": {
+    what: "a verify command running; `loop ctl stop --yes` ends it (repeated by the operator after a crash); resume; attempt 2 passes",
+    run: (l) => ctlVerifyScenario(l),
+  },
+  "ctl-stop-verify-run-first": {
+    what: "`loop ctl stop --yes` dies after ending a running verify; nobody repeats it and `loop run` goes on: the verify ended by a signal fails the attempt, attempt 2 passes",
+    run: (l) => ctlVerifyScenario(l, { repeat: false }),
   },
   ask: {
     what: "the agent asks a question; the loop pauses; reply and resume; attempt 2 gets the reply and passes",
@@ -132,24 +143,52 @@ const SCENARIOS: Record<ScenarioName, Scenario> = {
     },
   },
   edge: {
-    what: "a runner that cannot start (launch_failed, maxAttempts 1), its dependent blocked, drain; then a new item reopens the loop",
+    what:
+      "a runner not found pauses the loop (environment_fault before any reservation); a relative one fails after its reservation (the attempt given back); each fixed and resumed; notify on each fault and on the drain; an item failing with maxAttempts 1, its dependent blocked, drain Failed; then a new item reopens the loop",
     async run(l) {
+      const notifyLog = join(l.dir, "notify.jsonl");
+      const ghosts = {
+        absent: { command: [join(l.dir, "no-such-agent")] },
+        // Relative to the worktree, which the first attempt creates after its reservation.
+        relative: { command: ["./no-such-agent"] },
+        fixed: countingRunner(l.launchLog),
+      };
+      let ghost: keyof typeof ghosts = "absent";
       const def = (withNew: boolean) => ({
         name: "edge",
         defaults: { runner: "counted", timeouts: TIMEOUTS },
-        runners: { counted: countingRunner(l.launchLog), ghost: { command: [join(l.dir, "no-such-agent")] } },
+        runners: { counted: countingRunner(l.launchLog), ghost: ghosts[ghost] },
+        notify: { command: ["sh", "-c", `cat >> ${shq(notifyLog)}`] },
         items: [
-          { id: "ghost-item", prompt: "Nothing can run this.", runner: "ghost", maxAttempts: 1, verify: "true" },
-          { id: "after-ghost", prompt: "Needs the ghost.\n@demo write A.md a", dependsOn: ["ghost-item"], verify: "test -s A.md" },
+          { id: "ghost-item", prompt: "Run by a runner fixed on the way.\n@demo write G.md g", runner: "ghost", verify: "test -s G.md" },
+          { id: "broken-item", prompt: "Never passes.\n@demo write B.md b", maxAttempts: 1, verify: "false" },
+          { id: "after-broken", prompt: "Needs the broken one.\n@demo write A.md a", dependsOn: ["broken-item"], verify: "test -s A.md" },
           ...(withNew ? [{ id: "late-item", prompt: "Added after the drain.\n@demo write LATE.md late", verify: "test -s LATE.md" }] : []),
         ],
       });
       writeLoopJson(l.root, def(false));
-      const first = await l.untilDrained();
+      // Each pause is an environment fault: the operator fixes the runner one step further, then resumes.
+      const onPaused = async (r: any) => {
+        if (!/^environment fault/.test(r.reason ?? "")) throw new Error(`paused for another reason: ${r.reason}\n${l.trace()}`);
+        if (ghost === "fixed") throw new Error(`an environment fault after the runner was fixed: ${r.reason}\n${l.trace()}`);
+        ghost = ghost === "absent" ? "relative" : "fixed";
+        writeLoopJson(l.root, def(false));
+        await l.ctl(["resume"]);
+      };
+      const first = await l.untilDrained({ onPaused });
       if (first.reason !== "Failed") throw new Error(`first drain: ${first.reason}\n${l.trace()}`);
+      const ghostItem = l.state().items.find((i: any) => i.id === "ghost-item");
+      if (ghostItem.failures !== 0) throw new Error(`the environment faults spent attempts of ghost-item: ${JSON.stringify(ghostItem)}\n${l.trace()}`);
       writeLoopJson(l.root, def(true));
-      await l.untilDrained();
-      return { outcome: "Failed", items: { "ghost-item": "failed", "after-ghost": "blocked", "late-item": "passed" } };
+      await l.untilDrained({ onPaused });
+      // notify ran (at least once) for every condition it recorded, and each condition is recorded once.
+      const keys = readEvents(l.stateRoot)
+        .filter((e) => e.type === "notified")
+        .map((e) => JSON.parse(e.payload).key as string);
+      const sent = existsSync(notifyLog) ? readFileSync(notifyLog, "utf8").split("\n").filter(Boolean).map((line) => JSON.parse(line).key as string) : [];
+      if (new Set(keys).size !== keys.length || keys.some((k) => !sent.includes(k)) || sent.some((k) => !keys.includes(k)) || keys.filter((k) => k.startsWith("environment:")).length < 1)
+        throw new Error(`notified ${JSON.stringify(keys)}, notify ran for ${JSON.stringify(sent)}\n${l.trace()}`);
+      return { outcome: "Failed", items: { "ghost-item": "passed", "broken-item": "failed", "after-broken": "blocked", "late-item": "passed" } };
     },
   },
   reset: {
@@ -268,19 +307,51 @@ async function ctlScenario(l: LoopUnderTest, verb: "skip" | "stop", o: { repeat?
   return { outcome: "Succeeded", items: { "busy-item": verb === "skip" ? "skipped" : "passed", "other-item": "passed" } };
 }
 
+/** A verify command at work (attempt 1's waits), ended by `loop ctl stop --yes`. */
+async function ctlVerifyScenario(l: LoopUnderTest, o: { repeat?: boolean } = {}): Promise<Expected> {
+  writeLoopJson(l.root, {
+    name: "ctl-verify",
+    defaults: { runner: "counted", timeouts: TIMEOUTS },
+    runners: { counted: countingRunner(l.launchLog) },
+    items: [
+      { id: "verifying", prompt: "Plain.\n@demo write V.md v", verify: countingVerify(l.verifyLog, '[ "$LOOP_ATTEMPT" != 1 ] || sleep 300; test -s V.md') },
+      { id: "other-item", prompt: "Plain.\n@demo write O.md o", verify: "test -s O.md" },
+    ],
+  });
+  for (let i = 0; i < 100 && !readLaunches(l.verifyLog).includes("verifying 1"); i++) {
+    const r = await l.step();
+    if (r === null || !["launched", "waiting"].includes(r.action)) throw new Error(`expected verifying at work, got ${JSON.stringify(r)}\n${l.trace()}`);
+    await l.waitForSession(500);
+  }
+  await waitFor("the verify of attempt 1 to run", l, () => readLaunches(l.verifyLog).includes("verifying 1"));
+  await l.ctl(["stop", "--yes"]);
+  if (o.repeat !== false) {
+    // The operator saw the command die and runs it again; a recorded one is a no-op the second time.
+    await l.ctl(["stop", "--yes"]);
+    await l.ctl(["resume"]);
+  }
+  await l.untilDrained({ onPaused: async (run) => {
+    if (run.action !== "stopped") throw new Error(`unexpected ${run.action}: ${run.reason}\n${l.trace()}`);
+    await l.ctl(["resume"]);
+  } });
+  return { outcome: "Succeeded", items: { verifying: "passed", "other-item": "passed" } };
+}
+
 const labels = (names: readonly string[]) => names.flatMap((n) => [`${n}:before_commit`, `${n}:after_commit`]);
 
 /** Which scenario proves each failpoint: the first loop command that passes the point dies there. */
 const CASES: [string, ScenarioName][] = [
   ...EFFECT_POINTS.filter((n) => !n.startsWith("reset:")).map((n): [string, ScenarioName] => [n, "main"]),
-  ...labels(["import", "start", "drain", "reserve", "session_started", "session_ended", "requeue", "verify", "landing", "settle"]).map((n): [string, ScenarioName] => [n, "main"]),
+  ...labels(["import", "start", "drain", "reserve", "session_started", "session_ended", "requeue", "verify_reserve", "verify_started", "verify", "landing", "settle"]).map((n): [string, ScenarioName] => [n, "main"]),
+  ...[...labels(["ctl"]), "close:before_kill", "close:after_kill", "close:after_worktree"].map((n): [string, ScenarioName] => [n, "ctl-stop-verify"]),
+  ...["ctl:before_commit", "close:after_kill"].map((n): [string, ScenarioName] => [n, "ctl-stop-verify-run-first"]),
   ...labels(["ctl"]).map((n): [string, ScenarioName] => [n, "ctl-skip"]),
   ...labels(["ctl"]).map((n): [string, ScenarioName] => [n, "ctl-stop"]),
   ...["close:before_kill", "close:after_kill", "close:after_worktree"].map((n): [string, ScenarioName] => [n, "ctl-skip"]),
   ...["close:before_kill", "close:after_kill", "close:after_worktree"].map((n): [string, ScenarioName] => [n, "ctl-stop"]),
   ...["ctl:before_commit", "close:after_kill", "close:after_worktree"].map((n): [string, ScenarioName] => [n, "ctl-skip-run-first"]),
   ...labels(["needs_input"]).map((n): [string, ScenarioName] => [n, "ask"]),
-  ...labels(["launch_failed", "block", "reopen"]).map((n): [string, ScenarioName] => [n, "edge"]),
+  ...labels(["launch_failed", "fault", "notify", "block", "reopen"]).map((n): [string, ScenarioName] => [n, "edge"]),
   ...labels(["close"]).map((n): [string, ScenarioName] => [n, "seeded"]),
   ...["reset:after_close", "reset:after_files", "reset:after_branch", ...labels(["reset"])].map((n): [string, ScenarioName] => [n, "reset"]),
   ...["close:before_kill", "close:after_kill", "close:after_worktree"].map((n): [string, ScenarioName] => [n, "reset"]),
@@ -330,7 +401,7 @@ describe("failpoints", () => {
         // launch and costs nothing, but a kill after the launch record and before the spawn is only
         // seen when the launch deadline passes, and counts: a budget of 100 attempts keeps the
         // expected outcome certain. A short launch timeout bounds the wait for a cut-off spawn.
-        writeLoopJson(root, mainDefinition(l.launchLog, 100, { launch: "15s", stall: "30m", verify: "2m" }));
+        writeLoopJson(root, mainDefinition(l, 100, { launch: "15s", stall: "30m", verify: "2m" }));
         const kills: string[] = [];
         for (let i = 0; i < 30; i++) {
           const delay = Math.floor(rand() * 300);
@@ -366,10 +437,14 @@ describe("failpoints", () => {
 const LIB = join(REPO, "lib");
 const libFiles = () => (readdirSync(LIB, { recursive: true }) as string[]).filter((f) => f.endsWith(".ts")).map((f) => ({ file: f, text: readFileSync(join(LIB, f), "utf8") }));
 
-/** The text of each `.append(...)` call's arguments (balanced parentheses, strings skipped). */
-function appendCalls(text: string): { at: number; args: string[] }[] {
-  const out: { at: number; args: string[] }[] = [];
-  for (const m of text.matchAll(/\.append\(/g)) {
+/**
+ * The text of each append call's arguments (balanced parentheses, strings skipped): the store's
+ * `.append(drafts, opts)` and the step's `append(ctx, drafts, label)` (lib/step/context.ts), whose
+ * drafts come second (`free`). Declarations (a `:` or `{` after the parameters) are no calls.
+ */
+function appendCalls(text: string): { at: number; args: string[]; free: boolean }[] {
+  const out: { at: number; args: string[]; free: boolean }[] = [];
+  for (const m of text.matchAll(/(\.|(?<![\w$.]))append\(/g)) {
     const start = m.index! + m[0].length;
     let depth = 1;
     let i = start;
@@ -392,13 +467,14 @@ function appendCalls(text: string): { at: number; args: string[] }[] {
       }
     }
     args.push(text.slice(argStart, i - 1).trim());
-    out.push({ at: text.slice(0, m.index).split("\n").length, args: args.filter((a) => a !== "") });
+    if (/^\s*[:{]/.test(text.slice(i))) continue;
+    out.push({ at: text.slice(0, m.index).split("\n").length, args: args.filter((a) => a !== ""), free: m[1] !== "." });
   }
   return out;
 }
 
 /** Appends that carry no failpoint label, on purpose: the store's own bookkeeping. */
-const UNLABELLED_APPENDS = new Set(["store_opened", "lease_taken_over"]);
+const UNLABELLED_APPENDS = new Set(["store_opened", "store_bound", "lease_taken_over"]);
 
 describe("the failpoint registry", () => {
   test("docs/failpoints.md lists exactly FAILPOINTS, once each", () => {
@@ -429,10 +505,11 @@ describe("the failpoint registry", () => {
     for (const { file, text } of libFiles()) {
       for (const call of appendCalls(text)) {
         const where = `lib/${file}:${call.at}`;
-        const last = call.args.length > 1 ? call.args.at(-1)! : null;
+        const drafts = call.args[call.free ? 1 : 0] ?? "";
+        const last = call.args.length > (call.free ? 2 : 1) ? call.args.at(-1)! : null;
         let names: string[] = [];
         if (last === null || (last.startsWith("{") && !/\blabel\b/.test(last))) {
-          const types = [...call.args[0]!.matchAll(/type:\s*"([a-z_]+)"/g)].map((m) => m[1]!);
+          const types = [...drafts.matchAll(/type:\s*"([a-z_]+)"/g)].map((m) => m[1]!);
           if (types.length === 0 || !types.every((t) => UNLABELLED_APPENDS.has(t))) problems.push(`${where}: append without a failpoint label (${types.join(", ") || "events unknown"})`);
           continue;
         }
@@ -440,7 +517,7 @@ describe("the failpoint registry", () => {
           const m = /label:\s*"([^"]+)"/.exec(last);
           if (!m) {
             // `{ label, … }`: the step's own wrapper passes its (typed) label through.
-            if (!(file === join("step", "step.ts") && /\{\s*label\s*,/.test(last))) problems.push(`${where}: label is not a literal: ${last}`);
+            if (!(file === join("step", "context.ts") && /\{\s*label\s*,/.test(last))) problems.push(`${where}: label is not a literal: ${last}`);
             continue;
           }
           names = [m[1]!];

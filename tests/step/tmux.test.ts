@@ -1,4 +1,4 @@
-// Sessions in tmux (DESIGN §6, `"sessions": {"tmux": true}`), with the real tmux on a private
+// Sessions in tmux (`"sessions": {"tmux": true}`, docs/loop-json.md#sessions), with the real tmux on a private
 // socket per test ($LOOP_TMUX_SOCKET): the agent runs in a named tmux session an operator can
 // attach to, its output is teed to the pane and to output.log, and every way a session ends (it
 // exits, it stalls, `loop ctl skip`) leaves no tmux session and no process behind.

@@ -22,18 +22,18 @@ function repo() {
 describe("ensureWorktree", () => {
   test("creates the worktree and branch, then leaves a worktree on the branch alone", () => {
     const { root, wt } = repo();
-    expect(ensureWorktree(root, wt, "loop/t/a", "main")).toEqual({ created: true, branchCreated: true, movedAside: null });
+    expect(ensureWorktree({ repo: root, path: wt, branch: "loop/t/a", startPoint: "main" })).toEqual({ created: true, branchCreated: true, movedAside: null });
     writeFileSync(join(wt, "wip.txt"), "work\n");
-    expect(ensureWorktree(root, wt, "loop/t/a", "main")).toEqual({ created: false, branchCreated: false, movedAside: null });
+    expect(ensureWorktree({ repo: root, path: wt, branch: "loop/t/a", startPoint: "main" })).toEqual({ created: false, branchCreated: false, movedAside: null });
     expect(readFileSync(join(wt, "wip.txt"), "utf8")).toBe("work\n");
   });
 
   test("a directory with something in it that is not a checkout of the branch is moved aside, not deleted", () => {
     const { root, wt } = repo();
-    ensureWorktree(root, wt, "loop/t/a", "main");
+    ensureWorktree({ repo: root, path: wt, branch: "loop/t/a", startPoint: "main" });
     writeFileSync(join(wt, "kept.txt"), "the only copy\n");
     rmSync(join(wt, ".git")); // broken, as a checkout the close path kept
-    const r = ensureWorktree(root, wt, "loop/t/a", "main");
+    const r = ensureWorktree({ repo: root, path: wt, branch: "loop/t/a", startPoint: "main" });
     expect(r.created).toBe(true);
     expect(r.movedAside).toStartWith(`${wt}.aside-`);
     expect(readFileSync(join(r.movedAside!, "kept.txt"), "utf8")).toBe("the only copy\n");
@@ -44,7 +44,7 @@ describe("ensureWorktree", () => {
   test("an empty directory is simply replaced", () => {
     const { root, wt } = repo();
     mkdirSync(wt, { recursive: true });
-    expect(ensureWorktree(root, wt, "loop/t/a", "main").movedAside).toBeNull();
+    expect(ensureWorktree({ repo: root, path: wt, branch: "loop/t/a", startPoint: "main" }).movedAside).toBeNull();
     expect(readdirSync(join(wt, "..")).sort()).toEqual(["a"]);
   });
 });
@@ -52,7 +52,7 @@ describe("ensureWorktree", () => {
 describe("commitLeftovers", () => {
   test("commits what was left on the item branch; nothing left is null", () => {
     const { root, wt } = repo();
-    ensureWorktree(root, wt, "loop/t/a", "main");
+    ensureWorktree({ repo: root, path: wt, branch: "loop/t/a", startPoint: "main" });
     expect(commitLeftovers(wt, "nothing")).toBeNull();
     writeFileSync(join(wt, "left.txt"), "x\n");
     const sha = commitLeftovers(wt, "left");
@@ -61,7 +61,7 @@ describe("commitLeftovers", () => {
 
   test("refuses a directory that is not a checkout of its own: git must not commit into the repository above it", () => {
     const { root, wt } = repo();
-    ensureWorktree(root, wt, "loop/t/a", "main");
+    ensureWorktree({ repo: root, path: wt, branch: "loop/t/a", startPoint: "main" });
     rmSync(join(wt, ".git"));
     writeFileSync(join(wt, "left.txt"), "x\n");
     writeFileSync(join(root, "operator-wip.txt"), "mine\n");
@@ -76,14 +76,14 @@ describe("commitLeftovers", () => {
 describe("landMerge", () => {
   test("a landing directory that is not a checkout of the target is moved aside and reported, and the merge goes on", () => {
     const { root, wt } = repo();
-    ensureWorktree(root, wt, "loop/t/a", "main");
+    ensureWorktree({ repo: root, path: wt, branch: "loop/t/a", startPoint: "main" });
     writeFileSync(join(wt, "feature.txt"), "done\n");
     commitLeftovers(wt, "feature");
     const landing = join(wt, "..", "_landing");
     mkdirSync(landing, { recursive: true });
     writeFileSync(join(landing, "someone.txt"), "not loop's\n");
     const aside: string[] = [];
-    const r = landMerge(root, landing, "loop/t/target", "main", "loop/t/a", "land a", (p) => aside.push(p));
+    const r = landMerge({ repo: root, landingDir: landing, target: "loop/t/target", base: "main", branch: "loop/t/a", message: "land a", onMovedAside: (p) => aside.push(p) });
     expect(r.outcome).toBe("merged");
     expect(aside).toHaveLength(1);
     expect(readFileSync(join(aside[0]!, "someone.txt"), "utf8")).toBe("not loop's\n");

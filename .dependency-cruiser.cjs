@@ -1,0 +1,88 @@
+// The direction of imports, checked by dependency-cruiser:
+//   cmd/ → lib/control, lib/reports, lib/planner → lib/step → lib/definition → lib/log → lib/shared
+// A folder imports its own files and the folders to its right, nothing else. `npm run lint:imports`
+// runs it; tests/architecture.test.ts runs it from `npm test`, and proves on a copy of the tree that
+// it fails on a planted upward import, cycle, sibling import, import of cmd/ and unplaced folder. Each rule lists the
+// folders a layer MAY import, so no layer may import a new folder of lib/ until it is placed here.
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      // A cycle has no bottom to test or read from; type-only imports count (they tie the modules'
+      // meaning together just as much).
+      name: "no-cycles",
+      severity: "error",
+      from: {},
+      to: { circular: true },
+    },
+    {
+      // The plumbing every tool loads at start-up (arguments, errors, paths): it knows no subsystem.
+      name: "shared-imports-nothing-above",
+      severity: "error",
+      from: { path: "^lib/shared/" },
+      to: { path: "^(lib|cmd)/", pathNot: "^lib/shared/" },
+    },
+    {
+      // The log (store, reducer, events) is the truth; what it means cannot depend on loop.json,
+      // a step or a report.
+      name: "log-imports-only-shared",
+      severity: "error",
+      from: { path: "^lib/log/" },
+      to: { path: "^(lib|cmd)/", pathNot: "^lib/(log|shared)/" },
+    },
+    {
+      // The definition (loop.json, refs, runners) is read against the log, never against a step.
+      name: "definition-imports-only-log-and-shared",
+      severity: "error",
+      from: { path: "^lib/definition/" },
+      to: { path: "^(lib|cmd)/", pathNot: "^lib/(definition|log|shared)/" },
+    },
+    {
+      // A step decides and acts on the definition and the log; reports and control sit above it.
+      name: "step-imports-only-below",
+      severity: "error",
+      from: { path: "^lib/step/" },
+      to: { path: "^(lib|cmd)/", pathNot: "^lib/(step|definition|log|shared)/" },
+    },
+    {
+      // The read verbs' reports and the operator's controls are siblings over the step: neither
+      // imports the other, nor cmd/.
+      name: "reports-and-control-import-only-below",
+      severity: "error",
+      from: { path: "^lib/(reports|control)/" },
+      to: { path: "^(lib|cmd)/", pathNot: ["^lib/(step|definition|log|shared)/", "^lib/$1/"] },
+    },
+    {
+      // The planner (loop plan, add, export) sits beside control and reports: it reads the definition
+      // and the log, edits loop.json, and imports neither of its siblings.
+      name: "planner-imports-only-below",
+      severity: "error",
+      from: { path: "^lib/planner/" },
+      to: { path: "^(lib|cmd)/", pathNot: "^lib/(planner|step|definition|log|shared)/" },
+    },
+    {
+      // Every library module sits in a folder placed in these rules: a new folder of lib/ (the forge,
+      // the planner) must be given its place in the direction before it may import anything (and
+      // the rules above already keep every placed folder from importing it).
+      name: "lib-module-in-a-known-folder",
+      severity: "error",
+      from: { path: "^lib/", pathNot: "^lib/(shared|log|definition|step|reports|control|planner)/" },
+      to: {},
+    },
+    {
+      // cmd/ holds the tools (thin: parse, call lib, render) and the multi-call entry; only the
+      // entry, the tests, the build and the benchmarks load a tool.
+      name: "cmd-imported-only-by-cmd-tests-scripts-bench",
+      severity: "error",
+      from: { pathNot: "^(cmd|tests|scripts|bench)/" },
+      to: { path: "^cmd/" },
+    },
+  ],
+  options: {
+    // Type-only imports are dependencies of the architecture too.
+    tsPreCompilationDeps: true,
+    doNotFollow: { path: "node_modules" },
+    exclude: { path: "^node_modules/" },
+    tsConfig: { fileName: "tsconfig.json" },
+  },
+};

@@ -1,0 +1,67 @@
+#!/usr/bin/env bun
+// loop logs <item>: print an attempt's agent output (or verify output), or follow it. Read-only.
+import { DESCRIPTIONS } from "../lib/shared/tools.ts";
+import { defineTool, EXIT, main, resolveRoot, resolveStateRoot, UsageError } from "../lib/shared/cli.ts";
+import { attemptLive, findLog, logFacts, printLog } from "../lib/reports/logs.ts";
+import { printable, printableText } from "../lib/shared/printable.ts";
+
+export const tool = defineTool({
+  name: "loop-logs",
+  description: DESCRIPTIONS.logs,
+  args: {
+    item: { type: "positional", description: "the work item, by id or forge ref", valueHint: "item", required: true },
+    attempt: { type: "string", description: "which attempt (default: the latest)", valueHint: "n" },
+    follow: { type: "boolean", description: "keep printing what the session appends until it ends (Ctrl-C stops)", short: "f" },
+    verify: { type: "boolean", description: "the verify command's output instead of the agent's" },
+    json: { type: "boolean", description: "print where the log is and its size, as one JSON document, instead of the log" },
+    text: { type: "boolean", description: "print the log (the default, whatever stdout is)" },
+  },
+  footer: [
+    "The log is printed as it is on disk to a pipe or file; on a terminal, control characters are escaped.",
+    "Exit codes: 0 printed (or nothing logged yet, said on stderr), 1 the file cannot be read, 2 usage,",
+    "unknown item or attempt, missing or corrupt store; 130 interrupted.",
+  ].join("\n"),
+  async run(args, ctx) {
+    let attempt: number | null = null;
+    if (args.attempt !== undefined) {
+      if (!/^[1-9][0-9]{0,8}$/.test(args.attempt)) throw new UsageError(`--attempt must be a positive whole number, not "${args.attempt}"`);
+      attempt = Number(args.attempt);
+    }
+    if (args.json && args.follow) throw new UsageError("--json and --follow exclude each other");
+    const root = resolveRoot(args.root, ctx.cwd);
+    const stateRoot = resolveStateRoot({ root, flag: args["state-root"], env: ctx.env, cwd: ctx.cwd });
+    const target = findLog(stateRoot, args.item!, { attempt, kind: args.verify ? "verify" : "output" });
+    if (args.json) {
+      ctx.outJson({ schema: "loop/logs@1", item: target.item, attempt: target.attempt, attempts: target.attempts, kind: target.kind, path: target.path, ...logFacts(target) });
+      return EXIT.ok;
+    }
+    // Raw to a pipe (it is the agent's own output; people grep it), escaped on a terminal.
+    const decoder = new TextDecoder();
+    const write = ctx.stdoutIsTTY ? (b: Uint8Array) => ctx.outRaw(printableText(decoder.decode(b, { stream: true }))) : (b: Uint8Array) => ctx.outRaw(b);
+    let interrupted = false;
+    const onInt = () => void (interrupted = true);
+    if (args.follow) process.on("SIGINT", onInt);
+    try {
+      const end = await printLog({
+        target,
+        write,
+        live: args.follow ? () => attemptLive(stateRoot, target, ctx.env) : undefined,
+        interrupted: () => interrupted,
+      });
+      // A character cut short at the very end of the log: shown as U+FFFD, not dropped.
+      if (ctx.stdoutIsTTY && end !== "reader_gone") {
+        const rest = decoder.decode();
+        if (rest) await ctx.outRaw(printableText(rest));
+      }
+      if (end === "interrupted") return EXIT.interrupted;
+      const what = target.kind === "verify" ? "verify output" : "agent output";
+      // Information, not a problem: --quiet silences it.
+      if (end === "absent") ctx.log.info(`${printable(target.item)} attempt ${target.attempt}: no ${what} yet (${printable(target.path)} does not exist)`);
+      return EXIT.ok;
+    } finally {
+      if (args.follow) process.off("SIGINT", onInt);
+    }
+  },
+});
+
+if (import.meta.main) await main(tool);

@@ -1,0 +1,73 @@
+// Reading loop.json for the planner's verbs, and the statuses the log gives its items. Read-only:
+// the store is read through a snapshot (lib/log/snapshot.ts), never opened for writing.
+import { createHash } from "node:crypto";
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
+import { UsageError } from "../shared/errors.ts";
+import { DefinitionError, parseDefinitionText, readLoopJsonFile, type NormDefinition } from "../definition/loop-json.ts";
+import { JsonSyntaxError, parseStrictJson } from "../definition/json-strict.ts";
+import { readRegularFile } from "../shared/fsutil.ts";
+import { statePaths } from "../shared/paths.ts";
+import { readProjection, withReadSnapshot } from "../log/snapshot.ts";
+import type { ItemStatus } from "../log/reducer.ts";
+
+export const STATUSES: readonly ItemStatus[] = ["pending", "launching", "running", "ended", "needs_input", "passed", "failed", "skipped", "cancelled", "blocked", "withdrawn"];
+
+export interface LoopFile {
+  path: string;
+  text: string;
+  /** sha256 of the bytes read: `loop add` writes only over these very bytes. */
+  sha256: string;
+  /** The parsed value (syntax checked, the definition not yet). */
+  raw: unknown;
+}
+
+function fail(message: string): never {
+  throw new DefinitionError([{ path: "", message }], "loop.json");
+}
+
+export function sha256(bytes: Uint8Array | string): string {
+  return createHash("sha256").update(bytes).digest("hex");
+}
+
+/** loop.json's bytes and parsed value; a syntax error is an invalid definition (exit 2). */
+export function readLoopFile(root: string): LoopFile {
+  const { path, bytes, text } = readLoopJsonFile(root);
+  let raw: unknown;
+  try {
+    raw = parseStrictJson(text).value;
+  } catch (e) {
+    if (e instanceof JsonSyntaxError) fail(e.message);
+    throw e;
+  }
+  return { path, text, sha256: sha256(bytes), raw };
+}
+
+export function loadLoopDefinition(root: string): { file: LoopFile; def: NormDefinition } {
+  const file = readLoopFile(root);
+  return { file, def: parseDefinitionText(file.text, "loop.json") };
+}
+
+/** Each item's status in the log: "pending" for one no step has imported yet (or when there is no store). */
+export function itemStatuses(stateRoot: string, ids: readonly string[]): Map<string, ItemStatus> {
+  const out = new Map<string, ItemStatus>(ids.map((id) => [id, "pending"]));
+  if (!existsSync(statePaths(stateRoot).db)) return out;
+  withReadSnapshot(stateRoot, ({ db }) => {
+    const p = readProjection(db);
+    for (const id of ids) if (Object.hasOwn(p.items, id)) out.set(id, p.items[id]!.status);
+  });
+  return out;
+}
+
+/** The text of a `--brief-file`/`--from-file` value: a path (relative to cwd), or "-" for stdin. */
+export async function readInputText(flag: string, value: string, cwd: string): Promise<{ text: string; name: string }> {
+  if (value === "-") return { text: await Bun.stdin.text(), name: "stdin" };
+  const path = resolve(cwd, value);
+  const file = readRegularFile(path, { maxBytes: 16 * 2 ** 20 });
+  if (file.kind !== "ok") throw new UsageError(`${flag} ${JSON.stringify(value)}: ${file.kind === "absent" ? "no such file" : file.message}`);
+  try {
+    return { text: new TextDecoder("utf-8", { fatal: true }).decode(file.bytes), name: value };
+  } catch {
+    throw new UsageError(`${flag} ${JSON.stringify(value)}: not valid UTF-8`);
+  }
+}

@@ -1,0 +1,100 @@
+// `loop plan` end to end, for cmd/loop-plan.ts: gather the context, draft (planner or demo), review or
+// not, append. The command only parses its flags and renders the document this returns.
+import { UsageError } from "../shared/errors.ts";
+import { DefinitionError } from "../definition/loop-json.ts";
+import { ANSWER_JSON_SCHEMA, type DraftItem, type Warning } from "./answer.ts";
+import { appendItems } from "./append.ts";
+import { demoPlan } from "./demo-planner.ts";
+import { type IssueSource, requireIssueSource } from "./issues.ts";
+import { itemStatuses, loadLoopDefinition } from "./loop-file.ts";
+import { draftPlan } from "./plan.ts";
+import { runnerCatalogue } from "./planners.ts";
+import type { PlanContext } from "./prompt.ts";
+import { reviewItems } from "./review.ts";
+import { runPlanner } from "./run-planner.ts";
+
+export const DEFAULT_MAX_ITEMS = 20;
+
+export interface PlanDocument {
+  schema: "loop/plan@1";
+  runner: string;
+  outcome: "drafted" | "nothing_new" | "undraftable";
+  reason: string | null;
+  items: DraftItem[];
+  warnings: Warning[];
+  /** Planner calls made (2 when the first answer was malformed and retried). */
+  calls: number;
+  dryRun: boolean;
+  /** Ids appended to loop.json (none under --dry-run, or when review dropped them all). */
+  appended: string[];
+  file: string;
+}
+
+export interface PlanVerbOptions {
+  root: string;
+  stateRoot: string;
+  brief: string;
+  runner: string | undefined;
+  model: string | undefined;
+  maxItems: number;
+  issues: string | undefined;
+  issueSource: IssueSource | null;
+  dryRun: boolean;
+  yes: boolean;
+  stdinIsTTY: boolean;
+  env: Record<string, string | undefined>;
+}
+
+export async function planVerb(o: PlanVerbOptions): Promise<PlanDocument> {
+  if (o.yes && o.dryRun) throw new UsageError("--yes and --dry-run exclude each other");
+  // Refused before a paid call: a draft nobody can review or accept would be wasted.
+  if (!o.yes && !o.dryRun && !o.stdinIsTTY)
+    throw new UsageError("loop plan needs a terminal to review the draft: pass --dry-run to print it, or --yes to append it unreviewed. Nothing was drafted.");
+  const { file, def } = loadLoopDefinition(o.root);
+  const raw = file.raw as { defaults?: { runner?: unknown } };
+  const defaultRunner = typeof raw.defaults?.runner === "string" ? raw.defaults.runner : "demo";
+  const catalogue = runnerCatalogue(def.runners);
+  const names = catalogue.map((r) => r.name);
+  const runner = o.runner ?? defaultRunner;
+  if (!names.includes(runner)) throw new UsageError(`--runner ${JSON.stringify(runner)} is not a runner of this loop (runners: ${names.join(", ")})`);
+  let forge: PlanContext["forge"] = null;
+  if (o.issues !== undefined) {
+    const source = requireIssueSource(o.issueSource, "--issues");
+    const [issues, pulls] = await Promise.all([source.searchOpenIssues(o.issues), source.openPullRequests()]);
+    forge = { search: o.issues, issues, pulls };
+  }
+  const status = itemStatuses(o.stateRoot, def.items.map((i) => i.id));
+  const context: PlanContext = {
+    brief: o.brief,
+    maxItems: o.maxItems,
+    existing: def.items.map((i) => ({ id: i.id, ref: i.ref, prompt: i.prompt, status: status.get(i.id)! })),
+    runners: catalogue,
+    defaultRunner,
+    forge,
+  };
+  const answerContext = {
+    existingIds: new Set(def.items.map((i) => i.id)),
+    existingRefs: new Map(def.items.filter((i) => i.ref !== null).map((i) => [i.ref!, i.id])),
+    runners: names,
+    maxItems: o.maxItems,
+  };
+  const ask =
+    runner === "demo"
+      ? async () => JSON.stringify(demoPlan(context))
+      : (prompt: string) => runPlanner({ runner, model: o.model ?? null, prompt, schema: ANSWER_JSON_SCHEMA, commandRunners: def.runners, env: o.env });
+  const draft = await draftPlan({ context, answerContext, ask });
+  const doc: PlanDocument = { schema: "loop/plan@1", runner, ...draft, dryRun: o.dryRun, appended: [], file: file.path };
+  if (draft.outcome !== "drafted" || o.dryRun) return doc;
+  let items = draft.items;
+  if (!o.yes) items = await reviewItems(items, { command: "loop plan", editable: true, what: "Append {n} items to loop.json" });
+  if (items.length === 0) return doc;
+  // Items whose dependency review dropped would make the definition invalid: said by the validation.
+  try {
+    const r = appendItems({ root: o.root, dryRun: false, items: items.map((i) => ({ ...i, from: `draft item ${JSON.stringify(i.id)}` })) });
+    doc.appended = r.added.map((a) => a.id);
+  } catch (e) {
+    if (e instanceof DefinitionError) throw new DefinitionError([...e.issues.slice(0, -1), { path: "", message: "the draft was not appended (nothing was written); fix it with --dry-run and loop add, or plan again" }], e.file);
+    throw e;
+  }
+  return doc;
+}

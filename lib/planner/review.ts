@@ -1,0 +1,69 @@
+// Review before anything is queued, on a terminal (docs/cli/loop-plan.md#review): each drafted item
+// kept, dropped or edited, then one confirmation (default No). The prompts are @clack/prompts on
+// stderr, loaded only here. No or Escape declines (exit 3), Ctrl-C interrupts (exit 130); either
+// way nothing is written.
+import { DeclinedError, InterruptedError } from "../shared/errors.ts";
+import { printable } from "../shared/printable.ts";
+
+export interface Reviewable {
+  id: string;
+  prompt: string;
+}
+
+/** Runs a clack prompt, telling Ctrl-C (a raw byte on the terminal) from Escape: clack reports both as "cancel". */
+async function ask<T>(run: () => Promise<T | symbol>, command: string): Promise<T> {
+  const { isCancel } = await import("@clack/prompts");
+  let interrupted = false;
+  const watch = (d: Buffer | string) => {
+    if (String(d).includes("\x03")) interrupted = true;
+  };
+  process.stdin.on("data", watch);
+  let answer: T | symbol;
+  try {
+    answer = await run();
+  } finally {
+    process.stdin.off("data", watch);
+  }
+  if (isCancel(answer) && interrupted) throw new InterruptedError(`${command}: interrupted; nothing was written`);
+  if (isCancel(answer)) throw new DeclinedError(`${command}: declined; nothing was written`);
+  return answer as T;
+}
+
+/** Keep, drop or edit each item; the items kept (edited prompts in place), after a final Yes. */
+export async function reviewItems<T extends Reviewable>(items: readonly T[], o: { command: string; editable: boolean; what: string }): Promise<T[]> {
+  const clack = await import("@clack/prompts");
+  const kept: T[] = [];
+  for (const [n, it] of items.entries()) {
+    process.stderr.write(`\n${n + 1}/${items.length} ${printable(it.id)}\n${it.prompt.split("\n").map((l) => `  ${printable(l)}`).join("\n")}\n`);
+    if (!o.editable) {
+      kept.push(it);
+      continue;
+    }
+    const choice = await ask(
+      () =>
+        clack.select<"keep" | "drop" | "edit">({
+          message: `Item ${it.id}`,
+          options: [
+            { value: "keep", label: "keep" },
+            { value: "drop", label: "drop" },
+            { value: "edit", label: "edit the prompt" },
+          ],
+          initialValue: "keep",
+          output: process.stderr,
+        }),
+      o.command,
+    );
+    if (choice === "drop") continue;
+    if (choice === "edit") {
+      const prompt = await ask(
+        () => clack.text({ message: `Prompt of ${it.id}`, initialValue: it.prompt, validate: (s) => (s?.trim() ? undefined : "a prompt cannot be empty"), output: process.stderr }),
+        o.command,
+      );
+      kept.push({ ...it, prompt });
+    } else kept.push(it);
+  }
+  if (kept.length === 0) return kept;
+  const yes = await ask(() => clack.confirm({ message: `${o.what.replace("{n}", String(kept.length))}?`, initialValue: false, output: process.stderr }), o.command);
+  if (!yes) throw new DeclinedError(`${o.command}: declined; nothing was written`);
+  return kept;
+}

@@ -1,0 +1,203 @@
+// The machine a launch runs on, probed: where a runner's program resolves, whether the start point
+// exists, who the step runs as, whether git can commit for the agent, whether aider can pick a
+// model. lib/step/faults.ts judges what is probed here. Also what a definition import can check
+// early (the same probes, reported as warnings), and the repository's info/exclude, which keeps
+// the agents' own files out of item branches.
+import { accessSync, constants, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { isAbsolute, join, relative, resolve } from "node:path";
+import type { NormDefinition } from "../definition/loop-json.ts";
+import { buildRunnerCommand, PRESETS } from "../definition/runners.ts";
+import { branchExists, gitTry, revParse } from "./git.ts";
+import { aiderCanChooseModel, type AiderModelFacts, type EnvironmentFault, launchFault, type ProgramFact } from "./faults.ts";
+
+/**
+ * The PATH a session gets: the step's (sessions inherit the step's environment). An environment
+ * given without one (a test's) falls back to this process's.
+ */
+export function sessionPath(env: Record<string, string | undefined>): string {
+  return env.PATH ?? process.env.PATH ?? "";
+}
+
+/**
+ * Where `program` resolves: a bare name on `PATH`, a path relative to `cwd` (the worktree; null
+ * while it does not exist: not checkable yet), or an absolute path.
+ */
+export function resolveProgram(program: string, o: { PATH: string; cwd: string | null }): ProgramFact {
+  if (!program.includes("/")) {
+    const found = Bun.which(program, { PATH: o.PATH });
+    return found ? { state: "found", path: found } : { state: "missing", path: null };
+  }
+  if (!isAbsolute(program) && o.cwd === null) return { state: "unchecked" };
+  const path = resolve(o.cwd ?? "/", program);
+  if (!existsSync(path)) return { state: "missing", path };
+  try {
+    if (!statSync(path).isFile()) return { state: "not_executable", path };
+    accessSync(path, constants.X_OK);
+  } catch {
+    return { state: "not_executable", path };
+  }
+  return { state: "found", path };
+}
+
+/** The program a runner starts (argv[0]), without building a real handoff. */
+export function runnerProgram(def: Pick<NormDefinition, "runners">, runner: string, o: { workdir: string; handoffPath: string; demoArgv: string[] }): string {
+  const cmd = buildRunnerCommand(
+    runner,
+    { item: "x", attempt: 1, prompt: "", handoffPath: o.handoffPath, workdir: o.workdir, model: null, sessionId: "" },
+    def.runners,
+    o.demoArgv,
+  );
+  return cmd.argv[0]!;
+}
+
+/** git's verdict on the identity commits would get (`git var` fails exactly where `git commit` would). */
+export function gitIdentity(repo: string): { ok: true } | { ok: false; detail: string } {
+  for (const v of ["GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT"]) {
+    const r = gitTry(repo, ["var", v]);
+    if (r.code !== 0) {
+      const line = r.stderr.split("\n").find((l) => /fatal|unable|empty ident/i.test(l)) ?? r.stderr.trim().split("\n")[0] ?? "";
+      return { ok: false, detail: line.trim() || `git var ${v} failed` };
+    }
+  }
+  return { ok: true };
+}
+
+function readSmall(path: string): string | null {
+  try {
+    if (!statSync(path).isFile() || statSync(path).size > 256 * 1024) return null;
+    return readFileSync(path, "utf8");
+  } catch {
+    return null;
+  }
+}
+
+/** The files aider reads settings and keys from, besides its environment (its docs: home, then the repository). */
+export function aiderFiles(o: { repo: string; home: string }): Record<string, string | null> {
+  const paths = [
+    join(o.home, ".aider.conf.yml"),
+    join(o.home, ".env"),
+    join(o.home, ".aider", "oauth-keys.env"),
+    join(o.repo, ".aider.conf.yml"),
+    join(o.repo, ".env"),
+  ];
+  return Object.fromEntries(paths.map((p) => [p, readSmall(p)]));
+}
+
+export interface LaunchProbe {
+  runner: string;
+  /** sessions.tmux: the session needs tmux. */
+  tmux: boolean;
+  model: string | null;
+  /** The repository's top level. */
+  repo: string;
+  worktree: string;
+  branch: string;
+  startPoint: string;
+  handoffPath: string;
+  runners: NormDefinition["runners"];
+  demoArgv: string[];
+  env: Record<string, string | undefined>;
+}
+
+/** Probe the machine for one launch and judge it; null when nothing stands in the way. */
+export function probeLaunchFault(o: LaunchProbe): EnvironmentFault | null {
+  const program = runnerProgram({ runners: o.runners }, o.runner, { workdir: o.worktree, handoffPath: o.handoffPath, demoArgv: o.demoArgv });
+  const PATH = sessionPath(o.env);
+  const preset = Object.hasOwn(PRESETS, o.runner);
+  // A retry reuses its branch: where it once started no longer matters. (One git call when all is
+  // well: the branch is asked about only when the start point is missing.)
+  const startPointExists = revParse(o.repo, o.startPoint) !== null ? true : branchExists(o.repo, o.branch) ? null : false;
+  let aiderModel: AiderModelFacts | null = null;
+  if (o.runner === "aider") aiderModel = { model: o.model, env: o.env, files: aiderFiles({ repo: o.repo, home: o.env.HOME || homedir() }) };
+  return launchFault({
+    runner: o.runner,
+    program,
+    programFact: resolveProgram(program, { PATH, cwd: existsSync(o.worktree) ? o.worktree : null }),
+    PATH,
+    tmux: o.tmux ? resolveProgram("tmux", { PATH, cwd: null }) : null,
+    startPoint: o.startPoint,
+    startPointExists,
+    uid: typeof process.getuid === "function" ? process.getuid() : null,
+    sandbox: { IS_SANDBOX: o.env.IS_SANDBOX, CLAUDE_CODE_BUBBLEWRAP: o.env.CLAUDE_CODE_BUBBLEWRAP },
+    aiderModel,
+    // Only for the agent presets: their agents commit. A command runner may not, and loop commits
+    // what an agent leaves with an identity of its own.
+    gitIdentity: preset ? gitIdentity(o.repo) : null,
+  });
+}
+
+/**
+ * What can be checked when loop.json is imported, as warnings: the base branch exists, and each
+ * runner the items use resolves on this step's PATH. Warnings, not definition errors: cron's PATH
+ * is not the importing shell's, and a branch can be created after the file was written.
+ */
+export function definitionWarnings(o: { def: NormDefinition; repo: string; env: Record<string, string | undefined>; demoArgv: string[] }): string[] {
+  const out: string[] = [];
+  if (revParse(o.repo, o.def.base) === null && !(o.def.landing === "merge" && branchExists(o.repo, o.def.target)))
+    out.push(`loop.json: "workspace.base" ${JSON.stringify(o.def.base)} is not a branch or commit of ${o.repo}: launches will pause the loop until it exists`);
+  const PATH = sessionPath(o.env);
+  const used = [...new Set(o.def.items.map((it) => it.runner))];
+  for (const runner of used) {
+    // A program named through a placeholder ({workdir}/agent) is known only at launch.
+    if (Object.hasOwn(o.def.runners, runner) && /\{[a-z_]+\}/.test(o.def.runners[runner]!.command[0] ?? "")) continue;
+    let program: string;
+    try {
+      program = runnerProgram(o.def, runner, { workdir: "/nonexistent-worktree", handoffPath: "/nonexistent-worktree/handoff.md", demoArgv: o.demoArgv });
+    } catch {
+      continue; // an unknown runner is a definition error, reported as one
+    }
+    const fact = resolveProgram(program, { PATH, cwd: null });
+    const items = o.def.items.filter((it) => it.runner === runner).map((it) => it.id);
+    const whose = `runner ${JSON.stringify(runner)} (used by ${items.slice(0, 3).join(", ")}${items.length > 3 ? `, … ${items.length} items` : ""})`;
+    if (fact.state === "missing")
+      out.push(`loop.json: ${whose}: program ${JSON.stringify(program)} is not found${fact.path ? ` (${fact.path})` : ` on this PATH (${PATH || "empty"})`}: launching it will pause the loop`);
+    else if (fact.state === "not_executable") out.push(`loop.json: ${whose}: program ${JSON.stringify(program)} (${fact.path}) is not executable: launching it will pause the loop`);
+  }
+  // aider without a model or key would wait for a browser: say so now rather than at its turn.
+  if (used.includes("aider"))
+    for (const it of o.def.items.filter((i) => i.runner === "aider" && !i.model))
+      if (!aiderCanChooseModel({ model: null, env: o.env, files: aiderFiles({ repo: o.repo, home: o.env.HOME || homedir() }) })) {
+        out.push(`loop.json: item ${it.id}: runner "aider" has no model and finds no provider key: launching it will pause the loop`);
+        break;
+      }
+  return out;
+}
+
+/** The repository's common git directory: `<top>/.git` when it is one (no git call), else git's answer (a linked worktree). */
+function commonGitDir(repo: string): string {
+  const dotGit = join(repo, ".git");
+  try {
+    if (statSync(dotGit).isDirectory()) return dotGit;
+  } catch {
+    // no .git at the top: ask git
+  }
+  const r = gitTry(repo, ["rev-parse", "--git-common-dir"]);
+  if (r.code !== 0) throw new Error(`cannot find the repository's git directory: ${r.stderr.trim()}`);
+  return resolve(repo, r.stdout.trim());
+}
+
+/** Patterns info/exclude gets: the agents' own files, never part of an item's work. */
+export const AGENT_EXCLUDES = [".aider*"] as const;
+const EXCLUDE_MARK = "# loop: files of the agents loop runs (and its state root), kept out of item branches";
+
+/**
+ * Keep the agents' files (aider's repository map `.aider.tags.cache.v4/`, its histories) and the
+ * state root out of every checkout of the repository: the close path commits what an agent left
+ * untracked, and these must not be part of the item's work. info/exclude is the repository's own,
+ * untracked ignore file, shared by all its worktrees. Idempotent; returns what it added.
+ */
+export function ensureAgentExcludes(o: { repo: string; stateRoot: string }): string[] {
+  const file = join(commonGitDir(o.repo), "info", "exclude");
+  const text = existsSync(file) ? readFileSync(file, "utf8") : "";
+  const patterns: string[] = [...AGENT_EXCLUDES];
+  const rel = relative(o.repo, o.stateRoot);
+  if (rel && !rel.startsWith("..") && !isAbsolute(rel)) patterns.push(`/${rel.split("\\").join("/")}/`);
+  const have = new Set(text.split("\n").map((l) => l.trim()));
+  const missing = patterns.filter((p) => !have.has(p));
+  if (missing.length === 0) return [];
+  const block = `${text && !text.endsWith("\n") ? "\n" : ""}${have.has(EXCLUDE_MARK) ? "" : `${EXCLUDE_MARK}\n`}${missing.join("\n")}\n`;
+  mkdirSync(resolve(file, ".."), { recursive: true });
+  writeFileSync(file, text + block);
+  return missing;
+}

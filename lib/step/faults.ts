@@ -1,0 +1,184 @@
+// Environment faults (docs/cli/loop-run.md#environment-faults): what is wrong with the machine, not
+// with a work item. A launch that meets one spends no attempt: the loop pauses with a reason that
+// names the fault and how to fix it, and `loop run` exits 1. Pure: the facts are probed by
+// lib/step/environment.ts, and these functions only judge them.
+
+export type FaultKind =
+  | "base_missing"
+  | "program_not_found"
+  | "program_not_executable"
+  | "claude_as_root"
+  | "aider_no_model"
+  | "git_identity"
+  | "disk_full"
+  | "permission_denied"
+  | "git_failed"
+  | "launch_failed";
+
+export interface EnvironmentFault {
+  kind: FaultKind;
+  /** What is wrong, naming the thing (runner, program, branch, path). */
+  message: string;
+  /** How to put it right. */
+  fix: string;
+}
+
+/** What the program a runner starts resolves to. */
+export type ProgramFact =
+  | { state: "found"; path: string }
+  | { state: "missing"; path: string | null }
+  | { state: "not_executable"; path: string }
+  /** A path relative to the worktree, which does not exist yet: checked after the reservation. */
+  | { state: "unchecked" };
+
+/** Everything the launch check judges, probed just before an attempt would be reserved. */
+export interface LaunchFacts {
+  runner: string;
+  /** The runner's program (argv[0]). */
+  program: string;
+  programFact: ProgramFact;
+  /** The PATH the session will get, for the message. */
+  PATH: string;
+  /** The commit the item's branch starts from (the base, or the landing target once it exists). */
+  startPoint: string;
+  /** Null when the branch already exists (a retry): its start point no longer matters. */
+  startPointExists: boolean | null;
+  /** The effective uid of the step (null where there is none). */
+  uid: number | null;
+  /** The variables Claude Code reads to allow --dangerously-skip-permissions as root. */
+  sandbox: { IS_SANDBOX?: string; CLAUDE_CODE_BUBBLEWRAP?: string };
+  /** With `sessions.tmux`: where tmux resolves (null without tmux sessions). */
+  tmux: ProgramFact | null;
+  /** For aider: can it pick a model without asking (null for other runners). */
+  aiderModel: AiderModelFacts | null;
+  /** git's verdict on the committer identity, for the presets (agents that commit); null when not checked. */
+  gitIdentity: { ok: true } | { ok: false; detail: string } | null;
+}
+
+export interface AiderModelFacts {
+  /** The model from loop.json, or null. */
+  model: string | null;
+  env: Record<string, string | undefined>;
+  /** Text of the files aider reads its settings and keys from (null when absent), by path. */
+  files: Record<string, string | null>;
+}
+
+/** Environment variables that let aider choose a model on its own (aider/onboarding.py), or name one. */
+export const AIDER_KEY_VARS = [
+  "AIDER_MODEL",
+  "ANTHROPIC_API_KEY",
+  "DEEPSEEK_API_KEY",
+  "OPENROUTER_API_KEY",
+  "OPENAI_API_KEY",
+  "GEMINI_API_KEY",
+  "AIDER_OPENAI_API_KEY",
+  "AIDER_ANTHROPIC_API_KEY",
+] as const;
+
+/**
+ * Whether aider can pick a model without asking: a model in loop.json, AIDER_MODEL or a provider
+ * key in the environment (or VERTEXAI_PROJECT with GOOGLE_APPLICATION_CREDENTIALS), or one of these
+ * in a `.env`-style file aider loads, or `model:` / an `api-key` setting in a `.aider.conf.yml`.
+ * Without any, aider (run with --yes-always) accepts its own offer to log in to OpenRouter through a
+ * browser and waits minutes for nobody.
+ */
+export function aiderCanChooseModel(f: AiderModelFacts): boolean {
+  if (f.model) return true;
+  const set = (k: string) => (f.env[k] ?? "").trim() !== "";
+  if (AIDER_KEY_VARS.some(set)) return true;
+  if (set("VERTEXAI_PROJECT") && set("GOOGLE_APPLICATION_CREDENTIALS")) return true;
+  const keyLine = new RegExp(`^\\s*(?:export\\s+)?(?:${AIDER_KEY_VARS.join("|")})\\s*=\\s*\\S`, "m");
+  const confLine = /^\s*(?:model|api-key|[a-z0-9-]+-api-key)\s*:\s*\S/m;
+  for (const [path, text] of Object.entries(f.files)) {
+    if (text === null) continue;
+    if (/\.ya?ml$/.test(path) ? confLine.test(text) : keyLine.test(text)) return true;
+  }
+  return false;
+}
+
+const RESUME = "then `loop ctl resume`";
+
+/** The first environment fault among the launch facts, in the order an operator would fix them; null when none. */
+export function launchFault(f: LaunchFacts): EnvironmentFault | null {
+  if (f.startPointExists === false)
+    return {
+      kind: "base_missing",
+      message: `the branch items start from, ${JSON.stringify(f.startPoint)}, is not a branch or commit of the repository`,
+      fix: `create it, or set "workspace.base" in loop.json to the repository's main branch (\`git branch --show-current\` in the checkout says which), ${RESUME}`,
+    };
+  const p = f.programFact;
+  const runner = `runner ${JSON.stringify(f.runner)}`;
+  if (p.state === "missing")
+    return {
+      kind: "program_not_found",
+      message: `${runner}: program ${JSON.stringify(f.program)} was not found${p.path ? ` (${p.path})` : ` on PATH (${f.PATH || "empty"})`}`,
+      fix: `install it, or give loop run a PATH that holds it (cron runs with PATH=/usr/bin:/bin: add a PATH= line to the crontab), or use an absolute path in a command runner, ${RESUME}`,
+    };
+  if (p.state === "not_executable")
+    return {
+      kind: "program_not_executable",
+      message: `${runner}: program ${JSON.stringify(f.program)} (${p.path}) is not executable`,
+      fix: `make it executable (chmod +x), ${RESUME}`,
+    };
+  if (f.tmux && f.tmux.state !== "found" && f.tmux.state !== "unchecked")
+    return {
+      kind: "program_not_found",
+      message: `"sessions.tmux" is on, but tmux was not found on PATH (${f.PATH || "empty"})`,
+      fix: `install tmux, or set "sessions.tmux" to false in loop.json, ${RESUME}`,
+    };
+  if (f.runner === "claude" && f.uid === 0 && f.sandbox.IS_SANDBOX !== "1" && !f.sandbox.CLAUDE_CODE_BUBBLEWRAP)
+    return {
+      kind: "claude_as_root",
+      message: `runner "claude": loop runs as root, and Claude Code refuses --dangerously-skip-permissions as root`,
+      fix: `run loop as an ordinary user, or, on a machine that is a disposable sandbox, set IS_SANDBOX=1 (or CLAUDE_CODE_BUBBLEWRAP=1) in loop run's environment, ${RESUME}`,
+    };
+  if (f.aiderModel && !aiderCanChooseModel(f.aiderModel))
+    return {
+      kind: "aider_no_model",
+      message: `runner "aider": no model and no provider key (aider would wait for a browser login to OpenRouter)`,
+      fix: `set "model" in loop.json, or a provider key (OPENAI_API_KEY, ANTHROPIC_API_KEY, …) or AIDER_MODEL in loop run's environment, ${RESUME}`,
+    };
+  if (f.gitIdentity && !f.gitIdentity.ok)
+    return {
+      kind: "git_identity",
+      message: `git has no committer identity for the agent's commits: ${f.gitIdentity.detail}`,
+      fix: `set one for the user loop runs as (git config --global user.name …; git config --global user.email …) or in the repository, ${RESUME}`,
+    };
+  return null;
+}
+
+/** An error thrown while launching an attempt, as the launch saw it. */
+export interface LaunchError {
+  /** The error's class name (GitError, Error, …). */
+  name: string;
+  /** An errno code (ENOSPC, EACCES, …), when the system refused something. */
+  code?: string;
+  message: string;
+}
+
+/**
+ * A launch that failed after its reservation. Every way it fails there is the environment's: the
+ * worktree and branch (git), the session folder and handoff (the disk), the runner's program, the
+ * session wrapper or tmux. Nothing the item says can make it fail (an item's argv too long for the
+ * system fails in the session, as its exit). So it is always a fault; this names which.
+ */
+export function classifyLaunchError(e: LaunchError): EnvironmentFault {
+  const message = `could not launch: ${e.message}`;
+  if (e.code === "ENOSPC" || e.code === "EDQUOT")
+    return { kind: "disk_full", message, fix: `free space on the disk of the state root and the repository, ${RESUME}` };
+  if (e.code === "EACCES" || e.code === "EPERM" || e.code === "EROFS")
+    return { kind: "permission_denied", message, fix: `give the user loop runs as write access to the repository and its state root, ${RESUME}` };
+  if (/start point .* is not a commit/.test(e.message))
+    return { kind: "base_missing", message, fix: `create the branch, or set "workspace.base" in loop.json to an existing one, ${RESUME}` };
+  if (/program .* not found/.test(e.message))
+    return { kind: "program_not_found", message, fix: `install it, or fix the runner's command in loop.json, ${RESUME}` };
+  if (/is not executable/.test(e.message)) return { kind: "program_not_executable", message, fix: `make it executable (chmod +x), ${RESUME}` };
+  if (e.name === "GitError")
+    return { kind: "git_failed", message, fix: `look at the repository (git worktree list, git status; a stale .lock file under .git), fix what git reports, ${RESUME}` };
+  return { kind: "launch_failed", message, fix: `fix what the message names, ${RESUME}` };
+}
+
+/** The loop's pause reason for a fault: what is wrong, then how to fix it. */
+export function faultReason(f: EnvironmentFault, item: string | null): string {
+  return `environment fault${item ? ` launching ${item}` : ""}: ${f.message}. To fix: ${f.fix}`;
+}

@@ -1,0 +1,200 @@
+// The launch phase: check the machine first (an environment fault pauses the loop and spends
+// nothing: lib/step/faults.ts), reserve the next attempt of an item (launch_reserved, whose key
+// admits one launch per item, epoch and attempt, ever), then act: its worktree, its handoff, the runner's
+// command, the detached session; then record session_started. A step killed anywhere in between
+// leaves a reservation the next step resolves (lib/step/observe.ts observeLaunching): it adopts a
+// spawned session, never launches the attempt a second time.
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { itemBranch } from "../definition/loop-json.ts";
+import { buildRunnerCommand, provenConversation } from "../definition/runners.ts";
+import type { ItemState, Projection, SessionRecord } from "../log/reducer.ts";
+import { LeaseLostError } from "../shared/errors.ts";
+import { failpoint } from "../shared/failpoint.ts";
+import { sliceText, writeFileAtomic } from "../shared/fsutil.ts";
+import { sessionDir, worktreeDir } from "../shared/paths.ts";
+import { append, repoOf, type StepContext, type StepOutcome, warnMovedAside } from "./context.ts";
+import { ensureAgentExcludes, probeLaunchFault, resolveProgram, sessionPath } from "./environment.ts";
+import { classifyLaunchError, type EnvironmentFault, faultReason } from "./faults.ts";
+import { git } from "./git.ts";
+import { buildHandoff } from "./handoff.ts";
+import { selfArgv } from "./self.ts";
+import { readOutputHead, SESSION_FILES, sessionMark, startSession, tmuxSessionName } from "./sessions.ts";
+import { ensureWorktree, startPointFor } from "./workspace.ts";
+
+/** Where and as what the next attempt of an item runs; fixed before the reservation records it. */
+interface AttemptPlan {
+  n: number;
+  key: string;
+  dir: string;
+  worktree: string;
+  branch: string;
+  sessionId: string;
+  /** The item's previous session, whose conversation a reply resumes. */
+  previous: SessionRecord | null;
+  /** Replies not delivered yet, joined. */
+  reply: string;
+}
+
+/**
+ * Launch the next attempt of `it`. "launched" once its session is recorded started. An environment
+ * fault (lib/step/faults.ts) found before the reservation, or met after it, pauses the loop
+ * (environment_fault, the attempt given back) and returns "paused"; it is listed in the step's
+ * errors. A lost lease is thrown: the step may not record anything more.
+ */
+export function launchAttempt(ctx: StepContext, it: ItemState): StepOutcome {
+  const plan = planAttempt(ctx, it);
+  const fault = probeLaunchFault({
+    runner: it.def.runner,
+    tmux: ctx.def.tmux,
+    model: it.def.model,
+    repo: repoOf(ctx),
+    worktree: plan.worktree,
+    branch: plan.branch,
+    startPoint: startPointFor({ repo: repoOf(ctx), landing: ctx.def.landing, base: ctx.def.base, target: ctx.def.target }),
+    handoffPath: join(plan.dir, SESSION_FILES.handoff),
+    runners: ctx.def.runners,
+    demoArgv: demoArgv(),
+    env: ctx.options.env,
+  });
+  if (fault) return pauseForFault(ctx, it, fault, null);
+  failpoint("launch:before_reserve");
+  const reserved = append(
+    ctx,
+    [
+      {
+        type: "launch_reserved",
+        item: it.id,
+        id: plan.key,
+        payload: { attempt: plan.n, key: plan.key, runner: it.def.runner, model: it.def.model, branch: plan.branch, worktree: plan.worktree, sessionDir: plan.dir, sessionId: plan.sessionId },
+      },
+    ],
+    "reserve",
+  );
+  try {
+    startAttempt(ctx, it, plan, reserved);
+  } catch (err) {
+    if (err instanceof LeaseLostError) throw err;
+    const e = err as NodeJS.ErrnoException;
+    const fault = classifyLaunchError({ name: e?.name ?? "Error", code: typeof e?.code === "string" ? e.code : undefined, message: e?.message ?? String(err) });
+    return pauseForFault(ctx, it, fault, plan.n);
+  }
+  return { action: "launched", item: it.id, reason: null };
+}
+
+/**
+ * An environment fault: the loop pauses with a reason that names it and how to fix it; a reserved
+ * attempt is given back uncounted (one commit). The items wait, their attempts unspent.
+ */
+function pauseForFault(ctx: StepContext, it: ItemState, fault: EnvironmentFault, attempt: number | null): StepOutcome {
+  const reason = faultReason(fault, it.id);
+  ctx.errors.push(reason);
+  ctx.options.log.error(reason);
+  const payload = { kind: fault.kind, attempt, reason: fault.message, fix: fault.fix };
+  const drafts = [{ type: "environment_fault" as const, item: it.id, payload }];
+  // Before the reservation nothing was taken; after it, the attempt is given back in this commit.
+  let p: Projection;
+  if (attempt === null) p = append(ctx, drafts, "fault");
+  else p = append(ctx, drafts, "launch_failed");
+  return { action: "paused", item: it.id, reason: p.loop.reason };
+}
+
+function demoArgv(): string[] {
+  return [...selfArgv(), "__demo-agent"];
+}
+
+function planAttempt(ctx: StepContext, it: ItemState): AttemptPlan {
+  const n = it.attempts.length + 1;
+  return {
+    n,
+    // The reservation key: one launch per item, epoch and attempt, ever.
+    key: `launch:${it.id}:e${it.epoch}:a${n}`,
+    dir: sessionDir(ctx.options.stateRoot, it.id, it.epoch, n),
+    worktree: worktreeDir(ctx.options.stateRoot, it.id),
+    branch: itemBranch(ctx.def.name, it.id),
+    sessionId: crypto.randomUUID(),
+    previous: it.session,
+    reply: it.replies.filter((r) => r.delivered === null).map((r) => r.text).join("\n\n"),
+  };
+}
+
+/** Everything after the reservation; returns the projection with session_started recorded. Throws when the launch fails. */
+function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserved: Projection): Projection {
+  const { n, dir, worktree, branch, sessionId, previous, reply } = plan;
+  const repo = repoOf(ctx);
+  try {
+    ensureAgentExcludes({ repo, stateRoot: ctx.options.stateRoot });
+  } catch (err) {
+    // Only a convenience: the attempt runs, and the agents' files may show up as its changes.
+    ctx.options.log.warn(`could not write the repository's info/exclude: ${(err as Error).message}`);
+  }
+  mkdirSync(dir, { recursive: true });
+  const ws = ensureWorktree({ repo, path: worktree, branch, startPoint: startPointFor({ repo, landing: ctx.def.landing, base: ctx.def.base, target: ctx.def.target }) });
+  if (ws.movedAside) warnMovedAside(ctx, { path: worktree, branch, aside: ws.movedAside });
+  failpoint("launch:after_worktree");
+  const handoffPath = join(dir, SESSION_FILES.handoff);
+  const askFile = join(dir, SESSION_FILES.ask);
+  const handoff = buildHandoff({ p: reserved, item: it.id, attempt: n, branch, askFile });
+  writeFileSync(handoffPath, handoff);
+  // A reply resumes the previous conversation only where it is proven to exist; else it goes in
+  // this attempt's handoff (which lists every reply) to a fresh session.
+  const conversationId =
+    reply && previous?.log && previous.runner === it.def.runner
+      ? provenConversation(previous.runner, {
+          recorded: previous.conversationId,
+          logHead: readOutputHead(previous.sessionDir),
+          historyExists: previous.runner === "aider" && previous.conversationId !== null && existsSync(previous.conversationId),
+        })
+      : null;
+  const resume = reply && conversationId ? { conversationId, reply } : undefined;
+  const cmd = buildRunnerCommand(
+    it.def.runner,
+    { item: it.id, attempt: n, prompt: handoff, handoffPath, workdir: worktree, model: it.def.model, sessionId, resume },
+    ctx.def.runners,
+    demoArgv(),
+  );
+  const program = resolveProgram(cmd.argv[0]!, { PATH: sessionPath(ctx.options.env), cwd: worktree });
+  if (program.state === "missing") throw new Error(`runner "${it.def.runner}": program ${JSON.stringify(cmd.argv[0])} not found${program.path ? ` (${program.path})` : " on PATH"}`);
+  if (program.state === "not_executable") throw new Error(`runner "${it.def.runner}": program ${JSON.stringify(cmd.argv[0])} (${program.path}) is not executable`);
+  // verify:false asks for "a change on the branch" made by this attempt, not an earlier one.
+  writeFileSync(join(dir, "start-head"), git(worktree, ["rev-parse", "HEAD"]) + "\n");
+  const env: Record<string, string> = {
+    LOOP_ITEM: it.id,
+    LOOP_ATTEMPT: String(n),
+    LOOP_HANDOFF: handoffPath,
+    LOOP_WORKDIR: worktree,
+    LOOP_ASK_FILE: askFile,
+    LOOP_SESSION_ID: sessionId,
+    LOOP_MODEL: it.def.model ?? "",
+  };
+  ctx.store.assertLease();
+  const started = startSession({
+    dir,
+    argv: cmd.argv,
+    cwd: worktree,
+    env,
+    tmuxName: ctx.def.tmux ? tmuxSessionName(ctx.def.name, it.id, n, it.epoch) : null,
+    mark: sessionMark({ sessionId }),
+    scope: { loopName: ctx.def.name, item: it.id, epoch: it.epoch, attempt: n, stateRoot: ctx.options.stateRoot },
+  });
+  // Atomic: a step killed mid-write must not leave a half file that adoption then misreads.
+  writeFileAtomic(join(dir, "spawned.json"), JSON.stringify({ pid: started.pid, tmux: started.tmux }) + "\n");
+  failpoint("launch:after_spawn");
+  return append(
+    ctx,
+    [
+      {
+        type: "session_started",
+        item: it.id,
+        payload: { attempt: n, pid: started.pid, tmux: started.tmux, conversationId: cmd.conversationId ?? (resume ? conversationId : null), argv: cmd.argv.map(redactLong), log: join(dir, SESSION_FILES.output), resumed: Boolean(resume && cmd.supportsResume), ...(started.mechanism ? { mechanism: started.mechanism } : {}) },
+      },
+    ],
+    "session_started",
+  );
+}
+
+/** argv is recorded for people; the prompt itself lives in handoff.md, so long values are cut. */
+function redactLong(s: string): string {
+  return s.length > 200 ? `${sliceText(s, 0, 120)}… (${s.length} chars)` : s;
+}
+

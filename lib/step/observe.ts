@@ -1,0 +1,64 @@
+// The observe phase: look at a launched attempt's session from outside and record what became of
+// it (started, asked a question, exited, lost, stalled), or report that it is still at work. The
+// verdict on what an observation means is classifySession's (lib/step/decide.ts).
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import type { ItemState } from "../log/reducer.ts";
+import { append, closeInStep, type StepContext, type StepOutcome } from "./context.ts";
+import { classifySession } from "./decide.ts";
+import { adoptable, observeSession, SESSION_FILES } from "./sessions.ts";
+
+/** A reserved attempt whose start is not recorded: adopt the wrapper, wait for it, or fail the launch. */
+export function observeLaunching(ctx: StepContext, it: ItemState): StepOutcome | null {
+  const attempt = it.attempts[it.attempts.length - 1]!;
+  const s = it.session!;
+  const found = adoptable(s.sessionDir);
+  if (found) {
+    // The wrapper was spawned by a step killed before it recorded the start: adopt it.
+    append(
+      ctx,
+      [{ type: "session_started", item: it.id, payload: { attempt: attempt.n, pid: found.pid, tmux: found.tmux, conversationId: null, argv: [], log: join(s.sessionDir, SESSION_FILES.output), resumed: false } }],
+      "session_started",
+    );
+    return null;
+  }
+  const launched = existsSync(join(s.sessionDir, SESSION_FILES.launch));
+  const age = Date.now() - Date.parse(attempt.reservedAt);
+  if (launched && age <= it.def.timeouts.launch) return { action: "waiting", item: it.id, reason: "session is starting" };
+  const reason = launched
+    ? `session did not start within ${Math.round(it.def.timeouts.launch / 1000)}s`
+    : "the step that reserved this attempt stopped before launching it; not relaunched";
+  // A step killed between reservation and spawn is the loop's failure, not the agent's: not counted.
+  append(ctx, [{ type: "launch_failed", item: it.id, payload: { attempt: attempt.n, reason, interrupted: !launched } }], "launch_failed");
+  return null;
+}
+
+/** A running session: still working (the step stops here), asking (the loop pauses), or ended. */
+export async function observeRunning(ctx: StepContext, it: ItemState): Promise<StepOutcome | null> {
+  const attempt = it.attempts[it.attempts.length - 1]!;
+  const s = it.session!;
+  const v = classifySession(observeSession(s, attempt, it.def.timeouts, Date.now()));
+  if (v.kind === "waiting") return { action: "waiting", item: it.id, reason: v.reason };
+  if (v.kind === "needs_input") {
+    const c = await closeInStep(ctx, { it, reason: "agent asked a question", removeCheckout: false });
+    const closeEvents = (c?.events ?? []).filter((e) => e.type === "session_closed");
+    append(
+      ctx,
+      [
+        { type: "needs_input", item: it.id, payload: { attempt: attempt.n, question: v.question } },
+        ...closeEvents,
+        { type: "loop_paused", payload: { reason: `${it.id} needs input: ${v.question}` } },
+      ],
+      "needs_input",
+    );
+    return { action: "paused", item: it.id, reason: `${it.id} needs input: ${v.question}` };
+  }
+  if (v.kind === "exited") {
+    append(ctx, [{ type: "session_ended", item: it.id, payload: { attempt: attempt.n, verdict: "exited", exitCode: v.code, signal: v.signal, reason: v.reason } }], "session_ended");
+    return null;
+  }
+  // lost, never_started, stalled: end whatever is left through the close path.
+  const c = await closeInStep(ctx, { it, reason: v.reason, removeCheckout: false, endVerdict: v.kind });
+  append(ctx, c ? c.events : [{ type: "session_ended", item: it.id, payload: { attempt: attempt.n, verdict: v.kind, exitCode: null, signal: null, reason: v.reason } }], "session_ended");
+  return null;
+}

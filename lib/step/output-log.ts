@@ -1,0 +1,153 @@
+// A session's output log, bounded: an agent that prints without end must not fill the disk.
+//
+// Layout of output.log under a cap of C bytes (LOOP_OUTPUT_CAP, default 64 MiB): the first C/8 bytes
+// of the output (the head: where agents announce their conversation id), then, once the output
+// outgrows the file, a marker line saying how many bytes were dropped, then the latest output (the
+// tail, at least ~C/4 bytes). The wrapper appends to the file; when the part after the head reaches
+// twice the tail it writes a new file (head, marker, the last tail bytes) beside it and renames it
+// over output.log. So the file only ever grows or is replaced whole: a reader holding the old file
+// reads a complete one, the file's mtime still moves with every write (the stall detector's
+// "output growth"), and the old and the new file together never take more than C bytes.
+import { closeSync, fstatSync, openSync, readSync, renameSync, rmSync, writeSync } from "node:fs";
+
+export const DEFAULT_OUTPUT_CAP = 64 * 2 ** 20;
+export const MIN_OUTPUT_CAP = 64 * 2 ** 10;
+export const MAX_OUTPUT_CAP = 2 ** 40;
+/** The longest marker line: two numbers of at most 13 digits each. */
+const MARKER_MAX = markerLine(MAX_OUTPUT_CAP, MAX_OUTPUT_CAP).length;
+
+/** The marker that replaces the dropped middle of the output. */
+export function markerLine(dropped: number, cap: number): string {
+  return `\n[loop: ${dropped} bytes of output dropped here (output cap ${cap} bytes)]\n`;
+}
+const MARKER = /^\n\[loop: (\d+) bytes of output dropped here \(output cap (\d+) bytes\)\]\n/;
+
+/** The dropped byte count and the marker's length, when `bytes` (read at the head's end) start with a marker. */
+export function parseMarker(bytes: Uint8Array): { dropped: number; length: number } | null {
+  const m = MARKER.exec(Buffer.from(bytes).toString("latin1"));
+  return m ? { dropped: Number(m[1]), length: m[0].length } : null;
+}
+export const MARKER_READ = MARKER_MAX;
+
+export interface OutputLayout {
+  cap: number;
+  /** Bytes of the output's beginning kept at the start of the file. */
+  head: number;
+  /** Bytes of the latest output kept after a cut; the file is cut when the part after the head reaches twice this. */
+  keep: number;
+}
+
+export function outputLayout(cap: number): OutputLayout {
+  const head = Math.floor(cap / 8);
+  // Old file (head, marker, 2·keep) and new file (head, marker, keep) side by side fit in the cap.
+  return { cap, head, keep: Math.floor((cap - 2 * head - 2 * MARKER_MAX) / 3) };
+}
+
+const UNITS: Record<string, number> = { "": 1, K: 2 ** 10, M: 2 ** 20, G: 2 ** 30, T: 2 ** 40 };
+
+/** A size as people write it: bytes, or a number with K, M, G or T (binary: 64M is 64 MiB), "iB" or "B" allowed after. */
+export function parseSize(text: string): number | null {
+  const m = /^(\d{1,15})\s*([KMGT]?)(?:i?B)?$/i.exec(text.trim());
+  if (!m) return null;
+  const n = Number(m[1]) * UNITS[m[2]!.toUpperCase()]!;
+  return Number.isSafeInteger(n) ? n : null;
+}
+
+/** The cap from $LOOP_OUTPUT_CAP (default 64 MiB); an invalid value is an error naming it, never ignored. */
+export function outputCapFrom(env: Record<string, string | undefined>): number {
+  const raw = env.LOOP_OUTPUT_CAP;
+  if (raw === undefined || raw === "") return DEFAULT_OUTPUT_CAP;
+  const n = parseSize(raw);
+  if (n === null) throw new Error(`LOOP_OUTPUT_CAP=${JSON.stringify(raw)} is not a size (bytes, or a number with K, M or G, e.g. 64M)`);
+  if (n < MIN_OUTPUT_CAP || n > MAX_OUTPUT_CAP)
+    throw new Error(`LOOP_OUTPUT_CAP=${JSON.stringify(raw)} is out of range: between ${MIN_OUTPUT_CAP} bytes (64K) and ${MAX_OUTPUT_CAP} bytes (1T)`);
+  return n;
+}
+
+/** The session wrapper's writer of output.log. Synchronous writes: two pumps (stdout, stderr) never interleave inside a chunk. */
+export class CappedLog {
+  private fd: number;
+  private size: number;
+  private dropped = 0;
+  private markerLength = 0;
+  private closed = false;
+  private readonly layout: OutputLayout;
+
+  constructor(
+    private readonly path: string,
+    cap: number,
+  ) {
+    this.layout = outputLayout(cap);
+    this.fd = openSync(path, "a+"); // read too: a cut copies from it
+    this.size = fstatSync(this.fd).size;
+  }
+
+  /** Bytes of output dropped so far. */
+  get droppedBytes(): number {
+    return this.dropped;
+  }
+
+  /** Append output; after close (a straggler's chunk, once the agent is gone) it is dropped. */
+  write(chunk: Uint8Array): void {
+    if (this.closed) return;
+    const { head, keep } = this.layout;
+    let off = 0;
+    while (off < chunk.length) {
+      const room = head + this.markerLength + 2 * keep - this.size;
+      if (room <= 0) {
+        this.cut();
+        continue;
+      }
+      const n = Math.min(room, chunk.length - off);
+      writeAll(this.fd, chunk.subarray(off, off + n));
+      this.size += n;
+      off += n;
+    }
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    closeSync(this.fd);
+  }
+
+  /** Replace the file by its head, a marker and its last `keep` bytes. */
+  private cut(): void {
+    const { head, keep, cap } = this.layout;
+    const tailStart = this.size - keep;
+    const dropped = this.dropped + (tailStart - head - this.markerLength);
+    const marker = Buffer.from(markerLine(dropped, cap));
+    const tmp = `${this.path}.tmp-${process.pid}`;
+    // Created afresh, never opened through whatever (a link) a leftover of that name is.
+    rmSync(tmp, { force: true });
+    const out = openSync(tmp, "wx+");
+    try {
+      copyRange(this.fd, 0, head, out);
+      writeAll(out, marker);
+      copyRange(this.fd, tailStart, keep, out);
+      renameSync(tmp, this.path);
+    } catch (err) {
+      closeSync(out);
+      throw err;
+    }
+    closeSync(this.fd);
+    this.fd = out;
+    this.size = head + marker.length + keep;
+    this.markerLength = marker.length;
+    this.dropped = dropped;
+  }
+}
+
+function writeAll(fd: number, bytes: Uint8Array): void {
+  for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off, bytes.length - off);
+}
+
+function copyRange(from: number, start: number, length: number, to: number): void {
+  const buf = Buffer.allocUnsafe(Math.min(length, 2 ** 20));
+  for (let done = 0; done < length; ) {
+    const n = readSync(from, buf, 0, Math.min(buf.length, length - done), start + done);
+    if (n === 0) throw new Error(`output log is shorter than expected (${start + done} bytes)`);
+    writeAll(to, buf.subarray(0, n));
+    done += n;
+  }
+}

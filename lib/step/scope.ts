@@ -1,0 +1,300 @@
+// Sessions in a systemd scope of their own (docs/operations.md#sessions-and-systemd). Under systemd
+// a step is a unit, and stopping it (a oneshot step's end, with the default KillMode=control-group)
+// kills every process left in its cgroup: the agent session the step launched included. So when a
+// systemd manager is reachable, each session starts under `systemd-run --scope --collect`, in a
+// transient unit of its own: it outlives the step by design, and its processes stay in its cgroup,
+// which the close path ends whole (no orphan leaves a cgroup by setsid). Elsewhere, process groups.
+//
+// `decideMechanism` and `scopeArgv` are pure (facts in, a decision out); `probeSystemd`,
+// `confirmScopeStart` and `endScope` carry the effects out.
+import { existsSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { procStat } from "../shared/process.ts";
+import { readJsonOrNull, writeFileAtomic } from "../shared/fsutil.ts";
+
+/** How a session runs, as recorded in session_started's `mechanism` (docs/events.md#session_started). */
+export type SessionMechanism =
+  | { kind: "systemd_scope"; unit: string; manager: "system" | "user" }
+  | { kind: "process_group"; why: string }
+  | { kind: "tmux"; why: string };
+
+/** `$LOOP_SESSION_SCOPE`: auto (the default), systemd (required: a launch fails without it), off. */
+export type ScopeMode = "auto" | "systemd" | "off";
+
+/** What the machine offers, gathered by probeSystemd. */
+export interface SystemdFacts {
+  /** systemd-run's path, or null when it is not on PATH. */
+  systemdRun: string | null;
+  /** systemctl's path, or null. */
+  systemctl: string | null;
+  /** The system manager runs (sd_booted(): /run/systemd/system exists). */
+  systemManager: boolean;
+  /** The user manager's private socket exists ($XDG_RUNTIME_DIR/systemd/private). */
+  userManager: boolean;
+  /** $XDG_RUNTIME_DIR, or /run/user/<uid> when unset (a service's environment has none). */
+  runtimeDir: string;
+  uid: number;
+}
+
+export interface ScopeTarget {
+  loopName: string;
+  item: string;
+  epoch: number;
+  attempt: number;
+  /** The state root: two projects with the same loop name and item must not share a unit name. */
+  stateRoot: string;
+}
+
+export type ScopeDecision =
+  | { use: "systemd_scope"; unit: string; manager: "system" | "user" }
+  | { use: "process_group"; why: string }
+  | { use: "refuse"; why: string };
+
+export function scopeMode(env: Record<string, string | undefined>): ScopeMode | { invalid: string } {
+  const v = env.LOOP_SESSION_SCOPE ?? "";
+  if (v === "" || v === "auto") return "auto";
+  if (v === "systemd" || v === "off") return v;
+  return { invalid: `LOOP_SESSION_SCOPE must be auto, systemd or off, not ${JSON.stringify(v)}` };
+}
+
+/**
+ * Which mechanism a new session runs under. Root uses the system manager; anyone else their user
+ * manager (a system scope would need polkit's consent; `loginctl enable-linger <user>` keeps a
+ * user manager running without a login).
+ */
+export function decideMechanism(facts: SystemdFacts, mode: ScopeMode, target: ScopeTarget): ScopeDecision {
+  if (mode === "off") return { use: "process_group", why: "LOOP_SESSION_SCOPE=off" };
+  let why: string | null = null;
+  let manager: "system" | "user" = "system";
+  if (!facts.systemdRun) why = "systemd-run is not on PATH";
+  else if (facts.uid === 0) {
+    if (!facts.systemManager) why = "no systemd manager runs here (/run/systemd/system is missing)";
+  } else {
+    manager = "user";
+    if (!facts.userManager)
+      why = `no systemd user manager for uid ${facts.uid} (${join(facts.runtimeDir, "systemd", "private")} is missing; \`loginctl enable-linger\` starts one)`;
+  }
+  if (why) return mode === "systemd" ? { use: "refuse", why: `LOOP_SESSION_SCOPE=systemd, but ${why}` } : { use: "process_group", why };
+  return { use: "systemd_scope", unit: scopeUnitName(target), manager };
+}
+
+/** `loop-<name>-<item>-e<epoch>-a<attempt>-<8 hex of the state root>.scope`, escaped as systemd-escape does. */
+export function scopeUnitName(t: ScopeTarget): string {
+  const root = new Bun.CryptoHasher("sha256").update(t.stateRoot).digest("hex").slice(0, 8);
+  const base = `loop-${escapeUnitPart(t.loopName)}-${escapeUnitPart(t.item)}-e${t.epoch}-a${t.attempt}-${root}`;
+  // Unit names are at most 255 bytes: a long loop or item name is cut, the hash keeps it unique.
+  const max = 255 - ".scope".length;
+  return (base.length > max ? `${base.slice(0, max - 9)}-${root}` : base) + ".scope";
+}
+
+/** Bytes outside [A-Za-z0-9:_.-] as \xNN (systemd-escape's form); a leading '.' too. */
+function escapeUnitPart(s: string): string {
+  let out = "";
+  for (const byte of new TextEncoder().encode(s)) {
+    const c = String.fromCharCode(byte);
+    out += /[A-Za-z0-9:_.-]/.test(c) && !(out === "" && c === ".") ? c : `\\x${byte.toString(16).padStart(2, "0")}`;
+  }
+  return out;
+}
+
+/** The argv that starts `command` in a transient scope (systemd-run execs it once the scope exists). */
+export function scopeArgv(o: { systemdRun: string; unit: string; manager: "system" | "user"; description: string; command: string[] }): string[] {
+  return [
+    o.systemdRun,
+    ...(o.manager === "user" ? ["--user"] : []),
+    "--scope",
+    // Garbage-collected once empty, even if a process in it failed: no unit left behind per attempt.
+    "--collect",
+    "--quiet",
+    `--unit=${o.unit}`,
+    `--description=${o.description}`,
+    "--",
+    ...o.command,
+  ];
+}
+
+/** The environment systemd-run needs to reach a user manager from a service (which has no XDG_RUNTIME_DIR). */
+export function scopeEnv(facts: SystemdFacts, manager: "system" | "user", env: Record<string, string | undefined>): Record<string, string | undefined> {
+  return manager === "user" && !env.XDG_RUNTIME_DIR ? { ...env, XDG_RUNTIME_DIR: facts.runtimeDir } : env;
+}
+
+export function probeSystemd(env: Record<string, string | undefined>): SystemdFacts {
+  const uid = process.getuid?.() ?? -1;
+  const runtimeDir = env.XDG_RUNTIME_DIR || `/run/user/${uid}`;
+  const path = env.PATH ?? process.env.PATH ?? "";
+  return {
+    systemdRun: Bun.which("systemd-run", { PATH: path }),
+    systemctl: Bun.which("systemctl", { PATH: path }),
+    systemManager: existsSync("/run/systemd/system"),
+    userManager: existsSync(join(runtimeDir, "systemd", "private")),
+    runtimeDir,
+    uid,
+  };
+}
+
+/** The record of a session's scope, kept in its folder for the close path (and for adoption). */
+export const SCOPE_FILE = "scope.json";
+
+export interface ScopeRecord {
+  unit: string;
+  manager: "system" | "user";
+  /** The scope's cgroup (from /proc/<pid>/cgroup once it started), or null if not seen yet. */
+  cgroup: string | null;
+  runtimeDir: string;
+}
+
+export function writeScopeRecord(dir: string, r: ScopeRecord): void {
+  writeFileAtomic(join(dir, SCOPE_FILE), JSON.stringify(r) + "\n");
+}
+
+export function readScopeRecord(dir: string): ScopeRecord | null {
+  const r = readJsonOrNull<ScopeRecord>(join(dir, SCOPE_FILE));
+  return r && typeof r.unit === "string" && (r.manager === "system" || r.manager === "user") ? r : null;
+}
+
+/** The cgroup v2 path of a process ("0::/…" in /proc/<pid>/cgroup), or null. */
+export function cgroupOf(pid: number): string | null {
+  try {
+    const line = readFileSync(`/proc/${pid}/cgroup`, "utf8").split("\n").find((l) => l.startsWith("0::"));
+    return line ? line.slice(3) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * After spawning systemd-run: did the scope start? systemd-run execs the command only once the
+ * scope exists, so the wrapper having started (its started.json) or the process sitting in the
+ * unit's cgroup says yes; systemd-run exiting first says no (its message is in `errLog`).
+ * Bounded: a launch never waits more than `maxMs` here; undecided counts as started (the observe
+ * phase then judges the session like any other).
+ */
+export function confirmScopeStart(o: { pid: number; unit: string; startedFile: string; errLog: string; maxMs: number }): { ok: true; cgroup: string | null } | { ok: false; why: string } {
+  const deadline = Date.now() + o.maxMs;
+  for (;;) {
+    const cg = cgroupOf(o.pid);
+    if (cg?.endsWith(`/${o.unit}`)) return { ok: true, cgroup: cg };
+    if (existsSync(o.startedFile)) return { ok: true, cgroup: cg?.endsWith(`/${o.unit}`) ? cg : null };
+    const state = procStat(o.pid)?.[0];
+    if (state === undefined || state === "Z" || state === "X") {
+      let msg = "";
+      try {
+        msg = readFileSync(o.errLog, "utf8").trim().slice(0, 2000);
+      } catch {}
+      return { ok: false, why: `systemd-run could not start the scope ${o.unit}${msg ? `: ${msg}` : " (it exited without a message)"}` };
+    }
+    if (Date.now() >= deadline) return { ok: true, cgroup: null };
+    Bun.sleepSync(5);
+  }
+}
+
+/** The pids in a cgroup (cgroup v2 cgroup.procs under `cgroupRoot`), [] when it is gone or empty. */
+export function cgroupPids(cgroupRoot: string, cgroup: string): number[] {
+  try {
+    return readFileSync(join(cgroupRoot, cgroup, "cgroup.procs"), "utf8")
+      .split("\n")
+      .filter((l) => /^\d+$/.test(l))
+      .map(Number);
+  } catch {
+    return [];
+  }
+}
+
+function livePids(pids: number[]): number[] {
+  return pids.filter((p) => {
+    const s = procStat(p)?.[0];
+    return s !== undefined && s !== "Z" && s !== "X";
+  });
+}
+
+/**
+ * End every process of a session's scope: SIGTERM to each pid in its cgroup (and through systemctl
+ * kill, which reaches them even when the cgroup path is unknown), the grace period, then SIGKILL.
+ * Returns how, in session_closed's words: not_running, terminated or killed.
+ */
+export async function endScope(record: ScopeRecord, graceMs: number, o: { cgroupRoot?: string; systemctl?: string | null; env?: Record<string, string | undefined> } = {}): Promise<"not_running" | "terminated" | "killed"> {
+  let r = record;
+  const root = o.cgroupRoot ?? "/sys/fs/cgroup";
+  const systemctl = o.systemctl === undefined ? Bun.which("systemctl") : o.systemctl;
+  const env = { ...(o.env ?? process.env), ...(r.manager === "user" ? { XDG_RUNTIME_DIR: r.runtimeDir } : {}) };
+  const members = () => (r.cgroup ? livePids(cgroupPids(root, r.cgroup)) : []);
+  const ctl = (signal: string) => {
+    if (!systemctl) return;
+    Bun.spawnSync([systemctl, ...(r.manager === "user" ? ["--user"] : []), "kill", "--kill-whom=all", `--signal=${signal}`, r.unit], { env, stdout: "ignore", stderr: "ignore" });
+  };
+  const signalAll = (sig: NodeJS.Signals) => {
+    for (const pid of members())
+      try {
+        process.kill(pid, sig);
+      } catch {}
+  };
+  if (!r.cgroup && systemctl) {
+    // Not seen at launch (the wrapper had not started yet): ask the manager where the unit lives.
+    const q = Bun.spawnSync([systemctl, ...(r.manager === "user" ? ["--user"] : []), "show", "--property=ControlGroup", "--value", r.unit], { env, stdout: "pipe", stderr: "ignore" });
+    const cg = q.exitCode === 0 ? q.stdout.toString().trim() : "";
+    if (cg) r = { ...r, cgroup: cg };
+  }
+  if (r.cgroup && members().length === 0) return "not_running";
+  signalAll("SIGTERM");
+  ctl("SIGTERM");
+  const deadline = Date.now() + graceMs;
+  while (Date.now() < deadline) {
+    if (members().length === 0) return r.cgroup ? "terminated" : "not_running";
+    await Bun.sleep(25);
+  }
+  if (members().length === 0) return "terminated";
+  signalAll("SIGKILL");
+  ctl("SIGKILL");
+  for (let i = 0; i < 40 && members().length > 0; i++) await Bun.sleep(25);
+  return "killed";
+}
+
+/**
+ * Start a session's wrapper (`command`) detached, in a scope of its own when the decision says so.
+ * `spawn` is the caller's detached spawn (lib/step/sessions.ts): it returns the pid. A scope that
+ * cannot start falls back to a process group (recorded with why), unless LOOP_SESSION_SCOPE=systemd
+ * demands one: then the launch fails with systemd-run's message.
+ */
+export function launchDetached(o: {
+  dir: string;
+  command: string[];
+  target: ScopeTarget;
+  env: Record<string, string | undefined>;
+  spawn: (argv: string[], env: Record<string, string | undefined>, errLog: string | null) => number;
+  startedFile: string;
+  /** What the machine offers; probed when not given (tests give it). */
+  facts?: SystemdFacts;
+}): { pid: number; mechanism: SessionMechanism } {
+  const mode = scopeMode(o.env);
+  if (typeof mode !== "string") throw new Error(mode.invalid);
+  const facts = mode === "off" ? null : (o.facts ?? probeSystemd(o.env));
+  const decision = facts ? decideMechanism(facts, mode, o.target) : ({ use: "process_group", why: "LOOP_SESSION_SCOPE=off" } as const);
+  if (decision.use === "refuse") throw new Error(decision.why);
+  if (decision.use === "process_group") return { pid: o.spawn(o.command, o.env, null), mechanism: { kind: "process_group", why: decision.why } };
+  const record: ScopeRecord = { unit: decision.unit, manager: decision.manager, cgroup: null, runtimeDir: facts!.runtimeDir };
+  // Before the spawn: a step killed right after it still leaves the close path the unit's name.
+  writeScopeRecord(o.dir, record);
+  const errLog = join(o.dir, "scope.log");
+  const argv = scopeArgv({
+    systemdRun: facts!.systemdRun!,
+    unit: decision.unit,
+    manager: decision.manager,
+    description: `loop ${o.target.loopName}: ${o.target.item} attempt ${o.target.attempt}`,
+    command: o.command,
+  });
+  const pid = o.spawn(argv, scopeEnv(facts!, decision.manager, o.env), errLog);
+  const started = confirmScopeStart({ pid, unit: decision.unit, startedFile: o.startedFile, errLog, maxMs: 5000 });
+  if (started.ok) {
+    if (started.cgroup) writeScopeRecord(o.dir, { ...record, cgroup: started.cgroup });
+    return { pid, mechanism: { kind: "systemd_scope", unit: decision.unit, manager: decision.manager } };
+  }
+  rmSync(join(o.dir, SCOPE_FILE), { force: true });
+  if (mode === "systemd") throw new Error(started.why);
+  return { pid: o.spawn(o.command, o.env, null), mechanism: { kind: "process_group", why: started.why } };
+}
+
+/** The close path's part: end the session's scope if it ran in one. null when it did not. */
+export async function endSessionScope(dir: string, graceMs: number): Promise<"not_running" | "terminated" | "killed" | null> {
+  const r = readScopeRecord(dir);
+  return r ? endScope(r, graceMs) : null;
+}

@@ -1,0 +1,54 @@
+// The settle phase: an attempt's fate is decided and recorded, together with the close of its
+// session in the same commit: settled passed or failed, or requeued for another attempt. Also the
+// sweep that closes the session of an item settled by a step killed before it closed it.
+import type { EventDraft } from "../log/events.ts";
+import { isInFlight, type ItemState, type Projection } from "../log/reducer.ts";
+import { append, closeInStep, type StepContext } from "./context.ts";
+import { afterFailure, failedReason } from "./decide.ts";
+
+/** Verified and landed (or not): close the session and settle the item passed (or failed, when landing failed). */
+export async function settleAttempt(ctx: StepContext, it: ItemState, o: { landed: boolean }): Promise<void> {
+  const attempt = it.attempts[it.attempts.length - 1]!;
+  const c = await closeInStep(ctx, { it, reason: o.landed ? "item passed" : "landing failed", removeCheckout: o.landed && !ctx.def.keepCheckoutOnClose });
+  const landing = it.landing!;
+  const settle: EventDraft = o.landed
+    ? { type: "item_settled", item: it.id, payload: { attempt: attempt.n, outcome: "passed", reason: `verify passed (${attempt.verify!.reason}); ${landing.reason}` } }
+    : { type: "item_settled", item: it.id, payload: { attempt: attempt.n, outcome: "failed", reason: landing.outcome === "conflict" ? `merge_conflict: ${landing.reason}` : `landing_failed: ${landing.reason}` } };
+  append(ctx, [...(c?.events ?? []), settle], "settle");
+}
+
+/** The attempt failed: close its session, then try again or settle the item failed (its attempts are spent). */
+export async function failAttempt(ctx: StepContext, it: ItemState, reason: string): Promise<void> {
+  const attempt = it.attempts[it.attempts.length - 1]!;
+  const c = await closeInStep(ctx, { it, reason, removeCheckout: false });
+  const decision = afterFailure(it);
+  const next: EventDraft =
+    decision === "retry"
+      ? { type: "item_requeued", item: it.id, payload: { attempt: attempt.n, reason, failed: true, resetBudget: false } }
+      : { type: "item_settled", item: it.id, payload: { attempt: attempt.n, outcome: "failed", reason: failedReason(it, reason) } };
+  append(ctx, [...(c?.events ?? []), next], decision === "retry" ? "requeue" : "settle");
+}
+
+/** Back to pending without counting a failure: an interrupted launch, or an answered question. */
+export function requeueUncounted(ctx: StepContext, it: ItemState, reason: string): void {
+  const attempt = it.attempts[it.attempts.length - 1]!;
+  append(ctx, [{ type: "item_requeued", item: it.id, payload: { attempt: attempt.n, reason, failed: false, resetBudget: false } }], "requeue");
+}
+
+/** Close the sessions of settled items never recorded closed (a kill between settle and close). True if it closed any. */
+export async function sweepClosedSessions(ctx: StepContext, p: Projection): Promise<boolean> {
+  let closed = false;
+  for (const id of p.order) {
+    const it = p.items[id]!;
+    if (!it.session || it.session.closed || it.id === p.loop.current) continue;
+    if (!isInFlight(it.status)) {
+      const remove = it.status === "passed" ? !ctx.def.keepCheckoutOnClose : false;
+      const c = await closeInStep(ctx, { it, reason: "closing a session left open", removeCheckout: remove });
+      if (c) {
+        append(ctx, c.events, "close");
+        closed = true;
+      }
+    }
+  }
+  return closed;
+}

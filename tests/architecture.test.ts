@@ -1,0 +1,92 @@
+// The direction of imports (.dependency-cruiser.cjs), checked from `npm test`: the real tree has no
+// violation, and the guard does fail, naming the imports, on a copy of the tree with an upward import,
+// a cycle, a sibling import and an import of cmd/ planted in it. The cruise runs exactly as
+// `npm run lint:imports` does (its command line is read from package.json).
+import { describe, expect, test } from "bun:test";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+const REPO = resolve(import.meta.dir, "..");
+const DEPCRUISE = join(REPO, "node_modules", ".bin", "depcruise");
+
+/** Every folder of sources: `npm run lint:imports` cruises them all. */
+const ROOTS = ["lib", "cmd", "tests", "scripts", "bench"];
+
+/** `npm run lint:imports`'s options (its command line is `depcruise <ROOTS> <options>`). */
+function lintOptions(): string[] {
+  const script: string = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")).scripts["lint:imports"];
+  const prefix = `depcruise ${ROOTS.join(" ")} `;
+  expect(script.startsWith(prefix)).toBe(true);
+  return script.slice(prefix.length).split(/\s+/);
+}
+
+/** Run depcruise (under bun, which starts it faster than node) in `cwd` over `roots`. */
+function cruise(cwd: string, roots: string[]): { exit: number; output: string } {
+  const r = Bun.spawnSync([process.execPath, DEPCRUISE, ...roots, ...lintOptions()], { cwd, stdout: "pipe", stderr: "pipe", env: { ...process.env, NO_COLOR: "1" } });
+  return { exit: r.exitCode ?? -1, output: r.stdout.toString() + r.stderr.toString() };
+}
+
+/** Each violation of the `err` report as `rule: a → b` (a cycle: `rule: a → b → … → a`), whitespace folded. */
+function violations(output: string): string[] {
+  return [...output.replace(/\s+/g, " ").matchAll(/\berror ([\w-]+): (.+?)(?= error [\w-]+:| x \d+ dependency violations|$)/g)].map(
+    (m) => `${m[1]}: ${m[2]!.trim()}`,
+  );
+}
+
+/** A cycle as the sorted set of its modules, so it does not matter where depcruise starts it. */
+function cycleKey(v: string): string {
+  return [...new Set(v.replace(/^no-cycles: /, "").split(" → "))].sort().join(" ");
+}
+
+describe("the direction of imports", () => {
+  test("the tree has no violation (npm run lint:imports)", () => {
+    const r = cruise(REPO, ROOTS);
+    // On failure the message is depcruise's own: the rule, and the import that breaks it.
+    if (r.exit !== 0) console.error(r.output);
+    expect(violations(r.output)).toEqual([]);
+    expect(r.exit).toBe(0);
+    // It did cruise the tree (a resolution problem would find no imports, and so no violation).
+    const m = /no dependency violations found \((\d+) modules, (\d+) dependencies cruised\)/.exec(r.output);
+    if (!m) console.error(r.output);
+    expect(m).not.toBeNull();
+    expect(Number(m![1])).toBeGreaterThan(80);
+    expect(Number(m![2])).toBeGreaterThan(300);
+  });
+
+  test("fails on planted violations, naming each import", () => {
+    const dir = mkdtempSync(join(tmpdir(), "loop-arch-"));
+    try {
+      for (const f of ["lib", "cmd", "tsconfig.json", ".dependency-cruiser.cjs"]) cpSync(join(REPO, f), join(dir, f), { recursive: true });
+      const plant = (file: string, line: string) => writeFileSync(join(dir, file), `${line}\n${readFileSync(join(dir, file), "utf8")}`);
+      plant("lib/log/store.ts", `import { git } from "../step/git.ts";`); // upward (git.ts imports nothing of the log: no cycle)
+      plant("lib/step/git.ts", `import { landMerge } from "./workspace.ts";`); // a cycle inside one folder (workspace.ts imports git.ts)
+      plant("lib/definition/duration.ts", `import type { NormDefinition } from "./loop-json.ts";`); // a type-only cycle
+      plant("lib/reports/diff.ts", `import { confirmOrRefuse } from "../control/confirm.ts";`); // a sibling
+      mkdirSync(join(dir, "lib/forge"));
+      // A folder not placed in the rules, importing upward: nothing else would stop it.
+      writeFileSync(join(dir, "lib/forge/github.ts"), `import { applyCtl } from "../control/ctl.ts";\nexport const apply = applyCtl;\n`);
+      writeFileSync(join(dir, "lib/step/planted.ts"), `import { loadTool } from "../../cmd/registry.ts";\nexport const load = loadTool;\n`);
+
+      const r = cruise(dir, ["lib", "cmd"]);
+      const found = violations(r.output);
+      try {
+        expect(r.exit).not.toBe(0);
+        expect(found.filter((v) => !v.startsWith("no-cycles:")).sort()).toEqual([
+          "cmd-imported-only-by-cmd-tests-scripts-bench: lib/step/planted.ts → cmd/registry.ts",
+          "lib-module-in-a-known-folder: lib/forge/github.ts → lib/control/ctl.ts",
+          "log-imports-only-shared: lib/log/store.ts → lib/step/git.ts",
+          "reports-and-control-import-only-below: lib/reports/diff.ts → lib/control/confirm.ts",
+          "step-imports-only-below: lib/step/planted.ts → cmd/registry.ts",
+        ]);
+        const cycles = found.filter((v) => v.startsWith("no-cycles:")).map(cycleKey).sort();
+        expect(cycles).toEqual(["lib/definition/duration.ts lib/definition/loop-json.ts", "lib/step/git.ts lib/step/workspace.ts"]);
+      } catch (err) {
+        console.error(r.output);
+        throw err;
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,186 @@
+// The bounded output log (lib/step/output-log.ts): the head and the latest output are kept with a
+// marker counting what was dropped between them, the file never outgrows the cap (nor do the old
+// and the new file together while it is cut), a reader holding the file before a cut reads a
+// complete file, and a cut file still shows output growth to the stall detector.
+import { afterAll, describe, expect, test } from "bun:test";
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { CappedLog, DEFAULT_OUTPUT_CAP, markerLine, MIN_OUTPUT_CAP, outputCapFrom, outputLayout, parseMarker, parseSize } from "../../lib/step/output-log.ts";
+import { TempDirs } from "../helpers/fs.ts";
+import { demoDefinition, scenario } from "../helpers/project.ts";
+
+const temp = new TempDirs();
+afterAll(() => temp.cleanup());
+
+/** Numbered lines "000001\n", "000002\n", …: any byte's place in the output can be checked. */
+function lines(from: number, count: number): Buffer {
+  let s = "";
+  for (let i = from; i < from + count; i++) s += String(i).padStart(6, "0") + "\n";
+  return Buffer.from(s);
+}
+
+describe("parseSize and LOOP_OUTPUT_CAP", () => {
+  test.each([
+    ["65536", 65536],
+    ["64K", 65536],
+    ["64k", 65536],
+    ["64KiB", 65536],
+    ["64M", 64 * 2 ** 20],
+    ["1G", 2 ** 30],
+    ["2GB", 2 * 2 ** 30],
+    [" 5M ", 5 * 2 ** 20],
+  ] as const)("%p is %i bytes", (text, n) => expect(parseSize(text)).toBe(n));
+  test.each(["", "M", "1.5M", "-1", "10X", "0x10", "1e6", "64 M B"])("%p is not a size", (text) => expect(parseSize(text)).toBeNull());
+
+  test("unset or empty: the default; invalid or out of range: an error naming the variable", () => {
+    expect(outputCapFrom({})).toBe(DEFAULT_OUTPUT_CAP);
+    expect(outputCapFrom({ LOOP_OUTPUT_CAP: "" })).toBe(DEFAULT_OUTPUT_CAP);
+    expect(outputCapFrom({ LOOP_OUTPUT_CAP: "1M" })).toBe(2 ** 20);
+    expect(() => outputCapFrom({ LOOP_OUTPUT_CAP: "lots" })).toThrow('LOOP_OUTPUT_CAP="lots" is not a size');
+    expect(() => outputCapFrom({ LOOP_OUTPUT_CAP: "1K" })).toThrow("out of range");
+    expect(() => outputCapFrom({ LOOP_OUTPUT_CAP: "2T" })).toThrow("out of range");
+  });
+});
+
+describe("CappedLog", () => {
+  const cap = MIN_OUTPUT_CAP;
+  const { head, keep } = outputLayout(cap);
+
+  test("under the cap the file is the output, byte for byte", () => {
+    const path = join(temp.make(), "output.log");
+    const log = new CappedLog(path, cap);
+    const out = lines(1, 1000); // 7 KB
+    log.write(out.subarray(0, 100));
+    log.write(out.subarray(100));
+    log.close();
+    expect(readFileSync(path).equals(out)).toBe(true);
+    expect(log.droppedBytes).toBe(0);
+  });
+
+  test("far over the cap: head, one marker with the exact count, then the latest output; never over the cap", () => {
+    const dir = temp.make();
+    const path = join(dir, "output.log");
+    const log = new CappedLog(path, cap);
+    const total = lines(1, 200_000); // 1.4 MB, over 20 times the cap
+    let max = 0;
+    // Uneven chunks, as pipes deliver them.
+    for (let off = 0, n = 1; off < total.length; off += n, n = (n * 7 + 13) % 9000) {
+      log.write(total.subarray(off, off + n));
+      max = Math.max(max, statSync(path).size);
+      // No temporary file outlives a cut.
+      expect(readdirSync(dir)).toEqual(["output.log"]);
+    }
+    log.close();
+    expect(max).toBeLessThanOrEqual(cap);
+    const file = readFileSync(path);
+    expect(file.subarray(0, head).equals(total.subarray(0, head))).toBe(true);
+    const marker = parseMarker(file.subarray(head));
+    expect(marker).not.toBeNull();
+    expect(marker!.dropped).toBe(log.droppedBytes);
+    expect(file.subarray(head, head + marker!.length).toString()).toBe(markerLine(marker!.dropped, cap));
+    const kept = file.subarray(head + marker!.length);
+    // What is kept after the marker is exactly the output's end, and nothing is lost or repeated.
+    expect(kept.length).toBeGreaterThanOrEqual(keep);
+    expect(kept.equals(total.subarray(total.length - kept.length))).toBe(true);
+    expect(head + marker!.dropped + kept.length).toBe(total.length);
+  });
+
+  test("a reader holding the file before a cut reads that file whole; the path then names the new one", () => {
+    const path = join(temp.make(), "output.log");
+    const log = new CappedLog(path, cap);
+    const first = lines(1, Math.floor((head + 2 * keep) / 7)); // just under the first cut
+    const second = lines(100_000, 2000); // past it
+    log.write(first);
+    const fd = openSync(path, "r");
+    const before = statSync(path).ino;
+    log.write(second);
+    log.close();
+    expect(statSync(path).ino).not.toBe(before);
+    // The old file was filled up to the cut, then left alone: a prefix of the output, never rewritten.
+    const buf = Buffer.alloc(cap);
+    const n = readSync(fd, buf, 0, buf.length, 0);
+    closeSync(fd);
+    expect(n).toBe(head + 2 * keep);
+    expect(buf.subarray(0, n).equals(Buffer.concat([first, second]).subarray(0, n))).toBe(true);
+  });
+
+  test("a cut file still shows output growth: its mtime is that of the latest write", async () => {
+    const path = join(temp.make(), "output.log");
+    const log = new CappedLog(path, cap);
+    log.write(lines(1, 30_000));
+    expect(log.droppedBytes).toBeGreaterThan(0);
+    const mtimeAfterCut = statSync(path).mtimeMs;
+    await Bun.sleep(20); // so that a later write has a later mtime (not an expectation on speed)
+    log.write(Buffer.from("still working\n"));
+    log.close();
+    expect(statSync(path).mtimeMs).toBeGreaterThan(mtimeAfterCut);
+  });
+
+  test("writes after close (a straggler's output once the agent is gone) are dropped, not a crash", () => {
+    const path = join(temp.make(), "output.log");
+    const log = new CappedLog(path, cap);
+    log.write(Buffer.from("a\n"));
+    log.close();
+    log.write(Buffer.from("b\n"));
+    log.close();
+    expect(readFileSync(path, "utf8")).toBe("a\n");
+  });
+});
+
+// Through the real entry points: `loop run` launches an agent that prints far more than a small cap.
+describe("an agent that prints without end, through loop run", () => {
+  const HAVE_TMUX = Bun.spawnSync(["tmux", "-V"]).exitCode === 0;
+  const TIMEOUT = 120_000; // a bound for real processes on 2 cores, not an expectation
+  const COUNT = 400_000;
+  // `seq` prints 2.7 MB, about 40 times the cap; then a last line the tail must keep.
+  const flood = { command: ["sh", "-c", `seq 1 ${COUNT}; echo THE-END`] };
+  const total = Bun.spawnSync(["sh", "-c", `seq 1 ${COUNT} | wc -c`]).stdout.toString().trim();
+
+  async function floods(tmux: boolean) {
+    const sock = `loop-cap-${process.pid}-${tmux ? "t" : "p"}`;
+    try {
+      await scenario(
+        demoDefinition([{ id: "loud", prompt: "print", runner: "flood" }], { runners: { flood }, ...(tmux ? { sessions: { tmux: true } } : {}) }),
+        { env: { LOOP_OUTPUT_CAP: "64K", ...(tmux ? { LOOP_TMUX_SOCKET: sock } : {}) } },
+        async (p) => {
+          await p.runToDrain();
+          expect(p.projection().items.loud!.status).toBe("passed");
+          const path = join(p.sessionDir("loud", 1), "output.log");
+          const file = readFileSync(path);
+          expect(file.length).toBeLessThanOrEqual(MIN_OUTPUT_CAP);
+          const { head } = outputLayout(MIN_OUTPUT_CAP);
+          expect(file.subarray(0, 12).toString()).toBe("1\n2\n3\n4\n5\n6\n");
+          const marker = parseMarker(file.subarray(head));
+          expect(marker).not.toBeNull();
+          expect(file.toString().endsWith(`\n${COUNT - 1}\n${COUNT}\nTHE-END\n`)).toBe(true);
+          // Every byte accounted for: head + dropped + kept is what the agent printed.
+          expect(head + marker!.dropped + (file.length - head - marker!.length)).toBe(Number(total) + "THE-END\n".length);
+          expect(readdirSync(p.sessionDir("loud", 1)).filter((f) => f.includes(".tmp-"))).toEqual([]);
+        },
+      );
+    } finally {
+      if (tmux) Bun.spawnSync(["tmux", "-L", sock, "kill-server"]);
+    }
+  }
+
+  test("detached: output.log keeps the head and the tail within the cap, and the item passes", () => floods(false), TIMEOUT);
+  test.skipIf(!HAVE_TMUX)("in tmux (teed to the pane): the same", () => floods(true), TIMEOUT);
+
+  test(
+    "an invalid LOOP_OUTPUT_CAP is refused at launch with a message naming it",
+    async () => {
+      await scenario(demoDefinition([{ id: "a", prompt: "p" }]), { env: { LOOP_OUTPUT_CAP: "lots" } }, async (p) => {
+        const r = await p.run([0, 1]);
+        expect(r.exitCode).toBe(1);
+        expect(JSON.stringify(r)).toContain('LOOP_OUTPUT_CAP=\\"lots\\" is not a size');
+        expect(existsSync(join(p.sessionDir("a", 1), "started.json"))).toBe(false);
+        // An environment fault: no attempt spent, the loop paused. Fixed and resumed, the loop goes on.
+        expect(r.loop.state).toBe("paused");
+        await p.loop(["ctl", "resume", "--json", "--root", p.root]);
+        p.env.LOOP_OUTPUT_CAP = "1M";
+        await p.runToDrain();
+      });
+    },
+    TIMEOUT,
+  );
+});

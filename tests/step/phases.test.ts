@@ -1,0 +1,323 @@
+// The phases of a step (lib/step/{launch,observe,verify,land,settle}.ts) called in-process against a
+// real temp Store under a real lease and a real git repository, without `loop run`: each phase
+// records its event and leaves the item where the next phase (decide.ts afterSession) picks it up.
+// Agents are shell commands run by the real session wrapper; where no agent is the point, the test
+// records the session itself and leaves in the worktree what an agent would have left.
+import { afterAll, describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { createConsola } from "consola/core";
+import { definitionHash, itemBranch, loadDefinition } from "../../lib/definition/loop-json.ts";
+import type { ItemState } from "../../lib/log/reducer.ts";
+import { Store } from "../../lib/log/store.ts";
+import { LeaseLostError } from "../../lib/shared/errors.ts";
+import { sessionDir, worktreeDir } from "../../lib/shared/paths.ts";
+import { append, createStepContext, projection, type StepContext } from "../../lib/step/context.ts";
+import { afterSession } from "../../lib/step/decide.ts";
+import { landAttempt } from "../../lib/step/land.ts";
+import { launchAttempt } from "../../lib/step/launch.ts";
+import { observeRunning } from "../../lib/step/observe.ts";
+import { SESSION_FILES, startSession } from "../../lib/step/sessions.ts";
+import { failAttempt, settleAttempt } from "../../lib/step/settle.ts";
+import { verifyAttempt } from "../../lib/step/verify.ts";
+import { ensureWorktree } from "../../lib/step/workspace.ts";
+import { cleanupDir, git, makeRepo, writeLoopJson } from "../helpers/loop-harness.ts";
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs.splice(0)) cleanupDir(d);
+});
+const stores: Store[] = [];
+afterAll(() => {
+  for (const s of stores.splice(0)) s.close();
+});
+
+interface Harness {
+  ctx: StepContext;
+  root: string;
+  stateRoot: string;
+  warnings: string[];
+  item(): ItemState;
+  /** Item a's events, in order. */
+  events(): { type: string; payload: Record<string, any> }[];
+}
+
+/** A git repository with a one-item loop.json, its store started under a lease, and a step context over them. */
+function harness(item: Record<string, unknown>, settings: Record<string, unknown> = {}): Harness {
+  const { dir, root } = makeRepo("loop-phases-");
+  dirs.push(dir);
+  writeLoopJson(root, {
+    name: "ph",
+    defaults: { runner: "agent", maxAttempts: 2, timeouts: { launch: "2m", stall: "10m", verify: "2m" }, landing: "none" },
+    runners: { agent: { command: ["sh", "-c", "echo hi > out.txt"] } },
+    ...settings,
+    items: [{ id: "a", prompt: "write out.txt", verify: "true", ...item }],
+  });
+  const def = loadDefinition(root);
+  const stateRoot = join(dir, "state");
+  const store = Store.open(stateRoot, { create: true, actor: "tester" });
+  stores.push(store);
+  const got = store.acquireLease(10 * 60_000, () => true);
+  if (!got.ok) throw new Error("no lease");
+  const warnings: string[] = [];
+  const log = createConsola({ level: 3, reporters: [{ log: (o) => warnings.push(o.args.join(" ")) }] });
+  const ctx = createStepContext({ store, def, options: { root, stateRoot, actor: "tester", env: { LOOP_KILL_GRACE_MS: "2000" }, log }, lease: got.lease });
+  const { items, name, notify: _notify, ...rest } = def;
+  append(ctx, [{ type: "definition_imported", payload: { revision: 1, hash: definitionHash(def), name, settings: rest, items } }], "import");
+  append(ctx, [{ type: "loop_started", payload: {} }], "start");
+  return {
+    ctx,
+    root,
+    stateRoot,
+    warnings,
+    item: () => projection(ctx).items.a!,
+    events: () =>
+      (store.db.query("SELECT type, payload FROM events WHERE item = 'a' ORDER BY seq").all() as { type: string; payload: string }[]).map((r) => ({ type: r.type, payload: JSON.parse(r.payload) })),
+  };
+}
+
+/**
+ * Attempt 1 of "a" recorded as reserved, started and exited with `exitCode`, without an agent: its
+ * worktree is a real checkout of the item branch, holding `leave` uncommitted and `commit` committed.
+ */
+function exitedAttempt(h: Harness, o: { exitCode?: number; leave?: Record<string, string>; commit?: Record<string, string> } = {}): void {
+  const { ctx } = h;
+  const dir = sessionDir(h.stateRoot, "a", 0, 1);
+  const worktree = worktreeDir(h.stateRoot, "a");
+  const branch = itemBranch(ctx.def.name, "a");
+  const key = "launch:a:e0:a1";
+  append(ctx, [{ type: "launch_reserved", item: "a", id: key, payload: { attempt: 1, key, runner: "agent", model: null, branch, worktree, sessionDir: dir, sessionId: "s1" } }], "reserve");
+  mkdirSync(dir, { recursive: true });
+  ensureWorktree({ repo: h.root, path: worktree, branch, startPoint: "main" });
+  writeFileSync(join(dir, "start-head"), git(worktree, "rev-parse", "HEAD") + "\n");
+  for (const [f, text] of Object.entries(o.commit ?? {})) {
+    writeFileSync(join(worktree, f), text);
+    git(worktree, "add", f);
+    git(worktree, "commit", "-q", "-m", `agent: ${f}`);
+  }
+  for (const [f, text] of Object.entries(o.leave ?? {})) writeFileSync(join(worktree, f), text);
+  const exitCode = o.exitCode ?? 0;
+  append(ctx, [{ type: "session_started", item: "a", payload: { attempt: 1, pid: null, tmux: null, conversationId: null, argv: ["agent"], log: join(dir, SESSION_FILES.output), resumed: false } }], "session_started");
+  append(ctx, [{ type: "session_ended", item: "a", payload: { attempt: 1, verdict: "exited", exitCode, signal: null, reason: `agent exited with code ${exitCode}` } }], "session_ended");
+}
+
+const lastOf = (h: Harness, type: string) => h.events().filter((e) => e.type === type).at(-1)?.payload;
+
+/** The verify phase until verify_finished is recorded: it starts the command, then observes it (bounded polls). */
+async function verifyToEnd(h: Harness): Promise<void> {
+  for (let i = 0; i < 800; i++) {
+    const r = await verifyAttempt(h.ctx, h.item());
+    if (h.item().attempts.at(-1)!.verify) return;
+    if (r !== null) await Bun.sleep(25);
+  }
+  throw new Error(`verify_finished never recorded: ${JSON.stringify(h.events().map((e) => e.type))}`);
+}
+
+describe("the verify phase", () => {
+  test("a verify that passes on what the agent left uncommitted: committed first, verify_finished passed, next comes landing", async () => {
+    const h = harness({ verify: "test -s out.txt" });
+    exitedAttempt(h, { leave: { "out.txt": "hi\n" } });
+    expect(afterSession(h.item())).toEqual({ kind: "verify" });
+    // The command is started detached and recorded; the phase never waits on it.
+    const first = await verifyAttempt(h.ctx, h.item());
+    expect(first).toMatchObject({ action: "waiting", item: "a", reason: expect.stringMatching(/^verify running \(deadline /) });
+    expect(h.events().map((e) => e.type).slice(-2)).toEqual(["verify_reserved", "verify_started"]);
+    const dir = sessionDir(h.stateRoot, "a", 0, 1);
+    expect(lastOf(h, "verify_reserved")).toMatchObject({ attempt: 1, key: "verify:a:e0:a1", command: "test -s out.txt", log: join(dir, "verify.log"), timeoutMs: 120_000 });
+    const spawned = JSON.parse(readFileSync(join(dir, "verify-spawned.json"), "utf8"));
+    expect(lastOf(h, "verify_started")).toMatchObject({ attempt: 1, pid: spawned.pid, pgid: spawned.pid, adopted: false });
+    expect(afterSession(h.item())).toEqual({ kind: "verify" });
+    await verifyToEnd(h);
+    expect(lastOf(h, "verify_finished")).toMatchObject({ attempt: 1, passed: true, exitCode: 0, timedOut: false, reason: "exit 0" });
+    expect(h.item().reason).toBe("verify passed (exit 0)");
+    expect(afterSession(h.item())).toEqual({ kind: "land" });
+    // The leftover is a commit on the item branch, made by loop.
+    expect(git(h.root, "log", "-1", "--format=%s", itemBranch("ph", "a"))).toBe("loop: a attempt 1: changes the agent left uncommitted");
+    expect(h.ctx.transitions.at(-1)).toMatchObject({ type: "verify_finished", item: "a", summary: "verify passed (exit 0)" });
+  });
+
+  test("a verify that fails: verify_finished failed with the command's output, and the attempt fails into a retry", async () => {
+    const h = harness({ verify: "echo 'out.txt is missing'; test -s out.txt" });
+    exitedAttempt(h);
+    await verifyToEnd(h);
+    const v = lastOf(h, "verify_finished")!;
+    expect(v).toMatchObject({ passed: false, exitCode: 1, reason: "exit 1", tail: expect.stringContaining("out.txt is missing") });
+    expect(readFileSync(v.log, "utf8")).toContain("out.txt is missing");
+    const next = afterSession(h.item());
+    expect(next).toEqual({ kind: "fail", reason: "verify failed: exit 1" });
+    await failAttempt(h.ctx, h.item(), (next as { reason: string }).reason);
+    expect(lastOf(h, "item_requeued")).toMatchObject({ attempt: 1, failed: true, reason: "verify failed: exit 1" });
+    expect(h.item().status).toBe("pending");
+  });
+
+  test("verify: false judges the agent's exit and this attempt's commits", async () => {
+    const none = harness({ verify: false });
+    exitedAttempt(none);
+    await verifyAttempt(none.ctx, none.item());
+    expect(lastOf(none, "verify_finished")).toMatchObject({ passed: false, reason: "no verify command; agent exited 0 but left no change" });
+    const some = harness({ verify: false });
+    exitedAttempt(some, { commit: { "out.txt": "hi\n" } });
+    await verifyAttempt(some.ctx, some.item());
+    expect(lastOf(some, "verify_finished")).toMatchObject({ passed: true, reason: "no verify command; agent exited 0 with 1 commit(s)" });
+  });
+
+  test("a worktree that is gone, or whose leftovers git cannot commit, fails the verify with the reason; nothing is thrown", async () => {
+    const gone = harness({ verify: "true" });
+    exitedAttempt(gone);
+    git(gone.root, "worktree", "remove", "--force", worktreeDir(gone.stateRoot, "a"));
+    await verifyAttempt(gone.ctx, gone.item());
+    expect(lastOf(gone, "verify_finished")).toMatchObject({ passed: false, log: null, reason: "worktree is missing" });
+    const locked = harness({ verify: "true" });
+    exitedAttempt(locked, { leave: { "out.txt": "hi\n" } });
+    const wt = worktreeDir(locked.stateRoot, "a");
+    writeFileSync(join(git(wt, "rev-parse", "--absolute-git-dir"), "index.lock"), "");
+    await verifyAttempt(locked.ctx, locked.item());
+    expect(lastOf(locked, "verify_finished")!.reason).toStartWith("could not commit the changes the agent left: ");
+  });
+});
+
+describe("a reserved verify whose start was not recorded (the reserving step was killed)", () => {
+  const reserve = (h: Harness, ts?: string) => {
+    const dir = sessionDir(h.stateRoot, "a", 0, 1);
+    const key = "verify:a:e0:a1";
+    append(h.ctx, [{ type: "verify_reserved", item: "a", id: key, ...(ts ? { ts } : {}), payload: { attempt: 1, key, command: "true", log: join(dir, "verify.log"), timeoutMs: 120_000 } }], "verify_reserve");
+    return dir;
+  };
+
+  test("a wrapper spawned before verify-spawned.json was written is adopted from verify-started.json, by pid and start time", async () => {
+    const h = harness({ verify: "true" });
+    exitedAttempt(h);
+    const dir = reserve(h);
+    // The spawn the killed step made, without the file it would have written next.
+    const { pid } = startSession({ dir, argv: ["sh", "-c", "true"], cwd: worktreeDir(h.stateRoot, "a"), env: {}, tmuxName: null, kind: "verify" });
+    for (let i = 0; i < 400 && !existsSync(join(dir, "verify-exit.json")); i++) await Bun.sleep(25);
+    const started = JSON.parse(readFileSync(join(dir, "verify-started.json"), "utf8"));
+    expect(started).toMatchObject({ wrapperPid: pid, wrapperStart: expect.any(String) });
+    expect(await verifyAttempt(h.ctx, h.item())).toMatchObject({ action: "waiting" });
+    expect(lastOf(h, "verify_started")).toMatchObject({ pid, pgid: pid, startTime: started.wrapperStart, adopted: true });
+    await verifyToEnd(h);
+    expect(lastOf(h, "verify_finished")).toMatchObject({ passed: true, reason: "exit 0" });
+  });
+
+  test("a launch record without a wrapper: waiting until the launch timeout, then the verify fails as never started", async () => {
+    const h = harness({ verify: "true" });
+    exitedAttempt(h);
+    const dir = reserve(h);
+    writeFileSync(join(dir, "verify-launch.json"), "{}\n");
+    expect(await verifyAttempt(h.ctx, h.item())).toEqual({ action: "waiting", item: "a", reason: "verify is starting" });
+    const old = harness({ verify: "true" });
+    exitedAttempt(old);
+    const oldDir = reserve(old, new Date(Date.now() - 3 * 60_000).toISOString());
+    writeFileSync(join(oldDir, "verify-launch.json"), "{}\n");
+    expect(await verifyAttempt(old.ctx, old.item())).toBeNull();
+    expect(lastOf(old, "verify_finished")).toMatchObject({ passed: false, exitCode: null, log: null, reason: "verify did not start within 120s" });
+    expect(old.events().filter((e) => e.type === "verify_started")).toEqual([]);
+  });
+});
+
+describe("the land and settle phases", () => {
+  test("landing merge: the branch is merged into the target in the loop's landing worktree, then the item settles passed", async () => {
+    const h = harness({ verify: "true" }, { defaults: { runner: "agent", landing: "merge" } });
+    exitedAttempt(h, { commit: { "out.txt": "hi\n" } });
+    await verifyToEnd(h);
+    landAttempt(h.ctx, h.item());
+    const target = h.ctx.def.target;
+    expect(lastOf(h, "landing_finished")).toMatchObject({ outcome: "merged", target, branch: itemBranch("ph", "a"), commit: git(h.root, "rev-parse", target) });
+    expect(git(h.root, "log", "-1", "--format=%s", target)).toBe("loop: land a (attempt 1)");
+    expect(git(h.root, "show", `${target}:out.txt`)).toBe("hi");
+    // The operator's checkout is untouched.
+    expect(git(h.root, "rev-parse", "--abbrev-ref", "HEAD")).toBe("main");
+    expect(existsSync(join(h.root, "out.txt"))).toBe(false);
+    const next = afterSession(h.item());
+    expect(next).toEqual({ kind: "settle", landed: true });
+    await settleAttempt(h.ctx, h.item(), { landed: true });
+    expect(lastOf(h, "item_settled")).toMatchObject({ outcome: "passed", reason: "verify passed (exit 0); merged" });
+    expect(lastOf(h, "session_closed")).toMatchObject({ worktreeRemoved: true });
+    expect(existsSync(worktreeDir(h.stateRoot, "a"))).toBe(false);
+  });
+
+  test("a merge conflict on the target: landing_finished conflict, the item settles failed, the checkout is kept", async () => {
+    const h = harness({ verify: "true" }, { defaults: { runner: "agent", landing: "merge" } });
+    const target = h.ctx.def.target;
+    git(h.root, "branch", target, "main");
+    const other = join(h.stateRoot, "..", "other");
+    git(h.root, "worktree", "add", "-q", other, target);
+    writeFileSync(join(other, "out.txt"), "theirs\n");
+    git(other, "add", "out.txt");
+    git(other, "commit", "-q", "-m", "theirs");
+    git(h.root, "worktree", "remove", other);
+    exitedAttempt(h, { commit: { "out.txt": "ours\n" } });
+    // The item branch started from main (the test made it so), not from the target: they conflict.
+    await verifyToEnd(h);
+    landAttempt(h.ctx, h.item());
+    expect(lastOf(h, "landing_finished")).toMatchObject({ outcome: "conflict", reason: "merge conflict in out.txt", commit: null });
+    expect(git(h.root, "log", "-1", "--format=%s", target)).toBe("theirs");
+    expect(afterSession(h.item())).toEqual({ kind: "settle", landed: false });
+    await settleAttempt(h.ctx, h.item(), { landed: false });
+    expect(lastOf(h, "item_settled")).toMatchObject({ outcome: "failed", reason: "merge_conflict: merge conflict in out.txt" });
+    expect(existsSync(worktreeDir(h.stateRoot, "a"))).toBe(true);
+  });
+
+  test("landing none: the branch is the deliverable", async () => {
+    const h = harness({ verify: "true" });
+    exitedAttempt(h, { commit: { "out.txt": "hi\n" } });
+    await verifyToEnd(h);
+    landAttempt(h.ctx, h.item());
+    expect(lastOf(h, "landing_finished")).toMatchObject({ outcome: "none", target: null, reason: `branch ${itemBranch("ph", "a")} is the deliverable` });
+  });
+});
+
+describe("the launch and observe phases", () => {
+  test("launch reserves, then starts the session; the observe phase sees it exit; verify, land and settle follow", async () => {
+    const h = harness({ verify: "test -s out.txt" });
+    const outcome = launchAttempt(h.ctx, h.item());
+    expect(outcome).toEqual({ action: "launched", item: "a", reason: null });
+    expect(h.events().map((e) => e.type)).toEqual(["launch_reserved", "session_started"]);
+    const dir = sessionDir(h.stateRoot, "a", 0, 1);
+    expect(lastOf(h, "launch_reserved")).toMatchObject({ attempt: 1, key: "launch:a:e0:a1", sessionDir: dir, branch: itemBranch("ph", "a") });
+    const spawned = JSON.parse(readFileSync(join(dir, "spawned.json"), "utf8"));
+    expect(lastOf(h, "session_started")).toMatchObject({ attempt: 1, pid: spawned.pid, tmux: null });
+    // The agent runs detached; the observe phase reports it at work until it has exited.
+    for (let i = 0; i < 400 && !existsSync(join(dir, SESSION_FILES.exit)); i++) await Bun.sleep(25);
+    expect(await observeRunning(h.ctx, h.item())).toBeNull();
+    expect(lastOf(h, "session_ended")).toMatchObject({ verdict: "exited", exitCode: 0 });
+    await verifyToEnd(h);
+    landAttempt(h.ctx, h.item());
+    await settleAttempt(h.ctx, h.item(), { landed: true });
+    expect(h.item().status).toBe("passed");
+    expect(h.ctx.errors).toEqual([]);
+  });
+
+  test("a runner that cannot start after its reservation: the attempt is given back (environment_fault), the loop paused, listed in the step's errors", () => {
+    // Relative to the worktree: checkable only once the reservation made the worktree.
+    const h = harness({}, { runners: { agent: { command: ["./no-such-agent"] } } });
+    const out = launchAttempt(h.ctx, h.item());
+    expect(out.action).toBe("paused");
+    expect(h.events().map((e) => e.type)).toEqual(["launch_reserved", "environment_fault"]);
+    expect(lastOf(h, "environment_fault")).toMatchObject({ kind: "program_not_found", attempt: 1, reason: expect.stringContaining('program "./no-such-agent" not found') });
+    expect(h.ctx.errors).toEqual([expect.stringContaining('environment fault launching a: could not launch: runner "agent": program "./no-such-agent" not found')]);
+    const it = h.item();
+    expect({ status: it.status, failures: it.failures }).toEqual({ status: "pending", failures: 0 });
+    expect(projection(h.ctx).loop.state).toBe("paused");
+    // Nothing was spawned for the reservation.
+    expect(existsSync(join(sessionDir(h.stateRoot, "a", 0, 1), "spawned.json"))).toBe(false);
+  });
+
+  test("a runner whose program is not on PATH: paused before anything is reserved", () => {
+    const h = harness({}, { runners: { agent: { command: ["loop-test-no-such-agent"] } } });
+    expect(launchAttempt(h.ctx, h.item()).action).toBe("paused");
+    expect(h.events().map((e) => e.type)).toEqual(["environment_fault"]);
+    expect(lastOf(h, "environment_fault")).toMatchObject({ kind: "program_not_found", attempt: null });
+    expect(existsSync(sessionDir(h.stateRoot, "a", 0, 1))).toBe(false);
+  });
+
+  test("a step whose lease was taken over launches nothing: no reservation, no session folder, the error thrown", () => {
+    const h = harness({});
+    const other = Store.open(h.stateRoot, { actor: "other" });
+    stores.push(other);
+    expect(other.acquireLease(60_000, () => false).ok).toBe(true); // the holder looks dead to it
+    expect(() => launchAttempt(h.ctx, h.item())).toThrow(LeaseLostError);
+    expect(h.events().map((e) => e.type)).toEqual([]);
+    expect(existsSync(sessionDir(h.stateRoot, "a", 0, 1))).toBe(false);
+  });
+});
