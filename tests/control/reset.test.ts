@@ -9,6 +9,7 @@ import { spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { processStartTime } from "../../lib/shared/process.ts";
+import { tmuxSessionName } from "../../lib/step/sessions.ts";
 import { Store } from "../../lib/log/store.ts";
 import { demoDefinition, git, gitOk, pollUntil, type Project, scenario } from "../helpers/project.ts";
 import { snapshotTree } from "../helpers/fs.ts";
@@ -74,6 +75,54 @@ async function untilPassed(p: Project, id: string): Promise<void> {
 }
 
 describe("loop reset", () => {
+  // A verify runs detached with no lease held (docs/cli/loop-run.md), so a reset can come while one runs.
+  for (const closed of [false, true])
+    test.concurrent(
+      `a slow verify running${closed ? " after its session was recorded closed" : ""}: \`loop reset --yes\` ends the verify's process group; the item is pending at epoch 1; replay clean`,
+      () =>
+        scenario(
+          (p) =>
+            demoDefinition([{ id: "v", prompt: "x\n@demo write x.txt x", verify: `echo $$ > ${join(p.aux, "verify-pid")}; sleep 600` }], {
+              defaults: { timeouts: { launch: "2m", stall: "10m", verify: "10m" } },
+            }),
+          {},
+          async (p) => {
+            // Given an item whose agent exited and whose verify command is running
+            expect((await p.run()).action).toBe("launched");
+            await pollUntil(() => existsSync(join(p.sessionDir("v", 1), "exit.json")), "the agent exited");
+            expect((await p.run()).action).toBe("waiting");
+            await pollUntil(() => existsSync(join(p.aux, "verify-pid")), "the verify runs");
+            const pgid = p.eventsOf("verify_started", "v").at(-1)!.payload.pgid as number;
+            const shell = Number(readFileSync(join(p.aux, "verify-pid"), "utf8"));
+            expect(p.alive(pgid)).toBe(true);
+            // The verify carries the session's mark, as the agent did.
+            const mark = p.projection().items.v!.session!.sessionId;
+            expect(readFileSync(`/proc/${shell}/environ`, "utf8").split("\0")).toContain(`LOOP_SESSION_MARK=${mark}`);
+            if (closed) {
+              // (a close recorded while the verify went on: reset must still end the verify)
+              const store = Store.open(p.stateRoot, { actor: "test" });
+              try {
+                store.append([{ type: "session_closed", item: "v", payload: { attempt: 1, how: "not_running", worktreeRemoved: false, reason: "test" } }], { actor: "test" });
+              } finally {
+                store.close();
+              }
+              expect(p.projection().items.v!.session!.closed).not.toBeNull();
+            }
+            // When it is reset
+            const r = await reset(p, ["--work-item", "v", "--yes"]);
+            // Then the verify's process group is gone, and the item starts over at epoch 1
+            expect(r.code).toBe(0);
+            expect(r.doc.items[0]!.was_live).toBe(true);
+            expect(p.alive(pgid)).toBe(false);
+            await pollUntil(() => !existsSync(`/proc/${shell}`), "the verify's shell is gone");
+            const it = p.projection().items.v!;
+            expect([it.status, it.epoch, it.attempts.length, it.session]).toEqual(["pending", 1, 0, null]);
+            expect(p.eventsOf("verify_finished", "v")).toEqual([]);
+          },
+        ),
+      T,
+    );
+
   test.concurrent(
     "one running item: the agent is ended first, every piece goes, the branch is archived; status shows it pending at epoch 1; the next run starts attempt 1 on a fresh branch",
     () =>
@@ -616,7 +665,7 @@ describe.skipIf(!HAVE_TMUX)(HAVE_TMUX ? "loop reset on a terminal" : "loop reset
   );
 
   test.concurrent(
-    "a session in tmux: reset kills the tmux session; the next attempt 1 gets the same tmux name without a clash",
+    "a session in tmux: reset kills the tmux session; the next attempt 1 gets a tmux name of its epoch, started fine",
     async () => {
       const sock = `loop-reset-tmux-${process.pid}`;
       try {
@@ -627,7 +676,8 @@ describe.skipIf(!HAVE_TMUX)(HAVE_TMUX ? "loop reset on a terminal" : "loop reset
           async (p) => {
             await launchHanging(p);
             const name = p.projection().items.h!.session!.tmux!;
-            const has = () => spawnSync("tmux", ["-L", sock, "has-session", "-t", `=${name}`]).status === 0;
+            expect(name).toBe(tmuxSessionName(p.projection().loop.name!, "h", 1));
+            const has = (n = name) => spawnSync("tmux", ["-L", sock, "has-session", "-t", `=${n}`]).status === 0;
             expect(has()).toBe(true);
             // When it is reset
             const r = await reset(p, ["--work-item", "h", "--yes"]);
@@ -635,13 +685,15 @@ describe.skipIf(!HAVE_TMUX)(HAVE_TMUX ? "loop reset on a terminal" : "loop reset
             expect(r.code).toBe(0);
             expect(r.doc.items[0]!.was_live).toBe(true);
             expect(has()).toBe(false);
-            // When the loop launches it again: attempt 1, the same tmux name, started fine
+            // When the loop launches it again: attempt 1, under a name of epoch 1 (never the old one), started fine
             const run = await p.run();
             expect([run.action, run.item]).toEqual(["launched", "h"]);
-            expect(p.projection().items.h!.session!.tmux).toBe(name);
-            expect(has()).toBe(true);
+            const again = p.projection().items.h!.session!.tmux!;
+            expect(again).toBe(tmuxSessionName(p.projection().loop.name!, "h", 1, 1));
+            expect(again).not.toBe(name);
+            expect(has(again)).toBe(true);
             await reset(p, ["--work-item", "h", "--yes"]);
-            expect(has()).toBe(false);
+            expect(has(again)).toBe(false);
             await p.ctl(["skip", "--work-item", "h", "--yes"]);
             await p.runToDrain();
           },
