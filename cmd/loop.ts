@@ -83,10 +83,8 @@ async function fail(prog: string, message: string, args: string[] = []): Promise
   process.exitCode = 2;
 }
 
-/** What the contract tools this version does not have yet will do (docs/cli/README.md#tools). */
-const PLANNED: Record<string, string> = {
-  reset: "Erase what loop remembers about chosen work items (session, control, ledgers, checkout) so they start over",
-};
+/** What the contract tools this version does not have yet will do (docs/cli/README.md#tools); every one is built now. */
+const PLANNED: Record<string, string> = {};
 
 /**
  * A contract tool this version does not have yet: like every binary and link, it answers --version

@@ -10,6 +10,7 @@ const LOADERS: Record<ToolName, () => Promise<{ tool: Tool<any> }>> = {
   run: () => import("./loop-run.ts"),
   status: () => import("./loop-status.ts"),
   replay: () => import("./loop-replay.ts"),
+  reset: () => import("./loop-reset.ts"),
   ctl: () => import("./loop-ctl.ts"),
   logs: () => import("./loop-logs.ts"),
   plan: () => import("./loop-plan.ts"),

@@ -4,6 +4,7 @@ import { tool as init } from "./loop-init.ts";
 import { tool as status } from "./loop-status.ts";
 import { tool as replay } from "./loop-replay.ts";
 import { tool as run } from "./loop-run.ts";
+import { tool as reset } from "./loop-reset.ts";
 import { tool as ctl } from "./loop-ctl.ts";
 import { tool as logs } from "./loop-logs.ts";
 import { tool as plan } from "./loop-plan.ts";
@@ -11,4 +12,6 @@ import { tool as add } from "./loop-add.ts";
 import { tool as exportTool } from "./loop-export.ts";
 import { tool as backup } from "./loop-backup.ts";
 
-export const TOOLS: Record<string, Tool<any>> = { init, run, status, replay, ctl, logs, plan, add, export: exportTool, backup };
+export const TOOLS: Record<string, Tool<any>> = {
+  init, run, status, replay, reset, ctl, logs, plan, add, export: exportTool, backup,
+};

@@ -4,12 +4,19 @@
 import { DeclinedError, InterruptedError, UsageError } from "../shared/cli.ts";
 import { printable } from "../shared/printable.ts";
 
-export async function confirmOrRefuse(o: { yes: boolean; stdinIsTTY: boolean; what: string[]; command: string }): Promise<void> {
+export async function confirmOrRefuse(o: {
+  yes: boolean;
+  stdinIsTTY: boolean;
+  what: string[];
+  command: string;
+  /** Ask the operator to type this (the loop's name, for `loop reset --all`) instead of a yes/no. */
+  typeToConfirm?: string;
+}): Promise<void> {
   if (o.yes) return;
   if (!o.stdinIsTTY)
     throw new UsageError(`${o.command} is destructive and stdin is not a terminal: pass --yes to do it (or --dry-run to see it). Nothing was changed.`);
   process.stderr.write(`${o.command} will:\n${o.what.map((w) => `  - ${printable(w)}`).join("\n")}\n`);
-  const { confirm: clackConfirm, isCancel } = await import("@clack/prompts"); // only a terminal prompt needs it
+  const clack = await import("@clack/prompts"); // only a terminal prompt needs it
   // The prompt reads the terminal raw, so Ctrl-C arrives as a byte, not as SIGINT; clack reports it
   // and Escape alike as "cancel", so the byte is watched for here.
   let interrupted = false;
@@ -17,12 +24,20 @@ export async function confirmOrRefuse(o: { yes: boolean; stdinIsTTY: boolean; wh
     if (String(d).includes("\x03")) interrupted = true;
   };
   process.stdin.on("data", watch);
-  let answer: boolean | symbol;
+  let answer: string | boolean | symbol;
   try {
-    answer = await clackConfirm({ message: "Go ahead?", initialValue: false, output: process.stderr });
+    answer =
+      o.typeToConfirm !== undefined
+        ? await clack.text({ message: `Type the loop's name (${printable(o.typeToConfirm)}) to go ahead`, placeholder: "", output: process.stderr })
+        : await clack.confirm({ message: "Go ahead?", initialValue: false, output: process.stderr });
   } finally {
     process.stdin.off("data", watch);
   }
-  if (isCancel(answer) && interrupted) throw new InterruptedError(`${o.command}: interrupted; nothing was changed`);
-  if (isCancel(answer) || answer !== true) throw new DeclinedError(`${o.command}: declined; nothing was changed`);
+  if (clack.isCancel(answer) && interrupted) throw new InterruptedError(`${o.command}: interrupted; nothing was changed`);
+  if (o.typeToConfirm !== undefined) {
+    if (clack.isCancel(answer) || typeof answer !== "string" || answer.trim() !== o.typeToConfirm)
+      throw new DeclinedError(`${o.command}: the name typed is not the loop's; nothing was changed`);
+    return;
+  }
+  if (clack.isCancel(answer) || answer !== true) throw new DeclinedError(`${o.command}: declined; nothing was changed`);
 }

@@ -272,7 +272,7 @@ export async function applyCtl(o: {
  * must work while loop.json is being edited (a pause, a stop), and then compares the repository
  * and the loop's folder only.
  */
-function definitionName(root: string): string | null {
+export function definitionName(root: string): string | null {
   try {
     return loadDefinition(root).name;
   } catch (err) {

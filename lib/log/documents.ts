@@ -83,6 +83,9 @@ export function stateDocument(p: Projection) {
           : null,
         // Only items with a forge side carry it (docs/forge.md#status), field by field as above.
         ...(it.forge ? { forge: forgeView(it.forge) } : {}),
+        // Present only once the item was reset, so the state.json of a store that never saw a
+        // reset stays the text its projection's state_sha names.
+        ...(it.reset ? { reset: { actor: it.reset.actor, at: it.reset.at } } : {}),
       };
     }),
   };

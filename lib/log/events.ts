@@ -47,6 +47,10 @@ export type SettledOutcome = (typeof SETTLED_OUTCOMES)[number];
 export const DRAIN_OUTCOMES = ["Succeeded", "Failed", "Stopped"] as const;
 export const CONTROL_VERBS = ["start", "stop", "skip", "retry", "cancel", "reply"] as const;
 export const END_VERDICTS = ["exited", "never_started", "stalled", "lost", "closed"] as const;
+/** What `loop reset` did with an item's checkout. */
+export const CHECKOUT_OUTCOMES = ["removed", "kept", "absent"] as const;
+/** The pieces of an item's state `loop reset` erases, by their reported names (docs/cli/loop-reset.md). */
+export const RESET_PIECES = ["session", "control", "ledger", "workspace", "branch"] as const;
 
 const Verify = v.strictObject({
   attempt: Pos,
@@ -150,7 +154,17 @@ export const PAYLOADS = {
     previous: v.strictObject({ owner: Str, pid: Int, host: Str, started: Str, expires: Str }),
     why: v.picklist(["dead", "expired"]),
   }),
-  work_item_reset: v.strictObject({ pieces: v.array(Str) }),
+  // Written by `loop reset` (lib/control/reset.ts). Every field but `pieces` is optional: events of
+  // the first format carried only `pieces`, and the log is never rewritten.
+  work_item_reset: v.strictObject({
+    pieces: v.array(Str),
+    found: v.optional(v.boolean()),
+    wasLive: v.optional(v.boolean()),
+    archivedBranch: v.optional(NStr),
+    checkout: v.optional(v.strictObject({ outcome: v.picklist(CHECKOUT_OUTCOMES), path: NStr, why: NStr })),
+    aside: v.optional(v.array(Str)),
+    errors: v.optional(v.array(v.strictObject({ piece: Str, message: Str }))),
+  }),
   forge_pr_recorded: v.strictObject({ attempt: Pos, number: Pos, url: Str, head: Str, draft: v.boolean(), reused: v.boolean() }),
   forge_landing_waiting: v.strictObject({ attempt: Pos, code: Str, reason: Str, head: Str }),
   forge_thread_baselined: v.strictObject({ issue: Pos, highWater: Int, comments: Int }),

@@ -121,6 +121,8 @@ export interface ItemState {
   landing: { outcome: string; target: string | null; commit: string | null; reason: string } | null;
   /** Null until the item has a forge side (a loop without a forge never gives it one). */
   forge: ForgeRecord | null;
+  /** Who last reset the item, and when (the work_item_reset that began this epoch), or null. */
+  reset: { actor: string; at: string } | null;
 }
 
 /**
@@ -249,7 +251,28 @@ function fresh(def: NormItemPayload, epoch: number): ItemState {
     workspace: null,
     landing: null,
     forge: null,
+    reset: null,
   };
+}
+
+/**
+ * The pieces of an item's state the log itself holds (docs/cli/loop-reset.md names them): a
+ * session record, control records (commands, a hold, replies, a question), ledgers (attempts,
+ * failures, verify and landing records, a settlement) and a checkout recorded present. What lives
+ * only on disk (a session folder, a branch) is for `loop reset` to find; none of this is the epoch.
+ * A per-item record a later feature adds must be named here under one of these pieces, and left out
+ * of fresh(), so that a reset finds it and the boundary drops it: the forge side (a PR, the comment
+ * baseline, messages for the agent) is ledger.
+ * An attempt's verify run (`verifyRun`) and an environment fault given back are ledger (in
+ * `attempts`); the fault pause, `notified` and the store's owner are the loop's, not an item's.
+ */
+export function recordedPieces(it: ItemState): ("session" | "control" | "ledger" | "workspace")[] {
+  const out: ("session" | "control" | "ledger" | "workspace")[] = [];
+  if (it.session) out.push("session");
+  if (it.control.length > 0 || it.held || it.started || it.replies.length > 0 || it.question !== null) out.push("control");
+  if (it.attempts.length > 0 || it.failures > 0 || it.landing !== null || it.forge !== null || (it.status !== "pending" && it.status !== "withdrawn")) out.push("ledger");
+  if (it.workspace?.present) out.push("workspace");
+  return out;
 }
 
 export function isSettled(s: ItemStatus): boolean {
@@ -683,8 +706,20 @@ const HANDLERS: Record<EventType, Handler> = {
   },
   work_item_reset(p, e, fail) {
     const it = need(p, e, fail);
+    const pl = e.payload;
+    if (pl.found === false) {
+      // The audit record of a reset that found nothing: legal only when the log holds nothing for it.
+      const held = recordedPieces(it);
+      if (pl.pieces.length > 0 || held.length > 0)
+        fail("reset_found_nothing", `work_item_reset of "${it.id}" says nothing was found, but ${pl.pieces.length ? `it names pieces (${pl.pieces.join(", ")})` : `the item holds ${held.join(", ")}`}`);
+      return;
+    }
+    // A reset that found state but removed nothing (it could not end the session) is an audit
+    // record too. Events of the first format (no `found`) are always a boundary.
+    if (pl.found === true && pl.pieces.length === 0) return;
     // Epoch boundary: nothing from before the reset survives in the fold except the definition.
     const next = fresh(it.def, it.epoch + 1);
+    next.reset = { actor: e.actor, at: e.ts };
     next.inDefinition = it.inDefinition;
     if (!it.inDefinition) {
       next.status = "withdrawn";

@@ -28,6 +28,8 @@ export function itemRows(it: ItemState): Record<ItemTable, string | null> {
       epoch: it.epoch,
       settledAt: it.settledAt,
       landing: it.landing,
+      // Only once an item was reset: the rows of every other item keep the layout stores already hold.
+      ...(it.reset ? { reset: it.reset } : {}),
     }),
     proj_sessions: it.session ? canonicalJson(it.session) : null,
     proj_control: canonicalJson({ control: it.control, held: it.held, started: it.started }),
@@ -59,6 +61,7 @@ export function itemFromRows(rows: Record<ItemTable, string | null>): ItemState 
   const control = JSON.parse(rows.proj_control!);
   const ledgers = JSON.parse(rows.proj_ledgers!);
   return {
+    reset: null,
     ...core,
     ...ledgers,
     ...control,

@@ -92,11 +92,11 @@ class Gen {
         const lines = [`if (!${x} || typeof ${x} !== "object") return false;`];
         for (const k of keys) {
           const v = entries[k]!;
-          if (["nullish", "exact_optional"].includes(v.type)) throw new UnsupportedSchemaError(`optional entry "${k}"`);
+          if (["nullish", "exact_optional"].includes(v.type)) throw new UnsupportedSchemaError(`optional entry "${k}" (${v.type})`);
           const key = JSON.stringify(k);
           const e = this.fresh();
           if (v.type === "optional") {
-            // valibot's optional(): the key may be missing or hold undefined; a default is refused above.
+            // As valibot: an optional key may be absent or hold undefined; anything else is checked.
             if (v.default !== undefined) throw new UnsupportedSchemaError(`optional entry "${k}" with a default`);
             lines.push(`if (${key} in ${x}) {`, `const ${e} = ${x}[${key}];`, `if (${e} !== undefined) {`, this.check(v.wrapped!, e), `}`, `}`);
             continue;

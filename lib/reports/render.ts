@@ -53,10 +53,13 @@ export function renderStatus(r: StatusReport, color: boolean): string {
         ]),
       ),
     );
-    const reasons = r.items.filter((it) => it.reason);
+    const reasons = r.items.filter((it) => it.reason || it.reset);
     if (reasons.length) {
       out.push("");
-      for (const it of reasons) out.push(`${p(it.id)}: ${p(it.reason)}`);
+      for (const it of reasons) {
+        if (it.reason) out.push(`${p(it.id)}: ${p(it.reason)}`);
+        if (it.reset) out.push(`${p(it.id)}: reset by ${p(it.reset.actor)} at ${p(it.reset.at)} (epoch ${p(it.epoch)})`);
+      }
     }
     const flying = r.items.find((it) => it.id === L.current);
     if (flying) out.push("", ...inFlight(flying, p));

@@ -63,6 +63,9 @@ export function statusReport(
         ref: it.ref,
         status: it.status,
         reason: it.reason,
+        epoch: it.epoch,
+        // Who reset the item last, and when (a state.json written before resets existed has no such key).
+        reset: (it as { reset?: { actor: string; at: string } }).reset ?? null,
         attempts: it.attempts,
         failures: it.failures,
         maxAttempts: it.maxAttempts,

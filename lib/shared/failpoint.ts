@@ -1,7 +1,7 @@
 // Failure injection (docs/failpoints.md): with LOOP_FAILPOINT=<name> the process SIGKILLs itself at that
 // point, exactly as a power cut or OOM kill would, so tests can prove the next step recovers.
 // LOOP_FAILPOINT may list several names separated by commas. docs/failpoints.md lists them all;
-// tests/step/failpoints.test.ts keeps that page, this list and the call sites in step.
+// tests/step/failpoints.test.ts keeps that page, this list and the call sites in lib/ in step.
 
 /** Labels of appends: each gives `<label>:before_commit` (inside the transaction) and `<label>:after_commit`. */
 export const COMMIT_LABELS = [
@@ -26,6 +26,7 @@ export const COMMIT_LABELS = [
   "notify",
   "ctl",
   "forge",
+  "reset",
 ] as const;
 
 /** Points around side effects. */
@@ -49,6 +50,9 @@ export const EFFECT_POINTS = [
   "close:before_kill",
   "close:after_kill",
   "close:after_worktree",
+  "reset:after_close",
+  "reset:after_files",
+  "reset:after_branch",
 ] as const;
 
 export const FAILPOINTS: readonly string[] = [...EFFECT_POINTS, ...COMMIT_LABELS.flatMap((l) => [`${l}:before_commit`, `${l}:after_commit`])];

@@ -1,7 +1,8 @@
 // Process groups: sessions and verify commands each run in their own group, and ending one means
-// ending the whole group: SIGTERM, a grace period, then SIGKILL.
+// ending the whole group: SIGTERM, a grace period, then SIGKILL. Processes that left the group are
+// found by the session's mark in their environment (below).
 
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 
 const HAVE_PROC = existsSync("/proc/self/stat");
 
@@ -100,4 +101,121 @@ export async function killGroup(pgid: number, graceMs: number): Promise<"not_run
   signalGroup(pgid, "SIGKILL");
   for (let i = 0; i < 40 && groupAlive(pgid); i++) await Bun.sleep(25);
   return "killed";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Session marks. A process that leaves its session's group (setsid, a double fork, a daemonizing
+// tool) escapes killGroup, but it keeps the environment it was started with: every session's
+// processes carry LOOP_SESSION_MARK=<the session's id> (lib/step/sessions.ts startSession), and
+// the close path ends every process of this user that carries the mark of the session it closes.
+
+/** The variable that marks a session's processes; its value is the session's id. */
+export const SESSION_MARK_VAR = "LOOP_SESSION_MARK";
+/** Sessions started before the mark existed carry only their id, under this name (same value). */
+const MARK_NAMES = [`${SESSION_MARK_VAR}=`, "LOOP_SESSION_ID="];
+
+/** The values of the mark variables in a /proc/<pid>/environ buffer. */
+export function marksIn(environ: Buffer): string[] {
+  const out: string[] = [];
+  for (const name of MARK_NAMES) {
+    for (let at = environ.indexOf(name); at >= 0; at = environ.indexOf(name, at + 1)) {
+      if (at > 0 && environ[at - 1] !== 0) continue; // the middle of another entry
+      const start = at + name.length;
+      const end = environ.indexOf(0, start);
+      out.push(environ.toString("latin1", start, end < 0 ? environ.length : end));
+      break;
+    }
+  }
+  return out;
+}
+
+/** This process and its ancestors: a `loop` run from inside a session carries that session's mark. */
+function selfAndAncestors(): Set<number> {
+  const out = new Set<number>([process.pid]);
+  for (let pid = process.ppid; pid > 1 && !out.has(pid); ) {
+    out.add(pid);
+    const ppid = Number(procStat(pid)?.[1]);
+    if (!Number.isSafeInteger(ppid) || ppid <= 0) break;
+    pid = ppid;
+  }
+  return out;
+}
+
+/** A process as marked: its pid and start time (together they name it, never a later one with its pid). */
+export interface MarkedProcess {
+  pid: number;
+  started: string;
+  mark: string;
+}
+
+/**
+ * Live (non-zombie) processes of this user that carry one of `marks`, never this process or its
+ * ancestors. Reads /proc; elsewhere (no /proc) there is nothing to find and it returns [].
+ */
+export function markedProcesses(marks: Iterable<string>): MarkedProcess[] {
+  const want = new Set([...marks].filter(Boolean));
+  if (want.size === 0 || !HAVE_PROC) return [];
+  const uid = process.getuid?.() ?? -1;
+  const spare = selfAndAncestors();
+  const out: MarkedProcess[] = [];
+  for (const name of readdirSync("/proc")) {
+    if (name.charCodeAt(0) > 57 || name.charCodeAt(0) < 48) continue; // not a pid
+    const pid = Number(name);
+    if (spare.has(pid)) continue;
+    let environ: Buffer;
+    try {
+      environ = readFileSync(`/proc/${name}/environ`); // another user's: EACCES, skipped
+    } catch {
+      continue;
+    }
+    const mark = marksIn(environ).find((m) => want.has(m));
+    if (mark === undefined) continue;
+    const rest = procStat(pid);
+    if (rest === null || rest[0] === "Z" || rest[0] === "X") continue;
+    try {
+      // Root reads every environ: only this user's processes are ours to end.
+      if (statSync(`/proc/${name}`).uid !== uid) continue;
+    } catch {
+      continue;
+    }
+    out.push({ pid, started: rest[19]!, mark });
+  }
+  return out;
+}
+
+/** Is this very process (not a later one reusing its pid) still alive? */
+function stillThere(p: MarkedProcess): boolean {
+  const rest = procStat(p.pid);
+  return rest !== null && rest[19] === p.started && rest[0] !== "Z" && rest[0] !== "X";
+}
+
+function signal(p: MarkedProcess, sig: NodeJS.Signals): void {
+  if (!stillThere(p)) return;
+  try {
+    process.kill(p.pid, sig);
+  } catch {
+    // gone meanwhile
+  }
+}
+
+/**
+ * End every process carrying one of `marks`: SIGTERM, up to `graceMs` to go, then SIGKILL; again
+ * while new ones appear (a daemon may fork while it dies), a few rounds at most. Returns the
+ * processes it signalled and those still alive at the end (a process in uninterruptible sleep).
+ */
+export async function endMarked(marks: Iterable<string>, graceMs: number): Promise<{ ended: MarkedProcess[]; left: MarkedProcess[] }> {
+  const list = [...marks];
+  const ended = new Map<string, MarkedProcess>();
+  let found = markedProcesses(list);
+  for (let round = 0; round < 5 && found.length > 0; round++) {
+    for (const p of found) ended.set(`${p.pid}:${p.started}`, p);
+    for (const p of found) signal(p, "SIGTERM");
+    const deadline = Date.now() + graceMs;
+    while (found.some(stillThere) && Date.now() < deadline) await Bun.sleep(25);
+    const stubborn = found.filter(stillThere);
+    for (const p of stubborn) signal(p, "SIGKILL");
+    for (let i = 0; i < 40 && stubborn.some(stillThere); i++) await Bun.sleep(25);
+    found = markedProcesses(list);
+  }
+  return { ended: [...ended.values()], left: found };
 }

@@ -5,6 +5,7 @@ export const DESCRIPTIONS = {
   run: "Advance the loop by one crash-safe step: settle the item in flight, launch the next, drain when done",
   status: "Report the loop and every work item from the log's projection, and check them against the log",
   replay: "Re-fold the event log: hash chain, gaps, legality, determinism, projection tables and files",
+  reset: "Erase what loop remembers about work items (session, control, ledgers, checkout; branch archived) so they start over",
   ctl: "Control the loop or its items: start, pause, resume, stop, skip, retry, cancel, reply",
   logs: "Print an attempt's agent output or verify output, or follow it while the session runs",
   plan: "Draft work items from a brief (and forge issues) with one planner call; review, then append them to loop.json",

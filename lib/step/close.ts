@@ -1,27 +1,71 @@
-// The close path (docs/cli/loop-ctl.md#verbs): the one way a session is ended, used by stall/lost handling, stop,
-// skip, cancel and (later) reset. End the process group or tmux session, and the attempt's verify
-// command if one runs, remove the worktree unless asked to keep it, and return the events that
-// record it, for the caller to append together with whatever else its decision implies (atomically).
+// The close path (docs/cli/loop-ctl.md#verbs): the one way a session is ended, used by stall/lost
+// handling, stop, skip, cancel and reset. End the process group or tmux session (and the systemd
+// scope's cgroup, if it ran in one), the attempt's verify command if one runs, and every process that
+// left them but carries the session's mark; remove the worktree unless asked to keep it (committing
+// what was left in it first), and return the events that record it, for the caller to append
+// together with whatever else its decision implies (atomically).
 import { existsSync } from "node:fs";
 import type { EventDraft } from "../log/events.ts";
 import type { ItemState } from "../log/reducer.ts";
-import { endSession } from "./sessions.ts";
+import { adoptable, endSession, sessionMark } from "./sessions.ts";
 import { endVerify, verifySpawnEvidence } from "./verify-command.ts";
 import { endSessionScope } from "./scope.ts";
 import { commitLeftovers, removeWorktree } from "./workspace.ts";
 import { failpoint } from "../shared/failpoint.ts";
+import { endMarked, type MarkedProcess } from "../shared/process.ts";
 
 export interface CloseReport {
   item: string;
   attempt: number;
   /** How the session ended: not_running, terminated, killed, tmux_killed. */
   how: string;
+  /** Processes outside the session's group that carried its mark and were ended. */
+  swept: number;
   /** How the attempt's verify command ended (not_running, terminated, killed), or null when it had none. */
   verify: string | null;
   worktreeRemoved: boolean;
   /** Why the checkout was kept though its removal was asked for (its changes could not be committed), or null. */
   kept: string | null;
   events: EventDraft[];
+}
+
+/**
+ * End a session's processes: its group or tmux session, its systemd scope's cgroup if it ran in one,
+ * the attempt's verify command if one runs, then every process of this user that carries its mark
+ * (one that left all of those: setsid, a double fork, a daemon). A session whose start was never
+ * recorded (a step killed right after the spawn) is found through its folder.
+ */
+export async function endSessionProcesses(
+  it: ItemState,
+  graceMs: number,
+): Promise<{ how: string; swept: MarkedProcess[]; left: MarkedProcess[]; verify: string | null }> {
+  const s = it.session!;
+  const target = s.pid === null && s.tmux === null ? (adoptable(s.sessionDir) ?? s) : s;
+  let how = await endSession(target, graceMs);
+  // A session in a systemd scope: every process left in its cgroup too (lib/step/scope.ts).
+  const scoped = await endSessionScope(s.sessionDir, graceMs);
+  if (scoped !== null && scoped !== "not_running" && how === "not_running") how = scoped;
+  const verify = await endVerifyRun(it, graceMs);
+  const { ended, left } = await endMarked([sessionMark(s)], graceMs);
+  return { how, swept: ended, left, verify };
+}
+
+/**
+ * Retire an item's checkout: whatever was left in it is committed on its branch first (closing
+ * never loses work), then the worktree is removed. A checkout whose changes cannot be committed (a
+ * stale index.lock, a broken .git) is kept, and `kept` says why.
+ */
+export function retireCheckout(o: { repo: string; worktree: string; message: string }): { removed: boolean; kept: string | null } {
+  const wt = o.worktree;
+  if (existsSync(wt)) {
+    try {
+      commitLeftovers(wt, o.message);
+    } catch (err) {
+      return { removed: false, kept: `kept ${wt}: its uncommitted changes could not be committed (${(err as Error).message}); remove it by hand once they are safe` };
+    }
+  }
+  removeWorktree(o.repo, wt);
+  return { removed: !existsSync(wt), kept: null };
 }
 
 export async function closeSession(o: {
@@ -36,29 +80,18 @@ export async function closeSession(o: {
   const s = o.it.session;
   if (!s || s.closed) return null;
   failpoint("close:before_kill");
-  let how = await endSession(s, o.graceMs);
-  // A session in a systemd scope: every process left in its cgroup too (lib/step/scope.ts).
-  const scoped = await endSessionScope(s.sessionDir, o.graceMs);
-  if (scoped !== null && scoped !== "not_running" && how === "not_running") how = scoped;
-  const verify = await endVerifyRun(o.it, o.graceMs);
+  const { how, swept, verify } = await endSessionProcesses(o.it, o.graceMs);
   failpoint("close:after_kill");
   let worktreeRemoved = false;
   let kept: string | null = null;
   if (o.removeCheckout && o.it.workspace?.present) {
-    // Whatever the agent left is committed on the item branch first: closing never loses work. A
-    // checkout whose changes cannot be committed (a stale index.lock, say) is kept, with the reason.
-    const wt = o.it.workspace.worktree;
-    if (existsSync(wt)) {
-      try {
-        commitLeftovers(wt, `loop: ${o.it.id} attempt ${s.attempt}: changes left when the session was closed (${o.reason})`);
-      } catch (err) {
-        kept = `kept ${wt}: its uncommitted changes could not be committed (${(err as Error).message}); remove it by hand once they are safe`;
-      }
-    }
-    if (kept === null) {
-      removeWorktree(o.repo, wt);
-      worktreeRemoved = !existsSync(wt);
-    }
+    const r = retireCheckout({
+      repo: o.repo,
+      worktree: o.it.workspace.worktree,
+      message: `loop: ${o.it.id} attempt ${s.attempt}: changes left when the session was closed (${o.reason})`,
+    });
+    worktreeRemoved = r.removed;
+    kept = r.kept;
   }
   failpoint("close:after_worktree");
   const events: EventDraft[] = [];
@@ -69,7 +102,7 @@ export async function closeSession(o: {
       payload: { attempt: s.attempt, verdict: o.endVerdict ?? "closed", exitCode: null, signal: null, reason: o.reason },
     });
   events.push({ type: "session_closed", item: o.it.id, payload: { attempt: s.attempt, how, worktreeRemoved, reason: o.reason } });
-  return { item: o.it.id, attempt: s.attempt, how, verify, worktreeRemoved, kept, events };
+  return { item: o.it.id, attempt: s.attempt, how, swept: swept.length, verify, worktreeRemoved, kept, events };
 }
 
 /**

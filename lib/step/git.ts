@@ -11,9 +11,10 @@ export interface GitResult {
 
 const GIT_ENV = { GIT_TERMINAL_PROMPT: "0", GIT_OPTIONAL_LOCKS: "0" };
 
-export function gitTry(cwd: string, args: string[], env: Record<string, string> = {}): GitResult {
+export function gitTry(cwd: string, args: string[], env: Record<string, string> = {}, input?: string): GitResult {
   try {
-    const r = Bun.spawnSync(["git", ...args], { cwd, env: { ...process.env, ...GIT_ENV, ...env }, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+    const stdin = input === undefined ? "ignore" : new TextEncoder().encode(input);
+    const r = Bun.spawnSync(["git", ...args], { cwd, env: { ...process.env, ...GIT_ENV, ...env }, stdin, stdout: "pipe", stderr: "pipe" });
     return { code: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
   } catch (err) {
     // git missing from PATH, or cwd gone: a failed call like any other, with the reason.

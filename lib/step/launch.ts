@@ -19,7 +19,7 @@ import { classifyLaunchError, type EnvironmentFault, faultReason } from "./fault
 import { git, gitTry, revParse } from "./git.ts";
 import { buildHandoff } from "./handoff.ts";
 import { selfArgv } from "./self.ts";
-import { readOutputHead, SESSION_FILES, startSession, tmuxSessionName } from "./sessions.ts";
+import { readOutputHead, SESSION_FILES, sessionMark, startSession, tmuxSessionName } from "./sessions.ts";
 import { ensureWorktree, startPointFor } from "./workspace.ts";
 
 /** Where and as what the next attempt of an item runs; fixed before the reservation records it. */
@@ -179,7 +179,8 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
     argv: cmd.argv,
     cwd: worktree,
     env,
-    tmuxName: ctx.def.tmux ? tmuxSessionName(ctx.def.name, it.id, n) : null,
+    tmuxName: ctx.def.tmux ? tmuxSessionName(ctx.def.name, it.id, n, it.epoch) : null,
+    mark: sessionMark({ sessionId }),
     scope: { loopName: ctx.def.name, item: it.id, epoch: it.epoch, attempt: n, stateRoot: ctx.options.stateRoot },
   });
   // Atomic: a step killed mid-write must not leave a half file that adoption then misreads.

@@ -5,9 +5,11 @@
 // missing exit.json after the wrapper is gone means "lost".
 // `loop __session <dir> verify` is the same for an attempt's verify command, with the files of
 // VERIFY_FILES in the same folder (lib/step/verify-command.ts), so verify is observed like a session.
+// The agent (or verify command) inherits the session's mark (LOOP_SESSION_MARK), by which the close
+// path finds every process of the session, even one that left its process group.
 import { join } from "node:path";
 import { readJsonOrNull, writeFileAtomic } from "../shared/fsutil.ts";
-import { processStartTime } from "../shared/process.ts";
+import { processStartTime, SESSION_MARK_VAR } from "../shared/process.ts";
 import { CappedLog, DEFAULT_OUTPUT_CAP } from "./output-log.ts";
 import { tmuxSocketFromEnv } from "./tmux.ts";
 
@@ -16,6 +18,8 @@ export interface LaunchRecord {
   cwd: string;
   env: Record<string, string>;
   tee: boolean;
+  /** The session's mark: the agent and everything it starts carry LOOP_SESSION_MARK=<mark>. */
+  mark?: string;
   /** Bytes output.log may take ($LOOP_OUTPUT_CAP when the launch was recorded). */
   outputCap?: number;
 }
@@ -76,7 +80,7 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
   const startedDoc = (agentPid: number | null) => JSON.stringify({ wrapperPid: process.pid, wrapperStart, agentPid, tmuxSocket, at: new Date().toISOString() }) + "\n";
   // Failure injection is for loop's own processes: the agent does not see LOOP_FAILPOINT at all,
   // neither the step's value nor the empty one a launch record sets to clear it.
-  const env: Record<string, string | undefined> = { ...process.env, ...launch.env };
+  const env: Record<string, string | undefined> = { ...process.env, ...launch.env, ...(launch.mark ? { [SESSION_MARK_VAR]: launch.mark } : {}) };
   delete env.LOOP_FAILPOINT;
   let child: ReturnType<typeof Bun.spawn>;
   try {

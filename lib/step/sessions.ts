@@ -3,7 +3,7 @@
 import { closeSync, existsSync, mkdirSync, openSync, readSync } from "node:fs";
 import { join } from "node:path";
 import { readJsonOrNull, readRegularFile, sliceText, writeFileAtomic } from "../shared/fsutil.ts";
-import { killGroup } from "../shared/process.ts";
+import { killGroup, SESSION_MARK_VAR } from "../shared/process.ts";
 import { sessionAlive } from "./liveness.ts";
 import { lastProgressAt } from "./progress.ts";
 import { tmux, tmuxHasSession } from "./tmux.ts";
@@ -16,9 +16,10 @@ import type { AttemptRecord, SessionRecord } from "../log/reducer.ts";
 
 export { SESSION_FILES };
 
-export function tmuxSessionName(loopName: string, item: string, attempt: number): string {
-  // tmux forbids '.' and ':' in session names.
-  return `loop-${loopName}-${item}-${attempt}`.replace(/[.:]/g, "_");
+export function tmuxSessionName(loopName: string, item: string, attempt: number, epoch = 0): string {
+  // tmux forbids '.' and ':' in session names. After a reset (epoch > 0) the name carries the epoch,
+  // as session folders do, so a leftover session of an old epoch is never taken for a new attempt.
+  return `loop-${loopName}-${item}-${epoch > 0 ? `e${epoch}-` : ""}${attempt}`.replace(/[.:]/g, "_");
 }
 
 function shellQuote(s: string): string {
@@ -32,9 +33,15 @@ export interface StartedSession {
   mechanism: SessionMechanism | null;
 }
 
+/** The mark a session's processes carry (LOOP_SESSION_MARK): its session id, unique per attempt. */
+export function sessionMark(s: { sessionId: string }): string {
+  return s.sessionId;
+}
+
 /**
  * Write the launch record and start the wrapper detached. Throws with a clear message on failure.
- * `kind: "verify"` starts an attempt's verify command the same way, with its own files.
+ * `kind: "verify"` starts an attempt's verify command the same way, with its own files (and the
+ * attempt's session mark, so whatever ends the session's marked processes ends it too).
  */
 export function startSession(o: {
   dir: string;
@@ -45,15 +52,20 @@ export function startSession(o: {
   kind?: WrapperKind;
   /** Where a systemd scope would be named from; without it, a plain process group. */
   scope?: ScopeTarget;
+  /** The session's mark (sessionMark); defaults to the LOOP_SESSION_ID the step puts in env. */
+  mark?: string;
 }): StartedSession {
   mkdirSync(o.dir, { recursive: true });
   const kind = o.kind ?? "session";
+  const mark = o.mark ?? o.env.LOOP_SESSION_ID;
   // The cap travels in the launch record: a tmux session does not inherit the step's environment.
-  const launch: LaunchRecord = { argv: o.argv, cwd: o.cwd, env: o.env, tee: o.tmuxName !== null, outputCap: outputCapFrom(process.env) };
+  const launch: LaunchRecord = { argv: o.argv, cwd: o.cwd, env: o.env, tee: o.tmuxName !== null, outputCap: outputCapFrom(process.env), ...(mark ? { mark } : {}) };
   writeFileAtomic(join(o.dir, wrapperFiles(kind).launch), JSON.stringify(launch, null, 2) + "\n");
   const wrapper = [...selfArgv(), "__session", o.dir, ...(kind === "verify" ? ["verify"] : [])];
+  // The wrapper carries the mark from its start, so everything it and the agent start inherits it.
+  const marked = mark ? { [SESSION_MARK_VAR]: mark } : {};
   if (o.tmuxName) {
-    const cmd = "exec " + wrapper.map(shellQuote).join(" ");
+    const cmd = (mark ? `export ${SESSION_MARK_VAR}=${shellQuote(mark)}; ` : "") + "exec " + wrapper.map(shellQuote).join(" ");
     const r = tmux(["new-session", "-d", "-s", o.tmuxName, "-x", "200", "-y", "50", "-c", o.cwd, cmd]);
     if (r.status !== 0) throw new Error(`tmux new-session failed: ${r.stderr.trim()}`);
     const pid = Number(tmux(["display-message", "-p", "-t", `=${o.tmuxName}:`, "#{pane_pid}"]).stdout.trim());
@@ -71,9 +83,10 @@ export function startSession(o: {
     child.unref();
     return child.pid;
   };
+  const env = { ...process.env, ...marked };
   // In a systemd scope of its own where there is systemd, else a process group (lib/step/scope.ts).
-  if (!o.scope) return { pid: spawn(wrapper, process.env, null), tmux: null, mechanism: null };
-  const r = launchDetached({ dir: o.dir, command: wrapper, target: o.scope, env: process.env, spawn, startedFile: join(o.dir, SESSION_FILES.started) });
+  if (!o.scope) return { pid: spawn(wrapper, env, null), tmux: null, mechanism: null };
+  const r = launchDetached({ dir: o.dir, command: wrapper, target: o.scope, env, spawn, startedFile: join(o.dir, SESSION_FILES.started) });
   return { pid: r.pid, tmux: null, mechanism: r.mechanism };
 }
 

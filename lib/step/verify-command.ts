@@ -43,8 +43,10 @@ export function startVerify(o: {
   cwd: string;
   /** Added to the step's environment (LOOP_ITEM, LOOP_ATTEMPT, LOOP_WORKDIR). */
   env: Record<string, string>;
+  /** The attempt's session mark (sessionMark): the close path's sweep of the session finds the verify too. */
+  mark: string;
 }): VerifyProcess {
-  const { pid } = startSession({ dir: o.dir, argv: ["sh", "-c", o.command], cwd: o.cwd, env: o.env, tmuxName: null, kind: "verify" });
+  const { pid } = startSession({ dir: o.dir, argv: ["sh", "-c", o.command], cwd: o.cwd, env: o.env, tmuxName: null, kind: "verify", mark: o.mark });
   const started: VerifyProcess = { pid, startTime: processStartTime(pid) };
   // Atomic: a step killed mid-write must not leave a half file that adoption then misreads.
   writeFileAtomic(join(o.dir, VERIFY_FILES.spawned), JSON.stringify(started) + "\n");

@@ -19,7 +19,7 @@ import { readTextOrNull } from "../shared/fsutil.ts";
 import { endVerifyRun } from "./close.ts";
 import { append, repoOf, type StepContext, type StepOutcome } from "./context.ts";
 import { classifyVerify, classifyVerifyStart, verifyExitVerdict } from "./decide.ts";
-import { graceMs, SESSION_FILES } from "./sessions.ts";
+import { graceMs, SESSION_FILES, sessionMark } from "./sessions.ts";
 import { endVerify, readVerifyExit, startVerify, verifyAlive, verifyLogSummary, verifySpawnEvidence, type VerifyProcess } from "./verify-command.ts";
 import { commitLeftovers, commitsAhead, startPointFor } from "./workspace.ts";
 
@@ -76,7 +76,7 @@ function spawnReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOut
   ctx.store.assertLease();
   let started: VerifyProcess;
   try {
-    started = startVerify({ dir: s.sessionDir, command: run.command, cwd: s.worktree, env: { LOOP_ITEM: it.id, LOOP_ATTEMPT: String(attempt.n), LOOP_WORKDIR: s.worktree } });
+    started = startVerify({ dir: s.sessionDir, command: run.command, cwd: s.worktree, env: { LOOP_ITEM: it.id, LOOP_ATTEMPT: String(attempt.n), LOOP_WORKDIR: s.worktree }, mark: sessionMark(s) });
   } catch (err) {
     // Loop's own wrapper could not be started: an error of the environment, and the attempt's verify.
     const reason = `could not run: ${(err as Error).message}`;

@@ -1,7 +1,7 @@
 // Worktrees, branches and landing, as git effects. Each function is idempotent, so a step that
 // was killed half-way can call it again.
-import { existsSync, readdirSync, realpathSync, renameSync, rmSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { branchExists, git, gitTry, revParse } from "./git.ts";
 import { GitError } from "../shared/errors.ts";
 
@@ -146,4 +146,66 @@ export function landMerge({ repo, landingDir, target, base, branch, message, onM
   gitTry(landingDir, ["merge", "--abort"]);
   if (conflicted.length) return { outcome: "conflict", commit: null, reason: `merge conflict in ${conflicted.join(", ")}` };
   return { outcome: "failed", commit: null, reason: `git merge failed: ${(r.stderr || r.stdout).trim().split("\n").slice(-2).join(" / ")}` };
+}
+
+/** Branches under the given prefixes (`loop/x/item/`) or with the given names, and the commit each points at. */
+export function listBranches(repo: string, patterns: string[]): Map<string, string> {
+  const out = new Map<string, string>();
+  if (patterns.length === 0) return out;
+  const text = git(repo, ["for-each-ref", "--format=%(objectname) %(refname)", ...patterns.map((p) => `refs/heads/${p}`)]);
+  for (const line of text.split("\n")) {
+    const sp = line.indexOf(" ");
+    if (sp > 0) out.set(line.slice(sp + 1).replace(/^refs\/heads\//, ""), line.slice(0, sp));
+  }
+  return out;
+}
+
+/**
+ * The branch a checkout has checked out, read from its files (no git process): `<path>/.git` names
+ * the worktree's git dir, whose HEAD names the branch. Null when it is not a checkout, or detached.
+ */
+export function checkoutBranch(path: string): string | null {
+  let gitDir = join(path, ".git");
+  try {
+    if (!statSync(gitDir).isDirectory()) {
+      const m = /^gitdir: (.+)$/m.exec(readFileSync(gitDir, "utf8"));
+      if (!m) return null;
+      gitDir = resolve(path, m[1]!.trim());
+    }
+    const head = readFileSync(join(gitDir, "HEAD"), "utf8");
+    return /^ref: refs\/heads\/(.+)\n?$/.exec(head)?.[1]?.trim() ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/** Does the checkout hold changes not committed (tracked or untracked, not ignored)? Null when git cannot tell. Writes nothing. */
+export function hasUncommittedChanges(path: string): boolean | null {
+  const r = gitTry(path, ["status", "--porcelain", "--untracked-files=normal"]);
+  return r.code === 0 ? r.stdout.trim().length > 0 : null;
+}
+
+/**
+ * Rename branches to archive names, never deleting a commit: all in one ref transaction (one git
+ * process, all or nothing), each checked against the commit it was seen at. A branch checked out
+ * in a checkout goes through `git branch -m`, which moves that checkout's HEAD along. When the
+ * transaction fails, each is tried alone, so one bad rename does not hold the others back.
+ * Returns the error of each rename that failed, by its `from`.
+ */
+export function archiveBranches(repo: string, renames: { from: string; to: string; head: string; checkedOut: boolean }[]): Map<string, string> {
+  const failed = new Map<string, string>();
+  const one = (r: (typeof renames)[number]) => {
+    const res = r.checkedOut
+      ? gitTry(repo, ["branch", "-m", r.from, r.to])
+      : gitTry(repo, ["update-ref", "-m", `loop reset: archive ${r.from}`, "--stdin"], {}, `create refs/heads/${r.to} ${r.head}\ndelete refs/heads/${r.from} ${r.head}\n`);
+    if (res.code !== 0) failed.set(r.from, new GitError(r.checkedOut ? ["branch", "-m", r.from, r.to] : ["update-ref", "--stdin"], res.code, res.stderr).message);
+  };
+  const batch = renames.filter((r) => !r.checkedOut);
+  if (batch.length > 1) {
+    const input = batch.map((r) => `create refs/heads/${r.to} ${r.head}\ndelete refs/heads/${r.from} ${r.head}\n`).join("");
+    const res = gitTry(repo, ["update-ref", "-m", "loop reset: archive item branches", "--stdin"], {}, input);
+    if (res.code !== 0) batch.forEach(one);
+  } else batch.forEach(one);
+  renames.filter((r) => r.checkedOut).forEach(one);
+  return failed;
 }

@@ -11,6 +11,7 @@ import { CONTRACT_TOOLS } from "../../cmd/loop.ts";
 import { commonArgs, EXIT, renderHelp } from "../../lib/shared/cli.ts";
 import { EVENT_TYPES } from "../../lib/log/events.ts";
 import { FINDING_CODES } from "../../lib/reports/replay.ts";
+import type { ResetReport } from "../../lib/control/reset.ts";
 import { ACCEPTED_KEYS, DefinitionError, normalizeDefinition, parseDefinitionText } from "../../lib/definition/loop-json.ts";
 import { itemIdFromRef, parseRef, RefError } from "../../lib/definition/refs.ts";
 import { parseDuration } from "../../lib/definition/duration.ts";
@@ -438,5 +439,36 @@ describe("environment variables", () => {
       .filter((f) => f.endsWith(".md"))
       .map((f) => read(join("docs", f)))].join("\n");
     expect([...names].filter((n) => !docs.includes(n)).sort()).toEqual([]);
+  });
+});
+
+describe("docs/cli/loop-reset.md matches the tool", () => {
+  const md = existsSync(join(REPO, "docs/cli/loop-reset.md")) ? read("docs/cli/loop-reset.md") : "";
+
+  test("the pieces table names exactly the pieces reset reports", async () => {
+    const { RESET_PIECES } = await import("../../lib/log/events.ts");
+    const table = section(md, /^##\s+The pieces\b/i) ?? "";
+    const listed = firstCells(table).map((c) => /^`([a-z]+)`$/.exec(c)?.[1]).filter(Boolean);
+    expect(listed).toEqual([...RESET_PIECES]);
+  });
+
+  test("every key of the JSON document is in the page's JSON table", async () => {
+    // A complete document, typed: a key added to ResetReport fails the typecheck here until it is
+    // added, and then this test until the page documents it.
+    const sample: ResetReport = {
+      schema: "loop/reset@1",
+      dry_run: false,
+      ok: true,
+      warnings: [],
+      items: [{ item: "a", ref: null, found: true, removed: [], was_live: false, archived_branch: null, checkout: { outcome: "absent", path: null, why: null }, aside: [], errors: [], effects: [] }],
+      transitions: [],
+    };
+    const json = section(md, /^###\s+JSON\b/i) ?? "";
+    const cells = firstCells(json).join(" ");
+    const missing = [
+      ...Object.keys(sample).filter((k) => !cells.includes(`\`${k}`)),
+      ...Object.keys(sample.items[0]!).filter((k) => !cells.includes(`.${k}`) && !cells.includes(`items[].${k}`)),
+    ];
+    expect(missing).toEqual([]);
   });
 });

@@ -216,6 +216,24 @@ export function reset(item: string, pieces: string[] = ["session", "control", "l
   return { type: "work_item_reset", item, payload: { pieces } };
 }
 
+/** A reset as `loop reset` writes it: every field of the payload. */
+export function resetDone(item: string, o: Partial<Payload<"work_item_reset">> = {}): EventDraft {
+  return {
+    type: "work_item_reset",
+    item,
+    payload: {
+      pieces: ["session", "control", "ledger", "workspace", "branch"],
+      found: true,
+      wasLive: false,
+      archivedBranch: `loop/test/reset/${item}/e0`,
+      checkout: { outcome: "removed", path: `/state/workspaces/${item}`, why: null },
+      aside: [],
+      errors: [],
+      ...o,
+    },
+  };
+}
+
 export const loopStarted: EventDraft = { type: "loop_started", payload: {} };
 
 export function drained(outcome: Payload<"loop_drained">["outcome"], counts: Record<string, number>): EventDraft {

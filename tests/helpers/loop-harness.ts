@@ -348,13 +348,19 @@ export async function checkDrained(l: LoopUnderTest, expected: Expected, opts: {
     reserved.set(pl.key, (reserved.get(pl.key) ?? 0) + 1);
   }
   for (const [key, n] of reserved) if (n !== 1) throw new Error(where(`${key} reserved ${n} times`));
-  const reservedAttempts = new Set(rows.filter((r) => r.type === "launch_reserved").map((r) => `${r.item} ${JSON.parse(r.payload).attempt}`));
+  // A reset starts an item's attempts again at 1 (a new epoch, a new reservation key): the runner
+  // line "<item> <attempt>" may then appear once per epoch that reserved that attempt, never more.
+  const reservedAttempts = new Map<string, number>();
+  for (const r of rows.filter((r) => r.type === "launch_reserved")) {
+    const k = `${r.item} ${JSON.parse(r.payload).attempt}`;
+    reservedAttempts.set(k, (reservedAttempts.get(k) ?? 0) + 1);
+  }
   const launches = readLaunches(l.launchLog);
-  const seen = new Set<string>();
+  const seen = new Map<string, number>();
   for (const line of launches) {
-    if (seen.has(line)) throw new Error(where(`session "${line}" was started twice; launches: ${launches.join(", ")}`));
-    seen.add(line);
+    seen.set(line, (seen.get(line) ?? 0) + 1);
     if (!reservedAttempts.has(line)) throw new Error(where(`session "${line}" started without a reservation`));
+    if (seen.get(line)! > reservedAttempts.get(line)!) throw new Error(where(`session "${line}" was started twice; launches: ${launches.join(", ")}`));
   }
   const startedEvents = rows.filter((r) => r.type === "session_started").map((r) => `${r.item} ${JSON.parse(r.payload).attempt}`);
   for (const s of startedEvents) if (!seen.has(s) && opts.everyStartRan !== false) throw new Error(where(`session_started for "${s}" but the runner never ran`));

@@ -12,6 +12,7 @@ import type { StoredEvent } from "../../lib/log/events.ts";
 import type { Projection } from "../../lib/log/reducer.ts";
 import type { RunResult } from "../../lib/step/step.ts";
 import { headOf, iterateEvents, readProjection, rowToEvent, withReadSnapshot } from "../../lib/log/store.ts";
+import { markedProcesses } from "../../lib/shared/process.ts";
 import { BUN, type Env, LOOP, type RunResult as CliResult, spawnLoop } from "./cli.ts";
 import { testEnv } from "./env.ts";
 import { git, gitOk, initRepo, writeLoopJson } from "./repo.ts";
@@ -216,7 +217,8 @@ export class Project {
 
   /**
    * The end of every scenario: `loop status` and `loop replay` exit 0, and no process of any of
-   * the project's sessions (or of the extra groups) is left: no non-zombie process in their groups.
+   * the project's sessions (or of the extra groups) is left: no non-zombie process in their groups,
+   * and none carrying a session's mark.
    */
   async finish(): Promise<void> {
     for (const verb of ["status", "replay"]) {
@@ -227,6 +229,9 @@ export class Project {
     const groups = [...this.sessionGroups(), ...this.extraGroups];
     expect(groups.length).toBeGreaterThan(0);
     expect(groups.flatMap((g) => groupMembers(g, this.base).map((pid) => ({ group: g, pid })))).toEqual([]);
+    // Nor anything that left its group: no process carries the mark of any session of the project.
+    const marks = this.events().filter((e) => e.type === "launch_reserved").map((e) => e.payload.sessionId as string);
+    expect(markedProcesses(marks).map((m) => m.pid)).toEqual([]);
   }
 
   /** Kill whatever survived (only after a failure) and remove the temp dirs. */
@@ -240,6 +245,14 @@ export class Project {
         try {
           process.kill(pid, "SIGKILL");
         } catch {}
+    // And whatever left its group but carries a session's mark (a daemon an agent started).
+    try {
+      const marks = this.events().filter((e) => e.type === "launch_reserved").map((e) => e.payload.sessionId as string);
+      for (const m of markedProcesses(marks))
+        try {
+          process.kill(m.pid, "SIGKILL");
+        } catch {}
+    } catch {}
     rmSync(this.base, { recursive: true, force: true });
   }
 }

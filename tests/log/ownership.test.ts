@@ -50,7 +50,7 @@ function snapshot(dir: string): Record<string, string> {
 
 describe("a state root of another project is refused by every writer and reported by the readers", () => {
   test(
-    "LOOP_STATE_ROOT pointing at another loop's state root: run, run --watch, ctl, init --force exit 2 and change nothing; status and replay report foreign_store",
+    "LOOP_STATE_ROOT pointing at another loop's state root: run, run --watch, ctl, init --force, reset exit 2 and change nothing; status and replay report foreign_store",
     async () => {
       const a = project(demoDefinition([{ id: "slow", prompt: "Works for a long time.\n@demo sleep 300" }], { name: "alpha" }));
       const b = project(demoDefinition([{ id: "other", prompt: "x" }], { name: "beta" }));
@@ -69,6 +69,8 @@ describe("a state root of another project is refused by every writer and reporte
         ["ctl", "stop", "--yes", "--json"],
         ["ctl", "skip", "--work-item", "slow", "--dry-run", "--json"],
         ["init", "--force", "--json"],
+        ["reset", "--work-item", "slow", "--yes", "--json"],
+        ["reset", "--all", "--dry-run", "--json"],
       ]) {
         const r = await b.loop(args, env);
         expect({ args, code: r.code, stdout: r.stdout }).toEqual({ args, code: 2, stdout: "" });

@@ -5,7 +5,7 @@
 // ledger piece must cover).
 import { describe, expect, test } from "bun:test";
 import type { EventDraft } from "../../lib/log/events.ts";
-import { fold, IllegalEventError } from "../../lib/log/reducer.ts";
+import { fold, IllegalEventError, recordedPieces } from "../../lib/log/reducer.ts";
 import { definition, ended, itemDef, launch, LogBuilder, loopStarted, reset, started, verified } from "../helpers/events.ts";
 
 const pr = (attempt = 1): EventDraft => ({ type: "forge_pr_recorded", item: "a", payload: { attempt, number: 7, url: "https://github.com/acme/api/pull/7", head: "a".repeat(40), draft: false, reused: false } });
@@ -40,6 +40,8 @@ describe("forge events", () => {
   });
 
   test("work_item_reset forgets the forge ledger: the thread is first-sight again", () => {
+    // A baseline alone is state `loop reset` must find (its ledger piece), or it would say "nothing to reset".
+    expect(recordedPieces(fold(log(baseline(100)).events).items.a!)).toEqual(["ledger"]);
     const b = log(baseline(100), handled(101), reset("a"));
     expect(fold(b.events).items.a!.forge).toBeNull();
     expect(rule(b, baseline(300))).toBe("accepted");

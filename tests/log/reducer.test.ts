@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { canonicalJson } from "../../lib/log/canonical.ts";
 import type { EventDraft, StoredEvent } from "../../lib/log/events.ts";
-import { apply, emptyProjection, fold, IllegalEventError } from "../../lib/log/reducer.ts";
+import { apply, emptyProjection, fold, IllegalEventError, recordedPieces } from "../../lib/log/reducer.ts";
 import {
   closed,
   control,
@@ -19,6 +19,7 @@ import {
   rechain,
   requeued,
   reset,
+  resetDone,
   settled,
   started,
   verified,
@@ -456,7 +457,7 @@ describe("work_item_reset is an epoch boundary", () => {
     expect(before.workspace).toEqual({ branch: "loop/test/b", worktree: "/state/workspaces/b", present: true });
     expect(before.landing).not.toBeNull();
 
-    log.push(reset("b"));
+    log.push({ ...reset("b"), actor: "carol", ts: "2030-02-01T00:00:00.000Z" });
     const p = fold(log.events);
     const b = p.items.b!;
     expect(b).toEqual({
@@ -478,6 +479,8 @@ describe("work_item_reset is an epoch boundary", () => {
       workspace: null,
       landing: null,
       forge: null,
+      // Who reset it, and when: what `loop status` shows with the new epoch.
+      reset: { actor: "carol", at: "2030-02-01T00:00:00.000Z" },
     });
     // A second reset moves the epoch on again.
     log.push(reset("b"));
@@ -492,7 +495,8 @@ describe("work_item_reset is an epoch boundary", () => {
     without.push(...withTs(tsA, passingAttempt("a")));
     const p1 = fold(withReset.events);
     const p2 = fold(without.events);
-    expect(p1.items.b).toEqual({ ...p2.items.b!, epoch: 1 });
+    expect(p1.items.b!.reset).not.toBeNull();
+    expect(p1.items.b).toEqual({ ...p2.items.b!, epoch: 1, reset: p1.items.b!.reset });
     expect(p1.items.a).toEqual(p2.items.a);
     expect(p1.loop).toEqual(p2.loop);
     expect(p1.order).toEqual(p2.order);
@@ -524,6 +528,44 @@ describe("work_item_reset is an epoch boundary", () => {
     // Nothing is in flight any more: another item may launch, and the loop may drain.
     expect(() => fold([...log.events, log.next(launch("b", 1))])).not.toThrow();
     expect(() => fold([...log.events, log.next(drained("Stopped", {}))])).not.toThrow();
+  });
+
+  test("a reset that found nothing is an audit record: legal only when the log holds nothing for the item, and no boundary", () => {
+    // Given a and b imported, b never touched
+    const log = base(["a", "b"]);
+    const before = fold(log.events).items.b!;
+    // When a reset that found nothing is recorded for b
+    log.push(resetDone("b", { found: false, pieces: [], archivedBranch: null, checkout: { outcome: "absent", path: null, why: null } }));
+    // Then b is exactly as it was: same epoch, no reset record
+    expect(fold(log.events).items.b).toEqual(before);
+    // And a reset claiming "found nothing" for an item that holds state is illegal
+    const busy = base(["a", "b"]);
+    busy.push(control("b", "start"));
+    expectIllegal(busy, busy.next(resetDone("b", { found: false, pieces: [] })), "reset_found_nothing");
+    // So is one that says it found nothing and yet names pieces it removed
+    expectIllegal(log, log.next(resetDone("b", { found: false, pieces: ["branch"] })), "reset_found_nothing");
+  });
+
+  test("a reset that found state but removed nothing (its errors say why) changes nothing", () => {
+    const log = base(["a", "b"]);
+    log.push(launch("b", 1), started("b", 1));
+    const before = fold(log.events).items.b!;
+    log.push(resetDone("b", { pieces: [], wasLive: true, errors: [{ piece: "session", message: "the agent could not be ended" }] }));
+    expect(fold(log.events).items.b).toEqual(before);
+  });
+
+  test("recordedPieces names what the log holds for an item", () => {
+    const log = base(["a", "b", "c"]);
+    expect(recordedPieces(fold(log.events).items.a!)).toEqual([]);
+    log.push(control("a", "start"), launch("b", 1), started("b", 1));
+    const p = fold(log.events);
+    expect(recordedPieces(p.items.a!)).toEqual(["control"]);
+    expect(recordedPieces(p.items.b!)).toEqual(["session", "ledger", "workspace"]);
+    log.push(ended("b", 1), verified("b", 1, true), landed("b", 1), settled("b", 1, "passed"), closed("b", 1, true));
+    // A checkout the close path removed is no longer a piece; the session record still is.
+    expect(recordedPieces(fold(log.events).items.b!)).toEqual(["session", "ledger"]);
+    log.push(settled("c", 0, "blocked", "dependency failed"));
+    expect(recordedPieces(fold(log.events).items.c!)).toEqual(["ledger"]);
   });
 
   test("a reset of an item no longer in the definition leaves it withdrawn", () => {

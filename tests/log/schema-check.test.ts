@@ -17,6 +17,7 @@ import {
   loopStarted,
   requeued,
   reset,
+  resetDone,
   settled,
   started,
   verified,
@@ -54,7 +55,7 @@ const SAMPLES: Record<EventType, unknown> = {
   loop_drained: drained("Succeeded", { passed: 2 }).payload,
   loop_reopened: { reason: "new work items" },
   lease_taken_over: { previous: { owner: "o", pid: 12, host: "h", started: "2026-01-01T00:00:00.000Z", expires: "2026-01-01T00:30:00.000Z" }, why: "dead" },
-  work_item_reset: reset("a").payload,
+  work_item_reset: resetDone("a").payload,
   forge_pr_recorded: { attempt: 1, number: 12, url: "https://github.com/acme/api/pull/12", head: "a".repeat(40), draft: true, reused: false },
   forge_landing_waiting: { attempt: 1, code: "checks_pending", reason: "waiting for 1 of 3 checks", head: "b".repeat(40) },
   forge_thread_baselined: { issue: 7, highWater: 1002, comments: 3 },
@@ -112,6 +113,14 @@ describe("compileCheck answers as valibot's is", () => {
     });
   }
 
+  test("work_item_reset of the first format (pieces only) is still valid, with each later field optional", () => {
+    const check = compileCheck(PAYLOADS.work_item_reset);
+    for (const payload of [reset("a").payload, { pieces: [] }, { pieces: [], found: false }, { pieces: ["branch"], archivedBranch: null }]) {
+      expect(check(payload), JSON.stringify(payload)).toBe(true);
+      expect(v.is(PAYLOADS.work_item_reset, payload)).toBe(true);
+    }
+  });
+
   test("every sample against every other type's schema", () => {
     for (const t of EVENT_TYPES)
       for (const u of EVENT_TYPES) expect(compileCheck(PAYLOADS[t])(SAMPLES[u]), `${u} as ${t}`).toBe(v.is(PAYLOADS[t], SAMPLES[u]));
@@ -126,8 +135,9 @@ describe("compileCheck answers as valibot's is", () => {
 
   test("a construct it does not know is refused when compiled, never guessed", () => {
     for (const schema of [
-      v.strictObject({ a: v.optional(v.string(), "default") }),
       v.strictObject({ a: v.nullish(v.string()) }),
+      v.strictObject({ a: v.exactOptional(v.string()) }),
+      v.strictObject({ a: v.optional(v.string(), "default") }),
       v.object({ a: v.string() }),
       v.pipe(v.string(), v.minLength(1)),
       v.nullable(v.string(), "default"),

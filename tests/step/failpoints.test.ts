@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { COMMIT_LABELS, EFFECT_POINTS, FAILPOINTS } from "../../lib/shared/failpoint.ts";
 import { materialize } from "../../lib/log/materialize.ts";
 import { Store } from "../../lib/log/store.ts";
+import { markedProcesses } from "../../lib/shared/process.ts";
 import {
   checkDrained,
   cleanupDir,
@@ -63,7 +64,7 @@ function mainDefinition(l: LoopUnderTest, maxAttempts = 2, timeouts = TIMEOUTS) 
   };
 }
 
-type ScenarioName = "main" | "ctl-skip" | "ctl-stop" | "ctl-skip-run-first" | "ctl-stop-verify" | "ctl-stop-verify-run-first" | "ask" | "edge" | "seeded";
+type ScenarioName = "main" | "ctl-skip" | "ctl-stop" | "ctl-skip-run-first" | "ctl-stop-verify" | "ctl-stop-verify-run-first" | "ask" | "edge" | "seeded" | "reset";
 
 interface Scenario {
   /** What the scenario does, for people reading a failure. */
@@ -190,6 +191,10 @@ const SCENARIOS: Record<ScenarioName, Scenario> = {
       return { outcome: "Failed", items: { "ghost-item": "passed", "broken-item": "failed", "after-broken": "blocked", "late-item": "passed" } };
     },
   },
+  reset: {
+    what: "an agent working; `loop reset --yes` ends it and erases the item (repeated by the operator after a crash); it passes as attempt 1 of epoch 1",
+    run: (l) => resetScenario(l),
+  },
   seeded: {
     what: "a history from a writer that settled an item without closing its live session; the sweep closes it",
     async run(l, fp) {
@@ -226,6 +231,54 @@ const SCENARIOS: Record<ScenarioName, Scenario> = {
     },
   },
 };
+
+/**
+ * Given an agent working on attempt 1 (with uncommitted work) and `loop reset --yes` killed at the
+ * armed point, when the operator runs the same reset again, then the end state is the one an
+ * uninterrupted reset leaves: the agent ended, one work_item_reset that found state, one archive of
+ * the branch (never two), nothing of the old epoch on disk; the item then passes as attempt 1 of epoch 1.
+ */
+async function resetScenario(l: LoopUnderTest): Promise<Expected> {
+  const def = (sleepFirst: boolean) => ({
+    name: "reset-x",
+    defaults: { runner: "counted", timeouts: TIMEOUTS },
+    runners: { counted: countingRunner(l.launchLog) },
+    items: [
+      { id: "busy-item", prompt: `Works on B.md.\n@demo write WIP.md wip${sleepFirst ? "\n@demo sleep 300" : ""}\n@demo write B.md b`, verify: "test -s B.md" },
+      { id: "other-item", prompt: "Plain.\n@demo write O.md o", verify: "test -s O.md" },
+    ],
+  });
+  writeLoopJson(l.root, def(true));
+  const r = await l.step();
+  if (r?.action !== "launched" || r.item !== "busy-item") throw new Error(`expected busy-item launched, got ${JSON.stringify(r)}\n${l.trace()}`);
+  await waitFor("the agent of busy-item to start", l, () => readLaunches(l.launchLog).includes("busy-item 1"));
+  const wt = join(l.stateRoot, "workspaces", "busy-item");
+  await waitFor("the agent's uncommitted work", l, () => existsSync(join(wt, "WIP.md")));
+  const mark = readEvents(l.stateRoot).filter((e) => e.type === "launch_reserved").map((e) => JSON.parse(e.payload).sessionId as string)[0]!;
+  const args = ["reset", "--work-item", "busy-item", "--yes", "--json"];
+  await l.cmd(args, [0, 1]);
+  // The operator saw the command die and runs it again: after a kill past the commit it finds nothing (exit 1).
+  const again = await l.cmd(args, [0, 1]);
+  if (l.killedBy === null) throw new Error(`the reset was not killed\n${l.trace()}`);
+  const resets = readEvents(l.stateRoot).filter((e) => e.type === "work_item_reset").map((e) => JSON.parse(e.payload));
+  const found = resets.filter((p) => p.found);
+  const problems: string[] = [];
+  if (found.length !== 1) problems.push(`${found.length} resets that found state: ${JSON.stringify(resets)}`);
+  if (found[0] && (found[0].archivedBranch !== "loop/reset-x/reset/busy-item/e0" || found[0].errors.length !== 0)) problems.push(`reset: ${JSON.stringify(found[0])}`);
+  const archives = git(l.root, "for-each-ref", "--format=%(refname:short)", "refs/heads/loop/reset-x/reset/").split("\n").filter(Boolean);
+  if (JSON.stringify(archives) !== JSON.stringify(["loop/reset-x/reset/busy-item/e0"])) problems.push(`archives: ${archives.join(", ")}`);
+  if (git(l.root, "show", "loop/reset-x/reset/busy-item/e0:WIP.md") !== "wip") problems.push("the agent's work is not on the archive");
+  if (existsSync(wt) || existsSync(join(l.stateRoot, "sessions", "busy-item"))) problems.push("the checkout or the session folder is still there");
+  if (markedProcesses([mark]).length) problems.push("a process of the old session is alive");
+  const st = l.state();
+  const item = st?.items.find((i: { id: string }) => i.id === "busy-item");
+  if (item?.epoch !== 1 || item?.attempts !== 0 || item?.status !== "pending") problems.push(`state.json: ${JSON.stringify(item)}`);
+  if (again.code === 1 && !(again.json?.items?.[0]?.found === false)) problems.push(`second reset: ${again.stdout}`);
+  if (problems.length) throw new Error(`${problems.join("\n")}\n${l.trace()}`);
+  writeLoopJson(l.root, def(false));
+  await l.untilDrained();
+  return { outcome: "Succeeded", items: { "busy-item": "passed", "other-item": "passed" } };
+}
 
 async function ctlScenario(l: LoopUnderTest, verb: "skip" | "stop", o: { repeat?: boolean } = {}): Promise<Expected> {
   writeLoopJson(l.root, {
@@ -291,7 +344,7 @@ const FORGE_FAILPOINTS = ["landing:after_push", "landing:after_pr", "landing:bef
 
 /** Which scenario proves each failpoint: the first loop command that passes the point dies there. */
 const CASES: [string, ScenarioName][] = [
-  ...EFFECT_POINTS.filter((n) => !FORGE_FAILPOINTS.includes(n)).map((n): [string, ScenarioName] => [n, "main"]),
+  ...EFFECT_POINTS.filter((n) => !FORGE_FAILPOINTS.includes(n) && !n.startsWith("reset:")).map((n): [string, ScenarioName] => [n, "main"]),
   ...labels(["import", "start", "drain", "reserve", "session_started", "session_ended", "requeue", "verify_reserve", "verify_started", "verify", "landing", "settle"]).map((n): [string, ScenarioName] => [n, "main"]),
   ...[...labels(["ctl"]), "close:before_kill", "close:after_kill", "close:after_worktree"].map((n): [string, ScenarioName] => [n, "ctl-stop-verify"]),
   ...["ctl:before_commit", "close:after_kill"].map((n): [string, ScenarioName] => [n, "ctl-stop-verify-run-first"]),
@@ -303,6 +356,8 @@ const CASES: [string, ScenarioName][] = [
   ...labels(["needs_input"]).map((n): [string, ScenarioName] => [n, "ask"]),
   ...labels(["launch_failed", "fault", "notify", "block", "reopen"]).map((n): [string, ScenarioName] => [n, "edge"]),
   ...labels(["close"]).map((n): [string, ScenarioName] => [n, "seeded"]),
+  ...["reset:after_close", "reset:after_files", "reset:after_branch", ...labels(["reset"])].map((n): [string, ScenarioName] => [n, "reset"]),
+  ...["close:before_kill", "close:after_kill", "close:after_worktree"].map((n): [string, ScenarioName] => [n, "reset"]),
 ];
 
 async function runCase(fp: string, scenario: ScenarioName): Promise<void> {

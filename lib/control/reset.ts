@@ -1,0 +1,396 @@
+// `loop reset`, the effects: gather what exists for each chosen item (read-only), let planReset
+// (lib/control/reset-plan.ts) decide, then, under the step lease, carry it out in this order: end
+// live sessions through the close path, retire checkouts and delete session folders, archive item
+// branches (renamed, never deleted), and append one work_item_reset per item with the close path's
+// events, in one transaction. Each step is idempotent, so a reset killed anywhere and run again
+// converges to where an uninterrupted one ends (tests/step/failpoints.test.ts, scenario "reset").
+import { existsSync, readdirSync, realpathSync, rmSync } from "node:fs";
+import { hostname } from "node:os";
+import { join } from "node:path";
+import type { EventDraft, StoredEvent } from "../log/events.ts";
+import type { ItemState, Projection } from "../log/reducer.ts";
+import { verifyAlive } from "../step/verify-command.ts";
+import { dbPath, type Lease, readProjection, Store, StoreError, withReadSnapshot } from "../log/store.ts";
+import { materialize } from "../log/materialize.ts";
+import { closeSession, endVerifyRun, retireCheckout } from "../step/close.ts";
+import { assertOwnership, projectOf } from "../log/ownership.ts";
+import { definitionName } from "./ctl.ts";
+import { graceMs, sessionMark } from "../step/sessions.ts";
+import { archiveBranches, checkoutBranch, hasUncommittedChanges, listBranches } from "../step/workspace.ts";
+import { gitTry } from "../step/git.ts";
+import { readRunPid, watcherAlive } from "../step/run-pid.ts";
+import { sessionAlive } from "../step/liveness.ts";
+import { failpoint } from "../shared/failpoint.ts";
+import { endMarked, markedProcesses, pidAlive } from "../shared/process.ts";
+import { tmux, tmuxHasSession } from "../step/tmux.ts";
+import { statePaths } from "../shared/paths.ts";
+import { BusyError } from "../shared/errors.ts";
+import {
+  archivePrefix,
+  branchOf,
+  type CheckoutOutcome,
+  checkoutPath,
+  type ItemFacts,
+  type ItemPlan,
+  type LoopFacts,
+  type Piece,
+  planReset,
+  type ResetPlan,
+} from "./reset-plan.ts";
+
+/** One item of the report (docs/cli/loop-reset.md). Keys are the JSON document's. */
+export interface ResetItemReport {
+  item: string;
+  ref: string | null;
+  found: boolean;
+  removed: Piece[];
+  was_live: boolean;
+  archived_branch: string | null;
+  checkout: { outcome: CheckoutOutcome; path: string | null; why: string | null };
+  aside: string[];
+  errors: { piece: Piece; message: string }[];
+  /** What was done (or, with --dry-run, would be), in plain words. */
+  effects: string[];
+}
+
+export interface ResetReport {
+  schema: "loop/reset@1";
+  dry_run: boolean;
+  /** No error: every piece found was removed (a checkout kept by keepCheckoutOnClose is not an error). */
+  ok: boolean;
+  warnings: string[];
+  items: ResetItemReport[];
+  /** The events appended: {seq, type, item}. */
+  transitions: { seq: number; type: string; item: string | null }[];
+}
+
+/** 0 when something was reset (or would be) without an error; 1 when nothing was found, or anything failed. */
+export function resetExitCode(r: ResetReport): 0 | 1 {
+  return r.ok && r.items.some((i) => i.found) ? 0 : 1;
+}
+
+export interface ResetOptions {
+  root: string;
+  stateRoot: string;
+  actor: string;
+  env: Record<string, string | undefined>;
+  /** The chosen items from a projection (throws a usage error for a bad selector); `all` for --all. */
+  select: (p: Projection) => { ids: string[]; all: boolean };
+  dryRun: boolean;
+  /** Ask before a real reset that would remove something (false with --yes: the plan is then made once, under the lease). */
+  ask: boolean;
+  confirm: (plan: ResetPlan) => Promise<void>;
+  /** Warnings are said as soon as they are known (stderr), and are in the report too. */
+  warn?: (message: string) => void;
+}
+
+export async function runReset(o: ResetOptions): Promise<ResetReport> {
+  // The plan for a dry run or a prompt is made from a read-only snapshot, so a dry run, a declined
+  // prompt or a usage error leaves the state root as it was (as `loop ctl` does).
+  // A store of another project is refused before any plan, as `loop ctl` refuses it.
+  const project = projectOf(o.root, definitionName(o.root));
+  const snap = readState(o.stateRoot);
+  if (snap) assertOwnership(snap.p.loop.owner, project, o.stateRoot);
+  let store: Store | null = snap ? null : Store.open(o.stateRoot, { actor: o.actor, project });
+  try {
+    const p0 = snap?.p ?? store!.projection();
+    const sel0 = o.select(p0);
+    if (o.dryRun || o.ask) {
+      const lease = snap ? snap.lease : readLease(store!);
+      // Worded as what would happen: nothing has, yet.
+      const plan0 = makePlan(o, p0, sel0, loopFacts(o.stateRoot, lease), true);
+      if (o.dryRun) {
+        plan0.warnings.forEach((w) => o.warn?.(w));
+        return plannedReport(plan0);
+      }
+      if (plan0.items.some((i) => i.found)) await o.confirm(plan0);
+    }
+    store ??= Store.open(o.stateRoot, { actor: o.actor, project });
+    const got = store.acquireLease(10 * 60_000, pidAlive);
+    if (!got.ok) throw new BusyError(`a \`loop run\` step holds the lease (pid ${got.holder.pid} on ${got.holder.host}); nothing was reset, try again`);
+    try {
+      // Re-planned under the lease: the state may have moved since the prompt.
+      const p = store.projection();
+      const plan = makePlan(o, p, o.select(p), loopFacts(o.stateRoot, null), false);
+      plan.warnings.forEach((w) => o.warn?.(w));
+      return await carryOut(o, store, p, plan);
+    } finally {
+      store.releaseLease(got.lease);
+    }
+  } finally {
+    store?.close();
+  }
+}
+
+function makePlan(o: ResetOptions, p: Projection, sel: { ids: string[]; all: boolean }, loop: LoopFacts, dryRun: boolean): ResetPlan {
+  const repo = repoOf(o.root);
+  return planReset({ p, ids: sel.ids, all: sel.all, facts: gatherFacts({ p, ids: sel.ids, stateRoot: o.stateRoot, repo }), loop, dryRun });
+}
+
+function repoOf(root: string): string | null {
+  const r = gitTry(root, ["rev-parse", "--show-toplevel"]);
+  return r.code === 0 ? r.stdout.trim() : null;
+}
+
+/** The report of a dry run: what a real run would do. */
+function plannedReport(plan: ResetPlan): ResetReport {
+  return {
+    schema: "loop/reset@1",
+    dry_run: true,
+    ok: true,
+    warnings: plan.warnings,
+    items: plan.items.map((x) => ({
+      item: x.item,
+      ref: x.ref,
+      found: x.found,
+      removed: x.pieces.filter((piece) => piece !== "workspace" || x.checkout.action !== "keep"),
+      was_live: x.wasLive,
+      archived_branch: x.branch?.to ?? null,
+      checkout: { outcome: x.checkout.outcome, path: x.checkout.path, why: x.checkout.why },
+      aside: x.aside,
+      errors: [],
+      effects: x.effects,
+    })),
+    transitions: [],
+  };
+}
+
+async function carryOut(o: ResetOptions, store: Store, p: Projection, plan: ResetPlan): Promise<ResetReport> {
+  const repo = repoOf(o.root);
+  const grace = graceMs(o.env);
+  const reason = `reset by ${o.actor}`;
+  const acting = plan.items.filter((x) => x.found);
+  const errors = new Map<string, { piece: Piece; message: string }[]>(plan.items.map((x) => [x.item, []]));
+  const fail = (x: ItemPlan, piece: Piece, err: unknown) => errors.get(x.item)!.push({ piece, message: err instanceof Error ? err.message : String(err) });
+  /** Items left alone after their session could not be ended: nothing of them is removed. */
+  const aborted = new Set<string>();
+  const closeEvents = new Map<string, EventDraft[]>();
+
+  // 1. Sessions: one not recorded closed through the close path (its events are recorded); what is
+  // left of closed ones (a tmux session, a process carrying the mark) is ended too, all marks in
+  // one sweep of /proc (a per-item sweep reads every process's environment once per item).
+  const leftovers: ItemPlan[] = [];
+  for (const x of acting) {
+    const it = p.items[x.item]!;
+    const s = it.session;
+    if (!s || !x.sweep) continue;
+    store.assertLease();
+    try {
+      if (x.closeSession) {
+        const c = await closeSession({ it, repo: repo ?? o.root, reason, removeCheckout: false, graceMs: grace });
+        closeEvents.set(x.item, c?.events ?? []);
+        if (sessionAlive(s, o.env)) {
+          aborted.add(x.item);
+          fail(x, "session", `its agent could not be ended (still running: pid ${s.pid ?? "-"}${s.tmux ? `, tmux ${s.tmux}` : ""}); nothing of ${x.item} was removed`);
+        }
+      } else {
+        if (s.tmux && tmuxHasSession(s.tmux, o.env)) tmux(["kill-session", "-t", `=${s.tmux}`], o.env);
+        // A verify runs detached, with no lease held: one may outlive its session's close (or have
+        // started before verify processes carried the mark), so its recorded group is ended too.
+        await endVerifyRun(it, grace);
+        leftovers.push(x);
+      }
+    } catch (err) {
+      aborted.add(x.item);
+      fail(x, "session", err);
+    }
+  }
+  const markOf = new Map(acting.filter((x) => x.sweep && p.items[x.item]!.session).map((x) => [sessionMark(p.items[x.item]!.session!), x]));
+  if (markOf.size) {
+    store.assertLease();
+    if (leftovers.length) await endMarked(leftovers.map((x) => sessionMark(p.items[x.item]!.session!)), grace);
+    for (const m of markedProcesses(markOf.keys())) {
+      const x = markOf.get(m.mark)!;
+      if (aborted.has(x.item)) continue;
+      aborted.add(x.item);
+      fail(x, "session", `a process of its session could not be ended (pid ${m.pid}); nothing of ${x.item} was removed`);
+    }
+  }
+  failpoint("reset:after_close");
+
+  // 2. Files: the checkout (committed first, kept when that fails) and the session folder.
+  const checkout = new Map<string, ResetItemReport["checkout"]>();
+  const sessionDirGone = new Set<string>();
+  for (const x of acting) {
+    const c = { outcome: x.checkout.outcome, path: x.checkout.path, why: x.checkout.why };
+    checkout.set(x.item, c);
+    if (aborted.has(x.item)) {
+      if (x.checkout.action !== "none") Object.assign(c, { outcome: "kept", why: "the session could not be ended" });
+      continue;
+    }
+    store.assertLease();
+    if (x.checkout.action === "remove") {
+      try {
+        if (repo === null) throw new Error(`${o.root} is not in a git repository: the checkout cannot be removed through git`);
+        const r = retireCheckout({ repo, worktree: x.checkout.path!, message: `loop: ${x.item}: changes left in the checkout when it was ${reason}` });
+        if (r.kept) {
+          Object.assign(c, { outcome: "kept", why: r.kept });
+          fail(x, "workspace", r.kept);
+        } else if (!r.removed) {
+          Object.assign(c, { outcome: "kept", why: "still there after git worktree remove" });
+          fail(x, "workspace", `${x.checkout.path} is still there after \`git worktree remove\``);
+        }
+      } catch (err) {
+        Object.assign(c, { outcome: "kept", why: (err as Error).message });
+        fail(x, "workspace", err);
+      }
+    }
+    if (x.deleteSessionDir) {
+      const dir = join(statePaths(o.stateRoot).sessions, x.item);
+      try {
+        rmSync(dir, { recursive: true, force: true });
+        if (existsSync(dir)) throw new Error(`${dir} is still there`);
+        sessionDirGone.add(x.item);
+      } catch (err) {
+        fail(x, "session", err);
+      }
+    }
+  }
+  failpoint("reset:after_files");
+
+  // 3. Branches: renamed to their archive names, in one ref transaction.
+  const renames = acting
+    .filter((x) => !aborted.has(x.item) && x.branch?.kind === "rename")
+    .map((x) => {
+      const b = x.branch as Extract<ItemPlan["branch"], { kind: "rename" }>;
+      const wt = checkout.get(x.item)!.path;
+      // A checkout kept on the branch moves along with it (git branch -m), never left on a ghost.
+      return { item: x, from: b.from, to: b.to, head: b.head, checkedOut: wt !== null && existsSync(wt) && checkoutBranch(wt) === b.from };
+    });
+  let renameFailed = new Map<string, string>();
+  if (renames.length && repo === null) renameFailed = new Map(renames.map((r) => [r.from, "not in a git repository"]));
+  else if (renames.length) {
+    // Read again: committing what a checkout held moved its branch on since the plan.
+    const heads = listBranches(repo!, renames.map((r) => r.from));
+    for (const r of renames) r.head = heads.get(r.from) ?? r.head;
+    renameFailed = archiveBranches(repo!, renames);
+  }
+  for (const r of renames) if (renameFailed.has(r.from)) fail(r.item, "branch", renameFailed.get(r.from));
+  failpoint("reset:after_branch");
+
+  // 4. The events: per item, the close path's, then its work_item_reset (an audit record when
+  // nothing was found or removed), in one transaction.
+  const reports: ResetItemReport[] = [];
+  const events: EventDraft[] = [];
+  for (const x of plan.items) {
+    const errs = errors.get(x.item)!;
+    const failedPieces = new Set(errs.map((e) => e.piece));
+    const c = checkout.get(x.item) ?? { outcome: x.checkout.outcome, path: x.checkout.path, why: x.checkout.why };
+    const archived = x.branch && !failedPieces.has("branch") ? x.branch.to : null;
+    const removed = aborted.has(x.item)
+      ? []
+      : x.pieces.filter((piece) => {
+          if (piece === "session") return !x.deleteSessionDir || sessionDirGone.has(x.item);
+          if (piece === "workspace") return c.outcome !== "kept";
+          if (piece === "branch") return archived !== null;
+          return true;
+        });
+    events.push(...(closeEvents.get(x.item) ?? []));
+    events.push({
+      type: "work_item_reset",
+      item: x.item,
+      payload: { pieces: removed, found: x.found, wasLive: x.wasLive, archivedBranch: archived, checkout: c, aside: x.aside, errors: errs },
+    });
+    if (x.resumeLoop && removed.length > 0) events.push({ type: "loop_resumed", payload: {} });
+    reports.push({ item: x.item, ref: x.ref, found: x.found, removed, was_live: x.wasLive, archived_branch: archived, checkout: c, aside: x.aside, errors: errs, effects: x.effects });
+  }
+  let transitions: ResetReport["transitions"] = [];
+  if (events.length) {
+    const { events: appended, projection } = store.append(events.map((e) => ({ actor: o.actor, ...e })) as EventDraft[], { actor: o.actor, label: "reset" });
+    transitions = appended.map((e: StoredEvent) => ({ seq: e.seq, type: e.type, item: e.item }));
+    materialize(o.stateRoot, projection, store.db);
+  }
+  return { schema: "loop/reset@1", dry_run: false, ok: reports.every((r) => r.errors.length === 0), warnings: plan.warnings, items: reports, transitions };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Facts: what exists outside the log, read without changing anything.
+
+function gatherFacts(o: { p: Projection; ids: string[]; stateRoot: string; repo: string | null }): Record<string, ItemFacts> {
+  const { p } = o;
+  const paths = statePaths(o.stateRoot);
+  const name = p.loop.name ?? "";
+  let asideNames: string[] = [];
+  try {
+    asideNames = readdirSync(paths.workspaces).filter((n) => n.includes(".aside-"));
+  } catch {
+    // no workspaces yet
+  }
+  // Every branch of interest in one git process: the loop's item branches and archives, and any
+  // branch an item recorded under an earlier loop name.
+  let branches = new Map<string, string>();
+  if (o.repo !== null && name !== "") {
+    const patterns = new Set([`loop/${name}/item/`, `loop/${name}/reset/`]);
+    for (const id of o.ids) {
+      const b = p.items[id]!.workspace?.branch;
+      if (b && !b.startsWith(`loop/${name}/item/`)) patterns.add(b);
+    }
+    branches = listBranches(o.repo, [...patterns]);
+  }
+  const archivesOf = new Map<string, string[]>();
+  const resetPrefix = `loop/${name}/reset/`;
+  for (const b of branches.keys()) {
+    if (!b.startsWith(resetPrefix)) continue;
+    const item = b.slice(resetPrefix.length, b.indexOf("/", resetPrefix.length));
+    archivesOf.set(item, [...(archivesOf.get(item) ?? []), b]);
+  }
+  const marks = o.ids.map((id) => p.items[id]!.session).filter((s) => s !== null).map((s) => sessionMark(s!));
+  const marked = new Map<string, number>();
+  for (const m of markedProcesses(marks)) marked.set(m.mark, (marked.get(m.mark) ?? 0) + 1);
+
+  const out: Record<string, ItemFacts> = {};
+  for (const id of o.ids) {
+    const it = p.items[id]!;
+    const s = it.session;
+    const path = checkoutPath(o.stateRoot, it);
+    const exists = existsSync(path);
+    const onItemBranch = exists && checkoutBranch(path) === branchOf(p, it);
+    const prefix = archivePrefix(name, id, it.epoch);
+    const suffix = (b: string) => (b === prefix ? 1 : Number(b.slice(prefix.length + 1)));
+    out[id] = {
+      sessionDir: existsSync(join(paths.sessions, id)),
+      worktree: { path, exists, onItemBranch, dirty: onItemBranch ? hasUncommittedChanges(path) : null },
+      aside: asideNames.filter((n) => n.startsWith(`${id}.aside-`)).map((n) => join(paths.workspaces, n)),
+      branchHead: branches.get(branchOf(p, it)) ?? null,
+      archives: (archivesOf.get(id) ?? []).filter((b) => b === prefix || /^-\d+$/.test(b.slice(prefix.length))).sort((a, b) => suffix(a) - suffix(b)),
+      // Only a session not recorded closed is worth a process probe; leftovers of closed ones carry the mark.
+      groupAlive: s !== null && s.closed === null ? sessionAlive(s) : false,
+      marked: s ? (marked.get(sessionMark(s)) ?? 0) : 0,
+      verifyAlive: runningVerify(it),
+    };
+  }
+  return out;
+}
+
+function loopFacts(stateRoot: string, lease: Lease | null): LoopFacts {
+  const w = readRunPid(statePaths(stateRoot).runPid);
+  const holder = lease && Date.parse(lease.expires) > Date.now() && (lease.host !== hostname() || pidAlive(lease.pid)) ? { pid: lease.pid, host: lease.host } : null;
+  return { watcher: w && watcherAlive(w) ? { pid: w.pid } : null, leaseHolder: holder };
+}
+
+const LEASE_ROW = "SELECT owner, pid, host, started, expires FROM lease WHERE id = 1";
+
+function readLease(store: Store): Lease | null {
+  return (store.db.query(LEASE_ROW).get() as Lease | null) ?? null;
+}
+
+/**
+ * The projection and the lease row, read without writing anything; null when only the store can
+ * give them: a -wal present (a step running, or one killed) or a store of an older schema.
+ */
+/** The current attempt's verify command has a recorded process group that is still alive. */
+function runningVerify(it: ItemState): boolean {
+  const run = it.attempts[it.attempts.length - 1]?.verifyRun;
+  return run?.pid != null ? verifyAlive({ pid: run.pid, startTime: run.startTime }) : false;
+}
+
+function readState(stateRoot: string): { p: Projection; lease: Lease | null } | null {
+  const db = dbPath(stateRoot);
+  if (existsSync(db) && existsSync(`${realpathSync(db)}-wal`)) return null;
+  try {
+    return withReadSnapshot(stateRoot, ({ db }) => ({ p: readProjection(db), lease: (db.query(LEASE_ROW).get() as Lease | null) ?? null }));
+  } catch (err) {
+    if (err instanceof StoreError && err.code === "outdated_store") return null;
+    throw err;
+  }
+}
