@@ -14,7 +14,7 @@ import { repoTop } from "../step/workspace.ts";
 import { materialize } from "../log/materialize.ts";
 import type { StoredEvent } from "../log/events.ts";
 import { BusyError, DefinitionError, RefusedError, UsageError } from "../shared/errors.ts";
-import { assertOwnership, projectOf } from "../log/ownership.ts";
+import { assertOwnership, noWorkYet, projectOf } from "../log/ownership.ts";
 import { loadDefinition } from "../definition/loop-json.ts";
 
 export const CTL_VERBS = ["start", "pause", "resume", "stop", "skip", "retry", "cancel", "reply"] as const;
@@ -225,7 +225,7 @@ export async function applyCtl(o: {
   // writing only to carry the plan out. A store of another project is refused before any plan.
   const project = projectOf(o.root, definitionName(o.root));
   const p0 = readOnlyProjection(o.stateRoot);
-  if (p0) assertOwnership(p0.loop.owner, project, o.stateRoot);
+  if (p0) assertOwnership(p0.loop.owner, project, o.stateRoot, { renameFree: noWorkYet(p0) });
   let store: Store | null = p0 ? null : Store.open(o.stateRoot, { actor: o.actor, project });
   try {
     const actions = o.plan(p0 ?? store!.projection());

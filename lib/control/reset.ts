@@ -13,7 +13,7 @@ import { verifyAlive } from "../step/verify-command.ts";
 import { dbPath, type Lease, readProjection, Store, StoreError, withReadSnapshot } from "../log/store.ts";
 import { materialize } from "../log/materialize.ts";
 import { closeSession, endVerifyRun, retireCheckout } from "../step/close.ts";
-import { assertOwnership, projectOf } from "../log/ownership.ts";
+import { assertOwnership, noWorkYet, projectOf } from "../log/ownership.ts";
 import { definitionName } from "./ctl.ts";
 import { graceMs, sessionMark } from "../step/sessions.ts";
 import { archiveBranches, checkoutBranch, hasUncommittedChanges, listBranches } from "../step/workspace.ts";
@@ -90,7 +90,7 @@ export async function runReset(o: ResetOptions): Promise<ResetReport> {
   // A store of another project is refused before any plan, as `loop ctl` refuses it.
   const project = projectOf(o.root, definitionName(o.root));
   const snap = readState(o.stateRoot);
-  if (snap) assertOwnership(snap.p.loop.owner, project, o.stateRoot);
+  if (snap) assertOwnership(snap.p.loop.owner, project, o.stateRoot, { renameFree: noWorkYet(snap.p) });
   let store: Store | null = snap ? null : Store.open(o.stateRoot, { actor: o.actor, project });
   try {
     const p0 = snap?.p ?? store!.projection();

@@ -7,8 +7,9 @@
 import { existsSync, lstatSync, realpathSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { readTextOrNull } from "../shared/fsutil.ts";
+import type { Projection } from "./reducer.ts";
 import { StoreError } from "../shared/errors.ts";
-import { dbPath, findLoopRow, withReadSnapshot } from "./snapshot.ts";
+import { dbPath, findLoopRow, readProjection, withReadSnapshot } from "./snapshot.ts";
 
 export interface ProjectIdentity {
   /** The repository's top level (the work tree holding the project), real path. */
@@ -77,9 +78,16 @@ const ADOPT = "`loop init --adopt`";
 /**
  * Why a writer acting for `current` may not use a store bound to `recorded`, or null when it may.
  * A store bound to nothing (new, or from a loop before ownership was recorded) is anyone's: its
- * first write binds it. Names are compared only when both are known.
+ * first write binds it. Names are compared only when both are known, and only once the loop has
+ * done work (`renameFree` false): renaming the loop in loop.json right after `loop init`, before
+ * anything ran, is an edit, not another project, and the next write rebinds the store (`rebind`).
  */
-export function ownershipProblem(recorded: ProjectIdentity | null, current: ProjectIdentity | null, stateRoot: string): string | null {
+export function ownershipProblem(
+  recorded: ProjectIdentity | null,
+  current: ProjectIdentity | null,
+  stateRoot: string,
+  { renameFree = false }: { renameFree?: boolean } = {},
+): string | null {
   if (!recorded) return null;
   const whose = `the state root ${stateRoot} belongs to ${describe(recorded)}`;
   if (!current)
@@ -92,15 +100,29 @@ export function ownershipProblem(recorded: ProjectIdentity | null, current: Proj
   }
   if (recorded.root !== current.root)
     return `${whose}, another loop of the same repository, not to ${describe(current)}; nothing was done. ${POINT_IT_SENTENCE}`;
-  if (recorded.name !== null && current.name !== null && recorded.name !== current.name)
+  if (recorded.name !== null && current.name !== null && recorded.name !== current.name && !renameFree)
     return `${whose}, but loop.json here names the loop "${current.name}"; nothing was done. If you renamed the loop, run ${ADOPT} to bind the state root to the new name; otherwise ${POINT_IT}`;
   return null;
 }
 
 /** Throws `foreign_store` (exit 2) when a writer acting for `current` may not use the store. */
-export function assertOwnership(recorded: ProjectIdentity | null, current: ProjectIdentity | null, stateRoot: string): void {
-  const problem = ownershipProblem(recorded, current, stateRoot);
+export function assertOwnership(recorded: ProjectIdentity | null, current: ProjectIdentity | null, stateRoot: string, o: { renameFree?: boolean } = {}): void {
+  const problem = ownershipProblem(recorded, current, stateRoot, o);
   if (problem) throw new StoreError("foreign_store", problem);
+}
+
+/** Nothing has run yet: no item was ever launched (in any epoch) and none is settled. */
+export function noWorkYet(p: Projection): boolean {
+  return Object.values(p.items).every((it) => it.epoch === 0 && it.attempts.length === 0 && it.session === null && (it.status === "pending" || it.status === "withdrawn"));
+}
+
+/** The binding a write must record first, if any: a store bound to nothing, or a loop renamed before any work. */
+export function rebind(recorded: ProjectIdentity | null, current: ProjectIdentity | null, p: Projection): { project: ProjectIdentity; reason: string } | null {
+  if (!current) return null;
+  if (!recorded) return { project: { ...current, name: current.name ?? p.loop.name }, reason: "the store had no project recorded (made by an older loop); bound on its first write" };
+  if (current.name !== null && recorded.name !== null && current.name !== recorded.name && noWorkYet(p))
+    return { project: current, reason: `loop.json renamed the loop "${recorded.name}" to "${current.name}" before anything ran` };
+  return null;
 }
 
 /** True when two identities name the same project and name (a binding would change nothing). */
@@ -121,23 +143,28 @@ export function recordedOwner(body: string): ProjectIdentity | null {
  */
 export function refuseForeignStateRoot(stateRoot: string, current: ProjectIdentity | null): void {
   if (!existsSync(dbPath(stateRoot))) return;
-  let recorded: ProjectIdentity | null;
+  let seen: { recorded: ProjectIdentity | null; renameFree: boolean };
   try {
-    recorded = withReadSnapshot(stateRoot, ({ db }) => {
+    seen = withReadSnapshot(stateRoot, ({ db }) => {
       const row = findLoopRow(db);
-      return row ? recordedOwner(row.body) : null;
+      return { recorded: row ? recordedOwner(row.body) : null, renameFree: row ? noWorkYet(readProjection(db)) : true };
     });
   } catch (err) {
     if (err instanceof StoreError && err.code === "outdated_store") return;
     throw err;
   }
-  assertOwnership(recorded, current, stateRoot);
+  assertOwnership(seen.recorded, current, stateRoot, { renameFree: seen.renameFree });
 }
 
 /** A read verb's finding when the store belongs to another project than the one it runs for. */
-export function ownershipFinding(recorded: ProjectIdentity | null, current: ProjectIdentity | null, stateRoot: string): { code: "foreign_store"; message: string } | null {
+export function ownershipFinding(
+  recorded: ProjectIdentity | null,
+  current: ProjectIdentity | null,
+  stateRoot: string,
+  o: { renameFree?: boolean } = {},
+): { code: "foreign_store"; message: string } | null {
   // A read verb run from outside any repository (checking a backup from /tmp) has no project to compare.
   if (!recorded || !current) return null;
-  const problem = ownershipProblem(recorded, current, stateRoot);
+  const problem = ownershipProblem(recorded, current, stateRoot, o);
   return problem ? { code: "foreign_store", message: problem.replace("; nothing was done", "") } : null;
 }

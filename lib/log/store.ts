@@ -12,7 +12,7 @@ import { ITEM_TABLES, itemRows, loopRow } from "./rows.ts";
 import { LeaseLostError, StoreError } from "../shared/errors.ts";
 import type { EventRow } from "./integrity.ts";
 import { checkSchema, dbPath, headOf, openWith, readProjection, SCHEMA_VERSION, schemaVersion, storeError } from "./snapshot.ts";
-import { assertOwnership, type ProjectIdentity, sameBinding } from "./ownership.ts";
+import { assertOwnership, noWorkYet, type ProjectIdentity, rebind, sameBinding } from "./ownership.ts";
 import { ensureStateRoot } from "../shared/state-root.ts";
 export { type EventRow, type EventRowBase, hashInput } from "./integrity.ts";
 export { StoreError, type StoreErrorCode } from "../shared/errors.ts";
@@ -122,7 +122,8 @@ export class Store {
       store.retryBusy(() => store.upgradeSchema());
       if (opts.project !== undefined) {
         // `loop init` writes the loop.json that names the loop: it checks the repository only.
-        assertOwnership(store.projection().loop.owner, opts.project && opts.ignoreName ? { ...opts.project, name: null } : opts.project, stateRoot);
+        const p = store.projection();
+        assertOwnership(p.loop.owner, opts.project && opts.ignoreName ? { ...opts.project, name: null } : opts.project, stateRoot, { renameFree: noWorkYet(p) });
         store.project = opts.project;
       }
     } catch (err) {
@@ -293,12 +294,9 @@ export class Store {
       // Checked again under the write lock (another project's `init --adopt` may have come
       // between), and a store bound to no project yet is bound by this, its first write.
       if (this.project !== undefined) {
-        assertOwnership(p.loop.owner, this.project, this.stateRoot);
-        if (this.project && !p.loop.owner) {
-          const project = { ...this.project, name: this.project.name ?? p.loop.name };
-          const reason = "the store had no project recorded (made by an older loop); bound on its first write";
-          all = [{ type: "store_bound", payload: bindPayload(project, null, reason), actor: opts.actor ?? "loop" }, ...drafts];
-        }
+        assertOwnership(p.loop.owner, this.project, this.stateRoot, { renameFree: noWorkYet(p) });
+        const bind = rebind(p.loop.owner, this.project, p);
+        if (bind) all = [{ type: "store_bound", payload: bindPayload(bind.project, p.loop.owner, bind.reason), actor: opts.actor ?? "loop" }, ...drafts];
       }
       // query(), not prepare(): a prepared statement nobody finalizes turns close() into a deferred
       // close (sqlite3_close_v2), leaving -wal/-shm behind until GC closes the file at a random time.

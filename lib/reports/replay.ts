@@ -16,7 +16,7 @@ import { statePaths } from "../shared/paths.ts";
 import { jsonDiff, getPath } from "./diff.ts";
 import { jsonText, stateDocument, terminalDocument } from "../log/documents.ts";
 import type { Finding } from "./status.ts";
-import { ownershipFinding, type ProjectIdentity } from "../log/ownership.ts";
+import { noWorkYet, ownershipFinding, type ProjectIdentity } from "../log/ownership.ts";
 
 export const FINDING_CODES = [
   "event_chain_broken",
@@ -265,7 +265,7 @@ export async function replayReport(stateRoot: string, opts: { worker?: boolean; 
       const ff = compareFiles(stateRoot, projection);
       if (ff.length) checks.files = "failed";
       findings.push(...pf, ...ff);
-      const foreign = ownershipFinding(projection.loop.owner, opts.project ?? null, stateRoot);
+      const foreign = ownershipFinding(projection.loop.owner, opts.project ?? null, stateRoot, { renameFree: noWorkYet(projection) });
       if (foreign) findings.push(foreign);
     } else {
       checks.determinism = checks.determinism === "ok" ? "skipped" : checks.determinism;

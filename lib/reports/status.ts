@@ -50,7 +50,9 @@ export function statusReport(
     const view = stateView(statePaths(stateRoot).stateJson, lr.state_sha, () => readProjection(db));
     findings.push(...view.findings);
     const doc = view.doc;
-    const foreign = ownershipFinding(doc.loop.owner, project, stateRoot);
+    // Before anything ran, a name changed in loop.json is a rename the next write records, not another project.
+    const renameFree = doc.items.every((it) => it.epoch === 0 && it.attempts === 0 && (it.status === "pending" || it.status === "withdrawn"));
+    const foreign = ownershipFinding(doc.loop.owner, project, stateRoot, { renameFree });
     if (foreign) findings.push(foreign);
     const byId = new Map(doc.items.map((it) => [it.id, it]));
     const selected = workItems.length ? resolveSelectorsIn(doc.items, workItems).map((id) => byId.get(id)!) : doc.items;

@@ -219,6 +219,33 @@ describe("a moved or renamed project adopts its state root", () => {
     T,
   );
 
+  test(
+    "loop init, then the name edited in loop.json before anything ran: a rename the next step records, not another project",
+    async () => {
+      // Given a fresh `loop init` (bound to the folder's name) and loop.json edited to another name
+      const p = project(demoDefinition([{ id: "a", prompt: "x" }], { name: "first" }));
+      expect((await p.loop(["init", "--force", "--json"])).code).toBe(0);
+      p.writeDefinition(demoDefinition([{ id: "a", prompt: "x" }], { name: "renamed" }));
+      // When status reads it, and a step runs
+      const status = await p.loop(["status", "--json"]);
+      // Then status finds no foreign store, the step runs, and the rebinding is recorded once
+      expect(JSON.parse(status.stdout).findings).toEqual([]);
+      expect((await p.run()).action).toBe("launched");
+      const bound = p.eventsOf("store_bound");
+      expect(bound.at(-1)!.payload).toMatchObject({ project: { name: "renamed" }, previous: { name: "repo" } });
+      expect(String(bound.at(-1)!.payload.reason)).toContain('to "renamed" before anything ran');
+      // Once work has run, a rename is refused as before (see the test above).
+      p.writeDefinition(demoDefinition([{ id: "a", prompt: "x" }], { name: "third" }));
+      const r = await p.loop(["run", "--json"]);
+      expect(r.code).toBe(2);
+      expect(jsonError(r.stderr).message).toContain('but loop.json here names the loop "third"');
+      p.writeDefinition(demoDefinition([{ id: "a", prompt: "x" }], { name: "renamed" }));
+      await p.runToDrain();
+      await p.finish();
+    },
+    T,
+  );
+
   test("--adopt with --force is a usage error; --adopt with no store is missing_store; both change nothing", async () => {
     const p = project(demoDefinition([{ id: "a", prompt: "x" }]));
     const r = await p.loop(["init", "--adopt", "--force", "--json"]);
