@@ -17,7 +17,7 @@ const temp = new TempDirs();
 afterAll(() => temp.cleanup());
 
 const PINNED = LITESTREAM_PIN;
-if (!haveLitestream) console.warn(`skipping the Litestream tests: no ${LITESTREAM} (the package installs on linux-x64 only)`);
+if (!haveLitestream) console.warn(`skipping the Litestream tests: the pinned package installs on linux-x64 only, this is ${process.platform}-${process.arch}`);
 
 function litestream(args: string[]) {
   const r = Bun.spawnSync([LITESTREAM, ...args], { stdout: "pipe", stderr: "pipe" });
