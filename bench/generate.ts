@@ -462,6 +462,10 @@ export function generate(opts: GenerateOptions): GenerateResult {
   // 4. Projection tables once, then the materializations, then close (checkpoints: no -wal left).
   store.tx(() => writeWholeProjection(db, p));
   materialize(stateRoot, p, db);
+  // TRUNCATE here, where no reader can wait on it: the store's own close checkpoints PASSIVE (it must
+  // never wait on a reader), and a statement this generator left unfinalized defers the close that
+  // would delete the WAL. A WAL left behind makes every read verb copy the whole database to read it.
+  db.run("PRAGMA wal_checkpoint(TRUNCATE)");
   store.close();
   return { root, stateRoot, events: p.seq, cycles, padded, byType, ms: performance.now() - t0 };
 }
