@@ -144,6 +144,8 @@ async function observeVerify(ctx: StepContext, it: ItemState, run: VerifyRun): P
     const r = verifyLogSummary(run.log, null);
     payload = { attempt: attempt.n, passed: false, timedOut: true, ...r, log: run.log, reason: `timed out after ${Math.round(run.timeoutMs / 1000)}s` };
   } else if (v.kind === "lost") {
+    // The wrapper vanished without an exit status; whatever it started may still sit in its scope.
+    await endVerify({ proc, dir, graceMs: 0 });
     payload = { attempt: attempt.n, passed: false, timedOut: false, ...verifyLogSummary(run.log, null), log: run.log, reason: v.reason };
   } else {
     // The shell is gone, but something it started may linger in its group: end it too.
