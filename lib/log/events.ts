@@ -82,6 +82,16 @@ const MECHANISM = v.union([
   v.strictObject({ kind: v.literal("tmux"), why: Str }),
 ]);
 
+const VERIFY_STARTED = v.strictObject({
+  attempt: Pos,
+  pid: Pos,
+  pgid: Pos,
+  startTime: NStr,
+  log: Str,
+  deadline: Str,
+  adopted: v.boolean(),
+});
+
 export const PAYLOADS = {
   store_opened: v.strictObject({ schema: Int, tool: Str }),
   store_bound: v.strictObject({ project: Project, previous: v.nullable(Project), reason: Str }),
@@ -122,15 +132,8 @@ export const PAYLOADS = {
   needs_input: v.strictObject({ attempt: Pos, question: Str }),
   reply_recorded: v.strictObject({ text: Str }),
   verify_reserved: v.strictObject({ attempt: Pos, key: Str, command: Str, log: Str, timeoutMs: Pos }),
-  verify_started: v.strictObject({
-    attempt: Pos,
-    pid: Pos,
-    pgid: Pos,
-    startTime: NStr,
-    log: Str,
-    deadline: Str,
-    adopted: v.boolean(),
-  }),
+  // `mechanism` may be absent (logs written before it existed; an adopted verify): as session_started.
+  verify_started: v.union([VERIFY_STARTED, v.strictObject({ ...VERIFY_STARTED.entries, mechanism: MECHANISM })]),
   verify_finished: Verify,
   item_requeued: v.strictObject({ attempt: Int, reason: Str, failed: v.boolean(), resetBudget: v.boolean() }),
   item_settled: v.strictObject({ attempt: Int, outcome: v.picklist(SETTLED_OUTCOMES), reason: Str }),

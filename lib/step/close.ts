@@ -9,7 +9,7 @@ import type { EventDraft } from "../log/events.ts";
 import type { ItemState } from "../log/reducer.ts";
 import { adoptable, endSession, sessionMark } from "./sessions.ts";
 import { endVerify, verifySpawnEvidence } from "./verify-command.ts";
-import { endSessionScope } from "./scope.ts";
+import { endRecordedScope } from "./scope.ts";
 import { commitLeftovers, removeWorktree } from "./workspace.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { endMarked, type MarkedProcess } from "../shared/process.ts";
@@ -43,7 +43,7 @@ export async function endSessionProcesses(
   const target = s.pid === null && s.tmux === null ? (adoptable(s.sessionDir) ?? s) : s;
   let how = await endSession(target, graceMs);
   // A session in a systemd scope: every process left in its cgroup too (lib/step/scope.ts).
-  const scoped = await endSessionScope(s.sessionDir, graceMs);
+  const scoped = await endRecordedScope(s.sessionDir, graceMs);
   if (scoped !== null && scoped !== "not_running" && how === "not_running") how = scoped;
   const verify = await endVerifyRun(it, graceMs);
   const { ended, left } = await endMarked([sessionMark(s)], graceMs);
@@ -107,12 +107,16 @@ export async function closeSession(o: {
 
 /**
  * End the current attempt's verify command, if it has one (reserved, started or finished: a
- * finished one may have left something running in its group). A verify whose start was never
+ * finished one may have left something running in its group or its scope). A verify whose start was never
  * recorded (a step killed right after the spawn) is found through its folder. Null: no verify process.
  */
 export async function endVerifyRun(it: ItemState, graceMs: number): Promise<string | null> {
   const run = it.attempts[it.attempts.length - 1]?.verifyRun;
   if (!run || !it.session) return null;
-  const target = run.pid !== null ? { pid: run.pid, startTime: run.startTime } : verifySpawnEvidence(it.session.sessionDir).found;
-  return target ? endVerify(target, graceMs) : "not_running";
+  const dir = it.session.sessionDir;
+  const target = run.pid !== null ? { pid: run.pid, startTime: run.startTime } : verifySpawnEvidence(dir).found;
+  if (target) return endVerify({ proc: target, dir, graceMs });
+  // Not found as a process, but a scope may have been recorded before the spawn: end what is in it.
+  const scoped = await endRecordedScope(dir, graceMs, "verify");
+  return scoped ?? "not_running";
 }

@@ -1,9 +1,11 @@
-// Sessions in a systemd scope of their own (docs/operations.md#sessions-and-systemd). Under systemd
-// a step is a unit, and stopping it (a oneshot step's end, with the default KillMode=control-group)
-// kills every process left in its cgroup: the agent session the step launched included. So when a
-// systemd manager is reachable, each session starts under `systemd-run --scope --collect`, in a
-// transient unit of its own: it outlives the step by design, and its processes stay in its cgroup,
-// which the close path ends whole (no orphan leaves a cgroup by setsid). Elsewhere, process groups.
+// Sessions (and verify commands) in a systemd scope of their own (docs/operations.md#sessions-and-systemd).
+// Under systemd a step is a unit, and stopping it (a oneshot step's end, with the default
+// KillMode=control-group) kills every process left in its cgroup: the agent session or verify
+// command the step launched included. So when a systemd manager is reachable, each starts under
+// `systemd-run --scope --collect`, in a transient unit of its own: it outlives the step by design,
+// and its processes stay in its cgroup, which the close path ends whole (no orphan leaves a cgroup
+// by setsid). Elsewhere, process groups. A session and its attempt's verify share a folder, so each
+// role has its own unit name and record files (SCOPE_FILES).
 //
 // `decideMechanism` and `scopeArgv` are pure (facts in, a decision out); `probeSystemd`,
 // `confirmScopeStart` and `endScope` carry the effects out.
@@ -36,7 +38,11 @@ export interface SystemdFacts {
   uid: number;
 }
 
+/** What runs in the scope: the agent session, or the attempt's verify command. */
+export type ScopeRole = "session" | "verify";
+
 export interface ScopeTarget {
+  role: ScopeRole;
   loopName: string;
   item: string;
   epoch: number;
@@ -78,13 +84,16 @@ export function decideMechanism(facts: SystemdFacts, mode: ScopeMode, target: Sc
   return { use: "systemd_scope", unit: scopeUnitName(target), manager };
 }
 
-/** `loop-<name>-<item>-e<epoch>-a<attempt>-<8 hex of the state root>.scope`, escaped as systemd-escape does. */
+/**
+ * `loop-<name>-<item>-e<epoch>-a<attempt>-<8 hex of the state root>.scope` for a session,
+ * `…-a<attempt>-verify-<hash>.scope` for its verify, escaped as systemd-escape does.
+ */
 export function scopeUnitName(t: ScopeTarget): string {
   const root = new Bun.CryptoHasher("sha256").update(t.stateRoot).digest("hex").slice(0, 8);
-  const base = `loop-${escapeUnitPart(t.loopName)}-${escapeUnitPart(t.item)}-e${t.epoch}-a${t.attempt}-${root}`;
-  // Unit names are at most 255 bytes: a long loop or item name is cut, the hash keeps it unique.
-  const max = 255 - ".scope".length;
-  return (base.length > max ? `${base.slice(0, max - 9)}-${root}` : base) + ".scope";
+  const head = `loop-${escapeUnitPart(t.loopName)}-${escapeUnitPart(t.item)}-e${t.epoch}-a${t.attempt}`;
+  const end = `${t.role === "verify" ? "-verify" : ""}-${root}.scope`;
+  // Unit names are at most 255 bytes: a long loop or item name is cut; the role and hash are kept.
+  return head.slice(0, 255 - end.length) + end;
 }
 
 /** Bytes outside [A-Za-z0-9:_.-] as \xNN (systemd-escape's form); a leading '.' too. */
@@ -132,8 +141,11 @@ export function probeSystemd(env: Record<string, string | undefined>): SystemdFa
   };
 }
 
-/** The record of a session's scope, kept in its folder for the close path (and for adoption). */
-export const SCOPE_FILE = "scope.json";
+/** A scope's record (for the close path) and systemd-run's messages, per role, in the attempt's folder. */
+export const SCOPE_FILES: Record<ScopeRole, { record: string; log: string }> = {
+  session: { record: "scope.json", log: "scope.log" },
+  verify: { record: "verify-scope.json", log: "verify-scope.log" },
+};
 
 export interface ScopeRecord {
   unit: string;
@@ -143,12 +155,12 @@ export interface ScopeRecord {
   runtimeDir: string;
 }
 
-export function writeScopeRecord(dir: string, r: ScopeRecord): void {
-  writeFileAtomic(join(dir, SCOPE_FILE), JSON.stringify(r) + "\n");
+export function writeScopeRecord(dir: string, r: ScopeRecord, role: ScopeRole = "session"): void {
+  writeFileAtomic(join(dir, SCOPE_FILES[role].record), JSON.stringify(r) + "\n");
 }
 
-export function readScopeRecord(dir: string): ScopeRecord | null {
-  const r = readJsonOrNull<ScopeRecord>(join(dir, SCOPE_FILE));
+export function readScopeRecord(dir: string, role: ScopeRole = "session"): ScopeRecord | null {
+  const r = readJsonOrNull<ScopeRecord>(join(dir, SCOPE_FILES[role].record));
   return r && typeof r.unit === "string" && (r.manager === "system" || r.manager === "user") ? r : null;
 }
 
@@ -208,7 +220,7 @@ function livePids(pids: number[]): number[] {
 }
 
 /**
- * End every process of a session's scope: SIGTERM to each pid in its cgroup (and through systemctl
+ * End every process of a session's (or verify's) scope: SIGTERM to each pid in its cgroup (and through systemctl
  * kill, which reaches them even when the cgroup path is unknown), the grace period, then SIGKILL.
  * Returns how, in session_closed's words: not_running, terminated or killed.
  */
@@ -250,7 +262,8 @@ export async function endScope(record: ScopeRecord, graceMs: number, o: { cgroup
 }
 
 /**
- * Start a session's wrapper (`command`) detached, in a scope of its own when the decision says so.
+ * Start a session's (or verify's) wrapper (`command`) detached, in a scope of its own when the
+ * decision says so; the scope's record goes in `dir` under the target's role (SCOPE_FILES).
  * `spawn` is the caller's detached spawn (lib/step/sessions.ts): it returns the pid. A scope that
  * cannot start falls back to a process group (recorded with why), unless LOOP_SESSION_SCOPE=systemd
  * demands one: then the launch fails with systemd-run's message.
@@ -273,28 +286,37 @@ export function launchDetached(o: {
   if (decision.use === "process_group") return { pid: o.spawn(o.command, o.env, null), mechanism: { kind: "process_group", why: decision.why } };
   const record: ScopeRecord = { unit: decision.unit, manager: decision.manager, cgroup: null, runtimeDir: facts!.runtimeDir };
   // Before the spawn: a step killed right after it still leaves the close path the unit's name.
-  writeScopeRecord(o.dir, record);
-  const errLog = join(o.dir, "scope.log");
+  const role = o.target.role;
+  writeScopeRecord(o.dir, record, role);
+  const errLog = join(o.dir, SCOPE_FILES[role].log);
   const argv = scopeArgv({
     systemdRun: facts!.systemdRun!,
     unit: decision.unit,
     manager: decision.manager,
-    description: `loop ${o.target.loopName}: ${o.target.item} attempt ${o.target.attempt}`,
+    description: `loop ${o.target.loopName}: ${o.target.item} attempt ${o.target.attempt}${role === "verify" ? " verify" : ""}`,
     command: o.command,
   });
   const pid = o.spawn(argv, scopeEnv(facts!, decision.manager, o.env), errLog);
   const started = confirmScopeStart({ pid, unit: decision.unit, startedFile: o.startedFile, errLog, maxMs: 5000 });
   if (started.ok) {
-    if (started.cgroup) writeScopeRecord(o.dir, { ...record, cgroup: started.cgroup });
+    if (started.cgroup) writeScopeRecord(o.dir, { ...record, cgroup: started.cgroup }, role);
     return { pid, mechanism: { kind: "systemd_scope", unit: decision.unit, manager: decision.manager } };
   }
-  rmSync(join(o.dir, SCOPE_FILE), { force: true });
+  rmSync(join(o.dir, SCOPE_FILES[role].record), { force: true });
   if (mode === "systemd") throw new Error(started.why);
   return { pid: o.spawn(o.command, o.env, null), mechanism: { kind: "process_group", why: started.why } };
 }
 
-/** The close path's part: end the session's scope if it ran in one. null when it did not. */
-export async function endSessionScope(dir: string, graceMs: number): Promise<"not_running" | "terminated" | "killed" | null> {
-  const r = readScopeRecord(dir);
-  return r ? endScope(r, graceMs) : null;
+/**
+ * The close path's part: end the session's (or, with role verify, the verify's) scope if it ran in
+ * one. null when it did not. `o` is endScope's (tests point it at a stand-in cgroup).
+ */
+export async function endRecordedScope(
+  dir: string,
+  graceMs: number,
+  role: ScopeRole = "session",
+  o: { cgroupRoot?: string; systemctl?: string | null } = {},
+): Promise<"not_running" | "terminated" | "killed" | null> {
+  const r = readScopeRecord(dir, role);
+  return r ? endScope(r, graceMs, o) : null;
 }

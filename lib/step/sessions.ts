@@ -86,7 +86,10 @@ export function startSession(o: {
   const env = { ...process.env, ...marked };
   // In a systemd scope of its own where there is systemd, else a process group (lib/step/scope.ts).
   if (!o.scope) return { pid: spawn(wrapper, env, null), tmux: null, mechanism: null };
-  const r = launchDetached({ dir: o.dir, command: wrapper, target: o.scope, env, spawn, startedFile: join(o.dir, SESSION_FILES.started) });
+  // The role names the unit and the record files: a verify's must never be taken for its session's.
+  if (o.scope.role !== kind) throw new Error(`a ${kind} cannot start in a scope meant for a ${o.scope.role}`);
+  // This kind's own started file: the session's, in the same folder, exists long before its verify starts.
+  const r = launchDetached({ dir: o.dir, command: wrapper, target: o.scope, env, spawn, startedFile: join(o.dir, wrapperFiles(kind).started) });
   return { pid: r.pid, tmux: null, mechanism: r.mechanism };
 }
 

@@ -1,8 +1,11 @@
 // An item's verify command as a process: started detached through the session wrapper
 // (`loop __session <dir> verify`: its own process group, `sh -c <command>` in the worktree, output
 // in verify.log, verify-started.json and verify-exit.json beside it), so no step waits on it and a
-// killed step leaves it running and recorded. Later steps observe it from outside, and the close
-// path (lib/step/close.ts) ends it. The full log is kept; its sha256 and tail go into verify_finished.
+// killed step leaves it running and recorded. Like a session, it runs in a systemd scope of its own
+// where there is systemd (lib/step/scope.ts, role verify: verify-scope.json beside the session's
+// scope.json): a oneshot step's unit would otherwise take it down when the step ends. Later steps
+// observe it from outside, and the close path (lib/step/close.ts) ends it, scope and all. The full
+// log is kept; its sha256 and tail go into verify_finished.
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { sha256Hex } from "../log/canonical.ts";
@@ -10,6 +13,7 @@ import { readJsonOrNull, tail, writeFileAtomic } from "../shared/fsutil.ts";
 import { killRecordedGroup, processStartTime, recordedGroupAlive } from "../shared/process.ts";
 import { VERIFY_FILES } from "./session-wrapper.ts";
 import { startSession } from "./sessions.ts";
+import { endRecordedScope, type ScopeTarget, type SessionMechanism } from "./scope.ts";
 
 export { VERIFY_FILES };
 
@@ -45,12 +49,23 @@ export function startVerify(o: {
   env: Record<string, string>;
   /** The attempt's session mark (sessionMark): the close path's sweep of the session finds the verify too. */
   mark: string;
-}): VerifyProcess {
-  const { pid } = startSession({ dir: o.dir, argv: ["sh", "-c", o.command], cwd: o.cwd, env: o.env, tmuxName: null, kind: "verify", mark: o.mark });
+  /** Where its systemd scope is named from (the attempt's, as its session's); without it, a plain process group. */
+  scope?: Omit<ScopeTarget, "role">;
+}): VerifyProcess & { mechanism: SessionMechanism | null } {
+  const { pid, mechanism } = startSession({
+    dir: o.dir,
+    argv: ["sh", "-c", o.command],
+    cwd: o.cwd,
+    env: o.env,
+    tmuxName: null,
+    kind: "verify",
+    mark: o.mark,
+    ...(o.scope ? { scope: { ...o.scope, role: "verify" as const } } : {}),
+  });
   const started: VerifyProcess = { pid, startTime: processStartTime(pid) };
   // Atomic: a step killed mid-write must not leave a half file that adoption then misreads.
   writeFileAtomic(join(o.dir, VERIFY_FILES.spawned), JSON.stringify(started) + "\n");
-  return started;
+  return { ...started, mechanism };
 }
 
 /** What a verify's folder shows of a reserved verify whose start is not recorded. */
@@ -75,9 +90,26 @@ export function verifyAlive(p: VerifyProcess): boolean {
   return recordedGroupAlive(p.pid, p.startTime);
 }
 
-/** End a verify's process group: SIGTERM, the grace period, SIGKILL. Returns how: not_running, terminated, killed. */
-export function endVerify(p: VerifyProcess, graceMs: number): Promise<"not_running" | "terminated" | "killed"> {
-  return killRecordedGroup(p.pid, p.startTime, graceMs);
+/**
+ * End a verify: its process group, then every process left in its systemd scope's cgroup if it ran
+ * in one (verify-scope.json in `dir`): SIGTERM, the grace period, SIGKILL. Returns how:
+ * not_running, terminated, killed.
+ */
+export async function endVerify(o: {
+  proc: VerifyProcess;
+  /** The attempt's session folder, where the verify's scope record is. */
+  dir: string;
+  graceMs: number;
+  /** endScope's: tests point them at a stand-in cgroup tree and no systemctl. */
+  cgroupRoot?: string;
+  systemctl?: string | null;
+}): Promise<"not_running" | "terminated" | "killed"> {
+  const how = await killRecordedGroup(o.proc.pid, o.proc.startTime, o.graceMs);
+  const scoped = await endRecordedScope(o.dir, o.graceMs, "verify", {
+    ...(o.cgroupRoot !== undefined ? { cgroupRoot: o.cgroupRoot } : {}),
+    ...(o.systemctl !== undefined ? { systemctl: o.systemctl } : {}),
+  });
+  return scoped !== null && scoped !== "not_running" && how === "not_running" ? scoped : how;
 }
 
 /** The log's digest and tail for verify_finished (a log the wrapper never created is empty). */

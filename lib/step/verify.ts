@@ -21,6 +21,7 @@ import { append, repoOf, type StepContext, type StepOutcome } from "./context.ts
 import { classifyVerify, classifyVerifyStart, verifyExitVerdict } from "./decide.ts";
 import { graceMs, SESSION_FILES, sessionMark } from "./sessions.ts";
 import { endVerify, readVerifyExit, startVerify, verifyAlive, verifyLogSummary, verifySpawnEvidence, type VerifyProcess } from "./verify-command.ts";
+import type { SessionMechanism } from "./scope.ts";
 import { commitLeftovers, commitsAhead, startPointFor } from "./workspace.ts";
 
 type VerifyPayload = Payload<"verify_finished">;
@@ -74,9 +75,17 @@ function spawnReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOut
   const attempt = it.attempts[it.attempts.length - 1]!;
   const s = it.session!;
   ctx.store.assertLease();
-  let started: VerifyProcess;
+  let started: ReturnType<typeof startVerify>;
   try {
-    started = startVerify({ dir: s.sessionDir, command: run.command, cwd: s.worktree, env: { LOOP_ITEM: it.id, LOOP_ATTEMPT: String(attempt.n), LOOP_WORKDIR: s.worktree }, mark: sessionMark(s) });
+    started = startVerify({
+      dir: s.sessionDir,
+      command: run.command,
+      cwd: s.worktree,
+      env: { LOOP_ITEM: it.id, LOOP_ATTEMPT: String(attempt.n), LOOP_WORKDIR: s.worktree },
+      mark: sessionMark(s),
+      // A scope of its own, as its session has: under a oneshot step's unit it would die with the step.
+      scope: { loopName: ctx.def.name, item: it.id, epoch: it.epoch, attempt: attempt.n, stateRoot: ctx.options.stateRoot },
+    });
   } catch (err) {
     // Loop's own wrapper could not be started: an error of the environment, and the attempt's verify.
     const reason = `could not run: ${(err as Error).message}`;
@@ -85,17 +94,17 @@ function spawnReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOut
     return record(ctx, it, notRun(attempt.n, reason));
   }
   failpoint("verify:after_spawn");
-  return recordStarted(ctx, it, run, started, false);
+  return recordStarted(ctx, it, run, started, false, started.mechanism);
 }
 
-function recordStarted(ctx: StepContext, it: ItemState, run: VerifyRun, p: VerifyProcess, adopted: boolean): StepOutcome {
+function recordStarted(ctx: StepContext, it: ItemState, run: VerifyRun, p: VerifyProcess, adopted: boolean, mechanism: SessionMechanism | null = null): StepOutcome {
   const attempt = it.attempts[it.attempts.length - 1]!;
   // Counted from the reservation, which comes right before the spawn: an adopted verify has been
   // running since then, not since the step that found it.
   const deadline = new Date(Date.parse(run.reservedAt) + run.timeoutMs).toISOString();
   append(
     ctx,
-    [{ type: "verify_started", item: it.id, payload: { attempt: attempt.n, pid: p.pid, pgid: p.pid, startTime: p.startTime, log: run.log, deadline, adopted } }],
+    [{ type: "verify_started", item: it.id, payload: { attempt: attempt.n, pid: p.pid, pgid: p.pid, startTime: p.startTime, log: run.log, deadline, adopted, ...(mechanism ? { mechanism } : {}) } }],
     "verify_started",
   );
   return { action: "waiting", item: it.id, reason: `verify running (deadline ${deadline})` };
@@ -135,10 +144,12 @@ async function observeVerify(ctx: StepContext, it: ItemState, run: VerifyRun): P
     const r = verifyLogSummary(run.log, null);
     payload = { attempt: attempt.n, passed: false, timedOut: true, ...r, log: run.log, reason: `timed out after ${Math.round(run.timeoutMs / 1000)}s` };
   } else if (v.kind === "lost") {
+    // The wrapper vanished without an exit status; whatever it started may still sit in its scope.
+    await endVerify({ proc, dir, graceMs: 0 });
     payload = { attempt: attempt.n, passed: false, timedOut: false, ...verifyLogSummary(run.log, null), log: run.log, reason: v.reason };
   } else {
     // The shell is gone, but something it started may linger in its group: end it too.
-    await endVerify(proc, 0);
+    await endVerify({ proc, dir, graceMs: 0 });
     const { passed, reason } = verifyExitVerdict(v);
     payload = { attempt: attempt.n, passed, timedOut: false, ...verifyLogSummary(run.log, v.code), log: run.log, reason };
   }

@@ -121,6 +121,18 @@ describe("compileCheck answers as valibot's is", () => {
     }
   });
 
+  test("verify_started with a mechanism (and each mutation of it) answers as valibot; without one (older logs) it is valid", () => {
+    const check = compileCheck(PAYLOADS.verify_started);
+    const plain = verifyStarted("a", 1).payload;
+    expect(check(plain)).toBe(true);
+    const scoped = { ...plain, mechanism: { kind: "systemd_scope", unit: "loop-api-a-e0-a1-verify-1cdf3587.scope", manager: "system" } };
+    const grouped = { ...plain, mechanism: { kind: "process_group", why: "systemd-run is not on PATH" } };
+    for (const sample of [scoped, grouped]) {
+      expect(v.is(PAYLOADS.verify_started, sample)).toBe(true);
+      for (const candidate of [sample, ...mutations(sample)]) expect(check(candidate), JSON.stringify(candidate)).toBe(v.is(PAYLOADS.verify_started, candidate));
+    }
+  });
+
   test("every sample against every other type's schema", () => {
     for (const t of EVENT_TYPES)
       for (const u of EVENT_TYPES) expect(compileCheck(PAYLOADS[t])(SAMPLES[u]), `${u} as ${t}`).toBe(v.is(PAYLOADS[t], SAMPLES[u]));

@@ -1,12 +1,14 @@
-// Sessions in a systemd scope (lib/step/scope.ts): the decision as plain data, the argv, the launch
-// through a stand-in systemd-run (which execs its command, as the real one does once the scope
-// exists, or refuses), the close path ending every process of a cgroup (setsid'd ones too), and,
-// for real on this machine, the fallback to process groups recorded in session_started.
+// Sessions and verify commands in a systemd scope (lib/step/scope.ts): the decision as plain data,
+// the argv, the launch through a stand-in systemd-run (which execs its command, as the real one
+// does once the scope exists, or refuses), a verify's scope beside its session's, the close path
+// ending every process of a cgroup (setsid'd ones too), and, for real on this machine, the fallback
+// to process groups recorded in session_started and verify_started.
 import { afterAll, describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   decideMechanism,
+  endRecordedScope,
   endScope,
   launchDetached,
   readScopeRecord,
@@ -15,16 +17,20 @@ import {
   scopeMode,
   scopeUnitName,
   type SystemdFacts,
+  writeScopeRecord,
 } from "../../lib/step/scope.ts";
-import { pidAlive } from "../../lib/shared/process.ts";
+import { endVerify } from "../../lib/step/verify-command.ts";
+import { pidAlive, processStartTime } from "../../lib/shared/process.ts";
 import { TempDirs } from "../helpers/fs.ts";
 import { demoDefinition, pollUntil, Project, scenario } from "../helpers/project.ts";
 
 const temp = new TempDirs();
 afterAll(() => temp.cleanup());
 
-const target = { loopName: "api", item: "fix-login", epoch: 0, attempt: 2, stateRoot: "/srv/api/.loop" };
+const target = { role: "session" as const, loopName: "api", item: "fix-login", epoch: 0, attempt: 2, stateRoot: "/srv/api/.loop" };
 const unit = scopeUnitName(target);
+const verifyTarget = { ...target, role: "verify" as const };
+const verifyUnit = scopeUnitName(verifyTarget);
 const facts = (over: Partial<SystemdFacts> = {}): SystemdFacts => ({
   systemdRun: "/usr/bin/systemd-run",
   systemctl: "/usr/bin/systemctl",
@@ -77,6 +83,14 @@ describe("unit names and argv", () => {
     const long = scopeUnitName({ ...target, item: "x".repeat(400) });
     expect(long.length).toBeLessThanOrEqual(255);
     expect(long).toMatch(/-[0-9a-f]{8}\.scope$/);
+  });
+
+  test("an attempt's verify has a unit of its own, the same but for -verify (kept when a long name is cut)", () => {
+    expect(verifyUnit).toBe(unit.replace(/-([0-9a-f]{8})\.scope$/, "-verify-$1.scope"));
+    const long = scopeUnitName({ ...verifyTarget, item: "x".repeat(400) });
+    expect(long.length).toBeLessThanOrEqual(255);
+    expect(long).toMatch(/-verify-[0-9a-f]{8}\.scope$/);
+    expect(long).not.toBe(scopeUnitName({ ...target, item: "x".repeat(400) }));
   });
 
   test("system and user scopes", () => {
@@ -174,16 +188,80 @@ describe("launching through systemd-run", () => {
   });
 });
 
-describe("ending a scope: every process in its cgroup", () => {
-  /** A stand-in cgroup: a directory whose cgroup.procs lists the given pids, as cgroup v2 does. */
-  function fakeCgroup(pids: number[]): { root: string; cgroup: string } {
-    const root = temp.make("loop-cgroup-");
-    const cgroup = `/system.slice/${unit}`;
-    mkdirSync(join(root, cgroup), { recursive: true });
-    writeFileSync(join(root, cgroup, "cgroup.procs"), pids.map((p) => `${p}\n`).join(""));
-    return { root, cgroup };
-  }
+/** A stand-in cgroup: a directory whose cgroup.procs lists the given pids, as cgroup v2 does. */
+function fakeCgroup(pids: number[], name = unit, root = temp.make("loop-cgroup-")): { root: string; cgroup: string } {
+  const cgroup = `/system.slice/${name}`;
+  mkdirSync(join(root, cgroup), { recursive: true });
+  writeFileSync(join(root, cgroup, "cgroup.procs"), pids.map((p) => `${p}\n`).join(""));
+  return { root, cgroup };
+}
 
+describe("a verify command in a scope of its own, beside its session's", () => {
+  test("started through systemd-run under the verify unit, recorded in verify-scope.json; ending it ends its cgroup, not the session's", async () => {
+    const dir = temp.make("loop-scope-");
+    const run = fakeSystemdRun(dir, "exec");
+    const f = facts({ systemdRun: run, uid: 0 });
+    // The session first, as a step does: its scope.json, and its started.json already there.
+    const sessionStarted = join(dir, "started.json");
+    const session = launchDetached({ dir, command: ["/bin/sh", "-c", `echo '{}' > ${sessionStarted}; sleep 60`], target, env: { PATH: process.env.PATH }, spawn: spawnDetached, startedFile: sessionStarted, facts: f });
+    await pollUntil(() => existsSync(sessionStarted), "the session started");
+    const sessionRecord = readFileSync(join(dir, "scope.json"), "utf8");
+    const verifyStarted = join(dir, "verify-started.json");
+    const verify = launchDetached({ dir, command: ["/bin/sh", "-c", `echo '{}' > ${verifyStarted}; sleep 60`], target: verifyTarget, env: { PATH: process.env.PATH }, spawn: spawnDetached, startedFile: verifyStarted, facts: f });
+    // Something the verify started that left its process group: only its cgroup still holds it.
+    const escaped = Bun.spawn(["setsid", "sleep", "60"], { stdio: ["ignore", "ignore", "ignore"] });
+    try {
+      expect(verify.mechanism).toEqual({ kind: "systemd_scope", unit: verifyUnit, manager: "system" });
+      expect(readFileSync(join(dir, "argv"), "utf8").trim().split("\n")).toContain(`--unit=${verifyUnit}`);
+      expect(readScopeRecord(dir, "verify")).toMatchObject({ unit: verifyUnit, manager: "system" });
+      expect(readFileSync(join(dir, "scope.json"), "utf8")).toBe(sessionRecord);
+      expect(readScopeRecord(dir)).toMatchObject({ unit, manager: "system" });
+      await pollUntil(() => existsSync(verifyStarted), "the verify started");
+      await pollUntil(() => readFileSync(`/proc/${escaped.pid}/cmdline`, "utf8").startsWith("sleep"), "setsid exec'd sleep");
+      // The stand-in makes no cgroups: point each record at a stand-in one holding its processes.
+      const root = temp.make("loop-cgroup-");
+      const vcg = fakeCgroup([verify.pid, escaped.pid], verifyUnit, root);
+      const scg = fakeCgroup([session.pid], unit, root);
+      writeFileSync(join(dir, "verify-scope.json"), JSON.stringify({ ...readScopeRecord(dir, "verify"), cgroup: vcg.cgroup }) + "\n");
+      writeFileSync(join(dir, "scope.json"), JSON.stringify({ ...readScopeRecord(dir), cgroup: scg.cgroup }) + "\n");
+      const sessionBefore = readFileSync(join(dir, "scope.json"), "utf8");
+      const how = await endVerify({ proc: { pid: verify.pid, startTime: processStartTime(verify.pid) }, dir, graceMs: 2000, cgroupRoot: root, systemctl: null });
+      expect(how).toBe("terminated");
+      expect(await escaped.exited).not.toBeNull();
+      await pollUntil(() => !pidAlive(verify.pid), "the verify's wrapper ended");
+      // The session, its scope and its record are untouched.
+      expect(pidAlive(session.pid)).toBe(true);
+      expect(readFileSync(join(dir, "scope.json"), "utf8")).toBe(sessionBefore);
+      expect(await endRecordedScope(dir, 2000, "verify", { cgroupRoot: root, systemctl: null })).toBe("not_running");
+    } finally {
+      for (const pid of [session.pid, verify.pid])
+        try {
+          process.kill(-pid, "SIGKILL");
+        } catch {}
+      escaped.kill("SIGKILL");
+    }
+  });
+
+  test("systemd-run refuses a verify: a process group, its record removed and the session's kept", async () => {
+    const dir = temp.make("loop-scope-");
+    writeScopeRecord(dir, { unit, manager: "system", cgroup: null, runtimeDir: "/run/user/0" });
+    const run = fakeSystemdRun(dir, "refuse");
+    // The session's started.json is there already: a verify is given its own (startSession does), so it does not count.
+    writeFileSync(join(dir, "started.json"), "{}\n");
+    const verifyStarted = join(dir, "verify-started.json");
+    const r = launchDetached({ dir, command: ["/bin/sh", "-c", `echo '{}' > ${verifyStarted}; sleep 30`], target: verifyTarget, env: { PATH: process.env.PATH }, spawn: spawnDetached, startedFile: verifyStarted, facts: facts({ systemdRun: run, uid: 0 }) });
+    try {
+      expect(r.mechanism).toEqual({ kind: "process_group", why: `systemd-run could not start the scope ${verifyUnit}: Failed to start transient scope unit: Interactive authentication required.` });
+      expect(existsSync(join(dir, "verify-scope.json"))).toBe(false);
+      expect(readFileSync(join(dir, "verify-scope.log"), "utf8")).toContain("Interactive authentication required");
+      expect(readScopeRecord(dir)).toMatchObject({ unit });
+    } finally {
+      process.kill(-r.pid, "SIGKILL");
+    }
+  });
+});
+
+describe("ending a scope: every process in its cgroup", () => {
   test("a session's processes, one of which left its process group by setsid, all end; then not_running", async () => {
     const inGroup = Bun.spawn(["sleep", "60"], { detached: true, stdio: ["ignore", "ignore", "ignore"] });
     const escaped = Bun.spawn(["setsid", "sleep", "60"], { stdio: ["ignore", "ignore", "ignore"] });
@@ -212,7 +290,7 @@ describe("on this machine, for real", () => {
   if (!noSystemd) console.warn("systemd runs here: the fallback test below is skipped (the scope path is taken instead)");
 
   test.skipIf(!noSystemd)(
-    "without systemd a session runs in a process group, and session_started says so and why",
+    "without systemd a session and its verify run in process groups, and session_started and verify_started say so and why",
     () =>
       scenario(demoDefinition([{ id: "a", prompt: "hello" }]), {}, async (p) => {
         await p.runToDrain();
@@ -221,6 +299,12 @@ describe("on this machine, for real", () => {
         const why = process.getuid?.() === 0 ? "no systemd manager runs here (/run/systemd/system is missing)" : expect.stringContaining("no systemd user manager for uid");
         expect(started[0]!.payload.mechanism).toEqual(Bun.which("systemd-run") ? { kind: "process_group", why } : { kind: "process_group", why: "systemd-run is not on PATH" });
         expect(existsSync(join(p.sessionDir("a", 1), "scope.json"))).toBe(false);
+        // Its verify command too, by the same decision, recorded in verify_started.
+        const verify = p.eventsOf("verify_started", "a");
+        expect(verify).toHaveLength(1);
+        expect(verify[0]!.payload.mechanism).toEqual(started[0]!.payload.mechanism);
+        expect(existsSync(join(p.sessionDir("a", 1), "verify-scope.json"))).toBe(false);
+        expect(p.eventsOf("verify_finished", "a")[0]!.payload.passed).toBe(true);
       }),
     60_000,
   );
