@@ -14,7 +14,7 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { definitionText, generate } from "./generate.ts";
-import { definitionHash, itemBranch, loadDefinition } from "../lib/definition/loop-json.ts";
+import { importedDefinition, itemBranch, loadDefinition } from "../lib/definition/loop-json.ts";
 import type { EventDraft } from "../lib/log/events.ts";
 import { Store } from "../lib/log/store.ts";
 import { materialize } from "../lib/log/materialize.ts";
@@ -64,15 +64,14 @@ function prepareItems(k: number, onDisk: boolean): string {
   const stateRoot = join(root, ".loop");
   const store = Store.open(stateRoot, { create: true, actor: "bench" });
   try {
-    const { items, name, ...settings } = def;
     const events: EventDraft[] = [
-      { type: "definition_imported", payload: { revision: 1, hash: definitionHash(def), name, settings, items } },
+      { type: "definition_imported", payload: importedDefinition(def, 1) },
       { type: "loop_started", payload: {} },
     ];
     const refs: string[] = [];
-    for (const it of items) {
+    for (const it of def.items) {
       const dir = sessionDir(stateRoot, it.id, 0, 1);
-      const branch = itemBranch(name, it.id);
+      const branch = itemBranch(def.name, it.id);
       const sessionId = crypto.randomUUID();
       if (onDisk) mkdirSync(dir, { recursive: true });
       for (const [f, text] of Object.entries(onDisk ? {

@@ -641,6 +641,16 @@ export function definitionHash(def: NormDefinition): string {
   return sha256Hex(canonicalJson({ ...def, notify: undefined }));
 }
 
+/**
+ * What a `definition_imported` event records of a definition: its name, items and settings. The
+ * `notify` command is left out, as it is of the hash: it says how to reach a person, not what the
+ * loop does, so changing it re-imports nothing.
+ */
+export function importedDefinition(def: NormDefinition, revision: number) {
+  const { items, name, notify: _notify, ...settings } = def;
+  return { revision, hash: definitionHash(def), name, settings, items };
+}
+
 // ---------------------------------------------------------------------------------------------
 // The file.
 

@@ -9,7 +9,7 @@ import { EXIT } from "../shared/cli.ts";
 import { BusyLease, UsageError } from "../shared/errors.ts";
 
 export { BusyLease };
-import { definitionHash, loadDefinition } from "../definition/loop-json.ts";
+import { definitionHash, loadDefinition, importedDefinition } from "../definition/loop-json.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { pidAlive } from "../shared/process.ts";
 import { counts } from "../log/documents.ts";
@@ -48,10 +48,8 @@ const MAX_TRANSITIONS_PER_STEP = 500;
 /** Record a definition that differs from the one the log holds. */
 function importDefinition(ctx: StepContext): void {
   const p = projection(ctx);
-  const hash = definitionHash(ctx.def);
-  if (p.loop.definitionHash === hash) return;
-  const { items, name, notify: _notify, ...settings } = ctx.def;
-  append(ctx, [{ type: "definition_imported", payload: { revision: p.loop.revision + 1, hash, name, settings, items } }], "import");
+  if (p.loop.definitionHash === definitionHash(ctx.def)) return;
+  append(ctx, [{ type: "definition_imported", payload: importedDefinition(ctx.def, p.loop.revision + 1) }], "import");
   // What can be checked now is said now, not when an item's turn comes (warnings: this step's
   // PATH may not be the one cron gives the next).
   for (const w of definitionWarnings({ def: ctx.def, repo: repoOf(ctx), env: ctx.options.env, demoArgv: [...selfArgv(), "__demo-agent"] })) {
