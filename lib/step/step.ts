@@ -128,21 +128,27 @@ async function advanceItem(ctx: StepContext, it: ItemState): Promise<StepOutcome
     }
     case "ended": {
       const next = afterSession(it);
-      if (next.kind === "requeue") requeueUncounted(ctx, it, next.reason);
-      else if (next.kind === "fail") await failAttempt(ctx, it, next.reason);
-      else if (next.kind === "verify") {
-        const r = await verifyAttempt(ctx, it);
-        if (r) return r;
+      switch (next.kind) {
+        case "requeue":
+          requeueUncounted(ctx, it, next.reason);
+          return null;
+        case "fail":
+          await failAttempt(ctx, it, next.reason);
+          return null;
+        case "verify":
+          // Null once the verify's verdict is recorded; an outcome while it runs (the step stops here).
+          return verifyAttempt(ctx, it);
+        case "land":
+          if (ctx.def.forge && ctx.def.landing !== "none") {
+            const { landThroughForge } = await import("./land-forge.ts");
+            return landThroughForge(ctx, it);
+          }
+          landAttempt(ctx, it);
+          return null;
+        default:
+          await settleAttempt(ctx, it, { landed: next.landed });
+          return null;
       }
-      else if (next.kind === "land") {
-        if (ctx.def.forge && ctx.def.landing !== "none") {
-          const { landThroughForge } = await import("./land-forge.ts");
-          return landThroughForge(ctx, it);
-        }
-        landAttempt(ctx, it);
-      }
-      else await settleAttempt(ctx, it, { landed: next.landed });
-      return null;
     }
     default:
       throw new Error(`item ${it.id} is current but ${it.status}`);
