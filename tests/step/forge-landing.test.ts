@@ -100,6 +100,12 @@ describe("landing merge", () => {
     expect([again.action, again.reason]).toEqual(["waiting", w.reason]);
     expect(p.head()).toBe(head); // no event when nothing changed
     expect(gh.merges).toEqual([]);
+    // Status says what merge will do, with the lock as status sees it, and the item's PR and wait.
+    const pr = p.projection().items["api-1"]!.forge!.pr!;
+    const text = (await p.loop(["status", "--text"])).stdout;
+    expect(text).toContain("landing merge: passing items' PRs are merged into main on acme/api when every check is green (needs LOOP_ALLOW_AUTO_MERGE=1 at merge time: set)");
+    expect(text).toContain(`api-1: #${pr.number} ${pr.url} · landing: waiting (checks_pending: waiting for`);
+    expect((await p.loop(["status", "--text"], { LOOP_ALLOW_AUTO_MERGE: "" })).stdout).toContain("at merge time: unset)");
     gh.switches.checks = "passing";
     const r = await p.runToDrain();
     expect(r.loop.outcome).toBe("Succeeded");
@@ -109,6 +115,7 @@ describe("landing merge", () => {
     expect(p.projection().items["api-2"]!.status).toBe("passed");
     expect(git(gh.bare, "show", "main:b.txt")).toBe("bee");
     expect(p.eventsOf("landing_finished").map((e) => e.payload.outcome)).toEqual(["merged", "merged"]);
+    expect((await p.loop(["status", "--text"])).stdout).toContain(`api-1: #${pr.number} ${pr.url} · landing: merged`);
     await p.finish();
     expectNoToken(p);
   });
@@ -118,6 +125,10 @@ describe("landing merge", () => {
     const log = join(p.aux, "notify.jsonl");
     const sent = () => (existsSync(log) ? readFileSync(log, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l)) : []);
     p.env.NOTIFY_LOG = log;
+    // The import says what merge will do, and that the second lock is open or not.
+    const first = await p.run();
+    expect(first.warnings).toContain("loop.json: landing merge: passing items' PRs are merged into main on acme/api when every check is green (needs LOOP_ALLOW_AUTO_MERGE=1 at merge time: unset)");
+    expect(first.stderr).toContain("at merge time: unset");
     const r = await p.runToDrain();
     expect(r.loop.outcome).toBe("Failed");
     const items = p.projection().items;
@@ -134,6 +145,9 @@ describe("landing merge", () => {
     expect(landing).toHaveLength(1);
     expect(landing[0]).toMatchObject({ item: "api-1", key: "landing:api-1:e0:a1" });
     expect(landing[0].reason).toContain("landing_blocked");
+    const text = (await p.loop(["status", "--text"])).stdout;
+    expect(text).toContain("at merge time: unset)");
+    expect(text).toMatch(/api-1: #\d+ \S+\/pull\/\d+ · landing: blocked \(checks are green, but LOOP_ALLOW_AUTO_MERGE=1 is not set/);
     await p.finish();
   });
 
