@@ -11,6 +11,7 @@ import type { ForgeFailure, ForgePull } from "../forge/provider.ts";
 import { AUTO_MERGE_VAR, autoMergeAllowed } from "../forge/auto-merge.ts";
 import { mergeGate, notMergeableIsWait } from "../forge/merge-gate.ts";
 import { sanitizeLine } from "../forge/untrusted.ts";
+import { formatDuration } from "../definition/duration.ts";
 import { GitError } from "../shared/errors.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { append, repoOf, type StepContext, type StepOutcome } from "./context.ts";
@@ -33,7 +34,7 @@ export async function landThroughForge(ctx: StepContext, it: ItemState): Promise
   };
   const lastReason = f?.landing?.reason ?? "no pull request yet";
   if (Date.now() > deadline)
-    return finish({ outcome: "blocked", target: ctx.def.base, commit: null, reason: `landing deadline (${Math.round((deadline - since) / 60_000)}m) passed; last: ${lastReason}${f?.pr ? `; ${f.pr.url} left open` : ""}` });
+    return finish({ outcome: "blocked", target: ctx.def.base, commit: null, reason: `landing deadline (timeouts.landing ${formatDuration(deadline - since)}, from the passing verify) passed; last: ${lastReason}${f?.pr ? `; ${f.pr.url} left open` : ""}` });
   const limited = link.limited();
   if (limited) return { action: "waiting", item: it.id, reason: limited };
 

@@ -175,11 +175,36 @@ describe("landing merge", () => {
     expect(gh.merges).toEqual([]);
   });
 
-  test("failing checks block; the deadline blocks too, the PR left open", async () => {
+  test("failing checks block at once, the PR left open", async () => {
     const { p, gh } = forgeProject({ landing: "merge", env: green, items: [{ ref: "github:acme/api#1", prompt: "x\n@demo write a.txt a" }] });
     gh.switches.checks = "failing";
     await p.runToDrain();
-    expect(p.projection().items["api-1"]!.reason).toContain("checks not green");
+    const a = p.projection().items["api-1"]!;
+    expect([a.status, a.reason]).toEqual(["landing_blocked", expect.stringContaining("checks not green")]);
+    expect(a.reason).toContain("left open");
+    expect([...gh.pulls.values()].map((x) => x.state)).toEqual(["open"]);
+  });
+
+  test("the landing deadline: checks pending past timeouts.landing block the item, the PR left open, dependents blocked, the loop drains, exit 1 with attention", async () => {
+    const { p, gh } = forgeProject({ landing: "merge", env: green, landingTimeout: "2s" });
+    gh.switches.checks = "pending";
+    const w = await p.runUntil((r) => r.action === "waiting" && (r.reason ?? "").includes("checks"), { what: "waiting for checks" });
+    expect(w.item).toBe("api-1");
+    const r = await p.runUntil((r) => r.loop.state === "drained", { what: "drained past the deadline", codes: [0, 1] });
+    expect(r.loop.outcome).toBe("Failed");
+    const items = p.projection().items;
+    expect(items["api-1"]!.status).toBe("landing_blocked");
+    const pr = items["api-1"]!.forge!.pr!;
+    expect(items["api-1"]!.reason).toContain("landing deadline (timeouts.landing 2s, from the passing verify) passed; last: waiting for");
+    expect(items["api-1"]!.reason).toContain(`${pr.url} left open`);
+    expect(gh.pulls.get(pr.number)!.state).toBe("open");
+    expect(gh.merges).toEqual([]);
+    expect(items["api-2"]!.status).toBe("blocked");
+    expect(items["api-2"]!.attempts).toHaveLength(0);
+    const last = await p.run();
+    expect(last.exitCode).toBe(1);
+    expect(last.attention.map((a) => [a.kind, a.item])).toEqual([["landing", "api-1"], ["failed", null]]);
+    await p.finish();
   });
 
   test("a rate limit changes nothing and is said; a later tick goes on", async () => {
