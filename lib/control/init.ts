@@ -73,6 +73,8 @@ export function initTemplate(o: { name: string; runner: string; base: string; ve
     "maxAttempts": 2,
     "timeouts": { "launch": "5m", "stall": "60m", "verify": "15m" },
     // none: each item's branch is the deliverable. merge: passed items merge into a loop-owned branch.
+    // With a "forge" section (docs/forge.md): pr opens a draft PR per item; merge merges each passing
+    // item's PR into "base" on the forge when every check is green and LOOP_ALLOW_AUTO_MERGE=1.
     "landing": "none"
   },
   "runners": {},

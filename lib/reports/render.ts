@@ -3,6 +3,7 @@
 import type { StatusReport } from "./status.ts";
 import type { ReplayReport } from "./replay.ts";
 import { printable } from "../shared/printable.ts";
+import { autoMergeSentence } from "../forge/auto-merge.ts";
 
 /** Width on screen: the tool's own colour codes take none (data never carries any: printable). */
 const visible = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, "").length;
@@ -36,6 +37,7 @@ export function renderStatus(r: StatusReport, color: boolean): string {
   if (L.current) out.push(`current: ${p(L.current)}`);
   const counts = Object.entries(L.counts).map(([k, v]) => `${p(v)} ${p(k)}`).join(", ");
   if (counts) out.push(`items: ${counts}`);
+  if (r.autoMerge) out.push(p(autoMergeSentence(r.autoMerge)));
   if (r.items.length) {
     out.push("");
     out.push(
@@ -61,6 +63,11 @@ export function renderStatus(r: StatusReport, color: boolean): string {
         if (it.reset) out.push(`${p(it.id)}: reset by ${p(it.reset.actor)} at ${p(it.reset.at)} (epoch ${p(it.epoch)})`);
       }
     }
+    const forged = r.items.filter((it) => it.pr || it.forge?.landing);
+    if (forged.length) {
+      out.push("", "pull requests:");
+      for (const it of forged) out.push(`  ${p(it.id)}: ${forgeLine(it, p)}`);
+    }
     const flying = r.items.find((it) => it.id === L.current);
     if (flying) out.push("", ...inFlight(flying, p));
     const waiting = r.items.filter((it) => it.waiting);
@@ -73,6 +80,15 @@ export function renderStatus(r: StatusReport, color: boolean): string {
   out.push(r.findings.length ? "divergence:" : "healthy: projection matches the log and state.json");
   for (const f of r.findings) out.push(`  ${p(f.code)}${f.seq !== undefined ? ` (seq ${f.seq})` : ""}: ${p(f.message)}`);
   return out.join("\n");
+}
+
+/** An item's PR and where its landing stands: "#12 https://… · landing: waiting (checks_pending: waiting for …)". */
+function forgeLine(it: StatusReport["items"][number], p: (v: unknown) => string): string {
+  const pr = it.pr ? `#${p(it.pr.number)} ${p(it.pr.url)}` : "no pull request";
+  const l = it.forge?.landing;
+  // A settled landing (landing_finished) is the item's own: merged, opened, blocked with a reason.
+  if (it.landing) return `${pr} · landing: ${p(it.landing.outcome)}${it.landing.reason ? ` (${p(it.landing.reason)})` : ""}`;
+  return l ? `${pr} · landing: waiting (${p(l.code)}: ${p(l.reason)})` : pr;
 }
 
 /** Where to look at the item in flight: its log, its worktree, and how to attach to its tmux session. */

@@ -21,6 +21,7 @@ import { tmuxAttachCommand } from "../step/tmux.ts";
 import type { Database } from "bun:sqlite";
 import { dirname, join } from "node:path";
 import { ownershipFinding, type ProjectIdentity } from "../log/ownership.ts";
+import { autoMergeAllowed } from "../forge/auto-merge.ts";
 
 export type { Finding };
 
@@ -95,6 +96,7 @@ export function statusReport(
       schema: "loop/status@1",
       healthy: findings.length === 0,
       loop: { ...doc.loop, seq: lr.seq, logSeq: head.seq, counts: doc.counts },
+      autoMerge: autoMergeOf(db, env),
       items,
       findings,
     };
@@ -102,6 +104,19 @@ export function statusReport(
 }
 
 export type StatusReport = ReturnType<typeof statusReport>;
+
+/**
+ * What landing "merge" through a forge will do (docs/forge.md#the-two-locks), from the imported
+ * definition's settings; null for any other loop. `set`: the second lock in the environment status
+ * sees (the one `loop run` reads at merge time may differ, which is why the text says "at merge time").
+ */
+function autoMergeOf(db: Database, env: Record<string, string | undefined>): { repo: string; base: string; set: boolean } | null {
+  const row = db
+    .query("SELECT json_extract(body, '$.loop.settings.landing') AS landing, json_extract(body, '$.loop.settings.base') AS base, json_extract(body, '$.loop.settings.forge.repo') AS repo FROM proj_loop WHERE id = 1")
+    .get() as { landing: unknown; base: unknown; repo: unknown } | null;
+  if (row?.landing !== "merge" || typeof row.repo !== "string" || typeof row.base !== "string") return null;
+  return { repo: row.repo, base: row.base, set: autoMergeAllowed(env) };
+}
 
 /**
  * Why each waiting item waits (lib/step/decide.ts waitingReasons, the step's own rules). The state

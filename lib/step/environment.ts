@@ -3,6 +3,7 @@
 // model. lib/step/faults.ts judges what is probed here. Also what a definition import can check
 // early (the same probes, reported as warnings), and the repository's info/exclude, which keeps
 // the agents' own files out of item branches.
+import { autoMergeAllowed, autoMergeSentence } from "../forge/auto-merge.ts";
 import { accessSync, constants, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { isAbsolute, join, relative, resolve } from "node:path";
@@ -129,11 +130,15 @@ export function probeLaunchFault(o: LaunchProbe): EnvironmentFault | null {
 
 /**
  * What can be checked when loop.json is imported, as warnings: the base branch exists, and each
- * runner the items use resolves on this step's PATH. Warnings, not definition errors: cron's PATH
+ * runner the items use resolves on this step's PATH; and, for landing "merge" with a forge, what
+ * it will do to the repository. Warnings, not definition errors: cron's PATH
  * is not the importing shell's, and a branch can be created after the file was written.
  */
 export function definitionWarnings(o: { def: NormDefinition; repo: string; env: Record<string, string | undefined>; demoArgv: string[] }): string[] {
   const out: string[] = [];
+  // Not a fault: said when such a loop.json is imported, so nobody learns it from a merged PR.
+  if (o.def.forge && o.def.landing === "merge")
+    out.push(`loop.json: ${autoMergeSentence({ repo: o.def.forge.repo, base: o.def.base, set: autoMergeAllowed(o.env) })}`);
   if (revParse(o.repo, o.def.base) === null && !(o.def.landing === "merge" && branchExists(o.repo, o.def.target)))
     out.push(`loop.json: "workspace.base" ${JSON.stringify(o.def.base)} is not a branch or commit of ${o.repo}: launches will pause the loop until it exists`);
   const PATH = sessionPath(o.env);

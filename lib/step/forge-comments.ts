@@ -6,9 +6,11 @@
 // - the first authorized text after a question loop posted is the reply (and resumes a loop that
 //   paused only for that question); other authorized text goes to the agent (inbox file and the
 //   next handoff).
-// Each item has a comment high-water mark in its ledger (ids only go up on GitHub); a thread is
-// baselined on first sight, so what was there before is context, not a delivery. Edited old
-// comments come back with `since` and stay below the mark.
+// An item's threads are its issue's and its recorded PR's (a PR is an issue to GitHub: the
+// repository listing returns both, and their comment ids share one id space). Each item has one
+// comment high-water mark in its ledger (ids only go up on GitHub); its threads are baselined on
+// first sight, so what was there before is context, not a delivery. Edited old comments come back
+// with `since` and stay below the mark.
 import { join } from "node:path";
 import { commentIntent, isLoopsOwn, loopComment, type CommentVerb } from "../forge/comments.ts";
 import type { ForgeComment } from "../forge/provider.ts";
@@ -39,28 +41,43 @@ export async function pollComments(ctx: StepContext): Promise<void> {
   materializeInboxes(ctx, projection(ctx));
 }
 
-/** Items with an issue, by issue number: not withdrawn. */
-function itemsByIssue(p: Projection): Map<number, string> {
+/** The threads (issue and recorded PR numbers) an item's comments arrive on. */
+function threadsOf(it: ItemState): number[] {
+  const issue = issueOf(it);
+  const pr = it.forge?.pr?.number ?? null;
+  return [...new Set([issue, pr])].filter((n): n is number => n !== null);
+}
+
+/** Items with a thread, by thread number (issue or PR): not withdrawn. */
+function itemsByThread(p: Projection): Map<number, string> {
   const out = new Map<number, string>();
   for (const id of p.order) {
     const it = p.items[id]!;
-    const n = it.status === "withdrawn" ? null : issueOf(it);
-    if (n !== null) out.set(n, id);
+    if (it.status === "withdrawn") continue;
+    for (const n of threadsOf(it)) out.set(n, id);
   }
   return out;
 }
 
-/** First sight: the thread's comments up to now become the item's high-water mark. False when the forge did not answer. */
+/** First sight: the comments of the item's threads up to now become its high-water mark. False when the forge did not answer. */
 async function baselineNew(ctx: StepContext, link: ForgeLink): Promise<boolean> {
   const p = projection(ctx);
-  for (const [issue, id] of itemsByIssue(p)) {
-    if (p.items[id]!.forge?.highWater != null) continue;
-    const list = await link.provider.listIssueComments(issue);
-    if (!list.ok) {
-      link.failed(list);
-      return false;
+  for (const id of p.order) {
+    const it = p.items[id]!;
+    const threads = it.status === "withdrawn" ? [] : threadsOf(it);
+    if (!threads.length || it.forge?.highWater != null) continue;
+    let highWater = 0;
+    let comments = 0;
+    for (const n of threads) {
+      const list = await link.provider.listIssueComments(n);
+      if (!list.ok) {
+        link.failed(list);
+        return false;
+      }
+      highWater = Math.max(highWater, ...list.value.map((c) => c.id));
+      comments += list.value.length;
     }
-    append(ctx, [{ type: "forge_thread_baselined", item: id, payload: { issue, highWater: Math.max(0, ...list.value.map((c) => c.id)), comments: list.value.length } }], "forge");
+    append(ctx, [{ type: "forge_thread_baselined", item: id, payload: { issue: threads[0]!, highWater, comments } }], "forge");
   }
   return true;
 }
@@ -68,7 +85,7 @@ async function baselineNew(ctx: StepContext, link: ForgeLink): Promise<boolean> 
 async function handle(ctx: StepContext, link: ForgeLink, c: ForgeComment): Promise<void> {
   if (isLoopsOwn(c.body)) return;
   const p = projection(ctx);
-  const id = itemsByIssue(p).get(c.issue);
+  const id = itemsByThread(p).get(c.issue);
   if (!id) return;
   const it = p.items[id]!;
   const mark = it.forge?.highWater;

@@ -8,8 +8,10 @@
 import type { Payload } from "../log/events.ts";
 import type { ItemState } from "../log/reducer.ts";
 import type { ForgeFailure, ForgePull } from "../forge/provider.ts";
+import { AUTO_MERGE_VAR, autoMergeAllowed } from "../forge/auto-merge.ts";
 import { mergeGate, notMergeableIsWait } from "../forge/merge-gate.ts";
 import { sanitizeLine } from "../forge/untrusted.ts";
+import { formatDuration } from "../definition/duration.ts";
 import { GitError } from "../shared/errors.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { append, repoOf, type StepContext, type StepOutcome } from "./context.ts";
@@ -18,8 +20,6 @@ import { gitTry } from "./git.ts";
 
 type Landing = Omit<Payload<"landing_finished">, "attempt" | "branch">;
 
-/** The operator's second lock on auto-merge: read at merge time, never captured earlier. */
-export const AUTO_MERGE_VAR = "LOOP_ALLOW_AUTO_MERGE";
 
 export async function landThroughForge(ctx: StepContext, it: ItemState): Promise<StepOutcome | null> {
   const link = (await forgeLink(ctx))!;
@@ -34,7 +34,7 @@ export async function landThroughForge(ctx: StepContext, it: ItemState): Promise
   };
   const lastReason = f?.landing?.reason ?? "no pull request yet";
   if (Date.now() > deadline)
-    return finish({ outcome: "blocked", target: ctx.def.base, commit: null, reason: `landing deadline (${Math.round((deadline - since) / 60_000)}m) passed; last: ${lastReason}${f?.pr ? `; ${f.pr.url} left open` : ""}` });
+    return finish({ outcome: "blocked", target: ctx.def.base, commit: null, reason: `landing deadline (timeouts.landing ${formatDuration(deadline - since)}, from the passing verify) passed; last: ${lastReason}${f?.pr ? `; ${f.pr.url} left open` : ""}` });
   const limited = link.limited();
   if (limited) return { action: "waiting", item: it.id, reason: limited };
 
@@ -66,7 +66,7 @@ export async function landThroughForge(ctx: StepContext, it: ItemState): Promise
   if (gate.kind === "wait") return wait(ctx, it, { code: gate.code, reason: gate.reason, head: pull.headSha });
 
   // Green: the second lock, read now.
-  if (ctx.options.env[AUTO_MERGE_VAR] !== "1")
+  if (!autoMergeAllowed(ctx.options.env))
     return finish({ outcome: "blocked", target: ctx.def.base, commit: null, reason: `checks are green, but ${AUTO_MERGE_VAR}=1 is not set in the environment of loop run, so nothing was merged; ${pr.url} left open` });
   ctx.store.assertLease();
   failpoint("landing:before_merge_call");

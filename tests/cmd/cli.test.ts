@@ -396,6 +396,10 @@ describe("loop init", () => {
     expect(existsSync(join(repo, "loop.json"))).toBe(true);
     expect(existsSync(join(repo, ".loop", "loop.db"))).toBe(true);
     expect(existsSync(join(repo, ".loop", "state.json"))).toBe(true);
+    // The template says plainly what landing merge does with a forge (it writes no forge itself).
+    const template = readFileSync(join(repo, "loop.json"), "utf8");
+    expect(template).toContain("merge merges each passing");
+    expect(template).toContain("LOOP_ALLOW_AUTO_MERGE=1");
 
     writeFileSync(join(repo, "loop.json"), "// mine\n{}\n");
     const again = await run(["init"], { cwd: repo });

@@ -5,7 +5,8 @@
 // uses, with ETags (a matching If-None-Match is a 304) and switches for every path the landing and
 // comment code must handle: checks pending/failing/passing, mergeable null, a head that moves on
 // merge (409), refusals (405 variants, 403), rate limits (403/429 with retry-after), and comments
-// from anyone; and the issue search (GET /search/issues: repo:, is:, state:, label: qualifiers and
+// from anyone (on an issue or a PR: they share one number space, and GET /issues/comments lists
+// both, as GitHub does); and the issue search (GET /search/issues: repo:, is:, state:, label: qualifiers and
 // plain words, which must all appear in the title or body). Everything is in memory except the git
 // repository.
 import { mkdtempSync } from "node:fs";

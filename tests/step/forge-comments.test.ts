@@ -2,7 +2,8 @@
 // baseline, one repository request per poll interval, fail-closed authorization (allow-list,
 // optional write permission), the self-loop marker, control keywords recorded as `loop ctl` would
 // with the actor github:<login>, two commands refused with an answer, `reset` never a keyword,
-// edited old comments never re-acted on, replies to a posted question, messages to the agent.
+// edited old comments never re-acted on, replies to a posted question, messages to the agent;
+// comments on an item's recorded PR count as comments on the item (one high-water mark for both).
 import { afterEach, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -18,8 +19,8 @@ afterEach(() => {
   }
 });
 
-function project(o: { items: (gh: FakeGitHub) => unknown[]; forge?: Record<string, unknown>; control?: Record<string, unknown> }) {
-  const p = new Project(demoDefinition([{ id: "x", prompt: "p" }]));
+function project(o: { items: (gh: FakeGitHub) => unknown[]; forge?: Record<string, unknown>; control?: Record<string, unknown>; defaults?: Record<string, unknown>; env?: Record<string, string> }) {
+  const p = new Project(demoDefinition([{ id: "x", prompt: "p" }]), { env: o.env ?? {} });
   const gh = startFakeGitHub({ dir: p.aux });
   open.push({ p, gh });
   for (const n of [1, 2]) gh.addIssue({ number: n, title: `issue ${n}` });
@@ -27,6 +28,7 @@ function project(o: { items: (gh: FakeGitHub) => unknown[]; forge?: Record<strin
     demoDefinition(o.items(gh), {
       forge: { provider: "github", repo: `${gh.owner}/${gh.repo}`, apiUrl: gh.apiUrl, authorizedUsers: ["alice"], pollInterval: "1ms", ...(o.forge ?? {}) },
       ...(o.control ? { control: o.control } : {}),
+      ...(o.defaults ? { defaults: o.defaults } : {}),
     }),
   );
   git(p.root, "add", "-A");
@@ -128,4 +130,54 @@ test("authorizeWriters widens to write permission read from the forge; one repos
   await p.run();
   expect(repoListings(gh)).toBe(2);
   expect(p.eventsOf("control_recorded").map((e) => [e.item, e.actor])).toEqual([["api-2", "github:bob"]]);
+});
+
+/** Landing merge with checks held pending: the item waits with its PR open, so comments can arrive on it. */
+const waitingOnChecks = { defaults: { landing: "merge", timeouts: { launch: "2m", stall: "10m", verify: "2m", landing: "30m" } }, env: { LOOP_ALLOW_AUTO_MERGE: "1" } };
+
+test("comments on the item's PR are the item's: authorized, keywords, messages, one high-water mark with its issue", async () => {
+  const { p, gh } = project({ items: () => [{ ref: "github:acme/api#1", prompt: "x\n@demo write a.txt a\n@demo commit a" }], ...waitingOnChecks });
+  gh.switches.checks = "pending";
+  await p.runUntil((r) => r.action === "waiting" && (r.reason ?? "").includes("checks"), { what: "waiting for checks" });
+  const pr = p.projection().items["api-1"]!.forge!.pr!.number;
+  expect(pr).not.toBe(1);
+  gh.addComment({ issue: pr, login: "mallory", body: "/loop pause" });
+  const note = gh.addComment({ issue: pr, login: "alice", body: "please also fix the typo" });
+  gh.addComment({ issue: pr, login: "loop-bot", body: `${LOOP_MARKER}\n/loop pause` });
+  gh.addComment({ issue: pr, login: "alice", body: "/loop pause" });
+  expect((await p.run()).action).toBe("paused");
+  const handled = () => p.eventsOf("forge_comment_handled").map((e) => [e.payload.issue, e.payload.action, e.actor]);
+  expect(handled()).toEqual([
+    [pr, "message", "github:alice"],
+    [pr, "control", "github:alice"],
+  ]);
+  expect(p.eventsOf("loop_paused")[0]!.actor).toBe("github:alice");
+  // An edited old PR comment comes back with `since`; it is below the mark and never acted on again.
+  gh.editComment(note.id, "/loop resume");
+  await p.run();
+  expect(handled()).toHaveLength(2);
+  // The issue's thread and the PR's share the mark: a newer comment on the issue is acted on.
+  gh.addComment({ issue: 1, login: "alice", body: "/loop resume" });
+  gh.switches.checks = "passing";
+  const r = await p.runToDrain();
+  expect(r.loop.outcome).toBe("Succeeded");
+  expect(handled().at(-1)).toEqual([1, "control", "github:alice"]);
+  const status = JSON.parse((await p.loop(["status", "--json"])).stdout);
+  expect(status.items[0].forge.lastComment).toMatchObject({ login: "alice", action: "control" });
+  await p.finish();
+});
+
+test("an item without an issue: its PR thread is baselined on first sight, and newer comments on it are acted on", async () => {
+  const { p, gh } = project({ items: () => [{ id: "plain", prompt: "x\n@demo write a.txt a\n@demo commit a" }], ...waitingOnChecks });
+  gh.switches.checks = "pending";
+  await p.runUntil(() => gh.pulls.size > 0, { what: "a PR" });
+  expect(p.eventsOf("forge_thread_baselined")).toHaveLength(0);
+  const pr = [...gh.pulls.values()][0]!.number;
+  const old = gh.addComment({ issue: pr, login: "alice", body: "/loop pause" }); // before first sight: context
+  expect((await p.run()).action).toBe("waiting");
+  expect(p.eventsOf("forge_thread_baselined").map((e) => e.payload)).toEqual([{ issue: pr, highWater: old.id, comments: 1 }]);
+  expect(p.eventsOf("loop_paused")).toHaveLength(0);
+  gh.addComment({ issue: pr, login: "alice", body: "/loop pause" });
+  expect((await p.run()).action).toBe("paused");
+  expect(p.eventsOf("forge_comment_handled").map((e) => [e.item, e.payload.issue, e.payload.action])).toEqual([["plain", pr, "control"]]);
 });

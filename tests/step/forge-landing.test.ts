@@ -100,6 +100,12 @@ describe("landing merge", () => {
     expect([again.action, again.reason]).toEqual(["waiting", w.reason]);
     expect(p.head()).toBe(head); // no event when nothing changed
     expect(gh.merges).toEqual([]);
+    // Status says what merge will do, with the lock as status sees it, and the item's PR and wait.
+    const pr = p.projection().items["api-1"]!.forge!.pr!;
+    const text = (await p.loop(["status", "--text"])).stdout;
+    expect(text).toContain("landing merge: passing items' PRs are merged into main on acme/api when every check is green (needs LOOP_ALLOW_AUTO_MERGE=1 at merge time: set)");
+    expect(text).toContain(`api-1: #${pr.number} ${pr.url} · landing: waiting (checks_pending: waiting for`);
+    expect((await p.loop(["status", "--text"], { LOOP_ALLOW_AUTO_MERGE: "" })).stdout).toContain("at merge time: unset)");
     gh.switches.checks = "passing";
     const r = await p.runToDrain();
     expect(r.loop.outcome).toBe("Succeeded");
@@ -109,6 +115,7 @@ describe("landing merge", () => {
     expect(p.projection().items["api-2"]!.status).toBe("passed");
     expect(git(gh.bare, "show", "main:b.txt")).toBe("bee");
     expect(p.eventsOf("landing_finished").map((e) => e.payload.outcome)).toEqual(["merged", "merged"]);
+    expect((await p.loop(["status", "--text"])).stdout).toContain(`api-1: #${pr.number} ${pr.url} · landing: merged`);
     await p.finish();
     expectNoToken(p);
   });
@@ -118,6 +125,10 @@ describe("landing merge", () => {
     const log = join(p.aux, "notify.jsonl");
     const sent = () => (existsSync(log) ? readFileSync(log, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l)) : []);
     p.env.NOTIFY_LOG = log;
+    // The import says what merge will do, and that the second lock is open or not.
+    const first = await p.run();
+    expect(first.warnings).toContain("loop.json: landing merge: passing items' PRs are merged into main on acme/api when every check is green (needs LOOP_ALLOW_AUTO_MERGE=1 at merge time: unset)");
+    expect(first.stderr).toContain("at merge time: unset");
     const r = await p.runToDrain();
     expect(r.loop.outcome).toBe("Failed");
     const items = p.projection().items;
@@ -134,6 +145,9 @@ describe("landing merge", () => {
     expect(landing).toHaveLength(1);
     expect(landing[0]).toMatchObject({ item: "api-1", key: "landing:api-1:e0:a1" });
     expect(landing[0].reason).toContain("landing_blocked");
+    const text = (await p.loop(["status", "--text"])).stdout;
+    expect(text).toContain("at merge time: unset)");
+    expect(text).toMatch(/api-1: #\d+ \S+\/pull\/\d+ · landing: blocked \(checks are green, but LOOP_ALLOW_AUTO_MERGE=1 is not set/);
     await p.finish();
   });
 
@@ -161,11 +175,36 @@ describe("landing merge", () => {
     expect(gh.merges).toEqual([]);
   });
 
-  test("failing checks block; the deadline blocks too, the PR left open", async () => {
+  test("failing checks block at once, the PR left open", async () => {
     const { p, gh } = forgeProject({ landing: "merge", env: green, items: [{ ref: "github:acme/api#1", prompt: "x\n@demo write a.txt a" }] });
     gh.switches.checks = "failing";
     await p.runToDrain();
-    expect(p.projection().items["api-1"]!.reason).toContain("checks not green");
+    const a = p.projection().items["api-1"]!;
+    expect([a.status, a.reason]).toEqual(["landing_blocked", expect.stringContaining("checks not green")]);
+    expect(a.reason).toContain("left open");
+    expect([...gh.pulls.values()].map((x) => x.state)).toEqual(["open"]);
+  });
+
+  test("the landing deadline: checks pending past timeouts.landing block the item, the PR left open, dependents blocked, the loop drains, exit 1 with attention", async () => {
+    const { p, gh } = forgeProject({ landing: "merge", env: green, landingTimeout: "2s" });
+    gh.switches.checks = "pending";
+    const w = await p.runUntil((r) => r.action === "waiting" && (r.reason ?? "").includes("checks"), { what: "waiting for checks" });
+    expect(w.item).toBe("api-1");
+    const r = await p.runUntil((r) => r.loop.state === "drained", { what: "drained past the deadline", codes: [0, 1] });
+    expect(r.loop.outcome).toBe("Failed");
+    const items = p.projection().items;
+    expect(items["api-1"]!.status).toBe("landing_blocked");
+    const pr = items["api-1"]!.forge!.pr!;
+    expect(items["api-1"]!.reason).toContain("landing deadline (timeouts.landing 2s, from the passing verify) passed; last: waiting for");
+    expect(items["api-1"]!.reason).toContain(`${pr.url} left open`);
+    expect(gh.pulls.get(pr.number)!.state).toBe("open");
+    expect(gh.merges).toEqual([]);
+    expect(items["api-2"]!.status).toBe("blocked");
+    expect(items["api-2"]!.attempts).toHaveLength(0);
+    const last = await p.run();
+    expect(last.exitCode).toBe(1);
+    expect(last.attention.map((a) => [a.kind, a.item])).toEqual([["landing", "api-1"], ["failed", null]]);
+    await p.finish();
   });
 
   test("a rate limit changes nothing and is said; a later tick goes on", async () => {
