@@ -24,8 +24,8 @@ function toolFor(name: string): keyof typeof DESCRIPTIONS | undefined {
   return isTool(name) ? name : undefined;
 }
 
-/** Every tool of the command-line contract (docs/cli/README.md), built or not. */
-export const CONTRACT_TOOLS = ["init", "run", "status", "replay", "reset", "ctl", "logs", "plan", "add", "export", "backup"] as const;
+/** Every tool of the command-line contract (docs/cli/README.md): one list, lib/shared/tools.ts. */
+export const CONTRACT_TOOLS = Object.keys(DESCRIPTIONS) as (keyof typeof DESCRIPTIONS)[];
 
 /** True when running inside a `bun build --compile` executable (its modules live in /$bunfs). */
 export function isCompiled(mainPath: string = Bun.main): boolean {
@@ -38,13 +38,12 @@ export function invokedName(argv0: string, argv1: string | undefined, compiled: 
 }
 
 /**
- * The tool a link name selects: `loop-<tool>` for a tool of the contract (built or not), else null
- * (then the first argument names the tool, so a binary renamed `loop-linux-x64` still works).
+ * The tool a link name selects: `loop-<tool>` for a tool of the contract, else null (then the first
+ * argument names the tool, so a binary renamed `loop-linux-x64` still works).
  */
-export function toolFromName(self: string): string | null {
+export function toolFromName(self: string): keyof typeof DESCRIPTIONS | null {
   if (!self.startsWith("loop-")) return null;
-  const t = self.slice(5);
-  return Object.hasOwn(TOOLS, t) || (CONTRACT_TOOLS as readonly string[]).includes(t) ? t : null;
+  return toolFor(self.slice(5)) ?? null;
 }
 
 const USAGE = `loop ${VERSION}: drive a backlog of coding-agent work items, one crash-safe step at a time
@@ -83,32 +82,13 @@ async function fail(prog: string, message: string, args: string[] = []): Promise
   process.exitCode = 2;
 }
 
-/** What the contract tools this version does not have yet will do (docs/cli/README.md#tools); every one is built now. */
-const PLANNED: Record<string, string> = {};
-
-/**
- * A contract tool this version does not have yet: like every binary and link, it answers --version
- * and --help (exit 0, saying it is not available); anything else is exit 2 with that message.
- */
-async function unavailable(prog: string, name: string, args: string[] = []): Promise<void> {
-  const why = `tool "${name}" is not available in loop ${VERSION} yet (available: ${Object.keys(TOOLS).join(", ")})`;
-  if (args.length === 1 && args[0] === "--version") return print(`${VERSION}\n`);
-  if (args.length === 1 && (args[0] === "--help" || args[0] === "-h"))
-    return print(`${prog}: ${PLANNED[name] ?? name}\n\nNot available yet: ${why}.\nRun it and it exits 2 and does nothing.\n`);
-  return fail(prog, why, args);
-}
-
 async function entry(self: string, args: string[]): Promise<void> {
   const linked = toolFromName(self);
-  if (linked !== null && isTool(linked) && args.length === 1 && args[0] === "--version") {
+  if (linked !== null && args.length === 1 && args[0] === "--version") {
     await print(`${VERSION}\n`); // the fast path: nothing else is loaded
     return;
   }
-  if (linked !== null) {
-    const t = toolFor(linked);
-    if (t) return main(t, args, self);
-    return unavailable(self, linked, args);
-  }
+  if (linked !== null) return main(linked, args, self);
   const [first, ...rest] = args;
   // Hidden entries used by sessions: the compiled binary has no separate scripts to run.
   if (first === "__demo-agent") {
@@ -129,7 +109,6 @@ async function entry(self: string, args: string[]): Promise<void> {
     if (first === "help" && rest[0] !== undefined) {
       const t = toolFor(rest[0]);
       if (t) return main(t, ["--help"], `loop ${t}`);
-      if ((CONTRACT_TOOLS as readonly string[]).includes(rest[0])) return unavailable(`loop ${rest[0]}`, rest[0], ["--help"]);
       return fail("loop", `unknown tool ${JSON.stringify(rest[0])} (tools: ${Object.keys(TOOLS).join(", ")})`, rest);
     }
     await print(USAGE);
@@ -148,7 +127,6 @@ async function entry(self: string, args: string[]): Promise<void> {
     return;
   }
   if (t) return main(t, rest, `loop ${t}`);
-  if ((CONTRACT_TOOLS as readonly string[]).includes(first)) return unavailable(`loop ${first}`, first, rest);
   return fail("loop", `unknown tool ${JSON.stringify(first)} (tools: ${Object.keys(TOOLS).join(", ")})`, args);
 }
 
