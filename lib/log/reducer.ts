@@ -7,19 +7,9 @@ import { IllegalEventError } from "../shared/errors.ts";
 export { IllegalEventError } from "../shared/errors.ts";
 
 export type LoopState = "new" | "running" | "paused" | "stopped" | "drained";
-export type ItemStatus =
-  | "pending"
-  | "launching"
-  | "running"
-  | "ended"
-  | "needs_input"
-  | "passed"
-  | "failed"
-  | "skipped"
-  | "cancelled"
-  | "blocked"
-  | "landing_blocked"
-  | "withdrawn";
+/** Every status an item can have, in the order of its life (`loop export --status` takes these). */
+export const ITEM_STATUSES = ["pending", "launching", "running", "ended", "needs_input", "passed", "failed", "skipped", "cancelled", "blocked", "landing_blocked", "withdrawn"] as const;
+export type ItemStatus = (typeof ITEM_STATUSES)[number];
 
 export const IN_FLIGHT: readonly ItemStatus[] = ["launching", "running", "ended", "needs_input"];
 export const SETTLED: readonly ItemStatus[] = ["passed", "failed", "skipped", "cancelled", "blocked", "landing_blocked"];

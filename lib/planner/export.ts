@@ -1,7 +1,8 @@
 // `loop export`: loop.json's items with their status in the log (read-only), filtered by status.
 import { UsageError } from "../shared/errors.ts";
 import type { ItemStatus } from "../log/reducer.ts";
-import { itemStatuses, loadLoopDefinition, STATUSES } from "./loop-file.ts";
+import { itemStatuses, loadLoopDefinition } from "./loop-file.ts";
+import { ITEM_STATUSES as STATUSES } from "../log/reducer.ts";
 
 export interface ExportedItem {
   id: string;

@@ -11,7 +11,6 @@ import { statePaths } from "../shared/paths.ts";
 import { readProjection, withReadSnapshot } from "../log/snapshot.ts";
 import type { ItemStatus } from "../log/reducer.ts";
 
-export const STATUSES: readonly ItemStatus[] = ["pending", "launching", "running", "ended", "needs_input", "passed", "failed", "skipped", "cancelled", "blocked", "landing_blocked", "withdrawn"];
 
 export interface LoopFile {
   path: string;
