@@ -1,6 +1,6 @@
 // The direction of imports, checked by dependency-cruiser:
-//   cmd/ → lib/control, lib/reports, lib/planner → lib/step → lib/forge → lib/definition → lib/log
-//   → lib/shared
+//   cmd/ → lib/control, lib/reports, lib/planner → lib/step → lib/forge, lib/supervisor
+//   → lib/definition → lib/log → lib/shared
 // A folder imports its own files and the folders to its right, nothing else. `npm run lint:imports`
 // runs it; tests/architecture.test.ts runs it from `npm test`, and proves on a copy of the tree that
 // it fails on a planted upward import, cycle, sibling import, import of cmd/ and unplaced folder. Each rule lists the
@@ -47,11 +47,20 @@ module.exports = {
       to: { path: "^(lib|cmd)/", pathNot: "^lib/(forge|definition|log|shared)/" },
     },
     {
+      // Supervising processes (the agent's and verify's: starting, marking, observing, ending them,
+      // their output logs) is effects on whatever the tick decides: it never imports the tick, nor
+      // its sibling the forge.
+      name: "supervisor-imports-only-below",
+      severity: "error",
+      from: { path: "^lib/supervisor/" },
+      to: { path: "^(lib|cmd)/", pathNot: "^lib/(supervisor|definition|log|shared)/" },
+    },
+    {
       // A step decides and acts on the definition and the log; reports and control sit above it.
       name: "step-imports-only-below",
       severity: "error",
       from: { path: "^lib/step/" },
-      to: { path: "^(lib|cmd)/", pathNot: "^lib/(step|forge|definition|log|shared)/" },
+      to: { path: "^(lib|cmd)/", pathNot: "^lib/(step|forge|supervisor|definition|log|shared)/" },
     },
     {
       // The read verbs' reports and the operator's controls are siblings over the step: neither
@@ -59,7 +68,7 @@ module.exports = {
       name: "reports-and-control-import-only-below",
       severity: "error",
       from: { path: "^lib/(reports|control)/" },
-      to: { path: "^(lib|cmd)/", pathNot: ["^lib/(step|forge|definition|log|shared)/", "^lib/$1/"] },
+      to: { path: "^(lib|cmd)/", pathNot: ["^lib/(step|forge|supervisor|definition|log|shared)/", "^lib/$1/"] },
     },
     {
       // The planner (loop plan, add, export) sits beside control and reports: it reads the definition
@@ -68,7 +77,7 @@ module.exports = {
       name: "planner-imports-only-below",
       severity: "error",
       from: { path: "^lib/planner/" },
-      to: { path: "^(lib|cmd)/", pathNot: "^lib/(planner|step|forge|definition|log|shared)/" },
+      to: { path: "^(lib|cmd)/", pathNot: "^lib/(planner|step|forge|supervisor|definition|log|shared)/" },
     },
     {
       // Every library module sits in a folder placed in these rules: a new folder of lib/ (the forge,
@@ -78,7 +87,7 @@ module.exports = {
       severity: "error",
       from: {
         path: "^lib/",
-        pathNot: "^lib/(shared|log|definition|forge|step|reports|control|planner)/",
+        pathNot: "^lib/(shared|log|definition|forge|supervisor|step|reports|control|planner)/",
       },
       to: {},
     },

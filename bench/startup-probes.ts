@@ -51,7 +51,7 @@ const PROBES: Record<string, string | { src: string; flags: string[] }> = {
   "import lib/log/reducer.ts": `import * as m from ${JSON.stringify(join(ROOT, "lib", "log", "reducer.ts"))}; if (process.argv[2] === "x") console.log(m); console.log("0.1.0");`,
   "import lib/log/materialize.ts": `import * as m from ${JSON.stringify(join(ROOT, "lib", "log", "materialize.ts"))}; if (process.argv[2] === "x") console.log(m); console.log("0.1.0");`,
   "import lib/log/snapshot.ts": `import * as m from ${JSON.stringify(join(ROOT, "lib", "log", "snapshot.ts"))}; if (process.argv[2] === "x") console.log(m); console.log("0.1.0");`,
-  "import lib/step/liveness.ts": `import * as m from ${JSON.stringify(join(ROOT, "lib", "step", "liveness.ts"))}; if (process.argv[2] === "x") console.log(m); console.log("0.1.0");`,
+  "import lib/supervisor/liveness.ts": `import * as m from ${JSON.stringify(join(ROOT, "lib", "step", "liveness.ts"))}; if (process.argv[2] === "x") console.log(m); console.log("0.1.0");`,
   "import lib/definition/selectors.ts": `import * as m from ${JSON.stringify(join(ROOT, "lib", "definition", "selectors.ts"))}; if (process.argv[2] === "x") console.log(m); console.log("0.1.0");`,
   "import lib/log/store.ts": `import * as m from ${JSON.stringify(join(ROOT, "lib", "log", "store.ts"))}; if (process.argv[2] === "x") console.log(m); console.log("0.1.0");`,
   "import lib/reports/status.ts": `import * as m from ${JSON.stringify(join(ROOT, "lib", "reports", "status.ts"))}; if (process.argv[2] === "x") console.log(m); console.log("0.1.0");`,

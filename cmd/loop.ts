@@ -92,13 +92,13 @@ async function entry(self: string, args: string[]): Promise<void> {
   const [first, ...rest] = args;
   // Hidden entries used by sessions: the compiled binary has no separate scripts to run.
   if (first === "__demo-agent") {
-    const { runDemoAgent } = await import("../lib/step/demo-agent.ts");
+    const { runDemoAgent } = await import("../lib/supervisor/demo-agent.ts");
     process.exitCode = await runDemoAgent(process.env);
     return;
   }
   if (first === "__session") {
     // Exit explicitly: the wrapper's signal listeners would otherwise keep it alive.
-    const { runSessionWrapper } = await import("../lib/step/session-wrapper.ts");
+    const { runSessionWrapper } = await import("../lib/supervisor/session-wrapper.ts");
     process.exit(await runSessionWrapper(rest));
   }
   if (first === "--version" || first === "-V") {

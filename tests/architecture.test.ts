@@ -64,6 +64,8 @@ describe("the direction of imports", () => {
       plant("lib/definition/duration.ts", `import type { NormDefinition } from "./loop-json.ts";`); // a type-only cycle
       plant("lib/reports/diff.ts", `import { confirmOrRefuse } from "../control/confirm.ts";`); // a sibling
       plant("lib/forge/merge-gate.ts", `import { git } from "../step/git.ts";`); // upward from the forge
+      plant("lib/supervisor/tmux.ts", `import { launchFault } from "../step/faults.ts";`); // the supervisor importing the tick (faults.ts imports nothing: no cycle)
+      plant("lib/supervisor/self.ts", `import { openForge } from "../forge/open.ts";`); // the supervisor importing its sibling, the forge
       mkdirSync(join(dir, "lib/unplaced"));
       // A folder not placed in the rules, importing upward: nothing else would stop it.
       writeFileSync(join(dir, "lib/unplaced/draft.ts"), `import { applyCtl } from "../control/ctl.ts";\nexport const apply = applyCtl;\n`);
@@ -80,6 +82,8 @@ describe("the direction of imports", () => {
           "log-imports-only-shared: lib/log/store.ts → lib/step/git.ts",
           "reports-and-control-import-only-below: lib/reports/diff.ts → lib/control/confirm.ts",
           "step-imports-only-below: lib/step/planted.ts → cmd/registry.ts",
+          "supervisor-imports-only-below: lib/supervisor/self.ts → lib/forge/open.ts",
+          "supervisor-imports-only-below: lib/supervisor/tmux.ts → lib/step/faults.ts",
         ]);
         const cycles = found.filter((v) => v.startsWith("no-cycles:")).map(cycleKey).sort();
         expect(cycles).toEqual(["lib/definition/duration.ts lib/definition/loop-json.ts", "lib/step/git.ts lib/step/workspace.ts"]);

@@ -7,7 +7,7 @@ import type { ItemStatus, Projection } from "../log/reducer.ts";
 import { isInFlight, isSettled, itemOf } from "../log/reducer.ts";
 import { blockedBecauseOf, blockingDependency, gateItem } from "../step/decide.ts";
 import { closeSession, type CloseReport } from "../step/close.ts";
-import { graceMs } from "../step/sessions.ts";
+import { graceMs } from "../supervisor/sessions.ts";
 import { pidAlive } from "../shared/process.ts";
 import { dbPath, readProjection, Store, StoreError, withReadSnapshot } from "../log/store.ts";
 import { repoTop } from "../step/workspace.ts";

@@ -1,5 +1,5 @@
 // Comments as commands and replies (docs/forge.md#comments), decided on plain data: which
-// comments are loop's own, what a comment asks for, who may ask. The step (lib/step/forge-comments.ts)
+// comments are loop's own, what a comment asks for, who may ask. The step (lib/step/forge/comments.ts)
 // carries the decisions out.
 
 /** The hidden marker every comment loop posts carries; a comment holding it is dropped before anything else. */

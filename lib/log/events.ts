@@ -75,7 +75,7 @@ const SESSION_STARTED = v.strictObject({
   resumed: v.boolean(),
 });
 
-/** What a session runs under (lib/step/scope.ts SessionMechanism). */
+/** What a session runs under (lib/supervisor/scope.ts SessionMechanism). */
 const MECHANISM = v.union([
   v.strictObject({ kind: v.literal("systemd_scope"), unit: Str, manager: v.picklist(["system", "user"]) }),
   v.strictObject({ kind: v.literal("process_group"), why: Str }),

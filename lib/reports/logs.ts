@@ -1,6 +1,6 @@
 // `loop logs`: an attempt's agent output (or verify output), found from the log without writing
 // anything (a read snapshot, like status), printed as it is on disk, or followed while the
-// attempt's session lives. Following keeps going across the output cap's cuts (lib/step/output-log.ts):
+// attempt's session lives. Following keeps going across the output cap's cuts (lib/supervisor/output-log.ts):
 // it counts the output it has printed, and after the file is replaced it goes on from the same
 // place in the new one, printing one marker for whatever was dropped before it got there.
 import { closeSync, constants as fsConstants, fstatSync, openSync, readSync, statSync } from "node:fs";
@@ -11,9 +11,9 @@ import { resolveSelectorsIn } from "../definition/selectors.ts";
 import { sessionDir } from "../shared/paths.ts";
 import { readJsonOrNull } from "../shared/fsutil.ts";
 import { UnknownItemError, UsageError } from "../shared/errors.ts";
-import { SESSION_FILES } from "../step/session-wrapper.ts";
-import { DEFAULT_OUTPUT_CAP, MARKER_READ, markerLine, outputLayout, parseMarker } from "../step/output-log.ts";
-import { sessionAlive } from "../step/liveness.ts";
+import { SESSION_FILES } from "../supervisor/session-wrapper.ts";
+import { DEFAULT_OUTPUT_CAP, MARKER_READ, markerLine, outputLayout, parseMarker } from "../supervisor/output-log.ts";
+import { sessionAlive } from "../supervisor/liveness.ts";
 
 export type LogKind = "output" | "verify";
 

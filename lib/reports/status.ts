@@ -12,12 +12,12 @@ import { headOf, readLoopRow, readProjection, withReadSnapshot } from "../log/sn
 import { statePaths } from "../shared/paths.ts";
 import { jsonText, stateDocument } from "../log/documents.ts";
 import { jsonDiff } from "./diff.ts";
-import { sessionAlive } from "../step/liveness.ts";
+import { sessionAlive } from "../supervisor/liveness.ts";
 import { resolveSelectorsIn } from "../definition/selectors.ts";
 import { isInFlight, type ItemStatus, type LoopState, type Projection } from "../log/reducer.ts";
 import type { Finding } from "../log/integrity.ts";
 import { type Waiting, waitingReasons } from "../step/decide.ts";
-import { tmuxAttachCommand } from "../step/tmux.ts";
+import { tmuxAttachCommand } from "../supervisor/tmux.ts";
 import type { Database } from "bun:sqlite";
 import { dirname, join } from "node:path";
 import { ownershipFinding, type ProjectIdentity } from "../log/ownership.ts";

@@ -214,7 +214,7 @@ export class UnsupportedSchemaError extends LoopError {
   readonly exit = EXIT.problem;
 }
 
-/** A malformed `@demo` line in a handoff (lib/step/demo-agent.ts); the demo agent prints it and exits 2. */
+/** A malformed `@demo` line in a handoff (lib/supervisor/demo-agent.ts); the demo agent prints it and exits 2. */
 export class DemoDirectiveError extends LoopError {
   override name = "DemoDirectiveError";
   readonly code = "internal";

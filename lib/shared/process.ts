@@ -106,7 +106,7 @@ export async function killGroup(pgid: number, graceMs: number): Promise<"not_run
 // ---------------------------------------------------------------------------------------------
 // Session marks. A process that leaves its session's group (setsid, a double fork, a daemonizing
 // tool) escapes killGroup, but it keeps the environment it was started with: every session's
-// processes carry LOOP_SESSION_MARK=<the session's id> (lib/step/sessions.ts startSession), and
+// processes carry LOOP_SESSION_MARK=<the session's id> (lib/supervisor/sessions.ts startSession), and
 // the close path ends every process of this user that carries the mark of the session it closes.
 
 /** The variable that marks a session's processes; its value is the session's id. */

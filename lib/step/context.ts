@@ -11,7 +11,7 @@ import type { Lease, Store } from "../log/store.ts";
 import type { COMMIT_LABELS } from "../shared/failpoint.ts";
 import { type StatePaths, statePaths } from "../shared/paths.ts";
 import { closeSession, type CloseReport } from "./close.ts";
-import { graceMs } from "./sessions.ts";
+import { graceMs } from "../supervisor/sessions.ts";
 import { repoTop } from "./workspace.ts";
 
 export type CommitLabel = (typeof COMMIT_LABELS)[number];

@@ -4,6 +4,7 @@
 // effects out.
 import type { ItemState, ItemStatus, LoopState, Projection } from "../log/reducer.ts";
 import { isInFlight, isSettled, itemOf } from "../log/reducer.ts";
+import type { SessionObservation } from "../supervisor/sessions.ts";
 
 export type NextWork =
   | { kind: "launch"; item: string }
@@ -215,26 +216,6 @@ export function hasOpenWork(p: Projection): boolean {
 // ---------------------------------------------------------------------------------------------
 // Classifying a session from the outside (docs/cli/loop-run.md, step 5, in this order).
 
-export interface SessionObservation {
-  /** The session folder and its launch record exist and name a process or tmux target. */
-  recordPresent: boolean;
-  /** exit.json written by the session wrapper when the agent ended. */
-  exit: { code: number | null; signal: string | null } | null;
-  /** Non-empty text of the ask file. */
-  question: string | null;
-  /** Why something in the ask file's place was not read (a link, a FIFO), or null. */
-  askIgnored?: string | null;
-  /** The wrapper wrote its started marker (the agent process was spawned). */
-  started: boolean;
-  alive: boolean;
-  /** Epoch ms of the last output growth that showed progress (lib/step/progress.ts), or null without any. */
-  lastOutputAt: number | null;
-  startedAt: number;
-  reservedAt: number;
-  now: number;
-  timeouts: { launch: number; stall: number };
-}
-
 export type SessionVerdict =
   | { kind: "lost"; reason: string }
   | { kind: "needs_input"; question: string }
@@ -429,35 +410,4 @@ export function attention(p: Projection): Attention[] {
     out.push({ kind: "failed", item: null, reason: `the loop drained Failed: ${names}`, slot: "failed", key: `failed:${p.loop.drainedSeq}` });
   }
   return out;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Progress: output that only says the agent is waiting (a CLI retrying a lost connection forever,
-// printing a line a minute) must not hold off the stall deadline (docs/cli/loop-run.md#deadlines).
-
-/** Lines that say an agent waits rather than works. */
-export const WAITING_LINE = /\b(?:reconnecting|retrying|retry(?:ing)? in|waiting for (?:network|connection|the server)|rate[- ]limit(?:ed)?|backing off|stream disconnected|connection (?:refused|reset|lost|error))\b/i;
-
-/** A line with its digits masked: counters, timers and timestamps do not make it new. */
-function lineShape(line: string): string {
-  return line.trim().replace(/\d+/g, "#");
-}
-
-/**
- * Whether output appended since the last look is progress. It is not when every new non-blank
- * line repeats the line before it (digits masked) or matches WAITING_LINE; blank growth is no
- * progress either. `lastLine` carries the last non-blank line to the next look.
- */
-export function outputShowsProgress(newText: string, previousLine: string | null): { progress: boolean; lastLine: string | null } {
-  let prev = previousLine === null ? null : lineShape(previousLine);
-  let last = previousLine;
-  let progress = false;
-  for (const raw of newText.split("\n")) {
-    if (raw.trim() === "") continue;
-    const shape = lineShape(raw);
-    if (shape !== prev && !WAITING_LINE.test(raw)) progress = true;
-    prev = shape;
-    last = raw.trim();
-  }
-  return { progress, lastLine: last === null ? null : last.slice(0, 2000) };
 }

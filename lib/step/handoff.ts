@@ -7,7 +7,7 @@ export interface HandoffInput {
   attempt: number;
   branch: string;
   askFile: string;
-  /** The forge issue's title, body and thread, already fenced as untrusted text (lib/step/forge-launch.ts). */
+  /** The forge issue's title, body and thread, already fenced as untrusted text (lib/step/forge/issue-context.ts). */
   forgeContext?: string | null;
 }
 

@@ -18,8 +18,8 @@ import { ensureAgentExcludes, probeLaunchFault, resolveProgram, sessionPath } fr
 import { classifyLaunchError, type EnvironmentFault, faultReason } from "./faults.ts";
 import { git, gitTry, revParse } from "./git.ts";
 import { buildHandoff } from "./handoff.ts";
-import { selfArgv } from "./self.ts";
-import { readOutputHead, SESSION_FILES, sessionMark, startSession, tmuxSessionName } from "./sessions.ts";
+import { selfArgv } from "../supervisor/self.ts";
+import { readOutputHead, SESSION_FILES, sessionMark, startSession, tmuxSessionName } from "../supervisor/sessions.ts";
 import { ensureWorktree, startPointFor } from "./workspace.ts";
 
 /** Where and as what the next attempt of an item runs; fixed before the reservation records it. */
@@ -34,7 +34,7 @@ interface AttemptPlan {
   previous: SessionRecord | null;
   /** Replies not delivered yet, joined. */
   reply: string;
-  /** The forge issue's context for the handoff (lib/step/forge-launch.ts), or null. */
+  /** The forge issue's context for the handoff (lib/step/forge/issue-context.ts), or null. */
   forgeContext?: string | null;
 }
 

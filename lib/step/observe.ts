@@ -6,7 +6,7 @@ import { join } from "node:path";
 import type { ItemState } from "../log/reducer.ts";
 import { append, closeInStep, type StepContext, type StepOutcome } from "./context.ts";
 import { classifySession } from "./decide.ts";
-import { adoptable, observeSession, SESSION_FILES } from "./sessions.ts";
+import { adoptable, observeSession, SESSION_FILES } from "../supervisor/sessions.ts";
 
 /** A reserved attempt whose start is not recorded: adopt the wrapper, wait for it, or fail the launch. */
 export function observeLaunching(ctx: StepContext, it: ItemState): StepOutcome | null {

@@ -20,7 +20,7 @@ import { append, createStepContext, materialize, projection, recordTransition, r
 import { afterSession, type Attention, attention, hasOpenWork, nextWork } from "./decide.ts";
 import { definitionWarnings } from "./environment.ts";
 import { type NotifyReport, notifyPhase } from "./notify.ts";
-import { selfArgv } from "./self.ts";
+import { selfArgv } from "../supervisor/self.ts";
 import { launchAttempt } from "./launch.ts";
 import { observeLaunching, observeRunning } from "./observe.ts";
 import { verifyAttempt } from "./verify.ts";
@@ -100,7 +100,7 @@ async function advanceLoop(ctx: StepContext): Promise<StepOutcome> {
     let forgeContext: string | null = null;
     if (ctx.def.forge) {
       // Only a loop with a forge loads its modules (docs/forge.md).
-      const { prepareForgeLaunch } = await import("./forge-launch.ts");
+      const { prepareForgeLaunch } = await import("./forge/issue-context.ts");
       const f = await prepareForgeLaunch(ctx, p.items[next.item]!);
       if (f.kind === "wait") return { action: "waiting", item: null, reason: f.reason };
       if (f.kind === "skip") {
@@ -140,7 +140,7 @@ async function advanceItem(ctx: StepContext, it: ItemState): Promise<StepOutcome
           return verifyAttempt(ctx, it);
         case "land":
           if (ctx.def.forge && ctx.def.landing !== "none") {
-            const { landThroughForge } = await import("./land-forge.ts");
+            const { landThroughForge } = await import("./forge/land.ts");
             return landThroughForge(ctx, it);
           }
           landAttempt(ctx, it);
@@ -194,14 +194,14 @@ export async function runStep(options: StepOptions): Promise<RunResult> {
       materialize(ctx);
       importDefinition(ctx);
       if (def.forge) {
-        const { pollComments } = await import("./forge-comments.ts");
+        const { pollComments } = await import("./forge/comments.ts");
         await pollComments(ctx);
       }
       outcome = await advanceLoop(ctx);
       notifications = await notifyPhase(ctx);
       if (ctx.transitions.length) materialize(ctx); // the first call already repaired the files
     } finally {
-      if (def.forge) (await import("./forge-link.ts")).saveForgeLink(ctx);
+      if (def.forge) (await import("./forge/link.ts")).saveForgeLink(ctx);
       store.releaseLease(got.lease);
     }
     const p = store.projection();

@@ -4,7 +4,7 @@
 //
 // The item's verify command is a detached process observed like the agent's session, never waited
 // on: it is reserved (verify_reserved, under the key verify:<item>:e<epoch>:a<n>, so one attempt
-// has one verify, ever), started through the session wrapper (lib/step/verify-command.ts) and
+// has one verify, ever), started through the session wrapper (lib/supervisor/verify-command.ts) and
 // recorded (verify_started, with its deadline); the step then stops, `waiting`. Later steps observe
 // it: ended → verify_finished; past its deadline → ended through the close path and recorded timed
 // out; gone without an exit status → failed. Without a command (`verify: false`) nothing runs: the
@@ -16,12 +16,12 @@ import type { ItemState, VerifyRun } from "../log/reducer.ts";
 import { GitError } from "../shared/errors.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { readTextOrNull } from "../shared/fsutil.ts";
-import { endVerifyRun } from "./close.ts";
+import { endVerifyRun } from "../supervisor/end.ts";
 import { append, repoOf, type StepContext, type StepOutcome } from "./context.ts";
 import { classifyVerify, classifyVerifyStart, verifyExitVerdict } from "./decide.ts";
-import { graceMs, SESSION_FILES, sessionMark } from "./sessions.ts";
-import { endVerify, readVerifyExit, startVerify, verifyAlive, verifyLogSummary, verifySpawnEvidence, type VerifyProcess } from "./verify-command.ts";
-import type { SessionMechanism } from "./scope.ts";
+import { graceMs, SESSION_FILES, sessionMark } from "../supervisor/sessions.ts";
+import { endVerify, readVerifyExit, startVerify, verifyAlive, verifyLogSummary, verifySpawnEvidence, type VerifyProcess } from "../supervisor/verify-command.ts";
+import type { SessionMechanism } from "../supervisor/scope.ts";
 import { commitLeftovers, commitsAhead, startPointFor } from "./workspace.ts";
 
 type VerifyPayload = Payload<"verify_finished">;

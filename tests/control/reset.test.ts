@@ -3,13 +3,13 @@
 // states its Given / When / Then, and ends (scenario()) with `loop status` and `loop replay`
 // exiting 0 and no session process left. The pure planner is tested in reset-plan.test.ts; crashes
 // at every boundary in tests/step/failpoints.test.ts (scenario "reset"); processes that leave their
-// group in tests/step/orphans.test.ts.
+// group in tests/supervisor/orphans.test.ts.
 import { describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { processStartTime } from "../../lib/shared/process.ts";
-import { tmuxSessionName } from "../../lib/step/sessions.ts";
+import { tmuxSessionName } from "../../lib/supervisor/sessions.ts";
 import { Store } from "../../lib/log/store.ts";
 import { demoDefinition, git, gitOk, pollUntil, type Project, scenario } from "../helpers/project.ts";
 import { snapshotTree } from "../helpers/fs.ts";

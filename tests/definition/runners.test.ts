@@ -2,8 +2,8 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseDemoDirectives, runDemoAgent } from "../../lib/step/demo-agent.ts";
-import { readOutputHead, SESSION_FILES } from "../../lib/step/sessions.ts";
+import { parseDemoDirectives, runDemoAgent } from "../../lib/supervisor/demo-agent.ts";
+import { readOutputHead, SESSION_FILES } from "../../lib/supervisor/sessions.ts";
 import {
   buildRunnerCommand,
   conversationIdFromLog,

@@ -10,7 +10,7 @@ export const STEERING = [
   // Whether claude may run as root (lib/step/environment.ts): a caller's value would hide the check.
   "IS_SANDBOX",
   "CLAUDE_CODE_BUBBLEWRAP",
-  // Where a session's systemd user manager is found (lib/step/scope.ts).
+  // Where a session's systemd user manager is found (lib/supervisor/scope.ts).
   "XDG_RUNTIME_DIR",
   // Colour: NO_COLOR is set again below; FORCE_COLOR and CI change citty's colour detection.
   "NO_COLOR",

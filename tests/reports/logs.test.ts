@@ -7,7 +7,7 @@ import { spawnSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { printLog, type LogTarget } from "../../lib/reports/logs.ts";
-import { CappedLog, markerLine, MIN_OUTPUT_CAP, outputLayout } from "../../lib/step/output-log.ts";
+import { CappedLog, markerLine, MIN_OUTPUT_CAP, outputLayout } from "../../lib/supervisor/output-log.ts";
 import { snapshotTree, TempDirs } from "../helpers/fs.ts";
 import { BUN, LOOP, cliEnv, demoDefinition, pollUntil, type Project, scenario } from "../helpers/project.ts";
 import { shq } from "../helpers/loop-harness.ts";

@@ -17,13 +17,13 @@ import {
   failedReason,
   type NextWork,
   nextWork,
-  type SessionObservation,
   type VerifyObservation,
   type VerifyStartObservation,
   verifyExitVerdict,
   waitingReasons,
   waitView,
 } from "../../lib/step/decide.ts";
+import type { SessionObservation } from "../../lib/supervisor/sessions.ts";
 import { fold, type ItemState, type Projection } from "../../lib/log/reducer.ts";
 import {
   closed,

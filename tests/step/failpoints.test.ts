@@ -339,7 +339,7 @@ async function ctlVerifyScenario(l: LoopUnderTest, o: { repeat?: boolean } = {})
 
 const labels = (names: readonly string[]) => names.flatMap((n) => [`${n}:before_commit`, `${n}:after_commit`]);
 
-/** Failpoints only a loop with a forge reaches, proven against the fake GitHub (tests/step/forge-landing.test.ts). */
+/** Failpoints only a loop with a forge reaches, proven against the fake GitHub (tests/step/forge/landing.test.ts). */
 const FORGE_FAILPOINTS = ["landing:after_push", "landing:after_pr", "landing:before_merge_call", "landing:after_merge_call", "forge:before_commit", "forge:after_commit"];
 
 /** Which scenario proves each failpoint: the first loop command that passes the point dies there. */
@@ -379,8 +379,8 @@ async function runCase(fp: string, scenario: ScenarioName): Promise<void> {
 
 describe("failpoints", () => {
   test("every failpoint has a scenario, exactly once per scenario", () => {
-    // The forge's failpoints need the fake GitHub: tests/step/forge-landing.test.ts proves them.
-    const forgeTest = readFileSync(join(REPO, "tests", "step", "forge-landing.test.ts"), "utf8");
+    // The forge's failpoints need the fake GitHub: tests/step/forge/landing.test.ts proves them.
+    const forgeTest = readFileSync(join(REPO, "tests", "step", "forge", "landing.test.ts"), "utf8");
     for (const n of FORGE_FAILPOINTS) expect(forgeTest, n).toContain(`"${n}"`);
     const covered = new Set([...CASES.map(([n]) => n), ...FORGE_FAILPOINTS]);
     expect([...covered].sort()).toEqual([...FAILPOINTS].sort());

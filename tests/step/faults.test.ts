@@ -9,9 +9,10 @@ import { join } from "node:path";
 import type { EventDraft } from "../../lib/log/events.ts";
 import { fold, IllegalEventError, type Projection } from "../../lib/log/reducer.ts";
 import { provenConversation } from "../../lib/definition/runners.ts";
-import { attention, outputShowsProgress } from "../../lib/step/decide.ts";
+import { attention } from "../../lib/step/decide.ts";
+import { outputShowsProgress } from "../../lib/supervisor/waiting.ts";
 import { aiderCanChooseModel, classifyLaunchError, type FaultKind, type LaunchFacts, launchFault } from "../../lib/step/faults.ts";
-import { lastProgressAt, PROGRESS_FILE } from "../../lib/step/progress.ts";
+import { lastProgressAt, PROGRESS_FILE } from "../../lib/supervisor/progress.ts";
 import { stepExitCode } from "../../lib/step/step.ts";
 import { closed, definition, drained, ended, itemDef, landed, launch, LogBuilder, loopStarted, settled, started, verified } from "../helpers/events.ts";
 

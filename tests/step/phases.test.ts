@@ -17,7 +17,7 @@ import { afterSession } from "../../lib/step/decide.ts";
 import { landAttempt } from "../../lib/step/land.ts";
 import { launchAttempt } from "../../lib/step/launch.ts";
 import { observeRunning } from "../../lib/step/observe.ts";
-import { SESSION_FILES, startSession } from "../../lib/step/sessions.ts";
+import { SESSION_FILES, startSession } from "../../lib/supervisor/sessions.ts";
 import { failAttempt, settleAttempt } from "../../lib/step/settle.ts";
 import { verifyAttempt } from "../../lib/step/verify.ts";
 import { ensureWorktree } from "../../lib/step/workspace.ts";

@@ -7,9 +7,9 @@
 import { afterEach, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { LOOP_MARKER } from "../../lib/forge/comments.ts";
-import { demoDefinition, git, Project } from "../helpers/project.ts";
-import { type FakeGitHub, startFakeGitHub } from "../helpers/fake-github.ts";
+import { LOOP_MARKER } from "../../../lib/forge/comments.ts";
+import { demoDefinition, git, Project } from "../../helpers/project.ts";
+import { type FakeGitHub, startFakeGitHub } from "../../helpers/fake-github.ts";
 
 const open: { p: Project; gh: FakeGitHub }[] = [];
 afterEach(() => {

@@ -1,10 +1,10 @@
 // The session wrapper: `loop __session <dir>`, started detached (its own process group) by the
 // step. It runs the agent with the launch record's argv, cwd and env, pipes the agent's output to
-// output.log, bounded by the launch record's cap (lib/step/output-log.ts), and to the tmux pane
+// output.log, bounded by the launch record's cap (lib/supervisor/output-log.ts), and to the tmux pane
 // when tee is on, writes started.json once the agent is spawned and exit.json when it ends. A
 // missing exit.json after the wrapper is gone means "lost".
 // `loop __session <dir> verify` is the same for an attempt's verify command, with the files of
-// VERIFY_FILES in the same folder (lib/step/verify-command.ts), so verify is observed like a session.
+// VERIFY_FILES in the same folder (lib/supervisor/verify-command.ts), so verify is observed like a session.
 // The agent (or verify command) inherits the session's mark (LOOP_SESSION_MARK), by which the close
 // path finds every process of the session, even one that left its process group.
 import { join } from "node:path";

@@ -264,7 +264,7 @@ export async function endScope(record: ScopeRecord, graceMs: number, o: { cgroup
 /**
  * Start a session's (or verify's) wrapper (`command`) detached, in a scope of its own when the
  * decision says so; the scope's record goes in `dir` under the target's role (SCOPE_FILES).
- * `spawn` is the caller's detached spawn (lib/step/sessions.ts): it returns the pid. A scope that
+ * `spawn` is the caller's detached spawn (lib/supervisor/sessions.ts): it returns the pid. A scope that
  * cannot start falls back to a process group (recorded with why), unless LOOP_SESSION_SCOPE=systemd
  * demands one: then the launch fails with systemd-run's message.
  */

@@ -12,16 +12,16 @@
 // first sight, so what was there before is context, not a delivery. Edited old comments come back
 // with `since` and stay below the mark.
 import { join } from "node:path";
-import { commentIntent, isLoopsOwn, loopComment, type CommentVerb } from "../forge/comments.ts";
-import type { ForgeComment } from "../forge/provider.ts";
-import { fenced, TEXT_CAP, capped, sanitizeLine } from "../forge/untrusted.ts";
-import type { EventDraft } from "../log/events.ts";
-import { isInFlight, isSettled, type ItemState, type Projection } from "../log/reducer.ts";
-import { writeFileAtomic } from "../shared/fsutil.ts";
-import { append, closeInStep, projection, type StepContext } from "./context.ts";
-import { issueOf } from "./forge-launch.ts";
-import { forgeLink, type ForgeLink } from "./forge-link.ts";
-import { SESSION_FILES } from "./sessions.ts";
+import { commentIntent, isLoopsOwn, loopComment, type CommentVerb } from "../../forge/comments.ts";
+import type { ForgeComment } from "../../forge/provider.ts";
+import { fenced, TEXT_CAP, capped, sanitizeLine } from "../../forge/untrusted.ts";
+import type { EventDraft } from "../../log/events.ts";
+import { isInFlight, isSettled, type ItemState, type Projection } from "../../log/reducer.ts";
+import { writeFileAtomic } from "../../shared/fsutil.ts";
+import { append, closeInStep, projection, type StepContext } from "../context.ts";
+import { issueOf } from "./issue-context.ts";
+import { forgeLink, type ForgeLink } from "./link.ts";
+import { SESSION_FILES } from "../../supervisor/sessions.ts";
 
 /** Poll the repository's comments (when the interval has passed) and act on the new ones. */
 export async function pollComments(ctx: StepContext): Promise<void> {

@@ -7,8 +7,8 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { demoDefinition, git, Project } from "../helpers/project.ts";
-import { type FakeGitHub, startFakeGitHub } from "../helpers/fake-github.ts";
+import { demoDefinition, git, Project } from "../../helpers/project.ts";
+import { type FakeGitHub, startFakeGitHub } from "../../helpers/fake-github.ts";
 
 const TOKEN = "ghs_fakeTokenThatMustNotLeak42";
 const open: { p: Project; gh: FakeGitHub }[] = [];

@@ -1,4 +1,4 @@
-// Sessions and verify commands in a systemd scope (lib/step/scope.ts): the decision as plain data,
+// Sessions and verify commands in a systemd scope (lib/supervisor/scope.ts): the decision as plain data,
 // the argv, the launch through a stand-in systemd-run (which execs its command, as the real one
 // does once the scope exists, or refuses), a verify's scope beside its session's, the close path
 // ending every process of a cgroup (setsid'd ones too), and, for real on this machine, the fallback
@@ -18,8 +18,8 @@ import {
   scopeUnitName,
   type SystemdFacts,
   writeScopeRecord,
-} from "../../lib/step/scope.ts";
-import { endVerify } from "../../lib/step/verify-command.ts";
+} from "../../lib/supervisor/scope.ts";
+import { endVerify } from "../../lib/supervisor/verify-command.ts";
 import { pidAlive, processStartTime } from "../../lib/shared/process.ts";
 import { TempDirs } from "../helpers/fs.ts";
 import { demoDefinition, pollUntil, Project, scenario } from "../helpers/project.ts";

@@ -4,12 +4,12 @@
 // and their bodies, the comment cursor, when a rate limit ends). Losing the file costs requests,
 // never correctness: what was acted on is in the log.
 import { join } from "node:path";
-import type { ConditionalCache, ForgeFailure, ForgeProvider } from "../forge/provider.ts";
-import { describeFailure } from "../forge/provider.ts";
-import { openForge } from "../forge/open.ts";
-import { authorized } from "../forge/comments.ts";
-import { readJsonOrNull, writeFileAtomic } from "../shared/fsutil.ts";
-import type { StepContext } from "./context.ts";
+import type { ConditionalCache, ForgeFailure, ForgeProvider } from "../../forge/provider.ts";
+import { describeFailure } from "../../forge/provider.ts";
+import { openForge } from "../../forge/open.ts";
+import { authorized } from "../../forge/comments.ts";
+import { readJsonOrNull, writeFileAtomic } from "../../shared/fsutil.ts";
+import type { StepContext } from "../context.ts";
 
 interface CacheFile {
   etags: Record<string, { etag: string; body: unknown }>;

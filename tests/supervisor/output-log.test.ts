@@ -1,11 +1,11 @@
-// The bounded output log (lib/step/output-log.ts): the head and the latest output are kept with a
+// The bounded output log (lib/supervisor/output-log.ts): the head and the latest output are kept with a
 // marker counting what was dropped between them, the file never outgrows the cap (nor do the old
 // and the new file together while it is cut), a reader holding the file before a cut reads a
 // complete file, and a cut file still shows output growth to the stall detector.
 import { afterAll, describe, expect, test } from "bun:test";
 import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { CappedLog, DEFAULT_OUTPUT_CAP, markerLine, MIN_OUTPUT_CAP, outputCapFrom, outputLayout, parseMarker, parseSize } from "../../lib/step/output-log.ts";
+import { CappedLog, DEFAULT_OUTPUT_CAP, markerLine, MIN_OUTPUT_CAP, outputCapFrom, outputLayout, parseMarker, parseSize } from "../../lib/supervisor/output-log.ts";
 import { TempDirs } from "../helpers/fs.ts";
 import { demoDefinition, scenario } from "../helpers/project.ts";
 

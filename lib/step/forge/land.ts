@@ -5,18 +5,18 @@
 // recorded, head moved, waiting for something else, merged, blocked), never polls. A kill anywhere
 // is recovered from the forge's own state: the PR is found by its branch before one is opened, and
 // a merged PR is read as merged before a merge is asked for, so nothing is done twice.
-import type { Payload } from "../log/events.ts";
-import type { ItemState } from "../log/reducer.ts";
-import type { ForgeFailure, ForgePull } from "../forge/provider.ts";
-import { AUTO_MERGE_VAR, autoMergeAllowed } from "../forge/auto-merge.ts";
-import { mergeGate, notMergeableIsWait } from "../forge/merge-gate.ts";
-import { sanitizeLine } from "../forge/untrusted.ts";
-import { formatDuration } from "../definition/duration.ts";
-import { GitError } from "../shared/errors.ts";
-import { failpoint } from "../shared/failpoint.ts";
-import { append, repoOf, type StepContext, type StepOutcome } from "./context.ts";
-import { forgeLink, type ForgeLink } from "./forge-link.ts";
-import { gitTry } from "./git.ts";
+import type { Payload } from "../../log/events.ts";
+import type { ItemState } from "../../log/reducer.ts";
+import type { ForgeFailure, ForgePull } from "../../forge/provider.ts";
+import { AUTO_MERGE_VAR, autoMergeAllowed } from "../../forge/auto-merge.ts";
+import { mergeGate, notMergeableIsWait } from "../../forge/merge-gate.ts";
+import { sanitizeLine } from "../../forge/untrusted.ts";
+import { formatDuration } from "../../definition/duration.ts";
+import { GitError } from "../../shared/errors.ts";
+import { failpoint } from "../../shared/failpoint.ts";
+import { append, repoOf, type StepContext, type StepOutcome } from "../context.ts";
+import { forgeLink, type ForgeLink } from "./link.ts";
+import { gitTry } from "../git.ts";
 
 type Landing = Omit<Payload<"landing_finished">, "attempt" | "branch">;
 

@@ -11,10 +11,30 @@ import { type LaunchRecord, SESSION_FILES, type WrapperKind, wrapperFiles } from
 import { selfArgv } from "./self.ts";
 import { outputCapFrom } from "./output-log.ts";
 import { launchDetached, type ScopeTarget, type SessionMechanism } from "./scope.ts";
-import type { SessionObservation } from "./decide.ts";
 import type { AttemptRecord, SessionRecord } from "../log/reducer.ts";
 
 export { SESSION_FILES };
+
+/** What a look from outside saw of a session; lib/step/decide.ts classifySession judges it. */
+export interface SessionObservation {
+  /** The session folder and its launch record exist and name a process or tmux target. */
+  recordPresent: boolean;
+  /** exit.json written by the session wrapper when the agent ended. */
+  exit: { code: number | null; signal: string | null } | null;
+  /** Non-empty text of the ask file. */
+  question: string | null;
+  /** Why something in the ask file's place was not read (a link, a FIFO), or null. */
+  askIgnored?: string | null;
+  /** The wrapper wrote its started marker (the agent process was spawned). */
+  started: boolean;
+  alive: boolean;
+  /** Epoch ms of the last output growth that showed progress (lib/supervisor/progress.ts), or null without any. */
+  lastOutputAt: number | null;
+  startedAt: number;
+  reservedAt: number;
+  now: number;
+  timeouts: { launch: number; stall: number };
+}
 
 export function tmuxSessionName(loopName: string, item: string, attempt: number, epoch = 0): string {
   // tmux forbids '.' and ':' in session names. After a reset (epoch > 0) the name carries the epoch,
@@ -84,7 +104,7 @@ export function startSession(o: {
     return child.pid;
   };
   const env = { ...process.env, ...marked };
-  // In a systemd scope of its own where there is systemd, else a process group (lib/step/scope.ts).
+  // In a systemd scope of its own where there is systemd, else a process group (lib/supervisor/scope.ts).
   if (!o.scope) return { pid: spawn(wrapper, env, null), tmux: null, mechanism: null };
   // The role names the unit and the record files: a verify's must never be taken for its session's.
   if (o.scope.role !== kind) throw new Error(`a ${kind} cannot start in a scope meant for a ${o.scope.role}`);
@@ -104,7 +124,7 @@ export function observeSession(s: SessionRecord, a: AttemptRecord, timeouts: { l
   const asked = ask.kind === "ok" ? ask.bytes.toString("utf8").trim() : "";
   const question = asked ? (asked.length > 4000 ? `${sliceText(asked, 0, 4000)}…` : asked) : null;
   const askIgnored = ask.kind === "error" ? `its ask file ${askPath} was not read: ${ask.message}` : null;
-  // Output growth that only says the agent waits is no progress (lib/step/progress.ts); no output
+  // Output growth that only says the agent waits is no progress (lib/supervisor/progress.ts); no output
   // yet: the stall deadline counts from the start.
   const lastOutputAt = lastProgressAt(dir, SESSION_FILES.output);
   const alive = sessionAlive(s);

@@ -2,12 +2,12 @@
 // and its comments. A closed issue is not launched (the item settles skipped, saying so); an open
 // one gives the handoff its title, body and thread as fenced, untrusted text. The first sight of
 // the thread baselines it: the comments already there are context, never new deliveries.
-import { parseRef } from "../definition/refs.ts";
-import { fenced, sanitizeLine } from "../forge/untrusted.ts";
-import type { ItemState } from "../log/reducer.ts";
-import { append, type StepContext } from "./context.ts";
-import { forgeLink } from "./forge-link.ts";
-import { isLoopsOwn } from "../forge/comments.ts";
+import { parseRef } from "../../definition/refs.ts";
+import { fenced, sanitizeLine } from "../../forge/untrusted.ts";
+import type { ItemState } from "../../log/reducer.ts";
+import { append, type StepContext } from "../context.ts";
+import { forgeLink } from "./link.ts";
+import { isLoopsOwn } from "../../forge/comments.ts";
 
 export type ForgeLaunch = { kind: "launch"; context: string | null } | { kind: "skip"; reason: string } | { kind: "wait"; reason: string };
 

@@ -1,4 +1,4 @@
-// What a session sees and leaves, through `loop run` (lib/step/sessions.ts, session-wrapper.ts):
+// What a session sees and leaves, through `loop run` (lib/supervisor/sessions.ts, session-wrapper.ts):
 // the ask file is read only as the file the agent wrote (never through a link in its place), the
 // agent's environment carries no LOOP_FAILPOINT, and a failed item's reason counts failed attempts,
 // not attempts (a question spends none).

@@ -1,11 +1,11 @@
 // When an agent last made progress, as the stall deadline counts it: the last time its output grew
-// with something other than waiting (lib/step/decide.ts outputShowsProgress). A small record in the
+// with something other than waiting (waiting.ts outputShowsProgress). A small record in the
 // session folder carries what was already read from one observing step to the next, so each step
 // reads only the new output (at most its last 64 KiB).
 import { closeSync, openSync, readSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { readJsonOrNull, writeFileAtomic } from "../shared/fsutil.ts";
-import { outputShowsProgress } from "./decide.ts";
+import { outputShowsProgress } from "./waiting.ts";
 
 export const PROGRESS_FILE = "progress.json";
 const READ_CAP = 64 * 1024;

@@ -2,7 +2,7 @@
 // (`loop __session <dir> verify`: its own process group, `sh -c <command>` in the worktree, output
 // in verify.log, verify-started.json and verify-exit.json beside it), so no step waits on it and a
 // killed step leaves it running and recorded. Like a session, it runs in a systemd scope of its own
-// where there is systemd (lib/step/scope.ts, role verify: verify-scope.json beside the session's
+// where there is systemd (lib/supervisor/scope.ts, role verify: verify-scope.json beside the session's
 // scope.json): a oneshot step's unit would otherwise take it down when the step ends. Later steps
 // observe it from outside, and the close path (lib/step/close.ts) ends it, scope and all. The full
 // log is kept; its sha256 and tail go into verify_finished.
