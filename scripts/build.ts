@@ -3,7 +3,7 @@
 // tool name to it (README.md, Build). The tool is chosen at run time from the invoked name
 // (see cmd/loop.ts), so `dist/loop-status` is `dist/loop status`.
 //
-// The compiler's flags: scripts/compile.ts. loop runs on Linux only (docs/operations.md#installing):
+// The compiler's flags: scripts/compile.ts. loop runs on Linux only (docs/operations.md#installing-and-upgrading):
 // on another system this refuses, as `npm run release` refuses darwin and windows targets.
 import { lstatSync, mkdirSync, rmSync, statSync, symlinkSync } from "node:fs";
 import { join, relative } from "node:path";

@@ -30,9 +30,11 @@ const SOURCE_ROOT = resolve(import.meta.dir, "..", "..");
  * report that repository's commit). Never takes git's optional locks: reading is all it does.
  */
 export function sourceRevision(dir: string): { commit: string; dirty: boolean } | null {
+  // A GIT_DIR or GIT_WORK_TREE from a hook that runs loop must not point git at another repository.
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("GIT_")));
   const git = (args: string[]) => {
     try {
-      const r = Bun.spawnSync(["git", "--no-optional-locks", "-C", dir, ...args], { stdout: "pipe", stderr: "ignore", stdin: "ignore" });
+      const r = Bun.spawnSync(["git", "--no-optional-locks", "-C", dir, ...args], { env, stdout: "pipe", stderr: "ignore", stdin: "ignore" });
       return r.exitCode === 0 ? r.stdout.toString() : null;
     } catch {
       return null; // no git on PATH

@@ -15,7 +15,7 @@ export interface ReleaseTarget {
   /** Who it is for, in a few words (the release's summary). */
   for: string;
   /** What the binary's ELF header must say: architecture, program interpreter, shared libraries. */
-  elf: Pick<ElfInfo, "machine" | "interpreter"> & { needed: string[] };
+  elf: { machine: string; interpreter: string; needed: string[] };
 }
 
 const GLIBC_LIBS = (loader: string) => ["libc.so.6", "libdl.so.2", "libm.so.6", "libpthread.so.0", loader];
