@@ -71,7 +71,9 @@ mkdirSync(OUT, { recursive: true });
 const work = mkdtempSync(join(ROOT, "dist", ".release-"));
 const rows: { target: string; binary: number; archive: number; seconds: number }[] = [];
 try {
-  const archiving: Promise<void>[] = [];
+  // Each settles to its error or null: one that fails while the next target compiles must not be
+  // an unhandled rejection before it is awaited.
+  const archiving: Promise<Error | null>[] = [];
   for (const t of selected.targets) {
     const t0 = performance.now();
     const stem = artifactStem(VERSION, t.name);
@@ -89,10 +91,14 @@ try {
       run(
         ["tar", "--sort=name", `--mtime=@${epoch}`, "--owner=0", "--group=0", "--numeric-owner", "--format=gnu", "-I", "gzip -n", "-cf", join(OUT, artifactName(VERSION, t.name)), stem],
         work,
+      ).then(
+        () => null,
+        (err: Error) => err,
       ),
     );
   }
-  await Promise.all(archiving);
+  const failed = (await Promise.all(archiving)).find((e) => e !== null);
+  if (failed) throw failed;
 
   const sums = selected.targets.map((t) => {
     const name = artifactName(VERSION, t.name);
