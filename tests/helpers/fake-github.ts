@@ -432,7 +432,7 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
       .sort((a, b) => b.i.number - a.i.number);
     const page = paged(r, found);
     const items = page.items.map((x) => shape.searchItem(x.c, { ...x.i, pull: x.kind === "pr" }));
-    return { ...page, body: { total_count: found.length, incomplete_results: f.switches.searchIncomplete, items } };
+    return { ...page, body: { total_count: found.length, incomplete_results: f.switches.searchIncomplete, items, search_type: "lexical" } };
   }
 
   function route(r: FakeRequest): FakeAnswer {
