@@ -449,7 +449,7 @@ export class GitHubProvider implements ForgeProvider {
         const labels = (Array.isArray(i.labels) ? i.labels : []).map((l: Json) => String(typeof l === "string" ? l : (l?.name ?? ""))).filter((l: string) => l !== "");
         issues.push({ number: Number(i.number), title: String(i.title ?? ""), body: String(i.body ?? ""), labels, url: String(i.html_url ?? "") });
       }
-    if (foreign) notes.push(`${foreign} results from other repositories were left out (a repo: qualifier in the search widens it on GitHub)`);
+    if (foreign) notes.push(`left out ${foreign} of the results, from other repositories (on GitHub a repo: qualifier in the search widens it)`);
     if (r.bodies.some((b) => b?.incomplete_results === true)) notes.push("GitHub says the search timed out and its results are incomplete");
     const total = Number(r.bodies[0]?.total_count ?? 0);
     if (r.cut || total > r.bodies.reduce((n, b) => n + (Array.isArray(b?.items) ? b.items.length : 0), 0))

@@ -266,7 +266,7 @@ describe("search and permissions (issue 25 defects 5 and 6)", () => {
     const r = await c.searchOpenIssues("label:bug repo:other/x");
     if (!r.ok) throw new Error(JSON.stringify(r));
     expect(r.value.issues.map((i) => [i.number, i.title])).toEqual([[1, "ours"]]);
-    expect(r.value.notes).toEqual(["2 results from other repositories were left out (a repo: qualifier in the search widens it on GitHub)"]);
+    expect(r.value.notes).toEqual(["left out 2 of the results, from other repositories (on GitHub a repo: qualifier in the search widens it)"]);
     gh.switches.searchIncomplete = true;
     const partial = await c.searchOpenIssues("label:bug");
     expect(partial.ok && partial.value.notes).toEqual(["GitHub says the search timed out and its results are incomplete"]);

@@ -16,7 +16,7 @@ const EPOCH = "2024-01-01T00:00:00Z";
 let ids = 1_000_000;
 
 export function user(api: string, login: string, id = hashId(login)) {
-  const u = `${api}/users/${login}`;
+  const u = `${api}/users/${encodeURIComponent(login)}`;
   return {
     login,
     id,
@@ -24,7 +24,7 @@ export function user(api: string, login: string, id = hashId(login)) {
     avatar_url: `${WEB}/avatars/${id}`,
     gravatar_id: "",
     url: u,
-    html_url: `${WEB}/${login}`,
+    html_url: `${WEB}/${encodeURIComponent(login)}`,
     followers_url: `${u}/followers`,
     following_url: `${u}/following{/other_user}`,
     gists_url: `${u}/gists{/gist_id}`,
