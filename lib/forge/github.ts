@@ -255,8 +255,10 @@ export class GitHubProvider implements ForgeProvider {
       const target = /\/repositories\/(\d+)\/issues\/(\d+)$/.exec(location);
       const renamed = /\/repositories\/(\d+)$/.exec(repoTo);
       if (target && renamed && target[1] === renamed[1] && Number(target[2]) === number) return this.#issueAt(number, path);
-      const moved = await this.#request("GET", location ? new URL(location, `${this.#base}${path}`).href : path);
-      const where = !("ok" in moved) && moved.status === 200 && typeof moved.body?.html_url === "string" ? ` (now ${sanitizeLine(moved.body.html_url, 200)})` : "";
+      // Where it went, read only on the API's own host (the token never leaves it).
+      const to = location && URL.canParse(location, `${this.#base}${path}`) ? new URL(location, `${this.#base}${path}`) : null;
+      const moved = to && to.origin === new URL(this.#base).origin ? await this.#request("GET", to.href) : null;
+      const where = moved && !("ok" in moved) && moved.status === 200 && typeof moved.body?.html_url === "string" ? ` (now ${sanitizeLine(moved.body.html_url, 200)})` : "";
       return gone("transferred", `issue #${number} was transferred to another repository${where}`);
     }
     if (a.status === 410) return gone("deleted", `issue #${number} was deleted`);
