@@ -37,7 +37,7 @@ export const tool = defineTool({
       model: args.model,
       maxItems: max,
       issues: args.issues,
-      issueSource: configuredIssueSource(root, ctx.env),
+      issueSource: configuredIssueSource(root, ctx.env, (m) => ctx.log.warn(m)),
       dryRun: args["dry-run"],
       yes: args.yes,
       stdinIsTTY: ctx.stdinIsTTY,

@@ -103,8 +103,9 @@ async function advanceLoop(ctx: StepContext): Promise<StepOutcome> {
       const { prepareForgeLaunch } = await import("./forge/issue-context.ts");
       const f = await prepareForgeLaunch(ctx, p.items[next.item]!);
       if (f.kind === "wait") return { action: "waiting", item: null, reason: f.reason };
-      if (f.kind === "skip") {
-        append(ctx, [{ type: "item_settled", item: next.item, payload: { attempt: p.items[next.item]!.attempts.length, outcome: "skipped", reason: f.reason } }], "forge");
+      if (f.kind === "skip" || f.kind === "block") {
+        const outcome = f.kind === "skip" ? ("skipped" as const) : ("blocked" as const);
+        append(ctx, [{ type: "item_settled", item: next.item, payload: { attempt: p.items[next.item]!.attempts.length, outcome, reason: f.reason } }], "forge");
         continue;
       }
       forgeContext = f.context;

@@ -107,6 +107,21 @@ describe("loop add --from-issues", () => {
     expect(JSON.parse(pr.stdout).added).toEqual([]);
   });
 
+  test("a search naming another repository adds only this repository's issues (GitHub ORs repo: qualifiers), and says what it left out; an incomplete search is said", async () => {
+    const { p, gh } = forgeProject();
+    gh.foreign.set("other/x", [{ number: 3, title: "Their bug, same number as ours", body: "", state: "open", labels: ["bug"] }]);
+    gh.switches.searchIncomplete = true;
+    const r = await p.loop(["add", "--from-issues", "label:bug repo:other/x", "--dry-run", "--json"]);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout).added.map((a: { ref: string; prompt: string }) => [a.ref, a.prompt])).toEqual([
+      ["github:acme/api#3", "Fix the typo in --help"],
+      ["github:acme/api#2", "Tracking: the v2 bugs"],
+      ["github:acme/api#1", "Fix the crash on start"],
+    ]);
+    expect(r.stderr).toContain("left out 1 of the results, from other repositories");
+    expect(r.stderr).toContain("the search timed out and its results are incomplete");
+  });
+
   test("a search with no match adds nothing; #N in the text format names an issue of the forge's repository", async () => {
     const { p } = forgeProject();
     const none = await p.loop(["add", "--from-issues", "label:nothing", "--yes", "--json"]);

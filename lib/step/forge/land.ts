@@ -58,9 +58,9 @@ export async function landThroughForge(ctx: StepContext, it: ItemState): Promise
     // Someone (or a retry) moved the head: what was seen green no longer counts.
     append(ctx, [{ type: "forge_landing_waiting", item: it.id, payload: { attempt: attempt.n, code: "head_moved", reason: `head of #${pr.number} moved to ${pull.headSha.slice(0, 12)}; checking it again`, head: pull.headSha } }], "landing");
   }
-  const checks = pull.merged ? [] : await link.provider.checks(pull.headSha);
-  if (!Array.isArray(checks) && !checks.ok) return failure(ctx, link, it, checks, finish);
-  const gate = mergeGate(pull, Array.isArray(checks) ? checks : checks.value);
+  const checks = pull.merged ? null : await link.provider.checks(pull.headSha);
+  if (checks && !checks.ok) return failure(ctx, link, it, checks, finish);
+  const gate = mergeGate(pull, checks ? checks.value : null);
   if (gate.kind === "merged") return merged(ctx, it, pull, gate.sha, finish);
   if (gate.kind === "block") return finish({ outcome: "blocked", target: ctx.def.base, commit: null, reason: `${gate.reason}; ${pr.url} left open` });
   if (gate.kind === "wait") return wait(ctx, it, { code: gate.code, reason: gate.reason, head: pull.headSha });
@@ -110,13 +110,28 @@ async function openPull(ctx: StepContext, link: ForgeLink, it: ItemState, branch
     "",
     ctx.def.landing === "merge" ? "loop merges this pull request once every check run and status on its head is green (landing `merge`)." : "A draft: loop does not merge it (landing `pr`).",
   ].join("\n");
-  const created = await link.provider.createPull({ title, body, head: branch, base: ctx.def.base, draft: ctx.def.landing === "pr" });
+  const draft = ctx.def.landing === "pr";
+  let created = await link.provider.createPull({ title, body, head: branch, base: ctx.def.base, draft });
+  if (created.ok && created.value.kind === "refused" && created.value.code === "draft_unsupported" && draft) {
+    // Drafts are not available here (a private repository on some plans): a regular PR that says
+    // it awaits review; loop never merges it either way (landing "pr").
+    ctx.options.log.warn(`forge: the forge refused a draft pull request (${created.value.message}); opening a regular one that says it awaits review`);
+    const awaits = `${body.replace(/\n[^\n]*$/, "")}\nNot a draft only because this repository does not allow drafts: it awaits review, and loop does not merge it (landing \`pr\`).`;
+    created = await link.provider.createPull({ title, body: awaits, head: branch, base: ctx.def.base, draft: false });
+  }
   if (!created.ok) {
     if (created.kind === "http" && (created.status === 403 || created.status === 404 || created.status === 401)) return { block: `could not open a pull request: ${created.message}` };
     return { wait: link.failed(created) };
   }
+  if (created.value.kind === "refused") {
+    const r = created.value;
+    // A 422 is a refusal, named at once; "already exists" is a PR opened since the lookup: found next tick.
+    if (r.code === "exists") return { wait: `a pull request for ${branch} already exists (${r.message}); looking it up again` };
+    const why = r.code === "no_commits" ? `the branch has no commits that ${ctx.def.base} does not have, so there is nothing to open a pull request for` : r.code === "draft_unsupported" ? "the forge refused the pull request as a draft" : "the forge refused to open the pull request";
+    return { block: `${why} (${r.message})` };
+  }
   failpoint("landing:after_pr");
-  return { pull: created.value, reused: false };
+  return { pull: created.value.pull, reused: false };
 }
 
 function merged(ctx: StepContext, it: ItemState, pull: ForgePull, sha: string | null, finish: (l: Landing) => null): null {

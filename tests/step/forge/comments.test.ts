@@ -181,3 +181,53 @@ test("an item without an issue: its PR thread is baselined on first sight, and n
   expect((await p.run()).action).toBe("paused");
   expect(p.eventsOf("forge_comment_handled").map((e) => [e.item, e.payload.issue, e.payload.action])).toEqual([["plain", pr, "control"]]);
 });
+
+test("1,001 spam comments, then an authorized /loop pause, then an edit of the first spam comment: the pause is read (the cursor moves only over what was read)", async () => {
+  const { p, gh } = project({ items: () => [{ ref: "github:acme/api#1", prompt: "x\n@demo sleep 30" }] });
+  await p.runUntil((r) => r.action === "launched" || r.action === "waiting", { what: "launched" });
+  const spam = Array.from({ length: 1001 }, (_, i) => gh.addComment({ issue: 1, login: "mallory", body: `spam ${i}` }));
+  gh.addComment({ issue: 1, login: "alice", body: "/loop pause" });
+  gh.editComment(spam[0]!.id, "spam, edited");
+  const cut = await p.run();
+  const r = await p.runUntil((r) => r.action === "paused", { what: "paused by alice", maxPolls: 5 });
+  expect(r.action).toBe("paused");
+  expect(p.eventsOf("loop_paused")[0]!.actor).toBe("github:alice");
+  expect(cut.stderr).toContain("the repository's comment listing was cut after");
+});
+
+test("a keyword counts only at the start of the first line: quoted or in prose it is text; a login outside ASCII is nobody (KELVIN SIGN + ate is not kate)", async () => {
+  const { p, gh } = project({ items: () => [{ ref: "github:acme/api#1", prompt: "x\n@demo sleep 30" }], forge: { authorizedUsers: ["alice", "kate"] } });
+  await p.runUntil((r) => r.action === "launched" || r.action === "waiting", { what: "launched" });
+  gh.addComment({ issue: 1, login: "alice", body: "> /loop skip\n\nquoting someone" });
+  gh.addComment({ issue: 1, login: "alice", body: "Please do NOT /loop skip this" });
+  gh.addComment({ issue: 1, login: "\u212Aate", body: "/loop pause" });
+  const r = await p.run();
+  expect(r.action).not.toBe("paused");
+  expect(p.projection().items["api-1"]!.status).not.toBe("skipped");
+  expect(p.eventsOf("forge_comment_handled").map((e) => [e.payload.login, e.payload.action])).toEqual([
+    ["alice", "message"],
+    ["alice", "message"],
+  ]);
+  gh.addComment({ issue: 1, login: "kate", body: "/loop pause" });
+  expect((await p.run()).action).toBe("paused");
+});
+
+test("authorizeWriters reads the base role: a custom role over write is a writer, a role named like admin over read is not; a failed permission lookup is asked again, not dropped", async () => {
+  const { p, gh } = project({ items: () => [{ ref: "github:acme/api#1", prompt: "x\n@demo sleep 30" }], forge: { authorizeWriters: true, authorizedUsers: [] } });
+  gh.permissions.set("carol", { permission: "write", roleName: "ci-maintainer" });
+  gh.permissions.set("dave", { permission: "read", roleName: "admin-lite" });
+  gh.permissions.set("erin", "write");
+  await p.runUntil((r) => r.action === "launched" || r.action === "waiting", { what: "launched" });
+  gh.addComment({ issue: 1, login: "dave", body: "dave's note" });
+  gh.addComment({ issue: 1, login: "carol", body: "carol's note" });
+  gh.switches.fail = { match: (r) => r.path.endsWith("/collaborators/erin/permission"), status: 502, count: 1 };
+  gh.addComment({ issue: 1, login: "erin", body: "/loop pause" });
+  const first = await p.run();
+  expect(first.stderr).toContain("waits: the author's permission could not be read");
+  expect(first.action).not.toBe("paused");
+  expect((await p.run()).action).toBe("paused");
+  expect(p.eventsOf("forge_comment_handled").map((e) => [e.payload.login, e.payload.action])).toEqual([
+    ["carol", "message"],
+    ["erin", "control"],
+  ]);
+});
