@@ -111,7 +111,10 @@ async function openPull(ctx: StepContext, link: ForgeLink, it: ItemState, branch
   ctx.store.assertLease();
   // What is pushed is what the local branch holds now: the commit whose verify passed.
   const head = gitTry(repoOf(ctx), ["rev-parse", "--verify", "-q", `refs/heads/${branch}^{commit}`]).stdout.trim();
-  if (!head) return { wait: `branch ${branch} is missing from the repository; nothing to push` };
+  if (!head) {
+    ctx.errors.push(`${it.id}: branch ${branch} is missing from the repository`);
+    return { wait: `branch ${branch} is missing from the repository; nothing to push` };
+  }
   // Fast-forward only: a push that would drop commits someone added to the branch is refused.
   const push = gitTry(repoOf(ctx), ["push", "--quiet", settings.remote, `${head}:refs/heads/${branch}`]);
   if (push.code !== 0) {
