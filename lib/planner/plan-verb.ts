@@ -10,7 +10,7 @@ import { itemStatuses, loadLoopDefinition } from "./loop-file.ts";
 import { draftPlan } from "./plan.ts";
 import { runnerCatalogue } from "./planners.ts";
 import type { PlanContext } from "./prompt.ts";
-import { describeUnreviewed } from "./render.ts";
+import { describeUnreviewed } from "./describe.ts";
 import { reviewItems } from "./review.ts";
 import { runPlanner } from "./run-planner.ts";
 

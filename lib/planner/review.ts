@@ -4,9 +4,9 @@
 // way nothing is written.
 import { DeclinedError, InterruptedError } from "../shared/errors.ts";
 import type { Warning } from "./answer.ts";
-import { type Describable, describeItem, otherWarnings } from "./render.ts";
+import { type Describable, describeItem, otherWarnings } from "./describe.ts";
 
-/** What review shows of an item: every field that will be written (render.ts describeItem). */
+/** What review shows of an item: every field that will be written (describe.ts describeItem). */
 export type Reviewable = Describable;
 
 /** Runs a clack prompt, telling Ctrl-C (a raw byte on the terminal) from Escape: clack reports both as "cancel". */
