@@ -30,7 +30,7 @@ function forgeProject(o: { landing: "pr" | "merge"; items?: unknown[]; env?: Rec
     { ref: `github:${gh.owner}/${gh.repo}#2`, prompt: "Add b.txt\n@demo write b.txt bee\n@demo commit add b", dependsOn: [`${gh.repo}-1`], verify: "test -f a.txt && test -f b.txt" },
   ];
   /** loop.json with this landing (an operator's edit, when called again). */
-  const define = (landing: "pr" | "merge") =>
+  const define = (landing: "pr" | "merge" | "none") =>
     p.writeDefinition(
       demoDefinition(items, {
         defaults: { landing, timeouts: { launch: "2m", stall: "10m", verify: "2m", landing: o.landingTimeout ?? "30m" } },
@@ -279,12 +279,12 @@ describe("a merge lands only what loop verified and pushed, only while both lock
     await p.finish();
   });
 
-  test("switching landing to pr while an item waits on checks stops the merge: the item passes with its PR left open, and status says so", async () => {
+  test.each(["pr", "none"] as const)("switching landing to %s while an item waits on checks stops the merge: the item passes with its PR left open, and status says so", async (landing) => {
     const { p, gh, define } = forgeProject({ landing: "merge", env: green, items: [{ ref: "github:acme/api#1", prompt: "x\n@demo write a.txt a\n@demo commit a" }] });
     gh.switches.checks = "pending";
     await p.runUntil(waitingForChecks, { what: "waiting for checks" });
     expect((await p.loop(["status", "--text"])).stdout).toContain("landing merge: passing items' PRs are merged into main");
-    define("pr"); // the operator's edit; LOOP_ALLOW_AUTO_MERGE=1 is still set
+    define(landing); // the operator's edit; LOOP_ALLOW_AUTO_MERGE=1 is still set
     gh.switches.checks = "passing";
     const r = await p.runToDrain();
     expect(r.loop.outcome).toBe("Succeeded");
@@ -295,10 +295,10 @@ describe("a merge lands only what loop verified and pushed, only while both lock
     const a = p.projection().items["api-1"]!;
     expect(a.status).toBe("passed");
     expect(a.landing).toMatchObject({ outcome: "pr_opened" });
-    expect(a.landing!.reason).toContain('landing is "pr" in loop.json now');
+    expect(a.landing!.reason).toContain(`landing is "${landing}" in loop.json now`);
     const text = (await p.loop(["status", "--text"])).stdout;
     expect(text).not.toContain("landing merge:");
-    expect(text).toContain(`#${pr.number} ${a.forge!.pr!.url} · landing: pr_opened (landing is "pr" in loop.json now`);
+    expect(text).toContain(`#${pr.number} ${a.forge!.pr!.url} · landing: pr_opened (landing is "${landing}" in loop.json now`);
     expect((await statusOf(p, "api-1")).forge.landing.code).toBe("landing_changed");
     expect(JSON.parse((await p.loop(["status", "--json"])).stdout).autoMerge).toBeNull();
     await p.finish();
