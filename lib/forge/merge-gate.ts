@@ -83,7 +83,7 @@ export function definitionLock(landing: string, pr: ForgePull): GateDecision | n
 }
 
 /** The second lock, read right before the merge request: the operator's variable in loop run's environment. */
-export function environmentLock(set: boolean, variable: string, pr: ForgePull): GateDecision | null {
+export function environmentLock(set: boolean, variable: string): GateDecision | null {
   if (set) return null;
   return { kind: "block", code: "auto_merge_unset", reason: `checks are green, but ${variable}=1 is not set in the environment of loop run, so nothing was merged` };
 }

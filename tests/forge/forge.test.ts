@@ -245,8 +245,8 @@ describe("merge gate", () => {
   test("the locks: landing merge in the imported definition, then the variable at merge time", () => {
     expect(definitionLock("merge", pr())).toBeNull();
     expect(definitionLock("pr", pr())).toMatchObject({ kind: "release", code: "landing_changed", reason: expect.stringContaining('landing is "pr"') });
-    expect(environmentLock(true, "LOOP_ALLOW_AUTO_MERGE", pr())).toBeNull();
-    expect(environmentLock(false, "LOOP_ALLOW_AUTO_MERGE", pr())).toMatchObject({ kind: "block", code: "auto_merge_unset" });
+    expect(environmentLock(true, "LOOP_ALLOW_AUTO_MERGE")).toBeNull();
+    expect(environmentLock(false, "LOOP_ALLOW_AUTO_MERGE")).toMatchObject({ kind: "block", code: "auto_merge_unset" });
   });
 
   test("failed landing requests: a rate limit records nothing, no answer or a 5xx waits named, refusals block", () => {

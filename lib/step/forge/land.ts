@@ -67,7 +67,7 @@ export async function landThroughForge(ctx: StepContext, it: ItemState): Promise
   if (!checks.ok) return failed(ctx, link, it, checks, finish, { merging: false, number: pr.number, pushed });
   const gate = mergeGate(pull, checks.value);
   if (gate.kind !== "merge") return act(ctx, it, gate, { pull, pushed, finish });
-  const lock = environmentLock(autoMergeAllowed(ctx.options.env), AUTO_MERGE_VAR, pull);
+  const lock = environmentLock(autoMergeAllowed(ctx.options.env), AUTO_MERGE_VAR);
   if (lock) return act(ctx, it, lock, { pull, pushed, finish });
 
   // 4. Merge with the pushed sha: GitHub refuses (409) if the head is anything else by then.
