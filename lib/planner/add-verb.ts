@@ -3,6 +3,7 @@
 import { UsageError } from "../shared/errors.ts";
 import { appendItems, type AppendResult, type NewItem } from "./append.ts";
 import { type IssueSource, requireIssueSource } from "./issues.ts";
+import { readLoopFile } from "./loop-file.ts";
 import { reviewItems } from "./review.ts";
 import { parseItemLines } from "./text-format.ts";
 
@@ -57,8 +58,10 @@ export async function addVerb(o: AddVerbOptions): Promise<AddDocument> {
   const preview = appendItems({ root: o.root, items, dryRun: true });
   if (o.dryRun || items.length === 0) return { schema: "loop/add@1", file: preview.file, dryRun: o.dryRun, added: o.dryRun ? preview.added : [] };
   if (list && !o.yes) {
-    const shown = preview.added.map((a, i) => ({ ...a, index: i }));
-    const kept = await reviewItems(shown, { command: "loop add", editable: false, what: "Append these {n} items to loop.json" });
+    const shown = preview.added.map((a, i) => ({ ...a, dependsOn: items[i]!.dependsOn ?? [], runner: items[i]!.runner ?? null, model: items[i]!.model ?? null, verify: items[i]!.verify ?? null, index: i }));
+    const raw = readLoopFile(o.root).raw as { defaults?: { verify?: unknown } };
+    const defaultVerify = typeof raw.defaults?.verify === "string" || raw.defaults?.verify === false ? raw.defaults.verify : null;
+    const kept = await reviewItems(shown, { command: "loop add", editable: false, what: "Append these {n} items to loop.json", defaultVerify, warnings: [] });
     items = kept.map((k) => items[k.index]!);
   }
   const r = appendItems({ root: o.root, items, dryRun: false });

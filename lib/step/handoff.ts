@@ -1,5 +1,20 @@
-// handoff.md: everything an agent gets for one attempt, built from the projection alone.
-import type { Projection } from "../log/reducer.ts";
+// handoff.md: everything an agent gets for one attempt, built from the projection alone. Text loop
+// did not write itself (a reply, the agent's own earlier question, a verify log's tail) is fenced as
+// one code block, so none of its lines can read as a section of the file (lib/forge/untrusted.ts:
+// small and dependency-free, so every loop loads it, forge or not).
+import type { ItemState, Projection } from "../log/reducer.ts";
+import { fence, fenced, sanitizeLine } from "../forge/untrusted.ts";
+
+/** The file a resumed conversation is pointed at for its reply (in the attempt's session folder): forge text never goes in argv. */
+export const REPLY_FILE = "reply.md";
+
+type Reply = ItemState["replies"][number];
+
+/** One reply, fenced: a forge reply is labelled as untrusted forge text; an operator's (loop ctl reply) as theirs. */
+function replyBlock(r: Reply): string {
+  if (r.actor.startsWith("github:")) return fenced(`Reply from ${r.actor.slice("github:".length)} on the issue (${r.ts})`, r.text);
+  return `Reply from ${sanitizeLine(r.actor, 200)} (${r.ts}), through loop ctl reply:\n\n${fence(r.text)}`;
+}
 
 export interface HandoffInput {
   p: Projection;
@@ -39,19 +54,34 @@ export function buildHandoff({ p, item, attempt, branch, askFile, forgeContext =
     for (const a of earlier) {
       const why = a.verify ? `verify ${a.verify.passed ? "passed" : "failed"}: ${a.verify.reason}` : a.end ? a.end.reason : "no result";
       lines.push(`### Attempt ${a.n}: ${a.outcome ?? "ended"}, ${why}`);
-      if (a.question) lines.push("", `You asked: ${a.question}`);
-      if (a.verify && !a.verify.passed && a.verify.tail) lines.push("", "Last lines of the verify output:", "", "```", a.verify.tail.trimEnd(), "```");
+      if (a.question) lines.push("", "You asked:", "", fence(a.question));
+      if (a.verify && !a.verify.passed && a.verify.tail) lines.push("", "Last lines of the verify output:", "", fence(a.verify.tail.trimEnd()));
       lines.push("");
     }
   }
   if (it.replies.length) {
     lines.push("", "## Questions and replies", "");
-    for (const r of it.replies) lines.push(`- Reply from ${r.actor} (${r.ts}): ${r.text}`);
+    for (const r of it.replies) lines.push(replyBlock(r), "");
+    lines.pop();
   }
   lines.push("", "## How this work is checked", "");
   lines.push(`- You are in a git worktree on branch \`${branch}\`. Commit your work there; anything left uncommitted is committed for you when you exit.`);
   if (it.def.verify === false) lines.push("- There is no verify command: the item passes if you exit 0 and the branch has a change.");
   else lines.push(`- The item passes only if this command exits 0 in the worktree: \`${it.def.verify}\``);
   lines.push(`- If you need a decision from a person, write the question to the file named by $LOOP_ASK_FILE (${askFile}) and exit.`);
+  return lines.join("\n") + "\n";
+}
+
+/**
+ * reply.md: what a resumed conversation is told (the runner's argv only points at this file). The
+ * replies delivered to this attempt (at its reservation), fenced as in the handoff, and where the whole handoff is.
+ */
+export function buildReplyMessage({ p, item, attempt, handoffPath }: { p: Projection; item: string; attempt: number; handoffPath: string }): string {
+  const it = p.items[item]!;
+  const lines = ["# A reply to your question", ""];
+  const asked = [...it.attempts].reverse().find((a) => a.question)?.question;
+  if (asked) lines.push("You asked:", "", fence(asked), "");
+  for (const r of it.replies.filter((x) => x.delivered === attempt)) lines.push(replyBlock(r), "");
+  lines.push(`Go on with your task in the light of it. The whole handoff, with every reply so far, is ${handoffPath}.`);
   return lines.join("\n") + "\n";
 }

@@ -17,7 +17,7 @@ import { append, repoOf, type StepContext, type StepOutcome, warnMovedAside } fr
 import { ensureAgentExcludes, probeLaunchFault, resolveProgram, sessionPath } from "./environment.ts";
 import { classifyLaunchError, type EnvironmentFault, faultReason } from "./faults.ts";
 import { git, gitTry, revParse } from "./git.ts";
-import { buildHandoff } from "./handoff.ts";
+import { buildHandoff, buildReplyMessage, REPLY_FILE } from "./handoff.ts";
 import { selfArgv } from "../supervisor/self.ts";
 import { readOutputHead, SESSION_FILES, sessionMark, startSession, tmuxSessionName } from "../supervisor/sessions.ts";
 import { ensureWorktree, startPointFor } from "./workspace.ts";
@@ -32,8 +32,8 @@ interface AttemptPlan {
   sessionId: string;
   /** The item's previous session, whose conversation a reply resumes. */
   previous: SessionRecord | null;
-  /** Replies not delivered yet, joined. */
-  reply: string;
+  /** Whether replies wait to be delivered (they are written to the handoff, and to reply.md on a resume). */
+  reply: boolean;
   /** The forge issue's context for the handoff (lib/step/forge/issue-context.ts), or null. */
   forgeContext?: string | null;
 }
@@ -116,7 +116,7 @@ function planAttempt(ctx: StepContext, it: ItemState): AttemptPlan {
     branch: itemBranch(ctx.def.name, it.id),
     sessionId: crypto.randomUUID(),
     previous: it.session,
-    reply: it.replies.filter((r) => r.delivered === null).map((r) => r.text).join("\n\n"),
+    reply: it.replies.some((r) => r.delivered === null),
   };
 }
 
@@ -150,7 +150,13 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
           historyExists: previous.runner === "aider" && previous.conversationId !== null && existsSync(previous.conversationId),
         })
       : null;
-  const resume = reply && conversationId ? { conversationId, reply } : undefined;
+  let resume: { conversationId: string; replyFile: string } | undefined;
+  if (reply && conversationId) {
+    // The reply travels as a file, fenced like the handoff: never on the command line.
+    const replyFile = join(dir, REPLY_FILE);
+    writeFileSync(replyFile, buildReplyMessage({ p: reserved, item: it.id, attempt: n, handoffPath }));
+    resume = { conversationId, replyFile };
+  }
   const cmd = buildRunnerCommand(
     it.def.runner,
     { item: it.id, attempt: n, prompt: handoff, handoffPath, workdir: worktree, model: it.def.model, sessionId, resume },

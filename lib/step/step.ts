@@ -140,7 +140,9 @@ async function advanceItem(ctx: StepContext, it: ItemState): Promise<StepOutcome
           // Null once the verify's verdict is recorded; an outcome while it runs (the step stops here).
           return verifyAttempt(ctx, it);
         case "land":
-          if (ctx.def.forge && ctx.def.landing !== "none") {
+          // A forge landing already under way finishes through the forge whatever landing says now
+          // (switched to "none", it settles with its PR left open and says so: docs/forge.md#the-two-locks).
+          if (ctx.def.forge && (ctx.def.landing !== "none" || it.forge?.landing)) {
             const { landThroughForge } = await import("./forge/land.ts");
             return landThroughForge(ctx, it);
           }

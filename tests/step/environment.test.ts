@@ -7,6 +7,7 @@ import { describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { RunResult } from "../../lib/step/step.ts";
+import { resumePrompt } from "../../lib/definition/runners.ts";
 import { BUN, demoDefinition, git, LOOP, pollUntil, Project, scenario } from "../helpers/project.ts";
 
 const T = 120_000;
@@ -269,7 +270,11 @@ describe("the presets against their CLIs' failure modes (played by scripts)", ()
           const argv3 = readFileSync(argvFile(3), "utf8").split("\n");
           const session2 = p.eventsOf("launch_reserved", "a")[1]!.payload.sessionId;
           expect(argv3.slice(argv3.indexOf("--resume"), argv3.indexOf("--resume") + 2)).toEqual(["--resume", session2]);
-          expect(argv3.slice(-3)).toEqual(["--", "v3", ""]);
+          // The reply is in reply.md, never on the command line: argv only points at it.
+          const replyFile = join(p.sessionDir("a", 3), "reply.md");
+          expect(argv3.slice(-3)).toEqual(["--", resumePrompt(replyFile), ""]);
+          expect(argv3).not.toContain("v3");
+          expect(readFileSync(replyFile, "utf8")).toContain("```text\nv3\n```");
           expect((await cronToDrain(p, env)).doc.reason).toBe("Succeeded");
         },
       ),

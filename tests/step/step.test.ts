@@ -195,7 +195,7 @@ describe("loop run", () => {
           await p.runToDrain();
           const h2 = p.handoff("asker", 2);
           expect(h2).toContain("blue, please");
-          expect(h2).toContain("You asked: Which colour, red or blue?");
+          expect(h2).toContain("You asked:\n\n```text\nWhich colour, red or blue?\n```");
           st = p.projection();
           expect(st.items.asker!.status).toBe("passed");
           // A question is not a failed attempt: the budget of 1 was enough.

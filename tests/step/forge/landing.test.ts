@@ -5,7 +5,7 @@
 // landing_blocked, dependents blocked, the loop drains) on what waiting cannot fix. Failpoints
 // inside landing prove no duplicate PR, no double merge, no lost record.
 import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { demoDefinition, git, Project } from "../../helpers/project.ts";
 import { type FakeGitHub, startFakeGitHub } from "../../helpers/fake-github.ts";
@@ -30,19 +30,36 @@ function forgeProject(o: { landing: "pr" | "merge"; items?: unknown[]; env?: Rec
     { ref: `github:${gh.owner}/${gh.repo}#1`, prompt: "Add a.txt\n@demo write a.txt hello\n@demo commit add a" },
     { ref: `github:${gh.owner}/${gh.repo}#2`, prompt: "Add b.txt\n@demo write b.txt bee\n@demo commit add b", dependsOn: [`${gh.repo}-1`], verify: "test -f a.txt && test -f b.txt" },
   ];
-  p.writeDefinition(
-    demoDefinition(items, {
-      defaults: { landing: o.landing, timeouts: { launch: o.launchTimeout ?? "2m", stall: "10m", verify: "2m", landing: o.landingTimeout ?? "30m" } },
-      forge: { provider: "github", repo: `${gh.owner}/${gh.repo}`, apiUrl: gh.apiUrl, tokenEnv: "FAKE_GH_TOKEN", authorizedUsers: ["alice"] },
-      ...(o.notify ? { notify: { command: o.notify } } : {}),
-    }),
-  );
+  /** loop.json with this landing (an operator's edit, when called again). */
+  const define = (landing: "pr" | "merge" | "none") =>
+    p.writeDefinition(
+      demoDefinition(items, {
+        defaults: { landing, timeouts: { launch: o.launchTimeout ?? "2m", stall: "10m", verify: "2m", landing: o.landingTimeout ?? "30m" } },
+        forge: { provider: "github", repo: `${gh.owner}/${gh.repo}`, apiUrl: gh.apiUrl, tokenEnv: "FAKE_GH_TOKEN", authorizedUsers: ["alice"] },
+        ...(o.notify ? { notify: { command: o.notify } } : {}),
+      }),
+    );
+  define(o.landing);
   git(p.root, "add", "-A");
   git(p.root, "commit", "-qm", "forge loop");
   git(p.root, "remote", "add", "origin", gh.bare);
   git(p.root, "push", "-q", "origin", "main");
-  return { p, gh };
+  return { p, gh, define };
 }
+
+/** Someone else pushes a commit adding `file` to `branch` of the remote, from their own clone; its sha. */
+function pushFromAnotherClone(p: Project, gh: FakeGitHub, branch: string, file: string): string {
+  const other = join(p.aux, "other-clone");
+  git(p.aux, "clone", "-q", gh.bare, other);
+  git(other, "checkout", "-q", branch);
+  writeFileSync(join(other, file), "not what loop verified\n");
+  git(other, "add", file);
+  git(other, "-c", "user.name=someone", "-c", "user.email=someone@example.invalid", "commit", "-qm", `add ${file}`);
+  git(other, "push", "-q", "origin", branch);
+  return git(other, "rev-parse", "HEAD");
+}
+
+const waitingForChecks = (r: { action: string; reason: string | null }) => r.action === "waiting" && (r.reason ?? "").includes("checks");
 
 /** Nothing under the state root (the log, state.json, handoffs, logs) holds the token. */
 function expectNoToken(p: Project) {
@@ -152,15 +169,20 @@ describe("landing merge", () => {
     await p.finish();
   });
 
-  test("head moved (409): re-checked and merged with the new head; never the sha not seen green", async () => {
+  test("the head moves while merging (409 to the merge asked with the pushed sha): blocked head_moved, nothing merged, the PR left open", async () => {
     const { p, gh } = forgeProject({ landing: "merge", env: green, items: [{ ref: "github:acme/api#1", prompt: "x\n@demo write a.txt a\n@demo commit a" }] });
     gh.switches.moveHeadOnMerge = true;
     const r = await p.runToDrain();
-    expect(r.loop.outcome).toBe("Succeeded");
-    expect(gh.merges).toHaveLength(1);
-    const moved = gh.headOf("loop/t/item/api-1")!;
-    expect(gh.merges[0]!.sha).toBe(moved);
-    expect(p.eventsOf("forge_landing_waiting").some((e) => e.payload.code === "head_moved")).toBe(true);
+    expect(r.loop.outcome).toBe("Failed");
+    const a = p.projection().items["api-1"]!;
+    expect(a.status).toBe("landing_blocked");
+    expect(a.reason).toContain("moved while merging");
+    expect(a.forge!.landing!.code).toBe("head_moved");
+    expect(gh.merges).toEqual([]);
+    expect([...gh.pulls.values()].map((x) => x.state)).toEqual(["open"]);
+    // The merge was asked with exactly the sha loop pushed.
+    const put = gh.requests.filter((q) => q.startsWith("PUT "));
+    expect(put).toHaveLength(1);
   });
 
   test.each([
@@ -222,6 +244,131 @@ describe("landing merge", () => {
     await Bun.sleep(1100);
     const r = await p.runToDrain();
     expect(r.loop.outcome).toBe("Succeeded");
+  });
+});
+
+describe("a merge lands only what loop verified and pushed, only while both locks hold (issue 18)", () => {
+  const green = { LOOP_ALLOW_AUTO_MERGE: "1" };
+  const statusOf = async (p: Project, item: string) => JSON.parse((await p.loop(["status", "--json"])).stdout).items.find((i: { id: string }) => i.id === item);
+
+  test("a commit pushed to the item branch from another clone while checks were pending is never merged: landing_blocked head_moved, the PR left open, the base untouched", async () => {
+    const verify = "test -f a.txt && test ! -e forbidden.txt";
+    const { p, gh } = forgeProject({ landing: "merge", env: green, items: [{ ref: "github:acme/api#1", prompt: "x\n@demo write a.txt a\n@demo commit a", verify }] });
+    gh.switches.checks = "pending";
+    await p.runUntil(waitingForChecks, { what: "waiting for checks" });
+    const pushed = git(p.root, "rev-parse", "loop/t/item/api-1");
+    expect(gh.headOf("loop/t/item/api-1")).toBe(pushed);
+    const mainBefore = gh.headOf("main");
+    const sneaked = pushFromAnotherClone(p, gh, "loop/t/item/api-1", "forbidden.txt");
+    gh.switches.checks = "passing"; // the new head's checks are green too: still not loop's to merge
+    const r = await p.runToDrain();
+    expect(r.loop.outcome).toBe("Failed");
+    const a = p.projection().items["api-1"]!;
+    expect(a.status).toBe("landing_blocked");
+    expect(a.reason).toContain(`moved to ${sneaked.slice(0, 12)}`);
+    expect(a.reason).toContain(`loop pushed ${pushed.slice(0, 12)}`);
+    expect(a.reason).toContain("left open");
+    expect(gh.merges).toEqual([]);
+    expect(gh.requests.filter((q) => q.startsWith("PUT "))).toEqual([]);
+    expect(gh.headOf("main")).toBe(mainBefore);
+    expect(git(gh.bare, "ls-tree", "--name-only", "main")).not.toContain("forbidden.txt");
+    expect([...gh.pulls.values()].map((x) => x.state)).toEqual(["open"]);
+    expect(p.eventsOf("item_settled").map((e) => e.payload.outcome)).toEqual(["landing_blocked"]);
+    const s = await statusOf(p, "api-1");
+    expect(s.forge.landing).toMatchObject({ code: "head_moved", head: pushed });
+    expect(s.landing).toMatchObject({ outcome: "blocked" });
+    await p.finish();
+  });
+
+  test.each(["pr", "none"] as const)("switching landing to %s while an item waits on checks stops the merge: the item passes with its PR left open, and status says so", async (landing) => {
+    const { p, gh, define } = forgeProject({ landing: "merge", env: green, items: [{ ref: "github:acme/api#1", prompt: "x\n@demo write a.txt a\n@demo commit a" }] });
+    gh.switches.checks = "pending";
+    await p.runUntil(waitingForChecks, { what: "waiting for checks" });
+    expect((await p.loop(["status", "--text"])).stdout).toContain("landing merge: passing items' PRs are merged into main");
+    define(landing); // the operator's edit; LOOP_ALLOW_AUTO_MERGE=1 is still set
+    gh.switches.checks = "passing";
+    const r = await p.runToDrain();
+    expect(r.loop.outcome).toBe("Succeeded");
+    expect(gh.merges).toEqual([]);
+    expect(gh.requests.filter((q) => q.startsWith("PUT "))).toEqual([]);
+    const pr = [...gh.pulls.values()][0]!;
+    expect(pr.state).toBe("open");
+    const a = p.projection().items["api-1"]!;
+    expect(a.status).toBe("passed");
+    expect(a.landing).toMatchObject({ outcome: "pr_opened" });
+    expect(a.landing!.reason).toContain(`landing is "${landing}" in loop.json now`);
+    const text = (await p.loop(["status", "--text"])).stdout;
+    expect(text).not.toContain("landing merge:");
+    expect(text).toContain(`#${pr.number} ${a.forge!.pr!.url} · landing: pr_opened (landing is "${landing}" in loop.json now`);
+    expect((await statusOf(p, "api-1")).forge.landing.code).toBe("landing_changed");
+    expect(JSON.parse((await p.loop(["status", "--json"])).stdout).autoMerge).toBeNull();
+    await p.finish();
+  });
+
+  test("a PR whose base was changed to another branch is never merged: landing_blocked base_changed, neither branch touched", async () => {
+    const { p, gh } = forgeProject({ landing: "merge", env: green, items: [{ ref: "github:acme/api#1", prompt: "x\n@demo write a.txt a\n@demo commit a" }] });
+    git(p.root, "push", "-q", "origin", "main:release");
+    gh.switches.checks = "pending";
+    await p.runUntil(waitingForChecks, { what: "waiting for checks" });
+    const number = p.projection().items["api-1"]!.forge!.pr!.number;
+    const before = { main: gh.headOf("main"), release: gh.headOf("release") };
+    gh.changeBase(number, "release");
+    gh.switches.checks = "passing";
+    const r = await p.runToDrain();
+    expect(r.loop.outcome).toBe("Failed");
+    const a = p.projection().items["api-1"]!;
+    expect(a.status).toBe("landing_blocked");
+    expect(a.reason).toContain(`the base of #${number} was changed to release; loop merges only into main`);
+    expect(gh.merges).toEqual([]);
+    expect({ main: gh.headOf("main"), release: gh.headOf("release") }).toEqual(before);
+    expect((await statusOf(p, "api-1")).forge.landing.code).toBe("base_changed");
+    await p.finish();
+  });
+
+  test("a PR merged by someone else into another branch is not recorded as merged into the base", async () => {
+    const { p, gh } = forgeProject({ landing: "merge", env: green, items: [{ ref: "github:acme/api#1", prompt: "x\n@demo write a.txt a\n@demo commit a" }] });
+    git(p.root, "push", "-q", "origin", "main:release");
+    gh.switches.checks = "pending";
+    await p.runUntil(waitingForChecks, { what: "waiting for checks" });
+    const number = p.projection().items["api-1"]!.forge!.pr!.number;
+    gh.changeBase(number, "release");
+    gh.switches.checks = "passing";
+    const merged = await fetch(`${gh.apiUrl}/repos/acme/api/pulls/${number}/merge`, { method: "PUT", body: "{}" });
+    expect(merged.status).toBe(200);
+    await p.runToDrain();
+    const a = p.projection().items["api-1"]!;
+    expect(a.status).toBe("landing_blocked");
+    expect(a.reason).toContain(`#${number} was merged into release, not main`);
+    expect(p.eventsOf("landing_finished").map((e) => e.payload.outcome)).toEqual(["blocked"]);
+    await p.finish();
+  });
+
+  test("a 500, then a 422, to the merge request: status names each (never the stale checks_pending); the 500 waits, the 422 blocks", async () => {
+    const { p, gh } = forgeProject({ landing: "merge", env: green, items: [{ ref: "github:acme/api#1", prompt: "x\n@demo write a.txt a\n@demo commit a" }] });
+    gh.switches.checks = "pending";
+    await p.runUntil(waitingForChecks, { what: "waiting for checks" });
+    expect((await statusOf(p, "api-1")).forge.landing.code).toBe("checks_pending");
+    gh.switches.checks = "passing";
+    gh.switches.mergeRefusal = { status: 500, message: "Server Error" };
+    const w = await p.run();
+    expect([w.action, w.reason]).toEqual(["waiting", expect.stringContaining("HTTP 500")]);
+    const s = await statusOf(p, "api-1");
+    expect(s.forge.landing).toMatchObject({ code: "forge_error", reason: expect.stringContaining("HTTP 500") });
+    const text = (await p.loop(["status", "--text"])).stdout;
+    expect(text).toContain("landing: waiting (forge_error:");
+    expect(text).not.toContain("checks_pending");
+    // Asked again next tick; the same answer records nothing new.
+    const head = p.head();
+    await p.run();
+    expect(p.head()).toBe(head);
+    gh.switches.mergeRefusal = { status: 422, message: "Validation Failed" };
+    await p.runToDrain();
+    const a = p.projection().items["api-1"]!;
+    expect(a.status).toBe("landing_blocked");
+    expect(a.reason).toContain("HTTP 422");
+    expect((await statusOf(p, "api-1")).forge.landing).toMatchObject({ code: "merge_refused", reason: expect.stringContaining("HTTP 422") });
+    expect(gh.merges).toEqual([]);
+    await p.finish();
   });
 });
 
