@@ -77,6 +77,22 @@ describe("loop plan with the demo planner", () => {
     });
   });
 
+  test.concurrent("the issue's brief: every sentence of work is drafted, and what is left out is said with why, in JSON and text", async () => {
+    await scenario({ name: "t", defaults: { runner: "demo", verify: "true" }, items: [{ id: "lic", prompt: "Add a LICENSE file." }] }, {}, async (p) => {
+      const brief = "Add a README. Then add tests for the parser. Finally document the CLI.";
+      const json = await p.loop(["plan", brief, "--runner", "demo", "--dry-run", "--json"]);
+      expect(json.code).toBe(0);
+      const doc = JSON.parse(json.stdout);
+      expect(doc.items.map((i: { id: string }) => i.id)).toEqual(["add-readme", "add-tests-parser", "document-cli"]);
+      expect(doc.reason).toBeNull();
+      const text = await p.loop(["plan", `We keep it small. ${brief} Add a LICENSE file.`, "--runner", "demo", "--dry-run", "--text"]);
+      expect(text.code).toBe(0);
+      expect(text.stdout.split("\n")[0]).toBe(
+        'drafted 3 items (planner demo, 1 call); left out: "We keep it small." (not a task: it does not start with a verb of work, such as add, write or fix); "Add a LICENSE file." (already an item of the loop):',
+      );
+    });
+  });
+
   test.concurrent("an undraftable brief: zero items, the reason, exit 1, nothing written", async () => {
     await scenario({ name: "t", defaults: { verify: "true" }, items: [] }, {}, async (p) => {
       const before = loopJson(p);
