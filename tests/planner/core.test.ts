@@ -234,7 +234,7 @@ describe("the demo planner", () => {
   });
 });
 
-describe("draftPlan: one retry for a malformed answer, none for a truncated one", () => {
+describe("draftPlan: one retry for a malformed or prose answer, none for a truncated one", () => {
   const ac = { existingIds: new Set<string>(), existingRefs: new Map<string, string>(), runners: ["demo"], maxItems: 5 };
   const good = JSON.stringify({ outcome: "drafted", reason: null, items: [item()] });
   test("malformed, then good: 2 calls, the problems fed back fenced", async () => {
@@ -252,6 +252,21 @@ describe("draftPlan: one retry for a malformed answer, none for a truncated one"
   test("truncated: PlannerError at once", async () => {
     let calls = 0;
     await expect(draftPlan({ context: ctx(), answerContext: ac, ask: async () => (calls++, good.slice(0, 30)) })).rejects.toThrow(/truncated/);
+    expect(calls).toBe(1);
+  });
+  test("prose, then good: 2 calls, the problem fed back; prose twice: PlannerError after the retry; empty: at once", async () => {
+    const prompts: string[] = [];
+    const answers = ["Sure! Here are your items: a README, then tests.", good];
+    const d = await draftPlan({ context: ctx(), answerContext: ac, ask: async (p) => (prompts.push(p), answers.shift()!) });
+    expect(d.calls).toBe(2);
+    expect(prompts[1]).toContain("## Your previous answer was refused");
+    expect(prompts[1]).toContain("| the answer is not JSON");
+    expect(prompts[1]).toContain("The answer must be the JSON document alone");
+    let calls = 0;
+    await expect(draftPlan({ context: ctx(), answerContext: ac, ask: async () => (calls++, "```json\n" + good + "\n```") })).rejects.toThrow(/unusable after the retry: the answer is not JSON/);
+    expect(calls).toBe(2);
+    calls = 0;
+    await expect(draftPlan({ context: ctx(), answerContext: ac, ask: async () => (calls++, "  ") })).rejects.toThrow(/printed no answer/);
     expect(calls).toBe(1);
   });
   test("retryPrompt keeps the first prompt", () => {
