@@ -391,13 +391,14 @@ export interface Attention {
  * not allowed; its PR is left open for a person), the loop drained `Failed`. An operator's own pause
  * or stop needs nobody else.
  */
-export function attention(p: Projection): Attention[] {
+export function attention(p: Projection, o: { faultItem?: string | null } = {}): Attention[] {
   const out: Attention[] = [];
   const cur = p.loop.current ? p.items[p.loop.current] : undefined;
   if (p.loop.state === "paused" && cur?.status === "needs_input")
     out.push({ kind: "question", item: cur.id, reason: p.loop.reason ?? `${cur.id} needs input`, slot: "question", key: `question:${cur.id}:e${cur.epoch}:a${cur.attempts.length}` });
+  // `faultItem`: the item the fault event names (the projection keeps only its seq), when the caller read it.
   if (p.loop.state === "paused" && p.loop.fault)
-    out.push({ kind: "environment", item: null, reason: p.loop.reason ?? p.loop.fault.kind, slot: "environment", key: `environment:${p.loop.fault.seq}` });
+    out.push({ kind: "environment", item: o.faultItem ?? null, reason: p.loop.reason ?? p.loop.fault.kind, slot: "environment", key: `environment:${p.loop.fault.seq}` });
   for (const it of active(p))
     if (
       (it.status === "failed" && it.landing && (it.landing.outcome === "conflict" || it.landing.outcome === "failed")) ||

@@ -5,6 +5,8 @@
 
 export type FaultKind =
   | "base_missing"
+  | "no_commit"
+  | "verify_placeholder"
   | "program_not_found"
   | "program_not_executable"
   | "claude_as_root"
@@ -43,6 +45,10 @@ export interface LaunchFacts {
   startPoint: string;
   /** Null when the branch already exists (a retry): its start point no longer matters. */
   startPointExists: boolean | null;
+  /** Whether the repository has any commit; asked only when the start point is missing (else null). */
+  hasCommits?: boolean | null;
+  /** The item's verify command (false: none), to catch the placeholder `loop init` writes. */
+  verify?: string | false;
   /** The effective uid of the step (null where there is none). */
   uid: number | null;
   /** The variables Claude Code reads to allow --dangerously-skip-permissions as root. */
@@ -98,13 +104,36 @@ export function aiderCanChooseModel(f: AiderModelFacts): boolean {
 
 const RESUME = "then `loop ctl resume`";
 
+/**
+ * The verify command `loop init` writes when it finds no test command to guess: it fails every
+ * attempt, so an item that still has it is not launched (an agent session would be spent for nothing).
+ */
+export const VERIFY_PLACEHOLDER = "exit 1";
+
+export function isVerifyPlaceholder(verify: string | false | undefined): boolean {
+  return typeof verify === "string" && verify.trim() === VERIFY_PLACEHOLDER;
+}
+
 /** The first environment fault among the launch facts, in the order an operator would fix them; null when none. */
 export function launchFault(f: LaunchFacts): EnvironmentFault | null {
+  // An empty repository has its branch name, not the branch: naming another branch would not help.
+  if (f.startPointExists === false && f.hasCommits === false)
+    return {
+      kind: "no_commit",
+      message: `the repository has no commit yet: the branch items start from, ${JSON.stringify(f.startPoint)}, is made by its first commit`,
+      fix: `make the first commit (commit loop.json, or \`git commit --allow-empty -m "initial commit"\`), ${RESUME}`,
+    };
   if (f.startPointExists === false)
     return {
       kind: "base_missing",
       message: `the branch items start from, ${JSON.stringify(f.startPoint)}, is not a branch or commit of the repository`,
       fix: `create it, or set "workspace.base" in loop.json to the repository's main branch (\`git branch --show-current\` in the checkout says which), ${RESUME}`,
+    };
+  if (isVerifyPlaceholder(f.verify))
+    return {
+      kind: "verify_placeholder",
+      message: `its verify command is still ${JSON.stringify(VERIFY_PLACEHOLDER)}, the placeholder \`loop init\` writes, which fails every attempt`,
+      fix: `set "verify" in loop.json ("defaults.verify", or the item's own) to the command that proves the work is done (for example "npm test"), ${RESUME}`,
     };
   const p = f.programFact;
   const runner = `runner ${JSON.stringify(f.runner)}`;
@@ -176,9 +205,4 @@ export function classifyLaunchError(e: LaunchError): EnvironmentFault {
   if (e.name === "GitError")
     return { kind: "git_failed", message, fix: `look at the repository (git worktree list, git status; a stale .lock file under .git), fix what git reports, ${RESUME}` };
   return { kind: "launch_failed", message, fix: `fix what the message names, ${RESUME}` };
-}
-
-/** The loop's pause reason for a fault: what is wrong, then how to fix it. */
-export function faultReason(f: EnvironmentFault, item: string | null): string {
-  return `environment fault${item ? ` launching ${item}` : ""}: ${f.message}. To fix: ${f.fix}`;
 }

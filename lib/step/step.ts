@@ -16,7 +16,7 @@ import { counts } from "../log/documents.ts";
 import type { ItemState } from "../log/reducer.ts";
 import { type Lease, Store } from "../log/store.ts";
 import { projectOf } from "../log/ownership.ts";
-import { append, createStepContext, materialize, projection, recordTransition, repoOf, type StepContext, type StepOptions, type StepOutcome, type Transition } from "./context.ts";
+import { append, createStepContext, faultItem, materialize, projection, recordTransition, repoOf, type StepContext, type StepOptions, type StepOutcome, type Transition } from "./context.ts";
 import { afterSession, type Attention, attention, hasOpenWork, nextWork } from "./decide.ts";
 import { definitionWarnings } from "./environment.ts";
 import { type NotifyReport, notifyPhase } from "./notify.ts";
@@ -35,6 +35,12 @@ export interface RunResult extends StepOutcome {
   loop: { name: string | null; state: string; reason: string | null; outcome: string | null; current: string | null };
   /** What needs a person after the step (decide.ts attention): non-empty means exit 1. */
   attention: { kind: Attention["kind"]; item: string | null; reason: string }[];
+  /**
+   * Whether `attention` differs from what needed a person when the step began (a condition new, or
+   * gone): false for a tick that found the loop as the previous one left it. `--quiet` prints nothing
+   * for such a tick (docs/cli/loop-run.md#flags).
+   */
+  attentionChanged: boolean;
   /** Environment errors met during the step (the step still recorded what it could). */
   errors: string[];
   /** What may need fixing but stopped nothing (checks made when loop.json was imported). */
@@ -183,6 +189,8 @@ export async function runStep(options: StepOptions): Promise<RunResult> {
     if (!got.ok) throw new BusyLease(got.holder);
     failpoint("lease:after_acquire");
     const ctx = createStepContext({ store, def, options, lease: got.lease });
+    // What needed a person when the step began: what the previous step left.
+    const before = attentionKeys(ctx, store.projection());
     if (got.takeover) {
       // Someone's step died holding the lease (or outlived it): say so, as one of this step's transitions.
       recordTransition(ctx, got.takeover);
@@ -205,14 +213,18 @@ export async function runStep(options: StepOptions): Promise<RunResult> {
       store.releaseLease(got.lease);
     }
     const p = store.projection();
+    const fault = faultItem(ctx, p);
+    const after = attention(p, { faultItem: fault });
     return {
       schema: "loop/run@1",
       action: outcome.action,
-      item: outcome.item,
+      // Every tick of one pause names the same item: the one in flight, else the one the fault was met launching.
+      item: outcome.item ?? (outcome.action === "paused" ? fault : null),
       reason: outcome.reason,
       transitions: ctx.transitions,
       loop: { name: p.loop.name, state: p.loop.state, reason: p.loop.reason, outcome: p.loop.outcome, current: p.loop.current },
-      attention: attention(p).map(({ kind, item, reason }) => ({ kind, item, reason })),
+      attention: after.map(({ kind, item, reason }) => ({ kind, item, reason })),
+      attentionChanged: after.map((a) => a.key).join("\n") !== before,
       errors: ctx.errors,
       warnings: ctx.warnings,
       notifications,
@@ -220,6 +232,22 @@ export async function runStep(options: StepOptions): Promise<RunResult> {
   } finally {
     store.close();
   }
+}
+
+/** The conditions that need a person, as one comparable string of their keys. */
+function attentionKeys(ctx: StepContext, p: ReturnType<typeof projection>): string {
+  return attention(p, { faultItem: faultItem(ctx, p) })
+    .map((a) => a.key)
+    .join("\n");
+}
+
+/**
+ * Whether `loop run --quiet` prints a step's result: only a step that exits non-zero, and of those
+ * not one that found exactly the conditions the previous step left and met no error (the notify
+ * hook already told about them; the exit code still says 1).
+ */
+export function quietPrints(r: Pick<RunResult, "errors" | "attention" | "attentionChanged">): boolean {
+  return stepExitCode(r) !== EXIT.ok && (r.errors.length > 0 || r.attentionChanged);
 }
 
 /**

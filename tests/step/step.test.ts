@@ -553,8 +553,10 @@ describe("loop run", () => {
         {},
         async (p) => {
           const r = await p.run([1]);
-          expect(r.errors).toEqual([expect.stringContaining('program "loop-test-no-such-program-xyz" was not found on PATH')]);
-          expect(r.stderr).toContain("not found");
+          // The pause is the step's result, said once (its reason and attention), not an error besides.
+          expect(r.errors).toEqual([]);
+          expect(r.attention).toEqual([{ kind: "environment", item: "nowhere", reason: expect.stringContaining('program "loop-test-no-such-program-xyz" was not found on PATH') }]);
+          expect(r.stderr).toContain("not found"); // the import's warning
           expect(p.eventsOf("launch_failed")).toEqual([]);
           expect(p.eventsOf("launch_reserved")).toEqual([]);
           const st = p.projection();
