@@ -58,6 +58,7 @@ export function statusReport(
     const byId = new Map(doc.items.map((it) => [it.id, it]));
     const selected = workItems.length ? resolveSelectorsIn(doc.items, workItems).map((id) => byId.get(id)!) : doc.items;
     const waiting = waitingOf(db, doc);
+    const ran = ranOf(db, selected);
     const items = selected.map((it) => {
       const s = it.session;
       const live = s !== null && isInFlight(it.status as ItemStatus) && !s.closed;
@@ -70,6 +71,8 @@ export function statusReport(
         // Who reset the item last, and when (a state.json written before resets existed has no such key).
         reset: (it as { reset?: { actor: string; at: string } }).reset ?? null,
         attempts: it.attempts,
+        // Attempts the agent ran: `attempts` less the launches cut short before their session started.
+        ran: ran.get(it.id) ?? 0,
         failures: it.failures,
         maxAttempts: it.maxAttempts,
         dependsOn: it.dependsOn,
@@ -116,6 +119,22 @@ function autoMergeOf(db: Database, env: Record<string, string | undefined>): { r
     .get() as { landing: unknown; base: unknown; repo: unknown } | null;
   if (row?.landing !== "merge" || typeof row.repo !== "string" || typeof row.base !== "string") return null;
   return { repo: row.repo, base: row.base, set: autoMergeAllowed(env) };
+}
+
+/**
+ * How many of each item's attempts the agent ran (decide.ts attemptsRan): a session recorded
+ * started. state.json counts attempts, not this, so it is read from the ledger rows of the same
+ * snapshot, and only for items that have made an attempt.
+ */
+function ranOf(db: Database, items: readonly { id: string; attempts: number }[]): Map<string, number> {
+  const ids = items.filter((it) => it.attempts > 0).map((it) => it.id);
+  if (ids.length === 0) return new Map();
+  const rows = db
+    .query(
+      "SELECT item, (SELECT count(*) FROM json_each(body, '$.attempts') WHERE json_extract(value, '$.startedAt') IS NOT NULL) AS ran FROM proj_ledgers WHERE item IN (SELECT value FROM json_each(?))",
+    )
+    .all(JSON.stringify(ids)) as { item: string; ran: number }[];
+  return new Map(rows.map((r) => [r.item, r.ran]));
 }
 
 /**

@@ -342,14 +342,23 @@ export function afterFailure(it: ItemState): "retry" | "settle_failed" {
 }
 
 /**
+ * Attempts the agent actually ran: those whose session was recorded started. A launch cut short
+ * before that (a step killed between the reservation and the spawn, an environment fault after the
+ * reservation) keeps its number (its key, its session folder) but is no attempt of the agent's.
+ */
+export function attemptsRan(attempts: readonly { startedAt: string | null }[]): number {
+  return attempts.filter((a) => a.startedAt !== null).length;
+}
+
+/**
  * The reason an item settles `failed` with, after its last allowed failure. The budget counts
  * failed attempts only (a question or an operator's stop spends none), so the attempt number can
  * be higher than maxAttempts: both are named, never "attempt 3 of 2".
  */
 export function failedReason(it: ItemState, reason: string): string {
-  const attempt = it.attempts.length;
+  const attempt = attemptsRan(it.attempts);
   const failed = it.failures + 1;
-  return `${reason} (failed attempt ${failed} of ${it.def.maxAttempts}${attempt !== failed ? `; attempt ${attempt} in all` : ""})`;
+  return `${reason} (failed attempt ${failed} of ${it.def.maxAttempts}${attempt > failed ? `; attempt ${attempt} in all` : ""})`;
 }
 
 /** Items blocked, directly or through other blocked items, because of `id`. */
