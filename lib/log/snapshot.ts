@@ -40,7 +40,8 @@ const ENVIRONMENT_CODES = /^SQLITE_(READONLY|CANTOPEN|IOERR|FULL|PERM|AUTH)/;
 export function storeError(err: unknown, what: string): StoreError {
   if (err instanceof StoreError) return err;
   const code = (err as { code?: string })?.code ?? "";
-  if (ENVIRONMENT_CODES.test(code) || /^E[A-Z]+$/.test(code)) return new StoreError("io_error", `${what}: ${(err as Error).message} (${code})`);
+  // The cause is kept: a step tells a full disk from the SQLite code (lib/step/disk.ts).
+  if (ENVIRONMENT_CODES.test(code) || /^E[A-Z]+$/.test(code)) return Object.assign(new StoreError("io_error", `${what}: ${(err as Error).message} (${code})`), { cause: err });
   return new StoreError("corrupt_store", `${what}: ${(err as Error).message}`);
 }
 

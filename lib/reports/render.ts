@@ -79,7 +79,7 @@ export function renderStatus(r: StatusReport, color: boolean): string {
     }
   }
   out.push("");
-  out.push(r.findings.length ? "divergence:" : "healthy: projection matches the log and state.json");
+  out.push(r.findings.length ? "not healthy:" : "healthy: projection matches the log and state.json");
   for (const f of r.findings) out.push(`  ${p(f.code)}${f.seq !== undefined ? ` (seq ${f.seq})` : ""}: ${p(f.message)}`);
   return out.join("\n");
 }

@@ -22,6 +22,7 @@ import type { Database } from "bun:sqlite";
 import { dirname, join } from "node:path";
 import { ownershipFinding, type ProjectIdentity } from "../log/ownership.ts";
 import { autoMergeAllowed } from "../forge/auto-merge.ts";
+import { fullDisk } from "../step/disk.ts";
 
 export type { Finding };
 
@@ -55,6 +56,13 @@ export function statusReport(
     const renameFree = doc.items.every((it) => it.epoch === 0 && it.attempts === 0 && (it.status === "pending" || it.status === "withdrawn"));
     const foreign = ownershipFinding(doc.loop.owner, project, stateRoot, { renameFree });
     if (foreign) findings.push(foreign);
+    // A full disk stops every step before it can record why: status says it, so it never reads healthy then.
+    const disk = fullDisk(stateRoot);
+    if (disk)
+      findings.push({
+        code: "disk_full",
+        message: `the disk is full: ${disk.free} bytes free on the filesystem holding ${stateRoot} (mounted at ${disk.mount}); \`loop run\` cannot record anything until space is freed there`,
+      });
     const byId = new Map(doc.items.map((it) => [it.id, it]));
     const selected = workItems.length ? resolveSelectorsIn(doc.items, workItems).map((id) => byId.get(id)!) : doc.items;
     const waiting = waitingOf(db, doc);

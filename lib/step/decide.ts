@@ -232,7 +232,7 @@ export function classifySession(o: SessionObservation): SessionVerdict {
       kind: "exited",
       code: o.exit.code,
       signal: o.exit.signal,
-      reason: `${o.exit.signal ? `agent killed by ${o.exit.signal}` : `agent exited with code ${o.exit.code}`}${o.askIgnored ? `; ${o.askIgnored}` : ""}`,
+      reason: `${o.exit.signal ? `agent killed by ${o.exit.signal}` : `agent exited with code ${o.exit.code}`}${o.exit.outputError ? `; the disk refused some of its output (${o.exit.outputError}): output.log says where` : ""}${o.askIgnored ? `; ${o.askIgnored}` : ""}`,
     };
   if (!o.alive && o.started) return { kind: "lost", reason: "session process vanished without an exit status" };
   if (!o.started) {

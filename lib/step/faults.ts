@@ -194,7 +194,7 @@ export interface LaunchError {
 export function classifyLaunchError(e: LaunchError): EnvironmentFault {
   const message = `could not launch: ${e.message}`;
   if (e.code === "ENOSPC" || e.code === "EDQUOT")
-    return { kind: "disk_full", message, fix: `free space on the disk of the state root and the repository, ${RESUME}` };
+    return { kind: "disk_full", message: `the disk is full: ${message}`, fix: `free space on the disk of the state root and the repository, ${RESUME}` };
   if (e.code === "EACCES" || e.code === "EPERM" || e.code === "EROFS")
     return { kind: "permission_denied", message, fix: `give the user loop runs as write access to the repository and its state root, ${RESUME}` };
   if (/start point .* is not a commit/.test(e.message))
@@ -205,4 +205,24 @@ export function classifyLaunchError(e: LaunchError): EnvironmentFault {
   if (e.name === "GitError")
     return { kind: "git_failed", message, fix: `look at the repository (git worktree list, git status; a stale .lock file under .git), fix what git reports, ${RESUME}` };
   return { kind: "launch_failed", message, fix: `fix what the message names, ${RESUME}` };
+}
+
+/** Where a full disk was met: the state root, the filesystem's mount point, the bytes left. */
+export interface FullDisk {
+  path: string;
+  mount: string;
+  free: number | null;
+}
+
+/**
+ * A full disk, met at any point of a step (before it opens the store, an append SQLite refused, a
+ * launch's write): the loop pauses with a reason that says so and where. Pure.
+ */
+export function diskFullFault(d: FullDisk): EnvironmentFault {
+  const free = d.free === null ? "" : `, ${d.free} bytes free`;
+  return {
+    kind: "disk_full",
+    message: `the disk is full: no space left on the filesystem holding the state root ${d.path} (mounted at ${d.mount}${free})`,
+    fix: `free space on it (agents' output logs under ${d.path}/sessions and old worktrees under ${d.path}/workspaces are the usual suspects), ${RESUME}`,
+  };
 }

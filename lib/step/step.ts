@@ -6,7 +6,7 @@
 import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { EXIT } from "../shared/cli.ts";
-import { BusyLease, UsageError } from "../shared/errors.ts";
+import { BusyLease, StoreError, UsageError } from "../shared/errors.ts";
 
 export { BusyLease };
 import { definitionHash, loadDefinition, importedDefinition } from "../definition/loop-json.ts";
@@ -26,6 +26,8 @@ import { observeLaunching, observeRunning } from "./observe.ts";
 import { verifyAttempt } from "./verify.ts";
 import { landAttempt } from "./land.ts";
 import { failAttempt, requeueUncounted, settleAttempt, sweepClosedSessions } from "./settle.ts";
+import { type DiskSpace, diskFullCause, diskSpace, ensureReserve, LOW_SPACE_BYTES, releaseReserve } from "./disk.ts";
+import { diskFullFault, type FullDisk } from "./faults.ts";
 
 export type { RunAction, StepOptions, StepOutcome, Transition } from "./context.ts";
 
@@ -180,9 +182,77 @@ export function preflight(root: string): ReturnType<typeof loadDefinition> {
   return def;
 }
 
-/** One step. Throws DefinitionError or UsageError (exit 2) before touching anything (preflight), BusyLease when busy. */
+/**
+ * One step. Throws DefinitionError or UsageError (exit 2) before touching anything (preflight),
+ * BusyLease when busy, and an io_error that says the disk is full when a full disk left it unable to
+ * record even that (lib/step/disk.ts).
+ */
 export async function runStep(options: StepOptions): Promise<RunResult> {
   const def = preflight(options.root);
+  // A full disk is looked for before the store is opened (SQLite may not even make its -shm file
+  // then): the reserve is given back, so that the fault can be recorded.
+  const space = diskSpace(options.stateRoot);
+  const full = space !== null && space.free < LOW_SPACE_BYTES ? space : null;
+  if (full) releaseReserve(options.stateRoot);
+  try {
+    const r = await stepWith(options, def, full);
+    if (!full) ensureReserve(options.stateRoot, space);
+    return r;
+  } catch (err) {
+    throw unrecorded(err, options.stateRoot) ?? err;
+  }
+}
+
+/** A full disk where even the fault could not be recorded: said as such, with where, instead of SQLite's words. */
+function unrecorded(err: unknown, stateRoot: string): StoreError | null {
+  const space = diskSpace(stateRoot);
+  if (!diskFullCause(err, space !== null && space.free < LOW_SPACE_BYTES)) return null;
+  const f = diskFullFault({ path: stateRoot, mount: space?.mount ?? stateRoot, free: space?.free ?? null });
+  return new StoreError(
+    "io_error",
+    `${f.message}; this step could record nothing, not even that (${(err as Error).message}). To fix: free space on it; the next \`loop run\` goes on from where the log is`,
+  );
+}
+
+/** The full disk an error of the step was caused by, or null when it was something else. */
+function diskFullMet(err: unknown, stateRoot: string): FullDisk | null {
+  const space = diskSpace(stateRoot);
+  if (!diskFullCause(err, space !== null && space.free < LOW_SPACE_BYTES)) return null;
+  return { path: stateRoot, mount: space?.mount ?? stateRoot, free: space?.free ?? null };
+}
+
+/**
+ * Pause the loop for a full disk (environment_fault, kind disk_full: nothing else is recorded, no
+ * session observed or ended, no attempt spent). A loop already paused for it is left as it is; a
+ * loop that is not running (paused by someone, stopped, drained) cannot be paused by a fault: the
+ * full disk is then an error of the step (exit 1).
+ */
+function pauseForDiskFull(ctx: StepContext, disk: FullDisk): StepOutcome {
+  const p = projection(ctx);
+  if (p.loop.state === "paused" && p.loop.fault?.kind === "disk_full") return { action: "paused", item: p.loop.current, reason: p.loop.reason };
+  const f = diskFullFault(disk);
+  if (p.loop.state !== "running") {
+    const said = `${f.message}. To fix: ${f.fix}`;
+    ctx.errors.push(said);
+    ctx.options.log.error(said);
+    const action = p.loop.state === "paused" ? "paused" : p.loop.state === "stopped" ? "stopped" : p.loop.state === "drained" ? "drained" : "idle";
+    return { action, item: p.loop.current, reason: p.loop.state === "drained" ? p.loop.outcome : p.loop.reason };
+  }
+  const q = append(ctx, [{ type: "environment_fault", payload: { kind: f.kind, attempt: null, reason: f.message, fix: f.fix } }], "fault");
+  return { action: "paused", item: q.loop.current, reason: q.loop.reason };
+}
+
+/** state.json and RUNLOG.md after the disk filled: written if it takes them, else the next step repairs them. */
+function materializeIfRoom(ctx: StepContext): void {
+  try {
+    materialize(ctx);
+  } catch (err) {
+    if (!diskFullMet(err, ctx.options.stateRoot)) throw err;
+    ctx.options.log.warn(`state.json and RUNLOG.md were not rewritten: ${(err as Error).message} (the next step writes them)`);
+  }
+}
+
+async function stepWith(options: StepOptions, def: ReturnType<typeof preflight>, full: DiskSpace | null): Promise<RunResult> {
   const store = Store.open(options.stateRoot, { create: true, actor: options.actor, project: projectOf(options.root, def.name) });
   try {
     const got = store.acquireLease(options.leaseMs ?? 30 * 60_000, pidAlive);
@@ -197,17 +267,30 @@ export async function runStep(options: StepOptions): Promise<RunResult> {
       options.log.warn(`took over the step lease of pid ${got.takeover.payload.previous.pid} on ${got.takeover.payload.previous.host} (${got.takeover.payload.why === "dead" ? "its process is gone" : "it expired"})`);
     }
     let outcome: StepOutcome;
-    let notifications: NotifyReport[];
+    let notifications: NotifyReport[] = [];
     try {
-      materialize(ctx);
-      importDefinition(ctx);
-      if (def.forge) {
-        const { pollComments } = await import("./forge/comments.ts");
-        await pollComments(ctx);
+      try {
+        if (full) outcome = pauseForDiskFull(ctx, { path: options.stateRoot, mount: full.mount, free: full.free });
+        else {
+          materialize(ctx);
+          importDefinition(ctx);
+          if (def.forge) {
+            const { pollComments } = await import("./forge/comments.ts");
+            await pollComments(ctx);
+          }
+          outcome = await advanceLoop(ctx);
+        }
+        notifications = await notifyPhase(ctx);
+        if (ctx.transitions.length) materialize(ctx); // the first call already repaired the files
+      } catch (err) {
+        // The disk filled up during the step: the reserve goes back to it, and pays for the fault.
+        const disk = diskFullMet(err, options.stateRoot);
+        if (!disk) throw err;
+        releaseReserve(options.stateRoot);
+        outcome = pauseForDiskFull(ctx, disk);
+        notifications = [...notifications, ...(await notifyPhase(ctx))];
+        materializeIfRoom(ctx);
       }
-      outcome = await advanceLoop(ctx);
-      notifications = await notifyPhase(ctx);
-      if (ctx.transitions.length) materialize(ctx); // the first call already repaired the files
     } finally {
       if (def.forge) (await import("./forge/link.ts")).saveForgeLink(ctx);
       store.releaseLease(got.lease);
