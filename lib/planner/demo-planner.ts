@@ -14,6 +14,7 @@
 import type { PlanContext } from "./prompt.ts";
 import { normalizePrompt } from "./quality.ts";
 import { slugFromPrompt } from "./slug.ts";
+import { sliceText } from "../shared/fsutil.ts";
 
 const VERBS = /^(add|write|fix|create|make|remove|delete|update|rename|document|test|refactor|implement|move|replace|support|improve|introduce|drop|bump|upgrade|check|ensure)\b/i;
 const FILE = /\b([A-Za-z0-9_-]+\.(?:md|txt|json|sh|ts|js|py|toml|yml|yaml)|[A-Z]{4,}[A-Z0-9_]*)\b/;
@@ -31,7 +32,7 @@ const AFTER = /^(?:then|next|finally|lastly|after that),?\s+/i;
 const ALSO = /^(?:first|firstly|also|and),?\s+/i;
 
 /** A sentence as the reason quotes it: one line, at most 80 characters. */
-const quote = (s: string) => JSON.stringify(s.length > 80 ? `${s.slice(0, 79)}…` : s);
+const quote = (s: string) => JSON.stringify(s.length > 80 ? `${sliceText(s, 0, 79)}…` : s);
 
 /** What the demo planner left out, one clause per reason, each naming the sentences or issues (at most 5). */
 function leftOut(skipped: Map<string, string[]>): string | null {

@@ -6,7 +6,7 @@
 import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { EXIT } from "../shared/cli.ts";
-import { BusyLease, StoreError, UsageError } from "../shared/errors.ts";
+import { BusyLease, UsageError } from "../shared/errors.ts";
 
 export { BusyLease };
 import { definitionHash, loadDefinition, importedDefinition } from "../definition/loop-json.ts";
@@ -26,8 +26,8 @@ import { observeLaunching, observeRunning } from "./observe.ts";
 import { verifyAttempt } from "./verify.ts";
 import { landAttempt } from "./land.ts";
 import { failAttempt, requeueUncounted, settleAttempt, sweepClosedSessions } from "./settle.ts";
-import { type DiskSpace, diskFullCause, diskSpace, ensureReserve, LOW_SPACE_BYTES, releaseReserve } from "./disk.ts";
-import { diskFullFault, type FullDisk } from "./faults.ts";
+import { type DiskSpace, diskSpace, ensureReserve, LOW_SPACE_BYTES, releaseReserve } from "./disk.ts";
+import { diskFullMet, materializeIfRoom, pauseForDiskFull, unrecorded } from "./disk-fault.ts";
 
 export type { RunAction, StepOptions, StepOutcome, Transition } from "./context.ts";
 
@@ -200,55 +200,6 @@ export async function runStep(options: StepOptions): Promise<RunResult> {
     return r;
   } catch (err) {
     throw unrecorded(err, options.stateRoot) ?? err;
-  }
-}
-
-/** A full disk where even the fault could not be recorded: said as such, with where, instead of SQLite's words. */
-function unrecorded(err: unknown, stateRoot: string): StoreError | null {
-  const space = diskSpace(stateRoot);
-  if (!diskFullCause(err, space !== null && space.free < LOW_SPACE_BYTES)) return null;
-  const f = diskFullFault({ path: stateRoot, mount: space?.mount ?? stateRoot, free: space?.free ?? null });
-  return new StoreError(
-    "io_error",
-    `${f.message}; this step could record nothing, not even that (${(err as Error).message}). To fix: free space on it; the next \`loop run\` goes on from where the log is`,
-  );
-}
-
-/** The full disk an error of the step was caused by, or null when it was something else. */
-function diskFullMet(err: unknown, stateRoot: string): FullDisk | null {
-  const space = diskSpace(stateRoot);
-  if (!diskFullCause(err, space !== null && space.free < LOW_SPACE_BYTES)) return null;
-  return { path: stateRoot, mount: space?.mount ?? stateRoot, free: space?.free ?? null };
-}
-
-/**
- * Pause the loop for a full disk (environment_fault, kind disk_full: nothing else is recorded, no
- * session observed or ended, no attempt spent). A loop already paused for it is left as it is; a
- * loop that is not running (paused by someone, stopped, drained) cannot be paused by a fault: the
- * full disk is then an error of the step (exit 1).
- */
-function pauseForDiskFull(ctx: StepContext, disk: FullDisk): StepOutcome {
-  const p = projection(ctx);
-  if (p.loop.state === "paused" && p.loop.fault?.kind === "disk_full") return { action: "paused", item: p.loop.current, reason: p.loop.reason };
-  const f = diskFullFault(disk);
-  if (p.loop.state !== "running") {
-    const said = `${f.message}. To fix: ${f.fix}`;
-    ctx.errors.push(said);
-    ctx.options.log.error(said);
-    const action = p.loop.state === "paused" ? "paused" : p.loop.state === "stopped" ? "stopped" : p.loop.state === "drained" ? "drained" : "idle";
-    return { action, item: p.loop.current, reason: p.loop.state === "drained" ? p.loop.outcome : p.loop.reason };
-  }
-  const q = append(ctx, [{ type: "environment_fault", payload: { kind: f.kind, attempt: null, reason: f.message, fix: f.fix } }], "fault");
-  return { action: "paused", item: q.loop.current, reason: q.loop.reason };
-}
-
-/** state.json and RUNLOG.md after the disk filled: written if it takes them, else the next step repairs them. */
-function materializeIfRoom(ctx: StepContext): void {
-  try {
-    materialize(ctx);
-  } catch (err) {
-    if (!diskFullMet(err, ctx.options.stateRoot)) throw err;
-    ctx.options.log.warn(`state.json and RUNLOG.md were not rewritten: ${(err as Error).message} (the next step writes them)`);
   }
 }
 

@@ -109,17 +109,17 @@ export class CappedLog {
     if (this.closed) return;
     if (this.lost > 0) {
       // The disk refused earlier output: say where, once it takes a write again.
-      if (this.append(Buffer.from(lostLine(this.lost))) > 0) {
+      if (this.put(Buffer.from(lostLine(this.lost))) > 0) {
         this.lost += chunk.length;
         return;
       }
       this.lost = 0;
     }
-    this.lost += this.append(chunk);
+    this.lost += this.put(chunk);
   }
 
   /** Write within the cap, cutting as needed; returns how many bytes the disk kept out (0: all written). */
-  private append(bytes: Uint8Array): number {
+  private put(bytes: Uint8Array): number {
     const { head, keep } = this.layout;
     let off = 0;
     try {
