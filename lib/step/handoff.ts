@@ -4,6 +4,7 @@
 // small and dependency-free, so every loop loads it, forge or not).
 import type { ItemState, Projection } from "../log/reducer.ts";
 import { fence, fenced, sanitizeLine } from "../forge/untrusted.ts";
+import { attemptsRan } from "./decide.ts";
 
 /** The file a resumed conversation is pointed at for its reply (in the attempt's session folder): forge text never goes in argv. */
 export const REPLY_FILE = "reply.md";
@@ -31,7 +32,10 @@ export function buildHandoff({ p, item, attempt, branch, askFile, forgeContext =
   const ids = p.order.filter((id) => p.items[id]!.status !== "withdrawn");
   const pos = ids.indexOf(item) + 1;
   const lines: string[] = [];
-  lines.push(`# ${item}: attempt ${attempt}${it.def.maxAttempts > 1 ? ` (up to ${it.def.maxAttempts} failed attempts)` : ""}`);
+  // Attempts are counted as the agent ran them (loop status's ATTEMPTS): a launch cut short before
+  // its session started keeps its number in loop's records, but the agent never saw it.
+  const earlier = it.attempts.filter((a) => a.n < attempt && a.startedAt !== null);
+  lines.push(`# ${item}: attempt ${attemptsRan(earlier) + 1}${it.def.maxAttempts > 1 ? ` (up to ${it.def.maxAttempts} failed attempts)` : ""}`);
   if (it.def.ref) lines.push("", `Work item: ${it.def.ref}`);
   lines.push("", "## Task", "", it.def.prompt.trim());
   if (forgeContext) lines.push("", "## The issue (from the forge)", "", forgeContext);
@@ -48,12 +52,11 @@ export function buildHandoff({ p, item, attempt, branch, askFile, forgeContext =
     const mark = id === item ? " (this item)" : "";
     lines.push(`- ${id}${mark}: ${id === item ? "in progress" : s.status}${s.def.dependsOn.length ? ` (depends on ${s.def.dependsOn.join(", ")})` : ""}`);
   }
-  const earlier = it.attempts.filter((a) => a.n < attempt);
   if (earlier.length) {
     lines.push("", "## Earlier attempts", "");
-    for (const a of earlier) {
+    for (const [i, a] of earlier.entries()) {
       const why = a.verify ? `verify ${a.verify.passed ? "passed" : "failed"}: ${a.verify.reason}` : a.end ? a.end.reason : "no result";
-      lines.push(`### Attempt ${a.n}: ${a.outcome ?? "ended"}, ${why}`);
+      lines.push(`### Attempt ${i + 1}: ${a.outcome ?? "ended"}, ${why}`);
       if (a.question) lines.push("", "You asked:", "", fence(a.question));
       if (a.verify && !a.verify.passed && a.verify.tail) lines.push("", "Last lines of the verify output:", "", fence(a.verify.tail.trimEnd()));
       lines.push("");

@@ -15,7 +15,7 @@ import { sliceText, writeFileAtomic } from "../shared/fsutil.ts";
 import { sessionDir, worktreeDir } from "../shared/paths.ts";
 import { append, repoOf, type StepContext, type StepOutcome, warnMovedAside } from "./context.ts";
 import { ensureAgentExcludes, probeLaunchFault, resolveProgram, sessionPath } from "./environment.ts";
-import { classifyLaunchError, type EnvironmentFault, faultReason } from "./faults.ts";
+import { classifyLaunchError, type EnvironmentFault } from "./faults.ts";
 import { git, gitTry, revParse } from "./git.ts";
 import { buildHandoff, buildReplyMessage, REPLY_FILE } from "./handoff.ts";
 import { selfArgv } from "../supervisor/self.ts";
@@ -50,6 +50,7 @@ export function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeContext
     runner: it.def.runner,
     tmux: ctx.def.tmux,
     model: it.def.model,
+    verify: it.def.verify,
     repo: repoOf(ctx),
     worktree: plan.worktree,
     branch: plan.branch,
@@ -89,9 +90,7 @@ export function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeContext
  * attempt is given back uncounted (one commit). The items wait, their attempts unspent.
  */
 function pauseForFault(ctx: StepContext, it: ItemState, fault: EnvironmentFault, attempt: number | null): StepOutcome {
-  const reason = faultReason(fault, it.id);
-  ctx.errors.push(reason);
-  ctx.options.log.error(reason);
+  // Said once: it is the step's result (the pause's reason, and `attention`), not an error met besides.
   const payload = { kind: fault.kind, attempt, reason: fault.message, fix: fault.fix };
   const drafts = [{ type: "environment_fault" as const, item: it.id, payload }];
   // Before the reservation nothing was taken; after it, the attempt is given back in this commit.

@@ -390,6 +390,31 @@ describe("usage errors exit 2, message on stderr, nothing on stdout", () => {
     expect(existsSync(join(repo, ".loop"))).toBe(false);
   });
 
+  test("the format of a usage error is the one the command line asks for (docs/cli/README.md#errors): text on a terminal, JSON in a pipe, for every tool and the entry point", async () => {
+    const repo = gitRepo();
+    const cases: [string[], string][] = [
+      [["run", "--no-such-flag"], "loop run"],
+      [["status", "--root="], "loop status"],
+      [["add"], "loop add"],
+      [["no-such-tool"], "loop"],
+      [["--no-such-option"], "loop"],
+    ];
+    for (const [args, prog] of cases) {
+      // A person at a terminal: one line of text naming the tool (a tool's own errors add the hint).
+      const tty = await cliOnTty(args, { cwd: repo, env: { NO_COLOR: "1" } });
+      expect({ args, code: tty.code }).toEqual({ args, code: 2 });
+      expect(tty.text).toStartWith(`${prog}: `);
+      expect(tty.text).not.toContain('{"error"');
+      if (prog !== "loop") expect(tty.text).toContain(`Run \`${prog} --help\` for usage.`);
+      // A script reading a pipe: the JSON error line it parses every other error from.
+      const piped = cli(args, { cwd: repo });
+      expect({ args, code: piped.code, stdout: piped.stdout }).toEqual({ args, code: 2, stdout: "" });
+      expect(jsonError(piped.stderr).error.code).toBe("usage");
+      // --text in a pipe: text again.
+      if (!args.includes("--json")) expect(cli([...args, "--text"], { cwd: repo }).stderr).toStartWith(`${prog}: `);
+    }
+  });
+
   test("a JSON error line escapes C1 control characters too (JSON.stringify leaves them raw)", () => {
     const r = cli(["run", "--json", "--x\u009b31m"]);
     expect(r.code).toBe(2);

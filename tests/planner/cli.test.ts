@@ -77,6 +77,22 @@ describe("loop plan with the demo planner", () => {
     });
   });
 
+  test.concurrent("the issue's brief: every sentence of work is drafted, and what is left out is said with why, in JSON and text", async () => {
+    await scenario({ name: "t", defaults: { runner: "demo", verify: "true" }, items: [{ id: "lic", prompt: "Add a LICENSE file." }] }, {}, async (p) => {
+      const brief = "Add a README. Then add tests for the parser. Finally document the CLI.";
+      const json = await p.loop(["plan", brief, "--runner", "demo", "--dry-run", "--json"]);
+      expect(json.code).toBe(0);
+      const doc = JSON.parse(json.stdout);
+      expect(doc.items.map((i: { id: string }) => i.id)).toEqual(["add-readme", "add-tests-parser", "document-cli"]);
+      expect(doc.reason).toBeNull();
+      const text = await p.loop(["plan", `We keep it small. ${brief} Add a LICENSE file.`, "--runner", "demo", "--dry-run", "--text"]);
+      expect(text.code).toBe(0);
+      expect(text.stdout.split("\n")[0]).toBe(
+        'drafted 3 items (planner demo, 1 call); left out: "We keep it small." (not a task: it does not start with a verb of work, such as add, write or fix); "Add a LICENSE file." (already an item of the loop):',
+      );
+    });
+  });
+
   test.concurrent("an undraftable brief: zero items, the reason, exit 1, nothing written", async () => {
     await scenario({ name: "t", defaults: { verify: "true" }, items: [] }, {}, async (p) => {
       const before = loopJson(p);
@@ -137,7 +153,7 @@ describe("loop plan with a scripted command planner", () => {
     });
   });
 
-  test.concurrent("truncated and unparseable answers fail loudly, without a retry", async () => {
+  test.concurrent("a prose answer gets the one retry with the problem fed back; prose twice fails loudly; truncated output fails at once, without a retry", async () => {
     await scenario((p) => scriptedDef(p), {}, async (p) => {
       const before = loopJson(p);
       answer(p, 1, JSON.stringify({ outcome: "drafted", items: [it("a")] }).slice(0, 40));
@@ -146,11 +162,19 @@ describe("loop plan with a scripted command planner", () => {
       expect(said(t)).toContain("truncated output");
       expect(calls(p)).toBe(1);
       answer(p, 2, "Sure! Here are your items: a, b.");
+      answer(p, 3, "I would add a README first, then the tests.");
       const u = await p.loop(["plan", "Do a", "--runner", "scripted", "--yes", "--text"]);
       expect(u.code).toBe(1);
-      expect(said(u)).toContain("the answer is not JSON");
-      expect(calls(p)).toBe(2);
-      writeFileSync(join(p.aux, "fail3"), "");
+      expect(said(u)).toContain("the planner's answer is unusable after the retry: the answer is not JSON");
+      expect(calls(p)).toBe(3);
+      expect(readFileSync(join(p.aux, "prompt3.md"), "utf8")).toContain("| the answer is not JSON");
+      answer(p, 4, "Here you go: a, b.");
+      answer(p, 5, { outcome: "drafted", reason: null, items: [it("a")] });
+      const ok = await p.loop(["plan", "Do a", "--runner", "scripted", "--dry-run", "--json"]);
+      expect([ok.code, JSON.parse(ok.stdout).calls]).toEqual([0, 2]);
+      expect(calls(p)).toBe(5);
+      expect(loopJson(p)).toBe(before);
+      writeFileSync(join(p.aux, "fail6"), "");
       const f = await p.loop(["plan", "Do a", "--runner", "scripted", "--yes", "--text"]);
       expect([f.code, said(f)]).toEqual([1, expect.stringContaining("planner scripted exited 3: model overloaded")]);
       expect(loopJson(p)).toBe(before);
