@@ -20,6 +20,8 @@ export const NormItemSchema = v.strictObject({
   model: NStr,
   maxAttempts: Pos,
   timeouts: Timeouts,
+  // Present only for an item that runs in the sandbox (docs/runners.md#the-sandbox).
+  sandbox: v.optional(v.literal("bwrap")),
 });
 const Forge = v.strictObject({
   provider: v.picklist(["github"]),
@@ -40,6 +42,8 @@ const Settings = v.strictObject({
   keepCheckoutOnClose: v.boolean(),
   requireStartCommand: v.boolean(),
   runners: v.record(Str, v.strictObject({ command: v.array(Str) })),
+  // Present only when loop.json names protected paths (docs/loop-json.md#protect).
+  protect: v.optional(v.array(Str)),
 });
 
 export const SETTLED_OUTCOMES = ["passed", "failed", "skipped", "cancelled", "blocked", "landing_blocked"] as const;

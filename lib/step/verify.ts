@@ -23,6 +23,7 @@ import { graceMs, SESSION_FILES, sessionMark } from "../supervisor/sessions.ts";
 import { endVerify, readVerifyExit, startVerify, verifyAlive, verifyLogSummary, verifySpawnEvidence, type VerifyProcess } from "../supervisor/verify-command.ts";
 import type { SessionMechanism } from "../supervisor/scope.ts";
 import { commitLeftovers, commitsAhead, startPointFor } from "./workspace.ts";
+import { protectedPathVerdict, type ProtectedVerdict } from "./protect.ts";
 
 type VerifyPayload = Payload<"verify_finished">;
 
@@ -43,8 +44,16 @@ export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<St
   } catch (err) {
     return record(ctx, it, notRun(attempt.n, gitFailure("could not commit the changes the agent left", err)));
   }
-  failpoint("verify:before");
   const logPath = join(s.sessionDir, SESSION_FILES.verify);
+  // Protected paths first: an attempt that changed one fails whatever its verify would say, and its verify never runs.
+  let guarded: ReturnType<typeof protectedPathVerdict>;
+  try {
+    guarded = protectedPathVerdict(ctx, it);
+  } catch (err) {
+    return record(ctx, it, notRun(attempt.n, gitFailure("could not check the protected paths", err)));
+  }
+  if (guarded) return record(ctx, it, refused(attempt.n, guarded, logPath));
+  failpoint("verify:before");
   if (it.def.verify === false) {
     let ahead: number;
     try {
@@ -155,6 +164,12 @@ async function observeVerify(ctx: StepContext, it: ItemState, run: VerifyRun): P
   }
   failpoint("verify:before_record");
   return record(ctx, it, payload);
+}
+
+/** An attempt that changed protected paths: failed without running its verify; the log says what to restore. */
+function refused(attempt: number, v: ProtectedVerdict, logPath: string): VerifyPayload {
+  writeFileSync(logPath, v.detail + "\n");
+  return { attempt, passed: false, exitCode: null, timedOut: false, sha256: null, tail: v.detail, log: logPath, reason: v.reason };
 }
 
 /** A verify that could not run: failed, with the reason as all there is to show. */
