@@ -10,6 +10,7 @@ export type FaultKind =
   | "claude_as_root"
   | "aider_no_model"
   | "git_identity"
+  | "sandbox_unavailable"
   | "disk_full"
   | "permission_denied"
   | "git_failed"
@@ -49,6 +50,8 @@ export interface LaunchFacts {
   sandbox: { IS_SANDBOX?: string; CLAUDE_CODE_BUBBLEWRAP?: string };
   /** With `sessions.tmux`: where tmux resolves (null without tmux sessions). */
   tmux: ProgramFact | null;
+  /** For an item with `sandbox: "bwrap"`: whether bwrap is there and makes a sandbox (null without one). */
+  bwrap?: SandboxFact;
   /** For aider: can it pick a model without asking (null for other runners). */
   aiderModel: AiderModelFacts | null;
   /** git's verdict on the committer identity, for the presets (agents that commit); null when not checked. */
@@ -126,6 +129,8 @@ export function launchFault(f: LaunchFacts): EnvironmentFault | null {
       message: `"sessions.tmux" is on, but tmux was not found on PATH (${f.PATH || "empty"})`,
       fix: `install tmux, or set "sessions.tmux" to false in loop.json, ${RESUME}`,
     };
+  const box = sandboxFault(f.bwrap ?? null);
+  if (box) return box;
   if (f.runner === "claude" && f.uid === 0 && f.sandbox.IS_SANDBOX !== "1" && !f.sandbox.CLAUDE_CODE_BUBBLEWRAP)
     return {
       kind: "claude_as_root",
@@ -145,6 +150,22 @@ export function launchFault(f: LaunchFacts): EnvironmentFault | null {
       fix: `set one for the user loop runs as (git config --global user.name …; git config --global user.email …) or in the repository, ${RESUME}`,
     };
   return null;
+}
+
+/** The sandbox an item asks for ("sandbox": "bwrap"), as probed (lib/supervisor/sandbox.ts probeSandbox); null without one. */
+export type SandboxFact = { ok: true } | { ok: false; kind: "missing" | "refused"; message: string } | null;
+
+/** The fault of a sandbox that is asked for and unusable (bwrap missing, or refused), else null. */
+export function sandboxFault(f: SandboxFact): EnvironmentFault | null {
+  if (!f || f.ok) return null;
+  return {
+    kind: "sandbox_unavailable",
+    message: `the item asks for the sandbox ("sandbox": "bwrap"), but ${f.message}`,
+    fix:
+      f.kind === "missing"
+        ? `install bubblewrap (Debian and Ubuntu: apt-get install bubblewrap) or put bwrap on loop run's PATH, or set "sandbox" to "none" in loop.json, ${RESUME}`
+        : `let bwrap make its namespaces here (a kernel that allows unprivileged user namespaces; in a container, one allowed to create them), or set "sandbox" to "none" in loop.json, ${RESUME}`,
+  };
 }
 
 /** An error thrown while launching an attempt, as the launch saw it. */
@@ -179,6 +200,6 @@ export function classifyLaunchError(e: LaunchError): EnvironmentFault {
 }
 
 /** The loop's pause reason for a fault: what is wrong, then how to fix it. */
-export function faultReason(f: EnvironmentFault, item: string | null): string {
-  return `environment fault${item ? ` launching ${item}` : ""}: ${f.message}. To fix: ${f.fix}`;
+export function faultReason(f: EnvironmentFault, item: string | null, doing: "launching" | "verifying" = "launching"): string {
+  return `environment fault${item ? ` ${doing} ${item}` : ""}: ${f.message}. To fix: ${f.fix}`;
 }

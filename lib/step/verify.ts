@@ -24,6 +24,9 @@ import { endVerify, readVerifyExit, startVerify, verifyAlive, verifyLogSummary, 
 import type { SessionMechanism } from "../supervisor/scope.ts";
 import { commitLeftovers, commitsAhead, startPointFor } from "./workspace.ts";
 import { protectedPathVerdict, type ProtectedVerdict } from "./protect.ts";
+import { sandboxRequest, sessionPath } from "./environment.ts";
+import { faultReason, sandboxFault } from "./faults.ts";
+import { probeSandbox, type SandboxRequest } from "../supervisor/sandbox.ts";
 
 type VerifyPayload = Payload<"verify_finished">;
 
@@ -63,6 +66,9 @@ export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<St
     }
     return record(ctx, it, judgeWithoutCommand({ attempt: attempt.n, exitCode: attempt.end!.exitCode, ahead, logPath }));
   }
+  // The sandbox the verify runs in must be usable before it is reserved: if not, the loop pauses.
+  const box = verifySandbox(ctx, it);
+  if ("paused" in box) return box.paused;
   const key = `verify:${it.id}:e${it.epoch}:a${attempt.n}`;
   const reserved = append(
     ctx,
@@ -84,6 +90,8 @@ function spawnReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOut
   const attempt = it.attempts[it.attempts.length - 1]!;
   const s = it.session!;
   ctx.store.assertLease();
+  const box = verifySandbox(ctx, it);
+  if ("paused" in box) return box.paused;
   let started: ReturnType<typeof startVerify>;
   try {
     started = startVerify({
@@ -94,6 +102,7 @@ function spawnReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOut
       mark: sessionMark(s),
       // A scope of its own, as its session has: under a oneshot step's unit it would die with the step.
       scope: { loopName: ctx.def.name, item: it.id, epoch: it.epoch, attempt: attempt.n, stateRoot: ctx.options.stateRoot },
+      ...(box.request ? { sandbox: box.request } : {}),
     });
   } catch (err) {
     // Loop's own wrapper could not be started: an error of the environment, and the attempt's verify.
@@ -117,6 +126,27 @@ function recordStarted(ctx: StepContext, it: ItemState, run: VerifyRun, p: Verif
     "verify_started",
   );
   return { action: "waiting", item: it.id, reason: `verify running (deadline ${deadline})` };
+}
+
+/**
+ * The sandbox an item's verify runs in (its agent's: docs/runners.md#the-sandbox), probed now. One
+ * that is asked for and unusable is an environment fault: the loop pauses, and the attempt waits
+ * untouched for `loop ctl resume`.
+ */
+function verifySandbox(ctx: StepContext, it: ItemState): { request: SandboxRequest | null } | { paused: StepOutcome } {
+  if (!it.def.sandbox) return { request: null };
+  const s = it.session!;
+  const attempt = it.attempts[it.attempts.length - 1]!;
+  const probe = probeSandbox(sessionPath(ctx.options.env));
+  if (!probe.ok) {
+    const f = sandboxFault(probe)!;
+    const reason = faultReason(f, it.id, "verifying");
+    ctx.errors.push(reason);
+    ctx.options.log.error(reason);
+    const p = append(ctx, [{ type: "environment_fault", item: it.id, payload: { kind: f.kind, attempt: attempt.n, reason: f.message, fix: f.fix } }], "fault");
+    return { paused: { action: "paused", item: it.id, reason: p.loop.reason } };
+  }
+  return { request: sandboxRequest({ bwrap: probe.bwrap, worktree: s.worktree, stateRoot: ctx.options.stateRoot, branch: s.branch, runner: it.def.runner, writable: [], env: ctx.options.env }) };
 }
 
 /** A reserved verify whose start is not recorded: adopt its wrapper, start it (nothing was spawned), wait, or fail it. */
