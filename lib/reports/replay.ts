@@ -15,8 +15,10 @@ import { ITEM_TABLES, itemRows, loopRow } from "../log/rows.ts";
 import { statePaths } from "../shared/paths.ts";
 import { jsonDiff, getPath } from "./diff.ts";
 import { jsonText, stateDocument, terminalDocument } from "../log/documents.ts";
+import { RUNLOG_HEADER, runlogBlock } from "../log/materialize.ts";
 import type { Finding } from "./status.ts";
 import { noWorkYet, ownershipFinding, type ProjectIdentity } from "../log/ownership.ts";
+import { UsageError } from "../shared/errors.ts";
 
 export const FINDING_CODES = [
   "event_chain_broken",
@@ -32,6 +34,8 @@ export const FINDING_CODES = [
   "terminal_state_mismatch",
   "unreadable_terminal_file",
   "foreign_store",
+  "runlog_mismatch",
+  "head_mismatch",
 ] as const;
 
 type FoldRow = Pick<EventRow, "seq" | "ts" | "type" | "actor" | "item" | "payload">;
@@ -46,6 +50,8 @@ export interface FoldOutcome {
   projection: Projection | null;
   /** Why folding stopped (an invalid payload, an illegal event, the second fold disagreeing), or how the folds differ. */
   findings: (Finding & { rule?: string })[];
+  /** RUNLOG.md's blocks as the log renders them (item_settled and item_requeued), in log order. */
+  runlog: { seq: number; text: string }[];
 }
 
 /**
@@ -56,7 +62,8 @@ export interface FoldOutcome {
 export function foldLog(db: Database): FoldOutcome {
   const a = emptyProjection();
   const b = emptyProjection();
-  const stop = (f: Finding & { rule?: string }): FoldOutcome => ({ projection: null, findings: [f] });
+  const runlog: FoldOutcome["runlog"] = [];
+  const stop = (f: Finding & { rule?: string }): FoldOutcome => ({ projection: null, findings: [f], runlog });
   const rows = db.query("SELECT seq, ts, type, actor, item, payload FROM events ORDER BY seq").iterate() as IterableIterator<FoldRow>;
   for (const r of rows) {
     let payload: unknown;
@@ -82,13 +89,14 @@ export function foldLog(db: Database): FoldOutcome {
     } catch (err) {
       return stop({ code: "nondeterministic_replay", seq: r.seq, message: `second fold rejected seq ${r.seq}: ${(err as Error).message}` });
     }
+    if (r.type === "item_settled" || r.type === "item_requeued") runlog.push({ seq: r.seq, text: runlogBlock(e) });
   }
   a.hash = b.hash = headOf(db).hash;
   const ra = allRows(a);
   const rb = allRows(b);
   const findings: Finding[] = [];
   for (const [k, v] of ra) if (rb.get(k) !== v) findings.push({ code: "nondeterministic_replay", message: `two folds disagree on ${k}` });
-  return { projection: findings.length ? null : a, findings };
+  return { projection: findings.length ? null : a, findings, runlog };
 }
 
 /**
@@ -226,6 +234,53 @@ export function compareFiles(stateRoot: string, p: Projection): Finding[] {
   return out;
 }
 
+/** How many of RUNLOG.md's blocks a replay names one by one. */
+const RUNLOG_NAMED = 10;
+
+/**
+ * RUNLOG.md against the log. The file must be what the log renders, or the start of it: a torn
+ * last block or blocks not yet appended are a crash's leftovers, which the next `loop run` repairs.
+ * A block the log has no decision for (a forged "passed"), a block that says something else, or
+ * text outside the blocks is a finding, each block named. A missing file is not: it is written
+ * whole by the next step, and claims nothing meanwhile.
+ */
+export function compareRunlog(stateRoot: string, blocks: { seq: number; text: string }[]): Finding[] {
+  const file = readRegularFile(statePaths(stateRoot).runlog);
+  if (file.kind === "absent") return [];
+  if (file.kind === "error") return [{ code: "runlog_mismatch", message: `RUNLOG.md cannot be read: ${file.message}` }];
+  const expected = Buffer.from(RUNLOG_HEADER + blocks.map((b) => b.text).join(""));
+  const have = file.bytes;
+  if (have.length <= expected.length && expected.subarray(0, have.length).equals(have)) return [];
+  const text = have.toString("utf8");
+  if (!text.startsWith(RUNLOG_HEADER)) return [{ code: "runlog_mismatch", message: "RUNLOG.md does not start with the header loop writes: it is not the log's (the next loop run writes it anew)" }];
+  const bySeq = new Map(blocks.map((b) => [b.seq, b.text]));
+  const out: Finding[] = [];
+  const seen = new Set<number>();
+  let last = 0;
+  const heading = (block: string) => /^### (.*)$/m.exec(block)?.[1] ?? "";
+  for (const m of text.matchAll(/<!-- loop:seq=(\d+) -->\n[\s\S]*?<!-- \/loop:seq=\1 -->\n\n?/g)) {
+    const seq = Number(m[1]);
+    const block = m[0].endsWith("\n\n") ? m[0] : `${m[0]}\n`;
+    const want = bySeq.get(seq);
+    if (want === undefined) out.push({ code: "runlog_mismatch", seq, message: `RUNLOG.md has a block for seq ${seq} ("${heading(block)}") that is not in the log: no decision was recorded at seq ${seq}` });
+    else if (block !== want)
+      out.push({ code: "runlog_mismatch", seq, message: `RUNLOG.md's block for seq ${seq} ("${heading(block)}") is not the log's ("${heading(want)}")` });
+    else if (seen.has(seq) || seq < last) out.push({ code: "runlog_mismatch", seq, message: `RUNLOG.md repeats the block for seq ${seq}, or has it out of order` });
+    seen.add(seq);
+    last = Math.max(last, seq);
+  }
+  if (out.length === 0) {
+    let at = 0;
+    while (at < have.length && at < expected.length && have[at] === expected[at]) at++;
+    out.push({ code: "runlog_mismatch", message: `RUNLOG.md differs from what the log renders at byte ${at}: text outside its blocks` });
+  }
+  if (out.length > RUNLOG_NAMED) {
+    const more = out.length - RUNLOG_NAMED;
+    out.splice(RUNLOG_NAMED, more, { code: "runlog_mismatch", message: `… and ${more} more blocks of RUNLOG.md that are not the log's` });
+  }
+  return out;
+}
+
 function tryParse(text: string): { ok: true; value: unknown } | { ok: false; message: string } {
   try {
     return { ok: true, value: JSON.parse(text) };
@@ -238,7 +293,29 @@ function tryParse(text: string): { ok: true; value: unknown } | { ok: false; mes
  * `project`: the project replay runs for (lib/log/ownership.ts); a store bound to another one is
  * reported as a finding. Undefined or null (run outside any repository): not compared.
  */
-export async function replayReport(stateRoot: string, opts: { worker?: boolean; project?: ProjectIdentity | null } = {}) {
+/** A head as replay prints it, `<seq>:<hash>`: what `--expect-head` takes. Throws UsageError when it is not one. */
+export function parseHead(text: string): { seq: number; hash: string } {
+  const m = /^(\d{1,15}):([0-9a-f]{64})$/.exec(text.trim());
+  if (!m || Number(m[1]) < 1)
+    throw new UsageError(`--expect-head must be <seq>:<hash> as loop replay prints the head (a seq from 1 and 64 lowercase hex digits), got ${JSON.stringify(text)}`);
+  return { seq: Number(m[1]), hash: m[2]! };
+}
+
+/**
+ * The event at the anchor's seq must still hash to the anchor's hash. With the chain intact (the
+ * integrity pass), that proves every event up to it is the one that was there when the anchor was
+ * taken, whoever can write the file: the anchor was kept outside the machine.
+ */
+export function checkAnchor(db: Database, anchor: { seq: number; hash: string }): Finding[] {
+  const row = db.query("SELECT hash FROM events WHERE seq = ?").get(anchor.seq) as { hash: string } | null;
+  const head = headOf(db);
+  if (!row) return [{ code: "head_mismatch", seq: anchor.seq, message: `the expected head is at seq ${anchor.seq}, but the log ends at seq ${head.seq}: events recorded since were removed, or this is another log` }];
+  if (row.hash !== anchor.hash)
+    return [{ code: "head_mismatch", seq: anchor.seq, message: `the event at seq ${anchor.seq} has hash ${row.hash}, not the expected ${anchor.hash}: the log up to there was rewritten since the head was recorded, or this is another log` }];
+  return [];
+}
+
+export async function replayReport(stateRoot: string, opts: { worker?: boolean; project?: ProjectIdentity | null; expectHead?: { seq: number; hash: string } | null } = {}) {
   return withReadSnapshotAsync(stateRoot, async (snap) => {
     const { db } = snap;
     const head = headOf(db);
@@ -262,7 +339,7 @@ export async function replayReport(stateRoot: string, opts: { worker?: boolean; 
     if (projection) {
       const pf = compareProjection(db, projection);
       if (pf.length) checks.projection = "failed";
-      const ff = compareFiles(stateRoot, projection);
+      const ff = [...compareFiles(stateRoot, projection), ...compareRunlog(stateRoot, fold.runlog)];
       if (ff.length) checks.files = "failed";
       findings.push(...pf, ...ff);
       const foreign = ownershipFinding(projection.loop.owner, opts.project ?? null, stateRoot, { renameFree: noWorkYet(projection) });
@@ -272,11 +349,19 @@ export async function replayReport(stateRoot: string, opts: { worker?: boolean; 
       checks.projection = "skipped";
       checks.files = "skipped";
     }
+    // Checked whether or not the fold got through: it needs only the stored hashes.
+    const anchor = opts.expectHead ? { ...opts.expectHead, ok: true } : null;
+    if (anchor) {
+      const af = checkAnchor(db, anchor);
+      anchor.ok = af.length === 0;
+      findings.push(...af);
+    }
     return {
       schema: "loop/replay@1",
       ok: findings.length === 0,
       events: integrity.events,
       head,
+      expectedHead: anchor,
       foldedTo: projection ? projection.seq : null,
       owner: projection ? projection.loop.owner : null,
       checks,
