@@ -154,6 +154,10 @@ export const PAYLOADS = {
     how: Str,
     worktreeRemoved: v.boolean(),
     reason: Str,
+    // The item branch's commit once the close path committed what was left (null: no such branch),
+    // which it must keep until the item's next launch (docs/state.md#the-refs-loop-owns). Absent
+    // in events written before it was recorded.
+    head: v.optional(NStr),
   }),
   loop_drained: v.strictObject({ outcome: v.picklist(DRAIN_OUTCOMES), counts: v.record(Str, Int) }),
   loop_reopened: v.strictObject({ reason: Str }),

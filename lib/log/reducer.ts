@@ -75,7 +75,8 @@ export interface SessionRecord {
   branch: string;
   startedAt: string | null;
   endedAt: string | null;
-  closed: { how: string; reason: string; at: string } | null;
+  /** `head`: the item branch's commit when it closed (session_closed's), when recorded. */
+  closed: { how: string; reason: string; at: string; head?: string | null } | null;
   /** Replies delivered to this session (by resume or handoff), as indexes into ledger.replies. */
   deliveries: number[];
 }
@@ -630,7 +631,7 @@ const HANDLERS: Record<EventType, Handler> = {
     if (!s) fail("no_session", `session_closed for "${it.id}" which has no session`);
     if (s!.attempt !== e.payload.attempt) fail("attempt_mismatch", `session_closed for attempt ${e.payload.attempt}, session is ${s!.attempt}`);
     if (s!.closed) fail("already_closed", `session of "${it.id}" attempt ${s!.attempt} already closed`);
-    s!.closed = { how: e.payload.how, reason: e.payload.reason, at: e.ts };
+    s!.closed = { how: e.payload.how, reason: e.payload.reason, at: e.ts, ...(e.payload.head !== undefined ? { head: e.payload.head } : {}) };
     s!.endedAt ??= e.ts;
     if (e.payload.worktreeRemoved && it.workspace) it.workspace.present = false;
   },

@@ -11,6 +11,7 @@ export type FaultKind =
   | "aider_no_model"
   | "git_identity"
   | "sandbox_unavailable"
+  | "owned_ref_changed"
   | "disk_full"
   | "permission_denied"
   | "git_failed"
@@ -165,6 +166,20 @@ export function sandboxFault(f: SandboxFact): EnvironmentFault | null {
       f.kind === "missing"
         ? `install bubblewrap (Debian and Ubuntu: apt-get install bubblewrap) or put bwrap on loop run's PATH, or set "sandbox" to "none" in loop.json, ${RESUME}`
         : `let bwrap make its namespaces here (a kernel that allows unprivileged user namespaces; in a container, one allowed to create them), or set "sandbox" to "none" in loop.json, ${RESUME}`,
+  };
+}
+
+/**
+ * Refs loop owns that someone else moved or deleted (lib/step/owned-refs.ts), as a fault: `changes`
+ * names each, `restore` gives the command that puts each back.
+ */
+export function ownedRefFault(o: { changes: string[]; restore: string[]; items: string[] }): EnvironmentFault | null {
+  if (o.changes.length === 0) return null;
+  const reset = o.items.length ? `, or give an item's branch up with \`loop reset ${o.items.map((i) => `--work-item ${i}`).join(" ")}\`` : "";
+  return {
+    kind: "owned_ref_changed",
+    message: `refs loop owns are not where it left them: ${o.changes.join("; ")}`,
+    fix: `find out who changed them (an agent without the sandbox can), then put them back (${o.restore.join("; ")})${reset}, ${RESUME}`,
   };
 }
 

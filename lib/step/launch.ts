@@ -13,10 +13,11 @@ import { LeaseLostError } from "../shared/errors.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { sliceText, writeFileAtomic } from "../shared/fsutil.ts";
 import { sessionDir, worktreeDir } from "../shared/paths.ts";
-import { append, repoOf, type StepContext, type StepOutcome, warnMovedAside } from "./context.ts";
+import { append, ownedRefChanges, projection, repoOf, type StepContext, type StepOutcome, warnMovedAside } from "./context.ts";
+import { describeRefChange, restoreCommand } from "./owned-refs.ts";
 import { ensureAgentExcludes, probeLaunchFault, resolveProgram, sandboxRequest, sessionPath } from "./environment.ts";
 import { probeSandbox } from "../supervisor/sandbox.ts";
-import { classifyLaunchError, type EnvironmentFault, faultReason } from "./faults.ts";
+import { classifyLaunchError, type EnvironmentFault, faultReason, ownedRefFault } from "./faults.ts";
 import { git, gitTry, revParse } from "./git.ts";
 import { buildHandoff } from "./handoff.ts";
 import { selfArgv } from "../supervisor/self.ts";
@@ -66,6 +67,10 @@ export function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeContext
     sandbox: box,
   });
   if (fault) return pauseForFault(ctx, it, fault, null);
+  // Refs loop owns that moved since it left them: someone must look before anything builds on them.
+  const moved = ownedRefChanges(ctx, projection(ctx));
+  const refFault = ownedRefFault({ changes: moved.map(describeRefChange), restore: moved.map(restoreCommand), items: moved.flatMap((c) => (c.item ? [c.item] : [])) });
+  if (refFault) return pauseForFault(ctx, it, refFault, null);
   failpoint("launch:before_reserve");
   const reserved = append(
     ctx,

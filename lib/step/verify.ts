@@ -17,7 +17,8 @@ import { GitError } from "../shared/errors.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { readTextOrNull } from "../shared/fsutil.ts";
 import { endVerifyRun } from "../supervisor/end.ts";
-import { append, repoOf, type StepContext, type StepOutcome } from "./context.ts";
+import { append, ownedRefChanges, projection, repoOf, type StepContext, type StepOutcome } from "./context.ts";
+import { describeRefChange, type RefChange } from "./owned-refs.ts";
 import { classifyVerify, classifyVerifyStart, verifyExitVerdict } from "./decide.ts";
 import { graceMs, SESSION_FILES, sessionMark } from "../supervisor/sessions.ts";
 import { endVerify, readVerifyExit, startVerify, verifyAlive, verifyLogSummary, verifySpawnEvidence, type VerifyProcess } from "../supervisor/verify-command.ts";
@@ -56,6 +57,14 @@ export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<St
     return record(ctx, it, notRun(attempt.n, gitFailure("could not check the protected paths", err)));
   }
   if (guarded) return record(ctx, it, refused(attempt.n, guarded, logPath));
+  // Refs loop owns that moved while this attempt's agent ran: the attempt does not pass over them.
+  let moved: RefChange[];
+  try {
+    moved = ownedRefChanges(ctx, projection(ctx));
+  } catch (err) {
+    return record(ctx, it, notRun(attempt.n, `could not check the refs loop owns: ${(err as Error).message}`));
+  }
+  if (moved.length) return record(ctx, it, refused(attempt.n, ownedRefVerdict(moved), logPath));
   failpoint("verify:before");
   if (it.def.verify === false) {
     let ahead: number;
@@ -200,6 +209,16 @@ async function observeVerify(ctx: StepContext, it: ItemState, run: VerifyRun): P
 function refused(attempt: number, v: ProtectedVerdict, logPath: string): VerifyPayload {
   writeFileSync(logPath, v.detail + "\n");
   return { attempt, passed: false, exitCode: null, timedOut: false, sha256: null, tail: v.detail, log: logPath, reason: v.reason };
+}
+
+/** Owned refs that moved during the attempt, as the verdict that fails it (its verify never runs). */
+function ownedRefVerdict(moved: RefChange[]): ProtectedVerdict {
+  const named = moved.map(describeRefChange).join("; ");
+  return {
+    reason: `owned_ref_changed: ${named}`,
+    detail: `owned_ref_changed: while this attempt ran, refs loop owns were changed: ${named}. Its verify was not run. Work only on your own branch; never move, delete or create other branches.`,
+    paths: [],
+  };
 }
 
 /** A verify that could not run: failed, with the reason as all there is to show. */
