@@ -9,7 +9,7 @@ describe("protectedChanges", () => {
     { name: "a folder by name protects what is in it", patterns: ["tests"], changed: ["tests/a.test.ts", "tests/deep/b.ts", "testsuite.ts"], protected: ["tests/a.test.ts", "tests/deep/b.ts"] },
     { name: "a folder with a trailing slash", patterns: ["tests/"], changed: ["tests/a.ts", "src/tests.ts"], protected: ["tests/a.ts"] },
     { name: "folder/** protects everything below", patterns: ["tests/**"], changed: ["tests/x/y/z.ts", "src/x.ts"], protected: ["tests/x/y/z.ts"] },
-    { name: "* stays in one segment", patterns: ["*.md"], changed: ["README.md", "docs/x.md"], protected: ["README.md"] },
+    { name: "* stays in one segment", patterns: ["*.md"], changed: ["README.md", "notes/x.md"], protected: ["README.md"] },
     { name: "**/ reaches every depth, the top included", patterns: ["**/*.test.ts"], changed: ["a.test.ts", "x/y/b.test.ts", "x/c.ts"], protected: ["a.test.ts", "x/y/b.test.ts"] },
     { name: "dot files and folders are matched", patterns: [".github/**", "**/.env"], changed: [".github/workflows/ci.yml", "svc/.env", ".envrc"], protected: [".github/workflows/ci.yml", "svc/.env"] },
     { name: "braces and classes", patterns: ["{ci,build}/*.sh", "v[12].txt"], changed: ["ci/run.sh", "build/x.sh", "other/x.sh", "v1.txt", "v3.txt"], protected: ["ci/run.sh", "build/x.sh", "v1.txt"] },
