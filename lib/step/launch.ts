@@ -68,8 +68,13 @@ export function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeContext
   });
   if (fault) return pauseForFault(ctx, it, fault, null);
   // Refs loop owns that moved since it left them: someone must look before anything builds on them.
-  const moved = ownedRefChanges(ctx, projection(ctx));
-  const refFault = ownedRefFault({ changes: moved.map(describeRefChange), restore: moved.map(restoreCommand), items: moved.flatMap((c) => (c.item ? [c.item] : [])) });
+  let refFault: EnvironmentFault | null;
+  try {
+    const moved = ownedRefChanges(ctx, projection(ctx));
+    refFault = ownedRefFault({ changes: moved.map(describeRefChange), restore: moved.map(restoreCommand), items: moved.flatMap((c) => (c.item ? [c.item] : [])) });
+  } catch (err) {
+    refFault = { kind: "git_failed", message: (err as Error).message, fix: "look at the repository (git for-each-ref refs/heads/), fix what git reports, then `loop ctl resume`" };
+  }
   if (refFault) return pauseForFault(ctx, it, refFault, null);
   failpoint("launch:before_reserve");
   const reserved = append(

@@ -4,8 +4,8 @@
 // its own work (edit, commit on its branch) succeeds; its verify runs in the same sandbox; a process
 // it leaves behind dies with the sandbox; bwrap missing or refused is an environment fault that
 // spends nothing. Every check looks at the real file system from outside. No assertion measures time.
-import { describe, expect, test } from "bun:test";
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { afterAll, describe, expect, test } from "bun:test";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { demoDefinition, git, type Project, scenario } from "../helpers/project.ts";
 
@@ -46,6 +46,11 @@ function processesWith(token: string): number[] {
   return out;
 }
 
+/** The real home (outside /tmp, so the sandbox shows it read-only); a probe left there by a failure is removed. */
+const HOME = process.env.HOME ?? "/root";
+const homeProbe = `loop-sandbox-probe-${process.pid}.txt`;
+afterAll(() => rmSync(join(HOME, homeProbe), { force: true }));
+
 describe("the sandbox", () => {
   test.concurrent(
     "an agent in the sandbox commits on its branch but cannot write outside its worktree, read loop.db, see another worktree, plant a hook or config, move main, or forge its session's files",
@@ -60,7 +65,7 @@ describe("the sandbox", () => {
             "echo work > work.txt && git add work.txt && git commit -qm 'agent work' && echo committed",
             try_("write aux", `echo x > ${join(p.aux, "escaped.txt")}`),
             try_("write the main checkout", `echo x > ${join(p.root, "escaped.txt")}`),
-            try_("write HOME", `echo x > "$HOME/loop-sandbox-escaped.txt"`),
+            try_("write HOME", `echo x > "$HOME/${homeProbe}"`),
             try_("read loop.db", `cat ${loopDb} > /dev/null`),
             try_("see the other worktree", `test -e ${join(other, "first.txt")}`),
             try_("write the other worktree", `echo x > ${join(other, "evil.txt")}`),
@@ -97,7 +102,7 @@ describe("the sandbox", () => {
           // From outside: nothing was written, moved or planted.
           expect(existsSync(join(p.aux, "escaped.txt"))).toBe(false);
           expect(existsSync(join(p.root, "escaped.txt"))).toBe(false);
-          expect(existsSync(join(process.env.HOME ?? "/nonexistent", "loop-sandbox-escaped.txt"))).toBe(false);
+          expect(existsSync(join(HOME, homeProbe))).toBe(false);
           expect(existsSync(join(p.stateRoot, "workspaces", "first", "evil.txt"))).toBe(false);
           expect(existsSync(join(p.root, ".git", "hooks", "post-commit"))).toBe(false);
           expect(existsSync(join(p.aux, "hook-ran"))).toBe(false);
