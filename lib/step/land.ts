@@ -21,7 +21,7 @@ function targetMoved(ctx: StepContext, branch: string) {
   const landed = lastLanded(ctx.store.db, ctx.def.target);
   if (!landed) return null;
   const ref = `refs/heads/${landed.target}`;
-  const moved = refChanges([{ ref, commit: landed.commit, item: null }], readRefs(repoOf(ctx), [ref]))[0];
+  const moved = refChanges([{ ref, commit: landed.commit, item: null, exact: true }], readRefs(repoOf(ctx), [ref]))[0];
   if (!moved || moved.now === null) return moved ?? null;
   const parents = gitTry(repoOf(ctx), ["rev-parse", `${moved.now}^1`, `${moved.now}^2`, `refs/heads/${branch}`]).stdout.trim().split("\n");
   return parents.length === 3 && parents[0] === landed.commit && parents[1] === parents[2] ? null : moved;

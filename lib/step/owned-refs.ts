@@ -1,7 +1,9 @@
 // The refs loop owns (docs/state.md#the-refs-loop-owns), and whether they are where loop left them.
-// An item branch belongs to its agent while its session is open; once the session is closed, the
-// branch must hold the commit session_closed recorded (`head`) until the item's next launch. With
-// landing "merge" (no forge), the target must hold the commit of the last merge loop made into it.
+// An item branch belongs to its agent while its session is open. Once the session is closed, the
+// branch of a passed item (a deliverable) must hold the commit session_closed recorded (`head`);
+// any other item's branch must still exist (a person may add to a work in progress between its
+// attempts, but only `loop reset` takes a branch away). With landing "merge" (no forge), the target
+// must hold the commit of the last merge loop made into it.
 // Anything else — an agent that moved another item's branch, pointed a landed branch at a foreign
 // commit, deleted a branch, or moved the target — is a change loop did not make, and is named:
 // the attempt in flight fails (lib/step/verify.ts), a launch pauses the loop (an environment fault),
@@ -14,6 +16,8 @@ export interface OwnedRef {
   ref: string;
   commit: string;
   item: string | null;
+  /** It must stay at `commit`; otherwise only its deletion is a change. */
+  exact: boolean;
 }
 
 export interface RefChange extends OwnedRef {
@@ -23,7 +27,7 @@ export interface RefChange extends OwnedRef {
 
 /** What the expectations are built from: the items' sessions (as the projection or state.json has them). */
 export interface OwnedRefInput {
-  items: { id: string; session: { branch?: string; closed: { head?: string | null } | null } | null; branch?: string | null }[];
+  items: { id: string; status: string; session: { branch?: string; closed: { head?: string | null } | null } | null; branch?: string | null }[];
   /** With landing "merge" and no forge: the target and the commit loop last merged into it, else null. */
   landed: { target: string; commit: string } | null;
 }
@@ -35,15 +39,15 @@ export function ownedRefs(o: OwnedRefInput): OwnedRef[] {
     const head = it.session?.closed?.head;
     const branch = it.session?.branch ?? it.branch;
     // An open session's branch is its agent's to move; a branch recorded absent expects nothing.
-    if (typeof head === "string" && branch) out.push({ ref: `refs/heads/${branch}`, commit: head, item: it.id });
+    if (typeof head === "string" && branch) out.push({ ref: `refs/heads/${branch}`, commit: head, item: it.id, exact: it.status === "passed" });
   }
-  if (o.landed) out.push({ ref: `refs/heads/${o.landed.target}`, commit: o.landed.commit, item: null });
+  if (o.landed) out.push({ ref: `refs/heads/${o.landed.target}`, commit: o.landed.commit, item: null, exact: true });
   return out;
 }
 
 /** The owned refs that are not where loop left them, given where each is now. Pure. */
 export function refChanges(owned: OwnedRef[], now: ReadonlyMap<string, string>): RefChange[] {
-  return owned.filter((r) => now.get(r.ref) !== r.commit).map((r) => ({ ...r, now: now.get(r.ref) ?? null }));
+  return owned.filter((r) => (r.exact ? now.get(r.ref) !== r.commit : !now.has(r.ref))).map((r) => ({ ...r, now: now.get(r.ref) ?? null }));
 }
 
 /** One line naming a change, for a verdict, a pause reason or a finding. */

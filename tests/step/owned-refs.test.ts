@@ -13,27 +13,35 @@ const B = "b".repeat(40);
 
 describe("ownedRefs and refChanges", () => {
   const items = [
-    { id: "done", session: { branch: "loop/t/item/done", closed: { head: A } } },
-    { id: "open", session: { branch: "loop/t/item/open", closed: null } }, // its agent's to move
-    { id: "old", session: { branch: "loop/t/item/old", closed: {} } }, // closed before heads were recorded
-    { id: "gone", session: { branch: "loop/t/item/gone", closed: { head: null } } }, // closed without a branch
-    { id: "never", session: null },
-    { id: "doc", branch: "loop/t/item/doc", session: { closed: { head: B } } }, // as state.json has it
+    { id: "done", status: "passed", session: { branch: "loop/t/item/done", closed: { head: A } } },
+    { id: "open", status: "running", session: { branch: "loop/t/item/open", closed: null } }, // its agent's to move
+    { id: "old", status: "passed", session: { branch: "loop/t/item/old", closed: {} } }, // closed before heads were recorded
+    { id: "gone", status: "failed", session: { branch: "loop/t/item/gone", closed: { head: null } } }, // closed without a branch
+    { id: "never", status: "pending", session: null },
+    { id: "wip", status: "failed", branch: "loop/t/item/wip", session: { closed: { head: B } } }, // as state.json has it
   ];
   const owned = ownedRefs({ items, landed: { target: "loop/t/landed", commit: B } });
 
-  test("closed sessions' branches at their recorded heads, and the target at the last merge", () =>
+  test("closed sessions' branches at their recorded heads (exactly, for a passed item), and the target at the last merge", () =>
     expect(owned).toEqual([
-      { ref: "refs/heads/loop/t/item/done", commit: A, item: "done" },
-      { ref: "refs/heads/loop/t/item/doc", commit: B, item: "doc" },
-      { ref: "refs/heads/loop/t/landed", commit: B, item: null },
+      { ref: "refs/heads/loop/t/item/done", commit: A, item: "done", exact: true },
+      { ref: "refs/heads/loop/t/item/wip", commit: B, item: "wip", exact: false },
+      { ref: "refs/heads/loop/t/landed", commit: B, item: null, exact: true },
     ]));
 
-  test("a ref moved or deleted is a change; one in place is not", () =>
-    expect(refChanges(owned, new Map([["refs/heads/loop/t/item/done", A], ["refs/heads/loop/t/landed", A]]))).toEqual([
-      { ref: "refs/heads/loop/t/item/doc", commit: B, item: "doc", now: null },
-      { ref: "refs/heads/loop/t/landed", commit: B, item: null, now: A },
-    ]));
+  const cases: { name: string; now: [string, string][]; changed: string[] }[] = [
+    { name: "all in place", now: [["refs/heads/loop/t/item/done", A], ["refs/heads/loop/t/item/wip", B], ["refs/heads/loop/t/landed", B]], changed: [] },
+    { name: "a passed item's branch moved", now: [["refs/heads/loop/t/item/done", B], ["refs/heads/loop/t/item/wip", B], ["refs/heads/loop/t/landed", B]], changed: ["refs/heads/loop/t/item/done"] },
+    { name: "a work in progress added to: not a change", now: [["refs/heads/loop/t/item/done", A], ["refs/heads/loop/t/item/wip", A], ["refs/heads/loop/t/landed", B]], changed: [] },
+    { name: "a work in progress deleted", now: [["refs/heads/loop/t/item/done", A], ["refs/heads/loop/t/landed", B]], changed: ["refs/heads/loop/t/item/wip"] },
+    { name: "the target moved and a deliverable deleted", now: [["refs/heads/loop/t/item/wip", B], ["refs/heads/loop/t/landed", A]], changed: ["refs/heads/loop/t/item/done", "refs/heads/loop/t/landed"] },
+  ];
+  for (const c of cases)
+    test(c.name, () => {
+      const changes = refChanges(owned, new Map(c.now));
+      expect(changes.map((x) => x.ref)).toEqual(c.changed);
+      for (const x of changes) expect(x.now).toBe(new Map(c.now).get(x.ref) ?? null);
+    });
 });
 
 /** Shell for a foreign commit (on no branch) made in the worktree the script runs in. */
