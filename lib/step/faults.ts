@@ -175,11 +175,11 @@ export function sandboxFault(f: SandboxFact): EnvironmentFault | null {
  */
 export function ownedRefFault(o: { changes: string[]; restore: string[]; items: string[] }): EnvironmentFault | null {
   if (o.changes.length === 0) return null;
-  const reset = o.items.length ? `, or give an item's branch up with \`loop reset ${o.items.map((i) => `--work-item ${i}`).join(" ")}\`` : "";
+  const reset = o.items.length ? `, or run an item again from scratch with \`loop reset ${o.items.map((i) => `--work-item ${i}`).join(" ")}\`` : "";
   return {
     kind: "owned_ref_changed",
     message: `refs loop owns are not where it left them: ${o.changes.join("; ")}`,
-    fix: `find out who changed them (an agent without the sandbox can), then put them back (${o.restore.join("; ")})${reset}, ${RESUME}`,
+    fix: `find out who changed them (an agent without the sandbox can), then put them back (${o.restore.join("; ")}; commits worth keeping go on a branch of your own first)${reset}, ${RESUME}`,
   };
 }
 
