@@ -4,6 +4,7 @@
 // - the fold: each payload validated against its schema and folded into two independent
 //   projections, so nondeterminism in the reducer shows up as a difference between them.
 // Then the projection tables, state.json and terminal_state.json are compared with the fold.
+import { closeSync, constants, fstatSync, openSync, readFileSync, readSync } from "node:fs";
 import { readRegularFile } from "../shared/fsutil.ts";
 import type { Database } from "bun:sqlite";
 import { payloadProblem, type StoredEvent } from "../log/events.ts";
@@ -50,8 +51,6 @@ export interface FoldOutcome {
   projection: Projection | null;
   /** Why folding stopped (an invalid payload, an illegal event, the second fold disagreeing), or how the folds differ. */
   findings: (Finding & { rule?: string })[];
-  /** RUNLOG.md's blocks as the log renders them (item_settled and item_requeued), in log order. */
-  runlog: { seq: number; text: string }[];
 }
 
 /**
@@ -59,11 +58,10 @@ export interface FoldOutcome {
  * The links between events (id, prev_hash, hash) are the integrity pass's to check; the fold takes
  * them as given and does not read them: a third of each row, on the pass that bounds replay's time.
  */
-export function foldLog(db: Database): FoldOutcome {
+export function foldLog(db: Database, runlog?: RunlogCheck): FoldOutcome {
   const a = emptyProjection();
   const b = emptyProjection();
-  const runlog: FoldOutcome["runlog"] = [];
-  const stop = (f: Finding & { rule?: string }): FoldOutcome => ({ projection: null, findings: [f], runlog });
+  const stop = (f: Finding & { rule?: string }): FoldOutcome => ({ projection: null, findings: [f] });
   const rows = db.query("SELECT seq, ts, type, actor, item, payload FROM events ORDER BY seq").iterate() as IterableIterator<FoldRow>;
   for (const r of rows) {
     let payload: unknown;
@@ -89,14 +87,14 @@ export function foldLog(db: Database): FoldOutcome {
     } catch (err) {
       return stop({ code: "nondeterministic_replay", seq: r.seq, message: `second fold rejected seq ${r.seq}: ${(err as Error).message}` });
     }
-    if (r.type === "item_settled" || r.type === "item_requeued") runlog.push({ seq: r.seq, text: runlogBlock(e) });
+    if (runlog && (r.type === "item_settled" || r.type === "item_requeued")) runlog.feed(runlogBlock(e));
   }
   a.hash = b.hash = headOf(db).hash;
   const ra = allRows(a);
   const rb = allRows(b);
   const findings: Finding[] = [];
   for (const [k, v] of ra) if (rb.get(k) !== v) findings.push({ code: "nondeterministic_replay", message: `two folds disagree on ${k}` });
-  return { projection: findings.length ? null : a, findings, runlog };
+  return { projection: findings.length ? null : a, findings };
 }
 
 /**
@@ -238,47 +236,102 @@ export function compareFiles(stateRoot: string, p: Projection): Finding[] {
 const RUNLOG_NAMED = 10;
 
 /**
- * RUNLOG.md against the log. The file must be what the log renders, or the start of it: a torn
- * last block or blocks not yet appended are a crash's leftovers, which the next `loop run` repairs.
- * A block the log has no decision for (a forged "passed"), a block that says something else, or
- * text outside the blocks is a finding, each block named. A missing file is not: it is written
- * whole by the next step, and claims nothing meanwhile.
+ * RUNLOG.md against the log, fed the blocks the log renders as the fold meets them. The file must be
+ * those blocks in order, or the start of them: a torn last block or blocks not yet appended are a
+ * crash's leftovers, which the next `loop run` repairs. While the file agrees, only a window of it
+ * is in memory (the file grows forever); once it differs, `finish` reads it whole and names each
+ * block that is not the log's (a forged "passed", one that says something else) or text outside
+ * the blocks. A missing file is not a finding: the next step writes it whole, and it claims nothing.
  */
-export function compareRunlog(stateRoot: string, blocks: { seq: number; text: string }[]): Finding[] {
-  const file = readRegularFile(statePaths(stateRoot).runlog);
-  if (file.kind === "absent") return [];
-  if (file.kind === "error") return [{ code: "runlog_mismatch", message: `RUNLOG.md cannot be read: ${file.message}` }];
-  const expected = Buffer.from(RUNLOG_HEADER + blocks.map((b) => b.text).join(""));
-  const have = file.bytes;
-  if (have.length <= expected.length && expected.subarray(0, have.length).equals(have)) return [];
-  const text = have.toString("utf8");
-  if (!text.startsWith(RUNLOG_HEADER)) return [{ code: "runlog_mismatch", message: "RUNLOG.md does not start with the header loop writes: it is not the log's (the next loop run writes it anew)" }];
-  const bySeq = new Map(blocks.map((b) => [b.seq, b.text]));
-  const out: Finding[] = [];
-  const seen = new Set<number>();
-  let last = 0;
-  const heading = (block: string) => /^### (.*)$/m.exec(block)?.[1] ?? "";
-  for (const m of text.matchAll(/<!-- loop:seq=(\d+) -->\n[\s\S]*?<!-- \/loop:seq=\1 -->\n\n?/g)) {
-    const seq = Number(m[1]);
-    const block = m[0].endsWith("\n\n") ? m[0] : `${m[0]}\n`;
-    const want = bySeq.get(seq);
-    if (want === undefined) out.push({ code: "runlog_mismatch", seq, message: `RUNLOG.md has a block for seq ${seq} ("${heading(block)}") that is not in the log: no decision was recorded at seq ${seq}` });
-    else if (block !== want)
-      out.push({ code: "runlog_mismatch", seq, message: `RUNLOG.md's block for seq ${seq} ("${heading(block)}") is not the log's ("${heading(want)}")` });
-    else if (seen.has(seq) || seq < last) out.push({ code: "runlog_mismatch", seq, message: `RUNLOG.md repeats the block for seq ${seq}, or has it out of order` });
-    seen.add(seq);
-    last = Math.max(last, seq);
+export class RunlogCheck {
+  private fd: number | null = null;
+  private size = 0;
+  private pos = 0;
+  private buf = Buffer.alloc(0);
+  private bufAt = 0;
+  /** The file ended inside a block (torn) or before it: nothing after can be compared. */
+  private ended = false;
+  private diverged = false;
+  private problem: string | null = null;
+
+  constructor(private readonly path: string) {
+    try {
+      // Non-blocking: a FIFO in its place must not hang a read verb; it is then no regular file.
+      this.fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+      const st = fstatSync(this.fd);
+      if (!st.isFile()) throw Object.assign(new Error("not a regular file"), { code: "EFTYPE" });
+      this.size = st.size;
+    } catch (err) {
+      if (this.fd !== null) closeSync(this.fd);
+      this.fd = null;
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT") this.problem = `RUNLOG.md cannot be read: ${(err as Error).message}`;
+      return;
+    }
+    this.compare(Buffer.from(RUNLOG_HEADER));
   }
-  if (out.length === 0) {
-    let at = 0;
-    while (at < have.length && at < expected.length && have[at] === expected[at]) at++;
-    out.push({ code: "runlog_mismatch", message: `RUNLOG.md differs from what the log renders at byte ${at}: text outside its blocks` });
+
+  /** The next block the log renders. */
+  feed(block: string): void {
+    if (this.fd !== null && !this.diverged && !this.ended) this.compare(Buffer.from(block));
   }
-  if (out.length > RUNLOG_NAMED) {
-    const more = out.length - RUNLOG_NAMED;
-    out.splice(RUNLOG_NAMED, more, { code: "runlog_mismatch", message: `… and ${more} more blocks of RUNLOG.md that are not the log's` });
+
+  private compare(want: Buffer): void {
+    const have = this.read(want.length);
+    if (have.equals(want)) return;
+    if (have.length < want.length && want.subarray(0, have.length).equals(have)) this.ended = true;
+    else this.diverged = true;
   }
-  return out;
+
+  /** The next `n` bytes of the file (fewer at its end), through a window of at least 64 KiB. */
+  private read(n: number): Buffer {
+    if (this.pos + n > this.bufAt + this.buf.length) {
+      const len = Math.min(Math.max(n, 64 * 1024), this.size - this.pos);
+      this.buf = Buffer.alloc(Math.max(len, 0));
+      readSync(this.fd!, this.buf, 0, this.buf.length, this.pos);
+      this.bufAt = this.pos;
+    }
+    const from = this.pos - this.bufAt;
+    const out = this.buf.subarray(from, Math.min(from + n, this.buf.length));
+    this.pos += out.length;
+    return out;
+  }
+
+  /** The findings, once the fold has fed every block. `db` renders a block the file names by its seq. */
+  finish(db: Database): Finding[] {
+    try {
+      if (this.problem) return [{ code: "runlog_mismatch", message: this.problem }];
+      if (this.fd === null || (!this.diverged && (this.ended || this.pos === this.size))) return [];
+      return this.explain(db);
+    } finally {
+      if (this.fd !== null) closeSync(this.fd);
+      this.fd = null;
+    }
+  }
+
+  private explain(db: Database): Finding[] {
+    const text = readFileSync(this.path, "utf8");
+    if (!text.startsWith(RUNLOG_HEADER)) return [{ code: "runlog_mismatch", message: "RUNLOG.md does not start with the header loop writes: it is not the log's (the next loop run writes it anew)" }];
+    const render = db.query("SELECT seq, ts, type, actor, item, payload FROM events WHERE seq = ? AND type IN ('item_settled','item_requeued')");
+    const heading = (block: string) => /^### (.*)$/m.exec(block)?.[1] ?? "";
+    const out: Finding[] = [];
+    let last = 0;
+    for (const m of text.matchAll(/<!-- loop:seq=(\d+) -->\n[\s\S]*?<!-- \/loop:seq=\1 -->\n\n?/g)) {
+      const seq = Number(m[1]);
+      const block = m[0].endsWith("\n\n") ? m[0] : `${m[0]}\n`;
+      const row = render.get(seq) as { seq: number; ts: string; type: string; actor: string; item: string | null; payload: string } | null;
+      const want = row ? runlogBlock({ ...row, payload: JSON.parse(row.payload) }) : null;
+      if (want === null) out.push({ code: "runlog_mismatch", seq, message: `RUNLOG.md has a block for seq ${seq} ("${heading(block)}") that is not in the log: no decision was recorded at seq ${seq}` });
+      else if (block !== want) out.push({ code: "runlog_mismatch", seq, message: `RUNLOG.md's block for seq ${seq} ("${heading(block)}") is not the log's ("${heading(want)}")` });
+      else if (seq <= last) out.push({ code: "runlog_mismatch", seq, message: `RUNLOG.md repeats the block for seq ${seq}, or has it out of order` });
+      last = Math.max(last, seq);
+    }
+    if (out.length === 0) out.push({ code: "runlog_mismatch", message: `RUNLOG.md differs from what the log renders after byte ${this.pos}: text outside its blocks, or a block missing between two others` });
+    if (out.length > RUNLOG_NAMED) {
+      const more = out.length - RUNLOG_NAMED;
+      out.splice(RUNLOG_NAMED, more, { code: "runlog_mismatch", message: `… and ${more} more blocks of RUNLOG.md that are not the log's` });
+    }
+    return out;
+  }
 }
 
 function tryParse(text: string): { ok: true; value: unknown } | { ok: false; message: string } {
@@ -322,11 +375,15 @@ export async function replayReport(stateRoot: string, opts: { worker?: boolean; 
     const useWorker = opts.worker ?? head.seq >= WORKER_MIN_EVENTS;
     const worker = useWorker ? integrityInWorker(snap.open) : null;
     let fold: FoldOutcome;
+    const runlog = new RunlogCheck(statePaths(stateRoot).runlog);
+    let runlogFindings: Finding[];
     try {
-      fold = foldLog(db);
+      fold = foldLog(db, runlog);
     } catch (err) {
       worker?.stop();
       throw err;
+    } finally {
+      runlogFindings = runlog.finish(db);
     }
     const integrity = worker ? await worker.result : checkIntegrity(db);
     const findings = mergeFindings(integrity, fold);
@@ -339,7 +396,7 @@ export async function replayReport(stateRoot: string, opts: { worker?: boolean; 
     if (projection) {
       const pf = compareProjection(db, projection);
       if (pf.length) checks.projection = "failed";
-      const ff = [...compareFiles(stateRoot, projection), ...compareRunlog(stateRoot, fold.runlog)];
+      const ff = [...compareFiles(stateRoot, projection), ...runlogFindings];
       if (ff.length) checks.files = "failed";
       findings.push(...pf, ...ff);
       const foreign = ownershipFinding(projection.loop.owner, opts.project ?? null, stateRoot, { renameFree: noWorkYet(projection) });
