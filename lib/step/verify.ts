@@ -24,7 +24,7 @@ import { graceMs, SESSION_FILES, sessionMark } from "../supervisor/sessions.ts";
 import { endVerify, readVerifyExit, startVerify, verifyAlive, verifyLogSummary, verifySpawnEvidence, type VerifyProcess } from "../supervisor/verify-command.ts";
 import type { SessionMechanism } from "../supervisor/scope.ts";
 import { commitLeftovers, commitsAhead, startPointFor } from "./workspace.ts";
-import { protectedPathVerdict, type ProtectedVerdict } from "./protect.ts";
+import { protectedPathVerdict } from "./protect.ts";
 import { sandboxRequest, sessionPath } from "./environment.ts";
 import { faultReason, sandboxFault } from "./faults.ts";
 import { probeSandbox, type SandboxRequest } from "../supervisor/sandbox.ts";
@@ -205,19 +205,18 @@ async function observeVerify(ctx: StepContext, it: ItemState, run: VerifyRun): P
   return record(ctx, it, payload);
 }
 
-/** An attempt that changed protected paths: failed without running its verify; the log says what to restore. */
-function refused(attempt: number, v: ProtectedVerdict, logPath: string): VerifyPayload {
+/** An attempt a check before its verify failed (protected paths, the refs loop owns): no verify runs; the log says why. */
+function refused(attempt: number, v: { reason: string; detail: string }, logPath: string): VerifyPayload {
   writeFileSync(logPath, v.detail + "\n");
   return { attempt, passed: false, exitCode: null, timedOut: false, sha256: null, tail: v.detail, log: logPath, reason: v.reason };
 }
 
 /** Owned refs that moved during the attempt, as the verdict that fails it (its verify never runs). */
-function ownedRefVerdict(moved: RefChange[]): ProtectedVerdict {
+function ownedRefVerdict(moved: RefChange[]): { reason: string; detail: string } {
   const named = moved.map(describeRefChange).join("; ");
   return {
     reason: `owned_ref_changed: ${named}`,
     detail: `owned_ref_changed: while this attempt ran, refs loop owns were changed: ${named}. Its verify was not run. Work only on your own branch; never move, delete or create other branches.`,
-    paths: [],
   };
 }
 
