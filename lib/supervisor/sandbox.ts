@@ -3,8 +3,10 @@
 // files it writes (started.json, exit.json, output.log, the verify's) are out of the agent's reach.
 // Inside:
 //   - the whole file system read-only, a private /tmp, the user's runtime folder hidden (systemd's
-//     and D-Bus's sockets, through which a process could be started outside), and the state root
-//     hidden (loop.db, every session folder, every other worktree, the landing worktree);
+//     and D-Bus's sockets, through which a process could be started outside), the system's service
+//     sockets masked (connecting to a socket needs no write access, so read-only is not enough),
+//     and the state root hidden (loop.db, every session folder, every other worktree, the landing
+//     worktree);
 //   - writable: the worktree; what git needs to commit on the item branch (the object store, the
 //     worktree's own git folder, the folders of the loop's item branches and their reflogs); the
 //     files named in `writable` (the ask file, a preset's histories) and the preset's config homes;
@@ -16,7 +18,7 @@
 //   - no capabilities (--cap-drop ALL: run as root, bwrap would keep them, and with them mount);
 //   - the network as it is: agents need their model's API.
 // sandboxArgv is pure; sandboxSpec reads the worktree's git layout and prepares the mount points.
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync } from "node:fs";
+import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readFileSync, statSync } from "node:fs";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 
 /** What the caller asks for: where the work is, and what else the command must write. */
@@ -45,6 +47,8 @@ export interface SandboxSpec {
   repo: string;
   /** Folders hidden behind an empty tmpfs, after /tmp (the runtime folder, tmux's socket folder). */
   hide: string[];
+  /** Sockets covered with /dev/null: a connection to them is refused (MASKED_SOCKETS that exist). */
+  mask: string[];
   git: {
     /** The repository's common git folder. */
     commonDir: string;
@@ -69,6 +73,7 @@ export function sandboxArgv(s: SandboxSpec, argv: string[]): string[] {
     "--proc", "/proc",
     "--tmpfs", "/tmp",
     ...s.hide.flatMap((p) => ["--tmpfs", p]),
+    ...s.mask.flatMap((p) => ["--ro-bind", "/dev/null", p]),
     // Under /tmp the repository would be hidden with it: it comes back, read-only.
     ...bind("--ro-bind", s.repo),
     // Last of the hiding, so nothing above can bring loop's files back into view.
@@ -89,6 +94,20 @@ export function sandboxArgv(s: SandboxSpec, argv: string[]): string[] {
     ...argv,
   ];
 }
+
+/**
+ * Service sockets through which a process can have something started outside the sandbox (the
+ * system manager and bus: as root, `systemd-run` needs nothing else) or get root (a container
+ * engine). Masked when they exist; the network and abstract sockets stay as they are.
+ */
+export const MASKED_SOCKETS: readonly string[] = [
+  "/run/systemd/private",
+  "/run/dbus/system_bus_socket",
+  "/run/docker.sock",
+  "/run/containerd/containerd.sock",
+  "/run/podman/podman.sock",
+  "/run/crio/crio.sock",
+];
 
 /** The worktree's git folder (`.git` is a file naming it) and the repository's common one. */
 export function worktreeGitDirs(worktree: string): { gitDir: string; commonDir: string } {
@@ -143,6 +162,13 @@ export function sandboxSpec(r: SandboxRequest, sessionDir: string): SandboxSpec 
     // A checkout's git folder is its .git; a bare repository is its own folder.
     repo: basename(commonDir) === ".git" ? dirname(commonDir) : commonDir,
     hide: [runtime, tmuxDir].filter(isDir),
+    mask: MASKED_SOCKETS.filter((p) => {
+      try {
+        return lstatSync(p).isSocket();
+      } catch {
+        return false;
+      }
+    }),
     git: { commonDir, writable: [join(commonDir, "objects"), gitDir, refDir, logDir], readOnly },
     writable: r.writable,
     writableIfPresent: home && isAbsolute(home) ? r.homes.map((h) => join(home, h)) : [],

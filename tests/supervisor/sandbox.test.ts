@@ -13,6 +13,7 @@ const SPEC: SandboxSpec = {
   sessionDir: "/srv/api/.loop/sessions/fix/1",
   repo: "/srv/api",
   hide: ["/run/user/1000"],
+  mask: ["/run/docker.sock"],
   git: {
     commonDir: "/srv/api/.git",
     writable: ["/srv/api/.git/objects", "/srv/api/.git/worktrees/fix", "/srv/api/.git/refs/heads/loop/x/item", "/srv/api/.git/logs/refs/heads/loop/x/item"],
@@ -32,8 +33,9 @@ describe("sandboxArgv", () => {
     expect(argv.slice(argv.indexOf("--") + 1)).toEqual(["agent", "--flag", "--"]);
   });
 
-  test("read-only root first; /tmp, the runtime folder and the state root hidden; the repository read-only", () => {
+  test("read-only root first; /tmp, the runtime folder and the state root hidden; service sockets masked; the repository read-only", () => {
     expect(argv.slice(1, 4)).toEqual(["--ro-bind", "/", "/"]);
+    expect(argv.findIndex((a, i) => a === "--ro-bind" && argv[i + 1] === "/dev/null" && argv[i + 2] === "/run/docker.sock")).toBeGreaterThan(0);
     for (const p of ["/tmp", "/run/user/1000", "/srv/api/.loop"]) expect(at("--tmpfs", p)).toBeGreaterThan(0);
     expect(at("--ro-bind", "/srv/api")).toBeGreaterThan(at("--tmpfs", "/tmp"));
     // The state root is hidden after the repository is re-exposed, so nothing brings it back.
