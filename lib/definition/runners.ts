@@ -43,6 +43,8 @@ export interface RunnerCommand {
   conversationId: string | null;
   /** Whether `build` honours `ctx.resume` (otherwise a reply means a fresh session). */
   supportsResume: boolean;
+  /** Files outside the worktree the command writes (aider's histories): writable in the sandbox. */
+  writes?: string[];
 }
 
 export interface CommandRunnerDef {
@@ -230,9 +232,21 @@ export const PRESETS: Record<"claude" | "codex" | "aider", RunnerPreset> = {
         ...(ctx.resume ? ["--restore-chat-history"] : []),
         ...modelFlag("--model", ctx.model),
       ];
-      return { argv, conversationId: chatHistory, supportsResume: true };
+      return { argv, conversationId: chatHistory, supportsResume: true, writes: [chatHistory, join(sessionDir, "aider.input.history")] };
     },
   },
+};
+
+/**
+ * What each preset's CLI writes under $HOME (its settings, credentials, conversations; a resumed
+ * conversation is read from there): writable in the sandbox when it exists (docs/runners.md#the-sandbox).
+ * Command runners get none: a runner that needs one sets its own folder (most CLIs take a variable
+ * for it) inside the worktree or turns the sandbox off.
+ */
+export const PRESET_HOMES: Readonly<Record<string, readonly string[]>> = {
+  claude: [".claude", ".claude.json"],
+  codex: [".codex"],
+  aider: [".aider"],
 };
 
 /** Names a `runners` entry in loop.json cannot take: they are always the built-ins. */

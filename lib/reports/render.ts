@@ -108,7 +108,8 @@ function inFlight(it: StatusReport["items"][number], p: (v: unknown) => string):
 }
 
 export function renderReplay(r: ReplayReport): string {
-  const out = [`replayed ${r.events} events (head seq ${r.head.seq})`];
+  const out = [`replayed ${r.events} events (head seq ${r.head.seq})`, `head ${r.head.seq}:${printable(r.head.hash)}`];
+  if (r.expectedHead) out.push(`expected head ${r.expectedHead.seq}:${r.expectedHead.hash} ${r.expectedHead.ok ? "ok" : "failed"}`);
   for (const [k, v] of Object.entries(r.checks)) out.push(`  ${k.padEnd(12)} ${v}`);
   if (r.findings.length) {
     out.push("findings:");

@@ -13,6 +13,7 @@ import { type StatePaths, statePaths } from "../shared/paths.ts";
 import { closeSession, type CloseReport } from "./close.ts";
 import { graceMs } from "../supervisor/sessions.ts";
 import { repoTop } from "./workspace.ts";
+import { lastLanded, ownedRefs, type RefChange, readRefs, refChanges } from "./owned-refs.ts";
 
 export type CommitLabel = (typeof COMMIT_LABELS)[number];
 
@@ -126,6 +127,17 @@ export async function closeInStep(ctx: StepContext, o: Omit<Parameters<typeof cl
     ctx.options.log.error(`${c.item}: ${c.kept}`);
   }
   return c;
+}
+
+/**
+ * The refs loop owns (lib/step/owned-refs.ts) that are not where it left them: every item branch
+ * whose session is closed, and with local landing "merge" the target. One git call.
+ */
+export function ownedRefChanges(ctx: StepContext, p: Projection): RefChange[] {
+  const landed = ctx.def.landing === "merge" && !ctx.def.forge ? lastLanded(ctx.store.db, ctx.def.target) : null;
+  const owned = ownedRefs({ items: p.order.map((id) => p.items[id]!), landed });
+  if (owned.length === 0) return [];
+  return refChanges(owned, readRefs(repoOf(ctx), owned.map((r) => r.ref)));
 }
 
 /** ensureWorktree found something else where a checkout had to be: it was kept, and someone should look. */

@@ -8,7 +8,8 @@ import { accessSync, constants, existsSync, mkdirSync, readFileSync, statSync, w
 import { homedir } from "node:os";
 import { isAbsolute, join, relative, resolve } from "node:path";
 import type { NormDefinition } from "../definition/loop-json.ts";
-import { buildRunnerCommand, PRESETS } from "../definition/runners.ts";
+import { buildRunnerCommand, PRESET_HOMES, PRESETS } from "../definition/runners.ts";
+import type { SandboxProbe, SandboxRequest } from "../supervisor/sandbox.ts";
 import { branchExists, gitTry, hasAnyCommit, revParse } from "./git.ts";
 import { aiderCanChooseModel, type AiderModelFacts, type EnvironmentFault, isVerifyPlaceholder, launchFault, type ProgramFact, VERIFY_PLACEHOLDER } from "./faults.ts";
 
@@ -101,6 +102,13 @@ export interface LaunchProbe {
   runners: NormDefinition["runners"];
   demoArgv: string[];
   env: Record<string, string | undefined>;
+  /** What probeSandbox found, when the item runs in the sandbox; null otherwise. */
+  sandbox?: SandboxProbe | null;
+}
+
+/** What the sandbox of an item's session (or verify) is built from (lib/supervisor/sandbox.ts). */
+export function sandboxRequest(o: { bwrap: string; worktree: string; stateRoot: string; branch: string; runner: string; writable: string[]; env: Record<string, string | undefined> }): SandboxRequest {
+  return { bwrap: o.bwrap, worktree: o.worktree, stateRoot: o.stateRoot, branch: o.branch, writable: o.writable, homes: [...(PRESET_HOMES[o.runner] ?? [])], env: o.env };
 }
 
 /** Probe the machine for one launch and judge it; null when nothing stands in the way. */
@@ -119,6 +127,7 @@ export function probeLaunchFault(o: LaunchProbe): EnvironmentFault | null {
     programFact: resolveProgram(program, { PATH, cwd: existsSync(o.worktree) ? o.worktree : null }),
     PATH,
     tmux: o.tmux ? resolveProgram("tmux", { PATH, cwd: null }) : null,
+    bwrap: o.sandbox ?? null,
     startPoint: o.startPoint,
     startPointExists,
     hasCommits: startPointExists === false ? hasAnyCommit(o.repo) : null,

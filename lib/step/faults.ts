@@ -12,6 +12,8 @@ export type FaultKind =
   | "claude_as_root"
   | "aider_no_model"
   | "git_identity"
+  | "sandbox_unavailable"
+  | "owned_ref_changed"
   | "disk_full"
   | "permission_denied"
   | "git_failed"
@@ -55,6 +57,8 @@ export interface LaunchFacts {
   sandbox: { IS_SANDBOX?: string; CLAUDE_CODE_BUBBLEWRAP?: string };
   /** With `sessions.tmux`: where tmux resolves (null without tmux sessions). */
   tmux: ProgramFact | null;
+  /** For an item with `sandbox: "bwrap"`: whether bwrap is there and makes a sandbox (null without one). */
+  bwrap?: SandboxFact;
   /** For aider: can it pick a model without asking (null for other runners). */
   aiderModel: AiderModelFacts | null;
   /** git's verdict on the committer identity, for the presets (agents that commit); null when not checked. */
@@ -155,6 +159,8 @@ export function launchFault(f: LaunchFacts): EnvironmentFault | null {
       message: `"sessions.tmux" is on, but tmux was not found on PATH (${f.PATH || "empty"})`,
       fix: `install tmux, or set "sessions.tmux" to false in loop.json, ${RESUME}`,
     };
+  const box = sandboxFault(f.bwrap ?? null);
+  if (box) return box;
   if (f.runner === "claude" && f.uid === 0 && f.sandbox.IS_SANDBOX !== "1" && !f.sandbox.CLAUDE_CODE_BUBBLEWRAP)
     return {
       kind: "claude_as_root",
@@ -174,6 +180,36 @@ export function launchFault(f: LaunchFacts): EnvironmentFault | null {
       fix: `set one for the user loop runs as (git config --global user.name …; git config --global user.email …) or in the repository, ${RESUME}`,
     };
   return null;
+}
+
+/** The sandbox an item asks for ("sandbox": "bwrap"), as probed (lib/supervisor/sandbox.ts probeSandbox); null without one. */
+export type SandboxFact = { ok: true } | { ok: false; kind: "missing" | "refused"; message: string } | null;
+
+/** The fault of a sandbox that is asked for and unusable (bwrap missing, or refused), else null. */
+export function sandboxFault(f: SandboxFact): EnvironmentFault | null {
+  if (!f || f.ok) return null;
+  return {
+    kind: "sandbox_unavailable",
+    message: `the item asks for the sandbox ("sandbox": "bwrap"), but ${f.message}`,
+    fix:
+      f.kind === "missing"
+        ? `install bubblewrap (Debian and Ubuntu: apt-get install bubblewrap) or put bwrap on loop run's PATH, or set "sandbox" to "none" in loop.json, ${RESUME}`
+        : `let bwrap make its namespaces here (a kernel that allows unprivileged user namespaces; in a container, one allowed to create them), or set "sandbox" to "none" in loop.json, ${RESUME}`,
+  };
+}
+
+/**
+ * Refs loop owns that someone else moved or deleted (lib/step/owned-refs.ts), as a fault: `changes`
+ * names each, `restore` gives the command that puts each back.
+ */
+export function ownedRefFault(o: { changes: string[]; restore: string[]; items: string[] }): EnvironmentFault | null {
+  if (o.changes.length === 0) return null;
+  const reset = o.items.length ? `, or run an item again from scratch with \`loop reset ${o.items.map((i) => `--work-item ${i}`).join(" ")}\`` : "";
+  return {
+    kind: "owned_ref_changed",
+    message: `refs loop owns are not where it left them: ${o.changes.join("; ")}`,
+    fix: `find out who changed them (an agent without the sandbox can), then put them back (${o.restore.join("; ")}; commits worth keeping go on a branch of your own first)${reset}, ${RESUME}`,
+  };
 }
 
 /** An error thrown while launching an attempt, as the launch saw it. */
@@ -225,4 +261,9 @@ export function diskFullFault(d: FullDisk): EnvironmentFault {
     message: `the disk is full: no space left on the filesystem holding the state root ${d.path} (mounted at ${d.mount}${free})`,
     fix: `free space on it (agents' output logs under ${d.path}/sessions and old worktrees under ${d.path}/workspaces are the usual suspects), ${RESUME}`,
   };
+}
+
+/** The loop's pause reason for a fault: what is wrong, then how to fix it. */
+export function faultReason(f: EnvironmentFault, item: string | null, doing: "launching" | "verifying" = "launching"): string {
+  return `environment fault${item ? ` ${doing} ${item}` : ""}: ${f.message}. To fix: ${f.fix}`;
 }

@@ -4,7 +4,7 @@
 // command, the detached session; then record session_started. A step killed anywhere in between
 // leaves a reservation the next step resolves (lib/step/observe.ts observeLaunching): it adopts a
 // spawned session, never launches the attempt a second time.
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { itemBranch } from "../definition/loop-json.ts";
 import { buildRunnerCommand, provenConversation } from "../definition/runners.ts";
@@ -13,9 +13,11 @@ import { LeaseLostError } from "../shared/errors.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { sliceText, writeFileAtomic } from "../shared/fsutil.ts";
 import { sessionDir, worktreeDir } from "../shared/paths.ts";
-import { append, repoOf, type StepContext, type StepOutcome, warnMovedAside } from "./context.ts";
-import { ensureAgentExcludes, probeLaunchFault, resolveProgram, sessionPath } from "./environment.ts";
-import { classifyLaunchError, type EnvironmentFault } from "./faults.ts";
+import { append, ownedRefChanges, projection, repoOf, type StepContext, type StepOutcome, warnMovedAside } from "./context.ts";
+import { describeRefChange, restoreCommand } from "./owned-refs.ts";
+import { ensureAgentExcludes, probeLaunchFault, resolveProgram, sandboxRequest, sessionPath } from "./environment.ts";
+import { probeSandbox } from "../supervisor/sandbox.ts";
+import { classifyLaunchError, type EnvironmentFault, faultReason, ownedRefFault } from "./faults.ts";
 import { git, gitTry, revParse } from "./git.ts";
 import { buildHandoff, buildReplyMessage, REPLY_FILE } from "./handoff.ts";
 import { selfArgv } from "../supervisor/self.ts";
@@ -36,6 +38,8 @@ interface AttemptPlan {
   reply: boolean;
   /** The forge issue's context for the handoff (lib/step/forge/issue-context.ts), or null. */
   forgeContext?: string | null;
+  /** The bwrap program when the item runs in the sandbox (found by the launch probe), else null. */
+  bwrap?: string | null;
 }
 
 /**
@@ -45,7 +49,9 @@ interface AttemptPlan {
  * errors. A lost lease is thrown: the step may not record anything more.
  */
 export function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeContext?: string | null } = {}): StepOutcome {
-  const plan = { ...planAttempt(ctx, it), forgeContext: o.forgeContext ?? null };
+  // The sandbox is probed before anything is reserved: asked for and unusable is the machine's fault.
+  const box = it.def.sandbox ? probeSandbox(sessionPath(ctx.options.env)) : null;
+  const plan = { ...planAttempt(ctx, it), forgeContext: o.forgeContext ?? null, bwrap: box?.ok ? box.bwrap : null };
   const fault = probeLaunchFault({
     runner: it.def.runner,
     tmux: ctx.def.tmux,
@@ -59,8 +65,18 @@ export function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeContext
     runners: ctx.def.runners,
     demoArgv: demoArgv(),
     env: ctx.options.env,
+    sandbox: box,
   });
   if (fault) return pauseForFault(ctx, it, fault, null);
+  // Refs loop owns that moved since it left them: someone must look before anything builds on them.
+  let refFault: EnvironmentFault | null;
+  try {
+    const moved = ownedRefChanges(ctx, projection(ctx));
+    refFault = ownedRefFault({ changes: moved.map(describeRefChange), restore: moved.map(restoreCommand), items: moved.flatMap((c) => (c.item ? [c.item] : [])) });
+  } catch (err) {
+    refFault = { kind: "git_failed", message: (err as Error).message, fix: "look at the repository (git for-each-ref refs/heads/), fix what git reports, then `loop ctl resume`" };
+  }
+  if (refFault) return pauseForFault(ctx, it, refFault, null);
   failpoint("launch:before_reserve");
   const reserved = append(
     ctx,
@@ -146,7 +162,8 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
       ? provenConversation(previous.runner, {
           recorded: previous.conversationId,
           logHead: readOutputHead(previous.sessionDir),
-          historyExists: previous.runner === "aider" && previous.conversationId !== null && existsSync(previous.conversationId),
+          // Not empty: under the sandbox loop creates the file before aider runs, so there it always exists.
+          historyExists: previous.runner === "aider" && previous.conversationId !== null && nonEmptyFile(previous.conversationId),
         })
       : null;
   let resume: { conversationId: string; replyFile: string } | undefined;
@@ -187,6 +204,9 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
     tmuxName: ctx.def.tmux ? tmuxSessionName(ctx.def.name, it.id, n, it.epoch) : null,
     mark: sessionMark({ sessionId }),
     scope: { role: "session", loopName: ctx.def.name, item: it.id, epoch: it.epoch, attempt: n, stateRoot: ctx.options.stateRoot },
+    ...(plan.bwrap
+      ? { sandbox: sandboxRequest({ bwrap: plan.bwrap, worktree, stateRoot: ctx.options.stateRoot, branch, runner: it.def.runner, writable: [askFile, ...(cmd.writes ?? [])], env: ctx.options.env }) }
+      : {}),
   });
   // Atomic: a step killed mid-write must not leave a half file that adoption then misreads.
   writeFileAtomic(join(dir, "spawned.json"), JSON.stringify({ pid: started.pid, tmux: started.tmux }) + "\n");
@@ -222,6 +242,14 @@ function forgeStartPoint(ctx: StepContext, repo: string): string {
   if (r.code === 0) return ref;
   ctx.options.log.warn(`forge: could not fetch ${remote}/${ctx.def.base} (${r.stderr.trim()}); branching from the local ${ctx.def.base}`);
   return ctx.def.base;
+}
+
+function nonEmptyFile(path: string): boolean {
+  try {
+    return statSync(path).size > 0;
+  } catch {
+    return false;
+  }
 }
 
 /** argv is recorded for people; the prompt itself lives in handoff.md, so long values are cut. */

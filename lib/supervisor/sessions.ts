@@ -11,6 +11,7 @@ import { type LaunchRecord, SESSION_FILES, type WrapperKind, wrapperFiles } from
 import { selfArgv } from "./self.ts";
 import { outputCapFrom } from "./output-log.ts";
 import { launchDetached, type ScopeTarget, type SessionMechanism } from "./scope.ts";
+import { type SandboxRequest, sandboxArgv, sandboxSpec } from "./sandbox.ts";
 import type { AttemptRecord, SessionRecord } from "../log/reducer.ts";
 
 export { SESSION_FILES };
@@ -74,12 +75,16 @@ export function startSession(o: {
   scope?: ScopeTarget;
   /** The session's mark (sessionMark); defaults to the LOOP_SESSION_ID the step puts in env. */
   mark?: string;
+  /** Run the command under bubblewrap (lib/supervisor/sandbox.ts); the wrapper stays outside. */
+  sandbox?: SandboxRequest;
 }): StartedSession {
   mkdirSync(o.dir, { recursive: true });
   const kind = o.kind ?? "session";
   const mark = o.mark ?? o.env.LOOP_SESSION_ID;
+  // The only place a command is put in the sandbox: the launch record holds the bwrap command line.
+  const argv = o.sandbox ? sandboxArgv(sandboxSpec(o.sandbox, o.dir), o.argv) : o.argv;
   // The cap travels in the launch record: a tmux session does not inherit the step's environment.
-  const launch: LaunchRecord = { argv: o.argv, cwd: o.cwd, env: o.env, tee: o.tmuxName !== null, outputCap: outputCapFrom(process.env), ...(mark ? { mark } : {}) };
+  const launch: LaunchRecord = { argv, cwd: o.cwd, env: o.env, tee: o.tmuxName !== null, outputCap: outputCapFrom(process.env), ...(mark ? { mark } : {}) };
   writeFileAtomic(join(o.dir, wrapperFiles(kind).launch), JSON.stringify(launch, null, 2) + "\n");
   const wrapper = [...selfArgv(), "__session", o.dir, ...(kind === "verify" ? ["verify"] : [])];
   // The wrapper carries the mark from its start, so everything it and the agent start inherits it.

@@ -67,6 +67,19 @@ describe("launchFault", () => {
     { name: "claude as root with IS_SANDBOX=true is still refused (Claude Code wants 1)", facts: { runner: "claude", uid: 0, sandbox: { IS_SANDBOX: "true" } }, want: "claude_as_root" },
     { name: "claude as root with CLAUDE_CODE_BUBBLEWRAP", facts: { runner: "claude", uid: 0, sandbox: { CLAUDE_CODE_BUBBLEWRAP: "1" } }, want: null },
     { name: "claude as an ordinary user", facts: { runner: "claude", uid: 1000 }, want: null },
+    { name: "the sandbox asked for and usable", facts: { bwrap: { ok: true } }, want: null },
+    {
+      name: "the sandbox asked for, bwrap missing: install it or turn the sandbox off",
+      facts: { bwrap: { ok: false, kind: "missing", message: "bwrap (bubblewrap) was not found on PATH (/usr/bin:/bin)" } },
+      want: "sandbox_unavailable",
+      mentions: ['"sandbox": "bwrap"', "not found on PATH (/usr/bin:/bin)", "apt-get install bubblewrap", '"sandbox" to "none"', "loop ctl resume"],
+    },
+    {
+      name: "the sandbox asked for, bwrap refused: its words and the namespaces named",
+      facts: { bwrap: { ok: false, kind: "refused", message: "/usr/bin/bwrap refused to make a sandbox: bwrap: No permissions to create new namespace" } },
+      want: "sandbox_unavailable",
+      mentions: ["No permissions to create new namespace", "unprivileged user namespaces", '"sandbox" to "none"'],
+    },
     { name: "codex as root is fine", facts: { runner: "codex", uid: 0 }, want: null },
     {
       name: "aider without a model or key",
