@@ -4,8 +4,8 @@
 // command, the detached session; then record session_started. A step killed anywhere in between
 // leaves a reservation the next step resolves (lib/step/observe.ts observeLaunching): it adopts a
 // spawned session, never launches the attempt a second time.
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, lstatSync, mkdirSync, realpathSync, renameSync } from "node:fs";
+import { dirname, join, relative } from "node:path";
 import { itemBranch } from "../definition/loop-json.ts";
 import { buildRunnerCommand, provenConversation } from "../definition/runners.ts";
 import type { ItemState, Projection, SessionRecord } from "../log/reducer.ts";
@@ -130,7 +130,8 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
     // Only a convenience: the attempt runs, and the agents' files may show up as its changes.
     ctx.options.log.warn(`could not write the repository's info/exclude: ${(err as Error).message}`);
   }
-  mkdirSync(dir, { recursive: true });
+  const aside = freshSessionDir(ctx.options.stateRoot, dir);
+  if (aside) ctx.options.log.warn(`what was at ${dir} before attempt ${n} was launched was moved to ${aside}; look at it, then remove it`);
   // With a forge, items branch from the freshly fetched <remote>/<base>: it holds every merged PR.
   const startPoint = ctx.def.forge ? forgeStartPoint(ctx, repo) : startPointFor({ repo, landing: ctx.def.landing, base: ctx.def.base, target: ctx.def.target });
   const ws = ensureWorktree({ repo, path: worktree, branch, startPoint });
@@ -139,7 +140,7 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
   const handoffPath = join(dir, SESSION_FILES.handoff);
   const askFile = join(dir, SESSION_FILES.ask);
   const handoff = buildHandoff({ p: reserved, item: it.id, attempt: n, branch, askFile, forgeContext: plan.forgeContext });
-  writeFileSync(handoffPath, handoff);
+  writeFileAtomic(handoffPath, handoff);
   // A reply resumes the previous conversation only where it is proven to exist; else it goes in
   // this attempt's handoff (which lists every reply) to a fresh session.
   const conversationId =
@@ -161,7 +162,7 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
   if (program.state === "missing") throw new Error(`runner "${it.def.runner}": program ${JSON.stringify(cmd.argv[0])} not found${program.path ? ` (${program.path})` : " on PATH"}`);
   if (program.state === "not_executable") throw new Error(`runner "${it.def.runner}": program ${JSON.stringify(cmd.argv[0])} (${program.path}) is not executable`);
   // verify:false asks for "a change on the branch" made by this attempt, not an earlier one.
-  writeFileSync(join(dir, "start-head"), git(worktree, ["rev-parse", "HEAD"]) + "\n");
+  writeFileAtomic(join(dir, "start-head"), git(worktree, ["rev-parse", "HEAD"]) + "\n");
   const env: Record<string, string> = {
     LOOP_ITEM: it.id,
     LOOP_ATTEMPT: String(n),
@@ -217,6 +218,35 @@ function forgeStartPoint(ctx: StepContext, repo: string): string {
   if (r.code === 0) return ref;
   ctx.options.log.warn(`forge: could not fetch ${remote}/${ctx.def.base} (${r.stderr.trim()}); branching from the local ${ctx.def.base}`);
   return ctx.def.base;
+}
+
+/**
+ * Make the attempt's session folder afresh: loop writes its files there and reads what it finds
+ * (the exit status, the ask file), so nothing may be there before (an earlier attempt's agent can
+ * write the state root: a planted ask.txt would be this attempt's question). Whatever is found is
+ * moved aside, never deleted; returns where. A folder that is not under the state root once links
+ * are resolved (a link in its path) is refused: the launch fails, nothing is written through it.
+ */
+function freshSessionDir(stateRoot: string, dir: string): string | null {
+  mkdirSync(dirname(dir), { recursive: true });
+  const root = realpathSync(stateRoot);
+  const within = (path: string) => {
+    const real = realpathSync(path);
+    if (real !== join(root, relative(stateRoot, path)))
+      throw new Error(`the session folder ${dir} is not a folder of the state root (${path} resolves to ${real}: a link in its path); nothing was written through it`);
+  };
+  within(dirname(dir));
+  let aside: string | null = null;
+  try {
+    lstatSync(dir);
+    aside = `${dir}.aside-${new Date().toISOString().replace(/[:.]/g, "-")}`;
+    renameSync(dir, aside);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+  }
+  mkdirSync(dir);
+  within(dir);
+  return aside;
 }
 
 /** argv is recorded for people; the prompt itself lives in handoff.md, so long values are cut. */

@@ -9,13 +9,13 @@
 // it: ended → verify_finished; past its deadline → ended through the close path and recorded timed
 // out; gone without an exit status → failed. Without a command (`verify: false`) nothing runs: the
 // verdict is "the agent exited 0 and this attempt committed something", decided inline.
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { Payload } from "../log/events.ts";
 import type { ItemState, VerifyRun } from "../log/reducer.ts";
 import { GitError } from "../shared/errors.ts";
 import { failpoint } from "../shared/failpoint.ts";
-import { readTextOrNull } from "../shared/fsutil.ts";
+import { readTextOrNull, writeFileAtomic } from "../shared/fsutil.ts";
 import { endVerifyRun } from "../supervisor/end.ts";
 import { append, repoOf, type StepContext, type StepOutcome } from "./context.ts";
 import { classifyVerify, classifyVerifyStart, verifyExitVerdict } from "./decide.ts";
@@ -175,7 +175,7 @@ function gitFailure(what: string, err: unknown): string {
 function commitsOfAttempt(ctx: StepContext, it: ItemState): number {
   const s = it.session!;
   const repo = repoOf(ctx);
-  const startHead = readTextOrNull(join(s.sessionDir, "start-head"))?.trim();
+  const startHead = readTextOrNull(join(s.sessionDir, "start-head"), { noLinks: true })?.trim();
   const base = startHead || startPointFor({ repo, landing: ctx.def.landing, base: ctx.def.base, target: ctx.def.target });
   return commitsAhead({ repo, base, branch: s.branch });
 }
@@ -189,6 +189,6 @@ function judgeWithoutCommand(o: { attempt: number; exitCode: number | null; ahea
       : o.ahead > 0
         ? `no verify command; agent exited 0 with ${o.ahead} commit(s)`
         : "no verify command; agent exited 0 but left no change";
-  writeFileSync(o.logPath, reason + "\n");
+  writeFileAtomic(o.logPath, reason + "\n");
   return { attempt: o.attempt, passed, exitCode: o.exitCode, timedOut: false, sha256: null, tail: reason, log: o.logPath, reason };
 }

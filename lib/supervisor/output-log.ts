@@ -8,7 +8,8 @@
 // over output.log. So the file only ever grows or is replaced whole: a reader holding the old file
 // reads a complete one, the file's mtime still moves with every write (the stall detector's
 // "output growth"), and the old and the new file together never take more than C bytes.
-import { closeSync, fstatSync, openSync, readSync, renameSync, rmSync, writeSync } from "node:fs";
+import { closeSync, constants as fsConstants, openSync, readSync, renameSync, rmSync, writeSync } from "node:fs";
+import { openOwnForAppend } from "../shared/fsutil.ts";
 
 export const DEFAULT_OUTPUT_CAP = 64 * 2 ** 20;
 export const MIN_OUTPUT_CAP = 64 * 2 ** 10;
@@ -72,14 +73,19 @@ export class CappedLog {
   private markerLength = 0;
   private closed = false;
   private readonly layout: OutputLayout;
+  /** What was found in the log's place and removed (a link, a FIFO: never written through), or null. */
+  readonly replaced: string | null;
 
   constructor(
     private readonly path: string,
     cap: number,
   ) {
     this.layout = outputLayout(cap);
-    this.fd = openSync(path, "a+"); // read too: a cut copies from it
-    this.size = fstatSync(this.fd).size;
+    // Read too: a cut copies from it. Never through a link or into a FIFO planted in its place.
+    const opened = openOwnForAppend(path);
+    this.fd = opened.fd;
+    this.size = opened.size;
+    this.replaced = opened.replaced;
   }
 
   /** Bytes of output dropped so far. */
@@ -120,7 +126,7 @@ export class CappedLog {
     const tmp = `${this.path}.tmp-${process.pid}`;
     // Created afresh, never opened through whatever (a link) a leftover of that name is.
     rmSync(tmp, { force: true });
-    const out = openSync(tmp, "wx+");
+    const out = openSync(tmp, fsConstants.O_RDWR | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, 0o644);
     try {
       copyRange(this.fd, 0, head, out);
       writeAll(out, marker);

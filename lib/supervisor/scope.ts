@@ -12,7 +12,7 @@
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { procStat } from "../shared/process.ts";
-import { readJsonOrNull, writeFileAtomic } from "../shared/fsutil.ts";
+import { readJsonOrNull, readTextOrNull, writeFileAtomic } from "../shared/fsutil.ts";
 
 /** How a session runs, as recorded in session_started's `mechanism` (docs/events.md#session_started). */
 export type SessionMechanism =
@@ -189,10 +189,7 @@ export function confirmScopeStart(o: { pid: number; unit: string; startedFile: s
     if (existsSync(o.startedFile)) return { ok: true, cgroup: cg?.endsWith(`/${o.unit}`) ? cg : null };
     const state = procStat(o.pid)?.[0];
     if (state === undefined || state === "Z" || state === "X") {
-      let msg = "";
-      try {
-        msg = readFileSync(o.errLog, "utf8").trim().slice(0, 2000);
-      } catch {}
+      const msg = (readTextOrNull(o.errLog, { maxBytes: 2000, truncate: true, noLinks: true }) ?? "").trim();
       return { ok: false, why: `systemd-run could not start the scope ${o.unit}${msg ? `: ${msg}` : " (it exited without a message)"}` };
     }
     if (Date.now() >= deadline) return { ok: true, cgroup: null };
@@ -289,6 +286,8 @@ export function launchDetached(o: {
   const role = o.target.role;
   writeScopeRecord(o.dir, record, role);
   const errLog = join(o.dir, SCOPE_FILES[role].log);
+  // systemd-run's stderr is opened by name: whatever is there (a link planted in the folder) goes first.
+  rmSync(errLog, { force: true });
   const argv = scopeArgv({
     systemdRun: facts!.systemdRun!,
     unit: decision.unit,

@@ -1,8 +1,8 @@
 // Agent sessions as effects: start one detached (own process group, or a tmux session), observe
 // it from outside, end it. The decisions about what an observation means live in lib/step/decide.ts.
-import { closeSync, existsSync, mkdirSync, openSync, readSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { readJsonOrNull, readRegularFile, sliceText, writeFileAtomic } from "../shared/fsutil.ts";
+import { openOwnFile, readAt, readJsonOrNull, readRegularFile, sliceText, writeFileAtomic } from "../shared/fsutil.ts";
 import { killGroup, SESSION_MARK_VAR } from "../shared/process.ts";
 import { sessionAlive } from "./liveness.ts";
 import { lastProgressAt } from "./progress.ts";
@@ -181,16 +181,12 @@ export async function endSession(s: { pid: number | null; tmux: string | null },
  * event (lib/definition/runners.ts conversationIdFromLog), and a long session's log can be any size.
  */
 export function readOutputHead(dir: string, bytes = 1 << 20): string {
-  let fd: number;
+  // Only the wrapper's own file: never through a link, never a FIFO in its place.
+  const opened = openOwnFile(join(dir, SESSION_FILES.output));
+  if (opened.kind !== "ok") return ""; // no output yet, or not the wrapper's
   try {
-    fd = openSync(join(dir, SESSION_FILES.output), "r");
-  } catch {
-    return ""; // no output yet
-  }
-  try {
-    const buf = Buffer.alloc(bytes);
-    return buf.subarray(0, readSync(fd, buf, 0, bytes, 0)).toString("utf8");
+    return readAt(opened.fd, 0, bytes).toString("utf8");
   } finally {
-    closeSync(fd);
+    closeSync(opened.fd);
   }
 }

@@ -6,10 +6,10 @@
 // scope.json): a oneshot step's unit would otherwise take it down when the step ends. Later steps
 // observe it from outside, and the close path (lib/step/close.ts) ends it, scope and all. The full
 // log is kept; its sha256 and tail go into verify_finished.
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { sha256Hex } from "../log/canonical.ts";
-import { readJsonOrNull, tail, writeFileAtomic } from "../shared/fsutil.ts";
+import { readJsonOrNull, readRegularFile, tail, writeFileAtomic } from "../shared/fsutil.ts";
 import { killRecordedGroup, processStartTime, recordedGroupAlive } from "../shared/process.ts";
 import { VERIFY_FILES } from "./session-wrapper.ts";
 import { startSession } from "./sessions.ts";
@@ -112,13 +112,17 @@ export async function endVerify(o: {
   return scoped !== null && scoped !== "not_running" && how === "not_running" ? scoped : how;
 }
 
-/** The log's digest and tail for verify_finished (a log the wrapper never created is empty). */
+/**
+ * The log's digest and tail for verify_finished (a log the wrapper never created is empty). Only
+ * the wrapper's own file is read: what a link in its place points to is never recorded, and a FIFO
+ * never hangs the step; the tail then says what was found instead.
+ */
 export function verifyLogSummary(logPath: string, exitCode: number | null): VerifyResult {
-  let text = "";
-  try {
-    text = readFileSync(logPath, "utf8");
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+  const r = readRegularFile(logPath, { noLinks: true });
+  if (r.kind === "error") {
+    const said = `[loop: ${logPath} was not read: ${r.message}]`;
+    return { exitCode, sha256: sha256Hex(""), tail: said };
   }
+  const text = r.kind === "ok" ? r.bytes.toString("utf8") : "";
   return { exitCode, sha256: sha256Hex(text), tail: tail(text) };
 }
