@@ -16,13 +16,14 @@ import type { ItemState, VerifyRun } from "../log/reducer.ts";
 import { GitError } from "../shared/errors.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { readTextOrNull, writeFileAtomic } from "../shared/fsutil.ts";
-import { endVerifyRun } from "../supervisor/end.ts";
+import { endSessionProcesses, endVerifyRun } from "../supervisor/end.ts";
 import { append, repoOf, type StepContext, type StepOutcome } from "./context.ts";
 import { classifyVerify, classifyVerifyStart, verifyExitVerdict } from "./decide.ts";
 import { graceMs, SESSION_FILES, sessionMark } from "../supervisor/sessions.ts";
-import { endVerify, readVerifyExit, startVerify, verifyAlive, verifyLogSummary, verifySpawnEvidence, type VerifyProcess } from "../supervisor/verify-command.ts";
+import { endVerify, judgeExitProof, readVerifyExit, startVerify, verifyAlive, VERIFY_FILES, verifyLogSummary, verifySpawnEvidence, type VerifyProcess } from "../supervisor/verify-command.ts";
 import type { SessionMechanism } from "../supervisor/scope.ts";
 import { commitLeftovers, commitsAhead, startPointFor } from "./workspace.ts";
+import { git } from "./git.ts";
 
 type VerifyPayload = Payload<"verify_finished">;
 
@@ -37,9 +38,16 @@ export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<St
   if (run) return run.pid === null ? resumeReserved(ctx, it, run) : observeVerify(ctx, it, run);
   const s = it.session!;
   if (!existsSync(s.worktree)) return record(ctx, it, notRun(attempt.n, "worktree is missing", ""));
+  // The session is over before anything is judged: whatever the agent left running (a child that
+  // would commit, or stop the verify, while it runs) is ended first, group, scope and mark.
+  ctx.store.assertLease();
+  const ended = await endSessionProcesses(it, graceMs(ctx.options.env));
+  if (ended.swept.length) ctx.options.log.info(`${it.id}: ended ${ended.swept.length} process(es) the agent left running before its verify`);
+  let head: string;
   try {
     ctx.store.assertLease();
-    commitLeftovers(s.worktree, `loop: ${it.id} attempt ${attempt.n}: changes the agent left uncommitted`);
+    commitLeftovers({ repo: repoOf(ctx), worktree: s.worktree, branch: s.branch, message: `loop: ${it.id} attempt ${attempt.n}: changes the agent left uncommitted` });
+    head = git(repoOf(ctx), ["rev-parse", "--verify", `refs/heads/${s.branch}^{commit}`]);
   } catch (err) {
     return record(ctx, it, notRun(attempt.n, gitFailure("could not commit the changes the agent left", err)));
   }
@@ -57,7 +65,7 @@ export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<St
   const key = `verify:${it.id}:e${it.epoch}:a${attempt.n}`;
   const reserved = append(
     ctx,
-    [{ type: "verify_reserved", item: it.id, id: key, payload: { attempt: attempt.n, key, command: it.def.verify, log: logPath, timeoutMs: it.def.timeouts.verify } }],
+    [{ type: "verify_reserved", item: it.id, id: key, payload: { attempt: attempt.n, key, command: it.def.verify, log: logPath, timeoutMs: it.def.timeouts.verify, head } }],
     "verify_reserve",
   );
   failpoint("verify:after_reserve");
@@ -98,13 +106,15 @@ function spawnReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOut
 }
 
 function recordStarted(ctx: StepContext, it: ItemState, run: VerifyRun, p: VerifyProcess, adopted: boolean, mechanism: SessionMechanism | null = null): StepOutcome {
+  // The proof's hashes; an adopted wrapper's come from its folder (the spawning step was killed before recording them).
+  const proof = p.proof ? { mechanism, proof: p.proof } : mechanism ? { mechanism } : {};
   const attempt = it.attempts[it.attempts.length - 1]!;
   // Counted from the reservation, which comes right before the spawn: an adopted verify has been
   // running since then, not since the step that found it.
   const deadline = new Date(Date.parse(run.reservedAt) + run.timeoutMs).toISOString();
   append(
     ctx,
-    [{ type: "verify_started", item: it.id, payload: { attempt: attempt.n, pid: p.pid, pgid: p.pid, startTime: p.startTime, log: run.log, deadline, adopted, ...(mechanism ? { mechanism } : {}) } }],
+    [{ type: "verify_started", item: it.id, payload: { attempt: attempt.n, pid: p.pid, pgid: p.pid, startTime: p.startTime, log: run.log, deadline, adopted, ...proof } }],
     "verify_started",
   );
   return { action: "waiting", item: it.id, reason: `verify running (deadline ${deadline})` };
@@ -117,7 +127,7 @@ function resumeReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOu
   const v = classifyVerifyStart({ ...ev, reservedAt: Date.parse(run.reservedAt), now: Date.now(), launchTimeout: it.def.timeouts.launch });
   switch (v.kind) {
     case "adopt":
-      return recordStarted(ctx, it, run, { pid: v.pid, startTime: v.startTime }, true);
+      return recordStarted(ctx, it, run, { pid: v.pid, startTime: v.startTime, proof: ev.found?.proof ?? null }, true);
     case "spawn":
       return spawnReserved(ctx, it, run);
     case "waiting":
@@ -132,10 +142,11 @@ async function observeVerify(ctx: StepContext, it: ItemState, run: VerifyRun): P
   const attempt = it.attempts[it.attempts.length - 1]!;
   const dir = it.session!.sessionDir;
   const proc: VerifyProcess = { pid: run.pid!, startTime: run.startTime };
-  const exit = readVerifyExit(dir);
-  const alive = exit === null && verifyAlive(proc);
+  const first = readVerifyExit(dir);
+  const alive = first === null && verifyAlive(proc);
   // Re-read the exit status after seeing the group gone: it may have been written in between.
-  const v = classifyVerify({ exit: exit ?? (alive ? null : readVerifyExit(dir)), alive, startedAt: Date.parse(run.reservedAt), deadline: Date.parse(run.deadline!), now: Date.now() });
+  const exit = first ?? (alive ? null : readVerifyExit(dir));
+  const v = classifyVerify({ exit, alive, startedAt: Date.parse(run.reservedAt), deadline: Date.parse(run.deadline!), now: Date.now() });
   if (v.kind === "waiting") return { action: "waiting", item: it.id, reason: v.reason };
   let payload: VerifyPayload;
   if (v.kind === "timed_out") {
@@ -147,6 +158,11 @@ async function observeVerify(ctx: StepContext, it: ItemState, run: VerifyRun): P
     // The wrapper vanished without an exit status; whatever it started may still sit in its scope.
     await endVerify({ proc, dir, graceMs: 0 });
     payload = { attempt: attempt.n, passed: false, timedOut: false, ...verifyLogSummary(run.log, null), log: run.log, reason: v.reason };
+  } else if (exit && judgeExitProof(exit, run.proof) === "forged") {
+    // An exit status its wrapper did not write (no secret, or the wrong one): never a pass.
+    await endVerify({ proc, dir, graceMs: 0 });
+    const reason = `verify_result_forged: ${VERIFY_FILES.exit} was not written by the recorded verify (pid ${run.pid}): its proof does not match; not accepted`;
+    payload = { attempt: attempt.n, passed: false, timedOut: false, ...verifyLogSummary(run.log, null), log: run.log, reason };
   } else {
     // The shell is gone, but something it started may linger in its group: end it too.
     await endVerify({ proc, dir, graceMs: 0 });

@@ -74,6 +74,11 @@ export function startSession(o: {
   scope?: ScopeTarget;
   /** The session's mark (sessionMark); defaults to the LOOP_SESSION_ID the step puts in env. */
   mark?: string;
+  /**
+   * Written to the wrapper's stdin, a pipe it reads before it starts anything (a verify's proof
+   * secrets, verify-command.ts): never in a file, argv or the environment, where others could read it.
+   */
+  secret?: string;
 }): StartedSession {
   mkdirSync(o.dir, { recursive: true });
   const kind = o.kind ?? "session";
@@ -85,6 +90,7 @@ export function startSession(o: {
   // The wrapper carries the mark from its start, so everything it and the agent start inherits it.
   const marked = mark ? { [SESSION_MARK_VAR]: mark } : {};
   if (o.tmuxName) {
+    if (o.secret !== undefined) throw new Error("a secret cannot be handed to a wrapper in tmux");
     const cmd = (mark ? `export ${SESSION_MARK_VAR}=${shellQuote(mark)}; ` : "") + "exec " + wrapper.map(shellQuote).join(" ");
     const r = tmux(["new-session", "-d", "-s", o.tmuxName, "-x", "200", "-y", "50", "-c", o.cwd, cmd]);
     if (r.status !== 0) throw new Error(`tmux new-session failed: ${r.stderr.trim()}`);
@@ -96,9 +102,15 @@ export function startSession(o: {
   const spawn = (argv: string[], env: Record<string, string | undefined>, errLog: string | null): number => {
     let child: Bun.Subprocess;
     try {
-      child = Bun.spawn(argv, { cwd: o.cwd, detached: true, stdio: ["ignore", "ignore", errLog ? Bun.file(errLog) : "ignore"], env });
+      child = Bun.spawn(argv, { cwd: o.cwd, detached: true, stdio: [o.secret === undefined ? "ignore" : "pipe", "ignore", errLog ? Bun.file(errLog) : "ignore"], env });
     } catch (err) {
       throw new Error(`could not start the session wrapper ${argv[0]}: ${(err as Error).message}`);
+    }
+    if (o.secret !== undefined) {
+      // A pipe, not a buffer: Bun keeps a buffer in a memfd that /proc/<pid>/fd would show to others.
+      const sink = child.stdin as import("bun").FileSink;
+      sink.write(o.secret);
+      void sink.end();
     }
     child.unref();
     return child.pid;
