@@ -14,6 +14,7 @@ import { parseDuration } from "./duration.ts";
 import { JsonSyntaxError, formatJsonPath, parseStrictJson } from "./json-strict.ts";
 import { RefError, isItemId, itemIdFromRef, parseRef } from "./refs.ts";
 import { RESERVED_RUNNER_NAMES } from "./runners.ts";
+import { BUILTIN_SECRETS, DEFAULT_ENVIRONMENT, ENV_PATTERN, type NormEnvironment } from "./environment.ts";
 import { DefinitionError, type DefinitionIssue } from "../shared/errors.ts";
 export { DefinitionError, type DefinitionIssue } from "../shared/errors.ts";
 
@@ -78,6 +79,11 @@ export interface NormDefinition {
    * operator hears about trouble is this machine's plumbing, like PATH, not the loop's state.
    */
   notify: NotifyDef | null;
+  /**
+   * What agents, verify commands and planners get of loop's environment (lib/definition/environment.ts).
+   * Like notify, this machine's plumbing: not part of what the log records of the definition.
+   */
+  environment: NormEnvironment;
   items: NormItem[];
 }
 
@@ -187,11 +193,22 @@ const CommandArg = v.pipe(
     return `unknown placeholder ${unknown.map((p) => `{${p}}`).join(", ")} (known: ${known})`;
   }),
 );
+/** Environment variable names, or patterns with `*` (docs/loop-json.md#environment). */
+const EnvNames = v.array(
+  v.pipe(v.string("must be a string"), v.check((s) => ENV_PATTERN.test(s), "must be an environment variable name, or a pattern with * (like AWS_*)")),
+  "must be an array of variable names",
+);
 const RawRunner = section({
   command: v.pipe(
     v.array(CommandArg, "must be an array of strings"),
     v.minLength(1, "must name a program to run"),
   ),
+  environment: v.optional(EnvNames),
+});
+const RawEnvironment = section({
+  policy: v.optional(v.picklist(["inherit", "clean"], 'must be "inherit" or "clean"')),
+  pass: v.optional(EnvNames),
+  secrets: v.optional(EnvNames),
 });
 
 const RawNotify = section({
@@ -280,6 +297,7 @@ const RawDefinition = section({
   workspace: v.optional(RawWorkspace),
   forge: v.optional(RawForge),
   notify: v.optional(RawNotify),
+  environment: v.optional(RawEnvironment),
   items: v.array(RawItem, "must be an array of items"),
 });
 type RawDefinition = v.InferOutput<typeof RawDefinition>;
@@ -296,6 +314,7 @@ export const ACCEPTED_KEYS: Readonly<Record<string, readonly string[]>> = {
   workspace: RawWorkspace.keys,
   forge: RawForge.keys,
   notify: RawNotify.keys,
+  environment: RawEnvironment.keys,
 };
 
 /** The default merge target of the loop `loopName`. */
@@ -409,6 +428,7 @@ function checkMeaning(raw: Obj, add: Add): Resolved[] {
   const resolved = items.map((item, i) => resolveItem(item, `items[${i}]`, add));
   checkUniqueness(resolved, add);
   checkForge(raw, resolved, add);
+  checkEnvironment(raw, add);
   // An id may be a valid id but not a valid branch component ("x.lock"); derived ids never are.
   if (name !== null)
     resolved.forEach((r, i) => {
@@ -455,6 +475,27 @@ function checkMeaning(raw: Obj, add: Add): Resolved[] {
  * another provider or repository could not be read, answered or landed), and landing "pr" needs a
  * forge to open the PR on.
  */
+/**
+ * Loop's own secrets never reach what it starts: a variable named as one (built in, the forge's
+ * tokenEnv, environment.secrets) cannot also be declared for a runner or passed (a pattern that
+ * matches one is fine: the secret is still dropped).
+ */
+function checkEnvironment(raw: Obj, add: Add): void {
+  const env = isObj(raw.environment) ? raw.environment : {};
+  const forge = isObj(raw.forge) ? raw.forge : {};
+  const secrets = new Set<string>([...BUILTIN_SECRETS, typeof forge.tokenEnv === "string" ? forge.tokenEnv : raw.forge !== undefined ? "GITHUB_TOKEN" : ""]);
+  if (Array.isArray(env.secrets)) for (const s of env.secrets) if (typeof s === "string") secrets.add(s);
+  const check = (path: string, list: unknown) => {
+    if (!Array.isArray(list)) return;
+    list.forEach((n, i) => {
+      if (typeof n === "string" && secrets.has(n))
+        add(`${path}[${i}]`, `${n} is one of loop's own secrets and never reaches an agent, a verify command or a planner; give them a variable of their own`);
+    });
+  };
+  check("environment.pass", env.pass);
+  if (isObj(raw.runners)) for (const [name, r] of Object.entries(raw.runners)) if (isObj(r)) check(`runners.${name}.environment`, r.environment);
+}
+
 function checkForge(raw: Obj, resolved: Resolved[], add: Add): void {
   const defaults = isObj(raw.defaults) ? raw.defaults : {};
   const forge = isObj(raw.forge) ? raw.forge : null;
@@ -609,7 +650,17 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
     };
   });
   const runners: Record<string, CommandRunner> = {};
-  for (const [name, r] of Object.entries(raw.runners ?? {})) runners[name] = { command: r.command };
+  const runnerEnv: Record<string, string[]> = {};
+  for (const [name, r] of Object.entries(raw.runners ?? {})) {
+    runners[name] = { command: r.command };
+    if (r.environment) runnerEnv[name] = r.environment;
+  }
+  const environment: NormEnvironment = {
+    policy: raw.environment?.policy ?? DEFAULT_ENVIRONMENT.policy,
+    pass: raw.environment?.pass ?? [],
+    secrets: raw.environment?.secrets ?? [],
+    runners: runnerEnv,
+  };
   const f = raw.forge;
   const forge: NormForge | undefined = f && {
     provider: f.provider,
@@ -632,13 +683,14 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
     runners,
     ...(forge ? { forge } : {}),
     notify: raw.notify ? { command: raw.notify.command, timeout: raw.notify.timeout ?? parseDuration(DEFAULTS.notifyTimeout) } : null,
+    environment,
     items,
   };
 }
 
 /** Identity of a normalized definition: `loop run` re-imports loop.json only when this changes (notify is not imported). */
 export function definitionHash(def: NormDefinition): string {
-  return sha256Hex(canonicalJson({ ...def, notify: undefined }));
+  return sha256Hex(canonicalJson({ ...def, notify: undefined, environment: undefined }));
 }
 
 /**
@@ -647,7 +699,7 @@ export function definitionHash(def: NormDefinition): string {
  * loop does, so changing it re-imports nothing.
  */
 export function importedDefinition(def: NormDefinition, revision: number) {
-  const { items, name, notify: _notify, ...settings } = def;
+  const { items, name, notify: _notify, environment: _environment, ...settings } = def;
   return { revision, hash: definitionHash(def), name, settings, items };
 }
 

@@ -8,6 +8,7 @@ import { existsSync, lstatSync, mkdirSync, realpathSync, renameSync } from "node
 import { dirname, join, relative } from "node:path";
 import { itemBranch } from "../definition/loop-json.ts";
 import { buildRunnerCommand, provenConversation } from "../definition/runners.ts";
+import { agentRule } from "../definition/environment.ts";
 import type { ItemState, Projection, SessionRecord } from "../log/reducer.ts";
 import { LeaseLostError } from "../shared/errors.ts";
 import { failpoint } from "../shared/failpoint.ts";
@@ -182,6 +183,8 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
     env,
     tmuxName: ctx.def.tmux ? tmuxSessionName(ctx.def.name, it.id, n, it.epoch) : null,
     mark: sessionMark({ sessionId }),
+    // Never loop's secrets; under the "clean" policy only what is declared (docs/runners.md#the-environment).
+    envRule: agentRule(ctx.def, it.def.runner),
     scope: { role: "session", loopName: ctx.def.name, item: it.id, epoch: it.epoch, attempt: n, stateRoot: ctx.options.stateRoot },
   });
   // Atomic: a step killed mid-write must not leave a half file that adoption then misreads.

@@ -24,6 +24,7 @@ import { endVerify, judgeExitProof, readVerifyExit, startVerify, verifyAlive, VE
 import type { SessionMechanism } from "../supervisor/scope.ts";
 import { commitLeftovers, commitsAhead, startPointFor } from "./workspace.ts";
 import { git } from "./git.ts";
+import { verifyRule } from "../definition/environment.ts";
 
 type VerifyPayload = Payload<"verify_finished">;
 
@@ -91,6 +92,8 @@ function spawnReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOut
       cwd: s.worktree,
       env: { LOOP_ITEM: it.id, LOOP_ATTEMPT: String(attempt.n), LOOP_WORKDIR: s.worktree },
       mark: sessionMark(s),
+      // Never loop's secrets; under the "clean" policy only what is declared (docs/runners.md#the-environment).
+      envRule: verifyRule(ctx.def),
       // A scope of its own, as its session has: under a oneshot step's unit it would die with the step.
       scope: { loopName: ctx.def.name, item: it.id, epoch: it.epoch, attempt: attempt.n, stateRoot: ctx.options.stateRoot },
     });

@@ -12,6 +12,7 @@ import { readJsonOrNull, writeFileAtomic } from "../shared/fsutil.ts";
 import { processStartTime, SESSION_MARK_VAR } from "../shared/process.ts";
 import { CappedLog, DEFAULT_OUTPUT_CAP } from "./output-log.ts";
 import { tmuxSocketFromEnv } from "./tmux.ts";
+import { childEnvironment, type EnvRule } from "../definition/environment.ts";
 
 export interface LaunchRecord {
   argv: string[];
@@ -22,6 +23,8 @@ export interface LaunchRecord {
   mark?: string;
   /** Bytes output.log may take ($LOOP_OUTPUT_CAP when the launch was recorded). */
   outputCap?: number;
+  /** What the agent gets of the wrapper's environment (lib/definition/environment.ts); all of it without one. */
+  envRule?: EnvRule;
 }
 
 /** How long the output pipes are drained after the agent exited: a process it left behind may hold them open. */
@@ -125,7 +128,9 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
   const startedDoc = (agentPid: number | null) => JSON.stringify({ wrapperPid: process.pid, wrapperStart, agentPid, tmuxSocket, at: new Date().toISOString(), ...proof }) + "\n";
   // Failure injection is for loop's own processes: the agent does not see LOOP_FAILPOINT at all,
   // neither the step's value nor the empty one a launch record sets to clear it.
-  const env: Record<string, string | undefined> = { ...process.env, ...launch.env, ...(launch.mark ? { [SESSION_MARK_VAR]: launch.mark } : {}) };
+  // Applied again here: in tmux this process has the tmux server's environment, not the step's.
+  const own = launch.envRule ? childEnvironment(process.env, launch.envRule) : process.env;
+  const env: Record<string, string | undefined> = { ...own, ...launch.env, ...(launch.mark ? { [SESSION_MARK_VAR]: launch.mark } : {}) };
   delete env.LOOP_FAILPOINT;
   let child: ReturnType<typeof Bun.spawn>;
   try {

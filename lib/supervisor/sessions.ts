@@ -12,6 +12,7 @@ import { selfArgv } from "./self.ts";
 import { outputCapFrom } from "./output-log.ts";
 import { launchDetached, type ScopeTarget, type SessionMechanism } from "./scope.ts";
 import type { AttemptRecord, SessionRecord } from "../log/reducer.ts";
+import { childEnvironment, type EnvRule } from "../definition/environment.ts";
 
 export { SESSION_FILES };
 
@@ -79,12 +80,20 @@ export function startSession(o: {
    * secrets, verify-command.ts): never in a file, argv or the environment, where others could read it.
    */
   secret?: string;
+  /**
+   * What the wrapper, and so the agent or verify, gets of loop's environment (lib/definition/environment.ts);
+   * without one, all of it (loop's own tests of the supervisor).
+   */
+  envRule?: EnvRule;
 }): StartedSession {
   mkdirSync(o.dir, { recursive: true });
   const kind = o.kind ?? "session";
   const mark = o.mark ?? o.env.LOOP_SESSION_ID;
   // The cap travels in the launch record: a tmux session does not inherit the step's environment.
-  const launch: LaunchRecord = { argv: o.argv, cwd: o.cwd, env: o.env, tee: o.tmuxName !== null, outputCap: outputCapFrom(process.env), ...(mark ? { mark } : {}) };
+  // The rule travels in the launch record too: in tmux the wrapper starts with the tmux server's
+  // environment, not the one given here, and applies the rule to it again.
+  const launch: LaunchRecord = { argv: o.argv, cwd: o.cwd, env: o.env, tee: o.tmuxName !== null, outputCap: outputCapFrom(process.env), ...(mark ? { mark } : {}), ...(o.envRule ? { envRule: o.envRule } : {}) };
+  const childEnv: Record<string, string> = o.envRule ? childEnvironment(process.env, o.envRule) : (process.env as Record<string, string>);
   writeFileAtomic(join(o.dir, wrapperFiles(kind).launch), JSON.stringify(launch, null, 2) + "\n");
   const wrapper = [...selfArgv(), "__session", o.dir, ...(kind === "verify" ? ["verify"] : [])];
   // The wrapper carries the mark from its start, so everything it and the agent start inherits it.
@@ -92,7 +101,7 @@ export function startSession(o: {
   if (o.tmuxName) {
     if (o.secret !== undefined) throw new Error("a secret cannot be handed to a wrapper in tmux");
     const cmd = (mark ? `export ${SESSION_MARK_VAR}=${shellQuote(mark)}; ` : "") + "exec " + wrapper.map(shellQuote).join(" ");
-    const r = tmux(["new-session", "-d", "-s", o.tmuxName, "-x", "200", "-y", "50", "-c", o.cwd, cmd]);
+    const r = tmux(["new-session", "-d", "-s", o.tmuxName, "-x", "200", "-y", "50", "-c", o.cwd, cmd], process.env, childEnv);
     if (r.status !== 0) throw new Error(`tmux new-session failed: ${r.stderr.trim()}`);
     const pid = Number(tmux(["display-message", "-p", "-t", `=${o.tmuxName}:`, "#{pane_pid}"]).stdout.trim());
     if (!Number.isSafeInteger(pid) || pid <= 0) throw new Error(`tmux session ${o.tmuxName} has no pane pid`);
@@ -115,13 +124,13 @@ export function startSession(o: {
     child.unref();
     return child.pid;
   };
-  const env = { ...process.env, ...marked };
+  const env = { ...childEnv, ...marked };
   // In a systemd scope of its own where there is systemd, else a process group (lib/supervisor/scope.ts).
   if (!o.scope) return { pid: spawn(wrapper, env, null), tmux: null, mechanism: null };
   // The role names the unit and the record files: a verify's must never be taken for its session's.
   if (o.scope.role !== kind) throw new Error(`a ${kind} cannot start in a scope meant for a ${o.scope.role}`);
   // This kind's own started file: the session's, in the same folder, exists long before its verify starts.
-  const r = launchDetached({ dir: o.dir, command: wrapper, target: o.scope, env, spawn, startedFile: join(o.dir, wrapperFiles(kind).started) });
+  const r = launchDetached({ dir: o.dir, command: wrapper, target: o.scope, env: { ...process.env, ...marked }, childEnv: env, spawn, startedFile: join(o.dir, wrapperFiles(kind).started) });
   return { pid: r.pid, tmux: null, mechanism: r.mechanism };
 }
 

@@ -18,6 +18,7 @@ import { sha256Hex } from "../log/canonical.ts";
 import { readJsonOrNull, readRegularFile, tail, writeFileAtomic } from "../shared/fsutil.ts";
 import { killRecordedGroup, processStartTime, recordedGroupAlive } from "../shared/process.ts";
 import { type ProofSecrets, proofHashes, VERIFY_FILES } from "./session-wrapper.ts";
+import type { EnvRule } from "../definition/environment.ts";
 import { startSession } from "./sessions.ts";
 import { endRecordedScope, type ScopeTarget, type SessionMechanism } from "./scope.ts";
 
@@ -66,6 +67,8 @@ export function startVerify(o: {
   mark: string;
   /** Where its systemd scope is named from (the attempt's, as its session's); without it, a plain process group. */
   scope?: Omit<ScopeTarget, "role">;
+  /** What it gets of loop's environment (lib/definition/environment.ts verifyRule). */
+  envRule?: EnvRule;
 }): VerifyProcess & { mechanism: SessionMechanism | null; proof: VerifyProof } {
   // Nothing of an earlier run (or planted by the agent) may be read as this run's: gone before the spawn.
   for (const f of [VERIFY_FILES.exit, VERIFY_FILES.started, VERIFY_FILES.output, VERIFY_FILES.spawned]) rmSync(join(o.dir, f), { force: true });
@@ -80,6 +83,7 @@ export function startVerify(o: {
     kind: "verify",
     mark: o.mark,
     secret: JSON.stringify(secrets),
+    ...(o.envRule ? { envRule: o.envRule } : {}),
     ...(o.scope ? { scope: { ...o.scope, role: "verify" as const } } : {}),
   });
   const started = { pid, startTime: processStartTime(pid), proof };
