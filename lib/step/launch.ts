@@ -17,11 +17,12 @@ import { sessionDir, worktreeDir } from "../shared/paths.ts";
 import { append, repoOf, type StepContext, type StepOutcome, warnMovedAside } from "./context.ts";
 import { ensureAgentExcludes, probeLaunchFault, resolveProgram, sessionPath } from "./environment.ts";
 import { classifyLaunchError, type EnvironmentFault, faultReason } from "./faults.ts";
-import { git, gitTry, revParse } from "./git.ts";
+import { git, revParse } from "./git.ts";
 import { buildHandoff } from "./handoff.ts";
 import { selfArgv } from "../supervisor/self.ts";
 import { readOutputHead, SESSION_FILES, sessionMark, startSession, tmuxSessionName } from "../supervisor/sessions.ts";
 import { ensureWorktree, startPointFor } from "./workspace.ts";
+import { forgeGit } from "./forge/remote.ts";
 
 /** Where and as what the next attempt of an item runs; fixed before the reservation records it. */
 interface AttemptPlan {
@@ -217,7 +218,7 @@ function forgeProbeStartPoint(ctx: StepContext, repo: string): string {
 function forgeStartPoint(ctx: StepContext, repo: string): string {
   const { remote } = ctx.def.forge!;
   const ref = `refs/remotes/${remote}/${ctx.def.base}`;
-  const r = gitTry(repo, ["fetch", "--quiet", remote, `refs/heads/${ctx.def.base}:${ref}`]);
+  const r = forgeGit({ repo, forge: ctx.def.forge!, env: ctx.options.env, args: ["fetch", "--quiet", remote, `refs/heads/${ctx.def.base}:${ref}`] });
   if (r.code === 0) return ref;
   ctx.options.log.warn(`forge: could not fetch ${remote}/${ctx.def.base} (${r.stderr.trim()}); branching from the local ${ctx.def.base}`);
   return ctx.def.base;

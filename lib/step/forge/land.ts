@@ -17,6 +17,7 @@ import { failpoint } from "../../shared/failpoint.ts";
 import { append, repoOf, type StepContext, type StepOutcome } from "../context.ts";
 import { forgeLink, type ForgeLink } from "./link.ts";
 import { gitTry } from "../git.ts";
+import { forgeGit } from "./remote.ts";
 
 type Landing = Omit<Payload<"landing_finished">, "attempt" | "branch">;
 
@@ -89,8 +90,10 @@ export async function landThroughForge(ctx: StepContext, it: ItemState): Promise
 async function openPull(ctx: StepContext, link: ForgeLink, it: ItemState, branch: string): Promise<{ pull: ForgePull; reused: boolean } | { wait: string } | { block: string }> {
   const settings = ctx.def.forge!;
   ctx.store.assertLease();
-  // Fast-forward only: a push that would drop commits someone added to the branch is refused.
-  const push = gitTry(repoOf(ctx), ["push", "--quiet", settings.remote, `refs/heads/${branch}:refs/heads/${branch}`]);
+  // Fast-forward only: a push that would drop commits someone added to the branch is refused. The
+  // commit its verify ran on, when recorded; with loop's own credentials (./remote.ts).
+  const verified = it.attempts[it.attempts.length - 1]?.verifyRun?.head;
+  const push = forgeGit({ repo: repoOf(ctx), forge: settings, env: ctx.options.env, args: ["push", "--quiet", settings.remote, `${verified ?? `refs/heads/${branch}`}:refs/heads/${branch}`] });
   if (push.code !== 0) {
     const why = new GitError(["push", settings.remote, branch], push.code, push.stderr).message;
     ctx.errors.push(`${it.id}: ${why}`);
@@ -122,7 +125,7 @@ async function openPull(ctx: StepContext, link: ForgeLink, it: ItemState, branch
 function merged(ctx: StepContext, it: ItemState, pull: ForgePull, sha: string | null, finish: (l: Landing) => null): null {
   const settings = ctx.def.forge!;
   // The next item branches from the base as merged: fetch it now (a failure here is repaired by the next launch's fetch).
-  const r = gitTry(repoOf(ctx), ["fetch", "--quiet", settings.remote, `refs/heads/${ctx.def.base}:refs/remotes/${settings.remote}/${ctx.def.base}`]);
+  const r = forgeGit({ repo: repoOf(ctx), forge: settings, env: ctx.options.env, args: ["fetch", "--quiet", settings.remote, `refs/heads/${ctx.def.base}:refs/remotes/${settings.remote}/${ctx.def.base}`] });
   if (r.code !== 0) ctx.options.log.warn(`forge: could not fetch ${settings.remote}/${ctx.def.base} after the merge: ${r.stderr.trim()}`);
   return finish({ outcome: "merged", target: ctx.def.base, commit: sha ?? pull.mergeCommitSha, reason: `pull request #${pull.number} merged into ${ctx.def.base} (${pull.url})` });
 }
