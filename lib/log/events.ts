@@ -82,6 +82,17 @@ const MECHANISM = v.union([
   v.strictObject({ kind: v.literal("tmux"), why: Str }),
 ]);
 
+const LAUNCH_RESERVED = v.strictObject({
+  attempt: Pos,
+  key: Str,
+  runner: Str,
+  model: NStr,
+  branch: Str,
+  worktree: Str,
+  sessionDir: Str,
+  sessionId: Str,
+});
+
 const VERIFY_RESERVED = v.strictObject({ attempt: Pos, key: Str, command: Str, log: Str, timeoutMs: Pos });
 
 const VERIFY_STARTED = v.strictObject({
@@ -109,16 +120,9 @@ export const PAYLOADS = {
   loop_resumed: v.strictObject({}),
   loop_stopped: v.strictObject({ reason: Str }),
   control_recorded: v.strictObject({ verb: v.picklist(CONTROL_VERBS), text: NStr }),
-  launch_reserved: v.strictObject({
-    attempt: Pos,
-    key: Str,
-    runner: Str,
-    model: NStr,
-    branch: Str,
-    worktree: Str,
-    sessionDir: Str,
-    sessionId: Str,
-  }),
+  // `gitExec` (the digest of the repository's hooks and executable git config at the launch,
+  // lib/step/git-exec.ts) is absent in logs written before it existed.
+  launch_reserved: v.union([LAUNCH_RESERVED, v.strictObject({ ...LAUNCH_RESERVED.entries, gitExec: Str })]),
   // `mechanism` may be absent: logs written before it existed have none (a process group, or tmux).
   // Two whole shapes rather than an optional entry, which the compiled checks refuse (schema-check.ts).
   session_started: v.union([SESSION_STARTED, v.strictObject({ ...SESSION_STARTED.entries, mechanism: MECHANISM })]),

@@ -62,6 +62,8 @@ export interface AttemptRecord {
   verifyRun?: VerifyRun;
   /** "passed", "failed", "requeued:<reason>" once the attempt's fate is decided. */
   outcome: string | null;
+  /** The digest of the repository's hooks and executable git config at its launch (absent in older logs). */
+  gitExec?: string;
 }
 
 export interface SessionRecord {
@@ -433,6 +435,7 @@ const HANDLERS: Record<EventType, Handler> = {
       question: null,
       verify: null,
       outcome: null,
+      ...("gitExec" in pl ? { gitExec: pl.gitExec } : {}),
     });
     const deliveries: number[] = [];
     it.replies.forEach((r, i) => {

@@ -23,6 +23,7 @@ import { selfArgv } from "../supervisor/self.ts";
 import { readOutputHead, SESSION_FILES, sessionMark, startSession, tmuxSessionName } from "../supervisor/sessions.ts";
 import { ensureWorktree, startPointFor } from "./workspace.ts";
 import { forgeGit } from "./forge/remote.ts";
+import { GIT_EXEC_FILE, gitExecSnapshot } from "./git-exec.ts";
 
 /** Where and as what the next attempt of an item runs; fixed before the reservation records it. */
 interface AttemptPlan {
@@ -38,6 +39,8 @@ interface AttemptPlan {
   reply: string;
   /** The forge issue's context for the handoff (lib/step/forge/issue-context.ts), or null. */
   forgeContext?: string | null;
+  /** The repository's hooks and executable git config before the launch (lib/step/git-exec.ts). */
+  gitExec?: string[];
 }
 
 /**
@@ -62,6 +65,8 @@ export function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeContext
     env: ctx.options.env,
   });
   if (fault) return pauseForFault(ctx, it, fault, null);
+  // What git would run by itself before the agent runs: compared before its verify (lib/step/git-exec.ts).
+  const gitExec = gitExecSnapshot(repoOf(ctx));
   failpoint("launch:before_reserve");
   const reserved = append(
     ctx,
@@ -70,13 +75,13 @@ export function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeContext
         type: "launch_reserved",
         item: it.id,
         id: plan.key,
-        payload: { attempt: plan.n, key: plan.key, runner: it.def.runner, model: it.def.model, branch: plan.branch, worktree: plan.worktree, sessionDir: plan.dir, sessionId: plan.sessionId },
+        payload: { attempt: plan.n, key: plan.key, runner: it.def.runner, model: it.def.model, branch: plan.branch, worktree: plan.worktree, sessionDir: plan.dir, sessionId: plan.sessionId, gitExec: gitExec.digest },
       },
     ],
     "reserve",
   );
   try {
-    startAttempt(ctx, it, plan, reserved);
+    startAttempt(ctx, it, { ...plan, gitExec: gitExec.entries }, reserved);
   } catch (err) {
     if (err instanceof LeaseLostError) throw err;
     const e = err as NodeJS.ErrnoException;
@@ -134,6 +139,7 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
   }
   const aside = freshSessionDir(ctx.options.stateRoot, dir);
   if (aside) ctx.options.log.warn(`what was at ${dir} before attempt ${n} was launched was moved to ${aside}; look at it, then remove it`);
+  if (plan.gitExec) writeFileAtomic(join(dir, GIT_EXEC_FILE), JSON.stringify(plan.gitExec) + "\n");
   // With a forge, items branch from the freshly fetched <remote>/<base>: it holds every merged PR.
   const startPoint = ctx.def.forge ? forgeStartPoint(ctx, repo) : startPointFor({ repo, landing: ctx.def.landing, base: ctx.def.base, target: ctx.def.target });
   const ws = ensureWorktree({ repo, path: worktree, branch, startPoint });

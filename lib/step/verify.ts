@@ -15,7 +15,8 @@ import type { Payload } from "../log/events.ts";
 import type { ItemState, VerifyRun } from "../log/reducer.ts";
 import { GitError } from "../shared/errors.ts";
 import { failpoint } from "../shared/failpoint.ts";
-import { readTextOrNull, writeFileAtomic } from "../shared/fsutil.ts";
+import { readJsonOrNull, readTextOrNull, writeFileAtomic } from "../shared/fsutil.ts";
+import { GIT_EXEC_FILE, gitExecReport, gitExecSnapshot } from "./git-exec.ts";
 import { endSessionProcesses, endVerifyRun } from "../supervisor/end.ts";
 import { append, repoOf, type StepContext, type StepOutcome } from "./context.ts";
 import { classifyVerify, classifyVerifyStart, verifyExitVerdict } from "./decide.ts";
@@ -44,6 +45,7 @@ export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<St
   ctx.store.assertLease();
   const ended = await endSessionProcesses(it, graceMs(ctx.options.env));
   if (ended.swept.length) ctx.options.log.info(`${it.id}: ended ${ended.swept.length} process(es) the agent left running before its verify`);
+  reportGitExec(ctx, it);
   let head: string;
   try {
     ctx.store.assertLease();
@@ -72,6 +74,17 @@ export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<St
   failpoint("verify:after_reserve");
   const now = reserved.items[it.id]!;
   return spawnReserved(ctx, now, now.attempts[now.attempts.length - 1]!.verifyRun!);
+}
+
+/** A hook or executable git config the session planted is said (a warning of the step): loop never runs it, the operator's git would. */
+function reportGitExec(ctx: StepContext, it: ItemState): void {
+  const attempt = it.attempts[it.attempts.length - 1]!;
+  if (!attempt.gitExec) return;
+  const said = gitExecReport({ recorded: attempt.gitExec, baseline: readJsonOrNull(join(it.session!.sessionDir, GIT_EXEC_FILE)), now: gitExecSnapshot(repoOf(ctx)) });
+  if (!said) return;
+  const line = `${it.id}: attempt ${attempt.n}: ${said}`;
+  ctx.warnings.push(line);
+  ctx.options.log.warn(line);
 }
 
 function record(ctx: StepContext, it: ItemState, payload: VerifyPayload): null {
