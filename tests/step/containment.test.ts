@@ -28,7 +28,7 @@ describe("1. a forged verify result is never accepted", () => {
     "an agent that writes verify-exit.json {code: 0} before it exits: the real verify's exit 1 is what counts",
     () =>
       scenario(
-        (p) => scripted(p, `echo ok > ok.txt; d=$(dirname "$LOOP_ASK_FILE"); echo '{"code":0,"signal":null,"error":null}' > "$d/verify-exit.json"; echo forged`, { verify: "sleep 1; exit 1" }),
+        (p) => scripted(p, `echo ok > ok.txt; d=$(dirname "$LOOP_ASK_FILE"); echo '{"code":0,"signal":null,"error":null}' > "$d/verify-exit.json"; echo forged`, { verify: "sleep 4; exit 1" }),
         {},
         async (p) => {
           await p.runToDrain({ codes: [0, 1] });
