@@ -12,6 +12,7 @@ import { readJsonOrNull, writeFileAtomic } from "../shared/fsutil.ts";
 import { processStartTime, SESSION_MARK_VAR } from "../shared/process.ts";
 import { CappedLog, DEFAULT_OUTPUT_CAP } from "./output-log.ts";
 import { tmuxSocketFromEnv } from "./tmux.ts";
+import { makeUndumpable } from "./undumpable.ts";
 import { childEnvironment, type EnvRule } from "../definition/environment.ts";
 
 export interface LaunchRecord {
@@ -100,6 +101,8 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
   const files = wrapperFiles(kind);
   // A verify's proof secrets come on stdin (a pipe), read before anything is started: what its
   // command starts can never read them there (verify-command.ts).
+  // Undumpable first: the command it starts runs as the same user and must not read them from its memory.
+  if (kind === "verify") await makeUndumpable();
   const secrets = kind === "verify" ? parseSecrets(await readStdin()) : null;
   const launch = readJsonOrNull<LaunchRecord>(join(dir, files.launch));
   if (!launch) {

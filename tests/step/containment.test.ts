@@ -241,6 +241,23 @@ describe("5. loop's files are never opened through a link, and a FIFO never hang
   );
 
   test.concurrent(
+    "an agent that plants the next attempt's session folder (its ask.txt): the folder is made afresh, the planted one moved aside; no question is asked",
+    () =>
+      scenario(
+        (p) =>
+          scripted(p, `if [ "$LOOP_ATTEMPT" = 1 ]; then next="$(dirname "$LOOP_ASK_FILE")/../2"; mkdir -p "$next"; echo 'Planted question?' > "$next/ask.txt"; else echo ok > ok.txt; fi; echo done`, { maxAttempts: 2 }),
+        {},
+        async (p) => {
+          await p.runUntil((r) => r.action === "drained" || r.action === "paused", { codes: [0, 1], what: "drained or paused" });
+          expect(p.eventsOf("needs_input", "x")).toEqual([]);
+          expect(p.projection().items.x!.status).toBe("passed");
+          expect(existsSync(join(p.sessionDir("x", 2), "ask.txt"))).toBe(false);
+        },
+      ),
+    T,
+  );
+
+  test.concurrent(
     "a FIFO in place of RUNLOG.md (and state.json a link outside): `loop run` and `loop ctl` finish, replace them, and write nothing through them",
     () =>
       scenario(
