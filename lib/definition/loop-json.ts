@@ -471,11 +471,6 @@ function checkMeaning(raw: Obj, add: Add): Resolved[] {
 }
 
 /**
- * Rules of a loop with a forge: every ref names an issue of the forge's repository (a ref of
- * another provider or repository could not be read, answered or landed), and landing "pr" needs a
- * forge to open the PR on.
- */
-/**
  * Loop's own secrets never reach what it starts: a variable named as one (built in, the forge's
  * tokenEnv, environment.secrets) cannot also be declared for a runner or passed (a pattern that
  * matches one is fine: the secret is still dropped).
@@ -496,6 +491,11 @@ function checkEnvironment(raw: Obj, add: Add): void {
   if (isObj(raw.runners)) for (const [name, r] of Object.entries(raw.runners)) if (isObj(r)) check(`runners.${name}.environment`, r.environment);
 }
 
+/**
+ * Rules of a loop with a forge: every ref names an issue of the forge's repository (a ref of
+ * another provider or repository could not be read, answered or landed), and landing "pr" needs a
+ * forge to open the PR on.
+ */
 function checkForge(raw: Obj, resolved: Resolved[], add: Add): void {
   const defaults = isObj(raw.defaults) ? raw.defaults : {};
   const forge = isObj(raw.forge) ? raw.forge : null;
