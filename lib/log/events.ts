@@ -157,6 +157,8 @@ export const PAYLOADS = {
     target: NStr,
     commit: NStr,
     reason: Str,
+    // Landing through a forge names why it ended (docs/forge.md#landing); absent otherwise, and in older logs.
+    code: v.optional(Str),
   }),
   session_closed: v.strictObject({
     attempt: Pos,

@@ -624,6 +624,8 @@ const HANDLERS: Record<EventType, Handler> = {
     if (!a.verify?.passed) fail("landing_unverified", `landing for "${it.id}" before a passing verify`);
     const pl = e.payload;
     it.landing = { outcome: pl.outcome, target: pl.target, commit: pl.commit, reason: pl.reason };
+    // Through a forge, the landing record ends with the code and reason it ended on: status never shows a stale wait.
+    if (pl.code !== undefined && it.forge?.landing) it.forge.landing = { ...it.forge.landing, code: pl.code, reason: pl.reason };
   },
   session_closed(p, e, fail) {
     const it = need(p, e, fail);

@@ -22,6 +22,7 @@ import type { Database } from "bun:sqlite";
 import { dirname, join } from "node:path";
 import { ownershipFinding, type ProjectIdentity } from "../log/ownership.ts";
 import { autoMergeAllowed } from "../forge/auto-merge.ts";
+import { fullDisk } from "../step/disk.ts";
 
 export type { Finding };
 
@@ -55,9 +56,17 @@ export function statusReport(
     const renameFree = doc.items.every((it) => it.epoch === 0 && it.attempts === 0 && (it.status === "pending" || it.status === "withdrawn"));
     const foreign = ownershipFinding(doc.loop.owner, project, stateRoot, { renameFree });
     if (foreign) findings.push(foreign);
+    // A full disk stops every step before it can record why: status says it, so it never reads healthy then.
+    const disk = fullDisk(stateRoot);
+    if (disk)
+      findings.push({
+        code: "disk_full",
+        message: `the disk is full: ${disk.free} bytes free on the filesystem holding ${stateRoot} (mounted at ${disk.mount}); \`loop run\` cannot record anything until space is freed there`,
+      });
     const byId = new Map(doc.items.map((it) => [it.id, it]));
     const selected = workItems.length ? resolveSelectorsIn(doc.items, workItems).map((id) => byId.get(id)!) : doc.items;
     const waiting = waitingOf(db, doc);
+    const ran = ranOf(db, selected);
     const items = selected.map((it) => {
       const s = it.session;
       const live = s !== null && isInFlight(it.status as ItemStatus) && !s.closed;
@@ -70,6 +79,8 @@ export function statusReport(
         // Who reset the item last, and when (a state.json written before resets existed has no such key).
         reset: (it as { reset?: { actor: string; at: string } }).reset ?? null,
         attempts: it.attempts,
+        // Attempts the agent ran: `attempts` less the launches cut short before their session started.
+        ran: ran.get(it.id) ?? 0,
         failures: it.failures,
         maxAttempts: it.maxAttempts,
         dependsOn: it.dependsOn,
@@ -116,6 +127,22 @@ function autoMergeOf(db: Database, env: Record<string, string | undefined>): { r
     .get() as { landing: unknown; base: unknown; repo: unknown } | null;
   if (row?.landing !== "merge" || typeof row.repo !== "string" || typeof row.base !== "string") return null;
   return { repo: row.repo, base: row.base, set: autoMergeAllowed(env) };
+}
+
+/**
+ * How many of each item's attempts the agent ran (decide.ts attemptsRan): a session recorded
+ * started. state.json counts attempts, not this, so it is read from the ledger rows of the same
+ * snapshot, and only for items that have made an attempt.
+ */
+function ranOf(db: Database, items: readonly { id: string; attempts: number }[]): Map<string, number> {
+  const ids = items.filter((it) => it.attempts > 0).map((it) => it.id);
+  if (ids.length === 0) return new Map();
+  const rows = db
+    .query(
+      "SELECT item, (SELECT count(*) FROM json_each(body, '$.attempts') WHERE json_extract(value, '$.startedAt') IS NOT NULL) AS ran FROM proj_ledgers WHERE item IN (SELECT value FROM json_each(?))",
+    )
+    .all(JSON.stringify(ids)) as { item: string; ran: number }[];
+  return new Map(rows.map((r) => [r.item, r.ran]));
 }
 
 /**

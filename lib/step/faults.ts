@@ -5,6 +5,8 @@
 
 export type FaultKind =
   | "base_missing"
+  | "no_commit"
+  | "verify_placeholder"
   | "program_not_found"
   | "program_not_executable"
   | "claude_as_root"
@@ -43,6 +45,10 @@ export interface LaunchFacts {
   startPoint: string;
   /** Null when the branch already exists (a retry): its start point no longer matters. */
   startPointExists: boolean | null;
+  /** Whether the repository has any commit; asked only when the start point is missing (else null). */
+  hasCommits?: boolean | null;
+  /** The item's verify command (false: none), to catch the placeholder `loop init` writes. */
+  verify?: string | false;
   /** The effective uid of the step (null where there is none). */
   uid: number | null;
   /** The variables Claude Code reads to allow --dangerously-skip-permissions as root. */
@@ -98,13 +104,36 @@ export function aiderCanChooseModel(f: AiderModelFacts): boolean {
 
 const RESUME = "then `loop ctl resume`";
 
+/**
+ * The verify command `loop init` writes when it finds no test command to guess: it fails every
+ * attempt, so an item that still has it is not launched (an agent session would be spent for nothing).
+ */
+export const VERIFY_PLACEHOLDER = "exit 1";
+
+export function isVerifyPlaceholder(verify: string | false | undefined): boolean {
+  return typeof verify === "string" && verify.trim() === VERIFY_PLACEHOLDER;
+}
+
 /** The first environment fault among the launch facts, in the order an operator would fix them; null when none. */
 export function launchFault(f: LaunchFacts): EnvironmentFault | null {
+  // An empty repository has its branch name, not the branch: naming another branch would not help.
+  if (f.startPointExists === false && f.hasCommits === false)
+    return {
+      kind: "no_commit",
+      message: `the repository has no commit yet: the branch items start from, ${JSON.stringify(f.startPoint)}, is made by its first commit`,
+      fix: `make the first commit (commit loop.json, or \`git commit --allow-empty -m "initial commit"\`), ${RESUME}`,
+    };
   if (f.startPointExists === false)
     return {
       kind: "base_missing",
       message: `the branch items start from, ${JSON.stringify(f.startPoint)}, is not a branch or commit of the repository`,
       fix: `create it, or set "workspace.base" in loop.json to the repository's main branch (\`git branch --show-current\` in the checkout says which), ${RESUME}`,
+    };
+  if (isVerifyPlaceholder(f.verify))
+    return {
+      kind: "verify_placeholder",
+      message: `its verify command is still ${JSON.stringify(VERIFY_PLACEHOLDER)}, the placeholder \`loop init\` writes, which fails every attempt`,
+      fix: `set "verify" in loop.json ("defaults.verify", or the item's own) to the command that proves the work is done (for example "npm test"), ${RESUME}`,
     };
   const p = f.programFact;
   const runner = `runner ${JSON.stringify(f.runner)}`;
@@ -165,7 +194,7 @@ export interface LaunchError {
 export function classifyLaunchError(e: LaunchError): EnvironmentFault {
   const message = `could not launch: ${e.message}`;
   if (e.code === "ENOSPC" || e.code === "EDQUOT")
-    return { kind: "disk_full", message, fix: `free space on the disk of the state root and the repository, ${RESUME}` };
+    return { kind: "disk_full", message: `the disk is full: ${message}`, fix: `free space on the disk of the state root and the repository, ${RESUME}` };
   if (e.code === "EACCES" || e.code === "EPERM" || e.code === "EROFS")
     return { kind: "permission_denied", message, fix: `give the user loop runs as write access to the repository and its state root, ${RESUME}` };
   if (/start point .* is not a commit/.test(e.message))
@@ -178,7 +207,22 @@ export function classifyLaunchError(e: LaunchError): EnvironmentFault {
   return { kind: "launch_failed", message, fix: `fix what the message names, ${RESUME}` };
 }
 
-/** The loop's pause reason for a fault: what is wrong, then how to fix it. */
-export function faultReason(f: EnvironmentFault, item: string | null): string {
-  return `environment fault${item ? ` launching ${item}` : ""}: ${f.message}. To fix: ${f.fix}`;
+/** Where a full disk was met: the state root, the filesystem's mount point, the bytes left. */
+export interface FullDisk {
+  path: string;
+  mount: string;
+  free: number | null;
+}
+
+/**
+ * A full disk, met at any point of a step (before it opens the store, an append SQLite refused, a
+ * launch's write): the loop pauses with a reason that says so and where. Pure.
+ */
+export function diskFullFault(d: FullDisk): EnvironmentFault {
+  const free = d.free === null ? "" : `, ${d.free} bytes free`;
+  return {
+    kind: "disk_full",
+    message: `the disk is full: no space left on the filesystem holding the state root ${d.path} (mounted at ${d.mount}${free})`,
+    fix: `free space on it (agents' output logs under ${d.path}/sessions and old worktrees under ${d.path}/workspaces are the usual suspects), ${RESUME}`,
+  };
 }

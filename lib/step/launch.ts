@@ -16,9 +16,9 @@ import { sliceText, writeFileAtomic } from "../shared/fsutil.ts";
 import { sessionDir, worktreeDir } from "../shared/paths.ts";
 import { append, repoOf, type StepContext, type StepOutcome, warnMovedAside } from "./context.ts";
 import { ensureAgentExcludes, probeLaunchFault, resolveProgram, sessionPath } from "./environment.ts";
-import { classifyLaunchError, type EnvironmentFault, faultReason } from "./faults.ts";
+import { classifyLaunchError, type EnvironmentFault } from "./faults.ts";
 import { git, revParse } from "./git.ts";
-import { buildHandoff } from "./handoff.ts";
+import { buildHandoff, buildReplyMessage, REPLY_FILE } from "./handoff.ts";
 import { selfArgv } from "../supervisor/self.ts";
 import { readOutputHead, SESSION_FILES, sessionMark, startSession, tmuxSessionName } from "../supervisor/sessions.ts";
 import { ensureWorktree, startPointFor } from "./workspace.ts";
@@ -35,8 +35,8 @@ interface AttemptPlan {
   sessionId: string;
   /** The item's previous session, whose conversation a reply resumes. */
   previous: SessionRecord | null;
-  /** Replies not delivered yet, joined. */
-  reply: string;
+  /** Whether replies wait to be delivered (they are written to the handoff, and to reply.md on a resume). */
+  reply: boolean;
   /** The forge issue's context for the handoff (lib/step/forge/issue-context.ts), or null. */
   forgeContext?: string | null;
   /** The repository's hooks and executable git config before the launch (lib/step/git-exec.ts). */
@@ -55,6 +55,7 @@ export function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeContext
     runner: it.def.runner,
     tmux: ctx.def.tmux,
     model: it.def.model,
+    verify: it.def.verify,
     repo: repoOf(ctx),
     worktree: plan.worktree,
     branch: plan.branch,
@@ -96,9 +97,7 @@ export function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeContext
  * attempt is given back uncounted (one commit). The items wait, their attempts unspent.
  */
 function pauseForFault(ctx: StepContext, it: ItemState, fault: EnvironmentFault, attempt: number | null): StepOutcome {
-  const reason = faultReason(fault, it.id);
-  ctx.errors.push(reason);
-  ctx.options.log.error(reason);
+  // Said once: it is the step's result (the pause's reason, and `attention`), not an error met besides.
   const payload = { kind: fault.kind, attempt, reason: fault.message, fix: fault.fix };
   const drafts = [{ type: "environment_fault" as const, item: it.id, payload }];
   // Before the reservation nothing was taken; after it, the attempt is given back in this commit.
@@ -123,7 +122,7 @@ function planAttempt(ctx: StepContext, it: ItemState): AttemptPlan {
     branch: itemBranch(ctx.def.name, it.id),
     sessionId: crypto.randomUUID(),
     previous: it.session,
-    reply: it.replies.filter((r) => r.delivered === null).map((r) => r.text).join("\n\n"),
+    reply: it.replies.some((r) => r.delivered === null),
   };
 }
 
@@ -159,7 +158,13 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
           historyExists: previous.runner === "aider" && previous.conversationId !== null && existsSync(previous.conversationId),
         })
       : null;
-  const resume = reply && conversationId ? { conversationId, reply } : undefined;
+  let resume: { conversationId: string; replyFile: string } | undefined;
+  if (reply && conversationId) {
+    // The reply travels as a file, fenced like the handoff: never on the command line.
+    const replyFile = join(dir, REPLY_FILE);
+    writeFileAtomic(replyFile, buildReplyMessage({ p: reserved, item: it.id, attempt: n, handoffPath }));
+    resume = { conversationId, replyFile };
+  }
   const cmd = buildRunnerCommand(
     it.def.runner,
     { item: it.id, attempt: n, prompt: handoff, handoffPath, workdir: worktree, model: it.def.model, sessionId, resume },

@@ -20,8 +20,8 @@ export { SESSION_FILES };
 export interface SessionObservation {
   /** The session folder and its launch record exist and name a process or tmux target. */
   recordPresent: boolean;
-  /** exit.json written by the session wrapper when the agent ended. */
-  exit: { code: number | null; signal: string | null } | null;
+  /** exit.json written by the session wrapper when the agent ended; `outputError`: the disk refused some of its output. */
+  exit: { code: number | null; signal: string | null; outputError?: string | null } | null;
   /** Non-empty text of the ask file. */
   question: string | null;
   /** Why something in the ask file's place was not read (a link, a FIFO), or null. */
@@ -136,7 +136,7 @@ export function startSession(o: {
 
 export function observeSession(s: SessionRecord, a: AttemptRecord, timeouts: { launch: number; stall: number }, now: number): SessionObservation {
   const dir = s.sessionDir;
-  const exit = readJsonOrNull<{ code: number | null; signal: string | null }>(join(dir, SESSION_FILES.exit));
+  const exit = readJsonOrNull<{ code: number | null; signal: string | null; outputError?: unknown }>(join(dir, SESSION_FILES.exit));
   // The agent's question, bounded: it is recorded in events and shown in the loop's reason. Only
   // the file the agent wrote itself is read, never what a link in its place points to (nor a FIFO,
   // which would block): anything else is no question, and the session's verdict says it was ignored.
@@ -153,7 +153,7 @@ export function observeSession(s: SessionRecord, a: AttemptRecord, timeouts: { l
   const exitNow = exit ?? (alive ? null : readJsonOrNull(join(dir, SESSION_FILES.exit)));
   return {
     recordPresent: existsSync(join(dir, SESSION_FILES.launch)) && (s.pid !== null || s.tmux !== null),
-    exit: exitNow ? { code: exitNow.code ?? null, signal: exitNow.signal ?? null } : null,
+    exit: exitNow ? { code: exitNow.code ?? null, signal: exitNow.signal ?? null, outputError: typeof exitNow.outputError === "string" ? exitNow.outputError : null } : null,
     question,
     askIgnored,
     started: existsSync(join(dir, SESSION_FILES.started)),

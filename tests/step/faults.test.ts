@@ -36,6 +36,17 @@ describe("launchFault", () => {
     { name: "the base branch is missing", facts: { startPointExists: false }, want: "base_missing", mentions: ['"main"', "workspace.base", "loop ctl resume"] },
     { name: "a retry reuses its branch: the start point is not asked", facts: { startPointExists: null }, want: null },
     {
+      name: "a repository with no commit: the first commit is the fix, not another base",
+      facts: { startPointExists: false, hasCommits: false },
+      want: "no_commit",
+      mentions: ["has no commit yet", '"main"', "first commit", "loop ctl resume"],
+    },
+    { name: "commits, but not the base: base_missing", facts: { startPointExists: false, hasCommits: true }, want: "base_missing" },
+    { name: "verify still the placeholder loop init writes", facts: { verify: "exit 1" }, want: "verify_placeholder", mentions: ['"exit 1"', "loop init", 'set "verify"', "loop ctl resume"] },
+    { name: "the placeholder with spaces around it", facts: { verify: " exit 1 " }, want: "verify_placeholder" },
+    { name: "a real verify command", facts: { verify: "npm test" }, want: null },
+    { name: "verify false is no placeholder", facts: { verify: false }, want: null },
+    {
       name: "a program not on PATH names the PATH and cron",
       facts: { runner: "claude", program: "claude", programFact: { state: "missing", path: null } },
       want: "program_not_found",
