@@ -91,10 +91,12 @@ export class CappedLog {
   constructor(
     private readonly path: string,
     cap: number,
+    /** How the file is opened; tests hand in a device that refuses every write (/dev/full). */
+    open: (path: string) => { fd: number; size: number; replaced: string | null } = openOwnForAppend,
   ) {
     this.layout = outputLayout(cap);
     // Read too: a cut copies from it. Never through a link or into a FIFO planted in its place.
-    const opened = openOwnForAppend(path);
+    const opened = open(path);
     this.fd = opened.fd;
     this.size = opened.size;
     this.replaced = opened.replaced;
