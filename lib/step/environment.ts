@@ -5,7 +5,7 @@
 // the agents' own files out of item branches.
 import { autoMergeAllowed, autoMergeSentence } from "../forge/auto-merge.ts";
 import { accessSync, constants, existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
-import { readTextOrNull, writeFileAtomic } from "../shared/fsutil.ts";
+import { readRegularFile, writeFileAtomic } from "../shared/fsutil.ts";
 import { homedir } from "node:os";
 import { isAbsolute, join, relative, resolve } from "node:path";
 import type { NormDefinition } from "../definition/loop-json.ts";
@@ -208,8 +208,10 @@ const EXCLUDE_MARK = "# loop: files of the agents loop runs (and its state root)
  */
 export function ensureAgentExcludes(o: { repo: string; stateRoot: string }): string[] {
   const file = join(commonGitDir(o.repo), "info", "exclude");
-  // Never read or written through a link (the agent can write the git dir): replaced whole.
-  const text = existsSync(file) ? (readTextOrNull(file, { noLinks: true }) ?? "") : "";
+  // Never read or written through a link (the agent can write the git dir); such a file is left as it is.
+  const found = readRegularFile(file, { noLinks: true });
+  if (found.kind === "error") throw new Error(`${file} was not changed: ${found.message}`);
+  const text = found.kind === "ok" ? found.bytes.toString("utf8") : "";
   const patterns: string[] = [...AGENT_EXCLUDES];
   const rel = relative(o.repo, o.stateRoot);
   if (rel && !rel.startsWith("..") && !isAbsolute(rel)) patterns.push(`/${rel.split("\\").join("/")}/`);
