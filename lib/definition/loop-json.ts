@@ -15,6 +15,7 @@ import { JsonSyntaxError, formatJsonPath, parseStrictJson } from "./json-strict.
 import { RefError, isItemId, itemIdFromRef, parseRef } from "./refs.ts";
 import { RESERVED_RUNNER_NAMES } from "./runners.ts";
 import { protectPatternProblem } from "./protect.ts";
+import { BUILTIN_SECRETS, DEFAULT_ENVIRONMENT, ENV_PATTERN, type NormEnvironment } from "./environment.ts";
 import { DefinitionError, type DefinitionIssue } from "../shared/errors.ts";
 export { DefinitionError, type DefinitionIssue } from "../shared/errors.ts";
 
@@ -91,6 +92,11 @@ export interface NormDefinition {
    * operator hears about trouble is this machine's plumbing, like PATH, not the loop's state.
    */
   notify: NotifyDef | null;
+  /**
+   * What agents, verify commands and planners get of loop's environment (lib/definition/environment.ts).
+   * Like notify, this machine's plumbing: not part of what the log records of the definition.
+   */
+  environment: NormEnvironment;
   items: NormItem[];
 }
 
@@ -201,12 +207,23 @@ const CommandArg = v.pipe(
   }),
 );
 const SandboxKind = v.picklist(["bwrap", "none"], 'must be "bwrap" (run the agent and its verify under bubblewrap) or "none"');
+/** Environment variable names, or patterns with `*` (docs/loop-json.md#environment). */
+const EnvNames = v.array(
+  v.pipe(v.string("must be a string"), v.check((s) => ENV_PATTERN.test(s), "must be an environment variable name, or a pattern with * (like AWS_*)")),
+  "must be an array of variable names",
+);
 const RawRunner = section({
   command: v.pipe(
     v.array(CommandArg, "must be an array of strings"),
     v.minLength(1, "must name a program to run"),
   ),
   sandbox: v.optional(SandboxKind),
+  environment: v.optional(EnvNames),
+});
+const RawEnvironment = section({
+  policy: v.optional(v.picklist(["inherit", "clean"], 'must be "inherit" or "clean"')),
+  pass: v.optional(EnvNames),
+  secrets: v.optional(EnvNames),
 });
 const ProtectPattern = v.pipe(v.string("must be a string (a glob)"), problem<string>(protectPatternProblem));
 
@@ -298,6 +315,7 @@ const RawDefinition = section({
   forge: v.optional(RawForge),
   notify: v.optional(RawNotify),
   protect: v.optional(v.array(ProtectPattern, "must be an array of globs")),
+  environment: v.optional(RawEnvironment),
   items: v.array(RawItem, "must be an array of items"),
 });
 type RawDefinition = v.InferOutput<typeof RawDefinition>;
@@ -314,6 +332,7 @@ export const ACCEPTED_KEYS: Readonly<Record<string, readonly string[]>> = {
   workspace: RawWorkspace.keys,
   forge: RawForge.keys,
   notify: RawNotify.keys,
+  environment: RawEnvironment.keys,
 };
 
 /** The default merge target of the loop `loopName`. */
@@ -427,6 +446,7 @@ function checkMeaning(raw: Obj, add: Add): Resolved[] {
   const resolved = items.map((item, i) => resolveItem(item, `items[${i}]`, add));
   checkUniqueness(resolved, add);
   checkForge(raw, resolved, add);
+  checkEnvironment(raw, add);
   // An id may be a valid id but not a valid branch component ("x.lock"); derived ids never are.
   if (name !== null)
     resolved.forEach((r, i) => {
@@ -466,6 +486,27 @@ function checkMeaning(raw: Obj, add: Add): Resolved[] {
     add(`items[${cycle[0]}].dependsOn`, `dependency cycle ${[...ids, ids[0]].join(" -> ")}`);
   }
   return resolved;
+}
+
+/**
+ * Loop's own secrets never reach what it starts: a variable named as one (built in, the forge's
+ * tokenEnv, environment.secrets) cannot also be declared for a runner or passed (a pattern that
+ * matches one is fine: the secret is still dropped).
+ */
+function checkEnvironment(raw: Obj, add: Add): void {
+  const env = isObj(raw.environment) ? raw.environment : {};
+  const forge = isObj(raw.forge) ? raw.forge : {};
+  const secrets = new Set<string>([...BUILTIN_SECRETS, typeof forge.tokenEnv === "string" ? forge.tokenEnv : raw.forge !== undefined ? "GITHUB_TOKEN" : ""]);
+  if (Array.isArray(env.secrets)) for (const s of env.secrets) if (typeof s === "string") secrets.add(s);
+  const check = (path: string, list: unknown) => {
+    if (!Array.isArray(list)) return;
+    list.forEach((n, i) => {
+      if (typeof n === "string" && secrets.has(n))
+        add(`${path}[${i}]`, `${n} is one of loop's own secrets and never reaches an agent, a verify command or a planner; give them a variable of their own`);
+    });
+  };
+  check("environment.pass", env.pass);
+  if (isObj(raw.runners)) for (const [name, r] of Object.entries(raw.runners)) if (isObj(r)) check(`runners.${name}.environment`, r.environment);
 }
 
 /**
@@ -632,7 +673,17 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
     };
   });
   const runners: Record<string, CommandRunner> = {};
-  for (const [name, r] of Object.entries(raw.runners ?? {})) runners[name] = { command: r.command };
+  const runnerEnv: Record<string, string[]> = {};
+  for (const [name, r] of Object.entries(raw.runners ?? {})) {
+    runners[name] = { command: r.command };
+    if (r.environment) runnerEnv[name] = r.environment;
+  }
+  const environment: NormEnvironment = {
+    policy: raw.environment?.policy ?? DEFAULT_ENVIRONMENT.policy,
+    pass: raw.environment?.pass ?? [],
+    secrets: raw.environment?.secrets ?? [],
+    runners: runnerEnv,
+  };
   const f = raw.forge;
   const forge: NormForge | undefined = f && {
     provider: f.provider,
@@ -656,13 +707,14 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
     ...(raw.protect?.length ? { protect: [...new Set(raw.protect)] } : {}),
     ...(forge ? { forge } : {}),
     notify: raw.notify ? { command: raw.notify.command, timeout: raw.notify.timeout ?? parseDuration(DEFAULTS.notifyTimeout) } : null,
+    environment,
     items,
   };
 }
 
 /** Identity of a normalized definition: `loop run` re-imports loop.json only when this changes (notify is not imported). */
 export function definitionHash(def: NormDefinition): string {
-  return sha256Hex(canonicalJson({ ...def, notify: undefined }));
+  return sha256Hex(canonicalJson({ ...def, notify: undefined, environment: undefined }));
 }
 
 /**
@@ -671,7 +723,7 @@ export function definitionHash(def: NormDefinition): string {
  * loop does, so changing it re-imports nothing.
  */
 export function importedDefinition(def: NormDefinition, revision: number) {
-  const { items, name, notify: _notify, ...settings } = def;
+  const { items, name, notify: _notify, environment: _environment, ...settings } = def;
   return { revision, hash: definitionHash(def), name, settings, items };
 }
 

@@ -86,6 +86,19 @@ const MECHANISM = v.union([
   v.strictObject({ kind: v.literal("tmux"), why: Str }),
 ]);
 
+const LAUNCH_RESERVED = v.strictObject({
+  attempt: Pos,
+  key: Str,
+  runner: Str,
+  model: NStr,
+  branch: Str,
+  worktree: Str,
+  sessionDir: Str,
+  sessionId: Str,
+});
+
+const VERIFY_RESERVED = v.strictObject({ attempt: Pos, key: Str, command: Str, log: Str, timeoutMs: Pos });
+
 const VERIFY_STARTED = v.strictObject({
   attempt: Pos,
   pid: Pos,
@@ -111,16 +124,9 @@ export const PAYLOADS = {
   loop_resumed: v.strictObject({}),
   loop_stopped: v.strictObject({ reason: Str }),
   control_recorded: v.strictObject({ verb: v.picklist(CONTROL_VERBS), text: NStr }),
-  launch_reserved: v.strictObject({
-    attempt: Pos,
-    key: Str,
-    runner: Str,
-    model: NStr,
-    branch: Str,
-    worktree: Str,
-    sessionDir: Str,
-    sessionId: Str,
-  }),
+  // `gitExec` (the digest of the repository's hooks and executable git config at the launch,
+  // lib/step/git-exec.ts) is absent in logs written before it existed.
+  launch_reserved: v.union([LAUNCH_RESERVED, v.strictObject({ ...LAUNCH_RESERVED.entries, gitExec: Str })]),
   // `mechanism` may be absent: logs written before it existed have none (a process group, or tmux).
   // Two whole shapes rather than an optional entry, which the compiled checks refuse (schema-check.ts).
   session_started: v.union([SESSION_STARTED, v.strictObject({ ...SESSION_STARTED.entries, mechanism: MECHANISM })]),
@@ -135,9 +141,16 @@ export const PAYLOADS = {
   }),
   needs_input: v.strictObject({ attempt: Pos, question: Str }),
   reply_recorded: v.strictObject({ text: Str }),
-  verify_reserved: v.strictObject({ attempt: Pos, key: Str, command: Str, log: Str, timeoutMs: Pos }),
+  // `head` (the commit the verify runs on, the one landing delivers) is absent in logs written before it existed.
+  verify_reserved: v.union([VERIFY_RESERVED, v.strictObject({ ...VERIFY_RESERVED.entries, head: Str })]),
   // `mechanism` may be absent (logs written before it existed; an adopted verify): as session_started.
-  verify_started: v.union([VERIFY_STARTED, v.strictObject({ ...VERIFY_STARTED.entries, mechanism: MECHANISM })]),
+  // `proof` (the SHA-256 of the secrets that prove its exit status, lib/supervisor/verify-command.ts)
+  // is absent in logs written before it existed; with it, `mechanism` is null when unknown (adopted).
+  verify_started: v.union([
+    VERIFY_STARTED,
+    v.strictObject({ ...VERIFY_STARTED.entries, mechanism: MECHANISM }),
+    v.strictObject({ ...VERIFY_STARTED.entries, mechanism: v.nullable(MECHANISM), proof: v.strictObject({ pass: Str, fail: Str }) }),
+  ]),
   verify_finished: Verify,
   item_requeued: v.strictObject({ attempt: Int, reason: Str, failed: v.boolean(), resetBudget: v.boolean() }),
   item_settled: v.strictObject({ attempt: Int, outcome: v.picklist(SETTLED_OUTCOMES), reason: Str }),

@@ -43,6 +43,10 @@ export interface VerifyRun {
   startedAt: string | null;
   /** Past this, a step ends the verify and records it timed out. */
   deadline: string | null;
+  /** The commit the verify runs on, which landing delivers (absent in logs from before it was recorded). */
+  head?: string;
+  /** The SHA-256 of the secrets its wrapper reveals in its exit status (absent in logs from before them). */
+  proof?: { pass: string; fail: string };
 }
 
 export interface AttemptRecord {
@@ -58,6 +62,8 @@ export interface AttemptRecord {
   verifyRun?: VerifyRun;
   /** "passed", "failed", "requeued:<reason>" once the attempt's fate is decided. */
   outcome: string | null;
+  /** The digest of the repository's hooks and executable git config at its launch (absent in older logs). */
+  gitExec?: string;
 }
 
 export interface SessionRecord {
@@ -430,6 +436,7 @@ const HANDLERS: Record<EventType, Handler> = {
       question: null,
       verify: null,
       outcome: null,
+      ...("gitExec" in pl ? { gitExec: pl.gitExec } : {}),
     });
     const deliveries: number[] = [];
     it.replies.forEach((r, i) => {
@@ -555,7 +562,7 @@ const HANDLERS: Record<EventType, Handler> = {
     if (a.end?.verdict !== "exited") fail("verify_order", `verify_reserved for attempt ${a.n} of "${it.id}", whose session did not exit (${a.end?.verdict ?? "no end"})`);
     if (a.verify || a.verifyRun) fail("verify_order", `verify_reserved for attempt ${a.n} of "${it.id}", which already has a verify`);
     const pl = e.payload;
-    a.verifyRun = { key: pl.key, command: pl.command, log: pl.log, timeoutMs: pl.timeoutMs, reservedAt: e.ts, pid: null, startTime: null, startedAt: null, deadline: null };
+    a.verifyRun = { key: pl.key, command: pl.command, log: pl.log, timeoutMs: pl.timeoutMs, reservedAt: e.ts, pid: null, startTime: null, startedAt: null, deadline: null, ...("head" in pl ? { head: pl.head } : {}) };
     it.reason = "verify reserved";
   },
   verify_started(p, e, fail) {
@@ -565,7 +572,7 @@ const HANDLERS: Record<EventType, Handler> = {
     const run = a.verifyRun;
     if (!run || run.pid !== null || a.verify) fail("verify_order", `verify_started for attempt ${a.n} of "${it.id}" needs a reserved verify not yet started or finished`);
     const pl = e.payload;
-    Object.assign(run!, { pid: pl.pid, startTime: pl.startTime, startedAt: e.ts, deadline: pl.deadline });
+    Object.assign(run!, { pid: pl.pid, startTime: pl.startTime, startedAt: e.ts, deadline: pl.deadline, ...("proof" in pl ? { proof: pl.proof } : {}) });
     it.reason = `verify running (deadline ${pl.deadline})`;
   },
   verify_finished(p, e, fail) {

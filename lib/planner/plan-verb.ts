@@ -13,6 +13,7 @@ import type { PlanContext } from "./prompt.ts";
 import { describeUnreviewed } from "./describe.ts";
 import { reviewItems } from "./review.ts";
 import { runPlanner } from "./run-planner.ts";
+import { agentRule } from "../definition/environment.ts";
 
 export const DEFAULT_MAX_ITEMS = 20;
 
@@ -85,7 +86,7 @@ export async function planVerb(o: PlanVerbOptions): Promise<PlanDocument> {
   const ask =
     runner === "demo"
       ? async () => JSON.stringify(demoPlan(context))
-      : (prompt: string) => runPlanner({ runner, model: o.model ?? null, prompt, schema: ANSWER_JSON_SCHEMA, commandRunners: def.runners, env: o.env });
+      : (prompt: string) => runPlanner({ runner, model: o.model ?? null, prompt, schema: ANSWER_JSON_SCHEMA, commandRunners: def.runners, env: o.env, envRule: agentRule(def, runner) });
   const draft = await draftPlan({ context, answerContext, ask });
   const doc: PlanDocument = { schema: "loop/plan@1", runner, ...draft, dryRun: o.dryRun, appended: [], file: file.path };
   if (draft.outcome !== "drafted" || o.dryRun) return doc;

@@ -91,7 +91,9 @@ export function ensureReserve(stateRoot: string, space: DiskSpace | null): boole
   if (space === null || space.free < 4 * RESERVE_BYTES) return false;
   const tmp = `${path}.tmp-${process.pid}`;
   try {
-    const fd = openSync(tmp, "w");
+    // Created afresh: never written through a link (an agent's) found under its name.
+    rmSync(tmp, { force: true });
+    const fd = openSync(tmp, "wx");
     try {
       // Written, not sparse: a reserve must hold real blocks.
       const zeros = Buffer.alloc(64 << 10);

@@ -4,7 +4,8 @@
 // early (the same probes, reported as warnings), and the repository's info/exclude, which keeps
 // the agents' own files out of item branches.
 import { autoMergeAllowed, autoMergeSentence } from "../forge/auto-merge.ts";
-import { accessSync, constants, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { accessSync, constants, existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
+import { readRegularFile, writeFileAtomic } from "../shared/fsutil.ts";
 import { homedir } from "node:os";
 import { isAbsolute, join, relative, resolve } from "node:path";
 import type { NormDefinition } from "../definition/loop-json.ts";
@@ -216,7 +217,10 @@ const EXCLUDE_MARK = "# loop: files of the agents loop runs (and its state root)
  */
 export function ensureAgentExcludes(o: { repo: string; stateRoot: string }): string[] {
   const file = join(commonGitDir(o.repo), "info", "exclude");
-  const text = existsSync(file) ? readFileSync(file, "utf8") : "";
+  // Never read or written through a link (the agent can write the git dir); such a file is left as it is.
+  const found = readRegularFile(file, { noLinks: true });
+  if (found.kind === "error") throw new Error(`${file} was not changed: ${found.message}`);
+  const text = found.kind === "ok" ? found.bytes.toString("utf8") : "";
   const patterns: string[] = [...AGENT_EXCLUDES];
   const rel = relative(o.repo, o.stateRoot);
   if (rel && !rel.startsWith("..") && !isAbsolute(rel)) patterns.push(`/${rel.split("\\").join("/")}/`);
@@ -225,6 +229,6 @@ export function ensureAgentExcludes(o: { repo: string; stateRoot: string }): str
   if (missing.length === 0) return [];
   const block = `${text && !text.endsWith("\n") ? "\n" : ""}${have.has(EXCLUDE_MARK) ? "" : `${EXCLUDE_MARK}\n`}${missing.join("\n")}\n`;
   mkdirSync(resolve(file, ".."), { recursive: true });
-  writeFileSync(file, text + block);
+  writeFileAtomic(file, text + block);
   return missing;
 }

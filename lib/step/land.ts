@@ -47,6 +47,8 @@ export function landAttempt(ctx: StepContext, it: ItemState): void {
           target,
           base: ctx.def.base,
           branch,
+          // Exactly the commit its verify ran on; nothing when the branch has moved since.
+          commit: attempt.verifyRun?.head ?? null,
           message: `loop: land ${it.id} (attempt ${attempt.n})`,
           onMovedAside: (aside) => warnMovedAside(ctx, { path: landingDir, branch: target, aside }),
         });

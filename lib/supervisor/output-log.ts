@@ -12,7 +12,8 @@
 // A write the disk refuses (ENOSPC: the disk is full; any other errno) never ends the wrapper: the
 // output is dropped and counted, and once a write succeeds again a line says how much was lost
 // there. The first such failure is kept (writeError) for exit.json: the step says it.
-import { closeSync, fstatSync, openSync, readSync, renameSync, rmSync, writeSync } from "node:fs";
+import { closeSync, constants as fsConstants, fstatSync, openSync, readSync, renameSync, rmSync, writeSync } from "node:fs";
+import { openOwnForAppend } from "../shared/fsutil.ts";
 
 export const DEFAULT_OUTPUT_CAP = 64 * 2 ** 20;
 export const MIN_OUTPUT_CAP = 64 * 2 ** 10;
@@ -84,14 +85,21 @@ export class CappedLog {
   private lost = 0;
   private failure: string | null = null;
   private readonly layout: OutputLayout;
+  /** What was found in the log's place and removed (a link, a FIFO: never written through), or null. */
+  readonly replaced: string | null;
 
   constructor(
     private readonly path: string,
     cap: number,
+    /** How the file is opened; tests hand in a device that refuses every write (/dev/full). */
+    open: (path: string) => { fd: number; size: number; replaced: string | null } = openOwnForAppend,
   ) {
     this.layout = outputLayout(cap);
-    this.fd = openSync(path, "a+"); // read too: a cut copies from it
-    this.size = fstatSync(this.fd).size;
+    // Read too: a cut copies from it. Never through a link or into a FIFO planted in its place.
+    const opened = open(path);
+    this.fd = opened.fd;
+    this.size = opened.size;
+    this.replaced = opened.replaced;
   }
 
   /** Bytes of output dropped so far. */
@@ -156,7 +164,7 @@ export class CappedLog {
     const tmp = `${this.path}.tmp-${process.pid}`;
     // Created afresh, never opened through whatever (a link) a leftover of that name is.
     rmSync(tmp, { force: true });
-    const out = openSync(tmp, "wx+");
+    const out = openSync(tmp, fsConstants.O_RDWR | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, 0o644);
     try {
       copyRange(this.fd, 0, head, out);
       writeAll(out, marker);

@@ -1,8 +1,8 @@
 // Agent sessions as effects: start one detached (own process group, or a tmux session), observe
 // it from outside, end it. The decisions about what an observation means live in lib/step/decide.ts.
-import { closeSync, existsSync, mkdirSync, openSync, readSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { readJsonOrNull, readRegularFile, sliceText, writeFileAtomic } from "../shared/fsutil.ts";
+import { openOwnFile, readAt, readJsonOrNull, readRegularFile, sliceText, writeFileAtomic } from "../shared/fsutil.ts";
 import { killGroup, SESSION_MARK_VAR } from "../shared/process.ts";
 import { sessionAlive } from "./liveness.ts";
 import { lastProgressAt } from "./progress.ts";
@@ -13,6 +13,7 @@ import { outputCapFrom } from "./output-log.ts";
 import { launchDetached, type ScopeTarget, type SessionMechanism } from "./scope.ts";
 import { type SandboxRequest, sandboxArgv, sandboxSpec } from "./sandbox.ts";
 import type { AttemptRecord, SessionRecord } from "../log/reducer.ts";
+import { childEnvironment, type EnvRule } from "../definition/environment.ts";
 
 export { SESSION_FILES };
 
@@ -77,6 +78,16 @@ export function startSession(o: {
   mark?: string;
   /** Run the command under bubblewrap (lib/supervisor/sandbox.ts); the wrapper stays outside. */
   sandbox?: SandboxRequest;
+  /**
+   * Written to the wrapper's stdin, a pipe it reads before it starts anything (a verify's proof
+   * secrets, verify-command.ts): never in a file, argv or the environment, where others could read it.
+   */
+  secret?: string;
+  /**
+   * What the wrapper, and so the agent or verify, gets of loop's environment (lib/definition/environment.ts);
+   * without one, all of it (loop's own tests of the supervisor).
+   */
+  envRule?: EnvRule;
 }): StartedSession {
   mkdirSync(o.dir, { recursive: true });
   const kind = o.kind ?? "session";
@@ -84,14 +95,18 @@ export function startSession(o: {
   // The only place a command is put in the sandbox: the launch record holds the bwrap command line.
   const argv = o.sandbox ? sandboxArgv(sandboxSpec(o.sandbox, o.dir), o.argv) : o.argv;
   // The cap travels in the launch record: a tmux session does not inherit the step's environment.
-  const launch: LaunchRecord = { argv, cwd: o.cwd, env: o.env, tee: o.tmuxName !== null, outputCap: outputCapFrom(process.env), ...(mark ? { mark } : {}) };
+  // The rule travels in the launch record too: in tmux the wrapper starts with the tmux server's
+  // environment, not the one given here, and applies the rule to it again.
+  const launch: LaunchRecord = { argv, cwd: o.cwd, env: o.env, tee: o.tmuxName !== null, outputCap: outputCapFrom(process.env), ...(mark ? { mark } : {}), ...(o.envRule ? { envRule: o.envRule } : {}) };
+  const childEnv: Record<string, string> = o.envRule ? childEnvironment(process.env, o.envRule) : (process.env as Record<string, string>);
   writeFileAtomic(join(o.dir, wrapperFiles(kind).launch), JSON.stringify(launch, null, 2) + "\n");
   const wrapper = [...selfArgv(), "__session", o.dir, ...(kind === "verify" ? ["verify"] : [])];
   // The wrapper carries the mark from its start, so everything it and the agent start inherits it.
   const marked = mark ? { [SESSION_MARK_VAR]: mark } : {};
   if (o.tmuxName) {
+    if (o.secret !== undefined) throw new Error("a secret cannot be handed to a wrapper in tmux");
     const cmd = (mark ? `export ${SESSION_MARK_VAR}=${shellQuote(mark)}; ` : "") + "exec " + wrapper.map(shellQuote).join(" ");
-    const r = tmux(["new-session", "-d", "-s", o.tmuxName, "-x", "200", "-y", "50", "-c", o.cwd, cmd]);
+    const r = tmux(["new-session", "-d", "-s", o.tmuxName, "-x", "200", "-y", "50", "-c", o.cwd, cmd], process.env, childEnv);
     if (r.status !== 0) throw new Error(`tmux new-session failed: ${r.stderr.trim()}`);
     const pid = Number(tmux(["display-message", "-p", "-t", `=${o.tmuxName}:`, "#{pane_pid}"]).stdout.trim());
     if (!Number.isSafeInteger(pid) || pid <= 0) throw new Error(`tmux session ${o.tmuxName} has no pane pid`);
@@ -101,20 +116,26 @@ export function startSession(o: {
   const spawn = (argv: string[], env: Record<string, string | undefined>, errLog: string | null): number => {
     let child: Bun.Subprocess;
     try {
-      child = Bun.spawn(argv, { cwd: o.cwd, detached: true, stdio: ["ignore", "ignore", errLog ? Bun.file(errLog) : "ignore"], env });
+      child = Bun.spawn(argv, { cwd: o.cwd, detached: true, stdio: [o.secret === undefined ? "ignore" : "pipe", "ignore", errLog ? Bun.file(errLog) : "ignore"], env });
     } catch (err) {
       throw new Error(`could not start the session wrapper ${argv[0]}: ${(err as Error).message}`);
+    }
+    if (o.secret !== undefined) {
+      // A pipe, not a buffer: Bun keeps a buffer in a memfd that /proc/<pid>/fd would show to others.
+      const sink = child.stdin as import("bun").FileSink;
+      sink.write(o.secret);
+      void sink.end();
     }
     child.unref();
     return child.pid;
   };
-  const env = { ...process.env, ...marked };
+  const env = { ...childEnv, ...marked };
   // In a systemd scope of its own where there is systemd, else a process group (lib/supervisor/scope.ts).
   if (!o.scope) return { pid: spawn(wrapper, env, null), tmux: null, mechanism: null };
   // The role names the unit and the record files: a verify's must never be taken for its session's.
   if (o.scope.role !== kind) throw new Error(`a ${kind} cannot start in a scope meant for a ${o.scope.role}`);
   // This kind's own started file: the session's, in the same folder, exists long before its verify starts.
-  const r = launchDetached({ dir: o.dir, command: wrapper, target: o.scope, env, spawn, startedFile: join(o.dir, wrapperFiles(kind).started) });
+  const r = launchDetached({ dir: o.dir, command: wrapper, target: o.scope, env: { ...process.env, ...marked }, childEnv: env, spawn, startedFile: join(o.dir, wrapperFiles(kind).started) });
   return { pid: r.pid, tmux: null, mechanism: r.mechanism };
 }
 
@@ -186,16 +207,12 @@ export async function endSession(s: { pid: number | null; tmux: string | null },
  * event (lib/definition/runners.ts conversationIdFromLog), and a long session's log can be any size.
  */
 export function readOutputHead(dir: string, bytes = 1 << 20): string {
-  let fd: number;
+  // Only the wrapper's own file: never through a link, never a FIFO in its place.
+  const opened = openOwnFile(join(dir, SESSION_FILES.output));
+  if (opened.kind !== "ok") return ""; // no output yet, or not the wrapper's
   try {
-    fd = openSync(join(dir, SESSION_FILES.output), "r");
-  } catch {
-    return ""; // no output yet
-  }
-  try {
-    const buf = Buffer.alloc(bytes);
-    return buf.subarray(0, readSync(fd, buf, 0, bytes, 0)).toString("utf8");
+    return readAt(opened.fd, 0, bytes).toString("utf8");
   } finally {
-    closeSync(fd);
+    closeSync(opened.fd);
   }
 }

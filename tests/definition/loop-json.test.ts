@@ -103,6 +103,7 @@ describe("valid definitions", () => {
       requireStartCommand: false,
       runners: {},
       notify: null,
+      environment: { policy: "inherit", pass: [], secrets: [], runners: {} },
       items: [],
     });
   });
@@ -169,6 +170,7 @@ describe("valid definitions", () => {
       requireStartCommand: true,
       runners: { mine: { command: ["my-agent", "--prompt-file", "{handoff}", "--cwd={workdir}"] } },
       notify: null,
+      environment: { policy: "inherit", pass: [], secrets: [], runners: {} },
       items: [
         {
           id: "fix-login",
@@ -346,7 +348,7 @@ describe("errors, each at its path", () => {
     ["missing items", (d) => delete d.items, "items", "required"],
     ["items not an array", (d) => (d.items = {}), "items", "must be an array of items"],
     ["item not an object", (d) => (d.items[1] = "b"), "items[1]", "expected an object, got \"b\""],
-    ["unknown top-level key", (d) => (d.itmes = []), "itmes", "unknown key (allowed: $schema, name, defaults, runners, control, sessions, workspace, forge, notify, protect, items, $comment)"],
+    ["unknown top-level key", (d) => (d.itmes = []), "itmes", "unknown key (allowed: $schema, name, defaults, runners, control, sessions, workspace, forge, notify, protect, environment, items, $comment)"],
     ["unknown item key", (d) => (d.items[0].depends = []), "items[0].depends", "unknown key (allowed: id, ref, prompt, dependsOn, verify, runner, model, maxAttempts, timeouts, $comment)"],
     ["unknown defaults key", (d) => (d.defaults.retries = 1), "defaults.retries", "unknown key (allowed: runner, model, verify, maxAttempts, timeouts, landing, sandbox, $comment)"],
     ["unknown timeouts key", (d) => (d.items[0].timeouts = { idle: "1m" }), "items[0].timeouts.idle", "unknown key (allowed: launch, stall, verify, landing, $comment)"],
@@ -794,13 +796,14 @@ describe("JSON Schema", () => {
     ["workspace", () => schema.properties.workspace],
     ["forge", () => schema.properties.forge],
     ["notify", () => schema.properties.notify],
+    ["environment", () => schema.properties.environment],
   ])("%s keys match the validator", (section, get) => {
     expect(keys(get())).toEqual([...ACCEPTED_KEYS[section]!].sort());
   });
 
   test("covers every section the validator has", () => {
     expect(Object.keys(ACCEPTED_KEYS).sort()).toEqual(
-      ["control", "defaults", "definition", "forge", "item", "notify", "runner", "sessions", "timeouts", "workspace"],
+      ["control", "defaults", "definition", "environment", "forge", "item", "notify", "runner", "sessions", "timeouts", "workspace"],
     );
   });
 

@@ -7,7 +7,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createConsola } from "consola/core";
-import { definitionHash, itemBranch, loadDefinition } from "../../lib/definition/loop-json.ts";
+import { importedDefinition, itemBranch, loadDefinition } from "../../lib/definition/loop-json.ts";
 import type { ItemState } from "../../lib/log/reducer.ts";
 import { Store } from "../../lib/log/store.ts";
 import { LeaseLostError } from "../../lib/shared/errors.ts";
@@ -62,8 +62,7 @@ function harness(item: Record<string, unknown>, settings: Record<string, unknown
   const warnings: string[] = [];
   const log = createConsola({ level: 3, reporters: [{ log: (o) => warnings.push(o.args.join(" ")) }] });
   const ctx = createStepContext({ store, def, options: { root, stateRoot, actor: "tester", env: { LOOP_KILL_GRACE_MS: "2000" }, log }, lease: got.lease });
-  const { items, name, notify: _notify, ...rest } = def;
-  append(ctx, [{ type: "definition_imported", payload: { revision: 1, hash: definitionHash(def), name, settings: rest, items } }], "import");
+  append(ctx, [{ type: "definition_imported", payload: importedDefinition(def, 1) }], "import");
   append(ctx, [{ type: "loop_started", payload: {} }], "start");
   return {
     ctx,

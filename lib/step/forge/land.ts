@@ -19,6 +19,7 @@ import { failpoint } from "../../shared/failpoint.ts";
 import { append, repoOf, type StepContext, type StepOutcome } from "../context.ts";
 import { forgeLink, type ForgeLink } from "./link.ts";
 import { gitTry } from "../git.ts";
+import { forgeGit } from "./remote.ts";
 
 type Landing = Omit<Payload<"landing_finished">, "attempt" | "branch">;
 type Finish = (l: Landing) => null;
@@ -109,14 +110,17 @@ function isAncestor(ctx: StepContext, older: string, sha: string): boolean {
 async function openPull(ctx: StepContext, link: ForgeLink, it: ItemState, branch: string): Promise<{ pull: ForgePull; reused: boolean; pushed: string } | { wait: string } | { block: string }> {
   const settings = ctx.def.forge!;
   ctx.store.assertLease();
-  // What is pushed is what the local branch holds now: the commit whose verify passed.
-  const head = gitTry(repoOf(ctx), ["rev-parse", "--verify", "-q", `refs/heads/${branch}^{commit}`]).stdout.trim();
+  // What is pushed is the commit whose verify passed (verify_reserved `head`); for a verify recorded
+  // before that existed, what the local branch holds now.
+  const verified = it.attempts[it.attempts.length - 1]?.verifyRun?.head;
+  const head = verified ?? gitTry(repoOf(ctx), ["rev-parse", "--verify", "-q", `refs/heads/${branch}^{commit}`]).stdout.trim();
   if (!head) {
     ctx.errors.push(`${it.id}: branch ${branch} is missing from the repository`);
     return { wait: `branch ${branch} is missing from the repository; nothing to push` };
   }
-  // Fast-forward only: a push that would drop commits someone added to the branch is refused.
-  const push = gitTry(repoOf(ctx), ["push", "--quiet", settings.remote, `${head}:refs/heads/${branch}`]);
+  // Fast-forward only: a push that would drop commits someone added to the branch is refused. With
+  // loop's own credentials (./remote.ts), never a token in a URL or .git/config.
+  const push = forgeGit({ repo: repoOf(ctx), forge: settings, env: ctx.options.env, args: ["push", "--quiet", settings.remote, `${head}:refs/heads/${branch}`] });
   if (push.code !== 0) {
     const why = new GitError(["push", settings.remote, branch], push.code, push.stderr).message;
     ctx.errors.push(`${it.id}: ${why}`);
@@ -162,7 +166,7 @@ async function openPull(ctx: StepContext, link: ForgeLink, it: ItemState, branch
 function merged(ctx: StepContext, pull: ForgePull, sha: string | null, finish: Finish): null {
   const settings = ctx.def.forge!;
   // The next item branches from the base as merged: fetch it now (a failure here is repaired by the next launch's fetch).
-  const r = gitTry(repoOf(ctx), ["fetch", "--quiet", settings.remote, `refs/heads/${ctx.def.base}:refs/remotes/${settings.remote}/${ctx.def.base}`]);
+  const r = forgeGit({ repo: repoOf(ctx), forge: settings, env: ctx.options.env, args: ["fetch", "--quiet", settings.remote, `refs/heads/${ctx.def.base}:refs/remotes/${settings.remote}/${ctx.def.base}`] });
   if (r.code !== 0) ctx.options.log.warn(`forge: could not fetch ${settings.remote}/${ctx.def.base} after the merge: ${r.stderr.trim()}`);
   return finish({ outcome: "merged", target: ctx.def.base, commit: sha ?? pull.mergeCommitSha, code: "merged", reason: `pull request #${pull.number} merged into ${ctx.def.base} (${pull.url})` });
 }
