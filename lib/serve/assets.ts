@@ -50,6 +50,8 @@ svg.timeline .outcome .st-needs_input { fill: var(--warn); }
 .ph-checks { fill: var(--checks); background: var(--checks); } .ph-rework { fill: var(--rework); background: var(--rework); }
 .end-passed { fill: var(--passed); background: var(--passed); } .end-failed, .end-blocked, .end-landing_blocked { fill: var(--failed); background: var(--failed); }
 .end-requeued, .end-skipped, .end-cancelled, .end-reset { fill: #6b7280; background: #6b7280; }
+.att-passed { fill: var(--passed); } .att-failed, .att-blocked, .att-landing_blocked { fill: var(--failed); }
+.att-open { fill: var(--agent); } .att-requeued, .att-reset, .att-ended, .att-skipped, .att-cancelled { fill: #9ca3af; }
 .wait-needs_input { stroke: var(--warn); stroke-width: 1; }
 .hatch-bg { fill: #fef3c7; } .hatch-line { stroke: #f59e0b; stroke-width: 2; }
 .lw-paused, .lw-stopped { fill: #9ca3af; fill-opacity: 0.18; background: rgba(156,163,175,0.35); }

@@ -23,10 +23,14 @@ export interface LogEvent {
 export const PHASE_KINDS = ["launching", "agent", "verify", "landing", "checks", "rework"] as const;
 export type PhaseKind = (typeof PHASE_KINDS)[number];
 
-/** A stretch of time; `to` null: still going. ISO 8601 times, as the log writes them. */
+/**
+ * A stretch of time; `to` null: still going. Times are ms since the epoch, parsed once when the
+ * event is folded (the log's ISO 8601 text is exact to the ms; parsing it on every render would be
+ * most of the render: bench/README.md, loop serve).
+ */
 export interface Span {
-  from: string;
-  to: string | null;
+  from: number;
+  to: number | null;
 }
 
 export interface Phase extends Span {
@@ -36,10 +40,10 @@ export interface Phase extends Span {
 export interface VerifyHistory {
   command: string | null;
   log: string | null;
-  reservedAt: string | null;
-  startedAt: string | null;
+  reservedAt: number | null;
+  startedAt: number | null;
   deadline: string | null;
-  finishedAt: string | null;
+  finishedAt: number | null;
   passed: boolean | null;
   exitCode: number | null;
   timedOut: boolean;
@@ -56,21 +60,21 @@ export interface AttemptHistory {
   sessionDir: string | null;
   /** The agent's output log (session_started). */
   log: string | null;
-  reservedAt: string;
-  startedAt: string | null;
+  reservedAt: number;
+  startedAt: number | null;
   /** How the agent's session ended (session_ended, launch_failed, needs_input, environment_fault). */
-  end: { at: string; verdict: string; exitCode: number | null; signal: string | null; reason: string } | null;
+  end: { at: number; verdict: string; exitCode: number | null; signal: string | null; reason: string } | null;
   question: string | null;
   verify: VerifyHistory | null;
-  pr: { at: string; number: number; url: string; head: string; draft: boolean; reused: boolean } | null;
+  pr: { at: number; number: number; url: string; head: string; draft: boolean; reused: boolean } | null;
   /** Each change of the landing wait through a forge (forge_landing_waiting), oldest first. */
-  landingWaits: { at: string; code: string; reason: string }[];
-  landing: { at: string; outcome: string; target: string | null; commit: string | null; reason: string } | null;
+  landingWaits: { at: number; code: string; reason: string }[];
+  landing: { at: number; outcome: string; target: string | null; commit: string | null; reason: string } | null;
   /** The attempt's fate: requeued (failed or not), or the item's settlement. */
-  outcome: { at: string; kind: string; reason: string } | null;
-  closed: { at: string; how: string; reason: string } | null;
+  outcome: { at: number; kind: string; reason: string } | null;
+  closed: { at: number; how: string; reason: string } | null;
   /** When a reset ended an attempt that had not finished. */
-  abandonedAt: string | null;
+  abandonedAt: number | null;
   /**
    * Phases recorded by events of their own rather than derived from the attempt's times (reworks,
    * once forge reactions record them): `phasesOf` draws them after the derived ones.
@@ -92,9 +96,9 @@ export interface ItemHistory {
   epoch: number;
   attempts: AttemptHistory[];
   waits: ItemWait[];
-  resets: { at: string; actor: string }[];
-  replies: { at: string; actor: string }[];
-  controls: { at: string; actor: string; verb: string }[];
+  resets: { at: number; actor: string }[];
+  replies: { at: number; actor: string }[];
+  controls: { at: number; actor: string; verb: string }[];
 }
 
 export type LoopWaitKind = "paused" | "stopped" | "environment";
@@ -107,8 +111,9 @@ export interface History {
   seq: number;
   hash: string;
   name: string | null;
-  firstTs: string | null;
-  lastTs: string | null;
+  /** The first and the last event's time (ms). */
+  firstTs: number | null;
+  lastTs: number | null;
   /** Item ids in the latest definition's order, then items no longer in it. */
   order: string[];
   items: Map<string, ItemHistory>;
@@ -139,16 +144,16 @@ function attemptOf(it: ItemHistory, n: unknown): AttemptHistory | null {
   return a && a.epoch === it.epoch && (n === undefined || a.n === n) ? a : null;
 }
 
-function closeItemWait(it: ItemHistory, ts: string): void {
+function closeItemWait(it: ItemHistory, ts: number): void {
   for (const w of it.waits) if (w.to === null) w.to = ts;
 }
 
-function openLoopWait(h: History, kind: LoopWaitKind, label: string, ts: string): void {
+function openLoopWait(h: History, kind: LoopWaitKind, label: string, ts: number): void {
   closeLoopWait(h, ts);
   h.waits.push({ kind, label, from: ts, to: null });
 }
 
-function closeLoopWait(h: History, ts: string): void {
+function closeLoopWait(h: History, ts: number): void {
   const w = h.waits[h.waits.length - 1];
   if (w && w.to === null) w.to = ts;
 }
@@ -160,7 +165,7 @@ function num(v: unknown): number | null {
   return typeof v === "number" ? v : null;
 }
 
-type Handler = (h: History, e: LogEvent, it: ItemHistory | null) => void;
+type Handler = (h: History, e: LogEvent, it: ItemHistory | null, t: number) => void;
 
 /**
  * What each event type means for the timeline. A later event type (a forge reaction's rework, spend)
@@ -172,7 +177,7 @@ const HANDLERS: Record<string, Handler> = {
   store_bound() {},
   lease_taken_over() {},
   notified() {},
-  definition_imported(h, e) {
+  definition_imported(h, e, _it, t) {
     h.name = str(e.payload?.name) ?? h.name;
     const defs: any[] = Array.isArray(e.payload?.items) ? e.payload.items : [];
     const ids = new Set<string>();
@@ -186,35 +191,35 @@ const HANDLERS: Record<string, Handler> = {
     h.order = [...defs.map((d) => d?.id).filter((id): id is string => typeof id === "string"), ...h.order.filter((id) => !ids.has(id))];
   },
   loop_started() {},
-  loop_paused(h, e) {
-    openLoopWait(h, "paused", str(e.payload?.reason) ?? "paused", e.ts);
+  loop_paused(h, e, _it, t) {
+    openLoopWait(h, "paused", str(e.payload?.reason) ?? "paused", t);
   },
-  loop_stopped(h, e) {
-    openLoopWait(h, "stopped", str(e.payload?.reason) ?? "stopped", e.ts);
+  loop_stopped(h, e, _it, t) {
+    openLoopWait(h, "stopped", str(e.payload?.reason) ?? "stopped", t);
   },
-  loop_resumed(h, e) {
-    closeLoopWait(h, e.ts);
+  loop_resumed(h, e, _it, t) {
+    closeLoopWait(h, t);
   },
   loop_drained() {},
   loop_reopened() {},
-  environment_fault(h, e, it) {
+  environment_fault(h, e, it, t) {
     const reason = str(e.payload?.reason) ?? "environment fault";
     if (it) {
       const a = attemptOf(it, e.payload?.attempt ?? undefined);
       if (a && e.payload?.attempt != null) {
-        a.end = { at: e.ts, verdict: "environment_fault", exitCode: null, signal: null, reason };
-        a.outcome = { at: e.ts, kind: "requeued", reason: `environment fault (${str(e.payload?.kind) ?? "?"})` };
+        a.end = { at: t, verdict: "environment_fault", exitCode: null, signal: null, reason };
+        a.outcome = { at: t, kind: "requeued", reason: `environment fault (${str(e.payload?.kind) ?? "?"})` };
       }
     }
-    openLoopWait(h, "environment", `environment fault: ${reason}${e.payload?.fix ? `. To fix: ${e.payload.fix}` : ""}`, e.ts);
+    openLoopWait(h, "environment", `environment fault: ${reason}${e.payload?.fix ? `. To fix: ${e.payload.fix}` : ""}`, t);
   },
-  control_recorded(h, e, it) {
-    it?.controls.push({ at: e.ts, actor: e.actor, verb: str(e.payload?.verb) ?? "?" });
+  control_recorded(h, e, it, t) {
+    it?.controls.push({ at: t, actor: e.actor, verb: str(e.payload?.verb) ?? "?" });
   },
-  reply_recorded(h, e, it) {
-    it?.replies.push({ at: e.ts, actor: e.actor });
+  reply_recorded(h, e, it, t) {
+    it?.replies.push({ at: t, actor: e.actor });
   },
-  launch_reserved(h, e, it) {
+  launch_reserved(h, e, it, t) {
     if (!it) return;
     const p = e.payload ?? {};
     h.attempts++;
@@ -226,7 +231,7 @@ const HANDLERS: Record<string, Handler> = {
       branch: str(p.branch),
       sessionDir: str(p.sessionDir),
       log: null,
-      reservedAt: e.ts,
+      reservedAt: t,
       startedAt: null,
       end: null,
       question: null,
@@ -240,52 +245,52 @@ const HANDLERS: Record<string, Handler> = {
       extraPhases: [],
     });
   },
-  session_started(h, e, it) {
+  session_started(h, e, it, t) {
     const a = it && attemptOf(it, e.payload?.attempt);
     if (!a) return;
-    a.startedAt = e.ts;
+    a.startedAt = t;
     a.log = str(e.payload?.log);
   },
-  launch_failed(h, e, it) {
+  launch_failed(h, e, it, t) {
     const a = it && attemptOf(it, e.payload?.attempt);
     if (!a) return;
-    a.end = { at: e.ts, verdict: e.payload?.interrupted ? "launch_interrupted" : "launch_failed", exitCode: null, signal: null, reason: str(e.payload?.reason) ?? "" };
+    a.end = { at: t, verdict: e.payload?.interrupted ? "launch_interrupted" : "launch_failed", exitCode: null, signal: null, reason: str(e.payload?.reason) ?? "" };
   },
-  session_ended(h, e, it) {
+  session_ended(h, e, it, t) {
     const a = it && attemptOf(it, e.payload?.attempt);
     if (!a) return;
     const p = e.payload ?? {};
-    a.end = { at: e.ts, verdict: str(p.verdict) ?? "?", exitCode: num(p.exitCode), signal: str(p.signal), reason: str(p.reason) ?? "" };
+    a.end = { at: t, verdict: str(p.verdict) ?? "?", exitCode: num(p.exitCode), signal: str(p.signal), reason: str(p.reason) ?? "" };
   },
-  needs_input(h, e, it) {
+  needs_input(h, e, it, t) {
     const a = it && attemptOf(it, e.payload?.attempt);
     if (!a || !it) return;
     const q = str(e.payload?.question) ?? "";
     a.question = q;
-    a.end = { at: e.ts, verdict: "needs_input", exitCode: null, signal: null, reason: "asked a question" };
-    it.waits.push({ kind: "needs_input", label: `needs input: ${q}`, from: e.ts, to: null });
+    a.end = { at: t, verdict: "needs_input", exitCode: null, signal: null, reason: "asked a question" };
+    it.waits.push({ kind: "needs_input", label: `needs input: ${q}`, from: t, to: null });
   },
-  verify_reserved(h, e, it) {
+  verify_reserved(h, e, it, t) {
     const a = it && attemptOf(it, e.payload?.attempt);
     if (!a) return;
-    a.verify = { ...emptyVerify(), command: str(e.payload?.command), log: str(e.payload?.log), reservedAt: e.ts };
+    a.verify = { ...emptyVerify(), command: str(e.payload?.command), log: str(e.payload?.log), reservedAt: t };
   },
-  verify_started(h, e, it) {
+  verify_started(h, e, it, t) {
     const a = it && attemptOf(it, e.payload?.attempt);
     if (!a) return;
-    a.verify ??= { ...emptyVerify(), reservedAt: e.ts };
-    a.verify.startedAt = e.ts;
+    a.verify ??= { ...emptyVerify(), reservedAt: t };
+    a.verify.startedAt = t;
     a.verify.deadline = str(e.payload?.deadline);
     a.verify.log ??= str(e.payload?.log);
   },
-  verify_finished(h, e, it) {
+  verify_finished(h, e, it, t) {
     const a = it && attemptOf(it, e.payload?.attempt);
     if (!a) return;
     const p = e.payload ?? {};
     // verify: false, or a verify that never ran: the verdict is all there is (a zero-length phase).
-    a.verify ??= { ...emptyVerify(), reservedAt: e.ts };
+    a.verify ??= { ...emptyVerify(), reservedAt: t };
     Object.assign(a.verify, {
-      finishedAt: e.ts,
+      finishedAt: t,
       passed: p.passed === true,
       exitCode: num(p.exitCode),
       timedOut: p.timedOut === true,
@@ -294,58 +299,58 @@ const HANDLERS: Record<string, Handler> = {
       log: str(p.log) ?? a.verify.log,
     });
   },
-  forge_pr_recorded(h, e, it) {
+  forge_pr_recorded(h, e, it, t) {
     const a = it && attemptOf(it, e.payload?.attempt);
     if (!a) return;
     const p = e.payload ?? {};
-    a.pr = { at: a.pr?.at ?? e.ts, number: num(p.number) ?? 0, url: str(p.url) ?? "", head: str(p.head) ?? "", draft: p.draft === true, reused: p.reused === true };
+    a.pr = { at: a.pr?.at ?? t, number: num(p.number) ?? 0, url: str(p.url) ?? "", head: str(p.head) ?? "", draft: p.draft === true, reused: p.reused === true };
   },
-  forge_landing_waiting(h, e, it) {
+  forge_landing_waiting(h, e, it, t) {
     const a = it && attemptOf(it, e.payload?.attempt);
     if (!a) return;
-    a.landingWaits.push({ at: e.ts, code: str(e.payload?.code) ?? "?", reason: str(e.payload?.reason) ?? "" });
+    a.landingWaits.push({ at: t, code: str(e.payload?.code) ?? "?", reason: str(e.payload?.reason) ?? "" });
   },
   forge_thread_baselined() {},
   forge_comment_handled() {},
   forge_question_posted() {},
-  landing_finished(h, e, it) {
+  landing_finished(h, e, it, t) {
     const a = it && attemptOf(it, e.payload?.attempt);
     if (!a) return;
     const p = e.payload ?? {};
-    a.landing = { at: e.ts, outcome: str(p.outcome) ?? "?", target: str(p.target), commit: str(p.commit), reason: str(p.reason) ?? "" };
+    a.landing = { at: t, outcome: str(p.outcome) ?? "?", target: str(p.target), commit: str(p.commit), reason: str(p.reason) ?? "" };
   },
-  item_requeued(h, e, it) {
+  item_requeued(h, e, it, t) {
     if (!it) return;
-    closeItemWait(it, e.ts);
+    closeItemWait(it, t);
     const a = attemptOf(it, undefined);
     if (a && a.outcome === null && a.abandonedAt === null)
-      a.outcome = { at: e.ts, kind: e.payload?.failed ? "failed" : "requeued", reason: str(e.payload?.reason) ?? "" };
+      a.outcome = { at: t, kind: e.payload?.failed ? "failed" : "requeued", reason: str(e.payload?.reason) ?? "" };
   },
-  item_settled(h, e, it) {
+  item_settled(h, e, it, t) {
     if (!it) return;
-    closeItemWait(it, e.ts);
+    closeItemWait(it, t);
     const a = attemptOf(it, undefined);
     const kind = str(e.payload?.outcome) ?? "?";
     // An attempt without an outcome is the one in flight (every requeue gives the one before its
     // outcome): a settlement ends it. An item settled while pending has none such.
     if (a && a.outcome === null && a.abandonedAt === null)
-      a.outcome = { at: e.ts, kind, reason: str(e.payload?.reason) ?? "" };
+      a.outcome = { at: t, kind, reason: str(e.payload?.reason) ?? "" };
   },
-  session_closed(h, e, it) {
+  session_closed(h, e, it, t) {
     const a = it && attemptOf(it, e.payload?.attempt);
     if (!a) return;
-    a.closed = { at: e.ts, how: str(e.payload?.how) ?? "?", reason: str(e.payload?.reason) ?? "" };
+    a.closed = { at: t, how: str(e.payload?.how) ?? "?", reason: str(e.payload?.reason) ?? "" };
   },
-  work_item_reset(h, e, it) {
+  work_item_reset(h, e, it, t) {
     if (!it) return;
     const p = e.payload ?? {};
     // As the reducer reads it: only a reset that removed something starts a new epoch.
     const pieces: unknown[] = Array.isArray(p.pieces) ? p.pieces : [];
     if (p.found === false || (p.found === true && pieces.length === 0)) return;
-    closeItemWait(it, e.ts);
-    for (const a of it.attempts) if (a.epoch === it.epoch && !settledAttempt(a)) a.abandonedAt = e.ts;
+    closeItemWait(it, t);
+    for (const a of it.attempts) if (a.epoch === it.epoch && !settledAttempt(a)) a.abandonedAt = t;
     it.epoch++;
-    it.resets.push({ at: e.ts, actor: e.actor });
+    it.resets.push({ at: t, actor: e.actor });
   },
 };
 
@@ -359,16 +364,17 @@ function settledAttempt(a: AttemptHistory): boolean {
 
 /** Fold one event into `h` (the next one of the log: the caller reads them in seq order). */
 export function foldEvent(h: History, e: LogEvent & { hash?: string }): void {
+  const t = Date.parse(e.ts);
   h.seq = e.seq;
   if (e.hash !== undefined) h.hash = e.hash;
-  h.firstTs ??= e.ts;
-  h.lastTs = e.ts;
+  h.firstTs ??= t;
+  h.lastTs = t;
   const handler = Object.hasOwn(HANDLERS, e.type) ? HANDLERS[e.type]! : null;
   if (!handler) {
     h.unknown[e.type] = (h.unknown[e.type] ?? 0) + 1;
     return;
   }
-  handler(h, e, e.item === null ? null : item(h, e.item));
+  handler(h, e, e.item === null ? null : item(h, e.item), t);
 }
 
 export function foldEvents(events: Iterable<LogEvent & { hash?: string }>, h: History = emptyHistory()): History {
@@ -377,8 +383,8 @@ export function foldEvents(events: Iterable<LogEvent & { hash?: string }>, h: Hi
 }
 
 /** The first of the times that is not null. */
-function first(...ts: (string | null | undefined)[]): string | null {
-  for (const t of ts) if (t) return t;
+function first(...ts: (number | null | undefined)[]): number | null {
+  for (const t of ts) if (t !== null && t !== undefined) return t;
   return null;
 }
 
@@ -408,7 +414,7 @@ export function phasesOf(a: AttemptHistory): Phase[] {
 }
 
 /** The attempt's end in time: the last known time of any of its records, or null while it goes on. */
-export function attemptEnd(a: AttemptHistory): string | null {
+export function attemptEnd(a: AttemptHistory): number | null {
   const phases = phasesOf(a);
   if (phases.some((p) => p.to === null)) return null;
   return phases.reduce((m, p) => (p.to! > m ? p.to! : m), a.reservedAt);

@@ -21,13 +21,22 @@ const ENTITIES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;
  * so what an agent wrote reads as it is; line breaks and tabs are kept.
  */
 export function escapeText(s: string): string {
+  if (!NEEDS_WORK.test(s)) return s;
   return printableText(s).replace(/[&<>"']/g, (c) => ENTITIES[c]!);
 }
 
 /** One line of outside text (a reason, a question as a label): line breaks shown as \n too. */
 export function escapeLine(s: string): string {
+  if (!NEEDS_WORK.test(s)) return s;
   return printable(s).replace(/[&<>"']/g, (c) => ENTITIES[c]!);
 }
+
+/**
+ * Anything but printable ASCII without the five characters above: most of a page (ids, statuses,
+ * numbers, plain reasons) is nothing else, and is put in as it is (a page of 500 items escapes
+ * thousands of strings: bench/README.md, loop serve).
+ */
+const NEEDS_WORK = /[^\x20-\x21\x23-\x25\x28-\x3b\x3d\x3f-\x7e]/;
 
 type Value = Markup | string | number | boolean | null | undefined | readonly Value[];
 

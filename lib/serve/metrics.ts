@@ -80,7 +80,7 @@ export function metricsText(loops: LoopMetrics[], o: { now: number; sseClients: 
     "loop_last_event_age_seconds",
     "gauge",
     "Seconds since the last event was appended to the log.",
-    loops.filter((l) => l.history.lastTs !== null).map((l) => [{ loop: l.name }, round((o.now - Date.parse(l.history.lastTs!)) / 1000)]),
+    loops.filter((l) => l.history.lastTs !== null).map((l) => [{ loop: l.name }, round((o.now - l.history.lastTs!) / 1000)]),
   );
   family("loop_log_seq", "gauge", "The log head (the seq of the last event).", loops.map((l) => [{ loop: l.name }, l.history.seq]));
   family("loop_serve_sse_clients", "gauge", "Pages connected for live updates.", [[{}, o.sseClients]]);

@@ -134,20 +134,25 @@ function fileBlock(title: string, f: FileSlice | null, open = false): Markup {
 }
 
 /** A duration as people read it: tenths of a second below a minute. */
-export function spanText(from: string, to: string): string {
-  const s = Math.max(0, (Date.parse(to) - Date.parse(from)) / 1000);
+export function spanText(from: number, to: number): string {
+  const s = Math.max(0, (to - from) / 1000);
   if (s < 60) return `${s.toFixed(1)} s`;
   if (s < 3600) return `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`;
   return `${Math.floor(s / 3600)} h ${Math.round((s % 3600) / 60)} min`;
 }
 
-function when(ts: string | null | undefined): Markup {
-  return ts ? html`<time datetime="${ts}">${ts.replace("T", " ").replace(/\.\d+Z$/, "Z")}</time>` : html`–`;
+/** A time (ms since the epoch, or the log's ISO text) as UTC, to the second. */
+function when(t: number | string | null | undefined): Markup {
+  if (t === null || t === undefined) return html`–`;
+  const ms = typeof t === "number" ? t : Date.parse(t);
+  if (!Number.isFinite(ms)) return html`${String(t)}`;
+  const iso = new Date(ms).toISOString();
+  return html`<time datetime="${iso}">${iso.replace("T", " ").replace(/\.\d+Z$/, "Z")}</time>`;
 }
 
 function attemptSection(a: AttemptHistory, files: AttemptFiles | undefined): Markup {
   const phases = phasesOf(a).map(
-    (p) => html`<li class="ph-line"><span class="swatch ph-${p.kind}"></span>${p.kind} ${p.to ? spanText(p.from, p.to) : html`<em>still going</em>`} <small>(${when(p.from)} → ${p.to ? when(p.to) : "now"})</small></li>`,
+    (p) => html`<li class="ph-line"><span class="swatch ph-${p.kind}"></span>${p.kind} ${p.to !== null ? spanText(p.from, p.to) : html`<em>still going</em>`} <small>(${when(p.from)} → ${p.to !== null ? when(p.to) : "now"})</small></li>`,
   );
   const v = a.verify;
   const verify = v

@@ -317,12 +317,15 @@ export function startServer(o: ServeOptions): Served {
         });
       }
       let res: Response;
+      const t0 = performance.now();
       try {
         res = await route(req, url, server);
       } catch (err) {
         const p = storeProblem(err);
         res = jsonError(500, "internal", p.message);
       }
+      // What the answer cost the server (bench/serve.ts reads it; so can a browser's developer tools).
+      res.headers.set("Server-Timing", `app;dur=${(performance.now() - t0).toFixed(2)}`);
       if (req.method === "HEAD") return new Response(null, { status: res.status, headers: res.headers });
       return res;
     },

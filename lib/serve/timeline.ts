@@ -3,7 +3,7 @@
 // `timelineOf` (the history and the status document → rows of numbers and words) and `timelineSvg`
 // (rows → SVG text). Every word on it came from outside and is escaped (html.ts); times are drawn in
 // UTC so the same log draws the same picture anywhere.
-import { escapeLine, clip } from "./html.ts";
+import { clip, escapeLine, escapeText } from "./html.ts";
 import { type AttemptHistory, type History, type LoopWaitKind, type PhaseKind, PHASE_KINDS, phasesOf } from "./history.ts";
 import type { StatusReport } from "../reports/status.ts";
 
@@ -11,6 +11,9 @@ export interface Bar {
   kind: string;
   from: number;
   to: number;
+}
+
+export interface Wait extends Bar {
   title: string;
 }
 
@@ -19,8 +22,13 @@ export interface TimelineAttempt {
   phases: Bar[];
   /** The attempt's fate (`passed`, `failed`, `requeued`, …), or null while it goes on. */
   outcome: string | null;
-  /** Where its fate is marked (the end of its last phase). */
+  /** Why: the fate's reason, else how the agent's session ended. */
+  reason: string | null;
+  /** Where it starts and where its fate is marked (the end of its last phase). */
+  start: number;
   end: number;
+  /** A phase is still going (it runs to now). */
+  open: boolean;
 }
 
 export interface TimelineRow {
@@ -31,14 +39,14 @@ export interface TimelineRow {
   /** Spend and reworks, when the status document carries them. */
   note: string | null;
   attempts: TimelineAttempt[];
-  waits: Bar[];
+  waits: Wait[];
 }
 
 export interface TimelineInput {
   start: number;
   end: number;
   rows: TimelineRow[];
-  loopWaits: Bar[];
+  loopWaits: Wait[];
   /** Rows left out by the cap (the status API has them all). */
   omitted: number;
 }
@@ -87,10 +95,6 @@ function reworksText(r: unknown): string | null {
   return n ? `${n} rework${n === 1 ? "" : "s"}` : null;
 }
 
-function ms(ts: string): number {
-  return Date.parse(ts);
-}
-
 function dur(a: number, b: number): string {
   const s = Math.max(0, Math.round((b - a) / 1000));
   if (s < 60) return `${s}s`;
@@ -104,17 +108,22 @@ function attemptLabel(a: AttemptHistory): string {
 }
 
 function attemptRow(a: AttemptHistory, now: number): TimelineAttempt {
-  const label = attemptLabel(a);
+  let open = false;
   const phases = phasesOf(a).map((p) => {
-    const from = ms(p.from);
-    const to = p.to === null ? now : ms(p.to);
-    return { kind: p.kind, from, to, title: `${label}: ${PHASE_NAMES[p.kind]} ${dur(from, to)}${p.to === null ? " (still going)" : ""}` };
+    if (p.to === null) open = true;
+    return { kind: p.kind, from: p.from, to: p.to ?? now };
   });
-  const end = phases.reduce((m, p) => Math.max(m, p.to), ms(a.reservedAt));
-  const outcome = a.outcome?.kind ?? (a.abandonedAt ? "reset" : null);
-  const why = a.outcome?.reason ?? a.end?.reason ?? null;
-  if (phases[0]) phases[0].title += why ? ` — ${outcome ?? "in flight"}: ${why}` : "";
-  return { label, phases, outcome, end };
+  let end = a.reservedAt;
+  for (const p of phases) if (p.to > end) end = p.to;
+  return {
+    label: attemptLabel(a),
+    phases,
+    outcome: a.outcome?.kind ?? (a.abandonedAt !== null ? "reset" : null),
+    reason: a.outcome?.reason ?? a.end?.reason ?? null,
+    start: a.reservedAt,
+    end,
+    open,
+  };
 }
 
 /**
@@ -135,27 +144,25 @@ export function timelineOf(history: History, status: Pick<StatusReport, "items">
       note: itemNote(it),
       attempts: (h?.attempts ?? []).map((a) => attemptRow(a, now)),
       waits: (h?.waits ?? []).map((w) => {
-        const from = ms(w.from);
-        const to = w.to === null ? now : ms(w.to);
-        return { kind: w.kind, from, to, title: `${w.label} (${dur(from, to)})` };
+        const to = w.to ?? now;
+        return { kind: w.kind, from: w.from, to, title: `${w.label} (${dur(w.from, to)})` };
       }),
     });
   }
   const loopWaits = history.waits.map((w) => {
-    const from = ms(w.from);
-    const to = w.to === null ? now : ms(w.to);
-    return { kind: w.kind, from, to, title: `loop ${LOOP_WAIT_NAMES[w.kind]} ${dur(from, to)}: ${w.label}` };
+    const to = w.to ?? now;
+    return { kind: w.kind, from: w.from, to, title: `loop ${LOOP_WAIT_NAMES[w.kind]} ${dur(w.from, to)}: ${w.label}` };
   });
   // From the first thing drawn to the last (the first reservation, not the store's creation, which
   // may be days before anything ran).
   let start = Infinity;
   let end = -Infinity;
   for (const r of rows) {
-    for (const a of r.attempts) for (const p of a.phases) (start = Math.min(start, p.from)), (end = Math.max(end, p.to));
+    for (const a of r.attempts) (start = Math.min(start, a.start)), (end = Math.max(end, a.end));
     for (const w of r.waits) (start = Math.min(start, w.from)), (end = Math.max(end, w.to));
   }
   for (const w of loopWaits) (start = Math.min(start, w.from)), (end = Math.max(end, w.to));
-  if (!Number.isFinite(start)) start = history.firstTs ? ms(history.firstTs) : now;
+  if (!Number.isFinite(start)) start = history.firstTs ?? now;
   if (!Number.isFinite(end)) end = now;
   if (end - start < 1000) end = start + 1000;
   return { start, end, rows, loopWaits, omitted: status.items.length - drawn.length };
@@ -221,14 +228,7 @@ export function timelineSvg(t: TimelineInput, o: { width: number }): string {
     out.push(`<a href="${escapeLine(r.href)}"><text class="label" x="6" y="${mid + 4}">${escapeLine(clip(r.id, 26))}<title>${escapeLine(r.id)}</title></text></a>`);
     for (const w of r.waits)
       out.push(`<rect class="wait wait-${escapeLine(w.kind)}" x="${f(x(w.from))}" y="${y + 3}" width="${f(Math.max(2, x(w.to) - x(w.from)))}" height="${L.row - 6}" fill="url(#hatch)"><title>${escapeLine(w.title)}</title></rect>`);
-    for (const a of r.attempts) {
-      out.push(`<g class="attempt">`);
-      for (const p of a.phases)
-        out.push(`<rect class="ph ph-${escapeLine(p.kind)}" x="${f(x(p.from))}" y="${y + (L.row - L.bar) / 2}" width="${f(Math.max(1.5, x(p.to) - x(p.from)))}" height="${L.bar}"><title>${escapeLine(p.title)}</title></rect>`);
-      if (a.outcome)
-        out.push(`<rect class="end end-${escapeLine(a.outcome)}" x="${f(x(a.end) - 1)}" y="${y + 3}" width="2.5" height="${L.row - 6}"><title>${escapeLine(`${a.label}: ${a.outcome}`)}</title></rect>`);
-      out.push(`</g>`);
-    }
+    drawAttempts(out, r.attempts, x, y);
     const ox = L.label + chart + 10;
     const reason = [r.reason, r.note].filter(Boolean).join(" · ");
     out.push(
@@ -238,6 +238,56 @@ export function timelineSvg(t: TimelineInput, o: { width: number }): string {
   });
   out.push(`</svg>`);
   return out.join("");
+}
+
+/** An attempt narrower than this (px) is drawn as one mark, not phase by phase. */
+const DETAIL_PX = 4;
+
+function attemptTitle(a: TimelineAttempt): string {
+  const fate = a.outcome ?? (a.open ? "in flight" : "ended");
+  const phases = a.phases.map((p) => `${PHASE_NAMES[p.kind as PhaseKind] ?? p.kind} ${dur(p.from, p.to)}`).join(" · ");
+  return `${a.label}: ${fate}${a.reason ? ` — ${a.reason}` : ""}\n${phases}${a.open ? " (still going)" : ""}`;
+}
+
+/**
+ * One row's attempts. A wide one is its phases side by side and a mark of its fate; a narrow one
+ * (most of a long loop, seen whole) is one mark coloured by its fate, and narrow ones that touch are
+ * one mark for all of them: a page of a 500-item loop stays small (bench/README.md, loop serve).
+ * Every mark says what it is when hovered.
+ */
+function drawAttempts(out: string[], attempts: TimelineAttempt[], x: (v: number) => number, y: number): void {
+  const L = LAYOUT;
+  const barY = y + (L.row - L.bar) / 2;
+  let group: { x0: number; x1: number; items: TimelineAttempt[] } | null = null;
+  const flush = () => {
+    if (!group) return;
+    const g = group;
+    group = null;
+    const last = g.items[g.items.length - 1]!;
+    const fate = last.outcome ?? (last.open ? "open" : "ended");
+    const title = g.items.length === 1 ? attemptTitle(last) : `${g.items.length} attempts: ${g.items.map((a) => `${a.label} ${a.outcome ?? "in flight"}`).join(", ")}`;
+    out.push(`<rect class="att att-${escapeLine(fate)}" x="${f(g.x0)}" y="${barY}" width="${f(Math.max(1.5, g.x1 - g.x0))}" height="${L.bar}"><title>${escapeText(title)}</title></rect>`);
+  };
+  for (const a of attempts) {
+    const x0 = x(a.start);
+    const x1 = x(a.end);
+    if (x1 - x0 < DETAIL_PX) {
+      if (group && x0 - group.x1 <= 1) {
+        group.x1 = Math.max(group.x1, x1);
+        group.items.push(a);
+      } else {
+        flush();
+        group = { x0, x1, items: [a] };
+      }
+      continue;
+    }
+    flush();
+    out.push(`<g class="attempt"><title>${escapeText(attemptTitle(a))}</title>`);
+    for (const p of a.phases) out.push(`<rect class="ph ph-${escapeLine(p.kind)}" x="${f(x(p.from))}" y="${barY}" width="${f(Math.max(1.5, x(p.to) - x(p.from)))}" height="${L.bar}"/>`);
+    if (a.outcome) out.push(`<rect class="end end-${escapeLine(a.outcome)}" x="${f(x1 - 1)}" y="${y + 3}" width="2.5" height="${L.row - 6}"/>`);
+    out.push(`</g>`);
+  }
+  flush();
 }
 
 /** The legend's entries: every phase and wait the timeline may draw, with their classes. */

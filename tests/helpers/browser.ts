@@ -6,6 +6,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 
+// Names of the page's world, used only inside functions that run in the browser (no DOM types here).
+declare const document: any, Image: any;
+
 export const CHROMIUM = "/usr/bin/chromium";
 export const HAVE_CHROMIUM = existsSync(CHROMIUM);
 

@@ -11,6 +11,9 @@ import { type Browser, CHROMIUM, HAVE_CHROMIUM, launchBrowser, pngRegions } from
 import { demoDefinition, Project } from "../helpers/project.ts";
 import { EXPECTED, HOSTILE, servedDefinition } from "./fixture.ts";
 
+// Names of the page's world, used only inside functions that run in the browser (no DOM types here).
+declare const window: any, document: any;
+
 /** `loop serve` over a project, as a real process; the page address it printed first. */
 async function serve(p: Project): Promise<{ url: string; stop: () => Promise<number> }> {
   const proc = p.spawn(["serve", "--root", p.root, "--listen", "127.0.0.1:0", "--json"]);
@@ -36,7 +39,7 @@ async function serve(p: Project): Promise<{ url: string; stop: () => Promise<num
 async function watchViolations(page: Page): Promise<void> {
   await page.addInitScript(() => {
     (window as any).__violations = [];
-    document.addEventListener("securitypolicyviolation", (e) => (window as any).__violations.push(`${e.violatedDirective} ${e.blockedURI}`));
+    document.addEventListener("securitypolicyviolation", (e: any) => (window as any).__violations.push(`${e.violatedDirective} ${e.blockedURI}`));
   });
 }
 
@@ -81,7 +84,7 @@ describe.skipIf(!HAVE_CHROMIUM)(HAVE_CHROMIUM ? "in Chromium" : `in Chromium (SK
     const errors: string[] = [];
     page.on("pageerror", (e) => errors.push(e.message));
     await page.goto(new URL("items/xss", served.url).href);
-    await page.$$eval("details", (ds) => ds.forEach((d) => ((d as HTMLDetailsElement).open = true)));
+    await page.$$eval("details", (ds) => ds.forEach((d) => ((d as any).open = true)));
     const seen = await page.evaluate(() => ({
       pwned: (window as any).__pwned ?? null,
       imgs: document.querySelectorAll("img").length,

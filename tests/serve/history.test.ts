@@ -21,6 +21,9 @@ import {
   verifyStarted,
 } from "../helpers/events.ts";
 
+/** The time of the event at index i, as the history keeps times (ms). */
+const at = (b: LogBuilder, i: number) => Date.parse(b.events[i]!.ts);
+
 function fold(b: LogBuilder): History {
   return foldEvents(b.events);
 }
@@ -28,7 +31,7 @@ function fold(b: LogBuilder): History {
 /** An attempt's phases as `kind from→to` with seconds from the log's first event (LogBuilder ticks one second per event). */
 function phases(a: AttemptHistory): string[] {
   const t0 = Date.parse("2025-01-01T00:00:00.000Z");
-  const s = (ts: string | null) => (ts === null ? "…" : String((Date.parse(ts) - t0) / 1000));
+  const s = (ms: number | null) => (ms === null ? "…" : String((ms - t0) / 1000));
   return phasesOf(a).map((p) => `${p.kind} ${s(p.from)}→${s(p.to)}`);
 }
 
@@ -41,7 +44,7 @@ describe("an attempt's phases", () => {
     b.push(settled("a", 1, "passed", "verify passed"), { type: "session_closed", item: "a", payload: { attempt: 1, how: "not_running", worktreeRemoved: true, reason: "item passed" } });
     const a = fold(b).items.get("a")!.attempts[0]!;
     expect(phases(a)).toEqual(["launching 4→5", "agent 5→6", "verify 7→9", "landing 9→10"]);
-    expect(a.outcome).toEqual({ at: b.events[10]!.ts, kind: "passed", reason: "verify passed" });
+    expect(a.outcome).toEqual({ at: at(b, 10), kind: "passed", reason: "verify passed" });
     expect(a.verify).toMatchObject({ passed: true, command: "bun test", reason: "verify passed", tail: "3 pass" });
     expect(a.landing?.outcome).toBe("merged");
   });
@@ -76,7 +79,7 @@ describe("an attempt's phases", () => {
     const a = fold(b).items.get("a")!.attempts[0]!;
     expect(phases(a)).toEqual(["launching 4→5", "agent 5→6", "landing 7→8", "checks 8→10"]);
     expect(a.pr).toMatchObject({ number: 7, url: "https://github.com/o/r/pull/7" });
-    expect(a.landingWaits).toEqual([{ at: b.events[8]!.ts, code: "checks_pending", reason: "checks are running" }]);
+    expect(a.landingWaits).toEqual([{ at: at(b, 8), code: "checks_pending", reason: "checks are running" }]);
   });
 });
 
@@ -86,14 +89,14 @@ describe("waits", () => {
     b.push(definition(1, [itemDef("a")]), loopStarted, launch("a", 1), started("a", 1)); // ..5
     b.push({ type: "needs_input", item: "a", payload: { attempt: 1, question: "which port?" } }, { type: "loop_paused", payload: { reason: "a needs input: which port?" } }); // 6, 7
     let h = fold(b);
-    expect(h.items.get("a")!.waits).toEqual([{ kind: "needs_input", label: "needs input: which port?", from: b.events[5]!.ts, to: null }]);
-    expect(h.waits).toEqual([{ kind: "paused", label: "a needs input: which port?", from: b.events[6]!.ts, to: null }]);
+    expect(h.items.get("a")!.waits).toEqual([{ kind: "needs_input", label: "needs input: which port?", from: at(b, 5), to: null }]);
+    expect(h.waits).toEqual([{ kind: "paused", label: "a needs input: which port?", from: at(b, 6), to: null }]);
     b.push({ type: "reply_recorded", item: "a", actor: "alice", payload: { text: "8080" } }, { type: "loop_resumed", payload: {} }, requeued("a", 1, "answered", { failed: false })); // 8, 9, 10
     h = fold(b);
-    expect(h.items.get("a")!.waits[0]!.to).toBe(b.events[9]!.ts);
-    expect(h.waits[0]!.to).toBe(b.events[8]!.ts);
+    expect(h.items.get("a")!.waits[0]!.to).toBe(at(b, 9));
+    expect(h.waits[0]!.to).toBe(at(b, 8));
     expect(h.items.get("a")!.attempts[0]!.outcome?.kind).toBe("requeued");
-    expect(h.items.get("a")!.replies).toEqual([{ at: b.events[7]!.ts, actor: "alice" }]);
+    expect(h.items.get("a")!.replies).toEqual([{ at: at(b, 7), actor: "alice" }]);
   });
 
   test("an environment fault ends its attempt (given back) and pauses the loop until resumed", () => {
@@ -105,13 +108,13 @@ describe("waits", () => {
     expect(a.end?.verdict).toBe("environment_fault");
     expect(a.outcome).toMatchObject({ kind: "requeued" });
     expect(phases(a)).toEqual(["launching 4→5"]);
-    expect(h.waits).toEqual([{ kind: "environment", label: "environment fault: claude is not on PATH. To fix: install it, then `loop ctl resume`", from: b.events[4]!.ts, to: null }]);
+    expect(h.waits).toEqual([{ kind: "environment", label: "environment fault: claude is not on PATH. To fix: install it, then `loop ctl resume`", from: at(b, 4), to: null }]);
   });
 
   test("stop then resume: one stopped wait", () => {
     const b = new LogBuilder();
     b.push(definition(1, [itemDef("a")]), loopStarted, { type: "loop_stopped", payload: { reason: "by alice" } }, { type: "loop_resumed", payload: {} });
-    expect(fold(b).waits).toEqual([{ kind: "stopped", label: "by alice", from: b.events[3]!.ts, to: b.events[4]!.ts }]);
+    expect(fold(b).waits).toEqual([{ kind: "stopped", label: "by alice", from: at(b, 3), to: at(b, 4) }]);
   });
 });
 
@@ -159,6 +162,6 @@ describe("epochs, order and what the fold does not know", () => {
     const h = fold(b);
     expect(h.items.get("a")!.attempts[0]!.outcome?.kind).toBe("failed");
     expect(h.items.get("b")!.attempts).toEqual([]);
-    expect(h.lastTs).toBe(b.events.at(-1)!.ts);
+    expect(h.lastTs).toBe(at(b, b.events.length - 1));
   });
 });

@@ -38,7 +38,8 @@ describe("timelineOf", () => {
     const running = t.rows[1]!.attempts[0]!;
     expect(running.outcome).toBeNull();
     expect(running.phases.at(-1)).toMatchObject({ kind: "agent", to: now });
-    expect(running.phases.at(-1)!.title).toContain("(still going)");
+    expect([running.open, running.end]).toEqual([true, now]);
+    expect(t.rows[0]!.attempts[0]!.reason).toBe("verify failed, next attempt");
     expect(t.rows[2]!.attempts).toEqual([]);
   });
 
@@ -106,11 +107,14 @@ describe("timelineSvg", () => {
           {
             label: "attempt 1",
             outcome: "passed",
+            reason: "verify passed",
+            start: T0,
             end: T0 + 50_000,
+            open: false,
             phases: [
-              { kind: "launching", from: T0, to: T0 + 10_000, title: "launching" },
-              { kind: "agent", from: T0 + 10_000, to: T0 + 40_000, title: "agent" },
-              { kind: "verify", from: T0 + 40_000, to: T0 + 50_000, title: "verify" },
+              { kind: "launching", from: T0, to: T0 + 10_000 },
+              { kind: "agent", from: T0 + 10_000, to: T0 + 40_000 },
+              { kind: "verify", from: T0 + 40_000, to: T0 + 50_000 },
             ],
           },
         ],
@@ -122,7 +126,7 @@ describe("timelineSvg", () => {
         reason: "needs input: which port?",
         note: null,
         waits: [{ kind: "needs_input", from: T0 + 60_000, to: T0 + 100_000, title: "needs input" }],
-        attempts: [{ label: "attempt 1", outcome: null, end: T0 + 60_000, phases: [{ kind: "agent", from: T0 + 50_000, to: T0 + 60_000, title: "agent" }] }],
+        attempts: [{ label: "attempt 1", outcome: null, reason: null, start: T0 + 50_000, end: T0 + 60_000, open: true, phases: [{ kind: "agent", from: T0 + 50_000, to: T0 + 60_000 }] }],
       },
     ],
   };
@@ -150,6 +154,23 @@ describe("timelineSvg", () => {
     expect(svg).toContain(`<rect class="end end-passed"`);
   });
 
+  test("an attempt too narrow for its phases is one mark of its fate; narrow ones that touch are one mark", () => {
+    const narrow = (n: number, from: number, outcome: string | null) => ({ label: `attempt ${n}`, outcome, reason: null, start: T0 + from, end: T0 + from + 200, open: outcome === null, phases: [{ kind: "agent", from: T0 + from, to: T0 + from + 200 }] });
+    const dense: TimelineInput = {
+      ...input,
+      loopWaits: [],
+      rows: [{ ...input.rows[0]!, attempts: [narrow(1, 0, "failed"), narrow(2, 250, "passed"), narrow(3, 60_000, null), input.rows[0]!.attempts[0]!] }],
+    };
+    const out = timelineSvg(dense, { width });
+    const marks = [...out.matchAll(/<rect class="att att-(\w+)" x="([\d.]+)"[^>]*><title>([^<]*)<\/title>/g)].map((m) => [m[1], Number(m[2]) - LAYOUT.label, m[3]]);
+    expect(marks).toEqual([
+      ["passed", 0, "2 attempts: attempt 1 failed, attempt 2 passed"],
+      ["open", 600, "attempt 3: in flight\nagent running 0s (still going)"],
+    ]);
+    // The wide attempt is still drawn phase by phase.
+    expect(out).toContain(`<rect class="ph ph-verify" x="${LAYOUT.label + 400}"`);
+  });
+
   test("the whole picture (snapshot)", () => {
     // One element per line, so a change reads as a diff.
     expect(svg.replace(/></g, ">\n<")).toMatchSnapshot();
@@ -160,7 +181,21 @@ describe("timelineSvg", () => {
     const hostile: TimelineInput = {
       ...input,
       loopWaits: [{ kind: "paused", from: T0, to: T0 + 1000, title: evil }],
-      rows: [{ ...input.rows[0]!, id: evil, href: `/x?a=${evil}`, status: evil, reason: evil, note: evil, waits: [{ kind: evil, from: T0, to: T0 + 1, title: evil }] }],
+      rows: [
+        {
+          ...input.rows[0]!,
+          id: evil,
+          href: `/x?a=${evil}`,
+          status: evil,
+          reason: evil,
+          note: evil,
+          waits: [{ kind: evil, from: T0, to: T0 + 1, title: evil }],
+          attempts: [
+            { ...input.rows[0]!.attempts[0]!, label: evil, outcome: evil, reason: evil, phases: [{ kind: evil, from: T0, to: T0 + 50_000 }] },
+            { ...input.rows[0]!.attempts[0]!, label: evil, outcome: evil, reason: evil, start: T0 + 60_000, end: T0 + 60_001 },
+          ],
+        },
+      ],
     };
     const out = timelineSvg(hostile, { width });
     expect(out).not.toContain("<script");
