@@ -3,7 +3,7 @@
 // attempt, its verdict, verify, output, handoff, pull request and checks). Pure: the server gathers
 // the status document, the history and the file slices, and these functions turn them into HTML.
 // Every word from the log or a file goes through `html` (html.ts), which escapes it.
-import { clip, html, line, type Markup, safeHref, seg, trusted } from "./html.ts";
+import { html, line, type Markup, safeHref, seg, trusted } from "./html.ts";
 import type { StatusReport } from "../reports/status.ts";
 import { attentionOf } from "./attention.ts";
 import { type AttemptHistory, type History, type ItemHistory, phasesOf } from "./history.ts";
@@ -179,6 +179,18 @@ function prLink(number: number, url: string): Markup {
   return href ? html`<a href="${href}" rel="noreferrer noopener">#${number}</a>` : html`#${number} <code>${line(url)}</code>`;
 }
 
+/** What people did to the item: commands (`loop ctl`), replies, resets, oldest first. */
+function operatorLog(h: ItemHistory | null): Markup {
+  if (!h) return html``;
+  const entries = [
+    ...h.controls.map((c) => ({ at: c.at, text: `loop ctl ${c.verb}`, actor: c.actor })),
+    ...h.replies.map((r) => ({ at: r.at, text: "reply", actor: r.actor })),
+    ...h.resets.map((r) => ({ at: r.at, text: "loop reset", actor: r.actor })),
+  ].sort((a, b) => a.at - b.at);
+  if (!entries.length) return html``;
+  return html`<details class="operators"><summary>operator commands (${entries.length})</summary><ul>${entries.map((e) => html`<li>${when(e.at)} <code>${e.text}</code> by ${line(e.actor)}</li>`)}</ul></details>`;
+}
+
 export function itemMain(d: ItemPageData): Markup {
   const it = d.item;
   const h = d.history;
@@ -202,6 +214,7 @@ ${usage ? html`<dt>spend</dt><dd class="spend">${usage}</dd>` : ""}
 ${reworks ? html`<dt>reworks</dt><dd class="reworks">${reworks}</dd>` : ""}
 </dl></header>
 ${h?.prompt != null ? html`<details class="prompt"><summary>prompt</summary><pre class="log">${h.prompt}</pre></details>` : ""}
+${operatorLog(h)}
 <section aria-label="attempts"><h2>Attempts</h2>${attempts.length ? attempts : html`<p>No attempt yet.</p>`}</section>`;
 }
 
@@ -218,4 +231,3 @@ export function errorMain(title: string, message: string): Markup {
   return html`<h1>${title}</h1><p class="error">${line(message)}</p>`;
 }
 
-export { clip };

@@ -175,6 +175,8 @@ export function startServer(o: ServeOptions): Served {
     const attempt = url.searchParams.get("attempt");
     const offset = Number(url.searchParams.get("offset") ?? "0");
     const tail = item !== null && attempt ? { key: attempt, offset: Number.isSafeInteger(offset) && offset >= 0 ? offset : 0 } : null;
+    // HEAD gets the headers only: a stream nobody will read must not take a client's place.
+    if (req.method === "HEAD") return respond(null, 200, "text/event-stream; charset=utf-8");
     const stream = hub.open(src.name, item, tail);
     if (!stream) return jsonError(503, "too_many_clients", `${hub.max} pages are connected for live updates already; try again later`);
     // The connection stays open: no idle timeout for it (heartbeats keep proxies from closing it).

@@ -171,10 +171,14 @@ describe("safe by construction", () => {
       }
   });
 
-  test("HEAD: the headers without the body", async () => {
+  test("HEAD: the headers without the body; a stream asked with HEAD takes no client's place", async () => {
     const res = await get("/loops/t/", { method: "HEAD" });
     expect(res.status).toBe(200);
     expect(await res.text()).toBe("");
+    const before = served.hub.size;
+    const stream = await get("/loops/t/stream", { method: "HEAD" });
+    expect([stream.status, stream.headers.get("content-type")]).toEqual([200, "text/event-stream; charset=utf-8"]);
+    expect(served.hub.size).toBe(before);
   });
 
   test("a request addressed to a name that is not loopback (DNS rebinding) is refused", async () => {
