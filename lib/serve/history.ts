@@ -412,10 +412,3 @@ export function phasesOf(a: AttemptHistory): Phase[] {
   out.push(...a.extraPhases);
   return out;
 }
-
-/** The attempt's end in time: the last known time of any of its records, or null while it goes on. */
-export function attemptEnd(a: AttemptHistory): number | null {
-  const phases = phasesOf(a);
-  if (phases.some((p) => p.to === null)) return null;
-  return phases.reduce((m, p) => (p.to! > m ? p.to! : m), a.reservedAt);
-}

@@ -6,6 +6,8 @@ import { printable, printableText } from "../shared/printable.ts";
 
 /** Markup built by `html` (or a constant of ours): interpolated as it is. */
 export class Markup {
+  /** Makes the type nominal: an object that merely has a `text` is not Markup. */
+  private readonly markup = true;
   constructor(readonly text: string) {}
   toString(): string {
     return this.text;

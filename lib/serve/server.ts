@@ -15,7 +15,7 @@ import { join } from "node:path";
 import type { AttemptHistory, ItemHistory } from "./history.ts";
 import { metricsText } from "./metrics.ts";
 import { ASSET_CSS, ASSET_JS, type AttemptFiles, attemptKey, errorMain, indexMain, itemHref, itemMain, liveTail, loopHref, loopMain, shell } from "./page.ts";
-import { html, seg } from "./html.ts";
+import { html, seg, trusted } from "./html.ts";
 import type { LoopSource } from "./source.ts";
 import { SseHub, type TailTarget } from "./sse.ts";
 
@@ -103,6 +103,22 @@ export function startServer(o: ServeOptions): Served {
     return src ?? notFound(req, `no loop named ${JSON.stringify(name ?? "")} is served here (GET /api/loops lists them)`);
   }
 
+  /**
+   * A loop's `main`, drawn once per state of the log: when an event arrives, every connected page
+   * asks for it at once. Until the loop drains, what is still going grows with the clock, so the
+   * drawing is also kept at most 5 s.
+   */
+  const drawn = new Map<string, { key: string; text: string }>();
+  function cachedLoopMain(src: LoopSource, status: ReturnType<LoopSource["status"]>): { text: string; hit: boolean } {
+    const t = now();
+    const key = [src.history.seq, status.loop.logSeq, status.loop.seq, status.loop.state === "drained" ? "" : Math.floor(t / 5000), status.findings.map((f) => f.message).join("\u0000")].join("|");
+    const old = drawn.get(src.name);
+    if (old?.key === key) return { text: old.text, hit: true };
+    const text = loopMain(src.name, status, src.history, t).text;
+    drawn.set(src.name, { key, text });
+    return { text, hit: false };
+  }
+
   const loopPage: Route = (req, url, [, name]) => {
     const src = loopOf(req, name);
     if (src instanceof Response) return src;
@@ -113,15 +129,16 @@ export function startServer(o: ServeOptions): Served {
       const p = storeProblem(err);
       return page(src.name, [["loops", "/"], [src.name, null]], errorMain(`${src.name}: ${p.code}`, p.message), 503);
     }
-    const main = loopMain(src.name, status, src.history, now());
-    const seqHeader = { "X-Loop-Seq": String(status.loop.logSeq) };
+    const main = cachedLoopMain(src, status);
+    const seqHeader = { "X-Loop-Seq": String(status.loop.logSeq), "X-Loop-Render": main.hit ? "cached" : "rendered" };
     if (url.searchParams.get("fragment") === "1") return htmlResponse(main.text, 200, seqHeader);
     return htmlResponse(
       shell({
         title: `${status.loop.name ?? src.name} · ${status.loop.state}`,
         crumbs: [["loops", "/"], [src.name, null]],
         live: { stream: `/loops/${seg(src.name)}/stream`, fragment: `${loopHref(src.name)}?fragment=1`, seq: status.loop.logSeq },
-        main,
+        // Our own drawing (loopMain escaped what it put in), kept as text between requests.
+        main: trusted(main.text),
         footer: html`loop serve · read-only · <a href="/api/loops/${seg(src.name)}/status">status JSON</a> · <a href="/api/loops/${seg(src.name)}/events?after=0">events</a> · <a href="/metrics">metrics</a>`,
       }),
       200,

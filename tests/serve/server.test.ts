@@ -119,10 +119,12 @@ describe("the pages", () => {
     expect(res.headers.get("x-loop-seq")).toBe(String(p.head()));
   });
 
-  test("the fragment is the page's main, for the script to swap in", async () => {
+  test("the fragment is the page's main, for the script to swap in; drawn once per state of the log", async () => {
     const [page, fragment] = await Promise.all([get("/loops/t/").then((r) => r.text()), get("/loops/t/?fragment=1").then((r) => r.text())]);
     expect(fragment.startsWith("<header")).toBe(true);
     expect(page).toContain(`<main id="live">${fragment}</main>`);
+    // The loop is drained: nothing grows with the clock, so the same log is the same drawing.
+    expect((await get("/loops/t/?fragment=1")).headers.get("x-loop-render")).toBe("cached");
   });
 
   test("an item's page: every attempt with its verdict, verify and output; the handoff", async () => {
@@ -287,7 +289,9 @@ describe("live updates", () => {
       expect(ctl.code).toBe(0);
       const moved = await r.next("head");
       expect(moved).toEqual({ seq: p.head() });
-      const page = await (await get("/loops/t/?fragment=1")).text();
+      const res = await get("/loops/t/?fragment=1");
+      expect(res.headers.get("x-loop-render")).toBe("rendered");
+      const page = await res.text();
       expect(page).toContain(`<p class="reason">paused &lt;b&gt;by&lt;/b&gt; the test</p>`);
     } finally {
       await r.close();
