@@ -265,7 +265,8 @@ function drawAttempts(out: string[], attempts: TimelineAttempt[], x: (v: number)
     group = null;
     const last = g.items[g.items.length - 1]!;
     const fate = last.outcome ?? (last.open ? "open" : "ended");
-    const title = g.items.length === 1 ? attemptTitle(last) : `${g.items.length} attempts: ${g.items.map((a) => `${a.label} ${a.outcome ?? "in flight"}`).join(", ")}`;
+    // A short title: the phases of a mark this narrow are on the item's page.
+    const title = g.items.length === 1 ? `${last.label}: ${last.outcome ?? (last.open ? "in flight" : "ended")}` : `${g.items.length} attempts: ${g.items.map((a) => `${a.label} ${a.outcome ?? "in flight"}`).join(", ")}`;
     out.push(`<rect class="att att-${escapeLine(fate)}" x="${f(g.x0)}" y="${barY}" width="${f(Math.max(1.5, g.x1 - g.x0))}" height="${L.bar}"><title>${escapeText(title)}</title></rect>`);
   };
   for (const a of attempts) {

@@ -165,7 +165,7 @@ describe("timelineSvg", () => {
     const marks = [...out.matchAll(/<rect class="att att-(\w+)" x="([\d.]+)"[^>]*><title>([^<]*)<\/title>/g)].map((m) => [m[1], Number(m[2]) - LAYOUT.label, m[3]]);
     expect(marks).toEqual([
       ["passed", 0, "2 attempts: attempt 1 failed, attempt 2 passed"],
-      ["open", 600, "attempt 3: in flight\nagent running 0s (still going)"],
+      ["open", 600, "attempt 3: in flight"],
     ]);
     // The wide attempt is still drawn phase by phase.
     expect(out).toContain(`<rect class="ph ph-verify" x="${LAYOUT.label + 400}"`);
