@@ -23,7 +23,7 @@ export const tool = defineTool({
       const root = resolveRoot(r, ctx.cwd);
       return { root, stateRoot: resolveStateRoot({ root, flag: args["state-root"], env: ctx.env, cwd: ctx.cwd }) };
     });
-    const served = startServe({ loops, listen: args.listen ?? DEFAULT_LISTEN, token: args.token, env: ctx.env });
+    const served = startServe({ loops, listen: args.listen ?? DEFAULT_LISTEN, token: args.token, env: ctx.env, log: (m) => ctx.log.warn(m) });
     const doc = served.document;
     // The first line of stdout is the address (port 0: the one picked), written before serving on.
     await ctx.outRaw(ctx.format === "json" ? JSON.stringify(doc) + "\n" : `${doc.url}\n${doc.loops.map((l) => `${l.name}: ${l.url}  (${l.root})`).join("\n")}\n`);

@@ -15,6 +15,7 @@ export interface ServeRequest {
   env: Record<string, string | undefined>;
   pollMs?: ServeOptions["pollMs"];
   now?: ServeOptions["now"];
+  log?: ServeOptions["log"];
 }
 
 /** What `loop serve` prints first (`loop/serve@1`, docs/cli/loop-serve.md#output). */
@@ -47,7 +48,7 @@ export function startServe(r: ServeRequest): Served & { document: ServeDocument;
   }
   let served: Served;
   try {
-    served = startServer({ sources, listen, token, pollMs: r.pollMs, now: r.now });
+    served = startServer({ sources, listen, token, pollMs: r.pollMs, now: r.now, log: r.log });
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     // An address in use or not this machine's: the environment's fault (io_error, exit 1), said with the address.

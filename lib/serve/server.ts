@@ -55,6 +55,8 @@ export interface ServeOptions {
   pollMs?: number;
   maxClients?: number;
   now?: () => number;
+  /** Where the server says what went wrong while serving (a store that became unreadable, an internal error): stderr for the command. */
+  log?: (message: string) => void;
 }
 
 export interface Served {
@@ -341,6 +343,7 @@ export function startServer(o: ServeOptions): Served {
         res = await route(req, url, server);
       } catch (err) {
         const p = storeProblem(err);
+        o.log?.(`internal error answering ${req.method} ${url.pathname}: ${p.message}`);
         res = jsonError(500, "internal", p.message);
       }
       // What the answer cost the server (bench/serve.ts reads it; so can a browser's developer tools).
@@ -350,8 +353,17 @@ export function startServer(o: ServeOptions): Served {
     },
   });
 
+  /** What each loop's store said last (an error code, or "" when readable): a change is said once. */
+  const said = new Map<string, string>(o.sources.map((s) => [s.name, ""]));
   function poll(): void {
-    for (const s of o.sources) if (s.refresh()) hub.head(s.name, s.history.seq);
+    for (const s of o.sources) {
+      if (s.refresh()) hub.head(s.name, s.history.seq);
+      const now = s.error ? `${s.error.code}: ${s.error.message}` : "";
+      if (now !== said.get(s.name)) {
+        o.log?.(now ? `loop ${s.name}: cannot read its store (${now}); its pages say so until it can` : `loop ${s.name}: its store can be read again`);
+        said.set(s.name, now);
+      }
+    }
     for (const w of hub.itemsWatched()) {
       const src = byName.get(w.loop);
       if (!src) continue;

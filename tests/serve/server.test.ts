@@ -3,7 +3,7 @@
 // rules, the live updates, the caps, and the state root left byte-identical after serving under load.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
-import { writeFileSync } from "node:fs";
+import { cpSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startServe } from "../../lib/serve/serve.ts";
 import { CSP, startServer } from "../../lib/serve/server.ts";
@@ -275,6 +275,33 @@ process.kill(process.pid, "SIGKILL");
     // And it saw the event the killed writer committed.
     expect(served.sources[0]!.history.items.get("ok")!.controls.at(-1)).toMatchObject({ actor: "killed", verb: "reply" });
   }, 60_000);
+});
+
+describe("a store that cannot be read while serving", () => {
+  test("its pages and APIs say so (503 with the store's error), stderr says it once, and it comes back", async () => {
+    const copy = join(p.aux, "state-copy");
+    cpSync(p.stateRoot, copy, { recursive: true });
+    const said: string[] = [];
+    const s = startServe({ loops: [{ root: p.root, stateRoot: copy }], listen: "127.0.0.1:0", token: undefined, env: testEnv(), log: (m) => said.push(m), pollMs: 60_000 });
+    try {
+      renameSync(join(copy, "loop.db"), join(copy, "loop.db.away"));
+      s.poll();
+      s.poll();
+      const api = await fetch(new URL("/api/loops/t/status", s.url));
+      expect(api.status).toBe(503);
+      expect(((await api.json()) as any).error.code).toBe("missing_store");
+      const page = await fetch(new URL("/loops/t/", s.url), { headers: { accept: "text/html" } });
+      expect(page.status).toBe(503);
+      expect(await page.text()).toContain("missing_store");
+      expect((await (await fetch(new URL("/metrics", s.url))).text())).toContain('loop_up{loop="t"} 0');
+      renameSync(join(copy, "loop.db.away"), join(copy, "loop.db"));
+      s.poll();
+      expect((await fetch(new URL("/api/loops/t/status", s.url))).status).toBe(200);
+      expect(said).toEqual([expect.stringMatching(/^loop t: cannot read its store \(missing_store: no store at .*\); its pages say so until it can$/), "loop t: its store can be read again"]);
+    } finally {
+      await s.stop();
+    }
+  });
 });
 
 describe("live updates", () => {
