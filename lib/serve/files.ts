@@ -5,14 +5,15 @@
 import { closeSync, constants as fsConstants, fstatSync, openSync, readSync, statSync } from "node:fs";
 
 export type FileSlice =
-  | { kind: "ok"; text: string; size: number; from: number; ino: number }
+  | { kind: "ok"; text: string; size: number; from: number; ino: number; total: number }
   | { kind: "absent" }
   | { kind: "error"; message: string };
 
 /**
  * Bytes [from, min(size, from + max)) of a file (`from` < 0: the last `max` bytes), as UTF-8 text; a
  * sequence cut at the start is dropped, one cut at the end is left for the next read (`from` +
- * bytes actually decoded is where the next read starts: `size` in the result is that end).
+ * bytes actually decoded is where the next read starts: `size` in the result is that end; `total`
+ * is the file's size).
  */
 export function readSlice(path: string, o: { from?: number; max: number }): FileSlice {
   let fd: number;
@@ -39,7 +40,7 @@ export function readSlice(path: string, o: { from?: number; max: number }): File
     // Read from the middle of the file: skip continuation bytes of a character cut in half.
     if (from > 0) while (start < n && start < 4 && (buf[start]! & 0xc0) === 0x80) start++;
     const end = completeEnd(buf, n);
-    return { kind: "ok", text: buf.subarray(start, end).toString("utf8"), size: from + end, from, ino: st.ino };
+    return { kind: "ok", text: buf.subarray(start, end).toString("utf8"), size: from + end, from, ino: st.ino, total: st.size };
   } catch (err) {
     return { kind: "error", message: (err as Error).message };
   } finally {

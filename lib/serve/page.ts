@@ -129,7 +129,7 @@ function fileBlock(title: string, f: FileSlice | null, open = false): Markup {
   if (!f) return html``;
   if (f.kind === "absent") return html`<p class="file-missing">${title}: none</p>`;
   if (f.kind === "error") return html`<p class="file-missing">${title}: cannot be read (${line(f.message)})</p>`;
-  const cut = f.from > 0 ? html` <small>(the last ${f.size - f.from} of ${f.size} bytes)</small>` : "";
+  const cut = f.from > 0 ? html` <small>(the last ${f.total - f.from} of ${f.total} bytes)</small>` : f.size < f.total ? html` <small>(the first ${f.size} of ${f.total} bytes)</small>` : "";
   return html`<details${open ? trusted(" open") : ""}><summary>${title}${cut}</summary><pre class="log">${f.text}</pre></details>`;
 }
 

@@ -5,7 +5,7 @@
 import { statSync } from "node:fs";
 import { basename } from "node:path";
 import { EVENT_COLUMNS, type EventRow } from "../log/integrity.ts";
-import { headOf, withReadSnapshot } from "../log/snapshot.ts";
+import { headOf, storeError, withReadSnapshot } from "../log/snapshot.ts";
 import { projectOf, type ProjectIdentity } from "../log/ownership.ts";
 import { statusReport, type StatusReport } from "../reports/status.ts";
 import { dbPath } from "../log/snapshot.ts";
@@ -85,8 +85,9 @@ export class LoopSource {
       this.sig = sig;
       return moved;
     } catch (err) {
-      const e = err as { code?: unknown; message?: unknown };
-      this.error = { code: typeof e.code === "string" && !e.code.startsWith("SQLITE") ? e.code : "io_error", message: String(e.message ?? err) };
+      // As status names it: missing, corrupt or outdated store, or the environment's io_error.
+      const e = storeError(err, `cannot read the store under ${this.stateRoot}`);
+      this.error = { code: e.code, message: e.message };
       this.sig = "";
       return false;
     }
