@@ -305,9 +305,11 @@ describe("writeWhole: stdout written synchronously, nothing lost when the descri
 
 describe("usage errors exit 2, message on stderr, nothing on stdout", () => {
   test.each(builtTools)("loop %s: an unknown flag, a repeated single-value flag, a value for a boolean", async (t) => {
+    // `loop serve --root` is repeatable (one loop each): its single-value flag here is --state-root.
+    const single = (TOOLS[t]!.args as ArgsSpec).root?.type === "string" && (TOOLS[t]!.args.root as { multiple?: boolean }).multiple ? "--state-root" : "--root";
     for (const [args, says] of [
       [["--no-such-flag"], "no-such-flag"],
-      [["--root", "/a", "--root=/b"], "--root was given 2 times; give it once"],
+      [[single, "/a", `${single}=/b`], `${single} was given 2 times; give it once`],
       [["--json=yes"], "option --json does not take a value"],
     ] as const) {
       // --text: the line for people, with the hint; piped without a format flag: one JSON line.
