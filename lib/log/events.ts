@@ -22,7 +22,7 @@ export const NormItemSchema = v.strictObject({
   timeouts: Timeouts,
 });
 const Forge = v.strictObject({
-  provider: v.picklist(["github"]),
+  provider: v.picklist(["github", "gitlab"]),
   repo: Str,
   apiUrl: Str,
   remote: Str,

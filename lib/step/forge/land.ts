@@ -9,7 +9,7 @@ import type { Payload } from "../../log/events.ts";
 import type { ItemState } from "../../log/reducer.ts";
 import type { ForgeFailure, ForgePull } from "../../forge/provider.ts";
 import { AUTO_MERGE_VAR, autoMergeAllowed } from "../../forge/auto-merge.ts";
-import { mergeGate, notMergeableIsWait } from "../../forge/merge-gate.ts";
+import { mergeGate } from "../../forge/merge-gate.ts";
 import { sanitizeLine } from "../../forge/untrusted.ts";
 import { formatDuration } from "../../definition/duration.ts";
 import { GitError } from "../../shared/errors.ts";
@@ -45,7 +45,7 @@ export async function landThroughForge(ctx: StepContext, it: ItemState): Promise
     if ("block" in pr) return finish({ outcome: "blocked", target: ctx.def.base, commit: null, reason: pr.block });
     append(ctx, [{ type: "forge_pr_recorded", item: it.id, payload: { attempt: attempt.n, number: pr.pull.number, url: pr.pull.url, head: pr.pull.headSha, draft: pr.pull.draft, reused: pr.reused } }], "landing");
     if (ctx.def.landing === "pr")
-      return finish({ outcome: "pr_opened", target: ctx.def.base, commit: pr.pull.headSha, reason: `${pr.pull.draft ? "draft " : ""}pull request #${pr.pull.number} ${pr.reused ? "(reused) " : ""}${pr.pull.url}` });
+      return finish({ outcome: "pr_opened", target: ctx.def.base, commit: pr.pull.headSha, reason: `${pr.pull.draft ? "draft " : ""}${pr.pull.label} ${pr.reused ? "(reused) " : ""}${pr.pull.url}` });
     return null; // the next turn of the step evaluates the merge
   }
   const pr = f.pr!;
@@ -56,7 +56,7 @@ export async function landThroughForge(ctx: StepContext, it: ItemState): Promise
   let pull = got.value;
   if (!pull.merged && pull.headSha !== pr.head) {
     // Someone (or a retry) moved the head: what was seen green no longer counts.
-    append(ctx, [{ type: "forge_landing_waiting", item: it.id, payload: { attempt: attempt.n, code: "head_moved", reason: `head of #${pr.number} moved to ${pull.headSha.slice(0, 12)}; checking it again`, head: pull.headSha } }], "landing");
+    append(ctx, [{ type: "forge_landing_waiting", item: it.id, payload: { attempt: attempt.n, code: "head_moved", reason: `head of ${pull.label} moved to ${pull.headSha.slice(0, 12)}; checking it again`, head: pull.headSha } }], "landing");
   }
   const checks = pull.merged ? null : await link.provider.checks(pull.headSha);
   if (checks && !checks.ok) return failure(ctx, link, it, checks, finish);
@@ -77,12 +77,13 @@ export async function landThroughForge(ctx: StepContext, it: ItemState): Promise
     pull = { ...pull, merged: true, mergeCommitSha: r.value.sha };
     return merged(ctx, it, pull, r.value.sha, finish);
   }
+  if (r.value.kind === "merging") return wait(ctx, it, { code: "not_mergeable_yet", reason: `the forge is merging ${pull.label} (${sanitizeLine(r.value.message, 120)})`, head: pull.headSha });
   if (r.value.kind === "head_moved") {
     // 409: never merge a sha whose checks were not seen green; read the new head next tick.
-    return wait(ctx, it, { code: "head_moved", reason: `head of #${pr.number} moved while merging (${sanitizeLine(r.value.message, 120)}); checking the new head`, head: pull.headSha });
+    return wait(ctx, it, { code: "head_moved", reason: `head of ${pull.label} moved while merging (${sanitizeLine(r.value.message, 120)}); checking the new head`, head: pull.headSha });
   }
-  if (notMergeableIsWait(r.value.message)) return wait(ctx, it, { code: "not_mergeable_yet", reason: `the forge is not ready to merge #${pr.number}: ${r.value.message}`, head: pull.headSha });
-  return finish({ outcome: "blocked", target: ctx.def.base, commit: null, reason: `the forge refused to merge #${pr.number}: ${r.value.message}; ${pr.url} left open` });
+  if (r.value.wait) return wait(ctx, it, { code: "not_mergeable_yet", reason: `the forge is not ready to merge ${pull.label}: ${r.value.message}`, head: pull.headSha });
+  return finish({ outcome: "blocked", target: ctx.def.base, commit: null, reason: `the forge refused to merge ${pull.label}: ${r.value.message}; ${pr.url} left open` });
 }
 
 /** Push the branch and find or open its pull request. */
@@ -108,26 +109,27 @@ async function openPull(ctx: StepContext, link: ForgeLink, it: ItemState, branch
     "",
     `Verify: ${attempt.verify!.passed ? "passed" : "failed"} (${sanitizeLine(attempt.verify!.reason, 200)}).`,
     "",
-    ctx.def.landing === "merge" ? "loop merges this pull request once every check run and status on its head is green (landing `merge`)." : "A draft: loop does not merge it (landing `pr`).",
+    ctx.def.landing === "merge" ? `loop merges this ${link.provider.pullNoun} once every check on its head is green (landing \`merge\`).` : "A draft: loop does not merge it (landing `pr`).",
   ].join("\n");
   const draft = ctx.def.landing === "pr";
   let created = await link.provider.createPull({ title, body, head: branch, base: ctx.def.base, draft });
   if (created.ok && created.value.kind === "refused" && created.value.code === "draft_unsupported" && draft) {
     // Drafts are not available here (a private repository on some plans): a regular PR that says
     // it awaits review; loop never merges it either way (landing "pr").
-    ctx.options.log.warn(`forge: the forge refused a draft pull request (${created.value.message}); opening a regular one that says it awaits review`);
+    ctx.options.log.warn(`forge: the forge refused a draft ${link.provider.pullNoun} (${created.value.message}); opening a regular one that says it awaits review`);
     const awaits = `${body.replace(/\n[^\n]*$/, "")}\nNot a draft only because this repository does not allow drafts: it awaits review, and loop does not merge it (landing \`pr\`).`;
     created = await link.provider.createPull({ title, body: awaits, head: branch, base: ctx.def.base, draft: false });
   }
   if (!created.ok) {
-    if (created.kind === "http" && (created.status === 403 || created.status === 404 || created.status === 401)) return { block: `could not open a pull request: ${created.message}` };
+    if (created.kind === "http" && (created.status === 403 || created.status === 404 || created.status === 401)) return { block: `could not open a ${link.provider.pullNoun}: ${created.message}` };
     return { wait: link.failed(created) };
   }
   if (created.value.kind === "refused") {
     const r = created.value;
     // A 422 is a refusal, named at once; "already exists" is a PR opened since the lookup: found next tick.
-    if (r.code === "exists") return { wait: `a pull request for ${branch} already exists (${r.message}); looking it up again` };
-    const why = r.code === "no_commits" ? `the branch has no commits that ${ctx.def.base} does not have, so there is nothing to open a pull request for` : r.code === "draft_unsupported" ? "the forge refused the pull request as a draft" : "the forge refused to open the pull request";
+    const noun = link.provider.pullNoun;
+    if (r.code === "exists") return { wait: `a ${noun} for ${branch} already exists (${r.message}); looking it up again` };
+    const why = r.code === "no_commits" ? `the branch has no commits that ${ctx.def.base} does not have, so there is nothing to open a ${noun} for` : r.code === "draft_unsupported" ? `the forge refused the ${noun} as a draft` : `the forge refused to open the ${noun}`;
     return { block: `${why} (${r.message})` };
   }
   failpoint("landing:after_pr");
@@ -139,7 +141,7 @@ function merged(ctx: StepContext, it: ItemState, pull: ForgePull, sha: string | 
   // The next item branches from the base as merged: fetch it now (a failure here is repaired by the next launch's fetch).
   const r = gitTry(repoOf(ctx), ["fetch", "--quiet", settings.remote, `refs/heads/${ctx.def.base}:refs/remotes/${settings.remote}/${ctx.def.base}`]);
   if (r.code !== 0) ctx.options.log.warn(`forge: could not fetch ${settings.remote}/${ctx.def.base} after the merge: ${r.stderr.trim()}`);
-  return finish({ outcome: "merged", target: ctx.def.base, commit: sha ?? pull.mergeCommitSha, reason: `pull request #${pull.number} merged into ${ctx.def.base} (${pull.url})` });
+  return finish({ outcome: "merged", target: ctx.def.base, commit: sha ?? pull.mergeCommitSha, reason: `${pull.label} merged into ${ctx.def.base} (${pull.url})` });
 }
 
 /** Still waiting: a transition only when the reason's kind or the head changed; the step reports the reason either way. */
