@@ -87,7 +87,7 @@ export function parseRef(input: string): WorkItemRef {
     fail(
       depth === 1
         ? `too many path segments in ${quote(path)} (expected [<host>/]<owner>/<repo>; a host contains a dot)`
-        : `too many path segments in ${quote(path)} (expected [<host>/]<group>/…/<project>, at most ${depth} levels of groups; a host contains a dot)`,
+        : `too many path segments in ${quote(path)} (expected [<host>/]<group>/.../<project>, at most ${depth} levels of groups; a host contains a dot)`,
     );
 
   const names = segments.slice(hasHost ? 1 : 0);
