@@ -314,17 +314,59 @@ export class GitLabProvider implements ForgeProvider {
         for (const x of r.items) changed.push({ kind, number: Number(x.iid) });
       }
     }
-    // 2. Their notes edited at or after the cursor: newest edit first, down to the cursor.
+    // 2. Their notes edited at or after the cursor.
     const out: ForgeComment[] = [];
-    let cut = false;
+    let cutAt: string | null = null;
     for (const thread of changed) {
-      const r = await this.#pages(`${this.#thread(thread)}/notes?order_by=updated_at&sort=desc&per_page=100`, { until: (page) => page.some((n) => String(n?.updated_at ?? "") < o.since) });
+      const r = await this.#notesSince(thread, o.since);
       if ("ok" in r) return r;
-      cut ||= r.cut;
-      out.push(...notes(r.items, thread).filter((c) => c.updatedAt >= o.since));
+      out.push(...r.items);
+      if (r.cut && r.items.length) {
+        const last = r.items.at(-1)!.updatedAt;
+        if (cutAt === null || last < cutAt) cutAt = last;
+      }
     }
-    out.sort((x, y) => x.updatedAt.localeCompare(y.updatedAt) || x.id - y.id);
-    return { ok: true, value: { items: out, cut, notModified: notModified && changed.length === 0 } };
+    // A thread cut short: nothing newer than where it stopped is returned from any thread, so the
+    // caller's cursor (the last edit it was given) never skips what that thread still holds.
+    const items = out.filter((c) => cutAt === null || c.updatedAt <= cutAt).sort((x, y) => x.updatedAt.localeCompare(y.updatedAt) || x.id - y.id);
+    return { ok: true, value: { items, cut: cutAt !== null, notModified: notModified && changed.length === 0 } };
+  }
+
+  /**
+   * One thread's notes edited at or after `since`, oldest edit first. GitLab's notes have no `since`
+   * filter: the newest edits are read first, down to `since` (one page, almost always). A thread
+   * with more edits since than loop reads at once is read in edit order instead, from the first page
+   * holding `since` (found by halving over the pages), so a cut leaves out the newest, never the oldest.
+   */
+  async #notesSince(thread: ForgeThread, since: string): Promise<ForgeFailure | { items: ForgeComment[]; cut: boolean }> {
+    const newestFirst = await this.#pages(`${this.#thread(thread)}/notes?order_by=updated_at&sort=desc&per_page=100`, { until: (page) => page.some((n) => (normalTime(n?.updated_at) ?? "") < since) });
+    if ("ok" in newestFirst) return newestFirst;
+    const after = (list: Json[]) => notes(list, thread).filter((c) => c.updatedAt >= since);
+    if (!newestFirst.cut) return { items: after(newestFirst.items).reverse(), cut: false };
+    const asc = `${this.#thread(thread)}/notes?order_by=updated_at&sort=asc&per_page=100`;
+    const first = await this.#request("GET", asc);
+    if ("ok" in first) return first;
+    if (first.status !== 200) return this.#fail("GET", asc, first);
+    const pagesTotal = Number(first.headers.get("x-total-pages") ?? "0");
+    const lastOf = async (page: number): Promise<ForgeFailure | string> => {
+      const a = await this.#request("GET", `${asc}&page=${page}`);
+      if ("ok" in a) return a;
+      if (a.status !== 200) return this.#fail("GET", `${asc}&page=${page}`, a);
+      const list = Array.isArray(a.body) ? a.body : [];
+      return normalTime(list.at(-1)?.updated_at) ?? "";
+    };
+    let lo = 1;
+    let hi = Math.max(1, pagesTotal);
+    while (lo < hi) {
+      const mid = Math.floor((lo + hi) / 2);
+      const last = await lastOf(mid);
+      if (typeof last !== "string") return last;
+      if (last >= since) hi = mid;
+      else lo = mid + 1;
+    }
+    const r = await this.#pages(`${asc}&page=${lo}`);
+    if ("ok" in r) return r;
+    return { items: after(r.items), cut: r.cut || lo + MAX_PAGES - 1 < pagesTotal };
   }
 
   async createComment(thread: ForgeThread, body: string): Promise<ForgeResult<{ id: number; url: string }>> {
@@ -472,7 +514,14 @@ function messageOf(body: Json): string {
 function notes(list: Json[], thread: ForgeThread): ForgeComment[] {
   return list
     .filter((n) => n && n.system !== true)
-    .map((n) => ({ id: Number(n.id), thread, login: String(n.author?.username ?? ""), body: String(n.body ?? ""), createdAt: String(n.created_at ?? ""), updatedAt: String(n.updated_at ?? n.created_at ?? "") }));
+    .map((n) => ({ id: Number(n.id), thread, login: String(n.author?.username ?? ""), body: String(n.body ?? ""), createdAt: normalTime(n.created_at) ?? "", updatedAt: normalTime(n.updated_at ?? n.created_at) ?? "" }));
+}
+
+/** A time as UTC ISO 8601 with milliseconds (GitLab answers in the instance's time zone), so times compare as strings. */
+function normalTime(t: unknown): string | null {
+  if (typeof t !== "string") return null;
+  const ms = Date.parse(t);
+  return Number.isNaN(ms) ? t : new Date(ms).toISOString();
 }
 
 function mergeability(b: Json): Mergeability {

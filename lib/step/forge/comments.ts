@@ -57,7 +57,7 @@ export async function pollComments(ctx: StepContext): Promise<void> {
   }
   link.cache.comments.since = cursor;
   if (r.value.cut) {
-    ctx.options.log.warn(`forge: the repository's comment listing was cut after ${r.value.items.length} comments; the rest are read on the next step`);
+    ctx.options.log.warn(`forge: the comment listing was cut after ${r.value.items.length} comments; the rest are read on the next step`);
     link.cache.comments.polledAt = 0; // the rest is not made to wait for the poll interval
   }
   materializeInboxes(ctx, projection(ctx));
