@@ -14,6 +14,7 @@
 // issues and a merge requests listing with `updated_after`; saving a note touches its issue or merge
 // request) and reads those threads' notes, newest edit first, down to the cursor.
 import {
+  type CheckFailure,
   type CheckVerdict,
   type ConditionalCache,
   type CreatePullOutcome,
@@ -37,6 +38,7 @@ import {
   type MergeBlock,
   type MergeOutcome,
   type ProviderOptions,
+  type ReviewThread,
 } from "./provider.ts";
 import { sanitizeLine } from "./untrusted.ts";
 
@@ -141,7 +143,7 @@ export class GitLabProvider implements ForgeProvider {
     return `${this.#project}/${t.kind === "pull" ? "merge_requests" : "issues"}/${t.number}`;
   }
 
-  async #request(method: string, path: string, o: { body?: unknown; conditional?: boolean } = {}): Promise<ForgeFailure | Answer> {
+  async #request(method: string, path: string, o: { body?: unknown; conditional?: boolean; text?: boolean } = {}): Promise<ForgeFailure | Answer> {
     let url = path.startsWith("/") ? `${this.#base}${path}` : path;
     const what = `${method} ${this.#shown(url)}`;
     const headers: Record<string, string> = { accept: "application/json", "user-agent": "loop" };
@@ -178,7 +180,8 @@ export class GitLabProvider implements ForgeProvider {
     }
     if (res.status === 304 && usable) return { status: 304, headers: res.headers, link: usable.link ?? null, body: usable.body, notModified: true };
     let body: Json = null;
-    if (text) {
+    if (o.text && res.ok) body = text;
+    else if (text) {
       try {
         body = JSON.parse(text);
       } catch {
@@ -433,7 +436,7 @@ export class GitLabProvider implements ForgeProvider {
       const status = sanitizeLine(String(p.status ?? "unknown"), 40);
       const name = `pipeline #${Number(p.id)} (${sanitizeLine(String(p.source ?? p.ref ?? ""), 60)})`;
       const verdict: CheckVerdict = RUNNING.has(status) ? "pending" : (PIPELINE[status] ?? "failing");
-      out.push({ name, source: "pipeline", conclusion: status, verdict, detail: `${name} is ${status}${verdict === "failing" && !(status in PIPELINE) ? " (not a status loop knows)" : ""}` });
+      out.push({ name, source: "pipeline", conclusion: status, verdict, detail: `${name} is ${status}${verdict === "failing" && !(status in PIPELINE) ? " (not a status loop knows)" : ""}`, handle: `pipeline:${Number(p.id)}` });
     }
     // Jobs and external statuses, the latest of each name (GitLab's default): a job allowed to fail is not red.
     for (const s of statuses.items) {
@@ -441,7 +444,7 @@ export class GitLabProvider implements ForgeProvider {
       const name = sanitizeLine(String(s?.name ?? "status"), 100);
       let verdict: CheckVerdict = RUNNING.has(status) ? "pending" : (JOB[status] ?? "failing");
       if (verdict === "failing" && s?.allow_failure === true && status in JOB) verdict = "passing";
-      out.push({ name, source: "commit status", conclusion: status, verdict, detail: `${name} is ${status}${s?.allow_failure === true && status !== "success" ? " (allowed to fail)" : ""}` });
+      out.push({ name, source: "commit status", conclusion: status, verdict, detail: `${name} is ${status}${s?.allow_failure === true && status !== "success" ? " (allowed to fail)" : ""}`, handle: `job:${Number(s?.id)}` });
     }
     const unread: string[] = [];
     const short = sha.slice(0, 12);
@@ -470,6 +473,51 @@ export class GitLabProvider implements ForgeProvider {
       return { ok: true, value: { kind: "not_mergeable", wait: a.status === 405, message } };
     }
     return this.#fail("PUT", path, a);
+  }
+
+  async checkFailures(check: ForgeCheck, o: { tailBytes: number }): Promise<ForgeResult<CheckFailure[]>> {
+    // A pipeline's failed jobs (the first 100), or the one job a commit status is; each with its log's tail.
+    const m = /^(pipeline|job):(\d+)$/.exec(check.handle ?? "");
+    if (!m) return { ok: true, value: [] };
+    let jobs: Json[];
+    if (m[1] === "pipeline") {
+      const path = `${this.#project}/pipelines/${m[2]}/jobs?scope[]=failed&per_page=100`;
+      const a = await this.#request("GET", path);
+      if ("ok" in a) return a;
+      if (a.status !== 200) return this.#fail("GET", path, a);
+      jobs = Array.isArray(a.body) ? a.body : [];
+    } else {
+      const path = `${this.#project}/jobs/${m[2]}`;
+      const a = await this.#request("GET", path);
+      if ("ok" in a) return a;
+      // An external status is no job: nothing more to say about it.
+      if (a.status === 404) return { ok: true, value: [] };
+      if (a.status !== 200) return this.#fail("GET", path, a);
+      jobs = [a.body];
+    }
+    const out: CheckFailure[] = [];
+    for (const j of jobs) {
+      const path = `${this.#project}/jobs/${Number(j?.id)}/trace`;
+      const t = await this.#request("GET", path, { text: true });
+      if ("ok" in t) return t;
+      const log = t.status === 200 && typeof t.body === "string" ? t.body : "";
+      out.push({ name: sanitizeLine(String(j?.name ?? "job"), 100), reason: sanitizeLine(String(j?.failure_reason ?? j?.status ?? "unknown"), 60), logTail: log.slice(-Math.max(0, o.tailBytes)), url: String(j?.web_url ?? "") });
+    }
+    return { ok: true, value: out };
+  }
+
+  async unresolvedReviews(number: number): Promise<ForgeResult<ReviewThread[]>> {
+    const r = await this.#pages(`${this.#project}/merge_requests/${number}/discussions?per_page=100`);
+    if ("ok" in r) return r;
+    const out: ReviewThread[] = [];
+    for (const d of r.items) {
+      const ns: Json[] = Array.isArray(d?.notes) ? d.notes : [];
+      const first = ns[0];
+      if (!first || first.type !== "DiffNote" || first.system === true) continue;
+      if (!ns.some((n) => n.resolvable === true && n.resolved !== true)) continue;
+      out.push({ login: String(first.author?.username ?? ""), body: String(first.body ?? ""), path: typeof first.position?.new_path === "string" ? first.position.new_path : null, createdAt: normalTime(first.created_at) ?? "" });
+    }
+    return { ok: true, value: out };
   }
 
   async searchOpenIssues(search: string): Promise<ForgeResult<IssueSearch>> {

@@ -116,6 +116,26 @@ export interface ForgeCheck {
   verdict: CheckVerdict;
   /** One line for people: the name, and why it counts as it does. */
   detail: string;
+  /** The provider's own handle of it ("pipeline:12", "job:34"), for `checkFailures`; absent where there is none. */
+  handle?: string;
+}
+
+/** Why a check failed, in the forge's words: untrusted text, fenced by whoever shows it (issue 22). */
+export interface CheckFailure {
+  name: string;
+  /** The forge's reason (GitLab's failure_reason: script_failure, runner_system_failure, …). */
+  reason: string;
+  /** The end of its log, at most the bytes asked for; empty when the forge keeps none. */
+  logTail: string;
+  url: string;
+}
+
+/** An unresolved discussion on a pull request's diff (GitLab: a resolvable DiffNote thread), as its first note says it. */
+export interface ReviewThread {
+  login: string;
+  body: string;
+  path: string | null;
+  createdAt: string;
 }
 
 /** Every check on a sha; `unread` says why the list is not complete (the merge gate then blocks). */
@@ -200,6 +220,13 @@ export interface ForgeProvider {
   checks(sha: string): Promise<ForgeResult<ForgeChecks>>;
   /** Merge with the head sha loop saw green; a moved head or an unmergeable PR is an outcome, not a failure. */
   merge(o: { number: number; sha: string; title: string }): Promise<ForgeResult<MergeOutcome>>;
+  /**
+   * What a failing check says about itself: its failed jobs, their reasons and the tail of each
+   * log (bounded by `tailBytes`). For issue 22's reactions; optional until every provider has it.
+   */
+  checkFailures?(check: ForgeCheck, o: { tailBytes: number }): Promise<ForgeResult<CheckFailure[]>>;
+  /** Unresolved discussions on the diff of pull request `number`, oldest first (issue 22's "changes requested"; optional until every provider has it). */
+  unresolvedReviews?(number: number): Promise<ForgeResult<ReviewThread[]>>;
   /** Open issues (never pull requests) of the repository matching `search`, in the forge's own search syntax. */
   searchOpenIssues(search: string): Promise<ForgeResult<IssueSearch>>;
   /** Every open pull request of the repository (capped: see the provider). */

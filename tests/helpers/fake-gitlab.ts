@@ -58,7 +58,8 @@ export interface FakeMr {
 export type PipelineMode = "succeeded" | "pending" | "failed" | "none";
 export interface GlChecks {
   pipelines: { status: string; source?: string; ref?: string }[];
-  statuses: { name: string; status: string; allow_failure?: boolean }[];
+  /** Jobs and external statuses; `log` is a job's log (its trace), `reason` its failure_reason. */
+  statuses: { name: string; status: string; allow_failure?: boolean; log?: string; reason?: string }[];
 }
 export interface FakeGlRequest {
   method: string;
@@ -71,6 +72,16 @@ export interface FakeGlAnswer {
   status: number;
   body: unknown;
   headers?: Record<string, string>;
+  /** Sent as text/plain instead of JSON (a job's log). */
+  text?: boolean;
+}
+/** A discussion on a merge request's diff: a reviewer's note on a line, resolved or not. */
+export interface FakeDiscussion {
+  mr: number;
+  login: string;
+  body: string;
+  path: string;
+  resolved: boolean;
 }
 
 export interface FakeGlSwitches {
@@ -120,6 +131,7 @@ export interface FakeGitLab {
   mrs: Map<number, FakeMr>;
   /** Username → access level (10 guest, 20 reporter, 30 developer, 40 maintainer, 50 owner). */
   members: Map<string, number>;
+  discussions: FakeDiscussion[];
   switches: FakeGlSwitches;
   intercept: ((r: FakeGlRequest) => FakeGlAnswer | null)[];
   /** Every request, as "METHOD path?query" (path under /api/v4); and how many were answered 304. */
@@ -192,6 +204,7 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; dir?: 
     notes: [],
     mrs: new Map(),
     members: new Map(),
+    discussions: [],
     switches: {
       checks: "succeeded",
       checksBySha: new Map(),
@@ -331,8 +344,35 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; dir?: 
     imported: false,
     imported_from: "none",
   });
+  // Ids of pipelines and jobs are made from their sha, so each is found again by its id alone.
+  const shaId = (sha: string) => parseInt(sha.slice(0, 6) || "0", 16) % 100_000;
+  const shas = new Map<number, string>();
   const pipelinesOf = (sha: string) =>
-    checksFor(sha).pipelines.map((p, i) => ({ id: nextPipeline + i, iid: 1 + i, project_id: projectId, sha, ref: p.ref ?? "main", status: p.status, source: p.source ?? "push", created_at: "2024-01-01T00:00:00.000Z", updated_at: "2024-01-01T00:00:00.000Z", web_url: `${projectWeb}/-/pipelines/${nextPipeline + i}` }));
+    checksFor(sha).pipelines.map((p, i) => (shas.set(shaId(sha), sha), { id: nextPipeline + shaId(sha) * 10 + i, iid: 1 + i, project_id: projectId, sha, ref: p.ref ?? "main", status: p.status, source: p.source ?? "push", created_at: "2024-01-01T00:00:00.000Z", updated_at: "2024-01-01T00:00:00.000Z", web_url: `${projectWeb}/-/pipelines/${nextPipeline + shaId(sha) * 10 + i}` }));
+  const jobsOf = (sha: string) => {
+    shas.set(shaId(sha), sha);
+    return checksFor(sha).statuses.map((s, i) => ({ s, id: 1_000_000 + shaId(sha) * 100 + i }));
+  };
+  const jobJson = (sha: string, j: { s: GlChecks["statuses"][number]; id: number }) => ({
+    id: j.id,
+    name: j.s.name,
+    stage: "test",
+    status: j.s.status,
+    ref: "main",
+    allow_failure: j.s.allow_failure ?? false,
+    ...(j.s.status === "failed" ? { failure_reason: j.s.reason ?? "script_failure" } : {}),
+    created_at: "2024-01-01T00:00:00.000Z",
+    started_at: null,
+    finished_at: null,
+    web_url: `${projectWeb}/-/jobs/${j.id}`,
+    pipeline: { id: nextPipeline + shaId(sha) * 10, project_id: projectId, ref: "main", sha, status: "failed" },
+    user: user("ci"),
+  });
+  const jobById = (id: number) => {
+    const sha = shas.get(Math.floor((id - 1_000_000) / 100));
+    const j = sha ? jobsOf(sha).find((x) => x.id === id) : undefined;
+    return sha && j ? { sha, j } : null;
+  };
   const detailedStatus = (m: FakeMr, computing: boolean): string => {
     if (m.state !== "opened") return "not_open";
     if (computing) return "checking";
@@ -445,7 +485,8 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; dir?: 
       }
       const answer = u.pathname.startsWith("/api/v4/") ? answerOf(r, token) : { status: 404, body: { message: "404 Not Found" } };
       const headers: Record<string, string> = { "content-type": "application/json", "ratelimit-limit": "2000", "ratelimit-remaining": "1999", "ratelimit-reset": String(Math.ceil(Date.now() / 1000) + 60), ...(answer.headers ?? {}) };
-      const out = answer.body === null ? "" : JSON.stringify(answer.body);
+      const out = answer.body === null ? "" : answer.text ? String(answer.body) : JSON.stringify(answer.body);
+      if (answer.text) headers["content-type"] = "text/plain";
       if (req.method === "GET" && answer.status === 200) {
         const etag = `W/"${new Bun.CryptoHasher("sha1").update(out).digest("hex")}"`;
         headers.etag = etag;
@@ -627,9 +668,32 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; dir?: 
       const page = paged(r, pipelinesOf(sha).reverse());
       return page;
     }
+    if (method === "GET" && (m = /^\/pipelines\/(\d+)\/jobs$/.exec(path))) {
+      const sha = shas.get(Math.floor((Number(m[1]) - nextPipeline) / 10));
+      if (!sha) return notFound("404 Pipeline Not Found");
+      const failedOnly = q.getAll("scope[]").includes("failed");
+      const page = paged(r, jobsOf(sha).filter((j) => !failedOnly || j.s.status === "failed"));
+      return { ...page, body: page.items.map((j) => jobJson(sha, j)) };
+    }
+    if (method === "GET" && (m = /^\/jobs\/(\d+)(\/trace)?$/.exec(path))) {
+      const found = jobById(Number(m[1]));
+      if (!found) return notFound("404 Job Not Found");
+      if (m[2]) return { status: 200, body: found.j.s.log ?? "", text: true };
+      return { status: 200, body: jobJson(found.sha, found.j) };
+    }
+    if (method === "GET" && (m = /^\/merge_requests\/(\d+)\/discussions$/.exec(path))) {
+      const iid = Number(m[1]);
+      if (!f.mrs.has(iid)) return notFound("404 Merge Request Not Found");
+      const list = f.discussions.filter((d) => d.mr === iid).map((d, i) => {
+        const n = { ...noteJson({ id: 9000 + i, on: { kind: "pull" as const, iid }, login: d.login, body: d.body, system: false, created_at: "2024-01-01T00:00:00.000Z", updated_at: "2024-01-01T00:00:00.000Z" }), type: "DiffNote", resolvable: true, resolved: d.resolved, resolved_by: null, resolved_at: null };
+        return { id: `d${i}`, individual_note: false, notes: [{ ...n, position: { base_sha: "a", start_sha: "a", head_sha: "b", old_path: d.path, new_path: d.path, position_type: "text", old_line: null, new_line: 1 } }] };
+      });
+      const page = paged(r, list);
+      return { ...page, body: page.items };
+    }
     if (method === "GET" && (m = /^\/repository\/commits\/([0-9a-f]+)\/statuses$/.exec(path))) {
       const sha = m[1]!;
-      const list = checksFor(sha).statuses.map((s, i) => ({ id: 7000 + i, sha, ref: "main", status: s.status, name: s.name, target_url: null, description: null, created_at: "2024-01-01T00:00:00.000Z", started_at: null, finished_at: null, allow_failure: s.allow_failure ?? false, coverage: null, pipeline_id: nextPipeline, author: user("ci") }));
+      const list = jobsOf(sha).map(({ s, id }) => ({ id, sha, ref: "main", status: s.status, name: s.name, target_url: null, description: null, created_at: "2024-01-01T00:00:00.000Z", started_at: null, finished_at: null, allow_failure: s.allow_failure ?? false, coverage: null, pipeline_id: nextPipeline + shaId(sha) * 10, author: user("ci") }));
       return paged(r, list);
     }
     return notFound();

@@ -106,6 +106,17 @@ const commitStatus = obj(
   ["id", "sha", "status", "name", "allow_failure", "created_at"],
 );
 
+/** docs.gitlab.com/api/jobs#get-a-single-job (the fields loop's fake sends). */
+const job = obj(
+  { id: int, name: str, stage: str, status: { enum: ["created", "pending", "running", "failed", "success", "canceled", "canceling", "skipped", "waiting_for_resource", "manual", "scheduled", "preparing"] }, ref: str, allow_failure: bool, failure_reason: str, created_at: time, started_at: ntime, finished_at: ntime, web_url: str, pipeline: obj({ id: int, project_id: int, ref: str, sha: str, status: str }), user: userBasic },
+  ["id", "name", "stage", "status", "allow_failure", "web_url"],
+);
+
+/** docs.gitlab.com/api/discussions#list-project-merge-request-discussion-items: a discussion and its notes (a diff note has a position). */
+const diffPosition = obj({ base_sha: str, start_sha: str, head_sha: str, old_path: str, new_path: str, position_type: { enum: ["text", "image", "file"] }, old_line: nint, new_line: nint });
+const discussionNote = obj({ ...note.properties, type: { enum: [null, "DiscussionNote", "DiffNote"] }, resolvable: bool, resolved: bool, resolved_by: { anyOf: [userBasic, { type: "null" }] }, resolved_at: ntime, position: diffPosition }, [...note.required, "resolvable"]);
+const discussion = obj({ id: str, individual_note: bool, notes: arr(discussionNote) });
+
 /** docs.gitlab.com/api/members#list-all-members-of-a-group-or-project-including-inherited-and-invited-members. */
 const member = obj(
   { ...userBasic.properties, access_level: { enum: [0, 5, 10, 15, 20, 30, 40, 50] }, created_at: time, expires_at: nstr, membership_state: { enum: ["active", "awaiting"] } },
@@ -163,6 +174,10 @@ const OPS: Op[] = [
     responses: { 200: mr, 401: error, 405: error, 406: error, 409: error, 422: error }, doc: "https://docs.gitlab.com/api/merge_requests/#merge-a-merge-request",
   },
   { id: "pipelines/list", method: "GET", path: "/projects/:id/pipelines", query: ["scope", "status", "source", "ref", "sha", "yaml_errors", "username", "updated_after", "updated_before", "created_after", "created_before", "name", "order_by", "sort", ...PAGED], responses: { 200: arr(pipelineBasic) }, doc: "https://docs.gitlab.com/api/pipelines/#list-project-pipelines" },
+  { id: "jobs/pipeline", method: "GET", path: "/projects/:id/pipelines/:pipeline_id/jobs", query: ["scope[]", "include_retried", ...PAGED], responses: { 200: arr(job) }, doc: "https://docs.gitlab.com/api/jobs/#list-pipeline-jobs" },
+  { id: "jobs/get", method: "GET", path: "/projects/:id/jobs/:job_id", query: [], responses: { 200: job }, doc: "https://docs.gitlab.com/api/jobs/#get-a-single-job" },
+  { id: "jobs/trace", method: "GET", path: "/projects/:id/jobs/:job_id/trace", query: [], responses: { 200: str }, doc: "https://docs.gitlab.com/api/jobs/#get-a-log-file (plain text)" },
+  { id: "discussions/mr", method: "GET", path: "/projects/:id/merge_requests/:merge_request_iid/discussions", query: PAGED, responses: { 200: arr(discussion) }, doc: "https://docs.gitlab.com/api/discussions/#list-project-merge-request-discussion-items" },
   { id: "commits/statuses", method: "GET", path: "/projects/:id/repository/commits/:sha/statuses", query: ["ref", "stage", "name", "pipeline_id", "order_by", "sort", "all", ...PAGED], responses: { 200: arr(commitStatus) }, doc: "https://docs.gitlab.com/api/commits/#list-the-statuses-of-a-commit" },
 ];
 
