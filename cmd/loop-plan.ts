@@ -42,6 +42,7 @@ export const tool = defineTool({
       yes: args.yes,
       stdinIsTTY: ctx.stdinIsTTY,
       env: ctx.env,
+      notice: (text) => ctx.log.warn(text),
     });
     if (ctx.format === "json") ctx.outJson(doc);
     else ctx.out(renderPlan(doc));

@@ -88,15 +88,13 @@ async function print(text: string): Promise<void> {
 }
 
 /**
- * A usage error before any tool runs. Under --json it is a JSON error line, like every other error
- * of a command asked for JSON (no tool has set a default format yet, so only an explicit --json counts).
+ * A usage error before any tool runs, in the format every tool reports errors in (docs/cli/README.md#errors):
+ * a JSON error line under --json, or without --text when stdout is not a terminal; else one line of text.
  */
 async function fail(prog: string, message: string, args: string[] = []): Promise<void> {
-  const until = args.indexOf("--");
-  if ((until < 0 ? args : args.slice(0, until)).includes("--json")) {
-    const { errorLine } = await import("../lib/shared/cli.ts");
-    process.stderr.write(errorLine("usage", message));
-  } else process.stderr.write(`${prog}: ${printable(message)}\n`); // it may quote what was typed
+  const { errorLine, requestedFormat } = await import("../lib/shared/cli.ts");
+  if (requestedFormat(args, { isTTY: require("node:tty").isatty(1) }) === "json") process.stderr.write(errorLine("usage", message));
+  else process.stderr.write(`${prog}: ${printable(message)}\n`); // it may quote what was typed
   process.exitCode = 2;
 }
 

@@ -14,6 +14,7 @@ import { parseDuration } from "./duration.ts";
 import { JsonSyntaxError, formatJsonPath, parseStrictJson } from "./json-strict.ts";
 import { RefError, isItemId, itemIdFromRef, parseRef, refPrefix } from "./refs.ts";
 import { RESERVED_RUNNER_NAMES } from "./runners.ts";
+import { protectPatternProblem } from "./protect.ts";
 import { DefinitionError, type DefinitionIssue } from "../shared/errors.ts";
 export { DefinitionError, type DefinitionIssue } from "../shared/errors.ts";
 
@@ -36,7 +37,14 @@ export interface NormItem {
   model: string | null;
   maxAttempts: number;
   timeouts: Timeouts;
+  /**
+   * "bwrap" when the item's agent and verify run in the sandbox (docs/runners.md#the-sandbox): the
+   * runner's own `sandbox`, else `defaults.sandbox`. Absent for "none", so a definition without a
+   * sandbox (and its hash) is as before.
+   */
+  sandbox?: "bwrap";
 }
+export type Sandbox = "bwrap" | "none";
 export interface CommandRunner {
   command: string[];
 }
@@ -71,6 +79,11 @@ export interface NormDefinition {
   requireStartCommand: boolean;
   /** Command runners from loop.json; none is named like a built-in runner. */
   runners: Record<string, CommandRunner>;
+  /**
+   * loop.json's `protect` globs (lib/definition/protect.ts), added to the built-in ones at check
+   * time. Absent when loop.json names none, so such a definition (and its hash) is as before.
+   */
+  protect?: string[];
   /** Absent without a `forge` section (and then nothing forge-related runs). */
   forge?: NormForge;
   /**
@@ -187,12 +200,15 @@ const CommandArg = v.pipe(
     return `unknown placeholder ${unknown.map((p) => `{${p}}`).join(", ")} (known: ${known})`;
   }),
 );
+const SandboxKind = v.picklist(["bwrap", "none"], 'must be "bwrap" (run the agent and its verify under bubblewrap) or "none"');
 const RawRunner = section({
   command: v.pipe(
     v.array(CommandArg, "must be an array of strings"),
     v.minLength(1, "must name a program to run"),
   ),
+  sandbox: v.optional(SandboxKind),
 });
+const ProtectPattern = v.pipe(v.string("must be a string (a glob)"), problem<string>(protectPatternProblem));
 
 const RawNotify = section({
   command: v.pipe(
@@ -214,6 +230,7 @@ const RawDefaults = section({
   maxAttempts: v.optional(MaxAttempts),
   timeouts: v.optional(RawTimeouts),
   landing: v.optional(v.picklist(["none", "merge", "pr"], 'must be "none", "merge" or "pr"')),
+  sandbox: v.optional(SandboxKind),
 });
 
 const RawItem = section({
@@ -297,6 +314,7 @@ const RawDefinition = section({
   workspace: v.optional(RawWorkspace),
   forge: v.optional(RawForge),
   notify: v.optional(RawNotify),
+  protect: v.optional(v.array(ProtectPattern, "must be an array of globs")),
   items: v.array(RawItem, "must be an array of items"),
 });
 type RawDefinition = v.InferOutput<typeof RawDefinition>;
@@ -615,13 +633,17 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
     const { id, ref } = resolved[i]!;
     const verify = item.verify ?? d.verify;
     if (id === null || verify === undefined) throw new Error(`internal: items[${i}] passed validation unresolved`);
+    const runner = item.runner ?? d.runner ?? DEFAULTS.runner;
+    // A command runner's own sandbox wins over the default; the presets take the default.
+    const own = raw.runners && Object.hasOwn(raw.runners, runner) ? raw.runners[runner]!.sandbox : undefined;
+    const sandbox: Sandbox = own ?? d.sandbox ?? "none";
     return {
       id,
       ref,
       prompt: item.prompt,
       dependsOn: item.dependsOn ?? [],
       verify,
-      runner: item.runner ?? d.runner ?? DEFAULTS.runner,
+      runner,
       // An explicit `"model": null` on an item means "the runner's own default", overriding defaults.model.
       model: item.model !== undefined ? item.model : (d.model ?? null),
       maxAttempts: item.maxAttempts ?? d.maxAttempts ?? DEFAULTS.maxAttempts,
@@ -631,6 +653,7 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
         verify: item.timeouts?.verify ?? timeouts.verify,
         ...(timeouts.landing !== undefined ? { landing: item.timeouts?.landing ?? timeouts.landing } : {}),
       },
+      ...(sandbox === "bwrap" ? { sandbox } : {}),
     };
   });
   const runners: Record<string, CommandRunner> = {};
@@ -655,6 +678,7 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
     keepCheckoutOnClose: raw.workspace?.keepCheckoutOnClose ?? false,
     requireStartCommand: raw.control?.requireStartCommand ?? false,
     runners,
+    ...(raw.protect?.length ? { protect: [...new Set(raw.protect)] } : {}),
     ...(forge ? { forge } : {}),
     notify: raw.notify ? { command: raw.notify.command, timeout: raw.notify.timeout ?? parseDuration(DEFAULTS.notifyTimeout) } : null,
     items,

@@ -20,6 +20,8 @@ export const NormItemSchema = v.strictObject({
   model: NStr,
   maxAttempts: Pos,
   timeouts: Timeouts,
+  // Present only for an item that runs in the sandbox (docs/runners.md#the-sandbox).
+  sandbox: v.optional(v.literal("bwrap")),
 });
 const Forge = v.strictObject({
   provider: v.picklist(["github", "gitlab"]),
@@ -40,6 +42,8 @@ const Settings = v.strictObject({
   keepCheckoutOnClose: v.boolean(),
   requireStartCommand: v.boolean(),
   runners: v.record(Str, v.strictObject({ command: v.array(Str) })),
+  // Present only when loop.json names protected paths (docs/loop-json.md#protect).
+  protect: v.optional(v.array(Str)),
 });
 
 export const SETTLED_OUTCOMES = ["passed", "failed", "skipped", "cancelled", "blocked", "landing_blocked"] as const;
@@ -144,12 +148,18 @@ export const PAYLOADS = {
     target: NStr,
     commit: NStr,
     reason: Str,
+    // Landing through a forge names why it ended (docs/forge.md#landing); absent otherwise, and in older logs.
+    code: v.optional(Str),
   }),
   session_closed: v.strictObject({
     attempt: Pos,
     how: Str,
     worktreeRemoved: v.boolean(),
     reason: Str,
+    // The item branch's commit once the close path committed what was left (null: no such branch),
+    // which it must keep until the item's next launch (docs/state.md#the-refs-loop-owns). Absent
+    // in events written before it was recorded.
+    head: v.optional(NStr),
   }),
   loop_drained: v.strictObject({ outcome: v.picklist(DRAIN_OUTCOMES), counts: v.record(Str, Int) }),
   loop_reopened: v.strictObject({ reason: Str }),

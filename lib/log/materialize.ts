@@ -66,17 +66,21 @@ export function runlogBlock(e: { seq: number; ts: string; type: string; actor: s
   );
 }
 
-const HEADER = "# RUNLOG\n\nOne block per decided attempt, appended by `loop run`. Generated from the event log; do not edit.\n\n";
+export const RUNLOG_HEADER = "# RUNLOG\n\nOne block per decided attempt, appended by `loop run`. Generated from the event log; do not edit.\n\n";
 
 export function repairRunlog(path: string, db: Database): boolean {
-  const found = lastCompleteBlock(path);
+  let found = lastCompleteBlock(path);
+  // The last block must be the log's: a block someone appended (a forged "passed", or a seq beyond
+  // the log's decisions) would otherwise stand, and hold back every block up to its seq. The file is
+  // then written anew from the log. (loop replay compares every block: lib/reports/replay.ts.)
+  if (found && found.lastSeq > 0 && !lastBlockIsTheLogs(path, found, db)) found = null;
   const rows = db
     .query("SELECT seq, ts, type, actor, item, payload FROM events WHERE seq > ? AND type IN ('item_settled','item_requeued') ORDER BY seq")
     .all(found?.lastSeq ?? 0) as { seq: number; ts: string; type: string; actor: string; item: string | null; payload: string }[];
   const add = rows.map((r) => runlogBlock({ ...r, payload: JSON.parse(r.payload) })).join("");
   if (!found) {
     // Missing or foreign: written anew from the log (atomic).
-    writeAtomic(path, HEADER + add);
+    writeAtomic(path, RUNLOG_HEADER + add);
     return true;
   }
   if (found.keepBytes < found.size) truncateSync(path, found.keepBytes); // a torn tail from a crash
@@ -85,11 +89,29 @@ export function repairRunlog(path: string, db: Database): boolean {
   return text !== "" || found.keepBytes < found.size;
 }
 
+type RunlogEventRow = { seq: number; ts: string; type: string; actor: string; item: string | null; payload: string };
+
+/** Is the last complete block of the file the block the log renders for its seq? */
+function lastBlockIsTheLogs(path: string, found: { lastSeq: number; blockStart: number; keepBytes: number }, db: Database): boolean {
+  const row = db.query("SELECT seq, ts, type, actor, item, payload FROM events WHERE seq = ? AND type IN ('item_settled','item_requeued')").get(found.lastSeq) as RunlogEventRow | null;
+  if (!row || found.blockStart < 0) return false;
+  const want = Buffer.from(runlogBlock({ ...row, payload: JSON.parse(row.payload) }));
+  const fd = openSync(path, "r");
+  try {
+    const buf = Buffer.alloc(found.keepBytes - found.blockStart);
+    readSync(fd, buf, 0, buf.length, found.blockStart);
+    // The kept bytes may lack the block's closing blank line (a torn write): repair adds it back.
+    return buf.equals(want) || buf.equals(want.subarray(0, want.length - 1));
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /**
  * The end of the last complete block of RUNLOG.md, read from the file's tail only: its seq and the
  * byte length to keep. Null when the file is missing or is not a RUNLOG (then it is rewritten).
  */
-function lastCompleteBlock(path: string): { lastSeq: number; keepBytes: number; size: number; blankMissing: boolean } | null {
+function lastCompleteBlock(path: string): { lastSeq: number; keepBytes: number; size: number; blankMissing: boolean; blockStart: number } | null {
   let fd: number;
   try {
     fd = openSync(path, "r");
@@ -98,11 +120,11 @@ function lastCompleteBlock(path: string): { lastSeq: number; keepBytes: number; 
   }
   try {
     const size = fstatSync(fd).size;
-    const head = Buffer.alloc(Math.min(size, HEADER.length));
+    const head = Buffer.alloc(Math.min(size, RUNLOG_HEADER.length));
     readSync(fd, head, 0, head.length, 0);
-    if (head.toString("utf8") !== HEADER) return null;
+    if (head.toString("utf8") !== RUNLOG_HEADER) return null;
     for (let window = TAIL_BYTES; ; window *= 4) {
-      const start = Math.max(HEADER.length, size - window);
+      const start = Math.max(RUNLOG_HEADER.length, size - window);
       const buf = Buffer.alloc(size - start);
       readSync(fd, buf, 0, buf.length, start);
       for (let at = buf.lastIndexOf(END_OPEN); at >= 0; at = at > 0 ? buf.lastIndexOf(END_OPEN, at - 1) : -1) {
@@ -112,9 +134,11 @@ function lastCompleteBlock(path: string): { lastSeq: number; keepBytes: number; 
         let end = close + END_CLOSE.length;
         const blankMissing = buf[end] !== 0x0a; // each block ends with a blank line
         if (!blankMissing) end += 1;
-        return { lastSeq: Number(digits), keepBytes: start + end, size, blankMissing };
+        // Where the block opens (its marker names the same seq); -1 when it is not in this window.
+        const opened = buf.lastIndexOf(`<!-- loop:seq=${digits} -->\n`, at);
+        return { lastSeq: Number(digits), keepBytes: start + end, size, blankMissing, blockStart: opened < 0 ? -1 : start + opened };
       }
-      if (start === HEADER.length) return { lastSeq: 0, keepBytes: HEADER.length, size, blankMissing: false };
+      if (start === RUNLOG_HEADER.length) return { lastSeq: 0, keepBytes: RUNLOG_HEADER.length, size, blankMissing: false, blockStart: RUNLOG_HEADER.length };
     }
   } finally {
     closeSync(fd);

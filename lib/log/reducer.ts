@@ -75,7 +75,8 @@ export interface SessionRecord {
   branch: string;
   startedAt: string | null;
   endedAt: string | null;
-  closed: { how: string; reason: string; at: string } | null;
+  /** `head`: the item branch's commit when it closed (session_closed's), when recorded. */
+  closed: { how: string; reason: string; at: string; head?: string | null } | null;
   /** Replies delivered to this session (by resume or handoff), as indexes into ledger.replies. */
   deliveries: number[];
 }
@@ -497,6 +498,11 @@ const HANDLERS: Record<EventType, Handler> = {
         // Found before a reservation, which only happens with nothing in flight.
         if (p.loop.current !== null) fail("one_in_flight", `environment_fault before a launch while "${p.loop.current}" is in flight`);
         needStatus(it, ["pending"], e, fail);
+      } else if (it.status === "ended") {
+        // Met before the attempt's verify could start (the sandbox it runs in): the attempt waits as
+        // it is, and its verify starts once the loop is resumed.
+        const a = currentAttempt(it, pl.attempt, e, fail);
+        if (a.verify) fail("verify_order", `environment_fault for attempt ${a.n} of "${it.id}", whose verify already finished`);
       } else {
         // The reserved attempt never ran: it ends here and is given back, not counted.
         needStatus(it, ["launching"], e, fail);
@@ -511,7 +517,8 @@ const HANDLERS: Record<EventType, Handler> = {
       }
     } else if (pl.attempt !== null) fail("item_required", "environment_fault with an attempt must name its item");
     p.loop.state = "paused";
-    p.loop.reason = `environment fault${e.item ? ` launching ${e.item}` : ""}: ${pl.reason}. To fix: ${pl.fix}`;
+    const doing = e.item ? ` ${p.items[e.item]?.status === "ended" ? "verifying" : "launching"} ${e.item}` : "";
+    p.loop.reason = `environment fault${doing}: ${pl.reason}. To fix: ${pl.fix}`;
     p.loop.fault = { kind: pl.kind, seq: e.seq };
   },
   session_ended(p, e, fail) {
@@ -617,6 +624,8 @@ const HANDLERS: Record<EventType, Handler> = {
     if (!a.verify?.passed) fail("landing_unverified", `landing for "${it.id}" before a passing verify`);
     const pl = e.payload;
     it.landing = { outcome: pl.outcome, target: pl.target, commit: pl.commit, reason: pl.reason };
+    // Through a forge, the landing record ends with the code and reason it ended on: status never shows a stale wait.
+    if (pl.code !== undefined && it.forge?.landing) it.forge.landing = { ...it.forge.landing, code: pl.code, reason: pl.reason };
   },
   session_closed(p, e, fail) {
     const it = need(p, e, fail);
@@ -624,7 +633,7 @@ const HANDLERS: Record<EventType, Handler> = {
     if (!s) fail("no_session", `session_closed for "${it.id}" which has no session`);
     if (s!.attempt !== e.payload.attempt) fail("attempt_mismatch", `session_closed for attempt ${e.payload.attempt}, session is ${s!.attempt}`);
     if (s!.closed) fail("already_closed", `session of "${it.id}" attempt ${s!.attempt} already closed`);
-    s!.closed = { how: e.payload.how, reason: e.payload.reason, at: e.ts };
+    s!.closed = { how: e.payload.how, reason: e.payload.reason, at: e.ts, ...(e.payload.head !== undefined ? { head: e.payload.head } : {}) };
     s!.endedAt ??= e.ts;
     if (e.payload.worktreeRemoved && it.workspace) it.workspace.present = false;
   },

@@ -13,6 +13,7 @@ import { LeaseLostError, StoreError } from "../shared/errors.ts";
 import type { EventRow } from "./integrity.ts";
 import { checkSchema, dbPath, headOf, openWith, readProjection, SCHEMA_VERSION, schemaVersion, storeError } from "./snapshot.ts";
 import { assertOwnership, noWorkYet, type ProjectIdentity, rebind, sameBinding } from "./ownership.ts";
+import { describeLockHolders, storeLockHolders } from "./locks.ts";
 import { ensureStateRoot } from "../shared/state-root.ts";
 export { type EventRow, type EventRowBase, hashInput } from "./integrity.ts";
 export { StoreError, type StoreErrorCode } from "../shared/errors.ts";
@@ -127,8 +128,9 @@ export class Store {
         store.project = opts.project;
       }
     } catch (err) {
+      const locked = store.lockedError(err);
       db.close();
-      throw storeError(err, `cannot use ${path}`);
+      throw storeError(locked, `cannot use ${path}`);
     }
     return store;
   }
@@ -342,7 +344,12 @@ export class Store {
       if (opts.label) failpoint(`${opts.label}:before_commit`);
       return { events: out, projection: p };
     });
-    const result = run.immediate();
+    let result: ReturnType<typeof run.immediate>;
+    try {
+      result = run.immediate();
+    } catch (err) {
+      throw this.lockedError(err);
+    }
     // Committed, unless an enclosing transaction (tx) may still roll it back: then read afresh.
     if (!this.db.inTransaction) this.cached = { version: this.dataVersion(), p: result.projection };
     if (opts.label) failpoint(`${opts.label}:after_commit`);
@@ -369,7 +376,37 @@ export class Store {
   /** Run fn inside one BEGIN IMMEDIATE transaction (fn must be synchronous). */
   tx<T>(fn: () => T): T {
     this.cached = null; // fn may write projection rows or events behind append's back
-    return this.db.transaction(fn).immediate();
+    try {
+      return this.db.transaction(fn).immediate();
+    } catch (err) {
+      throw this.lockedError(err);
+    }
+  }
+
+  /**
+   * A write that waited out the busy timeout: `store_locked`, naming who holds the lock (another
+   * process's write lock, from /proc/locks: lib/log/locks.ts), instead of SQLite's "database is
+   * locked". Any other error is returned as it is.
+   */
+  private lockedError(err: unknown): unknown {
+    if (!isBusy(err) || err instanceof StoreError) return err;
+    const path = dbPath(this.stateRoot);
+    let lease: { pid: number; host: string } | null = null;
+    try {
+      lease = this.db.query("SELECT pid, host FROM lease WHERE id = 1").get() as { pid: number; host: string } | null;
+    } catch {
+      // the lease cannot even be read: name whoever holds the lock
+    }
+    const stepPid = lease && lease.host === hostname() ? lease.pid : null;
+    const others = storeLockHolders(path, [process.pid, ...(stepPid !== null ? [stepPid] : [])]);
+    if (others.length) return new StoreError("store_locked", `${path} is locked: ${describeLockHolders(others)}`);
+    const byStep = stepPid !== null && storeLockHolders(path, [process.pid]).some((h) => h.pid === stepPid);
+    return new StoreError(
+      "store_locked",
+      byStep
+        ? `${path} stayed locked for ${BUSY_TIMEOUT_MS / 1000} s by the step holding the lease (pid ${stepPid}); try again later`
+        : `${path} stayed locked for ${BUSY_TIMEOUT_MS / 1000} s (${(err as Error).message}), by no process this machine lists: another machine sharing the file, or a process of another pid namespace`,
+    );
   }
 
   /**

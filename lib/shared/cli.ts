@@ -424,6 +424,8 @@ async function runParsed(tool: Tool, opts: RunOptions & { prog: string }, env: R
       // One line, whatever was typed into it; only loop.json's list of problems is several lines,
       // each escaped on its own.
       stderr.write(`${prog}: ${err instanceof DefinitionError ? err.lines().map(printable).join("\n") : printable(c.message)}\n`);
+      // A usage error a tool finds reads like one the parser finds (docs/cli/README.md#errors).
+      if (c.code === "usage") stderr.write(`Run \`${prog} --help\` for usage.\n`);
     }
     return c.exit;
   }

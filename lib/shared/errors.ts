@@ -121,6 +121,7 @@ export type StoreErrorCode =
   | "outdated_store"
   | "foreign_store"
   | "io_error"
+  | "store_locked"
   | "invalid_event"
   | "duplicate_event"
   | "seq_conflict";

@@ -9,6 +9,7 @@ import type { EventDraft } from "../log/events.ts";
 import type { ItemState } from "../log/reducer.ts";
 import { endSessionProcesses } from "../supervisor/end.ts";
 import { commitLeftovers, removeWorktree } from "./workspace.ts";
+import { revParse } from "./git.ts";
 import { failpoint } from "../shared/failpoint.ts";
 
 export interface CloseReport {
@@ -70,6 +71,8 @@ export async function closeSession(o: {
     kept = r.kept;
   }
   failpoint("close:after_worktree");
+  // What the branch holds now is what it must hold until the item's next launch (lib/step/owned-refs.ts).
+  const head = revParse(o.repo, `refs/heads/${s.branch}`);
   const events: EventDraft[] = [];
   if (o.it.status === "launching" || o.it.status === "running")
     events.push({
@@ -77,6 +80,6 @@ export async function closeSession(o: {
       item: o.it.id,
       payload: { attempt: s.attempt, verdict: o.endVerdict ?? "closed", exitCode: null, signal: null, reason: o.reason },
     });
-  events.push({ type: "session_closed", item: o.it.id, payload: { attempt: s.attempt, how, worktreeRemoved, reason: o.reason } });
+  events.push({ type: "session_closed", item: o.it.id, payload: { attempt: s.attempt, how, worktreeRemoved, reason: o.reason, head } });
   return { item: o.it.id, attempt: s.attempt, how, swept: swept.length, verify, worktreeRemoved, kept, events };
 }

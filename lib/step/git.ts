@@ -38,6 +38,12 @@ export function currentBranch(dir: string): string | null {
   return r.code === 0 ? r.stdout.trim() : null;
 }
 
+/** Whether the repository has a commit at all (`git init` without a commit has a branch name, no branch). */
+export function hasAnyCommit(dir: string): boolean {
+  const r = gitTry(dir, ["rev-list", "-n", "1", "--all"]);
+  return r.code === 0 && r.stdout.trim() !== "";
+}
+
 export function branchExists(dir: string, branch: string): boolean {
   return gitTry(dir, ["rev-parse", "--verify", "--quiet", `refs/heads/${branch}`]).code === 0;
 }

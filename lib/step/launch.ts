@@ -4,7 +4,7 @@
 // command, the detached session; then record session_started. A step killed anywhere in between
 // leaves a reservation the next step resolves (lib/step/observe.ts observeLaunching): it adopts a
 // spawned session, never launches the attempt a second time.
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { itemBranch } from "../definition/loop-json.ts";
 import { buildRunnerCommand, provenConversation } from "../definition/runners.ts";
@@ -13,11 +13,13 @@ import { LeaseLostError } from "../shared/errors.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { sliceText, writeFileAtomic } from "../shared/fsutil.ts";
 import { sessionDir, worktreeDir } from "../shared/paths.ts";
-import { append, repoOf, type StepContext, type StepOutcome, warnMovedAside } from "./context.ts";
-import { ensureAgentExcludes, probeLaunchFault, resolveProgram, sessionPath } from "./environment.ts";
-import { classifyLaunchError, type EnvironmentFault, faultReason } from "./faults.ts";
+import { append, ownedRefChanges, projection, repoOf, type StepContext, type StepOutcome, warnMovedAside } from "./context.ts";
+import { describeRefChange, restoreCommand } from "./owned-refs.ts";
+import { ensureAgentExcludes, probeLaunchFault, resolveProgram, sandboxRequest, sessionPath } from "./environment.ts";
+import { probeSandbox } from "../supervisor/sandbox.ts";
+import { classifyLaunchError, type EnvironmentFault, faultReason, ownedRefFault } from "./faults.ts";
 import { git, gitTry, revParse } from "./git.ts";
-import { buildHandoff } from "./handoff.ts";
+import { buildHandoff, buildReplyMessage, REPLY_FILE } from "./handoff.ts";
 import { selfArgv } from "../supervisor/self.ts";
 import { readOutputHead, SESSION_FILES, sessionMark, startSession, tmuxSessionName } from "../supervisor/sessions.ts";
 import { ensureWorktree, startPointFor } from "./workspace.ts";
@@ -32,10 +34,12 @@ interface AttemptPlan {
   sessionId: string;
   /** The item's previous session, whose conversation a reply resumes. */
   previous: SessionRecord | null;
-  /** Replies not delivered yet, joined. */
-  reply: string;
+  /** Whether replies wait to be delivered (they are written to the handoff, and to reply.md on a resume). */
+  reply: boolean;
   /** The forge issue's context for the handoff (lib/step/forge/issue-context.ts), or null. */
   forgeContext?: string | null;
+  /** The bwrap program when the item runs in the sandbox (found by the launch probe), else null. */
+  bwrap?: string | null;
 }
 
 /**
@@ -45,11 +49,14 @@ interface AttemptPlan {
  * errors. A lost lease is thrown: the step may not record anything more.
  */
 export function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeContext?: string | null } = {}): StepOutcome {
-  const plan = { ...planAttempt(ctx, it), forgeContext: o.forgeContext ?? null };
+  // The sandbox is probed before anything is reserved: asked for and unusable is the machine's fault.
+  const box = it.def.sandbox ? probeSandbox(sessionPath(ctx.options.env)) : null;
+  const plan = { ...planAttempt(ctx, it), forgeContext: o.forgeContext ?? null, bwrap: box?.ok ? box.bwrap : null };
   const fault = probeLaunchFault({
     runner: it.def.runner,
     tmux: ctx.def.tmux,
     model: it.def.model,
+    verify: it.def.verify,
     repo: repoOf(ctx),
     worktree: plan.worktree,
     branch: plan.branch,
@@ -58,8 +65,18 @@ export function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeContext
     runners: ctx.def.runners,
     demoArgv: demoArgv(),
     env: ctx.options.env,
+    sandbox: box,
   });
   if (fault) return pauseForFault(ctx, it, fault, null);
+  // Refs loop owns that moved since it left them: someone must look before anything builds on them.
+  let refFault: EnvironmentFault | null;
+  try {
+    const moved = ownedRefChanges(ctx, projection(ctx));
+    refFault = ownedRefFault({ changes: moved.map(describeRefChange), restore: moved.map(restoreCommand), items: moved.flatMap((c) => (c.item ? [c.item] : [])) });
+  } catch (err) {
+    refFault = { kind: "git_failed", message: (err as Error).message, fix: "look at the repository (git for-each-ref refs/heads/), fix what git reports, then `loop ctl resume`" };
+  }
+  if (refFault) return pauseForFault(ctx, it, refFault, null);
   failpoint("launch:before_reserve");
   const reserved = append(
     ctx,
@@ -89,9 +106,7 @@ export function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeContext
  * attempt is given back uncounted (one commit). The items wait, their attempts unspent.
  */
 function pauseForFault(ctx: StepContext, it: ItemState, fault: EnvironmentFault, attempt: number | null): StepOutcome {
-  const reason = faultReason(fault, it.id);
-  ctx.errors.push(reason);
-  ctx.options.log.error(reason);
+  // Said once: it is the step's result (the pause's reason, and `attention`), not an error met besides.
   const payload = { kind: fault.kind, attempt, reason: fault.message, fix: fault.fix };
   const drafts = [{ type: "environment_fault" as const, item: it.id, payload }];
   // Before the reservation nothing was taken; after it, the attempt is given back in this commit.
@@ -116,7 +131,7 @@ function planAttempt(ctx: StepContext, it: ItemState): AttemptPlan {
     branch: itemBranch(ctx.def.name, it.id),
     sessionId: crypto.randomUUID(),
     previous: it.session,
-    reply: it.replies.filter((r) => r.delivered === null).map((r) => r.text).join("\n\n"),
+    reply: it.replies.some((r) => r.delivered === null),
   };
 }
 
@@ -147,10 +162,17 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
       ? provenConversation(previous.runner, {
           recorded: previous.conversationId,
           logHead: readOutputHead(previous.sessionDir),
-          historyExists: previous.runner === "aider" && previous.conversationId !== null && existsSync(previous.conversationId),
+          // Not empty: under the sandbox loop creates the file before aider runs, so there it always exists.
+          historyExists: previous.runner === "aider" && previous.conversationId !== null && nonEmptyFile(previous.conversationId),
         })
       : null;
-  const resume = reply && conversationId ? { conversationId, reply } : undefined;
+  let resume: { conversationId: string; replyFile: string } | undefined;
+  if (reply && conversationId) {
+    // The reply travels as a file, fenced like the handoff: never on the command line.
+    const replyFile = join(dir, REPLY_FILE);
+    writeFileSync(replyFile, buildReplyMessage({ p: reserved, item: it.id, attempt: n, handoffPath }));
+    resume = { conversationId, replyFile };
+  }
   const cmd = buildRunnerCommand(
     it.def.runner,
     { item: it.id, attempt: n, prompt: handoff, handoffPath, workdir: worktree, model: it.def.model, sessionId, resume },
@@ -182,6 +204,9 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
     tmuxName: ctx.def.tmux ? tmuxSessionName(ctx.def.name, it.id, n, it.epoch) : null,
     mark: sessionMark({ sessionId }),
     scope: { role: "session", loopName: ctx.def.name, item: it.id, epoch: it.epoch, attempt: n, stateRoot: ctx.options.stateRoot },
+    ...(plan.bwrap
+      ? { sandbox: sandboxRequest({ bwrap: plan.bwrap, worktree, stateRoot: ctx.options.stateRoot, branch, runner: it.def.runner, writable: [askFile, ...(cmd.writes ?? [])], env: ctx.options.env }) }
+      : {}),
   });
   // Atomic: a step killed mid-write must not leave a half file that adoption then misreads.
   writeFileAtomic(join(dir, "spawned.json"), JSON.stringify({ pid: started.pid, tmux: started.tmux }) + "\n");
@@ -217,6 +242,14 @@ function forgeStartPoint(ctx: StepContext, repo: string): string {
   if (r.code === 0) return ref;
   ctx.options.log.warn(`forge: could not fetch ${remote}/${ctx.def.base} (${r.stderr.trim()}); branching from the local ${ctx.def.base}`);
   return ctx.def.base;
+}
+
+function nonEmptyFile(path: string): boolean {
+  try {
+    return statSync(path).size > 0;
+  } catch {
+    return false;
+  }
 }
 
 /** argv is recorded for people; the prompt itself lives in handoff.md, so long values are cut. */

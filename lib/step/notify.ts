@@ -12,7 +12,7 @@ import { formatDuration } from "../definition/duration.ts";
 import type { Projection } from "../log/reducer.ts";
 import { tail } from "../shared/fsutil.ts";
 import { killGroup } from "../shared/process.ts";
-import { append, projection, type StepContext } from "./context.ts";
+import { append, faultItem, projection, type StepContext } from "./context.ts";
 import { type Attention, attention } from "./decide.ts";
 
 /** What one notification did, as the step's result lists it. */
@@ -74,7 +74,7 @@ export async function notifyPhase(ctx: StepContext): Promise<NotifyReport[]> {
   if (!def) return [];
   const reports: NotifyReport[] = [];
   const p = projection(ctx);
-  for (const a of attention(p)) {
+  for (const a of attention(p, { faultItem: faultItem(ctx, p) })) {
     if (p.loop.notified?.[a.slot] === a.key) continue;
     ctx.store.assertLease();
     ctx.store.renewLease(ctx.lease, def.timeout + 10 * 60_000);

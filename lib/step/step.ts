@@ -16,7 +16,7 @@ import { counts } from "../log/documents.ts";
 import type { ItemState } from "../log/reducer.ts";
 import { type Lease, Store } from "../log/store.ts";
 import { projectOf } from "../log/ownership.ts";
-import { append, createStepContext, materialize, projection, recordTransition, repoOf, type StepContext, type StepOptions, type StepOutcome, type Transition } from "./context.ts";
+import { append, createStepContext, faultItem, materialize, projection, recordTransition, repoOf, type StepContext, type StepOptions, type StepOutcome, type Transition } from "./context.ts";
 import { afterSession, type Attention, attention, hasOpenWork, nextWork } from "./decide.ts";
 import { definitionWarnings } from "./environment.ts";
 import { type NotifyReport, notifyPhase } from "./notify.ts";
@@ -26,6 +26,8 @@ import { observeLaunching, observeRunning } from "./observe.ts";
 import { verifyAttempt } from "./verify.ts";
 import { landAttempt } from "./land.ts";
 import { failAttempt, requeueUncounted, settleAttempt, sweepClosedSessions } from "./settle.ts";
+import { type DiskSpace, diskSpace, ensureReserve, LOW_SPACE_BYTES, releaseReserve } from "./disk.ts";
+import { diskFullMet, materializeIfRoom, pauseForDiskFull, unrecorded } from "./disk-fault.ts";
 
 export type { RunAction, StepOptions, StepOutcome, Transition } from "./context.ts";
 
@@ -35,6 +37,12 @@ export interface RunResult extends StepOutcome {
   loop: { name: string | null; state: string; reason: string | null; outcome: string | null; current: string | null };
   /** What needs a person after the step (decide.ts attention): non-empty means exit 1. */
   attention: { kind: Attention["kind"]; item: string | null; reason: string }[];
+  /**
+   * Whether `attention` differs from what needed a person when the step began (a condition new, or
+   * gone): false for a tick that found the loop as the previous one left it. `--quiet` prints nothing
+   * for such a tick (docs/cli/loop-run.md#flags).
+   */
+  attentionChanged: boolean;
   /** Environment errors met during the step (the step still recorded what it could). */
   errors: string[];
   /** What may need fixing but stopped nothing (checks made when loop.json was imported). */
@@ -140,7 +148,9 @@ async function advanceItem(ctx: StepContext, it: ItemState): Promise<StepOutcome
           // Null once the verify's verdict is recorded; an outcome while it runs (the step stops here).
           return verifyAttempt(ctx, it);
         case "land":
-          if (ctx.def.forge && ctx.def.landing !== "none") {
+          // A forge landing already under way finishes through the forge whatever landing says now
+          // (switched to "none", it settles with its PR left open and says so: docs/forge.md#the-two-locks).
+          if (ctx.def.forge && (ctx.def.landing !== "none" || it.forge?.landing)) {
             const { landThroughForge } = await import("./forge/land.ts");
             return landThroughForge(ctx, it);
           }
@@ -175,45 +185,83 @@ export function preflight(root: string): ReturnType<typeof loadDefinition> {
   return def;
 }
 
-/** One step. Throws DefinitionError or UsageError (exit 2) before touching anything (preflight), BusyLease when busy. */
+/**
+ * One step. Throws DefinitionError or UsageError (exit 2) before touching anything (preflight),
+ * BusyLease when busy, and an io_error that says the disk is full when a full disk left it unable to
+ * record even that (lib/step/disk.ts).
+ */
 export async function runStep(options: StepOptions): Promise<RunResult> {
   const def = preflight(options.root);
+  // A full disk is looked for before the store is opened (SQLite may not even make its -shm file
+  // then): the reserve is given back, so that the fault can be recorded.
+  const space = diskSpace(options.stateRoot);
+  const full = space !== null && space.free < LOW_SPACE_BYTES ? space : null;
+  if (full) releaseReserve(options.stateRoot);
+  try {
+    const r = await stepWith(options, def, full);
+    if (!full) ensureReserve(options.stateRoot, space);
+    return r;
+  } catch (err) {
+    throw unrecorded(err, options.stateRoot) ?? err;
+  }
+}
+
+async function stepWith(options: StepOptions, def: ReturnType<typeof preflight>, full: DiskSpace | null): Promise<RunResult> {
   const store = Store.open(options.stateRoot, { create: true, actor: options.actor, project: projectOf(options.root, def.name) });
   try {
     const got = store.acquireLease(options.leaseMs ?? 30 * 60_000, pidAlive);
     if (!got.ok) throw new BusyLease(got.holder);
     failpoint("lease:after_acquire");
     const ctx = createStepContext({ store, def, options, lease: got.lease });
+    // What needed a person when the step began: what the previous step left.
+    const before = attentionKeys(ctx, store.projection());
     if (got.takeover) {
       // Someone's step died holding the lease (or outlived it): say so, as one of this step's transitions.
       recordTransition(ctx, got.takeover);
       options.log.warn(`took over the step lease of pid ${got.takeover.payload.previous.pid} on ${got.takeover.payload.previous.host} (${got.takeover.payload.why === "dead" ? "its process is gone" : "it expired"})`);
     }
     let outcome: StepOutcome;
-    let notifications: NotifyReport[];
+    let notifications: NotifyReport[] = [];
     try {
-      materialize(ctx);
-      importDefinition(ctx);
-      if (def.forge) {
-        const { pollComments } = await import("./forge/comments.ts");
-        await pollComments(ctx);
+      try {
+        if (full) outcome = pauseForDiskFull(ctx, { path: options.stateRoot, mount: full.mount, free: full.free });
+        else {
+          materialize(ctx);
+          importDefinition(ctx);
+          if (def.forge) {
+            const { pollComments } = await import("./forge/comments.ts");
+            await pollComments(ctx);
+          }
+          outcome = await advanceLoop(ctx);
+        }
+        notifications = await notifyPhase(ctx);
+        if (ctx.transitions.length) materialize(ctx); // the first call already repaired the files
+      } catch (err) {
+        // The disk filled up during the step: the reserve goes back to it, and pays for the fault.
+        const disk = diskFullMet(err, options.stateRoot);
+        if (!disk) throw err;
+        releaseReserve(options.stateRoot);
+        outcome = pauseForDiskFull(ctx, disk);
+        notifications = [...notifications, ...(await notifyPhase(ctx))];
+        materializeIfRoom(ctx);
       }
-      outcome = await advanceLoop(ctx);
-      notifications = await notifyPhase(ctx);
-      if (ctx.transitions.length) materialize(ctx); // the first call already repaired the files
     } finally {
       if (def.forge) (await import("./forge/link.ts")).saveForgeLink(ctx);
       store.releaseLease(got.lease);
     }
     const p = store.projection();
+    const fault = faultItem(ctx, p);
+    const after = attention(p, { faultItem: fault });
     return {
       schema: "loop/run@1",
       action: outcome.action,
-      item: outcome.item,
+      // Every tick of one pause names the same item: the one in flight, else the one the fault was met launching.
+      item: outcome.item ?? (outcome.action === "paused" ? fault : null),
       reason: outcome.reason,
       transitions: ctx.transitions,
       loop: { name: p.loop.name, state: p.loop.state, reason: p.loop.reason, outcome: p.loop.outcome, current: p.loop.current },
-      attention: attention(p).map(({ kind, item, reason }) => ({ kind, item, reason })),
+      attention: after.map(({ kind, item, reason }) => ({ kind, item, reason })),
+      attentionChanged: after.map((a) => a.key).join("\n") !== before,
       errors: ctx.errors,
       warnings: ctx.warnings,
       notifications,
@@ -221,6 +269,22 @@ export async function runStep(options: StepOptions): Promise<RunResult> {
   } finally {
     store.close();
   }
+}
+
+/** The conditions that need a person, as one comparable string of their keys. */
+function attentionKeys(ctx: StepContext, p: ReturnType<typeof projection>): string {
+  return attention(p, { faultItem: faultItem(ctx, p) })
+    .map((a) => a.key)
+    .join("\n");
+}
+
+/**
+ * Whether `loop run --quiet` prints a step's result: only a step that exits non-zero, and of those
+ * not one that found exactly the conditions the previous step left and met no error (the notify
+ * hook already told about them; the exit code still says 1).
+ */
+export function quietPrints(r: Pick<RunResult, "errors" | "attention" | "attentionChanged">): boolean {
+  return stepExitCode(r) !== EXIT.ok && (r.errors.length > 0 || r.attentionChanged);
 }
 
 /**

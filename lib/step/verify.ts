@@ -17,12 +17,17 @@ import { GitError } from "../shared/errors.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { readTextOrNull } from "../shared/fsutil.ts";
 import { endVerifyRun } from "../supervisor/end.ts";
-import { append, repoOf, type StepContext, type StepOutcome } from "./context.ts";
+import { append, ownedRefChanges, projection, repoOf, type StepContext, type StepOutcome } from "./context.ts";
+import { describeRefChange, type RefChange } from "./owned-refs.ts";
 import { classifyVerify, classifyVerifyStart, verifyExitVerdict } from "./decide.ts";
 import { graceMs, SESSION_FILES, sessionMark } from "../supervisor/sessions.ts";
 import { endVerify, readVerifyExit, startVerify, verifyAlive, verifyLogSummary, verifySpawnEvidence, type VerifyProcess } from "../supervisor/verify-command.ts";
 import type { SessionMechanism } from "../supervisor/scope.ts";
 import { commitLeftovers, commitsAhead, startPointFor } from "./workspace.ts";
+import { protectedPathVerdict } from "./protect.ts";
+import { sandboxRequest, sessionPath } from "./environment.ts";
+import { faultReason, sandboxFault } from "./faults.ts";
+import { probeSandbox, type SandboxRequest } from "../supervisor/sandbox.ts";
 
 type VerifyPayload = Payload<"verify_finished">;
 
@@ -43,8 +48,24 @@ export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<St
   } catch (err) {
     return record(ctx, it, notRun(attempt.n, gitFailure("could not commit the changes the agent left", err)));
   }
-  failpoint("verify:before");
   const logPath = join(s.sessionDir, SESSION_FILES.verify);
+  // Protected paths first: an attempt that changed one fails whatever its verify would say, and its verify never runs.
+  let guarded: ReturnType<typeof protectedPathVerdict>;
+  try {
+    guarded = protectedPathVerdict(ctx, it);
+  } catch (err) {
+    return record(ctx, it, notRun(attempt.n, gitFailure("could not check the protected paths", err)));
+  }
+  if (guarded) return record(ctx, it, refused(attempt.n, guarded, logPath));
+  // Refs loop owns that moved while this attempt's agent ran: the attempt does not pass over them.
+  let moved: RefChange[];
+  try {
+    moved = ownedRefChanges(ctx, projection(ctx));
+  } catch (err) {
+    return record(ctx, it, notRun(attempt.n, `could not check the refs loop owns: ${(err as Error).message}`));
+  }
+  if (moved.length) return record(ctx, it, refused(attempt.n, ownedRefVerdict(moved), logPath));
+  failpoint("verify:before");
   if (it.def.verify === false) {
     let ahead: number;
     try {
@@ -54,6 +75,9 @@ export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<St
     }
     return record(ctx, it, judgeWithoutCommand({ attempt: attempt.n, exitCode: attempt.end!.exitCode, ahead, logPath }));
   }
+  // The sandbox the verify runs in must be usable before it is reserved: if not, the loop pauses.
+  const box = verifySandbox(ctx, it);
+  if ("paused" in box) return box.paused;
   const key = `verify:${it.id}:e${it.epoch}:a${attempt.n}`;
   const reserved = append(
     ctx,
@@ -75,6 +99,8 @@ function spawnReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOut
   const attempt = it.attempts[it.attempts.length - 1]!;
   const s = it.session!;
   ctx.store.assertLease();
+  const box = verifySandbox(ctx, it);
+  if ("paused" in box) return box.paused;
   let started: ReturnType<typeof startVerify>;
   try {
     started = startVerify({
@@ -85,6 +111,7 @@ function spawnReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOut
       mark: sessionMark(s),
       // A scope of its own, as its session has: under a oneshot step's unit it would die with the step.
       scope: { loopName: ctx.def.name, item: it.id, epoch: it.epoch, attempt: attempt.n, stateRoot: ctx.options.stateRoot },
+      ...(box.request ? { sandbox: box.request } : {}),
     });
   } catch (err) {
     // Loop's own wrapper could not be started: an error of the environment, and the attempt's verify.
@@ -108,6 +135,27 @@ function recordStarted(ctx: StepContext, it: ItemState, run: VerifyRun, p: Verif
     "verify_started",
   );
   return { action: "waiting", item: it.id, reason: `verify running (deadline ${deadline})` };
+}
+
+/**
+ * The sandbox an item's verify runs in (its agent's: docs/runners.md#the-sandbox), probed now. One
+ * that is asked for and unusable is an environment fault: the loop pauses, and the attempt waits
+ * untouched for `loop ctl resume`.
+ */
+function verifySandbox(ctx: StepContext, it: ItemState): { request: SandboxRequest | null } | { paused: StepOutcome } {
+  if (!it.def.sandbox) return { request: null };
+  const s = it.session!;
+  const attempt = it.attempts[it.attempts.length - 1]!;
+  const probe = probeSandbox(sessionPath(ctx.options.env));
+  if (!probe.ok) {
+    const f = sandboxFault(probe)!;
+    const reason = faultReason(f, it.id, "verifying");
+    ctx.errors.push(reason);
+    ctx.options.log.error(reason);
+    const p = append(ctx, [{ type: "environment_fault", item: it.id, payload: { kind: f.kind, attempt: attempt.n, reason: f.message, fix: f.fix } }], "fault");
+    return { paused: { action: "paused", item: it.id, reason: p.loop.reason } };
+  }
+  return { request: sandboxRequest({ bwrap: probe.bwrap, worktree: s.worktree, stateRoot: ctx.options.stateRoot, branch: s.branch, runner: it.def.runner, writable: [], env: ctx.options.env }) };
 }
 
 /** A reserved verify whose start is not recorded: adopt its wrapper, start it (nothing was spawned), wait, or fail it. */
@@ -155,6 +203,21 @@ async function observeVerify(ctx: StepContext, it: ItemState, run: VerifyRun): P
   }
   failpoint("verify:before_record");
   return record(ctx, it, payload);
+}
+
+/** An attempt a check before its verify failed (protected paths, the refs loop owns): no verify runs; the log says why. */
+function refused(attempt: number, v: { reason: string; detail: string }, logPath: string): VerifyPayload {
+  writeFileSync(logPath, v.detail + "\n");
+  return { attempt, passed: false, exitCode: null, timedOut: false, sha256: null, tail: v.detail, log: logPath, reason: v.reason };
+}
+
+/** Owned refs that moved during the attempt, as the verdict that fails it (its verify never runs). */
+function ownedRefVerdict(moved: RefChange[]): { reason: string; detail: string } {
+  const named = moved.map(describeRefChange).join("; ");
+  return {
+    reason: `owned_ref_changed: ${named}`,
+    detail: `owned_ref_changed: while this attempt ran, refs loop owns were changed: ${named}. Its verify was not run. Work only on your own branch; never move, delete or create other branches.`,
+  };
 }
 
 /** A verify that could not run: failed, with the reason as all there is to show. */

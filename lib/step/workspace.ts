@@ -90,6 +90,25 @@ export function commitsAhead({ repo, base, branch }: { repo: string; base: strin
   return Number(git(repo, ["rev-list", "--count", `${base}..${branch}`]));
 }
 
+/** The commit where `b` forked off `a` (their merge base), or null when they share no history. Throws GitError on any other failure. */
+export function forkPoint({ repo, a, b }: { repo: string; a: string; b: string }): string | null {
+  const r = gitTry(repo, ["merge-base", a, b]);
+  if (r.code === 0) return r.stdout.trim();
+  if (r.code === 1 && r.stderr.trim() === "") return null; // no common ancestor
+  throw new GitError(["merge-base", a, b], r.code, r.stderr);
+}
+
+/**
+ * The paths that differ between two commits, as git prints them from the repository's top level:
+ * edits, additions, deletions, mode and type changes; a rename is its old path and its new one.
+ */
+export function changedPaths({ repo, from, to }: { repo: string; from: string; to: string }): string[] {
+  const args = ["diff", "--no-renames", "--no-ext-diff", "--no-textconv", "--ignore-submodules=none", "--name-only", "-z", from, to, "--"];
+  const r = gitTry(repo, args);
+  if (r.code !== 0) throw new GitError(args, r.code, r.stderr);
+  return r.stdout.split("\0").filter(Boolean);
+}
+
 /** Where an item branch starts: the landing target once it exists (merge landing), else the base. */
 export function startPointFor({ repo, landing, base, target }: { repo: string; landing: string; base: string; target: string }): string {
   if (landing === "merge" && branchExists(repo, target)) return target;

@@ -7,6 +7,10 @@
 // VERIFY_FILES in the same folder (lib/supervisor/verify-command.ts), so verify is observed like a session.
 // The agent (or verify command) inherits the session's mark (LOOP_SESSION_MARK), by which the close
 // path finds every process of the session, even one that left its process group.
+// A full disk does not end it: output the disk refuses is dropped and counted (output-log.ts), and
+// started.json and exit.json are written once the disk takes them (until then the wrapper lives on,
+// so the step sees a session still running, never one lost): the real exit status is kept.
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { readJsonOrNull, writeFileAtomic } from "../shared/fsutil.ts";
 import { processStartTime, SESSION_MARK_VAR } from "../shared/process.ts";
@@ -26,6 +30,26 @@ export interface LaunchRecord {
 
 /** How long the output pipes are drained after the agent exited: a process it left behind may hold them open. */
 const DRAIN_MS = 2000;
+/** How often a record the disk refused (full) is tried again. */
+const RETRY_FULL_MS = 1000;
+
+/**
+ * Write a small record atomically, trying again while the disk is full (ENOSPC, EDQUOT): a session's
+ * exit status must survive the disk filling up. Any other failure is thrown.
+ */
+export async function writeWhenRoom(path: string, text: string, retryMs = RETRY_FULL_MS): Promise<void> {
+  for (;;) {
+    try {
+      writeFileAtomic(path, text);
+      return;
+    } catch (err) {
+      rmSync(`${path}.tmp-${process.pid}`, { force: true });
+      const code = (err as NodeJS.ErrnoException)?.code;
+      if (code !== "ENOSPC" && code !== "EDQUOT") throw err;
+      await Bun.sleep(retryMs);
+    }
+  }
+}
 
 export const SESSION_FILES = {
   launch: "launch.json",
@@ -73,8 +97,12 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
   const out = new CappedLog(join(dir, files.output), launch.outputCap ?? DEFAULT_OUTPUT_CAP);
   // With its pid, names this wrapper (and its group) for whoever adopts it, never a later process reusing the pid.
   const wrapperStart = processStartTime(process.pid);
+  // `outputError`: the disk refused some output (output.log says where and how much).
   const finish = (code: number | null, signal: string | null, error?: string) =>
-    writeFileAtomic(join(dir, files.exit), JSON.stringify({ code, signal, error: error ?? null, at: new Date().toISOString() }) + "\n");
+    writeWhenRoom(
+      join(dir, files.exit),
+      JSON.stringify({ code, signal, error: error ?? null, ...(out.writeError ? { outputError: out.writeError } : {}), at: new Date().toISOString() }) + "\n",
+    );
   // Inside tmux, the server's socket: `loop status` prints the exact `tmux -S <socket> attach` command.
   const tmuxSocket = launch.tee ? tmuxSocketFromEnv(process.env.TMUX) : null;
   const startedDoc = (agentPid: number | null) => JSON.stringify({ wrapperPid: process.pid, wrapperStart, agentPid, tmuxSocket, at: new Date().toISOString() }) + "\n";
@@ -95,11 +123,10 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
     const msg = `loop: cannot start ${JSON.stringify(launch.argv[0])}: ${(err as Error).message}\n`;
     out.write(Buffer.from(msg));
     out.close();
-    writeFileAtomic(join(dir, files.started), startedDoc(null));
-    finish(127, null, msg.trim());
+    await writeWhenRoom(join(dir, files.started), startedDoc(null));
+    await finish(127, null, msg.trim());
     return 0;
   }
-  writeFileAtomic(join(dir, files.started), startedDoc(child.pid));
   for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.on(sig, () => child.kill(sig));
   // Through the wrapper, never straight to the file: that is how the cap is kept.
   const pump = async (stream: ReadableStream<Uint8Array>) => {
@@ -109,10 +136,12 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
     }
   };
   const pumped = Promise.all([pump(child.stdout as ReadableStream<Uint8Array>), pump(child.stderr as ReadableStream<Uint8Array>)]);
+  // After the pumps: the agent must not block on a pipe while a full disk holds this back.
+  await writeWhenRoom(join(dir, files.started), startedDoc(child.pid));
   const code = await child.exited;
   await Promise.race([pumped, Bun.sleep(DRAIN_MS)]);
   out.close();
   const signal = child.signalCode ? String(child.signalCode) : null;
-  finish(signal ? null : code, signal);
+  await finish(signal ? null : code, signal);
   return 0;
 }

@@ -11,6 +11,7 @@ import { type LaunchRecord, SESSION_FILES, type WrapperKind, wrapperFiles } from
 import { selfArgv } from "./self.ts";
 import { outputCapFrom } from "./output-log.ts";
 import { launchDetached, type ScopeTarget, type SessionMechanism } from "./scope.ts";
+import { type SandboxRequest, sandboxArgv, sandboxSpec } from "./sandbox.ts";
 import type { AttemptRecord, SessionRecord } from "../log/reducer.ts";
 
 export { SESSION_FILES };
@@ -19,8 +20,8 @@ export { SESSION_FILES };
 export interface SessionObservation {
   /** The session folder and its launch record exist and name a process or tmux target. */
   recordPresent: boolean;
-  /** exit.json written by the session wrapper when the agent ended. */
-  exit: { code: number | null; signal: string | null } | null;
+  /** exit.json written by the session wrapper when the agent ended; `outputError`: the disk refused some of its output. */
+  exit: { code: number | null; signal: string | null; outputError?: string | null } | null;
   /** Non-empty text of the ask file. */
   question: string | null;
   /** Why something in the ask file's place was not read (a link, a FIFO), or null. */
@@ -74,12 +75,16 @@ export function startSession(o: {
   scope?: ScopeTarget;
   /** The session's mark (sessionMark); defaults to the LOOP_SESSION_ID the step puts in env. */
   mark?: string;
+  /** Run the command under bubblewrap (lib/supervisor/sandbox.ts); the wrapper stays outside. */
+  sandbox?: SandboxRequest;
 }): StartedSession {
   mkdirSync(o.dir, { recursive: true });
   const kind = o.kind ?? "session";
   const mark = o.mark ?? o.env.LOOP_SESSION_ID;
+  // The only place a command is put in the sandbox: the launch record holds the bwrap command line.
+  const argv = o.sandbox ? sandboxArgv(sandboxSpec(o.sandbox, o.dir), o.argv) : o.argv;
   // The cap travels in the launch record: a tmux session does not inherit the step's environment.
-  const launch: LaunchRecord = { argv: o.argv, cwd: o.cwd, env: o.env, tee: o.tmuxName !== null, outputCap: outputCapFrom(process.env), ...(mark ? { mark } : {}) };
+  const launch: LaunchRecord = { argv, cwd: o.cwd, env: o.env, tee: o.tmuxName !== null, outputCap: outputCapFrom(process.env), ...(mark ? { mark } : {}) };
   writeFileAtomic(join(o.dir, wrapperFiles(kind).launch), JSON.stringify(launch, null, 2) + "\n");
   const wrapper = [...selfArgv(), "__session", o.dir, ...(kind === "verify" ? ["verify"] : [])];
   // The wrapper carries the mark from its start, so everything it and the agent start inherits it.
@@ -115,7 +120,7 @@ export function startSession(o: {
 
 export function observeSession(s: SessionRecord, a: AttemptRecord, timeouts: { launch: number; stall: number }, now: number): SessionObservation {
   const dir = s.sessionDir;
-  const exit = readJsonOrNull<{ code: number | null; signal: string | null }>(join(dir, SESSION_FILES.exit));
+  const exit = readJsonOrNull<{ code: number | null; signal: string | null; outputError?: unknown }>(join(dir, SESSION_FILES.exit));
   // The agent's question, bounded: it is recorded in events and shown in the loop's reason. Only
   // the file the agent wrote itself is read, never what a link in its place points to (nor a FIFO,
   // which would block): anything else is no question, and the session's verdict says it was ignored.
@@ -132,7 +137,7 @@ export function observeSession(s: SessionRecord, a: AttemptRecord, timeouts: { l
   const exitNow = exit ?? (alive ? null : readJsonOrNull(join(dir, SESSION_FILES.exit)));
   return {
     recordPresent: existsSync(join(dir, SESSION_FILES.launch)) && (s.pid !== null || s.tmux !== null),
-    exit: exitNow ? { code: exitNow.code ?? null, signal: exitNow.signal ?? null } : null,
+    exit: exitNow ? { code: exitNow.code ?? null, signal: exitNow.signal ?? null, outputError: typeof exitNow.outputError === "string" ? exitNow.outputError : null } : null,
     question,
     askIgnored,
     started: existsSync(join(dir, SESSION_FILES.started)),

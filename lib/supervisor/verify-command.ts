@@ -14,6 +14,7 @@ import { killRecordedGroup, processStartTime, recordedGroupAlive } from "../shar
 import { VERIFY_FILES } from "./session-wrapper.ts";
 import { startSession } from "./sessions.ts";
 import { endRecordedScope, type ScopeTarget, type SessionMechanism } from "./scope.ts";
+import type { SandboxRequest } from "./sandbox.ts";
 
 export { VERIFY_FILES };
 
@@ -51,6 +52,8 @@ export function startVerify(o: {
   mark: string;
   /** Where its systemd scope is named from (the attempt's, as its session's); without it, a plain process group. */
   scope?: Omit<ScopeTarget, "role">;
+  /** The item's sandbox, when it has one: the verify runs in the same one as its agent. */
+  sandbox?: SandboxRequest;
 }): VerifyProcess & { mechanism: SessionMechanism | null } {
   const { pid, mechanism } = startSession({
     dir: o.dir,
@@ -61,6 +64,7 @@ export function startVerify(o: {
     kind: "verify",
     mark: o.mark,
     ...(o.scope ? { scope: { ...o.scope, role: "verify" as const } } : {}),
+    ...(o.sandbox ? { sandbox: o.sandbox } : {}),
   });
   const started: VerifyProcess = { pid, startTime: processStartTime(pid) };
   // Atomic: a step killed mid-write must not leave a half file that adoption then misreads.

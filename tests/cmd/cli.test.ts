@@ -166,7 +166,9 @@ describe("--version", () => {
       [["--version", "--json", "--json"], "--json was given 2 times; give it once"],
     ] as const) {
       const r = cli([...args]);
-      expect({ args, code: r.code, stdout: r.stdout, stderr: r.stderr }).toEqual({ args, code: 2, stdout: "", stderr: expect.stringContaining(message) });
+      // Off a terminal a usage error is a JSON document (docs/cli/README.md#errors): compare its message.
+      const said = r.stderr.startsWith("{") ? JSON.parse(r.stderr).error.message : r.stderr;
+      expect({ args, code: r.code, stdout: r.stdout, said }).toEqual({ args, code: 2, stdout: "", said: expect.stringContaining(message) });
     }
   });
 
@@ -388,6 +390,31 @@ describe("usage errors exit 2, message on stderr, nothing on stdout", () => {
     const t = cli(["run", "--no-such-flag", "--text"], { cwd: repo });
     expect(() => JSON.parse(t.stderr)).toThrow();
     expect(existsSync(join(repo, ".loop"))).toBe(false);
+  });
+
+  test("the format of a usage error is the one the command line asks for (docs/cli/README.md#errors): text on a terminal, JSON in a pipe, for every tool and the entry point", async () => {
+    const repo = gitRepo();
+    const cases: [string[], string][] = [
+      [["run", "--no-such-flag"], "loop run"],
+      [["status", "--root="], "loop status"],
+      [["add"], "loop add"],
+      [["no-such-tool"], "loop"],
+      [["--no-such-option"], "loop"],
+    ];
+    for (const [args, prog] of cases) {
+      // A person at a terminal: one line of text naming the tool (a tool's own errors add the hint).
+      const tty = await cliOnTty(args, { cwd: repo, env: { NO_COLOR: "1" } });
+      expect({ args, code: tty.code }).toEqual({ args, code: 2 });
+      expect(tty.text).toStartWith(`${prog}: `);
+      expect(tty.text).not.toContain('{"error"');
+      if (prog !== "loop") expect(tty.text).toContain(`Run \`${prog} --help\` for usage.`);
+      // A script reading a pipe: the JSON error line it parses every other error from.
+      const piped = cli(args, { cwd: repo });
+      expect({ args, code: piped.code, stdout: piped.stdout }).toEqual({ args, code: 2, stdout: "" });
+      expect(jsonError(piped.stderr).error.code).toBe("usage");
+      // --text in a pipe: text again.
+      if (!args.includes("--json")) expect(cli([...args, "--text"], { cwd: repo }).stderr).toStartWith(`${prog}: `);
+    }
   });
 
   test("a JSON error line escapes C1 control characters too (JSON.stringify leaves them raw)", () => {

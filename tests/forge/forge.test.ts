@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { authorized, commentIntent, isLoopsOwn, LOOP_MARKER, loopComment } from "../../lib/forge/comments.ts";
 import { GitHubProvider } from "../../lib/forge/github.ts";
-import { mergeGate } from "../../lib/forge/merge-gate.ts";
+import { definitionLock, environmentLock, failureGate, identityGate, mergeGate } from "../../lib/forge/merge-gate.ts";
 import { notMergeableIsWait } from "../../lib/forge/github.ts";
 import type { ConditionalCache, ForgePull } from "../../lib/forge/provider.ts";
 import { capped, fenced, sanitize, sanitizeLine } from "../../lib/forge/untrusted.ts";
@@ -228,8 +228,6 @@ describe("merge gate", () => {
   const check = (verdict: "passing" | "failing" | "pending", name = "build") => ({ name, source: "check run", conclusion: verdict, verdict, detail: `${name} ${verdict}` });
   const ok = check("passing");
   test.each([
-    ["merged", pr({ merged: true, mergeCommitSha: "m" }), [ok], "merged"],
-    ["closed", pr({ state: "closed" }), [ok], "block"],
     ["the forge still computing", pr({ mergeability: { kind: "wait", code: "mergeable_unknown", reason: "computing" } }), [ok], "wait"],
     ["the forge still computing, a red check", pr({ mergeability: { kind: "wait", code: "mergeable_unknown", reason: "computing" } }), [check("failing")], "block"],
     ["conflict", pr({ mergeability: { kind: "block", code: "conflict", reason: "conflicts" } }), [ok], "block"],
@@ -243,7 +241,43 @@ describe("merge gate", () => {
 
   test("checks that could not all be read block, however green the rest", () => {
     const g = mergeGate(pr(), { checks: [ok], unread: "1100 check runs on aaaa, 1000 read" });
-    expect(g).toEqual({ kind: "block", reason: expect.stringContaining("1100 check runs on aaaa, 1000 read") });
+    expect(g).toEqual({ kind: "block", code: "checks_unread", reason: expect.stringContaining("1100 check runs on aaaa, 1000 read") });
+  });
+
+  // The PR must still be loop's: the sha it pushed, the loop's base; merged only that way.
+  const pushed = "a".repeat(40);
+  const other = "b".repeat(40);
+  const expected = { head: pushed, base: "main", headIsAncestor: false };
+  test.each([
+    ["loop's own: go on", pr(), expected, null],
+    ["merged with the pushed head into the base", pr({ merged: true, state: "closed", mergeCommitSha: "m" }), expected, "merged"],
+    ["merged into another branch", pr({ merged: true, state: "closed", baseRef: "release" }), expected, "block:merged_elsewhere"],
+    ["merged with another head", pr({ merged: true, state: "closed", headSha: other }), expected, "block:merged_elsewhere"],
+    ["closed", pr({ state: "closed" }), expected, "block:closed"],
+    ["base changed", pr({ baseRef: "release" }), expected, "block:base_changed"],
+    ["head moved", pr({ headSha: other }), expected, "block:head_moved"],
+    ["the forge lags the push (its head is an ancestor)", pr({ headSha: other }), { ...expected, headIsAncestor: true }, "wait:head_not_updated"],
+  ] as const)("identity: %s", (_, p, e, want) => {
+    const d = identityGate(p, e);
+    expect(d === null ? null : "code" in d ? `${d.kind}:${d.code}` : d.kind).toBe(want);
+  });
+
+  test("the locks: landing merge in the imported definition, then the variable at merge time", () => {
+    expect(definitionLock("merge", pr())).toBeNull();
+    expect(definitionLock("pr", pr())).toMatchObject({ kind: "release", code: "landing_changed", reason: expect.stringContaining('landing is "pr"') });
+    expect(environmentLock(true, "LOOP_ALLOW_AUTO_MERGE")).toBeNull();
+    expect(environmentLock(false, "LOOP_ALLOW_AUTO_MERGE")).toMatchObject({ kind: "block", code: "auto_merge_unset" });
+  });
+
+  test("failed landing requests: a rate limit records nothing, no answer or a 5xx waits named, refusals block", () => {
+    const o = { merging: true, label: "pull request #5" };
+    expect(failureGate({ ok: false, kind: "rate_limited", retryAt: 0, message: "x" }, "l", o)).toBe("rate_limited");
+    expect(failureGate({ ok: false, kind: "network", message: "x" }, "l", o)).toMatchObject({ kind: "wait", code: "forge_error" });
+    expect(failureGate({ ok: false, kind: "http", status: 502, message: "x" }, "l", o)).toMatchObject({ kind: "wait", code: "forge_error" });
+    expect(failureGate({ ok: false, kind: "http", status: 404, message: "x" }, "l", o)).toMatchObject({ kind: "block", code: "forge_refused" });
+    expect(failureGate({ ok: false, kind: "http", status: 422, message: "x" }, "l", o)).toMatchObject({ kind: "block", code: "merge_refused" });
+    // A 422 to a read is not a refusal to merge: asked again.
+    expect(failureGate({ ok: false, kind: "http", status: 422, message: "x" }, "l", { ...o, merging: false })).toMatchObject({ kind: "wait", code: "forge_error" });
   });
 
   test("405 messages: waits and refusals", () => {

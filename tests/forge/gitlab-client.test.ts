@@ -9,7 +9,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { GitLabProvider, parseSearch } from "../../lib/forge/gitlab.ts";
-import { mergeGate } from "../../lib/forge/merge-gate.ts";
+import { identityGate, mergeGate } from "../../lib/forge/merge-gate.ts";
 import { commentIntent } from "../../lib/forge/comments.ts";
 import type { ConditionalCache, ForgeChecks, ProviderOptions } from "../../lib/forge/provider.ts";
 import { type FakeGitLab, startFakeGitLab } from "../helpers/fake-gitlab.ts";
@@ -271,7 +271,7 @@ describe("merge requests", () => {
     expect(read.unread).toBe(`21 statuses on ${head.slice(0, 12)}, 20 read`);
     await c.createPull({ title: "t", body: "b", head: "feature", base: "main", draft: false });
     const pr = await c.getPull(1);
-    expect(pr.ok && mergeGate(pr.value, read)).toEqual({ kind: "block", reason: expect.stringContaining("could be read") });
+    expect(pr.ok && mergeGate(pr.value, read)).toEqual({ kind: "block", code: "checks_unread", reason: expect.stringContaining("could be read") });
   });
 
   test("merge: with the sha seen green; a moved head is a 409; a refusal reads detailed_merge_status to tell a wait from a block; merged is merged", async () => {
@@ -289,7 +289,9 @@ describe("merge requests", () => {
     expect(merged.ok && merged.value.kind).toBe("merged");
     expect(gl.merges).toEqual([{ iid: 1, sha: head }]);
     const after = await c.getPull(1);
-    expect(after.ok && mergeGate(after.value, null).kind).toBe("merged");
+    // Merged with the head loop pushed, into the base: recorded merged (issue 18's identity rules hold on GitLab too).
+    expect(after.ok && identityGate(after.value, { head, base: "main", headIsAncestor: false })).toEqual({ kind: "merged", sha: expect.stringMatching(/^[0-9a-f]{40}$/) });
+    expect(after.ok && identityGate(after.value, { head, base: "release", headIsAncestor: false })).toMatchObject({ kind: "block", code: "merged_elsewhere", reason: expect.stringContaining("merge request !1 was merged into main, not release") });
   });
 });
 

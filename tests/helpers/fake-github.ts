@@ -136,6 +136,8 @@ export interface FakeGitHub {
   addComment(o: { issue: number; login: string; body: string }): FakeComment;
   editComment(id: number, body: string): void;
   headOf(branch: string): string | null;
+  /** Someone changes the base branch of pull request `number` (what PATCH /pulls/{n} with `base` does on GitHub); the branch must exist. */
+  changeBase(number: number, base: string): void;
   /** Stop the server; throws when an answer broke GitHub's description. */
   stop(): void;
 }
@@ -239,6 +241,12 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
     },
     headOf(branch) {
       return tryRun(bare, ["rev-parse", "--verify", "-q", `refs/heads/${branch}`]);
+    },
+    changeBase(number, base) {
+      const p = f.pulls.get(number);
+      if (!p) throw new Error(`fake GitHub: no pull request #${number}`);
+      if (!f.headOf(base)) throw new Error(`fake GitHub: no branch ${base} to be the base of #${number}`);
+      p.base = base;
     },
     stop() {
       for (const release of hanging) release();

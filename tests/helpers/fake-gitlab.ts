@@ -148,6 +148,8 @@ export interface FakeGitLab {
   /** The issue is moved to another project: closed here, `moved_to_id` set. */
   moveIssue(iid: number, toId: number): void;
   headOf(branch: string): string | null;
+  /** Someone changes the merge request's target branch. */
+  changeBase(iid: number, base: string): void;
   stop(): void;
 }
 
@@ -259,6 +261,12 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; dir?: 
     },
     headOf(branch) {
       return tryRun(bare, ["rev-parse", "--verify", "-q", `refs/heads/${branch}`]);
+    },
+    changeBase(iid, base) {
+      const m = f.mrs.get(iid);
+      if (!m) throw new Error(`fake GitLab: no merge request !${iid}`);
+      if (!f.headOf(base)) throw new Error(`fake GitLab: no branch ${base} to be the target of !${iid}`);
+      m.target_branch = base;
     },
     stop() {
       for (const release of hanging) release();

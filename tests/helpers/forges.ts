@@ -42,6 +42,10 @@ export interface FakeForge {
   /** Requests for issue `n` answer 502. */
   failIssue(n: number): void;
   headOf(branch: string): string | null;
+  /** Someone changes pull request `n`'s base branch. */
+  changeBase(n: number, base: string): void;
+  /** Every merge call answers this status (a server error, a validation failure). */
+  failMerges(status: 500 | 422): void;
   /** The fake itself (FakeGitHub, FakeGitLab), for a scenario only one forge has. */
   raw: unknown;
   /** Every request the fake answered, as "METHOD path?query". */
@@ -76,6 +80,8 @@ export function github(dir: string): FakeForge {
     hang: (suffix, method) => void (gh.switches.hang = suffix === null ? null : (r) => r.path.endsWith(suffix) && (!method || r.method === method)),
     failIssue: (n) => void (gh.switches.fail = { match: (r) => r.path === `/repos/${gh.owner}/${gh.repo}/issues/${n}`, status: 502, count: 1_000 }),
     headOf: (b) => gh.headOf(b),
+    changeBase: (n, base) => gh.changeBase(n, base),
+    failMerges: (status) => void (gh.switches.mergeRefusal = { status, message: status === 500 ? "Server Error" : "Validation Failed" }),
     raw: gh,
     requests: () => gh.requests,
     commentListing: `GET /repos/${gh.owner}/${gh.repo}/issues/comments?`,
@@ -114,6 +120,8 @@ export function gitlab(dir: string): FakeForge {
     hang: (suffix, method) => void (gl.switches.hang = suffix === null ? null : (r) => r.path.endsWith(suffix) && (!method || r.method === method)),
     failIssue: (n) => void (gl.switches.fail = { match: (r) => r.path === `/projects/${enc}/issues/${n}`, status: 502, count: 1_000 }),
     headOf: (b) => gl.headOf(b),
+    changeBase: (n, base) => gl.changeBase(n, base),
+    failMerges: (status) => void (gl.switches.mergeRefusal = { status, message: status === 500 ? "500 Internal Server Error" : "Branch cannot be merged" }),
     raw: gl,
     requests: () => gl.requests,
     commentListing: `GET /projects/${enc}/issues?iids[]=`,

@@ -47,7 +47,10 @@ describe("loop plan --issues", () => {
   test("the demo planner drafts one item per open matching issue, skipping a tracking issue and one an open PR covers; refs name the forge's repository; text cleaned", async () => {
     const { p, gh } = forgeProject();
     const r = await p.loop(["plan", "Work the open bugs.", "--issues", "label:bug", "--runner", "demo", "--yes", "--json"]);
-    expect([r.code, r.stderr]).toEqual([0, ""]);
+    expect(r.code).toBe(0);
+    // --yes says on stderr what it appends unreviewed (docs/cli/loop-plan.md#review).
+    expect(r.stderr).toStartWith("warn: loop plan: appending 1 drafted item to loop.json unreviewed (--yes); what will be written:\n1/1 ");
+    expect(r.stderr).toContain("ref        github:acme/api#1");
     const doc = JSON.parse(r.stdout);
     expect(doc.items.map((i: { ref: string }) => i.ref)).toEqual(["github:acme/api#1"]);
     expect(doc.appended).toHaveLength(1);

@@ -288,14 +288,15 @@ describe("the launch and observe phases", () => {
     expect(h.ctx.errors).toEqual([]);
   });
 
-  test("a runner that cannot start after its reservation: the attempt is given back (environment_fault), the loop paused, listed in the step's errors", () => {
+  test("a runner that cannot start after its reservation: the attempt is given back (environment_fault), the loop paused with the reason, not listed again in the step's errors", () => {
     // Relative to the worktree: checkable only once the reservation made the worktree.
     const h = harness({}, { runners: { agent: { command: ["./no-such-agent"] } } });
     const out = launchAttempt(h.ctx, h.item());
     expect(out.action).toBe("paused");
     expect(h.events().map((e) => e.type)).toEqual(["launch_reserved", "environment_fault"]);
     expect(lastOf(h, "environment_fault")).toMatchObject({ kind: "program_not_found", attempt: 1, reason: expect.stringContaining('program "./no-such-agent" not found') });
-    expect(h.ctx.errors).toEqual([expect.stringContaining('environment fault launching a: could not launch: runner "agent": program "./no-such-agent" not found')]);
+    expect(out.reason).toContain('environment fault launching a: could not launch: runner "agent": program "./no-such-agent" not found');
+    expect(h.ctx.errors).toEqual([]);
     const it = h.item();
     expect({ status: it.status, failures: it.failures }).toEqual({ status: "pending", failures: 0 });
     expect(projection(h.ctx).loop.state).toBe("paused");

@@ -7,7 +7,7 @@
 // fix. Failpoints inside landing prove no duplicate PR, no double merge, no lost record. Then what
 // only one forge does: GitHub's answers (issue 25), GitLab's detailed_merge_status and project paths.
 import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { demoDefinition, git, Project } from "../../helpers/project.ts";
 import type { FakeGitHub } from "../../helpers/fake-github.ts";
@@ -36,19 +36,36 @@ function forgeProject(make: Make, o: { landing: "pr" | "merge"; items?: (f: Fake
     { ref: f.ref(1), prompt: "Add a.txt\n@demo write a.txt hello\n@demo commit add a" },
     { ref: f.ref(2), prompt: "Add b.txt\n@demo write b.txt bee\n@demo commit add b", dependsOn: ["api-1"], verify: "test -f a.txt && test -f b.txt" },
   ];
-  p.writeDefinition(
-    demoDefinition(items, {
-      defaults: { landing: o.landing, timeouts: { launch: o.launchTimeout ?? "2m", stall: "10m", verify: "2m", landing: o.landingTimeout ?? "30m" } },
-      forge: { provider: f.provider, repo: f.repo, apiUrl: f.apiUrl, tokenEnv: "FAKE_FORGE_TOKEN", authorizedUsers: ["alice"] },
-      ...(o.notify ? { notify: { command: o.notify } } : {}),
-    }),
-  );
+  /** loop.json with this landing (an operator's edit, when called again). */
+  const define = (landing: "pr" | "merge" | "none") =>
+    p.writeDefinition(
+      demoDefinition(items, {
+        defaults: { landing, timeouts: { launch: o.launchTimeout ?? "2m", stall: "10m", verify: "2m", landing: o.landingTimeout ?? "30m" } },
+        forge: { provider: f.provider, repo: f.repo, apiUrl: f.apiUrl, tokenEnv: "FAKE_FORGE_TOKEN", authorizedUsers: ["alice"] },
+        ...(o.notify ? { notify: { command: o.notify } } : {}),
+      }),
+    );
+  define(o.landing);
   git(p.root, "add", "-A");
   git(p.root, "commit", "-qm", "forge loop");
   git(p.root, "remote", "add", "origin", f.bare);
   git(p.root, "push", "-q", "origin", "main");
-  return { p, f };
+  return { p, f, define };
 }
+
+/** Someone else pushes a commit adding `file` to `branch` of the remote, from their own clone; its sha. */
+function pushFromAnotherClone(p: Project, bare: string, branch: string, file: string): string {
+  const other = join(p.aux, "other-clone");
+  git(p.aux, "clone", "-q", bare, other);
+  git(other, "checkout", "-q", branch);
+  writeFileSync(join(other, file), "not what loop verified\n");
+  git(other, "add", file);
+  git(other, "-c", "user.name=someone", "-c", "user.email=someone@example.invalid", "commit", "-qm", `add ${file}`);
+  git(other, "push", "-q", "origin", branch);
+  return git(other, "rev-parse", "HEAD");
+}
+
+const waitingForChecks = (r: { action: string; reason: string | null }) => r.action === "waiting" && (r.reason ?? "").includes("checks");
 
 /** Nothing under the state root (the log, state.json, handoffs, logs) holds the token. */
 function expectNoToken(p: Project) {
@@ -161,15 +178,19 @@ describe.each(FORGES)("%s", (_name, make) => {
       await p.finish();
     });
 
-    test("head moved (409): re-checked and merged with the new head; never the sha not seen green", async () => {
+    test("the head moves while merging (409 to the merge asked with the pushed sha): blocked head_moved, nothing merged, the PR left open", async () => {
       const { p, f } = forgeProject(make, { landing: "merge", env: green, items: one() });
       f.moveHeadOnMerge();
       const r = await p.runToDrain();
-      expect(r.loop.outcome).toBe("Succeeded");
-      expect(f.merges()).toHaveLength(1);
-      const moved = f.headOf("loop/t/item/api-1")!;
-      expect(f.merges()[0]!.sha).toBe(moved);
-      expect(p.eventsOf("forge_landing_waiting").some((e) => e.payload.code === "head_moved")).toBe(true);
+      expect(r.loop.outcome).toBe("Failed");
+      const a = p.projection().items["api-1"]!;
+      expect(a.status).toBe("landing_blocked");
+      expect(a.reason).toContain("moved while merging");
+      expect(a.forge!.landing!.code).toBe("head_moved");
+      expect(f.merges()).toEqual([]);
+      expect(f.pulls().map((x) => x.state)).toEqual(["open"]);
+      // The merge was asked with exactly the sha loop pushed.
+      expect(f.requests().filter((q) => q.startsWith("PUT "))).toHaveLength(1);
     });
 
     test("a refusal waiting cannot fix blocks at once, named (GitHub: merge commits not allowed; GitLab: not approved)", async () => {
@@ -232,6 +253,114 @@ describe.each(FORGES)("%s", (_name, make) => {
     });
   });
 
+  describe("a merge lands only what loop verified and pushed, only while both locks hold (issue 18)", () => {
+    const green = { LOOP_ALLOW_AUTO_MERGE: "1" };
+    const statusOf = async (p: Project, item: string) => JSON.parse((await p.loop(["status", "--json"])).stdout).items.find((i: { id: string }) => i.id === item);
+
+    test("a commit pushed to the item branch from another clone while checks were pending is never merged: landing_blocked head_moved, the PR left open, the base untouched", async () => {
+      const verify = "test -f a.txt && test ! -e forbidden.txt";
+      const { p, f } = forgeProject(make, { landing: "merge", env: green, items: (f) => [{ ref: f.ref(1), prompt: "x\n@demo write a.txt a\n@demo commit a", verify }] });
+      f.setChecks("pending");
+      await p.runUntil(waitingForChecks, { what: "waiting for checks" });
+      const pushed = git(p.root, "rev-parse", "loop/t/item/api-1");
+      expect(f.headOf("loop/t/item/api-1")).toBe(pushed);
+      const mainBefore = f.headOf("main");
+      const sneaked = pushFromAnotherClone(p, f.bare, "loop/t/item/api-1", "forbidden.txt");
+      f.setChecks("passing"); // the new head's checks are green too: still not loop's to merge
+      const r = await p.runToDrain();
+      expect(r.loop.outcome).toBe("Failed");
+      const a = p.projection().items["api-1"]!;
+      expect(a.status).toBe("landing_blocked");
+      expect(a.reason).toContain(`moved to ${sneaked.slice(0, 12)}`);
+      expect(a.reason).toContain(`loop pushed ${pushed.slice(0, 12)}`);
+      expect(a.reason).toContain("left open");
+      expect(f.merges()).toEqual([]);
+      expect(f.requests().filter((q) => q.startsWith("PUT "))).toEqual([]);
+      expect(f.headOf("main")).toBe(mainBefore);
+      expect(git(f.bare, "ls-tree", "--name-only", "main")).not.toContain("forbidden.txt");
+      expect(f.pulls().map((x) => x.state)).toEqual(["open"]);
+      expect(p.eventsOf("item_settled").map((e) => e.payload.outcome)).toEqual(["landing_blocked"]);
+      const s = await statusOf(p, "api-1");
+      expect(s.forge.landing).toMatchObject({ code: "head_moved", head: pushed });
+      expect(s.landing).toMatchObject({ outcome: "blocked" });
+      await p.finish();
+    });
+
+    test.each(["pr", "none"] as const)("switching landing to %s while an item waits on checks stops the merge: the item passes with its PR left open, and status says so", async (landing) => {
+      const { p, f, define } = forgeProject(make, { landing: "merge", env: green, items: one() });
+      f.setChecks("pending");
+      await p.runUntil(waitingForChecks, { what: "waiting for checks" });
+      expect((await p.loop(["status", "--text"])).stdout).toContain("landing merge: passing items' PRs are merged into main");
+      define(landing); // the operator's edit; LOOP_ALLOW_AUTO_MERGE=1 is still set
+      f.setChecks("passing");
+      const r = await p.runToDrain();
+      expect(r.loop.outcome).toBe("Succeeded");
+      expect(f.merges()).toEqual([]);
+      expect(f.requests().filter((q) => q.startsWith("PUT "))).toEqual([]);
+      const pr = f.pulls()[0]!;
+      expect(pr.state).toBe("open");
+      const a = p.projection().items["api-1"]!;
+      expect(a.status).toBe("passed");
+      expect(a.landing).toMatchObject({ outcome: "pr_opened" });
+      expect(a.landing!.reason).toContain(`landing is "${landing}" in loop.json now`);
+      expect(a.landing!.reason).toContain(`so loop does not merge ${f.pullLabel(pr.number)}`);
+      const text = (await p.loop(["status", "--text"])).stdout;
+      expect(text).not.toContain("landing merge:");
+      expect(text).toContain(`#${pr.number} ${a.forge!.pr!.url} · landing: pr_opened (landing is "${landing}" in loop.json now`);
+      expect((await statusOf(p, "api-1")).forge.landing.code).toBe("landing_changed");
+      expect(JSON.parse((await p.loop(["status", "--json"])).stdout).autoMerge).toBeNull();
+      await p.finish();
+    });
+
+    test("a PR whose base was changed to another branch is never merged: landing_blocked base_changed, neither branch touched", async () => {
+      const { p, f } = forgeProject(make, { landing: "merge", env: green, items: one() });
+      git(p.root, "push", "-q", "origin", "main:release");
+      f.setChecks("pending");
+      await p.runUntil(waitingForChecks, { what: "waiting for checks" });
+      const number = p.projection().items["api-1"]!.forge!.pr!.number;
+      const before = { main: f.headOf("main"), release: f.headOf("release") };
+      f.changeBase(number, "release");
+      f.setChecks("passing");
+      const r = await p.runToDrain();
+      expect(r.loop.outcome).toBe("Failed");
+      const a = p.projection().items["api-1"]!;
+      expect(a.status).toBe("landing_blocked");
+      expect(a.reason).toContain(`the base of ${f.pullLabel(number)} was changed to release; loop merges only into main`);
+      expect(f.merges()).toEqual([]);
+      expect({ main: f.headOf("main"), release: f.headOf("release") }).toEqual(before);
+      expect((await statusOf(p, "api-1")).forge.landing.code).toBe("base_changed");
+      await p.finish();
+    });
+
+    test("a 500, then a refusal, to the merge request: status names each (never the stale checks_pending); the 500 waits, the refusal blocks", async () => {
+      const { p, f } = forgeProject(make, { landing: "merge", env: green, items: one() });
+      f.setChecks("pending");
+      await p.runUntil(waitingForChecks, { what: "waiting for checks" });
+      expect((await statusOf(p, "api-1")).forge.landing.code).toBe("checks_pending");
+      f.setChecks("passing");
+      f.failMerges(500);
+      const w = await p.run();
+      expect([w.action, w.reason]).toEqual(["waiting", expect.stringContaining("HTTP 500")]);
+      const s = await statusOf(p, "api-1");
+      expect(s.forge.landing).toMatchObject({ code: "forge_error", reason: expect.stringContaining("HTTP 500") });
+      const text = (await p.loop(["status", "--text"])).stdout;
+      expect(text).toContain("landing: waiting (forge_error:");
+      expect(text).not.toContain("checks_pending");
+      // Asked again next tick; the same answer records nothing new.
+      const head = p.head();
+      await p.run();
+      expect(p.head()).toBe(head);
+      f.failMerges(422);
+      await p.runToDrain();
+      const a = p.projection().items["api-1"]!;
+      expect(a.status).toBe("landing_blocked");
+      expect(a.reason).toContain("the forge refused to merge");
+      expect((await statusOf(p, "api-1")).forge.landing).toMatchObject({ code: "merge_refused" });
+      expect(f.merges()).toEqual([]);
+      await p.finish();
+    });
+  });
+
   describe("failpoints inside landing", () => {
     test.each(["landing:after_push", "landing:after_pr", "landing:before_merge_call", "landing:after_merge_call", "landing:before_commit", "forge:before_commit", "forge:after_commit"])("killed at %s: one PR, one merge, every record", async (fp) => {
       const { p, f } = forgeProject(make, { landing: "merge", env: { LOOP_ALLOW_AUTO_MERGE: "1" }, items: one() });
@@ -261,6 +390,24 @@ function ghProject(o: { landing: "pr" | "merge"; items?: unknown[]; env?: Record
 describe("GitHub as it really answers (issue 25; issue 18 defects 4 and 6)", () => {
   const green = { LOOP_ALLOW_AUTO_MERGE: "1" };
   const one = (n = 1) => [{ ref: `github:acme/api#${n}`, prompt: "x\n@demo write a.txt a\n@demo commit a" }];
+
+  test("a PR merged by someone else into another branch is not recorded as merged into the base", async () => {
+    const { p, gh } = ghProject({ landing: "merge", env: green, items: one() });
+    git(p.root, "push", "-q", "origin", "main:release");
+    gh.switches.checks = "pending";
+    await p.runUntil(waitingForChecks, { what: "waiting for checks" });
+    const number = p.projection().items["api-1"]!.forge!.pr!.number;
+    gh.changeBase(number, "release");
+    gh.switches.checks = "passing";
+    const merged = await fetch(`${gh.apiUrl}/repos/acme/api/pulls/${number}/merge`, { method: "PUT", body: "{}" });
+    expect(merged.status).toBe(200);
+    await p.runToDrain();
+    const a = p.projection().items["api-1"]!;
+    expect(a.status).toBe("landing_blocked");
+    expect(a.reason).toContain(`#${number} was merged into release, not main`);
+    expect(p.eventsOf("landing_finished").map((e) => e.payload.outcome)).toEqual(["blocked"]);
+    await p.finish();
+  });
 
   test("skipped and neutral check runs are not red: the PR is merged", async () => {
     const { p, gh } = ghProject({ landing: "merge", env: green, items: one() });
