@@ -264,7 +264,7 @@ const FORGE_DEFAULTS = { remote: "origin", pollInterval: "60s" } as const;
  */
 const KIND: Record<ForgeKind, { apiUrl: string; apiHost: string; tokenEnv: string; depth: number; repoShape: string; login: RegExp; loginRule: string }> = {
   github: { apiUrl: "https://api.github.com", apiHost: "api.github.com", tokenEnv: "GITHUB_TOKEN", depth: 1, repoShape: "<owner>/<repo>", login: /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$/, loginRule: "a GitHub login (ASCII letters, digits and inner '-', at most 39)" },
-  gitlab: { apiUrl: "https://gitlab.com/api/v4", apiHost: "gitlab.com", tokenEnv: "GITLAB_TOKEN", depth: 20, repoShape: "<group>/<project> or <group>/<subgroup>/…/<project>", login: /^[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,253}[A-Za-z0-9_-])?$/, loginRule: "a GitLab username (ASCII letters, digits, '_', '-' and '.', not ending in '.')" },
+  gitlab: { apiUrl: "https://gitlab.com/api/v4", apiHost: "gitlab.com", tokenEnv: "GITLAB_TOKEN", depth: 20, repoShape: "<group>/<project> or <group>/<subgroup>/.../<project>", login: /^[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,253}[A-Za-z0-9_-])?$/, loginRule: "a GitLab username (ASCII letters, digits, '_', '-' and '.', not ending in '.')" },
 };
 
 /** Whether `login` is one the forge allows (fails closed: anything else is nobody). */
