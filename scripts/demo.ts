@@ -4,23 +4,30 @@
 // and the built-in demo planner (offline, deterministic), adds one item by hand with `loop add`, then
 // runs `loop run` as cron would until the loop drains — one item depends on another, one fails its
 // first attempt and passes on the retry — and prints `loop status`, `loop replay` and `loop export`.
-// With --forge, the same backlog runs against a fake GitHub on 127.0.0.1 (tests/helpers/fake-github.ts,
-// backed by a real bare repository as `origin`) with landing "merge": the hand-added item names an
-// issue (its context goes in the handoff), PRs open, checks go green a tick later, and merges land.
-// Still offline.
+// With --forge (GitHub) or --forge gitlab, the same backlog runs against a fake forge on 127.0.0.1
+// (tests/helpers/fake-github.ts or fake-gitlab.ts, backed by a real bare repository as `origin`) with
+// landing "merge": the hand-added item names an issue (its context goes in the handoff), pull
+// requests (GitLab: merge requests, in a project of nested groups) open, checks go green a tick
+// later, and merges land. Still offline.
 // With --serve, `loop serve` shows the loop's page (a live timeline) on a printed address from the
 // first step on, the steps come slower so the page can be watched, and the page stays up after the
 // loop drains until Ctrl-C (--listen HOST:PORT picks the address; default a free port on 127.0.0.1).
-// Usage: npm run demo [-- --keep] [-- --dir DIR] [-- --forge] [-- --serve [--listen HOST:PORT]]
+// Usage: npm run demo [-- --keep] [-- --dir DIR] [-- --forge [github|gitlab]] [-- --serve [--listen HOST:PORT]]
 import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { spawnSync } from "node:child_process";
-import { startFakeGitHub, type FakeGitHub } from "../tests/helpers/fake-github.ts";
+import { startFakeGitHub } from "../tests/helpers/fake-github.ts";
+import { startFakeGitLab } from "../tests/helpers/fake-gitlab.ts";
 
 const args = process.argv.slice(2);
 const keep = args.includes("--keep");
-const forge = args.includes("--forge");
+const forgeAt = args.indexOf("--forge");
+const forgeKind = forgeAt < 0 ? null : args[forgeAt + 1] === "gitlab" ? "gitlab" : "github";
+if (forgeAt >= 0 && args[forgeAt + 1] !== undefined && !args[forgeAt + 1]!.startsWith("--") && !["github", "gitlab"].includes(args[forgeAt + 1]!)) {
+  process.stderr.write(`demo: --forge takes github or gitlab, not ${JSON.stringify(args[forgeAt + 1])}\n`);
+  process.exit(2);
+}
 const serve = args.includes("--serve");
 const listenArg = args.indexOf("--listen");
 const listen = listenArg >= 0 ? args[listenArg + 1]! : "127.0.0.1:0";
@@ -49,18 +56,59 @@ writeFileSync(
 sh(["git", "add", "-A"]);
 sh(["git", "commit", "-q", "-m", "a tiny project"]);
 
-let gh: FakeGitHub | null = null;
+/** The demo's view of its fake forge: the same few things whichever forge it is. */
+interface DemoForge {
+  name: string;
+  apiUrl: string;
+  bare: string;
+  ref: string;
+  /** Each open pull request's number, head sha and state. */
+  pulls(): { number: number; label: string; title: string; sha: string | null; state: string }[];
+  green(sha: string): boolean;
+  makeGreen(sha: string): void;
+  stop(): void;
+}
+let gh: DemoForge | null = null;
 const env: Record<string, string> = { NO_COLOR: "1" };
 let forgeSection = "";
-if (forge) {
-  gh = startFakeGitHub({ owner: "acme", repo: "tiny", dir: mkdtempSync(join(tmpdir(), "loop-demo-gh-")) });
-  gh.addIssue({ number: 2, title: "Add a license", body: "MIT, please. <!-- invisible on GitHub, and stripped by loop -->" });
-  gh.addComment({ issue: 2, login: "alice", body: "Keep it short." });
+if (forgeKind === "github") {
+  const f = startFakeGitHub({ owner: "acme", repo: "tiny", dir: mkdtempSync(join(tmpdir(), "loop-demo-gh-")) });
+  f.addIssue({ number: 2, title: "Add a license", body: "MIT, please. <!-- invisible on GitHub, and stripped by loop -->" });
+  f.addComment({ issue: 2, login: "alice", body: "Keep it short." });
+  f.switches.checks = "pending";
   forgeSection = `
-  "forge": ${JSON.stringify({ provider: "github", repo: "acme/tiny", apiUrl: gh.apiUrl, tokenEnv: "DEMO_GH_TOKEN", authorizedUsers: ["alice"], pollInterval: "1s" })},`;
-  env.DEMO_GH_TOKEN = "demo-token";
+  "forge": ${JSON.stringify({ provider: "github", repo: "acme/tiny", apiUrl: f.apiUrl, tokenEnv: "DEMO_FORGE_TOKEN", authorizedUsers: ["alice"], pollInterval: "1s" })},`;
+  gh = {
+    name: "GitHub",
+    apiUrl: f.apiUrl,
+    bare: f.bare,
+    ref: "github:acme/tiny#2",
+    pulls: () => [...f.pulls.values()].map((p) => ({ number: p.number, label: `PR #${p.number}`, title: p.title, sha: f.headOf(p.head), state: p.merged ? "merged" : p.state })),
+    green: (sha) => f.switches.checksBySha.get(sha) === "passing",
+    makeGreen: (sha) => void f.switches.checksBySha.set(sha, "passing"),
+    stop: () => f.stop(),
+  };
+} else if (forgeKind === "gitlab") {
+  const f = startFakeGitLab({ project: "acme/tools/tiny", dir: mkdtempSync(join(tmpdir(), "loop-demo-gl-")) });
+  f.addIssue({ iid: 2, title: "Add a license", description: "MIT, please. <!-- invisible on GitLab, and stripped by loop -->" });
+  f.addNote({ issue: 2, login: "alice", body: "Keep it short." });
+  f.switches.checks = "pending";
+  forgeSection = `
+  "forge": ${JSON.stringify({ provider: "gitlab", repo: "acme/tools/tiny", apiUrl: f.apiUrl, tokenEnv: "DEMO_FORGE_TOKEN", authorizedUsers: ["alice"], pollInterval: "1s" })},`;
+  gh = {
+    name: "GitLab",
+    apiUrl: f.apiUrl,
+    bare: f.bare,
+    ref: "gitlab:acme/tools/tiny#2",
+    pulls: () => [...f.mrs.values()].map((m) => ({ number: m.iid, label: `MR !${m.iid}`, title: m.title, sha: f.headOf(m.source_branch), state: m.state })),
+    green: (sha) => f.switches.checksBySha.get(sha) === "succeeded",
+    makeGreen: (sha) => void f.switches.checksBySha.set(sha, "succeeded"),
+    stop: () => f.stop(),
+  };
+}
+if (gh) {
+  env.DEMO_FORGE_TOKEN = "demo-token";
   env.LOOP_ALLOW_AUTO_MERGE = "1";
-  gh.switches.checks = "pending";
 }
 
 /** A loop command, run asynchronously: the fake GitHub answers from this process meanwhile. */
@@ -74,12 +122,12 @@ async function loopCmd(argv: string[]): Promise<{ status: number; stdout: string
 const seenPending = new Set<string>();
 function advanceChecks(): void {
   if (!gh) return;
-  for (const pr of gh.pulls.values()) {
-    const sha = gh.headOf(pr.head);
-    if (!sha || gh.switches.checksBySha.get(sha) === "passing") continue;
+  for (const pr of gh.pulls()) {
+    const sha = pr.sha;
+    if (!sha || (pr.state !== "opened" && pr.state !== "open") || gh.green(sha)) continue;
     if (seenPending.has(sha)) {
-      gh.switches.checksBySha.set(sha, "passing");
-      process.stderr.write(`   (fake CI: checks on ${sha.slice(0, 12)} of PR #${pr.number} went green)\n`);
+      gh.makeGreen(sha);
+      process.stderr.write(`   (fake CI: checks on ${sha.slice(0, 12)} of ${pr.label} went green)\n`);
     } else seenPending.add(sha);
   }
 }
@@ -113,14 +161,14 @@ if (plan.status !== 0) {
   process.exit(1);
 }
 say(`loop add (one more item, by hand; the demo agent forgets the file on its first attempt${gh ? "; its issue #2 gives the handoff context" : ""}):`);
-const add = await loopCmd(["add", "Add a LICENSE file.\n@demo attempt 1 write NOTES.md I will add the license later\n@demo attempt 2 write LICENSE MIT License", "--id", "add-license", "--ref", "github:acme/tiny#2", "--verify", "CHECKS=LICENSE sh check.sh", "--text"]);
+const add = await loopCmd(["add", "Add a LICENSE file.\n@demo attempt 1 write NOTES.md I will add the license later\n@demo attempt 2 write LICENSE MIT License", "--id", "add-license", "--ref", gh?.ref ?? "github:acme/tiny#2", "--verify", "CHECKS=LICENSE sh check.sh", "--text"]);
 process.stderr.write(add.stdout + add.stderr);
 if (add.status !== 0) process.exit(1);
 sh(["git", "commit", "-q", "-am", "the drafted backlog"]);
 if (gh) {
   sh(["git", "remote", "add", "origin", gh.bare]);
   sh(["git", "push", "-q", "origin", "main"]);
-  say(`fake GitHub at ${gh.apiUrl} (remote ${gh.bare}); landing "merge" with LOOP_ALLOW_AUTO_MERGE=1`);
+  say(`fake ${gh.name} at ${gh.apiUrl} (remote ${gh.bare}); landing "merge" with LOOP_ALLOW_AUTO_MERGE=1`);
 }
 
 /** `loop serve` over the demo loop, as its own process; its first line of stdout says where. */
@@ -169,8 +217,8 @@ say("loop replay");
 const replay = await loopCmd(["replay", "--text"]);
 process.stdout.write(replay.stdout);
 if (gh) {
-  say("pull requests on the fake GitHub:");
-  for (const pr of gh.pulls.values()) process.stdout.write(`#${pr.number} ${pr.title} [${pr.merged ? "merged" : pr.state}]\n`);
+  say(`${gh.name === "GitLab" ? "merge requests" : "pull requests"} on the fake ${gh.name}:`);
+  for (const pr of gh.pulls()) process.stdout.write(`${pr.label} ${pr.title} [${pr.state}]\n`);
   say("main on the remote:");
   process.stdout.write(sh(["git", "log", "--oneline", "--graph", "main"], { cwd: gh.bare, quiet: true }).stdout);
 } else {

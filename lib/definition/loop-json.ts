@@ -12,7 +12,7 @@ import * as v from "valibot";
 import { canonicalJson, sha256Hex } from "../log/canonical.ts";
 import { parseDuration } from "./duration.ts";
 import { JsonSyntaxError, formatJsonPath, parseStrictJson } from "./json-strict.ts";
-import { RefError, isItemId, itemIdFromRef, parseRef } from "./refs.ts";
+import { RefError, isItemId, itemIdFromRef, parseRef, refPrefix } from "./refs.ts";
 import { RESERVED_RUNNER_NAMES } from "./runners.ts";
 import { protectPatternProblem } from "./protect.ts";
 import { BUILTIN_SECRETS, DEFAULT_ENVIRONMENT, ENV_PATTERN, type NormEnvironment } from "./environment.ts";
@@ -51,8 +51,8 @@ export interface CommandRunner {
 }
 /** loop.json's `forge` section, normalized (docs/forge.md). The token is never here: only the name of its variable. */
 export interface NormForge {
-  provider: "github";
-  /** owner/repo */
+  provider: ForgeKind;
+  /** owner/repo (GitHub), or the project's full path, nested groups included (GitLab: group/subgroup/project). */
   repo: string;
   apiUrl: string;
   remote: string;
@@ -270,21 +270,51 @@ const RawWorkspace = section({
   target: v.optional(Branch),
 });
 
-const FORGE_DEFAULTS = { apiUrl: "https://api.github.com", remote: "origin", tokenEnv: "GITHUB_TOKEN", pollInterval: "60s" } as const;
-const GH_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+/** The forges loop speaks to (docs/forge.md), and what each one's settings default to. */
+export const FORGE_KINDS = ["github", "gitlab"] as const;
+export type ForgeKind = (typeof FORGE_KINDS)[number];
+const FORGE_DEFAULTS = { remote: "origin", pollInterval: "60s" } as const;
+/**
+ * What differs between forges in loop.json: the default API and token variable, the host of the
+ * public service (refs leave it out), how deep a repository path goes, and a login's alphabet
+ * (GitHub: letters, digits, inner hyphens; GitLab: also '.' and '_'). ASCII only, always.
+ */
+const KIND: Record<ForgeKind, { apiUrl: string; apiHost: string; gitHost: string; gitUser: string; tokenEnv: string; depth: number; repoShape: string; login: RegExp; loginRule: string }> = {
+  // gitHost: where the public service's git answers (its API host otherwise); gitUser: the user name
+  // a token is presented under over https (GitHub ignores it; GitLab wants it non-blank).
+  github: { apiUrl: "https://api.github.com", apiHost: "api.github.com", gitHost: "github.com", gitUser: "x-access-token", tokenEnv: "GITHUB_TOKEN", depth: 1, repoShape: "<owner>/<repo>", login: /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$/, loginRule: "a GitHub login (ASCII letters, digits and inner '-', at most 39)" },
+  gitlab: { apiUrl: "https://gitlab.com/api/v4", apiHost: "gitlab.com", gitHost: "gitlab.com", gitUser: "oauth2", tokenEnv: "GITLAB_TOKEN", depth: 20, repoShape: "<group>/<project> or <group>/<subgroup>/.../<project>", login: /^[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,253}[A-Za-z0-9_-])?$/, loginRule: "a GitLab username (ASCII letters, digits, '_', '-' and '.', not ending in '.')" },
+};
+
+/**
+ * Where loop's own push and fetch present the forge's token (lib/step/forge/remote.ts): the scheme
+ * and host of the forge's git (api.github.com serves github.com; Enterprise Server and a self-managed
+ * GitLab are one host) and the https user name the token goes with.
+ */
+export function forgeGitIdentity(provider: ForgeKind, apiUrl: string): { protocol: string; host: string; username: string } {
+  const u = new URL(apiUrl);
+  const kind = KIND[provider];
+  return { protocol: u.protocol.replace(/:$/, ""), host: u.host === kind.apiHost ? kind.gitHost : u.host, username: kind.gitUser };
+}
+
+/** Whether `login` is one the forge allows (fails closed: anything else is nobody). */
+export function isForgeLogin(provider: ForgeKind, login: string): boolean {
+  return KIND[provider].login.test(login) && !/\.(git|atom)$/i.test(login);
+}
+const REPO_SEGMENT = /^[A-Za-z0-9_][A-Za-z0-9._-]*$/;
 const RawForge = section({
-  provider: v.picklist(["github"], 'must be "github" (the only provider so far)'),
+  provider: v.picklist(FORGE_KINDS, 'must be "github" or "gitlab"'),
   repo: v.pipe(
     v.string("must be a string"),
     v.check((s) => {
       const parts = s.split("/");
-      return parts.length === 2 && parts.every((x) => GH_NAME.test(x) && !x.includes(".."));
-    }, 'must be "<owner>/<repo>"'),
+      return parts.length >= 2 && parts.length <= 21 && parts.every((x) => REPO_SEGMENT.test(x) && !x.includes("..") && !/\.(git|atom)$/i.test(x));
+    }, 'must be "<owner>/<repo>" (GitLab: the project\'s full path, "<group>/<subgroup>/<project>")'),
   ),
   apiUrl: v.optional(v.pipe(v.string("must be a string"), problem<string>(apiUrlProblem))),
   remote: v.optional(v.pipe(v.string("must be a string"), v.check((s) => /^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(s), "must be a git remote name"))),
   tokenEnv: v.optional(v.pipe(v.string("must be a string"), v.check((s) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(s), "must be the name of an environment variable (the token itself never goes in loop.json)"))),
-  authorizedUsers: v.optional(v.array(v.pipe(v.string("must be a string"), v.check((s) => /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$/.test(s), "must be a forge login")), "must be an array of logins")),
+  authorizedUsers: v.optional(v.array(v.pipe(v.string("must be a string"), v.check((s) => FORGE_KINDS.some((k) => isForgeLogin(k, s)), "must be a forge login")), "must be an array of logins")),
   authorizeWriters: v.optional(Bool),
   pollInterval: v.optional(Duration),
 });
@@ -295,7 +325,7 @@ function apiUrlProblem(s: string): string | undefined {
   try {
     u = new URL(s);
   } catch {
-    return "must be a URL such as https://api.github.com or https://HOST/api/v3";
+    return "must be a URL such as https://api.github.com, https://HOST/api/v3 (GitHub Enterprise Server) or https://HOST/api/v4 (GitLab)";
   }
   if (u.username || u.password) return "must not hold credentials (name the token's variable in tokenEnv)";
   if (u.search || u.hash) return "must not have a query or fragment";
@@ -521,9 +551,16 @@ function checkForge(raw: Obj, resolved: Resolved[], add: Add): void {
     if (defaults.landing === "pr") add("defaults.landing", '"pr" needs a "forge" section to open pull requests on');
     return;
   }
-  if (!forge || typeof forge.repo !== "string") return;
-  const host = forgeHost(typeof forge.apiUrl === "string" ? forge.apiUrl : FORGE_DEFAULTS.apiUrl);
-  const want = `github:${host === null ? "" : `${host}/`}${forge.repo.toLowerCase()}#`;
+  if (!forge || typeof forge.repo !== "string" || !(FORGE_KINDS as readonly unknown[]).includes(forge.provider)) return;
+  const kind = KIND[forge.provider as ForgeKind];
+  const depth = forge.repo.split("/").length - 1;
+  if (depth > kind.depth) add("forge.repo", `must be "${kind.repoShape}" for ${forge.provider as string} (got ${depth + 1} segments)`);
+  if (Array.isArray(forge.authorizedUsers))
+    forge.authorizedUsers.forEach((u, i) => {
+      if (typeof u === "string" && !isForgeLogin(forge.provider as ForgeKind, u)) add(`forge.authorizedUsers[${i}]`, `must be ${kind.loginRule}`);
+    });
+  const host = forgeHost(forge.provider as ForgeKind, typeof forge.apiUrl === "string" ? forge.apiUrl : kind.apiUrl);
+  const want = `${refPrefix({ provider: forge.provider as string, host, path: forge.repo.toLowerCase() })}#`;
   resolved.forEach((r, i) => {
     if (r.ref === null) return;
     let parsed;
@@ -532,20 +569,21 @@ function checkForge(raw: Obj, resolved: Resolved[], add: Add): void {
     } catch {
       return;
     }
-    const canonical = `${parsed.provider}:${parsed.host === null ? "" : `${parsed.host}/`}${parsed.owner.toLowerCase()}/${parsed.repo.toLowerCase()}#`;
+    const canonical = `${refPrefix({ provider: parsed.provider, host: parsed.host, path: `${parsed.owner}/${parsed.repo}`.toLowerCase() })}#`;
     if (canonical !== want)
       add(`items[${i}].ref`, `${JSON.stringify(r.ref)} is not an issue of the forge's repository (forge.repo ${JSON.stringify(forge.repo)}${host ? ` on ${host}` : ""}): refs of a loop with a forge must be ${want}<number>`);
   });
 }
 
 /**
- * The host refs of a forge name: null for github.com (refs omit it), else the apiUrl's host (GitHub
- * Enterprise Server). An apiUrl on this machine (a test double, a local proxy) stands for github.com.
+ * The host refs of a forge name: null for the public service (github.com, gitlab.com: refs omit
+ * it), else the apiUrl's host (GitHub Enterprise Server, a self-managed GitLab). An apiUrl on this
+ * machine (a test double, a local proxy) stands for the public service.
  */
-export function forgeHost(apiUrl: string): string | null {
+export function forgeHost(provider: ForgeKind, apiUrl: string): string | null {
   try {
     const u = new URL(apiUrl);
-    if (u.host === "api.github.com" || ["127.0.0.1", "localhost", "[::1]"].includes(u.hostname)) return null;
+    if (u.host === KIND[provider].apiHost || ["127.0.0.1", "localhost", "[::1]"].includes(u.hostname)) return null;
     return u.host.toLowerCase();
   } catch {
     return null;
@@ -688,9 +726,9 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
   const forge: NormForge | undefined = f && {
     provider: f.provider,
     repo: f.repo,
-    apiUrl: (f.apiUrl ?? FORGE_DEFAULTS.apiUrl).replace(/\/+$/, ""),
+    apiUrl: (f.apiUrl ?? KIND[f.provider].apiUrl).replace(/\/+$/, ""),
     remote: f.remote ?? FORGE_DEFAULTS.remote,
-    tokenEnv: f.tokenEnv ?? FORGE_DEFAULTS.tokenEnv,
+    tokenEnv: f.tokenEnv ?? KIND[f.provider].tokenEnv,
     authorizedUsers: f.authorizedUsers ?? [],
     authorizeWriters: f.authorizeWriters ?? false,
     pollInterval: f.pollInterval ?? parseDuration(FORGE_DEFAULTS.pollInterval),

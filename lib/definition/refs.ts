@@ -1,4 +1,5 @@
-// Work-item refs (docs/loop-json.md#work-item-refs): `<provider>:[<host>/]<owner>/<repo>#<number>`.
+// Work-item refs (docs/loop-json.md#work-item-refs): `<provider>:[<host>/]<owner>/<repo>#<number>`;
+// a GitLab project's path may be nested (`gitlab:[<host>/]group/subgroup/project#<iid>`).
 // Refs come from the command line and loop.json, so anything outside the grammar is rejected with
 // a message naming the offending part; nothing is ever sanitized. The canonical form is the
 // identity used for deduplication. No path is built from a ref: paths come from item ids.
@@ -9,6 +10,7 @@ export interface WorkItemRef {
   provider: string;
   /** Lowercased host with optional `:port`; null when absent or the provider's default. */
   host: string | null;
+  /** The namespace: a GitHub owner, or a GitLab group path (`group/subgroup`, slashes included). */
   owner: string;
   repo: string;
   number: number;
@@ -19,7 +21,9 @@ export type Selector = { kind: "id"; id: string } | { kind: "ref"; ref: WorkItem
 
 const MAX_REF_LENGTH = 256;
 const MAX_ID_LENGTH = 64;
-const DEFAULT_HOSTS: Record<string, string> = { github: "github.com" };
+const DEFAULT_HOSTS: Record<string, string> = { github: "github.com", gitlab: "gitlab.com" };
+/** Providers whose repositories may sit in nested namespaces, and how deep (GitLab: up to 20 levels of groups). */
+const MAX_NAMESPACE_DEPTH: Record<string, number> = { gitlab: 20 };
 
 const PROVIDER = /^[a-z][a-z0-9-]*$/;
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
@@ -75,13 +79,23 @@ export function parseRef(input: string): WorkItemRef {
   if (segments.some((s) => s === "")) fail(`empty path segment in ${quote(path)}`);
   for (const s of segments) if (s.includes("..")) fail(`path segment ${quote(s)} must not contain '..'`);
   if (segments.length === 1) fail(`missing repo (expected <owner>/<repo>, got ${quote(path)})`);
-  if (segments.length > 3 || (segments.length === 3 && !/[.:]/.test(segments[0]!)))
-    fail(`too many path segments in ${quote(path)} (expected [<host>/]<owner>/<repo>; a host contains a dot)`);
+  // A first segment holding a dot or a colon is a host (a GitLab group whose path holds a dot
+  // therefore needs its host written, e.g. gitlab:gitlab.com/my.group/project#1).
+  const hasHost = segments.length > 2 && /[.:]/.test(segments[0]!);
+  const depth = MAX_NAMESPACE_DEPTH[provider] ?? 1;
+  if (segments.length - (hasHost ? 1 : 0) > depth + 1)
+    fail(
+      depth === 1
+        ? `too many path segments in ${quote(path)} (expected [<host>/]<owner>/<repo>; a host contains a dot)`
+        : `too many path segments in ${quote(path)} (expected [<host>/]<group>/.../<project>, at most ${depth} levels of groups; a host contains a dot)`,
+    );
 
-  const [owner, repo] = segments.slice(-2) as [string, string];
-  let host = segments.length === 3 ? parseHost(segments[0]!, fail) : null;
+  const names = segments.slice(hasHost ? 1 : 0);
+  const repo = names.at(-1)!;
+  const owner = names.slice(0, -1).join("/");
+  let host = hasHost ? parseHost(segments[0]!, fail) : null;
   if (host !== null && host === DEFAULT_HOSTS[provider]) host = null;
-  checkName("owner", owner, fail);
+  for (const o of names.slice(0, -1)) checkName("owner", o, fail);
   checkName("repo", repo, fail);
 
   if (digits === "") fail("missing number after '#'");
@@ -90,8 +104,17 @@ export function parseRef(input: string): WorkItemRef {
   if (number < 1) fail("number must be at least 1");
   if (!Number.isSafeInteger(number)) fail(`number must be at most ${Number.MAX_SAFE_INTEGER}`);
 
-  const canonical = `${provider}:${host === null ? "" : `${host}/`}${owner}/${repo}#${number}`;
+  const canonical = `${refPrefix({ provider, host, path: `${owner}/${repo}` })}#${number}`;
   return { provider, host, owner, repo, number, canonical };
+}
+
+/**
+ * `<provider>:[<host>/]<path>`, the part of a canonical ref before `#`: the host is left out when it
+ * is the provider's default, unless the path's first segment holds a dot (it would read as a host).
+ */
+export function refPrefix(o: { provider: string; host: string | null; path: string }): string {
+  const host = o.host ?? (/[.:]/.test(o.path.split("/")[0]!) && o.path.includes("/", o.path.indexOf("/") + 1) ? (DEFAULT_HOSTS[o.provider] ?? null) : null);
+  return `${o.provider}:${host === null ? "" : `${host}/`}${o.path}`;
 }
 
 function checkName(part: string, value: string, fail: (why: string) => never): void {

@@ -1,6 +1,7 @@
 // Comments as commands and replies (docs/forge.md#comments), decided on plain data: which
 // comments are loop's own, what a comment asks for, who may ask. The step (lib/step/forge/comments.ts)
 // carries the decisions out.
+import { isForgeLogin, type ForgeKind } from "../definition/loop-json.ts";
 
 /** The hidden marker every comment loop posts carries; a comment holding it is dropped before anything else. */
 export const LOOP_MARKER = "<!-- loop:bot -->";
@@ -38,14 +39,9 @@ export function commentIntent(body: string): CommentIntent {
   return { kind: "command", verb: lead[1] as CommentVerb };
 }
 
-/** Permissions that count as "write" for authorizeWriters (GitHub's base roles; never a custom role's name). */
-const WRITERS = new Set(["admin", "maintain", "write"]);
-
-/** A forge login as GitHub allows them: ASCII letters, digits and inner hyphens. Anything else is nobody. */
-const LOGIN = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$/;
-
-export function isLogin(s: string): boolean {
-  return LOGIN.test(s);
+/** A login as the forge allows them (ASCII only; GitHub's or GitLab's alphabet). Anything else is nobody. */
+export function isLogin(provider: ForgeKind, s: string): boolean {
+  return isForgeLogin(provider, s);
 }
 
 /** ASCII-only case folding: Unicode folding would make U+212A KELVIN SIGN + "ate" equal "kate". */
@@ -54,16 +50,17 @@ function foldAscii(s: string): string {
 }
 
 /**
- * Whether a login may steer the loop. Fails closed: only a login of GitHub's own alphabet; the
- * allow-list (case-insensitive in ASCII, as GitHub logins are), else, only with authorizeWriters,
- * a write permission read from the forge (never `author_association`, which the commenter's own
- * text does not prove). `permission` is null when it was not (or could not be) read: not authorized.
+ * Whether a login may steer the loop. Fails closed: only a login of the forge's own alphabet; the
+ * allow-list (case-insensitive in ASCII, as GitHub logins and GitLab usernames are), else, only
+ * with authorizeWriters, a write access read from the forge by the provider (never what the
+ * commenter's own text or GitHub's `author_association` claims). `writer` is null when it was not
+ * (or could not be) read: not authorized.
  */
-export function authorized(o: { login: string; allow: readonly string[]; authorizeWriters: boolean; permission: string | null }): boolean {
-  if (!isLogin(o.login)) return false;
+export function authorized(o: { provider: ForgeKind; login: string; allow: readonly string[]; authorizeWriters: boolean; writer: boolean | null }): boolean {
+  if (!isLogin(o.provider, o.login)) return false;
   const login = foldAscii(o.login);
   if (o.allow.some((a) => foldAscii(a) === login)) return true;
-  return o.authorizeWriters && o.permission !== null && WRITERS.has(o.permission);
+  return o.authorizeWriters && o.writer === true;
 }
 
 /** A comment loop posts: marked, and attributed visibly. */

@@ -26,6 +26,8 @@ import {
   type ForgePullSummary,
   type ForgeResult,
   type ForgeSettings,
+  type ForgeThread,
+  type Mergeability,
   type IssueLookup,
   type IssueSearch,
   type MergeOutcome,
@@ -67,11 +69,14 @@ const CONCLUSIONS: Record<string, CheckVerdict> = {
   startup_failure: "failing",
   stale: "failing",
 };
+/** Base permissions that count as writing (authorizeWriters); `maintain` answers as `write` on the older field. */
+const WRITERS = new Set(["admin", "maintain", "write"]);
 /** A commit status's state. */
 const STATUS_STATES: Record<string, CheckVerdict> = { success: "passing", pending: "pending", failure: "failing", error: "failing" };
 
 export class GitHubProvider implements ForgeProvider {
   readonly settings: ForgeSettings;
+  readonly pullNoun = "pull request";
   readonly #token: string | null;
   readonly #fetch: FetchLike;
   readonly #cache: ConditionalCache | undefined;
@@ -90,6 +95,15 @@ export class GitHubProvider implements ForgeProvider {
     this.#base = o.settings.apiUrl.replace(/\/+$/, "");
     this.#timeoutMs = o.timeoutMs ?? DEFAULT_FORGE_TIMEOUT_MS;
     this.#notice = o.notice ?? (() => {});
+  }
+
+  threadKey(t: ForgeThread): string {
+    // A pull request is an issue to GitHub: one number space, one thread per number.
+    return `#${t.number}`;
+  }
+
+  threadLabel(t: ForgeThread): string {
+    return `#${t.number}`;
   }
 
   get #repoPath(): string {
@@ -286,7 +300,8 @@ export class GitHubProvider implements ForgeProvider {
     return { ok: true, value: { kind: "issue", issue: { number: Number(b.number), title: String(b.title ?? ""), body: String(b.body ?? ""), state: b.state === "closed" ? "closed" : "open", url: String(b.html_url ?? "") } } };
   }
 
-  async listIssueComments(number: number): Promise<ForgeResult<ForgeListing<ForgeComment>>> {
+  async listThreadComments(thread: ForgeThread): Promise<ForgeResult<ForgeListing<ForgeComment>>> {
+    const number = thread.number;
     const r = await this.#pages(`${this.#repoPath}/issues/${number}/comments?per_page=100`, { conditional: true });
     if ("ok" in r) return r;
     const items = r.bodies.flatMap((b) => (Array.isArray(b) ? b : [])).map((c: Json) => comment(c, number));
@@ -302,7 +317,9 @@ export class GitHubProvider implements ForgeProvider {
     return { ok: true, value: { items, cut: r.cut } };
   }
 
-  async listRepoComments(since: string): Promise<ForgeResult<ForgeListing<ForgeComment> & { notModified: boolean }>> {
+  async listComments(o: { since: string; threads: ForgeThread[] }): Promise<ForgeResult<ForgeListing<ForgeComment> & { notModified: boolean }>> {
+    // One listing for the whole repository (issues and pull requests alike), whatever `threads` says.
+    const since = o.since;
     // Ordered by last edit, read from `since` on, one keyset page at a time: a page starts where the
     // last one ended (its last comment's updated_at), so an edit made while reading never shifts a
     // comment out of sight; a page that holds only one instant (ties) goes on by page number.
@@ -329,24 +346,24 @@ export class GitHubProvider implements ForgeProvider {
     return { ok: true, value: { items: [...byId.values()], cut: true, notModified } };
   }
 
-  async createComment(issue: number, body: string): Promise<ForgeResult<{ id: number; url: string }>> {
-    const path = `${this.#repoPath}/issues/${issue}/comments`;
+  async createComment(thread: ForgeThread, body: string): Promise<ForgeResult<{ id: number; url: string }>> {
+    const path = `${this.#repoPath}/issues/${thread.number}/comments`;
     const a = await this.#request("POST", path, { body: { body } });
     if ("ok" in a) return a;
     if (a.status !== 201) return this.#fail("POST", path, a);
     return { ok: true, value: { id: a.body.id, url: String(a.body.html_url ?? "") } };
   }
 
-  async permission(login: string): Promise<ForgeResult<string>> {
+  async canWrite(login: string): Promise<ForgeResult<boolean>> {
     const path = `${this.#repoPath}/collaborators/${encodeURIComponent(login)}/permission`;
     const a = await this.#request("GET", path);
     if ("ok" in a) return a;
     // Not a collaborator: no permission, an answer rather than a failure.
-    if (a.status === 404) return { ok: true, value: "none" };
+    if (a.status === 404) return { ok: true, value: false };
     if (a.status !== 200) return this.#fail("GET", path, a);
     // `permission` is the base role (admin, write, read, none); `role_name` may name a custom role
     // ("ci-maintainer") that says nothing about writing by its name.
-    return { ok: true, value: String(a.body?.permission ?? "none") };
+    return { ok: true, value: WRITERS.has(String(a.body?.permission ?? "none")) };
   }
 
   async findPull(branch: string): Promise<ForgeResult<ForgePull | null>> {
@@ -426,7 +443,7 @@ export class GitHubProvider implements ForgeProvider {
     const message = messageOf(a.body);
     if (a.status === 200 && a.body?.merged) return { ok: true, value: { kind: "merged", sha: String(a.body.sha) } };
     if (a.status === 409) return { ok: true, value: { kind: "head_moved", message } };
-    if (a.status === 405) return { ok: true, value: { kind: "not_mergeable", message } };
+    if (a.status === 405) return { ok: true, value: { kind: "not_mergeable", wait: notMergeableIsWait(message), message } };
     return this.#fail("PUT", path, a);
   }
 
@@ -490,7 +507,7 @@ function pullRefusal(body: Json): PullRefusal {
 function comment(c: Json, issue: number): ForgeComment {
   return {
     id: Number(c.id),
-    issue,
+    thread: { kind: "issue", number: issue },
     login: String(c.user?.login ?? ""),
     body: String(c.body ?? ""),
     createdAt: String(c.created_at ?? ""),
@@ -504,16 +521,40 @@ function issueNumberOf(url: unknown): number {
   return m ? Number(m[1]) : 0;
 }
 
+/**
+ * A 405 on merge: some are waits ("Base branch was modified", required reviews or checks still
+ * running), the rest refusals waiting cannot fix (merge method not allowed, linear history, a head
+ * not up to date with its base where protection requires it: loop does not update branches).
+ */
+export function notMergeableIsWait(message: string): boolean {
+  if (/merge commits are not allowed|linear history|method .*not allowed|not allowed on this repository|not authorized|permission|not up to date/i.test(message)) return false;
+  return /base branch was modified|required status check|expected|review|pending|try again|not mergeable/i.test(message);
+}
+
+/**
+ * What GitHub's mergeable and mergeable_state say in loop's words. `mergeable` is null while GitHub
+ * computes it (and a listing never has it): a wait. A conflict (mergeable false, `dirty`) blocks.
+ * `behind`, `blocked` and `unstable` are not waited for here: loop reads the checks itself, and asks
+ * for the merge with the verified head; where protection refuses (405), the answer says why.
+ */
+function mergeability(b: Json): Mergeability {
+  const n = Number(b.number);
+  const state = String(b.mergeable_state ?? "unknown");
+  if (typeof b.mergeable !== "boolean") return { kind: "wait", code: "mergeable_unknown", reason: `the forge is still computing whether #${n} is mergeable` };
+  if (!b.mergeable || state === "dirty") return { kind: "block", code: "conflict", reason: `pull request #${n} conflicts with its base (mergeable_state ${sanitizeLine(state, 40)})` };
+  return { kind: "ready" };
+}
+
 /** A pull request as the single endpoint or a listing gives it (a listing has no merged/mergeable: unknown). */
 function pull(b: Json): ForgePull {
   return {
     number: Number(b.number),
+    label: `pull request #${Number(b.number)}`,
     url: String(b.html_url ?? ""),
     state: b.state === "closed" ? "closed" : "open",
     merged: Boolean(b.merged || b.merged_at),
     draft: Boolean(b.draft),
-    mergeable: typeof b.mergeable === "boolean" ? b.mergeable : null,
-    mergeableState: String(b.mergeable_state ?? "unknown"),
+    mergeability: mergeability(b),
     headSha: String(b.head?.sha ?? ""),
     headRef: String(b.head?.ref ?? ""),
     baseRef: String(b.base?.ref ?? ""),

@@ -1,7 +1,10 @@
-// The forge boundary: what `loop` asks of a code-hosting service (GitHub today; GitLab would be
-// one more module implementing ForgeProvider). Every call returns a ForgeResult instead of
-// throwing: a rate limit, a refusal and a network failure are outcomes the step names and records
-// (docs/forge.md), not crashes. Everything a forge returns is untrusted text (lib/forge/untrusted.ts).
+// The forge boundary: what `loop` asks of a code-hosting service (github.ts, gitlab.ts). Every call
+// returns a ForgeResult instead of throwing: a rate limit, a refusal and a network failure are
+// outcomes the step names and records (docs/forge.md), not crashes. Results are in loop's words, the
+// same for every forge: each provider translates its own vocabulary (GitHub's mergeable_state,
+// GitLab's detailed_merge_status, their roles, their refusals) before it crosses this line, so the
+// step, the planner and status never ask which forge they talk to. Everything a forge returns is
+// untrusted text (lib/forge/untrusted.ts).
 
 import type { NormForge } from "../definition/loop-json.ts";
 
@@ -33,10 +36,21 @@ export interface ForgePullSummary {
   url: string;
 }
 
+/**
+ * A conversation loop reads and writes: an issue's, or a pull request's (GitLab: a merge request's).
+ * GitHub numbers both in one space; GitLab gives issues and merge requests separate `iid`s, so a
+ * thread is always named with its kind (`threadKey` says which threads are the same one).
+ */
+export interface ForgeThread {
+  kind: "issue" | "pull";
+  number: number;
+}
+
 export interface ForgeComment {
+  /** Ids only increase, across an item's issue and pull request threads alike (one high-water mark covers both). */
   id: number;
-  /** The issue or pull request the comment is on. */
-  issue: number;
+  /** The thread the comment is on. */
+  thread: ForgeThread;
   login: string;
   body: string;
   createdAt: string;
@@ -58,16 +72,28 @@ export type IssueLookup =
   | { kind: "issue"; issue: ForgeIssue }
   | { kind: "gone"; why: "transferred" | "deleted" | "missing" | "pull_request"; message: string };
 
+/**
+ * Whether the forge itself would merge now, in loop's words (checks aside: loop reads them itself).
+ * `wait`: not yet (still computing, a merge in progress, its own checks still running);
+ * `block`: something waiting cannot fix (a conflict, unresolved discussions, missing approvals, a
+ * branch that must be rebased, …), named.
+ */
+export type Mergeability =
+  | { kind: "ready" }
+  | { kind: "wait"; code: "mergeable_unknown" | "not_mergeable_yet"; reason: string }
+  | { kind: "block"; code: MergeBlock; reason: string };
+export type MergeBlock = "conflict" | "discussions" | "approvals" | "changes_requested" | "rebase" | "blocked" | "draft" | "refused";
+
 export interface ForgePull {
   number: number;
+  /** How people name it: "pull request #12" (GitHub), "merge request !12" (GitLab). */
+  label: string;
   url: string;
   state: "open" | "closed";
   merged: boolean;
   draft: boolean;
-  /** null while the forge is still computing it, or when a listing does not say: ask the pull request itself. */
-  mergeable: boolean | null;
-  /** GitHub's mergeable_state: clean, unstable, blocked, behind, dirty, draft, has_hooks, unknown. */
-  mergeableState: string;
+  /** What the forge says about merging it now; a listing does not say (`wait`): ask the pull request itself. */
+  mergeability: Mergeability;
   headSha: string;
   headRef: string;
   baseRef: string;
@@ -90,6 +116,26 @@ export interface ForgeCheck {
   verdict: CheckVerdict;
   /** One line for people: the name, and why it counts as it does. */
   detail: string;
+  /** The provider's own handle of it ("pipeline:12", "job:34"), for `checkFailures`; absent where there is none. */
+  handle?: string;
+}
+
+/** Why a check failed, in the forge's words: untrusted text, fenced by whoever shows it (issue 22). */
+export interface CheckFailure {
+  name: string;
+  /** The forge's reason (GitLab's failure_reason: script_failure, runner_system_failure, …). */
+  reason: string;
+  /** The end of its log, at most the bytes asked for; empty when the forge keeps none. */
+  logTail: string;
+  url: string;
+}
+
+/** An unresolved discussion on a pull request's diff (GitLab: a resolvable DiffNote thread), as its first note says it. */
+export interface ReviewThread {
+  login: string;
+  body: string;
+  path: string | null;
+  createdAt: string;
 }
 
 /** Every check on a sha; `unread` says why the list is not complete (the merge gate then blocks). */
@@ -111,8 +157,11 @@ export interface IssueSearch {
 
 export type MergeOutcome =
   | { kind: "merged"; sha: string }
+  /** The forge accepted the merge but has not finished it: read the pull request again next tick. */
+  | { kind: "merging"; message: string }
   | { kind: "head_moved"; message: string }
-  | { kind: "not_mergeable"; message: string };
+  /** Refused: `wait` when waiting may fix it (the forge still computing, its checks running), else a refusal to name. */
+  | { kind: "not_mergeable"; wait: boolean; message: string };
 
 export type ForgeFailure =
   /** 403/429 rate limit (primary or secondary): try again at retryAt (epoch ms). */
@@ -138,27 +187,46 @@ export interface CachedAnswer {
 
 export interface ForgeProvider {
   readonly settings: ForgeSettings;
+  /** What the forge calls what loop opens: "pull request" (GitHub), "merge request" (GitLab). */
+  readonly pullNoun: string;
+  /** The same string for two threads the forge numbers alike (GitHub: an issue and a pull request share numbers). */
+  threadKey(thread: ForgeThread): string;
+  /** How people name a thread: "#12", or "!12" for a GitLab merge request. */
+  threadLabel(thread: ForgeThread): string;
   /** The issue, or why it is gone; a pull request's number is not an issue. */
   getIssue(number: number): Promise<ForgeResult<IssueLookup>>;
-  /** The comments of one issue, oldest first (capped: see the provider; the newest are always read). */
-  listIssueComments(number: number): Promise<ForgeResult<ForgeListing<ForgeComment>>>;
+  /** The comments of one thread, oldest first, the forge's own notes (system notes) left out (capped: see the provider; the newest are always read). */
+  listThreadComments(thread: ForgeThread): Promise<ForgeResult<ForgeListing<ForgeComment>>>;
   /**
-   * Comments of the whole repository created or edited at or after `since`, in the order of their
-   * last edit (so the last one read is where the next listing starts); one conditional request
-   * when nothing changed. `cut`: more remain, to be read from the last one's `updatedAt`.
+   * Comments created or edited at or after `since`, on `threads` at least (a provider may return
+   * comments of other threads too: GitHub reads the repository's one listing; GitLab asks which of
+   * these threads changed and reads those), in the order of their last edit (so the last one read
+   * is where the next listing starts); conditional requests when nothing changed. `cut`: more
+   * remain, to be read from the last one's `updatedAt`.
    */
-  listRepoComments(since: string): Promise<ForgeResult<ForgeListing<ForgeComment> & { notModified: boolean }>>;
-  createComment(issue: number, body: string): Promise<ForgeResult<{ id: number; url: string }>>;
-  /** The user's base permission on the repository: admin, maintain, write, triage, read or none (never a custom role's name). */
-  permission(login: string): Promise<ForgeResult<string>>;
+  listComments(o: { since: string; threads: ForgeThread[] }): Promise<ForgeResult<ForgeListing<ForgeComment> & { notModified: boolean }>>;
+  createComment(thread: ForgeThread, body: string): Promise<ForgeResult<{ id: number; url: string }>>;
+  /**
+   * Whether the user may write to the repository (authorizeWriters): GitHub, a base role of write,
+   * maintain or admin (never a custom role's name); GitLab, a project member with at least the
+   * Developer role. A user the forge does not know is `false`, an answer, not a failure.
+   */
+  canWrite(login: string): Promise<ForgeResult<boolean>>;
   /** The pull request (any state) whose head is `branch` of this repository, open first, else the newest; null if none. */
   findPull(branch: string): Promise<ForgeResult<ForgePull | null>>;
   createPull(o: { title: string; body: string; head: string; base: string; draft: boolean }): Promise<ForgeResult<CreatePullOutcome>>;
   getPull(number: number): Promise<ForgeResult<ForgePull>>;
-  /** Every check run and commit status on `sha`. */
+  /** Every check on `sha` (GitHub: check runs and commit statuses; GitLab: pipelines and commit statuses, jobs and external ones). */
   checks(sha: string): Promise<ForgeResult<ForgeChecks>>;
   /** Merge with the head sha loop saw green; a moved head or an unmergeable PR is an outcome, not a failure. */
   merge(o: { number: number; sha: string; title: string }): Promise<ForgeResult<MergeOutcome>>;
+  /**
+   * What a failing check says about itself: its failed jobs, their reasons and the tail of each
+   * log (bounded by `tailBytes`). For issue 22's reactions; optional until every provider has it.
+   */
+  checkFailures?(check: ForgeCheck, o: { tailBytes: number }): Promise<ForgeResult<CheckFailure[]>>;
+  /** Unresolved discussions on the diff of pull request `number`, oldest first (issue 22's "changes requested"; optional until every provider has it). */
+  unresolvedReviews?(number: number): Promise<ForgeResult<ReviewThread[]>>;
   /** Open issues (never pull requests) of the repository matching `search`, in the forge's own search syntax. */
   searchOpenIssues(search: string): Promise<ForgeResult<IssueSearch>>;
   /** Every open pull request of the repository (capped: see the provider). */

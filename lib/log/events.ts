@@ -24,7 +24,7 @@ export const NormItemSchema = v.strictObject({
   sandbox: v.optional(v.literal("bwrap")),
 });
 const Forge = v.strictObject({
-  provider: v.picklist(["github"]),
+  provider: v.picklist(["github", "gitlab"]),
   repo: Str,
   apiUrl: Str,
   remote: Str,

@@ -2,6 +2,7 @@
 // the planner does not depend on how a forge is reached. The real one is loop.json's "forge" section
 // (lib/forge/, docs/forge.md#issues-for-the-planner); without that section both flags refuse (exit 2).
 import { forgeHost, loadDefinition, type NormForge } from "../definition/loop-json.ts";
+import { refPrefix } from "../definition/refs.ts";
 import { describeFailure, type ForgeResult } from "../forge/provider.ts";
 import { capped, sanitizeLine } from "../forge/untrusted.ts";
 import { ForgeError, UsageError } from "../shared/errors.ts";
@@ -14,7 +15,7 @@ export interface IssueSource {
   repo: DefaultRepo;
   /** The open issues matching a search (the forge's own search syntax). */
   searchOpenIssues(search: string): Promise<Issue[]>;
-  /** The open pull requests, so the planner can skip issues one already covers. */
+  /** The open pull requests (GitLab: merge requests), so the planner can skip issues one already covers. */
   openPullRequests(): Promise<PullRequest[]>;
 }
 
@@ -40,9 +41,12 @@ export function configuredIssueSource(root: string, env: Record<string, string |
  */
 export function forgeIssueSource(settings: NormForge, token: string | null, o: { warn?: (message: string) => void; timeoutMs?: number } = {}): IssueSource {
   const warn = o.warn ?? (() => {});
-  const [owner, repo] = settings.repo.split("/") as [string, string];
-  const host = forgeHost(settings.apiUrl);
-  const refOf = (n: number) => `${settings.provider}:${host === null ? "" : `${host}/`}${owner}/${repo}#${n}`;
+  // The repository's path may be nested (GitLab: group/subgroup/project): the owner is all but its last segment.
+  const segments = settings.repo.split("/");
+  const repo = segments.at(-1)!;
+  const owner = segments.slice(0, -1).join("/");
+  const host = forgeHost(settings.provider, settings.apiUrl);
+  const refOf = (n: number) => `${refPrefix({ provider: settings.provider, host, path: settings.repo })}#${n}`;
   let provider: ReturnType<typeof open> | null = null;
   const open = async () => {
     const { openForge } = await import("../forge/open.ts");
@@ -59,7 +63,8 @@ export function forgeIssueSource(settings: NormForge, token: string | null, o: {
       return found.issues.map((i) => ({ ref: refOf(i.number), title: sanitizeLine(i.title, 200), body: capped(i.body), labels: i.labels.map((l) => sanitizeLine(l, 50)) }));
     },
     async openPullRequests() {
-      const pulls = need(await (await forge()).openPulls(), `listing the open pull requests of ${settings.repo}`);
+      const f = await forge();
+      const pulls = need(await f.openPulls(), `listing the open ${f.pullNoun}s of ${settings.repo}`);
       return pulls.map((p) => ({ ref: refOf(p.number), title: sanitizeLine(p.title, 200), body: capped(p.body) }));
     },
   };

@@ -8,7 +8,7 @@
 // `\\` are escapes, and a backslash before any other character keeps that character as it is (so a
 // prompt that starts like a ref is written `\github:…`). What a line cannot carry: dependencies,
 // runner, model, verify, attempts, timeouts. Pure.
-import { RefError, isItemId, itemIdFromRef, parseRef } from "../definition/refs.ts";
+import { RefError, isItemId, itemIdFromRef, parseRef, refPrefix } from "../definition/refs.ts";
 import { UsageError } from "../shared/errors.ts";
 import { slugFromPrompt } from "./slug.ts";
 
@@ -53,7 +53,7 @@ export function parseItemLines(text: string, o: { source: string; defaultRepo: D
       if (o.defaultRepo === null)
         fail(`"#${hashN[1]}" needs the "forge" section of loop.json to say which repository it is in (it has none); write the whole ref, e.g. github:owner/repo#${hashN[1]}`);
       const r = o.defaultRepo!;
-      ref = parseRef(`${r.provider}:${r.host ? `${r.host}/` : ""}${r.owner}/${r.repo}#${hashN[1]}`).canonical;
+      ref = parseRef(`${refPrefix({ provider: r.provider, host: r.host, path: `${r.owner}/${r.repo}` })}#${hashN[1]}`).canonical;
       rest = rest.slice(first[0].length);
     } else if (/^[a-z][a-z0-9-]*:\S*#/.test(first[1]!)) {
       // Shaped like a ref: it must be one (a typo is an error, not the start of a prompt).

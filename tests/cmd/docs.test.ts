@@ -199,9 +199,13 @@ describe("docs/loop-json.md documents loop.json as the code reads it", () => {
     const def = normalizeDefinition({ name: "n", items: [{ id: "a", prompt: "p", verify: false }] });
     const item = def.items[0]!;
     const withForge = normalizeDefinition({ name: "n", forge: { provider: "github", repo: "o/r" }, items: [{ id: "a", prompt: "p", verify: false }] });
+    const withGitLab = normalizeDefinition({ name: "n", forge: { provider: "gitlab", repo: "g/s/p" }, items: [{ id: "a", prompt: "p", verify: false }] });
+    // A default that differs per forge is written `"github's"; GitLab: "gitlab's"`.
+    const github = (cell: string) => cell.split("; GitLab:")[0]!.trim();
+    const gitlab = (cell: string) => (cell.split("; GitLab:")[1] ?? "").trim();
     // Durations compare by value: "60m" is the default that "1h" would also spell.
     const ms = (cell: unknown) => parseDuration(cell as string);
-    const expected: [string, string, unknown, ((cell: unknown) => unknown)?][] = [
+    const expected: [string, string, unknown, ((cell: unknown) => unknown)?, ((cell: string) => string)?][] = [
       ["defaults", "runner", item.runner],
       ["defaults", "model", item.model],
       ["defaults", "maxAttempts", item.maxAttempts],
@@ -215,15 +219,17 @@ describe("docs/loop-json.md documents loop.json as the code reads it", () => {
       ["workspace", "target", def.target.replace(/^loop\/n\//, "loop/<name>/")],
       ["workspace", "keepCheckoutOnClose", def.keepCheckoutOnClose],
       ["timeouts", "landing", withForge.items[0]!.timeouts.landing, ms],
-      ["forge", "apiUrl", withForge.forge!.apiUrl],
+      ["forge", "apiUrl", withForge.forge!.apiUrl, undefined, github],
+      ["forge", "apiUrl", withGitLab.forge!.apiUrl, undefined, gitlab],
       ["forge", "remote", withForge.forge!.remote],
-      ["forge", "tokenEnv", withForge.forge!.tokenEnv],
+      ["forge", "tokenEnv", withForge.forge!.tokenEnv, undefined, github],
+      ["forge", "tokenEnv", withGitLab.forge!.tokenEnv, undefined, gitlab],
       ["forge", "authorizeWriters", withForge.forge!.authorizeWriters],
       ["forge", "pollInterval", withForge.forge!.pollInterval, ms],
       ["notify", "timeout", normalizeDefinition({ name: "n", notify: { command: ["x"] }, items: [] }).notify!.timeout, ms],
     ];
-    const wrong = expected.flatMap(([table, key, value, read = (x: unknown) => x]) => {
-      const cell = rowsOf(table).find((r) => unquote(r[0]!) === key)?.[2] ?? "";
+    const wrong = expected.flatMap(([table, key, value, read = (x: unknown) => x, part = (c: string) => c]) => {
+      const cell = part(rowsOf(table).find((r) => unquote(r[0]!) === key)?.[2] ?? "");
       let documented: unknown;
       try {
         documented = read(JSON.parse(unquote(cell)));

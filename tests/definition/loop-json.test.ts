@@ -868,7 +868,10 @@ describe("the forge section", () => {
     ["credentials in apiUrl", (d) => (d.forge.apiUrl = "https://u:p@api.github.com"), "forge.apiUrl", "must not hold credentials"],
     ["plain http to another host", (d) => (d.forge.apiUrl = "http://example.com"), "forge.apiUrl", "must be https"],
     ["a repo without owner", (d) => (d.forge.repo = "api"), "forge.repo", "<owner>/<repo>"],
-    ["an unknown provider", (d) => (d.forge.provider = "gitea"), "forge.provider", "github"],
+    ["an unknown provider", (d) => (d.forge.provider = "gitea"), "forge.provider", '"github" or "gitlab"'],
+    ["a nested path on GitHub", (d) => (d.forge.repo = "acme/platform/api"), "forge.repo", '"<owner>/<repo>" for github'],
+    ["a GitLab username as a GitHub login", (d) => (d.forge.authorizedUsers = ["jane.doe"]), "forge.authorizedUsers[0]", "a GitHub login"],
+    ["a login of neither forge", (d) => (d.forge.authorizedUsers = ["K\u212Aate"]), "forge.authorizedUsers[0]", "must be a forge login"],
     ["an unknown key", (d) => (d.forge.token = "x"), "forge.token", "unknown key"],
   ];
   test.each(bad)("%s is refused", (_, edit, path, message) => {
@@ -880,6 +883,27 @@ describe("the forge section", () => {
     } catch (e: any) {
       expect(e.issues.some((i: any) => i.path === path && i.message.includes(message))).toBe(true);
     }
+  });
+  test("GitLab: gitlab.com/api/v4 and GITLAB_TOKEN by default; the project's full path with nested groups; refs without the host; usernames with '.' and '_'", () => {
+    const def = normalizeDefinition({ name: "x", defaults: { verify: "true", landing: "pr" }, forge: { provider: "gitlab", repo: "acme/platform/api", authorizedUsers: ["jane.doe", "bot_1"] }, items: [{ ref: "gitlab:acme/platform/api#42", prompt: "p" }, { ref: "gitlab:gitlab.com/acme/platform/api#43", prompt: "q" }] });
+    expect(def.forge).toEqual({ provider: "gitlab", repo: "acme/platform/api", apiUrl: "https://gitlab.com/api/v4", remote: "origin", tokenEnv: "GITLAB_TOKEN", authorizedUsers: ["jane.doe", "bot_1"], authorizeWriters: false, pollInterval: 60_000 });
+    expect(def.items.map((i) => [i.id, i.ref])).toEqual([["api-42", "gitlab:acme/platform/api#42"], ["api-43", "gitlab:acme/platform/api#43"]]);
+  });
+  test.each([
+    ["a ref of the parent group's project", "gitlab:acme/api#1", "must be gitlab:acme/platform/api#<number>"],
+    ["a self-managed ref against gitlab.com", "gitlab:git.example.com/acme/platform/api#1", "must be gitlab:acme/platform/api#<number>"],
+    ["a GitHub ref", "github:acme/platform#1", "must be gitlab:acme/platform/api#<number>"],
+  ])("GitLab: %s is refused", (_, ref, message) => {
+    try {
+      normalizeDefinition({ name: "x", defaults: { verify: "true" }, forge: { provider: "gitlab", repo: "acme/platform/api" }, items: [{ ref, prompt: "p" }] });
+      throw new Error("accepted");
+    } catch (e: any) {
+      expect(e.issues.some((i: any) => i.path === "items[0].ref" && i.message.includes(message))).toBe(true);
+    }
+  });
+  test("a self-managed GitLab: refs name the apiUrl's host and port", () => {
+    const def = normalizeDefinition({ name: "x", defaults: { verify: "true" }, forge: { provider: "gitlab", repo: "team/app", apiUrl: "https://git.corp.example:8443/api/v4" }, items: [{ ref: "gitlab:git.corp.example:8443/team/app#5", prompt: "p" }] });
+    expect(def.forge!.apiUrl).toBe("https://git.corp.example:8443/api/v4");
   });
   test("GitHub Enterprise Server: refs name the apiUrl's host", () => {
     const d: any = base();

@@ -20,7 +20,13 @@ describe("parseRef accepts", () => {
     ["github:ghe.corp.example/a/b#3", "github:ghe.corp.example/a/b#3"],
     ["gitlab:git.example.com:8443/a/b#7", "gitlab:git.example.com:8443/a/b#7"],
     ["gitlab:Git.Example.COM:08443/a/b#7", "gitlab:git.example.com:8443/a/b#7"],
-    ["gitlab:gitlab.com/group/proj#5", "gitlab:gitlab.com/group/proj#5"],
+    ["gitlab:gitlab.com/group/proj#5", "gitlab:group/proj#5"],
+    // GitLab projects in nested groups; a group path holding a dot keeps its host (it would read as one).
+    ["gitlab:group/sub/proj#5", "gitlab:group/sub/proj#5"],
+    ["gitlab:gitlab.com/group/sub/deeper/proj#5", "gitlab:group/sub/deeper/proj#5"],
+    ["gitlab:git.example.com/group/sub/proj#5", "gitlab:git.example.com/group/sub/proj#5"],
+    ["gitlab:gitlab.com/my.group/sub/proj#5", "gitlab:gitlab.com/my.group/sub/proj#5"],
+    ["gitlab:my.group/proj#5", "gitlab:my.group/proj#5"],
     ["gitea:h.x:1/a/b#1", "gitea:h.x:1/a/b#1"],
     ["gitea:h.x:65535/a/b#1", "gitea:h.x:65535/a/b#1"],
     ["my-forge2:a/b#1", "my-forge2:a/b#1"],
@@ -47,6 +53,9 @@ describe("parseRef accepts", () => {
     });
     expect(parseRef("github:github.com/a/b#1").host).toBeNull();
     expect(parseRef("github:a/b#1").host).toBeNull();
+    // A nested GitLab path: the owner is the whole group path, the repo its project; item ids come from the project.
+    const nested = parseRef("gitlab:acme/platform/api#3");
+    expect([nested.host, nested.owner, nested.repo, itemIdFromRef(nested)]).toEqual([null, "acme/platform", "api", "api-3"]);
   });
 });
 
@@ -94,6 +103,7 @@ describe("parseRef rejects", () => {
     ["trailing slash", "github:a/b/#1", "empty path segment"],
     ["extra segment", "github:a/b/c#1", "too many path segments"],
     ["extra segments with host", "github:h.com/a/b/c#1", "too many path segments"],
+    ["GitLab groups deeper than 20", `gitlab:${Array.from({ length: 21 }, (_, i) => `g${i}`).join("/")}/p#1`, "at most 20 levels of groups"],
     ["path traversal", "github:../b#1", `path segment ".." must not contain '..'`],
     ["path traversal repo", "github:a/..#1", "must not contain '..'"],
     ["traversal with host", "gitlab:h.com/../../b#1", "must not contain '..'"],

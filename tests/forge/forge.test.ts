@@ -6,7 +6,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { authorized, commentIntent, isLoopsOwn, LOOP_MARKER, loopComment } from "../../lib/forge/comments.ts";
 import { GitHubProvider } from "../../lib/forge/github.ts";
-import { definitionLock, environmentLock, failureGate, identityGate, mergeGate, notMergeableIsWait } from "../../lib/forge/merge-gate.ts";
+import { definitionLock, environmentLock, failureGate, identityGate, mergeGate } from "../../lib/forge/merge-gate.ts";
+import { notMergeableIsWait } from "../../lib/forge/github.ts";
 import type { ConditionalCache, ForgePull } from "../../lib/forge/provider.ts";
 import { capped, fenced, sanitize, sanitizeLine } from "../../lib/forge/untrusted.ts";
 import { type FakeGitHub, startFakeGitHub } from "../helpers/fake-github.ts";
@@ -55,10 +56,10 @@ describe("GitHub client", () => {
     const again = await c.getIssue(7);
     expect(again).toEqual(i);
     expect(gh.notModified).toBe(before + 1);
-    const list = await c.listRepoComments("2000-01-01T00:00:00Z");
-    expect(list.ok && list.value.items.map((x) => [x.issue, x.login, x.body])).toEqual([[7, "alice", "first"]]);
+    const list = await c.listComments({ since: "2000-01-01T00:00:00Z", threads: [] });
+    expect(list.ok && list.value.items.map((x) => [x.thread.number, x.login, x.body])).toEqual([[7, "alice", "first"]]);
     expect(list.ok && list.value.notModified).toBe(false);
-    const list2 = await c.listRepoComments("2000-01-01T00:00:00Z");
+    const list2 = await c.listComments({ since: "2000-01-01T00:00:00Z", threads: [] });
     expect(list2.ok && list2.value.notModified).toBe(true);
   });
 
@@ -162,11 +163,11 @@ describe("GitHub client", () => {
     expect(r.value.find((x) => x.number === 901)).toEqual({ number: 901, title: "Open one", body: "Closes #7", url: expect.stringContaining("/pull/901") });
   });
 
-  test("permission: a 404 is no permission", async () => {
+  test("write access: a base role of write is a writer; a 404 is no permission", async () => {
     gh.permissions.set("bob", "write");
     const c = client();
-    expect(await c.permission("bob")).toEqual({ ok: true, value: "write" });
-    expect(await c.permission("mallory")).toEqual({ ok: true, value: "none" });
+    expect(await c.canWrite("bob")).toEqual({ ok: true, value: true });
+    expect(await c.canWrite("mallory")).toEqual({ ok: true, value: false });
   });
 });
 
@@ -197,12 +198,18 @@ describe("comments", () => {
   for (const [body, want] of table) test(`intent of ${JSON.stringify(body)}`, () => expect(commentIntent(body)).toEqual(want));
 
   test("authorization fails closed", () => {
-    expect(authorized({ login: "Alice", allow: ["alice"], authorizeWriters: false, permission: null })).toBe(true);
-    expect(authorized({ login: "bob", allow: [], authorizeWriters: false, permission: "admin" })).toBe(false);
-    expect(authorized({ login: "bob", allow: [], authorizeWriters: true, permission: "write" })).toBe(true);
-    expect(authorized({ login: "bob", allow: [], authorizeWriters: true, permission: "read" })).toBe(false);
-    expect(authorized({ login: "bob", allow: [], authorizeWriters: true, permission: null })).toBe(false);
-    expect(authorized({ login: "", allow: [""], authorizeWriters: true, permission: "admin" })).toBe(false);
+    const gh = { provider: "github" as const };
+    expect(authorized({ ...gh, login: "Alice", allow: ["alice"], authorizeWriters: false, writer: null })).toBe(true);
+    expect(authorized({ ...gh, login: "bob", allow: [], authorizeWriters: false, writer: true })).toBe(false);
+    expect(authorized({ ...gh, login: "bob", allow: [], authorizeWriters: true, writer: true })).toBe(true);
+    expect(authorized({ ...gh, login: "bob", allow: [], authorizeWriters: true, writer: false })).toBe(false);
+    expect(authorized({ ...gh, login: "bob", allow: [], authorizeWriters: true, writer: null })).toBe(false);
+    expect(authorized({ ...gh, login: "", allow: [""], authorizeWriters: true, writer: true })).toBe(false);
+    // Each forge's own alphabet: a GitLab username may hold '.' and '_', a GitHub login may not.
+    expect(authorized({ ...gh, login: "jane.doe", allow: ["jane.doe"], authorizeWriters: false, writer: null })).toBe(false);
+    expect(authorized({ provider: "gitlab", login: "Jane.Doe_2", allow: ["jane.doe_2"], authorizeWriters: false, writer: null })).toBe(true);
+    expect(authorized({ provider: "gitlab", login: "\u212Aate", allow: ["kate"], authorizeWriters: true, writer: true })).toBe(false);
+    expect(authorized({ provider: "gitlab", login: "jane.", allow: ["jane."], authorizeWriters: false, writer: null })).toBe(false);
   });
 
   test("loop's own comments carry the marker", () => {
@@ -215,20 +222,21 @@ describe("comments", () => {
 
 describe("merge gate", () => {
   const pr = (o: Partial<ForgePull> = {}): ForgePull => ({
-    number: 5, url: "u", state: "open", merged: false, draft: false, mergeable: true, mergeableState: "clean",
+    number: 5, label: "pull request #5", url: "u", state: "open", merged: false, draft: false, mergeability: { kind: "ready" },
     headSha: "a".repeat(40), headRef: "h", baseRef: "main", mergeCommitSha: null, ...o,
   });
   const check = (verdict: "passing" | "failing" | "pending", name = "build") => ({ name, source: "check run", conclusion: verdict, verdict, detail: `${name} ${verdict}` });
   const ok = check("passing");
   test.each([
-    ["mergeable null", pr({ mergeable: null }), [ok], "wait"],
-    ["conflict", pr({ mergeable: false, mergeableState: "dirty" }), [ok], "block"],
+    ["the forge still computing", pr({ mergeability: { kind: "wait", code: "mergeable_unknown", reason: "computing" } }), [ok], "wait"],
+    ["the forge still computing, a red check", pr({ mergeability: { kind: "wait", code: "mergeable_unknown", reason: "computing" } }), [check("failing")], "block"],
+    ["conflict", pr({ mergeability: { kind: "block", code: "conflict", reason: "conflicts" } }), [ok], "block"],
+    ["unresolved discussions (GitLab)", pr({ mergeability: { kind: "block", code: "discussions", reason: "discussions" } }), [ok], "block"],
     ["no checks", pr(), [], "wait"],
     ["pending", pr(), [ok, check("pending", "x")], "wait"],
     ["failing", pr(), [ok, check("failing", "x")], "block"],
     ["green", pr(), [ok], "merge"],
-    // behind is not waited for: the merge is asked, and a protection that needs an up-to-date head refuses it (405 → blocked).
-    ["behind", pr({ mergeableState: "behind" }), [ok], "merge"],
+    ["draft", pr({ draft: true }), [ok], "block"],
   ] as const)("%s", (_, p, checks, kind) => expect(mergeGate(p, { checks: [...checks], unread: null }).kind).toBe(kind));
 
   test("checks that could not all be read block, however green the rest", () => {
@@ -262,7 +270,7 @@ describe("merge gate", () => {
   });
 
   test("failed landing requests: a rate limit records nothing, no answer or a 5xx waits named, refusals block", () => {
-    const o = { merging: true, number: 5 };
+    const o = { merging: true, label: "pull request #5" };
     expect(failureGate({ ok: false, kind: "rate_limited", retryAt: 0, message: "x" }, "l", o)).toBe("rate_limited");
     expect(failureGate({ ok: false, kind: "network", message: "x" }, "l", o)).toMatchObject({ kind: "wait", code: "forge_error" });
     expect(failureGate({ ok: false, kind: "http", status: 502, message: "x" }, "l", o)).toMatchObject({ kind: "wait", code: "forge_error" });

@@ -8,7 +8,8 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { GitHubProvider } from "../../lib/forge/github.ts";
-import { mergeGate, notMergeableIsWait } from "../../lib/forge/merge-gate.ts";
+import { mergeGate } from "../../lib/forge/merge-gate.ts";
+import { notMergeableIsWait } from "../../lib/forge/github.ts";
 import type { ForgeChecks, ProviderOptions } from "../../lib/forge/provider.ts";
 import { type CheckConclusion, type FakeGitHub, startFakeGitHub } from "../helpers/fake-github.ts";
 import { git } from "../helpers/project.ts";
@@ -224,7 +225,7 @@ describe("pull requests (issue 25 defects 4 and 7)", () => {
     const c = client(gh);
     await c.createPull({ title: "t", body: "b", head: "feature", base: "main", draft: false });
     const found = await c.findPull("feature");
-    expect(found.ok && found.value && [found.value.mergeable, found.value.mergeableState]).toEqual([null, "unknown"]);
+    expect(found.ok && found.value && found.value.mergeability.kind).toBe("wait");
   });
 
   test("behind: the gate asks for the merge; a base that must be up to date refuses it, and that is not a wait", async () => {
@@ -235,10 +236,10 @@ describe("pull requests (issue 25 defects 4 and 7)", () => {
     if (!created.ok || created.value.kind !== "created") throw new Error(JSON.stringify(created));
     const pr = await c.getPull(created.value.pull.number);
     if (!pr.ok) throw new Error(JSON.stringify(pr));
-    expect(pr.value.mergeableState).toBe("behind");
+    expect(pr.value.mergeability).toEqual({ kind: "ready" });
     expect(mergeGate(pr.value, await checksOf(c, head)).kind).toBe("merge");
     const m = await c.merge({ number: pr.value.number, sha: head, title: "m" });
-    expect(m).toEqual({ ok: true, value: { kind: "not_mergeable", message: "Head branch is not up to date with the base branch" } });
+    expect(m).toEqual({ ok: true, value: { kind: "not_mergeable", wait: false, message: "Head branch is not up to date with the base branch" } });
     expect(notMergeableIsWait("Head branch is not up to date with the base branch")).toBe(false);
   });
 
@@ -249,11 +250,11 @@ describe("pull requests (issue 25 defects 4 and 7)", () => {
     const created = await c.createPull({ title: "t", body: "b", head: "feature", base: "main", draft: false });
     if (!created.ok || created.value.kind !== "created") throw new Error(JSON.stringify(created));
     const pr = await c.getPull(created.value.pull.number);
-    expect(pr.ok && pr.value.mergeableState).toBe("unstable");
+    expect(pr.ok && pr.value.mergeability).toEqual({ kind: "ready" });
     expect(pr.ok && mergeGate(pr.value, await checksOf(c, head)).kind).toBe("block");
     gh.switches.requiredChecks = ["build"];
     const refused = await c.merge({ number: created.value.pull.number, sha: head, title: "m" });
-    expect(refused).toEqual({ ok: true, value: { kind: "not_mergeable", message: 'Required status check "build" is expected.' } });
+    expect(refused).toEqual({ ok: true, value: { kind: "not_mergeable", wait: true, message: 'Required status check "build" is expected.' } });
   });
 });
 
@@ -278,9 +279,9 @@ describe("search and permissions (issue 25 defects 5 and 6)", () => {
     gh.permissions.set("dave", { permission: "read", roleName: "admin-lite" });
     gh.permissions.set("erin", "maintain");
     const c = client(gh);
-    expect(await c.permission("carol")).toEqual({ ok: true, value: "write" });
-    expect(await c.permission("dave")).toEqual({ ok: true, value: "read" });
-    expect(await c.permission("erin")).toEqual({ ok: true, value: "write" });
+    expect(await c.canWrite("carol")).toEqual({ ok: true, value: true });
+    expect(await c.canWrite("dave")).toEqual({ ok: true, value: false });
+    expect(await c.canWrite("erin")).toEqual({ ok: true, value: true });
   });
 });
 
@@ -301,14 +302,14 @@ describe("comment listings (issue 18 defect 7)", () => {
     const pause = gh.addComment({ issue: 1, login: "alice", body: "/loop pause" });
     gh.editComment(spam[0]!.id, "edited spam");
     const c = client(gh);
-    const first = await c.listRepoComments("2000-01-01T00:00:00Z");
+    const first = await c.listComments({ since: "2000-01-01T00:00:00Z", threads: [] });
     if (!first.ok) throw new Error(JSON.stringify(first));
     expect(first.value.cut).toBe(true);
     // Ten keyset pages of 100, each starting at the last one's final edit (read again, counted once).
     expect(first.value.items).toHaveLength(991);
     expect(first.value.items.map((x) => x.id)).not.toContain(pause.id);
     const cursor = first.value.items.map((x) => x.updatedAt).sort().at(-1)!;
-    const next = await c.listRepoComments(cursor);
+    const next = await c.listComments({ since: cursor, threads: [] });
     if (!next.ok) throw new Error(JSON.stringify(next));
     expect(next.value.cut).toBe(false);
     // The last one read is read again (`since` is inclusive); ids keep it from being acted on twice.
@@ -319,7 +320,7 @@ describe("comment listings (issue 18 defect 7)", () => {
     const { gh } = fake();
     gh.switches.maxPerPage = 5; // 10 pages = 50 comments
     const all = Array.from({ length: 57 }, (_, i) => gh.addComment({ issue: 9, login: "alice", body: `c${i}` }));
-    const r = await client(gh).listIssueComments(9);
+    const r = await client(gh).listThreadComments({ kind: "issue", number: 9 });
     if (!r.ok) throw new Error(JSON.stringify(r));
     expect(r.value.cut).toBe(true);
     expect(Math.max(...r.value.items.map((x) => x.id))).toBe(all.at(-1)!.id);

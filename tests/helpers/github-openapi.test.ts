@@ -146,11 +146,11 @@ describe("the fake under every switch: every operation the client uses, nothing 
       await c.getIssue(1);
       await c.getIssue(2);
       await c.getIssue(99);
-      await c.listIssueComments(1);
-      await c.listRepoComments("2000-01-01T00:00:00Z");
-      await c.permission("alice");
-      await c.permission("carol");
-      await c.permission("nobody");
+      await c.listThreadComments({ kind: "issue", number: 1 });
+      await c.listComments({ since: "2000-01-01T00:00:00Z", threads: [] });
+      await c.canWrite("alice");
+      await c.canWrite("carol");
+      await c.canWrite("nobody");
       await c.searchOpenIssues("label:bug repo:other/x");
       await c.openPulls();
       const found = await c.findPull("feature");
@@ -158,7 +158,7 @@ describe("the fake under every switch: every operation the client uses, nothing 
       const number = found.ok && found.value ? found.value.number : created?.ok && created.value.kind === "created" ? created.value.pull.number : 0;
       await c.getPull(number);
       await c.checks(head);
-      await c.createComment(1, "hello");
+      await c.createComment({ kind: "issue", number: 1 }, "hello");
     };
     await everything();
     gh.switches.maxPerPage = 2;

@@ -1,19 +1,20 @@
-// Comments from the forge (docs/forge.md#comments), read at most once per poll interval with ONE
-// conditional request for the whole repository (`since` + ETag), then acted on, each once:
+// Comments from the forge (docs/forge.md#comments), read at most once per poll interval with
+// conditional requests (`since` + ETag; the provider decides how: one repository listing on GitHub,
+// the changed threads on GitLab), then acted on, each once:
 // - loop's own (marked) comments are dropped first; then everyone not authorized (fail closed);
-// - `/loop <verb>` on the first line records what `loop ctl <verb>` records, as `github:<login>`;
+// - `/loop <verb>` on the first line records what `loop ctl <verb>` records, as `<provider>:<login>`;
 //   two different verbs are refused with an answering comment; `reset` is never a keyword;
 // - the first authorized text after a question loop posted is the reply (and resumes a loop that
 //   paused only for that question); other authorized text goes to the agent (inbox file and the
 //   next handoff).
-// An item's threads are its issue's and its recorded PR's (a PR is an issue to GitHub: the
-// repository listing returns both, and their comment ids share one id space). Each item has one
-// comment high-water mark in its ledger (ids only go up on GitHub); its threads are baselined on
+// An item's threads are its issue's and its recorded PR's (the provider's `threadKey` says which
+// threads are one: a PR is an issue to GitHub). Comment ids share one increasing id space on both
+// forges, so each item has one comment high-water mark in its ledger; its threads are baselined on
 // first sight, so what was there before is context, not a delivery. Edited old comments come back
 // with `since` and stay below the mark.
 import { join } from "node:path";
 import { commentIntent, isLoopsOwn, loopComment, type CommentVerb } from "../../forge/comments.ts";
-import type { ForgeComment } from "../../forge/provider.ts";
+import type { ForgeComment, ForgeProvider, ForgeThread } from "../../forge/provider.ts";
 import { fenced, TEXT_CAP, capped, sanitizeLine } from "../../forge/untrusted.ts";
 import type { EventDraft } from "../../log/events.ts";
 import { isInFlight, isSettled, type ItemState, type Projection } from "../../log/reducer.ts";
@@ -32,7 +33,9 @@ export async function pollComments(ctx: StepContext): Promise<void> {
   if (Date.now() - link.cache.comments.polledAt < ctx.def.forge!.pollInterval) return;
   if (!(await baselineNew(ctx, link))) return;
   const since = link.cache.comments.since ?? new Date(Date.now() - 60_000).toISOString();
-  const r = await link.provider.listRepoComments(since);
+  const p = projection(ctx);
+  const threads = p.order.flatMap((id) => (p.items[id]!.status === "withdrawn" ? [] : threadsOf(p.items[id]!)));
+  const r = await link.provider.listComments({ since, threads });
   if (!r.ok) return void link.failed(r);
   link.cache.comments.polledAt = Date.now();
   const comments = [...r.value.items].sort((a, b) => a.id - b.id);
@@ -41,7 +44,7 @@ export async function pollComments(ctx: StepContext): Promise<void> {
   const held = new Set<string>();
   let cursor = comments.map((c) => c.updatedAt).sort().at(-1) ?? since;
   for (const c of comments) {
-    const item = itemOf(ctx, c);
+    const item = itemOf(ctx, link.provider, c);
     if (item && held.has(item)) {
       // A later comment on an item with one left for later waits too: comments are acted on in order.
       if (c.updatedAt < cursor) cursor = c.updatedAt;
@@ -54,31 +57,31 @@ export async function pollComments(ctx: StepContext): Promise<void> {
   }
   link.cache.comments.since = cursor;
   if (r.value.cut) {
-    ctx.options.log.warn(`forge: the repository's comment listing was cut after ${r.value.items.length} comments; the rest are read on the next step`);
+    ctx.options.log.warn(`forge: the comment listing was cut after ${r.value.items.length} comments; the rest are read on the next step`);
     link.cache.comments.polledAt = 0; // the rest is not made to wait for the poll interval
   }
   materializeInboxes(ctx, projection(ctx));
 }
 
 /** The item whose thread a comment is on, if any. */
-function itemOf(ctx: StepContext, c: ForgeComment): string | undefined {
-  return itemsByThread(projection(ctx)).get(c.issue);
+function itemOf(ctx: StepContext, provider: ForgeProvider, c: ForgeComment): string | undefined {
+  return itemsByThread(projection(ctx), provider).get(provider.threadKey(c.thread));
 }
 
-/** The threads (issue and recorded PR numbers) an item's comments arrive on. */
-function threadsOf(it: ItemState): number[] {
+/** The threads (its issue, its recorded PR) an item's comments arrive on. */
+function threadsOf(it: ItemState): ForgeThread[] {
   const issue = issueOf(it);
   const pr = it.forge?.pr?.number ?? null;
-  return [...new Set([issue, pr])].filter((n): n is number => n !== null);
+  return [...(issue !== null ? [{ kind: "issue" as const, number: issue }] : []), ...(pr !== null ? [{ kind: "pull" as const, number: pr }] : [])];
 }
 
-/** Items with a thread, by thread number (issue or PR): not withdrawn. */
-function itemsByThread(p: Projection): Map<number, string> {
-  const out = new Map<number, string>();
+/** Items with a thread, by the provider's key of the thread: not withdrawn. */
+function itemsByThread(p: Projection, provider: ForgeProvider): Map<string, string> {
+  const out = new Map<string, string>();
   for (const id of p.order) {
     const it = p.items[id]!;
     if (it.status === "withdrawn") continue;
-    for (const n of threadsOf(it)) out.set(n, id);
+    for (const t of threadsOf(it)) out.set(provider.threadKey(t), id);
   }
   return out;
 }
@@ -88,12 +91,14 @@ async function baselineNew(ctx: StepContext, link: ForgeLink): Promise<boolean> 
   const p = projection(ctx);
   for (const id of p.order) {
     const it = p.items[id]!;
-    const threads = it.status === "withdrawn" ? [] : threadsOf(it);
+    const all = it.status === "withdrawn" ? [] : threadsOf(it);
+    // One listing per thread the forge tells apart (a GitHub PR whose number is the issue's is one thread).
+    const threads = all.filter((t, i) => all.findIndex((u) => link.provider.threadKey(u) === link.provider.threadKey(t)) === i);
     if (!threads.length || it.forge?.highWater != null) continue;
     let highWater = 0;
     let comments = 0;
     for (const n of threads) {
-      const list = await link.provider.listIssueComments(n);
+      const list = await link.provider.listThreadComments(n);
       if (!list.ok) {
         link.failed(list);
         return false;
@@ -102,7 +107,7 @@ async function baselineNew(ctx: StepContext, link: ForgeLink): Promise<boolean> 
       highWater = Math.max(highWater, ...list.value.items.map((c) => c.id));
       comments += list.value.items.length;
     }
-    append(ctx, [{ type: "forge_thread_baselined", item: id, payload: { issue: threads[0]!, highWater, comments } }], "forge");
+    append(ctx, [{ type: "forge_thread_baselined", item: id, payload: { issue: threads[0]!.number, highWater, comments } }], "forge");
   }
   return true;
 }
@@ -111,32 +116,32 @@ async function baselineNew(ctx: StepContext, link: ForgeLink): Promise<boolean> 
 async function handle(ctx: StepContext, link: ForgeLink, c: ForgeComment): Promise<"done" | "later"> {
   if (isLoopsOwn(c.body)) return "done";
   const p = projection(ctx);
-  const id = itemsByThread(p).get(c.issue);
+  const id = itemsByThread(p, link.provider).get(link.provider.threadKey(c.thread));
   if (!id) return "done";
   const it = p.items[id]!;
   const mark = it.forge?.highWater;
   if (mark == null || c.id <= mark) return "done"; // seen, or an edited old comment
   const allowed = await link.authorized(c.login);
   if (allowed === null) {
-    ctx.options.log.warn(`forge: comment ${c.id} on #${c.issue} by ${sanitizeLine(c.login, 40)} waits: the author's permission could not be read; asked again on a later step`);
+    ctx.options.log.warn(`forge: comment ${c.id} on ${link.provider.threadLabel(c.thread)} by ${sanitizeLine(c.login, 40)} waits: the author's permission could not be read; asked again on a later step`);
     return "later";
   }
   if (!allowed) {
-    ctx.options.log.info(`forge: comment ${c.id} on #${c.issue} by ${sanitizeLine(c.login, 40)} ignored: not an authorized user`);
+    ctx.options.log.info(`forge: comment ${c.id} on ${link.provider.threadLabel(c.thread)} by ${sanitizeLine(c.login, 40)} ignored: not an authorized user`);
     return "done";
   }
-  const actor = `github:${c.login}`;
+  const actor = `${ctx.def.forge!.provider}:${c.login}`;
   const handled = (action: "control" | "reply" | "message" | "refused", detail: string): EventDraft => ({
     type: "forge_comment_handled",
     item: id,
     actor,
-    payload: { issue: c.issue, commentId: c.id, login: c.login, action, detail },
+    payload: { issue: c.thread.number, commentId: c.id, login: c.login, action, detail },
   });
   const intent = commentIntent(c.body);
   if (intent.kind === "conflict") {
     const why = `two different commands in one comment (${intent.verbs.map((v) => `/loop ${v}`).join(", ")}); nothing was done. Write one command per comment.`;
     append(ctx, [handled("refused", why)], "forge");
-    await answer(ctx, link, c.issue, `@${c.login}: ${why}`);
+    await answer(ctx, link, c.thread, `@${c.login}: ${why}`);
     return "done";
   }
   if (intent.kind === "command") {
@@ -167,7 +172,7 @@ async function command(ctx: StepContext, link: ForgeLink, o: { it: ItemState; c:
   } catch (err) {
     const why = `/loop ${verb} refused: ${(err as Error).message}`;
     append(ctx, [o.handled("refused", why)], "forge");
-    await answer(ctx, link, c.issue, `@${c.login}: ${why}`);
+    await answer(ctx, link, c.thread, `@${c.login}: ${why}`);
     return;
   }
   const events: EventDraft[] = [];
@@ -184,10 +189,10 @@ async function command(ctx: StepContext, link: ForgeLink, o: { it: ItemState; c:
 }
 
 /** A marked comment from loop; a failure to post is said, not fatal (the decision is already recorded). */
-async function answer(ctx: StepContext, link: ForgeLink, issue: number, text: string): Promise<number | null> {
-  const r = await link.provider.createComment(issue, loopComment(text, ctx.def.name));
+async function answer(ctx: StepContext, link: ForgeLink, thread: ForgeThread, text: string): Promise<number | null> {
+  const r = await link.provider.createComment(thread, loopComment(text, ctx.def.name));
   if (!r.ok) {
-    ctx.options.log.warn(`forge: could not comment on #${issue}: ${link.failed(r)}`);
+    ctx.options.log.warn(`forge: could not comment on ${link.provider.threadLabel(thread)}: ${link.failed(r)}`);
     return null;
   }
   return r.value.id;
@@ -202,7 +207,7 @@ async function postQuestions(ctx: StepContext, link: ForgeLink): Promise<void> {
     if (it.status !== "needs_input" || issue === null || it.question === null) continue;
     if (it.forge?.questionPosted?.attempt === it.attempts.length || link.limited()) continue;
     const text = `The agent working on \`${id}\` (attempt ${it.attempts.length}) asks:\n\n${it.question.split("\n").map((l) => `> ${l}`).join("\n")}\n\nThe first comment from an authorized user after this one is taken as the reply.`;
-    const posted = await answer(ctx, link, issue, text);
+    const posted = await answer(ctx, link, { kind: "issue", number: issue }, text);
     if (posted !== null) append(ctx, [{ type: "forge_question_posted", item: id, payload: { attempt: it.attempts.length, issue, commentId: posted } }], "forge");
   }
 }

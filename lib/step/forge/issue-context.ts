@@ -53,7 +53,7 @@ async function readIssue(link: ForgeLink, number: number): Promise<Read> {
   }
   const issue = lookup.issue;
   if (issue.state === "closed") return { launch: () => ({ kind: "skip", reason: `issue #${number} is closed (${issue.url})` }) };
-  const comments = await link.provider.listIssueComments(number);
+  const comments = await link.provider.listThreadComments({ kind: "issue", number });
   if (!comments.ok) return { failure: comments };
   // Only authorized users' comments reach an agent (fail closed); loop's own are dropped first. A
   // permission that could not be read is asked again later, not taken as "no".

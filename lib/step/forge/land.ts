@@ -11,7 +11,7 @@ import type { Payload } from "../../log/events.ts";
 import type { ItemState } from "../../log/reducer.ts";
 import type { ForgeFailure, ForgePull } from "../../forge/provider.ts";
 import { AUTO_MERGE_VAR, autoMergeAllowed } from "../../forge/auto-merge.ts";
-import { definitionLock, environmentLock, type Expected, failureGate, type GateDecision, identityGate, mergeGate, notMergeableIsWait } from "../../forge/merge-gate.ts";
+import { definitionLock, environmentLock, type Expected, failureGate, type GateDecision, identityGate, mergeGate } from "../../forge/merge-gate.ts";
 import { sanitizeLine } from "../../forge/untrusted.ts";
 import { formatDuration } from "../../definition/duration.ts";
 import { GitError } from "../../shared/errors.ts";
@@ -48,7 +48,7 @@ export async function landThroughForge(ctx: StepContext, it: ItemState): Promise
     if ("block" in pr) return finish({ outcome: "blocked", target: ctx.def.base, commit: null, code: "forge_refused", reason: pr.block });
     append(ctx, [{ type: "forge_pr_recorded", item: it.id, payload: { attempt: attempt.n, number: pr.pull.number, url: pr.pull.url, head: pr.pushed, draft: pr.pull.draft, reused: pr.reused } }], "landing");
     if (ctx.def.landing === "pr")
-      return finish({ outcome: "pr_opened", target: ctx.def.base, commit: pr.pushed, code: "pr_opened", reason: `${pr.pull.draft ? "draft " : ""}pull request #${pr.pull.number} ${pr.reused ? "(reused) " : ""}${pr.pull.url}` });
+      return finish({ outcome: "pr_opened", target: ctx.def.base, commit: pr.pushed, code: "pr_opened", reason: `${pr.pull.draft ? "draft " : ""}${pr.pull.label} ${pr.reused ? "(reused) " : ""}${pr.pull.url}` });
     return null; // the next turn of the step evaluates the merge
   }
   const pr = f.pr!;
@@ -74,14 +74,16 @@ export async function landThroughForge(ctx: StepContext, it: ItemState): Promise
   // 4. Merge with the pushed sha: GitHub refuses (409) if the head is anything else by then.
   ctx.store.assertLease();
   failpoint("landing:before_merge_call");
-  const r = await link.provider.merge({ number: pr.number, sha: pushed, title: `Merge #${pr.number}: ${it.id} (loop ${ctx.def.name})` });
+  const r = await link.provider.merge({ number: pr.number, sha: pushed, title: `Merge ${link.provider.threadLabel({ kind: "pull", number: pr.number })}: ${it.id} (loop ${ctx.def.name})` });
   failpoint("landing:after_merge_call");
   if (!r.ok) return failed(ctx, link, it, r, finish, { merging: true, number: pr.number, pushed });
   if (r.value.kind === "merged") return act(ctx, it, { kind: "merged", sha: r.value.sha }, { pull, pushed, finish });
+  if (r.value.kind === "merging") return act(ctx, it, { kind: "wait", code: "not_mergeable_yet", reason: `the forge is merging ${pull.label} (${sanitizeLine(r.value.message, 120)})` }, { pull, pushed, finish });
   if (r.value.kind === "head_moved")
-    return act(ctx, it, { kind: "block", code: "head_moved", reason: `the head of #${pr.number} moved while merging (${sanitizeLine(r.value.message, 120)}); loop merges only the ${pushed.slice(0, 12)} it pushed and verified` }, { pull, pushed, finish });
-  if (notMergeableIsWait(r.value.message)) return act(ctx, it, { kind: "wait", code: "not_mergeable_yet", reason: `the forge is not ready to merge #${pr.number}: ${r.value.message}` }, { pull, pushed, finish });
-  return act(ctx, it, { kind: "block", code: "merge_refused", reason: `the forge refused to merge #${pr.number}: ${r.value.message}` }, { pull, pushed, finish });
+    return act(ctx, it, { kind: "block", code: "head_moved", reason: `the head of ${pull.label} moved while merging (${sanitizeLine(r.value.message, 120)}); loop merges only the ${pushed.slice(0, 12)} it pushed and verified` }, { pull, pushed, finish });
+  // The provider says whether waiting may fix the refusal (GitHub: the 405's words; GitLab: detailed_merge_status).
+  if (r.value.wait) return act(ctx, it, { kind: "wait", code: "not_mergeable_yet", reason: `the forge is not ready to merge ${pull.label}: ${r.value.message}` }, { pull, pushed, finish });
+  return act(ctx, it, { kind: "block", code: "merge_refused", reason: `the forge refused to merge ${pull.label}: ${r.value.message}` }, { pull, pushed, finish });
 }
 
 /** Carry out a gate decision: record the merge, the block (the PR left open), the release or the wait. */
@@ -137,26 +139,27 @@ async function openPull(ctx: StepContext, link: ForgeLink, it: ItemState, branch
     "",
     `Verify: ${attempt.verify!.passed ? "passed" : "failed"} (${sanitizeLine(attempt.verify!.reason, 200)}).`,
     "",
-    ctx.def.landing === "merge" ? "loop merges this pull request once every check run and status on its head is green (landing `merge`)." : "A draft: loop does not merge it (landing `pr`).",
+    ctx.def.landing === "merge" ? `loop merges this ${link.provider.pullNoun} once every check on its head is green (landing \`merge\`).` : "A draft: loop does not merge it (landing `pr`).",
   ].join("\n");
   const draft = ctx.def.landing === "pr";
   let created = await link.provider.createPull({ title, body, head: branch, base: ctx.def.base, draft });
   if (created.ok && created.value.kind === "refused" && created.value.code === "draft_unsupported" && draft) {
     // Drafts are not available here (a private repository on some plans): a regular PR that says
     // it awaits review; loop never merges it either way (landing "pr").
-    ctx.options.log.warn(`forge: the forge refused a draft pull request (${created.value.message}); opening a regular one that says it awaits review`);
+    ctx.options.log.warn(`forge: the forge refused a draft ${link.provider.pullNoun} (${created.value.message}); opening a regular one that says it awaits review`);
     const awaits = `${body.replace(/\n[^\n]*$/, "")}\nNot a draft only because this repository does not allow drafts: it awaits review, and loop does not merge it (landing \`pr\`).`;
     created = await link.provider.createPull({ title, body: awaits, head: branch, base: ctx.def.base, draft: false });
   }
   if (!created.ok) {
-    if (created.kind === "http" && (created.status === 403 || created.status === 404 || created.status === 401)) return { block: `could not open a pull request: ${created.message}` };
+    if (created.kind === "http" && (created.status === 403 || created.status === 404 || created.status === 401)) return { block: `could not open a ${link.provider.pullNoun}: ${created.message}` };
     return { wait: link.failed(created) };
   }
   if (created.value.kind === "refused") {
     const r = created.value;
     // A 422 is a refusal, named at once; "already exists" is a PR opened since the lookup: found next tick.
-    if (r.code === "exists") return { wait: `a pull request for ${branch} already exists (${r.message}); looking it up again` };
-    const why = r.code === "no_commits" ? `the branch has no commits that ${ctx.def.base} does not have, so there is nothing to open a pull request for` : r.code === "draft_unsupported" ? "the forge refused the pull request as a draft" : "the forge refused to open the pull request";
+    const noun = link.provider.pullNoun;
+    if (r.code === "exists") return { wait: `a ${noun} for ${branch} already exists (${r.message}); looking it up again` };
+    const why = r.code === "no_commits" ? `the branch has no commits that ${ctx.def.base} does not have, so there is nothing to open a ${noun} for` : r.code === "draft_unsupported" ? `the forge refused the ${noun} as a draft` : `the forge refused to open the ${noun}`;
     return { block: `${why} (${r.message})` };
   }
   failpoint("landing:after_pr");
@@ -168,7 +171,7 @@ function merged(ctx: StepContext, pull: ForgePull, sha: string | null, finish: F
   // The next item branches from the base as merged: fetch it now (a failure here is repaired by the next launch's fetch).
   const r = forgeGit({ repo: repoOf(ctx), forge: settings, env: ctx.options.env, args: ["fetch", "--quiet", settings.remote, `refs/heads/${ctx.def.base}:refs/remotes/${settings.remote}/${ctx.def.base}`] });
   if (r.code !== 0) ctx.options.log.warn(`forge: could not fetch ${settings.remote}/${ctx.def.base} after the merge: ${r.stderr.trim()}`);
-  return finish({ outcome: "merged", target: ctx.def.base, commit: sha ?? pull.mergeCommitSha, code: "merged", reason: `pull request #${pull.number} merged into ${ctx.def.base} (${pull.url})` });
+  return finish({ outcome: "merged", target: ctx.def.base, commit: sha ?? pull.mergeCommitSha, code: "merged", reason: `${pull.label} merged into ${ctx.def.base} (${pull.url})` });
 }
 
 /** Still waiting: a transition only when the reason's kind or the head changed; the step reports the reason either way. */
@@ -185,7 +188,7 @@ function wait(ctx: StepContext, it: ItemState, w: { code: string; reason: string
  */
 function failed(ctx: StepContext, link: ForgeLink, it: ItemState, f: ForgeFailure, finish: Finish, o: { merging: boolean; number: number; pushed: string }): StepOutcome | null {
   const line = link.failed(f);
-  const d = failureGate(f, line, o);
+  const d = failureGate(f, line, { merging: o.merging, label: link.provider.threadLabel({ kind: "pull", number: o.number }) });
   if (d === "rate_limited") return { action: "waiting", item: it.id, reason: `landing: ${line}` };
   if (d.kind === "block") return finish({ outcome: "blocked", target: ctx.def.base, commit: null, code: d.code, reason: d.reason });
   if (d.kind === "wait") return wait(ctx, it, { code: d.code, reason: d.reason, head: o.pushed });

@@ -71,7 +71,7 @@ export async function forgeLink(ctx: StepContext): Promise<ForgeLink | null> {
     },
   };
   const token = ctx.options.env[settings.tokenEnv] || null;
-  if (!token) ctx.options.log.warn(`forge: $${settings.tokenEnv} is not set; requests go unauthenticated (pull requests cannot be opened)`);
+  if (!token) ctx.options.log.warn(`forge: $${settings.tokenEnv} is not set; requests go unauthenticated (nothing can be opened, commented on or merged)`);
   const provider = await openForge({ settings, token, cache: conditional, timeoutMs: forgeTimeout(ctx.options.env, ctx.options.log.warn), notice: (m) => ctx.options.log.warn(`forge: ${m}`) });
   const link: ForgeLink = {
     authorized: async () => null,
@@ -88,21 +88,22 @@ export async function forgeLink(ctx: StepContext): Promise<ForgeLink | null> {
       return line;
     },
   };
-  const permissions = new Map<string, string>();
+  const writers = new Map<string, boolean>();
   link.authorized = async (login) => {
-    if (authorized({ login, allow: settings.authorizedUsers, authorizeWriters: false, permission: null })) return true;
-    if (!settings.authorizeWriters || !isLogin(login)) return false;
-    if (!permissions.has(login)) {
-      const r = await provider.permission(login);
+    const who = { provider: settings.provider, login, allow: settings.authorizedUsers };
+    if (authorized({ ...who, authorizeWriters: false, writer: null })) return true;
+    if (!settings.authorizeWriters || !isLogin(settings.provider, login)) return false;
+    if (!writers.has(login)) {
+      const r = await provider.canWrite(login);
       // Not read: not authorized now (fail closed), not cached, and said to be unknown, so the
       // comment is asked about again later instead of being dropped.
       if (!r.ok) {
         link.failed(r);
         return null;
       }
-      permissions.set(login, r.value);
+      writers.set(login, r.value);
     }
-    return authorized({ login, allow: settings.authorizedUsers, authorizeWriters: true, permission: permissions.get(login) ?? null });
+    return authorized({ ...who, authorizeWriters: true, writer: writers.get(login) ?? null });
   };
   links.set(ctx, link);
   return link;

@@ -4,34 +4,28 @@
 // one git process's environment. Every other credential helper is dropped (the list is emptied by
 // lib/step/git.ts SAFE_GIT_CONFIG), and the remote's upload/receive programs are git's own, so
 // nothing the repository's config names runs with the token in reach (docs/forge.md#threat-model).
-import type { NormForge } from "../../definition/loop-json.ts";
+import { forgeGitIdentity, type NormForge } from "../../definition/loop-json.ts";
 import { type GitResult, gitTry } from "../git.ts";
 
 /** The shell function git runs as the credential helper: `get` for the forge's host answers with the token; anything else, nothing. */
 export const CREDENTIAL_HELPER =
   '!f() { test "$1" = get || exit 0; p=; h=; while IFS= read -r l; do case "$l" in protocol=*) p=${l#protocol=};; host=*) h=${l#host=};; esac; done; ' +
-  '[ "$p" = "$LOOP_FORGE_GIT_PROTOCOL" ] && [ "$h" = "$LOOP_FORGE_GIT_HOST" ] || exit 0; printf "username=x-access-token\\npassword=%s\\n" "$LOOP_FORGE_GIT_TOKEN"; }; f';
-
-/** Where the forge's git lives, from its API URL: api.github.com serves github.com; GitHub Enterprise Server is one host. */
-export function forgeGitHost(apiUrl: string): { protocol: string; host: string } {
-  const u = new URL(apiUrl);
-  return { protocol: u.protocol.replace(/:$/, ""), host: u.host === "api.github.com" ? "github.com" : u.host };
-}
+  '[ "$p" = "$LOOP_FORGE_GIT_PROTOCOL" ] && [ "$h" = "$LOOP_FORGE_GIT_HOST" ] || exit 0; printf "username=%s\\npassword=%s\\n" "$LOOP_FORGE_GIT_USER" "$LOOP_FORGE_GIT_TOKEN"; }; f';
 
 /** The `-c` pairs and the environment of one of loop's own git calls to the forge's remote. */
-export function forgeGitAuth(forge: Pick<NormForge, "apiUrl" | "remote" | "tokenEnv">, env: Record<string, string | undefined>): { config: string[]; env: Record<string, string> } {
+export function forgeGitAuth(forge: Pick<NormForge, "provider" | "apiUrl" | "remote" | "tokenEnv">, env: Record<string, string | undefined>): { config: string[]; env: Record<string, string> } {
   const config = [`remote.${forge.remote}.receivepack=git-receive-pack`, `remote.${forge.remote}.uploadpack=git-upload-pack`, "http.sslVerify=true"];
   const token = env[forge.tokenEnv];
   if (!token) return { config, env: {} };
-  const { protocol, host } = forgeGitHost(forge.apiUrl);
+  const { protocol, host, username } = forgeGitIdentity(forge.provider, forge.apiUrl);
   return {
     config: [...config, `credential.helper=${CREDENTIAL_HELPER}`, "credential.useHttpPath=false"],
-    env: { LOOP_FORGE_GIT_TOKEN: token, LOOP_FORGE_GIT_HOST: host, LOOP_FORGE_GIT_PROTOCOL: protocol },
+    env: { LOOP_FORGE_GIT_TOKEN: token, LOOP_FORGE_GIT_USER: username, LOOP_FORGE_GIT_HOST: host, LOOP_FORGE_GIT_PROTOCOL: protocol },
   };
 }
 
 /** `git <args>` (push or fetch) in `repo`, authenticated as loop to the forge. */
-export function forgeGit(o: { repo: string; forge: Pick<NormForge, "apiUrl" | "remote" | "tokenEnv">; env: Record<string, string | undefined>; args: string[] }): GitResult {
+export function forgeGit(o: { repo: string; forge: Pick<NormForge, "provider" | "apiUrl" | "remote" | "tokenEnv">; env: Record<string, string | undefined>; args: string[] }): GitResult {
   const auth = forgeGitAuth(o.forge, o.env);
   return gitTry(o.repo, [...auth.config.flatMap((c) => ["-c", c]), ...o.args], auth.env);
 }

@@ -5,7 +5,8 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { forgeGit, forgeGitHost } from "../../../lib/step/forge/remote.ts";
+import { forgeGit } from "../../../lib/step/forge/remote.ts";
+import { forgeGitIdentity } from "../../../lib/definition/loop-json.ts";
 import { TempDirs } from "../../helpers/fs.ts";
 import { git, initRepo } from "../../helpers/repo.ts";
 import { testEnv } from "../../helpers/env.ts";
@@ -37,7 +38,7 @@ const server = Bun.serve({
     const url = new URL(req.url);
     const auth = req.headers.get("authorization");
     if (auth) appendFileSync(root + "/seen", auth + "\\n");
-    if (auth !== "Basic " + btoa("x-access-token:" + token)) return new Response("who are you?\\n", { status: 401, headers: { "WWW-Authenticate": 'Basic realm="fake"' } });
+    if (auth !== "Basic " + btoa("x-access-token:" + token) && auth !== "Basic " + btoa("oauth2:" + token)) return new Response("who are you?\\n", { status: 401, headers: { "WWW-Authenticate": 'Basic realm="fake"' } });
     const body = new Uint8Array(await req.arrayBuffer());
     const cgi = Bun.spawn(["git", "http-backend"], {
       env: { ...process.env, GIT_PROJECT_ROOT: root, GIT_HTTP_EXPORT_ALL: "1", PATH_INFO: url.pathname, QUERY_STRING: url.search.slice(1),
@@ -94,7 +95,7 @@ describe("loop's own push to the forge", () => {
   test("authenticates with the token through its own credential helper; the token is in no URL and no .git/config", async () => {
     const { root, bare, srv } = await setup();
     git(root, "remote", "add", "origin", `${srv.url}/acme/api.git`);
-    const forge = { apiUrl: srv.url, remote: "origin", tokenEnv: "FORGE_PAT" };
+    const forge = { provider: "github" as const, apiUrl: srv.url, remote: "origin", tokenEnv: "FORGE_PAT" };
     const r = forgeGit({ repo: root, forge, env: { FORGE_PAT: TOKEN }, args: ["push", "--quiet", "origin", "refs/heads/main:refs/heads/main"] });
     expect({ code: r.code, err: r.code === 0 ? "" : r.stderr }).toEqual({ code: 0, err: "" });
     expect(git(bare, "rev-parse", "main")).toBe(git(root, "rev-parse", "main"));
@@ -109,7 +110,7 @@ describe("loop's own push to the forge", () => {
     const { root, srv } = await setup();
     // The same server under another name: the helper answers only for the forge's host.
     git(root, "remote", "add", "origin", `http://localhost:${srv.port}/acme/api.git`);
-    const r = forgeGit({ repo: root, forge: { apiUrl: srv.url, remote: "origin", tokenEnv: "FORGE_PAT" }, env: { FORGE_PAT: TOKEN }, args: ["push", "--quiet", "origin", "refs/heads/main:refs/heads/main"] });
+    const r = forgeGit({ repo: root, forge: { provider: "github" as const, apiUrl: srv.url, remote: "origin", tokenEnv: "FORGE_PAT" }, env: { FORGE_PAT: TOKEN }, args: ["push", "--quiet", "origin", "refs/heads/main:refs/heads/main"] });
     expect(r.code).not.toBe(0);
     expect(srv.seen().filter((a) => a.includes(btoa(`x-access-token:${TOKEN}`)))).toEqual([]);
   });
@@ -123,15 +124,27 @@ describe("loop's own push to the forge", () => {
     git(root, "config", "remote.origin.receivepack", join(dir, "evil.sh"));
     git(root, "config", "core.hooksPath", dir);
     writeFileSync(join(dir, "pre-push"), `#!/bin/sh\necho pre-push >> ${marker}\n`, { mode: 0o755 });
-    const r = forgeGit({ repo: root, forge: { apiUrl: srv.url, remote: "origin", tokenEnv: "FORGE_PAT" }, env: { FORGE_PAT: TOKEN }, args: ["push", "--quiet", "origin", "refs/heads/main:refs/heads/main"] });
+    const r = forgeGit({ repo: root, forge: { provider: "github" as const, apiUrl: srv.url, remote: "origin", tokenEnv: "FORGE_PAT" }, env: { FORGE_PAT: TOKEN }, args: ["push", "--quiet", "origin", "refs/heads/main:refs/heads/main"] });
     expect({ code: r.code, err: r.code === 0 ? "" : r.stderr }).toEqual({ code: 0, err: "" });
     expect(git(bare, "rev-parse", "main")).toBe(git(root, "rev-parse", "main"));
     expect(existsSync(marker)).toBe(false);
   });
 
-  test("the forge's git host from its API URL", () => {
-    expect(forgeGitHost("https://api.github.com")).toEqual({ protocol: "https", host: "github.com" });
-    expect(forgeGitHost("https://ghe.example.com/api/v3")).toEqual({ protocol: "https", host: "ghe.example.com" });
-    expect(forgeGitHost("http://127.0.0.1:8080")).toEqual({ protocol: "http", host: "127.0.0.1:8080" });
+  test("a GitLab remote gets the token under GitLab's user name (oauth2), for its host only", async () => {
+    const { root, bare, srv } = await setup();
+    git(root, "remote", "add", "origin", `${srv.url}/acme/api.git`);
+    const forge = { provider: "gitlab" as const, apiUrl: `${srv.url}/api/v4`, remote: "origin", tokenEnv: "FORGE_PAT" };
+    const r = forgeGit({ repo: root, forge, env: { FORGE_PAT: TOKEN }, args: ["push", "--quiet", "origin", "refs/heads/main:refs/heads/main"] });
+    expect({ code: r.code, err: r.code === 0 ? "" : r.stderr }).toEqual({ code: 0, err: "" });
+    expect(srv.seen()).toContain(`Basic ${btoa(`oauth2:${TOKEN}`)}`);
+    expect(readFileSync(join(root, ".git", "config"), "utf8")).not.toContain(TOKEN);
+  });
+
+  test("the forge's git host and user from its API URL", () => {
+    expect(forgeGitIdentity("github", "https://api.github.com")).toEqual({ protocol: "https", host: "github.com", username: "x-access-token" });
+    expect(forgeGitIdentity("github", "https://ghe.example.com/api/v3")).toEqual({ protocol: "https", host: "ghe.example.com", username: "x-access-token" });
+    expect(forgeGitIdentity("github", "http://127.0.0.1:8080")).toEqual({ protocol: "http", host: "127.0.0.1:8080", username: "x-access-token" });
+    expect(forgeGitIdentity("gitlab", "https://gitlab.com/api/v4")).toEqual({ protocol: "https", host: "gitlab.com", username: "oauth2" });
+    expect(forgeGitIdentity("gitlab", "https://git.example.org/api/v4")).toEqual({ protocol: "https", host: "git.example.org", username: "oauth2" });
   });
 });

@@ -1,0 +1,623 @@
+// The GitLab provider (gitlab.com and self-managed GitLab, whose apiUrl is https://HOST/api/v4): a
+// small typed client over `fetch` for the REST API v4, the project named by its full path (nested
+// groups included), URL-encoded as one path segment. Like github.ts it never retries by itself,
+// answers a 304 from its cache, turns a rate limit (429, `Retry-After` / `RateLimit-Reset`) into a
+// `rate_limited` result, gives every request a deadline, follows a redirect only on its own host,
+// reads listings page by page through the `Link` header (or `X-Next-Page`), and puts the token in
+// one header (PRIVATE-TOKEN) and nowhere else. GitLab's vocabulary stops here: `detailed_merge_status`,
+// pipeline and job statuses, access levels, system notes, `opened`/`merged` states and its error
+// bodies are translated into provider.ts's neutral results.
+//
+// Two things GitLab does differently shape this client: issues and merge requests have separate
+// `iid` spaces (a thread is named with its kind: `#3` is an issue, `!3` a merge request), and there
+// is no listing of a project's notes: loop asks which of its threads changed since the cursor (an
+// issues and a merge requests listing with `updated_after`; saving a note touches its issue or merge
+// request) and reads those threads' notes, newest edit first, down to the cursor.
+import {
+  type CheckFailure,
+  type CheckVerdict,
+  type ConditionalCache,
+  type CreatePullOutcome,
+  DEFAULT_FORGE_TIMEOUT_MS,
+  type FetchLike,
+  type ForgeCheck,
+  type ForgeChecks,
+  type ForgeComment,
+  type ForgeFailure,
+  type ForgeIssueFound,
+  type ForgeListing,
+  type ForgeProvider,
+  type ForgePull,
+  type ForgePullSummary,
+  type ForgeResult,
+  type ForgeSettings,
+  type ForgeThread,
+  type IssueLookup,
+  type IssueSearch,
+  type Mergeability,
+  type MergeBlock,
+  type MergeOutcome,
+  type ProviderOptions,
+  type ReviewThread,
+} from "./provider.ts";
+import { sanitizeLine } from "./untrusted.ts";
+
+/** Pages read of one listing at most (100 per page): a longer one is cut, and the result says so. */
+const MAX_PAGES = 10;
+const MAX_REDIRECTS = 3;
+/** Iids named in one listing request (`iids[]`), so a URL stays short. */
+const IIDS_PER_REQUEST = 50;
+/** GitLab's Developer role: the least access level that may push, the meaning of authorizeWriters. */
+const DEVELOPER = 30;
+
+type Json = any;
+
+interface Answer {
+  status: number;
+  headers: Headers;
+  link: string | null;
+  body: Json;
+  notModified: boolean;
+}
+
+/**
+ * What a pipeline's or a job's status means for a merge (docs/forge.md#checks). A skipped or manual
+ * *job* is not red (a rule left it out; a manual job that may fail is optional); a skipped or
+ * manual *pipeline* is: GitLab does not count it as succeeded, and nobody would run it for loop.
+ */
+const RUNNING = new Set(["created", "waiting_for_resource", "preparing", "pending", "running", "scheduled", "waiting_for_callback"]);
+const PIPELINE: Record<string, CheckVerdict> = { success: "passing", failed: "failing", canceled: "failing", canceling: "failing", skipped: "failing", manual: "failing" };
+const JOB: Record<string, CheckVerdict> = { success: "passing", skipped: "passing", failed: "failing", canceled: "failing", canceling: "failing", manual: "failing" };
+
+/** detailed_merge_status values that waiting may change: GitLab still checking, its pipeline running, a merge time not reached. */
+const MERGE_WAITS: Record<string, string> = {
+  unchecked: "GitLab has not yet checked whether it can merge",
+  checking: "GitLab is checking whether it can merge",
+  preparing: "GitLab is preparing its diff",
+  approvals_syncing: "its approvals are syncing",
+  ci_still_running: "its pipeline is still running",
+  ci_must_pass: "its pipeline must succeed first",
+  status_checks_must_pass: "its external status checks must pass first",
+  security_policy_pipeline_check: "the pipelines of its latest commit must succeed first (security policy)",
+  merge_time: "it may not be merged before its merge time",
+};
+/** detailed_merge_status values waiting cannot fix: a person (or issue 22's reactions) must act. */
+const MERGE_BLOCKS: Record<string, [MergeBlock, string]> = {
+  conflict: ["conflict", "conflicts with its target branch"],
+  broken_status: ["conflict", "cannot be merged into its target branch (a conflict)"],
+  discussions_not_resolved: ["discussions", "has unresolved discussions"],
+  not_approved: ["approvals", "is not approved"],
+  requested_changes: ["changes_requested", "has reviewers who requested changes"],
+  need_rebase: ["rebase", "must be rebased onto its target branch (loop does not rebase what it verified)"],
+  merge_request_blocked: ["blocked", "is blocked by another merge request"],
+  blocked_status: ["blocked", "is blocked by another merge request"],
+  draft_status: ["draft", "is a draft"],
+  not_open: ["blocked", "is not open"],
+  commits_status: ["refused", "has a source branch that is missing or holds no commits"],
+  jira_association_missing: ["refused", "must reference a Jira issue"],
+  security_policy_violations: ["refused", "violates a security policy"],
+  policies_denied: ["refused", "holds denied policies"],
+  external_status_checks: ["refused", "has external status checks that did not pass"],
+  locked_paths: ["refused", "changes locked paths"],
+  locked_lfs_files: ["refused", "changes locked LFS files"],
+  title_regex: ["refused", "has a title the project does not allow"],
+};
+
+export class GitLabProvider implements ForgeProvider {
+  readonly settings: ForgeSettings;
+  readonly pullNoun = "merge request";
+  readonly #token: string | null;
+  readonly #fetch: FetchLike;
+  readonly #cache: ConditionalCache | undefined;
+  readonly #now: () => number;
+  readonly #base: string;
+  readonly #timeoutMs: number;
+  readonly #notice: (message: string) => void;
+  readonly #noticed = new Set<string>();
+
+  constructor(o: ProviderOptions) {
+    this.settings = o.settings;
+    this.#token = o.token;
+    this.#fetch = o.fetch ?? ((input, init) => fetch(input, init));
+    this.#cache = o.cache;
+    this.#now = o.now ?? Date.now;
+    this.#base = o.settings.apiUrl.replace(/\/+$/, "");
+    this.#timeoutMs = o.timeoutMs ?? DEFAULT_FORGE_TIMEOUT_MS;
+    this.#notice = o.notice ?? (() => {});
+  }
+
+  threadKey(t: ForgeThread): string {
+    return this.threadLabel(t);
+  }
+
+  threadLabel(t: ForgeThread): string {
+    return `${t.kind === "pull" ? "!" : "#"}${t.number}`;
+  }
+
+  /** The project as GitLab's API names it: its full path, URL-encoded as one segment (group%2Fsub%2Fproject). */
+  get #project(): string {
+    return `/projects/${encodeURIComponent(this.settings.repo)}`;
+  }
+
+  #thread(t: ForgeThread): string {
+    return `${this.#project}/${t.kind === "pull" ? "merge_requests" : "issues"}/${t.number}`;
+  }
+
+  async #request(method: string, path: string, o: { body?: unknown; conditional?: boolean; text?: boolean } = {}): Promise<ForgeFailure | Answer> {
+    let url = path.startsWith("/") ? `${this.#base}${path}` : path;
+    const what = `${method} ${this.#shown(url)}`;
+    const headers: Record<string, string> = { accept: "application/json", "user-agent": "loop" };
+    if (this.#token) headers["private-token"] = this.#token;
+    const cached = o.conditional ? this.#cache?.get(url) : undefined;
+    const usable = cached && cached.link !== undefined ? cached : undefined;
+    if (usable) headers["if-none-match"] = usable.etag;
+    if (o.body !== undefined) headers["content-type"] = "application/json";
+    const signal = AbortSignal.timeout(this.#timeoutMs);
+    let res: Response;
+    let text: string;
+    try {
+      for (let hop = 0; ; hop++) {
+        res = await this.#fetch(url, { method, headers, body: o.body === undefined ? undefined : JSON.stringify(o.body), redirect: "manual", signal });
+        const location = res.headers.get("location");
+        if (![301, 302, 307, 308].includes(res.status) || !location) break;
+        await res.body?.cancel().catch(() => {});
+        const next = new URL(location, url);
+        if (next.origin !== new URL(this.#base).origin) return { ok: false, kind: "http", status: res.status, message: this.#scrub(`${what}: redirected to another host (${sanitizeLine(next.origin, 100)}); not followed`) };
+        if (hop >= MAX_REDIRECTS) return { ok: false, kind: "http", status: res.status, message: `${what}: more than ${MAX_REDIRECTS} redirects` };
+        const key = `${this.#shown(url).split("?")[0]} → ${this.#shown(next.href).split("?")[0]}`;
+        if (!this.#noticed.has(key)) {
+          this.#noticed.add(key);
+          this.#notice(`${method} ${key}: GitLab redirected the request on its own host; followed`);
+        }
+        url = next.href;
+        delete headers["if-none-match"];
+      }
+      text = await res.text();
+    } catch (err) {
+      const e = err as Error;
+      const late = signal.aborted || e?.name === "TimeoutError" || e?.name === "AbortError";
+      return { ok: false, kind: "network", message: this.#scrub(`${what}: ${late ? `no answer within ${Math.round(this.#timeoutMs / 100) / 10}s` : e?.message}`) };
+    }
+    if (res.status === 304 && usable) return { status: 304, headers: res.headers, link: usable.link ?? null, body: usable.body, notModified: true };
+    let body: Json = null;
+    if (o.text && res.ok) body = text;
+    else if (text) {
+      try {
+        body = JSON.parse(text);
+      } catch {
+        if (res.ok) return { ok: false, kind: "network", message: `${what}: answer is not JSON` };
+      }
+    }
+    const limited = this.#rateLimit(res);
+    if (limited) return limited;
+    const etag = res.headers.get("etag");
+    const link = this.#nextOf(res.headers, url);
+    if (o.conditional && res.ok && etag) this.#cache?.set(url, { etag, body, link });
+    return { status: res.status, headers: res.headers, link, body, notModified: false };
+  }
+
+  #shown(url: string): string {
+    return url.startsWith(this.#base) ? url.slice(this.#base.length) || "/" : sanitizeLine(url, 300);
+  }
+
+  /** The next page's URL, on the API's own host: the Link header's `next`, else `X-Next-Page` on this URL. */
+  #nextOf(headers: Headers, url: string): string | null {
+    const link = headers.get("link");
+    if (link)
+      for (const part of link.split(",")) {
+        const m = /<([^>]+)>\s*;\s*rel="([^"]+)"/.exec(part.trim());
+        if (m && m[2]!.split(/\s+/).includes("next") && URL.canParse(m[1]!)) {
+          const u = new URL(m[1]!);
+          return u.origin === new URL(this.#base).origin ? u.href : null;
+        }
+      }
+    const page = headers.get("x-next-page");
+    if (page && /^\d+$/.test(page)) {
+      const u = new URL(url);
+      u.searchParams.set("page", page);
+      return u.href;
+    }
+    return null;
+  }
+
+  /** A 429 (GitLab's only rate-limit answer): `Retry-After` seconds, else `RateLimit-Reset` (epoch seconds), else a minute. */
+  #rateLimit(res: Response): ForgeFailure | null {
+    if (res.status !== 429) return null;
+    const retryAfter = res.headers.get("retry-after");
+    const reset = res.headers.get("ratelimit-reset");
+    if (retryAfter !== null && /^\d+$/.test(retryAfter)) return { ok: false, kind: "rate_limited", retryAt: this.#now() + Number(retryAfter) * 1000, message: `retry-after ${retryAfter}s` };
+    if (reset !== null && /^\d+$/.test(reset)) return { ok: false, kind: "rate_limited", retryAt: Number(reset) * 1000, message: "rate limit exhausted (RateLimit-Reset)" };
+    return { ok: false, kind: "rate_limited", retryAt: this.#now() + 60_000, message: "rate limited (no Retry-After)" };
+  }
+
+  async #pages(path: string, o: { conditional?: boolean; until?: (page: Json[]) => boolean } = {}): Promise<ForgeFailure | { items: Json[]; cut: boolean; notModified: boolean; total: number | null }> {
+    const items: Json[] = [];
+    let url: string | null = path;
+    let notModified = true;
+    let total: number | null = null;
+    for (let page = 0; url !== null; page++) {
+      if (page === MAX_PAGES) return { items, cut: true, notModified, total };
+      const a = await this.#request("GET", url, { conditional: o.conditional });
+      if ("ok" in a) return a;
+      if (a.status !== 200 && a.status !== 304) return this.#fail("GET", url, a);
+      notModified &&= a.notModified;
+      const list = Array.isArray(a.body) ? a.body : [];
+      items.push(...list);
+      const t = a.headers.get("x-total");
+      if (page === 0 && t && /^\d+$/.test(t)) total = Number(t);
+      if (o.until?.(list)) break;
+      url = a.link;
+    }
+    return { items, cut: false, notModified, total };
+  }
+
+  /** A refusal explained: a token GitLab does not accept, one without the `api` scope, a project it cannot see. */
+  #fail(method: string, path: string, a: Answer): ForgeFailure {
+    const where = `${method} ${this.#shown(path.startsWith("/") ? `${this.#base}${path}` : path)}`;
+    const said = messageOf(a.body);
+    let why = said;
+    if (a.status === 401) why = `GitLab does not accept the token in $${this.settings.tokenEnv} (invalid, expired or revoked): ${said}`;
+    else if (a.status === 403 && a.body?.error === "insufficient_scope") why = `the token in $${this.settings.tokenEnv} lacks the scope this needs (loop needs \`api\`; \`read_api\` only reads): ${said}`;
+    else if (a.status === 403) why = `GitLab refused (the token's user lacks the role for this): ${said}`;
+    else if (a.status === 404 && /project not found/i.test(said)) why = `GitLab shows no project ${this.settings.repo} to this token (it does not exist, or the token cannot see it): ${said}`;
+    return { ok: false, kind: "http", status: a.status, message: this.#scrub(`${where}: ${why}`) };
+  }
+
+  #scrub(s: string): string {
+    return this.#token ? s.split(this.#token).join("[token]") : s;
+  }
+
+  async getIssue(number: number): Promise<ForgeResult<IssueLookup>> {
+    const path = `${this.#project}/issues/${number}`;
+    const a = await this.#request("GET", path, { conditional: true });
+    if ("ok" in a) return a;
+    if (a.status === 404) {
+      // Missing (or deleted: GitLab says 404 for both), or the project itself cannot be seen: only the first is the issue's.
+      const project = await this.#request("GET", this.#project);
+      if ("ok" in project) return project;
+      if (project.status === 200) return { ok: true, value: { kind: "gone", why: "missing", message: `issue #${number} does not exist in ${this.settings.repo} (deleted, or never was)` } };
+      return this.#fail("GET", this.#project, project);
+    }
+    if (a.status !== 200 && a.status !== 304) return this.#fail("GET", path, a);
+    const b = a.body;
+    const url = String(b?.web_url ?? "");
+    // A moved issue is closed where it was, pointing at its new place by global id.
+    if (b?.state === "closed" && b?.moved_to_id != null)
+      return { ok: true, value: { kind: "gone", why: "transferred", message: `issue #${number} was moved to another project (issue id ${Number(b.moved_to_id)}; ${sanitizeLine(url, 200)})` } };
+    return { ok: true, value: { kind: "issue", issue: { number: Number(b.iid), title: String(b.title ?? ""), body: String(b.description ?? ""), state: b.state === "closed" ? "closed" : "open", url } } };
+  }
+
+  async listThreadComments(thread: ForgeThread): Promise<ForgeResult<ForgeListing<ForgeComment>>> {
+    const base = `${this.#thread(thread)}/notes?order_by=created_at&sort=asc&per_page=100`;
+    const r = await this.#pages(base, { conditional: true });
+    if ("ok" in r) return r;
+    const items = notes(r.items, thread);
+    if (r.cut) {
+      // Longer than what is read at once: the newest page too, so the newest notes are never the ones left out.
+      const last = await this.#pages(`${this.#thread(thread)}/notes?order_by=created_at&sort=desc&per_page=100`, { until: () => true });
+      if ("ok" in last) return last;
+      const seen = new Set(items.map((c) => c.id));
+      for (const c of notes(last.items, thread).reverse()) if (!seen.has(c.id)) items.push(c);
+    }
+    return { ok: true, value: { items, cut: r.cut } };
+  }
+
+  async listComments(o: { since: string; threads: ForgeThread[] }): Promise<ForgeResult<ForgeListing<ForgeComment> & { notModified: boolean }>> {
+    // 1. Which of these threads changed since the cursor (a saved note touches its issue or merge request).
+    const changed: ForgeThread[] = [];
+    let notModified = true;
+    for (const kind of ["issue", "pull"] as const) {
+      const iids = [...new Set(o.threads.filter((t) => t.kind === kind).map((t) => t.number))].sort((x, y) => x - y);
+      for (let i = 0; i < iids.length; i += IIDS_PER_REQUEST) {
+        const chunk = iids.slice(i, i + IIDS_PER_REQUEST);
+        const path = `${this.#project}/${kind === "pull" ? "merge_requests" : "issues"}?${chunk.map((n) => `iids[]=${n}`).join("&")}&updated_after=${encodeURIComponent(o.since)}&order_by=updated_at&sort=asc&per_page=100`;
+        const r = await this.#pages(path, { conditional: true });
+        if ("ok" in r) return r;
+        notModified &&= r.notModified;
+        for (const x of r.items) changed.push({ kind, number: Number(x.iid) });
+      }
+    }
+    // 2. Their notes edited at or after the cursor.
+    const out: ForgeComment[] = [];
+    let cutAt: string | null = null;
+    for (const thread of changed) {
+      const r = await this.#notesSince(thread, o.since);
+      if ("ok" in r) return r;
+      out.push(...r.items);
+      if (r.cut && r.items.length) {
+        const last = r.items.at(-1)!.updatedAt;
+        if (cutAt === null || last < cutAt) cutAt = last;
+      }
+    }
+    // A thread cut short: nothing newer than where it stopped is returned from any thread, so the
+    // caller's cursor (the last edit it was given) never skips what that thread still holds.
+    const items = out.filter((c) => cutAt === null || c.updatedAt <= cutAt).sort((x, y) => x.updatedAt.localeCompare(y.updatedAt) || x.id - y.id);
+    return { ok: true, value: { items, cut: cutAt !== null, notModified: notModified && changed.length === 0 } };
+  }
+
+  /**
+   * One thread's notes edited at or after `since`, oldest edit first. GitLab's notes have no `since`
+   * filter: the newest edits are read first, down to `since` (one page, almost always). A thread
+   * with more edits since than loop reads at once is read in edit order instead, from the first page
+   * holding `since` (found by halving over the pages), so a cut leaves out the newest, never the oldest.
+   */
+  async #notesSince(thread: ForgeThread, since: string): Promise<ForgeFailure | { items: ForgeComment[]; cut: boolean }> {
+    const newestFirst = await this.#pages(`${this.#thread(thread)}/notes?order_by=updated_at&sort=desc&per_page=100`, { until: (page) => page.some((n) => (normalTime(n?.updated_at) ?? "") < since) });
+    if ("ok" in newestFirst) return newestFirst;
+    const after = (list: Json[]) => notes(list, thread).filter((c) => c.updatedAt >= since);
+    if (!newestFirst.cut) return { items: after(newestFirst.items).reverse(), cut: false };
+    const asc = `${this.#thread(thread)}/notes?order_by=updated_at&sort=asc&per_page=100`;
+    const first = await this.#request("GET", asc);
+    if ("ok" in first) return first;
+    if (first.status !== 200) return this.#fail("GET", asc, first);
+    const pagesTotal = Number(first.headers.get("x-total-pages") ?? "0");
+    const lastOf = async (page: number): Promise<ForgeFailure | string> => {
+      const a = await this.#request("GET", `${asc}&page=${page}`);
+      if ("ok" in a) return a;
+      if (a.status !== 200) return this.#fail("GET", `${asc}&page=${page}`, a);
+      const list = Array.isArray(a.body) ? a.body : [];
+      return normalTime(list.at(-1)?.updated_at) ?? "";
+    };
+    let lo = 1;
+    let hi = Math.max(1, pagesTotal);
+    while (lo < hi) {
+      const mid = Math.floor((lo + hi) / 2);
+      const last = await lastOf(mid);
+      if (typeof last !== "string") return last;
+      if (last >= since) hi = mid;
+      else lo = mid + 1;
+    }
+    const r = await this.#pages(`${asc}&page=${lo}`);
+    if ("ok" in r) return r;
+    return { items: after(r.items), cut: r.cut || lo + MAX_PAGES - 1 < pagesTotal };
+  }
+
+  async createComment(thread: ForgeThread, body: string): Promise<ForgeResult<{ id: number; url: string }>> {
+    const path = `${this.#thread(thread)}/notes`;
+    const a = await this.#request("POST", path, { body: { body } });
+    if ("ok" in a) return a;
+    if (a.status !== 201) return this.#fail("POST", path, a);
+    return { ok: true, value: { id: Number(a.body?.id), url: "" } };
+  }
+
+  async canWrite(login: string): Promise<ForgeResult<boolean>> {
+    // Members of the project and of its groups (inherited), searched by name, then matched exactly.
+    const path = `${this.#project}/members/all?query=${encodeURIComponent(login)}&per_page=100`;
+    const r = await this.#pages(path);
+    if ("ok" in r) return r;
+    const me = login.toLowerCase();
+    const levels = r.items.filter((m: Json) => String(m?.username ?? "").toLowerCase() === me && (m?.state ?? "active") === "active").map((m: Json) => Number(m.access_level ?? 0));
+    return { ok: true, value: levels.some((l: number) => l >= DEVELOPER) };
+  }
+
+  async findPull(branch: string): Promise<ForgeResult<ForgePull | null>> {
+    const path = `${this.#project}/merge_requests?source_branch=${encodeURIComponent(branch)}&state=all&per_page=100`;
+    const r = await this.#pages(path);
+    if ("ok" in r) return r;
+    // From this project's own branch (never a fork's); an open one first, else the newest.
+    const list = r.items.filter((m: Json) => m?.source_branch === branch && (m.source_project_id === undefined || m.source_project_id === m.project_id));
+    list.sort((x: Json, y: Json) => Number(y.state === "opened") - Number(x.state === "opened") || y.iid - x.iid);
+    return { ok: true, value: list.length ? mergeRequest(list[0]) : null };
+  }
+
+  async createPull(o: { title: string; body: string; head: string; base: string; draft: boolean }): Promise<ForgeResult<CreatePullOutcome>> {
+    const path = `${this.#project}/merge_requests`;
+    // A draft is a title starting with "Draft:" (GitLab's own marker).
+    const a = await this.#request("POST", path, { body: { source_branch: o.head, target_branch: o.base, title: o.draft ? `Draft: ${o.title}` : o.title, description: o.body, remove_source_branch: false } });
+    if ("ok" in a) return a;
+    if (a.status === 409) return { ok: true, value: { kind: "refused", code: "exists", message: messageOf(a.body) } };
+    if (a.status === 400 || a.status === 422) return { ok: true, value: { kind: "refused", code: "invalid", message: messageOf(a.body) } };
+    if (a.status !== 201) return this.#fail("POST", path, a);
+    return { ok: true, value: { kind: "created", pull: mergeRequest(a.body) } };
+  }
+
+  async getPull(number: number): Promise<ForgeResult<ForgePull>> {
+    const path = `${this.#project}/merge_requests/${number}`;
+    const a = await this.#request("GET", path);
+    if ("ok" in a) return a;
+    if (a.status !== 200) return this.#fail("GET", path, a);
+    return { ok: true, value: mergeRequest(a.body) };
+  }
+
+  async checks(sha: string): Promise<ForgeResult<ForgeChecks>> {
+    const at = encodeURIComponent(sha);
+    const pipelines = await this.#pages(`${this.#project}/pipelines?sha=${at}&per_page=100`, { conditional: true });
+    if ("ok" in pipelines) return pipelines;
+    const statuses = await this.#pages(`${this.#project}/repository/commits/${at}/statuses?per_page=100`, { conditional: true });
+    if ("ok" in statuses) return statuses;
+    const out: ForgeCheck[] = [];
+    // A pipeline run again on the same ref supersedes the older one: the newest per ref counts.
+    const newest = new Map<string, Json>();
+    for (const p of pipelines.items) {
+      const ref = String(p?.ref ?? "");
+      if (!newest.has(ref) || Number(p.id) > Number(newest.get(ref).id)) newest.set(ref, p);
+    }
+    for (const p of newest.values()) {
+      const status = sanitizeLine(String(p.status ?? "unknown"), 40);
+      const name = `pipeline #${Number(p.id)} (${sanitizeLine(String(p.source ?? p.ref ?? ""), 60)})`;
+      const verdict: CheckVerdict = RUNNING.has(status) ? "pending" : (PIPELINE[status] ?? "failing");
+      out.push({ name, source: "pipeline", conclusion: status, verdict, detail: `${name} is ${status}${verdict === "failing" && !(status in PIPELINE) ? " (not a status loop knows)" : ""}`, handle: `pipeline:${Number(p.id)}` });
+    }
+    // Jobs and external statuses, the latest of each name (GitLab's default): a job allowed to fail is not red.
+    for (const s of statuses.items) {
+      const status = sanitizeLine(String(s?.status ?? "unknown"), 40);
+      const name = sanitizeLine(String(s?.name ?? "status"), 100);
+      let verdict: CheckVerdict = RUNNING.has(status) ? "pending" : (JOB[status] ?? "failing");
+      if (verdict === "failing" && s?.allow_failure === true && status in JOB) verdict = "passing";
+      out.push({ name, source: "commit status", conclusion: status, verdict, detail: `${name} is ${status}${s?.allow_failure === true && status !== "success" ? " (allowed to fail)" : ""}`, handle: `job:${Number(s?.id)}` });
+    }
+    const unread: string[] = [];
+    const short = sha.slice(0, 12);
+    if (pipelines.cut) unread.push(`more than ${pipelines.items.length} pipelines on ${short}, ${pipelines.items.length} read`);
+    if (statuses.cut) unread.push(`${statuses.total ?? `more than ${statuses.items.length}`} statuses on ${short}, ${statuses.items.length} read`);
+    return { ok: true, value: { checks: out, unread: unread.length ? unread.join("; ") : null } };
+  }
+
+  async merge(o: { number: number; sha: string; title: string }): Promise<ForgeResult<MergeOutcome>> {
+    const path = `${this.#project}/merge_requests/${o.number}/merge`;
+    // `sha`: GitLab refuses (409) when the source branch's head is not the one loop saw green.
+    const a = await this.#request("PUT", path, { body: { sha: o.sha, merge_commit_message: o.title, should_remove_source_branch: false } });
+    if ("ok" in a) return a;
+    const message = messageOf(a.body);
+    if (a.status === 200) {
+      if (a.body?.state === "merged") return { ok: true, value: { kind: "merged", sha: String(a.body.merge_commit_sha ?? a.body.squash_commit_sha ?? "") } };
+      return { ok: true, value: { kind: "merging", message: `state ${sanitizeLine(String(a.body?.state ?? "unknown"), 40)}` } };
+    }
+    if (a.status === 409) return { ok: true, value: { kind: "head_moved", message } };
+    if (a.status === 405 || a.status === 406 || a.status === 422) {
+      // GitLab's refusal says little ("405 Method Not Allowed"): its detailed_merge_status says why.
+      const now = await this.getPull(o.number);
+      const m = now.ok ? now.value.mergeability : null;
+      if (m?.kind === "block") return { ok: true, value: { kind: "not_mergeable", wait: false, message: `${message}: ${m.reason}` } };
+      if (m?.kind === "wait") return { ok: true, value: { kind: "not_mergeable", wait: true, message: `${message}: ${m.reason}` } };
+      return { ok: true, value: { kind: "not_mergeable", wait: a.status === 405, message } };
+    }
+    return this.#fail("PUT", path, a);
+  }
+
+  async checkFailures(check: ForgeCheck, o: { tailBytes: number }): Promise<ForgeResult<CheckFailure[]>> {
+    // A pipeline's failed jobs (the first 100), or the one job a commit status is; each with its log's tail.
+    const m = /^(pipeline|job):(\d+)$/.exec(check.handle ?? "");
+    if (!m) return { ok: true, value: [] };
+    let jobs: Json[];
+    if (m[1] === "pipeline") {
+      const path = `${this.#project}/pipelines/${m[2]}/jobs?scope[]=failed&per_page=100`;
+      const a = await this.#request("GET", path);
+      if ("ok" in a) return a;
+      if (a.status !== 200) return this.#fail("GET", path, a);
+      jobs = Array.isArray(a.body) ? a.body : [];
+    } else {
+      const path = `${this.#project}/jobs/${m[2]}`;
+      const a = await this.#request("GET", path);
+      if ("ok" in a) return a;
+      // An external status is no job: nothing more to say about it.
+      if (a.status === 404) return { ok: true, value: [] };
+      if (a.status !== 200) return this.#fail("GET", path, a);
+      jobs = [a.body];
+    }
+    const out: CheckFailure[] = [];
+    for (const j of jobs) {
+      const path = `${this.#project}/jobs/${Number(j?.id)}/trace`;
+      const t = await this.#request("GET", path, { text: true });
+      if ("ok" in t) return t;
+      const log = t.status === 200 && typeof t.body === "string" ? t.body : "";
+      out.push({ name: sanitizeLine(String(j?.name ?? "job"), 100), reason: sanitizeLine(String(j?.failure_reason ?? j?.status ?? "unknown"), 60), logTail: log.slice(-Math.max(0, o.tailBytes)), url: String(j?.web_url ?? "") });
+    }
+    return { ok: true, value: out };
+  }
+
+  async unresolvedReviews(number: number): Promise<ForgeResult<ReviewThread[]>> {
+    const r = await this.#pages(`${this.#project}/merge_requests/${number}/discussions?per_page=100`);
+    if ("ok" in r) return r;
+    const out: ReviewThread[] = [];
+    for (const d of r.items) {
+      const ns: Json[] = Array.isArray(d?.notes) ? d.notes : [];
+      const first = ns[0];
+      if (!first || first.type !== "DiffNote" || first.system === true) continue;
+      if (!ns.some((n) => n.resolvable === true && n.resolved !== true)) continue;
+      out.push({ login: String(first.author?.username ?? ""), body: String(first.body ?? ""), path: typeof first.position?.new_path === "string" ? first.position.new_path : null, createdAt: normalTime(first.created_at) ?? "" });
+    }
+    return { ok: true, value: out };
+  }
+
+  async searchOpenIssues(search: string): Promise<ForgeResult<IssueSearch>> {
+    // The project's open issues (its own listing, so nothing of another project can come back),
+    // narrowed by GitLab's own filters: label:NAME or ~NAME, milestone:NAME or %NAME, author:USER,
+    // assignee:USER or @USER; every other word is searched in titles and descriptions.
+    const q = parseSearch(search);
+    const params = [`state=opened`, `order_by=created_at`, `sort=desc`, `per_page=100`];
+    if (q.labels.length) params.push(`labels=${encodeURIComponent(q.labels.join(","))}`);
+    if (q.milestone) params.push(`milestone=${encodeURIComponent(q.milestone)}`);
+    if (q.author) params.push(`author_username=${encodeURIComponent(q.author)}`);
+    if (q.assignee) params.push(`assignee_username=${encodeURIComponent(q.assignee)}`);
+    if (q.words.length) params.push(`search=${encodeURIComponent(q.words.join(" "))}`);
+    const r = await this.#pages(`${this.#project}/issues?${params.join("&")}`);
+    if ("ok" in r) return r;
+    const issues: ForgeIssueFound[] = r.items
+      .filter((i: Json) => i?.state === "opened")
+      .map((i: Json) => ({ number: Number(i.iid), title: String(i.title ?? ""), body: String(i.description ?? ""), labels: (Array.isArray(i.labels) ? i.labels : []).map((l: Json) => String(typeof l === "string" ? l : (l?.name ?? ""))).filter(Boolean), url: String(i.web_url ?? "") }));
+    const notes = [...q.notes];
+    if (r.cut) notes.push(`the search matched ${r.total ?? "more than 1000"} issues; ${issues.length} were read (loop reads at most 1000: narrow it)`);
+    return { ok: true, value: { issues, notes } };
+  }
+
+  async openPulls(): Promise<ForgeResult<ForgePullSummary[]>> {
+    const r = await this.#pages(`${this.#project}/merge_requests?state=opened&per_page=100`);
+    if ("ok" in r) return r;
+    return { ok: true, value: r.items.map((m: Json) => ({ number: Number(m.iid), title: String(m.title ?? ""), body: String(m.description ?? ""), url: String(m.web_url ?? "") })) };
+  }
+}
+
+/** GitLab's error bodies: `{message: "..."}`, `{message: {field: ["..."]}}`, or OAuth's `{error, error_description}`. */
+function messageOf(body: Json): string {
+  const m = body?.message;
+  if (typeof m === "string") return sanitizeLine(m, 300);
+  if (Array.isArray(m)) return sanitizeLine(m.map(String).join("; "), 300);
+  if (m && typeof m === "object") return sanitizeLine(Object.entries(m).map(([k, v]) => `${k} ${Array.isArray(v) ? v.join(", ") : String(v)}`).join("; "), 300);
+  if (typeof body?.error === "string") return sanitizeLine(`${body.error}${typeof body.error_description === "string" ? `: ${body.error_description}` : ""}`, 300);
+  return "no message";
+}
+
+/** People's notes of a thread: GitLab's own (system notes: "changed the title", "added a commit") are left out. */
+function notes(list: Json[], thread: ForgeThread): ForgeComment[] {
+  return list
+    .filter((n) => n && n.system !== true)
+    .map((n) => ({ id: Number(n.id), thread, login: String(n.author?.username ?? ""), body: String(n.body ?? ""), createdAt: normalTime(n.created_at) ?? "", updatedAt: normalTime(n.updated_at ?? n.created_at) ?? "" }));
+}
+
+/** A time as UTC ISO 8601 with milliseconds (GitLab answers in the instance's time zone), so times compare as strings. */
+function normalTime(t: unknown): string | null {
+  if (typeof t !== "string") return null;
+  const ms = Date.parse(t);
+  return Number.isNaN(ms) ? t : new Date(ms).toISOString();
+}
+
+function mergeability(b: Json): Mergeability {
+  const iid = Number(b.iid);
+  const status = typeof b.detailed_merge_status === "string" ? b.detailed_merge_status : null;
+  if (status === null) return { kind: "wait", code: "mergeable_unknown", reason: `GitLab has not said whether !${iid} can be merged` };
+  if (status === "mergeable") return { kind: "ready" };
+  const shown = sanitizeLine(status, 60);
+  if (status in MERGE_WAITS) return { kind: "wait", code: status === "unchecked" || status === "checking" || status === "preparing" ? "mergeable_unknown" : "not_mergeable_yet", reason: `merge request !${iid}: ${MERGE_WAITS[status]} (detailed_merge_status ${shown})` };
+  const [code, why] = MERGE_BLOCKS[status] ?? ["refused", `cannot be merged (detailed_merge_status ${shown}, not one loop knows)`];
+  return { kind: "block", code, reason: `merge request !${iid} ${why}${status in MERGE_BLOCKS ? ` (detailed_merge_status ${shown})` : ""}` };
+}
+
+/** A merge request as the single endpoint, a listing or a creation gives it. */
+function mergeRequest(b: Json): ForgePull {
+  const iid = Number(b.iid);
+  return {
+    number: iid,
+    label: `merge request !${iid}`,
+    url: String(b.web_url ?? ""),
+    state: b.state === "opened" ? "open" : "closed",
+    merged: b.state === "merged",
+    draft: Boolean(b.draft ?? b.work_in_progress),
+    mergeability: mergeability(b),
+    headSha: String(b.sha ?? ""),
+    headRef: String(b.source_branch ?? ""),
+    baseRef: String(b.target_branch ?? ""),
+    mergeCommitSha: typeof b.merge_commit_sha === "string" ? b.merge_commit_sha : typeof b.squash_commit_sha === "string" ? b.squash_commit_sha : null,
+  };
+}
+
+/** A search in GitLab's words: its filters (label:, ~, milestone:, %, author:, assignee:, @) and free words. */
+export function parseSearch(search: string): { labels: string[]; milestone: string | null; author: string | null; assignee: string | null; words: string[]; notes: string[] } {
+  const out = { labels: [] as string[], milestone: null as string | null, author: null as string | null, assignee: null as string | null, words: [] as string[], notes: [] as string[] };
+  for (const raw of search.match(/(?:[^\s"]+|"[^"]*")+/g) ?? []) {
+    const t = raw.replace(/"/g, "");
+    const m = /^([a-z_]+):(.+)$/.exec(t);
+    if (m?.[1] === "label") out.labels.push(m[2]!);
+    else if (m?.[1] === "milestone") out.milestone = m[2]!;
+    else if (m?.[1] === "author") out.author = m[2]!.replace(/^@/, "");
+    else if (m?.[1] === "assignee") out.assignee = m[2]!.replace(/^@/, "");
+    else if (t.startsWith("~") && t.length > 1) out.labels.push(t.slice(1));
+    else if (t.startsWith("%") && t.length > 1) out.milestone = t.slice(1);
+    else if (t.startsWith("@") && t.length > 1) out.assignee = t.slice(1);
+    else if (m && m[1] !== "is" && m[1] !== "state") {
+      out.notes.push(`GitLab has no filter ${sanitizeLine(m[1]!, 30)}:, so ${sanitizeLine(t, 60)} was searched as words`);
+      out.words.push(t);
+    } else if (!m) out.words.push(t);
+  }
+  return out;
+}

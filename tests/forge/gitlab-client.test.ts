@@ -1,0 +1,340 @@
+// The GitLab client against the fake GitLab (a real HTTP server on 127.0.0.1 over a real bare
+// repository, every exchange checked against GitLab's documented REST API: tests/helpers/gitlab-rest.ts),
+// switched into each real-world case: a project in nested groups, moved, deleted and missing issues,
+// notes read incrementally (system notes left out, quick actions as GitLab treats them), write
+// access by role, merge requests and their detailed_merge_status, pipelines and statuses on every
+// page, the merge with its sha, rate limits, refusals explained, deadlines.
+import { afterEach, describe, expect, test } from "bun:test";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { GitLabProvider, parseSearch } from "../../lib/forge/gitlab.ts";
+import { identityGate, mergeGate } from "../../lib/forge/merge-gate.ts";
+import { commentIntent } from "../../lib/forge/comments.ts";
+import type { ConditionalCache, ForgeChecks, ProviderOptions } from "../../lib/forge/provider.ts";
+import { type FakeGitLab, startFakeGitLab } from "../helpers/fake-gitlab.ts";
+import { git } from "../helpers/project.ts";
+
+const TOKEN = "glpat-secretTokenThatMustNotLeak";
+const open: FakeGitLab[] = [];
+afterEach(() => {
+  for (const gl of open.splice(0)) gl.stop();
+});
+
+/** A fake over a bare repository whose main has one commit, and a branch `feature` one ahead. */
+function fake(project = "acme/platform/api"): { gl: FakeGitLab; head: string; work: string } {
+  const dir = mkdtempSync(join(tmpdir(), "loop-gl-client-"));
+  const work = join(dir, "work");
+  git(dir, "init", "-q", "-b", "main", work);
+  git(work, "config", "user.email", "t@loop.invalid");
+  git(work, "config", "user.name", "t");
+  writeFileSync(join(work, "a.txt"), "a\n");
+  git(work, "add", "-A");
+  git(work, "commit", "-qm", "a");
+  const gl = startFakeGitLab({ project, seedFrom: work, dir });
+  open.push(gl);
+  git(work, "checkout", "-qb", "feature");
+  writeFileSync(join(work, "b.txt"), "b\n");
+  git(work, "add", "-A");
+  git(work, "commit", "-qm", "b");
+  git(work, "push", "-q", gl.bare, "feature:feature");
+  return { gl, head: git(work, "rev-parse", "HEAD"), work };
+}
+
+function client(gl: FakeGitLab, o: Partial<ProviderOptions> = {}) {
+  return new GitLabProvider({
+    settings: { provider: "gitlab", repo: gl.project, apiUrl: gl.apiUrl, remote: "origin", tokenEnv: "GITLAB_TOKEN", authorizedUsers: [], authorizeWriters: false, pollInterval: 1000 },
+    token: TOKEN,
+    ...o,
+  });
+}
+
+function memoryCache(): ConditionalCache {
+  const map = new Map<string, any>();
+  return { get: (k) => map.get(k), set: (k, e) => void map.set(k, e) };
+}
+
+async function checksOf(c: GitLabProvider, sha: string): Promise<ForgeChecks> {
+  const r = await c.checks(sha);
+  if (!r.ok) throw new Error(JSON.stringify(r));
+  return r.value;
+}
+
+describe("issues of a project in nested groups", () => {
+  test("the project is named by its URL-encoded full path; an issue's title and description; a 304 answers from the cache; the token only in PRIVATE-TOKEN", async () => {
+    const { gl } = fake();
+    gl.switches.token = TOKEN;
+    gl.addIssue({ iid: 7, title: "Fix it", description: "body" });
+    const seen: Headers[] = [];
+    const c = client(gl, { cache: memoryCache(), fetch: (async (url: string, init: RequestInit) => (seen.push(new Headers(init.headers)), fetch(url, init))) as never });
+    const i = await c.getIssue(7);
+    expect(i).toEqual({ ok: true, value: { kind: "issue", issue: { number: 7, title: "Fix it", body: "body", state: "open", url: expect.stringContaining("/acme/platform/api/-/issues/7") } } });
+    expect(gl.requests[0]).toBe("GET /projects/acme%2Fplatform%2Fapi/issues/7");
+    expect(await c.getIssue(7)).toEqual(i);
+    expect(gl.notModified).toBe(1);
+    expect(seen.map((h) => [h.get("private-token"), h.get("authorization")])).toEqual([[TOKEN, null], [TOKEN, null]]);
+  });
+
+  test("a moved issue is gone (transferred), a deleted or missing one is missing, a closed one is closed; a project the token cannot see is a failure that says so", async () => {
+    const { gl } = fake();
+    for (const iid of [1, 2, 3]) gl.addIssue({ iid });
+    gl.moveIssue(1, 4242);
+    gl.switches.deleted.add(2);
+    gl.issues.get(3)!.state = "closed";
+    const c = client(gl);
+    expect(await c.getIssue(1)).toEqual({ ok: true, value: { kind: "gone", why: "transferred", message: expect.stringContaining("issue #1 was moved to another project (issue id 4242") } });
+    expect(await c.getIssue(2)).toEqual({ ok: true, value: { kind: "gone", why: "missing", message: "issue #2 does not exist in acme/platform/api (deleted, or never was)" } });
+    expect(await c.getIssue(9)).toEqual({ ok: true, value: { kind: "gone", why: "missing", message: "issue #9 does not exist in acme/platform/api (deleted, or never was)" } });
+    const closed = await c.getIssue(3);
+    expect(closed.ok && closed.value.kind === "issue" && closed.value.issue.state).toBe("closed");
+    gl.switches.hidden = true;
+    const hidden = await c.getIssue(1);
+    expect(hidden).toEqual({ ok: false, kind: "http", status: 404, message: expect.stringContaining("GitLab shows no project acme/platform/api to this token (it does not exist, or the token cannot see it)") });
+  });
+});
+
+describe("refusals explained; rate limits; deadlines", () => {
+  test("401: the token is not accepted; 403 insufficient_scope: it lacks `api`; the token is never in a message", async () => {
+    const { gl } = fake();
+    gl.addIssue({ iid: 1 });
+    gl.switches.token = "another";
+    const r = await client(gl).getIssue(1);
+    expect(r).toEqual({ ok: false, kind: "http", status: 401, message: expect.stringContaining("GitLab does not accept the token in $GITLAB_TOKEN (invalid, expired or revoked)") });
+    gl.switches.token = null;
+    gl.switches.scope = "read_api";
+    const w = await client(gl).createComment({ kind: "issue", number: 1 }, "hi");
+    expect(w).toEqual({ ok: false, kind: "http", status: 403, message: expect.stringContaining("lacks the scope this needs (loop needs `api`; `read_api` only reads)") });
+    expect(JSON.stringify([r, w])).not.toContain(TOKEN);
+  });
+
+  test("429 with Retry-After, and with RateLimit-Reset only, are rate limits carrying when to go on; a 5xx is a failure", async () => {
+    const { gl } = fake();
+    gl.addIssue({ iid: 1 });
+    const c = client(gl, { now: () => 1_000_000 });
+    gl.switches.rateLimit = { count: 1, retryAfter: 30 };
+    expect(await c.getIssue(1)).toEqual({ ok: false, kind: "rate_limited", retryAt: 1_030_000, message: "retry-after 30s" });
+    gl.switches.rateLimit = { count: 1, retryAfter: null, resetIn: 100 };
+    const reset = await c.getIssue(1);
+    expect(reset.ok === false && reset.kind).toBe("rate_limited");
+    expect(reset.ok === false && reset.kind === "rate_limited" && reset.retryAt).toBeGreaterThan(Date.now());
+    gl.switches.fail = { match: () => true, status: 502, count: 1 };
+    expect(await c.getIssue(1)).toEqual({ ok: false, kind: "http", status: 502, message: expect.stringContaining("502") });
+  });
+
+  test("a request that never answers is a `network` failure at the deadline", async () => {
+    const { gl } = fake();
+    gl.switches.hang = (r) => r.method === "PUT";
+    const r = await client(gl, { timeoutMs: 300 }).merge({ number: 1, sha: "a".repeat(40), title: "m" });
+    expect(r).toEqual({ ok: false, kind: "network", message: "PUT /projects/acme%2Fplatform%2Fapi/merge_requests/1/merge: no answer within 0.3s" });
+  });
+});
+
+describe("notes", () => {
+  test("a thread's notes: system notes left out, every page read; a thread longer than loop reads keeps its newest notes", async () => {
+    const { gl } = fake();
+    gl.addIssue({ iid: 1 });
+    gl.addNote({ issue: 1, login: "ghost", body: "changed the description", system: true });
+    const all = Array.from({ length: 57 }, (_, i) => gl.addNote({ issue: 1, login: "alice", body: `n${i}` })!);
+    gl.switches.maxPerPage = 5;
+    const r = await client(gl).listThreadComments({ kind: "issue", number: 1 });
+    if (!r.ok) throw new Error(JSON.stringify(r));
+    expect(r.value.cut).toBe(true);
+    expect(r.value.items.some((n) => n.login === "ghost")).toBe(false);
+    expect(Math.max(...r.value.items.map((n) => n.id))).toBe(all.at(-1)!.id);
+    gl.switches.maxPerPage = 100;
+    const whole = await client(gl).listThreadComments({ kind: "issue", number: 1 });
+    expect(whole.ok && whole.value.items.map((n) => n.body)).toEqual(all.map((n) => n.body));
+  });
+
+  test("incremental: only threads changed since the cursor are read (issues and merge requests have separate iids); an edit comes back; nothing changed costs conditional listings only", async () => {
+    const { gl } = fake();
+    gl.addIssue({ iid: 1 });
+    gl.addIssue({ iid: 2 });
+    await client(gl).createPull({ title: "t", body: "b", head: "feature", base: "main", draft: false });
+    const old = gl.addNote({ issue: 1, login: "alice", body: "old" })!;
+    const cursor = new Date(Date.parse(old.updated_at) + 500).toISOString();
+    const onMr = gl.addNote({ mr: 1, login: "bob", body: "on the merge request" })!;
+    const c = client(gl, { cache: memoryCache() });
+    const threads = [{ kind: "issue" as const, number: 1 }, { kind: "issue" as const, number: 2 }, { kind: "pull" as const, number: 1 }];
+    const before = gl.requests.length;
+    const r = await c.listComments({ since: cursor, threads });
+    if (!r.ok) throw new Error(JSON.stringify(r));
+    expect(r.value.items.map((n) => [n.thread, n.body])).toEqual([[{ kind: "pull", number: 1 }, "on the merge request"]]);
+    const asked = gl.requests.slice(before);
+    expect(asked.filter((q) => q.includes("/notes"))).toEqual([`GET /projects/acme%2Fplatform%2Fapi/merge_requests/1/notes?order_by=updated_at&sort=desc&per_page=100`]);
+    expect(asked.some((q) => q.startsWith("GET /projects/acme%2Fplatform%2Fapi/issues?iids[]=1&iids[]=2&updated_after="))).toBe(true);
+    // An old note edited: its issue is touched, and it comes back (the caller's high-water mark keeps it from being acted on twice).
+    gl.editNote(old.id, "old, edited");
+    const again = await c.listComments({ since: onMr.updated_at, threads });
+    expect(again.ok && again.value.items.map((n) => n.body)).toEqual(["on the merge request", "old, edited"]);
+    const later = new Date(Date.now() + 3_600_000).toISOString();
+    const quiet = await c.listComments({ since: later, threads });
+    expect(quiet.ok && [quiet.value.items, quiet.value.notModified]).toEqual([[], false]);
+    const quieter = await c.listComments({ since: later, threads });
+    expect(quieter.ok && quieter.value.notModified).toBe(true);
+  });
+
+  test("quick actions: GitLab carries out and strips the ones it knows; `/loop <verb>` is none of them, so the note keeps it and loop reads it as a command", async () => {
+    const { gl } = fake();
+    gl.addIssue({ iid: 1 });
+    const kept = gl.addNote({ issue: 1, login: "alice", body: "/loop pause" });
+    expect(kept?.body).toBe("/loop pause");
+    expect(commentIntent(kept!.body)).toEqual({ kind: "command", verb: "pause" });
+    // A known quick action on the first line is removed (and done): what follows is the first line loop sees.
+    const mixed = gl.addNote({ issue: 1, login: "alice", body: "/label ~bug\n/loop skip" });
+    expect(mixed?.body).toBe("/loop skip");
+    expect(gl.addNote({ issue: 1, login: "alice", body: "/close" })).toBeNull();
+    expect(gl.issues.get(1)!.state).toBe("closed");
+    // A note loop posts through the API goes through the same extractor: loop's own never start a line with '/'.
+    const posted = await client(gl).createComment({ kind: "issue", number: 1 }, "<!-- loop:bot -->\n> /close\n@alice: /loop stop refused");
+    expect(posted.ok).toBe(true);
+    expect(gl.notes.at(-1)!.body).toBe("<!-- loop:bot -->\n> /close\n@alice: /loop stop refused");
+  });
+
+  test("write access: members with at least Developer (inherited included); Reporter, strangers and a name that only contains the login are not", async () => {
+    const { gl } = fake();
+    gl.members.set("dev", 30);
+    gl.members.set("Maint", 40);
+    gl.members.set("rep", 20);
+    gl.members.set("devious", 10);
+    const c = client(gl);
+    expect(await c.canWrite("dev")).toEqual({ ok: true, value: true });
+    expect(await c.canWrite("maint")).toEqual({ ok: true, value: true });
+    expect(await c.canWrite("rep")).toEqual({ ok: true, value: false });
+    expect(await c.canWrite("stranger")).toEqual({ ok: true, value: false });
+    expect(await c.canWrite("devi")).toEqual({ ok: true, value: false });
+  });
+});
+
+describe("merge requests", () => {
+  test("a draft is opened with GitLab's Draft: title; found again by its branch (never duplicated: a second one is refused, 409)", async () => {
+    const { gl } = fake();
+    const c = client(gl);
+    const created = await c.createPull({ title: "t", body: "b", head: "feature", base: "main", draft: true });
+    if (!created.ok || created.value.kind !== "created") throw new Error(JSON.stringify(created));
+    expect([created.value.pull.label, created.value.pull.draft, gl.mrs.get(1)!.title]).toEqual(["merge request !1", true, "Draft: t"]);
+    expect(c.threadLabel({ kind: "pull", number: 1 })).toBe("!1");
+    const found = await c.findPull("feature");
+    expect(found.ok && found.value?.number).toBe(1);
+    expect(await c.findPull("nope")).toEqual({ ok: true, value: null });
+    const again = await c.createPull({ title: "t", body: "b", head: "feature", base: "main", draft: false });
+    expect(again).toEqual({ ok: true, value: { kind: "refused", code: "exists", message: "Another open merge request already exists for this source branch: !1" } });
+  });
+
+  test.each([
+    ["mergeable", null, { kind: "ready" }],
+    ["checking", "checking", { kind: "wait", code: "mergeable_unknown" }],
+    ["pipeline running", "ci_still_running", { kind: "wait", code: "not_mergeable_yet" }],
+    ["conflict", "conflict", { kind: "block", code: "conflict" }],
+    ["discussions unresolved", "discussions_not_resolved", { kind: "block", code: "discussions" }],
+    ["not approved", "not_approved", { kind: "block", code: "approvals" }],
+    ["changes requested", "requested_changes", { kind: "block", code: "changes_requested" }],
+    ["needs a rebase", "need_rebase", { kind: "block", code: "rebase" }],
+    ["blocked by another", "merge_request_blocked", { kind: "block", code: "blocked" }],
+  ] as const)("detailed_merge_status: %s", async (_, status, want) => {
+    const { gl } = fake();
+    const c = client(gl);
+    await c.createPull({ title: "t", body: "b", head: "feature", base: "main", draft: false });
+    gl.switches.mergeStatus = status;
+    const pr = await c.getPull(1);
+    expect(pr.ok && pr.value.mergeability).toMatchObject(want);
+  });
+
+  test("an unknown detailed_merge_status fails closed: blocked, named", async () => {
+    const settings = { provider: "gitlab" as const, repo: "acme/api", apiUrl: "https://gitlab.invalid/api/v4", remote: "origin", tokenEnv: "GITLAB_TOKEN", authorizedUsers: [], authorizeWriters: false, pollInterval: 1000 };
+    const unknown = new GitLabProvider({ settings, token: null, fetch: (async () => new Response(JSON.stringify({ iid: 1, state: "opened", detailed_merge_status: "new_fancy_status", sha: "a", source_branch: "x", target_branch: "main", web_url: "w" }), { status: 200 })) as never });
+    const r = await unknown.getPull(1);
+    expect(r.ok && r.value.mergeability).toEqual({ kind: "block", code: "refused", reason: "merge request !1 cannot be merged (detailed_merge_status new_fancy_status, not one loop knows)" });
+  });
+
+  test("checks: pipelines and job/external statuses on the exact sha, every page; a job allowed to fail is not red; a manual pipeline is", async () => {
+    const { gl, head } = fake();
+    const c = client(gl);
+    gl.switches.maxPerPage = 2;
+    gl.switches.checks = { pipelines: [{ status: "success" }], statuses: [...Array.from({ length: 5 }, (_, i) => ({ name: `ok-${i}`, status: "success" })), { name: "flaky", status: "failed", allow_failure: true }, { name: "security", status: "failed" }] };
+    const red = await checksOf(c, head);
+    expect(red.checks.filter((x) => x.verdict === "failing").map((x) => x.name)).toEqual(["security"]);
+    expect(red.checks.find((x) => x.name === "flaky")).toMatchObject({ verdict: "passing", detail: "flaky is failed (allowed to fail)" });
+    gl.switches.checks = { pipelines: [{ status: "manual" }], statuses: [{ name: "deploy", status: "manual", allow_failure: true }] };
+    const manual = await checksOf(c, head);
+    expect(manual.checks.map((x) => [x.source, x.verdict])).toEqual([["pipeline", "failing"], ["commit status", "passing"]]);
+    gl.switches.checks = "pending";
+    expect((await checksOf(c, head)).checks.map((x) => x.verdict)).toEqual(["pending", "pending", "passing"]);
+  });
+
+  test("more statuses than loop reads: not every check could be read, so the gate blocks", async () => {
+    const { gl, head } = fake();
+    gl.switches.maxPerPage = 2;
+    gl.switches.checks = { pipelines: [{ status: "success" }], statuses: Array.from({ length: 21 }, (_, i) => ({ name: `ok-${i}`, status: "success" })) };
+    const c = client(gl);
+    const read = await checksOf(c, head);
+    expect(read.unread).toBe(`21 statuses on ${head.slice(0, 12)}, 20 read`);
+    await c.createPull({ title: "t", body: "b", head: "feature", base: "main", draft: false });
+    const pr = await c.getPull(1);
+    expect(pr.ok && mergeGate(pr.value, read)).toEqual({ kind: "block", code: "checks_unread", reason: expect.stringContaining("could be read") });
+  });
+
+  test("merge: with the sha seen green; a moved head is a 409; a refusal reads detailed_merge_status to tell a wait from a block; merged is merged", async () => {
+    const { gl, head } = fake();
+    const c = client(gl);
+    await c.createPull({ title: "t", body: "b", head: "feature", base: "main", draft: false });
+    expect(await c.merge({ number: 1, sha: "f".repeat(40), title: "m" })).toEqual({ ok: true, value: { kind: "head_moved", message: `SHA does not match HEAD of source branch: ${head}` } });
+    gl.switches.mergeStatus = "not_approved";
+    expect(await c.merge({ number: 1, sha: head, title: "m" })).toEqual({ ok: true, value: { kind: "not_mergeable", wait: false, message: "405 Method Not Allowed: merge request !1 is not approved (detailed_merge_status not_approved)" } });
+    gl.switches.mergeStatus = "ci_still_running";
+    const waiting = await c.merge({ number: 1, sha: head, title: "m" });
+    expect(waiting.ok && waiting.value.kind === "not_mergeable" && waiting.value.wait).toBe(true);
+    gl.switches.mergeStatus = null;
+    const merged = await c.merge({ number: 1, sha: head, title: "m" });
+    expect(merged.ok && merged.value.kind).toBe("merged");
+    expect(gl.merges).toEqual([{ iid: 1, sha: head }]);
+    const after = await c.getPull(1);
+    // Merged with the head loop pushed, into the base: recorded merged (issue 18's identity rules hold on GitLab too).
+    expect(after.ok && identityGate(after.value, { head, base: "main", headIsAncestor: false })).toEqual({ kind: "merged", sha: expect.stringMatching(/^[0-9a-f]{40}$/) });
+    expect(after.ok && identityGate(after.value, { head, base: "release", headIsAncestor: false })).toMatchObject({ kind: "block", code: "merged_elsewhere", reason: expect.stringContaining("merge request !1 was merged into main, not release") });
+  });
+});
+
+describe("search", () => {
+  test("open issues of the project, narrowed by GitLab's filters; open merge requests", async () => {
+    const { gl } = fake();
+    gl.addIssue({ iid: 1, title: "Fix the crash", labels: ["bug"] });
+    gl.addIssue({ iid: 2, title: "Add dark mode", labels: ["feature"] });
+    gl.addIssue({ iid: 3, title: "Fix the old crash", labels: ["bug"], state: "closed" });
+    const c = client(gl);
+    const r = await c.searchOpenIssues("~bug crash");
+    expect(r.ok && r.value.issues.map((i) => [i.number, i.labels])).toEqual([[1, ["bug"]]]);
+    expect(gl.requests.at(-1)).toBe("GET /projects/acme%2Fplatform%2Fapi/issues?state=opened&order_by=created_at&sort=desc&per_page=100&labels=bug&search=crash");
+    await c.createPull({ title: "t", body: "Closes #1", head: "feature", base: "main", draft: false });
+    expect(await c.openPulls()).toEqual({ ok: true, value: [{ number: 1, title: "t", body: "Closes #1", url: expect.stringContaining("/-/merge_requests/1") }] });
+  });
+
+  test("the search syntax: label:, ~, milestone:, %, author:, assignee:, @; an unknown filter is searched as words and said", () => {
+    expect(parseSearch('label:bug ~"needs work" %v2 author:@ann @bob crash repo:x')).toEqual({ labels: ["bug", "needs work"], milestone: "v2", author: "ann", assignee: "bob", words: ["crash", "repo:x"], notes: ["GitLab has no filter repo:, so repo:x was searched as words"] });
+  });
+});
+
+describe("for issue 22's reactions (exposed, not used yet)", () => {
+  test("a failed pipeline's failed jobs: name, failure_reason and the tail of the log, bounded; a commit status that is no job says nothing", async () => {
+    const { gl, head } = fake();
+    const log = `${"x".repeat(5000)}\nERROR: test_login failed\n`;
+    gl.switches.checks = { pipelines: [{ status: "failed" }], statuses: [{ name: "unit", status: "failed", reason: "script_failure", log }, { name: "lint", status: "success" }] };
+    const c = client(gl);
+    const read = await checksOf(c, head);
+    const pipeline = read.checks.find((x) => x.source === "pipeline")!;
+    const failures = await c.checkFailures(pipeline, { tailBytes: 40 });
+    expect(failures).toEqual({ ok: true, value: [{ name: "unit", reason: "script_failure", logTail: log.slice(-40), url: expect.stringContaining("/-/jobs/") }] });
+    const job = read.checks.find((x) => x.name === "unit")!;
+    const one = await c.checkFailures(job, { tailBytes: 10 });
+    expect(one.ok && one.value.map((x) => [x.name, x.logTail])).toEqual([["unit", log.slice(-10)]]);
+    expect(await c.checkFailures({ ...job, handle: undefined }, { tailBytes: 10 })).toEqual({ ok: true, value: [] });
+  });
+
+  test("unresolved discussions on the diff, with their authors (resolved ones left out)", async () => {
+    const { gl } = fake();
+    const c = client(gl);
+    await c.createPull({ title: "t", body: "b", head: "feature", base: "main", draft: false });
+    gl.discussions.push({ mr: 1, login: "rita", body: "please rename this", path: "b.txt", resolved: false }, { mr: 1, login: "sam", body: "nit", path: "b.txt", resolved: true });
+    expect(await c.unresolvedReviews(1)).toEqual({ ok: true, value: [{ login: "rita", body: "please rename this", path: "b.txt", createdAt: "2024-01-01T00:00:00.000Z" }] });
+  });
+});

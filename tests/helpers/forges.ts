@@ -1,0 +1,136 @@
+// The fake GitHub and the fake GitLab behind one face, so an end-to-end scenario whose behaviour is
+// the same on both forges is written once and run against each (tests/step/forge/*.test.ts:
+// `describe.each(FORGES)`). Each adapter says the scenario's world in its forge's terms: an issue,
+// a comment (a GitLab note), checks (check runs and statuses; pipelines and job statuses), a
+// pull request (a merge request), a writer (a base role of write; the Developer role).
+import { type FakeGitHub, startFakeGitHub } from "./fake-github.ts";
+import { type FakeGitLab, startFakeGitLab } from "./fake-gitlab.ts";
+
+export type Checks = "passing" | "pending" | "failing";
+
+export interface FakeForge {
+  provider: "github" | "gitlab";
+  /** loop.json's forge.repo: owner/repo, or a GitLab project in nested groups. */
+  repo: string;
+  apiUrl: string;
+  bare: string;
+  /** The ref of issue `n`. */
+  ref(n: number): string;
+  /** How the forge names pull request `n` in loop's reasons ("pull request #2", "merge request !2"). */
+  pullLabel(n: number): string;
+  addIssue(n: number, o?: { title?: string; body?: string }): void;
+  closeIssue(n: number): void;
+  /** A comment on issue `issue` or pull request `pull`, as a person writes it. */
+  addComment(o: { issue?: number; pull?: number; login: string; body: string }): { id: number };
+  editComment(id: number, body: string): void;
+  /** Comments loop posted. */
+  loopComments(): string[];
+  setChecks(c: Checks): void;
+  setWriter(login: string, writer: boolean): void;
+  pulls(): { number: number; head: string; base: string; draft: boolean; state: "open" | "closed" | "merged" }[];
+  merges(): { number: number; sha: string }[];
+  /** Someone pushes to the pull request's branch at the moment loop merges (the forge answers 409). */
+  moveHeadOnMerge(): void;
+  /** The next request is refused with a rate limit that ends in `seconds`. */
+  rateLimit(seconds: number): void;
+  /** Every merge is refused in a way waiting cannot fix. */
+  refuseMerges(): void;
+  /** The forge is still computing mergeability for the next `n` reads. */
+  computing(n: number): void;
+  /** Requests whose path ends with `suffix` never answer. */
+  hang(suffix: string | null, method?: string): void;
+  /** Requests for issue `n` answer 502. */
+  failIssue(n: number): void;
+  headOf(branch: string): string | null;
+  /** Someone changes pull request `n`'s base branch. */
+  changeBase(n: number, base: string): void;
+  /** Every merge call answers this status (a server error, a validation failure). */
+  failMerges(status: 500 | 422): void;
+  /** The fake itself (FakeGitHub, FakeGitLab), for a scenario only one forge has. */
+  raw: unknown;
+  /** Every request the fake answered, as "METHOD path?query". */
+  requests(): string[];
+  /** How the forge's listing of comments since the cursor is asked (a request starting with this). */
+  commentListing: string;
+  stop(): void;
+}
+
+export function github(dir: string): FakeForge {
+  const gh: FakeGitHub = startFakeGitHub({ dir });
+  return {
+    provider: "github",
+    repo: `${gh.owner}/${gh.repo}`,
+    apiUrl: gh.apiUrl,
+    bare: gh.bare,
+    ref: (n) => `github:${gh.owner}/${gh.repo}#${n}`,
+    pullLabel: (n) => `pull request #${n}`,
+    addIssue: (n, o = {}) => void gh.addIssue({ number: n, title: o.title, body: o.body }),
+    closeIssue: (n) => void (gh.issues.get(n)!.state = "closed"),
+    addComment: (o) => gh.addComment({ issue: (o.issue ?? o.pull)!, login: o.login, body: o.body }),
+    editComment: (id, body) => gh.editComment(id, body),
+    loopComments: () => gh.comments.filter((c) => c.login === "loop-bot").map((c) => c.body),
+    setChecks: (c) => void (gh.switches.checks = c),
+    setWriter: (login, w) => void gh.permissions.set(login, w ? "write" : "read"),
+    pulls: () => [...gh.pulls.values()].map((p) => ({ number: p.number, head: p.head, base: p.base, draft: p.draft, state: p.merged ? "merged" : p.state })),
+    merges: () => gh.merges.map((m) => ({ number: m.number, sha: m.sha })),
+    moveHeadOnMerge: () => void (gh.switches.moveHeadOnMerge = true),
+    rateLimit: (s) => void (gh.switches.rateLimit = { count: 1, status: 429, retryAfter: s }),
+    refuseMerges: () => void (gh.switches.mergeRefusal = { status: 405, message: "Merge commits are not allowed on this repository." }),
+    computing: (n) => void (gh.switches.mergeableNullFor = n),
+    hang: (suffix, method) => void (gh.switches.hang = suffix === null ? null : (r) => r.path.endsWith(suffix) && (!method || r.method === method)),
+    failIssue: (n) => void (gh.switches.fail = { match: (r) => r.path === `/repos/${gh.owner}/${gh.repo}/issues/${n}`, status: 502, count: 1_000 }),
+    headOf: (b) => gh.headOf(b),
+    changeBase: (n, base) => gh.changeBase(n, base),
+    failMerges: (status) => void (gh.switches.mergeRefusal = { status, message: status === 500 ? "Server Error" : "Validation Failed" }),
+    raw: gh,
+    requests: () => gh.requests,
+    commentListing: `GET /repos/${gh.owner}/${gh.repo}/issues/comments?`,
+    stop: () => gh.stop(),
+  };
+}
+
+export function gitlab(dir: string): FakeForge {
+  const gl: FakeGitLab = startFakeGitLab({ dir, project: "acme/platform/api" });
+  const enc = encodeURIComponent(gl.project);
+  const modes = { passing: "succeeded", pending: "pending", failing: "failed" } as const;
+  return {
+    provider: "gitlab",
+    repo: gl.project,
+    apiUrl: gl.apiUrl,
+    bare: gl.bare,
+    ref: (n) => `gitlab:${gl.project}#${n}`,
+    pullLabel: (n) => `merge request !${n}`,
+    addIssue: (n, o = {}) => void gl.addIssue({ iid: n, title: o.title, description: o.body }),
+    closeIssue: (n) => void (gl.issues.get(n)!.state = "closed"),
+    addComment: (o) => {
+      const note = gl.addNote({ ...(o.pull !== undefined ? { mr: o.pull } : { issue: o.issue! }), login: o.login, body: o.body });
+      if (!note) throw new Error(`GitLab would not save ${JSON.stringify(o.body)}: quick actions only`);
+      return note;
+    },
+    editComment: (id, body) => gl.editNote(id, body),
+    loopComments: () => gl.notes.filter((n) => n.login === "loop-bot").map((n) => n.body),
+    setChecks: (c) => void (gl.switches.checks = modes[c]),
+    setWriter: (login, w) => void gl.members.set(login, w ? 30 : 20),
+    pulls: () => [...gl.mrs.values()].map((m) => ({ number: m.iid, head: m.source_branch, base: m.target_branch, draft: /^draft:/i.test(m.title), state: m.state === "opened" ? "open" : m.state === "merged" ? "merged" : "closed" })),
+    merges: () => gl.merges.map((m) => ({ number: m.iid, sha: m.sha })),
+    moveHeadOnMerge: () => void (gl.switches.moveHeadOnMerge = true),
+    rateLimit: (s) => void (gl.switches.rateLimit = { count: 1, retryAfter: s }),
+    refuseMerges: () => void (gl.switches.mergeStatus = "not_approved"),
+    computing: (n) => void (gl.switches.checkingFor = n),
+    hang: (suffix, method) => void (gl.switches.hang = suffix === null ? null : (r) => r.path.endsWith(suffix) && (!method || r.method === method)),
+    failIssue: (n) => void (gl.switches.fail = { match: (r) => r.path === `/projects/${enc}/issues/${n}`, status: 502, count: 1_000 }),
+    headOf: (b) => gl.headOf(b),
+    changeBase: (n, base) => gl.changeBase(n, base),
+    failMerges: (status) => void (gl.switches.mergeRefusal = { status, message: status === 500 ? "500 Internal Server Error" : "Branch cannot be merged" }),
+    raw: gl,
+    requests: () => gl.requests,
+    commentListing: `GET /projects/${enc}/issues?iids[]=`,
+    stop: () => gl.stop(),
+  };
+}
+
+/** Both forges, for `describe.each`. */
+export const FORGES: [string, (dir: string) => FakeForge][] = [
+  ["GitHub", github],
+  ["GitLab", gitlab],
+];
