@@ -3,6 +3,8 @@
 // docs/events.md documents each one; tests/cmd/docs.test.ts keeps the two lists equal.
 import * as v from "valibot";
 import { type Check, compileCheck } from "./schema-check.ts";
+import { CONTROL_VERBS, DRAIN_OUTCOMES, END_VERDICTS, LANDING_OUTCOMES, SETTLED_OUTCOMES } from "./vocabulary.ts";
+export { CONTROL_VERBS, DRAIN_OUTCOMES, END_VERDICTS, SETTLED_OUTCOMES, type SettledOutcome } from "./vocabulary.ts";
 
 const Str = v.string();
 const NStr = v.nullable(v.string());
@@ -42,11 +44,6 @@ const Settings = v.strictObject({
   runners: v.record(Str, v.strictObject({ command: v.array(Str) })),
 });
 
-export const SETTLED_OUTCOMES = ["passed", "failed", "skipped", "cancelled", "blocked", "landing_blocked"] as const;
-export type SettledOutcome = (typeof SETTLED_OUTCOMES)[number];
-export const DRAIN_OUTCOMES = ["Succeeded", "Failed", "Stopped"] as const;
-export const CONTROL_VERBS = ["start", "stop", "skip", "retry", "cancel", "reply"] as const;
-export const END_VERDICTS = ["exited", "never_started", "stalled", "lost", "closed"] as const;
 /** What `loop reset` did with an item's checkout. */
 export const CHECKOUT_OUTCOMES = ["removed", "kept", "absent"] as const;
 /** The pieces of an item's state `loop reset` erases, by their reported names (docs/cli/loop-reset.md). */
@@ -139,7 +136,7 @@ export const PAYLOADS = {
   item_settled: v.strictObject({ attempt: Int, outcome: v.picklist(SETTLED_OUTCOMES), reason: Str }),
   landing_finished: v.strictObject({
     attempt: Pos,
-    outcome: v.picklist(["none", "merged", "conflict", "failed", "pr_opened", "blocked"]),
+    outcome: v.picklist(LANDING_OUTCOMES),
     branch: Str,
     target: NStr,
     commit: NStr,
@@ -193,18 +190,21 @@ export type EventDraft = {
   [T in EventType]: { type: T; item?: string | null; payload: Payload<T>; id?: string; actor?: string; ts?: string };
 }[EventType];
 
-/** A stored event row, its payload parsed. */
-export interface StoredEvent {
+/** A stored event row of one type, its payload parsed (and typed by that type's schema). */
+export interface StoredEventOf<T extends EventType> {
   seq: number;
   id: string;
   ts: string;
-  type: EventType;
+  type: T;
   actor: string;
   item: string | null;
-  payload: any;
+  payload: Payload<T>;
   prev_hash: string;
   hash: string;
 }
+
+/** A stored event row, its payload parsed: a union over the types, so `type` narrows `payload`. */
+export type StoredEvent = { [T in EventType]: StoredEventOf<T> }[EventType];
 
 export function isEventType(t: string): t is EventType {
   return Object.hasOwn(PAYLOADS, t);

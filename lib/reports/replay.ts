@@ -8,10 +8,11 @@ import { readRegularFile } from "../shared/fsutil.ts";
 import type { Database } from "bun:sqlite";
 import { payloadProblem, type StoredEvent } from "../log/events.ts";
 import { emptyProjection, IllegalEventError, itemOf, type Projection, reduceInto } from "../log/reducer.ts";
-import { findLoopRow, headOf, readItemRows, type ReadSnapshot, withReadSnapshotAsync } from "../log/snapshot.ts";
+import { findLoopRow, headOf, type ReadSnapshot, withReadSnapshotAsync } from "../log/snapshot.ts";
 import { checkIntegrity, type EventRow, type IntegrityResult } from "../log/integrity.ts";
 import type { IntegrityRequest } from "../log/integrity-worker.ts";
-import { ITEM_TABLES, itemRows, loopRow } from "../log/rows.ts";
+import { ITEM_TABLES, itemRow, loopRow } from "../log/rows.ts";
+import { sha256Hex } from "../log/canonical.ts";
 import { statePaths } from "../shared/paths.ts";
 import { jsonDiff, getPath } from "./diff.ts";
 import { jsonText, stateDocument, terminalDocument } from "../log/documents.ts";
@@ -84,11 +85,22 @@ export function foldLog(db: Database): FoldOutcome {
     }
   }
   a.hash = b.hash = headOf(db).hash;
-  const ra = allRows(a);
-  const rb = allRows(b);
-  const findings: Finding[] = [];
-  for (const [k, v] of ra) if (rb.get(k) !== v) findings.push({ code: "nondeterministic_replay", message: `two folds disagree on ${k}` });
+  const findings: Finding[] = disagreements(a, b).map((what) => ({ code: "nondeterministic_replay", message: `two folds disagree on ${what}` }));
   return { projection: findings.length ? null : a, findings };
+}
+
+/** Where two projections' rows differ (the loop row, then each item's rows), one row at a time. */
+function disagreements(a: Projection, b: Projection): string[] {
+  const out: string[] = [];
+  const la = loopRow(a);
+  const lb = loopRow(b);
+  if (la.seq !== lb.seq || la.hash !== lb.hash || la.state !== lb.state || la.body !== lb.body) out.push("proj_loop");
+  for (const id of new Set([...Object.keys(a.items), ...Object.keys(b.items)])) {
+    const ia = itemOf(a, id);
+    const ib = itemOf(b, id);
+    for (const t of ITEM_TABLES) if ((ia ? itemRow(ia, t) : null) !== (ib ? itemRow(ib, t) : null)) out.push(`${t}[${id}]`);
+  }
+  return out;
 }
 
 /**
@@ -133,17 +145,6 @@ function integrityInWorker(open: ReadSnapshot["open"]): { result: Promise<Integr
   return { result, stop: () => void worker.terminate() };
 }
 
-function allRows(p: Projection): Map<string, string> {
-  const m = new Map<string, string>();
-  const lr = loopRow(p);
-  m.set("proj_loop", `${lr.seq}|${lr.hash}|${lr.state}|${lr.body}|${lr.state_sha}`);
-  for (const id of Object.keys(p.items)) {
-    const rows = itemRows(p.items[id]!);
-    for (const t of ITEM_TABLES) if (rows[t] !== null) m.set(`${t}[${id}]`, rows[t]!);
-  }
-  return m;
-}
-
 function describeRowDiff(stored: string, folded: string): string {
   try {
     const d = jsonDiff(JSON.parse(stored), JSON.parse(folded), "", [], 3);
@@ -155,6 +156,10 @@ function describeRowDiff(stored: string, folded: string): string {
   }
 }
 
+/**
+ * The projection tables against the fold, row by row. Streamed, table by table, so that replay holds
+ * the fold and one stored row at a time, not a second copy of every row.
+ */
 export function compareProjection(db: Database, p: Projection): Finding[] {
   const out: Finding[] = [];
   // A missing loop row is one more difference from the fold, reported beside the others (replay
@@ -167,25 +172,31 @@ export function compareProjection(db: Database, p: Projection): Finding[] {
       out.push({ code: "projection_mismatch", seq: lr.seq, message: `proj_loop is at seq ${lr.seq}, the fold at seq ${fl.seq}` });
     else if (lr.hash !== fl.hash)
       out.push({ code: "projection_mismatch", seq: lr.seq, message: `proj_loop's hash at seq ${lr.seq} is not the log's hash of that event` });
-    if (lr.state_sha !== fl.state_sha)
-      out.push({ code: "projection_mismatch", message: `proj_loop.state_sha is ${lr.state_sha}, the fold's state.json hashes to ${fl.state_sha}` });
+    // "" until state.json is written; once recorded, it must name the fold's document (status trusts a file with that hash).
+    if (lr.state_sha !== "") {
+      const sha = sha256Hex(jsonText(stateDocument(p)));
+      if (lr.state_sha !== sha) out.push({ code: "projection_mismatch", message: `proj_loop.state_sha is ${lr.state_sha}, the fold's state.json hashes to ${sha}` });
+    }
     if (lr.body !== fl.body || lr.state !== fl.state)
       out.push({ code: "projection_mismatch", message: `proj_loop differs: ${describeRowDiff(lr.body, fl.body)}` });
   }
-  const stored = readItemRows(db);
-  const ids = new Set([...stored.keys(), ...Object.keys(p.items)]);
-  for (const id of [...ids].sort()) {
-    const it = itemOf(p, id);
-    const folded = it ? itemRows(it) : null;
-    for (const t of ITEM_TABLES) {
-      const s = stored.get(id)?.[t] ?? null;
-      const f = folded?.[t] ?? null;
-      if (s === f) continue;
-      if (s === null) out.push({ code: "projection_mismatch", message: `${t}[${id}] is missing; the fold has it` });
-      else if (f === null) out.push({ code: "projection_mismatch", message: `${t}[${id}] exists; the fold has no such row` });
-      else out.push({ code: "projection_mismatch", message: `${t}[${id}] differs: ${describeRowDiff(s, f)}` });
+  const found: { id: string; message: string }[] = [];
+  for (const t of ITEM_TABLES) {
+    const seen = new Set<string>();
+    for (const [id, stored] of db.query(`SELECT item, body FROM ${t}`).values() as [string, string][]) {
+      seen.add(id);
+      const it = itemOf(p, id);
+      const folded = it ? itemRow(it, t) : null;
+      if (folded === stored) continue;
+      found.push({ id, message: folded === null ? `${t}[${id}] exists; the fold has no such row` : `${t}[${id}] differs: ${describeRowDiff(stored, folded)}` });
     }
+    for (const id of Object.keys(p.items)) if (!seen.has(id) && itemRow(p.items[id]!, t) !== null) found.push({ id, message: `${t}[${id}] is missing; the fold has it` });
   }
+  // By item, then table: the order a reader compares them in.
+  const rank = new Map(ITEM_TABLES.map((t, i) => [t, i]));
+  const tableOf = (m: string) => rank.get(m.slice(0, m.indexOf("[")) as (typeof ITEM_TABLES)[number]) ?? 0;
+  found.sort((x, y) => (x.id < y.id ? -1 : x.id > y.id ? 1 : tableOf(x.message) - tableOf(y.message)));
+  for (const f of found) out.push({ code: "projection_mismatch", message: f.message });
   return out;
 }
 

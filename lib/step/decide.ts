@@ -3,13 +3,14 @@
 // Everything here takes plain data and returns plain data; lib/step/step.ts and its phases carry the
 // effects out.
 import type { ItemState, ItemStatus, LoopState, Projection } from "../log/reducer.ts";
-import { isInFlight, isSettled, itemOf } from "../log/reducer.ts";
+import { isInFlight, isSettled, ITEM_STATUSES, itemOf } from "../log/reducer.ts";
+import { type DrainOutcome, drainsAs, landed } from "../log/vocabulary.ts";
 import type { SessionObservation } from "../supervisor/sessions.ts";
 
 export type NextWork =
   | { kind: "launch"; item: string }
   | { kind: "block"; items: { id: string; reason: string }[] }
-  | { kind: "drain"; outcome: "Succeeded" | "Failed" | "Stopped" }
+  | { kind: "drain"; outcome: DrainOutcome }
   | { kind: "idle"; reason: string };
 
 function active(p: Projection): ItemState[] {
@@ -79,11 +80,10 @@ export function itemsToBlock(p: Projection): { id: string; reason: string }[] {
   return out;
 }
 
-export function drainOutcome(p: Projection): "Succeeded" | "Failed" | "Stopped" {
-  const items = active(p);
-  if (items.some((it) => it.status === "failed" || it.status === "blocked" || it.status === "landing_blocked")) return "Failed";
-  if (items.some((it) => it.status === "cancelled")) return "Stopped";
-  return "Succeeded";
+/** The worst any active item says (vocabulary.ts drainsAs): Failed, else Stopped, else Succeeded. */
+export function drainOutcome(p: Projection): DrainOutcome {
+  const says = new Set(active(p).map((it) => drainsAs(it.status)));
+  return says.has("Failed") ? "Failed" : says.has("Stopped") ? "Stopped" : "Succeeded";
 }
 
 /** What the step should do when nothing is in flight. */
@@ -333,7 +333,7 @@ export function afterSession(it: ItemState): AfterSession {
   if (!attempt.verify) return { kind: "verify" };
   if (!attempt.verify.passed) return { kind: "fail", reason: `verify failed: ${attempt.verify.reason}` };
   if (!it.landing) return { kind: "land" };
-  return { kind: "settle", landed: ["none", "merged", "pr_opened"].includes(it.landing.outcome) };
+  return { kind: "settle", landed: landed(it.landing.outcome) };
 }
 
 /** After an attempt failed: try again or give up. */
@@ -384,6 +384,16 @@ export interface Attention {
   key: string;
 }
 
+/** The statuses of the items attention reads besides the one in flight: those a drain counts as Failed. */
+export const ATTENTION_STATUSES: readonly ItemStatus[] = ITEM_STATUSES.filter((s) => drainsAs(s) === "Failed");
+
+/**
+ * What attention reads: the loop, the item order and, of the items, the one in flight and every one
+ * whose status is in ATTENTION_STATUSES. A whole projection is one; the step passes only those
+ * items (read through the store's status index, lib/step/notify.ts attentionView).
+ */
+export type AttentionView = Pick<Projection, "loop" | "order"> & { items: Partial<Record<string, ItemState>> };
+
 /**
  * The conditions that need a person, in this order: the loop paused on an agent's question or by an
  * environment fault, items whose landing failed (a merge conflict, a target checked out elsewhere)
@@ -391,21 +401,24 @@ export interface Attention {
  * not allowed; its PR is left open for a person), the loop drained `Failed`. An operator's own pause
  * or stop needs nobody else.
  */
-export function attention(p: Projection): Attention[] {
+export function attention(p: AttentionView): Attention[] {
   const out: Attention[] = [];
   const cur = p.loop.current ? p.items[p.loop.current] : undefined;
+  const troubled = p.order.flatMap((id) => {
+    const it = p.items[id];
+    return it && ATTENTION_STATUSES.includes(it.status) ? [it] : [];
+  });
   if (p.loop.state === "paused" && cur?.status === "needs_input")
     out.push({ kind: "question", item: cur.id, reason: p.loop.reason ?? `${cur.id} needs input`, slot: "question", key: `question:${cur.id}:e${cur.epoch}:a${cur.attempts.length}` });
   if (p.loop.state === "paused" && p.loop.fault)
     out.push({ kind: "environment", item: null, reason: p.loop.reason ?? p.loop.fault.kind, slot: "environment", key: `environment:${p.loop.fault.seq}` });
-  for (const it of active(p))
-    if (
-      (it.status === "failed" && it.landing && (it.landing.outcome === "conflict" || it.landing.outcome === "failed")) ||
-      (it.status === "landing_blocked" && it.landing?.outcome === "blocked")
-    )
+  // Settled failed or landing_blocked because of its landing (a merge that conflicted or failed, a
+  // pull request blocked): settle.ts settles a landing that did not land as exactly these.
+  for (const it of troubled)
+    if ((it.status === "failed" || it.status === "landing_blocked") && it.landing && !landed(it.landing.outcome))
       out.push({ kind: "landing", item: it.id, reason: `${it.id}: ${it.reason ?? it.landing.reason}`, slot: `landing:${it.id}`, key: `landing:${it.id}:e${it.epoch}:a${it.attempts.length}` });
   if (p.loop.state === "drained" && p.loop.outcome === "Failed") {
-    const bad = active(p).filter((it) => it.status === "failed" || it.status === "blocked" || it.status === "landing_blocked");
+    const bad = troubled;
     const names = bad.slice(0, 5).map((it) => `${it.id} ${it.status}`).join(", ") + (bad.length > 5 ? `, … ${bad.length} items` : "");
     out.push({ kind: "failed", item: null, reason: `the loop drained Failed: ${names}`, slot: "failed", key: `failed:${p.loop.drainedSeq}` });
   }

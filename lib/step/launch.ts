@@ -13,7 +13,7 @@ import { LeaseLostError } from "../shared/errors.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { sliceText, writeFileAtomic } from "../shared/fsutil.ts";
 import { sessionDir, worktreeDir } from "../shared/paths.ts";
-import { append, repoOf, type StepContext, type StepOutcome, warnMovedAside } from "./context.ts";
+import { append, loopView, projection, repoOf, type StepContext, type StepOutcome, warnMovedAside } from "./context.ts";
 import { ensureAgentExcludes, probeLaunchFault, resolveProgram, sessionPath } from "./environment.ts";
 import { classifyLaunchError, type EnvironmentFault, faultReason } from "./faults.ts";
 import { git, gitTry, revParse } from "./git.ts";
@@ -61,7 +61,7 @@ export function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeContext
   });
   if (fault) return pauseForFault(ctx, it, fault, null);
   failpoint("launch:before_reserve");
-  const reserved = append(
+  append(
     ctx,
     [
       {
@@ -74,7 +74,7 @@ export function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeContext
     "reserve",
   );
   try {
-    startAttempt(ctx, it, plan, reserved);
+    startAttempt(ctx, it, plan, projection(ctx));
   } catch (err) {
     if (err instanceof LeaseLostError) throw err;
     const e = err as NodeJS.ErrnoException;
@@ -95,10 +95,8 @@ function pauseForFault(ctx: StepContext, it: ItemState, fault: EnvironmentFault,
   const payload = { kind: fault.kind, attempt, reason: fault.message, fix: fault.fix };
   const drafts = [{ type: "environment_fault" as const, item: it.id, payload }];
   // Before the reservation nothing was taken; after it, the attempt is given back in this commit.
-  let p: Projection;
-  if (attempt === null) p = append(ctx, drafts, "fault");
-  else p = append(ctx, drafts, "launch_failed");
-  return { action: "paused", item: it.id, reason: p.loop.reason };
+  append(ctx, drafts, attempt === null ? "fault" : "launch_failed");
+  return { action: "paused", item: it.id, reason: loopView(ctx).loop.reason };
 }
 
 function demoArgv(): string[] {
@@ -120,8 +118,8 @@ function planAttempt(ctx: StepContext, it: ItemState): AttemptPlan {
   };
 }
 
-/** Everything after the reservation; returns the projection with session_started recorded. Throws when the launch fails. */
-function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserved: Projection): Projection {
+/** Everything after the reservation, up to session_started recorded. Throws when the launch fails. */
+function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserved: Projection): void {
   const { n, dir, worktree, branch, sessionId, previous, reply } = plan;
   const repo = repoOf(ctx);
   try {
@@ -186,7 +184,7 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
   // Atomic: a step killed mid-write must not leave a half file that adoption then misreads.
   writeFileAtomic(join(dir, "spawned.json"), JSON.stringify({ pid: started.pid, tmux: started.tmux }) + "\n");
   failpoint("launch:after_spawn");
-  return append(
+  append(
     ctx,
     [
       {

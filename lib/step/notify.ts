@@ -9,11 +9,21 @@ import { hostname } from "node:os";
 import { join } from "node:path";
 import type { NotifyDef } from "../definition/loop-json.ts";
 import { formatDuration } from "../definition/duration.ts";
-import type { Projection } from "../log/reducer.ts";
+import type { ItemState, Projection } from "../log/reducer.ts";
+import { putItem } from "../log/rows.ts";
 import { tail } from "../shared/fsutil.ts";
 import { killGroup } from "../shared/process.ts";
-import { append, projection, type StepContext } from "./context.ts";
-import { type Attention, attention } from "./decide.ts";
+import { append, itemNow, loopView, type StepContext } from "./context.ts";
+import { type Attention, attention, ATTENTION_STATUSES, type AttentionView } from "./decide.ts";
+
+/** What attention reads, as the store has it now: the loop, and only the items attention looks at. */
+export function attentionView(ctx: StepContext): AttentionView {
+  const { loop, order } = loopView(ctx);
+  const items: Record<string, ItemState> = {};
+  for (const it of ctx.store.itemsWhere({ status: ATTENTION_STATUSES })) putItem(items, it.id, it);
+  if (loop.current) putItem(items, loop.current, itemNow(ctx, loop.current));
+  return { loop, order, items };
+}
 
 /** What one notification did, as the step's result lists it. */
 export interface NotifyReport {
@@ -50,7 +60,7 @@ const SUBJECTS: Record<Attention["kind"], string> = {
   failed: "drained Failed",
 };
 
-export function notifyDocument(o: { a: Attention; p: Projection; root: string; stateRoot: string; now: Date }): NotifyDocument {
+export function notifyDocument(o: { a: Attention; p: Pick<Projection, "seq" | "loop">; root: string; stateRoot: string; now: Date }): NotifyDocument {
   const { a, p } = o;
   return {
     schema: "loop/notify@1",
@@ -73,9 +83,10 @@ export async function notifyPhase(ctx: StepContext): Promise<NotifyReport[]> {
   const def = ctx.def.notify;
   if (!def) return [];
   const reports: NotifyReport[] = [];
-  const p = projection(ctx);
-  for (const a of attention(p)) {
-    if (p.loop.notified?.[a.slot] === a.key) continue;
+  const view = attentionView(ctx);
+  const p = { seq: loopView(ctx).seq, loop: view.loop };
+  for (const a of attention(view)) {
+    if (p.loop.notified[a.slot] === a.key) continue;
     ctx.store.assertLease();
     ctx.store.renewLease(ctx.lease, def.timeout + 10 * 60_000);
     const doc = notifyDocument({ a, p, root: ctx.options.root, stateRoot: ctx.options.stateRoot, now: new Date() });

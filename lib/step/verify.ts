@@ -17,7 +17,7 @@ import { GitError } from "../shared/errors.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { readTextOrNull } from "../shared/fsutil.ts";
 import { endVerifyRun } from "../supervisor/end.ts";
-import { append, repoOf, type StepContext, type StepOutcome } from "./context.ts";
+import { append, itemNow, repoOf, type StepContext, type StepOutcome } from "./context.ts";
 import { classifyVerify, classifyVerifyStart, verifyExitVerdict } from "./decide.ts";
 import { graceMs, SESSION_FILES, sessionMark } from "../supervisor/sessions.ts";
 import { endVerify, readVerifyExit, startVerify, verifyAlive, verifyLogSummary, verifySpawnEvidence, type VerifyProcess } from "../supervisor/verify-command.ts";
@@ -55,13 +55,13 @@ export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<St
     return record(ctx, it, judgeWithoutCommand({ attempt: attempt.n, exitCode: attempt.end!.exitCode, ahead, logPath }));
   }
   const key = `verify:${it.id}:e${it.epoch}:a${attempt.n}`;
-  const reserved = append(
+  append(
     ctx,
     [{ type: "verify_reserved", item: it.id, id: key, payload: { attempt: attempt.n, key, command: it.def.verify, log: logPath, timeoutMs: it.def.timeouts.verify } }],
     "verify_reserve",
   );
   failpoint("verify:after_reserve");
-  const now = reserved.items[it.id]!;
+  const now = itemNow(ctx, it.id);
   return spawnReserved(ctx, now, now.attempts[now.attempts.length - 1]!.verifyRun!);
 }
 

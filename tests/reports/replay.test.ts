@@ -297,7 +297,7 @@ describe("tampering with what is derived from the log", () => {
     const s = Store.open(root);
     try {
       s.append([{ type: "loop_paused", payload: { reason: "bad byte \ufffd here" } }]);
-      materialize(root, s.projection(), s.db);
+      materialize(root, s);
     } finally {
       s.close();
     }

@@ -174,7 +174,7 @@ describe("a store written by an older loop (schema 1)", () => {
     const root = schemaOneStore();
     const store = Store.open(root);
     expect((store.db.query("SELECT value FROM meta WHERE key = 'schema'").get() as { value: string }).value).toBe(String(SCHEMA_VERSION));
-    expect(materialize(root, store.projection(), store.db)).toContain("state.json");
+    expect(materialize(root, store)).toContain("state.json");
     store.close();
     const doc = JSON.parse(readFileSync(join(root, "state.json"), "utf8"));
     expect(doc.items.find((it: { id: string }) => it.id === "c").session).toMatchObject({ model: null, conversationId: null, closed: null });

@@ -219,7 +219,7 @@ const SCENARIOS: Record<ScenarioName, Scenario> = {
           ],
           { actor: "older-loop" },
         );
-        materialize(l.stateRoot, store.projection(), store.db);
+        materialize(l.stateRoot, store);
       } finally {
         store.close();
       }

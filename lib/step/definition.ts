@@ -1,0 +1,70 @@
+// The loop.json a step works with. Reading the file is cheap; parsing, validating and hashing it is
+// not (a backlog of thousands of items is a file of megabytes, and that work was most of an
+// observing tick). So a step whose loop.json has exactly the bytes a step of this version last read
+// in full takes what those bytes normalized to from the store: the name and settings from the
+// imported definition in the log, and the one part the log does not record (`notify`) from the
+// store's note of that reading (Store.knownDefinition). Any other bytes are parsed and validated as
+// always, before anything is written.
+import { definitionHash, type NormDefinition, type NotifyDef, parseDefinitionText, readLoopJsonFile } from "../definition/loop-json.ts";
+import type { Store } from "../log/store.ts";
+import { VERSION } from "../shared/version.ts";
+
+/** What a step reads of the definition: everything but the items, which it reads from the projection. */
+export type StepDefinition = Omit<NormDefinition, "items">;
+
+/** loop.json as read, not yet parsed. */
+export interface DefinitionSource {
+  text: string;
+  /** sha256 of the file's bytes. */
+  sha256: string;
+}
+
+/** A step's note of the loop.json it last read in full: which bytes, what they normalized to, by which version. */
+interface KnownDefinition {
+  sha256: string;
+  hash: string;
+  version: string;
+  notify: NotifyDef | null;
+}
+
+/** Read `<root>/loop.json` (DefinitionError when it is missing or unreadable), without parsing it. */
+export function readDefinitionSource(root: string): DefinitionSource {
+  const { bytes, text } = readLoopJsonFile(root);
+  return { text, sha256: new Bun.CryptoHasher("sha256").update(bytes).digest("hex") };
+}
+
+/** Parse and validate; throws DefinitionError. */
+export function parseDefinitionSource(src: DefinitionSource): NormDefinition {
+  return parseDefinitionText(src.text, "loop.json");
+}
+
+/**
+ * The definition a step works with, and the parsed file when it had to be parsed (a definition
+ * import needs its items). Throws DefinitionError for a file that is not the known one and is invalid.
+ */
+export function resolveDefinition(src: DefinitionSource, store: Store): { def: StepDefinition; parsed: NormDefinition | null } {
+  const known = knownDefinition(store);
+  const { loop } = store.loopView();
+  if (known && known.sha256 === src.sha256 && known.version === VERSION && known.hash === loop.definitionHash && loop.name !== null && loop.settings)
+    return { def: { name: loop.name, ...loop.settings, notify: known.notify }, parsed: null };
+  const parsed = parseDefinitionSource(src);
+  return { def: parsed, parsed };
+}
+
+/** Note that these bytes normalized to `parsed`, which the log now holds: the next step need not read them again. */
+export function rememberDefinition(store: Store, src: DefinitionSource, parsed: NormDefinition): void {
+  const known: KnownDefinition = { sha256: src.sha256, hash: definitionHash(parsed), version: VERSION, notify: parsed.notify };
+  store.rememberDefinition(JSON.stringify(known));
+}
+
+function knownDefinition(store: Store): KnownDefinition | null {
+  const text = store.knownDefinition();
+  if (text === null) return null;
+  try {
+    const k = JSON.parse(text) as Partial<KnownDefinition>;
+    // Anything but the note this module writes is no note: the file is read in full.
+    return typeof k.sha256 === "string" && typeof k.hash === "string" && typeof k.version === "string" && k.notify !== undefined ? (k as KnownDefinition) : null;
+  } catch {
+    return null;
+  }
+}
