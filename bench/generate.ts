@@ -187,7 +187,7 @@ export function generate(opts: GenerateOptions): GenerateResult {
   writeFileSync(join(stateRoot, ".gitignore"), "# loop's state root: never commit it\n*\n");
   const store = Store.open(stateRoot, { create: true, actor: "bench@generator" });
   const db = store.db;
-  const p: Projection = store.projection();
+  const p: Projection = structuredClone(store.projection()); // folded into here; the store's own copy is read only
   if (p.seq !== 1) throw new Error(`fresh store is at seq ${p.seq}, expected 1`);
 
   const insert = db.prepare(

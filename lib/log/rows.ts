@@ -29,7 +29,7 @@ export interface StoredLoopRow extends LoopRow {
 
 /** What each table's body holds of an item. */
 type ItemsBody = Pick<ItemState, "id" | "def" | "inDefinition" | "status" | "reason" | "epoch" | "settledAt" | "landing" | "reset">;
-type ControlBody = { control: ControlRecord[]; held: boolean; started: boolean };
+export type ControlBody = { control: ControlRecord[]; held: boolean; started: boolean };
 type LedgersBody = Pick<ItemState, "attempts" | "failures" | "replies" | "question" | "forge">;
 /** The body of `proj_loop`. */
 export interface LoopBody {
@@ -80,6 +80,10 @@ export function loopRow(p: Projection): LoopRow {
 
 export function parseLoopBody(body: string): LoopBody {
   return JSON.parse(body) as LoopBody;
+}
+
+export function parseControlBody(body: string): ControlBody {
+  return JSON.parse(body) as ControlBody;
 }
 
 /** An item from its rows (JSON text); proj_items, proj_control and proj_ledgers are required (the readers check). */

@@ -9,8 +9,8 @@ import { join } from "node:path";
 import { StoreError } from "../shared/errors.ts";
 import { pidAlive } from "../shared/process.ts";
 import { EVENT_COLUMNS, type EventRow, GENESIS_HASH } from "./integrity.ts";
-import type { ItemState, Projection } from "./reducer.ts";
-import { ITEM_TABLES, itemFromRows, type ItemTable, parseLoopBody, putItem, REQUIRED_TABLES, type StoredLoopRow } from "./rows.ts";
+import type { ItemState, LoopRecord, Projection } from "./reducer.ts";
+import { ITEM_TABLES, itemFromRows, type ItemTable, parseControlBody, parseLoopBody, putItem, REQUIRED_TABLES, type StoredLoopRow } from "./rows.ts";
 
 /**
  * The store's layout version, in `meta`. 2: state.json's items carry the whole session (status reads
@@ -104,6 +104,21 @@ export function readProjectionHead(db: Database): Projection {
   const row = readLoopRow(db);
   const { loop, order } = parsed(() => parseLoopBody(row.body), "proj_loop");
   return { seq: row.seq, hash: row.hash, loop, order, items: {} };
+}
+
+/** The loop record alone, from a loop row already read. */
+export function loopRecordOf(row: StoredLoopRow): LoopRecord {
+  return parsed(() => parseLoopBody(row.body), "proj_loop").loop;
+}
+
+/** Each item's control flags (held by `loop ctl stop`, started by `start` or `retry`), by item. */
+export function readControlFlags(db: Database): Map<string, { held: boolean; started: boolean }> {
+  const out = new Map<string, { held: boolean; started: boolean }>();
+  for (const [id, body] of db.query("SELECT item, body FROM proj_control").values() as [string, string][]) {
+    const { held, started } = parsed(() => parseControlBody(body), `of "${id}"`);
+    out.set(id, { held, started });
+  }
+  return out;
 }
 
 /** Every item's rows, by item. */

@@ -16,24 +16,12 @@ import { sha256Hex } from "../log/canonical.ts";
 import { statePaths } from "../shared/paths.ts";
 import { jsonDiff, getPath } from "./diff.ts";
 import { jsonText, stateDocument, terminalDocument } from "../log/documents.ts";
-import type { Finding } from "./status.ts";
+import { type Finding, REPLAY_FINDING_CODES, type ReplayFindingCode } from "../log/integrity.ts";
 import { noWorkYet, ownershipFinding, type ProjectIdentity } from "../log/ownership.ts";
 
-export const FINDING_CODES = [
-  "event_chain_broken",
-  "event_sequence_gap",
-  "illegal_event_sequence",
-  "invalid_event_payload",
-  "nondeterministic_replay",
-  "projection_mismatch",
-  "state_file_missing",
-  "unreadable_state_file",
-  "state_field_mismatch",
-  "desynced_terminal_window",
-  "terminal_state_mismatch",
-  "unreadable_terminal_file",
-  "foreign_store",
-] as const;
+/** The codes of replay's findings (docs/cli/loop-replay.md). */
+export const FINDING_CODES = REPLAY_FINDING_CODES;
+type ReplayFinding = Finding<ReplayFindingCode>;
 
 type FoldRow = Pick<EventRow, "seq" | "ts" | "type" | "actor" | "item" | "payload">;
 /** The hash a fold carries until the end: links are checked by the integrity pass, not read here. */
@@ -46,7 +34,7 @@ export interface FoldOutcome {
   /** The fold of the whole log, or null when folding stopped. */
   projection: Projection | null;
   /** Why folding stopped (an invalid payload, an illegal event, the second fold disagreeing), or how the folds differ. */
-  findings: (Finding & { rule?: string })[];
+  findings: (ReplayFinding & { rule?: string })[];
 }
 
 /**
@@ -57,7 +45,7 @@ export interface FoldOutcome {
 export function foldLog(db: Database): FoldOutcome {
   const a = emptyProjection();
   const b = emptyProjection();
-  const stop = (f: Finding & { rule?: string }): FoldOutcome => ({ projection: null, findings: [f] });
+  const stop = (f: ReplayFinding & { rule?: string }): FoldOutcome => ({ projection: null, findings: [f] });
   const rows = db.query("SELECT seq, ts, type, actor, item, payload FROM events ORDER BY seq").iterate() as IterableIterator<FoldRow>;
   for (const r of rows) {
     let payload: unknown;
@@ -85,7 +73,7 @@ export function foldLog(db: Database): FoldOutcome {
     }
   }
   a.hash = b.hash = headOf(db).hash;
-  const findings: Finding[] = disagreements(a, b).map((what) => ({ code: "nondeterministic_replay", message: `two folds disagree on ${what}` }));
+  const findings: ReplayFinding[] = disagreements(a, b).map((what) => ({ code: "nondeterministic_replay", message: `two folds disagree on ${what}` }));
   return { projection: findings.length ? null : a, findings };
 }
 
@@ -107,7 +95,7 @@ function disagreements(a: Projection, b: Projection): string[] {
  * Both passes' findings in log order. A gap the integrity pass reports is where the reducer's own
  * seq rule stops the fold, so that is not repeated.
  */
-export function mergeFindings(integrity: IntegrityResult, fold: FoldOutcome): Finding[] {
+export function mergeFindings(integrity: IntegrityResult, fold: FoldOutcome): ReplayFinding[] {
   const firstChain = Math.min(...integrity.findings.map((f) => f.seq ?? Infinity));
   const foldFindings = fold.findings
     .filter((f) => !(f.rule === "seq_gap" && (f.seq ?? Infinity) >= firstChain))
@@ -116,7 +104,7 @@ export function mergeFindings(integrity: IntegrityResult, fold: FoldOutcome): Fi
 }
 
 /** Both passes on this thread, one after the other (small logs, tests). */
-export function foldAndCheck(db: Database): { events: number; findings: Finding[]; projection: Projection | null } {
+export function foldAndCheck(db: Database): { events: number; findings: ReplayFinding[]; projection: Projection | null } {
   const fold = foldLog(db);
   const integrity = checkIntegrity(db);
   return { events: integrity.events, findings: mergeFindings(integrity, fold), projection: fold.projection };
@@ -160,8 +148,8 @@ function describeRowDiff(stored: string, folded: string): string {
  * The projection tables against the fold, row by row. Streamed, table by table, so that replay holds
  * the fold and one stored row at a time, not a second copy of every row.
  */
-export function compareProjection(db: Database, p: Projection): Finding[] {
-  const out: Finding[] = [];
+export function compareProjection(db: Database, p: Projection): ReplayFinding[] {
+  const out: ReplayFinding[] = [];
   // A missing loop row is one more difference from the fold, reported beside the others (replay
   // reports what it finds; status, which reads from that row, cannot report and exits 2).
   const lr = findLoopRow(db);
@@ -200,9 +188,9 @@ export function compareProjection(db: Database, p: Projection): Finding[] {
   return out;
 }
 
-export function compareFiles(stateRoot: string, p: Projection): Finding[] {
+export function compareFiles(stateRoot: string, p: Projection): ReplayFinding[] {
   const paths = statePaths(stateRoot);
-  const out: Finding[] = [];
+  const out: ReplayFinding[] = [];
   const state = readRegularFile(paths.stateJson);
   const expected = stateDocument(p);
   if (state.kind === "absent") out.push({ code: "state_file_missing", message: "state.json is missing" });
