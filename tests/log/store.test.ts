@@ -14,7 +14,7 @@ import { BusyError, LeaseLostError } from "../../lib/shared/errors.ts";
 import { compareProjection, foldAndCheck } from "../../lib/reports/replay.ts";
 import { ITEM_TABLES } from "../../lib/log/rows.ts";
 import { dbPath, type EventRow, hashInput, PAGE_SIZE, readProjection, rowToEvent, Store, StoreError } from "../../lib/log/store.ts";
-import { control, definition, itemDef, launch, loopStarted } from "../helpers/events.ts";
+import { control, definition, itemDef, launch, loopStarted, passingAttempt, settled, started } from "../helpers/events.ts";
 import { TempDirs } from "../helpers/fs.ts";
 import { realisticDrafts } from "../helpers/store.ts";
 import { testEnv } from "../helpers/env.ts";
@@ -410,6 +410,67 @@ process.stdout.write(JSON.stringify(r));
     const last = rows(store.db).at(-1)!;
     expect([last.seq, last.type]).toEqual([seq + 1, "lease_taken_over"]);
     expect(JSON.parse(last.payload).why).toBe("expired");
+  });
+});
+
+describe("an append costs what it changes", () => {
+  /** A store with items a, b and c, and item a's ledger row damaged by another connection. */
+  function damagedA() {
+    const { root, store } = newStore();
+    store.append([definition(1, [itemDef("a"), itemDef("b"), itemDef("c")]), loopStarted, control("a", "start")]);
+    const raw = new Database(dbPath(root));
+    raw.run("UPDATE proj_ledgers SET body = 'not json' WHERE item = 'a'");
+    raw.close();
+    return { root, store };
+  }
+
+  test("it reads and writes only the items its events name: another item's damaged row is neither read nor rewritten", () => {
+    const { root, store } = damagedA();
+    // Another connection committed: the handle reads again, but only the loop row and item b.
+    store.append([control("b", "start")]);
+    expect(store.item("b")!.started).toBe(true);
+    expect((store.db.query("SELECT body FROM proj_ledgers WHERE item = 'a'").get() as { body: string }).body).toBe("not json");
+    // Any reader of item a finds the damage: the append that touches it, and replay.
+    expect(storeError(() => handle(root).append([control("a", "stop")])).code).toBe("corrupt_store");
+    expect(compareProjection(store.db, fold(rows(store.db).map(rowToEvent))).map((f) => f.message.split(" ")[0])).toEqual(["proj_ledgers[a]"]);
+  });
+
+  test("a definition import touches every item: it reads them all", () => {
+    const { store } = damagedA();
+    expect(storeError(() => store.append([definition(2, [itemDef("a"), itemDef("b"), itemDef("c"), itemDef("d")])])).code).toBe("corrupt_store");
+  });
+
+  test("the projection handed out before an append stays as it was; the items the append did not touch are shared", () => {
+    const { store } = newStore();
+    store.append([DEF, loopStarted]);
+    const before = store.projection();
+    const a = before.items.a!;
+    store.append([control("a", "stop")]);
+    const after = store.projection();
+    expect(a.held).toBe(false);
+    expect(before.items.a).toBe(a);
+    expect(after.items.a!.held).toBe(true);
+    expect(after.items.b).toBe(before.items.b);
+    expect(before.seq + 1).toBe(after.seq);
+    expect(after).toEqual(readProjection(store.db));
+  });
+
+  test("itemsWhere finds items by status and by an open session through the indexes, in the projection's order", () => {
+    const { store } = newStore();
+    store.append([definition(1, [itemDef("a"), itemDef("b"), itemDef("c")]), loopStarted]);
+    store.append(passingAttempt("c"));
+    store.append([settled("a", 0, "skipped")]);
+    store.append([launch("b", 1), started("b", 1)]);
+    const ids = (q: Parameters<Store["itemsWhere"]>[0]) => handle(store.stateRoot).itemsWhere(q).map((it) => it.id);
+    expect(ids({ status: ["passed", "skipped"] })).toEqual(["a", "c"]);
+    expect(ids({ status: ["running"] })).toEqual(["b"]);
+    expect(ids({ openSession: true })).toEqual(["b"]);
+    expect(ids({ status: ["skipped"], openSession: true })).toEqual(["a", "b"]);
+    expect(ids({ status: ["failed"] })).toEqual([]);
+    // SQLite answers from the indexes, not by reading every row.
+    const plan = (sql: string) => (store.db.query(`EXPLAIN QUERY PLAN ${sql}`).all() as { detail: string }[]).map((r) => r.detail).join("; ");
+    expect(plan("SELECT item FROM proj_items WHERE json_extract(body, '$.status') IN ('failed')")).toContain("USING INDEX proj_items_status");
+    expect(plan("SELECT item FROM proj_sessions WHERE json_extract(body, '$.closed') IS NULL")).toContain("proj_sessions_open");
   });
 });
 

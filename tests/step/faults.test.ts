@@ -9,7 +9,7 @@ import { join } from "node:path";
 import type { EventDraft } from "../../lib/log/events.ts";
 import { fold, IllegalEventError, type Projection } from "../../lib/log/reducer.ts";
 import { provenConversation } from "../../lib/definition/runners.ts";
-import { attention } from "../../lib/step/decide.ts";
+import { attention, ATTENTION_STATUSES } from "../../lib/step/decide.ts";
 import { outputShowsProgress } from "../../lib/supervisor/waiting.ts";
 import { aiderCanChooseModel, classifyLaunchError, type FaultKind, type LaunchFacts, launchFault } from "../../lib/step/faults.ts";
 import { lastProgressAt, PROGRESS_FILE } from "../../lib/supervisor/progress.ts";
@@ -309,6 +309,22 @@ describe("attention: when the loop needs a person", () => {
     const d = foldOf(...blocked, { type: "item_settled", item: "b", payload: { attempt: 0, outcome: "skipped", reason: "x" } }, drained("Failed", { landing_blocked: 1, skipped: 1 }));
     expect(kinds(d)).toEqual(["landing a", "failed"]);
     expect(attention(d)[1]!.reason).toBe("the loop drained Failed: a landing_blocked");
+  });
+  test("it reads only the item in flight and the items a drain counts as Failed: a view holding those alone gives the same answer", () => {
+    const conflicted = (item: string): EventDraft[] => [
+      launch(item, 1),
+      started(item, 1),
+      ended(item, 1, 0),
+      verified(item, 1, true),
+      { ...landed(item, 1), payload: { ...landed(item, 1).payload, outcome: "conflict", reason: "merge conflict in x" } } as EventDraft,
+      closed(item, 1, false),
+      settled(item, 1, "failed", "merge_conflict: merge conflict in x"),
+    ];
+    for (const p of [foldOf(...asked), foldOf(...conflicted("a")), foldOf(...conflicted("a"), settled("b", 0, "blocked", "a failed"), drained("Failed", { failed: 1, blocked: 1 })), foldOf(fault("a", null))]) {
+      const items = Object.fromEntries(Object.values(p.items).filter((it) => it.id === p.loop.current || ATTENTION_STATUSES.includes(it.status)).map((it) => [it.id, it]));
+      expect(attention({ loop: p.loop, order: p.order, items })).toEqual(attention(p));
+    }
+    expect(ATTENTION_STATUSES).toEqual(["failed", "blocked", "landing_blocked"]);
   });
   test("notified records the key per slot", () => {
     const p = foldOf(fault("a", null), { type: "notified", item: null, payload: { slot: "environment", key: "environment:4", kind: "environment", ok: false, exitCode: 3, reason: "exited 3" } });
