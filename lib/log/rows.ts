@@ -74,8 +74,18 @@ export function itemRows(it: ItemState): Record<ItemTable, string | null> {
   };
 }
 
+/**
+ * The canonical text of an item order, by the array: every append rewrites the loop row, and the
+ * order (every item's id) changes only with a definition import, which makes a new array (the
+ * reducer never changes one in place).
+ */
+const orderTexts = new WeakMap<readonly string[], string>();
+
 export function loopRow(p: Projection): LoopRow {
-  return { seq: p.seq, hash: p.hash, state: p.loop.state, body: canonicalJson({ loop: p.loop, order: p.order } satisfies LoopBody) };
+  let order = orderTexts.get(p.order);
+  if (order === undefined) orderTexts.set(p.order, (order = canonicalJson(p.order)));
+  // canonicalJson({ loop, order }), its keys in order, without encoding the order again.
+  return { seq: p.seq, hash: p.hash, state: p.loop.state, body: `{"loop":${canonicalJson(p.loop)},"order":${order}}` };
 }
 
 export function parseLoopBody(body: string): LoopBody {
