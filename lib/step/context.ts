@@ -9,13 +9,13 @@ import { materialize as writeMaterializations } from "../log/materialize.ts";
 import type { ItemState, Projection } from "../log/reducer.ts";
 import type { CtlVerb } from "../log/vocabulary.ts";
 import type { Lease, Store } from "../log/store.ts";
-import type { COMMIT_LABELS } from "../shared/failpoint.ts";
+import type { CommitLabel } from "../shared/failpoint.ts";
 import { type StatePaths, statePaths } from "../shared/paths.ts";
 import { closeSession, type CloseReport } from "./close.ts";
 import { graceMs } from "../supervisor/sessions.ts";
 import { repoTop } from "./workspace.ts";
 
-export type CommitLabel = (typeof COMMIT_LABELS)[number];
+export type { CommitLabel } from "../shared/failpoint.ts";
 
 export type RunAction = "launched" | "waiting" | "paused" | "stopped" | "drained" | "idle" | "busy" | "progressed";
 
