@@ -421,8 +421,8 @@ export class Store {
     try {
       result = run.immediate();
     } catch (err) {
-      // The cache holds only what was committed (a copy was folded), but a failed append may have
-      // read it under another transaction's view: read afresh.
+      // Nothing of it committed, and the cache was not folded into (a copy was); what it read is
+      // still true, but reading afresh is cheap and needs no argument.
       this.cache = null;
       throw err;
     }
