@@ -312,14 +312,19 @@ export class Store {
 
   /**
    * The items a step must look at without reading every item, in the projection's order: those in
-   * one of `status`, or those whose session is recorded and not closed (`openSession`); both given,
-   * either. Found through the store's indexes (INDEXES); shared like projection()'s: read them only.
+   * one of `status` (with a landing record, `withLanding`), or those whose session is recorded and
+   * not closed (`openSession`); both given, either. Found through the store's indexes (INDEXES);
+   * shared like projection()'s: read them only.
    */
-  itemsWhere(q: { status?: readonly ItemStatus[]; openSession?: true }): ItemState[] {
+  itemsWhere(q: { status?: readonly ItemStatus[]; withLanding?: true; openSession?: true }): ItemState[] {
     const c = this.cached();
     const ids = new Set<string>();
+    // `withLanding`: of those, only the items with a landing record (a condition on the few rows the index finds).
     if (q.status?.length)
-      for (const [id] of this.db.query(`SELECT item FROM proj_items WHERE ${STATUS_OF} IN (SELECT value FROM json_each(?))`).values(JSON.stringify(q.status)) as [string][]) ids.add(id);
+      for (const [id] of this.db
+        .query(`SELECT item FROM proj_items WHERE ${STATUS_OF} IN (SELECT value FROM json_each(?))${q.withLanding ? " AND json_extract(body, '$.landing') IS NOT NULL" : ""}`)
+        .values(JSON.stringify(q.status)) as [string][])
+        ids.add(id);
     if (q.openSession) for (const [id] of this.db.query(`SELECT item FROM proj_sessions WHERE ${OPEN_SESSION}`).values() as [string][]) ids.add(id);
     this.load(c, [...ids]);
     return c.p.order.filter((id) => ids.has(id)).flatMap((id) => itemOf(c.p, id) ?? []);

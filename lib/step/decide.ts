@@ -384,13 +384,16 @@ export interface Attention {
   key: string;
 }
 
-/** The statuses of the items attention reads besides the one in flight: those a drain counts as Failed. */
+/** The statuses a drain counts as Failed: once the loop drained Failed, attention names their items. */
 export const ATTENTION_STATUSES: readonly ItemStatus[] = ITEM_STATUSES.filter((s) => drainsAs(s) === "Failed");
+/** The statuses an item settles with when its landing did not land (lib/step/settle.ts). */
+export const LANDING_ATTENTION_STATUSES: readonly ItemStatus[] = ["failed", "landing_blocked"];
 
 /**
- * What attention reads: the loop, the item order and, of the items, the one in flight and every one
- * whose status is in ATTENTION_STATUSES. A whole projection is one; the step passes only those
- * items (read through the store's status index, lib/step/notify.ts attentionView).
+ * What attention reads: the loop, the item order and, of the items, the one in flight, every one
+ * whose status is in LANDING_ATTENTION_STATUSES and that has a landing record, and once the loop
+ * drained Failed every one whose status is in ATTENTION_STATUSES. A whole projection is one; the
+ * step passes only those items (read through the store's indexes, lib/step/notify.ts attentionView).
  */
 export type AttentionView = Pick<Projection, "loop" | "order"> & { items: Partial<Record<string, ItemState>> };
 
@@ -415,7 +418,7 @@ export function attention(p: AttentionView): Attention[] {
   // Settled failed or landing_blocked because of its landing (a merge that conflicted or failed, a
   // pull request blocked): settle.ts settles a landing that did not land as exactly these.
   for (const it of troubled)
-    if ((it.status === "failed" || it.status === "landing_blocked") && it.landing && !landed(it.landing.outcome))
+    if (LANDING_ATTENTION_STATUSES.includes(it.status) && it.landing && !landed(it.landing.outcome))
       out.push({ kind: "landing", item: it.id, reason: `${it.id}: ${it.reason ?? it.landing.reason}`, slot: `landing:${it.id}`, key: `landing:${it.id}:e${it.epoch}:a${it.attempts.length}` });
   if (p.loop.state === "drained" && p.loop.outcome === "Failed") {
     const bad = troubled;
