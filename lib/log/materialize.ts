@@ -3,7 +3,7 @@
 // state.json and terminal_state.json hold is lib/log/documents.ts; RUNLOG.md is rendered here.
 import { appendFileSync, closeSync, existsSync, fstatSync, openSync, readSync, rmSync, truncateSync } from "node:fs";
 import { sha256Hex } from "./canonical.ts";
-import { readRegularFile, readTextOrNull, writeFileAtomic as writeAtomic } from "../shared/fsutil.ts";
+import { hashFile, readTextOrNull, writeFileAtomic as writeAtomic } from "../shared/fsutil.ts";
 import type { Database } from "bun:sqlite";
 import type { Projection } from "./reducer.ts";
 import { statePaths } from "../shared/paths.ts";
@@ -29,14 +29,12 @@ export function materialize(stateRoot: string, src: MaterializeSource): string[]
   // The projection's row records the sha256 of the state.json last written from it (none since
   // its last change: ""): a current file costs one hash, and no item is read or rendered.
   const row = src.db.query("SELECT seq, state, state_sha FROM proj_loop WHERE id = 1").get() as { seq: number; state: string; state_sha: string } | null;
-  // Its bytes are hashed as they are (decoded only to compare when they are not the recorded ones).
-  const file = readRegularFile(paths.stateJson);
-  const onFile = file.kind === "ok" ? file.bytes : null;
-  const current = onFile !== null && row !== null && row.state_sha !== "" && Bun.SHA256.hash(onFile, "hex") === row.state_sha;
+  // Its bytes are hashed as they are read, in chunks; the file is read whole only when it is not current.
+  const current = row !== null && row.state_sha !== "" && hashFile(paths.stateJson) === row.state_sha;
   if (!current) {
     const p = src.projection();
     const state = jsonText(stateDocument(p));
-    if (onFile === null || onFile.toString("utf8") !== state) {
+    if (readTextOrNull(paths.stateJson) !== state) {
       writeAtomic(paths.stateJson, state);
       changed.push("state.json");
     }

@@ -105,3 +105,37 @@ export function readRegularFile(path: string, o: { maxBytes?: number; truncate?:
     closeSync(fd);
   }
 }
+
+/** One buffer for every hashFile call: reading a large file whole would touch a fresh page per 4 KiB. */
+let hashChunk: Buffer | null = null;
+
+/**
+ * The sha256 (hex) of a regular file's bytes, read in chunks into one reused buffer, or null when it
+ * is absent, not a regular file (a FIFO would hang the reader) or cannot be read: a step checks the
+ * files it last wrote or read in full this way, every tick, whatever their size.
+ */
+export function hashFile(path: string): string | null {
+  let fd: number;
+  try {
+    if (!statSync(path).isFile()) return null;
+    fd = openSync(path, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK | fsConstants.O_NOCTTY);
+  } catch {
+    return null;
+  }
+  try {
+    if (!fstatSync(fd).isFile()) return null;
+    const chunk = (hashChunk ??= Buffer.allocUnsafe(256 * 1024));
+    const h = new Bun.CryptoHasher("sha256");
+    for (let at = 0; ; ) {
+      const got = readSync(fd, chunk, 0, chunk.length, at);
+      if (got === 0) break;
+      h.update(chunk.subarray(0, got));
+      at += got;
+    }
+    return h.digest("hex");
+  } catch {
+    return null;
+  } finally {
+    closeSync(fd);
+  }
+}

@@ -6,16 +6,24 @@
 // store's note of that reading (Store.knownDefinition). Any other bytes are parsed and validated as
 // always, before anything is written.
 import { definitionHash, type NormDefinition, type NotifyDef, parseDefinitionText, readLoopJsonFile } from "../definition/loop-json.ts";
+import { join } from "node:path";
 import type { Store } from "../log/store.ts";
+import { hashFile } from "../shared/fsutil.ts";
 import { VERSION } from "../shared/version.ts";
 
 /** What a step reads of the definition: everything but the items, which it reads from the projection. */
 export type StepDefinition = Omit<NormDefinition, "items">;
 
-/** loop.json as read, not yet parsed. */
+/** loop.json, hashed but not yet read whole. */
 export interface DefinitionSource {
-  text: string;
-  /** sha256 of the file's bytes. */
+  root: string;
+  /** sha256 of the file's bytes, read in chunks. */
+  sha256: string;
+}
+
+/** loop.json read whole and parsed, with the hash of exactly the bytes parsed (the file may have changed since it was hashed). */
+export interface ParsedDefinition {
+  def: NormDefinition;
   sha256: string;
 }
 
@@ -27,33 +35,35 @@ interface KnownDefinition {
   notify: NotifyDef | null;
 }
 
-/** Read `<root>/loop.json` (DefinitionError when it is missing or unreadable), without parsing it. */
+/** Hash `<root>/loop.json` (DefinitionError when it is missing or unreadable), without reading it whole. */
 export function readDefinitionSource(root: string): DefinitionSource {
-  const { bytes, text } = readLoopJsonFile(root);
-  return { text, sha256: new Bun.CryptoHasher("sha256").update(bytes).digest("hex") };
+  const sha256 = hashFile(join(root, "loop.json"));
+  if (sha256 === null) readLoopJsonFile(root); // throws the DefinitionError that says why
+  return { root, sha256: sha256! };
 }
 
-/** Parse and validate; throws DefinitionError. */
-export function parseDefinitionSource(src: DefinitionSource): NormDefinition {
-  return parseDefinitionText(src.text, "loop.json");
+/** Read loop.json whole, parse and validate it; throws DefinitionError. */
+export function parseDefinitionSource(src: DefinitionSource): ParsedDefinition {
+  const { bytes, text } = readLoopJsonFile(src.root);
+  return { def: parseDefinitionText(text, "loop.json"), sha256: new Bun.CryptoHasher("sha256").update(bytes).digest("hex") };
 }
 
 /**
  * The definition a step works with, and the parsed file when it had to be parsed (a definition
  * import needs its items). Throws DefinitionError for a file that is not the known one and is invalid.
  */
-export function resolveDefinition(src: DefinitionSource, store: Store): { def: StepDefinition; parsed: NormDefinition | null } {
+export function resolveDefinition(src: DefinitionSource, store: Store): { def: StepDefinition; parsed: ParsedDefinition | null } {
   const known = knownDefinition(store);
   const { loop } = store.loopView();
   if (known && known.sha256 === src.sha256 && known.version === VERSION && known.hash === loop.definitionHash && loop.name !== null && loop.settings)
     return { def: { name: loop.name, ...loop.settings, notify: known.notify }, parsed: null };
   const parsed = parseDefinitionSource(src);
-  return { def: parsed, parsed };
+  return { def: parsed.def, parsed };
 }
 
 /** Note that these bytes normalized to `parsed`, which the log now holds: the next step need not read them again. */
-export function rememberDefinition(store: Store, src: DefinitionSource, parsed: NormDefinition): void {
-  const known: KnownDefinition = { sha256: src.sha256, hash: definitionHash(parsed), version: VERSION, notify: parsed.notify };
+export function rememberDefinition(store: Store, parsed: ParsedDefinition): void {
+  const known: KnownDefinition = { sha256: parsed.sha256, hash: definitionHash(parsed.def), version: VERSION, notify: parsed.def.notify };
   store.rememberDefinition(JSON.stringify(known));
 }
 

@@ -9,7 +9,7 @@ import { EXIT } from "../shared/cli.ts";
 import { BusyLease, UsageError } from "../shared/errors.ts";
 
 export { BusyLease };
-import { definitionHash, importedDefinition, loadDefinition, type NormDefinition } from "../definition/loop-json.ts";
+import { definitionHash, importedDefinition, loadDefinition } from "../definition/loop-json.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { pidAlive } from "../shared/process.ts";
 import { counts } from "../log/documents.ts";
@@ -17,7 +17,7 @@ import type { ItemState } from "../log/reducer.ts";
 import { dbPath, type Lease, Store } from "../log/store.ts";
 import { projectOf } from "../log/ownership.ts";
 import { append, createStepContext, itemNow, loopView, materialize, projection, recordTransition, repoOf, type StepContext, type StepOptions, type StepOutcome, type Transition } from "./context.ts";
-import { type DefinitionSource, parseDefinitionSource, type StepDefinition, readDefinitionSource, rememberDefinition, resolveDefinition } from "./definition.ts";
+import { type ParsedDefinition, parseDefinitionSource, type StepDefinition, readDefinitionSource, rememberDefinition, resolveDefinition } from "./definition.ts";
 import { afterSession, type Attention, attention, hasOpenWork, nextWork } from "./decide.ts";
 import { definitionWarnings } from "./environment.ts";
 import { attentionView, type NotifyReport, notifyPhase } from "./notify.ts";
@@ -51,19 +51,19 @@ const MAX_TRANSITIONS_PER_STEP = 500;
  * (lib/step/definition.ts) so the next step need not parse them again. `parsed` is null when this
  * step already knew the file: then there is nothing to import.
  */
-function importDefinition(ctx: StepContext, src: DefinitionSource, parsed: NormDefinition | null): void {
+function importDefinition(ctx: StepContext, parsed: ParsedDefinition | null): void {
   if (!parsed) return;
   const { loop } = loopView(ctx);
-  if (loop.definitionHash !== definitionHash(parsed)) {
-    append(ctx, [{ type: "definition_imported", payload: importedDefinition(parsed, loop.revision + 1) }], "import");
+  if (loop.definitionHash !== definitionHash(parsed.def)) {
+    append(ctx, [{ type: "definition_imported", payload: importedDefinition(parsed.def, loop.revision + 1) }], "import");
     // What can be checked now is said now, not when an item's turn comes (warnings: this step's
     // PATH may not be the one cron gives the next).
-    for (const w of definitionWarnings({ def: parsed, repo: repoOf(ctx), env: ctx.options.env, demoArgv: [...selfArgv(), "__demo-agent"] })) {
+    for (const w of definitionWarnings({ def: parsed.def, repo: repoOf(ctx), env: ctx.options.env, demoArgv: [...selfArgv(), "__demo-agent"] })) {
       ctx.warnings.push(w);
       ctx.options.log.warn(w);
     }
   }
-  rememberDefinition(ctx.store, src, parsed);
+  rememberDefinition(ctx.store, parsed);
 }
 
 /** Advance the loop, one transition at a time, until it must stop: an agent at work, paused, stopped, drained, idle. */
@@ -190,20 +190,20 @@ export function preflight(root: string): ReturnType<typeof loadDefinition> {
  * exists, only a loop.json other than the one a step last read in full is parsed (and one that is
  * invalid refused before anything is written).
  */
-function openStep(options: StepOptions): { store: Store; src: DefinitionSource; def: StepDefinition; parsed: NormDefinition | null } {
+function openStep(options: StepOptions): { store: Store; def: StepDefinition; parsed: ParsedDefinition | null } {
   const src = readDefinitionSource(options.root);
   if (!insideGitWorkTree(options.root)) throw new UsageError(`${options.root} is not a git repository (nor inside one); nothing was done`);
   // lstat: a (dangling) link in its place is a store that is there, as Store.open sees it.
   if (!lstatSync(dbPath(options.stateRoot), { throwIfNoEntry: false })) {
     const parsed = parseDefinitionSource(src);
-    const store = Store.open(options.stateRoot, { create: true, actor: options.actor, project: projectOf(options.root, parsed.name) });
-    return { store, src, def: parsed, parsed };
+    const store = Store.open(options.stateRoot, { create: true, actor: options.actor, project: projectOf(options.root, parsed.def.name) });
+    return { store, def: parsed.def, parsed };
   }
   const store = Store.open(options.stateRoot, { create: true, actor: options.actor });
   try {
     const { def, parsed } = resolveDefinition(src, store);
     store.actFor(projectOf(options.root, def.name));
-    return { store, src, def, parsed };
+    return { store, def, parsed };
   } catch (err) {
     store.close();
     throw err;
@@ -212,7 +212,7 @@ function openStep(options: StepOptions): { store: Store; src: DefinitionSource; 
 
 /** One step. Throws DefinitionError or UsageError (exit 2) before touching anything, BusyLease when busy. */
 export async function runStep(options: StepOptions): Promise<RunResult> {
-  const { store, src, def, parsed } = openStep(options);
+  const { store, def, parsed } = openStep(options);
   try {
     const got = store.acquireLease(options.leaseMs ?? 30 * 60_000, pidAlive);
     if (!got.ok) throw new BusyLease(got.holder);
@@ -227,7 +227,7 @@ export async function runStep(options: StepOptions): Promise<RunResult> {
     let notifications: NotifyReport[];
     try {
       materialize(ctx);
-      importDefinition(ctx, src, parsed);
+      importDefinition(ctx, parsed);
       if (def.forge) {
         const { pollComments } = await import("./forge/comments.ts");
         await pollComments(ctx);
