@@ -12,7 +12,7 @@ import { ITEM_TABLES, itemRow, loopRow, putItem } from "./rows.ts";
 import { LeaseLostError, StoreError } from "../shared/errors.ts";
 import { EVENT_COLUMNS, type EventRow } from "./integrity.ts";
 import { checkSchema, dbPath, headOf, openWith, readItems, readProjection, readProjectionHead, SCHEMA_VERSION, schemaVersion, storeError } from "./snapshot.ts";
-import type { ItemStatus } from "./vocabulary.ts";
+import type { ItemStatus, LandingOutcome } from "./vocabulary.ts";
 import { assertOwnership, noWorkYet, type ProjectIdentity, rebind, sameBinding } from "./ownership.ts";
 import { ensureStateRoot } from "../shared/state-root.ts";
 export { type EventRow, type EventRowBase, hashInput } from "./integrity.ts";
@@ -29,9 +29,11 @@ export const PAGE_SIZE = 16_384;
  * from the bodies on every write: they cannot disagree with the rows.
  */
 const STATUS_OF = "json_extract(body, '$.status')";
+const LANDING_OF = "json_extract(body, '$.landing.outcome')";
 const OPEN_SESSION = "json_extract(body, '$.closed') IS NULL";
 const INDEXES = `
 CREATE INDEX IF NOT EXISTS proj_items_status ON proj_items(${STATUS_OF});
+CREATE INDEX IF NOT EXISTS proj_items_landing ON proj_items(${LANDING_OF}) WHERE ${LANDING_OF} IS NOT NULL;
 CREATE INDEX IF NOT EXISTS proj_sessions_open ON proj_sessions(item) WHERE ${OPEN_SESSION};
 `;
 
@@ -312,19 +314,18 @@ export class Store {
 
   /**
    * The items a step must look at without reading every item, in the projection's order: those in
-   * one of `status` (with a landing record, `withLanding`), or those whose session is recorded and
-   * not closed (`openSession`); both given, either. Found through the store's indexes (INDEXES);
-   * shared like projection()'s: read them only.
+   * one of `status`, those whose landing record has one of the `landing` outcomes, and those whose
+   * session is recorded and not closed (`openSession`): any of what is asked. Found through the
+   * store's indexes (INDEXES), which hold what they ask, so no other row is read; shared like
+   * projection()'s: read them only.
    */
-  itemsWhere(q: { status?: readonly ItemStatus[]; withLanding?: true; openSession?: true }): ItemState[] {
+  itemsWhere(q: { status?: readonly ItemStatus[]; landing?: readonly LandingOutcome[]; openSession?: true }): ItemState[] {
     const c = this.cached();
     const ids = new Set<string>();
-    // `withLanding`: of those, only the items with a landing record (a condition on the few rows the index finds).
-    if (q.status?.length)
-      for (const [id] of this.db
-        .query(`SELECT item FROM proj_items WHERE ${STATUS_OF} IN (SELECT value FROM json_each(?))${q.withLanding ? " AND json_extract(body, '$.landing') IS NOT NULL" : ""}`)
-        .values(JSON.stringify(q.status)) as [string][])
-        ids.add(id);
+    const matching = (expr: string, values: readonly string[]) =>
+      (this.db.query(`SELECT item FROM proj_items WHERE ${expr} IN (SELECT value FROM json_each(?))`).values(JSON.stringify(values)) as [string][]).map(([id]) => id);
+    if (q.status?.length) for (const id of matching(STATUS_OF, q.status)) ids.add(id);
+    if (q.landing?.length) for (const id of matching(LANDING_OF, q.landing)) ids.add(id);
     if (q.openSession) for (const [id] of this.db.query(`SELECT item FROM proj_sessions WHERE ${OPEN_SESSION}`).values() as [string][]) ids.add(id);
     this.load(c, [...ids]);
     return c.p.order.filter((id) => ids.has(id)).flatMap((id) => itemOf(c.p, id) ?? []);

@@ -4,7 +4,7 @@
 // effects out.
 import type { ItemState, ItemStatus, LoopState, Projection } from "../log/reducer.ts";
 import { isInFlight, isSettled, ITEM_STATUSES, itemOf } from "../log/reducer.ts";
-import { type DrainOutcome, drainsAs, landed } from "../log/vocabulary.ts";
+import { type DrainOutcome, drainsAs, LANDING_OUTCOMES, type LandingOutcome, landed } from "../log/vocabulary.ts";
 import type { SessionObservation } from "../supervisor/sessions.ts";
 
 export type NextWork =
@@ -388,12 +388,14 @@ export interface Attention {
 export const ATTENTION_STATUSES: readonly ItemStatus[] = ITEM_STATUSES.filter((s) => drainsAs(s) === "Failed");
 /** The statuses an item settles with when its landing did not land (lib/step/settle.ts). */
 export const LANDING_ATTENTION_STATUSES: readonly ItemStatus[] = ["failed", "landing_blocked"];
+/** The landing outcomes that did not land. */
+export const UNLANDED_OUTCOMES: readonly LandingOutcome[] = LANDING_OUTCOMES.filter((o) => !landed(o));
 
 /**
  * What attention reads: the loop, the item order and, of the items, the one in flight, every one
- * whose status is in LANDING_ATTENTION_STATUSES and that has a landing record, and once the loop
- * drained Failed every one whose status is in ATTENTION_STATUSES. A whole projection is one; the
- * step passes only those items (read through the store's indexes, lib/step/notify.ts attentionView).
+ * whose landing record has an outcome in UNLANDED_OUTCOMES, and once the loop drained Failed every
+ * one whose status is in ATTENTION_STATUSES. A whole projection is one; the step passes only those
+ * items (read through the store's indexes, lib/step/notify.ts attentionView).
  */
 export type AttentionView = Pick<Projection, "loop" | "order"> & { items: Partial<Record<string, ItemState>> };
 

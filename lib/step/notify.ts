@@ -14,14 +14,14 @@ import { putItem } from "../log/rows.ts";
 import { tail } from "../shared/fsutil.ts";
 import { killGroup } from "../shared/process.ts";
 import { append, itemNow, loopView, type StepContext } from "./context.ts";
-import { type Attention, attention, ATTENTION_STATUSES, type AttentionView, LANDING_ATTENTION_STATUSES } from "./decide.ts";
+import { type Attention, attention, ATTENTION_STATUSES, type AttentionView, UNLANDED_OUTCOMES } from "./decide.ts";
 
 /** What attention reads, as the store has it now: the loop, and only the items attention looks at. */
 export function attentionView(ctx: StepContext): AttentionView {
   const { loop, order } = loopView(ctx);
   const items: Record<string, ItemState> = {};
   const drainedFailed = loop.state === "drained" && loop.outcome === "Failed";
-  const q = drainedFailed ? { status: ATTENTION_STATUSES } : { status: LANDING_ATTENTION_STATUSES, withLanding: true as const };
+  const q = drainedFailed ? { status: ATTENTION_STATUSES, landing: UNLANDED_OUTCOMES } : { landing: UNLANDED_OUTCOMES };
   for (const it of ctx.store.itemsWhere(q)) putItem(items, it.id, it);
   if (loop.current) putItem(items, loop.current, itemNow(ctx, loop.current));
   return { loop, order, items };

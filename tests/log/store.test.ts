@@ -467,11 +467,14 @@ describe("an append costs what it changes", () => {
     expect(ids({ openSession: true })).toEqual(["b"]);
     expect(ids({ status: ["skipped"], openSession: true })).toEqual(["a", "b"]);
     expect(ids({ status: ["failed"] })).toEqual([]);
-    expect(ids({ status: ["passed", "skipped"], withLanding: true })).toEqual(["c"]);
+    expect(ids({ landing: ["none"] })).toEqual(["c"]);
+    expect(ids({ landing: ["conflict", "failed"] })).toEqual([]);
+    expect(ids({ status: ["skipped"], landing: ["none"] })).toEqual(["a", "c"]);
     // SQLite answers from the indexes, not by reading every row.
     const plan = (sql: string) => (store.db.query(`EXPLAIN QUERY PLAN ${sql}`).all() as { detail: string }[]).map((r) => r.detail).join("; ");
     expect(plan("SELECT item FROM proj_items WHERE json_extract(body, '$.status') IN ('failed')")).toContain("USING INDEX proj_items_status");
     expect(plan("SELECT item FROM proj_sessions WHERE json_extract(body, '$.closed') IS NULL")).toContain("proj_sessions_open");
+    expect(plan("SELECT item FROM proj_items WHERE json_extract(body, '$.landing.outcome') IN ('conflict')")).toContain("USING INDEX proj_items_landing");
   });
 });
 

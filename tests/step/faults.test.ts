@@ -9,7 +9,7 @@ import { join } from "node:path";
 import type { EventDraft } from "../../lib/log/events.ts";
 import { fold, IllegalEventError, type Projection } from "../../lib/log/reducer.ts";
 import { provenConversation } from "../../lib/definition/runners.ts";
-import { attention, ATTENTION_STATUSES, LANDING_ATTENTION_STATUSES } from "../../lib/step/decide.ts";
+import { attention, ATTENTION_STATUSES, UNLANDED_OUTCOMES } from "../../lib/step/decide.ts";
 import { outputShowsProgress } from "../../lib/supervisor/waiting.ts";
 import { aiderCanChooseModel, classifyLaunchError, type FaultKind, type LaunchFacts, launchFault } from "../../lib/step/faults.ts";
 import { lastProgressAt, PROGRESS_FILE } from "../../lib/supervisor/progress.ts";
@@ -310,7 +310,7 @@ describe("attention: when the loop needs a person", () => {
     expect(kinds(d)).toEqual(["landing a", "failed"]);
     expect(attention(d)[1]!.reason).toBe("the loop drained Failed: a landing_blocked");
   });
-  test("it reads only the item in flight, the items settled by a landing, and once drained Failed those a drain counts as Failed: a view of those alone gives the same answer", () => {
+  test("it reads only the item in flight, the items whose landing did not land, and once drained Failed those a drain counts as Failed: a view of those alone gives the same answer", () => {
     const conflicted = (item: string): EventDraft[] => [
       launch(item, 1),
       started(item, 1),
@@ -323,7 +323,7 @@ describe("attention: when the loop needs a person", () => {
     for (const p of [foldOf(...asked), foldOf(...conflicted("a")), foldOf(...conflicted("a"), settled("b", 0, "blocked", "a failed"), drained("Failed", { failed: 1, blocked: 1 })), foldOf(fault("a", null))]) {
       const drainedFailed = p.loop.state === "drained" && p.loop.outcome === "Failed";
       const needed = (it: (typeof p.items)[string]) =>
-        it.id === p.loop.current || (drainedFailed ? ATTENTION_STATUSES.includes(it.status) : LANDING_ATTENTION_STATUSES.includes(it.status) && it.landing !== null);
+        it.id === p.loop.current || (drainedFailed && ATTENTION_STATUSES.includes(it.status)) || (it.landing !== null && UNLANDED_OUTCOMES.includes(it.landing.outcome));
       const items = Object.fromEntries(Object.values(p.items).filter(needed).map((it) => [it.id, it]));
       expect(attention({ loop: p.loop, order: p.order, items })).toEqual(attention(p));
     }
