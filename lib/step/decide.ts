@@ -2,7 +2,7 @@
 // classified from what was observed, what a finished attempt leads to, how the loop drains.
 // Everything here takes plain data and returns plain data; lib/step/step.ts and its phases carry the
 // effects out.
-import type { ItemState, ItemStatus, LoopState, Projection } from "../log/reducer.ts";
+import type { ItemState, ItemStatus, LoopRecord, LoopState, Projection } from "../log/reducer.ts";
 import { isInFlight, isSettled, ITEM_STATUSES, itemOf } from "../log/reducer.ts";
 import { type DrainOutcome, drainsAs, LANDING_OUTCOMES, type LandingOutcome, landed } from "../log/vocabulary.ts";
 import type { SessionObservation } from "../supervisor/sessions.ts";
@@ -392,12 +392,21 @@ export const LANDING_ATTENTION_STATUSES: readonly ItemStatus[] = ["failed", "lan
 export const UNLANDED_OUTCOMES: readonly LandingOutcome[] = LANDING_OUTCOMES.filter((o) => !landed(o));
 
 /**
- * What attention reads: the loop, the item order and, of the items, the one in flight, every one
- * whose landing record has an outcome in UNLANDED_OUTCOMES, and once the loop drained Failed every
- * one whose status is in ATTENTION_STATUSES. A whole projection is one; the step passes only those
- * items (read through the store's indexes, lib/step/notify.ts attentionView).
+ * What attention reads: the loop, the item in flight, and, in the projection's order, the items
+ * that may need a person: every item whose landing record has an outcome in UNLANDED_OUTCOMES, and
+ * once the loop drained Failed every item whose status is in ATTENTION_STATUSES (more items change
+ * nothing). attentionView takes it from a whole projection; a step reads only those items, through
+ * the store's indexes (lib/step/notify.ts stepAttentionView).
  */
-export type AttentionView = Pick<Projection, "loop" | "order"> & { items: Partial<Record<string, ItemState>> };
+export interface AttentionView {
+  loop: LoopRecord;
+  current: ItemState | null;
+  items: readonly ItemState[];
+}
+
+export function attentionView(p: Projection): AttentionView {
+  return { loop: p.loop, current: p.loop.current ? (itemOf(p, p.loop.current) ?? null) : null, items: active(p) };
+}
 
 /**
  * The conditions that need a person, in this order: the loop paused on an agent's question or by an
@@ -406,26 +415,27 @@ export type AttentionView = Pick<Projection, "loop" | "order"> & { items: Partia
  * not allowed; its PR is left open for a person), the loop drained `Failed`. An operator's own pause
  * or stop needs nobody else.
  */
-export function attention(p: AttentionView): Attention[] {
+export function attention(p: Projection): Attention[] {
+  return attentionOf(attentionView(p));
+}
+
+/** attention, from what it reads (AttentionView). */
+export function attentionOf({ loop, current: cur, items }: AttentionView): Attention[] {
   const out: Attention[] = [];
-  const cur = p.loop.current ? p.items[p.loop.current] : undefined;
-  const troubled = p.order.flatMap((id) => {
-    const it = p.items[id];
-    return it && ATTENTION_STATUSES.includes(it.status) ? [it] : [];
-  });
-  if (p.loop.state === "paused" && cur?.status === "needs_input")
-    out.push({ kind: "question", item: cur.id, reason: p.loop.reason ?? `${cur.id} needs input`, slot: "question", key: `question:${cur.id}:e${cur.epoch}:a${cur.attempts.length}` });
-  if (p.loop.state === "paused" && p.loop.fault)
-    out.push({ kind: "environment", item: null, reason: p.loop.reason ?? p.loop.fault.kind, slot: "environment", key: `environment:${p.loop.fault.seq}` });
+  const troubled = items.filter((it) => ATTENTION_STATUSES.includes(it.status));
+  if (loop.state === "paused" && cur?.status === "needs_input")
+    out.push({ kind: "question", item: cur.id, reason: loop.reason ?? `${cur.id} needs input`, slot: "question", key: `question:${cur.id}:e${cur.epoch}:a${cur.attempts.length}` });
+  if (loop.state === "paused" && loop.fault)
+    out.push({ kind: "environment", item: null, reason: loop.reason ?? loop.fault.kind, slot: "environment", key: `environment:${loop.fault.seq}` });
   // Settled failed or landing_blocked because of its landing (a merge that conflicted or failed, a
   // pull request blocked): settle.ts settles a landing that did not land as exactly these.
   for (const it of troubled)
     if (LANDING_ATTENTION_STATUSES.includes(it.status) && it.landing && !landed(it.landing.outcome))
       out.push({ kind: "landing", item: it.id, reason: `${it.id}: ${it.reason ?? it.landing.reason}`, slot: `landing:${it.id}`, key: `landing:${it.id}:e${it.epoch}:a${it.attempts.length}` });
-  if (p.loop.state === "drained" && p.loop.outcome === "Failed") {
+  if (loop.state === "drained" && loop.outcome === "Failed") {
     const bad = troubled;
     const names = bad.slice(0, 5).map((it) => `${it.id} ${it.status}`).join(", ") + (bad.length > 5 ? `, … ${bad.length} items` : "");
-    out.push({ kind: "failed", item: null, reason: `the loop drained Failed: ${names}`, slot: "failed", key: `failed:${p.loop.drainedSeq}` });
+    out.push({ kind: "failed", item: null, reason: `the loop drained Failed: ${names}`, slot: "failed", key: `failed:${loop.drainedSeq}` });
   }
   return out;
 }

@@ -9,22 +9,18 @@ import { hostname } from "node:os";
 import { join } from "node:path";
 import type { NotifyDef } from "../definition/loop-json.ts";
 import { formatDuration } from "../definition/duration.ts";
-import type { ItemState, Projection } from "../log/reducer.ts";
-import { putItem } from "../log/rows.ts";
+import type { Projection } from "../log/reducer.ts";
 import { tail } from "../shared/fsutil.ts";
 import { killGroup } from "../shared/process.ts";
 import { append, itemNow, loopView, type StepContext } from "./context.ts";
-import { type Attention, attention, ATTENTION_STATUSES, type AttentionView, UNLANDED_OUTCOMES } from "./decide.ts";
+import { type Attention, ATTENTION_STATUSES, attentionOf, type AttentionView, UNLANDED_OUTCOMES } from "./decide.ts";
 
-/** What attention reads, as the store has it now: the loop, and only the items attention looks at. */
-export function attentionView(ctx: StepContext): AttentionView {
-  const { loop, order } = loopView(ctx);
-  const items: Record<string, ItemState> = {};
+/** What attention reads (decide.ts AttentionView), as the store has it now: the loop, and only the items it looks at. */
+export function stepAttentionView(ctx: StepContext): AttentionView {
+  const { loop } = loopView(ctx);
   const drainedFailed = loop.state === "drained" && loop.outcome === "Failed";
-  const q = drainedFailed ? { status: ATTENTION_STATUSES, landing: UNLANDED_OUTCOMES } : { landing: UNLANDED_OUTCOMES };
-  for (const it of ctx.store.itemsWhere(q)) putItem(items, it.id, it);
-  if (loop.current) putItem(items, loop.current, itemNow(ctx, loop.current));
-  return { loop, order, items };
+  const items = ctx.store.itemsWhere(drainedFailed ? { status: ATTENTION_STATUSES, landing: UNLANDED_OUTCOMES } : { landing: UNLANDED_OUTCOMES });
+  return { loop, current: loop.current ? itemNow(ctx, loop.current) : null, items };
 }
 
 /** What one notification did, as the step's result lists it. */
@@ -85,9 +81,9 @@ export async function notifyPhase(ctx: StepContext): Promise<NotifyReport[]> {
   const def = ctx.def.notify;
   if (!def) return [];
   const reports: NotifyReport[] = [];
-  const view = attentionView(ctx);
+  const view = stepAttentionView(ctx);
   const p = { seq: loopView(ctx).seq, loop: view.loop };
-  for (const a of attention(view)) {
+  for (const a of attentionOf(view)) {
     if (p.loop.notified[a.slot] === a.key) continue;
     ctx.store.assertLease();
     ctx.store.renewLease(ctx.lease, def.timeout + 10 * 60_000);

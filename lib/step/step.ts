@@ -18,9 +18,9 @@ import { dbPath, type Lease, Store } from "../log/store.ts";
 import { projectOf } from "../log/ownership.ts";
 import { append, createStepContext, itemNow, loopView, materialize, projection, recordTransition, repoOf, type StepContext, type StepOptions, type StepOutcome, type Transition } from "./context.ts";
 import { type ParsedDefinition, parseDefinitionSource, type StepDefinition, readDefinitionSource, rememberDefinition, resolveDefinition } from "./definition.ts";
-import { afterSession, type Attention, attention, hasOpenWork, nextWork } from "./decide.ts";
+import { afterSession, type Attention, attentionOf, hasOpenWork, nextWork } from "./decide.ts";
 import { definitionWarnings } from "./environment.ts";
-import { attentionView, type NotifyReport, notifyPhase } from "./notify.ts";
+import { type NotifyReport, notifyPhase, stepAttentionView } from "./notify.ts";
 import { selfArgv } from "../supervisor/self.ts";
 import { launchAttempt } from "./launch.ts";
 import { observeLaunching, observeRunning } from "./observe.ts";
@@ -239,7 +239,7 @@ export async function runStep(options: StepOptions): Promise<RunResult> {
       if (def.forge) (await import("./forge/link.ts")).saveForgeLink(ctx);
       store.releaseLease(got.lease);
     }
-    const view = attentionView(ctx);
+    const view = stepAttentionView(ctx);
     const { loop } = view;
     return {
       schema: "loop/run@1",
@@ -248,7 +248,7 @@ export async function runStep(options: StepOptions): Promise<RunResult> {
       reason: outcome.reason,
       transitions: ctx.transitions,
       loop: { name: loop.name, state: loop.state, reason: loop.reason, outcome: loop.outcome, current: loop.current },
-      attention: attention(view).map(({ kind, item, reason }) => ({ kind, item, reason })),
+      attention: attentionOf(view).map(({ kind, item, reason }) => ({ kind, item, reason })),
       errors: ctx.errors,
       warnings: ctx.warnings,
       notifications,

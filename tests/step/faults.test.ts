@@ -9,7 +9,7 @@ import { join } from "node:path";
 import type { EventDraft } from "../../lib/log/events.ts";
 import { fold, IllegalEventError, type Projection } from "../../lib/log/reducer.ts";
 import { provenConversation } from "../../lib/definition/runners.ts";
-import { attention, ATTENTION_STATUSES, UNLANDED_OUTCOMES } from "../../lib/step/decide.ts";
+import { attention, attentionOf, attentionView, ATTENTION_STATUSES, UNLANDED_OUTCOMES } from "../../lib/step/decide.ts";
 import { outputShowsProgress } from "../../lib/supervisor/waiting.ts";
 import { aiderCanChooseModel, classifyLaunchError, type FaultKind, type LaunchFacts, launchFault } from "../../lib/step/faults.ts";
 import { lastProgressAt, PROGRESS_FILE } from "../../lib/supervisor/progress.ts";
@@ -324,8 +324,8 @@ describe("attention: when the loop needs a person", () => {
       const drainedFailed = p.loop.state === "drained" && p.loop.outcome === "Failed";
       const needed = (it: (typeof p.items)[string]) =>
         it.id === p.loop.current || (drainedFailed && ATTENTION_STATUSES.includes(it.status)) || (it.landing !== null && UNLANDED_OUTCOMES.includes(it.landing.outcome));
-      const items = Object.fromEntries(Object.values(p.items).filter(needed).map((it) => [it.id, it]));
-      expect(attention({ loop: p.loop, order: p.order, items })).toEqual(attention(p));
+      const view = attentionView(p);
+      expect(attentionOf({ ...view, items: view.items.filter(needed) })).toEqual(attention(p));
     }
     expect(ATTENTION_STATUSES).toEqual(["failed", "blocked", "landing_blocked"]);
   });
