@@ -214,7 +214,7 @@ export function fold(events: Iterable<StoredEvent>, from: Projection = emptyProj
  * Which items an event may change: every item for a definition import, else the one it names.
  * Every other item is untouched by it, which the store relies on (it copies and rewrites only these).
  */
-export function touchedItems(p: Projection, e: Pick<StoredEvent, "type" | "item">): "all" | string[] {
+export function touchedItems(e: Pick<StoredEvent, "type" | "item">): "all" | string[] {
   if (e.type === "definition_imported") return "all";
   return e.item ? [e.item] : [];
 }

@@ -380,7 +380,7 @@ export class Store {
       const touched = new Set<string>();
       let everything = false;
       for (const d of all) {
-        const t = touchedItems(base.p, { type: d.type, item: d.item ?? null });
+        const t = touchedItems({ type: d.type, item: d.item ?? null });
         if (t === "all") everything = true;
         else for (const id of t) touched.add(id);
       }
