@@ -12,7 +12,7 @@
 // loop_reopened — again and again until N events. The log is cut only between whole blocks (never
 // with an item in flight) and padded with lease_taken_over events to hit N exactly.
 //
-// It is fast because it bypasses Store.append (which re-reads the projection on every call): rows
+// It is fast because it bypasses Store.append (one durable transaction per call): rows
 // are inserted in large transactions with the store's own hash chain (hashInput, sha256Hex,
 // canonicalJson), every event is checked with payloadProblem and folded with reduceInto (so an
 // illegal event aborts generation), and the projection tables are written once at the end.
