@@ -1,6 +1,7 @@
 // The direction of imports, checked by dependency-cruiser:
 //   cmd/ → lib/control, lib/reports, lib/planner → lib/step → lib/forge, lib/supervisor
-//   → lib/definition → lib/log → lib/shared
+//   → lib/definition → lib/log → lib/shared;  and lib/serve (loop serve) → lib/reports and below,
+//   never reaching the writer lib/log/store.ts
 // A folder imports its own files and the folders to its right, nothing else. `npm run lint:imports`
 // runs it; tests/architecture.test.ts runs it from `npm test`, and proves on a copy of the tree that
 // it fails on a planted upward import, cycle, sibling import, import of cmd/ and unplaced folder. Each rule lists the
@@ -71,6 +72,23 @@ module.exports = {
       to: { path: "^(lib|cmd)/", pathNot: ["^lib/(step|forge|supervisor|definition|log|shared)/", "^lib/$1/"] },
     },
     {
+      // The web page (loop serve) sits beside the read verbs and may use them (the status document is
+      // its header and its API), and everything below; no other folder imports it, and it never
+      // imports control, the planner or cmd/.
+      name: "serve-imports-only-reports-and-below",
+      severity: "error",
+      from: { path: "^lib/serve/" },
+      to: { path: "^(lib|cmd)/", pathNot: "^lib/(serve|reports|step|forge|supervisor|definition|log|shared)/" },
+    },
+    {
+      // A server that runs for days over a live loop must never hold a writer: not even by way of
+      // another module (the writer opens the store read-write, and would load on every request).
+      name: "serve-never-reaches-the-writer",
+      severity: "error",
+      from: { path: "^lib/serve/" },
+      to: { path: "^lib/log/store\\.ts$", reachable: true },
+    },
+    {
       // The planner (loop plan, add, export) sits beside control and reports: it reads the definition
       // and the log, edits loop.json, asks the forge for issues (plan --issues, add --from-issues),
       // and imports neither of its siblings.
@@ -87,7 +105,7 @@ module.exports = {
       severity: "error",
       from: {
         path: "^lib/",
-        pathNot: "^lib/(shared|log|definition|forge|supervisor|step|reports|control|planner)/",
+        pathNot: "^lib/(shared|log|definition|forge|supervisor|step|reports|control|planner|serve)/",
       },
       to: {},
     },

@@ -39,7 +39,7 @@ export const tool = defineTool({
       verify: args.verify,
       fromFile,
       fromIssues: args["from-issues"],
-      issueSource: configuredIssueSource(root, ctx.env),
+      issueSource: configuredIssueSource(root, ctx.env, (m) => ctx.log.warn(m)),
       dryRun: args["dry-run"],
       yes: args.yes,
       stdinIsTTY: ctx.stdinIsTTY,

@@ -44,6 +44,7 @@ export const tool = defineTool({
       env: ctx.env,
       actor: actorName(ctx.env),
     });
+    for (const w of r.warnings) ctx.log.warn(w);
     if (ctx.format === "json") ctx.outJson({ schema: "loop/init@1", ...r });
     else {
       ctx.out(

@@ -37,11 +37,12 @@ export const tool = defineTool({
       model: args.model,
       maxItems: max,
       issues: args.issues,
-      issueSource: configuredIssueSource(root, ctx.env),
+      issueSource: configuredIssueSource(root, ctx.env, (m) => ctx.log.warn(m)),
       dryRun: args["dry-run"],
       yes: args.yes,
       stdinIsTTY: ctx.stdinIsTTY,
       env: ctx.env,
+      notice: (text) => ctx.log.warn(text),
     });
     if (ctx.format === "json") ctx.outJson(doc);
     else ctx.out(renderPlan(doc));

@@ -2,7 +2,7 @@
 // loop run: one bounded, crash-safe dispatch step (or, with --watch, steps in the foreground).
 import { DESCRIPTIONS } from "../lib/shared/tools.ts";
 import { defineTool, main, resolveRoot, resolveStateRoot, UsageError } from "../lib/shared/cli.ts";
-import { runStep, type RunResult, stepExitCode } from "../lib/step/step.ts";
+import { quietPrints, runStep, type RunResult, stepExitCode } from "../lib/step/step.ts";
 import { watchSteps } from "../lib/step/watch.ts";
 import { planCtl } from "../lib/control/ctl.ts";
 import { renderRun } from "../lib/reports/render-run.ts";
@@ -16,10 +16,10 @@ export const tool = defineTool({
     watch: { type: "boolean", description: "repeat steps in the foreground until the loop drains or pauses" },
     interval: { type: "string", description: "wait between --watch steps (default 30s)", valueHint: "duration" },
     forever: { type: "boolean", description: "with --watch: keep watching after the loop drains or pauses" },
-    quiet: { type: "boolean", short: "q", description: "no result for a step that exits 0; only warnings and errors on stderr" },
+    quiet: { type: "boolean", short: "q", description: "no result for a step that exits 0, nor for one that finds what the last step reported; only warnings and errors on stderr" },
   },
   footer:
-    "Exit codes: 0 step done and all is well (including recorded item failures and no-ops), 1 an\nenvironment error, or the loop needs a person (paused on a question or by an environment fault,\na landing failed, drained Failed), 2 invalid loop.json or usage, 75 busy (another step holds the\nlease, this step lost it, or another --watch is running), 130 interrupted (--watch).\nWith --quiet a step that exits 0 prints no result (cron stays silent until something is wrong).",
+    "Exit codes: 0 step done and all is well (including recorded item failures and no-ops), 1 an\nenvironment error, or the loop needs a person (paused on a question or by an environment fault,\na landing failed, drained Failed), 2 invalid loop.json or usage, 75 busy (another step holds the\nlease, this step lost it, or another --watch is running), 130 interrupted (--watch).\nWith --quiet a step that exits 0 prints no result (cron stays silent until something is wrong),\nnor does one that finds the loop needing a person for what the previous step reported (exit 1 still).",
   async run(args, ctx) {
     if ((args.interval || args.forever) && !args.watch) throw new UsageError("--interval and --forever need --watch");
     let intervalMs = 30_000;
@@ -35,9 +35,11 @@ export const tool = defineTool({
     // planCtl: forge comments' control keywords record what `loop ctl` would (docs/forge.md#comments).
     const options = { root, stateRoot, actor: actorName(ctx.env), env: ctx.env, log: ctx.log, planControl: planCtl };
     const step = () => runStep(options);
-    // --quiet: a step that exits 0 prints nothing, so cron mails (and a log grows) only on trouble.
+    // --quiet: a step that exits 0 prints nothing, nor one that finds the loop needing a person for
+    // what the previous step already reported: cron mails (and a log grows) once per trouble.
+    // A watcher that stops because the loop needs a person prints that last step all the same: it says why it stopped.
     const render = (r: RunResult) => {
-      if (args.quiet && stepExitCode(r) === 0) return;
+      if (args.quiet && !quietPrints(r) && !(args.watch && !args.forever && stepExitCode(r) !== 0)) return;
       if (ctx.format === "json") ctx.outJson(r);
       else ctx.out(renderRun(r));
     };

@@ -46,6 +46,24 @@ export function toolFromName(self: string): keyof typeof DESCRIPTIONS | null {
   return toolFor(self.slice(5)) ?? null;
 }
 
+/**
+ * `loop --version` (or `-V`), alone or with `--json` or `--text` in either order: the format asked
+ * for (text unless --json: the version is what scripts compare against), an error for anything
+ * else beside it, or null when the arguments do not start with a version request.
+ */
+export function versionRequest(args: string[]): "text" | "json" | { error: string } | null {
+  const isVersion = (a: string | undefined) => a === "--version" || a === "-V";
+  const lead = args.slice(0, 2);
+  if (!isVersion(args[0]) && !(lead.length === 2 && isVersion(lead[1]) && (lead[0] === "--json" || lead[0] === "--text"))) return null;
+  const rest = [...args];
+  rest.splice(rest.findIndex(isVersion), 1);
+  if (rest.includes("--json") && rest.includes("--text")) return { error: "--json and --text exclude each other" };
+  const other = rest.find((a) => a !== "--json" && a !== "--text");
+  if (other !== undefined) return { error: `loop --version takes only --json or --text, not ${JSON.stringify(other)}` };
+  if (rest.length > 1) return { error: `${rest[0]} was given ${rest.length} times; give it once` };
+  return rest[0] === "--json" ? "json" : "text";
+}
+
 const USAGE = `loop ${VERSION}: drive a backlog of coding-agent work items, one crash-safe step at a time
 
 Usage: loop <tool> [options]     (or call a link named loop-<tool>)
@@ -70,15 +88,13 @@ async function print(text: string): Promise<void> {
 }
 
 /**
- * A usage error before any tool runs. Under --json it is a JSON error line, like every other error
- * of a command asked for JSON (no tool has set a default format yet, so only an explicit --json counts).
+ * A usage error before any tool runs, in the format every tool reports errors in (docs/cli/README.md#errors):
+ * a JSON error line under --json, or without --text when stdout is not a terminal; else one line of text.
  */
 async function fail(prog: string, message: string, args: string[] = []): Promise<void> {
-  const until = args.indexOf("--");
-  if ((until < 0 ? args : args.slice(0, until)).includes("--json")) {
-    const { errorLine } = await import("../lib/shared/cli.ts");
-    process.stderr.write(errorLine("usage", message));
-  } else process.stderr.write(`${prog}: ${printable(message)}\n`); // it may quote what was typed
+  const { errorLine, requestedFormat } = await import("../lib/shared/cli.ts");
+  if (requestedFormat(args, { isTTY: require("node:tty").isatty(1) }) === "json") process.stderr.write(errorLine("usage", message));
+  else process.stderr.write(`${prog}: ${printable(message)}\n`); // it may quote what was typed
   process.exitCode = 2;
 }
 
@@ -101,9 +117,12 @@ async function entry(self: string, args: string[]): Promise<void> {
     const { runSessionWrapper } = await import("../lib/supervisor/session-wrapper.ts");
     process.exit(await runSessionWrapper(rest));
   }
-  if (first === "--version" || first === "-V") {
-    await print(`${VERSION}\n`);
-    return;
+  const version = versionRequest(args);
+  if (version !== null) {
+    if (typeof version === "object") return fail("loop", version.error, args);
+    if (version === "text") return print(`${VERSION}\n`);
+    const { currentVersionDocument } = await import("../lib/shared/build-info.ts");
+    return print(JSON.stringify(currentVersionDocument()) + "\n");
   }
   if (first === "--help" || first === "-h" || first === "help") {
     if (first === "help" && rest[0] !== undefined) {

@@ -17,6 +17,7 @@ const LOADERS: Record<ToolName, () => Promise<{ tool: Tool<any> }>> = {
   add: () => import("./loop-add.ts"),
   export: () => import("./loop-export.ts"),
   backup: () => import("./loop-backup.ts"),
+  serve: () => import("./loop-serve.ts"),
 };
 
 export function isTool(name: string): name is ToolName {

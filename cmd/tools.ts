@@ -11,7 +11,8 @@ import { tool as plan } from "./loop-plan.ts";
 import { tool as add } from "./loop-add.ts";
 import { tool as exportTool } from "./loop-export.ts";
 import { tool as backup } from "./loop-backup.ts";
+import { tool as serve } from "./loop-serve.ts";
 
 export const TOOLS: Record<string, Tool<any>> = {
-  init, run, status, replay, reset, ctl, logs, plan, add, export: exportTool, backup,
+  init, run, status, replay, reset, ctl, logs, plan, add, export: exportTool, backup, serve,
 };

@@ -3,18 +3,17 @@
 // tool name to it (README.md, Build). The tool is chosen at run time from the invoked name
 // (see cmd/loop.ts), so `dist/loop-status` is `dist/loop status`.
 //
-// Flags, as `bun build` spells them: --compile --bytecode --format=esm --minify
-// --no-compile-autoload-dotenv --no-compile-autoload-bunfig. --bytecode needs ESM to be explicit
-// (it defaults to CJS), and a multi-entry --compile silently builds only the first entry, so there
-// is exactly one entry point. Autoloading is off so a server's stray .env or bunfig.toml in the
-// cwd can never change what the binary does.
-import { existsSync, lstatSync, mkdirSync, rmSync, statSync, symlinkSync } from "node:fs";
-import { join, relative, resolve } from "node:path";
+// The compiler's flags: scripts/compile.ts. loop runs on Linux only (docs/operations.md#installing-and-upgrading):
+// on another system this refuses, as `npm run release` refuses darwin and windows targets.
+import { lstatSync, mkdirSync, rmSync, statSync, symlinkSync } from "node:fs";
+import { join, relative } from "node:path";
 import { spawnSync } from "node:child_process";
 import { CONTRACT_TOOLS } from "../cmd/loop.ts";
 import { VERSION } from "../lib/shared/version.ts";
+import { sourceRevision } from "../lib/shared/build-info.ts";
+import { compileLoop, ROOT as root } from "./compile.ts";
+import { LINUX_ONLY } from "./release/targets.ts";
 
-const root = resolve(import.meta.dir, "..");
 const dist = join(root, "dist");
 const entry = join(root, "cmd", "loop.ts");
 const outfile = join(dist, "loop");
@@ -33,32 +32,16 @@ mkdirSync(dist, { recursive: true });
 // A failed build must not leave an older binary behind that CI would smoke-test instead.
 for (const name of ["loop", ...links]) removeIfPresent(join(dist, name));
 
+if (process.platform !== "linux") {
+  console.error(`build: ${LINUX_ONLY} Not building on ${process.platform}; from source, \`bun cmd/loop.ts\` still runs for development.`);
+  process.exit(2);
+}
+
 const started = performance.now();
-// The compiler writes a temporary `.<hash>.bun-build` file in the cwd: keep it inside dist/
-// (git-ignored) so an interrupted or concurrent build never leaves it in the working tree.
-process.chdir(dist);
-const result = await Bun.build({
-  // The worker thread of `loop replay` is an entry point of its own: a compiled binary starts a
-  // Worker only from an embedded entry ("./lib/log/integrity-worker.ts", see lib/reports/replay.ts).
-  entrypoints: [entry, join(root, "lib", "log", "integrity-worker.ts")],
-  target: "bun",
-  format: "esm",
-  bytecode: true,
-  minify: true,
-  // Chunks for the dynamically imported tools: a compiled binary loads all bytecode of its entry
-  // chunk at start-up, evaluated or not, so `loop --version` pays only for what it uses
-  // (measured: 44 ms as one chunk, 34 ms split; see bench/README.md).
-  splitting: true,
-  compile: {
-    outfile,
-    autoloadDotenv: false,
-    autoloadBunfig: false,
-    autoloadTsconfig: false,
-    autoloadPackageJson: false,
-  },
-});
-for (const log of result.logs) console.error(String(log));
-if (!result.success || !existsSync(outfile)) {
+const rev = sourceRevision(root);
+const result = await compileLoop({ outfile, stamp: { commit: rev?.commit ?? null, dirty: rev?.dirty ?? null, target: "local" } });
+for (const log of result.logs) console.error(log);
+if (!result.ok) {
   console.error(`build: compiling ${relative(root, entry)} failed`);
   process.exit(1);
 }

@@ -8,7 +8,10 @@
 // backed by a real bare repository as `origin`) with landing "merge": the hand-added item names an
 // issue (its context goes in the handoff), PRs open, checks go green a tick later, and merges land.
 // Still offline.
-// Usage: npm run demo [-- --keep] [-- --dir DIR] [-- --forge]
+// With --serve, `loop serve` shows the loop's page (a live timeline) on a printed address from the
+// first step on, the steps come slower so the page can be watched, and the page stays up after the
+// loop drains until Ctrl-C (--listen HOST:PORT picks the address; default a free port on 127.0.0.1).
+// Usage: npm run demo [-- --keep] [-- --dir DIR] [-- --forge] [-- --serve [--listen HOST:PORT]]
 import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -18,6 +21,9 @@ import { startFakeGitHub, type FakeGitHub } from "../tests/helpers/fake-github.t
 const args = process.argv.slice(2);
 const keep = args.includes("--keep");
 const forge = args.includes("--forge");
+const serve = args.includes("--serve");
+const listenArg = args.indexOf("--listen");
+const listen = listenArg >= 0 ? args[listenArg + 1]! : "127.0.0.1:0";
 const dirArg = args.indexOf("--dir");
 const root = dirArg >= 0 ? resolve(args[dirArg + 1]!) : mkdtempSync(join(tmpdir(), "loop-demo-"));
 mkdirSync(root, { recursive: true });
@@ -117,6 +123,29 @@ if (gh) {
   say(`fake GitHub at ${gh.apiUrl} (remote ${gh.bare}); landing "merge" with LOOP_ALLOW_AUTO_MERGE=1`);
 }
 
+/** `loop serve` over the demo loop, as its own process; its first line of stdout says where. */
+let server = null as Bun.Subprocess | null;
+async function startServe(): Promise<void> {
+  const proc = Bun.spawn([...loop, "serve", "--root", root, "--listen", listen, "--json"], { cwd: root, env: { ...process.env, ...env }, stdin: "ignore", stdout: "pipe", stderr: "inherit" });
+  server = proc;
+  const reader = proc.stdout.getReader();
+  let out = "";
+  while (!out.includes("\n")) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    out += new TextDecoder().decode(value);
+  }
+  reader.releaseLock();
+  const first = out.split("\n")[0]!;
+  if (!first.startsWith("{")) {
+    process.stderr.write(`loop serve did not start (exit ${await proc.exited})\n`);
+    process.exit(1);
+  }
+  const page = JSON.parse(first).loops[0].url as string;
+  say(`the loop's page, live: ${page}`);
+  process.stdout.write(`${page}\n`);
+}
+
 say("loop init is not needed when loop.json exists; `loop run` creates the store. Stepping as cron would:");
 for (let tick = 1; tick <= 40; tick++) {
   advanceChecks();
@@ -127,8 +156,10 @@ for (let tick = 1; tick <= 40; tick++) {
     process.stderr.write(`loop run failed with exit ${r.status}\n`);
     process.exit(1);
   }
+  if (serve && server === null) await startServe();
   if (r.stdout.startsWith("drained")) break;
-  await Bun.sleep(300);
+  // Slower with a page to watch: one step a second and a half.
+  await Bun.sleep(serve ? 1500 : 300);
 }
 
 say("loop status");
@@ -148,6 +179,15 @@ if (gh) {
 }
 say("loop export --text (the backlog in the text format `loop add --from-file` reads):");
 process.stdout.write((await loopCmd(["export", "--text"])).stdout);
+if (server) {
+  say("the page stays up; Ctrl-C ends the demo");
+  await new Promise<void>((resolve) => {
+    process.once("SIGINT", resolve);
+    process.once("SIGTERM", resolve);
+  });
+  server.kill("SIGTERM");
+  await server.exited;
+}
 gh?.stop();
 if (!keep && dirArg < 0) rmSync(root, { recursive: true, force: true });
 else process.stderr.write(`\nkept ${root}\n`);

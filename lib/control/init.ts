@@ -3,7 +3,8 @@
 import { existsSync, lstatSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { basename, delimiter, dirname, join, relative, sep } from "node:path";
 import { loadDefinition, parseDefinitionText } from "../definition/loop-json.ts";
-import { currentBranch, git, isWorkTree } from "../step/git.ts";
+import { currentBranch, git, hasAnyCommit, isWorkTree } from "../step/git.ts";
+import { VERIFY_PLACEHOLDER } from "../step/faults.ts";
 import SCHEMA from "../../schema/loop.schema.json";
 import { statePaths } from "../shared/paths.ts";
 import { Store } from "../log/store.ts";
@@ -57,7 +58,7 @@ export function schemaRef(root: string, stateRoot: string): string {
 }
 
 export function initTemplate(o: { name: string; runner: string; base: string; verify: string | null; schema: string }): string {
-  const verify = o.verify ?? "exit 1";
+  const verify = o.verify ?? VERIFY_PLACEHOLDER;
   return `// loop.json: the loop definition (see docs/cli/loop-init.md).
 // Lines starting with // are comments. \`loop run\` imports this file whenever it changes.
 {
@@ -68,7 +69,7 @@ export function initTemplate(o: { name: string; runner: string; base: string; ve
     // The agent CLI that works each item: claude, codex, aider, demo, or a runner defined below.
     "runner": ${JSON.stringify(o.runner)},
     "model": null,
-    // An item passes only when this command exits 0 in its worktree.${o.verify ? "" : "\n    // No test command was found: replace \"exit 1\" with yours (it fails every item until then)."}
+    // An item passes only when this command exits 0 in its worktree.${o.verify ? "" : "\n    // No test command was found: replace \"exit 1\" with yours (\`loop run\` launches nothing until then)."}
     "verify": ${JSON.stringify(verify)},
     "maxAttempts": 2,
     "timeouts": { "launch": "5m", "stall": "60m", "verify": "15m" },
@@ -123,6 +124,8 @@ export interface InitResult {
   base: string;
   created: string[];
   overwrote: boolean;
+  /** What may need fixing before the first `loop run` (a repository with no commit yet). */
+  warnings: string[];
 }
 
 export function initProject(
@@ -180,7 +183,11 @@ export function initProject(
   } finally {
     store.close();
   }
-  return { root, stateRoot, definition: defPath, schemaFile: join(stateRoot, SCHEMA_FILE), runner, verify, base, created, overwrote: existed };
+  const warnings: string[] = [];
+  // `git init` alone names a branch that no commit has made yet: every launch would pause on it.
+  if (!hasAnyCommit(root))
+    warnings.push(`the repository has no commit yet: "workspace.base" ${JSON.stringify(base)} is made by its first commit, and \`loop run\` launches nothing until then (commit loop.json, or \`git commit --allow-empty -m "initial commit"\`)`);
+  return { root, stateRoot, definition: defPath, schemaFile: join(stateRoot, SCHEMA_FILE), runner, verify, base, created, overwrote: existed, warnings };
 }
 
 function checkRoot(root: string): void {

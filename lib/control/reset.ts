@@ -223,7 +223,8 @@ async function carryOut(o: ResetOptions, store: Store, p: Projection, plan: Rese
     if (x.checkout.action === "remove") {
       try {
         if (repo === null) throw new Error(`${o.root} is not in a git repository: the checkout cannot be removed through git`);
-        const r = retireCheckout({ repo, worktree: x.checkout.path!, message: `loop: ${x.item}: changes left in the checkout when it was ${reason}` });
+        const branch = p.items[x.item]!.workspace?.branch ?? p.items[x.item]!.session?.branch ?? "";
+        const r = retireCheckout({ repo, worktree: x.checkout.path!, branch, message: `loop: ${x.item}: changes left in the checkout when it was ${reason}` });
         if (r.kept) {
           Object.assign(c, { outcome: "kept", why: r.kept });
           fail(x, "workspace", r.kept);

@@ -14,6 +14,8 @@ import { parseDuration } from "./duration.ts";
 import { JsonSyntaxError, formatJsonPath, parseStrictJson } from "./json-strict.ts";
 import { RefError, isItemId, itemIdFromRef, parseRef } from "./refs.ts";
 import { RESERVED_RUNNER_NAMES } from "./runners.ts";
+import { protectPatternProblem } from "./protect.ts";
+import { BUILTIN_SECRETS, DEFAULT_ENVIRONMENT, ENV_PATTERN, type NormEnvironment } from "./environment.ts";
 import { DefinitionError, type DefinitionIssue } from "../shared/errors.ts";
 export { DefinitionError, type DefinitionIssue } from "../shared/errors.ts";
 
@@ -36,7 +38,14 @@ export interface NormItem {
   model: string | null;
   maxAttempts: number;
   timeouts: Timeouts;
+  /**
+   * "bwrap" when the item's agent and verify run in the sandbox (docs/runners.md#the-sandbox): the
+   * runner's own `sandbox`, else `defaults.sandbox`. Absent for "none", so a definition without a
+   * sandbox (and its hash) is as before.
+   */
+  sandbox?: "bwrap";
 }
+export type Sandbox = "bwrap" | "none";
 export interface CommandRunner {
   command: string[];
 }
@@ -71,6 +80,11 @@ export interface NormDefinition {
   requireStartCommand: boolean;
   /** Command runners from loop.json; none is named like a built-in runner. */
   runners: Record<string, CommandRunner>;
+  /**
+   * loop.json's `protect` globs (lib/definition/protect.ts), added to the built-in ones at check
+   * time. Absent when loop.json names none, so such a definition (and its hash) is as before.
+   */
+  protect?: string[];
   /** Absent without a `forge` section (and then nothing forge-related runs). */
   forge?: NormForge;
   /**
@@ -78,6 +92,11 @@ export interface NormDefinition {
    * operator hears about trouble is this machine's plumbing, like PATH, not the loop's state.
    */
   notify: NotifyDef | null;
+  /**
+   * What agents, verify commands and planners get of loop's environment (lib/definition/environment.ts).
+   * Like notify, this machine's plumbing: not part of what the log records of the definition.
+   */
+  environment: NormEnvironment;
   items: NormItem[];
 }
 
@@ -187,12 +206,26 @@ const CommandArg = v.pipe(
     return `unknown placeholder ${unknown.map((p) => `{${p}}`).join(", ")} (known: ${known})`;
   }),
 );
+const SandboxKind = v.picklist(["bwrap", "none"], 'must be "bwrap" (run the agent and its verify under bubblewrap) or "none"');
+/** Environment variable names, or patterns with `*` (docs/loop-json.md#environment). */
+const EnvNames = v.array(
+  v.pipe(v.string("must be a string"), v.check((s) => ENV_PATTERN.test(s), "must be an environment variable name, or a pattern with * (like AWS_*)")),
+  "must be an array of variable names",
+);
 const RawRunner = section({
   command: v.pipe(
     v.array(CommandArg, "must be an array of strings"),
     v.minLength(1, "must name a program to run"),
   ),
+  sandbox: v.optional(SandboxKind),
+  environment: v.optional(EnvNames),
 });
+const RawEnvironment = section({
+  policy: v.optional(v.picklist(["inherit", "clean"], 'must be "inherit" or "clean"')),
+  pass: v.optional(EnvNames),
+  secrets: v.optional(EnvNames),
+});
+const ProtectPattern = v.pipe(v.string("must be a string (a glob)"), problem<string>(protectPatternProblem));
 
 const RawNotify = section({
   command: v.pipe(
@@ -214,6 +247,7 @@ const RawDefaults = section({
   maxAttempts: v.optional(MaxAttempts),
   timeouts: v.optional(RawTimeouts),
   landing: v.optional(v.picklist(["none", "merge", "pr"], 'must be "none", "merge" or "pr"')),
+  sandbox: v.optional(SandboxKind),
 });
 
 const RawItem = section({
@@ -280,6 +314,8 @@ const RawDefinition = section({
   workspace: v.optional(RawWorkspace),
   forge: v.optional(RawForge),
   notify: v.optional(RawNotify),
+  protect: v.optional(v.array(ProtectPattern, "must be an array of globs")),
+  environment: v.optional(RawEnvironment),
   items: v.array(RawItem, "must be an array of items"),
 });
 type RawDefinition = v.InferOutput<typeof RawDefinition>;
@@ -296,6 +332,7 @@ export const ACCEPTED_KEYS: Readonly<Record<string, readonly string[]>> = {
   workspace: RawWorkspace.keys,
   forge: RawForge.keys,
   notify: RawNotify.keys,
+  environment: RawEnvironment.keys,
 };
 
 /** The default merge target of the loop `loopName`. */
@@ -409,6 +446,7 @@ function checkMeaning(raw: Obj, add: Add): Resolved[] {
   const resolved = items.map((item, i) => resolveItem(item, `items[${i}]`, add));
   checkUniqueness(resolved, add);
   checkForge(raw, resolved, add);
+  checkEnvironment(raw, add);
   // An id may be a valid id but not a valid branch component ("x.lock"); derived ids never are.
   if (name !== null)
     resolved.forEach((r, i) => {
@@ -448,6 +486,27 @@ function checkMeaning(raw: Obj, add: Add): Resolved[] {
     add(`items[${cycle[0]}].dependsOn`, `dependency cycle ${[...ids, ids[0]].join(" -> ")}`);
   }
   return resolved;
+}
+
+/**
+ * Loop's own secrets never reach what it starts: a variable named as one (built in, the forge's
+ * tokenEnv, environment.secrets) cannot also be declared for a runner or passed (a pattern that
+ * matches one is fine: the secret is still dropped).
+ */
+function checkEnvironment(raw: Obj, add: Add): void {
+  const env = isObj(raw.environment) ? raw.environment : {};
+  const forge = isObj(raw.forge) ? raw.forge : {};
+  const secrets = new Set<string>([...BUILTIN_SECRETS, typeof forge.tokenEnv === "string" ? forge.tokenEnv : raw.forge !== undefined ? "GITHUB_TOKEN" : ""]);
+  if (Array.isArray(env.secrets)) for (const s of env.secrets) if (typeof s === "string") secrets.add(s);
+  const check = (path: string, list: unknown) => {
+    if (!Array.isArray(list)) return;
+    list.forEach((n, i) => {
+      if (typeof n === "string" && secrets.has(n))
+        add(`${path}[${i}]`, `${n} is one of loop's own secrets and never reaches an agent, a verify command or a planner; give them a variable of their own`);
+    });
+  };
+  check("environment.pass", env.pass);
+  if (isObj(raw.runners)) for (const [name, r] of Object.entries(raw.runners)) if (isObj(r)) check(`runners.${name}.environment`, r.environment);
 }
 
 /**
@@ -590,13 +649,17 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
     const { id, ref } = resolved[i]!;
     const verify = item.verify ?? d.verify;
     if (id === null || verify === undefined) throw new Error(`internal: items[${i}] passed validation unresolved`);
+    const runner = item.runner ?? d.runner ?? DEFAULTS.runner;
+    // A command runner's own sandbox wins over the default; the presets take the default.
+    const own = raw.runners && Object.hasOwn(raw.runners, runner) ? raw.runners[runner]!.sandbox : undefined;
+    const sandbox: Sandbox = own ?? d.sandbox ?? "none";
     return {
       id,
       ref,
       prompt: item.prompt,
       dependsOn: item.dependsOn ?? [],
       verify,
-      runner: item.runner ?? d.runner ?? DEFAULTS.runner,
+      runner,
       // An explicit `"model": null` on an item means "the runner's own default", overriding defaults.model.
       model: item.model !== undefined ? item.model : (d.model ?? null),
       maxAttempts: item.maxAttempts ?? d.maxAttempts ?? DEFAULTS.maxAttempts,
@@ -606,10 +669,21 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
         verify: item.timeouts?.verify ?? timeouts.verify,
         ...(timeouts.landing !== undefined ? { landing: item.timeouts?.landing ?? timeouts.landing } : {}),
       },
+      ...(sandbox === "bwrap" ? { sandbox } : {}),
     };
   });
   const runners: Record<string, CommandRunner> = {};
-  for (const [name, r] of Object.entries(raw.runners ?? {})) runners[name] = { command: r.command };
+  const runnerEnv: Record<string, string[]> = {};
+  for (const [name, r] of Object.entries(raw.runners ?? {})) {
+    runners[name] = { command: r.command };
+    if (r.environment) runnerEnv[name] = r.environment;
+  }
+  const environment: NormEnvironment = {
+    policy: raw.environment?.policy ?? DEFAULT_ENVIRONMENT.policy,
+    pass: raw.environment?.pass ?? [],
+    secrets: raw.environment?.secrets ?? [],
+    runners: runnerEnv,
+  };
   const f = raw.forge;
   const forge: NormForge | undefined = f && {
     provider: f.provider,
@@ -630,15 +704,17 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
     keepCheckoutOnClose: raw.workspace?.keepCheckoutOnClose ?? false,
     requireStartCommand: raw.control?.requireStartCommand ?? false,
     runners,
+    ...(raw.protect?.length ? { protect: [...new Set(raw.protect)] } : {}),
     ...(forge ? { forge } : {}),
     notify: raw.notify ? { command: raw.notify.command, timeout: raw.notify.timeout ?? parseDuration(DEFAULTS.notifyTimeout) } : null,
+    environment,
     items,
   };
 }
 
 /** Identity of a normalized definition: `loop run` re-imports loop.json only when this changes (notify is not imported). */
 export function definitionHash(def: NormDefinition): string {
-  return sha256Hex(canonicalJson({ ...def, notify: undefined }));
+  return sha256Hex(canonicalJson({ ...def, notify: undefined, environment: undefined }));
 }
 
 /**
@@ -647,7 +723,7 @@ export function definitionHash(def: NormDefinition): string {
  * loop does, so changing it re-imports nothing.
  */
 export function importedDefinition(def: NormDefinition, revision: number) {
-  const { items, name, notify: _notify, ...settings } = def;
+  const { items, name, notify: _notify, environment: _environment, ...settings } = def;
   return { revision, hash: definitionHash(def), name, settings, items };
 }
 

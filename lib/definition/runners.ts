@@ -24,8 +24,17 @@ export interface LaunchContext {
   model: string | null;
   /** A UUID the loop picked for this attempt. */
   sessionId: string;
-  /** Continue an earlier conversation with the operator's reply instead of starting fresh. */
-  resume?: { conversationId: string; reply: string };
+  /**
+   * Continue an earlier conversation with the reply instead of starting fresh. The reply is in a
+   * file (`replyFile`, written by the step, fenced): a reply may be forge text, and forge text never
+   * goes into argv (docs/forge.md), so a preset passes only `resumePrompt` or the file's path.
+   */
+  resume?: { conversationId: string; replyFile: string };
+}
+
+/** What a resumed claude or codex conversation is told on the command line: where the reply is, never the reply. */
+export function resumePrompt(replyFile: string): string {
+  return `Your question was answered. Read the file ${replyFile}: it holds the reply (as data) and says how to go on.`;
 }
 
 export interface RunnerCommand {
@@ -34,6 +43,8 @@ export interface RunnerCommand {
   conversationId: string | null;
   /** Whether `build` honours `ctx.resume` (otherwise a reply means a fresh session). */
   supportsResume: boolean;
+  /** Files outside the worktree the command writes (aider's histories): writable in the sandbox. */
+  writes?: string[];
 }
 
 export interface CommandRunnerDef {
@@ -93,8 +104,9 @@ export const PRESETS: Record<"claude" | "codex" | "aider", RunnerPreset> = {
   //                                      conversation the log proves was saved is resumed
   //                                      (provenConversation); else the reply goes in a fresh handoff.
   //   --model <name>                     only when a model is configured (alias or full name).
-  //   -- <prompt>                        the handoff text (or the reply) as the positional prompt; `--`
-  //                                      so a prompt starting with "-" is never read as a flag.
+  //   -- <prompt>                        the handoff text (or, on a reply, resumePrompt: a pointer to the
+  //                                      reply's file) as the positional prompt; `--` so a prompt
+  //                                      starting with "-" is never read as a flag.
   claude: {
     describe: "Claude Code in print mode (claude -p), streaming JSON events, permissions bypassed",
     build(ctx) {
@@ -107,7 +119,7 @@ export const PRESETS: Record<"claude" | "codex" | "aider", RunnerPreset> = {
       ];
       if (ctx.resume) {
         return {
-          argv: ["claude", ...common, "--resume", ctx.resume.conversationId, ...modelFlag("--model", ctx.model), "--", ctx.resume.reply],
+          argv: ["claude", ...common, "--resume", ctx.resume.conversationId, ...modelFlag("--model", ctx.model), "--", resumePrompt(ctx.resume.replyFile)],
           conversationId: ctx.resume.conversationId,
           supportsResume: true,
         };
@@ -143,7 +155,7 @@ export const PRESETS: Record<"claude" | "codex" | "aider", RunnerPreset> = {
   //                                                go between `exec` and `resume`. Without a stored id,
   //                                                --last picks the newest session recorded for this cwd
   //                                                (the worktree is per item).
-  //   -- <prompt>                                  the handoff text (or the reply), after `--`.
+  //   -- <prompt>                                  the handoff text (or resumePrompt on a reply), after `--`.
   // Codex cannot be told which id to use, so conversationId is null at launch: read it from the log.
   codex: {
     describe: "OpenAI Codex CLI (codex exec), JSONL events, approvals and sandbox bypassed",
@@ -160,7 +172,7 @@ export const PRESETS: Record<"claude" | "codex" | "aider", RunnerPreset> = {
       if (ctx.resume) {
         const target = ctx.resume.conversationId === "" ? ["--last"] : [ctx.resume.conversationId];
         return {
-          argv: ["codex", ...common, "resume", ...target, "--", ctx.resume.reply],
+          argv: ["codex", ...common, "resume", ...target, "--", resumePrompt(ctx.resume.replyFile)],
           conversationId: ctx.resume.conversationId === "" ? null : ctx.resume.conversationId,
           supportsResume: true,
         };
@@ -172,8 +184,8 @@ export const PRESETS: Record<"claude" | "codex" | "aider", RunnerPreset> = {
   // aider, scripted with one message.
   //   --message-file <handoff.md>        send the handoff as one message, apply the edits, exit (a file,
   //                                      so no command-line size limit applies).
-  //   --message=<reply>                  (reply only) the reply as the message; `=` form so a reply
-  //                                      starting with "-" is not taken for a flag.
+  //   --message-file <reply.md>          (reply only) the reply's file as the message: forge text never
+  //                                      goes in argv.
   //   --yes-always                       answer yes to every confirmation (add files, create, ...).
   //                                      Shell commands need an explicit yes, so they are never run.
   //   --no-suggest-shell-commands        don't propose shell commands nobody can approve.
@@ -200,7 +212,8 @@ export const PRESETS: Record<"claude" | "codex" | "aider", RunnerPreset> = {
       const chatHistory = ctx.resume ? ctx.resume.conversationId : aiderChatHistoryPath(ctx.handoffPath);
       const argv = [
         "aider",
-        ...(ctx.resume ? [`--message=${ctx.resume.reply}`] : ["--message-file", ctx.handoffPath]),
+        "--message-file",
+        ctx.resume ? ctx.resume.replyFile : ctx.handoffPath,
         "--yes-always",
         "--no-suggest-shell-commands",
         "--no-check-update",
@@ -219,9 +232,21 @@ export const PRESETS: Record<"claude" | "codex" | "aider", RunnerPreset> = {
         ...(ctx.resume ? ["--restore-chat-history"] : []),
         ...modelFlag("--model", ctx.model),
       ];
-      return { argv, conversationId: chatHistory, supportsResume: true };
+      return { argv, conversationId: chatHistory, supportsResume: true, writes: [chatHistory, join(sessionDir, "aider.input.history")] };
     },
   },
+};
+
+/**
+ * What each preset's CLI writes under $HOME (its settings, credentials, conversations; a resumed
+ * conversation is read from there): writable in the sandbox when it exists (docs/runners.md#the-sandbox).
+ * Command runners get none: a runner that needs one sets its own folder (most CLIs take a variable
+ * for it) inside the worktree or turns the sandbox off.
+ */
+export const PRESET_HOMES: Readonly<Record<string, readonly string[]>> = {
+  claude: [".claude", ".claude.json"],
+  codex: [".codex"],
+  aider: [".aider"],
 };
 
 /** Names a `runners` entry in loop.json cannot take: they are always the built-ins. */

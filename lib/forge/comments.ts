@@ -20,34 +20,49 @@ export function isLoopsOwn(body: string): boolean {
 }
 
 /**
- * What a comment asks for, from its first line: `/loop <verb>` tokens, whole (so `/loop started`
- * or `x/loop stop` are not commands). An unknown verb (`/loop reset`) is not a command either:
- * the comment is text.
+ * What a comment asks for, from its first line, which must start with `/loop <verb>` (leading
+ * blanks aside): a keyword in a quote (`> /loop skip`) or in prose (`Please do NOT /loop skip`)
+ * is text. Tokens are whole (`/loop started` is not `start`); an unknown verb (`/loop reset`) is
+ * not a command either. Another `/loop <verb>` later on that line with a different verb makes the
+ * comment a conflict, refused.
  */
 export function commentIntent(body: string): CommentIntent {
   const first = body.replace(/^\s+/, "").split("\n", 1)[0] ?? "";
+  const lead = /^\/loop[ \t]+([a-z]+)(?=\s|$)/.exec(first);
+  if (!lead || !(COMMENT_VERBS as readonly string[]).includes(lead[1]!)) return { kind: "text" };
   const verbs = new Set<string>();
   for (const m of first.matchAll(/(?:^|\s)\/loop\s+([a-z]+)(?=\s|$)/g)) {
     if ((COMMENT_VERBS as readonly string[]).includes(m[1]!)) verbs.add(m[1]!);
   }
-  if (verbs.size === 0) return { kind: "text" };
   if (verbs.size > 1) return { kind: "conflict", verbs: [...verbs] };
-  return { kind: "command", verb: [...verbs][0] as CommentVerb };
+  return { kind: "command", verb: lead[1] as CommentVerb };
 }
 
-/** Permissions that count as "write" for authorizeWriters. */
+/** Permissions that count as "write" for authorizeWriters (GitHub's base roles; never a custom role's name). */
 const WRITERS = new Set(["admin", "maintain", "write"]);
 
+/** A forge login as GitHub allows them: ASCII letters, digits and inner hyphens. Anything else is nobody. */
+const LOGIN = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$/;
+
+export function isLogin(s: string): boolean {
+  return LOGIN.test(s);
+}
+
+/** ASCII-only case folding: Unicode folding would make U+212A KELVIN SIGN + "ate" equal "kate". */
+function foldAscii(s: string): string {
+  return s.replace(/[A-Z]/g, (c) => c.toLowerCase());
+}
+
 /**
- * Whether a login may steer the loop. Fails closed: the allow-list (case-insensitive, as GitHub
- * logins are), else, only with authorizeWriters, a write permission read from the forge (never
- * `author_association`, which the commenter's own text does not prove). `permission` is null when
- * it was not (or could not be) read: not authorized.
+ * Whether a login may steer the loop. Fails closed: only a login of GitHub's own alphabet; the
+ * allow-list (case-insensitive in ASCII, as GitHub logins are), else, only with authorizeWriters,
+ * a write permission read from the forge (never `author_association`, which the commenter's own
+ * text does not prove). `permission` is null when it was not (or could not be) read: not authorized.
  */
 export function authorized(o: { login: string; allow: readonly string[]; authorizeWriters: boolean; permission: string | null }): boolean {
-  const login = o.login.toLowerCase();
-  if (login === "") return false;
-  if (o.allow.some((a) => a.toLowerCase() === login)) return true;
+  if (!isLogin(o.login)) return false;
+  const login = foldAscii(o.login);
+  if (o.allow.some((a) => foldAscii(a) === login)) return true;
   return o.authorizeWriters && o.permission !== null && WRITERS.has(o.permission);
 }
 

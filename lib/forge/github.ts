@@ -1,38 +1,74 @@
 // The GitHub provider (github.com and GitHub Enterprise Server, whose apiUrl is
-// https://HOST/api/v3): a small typed client over `fetch`, about ten endpoints. It never retries
-// by itself (a 405 or 409 is an answer the landing phase reads, not a glitch), never throws on a
-// 304 (a conditional request's cached body is returned), and turns a rate limit into a
-// `rate_limited` result carrying when to try again. The token goes into one header and nowhere
-// else: every message this module builds has it scrubbed.
+// https://HOST/api/v3): a small typed client over `fetch`, about a dozen endpoints, checked against
+// GitHub's official OpenAPI description by the test suite (tests/helpers/github-openapi.ts). It
+// never retries by itself (a 405 or 409 is an answer the landing phase reads, not a glitch), never
+// throws on a 304 (a conditional request's cached body is returned), turns a rate limit into a
+// `rate_limited` result carrying when to try again, gives every request a deadline, follows a
+// redirect only to the same host (a renamed repository, said through `notice`), and reads
+// listings page by page through GitHub's Link header, saying when it stopped early. The token goes
+// into one header and nowhere else: every message this module builds has it scrubbed. GitHub's
+// vocabulary (check conclusions, status states, 422 messages, roles) stops here: callers get the
+// provider-neutral results of provider.ts.
 import {
+  type CheckVerdict,
   type ConditionalCache,
+  type CreatePullOutcome,
+  DEFAULT_FORGE_TIMEOUT_MS,
   type FetchLike,
   type ForgeCheck,
+  type ForgeChecks,
   type ForgeComment,
   type ForgeFailure,
-  type ForgeIssue,
   type ForgeIssueFound,
+  type ForgeListing,
   type ForgeProvider,
   type ForgePull,
   type ForgePullSummary,
   type ForgeResult,
   type ForgeSettings,
+  type IssueLookup,
+  type IssueSearch,
   type MergeOutcome,
   type ProviderOptions,
+  type PullRefusal,
 } from "./provider.ts";
 import { sanitizeLine } from "./untrusted.ts";
 
-/** Pages read of one listing at most (100 per page): a thread longer than this is cut, and said so by the caller. */
+/** Pages read of one listing at most (100 per page): a longer one is cut, and the result says so. */
 const MAX_PAGES = 10;
+/** Redirects followed for one request at most. */
+const MAX_REDIRECTS = 3;
 
 type Json = any;
 
 interface Answer {
   status: number;
   headers: Headers;
+  /** The Link header (pagination), from the cache on a 304. */
+  link: string | null;
   body: Json;
   notModified: boolean;
+  /** The URL that answered (after same-host redirects). */
+  url: string;
 }
+
+/**
+ * What a check run's conclusion means for a merge (docs/forge.md#checks). GitHub itself counts
+ * success, neutral and skipped as passing for required checks: a job skipped by its `if:` is not red.
+ */
+const CONCLUSIONS: Record<string, CheckVerdict> = {
+  success: "passing",
+  neutral: "passing",
+  skipped: "passing",
+  failure: "failing",
+  cancelled: "failing",
+  timed_out: "failing",
+  action_required: "failing",
+  startup_failure: "failing",
+  stale: "failing",
+};
+/** A commit status's state. */
+const STATUS_STATES: Record<string, CheckVerdict> = { success: "passing", pending: "pending", failure: "failing", error: "failing" };
 
 export class GitHubProvider implements ForgeProvider {
   readonly settings: ForgeSettings;
@@ -41,6 +77,9 @@ export class GitHubProvider implements ForgeProvider {
   readonly #cache: ConditionalCache | undefined;
   readonly #now: () => number;
   readonly #base: string;
+  readonly #timeoutMs: number;
+  readonly #notice: (message: string) => void;
+  readonly #noticed = new Set<string>();
 
   constructor(o: ProviderOptions) {
     this.settings = o.settings;
@@ -49,6 +88,8 @@ export class GitHubProvider implements ForgeProvider {
     this.#cache = o.cache;
     this.#now = o.now ?? Date.now;
     this.#base = o.settings.apiUrl.replace(/\/+$/, "");
+    this.#timeoutMs = o.timeoutMs ?? DEFAULT_FORGE_TIMEOUT_MS;
+    this.#notice = o.notice ?? (() => {});
   }
 
   get #repoPath(): string {
@@ -56,39 +97,121 @@ export class GitHubProvider implements ForgeProvider {
     return `/repos/${encodeURIComponent(owner!)}/${encodeURIComponent(repo!)}`;
   }
 
-  /** One request. `conditional`: send If-None-Match from the cache and answer a 304 from it. */
-  async #request(method: string, path: string, o: { body?: unknown; conditional?: boolean } = {}): Promise<ForgeFailure | Answer> {
-    const url = `${this.#base}${path}`;
+  /** The API URL of the repository, as GitHub writes it in `repository_url`. */
+  get #repoUrl(): string {
+    return `${this.#base}${this.#repoPath}`;
+  }
+
+  /**
+   * One request, within the deadline. `path` is under the API URL, or a whole URL on its host (a
+   * Link header's). `conditional`: send If-None-Match from the cache and answer a 304 from it.
+   * `follow` (default): follow redirects on the same host, saying so once; never to another host.
+   */
+  async #request(method: string, path: string, o: { body?: unknown; conditional?: boolean; follow?: boolean } = {}): Promise<ForgeFailure | Answer> {
+    let url = path.startsWith("/") ? `${this.#base}${path}` : path;
+    const what = `${method} ${this.#shown(url)}`;
     const headers: Record<string, string> = {
       accept: "application/vnd.github+json",
       "x-github-api-version": "2022-11-28",
       "user-agent": "loop",
     };
     if (this.#token) headers.authorization = `Bearer ${this.#token}`;
-    const cached = o.conditional ? this.#cache?.get(url) : undefined;
+    // An entry without its Link header (kept before loop read pages by it) is not used: a 304 would hide the next page.
+    const found = o.conditional ? this.#cache?.get(url) : undefined;
+    const cached = found && found.link !== undefined ? found : undefined;
     if (cached) headers["if-none-match"] = cached.etag;
     if (o.body !== undefined) headers["content-type"] = "application/json";
+    const signal = AbortSignal.timeout(this.#timeoutMs);
+    const noAnswer = (err: unknown): ForgeFailure => {
+      const e = err as Error;
+      const late = signal.aborted || e?.name === "TimeoutError" || e?.name === "AbortError";
+      return { ok: false, kind: "network", message: this.#scrub(`${what}: ${late ? `no answer within ${Math.round(this.#timeoutMs / 100) / 10}s` : e?.message}`) };
+    };
     let res: Response;
+    let text: string;
     try {
-      res = await this.#fetch(url, { method, headers, body: o.body === undefined ? undefined : JSON.stringify(o.body), redirect: "error" });
+      for (let hop = 0; ; hop++) {
+        res = await this.#fetch(url, { method, headers, body: o.body === undefined ? undefined : JSON.stringify(o.body), redirect: "manual", signal });
+        const location = res.headers.get("location");
+        if (![301, 302, 307, 308].includes(res.status) || !location || o.follow === false) break;
+        const next = new URL(location, url);
+        if (next.origin !== new URL(this.#base).origin) {
+          await res.body?.cancel().catch(() => {});
+          return { ok: false, kind: "http", status: res.status, message: this.#scrub(`${what}: redirected to another host (${sanitizeLine(next.origin, 100)}); not followed`) };
+        }
+        if (hop >= MAX_REDIRECTS) return { ok: false, kind: "http", status: res.status, message: `${what}: more than ${MAX_REDIRECTS} redirects` };
+        await res.body?.cancel().catch(() => {});
+        const key = `${res.status} ${this.#shown(url).split("?")[0]} → ${this.#shown(next.href).split("?")[0]}`;
+        if (!this.#noticed.has(key)) {
+          this.#noticed.add(key);
+          this.#notice(`${method} ${this.#shown(url).split("?")[0]} answered ${res.status}, moved to ${this.#shown(next.href).split("?")[0]} (a renamed repository: set forge.repo to its new name); followed`);
+        }
+        url = next.href;
+        delete headers["if-none-match"];
+      }
+      text = await res.text();
     } catch (err) {
-      return { ok: false, kind: "network", message: this.#scrub(`${method} ${path}: ${(err as Error).message}`) };
+      return noAnswer(err);
     }
-    if (res.status === 304 && cached) return { status: 304, headers: res.headers, body: cached.body, notModified: true };
-    const text = await res.text().catch(() => "");
+    if (res.status === 304 && cached) return { status: 304, headers: res.headers, link: cached.link ?? null, body: cached.body, notModified: true, url };
     let body: Json = null;
     if (text) {
       try {
         body = JSON.parse(text);
       } catch {
-        if (res.ok) return { ok: false, kind: "network", message: `${method} ${path}: answer is not JSON` };
+        if (res.ok) return { ok: false, kind: "network", message: `${what}: answer is not JSON` };
       }
     }
     const limited = this.#rateLimit(res, body);
     if (limited) return limited;
     const etag = res.headers.get("etag");
-    if (o.conditional && res.ok && etag) this.#cache?.set(url, { etag, body });
-    return { status: res.status, headers: res.headers, body, notModified: false };
+    const link = res.headers.get("link");
+    if (o.conditional && res.ok && etag) this.#cache?.set(url, { etag, body, link });
+    return { status: res.status, headers: res.headers, link, body, notModified: false, url };
+  }
+
+  /** A URL as it is shown in messages: the path under the API URL when it is there. */
+  #shown(url: string): string {
+    return url.startsWith(this.#base) ? url.slice(this.#base.length) || "/" : sanitizeLine(url, 300);
+  }
+
+  /**
+   * Every page of a listing, following the Link header's `next` (on the same host) up to MAX_PAGES.
+   * `cut`: a next page remained; `last`: the Link header's last page then, so the newest can be read.
+   */
+  async #pages(path: string, o: { conditional?: boolean } = {}): Promise<ForgeFailure | { bodies: Json[]; cut: boolean; last: string | null; notModified: boolean }> {
+    const bodies: Json[] = [];
+    let url: string | null = path;
+    let link: string | null = null;
+    let notModified = true;
+    for (let page = 0; url !== null; page++) {
+      if (page === MAX_PAGES) return { bodies, cut: true, last: this.#link(link, "last"), notModified };
+      const a = await this.#request("GET", url, { conditional: o.conditional });
+      if ("ok" in a) return a;
+      if (a.status !== 200 && a.status !== 304) return this.#fail("GET", url, a);
+      notModified &&= a.notModified;
+      bodies.push(a.body);
+      link = a.link;
+      url = this.#link(link, "next");
+    }
+    return { bodies, cut: false, last: null, notModified };
+  }
+
+  /** A Link header's URL for `rel`, only on the API's own host. */
+  #link(link: string | null, rel: string): string | null {
+    if (!link) return null;
+    for (const part of link.split(",")) {
+      const m = /<([^>]+)>\s*;\s*rel="([^"]+)"/.exec(part.trim());
+      if (m && m[2]!.split(/\s+/).includes(rel)) {
+        try {
+          const u = new URL(m[1]!);
+          return u.origin === new URL(this.#base).origin ? u.href : null;
+        } catch {
+          return null;
+        }
+      }
+    }
+    return null;
   }
 
   /** A 403 or 429 that is a rate limit, primary or secondary; null for any other answer. */
@@ -109,8 +232,7 @@ export class GitHubProvider implements ForgeProvider {
   }
 
   #fail(method: string, path: string, a: Answer): ForgeFailure {
-    const message = typeof a.body?.message === "string" ? sanitizeLine(a.body.message, 300) : "no message";
-    return { ok: false, kind: "http", status: a.status, message: this.#scrub(`${method} ${path}: ${message}`) };
+    return { ok: false, kind: "http", status: a.status, message: this.#scrub(`${method} ${this.#shown(path.startsWith("/") ? `${this.#base}${path}` : path)}: ${messageOf(a.body)}`) };
   }
 
   /** Defence in depth: no message leaves this module holding the token. */
@@ -118,43 +240,93 @@ export class GitHubProvider implements ForgeProvider {
     return this.#token ? s.split(this.#token).join("[token]") : s;
   }
 
-  async getIssue(number: number): Promise<ForgeResult<ForgeIssue>> {
+  async getIssue(number: number): Promise<ForgeResult<IssueLookup>> {
     const path = `${this.#repoPath}/issues/${number}`;
+    const a = await this.#request("GET", path, { conditional: true, follow: false });
+    if ("ok" in a) return a;
+    const gone = (why: "transferred" | "deleted" | "missing" | "pull_request", message: string): ForgeResult<IssueLookup> => ({ ok: true, value: { kind: "gone", why, message } });
+    if ([301, 302, 307, 308].includes(a.status)) {
+      // A renamed repository redirects every request to the repository's id, the issue's number
+      // unchanged; a transferred issue redirects to another repository's issue.
+      const location = a.headers.get("location") ?? "";
+      const repo = await this.#request("GET", this.#repoPath, { follow: false });
+      if ("ok" in repo) return repo;
+      const repoTo = repo.headers.get("location") ?? "";
+      const target = /\/repositories\/(\d+)\/issues\/(\d+)$/.exec(location);
+      const renamed = /\/repositories\/(\d+)$/.exec(repoTo);
+      if (target && renamed && target[1] === renamed[1] && Number(target[2]) === number) return this.#issueAt(number, path);
+      // Where it went, read only on the API's own host (the token never leaves it).
+      const to = location && URL.canParse(location, `${this.#base}${path}`) ? new URL(location, `${this.#base}${path}`) : null;
+      const moved = to && to.origin === new URL(this.#base).origin ? await this.#request("GET", to.href) : null;
+      const where = moved && !("ok" in moved) && moved.status === 200 && typeof moved.body?.html_url === "string" ? ` (now ${sanitizeLine(moved.body.html_url, 200)})` : "";
+      return gone("transferred", `issue #${number} was transferred to another repository${where}`);
+    }
+    if (a.status === 410) return gone("deleted", `issue #${number} was deleted`);
+    if (a.status === 404) {
+      // Missing, or the repository itself cannot be seen (a token without access): only the first is the issue's.
+      const repo = await this.#request("GET", this.#repoPath);
+      if ("ok" in repo) return repo;
+      if (repo.status === 200) return gone("missing", `issue #${number} does not exist in ${this.settings.repo}`);
+      return this.#fail("GET", path, a);
+    }
+    return this.#issueFrom(number, path, a);
+  }
+
+  async #issueAt(number: number, path: string): Promise<ForgeResult<IssueLookup>> {
     const a = await this.#request("GET", path, { conditional: true });
     if ("ok" in a) return a;
+    return this.#issueFrom(number, path, a);
+  }
+
+  #issueFrom(number: number, path: string, a: Answer): ForgeResult<IssueLookup> {
     if (a.status !== 200 && a.status !== 304) return this.#fail("GET", path, a);
     const b = a.body;
-    return { ok: true, value: { number: b.number, title: String(b.title ?? ""), body: String(b.body ?? ""), state: b.state === "closed" ? "closed" : "open", url: String(b.html_url ?? "") } };
+    // The issues endpoint answers for pull requests too: a PR's number is not an issue.
+    if (b?.pull_request) return { ok: true, value: { kind: "gone", why: "pull_request", message: `#${number} is a pull request, not an issue` } };
+    return { ok: true, value: { kind: "issue", issue: { number: Number(b.number), title: String(b.title ?? ""), body: String(b.body ?? ""), state: b.state === "closed" ? "closed" : "open", url: String(b.html_url ?? "") } } };
   }
 
-  async listIssueComments(number: number): Promise<ForgeResult<ForgeComment[]>> {
-    const out: ForgeComment[] = [];
-    for (let page = 1; page <= MAX_PAGES; page++) {
-      const path = `${this.#repoPath}/issues/${number}/comments?per_page=100&page=${page}`;
-      const a = await this.#request("GET", path, { conditional: true });
-      if ("ok" in a) return a;
-      if (a.status !== 200 && a.status !== 304) return this.#fail("GET", path, a);
-      const list = Array.isArray(a.body) ? a.body : [];
-      out.push(...list.map((c: Json) => comment(c, number)));
-      if (list.length < 100) break;
+  async listIssueComments(number: number): Promise<ForgeResult<ForgeListing<ForgeComment>>> {
+    const r = await this.#pages(`${this.#repoPath}/issues/${number}/comments?per_page=100`, { conditional: true });
+    if ("ok" in r) return r;
+    const items = r.bodies.flatMap((b) => (Array.isArray(b) ? b : [])).map((c: Json) => comment(c, number));
+    if (r.cut && r.last) {
+      // The thread is longer than what is read at once: read its last page too, so the newest
+      // comments (the handoff's, and the high-water mark's) are never the ones left out.
+      const last = await this.#request("GET", r.last, { conditional: true });
+      if ("ok" in last) return last;
+      if (last.status !== 200 && last.status !== 304) return this.#fail("GET", r.last, last);
+      const seen = new Set(items.map((c) => c.id));
+      for (const c of (Array.isArray(last.body) ? last.body : []).map((x: Json) => comment(x, number))) if (!seen.has(c.id)) items.push(c);
     }
-    return { ok: true, value: out };
+    return { ok: true, value: { items, cut: r.cut } };
   }
 
-  async listRepoComments(since: string): Promise<ForgeResult<{ comments: ForgeComment[]; notModified: boolean }>> {
-    const out: ForgeComment[] = [];
+  async listRepoComments(since: string): Promise<ForgeResult<ForgeListing<ForgeComment> & { notModified: boolean }>> {
+    // Ordered by last edit, read from `since` on, one keyset page at a time: a page starts where the
+    // last one ended (its last comment's updated_at), so an edit made while reading never shifts a
+    // comment out of sight; a page that holds only one instant (ties) goes on by page number.
+    const byId = new Map<number, ForgeComment>();
+    let from = since;
+    let page = 1;
     let notModified = true;
-    for (let page = 1; page <= MAX_PAGES; page++) {
-      const path = `${this.#repoPath}/issues/comments?since=${encodeURIComponent(since)}&sort=created&direction=asc&per_page=100&page=${page}`;
+    for (let request = 0; request < MAX_PAGES; request++) {
+      const path = `${this.#repoPath}/issues/comments?since=${encodeURIComponent(from)}&sort=updated&direction=asc&per_page=100${page > 1 ? `&page=${page}` : ""}`;
       const a = await this.#request("GET", path, { conditional: true });
       if ("ok" in a) return a;
       if (a.status !== 200 && a.status !== 304) return this.#fail("GET", path, a);
       notModified &&= a.notModified;
-      const list = Array.isArray(a.body) ? a.body : [];
-      out.push(...list.map((c: Json) => comment(c, issueNumberOf(c.issue_url))));
-      if (list.length < 100) break;
+      const list: ForgeComment[] = (Array.isArray(a.body) ? a.body : []).map((c: Json) => comment(c, issueNumberOf(c.issue_url)));
+      for (const c of list) byId.set(c.id, c);
+      if (list.length < 100) return { ok: true, value: { items: [...byId.values()], cut: false, notModified } };
+      const last = list.at(-1)!.updatedAt;
+      if (last === from) page++;
+      else {
+        from = last;
+        page = 1;
+      }
     }
-    return { ok: true, value: { comments: out, notModified } };
+    return { ok: true, value: { items: [...byId.values()], cut: true, notModified } };
   }
 
   async createComment(issue: number, body: string): Promise<ForgeResult<{ id: number; url: string }>> {
@@ -172,7 +344,9 @@ export class GitHubProvider implements ForgeProvider {
     // Not a collaborator: no permission, an answer rather than a failure.
     if (a.status === 404) return { ok: true, value: "none" };
     if (a.status !== 200) return this.#fail("GET", path, a);
-    return { ok: true, value: String(a.body?.role_name ?? a.body?.permission ?? "none") };
+    // `permission` is the base role (admin, write, read, none); `role_name` may name a custom role
+    // ("ci-maintainer") that says nothing about writing by its name.
+    return { ok: true, value: String(a.body?.permission ?? "none") };
   }
 
   async findPull(branch: string): Promise<ForgeResult<ForgePull | null>> {
@@ -187,12 +361,13 @@ export class GitHubProvider implements ForgeProvider {
     return { ok: true, value: list.length ? pull(list[0]) : null };
   }
 
-  async createPull(o: { title: string; body: string; head: string; base: string; draft: boolean }): Promise<ForgeResult<ForgePull>> {
+  async createPull(o: { title: string; body: string; head: string; base: string; draft: boolean }): Promise<ForgeResult<CreatePullOutcome>> {
     const path = `${this.#repoPath}/pulls`;
     const a = await this.#request("POST", path, { body: o });
     if ("ok" in a) return a;
+    if (a.status === 422) return { ok: true, value: { kind: "refused", code: pullRefusal(a.body), message: validationMessage(a.body) } };
     if (a.status !== 201) return this.#fail("POST", path, a);
-    return { ok: true, value: pull(a.body) };
+    return { ok: true, value: { kind: "created", pull: pull(a.body) } };
   }
 
   async getPull(number: number): Promise<ForgeResult<ForgePull>> {
@@ -203,77 +378,113 @@ export class GitHubProvider implements ForgeProvider {
     return { ok: true, value: pull(a.body) };
   }
 
-  async checks(sha: string): Promise<ForgeResult<ForgeCheck[]>> {
-    const runsPath = `${this.#repoPath}/commits/${encodeURIComponent(sha)}/check-runs?per_page=100`;
-    const runs = await this.#request("GET", runsPath, { conditional: true });
+  async checks(sha: string): Promise<ForgeResult<ForgeChecks>> {
+    const at = `${this.#repoPath}/commits/${encodeURIComponent(sha)}`;
+    const runs = await this.#pages(`${at}/check-runs?per_page=100`, { conditional: true });
     if ("ok" in runs) return runs;
-    if (runs.status !== 200 && runs.status !== 304) return this.#fail("GET", runsPath, runs);
-    const statusPath = `${this.#repoPath}/commits/${encodeURIComponent(sha)}/status`;
-    const statuses = await this.#request("GET", statusPath, { conditional: true });
+    const statuses = await this.#pages(`${at}/status?per_page=100`, { conditional: true });
     if ("ok" in statuses) return statuses;
-    if (statuses.status !== 200 && statuses.status !== 304) return this.#fail("GET", statusPath, statuses);
     const out: ForgeCheck[] = [];
-    for (const r of runs.body?.check_runs ?? []) {
+    const unread: string[] = [];
+    const runList = runs.bodies.flatMap((b) => (Array.isArray(b?.check_runs) ? b.check_runs : []));
+    const runTotal = Number(runs.bodies[0]?.total_count ?? runList.length);
+    for (const r of runList) {
       const name = sanitizeLine(String(r.name ?? "check"), 100);
-      if (r.status !== "completed") out.push({ name, state: "pending", detail: `check run ${name} is ${sanitizeLine(String(r.status), 40)}` });
-      // neutral and skipped are GitHub's "not red"; loop asks for green, so only success counts.
-      else if (r.conclusion === "success") out.push({ name, state: "success", detail: `check run ${name} succeeded` });
-      else out.push({ name, state: "failure", detail: `check run ${name} concluded ${sanitizeLine(String(r.conclusion), 40)}` });
+      const status = sanitizeLine(String(r.status ?? "unknown"), 40);
+      if (status !== "completed") {
+        out.push({ name, source: "check run", conclusion: status, verdict: "pending", detail: `check run ${name} is ${status}` });
+        continue;
+      }
+      const conclusion = sanitizeLine(String(r.conclusion ?? "none"), 40);
+      // A conclusion GitHub may add later is not known to be green: it fails closed.
+      const verdict = CONCLUSIONS[conclusion] ?? "failing";
+      out.push({ name, source: "check run", conclusion, verdict, detail: `check run ${name} concluded ${conclusion}${verdict === "failing" && !(conclusion in CONCLUSIONS) ? " (not a conclusion loop knows)" : ""}` });
     }
-    for (const s of statuses.body?.statuses ?? []) {
+    const statusList = statuses.bodies.flatMap((b) => (Array.isArray(b?.statuses) ? b.statuses : []));
+    const statusTotal = Number(statuses.bodies[0]?.total_count ?? statusList.length);
+    for (const s of statusList) {
       const name = sanitizeLine(String(s.context ?? "status"), 100);
-      if (s.state === "pending") out.push({ name, state: "pending", detail: `status ${name} is pending` });
-      else if (s.state === "success") out.push({ name, state: "success", detail: `status ${name} succeeded` });
-      else out.push({ name, state: "failure", detail: `status ${name} is ${sanitizeLine(String(s.state), 40)}` });
+      const state = sanitizeLine(String(s.state ?? "unknown"), 40);
+      const verdict = STATUS_STATES[state] ?? "failing";
+      out.push({ name, source: "status", conclusion: state, verdict, detail: `status ${name} is ${state}` });
     }
-    return { ok: true, value: out };
+    // The combined state covers every status, read or not: a red one beyond what was read still blocks.
+    const combined = sanitizeLine(String(statuses.bodies[0]?.state ?? ""), 40);
+    if (statusTotal > 0 && (combined === "failure" || combined === "error") && !out.some((c) => c.source === "status" && c.verdict === "failing"))
+      out.push({ name: "combined status", source: "combined status", conclusion: combined, verdict: "failing", detail: `the combined status is ${combined}` });
+    if (statusTotal > 0 && combined === "pending" && !out.some((c) => c.source === "status" && c.verdict !== "passing"))
+      out.push({ name: "combined status", source: "combined status", conclusion: combined, verdict: "pending", detail: "the combined status is pending" });
+    if (runList.length < runTotal) unread.push(`${runTotal} check runs on ${sha.slice(0, 12)}, ${runList.length} read`);
+    if (statusList.length < statusTotal) unread.push(`${statusTotal} statuses on ${sha.slice(0, 12)}, ${statusList.length} read`);
+    return { ok: true, value: { checks: out, unread: unread.length ? unread.join("; ") : null } };
   }
 
   async merge(o: { number: number; sha: string; title: string }): Promise<ForgeResult<MergeOutcome>> {
     const path = `${this.#repoPath}/pulls/${o.number}/merge`;
     const a = await this.#request("PUT", path, { body: { sha: o.sha, merge_method: "merge", commit_title: o.title } });
     if ("ok" in a) return a;
-    const message = typeof a.body?.message === "string" ? sanitizeLine(a.body.message, 300) : "no message";
+    const message = messageOf(a.body);
     if (a.status === 200 && a.body?.merged) return { ok: true, value: { kind: "merged", sha: String(a.body.sha) } };
     if (a.status === 409) return { ok: true, value: { kind: "head_moved", message } };
     if (a.status === 405) return { ok: true, value: { kind: "not_mergeable", message } };
     return this.#fail("PUT", path, a);
   }
 
-  async searchOpenIssues(search: string): Promise<ForgeResult<ForgeIssueFound[]>> {
+  async searchOpenIssues(search: string): Promise<ForgeResult<IssueSearch>> {
     // The search API (at most 1000 results, MAX_PAGES pages of 100), narrowed to this repository's
-    // open issues whatever the search says; pull requests, which it also finds, are dropped.
+    // open issues whatever the search says. GitHub ORs repo: qualifiers, so a search naming another
+    // repository finds its issues too: only items whose repository_url is this repository's are
+    // kept. Pull requests, which it also finds, are dropped.
     const q = `${search} repo:${this.settings.repo} is:issue is:open`;
-    const out: ForgeIssueFound[] = [];
-    for (let page = 1; page <= MAX_PAGES; page++) {
-      const path = `/search/issues?q=${encodeURIComponent(q)}&per_page=100&page=${page}`;
-      const a = await this.#request("GET", path);
-      if ("ok" in a) return a;
-      if (a.status !== 200) return this.#fail("GET", "/search/issues", a);
-      const list = Array.isArray(a.body?.items) ? a.body.items : [];
-      for (const i of list) {
+    const r = await this.#pages(`/search/issues?q=${encodeURIComponent(q)}&per_page=100`);
+    if ("ok" in r) return r;
+    const issues: ForgeIssueFound[] = [];
+    const notes: string[] = [];
+    let foreign = 0;
+    for (const body of r.bodies)
+      for (const i of Array.isArray(body?.items) ? body.items : []) {
+        if (String(i?.repository_url ?? "").toLowerCase() !== this.#repoUrl.toLowerCase()) {
+          foreign++;
+          continue;
+        }
         if (i?.pull_request || i?.state === "closed") continue;
         const labels = (Array.isArray(i.labels) ? i.labels : []).map((l: Json) => String(typeof l === "string" ? l : (l?.name ?? ""))).filter((l: string) => l !== "");
-        out.push({ number: Number(i.number), title: String(i.title ?? ""), body: String(i.body ?? ""), labels, url: String(i.html_url ?? "") });
+        issues.push({ number: Number(i.number), title: String(i.title ?? ""), body: String(i.body ?? ""), labels, url: String(i.html_url ?? "") });
       }
-      if (list.length < 100) break;
-    }
-    return { ok: true, value: out };
+    if (foreign) notes.push(`left out ${foreign} of the results, from other repositories (on GitHub a repo: qualifier in the search widens it)`);
+    if (r.bodies.some((b) => b?.incomplete_results === true)) notes.push("GitHub says the search timed out and its results are incomplete");
+    const total = Number(r.bodies[0]?.total_count ?? 0);
+    if (r.cut || total > r.bodies.reduce((n, b) => n + (Array.isArray(b?.items) ? b.items.length : 0), 0))
+      notes.push(`the search matched ${total} items; ${issues.length} were read (GitHub gives at most 1000 per search: narrow it)`);
+    return { ok: true, value: { issues, notes } };
   }
 
   async openPulls(): Promise<ForgeResult<ForgePullSummary[]>> {
-    const out: ForgePullSummary[] = [];
-    for (let page = 1; page <= MAX_PAGES; page++) {
-      const path = `${this.#repoPath}/pulls?state=open&per_page=100&page=${page}`;
-      const a = await this.#request("GET", path);
-      if ("ok" in a) return a;
-      if (a.status !== 200) return this.#fail("GET", path, a);
-      const list = Array.isArray(a.body) ? a.body : [];
-      for (const p of list) out.push({ number: Number(p.number), title: String(p.title ?? ""), body: String(p.body ?? ""), url: String(p.html_url ?? "") });
-      if (list.length < 100) break;
-    }
-    return { ok: true, value: out };
+    const r = await this.#pages(`${this.#repoPath}/pulls?state=open&per_page=100`);
+    if ("ok" in r) return r;
+    return {
+      ok: true,
+      value: r.bodies.flatMap((b) => (Array.isArray(b) ? b : [])).map((p: Json) => ({ number: Number(p.number), title: String(p.title ?? ""), body: String(p.body ?? ""), url: String(p.html_url ?? "") })),
+    };
   }
+}
+
+function messageOf(body: Json): string {
+  return typeof body?.message === "string" ? sanitizeLine(body.message, 300) : "no message";
+}
+
+/** A 422's message with its errors' (GitHub puts the reason there: "No commits between main and x"). */
+function validationMessage(body: Json): string {
+  const details = (Array.isArray(body?.errors) ? body.errors : []).map((e: Json) => (typeof e?.message === "string" ? e.message : typeof e?.code === "string" ? `${e.field ?? e.resource ?? "field"} ${e.code}` : "")).filter(Boolean);
+  return sanitizeLine([messageOf(body), ...details].join(": "), 300);
+}
+
+function pullRefusal(body: Json): PullRefusal {
+  const text = validationMessage(body);
+  if (/draft/i.test(text)) return "draft_unsupported";
+  if (/no commits between/i.test(text)) return "no_commits";
+  if (/already exists/i.test(text)) return "exists";
+  return "invalid";
 }
 
 function comment(c: Json, issue: number): ForgeComment {
@@ -293,6 +504,7 @@ function issueNumberOf(url: unknown): number {
   return m ? Number(m[1]) : 0;
 }
 
+/** A pull request as the single endpoint or a listing gives it (a listing has no merged/mergeable: unknown). */
 function pull(b: Json): ForgePull {
   return {
     number: Number(b.number),

@@ -69,8 +69,9 @@ export function stateDocument(p: Projection) {
               log: it.session.log,
               startedAt: it.session.startedAt,
               endedAt: it.session.endedAt,
+              // `head` only where it was recorded, so older stores' state.json stays the same text.
               closed: it.session.closed
-                ? { at: it.session.closed.at, how: it.session.closed.how, reason: it.session.closed.reason }
+                ? { at: it.session.closed.at, how: it.session.closed.how, reason: it.session.closed.reason, ...(it.session.closed.head !== undefined ? { head: it.session.closed.head } : {}) }
                 : null,
             }
           : null,

@@ -22,6 +22,8 @@ export const NormItemSchema = v.strictObject({
   model: NStr,
   maxAttempts: Pos,
   timeouts: Timeouts,
+  // Present only for an item that runs in the sandbox (docs/runners.md#the-sandbox).
+  sandbox: v.optional(v.literal("bwrap")),
 });
 const Forge = v.strictObject({
   provider: v.picklist(["github"]),
@@ -42,6 +44,8 @@ const Settings = v.strictObject({
   keepCheckoutOnClose: v.boolean(),
   requireStartCommand: v.boolean(),
   runners: v.record(Str, v.strictObject({ command: v.array(Str) })),
+  // Present only when loop.json names protected paths (docs/loop-json.md#protect).
+  protect: v.optional(v.array(Str)),
 });
 
 /** What `loop reset` did with an item's checkout. */
@@ -79,6 +83,19 @@ const MECHANISM = v.union([
   v.strictObject({ kind: v.literal("tmux"), why: Str }),
 ]);
 
+const LAUNCH_RESERVED = v.strictObject({
+  attempt: Pos,
+  key: Str,
+  runner: Str,
+  model: NStr,
+  branch: Str,
+  worktree: Str,
+  sessionDir: Str,
+  sessionId: Str,
+});
+
+const VERIFY_RESERVED = v.strictObject({ attempt: Pos, key: Str, command: Str, log: Str, timeoutMs: Pos });
+
 const VERIFY_STARTED = v.strictObject({
   attempt: Pos,
   pid: Pos,
@@ -104,16 +121,9 @@ export const PAYLOADS = {
   loop_resumed: v.strictObject({}),
   loop_stopped: v.strictObject({ reason: Str }),
   control_recorded: v.strictObject({ verb: v.picklist(CONTROL_VERBS), text: NStr }),
-  launch_reserved: v.strictObject({
-    attempt: Pos,
-    key: Str,
-    runner: Str,
-    model: NStr,
-    branch: Str,
-    worktree: Str,
-    sessionDir: Str,
-    sessionId: Str,
-  }),
+  // `gitExec` (the digest of the repository's hooks and executable git config at the launch,
+  // lib/step/git-exec.ts) is absent in logs written before it existed.
+  launch_reserved: v.union([LAUNCH_RESERVED, v.strictObject({ ...LAUNCH_RESERVED.entries, gitExec: Str })]),
   // `mechanism` may be absent: logs written before it existed have none (a process group, or tmux).
   // Two whole shapes rather than an optional entry, which the compiled checks refuse (schema-check.ts).
   session_started: v.union([SESSION_STARTED, v.strictObject({ ...SESSION_STARTED.entries, mechanism: MECHANISM })]),
@@ -128,9 +138,16 @@ export const PAYLOADS = {
   }),
   needs_input: v.strictObject({ attempt: Pos, question: Str }),
   reply_recorded: v.strictObject({ text: Str }),
-  verify_reserved: v.strictObject({ attempt: Pos, key: Str, command: Str, log: Str, timeoutMs: Pos }),
+  // `head` (the commit the verify runs on, the one landing delivers) is absent in logs written before it existed.
+  verify_reserved: v.union([VERIFY_RESERVED, v.strictObject({ ...VERIFY_RESERVED.entries, head: Str })]),
   // `mechanism` may be absent (logs written before it existed; an adopted verify): as session_started.
-  verify_started: v.union([VERIFY_STARTED, v.strictObject({ ...VERIFY_STARTED.entries, mechanism: MECHANISM })]),
+  // `proof` (the SHA-256 of the secrets that prove its exit status, lib/supervisor/verify-command.ts)
+  // is absent in logs written before it existed; with it, `mechanism` is null when unknown (adopted).
+  verify_started: v.union([
+    VERIFY_STARTED,
+    v.strictObject({ ...VERIFY_STARTED.entries, mechanism: MECHANISM }),
+    v.strictObject({ ...VERIFY_STARTED.entries, mechanism: v.nullable(MECHANISM), proof: v.strictObject({ pass: Str, fail: Str }) }),
+  ]),
   verify_finished: Verify,
   item_requeued: v.strictObject({ attempt: Int, reason: Str, failed: v.boolean(), resetBudget: v.boolean() }),
   item_settled: v.strictObject({ attempt: Int, outcome: v.picklist(SETTLED_OUTCOMES), reason: Str }),
@@ -141,12 +158,18 @@ export const PAYLOADS = {
     target: NStr,
     commit: NStr,
     reason: Str,
+    // Landing through a forge names why it ended (docs/forge.md#landing); absent otherwise, and in older logs.
+    code: v.optional(Str),
   }),
   session_closed: v.strictObject({
     attempt: Pos,
     how: Str,
     worktreeRemoved: v.boolean(),
     reason: Str,
+    // The item branch's commit once the close path committed what was left (null: no such branch),
+    // which it must keep until the item's next launch (docs/state.md#the-refs-loop-owns). Absent
+    // in events written before it was recorded.
+    head: v.optional(NStr),
   }),
   loop_drained: v.strictObject({ outcome: v.picklist(DRAIN_OUTCOMES), counts: v.record(Str, Int) }),
   loop_reopened: v.strictObject({ reason: Str }),
@@ -181,7 +204,16 @@ export const PAYLOADS = {
 
 export type EventType = keyof typeof PAYLOADS;
 export const EVENT_TYPES = Object.keys(PAYLOADS) as EventType[];
-export type Payload<T extends EventType> = v.InferOutput<(typeof PAYLOADS)[T]>;
+/**
+ * A union of payload shapes read as one object: a field only some shapes have is optional. A schema
+ * spells an optional field as two whole shapes (the compiled checks refuse optional entries:
+ * schema-check.ts), one without it and one with it, and code reads `payload.field` either way.
+ */
+type KeysOf<U> = U extends unknown ? keyof U : never;
+type FieldOf<U, K extends PropertyKey> = U extends unknown ? (K extends keyof U ? U[K] : never) : never;
+type Merged<U> = [U] extends [Record<string, unknown>] ? { [K in keyof U]: FieldOf<U, K> } & { [K in Exclude<KeysOf<U>, keyof U>]?: FieldOf<U, K> } : U;
+/** A payload of type T, as its schema types it (a field added to the schema is typed everywhere). */
+export type Payload<T extends EventType> = Merged<v.InferOutput<(typeof PAYLOADS)[T]>>;
 export type NormItemPayload = v.InferOutput<typeof NormItemSchema>;
 export type SettingsPayload = v.InferOutput<typeof Settings>;
 

@@ -19,6 +19,8 @@ export const REPLAY_FINDING_CODES = [
   "terminal_state_mismatch",
   "unreadable_terminal_file",
   "foreign_store",
+  "runlog_mismatch",
+  "head_mismatch",
 ] as const;
 /** The codes of `loop status`'s findings (docs/cli/loop-status.md). */
 export const STATUS_FINDING_CODES = [
@@ -29,6 +31,9 @@ export const STATUS_FINDING_CODES = [
   "unreadable_state_file",
   "state_field_mismatch",
   "foreign_store",
+  "disk_full",
+  "store_locked",
+  "owned_ref_changed",
 ] as const;
 export type ReplayFindingCode = (typeof REPLAY_FINDING_CODES)[number];
 export type StatusFindingCode = (typeof STATUS_FINDING_CODES)[number];

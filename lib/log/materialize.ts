@@ -1,9 +1,9 @@
 // Materializations: files derived from the log for people and other tools, written after the
 // commit with an atomic rename and rewritten by the next step if a crash cut one short. What
 // state.json and terminal_state.json hold is lib/log/documents.ts; RUNLOG.md is rendered here.
-import { appendFileSync, closeSync, existsSync, fstatSync, openSync, readSync, rmSync, truncateSync } from "node:fs";
+import { closeSync, constants as fsConstants, existsSync, fstatSync, ftruncateSync, rmSync, writeSync } from "node:fs";
 import { sha256Hex } from "./canonical.ts";
-import { hashFile, readTextOrNull, writeFileAtomic as writeAtomic } from "../shared/fsutil.ts";
+import { hashOwnFile, openOwnFile, readAt, readTextOrNull, writeFileAtomic as writeAtomic } from "../shared/fsutil.ts";
 import type { Database } from "bun:sqlite";
 import type { Projection } from "./reducer.ts";
 import { statePaths } from "../shared/paths.ts";
@@ -29,12 +29,14 @@ export function materialize(stateRoot: string, src: MaterializeSource): string[]
   // The projection's row records the sha256 of the state.json last written from it (none since
   // its last change: ""): a current file costs one hash, and no item is read or rendered.
   const row = src.db.query("SELECT seq, state, state_sha FROM proj_loop WHERE id = 1").get() as { seq: number; state: string; state_sha: string } | null;
-  // Its bytes are hashed as they are read, in chunks; the file is read whole only when it is not current.
-  const current = row !== null && row.state_sha !== "" && hashFile(paths.stateJson) === row.state_sha;
+  // Its bytes are hashed as they are read, in chunks; the file is read whole only when it is not
+  // current. Never through a link (an agent's, to a file outside): such a state.json is rewritten in
+  // place of the link.
+  const current = row !== null && row.state_sha !== "" && hashOwnFile(paths.stateJson) === row.state_sha;
   if (!current) {
     const p = src.projection();
     const state = jsonText(stateDocument(p));
-    if (readTextOrNull(paths.stateJson) !== state) {
+    if (readTextOrNull(paths.stateJson, { noLinks: true }) !== state) {
       writeAtomic(paths.stateJson, state);
       changed.push("state.json");
     }
@@ -46,7 +48,7 @@ export function materialize(stateRoot: string, src: MaterializeSource): string[]
   const term = row?.state === "drained" ? terminalDocument(src.projection()) : null;
   if (term) {
     const text = jsonText(term);
-    if (readTextOrNull(paths.terminal) !== text) {
+    if (readTextOrNull(paths.terminal, { noLinks: true }) !== text) {
       writeAtomic(paths.terminal, text);
       changed.push("terminal_state.json");
     }
@@ -81,57 +83,72 @@ export function runlogBlock(e: { seq: number; ts: string; type: string; actor: s
   );
 }
 
-const HEADER = "# RUNLOG\n\nOne block per decided attempt, appended by `loop run`. Generated from the event log; do not edit.\n\n";
+export const RUNLOG_HEADER = "# RUNLOG\n\nOne block per decided attempt, appended by `loop run`. Generated from the event log; do not edit.\n\n";
 
 export function repairRunlog(path: string, db: Database): boolean {
-  const found = lastCompleteBlock(path);
-  const rows = db
-    .query("SELECT seq, ts, type, actor, item, payload FROM events WHERE seq > ? AND type IN ('item_settled','item_requeued') ORDER BY seq")
-    .all(found?.lastSeq ?? 0) as { seq: number; ts: string; type: string; actor: string; item: string | null; payload: string }[];
-  const add = rows.map((r) => runlogBlock({ ...r, payload: JSON.parse(r.payload) })).join("");
-  if (!found) {
-    // Missing or foreign: written anew from the log (atomic).
-    writeAtomic(path, HEADER + add);
-    return true;
+  // Only loop's own file is read and appended to: a link in its place is never followed, and a FIFO
+  // (which would hang every `loop run` and `loop ctl` holding the lease) is never opened. Either is
+  // replaced by a RUNLOG written anew, like a missing or foreign one.
+  const opened = openOwnFile(path, fsConstants.O_RDWR);
+  const fd = opened.kind === "ok" ? opened.fd : null;
+  try {
+    let found = fd === null ? null : lastCompleteBlock(fd);
+    // The last block must be the log's: a block someone appended (a forged "passed", or a seq beyond
+    // the log's decisions) would otherwise stand, and hold back every block up to its seq. The file is
+    // then written anew from the log. (loop replay compares every block: lib/reports/replay.ts.)
+    if (fd !== null && found && found.lastSeq > 0 && !lastBlockIsTheLogs(fd, found, db)) found = null;
+    const rows = db
+      .query("SELECT seq, ts, type, actor, item, payload FROM events WHERE seq > ? AND type IN ('item_settled','item_requeued') ORDER BY seq")
+      .all(found?.lastSeq ?? 0) as RunlogEventRow[];
+    const add = rows.map((r) => runlogBlock({ ...r, payload: JSON.parse(r.payload) })).join("");
+    if (!found || fd === null) {
+      // Missing or foreign: written anew from the log (atomic).
+      writeAtomic(path, RUNLOG_HEADER + add);
+      return true;
+    }
+    if (found.keepBytes < found.size) ftruncateSync(fd, found.keepBytes); // a torn tail from a crash
+    const text = Buffer.from((found.blankMissing ? "\n" : "") + add);
+    for (let off = 0; off < text.length; ) off += writeSync(fd, text, off, text.length - off, found.keepBytes + off);
+    return text.length > 0 || found.keepBytes < found.size;
+  } finally {
+    if (fd !== null) closeSync(fd);
   }
-  if (found.keepBytes < found.size) truncateSync(path, found.keepBytes); // a torn tail from a crash
-  const text = (found.blankMissing ? "\n" : "") + add;
-  if (text) appendFileSync(path, text);
-  return text !== "" || found.keepBytes < found.size;
+}
+
+type RunlogEventRow = { seq: number; ts: string; type: string; actor: string; item: string | null; payload: string };
+
+/** Is the last complete block of the file the block the log renders for its seq? */
+function lastBlockIsTheLogs(fd: number, found: { lastSeq: number; blockStart: number; keepBytes: number }, db: Database): boolean {
+  const row = db.query("SELECT seq, ts, type, actor, item, payload FROM events WHERE seq = ? AND type IN ('item_settled','item_requeued')").get(found.lastSeq) as RunlogEventRow | null;
+  if (!row || found.blockStart < 0) return false;
+  const want = Buffer.from(runlogBlock({ ...row, payload: JSON.parse(row.payload) }));
+  const buf = readAt(fd, found.blockStart, found.keepBytes - found.blockStart);
+  // The kept bytes may lack the block's closing blank line (a torn write): repair adds it back.
+  return buf.equals(want) || buf.equals(want.subarray(0, want.length - 1));
 }
 
 /**
- * The end of the last complete block of RUNLOG.md, read from the file's tail only: its seq and the
- * byte length to keep. Null when the file is missing or is not a RUNLOG (then it is rewritten).
+ * The end of the last complete block of RUNLOG.md, read from the file's tail only: its seq, where it
+ * opens and the byte length to keep. Null when the file is not a RUNLOG (then it is rewritten).
  */
-function lastCompleteBlock(path: string): { lastSeq: number; keepBytes: number; size: number; blankMissing: boolean } | null {
-  let fd: number;
-  try {
-    fd = openSync(path, "r");
-  } catch {
-    return null;
-  }
-  try {
-    const size = fstatSync(fd).size;
-    const head = Buffer.alloc(Math.min(size, HEADER.length));
-    readSync(fd, head, 0, head.length, 0);
-    if (head.toString("utf8") !== HEADER) return null;
-    for (let window = TAIL_BYTES; ; window *= 4) {
-      const start = Math.max(HEADER.length, size - window);
-      const buf = Buffer.alloc(size - start);
-      readSync(fd, buf, 0, buf.length, start);
-      for (let at = buf.lastIndexOf(END_OPEN); at >= 0; at = at > 0 ? buf.lastIndexOf(END_OPEN, at - 1) : -1) {
-        const close = buf.indexOf(END_CLOSE, at);
-        const digits = close < 0 ? "" : buf.toString("latin1", at + END_OPEN.length, close);
-        if (!/^\d+$/.test(digits)) continue; // a marker cut short: look further back
-        let end = close + END_CLOSE.length;
-        const blankMissing = buf[end] !== 0x0a; // each block ends with a blank line
-        if (!blankMissing) end += 1;
-        return { lastSeq: Number(digits), keepBytes: start + end, size, blankMissing };
-      }
-      if (start === HEADER.length) return { lastSeq: 0, keepBytes: HEADER.length, size, blankMissing: false };
+function lastCompleteBlock(fd: number): { lastSeq: number; keepBytes: number; size: number; blankMissing: boolean; blockStart: number } | null {
+  const size = fstatSync(fd).size;
+  const head = readAt(fd, 0, Math.min(size, RUNLOG_HEADER.length));
+  if (head.toString("utf8") !== RUNLOG_HEADER) return null;
+  for (let window = TAIL_BYTES; ; window *= 4) {
+    const start = Math.max(RUNLOG_HEADER.length, size - window);
+    const buf = readAt(fd, start, size - start);
+    for (let at = buf.lastIndexOf(END_OPEN); at >= 0; at = at > 0 ? buf.lastIndexOf(END_OPEN, at - 1) : -1) {
+      const close = buf.indexOf(END_CLOSE, at);
+      const digits = close < 0 ? "" : buf.toString("latin1", at + END_OPEN.length, close);
+      if (!/^\d+$/.test(digits)) continue; // a marker cut short: look further back
+      let end = close + END_CLOSE.length;
+      const blankMissing = buf[end] !== 0x0a; // each block ends with a blank line
+      if (!blankMissing) end += 1;
+      // Where the block opens (its marker names the same seq); -1 when it is not in this window.
+      const opened = buf.lastIndexOf(`<!-- loop:seq=${digits} -->\n`, at);
+      return { lastSeq: Number(digits), keepBytes: start + end, size, blankMissing, blockStart: opened < 0 ? -1 : start + opened };
     }
-  } finally {
-    closeSync(fd);
+    if (start === RUNLOG_HEADER.length) return { lastSeq: 0, keepBytes: RUNLOG_HEADER.length, size, blankMissing: false, blockStart: RUNLOG_HEADER.length };
   }
 }

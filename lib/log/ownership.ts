@@ -74,6 +74,8 @@ function describe(p: ProjectIdentity): string {
 const POINT_IT = "point --state-root (or LOOP_STATE_ROOT) at this project's own state root (by default <root>/.loop), or unset LOOP_STATE_ROOT";
 const POINT_IT_SENTENCE = `P${POINT_IT.slice(1)}`;
 const ADOPT = "`loop init --adopt`";
+/** The other fix, when the state root is right and the project is what moved (a restore on a new machine, a copied checkout). */
+const OR_ADOPT = `If this project is the one the state root was made for, moved or restored here, run ${ADOPT} here to bind the state root to it (docs/state.md#moving-a-project)`;
 
 /**
  * Whether the loop may still be renamed freely (noWorkYet), or how to find out: asked only when the
@@ -102,10 +104,10 @@ export function ownershipProblem(
     // The repository it was made for is gone from where it was: moved or renamed, most likely.
     if (!existsSync(recorded.gitDir))
       return `${whose}, but that repository is no longer there (${recorded.gitDir} is gone); nothing was done. If you moved or renamed it to ${current.repo}, run ${ADOPT} there to bind the state root to it (docs/state.md#moving-a-project); otherwise ${POINT_IT}`;
-    return `${whose}, not to ${describe(current)}; nothing was done. ${POINT_IT_SENTENCE}`;
+    return `${whose}, not to ${describe(current)}; nothing was done. ${POINT_IT_SENTENCE}. ${OR_ADOPT}`;
   }
   if (recorded.root !== current.root)
-    return `${whose}, another loop of the same repository, not to ${describe(current)}; nothing was done. ${POINT_IT_SENTENCE}`;
+    return `${whose}, another loop of the same repository, not to ${describe(current)}; nothing was done. ${POINT_IT_SENTENCE}. ${OR_ADOPT}`;
   if (recorded.name !== null && current.name !== null && recorded.name !== current.name && !(typeof renameFree === "function" ? renameFree() : renameFree))
     return `${whose}, but loop.json here names the loop "${current.name}"; nothing was done. If you renamed the loop, run ${ADOPT} to bind the state root to the new name; otherwise ${POINT_IT}`;
   return null;

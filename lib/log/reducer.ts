@@ -39,6 +39,10 @@ export interface VerifyRun {
   startedAt: string | null;
   /** Past this, a step ends the verify and records it timed out. */
   deadline: string | null;
+  /** The commit the verify runs on, which landing delivers (absent in logs from before it was recorded). */
+  head?: string;
+  /** The SHA-256 of the secrets its wrapper reveals in its exit status (absent in logs from before them). */
+  proof?: { pass: string; fail: string };
 }
 
 export interface AttemptRecord {
@@ -54,6 +58,8 @@ export interface AttemptRecord {
   verifyRun: VerifyRun | null;
   /** "passed", "failed", "requeued:<reason>" once the attempt's fate is decided. */
   outcome: string | null;
+  /** The digest of the repository's hooks and executable git config at its launch (absent in older logs). */
+  gitExec?: string;
 }
 
 export interface SessionRecord {
@@ -71,7 +77,8 @@ export interface SessionRecord {
   branch: string;
   startedAt: string | null;
   endedAt: string | null;
-  closed: { how: string; reason: string; at: string } | null;
+  /** `head`: the item branch's commit when it closed (session_closed's), when recorded. */
+  closed: { how: string; reason: string; at: string; head?: string | null } | null;
   /** Replies delivered to this session (by resume or handoff), as indexes into ledger.replies. */
   deliveries: number[];
 }
@@ -423,6 +430,7 @@ const HANDLERS: Handlers = {
       verify: null,
       verifyRun: null,
       outcome: null,
+      ...("gitExec" in pl ? { gitExec: pl.gitExec } : {}),
     });
     const deliveries: number[] = [];
     it.replies.forEach((r, i) => {
@@ -491,6 +499,11 @@ const HANDLERS: Handlers = {
         // Found before a reservation, which only happens with nothing in flight.
         if (p.loop.current !== null) fail("one_in_flight", `environment_fault before a launch while "${p.loop.current}" is in flight`);
         needStatus(it, ["pending"], e, fail);
+      } else if (it.status === "ended") {
+        // Met before the attempt's verify could start (the sandbox it runs in): the attempt waits as
+        // it is, and its verify starts once the loop is resumed.
+        const a = currentAttempt(it, pl.attempt, e, fail);
+        if (a.verify) fail("verify_order", `environment_fault for attempt ${a.n} of "${it.id}", whose verify already finished`);
       } else {
         // The reserved attempt never ran: it ends here and is given back, not counted.
         needStatus(it, ["launching"], e, fail);
@@ -505,7 +518,8 @@ const HANDLERS: Handlers = {
       }
     } else if (pl.attempt !== null) fail("item_required", "environment_fault with an attempt must name its item");
     p.loop.state = "paused";
-    p.loop.reason = `environment fault${e.item ? ` launching ${e.item}` : ""}: ${pl.reason}. To fix: ${pl.fix}`;
+    const doing = e.item ? ` ${p.items[e.item]?.status === "ended" ? "verifying" : "launching"} ${e.item}` : "";
+    p.loop.reason = `environment fault${doing}: ${pl.reason}. To fix: ${pl.fix}`;
     p.loop.fault = { kind: pl.kind, seq: e.seq };
   },
   session_ended(p, e, fail) {
@@ -542,7 +556,7 @@ const HANDLERS: Handlers = {
     if (a.end?.verdict !== "exited") fail("verify_order", `verify_reserved for attempt ${a.n} of "${it.id}", whose session did not exit (${a.end?.verdict ?? "no end"})`);
     if (a.verify || a.verifyRun) fail("verify_order", `verify_reserved for attempt ${a.n} of "${it.id}", which already has a verify`);
     const pl = e.payload;
-    a.verifyRun = { key: pl.key, command: pl.command, log: pl.log, timeoutMs: pl.timeoutMs, reservedAt: e.ts, pid: null, startTime: null, startedAt: null, deadline: null };
+    a.verifyRun = { key: pl.key, command: pl.command, log: pl.log, timeoutMs: pl.timeoutMs, reservedAt: e.ts, pid: null, startTime: null, startedAt: null, deadline: null, ...("head" in pl ? { head: pl.head } : {}) };
     it.reason = "verify reserved";
   },
   verify_started(p, e, fail) {
@@ -552,7 +566,7 @@ const HANDLERS: Handlers = {
     const run = a.verifyRun;
     if (!run || run.pid !== null || a.verify) fail("verify_order", `verify_started for attempt ${a.n} of "${it.id}" needs a reserved verify not yet started or finished`);
     const pl = e.payload;
-    Object.assign(run!, { pid: pl.pid, startTime: pl.startTime, startedAt: e.ts, deadline: pl.deadline });
+    Object.assign(run!, { pid: pl.pid, startTime: pl.startTime, startedAt: e.ts, deadline: pl.deadline, ...("proof" in pl ? { proof: pl.proof } : {}) });
     it.reason = `verify running (deadline ${pl.deadline})`;
   },
   verify_finished(p, e, fail) {
@@ -612,6 +626,8 @@ const HANDLERS: Handlers = {
     if (!a.verify?.passed) fail("landing_unverified", `landing for "${it.id}" before a passing verify`);
     const pl = e.payload;
     it.landing = { outcome: pl.outcome, target: pl.target, commit: pl.commit, reason: pl.reason };
+    // Through a forge, the landing record ends with the code and reason it ended on: status never shows a stale wait.
+    if (pl.code !== undefined && it.forge?.landing) it.forge.landing = { ...it.forge.landing, code: pl.code, reason: pl.reason };
   },
   session_closed(p, e, fail) {
     const it = need(p, e, fail);
@@ -619,7 +635,7 @@ const HANDLERS: Handlers = {
     if (!s) fail("no_session", `session_closed for "${it.id}" which has no session`);
     if (s!.attempt !== e.payload.attempt) fail("attempt_mismatch", `session_closed for attempt ${e.payload.attempt}, session is ${s!.attempt}`);
     if (s!.closed) fail("already_closed", `session of "${it.id}" attempt ${s!.attempt} already closed`);
-    s!.closed = { how: e.payload.how, reason: e.payload.reason, at: e.ts };
+    s!.closed = { how: e.payload.how, reason: e.payload.reason, at: e.ts, ...(e.payload.head !== undefined ? { head: e.payload.head } : {}) };
     s!.endedAt ??= e.ts;
     if (e.payload.worktreeRemoved && it.workspace) it.workspace.present = false;
   },

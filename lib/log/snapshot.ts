@@ -43,7 +43,8 @@ const ENVIRONMENT_CODES = /^SQLITE_(READONLY|CANTOPEN|IOERR|FULL|PERM|AUTH)/;
 export function storeError(err: unknown, what: string): StoreError {
   if (err instanceof StoreError) return err;
   const code = (err as { code?: string })?.code ?? "";
-  if (ENVIRONMENT_CODES.test(code) || /^E[A-Z]+$/.test(code)) return new StoreError("io_error", `${what}: ${(err as Error).message} (${code})`);
+  // The cause is kept: a step tells a full disk from the SQLite code (lib/step/disk.ts).
+  if (ENVIRONMENT_CODES.test(code) || /^E[A-Z]+$/.test(code)) return Object.assign(new StoreError("io_error", `${what}: ${(err as Error).message} (${code})`), { cause: err });
   return new StoreError("corrupt_store", `${what}: ${(err as Error).message}`);
 }
 
@@ -365,6 +366,12 @@ function startRead(stateRoot: string) {
       return !moved || attempt >= 4 ? { value: o.value } : null;
     },
   };
+}
+
+/** The item an event names (null: none, or no such event): what an environment fault was about, by its seq. */
+export function eventItem(db: Database, seq: number): string | null {
+  const r = db.query("SELECT item FROM events WHERE seq = ?").get(seq) as { item: string | null } | null;
+  return r?.item ?? null;
 }
 
 /** Events in seq order, read in pages of rows (bounded memory); replay's passes use one cursor each instead. */

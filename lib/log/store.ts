@@ -14,6 +14,7 @@ import { EVENT_COLUMNS, type EventRow } from "./integrity.ts";
 import { checkSchema, dbPath, headOf, openWith, readItems, readProjection, readProjectionHead, SCHEMA_VERSION, schemaVersion, storeError } from "./snapshot.ts";
 import type { ItemStatus, LandingOutcome } from "./vocabulary.ts";
 import { assertOwnership, noWorkYet, type ProjectIdentity, rebind, sameBinding } from "./ownership.ts";
+import { describeLockHolders, storeLockHolders } from "./locks.ts";
 import { ensureStateRoot } from "../shared/state-root.ts";
 export { type EventRow, type EventRowBase, hashInput } from "./integrity.ts";
 export { StoreError, type StoreErrorCode } from "../shared/errors.ts";
@@ -139,8 +140,9 @@ export class Store {
       store.retryBusy(() => store.upgradeSchema());
       if (opts.project !== undefined) store.actFor(opts.project, { ignoreName: opts.ignoreName });
     } catch (err) {
+      const locked = store.lockedError(err);
       db.close();
-      throw storeError(err, `cannot use ${path}`);
+      throw storeError(locked, `cannot use ${path}`);
     }
     return store;
   }
@@ -430,14 +432,14 @@ export class Store {
       if (opts.label) failpoint(`${opts.label}:before_commit`);
       return { events: out, p, complete: this.cache!.complete };
     });
-    let result;
+    let result: ReturnType<typeof run.immediate>;
     try {
       result = run.immediate();
     } catch (err) {
       // Nothing of it committed, and the cache was not folded into (a copy was); what it read is
       // still true, but reading afresh is cheap and needs no argument.
       this.cache = null;
-      throw err;
+      throw this.lockedError(err);
     }
     // Committed, unless an enclosing transaction (tx) may still roll it back: then read afresh.
     this.cache = this.db.inTransaction ? null : { version: this.dataVersion(), p: result.p, complete: result.complete };
@@ -505,9 +507,37 @@ export class Store {
     this.cache = null; // fn may write projection rows or events behind append's back
     try {
       return this.db.transaction(fn).immediate();
+    } catch (err) {
+      throw this.lockedError(err);
     } finally {
       this.cache = null;
     }
+  }
+
+  /**
+   * A write that waited out the busy timeout: `store_locked`, naming who holds the lock (another
+   * process's write lock, from /proc/locks: lib/log/locks.ts), instead of SQLite's "database is
+   * locked". Any other error is returned as it is.
+   */
+  private lockedError(err: unknown): unknown {
+    if (!isBusy(err) || err instanceof StoreError) return err;
+    const path = dbPath(this.stateRoot);
+    let lease: { pid: number; host: string } | null = null;
+    try {
+      lease = this.db.query("SELECT pid, host FROM lease WHERE id = 1").get() as { pid: number; host: string } | null;
+    } catch {
+      // the lease cannot even be read: name whoever holds the lock
+    }
+    const stepPid = lease && lease.host === hostname() ? lease.pid : null;
+    const others = storeLockHolders(path, [process.pid, ...(stepPid !== null ? [stepPid] : [])]);
+    if (others.length) return new StoreError("store_locked", `${path} is locked: ${describeLockHolders(others)}`);
+    const byStep = stepPid !== null && storeLockHolders(path, [process.pid]).some((h) => h.pid === stepPid);
+    return new StoreError(
+      "store_locked",
+      byStep
+        ? `${path} stayed locked for ${BUSY_TIMEOUT_MS / 1000} s by the step holding the lease (pid ${stepPid}); try again later`
+        : `${path} stayed locked for ${BUSY_TIMEOUT_MS / 1000} s (${(err as Error).message}), by no process this machine lists: another machine sharing the file, or a process of another pid namespace`,
+    );
   }
 
   /**

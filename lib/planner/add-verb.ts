@@ -1,8 +1,10 @@
 // `loop add` end to end, for cmd/loop-add.ts: items from the command line, a text file or the forge,
 // shown for confirmation where the contract asks, appended (append.ts).
 import { UsageError } from "../shared/errors.ts";
+import { isItemId } from "../definition/refs.ts";
 import { appendItems, type AppendResult, type NewItem } from "./append.ts";
 import { type IssueSource, requireIssueSource } from "./issues.ts";
+import { readLoopFile } from "./loop-file.ts";
 import { reviewItems } from "./review.ts";
 import { parseItemLines } from "./text-format.ts";
 
@@ -38,6 +40,9 @@ export async function addVerb(o: AddVerbOptions): Promise<AddDocument> {
   if (o.prompt === undefined && (o.id || o.ref || o.dependsOn.length))
     throw new UsageError("--id, --ref and --depends-on describe one item: give them with a <prompt>");
   if (o.prompt !== undefined && o.prompt.trim() === "") throw new UsageError("the prompt is empty");
+  // An id typed on the command line is an invalid flag value (exit 2), like an invalid --ref.
+  if (o.id !== undefined && !isItemId(o.id))
+    throw new UsageError(`--id ${JSON.stringify(o.id)} is not an item id (lowercase letters, digits and '-', with single '.' or '_' between them, at most 64 characters); nothing was written`);
   const common = { runner: o.runner ?? null, model: o.model ?? null, verify: o.verify ?? null };
   let items: NewItem[];
   if (o.prompt !== undefined) items = [{ id: o.id ?? null, ref: o.ref ?? null, prompt: o.prompt, dependsOn: o.dependsOn, ...common, from: "the new item" }];
@@ -57,8 +62,10 @@ export async function addVerb(o: AddVerbOptions): Promise<AddDocument> {
   const preview = appendItems({ root: o.root, items, dryRun: true });
   if (o.dryRun || items.length === 0) return { schema: "loop/add@1", file: preview.file, dryRun: o.dryRun, added: o.dryRun ? preview.added : [] };
   if (list && !o.yes) {
-    const shown = preview.added.map((a, i) => ({ ...a, index: i }));
-    const kept = await reviewItems(shown, { command: "loop add", editable: false, what: "Append these {n} items to loop.json" });
+    const shown = preview.added.map((a, i) => ({ ...a, dependsOn: items[i]!.dependsOn ?? [], runner: items[i]!.runner ?? null, model: items[i]!.model ?? null, verify: items[i]!.verify ?? null, index: i }));
+    const raw = readLoopFile(o.root).raw as { defaults?: { verify?: unknown } };
+    const defaultVerify = typeof raw.defaults?.verify === "string" || raw.defaults?.verify === false ? raw.defaults.verify : null;
+    const kept = await reviewItems(shown, { command: "loop add", editable: false, what: "Append these {n} items to loop.json", defaultVerify, warnings: [] });
     items = kept.map((k) => items[k.index]!);
   }
   const r = appendItems({ root: o.root, items, dryRun: false });

@@ -5,6 +5,7 @@ import { forgeHost, loadDefinition, type NormForge } from "../definition/loop-js
 import { describeFailure, type ForgeResult } from "../forge/provider.ts";
 import { capped, sanitizeLine } from "../forge/untrusted.ts";
 import { ForgeError, UsageError } from "../shared/errors.ts";
+import { forgeTimeout } from "../forge/timeout.ts";
 import type { Issue, PullRequest } from "./prompt.ts";
 import type { DefaultRepo } from "./text-format.ts";
 
@@ -23,25 +24,29 @@ export interface IssueSource {
  * Nothing is asked of the forge until a flag needs it; the token is read from the variable the
  * section names, in `env`.
  */
-export function configuredIssueSource(root: string, env: Record<string, string | undefined> = {}): IssueSource | null {
+export function configuredIssueSource(root: string, env: Record<string, string | undefined> = {}, warn: (message: string) => void = () => {}): IssueSource | null {
   let forge: NormForge | undefined;
   try {
     forge = loadDefinition(root).forge;
   } catch {
     return null;
   }
-  return forge ? forgeIssueSource(forge, env[forge.tokenEnv] || null) : null;
+  return forge ? forgeIssueSource(forge, env[forge.tokenEnv] || null, { warn, timeoutMs: forgeTimeout(env, warn) }) : null;
 }
 
-/** An IssueSource over a forge section (exported for tests that hand it a fake forge's settings). */
-export function forgeIssueSource(settings: NormForge, token: string | null): IssueSource {
+/**
+ * An IssueSource over a forge section (exported for tests that hand it a fake forge's settings).
+ * `warn` hears what the search left out (other repositories' results, an incomplete search, the cap).
+ */
+export function forgeIssueSource(settings: NormForge, token: string | null, o: { warn?: (message: string) => void; timeoutMs?: number } = {}): IssueSource {
+  const warn = o.warn ?? (() => {});
   const [owner, repo] = settings.repo.split("/") as [string, string];
   const host = forgeHost(settings.apiUrl);
   const refOf = (n: number) => `${settings.provider}:${host === null ? "" : `${host}/`}${owner}/${repo}#${n}`;
   let provider: ReturnType<typeof open> | null = null;
   const open = async () => {
     const { openForge } = await import("../forge/open.ts");
-    return openForge({ settings, token });
+    return openForge({ settings, token, timeoutMs: o.timeoutMs, notice: (m) => warn(`forge: ${m}`) });
   };
   const forge = () => (provider ??= open());
   // Forge text is untrusted: hidden characters and HTML comments go, sizes are capped, here at the
@@ -50,7 +55,8 @@ export function forgeIssueSource(settings: NormForge, token: string | null): Iss
     repo: { provider: settings.provider, host, owner, repo },
     async searchOpenIssues(search) {
       const found = need(await (await forge()).searchOpenIssues(search), `searching the issues of ${settings.repo} for ${JSON.stringify(search)}`);
-      return found.map((i) => ({ ref: refOf(i.number), title: sanitizeLine(i.title, 200), body: capped(i.body), labels: i.labels.map((l) => sanitizeLine(l, 50)) }));
+      for (const note of found.notes) warn(`forge: searching the issues of ${settings.repo}: ${note}`);
+      return found.issues.map((i) => ({ ref: refOf(i.number), title: sanitizeLine(i.title, 200), body: capped(i.body), labels: i.labels.map((l) => sanitizeLine(l, 50)) }));
     },
     async openPullRequests() {
       const pulls = need(await (await forge()).openPulls(), `listing the open pull requests of ${settings.repo}`);

@@ -10,8 +10,10 @@ import { itemStatuses, loadLoopDefinition } from "./loop-file.ts";
 import { draftPlan } from "./plan.ts";
 import { runnerCatalogue } from "./planners.ts";
 import type { PlanContext } from "./prompt.ts";
+import { describeUnreviewed } from "./describe.ts";
 import { reviewItems } from "./review.ts";
 import { runPlanner } from "./run-planner.ts";
+import { agentRule } from "../definition/environment.ts";
 
 export const DEFAULT_MAX_ITEMS = 20;
 
@@ -43,6 +45,8 @@ export interface PlanVerbOptions {
   yes: boolean;
   stdinIsTTY: boolean;
   env: Record<string, string | undefined>;
+  /** Where --yes says what it appends unreviewed (stderr, as a warning: --quiet keeps it). */
+  notice: (text: string) => void;
 }
 
 export async function planVerb(o: PlanVerbOptions): Promise<PlanDocument> {
@@ -51,8 +55,9 @@ export async function planVerb(o: PlanVerbOptions): Promise<PlanDocument> {
   if (!o.yes && !o.dryRun && !o.stdinIsTTY)
     throw new UsageError("loop plan needs a terminal to review the draft: pass --dry-run to print it, or --yes to append it unreviewed. Nothing was drafted.");
   const { file, def } = loadLoopDefinition(o.root);
-  const raw = file.raw as { defaults?: { runner?: unknown } };
+  const raw = file.raw as { defaults?: { runner?: unknown; verify?: unknown } };
   const defaultRunner = typeof raw.defaults?.runner === "string" ? raw.defaults.runner : "demo";
+  const defaultVerify = typeof raw.defaults?.verify === "string" || raw.defaults?.verify === false ? raw.defaults.verify : null;
   const catalogue = runnerCatalogue(def.runners);
   const names = catalogue.map((r) => r.name);
   const runner = o.runner ?? defaultRunner;
@@ -81,12 +86,14 @@ export async function planVerb(o: PlanVerbOptions): Promise<PlanDocument> {
   const ask =
     runner === "demo"
       ? async () => JSON.stringify(demoPlan(context))
-      : (prompt: string) => runPlanner({ runner, model: o.model ?? null, prompt, schema: ANSWER_JSON_SCHEMA, commandRunners: def.runners, env: o.env });
+      : (prompt: string) => runPlanner({ runner, model: o.model ?? null, prompt, schema: ANSWER_JSON_SCHEMA, commandRunners: def.runners, env: o.env, envRule: agentRule(def, runner) });
   const draft = await draftPlan({ context, answerContext, ask });
   const doc: PlanDocument = { schema: "loop/plan@1", runner, ...draft, dryRun: o.dryRun, appended: [], file: file.path };
   if (draft.outcome !== "drafted" || o.dryRun) return doc;
   let items = draft.items;
-  if (!o.yes) items = await reviewItems(items, { command: "loop plan", editable: true, what: "Append {n} items to loop.json" });
+  // Nothing is appended without its every field shown to a person: at the review, or with --yes on stderr.
+  if (!o.yes) items = await reviewItems(items, { command: "loop plan", editable: true, what: "Append {n} items to loop.json", defaultVerify, warnings: draft.warnings });
+  else o.notice(describeUnreviewed(items, { what: `loop plan: appending ${items.length} drafted item${items.length === 1 ? "" : "s"} to loop.json`, defaultVerify, warnings: draft.warnings }));
   if (items.length === 0) return doc;
   // Items whose dependency review dropped would make the definition invalid: said by the validation.
   try {

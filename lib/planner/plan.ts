@@ -1,4 +1,5 @@
-// `loop plan`'s drafting: one planner call (plus at most one retry for a malformed answer), then the
+// `loop plan`'s drafting: one planner call (plus at most one retry for an answer that is malformed or
+// not JSON at all: a model that answered in prose once usually answers in JSON when told), then the
 // quality checks. The call itself is injected (`ask`), so this is tested with scripted answers; the
 // command passes runPlanner (run-planner.ts) or the demo planner. Nothing here writes anything.
 import { PlannerError } from "../shared/errors.ts";
@@ -12,7 +13,7 @@ export interface Draft {
   reason: string | null;
   items: DraftItem[];
   warnings: Warning[];
-  /** Planner calls made: 1, or 2 when the first answer was malformed. */
+  /** Planner calls made: 1, or 2 when the first answer was malformed or not JSON. */
   calls: number;
 }
 
@@ -28,8 +29,13 @@ export async function draftPlan(o: { context: PlanContext; answerContext: Answer
   let currentPrompt = prompt;
   for (let call = 1; ; call++) {
     const parsed = parseAnswerText(await o.ask(currentPrompt));
-    if (!parsed.ok) throw new PlannerError(`the planner's answer is unusable: ${parsed.message}; nothing was drafted`);
-    const checked = checkAnswer(parsed.value, o.answerContext);
+    // Truncated output is not retried (it would be paid for again, and cut again), nor an empty one
+    // (nothing to tell the planner about); prose is the planner's mistake, like a malformed document.
+    if (!parsed.ok && (parsed.why !== "unparseable" || call === 2))
+      throw new PlannerError(`the planner's answer is unusable${call === 2 ? " after the retry" : ""}: ${parsed.message}; nothing was drafted`);
+    const checked: { ok: false; problems: string[] } | ReturnType<typeof checkAnswer> = parsed.ok
+      ? checkAnswer(parsed.value, o.answerContext)
+      : { ok: false, problems: [`${parsed.message}. The answer must be the JSON document alone: no prose around it, no code fence`] };
     if (checked.ok) {
       const a = checked.answer;
       const existing = o.context.existing.map((e) => ({ id: e.id, prompt: e.prompt }));

@@ -10,7 +10,7 @@ export function renderPlan(d: PlanDocument): string {
   const calls = d.calls === 1 ? "1 call" : `${d.calls} calls`;
   if (d.outcome === "nothing_new") out.push(`nothing new to add (planner ${d.runner}, ${calls}): ${printable(d.reason ?? "")}`);
   else if (d.outcome === "undraftable") out.push(`undraftable brief (planner ${d.runner}, ${calls}): ${printable(d.reason ?? "")}`);
-  else out.push(`drafted ${d.items.length} item${d.items.length === 1 ? "" : "s"} (planner ${d.runner}, ${calls}):`);
+  else out.push(`drafted ${d.items.length} item${d.items.length === 1 ? "" : "s"} (planner ${d.runner}, ${calls})${d.reason ? `; ${printable(d.reason)}` : ""}:`);
   for (const it of d.items) {
     out.push(`  ${printable(it.id)}${it.ref ? ` [${it.ref}]` : ""}: ${firstLine(it.prompt)}`);
     const more = [

@@ -3,12 +3,11 @@
 // stderr, loaded only here. No or Escape declines (exit 3), Ctrl-C interrupts (exit 130); either
 // way nothing is written.
 import { DeclinedError, InterruptedError } from "../shared/errors.ts";
-import { printable } from "../shared/printable.ts";
+import type { Warning } from "./answer.ts";
+import { type Describable, describeItem, otherWarnings } from "./describe.ts";
 
-export interface Reviewable {
-  id: string;
-  prompt: string;
-}
+/** What review shows of an item: every field that will be written (describe.ts describeItem). */
+export type Reviewable = Describable;
 
 /** Runs a clack prompt, telling Ctrl-C (a raw byte on the terminal) from Escape: clack reports both as "cancel". */
 async function ask<T>(run: () => Promise<T | symbol>, command: string): Promise<T> {
@@ -30,11 +29,16 @@ async function ask<T>(run: () => Promise<T | symbol>, command: string): Promise<
 }
 
 /** Keep, drop or edit each item; the items kept (edited prompts in place), after a final Yes. */
-export async function reviewItems<T extends Reviewable>(items: readonly T[], o: { command: string; editable: boolean; what: string }): Promise<T[]> {
+export async function reviewItems<T extends Reviewable>(
+  items: readonly T[],
+  o: { command: string; editable: boolean; what: string; defaultVerify: string | false | null; warnings: readonly Warning[] },
+): Promise<T[]> {
   const clack = await import("@clack/prompts");
   const kept: T[] = [];
+  const general = otherWarnings(items, o.warnings);
+  if (general.length) process.stderr.write(`\n${general.join("\n")}\n`);
   for (const [n, it] of items.entries()) {
-    process.stderr.write(`\n${n + 1}/${items.length} ${printable(it.id)}\n${it.prompt.split("\n").map((l) => `  ${printable(l)}`).join("\n")}\n`);
+    process.stderr.write(`\n${describeItem(it, { n: n + 1, of: items.length, defaultVerify: o.defaultVerify, warnings: o.warnings })}\n`);
     if (!o.editable) {
       kept.push(it);
       continue;

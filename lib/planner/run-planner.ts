@@ -8,6 +8,7 @@ import { PlannerError } from "../shared/errors.ts";
 import { parseDuration } from "../definition/duration.ts";
 import { extractAnswer, plannerCommand, plannerFiles } from "./planners.ts";
 import type { CommandRunner } from "../definition/loop-json.ts";
+import { childEnvironment, type EnvRule } from "../definition/environment.ts";
 
 /** More answer than this is not a plan: the planner is cut off and the answer judged truncated. */
 export const MAX_ANSWER_BYTES = 4 * 2 ** 20;
@@ -37,7 +38,10 @@ export interface RunPlannerOptions {
   prompt: string;
   schema: object;
   commandRunners: Record<string, CommandRunner>;
+  /** loop plan's own environment (LOOP_PLAN_TIMEOUT is read from it). */
   env: Record<string, string | undefined>;
+  /** What of it the planner gets (lib/definition/environment.ts agentRule): never loop's secrets. */
+  envRule: EnvRule;
 }
 
 /** The answer text of one planner call. */
@@ -56,7 +60,7 @@ export async function runPlanner(o: RunPlannerOptions): Promise<string> {
     const timeoutMs = parseDuration(o.env.LOOP_PLAN_TIMEOUT || DEFAULT_TIMEOUT);
     let proc;
     try {
-      proc = Bun.spawn(cmd.argv, { cwd: dir, env: o.env as Record<string, string>, stdin: "ignore", stdout: "pipe", stderr: "pipe", detached: true });
+      proc = Bun.spawn(cmd.argv, { cwd: dir, env: childEnvironment(o.env, o.envRule), stdin: "ignore", stdout: "pipe", stderr: "pipe", detached: true });
     } catch (e) {
       throw new PlannerError(`planner ${o.runner}: cannot start ${JSON.stringify(cmd.argv[0])}: ${(e as Error).message}`);
     }

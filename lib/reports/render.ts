@@ -45,11 +45,13 @@ export function renderStatus(r: StatusReport, color: boolean): string {
     out.push("");
     out.push(
       table(
-        ["ITEM", "STATUS", "ATTEMPTS", "SESSION", "BRANCH", "LAST VERIFY"],
+        ["ITEM", "STATUS", "ATTEMPTS", "FAILED", "SESSION", "BRANCH", "LAST VERIFY"],
         r.items.map((it) => [
           p(it.id),
           paint(color, statusColor(it.status), p(it.status)),
-          `${p(it.attempts)} (${p(it.failures)}/${p(it.maxAttempts)} failed)`,
+          // Attempts the agent ran; the failures counted against maxAttempts, and where the item gives up.
+          p(it.ran),
+          `${p(it.failures)} (gives up at ${p(it.maxAttempts)})`,
           it.session
             ? `${p(it.session.runner)} ${it.session.tmux ? `tmux ${p(it.session.tmux)}` : it.session.pid !== null ? `pid ${p(it.session.pid)}` : "-"}${it.session.alive ? " alive" : ""}`
             : "-",
@@ -80,7 +82,7 @@ export function renderStatus(r: StatusReport, color: boolean): string {
     }
   }
   out.push("");
-  out.push(r.findings.length ? "divergence:" : "healthy: projection matches the log and state.json");
+  out.push(r.findings.length ? "not healthy:" : "healthy: projection matches the log and state.json");
   for (const f of r.findings) out.push(`  ${p(f.code)}${f.seq !== undefined ? ` (seq ${f.seq})` : ""}: ${p(f.message)}`);
   return out.join("\n");
 }
@@ -99,7 +101,9 @@ function inFlight(it: StatusReport["items"][number], p: (v: unknown) => string):
   const s = it.session;
   // A session record of an earlier attempt (the next one is still launching) says nothing of this one.
   const current = s !== null && s.attempt === it.attempts ? s : null;
-  const out = [`in flight: ${p(it.id)} (${p(it.status)}, attempt ${p(it.attempts)}${current?.alive ? ", alive" : ""})`];
+  // Numbered as the handoff numbers it: the attempts the agent ran, this one included once it started.
+  const n = it.status === "launching" ? it.ran + 1 : it.ran;
+  const out = [`in flight: ${p(it.id)} (${p(it.status)}, attempt ${p(n)}${current?.alive ? ", alive" : ""})`];
   if (current?.log) out.push(`  log:      ${p(current.log)}  (\`loop logs ${p(it.id)} --follow\`)`);
   if (it.worktree) out.push(`  worktree: ${p(it.worktree)}`);
   if (current?.attach) out.push(`  attach:   ${p(current.attach)}`);
@@ -107,7 +111,8 @@ function inFlight(it: StatusReport["items"][number], p: (v: unknown) => string):
 }
 
 export function renderReplay(r: ReplayReport): string {
-  const out = [`replayed ${r.events} events (head seq ${r.head.seq})`];
+  const out = [`replayed ${r.events} events (head seq ${r.head.seq})`, `head ${r.head.seq}:${printable(r.head.hash)}`];
+  if (r.expectedHead) out.push(`expected head ${r.expectedHead.seq}:${r.expectedHead.hash} ${r.expectedHead.ok ? "ok" : "failed"}`);
   for (const [k, v] of Object.entries(r.checks)) out.push(`  ${k.padEnd(12)} ${v}`);
   if (r.findings.length) {
     out.push("findings:");

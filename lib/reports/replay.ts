@@ -4,6 +4,7 @@
 // - the fold: each payload validated against its schema and folded into two independent
 //   projections, so nondeterminism in the reducer shows up as a difference between them.
 // Then the projection tables, state.json and terminal_state.json are compared with the fold.
+import { closeSync, constants, fstatSync, openSync, readFileSync, readSync } from "node:fs";
 import { readRegularFile } from "../shared/fsutil.ts";
 import type { Database } from "bun:sqlite";
 import { payloadProblem, type StoredEvent } from "../log/events.ts";
@@ -17,7 +18,9 @@ import { statePaths } from "../shared/paths.ts";
 import { jsonDiff, getPath } from "./diff.ts";
 import { jsonText, stateDocument, terminalDocument } from "../log/documents.ts";
 import { type Finding, REPLAY_FINDING_CODES, type ReplayFindingCode } from "../log/integrity.ts";
+import { RUNLOG_HEADER, runlogBlock } from "../log/materialize.ts";
 import { noWorkYet, ownershipFinding, type ProjectIdentity } from "../log/ownership.ts";
+import { UsageError } from "../shared/errors.ts";
 
 /** The codes of replay's findings (docs/cli/loop-replay.md). */
 export const FINDING_CODES = REPLAY_FINDING_CODES;
@@ -42,7 +45,7 @@ export interface FoldOutcome {
  * The links between events (id, prev_hash, hash) are the integrity pass's to check; the fold takes
  * them as given and does not read them: a third of each row, on the pass that bounds replay's time.
  */
-export function foldLog(db: Database): FoldOutcome {
+export function foldLog(db: Database, runlog?: RunlogCheck): FoldOutcome {
   const a = emptyProjection();
   const b = emptyProjection();
   const stop = (f: ReplayFinding & { rule?: string }): FoldOutcome => ({ projection: null, findings: [f] });
@@ -71,6 +74,7 @@ export function foldLog(db: Database): FoldOutcome {
     } catch (err) {
       return stop({ code: "nondeterministic_replay", seq: r.seq, message: `second fold rejected seq ${r.seq}: ${(err as Error).message}` });
     }
+    if (runlog && (r.type === "item_settled" || r.type === "item_requeued")) runlog.feed(runlogBlock(e));
   }
   a.hash = b.hash = headOf(db).hash;
   const findings: ReplayFinding[] = disagreements(a, b).map((what) => ({ code: "nondeterministic_replay", message: `two folds disagree on ${what}` }));
@@ -225,6 +229,108 @@ export function compareFiles(stateRoot: string, p: Projection): ReplayFinding[] 
   return out;
 }
 
+/** How many of RUNLOG.md's blocks a replay names one by one. */
+const RUNLOG_NAMED = 10;
+
+/**
+ * RUNLOG.md against the log, fed the blocks the log renders as the fold meets them. The file must be
+ * those blocks in order, or the start of them: a torn last block or blocks not yet appended are a
+ * crash's leftovers, which the next `loop run` repairs. While the file agrees, only a window of it
+ * is in memory (the file grows forever); once it differs, `finish` reads it whole and names each
+ * block that is not the log's (a forged "passed", one that says something else) or text outside
+ * the blocks. A missing file is not a finding: the next step writes it whole, and it claims nothing.
+ */
+export class RunlogCheck {
+  private fd: number | null = null;
+  private size = 0;
+  private pos = 0;
+  private buf = Buffer.alloc(0);
+  private bufAt = 0;
+  /** The file ended inside a block (torn) or before it: nothing after can be compared. */
+  private ended = false;
+  private diverged = false;
+  private problem: string | null = null;
+
+  constructor(private readonly path: string) {
+    try {
+      // Non-blocking: a FIFO in its place must not hang a read verb; it is then no regular file.
+      this.fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+      const st = fstatSync(this.fd);
+      if (!st.isFile()) throw Object.assign(new Error("not a regular file"), { code: "EFTYPE" });
+      this.size = st.size;
+    } catch (err) {
+      if (this.fd !== null) closeSync(this.fd);
+      this.fd = null;
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT") this.problem = `RUNLOG.md cannot be read: ${(err as Error).message}`;
+      return;
+    }
+    this.compare(Buffer.from(RUNLOG_HEADER));
+  }
+
+  /** The next block the log renders. */
+  feed(block: string): void {
+    if (this.fd !== null && !this.diverged && !this.ended) this.compare(Buffer.from(block));
+  }
+
+  private compare(want: Buffer): void {
+    const have = this.read(want.length);
+    if (have.equals(want)) return;
+    if (have.length < want.length && want.subarray(0, have.length).equals(have)) this.ended = true;
+    else this.diverged = true;
+  }
+
+  /** The next `n` bytes of the file (fewer at its end), through a window of at least 64 KiB. */
+  private read(n: number): Buffer {
+    if (this.pos + n > this.bufAt + this.buf.length) {
+      const len = Math.min(Math.max(n, 64 * 1024), this.size - this.pos);
+      this.buf = Buffer.alloc(Math.max(len, 0));
+      readSync(this.fd!, this.buf, 0, this.buf.length, this.pos);
+      this.bufAt = this.pos;
+    }
+    const from = this.pos - this.bufAt;
+    const out = this.buf.subarray(from, Math.min(from + n, this.buf.length));
+    this.pos += out.length;
+    return out;
+  }
+
+  /** The findings, once the fold has fed every block. `db` renders a block the file names by its seq. */
+  finish(db: Database): ReplayFinding[] {
+    try {
+      if (this.problem) return [{ code: "runlog_mismatch", message: this.problem }];
+      if (this.fd === null || (!this.diverged && (this.ended || this.pos === this.size))) return [];
+      return this.explain(db);
+    } finally {
+      if (this.fd !== null) closeSync(this.fd);
+      this.fd = null;
+    }
+  }
+
+  private explain(db: Database): ReplayFinding[] {
+    const text = readFileSync(this.path, "utf8");
+    if (!text.startsWith(RUNLOG_HEADER)) return [{ code: "runlog_mismatch", message: "RUNLOG.md does not start with the header loop writes: it is not the log's (the next loop run writes it anew)" }];
+    const render = db.query("SELECT seq, ts, type, actor, item, payload FROM events WHERE seq = ? AND type IN ('item_settled','item_requeued')");
+    const heading = (block: string) => /^### (.*)$/m.exec(block)?.[1] ?? "";
+    const out: ReplayFinding[] = [];
+    let last = 0;
+    for (const m of text.matchAll(/<!-- loop:seq=(\d+) -->\n[\s\S]*?<!-- \/loop:seq=\1 -->\n\n?/g)) {
+      const seq = Number(m[1]);
+      const block = m[0].endsWith("\n\n") ? m[0] : `${m[0]}\n`;
+      const row = render.get(seq) as { seq: number; ts: string; type: string; actor: string; item: string | null; payload: string } | null;
+      const want = row ? runlogBlock({ ...row, payload: JSON.parse(row.payload) }) : null;
+      if (want === null) out.push({ code: "runlog_mismatch", seq, message: `RUNLOG.md has a block for seq ${seq} ("${heading(block)}") that is not in the log: no decision was recorded at seq ${seq}` });
+      else if (block !== want) out.push({ code: "runlog_mismatch", seq, message: `RUNLOG.md's block for seq ${seq} ("${heading(block)}") is not the log's ("${heading(want)}")` });
+      else if (seq <= last) out.push({ code: "runlog_mismatch", seq, message: `RUNLOG.md repeats the block for seq ${seq}, or has it out of order` });
+      last = Math.max(last, seq);
+    }
+    if (out.length === 0) out.push({ code: "runlog_mismatch", message: `RUNLOG.md differs from what the log renders after byte ${this.pos}: text outside its blocks, or a block missing between two others` });
+    if (out.length > RUNLOG_NAMED) {
+      const more = out.length - RUNLOG_NAMED;
+      out.splice(RUNLOG_NAMED, more, { code: "runlog_mismatch", message: `… and ${more} more blocks of RUNLOG.md that are not the log's` });
+    }
+    return out;
+  }
+}
+
 function tryParse(text: string): { ok: true; value: unknown } | { ok: false; message: string } {
   try {
     return { ok: true, value: JSON.parse(text) };
@@ -237,18 +343,44 @@ function tryParse(text: string): { ok: true; value: unknown } | { ok: false; mes
  * `project`: the project replay runs for (lib/log/ownership.ts); a store bound to another one is
  * reported as a finding. Undefined or null (run outside any repository): not compared.
  */
-export async function replayReport(stateRoot: string, opts: { worker?: boolean; project?: ProjectIdentity | null } = {}) {
+/** A head as replay prints it, `<seq>:<hash>`: what `--expect-head` takes. Throws UsageError when it is not one. */
+export function parseHead(text: string): { seq: number; hash: string } {
+  const m = /^(\d{1,15}):([0-9a-f]{64})$/.exec(text.trim());
+  if (!m || Number(m[1]) < 1)
+    throw new UsageError(`--expect-head must be <seq>:<hash> as loop replay prints the head (a seq from 1 and 64 lowercase hex digits), got ${JSON.stringify(text)}`);
+  return { seq: Number(m[1]), hash: m[2]! };
+}
+
+/**
+ * The event at the anchor's seq must still hash to the anchor's hash. With the chain intact (the
+ * integrity pass), that proves every event up to it is the one that was there when the anchor was
+ * taken, whoever can write the file: the anchor was kept outside the machine.
+ */
+export function checkAnchor(db: Database, anchor: { seq: number; hash: string }): ReplayFinding[] {
+  const row = db.query("SELECT hash FROM events WHERE seq = ?").get(anchor.seq) as { hash: string } | null;
+  const head = headOf(db);
+  if (!row) return [{ code: "head_mismatch", seq: anchor.seq, message: `the expected head is at seq ${anchor.seq}, but the log ends at seq ${head.seq}: events recorded since were removed, or this is another log` }];
+  if (row.hash !== anchor.hash)
+    return [{ code: "head_mismatch", seq: anchor.seq, message: `the event at seq ${anchor.seq} has hash ${row.hash}, not the expected ${anchor.hash}: the log up to there was rewritten since the head was recorded, or this is another log` }];
+  return [];
+}
+
+export async function replayReport(stateRoot: string, opts: { worker?: boolean; project?: ProjectIdentity | null; expectHead?: { seq: number; hash: string } | null } = {}) {
   return withReadSnapshotAsync(stateRoot, async (snap) => {
     const { db } = snap;
     const head = headOf(db);
     const useWorker = opts.worker ?? head.seq >= WORKER_MIN_EVENTS;
     const worker = useWorker ? integrityInWorker(snap.open) : null;
     let fold: FoldOutcome;
+    const runlog = new RunlogCheck(statePaths(stateRoot).runlog);
+    let runlogFindings: ReplayFinding[];
     try {
-      fold = foldLog(db);
+      fold = foldLog(db, runlog);
     } catch (err) {
       worker?.stop();
       throw err;
+    } finally {
+      runlogFindings = runlog.finish(db);
     }
     const integrity = worker ? await worker.result : checkIntegrity(db);
     const findings = mergeFindings(integrity, fold);
@@ -261,7 +393,7 @@ export async function replayReport(stateRoot: string, opts: { worker?: boolean; 
     if (projection) {
       const pf = compareProjection(db, projection);
       if (pf.length) checks.projection = "failed";
-      const ff = compareFiles(stateRoot, projection);
+      const ff = [...compareFiles(stateRoot, projection), ...runlogFindings];
       if (ff.length) checks.files = "failed";
       findings.push(...pf, ...ff);
       const foreign = ownershipFinding(projection.loop.owner, opts.project ?? null, stateRoot, { renameFree: noWorkYet(projection) });
@@ -271,11 +403,19 @@ export async function replayReport(stateRoot: string, opts: { worker?: boolean; 
       checks.projection = "skipped";
       checks.files = "skipped";
     }
+    // Checked whether or not the fold got through: it needs only the stored hashes.
+    const anchor = opts.expectHead ? { ...opts.expectHead, ok: true } : null;
+    if (anchor) {
+      const af = checkAnchor(db, anchor);
+      anchor.ok = af.length === 0;
+      findings.push(...af);
+    }
     return {
       schema: "loop/replay@1",
       ok: findings.length === 0,
       events: integrity.events,
       head,
+      expectedHead: anchor,
       foldedTo: projection ? projection.seq : null,
       owner: projection ? projection.loop.owner : null,
       checks,

@@ -23,6 +23,10 @@ import type { Database } from "bun:sqlite";
 import { dirname, join } from "node:path";
 import { ownershipFinding, type ProjectIdentity } from "../log/ownership.ts";
 import { autoMergeAllowed } from "../forge/auto-merge.ts";
+import { fullDisk } from "../step/disk.ts";
+import { describeLockHolders, storeLockHolders } from "../log/locks.ts";
+import { describeRefChange, lastLanded, type OwnedRefInput, ownedRefs, readRefs, refChanges, restoreCommand } from "../step/owned-refs.ts";
+import { hostname } from "node:os";
 
 /** A finding of status: its code is one of STATUS_FINDING_CODES (lib/log/integrity.ts). */
 export type Finding = AnyFinding<StatusFindingCode>;
@@ -57,11 +61,22 @@ export function statusReport(
     const renameFree = doc.items.every((it) => it.epoch === 0 && it.attempts === 0 && (it.status === "pending" || it.status === "withdrawn"));
     const foreign = ownershipFinding(doc.loop.owner, project, stateRoot, { renameFree });
     if (foreign) findings.push(foreign);
+    // A full disk stops every step before it can record why: status says it, so it never reads healthy then.
+    const disk = fullDisk(stateRoot);
+    if (disk)
+      findings.push({
+        code: "disk_full",
+        message: `the disk is full: ${disk.free} bytes free on the filesystem holding ${stateRoot} (mounted at ${disk.mount}); \`loop run\` cannot record anything until space is freed there`,
+      });
+    findings.push(...lockFindings(db, stateRoot));
+    // Only for the project status runs for: a copy elsewhere (a backup being checked) names refs of a repository it is not.
+    if (project && !foreign) findings.push(...refFindings(db, doc, project.repo));
     const byId = new Map(doc.items.map((it) => [it.id, it]));
     const selected = workItems.length ? resolveSelectorsIn(doc.items, workItems).map((id) => byId.get(id)!) : doc.items;
     // The loop record of the projection row (its settings; state.json does not carry them).
     const loop = loopRecordOf(lr);
     const waiting = waitingOf(db, doc, loop);
+    const ran = ranOf(db, selected);
     const items = selected.map((it) => {
       const s = it.session;
       const live = s !== null && isInFlight(it.status as ItemStatus) && !s.closed;
@@ -74,6 +89,8 @@ export function statusReport(
         // Who reset the item last, and when.
         reset: it.reset,
         attempts: it.attempts,
+        // Attempts the agent ran: `attempts` less the launches cut short before their session started.
+        ran: ran.get(it.id) ?? 0,
         failures: it.failures,
         maxAttempts: it.maxAttempts,
         dependsOn: it.dependsOn,
@@ -110,6 +127,42 @@ export function statusReport(
 export type StatusReport = ReturnType<typeof statusReport>;
 
 /**
+ * A process that is not the step holding the lease, holding a lock every writer waits on
+ * (lib/log/locks.ts): `store_locked`. Looked at twice, a moment apart, so a `loop ctl` committing
+ * just then is not taken for one.
+ */
+function lockFindings(db: Database, stateRoot: string): Finding[] {
+  const lease = db.query("SELECT pid, host FROM lease WHERE id = 1").get() as { pid: number; host: string } | null;
+  const except = [process.pid, ...(lease && lease.host === hostname() ? [lease.pid] : [])];
+  const path = statePaths(stateRoot).db;
+  const first = storeLockHolders(path, except);
+  if (first.length === 0) return [];
+  Bun.sleepSync(100);
+  const still = storeLockHolders(path, except).filter((h) => first.some((f) => f.pid === h.pid));
+  return still.length ? [{ code: "store_locked", message: `${path} is locked: ${describeLockHolders(still)}` }] : [];
+}
+
+/**
+ * The refs loop owns (lib/step/owned-refs.ts) that are not where it left them: `owned_ref_changed`,
+ * one finding each. Asked of git only when there is one to check.
+ */
+function refFindings(db: Database, doc: StateDocument, repo: string): Finding[] {
+  const settings = db
+    .query("SELECT json_extract(body, '$.loop.settings.landing') AS landing, json_extract(body, '$.loop.settings.target') AS target, json_extract(body, '$.loop.settings.forge') AS forge FROM proj_loop WHERE id = 1")
+    .get() as { landing: unknown; target: unknown; forge: unknown } | null;
+  const landed = settings?.landing === "merge" && settings.forge === null && typeof settings.target === "string" ? lastLanded(db, settings.target) : null;
+  const owned = ownedRefs({ items: doc.items as OwnedRefInput["items"], landed });
+  if (owned.length === 0) return [];
+  let now: Map<string, string>;
+  try {
+    now = readRefs(repo, owned.map((r) => r.ref));
+  } catch (err) {
+    return [{ code: "owned_ref_changed", message: (err as Error).message }];
+  }
+  return refChanges(owned, now).map((c) => ({ code: "owned_ref_changed", message: `${describeRefChange(c)}; put it back with \`${restoreCommand(c)}\`` }));
+}
+
+/**
  * What landing "merge" through a forge will do (docs/forge.md#the-two-locks), from the imported
  * definition's settings; null for any other loop. `set`: the second lock in the environment status
  * sees (the one `loop run` reads at merge time may differ, which is why the text says "at merge time").
@@ -118,6 +171,22 @@ function autoMergeOf(loop: LoopRecord, env: Record<string, string | undefined>):
   const s = loop.settings;
   if (s?.landing !== "merge" || !s.forge) return null;
   return { repo: s.forge.repo, base: s.base, set: autoMergeAllowed(env) };
+}
+
+/**
+ * How many of each item's attempts the agent ran (decide.ts attemptsRan): a session recorded
+ * started. state.json counts attempts, not this, so it is read from the ledger rows of the same
+ * snapshot, and only for items that have made an attempt.
+ */
+function ranOf(db: Database, items: readonly { id: string; attempts: number }[]): Map<string, number> {
+  const ids = items.filter((it) => it.attempts > 0).map((it) => it.id);
+  if (ids.length === 0) return new Map();
+  const rows = db
+    .query(
+      "SELECT item, (SELECT count(*) FROM json_each(body, '$.attempts') WHERE json_extract(value, '$.startedAt') IS NOT NULL) AS ran FROM proj_ledgers WHERE item IN (SELECT value FROM json_each(?))",
+    )
+    .all(JSON.stringify(ids)) as { item: string; ran: number }[];
+  return new Map(rows.map((r) => [r.item, r.ran]));
 }
 
 /**

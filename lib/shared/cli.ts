@@ -29,7 +29,7 @@ export const commonArgs = {
   quiet: { type: "boolean", description: "print only warnings and errors on stderr", short: "q" },
   verbose: { type: "boolean", description: "print debug diagnostics on stderr", short: "v" },
   help: { type: "boolean", description: "show this help and exit", short: "h" },
-  version: { type: "boolean", description: "print the version and exit" },
+  version: { type: "boolean", description: "print the version and exit (with --json: also the commit and build target)" },
 } as const satisfies ArgsSpec;
 
 export const workItemArg = {
@@ -377,11 +377,14 @@ async function runParsed(tool: Tool, opts: RunOptions & { prog: string }, env: R
     stdout.write(await renderHelp(tool, wantColor(stdout, env), prog));
     return EXIT.ok;
   }
+  if (args.json && args.text) return usageError("--json and --text exclude each other");
   if (args.version) {
-    stdout.write(`${VERSION}\n`);
+    // Plain text unless --json is given: the default format (JSON when piped) does not apply, so
+    // `loop-status --version | …` stays the bare version scripts compare against.
+    if (!args.json) stdout.write(`${VERSION}\n`);
+    else stdout.write(JSON.stringify((await import("./build-info.ts")).currentVersionDocument()) + "\n");
     return EXIT.ok;
   }
-  if (args.json && args.text) return usageError("--json and --text exclude each other");
   if (args.quiet) log.level = 1;
   if (args.verbose) log.level = 4;
   const format: Format = args.json ? "json" : args.text ? "text" : stdout.isTTY ? "text" : "json";
@@ -421,6 +424,8 @@ async function runParsed(tool: Tool, opts: RunOptions & { prog: string }, env: R
       // One line, whatever was typed into it; only loop.json's list of problems is several lines,
       // each escaped on its own.
       stderr.write(`${prog}: ${err instanceof DefinitionError ? err.lines().map(printable).join("\n") : printable(c.message)}\n`);
+      // A usage error a tool finds reads like one the parser finds (docs/cli/README.md#errors).
+      if (c.code === "usage") stderr.write(`Run \`${prog} --help\` for usage.\n`);
     }
     return c.exit;
   }

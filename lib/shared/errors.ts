@@ -24,6 +24,7 @@ export const ERROR_CODES = [
   "corrupt_store",
   "foreign_store",
   "outdated_store",
+  "store_locked",
   "interrupted",
   "declined",
   "busy",
@@ -147,7 +148,7 @@ function definitionLines(issues: DefinitionIssue[], file: string): string[] {
 
 export type StoreErrorCode = Extract<
   ErrorCode,
-  "missing_store" | "corrupt_store" | "outdated_store" | "foreign_store" | "io_error" | "invalid_event" | "duplicate_event" | "seq_conflict"
+  "missing_store" | "corrupt_store" | "outdated_store" | "foreign_store" | "io_error" | "store_locked" | "invalid_event" | "duplicate_event" | "seq_conflict"
 >;
 
 /** The store cannot be used (exit 2: nothing was attempted), or refused an append (exit 1) (lib/log/store.ts). */

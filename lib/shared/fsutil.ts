@@ -1,10 +1,15 @@
 // Small file helpers shared by the effectful modules.
-import { closeSync, constants as fsConstants, fstatSync, fsyncSync, lstatSync, openSync, readSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { closeSync, constants as fsConstants, fstatSync, fsyncSync, lstatSync, openSync, readSync, renameSync, rmSync, type Stats, statSync, unlinkSync, writeFileSync } from "node:fs";
 
-/** Write a file so that readers see either the old or the new content, never a torn one. */
+/**
+ * Write a file so that readers see either the old or the new content, never a torn one. The
+ * temporary file is created afresh (never opened through a link or a FIFO planted under its name),
+ * and the rename replaces whatever entry `path` was, a link included, never what it points to.
+ */
 export function writeFileAtomic(path: string, text: string): void {
   const tmp = `${path}.tmp-${process.pid}`;
-  const fd = openSync(tmp, "w");
+  rmSync(tmp, { force: true });
+  const fd = openSync(tmp, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, 0o644);
   try {
     writeFileSync(fd, text);
     fsyncSync(fd);
@@ -14,14 +19,18 @@ export function writeFileAtomic(path: string, text: string): void {
   renameSync(tmp, path);
 }
 
-/** A regular file's text, or null when it is absent, unreadable, too large or not a regular file. */
-export function readTextOrNull(path: string, o?: { maxBytes?: number; truncate?: boolean }): string | null {
+/**
+ * A regular file's text, or null when it is absent, unreadable, too large or not a regular file.
+ * `noLinks` (files under the state root): see readRegularFile.
+ */
+export function readTextOrNull(path: string, o?: { maxBytes?: number; truncate?: boolean; noLinks?: boolean }): string | null {
   const r = readRegularFile(path, o);
   return r.kind === "ok" ? r.bytes.toString("utf8") : null;
 }
 
+/** A JSON file under the state root (never read through a link; see readRegularFile's noLinks), or null. */
 export function readJsonOrNull<T = any>(path: string): T | null {
-  const t = readTextOrNull(path);
+  const t = readTextOrNull(path, { noLinks: true });
   if (t === null) return null;
   try {
     return JSON.parse(t) as T;
@@ -106,13 +115,99 @@ export function readRegularFile(path: string, o: { maxBytes?: number; truncate?:
   }
 }
 
-/** One buffer for every hashFile call: reading a large file whole would touch a fresh page per 4 KiB. */
-let hashChunk: Buffer | null = null;
+// Files loop owns under the state root (docs/state.md#files): opened without following a link,
+// without blocking on a FIFO, and only when what was opened is a regular file with one link that
+// belongs to this user. Anything else in its place (an agent's link to a file outside, a FIFO that
+// would hang every step) is never read through nor written through.
+
+const NO_FOLLOW = fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK | fsConstants.O_NOCTTY;
+
+/** Why `st` is not a file of loop's own (null when it is): not regular, linked elsewhere, or another user's. */
+export function notOwnFile(st: Stats): string | null {
+  if (st.isSymbolicLink()) return "it is a symbolic link";
+  if (!st.isFile()) return st.isFIFO() ? "it is a FIFO, not a regular file" : "it is not a regular file";
+  if (st.nlink !== 1) return `it has ${st.nlink} links (a hard link to another file)`;
+  const uid = process.getuid?.();
+  if (uid !== undefined && st.uid !== uid) return `it belongs to uid ${st.uid}, not to this user (uid ${uid})`;
+  return null;
+}
+
+export type OwnOpen = { kind: "ok"; fd: number; size: number } | { kind: "absent" } | { kind: "error"; message: string };
 
 /**
- * The sha256 (hex) of a regular file's bytes, read in chunks into one reused buffer, or null when it
- * is absent, not a regular file (a FIFO would hang the reader) or cannot be read: a step checks the
- * files it last wrote or read in full this way, every tick, whatever their size.
+ * Open an existing file of loop's own under the state root (`flags`: O_RDONLY or O_RDWR): checked
+ * with lstat before opening (so a FIFO is never opened) and on the descriptor after (so it cannot
+ * have been swapped in between). The caller closes the descriptor.
+ */
+export function openOwnFile(path: string, flags: number = fsConstants.O_RDONLY): OwnOpen {
+  let before: Stats;
+  let fd: number;
+  try {
+    before = lstatSync(path);
+    const why = notOwnFile(before);
+    if (why) return { kind: "error", message: why };
+    fd = openSync(path, flags | NO_FOLLOW);
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    if (e.code === "ENOENT") return { kind: "absent" };
+    if (e.code === "ELOOP") return { kind: "error", message: "it is a symbolic link" };
+    return { kind: "error", message: e.message };
+  }
+  const st = fstatSync(fd);
+  const why = st.dev !== before.dev || st.ino !== before.ino ? "it was replaced while it was being opened" : notOwnFile(st);
+  if (why) {
+    closeSync(fd);
+    return { kind: "error", message: why };
+  }
+  return { kind: "ok", fd, size: st.size };
+}
+
+/**
+ * Open a file of loop's own for appending (read and write), creating it when absent. Something
+ * else in its place (a link, a FIFO, another user's file) is removed, never followed, and the file
+ * is created afresh: `replaced` says what was there. A directory in its place is an error.
+ */
+export function openOwnForAppend(path: string): { fd: number; size: number; replaced: string | null } {
+  const found = openOwnFile(path, fsConstants.O_RDWR | fsConstants.O_APPEND);
+  if (found.kind === "ok") return { fd: found.fd, size: found.size, replaced: null };
+  const replaced = found.kind === "error" ? found.message : null;
+  if (replaced) unlinkSync(path);
+  const fd = openSync(path, fsConstants.O_RDWR | fsConstants.O_APPEND | fsConstants.O_CREAT | fsConstants.O_EXCL | NO_FOLLOW, 0o644);
+  return { fd, size: 0, replaced };
+}
+
+/** Read `length` bytes at `start` of an open file (fewer at its end). */
+export function readAt(fd: number, start: number, length: number): Buffer {
+  const buf = Buffer.allocUnsafe(Math.max(0, length));
+  let n = 0;
+  while (n < buf.length) {
+    const got = readSync(fd, buf, n, buf.length - n, start + n);
+    if (got === 0) break;
+    n += got;
+  }
+  return buf.subarray(0, n);
+}
+
+/** One buffer for every hash of a file: reading a large file whole would touch a fresh page per 4 KiB. */
+let hashChunk: Buffer | null = null;
+
+/** The sha256 (hex) of an open file's bytes, read in chunks into one reused buffer. */
+function hashFd(fd: number): string {
+  const chunk = (hashChunk ??= Buffer.allocUnsafe(256 * 1024));
+  const h = new Bun.CryptoHasher("sha256");
+  for (let at = 0; ; ) {
+    const got = readSync(fd, chunk, 0, chunk.length, at);
+    if (got === 0) break;
+    h.update(chunk.subarray(0, got));
+    at += got;
+  }
+  return h.digest("hex");
+}
+
+/**
+ * The sha256 (hex) of a regular file's bytes (a link is followed, as readRegularFile does), or null
+ * when it is absent, not a regular file (a FIFO would hang the reader) or cannot be read: a step
+ * checks loop.json this way every tick, whatever its size.
  */
 export function hashFile(path: string): string | null {
   let fd: number;
@@ -123,19 +218,23 @@ export function hashFile(path: string): string | null {
     return null;
   }
   try {
-    if (!fstatSync(fd).isFile()) return null;
-    const chunk = (hashChunk ??= Buffer.allocUnsafe(256 * 1024));
-    const h = new Bun.CryptoHasher("sha256");
-    for (let at = 0; ; ) {
-      const got = readSync(fd, chunk, 0, chunk.length, at);
-      if (got === 0) break;
-      h.update(chunk.subarray(0, got));
-      at += got;
-    }
-    return h.digest("hex");
+    return fstatSync(fd).isFile() ? hashFd(fd) : null;
   } catch {
     return null;
   } finally {
     closeSync(fd);
+  }
+}
+
+/** hashFile for a file of loop's own under the state root (openOwnFile: never through a link); null when it is not one. */
+export function hashOwnFile(path: string): string | null {
+  const opened = openOwnFile(path);
+  if (opened.kind !== "ok") return null;
+  try {
+    return hashFd(opened.fd);
+  } catch {
+    return null;
+  } finally {
+    closeSync(opened.fd);
   }
 }

@@ -4,11 +4,12 @@
 // left them but carries the session's mark; remove the worktree unless asked to keep it (committing
 // what was left in it first), and return the events that record it, for the caller to append
 // together with whatever else its decision implies (atomically).
-import { existsSync } from "node:fs";
+import { existsSync, lstatSync } from "node:fs";
 import type { EventDraft } from "../log/events.ts";
 import type { ItemState } from "../log/reducer.ts";
 import { endSessionProcesses } from "../supervisor/end.ts";
-import { commitLeftovers, removeWorktree } from "./workspace.ts";
+import { checkWorktree, commitLeftovers, hasUncommittedChanges, removeWorktree } from "./workspace.ts";
+import { revParse } from "./git.ts";
 import { failpoint } from "../shared/failpoint.ts";
 
 export interface CloseReport {
@@ -29,19 +30,43 @@ export interface CloseReport {
 /**
  * Retire an item's checkout: whatever was left in it is committed on its branch first (closing
  * never loses work), then the worktree is removed. A checkout whose changes cannot be committed (a
- * stale index.lock, a broken .git) is kept, and `kept` says why.
+ * stale index.lock, a broken .git) is kept, and `kept` says why; so is one that is not the checkout
+ * loop made (workspace.ts checkWorktree: nothing is committed in it, nothing removed through it).
+ * `commit: false` (after a verify ran: the branch must hold only what was verified) commits
+ * nothing: a checkout holding changes is kept, and `kept` says so.
  */
-export function retireCheckout(o: { repo: string; worktree: string; message: string }): { removed: boolean; kept: string | null } {
+export function retireCheckout(o: { repo: string; worktree: string; branch: string; message: string; commit?: boolean }): { removed: boolean; kept: string | null } {
   const wt = o.worktree;
-  if (existsSync(wt)) {
-    try {
-      commitLeftovers(wt, o.message);
-    } catch (err) {
-      return { removed: false, kept: `kept ${wt}: its uncommitted changes could not be committed (${(err as Error).message}); remove it by hand once they are safe` };
+  if (existsSync(wt) || isLink(wt)) {
+    const checked = checkWorktree({ repo: o.repo, worktree: wt, branch: o.branch });
+    if (!checked.ok) return { removed: false, kept: `kept ${wt}: ${checked.why}; look at it, then remove it by hand` };
+    if (o.commit === false) {
+      const dirty = hasUncommittedChanges(wt);
+      if (dirty !== false)
+        return { removed: false, kept: `kept ${wt}: it ${dirty ? "changed after its verify ran" : "could not be checked for changes"}; nothing was committed, so ${o.branch} holds only what was verified; remove it by hand once you have looked` };
+    } else {
+      try {
+        commitLeftovers({ repo: o.repo, worktree: wt, branch: o.branch, message: o.message });
+      } catch (err) {
+        return { removed: false, kept: `kept ${wt}: its uncommitted changes could not be committed (${(err as Error).message}); remove it by hand once they are safe` };
+      }
     }
   }
   removeWorktree(o.repo, wt);
   return { removed: !existsSync(wt), kept: null };
+}
+
+function verifyBegan(it: ItemState, attempt: number): boolean {
+  const a = it.attempts.find((x) => x.n === attempt);
+  return Boolean(a && (a.verify || a.verifyRun));
+}
+
+function isLink(path: string): boolean {
+  try {
+    return lstatSync(path).isSymbolicLink();
+  } catch {
+    return false;
+  }
 }
 
 export async function closeSession(o: {
@@ -64,12 +89,17 @@ export async function closeSession(o: {
     const r = retireCheckout({
       repo: o.repo,
       worktree: o.it.workspace.worktree,
+      branch: o.it.workspace.branch,
+      // Once the attempt's verify was reserved, the branch holds what it verified: nothing more is committed.
+      commit: !verifyBegan(o.it, s.attempt),
       message: `loop: ${o.it.id} attempt ${s.attempt}: changes left when the session was closed (${o.reason})`,
     });
     worktreeRemoved = r.removed;
     kept = r.kept;
   }
   failpoint("close:after_worktree");
+  // What the branch holds now is what it must hold until the item's next launch (lib/step/owned-refs.ts).
+  const head = revParse(o.repo, `refs/heads/${s.branch}`);
   const events: EventDraft[] = [];
   if (o.it.status === "launching" || o.it.status === "running")
     events.push({
@@ -77,6 +107,6 @@ export async function closeSession(o: {
       item: o.it.id,
       payload: { attempt: s.attempt, verdict: o.endVerdict ?? "closed", exitCode: null, signal: null, reason: o.reason },
     });
-  events.push({ type: "session_closed", item: o.it.id, payload: { attempt: s.attempt, how, worktreeRemoved, reason: o.reason } });
+  events.push({ type: "session_closed", item: o.it.id, payload: { attempt: s.attempt, how, worktreeRemoved, reason: o.reason, head } });
   return { item: o.it.id, attempt: s.attempt, how, swept: swept.length, verify, worktreeRemoved, kept, events };
 }

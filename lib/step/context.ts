@@ -8,12 +8,13 @@ import type { EventDraft, StoredEvent } from "../log/events.ts";
 import { materialize as writeMaterializations } from "../log/materialize.ts";
 import type { ItemState, Projection } from "../log/reducer.ts";
 import type { CtlVerb } from "../log/vocabulary.ts";
-import type { Lease, Store } from "../log/store.ts";
+import { eventItem, type Lease, type Store } from "../log/store.ts";
 import type { CommitLabel } from "../shared/failpoint.ts";
 import { type StatePaths, statePaths } from "../shared/paths.ts";
 import { closeSession, type CloseReport } from "./close.ts";
 import { graceMs } from "../supervisor/sessions.ts";
 import { repoTop } from "./workspace.ts";
+import { lastLanded, ownedRefs, type RefChange, readRefs, refChanges } from "./owned-refs.ts";
 
 export type { CommitLabel } from "../shared/failpoint.ts";
 
@@ -106,11 +107,20 @@ export function itemNow(ctx: StepContext, id: string): ItemState {
   return it;
 }
 
-/** Record `drafts` in one commit labelled `label` (its failpoints), and list them in the step's transitions. */
-export function append(ctx: StepContext, drafts: EventDraft[], label: CommitLabel): void {
+/** The item the environment fault pausing the loop is about (its event names it), or null. */
+export function faultItem(ctx: StepContext, p: Pick<Projection, "loop">): string | null {
+  return p.loop.fault ? eventItem(ctx.store.db, p.loop.fault.seq) : null;
+}
+
+/**
+ * Record `drafts` in one commit labelled `label` (its failpoints), and list them in the step's
+ * transitions. Returns the loop as it is after them (an item: itemNow; every item: projection).
+ */
+export function append(ctx: StepContext, drafts: EventDraft[], label: CommitLabel): Pick<Projection, "seq" | "hash" | "loop" | "order"> {
   const { actor } = ctx.options;
   const { events } = ctx.store.append(drafts.map((d) => ({ actor, ...d })) as EventDraft[], { label, actor });
   for (const e of events) recordTransition(ctx, e);
+  return loopView(ctx);
 }
 
 /** List an event the step recorded (appended here, or by the store itself, as a lease takeover) in its transitions. */
@@ -132,9 +142,20 @@ export async function closeInStep(ctx: StepContext, o: Omit<Parameters<typeof cl
   if (c?.kept) {
     // Someone has to look at it: an error of the step (exit 1), listed in its result.
     ctx.errors.push(`${c.item}: ${c.kept}`);
-    ctx.options.log.warn(`${c.item}: ${c.kept}`);
+    ctx.options.log.error(`${c.item}: ${c.kept}`);
   }
   return c;
+}
+
+/**
+ * The refs loop owns (lib/step/owned-refs.ts) that are not where it left them: every item branch
+ * whose session is closed, and with local landing "merge" the target. One git call.
+ */
+export function ownedRefChanges(ctx: StepContext, p: Projection): RefChange[] {
+  const landed = ctx.def.landing === "merge" && !ctx.def.forge ? lastLanded(ctx.store.db, ctx.def.target) : null;
+  const owned = ownedRefs({ items: p.order.map((id) => p.items[id]!), landed });
+  if (owned.length === 0) return [];
+  return refChanges(owned, readRefs(repoOf(ctx), owned.map((r) => r.ref)));
 }
 
 /** ensureWorktree found something else where a checkout had to be: it was kept, and someone should look. */
@@ -172,7 +193,8 @@ function summarize(e: StoredEvent): string {
     case "launch_failed":
       return `launch failed: ${e.payload.reason}`;
     case "environment_fault":
-      return `environment fault (${e.payload.kind})${e.payload.attempt ? `, attempt ${e.payload.attempt} given back` : ""}: ${e.payload.reason}`;
+      // Its reason is the loop's (the pause), in the same result: not repeated here.
+      return `environment fault (${e.payload.kind})${e.payload.attempt ? `, attempt ${e.payload.attempt} given back` : ""}: the loop paused`;
     case "notified":
       return `notify (${e.payload.kind}) ${e.payload.ok ? "ran" : `failed: ${e.payload.reason}`}`;
     case "lease_taken_over": {

@@ -232,7 +232,7 @@ export function classifySession(o: SessionObservation): SessionVerdict {
       kind: "exited",
       code: o.exit.code,
       signal: o.exit.signal,
-      reason: `${o.exit.signal ? `agent killed by ${o.exit.signal}` : `agent exited with code ${o.exit.code}`}${o.askIgnored ? `; ${o.askIgnored}` : ""}`,
+      reason: `${o.exit.signal ? `agent killed by ${o.exit.signal}` : `agent exited with code ${o.exit.code}`}${o.exit.outputError ? `; the disk refused some of its output (${o.exit.outputError}): output.log says where` : ""}${o.askIgnored ? `; ${o.askIgnored}` : ""}`,
     };
   if (!o.alive && o.started) return { kind: "lost", reason: "session process vanished without an exit status" };
   if (!o.started) {
@@ -342,14 +342,23 @@ export function afterFailure(it: ItemState): "retry" | "settle_failed" {
 }
 
 /**
+ * Attempts the agent actually ran: those whose session was recorded started. A launch cut short
+ * before that (a step killed between the reservation and the spawn, an environment fault after the
+ * reservation) keeps its number (its key, its session folder) but is no attempt of the agent's.
+ */
+export function attemptsRan(attempts: readonly { startedAt: string | null }[]): number {
+  return attempts.filter((a) => a.startedAt !== null).length;
+}
+
+/**
  * The reason an item settles `failed` with, after its last allowed failure. The budget counts
  * failed attempts only (a question or an operator's stop spends none), so the attempt number can
  * be higher than maxAttempts: both are named, never "attempt 3 of 2".
  */
 export function failedReason(it: ItemState, reason: string): string {
-  const attempt = it.attempts.length;
+  const attempt = attemptsRan(it.attempts);
   const failed = it.failures + 1;
-  return `${reason} (failed attempt ${failed} of ${it.def.maxAttempts}${attempt !== failed ? `; attempt ${attempt} in all` : ""})`;
+  return `${reason} (failed attempt ${failed} of ${it.def.maxAttempts}${attempt > failed ? `; attempt ${attempt} in all` : ""})`;
 }
 
 /** Items blocked, directly or through other blocked items, because of `id`. */
@@ -415,18 +424,21 @@ export function attentionView(p: Projection): AttentionView {
  * not allowed; its PR is left open for a person), the loop drained `Failed`. An operator's own pause
  * or stop needs nobody else.
  */
-export function attention(p: Projection): Attention[] {
-  return attentionOf(attentionView(p));
+export function attention(p: Projection, o: { faultItem?: string | null } = {}): Attention[] {
+  return attentionOf(attentionView(p), o);
 }
 
-/** attention, from what it reads (AttentionView). */
-export function attentionOf({ loop, current: cur, items }: AttentionView): Attention[] {
+/**
+ * attention, from what it reads (AttentionView). `faultItem`: the item the fault event names (the
+ * projection keeps only its seq), when the caller read it.
+ */
+export function attentionOf({ loop, current: cur, items }: AttentionView, o: { faultItem?: string | null } = {}): Attention[] {
   const out: Attention[] = [];
   const troubled = items.filter((it) => ATTENTION_STATUSES.includes(it.status));
   if (loop.state === "paused" && cur?.status === "needs_input")
     out.push({ kind: "question", item: cur.id, reason: loop.reason ?? `${cur.id} needs input`, slot: "question", key: `question:${cur.id}:e${cur.epoch}:a${cur.attempts.length}` });
   if (loop.state === "paused" && loop.fault)
-    out.push({ kind: "environment", item: null, reason: loop.reason ?? loop.fault.kind, slot: "environment", key: `environment:${loop.fault.seq}` });
+    out.push({ kind: "environment", item: o.faultItem ?? null, reason: loop.reason ?? loop.fault.kind, slot: "environment", key: `environment:${loop.fault.seq}` });
   // Settled failed or landing_blocked because of its landing (a merge that conflicted or failed, a
   // pull request blocked): settle.ts settles a landing that did not land as exactly these.
   for (const it of troubled)

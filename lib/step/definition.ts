@@ -2,10 +2,10 @@
 // not (a backlog of thousands of items is a file of megabytes, and that work was most of an
 // observing tick). So a step whose loop.json has exactly the bytes a step of this version last read
 // in full takes what those bytes normalized to from the store: the name and settings from the
-// imported definition in the log, and the one part the log does not record (`notify`) from the
-// store's note of that reading (Store.knownDefinition). Any other bytes are parsed and validated as
-// always, before anything is written.
-import { definitionHash, type NormDefinition, type NotifyDef, parseDefinitionText, readLoopJsonFile } from "../definition/loop-json.ts";
+// imported definition in the log, and the parts the log does not record (`notify`, `environment`:
+// this machine's plumbing) from the store's note of that reading (Store.knownDefinition). Any other
+// bytes are parsed and validated as always, before anything is written.
+import { definitionHash, importedDefinition, type NormDefinition, parseDefinitionText, readLoopJsonFile } from "../definition/loop-json.ts";
 import { join } from "node:path";
 import type { Store } from "../log/store.ts";
 import { hashFile } from "../shared/fsutil.ts";
@@ -27,12 +27,20 @@ export interface ParsedDefinition {
   sha256: string;
 }
 
-/** A step's note of the loop.json it last read in full: which bytes, what they normalized to, by which version. */
+/** What a definition import records of the settings. */
+type Settings = ReturnType<typeof importedDefinition>["settings"];
+/** The parts of a definition the log does not record (importedDefinition leaves them out). */
+type LocalPart = Omit<StepDefinition, "name" | keyof Settings>;
+
+/**
+ * A step's note of the loop.json it last read in full: which bytes, what they normalized to (the
+ * log holds that), by which version, and the parts the log does not hold.
+ */
 interface KnownDefinition {
   sha256: string;
   hash: string;
   version: string;
-  notify: NotifyDef | null;
+  local: LocalPart;
 }
 
 /** Hash `<root>/loop.json` (DefinitionError when it is missing or unreadable), without reading it whole. */
@@ -56,14 +64,17 @@ export function resolveDefinition(src: DefinitionSource, store: Store): { def: S
   const known = knownDefinition(store);
   const { loop } = store.loopView();
   if (known && known.sha256 === src.sha256 && known.version === VERSION && known.hash === loop.definitionHash && loop.name !== null && loop.settings)
-    return { def: { name: loop.name, ...loop.settings, notify: known.notify }, parsed: null };
+    return { def: { name: loop.name, ...(loop.settings as Settings), ...known.local }, parsed: null };
   const parsed = parseDefinitionSource(src);
   return { def: parsed.def, parsed };
 }
 
 /** Note that these bytes normalized to `parsed`, which the log now holds: the next step need not read them again. */
 export function rememberDefinition(store: Store, parsed: ParsedDefinition): void {
-  const known: KnownDefinition = { sha256: parsed.sha256, hash: definitionHash(parsed.def), version: VERSION, notify: parsed.def.notify };
+  const { items: _items, name: _name, ...rest } = parsed.def;
+  const { settings } = importedDefinition(parsed.def, 0);
+  const local = Object.fromEntries(Object.entries(rest).filter(([k]) => !Object.hasOwn(settings, k))) as LocalPart;
+  const known: KnownDefinition = { sha256: parsed.sha256, hash: definitionHash(parsed.def), version: VERSION, local };
   store.rememberDefinition(JSON.stringify(known));
 }
 
@@ -73,7 +84,7 @@ function knownDefinition(store: Store): KnownDefinition | null {
   try {
     const k = JSON.parse(text) as Partial<KnownDefinition>;
     // Anything but the note this module writes is no note: the file is read in full.
-    return typeof k.sha256 === "string" && typeof k.hash === "string" && typeof k.version === "string" && k.notify !== undefined ? (k as KnownDefinition) : null;
+    return typeof k.sha256 === "string" && typeof k.hash === "string" && typeof k.version === "string" && typeof k.local === "object" && k.local !== null ? (k as KnownDefinition) : null;
   } catch {
     return null;
   }

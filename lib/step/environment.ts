@@ -4,13 +4,15 @@
 // early (the same probes, reported as warnings), and the repository's info/exclude, which keeps
 // the agents' own files out of item branches.
 import { autoMergeAllowed, autoMergeSentence } from "../forge/auto-merge.ts";
-import { accessSync, constants, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { accessSync, constants, existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
+import { readRegularFile, writeFileAtomic } from "../shared/fsutil.ts";
 import { homedir } from "node:os";
 import { isAbsolute, join, relative, resolve } from "node:path";
 import type { NormDefinition } from "../definition/loop-json.ts";
-import { buildRunnerCommand, PRESETS } from "../definition/runners.ts";
-import { branchExists, gitTry, revParse } from "./git.ts";
-import { aiderCanChooseModel, type AiderModelFacts, type EnvironmentFault, launchFault, type ProgramFact } from "./faults.ts";
+import { buildRunnerCommand, PRESET_HOMES, PRESETS } from "../definition/runners.ts";
+import type { SandboxProbe, SandboxRequest } from "../supervisor/sandbox.ts";
+import { branchExists, gitTry, hasAnyCommit, revParse } from "./git.ts";
+import { aiderCanChooseModel, type AiderModelFacts, type EnvironmentFault, isVerifyPlaceholder, launchFault, type ProgramFact, VERIFY_PLACEHOLDER } from "./faults.ts";
 
 /**
  * The PATH a session gets: the step's (sessions inherit the step's environment). An environment
@@ -90,6 +92,8 @@ export interface LaunchProbe {
   /** sessions.tmux: the session needs tmux. */
   tmux: boolean;
   model: string | null;
+  /** The item's verify command (false: none). */
+  verify: string | false;
   /** The repository's top level. */
   repo: string;
   worktree: string;
@@ -99,6 +103,13 @@ export interface LaunchProbe {
   runners: NormDefinition["runners"];
   demoArgv: string[];
   env: Record<string, string | undefined>;
+  /** What probeSandbox found, when the item runs in the sandbox; null otherwise. */
+  sandbox?: SandboxProbe | null;
+}
+
+/** What the sandbox of an item's session (or verify) is built from (lib/supervisor/sandbox.ts). */
+export function sandboxRequest(o: { bwrap: string; worktree: string; stateRoot: string; branch: string; runner: string; writable: string[]; env: Record<string, string | undefined> }): SandboxRequest {
+  return { bwrap: o.bwrap, worktree: o.worktree, stateRoot: o.stateRoot, branch: o.branch, writable: o.writable, homes: [...(PRESET_HOMES[o.runner] ?? [])], env: o.env };
 }
 
 /** Probe the machine for one launch and judge it; null when nothing stands in the way. */
@@ -117,8 +128,11 @@ export function probeLaunchFault(o: LaunchProbe): EnvironmentFault | null {
     programFact: resolveProgram(program, { PATH, cwd: existsSync(o.worktree) ? o.worktree : null }),
     PATH,
     tmux: o.tmux ? resolveProgram("tmux", { PATH, cwd: null }) : null,
+    bwrap: o.sandbox ?? null,
     startPoint: o.startPoint,
     startPointExists,
+    hasCommits: startPointExists === false ? hasAnyCommit(o.repo) : null,
+    verify: o.verify,
     uid: typeof process.getuid === "function" ? process.getuid() : null,
     sandbox: { IS_SANDBOX: o.env.IS_SANDBOX, CLAUDE_CODE_BUBBLEWRAP: o.env.CLAUDE_CODE_BUBBLEWRAP },
     aiderModel,
@@ -140,7 +154,16 @@ export function definitionWarnings(o: { def: NormDefinition; repo: string; env: 
   if (o.def.forge && o.def.landing === "merge")
     out.push(`loop.json: ${autoMergeSentence({ repo: o.def.forge.repo, base: o.def.base, set: autoMergeAllowed(o.env) })}`);
   if (revParse(o.repo, o.def.base) === null && !(o.def.landing === "merge" && branchExists(o.repo, o.def.target)))
-    out.push(`loop.json: "workspace.base" ${JSON.stringify(o.def.base)} is not a branch or commit of ${o.repo}: launches will pause the loop until it exists`);
+    out.push(
+      hasAnyCommit(o.repo)
+        ? `loop.json: "workspace.base" ${JSON.stringify(o.def.base)} is not a branch or commit of ${o.repo}: launches will pause the loop until it exists`
+        : `the repository ${o.repo} has no commit yet: "workspace.base" ${JSON.stringify(o.def.base)} is made by its first commit, and launches will pause the loop until then`,
+    );
+  const placeholder = o.def.items.filter((it) => isVerifyPlaceholder(it.verify)).map((it) => it.id);
+  if (placeholder.length)
+    out.push(
+      `loop.json: ${placeholder.length === 1 ? "item" : "items"} ${placeholder.slice(0, 3).join(", ")}${placeholder.length > 3 ? `, … ${placeholder.length} items` : ""} still ${placeholder.length === 1 ? "has" : "have"} the verify placeholder ${JSON.stringify(VERIFY_PLACEHOLDER)} that \`loop init\` writes: launching ${placeholder.length === 1 ? "it" : "them"} will pause the loop until "verify" is set`,
+    );
   const PATH = sessionPath(o.env);
   const used = [...new Set(o.def.items.map((it) => it.runner))];
   for (const runner of used) {
@@ -194,7 +217,10 @@ const EXCLUDE_MARK = "# loop: files of the agents loop runs (and its state root)
  */
 export function ensureAgentExcludes(o: { repo: string; stateRoot: string }): string[] {
   const file = join(commonGitDir(o.repo), "info", "exclude");
-  const text = existsSync(file) ? readFileSync(file, "utf8") : "";
+  // Never read or written through a link (the agent can write the git dir); such a file is left as it is.
+  const found = readRegularFile(file, { noLinks: true });
+  if (found.kind === "error") throw new Error(`${file} was not changed: ${found.message}`);
+  const text = found.kind === "ok" ? found.bytes.toString("utf8") : "";
   const patterns: string[] = [...AGENT_EXCLUDES];
   const rel = relative(o.repo, o.stateRoot);
   if (rel && !rel.startsWith("..") && !isAbsolute(rel)) patterns.push(`/${rel.split("\\").join("/")}/`);
@@ -203,6 +229,6 @@ export function ensureAgentExcludes(o: { repo: string; stateRoot: string }): str
   if (missing.length === 0) return [];
   const block = `${text && !text.endsWith("\n") ? "\n" : ""}${have.has(EXCLUDE_MARK) ? "" : `${EXCLUDE_MARK}\n`}${missing.join("\n")}\n`;
   mkdirSync(resolve(file, ".."), { recursive: true });
-  writeFileSync(file, text + block);
+  writeFileAtomic(file, text + block);
   return missing;
 }

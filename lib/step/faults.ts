@@ -5,11 +5,15 @@
 
 export type FaultKind =
   | "base_missing"
+  | "no_commit"
+  | "verify_placeholder"
   | "program_not_found"
   | "program_not_executable"
   | "claude_as_root"
   | "aider_no_model"
   | "git_identity"
+  | "sandbox_unavailable"
+  | "owned_ref_changed"
   | "disk_full"
   | "permission_denied"
   | "git_failed"
@@ -43,12 +47,18 @@ export interface LaunchFacts {
   startPoint: string;
   /** Null when the branch already exists (a retry): its start point no longer matters. */
   startPointExists: boolean | null;
+  /** Whether the repository has any commit; asked only when the start point is missing (else null). */
+  hasCommits?: boolean | null;
+  /** The item's verify command (false: none), to catch the placeholder `loop init` writes. */
+  verify?: string | false;
   /** The effective uid of the step (null where there is none). */
   uid: number | null;
   /** The variables Claude Code reads to allow --dangerously-skip-permissions as root. */
   sandbox: { IS_SANDBOX?: string; CLAUDE_CODE_BUBBLEWRAP?: string };
   /** With `sessions.tmux`: where tmux resolves (null without tmux sessions). */
   tmux: ProgramFact | null;
+  /** For an item with `sandbox: "bwrap"`: whether bwrap is there and makes a sandbox (null without one). */
+  bwrap?: SandboxFact;
   /** For aider: can it pick a model without asking (null for other runners). */
   aiderModel: AiderModelFacts | null;
   /** git's verdict on the committer identity, for the presets (agents that commit); null when not checked. */
@@ -98,13 +108,36 @@ export function aiderCanChooseModel(f: AiderModelFacts): boolean {
 
 const RESUME = "then `loop ctl resume`";
 
+/**
+ * The verify command `loop init` writes when it finds no test command to guess: it fails every
+ * attempt, so an item that still has it is not launched (an agent session would be spent for nothing).
+ */
+export const VERIFY_PLACEHOLDER = "exit 1";
+
+export function isVerifyPlaceholder(verify: string | false | undefined): boolean {
+  return typeof verify === "string" && verify.trim() === VERIFY_PLACEHOLDER;
+}
+
 /** The first environment fault among the launch facts, in the order an operator would fix them; null when none. */
 export function launchFault(f: LaunchFacts): EnvironmentFault | null {
+  // An empty repository has its branch name, not the branch: naming another branch would not help.
+  if (f.startPointExists === false && f.hasCommits === false)
+    return {
+      kind: "no_commit",
+      message: `the repository has no commit yet: the branch items start from, ${JSON.stringify(f.startPoint)}, is made by its first commit`,
+      fix: `make the first commit (commit loop.json, or \`git commit --allow-empty -m "initial commit"\`), ${RESUME}`,
+    };
   if (f.startPointExists === false)
     return {
       kind: "base_missing",
       message: `the branch items start from, ${JSON.stringify(f.startPoint)}, is not a branch or commit of the repository`,
       fix: `create it, or set "workspace.base" in loop.json to the repository's main branch (\`git branch --show-current\` in the checkout says which), ${RESUME}`,
+    };
+  if (isVerifyPlaceholder(f.verify))
+    return {
+      kind: "verify_placeholder",
+      message: `its verify command is still ${JSON.stringify(VERIFY_PLACEHOLDER)}, the placeholder \`loop init\` writes, which fails every attempt`,
+      fix: `set "verify" in loop.json ("defaults.verify", or the item's own) to the command that proves the work is done (for example "npm test"), ${RESUME}`,
     };
   const p = f.programFact;
   const runner = `runner ${JSON.stringify(f.runner)}`;
@@ -126,6 +159,8 @@ export function launchFault(f: LaunchFacts): EnvironmentFault | null {
       message: `"sessions.tmux" is on, but tmux was not found on PATH (${f.PATH || "empty"})`,
       fix: `install tmux, or set "sessions.tmux" to false in loop.json, ${RESUME}`,
     };
+  const box = sandboxFault(f.bwrap ?? null);
+  if (box) return box;
   if (f.runner === "claude" && f.uid === 0 && f.sandbox.IS_SANDBOX !== "1" && !f.sandbox.CLAUDE_CODE_BUBBLEWRAP)
     return {
       kind: "claude_as_root",
@@ -147,6 +182,36 @@ export function launchFault(f: LaunchFacts): EnvironmentFault | null {
   return null;
 }
 
+/** The sandbox an item asks for ("sandbox": "bwrap"), as probed (lib/supervisor/sandbox.ts probeSandbox); null without one. */
+export type SandboxFact = { ok: true } | { ok: false; kind: "missing" | "refused"; message: string } | null;
+
+/** The fault of a sandbox that is asked for and unusable (bwrap missing, or refused), else null. */
+export function sandboxFault(f: SandboxFact): EnvironmentFault | null {
+  if (!f || f.ok) return null;
+  return {
+    kind: "sandbox_unavailable",
+    message: `the item asks for the sandbox ("sandbox": "bwrap"), but ${f.message}`,
+    fix:
+      f.kind === "missing"
+        ? `install bubblewrap (Debian and Ubuntu: apt-get install bubblewrap) or put bwrap on loop run's PATH, or set "sandbox" to "none" in loop.json, ${RESUME}`
+        : `let bwrap make its namespaces here (a kernel that allows unprivileged user namespaces; in a container, one allowed to create them), or set "sandbox" to "none" in loop.json, ${RESUME}`,
+  };
+}
+
+/**
+ * Refs loop owns that someone else moved or deleted (lib/step/owned-refs.ts), as a fault: `changes`
+ * names each, `restore` gives the command that puts each back.
+ */
+export function ownedRefFault(o: { changes: string[]; restore: string[]; items: string[] }): EnvironmentFault | null {
+  if (o.changes.length === 0) return null;
+  const reset = o.items.length ? `, or run an item again from scratch with \`loop reset ${o.items.map((i) => `--work-item ${i}`).join(" ")}\`` : "";
+  return {
+    kind: "owned_ref_changed",
+    message: `refs loop owns are not where it left them: ${o.changes.join("; ")}`,
+    fix: `find out who changed them (an agent without the sandbox can), then put them back (${o.restore.join("; ")}; commits worth keeping go on a branch of your own first)${reset}, ${RESUME}`,
+  };
+}
+
 /** An error thrown while launching an attempt, as the launch saw it. */
 export interface LaunchError {
   /** The error's class name (GitError, Error, …). */
@@ -165,7 +230,7 @@ export interface LaunchError {
 export function classifyLaunchError(e: LaunchError): EnvironmentFault {
   const message = `could not launch: ${e.message}`;
   if (e.code === "ENOSPC" || e.code === "EDQUOT")
-    return { kind: "disk_full", message, fix: `free space on the disk of the state root and the repository, ${RESUME}` };
+    return { kind: "disk_full", message: `the disk is full: ${message}`, fix: `free space on the disk of the state root and the repository, ${RESUME}` };
   if (e.code === "EACCES" || e.code === "EPERM" || e.code === "EROFS")
     return { kind: "permission_denied", message, fix: `give the user loop runs as write access to the repository and its state root, ${RESUME}` };
   if (/start point .* is not a commit/.test(e.message))
@@ -178,7 +243,27 @@ export function classifyLaunchError(e: LaunchError): EnvironmentFault {
   return { kind: "launch_failed", message, fix: `fix what the message names, ${RESUME}` };
 }
 
+/** Where a full disk was met: the state root, the filesystem's mount point, the bytes left. */
+export interface FullDisk {
+  path: string;
+  mount: string;
+  free: number | null;
+}
+
+/**
+ * A full disk, met at any point of a step (before it opens the store, an append SQLite refused, a
+ * launch's write): the loop pauses with a reason that says so and where. Pure.
+ */
+export function diskFullFault(d: FullDisk): EnvironmentFault {
+  const free = d.free === null ? "" : `, ${d.free} bytes free`;
+  return {
+    kind: "disk_full",
+    message: `the disk is full: no space left on the filesystem holding the state root ${d.path} (mounted at ${d.mount}${free})`,
+    fix: `free space on it (agents' output logs under ${d.path}/sessions and old worktrees under ${d.path}/workspaces are the usual suspects), ${RESUME}`,
+  };
+}
+
 /** The loop's pause reason for a fault: what is wrong, then how to fix it. */
-export function faultReason(f: EnvironmentFault, item: string | null): string {
-  return `environment fault${item ? ` launching ${item}` : ""}: ${f.message}. To fix: ${f.fix}`;
+export function faultReason(f: EnvironmentFault, item: string | null, doing: "launching" | "verifying" = "launching"): string {
+  return `environment fault${item ? ` ${doing} ${item}` : ""}: ${f.message}. To fix: ${f.fix}`;
 }

@@ -1,5 +1,10 @@
 // Git, run as a process. Every call names its cwd; failures carry git's own stderr.
 // Bun.spawnSync, not node:child_process: loading that module costs every tool ~3 ms at start-up.
+//
+// Every call runs with SAFE_GIT_CONFIG: the agent can write the repository's config, its hooks and
+// its .gitattributes (its worktree's git metadata lives in the common git dir), so no git command
+// of loop's may run a program they name (docs/forge.md#threat-model). Commands that touch a work
+// tree also get driverOverrides: every filter, merge and diff driver the config defines, disabled.
 import { GitError } from "../shared/errors.ts";
 export { GitError } from "../shared/errors.ts";
 
@@ -11,15 +16,95 @@ export interface GitResult {
 
 const GIT_ENV = { GIT_TERMINAL_PROMPT: "0", GIT_OPTIONAL_LOCKS: "0" };
 
-export function gitTry(cwd: string, args: string[], env: Record<string, string> = {}, input?: string): GitResult {
+/**
+ * Config that keeps every program the repository's (or the user's) git config or hooks name from
+ * running inside loop's own git: hooks (`core.hooksPath` to a path that holds none), fsmonitor,
+ * editors, pager, askpass, credential helpers (the list is emptied; loop's push adds its own),
+ * signing programs, the alternate-refs command, ssh from config (`GIT_SSH_COMMAND` in loop's own
+ * environment still applies), and transports that run commands (`ext::`, unknown `<vcs>::`
+ * helpers). Background gc is off: it would outlive the step, out of its sight.
+ */
+export const SAFE_GIT_CONFIG: readonly string[] = [
+  "core.hooksPath=/dev/null",
+  "core.fsmonitor=false",
+  "core.editor=:",
+  "sequence.editor=:",
+  "core.pager=cat",
+  "core.askPass=",
+  "core.sshCommand=ssh",
+  "core.alternateRefsCommand=",
+  "credential.helper=",
+  "commit.gpgSign=false",
+  "tag.gpgSign=false",
+  "push.gpgSign=false",
+  "gc.auto=0",
+  "maintenance.auto=false",
+  "protocol.allow=never",
+  "protocol.file.allow=always",
+  "protocol.https.allow=always",
+  "protocol.http.allow=always",
+  "protocol.ssh.allow=always",
+];
+
+/** Subcommands that may read or write a work tree, and so run filter, merge or diff drivers. */
+const TOUCH_WORK_TREE = new Set(["add", "commit", "status", "merge", "reset", "worktree", "checkout", "switch", "diff", "stash", "rm", "mv", "restore", "cherry-pick", "rebase", "read-tree", "checkout-index"]);
+
+/** The standard Git LFS filter: pinned, so it keeps working while the config cannot point it elsewhere. */
+const LFS_FILTER: Record<string, string> = { clean: "git-lfs clean -- %f", smudge: "git-lfs smudge -- %f", process: "git-lfs filter-process", required: "true" };
+
+/**
+ * `-c` pairs that disable every driver the config defines (`filter.<d>.clean/smudge/process`,
+ * `merge.<d>.driver`, `diff.<d>.command/textconv`), from `git config --get-regexp` (reading config
+ * runs nothing). A filter becomes no filter (not required); a merge driver `false`, so a file that
+ * needs it conflicts instead of merging unchecked; `lfs` keeps the standard git-lfs commands.
+ */
+export function driverOverrides(configListing: string): string[] {
+  const out: string[] = [];
+  const seen = new Set<string>();
+  for (const entry of configListing.split("\0")) {
+    const key = entry.split("\n", 1)[0]!;
+    const m = /^(filter|merge|diff)\.(.+)\.(clean|smudge|process|required|driver|command|textconv)$/i.exec(key);
+    if (!m) continue;
+    const [, section, driver] = [m[0], m[1]!.toLowerCase(), m[2]!];
+    if (seen.has(`${section}.${driver}`)) continue;
+    seen.add(`${section}.${driver}`);
+    if (section === "filter") {
+      for (const k of ["clean", "smudge", "process", "required"])
+        out.push(`filter.${driver}.${k}=${driver === "lfs" ? LFS_FILTER[k] : k === "required" ? "false" : ""}`);
+    } else if (section === "merge") out.push(`merge.${driver}.driver=false`);
+    else out.push(`diff.${driver}.command=`, `diff.${driver}.textconv=`);
+  }
+  return out;
+}
+
+function spawnGit(cwd: string, config: readonly string[], args: string[], env: Record<string, string>, input?: string): GitResult {
   try {
     const stdin = input === undefined ? "ignore" : new TextEncoder().encode(input);
-    const r = Bun.spawnSync(["git", ...args], { cwd, env: { ...process.env, ...GIT_ENV, ...env }, stdin, stdout: "pipe", stderr: "pipe" });
+    const argv = ["git", ...config.flatMap((c) => ["-c", c]), ...args];
+    const r = Bun.spawnSync(argv, { cwd, env: { ...process.env, ...GIT_ENV, ...env }, stdin, stdout: "pipe", stderr: "pipe" });
     return { code: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
   } catch (err) {
     // git missing from PATH, or cwd gone: a failed call like any other, with the reason.
     return { code: null, stdout: "", stderr: (err as Error).message };
   }
+}
+
+/** The subcommand of a git argv (after any `-c k=v` and `-C dir` the caller put first). */
+function subcommand(args: string[]): string | undefined {
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === "-c" || args[i] === "-C") i++;
+    else if (!args[i]!.startsWith("-")) return args[i];
+  }
+  return undefined;
+}
+
+export function gitTry(cwd: string, args: string[], env: Record<string, string> = {}, input?: string): GitResult {
+  let config: readonly string[] = SAFE_GIT_CONFIG;
+  if (TOUCH_WORK_TREE.has(subcommand(args) ?? "")) {
+    const drivers = spawnGit(cwd, SAFE_GIT_CONFIG, ["config", "-z", "--get-regexp", "^(filter|merge|diff)\\..+\\.(clean|smudge|process|required|driver|command|textconv)$"], env);
+    if (drivers.code === 0) config = [...SAFE_GIT_CONFIG, ...driverOverrides(drivers.stdout)];
+  }
+  return spawnGit(cwd, config, args, env, input);
 }
 
 export function git(cwd: string, args: string[], env: Record<string, string> = {}): string {
@@ -36,6 +121,12 @@ export function isWorkTree(dir: string): boolean {
 export function currentBranch(dir: string): string | null {
   const r = gitTry(dir, ["symbolic-ref", "--quiet", "--short", "HEAD"]);
   return r.code === 0 ? r.stdout.trim() : null;
+}
+
+/** Whether the repository has a commit at all (`git init` without a commit has a branch name, no branch). */
+export function hasAnyCommit(dir: string): boolean {
+  const r = gitTry(dir, ["rev-list", "-n", "1", "--all"]);
+  return r.code === 0 && r.stdout.trim() !== "";
 }
 
 export function branchExists(dir: string, branch: string): boolean {

@@ -6,9 +6,26 @@ import type { Payload } from "../log/events.ts";
 import type { ItemState } from "../log/reducer.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { append, repoOf, type StepContext, warnMovedAside } from "./context.ts";
-import { landMerge } from "./workspace.ts";
+import { landMerge, type LandingOutcome } from "./workspace.ts";
+import { gitTry } from "./git.ts";
+import { describeRefChange, lastLanded, readRefs, refChanges, restoreCommand } from "./owned-refs.ts";
 
 type Landing = Omit<Payload<"landing_finished">, "attempt" | "branch">;
+
+/**
+ * The target, when it is not where loop's last merge left it; null when it is, when nothing was
+ * merged yet, or when it holds one merge more: this item's branch merged on top of it, by a step
+ * killed before it could record the merge (landMerge then finds it merged and says so again).
+ */
+function targetMoved(ctx: StepContext, branch: string) {
+  const landed = lastLanded(ctx.store.db, ctx.def.target);
+  if (!landed) return null;
+  const ref = `refs/heads/${landed.target}`;
+  const moved = refChanges([{ ref, commit: landed.commit, item: null, exact: true }], readRefs(repoOf(ctx), [ref]))[0];
+  if (!moved || moved.now === null) return moved ?? null;
+  const parents = gitTry(repoOf(ctx), ["rev-parse", `${moved.now}^1`, `${moved.now}^2`, `refs/heads/${branch}`]).stdout.trim().split("\n");
+  return parents.length === 3 && parents[0] === landed.commit && parents[1] === parents[2] ? null : moved;
+}
 
 /** Land the current (verified) attempt of `it` and record the outcome. */
 export function landAttempt(ctx: StepContext, it: ItemState): void {
@@ -20,15 +37,21 @@ export function landAttempt(ctx: StepContext, it: ItemState): void {
     ctx.store.assertLease();
     const landingDir = join(ctx.paths.workspaces, "_landing");
     const target = ctx.def.target;
-    const r = landMerge({
-      repo: repoOf(ctx),
-      landingDir,
-      target,
-      base: ctx.def.base,
-      branch,
-      message: `loop: land ${it.id} (attempt ${attempt.n})`,
-      onMovedAside: (aside) => warnMovedAside(ctx, { path: landingDir, branch: target, aside }),
-    });
+    // Never merge on top of a target someone else moved: what it holds would land as verified.
+    const moved = targetMoved(ctx, branch);
+    const r: LandingOutcome = moved
+      ? { outcome: "failed", commit: null, reason: `target_moved: ${describeRefChange(moved)}; loop does not merge on top (put it back: ${restoreCommand(moved)})` }
+      : landMerge({
+          repo: repoOf(ctx),
+          landingDir,
+          target,
+          base: ctx.def.base,
+          branch,
+          // Exactly the commit its verify ran on; nothing when the branch has moved since.
+          commit: attempt.verifyRun?.head ?? null,
+          message: `loop: land ${it.id} (attempt ${attempt.n})`,
+          onMovedAside: (aside) => warnMovedAside(ctx, { path: landingDir, branch: target, aside }),
+        });
     failpoint("landing:after_merge");
     landing = { ...r, target };
   } else landing = { outcome: "none", target: null, commit: null, reason: `branch ${branch} is the deliverable` };

@@ -4,23 +4,28 @@
 // command, the detached session; then record session_started. A step killed anywhere in between
 // leaves a reservation the next step resolves (lib/step/observe.ts observeLaunching): it adopts a
 // spawned session, never launches the attempt a second time.
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, lstatSync, mkdirSync, realpathSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join, relative } from "node:path";
 import { itemBranch } from "../definition/loop-json.ts";
 import { buildRunnerCommand, provenConversation } from "../definition/runners.ts";
+import { agentRule } from "../definition/environment.ts";
 import type { ItemState, Projection, SessionRecord } from "../log/reducer.ts";
 import { LeaseLostError } from "../shared/errors.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { sliceText, writeFileAtomic } from "../shared/fsutil.ts";
 import { sessionDir, worktreeDir } from "../shared/paths.ts";
-import { append, loopView, projection, repoOf, type StepContext, type StepOutcome, warnMovedAside } from "./context.ts";
-import { ensureAgentExcludes, probeLaunchFault, resolveProgram, sessionPath } from "./environment.ts";
-import { classifyLaunchError, type EnvironmentFault, faultReason } from "./faults.ts";
+import { append, loopView, ownedRefChanges, projection, repoOf, type StepContext, type StepOutcome, warnMovedAside } from "./context.ts";
+import { describeRefChange, restoreCommand } from "./owned-refs.ts";
+import { ensureAgentExcludes, probeLaunchFault, resolveProgram, sandboxRequest, sessionPath } from "./environment.ts";
+import { probeSandbox } from "../supervisor/sandbox.ts";
+import { classifyLaunchError, type EnvironmentFault, faultReason, ownedRefFault } from "./faults.ts";
 import { git, gitTry, revParse } from "./git.ts";
-import { buildHandoff } from "./handoff.ts";
+import { buildHandoff, buildReplyMessage, REPLY_FILE } from "./handoff.ts";
 import { selfArgv } from "../supervisor/self.ts";
 import { readOutputHead, SESSION_FILES, sessionMark, startSession, tmuxSessionName } from "../supervisor/sessions.ts";
 import { ensureWorktree, startPointFor } from "./workspace.ts";
+import { forgeGit } from "./forge/remote.ts";
+import { GIT_EXEC_FILE, gitExecSnapshot } from "./git-exec.ts";
 
 /** Where and as what the next attempt of an item runs; fixed before the reservation records it. */
 interface AttemptPlan {
@@ -32,10 +37,14 @@ interface AttemptPlan {
   sessionId: string;
   /** The item's previous session, whose conversation a reply resumes. */
   previous: SessionRecord | null;
-  /** Replies not delivered yet, joined. */
-  reply: string;
+  /** Whether replies wait to be delivered (they are written to the handoff, and to reply.md on a resume). */
+  reply: boolean;
   /** The forge issue's context for the handoff (lib/step/forge/issue-context.ts), or null. */
   forgeContext?: string | null;
+  /** The bwrap program when the item runs in the sandbox (found by the launch probe), else null. */
+  bwrap?: string | null;
+  /** The repository's hooks and executable git config before the launch (lib/step/git-exec.ts). */
+  gitExec?: string[];
 }
 
 /**
@@ -45,11 +54,14 @@ interface AttemptPlan {
  * errors. A lost lease is thrown: the step may not record anything more.
  */
 export function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeContext?: string | null } = {}): StepOutcome {
-  const plan = { ...planAttempt(ctx, it), forgeContext: o.forgeContext ?? null };
+  // The sandbox is probed before anything is reserved: asked for and unusable is the machine's fault.
+  const box = it.def.sandbox ? probeSandbox(sessionPath(ctx.options.env)) : null;
+  const plan = { ...planAttempt(ctx, it), forgeContext: o.forgeContext ?? null, bwrap: box?.ok ? box.bwrap : null };
   const fault = probeLaunchFault({
     runner: it.def.runner,
     tmux: ctx.def.tmux,
     model: it.def.model,
+    verify: it.def.verify,
     repo: repoOf(ctx),
     worktree: plan.worktree,
     branch: plan.branch,
@@ -58,8 +70,20 @@ export function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeContext
     runners: ctx.def.runners,
     demoArgv: demoArgv(),
     env: ctx.options.env,
+    sandbox: box,
   });
   if (fault) return pauseForFault(ctx, it, fault, null);
+  // Refs loop owns that moved since it left them: someone must look before anything builds on them.
+  let refFault: EnvironmentFault | null;
+  try {
+    const moved = ownedRefChanges(ctx, projection(ctx));
+    refFault = ownedRefFault({ changes: moved.map(describeRefChange), restore: moved.map(restoreCommand), items: moved.flatMap((c) => (c.item ? [c.item] : [])) });
+  } catch (err) {
+    refFault = { kind: "git_failed", message: (err as Error).message, fix: "look at the repository (git for-each-ref refs/heads/), fix what git reports, then `loop ctl resume`" };
+  }
+  if (refFault) return pauseForFault(ctx, it, refFault, null);
+  // What git would run by itself before the agent runs: compared before its verify (lib/step/git-exec.ts).
+  const gitExec = gitExecSnapshot(repoOf(ctx));
   failpoint("launch:before_reserve");
   append(
     ctx,
@@ -68,13 +92,13 @@ export function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeContext
         type: "launch_reserved",
         item: it.id,
         id: plan.key,
-        payload: { attempt: plan.n, key: plan.key, runner: it.def.runner, model: it.def.model, branch: plan.branch, worktree: plan.worktree, sessionDir: plan.dir, sessionId: plan.sessionId },
+        payload: { attempt: plan.n, key: plan.key, runner: it.def.runner, model: it.def.model, branch: plan.branch, worktree: plan.worktree, sessionDir: plan.dir, sessionId: plan.sessionId, gitExec: gitExec.digest },
       },
     ],
     "reserve",
   );
   try {
-    startAttempt(ctx, it, plan, projection(ctx));
+    startAttempt(ctx, it, { ...plan, gitExec: gitExec.entries }, projection(ctx));
   } catch (err) {
     if (err instanceof LeaseLostError) throw err;
     const e = err as NodeJS.ErrnoException;
@@ -89,9 +113,7 @@ export function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeContext
  * attempt is given back uncounted (one commit). The items wait, their attempts unspent.
  */
 function pauseForFault(ctx: StepContext, it: ItemState, fault: EnvironmentFault, attempt: number | null): StepOutcome {
-  const reason = faultReason(fault, it.id);
-  ctx.errors.push(reason);
-  ctx.options.log.error(reason);
+  // Said once: it is the step's result (the pause's reason, and `attention`), not an error met besides.
   const payload = { kind: fault.kind, attempt, reason: fault.message, fix: fault.fix };
   const drafts = [{ type: "environment_fault" as const, item: it.id, payload }];
   // Before the reservation nothing was taken; after it, the attempt is given back in this commit.
@@ -114,7 +136,7 @@ function planAttempt(ctx: StepContext, it: ItemState): AttemptPlan {
     branch: itemBranch(ctx.def.name, it.id),
     sessionId: crypto.randomUUID(),
     previous: it.session,
-    reply: it.replies.filter((r) => r.delivered === null).map((r) => r.text).join("\n\n"),
+    reply: it.replies.some((r) => r.delivered === null),
   };
 }
 
@@ -128,7 +150,9 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
     // Only a convenience: the attempt runs, and the agents' files may show up as its changes.
     ctx.options.log.warn(`could not write the repository's info/exclude: ${(err as Error).message}`);
   }
-  mkdirSync(dir, { recursive: true });
+  const aside = freshSessionDir(ctx.options.stateRoot, dir);
+  if (aside) ctx.options.log.warn(`what was at ${dir} before attempt ${n} was launched was moved to ${aside}; look at it, then remove it`);
+  if (plan.gitExec) writeFileAtomic(join(dir, GIT_EXEC_FILE), JSON.stringify(plan.gitExec) + "\n");
   // With a forge, items branch from the freshly fetched <remote>/<base>: it holds every merged PR.
   const startPoint = ctx.def.forge ? forgeStartPoint(ctx, repo) : startPointFor({ repo, landing: ctx.def.landing, base: ctx.def.base, target: ctx.def.target });
   const ws = ensureWorktree({ repo, path: worktree, branch, startPoint });
@@ -137,7 +161,7 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
   const handoffPath = join(dir, SESSION_FILES.handoff);
   const askFile = join(dir, SESSION_FILES.ask);
   const handoff = buildHandoff({ p: reserved, item: it.id, attempt: n, branch, askFile, forgeContext: plan.forgeContext });
-  writeFileSync(handoffPath, handoff);
+  writeFileAtomic(handoffPath, handoff);
   // A reply resumes the previous conversation only where it is proven to exist; else it goes in
   // this attempt's handoff (which lists every reply) to a fresh session.
   const conversationId =
@@ -145,10 +169,17 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
       ? provenConversation(previous.runner, {
           recorded: previous.conversationId,
           logHead: readOutputHead(previous.sessionDir),
-          historyExists: previous.runner === "aider" && previous.conversationId !== null && existsSync(previous.conversationId),
+          // Not empty: under the sandbox loop creates the file before aider runs, so there it always exists.
+          historyExists: previous.runner === "aider" && previous.conversationId !== null && nonEmptyFile(previous.conversationId),
         })
       : null;
-  const resume = reply && conversationId ? { conversationId, reply } : undefined;
+  let resume: { conversationId: string; replyFile: string } | undefined;
+  if (reply && conversationId) {
+    // The reply travels as a file, fenced like the handoff: never on the command line.
+    const replyFile = join(dir, REPLY_FILE);
+    writeFileAtomic(replyFile, buildReplyMessage({ p: reserved, item: it.id, attempt: n, handoffPath }));
+    resume = { conversationId, replyFile };
+  }
   const cmd = buildRunnerCommand(
     it.def.runner,
     { item: it.id, attempt: n, prompt: handoff, handoffPath, workdir: worktree, model: it.def.model, sessionId, resume },
@@ -159,7 +190,7 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
   if (program.state === "missing") throw new Error(`runner "${it.def.runner}": program ${JSON.stringify(cmd.argv[0])} not found${program.path ? ` (${program.path})` : " on PATH"}`);
   if (program.state === "not_executable") throw new Error(`runner "${it.def.runner}": program ${JSON.stringify(cmd.argv[0])} (${program.path}) is not executable`);
   // verify:false asks for "a change on the branch" made by this attempt, not an earlier one.
-  writeFileSync(join(dir, "start-head"), git(worktree, ["rev-parse", "HEAD"]) + "\n");
+  writeFileAtomic(join(dir, "start-head"), git(worktree, ["rev-parse", "HEAD"]) + "\n");
   const env: Record<string, string> = {
     LOOP_ITEM: it.id,
     LOOP_ATTEMPT: String(n),
@@ -179,7 +210,12 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
     env,
     tmuxName: ctx.def.tmux ? tmuxSessionName(ctx.def.name, it.id, n, it.epoch) : null,
     mark: sessionMark({ sessionId }),
+    // Never loop's secrets; under the "clean" policy only what is declared (docs/runners.md#the-environment).
+    envRule: agentRule(ctx.def, it.def.runner),
     scope: { role: "session", loopName: ctx.def.name, item: it.id, epoch: it.epoch, attempt: n, stateRoot: ctx.options.stateRoot },
+    ...(plan.bwrap
+      ? { sandbox: sandboxRequest({ bwrap: plan.bwrap, worktree, stateRoot: ctx.options.stateRoot, branch, runner: it.def.runner, writable: [askFile, ...(cmd.writes ?? [])], env: ctx.options.env }) }
+      : {}),
   });
   // Atomic: a step killed mid-write must not leave a half file that adoption then misreads.
   writeFileAtomic(join(dir, "spawned.json"), JSON.stringify({ pid: started.pid, tmux: started.tmux }) + "\n");
@@ -211,10 +247,47 @@ function forgeProbeStartPoint(ctx: StepContext, repo: string): string {
 function forgeStartPoint(ctx: StepContext, repo: string): string {
   const { remote } = ctx.def.forge!;
   const ref = `refs/remotes/${remote}/${ctx.def.base}`;
-  const r = gitTry(repo, ["fetch", "--quiet", remote, `refs/heads/${ctx.def.base}:${ref}`]);
+  const r = forgeGit({ repo, forge: ctx.def.forge!, env: ctx.options.env, args: ["fetch", "--quiet", remote, `refs/heads/${ctx.def.base}:${ref}`] });
   if (r.code === 0) return ref;
   ctx.options.log.warn(`forge: could not fetch ${remote}/${ctx.def.base} (${r.stderr.trim()}); branching from the local ${ctx.def.base}`);
   return ctx.def.base;
+}
+
+function nonEmptyFile(path: string): boolean {
+  try {
+    return statSync(path).size > 0;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Make the attempt's session folder afresh: loop writes its files there and reads what it finds
+ * (the exit status, the ask file), so nothing may be there before (an earlier attempt's agent can
+ * write the state root: a planted ask.txt would be this attempt's question). Whatever is found is
+ * moved aside, never deleted; returns where. A folder that is not under the state root once links
+ * are resolved (a link in its path) is refused: the launch fails, nothing is written through it.
+ */
+function freshSessionDir(stateRoot: string, dir: string): string | null {
+  mkdirSync(dirname(dir), { recursive: true });
+  const root = realpathSync(stateRoot);
+  const within = (path: string) => {
+    const real = realpathSync(path);
+    if (real !== join(root, relative(stateRoot, path)))
+      throw new Error(`the session folder ${dir} is not a folder of the state root (${path} resolves to ${real}: a link in its path); nothing was written through it`);
+  };
+  within(dirname(dir));
+  let aside: string | null = null;
+  try {
+    lstatSync(dir);
+    aside = `${dir}.aside-${new Date().toISOString().replace(/[:.]/g, "-")}`;
+    renameSync(dir, aside);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+  }
+  mkdirSync(dir);
+  within(dir);
+  return aside;
 }
 
 /** argv is recorded for people; the prompt itself lives in handoff.md, so long values are cut. */

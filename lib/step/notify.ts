@@ -4,15 +4,15 @@
 // Its failure is reported (stderr, the step's result) and recorded too, so it is not run again
 // every minute; it never stops the loop. A step killed between running it and recording it runs it
 // again: at least once.
-import { closeSync, openSync, readFileSync } from "node:fs";
+import { closeSync, constants as fsConstants, openSync, rmSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import type { NotifyDef } from "../definition/loop-json.ts";
 import { formatDuration } from "../definition/duration.ts";
 import type { Projection } from "../log/reducer.ts";
-import { tail } from "../shared/fsutil.ts";
+import { readTextOrNull, tail } from "../shared/fsutil.ts";
 import { killGroup } from "../shared/process.ts";
-import { append, itemNow, loopView, type StepContext } from "./context.ts";
+import { append, faultItem, itemNow, loopView, type StepContext } from "./context.ts";
 import { type Attention, ATTENTION_STATUSES, attentionOf, type AttentionView, UNLANDED_OUTCOMES } from "./decide.ts";
 
 /** What attention reads (decide.ts AttentionView), as the store has it now: the loop, and only the items it looks at. */
@@ -83,7 +83,7 @@ export async function notifyPhase(ctx: StepContext): Promise<NotifyReport[]> {
   const reports: NotifyReport[] = [];
   const view = stepAttentionView(ctx);
   const p = { seq: loopView(ctx).seq, loop: view.loop };
-  for (const a of attentionOf(view)) {
+  for (const a of attentionOf(view, { faultItem: faultItem(ctx, p) })) {
     if (p.loop.notified[a.slot] === a.key) continue;
     ctx.store.assertLease();
     ctx.store.renewLease(ctx.lease, def.timeout + 10 * 60_000);
@@ -107,7 +107,9 @@ export interface NotifyRun {
  * `logPath` (overwritten each time); past `def.timeout` the group is killed.
  */
 export async function runNotify(def: NotifyDef, o: { doc: NotifyDocument; cwd: string; logPath: string }): Promise<NotifyRun> {
-  const fd = openSync(o.logPath, "w");
+  // Created afresh: never written through a link (or into a FIFO) found under its name.
+  rmSync(o.logPath, { force: true });
+  const fd = openSync(o.logPath, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, 0o644);
   let timedOut = false;
   let result: { code: number | null; signal: string | null } | { error: string };
   try {
@@ -154,7 +156,7 @@ export async function runNotify(def: NotifyDef, o: { doc: NotifyDocument; cwd: s
 
 function outputTail(path: string): string {
   try {
-    const t = tail(readFileSync(path, "utf8"), 3, 300).trim();
+    const t = tail(readTextOrNull(path, { noLinks: true }) ?? "", 3, 300).trim();
     return t ? `: ${t.split("\n").join(" / ")}` : "";
   } catch {
     return "";

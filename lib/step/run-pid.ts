@@ -35,7 +35,9 @@ export function watcherAlive(w: RunPid): boolean {
 export function claimRunPid(path: string, me: RunPid, alive: (w: RunPid) => boolean = watcherAlive): void {
   const tmp = `${path}.tmp-${me.pid}`;
   const text = `${me.pid}${me.started === null ? "" : ` ${me.started}`}\n`;
-  writeFileSync(tmp, text);
+  // Created afresh, never through whatever (a link) a leftover of that name is.
+  rmSync(tmp, { force: true });
+  writeFileSync(tmp, text, { flag: "wx" });
   try {
     let created: boolean;
     try {

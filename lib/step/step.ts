@@ -16,8 +16,8 @@ import { counts } from "../log/documents.ts";
 import type { ItemState } from "../log/reducer.ts";
 import { dbPath, type Lease, Store } from "../log/store.ts";
 import { projectOf } from "../log/ownership.ts";
-import { append, createStepContext, itemNow, loopView, materialize, projection, recordTransition, repoOf, type StepContext, type StepOptions, type StepOutcome, type Transition } from "./context.ts";
-import { type ParsedDefinition, parseDefinitionSource, type StepDefinition, readDefinitionSource, rememberDefinition, resolveDefinition } from "./definition.ts";
+import { append, createStepContext, faultItem, itemNow, loopView, materialize, projection, recordTransition, repoOf, type StepContext, type StepOptions, type StepOutcome, type Transition } from "./context.ts";
+import { type DefinitionSource, type ParsedDefinition, parseDefinitionSource, type StepDefinition, readDefinitionSource, rememberDefinition, resolveDefinition } from "./definition.ts";
 import { afterSession, type Attention, attentionOf, hasOpenWork, nextWork } from "./decide.ts";
 import { definitionWarnings } from "./environment.ts";
 import { type NotifyReport, notifyPhase, stepAttentionView } from "./notify.ts";
@@ -27,6 +27,8 @@ import { observeLaunching, observeRunning } from "./observe.ts";
 import { verifyAttempt } from "./verify.ts";
 import { landAttempt } from "./land.ts";
 import { failAttempt, requeueUncounted, settleAttempt, sweepClosedSessions } from "./settle.ts";
+import { type DiskSpace, diskSpace, ensureReserve, LOW_SPACE_BYTES, releaseReserve } from "./disk.ts";
+import { diskFullMet, materializeIfRoom, pauseForDiskFull, unrecorded } from "./disk-fault.ts";
 
 export type { RunAction, StepOptions, StepOutcome, Transition } from "./context.ts";
 
@@ -36,6 +38,12 @@ export interface RunResult extends StepOutcome {
   loop: { name: string | null; state: string; reason: string | null; outcome: string | null; current: string | null };
   /** What needs a person after the step (decide.ts attention): non-empty means exit 1. */
   attention: { kind: Attention["kind"]; item: string | null; reason: string }[];
+  /**
+   * Whether `attention` differs from what needed a person when the step began (a condition new, or
+   * gone): false for a tick that found the loop as the previous one left it. `--quiet` prints nothing
+   * for such a tick (docs/cli/loop-run.md#flags).
+   */
+  attentionChanged: boolean;
   /** Environment errors met during the step (the step still recorded what it could). */
   errors: string[];
   /** What may need fixing but stopped nothing (checks made when loop.json was imported). */
@@ -114,8 +122,9 @@ async function advanceLoop(ctx: StepContext): Promise<StepOutcome> {
       const { prepareForgeLaunch } = await import("./forge/issue-context.ts");
       const f = await prepareForgeLaunch(ctx, p.items[next.item]!);
       if (f.kind === "wait") return { action: "waiting", item: null, reason: f.reason };
-      if (f.kind === "skip") {
-        append(ctx, [{ type: "item_settled", item: next.item, payload: { attempt: p.items[next.item]!.attempts.length, outcome: "skipped", reason: f.reason } }], "forge");
+      if (f.kind === "skip" || f.kind === "block") {
+        const outcome = f.kind === "skip" ? ("skipped" as const) : ("blocked" as const);
+        append(ctx, [{ type: "item_settled", item: next.item, payload: { attempt: p.items[next.item]!.attempts.length, outcome, reason: f.reason } }], "forge");
         continue;
       }
       forgeContext = f.context;
@@ -150,7 +159,9 @@ async function advanceItem(ctx: StepContext, it: ItemState): Promise<StepOutcome
           // Null once the verify's verdict is recorded; an outcome while it runs (the step stops here).
           return verifyAttempt(ctx, it);
         case "land":
-          if (ctx.def.forge && ctx.def.landing !== "none") {
+          // A forge landing already under way finishes through the forge whatever landing says now
+          // (switched to "none", it settles with its PR left open and says so: docs/forge.md#the-two-locks).
+          if (ctx.def.forge && (ctx.def.landing !== "none" || it.forge?.landing)) {
             const { landThroughForge } = await import("./forge/land.ts");
             return landThroughForge(ctx, it);
           }
@@ -190,9 +201,7 @@ export function preflight(root: string): ReturnType<typeof loadDefinition> {
  * exists, only a loop.json other than the one a step last read in full is parsed (and one that is
  * invalid refused before anything is written).
  */
-function openStep(options: StepOptions): { store: Store; def: StepDefinition; parsed: ParsedDefinition | null } {
-  const src = readDefinitionSource(options.root);
-  if (!insideGitWorkTree(options.root)) throw new UsageError(`${options.root} is not a git repository (nor inside one); nothing was done`);
+function openStep(options: StepOptions, src: DefinitionSource): { store: Store; def: StepDefinition; parsed: ParsedDefinition | null } {
   // lstat: a (dangling) link in its place is a store that is there, as Store.open sees it.
   if (!lstatSync(dbPath(options.stateRoot), { throwIfNoEntry: false })) {
     const parsed = parseDefinitionSource(src);
@@ -210,45 +219,87 @@ function openStep(options: StepOptions): { store: Store; def: StepDefinition; pa
   }
 }
 
-/** One step. Throws DefinitionError or UsageError (exit 2) before touching anything, BusyLease when busy. */
+/**
+ * One step. Throws DefinitionError or UsageError (exit 2) before touching anything, BusyLease when
+ * busy, and an io_error that says the disk is full when a full disk left it unable to record even
+ * that (lib/step/disk.ts).
+ */
 export async function runStep(options: StepOptions): Promise<RunResult> {
-  const { store, def, parsed } = openStep(options);
+  // loop.json is hashed here and read whole only when its bytes are new (openStep).
+  const src = readDefinitionSource(options.root);
+  // It looks for .git on disk: asking git costs an observing tick a process spawn.
+  if (!insideGitWorkTree(options.root)) throw new UsageError(`${options.root} is not a git repository (nor inside one); nothing was done`);
+  // A full disk is looked for before the store is opened (SQLite may not even make its -shm file
+  // then): the reserve is given back, so that the fault can be recorded.
+  const space = diskSpace(options.stateRoot);
+  const full = space !== null && space.free < LOW_SPACE_BYTES ? space : null;
+  if (full) releaseReserve(options.stateRoot);
+  try {
+    const r = await stepWith(options, src, full);
+    if (!full) ensureReserve(options.stateRoot, space);
+    return r;
+  } catch (err) {
+    throw unrecorded(err, options.stateRoot) ?? err;
+  }
+}
+
+async function stepWith(options: StepOptions, src: DefinitionSource, full: DiskSpace | null): Promise<RunResult> {
+  const { store, def, parsed } = openStep(options, src);
   try {
     const got = store.acquireLease(options.leaseMs ?? 30 * 60_000, pidAlive);
     if (!got.ok) throw new BusyLease(got.holder);
     failpoint("lease:after_acquire");
     const ctx = createStepContext({ store, def, options, lease: got.lease });
+    // What needed a person when the step began: what the previous step left.
+    const before = attentionKeys(ctx);
     if (got.takeover) {
       // Someone's step died holding the lease (or outlived it): say so, as one of this step's transitions.
       recordTransition(ctx, got.takeover);
       options.log.warn(`took over the step lease of pid ${got.takeover.payload.previous.pid} on ${got.takeover.payload.previous.host} (${got.takeover.payload.why === "dead" ? "its process is gone" : "it expired"})`);
     }
     let outcome: StepOutcome;
-    let notifications: NotifyReport[];
+    let notifications: NotifyReport[] = [];
     try {
-      materialize(ctx);
-      importDefinition(ctx, parsed);
-      if (def.forge) {
-        const { pollComments } = await import("./forge/comments.ts");
-        await pollComments(ctx);
+      try {
+        if (full) outcome = pauseForDiskFull(ctx, { path: options.stateRoot, mount: full.mount, free: full.free });
+        else {
+          materialize(ctx);
+          importDefinition(ctx, parsed);
+          if (def.forge) {
+            const { pollComments } = await import("./forge/comments.ts");
+            await pollComments(ctx);
+          }
+          outcome = await advanceLoop(ctx);
+        }
+        notifications = await notifyPhase(ctx);
+        if (ctx.transitions.length) materialize(ctx); // the first call already repaired the files
+      } catch (err) {
+        // The disk filled up during the step: the reserve goes back to it, and pays for the fault.
+        const disk = diskFullMet(err, options.stateRoot);
+        if (!disk) throw err;
+        releaseReserve(options.stateRoot);
+        outcome = pauseForDiskFull(ctx, disk);
+        notifications = [...notifications, ...(await notifyPhase(ctx))];
+        materializeIfRoom(ctx);
       }
-      outcome = await advanceLoop(ctx);
-      notifications = await notifyPhase(ctx);
-      if (ctx.transitions.length) materialize(ctx); // the first call already repaired the files
     } finally {
       if (def.forge) (await import("./forge/link.ts")).saveForgeLink(ctx);
       store.releaseLease(got.lease);
     }
     const view = stepAttentionView(ctx);
     const { loop } = view;
+    const fault = faultItem(ctx, view);
+    const after = attentionOf(view, { faultItem: fault });
     return {
       schema: "loop/run@1",
       action: outcome.action,
-      item: outcome.item,
+      // Every tick of one pause names the same item: the one in flight, else the one the fault was met launching.
+      item: outcome.item ?? (outcome.action === "paused" ? fault : null),
       reason: outcome.reason,
       transitions: ctx.transitions,
       loop: { name: loop.name, state: loop.state, reason: loop.reason, outcome: loop.outcome, current: loop.current },
-      attention: attentionOf(view).map(({ kind, item, reason }) => ({ kind, item, reason })),
+      attention: after.map(({ kind, item, reason }) => ({ kind, item, reason })),
+      attentionChanged: after.map((a) => a.key).join("\n") !== before,
       errors: ctx.errors,
       warnings: ctx.warnings,
       notifications,
@@ -256,6 +307,23 @@ export async function runStep(options: StepOptions): Promise<RunResult> {
   } finally {
     store.close();
   }
+}
+
+/** The conditions that need a person, as one comparable string of their keys. */
+function attentionKeys(ctx: StepContext): string {
+  const view = stepAttentionView(ctx);
+  return attentionOf(view, { faultItem: faultItem(ctx, view) })
+    .map((a) => a.key)
+    .join("\n");
+}
+
+/**
+ * Whether `loop run --quiet` prints a step's result: only a step that exits non-zero, and of those
+ * not one that found exactly the conditions the previous step left and met no error (the notify
+ * hook already told about them; the exit code still says 1).
+ */
+export function quietPrints(r: Pick<RunResult, "errors" | "attention" | "attentionChanged">): boolean {
+  return stepExitCode(r) !== EXIT.ok && (r.errors.length > 0 || r.attentionChanged);
 }
 
 /**

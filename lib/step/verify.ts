@@ -9,20 +9,28 @@
 // it: ended → verify_finished; past its deadline → ended through the close path and recorded timed
 // out; gone without an exit status → failed. Without a command (`verify: false`) nothing runs: the
 // verdict is "the agent exited 0 and this attempt committed something", decided inline.
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { Payload } from "../log/events.ts";
 import type { ItemState, VerifyRun } from "../log/reducer.ts";
 import { GitError } from "../shared/errors.ts";
 import { failpoint } from "../shared/failpoint.ts";
-import { readTextOrNull } from "../shared/fsutil.ts";
-import { endVerifyRun } from "../supervisor/end.ts";
-import { append, itemNow, repoOf, type StepContext, type StepOutcome } from "./context.ts";
+import { readJsonOrNull, readTextOrNull, writeFileAtomic } from "../shared/fsutil.ts";
+import { GIT_EXEC_FILE, gitExecReport, gitExecSnapshot } from "./git-exec.ts";
+import { endSessionProcesses, endVerifyRun } from "../supervisor/end.ts";
+import { append, itemNow, ownedRefChanges, projection, repoOf, type StepContext, type StepOutcome } from "./context.ts";
+import { describeRefChange, type RefChange } from "./owned-refs.ts";
 import { classifyVerify, classifyVerifyStart, verifyExitVerdict } from "./decide.ts";
 import { graceMs, SESSION_FILES, sessionMark } from "../supervisor/sessions.ts";
-import { endVerify, readVerifyExit, startVerify, verifyAlive, verifyLogSummary, verifySpawnEvidence, type VerifyProcess } from "../supervisor/verify-command.ts";
+import { endVerify, judgeExitProof, readVerifyExit, startVerify, verifyAlive, VERIFY_FILES, verifyLogSummary, verifySpawnEvidence, type VerifyProcess } from "../supervisor/verify-command.ts";
 import type { SessionMechanism } from "../supervisor/scope.ts";
 import { commitLeftovers, commitsAhead, startPointFor } from "./workspace.ts";
+import { protectedPathVerdict } from "./protect.ts";
+import { sandboxRequest, sessionPath } from "./environment.ts";
+import { faultReason, sandboxFault } from "./faults.ts";
+import { probeSandbox, type SandboxRequest } from "../supervisor/sandbox.ts";
+import { git } from "./git.ts";
+import { verifyRule } from "../definition/environment.ts";
 
 type VerifyPayload = Payload<"verify_finished">;
 
@@ -37,14 +45,38 @@ export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<St
   if (run) return run.pid === null ? resumeReserved(ctx, it, run) : observeVerify(ctx, it, run);
   const s = it.session!;
   if (!existsSync(s.worktree)) return record(ctx, it, notRun(attempt.n, "worktree is missing", ""));
+  // The session is over before anything is judged: whatever the agent left running (a child that
+  // would commit, or stop the verify, while it runs) is ended first, group, scope and mark.
+  ctx.store.assertLease();
+  const ended = await endSessionProcesses(it, graceMs(ctx.options.env));
+  if (ended.swept.length) ctx.options.log.info(`${it.id}: ended ${ended.swept.length} process(es) the agent left running before its verify`);
+  reportGitExec(ctx, it);
+  let head: string;
   try {
     ctx.store.assertLease();
-    commitLeftovers(s.worktree, `loop: ${it.id} attempt ${attempt.n}: changes the agent left uncommitted`);
+    commitLeftovers({ repo: repoOf(ctx), worktree: s.worktree, branch: s.branch, message: `loop: ${it.id} attempt ${attempt.n}: changes the agent left uncommitted` });
+    head = git(repoOf(ctx), ["rev-parse", "--verify", `refs/heads/${s.branch}^{commit}`]);
   } catch (err) {
     return record(ctx, it, notRun(attempt.n, gitFailure("could not commit the changes the agent left", err)));
   }
-  failpoint("verify:before");
   const logPath = join(s.sessionDir, SESSION_FILES.verify);
+  // Protected paths first: an attempt that changed one fails whatever its verify would say, and its verify never runs.
+  let guarded: ReturnType<typeof protectedPathVerdict>;
+  try {
+    guarded = protectedPathVerdict(ctx, it);
+  } catch (err) {
+    return record(ctx, it, notRun(attempt.n, gitFailure("could not check the protected paths", err)));
+  }
+  if (guarded) return record(ctx, it, refused(attempt.n, guarded, logPath));
+  // Refs loop owns that moved while this attempt's agent ran: the attempt does not pass over them.
+  let moved: RefChange[];
+  try {
+    moved = ownedRefChanges(ctx, projection(ctx));
+  } catch (err) {
+    return record(ctx, it, notRun(attempt.n, `could not check the refs loop owns: ${(err as Error).message}`));
+  }
+  if (moved.length) return record(ctx, it, refused(attempt.n, ownedRefVerdict(moved), logPath));
+  failpoint("verify:before");
   if (it.def.verify === false) {
     let ahead: number;
     try {
@@ -54,15 +86,29 @@ export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<St
     }
     return record(ctx, it, judgeWithoutCommand({ attempt: attempt.n, exitCode: attempt.end!.exitCode, ahead, logPath }));
   }
+  // The sandbox the verify runs in must be usable before it is reserved: if not, the loop pauses.
+  const box = verifySandbox(ctx, it);
+  if ("paused" in box) return box.paused;
   const key = `verify:${it.id}:e${it.epoch}:a${attempt.n}`;
   append(
     ctx,
-    [{ type: "verify_reserved", item: it.id, id: key, payload: { attempt: attempt.n, key, command: it.def.verify, log: logPath, timeoutMs: it.def.timeouts.verify } }],
+    [{ type: "verify_reserved", item: it.id, id: key, payload: { attempt: attempt.n, key, command: it.def.verify, log: logPath, timeoutMs: it.def.timeouts.verify, head } }],
     "verify_reserve",
   );
   failpoint("verify:after_reserve");
   const now = itemNow(ctx, it.id);
   return spawnReserved(ctx, now, now.attempts[now.attempts.length - 1]!.verifyRun!);
+}
+
+/** A hook or executable git config the session planted is said (a warning of the step): loop never runs it, the operator's git would. */
+function reportGitExec(ctx: StepContext, it: ItemState): void {
+  const attempt = it.attempts[it.attempts.length - 1]!;
+  if (!attempt.gitExec) return;
+  const said = gitExecReport({ recorded: attempt.gitExec, baseline: readJsonOrNull(join(it.session!.sessionDir, GIT_EXEC_FILE)), now: gitExecSnapshot(repoOf(ctx)) });
+  if (!said) return;
+  const line = `${it.id}: attempt ${attempt.n}: ${said}`;
+  ctx.warnings.push(line);
+  ctx.options.log.warn(line);
 }
 
 function record(ctx: StepContext, it: ItemState, payload: VerifyPayload): null {
@@ -75,6 +121,8 @@ function spawnReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOut
   const attempt = it.attempts[it.attempts.length - 1]!;
   const s = it.session!;
   ctx.store.assertLease();
+  const box = verifySandbox(ctx, it);
+  if ("paused" in box) return box.paused;
   let started: ReturnType<typeof startVerify>;
   try {
     started = startVerify({
@@ -83,8 +131,11 @@ function spawnReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOut
       cwd: s.worktree,
       env: { LOOP_ITEM: it.id, LOOP_ATTEMPT: String(attempt.n), LOOP_WORKDIR: s.worktree },
       mark: sessionMark(s),
+      // Never loop's secrets; under the "clean" policy only what is declared (docs/runners.md#the-environment).
+      envRule: verifyRule(ctx.def),
       // A scope of its own, as its session has: under a oneshot step's unit it would die with the step.
       scope: { loopName: ctx.def.name, item: it.id, epoch: it.epoch, attempt: attempt.n, stateRoot: ctx.options.stateRoot },
+      ...(box.request ? { sandbox: box.request } : {}),
     });
   } catch (err) {
     // Loop's own wrapper could not be started: an error of the environment, and the attempt's verify.
@@ -98,16 +149,39 @@ function spawnReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOut
 }
 
 function recordStarted(ctx: StepContext, it: ItemState, run: VerifyRun, p: VerifyProcess, adopted: boolean, mechanism: SessionMechanism | null = null): StepOutcome {
+  // The proof's hashes; an adopted wrapper's come from its folder (the spawning step was killed before recording them).
+  const proof = p.proof ? { mechanism, proof: p.proof } : mechanism ? { mechanism } : {};
   const attempt = it.attempts[it.attempts.length - 1]!;
   // Counted from the reservation, which comes right before the spawn: an adopted verify has been
   // running since then, not since the step that found it.
   const deadline = new Date(Date.parse(run.reservedAt) + run.timeoutMs).toISOString();
   append(
     ctx,
-    [{ type: "verify_started", item: it.id, payload: { attempt: attempt.n, pid: p.pid, pgid: p.pid, startTime: p.startTime, log: run.log, deadline, adopted, ...(mechanism ? { mechanism } : {}) } }],
+    [{ type: "verify_started", item: it.id, payload: { attempt: attempt.n, pid: p.pid, pgid: p.pid, startTime: p.startTime, log: run.log, deadline, adopted, ...proof } }],
     "verify_started",
   );
   return { action: "waiting", item: it.id, reason: `verify running (deadline ${deadline})` };
+}
+
+/**
+ * The sandbox an item's verify runs in (its agent's: docs/runners.md#the-sandbox), probed now. One
+ * that is asked for and unusable is an environment fault: the loop pauses, and the attempt waits
+ * untouched for `loop ctl resume`.
+ */
+function verifySandbox(ctx: StepContext, it: ItemState): { request: SandboxRequest | null } | { paused: StepOutcome } {
+  if (!it.def.sandbox) return { request: null };
+  const s = it.session!;
+  const attempt = it.attempts[it.attempts.length - 1]!;
+  const probe = probeSandbox(sessionPath(ctx.options.env));
+  if (!probe.ok) {
+    const f = sandboxFault(probe)!;
+    const reason = faultReason(f, it.id, "verifying");
+    ctx.errors.push(reason);
+    ctx.options.log.error(reason);
+    const p = append(ctx, [{ type: "environment_fault", item: it.id, payload: { kind: f.kind, attempt: attempt.n, reason: f.message, fix: f.fix } }], "fault");
+    return { paused: { action: "paused", item: it.id, reason: p.loop.reason } };
+  }
+  return { request: sandboxRequest({ bwrap: probe.bwrap, worktree: s.worktree, stateRoot: ctx.options.stateRoot, branch: s.branch, runner: it.def.runner, writable: [], env: ctx.options.env }) };
 }
 
 /** A reserved verify whose start is not recorded: adopt its wrapper, start it (nothing was spawned), wait, or fail it. */
@@ -117,7 +191,7 @@ function resumeReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOu
   const v = classifyVerifyStart({ ...ev, reservedAt: Date.parse(run.reservedAt), now: Date.now(), launchTimeout: it.def.timeouts.launch });
   switch (v.kind) {
     case "adopt":
-      return recordStarted(ctx, it, run, { pid: v.pid, startTime: v.startTime }, true);
+      return recordStarted(ctx, it, run, { pid: v.pid, startTime: v.startTime, proof: ev.found?.proof ?? null }, true);
     case "spawn":
       return spawnReserved(ctx, it, run);
     case "waiting":
@@ -132,10 +206,11 @@ async function observeVerify(ctx: StepContext, it: ItemState, run: VerifyRun): P
   const attempt = it.attempts[it.attempts.length - 1]!;
   const dir = it.session!.sessionDir;
   const proc: VerifyProcess = { pid: run.pid!, startTime: run.startTime };
-  const exit = readVerifyExit(dir);
-  const alive = exit === null && verifyAlive(proc);
+  const first = readVerifyExit(dir);
+  const alive = first === null && verifyAlive(proc);
   // Re-read the exit status after seeing the group gone: it may have been written in between.
-  const v = classifyVerify({ exit: exit ?? (alive ? null : readVerifyExit(dir)), alive, startedAt: Date.parse(run.reservedAt), deadline: Date.parse(run.deadline!), now: Date.now() });
+  const exit = first ?? (alive ? null : readVerifyExit(dir));
+  const v = classifyVerify({ exit, alive, startedAt: Date.parse(run.reservedAt), deadline: Date.parse(run.deadline!), now: Date.now() });
   if (v.kind === "waiting") return { action: "waiting", item: it.id, reason: v.reason };
   let payload: VerifyPayload;
   if (v.kind === "timed_out") {
@@ -147,6 +222,11 @@ async function observeVerify(ctx: StepContext, it: ItemState, run: VerifyRun): P
     // The wrapper vanished without an exit status; whatever it started may still sit in its scope.
     await endVerify({ proc, dir, graceMs: 0 });
     payload = { attempt: attempt.n, passed: false, timedOut: false, ...verifyLogSummary(run.log, null), log: run.log, reason: v.reason };
+  } else if (exit && judgeExitProof(exit, run.proof) === "forged") {
+    // An exit status its wrapper did not write (no secret, or the wrong one): never a pass.
+    await endVerify({ proc, dir, graceMs: 0 });
+    const reason = `verify_result_forged: ${VERIFY_FILES.exit} was not written by the recorded verify (pid ${run.pid}): its proof does not match; not accepted`;
+    payload = { attempt: attempt.n, passed: false, timedOut: false, ...verifyLogSummary(run.log, null), log: run.log, reason };
   } else {
     // The shell is gone, but something it started may linger in its group: end it too.
     await endVerify({ proc, dir, graceMs: 0 });
@@ -155,6 +235,21 @@ async function observeVerify(ctx: StepContext, it: ItemState, run: VerifyRun): P
   }
   failpoint("verify:before_record");
   return record(ctx, it, payload);
+}
+
+/** An attempt a check before its verify failed (protected paths, the refs loop owns): no verify runs; the log says why. */
+function refused(attempt: number, v: { reason: string; detail: string }, logPath: string): VerifyPayload {
+  writeFileAtomic(logPath, v.detail + "\n"); // a fresh file: never through a link the agent left there
+  return { attempt, passed: false, exitCode: null, timedOut: false, sha256: null, tail: v.detail, log: logPath, reason: v.reason };
+}
+
+/** Owned refs that moved during the attempt, as the verdict that fails it (its verify never runs). */
+function ownedRefVerdict(moved: RefChange[]): { reason: string; detail: string } {
+  const named = moved.map(describeRefChange).join("; ");
+  return {
+    reason: `owned_ref_changed: ${named}`,
+    detail: `owned_ref_changed: while this attempt ran, refs loop owns were changed: ${named}. Its verify was not run. Work only on your own branch; never move, delete or create other branches.`,
+  };
 }
 
 /** A verify that could not run: failed, with the reason as all there is to show. */
@@ -175,7 +270,7 @@ function gitFailure(what: string, err: unknown): string {
 function commitsOfAttempt(ctx: StepContext, it: ItemState): number {
   const s = it.session!;
   const repo = repoOf(ctx);
-  const startHead = readTextOrNull(join(s.sessionDir, "start-head"))?.trim();
+  const startHead = readTextOrNull(join(s.sessionDir, "start-head"), { noLinks: true })?.trim();
   const base = startHead || startPointFor({ repo, landing: ctx.def.landing, base: ctx.def.base, target: ctx.def.target });
   return commitsAhead({ repo, base, branch: s.branch });
 }
@@ -189,6 +284,6 @@ function judgeWithoutCommand(o: { attempt: number; exitCode: number | null; ahea
       : o.ahead > 0
         ? `no verify command; agent exited 0 with ${o.ahead} commit(s)`
         : "no verify command; agent exited 0 but left no change";
-  writeFileSync(o.logPath, reason + "\n");
+  writeFileAtomic(o.logPath, reason + "\n");
   return { attempt: o.attempt, passed, exitCode: o.exitCode, timedOut: false, sha256: null, tail: reason, log: o.logPath, reason };
 }

@@ -1,7 +1,7 @@
 // Worktrees, branches and landing, as git effects. Each function is idempotent, so a step that
 // was killed half-way can call it again.
-import { existsSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { existsSync, lstatSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
 import { branchExists, git, gitTry, revParse } from "./git.ts";
 import { GitError } from "../shared/errors.ts";
 
@@ -69,25 +69,92 @@ export function removeWorktree(repo: string, path: string): boolean {
   return true;
 }
 
-/** Commit whatever the agent left uncommitted. Returns the new commit, or null if nothing was left. */
-export function commitLeftovers(worktree: string, message: string): string | null {
-  // Only in a checkout of its own: in a broken one (its .git file gone) git would search upwards,
-  // find the project's repository, and commit the operator's own work on the operator's branch.
-  const top = existsSync(join(worktree, ".git")) ? gitTry(worktree, ["rev-parse", "--show-toplevel"]) : null;
-  if (!top || top.code !== 0 || realpathSync(top.stdout.trim()) !== realpathSync(worktree))
-    // A GitError, as the callers expect of a commit that failed, with a message that says why.
-    throw Object.assign(new GitError(["rev-parse", "--show-toplevel"], top?.code ?? null, top?.stderr ?? ""), {
-      message: `${worktree} is not a git checkout of its own (its .git is missing or broken): nothing committed`,
-    });
-  git(worktree, ["add", "-A"]);
-  if (gitTry(worktree, ["diff", "--cached", "--quiet"]).code === 0) return null;
-  git(worktree, [...identity(worktree), "commit", "--no-verify", "-q", "-m", message]);
-  return git(worktree, ["rev-parse", "HEAD"]);
+/**
+ * Is `worktree` still the checkout loop made, before loop commits in it or merges there? The agent
+ * can replace it: a link to the operator's checkout in its place, or its `.git` file rewritten to
+ * the main git dir, would have loop's `git add -A` commit the operator's uncommitted work onto the
+ * operator's branch. Checked without following links: the folder itself is no link and resolves to
+ * its place under the state root; its `.git` is a regular file naming a git dir
+ * `<common git dir>/worktrees/<name>` whose `gitdir` names this checkout back and whose `commondir`
+ * is the repository's; that git dir's HEAD is `branch`. Returns the git dir, or why not.
+ */
+export function checkWorktree(o: { repo: string; worktree: string; branch: string }): { ok: true; gitDir: string } | { ok: false; why: string } {
+  const no = (why: string) => ({ ok: false as const, why: `worktree_replaced: ${o.worktree} is not the checkout loop made (${why}); nothing committed` });
+  try {
+    const st = lstatSync(o.worktree);
+    if (st.isSymbolicLink()) return no(`it is a symbolic link to ${realpathSync(o.worktree)}`);
+    if (!st.isDirectory()) return no("it is not a directory");
+    // The folder holding the workspaces is the state root's own, not a link to elsewhere.
+    const place = join(realpathSync(dirname(dirname(o.worktree))), relative(dirname(dirname(o.worktree)), o.worktree));
+    if (realpathSync(o.worktree) !== place) return no(`it resolves to ${realpathSync(o.worktree)}`);
+    const dotGit = join(o.worktree, ".git");
+    if (!existsSync(dotGit) && !isLinkAt(dotGit)) return no("its .git is missing: not a git checkout of its own");
+    const dg = lstatSync(dotGit);
+    if (!dg.isFile()) return no(`its .git is ${dg.isDirectory() ? "a directory: a repository of its own" : dg.isSymbolicLink() ? "a symbolic link" : "not a regular file"}`);
+    const named = /^gitdir: (.+)$/m.exec(readFileSync(dotGit, "utf8"))?.[1]?.trim();
+    if (!named) return no("its .git names no git dir");
+    const common = realpathSync(resolve(o.repo, git(o.repo, ["rev-parse", "--git-common-dir"])));
+    const gitDir = realpathSync(resolve(o.worktree, named));
+    if (dirname(gitDir) !== join(common, "worktrees")) return no(`its .git names ${gitDir}, not a worktree of ${common}`);
+    const back = readFileSync(join(gitDir, "gitdir"), "utf8").trim();
+    if (realpathSync(dirname(resolve(gitDir, back))) !== realpathSync(o.worktree)) return no(`${gitDir} belongs to ${dirname(back)}`);
+    const commondir = readFileSync(join(gitDir, "commondir"), "utf8").trim();
+    if (realpathSync(resolve(gitDir, commondir)) !== common) return no(`${gitDir}/commondir names another repository`);
+    const head = readFileSync(join(gitDir, "HEAD"), "utf8").trim();
+    if (head !== `ref: refs/heads/${o.branch}`) return no(`its HEAD is ${JSON.stringify(head)}, not the branch ${o.branch}`);
+    return { ok: true, gitDir };
+  } catch (err) {
+    return no((err as Error).message);
+  }
+}
+
+function isLinkAt(path: string): boolean {
+  try {
+    return lstatSync(path).isSymbolicLink();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Commit whatever the agent left uncommitted on the item's branch. Returns the new commit, or null
+ * if nothing was left. Only in the checkout loop made (checkWorktree), with git pinned to its git
+ * dir and work tree: otherwise a GitError whose message starts with `worktree_replaced`.
+ */
+export function commitLeftovers(o: { repo: string; worktree: string; branch: string; message: string }): string | null {
+  const checked = checkWorktree(o);
+  // A GitError, as the callers expect of a commit that failed, with a message that says why.
+  if (!checked.ok) throw Object.assign(new GitError(["add", "-A"], null, ""), { message: checked.why });
+  // Pinned: git never goes looking for a repository from the work tree.
+  const pin = { GIT_DIR: checked.gitDir, GIT_WORK_TREE: o.worktree };
+  git(o.worktree, ["add", "-A"], pin);
+  if (gitTry(o.worktree, ["diff", "--cached", "--quiet", "--no-ext-diff"], pin).code === 0) return null;
+  git(o.worktree, [...identity(o.worktree), "commit", "--no-verify", "-q", "-m", o.message], pin);
+  return git(o.worktree, ["rev-parse", "HEAD"], pin);
 }
 
 /** Commits on `branch` that are not on `base` (throws GitError when git cannot count them). */
 export function commitsAhead({ repo, base, branch }: { repo: string; base: string; branch: string }): number {
   return Number(git(repo, ["rev-list", "--count", `${base}..${branch}`]));
+}
+
+/** The commit where `b` forked off `a` (their merge base), or null when they share no history. Throws GitError on any other failure. */
+export function forkPoint({ repo, a, b }: { repo: string; a: string; b: string }): string | null {
+  const r = gitTry(repo, ["merge-base", a, b]);
+  if (r.code === 0) return r.stdout.trim();
+  if (r.code === 1 && r.stderr.trim() === "") return null; // no common ancestor
+  throw new GitError(["merge-base", a, b], r.code, r.stderr);
+}
+
+/**
+ * The paths that differ between two commits, as git prints them from the repository's top level:
+ * edits, additions, deletions, mode and type changes; a rename is its old path and its new one.
+ */
+export function changedPaths({ repo, from, to }: { repo: string; from: string; to: string }): string[] {
+  const args = ["diff", "--no-renames", "--no-ext-diff", "--no-textconv", "--ignore-submodules=none", "--name-only", "-z", from, to, "--"];
+  const r = gitTry(repo, args);
+  if (r.code !== 0) throw new GitError(args, r.code, r.stderr);
+  return r.stdout.split("\0").filter(Boolean);
 }
 
 /** Where an item branch starts: the landing target once it exists (merge landing), else the base. */
@@ -124,26 +191,42 @@ export interface LandMergeOptions {
   base: string;
   /** The item branch merged. */
   branch: string;
+  /**
+   * The commit its verify ran on (verify_reserved's `head`): exactly this is merged, and nothing
+   * when the branch has moved since. Without it (a verify from before it was recorded, or
+   * `verify: false`), the branch as it is.
+   */
+  commit?: string | null;
   /** The merge commit's message. */
   message: string;
   /** Called with where something found at `landingDir` (not a checkout of `target`) was moved. */
   onMovedAside?: (path: string) => void;
 }
 
-export function landMerge({ repo, landingDir, target, base, branch, message, onMovedAside = () => {} }: LandMergeOptions): LandingOutcome {
+export function landMerge({ repo, landingDir, target, base, branch, commit = null, message, onMovedAside = () => {} }: LandMergeOptions): LandingOutcome {
+  if (commit) {
+    const now = revParse(repo, `refs/heads/${branch}`);
+    if (now !== commit)
+      return { outcome: "failed", commit: null, reason: `branch ${branch} moved since its verify (verified ${commit.slice(0, 12)}, now ${now ? now.slice(0, 12) : "gone"}); nothing merged` };
+  }
   for (const w of checkedOut(repo))
     if (w.branch === target && w.path !== landingDir)
       return { outcome: "failed", commit: null, reason: `target branch ${target} is checked out in ${w.path}; loop never merges into it` };
   // Creates the target branch from base the first time.
   const ws = ensureWorktree({ repo, path: landingDir, branch: target, startPoint: base });
   if (ws.movedAside) onMovedAside(ws.movedAside);
+  // The landing checkout is loop's own, under the state root the agent can write: checked like an
+  // item's (a link to the operator's checkout here would have `reset --hard` wipe their work).
+  const checked = checkWorktree({ repo, worktree: landingDir, branch: target });
+  if (!checked.ok) return { outcome: "failed", commit: null, reason: checked.why.replace("nothing committed", "nothing merged") };
+  const pin = { GIT_DIR: checked.gitDir, GIT_WORK_TREE: landingDir };
   // A merge left half-done by a killed step is abandoned and redone.
-  if (existsSync(join(git(landingDir, ["rev-parse", "--git-dir"]), "MERGE_HEAD"))) gitTry(landingDir, ["merge", "--abort"]);
-  gitTry(landingDir, ["reset", "-q", "--hard", "HEAD"]);
-  const r = gitTry(landingDir, [...identity(landingDir), "merge", "--no-ff", "--no-edit", "-m", message, branch]);
-  if (r.code === 0) return { outcome: "merged", commit: git(landingDir, ["rev-parse", "HEAD"]), reason: "merged" };
-  const conflicted = gitTry(landingDir, ["diff", "--name-only", "--diff-filter=U"]).stdout.trim().split("\n").filter(Boolean);
-  gitTry(landingDir, ["merge", "--abort"]);
+  if (existsSync(join(checked.gitDir, "MERGE_HEAD"))) gitTry(landingDir, ["merge", "--abort"], pin);
+  gitTry(landingDir, ["reset", "-q", "--hard", "HEAD"], pin);
+  const r = gitTry(landingDir, [...identity(landingDir), "merge", "--no-ff", "--no-edit", "-m", message, commit ?? branch], pin);
+  if (r.code === 0) return { outcome: "merged", commit: git(landingDir, ["rev-parse", "HEAD"], pin), reason: "merged" };
+  const conflicted = gitTry(landingDir, ["diff", "--no-ext-diff", "--name-only", "--diff-filter=U"], pin).stdout.trim().split("\n").filter(Boolean);
+  gitTry(landingDir, ["merge", "--abort"], pin);
   if (conflicted.length) return { outcome: "conflict", commit: null, reason: `merge conflict in ${conflicted.join(", ")}` };
   return { outcome: "failed", commit: null, reason: `git merge failed: ${(r.stderr || r.stdout).trim().split("\n").slice(-2).join(" / ")}` };
 }

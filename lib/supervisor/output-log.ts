@@ -8,13 +8,23 @@
 // over output.log. So the file only ever grows or is replaced whole: a reader holding the old file
 // reads a complete one, the file's mtime still moves with every write (the stall detector's
 // "output growth"), and the old and the new file together never take more than C bytes.
-import { closeSync, fstatSync, openSync, readSync, renameSync, rmSync, writeSync } from "node:fs";
+//
+// A write the disk refuses (ENOSPC: the disk is full; any other errno) never ends the wrapper: the
+// output is dropped and counted, and once a write succeeds again a line says how much was lost
+// there. The first such failure is kept (writeError) for exit.json: the step says it.
+import { closeSync, constants as fsConstants, fstatSync, openSync, readSync, renameSync, rmSync, writeSync } from "node:fs";
+import { openOwnForAppend } from "../shared/fsutil.ts";
 
 export const DEFAULT_OUTPUT_CAP = 64 * 2 ** 20;
 export const MIN_OUTPUT_CAP = 64 * 2 ** 10;
 export const MAX_OUTPUT_CAP = 2 ** 40;
 /** The longest marker line: two numbers of at most 13 digits each. */
 const MARKER_MAX = markerLine(MAX_OUTPUT_CAP, MAX_OUTPUT_CAP).length;
+
+/** The line written where output was lost because the disk refused it. */
+export function lostLine(lost: number): string {
+  return `\n[loop: ${lost} bytes of output lost here: the disk refused them]\n`;
+}
 
 /** The marker that replaces the dropped middle of the output. */
 export function markerLine(dropped: number, cap: number): string {
@@ -71,15 +81,25 @@ export class CappedLog {
   private dropped = 0;
   private markerLength = 0;
   private closed = false;
+  /** Bytes a failing disk kept out since the last write that succeeded. */
+  private lost = 0;
+  private failure: string | null = null;
   private readonly layout: OutputLayout;
+  /** What was found in the log's place and removed (a link, a FIFO: never written through), or null. */
+  readonly replaced: string | null;
 
   constructor(
     private readonly path: string,
     cap: number,
+    /** How the file is opened; tests hand in a device that refuses every write (/dev/full). */
+    open: (path: string) => { fd: number; size: number; replaced: string | null } = openOwnForAppend,
   ) {
     this.layout = outputLayout(cap);
-    this.fd = openSync(path, "a+"); // read too: a cut copies from it
-    this.size = fstatSync(this.fd).size;
+    // Read too: a cut copies from it. Never through a link or into a FIFO planted in its place.
+    const opened = open(path);
+    this.fd = opened.fd;
+    this.size = opened.size;
+    this.replaced = opened.replaced;
   }
 
   /** Bytes of output dropped so far. */
@@ -87,21 +107,45 @@ export class CappedLog {
     return this.dropped;
   }
 
+  /** The first write the disk refused (its system message), or null: output was lost while it refused. */
+  get writeError(): string | null {
+    return this.failure;
+  }
+
   /** Append output; after close (a straggler's chunk, once the agent is gone) it is dropped. */
   write(chunk: Uint8Array): void {
     if (this.closed) return;
+    if (this.lost > 0) {
+      // The disk refused earlier output: say where, once it takes a write again.
+      if (this.put(Buffer.from(lostLine(this.lost))) > 0) {
+        this.lost += chunk.length;
+        return;
+      }
+      this.lost = 0;
+    }
+    this.lost += this.put(chunk);
+  }
+
+  /** Write within the cap, cutting as needed; returns how many bytes the disk kept out (0: all written). */
+  private put(bytes: Uint8Array): number {
     const { head, keep } = this.layout;
     let off = 0;
-    while (off < chunk.length) {
-      const room = head + this.markerLength + 2 * keep - this.size;
-      if (room <= 0) {
-        this.cut();
-        continue;
+    try {
+      while (off < bytes.length) {
+        const room = head + this.markerLength + 2 * keep - this.size;
+        if (room <= 0) {
+          this.cut();
+          continue;
+        }
+        const n = writeSync(this.fd, bytes, off, Math.min(room, bytes.length - off));
+        this.size += n;
+        off += n;
       }
-      const n = Math.min(room, chunk.length - off);
-      writeAll(this.fd, chunk.subarray(off, off + n));
-      this.size += n;
-      off += n;
+      return 0;
+    } catch (err) {
+      if (typeof (err as NodeJS.ErrnoException)?.code !== "string") throw err;
+      this.failure ??= (err as Error).message;
+      return bytes.length - off;
     }
   }
 
@@ -120,7 +164,7 @@ export class CappedLog {
     const tmp = `${this.path}.tmp-${process.pid}`;
     // Created afresh, never opened through whatever (a link) a leftover of that name is.
     rmSync(tmp, { force: true });
-    const out = openSync(tmp, "wx+");
+    const out = openSync(tmp, fsConstants.O_RDWR | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, 0o644);
     try {
       copyRange(this.fd, 0, head, out);
       writeAll(out, marker);
@@ -128,6 +172,7 @@ export class CappedLog {
       renameSync(tmp, this.path);
     } catch (err) {
       closeSync(out);
+      rmSync(tmp, { force: true }); // a full disk: no half copy left behind
       throw err;
     }
     closeSync(this.fd);

@@ -2,9 +2,9 @@
 // with something other than waiting (waiting.ts outputShowsProgress). A small record in the
 // session folder carries what was already read from one observing step to the next, so each step
 // reads only the new output (at most its last 64 KiB).
-import { closeSync, openSync, readSync, statSync } from "node:fs";
+import { closeSync, fstatSync } from "node:fs";
 import { join } from "node:path";
-import { readJsonOrNull, writeFileAtomic } from "../shared/fsutil.ts";
+import { openOwnFile, readAt, readJsonOrNull, writeFileAtomic } from "../shared/fsutil.ts";
 import { outputShowsProgress } from "./waiting.ts";
 
 export const PROGRESS_FILE = "progress.json";
@@ -19,15 +19,6 @@ interface ProgressRecord {
   lastLine: string | null;
 }
 
-function readRange(path: string, start: number, end: number): string {
-  const fd = openSync(path, "r");
-  try {
-    const buf = Buffer.alloc(end - start);
-    return buf.subarray(0, readSync(fd, buf, 0, buf.length, start)).toString("utf8");
-  } finally {
-    closeSync(fd);
-  }
-}
 
 /**
  * The last time the output log of the session in `dir` showed progress (epoch ms), or null for
@@ -35,19 +26,26 @@ function readRange(path: string, start: number, end: number): string {
  */
 export function lastProgressAt(dir: string, output: string): number | null {
   const log = join(dir, output);
-  let st: { size: number; mtimeMs: number };
+  // Never through a link, never a FIFO (which would hang the step): only the wrapper's own file.
+  const opened = openOwnFile(log);
+  if (opened.kind === "absent") return null; // no output yet
+  if (opened.kind === "error") return null; // not the wrapper's log: no progress seen in it
   try {
-    st = statSync(log);
-  } catch {
-    return null; // no output yet
+    return progressIn(dir, opened.fd);
+  } finally {
+    closeSync(opened.fd);
   }
+}
+
+function progressIn(dir: string, fd: number): number | null {
+  const st = fstatSync(fd);
   const rec = readJsonOrNull<ProgressRecord>(join(dir, PROGRESS_FILE));
   if (rec && rec.size === st.size && rec.mtimeMs === st.mtimeMs) return rec.at;
   // New output since the last look (or a log cut short and rewritten: read its tail again).
   const from = rec && st.size > rec.size ? Math.max(rec.size, st.size - READ_CAP) : Math.max(0, st.size - READ_CAP);
   let text = "";
   try {
-    text = readRange(log, from, st.size);
+    text = readAt(fd, from, st.size - from).toString("utf8");
   } catch {
     return rec?.at ?? st.mtimeMs; // unreadable now: fall back to the growth itself
   }

@@ -12,7 +12,7 @@
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { procStat } from "../shared/process.ts";
-import { readJsonOrNull, writeFileAtomic } from "../shared/fsutil.ts";
+import { readJsonOrNull, readTextOrNull, writeFileAtomic } from "../shared/fsutil.ts";
 
 /** How a session runs, as recorded in session_started's `mechanism` (docs/events.md#session_started). */
 export type SessionMechanism =
@@ -189,10 +189,7 @@ export function confirmScopeStart(o: { pid: number; unit: string; startedFile: s
     if (existsSync(o.startedFile)) return { ok: true, cgroup: cg?.endsWith(`/${o.unit}`) ? cg : null };
     const state = procStat(o.pid)?.[0];
     if (state === undefined || state === "Z" || state === "X") {
-      let msg = "";
-      try {
-        msg = readFileSync(o.errLog, "utf8").trim().slice(0, 2000);
-      } catch {}
+      const msg = (readTextOrNull(o.errLog, { maxBytes: 2000, truncate: true, noLinks: true }) ?? "").trim();
       return { ok: false, why: `systemd-run could not start the scope ${o.unit}${msg ? `: ${msg}` : " (it exited without a message)"}` };
     }
     if (Date.now() >= deadline) return { ok: true, cgroup: null };
@@ -272,7 +269,10 @@ export function launchDetached(o: {
   dir: string;
   command: string[];
   target: ScopeTarget;
+  /** loop's environment: what decides (LOOP_SESSION_SCOPE, XDG_RUNTIME_DIR, PATH). */
   env: Record<string, string | undefined>;
+  /** The wrapper's environment (lib/definition/environment.ts); `env` when not given. */
+  childEnv?: Record<string, string | undefined>;
   spawn: (argv: string[], env: Record<string, string | undefined>, errLog: string | null) => number;
   startedFile: string;
   /** What the machine offers; probed when not given (tests give it). */
@@ -283,12 +283,15 @@ export function launchDetached(o: {
   const facts = mode === "off" ? null : (o.facts ?? probeSystemd(o.env));
   const decision = facts ? decideMechanism(facts, mode, o.target) : ({ use: "process_group", why: "LOOP_SESSION_SCOPE=off" } as const);
   if (decision.use === "refuse") throw new Error(decision.why);
-  if (decision.use === "process_group") return { pid: o.spawn(o.command, o.env, null), mechanism: { kind: "process_group", why: decision.why } };
+  const childEnv = o.childEnv ?? o.env;
+  if (decision.use === "process_group") return { pid: o.spawn(o.command, childEnv, null), mechanism: { kind: "process_group", why: decision.why } };
   const record: ScopeRecord = { unit: decision.unit, manager: decision.manager, cgroup: null, runtimeDir: facts!.runtimeDir };
   // Before the spawn: a step killed right after it still leaves the close path the unit's name.
   const role = o.target.role;
   writeScopeRecord(o.dir, record, role);
   const errLog = join(o.dir, SCOPE_FILES[role].log);
+  // systemd-run's stderr is opened by name: whatever is there (a link planted in the folder) goes first.
+  rmSync(errLog, { force: true });
   const argv = scopeArgv({
     systemdRun: facts!.systemdRun!,
     unit: decision.unit,
@@ -296,7 +299,7 @@ export function launchDetached(o: {
     description: `loop ${o.target.loopName}: ${o.target.item} attempt ${o.target.attempt}${role === "verify" ? " verify" : ""}`,
     command: o.command,
   });
-  const pid = o.spawn(argv, scopeEnv(facts!, decision.manager, o.env), errLog);
+  const pid = o.spawn(argv, scopeEnv(facts!, decision.manager, childEnv), errLog);
   const started = confirmScopeStart({ pid, unit: decision.unit, startedFile: o.startedFile, errLog, maxMs: 5000 });
   if (started.ok) {
     if (started.cgroup) writeScopeRecord(o.dir, { ...record, cgroup: started.cgroup }, role);
@@ -304,7 +307,7 @@ export function launchDetached(o: {
   }
   rmSync(join(o.dir, SCOPE_FILES[role].record), { force: true });
   if (mode === "systemd") throw new Error(started.why);
-  return { pid: o.spawn(o.command, o.env, null), mechanism: { kind: "process_group", why: started.why } };
+  return { pid: o.spawn(o.command, childEnv, null), mechanism: { kind: "process_group", why: started.why } };
 }
 
 /**

@@ -7,11 +7,17 @@
 // VERIFY_FILES in the same folder (lib/supervisor/verify-command.ts), so verify is observed like a session.
 // The agent (or verify command) inherits the session's mark (LOOP_SESSION_MARK), by which the close
 // path finds every process of the session, even one that left its process group.
+// A full disk does not end it: output the disk refuses is dropped and counted (output-log.ts), and
+// started.json and exit.json are written once the disk takes them (until then the wrapper lives on,
+// so the step sees a session still running, never one lost): the real exit status is kept.
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { readJsonOrNull, writeFileAtomic } from "../shared/fsutil.ts";
 import { processStartTime, SESSION_MARK_VAR } from "../shared/process.ts";
 import { CappedLog, DEFAULT_OUTPUT_CAP } from "./output-log.ts";
 import { tmuxSocketFromEnv } from "./tmux.ts";
+import { makeUndumpable } from "./undumpable.ts";
+import { childEnvironment, type EnvRule } from "../definition/environment.ts";
 
 export interface LaunchRecord {
   argv: string[];
@@ -22,10 +28,32 @@ export interface LaunchRecord {
   mark?: string;
   /** Bytes output.log may take ($LOOP_OUTPUT_CAP when the launch was recorded). */
   outputCap?: number;
+  /** What the agent gets of the wrapper's environment (lib/definition/environment.ts); all of it without one. */
+  envRule?: EnvRule;
 }
 
 /** How long the output pipes are drained after the agent exited: a process it left behind may hold them open. */
 const DRAIN_MS = 2000;
+/** How often a record the disk refused (full) is tried again. */
+const RETRY_FULL_MS = 1000;
+
+/**
+ * Write a small record atomically, trying again while the disk is full (ENOSPC, EDQUOT): a session's
+ * exit status must survive the disk filling up. Any other failure is thrown.
+ */
+export async function writeWhenRoom(path: string, text: string, retryMs = RETRY_FULL_MS): Promise<void> {
+  for (;;) {
+    try {
+      writeFileAtomic(path, text);
+      return;
+    } catch (err) {
+      rmSync(`${path}.tmp-${process.pid}`, { force: true });
+      const code = (err as NodeJS.ErrnoException)?.code;
+      if (code !== "ENOSPC" && code !== "EDQUOT") throw err;
+      await Bun.sleep(retryMs);
+    }
+  }
+}
 
 export const SESSION_FILES = {
   launch: "launch.json",
@@ -54,6 +82,36 @@ export function wrapperFiles(kind: WrapperKind): { launch: string; started: stri
   return kind === "verify" ? VERIFY_FILES : SESSION_FILES;
 }
 
+/** A verify's two proof secrets (verify-command.ts): revealed in its exit status, one for a pass, one for anything else. */
+export interface ProofSecrets {
+  pass: string;
+  fail: string;
+}
+
+/** What the log records of the secrets: their SHA-256, which proves a revealed secret without giving it away. */
+export function proofHashes(s: ProofSecrets): { pass: string; fail: string } {
+  const h = (x: string) => new Bun.CryptoHasher("sha256").update(x).digest("hex");
+  return { pass: h(s.pass), fail: h(s.fail) };
+}
+
+async function readStdin(): Promise<string> {
+  let text = "";
+  for await (const chunk of Bun.stdin.stream()) {
+    text += Buffer.from(chunk).toString("utf8");
+    if (text.length > 4096) break;
+  }
+  return text;
+}
+
+function parseSecrets(text: string): ProofSecrets | null {
+  try {
+    const j = JSON.parse(text) as Partial<ProofSecrets>;
+    return typeof j.pass === "string" && typeof j.fail === "string" && j.pass !== j.fail ? { pass: j.pass, fail: j.fail } : null;
+  } catch {
+    return null; // started without secrets (stdin /dev/null): an exit status without proof
+  }
+}
+
 export async function runSessionWrapper(args: string[]): Promise<number> {
   const [dir, kind = "session"] = args;
   if (!dir) {
@@ -65,22 +123,42 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
     return 2;
   }
   const files = wrapperFiles(kind);
+  // A verify's proof secrets come on stdin (a pipe), read before anything is started: what its
+  // command starts can never read them there (verify-command.ts).
+  // Undumpable first: the command it starts runs as the same user and must not read them from its memory.
+  if (kind === "verify") await makeUndumpable();
+  const secrets = kind === "verify" ? parseSecrets(await readStdin()) : null;
   const launch = readJsonOrNull<LaunchRecord>(join(dir, files.launch));
   if (!launch) {
     process.stderr.write(`loop __session: no readable ${files.launch} in ${dir}\n`);
     return 2;
   }
-  const out = new CappedLog(join(dir, files.output), launch.outputCap ?? DEFAULT_OUTPUT_CAP);
+  let out: CappedLog;
+  try {
+    out = new CappedLog(join(dir, files.output), launch.outputCap ?? DEFAULT_OUTPUT_CAP);
+  } catch (err) {
+    // Something loop cannot replace in the log's place (a directory): nothing is run, and the exit status says why.
+    writeFileAtomic(join(dir, files.exit), JSON.stringify({ code: 127, signal: null, error: `cannot open ${files.output}: ${(err as Error).message}`, at: new Date().toISOString(), ...(secrets ? { proof: secrets.fail } : {}) }) + "\n");
+    return 0;
+  }
   // With its pid, names this wrapper (and its group) for whoever adopts it, never a later process reusing the pid.
   const wrapperStart = processStartTime(process.pid);
+  // With secrets, the exit status carries the one that proves it: the pass secret only for exit 0.
+  // `outputError`: the disk refused some output (output.log says where and how much).
   const finish = (code: number | null, signal: string | null, error?: string) =>
-    writeFileAtomic(join(dir, files.exit), JSON.stringify({ code, signal, error: error ?? null, at: new Date().toISOString() }) + "\n");
+    writeWhenRoom(
+      join(dir, files.exit),
+      JSON.stringify({ code, signal, error: error ?? null, ...(out.writeError ? { outputError: out.writeError } : {}), at: new Date().toISOString(), ...(secrets ? { proof: code === 0 && signal === null && !error ? secrets.pass : secrets.fail } : {}) }) + "\n",
+    );
   // Inside tmux, the server's socket: `loop status` prints the exact `tmux -S <socket> attach` command.
   const tmuxSocket = launch.tee ? tmuxSocketFromEnv(process.env.TMUX) : null;
-  const startedDoc = (agentPid: number | null) => JSON.stringify({ wrapperPid: process.pid, wrapperStart, agentPid, tmuxSocket, at: new Date().toISOString() }) + "\n";
+  const proof = secrets ? { proof: proofHashes(secrets) } : {};
+  const startedDoc = (agentPid: number | null) => JSON.stringify({ wrapperPid: process.pid, wrapperStart, agentPid, tmuxSocket, at: new Date().toISOString(), ...proof }) + "\n";
   // Failure injection is for loop's own processes: the agent does not see LOOP_FAILPOINT at all,
   // neither the step's value nor the empty one a launch record sets to clear it.
-  const env: Record<string, string | undefined> = { ...process.env, ...launch.env, ...(launch.mark ? { [SESSION_MARK_VAR]: launch.mark } : {}) };
+  // Applied again here: in tmux this process has the tmux server's environment, not the step's.
+  const own = launch.envRule ? childEnvironment(process.env, launch.envRule) : process.env;
+  const env: Record<string, string | undefined> = { ...own, ...launch.env, ...(launch.mark ? { [SESSION_MARK_VAR]: launch.mark } : {}) };
   delete env.LOOP_FAILPOINT;
   let child: ReturnType<typeof Bun.spawn>;
   try {
@@ -95,11 +173,10 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
     const msg = `loop: cannot start ${JSON.stringify(launch.argv[0])}: ${(err as Error).message}\n`;
     out.write(Buffer.from(msg));
     out.close();
-    writeFileAtomic(join(dir, files.started), startedDoc(null));
-    finish(127, null, msg.trim());
+    await writeWhenRoom(join(dir, files.started), startedDoc(null));
+    await finish(127, null, msg.trim());
     return 0;
   }
-  writeFileAtomic(join(dir, files.started), startedDoc(child.pid));
   for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.on(sig, () => child.kill(sig));
   // Through the wrapper, never straight to the file: that is how the cap is kept.
   const pump = async (stream: ReadableStream<Uint8Array>) => {
@@ -109,10 +186,12 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
     }
   };
   const pumped = Promise.all([pump(child.stdout as ReadableStream<Uint8Array>), pump(child.stderr as ReadableStream<Uint8Array>)]);
+  // After the pumps: the agent must not block on a pipe while a full disk holds this back.
+  await writeWhenRoom(join(dir, files.started), startedDoc(child.pid));
   const code = await child.exited;
   await Promise.race([pumped, Bun.sleep(DRAIN_MS)]);
   out.close();
   const signal = child.signalCode ? String(child.signalCode) : null;
-  finish(signal ? null : code, signal);
+  await finish(signal ? null : code, signal);
   return 0;
 }

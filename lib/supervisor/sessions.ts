@@ -1,8 +1,8 @@
 // Agent sessions as effects: start one detached (own process group, or a tmux session), observe
 // it from outside, end it. The decisions about what an observation means live in lib/step/decide.ts.
-import { closeSync, existsSync, mkdirSync, openSync, readSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { readJsonOrNull, readRegularFile, sliceText, writeFileAtomic } from "../shared/fsutil.ts";
+import { openOwnFile, readAt, readJsonOrNull, readRegularFile, sliceText, writeFileAtomic } from "../shared/fsutil.ts";
 import { killGroup, SESSION_MARK_VAR } from "../shared/process.ts";
 import { sessionAlive } from "./liveness.ts";
 import { lastProgressAt } from "./progress.ts";
@@ -11,7 +11,9 @@ import { type LaunchRecord, SESSION_FILES, type WrapperKind, wrapperFiles } from
 import { selfArgv } from "./self.ts";
 import { outputCapFrom } from "./output-log.ts";
 import { launchDetached, type ScopeTarget, type SessionMechanism } from "./scope.ts";
+import { type SandboxRequest, sandboxArgv, sandboxSpec } from "./sandbox.ts";
 import type { AttemptRecord, SessionRecord } from "../log/reducer.ts";
+import { childEnvironment, type EnvRule } from "../definition/environment.ts";
 
 export { SESSION_FILES };
 
@@ -19,8 +21,8 @@ export { SESSION_FILES };
 export interface SessionObservation {
   /** The session folder and its launch record exist and name a process or tmux target. */
   recordPresent: boolean;
-  /** exit.json written by the session wrapper when the agent ended. */
-  exit: { code: number | null; signal: string | null } | null;
+  /** exit.json written by the session wrapper when the agent ended; `outputError`: the disk refused some of its output. */
+  exit: { code: number | null; signal: string | null; outputError?: string | null } | null;
   /** Non-empty text of the ask file. */
   question: string | null;
   /** Why something in the ask file's place was not read (a link, a FIFO), or null. */
@@ -74,19 +76,37 @@ export function startSession(o: {
   scope?: ScopeTarget;
   /** The session's mark (sessionMark); defaults to the LOOP_SESSION_ID the step puts in env. */
   mark?: string;
+  /** Run the command under bubblewrap (lib/supervisor/sandbox.ts); the wrapper stays outside. */
+  sandbox?: SandboxRequest;
+  /**
+   * Written to the wrapper's stdin, a pipe it reads before it starts anything (a verify's proof
+   * secrets, verify-command.ts): never in a file, argv or the environment, where others could read it.
+   */
+  secret?: string;
+  /**
+   * What the wrapper, and so the agent or verify, gets of loop's environment (lib/definition/environment.ts);
+   * without one, all of it (loop's own tests of the supervisor).
+   */
+  envRule?: EnvRule;
 }): StartedSession {
   mkdirSync(o.dir, { recursive: true });
   const kind = o.kind ?? "session";
   const mark = o.mark ?? o.env.LOOP_SESSION_ID;
+  // The only place a command is put in the sandbox: the launch record holds the bwrap command line.
+  const argv = o.sandbox ? sandboxArgv(sandboxSpec(o.sandbox, o.dir), o.argv) : o.argv;
   // The cap travels in the launch record: a tmux session does not inherit the step's environment.
-  const launch: LaunchRecord = { argv: o.argv, cwd: o.cwd, env: o.env, tee: o.tmuxName !== null, outputCap: outputCapFrom(process.env), ...(mark ? { mark } : {}) };
+  // The rule travels in the launch record too: in tmux the wrapper starts with the tmux server's
+  // environment, not the one given here, and applies the rule to it again.
+  const launch: LaunchRecord = { argv, cwd: o.cwd, env: o.env, tee: o.tmuxName !== null, outputCap: outputCapFrom(process.env), ...(mark ? { mark } : {}), ...(o.envRule ? { envRule: o.envRule } : {}) };
+  const childEnv: Record<string, string> = o.envRule ? childEnvironment(process.env, o.envRule) : (process.env as Record<string, string>);
   writeFileAtomic(join(o.dir, wrapperFiles(kind).launch), JSON.stringify(launch, null, 2) + "\n");
   const wrapper = [...selfArgv(), "__session", o.dir, ...(kind === "verify" ? ["verify"] : [])];
   // The wrapper carries the mark from its start, so everything it and the agent start inherits it.
   const marked = mark ? { [SESSION_MARK_VAR]: mark } : {};
   if (o.tmuxName) {
+    if (o.secret !== undefined) throw new Error("a secret cannot be handed to a wrapper in tmux");
     const cmd = (mark ? `export ${SESSION_MARK_VAR}=${shellQuote(mark)}; ` : "") + "exec " + wrapper.map(shellQuote).join(" ");
-    const r = tmux(["new-session", "-d", "-s", o.tmuxName, "-x", "200", "-y", "50", "-c", o.cwd, cmd]);
+    const r = tmux(["new-session", "-d", "-s", o.tmuxName, "-x", "200", "-y", "50", "-c", o.cwd, cmd], process.env, childEnv);
     if (r.status !== 0) throw new Error(`tmux new-session failed: ${r.stderr.trim()}`);
     const pid = Number(tmux(["display-message", "-p", "-t", `=${o.tmuxName}:`, "#{pane_pid}"]).stdout.trim());
     if (!Number.isSafeInteger(pid) || pid <= 0) throw new Error(`tmux session ${o.tmuxName} has no pane pid`);
@@ -96,26 +116,32 @@ export function startSession(o: {
   const spawn = (argv: string[], env: Record<string, string | undefined>, errLog: string | null): number => {
     let child: Bun.Subprocess;
     try {
-      child = Bun.spawn(argv, { cwd: o.cwd, detached: true, stdio: ["ignore", "ignore", errLog ? Bun.file(errLog) : "ignore"], env });
+      child = Bun.spawn(argv, { cwd: o.cwd, detached: true, stdio: [o.secret === undefined ? "ignore" : "pipe", "ignore", errLog ? Bun.file(errLog) : "ignore"], env });
     } catch (err) {
       throw new Error(`could not start the session wrapper ${argv[0]}: ${(err as Error).message}`);
+    }
+    if (o.secret !== undefined) {
+      // A pipe, not a buffer: Bun keeps a buffer in a memfd that /proc/<pid>/fd would show to others.
+      const sink = child.stdin as import("bun").FileSink;
+      sink.write(o.secret);
+      void sink.end();
     }
     child.unref();
     return child.pid;
   };
-  const env = { ...process.env, ...marked };
+  const env = { ...childEnv, ...marked };
   // In a systemd scope of its own where there is systemd, else a process group (lib/supervisor/scope.ts).
   if (!o.scope) return { pid: spawn(wrapper, env, null), tmux: null, mechanism: null };
   // The role names the unit and the record files: a verify's must never be taken for its session's.
   if (o.scope.role !== kind) throw new Error(`a ${kind} cannot start in a scope meant for a ${o.scope.role}`);
   // This kind's own started file: the session's, in the same folder, exists long before its verify starts.
-  const r = launchDetached({ dir: o.dir, command: wrapper, target: o.scope, env, spawn, startedFile: join(o.dir, wrapperFiles(kind).started) });
+  const r = launchDetached({ dir: o.dir, command: wrapper, target: o.scope, env: { ...process.env, ...marked }, childEnv: env, spawn, startedFile: join(o.dir, wrapperFiles(kind).started) });
   return { pid: r.pid, tmux: null, mechanism: r.mechanism };
 }
 
 export function observeSession(s: SessionRecord, a: AttemptRecord, timeouts: { launch: number; stall: number }, now: number): SessionObservation {
   const dir = s.sessionDir;
-  const exit = readJsonOrNull<{ code: number | null; signal: string | null }>(join(dir, SESSION_FILES.exit));
+  const exit = readJsonOrNull<{ code: number | null; signal: string | null; outputError?: unknown }>(join(dir, SESSION_FILES.exit));
   // The agent's question, bounded: it is recorded in events and shown in the loop's reason. Only
   // the file the agent wrote itself is read, never what a link in its place points to (nor a FIFO,
   // which would block): anything else is no question, and the session's verdict says it was ignored.
@@ -132,7 +158,7 @@ export function observeSession(s: SessionRecord, a: AttemptRecord, timeouts: { l
   const exitNow = exit ?? (alive ? null : readJsonOrNull(join(dir, SESSION_FILES.exit)));
   return {
     recordPresent: existsSync(join(dir, SESSION_FILES.launch)) && (s.pid !== null || s.tmux !== null),
-    exit: exitNow ? { code: exitNow.code ?? null, signal: exitNow.signal ?? null } : null,
+    exit: exitNow ? { code: exitNow.code ?? null, signal: exitNow.signal ?? null, outputError: typeof exitNow.outputError === "string" ? exitNow.outputError : null } : null,
     question,
     askIgnored,
     started: existsSync(join(dir, SESSION_FILES.started)),
@@ -181,16 +207,12 @@ export async function endSession(s: { pid: number | null; tmux: string | null },
  * event (lib/definition/runners.ts conversationIdFromLog), and a long session's log can be any size.
  */
 export function readOutputHead(dir: string, bytes = 1 << 20): string {
-  let fd: number;
+  // Only the wrapper's own file: never through a link, never a FIFO in its place.
+  const opened = openOwnFile(join(dir, SESSION_FILES.output));
+  if (opened.kind !== "ok") return ""; // no output yet, or not the wrapper's
   try {
-    fd = openSync(join(dir, SESSION_FILES.output), "r");
-  } catch {
-    return ""; // no output yet
-  }
-  try {
-    const buf = Buffer.alloc(bytes);
-    return buf.subarray(0, readSync(fd, buf, 0, bytes, 0)).toString("utf8");
+    return readAt(opened.fd, 0, bytes).toString("utf8");
   } finally {
-    closeSync(fd);
+    closeSync(opened.fd);
   }
 }

@@ -13,7 +13,7 @@ import { materialize } from "../../lib/log/materialize.ts";
 import { buildStore } from "../helpers/store.ts";
 import { definition, itemDef } from "../helpers/events.ts";
 import { TOOLS } from "../../cmd/tools.ts";
-import { CONTRACT_TOOLS, invokedName, isCompiled, toolFromName } from "../../cmd/loop.ts";
+import { CONTRACT_TOOLS, invokedName, isCompiled, toolFromName, versionRequest } from "../../cmd/loop.ts";
 import { type ArgsSpec, commonArgs, parseArgv, UsageError, writeWhole } from "../../lib/shared/cli.ts";
 import { BUN, type Env, LOOP, REPO, runInProcess as run, runLoopSync as cli } from "../helpers/cli.ts";
 import { testEnv } from "../helpers/env.ts";
@@ -21,6 +21,20 @@ import { git, makeRepo } from "../helpers/repo.ts";
 
 const LOOP_STATUS = join(REPO, "cmd", "loop-status.ts");
 const PKG_VERSION: string = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")).version;
+/** `--version --json` from source: this checkout's commit, asked of git here independently. */
+const SOURCE_VERSION_DOC = (() => {
+  const rev = (args: string[]) => Bun.spawnSync(["git", "-C", REPO, ...args], { env: testEnv(), stdout: "pipe" }).stdout.toString().trim();
+  const commit = rev(["rev-parse", "HEAD"]) || null; // null: the sources are not a git checkout
+  return {
+    schema: "loop/version@1",
+    version: PKG_VERSION,
+    commit,
+    dirty: expect.any(Boolean), // the working tree changes while tests are written
+    target: "source",
+    platform: `${process.platform}-${process.arch}`,
+    bun: Bun.version,
+  };
+})();
 const ANSI = /\x1b\[/;
 
 const temps: string[] = [];
@@ -117,13 +131,61 @@ describe("--version", () => {
     expect(VERSION).toBe(PKG_VERSION);
   });
 
-  test.each(builtTools)("loop %s --version (and after other flags)", async (t) => {
-    for (const args of [["--version"], ["--json", "--version"]]) expect(await run([t, ...args])).toEqual({ code: 0, stdout: `${PKG_VERSION}\n`, stderr: "" });
+  test.each(builtTools)("loop %s --version (and after other flags; piped, so the default format would be JSON)", async (t) => {
+    for (const args of [["--version"], ["--text", "--version"], ["--quiet", "--version"]]) expect(await run([t, ...args])).toEqual({ code: 0, stdout: `${PKG_VERSION}\n`, stderr: "" });
+  });
+
+  test.each(builtTools)("loop %s --version --json: the version document (from source: target source, the checkout's commit)", async (t) => {
+    for (const args of [["--version", "--json"], ["--json", "--version"]]) {
+      const r = await run([t, ...args]);
+      expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" });
+      expect(JSON.parse(r.stdout)).toEqual({ ...SOURCE_VERSION_DOC, sqlite: expect.stringMatching(/^3\.\d+\.\d+$/) });
+    }
+    const both = await run([t, "--version", "--json", "--text"]);
+    expect(both.code).toBe(2);
+    expect(both.stdout).toBe("");
+    expect(both.stderr).toContain("--json and --text exclude each other");
   });
 
   // The entry answers `loop --version` and `loop <tool> --version` itself, before loading a tool.
   test("the multi-call entry: loop --version, loop status --version", () => {
     for (const args of [["--version"], ["status", "--version"]]) expect(cli(args)).toEqual({ code: 0, stdout: `${PKG_VERSION}\n`, stderr: "" });
+  });
+
+  test("the multi-call entry: loop --version --json (either order), loop -V --text; nothing else beside it", () => {
+    for (const args of [["--version", "--json"], ["--json", "--version"], ["-V", "--json"]]) {
+      const r = cli(args);
+      expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" });
+      expect(JSON.parse(r.stdout)).toEqual({ ...SOURCE_VERSION_DOC, sqlite: expect.any(String) });
+    }
+    for (const args of [["-V", "--text"], ["--text", "--version"]]) expect(cli(args)).toEqual({ code: 0, stdout: `${PKG_VERSION}\n`, stderr: "" });
+    for (const [args, message] of [
+      [["--version", "--bogus"], 'loop --version takes only --json or --text, not "--bogus"'],
+      [["--version", "status"], 'loop --version takes only --json or --text, not "status"'],
+      [["--version", "--json", "--text"], "--json and --text exclude each other"],
+      [["--version", "--json", "--json"], "--json was given 2 times; give it once"],
+    ] as const) {
+      const r = cli([...args]);
+      // Off a terminal a usage error is a JSON document (docs/cli/README.md#errors): compare its message.
+      const said = r.stderr.startsWith("{") ? JSON.parse(r.stderr).error.message : r.stderr;
+      expect({ args, code: r.code, stdout: r.stdout, said }).toEqual({ args, code: 2, stdout: "", said: expect.stringContaining(message) });
+    }
+  });
+
+  test("versionRequest: what the entry takes for a version request", () => {
+    const cases: [string[], ReturnType<typeof versionRequest>][] = [
+      [["--version"], "text"],
+      [["-V"], "text"],
+      [["--version", "--text"], "text"],
+      [["--json", "--version"], "json"],
+      [["--text", "-V"], "text"],
+      [["status", "--version"], null], // the tool's own --version
+      [["--json", "status"], null], // not a version request: an unknown option, said elsewhere
+      [["--json"], null],
+      [[], null],
+      [["--version", "-h"], { error: 'loop --version takes only --json or --text, not "-h"' }],
+    ];
+    for (const [args, want] of cases) expect({ args, got: versionRequest(args) }).toEqual({ args, got: want });
   });
 
   test("bun cmd/loop-status.ts --version (the single-file script)", () => {
@@ -243,9 +305,11 @@ describe("writeWhole: stdout written synchronously, nothing lost when the descri
 
 describe("usage errors exit 2, message on stderr, nothing on stdout", () => {
   test.each(builtTools)("loop %s: an unknown flag, a repeated single-value flag, a value for a boolean", async (t) => {
+    // `loop serve --root` is repeatable (one loop each): its single-value flag here is --state-root.
+    const single = (TOOLS[t]!.args as ArgsSpec).root?.type === "string" && (TOOLS[t]!.args.root as { multiple?: boolean }).multiple ? "--state-root" : "--root";
     for (const [args, says] of [
       [["--no-such-flag"], "no-such-flag"],
-      [["--root", "/a", "--root=/b"], "--root was given 2 times; give it once"],
+      [[single, "/a", `${single}=/b`], `${single} was given 2 times; give it once`],
       [["--json=yes"], "option --json does not take a value"],
     ] as const) {
       // --text: the line for people, with the hint; piped without a format flag: one JSON line.
@@ -328,6 +392,31 @@ describe("usage errors exit 2, message on stderr, nothing on stdout", () => {
     const t = cli(["run", "--no-such-flag", "--text"], { cwd: repo });
     expect(() => JSON.parse(t.stderr)).toThrow();
     expect(existsSync(join(repo, ".loop"))).toBe(false);
+  });
+
+  test("the format of a usage error is the one the command line asks for (docs/cli/README.md#errors): text on a terminal, JSON in a pipe, for every tool and the entry point", async () => {
+    const repo = gitRepo();
+    const cases: [string[], string][] = [
+      [["run", "--no-such-flag"], "loop run"],
+      [["status", "--root="], "loop status"],
+      [["add"], "loop add"],
+      [["no-such-tool"], "loop"],
+      [["--no-such-option"], "loop"],
+    ];
+    for (const [args, prog] of cases) {
+      // A person at a terminal: one line of text naming the tool (a tool's own errors add the hint).
+      const tty = await cliOnTty(args, { cwd: repo, env: { NO_COLOR: "1" } });
+      expect({ args, code: tty.code }).toEqual({ args, code: 2 });
+      expect(tty.text).toStartWith(`${prog}: `);
+      expect(tty.text).not.toContain('{"error"');
+      if (prog !== "loop") expect(tty.text).toContain(`Run \`${prog} --help\` for usage.`);
+      // A script reading a pipe: the JSON error line it parses every other error from.
+      const piped = cli(args, { cwd: repo });
+      expect({ args, code: piped.code, stdout: piped.stdout }).toEqual({ args, code: 2, stdout: "" });
+      expect(jsonError(piped.stderr).error.code).toBe("usage");
+      // --text in a pipe: text again.
+      if (!args.includes("--json")) expect(cli([...args, "--text"], { cwd: repo }).stderr).toStartWith(`${prog}: `);
+    }
   });
 
   test("a JSON error line escapes C1 control characters too (JSON.stringify leaves them raw)", () => {

@@ -163,6 +163,7 @@ describe("docs/loop-json.md documents loop.json as the code reads it", () => {
     notify: /^##\s+notify\s*$/,
     item: /^##\s+items\s*$/,
     forge: /^##\s+forge\s*$/,
+    environment: /^##\s+environment\s*$/,
   };
   const rowsOf = (name: string) => tableRows(ownSection(md, TABLES[name]!) ?? "");
 

@@ -103,6 +103,7 @@ describe("valid definitions", () => {
       requireStartCommand: false,
       runners: {},
       notify: null,
+      environment: { policy: "inherit", pass: [], secrets: [], runners: {} },
       items: [],
     });
   });
@@ -169,6 +170,7 @@ describe("valid definitions", () => {
       requireStartCommand: true,
       runners: { mine: { command: ["my-agent", "--prompt-file", "{handoff}", "--cwd={workdir}"] } },
       notify: null,
+      environment: { policy: "inherit", pass: [], secrets: [], runners: {} },
       items: [
         {
           id: "fix-login",
@@ -346,9 +348,9 @@ describe("errors, each at its path", () => {
     ["missing items", (d) => delete d.items, "items", "required"],
     ["items not an array", (d) => (d.items = {}), "items", "must be an array of items"],
     ["item not an object", (d) => (d.items[1] = "b"), "items[1]", "expected an object, got \"b\""],
-    ["unknown top-level key", (d) => (d.itmes = []), "itmes", "unknown key (allowed: $schema, name, defaults, runners, control, sessions, workspace, forge, notify, items, $comment)"],
+    ["unknown top-level key", (d) => (d.itmes = []), "itmes", "unknown key (allowed: $schema, name, defaults, runners, control, sessions, workspace, forge, notify, protect, environment, items, $comment)"],
     ["unknown item key", (d) => (d.items[0].depends = []), "items[0].depends", "unknown key (allowed: id, ref, prompt, dependsOn, verify, runner, model, maxAttempts, timeouts, $comment)"],
-    ["unknown defaults key", (d) => (d.defaults.retries = 1), "defaults.retries", "unknown key (allowed: runner, model, verify, maxAttempts, timeouts, landing, $comment)"],
+    ["unknown defaults key", (d) => (d.defaults.retries = 1), "defaults.retries", "unknown key (allowed: runner, model, verify, maxAttempts, timeouts, landing, sandbox, $comment)"],
     ["unknown timeouts key", (d) => (d.items[0].timeouts = { idle: "1m" }), "items[0].timeouts.idle", "unknown key (allowed: launch, stall, verify, landing, $comment)"],
     ["unknown workspace key", (d) => (d.workspace = { dir: "x" }), "workspace.dir", "unknown key (allowed: keepCheckoutOnClose, base, target, $comment)"],
     ["$schema inside an item", (d) => (d.items[0].$schema = "x"), "items[0].$schema", "unknown key (allowed: id, ref, prompt, dependsOn, verify, runner, model, maxAttempts, timeouts, $comment)"],
@@ -794,13 +796,14 @@ describe("JSON Schema", () => {
     ["workspace", () => schema.properties.workspace],
     ["forge", () => schema.properties.forge],
     ["notify", () => schema.properties.notify],
+    ["environment", () => schema.properties.environment],
   ])("%s keys match the validator", (section, get) => {
     expect(keys(get())).toEqual([...ACCEPTED_KEYS[section]!].sort());
   });
 
   test("covers every section the validator has", () => {
     expect(Object.keys(ACCEPTED_KEYS).sort()).toEqual(
-      ["control", "defaults", "definition", "forge", "item", "notify", "runner", "sessions", "timeouts", "workspace"],
+      ["control", "defaults", "definition", "environment", "forge", "item", "notify", "runner", "sessions", "timeouts", "workspace"],
     );
   });
 
@@ -916,5 +919,54 @@ describe("notify", () => {
     const a = normalizeDefinition({ name: "x", items: [] });
     const b = normalizeDefinition({ name: "x", notify: { command: ["x"] }, items: [] });
     expect(definitionHash(a)).toBe(definitionHash(b));
+  });
+});
+
+describe("protect", () => {
+  test("globs are kept once each, in order; absent or empty leaves the definition (and its hash) as before", () => {
+    expect(normalizeDefinition({ name: "x", protect: ["tests/**", "ci/*.sh", "tests/**"], items: [] }).protect).toEqual(["tests/**", "ci/*.sh"]);
+    const plain = normalizeDefinition({ name: "x", items: [] });
+    expect("protect" in plain).toBe(false);
+    expect(definitionHash(normalizeDefinition({ name: "x", protect: [], items: [] }))).toBe(definitionHash(plain));
+    expect(definitionHash(normalizeDefinition({ name: "x", protect: ["a"], items: [] }))).not.toBe(definitionHash(plain));
+  });
+
+  test.each([
+    ["not an array", "tests/**", "protect", "must be an array of globs"],
+    ["not a string", [3], "protect[0]", "must be a string (a glob)"],
+    ["empty", ["tests/**", ""], "protect[1]", "must not be empty"],
+    ["absolute", ["/srv/api/tests"], "protect[0]", "must be relative to the repository's top level (no leading '/')"],
+    ["a negation", ["!tests/keep.ts"], "protect[0]", "must not start with '!': protect only adds paths (the built-in ones always hold)"],
+    ["a parent segment", ["../other"], "protect[0]", "must not contain '.' or '..' segments (paths are as git prints them, from the repository's top level)"],
+    ["an unclosed bracket", ["tests/[ab.ts"], "protect[0]", "has a '[' without its ']' (write '\\[' for a literal bracket)"],
+  ])("%s is refused at its path", (_name, protect, path, message) => {
+    expect(issuesOf({ name: "x", protect, items: [] })).toEqual([{ path, message }]);
+  });
+});
+
+describe("sandbox", () => {
+  const runners = { mine: { command: ["m"] }, boxed: { command: ["b"], sandbox: "bwrap" }, open: { command: ["o"], sandbox: "none" } };
+  const items = ["claude", "mine", "boxed", "open"].map((runner) => ({ id: runner, prompt: "p", verify: "true", runner }));
+
+  test("none by default: no item carries a sandbox, and the definition (and its hash) is as before", () => {
+    const def = normalizeDefinition({ name: "x", runners, items });
+    expect(def.items.map((it) => it.sandbox ?? "none")).toEqual(["none", "none", "bwrap", "none"]);
+    const { boxed: _boxed, ...unboxed } = runners;
+    const plain = normalizeDefinition({ name: "x", runners: unboxed, items: items.filter((it) => it.runner !== "boxed") });
+    expect(plain.items.every((it) => !("sandbox" in it))).toBe(true);
+    expect(definitionHash(normalizeDefinition({ name: "x", defaults: { sandbox: "none" }, runners: unboxed, items: items.filter((it) => it.runner !== "boxed") }))).toBe(definitionHash(plain));
+  });
+
+  test("defaults.sandbox applies to the presets and to runners without their own; a runner's own wins", () => {
+    const def = normalizeDefinition({ name: "x", defaults: { sandbox: "bwrap" }, runners, items });
+    expect(def.items.map((it) => it.sandbox ?? "none")).toEqual(["bwrap", "bwrap", "bwrap", "none"]);
+    expect(def.runners.boxed).toEqual({ command: ["b"] });
+  });
+
+  test.each([
+    ["defaults", { defaults: { sandbox: "docker" } }, "defaults.sandbox"],
+    ["a runner", { runners: { mine: { command: ["m"], sandbox: true } } }, "runners.mine.sandbox"],
+  ])("an unknown kind in %s is refused at its path", (_name, over, path) => {
+    expect(issuesOf({ name: "x", ...over, items: [] })).toEqual([{ path, message: 'must be "bwrap" (run the agent and its verify under bubblewrap) or "none"' }]);
   });
 });

@@ -10,6 +10,7 @@ import {
   expandPlaceholders,
   MAX_INLINE_PROMPT_BYTES,
   PRESETS,
+  resumePrompt,
   type LaunchContext,
 } from "../../lib/definition/runners.ts";
 import { git, makeRepo } from "../helpers/repo.ts";
@@ -26,7 +27,8 @@ const CTX: LaunchContext = {
   sessionId: SID,
 };
 const withModel = { ...CTX, model: "sonnet" };
-const resumed = { ...CTX, attempt: 2, resume: { conversationId: "conv-1", reply: "use the v2 API" } };
+const REPLY_FILE = "/srv/app/.loop/sessions/fix-login/2/reply.md";
+const resumed = { ...CTX, attempt: 2, resume: { conversationId: "conv-1", replyFile: REPLY_FILE } };
 
 const AIDER_QUIET = [
   "--yes-always",
@@ -64,14 +66,14 @@ describe("presets", () => {
       name: "claude resume",
       runner: "claude",
       ctx: resumed,
-      argv: [...CLAUDE_COMMON, "--resume", "conv-1", "--", "use the v2 API"],
+      argv: [...CLAUDE_COMMON, "--resume", "conv-1", "--", resumePrompt(REPLY_FILE)],
       conversationId: "conv-1",
     },
     {
       name: "claude resume with model",
       runner: "claude",
       ctx: { ...resumed, model: "opus" },
-      argv: [...CLAUDE_COMMON, "--resume", "conv-1", "--model", "opus", "--", "use the v2 API"],
+      argv: [...CLAUDE_COMMON, "--resume", "conv-1", "--model", "opus", "--", resumePrompt(REPLY_FILE)],
       conversationId: "conv-1",
     },
     { name: "codex", runner: "codex", ctx: CTX, argv: [...CODEX_COMMON, "--", CTX.prompt], conversationId: null },
@@ -86,14 +88,14 @@ describe("presets", () => {
       name: "codex resume by id",
       runner: "codex",
       ctx: resumed,
-      argv: [...CODEX_COMMON, "resume", "conv-1", "--", "use the v2 API"],
+      argv: [...CODEX_COMMON, "resume", "conv-1", "--", resumePrompt(REPLY_FILE)],
       conversationId: "conv-1",
     },
     {
       name: "codex resume without id uses --last",
       runner: "codex",
-      ctx: { ...resumed, model: "o4", resume: { conversationId: "", reply: "yes" } },
-      argv: [...CODEX_COMMON, "--model", "o4", "resume", "--last", "--", "yes"],
+      ctx: { ...resumed, model: "o4", resume: { conversationId: "", replyFile: REPLY_FILE } },
+      argv: [...CODEX_COMMON, "--model", "o4", "resume", "--last", "--", resumePrompt(REPLY_FILE)],
       conversationId: null,
     },
     {
@@ -137,11 +139,12 @@ describe("presets", () => {
         ...CTX,
         attempt: 2,
         handoffPath: "/srv/app/.loop/sessions/fix-login/2/handoff.md",
-        resume: { conversationId: "/srv/app/.loop/sessions/fix-login/1/aider.chat.history.md", reply: "-v2 please" },
+        resume: { conversationId: "/srv/app/.loop/sessions/fix-login/1/aider.chat.history.md", replyFile: REPLY_FILE },
       },
       argv: [
         "aider",
-        "--message=-v2 please",
+        "--message-file",
+        REPLY_FILE,
         ...AIDER_QUIET,
         "--chat-history-file",
         "/srv/app/.loop/sessions/fix-login/1/aider.chat.history.md",

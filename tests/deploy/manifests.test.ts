@@ -12,6 +12,7 @@ import { tool as statusTool } from "../../cmd/loop-status.ts";
 import { REPO } from "../helpers/project.ts";
 import { TempDirs } from "../helpers/fs.ts";
 import { haveLitestream, LITESTREAM } from "../helpers/litestream.ts";
+import { testEnv } from "../helpers/env.ts";
 
 const temp = new TempDirs();
 afterAll(() => temp.cleanup());
@@ -184,6 +185,41 @@ describe("Kubernetes manifests", () => {
       for (const f of c.envFrom ?? []) expect(f.secretRef.name).toBe(secret.metadata.name);
     }
     expect(env(loop, "GITHUB_TOKEN").valueFrom.secretKeyRef.key).toBe("GITHUB_TOKEN");
+  });
+
+  test("no token in a URL: the clone authenticates through a credential helper of that one command, so .git/config never holds it", () => {
+    // No container's command or arguments carry credentials in a URL.
+    for (const c of [...pod.initContainers, ...pod.containers])
+      expect({ c: c.name, userinfo: [...(c.command ?? []), ...(c.args ?? [])].filter((a: string) => /:\/\/[^/\s]*@/.test(a)) }).toEqual({ c: c.name, userinfo: [] });
+    const clone = pod.initContainers.find((c: { name: string }) => c.name === "clone");
+    const script = clone.command[2] as string;
+    expect(script).toContain("clone https://github.com/acme/api.git /work/repo");
+    // The script run for real, against a local repository standing in for github.com.
+    const dir = temp.make("loop-k8s-clone-");
+    const origin = join(dir, "origin");
+    mkdirSync(origin);
+    const g = (cwd: string, ...args: string[]) => Bun.spawnSync(["git", ...args], { cwd, env: testEnv(), stdout: "pipe", stderr: "pipe" });
+    g(origin, "init", "-q", "-b", "main");
+    writeFileSync(join(origin, "f.txt"), "x\n");
+    g(origin, "add", "-A");
+    g(origin, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one");
+    const local = script.replace("https://github.com/acme/api.git", origin).replaceAll("/work/repo", join(dir, "work", "repo"));
+    const token = "ghp_clonetoken0123456789";
+    const run = Bun.spawnSync(["sh", "-c", local], { cwd: dir, env: testEnv({ GITHUB_TOKEN: token, HOME: dir }), stdout: "pipe", stderr: "pipe" });
+    expect({ code: run.exitCode, err: run.exitCode === 0 ? "" : run.stderr.toString() }).toEqual({ code: 0, err: "" });
+    expect(readFileSync(join(dir, "work", "repo", "f.txt"), "utf8")).toBe("x\n");
+    expect(readFileSync(join(dir, "work", "repo", ".git", "config"), "utf8")).not.toContain(token);
+    // The helper answers github.com with the token (git's own credential protocol, for real).
+    const helper = /credential\.helper='([^']+)'/.exec(script)![1]!;
+    const fill = Bun.spawnSync(["git", "-c", `credential.helper=${helper}`, "credential", "fill"], {
+      cwd: dir,
+      env: testEnv({ GITHUB_TOKEN: token, HOME: dir, GIT_TERMINAL_PROMPT: "0" }),
+      stdin: new TextEncoder().encode("protocol=https\nhost=github.com\npath=acme/api.git\n\n"),
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    expect(fill.stdout.toString()).toContain(`password=${token}`);
+    expect(fill.stdout.toString()).toContain("username=x-access-token");
   });
 
   test("Litestream: a native sidecar and a restore before it, both on the store's own path, at the pinned version", () => {

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { authorized, commentIntent, isLoopsOwn, LOOP_MARKER, loopComment } from "../../lib/forge/comments.ts";
 import { GitHubProvider } from "../../lib/forge/github.ts";
-import { mergeGate, notMergeableIsWait } from "../../lib/forge/merge-gate.ts";
+import { definitionLock, environmentLock, failureGate, identityGate, mergeGate, notMergeableIsWait } from "../../lib/forge/merge-gate.ts";
 import type { ConditionalCache, ForgePull } from "../../lib/forge/provider.ts";
 import { capped, fenced, sanitize, sanitizeLine } from "../../lib/forge/untrusted.ts";
 import { type FakeGitHub, startFakeGitHub } from "../helpers/fake-github.ts";
@@ -50,13 +50,13 @@ describe("GitHub client", () => {
     const cache = memoryCache();
     const c = client({ cache });
     const i = await c.getIssue(7);
-    expect(i).toEqual({ ok: true, value: { number: 7, title: "Fix it", body: "body", state: "open", url: expect.any(String) } });
+    expect(i).toEqual({ ok: true, value: { kind: "issue", issue: { number: 7, title: "Fix it", body: "body", state: "open", url: expect.any(String) } } });
     const before = gh.notModified;
     const again = await c.getIssue(7);
     expect(again).toEqual(i);
     expect(gh.notModified).toBe(before + 1);
     const list = await c.listRepoComments("2000-01-01T00:00:00Z");
-    expect(list.ok && list.value.comments.map((x) => [x.issue, x.login, x.body])).toEqual([[7, "alice", "first"]]);
+    expect(list.ok && list.value.items.map((x) => [x.issue, x.login, x.body])).toEqual([[7, "alice", "first"]]);
     expect(list.ok && list.value.notModified).toBe(false);
     const list2 = await c.listRepoComments("2000-01-01T00:00:00Z");
     expect(list2.ok && list2.value.notModified).toBe(true);
@@ -91,7 +91,7 @@ describe("GitHub client", () => {
     expect(d.ok === false && d.kind).toBe("rate_limited");
     gh.switches.rateLimit = null;
     const e = await c.getIssue(999);
-    expect(e.ok === false && e.kind === "http" && e.status).toBe(404);
+    expect(e).toEqual({ ok: true, value: { kind: "gone", why: "missing", message: "issue #999 does not exist in acme/api" } });
   });
 
   test("pull requests: find by branch, create, checks, merge with the head sha; 409 when the head moved", async () => {
@@ -102,14 +102,15 @@ describe("GitHub client", () => {
     git(work, "push", "-q", gh.bare, "feature:feature");
     const c = client();
     expect(await c.findPull("feature")).toEqual({ ok: true, value: null });
-    const pr = await c.createPull({ title: "t", body: "b", head: "feature", base: "main", draft: false });
-    if (!pr.ok) throw new Error(JSON.stringify(pr));
+    const created = await c.createPull({ title: "t", body: "b", head: "feature", base: "main", draft: false });
+    if (!created.ok || created.value.kind !== "created") throw new Error(JSON.stringify(created));
+    const pr = { value: created.value.pull };
     const found = await c.findPull("feature");
     expect(found.ok && found.value?.number).toBe(pr.value.number);
     const head = git(work, "rev-parse", "HEAD");
     expect(pr.value.headSha).toBe(head);
     const checks = await c.checks(head);
-    expect(checks.ok && checks.value.map((x) => x.state)).toEqual(["success", "success", "success"]);
+    expect(checks.ok && checks.value.checks.map((x) => x.verdict)).toEqual(["passing", "passing", "passing"]);
     gh.switches.moveHeadOnMerge = true;
     const moved = await c.merge({ number: pr.value.number, sha: head, title: "m" });
     expect(moved).toEqual({ ok: true, value: { kind: "head_moved", message: expect.stringContaining("modified") } });
@@ -127,21 +128,24 @@ describe("GitHub client", () => {
 
   test("issue search: narrowed to the repository's open issues, pull requests dropped, labels by name, 100 a page until a short page", async () => {
     const urls: string[] = [];
-    const item = (n: number, o: object = {}) => ({ number: n, title: `t${n}`, body: null, state: "open", labels: [{ name: "bug" }], html_url: `https://github.invalid/i/${n}`, ...o });
+    const item = (n: number, o: object = {}) => ({ number: n, title: `t${n}`, body: null, state: "open", labels: [{ name: "bug" }], html_url: `https://github.invalid/i/${n}`, repository_url: `${gh.apiUrl}/repos/${gh.owner}/${gh.repo}`, ...o });
     const c = client({
       fetch: (async (url: string) => {
         urls.push(url);
-        const page = Number(new URL(url).searchParams.get("page"));
+        const page = Number(new URL(url).searchParams.get("page") ?? "1");
         const items = page === 1 ? Array.from({ length: 100 }, (_, i) => item(200 - i, i === 0 ? { pull_request: { url: "x" } } : {})) : [item(7, { labels: ["plain"] })];
-        return new Response(JSON.stringify({ total_count: 101, incomplete_results: false, items }), { status: 200 });
+        const next = page === 1 ? { link: `<${gh.apiUrl}/search/issues?page=2>; rel="next", <${gh.apiUrl}/search/issues?page=2>; rel="last"` } : undefined;
+        return new Response(JSON.stringify({ total_count: 101, incomplete_results: false, items }), { status: 200, headers: next });
       }) as never,
     });
     const r = await c.searchOpenIssues("label:bug crash");
     if (!r.ok) throw new Error(JSON.stringify(r));
-    expect(r.value).toHaveLength(100);
-    expect(r.value[0]).toEqual({ number: 199, title: "t199", body: "", labels: ["bug"], url: "https://github.invalid/i/199" });
-    expect(r.value.at(-1)).toMatchObject({ number: 7, labels: ["plain"] });
+    expect(r.value.issues).toHaveLength(100);
+    expect(r.value.issues[0]).toEqual({ number: 199, title: "t199", body: "", labels: ["bug"], url: "https://github.invalid/i/199" });
+    expect(r.value.issues.at(-1)).toMatchObject({ number: 7, labels: ["plain"] });
+    expect(r.value.notes).toEqual([]);
     expect(urls).toHaveLength(2);
+    expect(urls[1]).toBe(`${gh.apiUrl}/search/issues?page=2`); // the Link header's next page
     expect(new URL(urls[0]!).pathname).toBe("/search/issues");
     expect(new URL(urls[0]!).searchParams.get("q")).toBe(`label:bug crash repo:${gh.owner}/${gh.repo} is:issue is:open`);
     const refused = await client({ fetch: (async () => new Response(JSON.stringify({ message: "Validation Failed" }), { status: 422 })) as never }).searchOpenIssues("x");
@@ -214,17 +218,59 @@ describe("merge gate", () => {
     number: 5, url: "u", state: "open", merged: false, draft: false, mergeable: true, mergeableState: "clean",
     headSha: "a".repeat(40), headRef: "h", baseRef: "main", mergeCommitSha: null, ...o,
   });
-  const ok = { name: "build", state: "success" as const, detail: "ok" };
+  const check = (verdict: "passing" | "failing" | "pending", name = "build") => ({ name, source: "check run", conclusion: verdict, verdict, detail: `${name} ${verdict}` });
+  const ok = check("passing");
   test.each([
-    ["merged", pr({ merged: true, mergeCommitSha: "m" }), [ok], "merged"],
-    ["closed", pr({ state: "closed" }), [ok], "block"],
     ["mergeable null", pr({ mergeable: null }), [ok], "wait"],
     ["conflict", pr({ mergeable: false, mergeableState: "dirty" }), [ok], "block"],
     ["no checks", pr(), [], "wait"],
-    ["pending", pr(), [ok, { name: "x", state: "pending", detail: "p" }], "wait"],
-    ["failing", pr(), [ok, { name: "x", state: "failure", detail: "f" }], "block"],
+    ["pending", pr(), [ok, check("pending", "x")], "wait"],
+    ["failing", pr(), [ok, check("failing", "x")], "block"],
     ["green", pr(), [ok], "merge"],
-  ] as const)("%s", (_, p, checks, kind) => expect(mergeGate(p, [...checks]).kind).toBe(kind));
+    // behind is not waited for: the merge is asked, and a protection that needs an up-to-date head refuses it (405 → blocked).
+    ["behind", pr({ mergeableState: "behind" }), [ok], "merge"],
+  ] as const)("%s", (_, p, checks, kind) => expect(mergeGate(p, { checks: [...checks], unread: null }).kind).toBe(kind));
+
+  test("checks that could not all be read block, however green the rest", () => {
+    const g = mergeGate(pr(), { checks: [ok], unread: "1100 check runs on aaaa, 1000 read" });
+    expect(g).toEqual({ kind: "block", code: "checks_unread", reason: expect.stringContaining("1100 check runs on aaaa, 1000 read") });
+  });
+
+  // The PR must still be loop's: the sha it pushed, the loop's base; merged only that way.
+  const pushed = "a".repeat(40);
+  const other = "b".repeat(40);
+  const expected = { head: pushed, base: "main", headIsAncestor: false };
+  test.each([
+    ["loop's own: go on", pr(), expected, null],
+    ["merged with the pushed head into the base", pr({ merged: true, state: "closed", mergeCommitSha: "m" }), expected, "merged"],
+    ["merged into another branch", pr({ merged: true, state: "closed", baseRef: "release" }), expected, "block:merged_elsewhere"],
+    ["merged with another head", pr({ merged: true, state: "closed", headSha: other }), expected, "block:merged_elsewhere"],
+    ["closed", pr({ state: "closed" }), expected, "block:closed"],
+    ["base changed", pr({ baseRef: "release" }), expected, "block:base_changed"],
+    ["head moved", pr({ headSha: other }), expected, "block:head_moved"],
+    ["the forge lags the push (its head is an ancestor)", pr({ headSha: other }), { ...expected, headIsAncestor: true }, "wait:head_not_updated"],
+  ] as const)("identity: %s", (_, p, e, want) => {
+    const d = identityGate(p, e);
+    expect(d === null ? null : "code" in d ? `${d.kind}:${d.code}` : d.kind).toBe(want);
+  });
+
+  test("the locks: landing merge in the imported definition, then the variable at merge time", () => {
+    expect(definitionLock("merge", pr())).toBeNull();
+    expect(definitionLock("pr", pr())).toMatchObject({ kind: "release", code: "landing_changed", reason: expect.stringContaining('landing is "pr"') });
+    expect(environmentLock(true, "LOOP_ALLOW_AUTO_MERGE")).toBeNull();
+    expect(environmentLock(false, "LOOP_ALLOW_AUTO_MERGE")).toMatchObject({ kind: "block", code: "auto_merge_unset" });
+  });
+
+  test("failed landing requests: a rate limit records nothing, no answer or a 5xx waits named, refusals block", () => {
+    const o = { merging: true, number: 5 };
+    expect(failureGate({ ok: false, kind: "rate_limited", retryAt: 0, message: "x" }, "l", o)).toBe("rate_limited");
+    expect(failureGate({ ok: false, kind: "network", message: "x" }, "l", o)).toMatchObject({ kind: "wait", code: "forge_error" });
+    expect(failureGate({ ok: false, kind: "http", status: 502, message: "x" }, "l", o)).toMatchObject({ kind: "wait", code: "forge_error" });
+    expect(failureGate({ ok: false, kind: "http", status: 404, message: "x" }, "l", o)).toMatchObject({ kind: "block", code: "forge_refused" });
+    expect(failureGate({ ok: false, kind: "http", status: 422, message: "x" }, "l", o)).toMatchObject({ kind: "block", code: "merge_refused" });
+    // A 422 to a read is not a refusal to merge: asked again.
+    expect(failureGate({ ok: false, kind: "http", status: 422, message: "x" }, "l", { ...o, merging: false })).toMatchObject({ kind: "wait", code: "forge_error" });
+  });
 
   test("405 messages: waits and refusals", () => {
     expect(notMergeableIsWait('Required status check "ci" is expected.')).toBe(true);

@@ -12,6 +12,8 @@ export const STEERING = [
   "CLAUDE_CODE_BUBBLEWRAP",
   // Where a session's systemd user manager is found (lib/supervisor/scope.ts).
   "XDG_RUNTIME_DIR",
+  // Where tmux keeps its sockets: hidden in the sandbox (lib/supervisor/sandbox.ts).
+  "TMUX_TMPDIR",
   // Colour: NO_COLOR is set again below; FORCE_COLOR and CI change citty's colour detection.
   "NO_COLOR",
   "FORCE_COLOR",

@@ -74,6 +74,8 @@ export interface ProjectOptions {
   files?: Record<string, string>;
   /** Environment for every command this project spawns. */
   env?: Record<string, string>;
+  /** The state root, when not repo/.loop (pass LOOP_STATE_ROOT in `env` too). */
+  stateRoot?: string;
 }
 
 export class Project {
@@ -92,7 +94,7 @@ export class Project {
     this.base = mkdtempSync(join(tmpdir(), "loop-scn-"));
     this.root = join(this.base, "repo");
     this.aux = join(this.base, "aux");
-    this.stateRoot = join(this.root, ".loop");
+    this.stateRoot = opts.stateRoot ?? join(this.root, ".loop");
     this.env = opts.env ?? {};
     mkdirSync(this.root);
     mkdirSync(this.aux);

@@ -192,6 +192,27 @@ describe("a moved or renamed project adopts its state root", () => {
   );
 
   test(
+    "restored at another path while the original is still there (a copied checkout, a restore beside it): the refusal names `loop init --adopt` as well as --state-root; adopting lets the copy go on",
+    async () => {
+      const p = project(demoDefinition([{ id: "a", prompt: "x" }], { name: "cp" }));
+      await p.runToDrain();
+      const copy = join(p.base, "restored");
+      const cp = Bun.spawnSync(["cp", "-a", p.root, copy]);
+      expect(cp.exitCode).toBe(0);
+      const r = await exec([BUN, LOOP, "run", "--json"], { cwd: copy });
+      expect(r.code).toBe(2);
+      const err = jsonError(r.stderr);
+      expect(err.code).toBe("foreign_store");
+      expect(err.message).toContain(`not to the loop "cp" at ${realpathSync(copy)}; nothing was done. Point --state-root`);
+      expect(err.message).toContain("moved or restored here, run `loop init --adopt` here to bind the state root to it");
+      expect((await exec([BUN, LOOP, "init", "--adopt", "--json"], { cwd: copy })).code).toBe(0);
+      const after = await exec([BUN, LOOP, "run", "--json"], { cwd: copy });
+      expect([after.code, JSON.parse(after.stdout).action]).toEqual([0, "drained"]);
+    },
+    T,
+  );
+
+  test(
     "the loop renamed in loop.json: run and ctl refuse naming the rename; init --adopt binds the new name",
     async () => {
       const p = project(demoDefinition([{ id: "a", prompt: "x" }], { name: "first" }));
@@ -302,6 +323,7 @@ describe("ownershipProblem and the repository found on disk", () => {
     ["a recorded name null is not compared", { ...base(), name: null }, base(), null],
     ["a linked worktree of the same repository is the same project", base(), { ...base(), repo: "/srv/api-wt" }, null],
     ["another repository", base(), { ...base(), repo: "/srv/web", gitDir: "/srv/web/.git" }, "belongs to the loop \"api\" at /srv/api, not to the loop \"api\" at /srv/web; nothing was done. Point --state-root"],
+    ["another repository, with the fix for a project restored elsewhere", base(), { ...base(), repo: "/srv/web", gitDir: "/srv/web/.git" }, "If this project is the one the state root was made for, moved or restored here, run `loop init --adopt` here"],
     ["a repository no longer where it was", { ...base(), gitDir: "/nonexistent/.git" }, { ...base(), repo: "/srv/moved", gitDir: "/srv/moved/.git" }, "is no longer there (/nonexistent/.git is gone); nothing was done. If you moved or renamed it to /srv/moved, run `loop init --adopt` there"],
     ["another folder", base(), { ...base(), root: "svc" }, "another loop of the same repository, not to the loop \"api\" at /srv/api/svc"],
     ["another name", base(), { ...base(), name: "web" }, "loop.json here names the loop \"web\""],

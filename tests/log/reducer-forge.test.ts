@@ -58,8 +58,10 @@ describe("forge events", () => {
     const a = fold(passing.events).items.a!;
     expect(a.forge!.landing).toMatchObject({ code: "checks_pending", head: "b".repeat(40) });
     expect(a.reason).toBe("landing: waiting for 1 of 3 checks");
-    passing.push({ type: "landing_finished", item: "a", payload: { attempt: 1, outcome: "blocked", branch: "x", target: "main", commit: null, reason: "deadline" } });
+    passing.push({ type: "landing_finished", item: "a", payload: { attempt: 1, outcome: "blocked", branch: "x", target: "main", commit: null, reason: "the head moved", code: "head_moved" } });
     expect(rule(passing, pr())).toBe("already_landed");
+    // The landing record ends on the code and reason it ended with: never the stale wait before it.
+    expect(fold(passing.events).items.a!.forge!.landing).toMatchObject({ code: "head_moved", reason: "the head moved", head: "b".repeat(40) });
     passing.push({ type: "item_settled", item: "a", payload: { attempt: 1, outcome: "landing_blocked", reason: "landing_blocked: deadline" } });
     expect(fold(passing.events).items.a!.status).toBe("landing_blocked");
   });

@@ -50,7 +50,7 @@ const SAMPLES: Record<EventType, unknown> = {
   verify_finished: verified("a", 1, false).payload,
   item_requeued: requeued("a", 1).payload,
   item_settled: settled("a", 1, "passed").payload,
-  landing_finished: landed("a", 1).payload,
+  landing_finished: { ...landed("a", 1).payload, code: "merged" },
   session_closed: closed("a", 1).payload,
   loop_drained: drained("Succeeded", { passed: 2 }).payload,
   loop_reopened: { reason: "new work items" },

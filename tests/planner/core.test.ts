@@ -204,6 +204,19 @@ describe("the demo planner", () => {
     expect(a.items[0]!.prompt).toBe("Write a README.md for the project.\n@demo write README.md Write a README.md for the project.");
     expect(a.items[2]!.source).toBe("Then add a CHANGELOG.md.");
   });
+  test("what it leaves out is said in the reason, with why: a sentence that is no task, one said twice, work already in the loop; ordering words are no reason to drop a task", () => {
+    const existing = [{ id: "e0", ref: null, prompt: "Add a LICENSE file.", status: "passed" }];
+    const a = demoPlan(ctx({ brief: "The tool is small. Add a README. Then add tests for the parser. Finally document the CLI. Bake a cake. Add a README. Add a LICENSE file.", existing })) as { outcome: string; reason: string; items: DraftItem[] };
+    expect(a.items.map((i) => [i.id, i.dependsOn])).toEqual([
+      ["add-readme", []],
+      ["add-tests-parser", ["add-readme"]],
+      ["document-cli", ["add-tests-parser"]],
+    ]);
+    expect(a.reason).toBe(
+      'left out: "The tool is small.", "Bake a cake." (not a task: it does not start with a verb of work, such as add, write or fix); "Add a README." (said twice in the brief); "Add a LICENSE file." (already an item of the loop)',
+    );
+    expect((demoPlan(ctx()) as { reason: string | null }).reason).toBeNull();
+  });
   test("work already in the loop is nothing new; no work is undraftable", () => {
     const existing = ["Write a README.md for the project.", "Add a LICENSE file.", "Add a CHANGELOG.md."].map((p, i) => ({ id: `e${i}`, ref: null, prompt: p, status: "passed" }));
     expect(demoPlan(ctx({ existing }))).toMatchObject({ outcome: "nothing_new", items: [] });
@@ -217,10 +230,11 @@ describe("the demo planner", () => {
     ];
     const a = demoPlan(ctx({ brief: "Nothing else.", forge: { search: "is:open", issues, pulls: [{ ref: "github:acme/api#10", title: "Fix typo", body: "Closes #3" }] } })) as { items: DraftItem[] };
     expect(a.items.map((i) => [i.id, i.ref])).toEqual([["crash-empty-input", "github:acme/api#2"]]);
+    expect((a as unknown as { reason: string }).reason).toBe('left out: "Nothing else." (not a task: it does not start with a verb of work, such as add, write or fix); github:acme/api#1 (a tracking issue); github:acme/api#3 (an open pull request mentions it)');
   });
 });
 
-describe("draftPlan: one retry for a malformed answer, none for a truncated one", () => {
+describe("draftPlan: one retry for a malformed or prose answer, none for a truncated one", () => {
   const ac = { existingIds: new Set<string>(), existingRefs: new Map<string, string>(), runners: ["demo"], maxItems: 5 };
   const good = JSON.stringify({ outcome: "drafted", reason: null, items: [item()] });
   test("malformed, then good: 2 calls, the problems fed back fenced", async () => {
@@ -238,6 +252,21 @@ describe("draftPlan: one retry for a malformed answer, none for a truncated one"
   test("truncated: PlannerError at once", async () => {
     let calls = 0;
     await expect(draftPlan({ context: ctx(), answerContext: ac, ask: async () => (calls++, good.slice(0, 30)) })).rejects.toThrow(/truncated/);
+    expect(calls).toBe(1);
+  });
+  test("prose, then good: 2 calls, the problem fed back; prose twice: PlannerError after the retry; empty: at once", async () => {
+    const prompts: string[] = [];
+    const answers = ["Sure! Here are your items: a README, then tests.", good];
+    const d = await draftPlan({ context: ctx(), answerContext: ac, ask: async (p) => (prompts.push(p), answers.shift()!) });
+    expect(d.calls).toBe(2);
+    expect(prompts[1]).toContain("## Your previous answer was refused");
+    expect(prompts[1]).toContain("| the answer is not JSON");
+    expect(prompts[1]).toContain("The answer must be the JSON document alone");
+    let calls = 0;
+    await expect(draftPlan({ context: ctx(), answerContext: ac, ask: async () => (calls++, "```json\n" + good + "\n```") })).rejects.toThrow(/unusable after the retry: the answer is not JSON/);
+    expect(calls).toBe(2);
+    calls = 0;
+    await expect(draftPlan({ context: ctx(), answerContext: ac, ask: async () => (calls++, "  ") })).rejects.toThrow(/printed no answer/);
     expect(calls).toBe(1);
   });
   test("retryPrompt keeps the first prompt", () => {

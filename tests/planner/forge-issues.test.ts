@@ -46,7 +46,10 @@ describe("loop plan --issues", () => {
   test("the demo planner drafts one item per open matching issue, skipping a tracking issue and one an open PR covers; refs name the forge's repository; text cleaned", async () => {
     const { p, gh } = forgeProject();
     const r = await p.loop(["plan", "Work the open bugs.", "--issues", "label:bug", "--runner", "demo", "--yes", "--json"]);
-    expect([r.code, r.stderr]).toEqual([0, ""]);
+    expect(r.code).toBe(0);
+    // --yes says on stderr what it appends unreviewed (docs/cli/loop-plan.md#review).
+    expect(r.stderr).toStartWith("warn: loop plan: appending 1 drafted item to loop.json unreviewed (--yes); what will be written:\n1/1 ");
+    expect(r.stderr).toContain("ref        github:acme/api#1");
     const doc = JSON.parse(r.stdout);
     expect(doc.items.map((i: { ref: string }) => i.ref)).toEqual(["github:acme/api#1"]);
     expect(doc.appended).toHaveLength(1);
@@ -105,6 +108,21 @@ describe("loop add --from-issues", () => {
     const pr = await p.loop(["add", "--from-issues", "parser", "--dry-run", "--json"]);
     expect([pr.code, pr.stderr]).toEqual([0, ""]);
     expect(JSON.parse(pr.stdout).added).toEqual([]);
+  });
+
+  test("a search naming another repository adds only this repository's issues (GitHub ORs repo: qualifiers), and says what it left out; an incomplete search is said", async () => {
+    const { p, gh } = forgeProject();
+    gh.foreign.set("other/x", [{ number: 3, title: "Their bug, same number as ours", body: "", state: "open", labels: ["bug"] }]);
+    gh.switches.searchIncomplete = true;
+    const r = await p.loop(["add", "--from-issues", "label:bug repo:other/x", "--dry-run", "--json"]);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout).added.map((a: { ref: string; prompt: string }) => [a.ref, a.prompt])).toEqual([
+      ["github:acme/api#3", "Fix the typo in --help"],
+      ["github:acme/api#2", "Tracking: the v2 bugs"],
+      ["github:acme/api#1", "Fix the crash on start"],
+    ]);
+    expect(r.stderr).toContain("left out 1 of the results, from other repositories");
+    expect(r.stderr).toContain("the search timed out and its results are incomplete");
   });
 
   test("a search with no match adds nothing; #N in the text format names an issue of the forge's repository", async () => {

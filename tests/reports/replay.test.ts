@@ -5,6 +5,7 @@ import { Database } from "bun:sqlite";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { canonicalJson } from "../../lib/log/canonical.ts";
+import type { EventDraft } from "../../lib/log/events.ts";
 import { jsonText, stateDocument, terminalDocument } from "../../lib/log/documents.ts";
 import { statePaths } from "../../lib/shared/paths.ts";
 import { materialize } from "../../lib/log/materialize.ts";
@@ -388,6 +389,112 @@ describe("tampering with what is derived from the log", () => {
       expect(check.projection).toEqual(s.projection());
     } finally {
       s.close();
+    }
+  });
+});
+
+describe("RUNLOG.md against the log", () => {
+  const runlogOf = (root: string) => statePaths(root).runlog;
+  const blockSeqs = (text: string) => [...text.matchAll(/<!-- loop:seq=(\d+) -->\n### (.*)\n/g)].map((m) => ({ seq: Number(m[1]), heading: m[2]! }));
+
+  test("a forged block appended (a failed item shown passed) is named; the next materialization writes the file anew from the log", async () => {
+    const root = drainedStore();
+    const text = readFileSync(runlogOf(root), "utf8");
+    const failed = blockSeqs(text).find((b) => b.heading.startsWith("b") && b.heading.endsWith("failed"))!;
+    expect(failed).toBeDefined();
+    const forged = `<!-- loop:seq=99 -->\n### b · attempt 1 · passed\n\n- at: 2025-06-01T09:00:00.000Z (seq 99, by cron@build)\n- reason: verify passed (exit 0)\n<!-- /loop:seq=99 -->\n\n`;
+    writeFileSync(runlogOf(root), text + forged);
+    const r = await replayReport(root);
+    expect(r.checks.files).toBe("failed");
+    expect(r.findings).toEqual([{ code: "runlog_mismatch", seq: 99, message: 'RUNLOG.md has a block for seq 99 ("b · attempt 1 · passed") that is not in the log: no decision was recorded at seq 99' }]);
+    // A step's repair checks the last block against the log: not the log's, so the file is written anew.
+    const s = Store.open(root);
+    try {
+      materialize(root, s);
+    } finally {
+      s.close();
+    }
+    expect(readFileSync(runlogOf(root), "utf8")).toBe(text);
+    expect((await replayReport(root)).ok).toBe(true);
+  });
+
+  test("a block edited in the middle is named at its seq", async () => {
+    const root = drainedStore();
+    const text = readFileSync(runlogOf(root), "utf8");
+    const failed = blockSeqs(text).find((b) => b.heading.startsWith("b") && b.heading.endsWith("failed"))!;
+    writeFileSync(runlogOf(root), text.replace(`### ${failed.heading}\n`, `### ${failed.heading.replace(/failed$/, "passed")}\n`));
+    const r = await replayReport(root);
+    expect(r.findings).toEqual([{ code: "runlog_mismatch", seq: failed.seq, message: `RUNLOG.md's block for seq ${failed.seq} ("${failed.heading.replace(/failed$/, "passed")}") is not the log's ("${failed.heading}")` }]);
+  });
+
+  test("text outside the blocks is named; a torn last block, missing blocks or a missing file are a crash's leftovers, not findings", async () => {
+    const root = drainedStore();
+    const text = readFileSync(runlogOf(root), "utf8");
+    writeFileSync(runlogOf(root), text.replace(/(<!-- \/loop:seq=\d+ -->\n\n)/, "$1all passed, trust me\n\n"));
+    const r = await replayReport(root);
+    expect(codes(r)).toEqual(["runlog_mismatch"]);
+    expect(r.findings[0]!.message).toMatch(/^RUNLOG\.md differs from what the log renders after byte \d+: text outside its blocks, or a block missing between two others$/);
+    writeFileSync(runlogOf(root), text.slice(0, text.length - 30));
+    expect((await replayReport(root)).ok).toBe(true);
+    rmSync(runlogOf(root));
+    expect((await replayReport(root)).ok).toBe(true);
+    // A FIFO in its place is named, never read (it would hang the read verb).
+    Bun.spawnSync(["mkfifo", runlogOf(root)]);
+    expect((await replayReport(root)).findings).toEqual([{ code: "runlog_mismatch", message: "RUNLOG.md cannot be read: not a regular file" }]);
+  });
+});
+
+describe("anchoring the head outside the machine (--expect-head)", () => {
+  const replayAnchored = (stateRoot: string, anchor: string) => runInProcess(["replay", "--json", "--state-root", stateRoot, "--expect-head", anchor], { cwd: stateRoot });
+
+  test("the head printed earlier is still there after more events: ok, and the text prints the head to record", async () => {
+    const root = openStore();
+    const before = JSON.parse((await replayCli(root)).stdout);
+    const anchor = `${before.head.seq}:${before.head.hash}`;
+    const s = Store.open(root);
+    try {
+      s.append([{ type: "loop_paused", payload: { reason: "later" } }]);
+      materialize(root, s);
+    } finally {
+      s.close();
+    }
+    const r = await replayAnchored(root, anchor);
+    expect(r.code).toBe(0);
+    const doc = JSON.parse(r.stdout);
+    expect(doc.head.seq).toBe(before.head.seq + 1);
+    expect(doc.expectedHead).toEqual({ seq: before.head.seq, hash: before.head.hash, ok: true });
+    const text = await runInProcess(["replay", "--text", "--state-root", root], { cwd: root });
+    expect(text.stdout.split("\n")[1]).toBe(`head ${doc.head.seq}:${doc.head.hash}`);
+  });
+
+  test("a log rebuilt whole by a local writer (every hash recomputed) replays clean, and only the anchor tells", async () => {
+    const root = drainedStore();
+    const rows = readRows(root);
+    const anchor = `${SEQ.aSettled}:${rows[SEQ.aSettled - 1]!.hash}`;
+    // The writer makes a consistent store that says something else: a's passing reason, forged.
+    const forged = temp.make();
+    const drafts = realisticDrafts().map((d, i) => (i + 2 === SEQ.aSettled ? ({ ...d, payload: { ...d.payload, reason: "forged" } } as EventDraft) : d));
+    buildStore(forged, drafts);
+    for (const f of ["loop.db", "state.json", "RUNLOG.md", "terminal_state.json"]) writeFileSync(join(root, f), readFileSync(join(forged, f)));
+    expect((await replayCli(root)).code).toBe(0);
+    const r = await replayAnchored(root, anchor);
+    expect(r.code).toBe(1);
+    const doc = JSON.parse(r.stdout);
+    expect(doc.expectedHead.ok).toBe(false);
+    expect(doc.findings).toEqual([
+      { code: "head_mismatch", seq: SEQ.aSettled, message: expect.stringMatching(new RegExp(`^the event at seq ${SEQ.aSettled} has hash [0-9a-f]{64}, not the expected ${rows[SEQ.aSettled - 1]!.hash}: the log up to there was rewritten`)) },
+    ]);
+  });
+
+  test("an anchor past the end of the log is named; a malformed one is a usage error (exit 2)", async () => {
+    const root = drainedStore();
+    const r = await replayAnchored(root, `${SEQ.last + 5}:${"a".repeat(64)}`);
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.stdout).findings[0]).toMatchObject({ code: "head_mismatch", seq: SEQ.last + 5, message: expect.stringContaining(`but the log ends at seq ${SEQ.last}`) });
+    for (const bad of ["12", "x:abc", `0:${"a".repeat(64)}`, `3:${"A".repeat(64)}`]) {
+      const u = await replayAnchored(root, bad);
+      expect(u.code).toBe(2);
+      expect(u.stderr).toContain("--expect-head must be <seq>:<hash>");
     }
   });
 });

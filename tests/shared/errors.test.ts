@@ -28,6 +28,7 @@ const STORE_EXITS: Record<StoreErrorCode, ExitCode> = {
   outdated_store: EXIT.usage,
   foreign_store: EXIT.usage,
   io_error: EXIT.problem,
+  store_locked: EXIT.problem,
   invalid_event: EXIT.problem,
   duplicate_event: EXIT.problem,
   seq_conflict: EXIT.problem,

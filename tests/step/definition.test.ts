@@ -14,7 +14,7 @@ const T = 120_000;
 const sha256 = (bytes: Uint8Array | string) => new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
 
 /** The store's note of the loop.json a step last read in full. */
-function note(stateRoot: string): { sha256: string; hash: string; version: string; notify: unknown } {
+function note(stateRoot: string): { sha256: string; hash: string; version: string; local: { notify: unknown } } {
   const db = new Database(dbPath(stateRoot), { readonly: true });
   try {
     return JSON.parse((db.query("SELECT value FROM meta WHERE key = 'definition'").get() as { value: string }).value);
@@ -41,7 +41,7 @@ describe("loop.json is read in full only when its bytes are new", () => {
         await p.runToDrain();
         const file = join(p.root, "loop.json");
         const known = note(p.stateRoot);
-        expect(known).toMatchObject({ sha256: sha256(readFileSync(file)), version: VERSION, notify: { command: ["true"], timeout: 30_000 } });
+        expect(known).toMatchObject({ sha256: sha256(readFileSync(file)), version: VERSION, local: { notify: { command: ["true"], timeout: 30_000 } } });
         expect(known.hash).toBe(p.projection().loop.definitionHash!);
         // The note is trusted for exactly those bytes: an invalid loop.json whose hash it names is
         // not even parsed (a step of this version read those bytes and found them valid)...
@@ -70,7 +70,7 @@ describe("loop.json is read in full only when its bytes are new", () => {
         const imported = await p.runToDrain();
         expect(p.eventsOf("definition_imported")).toHaveLength(2);
         expect(imported.loop.outcome).toBe("Succeeded");
-        expect(note(p.stateRoot)).toMatchObject({ sha256: sha256(readFileSync(file)), hash: p.projection().loop.definitionHash!, notify: null });
+        expect(note(p.stateRoot)).toMatchObject({ sha256: sha256(readFileSync(file)), hash: p.projection().loop.definitionHash!, local: { notify: null } });
       }),
     T,
   );

@@ -4,9 +4,10 @@
 // --quiet; a lease takeover reported. Steps run as cron runs them: `env -i HOME=$HOME
 // PATH=/usr/bin:/bin` plus only what a test adds. No assertion measures time.
 import { describe, expect, test } from "bun:test";
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { RunResult } from "../../lib/step/step.ts";
+import { resumePrompt } from "../../lib/definition/runners.ts";
 import { BUN, demoDefinition, git, LOOP, pollUntil, Project, scenario } from "../helpers/project.ts";
 
 const T = 120_000;
@@ -104,18 +105,21 @@ describe("environment faults spend no attempt", () => {
         expect(r.doc.loop.reason).toContain('runner "agent": program "loop-test-agent" was not found on PATH (/usr/bin:/bin)');
         expect(r.doc.loop.reason).toContain("crontab");
         expect(r.doc.loop.reason).toContain("then `loop ctl resume`");
-        expect(r.doc.attention.map((a) => a.kind)).toEqual(["environment"]);
-        expect(r.doc.errors).toEqual([r.doc.loop.reason!]);
-        // Said at import already, as a warning (this PATH may not be the next step's).
+        // The fault is the step's result, said once: the reason and attention (naming the item), not an error besides.
+        expect(r.doc.attention).toEqual([{ kind: "environment", item: "a", reason: r.doc.loop.reason! }]);
+        expect(r.doc.item).toBe("a");
+        expect(r.doc.errors).toEqual([]);
+        // Said at import already, as a warning (this PATH may not be the next step's), on stderr once.
         expect(r.doc.warnings).toEqual([expect.stringContaining('runner "agent" (used by a, b, c): program "loop-test-agent" is not found on this PATH (/usr/bin:/bin)')]);
-        expect(r.stderr).toContain("environment fault launching a");
+        expect(r.stderr).toBe(`warn: ${r.doc.warnings[0]}\n`);
         expect(r.doc.transitions.map((t) => t.type)).toEqual(["definition_imported", "loop_started", "environment_fault"]);
         expectUntouched(p, ["a", "b", "c"]);
 
         // Cron goes on ticking: nothing is spent, and every tick says the loop needs a person.
         const head = p.head();
         const again = await cron(p);
-        expect({ code: again.code, action: again.doc.action, head: p.head() }).toEqual({ code: 1, action: "paused", head });
+        expect({ code: again.code, action: again.doc.action, item: again.doc.item, head: p.head() }).toEqual({ code: 1, action: "paused", item: "a", head });
+        expect({ attention: again.doc.attention, changed: again.doc.attentionChanged }).toEqual({ attention: r.doc.attention, changed: false });
 
         script(p, "loop-test-agent", `exec '${BUN}' '${LOOP}' __demo-agent`);
         expect((await p.ctl(["resume"])).code).toBe(0);
@@ -207,6 +211,99 @@ describe("environment faults spend no attempt", () => {
   );
 });
 
+describe("what a new operator meets first (issue 17)", () => {
+  const two = threeItems.slice(0, 2);
+  const placeholder = two.map(({ verify: _, ...it }) => it);
+
+  test.concurrent(
+    "verify still the placeholder `exit 1` loop init writes: said at import, nothing launched, the loop paused saying to set `verify`; the ticks after it print nothing under --quiet (exit 1 still), the same item every tick; set and resumed, the items run",
+    () =>
+      scenario(demoDefinition(placeholder, { defaults: { verify: "exit 1" } }), {}, async (p) => {
+        const quiet = () => cron(p, {}, ["run", "--quiet", "--json"]);
+        const r = await quiet();
+        expect(r.code).toBe(1);
+        expect({ action: r.doc.action, item: r.doc.item, changed: r.doc.attentionChanged, errors: r.doc.errors }).toEqual({ action: "paused", item: "a", changed: true, errors: [] });
+        expect(r.doc.loop.reason).toContain('its verify command is still "exit 1", the placeholder `loop init` writes');
+        expect(r.doc.loop.reason).toContain('To fix: set "verify" in loop.json');
+        expect(r.doc.attention).toEqual([{ kind: "environment", item: "a", reason: r.doc.loop.reason! }]);
+        expect(r.doc.warnings).toEqual([expect.stringContaining('items a, b still have the verify placeholder "exit 1" that `loop init` writes')]);
+        expect(p.eventsOf("environment_fault").map((e) => [e.item, e.payload.kind, e.payload.attempt])).toEqual([["a", "verify_placeholder", null]]);
+        expectUntouched(p, ["a", "b"]);
+        // Cron ticks on: nothing new, nothing printed, nothing recorded; the exit code still says it.
+        const head = p.head();
+        for (let i = 0; i < 2; i++) {
+          const q = await quiet();
+          expect({ code: q.code, stdout: q.stdout, stderr: q.stderr }).toEqual({ code: 1, stdout: "", stderr: "" });
+        }
+        const full = await cron(p);
+        expect({ code: full.code, item: full.doc.item, attention: full.doc.attention, changed: full.doc.attentionChanged, head: p.head() }).toEqual({ code: 1, item: "a", attention: r.doc.attention, changed: false, head });
+
+        p.writeDefinition(demoDefinition(two));
+        expect((await p.ctl(["resume"])).code).toBe(0);
+        expect((await cronToDrain(p)).doc.reason).toBe("Succeeded");
+        const st = p.projection();
+        expect(["a", "b"].map((id) => [st.items[id]!.status, st.items[id]!.attempts.length])).toEqual([
+          ["passed", 1],
+          ["passed", 1],
+        ]);
+      }),
+    T,
+  );
+
+  test.concurrent(
+    "a repository with no commit yet: loop init warns; loop run pauses saying the repository has no commit (no_commit, not base_missing with advice to name the same branch); after the first commit and a resume the items run",
+    () =>
+      scenario({}, {}, async (p) => {
+        rmSync(join(p.root, ".git"), { recursive: true, force: true });
+        git(p.root, "init", "-q", "-b", "main");
+        const init = await p.loop(["init", "--force", "--json"]);
+        expect(init.code).toBe(0);
+        const says = 'the repository has no commit yet: "workspace.base" "main" is made by its first commit';
+        expect(JSON.parse(init.stdout).warnings).toEqual([expect.stringContaining(says)]);
+        expect(init.stderr).toBe(`warn: ${JSON.parse(init.stdout).warnings[0]}\n`);
+        p.writeDefinition(demoDefinition(two));
+        const r = await cron(p);
+        expect(r.code).toBe(1);
+        expect(r.doc.loop.reason).toContain('the repository has no commit yet: the branch items start from, "main", is made by its first commit');
+        expect(r.doc.loop.reason).toContain("make the first commit");
+        expect(r.doc.loop.reason).not.toContain("git branch --show-current");
+        expect(r.doc.warnings).toEqual([expect.stringContaining(`the repository ${p.root} has no commit yet`)]);
+        expect(p.eventsOf("environment_fault").map((e) => e.payload.kind)).toEqual(["no_commit"]);
+        expectUntouched(p, ["a", "b"]);
+
+        git(p.root, "add", "-A");
+        git(p.root, "-c", "user.name=ops", "-c", "user.email=ops@example.invalid", "commit", "-q", "-m", "initial commit");
+        expect((await p.ctl(["resume"])).code).toBe(0);
+        expect((await cronToDrain(p)).doc.reason).toBe("Succeeded");
+      }),
+    T,
+  );
+
+  test.concurrent(
+    "every warning and error is printed once, in one place: with --text, a missing base branch is the result's reason and a warning on stderr, neither repeated; a drained loop says its outcome once",
+    () =>
+      scenario(demoDefinition(two, { workspace: { base: "nope" } }), {}, async (p) => {
+        const r = await p.loop(["run", "--text"]);
+        expect(r.code).toBe(1);
+        const both = r.stdout + r.stderr;
+        const count = (s: string) => both.split(s).length - 1;
+        expect(count('the branch items start from, "nope", is not a branch or commit')).toBe(1);
+        expect(count('"workspace.base" "nope" is not a branch or commit of')).toBe(1);
+        expect(r.stderr).toStartWith('warn: loop.json: "workspace.base" "nope"');
+        expect(r.stdout.split("\n")[0]).toStartWith('paused a: environment fault launching a: the branch items start from, "nope"');
+        expect(r.stdout).not.toMatch(/^ +(error|warning):/m);
+        expect(r.stdout.trim().split("\n").at(-1)).toBe("  needs a person (environment)");
+
+        p.writeDefinition(demoDefinition(two));
+        expect((await p.ctl(["resume"])).code).toBe(0);
+        await cronToDrain(p);
+        const drained = await p.loop(["run", "--text"]);
+        expect({ code: drained.code, stdout: drained.stdout, stderr: drained.stderr }).toEqual({ code: 0, stdout: "drained: Succeeded (loop drained)\n", stderr: "" });
+      }),
+    T,
+  );
+});
+
 describe("the presets against their CLIs' failure modes (played by scripts)", () => {
   test.concurrent.if(process.getuid?.() === 0)(
     "claude as root: a fault naming both ways out, before any launch; IS_SANDBOX=1 lets it run",
@@ -269,7 +366,11 @@ describe("the presets against their CLIs' failure modes (played by scripts)", ()
           const argv3 = readFileSync(argvFile(3), "utf8").split("\n");
           const session2 = p.eventsOf("launch_reserved", "a")[1]!.payload.sessionId;
           expect(argv3.slice(argv3.indexOf("--resume"), argv3.indexOf("--resume") + 2)).toEqual(["--resume", session2]);
-          expect(argv3.slice(-3)).toEqual(["--", "v3", ""]);
+          // The reply is in reply.md, never on the command line: argv only points at it.
+          const replyFile = join(p.sessionDir("a", 3), "reply.md");
+          expect(argv3.slice(-3)).toEqual(["--", resumePrompt(replyFile), ""]);
+          expect(argv3).not.toContain("v3");
+          expect(readFileSync(replyFile, "utf8")).toContain("```text\nv3\n```");
           expect((await cronToDrain(p, env)).doc.reason).toBe("Succeeded");
         },
       ),
@@ -335,13 +436,13 @@ describe("operators hear about trouble", () => {
         p.writeDefinition(def("nope"));
         const r = await cron(p);
         expect(r.code).toBe(1);
-        expect(r.doc.notifications).toEqual([{ kind: "environment", item: null, ok: true, reason: "exit 0" }]);
+        expect(r.doc.notifications).toEqual([{ kind: "environment", item: "bad", ok: true, reason: "exit 0" }]);
         const [doc] = sent(p);
         expect(doc).toMatchObject({
           schema: "loop/notify@1",
           kind: "environment",
-          subject: "loop t: paused by an environment fault",
-          item: null,
+          subject: "loop t: paused by an environment fault (bad)",
+          item: "bad",
           loop: { name: "t", state: "paused" },
           root: p.root,
           stateRoot: p.stateRoot,
@@ -357,7 +458,7 @@ describe("operators hear about trouble", () => {
         const drained = await cronToDrain(p, {}, [0, 1]);
         expect({ code: drained.code, reason: drained.doc.reason, attention: drained.doc.attention.map((a) => a.kind) }).toEqual({ code: 1, reason: "Failed", attention: ["failed"] });
         expect(sent(p).map((d) => [d.kind, d.subject])).toEqual([
-          ["environment", "loop t: paused by an environment fault"],
+          ["environment", "loop t: paused by an environment fault (bad)"],
           ["failed", "loop t: drained Failed"],
         ]);
         expect(sent(p)[1].reason).toBe("the loop drained Failed: bad failed");
@@ -386,8 +487,8 @@ describe("operators hear about trouble", () => {
         expect(r.doc.notifications).toHaveLength(1);
         expect(r.doc.notifications[0]!.ok).toBe(false);
         expect(r.doc.notifications[0]!.reason).toMatch(reason);
-        expect(r.stderr).toContain("notify (environment) failed");
-        expect(r.doc.errors).toHaveLength(1); // the fault; a failed notification is not a step error
+        expect(r.stderr).toContain("notify (environment a) failed");
+        expect(r.doc.errors).toEqual([]); // the fault is the result, and a failed notification is not a step error
         const again = await cron(p);
         expect(again.doc.notifications).toEqual([]);
         expect(p.eventsOf("notified").map((e) => e.payload.ok)).toEqual([false]);
@@ -423,7 +524,10 @@ describe("operators hear about trouble", () => {
           }
           const doc = JSON.parse(asked!.stdout);
           expect(doc.attention).toEqual([{ kind: "question", item: "asks", reason: "asks needs input: Which version?" }]);
-          const text = await cron(p, {}, ["run", "--quiet", "--text"]);
+          // The next tick finds the same question: under --quiet it prints nothing (exit 1 still); without, it says it.
+          const same = await cron(p, {}, ["run", "--quiet", "--text"]);
+          expect({ code: same.code, stdout: same.stdout }).toEqual({ code: 1, stdout: "" });
+          const text = await cron(p, {}, ["run", "--text"]);
           expect(text.code).toBe(1);
           expect(text.stdout).toContain("needs a person (question)");
           expect((await p.ctl(["reply", "--work-item", "asks", "v2"])).code).toBe(0);

@@ -36,6 +36,17 @@ describe("launchFault", () => {
     { name: "the base branch is missing", facts: { startPointExists: false }, want: "base_missing", mentions: ['"main"', "workspace.base", "loop ctl resume"] },
     { name: "a retry reuses its branch: the start point is not asked", facts: { startPointExists: null }, want: null },
     {
+      name: "a repository with no commit: the first commit is the fix, not another base",
+      facts: { startPointExists: false, hasCommits: false },
+      want: "no_commit",
+      mentions: ["has no commit yet", '"main"', "first commit", "loop ctl resume"],
+    },
+    { name: "commits, but not the base: base_missing", facts: { startPointExists: false, hasCommits: true }, want: "base_missing" },
+    { name: "verify still the placeholder loop init writes", facts: { verify: "exit 1" }, want: "verify_placeholder", mentions: ['"exit 1"', "loop init", 'set "verify"', "loop ctl resume"] },
+    { name: "the placeholder with spaces around it", facts: { verify: " exit 1 " }, want: "verify_placeholder" },
+    { name: "a real verify command", facts: { verify: "npm test" }, want: null },
+    { name: "verify false is no placeholder", facts: { verify: false }, want: null },
+    {
       name: "a program not on PATH names the PATH and cron",
       facts: { runner: "claude", program: "claude", programFact: { state: "missing", path: null } },
       want: "program_not_found",
@@ -56,6 +67,19 @@ describe("launchFault", () => {
     { name: "claude as root with IS_SANDBOX=true is still refused (Claude Code wants 1)", facts: { runner: "claude", uid: 0, sandbox: { IS_SANDBOX: "true" } }, want: "claude_as_root" },
     { name: "claude as root with CLAUDE_CODE_BUBBLEWRAP", facts: { runner: "claude", uid: 0, sandbox: { CLAUDE_CODE_BUBBLEWRAP: "1" } }, want: null },
     { name: "claude as an ordinary user", facts: { runner: "claude", uid: 1000 }, want: null },
+    { name: "the sandbox asked for and usable", facts: { bwrap: { ok: true } }, want: null },
+    {
+      name: "the sandbox asked for, bwrap missing: install it or turn the sandbox off",
+      facts: { bwrap: { ok: false, kind: "missing", message: "bwrap (bubblewrap) was not found on PATH (/usr/bin:/bin)" } },
+      want: "sandbox_unavailable",
+      mentions: ['"sandbox": "bwrap"', "not found on PATH (/usr/bin:/bin)", "apt-get install bubblewrap", '"sandbox" to "none"', "loop ctl resume"],
+    },
+    {
+      name: "the sandbox asked for, bwrap refused: its words and the namespaces named",
+      facts: { bwrap: { ok: false, kind: "refused", message: "/usr/bin/bwrap refused to make a sandbox: bwrap: No permissions to create new namespace" } },
+      want: "sandbox_unavailable",
+      mentions: ["No permissions to create new namespace", "unprivileged user namespaces", '"sandbox" to "none"'],
+    },
     { name: "codex as root is fine", facts: { runner: "codex", uid: 0 }, want: null },
     {
       name: "aider without a model or key",

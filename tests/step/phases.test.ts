@@ -7,7 +7,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createConsola } from "consola/core";
-import { definitionHash, itemBranch, loadDefinition } from "../../lib/definition/loop-json.ts";
+import { importedDefinition, itemBranch, loadDefinition } from "../../lib/definition/loop-json.ts";
 import type { ItemState } from "../../lib/log/reducer.ts";
 import { Store } from "../../lib/log/store.ts";
 import { LeaseLostError } from "../../lib/shared/errors.ts";
@@ -62,8 +62,7 @@ function harness(item: Record<string, unknown>, settings: Record<string, unknown
   const warnings: string[] = [];
   const log = createConsola({ level: 3, reporters: [{ log: (o) => warnings.push(o.args.join(" ")) }] });
   const ctx = createStepContext({ store, def, options: { root, stateRoot, actor: "tester", env: { LOOP_KILL_GRACE_MS: "2000" }, log }, lease: got.lease });
-  const { items, name, notify: _notify, ...rest } = def;
-  append(ctx, [{ type: "definition_imported", payload: { revision: 1, hash: definitionHash(def), name, settings: rest, items } }], "import");
+  append(ctx, [{ type: "definition_imported", payload: importedDefinition(def, 1) }], "import");
   append(ctx, [{ type: "loop_started", payload: {} }], "start");
   return {
     ctx,
@@ -288,14 +287,15 @@ describe("the launch and observe phases", () => {
     expect(h.ctx.errors).toEqual([]);
   });
 
-  test("a runner that cannot start after its reservation: the attempt is given back (environment_fault), the loop paused, listed in the step's errors", () => {
+  test("a runner that cannot start after its reservation: the attempt is given back (environment_fault), the loop paused with the reason, not listed again in the step's errors", () => {
     // Relative to the worktree: checkable only once the reservation made the worktree.
     const h = harness({}, { runners: { agent: { command: ["./no-such-agent"] } } });
     const out = launchAttempt(h.ctx, h.item());
     expect(out.action).toBe("paused");
     expect(h.events().map((e) => e.type)).toEqual(["launch_reserved", "environment_fault"]);
     expect(lastOf(h, "environment_fault")).toMatchObject({ kind: "program_not_found", attempt: 1, reason: expect.stringContaining('program "./no-such-agent" not found') });
-    expect(h.ctx.errors).toEqual([expect.stringContaining('environment fault launching a: could not launch: runner "agent": program "./no-such-agent" not found')]);
+    expect(out.reason).toContain('environment fault launching a: could not launch: runner "agent": program "./no-such-agent" not found');
+    expect(h.ctx.errors).toEqual([]);
     const it = h.item();
     expect({ status: it.status, failures: it.failures }).toEqual({ status: "pending", failures: 0 });
     expect(projection(h.ctx).loop.state).toBe("paused");

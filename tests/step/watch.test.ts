@@ -27,7 +27,7 @@ function project(opts: { git?: boolean } = {}): { root: string; stateRoot: strin
 }
 
 function result(action: RunAction, errors: string[] = [], attention: RunResult["attention"] = []): RunResult {
-  return { schema: "loop/run@1", action, item: null, reason: null, transitions: [], loop: { name: "t", state: "running", reason: null, outcome: null, current: null }, attention, errors, warnings: [], notifications: [] };
+  return { schema: "loop/run@1", action, item: null, reason: null, transitions: [], loop: { name: "t", state: "running", reason: null, outcome: null, current: null }, attention, attentionChanged: attention.length > 0, errors, warnings: [], notifications: [] };
 }
 
 const definitionError = () => new DefinitionError([{ path: "", message: "not valid JSON: half-written" }], "loop.json");

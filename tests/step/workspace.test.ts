@@ -53,9 +53,9 @@ describe("commitLeftovers", () => {
   test("commits what was left on the item branch; nothing left is null", () => {
     const { root, wt } = repo();
     ensureWorktree({ repo: root, path: wt, branch: "loop/t/a", startPoint: "main" });
-    expect(commitLeftovers(wt, "nothing")).toBeNull();
+    expect(commitLeftovers({ repo: root, worktree: wt, branch: "loop/t/a", message: "nothing" })).toBeNull();
     writeFileSync(join(wt, "left.txt"), "x\n");
-    const sha = commitLeftovers(wt, "left");
+    const sha = commitLeftovers({ repo: root, worktree: wt, branch: "loop/t/a", message: "left" });
     expect(sha).toBe(git(root, "rev-parse", "loop/t/a"));
   });
 
@@ -66,8 +66,8 @@ describe("commitLeftovers", () => {
     writeFileSync(join(wt, "left.txt"), "x\n");
     writeFileSync(join(root, "operator-wip.txt"), "mine\n");
     const head = git(root, "rev-parse", "HEAD");
-    expect(() => commitLeftovers(wt, "left")).toThrow(GitError);
-    expect(() => commitLeftovers(wt, "left")).toThrow("not a git checkout of its own");
+    expect(() => commitLeftovers({ repo: root, worktree: wt, branch: "loop/t/a", message: "left" })).toThrow(GitError);
+    expect(() => commitLeftovers({ repo: root, worktree: wt, branch: "loop/t/a", message: "left" })).toThrow("worktree_replaced");
     expect(git(root, "rev-parse", "HEAD")).toBe(head);
     expect(git(root, "status", "--porcelain", "--", "operator-wip.txt")).toBe("?? operator-wip.txt");
   });
@@ -78,7 +78,7 @@ describe("landMerge", () => {
     const { root, wt } = repo();
     ensureWorktree({ repo: root, path: wt, branch: "loop/t/a", startPoint: "main" });
     writeFileSync(join(wt, "feature.txt"), "done\n");
-    commitLeftovers(wt, "feature");
+    commitLeftovers({ repo: root, worktree: wt, branch: "loop/t/a", message: "feature" });
     const landing = join(wt, "..", "_landing");
     mkdirSync(landing, { recursive: true });
     writeFileSync(join(landing, "someone.txt"), "not loop's\n");

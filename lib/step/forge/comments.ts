@@ -35,10 +35,34 @@ export async function pollComments(ctx: StepContext): Promise<void> {
   const r = await link.provider.listRepoComments(since);
   if (!r.ok) return void link.failed(r);
   link.cache.comments.polledAt = Date.now();
-  const comments = [...r.value.comments].sort((a, b) => a.id - b.id);
-  if (comments.length) link.cache.comments.since = comments.map((c) => c.updatedAt).sort().at(-1)!;
-  for (const c of comments) await handle(ctx, link, c);
+  const comments = [...r.value.items].sort((a, b) => a.id - b.id);
+  // The cursor moves only over what was read and acted on: to the last edit read, or back to the
+  // first comment left for later (a permission that could not be read), whichever is earlier.
+  const held = new Set<string>();
+  let cursor = comments.map((c) => c.updatedAt).sort().at(-1) ?? since;
+  for (const c of comments) {
+    const item = itemOf(ctx, c);
+    if (item && held.has(item)) {
+      // A later comment on an item with one left for later waits too: comments are acted on in order.
+      if (c.updatedAt < cursor) cursor = c.updatedAt;
+      continue;
+    }
+    if ((await handle(ctx, link, c)) === "later") {
+      if (item) held.add(item);
+      if (c.updatedAt < cursor) cursor = c.updatedAt;
+    }
+  }
+  link.cache.comments.since = cursor;
+  if (r.value.cut) {
+    ctx.options.log.warn(`forge: the repository's comment listing was cut after ${r.value.items.length} comments; the rest are read on the next step`);
+    link.cache.comments.polledAt = 0; // the rest is not made to wait for the poll interval
+  }
   materializeInboxes(ctx, projection(ctx));
+}
+
+/** The item whose thread a comment is on, if any. */
+function itemOf(ctx: StepContext, c: ForgeComment): string | undefined {
+  return itemsByThread(projection(ctx)).get(c.issue);
 }
 
 /** The threads (issue and recorded PR numbers) an item's comments arrive on. */
@@ -74,25 +98,32 @@ async function baselineNew(ctx: StepContext, link: ForgeLink): Promise<boolean> 
         link.failed(list);
         return false;
       }
-      highWater = Math.max(highWater, ...list.value.map((c) => c.id));
-      comments += list.value.length;
+      // A cut listing still holds the thread's newest page: the mark is right, the count a floor.
+      highWater = Math.max(highWater, ...list.value.items.map((c) => c.id));
+      comments += list.value.items.length;
     }
     append(ctx, [{ type: "forge_thread_baselined", item: id, payload: { issue: threads[0]!, highWater, comments } }], "forge");
   }
   return true;
 }
 
-async function handle(ctx: StepContext, link: ForgeLink, c: ForgeComment): Promise<void> {
-  if (isLoopsOwn(c.body)) return;
+/** Act on one comment; "later" when it cannot be decided yet (its author's permission could not be read). */
+async function handle(ctx: StepContext, link: ForgeLink, c: ForgeComment): Promise<"done" | "later"> {
+  if (isLoopsOwn(c.body)) return "done";
   const p = projection(ctx);
   const id = itemsByThread(p).get(c.issue);
-  if (!id) return;
+  if (!id) return "done";
   const it = p.items[id]!;
   const mark = it.forge?.highWater;
-  if (mark == null || c.id <= mark) return; // seen, or an edited old comment
-  if (!(await link.authorized(c.login))) {
+  if (mark == null || c.id <= mark) return "done"; // seen, or an edited old comment
+  const allowed = await link.authorized(c.login);
+  if (allowed === null) {
+    ctx.options.log.warn(`forge: comment ${c.id} on #${c.issue} by ${sanitizeLine(c.login, 40)} waits: the author's permission could not be read; asked again on a later step`);
+    return "later";
+  }
+  if (!allowed) {
     ctx.options.log.info(`forge: comment ${c.id} on #${c.issue} by ${sanitizeLine(c.login, 40)} ignored: not an authorized user`);
-    return;
+    return "done";
   }
   const actor = `github:${c.login}`;
   const handled = (action: "control" | "reply" | "message" | "refused", detail: string): EventDraft => ({
@@ -106,18 +137,22 @@ async function handle(ctx: StepContext, link: ForgeLink, c: ForgeComment): Promi
     const why = `two different commands in one comment (${intent.verbs.map((v) => `/loop ${v}`).join(", ")}); nothing was done. Write one command per comment.`;
     append(ctx, [handled("refused", why)], "forge");
     await answer(ctx, link, c.issue, `@${c.login}: ${why}`);
-    return;
+    return "done";
   }
-  if (intent.kind === "command") return command(ctx, link, { it, c, verb: intent.verb, actor, handled });
-  if (isSettled(it.status)) return; // text on a settled item reaches no agent
+  if (intent.kind === "command") {
+    await command(ctx, link, { it, c, verb: intent.verb, actor, handled });
+    return "done";
+  }
+  if (isSettled(it.status)) return "done"; // text on a settled item reaches no agent
   const text = capped(c.body, TEXT_CAP);
   if (it.status === "needs_input" && it.forge?.questionPosted?.attempt === it.attempts.length && ctx.options.planControl) {
     const actions = ctx.options.planControl(p, "reply", [id], { text, actor, keepCheckout: ctx.def.keepCheckoutOnClose });
     const resume: EventDraft[] = p.loop.state === "paused" && p.loop.reason?.startsWith(`${id} needs input:`) ? [{ type: "loop_resumed", payload: {} }] : [];
     append(ctx, [...actions.flatMap((a) => a.events.map((e) => ({ ...e, actor }) as EventDraft)), ...resume, handled("reply", text)], "forge");
-    return;
+    return "done";
   }
   append(ctx, [handled("message", text)], "forge");
+  return "done";
 }
 
 /** `/loop <verb>`: the same plan `loop ctl` makes; a live session ended through the close path. */

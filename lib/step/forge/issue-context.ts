@@ -1,15 +1,24 @@
 // Before an item with a forge issue is launched (docs/forge.md#items-from-issues): read the issue
-// and its comments. A closed issue is not launched (the item settles skipped, saying so); an open
-// one gives the handoff its title, body and thread as fenced, untrusted text. The first sight of
+// and its comments. A closed, transferred or deleted issue is not launched (the item settles
+// skipped, saying so); a missing issue or a pull request's number settles it blocked (its ref needs
+// a person); an open one gives the handoff its title, body and thread as fenced, untrusted text.
+// A forge that does not answer is waited for, but not forever: past the item's timeouts.launch
+// from the first failed read, the item settles blocked with the last failure. The first sight of
 // the thread baselines it: the comments already there are context, never new deliveries.
 import { parseRef } from "../../definition/refs.ts";
 import { fenced, sanitizeLine } from "../../forge/untrusted.ts";
+import type { ForgeComment, ForgeFailure } from "../../forge/provider.ts";
+import { formatDuration } from "../../definition/duration.ts";
 import type { ItemState } from "../../log/reducer.ts";
 import { append, type StepContext } from "../context.ts";
-import { forgeLink } from "./link.ts";
+import { forgeLink, type ForgeLink } from "./link.ts";
 import { isLoopsOwn } from "../../forge/comments.ts";
 
-export type ForgeLaunch = { kind: "launch"; context: string | null } | { kind: "skip"; reason: string } | { kind: "wait"; reason: string };
+export type ForgeLaunch =
+  | { kind: "launch"; context: string | null }
+  | { kind: "skip"; reason: string }
+  | { kind: "block"; reason: string }
+  | { kind: "wait"; reason: string };
 
 /** Comments of a thread shown in a handoff at most (the newest), and the characters of each. */
 const THREAD_COMMENTS = 20;
@@ -26,27 +35,64 @@ export async function prepareForgeLaunch(ctx: StepContext, it: ItemState): Promi
   if (!link || number === null) return { kind: "launch", context: null };
   const limited = link.limited();
   if (limited) return { kind: "wait", reason: `${it.id}: ${limited}` };
-  const issue = await link.provider.getIssue(number);
-  if (!issue.ok) return { kind: "wait", reason: `${it.id}: could not read issue #${number}: ${link.failed(issue)}` };
-  if (issue.value.state === "closed") return { kind: "skip", reason: `issue #${number} is closed (${issue.value.url})` };
-  const comments = await link.provider.listIssueComments(number);
-  if (!comments.ok) return { kind: "wait", reason: `${it.id}: could not read the comments of #${number}: ${link.failed(comments)}` };
-  if (it.forge?.highWater == null) {
-    const highWater = Math.max(0, ...comments.value.map((c) => c.id));
-    append(ctx, [{ type: "forge_thread_baselined", item: it.id, payload: { issue: number, highWater, comments: comments.value.length } }], "forge");
+  const r = await readIssue(link, number);
+  if ("failure" in r) return unanswered(ctx, link, it, r.failure);
+  delete link.cache.launchWaits[it.id];
+  return r.launch(ctx, it);
+}
+
+type Read = { failure: ForgeFailure | string } | { launch: (ctx: StepContext, it: ItemState) => ForgeLaunch };
+
+async function readIssue(link: ForgeLink, number: number): Promise<Read> {
+  const got = await link.provider.getIssue(number);
+  if (!got.ok) return { failure: got };
+  const lookup = got.value;
+  if (lookup.kind === "gone") {
+    const reason = `${lookup.message}${lookup.why === "missing" || lookup.why === "pull_request" ? "; fix the item's ref" : ""}`;
+    return { launch: () => (lookup.why === "transferred" || lookup.why === "deleted" ? { kind: "skip", reason } : { kind: "block", reason }) };
   }
-  // Only authorized users' comments reach an agent (fail closed); loop's own are dropped first.
-  const thread = [];
-  for (const c of comments.value) if (!isLoopsOwn(c.body) && (await link.authorized(c.login))) thread.push(c);
-  const shown = thread.slice(-THREAD_COMMENTS);
-  const parts = [
-    `Issue #${number}: ${sanitizeLine(issue.value.title, 200)} (${issue.value.url})`,
-    "",
-    fenced(`The issue's body`, issue.value.body || "(empty)"),
-  ];
-  const left = comments.value.length - thread.length;
-  if (left) parts.push("", `(${left} comments by users who are not authorized, or by loop itself, are left out)`);
-  if (thread.length > shown.length) parts.push("", `(${thread.length - shown.length} earlier comments not shown)`);
-  for (const c of shown) parts.push("", fenced(`Comment ${c.id} by ${c.login} (${c.createdAt})`, c.body, COMMENT_CAP));
-  return { kind: "launch", context: parts.join("\n") };
+  const issue = lookup.issue;
+  if (issue.state === "closed") return { launch: () => ({ kind: "skip", reason: `issue #${number} is closed (${issue.url})` }) };
+  const comments = await link.provider.listIssueComments(number);
+  if (!comments.ok) return { failure: comments };
+  // Only authorized users' comments reach an agent (fail closed); loop's own are dropped first. A
+  // permission that could not be read is asked again later, not taken as "no".
+  const thread: ForgeComment[] = [];
+  for (const c of comments.value.items) {
+    if (isLoopsOwn(c.body)) continue;
+    const ok = await link.authorized(c.login);
+    if (ok === null) return { failure: `could not read the permission of ${sanitizeLine(c.login, 40)} on the repository` };
+    if (ok) thread.push(c);
+  }
+  return {
+    launch: (ctx, it) => {
+      const all = comments.value.items;
+      if (it.forge?.highWater == null) {
+        const highWater = Math.max(0, ...all.map((c) => c.id));
+        append(ctx, [{ type: "forge_thread_baselined", item: it.id, payload: { issue: number, highWater, comments: all.length } }], "forge");
+      }
+      const shown = thread.slice(-THREAD_COMMENTS);
+      const parts = [`Issue #${number}: ${sanitizeLine(issue.title, 200)} (${issue.url})`, "", fenced(`The issue's body`, issue.body || "(empty)")];
+      const left = all.length - thread.length;
+      if (left) parts.push("", `(${left} comments by users who are not authorized, or by loop itself, are left out)`);
+      if (comments.value.cut) parts.push("", "(the thread is longer than loop reads at once: its first and newest comments were read, some in between were not)");
+      if (thread.length > shown.length) parts.push("", `(${thread.length - shown.length} earlier comments not shown)`);
+      for (const c of shown) parts.push("", fenced(`Comment ${c.id} by ${c.login} (${c.createdAt})`, c.body, COMMENT_CAP));
+      return { kind: "launch", context: parts.join("\n") };
+    },
+  };
+}
+
+/** The issue could not be read: wait, from the first failure until the item's timeouts.launch; then block, naming the last failure. */
+function unanswered(ctx: StepContext, link: ForgeLink, it: ItemState, f: ForgeFailure | string): ForgeLaunch {
+  const line = typeof f === "string" ? f : link.failed(f);
+  const number = issueOf(it)!;
+  const reason = `${it.id}: could not read issue #${number}: ${line}`;
+  // A rate limit says when to go on; only other failures run the clock.
+  if (typeof f !== "string" && f.kind === "rate_limited") return { kind: "wait", reason };
+  const since = (link.cache.launchWaits[it.id] ??= Date.now());
+  const limit = it.def.timeouts.launch;
+  if (Date.now() - since < limit) return { kind: "wait", reason };
+  delete link.cache.launchWaits[it.id];
+  return { kind: "block", reason: `issue #${number} could not be read for ${formatDuration(limit)} (timeouts.launch): ${line}; \`loop ctl retry --work-item ${it.id}\` tries again` };
 }

@@ -1,15 +1,17 @@
 // The land phase through a forge (docs/forge.md#landing): push the item branch, open (or reuse)
 // its pull request, and with landing "merge" wait for it — a second observed wait with its own
 // deadline (timeouts.landing, counted from the passing verify) and a named reason at every tick —
-// then merge with the head sha whose checks were all seen green. The log records transitions (PR
-// recorded, head moved, waiting for something else, merged, blocked), never polls. A kill anywhere
-// is recovered from the forge's own state: the PR is found by its branch before one is opened, and
-// a merged PR is read as merged before a merge is asked for, so nothing is done twice.
+// then merge exactly the sha loop pushed, into the loop's base, while both locks hold. What to do
+// at each turn is decided by lib/forge/merge-gate.ts (pure, with named codes); this file asks the
+// forge and git and records. The log records transitions (PR recorded, a new waiting reason,
+// merged, blocked), never polls. A kill anywhere is recovered from the forge's own state: the PR is
+// found by its branch before one is opened, and a merged PR is read as merged before a merge is
+// asked for, so nothing is done twice.
 import type { Payload } from "../../log/events.ts";
 import type { ItemState } from "../../log/reducer.ts";
 import type { ForgeFailure, ForgePull } from "../../forge/provider.ts";
 import { AUTO_MERGE_VAR, autoMergeAllowed } from "../../forge/auto-merge.ts";
-import { mergeGate, notMergeableIsWait } from "../../forge/merge-gate.ts";
+import { definitionLock, environmentLock, type Expected, failureGate, type GateDecision, identityGate, mergeGate, notMergeableIsWait } from "../../forge/merge-gate.ts";
 import { sanitizeLine } from "../../forge/untrusted.ts";
 import { formatDuration } from "../../definition/duration.ts";
 import { GitError } from "../../shared/errors.ts";
@@ -17,9 +19,10 @@ import { failpoint } from "../../shared/failpoint.ts";
 import { append, repoOf, type StepContext, type StepOutcome } from "../context.ts";
 import { forgeLink, type ForgeLink } from "./link.ts";
 import { gitTry } from "../git.ts";
+import { forgeGit } from "./remote.ts";
 
 type Landing = Omit<Payload<"landing_finished">, "attempt" | "branch">;
-
+type Finish = (l: Landing) => null;
 
 export async function landThroughForge(ctx: StepContext, it: ItemState): Promise<StepOutcome | null> {
   const link = (await forgeLink(ctx))!;
@@ -28,69 +31,96 @@ export async function landThroughForge(ctx: StepContext, it: ItemState): Promise
   const since = Date.parse(attempt.verify!.at);
   const deadline = since + (it.def.timeouts.landing ?? 30 * 60_000);
   const f = it.forge;
-  const finish = (l: Landing) => {
+  const finish: Finish = (l) => {
     append(ctx, [{ type: "landing_finished", item: it.id, payload: { attempt: attempt.n, branch, ...l } }], "landing");
     return null;
   };
   const lastReason = f?.landing?.reason ?? "no pull request yet";
   if (Date.now() > deadline)
-    return finish({ outcome: "blocked", target: ctx.def.base, commit: null, reason: `landing deadline (timeouts.landing ${formatDuration(deadline - since)}, from the passing verify) passed; last: ${lastReason}${f?.pr ? `; ${f.pr.url} left open` : ""}` });
+    return finish({ outcome: "blocked", target: ctx.def.base, commit: null, code: "deadline", reason: `landing deadline (timeouts.landing ${formatDuration(deadline - since)}, from the passing verify) passed; last: ${lastReason}${f?.pr ? `; ${f.pr.url} left open` : ""}` });
   const limited = link.limited();
   if (limited) return { action: "waiting", item: it.id, reason: limited };
 
-  // 1. The pull request of this attempt: pushed and recorded once.
+  // 1. The pull request of this attempt: pushed and recorded once, with the sha loop pushed.
   if (!f?.landing) {
     const pr = await openPull(ctx, link, it, branch);
     if ("wait" in pr) return { action: "waiting", item: it.id, reason: pr.wait };
-    if ("block" in pr) return finish({ outcome: "blocked", target: ctx.def.base, commit: null, reason: pr.block });
-    append(ctx, [{ type: "forge_pr_recorded", item: it.id, payload: { attempt: attempt.n, number: pr.pull.number, url: pr.pull.url, head: pr.pull.headSha, draft: pr.pull.draft, reused: pr.reused } }], "landing");
+    if ("block" in pr) return finish({ outcome: "blocked", target: ctx.def.base, commit: null, code: "forge_refused", reason: pr.block });
+    append(ctx, [{ type: "forge_pr_recorded", item: it.id, payload: { attempt: attempt.n, number: pr.pull.number, url: pr.pull.url, head: pr.pushed, draft: pr.pull.draft, reused: pr.reused } }], "landing");
     if (ctx.def.landing === "pr")
-      return finish({ outcome: "pr_opened", target: ctx.def.base, commit: pr.pull.headSha, reason: `${pr.pull.draft ? "draft " : ""}pull request #${pr.pull.number} ${pr.reused ? "(reused) " : ""}${pr.pull.url}` });
+      return finish({ outcome: "pr_opened", target: ctx.def.base, commit: pr.pushed, code: "pr_opened", reason: `${pr.pull.draft ? "draft " : ""}pull request #${pr.pull.number} ${pr.reused ? "(reused) " : ""}${pr.pull.url}` });
     return null; // the next turn of the step evaluates the merge
   }
   const pr = f.pr!;
+  // What loop pushed for this attempt (forge_pr_recorded; every wait since carries it too).
+  const pushed = f.landing.head;
 
-  // 2. landing "merge": is it merged, mergeable, or still waiting?
+  // 2. Is it still loop's PR (merged, the pushed head, the base), and does landing still say "merge"?
   const got = await link.provider.getPull(pr.number);
-  if (!got.ok) return failure(ctx, link, it, got, finish);
-  let pull = got.value;
-  if (!pull.merged && pull.headSha !== pr.head) {
-    // Someone (or a retry) moved the head: what was seen green no longer counts.
-    append(ctx, [{ type: "forge_landing_waiting", item: it.id, payload: { attempt: attempt.n, code: "head_moved", reason: `head of #${pr.number} moved to ${pull.headSha.slice(0, 12)}; checking it again`, head: pull.headSha } }], "landing");
-  }
-  const checks = pull.merged ? [] : await link.provider.checks(pull.headSha);
-  if (!Array.isArray(checks) && !checks.ok) return failure(ctx, link, it, checks, finish);
-  const gate = mergeGate(pull, Array.isArray(checks) ? checks : checks.value);
-  if (gate.kind === "merged") return merged(ctx, it, pull, gate.sha, finish);
-  if (gate.kind === "block") return finish({ outcome: "blocked", target: ctx.def.base, commit: null, reason: `${gate.reason}; ${pr.url} left open` });
-  if (gate.kind === "wait") return wait(ctx, it, { code: gate.code, reason: gate.reason, head: pull.headSha });
+  if (!got.ok) return failed(ctx, link, it, got, finish, { merging: false, number: pr.number, pushed });
+  const pull = got.value;
+  const expected: Expected = { head: pushed, base: ctx.def.base, headIsAncestor: pull.headSha !== pushed && isAncestor(ctx, pull.headSha, pushed) };
+  const decided = identityGate(pull, expected) ?? definitionLock(ctx.def.landing, pull);
+  if (decided) return act(ctx, it, decided, { pull, pushed, finish });
 
-  // Green: the second lock, read now.
-  if (!autoMergeAllowed(ctx.options.env))
-    return finish({ outcome: "blocked", target: ctx.def.base, commit: null, reason: `checks are green, but ${AUTO_MERGE_VAR}=1 is not set in the environment of loop run, so nothing was merged; ${pr.url} left open` });
+  // 3. Mergeable, every check green on the pushed sha; then the second lock, read now.
+  const checks = await link.provider.checks(pushed);
+  if (!checks.ok) return failed(ctx, link, it, checks, finish, { merging: false, number: pr.number, pushed });
+  const gate = mergeGate(pull, checks.value);
+  if (gate.kind !== "merge") return act(ctx, it, gate, { pull, pushed, finish });
+  const lock = environmentLock(autoMergeAllowed(ctx.options.env), AUTO_MERGE_VAR);
+  if (lock) return act(ctx, it, lock, { pull, pushed, finish });
+
+  // 4. Merge with the pushed sha: GitHub refuses (409) if the head is anything else by then.
   ctx.store.assertLease();
   failpoint("landing:before_merge_call");
-  const r = await link.provider.merge({ number: pr.number, sha: gate.sha, title: `Merge #${pr.number}: ${it.id} (loop ${ctx.def.name})` });
+  const r = await link.provider.merge({ number: pr.number, sha: pushed, title: `Merge #${pr.number}: ${it.id} (loop ${ctx.def.name})` });
   failpoint("landing:after_merge_call");
-  if (!r.ok) return failure(ctx, link, it, r, finish);
-  if (r.value.kind === "merged") {
-    pull = { ...pull, merged: true, mergeCommitSha: r.value.sha };
-    return merged(ctx, it, pull, r.value.sha, finish);
+  if (!r.ok) return failed(ctx, link, it, r, finish, { merging: true, number: pr.number, pushed });
+  if (r.value.kind === "merged") return act(ctx, it, { kind: "merged", sha: r.value.sha }, { pull, pushed, finish });
+  if (r.value.kind === "head_moved")
+    return act(ctx, it, { kind: "block", code: "head_moved", reason: `the head of #${pr.number} moved while merging (${sanitizeLine(r.value.message, 120)}); loop merges only the ${pushed.slice(0, 12)} it pushed and verified` }, { pull, pushed, finish });
+  if (notMergeableIsWait(r.value.message)) return act(ctx, it, { kind: "wait", code: "not_mergeable_yet", reason: `the forge is not ready to merge #${pr.number}: ${r.value.message}` }, { pull, pushed, finish });
+  return act(ctx, it, { kind: "block", code: "merge_refused", reason: `the forge refused to merge #${pr.number}: ${r.value.message}` }, { pull, pushed, finish });
+}
+
+/** Carry out a gate decision: record the merge, the block (the PR left open), the release or the wait. */
+function act(ctx: StepContext, it: ItemState, d: GateDecision, o: { pull: ForgePull; pushed: string; finish: Finish }): StepOutcome | null {
+  switch (d.kind) {
+    case "merged":
+      return merged(ctx, o.pull, d.sha, o.finish);
+    case "block":
+      return o.finish({ outcome: "blocked", target: ctx.def.base, commit: null, code: d.code, reason: o.pull.state === "open" && !o.pull.merged ? `${d.reason}; ${o.pull.url} left open` : d.reason });
+    case "release":
+      return o.finish({ outcome: "pr_opened", target: ctx.def.base, commit: o.pushed, code: d.code, reason: d.reason });
+    case "wait":
+      return wait(ctx, it, { code: d.code, reason: d.reason, head: o.pushed });
+    case "merge":
+      throw new Error(`internal: act() asked to merge #${o.pull.number}`);
   }
-  if (r.value.kind === "head_moved") {
-    // 409: never merge a sha whose checks were not seen green; read the new head next tick.
-    return wait(ctx, it, { code: "head_moved", reason: `head of #${pr.number} moved while merging (${sanitizeLine(r.value.message, 120)}); checking the new head`, head: pull.headSha });
-  }
-  if (notMergeableIsWait(r.value.message)) return wait(ctx, it, { code: "not_mergeable_yet", reason: `the forge is not ready to merge #${pr.number}: ${r.value.message}`, head: pull.headSha });
-  return finish({ outcome: "blocked", target: ctx.def.base, commit: null, reason: `the forge refused to merge #${pr.number}: ${r.value.message}; ${pr.url} left open` });
+}
+
+/** Whether `older` (a sha the forge gave: checked before git sees it) is an ancestor of `sha` in the local repository. */
+function isAncestor(ctx: StepContext, older: string, sha: string): boolean {
+  if (!/^[0-9a-f]{40}(?:[0-9a-f]{24})?$/.test(older)) return false;
+  return gitTry(repoOf(ctx), ["merge-base", "--is-ancestor", older, sha]).code === 0;
 }
 
 /** Push the branch and find or open its pull request. */
-async function openPull(ctx: StepContext, link: ForgeLink, it: ItemState, branch: string): Promise<{ pull: ForgePull; reused: boolean } | { wait: string } | { block: string }> {
+async function openPull(ctx: StepContext, link: ForgeLink, it: ItemState, branch: string): Promise<{ pull: ForgePull; reused: boolean; pushed: string } | { wait: string } | { block: string }> {
   const settings = ctx.def.forge!;
   ctx.store.assertLease();
-  // Fast-forward only: a push that would drop commits someone added to the branch is refused.
-  const push = gitTry(repoOf(ctx), ["push", "--quiet", settings.remote, `refs/heads/${branch}:refs/heads/${branch}`]);
+  // What is pushed is the commit whose verify passed (verify_reserved `head`); for a verify recorded
+  // before that existed, what the local branch holds now.
+  const verified = it.attempts[it.attempts.length - 1]?.verifyRun?.head;
+  const head = verified ?? gitTry(repoOf(ctx), ["rev-parse", "--verify", "-q", `refs/heads/${branch}^{commit}`]).stdout.trim();
+  if (!head) {
+    ctx.errors.push(`${it.id}: branch ${branch} is missing from the repository`);
+    return { wait: `branch ${branch} is missing from the repository; nothing to push` };
+  }
+  // Fast-forward only: a push that would drop commits someone added to the branch is refused. With
+  // loop's own credentials (./remote.ts), never a token in a URL or .git/config.
+  const push = forgeGit({ repo: repoOf(ctx), forge: settings, env: ctx.options.env, args: ["push", "--quiet", settings.remote, `${head}:refs/heads/${branch}`] });
   if (push.code !== 0) {
     const why = new GitError(["push", settings.remote, branch], push.code, push.stderr).message;
     ctx.errors.push(`${it.id}: ${why}`);
@@ -99,8 +129,7 @@ async function openPull(ctx: StepContext, link: ForgeLink, it: ItemState, branch
   failpoint("landing:after_push");
   const found = await link.provider.findPull(branch);
   if (!found.ok) return { wait: link.failed(found) };
-  const head = gitTry(repoOf(ctx), ["rev-parse", `refs/heads/${branch}`]).stdout.trim();
-  if (found.value && (found.value.state === "open" || (found.value.merged && found.value.headSha === head))) return { pull: found.value, reused: true };
+  if (found.value && (found.value.state === "open" || (found.value.merged && found.value.headSha === head))) return { pull: found.value, reused: true, pushed: head };
   const attempt = it.attempts[it.attempts.length - 1]!;
   const title = `${it.id}: ${sanitizeLine(it.def.prompt.split("\n", 1)[0] ?? "", 80)}`;
   const body = [
@@ -110,21 +139,36 @@ async function openPull(ctx: StepContext, link: ForgeLink, it: ItemState, branch
     "",
     ctx.def.landing === "merge" ? "loop merges this pull request once every check run and status on its head is green (landing `merge`)." : "A draft: loop does not merge it (landing `pr`).",
   ].join("\n");
-  const created = await link.provider.createPull({ title, body, head: branch, base: ctx.def.base, draft: ctx.def.landing === "pr" });
+  const draft = ctx.def.landing === "pr";
+  let created = await link.provider.createPull({ title, body, head: branch, base: ctx.def.base, draft });
+  if (created.ok && created.value.kind === "refused" && created.value.code === "draft_unsupported" && draft) {
+    // Drafts are not available here (a private repository on some plans): a regular PR that says
+    // it awaits review; loop never merges it either way (landing "pr").
+    ctx.options.log.warn(`forge: the forge refused a draft pull request (${created.value.message}); opening a regular one that says it awaits review`);
+    const awaits = `${body.replace(/\n[^\n]*$/, "")}\nNot a draft only because this repository does not allow drafts: it awaits review, and loop does not merge it (landing \`pr\`).`;
+    created = await link.provider.createPull({ title, body: awaits, head: branch, base: ctx.def.base, draft: false });
+  }
   if (!created.ok) {
     if (created.kind === "http" && (created.status === 403 || created.status === 404 || created.status === 401)) return { block: `could not open a pull request: ${created.message}` };
     return { wait: link.failed(created) };
   }
+  if (created.value.kind === "refused") {
+    const r = created.value;
+    // A 422 is a refusal, named at once; "already exists" is a PR opened since the lookup: found next tick.
+    if (r.code === "exists") return { wait: `a pull request for ${branch} already exists (${r.message}); looking it up again` };
+    const why = r.code === "no_commits" ? `the branch has no commits that ${ctx.def.base} does not have, so there is nothing to open a pull request for` : r.code === "draft_unsupported" ? "the forge refused the pull request as a draft" : "the forge refused to open the pull request";
+    return { block: `${why} (${r.message})` };
+  }
   failpoint("landing:after_pr");
-  return { pull: created.value, reused: false };
+  return { pull: created.value.pull, reused: false, pushed: head };
 }
 
-function merged(ctx: StepContext, it: ItemState, pull: ForgePull, sha: string | null, finish: (l: Landing) => null): null {
+function merged(ctx: StepContext, pull: ForgePull, sha: string | null, finish: Finish): null {
   const settings = ctx.def.forge!;
   // The next item branches from the base as merged: fetch it now (a failure here is repaired by the next launch's fetch).
-  const r = gitTry(repoOf(ctx), ["fetch", "--quiet", settings.remote, `refs/heads/${ctx.def.base}:refs/remotes/${settings.remote}/${ctx.def.base}`]);
+  const r = forgeGit({ repo: repoOf(ctx), forge: settings, env: ctx.options.env, args: ["fetch", "--quiet", settings.remote, `refs/heads/${ctx.def.base}:refs/remotes/${settings.remote}/${ctx.def.base}`] });
   if (r.code !== 0) ctx.options.log.warn(`forge: could not fetch ${settings.remote}/${ctx.def.base} after the merge: ${r.stderr.trim()}`);
-  return finish({ outcome: "merged", target: ctx.def.base, commit: sha ?? pull.mergeCommitSha, reason: `pull request #${pull.number} merged into ${ctx.def.base} (${pull.url})` });
+  return finish({ outcome: "merged", target: ctx.def.base, commit: sha ?? pull.mergeCommitSha, code: "merged", reason: `pull request #${pull.number} merged into ${ctx.def.base} (${pull.url})` });
 }
 
 /** Still waiting: a transition only when the reason's kind or the head changed; the step reports the reason either way. */
@@ -135,10 +179,15 @@ function wait(ctx: StepContext, it: ItemState, w: { code: string; reason: string
   return { action: "waiting", item: it.id, reason: `landing: ${w.reason}` };
 }
 
-/** A failed request while landing: a rate limit or no answer waits; a 403/404 that is not a rate limit blocks at once. */
-function failure(ctx: StepContext, link: ForgeLink, it: ItemState, f: ForgeFailure, finish: (l: Landing) => null): StepOutcome | null {
+/**
+ * A failed request while landing (merge-gate.ts failureGate): a rate limit waits and records nothing;
+ * no answer or a 5xx is a named wait (status says it, not the last reason before it); a refusal blocks.
+ */
+function failed(ctx: StepContext, link: ForgeLink, it: ItemState, f: ForgeFailure, finish: Finish, o: { merging: boolean; number: number; pushed: string }): StepOutcome | null {
   const line = link.failed(f);
-  if (f.kind === "http" && (f.status === 403 || f.status === 404 || f.status === 401))
-    return finish({ outcome: "blocked", target: ctx.def.base, commit: null, reason: `the forge refused: ${line}` });
-  return { action: "waiting", item: it.id, reason: `landing: ${line}` };
+  const d = failureGate(f, line, o);
+  if (d === "rate_limited") return { action: "waiting", item: it.id, reason: `landing: ${line}` };
+  if (d.kind === "block") return finish({ outcome: "blocked", target: ctx.def.base, commit: null, code: d.code, reason: d.reason });
+  if (d.kind === "wait") return wait(ctx, it, { code: d.code, reason: d.reason, head: o.pushed });
+  throw new Error(`internal: a failed request decided ${d.kind}`);
 }

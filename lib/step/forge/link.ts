@@ -7,8 +7,9 @@ import { join } from "node:path";
 import type { ConditionalCache, ForgeFailure, ForgeProvider } from "../../forge/provider.ts";
 import { describeFailure } from "../../forge/provider.ts";
 import { openForge } from "../../forge/open.ts";
-import { authorized } from "../../forge/comments.ts";
+import { authorized, isLogin } from "../../forge/comments.ts";
 import { readJsonOrNull, writeFileAtomic } from "../../shared/fsutil.ts";
+import { forgeTimeout } from "../../forge/timeout.ts";
 import type { StepContext } from "../context.ts";
 
 interface CacheFile {
@@ -17,6 +18,8 @@ interface CacheFile {
   comments: { since: string | null; polledAt: number };
   /** Epoch ms before which no request is made: a rate limit said so. */
   rateLimitedUntil: number;
+  /** Item id → when reading its issue before launch first failed (epoch ms): the start of that wait's deadline. */
+  launchWaits: Record<string, number>;
 }
 
 /** ETag entries kept at most: the listings of a few items and their pull requests. */
@@ -31,8 +34,11 @@ export interface ForgeLink {
   limited(): string | null;
   /** Record a failure: a rate limit is remembered (and said); returns the failure as one line. */
   failed(f: ForgeFailure): string;
-  /** Whether a login may steer the loop (lib/forge/comments.ts authorized); permissions read once per step. */
-  authorized(login: string): Promise<boolean>;
+  /**
+   * Whether a login may steer the loop (lib/forge/comments.ts authorized); permissions read once
+   * per step. null: its permission could not be read (said), so it is neither yes nor no yet.
+   */
+  authorized(login: string): Promise<boolean | null>;
 }
 
 const links = new WeakMap<StepContext, ForgeLink>();
@@ -53,6 +59,7 @@ export async function forgeLink(ctx: StepContext): Promise<ForgeLink | null> {
     etags: read?.etags && typeof read.etags === "object" ? read.etags : {},
     comments: read?.comments ?? { since: null, polledAt: 0 },
     rateLimitedUntil: typeof read?.rateLimitedUntil === "number" ? read.rateLimitedUntil : 0,
+    launchWaits: read?.launchWaits && typeof read.launchWaits === "object" ? read.launchWaits : {},
   };
   const conditional: ConditionalCache = {
     get: (k) => (Object.hasOwn(cache.etags, k) ? cache.etags[k] : undefined),
@@ -65,9 +72,9 @@ export async function forgeLink(ctx: StepContext): Promise<ForgeLink | null> {
   };
   const token = ctx.options.env[settings.tokenEnv] || null;
   if (!token) ctx.options.log.warn(`forge: $${settings.tokenEnv} is not set; requests go unauthenticated (pull requests cannot be opened)`);
-  const provider = await openForge({ settings, token, cache: conditional });
+  const provider = await openForge({ settings, token, cache: conditional, timeoutMs: forgeTimeout(ctx.options.env, ctx.options.log.warn), notice: (m) => ctx.options.log.warn(`forge: ${m}`) });
   const link: ForgeLink = {
-    authorized: async () => false,
+    authorized: async () => null,
     provider,
     cache,
     save: () => writeFileAtomic(path, JSON.stringify(cache) + "\n"),
@@ -84,13 +91,14 @@ export async function forgeLink(ctx: StepContext): Promise<ForgeLink | null> {
   const permissions = new Map<string, string>();
   link.authorized = async (login) => {
     if (authorized({ login, allow: settings.authorizedUsers, authorizeWriters: false, permission: null })) return true;
-    if (!settings.authorizeWriters) return false;
+    if (!settings.authorizeWriters || !isLogin(login)) return false;
     if (!permissions.has(login)) {
       const r = await provider.permission(login);
-      // Not read: not authorized (fail closed), and not cached, so a later step asks again.
+      // Not read: not authorized now (fail closed), not cached, and said to be unknown, so the
+      // comment is asked about again later instead of being dropped.
       if (!r.ok) {
         link.failed(r);
-        return false;
+        return null;
       }
       permissions.set(login, r.value);
     }

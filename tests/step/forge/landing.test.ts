@@ -5,10 +5,11 @@
 // landing_blocked, dependents blocked, the loop drains) on what waiting cannot fix. Failpoints
 // inside landing prove no duplicate PR, no double merge, no lost record.
 import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { demoDefinition, git, Project } from "../../helpers/project.ts";
 import { type FakeGitHub, startFakeGitHub } from "../../helpers/fake-github.ts";
+import { validationError } from "../../helpers/github-shapes.ts";
 
 const TOKEN = "ghs_fakeTokenThatMustNotLeak42";
 const open: { p: Project; gh: FakeGitHub }[] = [];
@@ -19,7 +20,7 @@ afterEach(() => {
   }
 });
 
-function forgeProject(o: { landing: "pr" | "merge"; items?: unknown[]; env?: Record<string, string>; landingTimeout?: string; notify?: string[] }) {
+function forgeProject(o: { landing: "pr" | "merge"; items?: unknown[]; env?: Record<string, string>; landingTimeout?: string; launchTimeout?: string; notify?: string[] }) {
   const p = new Project(demoDefinition([{ id: "x", prompt: "p" }]), { env: { FAKE_GH_TOKEN: TOKEN, ...(o.env ?? {}) } });
   const gh = startFakeGitHub({ dir: p.aux });
   open.push({ p, gh });
@@ -29,19 +30,36 @@ function forgeProject(o: { landing: "pr" | "merge"; items?: unknown[]; env?: Rec
     { ref: `github:${gh.owner}/${gh.repo}#1`, prompt: "Add a.txt\n@demo write a.txt hello\n@demo commit add a" },
     { ref: `github:${gh.owner}/${gh.repo}#2`, prompt: "Add b.txt\n@demo write b.txt bee\n@demo commit add b", dependsOn: [`${gh.repo}-1`], verify: "test -f a.txt && test -f b.txt" },
   ];
-  p.writeDefinition(
-    demoDefinition(items, {
-      defaults: { landing: o.landing, timeouts: { launch: "2m", stall: "10m", verify: "2m", landing: o.landingTimeout ?? "30m" } },
-      forge: { provider: "github", repo: `${gh.owner}/${gh.repo}`, apiUrl: gh.apiUrl, tokenEnv: "FAKE_GH_TOKEN", authorizedUsers: ["alice"] },
-      ...(o.notify ? { notify: { command: o.notify } } : {}),
-    }),
-  );
+  /** loop.json with this landing (an operator's edit, when called again). */
+  const define = (landing: "pr" | "merge" | "none") =>
+    p.writeDefinition(
+      demoDefinition(items, {
+        defaults: { landing, timeouts: { launch: o.launchTimeout ?? "2m", stall: "10m", verify: "2m", landing: o.landingTimeout ?? "30m" } },
+        forge: { provider: "github", repo: `${gh.owner}/${gh.repo}`, apiUrl: gh.apiUrl, tokenEnv: "FAKE_GH_TOKEN", authorizedUsers: ["alice"] },
+        ...(o.notify ? { notify: { command: o.notify } } : {}),
+      }),
+    );
+  define(o.landing);
   git(p.root, "add", "-A");
   git(p.root, "commit", "-qm", "forge loop");
   git(p.root, "remote", "add", "origin", gh.bare);
   git(p.root, "push", "-q", "origin", "main");
-  return { p, gh };
+  return { p, gh, define };
 }
+
+/** Someone else pushes a commit adding `file` to `branch` of the remote, from their own clone; its sha. */
+function pushFromAnotherClone(p: Project, gh: FakeGitHub, branch: string, file: string): string {
+  const other = join(p.aux, "other-clone");
+  git(p.aux, "clone", "-q", gh.bare, other);
+  git(other, "checkout", "-q", branch);
+  writeFileSync(join(other, file), "not what loop verified\n");
+  git(other, "add", file);
+  git(other, "-c", "user.name=someone", "-c", "user.email=someone@example.invalid", "commit", "-qm", `add ${file}`);
+  git(other, "push", "-q", "origin", branch);
+  return git(other, "rev-parse", "HEAD");
+}
+
+const waitingForChecks = (r: { action: string; reason: string | null }) => r.action === "waiting" && (r.reason ?? "").includes("checks");
 
 /** Nothing under the state root (the log, state.json, handoffs, logs) holds the token. */
 function expectNoToken(p: Project) {
@@ -151,15 +169,20 @@ describe("landing merge", () => {
     await p.finish();
   });
 
-  test("head moved (409): re-checked and merged with the new head; never the sha not seen green", async () => {
+  test("the head moves while merging (409 to the merge asked with the pushed sha): blocked head_moved, nothing merged, the PR left open", async () => {
     const { p, gh } = forgeProject({ landing: "merge", env: green, items: [{ ref: "github:acme/api#1", prompt: "x\n@demo write a.txt a\n@demo commit a" }] });
     gh.switches.moveHeadOnMerge = true;
     const r = await p.runToDrain();
-    expect(r.loop.outcome).toBe("Succeeded");
-    expect(gh.merges).toHaveLength(1);
-    const moved = gh.headOf("loop/t/item/api-1")!;
-    expect(gh.merges[0]!.sha).toBe(moved);
-    expect(p.eventsOf("forge_landing_waiting").some((e) => e.payload.code === "head_moved")).toBe(true);
+    expect(r.loop.outcome).toBe("Failed");
+    const a = p.projection().items["api-1"]!;
+    expect(a.status).toBe("landing_blocked");
+    expect(a.reason).toContain("moved while merging");
+    expect(a.forge!.landing!.code).toBe("head_moved");
+    expect(gh.merges).toEqual([]);
+    expect([...gh.pulls.values()].map((x) => x.state)).toEqual(["open"]);
+    // The merge was asked with exactly the sha loop pushed.
+    const put = gh.requests.filter((q) => q.startsWith("PUT "));
+    expect(put).toHaveLength(1);
   });
 
   test.each([
@@ -224,6 +247,131 @@ describe("landing merge", () => {
   });
 });
 
+describe("a merge lands only what loop verified and pushed, only while both locks hold (issue 18)", () => {
+  const green = { LOOP_ALLOW_AUTO_MERGE: "1" };
+  const statusOf = async (p: Project, item: string) => JSON.parse((await p.loop(["status", "--json"])).stdout).items.find((i: { id: string }) => i.id === item);
+
+  test("a commit pushed to the item branch from another clone while checks were pending is never merged: landing_blocked head_moved, the PR left open, the base untouched", async () => {
+    const verify = "test -f a.txt && test ! -e forbidden.txt";
+    const { p, gh } = forgeProject({ landing: "merge", env: green, items: [{ ref: "github:acme/api#1", prompt: "x\n@demo write a.txt a\n@demo commit a", verify }] });
+    gh.switches.checks = "pending";
+    await p.runUntil(waitingForChecks, { what: "waiting for checks" });
+    const pushed = git(p.root, "rev-parse", "loop/t/item/api-1");
+    expect(gh.headOf("loop/t/item/api-1")).toBe(pushed);
+    const mainBefore = gh.headOf("main");
+    const sneaked = pushFromAnotherClone(p, gh, "loop/t/item/api-1", "forbidden.txt");
+    gh.switches.checks = "passing"; // the new head's checks are green too: still not loop's to merge
+    const r = await p.runToDrain();
+    expect(r.loop.outcome).toBe("Failed");
+    const a = p.projection().items["api-1"]!;
+    expect(a.status).toBe("landing_blocked");
+    expect(a.reason).toContain(`moved to ${sneaked.slice(0, 12)}`);
+    expect(a.reason).toContain(`loop pushed ${pushed.slice(0, 12)}`);
+    expect(a.reason).toContain("left open");
+    expect(gh.merges).toEqual([]);
+    expect(gh.requests.filter((q) => q.startsWith("PUT "))).toEqual([]);
+    expect(gh.headOf("main")).toBe(mainBefore);
+    expect(git(gh.bare, "ls-tree", "--name-only", "main")).not.toContain("forbidden.txt");
+    expect([...gh.pulls.values()].map((x) => x.state)).toEqual(["open"]);
+    expect(p.eventsOf("item_settled").map((e) => e.payload.outcome)).toEqual(["landing_blocked"]);
+    const s = await statusOf(p, "api-1");
+    expect(s.forge.landing).toMatchObject({ code: "head_moved", head: pushed });
+    expect(s.landing).toMatchObject({ outcome: "blocked" });
+    await p.finish();
+  });
+
+  test.each(["pr", "none"] as const)("switching landing to %s while an item waits on checks stops the merge: the item passes with its PR left open, and status says so", async (landing) => {
+    const { p, gh, define } = forgeProject({ landing: "merge", env: green, items: [{ ref: "github:acme/api#1", prompt: "x\n@demo write a.txt a\n@demo commit a" }] });
+    gh.switches.checks = "pending";
+    await p.runUntil(waitingForChecks, { what: "waiting for checks" });
+    expect((await p.loop(["status", "--text"])).stdout).toContain("landing merge: passing items' PRs are merged into main");
+    define(landing); // the operator's edit; LOOP_ALLOW_AUTO_MERGE=1 is still set
+    gh.switches.checks = "passing";
+    const r = await p.runToDrain();
+    expect(r.loop.outcome).toBe("Succeeded");
+    expect(gh.merges).toEqual([]);
+    expect(gh.requests.filter((q) => q.startsWith("PUT "))).toEqual([]);
+    const pr = [...gh.pulls.values()][0]!;
+    expect(pr.state).toBe("open");
+    const a = p.projection().items["api-1"]!;
+    expect(a.status).toBe("passed");
+    expect(a.landing).toMatchObject({ outcome: "pr_opened" });
+    expect(a.landing!.reason).toContain(`landing is "${landing}" in loop.json now`);
+    const text = (await p.loop(["status", "--text"])).stdout;
+    expect(text).not.toContain("landing merge:");
+    expect(text).toContain(`#${pr.number} ${a.forge!.pr!.url} · landing: pr_opened (landing is "${landing}" in loop.json now`);
+    expect((await statusOf(p, "api-1")).forge.landing.code).toBe("landing_changed");
+    expect(JSON.parse((await p.loop(["status", "--json"])).stdout).autoMerge).toBeNull();
+    await p.finish();
+  });
+
+  test("a PR whose base was changed to another branch is never merged: landing_blocked base_changed, neither branch touched", async () => {
+    const { p, gh } = forgeProject({ landing: "merge", env: green, items: [{ ref: "github:acme/api#1", prompt: "x\n@demo write a.txt a\n@demo commit a" }] });
+    git(p.root, "push", "-q", "origin", "main:release");
+    gh.switches.checks = "pending";
+    await p.runUntil(waitingForChecks, { what: "waiting for checks" });
+    const number = p.projection().items["api-1"]!.forge!.pr!.number;
+    const before = { main: gh.headOf("main"), release: gh.headOf("release") };
+    gh.changeBase(number, "release");
+    gh.switches.checks = "passing";
+    const r = await p.runToDrain();
+    expect(r.loop.outcome).toBe("Failed");
+    const a = p.projection().items["api-1"]!;
+    expect(a.status).toBe("landing_blocked");
+    expect(a.reason).toContain(`the base of #${number} was changed to release; loop merges only into main`);
+    expect(gh.merges).toEqual([]);
+    expect({ main: gh.headOf("main"), release: gh.headOf("release") }).toEqual(before);
+    expect((await statusOf(p, "api-1")).forge.landing.code).toBe("base_changed");
+    await p.finish();
+  });
+
+  test("a PR merged by someone else into another branch is not recorded as merged into the base", async () => {
+    const { p, gh } = forgeProject({ landing: "merge", env: green, items: [{ ref: "github:acme/api#1", prompt: "x\n@demo write a.txt a\n@demo commit a" }] });
+    git(p.root, "push", "-q", "origin", "main:release");
+    gh.switches.checks = "pending";
+    await p.runUntil(waitingForChecks, { what: "waiting for checks" });
+    const number = p.projection().items["api-1"]!.forge!.pr!.number;
+    gh.changeBase(number, "release");
+    gh.switches.checks = "passing";
+    const merged = await fetch(`${gh.apiUrl}/repos/acme/api/pulls/${number}/merge`, { method: "PUT", body: "{}" });
+    expect(merged.status).toBe(200);
+    await p.runToDrain();
+    const a = p.projection().items["api-1"]!;
+    expect(a.status).toBe("landing_blocked");
+    expect(a.reason).toContain(`#${number} was merged into release, not main`);
+    expect(p.eventsOf("landing_finished").map((e) => e.payload.outcome)).toEqual(["blocked"]);
+    await p.finish();
+  });
+
+  test("a 500, then a 422, to the merge request: status names each (never the stale checks_pending); the 500 waits, the 422 blocks", async () => {
+    const { p, gh } = forgeProject({ landing: "merge", env: green, items: [{ ref: "github:acme/api#1", prompt: "x\n@demo write a.txt a\n@demo commit a" }] });
+    gh.switches.checks = "pending";
+    await p.runUntil(waitingForChecks, { what: "waiting for checks" });
+    expect((await statusOf(p, "api-1")).forge.landing.code).toBe("checks_pending");
+    gh.switches.checks = "passing";
+    gh.switches.mergeRefusal = { status: 500, message: "Server Error" };
+    const w = await p.run();
+    expect([w.action, w.reason]).toEqual(["waiting", expect.stringContaining("HTTP 500")]);
+    const s = await statusOf(p, "api-1");
+    expect(s.forge.landing).toMatchObject({ code: "forge_error", reason: expect.stringContaining("HTTP 500") });
+    const text = (await p.loop(["status", "--text"])).stdout;
+    expect(text).toContain("landing: waiting (forge_error:");
+    expect(text).not.toContain("checks_pending");
+    // Asked again next tick; the same answer records nothing new.
+    const head = p.head();
+    await p.run();
+    expect(p.head()).toBe(head);
+    gh.switches.mergeRefusal = { status: 422, message: "Validation Failed" };
+    await p.runToDrain();
+    const a = p.projection().items["api-1"]!;
+    expect(a.status).toBe("landing_blocked");
+    expect(a.reason).toContain("HTTP 422");
+    expect((await statusOf(p, "api-1")).forge.landing).toMatchObject({ code: "merge_refused", reason: expect.stringContaining("HTTP 422") });
+    expect(gh.merges).toEqual([]);
+    await p.finish();
+  });
+});
+
 describe("failpoints inside landing", () => {
   test.each(["landing:after_push", "landing:after_pr", "landing:before_merge_call", "landing:after_merge_call", "landing:before_commit", "forge:before_commit", "forge:after_commit"])("killed at %s: one PR, one merge, every record", async (fp) => {
     const { p, gh } = forgeProject({ landing: "merge", env: { LOOP_ALLOW_AUTO_MERGE: "1" }, items: [{ ref: "github:acme/api#1", prompt: "x\n@demo write a.txt a\n@demo commit a" }] });
@@ -241,5 +389,137 @@ describe("failpoints inside landing", () => {
     expect(p.eventsOf("landing_finished")).toHaveLength(1);
     expect(p.eventsOf("item_settled").map((e) => e.payload.outcome)).toEqual(["passed"]);
     await p.finish();
+  });
+});
+
+describe("GitHub as it really answers (issue 25; issue 18 defects 4 and 6)", () => {
+  const green = { LOOP_ALLOW_AUTO_MERGE: "1" };
+  const one = (n = 1) => [{ ref: `github:acme/api#${n}`, prompt: "x\n@demo write a.txt a\n@demo commit a" }];
+
+  test("skipped and neutral check runs are not red: the PR is merged", async () => {
+    const { p, gh } = forgeProject({ landing: "merge", env: green, items: one() });
+    gh.switches.checks = { runs: [{ name: "deploy", status: "completed", conclusion: "skipped" }, { name: "docs", status: "completed", conclusion: "neutral" }, { name: "build", status: "completed", conclusion: "success" }], statuses: [] };
+    const r = await p.runToDrain();
+    expect(r.loop.outcome).toBe("Succeeded");
+    expect(gh.merges).toHaveLength(1);
+    expect(p.projection().items["api-1"]!.status).toBe("passed");
+  });
+
+  test.each([
+    ["a failing 31st commit status", { runs: [], statuses: Array.from({ length: 31 }, (_, i) => ({ context: `ci/${i + 1}`, state: i === 30 ? ("failure" as const) : ("success" as const) })) }, "status ci/31 is failure"],
+    ["100 passing check runs and a failing one on page 2", { runs: [...Array.from({ length: 100 }, (_, i) => ({ name: `ok-${i}`, status: "completed" as const, conclusion: "success" as const })), { name: "security-scan", status: "completed" as const, conclusion: "failure" as const }], statuses: [] }, "check run security-scan concluded failure"],
+  ])("every page of checks is read: %s blocks the merge", async (_, checks, reason) => {
+    const { p, gh } = forgeProject({ landing: "merge", env: green, items: one() });
+    gh.switches.checks = checks;
+    await p.runToDrain();
+    const a = p.projection().items["api-1"]!;
+    expect([a.status, a.reason]).toEqual(["landing_blocked", expect.stringContaining(reason)]);
+    expect(gh.merges).toEqual([]);
+  });
+
+  test("more check runs than loop reads: blocked, saying so, never merged", async () => {
+    const { p, gh } = forgeProject({ landing: "merge", env: green, items: one() });
+    gh.switches.maxPerPage = 2;
+    gh.switches.checks = { runs: Array.from({ length: 21 }, (_, i) => ({ name: `ok-${i}`, status: "completed" as const, conclusion: "success" as const })), statuses: [] };
+    await p.runToDrain();
+    const a = p.projection().items["api-1"]!;
+    expect([a.status, a.reason]).toEqual(["landing_blocked", expect.stringContaining("21 check runs on")]);
+    expect(a.reason).toContain("20 read");
+    expect(gh.merges).toEqual([]);
+  });
+
+  test("a transferred, a deleted, a missing issue and a pull request's number settle their items at once, named; the loop goes on", async () => {
+    const items = [1, 2, 3, 40, 4].map((n) => ({ ref: `github:acme/api#${n}`, prompt: `x\n@demo write f${n}.txt a\n@demo commit a` }));
+    const { p, gh } = forgeProject({ landing: "pr", items });
+    gh.addIssue({ number: 4, title: "a real one" });
+    gh.switches.transferred.set(1, { repo: "other/place", repoId: 77, number: 8 });
+    gh.switches.deleted.add(2);
+    gh.pulls.set(40, { number: 40, title: "someone's PR", body: "", head: "x", base: "main", draft: false, state: "open", merged: false, merge_commit_sha: null });
+    const r = await p.runToDrain();
+    expect(r.loop.state).toBe("drained");
+    const it = p.projection().items;
+    expect(["api-1", "api-2", "api-3", "api-40", "api-4"].map((id) => [id, it[id]!.status, it[id]!.attempts.length])).toEqual([
+      ["api-1", "skipped", 0],
+      ["api-2", "skipped", 0],
+      ["api-3", "blocked", 0],
+      ["api-40", "blocked", 0],
+      ["api-4", "passed", 1],
+    ]);
+    expect(it["api-1"]!.reason).toBe("issue #1 was transferred to another repository (now https://github.invalid/other/place/issues/8)");
+    expect(it["api-2"]!.reason).toBe("issue #2 was deleted");
+    expect(it["api-3"]!.reason).toBe("issue #3 does not exist in acme/api; fix the item's ref");
+    expect(it["api-40"]!.reason).toBe("#40 is a pull request, not an issue; fix the item's ref");
+  });
+
+  test("an issue that cannot be read waits, but only until timeouts.launch; then the item is blocked with the last failure and the loop goes on", async () => {
+    const { p, gh } = forgeProject({ landing: "pr", launchTimeout: "1s", items: [...one(1), { ref: "github:acme/api#2", prompt: "y\n@demo write b.txt b\n@demo commit b" }] });
+    gh.switches.fail = { match: (r) => r.path === "/repos/acme/api/issues/1", status: 502, count: 1_000 };
+    const w = await p.run();
+    expect([w.action, w.reason]).toEqual(["waiting", expect.stringContaining("could not read issue #1: HTTP 502")]);
+    await Bun.sleep(1100);
+    const r = await p.runToDrain();
+    expect(r.loop.state).toBe("drained");
+    const it = p.projection().items;
+    expect([it["api-1"]!.status, it["api-1"]!.reason]).toEqual(["blocked", expect.stringContaining("issue #1 could not be read for 1s (timeouts.launch): HTTP 502")]);
+    expect(it["api-2"]!.status).toBe("passed");
+  });
+
+  test("a renamed repository: loop follows GitHub's redirects on the same host, says so, and lands", async () => {
+    const { p, gh } = forgeProject({ landing: "merge", env: green, items: one() });
+    gh.switches.renamedTo = "api-renamed";
+    const first = await p.run();
+    expect(first.stderr).toContain("a renamed repository: set forge.repo to its new name");
+    const r = await p.runToDrain();
+    expect(r.loop.outcome).toBe("Succeeded");
+    expect(gh.merges).toHaveLength(1);
+  });
+
+  test("drafts refused (a plan without them): landing pr opens a regular PR that says it awaits review, and says so", async () => {
+    const { p, gh } = forgeProject({ landing: "pr", items: one() });
+    gh.switches.draftsRefused = true;
+    let said = "";
+    for (let i = 0; i < 60 && gh.pulls.size === 0; i++) {
+      said += (await p.run()).stderr;
+      await Bun.sleep(150);
+    }
+    expect(said).toContain("the forge refused a draft pull request (Validation Failed: Draft pull requests are not supported in this repository.); opening a regular one");
+    await p.runToDrain();
+    const pulls = [...gh.pulls.values()];
+    expect(pulls.map((x) => x.draft)).toEqual([false]);
+    expect(pulls[0]!.body).toContain("awaits review, and loop does not merge it");
+    const a = p.projection().items["api-1"]!;
+    expect(a.status).toBe("passed");
+    expect(p.eventsOf("landing_finished")[0]!.payload.outcome).toBe("pr_opened");
+    expect(gh.merges).toEqual([]);
+  });
+
+  test("a branch with nothing to merge is refused (422): blocked at once with its own reason, not a wait until the deadline", async () => {
+    const { p, gh } = forgeProject({ landing: "merge", env: green, items: one() });
+    gh.intercept.push((r) => (r.method === "POST" && r.path === "/repos/acme/api/pulls" ? { status: 422, body: validationError("No commits between main and loop/t/item/api-1") } : null));
+    await p.runToDrain();
+    const a = p.projection().items["api-1"]!;
+    expect([a.status, a.reason]).toEqual(["landing_blocked", expect.stringContaining("has no commits that main does not have")]);
+    expect(gh.pulls.size).toBe(0);
+  });
+
+  test("behind, with a base that must be up to date: blocked at once, naming it (loop does not update branches it did not verify)", async () => {
+    const { p, gh } = forgeProject({ landing: "merge", env: green, items: one() });
+    gh.switches.behind = true;
+    await p.runToDrain();
+    const a = p.projection().items["api-1"]!;
+    expect([a.status, a.reason]).toEqual(["landing_blocked", expect.stringContaining("Head branch is not up to date with the base branch")]);
+    expect(gh.merges).toEqual([]);
+  });
+
+  test("a merge request that never answers is a wait at the deadline (LOOP_FORGE_TIMEOUT), not a hang; the next tick merges", async () => {
+    const { p, gh } = forgeProject({ landing: "merge", env: { ...green, LOOP_FORGE_TIMEOUT: "1s" }, items: one() });
+    gh.switches.hang = (r) => r.method === "PUT" && r.path.endsWith("/merge");
+    const w = await p.runUntil((r) => r.action === "waiting" && (r.reason ?? "").includes("no answer within 1s"), { what: "the merge's deadline" });
+    expect(w.reason).toContain("PUT /repos/acme/api/pulls/");
+    expect(gh.merges).toEqual([]);
+    gh.switches.hang = null;
+    const r = await p.runToDrain();
+    expect(r.loop.outcome).toBe("Succeeded");
+    expect(gh.merges).toHaveLength(1);
   });
 });

@@ -1,0 +1,40 @@
+#!/usr/bin/env bun
+// loop serve: a read-only web page of one or more loops, with JSON APIs and Prometheus metrics.
+import { DESCRIPTIONS } from "../lib/shared/tools.ts";
+import { defineTool, EXIT, resolveRoot, resolveStateRoot, main, UsageError } from "../lib/shared/cli.ts";
+import { startServe } from "../lib/serve/serve.ts";
+import { DEFAULT_LISTEN, TOKEN_ENV } from "../lib/serve/access.ts";
+
+export const tool = defineTool({
+  name: "loop-serve",
+  description: DESCRIPTIONS.serve,
+  args: {
+    root: { type: "string", multiple: true, description: "a project root to serve; repeatable, one loop each (default: nearest ancestor holding loop.json, else the cwd)", valueHint: "dir" },
+    listen: { type: "string", description: `where to listen (default ${DEFAULT_LISTEN}; port 0 picks a free port)`, valueHint: "host:port" },
+    token: { type: "string", description: `the token every request must carry (default $${TOKEN_ENV}); required to listen beyond loopback`, valueHint: "token" },
+  },
+  footer:
+    "Prints the address on stdout (first line), serves until SIGINT or SIGTERM.\nExit codes: 130 stopped by a signal, 1 cannot listen, 2 usage (a token missing for a non-loopback address; missing, corrupt or outdated store).",
+  async run(args, ctx) {
+    const roots = args.root.length ? args.root : [undefined];
+    if (roots.length > 1 && args["state-root"]) throw new UsageError("--state-root names one state root: with several --root, each loop's state root is <root>/.loop");
+    if (roots.length > 1 && ctx.env.LOOP_STATE_ROOT) throw new UsageError("LOOP_STATE_ROOT names one state root: unset it to serve several --root (each loop's state root is then <root>/.loop)");
+    const loops = roots.map((r) => {
+      const root = resolveRoot(r, ctx.cwd);
+      return { root, stateRoot: resolveStateRoot({ root, flag: args["state-root"], env: ctx.env, cwd: ctx.cwd }) };
+    });
+    const served = startServe({ loops, listen: args.listen ?? DEFAULT_LISTEN, token: args.token, env: ctx.env, log: (m) => ctx.log.warn(m) });
+    const doc = served.document;
+    // The first line of stdout is the address (port 0: the one picked), written before serving on.
+    await ctx.outRaw(ctx.format === "json" ? JSON.stringify(doc) + "\n" : `${doc.url}\n${doc.loops.map((l) => `${l.name}: ${l.url}  (${l.root})`).join("\n")}\n`);
+    ctx.log.info(`loop serve: ${doc.loops.length} loop${doc.loops.length === 1 ? "" : "s"} on ${doc.url}${doc.token ? " (token required)" : ""}; Ctrl-C stops`);
+    await new Promise<void>((resolve) => {
+      process.once("SIGINT", resolve);
+      process.once("SIGTERM", resolve);
+    });
+    await served.stop();
+    return EXIT.interrupted;
+  },
+});
+
+if (import.meta.main) await main(tool);

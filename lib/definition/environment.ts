@@ -1,0 +1,140 @@
+// The environment an agent, a verify command or a planner starts with: a policy, not an
+// inheritance (docs/runners.md#the-environment). Pure: plain data in (loop's own environment, the
+// policy), plain data out (the child's environment). Loop's own secrets (the forge token, GitHub's
+// token variables, LOOP_ALLOW_AUTO_MERGE, what loop.json's `environment.secrets` names) never pass,
+// whatever the policy; under "clean" only what is declared passes, with PATH, HOME, locale, TMPDIR.
+
+/** `environment.policy`: everything but loop's secrets (the default), or only what is declared. */
+export type EnvPolicy = "inherit" | "clean";
+
+/** loop.json's `environment` section, normalized (docs/loop-json.md#environment). */
+export interface NormEnvironment {
+  policy: EnvPolicy;
+  /** Names (or `*` patterns) every agent, verify command and planner gets under "clean". */
+  pass: string[];
+  /** Names (or patterns) that are loop's own, added to the built-in ones: never passed to anything loop starts. */
+  secrets: string[];
+  /** Names (or patterns) each command runner declares it needs (`runners.<name>.environment`). */
+  runners: Record<string, string[]>;
+}
+
+export const DEFAULT_ENVIRONMENT: NormEnvironment = { policy: "inherit", pass: [], secrets: [], runners: {} };
+
+/** Loop's own whatever loop.json says: GitHub's token variables and the auto-merge lock. */
+export const BUILTIN_SECRETS: readonly string[] = ["GITHUB_TOKEN", "GH_TOKEN", "LOOP_ALLOW_AUTO_MERGE"];
+
+/** What every child gets under "clean": where programs are, the home, the locale, the temporary folder. */
+export const CLEAN_BASE: readonly string[] = ["PATH", "HOME", "LANG", "LANGUAGE", "LC_*", "TMPDIR"];
+
+/** What every agent CLI may need besides its own: who it runs as, its terminal, proxies and CA bundles, config homes, git identity. */
+const AGENT_COMMON: readonly string[] = [
+  "USER",
+  "LOGNAME",
+  "SHELL",
+  "TERM",
+  "TZ",
+  "XDG_CONFIG_HOME",
+  "XDG_CACHE_HOME",
+  "XDG_DATA_HOME",
+  "XDG_STATE_HOME",
+  "HTTP_PROXY",
+  "HTTPS_PROXY",
+  "NO_PROXY",
+  "ALL_PROXY",
+  "http_proxy",
+  "https_proxy",
+  "no_proxy",
+  "all_proxy",
+  "SSL_CERT_FILE",
+  "SSL_CERT_DIR",
+  "NODE_EXTRA_CA_CERTS",
+  "REQUESTS_CA_BUNDLE",
+  "GIT_AUTHOR_NAME",
+  "GIT_AUTHOR_EMAIL",
+  "GIT_COMMITTER_NAME",
+  "GIT_COMMITTER_EMAIL",
+  "EMAIL",
+];
+
+/**
+ * The variables each preset's CLI documents (checked against their docs: Claude Code's environment
+ * variable reference, Codex's config-file/environment-variables page, aider's options and API-key
+ * pages): provider keys, endpoints, cloud providers' credentials, config homes.
+ */
+export const PRESET_ENVIRONMENT: Readonly<Record<"claude" | "codex" | "aider", readonly string[]>> = {
+  // ANTHROPIC_API_KEY / _AUTH_TOKEN / _BASE_URL / _MODEL…, CLAUDE_CONFIG_DIR and CLAUDE_CODE_*
+  // (Bedrock, Vertex, Foundry switches, CLAUDE_CODE_OAUTH_TOKEN), Bedrock's AWS_*, Vertex's
+  // CLOUD_ML_REGION, VERTEX_REGION_* and Google credentials, IS_SANDBOX (root in a sandbox).
+  claude: [...AGENT_COMMON, "ANTHROPIC_*", "CLAUDE_*", "DISABLE_*", "API_TIMEOUT_MS", "MAX_THINKING_TOKENS", "MCP_*", "AWS_*", "CLOUD_ML_REGION", "VERTEX_REGION_*", "GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_PROJECT", "IS_SANDBOX"],
+  // CODEX_HOME, CODEX_SQLITE_HOME, CODEX_API_KEY, CODEX_ACCESS_TOKEN, OPENAI_API_KEY / _BASE_URL,
+  // OPENAI_FEDERATION_RULE_ID / _IDENTITY_TOKEN_FILE. A provider's own key named with env_key in
+  // config.toml is the operator's to pass (environment.pass).
+  codex: [...AGENT_COMMON, "CODEX_*", "OPENAI_*"],
+  // AIDER_* (every option), and the providers' keys and endpoints litellm reads (OPENAI_API_KEY,
+  // ANTHROPIC_API_KEY, DEEPSEEK_API_KEY, OPENROUTER_API_KEY, GEMINI_API_KEY, …, OLLAMA_API_BASE),
+  // Azure's, Vertex's (VERTEXAI_PROJECT, VERTEXAI_LOCATION, Google credentials), Bedrock's AWS_*.
+  aider: [...AGENT_COMMON, "AIDER_*", "*_API_KEY", "*_API_BASE", "*_API_VERSION", "OPENAI_*", "ANTHROPIC_*", "AZURE_*", "VERTEXAI_*", "GOOGLE_APPLICATION_CREDENTIALS", "AWS_*", "OLLAMA_*"],
+};
+
+/** A variable name, or a pattern with `*` standing for any run of name characters. */
+export const ENV_PATTERN = /^[A-Za-z_*][A-Za-z0-9_*]*$/;
+
+/** Does `name` match `pattern` (`*`: any run of characters, possibly none)? */
+export function matchesName(pattern: string, name: string): boolean {
+  if (!pattern.includes("*")) return pattern === name;
+  const parts = pattern.split("*");
+  if (!name.startsWith(parts[0]!)) return false;
+  let at = parts[0]!.length;
+  for (let i = 1; i < parts.length - 1; i++) {
+    const found = name.indexOf(parts[i]!, at);
+    if (found < 0) return false;
+    at = found + parts[i]!.length;
+  }
+  const last = parts[parts.length - 1]!;
+  return name.length - at >= last.length && name.endsWith(last);
+}
+
+const matchesAny = (patterns: readonly string[], name: string) => patterns.some((p) => matchesName(p, name));
+
+/** How one child's environment is made from loop's own: the policy, what it declares, what never passes. */
+export interface EnvRule {
+  policy: EnvPolicy;
+  /** What passes under "clean" (besides CLEAN_BASE). */
+  keep: string[];
+  /** What never passes. */
+  drop: string[];
+}
+
+/** The child's environment: `parent` filtered by `rule` (drop wins over keep). */
+export function childEnvironment(parent: Record<string, string | undefined>, rule: EnvRule): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(parent)) {
+    if (value === undefined || matchesAny(rule.drop, name)) continue;
+    if (rule.policy === "clean" && !matchesAny(CLEAN_BASE, name) && !matchesAny(rule.keep, name)) continue;
+    out[name] = value;
+  }
+  return out;
+}
+
+/** Loop's own secrets for a definition: the built-in ones, the forge token's variable, and `environment.secrets`. */
+export function loopSecrets(def: { forge?: { tokenEnv: string }; environment: NormEnvironment }): string[] {
+  return [...new Set([...BUILTIN_SECRETS, ...(def.forge ? [def.forge.tokenEnv] : []), ...def.environment.secrets])];
+}
+
+/** What a runner declares it needs: a preset's documented variables, a command runner's `environment`, the demo nothing. */
+export function runnerEnvironment(runner: string, env: NormEnvironment): string[] {
+  if (Object.hasOwn(PRESET_ENVIRONMENT, runner)) return [...PRESET_ENVIRONMENT[runner as keyof typeof PRESET_ENVIRONMENT]];
+  return Object.hasOwn(env.runners, runner) ? [...env.runners[runner]!] : [];
+}
+
+type DefLike = { forge?: { tokenEnv: string }; environment: NormEnvironment };
+
+/** The rule for an agent session (or a planner) of `runner`. */
+export function agentRule(def: DefLike, runner: string): EnvRule {
+  return { policy: def.environment.policy, keep: [...def.environment.pass, ...runnerEnvironment(runner, def.environment)], drop: loopSecrets(def) };
+}
+
+/** The rule for a verify command: what every child may get, none of a runner's (the model keys are the agent's). */
+export function verifyRule(def: DefLike): EnvRule {
+  return { policy: def.environment.policy, keep: [...def.environment.pass], drop: loopSecrets(def) };
+}

@@ -1,0 +1,414 @@
+// What happened to each item and to the loop, in time, folded from the event log (docs/events.md):
+// every attempt of every epoch with the times of its phases, its verdict, verify, pull request and
+// landing, and the waits (a question, a pause, a stop, an environment fault). `loop status` says what
+// *is*; this says *when*, for the timeline and the item pages of `loop serve`.
+//
+// It reads the events' documented payloads, not the projection's tables: the projection is a cache
+// whose shape may change, the log's vocabulary is a contract. Pure: `foldEvent` takes plain events and
+// mutates a history the caller owns (the server folds each new event once, as the log grows). An
+// event type this fold does not know is counted and otherwise ignored: a newer writer's events never
+// stop the page.
+
+/** An event as read from the log, its payload parsed. */
+export interface LogEvent {
+  seq: number;
+  ts: string;
+  type: string;
+  actor: string;
+  item: string | null;
+  payload: any;
+}
+
+/** The phases an attempt's bar is split into (docs/cli/loop-serve.md#the-timeline). */
+export const PHASE_KINDS = ["launching", "agent", "verify", "landing", "checks", "rework"] as const;
+export type PhaseKind = (typeof PHASE_KINDS)[number];
+
+/**
+ * A stretch of time; `to` null: still going. Times are ms since the epoch, parsed once when the
+ * event is folded (the log's ISO 8601 text is exact to the ms; parsing it on every render would be
+ * most of the render: bench/README.md, loop serve).
+ */
+export interface Span {
+  from: number;
+  to: number | null;
+}
+
+export interface Phase extends Span {
+  kind: PhaseKind;
+}
+
+export interface VerifyHistory {
+  command: string | null;
+  log: string | null;
+  reservedAt: number | null;
+  startedAt: number | null;
+  deadline: string | null;
+  finishedAt: number | null;
+  passed: boolean | null;
+  exitCode: number | null;
+  timedOut: boolean;
+  reason: string | null;
+  tail: string | null;
+}
+
+export interface AttemptHistory {
+  epoch: number;
+  n: number;
+  runner: string | null;
+  model: string | null;
+  branch: string | null;
+  sessionDir: string | null;
+  /** The agent's output log (session_started). */
+  log: string | null;
+  reservedAt: number;
+  startedAt: number | null;
+  /** How the agent's session ended (session_ended, launch_failed, needs_input, environment_fault). */
+  end: { at: number; verdict: string; exitCode: number | null; signal: string | null; reason: string } | null;
+  question: string | null;
+  verify: VerifyHistory | null;
+  pr: { at: number; number: number; url: string; head: string; draft: boolean; reused: boolean } | null;
+  /** Each change of the landing wait through a forge (forge_landing_waiting), oldest first. */
+  landingWaits: { at: number; code: string; reason: string }[];
+  landing: { at: number; outcome: string; target: string | null; commit: string | null; reason: string } | null;
+  /** The attempt's fate: requeued (failed or not), or the item's settlement. */
+  outcome: { at: number; kind: string; reason: string } | null;
+  closed: { at: number; how: string; reason: string } | null;
+  /** When a reset ended an attempt that had not finished. */
+  abandonedAt: number | null;
+  /**
+   * Phases recorded by events of their own rather than derived from the attempt's times (reworks,
+   * once forge reactions record them): `phasesOf` draws them after the derived ones.
+   */
+  extraPhases: Phase[];
+}
+
+export type ItemWaitKind = "needs_input";
+export interface ItemWait extends Span {
+  kind: ItemWaitKind;
+  label: string;
+}
+
+export interface ItemHistory {
+  id: string;
+  ref: string | null;
+  prompt: string | null;
+  /** The current epoch (work_item_reset boundaries so far). */
+  epoch: number;
+  attempts: AttemptHistory[];
+  waits: ItemWait[];
+  resets: { at: number; actor: string }[];
+  replies: { at: number; actor: string }[];
+  controls: { at: number; actor: string; verb: string }[];
+}
+
+export type LoopWaitKind = "paused" | "stopped" | "environment";
+export interface LoopWait extends Span {
+  kind: LoopWaitKind;
+  label: string;
+}
+
+export interface History {
+  seq: number;
+  hash: string;
+  name: string | null;
+  /** The first and the last event's time (ms). */
+  firstTs: number | null;
+  lastTs: number | null;
+  /** Item ids in the latest definition's order, then items no longer in it. */
+  order: string[];
+  items: Map<string, ItemHistory>;
+  waits: LoopWait[];
+  /** Attempts reserved, in every epoch: a counter that only goes up. */
+  attempts: number;
+  /** Events of types this fold does not know, by type. */
+  unknown: Record<string, number>;
+}
+
+export function emptyHistory(): History {
+  return { seq: 0, hash: "", name: null, firstTs: null, lastTs: null, order: [], items: new Map(), waits: [], attempts: 0, unknown: {} };
+}
+
+function item(h: History, id: string): ItemHistory {
+  let it = h.items.get(id);
+  if (!it) {
+    it = { id, ref: null, prompt: null, epoch: 0, attempts: [], waits: [], resets: [], replies: [], controls: [] };
+    h.items.set(id, it);
+    h.order.push(id);
+  }
+  return it;
+}
+
+/** The attempt an item event names: the latest attempt of the current epoch with that number. */
+function attemptOf(it: ItemHistory, n: unknown): AttemptHistory | null {
+  const a = it.attempts[it.attempts.length - 1];
+  return a && a.epoch === it.epoch && (n === undefined || a.n === n) ? a : null;
+}
+
+function closeItemWait(it: ItemHistory, ts: number): void {
+  for (const w of it.waits) if (w.to === null) w.to = ts;
+}
+
+function openLoopWait(h: History, kind: LoopWaitKind, label: string, ts: number): void {
+  closeLoopWait(h, ts);
+  h.waits.push({ kind, label, from: ts, to: null });
+}
+
+function closeLoopWait(h: History, ts: number): void {
+  const w = h.waits[h.waits.length - 1];
+  if (w && w.to === null) w.to = ts;
+}
+
+function str(v: unknown): string | null {
+  return typeof v === "string" ? v : null;
+}
+function num(v: unknown): number | null {
+  return typeof v === "number" ? v : null;
+}
+
+type Handler = (h: History, e: LogEvent, it: ItemHistory | null, t: number) => void;
+
+/**
+ * What each event type means for the timeline. A later event type (a forge reaction's rework, spend)
+ * is one more entry here: a rework pushes a `{kind: "rework", from, to}` onto its attempt's
+ * `extraPhases` and closes it when the rework ends.
+ */
+const HANDLERS: Record<string, Handler> = {
+  store_opened() {},
+  store_bound() {},
+  lease_taken_over() {},
+  notified() {},
+  definition_imported(h, e, _it, t) {
+    h.name = str(e.payload?.name) ?? h.name;
+    const defs: any[] = Array.isArray(e.payload?.items) ? e.payload.items : [];
+    const ids = new Set<string>();
+    for (const d of defs) {
+      if (typeof d?.id !== "string") continue;
+      ids.add(d.id);
+      const it = item(h, d.id);
+      it.ref = str(d.ref);
+      it.prompt = str(d.prompt);
+    }
+    h.order = [...defs.map((d) => d?.id).filter((id): id is string => typeof id === "string"), ...h.order.filter((id) => !ids.has(id))];
+  },
+  loop_started() {},
+  loop_paused(h, e, _it, t) {
+    openLoopWait(h, "paused", str(e.payload?.reason) ?? "paused", t);
+  },
+  loop_stopped(h, e, _it, t) {
+    openLoopWait(h, "stopped", str(e.payload?.reason) ?? "stopped", t);
+  },
+  loop_resumed(h, e, _it, t) {
+    closeLoopWait(h, t);
+  },
+  loop_drained() {},
+  loop_reopened() {},
+  environment_fault(h, e, it, t) {
+    const reason = str(e.payload?.reason) ?? "environment fault";
+    if (it) {
+      const a = attemptOf(it, e.payload?.attempt ?? undefined);
+      if (a && e.payload?.attempt != null) {
+        a.end = { at: t, verdict: "environment_fault", exitCode: null, signal: null, reason };
+        a.outcome = { at: t, kind: "requeued", reason: `environment fault (${str(e.payload?.kind) ?? "?"})` };
+      }
+    }
+    openLoopWait(h, "environment", `environment fault: ${reason}${e.payload?.fix ? `. To fix: ${e.payload.fix}` : ""}`, t);
+  },
+  control_recorded(h, e, it, t) {
+    it?.controls.push({ at: t, actor: e.actor, verb: str(e.payload?.verb) ?? "?" });
+  },
+  reply_recorded(h, e, it, t) {
+    it?.replies.push({ at: t, actor: e.actor });
+  },
+  launch_reserved(h, e, it, t) {
+    if (!it) return;
+    const p = e.payload ?? {};
+    h.attempts++;
+    it.attempts.push({
+      epoch: it.epoch,
+      n: num(p.attempt) ?? it.attempts.filter((a) => a.epoch === it.epoch).length + 1,
+      runner: str(p.runner),
+      model: str(p.model),
+      branch: str(p.branch),
+      sessionDir: str(p.sessionDir),
+      log: null,
+      reservedAt: t,
+      startedAt: null,
+      end: null,
+      question: null,
+      verify: null,
+      pr: null,
+      landingWaits: [],
+      landing: null,
+      outcome: null,
+      closed: null,
+      abandonedAt: null,
+      extraPhases: [],
+    });
+  },
+  session_started(h, e, it, t) {
+    const a = it && attemptOf(it, e.payload?.attempt);
+    if (!a) return;
+    a.startedAt = t;
+    a.log = str(e.payload?.log);
+  },
+  launch_failed(h, e, it, t) {
+    const a = it && attemptOf(it, e.payload?.attempt);
+    if (!a) return;
+    a.end = { at: t, verdict: e.payload?.interrupted ? "launch_interrupted" : "launch_failed", exitCode: null, signal: null, reason: str(e.payload?.reason) ?? "" };
+  },
+  session_ended(h, e, it, t) {
+    const a = it && attemptOf(it, e.payload?.attempt);
+    if (!a) return;
+    const p = e.payload ?? {};
+    a.end = { at: t, verdict: str(p.verdict) ?? "?", exitCode: num(p.exitCode), signal: str(p.signal), reason: str(p.reason) ?? "" };
+  },
+  needs_input(h, e, it, t) {
+    const a = it && attemptOf(it, e.payload?.attempt);
+    if (!a || !it) return;
+    const q = str(e.payload?.question) ?? "";
+    a.question = q;
+    a.end = { at: t, verdict: "needs_input", exitCode: null, signal: null, reason: "asked a question" };
+    it.waits.push({ kind: "needs_input", label: `needs input: ${q}`, from: t, to: null });
+  },
+  verify_reserved(h, e, it, t) {
+    const a = it && attemptOf(it, e.payload?.attempt);
+    if (!a) return;
+    a.verify = { ...emptyVerify(), command: str(e.payload?.command), log: str(e.payload?.log), reservedAt: t };
+  },
+  verify_started(h, e, it, t) {
+    const a = it && attemptOf(it, e.payload?.attempt);
+    if (!a) return;
+    a.verify ??= { ...emptyVerify(), reservedAt: t };
+    a.verify.startedAt = t;
+    a.verify.deadline = str(e.payload?.deadline);
+    a.verify.log ??= str(e.payload?.log);
+  },
+  verify_finished(h, e, it, t) {
+    const a = it && attemptOf(it, e.payload?.attempt);
+    if (!a) return;
+    const p = e.payload ?? {};
+    // verify: false, or a verify that never ran: the verdict is all there is (a zero-length phase).
+    a.verify ??= { ...emptyVerify(), reservedAt: t };
+    Object.assign(a.verify, {
+      finishedAt: t,
+      passed: p.passed === true,
+      exitCode: num(p.exitCode),
+      timedOut: p.timedOut === true,
+      reason: str(p.reason),
+      tail: str(p.tail),
+      log: str(p.log) ?? a.verify.log,
+    });
+  },
+  forge_pr_recorded(h, e, it, t) {
+    const a = it && attemptOf(it, e.payload?.attempt);
+    if (!a) return;
+    const p = e.payload ?? {};
+    a.pr = { at: a.pr?.at ?? t, number: num(p.number) ?? 0, url: str(p.url) ?? "", head: str(p.head) ?? "", draft: p.draft === true, reused: p.reused === true };
+  },
+  forge_landing_waiting(h, e, it, t) {
+    const a = it && attemptOf(it, e.payload?.attempt);
+    if (!a) return;
+    a.landingWaits.push({ at: t, code: str(e.payload?.code) ?? "?", reason: str(e.payload?.reason) ?? "" });
+  },
+  forge_thread_baselined() {},
+  forge_comment_handled() {},
+  forge_question_posted() {},
+  landing_finished(h, e, it, t) {
+    const a = it && attemptOf(it, e.payload?.attempt);
+    if (!a) return;
+    const p = e.payload ?? {};
+    a.landing = { at: t, outcome: str(p.outcome) ?? "?", target: str(p.target), commit: str(p.commit), reason: str(p.reason) ?? "" };
+  },
+  item_requeued(h, e, it, t) {
+    if (!it) return;
+    closeItemWait(it, t);
+    const a = attemptOf(it, undefined);
+    if (a && a.outcome === null && a.abandonedAt === null)
+      a.outcome = { at: t, kind: e.payload?.failed ? "failed" : "requeued", reason: str(e.payload?.reason) ?? "" };
+  },
+  item_settled(h, e, it, t) {
+    if (!it) return;
+    closeItemWait(it, t);
+    const a = attemptOf(it, undefined);
+    const kind = str(e.payload?.outcome) ?? "?";
+    // An attempt without an outcome is the one in flight (every requeue gives the one before its
+    // outcome): a settlement ends it. An item settled while pending has none such.
+    if (a && a.outcome === null && a.abandonedAt === null)
+      a.outcome = { at: t, kind, reason: str(e.payload?.reason) ?? "" };
+  },
+  session_closed(h, e, it, t) {
+    const a = it && attemptOf(it, e.payload?.attempt);
+    if (!a) return;
+    a.closed = { at: t, how: str(e.payload?.how) ?? "?", reason: str(e.payload?.reason) ?? "" };
+  },
+  work_item_reset(h, e, it, t) {
+    if (!it) return;
+    const p = e.payload ?? {};
+    // As the reducer reads it: only a reset that removed something starts a new epoch.
+    const pieces: unknown[] = Array.isArray(p.pieces) ? p.pieces : [];
+    if (p.found === false || (p.found === true && pieces.length === 0)) return;
+    closeItemWait(it, t);
+    for (const a of it.attempts) if (a.epoch === it.epoch && !settledAttempt(a)) a.abandonedAt = t;
+    it.epoch++;
+    it.resets.push({ at: t, actor: e.actor });
+  },
+};
+
+function emptyVerify(): VerifyHistory {
+  return { command: null, log: null, reservedAt: null, startedAt: null, deadline: null, finishedAt: null, passed: null, exitCode: null, timedOut: false, reason: null, tail: null };
+}
+
+function settledAttempt(a: AttemptHistory): boolean {
+  return a.outcome !== null || a.closed !== null;
+}
+
+/** Fold one event into `h` (the next one of the log: the caller reads them in seq order). */
+export function foldEvent(h: History, e: LogEvent & { hash?: string }): void {
+  const t = Date.parse(e.ts);
+  h.seq = e.seq;
+  if (e.hash !== undefined) h.hash = e.hash;
+  h.firstTs ??= t;
+  h.lastTs = t;
+  const handler = Object.hasOwn(HANDLERS, e.type) ? HANDLERS[e.type]! : null;
+  if (!handler) {
+    h.unknown[e.type] = (h.unknown[e.type] ?? 0) + 1;
+    return;
+  }
+  handler(h, e, e.item === null ? null : item(h, e.item), t);
+}
+
+export function foldEvents(events: Iterable<LogEvent & { hash?: string }>, h: History = emptyHistory()): History {
+  for (const e of events) foldEvent(h, e);
+  return h;
+}
+
+/** The first of the times that is not null. */
+function first(...ts: (number | null | undefined)[]): number | null {
+  for (const t of ts) if (t !== null && t !== undefined) return t;
+  return null;
+}
+
+/**
+ * An attempt's phases, in order: launching (reserved → the session started), the agent (started →
+ * its session ended), verify (reserved → verdict), landing (a passing verdict → a pull request or the
+ * landing), checks (the pull request → the landing), then the phases of their own (reworks). A phase
+ * the log has no end for ends at the attempt's outcome, its close or its reset; failing those it is
+ * still going (`to` null).
+ */
+export function phasesOf(a: AttemptHistory): Phase[] {
+  const stop = first(a.outcome?.at, a.closed?.at, a.abandonedAt);
+  const out: Phase[] = [];
+  out.push({ kind: "launching", from: a.reservedAt, to: first(a.startedAt, a.end?.at, stop) });
+  if (a.startedAt) out.push({ kind: "agent", from: a.startedAt, to: first(a.end?.at, stop) });
+  const v = a.verify;
+  if (v?.reservedAt && v.reservedAt !== v.finishedAt) out.push({ kind: "verify", from: v.reservedAt, to: first(v.finishedAt, stop) });
+  if (v?.passed && v.finishedAt) {
+    const landed = first(a.landing?.at, stop);
+    if (a.pr) {
+      if (a.pr.at !== v.finishedAt) out.push({ kind: "landing", from: v.finishedAt, to: a.pr.at });
+      out.push({ kind: "checks", from: a.pr.at, to: landed });
+    } else if (landed !== v.finishedAt) out.push({ kind: "landing", from: v.finishedAt, to: landed });
+  }
+  out.push(...a.extraPhases);
+  return out;
+}

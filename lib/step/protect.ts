@@ -1,0 +1,66 @@
+// The protected-path check of the verify phase (docs/loop-json.md#protect): before an attempt's
+// verify runs, the changes its branch carries (from where it forked off the start point to its
+// head, after the agent's leftovers were committed) are matched against the built-in protected
+// paths and loop.json's `protect` globs. A match fails the attempt `protected_path_changed` and its
+// verify never runs: an agent that deletes the failing assertion or rewrites the verify script is
+// caught, whatever its verify would say.
+import { realpathSync } from "node:fs";
+import { builtinProtect, protectedChanges } from "../definition/protect.ts";
+import type { ItemState } from "../log/reducer.ts";
+import { repoOf, type StepContext } from "./context.ts";
+import { revParse } from "./git.ts";
+import { changedPaths, forkPoint, startPointFor } from "./workspace.ts";
+
+/** How many paths a verdict names; the rest are counted. */
+const NAMED = 20;
+
+export interface ProtectedVerdict {
+  /** verify_finished's reason: `protected_path_changed: <paths>`. */
+  reason: string;
+  /** What the next attempt is told (the verify log and the handoff's tail). */
+  detail: string;
+  paths: string[];
+}
+
+/** Every pattern in force: the built-in ones and loop.json's. */
+export function protectPatterns(ctx: StepContext): string[] {
+  const real = (p: string) => {
+    try {
+      return realpathSync(p);
+    } catch {
+      return p;
+    }
+  };
+  const builtin = builtinProtect({ repoTop: real(repoOf(ctx)), root: real(ctx.options.root), stateRoot: real(ctx.options.stateRoot) });
+  return [...builtin, ...(ctx.def.protect ?? [])];
+}
+
+/** Where the item's branch starts, as the launch chose it (lib/step/launch.ts), without fetching. */
+function itemStartPoint(ctx: StepContext, repo: string): string {
+  if (ctx.def.forge) {
+    const ref = `refs/remotes/${ctx.def.forge.remote}/${ctx.def.base}`;
+    return revParse(repo, ref) !== null ? ref : ctx.def.base;
+  }
+  return startPointFor({ repo, landing: ctx.def.landing, base: ctx.def.base, target: ctx.def.target });
+}
+
+/**
+ * The protected paths the current attempt's branch changes, as a verdict; null when it changes
+ * none. Throws GitError when git cannot tell (the caller fails the attempt with git's reason).
+ */
+export function protectedPathVerdict(ctx: StepContext, it: ItemState): ProtectedVerdict | null {
+  const repo = repoOf(ctx);
+  const branch = it.session!.branch;
+  const start = itemStartPoint(ctx, repo);
+  // From where the branch forked off its start point: what the start point gained since is not the
+  // agent's change. A branch with no common history with it (rewritten) is compared with it whole.
+  const from = forkPoint({ repo, a: start, b: branch }) ?? start;
+  const paths = protectedChanges(protectPatterns(ctx), changedPaths({ repo, from, to: branch }));
+  if (paths.length === 0) return null;
+  const named = paths.slice(0, NAMED).join(", ") + (paths.length > NAMED ? `, … ${paths.length - NAMED} more` : "");
+  const detail =
+    `protected_path_changed: this attempt's branch ${branch} changes paths the loop protects: ${named}. ` +
+    `Its verify was not run. Protected files must stay as they are on ${start}: restore them ` +
+    `(git checkout ${/^[0-9a-f]{40,64}$/.test(from) ? from.slice(0, 12) : from} -- <path>; a file that did not exist there is removed) and commit.`;
+  return { reason: `protected_path_changed: ${named}`, detail, paths };
+}

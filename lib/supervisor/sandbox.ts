@@ -1,0 +1,200 @@
+// The sandbox (docs/runners.md#the-sandbox): an agent, or its verify command, run under bubblewrap.
+// The wrapper (loop __session) stays outside and runs `bwrap … -- <argv>` as its child, so the
+// files it writes (started.json, exit.json, output.log, the verify's) are out of the agent's reach.
+// Inside:
+//   - the whole file system read-only, a private /tmp, the user's runtime folder hidden (systemd's
+//     and D-Bus's sockets, through which a process could be started outside), the system's service
+//     sockets masked (connecting to a socket needs no write access, so read-only is not enough),
+//     and the state root hidden (loop.db, every session folder, every other worktree, the landing
+//     worktree);
+//   - writable: the worktree; what git needs to commit on the item branch (the object store, the
+//     worktree's own git folder, the folders of the loop's item branches and their reflogs); the
+//     files named in `writable` (the ask file, a preset's histories) and the preset's config homes;
+//   - read-only inside the writable git folders: the worktree's `commondir`, `gitdir` and
+//     `config.worktree`, so no link to another repository and no executable config can be planted;
+//     hooks and config of the common git folder stay read-only like everything else;
+//   - its own pid namespace: when the wrapper ends bwrap, the kernel ends every process inside,
+//     whatever it did to its process group, session or environment (--die-with-parent);
+//   - no capabilities (--cap-drop ALL: run as root, bwrap would keep them, and with them mount);
+//   - the network as it is: agents need their model's API.
+// sandboxArgv is pure; sandboxSpec reads the worktree's git layout and prepares the mount points.
+import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readFileSync, statSync } from "node:fs";
+import { basename, dirname, isAbsolute, join, resolve } from "node:path";
+
+/** What the caller asks for: where the work is, and what else the command must write. */
+export interface SandboxRequest {
+  /** The bwrap program, as found on the step's PATH (probeSandbox). */
+  bwrap: string;
+  worktree: string;
+  stateRoot: string;
+  /** The item branch (`loop/<name>/item/<id>`): its folder of refs becomes writable. */
+  branch: string;
+  /** Files outside the worktree the command writes (created empty when missing): the ask file, aider's histories. */
+  writable: string[];
+  /** Folders or files under $HOME the agent CLI must write (its config home), when they exist. */
+  homes: string[];
+  env: Record<string, string | undefined>;
+}
+
+/** Every path the sandbox is built from, absolute. */
+export interface SandboxSpec {
+  bwrap: string;
+  worktree: string;
+  stateRoot: string;
+  /** The session folder, visible read-only (handoff.md, inbox.md). */
+  sessionDir: string;
+  /** The repository (the main checkout, or the bare repository's folder): read-only. */
+  repo: string;
+  /** Folders hidden behind an empty tmpfs, after /tmp (the runtime folder, tmux's socket folder). */
+  hide: string[];
+  /** Sockets covered with /dev/null: a connection to them is refused (MASKED_SOCKETS that exist). */
+  mask: string[];
+  git: {
+    /** The repository's common git folder. */
+    commonDir: string;
+    /** Writable folders of it: objects, the worktree's own git folder, the item refs and their logs. */
+    writable: string[];
+    /** Read-only again inside them: the worktree's commondir, gitdir, config.worktree. */
+    readOnly: string[];
+  };
+  /** Writable files and folders outside the worktree (each must exist). */
+  writable: string[];
+  /** Writable folders or files that may not exist (--bind-try). */
+  writableIfPresent: string[];
+}
+
+/** The bwrap command line that runs `argv` in the sandbox `s`. Pure. */
+export function sandboxArgv(s: SandboxSpec, argv: string[]): string[] {
+  const bind = (flag: string, p: string) => [flag, p, p];
+  return [
+    s.bwrap,
+    ...bind("--ro-bind", "/"),
+    "--dev", "/dev",
+    "--proc", "/proc",
+    "--tmpfs", "/tmp",
+    ...s.hide.flatMap((p) => ["--tmpfs", p]),
+    ...s.mask.flatMap((p) => ["--ro-bind", "/dev/null", p]),
+    // Under /tmp the repository would be hidden with it: it comes back, read-only.
+    ...bind("--ro-bind", s.repo),
+    // Last of the hiding, so nothing above can bring loop's files back into view.
+    "--tmpfs", s.stateRoot,
+    ...s.git.writable.flatMap((p) => bind("--bind", p)),
+    ...s.git.readOnly.flatMap((p) => bind("--ro-bind", p)),
+    ...bind("--bind", s.worktree),
+    ...bind("--ro-bind", s.sessionDir),
+    ...s.writable.flatMap((p) => bind("--bind", p)),
+    ...s.writableIfPresent.flatMap((p) => bind("--bind-try", p)),
+    "--chdir", s.worktree,
+    "--setenv", "TMPDIR", "/tmp",
+    "--unshare-pid",
+    "--die-with-parent",
+    "--new-session",
+    "--cap-drop", "ALL",
+    "--",
+    ...argv,
+  ];
+}
+
+/**
+ * Service sockets through which a process can have something started outside the sandbox (the
+ * system manager and bus: as root, `systemd-run` needs nothing else) or get root (a container
+ * engine). Masked when they exist; the network and abstract sockets stay as they are.
+ */
+export const MASKED_SOCKETS: readonly string[] = [
+  "/run/systemd/private",
+  "/run/dbus/system_bus_socket",
+  "/run/docker.sock",
+  "/run/containerd/containerd.sock",
+  "/run/podman/podman.sock",
+  "/run/crio/crio.sock",
+];
+
+/** The worktree's git folder (`.git` is a file naming it) and the repository's common one. */
+export function worktreeGitDirs(worktree: string): { gitDir: string; commonDir: string } {
+  const dotGit = join(worktree, ".git");
+  if (!statSync(dotGit, { throwIfNoEntry: false })?.isFile()) throw new Error(`${worktree} is not a linked worktree: its .git is not a file naming its git folder`);
+  const m = /^gitdir: (.+)$/m.exec(readFileSync(dotGit, "utf8"));
+  if (!m) throw new Error(`${dotGit} does not name a git folder (not a linked worktree)`);
+  const gitDir = resolve(worktree, m[1]!.trim());
+  const common = readFileSync(join(gitDir, "commondir"), "utf8").trim();
+  return { gitDir, commonDir: isAbsolute(common) ? common : resolve(gitDir, common) };
+}
+
+function ensureFile(p: string): void {
+  mkdirSync(dirname(p), { recursive: true });
+  // "a": never truncates what is there, never follows nothing but what open follows.
+  closeSync(openSync(p, "a", 0o600));
+}
+
+/**
+ * The spec for one session or verify, from the request and the session folder: reads the worktree's
+ * git layout, and creates what the mounts need (the item refs' folders, empty writable files, an
+ * empty config.worktree to hold read-only). Throws with a clear message when the worktree is not a
+ * linked worktree of the repository.
+ */
+export function sandboxSpec(r: SandboxRequest, sessionDir: string): SandboxSpec {
+  const { gitDir, commonDir } = worktreeGitDirs(r.worktree);
+  // The branch's ref and reflog live in folders named after it; a branch only packed has none yet.
+  const refDir = dirname(join(commonDir, "refs", "heads", r.branch));
+  const logDir = dirname(join(commonDir, "logs", "refs", "heads", r.branch));
+  for (const d of [refDir, logDir]) mkdirSync(d, { recursive: true });
+  // Held read-only: git reads config.worktree when extensions.worktreeConfig is on, and a planted
+  // core.hooksPath or core.fsmonitor there would run in loop's own git calls in this worktree.
+  ensureFile(join(gitDir, "config.worktree"));
+  const readOnly = ["commondir", "gitdir", "config.worktree"].map((f) => join(gitDir, f)).filter((p) => existsSync(p));
+  for (const f of r.writable) ensureFile(f);
+  const home = r.env.HOME;
+  const uid = typeof process.getuid === "function" ? process.getuid() : null;
+  const runtime = r.env.XDG_RUNTIME_DIR || (uid !== null ? `/run/user/${uid}` : "");
+  const tmuxDir = uid !== null && r.env.TMUX_TMPDIR ? join(r.env.TMUX_TMPDIR, `tmux-${uid}`) : "";
+  const isDir = (p: string) => {
+    try {
+      return p !== "" && isAbsolute(p) && statSync(p).isDirectory();
+    } catch {
+      return false;
+    }
+  };
+  return {
+    bwrap: r.bwrap,
+    worktree: r.worktree,
+    stateRoot: r.stateRoot,
+    sessionDir,
+    // A checkout's git folder is its .git; a bare repository is its own folder.
+    repo: basename(commonDir) === ".git" ? dirname(commonDir) : commonDir,
+    hide: [runtime, tmuxDir].filter(isDir),
+    mask: MASKED_SOCKETS.filter((p) => {
+      try {
+        return lstatSync(p).isSocket();
+      } catch {
+        return false;
+      }
+    }),
+    git: { commonDir, writable: [join(commonDir, "objects"), gitDir, refDir, logDir], readOnly },
+    writable: r.writable,
+    writableIfPresent: home && isAbsolute(home) ? r.homes.map((h) => join(home, h)) : [],
+  };
+}
+
+/** The flags of the probe: what every sandbox needs of the kernel and of bwrap. */
+const PROBE = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--unshare-pid", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--", "true"];
+
+export type SandboxProbe = { ok: true; bwrap: string } | { ok: false; kind: "missing" | "refused"; message: string };
+
+/**
+ * Can bwrap run a sandbox here? Found on `PATH`, and a sandbox with the same namespaces and flags as
+ * a session's runs `true` (a kernel without unprivileged user namespaces, a container without the
+ * right to mount, an old bwrap: refused, with bwrap's own words).
+ */
+export function probeSandbox(PATH: string): SandboxProbe {
+  const bwrap = Bun.which("bwrap", { PATH });
+  if (!bwrap) return { ok: false, kind: "missing", message: `bwrap (bubblewrap) was not found on PATH (${PATH || "empty"})` };
+  let r: ReturnType<typeof Bun.spawnSync>;
+  try {
+    r = Bun.spawnSync([bwrap, ...PROBE], { stdin: "ignore", stdout: "ignore", stderr: "pipe", timeout: 10_000 });
+  } catch (err) {
+    return { ok: false, kind: "refused", message: `${bwrap} could not be run: ${(err as Error).message}` };
+  }
+  if (r.exitCode === 0) return { ok: true, bwrap };
+  const said = r.stderr?.toString().trim().split("\n").slice(-2).join(" / ") || (r.exitCode === null ? "killed" : `exit ${r.exitCode}`);
+  return { ok: false, kind: "refused", message: `${bwrap} refused to make a sandbox: ${said}` };
+}

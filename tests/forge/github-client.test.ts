@@ -1,0 +1,327 @@
+// The GitHub client against answers shaped as GitHub gives them (issue 25; issue 18 defects 4, 6,
+// 7, 10): the fake GitHub, whose every answer is checked against GitHub's official description
+// (a violation fails the test at stop), switched into each real-world case; and, for what the
+// description does not list but GitHub's documentation does (the `stale` and `startup_failure`
+// conclusions, a redirect to another host), a scripted fetch.
+import { afterEach, describe, expect, test } from "bun:test";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { GitHubProvider } from "../../lib/forge/github.ts";
+import { mergeGate, notMergeableIsWait } from "../../lib/forge/merge-gate.ts";
+import type { ForgeChecks, ProviderOptions } from "../../lib/forge/provider.ts";
+import { type CheckConclusion, type FakeGitHub, startFakeGitHub } from "../helpers/fake-github.ts";
+import { git } from "../helpers/project.ts";
+
+const open: FakeGitHub[] = [];
+afterEach(() => {
+  for (const gh of open.splice(0)) gh.stop();
+});
+
+/** A fake over a bare repository whose main has one commit, and a branch `feature` one ahead. */
+function fake(): { gh: FakeGitHub; head: string } {
+  const dir = mkdtempSync(join(tmpdir(), "loop-gh-client-"));
+  const work = join(dir, "work");
+  git(dir, "init", "-q", "-b", "main", work);
+  git(work, "config", "user.email", "t@loop.invalid");
+  git(work, "config", "user.name", "t");
+  writeFileSync(join(work, "a.txt"), "a\n");
+  git(work, "add", "-A");
+  git(work, "commit", "-qm", "a");
+  const gh = startFakeGitHub({ seedFrom: work, dir });
+  open.push(gh);
+  git(work, "checkout", "-qb", "feature");
+  writeFileSync(join(work, "b.txt"), "b\n");
+  git(work, "add", "-A");
+  git(work, "commit", "-qm", "b");
+  git(work, "push", "-q", gh.bare, "feature:feature");
+  return { gh, head: git(work, "rev-parse", "HEAD") };
+}
+
+function client(gh: { apiUrl: string; owner: string; repo: string }, o: Partial<ProviderOptions> = {}) {
+  return new GitHubProvider({
+    settings: { provider: "github", repo: `${gh.owner}/${gh.repo}`, apiUrl: gh.apiUrl, remote: "origin", tokenEnv: "T", authorizedUsers: [], authorizeWriters: false, pollInterval: 1000 },
+    token: "t0ken",
+    ...o,
+  });
+}
+
+async function checksOf(c: GitHubProvider, sha: string): Promise<ForgeChecks> {
+  const r = await c.checks(sha);
+  if (!r.ok) throw new Error(JSON.stringify(r));
+  return r.value;
+}
+
+const ALL_CONCLUSIONS: [CheckConclusion, "passing" | "failing"][] = [
+  ["success", "passing"],
+  ["neutral", "passing"],
+  ["skipped", "passing"],
+  ["failure", "failing"],
+  ["cancelled", "failing"],
+  ["timed_out", "failing"],
+  ["action_required", "failing"],
+];
+
+describe("checks (issue 25 defects 1-2, issue 18 defect 4)", () => {
+  test.each(ALL_CONCLUSIONS)("a check run concluded %s is %s", async (conclusion, verdict) => {
+    const { gh, head } = fake();
+    gh.switches.checks = { runs: [{ name: "job", status: "completed", conclusion }], statuses: [] };
+    const read = await checksOf(client(gh), head);
+    expect(read).toEqual({ checks: [{ name: "job", source: "check run", conclusion, verdict, detail: `check run job concluded ${conclusion}` }], unread: null });
+  });
+
+  test("a run not completed is pending, whatever its status; statuses: success passes, pending waits, failure and error fail", async () => {
+    const { gh, head } = fake();
+    const statuses = ["queued", "in_progress", "waiting", "requested", "pending"] as const;
+    gh.switches.checks = {
+      runs: statuses.map((s) => ({ name: s, status: s, conclusion: null })),
+      statuses: [
+        { context: "s-ok", state: "success" },
+        { context: "s-wait", state: "pending" },
+        { context: "s-red", state: "failure" },
+        { context: "s-err", state: "error" },
+      ],
+    };
+    const read = await checksOf(client(gh), head);
+    expect(read.checks.map((c) => [c.name, c.verdict])).toEqual([
+      ...statuses.map((s) => [s, "pending"]),
+      ["s-ok", "passing"],
+      ["s-wait", "pending"],
+      ["s-red", "failing"],
+      ["s-err", "failing"],
+    ]);
+  });
+
+  test("skipped and neutral runs with green statuses: the gate merges", async () => {
+    const { gh, head } = fake();
+    gh.switches.checks = { runs: [{ name: "deploy", status: "completed", conclusion: "skipped" }, { name: "lint", status: "completed", conclusion: "neutral" }, { name: "build", status: "completed", conclusion: "success" }], statuses: [] };
+    const c = client(gh);
+    const created = await c.createPull({ title: "t", body: "b", head: "feature", base: "main", draft: false });
+    if (!created.ok || created.value.kind !== "created") throw new Error(JSON.stringify(created));
+    const pr = await c.getPull(created.value.pull.number);
+    if (!pr.ok) throw new Error(JSON.stringify(pr));
+    expect(mergeGate(pr.value, await checksOf(c, head))).toEqual({ kind: "merge", sha: head });
+  });
+
+  test("conclusions outside the description (stale, startup_failure) and unknown ones fail closed", async () => {
+    const runs = ["stale", "startup_failure", "brand_new"].map((conclusion, i) => ({ id: i, name: conclusion, status: "completed", conclusion }));
+    const c = client({ apiUrl: "http://127.0.0.1:9", owner: "acme", repo: "api" }, {
+      fetch: (async (url: string) =>
+        new Response(JSON.stringify(url.includes("/check-runs") ? { total_count: 3, check_runs: runs } : { state: "pending", total_count: 0, statuses: [] }), { status: 200 })) as never,
+    });
+    const read = await checksOf(c, "a".repeat(40));
+    expect(read.checks.map((x) => [x.name, x.verdict])).toEqual([["stale", "failing"], ["startup_failure", "failing"], ["brand_new", "failing"]]);
+    expect(read.checks[2]!.detail).toContain("not a conclusion loop knows");
+    // No status at all: the combined state says "pending", which must not hold a merge.
+    expect(read.checks.some((x) => x.source === "combined status")).toBe(false);
+  });
+
+  test("a failing 31st status is read (100 a page), and every page of statuses is read", async () => {
+    const { gh, head } = fake();
+    const statuses = Array.from({ length: 31 }, (_, i) => ({ context: `ci/${i + 1}`, state: i === 30 ? ("failure" as const) : ("success" as const) }));
+    gh.switches.checks = { runs: [], statuses };
+    const c = client(gh);
+    let read = await checksOf(c, head);
+    expect(read.checks.filter((x) => x.verdict === "failing").map((x) => x.name)).toEqual(["ci/31"]);
+    expect(gh.requests.filter((r) => r.includes("/status?"))).toEqual([`GET /repos/acme/api/commits/${head}/status?per_page=100`]);
+    gh.switches.maxPerPage = 10;
+    read = await checksOf(c, head);
+    expect(read.checks.filter((x) => x.source === "status")).toHaveLength(31);
+    expect(read.unread).toBeNull();
+  });
+
+  test("the combined state covers a red status beyond what was read", async () => {
+    const c = client({ apiUrl: "http://127.0.0.1:9", owner: "acme", repo: "api" }, {
+      fetch: (async (url: string) =>
+        new Response(JSON.stringify(url.includes("/check-runs") ? { total_count: 0, check_runs: [] } : { state: "failure", total_count: 1, statuses: [] }), { status: 200 })) as never,
+    });
+    const read = await checksOf(c, "b".repeat(40));
+    expect(read.checks).toEqual([{ name: "combined status", source: "combined status", conclusion: "failure", verdict: "failing", detail: "the combined status is failure" }]);
+  });
+
+  test("100 passing check runs and a failing one on page 2: read; more pages than loop reads: said, and the gate blocks", async () => {
+    const { gh, head } = fake();
+    gh.switches.checks = { runs: [...Array.from({ length: 100 }, (_, i) => ({ name: `ok-${i}`, status: "completed" as const, conclusion: "success" as const })), { name: "security-scan", status: "completed", conclusion: "failure" }], statuses: [] };
+    const c = client(gh);
+    const read = await checksOf(c, head);
+    expect(read.checks).toHaveLength(101);
+    expect(read.checks.filter((x) => x.verdict === "failing").map((x) => x.name)).toEqual(["security-scan"]);
+    gh.switches.maxPerPage = 10; // 101 runs → 11 pages; loop reads 10
+    const cut = await checksOf(c, head);
+    expect(cut.unread).toBe(`101 check runs on ${head.slice(0, 12)}, 100 read`);
+  });
+});
+
+describe("issues that moved, went or never were (issue 25 defect 3, issue 18 defect 10)", () => {
+  test("transferred: 301 to another repository's issue → gone, saying where", async () => {
+    const { gh } = fake();
+    gh.addIssue({ number: 5 });
+    gh.switches.transferred.set(5, { repo: "other/place", repoId: 777, number: 12 });
+    expect(await client(gh).getIssue(5)).toEqual({ ok: true, value: { kind: "gone", why: "transferred", message: "issue #5 was transferred to another repository (now https://github.invalid/other/place/issues/12)" } });
+  });
+
+  test("deleted (410), missing (404 while the repository answers), a pull request's number: gone, each named", async () => {
+    const { gh } = fake();
+    gh.addIssue({ number: 6 });
+    gh.switches.deleted.add(6);
+    gh.pulls.set(40, { number: 40, title: "a PR", body: "", head: "feature", base: "main", draft: false, state: "open", merged: false, merge_commit_sha: null });
+    const c = client(gh);
+    expect(await c.getIssue(6)).toEqual({ ok: true, value: { kind: "gone", why: "deleted", message: "issue #6 was deleted" } });
+    expect(await c.getIssue(77)).toEqual({ ok: true, value: { kind: "gone", why: "missing", message: "issue #77 does not exist in acme/api" } });
+    expect(await c.getIssue(40)).toEqual({ ok: true, value: { kind: "gone", why: "pull_request", message: "#40 is a pull request, not an issue" } });
+  });
+
+  test("a repository that cannot be seen at all is a failure, not a missing issue", async () => {
+    const { gh } = fake();
+    const r = await client({ ...gh, repo: "nope" }).getIssue(1);
+    expect(r.ok === false && r.kind === "http" && r.status).toBe(404);
+  });
+
+  test("a renamed repository: same-host redirects are followed and said once; the issue is read", async () => {
+    const { gh, head } = fake();
+    gh.addIssue({ number: 3, title: "still here" });
+    gh.switches.renamedTo = "api-v2";
+    const notices: string[] = [];
+    const c = client(gh, { notice: (m) => notices.push(m) });
+    const r = await c.getIssue(3);
+    expect(r.ok && r.value.kind === "issue" && r.value.issue.title).toBe("still here");
+    expect((await c.checks(head)).ok).toBe(true);
+    expect(notices.length).toBeGreaterThan(0);
+    expect(notices[0]).toContain("answered 301, moved to /repositories/4242/issues/3 (a renamed repository: set forge.repo to its new name); followed");
+    expect(gh.requests).toContain("GET /repositories/4242/issues/3");
+  });
+
+  test("a redirect to another host is never followed (the token stays home)", async () => {
+    const seen: string[] = [];
+    const c = client({ apiUrl: "http://127.0.0.1:9", owner: "acme", repo: "api" }, {
+      fetch: (async (url: string) => {
+        seen.push(url);
+        return new Response(null, { status: 302, headers: { location: "https://elsewhere.invalid/steal" } });
+      }) as never,
+    });
+    const r = await c.getPull(1);
+    expect(r).toEqual({ ok: false, kind: "http", status: 302, message: "GET /repos/acme/api/pulls/1: redirected to another host (https://elsewhere.invalid); not followed" });
+    expect(seen).toEqual(["http://127.0.0.1:9/repos/acme/api/pulls/1"]);
+  });
+});
+
+describe("pull requests (issue 25 defects 4 and 7)", () => {
+  test("a refused draft and a branch with nothing to merge are refusals, each with its own code", async () => {
+    const { gh } = fake();
+    gh.switches.draftsRefused = true;
+    const c = client(gh);
+    expect(await c.createPull({ title: "t", body: "b", head: "feature", base: "main", draft: true })).toEqual({
+      ok: true,
+      value: { kind: "refused", code: "draft_unsupported", message: "Validation Failed: Draft pull requests are not supported in this repository." },
+    });
+    expect(await c.createPull({ title: "t", body: "b", head: "main", base: "main", draft: false })).toEqual({ ok: true, value: { kind: "refused", code: "no_commits", message: "Validation Failed: No commits between main and main" } });
+    const regular = await c.createPull({ title: "t", body: "b", head: "feature", base: "main", draft: false });
+    expect(regular.ok && regular.value.kind).toBe("created");
+  });
+
+  test("a listing has no mergeability (only the single pull request does): found pulls say unknown", async () => {
+    const { gh } = fake();
+    const c = client(gh);
+    await c.createPull({ title: "t", body: "b", head: "feature", base: "main", draft: false });
+    const found = await c.findPull("feature");
+    expect(found.ok && found.value && [found.value.mergeable, found.value.mergeableState]).toEqual([null, "unknown"]);
+  });
+
+  test("behind: the gate asks for the merge; a base that must be up to date refuses it, and that is not a wait", async () => {
+    const { gh, head } = fake();
+    gh.switches.behind = true;
+    const c = client(gh);
+    const created = await c.createPull({ title: "t", body: "b", head: "feature", base: "main", draft: false });
+    if (!created.ok || created.value.kind !== "created") throw new Error(JSON.stringify(created));
+    const pr = await c.getPull(created.value.pull.number);
+    if (!pr.ok) throw new Error(JSON.stringify(pr));
+    expect(pr.value.mergeableState).toBe("behind");
+    expect(mergeGate(pr.value, await checksOf(c, head)).kind).toBe("merge");
+    const m = await c.merge({ number: pr.value.number, sha: head, title: "m" });
+    expect(m).toEqual({ ok: true, value: { kind: "not_mergeable", message: "Head branch is not up to date with the base branch" } });
+    expect(notMergeableIsWait("Head branch is not up to date with the base branch")).toBe(false);
+  });
+
+  test("GitHub enforces required checks only: with none required it merges a red PR (loop's own gate is what refuses)", async () => {
+    const { gh, head } = fake();
+    gh.switches.checks = "failing";
+    const c = client(gh);
+    const created = await c.createPull({ title: "t", body: "b", head: "feature", base: "main", draft: false });
+    if (!created.ok || created.value.kind !== "created") throw new Error(JSON.stringify(created));
+    const pr = await c.getPull(created.value.pull.number);
+    expect(pr.ok && pr.value.mergeableState).toBe("unstable");
+    expect(pr.ok && mergeGate(pr.value, await checksOf(c, head)).kind).toBe("block");
+    gh.switches.requiredChecks = ["build"];
+    const refused = await c.merge({ number: created.value.pull.number, sha: head, title: "m" });
+    expect(refused).toEqual({ ok: true, value: { kind: "not_mergeable", message: 'Required status check "build" is expected.' } });
+  });
+});
+
+describe("search and permissions (issue 25 defects 5 and 6)", () => {
+  test("another repository's results (repo: qualifiers are ORed) are dropped and said; an incomplete search is said", async () => {
+    const { gh } = fake();
+    gh.addIssue({ number: 1, title: "ours", labels: ["bug"] });
+    gh.foreign.set("other/x", [{ number: 1, title: "theirs", body: "", state: "open", labels: ["bug"] }, { number: 2, title: "theirs too", body: "", state: "open", labels: ["bug"] }]);
+    const c = client(gh);
+    const r = await c.searchOpenIssues("label:bug repo:other/x");
+    if (!r.ok) throw new Error(JSON.stringify(r));
+    expect(r.value.issues.map((i) => [i.number, i.title])).toEqual([[1, "ours"]]);
+    expect(r.value.notes).toEqual(["left out 2 of the results, from other repositories (on GitHub a repo: qualifier in the search widens it)"]);
+    gh.switches.searchIncomplete = true;
+    const partial = await c.searchOpenIssues("label:bug");
+    expect(partial.ok && partial.value.notes).toEqual(["GitHub says the search timed out and its results are incomplete"]);
+  });
+
+  test("a custom role is read by its base role: write under a custom name is write; a role named like admin over read is read", async () => {
+    const { gh } = fake();
+    gh.permissions.set("carol", { permission: "write", roleName: "ci-maintainer" });
+    gh.permissions.set("dave", { permission: "read", roleName: "admin-lite" });
+    gh.permissions.set("erin", "maintain");
+    const c = client(gh);
+    expect(await c.permission("carol")).toEqual({ ok: true, value: "write" });
+    expect(await c.permission("dave")).toEqual({ ok: true, value: "read" });
+    expect(await c.permission("erin")).toEqual({ ok: true, value: "write" });
+  });
+});
+
+describe("deadlines (issue 18 defect 6)", () => {
+  test("a request that never answers is a `network` failure at the deadline, not a hang", async () => {
+    const { gh } = fake();
+    gh.switches.hang = (r) => r.method === "PUT";
+    const c = client(gh, { timeoutMs: 300 });
+    const r = await c.merge({ number: 1, sha: "a".repeat(40), title: "m" });
+    expect(r).toEqual({ ok: false, kind: "network", message: "PUT /repos/acme/api/pulls/1/merge: no answer within 0.3s" });
+  });
+});
+
+describe("comment listings (issue 18 defect 7)", () => {
+  test("read in the order of edits from the cursor; a listing longer than loop reads is cut and says so; the next listing from the last edit read holds the rest", async () => {
+    const { gh } = fake();
+    const spam = Array.from({ length: 1001 }, (_, i) => gh.addComment({ issue: 1, login: "spammer", body: `spam ${i}` }));
+    const pause = gh.addComment({ issue: 1, login: "alice", body: "/loop pause" });
+    gh.editComment(spam[0]!.id, "edited spam");
+    const c = client(gh);
+    const first = await c.listRepoComments("2000-01-01T00:00:00Z");
+    if (!first.ok) throw new Error(JSON.stringify(first));
+    expect(first.value.cut).toBe(true);
+    // Ten keyset pages of 100, each starting at the last one's final edit (read again, counted once).
+    expect(first.value.items).toHaveLength(991);
+    expect(first.value.items.map((x) => x.id)).not.toContain(pause.id);
+    const cursor = first.value.items.map((x) => x.updatedAt).sort().at(-1)!;
+    const next = await c.listRepoComments(cursor);
+    if (!next.ok) throw new Error(JSON.stringify(next));
+    expect(next.value.cut).toBe(false);
+    // The last one read is read again (`since` is inclusive); ids keep it from being acted on twice.
+    expect(next.value.items.map((x) => x.body)).toEqual([...Array.from({ length: 10 }, (_, i) => `spam ${991 + i}`), "/loop pause", "edited spam"]);
+  });
+
+  test("a thread longer than loop reads: the first pages and the newest are read, and the listing says it was cut", async () => {
+    const { gh } = fake();
+    gh.switches.maxPerPage = 5; // 10 pages = 50 comments
+    const all = Array.from({ length: 57 }, (_, i) => gh.addComment({ issue: 9, login: "alice", body: `c${i}` }));
+    const r = await client(gh).listIssueComments(9);
+    if (!r.ok) throw new Error(JSON.stringify(r));
+    expect(r.value.cut).toBe(true);
+    expect(Math.max(...r.value.items.map((x) => x.id))).toBe(all.at(-1)!.id);
+  });
+});

@@ -1,0 +1,55 @@
+// The page's attention banner reads the status document; `loop run` decides from the projection
+// (lib/step/decide.ts attention). For each condition, both must name the same kinds and items, and
+// the banner must say the command that fixes it.
+import { describe, expect, test } from "bun:test";
+import { attentionOf, shellWord } from "../../lib/serve/attention.ts";
+import { attention } from "../../lib/step/decide.ts";
+import { fold } from "../../lib/log/reducer.ts";
+import { stateDocument } from "../../lib/log/documents.ts";
+import type { EventDraft } from "../../lib/log/events.ts";
+import { definition, drained, ended, failingAttempt, itemDef, launch, LogBuilder, loopStarted, settled, started, verified } from "../helpers/events.ts";
+
+function both(drafts: EventDraft[]) {
+  const b = new LogBuilder();
+  b.push(definition(1, [itemDef("a"), itemDef("b", { dependsOn: ["a"] })]), loopStarted, ...drafts);
+  const p = fold(b.events);
+  const doc = stateDocument(p);
+  // As much of the status document as the banner reads: the state document, and `pr` from the forge side.
+  const status = { loop: doc.loop, items: doc.items.map((it) => ({ ...it, pr: "forge" in it && it.forge ? it.forge.pr : null })) };
+  return { decided: attention(p).map((a) => [a.kind, a.item]), shown: attentionOf(status as never) };
+}
+
+const landing = (outcome: string): EventDraft => ({ type: "landing_finished", item: "a", payload: { attempt: 1, outcome: outcome as never, branch: "loop/t/item/a", target: "main", commit: null, reason: `landing ${outcome}` } });
+const passedVerify = [launch("a", 1), started("a", 1), ended("a", 1), verified("a", 1, true)];
+
+const cases: { name: string; drafts: EventDraft[]; fix: RegExp | null }[] = [
+  { name: "nothing wrong", drafts: [], fix: null },
+  { name: "an operator's pause needs nobody else", drafts: [{ type: "loop_paused", payload: { reason: "paused by alice" } }], fix: null },
+  {
+    name: "a question",
+    drafts: [launch("a", 1), started("a", 1), { type: "needs_input", item: "a", payload: { attempt: 1, question: "which port?" } }, { type: "loop_paused", payload: { reason: "a needs input: which port?" } }],
+    fix: /^loop ctl reply --work-item a "<answer>" \| loop ctl resume$/,
+  },
+  {
+    name: "an environment fault",
+    drafts: [{ type: "environment_fault", item: "a", payload: { kind: "program_not_found", attempt: null, reason: "claude is not on PATH", fix: "put it on PATH, then `loop ctl resume`" } }],
+    fix: /^put it on PATH, then `loop ctl resume`$/,
+  },
+  { name: "a merge conflict", drafts: [...passedVerify, landing("conflict"), settled("a", 1, "failed", "merge conflict")], fix: /loop ctl retry --work-item a$/ },
+  { name: "a landing blocked on the forge", drafts: [...passedVerify, landing("blocked"), settled("a", 1, "landing_blocked", "checks red")], fix: /loop ctl retry --work-item a$/ },
+  { name: "a Failed drain", drafts: [...failingAttempt("a", 1, true), settled("b", 0, "blocked", "dependency failed"), drained("Failed", { failed: 1, blocked: 1 })], fix: /^loop ctl retry --all-failed/ },
+];
+
+describe("attention: the banner and `loop run` agree", () => {
+  for (const c of cases)
+    test(c.name, () => {
+      const { decided, shown } = both(c.drafts);
+      expect(shown.map((a) => [a.kind, a.item])).toEqual(decided as never);
+      if (c.fix) expect(shown.map((a) => a.fix.join(" | ")).join("\n")).toMatch(c.fix);
+      else expect(shown).toEqual([]);
+    });
+});
+
+test("ids in a fixing command are quoted for a shell when they need it", () => {
+  expect([shellWord("fix-login"), shellWord("github:acme/api#42"), shellWord("it's; rm -rf /")]).toEqual(["fix-login", "github:acme/api#42", `'it'\\''s; rm -rf /'`]);
+});

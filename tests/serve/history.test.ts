@@ -1,0 +1,167 @@
+// The history `loop serve` draws from, folded from synthetic hash-chained logs (tests/helpers/events.ts):
+// each attempt's phases and fate, the waits, epochs, and what an unknown event type does.
+import { describe, expect, test } from "bun:test";
+import { type AttemptHistory, foldEvents, type History, phasesOf } from "../../lib/serve/history.ts";
+import {
+  definition,
+  drained,
+  ended,
+  failingAttempt,
+  itemDef,
+  launch,
+  LogBuilder,
+  loopStarted,
+  passingAttempt,
+  requeued,
+  resetDone,
+  settled,
+  started,
+  verified,
+  verifyReserved,
+  verifyStarted,
+} from "../helpers/events.ts";
+
+/** The time of the event at index i, as the history keeps times (ms). */
+const at = (b: LogBuilder, i: number) => Date.parse(b.events[i]!.ts);
+
+function fold(b: LogBuilder): History {
+  return foldEvents(b.events);
+}
+
+/** An attempt's phases as `kind from→to` with seconds from the log's first event (LogBuilder ticks one second per event). */
+function phases(a: AttemptHistory): string[] {
+  const t0 = Date.parse("2025-01-01T00:00:00.000Z");
+  const s = (ms: number | null) => (ms === null ? "…" : String((ms - t0) / 1000));
+  return phasesOf(a).map((p) => `${p.kind} ${s(p.from)}→${s(p.to)}`);
+}
+
+describe("an attempt's phases", () => {
+  test("a passing attempt: launching, agent, verify, landing; outcome passed", () => {
+    const b = new LogBuilder();
+    b.push(definition(1, [itemDef("a")]), loopStarted); // 2, 3
+    b.push(launch("a", 1), started("a", 1), ended("a", 1), verifyReserved("a", 1), verifyStarted("a", 1), verified("a", 1, true)); // 4..9
+    b.push({ type: "landing_finished", item: "a", payload: { attempt: 1, outcome: "merged", branch: "b", target: "t", commit: "c0ffee", reason: "merged" } }); // 10
+    b.push(settled("a", 1, "passed", "verify passed"), { type: "session_closed", item: "a", payload: { attempt: 1, how: "not_running", worktreeRemoved: true, reason: "item passed" } });
+    const a = fold(b).items.get("a")!.attempts[0]!;
+    expect(phases(a)).toEqual(["launching 4→5", "agent 5→6", "verify 7→9", "landing 9→10"]);
+    expect(a.outcome).toEqual({ at: at(b, 10), kind: "passed", reason: "verify passed" });
+    expect(a.verify).toMatchObject({ passed: true, command: "bun test", reason: "verify passed", tail: "3 pass" });
+    expect(a.landing?.outcome).toBe("merged");
+  });
+
+  test("an attempt in flight has an open phase (`to` null)", () => {
+    const b = new LogBuilder();
+    b.push(definition(1, [itemDef("a")]), loopStarted, launch("a", 1));
+    expect(phases(fold(b).items.get("a")!.attempts[0]!)).toEqual(["launching 4→…"]);
+    b.push(started("a", 1));
+    expect(phases(fold(b).items.get("a")!.attempts[0]!)).toEqual(["launching 4→5", "agent 5→…"]);
+    b.push(ended("a", 1), verifyReserved("a", 1));
+    expect(phases(fold(b).items.get("a")!.attempts[0]!)).toEqual(["launching 4→5", "agent 5→6", "verify 7→…"]);
+  });
+
+  test("a failed verify then a retry: two attempts, the first failed, the second passed", () => {
+    const b = new LogBuilder();
+    b.push(definition(1, [itemDef("a")]), loopStarted, ...failingAttempt("a", 1), ...passingAttempt("a", 2));
+    const h = fold(b);
+    const [one, two] = h.items.get("a")!.attempts;
+    expect([one!.outcome?.kind, two!.outcome?.kind]).toEqual(["failed", "passed"]);
+    // verify: false-style verdict (no verify_reserved): no verify phase, a passing verdict then landing.
+    expect(phasesOf(two!).map((p) => p.kind)).toEqual(["launching", "agent", "landing"]);
+    expect(h.attempts).toBe(2);
+  });
+
+  test("a pull request: landing until it is recorded, then waiting on checks until the landing", () => {
+    const b = new LogBuilder();
+    b.push(definition(1, [itemDef("a")]), loopStarted, launch("a", 1), started("a", 1), ended("a", 1), verified("a", 1, true)); // ..7
+    b.push({ type: "forge_pr_recorded", item: "a", payload: { attempt: 1, number: 7, url: "https://github.com/o/r/pull/7", head: "abc", draft: false, reused: false } }); // 8
+    b.push({ type: "forge_landing_waiting", item: "a", payload: { attempt: 1, code: "checks_pending", reason: "checks are running", head: "abc" } }); // 9
+    b.push({ type: "landing_finished", item: "a", payload: { attempt: 1, outcome: "merged", branch: "b", target: "main", commit: "m", reason: "merged #7" } }); // 10
+    const a = fold(b).items.get("a")!.attempts[0]!;
+    expect(phases(a)).toEqual(["launching 4→5", "agent 5→6", "landing 7→8", "checks 8→10"]);
+    expect(a.pr).toMatchObject({ number: 7, url: "https://github.com/o/r/pull/7" });
+    expect(a.landingWaits).toEqual([{ at: at(b, 8), code: "checks_pending", reason: "checks are running" }]);
+  });
+});
+
+describe("waits", () => {
+  test("a question is an item wait from needs_input until the item is requeued", () => {
+    const b = new LogBuilder();
+    b.push(definition(1, [itemDef("a")]), loopStarted, launch("a", 1), started("a", 1)); // ..5
+    b.push({ type: "needs_input", item: "a", payload: { attempt: 1, question: "which port?" } }, { type: "loop_paused", payload: { reason: "a needs input: which port?" } }); // 6, 7
+    let h = fold(b);
+    expect(h.items.get("a")!.waits).toEqual([{ kind: "needs_input", label: "needs input: which port?", from: at(b, 5), to: null }]);
+    expect(h.waits).toEqual([{ kind: "paused", label: "a needs input: which port?", from: at(b, 6), to: null }]);
+    b.push({ type: "reply_recorded", item: "a", actor: "alice", payload: { text: "8080" } }, { type: "loop_resumed", payload: {} }, requeued("a", 1, "answered", { failed: false })); // 8, 9, 10
+    h = fold(b);
+    expect(h.items.get("a")!.waits[0]!.to).toBe(at(b, 9));
+    expect(h.waits[0]!.to).toBe(at(b, 8));
+    expect(h.items.get("a")!.attempts[0]!.outcome?.kind).toBe("requeued");
+    expect(h.items.get("a")!.replies).toEqual([{ at: at(b, 7), actor: "alice" }]);
+  });
+
+  test("an environment fault ends its attempt (given back) and pauses the loop until resumed", () => {
+    const b = new LogBuilder();
+    b.push(definition(1, [itemDef("a")]), loopStarted, launch("a", 1));
+    b.push({ type: "environment_fault", item: "a", payload: { kind: "program_not_found", attempt: 1, reason: "claude is not on PATH", fix: "install it, then `loop ctl resume`" } });
+    const h = fold(b);
+    const a = h.items.get("a")!.attempts[0]!;
+    expect(a.end?.verdict).toBe("environment_fault");
+    expect(a.outcome).toMatchObject({ kind: "requeued" });
+    expect(phases(a)).toEqual(["launching 4→5"]);
+    expect(h.waits).toEqual([{ kind: "environment", label: "environment fault: claude is not on PATH. To fix: install it, then `loop ctl resume`", from: at(b, 4), to: null }]);
+  });
+
+  test("stop then resume: one stopped wait", () => {
+    const b = new LogBuilder();
+    b.push(definition(1, [itemDef("a")]), loopStarted, { type: "loop_stopped", payload: { reason: "by alice" } }, { type: "loop_resumed", payload: {} });
+    expect(fold(b).waits).toEqual([{ kind: "stopped", label: "by alice", from: at(b, 3), to: at(b, 4) }]);
+  });
+});
+
+describe("epochs, order and what the fold does not know", () => {
+  test("a reset that removed something starts an epoch; an attempt it cut short is marked; one that found nothing does not", () => {
+    const b = new LogBuilder();
+    b.push(definition(1, [itemDef("a"), itemDef("b")]), loopStarted, launch("a", 1), started("a", 1), resetDone("a"));
+    b.push(resetDone("b", { found: false, pieces: [] }));
+    b.push(...passingAttempt("a", 1, 1));
+    const h = fold(b);
+    const a = h.items.get("a")!;
+    expect(a.epoch).toBe(1);
+    expect(a.attempts.map((x) => [x.epoch, x.n, x.outcome?.kind ?? null, x.abandonedAt !== null])).toEqual([
+      [0, 1, null, true],
+      [1, 1, "passed", false],
+    ]);
+    // The cut-short attempt's open phase ends at the reset.
+    expect(phasesOf(a.attempts[0]!).every((p) => p.to !== null)).toBe(true);
+    expect(h.items.get("b")!.epoch).toBe(0);
+    expect(a.resets).toHaveLength(1);
+  });
+
+  test("order follows the latest definition, then items no longer in it; prompts and refs are the latest", () => {
+    const b = new LogBuilder();
+    b.push(definition(1, [itemDef("a"), itemDef("b")]), definition(2, [itemDef("c"), itemDef("a", { prompt: "new words", ref: "github:o/r#1" })]));
+    const h = fold(b);
+    expect(h.order).toEqual(["c", "a", "b"]);
+    expect(h.items.get("a")).toMatchObject({ prompt: "new words", ref: "github:o/r#1" });
+    expect(h.name).toBe("test");
+  });
+
+  test("an event type it does not know is counted, and the rest of the log still folds", () => {
+    const b = new LogBuilder();
+    b.push(definition(1, [itemDef("a")]), loopStarted);
+    const events = [...b.events, { ...b.events[2]!, seq: 4, type: "forge_rework_requested" as never, item: "a", payload: {} as never }];
+    const h = foldEvents(events);
+    expect(h.unknown).toEqual({ forge_rework_requested: 1 });
+    expect(h.seq).toBe(4);
+  });
+
+  test("a blocked item settles without an attempt, and a drained loop closes nothing it should not", () => {
+    const b = new LogBuilder();
+    b.push(definition(1, [itemDef("a"), itemDef("b", { dependsOn: ["a"] })]), loopStarted, ...failingAttempt("a", 1, true));
+    b.push(settled("b", 0, "blocked", 'dependency "a" failed'), drained("Failed", { failed: 1, blocked: 1 }));
+    const h = fold(b);
+    expect(h.items.get("a")!.attempts[0]!.outcome?.kind).toBe("failed");
+    expect(h.items.get("b")!.attempts).toEqual([]);
+    expect(h.lastTs).toBe(at(b, b.events.length - 1));
+  });
+});

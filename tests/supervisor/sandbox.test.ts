@@ -1,0 +1,95 @@
+// The sandbox's command line (lib/supervisor/sandbox.ts): sandboxArgv is pure, its order is the
+// security (later mounts cover earlier ones), and sandboxSpec reads a real worktree's git layout.
+import { describe, expect, test } from "bun:test";
+import { existsSync, readFileSync, rmSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { sandboxArgv, sandboxSpec, type SandboxSpec, worktreeGitDirs } from "../../lib/supervisor/sandbox.ts";
+import { git, makeRepo } from "../helpers/repo.ts";
+
+const SPEC: SandboxSpec = {
+  bwrap: "/usr/bin/bwrap",
+  worktree: "/srv/api/.loop/workspaces/fix",
+  stateRoot: "/srv/api/.loop",
+  sessionDir: "/srv/api/.loop/sessions/fix/1",
+  repo: "/srv/api",
+  hide: ["/run/user/1000"],
+  mask: ["/run/docker.sock"],
+  git: {
+    commonDir: "/srv/api/.git",
+    writable: ["/srv/api/.git/objects", "/srv/api/.git/worktrees/fix", "/srv/api/.git/refs/heads/loop/x/item", "/srv/api/.git/logs/refs/heads/loop/x/item"],
+    readOnly: ["/srv/api/.git/worktrees/fix/commondir"],
+  },
+  writable: ["/srv/api/.loop/sessions/fix/1/ask.txt"],
+  writableIfPresent: ["/home/u/.claude"],
+};
+
+describe("sandboxArgv", () => {
+  const argv = sandboxArgv(SPEC, ["agent", "--flag", "--"]);
+  /** Index of the mount whose destination is `path` (bwrap: flag, source, destination). */
+  const at = (flag: string, path: string) => argv.findIndex((a, i) => a === flag && argv[i + 1] === path);
+
+  test("the command comes last, after `--`, untouched", () => {
+    expect(argv[0]).toBe("/usr/bin/bwrap");
+    expect(argv.slice(argv.indexOf("--") + 1)).toEqual(["agent", "--flag", "--"]);
+  });
+
+  test("read-only root first; /tmp, the runtime folder and the state root hidden; service sockets masked; the repository read-only", () => {
+    expect(argv.slice(1, 4)).toEqual(["--ro-bind", "/", "/"]);
+    expect(argv.findIndex((a, i) => a === "--ro-bind" && argv[i + 1] === "/dev/null" && argv[i + 2] === "/run/docker.sock")).toBeGreaterThan(0);
+    for (const p of ["/tmp", "/run/user/1000", "/srv/api/.loop"]) expect(at("--tmpfs", p)).toBeGreaterThan(0);
+    expect(at("--ro-bind", "/srv/api")).toBeGreaterThan(at("--tmpfs", "/tmp"));
+    // The state root is hidden after the repository is re-exposed, so nothing brings it back.
+    expect(at("--tmpfs", "/srv/api/.loop")).toBeGreaterThan(at("--ro-bind", "/srv/api"));
+  });
+
+  test("what is writable is mounted after the hiding; the worktree's git links read-only after its git folder", () => {
+    const hidden = at("--tmpfs", "/srv/api/.loop");
+    for (const p of [...SPEC.git.writable, SPEC.worktree, ...SPEC.writable]) expect(at("--bind", p)).toBeGreaterThan(hidden);
+    expect(at("--ro-bind", "/srv/api/.git/worktrees/fix/commondir")).toBeGreaterThan(at("--bind", "/srv/api/.git/worktrees/fix"));
+    expect(at("--ro-bind", SPEC.sessionDir)).toBeGreaterThan(hidden);
+    expect(at("--bind", SPEC.writable[0]!)).toBeGreaterThan(at("--ro-bind", SPEC.sessionDir));
+    expect(at("--bind-try", "/home/u/.claude")).toBeGreaterThan(hidden);
+  });
+
+  test("its own pid namespace dying with the wrapper, a new session, no capabilities, the worktree as cwd", () => {
+    for (const flag of ["--unshare-pid", "--die-with-parent", "--new-session"]) expect(argv.indexOf(flag)).toBeGreaterThan(0);
+    expect(argv.slice(argv.indexOf("--cap-drop"), argv.indexOf("--cap-drop") + 2)).toEqual(["--cap-drop", "ALL"]);
+    expect(argv.slice(argv.indexOf("--chdir"), argv.indexOf("--chdir") + 2)).toEqual(["--chdir", SPEC.worktree]);
+    // The network is left as it is.
+    expect(argv.filter((a) => a.startsWith("--unshare-net") || a === "--unshare-all")).toEqual([]);
+  });
+});
+
+describe("sandboxSpec", () => {
+  test("reads a linked worktree's git folders and prepares the mount points", () => {
+    const { dir, root } = makeRepo("loop-sbx-");
+    try {
+      const stateRoot = join(root, ".loop");
+      const wt = join(stateRoot, "workspaces", "fix");
+      git(root, "worktree", "add", "-q", "-b", "loop/x/item/fix", wt);
+      git(root, "pack-refs", "--all"); // the branch only packed: its folder is made for the mount
+      rmSync(join(root, ".git", "refs", "heads", "loop"), { recursive: true, force: true });
+      expect(worktreeGitDirs(wt)).toEqual({ gitDir: join(root, ".git", "worktrees", "fix"), commonDir: join(root, ".git") });
+      const ask = join(stateRoot, "sessions", "fix", "1", "ask.txt");
+      const spec = sandboxSpec({ bwrap: "/usr/bin/bwrap", worktree: wt, stateRoot, branch: "loop/x/item/fix", writable: [ask], homes: [".claude"], env: { HOME: "/home/u" } }, join(stateRoot, "sessions", "fix", "1"));
+      expect(spec.repo).toBe(root);
+      expect(spec.git.writable).toEqual([join(root, ".git", "objects"), join(root, ".git", "worktrees", "fix"), join(root, ".git", "refs", "heads", "loop", "x", "item"), join(root, ".git", "logs", "refs", "heads", "loop", "x", "item")]);
+      for (const d of spec.git.writable) expect(statSync(d).isDirectory()).toBe(true);
+      expect(spec.git.readOnly.map((p) => p.slice(p.lastIndexOf("/") + 1))).toEqual(["commondir", "gitdir", "config.worktree"]);
+      expect(readFileSync(join(root, ".git", "worktrees", "fix", "config.worktree"), "utf8")).toBe("");
+      expect(existsSync(ask) && statSync(ask).size === 0).toBe(true);
+      expect(spec.writableIfPresent).toEqual(["/home/u/.claude"]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("a checkout that is not a linked worktree is refused with its path", () => {
+    const { dir, root } = makeRepo("loop-sbx-");
+    try {
+      expect(() => sandboxSpec({ bwrap: "b", worktree: root, stateRoot: join(root, ".loop"), branch: "main", writable: [], homes: [], env: {} }, join(root, ".loop"))).toThrow(`${root} is not a linked worktree: its .git is not a file naming its git folder`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
