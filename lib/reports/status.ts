@@ -57,6 +57,8 @@ export function statusReport(
     const view = stateView(statePaths(stateRoot).stateJson, lr.state_sha, () => readProjection(db));
     findings.push(...view.findings);
     const doc = view.doc;
+    // The loop record of the projection row (its settings; state.json does not carry them).
+    const loop = loopRecordOf(lr);
     // Before anything ran, a name changed in loop.json is a rename the next write records, not another project.
     const renameFree = doc.items.every((it) => it.epoch === 0 && it.attempts === 0 && (it.status === "pending" || it.status === "withdrawn"));
     const foreign = ownershipFinding(doc.loop.owner, project, stateRoot, { renameFree });
@@ -70,11 +72,9 @@ export function statusReport(
       });
     findings.push(...lockFindings(db, stateRoot));
     // Only for the project status runs for: a copy elsewhere (a backup being checked) names refs of a repository it is not.
-    if (project && !foreign) findings.push(...refFindings(db, doc, project.repo));
+    if (project && !foreign) findings.push(...refFindings(db, doc, loop, project.repo));
     const byId = new Map(doc.items.map((it) => [it.id, it]));
     const selected = workItems.length ? resolveSelectorsIn(doc.items, workItems).map((id) => byId.get(id)!) : doc.items;
-    // The loop record of the projection row (its settings; state.json does not carry them).
-    const loop = loopRecordOf(lr);
     const waiting = waitingOf(db, doc, loop);
     const ran = ranOf(db, selected);
     const items = selected.map((it) => {
@@ -146,11 +146,9 @@ function lockFindings(db: Database, stateRoot: string): Finding[] {
  * The refs loop owns (lib/step/owned-refs.ts) that are not where it left them: `owned_ref_changed`,
  * one finding each. Asked of git only when there is one to check.
  */
-function refFindings(db: Database, doc: StateDocument, repo: string): Finding[] {
-  const settings = db
-    .query("SELECT json_extract(body, '$.loop.settings.landing') AS landing, json_extract(body, '$.loop.settings.target') AS target, json_extract(body, '$.loop.settings.forge') AS forge FROM proj_loop WHERE id = 1")
-    .get() as { landing: unknown; target: unknown; forge: unknown } | null;
-  const landed = settings?.landing === "merge" && settings.forge === null && typeof settings.target === "string" ? lastLanded(db, settings.target) : null;
+function refFindings(db: Database, doc: StateDocument, loop: LoopRecord, repo: string): Finding[] {
+  const settings = loop.settings;
+  const landed = settings?.landing === "merge" && !settings.forge ? lastLanded(db, settings.target) : null;
   const owned = ownedRefs({ items: doc.items as OwnedRefInput["items"], landed });
   if (owned.length === 0) return [];
   let now: Map<string, string>;
