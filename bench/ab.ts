@@ -2,7 +2,8 @@
 // bench/ab.ts — compare commands on a noisy machine: every round runs each command once, in turn,
 // so whatever disturbs the machine disturbs all of them alike (each round starting with the next
 // command). Prints median, minimum and first quartile of the wall time per command (one untimed
-// round first) and how many runs exited non-zero; exits 1 if any did.
+// round first), the median CPU time (user + system of the child: on a machine shared with other
+// load, the steadier figure) and how many runs exited non-zero; exits 1 if any did.
 //
 //   bun bench/ab.ts [--rounds 31] 'CMD ARGS…' 'CMD ARGS…' …
 //
@@ -18,6 +19,7 @@ if (positionals.length === 0 || !Number.isInteger(rounds) || rounds < 1) {
 }
 const cmds = positionals.map((c) => c.split(" ").filter(Boolean));
 const times: number[][] = cmds.map(() => []);
+const cpu: number[][] = cmds.map(() => []);
 const failures: number[] = cmds.map(() => 0);
 for (let r = 0; r <= rounds; r++)
   // Each round starts with the next command, so none always runs first (or right after another).
@@ -27,12 +29,16 @@ for (let r = 0; r <= rounds; r++)
     const p = Bun.spawnSync(cmds[i]!, { stdout: "pipe", stderr: "pipe" });
     const ms = performance.now() - t;
     if (p.exitCode !== 0) failures[i]!++;
-    if (r > 0) times[i]!.push(ms);
+    if (r > 0) {
+      times[i]!.push(ms);
+      cpu[i]!.push(Number(p.resourceUsage?.cpuTime.total ?? 0n) / 1000);
+    }
   }
-process.stdout.write(`| command | median ms | min ms | p25 ms | failed runs |\n| --- | ---: | ---: | ---: | ---: |\n`);
+process.stdout.write(`| command | median ms | min ms | p25 ms | CPU median ms | failed runs |\n| --- | ---: | ---: | ---: | ---: | ---: |\n`);
 cmds.forEach((cmd, i) => {
   const s = times[i]!.sort((a, b) => a - b);
-  process.stdout.write(`| \`${cmd.join(" ")}\` | ${s[s.length >> 1]!.toFixed(1)} | ${s[0]!.toFixed(1)} | ${s[s.length >> 2]!.toFixed(1)} | ${failures[i]} |\n`);
+  const c = cpu[i]!.sort((a, b) => a - b);
+  process.stdout.write(`| \`${cmd.join(" ")}\` | ${s[s.length >> 1]!.toFixed(1)} | ${s[0]!.toFixed(1)} | ${s[s.length >> 2]!.toFixed(1)} | ${c[c.length >> 1]!.toFixed(1)} | ${failures[i]} |\n`);
 });
 // A command that failed is not timed doing its job: say so, and fail.
 if (failures.some((n) => n > 0)) {

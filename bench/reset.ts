@@ -97,7 +97,7 @@ function prepareItems(k: number, onDisk: boolean): string {
     }
     if (refs.length) sh(root, ["git", "update-ref", "--stdin"], refs.join(""));
     store.append(events, { actor: "bench" });
-    materialize(stateRoot, store.projection(), store.db);
+    materialize(stateRoot, store);
   } finally {
     store.close();
   }

@@ -85,9 +85,9 @@ try {
   const append = () => {
     const store = Store.open(g.stateRoot);
     try {
-      const { projection } = store.append([{ type: "control_recorded", item: target, actor: "bench", payload: { verb: "reply", text: "bench" } }]);
-      materialize(g.stateRoot, projection, store.db);
-      return projection.seq;
+      const { events } = store.append([{ type: "control_recorded", item: target, actor: "bench", payload: { verb: "reply", text: "bench" } }]);
+      materialize(g.stateRoot, store);
+      return events.at(-1)!.seq;
     } finally {
       store.close();
     }

@@ -17,8 +17,8 @@ import { BusyError, DefinitionError, RefusedError, UsageError } from "../shared/
 import { assertOwnership, noWorkYet, projectOf } from "../log/ownership.ts";
 import { loadDefinition } from "../definition/loop-json.ts";
 
-export const CTL_VERBS = ["start", "pause", "resume", "stop", "skip", "retry", "cancel", "reply"] as const;
-export type CtlVerb = (typeof CTL_VERBS)[number];
+import type { CtlVerb } from "../log/vocabulary.ts";
+export { CTL_VERBS, type CtlVerb } from "../log/vocabulary.ts";
 export const DESTRUCTIVE_VERBS: readonly CtlVerb[] = ["stop", "skip", "cancel"];
 /** Verbs that act on the loop when no --work-item is given. */
 export const LOOP_VERBS: readonly CtlVerb[] = ["start", "pause", "resume", "stop"];
@@ -254,10 +254,10 @@ export async function applyCtl(o: {
         }
         events.push(...a.events);
       }
-      const { events: appended, projection } = store.append(events.map((e) => ({ actor: o.actor, ...e })) as EventDraft[], { actor: o.actor, label: "ctl" });
+      const { events: appended } = store.append(events.map((e) => ({ actor: o.actor, ...e })) as EventDraft[], { actor: o.actor, label: "ctl" });
       result.transitions = appended.map((e: StoredEvent) => ({ seq: e.seq, type: e.type, item: e.item }));
       result.actions = final.map((a) => ({ item: a.item, effect: a.effect, noop: a.noop }));
-      materialize(o.stateRoot, projection, store.db);
+      materialize(o.stateRoot, store);
     } finally {
       store.releaseLease(lease.lease);
     }

@@ -179,7 +179,7 @@ export function initProject(
     writeFileSync(defPath, text);
     created.unshift(defPath);
     store.bindProject(project, `loop init wrote loop.json naming the loop "${name}"`, opts.actor);
-    materialize(stateRoot, store.projection(), store.db);
+    materialize(stateRoot, store);
   } finally {
     store.close();
   }
@@ -232,7 +232,7 @@ export function adoptStateRoot(root: string, stateRoot: string, opts: { actor: s
     try {
       previous = store.projection().loop.owner;
       bound = store.bindProject(project, "adopted with `loop init --adopt`", opts.actor) !== null;
-      if (bound) materialize(stateRoot, store.projection(), store.db);
+      if (bound) materialize(stateRoot, store);
     } finally {
       store.releaseLease(lease.lease);
     }

@@ -298,9 +298,9 @@ async function carryOut(o: ResetOptions, store: Store, p: Projection, plan: Rese
   }
   let transitions: ResetReport["transitions"] = [];
   if (events.length) {
-    const { events: appended, projection } = store.append(events.map((e) => ({ actor: o.actor, ...e })) as EventDraft[], { actor: o.actor, label: "reset" });
+    const { events: appended } = store.append(events.map((e) => ({ actor: o.actor, ...e })) as EventDraft[], { actor: o.actor, label: "reset" });
     transitions = appended.map((e: StoredEvent) => ({ seq: e.seq, type: e.type, item: e.item }));
-    materialize(o.stateRoot, projection, store.db);
+    materialize(o.stateRoot, store);
   }
   return { schema: "loop/reset@1", dry_run: false, ok: reports.every((r) => r.errors.length === 0), warnings: plan.warnings, items: reports, transitions };
 }

@@ -82,11 +82,9 @@ export function stateDocument(p: Projection) {
         landing: it.landing
           ? { outcome: it.landing.outcome, target: it.landing.target, commit: it.landing.commit, reason: it.landing.reason }
           : null,
-        // Only items with a forge side carry it (docs/forge.md#status), field by field as above.
-        ...(it.forge ? { forge: forgeView(it.forge) } : {}),
-        // Present only once the item was reset, so the state.json of a store that never saw a
-        // reset stays the text its projection's state_sha names.
-        ...(it.reset ? { reset: { actor: it.reset.actor, at: it.reset.at } } : {}),
+        // Null until the item has a forge side (docs/forge.md#status), field by field as above.
+        forge: it.forge ? forgeView(it.forge) : null,
+        reset: it.reset ? { actor: it.reset.actor, at: it.reset.at } : null,
       };
     }),
   };

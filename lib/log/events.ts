@@ -3,6 +3,8 @@
 // docs/events.md documents each one; tests/cmd/docs.test.ts keeps the two lists equal.
 import * as v from "valibot";
 import { type Check, compileCheck } from "./schema-check.ts";
+import { CONTROL_VERBS, DRAIN_OUTCOMES, END_VERDICTS, LANDING_OUTCOMES, SETTLED_OUTCOMES } from "./vocabulary.ts";
+export { CONTROL_VERBS, DRAIN_OUTCOMES, END_VERDICTS, SETTLED_OUTCOMES, type SettledOutcome } from "./vocabulary.ts";
 
 const Str = v.string();
 const NStr = v.nullable(v.string());
@@ -46,11 +48,6 @@ const Settings = v.strictObject({
   protect: v.optional(v.array(Str)),
 });
 
-export const SETTLED_OUTCOMES = ["passed", "failed", "skipped", "cancelled", "blocked", "landing_blocked"] as const;
-export type SettledOutcome = (typeof SETTLED_OUTCOMES)[number];
-export const DRAIN_OUTCOMES = ["Succeeded", "Failed", "Stopped"] as const;
-export const CONTROL_VERBS = ["start", "stop", "skip", "retry", "cancel", "reply"] as const;
-export const END_VERDICTS = ["exited", "never_started", "stalled", "lost", "closed"] as const;
 /** What `loop reset` did with an item's checkout. */
 export const CHECKOUT_OUTCOMES = ["removed", "kept", "absent"] as const;
 /** The pieces of an item's state `loop reset` erases, by their reported names (docs/cli/loop-reset.md). */
@@ -156,7 +153,7 @@ export const PAYLOADS = {
   item_settled: v.strictObject({ attempt: Int, outcome: v.picklist(SETTLED_OUTCOMES), reason: Str }),
   landing_finished: v.strictObject({
     attempt: Pos,
-    outcome: v.picklist(["none", "merged", "conflict", "failed", "pr_opened", "blocked"]),
+    outcome: v.picklist(LANDING_OUTCOMES),
     branch: Str,
     target: NStr,
     commit: NStr,
@@ -207,7 +204,16 @@ export const PAYLOADS = {
 
 export type EventType = keyof typeof PAYLOADS;
 export const EVENT_TYPES = Object.keys(PAYLOADS) as EventType[];
-export type Payload<T extends EventType> = v.InferOutput<(typeof PAYLOADS)[T]>;
+/**
+ * A union of payload shapes read as one object: a field only some shapes have is optional. A schema
+ * spells an optional field as two whole shapes (the compiled checks refuse optional entries:
+ * schema-check.ts), one without it and one with it, and code reads `payload.field` either way.
+ */
+type KeysOf<U> = U extends unknown ? keyof U : never;
+type FieldOf<U, K extends PropertyKey> = U extends unknown ? (K extends keyof U ? U[K] : never) : never;
+type Merged<U> = [U] extends [Record<string, unknown>] ? { [K in keyof U]: FieldOf<U, K> } & { [K in Exclude<KeysOf<U>, keyof U>]?: FieldOf<U, K> } : U;
+/** A payload of type T, as its schema types it (a field added to the schema is typed everywhere). */
+export type Payload<T extends EventType> = Merged<v.InferOutput<(typeof PAYLOADS)[T]>>;
 export type NormItemPayload = v.InferOutput<typeof NormItemSchema>;
 export type SettingsPayload = v.InferOutput<typeof Settings>;
 
@@ -216,18 +222,21 @@ export type EventDraft = {
   [T in EventType]: { type: T; item?: string | null; payload: Payload<T>; id?: string; actor?: string; ts?: string };
 }[EventType];
 
-/** A stored event row, its payload parsed. */
-export interface StoredEvent {
+/** A stored event row of one type, its payload parsed (and typed by that type's schema). */
+export interface StoredEventOf<T extends EventType> {
   seq: number;
   id: string;
   ts: string;
-  type: EventType;
+  type: T;
   actor: string;
   item: string | null;
-  payload: any;
+  payload: Payload<T>;
   prev_hash: string;
   hash: string;
 }
+
+/** A stored event row, its payload parsed: a union over the types, so `type` narrows `payload`. */
+export type StoredEvent = { [T in EventType]: StoredEventOf<T> }[EventType];
 
 export function isEventType(t: string): t is EventType {
   return Object.hasOwn(PAYLOADS, t);

@@ -4,9 +4,46 @@
 // keeps to what that thread needs. Payloads are validated by the fold, which parses them anyway.
 import type { Database } from "bun:sqlite";
 
-/** One thing a read verb found wrong: a stable code, the event it concerns, and plain words. */
-export interface Finding {
-  code: string;
+/** The codes of `loop replay`'s findings (docs/cli/loop-replay.md). */
+export const REPLAY_FINDING_CODES = [
+  "event_chain_broken",
+  "event_sequence_gap",
+  "illegal_event_sequence",
+  "invalid_event_payload",
+  "nondeterministic_replay",
+  "projection_mismatch",
+  "state_file_missing",
+  "unreadable_state_file",
+  "state_field_mismatch",
+  "desynced_terminal_window",
+  "terminal_state_mismatch",
+  "unreadable_terminal_file",
+  "foreign_store",
+  "runlog_mismatch",
+  "head_mismatch",
+] as const;
+/** The codes of `loop status`'s findings (docs/cli/loop-status.md). */
+export const STATUS_FINDING_CODES = [
+  "projection_behind",
+  "projection_ahead",
+  "projection_hash_mismatch",
+  "state_file_missing",
+  "unreadable_state_file",
+  "state_field_mismatch",
+  "foreign_store",
+  "disk_full",
+  "store_locked",
+  "owned_ref_changed",
+] as const;
+export type ReplayFindingCode = (typeof REPLAY_FINDING_CODES)[number];
+export type StatusFindingCode = (typeof STATUS_FINDING_CODES)[number];
+
+/**
+ * One thing a read verb found wrong: a stable code, the event it concerns, and plain words. Each
+ * verb's findings are typed by its own list of codes, so a code no page documents does not compile.
+ */
+export interface Finding<C extends string = ReplayFindingCode | StatusFindingCode> {
+  code: C;
   seq?: number;
   message: string;
 }
@@ -38,12 +75,12 @@ export interface IntegrityResult {
   /** Rows read. */
   events: number;
   /** In log order: every gap or disorder in seq, and the first row whose hash or link is wrong (every later row is suspect). */
-  findings: Finding[];
+  findings: Finding<ReplayFindingCode>[];
 }
 
 /** Check seqs and the hash chain of the whole log, in one pass over the rows. Reads only. */
 export function checkIntegrity(db: Database): IntegrityResult {
-  const findings: Finding[] = [];
+  const findings: Finding<ReplayFindingCode>[] = [];
   let broken = false;
   let expectSeq = 1;
   let prevHash = GENESIS_HASH;

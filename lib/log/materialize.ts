@@ -3,33 +3,49 @@
 // state.json and terminal_state.json hold is lib/log/documents.ts; RUNLOG.md is rendered here.
 import { closeSync, constants as fsConstants, existsSync, fstatSync, ftruncateSync, rmSync, writeSync } from "node:fs";
 import { sha256Hex } from "./canonical.ts";
-import { openOwnFile, readAt, readTextOrNull, writeFileAtomic as writeAtomic } from "../shared/fsutil.ts";
+import { hashOwnFile, openOwnFile, readAt, readTextOrNull, writeFileAtomic as writeAtomic } from "../shared/fsutil.ts";
 import type { Database } from "bun:sqlite";
 import type { Projection } from "./reducer.ts";
 import { statePaths } from "../shared/paths.ts";
 import { jsonText, stateDocument, terminalDocument } from "./documents.ts";
 import { failpoint } from "../shared/failpoint.ts";
 
+/**
+ * What materializing reads and records: the store's database, its projection (read only when a file
+ * must be rendered), and where to record the hash of the state.json written (Store does all three).
+ */
+export interface MaterializeSource {
+  readonly db: Database;
+  projection(): Projection;
+  /** Record that state.json, as of the projection at `seq`, is the text hashing to `sha` (proj_loop.state_sha). */
+  recordStateSha(seq: number, sha: string): void;
+}
+
 /** Bring state.json, terminal_state.json and RUNLOG.md in line with the log. Returns what changed. */
-export function materialize(stateRoot: string, p: Projection, db: Database): string[] {
+export function materialize(stateRoot: string, src: MaterializeSource): string[] {
   const paths = statePaths(stateRoot);
   const changed: string[] = [];
   failpoint("materialize:before");
-  // The projection row stores the sha256 of the state.json it materializes to: a current file
-  // costs one hash instead of rendering every item.
-  // Never through a link (an agent's, to a file outside): such a state.json is rewritten in place of the link.
-  const onFile = readTextOrNull(paths.stateJson, { noLinks: true });
-  const row = db.query("SELECT seq, state_sha FROM proj_loop WHERE id = 1").get() as { seq: number; state_sha: string } | null;
-  const current = onFile !== null && row?.seq === p.seq && sha256Hex(onFile) === row.state_sha;
+  // The projection's row records the sha256 of the state.json last written from it (none since
+  // its last change: ""): a current file costs one hash, and no item is read or rendered.
+  const row = src.db.query("SELECT seq, state, state_sha FROM proj_loop WHERE id = 1").get() as { seq: number; state: string; state_sha: string } | null;
+  // Its bytes are hashed as they are read, in chunks; the file is read whole only when it is not
+  // current. Never through a link (an agent's, to a file outside): such a state.json is rewritten in
+  // place of the link.
+  const current = row !== null && row.state_sha !== "" && hashOwnFile(paths.stateJson) === row.state_sha;
   if (!current) {
+    const p = src.projection();
     const state = jsonText(stateDocument(p));
-    if (onFile !== state) {
+    if (readTextOrNull(paths.stateJson, { noLinks: true }) !== state) {
       writeAtomic(paths.stateJson, state);
       changed.push("state.json");
     }
+    // After the file: killed in between, the next materialization finds the text right and records it.
+    src.recordStateSha(p.seq, sha256Hex(state));
   }
   failpoint("materialize:after_state");
-  const term = terminalDocument(p);
+  // Present exactly while the loop is drained: only then is the projection read to render it.
+  const term = row?.state === "drained" ? terminalDocument(src.projection()) : null;
   if (term) {
     const text = jsonText(term);
     if (readTextOrNull(paths.terminal, { noLinks: true }) !== text) {
@@ -40,7 +56,7 @@ export function materialize(stateRoot: string, p: Projection, db: Database): str
     rmSync(paths.terminal);
     changed.push("terminal_state.json");
   }
-  if (repairRunlog(paths.runlog, db)) changed.push("RUNLOG.md");
+  if (repairRunlog(paths.runlog, src.db)) changed.push("RUNLOG.md");
   return changed;
 }
 

@@ -78,6 +78,12 @@ const ADOPT = "`loop init --adopt`";
 const OR_ADOPT = `If this project is the one the state root was made for, moved or restored here, run ${ADOPT} here to bind the state root to it (docs/state.md#moving-a-project)`;
 
 /**
+ * Whether the loop may still be renamed freely (noWorkYet), or how to find out: asked only when the
+ * names differ, since answering reads every item.
+ */
+export type RenameFree = boolean | (() => boolean);
+
+/**
  * Why a writer acting for `current` may not use a store bound to `recorded`, or null when it may.
  * A store bound to nothing (new, or from a loop before ownership was recorded) is anyone's: its
  * first write binds it. Names are compared only when both are known, and only once the loop has
@@ -88,7 +94,7 @@ export function ownershipProblem(
   recorded: ProjectIdentity | null,
   current: ProjectIdentity | null,
   stateRoot: string,
-  { renameFree = false }: { renameFree?: boolean } = {},
+  { renameFree = false }: { renameFree?: RenameFree } = {},
 ): string | null {
   if (!recorded) return null;
   const whose = `the state root ${stateRoot} belongs to ${describe(recorded)}`;
@@ -102,13 +108,13 @@ export function ownershipProblem(
   }
   if (recorded.root !== current.root)
     return `${whose}, another loop of the same repository, not to ${describe(current)}; nothing was done. ${POINT_IT_SENTENCE}. ${OR_ADOPT}`;
-  if (recorded.name !== null && current.name !== null && recorded.name !== current.name && !renameFree)
+  if (recorded.name !== null && current.name !== null && recorded.name !== current.name && !(typeof renameFree === "function" ? renameFree() : renameFree))
     return `${whose}, but loop.json here names the loop "${current.name}"; nothing was done. If you renamed the loop, run ${ADOPT} to bind the state root to the new name; otherwise ${POINT_IT}`;
   return null;
 }
 
 /** Throws `foreign_store` (exit 2) when a writer acting for `current` may not use the store. */
-export function assertOwnership(recorded: ProjectIdentity | null, current: ProjectIdentity | null, stateRoot: string, o: { renameFree?: boolean } = {}): void {
+export function assertOwnership(recorded: ProjectIdentity | null, current: ProjectIdentity | null, stateRoot: string, o: { renameFree?: RenameFree } = {}): void {
   const problem = ownershipProblem(recorded, current, stateRoot, o);
   if (problem) throw new StoreError("foreign_store", problem);
 }
@@ -118,11 +124,18 @@ export function noWorkYet(p: Projection): boolean {
   return Object.values(p.items).every((it) => it.epoch === 0 && it.attempts.length === 0 && it.session === null && (it.status === "pending" || it.status === "withdrawn"));
 }
 
-/** The binding a write must record first, if any: a store bound to nothing, or a loop renamed before any work. */
-export function rebind(recorded: ProjectIdentity | null, current: ProjectIdentity | null, p: Projection): { project: ProjectIdentity; reason: string } | null {
+/**
+ * The binding a write must record first, if any: a store bound to nothing, or a loop renamed before
+ * any work. `loopName` is the name the log knows; `renameFree` says whether nothing ran yet.
+ */
+export function rebind(
+  recorded: ProjectIdentity | null,
+  current: ProjectIdentity | null,
+  o: { loopName: string | null; renameFree: () => boolean },
+): { project: ProjectIdentity; reason: string } | null {
   if (!current) return null;
-  if (!recorded) return { project: { ...current, name: current.name ?? p.loop.name }, reason: "the store had no project recorded (made by an older loop); bound on its first write" };
-  if (current.name !== null && recorded.name !== null && current.name !== recorded.name && noWorkYet(p))
+  if (!recorded) return { project: { ...current, name: current.name ?? o.loopName }, reason: "the store had no project recorded (made by an older loop); bound on its first write" };
+  if (current.name !== null && recorded.name !== null && current.name !== recorded.name && o.renameFree())
     return { project: current, reason: `loop.json renamed the loop "${recorded.name}" to "${current.name}" before anything ran` };
   return null;
 }
@@ -145,17 +158,16 @@ export function recordedOwner(body: string): ProjectIdentity | null {
  */
 export function refuseForeignStateRoot(stateRoot: string, current: ProjectIdentity | null): void {
   if (!existsSync(dbPath(stateRoot))) return;
-  let seen: { recorded: ProjectIdentity | null; renameFree: boolean };
   try {
-    seen = withReadSnapshot(stateRoot, ({ db }) => {
+    withReadSnapshot(stateRoot, ({ db }) => {
       const row = findLoopRow(db);
-      return { recorded: row ? recordedOwner(row.body) : null, renameFree: row ? noWorkYet(readProjection(db)) : true };
+      // Inside the snapshot: whether anything ran is read (every item) only when the names differ.
+      assertOwnership(row ? recordedOwner(row.body) : null, current, stateRoot, { renameFree: () => !row || noWorkYet(readProjection(db)) });
     });
   } catch (err) {
     if (err instanceof StoreError && err.code === "outdated_store") return;
     throw err;
   }
-  assertOwnership(seen.recorded, current, stateRoot, { renameFree: seen.renameFree });
 }
 
 /** A read verb's finding when the store belongs to another project than the one it runs for. */
@@ -163,7 +175,7 @@ export function ownershipFinding(
   recorded: ProjectIdentity | null,
   current: ProjectIdentity | null,
   stateRoot: string,
-  o: { renameFree?: boolean } = {},
+  o: { renameFree?: RenameFree } = {},
 ): { code: "foreign_store"; message: string } | null {
   // A read verb run from outside any repository (checking a backup from /tmp) has no project to compare.
   if (!recorded || !current) return null;

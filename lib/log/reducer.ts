@@ -1,18 +1,14 @@
 // The reducer: the one definition of what the log means. `apply` is pure (it never touches its
 // input); `fold` and the store's append path use `reduceInto`, which mutates a projection the caller
 // owns, so a million-event replay does not copy the whole state per event. Both run the same code.
-import type { EventType, NormItemPayload, SettingsPayload, StoredEvent } from "./events.ts";
+import type { EventType, NormItemPayload, Payload, SettingsPayload, StoredEvent, StoredEventOf } from "./events.ts";
 import { GENESIS_HASH } from "./integrity.ts";
 import { IllegalEventError } from "../shared/errors.ts";
+import { type AttemptEndVerdict, type ControlVerb, type DrainOutcome, type ItemStatus, type LandingOutcome, IN_FLIGHT, isSettled, SETTLED_OUTCOMES } from "./vocabulary.ts";
 export { IllegalEventError } from "../shared/errors.ts";
+export { IN_FLIGHT, isInFlight, isSettled, ITEM_STATUSES, type ItemStatus } from "./vocabulary.ts";
 
 export type LoopState = "new" | "running" | "paused" | "stopped" | "drained";
-/** Every status an item can have, in the order of its life (`loop export --status` takes these). */
-export const ITEM_STATUSES = ["pending", "launching", "running", "ended", "needs_input", "passed", "failed", "skipped", "cancelled", "blocked", "landing_blocked", "withdrawn"] as const;
-export type ItemStatus = (typeof ITEM_STATUSES)[number];
-
-export const IN_FLIGHT: readonly ItemStatus[] = ["launching", "running", "ended", "needs_input"];
-export const SETTLED: readonly ItemStatus[] = ["passed", "failed", "skipped", "cancelled", "blocked", "landing_blocked"];
 
 export interface VerifyRecord {
   attempt: number;
@@ -54,12 +50,12 @@ export interface AttemptRecord {
   key: string;
   reservedAt: string;
   startedAt: string | null;
-  end: { verdict: string; exitCode: number | null; signal: string | null; reason: string; at: string } | null;
+  end: { verdict: AttemptEndVerdict; exitCode: number | null; signal: string | null; reason: string; at: string } | null;
   launchFailed: string | null;
   question: string | null;
   verify: VerifyRecord | null;
-  /** Only once a verify command was reserved (absent otherwise, so older histories fold as before). */
-  verifyRun?: VerifyRun;
+  /** The attempt's verify command as a process, once reserved. */
+  verifyRun: VerifyRun | null;
   /** "passed", "failed", "requeued:<reason>" once the attempt's fate is decided. */
   outcome: string | null;
   /** The digest of the repository's hooks and executable git config at its launch (absent in older logs). */
@@ -88,7 +84,7 @@ export interface SessionRecord {
 }
 
 export interface ControlRecord {
-  verb: string;
+  verb: ControlVerb;
   actor: string;
   text: string | null;
   ts: string;
@@ -115,7 +111,7 @@ export interface ItemState {
   // session and workspace
   session: SessionRecord | null;
   workspace: { branch: string; worktree: string; present: boolean } | null;
-  landing: { outcome: string; target: string | null; commit: string | null; reason: string } | null;
+  landing: { outcome: LandingOutcome; target: string | null; commit: string | null; reason: string } | null;
   /** Null until the item has a forge side (a loop without a forge never gives it one). */
   forge: ForgeRecord | null;
   /** Who last reset the item, and when (the work_item_reset that began this epoch), or null. */
@@ -134,7 +130,7 @@ export interface ForgeRecord {
   /** The comment high-water mark: comments with ids at or below it are never acted on. Null: not seen yet (first sight). */
   highWater: number | null;
   /** The last comment acted on. */
-  lastComment: { id: number; login: string; action: string; detail: string; at: string } | null;
+  lastComment: { id: number; login: string; action: Payload<"forge_comment_handled">["action"]; detail: string; at: string } | null;
   /** Authorized comments for the agent (inbox and the next handoff), oldest first. */
   messages: { id: number; login: string; text: string; at: string }[];
   /** The question posted on the issue for the current needs_input, by attempt. */
@@ -163,18 +159,15 @@ export interface LoopRecord {
   definitionHash: string | null;
   settings: SettingsPayload | null;
   current: string | null;
-  outcome: string | null;
+  outcome: DrainOutcome | null;
   startedAt: string | null;
   drainedAt: string | null;
   drainedSeq: number | null;
   updatedAt: string | null;
-  /**
-   * While the loop is paused by an environment fault: its kind and the seq of the event. Absent
-   * otherwise (never null: rows written before this field existed must stay equal to the fold).
-   */
-  fault?: { kind: string; seq: number };
-  /** The last condition needing a person that `notify` was run for, by slot (lib/step/notify.ts). Absent until the first. */
-  notified?: Record<string, string>;
+  /** While the loop is paused by an environment fault: its kind and the seq of the event. */
+  fault: { kind: string; seq: number } | null;
+  /** The last condition needing a person that `notify` was run for, by slot (lib/step/notify.ts). */
+  notified: Record<string, string>;
 }
 
 export interface Projection {
@@ -204,6 +197,8 @@ export function emptyProjection(): Projection {
       drainedAt: null,
       drainedSeq: null,
       updatedAt: null,
+      fault: null,
+      notified: {},
     },
     order: [],
     items: {},
@@ -222,9 +217,12 @@ export function fold(events: Iterable<StoredEvent>, from: Projection = emptyProj
   return p;
 }
 
-/** Which item rows an event may change; every other item row is untouched by it. */
-export function touchedItems(p: Projection, e: StoredEvent): string[] {
-  if (e.type === "definition_imported") return Object.keys(p.items);
+/**
+ * Which items an event may change: every item for a definition import, else the one it names.
+ * Every other item is untouched by it, which the store relies on (it copies and rewrites only these).
+ */
+export function touchedItems(e: Pick<StoredEvent, "type" | "item">): "all" | string[] {
+  if (e.type === "definition_imported") return "all";
   return e.item ? [e.item] : [];
 }
 
@@ -272,14 +270,9 @@ export function recordedPieces(it: ItemState): ("session" | "control" | "ledger"
   return out;
 }
 
-export function isSettled(s: ItemStatus): boolean {
-  return SETTLED.includes(s);
-}
-export function isInFlight(s: ItemStatus): boolean {
-  return IN_FLIGHT.includes(s);
-}
-
-type Handler = (p: Projection, e: StoredEvent, fail: (rule: string, detail: string) => never) => void;
+type Fail = (rule: string, detail: string) => never;
+/** One handler per event type, each given that type's event: an event type without a handler does not compile. */
+type Handlers = { [T in EventType]: (p: Projection, e: StoredEventOf<T>, fail: Fail) => void };
 
 /**
  * The item with this id, if the projection has one. Use it wherever the id may be unknown:
@@ -322,7 +315,7 @@ function sameOwner(a: OwnerRecord | null, b: OwnerRecord | null): boolean {
 
 /** The loop is no longer paused by an environment fault. */
 function clearFault(p: Projection) {
-  delete p.loop.fault;
+  p.loop.fault = null;
 }
 
 /** A drained loop that is paused or stopped is no longer drained: its outcome would go stale. */
@@ -332,7 +325,7 @@ function leaveDrained(p: Projection) {
   p.loop.drainedSeq = null;
 }
 
-const HANDLERS: Record<EventType, Handler> = {
+const HANDLERS: Handlers = {
   store_opened(p, e, fail) {
     if (e.seq !== 1) fail("store_opened_first", "store_opened may only be the first event");
   },
@@ -435,6 +428,7 @@ const HANDLERS: Record<EventType, Handler> = {
       launchFailed: null,
       question: null,
       verify: null,
+      verifyRun: null,
       outcome: null,
       ...("gitExec" in pl ? { gitExec: pl.gitExec } : {}),
     });
@@ -580,12 +574,13 @@ const HANDLERS: Record<EventType, Handler> = {
     needStatus(it, ["ended"], e, fail);
     const a = currentAttempt(it, e.payload.attempt, e, fail);
     a.verify = { ...e.payload, at: e.ts };
-    // A verify run by an older version (inside its step) left the reason as the session's end.
+    // A verify judged without a command (verify: false, or run inside its step by an older
+    // version) leaves the reason as the session's end.
     if (a.verifyRun) it.reason = `verify ${e.payload.passed ? "passed" : "failed"} (${e.payload.reason})`;
   },
   item_requeued(p, e, fail) {
     const it = need(p, e, fail);
-    needStatus(it, ["ended", "needs_input", ...SETTLED], e, fail);
+    needStatus(it, ["ended", "needs_input", ...SETTLED_OUTCOMES], e, fail);
     const a = it.attempts[it.attempts.length - 1];
     if ((it.status === "ended" || it.status === "needs_input") && a && a.outcome === null) {
       // Only a failed attempt spends the budget; a question or an operator's stop does not.
@@ -603,7 +598,7 @@ const HANDLERS: Record<EventType, Handler> = {
   },
   item_settled(p, e, fail) {
     const it = need(p, e, fail);
-    const outcome = e.payload.outcome as ItemStatus;
+    const outcome = e.payload.outcome;
     const a = it.attempts[it.attempts.length - 1];
     if (outcome === "passed") {
       needStatus(it, ["ended"], e, fail);
@@ -708,7 +703,7 @@ const HANDLERS: Record<EventType, Handler> = {
     f.questionPosted = { attempt: e.payload.attempt, commentId: e.payload.commentId };
   },
   notified(p, e) {
-    (p.loop.notified ??= {})[e.payload.slot] = e.payload.key;
+    p.loop.notified[e.payload.slot] = e.payload.key;
   },
   work_item_reset(p, e, fail) {
     const it = need(p, e, fail);
@@ -744,7 +739,8 @@ export function reduceInto(p: Projection, e: StoredEvent): void {
   if (e.prev_hash !== p.hash) fail("prev_hash", `prev_hash does not match the hash of seq ${p.seq}`);
   if (p.seq === 0 && e.type !== "store_opened") fail("store_opened_first", `first event is ${e.type}`);
   if (!Object.hasOwn(HANDLERS, e.type)) fail("unknown_type", `unknown event type "${e.type}"`);
-  HANDLERS[e.type](p, e, fail);
+  // The one place the union meets the table: each handler is typed for its own event.
+  (HANDLERS[e.type] as (p: Projection, e: StoredEvent, fail: Fail) => void)(p, e, fail);
   p.seq = e.seq;
   p.hash = e.hash;
   p.loop.updatedAt = e.ts;

@@ -1,83 +1,131 @@
 // How a projection is laid out in the projection tables, and back. Each row body is canonical JSON,
-// so "table equals fold" is a string comparison, row by row.
-import { canonicalJson, sha256Hex } from "./canonical.ts";
-import { jsonText, stateDocument } from "./documents.ts";
-import type { ItemState, LoopRecord, Projection } from "./reducer.ts";
+// so "table equals fold" is a string comparison, row by row. The tables are a cache of the fold:
+// when their layout changes, the store's migration folds the log again and rewrites them
+// (store.ts migrate), so a row never has to keep an older layout's bytes.
+import { canonicalJson } from "./canonical.ts";
+import type { ControlRecord, ForgeRecord, ItemState, LoopRecord, Projection, SessionRecord } from "./reducer.ts";
 
 export const ITEM_TABLES = ["proj_items", "proj_sessions", "proj_control", "proj_ledgers", "proj_workspaces"] as const;
 export type ItemTable = (typeof ITEM_TABLES)[number];
+/** Tables every item has a row in; the others hold a row only while the item has that record. */
+export const REQUIRED_TABLES = ["proj_items", "proj_control", "proj_ledgers"] as const satisfies readonly ItemTable[];
 
+/** The loop's row of `proj_loop` as the fold gives it. */
 export interface LoopRow {
   seq: number;
   hash: string;
   state: string;
   body: string;
-  /** sha256 of the state.json text this projection materializes to: status compares a file hash. */
+}
+
+/**
+ * The row as stored, with `state_sha`: the sha256 of the state.json text last materialized from the
+ * projection at this row's seq, recorded when that file was written (materialize.ts); "" until then.
+ * `loop status` trusts a state.json with that hash as the projection's document.
+ */
+export interface StoredLoopRow extends LoopRow {
   state_sha: string;
+}
+
+/** What each table's body holds of an item. */
+type ItemsBody = Pick<ItemState, "id" | "def" | "inDefinition" | "status" | "reason" | "epoch" | "settledAt" | "landing" | "reset">;
+export type ControlBody = { control: ControlRecord[]; held: boolean; started: boolean };
+type LedgersBody = Pick<ItemState, "attempts" | "failures" | "replies" | "question" | "forge">;
+/** The body of `proj_loop`. */
+export interface LoopBody {
+  loop: LoopRecord;
+  order: string[];
+}
+
+/** One table's row of an item; null means "no row". */
+export function itemRow(it: ItemState, table: ItemTable): string | null {
+  switch (table) {
+    case "proj_items":
+      return canonicalJson({
+        id: it.id,
+        def: it.def,
+        inDefinition: it.inDefinition,
+        status: it.status,
+        reason: it.reason,
+        epoch: it.epoch,
+        settledAt: it.settledAt,
+        landing: it.landing,
+        reset: it.reset,
+      } satisfies ItemsBody);
+    case "proj_sessions":
+      return it.session ? canonicalJson(it.session) : null;
+    case "proj_control":
+      return canonicalJson({ control: it.control, held: it.held, started: it.started } satisfies ControlBody);
+    case "proj_ledgers":
+      return canonicalJson({ attempts: it.attempts, failures: it.failures, replies: it.replies, question: it.question, forge: it.forge } satisfies LedgersBody);
+    case "proj_workspaces":
+      return it.workspace ? canonicalJson(it.workspace) : null;
+  }
 }
 
 /** Split one item into the rows of each table; null means "no row". */
 export function itemRows(it: ItemState): Record<ItemTable, string | null> {
   return {
-    proj_items: canonicalJson({
-      id: it.id,
-      def: it.def,
-      inDefinition: it.inDefinition,
-      status: it.status,
-      reason: it.reason,
-      epoch: it.epoch,
-      settledAt: it.settledAt,
-      landing: it.landing,
-      // Only once an item was reset: the rows of every other item keep the layout stores already hold.
-      ...(it.reset ? { reset: it.reset } : {}),
-    }),
-    proj_sessions: it.session ? canonicalJson(it.session) : null,
-    proj_control: canonicalJson({ control: it.control, held: it.held, started: it.started }),
-    proj_ledgers: canonicalJson({
-      attempts: it.attempts,
-      failures: it.failures,
-      replies: it.replies,
-      question: it.question,
-      // Only an item with a forge side has the key: the rows of a loop without a forge stay as they were.
-      ...(it.forge ? { forge: it.forge } : {}),
-    }),
-    proj_workspaces: it.workspace ? canonicalJson(it.workspace) : null,
+    proj_items: itemRow(it, "proj_items"),
+    proj_sessions: itemRow(it, "proj_sessions"),
+    proj_control: itemRow(it, "proj_control"),
+    proj_ledgers: itemRow(it, "proj_ledgers"),
+    proj_workspaces: itemRow(it, "proj_workspaces"),
   };
 }
+
+/**
+ * The canonical text of an item order, by the array: every append rewrites the loop row, and the
+ * order (every item's id) changes only with a definition import, which makes a new array (the
+ * reducer never changes one in place).
+ */
+const orderTexts = new WeakMap<readonly string[], string>();
 
 export function loopRow(p: Projection): LoopRow {
-  return {
-    seq: p.seq,
-    hash: p.hash,
-    state: p.loop.state,
-    body: canonicalJson({ loop: p.loop, order: p.order }),
-    state_sha: sha256Hex(jsonText(stateDocument(p))),
-  };
+  let order = orderTexts.get(p.order);
+  if (order === undefined) orderTexts.set(p.order, (order = canonicalJson(p.order)));
+  // canonicalJson({ loop, order }), its keys in order, without encoding the order again.
+  return { seq: p.seq, hash: p.hash, state: p.loop.state, body: `{"loop":${canonicalJson(p.loop)},"order":${order}}` };
 }
 
-/** An item from its rows; proj_items, proj_control and proj_ledgers always exist (readProjection checks). */
+export function parseLoopBody(body: string): LoopBody {
+  return JSON.parse(body) as LoopBody;
+}
+
+export function parseControlBody(body: string): ControlBody {
+  return JSON.parse(body) as ControlBody;
+}
+
+/** An item from its rows (JSON text); proj_items, proj_control and proj_ledgers are required (the readers check). */
 export function itemFromRows(rows: Record<ItemTable, string | null>): ItemState {
-  const core = JSON.parse(rows.proj_items!);
-  const control = JSON.parse(rows.proj_control!);
-  const ledgers = JSON.parse(rows.proj_ledgers!);
+  const core = JSON.parse(rows.proj_items!) as ItemsBody;
+  const control = JSON.parse(rows.proj_control!) as ControlBody;
+  const ledgers = JSON.parse(rows.proj_ledgers!) as LedgersBody;
   return {
-    reset: null,
-    ...core,
-    ...ledgers,
-    ...control,
-    forge: ledgers.forge ?? null,
-    session: rows.proj_sessions ? JSON.parse(rows.proj_sessions) : null,
-    workspace: rows.proj_workspaces ? JSON.parse(rows.proj_workspaces) : null,
+    id: core.id,
+    def: core.def,
+    inDefinition: core.inDefinition,
+    status: core.status,
+    reason: core.reason,
+    epoch: core.epoch,
+    settledAt: core.settledAt,
+    attempts: ledgers.attempts,
+    failures: ledgers.failures,
+    replies: ledgers.replies,
+    question: ledgers.question,
+    control: control.control,
+    held: control.held,
+    started: control.started,
+    session: rows.proj_sessions === null ? null : (JSON.parse(rows.proj_sessions) as SessionRecord),
+    workspace: rows.proj_workspaces === null ? null : (JSON.parse(rows.proj_workspaces) as ItemState["workspace"]),
+    landing: core.landing,
+    forge: ledgers.forge as ForgeRecord | null,
+    reset: core.reset,
   };
 }
 
-export function projectionFromRows(
-  loop: LoopRow,
-  items: Map<string, Record<ItemTable, string | null>>,
-): Projection {
-  const { loop: rec, order } = JSON.parse(loop.body) as { loop: LoopRecord; order: string[] };
-  const out: Projection = { seq: loop.seq, hash: loop.hash, loop: rec, order, items: {} };
-  // Defined, not assigned: a (tampered) row for "__proto__" must become an item, not a prototype.
-  for (const [id, rows] of items) Object.defineProperty(out.items, id, { value: itemFromRows(rows), enumerable: true, writable: true, configurable: true });
-  return out;
+/** Put an item in a projection's record: defined, not assigned, so a (tampered) row for "__proto__" is an item, not a prototype. */
+export function putItem(items: Record<string, ItemState>, id: string, it: ItemState): void {
+  if (id === "__proto__") Object.defineProperty(items, id, { value: it, enumerable: true, writable: true, configurable: true });
+  else items[id] = it;
 }

@@ -9,17 +9,20 @@ import { join } from "node:path";
 import { StoreError } from "../shared/errors.ts";
 import { pidAlive } from "../shared/process.ts";
 import { EVENT_COLUMNS, type EventRow, GENESIS_HASH } from "./integrity.ts";
-import type { ItemState, Projection } from "./reducer.ts";
-import { ITEM_TABLES, itemFromRows, type ItemTable, type LoopRow, projectionFromRows } from "./rows.ts";
+import type { ItemState, LoopRecord, Projection } from "./reducer.ts";
+import { ITEM_TABLES, itemFromRows, type ItemTable, parseControlBody, parseLoopBody, putItem, REQUIRED_TABLES, type StoredLoopRow } from "./rows.ts";
 
 /**
  * The store's layout version, in `meta`. 2: state.json's items carry the whole session (status reads
  * the file), so `proj_loop.state_sha` of a version-1 store hashes a document this code no longer
  * writes. 3: the loop row (and state.json's loop) carries `owner`, the project the store belongs to.
- * Writers upgrade older stores on open (`migrate`); read verbs never write, so they refuse an older
- * store with `outdated_store` until a writer has opened it.
+ * 4: the projection tables hold every field of the fold (none left out to keep older rows' bytes),
+ * `state_sha` is recorded when state.json is written, and the tables have indexes on an item's
+ * status, on its landing's outcome and on open sessions. Writers upgrade older stores on open by folding the log again and
+ * rewriting the tables (`migrate`); read verbs never write, so they refuse an older store with
+ * `outdated_store` until a writer has opened it.
  */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 export function dbPath(stateRoot: string): string {
   return join(stateRoot, "loop.db");
@@ -87,58 +90,98 @@ export function checkSchema(db: Database, where: string) {
 }
 
 /** The projection's loop row, or null when the table has none. */
-export function findLoopRow(db: Database): LoopRow | null {
-  return db.query("SELECT seq, hash, state, body, state_sha FROM proj_loop WHERE id = 1").get() as LoopRow | null;
+export function findLoopRow(db: Database): StoredLoopRow | null {
+  return db.query("SELECT seq, hash, state, body, state_sha FROM proj_loop WHERE id = 1").get() as StoredLoopRow | null;
 }
 
-export function readLoopRow(db: Database): LoopRow {
+export function readLoopRow(db: Database): StoredLoopRow {
   const r = findLoopRow(db);
   if (!r) throw new StoreError("corrupt_store", "projection table proj_loop has no row");
   return r;
 }
 
+/** The loop record and the item order, from the loop row: what a projection holds besides its items. */
+export function readProjectionHead(db: Database): Projection {
+  const row = readLoopRow(db);
+  const { loop, order } = parsed(() => parseLoopBody(row.body), "proj_loop");
+  return { seq: row.seq, hash: row.hash, loop, order, items: {} };
+}
+
+/** The loop record alone, from a loop row already read. */
+export function loopRecordOf(row: StoredLoopRow): LoopRecord {
+  return parsed(() => parseLoopBody(row.body), "proj_loop").loop;
+}
+
+/** Each item's control flags (held by `loop ctl stop`, started by `start` or `retry`), by item. */
+export function readControlFlags(db: Database): Map<string, { held: boolean; started: boolean }> {
+  const out = new Map<string, { held: boolean; started: boolean }>();
+  for (const [id, body] of db.query("SELECT item, body FROM proj_control").values() as [string, string][]) {
+    const { held, started } = parsed(() => parseControlBody(body), `of "${id}"`);
+    out.set(id, { held, started });
+  }
+  return out;
+}
+
+/** Every item's rows, by item. */
 export function readItemRows(db: Database): Map<string, Record<ItemTable, string | null>> {
+  return collectRows(db, (t) => db.query(`SELECT item, body FROM ${t}`).values() as [string, string][]);
+}
+
+/** The rows of the items named (any number of them, in one query per table). */
+function readItemRowsOf(db: Database, ids: readonly string[]): Map<string, Record<ItemTable, string | null>> {
+  const list = JSON.stringify(ids);
+  return collectRows(db, (t) => db.query(`SELECT item, body FROM ${t} WHERE item IN (SELECT value FROM json_each(?))`).values(list) as [string, string][]);
+}
+
+function collectRows(db: Database, rowsOf: (table: ItemTable) => [string, string][]): Map<string, Record<ItemTable, string | null>> {
   const items = new Map<string, Record<ItemTable, string | null>>();
   for (const t of ITEM_TABLES) {
-    for (const r of db.query(`SELECT item, body FROM ${t}`).all() as { item: string; body: string }[]) {
-      let rows = items.get(r.item);
+    for (const [item, body] of rowsOf(t)) {
+      let rows = items.get(item);
       if (!rows) {
-        rows = Object.fromEntries(ITEM_TABLES.map((table) => [table, null])) as Record<ItemTable, string | null>;
-        items.set(r.item, rows);
+        rows = { proj_items: null, proj_sessions: null, proj_control: null, proj_ledgers: null, proj_workspaces: null };
+        items.set(item, rows);
       }
-      rows[t] = r.body;
+      rows[t] = body;
     }
   }
   return items;
 }
 
-/** One item's rows, as readProjection reads them for every item, or null when it has none. */
-export function readItem(db: Database, id: string): ItemState | null {
-  const rows = Object.fromEntries(ITEM_TABLES.map((t) => [t, null])) as Record<ItemTable, string | null>;
-  for (const t of ITEM_TABLES) rows[t] = (db.query(`SELECT body FROM ${t} WHERE item = ?`).get(id) as { body: string } | null)?.body ?? null;
-  if (rows.proj_items === null) return null;
-  for (const t of ["proj_control", "proj_ledgers"] as const)
-    if (rows[t] === null) throw new StoreError("corrupt_store", `projection rows for "${id}" have no ${t} row`);
+/** An item from its rows; a required row missing, or a row that is not JSON, is damage (corrupt_store). */
+function itemOfRows(id: string, rows: Record<ItemTable, string | null>): ItemState {
+  // Every item has these three rows (rows.ts itemRows); a missing one is damage, not a default.
+  for (const t of REQUIRED_TABLES) if (rows[t] === null) throw new StoreError("corrupt_store", `projection rows for "${id}" have no ${t} row`);
+  return parsed(() => itemFromRows(rows), `of "${id}"`);
+}
+
+function parsed<T>(fn: () => T, what: string): T {
   try {
-    return itemFromRows(rows);
+    return fn();
   } catch (err) {
     if (!(err instanceof SyntaxError)) throw err;
-    throw new StoreError("corrupt_store", `a projection row of "${id}" is not valid JSON: ${err.message}`);
+    throw new StoreError("corrupt_store", `a projection row ${what} is not valid JSON: ${err.message}`);
   }
 }
 
+/** One item's rows, as readProjection reads them for every item, or null when it has none. */
+export function readItem(db: Database, id: string): ItemState | null {
+  return readItems(db, [id]).get(id) ?? null;
+}
+
+/** The items named that the projection has (an id without rows is left out), by id. */
+export function readItems(db: Database, ids: readonly string[]): Map<string, ItemState> {
+  const out = new Map<string, ItemState>();
+  if (ids.length === 0) return out;
+  for (const [id, rows] of readItemRowsOf(db, ids)) out.set(id, itemOfRows(id, rows));
+  return out;
+}
+
+/** The whole projection: the loop row and every item's rows. */
 export function readProjection(db: Database): Projection {
-  const items = readItemRows(db);
-  // Every item has these three rows (rows.ts itemRows); a missing one is damage, not a default.
-  for (const [id, rows] of items)
-    for (const t of ["proj_items", "proj_control", "proj_ledgers"] as const)
-      if (rows[t] === null) throw new StoreError("corrupt_store", `projection rows for "${id}" have no ${t} row`);
-  try {
-    return projectionFromRows(readLoopRow(db), items);
-  } catch (err) {
-    if (!(err instanceof SyntaxError)) throw err;
-    throw new StoreError("corrupt_store", `a projection row is not valid JSON: ${err.message}`);
-  }
+  const p = readProjectionHead(db);
+  for (const [id, rows] of readItemRows(db)) putItem(p.items, id, itemOfRows(id, rows));
+  return p;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ import type { StatusReport } from "./status.ts";
 import type { ReplayReport } from "./replay.ts";
 import { printable } from "../shared/printable.ts";
 import { autoMergeSentence } from "../forge/auto-merge.ts";
+import { drainsAs, isInFlight, ITEM_STATUSES, type ItemStatus } from "../log/vocabulary.ts";
 
 /** Width on screen: the tool's own colour codes take none (data never carries any: printable). */
 const visible = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, "").length;
@@ -17,11 +18,13 @@ export function table(header: string[], rows: string[][]): string {
 const paint = (color: boolean, code: number, s: string) => (color ? `\x1b[${code}m${s}\x1b[0m` : s);
 
 function statusColor(s: string): number {
-  if (s === "passed") return 32;
-  if (["failed", "blocked", "landing_blocked", "cancelled"].includes(s)) return 31;
-  if (["running", "launching", "ended"].includes(s)) return 36;
-  if (s === "needs_input") return 33;
-  return 0;
+  if (!(ITEM_STATUSES as readonly string[]).includes(s)) return 0; // a tampered state.json may hold anything
+  const status = s as ItemStatus;
+  if (status === "needs_input") return 33;
+  if (isInFlight(status)) return 36;
+  const drain = drainsAs(status);
+  if (drain === "Failed" || drain === "Stopped") return 31;
+  return status === "passed" ? 32 : 0;
 }
 
 export function renderStatus(r: StatusReport, color: boolean): string {

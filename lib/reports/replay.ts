@@ -9,35 +9,22 @@ import { readRegularFile } from "../shared/fsutil.ts";
 import type { Database } from "bun:sqlite";
 import { payloadProblem, type StoredEvent } from "../log/events.ts";
 import { emptyProjection, IllegalEventError, itemOf, type Projection, reduceInto } from "../log/reducer.ts";
-import { findLoopRow, headOf, readItemRows, type ReadSnapshot, withReadSnapshotAsync } from "../log/snapshot.ts";
+import { findLoopRow, headOf, type ReadSnapshot, withReadSnapshotAsync } from "../log/snapshot.ts";
 import { checkIntegrity, type EventRow, type IntegrityResult } from "../log/integrity.ts";
 import type { IntegrityRequest } from "../log/integrity-worker.ts";
-import { ITEM_TABLES, itemRows, loopRow } from "../log/rows.ts";
+import { ITEM_TABLES, itemRow, loopRow } from "../log/rows.ts";
+import { sha256Hex } from "../log/canonical.ts";
 import { statePaths } from "../shared/paths.ts";
 import { jsonDiff, getPath } from "./diff.ts";
 import { jsonText, stateDocument, terminalDocument } from "../log/documents.ts";
+import { type Finding, REPLAY_FINDING_CODES, type ReplayFindingCode } from "../log/integrity.ts";
 import { RUNLOG_HEADER, runlogBlock } from "../log/materialize.ts";
-import type { Finding } from "./status.ts";
 import { noWorkYet, ownershipFinding, type ProjectIdentity } from "../log/ownership.ts";
 import { UsageError } from "../shared/errors.ts";
 
-export const FINDING_CODES = [
-  "event_chain_broken",
-  "event_sequence_gap",
-  "illegal_event_sequence",
-  "invalid_event_payload",
-  "nondeterministic_replay",
-  "projection_mismatch",
-  "state_file_missing",
-  "unreadable_state_file",
-  "state_field_mismatch",
-  "desynced_terminal_window",
-  "terminal_state_mismatch",
-  "unreadable_terminal_file",
-  "foreign_store",
-  "runlog_mismatch",
-  "head_mismatch",
-] as const;
+/** The codes of replay's findings (docs/cli/loop-replay.md). */
+export const FINDING_CODES = REPLAY_FINDING_CODES;
+type ReplayFinding = Finding<ReplayFindingCode>;
 
 type FoldRow = Pick<EventRow, "seq" | "ts" | "type" | "actor" | "item" | "payload">;
 /** The hash a fold carries until the end: links are checked by the integrity pass, not read here. */
@@ -50,7 +37,7 @@ export interface FoldOutcome {
   /** The fold of the whole log, or null when folding stopped. */
   projection: Projection | null;
   /** Why folding stopped (an invalid payload, an illegal event, the second fold disagreeing), or how the folds differ. */
-  findings: (Finding & { rule?: string })[];
+  findings: (ReplayFinding & { rule?: string })[];
 }
 
 /**
@@ -61,7 +48,7 @@ export interface FoldOutcome {
 export function foldLog(db: Database, runlog?: RunlogCheck): FoldOutcome {
   const a = emptyProjection();
   const b = emptyProjection();
-  const stop = (f: Finding & { rule?: string }): FoldOutcome => ({ projection: null, findings: [f] });
+  const stop = (f: ReplayFinding & { rule?: string }): FoldOutcome => ({ projection: null, findings: [f] });
   const rows = db.query("SELECT seq, ts, type, actor, item, payload FROM events ORDER BY seq").iterate() as IterableIterator<FoldRow>;
   for (const r of rows) {
     let payload: unknown;
@@ -90,18 +77,29 @@ export function foldLog(db: Database, runlog?: RunlogCheck): FoldOutcome {
     if (runlog && (r.type === "item_settled" || r.type === "item_requeued")) runlog.feed(runlogBlock(e));
   }
   a.hash = b.hash = headOf(db).hash;
-  const ra = allRows(a);
-  const rb = allRows(b);
-  const findings: Finding[] = [];
-  for (const [k, v] of ra) if (rb.get(k) !== v) findings.push({ code: "nondeterministic_replay", message: `two folds disagree on ${k}` });
+  const findings: ReplayFinding[] = disagreements(a, b).map((what) => ({ code: "nondeterministic_replay", message: `two folds disagree on ${what}` }));
   return { projection: findings.length ? null : a, findings };
+}
+
+/** Where two projections' rows differ (the loop row, then each item's rows), one row at a time. */
+function disagreements(a: Projection, b: Projection): string[] {
+  const out: string[] = [];
+  const la = loopRow(a);
+  const lb = loopRow(b);
+  if (la.seq !== lb.seq || la.hash !== lb.hash || la.state !== lb.state || la.body !== lb.body) out.push("proj_loop");
+  for (const id of new Set([...Object.keys(a.items), ...Object.keys(b.items)])) {
+    const ia = itemOf(a, id);
+    const ib = itemOf(b, id);
+    for (const t of ITEM_TABLES) if ((ia ? itemRow(ia, t) : null) !== (ib ? itemRow(ib, t) : null)) out.push(`${t}[${id}]`);
+  }
+  return out;
 }
 
 /**
  * Both passes' findings in log order. A gap the integrity pass reports is where the reducer's own
  * seq rule stops the fold, so that is not repeated.
  */
-export function mergeFindings(integrity: IntegrityResult, fold: FoldOutcome): Finding[] {
+export function mergeFindings(integrity: IntegrityResult, fold: FoldOutcome): ReplayFinding[] {
   const firstChain = Math.min(...integrity.findings.map((f) => f.seq ?? Infinity));
   const foldFindings = fold.findings
     .filter((f) => !(f.rule === "seq_gap" && (f.seq ?? Infinity) >= firstChain))
@@ -110,7 +108,7 @@ export function mergeFindings(integrity: IntegrityResult, fold: FoldOutcome): Fi
 }
 
 /** Both passes on this thread, one after the other (small logs, tests). */
-export function foldAndCheck(db: Database): { events: number; findings: Finding[]; projection: Projection | null } {
+export function foldAndCheck(db: Database): { events: number; findings: ReplayFinding[]; projection: Projection | null } {
   const fold = foldLog(db);
   const integrity = checkIntegrity(db);
   return { events: integrity.events, findings: mergeFindings(integrity, fold), projection: fold.projection };
@@ -139,17 +137,6 @@ function integrityInWorker(open: ReadSnapshot["open"]): { result: Promise<Integr
   return { result, stop: () => void worker.terminate() };
 }
 
-function allRows(p: Projection): Map<string, string> {
-  const m = new Map<string, string>();
-  const lr = loopRow(p);
-  m.set("proj_loop", `${lr.seq}|${lr.hash}|${lr.state}|${lr.body}|${lr.state_sha}`);
-  for (const id of Object.keys(p.items)) {
-    const rows = itemRows(p.items[id]!);
-    for (const t of ITEM_TABLES) if (rows[t] !== null) m.set(`${t}[${id}]`, rows[t]!);
-  }
-  return m;
-}
-
 function describeRowDiff(stored: string, folded: string): string {
   try {
     const d = jsonDiff(JSON.parse(stored), JSON.parse(folded), "", [], 3);
@@ -161,8 +148,12 @@ function describeRowDiff(stored: string, folded: string): string {
   }
 }
 
-export function compareProjection(db: Database, p: Projection): Finding[] {
-  const out: Finding[] = [];
+/**
+ * The projection tables against the fold, row by row. Streamed, table by table, so that replay holds
+ * the fold and one stored row at a time, not a second copy of every row.
+ */
+export function compareProjection(db: Database, p: Projection): ReplayFinding[] {
+  const out: ReplayFinding[] = [];
   // A missing loop row is one more difference from the fold, reported beside the others (replay
   // reports what it finds; status, which reads from that row, cannot report and exits 2).
   const lr = findLoopRow(db);
@@ -173,31 +164,37 @@ export function compareProjection(db: Database, p: Projection): Finding[] {
       out.push({ code: "projection_mismatch", seq: lr.seq, message: `proj_loop is at seq ${lr.seq}, the fold at seq ${fl.seq}` });
     else if (lr.hash !== fl.hash)
       out.push({ code: "projection_mismatch", seq: lr.seq, message: `proj_loop's hash at seq ${lr.seq} is not the log's hash of that event` });
-    if (lr.state_sha !== fl.state_sha)
-      out.push({ code: "projection_mismatch", message: `proj_loop.state_sha is ${lr.state_sha}, the fold's state.json hashes to ${fl.state_sha}` });
+    // "" until state.json is written; once recorded, it must name the fold's document (status trusts a file with that hash).
+    if (lr.state_sha !== "") {
+      const sha = sha256Hex(jsonText(stateDocument(p)));
+      if (lr.state_sha !== sha) out.push({ code: "projection_mismatch", message: `proj_loop.state_sha is ${lr.state_sha}, the fold's state.json hashes to ${sha}` });
+    }
     if (lr.body !== fl.body || lr.state !== fl.state)
       out.push({ code: "projection_mismatch", message: `proj_loop differs: ${describeRowDiff(lr.body, fl.body)}` });
   }
-  const stored = readItemRows(db);
-  const ids = new Set([...stored.keys(), ...Object.keys(p.items)]);
-  for (const id of [...ids].sort()) {
-    const it = itemOf(p, id);
-    const folded = it ? itemRows(it) : null;
-    for (const t of ITEM_TABLES) {
-      const s = stored.get(id)?.[t] ?? null;
-      const f = folded?.[t] ?? null;
-      if (s === f) continue;
-      if (s === null) out.push({ code: "projection_mismatch", message: `${t}[${id}] is missing; the fold has it` });
-      else if (f === null) out.push({ code: "projection_mismatch", message: `${t}[${id}] exists; the fold has no such row` });
-      else out.push({ code: "projection_mismatch", message: `${t}[${id}] differs: ${describeRowDiff(s, f)}` });
+  const found: { id: string; message: string }[] = [];
+  for (const t of ITEM_TABLES) {
+    const seen = new Set<string>();
+    for (const [id, stored] of db.query(`SELECT item, body FROM ${t}`).values() as [string, string][]) {
+      seen.add(id);
+      const it = itemOf(p, id);
+      const folded = it ? itemRow(it, t) : null;
+      if (folded === stored) continue;
+      found.push({ id, message: folded === null ? `${t}[${id}] exists; the fold has no such row` : `${t}[${id}] differs: ${describeRowDiff(stored, folded)}` });
     }
+    for (const id of Object.keys(p.items)) if (!seen.has(id) && itemRow(p.items[id]!, t) !== null) found.push({ id, message: `${t}[${id}] is missing; the fold has it` });
   }
+  // By item, then table: the order a reader compares them in.
+  const rank = new Map(ITEM_TABLES.map((t, i) => [t, i]));
+  const tableOf = (m: string) => rank.get(m.slice(0, m.indexOf("[")) as (typeof ITEM_TABLES)[number]) ?? 0;
+  found.sort((x, y) => (x.id < y.id ? -1 : x.id > y.id ? 1 : tableOf(x.message) - tableOf(y.message)));
+  for (const f of found) out.push({ code: "projection_mismatch", message: f.message });
   return out;
 }
 
-export function compareFiles(stateRoot: string, p: Projection): Finding[] {
+export function compareFiles(stateRoot: string, p: Projection): ReplayFinding[] {
   const paths = statePaths(stateRoot);
-  const out: Finding[] = [];
+  const out: ReplayFinding[] = [];
   const state = readRegularFile(paths.stateJson);
   const expected = stateDocument(p);
   if (state.kind === "absent") out.push({ code: "state_file_missing", message: "state.json is missing" });
@@ -297,7 +294,7 @@ export class RunlogCheck {
   }
 
   /** The findings, once the fold has fed every block. `db` renders a block the file names by its seq. */
-  finish(db: Database): Finding[] {
+  finish(db: Database): ReplayFinding[] {
     try {
       if (this.problem) return [{ code: "runlog_mismatch", message: this.problem }];
       if (this.fd === null || (!this.diverged && (this.ended || this.pos === this.size))) return [];
@@ -308,12 +305,12 @@ export class RunlogCheck {
     }
   }
 
-  private explain(db: Database): Finding[] {
+  private explain(db: Database): ReplayFinding[] {
     const text = readFileSync(this.path, "utf8");
     if (!text.startsWith(RUNLOG_HEADER)) return [{ code: "runlog_mismatch", message: "RUNLOG.md does not start with the header loop writes: it is not the log's (the next loop run writes it anew)" }];
     const render = db.query("SELECT seq, ts, type, actor, item, payload FROM events WHERE seq = ? AND type IN ('item_settled','item_requeued')");
     const heading = (block: string) => /^### (.*)$/m.exec(block)?.[1] ?? "";
-    const out: Finding[] = [];
+    const out: ReplayFinding[] = [];
     let last = 0;
     for (const m of text.matchAll(/<!-- loop:seq=(\d+) -->\n[\s\S]*?<!-- \/loop:seq=\1 -->\n\n?/g)) {
       const seq = Number(m[1]);
@@ -359,7 +356,7 @@ export function parseHead(text: string): { seq: number; hash: string } {
  * integrity pass), that proves every event up to it is the one that was there when the anchor was
  * taken, whoever can write the file: the anchor was kept outside the machine.
  */
-export function checkAnchor(db: Database, anchor: { seq: number; hash: string }): Finding[] {
+export function checkAnchor(db: Database, anchor: { seq: number; hash: string }): ReplayFinding[] {
   const row = db.query("SELECT hash FROM events WHERE seq = ?").get(anchor.seq) as { hash: string } | null;
   const head = headOf(db);
   if (!row) return [{ code: "head_mismatch", seq: anchor.seq, message: `the expected head is at seq ${anchor.seq}, but the log ends at seq ${head.seq}: events recorded since were removed, or this is another log` }];
@@ -376,7 +373,7 @@ export async function replayReport(stateRoot: string, opts: { worker?: boolean; 
     const worker = useWorker ? integrityInWorker(snap.open) : null;
     let fold: FoldOutcome;
     const runlog = new RunlogCheck(statePaths(stateRoot).runlog);
-    let runlogFindings: Finding[];
+    let runlogFindings: ReplayFinding[];
     try {
       fold = foldLog(db, runlog);
     } catch (err) {

@@ -8,14 +8,15 @@
 // whole database file. Otherwise it renders the document from the projection tables and reports
 // how the file differs.
 import { readRegularFile } from "../shared/fsutil.ts";
-import { headOf, readLoopRow, readProjection, withReadSnapshot } from "../log/snapshot.ts";
+import { headOf, loopRecordOf, readControlFlags, readLoopRow, readProjection, withReadSnapshot } from "../log/snapshot.ts";
 import { statePaths } from "../shared/paths.ts";
 import { jsonText, stateDocument } from "../log/documents.ts";
 import { jsonDiff } from "./diff.ts";
 import { sessionAlive } from "../supervisor/liveness.ts";
 import { resolveSelectorsIn } from "../definition/selectors.ts";
-import { isInFlight, type ItemStatus, type LoopState, type Projection } from "../log/reducer.ts";
-import type { Finding } from "../log/integrity.ts";
+import type { LoopRecord, LoopState, Projection } from "../log/reducer.ts";
+import { isInFlight, type ItemStatus } from "../log/vocabulary.ts";
+import type { Finding as AnyFinding, StatusFindingCode } from "../log/integrity.ts";
 import { type Waiting, waitingReasons } from "../step/decide.ts";
 import { tmuxAttachCommand } from "../supervisor/tmux.ts";
 import type { Database } from "bun:sqlite";
@@ -27,7 +28,8 @@ import { describeLockHolders, storeLockHolders } from "../log/locks.ts";
 import { describeRefChange, lastLanded, type OwnedRefInput, ownedRefs, readRefs, refChanges, restoreCommand } from "../step/owned-refs.ts";
 import { hostname } from "node:os";
 
-export type { Finding };
+/** A finding of status: its code is one of STATUS_FINDING_CODES (lib/log/integrity.ts). */
+export type Finding = AnyFinding<StatusFindingCode>;
 
 
 export type StateDocument = ReturnType<typeof stateDocument>;
@@ -55,6 +57,8 @@ export function statusReport(
     const view = stateView(statePaths(stateRoot).stateJson, lr.state_sha, () => readProjection(db));
     findings.push(...view.findings);
     const doc = view.doc;
+    // The loop record of the projection row (its settings; state.json does not carry them).
+    const loop = loopRecordOf(lr);
     // Before anything ran, a name changed in loop.json is a rename the next write records, not another project.
     const renameFree = doc.items.every((it) => it.epoch === 0 && it.attempts === 0 && (it.status === "pending" || it.status === "withdrawn"));
     const foreign = ownershipFinding(doc.loop.owner, project, stateRoot, { renameFree });
@@ -68,10 +72,10 @@ export function statusReport(
       });
     findings.push(...lockFindings(db, stateRoot));
     // Only for the project status runs for: a copy elsewhere (a backup being checked) names refs of a repository it is not.
-    if (project && !foreign) findings.push(...refFindings(db, doc, project.repo));
+    if (project && !foreign) findings.push(...refFindings(db, doc, loop, project.repo));
     const byId = new Map(doc.items.map((it) => [it.id, it]));
     const selected = workItems.length ? resolveSelectorsIn(doc.items, workItems).map((id) => byId.get(id)!) : doc.items;
-    const waiting = waitingOf(db, doc);
+    const waiting = waitingOf(db, doc, loop);
     const ran = ranOf(db, selected);
     const items = selected.map((it) => {
       const s = it.session;
@@ -82,8 +86,8 @@ export function statusReport(
         status: it.status,
         reason: it.reason,
         epoch: it.epoch,
-        // Who reset the item last, and when (a state.json written before resets existed has no such key).
-        reset: (it as { reset?: { actor: string; at: string } }).reset ?? null,
+        // Who reset the item last, and when.
+        reset: it.reset,
         attempts: it.attempts,
         // Attempts the agent ran: `attempts` less the launches cut short before their session started.
         ran: ran.get(it.id) ?? 0,
@@ -104,8 +108,8 @@ export function statusReport(
         lastVerify: it.lastVerify,
         landing: it.landing,
         // With a forge (docs/forge.md#status): the PR, the landing wait and its reason, the last comment acted on.
-        pr: "forge" in it && it.forge ? it.forge.pr : null,
-        forge: "forge" in it && it.forge ? { landing: it.forge.landing, lastComment: it.forge.lastComment, baselined: it.forge.baselined } : null,
+        pr: it.forge ? it.forge.pr : null,
+        forge: it.forge ? { landing: it.forge.landing, lastComment: it.forge.lastComment, baselined: it.forge.baselined } : null,
         waiting: waiting.get(it.id) ?? null,
       };
     });
@@ -113,7 +117,7 @@ export function statusReport(
       schema: "loop/status@1",
       healthy: findings.length === 0,
       loop: { ...doc.loop, seq: lr.seq, logSeq: head.seq, counts: doc.counts },
-      autoMerge: autoMergeOf(db, env),
+      autoMerge: autoMergeOf(loop, env),
       items,
       findings,
     };
@@ -142,11 +146,9 @@ function lockFindings(db: Database, stateRoot: string): Finding[] {
  * The refs loop owns (lib/step/owned-refs.ts) that are not where it left them: `owned_ref_changed`,
  * one finding each. Asked of git only when there is one to check.
  */
-function refFindings(db: Database, doc: StateDocument, repo: string): Finding[] {
-  const settings = db
-    .query("SELECT json_extract(body, '$.loop.settings.landing') AS landing, json_extract(body, '$.loop.settings.target') AS target, json_extract(body, '$.loop.settings.forge') AS forge FROM proj_loop WHERE id = 1")
-    .get() as { landing: unknown; target: unknown; forge: unknown } | null;
-  const landed = settings?.landing === "merge" && settings.forge === null && typeof settings.target === "string" ? lastLanded(db, settings.target) : null;
+function refFindings(db: Database, doc: StateDocument, loop: LoopRecord, repo: string): Finding[] {
+  const settings = loop.settings;
+  const landed = settings?.landing === "merge" && !settings.forge ? lastLanded(db, settings.target) : null;
   const owned = ownedRefs({ items: doc.items as OwnedRefInput["items"], landed });
   if (owned.length === 0) return [];
   let now: Map<string, string>;
@@ -163,12 +165,10 @@ function refFindings(db: Database, doc: StateDocument, repo: string): Finding[] 
  * definition's settings; null for any other loop. `set`: the second lock in the environment status
  * sees (the one `loop run` reads at merge time may differ, which is why the text says "at merge time").
  */
-function autoMergeOf(db: Database, env: Record<string, string | undefined>): { repo: string; base: string; set: boolean } | null {
-  const row = db
-    .query("SELECT json_extract(body, '$.loop.settings.landing') AS landing, json_extract(body, '$.loop.settings.base') AS base, json_extract(body, '$.loop.settings.forge.repo') AS repo FROM proj_loop WHERE id = 1")
-    .get() as { landing: unknown; base: unknown; repo: unknown } | null;
-  if (row?.landing !== "merge" || typeof row.repo !== "string" || typeof row.base !== "string") return null;
-  return { repo: row.repo, base: row.base, set: autoMergeAllowed(env) };
+function autoMergeOf(loop: LoopRecord, env: Record<string, string | undefined>): { repo: string; base: string; set: boolean } | null {
+  const s = loop.settings;
+  if (s?.landing !== "merge" || !s.forge) return null;
+  return { repo: s.forge.repo, base: s.base, set: autoMergeAllowed(env) };
 }
 
 /**
@@ -190,23 +190,13 @@ function ranOf(db: Database, items: readonly { id: string; attempts: number }[])
 /**
  * Why each waiting item waits (lib/step/decide.ts waitingReasons, the step's own rules). The state
  * document has each item's status and dependencies; what it lacks, the hold and start flags and
- * control.requireStartCommand, is read from the projection rows of the same snapshot, and only
- * when some item is pending.
+ * control.requireStartCommand, is read from the projection rows of the same snapshot (the control
+ * rows only when some item is pending).
  */
-function waitingOf(db: Database, doc: StateDocument): Map<string, Waiting> {
+function waitingOf(db: Database, doc: StateDocument, loop: LoopRecord): Map<string, Waiting> {
   const pending = doc.items.some((it) => it.status === "pending");
-  const flags = new Map<string, { held: boolean; started: boolean }>();
-  let requireStartCommand = false;
-  if (pending) {
-    const loop = db.query("SELECT json_extract(body, '$.loop.settings.requireStartCommand') AS req FROM proj_loop WHERE id = 1").get() as { req: unknown } | null;
-    requireStartCommand = loop?.req === 1;
-    // Only the rows that say something (held; started, when a start is required): a long loop has
-    // many items and status reads this on every call.
-    const rows = db
-      .query("SELECT item, json_extract(body, '$.held') AS held, json_extract(body, '$.started') AS started FROM proj_control WHERE held = 1 OR (?1 AND started = 1)")
-      .all(requireStartCommand ? 1 : 0) as { item: string; held: unknown; started: unknown }[];
-    for (const r of rows) flags.set(r.item, { held: r.held === 1, started: r.started === 1 });
-  }
+  const flags = pending ? readControlFlags(db) : new Map<string, { held: boolean; started: boolean }>();
+  const requireStartCommand = loop.settings?.requireStartCommand ?? false;
   return waitingReasons({
     loop: { state: doc.loop.state as LoopState, reason: doc.loop.reason, current: doc.loop.current, requireStartCommand },
     items: doc.items.map((it) => ({

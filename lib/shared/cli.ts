@@ -8,7 +8,7 @@ import { existsSync, writeSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { ArgsDef } from "citty";
 import { createConsola, type ConsolaInstance } from "consola/core";
-import { DefinitionError, EXIT, LoopError, UsageError } from "./errors.ts";
+import { DefinitionError, EXIT, type ErrorCode, LoopError, UsageError } from "./errors.ts";
 import { VERSION } from "./version.ts";
 import { printable, printableLines } from "./printable.ts";
 
@@ -195,7 +195,7 @@ export function resolveStateRoot({ root, flag, env, cwd }: { root: string; flag:
 }
 
 /** Error -> (exit code, one-line code for JSON consumers): loop's own errors carry both (errors.ts). */
-export function classifyError(err: unknown): { exit: number; code: string; message: string } {
+export function classifyError(err: unknown): { exit: number; code: ErrorCode; message: string } {
   const message = err instanceof Error ? err.message : String(err);
   if (err instanceof LoopError) return { exit: err.exit, code: err.code, message };
   // A system call that failed on something of the environment (a file where a directory should be,

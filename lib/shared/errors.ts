@@ -1,8 +1,8 @@
 // Every error loop throws on purpose, each carrying the exit code and the error code (of the JSON
 // error document) that it ends a tool with: `classifyError` (lib/shared/cli.ts) reads them off the
 // error, so a new class cannot be forgotten in a separate mapping. docs/errors.md lists the codes;
-// tests/shared/errors.test.ts holds every class here to that list, and refuses an error class
-// declared anywhere else. The module has no imports: every tool loads it at start-up, so it must
+// a class's code is one of ERROR_CODES (the compiler holds it), and tests/shared/errors.test.ts
+// holds that list and every class here to the page. The module has no imports: every tool loads it at start-up, so it must
 // not pull in the modules that throw its errors (the definition's schemas, git, the store). Those
 // modules re-export their error.
 
@@ -10,10 +10,41 @@
 export const EXIT = { ok: 0, problem: 1, usage: 2, declined: 3, busy: 75, interrupted: 130 } as const;
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
+/**
+ * Every `code` a tool's JSON error document can carry (docs/errors.md lists each with its exit): an
+ * error class can only take one of these, so the compiler holds the code to the documented list.
+ * `io_error` and `internal` are also what classifyError (lib/shared/cli.ts) gives any other error.
+ */
+export const ERROR_CODES = [
+  "usage",
+  "invalid_ref",
+  "unknown_item",
+  "invalid_definition",
+  "missing_store",
+  "corrupt_store",
+  "foreign_store",
+  "outdated_store",
+  "store_locked",
+  "interrupted",
+  "declined",
+  "busy",
+  "refused",
+  "git_error",
+  "illegal_event_sequence",
+  "invalid_event",
+  "duplicate_event",
+  "seq_conflict",
+  "planner_failed",
+  "forge_failed",
+  "io_error",
+  "internal",
+] as const;
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
 /** An error that ends a tool with its own exit code and error code. */
 export abstract class LoopError extends Error {
   /** The `code` of the JSON error document `{"error":{"code","message"}}` (docs/errors.md). */
-  abstract readonly code: string;
+  abstract readonly code: ErrorCode;
   abstract readonly exit: ExitCode;
 }
 
@@ -115,16 +146,10 @@ function definitionLines(issues: DefinitionIssue[], file: string): string[] {
   return issues.map((i) => (i.path ? `${file}: ${i.path}: ${i.message}` : `${file}: ${i.message}`));
 }
 
-export type StoreErrorCode =
-  | "missing_store"
-  | "corrupt_store"
-  | "outdated_store"
-  | "foreign_store"
-  | "io_error"
-  | "store_locked"
-  | "invalid_event"
-  | "duplicate_event"
-  | "seq_conflict";
+export type StoreErrorCode = Extract<
+  ErrorCode,
+  "missing_store" | "corrupt_store" | "outdated_store" | "foreign_store" | "io_error" | "store_locked" | "invalid_event" | "duplicate_event" | "seq_conflict"
+>;
 
 /** The store cannot be used (exit 2: nothing was attempted), or refused an append (exit 1) (lib/log/store.ts). */
 export class StoreError extends LoopError {

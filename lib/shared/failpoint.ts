@@ -1,7 +1,7 @@
 // Failure injection (docs/failpoints.md): with LOOP_FAILPOINT=<name> the process SIGKILLs itself at that
 // point, exactly as a power cut or OOM kill would, so tests can prove the next step recovers.
 // LOOP_FAILPOINT may list several names separated by commas. docs/failpoints.md lists them all;
-// tests/step/failpoints.test.ts keeps that page, this list and the call sites in lib/ in step.
+// tests/step/failpoints.test.ts keeps that page and this list in step, and kills a process at each.
 
 /** Labels of appends: each gives `<label>:before_commit` (inside the transaction) and `<label>:after_commit`. */
 export const COMMIT_LABELS = [
@@ -55,11 +55,14 @@ export const EFFECT_POINTS = [
   "reset:after_branch",
 ] as const;
 
-export const FAILPOINTS: readonly string[] = [...EFFECT_POINTS, ...COMMIT_LABELS.flatMap((l) => [`${l}:before_commit`, `${l}:after_commit`])];
+export type CommitLabel = (typeof COMMIT_LABELS)[number];
+/** Every failpoint's name: `failpoint` takes nothing else, so the compiler holds each call site to the list. */
+export type Failpoint = (typeof EFFECT_POINTS)[number] | `${CommitLabel}:${"before" | "after"}_commit`;
+export const FAILPOINTS: readonly Failpoint[] = [...EFFECT_POINTS, ...COMMIT_LABELS.flatMap((l) => [`${l}:before_commit` as const, `${l}:after_commit` as const])];
 
 const armed = new Set((process.env.LOOP_FAILPOINT ?? "").split(",").map((s) => s.trim()).filter(Boolean));
 
-export function failpoint(name: string): void {
+export function failpoint(name: Failpoint): void {
   if (armed.size === 0 || !armed.has(name)) return;
   process.stderr.write(`loop: failpoint ${name}: killing self\n`);
   process.kill(process.pid, "SIGKILL");

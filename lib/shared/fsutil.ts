@@ -187,3 +187,54 @@ export function readAt(fd: number, start: number, length: number): Buffer {
   }
   return buf.subarray(0, n);
 }
+
+/** One buffer for every hash of a file: reading a large file whole would touch a fresh page per 4 KiB. */
+let hashChunk: Buffer | null = null;
+
+/** The sha256 (hex) of an open file's bytes, read in chunks into one reused buffer. */
+function hashFd(fd: number): string {
+  const chunk = (hashChunk ??= Buffer.allocUnsafe(256 * 1024));
+  const h = new Bun.CryptoHasher("sha256");
+  for (let at = 0; ; ) {
+    const got = readSync(fd, chunk, 0, chunk.length, at);
+    if (got === 0) break;
+    h.update(chunk.subarray(0, got));
+    at += got;
+  }
+  return h.digest("hex");
+}
+
+/**
+ * The sha256 (hex) of a regular file's bytes (a link is followed, as readRegularFile does), or null
+ * when it is absent, not a regular file (a FIFO would hang the reader) or cannot be read: a step
+ * checks loop.json this way every tick, whatever its size.
+ */
+export function hashFile(path: string): string | null {
+  let fd: number;
+  try {
+    if (!statSync(path).isFile()) return null;
+    fd = openSync(path, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK | fsConstants.O_NOCTTY);
+  } catch {
+    return null;
+  }
+  try {
+    return fstatSync(fd).isFile() ? hashFd(fd) : null;
+  } catch {
+    return null;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** hashFile for a file of loop's own under the state root (openOwnFile: never through a link); null when it is not one. */
+export function hashOwnFile(path: string): string | null {
+  const opened = openOwnFile(path);
+  if (opened.kind !== "ok") return null;
+  try {
+    return hashFd(opened.fd);
+  } catch {
+    return null;
+  } finally {
+    closeSync(opened.fd);
+  }
+}

@@ -3,19 +3,20 @@
 // Every phase records through `append` here, so each commit carries its failpoint label and shows
 // up in the step's result.
 import type { ConsolaInstance } from "consola";
-import type { NormDefinition } from "../definition/loop-json.ts";
+import type { StepDefinition } from "./definition.ts";
 import type { EventDraft, StoredEvent } from "../log/events.ts";
 import { materialize as writeMaterializations } from "../log/materialize.ts";
-import type { Projection } from "../log/reducer.ts";
+import type { ItemState, Projection } from "../log/reducer.ts";
+import type { CtlVerb } from "../log/vocabulary.ts";
 import { eventItem, type Lease, type Store } from "../log/store.ts";
-import type { COMMIT_LABELS } from "../shared/failpoint.ts";
+import type { CommitLabel } from "../shared/failpoint.ts";
 import { type StatePaths, statePaths } from "../shared/paths.ts";
 import { closeSession, type CloseReport } from "./close.ts";
 import { graceMs } from "../supervisor/sessions.ts";
 import { repoTop } from "./workspace.ts";
 import { lastLanded, ownedRefs, type RefChange, readRefs, refChanges } from "./owned-refs.ts";
 
-export type CommitLabel = (typeof COMMIT_LABELS)[number];
+export type { CommitLabel } from "../shared/failpoint.ts";
 
 export type RunAction = "launched" | "waiting" | "paused" | "stopped" | "drained" | "idle" | "busy" | "progressed";
 
@@ -41,7 +42,7 @@ export interface Transition {
  */
 export type ControlPlanner = (
   p: Projection,
-  verb: "start" | "pause" | "resume" | "stop" | "skip" | "retry" | "reply",
+  verb: Exclude<CtlVerb, "cancel">,
   items: string[],
   o: { text?: string | null; reason?: string | null; actor: string; keepCheckout: boolean },
 ) => { item: string | null; effect: string; noop: boolean; close: { removeCheckout: boolean } | null; events: EventDraft[] }[];
@@ -60,7 +61,8 @@ export interface StepOptions {
 
 export interface StepContext {
   readonly store: Store;
-  readonly def: NormDefinition;
+  /** The definition in force (its items are the projection's: an item's `def`). */
+  readonly def: StepDefinition;
   readonly options: StepOptions;
   /** This step's lease: every effect outside the store asserts it first. */
   readonly lease: Lease;
@@ -75,7 +77,7 @@ export interface StepContext {
   repoTop: string | null;
 }
 
-export function createStepContext(o: { store: Store; def: NormDefinition; options: StepOptions; lease: Lease }): StepContext {
+export function createStepContext(o: { store: Store; def: StepDefinition; options: StepOptions; lease: Lease }): StepContext {
   return { ...o, paths: statePaths(o.options.stateRoot), transitions: [], errors: [], warnings: [], repoTop: null };
 }
 
@@ -85,24 +87,40 @@ export function repoOf(ctx: StepContext): string {
 }
 
 /**
- * The projection as the store has it now. It costs one query (another writer, `loop ctl`, may have
- * committed since); a phase that has just appended uses the projection `append` returned instead.
+ * The whole projection as the store has it now: every item, read once (a query tells whether
+ * another writer, `loop ctl`, committed since) and kept current by this step's appends. For the
+ * decisions over every item; looking at the loop or one item costs less (loopView, itemNow).
  */
 export function projection(ctx: StepContext): Projection {
   return ctx.store.projection();
 }
 
+/** The loop record and the item order as the store has them now, without reading any item. */
+export function loopView(ctx: StepContext): Pick<Projection, "seq" | "hash" | "loop" | "order"> {
+  return ctx.store.loopView();
+}
+
+/** One item as the store has it now. */
+export function itemNow(ctx: StepContext, id: string): ItemState {
+  const it = ctx.store.item(id);
+  if (!it) throw new Error(`internal: the projection has no item "${id}"`);
+  return it;
+}
+
 /** The item the environment fault pausing the loop is about (its event names it), or null. */
-export function faultItem(ctx: StepContext, p: Projection): string | null {
+export function faultItem(ctx: StepContext, p: Pick<Projection, "loop">): string | null {
   return p.loop.fault ? eventItem(ctx.store.db, p.loop.fault.seq) : null;
 }
 
-/** Record `drafts` in one commit labelled `label` (its failpoints), and list them in the step's transitions. */
-export function append(ctx: StepContext, drafts: EventDraft[], label: CommitLabel): Projection {
+/**
+ * Record `drafts` in one commit labelled `label` (its failpoints), and list them in the step's
+ * transitions. Returns the loop as it is after them (an item: itemNow; every item: projection).
+ */
+export function append(ctx: StepContext, drafts: EventDraft[], label: CommitLabel): Pick<Projection, "seq" | "hash" | "loop" | "order"> {
   const { actor } = ctx.options;
-  const { events, projection } = ctx.store.append(drafts.map((d) => ({ actor, ...d })) as EventDraft[], { label, actor });
+  const { events } = ctx.store.append(drafts.map((d) => ({ actor, ...d })) as EventDraft[], { label, actor });
   for (const e of events) recordTransition(ctx, e);
-  return projection;
+  return loopView(ctx);
 }
 
 /** List an event the step recorded (appended here, or by the store itself, as a lease takeover) in its transitions. */
@@ -114,7 +132,7 @@ export function recordTransition(ctx: StepContext, e: StoredEvent): void {
 
 /** Materializations follow every commit; a crash before this is repaired by the next step. */
 export function materialize(ctx: StepContext): void {
-  writeMaterializations(ctx.options.stateRoot, projection(ctx), ctx.store.db);
+  writeMaterializations(ctx.options.stateRoot, ctx.store);
 }
 
 /** The close path from inside a step: under the lease, and a checkout it had to keep is the step's error. */
@@ -146,44 +164,45 @@ export function warnMovedAside(ctx: StepContext, o: { path: string; branch: stri
 }
 
 function summarize(e: StoredEvent): string {
-  const pl = e.payload;
   switch (e.type) {
     case "launch_reserved":
-      return `attempt ${pl.attempt} reserved (${pl.runner})`;
+      return `attempt ${e.payload.attempt} reserved (${e.payload.runner})`;
     case "session_started":
-      return `attempt ${pl.attempt} started${pl.tmux ? ` in tmux ${pl.tmux}` : ` pid ${pl.pid}`}`;
+      return `attempt ${e.payload.attempt} started${e.payload.tmux ? ` in tmux ${e.payload.tmux}` : ` pid ${e.payload.pid}`}`;
     case "session_ended":
-      return `attempt ${pl.attempt} ${pl.verdict}: ${pl.reason}`;
+      return `attempt ${e.payload.attempt} ${e.payload.verdict}: ${e.payload.reason}`;
     case "verify_reserved":
-      return `attempt ${pl.attempt} verify reserved`;
+      return `attempt ${e.payload.attempt} verify reserved`;
     case "verify_started":
-      return `attempt ${pl.attempt} verify ${pl.adopted ? "adopted" : "started"} pid ${pl.pid}, deadline ${pl.deadline}`;
+      return `attempt ${e.payload.attempt} verify ${e.payload.adopted ? "adopted" : "started"} pid ${e.payload.pid}, deadline ${e.payload.deadline}`;
     case "verify_finished":
-      return `verify ${pl.passed ? "passed" : "failed"} (${pl.reason})`;
+      return `verify ${e.payload.passed ? "passed" : "failed"} (${e.payload.reason})`;
     case "item_settled":
-      return `${pl.outcome}: ${pl.reason}`;
+      return `${e.payload.outcome}: ${e.payload.reason}`;
     case "item_requeued":
-      return `requeued: ${pl.reason}`;
+      return `requeued: ${e.payload.reason}`;
     case "loop_drained":
-      return `drained: ${pl.outcome}`;
+      return `drained: ${e.payload.outcome}`;
     case "loop_paused":
     case "loop_stopped":
-      return pl.reason;
+      return e.payload.reason;
     case "needs_input":
-      return `question: ${pl.question}`;
+      return `question: ${e.payload.question}`;
     case "landing_finished":
-      return `landing ${pl.outcome}: ${pl.reason}`;
+      return `landing ${e.payload.outcome}: ${e.payload.reason}`;
     case "launch_failed":
-      return `launch failed: ${pl.reason}`;
+      return `launch failed: ${e.payload.reason}`;
     case "environment_fault":
       // Its reason is the loop's (the pause), in the same result: not repeated here.
-      return `environment fault (${pl.kind})${pl.attempt ? `, attempt ${pl.attempt} given back` : ""}: the loop paused`;
+      return `environment fault (${e.payload.kind})${e.payload.attempt ? `, attempt ${e.payload.attempt} given back` : ""}: the loop paused`;
     case "notified":
-      return `notify (${pl.kind}) ${pl.ok ? "ran" : `failed: ${pl.reason}`}`;
-    case "lease_taken_over":
-      return `took over the lease of pid ${pl.previous.pid} on ${pl.previous.host} (${pl.why === "dead" ? "its process is gone" : `expired at ${pl.previous.expires}`})`;
+      return `notify (${e.payload.kind}) ${e.payload.ok ? "ran" : `failed: ${e.payload.reason}`}`;
+    case "lease_taken_over": {
+      const { previous, why } = e.payload;
+      return `took over the lease of pid ${previous.pid} on ${previous.host} (${why === "dead" ? "its process is gone" : `expired at ${previous.expires}`})`;
+    }
     case "definition_imported":
-      return `revision ${pl.revision}: ${pl.items.length} items`;
+      return `revision ${e.payload.revision}: ${e.payload.items.length} items`;
     default:
       return e.type;
   }

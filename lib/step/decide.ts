@@ -2,14 +2,15 @@
 // classified from what was observed, what a finished attempt leads to, how the loop drains.
 // Everything here takes plain data and returns plain data; lib/step/step.ts and its phases carry the
 // effects out.
-import type { ItemState, ItemStatus, LoopState, Projection } from "../log/reducer.ts";
-import { isInFlight, isSettled, itemOf } from "../log/reducer.ts";
+import type { ItemState, ItemStatus, LoopRecord, LoopState, Projection } from "../log/reducer.ts";
+import { isInFlight, isSettled, ITEM_STATUSES, itemOf } from "../log/reducer.ts";
+import { type DrainOutcome, drainsAs, LANDING_OUTCOMES, type LandingOutcome, landed } from "../log/vocabulary.ts";
 import type { SessionObservation } from "../supervisor/sessions.ts";
 
 export type NextWork =
   | { kind: "launch"; item: string }
   | { kind: "block"; items: { id: string; reason: string }[] }
-  | { kind: "drain"; outcome: "Succeeded" | "Failed" | "Stopped" }
+  | { kind: "drain"; outcome: DrainOutcome }
   | { kind: "idle"; reason: string };
 
 function active(p: Projection): ItemState[] {
@@ -79,11 +80,10 @@ export function itemsToBlock(p: Projection): { id: string; reason: string }[] {
   return out;
 }
 
-export function drainOutcome(p: Projection): "Succeeded" | "Failed" | "Stopped" {
-  const items = active(p);
-  if (items.some((it) => it.status === "failed" || it.status === "blocked" || it.status === "landing_blocked")) return "Failed";
-  if (items.some((it) => it.status === "cancelled")) return "Stopped";
-  return "Succeeded";
+/** The worst any active item says (vocabulary.ts drainsAs): Failed, else Stopped, else Succeeded. */
+export function drainOutcome(p: Projection): DrainOutcome {
+  const says = new Set(active(p).map((it) => drainsAs(it.status)));
+  return says.has("Failed") ? "Failed" : says.has("Stopped") ? "Stopped" : "Succeeded";
 }
 
 /** What the step should do when nothing is in flight. */
@@ -333,7 +333,7 @@ export function afterSession(it: ItemState): AfterSession {
   if (!attempt.verify) return { kind: "verify" };
   if (!attempt.verify.passed) return { kind: "fail", reason: `verify failed: ${attempt.verify.reason}` };
   if (!it.landing) return { kind: "land" };
-  return { kind: "settle", landed: ["none", "merged", "pr_opened"].includes(it.landing.outcome) };
+  return { kind: "settle", landed: landed(it.landing.outcome) };
 }
 
 /** After an attempt failed: try again or give up. */
@@ -393,6 +393,30 @@ export interface Attention {
   key: string;
 }
 
+/** The statuses a drain counts as Failed: once the loop drained Failed, attention names their items. */
+export const ATTENTION_STATUSES: readonly ItemStatus[] = ITEM_STATUSES.filter((s) => drainsAs(s) === "Failed");
+/** The statuses an item settles with when its landing did not land (lib/step/settle.ts). */
+export const LANDING_ATTENTION_STATUSES: readonly ItemStatus[] = ["failed", "landing_blocked"];
+/** The landing outcomes that did not land. */
+export const UNLANDED_OUTCOMES: readonly LandingOutcome[] = LANDING_OUTCOMES.filter((o) => !landed(o));
+
+/**
+ * What attention reads: the loop, the item in flight, and, in the projection's order, the items
+ * that may need a person: every item whose landing record has an outcome in UNLANDED_OUTCOMES, and
+ * once the loop drained Failed every item whose status is in ATTENTION_STATUSES (more items change
+ * nothing). attentionView takes it from a whole projection; a step reads only those items, through
+ * the store's indexes (lib/step/notify.ts stepAttentionView).
+ */
+export interface AttentionView {
+  loop: LoopRecord;
+  current: ItemState | null;
+  items: readonly ItemState[];
+}
+
+export function attentionView(p: Projection): AttentionView {
+  return { loop: p.loop, current: p.loop.current ? (itemOf(p, p.loop.current) ?? null) : null, items: active(p) };
+}
+
 /**
  * The conditions that need a person, in this order: the loop paused on an agent's question or by an
  * environment fault, items whose landing failed (a merge conflict, a target checked out elsewhere)
@@ -401,23 +425,29 @@ export interface Attention {
  * or stop needs nobody else.
  */
 export function attention(p: Projection, o: { faultItem?: string | null } = {}): Attention[] {
+  return attentionOf(attentionView(p), o);
+}
+
+/**
+ * attention, from what it reads (AttentionView). `faultItem`: the item the fault event names (the
+ * projection keeps only its seq), when the caller read it.
+ */
+export function attentionOf({ loop, current: cur, items }: AttentionView, o: { faultItem?: string | null } = {}): Attention[] {
   const out: Attention[] = [];
-  const cur = p.loop.current ? p.items[p.loop.current] : undefined;
-  if (p.loop.state === "paused" && cur?.status === "needs_input")
-    out.push({ kind: "question", item: cur.id, reason: p.loop.reason ?? `${cur.id} needs input`, slot: "question", key: `question:${cur.id}:e${cur.epoch}:a${cur.attempts.length}` });
-  // `faultItem`: the item the fault event names (the projection keeps only its seq), when the caller read it.
-  if (p.loop.state === "paused" && p.loop.fault)
-    out.push({ kind: "environment", item: o.faultItem ?? null, reason: p.loop.reason ?? p.loop.fault.kind, slot: "environment", key: `environment:${p.loop.fault.seq}` });
-  for (const it of active(p))
-    if (
-      (it.status === "failed" && it.landing && (it.landing.outcome === "conflict" || it.landing.outcome === "failed")) ||
-      (it.status === "landing_blocked" && it.landing?.outcome === "blocked")
-    )
+  const troubled = items.filter((it) => ATTENTION_STATUSES.includes(it.status));
+  if (loop.state === "paused" && cur?.status === "needs_input")
+    out.push({ kind: "question", item: cur.id, reason: loop.reason ?? `${cur.id} needs input`, slot: "question", key: `question:${cur.id}:e${cur.epoch}:a${cur.attempts.length}` });
+  if (loop.state === "paused" && loop.fault)
+    out.push({ kind: "environment", item: o.faultItem ?? null, reason: loop.reason ?? loop.fault.kind, slot: "environment", key: `environment:${loop.fault.seq}` });
+  // Settled failed or landing_blocked because of its landing (a merge that conflicted or failed, a
+  // pull request blocked): settle.ts settles a landing that did not land as exactly these.
+  for (const it of troubled)
+    if (LANDING_ATTENTION_STATUSES.includes(it.status) && it.landing && !landed(it.landing.outcome))
       out.push({ kind: "landing", item: it.id, reason: `${it.id}: ${it.reason ?? it.landing.reason}`, slot: `landing:${it.id}`, key: `landing:${it.id}:e${it.epoch}:a${it.attempts.length}` });
-  if (p.loop.state === "drained" && p.loop.outcome === "Failed") {
-    const bad = active(p).filter((it) => it.status === "failed" || it.status === "blocked" || it.status === "landing_blocked");
+  if (loop.state === "drained" && loop.outcome === "Failed") {
+    const bad = troubled;
     const names = bad.slice(0, 5).map((it) => `${it.id} ${it.status}`).join(", ") + (bad.length > 5 ? `, … ${bad.length} items` : "");
-    out.push({ kind: "failed", item: null, reason: `the loop drained Failed: ${names}`, slot: "failed", key: `failed:${p.loop.drainedSeq}` });
+    out.push({ kind: "failed", item: null, reason: `the loop drained Failed: ${names}`, slot: "failed", key: `failed:${loop.drainedSeq}` });
   }
   return out;
 }

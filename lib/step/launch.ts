@@ -14,7 +14,7 @@ import { LeaseLostError } from "../shared/errors.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { sliceText, writeFileAtomic } from "../shared/fsutil.ts";
 import { sessionDir, worktreeDir } from "../shared/paths.ts";
-import { append, ownedRefChanges, projection, repoOf, type StepContext, type StepOutcome, warnMovedAside } from "./context.ts";
+import { append, loopView, ownedRefChanges, projection, repoOf, type StepContext, type StepOutcome, warnMovedAside } from "./context.ts";
 import { describeRefChange, restoreCommand } from "./owned-refs.ts";
 import { ensureAgentExcludes, probeLaunchFault, resolveProgram, sandboxRequest, sessionPath } from "./environment.ts";
 import { probeSandbox } from "../supervisor/sandbox.ts";
@@ -85,7 +85,7 @@ export function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeContext
   // What git would run by itself before the agent runs: compared before its verify (lib/step/git-exec.ts).
   const gitExec = gitExecSnapshot(repoOf(ctx));
   failpoint("launch:before_reserve");
-  const reserved = append(
+  append(
     ctx,
     [
       {
@@ -98,7 +98,7 @@ export function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeContext
     "reserve",
   );
   try {
-    startAttempt(ctx, it, { ...plan, gitExec: gitExec.entries }, reserved);
+    startAttempt(ctx, it, { ...plan, gitExec: gitExec.entries }, projection(ctx));
   } catch (err) {
     if (err instanceof LeaseLostError) throw err;
     const e = err as NodeJS.ErrnoException;
@@ -117,10 +117,8 @@ function pauseForFault(ctx: StepContext, it: ItemState, fault: EnvironmentFault,
   const payload = { kind: fault.kind, attempt, reason: fault.message, fix: fault.fix };
   const drafts = [{ type: "environment_fault" as const, item: it.id, payload }];
   // Before the reservation nothing was taken; after it, the attempt is given back in this commit.
-  let p: Projection;
-  if (attempt === null) p = append(ctx, drafts, "fault");
-  else p = append(ctx, drafts, "launch_failed");
-  return { action: "paused", item: it.id, reason: p.loop.reason };
+  append(ctx, drafts, attempt === null ? "fault" : "launch_failed");
+  return { action: "paused", item: it.id, reason: loopView(ctx).loop.reason };
 }
 
 function demoArgv(): string[] {
@@ -142,8 +140,8 @@ function planAttempt(ctx: StepContext, it: ItemState): AttemptPlan {
   };
 }
 
-/** Everything after the reservation; returns the projection with session_started recorded. Throws when the launch fails. */
-function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserved: Projection): Projection {
+/** Everything after the reservation, up to session_started recorded. Throws when the launch fails. */
+function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserved: Projection): void {
   const { n, dir, worktree, branch, sessionId, previous, reply } = plan;
   const repo = repoOf(ctx);
   try {
@@ -222,7 +220,7 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
   // Atomic: a step killed mid-write must not leave a half file that adoption then misreads.
   writeFileAtomic(join(dir, "spawned.json"), JSON.stringify({ pid: started.pid, tmux: started.tmux }) + "\n");
   failpoint("launch:after_spawn");
-  return append(
+  append(
     ctx,
     [
       {

@@ -12,8 +12,16 @@ import { formatDuration } from "../definition/duration.ts";
 import type { Projection } from "../log/reducer.ts";
 import { readTextOrNull, tail } from "../shared/fsutil.ts";
 import { killGroup } from "../shared/process.ts";
-import { append, faultItem, projection, type StepContext } from "./context.ts";
-import { type Attention, attention } from "./decide.ts";
+import { append, faultItem, itemNow, loopView, type StepContext } from "./context.ts";
+import { type Attention, ATTENTION_STATUSES, attentionOf, type AttentionView, UNLANDED_OUTCOMES } from "./decide.ts";
+
+/** What attention reads (decide.ts AttentionView), as the store has it now: the loop, and only the items it looks at. */
+export function stepAttentionView(ctx: StepContext): AttentionView {
+  const { loop } = loopView(ctx);
+  const drainedFailed = loop.state === "drained" && loop.outcome === "Failed";
+  const items = ctx.store.itemsWhere(drainedFailed ? { status: ATTENTION_STATUSES, landing: UNLANDED_OUTCOMES } : { landing: UNLANDED_OUTCOMES });
+  return { loop, current: loop.current ? itemNow(ctx, loop.current) : null, items };
+}
 
 /** What one notification did, as the step's result lists it. */
 export interface NotifyReport {
@@ -50,7 +58,7 @@ const SUBJECTS: Record<Attention["kind"], string> = {
   failed: "drained Failed",
 };
 
-export function notifyDocument(o: { a: Attention; p: Projection; root: string; stateRoot: string; now: Date }): NotifyDocument {
+export function notifyDocument(o: { a: Attention; p: Pick<Projection, "seq" | "loop">; root: string; stateRoot: string; now: Date }): NotifyDocument {
   const { a, p } = o;
   return {
     schema: "loop/notify@1",
@@ -73,9 +81,10 @@ export async function notifyPhase(ctx: StepContext): Promise<NotifyReport[]> {
   const def = ctx.def.notify;
   if (!def) return [];
   const reports: NotifyReport[] = [];
-  const p = projection(ctx);
-  for (const a of attention(p, { faultItem: faultItem(ctx, p) })) {
-    if (p.loop.notified?.[a.slot] === a.key) continue;
+  const view = stepAttentionView(ctx);
+  const p = { seq: loopView(ctx).seq, loop: view.loop };
+  for (const a of attentionOf(view, { faultItem: faultItem(ctx, p) })) {
+    if (p.loop.notified[a.slot] === a.key) continue;
     ctx.store.assertLease();
     ctx.store.renewLease(ctx.lease, def.timeout + 10 * 60_000);
     const doc = notifyDocument({ a, p, root: ctx.options.root, stateRoot: ctx.options.stateRoot, now: new Date() });

@@ -2,8 +2,8 @@
 // session in the same commit: settled passed or failed, or requeued for another attempt. Also the
 // sweep that closes the session of an item settled by a step killed before it closed it.
 import type { EventDraft } from "../log/events.ts";
-import { isInFlight, type ItemState, type Projection } from "../log/reducer.ts";
-import { append, closeInStep, type StepContext } from "./context.ts";
+import { isInFlight, type ItemState } from "../log/reducer.ts";
+import { append, closeInStep, loopView, type StepContext } from "./context.ts";
 import { afterFailure, failedReason } from "./decide.ts";
 
 /** Verified and landed (or not): close the session and settle the item passed (or failed, when landing failed). */
@@ -38,12 +38,16 @@ export function requeueUncounted(ctx: StepContext, it: ItemState, reason: string
   append(ctx, [{ type: "item_requeued", item: it.id, payload: { attempt: attempt.n, reason, failed: false, resetBudget: false } }], "requeue");
 }
 
-/** Close the sessions of settled items never recorded closed (a kill between settle and close). True if it closed any. */
-export async function sweepClosedSessions(ctx: StepContext, p: Projection): Promise<boolean> {
+/**
+ * Close the sessions of items no longer in flight that were never recorded closed (a kill between
+ * settle and close, a requeue). True if it closed any. Only items with an open session are read
+ * (the store's index finds them).
+ */
+export async function sweepClosedSessions(ctx: StepContext): Promise<boolean> {
   let closed = false;
-  for (const id of p.order) {
-    const it = p.items[id]!;
-    if (!it.session || it.session.closed || it.id === p.loop.current) continue;
+  const { current } = loopView(ctx).loop;
+  for (const it of ctx.store.itemsWhere({ openSession: true })) {
+    if (!it.session || it.session.closed || it.id === current) continue;
     if (!isInFlight(it.status)) {
       const remove = it.status === "passed" ? !ctx.def.keepCheckoutOnClose : false;
       const c = await closeInStep(ctx, { it, reason: "closing a session left open", removeCheckout: remove });

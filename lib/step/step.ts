@@ -3,23 +3,24 @@
 // loop is paused) or has nothing to do. Decisions come from lib/step/decide.ts; the phases that
 // perform the effects (launch, observe, verify, land, settle: one file each, over a StepContext)
 // work in "reserve, act, record" order so a kill at any point is recovered by the next step.
-import { existsSync } from "node:fs";
+import { existsSync, lstatSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { EXIT } from "../shared/cli.ts";
 import { BusyLease, UsageError } from "../shared/errors.ts";
 
 export { BusyLease };
-import { definitionHash, loadDefinition, importedDefinition } from "../definition/loop-json.ts";
+import { definitionHash, importedDefinition, loadDefinition } from "../definition/loop-json.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { pidAlive } from "../shared/process.ts";
 import { counts } from "../log/documents.ts";
 import type { ItemState } from "../log/reducer.ts";
-import { type Lease, Store } from "../log/store.ts";
+import { dbPath, type Lease, Store } from "../log/store.ts";
 import { projectOf } from "../log/ownership.ts";
-import { append, createStepContext, faultItem, materialize, projection, recordTransition, repoOf, type StepContext, type StepOptions, type StepOutcome, type Transition } from "./context.ts";
-import { afterSession, type Attention, attention, hasOpenWork, nextWork } from "./decide.ts";
+import { append, createStepContext, faultItem, itemNow, loopView, materialize, projection, recordTransition, repoOf, type StepContext, type StepOptions, type StepOutcome, type Transition } from "./context.ts";
+import { type DefinitionSource, type ParsedDefinition, parseDefinitionSource, type StepDefinition, readDefinitionSource, rememberDefinition, resolveDefinition } from "./definition.ts";
+import { afterSession, type Attention, attentionOf, hasOpenWork, nextWork } from "./decide.ts";
 import { definitionWarnings } from "./environment.ts";
-import { type NotifyReport, notifyPhase } from "./notify.ts";
+import { type NotifyReport, notifyPhase, stepAttentionView } from "./notify.ts";
 import { selfArgv } from "../supervisor/self.ts";
 import { launchAttempt } from "./launch.ts";
 import { observeLaunching, observeRunning } from "./observe.ts";
@@ -53,17 +54,24 @@ export interface RunResult extends StepOutcome {
 
 const MAX_TRANSITIONS_PER_STEP = 500;
 
-/** Record a definition that differs from the one the log holds. */
-function importDefinition(ctx: StepContext): void {
-  const p = projection(ctx);
-  if (p.loop.definitionHash === definitionHash(ctx.def)) return;
-  append(ctx, [{ type: "definition_imported", payload: importedDefinition(ctx.def, p.loop.revision + 1) }], "import");
-  // What can be checked now is said now, not when an item's turn comes (warnings: this step's
-  // PATH may not be the one cron gives the next).
-  for (const w of definitionWarnings({ def: ctx.def, repo: repoOf(ctx), env: ctx.options.env, demoArgv: [...selfArgv(), "__demo-agent"] })) {
-    ctx.warnings.push(w);
-    ctx.options.log.warn(w);
+/**
+ * Record a definition that differs from the one the log holds, and note the bytes it was read from
+ * (lib/step/definition.ts) so the next step need not parse them again. `parsed` is null when this
+ * step already knew the file: then there is nothing to import.
+ */
+function importDefinition(ctx: StepContext, parsed: ParsedDefinition | null): void {
+  if (!parsed) return;
+  const { loop } = loopView(ctx);
+  if (loop.definitionHash !== definitionHash(parsed.def)) {
+    append(ctx, [{ type: "definition_imported", payload: importedDefinition(parsed.def, loop.revision + 1) }], "import");
+    // What can be checked now is said now, not when an item's turn comes (warnings: this step's
+    // PATH may not be the one cron gives the next).
+    for (const w of definitionWarnings({ def: parsed.def, repo: repoOf(ctx), env: ctx.options.env, demoArgv: [...selfArgv(), "__demo-agent"] })) {
+      ctx.warnings.push(w);
+      ctx.options.log.warn(w);
+    }
   }
+  rememberDefinition(ctx.store, parsed);
 }
 
 /** Advance the loop, one transition at a time, until it must stop: an agent at work, paused, stopped, drained, idle. */
@@ -72,20 +80,23 @@ async function advanceLoop(ctx: StepContext): Promise<StepOutcome> {
     // Before every transition (and before each effect outside the store, in the phases): a step
     // that outlived its lease stops before acting, not only before recording.
     ctx.store.assertLease();
-    // Read afresh every turn: `loop ctl` may have recorded something since.
-    const p = projection(ctx);
-    if (await sweepClosedSessions(ctx, p)) continue;
-    if (p.loop.state === "new") {
+    if (await sweepClosedSessions(ctx)) continue;
+    // Read afresh every turn: `loop ctl` may have recorded something since. While an item is in
+    // flight the step reads the loop and that item only, whatever the size of the backlog.
+    const { loop } = loopView(ctx);
+    if (loop.state === "new") {
       append(ctx, [{ type: "loop_started", payload: {} }], "start");
       continue;
     }
-    if (p.loop.state === "paused") return { action: "paused", item: p.loop.current, reason: p.loop.reason };
-    if (p.loop.state === "stopped") return { action: "stopped", item: p.loop.current, reason: p.loop.reason };
-    if (p.loop.current) {
-      const r = await advanceItem(ctx, p.items[p.loop.current]!);
+    if (loop.state === "paused") return { action: "paused", item: loop.current, reason: loop.reason };
+    if (loop.state === "stopped") return { action: "stopped", item: loop.current, reason: loop.reason };
+    if (loop.current) {
+      const r = await advanceItem(ctx, itemNow(ctx, loop.current));
       if (r) return r;
       continue;
     }
+    // Nothing in flight: what comes next is decided over every item.
+    const p = projection(ctx);
     if (p.loop.state === "drained") {
       if (!hasOpenWork(p)) return { action: "drained", item: null, reason: p.loop.outcome };
       append(ctx, [{ type: "loop_reopened", payload: { reason: "new or requeued work items" } }], "reopen");
@@ -186,19 +197,45 @@ export function preflight(root: string): ReturnType<typeof loadDefinition> {
 }
 
 /**
- * One step. Throws DefinitionError or UsageError (exit 2) before touching anything (preflight),
- * BusyLease when busy, and an io_error that says the disk is full when a full disk left it unable to
- * record even that (lib/step/disk.ts).
+ * The step's store and definition. loop.json is validated before anything is created; once a store
+ * exists, only a loop.json other than the one a step last read in full is parsed (and one that is
+ * invalid refused before anything is written).
+ */
+function openStep(options: StepOptions, src: DefinitionSource): { store: Store; def: StepDefinition; parsed: ParsedDefinition | null } {
+  // lstat: a (dangling) link in its place is a store that is there, as Store.open sees it.
+  if (!lstatSync(dbPath(options.stateRoot), { throwIfNoEntry: false })) {
+    const parsed = parseDefinitionSource(src);
+    const store = Store.open(options.stateRoot, { create: true, actor: options.actor, project: projectOf(options.root, parsed.def.name) });
+    return { store, def: parsed.def, parsed };
+  }
+  const store = Store.open(options.stateRoot, { create: true, actor: options.actor });
+  try {
+    const { def, parsed } = resolveDefinition(src, store);
+    store.actFor(projectOf(options.root, def.name));
+    return { store, def, parsed };
+  } catch (err) {
+    store.close();
+    throw err;
+  }
+}
+
+/**
+ * One step. Throws DefinitionError or UsageError (exit 2) before touching anything, BusyLease when
+ * busy, and an io_error that says the disk is full when a full disk left it unable to record even
+ * that (lib/step/disk.ts).
  */
 export async function runStep(options: StepOptions): Promise<RunResult> {
-  const def = preflight(options.root);
+  // loop.json is hashed here and read whole only when its bytes are new (openStep).
+  const src = readDefinitionSource(options.root);
+  // It looks for .git on disk: asking git costs an observing tick a process spawn.
+  if (!insideGitWorkTree(options.root)) throw new UsageError(`${options.root} is not a git repository (nor inside one); nothing was done`);
   // A full disk is looked for before the store is opened (SQLite may not even make its -shm file
   // then): the reserve is given back, so that the fault can be recorded.
   const space = diskSpace(options.stateRoot);
   const full = space !== null && space.free < LOW_SPACE_BYTES ? space : null;
   if (full) releaseReserve(options.stateRoot);
   try {
-    const r = await stepWith(options, def, full);
+    const r = await stepWith(options, src, full);
     if (!full) ensureReserve(options.stateRoot, space);
     return r;
   } catch (err) {
@@ -206,15 +243,15 @@ export async function runStep(options: StepOptions): Promise<RunResult> {
   }
 }
 
-async function stepWith(options: StepOptions, def: ReturnType<typeof preflight>, full: DiskSpace | null): Promise<RunResult> {
-  const store = Store.open(options.stateRoot, { create: true, actor: options.actor, project: projectOf(options.root, def.name) });
+async function stepWith(options: StepOptions, src: DefinitionSource, full: DiskSpace | null): Promise<RunResult> {
+  const { store, def, parsed } = openStep(options, src);
   try {
     const got = store.acquireLease(options.leaseMs ?? 30 * 60_000, pidAlive);
     if (!got.ok) throw new BusyLease(got.holder);
     failpoint("lease:after_acquire");
     const ctx = createStepContext({ store, def, options, lease: got.lease });
     // What needed a person when the step began: what the previous step left.
-    const before = attentionKeys(ctx, store.projection());
+    const before = attentionKeys(ctx);
     if (got.takeover) {
       // Someone's step died holding the lease (or outlived it): say so, as one of this step's transitions.
       recordTransition(ctx, got.takeover);
@@ -227,7 +264,7 @@ async function stepWith(options: StepOptions, def: ReturnType<typeof preflight>,
         if (full) outcome = pauseForDiskFull(ctx, { path: options.stateRoot, mount: full.mount, free: full.free });
         else {
           materialize(ctx);
-          importDefinition(ctx);
+          importDefinition(ctx, parsed);
           if (def.forge) {
             const { pollComments } = await import("./forge/comments.ts");
             await pollComments(ctx);
@@ -249,9 +286,10 @@ async function stepWith(options: StepOptions, def: ReturnType<typeof preflight>,
       if (def.forge) (await import("./forge/link.ts")).saveForgeLink(ctx);
       store.releaseLease(got.lease);
     }
-    const p = store.projection();
-    const fault = faultItem(ctx, p);
-    const after = attention(p, { faultItem: fault });
+    const view = stepAttentionView(ctx);
+    const { loop } = view;
+    const fault = faultItem(ctx, view);
+    const after = attentionOf(view, { faultItem: fault });
     return {
       schema: "loop/run@1",
       action: outcome.action,
@@ -259,7 +297,7 @@ async function stepWith(options: StepOptions, def: ReturnType<typeof preflight>,
       item: outcome.item ?? (outcome.action === "paused" ? fault : null),
       reason: outcome.reason,
       transitions: ctx.transitions,
-      loop: { name: p.loop.name, state: p.loop.state, reason: p.loop.reason, outcome: p.loop.outcome, current: p.loop.current },
+      loop: { name: loop.name, state: loop.state, reason: loop.reason, outcome: loop.outcome, current: loop.current },
       attention: after.map(({ kind, item, reason }) => ({ kind, item, reason })),
       attentionChanged: after.map((a) => a.key).join("\n") !== before,
       errors: ctx.errors,
@@ -272,8 +310,9 @@ async function stepWith(options: StepOptions, def: ReturnType<typeof preflight>,
 }
 
 /** The conditions that need a person, as one comparable string of their keys. */
-function attentionKeys(ctx: StepContext, p: ReturnType<typeof projection>): string {
-  return attention(p, { faultItem: faultItem(ctx, p) })
+function attentionKeys(ctx: StepContext): string {
+  const view = stepAttentionView(ctx);
+  return attentionOf(view, { faultItem: faultItem(ctx, view) })
     .map((a) => a.key)
     .join("\n");
 }

@@ -18,7 +18,7 @@ import { failpoint } from "../shared/failpoint.ts";
 import { readJsonOrNull, readTextOrNull, writeFileAtomic } from "../shared/fsutil.ts";
 import { GIT_EXEC_FILE, gitExecReport, gitExecSnapshot } from "./git-exec.ts";
 import { endSessionProcesses, endVerifyRun } from "../supervisor/end.ts";
-import { append, ownedRefChanges, projection, repoOf, type StepContext, type StepOutcome } from "./context.ts";
+import { append, itemNow, ownedRefChanges, projection, repoOf, type StepContext, type StepOutcome } from "./context.ts";
 import { describeRefChange, type RefChange } from "./owned-refs.ts";
 import { classifyVerify, classifyVerifyStart, verifyExitVerdict } from "./decide.ts";
 import { graceMs, SESSION_FILES, sessionMark } from "../supervisor/sessions.ts";
@@ -90,13 +90,13 @@ export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<St
   const box = verifySandbox(ctx, it);
   if ("paused" in box) return box.paused;
   const key = `verify:${it.id}:e${it.epoch}:a${attempt.n}`;
-  const reserved = append(
+  append(
     ctx,
     [{ type: "verify_reserved", item: it.id, id: key, payload: { attempt: attempt.n, key, command: it.def.verify, log: logPath, timeoutMs: it.def.timeouts.verify, head } }],
     "verify_reserve",
   );
   failpoint("verify:after_reserve");
-  const now = reserved.items[it.id]!;
+  const now = itemNow(ctx, it.id);
   return spawnReserved(ctx, now, now.attempts[now.attempts.length - 1]!.verifyRun!);
 }
 

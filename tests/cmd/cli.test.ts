@@ -110,7 +110,7 @@ async function seededRepo(items: ReturnType<typeof item>[]): Promise<string> {
         },
       },
     ]);
-    materialize(stateRoot, store.projection(), store.db);
+    materialize(stateRoot, store);
   } finally {
     store.close();
   }

@@ -471,7 +471,7 @@ describe("loop reset", () => {
             expect(readFileSync(join(cwt, "c.txt"), "utf8")).toBe("c\n");
             expect(existsSync(join(p.stateRoot, "sessions", "b"))).toBe(false);
             // …and the events say the same
-            expect(p.eventsOf("work_item_reset").map((e) => [e.item, e.payload.pieces, e.payload.errors.map((x: { piece: string }) => x.piece)])).toEqual([
+            expect(p.eventsOf("work_item_reset").map((e) => [e.item, e.payload.pieces, e.payload.errors?.map((x) => x.piece)])).toEqual([
               ["a", ["ledger", "branch"], ["session"]],
               ["b", ["session", "ledger"], ["branch"]],
               ["c", ["session", "ledger", "branch"], ["workspace"]],

@@ -18,7 +18,7 @@ export type RowBase = EventRowBase;
 export function seal(base: RowBase, payload: unknown): StoredEvent {
   const payloadText = canonicalJson(payload);
   const hash = sha256Hex(hashInput(base, payloadText));
-  return { ...base, type: base.type as StoredEvent["type"], payload: JSON.parse(payloadText), hash };
+  return { ...base, payload: JSON.parse(payloadText), hash } as StoredEvent;
 }
 
 const T0 = Date.parse("2025-01-01T00:00:00.000Z");

@@ -8,7 +8,7 @@ import { expect } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { StoredEvent } from "../../lib/log/events.ts";
+import type { EventType, StoredEvent, StoredEventOf } from "../../lib/log/events.ts";
 import type { Projection } from "../../lib/log/reducer.ts";
 import type { RunResult } from "../../lib/step/step.ts";
 import { headOf, iterateEvents, readProjection, rowToEvent, withReadSnapshot } from "../../lib/log/store.ts";
@@ -174,8 +174,8 @@ export class Project {
     return withReadSnapshot(this.stateRoot, ({ db }) => headOf(db).seq);
   }
 
-  eventsOf(type: string, item?: string): StoredEvent[] {
-    return this.events().filter((e) => e.type === type && (item === undefined || e.item === item));
+  eventsOf<T extends EventType>(type: T, item?: string): StoredEventOf<T>[] {
+    return this.events().filter((e) => e.type === type && (item === undefined || e.item === item)) as StoredEventOf<T>[];
   }
 
   /** Every process group a session or verify command of this project ever had: recorded pids and the wrapper's own files. */

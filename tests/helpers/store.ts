@@ -39,7 +39,7 @@ export function realisticDrafts(opts: { drain?: boolean } = {}): EventDraft[] {
 export function buildStore(stateRoot: string, drafts: EventDraft[], opts: { keepOpen?: boolean } = {}): Store {
   const store = Store.open(stateRoot, { create: true, actor: "tester" });
   for (const d of drafts) store.append([d]);
-  materialize(stateRoot, store.projection(), store.db);
+  materialize(stateRoot, store);
   if (!opts.keepOpen) store.close();
   return store;
 }

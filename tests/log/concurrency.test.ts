@@ -149,7 +149,7 @@ describe("concurrent steps", () => {
     expect(rows.filter((e) => e.type === "launch_reserved").length).toBe(1);
     const db = new Database(dbPath(l.stateRoot), { readonly: true });
     try {
-      expect(db.query("SELECT key, value FROM meta").all()).toEqual([{ key: "schema", value: String(SCHEMA_VERSION) }]);
+      expect(db.query("SELECT key, value FROM meta WHERE key = 'schema'").all()).toEqual([{ key: "schema", value: String(SCHEMA_VERSION) }]);
     } finally {
       db.close();
     }

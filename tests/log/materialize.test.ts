@@ -62,12 +62,12 @@ describe("state.json repair", () => {
     const { store, stateRoot } = setup();
     const path = join(stateRoot, "state.json");
     const clean = readFileSync(path, "utf8");
-    expect(materialize(stateRoot, store.projection(), store.db)).toEqual([]);
+    expect(materialize(stateRoot, store)).toEqual([]);
     writeFileSync(path, clean.replace('"passed"', '"failed"'));
-    expect(materialize(stateRoot, store.projection(), store.db)).toEqual(["state.json"]);
+    expect(materialize(stateRoot, store)).toEqual(["state.json"]);
     expect(readFileSync(path, "utf8")).toBe(clean);
     rmSync(path);
-    expect(materialize(stateRoot, store.projection(), store.db)).toEqual(["state.json"]);
+    expect(materialize(stateRoot, store)).toEqual(["state.json"]);
     expect(readFileSync(path, "utf8")).toBe(clean);
     store.close();
   });

@@ -5,16 +5,16 @@ import { Database } from "bun:sqlite";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
-import { sha256Hex } from "../../lib/log/canonical.ts";
+import { canonicalJson, sha256Hex } from "../../lib/log/canonical.ts";
 import type { EventDraft } from "../../lib/log/events.ts";
 import { GENESIS_HASH } from "../../lib/log/integrity.ts";
 import { pidAlive } from "../../lib/shared/process.ts";
 import { fold, IllegalEventError } from "../../lib/log/reducer.ts";
 import { BusyError, LeaseLostError } from "../../lib/shared/errors.ts";
 import { compareProjection, foldAndCheck } from "../../lib/reports/replay.ts";
-import { ITEM_TABLES } from "../../lib/log/rows.ts";
+import { ITEM_TABLES, loopRow } from "../../lib/log/rows.ts";
 import { dbPath, type EventRow, hashInput, PAGE_SIZE, readProjection, rowToEvent, Store, StoreError } from "../../lib/log/store.ts";
-import { control, definition, itemDef, launch, loopStarted } from "../helpers/events.ts";
+import { control, definition, itemDef, launch, loopStarted, passingAttempt, settled, started } from "../helpers/events.ts";
 import { TempDirs } from "../helpers/fs.ts";
 import { realisticDrafts } from "../helpers/store.ts";
 import { testEnv } from "../helpers/env.ts";
@@ -220,8 +220,8 @@ describe("the log", () => {
       const events = rows(store.db).map(rowToEvent);
       const folded = fold(events);
       expect(compareProjection(store.db, folded)).toEqual([]);
+      expect(res.events.at(-1)!.seq).toBe(folded.seq);
       expect(store.projection()).toEqual(folded);
-      expect(res.projection).toEqual(folded);
     }
     expect(store.projection().loop.state).toBe("drained");
     // The comparison is not vacuous: the fold of a shorter log differs from the tables.
@@ -269,14 +269,17 @@ describe("the log", () => {
       "DELETE FROM proj_items WHERE item = 'a'",
       "UPDATE proj_ledgers SET body = '{\"attempts\":' WHERE item = 'a'",
     ]) {
-      const { store } = newStore();
+      const { root, store } = newStore();
       store.append([DEF, loopStarted, control("a", "start")]);
       store.db.run(damage);
       const err = storeError(() => readProjection(store.db));
       expect(err.code).toBe("corrupt_store");
-      expect(err.message).toContain(damage.startsWith("UPDATE") ? "not valid JSON" : "for \"a\"");
-      // A writer refuses to append on top of it.
-      expect(storeError(() => store.append([control("b", "start")])).code).toBe("corrupt_store");
+      expect(err.message).toContain(damage.startsWith("UPDATE") ? 'row of "a" is not valid JSON' : 'for "a"');
+      // A writer refuses to append on top of it: any handle that reads the damaged item (an
+      // append reads only the items it touches; replay and status read them all).
+      const w = handle(root);
+      expect(storeError(() => w.append([control("a", "stop")])).code).toBe("corrupt_store");
+      expect(storeError(() => w.item("a")).code).toBe("corrupt_store");
     }
   });
 });
@@ -410,6 +413,71 @@ process.stdout.write(JSON.stringify(r));
   });
 });
 
+describe("an append costs what it changes", () => {
+  /** A store with items a, b and c, and item a's ledger row damaged by another connection. */
+  function damagedA() {
+    const { root, store } = newStore();
+    store.append([definition(1, [itemDef("a"), itemDef("b"), itemDef("c")]), loopStarted, control("a", "start")]);
+    const raw = new Database(dbPath(root));
+    raw.run("UPDATE proj_ledgers SET body = 'not json' WHERE item = 'a'");
+    raw.close();
+    return { root, store };
+  }
+
+  test("it reads and writes only the items its events name: another item's damaged row is neither read nor rewritten", () => {
+    const { root, store } = damagedA();
+    // Another connection committed: the handle reads again, but only the loop row and item b.
+    store.append([control("b", "start")]);
+    expect(store.item("b")!.started).toBe(true);
+    expect((store.db.query("SELECT body FROM proj_ledgers WHERE item = 'a'").get() as { body: string }).body).toBe("not json");
+    // Any reader of item a finds the damage: the append that touches it, and replay.
+    expect(storeError(() => handle(root).append([control("a", "stop")])).code).toBe("corrupt_store");
+    expect(compareProjection(store.db, fold(rows(store.db).map(rowToEvent))).map((f) => f.message.split(" ")[0])).toEqual(["proj_ledgers[a]"]);
+  });
+
+  test("a definition import touches every item: it reads them all", () => {
+    const { store } = damagedA();
+    expect(storeError(() => store.append([definition(2, [itemDef("a"), itemDef("b"), itemDef("c"), itemDef("d")])])).code).toBe("corrupt_store");
+  });
+
+  test("the projection handed out before an append stays as it was; the items the append did not touch are shared", () => {
+    const { store } = newStore();
+    store.append([DEF, loopStarted]);
+    const before = store.projection();
+    const a = before.items.a!;
+    store.append([control("a", "stop")]);
+    const after = store.projection();
+    expect(a.held).toBe(false);
+    expect(before.items.a).toBe(a);
+    expect(after.items.a!.held).toBe(true);
+    expect(after.items.b).toBe(before.items.b);
+    expect(before.seq + 1).toBe(after.seq);
+    expect(after).toEqual(readProjection(store.db));
+  });
+
+  test("itemsWhere finds items by status and by an open session through the indexes, in the projection's order", () => {
+    const { store } = newStore();
+    store.append([definition(1, [itemDef("a"), itemDef("b"), itemDef("c")]), loopStarted]);
+    store.append(passingAttempt("c"));
+    store.append([settled("a", 0, "skipped")]);
+    store.append([launch("b", 1), started("b", 1)]);
+    const ids = (q: Parameters<Store["itemsWhere"]>[0]) => handle(store.stateRoot).itemsWhere(q).map((it) => it.id);
+    expect(ids({ status: ["passed", "skipped"] })).toEqual(["a", "c"]);
+    expect(ids({ status: ["running"] })).toEqual(["b"]);
+    expect(ids({ openSession: true })).toEqual(["b"]);
+    expect(ids({ status: ["skipped"], openSession: true })).toEqual(["a", "b"]);
+    expect(ids({ status: ["failed"] })).toEqual([]);
+    expect(ids({ landing: ["none"] })).toEqual(["c"]);
+    expect(ids({ landing: ["conflict", "failed"] })).toEqual([]);
+    expect(ids({ status: ["skipped"], landing: ["none"] })).toEqual(["a", "c"]);
+    // SQLite answers from the indexes, not by reading every row.
+    const plan = (sql: string) => (store.db.query(`EXPLAIN QUERY PLAN ${sql}`).all() as { detail: string }[]).map((r) => r.detail).join("; ");
+    expect(plan("SELECT item FROM proj_items WHERE json_extract(body, '$.status') IN ('failed')")).toContain("USING INDEX proj_items_status");
+    expect(plan("SELECT item FROM proj_sessions WHERE json_extract(body, '$.closed') IS NULL")).toContain("proj_sessions_open");
+    expect(plan("SELECT item FROM proj_items WHERE json_extract(body, '$.landing.outcome') IN ('conflict')")).toContain("USING INDEX proj_items_landing");
+  });
+});
+
 describe("several writers on one file", () => {
   test("two Store handles appending alternately keep the chain intact", () => {
     const { root, store: a } = newStore();
@@ -438,16 +506,19 @@ describe("several writers on one file", () => {
     const p1 = a.projection();
     expect(a.projection()).toBe(p1); // nothing changed: the same object
     expect(p1.seq).toBe(3);
-    // This handle's own append replaces it with the appended projection.
-    const { projection } = a.append([control("a", "start")]);
-    expect(a.projection()).toBe(projection);
-    expect(a.projection().seq).toBe(4);
+    // This handle's own append keeps it current: a new projection, the one before left as it was.
+    a.append([control("a", "start")]);
+    const p2 = a.projection();
+    expect(p2).not.toBe(p1);
+    expect(p1.seq).toBe(3);
+    expect(p2.seq).toBe(4);
+    expect(a.projection()).toBe(p2);
     // Another connection's commit changes data_version: read afresh.
     b.append([control("b", "start")]);
-    const p2 = a.projection();
-    expect(p2.seq).toBe(5);
-    expect(p2.items.b!.started).toBe(true);
-    expect(p2).toEqual(readProjection(a.db));
+    const p3 = a.projection();
+    expect(p3.seq).toBe(5);
+    expect(p3.items.b!.started).toBe(true);
+    expect(p3).toEqual(readProjection(a.db));
     // An append refused inside a transaction leaves nothing cached that did not commit.
     expect(() => a.tx(() => {
       a.append([control("a", "stop")]);
@@ -486,4 +557,14 @@ s.close();
     expect(check.findings).toEqual([]);
     expect(compareProjection(store.db, check.projection!)).toEqual([]);
   });
+});
+
+test("the loop row's body is the canonical JSON of the loop record and the order, however often the order is reused", () => {
+  const { store } = newStore();
+  store.append([DEF, loopStarted]);
+  for (let i = 0; i < 3; i++) store.append([control("a", "start", `round ${i}`)]);
+  const p = store.projection();
+  const { body } = store.db.query("SELECT body FROM proj_loop").get() as { body: string };
+  expect(body).toBe(canonicalJson({ loop: p.loop, order: p.order }));
+  expect(loopRow(p).body).toBe(body);
 });

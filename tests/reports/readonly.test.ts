@@ -39,8 +39,8 @@ function killWriterAfterOneAppend(root: string) {
     `import { Store } from ${JSON.stringify(join(REPO, "lib", "log", "store.ts"))};
 import { materialize } from ${JSON.stringify(join(REPO, "lib", "log", "materialize.ts"))};
 const s = Store.open(process.argv[2]);
-const { projection } = s.append([{ type: "control_recorded", item: "a", actor: "killed", payload: { verb: "reply", text: "last words" } }]);
-materialize(process.argv[2], projection, s.db);
+s.append([{ type: "control_recorded", item: "a", actor: "killed", payload: { verb: "reply", text: "last words" } }]);
+materialize(process.argv[2], s);
 process.kill(process.pid, "SIGKILL");
 `,
   );

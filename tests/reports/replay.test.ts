@@ -298,7 +298,7 @@ describe("tampering with what is derived from the log", () => {
     const s = Store.open(root);
     try {
       s.append([{ type: "loop_paused", payload: { reason: "bad byte \ufffd here" } }]);
-      materialize(root, s.projection(), s.db);
+      materialize(root, s);
     } finally {
       s.close();
     }
@@ -410,7 +410,7 @@ describe("RUNLOG.md against the log", () => {
     // A step's repair checks the last block against the log: not the log's, so the file is written anew.
     const s = Store.open(root);
     try {
-      materialize(root, s.projection(), s.db);
+      materialize(root, s);
     } finally {
       s.close();
     }
@@ -454,7 +454,7 @@ describe("anchoring the head outside the machine (--expect-head)", () => {
     const s = Store.open(root);
     try {
       s.append([{ type: "loop_paused", payload: { reason: "later" } }]);
-      materialize(root, s.projection(), s.db);
+      materialize(root, s);
     } finally {
       s.close();
     }

@@ -10,7 +10,10 @@ import { replayReport } from "../../lib/reports/replay.ts";
 import { statusReport } from "../../lib/reports/status.ts";
 import { renderStatus } from "../../lib/reports/render.ts";
 import { SCHEMA_VERSION, Store, StoreError } from "../../lib/log/store.ts";
-import { sha256Hex } from "../../lib/log/canonical.ts";
+import { canonicalJson, sha256Hex } from "../../lib/log/canonical.ts";
+import { compareProjection } from "../../lib/reports/replay.ts";
+import { fold } from "../../lib/log/reducer.ts";
+import { type EventRow, rowToEvent } from "../../lib/log/store.ts";
 import { TempDirs } from "../helpers/fs.ts";
 import { buildStore, realisticDrafts, tamper } from "../helpers/store.ts";
 import { launch, started } from "../helpers/events.ts";
@@ -174,7 +177,7 @@ describe("a store written by an older loop (schema 1)", () => {
     const root = schemaOneStore();
     const store = Store.open(root);
     expect((store.db.query("SELECT value FROM meta WHERE key = 'schema'").get() as { value: string }).value).toBe(String(SCHEMA_VERSION));
-    expect(materialize(root, store.projection(), store.db)).toContain("state.json");
+    expect(materialize(root, store)).toContain("state.json");
     store.close();
     const doc = JSON.parse(readFileSync(join(root, "state.json"), "utf8"));
     expect(doc.items.find((it: { id: string }) => it.id === "c").session).toMatchObject({ model: null, conversationId: null, closed: null });
@@ -183,6 +186,81 @@ describe("a store written by an older loop (schema 1)", () => {
     // Opening again is a no-op: nothing left to upgrade.
     Store.open(root).close();
     expect((await replayReport(root)).ok).toBe(true);
+  });
+});
+
+describe("a store of schema 3: rows in the layout before the tables were a plain cache", () => {
+  /** Rows as schema 3 wrote them: no `reset`/`forge` keys on items that had none, no `verifyRun`
+   *  on attempts without one, no `fault`/`notified` on the loop, no indexes, state_sha of the file. */
+  function schemaThreeStore(): string {
+    const root = midRun();
+    tamper(root, (db) => {
+      db.run("UPDATE meta SET value = '3' WHERE key = 'schema'");
+      for (const index of ["proj_items_status", "proj_items_landing", "proj_sessions_open"]) db.run(`DROP INDEX ${index}`);
+      for (const [item, body] of db.query("SELECT item, body FROM proj_items").values() as [string, string][]) {
+        const { reset, ...rest } = JSON.parse(body);
+        db.run("UPDATE proj_items SET body = ? WHERE item = ?", [canonicalJson(reset ? { ...rest, reset } : rest), item]);
+      }
+      for (const [item, body] of db.query("SELECT item, body FROM proj_ledgers").values() as [string, string][]) {
+        const { forge, attempts, ...rest } = JSON.parse(body);
+        const old = attempts.map(({ verifyRun, ...a }: { verifyRun: unknown }) => (verifyRun ? { ...a, verifyRun } : a));
+        db.run("UPDATE proj_ledgers SET body = ? WHERE item = ?", [canonicalJson({ ...rest, attempts: old, ...(forge ? { forge } : {}) }), item]);
+      }
+      const { loop: { fault, notified, ...loop }, order } = JSON.parse((db.query("SELECT body FROM proj_loop").get() as { body: string }).body);
+      // Its state.json: items with neither forge nor reset unless they had one; state_sha its hash.
+      const doc = JSON.parse(readFileSync(join(root, "state.json"), "utf8"));
+      doc.items = doc.items.map(({ forge, reset, ...it }: { forge: unknown; reset: unknown }) => ({ ...it, ...(forge ? { forge } : {}), ...(reset ? { reset } : {}) }));
+      const text = JSON.stringify(doc) + "\n";
+      writeFileSync(join(root, "state.json"), text);
+      db.run("UPDATE proj_loop SET body = ?, state_sha = ?", [canonicalJson({ loop, order }), sha256Hex(text)]);
+    });
+    return root;
+  }
+
+  test("read verbs refuse it; a writer folds the log again and rewrites every table; replay is clean", async () => {
+    const root = schemaThreeStore();
+    expect(() => statusReport(root)).toThrow(new StoreError("outdated_store", `store under ${root} has schema 3 from an older loop; \`loop run\` or \`loop ctl\` upgrades it (read verbs never write)`));
+    const store = Store.open(root);
+    try {
+      expect((store.db.query("SELECT value FROM meta WHERE key = 'schema'").get() as { value: string }).value).toBe("4");
+      const events = store.db.query("SELECT seq, id, ts, type, actor, item, payload, prev_hash, hash FROM events ORDER BY seq").all() as EventRow[];
+      expect(compareProjection(store.db, fold(events.map(rowToEvent)))).toEqual([]);
+      expect(store.db.query("SELECT state_sha FROM proj_loop").get()).toEqual({ state_sha: "" });
+      expect((store.db.query("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'proj_%' ORDER BY name").values() as string[][]).flat()).toEqual(["proj_items_landing", "proj_items_status", "proj_sessions_open"]);
+      // The next materialization writes the new layout (forge and reset on every item) and records its hash.
+      expect(materialize(root, store)).toContain("state.json");
+      const text = readFileSync(join(root, "state.json"), "utf8");
+      expect(JSON.parse(text).items.every((it: object) => "forge" in it && "reset" in it)).toBe(true);
+      expect(store.db.query("SELECT state_sha FROM proj_loop").get()).toEqual({ state_sha: sha256Hex(text) });
+    } finally {
+      store.close();
+    }
+    expect(statusReport(root).healthy).toBe(true);
+    expect((await replayReport(root)).ok).toBe(true);
+  });
+});
+
+describe("state_sha: the hash of state.json as written from the projection", () => {
+  test("an append clears it until state.json is written again; a recorded hash that names another text is a replay finding", async () => {
+    const root = midRun();
+    const store = Store.open(root);
+    try {
+      const sha = () => (store.db.query("SELECT state_sha FROM proj_loop").get() as { state_sha: string }).state_sha;
+      expect(sha()).toBe(sha256Hex(readFileSync(join(root, "state.json"), "utf8")));
+      store.append([{ type: "control_recorded", item: "a", payload: { verb: "stop", text: null } }]);
+      expect(sha()).toBe("");
+      // Until then status finds the file does not prove itself, renders from the tables, and reports the difference.
+      expect(statusReport(root).findings.map((f) => f.code)).toContain("state_field_mismatch");
+      expect(new Set((await replayReport(root)).findings.map((f) => f.code))).toEqual(new Set(["state_field_mismatch"]));
+      expect(materialize(root, store)).toEqual(["state.json"]);
+      expect(sha()).toBe(sha256Hex(readFileSync(join(root, "state.json"), "utf8")));
+      expect(statusReport(root).healthy).toBe(true);
+    } finally {
+      store.close();
+    }
+    tamper(root, (db) => db.run("UPDATE proj_loop SET state_sha = ?", [sha256Hex("another text\n")]));
+    const r = await replayReport(root);
+    expect(r.findings).toEqual([{ code: "projection_mismatch", message: expect.stringContaining("proj_loop.state_sha is ") }]);
   });
 });
 

@@ -24,8 +24,8 @@ describe("LoopSource", () => {
     const seq = s.history.seq;
     expect(s.refresh()).toBe(false);
     const store = Store.open(stateRoot);
-    const { projection } = store.append([control("a", "reply", "hello", "bob")]);
-    materialize(stateRoot, projection, store.db);
+    store.append([control("a", "reply", "hello", "bob")]);
+    materialize(stateRoot, store);
     store.close();
     expect(s.refresh()).toBe(true);
     expect(s.history.seq).toBe(seq + 1);

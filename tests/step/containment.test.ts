@@ -96,7 +96,7 @@ describe("2. the verified commit is what lands", () => {
           await p.runToDrain();
           expect(p.projection().items.x!.status).toBe("passed");
           expect(existsSync(join(p.aux, "saboteur-ran"))).toBe(false);
-          const reserved = p.eventsOf("verify_reserved", "x")[0]!.payload;
+          const reserved = p.eventsOf("verify_reserved", "x")[0]!.payload as { head: string };
           expect(reserved.head).toMatch(/^[0-9a-f]{40}$/);
           expect(git(p.root, "rev-parse", "loop/t/item/x")).toBe(reserved.head);
           expect(git(p.root, "show", `${p.projection().items.x!.landing!.commit}^2`, "--format=%H", "-s")).toBe(reserved.head);
@@ -134,7 +134,7 @@ describe("2. the verified commit is what lands", () => {
         async (p) => {
           await p.runToDrain({ codes: [0, 1] });
           expect(p.projection().items.x!.status).toBe("passed");
-          const head = p.eventsOf("verify_reserved", "x")[0]!.payload.head;
+          const head = p.eventsOf("verify_reserved", "x")[0]!.payload.head!;
           expect(git(p.root, "rev-parse", "loop/t/item/x")).toBe(head);
           expect(git(p.root, "ls-tree", "--name-only", "loop/t/item/x")).not.toContain("AFTER.txt");
           const errors = p.runs.flatMap((r) => r.errors);

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import type { EventDraft } from "../../lib/log/events.ts";
 import { fold, IllegalEventError, type Projection } from "../../lib/log/reducer.ts";
 import { provenConversation } from "../../lib/definition/runners.ts";
-import { attention } from "../../lib/step/decide.ts";
+import { attention, attentionOf, attentionView, ATTENTION_STATUSES, UNLANDED_OUTCOMES } from "../../lib/step/decide.ts";
 import { outputShowsProgress } from "../../lib/supervisor/waiting.ts";
 import { aiderCanChooseModel, classifyLaunchError, type FaultKind, type LaunchFacts, launchFault } from "../../lib/step/faults.ts";
 import { lastProgressAt, PROGRESS_FILE } from "../../lib/supervisor/progress.ts";
@@ -255,13 +255,13 @@ describe("environment_fault in the reducer", () => {
     expect(p.loop.state).toBe("paused");
   });
 
-  test("resume (and pause, stop) clear the fault; old rows without the field stay equal to the fold", () => {
+  test("resume (and pause, stop) clear the fault", () => {
     const resumed = foldOf(fault("a", null), { type: "loop_resumed", payload: {} });
     expect(resumed.loop.state).toBe("running");
-    expect("fault" in resumed.loop).toBe(false);
-    expect("notified" in resumed.loop).toBe(false);
+    expect(resumed.loop.fault).toBeNull();
+    expect(resumed.loop.notified).toEqual({});
     const stopped = foldOf(fault("a", null), { type: "loop_stopped", payload: { reason: "by alice" } });
-    expect("fault" in stopped.loop).toBe(false);
+    expect(stopped.loop.fault).toBeNull();
   });
 
   test("illegal: while paused, on a running item, an attempt without an item, a wrong attempt", () => {
@@ -333,6 +333,25 @@ describe("attention: when the loop needs a person", () => {
     const d = foldOf(...blocked, { type: "item_settled", item: "b", payload: { attempt: 0, outcome: "skipped", reason: "x" } }, drained("Failed", { landing_blocked: 1, skipped: 1 }));
     expect(kinds(d)).toEqual(["landing a", "failed"]);
     expect(attention(d)[1]!.reason).toBe("the loop drained Failed: a landing_blocked");
+  });
+  test("it reads only the item in flight, the items whose landing did not land, and once drained Failed those a drain counts as Failed: a view of those alone gives the same answer", () => {
+    const conflicted = (item: string): EventDraft[] => [
+      launch(item, 1),
+      started(item, 1),
+      ended(item, 1, 0),
+      verified(item, 1, true),
+      { ...landed(item, 1), payload: { ...landed(item, 1).payload, outcome: "conflict", reason: "merge conflict in x" } } as EventDraft,
+      closed(item, 1, false),
+      settled(item, 1, "failed", "merge_conflict: merge conflict in x"),
+    ];
+    for (const p of [foldOf(...asked), foldOf(...conflicted("a")), foldOf(...conflicted("a"), settled("b", 0, "blocked", "a failed"), drained("Failed", { failed: 1, blocked: 1 })), foldOf(fault("a", null))]) {
+      const drainedFailed = p.loop.state === "drained" && p.loop.outcome === "Failed";
+      const needed = (it: (typeof p.items)[string]) =>
+        it.id === p.loop.current || (drainedFailed && ATTENTION_STATUSES.includes(it.status)) || (it.landing !== null && UNLANDED_OUTCOMES.includes(it.landing.outcome));
+      const view = attentionView(p);
+      expect(attentionOf({ ...view, items: view.items.filter(needed) })).toEqual(attention(p));
+    }
+    expect(ATTENTION_STATUSES).toEqual(["failed", "blocked", "landing_blocked"]);
   });
   test("notified records the key per slot", () => {
     const p = foldOf(fault("a", null), { type: "notified", item: null, payload: { slot: "environment", key: "environment:4", kind: "environment", ok: false, exitCode: 3, reason: "exited 3" } });
