@@ -145,7 +145,7 @@ describe("the Containerfile", () => {
     const cmd = FINAL.body.find((i) => i.op === "CMD")!.exec!;
     expect(cmd.slice(0, 2)).toEqual(["loop", "run"]);
     expect(parseArgv(cmd.slice(2), allArgs(runTool as never))).toMatchObject({ watch: true, forever: true, json: true, interval: "30s" });
-    expect(cmd).toEqual(LOOP_CONTAINER.command);
+    expect(cmd).toEqual(LOOP_CONTAINER.args);
   });
 
   test("the StatefulSet and the operations guide point at it", () => {

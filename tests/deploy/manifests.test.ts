@@ -166,8 +166,9 @@ describe("Kubernetes manifests", () => {
     expect(stateRoot).toBe(join(loop.workingDir, ".loop"));
   });
 
-  test("the container runs loop run --watch --forever, flags as loop run parses them", () => {
-    const { tool, args } = loopArgs(loop.command);
+  test("the container runs loop run --watch --forever under the image's entrypoint (args, not command: tini stays PID 1), flags as loop run parses them", () => {
+    expect(loop.command).toBeUndefined();
+    const { tool, args } = loopArgs(loop.args);
     expect(tool).toBe("run");
     expect(args).toMatchObject({ watch: true, forever: true });
   });
