@@ -69,6 +69,11 @@ async function launchHanging(p: Project, id = "h"): Promise<{ pid: number; wt: s
   return { pid, wt };
 }
 
+/** A file's text, or "" while it does not exist yet. */
+function readTextOrEmpty(path: string): string {
+  return existsSync(path) ? readFileSync(path, "utf8") : "";
+}
+
 /** Run steps until `id` passed (the demo agent works in a few steps). */
 async function untilPassed(p: Project, id: string): Promise<void> {
   await p.runUntil((_r, pr) => pr.projection().items[id]!.status === "passed", { what: `${id} passed` });
@@ -91,7 +96,8 @@ describe("loop reset", () => {
             expect((await p.run()).action).toBe("launched");
             await pollUntil(() => existsSync(join(p.sessionDir("v", 1), "exit.json")), "the agent exited");
             expect((await p.run()).action).toBe("waiting");
-            await pollUntil(() => existsSync(join(p.aux, "verify-pid")), "the verify runs");
+            // The shell creates the file before `echo` writes to it: wait for the pid itself.
+            await pollUntil(() => /^\d+\n$/.test(readTextOrEmpty(join(p.aux, "verify-pid"))), "the verify runs");
             const pgid = p.eventsOf("verify_started", "v").at(-1)!.payload.pgid as number;
             const shell = Number(readFileSync(join(p.aux, "verify-pid"), "utf8"));
             expect(p.alive(pgid)).toBe(true);

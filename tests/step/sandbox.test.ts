@@ -193,7 +193,8 @@ describe("the sandbox", () => {
           expect((await p.ctl(["resume"])).code).toBe(0);
           await p.runToDrain();
           const it = p.projection().items.fix!;
-          expect([it.status, it.attempts.length]).toEqual(["passed", 1]);
+          // The verdicts ride along, so a failure says why the verify did not pass.
+          expect({ status: it.status, attempts: it.attempts.length, why: it.attempts.map((a) => a.verify?.reason ?? a.end?.reason ?? null) }).toMatchObject({ status: "passed", attempts: 1 });
         },
       ),
     T,
@@ -241,7 +242,8 @@ describe("the sandbox", () => {
           expect((await p.ctl(["resume"])).code).toBe(0);
           await p.runToDrain();
           const it = p.projection().items.fix!;
-          expect([it.status, it.attempts.length]).toEqual(["passed", 1]);
+          // The verdicts ride along, so a failure says why the verify did not pass.
+          expect({ status: it.status, attempts: it.attempts.length, why: it.attempts.map((a) => a.verify?.reason ?? a.end?.reason ?? null) }).toMatchObject({ status: "passed", attempts: 1 });
         },
       ),
     T,
