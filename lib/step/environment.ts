@@ -108,8 +108,8 @@ export interface LaunchProbe {
 }
 
 /** What the sandbox of an item's session (or verify) is built from (lib/supervisor/sandbox.ts). */
-export function sandboxRequest(o: { bwrap: string; worktree: string; stateRoot: string; branch: string; runner: string; writable: string[]; env: Record<string, string | undefined> }): SandboxRequest {
-  return { bwrap: o.bwrap, worktree: o.worktree, stateRoot: o.stateRoot, branch: o.branch, writable: o.writable, homes: [...(PRESET_HOMES[o.runner] ?? [])], env: o.env };
+export function sandboxRequest(o: { bwrap: string; worktree: string; stateRoot: string; branch: string; runner: string; writable: string[]; programs?: string[]; env: Record<string, string | undefined> }): SandboxRequest {
+  return { bwrap: o.bwrap, worktree: o.worktree, stateRoot: o.stateRoot, branch: o.branch, writable: o.writable, homes: [...(PRESET_HOMES[o.runner] ?? [])], programs: o.programs ?? [], env: o.env };
 }
 
 /** Probe the machine for one launch and judge it; null when nothing stands in the way. */

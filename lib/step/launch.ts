@@ -18,10 +18,10 @@ import { append, loopView, ownedRefChanges, projection, repoOf, type StepContext
 import { describeRefChange, restoreCommand } from "./owned-refs.ts";
 import { ensureAgentExcludes, probeLaunchFault, resolveProgram, sandboxRequest, sessionPath } from "./environment.ts";
 import { probeSandbox } from "../supervisor/sandbox.ts";
-import { classifyLaunchError, type EnvironmentFault, faultReason, ownedRefFault } from "./faults.ts";
+import { classifyLaunchError, type EnvironmentFault, faultReason, ownedRefFault, type ProgramFact } from "./faults.ts";
 import { git, gitTry, revParse } from "./git.ts";
 import { buildHandoff, buildReplyMessage, REPLY_FILE } from "./handoff.ts";
-import { selfArgv } from "../supervisor/self.ts";
+import { selfArgv, selfFiles } from "../supervisor/self.ts";
 import { readOutputHead, SESSION_FILES, sessionMark, startSession, tmuxSessionName } from "../supervisor/sessions.ts";
 import { ensureWorktree, startPointFor } from "./workspace.ts";
 import { forgeGit } from "./forge/remote.ts";
@@ -121,6 +121,11 @@ function pauseForFault(ctx: StepContext, it: ItemState, fault: EnvironmentFault,
   return { action: "paused", item: it.id, reason: loopView(ctx).loop.reason };
 }
 
+/** What the agent's command needs visible in the sandbox: its program, and loop itself for the demo agent. */
+function sandboxPrograms(runner: string, program: ProgramFact): string[] {
+  return [...(program.state === "found" ? [program.path] : []), ...(runner === "demo" ? selfFiles() : [])];
+}
+
 function demoArgv(): string[] {
   return [...selfArgv(), "__demo-agent"];
 }
@@ -214,7 +219,7 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
     envRule: agentRule(ctx.def, it.def.runner),
     scope: { role: "session", loopName: ctx.def.name, item: it.id, epoch: it.epoch, attempt: n, stateRoot: ctx.options.stateRoot },
     ...(plan.bwrap
-      ? { sandbox: sandboxRequest({ bwrap: plan.bwrap, worktree, stateRoot: ctx.options.stateRoot, branch, runner: it.def.runner, writable: [askFile, ...(cmd.writes ?? [])], env: ctx.options.env }) }
+      ? { sandbox: sandboxRequest({ bwrap: plan.bwrap, worktree, stateRoot: ctx.options.stateRoot, branch, runner: it.def.runner, writable: [askFile, ...(cmd.writes ?? [])], programs: sandboxPrograms(it.def.runner, program), env: ctx.options.env }) }
       : {}),
   });
   // Atomic: a step killed mid-write must not leave a half file that adoption then misreads.

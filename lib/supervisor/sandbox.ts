@@ -33,6 +33,8 @@ export interface SandboxRequest {
   writable: string[];
   /** Folders or files under $HOME the agent CLI must write (its config home), when they exist. */
   homes: string[];
+  /** The program the command runs and what it needs (loop itself, for the demo agent): read-only, even where /tmp or another hidden folder holds it. */
+  programs: string[];
   env: Record<string, string | undefined>;
 }
 
@@ -61,6 +63,8 @@ export interface SandboxSpec {
   writable: string[];
   /** Writable folders or files that may not exist (--bind-try). */
   writableIfPresent: string[];
+  /** Programs (files or folders) made visible again, read-only, after the hiding (each exists). */
+  programs: string[];
 }
 
 /** The bwrap command line that runs `argv` in the sandbox `s`. Pure. */
@@ -74,8 +78,9 @@ export function sandboxArgv(s: SandboxSpec, argv: string[]): string[] {
     "--tmpfs", "/tmp",
     ...s.hide.flatMap((p) => ["--tmpfs", p]),
     ...s.mask.flatMap((p) => ["--ro-bind", "/dev/null", p]),
-    // Under /tmp the repository would be hidden with it: it comes back, read-only.
+    // Under /tmp the repository would be hidden with it: it comes back, read-only; so does the program.
     ...bind("--ro-bind", s.repo),
+    ...s.programs.flatMap((p) => bind("--ro-bind", p)),
     // Last of the hiding, so nothing above can bring loop's files back into view.
     "--tmpfs", s.stateRoot,
     ...s.git.writable.flatMap((p) => bind("--bind", p)),
@@ -172,6 +177,8 @@ export function sandboxSpec(r: SandboxRequest, sessionDir: string): SandboxSpec 
     git: { commonDir, writable: [join(commonDir, "objects"), gitDir, refDir, logDir], readOnly },
     writable: r.writable,
     writableIfPresent: home && isAbsolute(home) ? r.homes.map((h) => join(home, h)) : [],
+    // Never one under the state root: the hiding of loop's files comes after, and wins.
+    programs: r.programs.filter((p) => isAbsolute(p) && existsSync(p)),
   };
 }
 

@@ -21,6 +21,7 @@ const SPEC: SandboxSpec = {
   },
   writable: ["/srv/api/.loop/sessions/fix/1/ask.txt"],
   writableIfPresent: ["/home/u/.claude"],
+  programs: ["/tmp/checkout/node_modules/bun/bin/bun.exe", "/tmp/checkout"],
 };
 
 describe("sandboxArgv", () => {
@@ -40,6 +41,13 @@ describe("sandboxArgv", () => {
     expect(at("--ro-bind", "/srv/api")).toBeGreaterThan(at("--tmpfs", "/tmp"));
     // The state root is hidden after the repository is re-exposed, so nothing brings it back.
     expect(at("--tmpfs", "/srv/api/.loop")).toBeGreaterThan(at("--ro-bind", "/srv/api"));
+  });
+
+  test("the program (loop itself from a checkout under /tmp, for the demo agent) comes back read-only after /tmp is hidden, before the state root is", () => {
+    for (const p of SPEC.programs) {
+      expect(at("--ro-bind", p)).toBeGreaterThan(at("--tmpfs", "/tmp"));
+      expect(at("--ro-bind", p)).toBeLessThan(at("--tmpfs", "/srv/api/.loop"));
+    }
   });
 
   test("what is writable is mounted after the hiding; the worktree's git links read-only after its git folder", () => {
@@ -71,7 +79,7 @@ describe("sandboxSpec", () => {
       rmSync(join(root, ".git", "refs", "heads", "loop"), { recursive: true, force: true });
       expect(worktreeGitDirs(wt)).toEqual({ gitDir: join(root, ".git", "worktrees", "fix"), commonDir: join(root, ".git") });
       const ask = join(stateRoot, "sessions", "fix", "1", "ask.txt");
-      const spec = sandboxSpec({ bwrap: "/usr/bin/bwrap", worktree: wt, stateRoot, branch: "loop/x/item/fix", writable: [ask], homes: [".claude"], env: { HOME: "/home/u" } }, join(stateRoot, "sessions", "fix", "1"));
+      const spec = sandboxSpec({ bwrap: "/usr/bin/bwrap", worktree: wt, stateRoot, branch: "loop/x/item/fix", writable: [ask], homes: [".claude"], programs: [root, join(root, "no-such-program")], env: { HOME: "/home/u" } }, join(stateRoot, "sessions", "fix", "1"));
       expect(spec.repo).toBe(root);
       expect(spec.git.writable).toEqual([join(root, ".git", "objects"), join(root, ".git", "worktrees", "fix"), join(root, ".git", "refs", "heads", "loop", "x", "item"), join(root, ".git", "logs", "refs", "heads", "loop", "x", "item")]);
       for (const d of spec.git.writable) expect(statSync(d).isDirectory()).toBe(true);
@@ -79,6 +87,7 @@ describe("sandboxSpec", () => {
       expect(readFileSync(join(root, ".git", "worktrees", "fix", "config.worktree"), "utf8")).toBe("");
       expect(existsSync(ask) && statSync(ask).size === 0).toBe(true);
       expect(spec.writableIfPresent).toEqual(["/home/u/.claude"]);
+      expect(spec.programs).toEqual([root]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -87,7 +96,7 @@ describe("sandboxSpec", () => {
   test("a checkout that is not a linked worktree is refused with its path", () => {
     const { dir, root } = makeRepo("loop-sbx-");
     try {
-      expect(() => sandboxSpec({ bwrap: "b", worktree: root, stateRoot: join(root, ".loop"), branch: "main", writable: [], homes: [], env: {} }, join(root, ".loop"))).toThrow(`${root} is not a linked worktree: its .git is not a file naming its git folder`);
+      expect(() => sandboxSpec({ bwrap: "b", worktree: root, stateRoot: join(root, ".loop"), branch: "main", writable: [], homes: [], programs: [], env: {} }, join(root, ".loop"))).toThrow(`${root} is not a linked worktree: its .git is not a file naming its git folder`);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
