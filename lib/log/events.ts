@@ -24,6 +24,8 @@ export const NormItemSchema = v.strictObject({
   timeouts: Timeouts,
   // Present only for an item that runs in the sandbox (docs/runners.md#the-sandbox).
   sandbox: v.optional(v.literal("bwrap")),
+  // Present only in a loop with a forge, and absent in logs written before reactions (docs/forge.md#reactions).
+  reactions: v.optional(v.strictObject({ checksFailed: v.picklist(REACTION_DECISIONS), changesRequested: v.picklist(REACTION_DECISIONS), conflict: v.picklist(REACTION_DECISIONS) })),
 });
 const Forge = v.strictObject({
   provider: v.picklist(["github", "gitlab"]),

@@ -20,6 +20,7 @@ import { append, itemNow, repoOf, type StepContext, type StepOutcome } from "../
 import { forgeLink, type ForgeLink } from "./link.ts";
 import { gitTry } from "../git.ts";
 import { forgeGit } from "./remote.ts";
+import { reactToPull } from "./react.ts";
 
 type Landing = Omit<Payload<"landing_finished">, "attempt" | "branch">;
 type Finish = (l: Landing) => null;
@@ -65,15 +66,22 @@ export async function landThroughForge(ctx: StepContext, it: ItemState): Promise
   const decided = identityGate(pull, expected) ?? definitionLock(ctx.def.landing, pull);
   if (decided) return act(ctx, it, decided, { pull, pushed, finish });
 
-  // 3. Mergeable, every check green on the pushed sha; then the second lock, read now.
+  // 3. What happened on the PR since loop pushed (failed checks, requested changes, a conflict):
+  // a reaction, recorded once per signal (./react.ts, docs/forge.md#reactions).
   const checks = await link.provider.checks(pushed);
   if (!checks.ok) return failed(ctx, link, it, checks, finish, { merging: false, number: pr.number, pushed });
+  const reacted = await reactToPull(ctx, link, it, { pull, pushed, checks: checks.value });
+  if (reacted.kind === "failed") return failed(ctx, link, it, reacted.failure, finish, { merging: false, number: pr.number, pushed });
+  if (reacted.kind === "wait") return wait(ctx, it, { code: "forge_error", reason: reacted.reason, head: pushed });
+  if (reacted.kind === "recorded") return reacted.outcome;
+
+  // 4. Mergeable, every check green on the pushed sha; then the second lock, read now.
   const gate = mergeGate(pull, checks.value);
   if (gate.kind !== "merge") return act(ctx, it, gate, { pull, pushed, finish });
   const lock = environmentLock(autoMergeAllowed(ctx.options.env), AUTO_MERGE_VAR);
   if (lock) return act(ctx, it, lock, { pull, pushed, finish });
 
-  // 4. Merge with the pushed sha: GitHub refuses (409) if the head is anything else by then.
+  // 5. Merge with the pushed sha: GitHub refuses (409) if the head is anything else by then.
   ctx.store.assertLease();
   failpoint("landing:before_merge_call");
   const r = await link.provider.merge({ number: pr.number, sha: pushed, title: `Merge ${link.provider.threadLabel({ kind: "pull", number: pr.number })}: ${it.id} (loop ${ctx.def.name})` });
