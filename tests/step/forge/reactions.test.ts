@@ -8,7 +8,8 @@
 // whole rework cycle, never launch two reworks for one signal.
 import { afterEach, describe, expect, test } from "bun:test";
 import { demoDefinition, git, Project } from "../../helpers/project.ts";
-import { CI_FAILURE, FORGES, type FakeForge } from "../../helpers/forges.ts";
+import { CI_FAILURE, FORGES, type FakeForge, github } from "../../helpers/forges.ts";
+import { prng } from "../../helpers/loop-harness.ts";
 
 const open: { p: Project; f: FakeForge }[] = [];
 afterEach(() => {
@@ -169,5 +170,63 @@ describe.each(FORGES)("%s", (_name, make) => {
     expect(f.pulls()).toHaveLength(1);
     expect(f.merges()).toEqual([]);
     expect((await status(p, "api-1")).forge.reworksLeft).toBe(0);
+  });
+});
+
+describe("crash safety (one forge: the reaction path is the provider's neutral answers)", () => {
+  const ciOnce = (f: FakeForge) => [{ ref: f.ref(1), prompt: "x\n@demo attempt 1 write a.txt a\n@demo attempt 1 commit a\n@demo attempt 2 write fix.txt fixed\n@demo attempt 2 commit fix" }];
+  /** One reaction, one rework, one PR, one merge: whatever was killed on the way. */
+  const once = (p: Project, f: FakeForge) => {
+    expect(p.eventsOf("forge_reaction_recorded").map((e) => [e.payload.attempt, e.payload.decision])).toEqual([[1, "retry"]]);
+    expect(p.eventsOf("launch_reserved", "api-1").map((e) => e.payload.attempt)).toEqual([1, 2]);
+    expect(p.eventsOf("item_requeued", "api-1").map((e) => e.payload.failed)).toEqual([true]);
+    expect(f.pulls()).toHaveLength(1);
+    expect(f.merges()).toHaveLength(1);
+    expect(p.projection().items["api-1"]!.status).toBe("passed");
+  };
+
+  test.each(["reaction:after_seen", "reaction:before_commit", "reaction:after_commit"])("killed at %s (between seeing a signal and recording it, or between recording and launching the rework): one reaction, one rework", async (fp) => {
+    const { p, f } = forgeProject(github, { items: ciOnce });
+    f.failCiOnce();
+    let killed = false;
+    for (let i = 0; i < 60 && !killed; i++) {
+      const r = await p.loop(["run", "--json"], { LOOP_FAILPOINT: fp });
+      if (r.code === 137 || r.stderr.includes(`failpoint ${fp}`)) killed = true;
+      else await Bun.sleep(150);
+    }
+    expect(killed).toBe(true);
+    const r = await p.runToDrain();
+    expect(r.loop.outcome).toBe("Succeeded");
+    once(p, f);
+    await p.finish();
+  });
+
+  test("random kills over a whole rework cycle never launch two reworks for one signal", async () => {
+    // Every attempt makes a commit of its own (a launch cut short by a kill shifts attempt numbers).
+    const { p, f } = forgeProject(github, { items: (f) => [{ ref: f.ref(1), prompt: "x\n@demo append a.txt try\n@demo commit a" }] });
+    f.failCiOnce();
+    const random = prng(22);
+    let kills = 0;
+    for (let i = 0; i < 80; i++) {
+      const proc = p.spawn(["run", "--json"]);
+      const after = Math.floor(random() * 400);
+      const timer = setTimeout(() => proc.kill("SIGKILL"), after);
+      const [out] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+      clearTimeout(timer);
+      if (proc.signalCode === "SIGKILL") kills++;
+      else if (JSON.parse(out).action === "drained") break;
+      await Bun.sleep(100);
+    }
+    expect(kills).toBeGreaterThan(0);
+    const r = await p.runToDrain();
+    expect(r.loop.outcome).toBe("Succeeded");
+    // One signal, one reaction, one rework (a launch a kill cut short is given back, not counted).
+    expect(p.eventsOf("forge_reaction_recorded").map((e) => e.payload.decision)).toEqual(["retry"]);
+    expect(p.eventsOf("item_requeued", "api-1").filter((e) => e.payload.failed)).toHaveLength(1);
+    const started = new Set(p.eventsOf("session_started", "api-1").map((e) => e.payload.attempt));
+    expect(started.size).toBe(2);
+    expect(f.pulls()).toHaveLength(1);
+    expect(f.merges()).toHaveLength(1);
+    await p.finish();
   });
 });
