@@ -8,7 +8,8 @@
 // (tests/helpers/fake-github.ts or fake-gitlab.ts, backed by a real bare repository as `origin`) with
 // landing "merge": the hand-added item names an issue (its context goes in the handoff), pull
 // requests (GitLab: merge requests, in a project of nested groups) open, checks go green a tick
-// later, and merges land. Still offline.
+// later, and merges land; one more item's pull request fails its fake CI once, and loop reacts with
+// a rework whose fix goes green (docs/forge.md#reactions). Still offline.
 // With --serve, `loop serve` shows the loop's page (a live timeline) on a printed address from the
 // first step on, the steps come slower so the page can be watched, and the page stays up after the
 // loop drains until Ctrl-C (--listen HOST:PORT picks the address; default a free port on 127.0.0.1).
