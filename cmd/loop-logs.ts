@@ -2,7 +2,7 @@
 // loop logs <item>: print an attempt's agent output (or verify output), or follow it. Read-only.
 import { DESCRIPTIONS } from "../lib/shared/tools.ts";
 import { defineTool, EXIT, main, resolveRoot, resolveStateRoot, UsageError } from "../lib/shared/cli.ts";
-import { attemptLive, findLog, logFacts, printLog } from "../lib/reports/logs.ts";
+import { attemptLive, findFeedback, findLog, logFacts, printLog } from "../lib/reports/logs.ts";
 import { printable, printableText } from "../lib/shared/printable.ts";
 
 export const tool = defineTool({
@@ -13,6 +13,7 @@ export const tool = defineTool({
     attempt: { type: "string", description: "which attempt (default: the latest)", valueHint: "n" },
     follow: { type: "boolean", description: "keep printing what the session appends until it ends (Ctrl-C stops)", short: "f" },
     verify: { type: "boolean", description: "the verify command's output instead of the agent's" },
+    feedback: { type: "boolean", description: "the feedback the attempt was given by a reaction to its pull request (a rework), instead of a log" },
     json: { type: "boolean", description: "print where the log is and its size, as one JSON document, instead of the log" },
     text: { type: "boolean", description: "print the log (the default, whatever stdout is)" },
   },
@@ -28,8 +29,20 @@ export const tool = defineTool({
       attempt = Number(args.attempt);
     }
     if (args.json && args.follow) throw new UsageError("--json and --follow exclude each other");
+    if (args.feedback && (args.follow || args.verify)) throw new UsageError(`--feedback and --${args.follow ? "follow" : "verify"} exclude each other`);
     const root = resolveRoot(args.root, ctx.cwd);
     const stateRoot = resolveStateRoot({ root, flag: args["state-root"], env: ctx.env, cwd: ctx.cwd });
+    if (args.feedback) {
+      // From the log: the digest recorded with the reaction to the attempt before this one.
+      const fb = findFeedback(stateRoot, args.item!, { attempt });
+      if (args.json) {
+        ctx.outJson({ schema: "loop/feedback@1", item: fb.item, attempt: fb.attempt, attempts: fb.attempts, feedback: fb.feedback });
+        return EXIT.ok;
+      }
+      if (fb.feedback === null) ctx.log.info(`${printable(fb.item)} attempt ${fb.attempt} was given no feedback (it was no rework after a reaction to its pull request)`);
+      else await ctx.outRaw(ctx.stdoutIsTTY ? printableText(`${fb.feedback}\n`) : `${fb.feedback}\n`);
+      return EXIT.ok;
+    }
     const target = findLog(stateRoot, args.item!, { attempt, kind: args.verify ? "verify" : "output" });
     if (args.json) {
       ctx.outJson({ schema: "loop/logs@1", item: target.item, attempt: target.attempt, attempts: target.attempts, kind: target.kind, path: target.path, ...logFacts(target) });

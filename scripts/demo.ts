@@ -8,7 +8,8 @@
 // (tests/helpers/fake-github.ts or fake-gitlab.ts, backed by a real bare repository as `origin`) with
 // landing "merge": the hand-added item names an issue (its context goes in the handoff), pull
 // requests (GitLab: merge requests, in a project of nested groups) open, checks go green a tick
-// later, and merges land. Still offline.
+// later, and merges land; one more item's pull request fails its fake CI once, and loop reacts with
+// a rework whose fix goes green (docs/forge.md#reactions). Still offline.
 // With --serve, `loop serve` shows the loop's page (a live timeline) on a printed address from the
 // first step on, the steps come slower so the page can be watched, and the page stays up after the
 // loop drains until Ctrl-C (--listen HOST:PORT picks the address; default a free port on 127.0.0.1).
@@ -66,6 +67,8 @@ interface DemoForge {
   pulls(): { number: number; label: string; title: string; sha: string | null; state: string }[];
   green(sha: string): boolean;
   makeGreen(sha: string): void;
+  /** The fake CI fails on this head: a `build` check whose output says why. */
+  makeRed(sha: string): void;
   stop(): void;
 }
 let gh: DemoForge | null = null;
@@ -86,6 +89,11 @@ if (forgeKind === "github") {
     pulls: () => [...f.pulls.values()].map((p) => ({ number: p.number, label: `PR #${p.number}`, title: p.title, sha: f.headOf(p.head), state: p.merged ? "merged" : p.state })),
     green: (sha) => f.switches.checksBySha.get(sha) === "passing",
     makeGreen: (sha) => void f.switches.checksBySha.set(sha, "passing"),
+    makeRed: (sha) =>
+      void f.switches.checksBySha.set(sha, {
+        runs: [{ name: "build", status: "completed", conclusion: "failure", output: { title: "CONTRIBUTING.md must say how to run the checks", summary: "docs-lint: CONTRIBUTING.md does not mention `sh check.sh`" }, annotations: [{ path: "CONTRIBUTING.md", line: 1, level: "failure", message: "mention sh check.sh" }] }],
+        statuses: [],
+      }),
     stop: () => f.stop(),
   };
 } else if (forgeKind === "gitlab") {
@@ -103,6 +111,7 @@ if (forgeKind === "github") {
     pulls: () => [...f.mrs.values()].map((m) => ({ number: m.iid, label: `MR !${m.iid}`, title: m.title, sha: f.headOf(m.source_branch), state: m.state })),
     green: (sha) => f.switches.checksBySha.get(sha) === "succeeded",
     makeGreen: (sha) => void f.switches.checksBySha.set(sha, "succeeded"),
+    makeRed: (sha) => void f.switches.checksBySha.set(sha, { pipelines: [{ status: "failed", source: "push" }], statuses: [{ name: "build", status: "failed", reason: "script_failure", log: "$ docs-lint\nCONTRIBUTING.md does not mention `sh check.sh`\n" }] }),
     stop: () => f.stop(),
   };
 }
@@ -118,17 +127,31 @@ async function loopCmd(argv: string[]): Promise<{ status: number; stdout: string
   return { status, stdout, stderr };
 }
 
-/** CI of the fake: a new head's checks are pending for one tick, then green. */
+/**
+ * CI of the fake: a new head's checks are pending for one tick, then green; except the first head
+ * of the contributing item's PR, whose CI fails once (loop reacts: a rework fixes it, issue 22).
+ */
 const seenPending = new Set<string>();
+const decided = new Set<string>();
+const failedOnce = new Set<number>();
 function advanceChecks(): void {
   if (!gh) return;
   for (const pr of gh.pulls()) {
     const sha = pr.sha;
-    if (!sha || (pr.state !== "opened" && pr.state !== "open") || gh.green(sha)) continue;
-    if (seenPending.has(sha)) {
+    if (!sha || (pr.state !== "opened" && pr.state !== "open") || gh.green(sha) || decided.has(sha)) continue;
+    if (!seenPending.has(sha)) {
+      seenPending.add(sha);
+      continue;
+    }
+    decided.add(sha);
+    if (pr.title.includes("add-contributing") && !failedOnce.has(pr.number)) {
+      failedOnce.add(pr.number);
+      gh.makeRed(sha);
+      process.stderr.write(`   (fake CI: checks on ${sha.slice(0, 12)} of ${pr.label} FAILED: loop reworks it)\n`);
+    } else {
       gh.makeGreen(sha);
       process.stderr.write(`   (fake CI: checks on ${sha.slice(0, 12)} of ${pr.label} went green)\n`);
-    } else seenPending.add(sha);
+    }
   }
 }
 
@@ -164,6 +187,12 @@ say(`loop add (one more item, by hand; the demo agent forgets the file on its fi
 const add = await loopCmd(["add", "Add a LICENSE file.\n@demo attempt 1 write NOTES.md I will add the license later\n@demo attempt 2 write LICENSE MIT License", "--id", "add-license", "--ref", gh?.ref ?? "github:acme/tiny#2", "--verify", "CHECKS=LICENSE sh check.sh", "--text"]);
 process.stderr.write(add.stdout + add.stderr);
 if (add.status !== 0) process.exit(1);
+if (gh) {
+  say("loop add (one more item, by hand: its pull request's CI fails once, and a rework fixes it):");
+  const ci = await loopCmd(["add", "Add CONTRIBUTING.md.\n@demo attempt 1 write CONTRIBUTING.md Send patches.\n@demo attempt 2 write CONTRIBUTING.md Send patches; run sh check.sh first.", "--id", "add-contributing", "--verify", "CHECKS=CONTRIBUTING.md sh check.sh", "--text"]);
+  process.stderr.write(ci.stdout + ci.stderr);
+  if (ci.status !== 0) process.exit(1);
+}
 sh(["git", "commit", "-q", "-am", "the drafted backlog"]);
 if (gh) {
   sh(["git", "remote", "add", "origin", gh.bare]);

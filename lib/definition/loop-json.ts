@@ -17,6 +17,7 @@ import { RESERVED_RUNNER_NAMES } from "./runners.ts";
 import { protectPatternProblem } from "./protect.ts";
 import { BUILTIN_SECRETS, DEFAULT_ENVIRONMENT, ENV_PATTERN, type NormEnvironment } from "./environment.ts";
 import { DefinitionError, type DefinitionIssue } from "../shared/errors.ts";
+import { REACTION_DECISIONS, type ReactionDecision, type ReactionSignal } from "../log/vocabulary.ts";
 export { DefinitionError, type DefinitionIssue } from "../shared/errors.ts";
 
 export interface Timeouts {
@@ -44,7 +45,15 @@ export interface NormItem {
    * sandbox (and its hash) is as before.
    */
   sandbox?: "bwrap";
+  /**
+   * What loop does about what happens on the item's pull request while it waits to merge it
+   * (docs/forge.md#reactions): loop.json's item `reactions`, else the loop's, else the defaults.
+   * Present only in a loop with a forge, so a definition without one (and its hash) is as before.
+   */
+  reactions?: NormReactions;
 }
+/** One decision per reaction signal (lib/log/vocabulary.ts REACTION_SIGNALS). */
+export type NormReactions = Record<ReactionSignal, ReactionDecision>;
 export type Sandbox = "bwrap" | "none";
 export interface CommandRunner {
   command: string[];
@@ -250,6 +259,13 @@ const RawDefaults = section({
   sandbox: v.optional(SandboxKind),
 });
 
+const Reaction = v.picklist(REACTION_DECISIONS, 'must be "retry" (a new attempt reworks the pull request) or "block" (landing_blocked, for a person)');
+const RawReactions = section({
+  checksFailed: v.optional(Reaction),
+  changesRequested: v.optional(Reaction),
+  conflict: v.optional(Reaction),
+});
+
 const RawItem = section({
   id: v.optional(ItemId),
   ref: v.optional(v.string("must be a string")), // parsed in pass 2, where the RefError message is kept
@@ -260,6 +276,7 @@ const RawItem = section({
   model: v.optional(Model),
   maxAttempts: v.optional(MaxAttempts),
   timeouts: v.optional(RawTimeouts),
+  reactions: v.optional(RawReactions),
 });
 
 const RawControl = section({ requireStartCommand: v.optional(Bool) });
@@ -346,6 +363,7 @@ const RawDefinition = section({
   notify: v.optional(RawNotify),
   protect: v.optional(v.array(ProtectPattern, "must be an array of globs")),
   environment: v.optional(RawEnvironment),
+  reactions: v.optional(RawReactions),
   items: v.array(RawItem, "must be an array of items"),
 });
 type RawDefinition = v.InferOutput<typeof RawDefinition>;
@@ -363,6 +381,7 @@ export const ACCEPTED_KEYS: Readonly<Record<string, readonly string[]>> = {
   forge: RawForge.keys,
   notify: RawNotify.keys,
   environment: RawEnvironment.keys,
+  reactions: RawReactions.keys,
 };
 
 /** The default merge target of the loop `loopName`. */
@@ -549,6 +568,8 @@ function checkForge(raw: Obj, resolved: Resolved[], add: Add): void {
   const forge = isObj(raw.forge) ? raw.forge : null;
   if (raw.forge === undefined) {
     if (defaults.landing === "pr") add("defaults.landing", '"pr" needs a "forge" section to open pull requests on');
+    if (raw.reactions !== undefined) add("reactions", 'needs a "forge" section: reactions are to what happens on pull requests');
+    if (Array.isArray(raw.items)) raw.items.forEach((it, i) => isObj(it) && it.reactions !== undefined && add(`items[${i}].reactions`, 'needs a "forge" section: reactions are to what happens on pull requests'));
     return;
   }
   if (!forge || typeof forge.repo !== "string" || !(FORGE_KINDS as readonly unknown[]).includes(forge.provider)) return;
@@ -708,6 +729,7 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
         ...(timeouts.landing !== undefined ? { landing: item.timeouts?.landing ?? timeouts.landing } : {}),
       },
       ...(sandbox === "bwrap" ? { sandbox } : {}),
+      ...(raw.forge ? { reactions: reactionsOf(d.landing ?? DEFAULTS.landing, raw.reactions, item.reactions) } : {}),
     };
   });
   const runners: Record<string, CommandRunner> = {};
@@ -747,6 +769,20 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
     notify: raw.notify ? { command: raw.notify.command, timeout: raw.notify.timeout ?? parseDuration(DEFAULTS.notifyTimeout) } : null,
     environment,
     items,
+  };
+}
+
+/**
+ * An item's reactions (docs/forge.md#reactions): its own, else the loop's, else the defaults. Every
+ * default is "retry" but failed checks with landing "pr", which are "block": loop does not wait on
+ * a PR it does not merge (it passes the item with its draft open), so nothing would see them.
+ */
+export function reactionsOf(landing: Landing, loop: Partial<NormReactions> | undefined, item: Partial<NormReactions> | undefined): NormReactions {
+  const defaults: NormReactions = { checksFailed: landing === "merge" ? "retry" : "block", changesRequested: "retry", conflict: "retry" };
+  return {
+    checksFailed: item?.checksFailed ?? loop?.checksFailed ?? defaults.checksFailed,
+    changesRequested: item?.changesRequested ?? loop?.changesRequested ?? defaults.changesRequested,
+    conflict: item?.conflict ?? loop?.conflict ?? defaults.conflict,
   };
 }
 

@@ -10,6 +10,8 @@
 // vocabulary (check conclusions, status states, 422 messages, roles) stops here: callers get the
 // provider-neutral results of provider.ts.
 import {
+  type CheckAnnotation,
+  type CheckFailure,
   type CheckVerdict,
   type ConditionalCache,
   type CreatePullOutcome,
@@ -33,6 +35,7 @@ import {
   type MergeOutcome,
   type ProviderOptions,
   type PullRefusal,
+  type ReviewFeedback,
 } from "./provider.ts";
 import { sanitizeLine } from "./untrusted.ts";
 
@@ -408,14 +411,15 @@ export class GitHubProvider implements ForgeProvider {
     for (const r of runList) {
       const name = sanitizeLine(String(r.name ?? "check"), 100);
       const status = sanitizeLine(String(r.status ?? "unknown"), 40);
+      const handle = Number.isSafeInteger(r.id) ? `check-run:${r.id}` : undefined;
       if (status !== "completed") {
-        out.push({ name, source: "check run", conclusion: status, verdict: "pending", detail: `check run ${name} is ${status}` });
+        out.push({ name, source: "check run", conclusion: status, verdict: "pending", detail: `check run ${name} is ${status}`, handle });
         continue;
       }
       const conclusion = sanitizeLine(String(r.conclusion ?? "none"), 40);
       // A conclusion GitHub may add later is not known to be green: it fails closed.
       const verdict = CONCLUSIONS[conclusion] ?? "failing";
-      out.push({ name, source: "check run", conclusion, verdict, detail: `check run ${name} concluded ${conclusion}${verdict === "failing" && !(conclusion in CONCLUSIONS) ? " (not a conclusion loop knows)" : ""}` });
+      out.push({ name, source: "check run", conclusion, verdict, detail: `check run ${name} concluded ${conclusion}${verdict === "failing" && !(conclusion in CONCLUSIONS) ? " (not a conclusion loop knows)" : ""}`, handle });
     }
     const statusList = statuses.bodies.flatMap((b) => (Array.isArray(b?.statuses) ? b.statuses : []));
     const statusTotal = Number(statuses.bodies[0]?.total_count ?? statusList.length);
@@ -423,7 +427,7 @@ export class GitHubProvider implements ForgeProvider {
       const name = sanitizeLine(String(s.context ?? "status"), 100);
       const state = sanitizeLine(String(s.state ?? "unknown"), 40);
       const verdict = STATUS_STATES[state] ?? "failing";
-      out.push({ name, source: "status", conclusion: state, verdict, detail: `status ${name} is ${state}` });
+      out.push({ name, source: "status", conclusion: state, verdict, detail: `status ${name} is ${state}`, handle: `status:${sha}` });
     }
     // The combined state covers every status, read or not: a red one beyond what was read still blocks.
     const combined = sanitizeLine(String(statuses.bodies[0]?.state ?? ""), 40);
@@ -445,6 +449,61 @@ export class GitHubProvider implements ForgeProvider {
     if (a.status === 409) return { ok: true, value: { kind: "head_moved", message } };
     if (a.status === 405) return { ok: true, value: { kind: "not_mergeable", wait: notMergeableIsWait(message), message } };
     return this.#fail("PUT", path, a);
+  }
+
+  async checkFailures(check: ForgeCheck, o: { tailBytes: number }): Promise<ForgeResult<CheckFailure[]>> {
+    const m = /^(check-run|status):(.+)$/.exec(check.handle ?? "");
+    if (!m) return { ok: true, value: [] };
+    if (m[1] === "status") {
+      // A commit status says one line (its description) and where to look (its target URL).
+      const path = `${this.#repoPath}/commits/${encodeURIComponent(m[2]!)}/status?per_page=100`;
+      const r = await this.#pages(path, { conditional: true });
+      if ("ok" in r) return r;
+      const st = r.bodies.flatMap((b) => (Array.isArray(b?.statuses) ? b.statuses : [])).find((x: Json) => String(x?.context ?? "") === check.name);
+      if (!st) return { ok: true, value: [] };
+      return { ok: true, value: [{ name: check.name, reason: sanitizeLine(String(st.state ?? "unknown"), 40), title: "", summary: typeof st.description === "string" ? st.description : "", annotations: [], logTail: "", url: typeof st.target_url === "string" ? st.target_url : "" }] };
+    }
+    // A check run: its output (title, summary, text) as its app wrote it, and the first page of its annotations.
+    const id = encodeURIComponent(m[2]!);
+    const run = await this.#request("GET", `${this.#repoPath}/check-runs/${id}`, { conditional: true });
+    if ("ok" in run) return run;
+    if (run.status === 404) return { ok: true, value: [] };
+    if (run.status !== 200 && run.status !== 304) return this.#fail("GET", `${this.#repoPath}/check-runs/${id}`, run);
+    const out = run.body?.output ?? {};
+    const annotations: CheckAnnotation[] = [];
+    if (Number(out.annotations_count ?? 0) > 0) {
+      const path = `${this.#repoPath}/check-runs/${id}/annotations?per_page=50`;
+      const a = await this.#request("GET", path, { conditional: true });
+      if ("ok" in a) return a;
+      if (a.status !== 200 && a.status !== 304) return this.#fail("GET", path, a);
+      for (const x of Array.isArray(a.body) ? a.body : [])
+        annotations.push({ path: String(x?.path ?? ""), line: Number.isSafeInteger(x?.start_line) ? Number(x.start_line) : null, level: sanitizeLine(String(x?.annotation_level ?? "failure"), 20), message: [x?.title, x?.message].filter((t) => typeof t === "string" && t !== "").join(": ") });
+    }
+    const text = typeof out.text === "string" ? out.text : "";
+    const bytes = Buffer.from(text, "utf8");
+    const logTail = bytes.length <= o.tailBytes ? text : bytes.subarray(bytes.length - Math.max(0, o.tailBytes)).toString("utf8").replace(/^\uFFFD+/, "");
+    return {
+      ok: true,
+      value: [{ name: check.name, reason: sanitizeLine(String(run.body?.conclusion ?? check.conclusion), 40), title: typeof out.title === "string" ? out.title : "", summary: typeof out.summary === "string" ? out.summary : "", annotations, logTail, url: String(run.body?.html_url ?? "") }],
+    };
+  }
+
+  async reviewFeedback(number: number): Promise<ForgeResult<ForgeListing<ReviewFeedback>>> {
+    // Reviews requesting changes (their bodies), then every comment on the diff (file and line).
+    const reviews = await this.#pages(`${this.#repoPath}/pulls/${number}/reviews?per_page=100`, { conditional: true });
+    if ("ok" in reviews) return reviews;
+    const comments = await this.#pages(`${this.#repoPath}/pulls/${number}/comments?per_page=100`, { conditional: true });
+    if ("ok" in comments) return comments;
+    const items: ReviewFeedback[] = [];
+    for (const r of reviews.bodies.flatMap((b) => (Array.isArray(b) ? b : [])))
+      if (r?.state === "CHANGES_REQUESTED" && Number.isSafeInteger(r.id))
+        items.push({ id: `review:${r.id}`, kind: "changes_requested", login: String(r.user?.login ?? ""), body: String(r.body ?? ""), path: null, line: null, createdAt: String(r.submitted_at ?? "") });
+    for (const c of comments.bodies.flatMap((b) => (Array.isArray(b) ? b : [])))
+      if (Number.isSafeInteger(c?.id)) {
+        const line = Number.isSafeInteger(c.line) ? Number(c.line) : Number.isSafeInteger(c.original_line) ? Number(c.original_line) : null;
+        items.push({ id: `comment:${c.id}`, kind: "diff_comment", login: String(c.user?.login ?? ""), body: String(c.body ?? ""), path: typeof c.path === "string" ? c.path : null, line, createdAt: String(c.created_at ?? "") });
+      }
+    return { ok: true, value: { items, cut: reviews.cut || comments.cut } };
   }
 
   async searchOpenIssues(search: string): Promise<ForgeResult<IssueSearch>> {

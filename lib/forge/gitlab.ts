@@ -38,7 +38,7 @@ import {
   type MergeBlock,
   type MergeOutcome,
   type ProviderOptions,
-  type ReviewThread,
+  type ReviewFeedback,
 } from "./provider.ts";
 import { sanitizeLine } from "./untrusted.ts";
 
@@ -501,23 +501,29 @@ export class GitLabProvider implements ForgeProvider {
       const t = await this.#request("GET", path, { text: true });
       if ("ok" in t) return t;
       const log = t.status === 200 && typeof t.body === "string" ? t.body : "";
-      out.push({ name: sanitizeLine(String(j?.name ?? "job"), 100), reason: sanitizeLine(String(j?.failure_reason ?? j?.status ?? "unknown"), 60), logTail: log.slice(-Math.max(0, o.tailBytes)), url: String(j?.web_url ?? "") });
+      out.push({ name: sanitizeLine(String(j?.name ?? "job"), 100), reason: sanitizeLine(String(j?.failure_reason ?? j?.status ?? "unknown"), 60), title: "", summary: "", annotations: [], logTail: tail(log, o.tailBytes), url: String(j?.web_url ?? "") });
     }
     return { ok: true, value: out };
   }
 
-  async unresolvedReviews(number: number): Promise<ForgeResult<ReviewThread[]>> {
-    const r = await this.#pages(`${this.#project}/merge_requests/${number}/discussions?per_page=100`);
+  async reviewFeedback(number: number): Promise<ForgeResult<ForgeListing<ReviewFeedback>>> {
+    // Unresolved discussions on the diff: every note of each (the first one and the replies), GitLab's own left out.
+    const r = await this.#pages(`${this.#project}/merge_requests/${number}/discussions?per_page=100`, { conditional: true });
     if ("ok" in r) return r;
-    const out: ReviewThread[] = [];
+    const out: ReviewFeedback[] = [];
     for (const d of r.items) {
       const ns: Json[] = Array.isArray(d?.notes) ? d.notes : [];
       const first = ns[0];
       if (!first || first.type !== "DiffNote" || first.system === true) continue;
       if (!ns.some((n) => n.resolvable === true && n.resolved !== true)) continue;
-      out.push({ login: String(first.author?.username ?? ""), body: String(first.body ?? ""), path: typeof first.position?.new_path === "string" ? first.position.new_path : null, createdAt: normalTime(first.created_at) ?? "" });
+      const path = typeof first.position?.new_path === "string" ? first.position.new_path : typeof first.position?.old_path === "string" ? first.position.old_path : null;
+      const line = Number.isSafeInteger(first.position?.new_line) ? Number(first.position.new_line) : Number.isSafeInteger(first.position?.old_line) ? Number(first.position.old_line) : null;
+      for (const n of ns) {
+        if (n?.system === true) continue;
+        out.push({ id: `note:${Number(n.id)}`, kind: "diff_comment", login: String(n.author?.username ?? ""), body: String(n.body ?? ""), path, line, createdAt: normalTime(n.created_at) ?? "" });
+      }
     }
-    return { ok: true, value: out };
+    return { ok: true, value: { items: out, cut: r.cut } };
   }
 
   async searchOpenIssues(search: string): Promise<ForgeResult<IssueSearch>> {
@@ -546,6 +552,13 @@ export class GitLabProvider implements ForgeProvider {
     if ("ok" in r) return r;
     return { ok: true, value: r.items.map((m: Json) => ({ number: Number(m.iid), title: String(m.title ?? ""), body: String(m.description ?? ""), url: String(m.web_url ?? "") })) };
   }
+}
+
+/** The last `bytes` bytes of a log (whole characters), at most. */
+function tail(log: string, bytes: number): string {
+  const b = Buffer.from(log, "utf8");
+  if (b.length <= bytes) return log;
+  return b.subarray(b.length - Math.max(0, bytes)).toString("utf8").replace(/^\uFFFD+/, "");
 }
 
 /** GitLab's error bodies: `{message: "..."}`, `{message: {field: ["..."]}}`, or OAuth's `{error, error_description}`. */

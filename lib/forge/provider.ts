@@ -116,25 +116,51 @@ export interface ForgeCheck {
   verdict: CheckVerdict;
   /** One line for people: the name, and why it counts as it does. */
   detail: string;
-  /** The provider's own handle of it ("pipeline:12", "job:34"), for `checkFailures`; absent where there is none. */
+  /** The provider's own handle of it ("check-run:9", "status:ci/x", "pipeline:12", "job:34"), for `checkFailures`; absent where there is none. */
   handle?: string;
 }
 
-/** Why a check failed, in the forge's words: untrusted text, fenced by whoever shows it (issue 22). */
+/**
+ * Why a check failed, in the forge's words (issue 22's feedback; docs/forge.md#what-the-rework-is-told):
+ * untrusted text, sanitized, bounded and fenced by whoever shows it.
+ */
 export interface CheckFailure {
   name: string;
-  /** The forge's reason (GitLab's failure_reason: script_failure, runner_system_failure, …). */
+  /** The forge's word for how it ended (GitHub: the conclusion; GitLab: the job's failure_reason). */
   reason: string;
-  /** The end of its log, at most the bytes asked for; empty when the forge keeps none. */
+  /** GitHub: the check run's output title and summary, as its app wrote them; GitLab: empty (jobs have none). */
+  title: string;
+  summary: string;
+  /** Annotations on lines of files (GitHub check runs), the first ones the forge gives; GitLab: none. */
+  annotations: CheckAnnotation[];
+  /** The end of its log, at most the bytes asked for (GitLab: the job's trace); empty where the forge keeps none. */
   logTail: string;
   url: string;
 }
 
-/** An unresolved discussion on a pull request's diff (GitLab: a resolvable DiffNote thread), as its first note says it. */
-export interface ReviewThread {
+export interface CheckAnnotation {
+  path: string;
+  line: number | null;
+  /** notice, warning or failure (GitHub's annotation_level). */
+  level: string;
+  message: string;
+}
+
+/**
+ * What a reviewer said on a pull request that asks for a change (issue 22's `changesRequested`):
+ * a review requesting changes (GitHub), or a comment on a line of the diff (GitHub: a review
+ * comment; GitLab: the notes of an unresolved diff discussion). Untrusted text; who wrote it is
+ * checked against the forge's allow-list rules by the caller, fail closed.
+ */
+export interface ReviewFeedback {
+  /** Unique across kinds and never reused: "review:<id>", "comment:<id>" (GitHub), "note:<id>" (GitLab). */
+  id: string;
+  kind: "changes_requested" | "diff_comment";
   login: string;
   body: string;
+  /** The file and line of the diff it is on; null for a review's own body. */
   path: string | null;
+  line: number | null;
   createdAt: string;
 }
 
@@ -221,12 +247,18 @@ export interface ForgeProvider {
   /** Merge with the head sha loop saw green; a moved head or an unmergeable PR is an outcome, not a failure. */
   merge(o: { number: number; sha: string; title: string }): Promise<ForgeResult<MergeOutcome>>;
   /**
-   * What a failing check says about itself: its failed jobs, their reasons and the tail of each
-   * log (bounded by `tailBytes`). For issue 22's reactions; optional until every provider has it.
+   * What a failing check (one `checks` returned) says about itself, for a rework's feedback:
+   * GitHub, the check run's output title, summary and annotations (a status: its description);
+   * GitLab, the failed jobs of a pipeline (or the job a status is), each with its failure reason and
+   * the tail of its log (at most `tailBytes`). Empty when the forge keeps nothing more.
    */
-  checkFailures?(check: ForgeCheck, o: { tailBytes: number }): Promise<ForgeResult<CheckFailure[]>>;
-  /** Unresolved discussions on the diff of pull request `number`, oldest first (issue 22's "changes requested"; optional until every provider has it). */
-  unresolvedReviews?(number: number): Promise<ForgeResult<ReviewThread[]>>;
+  checkFailures(check: ForgeCheck, o: { tailBytes: number }): Promise<ForgeResult<CheckFailure[]>>;
+  /**
+   * What reviewers asked of pull request `number`, oldest first: GitHub, reviews whose state is
+   * CHANGES_REQUESTED and every review comment on the diff; GitLab, the notes of unresolved diff
+   * discussions. Conditional requests; `cut` when there were more than the provider reads.
+   */
+  reviewFeedback(number: number): Promise<ForgeResult<ForgeListing<ReviewFeedback>>>;
   /** Open issues (never pull requests) of the repository matching `search`, in the forge's own search syntax. */
   searchOpenIssues(search: string): Promise<ForgeResult<IssueSearch>>;
   /** Every open pull request of the repository (capped: see the provider). */

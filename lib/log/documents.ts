@@ -83,19 +83,23 @@ export function stateDocument(p: Projection) {
           ? { outcome: it.landing.outcome, target: it.landing.target, commit: it.landing.commit, reason: it.landing.reason }
           : null,
         // Null until the item has a forge side (docs/forge.md#status), field by field as above.
-        forge: it.forge ? forgeView(it.forge) : null,
+        forge: it.forge ? forgeView(it.forge, it) : null,
         reset: it.reset ? { actor: it.reset.actor, at: it.reset.at } : null,
       };
     }),
   };
 }
 
-function forgeView(f: NonNullable<Projection["items"][string]["forge"]>) {
+function forgeView(f: NonNullable<Projection["items"][string]["forge"]>, it: Projection["items"][string]) {
+  // The last reaction to the item's pull request (docs/forge.md#reactions), whichever attempt it was on.
+  const reacted = [...it.attempts].reverse().find((a) => a.reaction !== null);
+  const r = reacted?.reaction;
   return {
     pr: f.pr ? { number: f.pr.number, url: f.pr.url } : null,
     landing: f.landing ? { since: f.landing.since, code: f.landing.code, reason: f.landing.reason, head: f.landing.head } : null,
     lastComment: f.lastComment ? { id: f.lastComment.id, login: f.lastComment.login, action: f.lastComment.action, detail: f.lastComment.detail, at: f.lastComment.at } : null,
     baselined: f.highWater !== null,
+    lastReaction: r ? { attempt: reacted!.n, head: r.head, decision: r.decision, signals: r.signals.map((x) => x.kind), reason: r.reason, at: r.at } : null,
   };
 }
 

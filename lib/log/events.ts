@@ -3,7 +3,7 @@
 // docs/events.md documents each one; tests/cmd/docs.test.ts keeps the two lists equal.
 import * as v from "valibot";
 import { type Check, compileCheck } from "./schema-check.ts";
-import { CONTROL_VERBS, DRAIN_OUTCOMES, END_VERDICTS, LANDING_OUTCOMES, SETTLED_OUTCOMES } from "./vocabulary.ts";
+import { CONTROL_VERBS, DRAIN_OUTCOMES, END_VERDICTS, LANDING_OUTCOMES, REACTION_DECISIONS, REACTION_SIGNALS, SETTLED_OUTCOMES } from "./vocabulary.ts";
 export { CONTROL_VERBS, DRAIN_OUTCOMES, END_VERDICTS, SETTLED_OUTCOMES, type SettledOutcome } from "./vocabulary.ts";
 
 const Str = v.string();
@@ -24,6 +24,8 @@ export const NormItemSchema = v.strictObject({
   timeouts: Timeouts,
   // Present only for an item that runs in the sandbox (docs/runners.md#the-sandbox).
   sandbox: v.optional(v.literal("bwrap")),
+  // Present only in a loop with a forge, and absent in logs written before reactions (docs/forge.md#reactions).
+  reactions: v.optional(v.strictObject({ checksFailed: v.picklist(REACTION_DECISIONS), changesRequested: v.picklist(REACTION_DECISIONS), conflict: v.picklist(REACTION_DECISIONS) })),
 });
 const Forge = v.strictObject({
   provider: v.picklist(["github", "gitlab"]),
@@ -199,6 +201,17 @@ export const PAYLOADS = {
     detail: Str,
   }),
   forge_question_posted: v.strictObject({ attempt: Pos, issue: Pos, commentId: Pos }),
+  // A reaction to what happened on the attempt's pull request (docs/forge.md#reactions): the signals
+  // seen on `head` (each with the key that keeps it from triggering twice), what was decided, and
+  // the bounded, fenced digest the next attempt is given ("" when it blocked).
+  forge_reaction_recorded: v.strictObject({
+    attempt: Pos,
+    head: Str,
+    signals: v.array(v.strictObject({ kind: v.picklist(REACTION_SIGNALS), key: Str, summary: Str })),
+    decision: v.picklist(REACTION_DECISIONS),
+    reason: Str,
+    feedback: Str,
+  }),
   notified: v.strictObject({ slot: Str, key: Str, kind: Str, ok: v.boolean(), exitCode: v.nullable(Int), reason: Str }),
 } as const;
 

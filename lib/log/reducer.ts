@@ -4,7 +4,7 @@
 import type { EventType, NormItemPayload, Payload, SettingsPayload, StoredEvent, StoredEventOf } from "./events.ts";
 import { GENESIS_HASH } from "./integrity.ts";
 import { IllegalEventError } from "../shared/errors.ts";
-import { type AttemptEndVerdict, type ControlVerb, type DrainOutcome, type ItemStatus, type LandingOutcome, IN_FLIGHT, isSettled, SETTLED_OUTCOMES } from "./vocabulary.ts";
+import { type AttemptEndVerdict, type ControlVerb, type DrainOutcome, type ItemStatus, type LandingOutcome, IN_FLIGHT, isSettled, type ReactionDecision, SETTLED_OUTCOMES } from "./vocabulary.ts";
 export { IllegalEventError } from "../shared/errors.ts";
 export { IN_FLIGHT, isInFlight, isSettled, ITEM_STATUSES, type ItemStatus } from "./vocabulary.ts";
 
@@ -60,6 +60,39 @@ export interface AttemptRecord {
   outcome: string | null;
   /** The digest of the repository's hooks and executable git config at its launch (absent in older logs). */
   gitExec?: string;
+  /** How this attempt's landing ended (landing_finished); null until it did. */
+  landing: LandingRecord | null;
+  /** This attempt's landing wait through a forge (forge_pr_recorded, then forge_landing_waiting); null before its PR is recorded. */
+  landingWait: LandingWait | null;
+  /** What a reaction to this attempt's pull request decided (forge_reaction_recorded; docs/forge.md#reactions); null: none. */
+  reaction: ReactionRecord | null;
+}
+
+/** How a landing ended (landing_finished). */
+export interface LandingRecord {
+  outcome: LandingOutcome;
+  target: string | null;
+  commit: string | null;
+  reason: string;
+}
+
+/** A landing wait through a forge: since when (its deadline counts from there), why, and the head loop pushed. */
+export interface LandingWait {
+  since: string;
+  code: string;
+  reason: string;
+  head: string;
+}
+
+/** A reaction to what happened on a pull request (docs/forge.md#reactions), as forge_reaction_recorded says it. */
+export interface ReactionRecord {
+  head: string;
+  signals: Payload<"forge_reaction_recorded">["signals"];
+  decision: ReactionDecision;
+  reason: string;
+  /** The digest the next attempt is given (fenced and bounded when it was recorded); "" when it blocked. */
+  feedback: string;
+  at: string;
 }
 
 export interface SessionRecord {
@@ -111,7 +144,8 @@ export interface ItemState {
   // session and workspace
   session: SessionRecord | null;
   workspace: { branch: string; worktree: string; present: boolean } | null;
-  landing: { outcome: LandingOutcome; target: string | null; commit: string | null; reason: string } | null;
+  /** The current attempt's landing record (AttemptRecord.landing), as itemView derives it. */
+  landing: LandingRecord | null;
   /** Null until the item has a forge side (a loop without a forge never gives it one). */
   forge: ForgeRecord | null;
   /** Who last reset the item, and when (the work_item_reset that began this epoch), or null. */
@@ -125,8 +159,8 @@ export interface ItemState {
 export interface ForgeRecord {
   /** The item's pull request, once recorded; kept across attempts (a retry reuses it). */
   pr: { number: number; url: string; head: string; draft: boolean } | null;
-  /** The landing wait of the current attempt: since when (its deadline counts from there), and why. */
-  landing: { since: string; code: string; reason: string; head: string } | null;
+  /** The current attempt's landing wait (AttemptRecord.landingWait), as itemView derives it. */
+  landing: LandingWait | null;
   /** The comment high-water mark: comments with ids at or below it are never acted on. Null: not seen yet (first sight). */
   highWater: number | null;
   /** The last comment acted on. */
@@ -282,6 +316,23 @@ export function itemOf(p: Projection, id: string): ItemState | undefined {
   return Object.hasOwn(p.items, id) ? p.items[id] : undefined;
 }
 
+/** The item's current attempt (its last), or null before its first. */
+export function currentAttemptOf(it: ItemState): AttemptRecord | null {
+  return it.attempts[it.attempts.length - 1] ?? null;
+}
+
+/**
+ * The item's view of its current attempt: the landing record and the forge landing wait it shows
+ * (status, state.json, attention's index) are its current attempt's, never an earlier one's. The
+ * one place they are derived: reduceInto applies it after every event that names the item, so a new
+ * attempt starts with neither, and a retried item lands again.
+ */
+export function itemView(it: ItemState): void {
+  const a = currentAttemptOf(it);
+  it.landing = a?.landing ?? null;
+  if (it.forge) it.forge.landing = a?.landingWait ?? null;
+}
+
 function need(p: Projection, e: StoredEvent, fail: (r: string, d: string) => never): ItemState {
   if (!e.item) fail("item_required", `${e.type} must name an item`);
   const it = itemOf(p, e.item!);
@@ -431,6 +482,9 @@ const HANDLERS: Handlers = {
       verifyRun: null,
       outcome: null,
       ...("gitExec" in pl ? { gitExec: pl.gitExec } : {}),
+      landing: null,
+      landingWait: null,
+      reaction: null,
     });
     const deliveries: number[] = [];
     it.replies.forEach((r, i) => {
@@ -458,8 +512,7 @@ const HANDLERS: Handlers = {
       deliveries,
     };
     it.workspace = { branch: pl.branch, worktree: pl.worktree, present: true };
-    // A new attempt lands anew; its PR (if any) is kept, to be reused.
-    if (it.forge) it.forge.landing = null;
+    // A new attempt lands anew (its landing and landing wait are its own); its PR (if any) is kept, to be reused.
     it.status = "launching";
     it.reason = null;
     it.question = null;
@@ -583,8 +636,9 @@ const HANDLERS: Handlers = {
     needStatus(it, ["ended", "needs_input", ...SETTLED_OUTCOMES], e, fail);
     const a = it.attempts[it.attempts.length - 1];
     if ((it.status === "ended" || it.status === "needs_input") && a && a.outcome === null) {
-      // Only a failed attempt spends the budget; a question or an operator's stop does not.
-      a.outcome = e.payload.failed ? "failed" : `requeued: ${e.payload.reason}`;
+      // Only a failed attempt spends the budget; a question or an operator's stop does not. A
+      // rework (a reaction that decided "retry") spends it too, and says it was one.
+      a.outcome = e.payload.failed ? (a.reaction?.decision === "retry" ? "rework" : "failed") : `requeued: ${e.payload.reason}`;
       if (e.payload.failed) it.failures += 1;
     }
     if (e.payload.resetBudget) it.failures = 0;
@@ -609,7 +663,7 @@ const HANDLERS: Handlers = {
       needStatus(it, ["pending"], e, fail);
     } else if (outcome === "landing_blocked") {
       needStatus(it, ["ended"], e, fail);
-      if (it.landing?.outcome !== "blocked") fail("landing_not_blocked", `item "${it.id}" settled landing_blocked without a blocked landing_finished`);
+      if (a?.landing?.outcome !== "blocked") fail("landing_not_blocked", `item "${it.id}" settled landing_blocked without a blocked landing_finished`);
     } else {
       needStatus(it, ["pending", ...IN_FLIGHT], e, fail);
     }
@@ -624,10 +678,11 @@ const HANDLERS: Handlers = {
     needStatus(it, ["ended"], e, fail);
     const a = currentAttempt(it, e.payload.attempt, e, fail);
     if (!a.verify?.passed) fail("landing_unverified", `landing for "${it.id}" before a passing verify`);
+    if (a.landing) fail("already_landed", `landing for "${it.id}" attempt ${a.n}, whose landing already finished`);
     const pl = e.payload;
-    it.landing = { outcome: pl.outcome, target: pl.target, commit: pl.commit, reason: pl.reason };
-    // Through a forge, the landing record ends with the code and reason it ended on: status never shows a stale wait.
-    if (pl.code !== undefined && it.forge?.landing) it.forge.landing = { ...it.forge.landing, code: pl.code, reason: pl.reason };
+    a.landing = { outcome: pl.outcome, target: pl.target, commit: pl.commit, reason: pl.reason };
+    // Through a forge, the landing wait ends with the code and reason it ended on: status never shows a stale wait.
+    if (pl.code !== undefined && a.landingWait) a.landingWait = { ...a.landingWait, code: pl.code, reason: pl.reason };
   },
   session_closed(p, e, fail) {
     const it = need(p, e, fail);
@@ -660,22 +715,22 @@ const HANDLERS: Handlers = {
     needStatus(it, ["ended"], e, fail);
     const a = currentAttempt(it, e.payload.attempt, e, fail);
     if (!a.verify?.passed) fail("landing_unverified", `pull request for "${it.id}" before a passing verify`);
-    if (it.landing) fail("already_landed", `pull request recorded for "${it.id}" after its landing finished`);
+    if (a.landing) fail("already_landed", `pull request recorded for "${it.id}" after its landing finished`);
     const f = (it.forge ??= emptyForge());
     const pl = e.payload;
     f.pr = { number: pl.number, url: pl.url, head: pl.head, draft: pl.draft };
-    // The landing wait (and its deadline) starts when the PR is first recorded for this attempt.
-    f.landing = { since: f.landing?.since ?? e.ts, code: "pr_recorded", reason: `pull request #${pl.number} recorded`, head: pl.head };
+    // The landing wait starts when the PR is first recorded for this attempt.
+    a.landingWait = { since: a.landingWait?.since ?? e.ts, code: "pr_recorded", reason: `pull request #${pl.number} recorded`, head: pl.head };
   },
   forge_landing_waiting(p, e, fail) {
     const it = need(p, e, fail);
     needStatus(it, ["ended"], e, fail);
-    currentAttempt(it, e.payload.attempt, e, fail);
+    const a = currentAttempt(it, e.payload.attempt, e, fail);
     const f = it.forge;
-    if (!f?.pr || !f.landing) fail("no_pull_request", `landing wait for "${it.id}" without a recorded pull request`);
-    if (it.landing) fail("already_landed", `landing wait for "${it.id}" after its landing finished`);
+    if (!f?.pr || !a.landingWait) fail("no_pull_request", `landing wait for "${it.id}" without a recorded pull request`);
+    if (a.landing) fail("already_landed", `landing wait for "${it.id}" after its landing finished`);
     const pl = e.payload;
-    f!.landing = { since: f!.landing!.since, code: pl.code, reason: pl.reason, head: pl.head };
+    a.landingWait = { since: a.landingWait!.since, code: pl.code, reason: pl.reason, head: pl.head };
     f!.pr!.head = pl.head;
     it.reason = `landing: ${pl.reason}`;
   },
@@ -695,6 +750,21 @@ const HANDLERS: Handlers = {
     f!.highWater = pl.commentId;
     f!.lastComment = { id: pl.commentId, login: pl.login, action: pl.action, detail: pl.detail, at: e.ts };
     if (pl.action === "message") f!.messages.push({ id: pl.commentId, login: pl.login, text: pl.detail, at: e.ts });
+  },
+  forge_reaction_recorded(p, e, fail) {
+    const it = need(p, e, fail);
+    needStatus(it, ["ended"], e, fail);
+    const a = currentAttempt(it, e.payload.attempt, e, fail);
+    const pl = e.payload;
+    if (!a.landingWait) fail("no_pull_request", `reaction for "${it.id}" without a recorded pull request`);
+    if (a.landing) fail("already_landed", `reaction for "${it.id}" after its landing finished`);
+    if (a.reaction) fail("already_reacted", `attempt ${a.n} of "${it.id}" was already reacted to`);
+    if (pl.signals.length === 0) fail("no_signal", `reaction for "${it.id}" names no signal`);
+    // The same signal never triggers twice: its key is new to the item (in this epoch).
+    const seen = new Set(it.attempts.flatMap((x) => x.reaction?.signals.map((s) => s.key) ?? []));
+    for (const s of pl.signals) if (seen.has(s.key)) fail("signal_seen", `signal ${s.key} of "${it.id}" was already reacted to`);
+    a.reaction = { head: pl.head, signals: pl.signals, decision: pl.decision, reason: pl.reason, feedback: pl.feedback, at: e.ts };
+    it.reason = `reaction (${pl.decision}): ${pl.reason}`;
   },
   forge_question_posted(p, e, fail) {
     const it = need(p, e, fail);
@@ -741,6 +811,9 @@ export function reduceInto(p: Projection, e: StoredEvent): void {
   if (!Object.hasOwn(HANDLERS, e.type)) fail("unknown_type", `unknown event type "${e.type}"`);
   // The one place the union meets the table: each handler is typed for its own event.
   (HANDLERS[e.type] as (p: Projection, e: StoredEvent, fail: Fail) => void)(p, e, fail);
+  // The item's view of its current attempt, derived in one place (itemView); only the item the event names changed.
+  const named = e.item ? itemOf(p, e.item) : undefined;
+  if (named) itemView(named);
   p.seq = e.seq;
   p.hash = e.hash;
   p.loop.updatedAt = e.ts;

@@ -91,3 +91,14 @@ const LOOP_ONLY_VERBS = ["pause", "resume"] as const satisfies readonly CtlVerb[
 export type ControlVerb = Exclude<CtlVerb, (typeof LOOP_ONLY_VERBS)[number]>;
 /** The verbs `control_recorded` records for an item. */
 export const CONTROL_VERBS = CTL_VERBS.filter((v): v is ControlVerb => !(LOOP_ONLY_VERBS as readonly string[]).includes(v));
+
+/**
+ * What happened on a pull request that loop can react to (docs/forge.md#reactions), each named as
+ * loop.json's `reactions` names it: the checks on loop's head failed, an authorized reviewer asked
+ * for changes (or commented on the diff), the PR no longer merges into its base.
+ */
+export const REACTION_SIGNALS = ["checksFailed", "changesRequested", "conflict"] as const;
+export type ReactionSignal = (typeof REACTION_SIGNALS)[number];
+/** What loop.json says to do about a signal, and what a reaction decided (`forge_reaction_recorded`'s `decision`). */
+export const REACTION_DECISIONS = ["retry", "block"] as const;
+export type ReactionDecision = (typeof REACTION_DECISIONS)[number];

@@ -6,7 +6,8 @@
 import { closeSync, constants as fsConstants, fstatSync, openSync, readSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { readItem, readLoopRow, withReadSnapshot } from "../log/snapshot.ts";
-import { isInFlight } from "../log/reducer.ts";
+import { isInFlight, type ItemState } from "../log/reducer.ts";
+import { reworkOf } from "../step/handoff.ts";
 import { resolveSelectorsIn } from "../definition/selectors.ts";
 import { sessionDir } from "../shared/paths.ts";
 import { readJsonOrNull } from "../shared/fsutil.ts";
@@ -31,7 +32,35 @@ export interface LogTarget {
 
 /** The file of an attempt: the latest one unless `attempt` is given. Unknown item or attempt: exit 2. */
 export function findLog(stateRoot: string, selector: string, o: { attempt: number | null; kind: LogKind }): LogTarget {
-  const found = withReadSnapshot(stateRoot, ({ db }) => {
+  const found = findItem(stateRoot, selector);
+  const { attempt, attempts } = attemptOf(found, o.attempt);
+  const dir = sessionDir(stateRoot, found.id, found.epoch, attempt);
+  const cap = o.kind === "output" ? capOf(dir) : null;
+  return { item: found.id, epoch: found.epoch, attempt, attempts, kind: o.kind, path: join(dir, o.kind === "output" ? SESSION_FILES.output : SESSION_FILES.verify), cap };
+}
+
+/**
+ * The feedback an attempt was given (docs/forge.md#what-the-rework-is-told): the digest recorded
+ * with the reaction to the attempt before it, exactly as its handoff carries it; null when it was
+ * no rework. From the log (a read snapshot), like everything `loop logs` finds.
+ */
+export function findFeedback(stateRoot: string, selector: string, o: { attempt: number | null }): { item: string; attempt: number; attempts: number; feedback: string | null } {
+  const found = findItem(stateRoot, selector);
+  const { attempt, attempts } = attemptOf(found, o.attempt);
+  return { item: found.id, attempt, attempts, feedback: reworkOf(found, attempt) };
+}
+
+function attemptOf(found: ItemState, asked: number | null): { attempt: number; attempts: number } {
+  const n = found.attempts.length;
+  if (n === 0) throw new UsageError(`${found.id} has no attempts yet (it is ${found.status}): nothing was logged`);
+  const attempt = asked ?? n;
+  if (attempt < 1 || attempt > n)
+    throw new UsageError(`--attempt ${attempt}: ${found.id} has ${n === 1 ? "one attempt (1)" : `${n} attempts (1 to ${n})`}${found.epoch > 0 ? " since its last reset" : ""}`);
+  return { attempt, attempts: n };
+}
+
+function findItem(stateRoot: string, selector: string): ItemState {
+  return withReadSnapshot(stateRoot, ({ db }) => {
     // Selectors resolve in presentation order (a ref shared with a withdrawn item picks the current one).
     const order = (JSON.parse(readLoopRow(db).body) as { order: string[] }).order;
     const refs = new Map((db.query("SELECT item, json_extract(body, '$.def.ref') AS ref FROM proj_items").all() as { item: string; ref: string | null }[]).map((r) => [r.item, r.ref]));
@@ -47,14 +76,6 @@ export function findLog(stateRoot: string, selector: string, o: { attempt: numbe
     if (!it) throw new UnknownItemError(`"${selector}": no item of this loop has this id`);
     return it;
   });
-  const n = found.attempts.length;
-  if (n === 0) throw new UsageError(`${found.id} has no attempts yet (it is ${found.status}): nothing was logged`);
-  const attempt = o.attempt ?? n;
-  if (attempt < 1 || attempt > n)
-    throw new UsageError(`--attempt ${attempt}: ${found.id} has ${n === 1 ? "one attempt (1)" : `${n} attempts (1 to ${n})`}${found.epoch > 0 ? " since its last reset" : ""}`);
-  const dir = sessionDir(stateRoot, found.id, found.epoch, attempt);
-  const cap = o.kind === "output" ? capOf(dir) : null;
-  return { item: found.id, epoch: found.epoch, attempt, attempts: n, kind: o.kind, path: join(dir, o.kind === "output" ? SESSION_FILES.output : SESSION_FILES.verify), cap };
 }
 
 function capOf(dir: string): number | null {

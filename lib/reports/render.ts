@@ -91,9 +91,13 @@ export function renderStatus(r: StatusReport, color: boolean): string {
 function forgeLine(it: StatusReport["items"][number], p: (v: unknown) => string): string {
   const pr = it.pr ? `#${p(it.pr.number)} ${p(it.pr.url)}` : "no pull request";
   const l = it.forge?.landing;
+  // Reactions (docs/forge.md#reactions): the checks as last seen, the last reaction, the reworks left.
+  const f = it.forge;
+  const r = f?.lastReaction;
+  const more = it.pr && f ? ` · checks: ${p(f.checks)}${r ? ` · last reaction: ${r.decision === "retry" ? `retry after ${p(r.reason)}` : `block: ${p(r.reason)}`} (attempt ${p(r.attempt)})` : ""} · reworks left: ${p(f.reworksLeft)}` : "";
   // A settled landing (landing_finished) is the item's own: merged, opened, blocked with a reason.
-  if (it.landing) return `${pr} · landing: ${p(it.landing.outcome)}${it.landing.reason ? ` (${p(it.landing.reason)})` : ""}`;
-  return l ? `${pr} · landing: waiting (${p(l.code)}: ${p(l.reason)})` : pr;
+  if (it.landing) return `${pr} · landing: ${p(it.landing.outcome)}${it.landing.reason ? ` (${p(it.landing.reason)})` : ""}${more}`;
+  return l ? `${pr} · landing: waiting (${p(l.code)}: ${p(l.reason)})${more}` : `${pr}${more}`;
 }
 
 /** Where to look at the item in flight: its log, its worktree, and how to attach to its tmux session. */

@@ -109,7 +109,17 @@ export function statusReport(
         landing: it.landing,
         // With a forge (docs/forge.md#status): the PR, the landing wait and its reason, the last comment acted on.
         pr: it.forge ? it.forge.pr : null,
-        forge: it.forge ? { landing: it.forge.landing, lastComment: it.forge.lastComment, baselined: it.forge.baselined } : null,
+        forge: it.forge
+          ? {
+              landing: it.forge.landing,
+              lastComment: it.forge.lastComment,
+              baselined: it.forge.baselined,
+              // docs/forge.md#reactions: the checks on loop's head as the landing last saw them, the last reaction, the reworks left.
+              checks: it.forge.pr ? checksOf(it.landing?.outcome ?? null, it.forge.landing?.code ?? null) : null,
+              lastReaction: it.forge.lastReaction ?? null,
+              reworksLeft: it.forge.pr ? reworksLeft(it) : null,
+            }
+          : null,
         waiting: waiting.get(it.id) ?? null,
       };
     });
@@ -125,6 +135,34 @@ export function statusReport(
 }
 
 export type StatusReport = ReturnType<typeof statusReport>;
+
+/**
+ * The checks on the head loop pushed, as the landing's last recorded code says (status asks the
+ * forge nothing): the merge gate names a pending or missing check before the forge's own waits, so
+ * those waits, a merge and a refusal of the merge all come after every check was green.
+ */
+const CHECKS_BY_CODE: Record<string, "passing" | "pending" | "failing" | "none"> = {
+  checks_pending: "pending",
+  checks_missing: "none",
+  checks_failed: "failing",
+  mergeable_unknown: "passing",
+  not_mergeable_yet: "passing",
+  auto_merge_unset: "passing",
+  merge_refused: "passing",
+  merged: "passing",
+};
+export function checksOf(outcome: string | null, code: string | null): "passing" | "pending" | "failing" | "none" | "unknown" {
+  if (outcome === "merged") return "passing";
+  return (code !== null && Object.hasOwn(CHECKS_BY_CODE, code) ? CHECKS_BY_CODE[code] : undefined) ?? "unknown";
+}
+
+/**
+ * How many more reworks the item's attempts allow after the current one (its failed attempts count,
+ * as decide.ts afterFailure counts them; budgets, once they exist, will count there too).
+ */
+function reworksLeft(it: { maxAttempts: number; failures: number }): number {
+  return Math.max(0, it.maxAttempts - it.failures - 1);
+}
 
 /**
  * A process that is not the step holding the lease, holding a lock every writer waits on

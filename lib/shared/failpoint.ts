@@ -26,6 +26,7 @@ export const COMMIT_LABELS = [
   "notify",
   "ctl",
   "forge",
+  "reaction",
   "reset",
 ] as const;
 
@@ -47,6 +48,7 @@ export const EFFECT_POINTS = [
   "landing:after_pr",
   "landing:before_merge_call",
   "landing:after_merge_call",
+  "reaction:after_seen",
   "close:before_kill",
   "close:after_kill",
   "close:after_worktree",

@@ -332,8 +332,9 @@ export function afterSession(it: ItemState): AfterSession {
   if (end.verdict !== "exited") return { kind: "fail", reason: end.reason };
   if (!attempt.verify) return { kind: "verify" };
   if (!attempt.verify.passed) return { kind: "fail", reason: `verify failed: ${attempt.verify.reason}` };
-  if (!it.landing) return { kind: "land" };
-  return { kind: "settle", landed: landed(it.landing.outcome) };
+  // The attempt's own landing: an earlier attempt's (a retry after landing_blocked or a conflict) says nothing of this one.
+  if (!attempt.landing) return { kind: "land" };
+  return { kind: "settle", landed: landed(attempt.landing.outcome) };
 }
 
 /** After an attempt failed: try again or give up. */

@@ -39,6 +39,8 @@ export function buildHandoff({ p, item, attempt, branch, askFile, forgeContext =
   if (it.def.ref) lines.push("", `Work item: ${it.def.ref}`);
   lines.push("", "## Task", "", it.def.prompt.trim());
   if (forgeContext) lines.push("", "## The issue (from the forge)", "", forgeContext);
+  const rework = reworkOf(it, attempt);
+  if (rework) lines.push("", "## Rework: what happened on your pull request", "", rework);
   const messages = it.forge?.messages ?? [];
   if (messages.length) {
     lines.push("", "## Comments for you from the issue thread", "");
@@ -55,7 +57,8 @@ export function buildHandoff({ p, item, attempt, branch, askFile, forgeContext =
   if (earlier.length) {
     lines.push("", "## Earlier attempts", "");
     for (const [i, a] of earlier.entries()) {
-      const why = a.verify ? `verify ${a.verify.passed ? "passed" : "failed"}: ${a.verify.reason}` : a.end ? a.end.reason : "no result";
+      const verdict = a.verify ? `verify ${a.verify.passed ? "passed" : "failed"}: ${a.verify.reason}` : a.end ? a.end.reason : "no result";
+      const why = a.reaction ? `${verdict}; then on the forge: ${a.reaction.reason}` : verdict;
       lines.push(`### Attempt ${i + 1}: ${a.outcome ?? "ended"}, ${why}`);
       if (a.question) lines.push("", "You asked:", "", fence(a.question));
       if (a.verify && !a.verify.passed && a.verify.tail) lines.push("", "Last lines of the verify output:", "", fence(a.verify.tail.trimEnd()));
@@ -73,6 +76,20 @@ export function buildHandoff({ p, item, attempt, branch, askFile, forgeContext =
   else lines.push(`- The item passes only if this command exits 0 in the worktree: \`${it.def.verify}\``);
   lines.push(`- If you need a decision from a person, write the question to the file named by $LOOP_ASK_FILE (${askFile}) and exit.`);
   return lines.join("\n") + "\n";
+}
+
+/**
+ * The feedback a rework is given (docs/forge.md#what-the-rework-is-told): the digest recorded with
+ * the reaction to the attempt before it, the last one the agent ran (a launch cut short in between
+ * changes nothing). Already fenced and bounded when it was recorded; null when this is no rework.
+ */
+export function reworkOf(it: ItemState, attempt: number): string | null {
+  for (let i = it.attempts.length - 1; i >= 0; i--) {
+    const a = it.attempts[i]!;
+    if (a.n >= attempt || a.startedAt === null) continue;
+    return a.reaction?.decision === "retry" ? a.reaction.feedback : null;
+  }
+  return null;
 }
 
 /**

@@ -10,7 +10,7 @@ import { afterFailure, failedReason } from "./decide.ts";
 export async function settleAttempt(ctx: StepContext, it: ItemState, o: { landed: boolean }): Promise<void> {
   const attempt = it.attempts[it.attempts.length - 1]!;
   const c = await closeInStep(ctx, { it, reason: o.landed ? "item passed" : "landing failed", removeCheckout: o.landed && !ctx.def.keepCheckoutOnClose });
-  const landing = it.landing!;
+  const landing = attempt.landing!;
   const settle: EventDraft = o.landed
     ? { type: "item_settled", item: it.id, payload: { attempt: attempt.n, outcome: "passed", reason: `verify passed (${attempt.verify!.reason}); ${landing.reason}` } }
     : landing.outcome === "blocked"

@@ -5,6 +5,7 @@
 //   @demo write <path> <text...>     create/overwrite <path> (relative, inside the worktree)
 //   @demo append <path> <text...>    append a line to <path>
 //   @demo commit <message...>        git add -A && git commit -m <message>
+//   @demo merge <ref>                git merge <ref>, conflicts resolved to this branch's side (a rework after a conflict)
 //   @demo ask <question...>          write the question to LOOP_ASK_FILE and stop (exit 0)
 //   @demo sleep <seconds>            wait
 //   @demo exit <code>                stop with that exit code
@@ -23,6 +24,7 @@ import { DemoDirectiveError } from "../shared/errors.ts";
 export type DemoDirective =
   | { verb: "write" | "append"; path: string; text: string }
   | { verb: "commit"; message: string }
+  | { verb: "merge"; ref: string }
   | { verb: "ask"; question: string }
   | { verb: "sleep"; seconds: number }
   | { verb: "exit"; code: number }
@@ -88,6 +90,9 @@ function parseOne(body: string, line: number): { attempt: number | null; directi
     case "commit":
       if (rest === "") throw new DemoDirectiveError(line, "commit needs a message");
       return { attempt, directive: { verb, message: decodeText(rest) } };
+    case "merge":
+      if (!/^[A-Za-z0-9][A-Za-z0-9._/-]*$/.test(rest) || rest.includes("..")) throw new DemoDirectiveError(line, `merge needs a ref (letters, digits, '.', '_', '/', '-'), got "${rest}"`);
+      return { attempt, directive: { verb, ref: rest } };
     case "ask":
       if (rest === "") throw new DemoDirectiveError(line, "ask needs a question");
       return { attempt, directive: { verb, question: decodeText(rest) } };
@@ -145,6 +150,15 @@ function gitCommit(cwd: string, message: string): { code: number; output: string
   if (git(cwd, ["config", "user.email"]).code !== 0) identity.push("-c", "user.email=demo-agent@loop.invalid");
   const commit = git(cwd, [...identity, "commit", "-q", "-m", message]);
   return { code: commit.code, output: (commit.stderr + commit.stdout).trim() };
+}
+
+/** Merge `ref` into the branch; a conflict is resolved to this branch's side (-X ours), and the merge committed. */
+function gitMerge(cwd: string, ref: string): { code: number; output: string } {
+  const identity: string[] = [];
+  if (git(cwd, ["config", "user.name"]).code !== 0) identity.push("-c", "user.name=loop demo agent");
+  if (git(cwd, ["config", "user.email"]).code !== 0) identity.push("-c", "user.email=demo-agent@loop.invalid");
+  const r = git(cwd, [...identity, "merge", "--no-edit", "-X", "ours", "-m", `merge ${ref}`, ref]);
+  return { code: r.code, output: (r.stderr + r.stdout).trim() };
 }
 
 function firstLine(text: string): string {
@@ -218,6 +232,12 @@ export async function runDemoAgent(
         const r = gitCommit(cwd, d.message);
         if (r.code !== 0) return fail(`line ${line}: commit failed (git exit ${r.code}): ${r.output}`, 1);
         out(`demo: commit ${JSON.stringify(d.message)}`);
+        break;
+      }
+      case "merge": {
+        const r = gitMerge(cwd, d.ref);
+        if (r.code !== 0) return fail(`line ${line}: merge ${d.ref} failed (git exit ${r.code}): ${r.output}`, 1);
+        out(`demo: merge ${d.ref}`);
         break;
       }
       case "ask": {

@@ -164,6 +164,7 @@ describe("docs/loop-json.md documents loop.json as the code reads it", () => {
     item: /^##\s+items\s*$/,
     forge: /^##\s+forge\s*$/,
     environment: /^##\s+environment\s*$/,
+    reactions: /^##\s+reactions\s*$/,
   };
   const rowsOf = (name: string) => tableRows(ownSection(md, TABLES[name]!) ?? "");
 

@@ -63,12 +63,47 @@ const ALL_CONCLUSIONS: [CheckConclusion, "passing" | "failing"][] = [
   ["action_required", "failing"],
 ];
 
+describe("for issue 22's reactions", () => {
+  test("a failed check run's output (title, summary, text's tail) and annotations; a failed status's description; a check without a handle says nothing", async () => {
+    const { gh, head } = fake();
+    gh.switches.checks = {
+      runs: [{ name: "build", status: "completed", conclusion: "failure", output: { title: "1 test failed", summary: "test_login: expected 200", text: `${"x".repeat(100)}\nlast line` }, annotations: [{ path: "src/a.ts", line: 7, level: "failure", title: "test_login", message: "expected 200" }] }],
+      statuses: [{ context: "ci/legacy", state: "error", description: "the runner died", targetUrl: "https://ci.invalid/1" }],
+    };
+    const c = client(gh);
+    const read = await checksOf(c, head);
+    const run = read.checks.find((x) => x.name === "build")!;
+    expect(await c.checkFailures(run, { tailBytes: 9 })).toEqual({ ok: true, value: [{ name: "build", reason: "failure", title: "1 test failed", summary: "test_login: expected 200", annotations: [{ path: "src/a.ts", line: 7, level: "failure", message: "test_login: expected 200" }], logTail: "last line", url: expect.stringContaining("/runs/") }] });
+    const st = read.checks.find((x) => x.name === "ci/legacy")!;
+    expect(await c.checkFailures(st, { tailBytes: 10 })).toEqual({ ok: true, value: [{ name: "ci/legacy", reason: "error", title: "", summary: "the runner died", annotations: [], logTail: "", url: "https://ci.invalid/1" }] });
+    expect(await c.checkFailures({ ...run, handle: undefined }, { tailBytes: 10 })).toEqual({ ok: true, value: [] });
+  });
+
+  test("review feedback: reviews requesting changes and comments on the diff, with file and line; approvals and plain comments left out; conditional", async () => {
+    const { gh } = fake();
+    gh.pulls.set(9, { number: 9, title: "t", body: "", head: "feature", base: "main", draft: false, state: "open", merged: false, merge_commit_sha: null });
+    gh.addReview({ pull: 9, login: "ann", state: "APPROVED", body: "fine" });
+    gh.addReview({ pull: 9, login: "rita", state: "CHANGES_REQUESTED", body: "rename it" });
+    gh.addReviewComment({ pull: 9, login: "sam", body: "this line", path: "b.txt", line: 4 });
+    const map = new Map<string, any>();
+    const c = client(gh, { cache: { get: (k) => map.get(k), set: (k, e) => void map.set(k, e) } });
+    const got = await c.reviewFeedback(9);
+    expect(got.ok && got.value.items.map((x) => [x.kind, x.login, x.body, x.path, x.line])).toEqual([
+      ["changes_requested", "rita", "rename it", null, null],
+      ["diff_comment", "sam", "this line", "b.txt", 4],
+    ]);
+    const before = gh.notModified;
+    await c.reviewFeedback(9);
+    expect(gh.notModified).toBe(before + 2);
+  });
+});
+
 describe("checks (issue 25 defects 1-2, issue 18 defect 4)", () => {
   test.each(ALL_CONCLUSIONS)("a check run concluded %s is %s", async (conclusion, verdict) => {
     const { gh, head } = fake();
     gh.switches.checks = { runs: [{ name: "job", status: "completed", conclusion }], statuses: [] };
     const read = await checksOf(client(gh), head);
-    expect(read).toEqual({ checks: [{ name: "job", source: "check run", conclusion, verdict, detail: `check run job concluded ${conclusion}` }], unread: null });
+    expect(read).toEqual({ checks: [{ name: "job", source: "check run", conclusion, verdict, detail: `check run job concluded ${conclusion}`, handle: expect.stringMatching(/^check-run:\d+$/) }], unread: null });
   });
 
   test("a run not completed is pending, whatever its status; statuses: success passes, pending waits, failure and error fail", async () => {

@@ -314,7 +314,7 @@ describe("search", () => {
   });
 });
 
-describe("for issue 22's reactions (exposed, not used yet)", () => {
+describe("for issue 22's reactions", () => {
   test("a failed pipeline's failed jobs: name, failure_reason and the tail of the log, bounded; a commit status that is no job says nothing", async () => {
     const { gl, head } = fake();
     const log = `${"x".repeat(5000)}\nERROR: test_login failed\n`;
@@ -323,18 +323,23 @@ describe("for issue 22's reactions (exposed, not used yet)", () => {
     const read = await checksOf(c, head);
     const pipeline = read.checks.find((x) => x.source === "pipeline")!;
     const failures = await c.checkFailures(pipeline, { tailBytes: 40 });
-    expect(failures).toEqual({ ok: true, value: [{ name: "unit", reason: "script_failure", logTail: log.slice(-40), url: expect.stringContaining("/-/jobs/") }] });
+    expect(failures).toEqual({ ok: true, value: [{ name: "unit", reason: "script_failure", title: "", summary: "", annotations: [], logTail: log.slice(-40), url: expect.stringContaining("/-/jobs/") }] });
     const job = read.checks.find((x) => x.name === "unit")!;
     const one = await c.checkFailures(job, { tailBytes: 10 });
     expect(one.ok && one.value.map((x) => [x.name, x.logTail])).toEqual([["unit", log.slice(-10)]]);
     expect(await c.checkFailures({ ...job, handle: undefined }, { tailBytes: 10 })).toEqual({ ok: true, value: [] });
   });
 
-  test("unresolved discussions on the diff, with their authors (resolved ones left out)", async () => {
+  test("unresolved discussions on the diff, with their authors, files and lines (resolved ones left out)", async () => {
     const { gl } = fake();
-    const c = client(gl);
+    const c = client(gl, { cache: memoryCache() });
     await c.createPull({ title: "t", body: "b", head: "feature", base: "main", draft: false });
-    gl.discussions.push({ mr: 1, login: "rita", body: "please rename this", path: "b.txt", resolved: false }, { mr: 1, login: "sam", body: "nit", path: "b.txt", resolved: true });
-    expect(await c.unresolvedReviews(1)).toEqual({ ok: true, value: [{ login: "rita", body: "please rename this", path: "b.txt", createdAt: "2024-01-01T00:00:00.000Z" }] });
+    gl.discussions.push({ mr: 1, login: "rita", body: "please rename this", path: "b.txt", line: 3, resolved: false }, { mr: 1, login: "sam", body: "nit", path: "b.txt", resolved: true });
+    const got = await c.reviewFeedback(1);
+    expect(got).toEqual({ ok: true, value: { items: [{ id: expect.stringMatching(/^note:\d+$/), kind: "diff_comment", login: "rita", body: "please rename this", path: "b.txt", line: 3, createdAt: "2024-01-01T00:00:00.000Z" }], cut: false } });
+    // Read again: a conditional request, answered from the cache.
+    const before = gl.notModified;
+    expect(await c.reviewFeedback(1)).toEqual(got);
+    expect(gl.notModified).toBe(before + 1);
   });
 });

@@ -19,9 +19,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { githubOpenApi } from "./github-openapi.ts";
 import * as shape from "./github-shapes.ts";
-import type { CheckRunFields, ShapeContext, StatusFields } from "./github-shapes.ts";
+import type { CheckRunFields, ReviewCommentFields, ReviewFields, ShapeContext, StatusFields } from "./github-shapes.ts";
 
-export type { CheckConclusion, CheckRunFields, StatusFields } from "./github-shapes.ts";
+export type { AnnotationFields, CheckConclusion, CheckRunFields, StatusFields } from "./github-shapes.ts";
 
 export interface FakeIssue {
   number: number;
@@ -80,8 +80,14 @@ export interface FakeSwitches {
   maxPerPage: number;
   /** GET pull answers mergeable: null this many times (then computes it). */
   mergeableNullFor: number;
-  /** The PR conflicts with its base (mergeable false, dirty). */
+  /** The PR conflicts with its base (mergeable false, dirty), whatever git says; without it, a PR conflicts when its head and base do not merge in the bare repository. */
   conflicting: boolean;
+  /**
+   * CI that fails once: the first head checks are asked for gets this failing check run (with its
+   * output and annotations) beside the passing `lint` and `ci/legacy`; every later head passes (a
+   * fix pushed to the PR goes green). Null: `checks` decides.
+   */
+  ciFailsOnce: CheckRunFields | null;
   /** The PR's head is behind its base and protection requires it up to date: mergeable_state behind, and a merge is refused (405). */
   behind: boolean;
   /** On the next merge call: push a new commit to the head branch and answer 409. */
@@ -121,6 +127,13 @@ export interface FakeGitHub {
   comments: FakeComment[];
   pulls: Map<number, FakePull>;
   permissions: Map<string, FakePermission>;
+  /** Reviews and review comments (comments on the diff) of pull requests. */
+  reviews: ReviewFields[];
+  reviewComments: ReviewCommentFields[];
+  /** A reviewer submits a review of pull request `pull` on its current head. */
+  addReview(o: { pull: number; login: string; state: ReviewFields["state"]; body: string }): ReviewFields;
+  /** A reviewer comments on a line of pull request `pull`'s diff (in a review of its own, state COMMENTED). */
+  addReviewComment(o: { pull: number; login: string; body: string; path: string; line: number }): ReviewCommentFields;
   /** Issues of other repositories ("owner/repo" → issues) the search finds when asked for them (repo: qualifiers are ORed, as on GitHub). */
   foreign: Map<string, FakeIssue[]>;
   switches: FakeSwitches;
@@ -184,6 +197,9 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
     return new Date(clock).toISOString().replace(/\.\d+Z$/, "Z");
   };
   let nextComment = 1000;
+  let nextReview = 60_000;
+  /** The head CI failed on, once (switches.ciFailsOnce). */
+  let failedOnce: string | null = null;
   let nextNumber = 500;
   const hanging = new Set<() => void>();
   const f: FakeGitHub = {
@@ -197,6 +213,8 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
     comments: [],
     pulls: new Map(),
     permissions: new Map(),
+    reviews: [],
+    reviewComments: [],
     foreign: new Map(),
     switches: {
       checks: "passing",
@@ -205,6 +223,7 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
       maxPerPage: 100,
       mergeableNullFor: 0,
       conflicting: false,
+      ciFailsOnce: null,
       behind: false,
       moveHeadOnMerge: false,
       mergeRefusal: null,
@@ -239,6 +258,18 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
       c.body = body;
       c.updated_at = now();
     },
+    addReview(o) {
+      const p = f.pulls.get(o.pull)!;
+      const r: ReviewFields = { id: nextReview++, pull: o.pull, login: o.login, state: o.state, body: o.body, commit: f.headOf(p.head) ?? "0".repeat(40) };
+      f.reviews.push(r);
+      return r;
+    },
+    addReviewComment(o) {
+      const review = f.addReview({ pull: o.pull, login: o.login, state: "COMMENTED", body: "" });
+      const c: ReviewCommentFields = { id: nextReview++, pull: o.pull, review: review.id, login: o.login, body: o.body, path: o.path, line: o.line, commit: review.commit };
+      f.reviewComments.push(c);
+      return c;
+    },
     headOf(branch) {
       return tryRun(bare, ["rev-parse", "--verify", "-q", `refs/heads/${branch}`]);
     },
@@ -257,8 +288,28 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
 
   const ctx = (): ShapeContext => ({ api: f.url, owner, repo: f.switches.renamedTo ?? f.repo, repoId: f.repoId });
   const checksFor = (sha: string): ChecksList => {
+    const once = f.switches.ciFailsOnce;
+    if (once && !f.switches.checksBySha.has(sha)) {
+      failedOnce ??= sha;
+      const passing = presetChecks("passing");
+      return sha === failedOnce ? { runs: [once, ...passing.runs.filter((r) => r.name !== once.name)], statuses: passing.statuses } : passing;
+    }
     const spec = f.switches.checksBySha.get(sha) ?? f.switches.checks;
     return typeof spec === "string" ? presetChecks(spec) : spec;
+  };
+  /** A check run's id, found again from the id alone: made from its head and its place in the list. */
+  const runIds = new Map<number, { sha: string; i: number }>();
+  const runId = (sha: string, i: number) => {
+    const id = (parseInt(sha.slice(0, 7) || "0", 16) % 1_000_000) * 100 + i + 1;
+    runIds.set(id, { sha, i });
+    return id;
+  };
+  /** Whether the PR's head and base do not merge (git merge-tree in the bare repository). */
+  const conflictsInBare = (p: FakePull): boolean => {
+    const base = f.headOf(p.base);
+    const head = f.headOf(p.head);
+    if (!base || !head) return false;
+    return tryRun(bare, ["merge-tree", "--write-tree", "--no-messages", base, head]) === null;
   };
   const green = (sha: string, name: string): boolean => {
     const c = checksFor(sha);
@@ -273,7 +324,8 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
   });
   const pullJson = (p: FakePull, computeMergeable: boolean) => {
     const fields = pullFields(p);
-    let mergeable: boolean | null = !f.switches.conflicting;
+    const conflicting = f.switches.conflicting || (!p.merged && p.state === "open" && conflictsInBare(p));
+    let mergeable: boolean | null = !conflicting;
     if (computeMergeable && f.switches.mergeableNullFor > 0) {
       f.switches.mergeableNullFor--;
       mergeable = null;
@@ -287,7 +339,7 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
       ? "unknown"
       : mergeable === null
         ? "unknown"
-        : f.switches.conflicting
+        : conflicting
           ? "dirty"
           : p.draft
             ? "draft"
@@ -555,7 +607,7 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
     }
     if (method === "GET" && (m = /^\/commits\/([0-9a-f]+)\/check-runs$/.exec(path))) {
       const sha = m[1]!;
-      const runs = checksFor(sha).runs.map((x, i) => shape.checkRun(ctx(), sha, x, 7000 + i));
+      const runs = checksFor(sha).runs.map((x, i) => shape.checkRun(ctx(), sha, x, runId(sha, i)));
       const page = paged(r, runs);
       return { ...page, body: { total_count: runs.length, check_runs: page.items } };
     }
@@ -564,6 +616,26 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
       const all = checksFor(sha).statuses;
       const page = paged(r, all.map((s, i) => shape.status(ctx(), s, 8000 + i)));
       return { ...page, body: shape.combined(ctx(), sha, all, page.items) };
+    }
+    if (method === "GET" && (m = /^\/check-runs\/(\d+)(\/annotations)?$/.exec(path))) {
+      const at = runIds.get(Number(m[1]));
+      const run = at ? checksFor(at.sha).runs[at.i] : undefined;
+      if (!at || !run) return notFound;
+      if (!m[2]) return { status: 200, body: shape.checkRun(ctx(), at.sha, run, Number(m[1])) };
+      const page = paged(r, (run.annotations ?? []).map((a) => shape.annotation(ctx(), at.sha, a)));
+      return page;
+    }
+    if (method === "GET" && (m = /^\/pulls\/(\d+)\/reviews$/.exec(path))) {
+      const n = Number(m[1]);
+      if (!f.pulls.has(n)) return notFound;
+      const page = paged(r, f.reviews.filter((x) => x.pull === n).sort((a, b) => a.id - b.id));
+      return { ...page, body: page.items.map((x) => shape.review(ctx(), x)) };
+    }
+    if (method === "GET" && (m = /^\/pulls\/(\d+)\/comments$/.exec(path))) {
+      const n = Number(m[1]);
+      if (!f.pulls.has(n)) return notFound;
+      const page = paged(r, f.reviewComments.filter((x) => x.pull === n).sort((a, b) => a.id - b.id));
+      return { ...page, body: page.items.map((x) => shape.reviewComment(ctx(), x)) };
     }
     if (method === "GET" && path === "") return { status: 200, body: shape.fullRepository(ctx()) };
     return notFound;

@@ -81,6 +81,8 @@ export interface FakeDiscussion {
   login: string;
   body: string;
   path: string;
+  /** The line of the new file it is on (1 when not given). */
+  line?: number;
   resolved: boolean;
 }
 
@@ -90,8 +92,14 @@ export interface FakeGlSwitches {
   checksBySha: Map<string, PipelineMode | GlChecks>;
   /** Most items a listing answers per page (GitLab: per_page, at most 100). */
   maxPerPage: number;
-  /** The merge request conflicts with its target (detailed_merge_status conflict). */
+  /** The merge request conflicts with its target (detailed_merge_status conflict), whatever git says; without it, it conflicts when its source and target do not merge in the bare repository. */
   conflicting: boolean;
+  /**
+   * CI that fails once: the first head checks are asked for gets a failed pipeline whose job `name`
+   * failed (its failure_reason and log as given) beside a passing `lint`; every later head succeeds
+   * (a fix pushed to the merge request goes green). Null: `checks` decides.
+   */
+  ciFailsOnce: { name: string; reason?: string; log: string } | null;
   /** A detailed_merge_status GitLab reports whatever else holds (discussions_not_resolved, not_approved, need_rebase, …); null: computed. */
   mergeStatus: string | null;
   /** GET of a merge request answers `checking` this many times first. */
@@ -212,6 +220,7 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; dir?: 
       checksBySha: new Map(),
       maxPerPage: 100,
       conflicting: false,
+      ciFailsOnce: null,
       mergeStatus: null,
       checkingFor: 0,
       pipelinesMustSucceed: false,
@@ -297,9 +306,23 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; dir?: 
 
   const user = (login: string) => ({ id: hashId(login), username: login, name: login, state: "active", locked: false, avatar_url: null, web_url: `${WEB}/${login}` });
   const projectWeb = `${WEB}/${projectPath}`;
+  let failedOnce: string | null = null;
   const checksFor = (sha: string): GlChecks => {
+    const once = f.switches.ciFailsOnce;
+    if (once && !f.switches.checksBySha.has(sha) && sha !== "") {
+      failedOnce ??= sha;
+      if (sha !== failedOnce) return presetGlChecks("succeeded");
+      return { pipelines: [{ status: "failed", source: "push" }], statuses: [{ name: once.name, status: "failed", reason: once.reason ?? "script_failure", log: once.log }, { name: "lint", status: "success" }] };
+    }
     const spec = f.switches.checksBySha.get(sha) ?? f.switches.checks;
     return typeof spec === "string" ? presetGlChecks(spec) : spec;
+  };
+  /** Whether the merge request's source and target do not merge (git merge-tree in the bare repository). */
+  const conflictsInBare = (m: FakeMr): boolean => {
+    const base = f.headOf(m.target_branch);
+    const head = f.headOf(m.source_branch);
+    if (!base || !head) return false;
+    return tryRun(bare, ["merge-tree", "--write-tree", "--no-messages", base, head]) === null;
   };
   const issueJson = (i: FakeGlIssue) => ({
     id: 90_000 + i.iid,
@@ -384,7 +407,7 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; dir?: 
   const detailedStatus = (m: FakeMr, computing: boolean): string => {
     if (m.state !== "opened") return "not_open";
     if (computing) return "checking";
-    if (f.switches.conflicting) return "conflict";
+    if (f.switches.conflicting || conflictsInBare(m)) return "conflict";
     if (/^(draft:|\[draft\]|\(draft\))/i.test(m.title)) return "draft_status";
     if (f.switches.mergeStatus) return f.switches.mergeStatus;
     if (f.switches.pipelinesMustSucceed) {
@@ -443,7 +466,7 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; dir?: 
       squash: false,
       squash_on_merge: false,
       task_completion_status: { count: 0, completed_count: 0 },
-      has_conflicts: f.switches.conflicting && m.state === "opened",
+      has_conflicts: status === "conflict",
       blocking_discussions_resolved: status !== "discussions_not_resolved",
       prepared_at: m.created_at,
     };
@@ -694,7 +717,7 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; dir?: 
       if (!f.mrs.has(iid)) return notFound("404 Merge Request Not Found");
       const list = f.discussions.filter((d) => d.mr === iid).map((d, i) => {
         const n = { ...noteJson({ id: 9000 + i, on: { kind: "pull" as const, iid }, login: d.login, body: d.body, system: false, created_at: "2024-01-01T00:00:00.000Z", updated_at: "2024-01-01T00:00:00.000Z" }), type: "DiffNote", resolvable: true, resolved: d.resolved, resolved_by: null, resolved_at: null };
-        return { id: `d${i}`, individual_note: false, notes: [{ ...n, position: { base_sha: "a", start_sha: "a", head_sha: "b", old_path: d.path, new_path: d.path, position_type: "text", old_line: null, new_line: 1 } }] };
+        return { id: `d${i}`, individual_note: false, notes: [{ ...n, position: { base_sha: "a", start_sha: "a", head_sha: "b", old_path: d.path, new_path: d.path, position_type: "text", old_line: null, new_line: d.line ?? 1 } }] };
       });
       const page = paged(r, list);
       return { ...page, body: page.items };

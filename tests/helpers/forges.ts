@@ -3,6 +3,9 @@
 // `describe.each(FORGES)`). Each adapter says the scenario's world in its forge's terms: an issue,
 // a comment (a GitLab note), checks (check runs and statuses; pipelines and job statuses), a
 // pull request (a merge request), a writer (a base role of write; the Developer role).
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { type FakeGitHub, startFakeGitHub } from "./fake-github.ts";
 import { type FakeGitLab, startFakeGitLab } from "./fake-gitlab.ts";
 
@@ -46,6 +49,16 @@ export interface FakeForge {
   changeBase(n: number, base: string): void;
   /** Every merge call answers this status (a server error, a validation failure). */
   failMerges(status: 500 | 422): void;
+  /**
+   * CI that fails once (issue 22): the first head checks are asked for fails a `build` check whose
+   * output names what failed (GitHub: the check run's title, summary and an annotation; GitLab: the
+   * job's failure reason and log); every later head (a fix pushed to the PR) passes.
+   */
+  failCiOnce(): void;
+  /** A reviewer asks for changes on pull request `pull` (GitHub: a CHANGES_REQUESTED review and a comment on the diff; GitLab: an unresolved diff discussion). */
+  requestChanges(o: { pull: number; login: string; body: string; path: string; line: number }): void;
+  /** Someone pushes a commit with these files to the base branch `main` of the remote; its sha. */
+  pushToBase(files: Record<string, string>): string;
   /** The fake itself (FakeGitHub, FakeGitLab), for a scenario only one forge has. */
   raw: unknown;
   /** Every request the fake answered, as "METHOD path?query". */
@@ -53,6 +66,29 @@ export interface FakeForge {
   /** How the forge's listing of comments since the cursor is asked (a request starting with this). */
   commentListing: string;
   stop(): void;
+}
+
+/** The text CI's failure says in both fakes, for the handoff to name. */
+export const CI_FAILURE = { check: "build", summary: "test_login: expected 200, got 500", path: "src/login.ts", line: 12 };
+
+/** A commit of `files` on `branch` of the bare repository `bare`, pushed from a clone of its own. */
+function pushCommit(bare: string, branch: string, files: Record<string, string>): string {
+  const dir = mkdtempSync(join(tmpdir(), "loop-fake-push-"));
+  const run = (cwd: string, ...args: string[]) => {
+    const r = Bun.spawnSync(["git", ...args], { cwd, stdout: "pipe", stderr: "pipe" });
+    if (r.exitCode !== 0) throw new Error(`git ${args.join(" ")}: ${r.stderr.toString()}`);
+    return r.stdout.toString().trim();
+  };
+  try {
+    run(tmpdir(), "clone", "-q", "-b", branch, bare, dir);
+    for (const [f, text] of Object.entries(files)) writeFileSync(join(dir, f), text);
+    run(dir, "add", "-A");
+    run(dir, "-c", "user.name=someone", "-c", "user.email=someone@example.invalid", "commit", "-qm", `someone changes ${Object.keys(files).join(", ")}`);
+    run(dir, "push", "-q", "origin", branch);
+    return run(dir, "rev-parse", "HEAD");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 export function github(dir: string): FakeForge {
@@ -82,6 +118,19 @@ export function github(dir: string): FakeForge {
     headOf: (b) => gh.headOf(b),
     changeBase: (n, base) => gh.changeBase(n, base),
     failMerges: (status) => void (gh.switches.mergeRefusal = { status, message: status === 500 ? "Server Error" : "Validation Failed" }),
+    failCiOnce: () =>
+      void (gh.switches.ciFailsOnce = {
+        name: CI_FAILURE.check,
+        status: "completed",
+        conclusion: "failure",
+        output: { title: "1 test failed", summary: CI_FAILURE.summary, text: "FAIL src/login.test.ts\n  test_login\n" },
+        annotations: [{ path: CI_FAILURE.path, line: CI_FAILURE.line, level: "failure", title: "test_login", message: "expected 200, got 500" }],
+      }),
+    requestChanges: (o) => {
+      gh.addReview({ pull: o.pull, login: o.login, state: "CHANGES_REQUESTED", body: o.body });
+      gh.addReviewComment({ pull: o.pull, login: o.login, body: `${o.body} (here)`, path: o.path, line: o.line });
+    },
+    pushToBase: (files) => pushCommit(gh.bare, "main", files),
     raw: gh,
     requests: () => gh.requests,
     commentListing: `GET /repos/${gh.owner}/${gh.repo}/issues/comments?`,
@@ -122,6 +171,9 @@ export function gitlab(dir: string): FakeForge {
     headOf: (b) => gl.headOf(b),
     changeBase: (n, base) => gl.changeBase(n, base),
     failMerges: (status) => void (gl.switches.mergeRefusal = { status, message: status === 500 ? "500 Internal Server Error" : "Branch cannot be merged" }),
+    failCiOnce: () => void (gl.switches.ciFailsOnce = { name: CI_FAILURE.check, log: `$ npm test\nFAIL ${CI_FAILURE.path}:${CI_FAILURE.line}\n${CI_FAILURE.summary}\n` }),
+    requestChanges: (o) => void gl.discussions.push({ mr: o.pull, login: o.login, body: o.body, path: o.path, line: o.line, resolved: false }),
+    pushToBase: (files) => pushCommit(gl.bare, "main", files),
     raw: gl,
     requests: () => gl.requests,
     commentListing: `GET /projects/${enc}/issues?iids[]=`,

@@ -296,6 +296,16 @@ export interface CheckRunFields {
   name: string;
   status: "queued" | "in_progress" | "completed" | "waiting" | "requested" | "pending";
   conclusion: CheckConclusion | null;
+  /** What its app wrote (title, summary, text), and annotations on lines of files. */
+  output?: { title?: string | null; summary?: string | null; text?: string | null };
+  annotations?: AnnotationFields[];
+}
+export interface AnnotationFields {
+  path: string;
+  line: number;
+  level: "notice" | "warning" | "failure";
+  title?: string | null;
+  message: string;
 }
 
 export function checkRun(c: ShapeContext, sha: string, r: CheckRunFields, id: number) {
@@ -312,7 +322,7 @@ export function checkRun(c: ShapeContext, sha: string, r: CheckRunFields, id: nu
     conclusion: done ? r.conclusion : null,
     started_at: EPOCH,
     completed_at: done ? EPOCH : null,
-    output: { title: null, summary: null, text: null, annotations_count: 0, annotations_url: `${c.api}/repos/${c.owner}/${c.repo}/check-runs/${id}/annotations` },
+    output: { title: r.output?.title ?? null, summary: r.output?.summary ?? null, text: r.output?.text ?? null, annotations_count: r.annotations?.length ?? 0, annotations_url: `${c.api}/repos/${c.owner}/${c.repo}/check-runs/${id}/annotations` },
     name: r.name,
     check_suite: { id: 1 },
     app: null,
@@ -320,10 +330,96 @@ export function checkRun(c: ShapeContext, sha: string, r: CheckRunFields, id: nu
   };
 }
 
+/** `check-annotation`: GET /check-runs/{id}/annotations. */
+export function annotation(c: ShapeContext, sha: string, a: AnnotationFields) {
+  return {
+    path: a.path,
+    blob_href: `${WEB}/${c.owner}/${c.repo}/blob/${sha}/${a.path}`,
+    start_line: a.line,
+    end_line: a.line,
+    start_column: null,
+    end_column: null,
+    annotation_level: a.level,
+    title: a.title ?? null,
+    message: a.message,
+    raw_details: null,
+  };
+}
+
+export interface ReviewFields {
+  id: number;
+  pull: number;
+  login: string;
+  state: "APPROVED" | "CHANGES_REQUESTED" | "COMMENTED" | "DISMISSED";
+  body: string;
+  commit: string;
+}
+
+/** `pull-request-review`: GET /pulls/{n}/reviews. */
+export function review(c: ShapeContext, r: ReviewFields) {
+  const pr = `${c.api}/repos/${c.owner}/${c.repo}/pulls/${r.pull}`;
+  const html = `${WEB}/${c.owner}/${c.repo}/pull/${r.pull}#pullrequestreview-${r.id}`;
+  return {
+    id: r.id,
+    node_id: `PRR_${r.id}`,
+    user: user(c.api, r.login),
+    body: r.body,
+    state: r.state,
+    html_url: html,
+    pull_request_url: pr,
+    _links: { html: { href: html }, pull_request: { href: pr } },
+    submitted_at: EPOCH,
+    commit_id: r.commit,
+    author_association: "COLLABORATOR", // never trusted by loop
+  };
+}
+
+export interface ReviewCommentFields {
+  id: number;
+  pull: number;
+  review: number;
+  login: string;
+  body: string;
+  path: string;
+  line: number;
+  commit: string;
+}
+
+/** `pull-request-review-comment`: GET /pulls/{n}/comments. */
+export function reviewComment(c: ShapeContext, x: ReviewCommentFields) {
+  const r = `${c.api}/repos/${c.owner}/${c.repo}`;
+  const html = `${WEB}/${c.owner}/${c.repo}/pull/${x.pull}#discussion_r${x.id}`;
+  return {
+    url: `${r}/pulls/comments/${x.id}`,
+    pull_request_review_id: x.review,
+    id: x.id,
+    node_id: `PRRC_${x.id}`,
+    diff_hunk: "@@ -1 +1 @@",
+    path: x.path,
+    position: 1,
+    original_position: 1,
+    commit_id: x.commit,
+    original_commit_id: x.commit,
+    user: user(c.api, x.login),
+    body: x.body,
+    created_at: EPOCH,
+    updated_at: EPOCH,
+    html_url: html,
+    pull_request_url: `${r}/pulls/${x.pull}`,
+    author_association: "COLLABORATOR",
+    _links: { self: { href: `${r}/pulls/comments/${x.id}` }, html: { href: html }, pull_request: { href: `${r}/pulls/${x.pull}` } },
+    line: x.line,
+    original_line: x.line,
+    side: "RIGHT",
+  };
+}
+
 export type StatusState = "success" | "failure" | "error" | "pending";
 export interface StatusFields {
   context: string;
   state: StatusState;
+  description?: string | null;
+  targetUrl?: string | null;
 }
 
 export function status(c: ShapeContext, s: StatusFields, id: number) {
@@ -333,8 +429,8 @@ export function status(c: ShapeContext, s: StatusFields, id: number) {
     url: `${c.api}/repos/${c.owner}/${c.repo}/statuses/${id}`,
     avatar_url: null,
     state: s.state,
-    description: null,
-    target_url: null,
+    description: s.description ?? null,
+    target_url: s.targetUrl ?? null,
     context: s.context,
     created_at: EPOCH,
     updated_at: EPOCH,

@@ -399,6 +399,37 @@ describe("afterSession: the phase an ended attempt needs next", () => {
       expect(it.status).toBe("ended");
       expect(afterSession(it)).toEqual(c.want);
     });
+
+  // Issue 20: a landing is its attempt's. Attempt 1 verified and did not land (a conflict, a blocked
+  // forge landing); the item was retried (`loop ctl retry`: settled, then requeued); attempt 2 must land anew.
+  const at = (attempt: number, outcome: "conflict" | "blocked" | "merged"): EventDraft => ({
+    type: "landing_finished",
+    item: "a",
+    payload: { attempt, outcome, branch: "loop/test/a", target: "main", commit: null, reason: outcome },
+  });
+  const firstDidNotLand = (outcome: "conflict" | "blocked"): EventDraft[] => [
+    ...running("a"),
+    ended("a", 1),
+    verified("a", 1, true),
+    at(1, outcome),
+    settled("a", 1, outcome === "blocked" ? "landing_blocked" : "failed"),
+    requeued("a", 1, "retried by alice", { failed: false, resetBudget: true }),
+  ];
+  const multi: { name: string; drafts: EventDraft[]; want: AfterSession }[] = [
+    { name: "attempt 2 after attempt 1's merge conflict, verify passed: land (not attempt 1's conflict)", drafts: [...firstDidNotLand("conflict"), ...running("a", 2), ended("a", 2), verified("a", 2, true)], want: { kind: "land" } },
+    { name: "attempt 2 after attempt 1's landing_blocked, verify passed: land", drafts: [...firstDidNotLand("blocked"), ...running("a", 2), ended("a", 2), verified("a", 2, true)], want: { kind: "land" } },
+    { name: "attempt 2 after attempt 1's landing_blocked, still verifying: verify", drafts: [...firstDidNotLand("blocked"), ...running("a", 2), ended("a", 2)], want: { kind: "verify" } },
+    { name: "attempt 2 landed after attempt 1 conflicted: settle, landed", drafts: [...firstDidNotLand("conflict"), ...running("a", 2), ended("a", 2), verified("a", 2, true), at(2, "merged")], want: { kind: "settle", landed: true } },
+    { name: "attempt 2 conflicted after attempt 1 was blocked: settle, not landed", drafts: [...firstDidNotLand("blocked"), ...running("a", 2), ended("a", 2), verified("a", 2, true), at(2, "conflict")], want: { kind: "settle", landed: false } },
+  ];
+  for (const c of multi)
+    test(c.name, () => {
+      const it = proj(ids("a"), c.drafts).items.a!;
+      expect(it.status).toBe("ended");
+      expect(afterSession(it)).toEqual(c.want);
+      // The item's view is its current attempt's: no landing shown before attempt 2's own.
+      expect(it.landing).toEqual(it.attempts[1]!.landing);
+    });
 });
 
 describe("afterFailure and blockedBecauseOf", () => {

@@ -342,10 +342,12 @@ const labels = (names: readonly string[]) => names.flatMap((n) => [`${n}:before_
 
 /** Failpoints only a loop with a forge reaches, proven against the fake GitHub (tests/step/forge/landing.test.ts). */
 const FORGE_FAILPOINTS = ["landing:after_push", "landing:after_pr", "landing:before_merge_call", "landing:after_merge_call", "forge:before_commit", "forge:after_commit"];
+/** The reactions' failpoints, proved by tests/step/forge/reactions.test.ts (they need a fake forge too). */
+const REACTION_FAILPOINTS = ["reaction:after_seen", "reaction:before_commit", "reaction:after_commit"];
 
 /** Which scenario proves each failpoint: the first loop command that passes the point dies there. */
 const CASES: [string, ScenarioName][] = [
-  ...EFFECT_POINTS.filter((n) => !FORGE_FAILPOINTS.includes(n) && !n.startsWith("reset:")).map((n): [string, ScenarioName] => [n, "main"]),
+  ...EFFECT_POINTS.filter((n) => !FORGE_FAILPOINTS.includes(n) && !REACTION_FAILPOINTS.includes(n) && !n.startsWith("reset:")).map((n): [string, ScenarioName] => [n, "main"]),
   ...labels(["import", "start", "drain", "reserve", "session_started", "session_ended", "requeue", "verify_reserve", "verify_started", "verify", "landing", "settle"]).map((n): [string, ScenarioName] => [n, "main"]),
   ...[...labels(["ctl"]), "close:before_kill", "close:after_kill", "close:after_worktree"].map((n): [string, ScenarioName] => [n, "ctl-stop-verify"]),
   ...["ctl:before_commit", "close:after_kill"].map((n): [string, ScenarioName] => [n, "ctl-stop-verify-run-first"]),
@@ -383,7 +385,9 @@ describe("failpoints", () => {
     // The forge's failpoints need the fake GitHub: tests/step/forge/landing.test.ts proves them.
     const forgeTest = readFileSync(join(REPO, "tests", "step", "forge", "landing.test.ts"), "utf8");
     for (const n of FORGE_FAILPOINTS) expect(forgeTest, n).toContain(`"${n}"`);
-    const covered = new Set([...CASES.map(([n]) => n), ...FORGE_FAILPOINTS]);
+    const reactionTest = readFileSync(join(REPO, "tests", "step", "forge", "reactions.test.ts"), "utf8");
+    for (const n of REACTION_FAILPOINTS) expect(reactionTest, n).toContain(`"${n}"`);
+    const covered = new Set([...CASES.map(([n]) => n), ...FORGE_FAILPOINTS, ...REACTION_FAILPOINTS]);
     expect([...covered].sort()).toEqual([...FAILPOINTS].sort());
     const keys = CASES.map(([n, s]) => `${n} ${s}`);
     expect(new Set(keys).size).toBe(keys.length);

@@ -8,7 +8,7 @@
 // found by its branch before one is opened, and a merged PR is read as merged before a merge is
 // asked for, so nothing is done twice.
 import type { Payload } from "../../log/events.ts";
-import type { ItemState } from "../../log/reducer.ts";
+import { currentAttemptOf, type ItemState } from "../../log/reducer.ts";
 import type { ForgeFailure, ForgePull } from "../../forge/provider.ts";
 import { AUTO_MERGE_VAR, autoMergeAllowed } from "../../forge/auto-merge.ts";
 import { definitionLock, environmentLock, type Expected, failureGate, type GateDecision, identityGate, mergeGate } from "../../forge/merge-gate.ts";
@@ -16,10 +16,11 @@ import { sanitizeLine } from "../../forge/untrusted.ts";
 import { formatDuration } from "../../definition/duration.ts";
 import { GitError } from "../../shared/errors.ts";
 import { failpoint } from "../../shared/failpoint.ts";
-import { append, repoOf, type StepContext, type StepOutcome } from "../context.ts";
+import { append, itemNow, repoOf, type StepContext, type StepOutcome } from "../context.ts";
 import { forgeLink, type ForgeLink } from "./link.ts";
 import { gitTry } from "../git.ts";
 import { forgeGit } from "./remote.ts";
+import { reactToPull } from "./react.ts";
 
 type Landing = Omit<Payload<"landing_finished">, "attempt" | "branch">;
 type Finish = (l: Landing) => null;
@@ -31,18 +32,20 @@ export async function landThroughForge(ctx: StepContext, it: ItemState): Promise
   const since = Date.parse(attempt.verify!.at);
   const deadline = since + (it.def.timeouts.landing ?? 30 * 60_000);
   const f = it.forge;
+  // This attempt's landing wait: an earlier attempt's (before a retry or a rework) is not this one's.
+  const waiting = attempt.landingWait;
   const finish: Finish = (l) => {
     append(ctx, [{ type: "landing_finished", item: it.id, payload: { attempt: attempt.n, branch, ...l } }], "landing");
     return null;
   };
-  const lastReason = f?.landing?.reason ?? "no pull request yet";
+  const lastReason = waiting?.reason ?? "no pull request yet";
   if (Date.now() > deadline)
-    return finish({ outcome: "blocked", target: ctx.def.base, commit: null, code: "deadline", reason: `landing deadline (timeouts.landing ${formatDuration(deadline - since)}, from the passing verify) passed; last: ${lastReason}${f?.pr ? `; ${f.pr.url} left open` : ""}` });
+    return finish({ outcome: "blocked", target: ctx.def.base, commit: null, code: "deadline", reason: `landing deadline (timeouts.landing ${formatDuration(deadline - since)}, from the passing verify) passed; last: ${lastReason}${waiting && f?.pr ? `; ${f.pr.url} left open` : ""}` });
   const limited = link.limited();
   if (limited) return { action: "waiting", item: it.id, reason: limited };
 
   // 1. The pull request of this attempt: pushed and recorded once, with the sha loop pushed.
-  if (!f?.landing) {
+  if (!waiting || !f?.pr) {
     const pr = await openPull(ctx, link, it, branch);
     if ("wait" in pr) return { action: "waiting", item: it.id, reason: pr.wait };
     if ("block" in pr) return finish({ outcome: "blocked", target: ctx.def.base, commit: null, code: "forge_refused", reason: pr.block });
@@ -51,9 +54,9 @@ export async function landThroughForge(ctx: StepContext, it: ItemState): Promise
       return finish({ outcome: "pr_opened", target: ctx.def.base, commit: pr.pushed, code: "pr_opened", reason: `${pr.pull.draft ? "draft " : ""}${pr.pull.label} ${pr.reused ? "(reused) " : ""}${pr.pull.url}` });
     return null; // the next turn of the step evaluates the merge
   }
-  const pr = f.pr!;
+  const pr = f.pr;
   // What loop pushed for this attempt (forge_pr_recorded; every wait since carries it too).
-  const pushed = f.landing.head;
+  const pushed = waiting.head;
 
   // 2. Is it still loop's PR (merged, the pushed head, the base), and does landing still say "merge"?
   const got = await link.provider.getPull(pr.number);
@@ -63,15 +66,22 @@ export async function landThroughForge(ctx: StepContext, it: ItemState): Promise
   const decided = identityGate(pull, expected) ?? definitionLock(ctx.def.landing, pull);
   if (decided) return act(ctx, it, decided, { pull, pushed, finish });
 
-  // 3. Mergeable, every check green on the pushed sha; then the second lock, read now.
+  // 3. What happened on the PR since loop pushed (failed checks, requested changes, a conflict):
+  // a reaction, recorded once per signal (./react.ts, docs/forge.md#reactions).
   const checks = await link.provider.checks(pushed);
   if (!checks.ok) return failed(ctx, link, it, checks, finish, { merging: false, number: pr.number, pushed });
+  const reacted = await reactToPull(ctx, link, it, { pull, pushed, checks: checks.value });
+  if (reacted.kind === "failed") return failed(ctx, link, it, reacted.failure, finish, { merging: false, number: pr.number, pushed });
+  if (reacted.kind === "wait") return wait(ctx, it, { code: "forge_error", reason: reacted.reason, head: pushed });
+  if (reacted.kind === "recorded") return reacted.outcome;
+
+  // 4. Mergeable, every check green on the pushed sha; then the second lock, read now.
   const gate = mergeGate(pull, checks.value);
   if (gate.kind !== "merge") return act(ctx, it, gate, { pull, pushed, finish });
   const lock = environmentLock(autoMergeAllowed(ctx.options.env), AUTO_MERGE_VAR);
   if (lock) return act(ctx, it, lock, { pull, pushed, finish });
 
-  // 4. Merge with the pushed sha: GitHub refuses (409) if the head is anything else by then.
+  // 5. Merge with the pushed sha: GitHub refuses (409) if the head is anything else by then.
   ctx.store.assertLease();
   failpoint("landing:before_merge_call");
   const r = await link.provider.merge({ number: pr.number, sha: pushed, title: `Merge ${link.provider.threadLabel({ kind: "pull", number: pr.number })}: ${it.id} (loop ${ctx.def.name})` });
@@ -176,8 +186,8 @@ function merged(ctx: StepContext, pull: ForgePull, sha: string | null, finish: F
 
 /** Still waiting: a transition only when the reason's kind or the head changed; the step reports the reason either way. */
 function wait(ctx: StepContext, it: ItemState, w: { code: string; reason: string; head: string }): StepOutcome {
-  const f = ctx.store.projection().items[it.id]!.forge;
-  if (f?.landing?.code !== w.code || f.landing.head !== w.head)
+  const now = currentAttemptOf(itemNow(ctx, it.id))?.landingWait;
+  if (now?.code !== w.code || now.head !== w.head)
     append(ctx, [{ type: "forge_landing_waiting", item: it.id, payload: { attempt: it.attempts.length, code: w.code, reason: w.reason, head: w.head } }], "landing");
   return { action: "waiting", item: it.id, reason: `landing: ${w.reason}` };
 }
