@@ -49,6 +49,20 @@ export function storeError(err: unknown, what: string): StoreError {
 }
 
 
+/** The step lease (one row): who holds it and until when. Every writer takes it (lib/log/writer.ts). */
+export interface Lease {
+  owner: string;
+  pid: number;
+  host: string;
+  started: string;
+  expires: string;
+}
+
+/** The lease row, or null when no writer holds the lease. */
+export function readLease(db: Database): Lease | null {
+  return (db.query("SELECT owner, pid, host, started, expires FROM lease WHERE id = 1").get() as Lease | null) ?? null;
+}
+
 export function headOf(db: Database): { seq: number; hash: string } {
   const r = db.query("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").get() as
     | { seq: number; hash: string }

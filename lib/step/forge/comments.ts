@@ -21,6 +21,8 @@ import { isInFlight, isSettled, type ItemState, type Projection } from "../../lo
 import { writeFileAtomic } from "../../shared/fsutil.ts";
 import { append, closeInStep, projection, type StepContext } from "../context.ts";
 import { issueOf } from "./issue-context.ts";
+import { planCtl, type PlannedAction } from "../ctl-plan.ts";
+import { RefusedError, UsageError } from "../../shared/errors.ts";
 import { forgeLink, type ForgeLink } from "./link.ts";
 import { SESSION_FILES } from "../../supervisor/sessions.ts";
 
@@ -150,8 +152,8 @@ async function handle(ctx: StepContext, link: ForgeLink, c: ForgeComment): Promi
   }
   if (isSettled(it.status)) return "done"; // text on a settled item reaches no agent
   const text = capped(c.body, TEXT_CAP);
-  if (it.status === "needs_input" && it.forge?.questionPosted?.attempt === it.attempts.length && ctx.options.planControl) {
-    const actions = ctx.options.planControl(p, "reply", [id], { text, actor, keepCheckout: ctx.def.keepCheckoutOnClose });
+  if (it.status === "needs_input" && it.forge?.questionPosted?.attempt === it.attempts.length) {
+    const actions = planCtl(p, "reply", [id], { text, actor, keepCheckout: ctx.def.keepCheckoutOnClose });
     const resume: EventDraft[] = p.loop.state === "paused" && p.loop.reason?.startsWith(`${id} needs input:`) ? [{ type: "loop_resumed", payload: {} }] : [];
     append(ctx, [...actions.flatMap((a) => a.events.map((e) => ({ ...e, actor }) as EventDraft)), ...resume, handled("reply", text)], "forge");
     return "done";
@@ -163,13 +165,13 @@ async function handle(ctx: StepContext, link: ForgeLink, c: ForgeComment): Promi
 /** `/loop <verb>`: the same plan `loop ctl` makes; a live session ended through the close path. */
 async function command(ctx: StepContext, link: ForgeLink, o: { it: ItemState; c: ForgeComment; verb: CommentVerb; actor: string; handled: (a: "control" | "refused", d: string) => EventDraft }): Promise<void> {
   const { it, c, verb, actor } = o;
-  const plan = ctx.options.planControl;
-  let actions: ReturnType<NonNullable<typeof plan>>;
+  let actions: PlannedAction[];
   try {
-    if (!plan) throw new Error("this step cannot plan control commands");
     const loopVerb = verb === "pause" || verb === "resume";
-    actions = plan(projection(ctx), verb, loopVerb ? [] : [it.id], { actor, reason: `/loop ${verb} in comment ${c.id}`, keepCheckout: ctx.def.keepCheckoutOnClose });
+    actions = planCtl(projection(ctx), verb, loopVerb ? [] : [it.id], { actor, reason: `/loop ${verb} in comment ${c.id}`, keepCheckout: ctx.def.keepCheckoutOnClose });
   } catch (err) {
+    // Only a verb that does not apply is answered; anything else is loop's own fault, not the comment's.
+    if (!(err instanceof RefusedError || err instanceof UsageError)) throw err;
     const why = `/loop ${verb} refused: ${(err as Error).message}`;
     append(ctx, [o.handled("refused", why)], "forge");
     await answer(ctx, link, c.thread, `@${c.login}: ${why}`);
