@@ -167,7 +167,7 @@ describe("docs/architecture.md agrees with the code", () => {
     };
     const forgeModules = (entry: string) => [...closure(entry)].filter((f) => /^lib\/(step\/)?forge\//.test(f)).sort();
     const tools = readdirSync(join(REPO, "cmd")).filter((f) => f.startsWith("loop-") && f.endsWith(".ts"));
-    const loaded = Object.fromEntries(tools.map((t) => [t, forgeModules(`cmd/${t}`)]).filter(([, m]) => m!.length));
+    const loaded: Record<string, string[]> = Object.fromEntries(tools.map((t) => [t, forgeModules(`cmd/${t}`)] as const).filter(([, m]) => m.length));
     expect(loaded).toEqual({
       "loop-add.ts": ["lib/forge/provider.ts", "lib/forge/timeout.ts", "lib/forge/untrusted.ts"],
       "loop-plan.ts": ["lib/forge/provider.ts", "lib/forge/timeout.ts", "lib/forge/untrusted.ts"],
