@@ -19,12 +19,12 @@ export const tool = defineTool({
   },
   footer:
     "Exit codes: 0 done, 1 environment error, 2 usage error, loop.json exists without --force, the root is inside another loop\n(without --nested) or inside a state root, or the state root belongs to another project (foreign_store), 75 a step holds\nthe lease (--adopt).",
-  run(args, ctx) {
+  async run(args, ctx) {
     const root = resolve(ctx.cwd, args.root ?? ".");
     const stateRoot = resolveStateRoot({ root, flag: args["state-root"], env: ctx.env, cwd: ctx.cwd });
     if (args.adopt) {
       if (args.force) throw new UsageError("--adopt and --force exclude each other (--adopt never writes loop.json)");
-      const a = adoptStateRoot(root, stateRoot, { actor: actorName(ctx.env) });
+      const a = await adoptStateRoot(root, stateRoot, { actor: actorName(ctx.env) });
       if (ctx.format === "json") ctx.outJson(a);
       else {
         const what = (p: ProjectIdentity) => `the loop "${p.name}" at ${p.root === "." ? p.repo : join(p.repo, p.root)}`;

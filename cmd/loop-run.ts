@@ -4,7 +4,6 @@ import { DESCRIPTIONS } from "../lib/shared/tools.ts";
 import { defineTool, main, resolveRoot, resolveStateRoot, UsageError } from "../lib/shared/cli.ts";
 import { quietPrints, runStep, type RunResult, stepExitCode } from "../lib/step/step.ts";
 import { watchSteps } from "../lib/step/watch.ts";
-import { planCtl } from "../lib/control/ctl.ts";
 import { renderRun } from "../lib/reports/render-run.ts";
 import { actorName } from "../lib/shared/actor.ts";
 import { parseDuration } from "../lib/definition/duration.ts";
@@ -32,8 +31,7 @@ export const tool = defineTool({
     }
     const root = resolveRoot(args.root, ctx.cwd);
     const stateRoot = resolveStateRoot({ root, flag: args["state-root"], env: ctx.env, cwd: ctx.cwd });
-    // planCtl: forge comments' control keywords record what `loop ctl` would (docs/forge.md#comments).
-    const options = { root, stateRoot, actor: actorName(ctx.env), env: ctx.env, log: ctx.log, planControl: planCtl };
+    const options = { root, stateRoot, actor: actorName(ctx.env), env: ctx.env, log: ctx.log };
     const step = () => runStep(options);
     // --quiet: a step that exits 0 prints nothing, nor one that finds the loop needing a person for
     // what the previous step already reported: cron mails (and a log grows) once per trouble.

@@ -3,9 +3,10 @@
 // a cycle, a sibling import and an import of cmd/ planted in it. The cruise runs exactly as
 // `npm run lint:imports` does (its command line is read from package.json).
 import { describe, expect, test } from "bun:test";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
+import { ITEM_TABLES } from "../lib/log/rows.ts";
 
 const REPO = resolve(import.meta.dir, "..");
 const DEPCRUISE = join(REPO, "node_modules", ".bin", "depcruise");
@@ -64,7 +65,7 @@ describe("the direction of imports", () => {
       plant("lib/definition/duration.ts", `import type { NormDefinition } from "./loop-json.ts";`); // a type-only cycle
       plant("lib/reports/diff.ts", `import { confirmOrRefuse } from "../control/confirm.ts";`); // a sibling
       plant("lib/forge/merge-gate.ts", `import { git } from "../step/git.ts";`); // upward from the forge
-      plant("lib/supervisor/tmux.ts", `import { launchFault } from "../step/faults.ts";`); // the supervisor importing the tick (faults.ts imports nothing: no cycle)
+      plant("lib/supervisor/tmux.ts", `import { launchFault } from "../step/faults.ts";`); // the supervisor importing the tick (faults.ts imports only lib/shared/errors.ts: no cycle)
       plant("lib/supervisor/self.ts", `import { openForge } from "../forge/open.ts";`); // the supervisor importing its sibling, the forge
       plant("lib/serve/html.ts", `import { confirmOrRefuse } from "../control/confirm.ts";`); // the web page importing control
       plant("lib/serve/files.ts", `import { runStep } from "../step/step.ts";`); // the web page reaching the writer through the tick
@@ -103,5 +104,80 @@ describe("the direction of imports", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+// docs/architecture.md is the map a newcomer reads first: it must name what is there.
+describe("docs/architecture.md agrees with the code", () => {
+  const md = readFileSync(join(REPO, "docs/architecture.md"), "utf8");
+  /** From `heading` to the next heading of its level or above. */
+  const section = (heading: string) => {
+    const at = md.indexOf(heading);
+    expect(at, heading).toBeGreaterThanOrEqual(0);
+    const level = heading.indexOf(" ");
+    const next = new RegExp(`\\n#{1,${level}} `, "g");
+    next.lastIndex = at + heading.length;
+    const end = next.exec(md)?.index;
+    return md.slice(at, end);
+  };
+
+  /** Every module under `dir` (a path relative to the repository, ending in /), folders included. */
+  function modules(dir: string): string[] {
+    return readdirSync(join(REPO, dir)).flatMap((n) => (statSync(join(REPO, dir, n)).isDirectory() ? modules(`${dir}${n}/`) : n.endsWith(".ts") ? [`${dir}${n}`] : []));
+  }
+
+  test("the code map names every module of lib/, in its folder's section (lib/step/forge/ in its own paragraph)", () => {
+    const map = section("## Code map");
+    const folders = new Map([...map.split(/^### /m)].flatMap((part) => {
+      const m = /^`(lib\/[a-z-]+\/)`/.exec(part);
+      return m ? [[m[1]!, part] as const] : [];
+    }));
+    const missing = modules("lib/").filter((path) => {
+      const parts = path.split("/");
+      let text = folders.get(`lib/${parts[1]}/`) ?? "";
+      // A nested folder (lib/step/forge/) is named in its parent's section, its modules after it.
+      if (parts.length > 3) text = text.slice(Math.max(0, text.indexOf(`\`${parts.slice(0, -1).join("/")}/\``)));
+      return !text.includes(`\`${parts.at(-1)}\``);
+    });
+    expect(missing).toEqual([]);
+  });
+
+  test("principle 1 names exactly the projection tables", () => {
+    const principle = /^1\. \*\*The event log is the truth\.\*\*[\s\S]*?(?=^2\. )/m.exec(md)?.[0] ?? "";
+    const named = [...principle.matchAll(/`(proj_[a-z_]+)`/g)].map((m) => m[1]!);
+    expect(named.sort()).toEqual(["proj_loop", ...ITEM_TABLES].sort());
+  });
+
+  test("what a tool loads before it knows whether the loop has a forge is the list the forge's invariant gives", () => {
+    // The static imports of each tool, followed through lib/ (a dynamic import() is not followed: it
+    // loads only when it runs). Of lib/forge/ and lib/step/forge/ only these may be among them.
+    const transpiler = new Bun.Transpiler({ loader: "ts" });
+    const closure = (entry: string): Set<string> => {
+      const seen = new Set<string>();
+      const todo = [entry];
+      while (todo.length) {
+        const file = todo.pop()!;
+        if (seen.has(file)) continue;
+        seen.add(file);
+        const text = readFileSync(join(REPO, file), "utf8").replace(/^#!.*/, "");
+        for (const imp of transpiler.scanImports(text))
+          if (imp.kind === "import-statement" && imp.path.startsWith(".") && imp.path.endsWith(".ts")) todo.push(join(dirname(file), imp.path));
+      }
+      return seen;
+    };
+    const forgeModules = (entry: string) => [...closure(entry)].filter((f) => /^lib\/(step\/)?forge\//.test(f)).sort();
+    const tools = readdirSync(join(REPO, "cmd")).filter((f) => f.startsWith("loop-") && f.endsWith(".ts"));
+    const loaded: Record<string, string[]> = Object.fromEntries(tools.map((t) => [t, forgeModules(`cmd/${t}`)] as const).filter(([, m]) => m.length));
+    expect(loaded).toEqual({
+      "loop-add.ts": ["lib/forge/provider.ts", "lib/forge/timeout.ts", "lib/forge/untrusted.ts"],
+      "loop-plan.ts": ["lib/forge/provider.ts", "lib/forge/timeout.ts", "lib/forge/untrusted.ts"],
+      "loop-replay.ts": ["lib/forge/auto-merge.ts"],
+      "loop-run.ts": ["lib/forge/auto-merge.ts", "lib/forge/untrusted.ts", "lib/step/forge/remote.ts"],
+      "loop-serve.ts": ["lib/forge/auto-merge.ts"],
+      "loop-status.ts": ["lib/forge/auto-merge.ts"],
+    });
+    // The forge's invariant says the same, module by module.
+    const invariant = section("### `lib/forge/`");
+    for (const m of new Set(Object.values(loaded).flat())) expect(invariant, m).toContain(m.startsWith("lib/step/") ? `\`${m}\`` : `\`${m.split("/").at(-1)}\``);
   });
 });

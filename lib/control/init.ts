@@ -12,7 +12,8 @@ import { materialize } from "../log/materialize.ts";
 import { BusyError, UsageError } from "../shared/errors.ts";
 import { ensureStateRoot } from "../shared/state-root.ts";
 import { type ProjectIdentity, projectOf } from "../log/ownership.ts";
-import { pidAlive } from "../shared/process.ts";
+import { withLease } from "../log/writer.ts";
+import type { Lease } from "../log/snapshot.ts";
 
 export const AGENT_CLIS = ["claude", "codex", "aider"] as const;
 
@@ -219,24 +220,19 @@ export interface AdoptResult {
  * or renamed on disk, or a loop renamed in loop.json. Recorded as a store_bound event naming the
  * previous owner; loop.json is read (for the loop's name), never written. Under the lease.
  */
-export function adoptStateRoot(root: string, stateRoot: string, opts: { actor: string }): AdoptResult {
+export async function adoptStateRoot(root: string, stateRoot: string, opts: { actor: string }): Promise<AdoptResult> {
   checkRoot(root);
   const def = loadDefinition(root);
   const project = projectFor(root, def.name);
   const store = Store.open(stateRoot, { actor: opts.actor }); // no create: there must be something to adopt
   try {
-    const lease = store.acquireLease(60_000, pidAlive);
-    if (!lease.ok) throw new BusyError(`a \`loop run\` step holds the lease (pid ${lease.holder.pid} on ${lease.holder.host}); nothing was done, try again`);
-    let previous: ProjectIdentity | null;
-    let bound: boolean;
-    try {
-      previous = store.projection().loop.owner;
-      bound = store.bindProject(project, "adopted with `loop init --adopt`", opts.actor) !== null;
-      if (bound) materialize(stateRoot, store);
-    } finally {
-      store.releaseLease(lease.lease);
-    }
-    return { schema: "loop/adopt@1", root, stateRoot, project, previous, bound };
+    const busy = (h: Lease) => new BusyError(`a \`loop run\` step holds the lease (pid ${h.pid} on ${h.host}); nothing was done, try again`);
+    return await withLease(store, { actor: opts.actor, ttlMs: 60_000, busy }, (w) => {
+      const previous = store.projection().loop.owner;
+      const bound = store.bindProject(project, "adopted with `loop init --adopt`", opts.actor) !== null;
+      if (bound) w.materialize();
+      return { schema: "loop/adopt@1" as const, root, stateRoot, project, previous, bound };
+    });
   } finally {
     store.close();
   }

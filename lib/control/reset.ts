@@ -4,17 +4,17 @@
 // branches (renamed, never deleted), and append one work_item_reset per item with the close path's
 // events, in one transaction. Each step is idempotent, so a reset killed anywhere and run again
 // converges to where an uninterrupted one ends (tests/step/failpoints.test.ts, scenario "reset").
-import { existsSync, readdirSync, realpathSync, rmSync } from "node:fs";
+import { existsSync, readdirSync, rmSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
-import type { EventDraft, StoredEvent } from "../log/events.ts";
+import type { EventDraft } from "../log/events.ts";
 import type { ItemState, Projection } from "../log/reducer.ts";
 import { verifyAlive } from "../supervisor/verify-command.ts";
-import { dbPath, type Lease, readProjection, Store, StoreError, withReadSnapshot } from "../log/store.ts";
-import { materialize } from "../log/materialize.ts";
+import type { Lease } from "../log/snapshot.ts";
+import { runWriter, type Writer } from "../log/writer.ts";
 import { closeSession, retireCheckout } from "../step/close.ts";
 import { endVerifyRun } from "../supervisor/end.ts";
-import { assertOwnership, noWorkYet, projectOf } from "../log/ownership.ts";
+import { projectOf } from "../log/ownership.ts";
 import { definitionName } from "./ctl.ts";
 import { graceMs, sessionMark } from "../supervisor/sessions.ts";
 import { archiveBranches, checkoutBranch, hasUncommittedChanges, listBranches } from "../step/workspace.ts";
@@ -87,40 +87,34 @@ export interface ResetOptions {
 
 export async function runReset(o: ResetOptions): Promise<ResetReport> {
   // The plan for a dry run or a prompt is made from a read-only snapshot, so a dry run, a declined
-  // prompt or a usage error leaves the state root as it was (as `loop ctl` does).
-  // A store of another project is refused before any plan, as `loop ctl` refuses it.
-  const project = projectOf(o.root, definitionName(o.root));
-  const snap = readState(o.stateRoot);
-  if (snap) assertOwnership(snap.p.loop.owner, project, o.stateRoot, { renameFree: noWorkYet(snap.p) });
-  let store: Store | null = snap ? null : Store.open(o.stateRoot, { actor: o.actor, project });
-  try {
-    const p0 = snap?.p ?? store!.projection();
-    const sel0 = o.select(p0);
-    if (o.dryRun || o.ask) {
-      const lease = snap ? snap.lease : readLease(store!);
+  // prompt or a usage error leaves the state root as it was (as `loop ctl` does); with --yes the
+  // plan is made once, under the lease. A store of another project is refused before any plan.
+  return runWriter<ResetReport>({
+    stateRoot: o.stateRoot,
+    actor: o.actor,
+    project: projectOf(o.root, definitionName(o.root)),
+    ttlMs: 10 * 60_000,
+    busy: (h) => new BusyError(`a \`loop run\` step holds the lease (pid ${h.pid} on ${h.host}); nothing was reset, try again`),
+    before: async ({ p, lease }) => {
+      const sel = o.select(p);
+      if (!o.dryRun && !o.ask) return null;
       // Worded as what would happen: nothing has, yet.
-      const plan0 = makePlan(o, p0, sel0, loopFacts(o.stateRoot, lease), true);
+      const plan = makePlan(o, p, sel, loopFacts(o.stateRoot, lease), true);
       if (o.dryRun) {
-        plan0.warnings.forEach((w) => o.warn?.(w));
-        return plannedReport(plan0);
+        plan.warnings.forEach((w) => o.warn?.(w));
+        return plannedReport(plan);
       }
-      if (plan0.items.some((i) => i.found)) await o.confirm(plan0);
-    }
-    store ??= Store.open(o.stateRoot, { actor: o.actor, project });
-    const got = store.acquireLease(10 * 60_000, pidAlive);
-    if (!got.ok) throw new BusyError(`a \`loop run\` step holds the lease (pid ${got.holder.pid} on ${got.holder.host}); nothing was reset, try again`);
-    try {
-      // Re-planned under the lease: the state may have moved since the prompt.
-      const p = store.projection();
+      if (plan.items.some((i) => i.found)) await o.confirm(plan);
+      return null;
+    },
+    under: async (w) => {
+      // Planned again under the lease: the state may have moved since the prompt.
+      const p = w.store.projection();
       const plan = makePlan(o, p, o.select(p), loopFacts(o.stateRoot, null), false);
-      plan.warnings.forEach((w) => o.warn?.(w));
-      return await carryOut(o, store, p, plan);
-    } finally {
-      store.releaseLease(got.lease);
-    }
-  } finally {
-    store?.close();
-  }
+      plan.warnings.forEach((warning) => o.warn?.(warning));
+      return carryOut(o, w, p, plan);
+    },
+  });
 }
 
 function makePlan(o: ResetOptions, p: Projection, sel: { ids: string[]; all: boolean }, loop: LoopFacts, dryRun: boolean): ResetPlan {
@@ -156,7 +150,8 @@ function plannedReport(plan: ResetPlan): ResetReport {
   };
 }
 
-async function carryOut(o: ResetOptions, store: Store, p: Projection, plan: ResetPlan): Promise<ResetReport> {
+async function carryOut(o: ResetOptions, w: Writer, p: Projection, plan: ResetPlan): Promise<ResetReport> {
+  const { store } = w;
   const repo = repoOf(o.root);
   const grace = graceMs(o.env);
   const reason = `reset by ${o.actor}`;
@@ -297,11 +292,7 @@ async function carryOut(o: ResetOptions, store: Store, p: Projection, plan: Rese
     reports.push({ item: x.item, ref: x.ref, found: x.found, removed, was_live: x.wasLive, archived_branch: archived, checkout: c, aside: x.aside, errors: errs, effects: x.effects });
   }
   let transitions: ResetReport["transitions"] = [];
-  if (events.length) {
-    const { events: appended } = store.append(events.map((e) => ({ actor: o.actor, ...e })) as EventDraft[], { actor: o.actor, label: "reset" });
-    transitions = appended.map((e: StoredEvent) => ({ seq: e.seq, type: e.type, item: e.item }));
-    materialize(o.stateRoot, store);
-  }
+  if (events.length) transitions = w.append(events, "reset").map((e) => ({ seq: e.seq, type: e.type, item: e.item }));
   return { schema: "loop/reset@1", dry_run: false, ok: reports.every((r) => r.errors.length === 0), warnings: plan.warnings, items: reports, transitions };
 }
 
@@ -370,29 +361,8 @@ function loopFacts(stateRoot: string, lease: Lease | null): LoopFacts {
   return { watcher: w && watcherAlive(w) ? { pid: w.pid } : null, leaseHolder: holder };
 }
 
-const LEASE_ROW = "SELECT owner, pid, host, started, expires FROM lease WHERE id = 1";
-
-function readLease(store: Store): Lease | null {
-  return (store.db.query(LEASE_ROW).get() as Lease | null) ?? null;
-}
-
-/**
- * The projection and the lease row, read without writing anything; null when only the store can
- * give them: a -wal present (a step running, or one killed) or a store of an older schema.
- */
 /** The current attempt's verify command has a recorded process group that is still alive. */
 function runningVerify(it: ItemState): boolean {
   const run = it.attempts[it.attempts.length - 1]?.verifyRun;
   return run?.pid != null ? verifyAlive({ pid: run.pid, startTime: run.startTime }) : false;
-}
-
-function readState(stateRoot: string): { p: Projection; lease: Lease | null } | null {
-  const db = dbPath(stateRoot);
-  if (existsSync(db) && existsSync(`${realpathSync(db)}-wal`)) return null;
-  try {
-    return withReadSnapshot(stateRoot, ({ db }) => ({ p: readProjection(db), lease: (db.query(LEASE_ROW).get() as Lease | null) ?? null }));
-  } catch (err) {
-    if (err instanceof StoreError && err.code === "outdated_store") return null;
-    throw err;
-  }
 }

@@ -67,3 +67,25 @@ export function authorized(o: { provider: ForgeKind; login: string; allow: reado
 export function loopComment(text: string, loopName: string): string {
   return `${LOOP_MARKER}\n${text}\n\n— posted by loop \`${loopName}\``;
 }
+
+/**
+ * How much earlier than the log's cursor a listing starts: the log's times are partly this
+ * machine's (a baseline of threads without comments) and the forge's clock may differ from it. Ids,
+ * not times, decide what was seen, so starting early only reads a few comments again.
+ */
+export const CURSOR_MARGIN_MS = 15 * 60_000;
+
+/**
+ * Where a poll's listing of comments starts (`since`): the log's cursor, the earliest `readFrom` of
+ * the items with threads (lib/log/reducer.ts: every comment created before it is at or below its
+ * item's mark) less CURSOR_MARGIN_MS; or the cache's, when it is later (it moved only over comments
+ * read and acted on). The cache alone never decides: a lost cache file costs requests, not comments.
+ * Null when no item has a thread to read.
+ */
+export function commentCursor(o: { cached: string | null; readFrom: readonly (string | null)[] }): string | null {
+  const times = o.readFrom.flatMap((t) => (t === null || Number.isNaN(Date.parse(t)) ? [] : [Date.parse(t)]));
+  if (times.length === 0) return null;
+  const fromLog = Math.min(...times) - CURSOR_MARGIN_MS;
+  const cached = o.cached === null ? Number.NaN : Date.parse(o.cached);
+  return Number.isNaN(cached) || cached <= fromLog ? new Date(fromLog).toISOString() : o.cached;
+}

@@ -96,6 +96,15 @@ const LAUNCH_RESERVED = v.strictObject({
   sessionId: Str,
 });
 
+const BASELINED = v.strictObject({ issue: Pos, highWater: Int, comments: Int });
+const HANDLED = v.strictObject({
+  issue: Pos,
+  commentId: Pos,
+  login: Str,
+  action: v.picklist(["control", "reply", "message", "refused"]),
+  detail: Str,
+});
+
 const VERIFY_RESERVED = v.strictObject({ attempt: Pos, key: Str, command: Str, log: Str, timeoutMs: Pos });
 
 const VERIFY_STARTED = v.strictObject({
@@ -192,14 +201,10 @@ export const PAYLOADS = {
   }),
   forge_pr_recorded: v.strictObject({ attempt: Pos, number: Pos, url: Str, head: Str, draft: v.boolean(), reused: v.boolean() }),
   forge_landing_waiting: v.strictObject({ attempt: Pos, code: Str, reason: Str, head: Str }),
-  forge_thread_baselined: v.strictObject({ issue: Pos, highWater: Int, comments: Int }),
-  forge_comment_handled: v.strictObject({
-    issue: Pos,
-    commentId: Pos,
-    login: Str,
-    action: v.picklist(["control", "reply", "message", "refused"]),
-    detail: Str,
-  }),
+  // `through` (the creation time of the newest comment seen, null for threads with none) and
+  // `createdAt` (the comment's) were added later: where the log's comment cursor starts (reducer readFrom).
+  forge_thread_baselined: v.union([BASELINED, v.strictObject({ ...BASELINED.entries, through: NStr })]),
+  forge_comment_handled: v.union([HANDLED, v.strictObject({ ...HANDLED.entries, createdAt: Str })]),
   forge_question_posted: v.strictObject({ attempt: Pos, issue: Pos, commentId: Pos }),
   // A reaction to what happened on the attempt's pull request (docs/forge.md#reactions): the signals
   // seen on `head` (each with the key that keeps it from triggering twice), what was decided, and

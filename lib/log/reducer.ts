@@ -163,6 +163,14 @@ export interface ForgeRecord {
   landing: LandingWait | null;
   /** The comment high-water mark: comments with ids at or below it are never acted on. Null: not seen yet (first sight). */
   highWater: number | null;
+  /**
+   * Where a listing of the item's comments starts so that it misses none above the mark: every
+   * comment on its threads created before this time is at or below `highWater` (ids grow with
+   * creation). The creation time, on the forge's clock, of the last comment handled, else of the
+   * newest one its baseline saw; the baseline's own time (this machine's clock) when its threads
+   * had none. The step's comment cursor is derived from it (lib/forge/comments.ts commentCursor).
+   */
+  readFrom: string | null;
   /** The last comment acted on. */
   lastComment: { id: number; login: string; action: Payload<"forge_comment_handled">["action"]; detail: string; at: string } | null;
   /** Authorized comments for the agent (inbox and the next handoff), oldest first. */
@@ -172,7 +180,7 @@ export interface ForgeRecord {
 }
 
 export function emptyForge(): ForgeRecord {
-  return { pr: null, landing: null, highWater: null, lastComment: null, messages: [], questionPosted: null };
+  return { pr: null, landing: null, highWater: null, readFrom: null, lastComment: null, messages: [], questionPosted: null };
 }
 
 /** The project a store belongs to (lib/log/ownership.ts), as recorded by `store_bound`. */
@@ -739,6 +747,8 @@ const HANDLERS: Handlers = {
     const f = (it.forge ??= emptyForge());
     if (f.highWater !== null) fail("already_baselined", `thread of "${it.id}" baselined twice in one epoch`);
     f.highWater = e.payload.highWater;
+    // A baseline recorded before `through` was: its own time, after the listing it was made from.
+    f.readFrom = e.payload.through ?? e.ts;
   },
   forge_comment_handled(p, e, fail) {
     const it = need(p, e, fail);
@@ -748,6 +758,8 @@ const HANDLERS: Handlers = {
     // Each comment is acted on once: ids only go up.
     if (pl.commentId <= f!.highWater!) fail("comment_seen", `comment ${pl.commentId} is at or below the high-water mark ${f!.highWater}`);
     f!.highWater = pl.commentId;
+    // A comment handled before `createdAt` was recorded leaves the start where it was (earlier: safe).
+    if (pl.createdAt !== undefined) f!.readFrom = pl.createdAt;
     f!.lastComment = { id: pl.commentId, login: pl.login, action: pl.action, detail: pl.detail, at: e.ts };
     if (pl.action === "message") f!.messages.push({ id: pl.commentId, login: pl.login, text: pl.detail, at: e.ts });
   },

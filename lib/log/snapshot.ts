@@ -19,11 +19,12 @@ import { ITEM_TABLES, itemFromRows, type ItemTable, parseControlBody, parseLoopB
  * 4: the projection tables hold every field of the fold (none left out to keep older rows' bytes),
  * `state_sha` is recorded when state.json is written, and the tables have indexes on an item's
  * status, on its landing's outcome and on open sessions. 5: an attempt holds its own landing, landing
- * wait and reaction (the item shows its current attempt's: reducer.ts itemView). Writers upgrade older stores on open by folding the log again and
+ * wait and reaction (the item shows its current attempt's: reducer.ts itemView). 6: an item's forge
+ * ledger carries `readFrom`, where its comments are read from. Writers upgrade older stores on open by folding the log again and
  * rewriting the tables (`migrate`); read verbs never write, so they refuse an older store with
  * `outdated_store` until a writer has opened it.
  */
-export const SCHEMA_VERSION = 5;
+export const SCHEMA_VERSION = 6;
 
 export function dbPath(stateRoot: string): string {
   return join(stateRoot, "loop.db");
@@ -49,6 +50,20 @@ export function storeError(err: unknown, what: string): StoreError {
   return new StoreError("corrupt_store", `${what}: ${(err as Error).message}`);
 }
 
+
+/** The step lease (one row): who holds it and until when. Every writer takes it (lib/log/writer.ts). */
+export interface Lease {
+  owner: string;
+  pid: number;
+  host: string;
+  started: string;
+  expires: string;
+}
+
+/** The lease row, or null when no writer holds the lease. */
+export function readLease(db: Database): Lease | null {
+  return (db.query("SELECT owner, pid, host, started, expires FROM lease WHERE id = 1").get() as Lease | null) ?? null;
+}
 
 export function headOf(db: Database): { seq: number; hash: string } {
   const r = db.query("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").get() as

@@ -11,7 +11,7 @@ import { emptyProjection, type ItemState, itemOf, type Projection, reduceInto, t
 import { ITEM_TABLES, itemRow, loopRow, putItem } from "./rows.ts";
 import { LeaseLostError, StoreError } from "../shared/errors.ts";
 import { EVENT_COLUMNS, type EventRow } from "./integrity.ts";
-import { checkSchema, dbPath, headOf, openWith, readItems, readProjection, readProjectionHead, SCHEMA_VERSION, schemaVersion, storeError } from "./snapshot.ts";
+import { checkSchema, dbPath, headOf, type Lease, openWith, readItems, readLease, readProjection, readProjectionHead, SCHEMA_VERSION, schemaVersion, storeError } from "./snapshot.ts";
 import type { ItemStatus, LandingOutcome } from "./vocabulary.ts";
 import { assertOwnership, noWorkYet, type ProjectIdentity, rebind, sameBinding } from "./ownership.ts";
 import { describeLockHolders, storeLockHolders } from "./locks.ts";
@@ -74,14 +74,6 @@ function pidReusedSince(lease: Lease): boolean {
 function isBusy(err: unknown): boolean {
   const code = (err as { code?: string })?.code ?? "";
   return code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED");
-}
-
-export interface Lease {
-  owner: string;
-  pid: number;
-  host: string;
-  started: string;
-  expires: string;
 }
 
 /** `takeover`: the lease_taken_over event recorded when the lease was taken from a dead or expired holder. */
@@ -522,9 +514,9 @@ export class Store {
   private lockedError(err: unknown): unknown {
     if (!isBusy(err) || err instanceof StoreError) return err;
     const path = dbPath(this.stateRoot);
-    let lease: { pid: number; host: string } | null = null;
+    let lease: Lease | null = null;
     try {
-      lease = this.db.query("SELECT pid, host FROM lease WHERE id = 1").get() as { pid: number; host: string } | null;
+      lease = readLease(this.db);
     } catch {
       // the lease cannot even be read: name whoever holds the lock
     }
@@ -562,7 +554,7 @@ export class Store {
 
   private takeLease(ttlMs: number, isAlive: (pid: number) => boolean, now: Date, mayTakeOver: boolean): LeaseResult | "takeover" {
     return this.tx(() => {
-      const cur = this.db.query("SELECT owner, pid, host, started, expires FROM lease WHERE id = 1").get() as Lease | null;
+      const cur = readLease(this.db);
       const host = hostname();
       let tookOver: Lease | null = null;
       let takeover: StoredEventOf<"lease_taken_over"> | null = null;
@@ -623,7 +615,7 @@ export class Store {
   }
 
   private checkHeld(lease: Lease): void {
-    const cur = this.db.query("SELECT owner, pid, host, started, expires FROM lease WHERE id = 1").get() as Lease | null;
+    const cur = readLease(this.db);
     // `held` stays set: every later write of this handle is refused too, until it releases.
     if (cur?.owner === lease.owner) return;
     throw new LeaseLostError(

@@ -8,7 +8,7 @@
 // whole database file. Otherwise it renders the document from the projection tables and reports
 // how the file differs.
 import { readRegularFile } from "../shared/fsutil.ts";
-import { headOf, loopRecordOf, readControlFlags, readLoopRow, readProjection, withReadSnapshot } from "../log/snapshot.ts";
+import { headOf, loopRecordOf, readControlFlags, readLease, readLoopRow, readProjection, withReadSnapshot } from "../log/snapshot.ts";
 import { statePaths } from "../shared/paths.ts";
 import { jsonText, stateDocument } from "../log/documents.ts";
 import { jsonDiff } from "./diff.ts";
@@ -170,7 +170,7 @@ function reworksLeft(it: { maxAttempts: number; failures: number }): number {
  * just then is not taken for one.
  */
 function lockFindings(db: Database, stateRoot: string): Finding[] {
-  const lease = db.query("SELECT pid, host FROM lease WHERE id = 1").get() as { pid: number; host: string } | null;
+  const lease = readLease(db);
   const except = [process.pid, ...(lease && lease.host === hostname() ? [lease.pid] : [])];
   const path = statePaths(stateRoot).db;
   const first = storeLockHolders(path, except);

@@ -203,7 +203,8 @@ export function classifyError(err: unknown): { exit: number; code: ErrorCode; me
   const sys = err as NodeJS.ErrnoException;
   if (typeof sys?.code === "string" && /^E[A-Z]+$/.test(sys.code) && typeof sys.syscall === "string")
     return { exit: EXIT.problem, code: "io_error", message };
-  return { exit: EXIT.problem, code: "internal", message };
+  // Anything else is a bug in loop: never reclassified by its message.
+  return { exit: EXIT.internal, code: "internal", message };
 }
 
 /** Where a tool writes. The defaults write through Bun.write: touching process.stdout/stderr costs
@@ -312,9 +313,12 @@ export function requestedFormat(argv: string[], stdout: { isTTY?: boolean }): Fo
   return stdout.isTTY ? "text" : "json";
 }
 
-/** A JSON error document, one line: C1 control characters are escaped too (JSON leaves them raw, a terminal obeys them). */
-export function errorLine(code: string, message: string): string {
-  return JSON.stringify({ error: { code, message } }).replace(/[\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`) + "\n";
+/**
+ * A JSON error document, one line: C1 control characters are escaped too (JSON leaves them raw, a
+ * terminal obeys them). `stack`: an internal error's, under --verbose.
+ */
+export function errorLine(code: string, message: string, stack?: string): string {
+  return JSON.stringify({ error: { code, message, ...(stack !== undefined ? { stack } : {}) } }).replace(/[\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`) + "\n";
 }
 
 function makeLogger(stderr: OutStream, color: () => boolean): ConsolaInstance {
@@ -415,11 +419,13 @@ async function runParsed(tool: Tool, opts: RunOptions & { prog: string }, env: R
     return await tool.run(args as never, ctx);
   } catch (err) {
     const c = classifyError(err);
-    if (c.code === "internal" && format !== "json") {
+    // A bug in loop shows where it happened under --verbose, in either format (cron's is JSON).
+    const stack = c.code === "internal" && args.verbose && err instanceof Error && err.stack ? err.stack : undefined;
+    if (format === "json") {
+      stderr.write(errorLine(c.code, c.message, stack));
+    } else if (c.code === "internal") {
       stderr.write(`${prog}: internal error: ${printable(c.message)}\n`);
-      if (args.verbose && err instanceof Error && err.stack) stderr.write(err.stack + "\n");
-    } else if (format === "json") {
-      stderr.write(errorLine(c.code, c.message));
+      if (stack) stderr.write(printableLines(stack) + "\n");
     } else {
       // One line, whatever was typed into it; only loop.json's list of problems is several lines,
       // each escaped on its own.

@@ -6,8 +6,8 @@
 // not pull in the modules that throw its errors (the definition's schemas, git, the store). Those
 // modules re-export their error.
 
-/** The exit codes of every tool (docs/errors.md). */
-export const EXIT = { ok: 0, problem: 1, usage: 2, declined: 3, busy: 75, interrupted: 130 } as const;
+/** The exit codes of every tool (docs/errors.md). `internal`: a bug in loop (EX_SOFTWARE), never a user's mistake. */
+export const EXIT = { ok: 0, problem: 1, usage: 2, declined: 3, internal: 70, busy: 75, interrupted: 130 } as const;
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
 /**
@@ -202,13 +202,13 @@ function gitReason(stderr: string): string {
 
 // The errors below are translated by the caller of the module that throws them (a syntax error in
 // loop.json becomes a DefinitionError that names the file), or mean a bug in loop itself. One that
-// reaches a tool untranslated is loop's fault: `internal`, exit 1, its stack printed with --verbose.
+// reaches a tool untranslated is loop's fault: `internal`, exit 70, its stack printed with --verbose.
 
 /** A syntax error, with its message already saying `invalid JSON at line L, column C: ...` (lib/definition/json-strict.ts). */
 export class JsonSyntaxError extends LoopError {
   override name = "JsonSyntaxError";
   readonly code = "internal";
-  readonly exit = EXIT.problem;
+  readonly exit = EXIT.internal;
   constructor(
     message: string,
     /** 1-based. */
@@ -224,7 +224,7 @@ export class JsonSyntaxError extends LoopError {
 export class CanonicalJsonError extends LoopError {
   override name = "CanonicalJsonError";
   readonly code = "internal";
-  readonly exit = EXIT.problem;
+  readonly exit = EXIT.internal;
   constructor(
     message: string,
     readonly path: string,
@@ -237,20 +237,31 @@ export class CanonicalJsonError extends LoopError {
 export class UnsupportedSchemaError extends LoopError {
   override name = "UnsupportedSchemaError";
   readonly code = "internal";
-  readonly exit = EXIT.problem;
+  readonly exit = EXIT.internal;
 }
 
 /** A malformed `@demo` line in a handoff (lib/supervisor/demo-agent.ts); the demo agent prints it and exits 2. */
 export class DemoDirectiveError extends LoopError {
   override name = "DemoDirectiveError";
   readonly code = "internal";
-  readonly exit = EXIT.problem;
+  readonly exit = EXIT.internal;
   constructor(
     readonly line: number,
     message: string,
   ) {
     super(`handoff line ${line}: ${message}`);
   }
+}
+
+/**
+ * A session's or a verify's process could not be started: loop's wrapper, a tmux session, its
+ * systemd scope, the worktree its sandbox mounts (lib/supervisor/). The phase that started it
+ * translates it (a launch: an environment fault; a verify: a verify that could not run).
+ */
+export class StartError extends LoopError {
+  override name = "StartError";
+  readonly code = "internal";
+  readonly exit = EXIT.internal;
 }
 
 /** The user interrupted the command (Ctrl-C at a prompt): exit 130, like a shell's SIGINT. */

@@ -1,7 +1,9 @@
 // Failure injection (docs/failpoints.md): with LOOP_FAILPOINT=<name> the process SIGKILLs itself at that
 // point, exactly as a power cut or OOM kill would, so tests can prove the next step recovers.
-// LOOP_FAILPOINT may list several names separated by commas. docs/failpoints.md lists them all;
-// tests/step/failpoints.test.ts keeps that page and this list in step, and kills a process at each.
+// LOOP_FAILPOINT may list several names separated by commas; `<name>=throw` throws an ordinary
+// error there instead, a bug in loop, to prove that one spends nothing and is reported as internal.
+// docs/failpoints.md lists them all; tests/step/failpoints.test.ts keeps that page and this list in
+// step, and kills a process at each.
 
 /** Labels of appends: each gives `<label>:before_commit` (inside the transaction) and `<label>:after_commit`. */
 export const COMMIT_LABELS = [
@@ -62,10 +64,20 @@ export type CommitLabel = (typeof COMMIT_LABELS)[number];
 export type Failpoint = (typeof EFFECT_POINTS)[number] | `${CommitLabel}:${"before" | "after"}_commit`;
 export const FAILPOINTS: readonly Failpoint[] = [...EFFECT_POINTS, ...COMMIT_LABELS.flatMap((l) => [`${l}:before_commit` as const, `${l}:after_commit` as const])];
 
-const armed = new Set((process.env.LOOP_FAILPOINT ?? "").split(",").map((s) => s.trim()).filter(Boolean));
+/** Each armed name, and what happens there: `<name>` kills the process, `<name>=throw` throws an ordinary error (a bug in loop). */
+const armed = new Map(
+  (process.env.LOOP_FAILPOINT ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((s) => (s.endsWith("=throw") ? ([s.slice(0, -"=throw".length), "throw"] as const) : ([s, "kill"] as const))),
+);
 
 export function failpoint(name: Failpoint): void {
-  if (armed.size === 0 || !armed.has(name)) return;
+  if (armed.size === 0) return;
+  const how = armed.get(name);
+  if (how === undefined) return;
+  if (how === "throw") throw new Error(`failpoint ${name}: an injected bug`);
   process.stderr.write(`loop: failpoint ${name}: killing self\n`);
   process.kill(process.pid, "SIGKILL");
 }

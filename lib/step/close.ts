@@ -4,6 +4,8 @@
 // left them but carries the session's mark; remove the worktree unless asked to keep it (committing
 // what was left in it first), and return the events that record it, for the caller to append
 // together with whatever else its decision implies (atomically).
+import { GitError } from "../shared/errors.ts";
+import { systemError } from "./faults.ts";
 import { existsSync, lstatSync } from "node:fs";
 import type { EventDraft } from "../log/events.ts";
 import type { ItemState } from "../log/reducer.ts";
@@ -48,6 +50,8 @@ export function retireCheckout(o: { repo: string; worktree: string; branch: stri
       try {
         commitLeftovers({ repo: o.repo, worktree: wt, branch: o.branch, message: o.message });
       } catch (err) {
+        // git or the system refused (a lock file, a full disk): kept, and said. Anything else is a bug.
+        if (!(err instanceof GitError) && systemError(err) === null) throw err;
         return { removed: false, kept: `kept ${wt}: its uncommitted changes could not be committed (${(err as Error).message}); remove it by hand once they are safe` };
       }
     }

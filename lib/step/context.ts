@@ -5,10 +5,9 @@
 import type { ConsolaInstance } from "consola";
 import type { StepDefinition } from "./definition.ts";
 import type { EventDraft, StoredEvent } from "../log/events.ts";
-import { materialize as writeMaterializations } from "../log/materialize.ts";
 import type { ItemState, Projection } from "../log/reducer.ts";
-import type { CtlVerb } from "../log/vocabulary.ts";
 import { eventItem, type Lease, type Store } from "../log/store.ts";
+import type { Writer } from "../log/writer.ts";
 import type { CommitLabel } from "../shared/failpoint.ts";
 import { type StatePaths, statePaths } from "../shared/paths.ts";
 import { closeSession, type CloseReport } from "./close.ts";
@@ -35,18 +34,6 @@ export interface Transition {
   summary: string;
 }
 
-/**
- * What a control verb does, decided from the projection (lib/control/ctl.ts planCtl, passed in by
- * cmd/loop-run.ts: the step sits below control). Forge comments use it so `/loop retry` records
- * exactly what `loop ctl retry` would.
- */
-export type ControlPlanner = (
-  p: Projection,
-  verb: Exclude<CtlVerb, "cancel">,
-  items: string[],
-  o: { text?: string | null; reason?: string | null; actor: string; keepCheckout: boolean },
-) => { item: string | null; effect: string; noop: boolean; close: { removeCheckout: boolean } | null; events: EventDraft[] }[];
-
 export interface StepOptions {
   root: string;
   stateRoot: string;
@@ -55,11 +42,11 @@ export interface StepOptions {
   log: ConsolaInstance;
   /** Lease lifetime (30 minutes by default): a step never waits on an agent or a verify command, so it is never renewed. */
   leaseMs?: number;
-  /** For control keywords in forge comments; without it such comments are refused. */
-  planControl?: ControlPlanner;
 }
 
 export interface StepContext {
+  /** This step's hold on the store (lib/log/writer.ts): its lease, its appends, its files. */
+  readonly writer: Writer;
   readonly store: Store;
   /** The definition in force (its items are the projection's: an item's `def`). */
   readonly def: StepDefinition;
@@ -77,8 +64,8 @@ export interface StepContext {
   repoTop: string | null;
 }
 
-export function createStepContext(o: { store: Store; def: StepDefinition; options: StepOptions; lease: Lease }): StepContext {
-  return { ...o, paths: statePaths(o.options.stateRoot), transitions: [], errors: [], warnings: [], repoTop: null };
+export function createStepContext(o: { writer: Writer; def: StepDefinition; options: StepOptions }): StepContext {
+  return { ...o, store: o.writer.store, lease: o.writer.lease, paths: statePaths(o.options.stateRoot), transitions: [], errors: [], warnings: [], repoTop: null };
 }
 
 /** The repository's top level, asked of git only when a phase needs it (an observing tick does not). */
@@ -117,9 +104,7 @@ export function faultItem(ctx: StepContext, p: Pick<Projection, "loop">): string
  * transitions. Returns the loop as it is after them (an item: itemNow; every item: projection).
  */
 export function append(ctx: StepContext, drafts: EventDraft[], label: CommitLabel): Pick<Projection, "seq" | "hash" | "loop" | "order"> {
-  const { actor } = ctx.options;
-  const { events } = ctx.store.append(drafts.map((d) => ({ actor, ...d })) as EventDraft[], { label, actor });
-  for (const e of events) recordTransition(ctx, e);
+  for (const e of ctx.writer.append(drafts, label)) recordTransition(ctx, e);
   return loopView(ctx);
 }
 
@@ -132,7 +117,7 @@ export function recordTransition(ctx: StepContext, e: StoredEvent): void {
 
 /** Materializations follow every commit; a crash before this is repaired by the next step. */
 export function materialize(ctx: StepContext): void {
-  writeMaterializations(ctx.options.stateRoot, ctx.store);
+  ctx.writer.materialize();
 }
 
 /** The close path from inside a step: under the lease, and a checkout it had to keep is the step's error. */

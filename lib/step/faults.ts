@@ -1,7 +1,9 @@
 // Environment faults (docs/cli/loop-run.md#environment-faults): what is wrong with the machine, not
 // with a work item. A launch that meets one spends no attempt: the loop pauses with a reason that
 // names the fault and how to fix it, and `loop run` exits 1. Pure: the facts are probed by
-// lib/step/environment.ts, and these functions only judge them.
+// lib/step/environment.ts, and these functions only judge them; a fault met inside an effect is
+// thrown there as a FaultError, and launchErrorFault judges an error by its type, never its words.
+import { GitError, StartError } from "../shared/errors.ts";
 
 export type FaultKind =
   | "base_missing"
@@ -212,35 +214,64 @@ export function ownedRefFault(o: { changes: string[]; restore: string[]; items: 
   };
 }
 
-/** An error thrown while launching an attempt, as the launch saw it. */
-export interface LaunchError {
-  /** The error's class name (GitError, Error, …). */
-  name: string;
-  /** An errno code (ENOSPC, EACCES, …), when the system refused something. */
-  code?: string;
-  message: string;
+/**
+ * An environment fault met where it arises, inside an effect (a program the runner names missing in
+ * the worktree, the start point gone, a link where the session folder goes): thrown, and recorded by
+ * the launch as the fault it carries.
+ */
+export class FaultError extends Error {
+  override name = "FaultError";
+  constructor(readonly fault: EnvironmentFault) {
+    super(fault.message);
+  }
 }
 
 /**
- * A launch that failed after its reservation. Every way it fails there is the environment's: the
- * worktree and branch (git), the session folder and handoff (the disk), the runner's program, the
- * session wrapper or tmux. Nothing the item says can make it fail (an item's argv too long for the
- * system fails in the session, as its exit). So it is always a fault; this names which.
+ * The fault a launch failed with after its reservation, from the error's type: a FaultError's own;
+ * a system call the machine refused (a full disk, no permission, a read-only file system, any other
+ * errno); git failing (GitError); a process that could not be started (StartError: loop's wrapper,
+ * tmux, a systemd scope). Null for anything else: a bug in loop, which is no fault of the machine's
+ * (the caller rethrows it; the next step finds the launch interrupted and spends no attempt on it).
  */
-export function classifyLaunchError(e: LaunchError): EnvironmentFault {
-  const message = `could not launch: ${e.message}`;
-  if (e.code === "ENOSPC" || e.code === "EDQUOT")
+export function launchErrorFault(err: unknown): EnvironmentFault | null {
+  if (err instanceof FaultError) return { ...err.fault, message: `could not launch: ${err.fault.message}` };
+  const message = `could not launch: ${err instanceof Error ? err.message : String(err)}`;
+  const errno = systemError(err);
+  if (errno === "ENOSPC" || errno === "EDQUOT")
     return { kind: "disk_full", message: `the disk is full: ${message}`, fix: `free space on the disk of the state root and the repository, ${RESUME}` };
-  if (e.code === "EACCES" || e.code === "EPERM" || e.code === "EROFS")
+  if (errno === "EACCES" || errno === "EPERM" || errno === "EROFS")
     return { kind: "permission_denied", message, fix: `give the user loop runs as write access to the repository and its state root, ${RESUME}` };
-  if (/start point .* is not a commit/.test(e.message))
-    return { kind: "base_missing", message, fix: `create the branch, or set "workspace.base" in loop.json to an existing one, ${RESUME}` };
-  if (/program .* not found/.test(e.message))
-    return { kind: "program_not_found", message, fix: `install it, or fix the runner's command in loop.json, ${RESUME}` };
-  if (/is not executable/.test(e.message)) return { kind: "program_not_executable", message, fix: `make it executable (chmod +x), ${RESUME}` };
-  if (e.name === "GitError")
+  if (err instanceof GitError)
     return { kind: "git_failed", message, fix: `look at the repository (git worktree list, git status; a stale .lock file under .git), fix what git reports, ${RESUME}` };
-  return { kind: "launch_failed", message, fix: `fix what the message names, ${RESUME}` };
+  if (errno !== null || err instanceof StartError) return { kind: "launch_failed", message, fix: `fix what the message names, ${RESUME}` };
+  return null;
+}
+
+/** The errno of an error a system call raised (it names the call), else null. */
+export function systemError(err: unknown): string | null {
+  const e = err as NodeJS.ErrnoException | null;
+  return typeof e?.code === "string" && /^E[A-Z]+$/.test(e.code) && typeof e.syscall === "string" ? e.code : null;
+}
+
+/** A runner's program that is missing (or not executable) where the launch resolved it, as a fault. */
+export function programFault(o: { runner: string; program: string; fact: Exclude<ProgramFact, { state: "found" } | { state: "unchecked" }> }): EnvironmentFault {
+  const runner = `runner ${JSON.stringify(o.runner)}`;
+  if (o.fact.state === "not_executable")
+    return { kind: "program_not_executable", message: `${runner}: program ${JSON.stringify(o.program)} (${o.fact.path}) is not executable`, fix: `make it executable (chmod +x), ${RESUME}` };
+  return {
+    kind: "program_not_found",
+    message: `${runner}: program ${JSON.stringify(o.program)} not found${o.fact.path ? ` (${o.fact.path})` : " on PATH"}`,
+    fix: `install it, or fix the runner's command in loop.json, ${RESUME}`,
+  };
+}
+
+/** The commit an item branch starts from is not there (someone deleted the base), as a fault. */
+export function startPointFault(o: { startPoint: string; repo: string }): EnvironmentFault {
+  return {
+    kind: "base_missing",
+    message: `start point ${JSON.stringify(o.startPoint)} is not a commit in ${o.repo}`,
+    fix: `create the branch, or set "workspace.base" in loop.json to an existing one, ${RESUME}`,
+  };
 }
 
 /** Where a full disk was met: the state root, the filesystem's mount point, the bytes left. */

@@ -10,7 +10,7 @@ import { itemBranch } from "../definition/loop-json.ts";
 import { buildRunnerCommand, provenConversation } from "../definition/runners.ts";
 import { agentRule } from "../definition/environment.ts";
 import type { ItemState, Projection, SessionRecord } from "../log/reducer.ts";
-import { LeaseLostError } from "../shared/errors.ts";
+import { GitError } from "../shared/errors.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { sliceText, writeFileAtomic } from "../shared/fsutil.ts";
 import { sessionDir, worktreeDir } from "../shared/paths.ts";
@@ -18,7 +18,7 @@ import { append, loopView, ownedRefChanges, projection, repoOf, type StepContext
 import { describeRefChange, restoreCommand } from "./owned-refs.ts";
 import { ensureAgentExcludes, probeLaunchFault, resolveProgram, sandboxRequest, sessionPath } from "./environment.ts";
 import { probeSandbox } from "../supervisor/sandbox.ts";
-import { classifyLaunchError, type EnvironmentFault, faultReason, ownedRefFault, type ProgramFact } from "./faults.ts";
+import { type EnvironmentFault, FaultError, launchErrorFault, ownedRefFault, programFault, type ProgramFact } from "./faults.ts";
 import { git, gitTry, revParse } from "./git.ts";
 import { buildHandoff, buildReplyMessage, REPLY_FILE } from "./handoff.ts";
 import { selfArgv, selfFiles } from "../supervisor/self.ts";
@@ -79,7 +79,8 @@ export function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeContext
     const moved = ownedRefChanges(ctx, projection(ctx));
     refFault = ownedRefFault({ changes: moved.map(describeRefChange), restore: moved.map(restoreCommand), items: moved.flatMap((c) => (c.item ? [c.item] : [])) });
   } catch (err) {
-    refFault = { kind: "git_failed", message: (err as Error).message, fix: "look at the repository (git for-each-ref refs/heads/), fix what git reports, then `loop ctl resume`" };
+    if (!(err instanceof GitError)) throw err;
+    refFault = { kind: "git_failed", message: err.message, fix: "look at the repository (git for-each-ref refs/heads/), fix what git reports, then `loop ctl resume`" };
   }
   if (refFault) return pauseForFault(ctx, it, refFault, null);
   // What git would run by itself before the agent runs: compared before its verify (lib/step/git-exec.ts).
@@ -100,9 +101,11 @@ export function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeContext
   try {
     startAttempt(ctx, it, { ...plan, gitExec: gitExec.entries }, projection(ctx));
   } catch (err) {
-    if (err instanceof LeaseLostError) throw err;
-    const e = err as NodeJS.ErrnoException;
-    const fault = classifyLaunchError({ name: e?.name ?? "Error", code: typeof e?.code === "string" ? e.code : undefined, message: e?.message ?? String(err) });
+    // The machine's fault, judged by the error's type; anything else (a lost lease, the store's
+    // refusal, a bug in loop) is thrown on: the next step finds this launch interrupted and gives
+    // the attempt back uncounted (observe.ts observeLaunching).
+    const fault = launchErrorFault(err);
+    if (!fault) throw err;
     return pauseForFault(ctx, it, fault, plan.n);
   }
   return { action: "launched", item: it.id, reason: null };
@@ -192,8 +195,7 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
     demoArgv(),
   );
   const program = resolveProgram(cmd.argv[0]!, { PATH: sessionPath(ctx.options.env), cwd: worktree });
-  if (program.state === "missing") throw new Error(`runner "${it.def.runner}": program ${JSON.stringify(cmd.argv[0])} not found${program.path ? ` (${program.path})` : " on PATH"}`);
-  if (program.state === "not_executable") throw new Error(`runner "${it.def.runner}": program ${JSON.stringify(cmd.argv[0])} (${program.path}) is not executable`);
+  if (program.state === "missing" || program.state === "not_executable") throw new FaultError(programFault({ runner: it.def.runner, program: cmd.argv[0]!, fact: program }));
   // verify:false asks for "a change on the branch" made by this attempt, not an earlier one.
   writeFileAtomic(join(dir, "start-head"), git(worktree, ["rev-parse", "HEAD"]) + "\n");
   const env: Record<string, string> = {
@@ -279,7 +281,11 @@ function freshSessionDir(stateRoot: string, dir: string): string | null {
   const within = (path: string) => {
     const real = realpathSync(path);
     if (real !== join(root, relative(stateRoot, path)))
-      throw new Error(`the session folder ${dir} is not a folder of the state root (${path} resolves to ${real}: a link in its path); nothing was written through it`);
+      throw new FaultError({
+        kind: "launch_failed",
+        message: `the session folder ${dir} is not a folder of the state root (${path} resolves to ${real}: a link in its path); nothing was written through it`,
+        fix: "remove the link (an agent without the sandbox can plant one), then `loop ctl resume`",
+      });
   };
   within(dirname(dir));
   let aside: string | null = null;

@@ -10,11 +10,10 @@ import { BusyLease, UsageError } from "../shared/errors.ts";
 
 export { BusyLease };
 import { definitionHash, importedDefinition, loadDefinition } from "../definition/loop-json.ts";
-import { failpoint } from "../shared/failpoint.ts";
-import { pidAlive } from "../shared/process.ts";
 import { counts } from "../log/documents.ts";
 import type { ItemState } from "../log/reducer.ts";
 import { dbPath, type Lease, Store } from "../log/store.ts";
+import { withLease } from "../log/writer.ts";
 import { projectOf } from "../log/ownership.ts";
 import { append, createStepContext, faultItem, itemNow, loopView, materialize, projection, recordTransition, repoOf, type StepContext, type StepOptions, type StepOutcome, type Transition } from "./context.ts";
 import { type DefinitionSource, type ParsedDefinition, parseDefinitionSource, type StepDefinition, readDefinitionSource, rememberDefinition, resolveDefinition } from "./definition.ts";
@@ -246,46 +245,24 @@ export async function runStep(options: StepOptions): Promise<RunResult> {
 async function stepWith(options: StepOptions, src: DefinitionSource, full: DiskSpace | null): Promise<RunResult> {
   const { store, def, parsed } = openStep(options, src);
   try {
-    const got = store.acquireLease(options.leaseMs ?? 30 * 60_000, pidAlive);
-    if (!got.ok) throw new BusyLease(got.holder);
-    failpoint("lease:after_acquire");
-    const ctx = createStepContext({ store, def, options, lease: got.lease });
-    // What needed a person when the step began: what the previous step left.
-    const before = attentionKeys(ctx);
-    if (got.takeover) {
-      // Someone's step died holding the lease (or outlived it): say so, as one of this step's transitions.
-      recordTransition(ctx, got.takeover);
-      options.log.warn(`took over the step lease of pid ${got.takeover.payload.previous.pid} on ${got.takeover.payload.previous.host} (${got.takeover.payload.why === "dead" ? "its process is gone" : "it expired"})`);
-    }
-    let outcome: StepOutcome;
-    let notifications: NotifyReport[] = [];
-    try {
-      try {
-        if (full) outcome = pauseForDiskFull(ctx, { path: options.stateRoot, mount: full.mount, free: full.free });
-        else {
-          materialize(ctx);
-          importDefinition(ctx, parsed);
-          if (def.forge) {
-            const { pollComments } = await import("./forge/comments.ts");
-            await pollComments(ctx);
-          }
-          outcome = await advanceLoop(ctx);
-        }
-        notifications = await notifyPhase(ctx);
-        if (ctx.transitions.length) materialize(ctx); // the first call already repaired the files
-      } catch (err) {
-        // The disk filled up during the step: the reserve goes back to it, and pays for the fault.
-        const disk = diskFullMet(err, options.stateRoot);
-        if (!disk) throw err;
-        releaseReserve(options.stateRoot);
-        outcome = pauseForDiskFull(ctx, disk);
-        notifications = [...notifications, ...(await notifyPhase(ctx))];
-        materializeIfRoom(ctx);
+    const terms = { actor: options.actor, ttlMs: options.leaseMs ?? 30 * 60_000, busy: (holder: Lease) => new BusyLease(holder) };
+    const { ctx, outcome, notifications, before } = await withLease(store, terms, async (writer) => {
+      const ctx = createStepContext({ writer, def, options });
+      // What needed a person when the step began: what the previous step left.
+      const before = attentionKeys(ctx);
+      if (writer.takeover) {
+        // Someone's step died holding the lease (or outlived it): say so, as one of this step's transitions.
+        const { previous, why } = writer.takeover.payload;
+        recordTransition(ctx, writer.takeover);
+        options.log.warn(`took over the step lease of pid ${previous.pid} on ${previous.host} (${why === "dead" ? "its process is gone" : "it expired"})`);
       }
-    } finally {
-      if (def.forge) (await import("./forge/link.ts")).saveForgeLink(ctx);
-      store.releaseLease(got.lease);
-    }
+      try {
+        const r = await tick(ctx, parsed, full);
+        return { ctx, before, ...r };
+      } finally {
+        if (def.forge) (await import("./forge/link.ts")).saveForgeLink(ctx);
+      }
+    });
     const view = stepAttentionView(ctx);
     const { loop } = view;
     const fault = faultItem(ctx, view);
@@ -307,6 +284,36 @@ async function stepWith(options: StepOptions, src: DefinitionSource, full: DiskS
   } finally {
     store.close();
   }
+}
+
+/** Under the lease: repair the files, import the definition, read the forge's comments, advance the loop, notify. */
+async function tick(ctx: StepContext, parsed: ParsedDefinition | null, full: DiskSpace | null): Promise<{ outcome: StepOutcome; notifications: NotifyReport[] }> {
+  const { options } = ctx;
+  let outcome: StepOutcome;
+  let notifications: NotifyReport[] = [];
+  try {
+    if (full) outcome = pauseForDiskFull(ctx, { path: options.stateRoot, mount: full.mount, free: full.free });
+    else {
+      materialize(ctx);
+      importDefinition(ctx, parsed);
+      if (ctx.def.forge) {
+        const { pollComments } = await import("./forge/comments.ts");
+        await pollComments(ctx);
+      }
+      outcome = await advanceLoop(ctx);
+    }
+    notifications = await notifyPhase(ctx);
+    if (ctx.writer.stale) materialize(ctx); // the first call already repaired the files
+  } catch (err) {
+    // The disk filled up during the step: the reserve goes back to it, and pays for the fault.
+    const disk = diskFullMet(err, options.stateRoot);
+    if (!disk) throw err;
+    releaseReserve(options.stateRoot);
+    outcome = pauseForDiskFull(ctx, disk);
+    notifications = [...notifications, ...(await notifyPhase(ctx))];
+    materializeIfRoom(ctx);
+  }
+  return { outcome, notifications };
 }
 
 /** The conditions that need a person, as one comparable string of their keys. */

@@ -13,7 +13,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { Payload } from "../log/events.ts";
 import type { ItemState, VerifyRun } from "../log/reducer.ts";
-import { GitError } from "../shared/errors.ts";
+import { GitError, StartError } from "../shared/errors.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { readJsonOrNull, readTextOrNull, writeFileAtomic } from "../shared/fsutil.ts";
 import { GIT_EXEC_FILE, gitExecReport, gitExecSnapshot } from "./git-exec.ts";
@@ -27,7 +27,7 @@ import type { SessionMechanism } from "../supervisor/scope.ts";
 import { commitLeftovers, commitsAhead, startPointFor } from "./workspace.ts";
 import { protectedPathVerdict } from "./protect.ts";
 import { sandboxRequest, sessionPath } from "./environment.ts";
-import { faultReason, sandboxFault } from "./faults.ts";
+import { faultReason, sandboxFault, systemError } from "./faults.ts";
 import { probeSandbox, type SandboxRequest } from "../supervisor/sandbox.ts";
 import { git } from "./git.ts";
 import { verifyRule } from "../definition/environment.ts";
@@ -73,7 +73,7 @@ export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<St
   try {
     moved = ownedRefChanges(ctx, projection(ctx));
   } catch (err) {
-    return record(ctx, it, notRun(attempt.n, `could not check the refs loop owns: ${(err as Error).message}`));
+    return record(ctx, it, notRun(attempt.n, gitFailure("could not check the refs loop owns", err)));
   }
   if (moved.length) return record(ctx, it, refused(attempt.n, ownedRefVerdict(moved), logPath));
   failpoint("verify:before");
@@ -137,14 +137,17 @@ function spawnReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOut
       scope: { loopName: ctx.def.name, item: it.id, epoch: it.epoch, attempt: attempt.n, stateRoot: ctx.options.stateRoot },
       ...(box.request ? { sandbox: box.request } : {}),
     });
+    failpoint("verify:after_spawn");
   } catch (err) {
-    // Loop's own wrapper could not be started: an error of the environment, and the attempt's verify.
+    // Loop's own wrapper could not be started (a StartError, or a system call refused): an error of
+    // the environment, and the attempt's verify. Anything else is a bug in loop and is thrown on: it
+    // spends no attempt (the next step adopts what was spawned, or starts it under this reservation).
+    if (!(err instanceof StartError) && systemError(err) === null) throw err;
     const reason = `could not run: ${(err as Error).message}`;
     ctx.errors.push(`${it.id}: verify ${reason}`);
     ctx.options.log.error(`${it.id}: verify ${reason}`);
     return record(ctx, it, notRun(attempt.n, reason));
   }
-  failpoint("verify:after_spawn");
   return recordStarted(ctx, it, run, started, false, started.mechanism);
 }
 

@@ -1,5 +1,6 @@
 // Worktrees, branches and landing, as git effects. Each function is idempotent, so a step that
 // was killed half-way can call it again.
+import { FaultError, startPointFault } from "./faults.ts";
 import { existsSync, lstatSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { branchExists, git, gitTry, revParse } from "./git.ts";
@@ -50,7 +51,7 @@ export function ensureWorktree({
   git(repo, ["worktree", "prune"]);
   let branchCreated = false;
   if (!branchExists(repo, branch)) {
-    if (!revParse(repo, startPoint)) throw new Error(`start point "${startPoint}" is not a commit in ${repo}`);
+    if (!revParse(repo, startPoint)) throw new FaultError(startPointFault({ startPoint, repo }));
     git(repo, ["branch", branch, startPoint]);
     branchCreated = true;
   }

@@ -14,6 +14,7 @@
 // there. The first such failure is kept (writeError) for exit.json: the step says it.
 import { closeSync, constants as fsConstants, fstatSync, openSync, readSync, renameSync, rmSync, writeSync } from "node:fs";
 import { openOwnForAppend } from "../shared/fsutil.ts";
+import { StartError } from "../shared/errors.ts";
 
 export const DEFAULT_OUTPUT_CAP = 64 * 2 ** 20;
 export const MIN_OUTPUT_CAP = 64 * 2 ** 10;
@@ -68,9 +69,10 @@ export function outputCapFrom(env: Record<string, string | undefined>): number {
   const raw = env.LOOP_OUTPUT_CAP;
   if (raw === undefined || raw === "") return DEFAULT_OUTPUT_CAP;
   const n = parseSize(raw);
-  if (n === null) throw new Error(`LOOP_OUTPUT_CAP=${JSON.stringify(raw)} is not a size (bytes, or a number with K, M or G, e.g. 64M)`);
+  // A session cannot be started with it: the launch (or the verify) that meets it says so as such.
+  if (n === null) throw new StartError(`LOOP_OUTPUT_CAP=${JSON.stringify(raw)} is not a size (bytes, or a number with K, M or G, e.g. 64M)`);
   if (n < MIN_OUTPUT_CAP || n > MAX_OUTPUT_CAP)
-    throw new Error(`LOOP_OUTPUT_CAP=${JSON.stringify(raw)} is out of range: between ${MIN_OUTPUT_CAP} bytes (64K) and ${MAX_OUTPUT_CAP} bytes (1T)`);
+    throw new StartError(`LOOP_OUTPUT_CAP=${JSON.stringify(raw)} is out of range: between ${MIN_OUTPUT_CAP} bytes (64K) and ${MAX_OUTPUT_CAP} bytes (1T)`);
   return n;
 }
 

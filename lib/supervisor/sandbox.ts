@@ -20,6 +20,7 @@
 // sandboxArgv is pure; sandboxSpec reads the worktree's git layout and prepares the mount points.
 import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readFileSync, statSync } from "node:fs";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
+import { StartError } from "../shared/errors.ts";
 
 /** What the caller asks for: where the work is, and what else the command must write. */
 export interface SandboxRequest {
@@ -117,9 +118,9 @@ export const MASKED_SOCKETS: readonly string[] = [
 /** The worktree's git folder (`.git` is a file naming it) and the repository's common one. */
 export function worktreeGitDirs(worktree: string): { gitDir: string; commonDir: string } {
   const dotGit = join(worktree, ".git");
-  if (!statSync(dotGit, { throwIfNoEntry: false })?.isFile()) throw new Error(`${worktree} is not a linked worktree: its .git is not a file naming its git folder`);
+  if (!statSync(dotGit, { throwIfNoEntry: false })?.isFile()) throw new StartError(`${worktree} is not a linked worktree: its .git is not a file naming its git folder`);
   const m = /^gitdir: (.+)$/m.exec(readFileSync(dotGit, "utf8"));
-  if (!m) throw new Error(`${dotGit} does not name a git folder (not a linked worktree)`);
+  if (!m) throw new StartError(`${dotGit} does not name a git folder (not a linked worktree)`);
   const gitDir = resolve(worktree, m[1]!.trim());
   const common = readFileSync(join(gitDir, "commondir"), "utf8").trim();
   return { gitDir, commonDir: isAbsolute(common) ? common : resolve(gitDir, common) };

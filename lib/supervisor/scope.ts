@@ -13,6 +13,7 @@ import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { procStat } from "../shared/process.ts";
 import { readJsonOrNull, readTextOrNull, writeFileAtomic } from "../shared/fsutil.ts";
+import { StartError } from "../shared/errors.ts";
 
 /** How a session runs, as recorded in session_started's `mechanism` (docs/events.md#session_started). */
 export type SessionMechanism =
@@ -279,10 +280,10 @@ export function launchDetached(o: {
   facts?: SystemdFacts;
 }): { pid: number; mechanism: SessionMechanism } {
   const mode = scopeMode(o.env);
-  if (typeof mode !== "string") throw new Error(mode.invalid);
+  if (typeof mode !== "string") throw new StartError(mode.invalid);
   const facts = mode === "off" ? null : (o.facts ?? probeSystemd(o.env));
   const decision = facts ? decideMechanism(facts, mode, o.target) : ({ use: "process_group", why: "LOOP_SESSION_SCOPE=off" } as const);
-  if (decision.use === "refuse") throw new Error(decision.why);
+  if (decision.use === "refuse") throw new StartError(decision.why);
   const childEnv = o.childEnv ?? o.env;
   if (decision.use === "process_group") return { pid: o.spawn(o.command, childEnv, null), mechanism: { kind: "process_group", why: decision.why } };
   const record: ScopeRecord = { unit: decision.unit, manager: decision.manager, cgroup: null, runtimeDir: facts!.runtimeDir };
@@ -306,7 +307,7 @@ export function launchDetached(o: {
     return { pid, mechanism: { kind: "systemd_scope", unit: decision.unit, manager: decision.manager } };
   }
   rmSync(join(o.dir, SCOPE_FILES[role].record), { force: true });
-  if (mode === "systemd") throw new Error(started.why);
+  if (mode === "systemd") throw new StartError(started.why);
   return { pid: o.spawn(o.command, childEnv, null), mechanism: { kind: "process_group", why: started.why } };
 }
 

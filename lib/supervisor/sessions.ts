@@ -4,6 +4,7 @@ import { closeSync, existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { openOwnFile, readAt, readJsonOrNull, readRegularFile, sliceText, writeFileAtomic } from "../shared/fsutil.ts";
 import { killGroup, SESSION_MARK_VAR } from "../shared/process.ts";
+import { StartError } from "../shared/errors.ts";
 import { sessionAlive } from "./liveness.ts";
 import { lastProgressAt } from "./progress.ts";
 import { tmux, tmuxHasSession } from "./tmux.ts";
@@ -107,9 +108,9 @@ export function startSession(o: {
     if (o.secret !== undefined) throw new Error("a secret cannot be handed to a wrapper in tmux");
     const cmd = (mark ? `export ${SESSION_MARK_VAR}=${shellQuote(mark)}; ` : "") + "exec " + wrapper.map(shellQuote).join(" ");
     const r = tmux(["new-session", "-d", "-s", o.tmuxName, "-x", "200", "-y", "50", "-c", o.cwd, cmd], process.env, childEnv);
-    if (r.status !== 0) throw new Error(`tmux new-session failed: ${r.stderr.trim()}`);
+    if (r.status !== 0) throw new StartError(`tmux new-session failed: ${r.stderr.trim()}`);
     const pid = Number(tmux(["display-message", "-p", "-t", `=${o.tmuxName}:`, "#{pane_pid}"]).stdout.trim());
-    if (!Number.isSafeInteger(pid) || pid <= 0) throw new Error(`tmux session ${o.tmuxName} has no pane pid`);
+    if (!Number.isSafeInteger(pid) || pid <= 0) throw new StartError(`tmux session ${o.tmuxName} has no pane pid`);
     return { pid, tmux: o.tmuxName, mechanism: { kind: "tmux", why: "a tmux session runs in the tmux server's process tree, not in a scope of its own" } };
   }
   // Bun.spawn (setsid with detached), not node:child_process, which costs a step ~3 ms to load.
@@ -118,7 +119,7 @@ export function startSession(o: {
     try {
       child = Bun.spawn(argv, { cwd: o.cwd, detached: true, stdio: [o.secret === undefined ? "ignore" : "pipe", "ignore", errLog ? Bun.file(errLog) : "ignore"], env });
     } catch (err) {
-      throw new Error(`could not start the session wrapper ${argv[0]}: ${(err as Error).message}`);
+      throw new StartError(`could not start the session wrapper ${argv[0]}: ${(err as Error).message}`, { cause: err });
     }
     if (o.secret !== undefined) {
       // A pipe, not a buffer: Bun keeps a buffer in a memfd that /proc/<pid>/fd would show to others.

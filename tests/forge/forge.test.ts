@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { authorized, commentIntent, isLoopsOwn, LOOP_MARKER, loopComment } from "../../lib/forge/comments.ts";
+import { authorized, commentCursor, commentIntent, CURSOR_MARGIN_MS, isLoopsOwn, LOOP_MARKER, loopComment } from "../../lib/forge/comments.ts";
 import { GitHubProvider } from "../../lib/forge/github.ts";
 import { definitionLock, environmentLock, failureGate, identityGate, mergeGate } from "../../lib/forge/merge-gate.ts";
 import { notMergeableIsWait } from "../../lib/forge/github.ts";
@@ -210,6 +210,21 @@ describe("comments", () => {
     expect(authorized({ provider: "gitlab", login: "Jane.Doe_2", allow: ["jane.doe_2"], authorizeWriters: false, writer: null })).toBe(true);
     expect(authorized({ provider: "gitlab", login: "\u212Aate", allow: ["kate"], authorizeWriters: true, writer: true })).toBe(false);
     expect(authorized({ provider: "gitlab", login: "jane.", allow: ["jane."], authorizeWriters: false, writer: null })).toBe(false);
+  });
+
+  test("the comment cursor: from the log's earliest readFrom less the margin, or the cache's when later; never the cache alone", () => {
+    const t = (iso: string, minus = 0) => new Date(Date.parse(iso) - minus).toISOString();
+    const readFrom = ["2026-03-01T12:00:00Z", null, "2026-03-01T10:00:00.000Z"];
+    // No cache (a lost file): the earliest item's, less the margin for clocks.
+    expect(commentCursor({ cached: null, readFrom })).toBe(t("2026-03-01T10:00:00Z", CURSOR_MARGIN_MS));
+    // A cache behind the log (restored from an old copy): the log's.
+    expect(commentCursor({ cached: "2026-02-01T00:00:00Z", readFrom })).toBe(t("2026-03-01T10:00:00Z", CURSOR_MARGIN_MS));
+    // A cache ahead of the log (it moved over comments that needed nothing): the cache's, as written.
+    expect(commentCursor({ cached: "2026-03-02T08:00:00Z", readFrom })).toBe("2026-03-02T08:00:00Z");
+    expect(commentCursor({ cached: "not a time", readFrom })).toBe(t("2026-03-01T10:00:00Z", CURSOR_MARGIN_MS));
+    // No item with a thread: nothing to read.
+    expect(commentCursor({ cached: "2026-03-02T08:00:00Z", readFrom: [null] })).toBeNull();
+    expect(commentCursor({ cached: null, readFrom: [] })).toBeNull();
   });
 
   test("loop's own comments carry the marker", () => {

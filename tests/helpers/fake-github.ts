@@ -183,7 +183,7 @@ export function presetChecks(mode: ChecksMode): ChecksList {
  * Start the fake. `seedFrom`: a repository whose `main` is pushed to the bare remote first.
  * `validate` (default true): check every exchange against GitHub's description (the demo turns it off).
  */
-export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: string; dir?: string; validate?: boolean } = {}): FakeGitHub {
+export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: string; dir?: string; validate?: boolean; clockLagMs?: number } = {}): FakeGitHub {
   const owner = o.owner ?? "acme";
   const bare = join(o.dir ?? mkdtempSync(join(tmpdir(), "loop-fake-gh-")), "remote.git");
   run(tmpdir(), ["init", "-q", "--bare", "-b", "main", bare]);
@@ -193,7 +193,8 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
   // as the order of `since` listings depends on it.
   let clock = 0;
   const now = () => {
-    clock = Math.max(Date.now(), clock + 1000);
+    // clockLagMs: the forge's clock behind this machine's (or a comment read that long after it was posted).
+    clock = Math.max(Date.now() - (o.clockLagMs ?? 0), clock + 1000);
     return new Date(clock).toISOString().replace(/\.\d+Z$/, "Z");
   };
   let nextComment = 1000;

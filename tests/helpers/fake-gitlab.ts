@@ -188,7 +188,7 @@ function hashId(s: string): number {
   return 1000 + h;
 }
 
-export function startFakeGitLab(o: { project?: string; seedFrom?: string; dir?: string; validate?: boolean } = {}): FakeGitLab {
+export function startFakeGitLab(o: { project?: string; seedFrom?: string; dir?: string; validate?: boolean; clockLagMs?: number } = {}): FakeGitLab {
   const projectPath = o.project ?? "acme/api";
   const bare = join(o.dir ?? mkdtempSync(join(tmpdir(), "loop-fake-gl-")), "remote.git");
   run(tmpdir(), ["init", "-q", "--bare", "-b", "main", bare]);
@@ -196,7 +196,8 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; dir?: 
   const checker = o.validate === false ? null : gitlabRest();
   let clock = 0;
   const now = () => {
-    clock = Math.max(Date.now(), clock + 1000);
+    // clockLagMs: the forge's clock behind this machine's (or a comment read that long after it was posted).
+    clock = Math.max(Date.now() - (o.clockLagMs ?? 0), clock + 1000);
     return new Date(clock).toISOString();
   };
   let nextNote = 5000;

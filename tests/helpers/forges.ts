@@ -23,8 +23,8 @@ export interface FakeForge {
   pullLabel(n: number): string;
   addIssue(n: number, o?: { title?: string; body?: string }): void;
   closeIssue(n: number): void;
-  /** A comment on issue `issue` or pull request `pull`, as a person writes it. */
-  addComment(o: { issue?: number; pull?: number; login: string; body: string }): { id: number };
+  /** A comment on issue `issue` or pull request `pull`, as a person writes it; its id and creation time. */
+  addComment(o: { issue?: number; pull?: number; login: string; body: string }): { id: number; createdAt: string };
   editComment(id: number, body: string): void;
   /** Comments loop posted. */
   loopComments(): string[];
@@ -68,6 +68,11 @@ export interface FakeForge {
   stop(): void;
 }
 
+/** `clockLagMs`: the forge's clock runs that far behind this machine's (every comment reads as posted that long ago). */
+export interface FakeForgeOptions {
+  clockLagMs?: number;
+}
+
 /** The text CI's failure says in both fakes, for the handoff to name. */
 export const CI_FAILURE = { check: "build", summary: "test_login: expected 200, got 500", path: "src/login.ts", line: 12 };
 
@@ -91,8 +96,8 @@ function pushCommit(bare: string, branch: string, files: Record<string, string>)
   }
 }
 
-export function github(dir: string): FakeForge {
-  const gh: FakeGitHub = startFakeGitHub({ dir });
+export function github(dir: string, o: FakeForgeOptions = {}): FakeForge {
+  const gh: FakeGitHub = startFakeGitHub({ dir, ...o });
   return {
     provider: "github",
     repo: `${gh.owner}/${gh.repo}`,
@@ -102,7 +107,10 @@ export function github(dir: string): FakeForge {
     pullLabel: (n) => `pull request #${n}`,
     addIssue: (n, o = {}) => void gh.addIssue({ number: n, title: o.title, body: o.body }),
     closeIssue: (n) => void (gh.issues.get(n)!.state = "closed"),
-    addComment: (o) => gh.addComment({ issue: (o.issue ?? o.pull)!, login: o.login, body: o.body }),
+    addComment: (o) => {
+      const c = gh.addComment({ issue: (o.issue ?? o.pull)!, login: o.login, body: o.body });
+      return { id: c.id, createdAt: c.created_at };
+    },
     editComment: (id, body) => gh.editComment(id, body),
     loopComments: () => gh.comments.filter((c) => c.login === "loop-bot").map((c) => c.body),
     setChecks: (c) => void (gh.switches.checks = c),
@@ -138,8 +146,8 @@ export function github(dir: string): FakeForge {
   };
 }
 
-export function gitlab(dir: string): FakeForge {
-  const gl: FakeGitLab = startFakeGitLab({ dir, project: "acme/platform/api" });
+export function gitlab(dir: string, o: FakeForgeOptions = {}): FakeForge {
+  const gl: FakeGitLab = startFakeGitLab({ dir, project: "acme/platform/api", ...o });
   const enc = encodeURIComponent(gl.project);
   const modes = { passing: "succeeded", pending: "pending", failing: "failed" } as const;
   return {
@@ -154,7 +162,7 @@ export function gitlab(dir: string): FakeForge {
     addComment: (o) => {
       const note = gl.addNote({ ...(o.pull !== undefined ? { mr: o.pull } : { issue: o.issue! }), login: o.login, body: o.body });
       if (!note) throw new Error(`GitLab would not save ${JSON.stringify(o.body)}: quick actions only`);
-      return note;
+      return { id: note.id, createdAt: note.created_at };
     },
     editComment: (id, body) => gl.editNote(id, body),
     loopComments: () => gl.notes.filter((n) => n.login === "loop-bot").map((n) => n.body),
@@ -182,7 +190,7 @@ export function gitlab(dir: string): FakeForge {
 }
 
 /** Both forges, for `describe.each`. */
-export const FORGES: [string, (dir: string) => FakeForge][] = [
+export const FORGES: [string, (dir: string, o?: FakeForgeOptions) => FakeForge][] = [
   ["GitHub", github],
   ["GitLab", gitlab],
 ];

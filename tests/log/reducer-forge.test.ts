@@ -39,6 +39,24 @@ describe("forge events", () => {
     expect(rule(log(), handled(5))).toBe("not_baselined");
   });
 
+  test("readFrom: the baseline's newest comment's creation, then each handled comment's; older payloads keep a safe start", () => {
+    const at = (b: LogBuilder) => fold(b.events).items.a!.forge!.readFrom;
+    const withTimes = log(
+      { type: "forge_thread_baselined", item: "a", payload: { issue: 1, highWater: 100, comments: 2, through: "2026-03-01T10:00:00Z" } },
+    );
+    expect(at(withTimes)).toBe("2026-03-01T10:00:00Z");
+    withTimes.push({ type: "forge_comment_handled", item: "a", actor: "github:alice", payload: { issue: 1, commentId: 101, login: "alice", action: "message", detail: "hi", createdAt: "2026-03-01T11:00:00Z" } });
+    expect(at(withTimes)).toBe("2026-03-01T11:00:00Z");
+    // A handled comment recorded without its creation time leaves the start where it was.
+    withTimes.push(handled(102));
+    expect(at(withTimes)).toBe("2026-03-01T11:00:00Z");
+    // Threads without comments, or a baseline recorded without `through`: the baseline's own time.
+    const empty = log({ type: "forge_thread_baselined", item: "a", payload: { issue: 1, highWater: 0, comments: 0, through: null } });
+    expect(at(empty)).toBe(empty.events.at(-1)!.ts);
+    const old = log(baseline(100));
+    expect(at(old)).toBe(old.events.at(-1)!.ts);
+  });
+
   test("work_item_reset forgets the forge ledger: the thread is first-sight again", () => {
     // A baseline alone is state `loop reset` must find (its ledger piece), or it would say "nothing to reset".
     expect(recordedPieces(fold(log(baseline(100)).events).items.a!)).toEqual(["ledger"]);

@@ -51,12 +51,13 @@ const TABLE: Record<ErrorClass, Row[]> = {
   IllegalEventError: [{ error: new errors.IllegalEventError(7, "item_status", "nope"), code: "illegal_event_sequence", exit: EXIT.problem }],
   GitError: [{ error: new errors.GitError(["merge"], 128, "fatal: no"), code: "git_error", exit: EXIT.problem }],
   // Translated by their callers before they reach a tool; one that does not is a bug.
-  JsonSyntaxError: [{ error: new errors.JsonSyntaxError("invalid JSON at line 1, column 1", 1, 1), code: "internal", exit: EXIT.problem }],
-  CanonicalJsonError: [{ error: new errors.CanonicalJsonError("undefined in array", "a[0]"), code: "internal", exit: EXIT.problem }],
-  UnsupportedSchemaError: [{ error: new errors.UnsupportedSchemaError("schema type x"), code: "internal", exit: EXIT.problem }],
+  JsonSyntaxError: [{ error: new errors.JsonSyntaxError("invalid JSON at line 1, column 1", 1, 1), code: "internal", exit: EXIT.internal }],
+  CanonicalJsonError: [{ error: new errors.CanonicalJsonError("undefined in array", "a[0]"), code: "internal", exit: EXIT.internal }],
+  UnsupportedSchemaError: [{ error: new errors.UnsupportedSchemaError("schema type x"), code: "internal", exit: EXIT.internal }],
   PlannerError: [{ error: new errors.PlannerError("truncated answer"), code: "planner_failed", exit: EXIT.problem }],
   ForgeError: [{ error: new errors.ForgeError("forge: no answer"), code: "forge_failed", exit: EXIT.problem }],
-  DemoDirectiveError: [{ error: new errors.DemoDirectiveError(3, "empty @demo directive"), code: "internal", exit: EXIT.problem }],
+  DemoDirectiveError: [{ error: new errors.DemoDirectiveError(3, "empty @demo directive"), code: "internal", exit: EXIT.internal }],
+  StartError: [{ error: new errors.StartError("tmux new-session failed: no server"), code: "internal", exit: EXIT.internal }],
 };
 
 /** `| \`code\` | exit | …` rows of docs/errors.md. */
@@ -115,7 +116,7 @@ describe("classifyError: anything that is not a LoopError", () => {
     ["a plain Error", new Error("boom")],
     ["a thrown string", "boom"],
     ["an errno-like code without a system call", Object.assign(new Error("boom"), { code: "ENOENT" })],
-  ])("%s is internal, exit 1", (_name, err) => {
-    expect(classifyError(err)).toEqual({ code: "internal", exit: EXIT.problem, message: "boom" });
+  ])("%s is internal, exit 70", (_name, err) => {
+    expect(classifyError(err)).toEqual({ code: "internal", exit: EXIT.internal, message: "boom" });
   });
 });

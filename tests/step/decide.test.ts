@@ -1,10 +1,11 @@
-// The step's pure decisions (lib/step/decide.ts), the ctl planner (lib/control/ctl.ts planCtl) and the handoff
+// The step's pure decisions (lib/step/decide.ts), the ctl planner (lib/step/ctl-plan.ts planCtl) and the handoff
 // text (lib/step/handoff.ts), fed with projections folded from synthetic hash-chained logs.
 import { describe, expect, test } from "bun:test";
 import type { EventDraft, NormItemPayload, SettingsPayload } from "../../lib/log/events.ts";
 import { buildHandoff, buildReplyMessage } from "../../lib/step/handoff.ts";
 import { headingsOutsideFences } from "../helpers/markdown.ts";
-import { type CtlVerb, itemsWithStatus, planCtl, type PlannedAction, planRetryAll } from "../../lib/control/ctl.ts";
+import { itemsWithStatus, planCtl, type PlannedAction, planRetryAll } from "../../lib/step/ctl-plan.ts";
+import type { CtlVerb } from "../../lib/log/vocabulary.ts";
 import { RefusedError } from "../../lib/shared/errors.ts";
 import { UsageError } from "../../lib/shared/cli.ts";
 import {

@@ -1,5 +1,5 @@
 // The pure judgements behind environment faults and operators' attention: lib/step/faults.ts
-// (launchFault, classifyLaunchError, aiderCanChooseModel), lib/step/decide.ts (attention,
+// (launchFault, launchErrorFault, aiderCanChooseModel), lib/step/decide.ts (attention,
 // outputShowsProgress), lib/definition/runners.ts provenConversation, and the reducer's
 // environment_fault and notified events. Tables of plain data; no processes.
 import { describe, expect, test } from "bun:test";
@@ -11,7 +11,8 @@ import { fold, IllegalEventError, type Projection } from "../../lib/log/reducer.
 import { provenConversation } from "../../lib/definition/runners.ts";
 import { attention, attentionOf, attentionView, ATTENTION_STATUSES, UNLANDED_OUTCOMES } from "../../lib/step/decide.ts";
 import { outputShowsProgress } from "../../lib/supervisor/waiting.ts";
-import { aiderCanChooseModel, classifyLaunchError, type FaultKind, type LaunchFacts, launchFault } from "../../lib/step/faults.ts";
+import { aiderCanChooseModel, FaultError, type FaultKind, type LaunchFacts, launchErrorFault, launchFault, programFault, startPointFault } from "../../lib/step/faults.ts";
+import { GitError, LeaseLostError, StartError } from "../../lib/shared/errors.ts";
 import { lastProgressAt, PROGRESS_FILE } from "../../lib/supervisor/progress.ts";
 import { stepExitCode } from "../../lib/step/step.ts";
 import { closed, definition, drained, ended, itemDef, landed, launch, LogBuilder, loopStarted, settled, started, verified } from "../helpers/events.ts";
@@ -127,22 +128,32 @@ describe("aiderCanChooseModel", () => {
     });
 });
 
-describe("classifyLaunchError: every failure after the reservation is the environment's", () => {
-  const cases: { name: string; err: { name: string; code?: string; message: string }; want: FaultKind }[] = [
-    { name: "a full disk", err: { name: "Error", code: "ENOSPC", message: "ENOSPC: no space left on device, write" }, want: "disk_full" },
-    { name: "a read-only state root", err: { name: "Error", code: "EROFS", message: "EROFS: read-only file system, mkdir '/s'" }, want: "permission_denied" },
-    { name: "no permission", err: { name: "Error", code: "EACCES", message: "EACCES: permission denied" }, want: "permission_denied" },
-    { name: "the start point vanished", err: { name: "Error", message: 'start point "main" is not a commit in /r' }, want: "base_missing" },
-    { name: "a relative program missing in the worktree", err: { name: "Error", message: 'runner "x": program "./agent" not found (/w/agent)' }, want: "program_not_found" },
-    { name: "not executable", err: { name: "Error", message: 'runner "x": program "./agent" (/w/agent) is not executable' }, want: "program_not_executable" },
-    { name: "git worktree add failed", err: { name: "GitError", message: "git worktree add failed: fatal: '/w' is a missing but locked worktree" }, want: "git_failed" },
-    { name: "tmux could not start", err: { name: "Error", message: "tmux new-session failed: no server" }, want: "launch_failed" },
+describe("launchErrorFault: a failure after the reservation is judged by its type, never its words", () => {
+  const errno = (code: string, message: string) => Object.assign(new Error(message), { code, syscall: "open" });
+  const program = (state: "missing" | "not_executable") => new FaultError(programFault({ runner: "x", program: "./agent", fact: state === "missing" ? { state, path: "/w/agent" } : { state, path: "/w/agent" } }));
+  const cases: { name: string; err: unknown; want: FaultKind | null }[] = [
+    { name: "a full disk", err: errno("ENOSPC", "ENOSPC: no space left on device, write"), want: "disk_full" },
+    { name: "a read-only state root", err: errno("EROFS", "EROFS: read-only file system, mkdir '/s'"), want: "permission_denied" },
+    { name: "no permission", err: errno("EACCES", "EACCES: permission denied"), want: "permission_denied" },
+    { name: "a file where a folder should be", err: errno("ENOTDIR", "ENOTDIR: not a directory, mkdir '/s/x'"), want: "launch_failed" },
+    { name: "the start point vanished", err: new FaultError(startPointFault({ startPoint: "main", repo: "/r" })), want: "base_missing" },
+    { name: "a relative program missing in the worktree", err: program("missing"), want: "program_not_found" },
+    { name: "not executable", err: program("not_executable"), want: "program_not_executable" },
+    { name: "git worktree add failed", err: new GitError(["worktree", "add"], 128, "fatal: '/w' is a missing but locked worktree"), want: "git_failed" },
+    { name: "tmux could not start", err: new StartError("tmux new-session failed: no server"), want: "launch_failed" },
+    // Not the machine's: thrown on, whatever the message says.
+    { name: "a bug in loop", err: new TypeError("cannot read properties of undefined"), want: null },
+    { name: "a bug whose message reads like a fault", err: new Error('runner "x": program "./agent" not found'), want: null },
+    { name: "an errno-like code without a system call", err: Object.assign(new Error("ENOSPC"), { code: "ENOSPC" }), want: null },
+    { name: "a lost lease", err: new LeaseLostError("the lease was taken over"), want: null },
+    { name: "the store's refusal", err: new IllegalEventError(3, "item_status", "nope"), want: null },
   ];
   for (const c of cases)
     test(c.name, () => {
-      const f = classifyLaunchError(c.err);
-      expect(f.kind).toBe(c.want);
-      expect(f.message).toContain(c.err.message);
+      const f = launchErrorFault(c.err);
+      expect(f?.kind ?? null).toBe(c.want);
+      if (!f) return;
+      expect(f.message).toContain((c.err as Error).message);
       expect(f.fix).toContain("loop ctl resume");
     });
 });

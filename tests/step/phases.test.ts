@@ -10,6 +10,7 @@ import { createConsola } from "consola/core";
 import { importedDefinition, itemBranch, loadDefinition } from "../../lib/definition/loop-json.ts";
 import type { ItemState } from "../../lib/log/reducer.ts";
 import { Store } from "../../lib/log/store.ts";
+import { acquireWriter } from "../../lib/log/writer.ts";
 import { LeaseLostError } from "../../lib/shared/errors.ts";
 import { sessionDir, worktreeDir } from "../../lib/shared/paths.ts";
 import { append, createStepContext, projection, type StepContext } from "../../lib/step/context.ts";
@@ -57,11 +58,10 @@ function harness(item: Record<string, unknown>, settings: Record<string, unknown
   const stateRoot = join(dir, "state");
   const store = Store.open(stateRoot, { create: true, actor: "tester" });
   stores.push(store);
-  const got = store.acquireLease(10 * 60_000, () => true);
-  if (!got.ok) throw new Error("no lease");
+  const writer = acquireWriter(store, { actor: "tester", ttlMs: 10 * 60_000, busy: () => new Error("no lease") });
   const warnings: string[] = [];
   const log = createConsola({ level: 3, reporters: [{ log: (o) => warnings.push(o.args.join(" ")) }] });
-  const ctx = createStepContext({ store, def, options: { root, stateRoot, actor: "tester", env: { LOOP_KILL_GRACE_MS: "2000" }, log }, lease: got.lease });
+  const ctx = createStepContext({ writer, def, options: { root, stateRoot, actor: "tester", env: { LOOP_KILL_GRACE_MS: "2000" }, log } });
   append(ctx, [{ type: "definition_imported", payload: importedDefinition(def, 1) }], "import");
   append(ctx, [{ type: "loop_started", payload: {} }], "start");
   return {

@@ -11,9 +11,11 @@
 // threads are one: a PR is an issue to GitHub). Comment ids share one increasing id space on both
 // forges, so each item has one comment high-water mark in its ledger; its threads are baselined on
 // first sight, so what was there before is context, not a delivery. Edited old comments come back
-// with `since` and stay below the mark.
+// with `since` and stay below the mark. `since` comes from the log (each item's readFrom: the
+// creation time of the last comment handled, or its baseline's), unless the cache holds a later
+// cursor; the cache only saves requests.
 import { join } from "node:path";
-import { commentIntent, isLoopsOwn, loopComment, type CommentVerb } from "../../forge/comments.ts";
+import { commentCursor, commentIntent, isLoopsOwn, loopComment, type CommentVerb } from "../../forge/comments.ts";
 import type { ForgeComment, ForgeProvider, ForgeThread } from "../../forge/provider.ts";
 import { fenced, TEXT_CAP, capped, sanitizeLine } from "../../forge/untrusted.ts";
 import type { EventDraft } from "../../log/events.ts";
@@ -21,6 +23,8 @@ import { isInFlight, isSettled, type ItemState, type Projection } from "../../lo
 import { writeFileAtomic } from "../../shared/fsutil.ts";
 import { append, closeInStep, projection, type StepContext } from "../context.ts";
 import { issueOf } from "./issue-context.ts";
+import { planCtl, type PlannedAction } from "../ctl-plan.ts";
+import { RefusedError, UsageError } from "../../shared/errors.ts";
 import { forgeLink, type ForgeLink } from "./link.ts";
 import { SESSION_FILES } from "../../supervisor/sessions.ts";
 
@@ -32,35 +36,46 @@ export async function pollComments(ctx: StepContext): Promise<void> {
   if (link.limited()) return;
   if (Date.now() - link.cache.comments.polledAt < ctx.def.forge!.pollInterval) return;
   if (!(await baselineNew(ctx, link))) return;
-  const since = link.cache.comments.since ?? new Date(Date.now() - 60_000).toISOString();
   const p = projection(ctx);
-  const threads = p.order.flatMap((id) => (p.items[id]!.status === "withdrawn" ? [] : threadsOf(p.items[id]!)));
+  const items = p.order.map((id) => p.items[id]!).filter((it) => it.status !== "withdrawn");
+  const threads = items.flatMap(threadsOf);
+  // From the log (each item's readFrom), or the cache's cursor when that is later: never from the cache alone.
+  const since = commentCursor({ cached: link.cache.comments.since, readFrom: items.flatMap((it) => (threadsOf(it).length && it.forge ? [it.forge.readFrom] : [])) });
+  if (since === null) return; // no item has a thread to read
   const r = await link.provider.listComments({ since, threads });
   if (!r.ok) return void link.failed(r);
-  link.cache.comments.polledAt = Date.now();
   const comments = [...r.value.items].sort((a, b) => a.id - b.id);
-  // The cursor moves only over what was read and acted on: to the last edit read, or back to the
-  // first comment left for later (a permission that could not be read), whichever is earlier.
+  // The cursor moves as each comment is acted on (or needs nothing), never past one not yet done:
+  // a step that stops mid-batch (a bug, a lost lease) saves where it got to. A comment left for
+  // later (a permission that could not be read) holds it, with every later one on the same item.
+  const pending = new Map(comments.map((c) => [c.id, c.updatedAt]));
+  const lastRead = latest([since, ...comments.map((c) => c.updatedAt)]);
   const held = new Set<string>();
-  let cursor = comments.map((c) => c.updatedAt).sort().at(-1) ?? since;
   for (const c of comments) {
     const item = itemOf(ctx, link.provider, c);
-    if (item && held.has(item)) {
-      // A later comment on an item with one left for later waits too: comments are acted on in order.
-      if (c.updatedAt < cursor) cursor = c.updatedAt;
-      continue;
-    }
+    // A later comment on an item with one left for later waits too: comments are acted on in order.
+    if (item && held.has(item)) continue;
     if ((await handle(ctx, link, c)) === "later") {
       if (item) held.add(item);
-      if (c.updatedAt < cursor) cursor = c.updatedAt;
+      continue;
     }
+    pending.delete(c.id);
+    link.cache.comments.since = pending.size ? earliest([...pending.values()]) : lastRead;
   }
-  link.cache.comments.since = cursor;
+  link.cache.comments.polledAt = Date.now();
   if (r.value.cut) {
     ctx.options.log.warn(`forge: the comment listing was cut after ${r.value.items.length} comments; the rest are read on the next step`);
     link.cache.comments.polledAt = 0; // the rest is not made to wait for the poll interval
   }
   materializeInboxes(ctx, projection(ctx));
+}
+
+function earliest(times: string[]): string {
+  return times.reduce((a, b) => (Date.parse(b) < Date.parse(a) ? b : a));
+}
+
+function latest(times: string[]): string {
+  return times.reduce((a, b) => (Date.parse(b) > Date.parse(a) ? b : a));
 }
 
 /** The item whose thread a comment is on, if any. */
@@ -95,7 +110,7 @@ async function baselineNew(ctx: StepContext, link: ForgeLink): Promise<boolean> 
     // One listing per thread the forge tells apart (a GitHub PR whose number is the issue's is one thread).
     const threads = all.filter((t, i) => all.findIndex((u) => link.provider.threadKey(u) === link.provider.threadKey(t)) === i);
     if (!threads.length || it.forge?.highWater != null) continue;
-    let highWater = 0;
+    let newest: ForgeComment | null = null;
     let comments = 0;
     for (const n of threads) {
       const list = await link.provider.listThreadComments(n);
@@ -104,10 +119,12 @@ async function baselineNew(ctx: StepContext, link: ForgeLink): Promise<boolean> 
         return false;
       }
       // A cut listing still holds the thread's newest page: the mark is right, the count a floor.
-      highWater = Math.max(highWater, ...list.value.items.map((c) => c.id));
+      for (const c of list.value.items) if (!newest || c.id > newest.id) newest = c;
       comments += list.value.items.length;
     }
-    append(ctx, [{ type: "forge_thread_baselined", item: id, payload: { issue: threads[0]!.number, highWater, comments } }], "forge");
+    // `through`: where this item's comments are read from, on the forge's clock (reducer readFrom).
+    const payload = { issue: threads[0]!.number, highWater: newest?.id ?? 0, comments, through: newest?.createdAt ?? null };
+    append(ctx, [{ type: "forge_thread_baselined", item: id, payload }], "forge");
   }
   return true;
 }
@@ -135,7 +152,7 @@ async function handle(ctx: StepContext, link: ForgeLink, c: ForgeComment): Promi
     type: "forge_comment_handled",
     item: id,
     actor,
-    payload: { issue: c.thread.number, commentId: c.id, login: c.login, action, detail },
+    payload: { issue: c.thread.number, commentId: c.id, login: c.login, action, detail, createdAt: c.createdAt },
   });
   const intent = commentIntent(c.body);
   if (intent.kind === "conflict") {
@@ -150,8 +167,8 @@ async function handle(ctx: StepContext, link: ForgeLink, c: ForgeComment): Promi
   }
   if (isSettled(it.status)) return "done"; // text on a settled item reaches no agent
   const text = capped(c.body, TEXT_CAP);
-  if (it.status === "needs_input" && it.forge?.questionPosted?.attempt === it.attempts.length && ctx.options.planControl) {
-    const actions = ctx.options.planControl(p, "reply", [id], { text, actor, keepCheckout: ctx.def.keepCheckoutOnClose });
+  if (it.status === "needs_input" && it.forge?.questionPosted?.attempt === it.attempts.length) {
+    const actions = planCtl(p, "reply", [id], { text, actor, keepCheckout: ctx.def.keepCheckoutOnClose });
     const resume: EventDraft[] = p.loop.state === "paused" && p.loop.reason?.startsWith(`${id} needs input:`) ? [{ type: "loop_resumed", payload: {} }] : [];
     append(ctx, [...actions.flatMap((a) => a.events.map((e) => ({ ...e, actor }) as EventDraft)), ...resume, handled("reply", text)], "forge");
     return "done";
@@ -163,13 +180,13 @@ async function handle(ctx: StepContext, link: ForgeLink, c: ForgeComment): Promi
 /** `/loop <verb>`: the same plan `loop ctl` makes; a live session ended through the close path. */
 async function command(ctx: StepContext, link: ForgeLink, o: { it: ItemState; c: ForgeComment; verb: CommentVerb; actor: string; handled: (a: "control" | "refused", d: string) => EventDraft }): Promise<void> {
   const { it, c, verb, actor } = o;
-  const plan = ctx.options.planControl;
-  let actions: ReturnType<NonNullable<typeof plan>>;
+  let actions: PlannedAction[];
   try {
-    if (!plan) throw new Error("this step cannot plan control commands");
     const loopVerb = verb === "pause" || verb === "resume";
-    actions = plan(projection(ctx), verb, loopVerb ? [] : [it.id], { actor, reason: `/loop ${verb} in comment ${c.id}`, keepCheckout: ctx.def.keepCheckoutOnClose });
+    actions = planCtl(projection(ctx), verb, loopVerb ? [] : [it.id], { actor, reason: `/loop ${verb} in comment ${c.id}`, keepCheckout: ctx.def.keepCheckoutOnClose });
   } catch (err) {
+    // Only a verb that does not apply is answered; anything else is loop's own fault, not the comment's.
+    if (!(err instanceof RefusedError || err instanceof UsageError)) throw err;
     const why = `/loop ${verb} refused: ${(err as Error).message}`;
     append(ctx, [o.handled("refused", why)], "forge");
     await answer(ctx, link, c.thread, `@${c.login}: ${why}`);

@@ -14,7 +14,10 @@ import type { StepContext } from "../context.ts";
 
 interface CacheFile {
   etags: Record<string, { etag: string; body: unknown }>;
-  /** The `since` of the next repository comment listing, and when it was last read (epoch ms). */
+  /**
+   * The `since` of the next comment listing, when it is later than what the log gives (it moved over
+   * comments that needed nothing), and when the comments were last read (epoch ms).
+   */
   comments: { since: string | null; polledAt: number };
   /** Epoch ms before which no request is made: a rate limit said so. */
   rateLimitedUntil: number;

@@ -6,12 +6,12 @@
 // question, messages to the agent; comments on an item's recorded PR (GitLab: merge request, whose
 // iid may equal the issue's) count as comments on the item (one high-water mark for both).
 import { afterEach, describe, expect, test } from "bun:test";
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { LOOP_MARKER } from "../../../lib/forge/comments.ts";
 import { demoDefinition, git, Project } from "../../helpers/project.ts";
 import type { FakeGitHub } from "../../helpers/fake-github.ts";
-import { FORGES, type FakeForge, github } from "../../helpers/forges.ts";
+import { FORGES, type FakeForge, type FakeForgeOptions, github } from "../../helpers/forges.ts";
 import { headingsOutsideFences } from "../../helpers/markdown.ts";
 
 const open: { p: Project; f: FakeForge }[] = [];
@@ -22,11 +22,11 @@ afterEach(() => {
   }
 });
 
-type Make = (dir: string) => FakeForge;
+type Make = (dir: string, o?: FakeForgeOptions) => FakeForge;
 
-function project(make: Make, o: { items: (f: FakeForge) => unknown[]; forge?: Record<string, unknown>; control?: Record<string, unknown>; defaults?: Record<string, unknown>; env?: Record<string, string> }) {
+function project(make: Make, o: { items: (f: FakeForge) => unknown[]; forge?: Record<string, unknown>; control?: Record<string, unknown>; defaults?: Record<string, unknown>; env?: Record<string, string>; fake?: FakeForgeOptions }) {
   const p = new Project(demoDefinition([{ id: "x", prompt: "p" }]), { env: o.env ?? {} });
-  const f = make(p.aux);
+  const f = make(p.aux, o.fake);
   open.push({ p, f });
   for (const n of [1, 2]) f.addIssue(n, { title: `issue ${n}` });
   p.writeDefinition(
@@ -183,7 +183,10 @@ describe.each(FORGES)("%s", (_name, make) => {
     const pr = f.pulls()[0]!.number;
     const old = f.addComment({ pull: pr, login: "alice", body: "/loop pause" }); // before first sight: context
     expect((await p.run()).action).toBe("waiting");
-    expect(p.eventsOf("forge_thread_baselined").map((e) => e.payload)).toEqual([{ issue: pr, highWater: old.id, comments: 1 }]);
+    const baselined = p.eventsOf("forge_thread_baselined").map((e) => e.payload);
+    expect(baselined).toEqual([{ issue: pr, highWater: old.id, comments: 1, through: expect.any(String) }]);
+    // Its comments are read from the newest one's creation, on the forge's clock.
+    expect(Date.parse(baselined[0]!.through!)).toBe(Date.parse(old.createdAt));
     expect(p.eventsOf("loop_paused")).toHaveLength(0);
     f.addComment({ pull: pr, login: "alice", body: "/loop pause" });
     expect((await p.run()).action).toBe("paused");
@@ -201,6 +204,44 @@ describe.each(FORGES)("%s", (_name, make) => {
     expect(r.action).toBe("paused");
     expect(p.eventsOf("loop_paused")[0]!.actor).toBe(`${f.provider}:alice`);
     expect(cut.stderr).toContain("the comment listing was cut after");
+  });
+
+  test("the comment cursor comes from the log: a /loop start posted while .loop/forge-cache.json is missing, read minutes later, is acted on", async () => {
+    // The forge's clock runs 3 minutes behind: every comment reads as posted 3 minutes before the step that reads it.
+    const { p, f } = project(make, { items: (f) => [{ ref: f.ref(1), prompt: "x\n@demo write a.txt a" }, { ref: f.ref(2), prompt: "y\n@demo write b.txt b" }], control: { requireStartCommand: true }, fake: { clockLagMs: 3 * 60_000 } });
+    f.addComment({ issue: 2, login: "bob", body: "context from before" }); // issue 2 is baselined with a comment, issue 1 without
+    expect((await p.run()).action).toBe("idle");
+    expect(p.eventsOf("forge_thread_baselined").map((e) => [e.item, e.payload.comments])).toEqual([["api-1", 0], ["api-2", 1]]);
+    const cache = join(p.stateRoot, "forge-cache.json");
+    rmSync(cache);
+    f.addComment({ issue: 1, login: "alice", body: "/loop start" });
+    expect((await p.run()).action).toBe("launched");
+    expect(p.eventsOf("control_recorded").map((e) => [e.item, e.payload.verb, e.actor])).toEqual([["api-1", "start", `${f.provider}:alice`]]);
+    // And again once a comment was handled: the next one is read from that comment's creation.
+    rmSync(cache);
+    f.addComment({ issue: 2, login: "alice", body: "/loop start" });
+    await p.runToDrain();
+    expect(p.eventsOf("control_recorded").map((e) => [e.item, e.payload.verb])).toEqual([["api-1", "start"], ["api-2", "start"]]);
+    // Each handled comment records its creation: where the next listing starts.
+    expect(p.eventsOf("forge_comment_handled").every((e) => !Number.isNaN(Date.parse(e.payload.createdAt ?? "")))).toBe(true);
+    await p.finish();
+  });
+
+  test("a step that stops mid-batch (a bug after the first comment's commit) saves where it got to: the next step acts on the rest, each comment once", async () => {
+    const { p, f } = project(make, { items: (f) => [{ ref: f.ref(1), prompt: "x\n@demo write a.txt a" }], control: { requireStartCommand: true }, fake: { clockLagMs: 3 * 60_000 } });
+    expect((await p.run()).action).toBe("idle");
+    f.addComment({ issue: 1, login: "alice", body: "a note for the agent" });
+    f.addComment({ issue: 1, login: "alice", body: "/loop start" });
+    const broken = await p.loop(["run", "--json", "--root", p.root], { LOOP_FAILPOINT: "forge:after_commit=throw" });
+    expect(broken.code).toBe(70);
+    expect(p.eventsOf("forge_comment_handled").map((e) => e.payload.action)).toEqual(["message"]);
+    rmSync(join(p.stateRoot, "forge-cache.json"), { force: true });
+    const r = await p.run();
+    expect(r.action).toBe("launched");
+    expect(p.eventsOf("forge_comment_handled").map((e) => e.payload.action)).toEqual(["message", "control"]);
+    await p.runToDrain();
+    expect(p.eventsOf("forge_comment_handled")).toHaveLength(2);
+    await p.finish();
   });
 
   test("a keyword counts only at the start of the first line: quoted or in prose it is text; a login outside ASCII is nobody (KELVIN SIGN + ate is not kate)", async () => {
