@@ -144,7 +144,7 @@ async function handle(ctx: StepContext, link: ForgeLink, c: ForgeComment): Promi
     return "later";
   }
   if (!allowed) {
-    ctx.options.log.info(`forge: comment ${c.id} on ${link.provider.threadLabel(c.thread)} by ${sanitizeLine(c.login, 40)} ignored: not an authorized user`);
+    ctx.options.log.debug(`forge: comment ${c.id} on ${link.provider.threadLabel(c.thread)} by ${sanitizeLine(c.login, 40)} ignored: not an authorized user`);
     return "done";
   }
   const actor = `${ctx.def.forge!.provider}:${c.login}`;
