@@ -170,6 +170,8 @@ describe("docs/architecture.md agrees with the code", () => {
     const loaded: Record<string, string[]> = Object.fromEntries(tools.map((t) => [t, forgeModules(`cmd/${t}`)] as const).filter(([, m]) => m.length));
     expect(loaded).toEqual({
       "loop-add.ts": ["lib/forge/provider.ts", "lib/forge/timeout.ts", "lib/forge/untrusted.ts"],
+      // loop logs --feedback prints a rework's digest as the handoff fences it.
+      "loop-logs.ts": ["lib/forge/untrusted.ts"],
       "loop-plan.ts": ["lib/forge/provider.ts", "lib/forge/timeout.ts", "lib/forge/untrusted.ts"],
       "loop-replay.ts": ["lib/forge/auto-merge.ts"],
       "loop-run.ts": ["lib/forge/auto-merge.ts", "lib/forge/untrusted.ts", "lib/step/forge/remote.ts"],
