@@ -18,11 +18,12 @@ import { ITEM_TABLES, itemFromRows, type ItemTable, parseControlBody, parseLoopB
  * writes. 3: the loop row (and state.json's loop) carries `owner`, the project the store belongs to.
  * 4: the projection tables hold every field of the fold (none left out to keep older rows' bytes),
  * `state_sha` is recorded when state.json is written, and the tables have indexes on an item's
- * status, on its landing's outcome and on open sessions. Writers upgrade older stores on open by folding the log again and
+ * status, on its landing's outcome and on open sessions. 5: usage (docs/spend.md): attempts carry
+ * their usage, the loop record its sums and a budget pause, an item a budget stop (indexed). Writers upgrade older stores on open by folding the log again and
  * rewriting the tables (`migrate`); read verbs never write, so they refuse an older store with
  * `outdated_store` until a writer has opened it.
  */
-export const SCHEMA_VERSION = 4;
+export const SCHEMA_VERSION = 5;
 
 export function dbPath(stateRoot: string): string {
   return join(stateRoot, "loop.db");

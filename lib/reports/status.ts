@@ -10,7 +10,8 @@
 import { readRegularFile } from "../shared/fsutil.ts";
 import { headOf, loopRecordOf, readControlFlags, readLoopRow, readProjection, withReadSnapshot } from "../log/snapshot.ts";
 import { statePaths } from "../shared/paths.ts";
-import { jsonText, stateDocument } from "../log/documents.ts";
+import { jsonText, loopUsage, stateDocument, usd } from "../log/documents.ts";
+import { loopSpend } from "../step/budget.ts";
 import { jsonDiff } from "./diff.ts";
 import { sessionAlive } from "../supervisor/liveness.ts";
 import { resolveSelectorsIn } from "../definition/selectors.ts";
@@ -111,12 +112,15 @@ export function statusReport(
         pr: it.forge ? it.forge.pr : null,
         forge: it.forge ? { landing: it.forge.landing, lastComment: it.forge.lastComment, baselined: it.forge.baselined } : null,
         waiting: waiting.get(it.id) ?? null,
+        // What its attempts used and its budget (docs/spend.md); null before any attempt ran, and without one.
+        usage: it.usage ?? null,
+        budget: it.budget ?? null,
       };
     });
     return {
       schema: "loop/status@1",
       healthy: findings.length === 0,
-      loop: { ...doc.loop, seq: lr.seq, logSeq: head.seq, counts: doc.counts },
+      loop: { ...doc.loop, seq: lr.seq, logSeq: head.seq, counts: doc.counts, usage: usageOf(doc, loop), budget: budgetOf(loop) },
       autoMerge: autoMergeOf(loop, env),
       items,
       findings,
@@ -125,6 +129,28 @@ export function statusReport(
 }
 
 export type StatusReport = ReturnType<typeof statusReport>;
+
+/**
+ * The loop's usage (docs/spend.md): state.json's figures over every attempt, and the rolling day's
+ * (whole hours up to now, from the loop record of the projection row: it depends on the clock, so
+ * state.json does not hold it).
+ */
+function usageOf(doc: StateDocument, loop: LoopRecord) {
+  const day = loopSpend(loop.usage, Date.now()).daily;
+  return { ...(doc.loop.usage ?? loopUsage(loop)), daily: { tokens: day.tokens, usd: usd(day.microUsd) } };
+}
+
+/** The loop's budget from the imported definition, in dollars and tokens; null without one. */
+function budgetOf(loop: LoopRecord) {
+  const b = loop.settings?.budget;
+  if (!b) return null;
+  return {
+    tokens: b.tokens ?? null,
+    usd: usd(b.microUsd ?? null),
+    daily: b.daily ? { tokens: b.daily.tokens ?? null, usd: usd(b.daily.microUsd ?? null) } : null,
+    stopped: loop.state === "paused" && loop.budgetStop ? { window: loop.budgetStop.window, unit: loop.budgetStop.unit, reason: loop.budgetStop.reason, at: loop.budgetStop.at } : null,
+  };
+}
 
 /**
  * A process that is not the step holding the lease, holding a lock every writer waits on

@@ -27,6 +27,8 @@ export const COMMIT_LABELS = [
   "ctl",
   "forge",
   "reset",
+  "usage",
+  "budget",
 ] as const;
 
 /** Points around side effects. */
@@ -53,6 +55,7 @@ export const EFFECT_POINTS = [
   "reset:after_close",
   "reset:after_files",
   "reset:after_branch",
+  "budget:before_close",
 ] as const;
 
 export type CommitLabel = (typeof COMMIT_LABELS)[number];

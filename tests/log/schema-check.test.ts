@@ -62,6 +62,8 @@ const SAMPLES: Record<EventType, unknown> = {
   forge_comment_handled: { issue: 7, commentId: 1003, login: "alice", action: "control", detail: "/loop retry" },
   forge_question_posted: { attempt: 1, issue: 7, commentId: 1004 },
   notified: { slot: "environment", key: "environment:12", kind: "environment", ok: false, exitCode: 3, reason: "notify exited 3" },
+  usage_recorded: { attempt: 1, final: false, source: "claude", tokens: { input: 10, output: 20, cacheRead: 300, cacheWrite: 40 }, microUsd: 12_345, usdFrom: "agent", note: null },
+  budget_stopped: { attempt: 1, scope: "item", window: "total", unit: "tokens", spent: 1200, limit: 1000, reason: "spent 1,200 tokens of 1,000" },
 };
 
 const VALUES: unknown[] = [
