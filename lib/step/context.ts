@@ -15,6 +15,7 @@ import { closeSession, type CloseReport } from "./close.ts";
 import { graceMs } from "../supervisor/sessions.ts";
 import { repoTop } from "./workspace.ts";
 import { lastLanded, ownedRefs, type RefChange, readRefs, refChanges } from "./owned-refs.ts";
+import { amount } from "./budget.ts";
 
 export type { CommitLabel } from "../shared/failpoint.ts";
 
@@ -200,7 +201,7 @@ function summarize(e: StoredEvent): string {
     case "usage_recorded": {
       const t = e.payload.tokens;
       const tokens = t ? `${(t.input + t.output + t.cacheRead + t.cacheWrite).toLocaleString("en-US")} tokens` : "tokens unknown";
-      const usd = e.payload.microUsd === null ? "" : `, $${(e.payload.microUsd / 1e6).toFixed(2)}`;
+      const usd = e.payload.microUsd === null ? "" : `, ${amount("usd", e.payload.microUsd)}`;
       return `attempt ${e.payload.attempt} ${e.payload.final ? "used" : "has used"} ${tokens}${usd}`;
     }
     case "budget_stopped":
