@@ -222,7 +222,7 @@ describe("a store of schema 3: rows in the layout before the tables were a plain
     expect(() => statusReport(root)).toThrow(new StoreError("outdated_store", `store under ${root} has schema 3 from an older loop; \`loop run\` or \`loop ctl\` upgrades it (read verbs never write)`));
     const store = Store.open(root);
     try {
-      expect((store.db.query("SELECT value FROM meta WHERE key = 'schema'").get() as { value: string }).value).toBe("4");
+      expect((store.db.query("SELECT value FROM meta WHERE key = 'schema'").get() as { value: string }).value).toBe(String(SCHEMA_VERSION));
       const events = store.db.query("SELECT seq, id, ts, type, actor, item, payload, prev_hash, hash FROM events ORDER BY seq").all() as EventRow[];
       expect(compareProjection(store.db, fold(events.map(rowToEvent)))).toEqual([]);
       expect(store.db.query("SELECT state_sha FROM proj_loop").get()).toEqual({ state_sha: "" });
