@@ -276,8 +276,9 @@ const RawNotify = section({
 /** US dollars: a positive number, at most a billion, kept to the millionth. */
 const Usd = v.pipe(
   v.number("must be a number of US dollars"),
-  v.check((n) => Number.isFinite(n) && n > 0 && n <= 1e9, "must be a number of US dollars above 0 (at most 1000000000)"),
-  v.check((n) => Math.round(n * 1e6) >= 1, "must be at least 0.000001 (a millionth of a dollar)"),
+  problem<number>((n) =>
+    !(Number.isFinite(n) && n > 0 && n <= 1e9) ? "must be a number of US dollars above 0 (at most 1000000000)" : Math.round(n * 1e6) < 1 ? "must be at least 0.000001 (a millionth of a dollar)" : undefined,
+  ),
 );
 const Tokens = v.pipe(
   v.number("must be a whole number of tokens"),

@@ -107,15 +107,18 @@ const MARKERS: Record<LogSource, readonly string[]> = {
 export function feedLines(state: ParseState, text: string): ParseState {
   const s = structuredClone(state);
   const markers = MARKERS[s.source];
+  // Where each marker next occurs (-1: not again): each is searched for once per occurrence, never
+  // again from every line (a marker that does not occur would make that quadratic).
+  const next = markers.map((m) => text.indexOf(m));
   let from = 0;
   while (from < text.length) {
     // A report wrapped onto this line (aider's cost) is read whatever it holds.
     let at = s.pending !== null ? from : -1;
     // Else the next marker at or after `from`, and the line around it.
     if (at < 0)
-      for (const m of markers) {
-        const i = text.indexOf(m, from);
-        if (i >= 0 && (at < 0 || i < at)) at = i;
+      for (let k = 0; k < markers.length; k++) {
+        if (next[k]! >= 0 && next[k]! < from) next[k] = text.indexOf(markers[k]!, from);
+        if (next[k]! >= 0 && (at < 0 || next[k]! < at)) at = next[k]!;
       }
     if (at < 0) break;
     const start = text.lastIndexOf("\n", at) + 1;

@@ -66,7 +66,9 @@ function cursorOf(dir: string, source: UsageSource): Cursor | null {
 
 function save(dir: string, c: Cursor): void {
   try {
-    writeFileAtomic(join(dir, USAGE_CURSOR), JSON.stringify(c) + "\n");
+    // Not synced: after a crash any whole version of the record is as good (its offset and the
+    // parser's state go together), and none at all means reading the log again from its start.
+    writeFileAtomic(join(dir, USAGE_CURSOR), JSON.stringify(c) + "\n", { sync: false });
   } catch {
     // Not recorded: the next tick reads the same output again and comes to the same figure.
   }
