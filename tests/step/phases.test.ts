@@ -147,7 +147,7 @@ describe("the verify phase", () => {
     const next = afterSession(h.item());
     expect(next).toEqual({ kind: "fail", reason: `verify failed: ${NO_PROGRESS}; exit 1` });
     await failAttempt(h.ctx, h.item(), (next as { reason: string }).reason);
-    expect(lastOf(h, "item_requeued")).toMatchObject({ attempt: 1, failed: true, reason: "verify failed: exit 1" });
+    expect(lastOf(h, "item_requeued")).toMatchObject({ attempt: 1, failed: true, reason: `verify failed: ${NO_PROGRESS}; exit 1` });
     expect(h.item().status).toBe("pending");
   });
 
