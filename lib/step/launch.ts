@@ -196,7 +196,7 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
   writeFileAtomic(join(dir, "start-head"), git(worktree, ["rev-parse", "HEAD"]) + "\n");
   // Where a runner reports its usage (docs/runners.md#reporting-usage): created empty, the agent's to write.
   const usageFile = join(dir, SESSION_FILES.usage);
-  writeFileAtomic(usageFile, "");
+  writeFileAtomic(usageFile, "", { sync: false });
   const env: Record<string, string> = {
     LOOP_USAGE_FILE: usageFile,
     LOOP_ITEM: it.id,
