@@ -107,7 +107,10 @@ function breakdown(t: TokenCounts | null) {
 /**
  * What an item's attempts of this epoch used (the one in flight so far included), field by field:
  * `tokens` and `usd` null when no attempt reported them, `unknown` counting the attempts that ran
- * without reporting; `attempt`: the latest attempt's own figure. Null before any attempt ran.
+ * without reporting, the breakdown when tokens are known, and `attempt`: the latest attempt's own
+ * figure, once one is recorded. Null before any attempt ran. state.json holds this compact form
+ * (the breakdown and `attempt` absent when unknown: every item is in the file);
+ * fullUsage gives status's stable shape.
  */
 export function itemUsage(it: ItemState) {
   const ran = it.attempts.filter((a) => a.startedAt !== null);
@@ -130,22 +133,30 @@ export function itemUsage(it: ItemState) {
   return {
     tokens: tokens ? totalTokens(tokens) : null,
     usd: usd(micro),
-    ...breakdown(tokens),
+    ...(tokens ? breakdown(tokens) : {}),
     attempts: ran.length,
     unknown: { tokens: unknownTokens, usd: unknownUsd },
-    attempt:
-      last.startedAt === null
-        ? null
-        : {
-            n: last.n,
-            tokens: lu?.tokens ? totalTokens(lu.tokens) : null,
-            usd: usd(lu?.microUsd ?? null),
-            source: lu?.source ?? null,
-            usdFrom: lu?.usdFrom ?? null,
-            final: lu?.final ?? false,
-            note: lu?.note ?? null,
-          },
+    ...(lu
+      ? { attempt: { n: last.n, tokens: lu.tokens ? totalTokens(lu.tokens) : null, usd: usd(lu.microUsd), source: lu.source, usdFrom: lu.usdFrom, final: lu.final, note: lu.note } }
+      : {}),
   };
+}
+
+/** An item's usage in its full, stable shape (status, export): what state.json leaves out, as null. */
+export function fullUsage(u: ReturnType<typeof itemUsage> | undefined) {
+  if (!u) return null;
+  const b = u as { input?: number; output?: number; cacheRead?: number; cacheWrite?: number };
+  return {
+    tokens: u.tokens,
+    usd: u.usd,
+    input: b.input ?? null,
+    output: b.output ?? null,
+    cacheRead: b.cacheRead ?? null,
+    cacheWrite: b.cacheWrite ?? null,
+    attempts: u.attempts,
+    unknown: u.unknown,
+    attempt: (u as { attempt?: unknown }).attempt ?? null,
+  } as { tokens: number | null; usd: number | null; input: number | null; output: number | null; cacheRead: number | null; cacheWrite: number | null; attempts: number; unknown: { tokens: number; usd: number }; attempt: { n: number; tokens: number | null; usd: number | null; source: string; usdFrom: string | null; final: boolean; note: string | null } | null };
 }
 
 /** An item's budget (loop.json) and, when it stopped the item, what was spent of it. */

@@ -2,7 +2,7 @@
 import { UsageError } from "../shared/errors.ts";
 import type { ItemStatus } from "../log/reducer.ts";
 import { itemRecords, loadLoopDefinition } from "./loop-file.ts";
-import type { itemUsage, loopUsage } from "../log/documents.ts";
+import type { fullUsage, loopUsage } from "../log/documents.ts";
 import { ITEM_STATUSES as STATUSES } from "../log/reducer.ts";
 
 export interface ExportedItem {
@@ -15,7 +15,7 @@ export interface ExportedItem {
   verify: string | false;
   status: ItemStatus;
   /** What its attempts used, as `loop status` gives it (docs/spend.md); null before any ran. */
-  usage: ReturnType<typeof itemUsage>;
+  usage: ReturnType<typeof fullUsage>;
 }
 
 export interface ExportDocument {

@@ -10,7 +10,7 @@ import { readRegularFile } from "../shared/fsutil.ts";
 import { statePaths } from "../shared/paths.ts";
 import { readProjection, withReadSnapshot } from "../log/snapshot.ts";
 import type { ItemStatus } from "../log/reducer.ts";
-import { itemUsage, loopUsage } from "../log/documents.ts";
+import { fullUsage, itemUsage, loopUsage } from "../log/documents.ts";
 
 
 export interface LoopFile {
@@ -57,12 +57,12 @@ export function itemStatuses(stateRoot: string, ids: readonly string[]): Map<str
  * Each item's status and usage in the log (lib/log/documents.ts itemUsage, as `loop status` gives it):
  * "pending" and null for one no step has imported yet (or when there is no store).
  */
-export function itemRecords(stateRoot: string, ids: readonly string[]): { items: Map<string, { status: ItemStatus; usage: ReturnType<typeof itemUsage> }>; usage: ReturnType<typeof loopUsage> } {
-  const out = new Map<string, { status: ItemStatus; usage: ReturnType<typeof itemUsage> }>(ids.map((id) => [id, { status: "pending", usage: null }]));
+export function itemRecords(stateRoot: string, ids: readonly string[]): { items: Map<string, { status: ItemStatus; usage: ReturnType<typeof fullUsage> }>; usage: ReturnType<typeof loopUsage> } {
+  const out = new Map<string, { status: ItemStatus; usage: ReturnType<typeof fullUsage> }>(ids.map((id) => [id, { status: "pending", usage: null }]));
   if (!existsSync(statePaths(stateRoot).db)) return { items: out, usage: loopUsage({}) };
   return withReadSnapshot(stateRoot, ({ db }) => {
     const p = readProjection(db);
-    for (const id of ids) if (Object.hasOwn(p.items, id)) out.set(id, { status: p.items[id]!.status, usage: itemUsage(p.items[id]!) });
+    for (const id of ids) if (Object.hasOwn(p.items, id)) out.set(id, { status: p.items[id]!.status, usage: fullUsage(itemUsage(p.items[id]!)) });
     return { items: out, usage: loopUsage(p.loop) };
   });
 }

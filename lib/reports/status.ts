@@ -10,7 +10,7 @@
 import { readRegularFile } from "../shared/fsutil.ts";
 import { headOf, loopRecordOf, readControlFlags, readLoopRow, readProjection, withReadSnapshot } from "../log/snapshot.ts";
 import { statePaths } from "../shared/paths.ts";
-import { jsonText, loopUsage, stateDocument, usd } from "../log/documents.ts";
+import { fullUsage, jsonText, loopUsage, stateDocument, usd } from "../log/documents.ts";
 import { loopSpend } from "../step/budget.ts";
 import { jsonDiff } from "./diff.ts";
 import { sessionAlive } from "../supervisor/liveness.ts";
@@ -113,7 +113,7 @@ export function statusReport(
         forge: it.forge ? { landing: it.forge.landing, lastComment: it.forge.lastComment, baselined: it.forge.baselined } : null,
         waiting: waiting.get(it.id) ?? null,
         // What its attempts used and its budget (docs/spend.md); null before any attempt ran, and without one.
-        usage: it.usage ?? null,
+        usage: fullUsage(it.usage),
         budget: it.budget ?? null,
       };
     });

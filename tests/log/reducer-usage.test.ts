@@ -5,7 +5,7 @@ import { describe, expect, test } from "bun:test";
 import type { EventDraft, Payload } from "../../lib/log/events.ts";
 import { apply, fold, IllegalEventError, type Projection } from "../../lib/log/reducer.ts";
 import { itemRow } from "../../lib/log/rows.ts";
-import { itemUsage, loopUsage, stateDocument } from "../../lib/log/documents.ts";
+import { fullUsage, itemUsage, loopUsage, stateDocument } from "../../lib/log/documents.ts";
 import { definition, ended, itemDef, launch, LogBuilder, loopStarted, resetDone, settled, started } from "../helpers/events.ts";
 
 function usage(item: string, attempt: number, o: Partial<Payload<"usage_recorded">> = {}, ts?: string): EventDraft {
@@ -70,7 +70,7 @@ describe("usage_recorded", () => {
     b.push(usage("a", 1, { tokens: null, microUsd: 4000, final: true }));
     const p = fold(b.events);
     expect(loopUsage(p.loop)).toMatchObject({ tokens: null, usd: 0.004, unknown: { tokens: 1, usd: 0 } });
-    expect(itemUsage(p.items.a!)).toMatchObject({ tokens: null, input: null, usd: 0.004, unknown: { tokens: 1, usd: 0 } });
+    expect(fullUsage(itemUsage(p.items.a!))).toMatchObject({ tokens: null, input: null, usd: 0.004, unknown: { tokens: 1, usd: 0 } });
     expect(itemUsage(p.items.b!)).toBeNull();
   });
 
