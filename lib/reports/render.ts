@@ -119,7 +119,7 @@ function spendLines(r: StatusReport, p: (v: unknown) => string): string[] {
   const unknown = u.unknown && (u.unknown.tokens > 0 || u.unknown.usd > 0) ? ` (${u.unknown.tokens} of ${u.attempts} attempt(s) reported no tokens, ${u.unknown.usd} no dollars)` : "";
   const figure = (x: { tokens: number | null; usd: number | null }) =>
     x.tokens === null && x.usd === null ? "unknown" : `${x.tokens === null ? "tokens unknown" : `${tokensText(x.tokens)} tokens`}, ${x.usd === null ? "dollars unknown" : usdText(x.usd)}`;
-  const out = [`spend: ${figure(u)} over ${p(u.attempts ?? 0)} attempt(s)${unknown}${u.daily ? `; last 24 hours: ${figure(u.daily)}` : ""}`];
+  const out = [!u.attempts ? "spend: nothing yet (no attempt has run)" : `spend: ${figure(u)} over ${p(u.attempts)} attempt(s)${unknown}${u.daily ? `; last 24 hours: ${figure(u.daily)}` : ""}`];
   const b = r.loop.budget;
   if (b) {
     const limit = (x: { tokens: number | null; usd: number | null }) => [x.tokens === null ? null : `${tokensText(x.tokens)} tokens`, x.usd === null ? null : usdText(x.usd)].filter(Boolean).join(", ");

@@ -81,8 +81,6 @@ export type BudgetVerdict = {
   reason: string;
 } | null;
 
-const KEY: Record<Unit, "tokens" | "usd"> = { tokens: "tokens", usd: "usd" };
-
 function itemVerdict(it: Pick<ItemState, "id" | "attempts" | "def">): BudgetVerdict {
   const r = reached(attemptsSpend(it.attempts), it.def.budget);
   if (!r) return null;
@@ -90,7 +88,7 @@ function itemVerdict(it: Pick<ItemState, "id" | "attempts" | "def">): BudgetVerd
     scope: "item",
     window: "total",
     ...r,
-    reason: `${it.id} spent ${amount(r.unit, r.spent)} of its budget of ${amount(r.unit, r.limit)} over its attempts (budget.${KEY[r.unit]}); to go on, raise items[].budget (or defaults.budget) in loop.json, then \`loop ctl retry --work-item ${it.id}\``,
+    reason: `${it.id} spent ${amount(r.unit, r.spent)} of its budget of ${amount(r.unit, r.limit)} over its attempts (budget.${r.unit}); to go on, raise items[].budget (or defaults.budget) in loop.json, then \`loop ctl retry --work-item ${it.id}\``,
   };
 }
 
@@ -103,7 +101,7 @@ function loopVerdict(u: LoopUsage | undefined, budget: LoopBudget | undefined, n
       scope: "loop",
       window: "total",
       ...total,
-      reason: `the loop spent ${amount(total.unit, total.spent)} of its budget of ${amount(total.unit, total.limit)} (budget.${KEY[total.unit]} in loop.json); no attempt starts until it is raised: raise it, then \`loop ctl resume\``,
+      reason: `the loop spent ${amount(total.unit, total.spent)} of its budget of ${amount(total.unit, total.limit)} (budget.${total.unit} in loop.json); no attempt starts until it is raised: raise it, then \`loop ctl resume\``,
     };
   const daily = reached(spend.daily, budget.daily);
   if (daily)
@@ -111,7 +109,7 @@ function loopVerdict(u: LoopUsage | undefined, budget: LoopBudget | undefined, n
       scope: "loop",
       window: "daily",
       ...daily,
-      reason: `the loop spent ${amount(daily.unit, daily.spent)} in the last 24 hours, its daily budget is ${amount(daily.unit, daily.limit)} (budget.daily.${KEY[daily.unit]} in loop.json); no attempt starts until it is raised or the day's spend falls below it: raise it (or wait), then \`loop ctl resume\``,
+      reason: `the loop spent ${amount(daily.unit, daily.spent)} in the last 24 hours, its daily budget is ${amount(daily.unit, daily.limit)} (budget.daily.${daily.unit} in loop.json); no attempt starts until it is raised or the day's spend falls below it: raise it (or wait), then \`loop ctl resume\``,
     };
   return null;
 }
@@ -139,7 +137,7 @@ export function beforeLaunch(o: { item: Pick<ItemState, "id" | "attempts" | "def
       const left = loopLimit - (s[key] ?? 0);
       const need = itemLimit - (spent[key] ?? 0);
       if (left < need) {
-        const where = window === "daily" ? `budget.daily.${KEY[unit]}` : `budget.${KEY[unit]}`;
+        const where = window === "daily" ? `budget.daily.${unit}` : `budget.${unit}`;
         return {
           scope: "loop",
           window,
