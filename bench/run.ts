@@ -422,8 +422,9 @@ process.stdout.write(out.join("\n") + "\n");
 // The dispatch step's own ticks (issue 3): a launch tick and an observing tick, same binary; then
 // what an append and a tick cost by the size of the backlog (issue 20).
 let failed = results.some((r) => r.problems.length > 0);
-for (const script of ["tick.ts", "scale.ts"]) {
-  const r = Bun.spawnSync([BUN, join(ROOT, "bench", script), "--bin", bin], { stdout: "pipe", stderr: "inherit" });
+// And what reading an attempt's usage costs an observing tick (issue 21: in process, no binary).
+for (const script of ["tick.ts", "scale.ts", "usage.ts"]) {
+  const r = Bun.spawnSync([BUN, join(ROOT, "bench", script), ...(script === "usage.ts" ? [] : ["--bin", bin])], { stdout: "pipe", stderr: "inherit" });
   process.stdout.write("\n" + r.stdout.toString());
   if (r.exitCode !== 0) failed = true;
 }

@@ -3,7 +3,8 @@
 // Creates a temporary git repository, drafts its backlog from a one-paragraph brief with `loop plan`
 // and the built-in demo planner (offline, deterministic), adds one item by hand with `loop add`, then
 // runs `loop run` as cron would until the loop drains — one item depends on another, one fails its
-// first attempt and passes on the retry — and prints `loop status`, `loop replay` and `loop export`.
+// first attempt and passes on the retry — and prints `loop status` (with what each item's attempts
+// used, reported by the demo agent through LOOP_USAGE_FILE, and the total), `loop replay` and `loop export`.
 // With --forge (GitHub) or --forge gitlab, the same backlog runs against a fake forge on 127.0.0.1
 // (tests/helpers/fake-github.ts or fake-gitlab.ts, backed by a real bare repository as `origin`) with
 // landing "merge": the hand-added item names an issue (its context goes in the handoff), pull

@@ -51,10 +51,37 @@ export interface NormItem {
    * Present only in a loop with a forge, so a definition without one (and its hash) is as before.
    */
   reactions?: NormReactions;
+  /**
+   * What the item may spend over all its attempts (docs/spend.md): tokens, and US dollars in
+   * millionths. Absent without one, so a definition without budgets (and its hash) is as before.
+   */
+  budget?: Limit;
 }
 /** One decision per reaction signal (lib/log/vocabulary.ts REACTION_SIGNALS). */
 export type NormReactions = Record<ReactionSignal, ReactionDecision>;
 export type Sandbox = "bwrap" | "none";
+/** A budget: tokens, and US dollars in millionths (micro-dollars); either or both. */
+export interface Limit {
+  tokens?: number;
+  microUsd?: number;
+}
+/** The loop's budget (docs/spend.md): over every attempt ever made, and over a rolling day. */
+export interface LoopBudget extends Limit {
+  daily?: Limit;
+}
+/** The operator's price of a model, in micro-dollars per million tokens of each kind. */
+export interface ModelPrice {
+  input: number;
+  output: number;
+  cacheRead?: number;
+  cacheWrite?: number;
+}
+/** The guards against attempts that go nowhere (docs/spend.md#guards); both on unless turned off. */
+export interface Guards {
+  noProgress: boolean;
+  identicalFailure: boolean;
+}
+export const DEFAULT_GUARDS: Readonly<Guards> = { noProgress: true, identicalFailure: true };
 export interface CommandRunner {
   command: string[];
 }
@@ -96,6 +123,12 @@ export interface NormDefinition {
   protect?: string[];
   /** Absent without a `forge` section (and then nothing forge-related runs). */
   forge?: NormForge;
+  /** The loop's budget; absent without one (docs/spend.md). */
+  budget?: LoopBudget;
+  /** Prices by model name; absent without any (then dollars come only from the agents). */
+  prices?: Record<string, ModelPrice>;
+  /** Present only when a guard is turned off (so a definition that leaves them on hashes as before). */
+  guards?: Guards;
   /**
    * null without one. Not part of what the log records of the definition (nor of its hash): how an
    * operator hears about trouble is this machine's plumbing, like PATH, not the loop's state.
@@ -249,6 +282,30 @@ const RawNotify = section({
   ),
 });
 
+/** US dollars: a positive number, at most a billion, kept to the millionth. */
+const Usd = v.pipe(
+  v.number("must be a number of US dollars"),
+  problem<number>((n) =>
+    !(Number.isFinite(n) && n > 0 && n <= 1e9) ? "must be a number of US dollars above 0 (at most 1000000000)" : Math.round(n * 1e6) < 1 ? "must be at least 0.000001 (a millionth of a dollar)" : undefined,
+  ),
+);
+const Tokens = v.pipe(
+  v.number("must be a whole number of tokens"),
+  v.integer("must be a whole number of tokens"),
+  v.minValue(1, "must be at least 1"),
+  v.maxValue(Number.MAX_SAFE_INTEGER, "is too large"),
+);
+const RawBudget = section({ tokens: v.optional(Tokens), usd: v.optional(Usd) });
+const RawLoopBudget = section({ tokens: v.optional(Tokens), usd: v.optional(Usd), daily: v.optional(RawBudget) });
+/** A price in US dollars per million tokens: 0 or more. */
+const PerMTok = v.pipe(
+  v.number("must be a price in US dollars per million tokens"),
+  v.check((n) => Number.isFinite(n) && n >= 0 && n <= 1e6, "must be a price in US dollars per million tokens, from 0 to 1000000"),
+);
+const RawPrice = section({ input: PerMTok, output: PerMTok, cacheRead: v.optional(PerMTok), cacheWrite: v.optional(PerMTok) });
+const ModelName = v.pipe(v.string("must be a string"), v.check((s) => s.trim() !== "", "a model name must not be empty"));
+const RawGuards = section({ noProgress: v.optional(Bool), identicalFailure: v.optional(Bool) });
+
 const RawDefaults = section({
   runner: v.optional(v.string("must be a string")),
   model: v.optional(Model),
@@ -257,6 +314,7 @@ const RawDefaults = section({
   timeouts: v.optional(RawTimeouts),
   landing: v.optional(v.picklist(["none", "merge", "pr"], 'must be "none", "merge" or "pr"')),
   sandbox: v.optional(SandboxKind),
+  budget: v.optional(RawBudget),
 });
 
 const Reaction = v.picklist(REACTION_DECISIONS, 'must be "retry" (a new attempt reworks the pull request) or "block" (landing_blocked, for a person)');
@@ -277,6 +335,7 @@ const RawItem = section({
   maxAttempts: v.optional(MaxAttempts),
   timeouts: v.optional(RawTimeouts),
   reactions: v.optional(RawReactions),
+  budget: v.optional(RawBudget),
 });
 
 const RawControl = section({ requireStartCommand: v.optional(Bool) });
@@ -364,6 +423,9 @@ const RawDefinition = section({
   protect: v.optional(v.array(ProtectPattern, "must be an array of globs")),
   environment: v.optional(RawEnvironment),
   reactions: v.optional(RawReactions),
+  budget: v.optional(RawLoopBudget),
+  prices: v.optional(v.record(ModelName, RawPrice, "must be an object of model name -> { input, output }")),
+  guards: v.optional(RawGuards),
   items: v.array(RawItem, "must be an array of items"),
 });
 type RawDefinition = v.InferOutput<typeof RawDefinition>;
@@ -382,6 +444,11 @@ export const ACCEPTED_KEYS: Readonly<Record<string, readonly string[]>> = {
   notify: RawNotify.keys,
   environment: RawEnvironment.keys,
   reactions: RawReactions.keys,
+  budget: RawBudget.keys,
+  loopBudget: RawLoopBudget.keys,
+  daily: RawBudget.keys,
+  price: RawPrice.keys,
+  guards: RawGuards.keys,
 };
 
 /** The default merge target of the loop `loopName`. */
@@ -451,6 +518,11 @@ function checkMeaning(raw: Obj, add: Add): Resolved[] {
   if (isObj(raw.runners))
     for (const name of ["constructor", "prototype", "__proto__"])
       if (Object.hasOwn(raw.runners, name)) add(`runners.${name}`, `${JSON.stringify(name)} cannot be a runner name; pick another`);
+
+  // As for runners: valibot's record() skips these keys, so a price under one would vanish unchecked.
+  if (isObj(raw.prices))
+    for (const name of ["constructor", "prototype", "__proto__"])
+      if (Object.hasOwn(raw.prices, name)) add(`prices.${name}`, `${JSON.stringify(name)} cannot be a model name here`);
 
   // Runner names the definition may use; null when `runners` is malformed (already reported by pass 1).
   const runnerNames =
@@ -730,6 +802,8 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
       },
       ...(sandbox === "bwrap" ? { sandbox } : {}),
       ...(raw.forge ? { reactions: reactionsOf(d.landing ?? DEFAULTS.landing, raw.reactions, item.reactions) } : {}),
+      // An item's own budget replaces the default whole (`{}`: none for this item).
+      ...limitOf(item.budget !== undefined ? item.budget : d.budget),
     };
   });
   const runners: Record<string, CommandRunner> = {};
@@ -766,6 +840,7 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
     runners,
     ...(raw.protect?.length ? { protect: [...new Set(raw.protect)] } : {}),
     ...(forge ? { forge } : {}),
+    ...loopSpendOf(raw),
     notify: raw.notify ? { command: raw.notify.command, timeout: raw.notify.timeout ?? parseDuration(DEFAULTS.notifyTimeout) } : null,
     environment,
     items,
@@ -784,6 +859,49 @@ export function reactionsOf(landing: Landing, loop: Partial<NormReactions> | und
     changesRequested: item?.changesRequested ?? loop?.changesRequested ?? defaults.changesRequested,
     conflict: item?.conflict ?? loop?.conflict ?? defaults.conflict,
   };
+}
+
+/** Dollars as the log holds them: whole millionths (canonical JSON has no fractions). */
+export function toMicroUsd(usd: number): number {
+  return Math.round(usd * 1e6);
+}
+
+/** `{ budget }` for a raw budget that sets something, else nothing (the definition's hash is as before). */
+function limitOf(b: { tokens?: number; usd?: number } | undefined): { budget?: Limit } {
+  const l = limit(b);
+  return l ? { budget: l } : {};
+}
+
+function limit(b: { tokens?: number; usd?: number } | undefined): Limit | null {
+  if (!b) return null;
+  const l: Limit = {
+    ...(b.tokens !== undefined ? { tokens: b.tokens } : {}),
+    ...(b.usd !== undefined ? { microUsd: toMicroUsd(b.usd) } : {}),
+  };
+  return Object.keys(l).length ? l : null;
+}
+
+/** The loop's budget, prices and guards, each only when loop.json sets it. */
+function loopSpendOf(raw: RawDefinition): Pick<NormDefinition, "budget" | "prices" | "guards"> {
+  const out: Pick<NormDefinition, "budget" | "prices" | "guards"> = {};
+  if (raw.budget) {
+    const total = limit(raw.budget);
+    const daily = limit(raw.budget.daily);
+    if (total || daily) out.budget = { ...(total ?? {}), ...(daily ? { daily } : {}) };
+  }
+  if (raw.prices && Object.keys(raw.prices).length) {
+    out.prices = {};
+    for (const [model, p] of Object.entries(raw.prices))
+      out.prices[model] = {
+        input: toMicroUsd(p.input),
+        output: toMicroUsd(p.output),
+        ...(p.cacheRead !== undefined ? { cacheRead: toMicroUsd(p.cacheRead) } : {}),
+        ...(p.cacheWrite !== undefined ? { cacheWrite: toMicroUsd(p.cacheWrite) } : {}),
+      };
+  }
+  const guards: Guards = { noProgress: raw.guards?.noProgress ?? true, identicalFailure: raw.guards?.identicalFailure ?? true };
+  if (!guards.noProgress || !guards.identicalFailure) out.guards = guards;
+  return out;
 }
 
 /** Identity of a normalized definition: `loop run` re-imports loop.json only when this changes (notify is not imported). */

@@ -30,6 +30,16 @@ export interface LaunchContext {
    * goes into argv (docs/forge.md), so a preset passes only `resumePrompt` or the file's path.
    */
   resume?: { conversationId: string; replyFile: string };
+  /**
+   * What the attempt may still spend in US dollars, for a CLI with a cap of its own (claude's
+   * --max-budget-usd): the least of what is left of the item's and the loop's budgets (docs/spend.md).
+   */
+  maxBudgetUsd?: number;
+}
+
+/** Dollars for a command line: at most six decimals, no trailing zeros, never exponent notation. */
+export function usdArg(usd: number): string {
+  return usd.toFixed(6).replace(/\.?0+$/, "") || "0";
 }
 
 /** What a resumed claude or codex conversation is told on the command line: where the reply is, never the reply. */
@@ -104,6 +114,8 @@ export const PRESETS: Record<"claude" | "codex" | "aider", RunnerPreset> = {
   //                                      conversation the log proves was saved is resumed
   //                                      (provenConversation); else the reply goes in a fresh handoff.
   //   --model <name>                     only when a model is configured (alias or full name).
+  //   --max-budget-usd <usd>             only with a dollar budget (docs/spend.md): what is left of it,
+  //                                      the CLI's own cap (print mode) as a second line of defence.
   //   -- <prompt>                        the handoff text (or, on a reply, resumePrompt: a pointer to the
   //                                      reply's file) as the positional prompt; `--` so a prompt
   //                                      starting with "-" is never read as a flag.
@@ -117,15 +129,16 @@ export const PRESETS: Record<"claude" | "codex" | "aider", RunnerPreset> = {
         "--verbose",
         "--dangerously-skip-permissions",
       ];
+      const cap = ctx.maxBudgetUsd !== undefined ? ["--max-budget-usd", usdArg(ctx.maxBudgetUsd)] : [];
       if (ctx.resume) {
         return {
-          argv: ["claude", ...common, "--resume", ctx.resume.conversationId, ...modelFlag("--model", ctx.model), "--", resumePrompt(ctx.resume.replyFile)],
+          argv: ["claude", ...common, "--resume", ctx.resume.conversationId, ...modelFlag("--model", ctx.model), ...cap, "--", resumePrompt(ctx.resume.replyFile)],
           conversationId: ctx.resume.conversationId,
           supportsResume: true,
         };
       }
       return {
-        argv: ["claude", ...common, "--session-id", ctx.sessionId, ...modelFlag("--model", ctx.model), "--", inlinePrompt(ctx)],
+        argv: ["claude", ...common, "--session-id", ctx.sessionId, ...modelFlag("--model", ctx.model), ...cap, "--", inlinePrompt(ctx)],
         conversationId: ctx.sessionId,
         supportsResume: true,
       };

@@ -1,7 +1,8 @@
 // The documents materialized from the projection (state.json, terminal_state.json): pure
 // functions of it, apart from the files lib/log/materialize.ts writes them to. `loop status` and
 // `loop replay` render them to compare, so they do not load the writing side.
-import type { Projection } from "./reducer.ts";
+import { type ItemState, type LoopRecord, type Projection, totalTokens } from "./reducer.ts";
+import type { TokenCounts } from "./events.ts";
 
 export function counts(p: Projection): Record<string, number> {
   const c: Record<string, number> = {};
@@ -40,6 +41,7 @@ export function stateDocument(p: Projection) {
       revision: p.loop.revision,
       current: p.loop.current,
       outcome: p.loop.outcome,
+      usage: loopUsage(p.loop),
     },
     counts: counts(p),
     items: p.order.map((id) => {
@@ -85,8 +87,100 @@ export function stateDocument(p: Projection) {
         // Null until the item has a forge side (docs/forge.md#status), field by field as above.
         forge: it.forge ? forgeView(it.forge, it) : null,
         reset: it.reset ? { actor: it.reset.actor, at: it.reset.at } : null,
+        // What the item's attempts used (docs/spend.md), and its budget.
+        usage: itemUsage(it),
+        budget: itemBudget(it),
       };
     }),
+  };
+}
+
+/** Dollars from the log's micro-dollars (null stays null: unknown, never zero). */
+export function usd(micro: number | null): number | null {
+  return micro === null ? null : micro / 1e6;
+}
+
+function breakdown(t: TokenCounts | null) {
+  return { input: t?.input ?? null, output: t?.output ?? null, cacheRead: t?.cacheRead ?? null, cacheWrite: t?.cacheWrite ?? null };
+}
+
+/**
+ * What an item's attempts of this epoch used (the one in flight so far included), field by field:
+ * `tokens` and `usd` null when no attempt reported them, `unknown` counting the attempts that ran
+ * without reporting, the breakdown when tokens are known, and `attempt`: the latest attempt's own
+ * figure, once one is recorded. Null before any attempt ran. state.json holds this compact form
+ * (the breakdown and `attempt` absent when unknown: every item is in the file);
+ * fullUsage gives status's stable shape.
+ */
+export function itemUsage(it: ItemState) {
+  const ran = it.attempts.filter((a) => a.startedAt !== null);
+  if (ran.length === 0) return null;
+  let tokens: TokenCounts | null = null;
+  let micro: number | null = null;
+  let unknownTokens = 0;
+  let unknownUsd = 0;
+  for (const a of ran) {
+    const u = a.usage;
+    if (u?.tokens) {
+      const t: TokenCounts = tokens ?? { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
+      tokens = { input: t.input + u.tokens.input, output: t.output + u.tokens.output, cacheRead: t.cacheRead + u.tokens.cacheRead, cacheWrite: t.cacheWrite + u.tokens.cacheWrite };
+    } else unknownTokens += 1;
+    if (u && u.microUsd !== null) micro = (micro ?? 0) + u.microUsd;
+    else unknownUsd += 1;
+  }
+  const last = it.attempts[it.attempts.length - 1]!;
+  const lu = last.usage;
+  return {
+    tokens: tokens ? totalTokens(tokens) : null,
+    usd: usd(micro),
+    ...(tokens ? breakdown(tokens) : {}),
+    attempts: ran.length,
+    unknown: { tokens: unknownTokens, usd: unknownUsd },
+    ...(lu
+      ? { attempt: { n: last.n, tokens: lu.tokens ? totalTokens(lu.tokens) : null, usd: usd(lu.microUsd), source: lu.source, usdFrom: lu.usdFrom, final: lu.final, note: lu.note } }
+      : {}),
+  };
+}
+
+/** An item's usage in its full, stable shape (status, export): what state.json leaves out, as null. */
+export function fullUsage(u: ReturnType<typeof itemUsage> | undefined) {
+  if (!u) return null;
+  const b = u as { input?: number; output?: number; cacheRead?: number; cacheWrite?: number };
+  return {
+    tokens: u.tokens,
+    usd: u.usd,
+    input: b.input ?? null,
+    output: b.output ?? null,
+    cacheRead: b.cacheRead ?? null,
+    cacheWrite: b.cacheWrite ?? null,
+    attempts: u.attempts,
+    unknown: u.unknown,
+    attempt: (u as { attempt?: unknown }).attempt ?? null,
+  } as { tokens: number | null; usd: number | null; input: number | null; output: number | null; cacheRead: number | null; cacheWrite: number | null; attempts: number; unknown: { tokens: number; usd: number }; attempt: { n: number; tokens: number | null; usd: number | null; source: string; usdFrom: string | null; final: boolean; note: string | null } | null };
+}
+
+/** An item's budget (loop.json) and, when it stopped the item, what was spent of it. */
+export function itemBudget(it: ItemState) {
+  const b = it.def.budget;
+  const stop = it.budgetStop;
+  if (!b && !stop) return null;
+  return {
+    tokens: b?.tokens ?? null,
+    usd: usd(b?.microUsd ?? null),
+    stopped: stop ? { unit: stop.unit, spent: stop.unit === "usd" ? usd(stop.spent) : stop.spent, limit: stop.unit === "usd" ? usd(stop.limit) : stop.limit, reason: stop.reason, at: stop.at } : null,
+  };
+}
+
+/** What the loop's agents used over every attempt ever made (a reset gives nothing back), field by field. */
+export function loopUsage(loop: Pick<LoopRecord, "usage">) {
+  const u = loop.usage;
+  const tokens = u && u.withTokens > 0 ? u.tokens : null;
+  return {
+    tokens: tokens ? totalTokens(tokens) : null,
+    usd: usd(u && u.withUsd > 0 ? u.microUsd : null),
+    ...breakdown(tokens),
+    attempts: u?.sessions ?? 0,
+    unknown: { tokens: (u?.sessions ?? 0) - (u?.withTokens ?? 0), usd: (u?.sessions ?? 0) - (u?.withUsd ?? 0) },
   };
 }
 

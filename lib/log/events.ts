@@ -10,6 +10,7 @@ const Str = v.string();
 const NStr = v.nullable(v.string());
 const Int = v.pipe(v.number(), v.safeInteger());
 const Pos = v.pipe(Int, v.minValue(1));
+const NonNeg = v.pipe(Int, v.minValue(0));
 
 const Timeouts = v.strictObject({ launch: Int, stall: Int, verify: Int, landing: v.optional(Int) });
 export const NormItemSchema = v.strictObject({
@@ -26,6 +27,8 @@ export const NormItemSchema = v.strictObject({
   sandbox: v.optional(v.literal("bwrap")),
   // Present only in a loop with a forge, and absent in logs written before reactions (docs/forge.md#reactions).
   reactions: v.optional(v.strictObject({ checksFailed: v.picklist(REACTION_DECISIONS), changesRequested: v.picklist(REACTION_DECISIONS), conflict: v.picklist(REACTION_DECISIONS) })),
+  // Present only for an item with a budget (docs/spend.md): tokens, and US dollars in millionths.
+  budget: v.optional(v.strictObject({ tokens: v.optional(Pos), microUsd: v.optional(Pos) })),
 });
 const Forge = v.strictObject({
   provider: v.picklist(["github", "gitlab"]),
@@ -48,6 +51,11 @@ const Settings = v.strictObject({
   runners: v.record(Str, v.strictObject({ command: v.array(Str) })),
   // Present only when loop.json names protected paths (docs/loop-json.md#protect).
   protect: v.optional(v.array(Str)),
+  // Present only when loop.json sets them (docs/spend.md): the loop's budget, the operator's prices
+  // (micro-dollars per million tokens, by model) and the guards when one is turned off.
+  budget: v.optional(v.strictObject({ tokens: v.optional(Pos), microUsd: v.optional(Pos), daily: v.optional(v.strictObject({ tokens: v.optional(Pos), microUsd: v.optional(Pos) })) })),
+  prices: v.optional(v.record(Str, v.strictObject({ input: NonNeg, output: NonNeg, cacheRead: v.optional(NonNeg), cacheWrite: v.optional(NonNeg) }))),
+  guards: v.optional(v.strictObject({ noProgress: v.boolean(), identicalFailure: v.boolean() })),
 });
 
 /** What `loop reset` did with an item's checkout. */
@@ -67,6 +75,11 @@ const Verify = v.strictObject({
 });
 
 const Project = v.strictObject({ repo: Str, gitDir: Str, root: Str, name: NStr });
+
+/** Tokens of an attempt by kind (docs/spend.md): their sum is its `tokens`. */
+export const TokenCountsSchema = v.strictObject({ input: NonNeg, output: NonNeg, cacheRead: NonNeg, cacheWrite: NonNeg });
+/** Where an attempt's usage is read from (docs/spend.md#what-is-counted). */
+export const USAGE_SOURCES = ["claude", "codex", "aider", "usage_file"] as const;
 
 const SESSION_STARTED = v.strictObject({
   attempt: Pos,
@@ -218,6 +231,26 @@ export const PAYLOADS = {
     feedback: Str,
   }),
   notified: v.strictObject({ slot: Str, key: Str, kind: Str, ok: v.boolean(), exitCode: v.nullable(Int), reason: Str }),
+  // What an attempt has used so far (docs/spend.md): a running figure at most once per tick, the final one at its session's end.
+  usage_recorded: v.strictObject({
+    attempt: Pos,
+    final: v.boolean(),
+    source: v.picklist(USAGE_SOURCES),
+    tokens: v.nullable(TokenCountsSchema),
+    microUsd: v.nullable(NonNeg),
+    usdFrom: v.nullable(v.picklist(["agent", "prices"])),
+    note: NStr,
+  }),
+  // A budget was reached (docs/spend.md#at-a-limit): an item's (it settles failed) or the loop's (it pauses).
+  budget_stopped: v.strictObject({
+    attempt: NonNeg,
+    scope: v.picklist(["item", "loop"]),
+    window: v.picklist(["total", "daily"]),
+    unit: v.picklist(["tokens", "usd"]),
+    spent: NonNeg,
+    limit: Pos,
+    reason: Str,
+  }),
 } as const;
 
 export type EventType = keyof typeof PAYLOADS;
@@ -234,6 +267,8 @@ type Merged<U> = [U] extends [Record<string, unknown>] ? { [K in keyof U]: Field
 export type Payload<T extends EventType> = Merged<v.InferOutput<(typeof PAYLOADS)[T]>>;
 export type NormItemPayload = v.InferOutput<typeof NormItemSchema>;
 export type SettingsPayload = v.InferOutput<typeof Settings>;
+export type TokenCounts = v.InferOutput<typeof TokenCountsSchema>;
+export type UsageSource = (typeof USAGE_SOURCES)[number];
 
 /** An event as the caller proposes it; the store assigns seq, ts (unless given) and the hashes. */
 export type EventDraft = {

@@ -1,7 +1,7 @@
 // The reducer: the one definition of what the log means. `apply` is pure (it never touches its
 // input); `fold` and the store's append path use `reduceInto`, which mutates a projection the caller
 // owns, so a million-event replay does not copy the whole state per event. Both run the same code.
-import type { EventType, NormItemPayload, Payload, SettingsPayload, StoredEvent, StoredEventOf } from "./events.ts";
+import type { EventType, NormItemPayload, Payload, SettingsPayload, StoredEvent, StoredEventOf, TokenCounts, UsageSource } from "./events.ts";
 import { GENESIS_HASH } from "./integrity.ts";
 import { IllegalEventError } from "../shared/errors.ts";
 import { type AttemptEndVerdict, type ControlVerb, type DrainOutcome, type ItemStatus, type LandingOutcome, IN_FLIGHT, isSettled, type ReactionDecision, SETTLED_OUTCOMES } from "./vocabulary.ts";
@@ -66,6 +66,10 @@ export interface AttemptRecord {
   landingWait: LandingWait | null;
   /** What a reaction to this attempt's pull request decided (forge_reaction_recorded; docs/forge.md#reactions); null: none. */
   reaction: ReactionRecord | null;
+  /** What the attempt used, as last recorded (usage_recorded; docs/spend.md); absent while nothing was. */
+  usage?: AttemptUsage;
+  /** The session continued an earlier conversation (session_started's `resumed`); absent otherwise. */
+  resumed?: true;
 }
 
 /** How a landing ended (landing_finished). */
@@ -93,6 +97,62 @@ export interface ReactionRecord {
   /** The digest the next attempt is given (fenced and bounded when it was recorded); "" when it blocked. */
   feedback: string;
   at: string;
+}
+
+/** An attempt's usage as recorded: null where the agent reported nothing (unknown, never zero). */
+export interface AttemptUsage {
+  source: UsageSource;
+  tokens: TokenCounts | null;
+  /** US dollars in millionths. */
+  microUsd: number | null;
+  /** Who gave the dollars: the agent, or the operator's prices in loop.json. */
+  usdFrom: "agent" | "prices" | null;
+  /** The figure of the session's end: nothing is recorded for the attempt after it. */
+  final: boolean;
+  /** What could not be read, when something could not. */
+  note: string | null;
+  at: string;
+}
+
+/** A budget reached (budget_stopped): what was spent of which limit. */
+export interface BudgetStop {
+  attempt: number;
+  window: "total" | "daily";
+  unit: "tokens" | "usd";
+  spent: number;
+  limit: number;
+  reason: string;
+  at: string;
+}
+
+/**
+ * What the loop's agents used, over every attempt ever made (a reset does not give it back): the
+ * sums of each attempt's latest figure, and the spend per hour of the last day for the daily budget.
+ */
+export interface LoopUsage {
+  /** Sessions started: the attempts the agents ran. */
+  sessions: number;
+  /** Of them, how many reported tokens, and how many dollars (the rest are unknown). */
+  withTokens: number;
+  withUsd: number;
+  tokens: TokenCounts;
+  microUsd: number;
+  /** Spend per UTC hour ("2025-06-01T09"), oldest first, for the hours of the last day that had any. */
+  hours: { hour: string; tokens: number; microUsd: number }[];
+}
+
+export function emptyLoopUsage(): LoopUsage {
+  return { sessions: 0, withTokens: 0, withUsd: 0, tokens: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, microUsd: 0, hours: [] };
+}
+
+/** All the tokens of a count: input, output, cache reads and cache writes. */
+export function totalTokens(t: TokenCounts): number {
+  return t.input + t.output + t.cacheRead + t.cacheWrite;
+}
+
+/** The UTC hour of an ISO time, as LoopUsage.hours names it. */
+export function hourOf(iso: string): string {
+  return iso.slice(0, 13);
 }
 
 export interface SessionRecord {
@@ -150,6 +210,8 @@ export interface ItemState {
   forge: ForgeRecord | null;
   /** Who last reset the item, and when (the work_item_reset that began this epoch), or null. */
   reset: { actor: string; at: string } | null;
+  /** The item's budget stopped it (budget_stopped, docs/spend.md); absent otherwise. */
+  budgetStop?: BudgetStop;
 }
 
 /**
@@ -210,6 +272,10 @@ export interface LoopRecord {
   fault: { kind: string; seq: number } | null;
   /** The last condition needing a person that `notify` was run for, by slot (lib/step/notify.ts). */
   notified: Record<string, string>;
+  /** What the agents used (docs/spend.md); absent until the first session starts. */
+  usage?: LoopUsage;
+  /** While the loop is paused by its budget: which, and the seq of the event (budget_stopped). */
+  budgetStop?: (BudgetStop & { seq: number }) | null;
 }
 
 export interface Projection {
@@ -300,8 +366,9 @@ function fresh(def: NormItemPayload, epoch: number): ItemState {
  * A per-item record a later feature adds must be named here under one of these pieces, and left out
  * of fresh(), so that a reset finds it and the boundary drops it: the forge side (a PR, the comment
  * baseline, messages for the agent) is ledger.
- * An attempt's verify run (`verifyRun`) and an environment fault given back are ledger (in
- * `attempts`); the fault pause, `notified` and the store's owner are the loop's, not an item's.
+ * An attempt's verify run (`verifyRun`), its usage and an environment fault given back are ledger
+ * (in `attempts`), and so is a budget stop (`budgetStop`, on a settled item); the fault pause, the
+ * budget pause, the loop's usage, `notified` and the store's owner are the loop's, not an item's.
  */
 export function recordedPieces(it: ItemState): ("session" | "control" | "ledger" | "workspace")[] {
   const out: ("session" | "control" | "ledger" | "workspace")[] = [];
@@ -372,9 +439,15 @@ function sameOwner(a: OwnerRecord | null, b: OwnerRecord | null): boolean {
   return a.repo === b.repo && a.gitDir === b.gitDir && a.root === b.root && a.name === b.name;
 }
 
-/** The loop is no longer paused by an environment fault. */
+/** The loop is no longer paused by an environment fault, nor by its budget. */
 function clearFault(p: Projection) {
   p.loop.fault = null;
+  if (p.loop.budgetStop) p.loop.budgetStop = null;
+}
+
+/** b lowered to a: a known figure that became unknown or smaller. */
+function lowered(b: number | null, a: number | null): boolean {
+  return b !== null && (a === null || a < b);
 }
 
 /** A drained loop that is paused or stopped is no longer drained: its outcome would go stale. */
@@ -531,6 +604,7 @@ const HANDLERS: Handlers = {
     needStatus(it, ["launching"], e, fail);
     const a = currentAttempt(it, e.payload.attempt, e, fail);
     a.startedAt = e.ts;
+    if (e.payload.resumed) a.resumed = true;
     const s = it.session!;
     s.pid = e.payload.pid;
     s.tmux = e.payload.tmux;
@@ -539,6 +613,7 @@ const HANDLERS: Handlers = {
     s.log = e.payload.log;
     s.startedAt = e.ts;
     it.status = "running";
+    (p.loop.usage ??= emptyLoopUsage()).sessions += 1;
   },
   launch_failed(p, e, fail) {
     const it = need(p, e, fail);
@@ -786,6 +861,66 @@ const HANDLERS: Handlers = {
   },
   notified(p, e) {
     p.loop.notified[e.payload.slot] = e.payload.key;
+  },
+  usage_recorded(p, e, fail) {
+    const it = need(p, e, fail);
+    const pl = e.payload;
+    const a = currentAttempt(it, pl.attempt, e, fail);
+    if (a.startedAt === null) fail("usage_order", `usage for attempt ${a.n} of "${it.id}", whose session never started`);
+    const was = a.usage;
+    if (was?.final) fail("usage_order", `usage for attempt ${a.n} of "${it.id}" after its final figure`);
+    // A figure never goes down: nothing an agent prints can make the loop think it spent less.
+    const before = { tokens: was?.tokens ? totalTokens(was.tokens) : null, microUsd: was?.microUsd ?? null };
+    const after = { tokens: pl.tokens ? totalTokens(pl.tokens) : null, microUsd: pl.microUsd };
+    if (lowered(before.tokens, after.tokens) || lowered(before.microUsd, after.microUsd))
+      fail("usage_decreased", `usage of attempt ${a.n} of "${it.id}" would go from ${before.tokens} tokens, ${before.microUsd} micro-USD to ${after.tokens}, ${after.microUsd}`);
+    a.usage = { source: pl.source, tokens: pl.tokens, microUsd: pl.microUsd, usdFrom: pl.usdFrom, final: pl.final, note: pl.note, at: e.ts };
+    // The loop's sums move by what this attempt's figure moved by.
+    const u = (p.loop.usage ??= emptyLoopUsage());
+    const old = was?.tokens ?? { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
+    if (pl.tokens) {
+      u.tokens.input += pl.tokens.input - old.input;
+      u.tokens.output += pl.tokens.output - old.output;
+      u.tokens.cacheRead += pl.tokens.cacheRead - old.cacheRead;
+      u.tokens.cacheWrite += pl.tokens.cacheWrite - old.cacheWrite;
+      if (before.tokens === null) u.withTokens += 1;
+    }
+    if (after.microUsd !== null) {
+      u.microUsd += after.microUsd - (before.microUsd ?? 0);
+      if (before.microUsd === null) u.withUsd += 1;
+    }
+    const dTokens = (after.tokens ?? 0) - (before.tokens ?? 0);
+    const dUsd = (after.microUsd ?? 0) - (before.microUsd ?? 0);
+    if (dTokens > 0 || dUsd > 0) {
+      // The hours of the last day only: the rolling day is counted in whole hours, from the event's own time.
+      const hour = hourOf(e.ts);
+      const oldest = hourOf(new Date(Date.parse(e.ts) - 23 * 3600_000).toISOString());
+      const hours = u.hours.filter((h) => h.hour >= oldest);
+      const last = hours[hours.length - 1];
+      if (last?.hour === hour) {
+        last.tokens += dTokens;
+        last.microUsd += dUsd;
+      } else hours.push({ hour, tokens: dTokens, microUsd: dUsd });
+      u.hours = hours;
+    }
+  },
+  budget_stopped(p, e, fail) {
+    const pl = e.payload;
+    const stop: BudgetStop = { attempt: pl.attempt, window: pl.window, unit: pl.unit, spent: pl.spent, limit: pl.limit, reason: pl.reason, at: e.ts };
+    if (pl.scope === "item") {
+      // Recorded with the item's settling (or, before a launch, instead of it).
+      const it = need(p, e, fail);
+      needStatus(it, ["pending", "ended", "needs_input"], e, fail);
+      if (pl.attempt !== it.attempts.length) fail("attempt_mismatch", `budget_stopped names attempt ${pl.attempt}, "${it.id}" has ${it.attempts.length}`);
+      it.budgetStop = stop;
+      return;
+    }
+    if (e.item !== null) fail("item_required", "budget_stopped of the loop names no item");
+    if (p.loop.state !== "running") fail("loop_state", `budget_stopped needs a running loop, it is ${p.loop.state}`);
+    if (p.loop.current !== null) fail("one_in_flight", `budget_stopped of the loop while "${p.loop.current}" is in flight`);
+    p.loop.state = "paused";
+    p.loop.reason = `budget: ${pl.reason}`;
+    p.loop.budgetStop = { ...stop, seq: e.seq };
   },
   work_item_reset(p, e, fail) {
     const it = need(p, e, fail);

@@ -28,7 +28,7 @@ export interface StoredLoopRow extends LoopRow {
 }
 
 /** What each table's body holds of an item. */
-type ItemsBody = Pick<ItemState, "id" | "def" | "inDefinition" | "status" | "reason" | "epoch" | "settledAt" | "landing" | "reset">;
+type ItemsBody = Pick<ItemState, "id" | "def" | "inDefinition" | "status" | "reason" | "epoch" | "settledAt" | "landing" | "reset" | "budgetStop">;
 export type ControlBody = { control: ControlRecord[]; held: boolean; started: boolean };
 type LedgersBody = Pick<ItemState, "attempts" | "failures" | "replies" | "question" | "forge">;
 /** The body of `proj_loop`. */
@@ -51,6 +51,8 @@ export function itemRow(it: ItemState, table: ItemTable): string | null {
         settledAt: it.settledAt,
         landing: it.landing,
         reset: it.reset,
+        // Absent (an undefined key is no key) unless the item's budget stopped it.
+        budgetStop: it.budgetStop,
       } satisfies ItemsBody);
     case "proj_sessions":
       return it.session ? canonicalJson(it.session) : null;
@@ -121,6 +123,7 @@ export function itemFromRows(rows: Record<ItemTable, string | null>): ItemState 
     landing: core.landing,
     forge: ledgers.forge as ForgeRecord | null,
     reset: core.reset,
+    ...(core.budgetStop ? { budgetStop: core.budgetStop } : {}),
   };
 }
 

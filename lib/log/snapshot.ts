@@ -20,11 +20,13 @@ import { ITEM_TABLES, itemFromRows, type ItemTable, parseControlBody, parseLoopB
  * `state_sha` is recorded when state.json is written, and the tables have indexes on an item's
  * status, on its landing's outcome and on open sessions. 5: an attempt holds its own landing, landing
  * wait and reaction (the item shows its current attempt's: reducer.ts itemView). 6: an item's forge
- * ledger carries `readFrom`, where its comments are read from. Writers upgrade older stores on open by folding the log again and
+ * ledger carries `readFrom`, where its comments are read from. 7: usage (docs/spend.md): attempts
+ * carry their usage, the loop record its sums and a budget pause, an item a budget stop (indexed).
+ * Writers upgrade older stores on open by folding the log again and
  * rewriting the tables (`migrate`); read verbs never write, so they refuse an older store with
  * `outdated_store` until a writer has opened it.
  */
-export const SCHEMA_VERSION = 6;
+export const SCHEMA_VERSION = 7;
 
 export function dbPath(stateRoot: string): string {
   return join(stateRoot, "loop.db");

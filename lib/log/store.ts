@@ -32,8 +32,10 @@ export const PAGE_SIZE = 16_384;
 const STATUS_OF = "json_extract(body, '$.status')";
 const LANDING_OF = "json_extract(body, '$.landing.outcome')";
 const OPEN_SESSION = "json_extract(body, '$.closed') IS NULL";
+const BUDGET_STOPPED = "json_extract(body, '$.budgetStop') IS NOT NULL";
 const INDEXES = `
 CREATE INDEX IF NOT EXISTS proj_items_status ON proj_items(${STATUS_OF});
+CREATE INDEX IF NOT EXISTS proj_items_budget ON proj_items(item) WHERE ${BUDGET_STOPPED};
 CREATE INDEX IF NOT EXISTS proj_items_landing ON proj_items(${LANDING_OF}) WHERE ${LANDING_OF} IS NOT NULL;
 CREATE INDEX IF NOT EXISTS proj_sessions_open ON proj_sessions(item) WHERE ${OPEN_SESSION};
 `;
@@ -309,11 +311,12 @@ export class Store {
   /**
    * The items a step must look at without reading every item, in the projection's order: those in
    * one of `status`, those whose landing record has one of the `landing` outcomes, and those whose
-   * session is recorded and not closed (`openSession`): any of what is asked. Found through the
+   * session is recorded and not closed (`openSession`), and those a budget stopped (`budgetStopped`):
+   * any of what is asked. Found through the
    * store's indexes (INDEXES), which hold what they ask, so no other row is read; shared like
    * projection()'s: read them only.
    */
-  itemsWhere(q: { status?: readonly ItemStatus[]; landing?: readonly LandingOutcome[]; openSession?: true }): ItemState[] {
+  itemsWhere(q: { status?: readonly ItemStatus[]; landing?: readonly LandingOutcome[]; openSession?: true; budgetStopped?: true }): ItemState[] {
     const c = this.cached();
     const ids = new Set<string>();
     const matching = (expr: string, values: readonly string[]) =>
@@ -321,6 +324,7 @@ export class Store {
     if (q.status?.length) for (const id of matching(STATUS_OF, q.status)) ids.add(id);
     if (q.landing?.length) for (const id of matching(LANDING_OF, q.landing)) ids.add(id);
     if (q.openSession) for (const [id] of this.db.query(`SELECT item FROM proj_sessions WHERE ${OPEN_SESSION}`).values() as [string][]) ids.add(id);
+    if (q.budgetStopped) for (const [id] of this.db.query(`SELECT item FROM proj_items WHERE ${BUDGET_STOPPED}`).values() as [string][]) ids.add(id);
     this.load(c, [...ids]);
     // In the projection's order, without a pass over every id for the usual few (indexOf is native).
     const order = c.p.order;

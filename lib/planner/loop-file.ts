@@ -10,6 +10,7 @@ import { readRegularFile } from "../shared/fsutil.ts";
 import { statePaths } from "../shared/paths.ts";
 import { readProjection, withReadSnapshot } from "../log/snapshot.ts";
 import type { ItemStatus } from "../log/reducer.ts";
+import { fullUsage, itemUsage, loopUsage } from "../log/documents.ts";
 
 
 export interface LoopFile {
@@ -49,13 +50,21 @@ export function loadLoopDefinition(root: string): { file: LoopFile; def: NormDef
 
 /** Each item's status in the log: "pending" for one no step has imported yet (or when there is no store). */
 export function itemStatuses(stateRoot: string, ids: readonly string[]): Map<string, ItemStatus> {
-  const out = new Map<string, ItemStatus>(ids.map((id) => [id, "pending"]));
-  if (!existsSync(statePaths(stateRoot).db)) return out;
-  withReadSnapshot(stateRoot, ({ db }) => {
+  return new Map([...itemRecords(stateRoot, ids).items].map(([id, r]) => [id, r.status]));
+}
+
+/**
+ * Each item's status and usage in the log (lib/log/documents.ts itemUsage, as `loop status` gives it):
+ * "pending" and null for one no step has imported yet (or when there is no store).
+ */
+export function itemRecords(stateRoot: string, ids: readonly string[]): { items: Map<string, { status: ItemStatus; usage: ReturnType<typeof fullUsage> }>; usage: ReturnType<typeof loopUsage> } {
+  const out = new Map<string, { status: ItemStatus; usage: ReturnType<typeof fullUsage> }>(ids.map((id) => [id, { status: "pending", usage: null }]));
+  if (!existsSync(statePaths(stateRoot).db)) return { items: out, usage: loopUsage({}) };
+  return withReadSnapshot(stateRoot, ({ db }) => {
     const p = readProjection(db);
-    for (const id of ids) if (Object.hasOwn(p.items, id)) out.set(id, p.items[id]!.status);
+    for (const id of ids) if (Object.hasOwn(p.items, id)) out.set(id, { status: p.items[id]!.status, usage: fullUsage(itemUsage(p.items[id]!)) });
+    return { items: out, usage: loopUsage(p.loop) };
   });
-  return out;
 }
 
 /** The text of a `--brief-file`/`--from-file` value: a path (relative to cwd), or "-" for stdin. */

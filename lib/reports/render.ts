@@ -45,13 +45,15 @@ export function renderStatus(r: StatusReport, color: boolean): string {
     out.push("");
     out.push(
       table(
-        ["ITEM", "STATUS", "ATTEMPTS", "FAILED", "SESSION", "BRANCH", "LAST VERIFY"],
+        ["ITEM", "STATUS", "ATTEMPTS", "FAILED", "SPEND", "SESSION", "BRANCH", "LAST VERIFY"],
         r.items.map((it) => [
           p(it.id),
           paint(color, statusColor(it.status), p(it.status)),
           // Attempts the agent ran; the failures counted against maxAttempts, and where the item gives up.
           p(it.ran),
           `${p(it.failures)} (gives up at ${p(it.maxAttempts)})`,
+          // Tokens and dollars over its attempts; "unknown" when its agent reported none.
+          spendCell(it.usage, p),
           it.session
             ? `${p(it.session.runner)} ${it.session.tmux ? `tmux ${p(it.session.tmux)}` : it.session.pid !== null ? `pid ${p(it.session.pid)}` : "-"}${it.session.alive ? " alive" : ""}`
             : "-",
@@ -81,10 +83,50 @@ export function renderStatus(r: StatusReport, color: boolean): string {
       for (const it of waiting) out.push(`  ${p(it.id)}: ${p(it.waiting!.detail)}`);
     }
   }
+  out.push("", ...spendLines(r, p));
   out.push("");
   out.push(r.findings.length ? "not healthy:" : "healthy: projection matches the log and state.json");
   for (const f of r.findings) out.push(`  ${p(f.code)}${f.seq !== undefined ? ` (seq ${f.seq})` : ""}: ${p(f.message)}`);
   return out.join("\n");
+}
+
+type Usage = { tokens: number | null; usd: number | null; attempts?: number; unknown?: { tokens: number; usd: number } } | null | undefined;
+
+/** Tokens as people read them: 12,345 (anything but a number, from a tampered state.json: "?"). */
+function tokensText(n: unknown): string {
+  return typeof n === "number" && Number.isFinite(n) ? Math.round(n).toLocaleString("en-US") : "?";
+}
+
+/** Dollars: two decimals, more when under a cent. */
+function usdText(n: unknown): string {
+  if (typeof n !== "number" || !Number.isFinite(n)) return "$?";
+  return `$${n >= 0.01 || n === 0 ? n.toFixed(2) : n.toFixed(6).replace(/0+$/, "")}`;
+}
+
+/** An item's SPEND cell: "12,345 tok $0.42", "12,345 tok" (dollars unknown), "unknown", "-" (never ran). */
+function spendCell(u: Usage, _p: (v: unknown) => string): string {
+  if (!u) return "-";
+  if (u.tokens === null && u.usd === null) return "unknown";
+  const parts = [u.tokens === null ? "? tok" : `${tokensText(u.tokens)} tok`];
+  if (u.usd !== null) parts.push(usdText(u.usd));
+  return parts.join(" ");
+}
+
+/** The total line (and the budget's), for the whole loop: every attempt ever made, and the last 24 hours. */
+function spendLines(r: StatusReport, p: (v: unknown) => string): string[] {
+  const u = r.loop.usage as (Usage & { daily?: { tokens: number | null; usd: number | null } }) | undefined;
+  if (!u) return [];
+  const unknown = u.unknown && (u.unknown.tokens > 0 || u.unknown.usd > 0) ? ` (${u.unknown.tokens} of ${u.attempts} attempt(s) reported no tokens, ${u.unknown.usd} no dollars)` : "";
+  const figure = (x: { tokens: number | null; usd: number | null }) =>
+    x.tokens === null && x.usd === null ? "unknown" : `${x.tokens === null ? "tokens unknown" : `${tokensText(x.tokens)} tokens`}, ${x.usd === null ? "dollars unknown" : usdText(x.usd)}`;
+  const out = [!u.attempts ? "spend: nothing yet (no attempt has run)" : `spend: ${figure(u)} over ${p(u.attempts)} attempt(s)${unknown}${u.daily ? `; last 24 hours: ${figure(u.daily)}` : ""}`];
+  const b = r.loop.budget;
+  if (b) {
+    const limit = (x: { tokens: number | null; usd: number | null }) => [x.tokens === null ? null : `${tokensText(x.tokens)} tokens`, x.usd === null ? null : usdText(x.usd)].filter(Boolean).join(", ");
+    const parts = [limit(b), b.daily ? `daily ${limit(b.daily)}` : ""].filter(Boolean);
+    out.push(`budget: ${parts.join("; ")}${b.stopped ? ` (reached: ${p(b.stopped.reason)})` : ""}`);
+  }
+  return out;
 }
 
 /** An item's PR and where its landing stands: "#12 https://… · landing: waiting (checks_pending: waiting for …)". */

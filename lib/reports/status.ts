@@ -10,7 +10,8 @@
 import { readRegularFile } from "../shared/fsutil.ts";
 import { headOf, loopRecordOf, readControlFlags, readLease, readLoopRow, readProjection, withReadSnapshot } from "../log/snapshot.ts";
 import { statePaths } from "../shared/paths.ts";
-import { jsonText, stateDocument } from "../log/documents.ts";
+import { fullUsage, jsonText, loopUsage, stateDocument, usd } from "../log/documents.ts";
+import { loopSpend } from "../step/budget.ts";
 import { jsonDiff } from "./diff.ts";
 import { sessionAlive } from "../supervisor/liveness.ts";
 import { resolveSelectorsIn } from "../definition/selectors.ts";
@@ -121,12 +122,15 @@ export function statusReport(
             }
           : null,
         waiting: waiting.get(it.id) ?? null,
+        // What its attempts used and its budget (docs/spend.md); null before any attempt ran, and without one.
+        usage: fullUsage(it.usage),
+        budget: it.budget ?? null,
       };
     });
     return {
       schema: "loop/status@1",
       healthy: findings.length === 0,
-      loop: { ...doc.loop, seq: lr.seq, logSeq: head.seq, counts: doc.counts },
+      loop: { ...doc.loop, seq: lr.seq, logSeq: head.seq, counts: doc.counts, usage: usageOf(doc, loop), budget: budgetOf(loop) },
       autoMerge: autoMergeOf(loop, env),
       items,
       findings,
@@ -162,6 +166,28 @@ export function checksOf(outcome: string | null, code: string | null): "passing"
  */
 function reworksLeft(it: { maxAttempts: number; failures: number }): number {
   return Math.max(0, it.maxAttempts - it.failures - 1);
+}
+
+/**
+ * The loop's usage (docs/spend.md): state.json's figures over every attempt, and the rolling day's
+ * (whole hours up to now, from the loop record of the projection row: it depends on the clock, so
+ * state.json does not hold it).
+ */
+function usageOf(doc: StateDocument, loop: LoopRecord) {
+  const day = loopSpend(loop.usage, Date.now()).daily;
+  return { ...(doc.loop.usage ?? loopUsage(loop)), daily: { tokens: day.tokens, usd: usd(day.microUsd) } };
+}
+
+/** The loop's budget from the imported definition, in dollars and tokens; null without one. */
+function budgetOf(loop: LoopRecord) {
+  const b = loop.settings?.budget;
+  if (!b) return null;
+  return {
+    tokens: b.tokens ?? null,
+    usd: usd(b.microUsd ?? null),
+    daily: b.daily ? { tokens: b.daily.tokens ?? null, usd: usd(b.daily.microUsd ?? null) } : null,
+    stopped: loop.state === "paused" && loop.budgetStop ? { window: loop.budgetStop.window, unit: loop.budgetStop.unit, reason: loop.budgetStop.reason, at: loop.budgetStop.at } : null,
+  };
 }
 
 /**

@@ -21,7 +21,7 @@ export function shellWord(s: string): string {
   return /^[A-Za-z0-9._/:@#+-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
-/** The conditions that need a person, in decide.ts's order: question, environment, landings, a Failed drain. */
+/** The conditions that need a person, in decide.ts's order: question, environment, budgets, landings, a Failed drain. */
 export function attentionOf(status: Pick<StatusReport, "loop" | "items">): AttentionView[] {
   const out: AttentionView[] = [];
   const loop = status.loop;
@@ -43,6 +43,12 @@ export function attentionOf(status: Pick<StatusReport, "loop" | "items">): Atten
       fix: cut >= 0 ? [loop.reason.slice(cut + ". To fix: ".length)] : ["fix what the reason names", "loop ctl resume"],
     });
   }
+  // The reducer writes a budget's pause as "budget: <figures and how to raise it>" (docs/spend.md).
+  if (loop.state === "paused" && typeof loop.reason === "string" && loop.reason.startsWith("budget: "))
+    out.push({ kind: "budget", item: null, what: loop.reason, fix: ['raise "budget" in loop.json', "loop ctl resume"] });
+  for (const it of status.items)
+    if (it.status === "failed" && typeof it.reason === "string" && it.reason.startsWith("budget_exhausted: "))
+      out.push({ kind: "budget", item: it.id, what: `${it.id}: ${it.reason}`, fix: [`raise the budget of ${it.id} (items[].budget or defaults.budget) in loop.json`, `loop ctl retry --work-item ${shellWord(it.id)}`] });
   for (const it of status.items)
     if (landingNeedsPerson(it))
       out.push({

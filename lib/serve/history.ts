@@ -202,6 +202,12 @@ const HANDLERS: Record<string, Handler> = {
   },
   loop_drained() {},
   loop_reopened() {},
+  // Spend is the status document's (items[].usage, loop.usage): the timeline draws time, not money.
+  usage_recorded() {},
+  budget_stopped(h, e, _it, t) {
+    // The loop's budget pauses it, as loop_paused would; an item's is told by its item_settled.
+    if (e.payload?.scope === "loop") openLoopWait(h, "paused", `budget: ${str(e.payload?.reason) ?? "the loop's budget was reached"}`, t);
+  },
   environment_fault(h, e, it, t) {
     const reason = str(e.payload?.reason) ?? "environment fault";
     if (it) {

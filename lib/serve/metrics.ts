@@ -15,7 +15,7 @@ export interface LoopMetrics {
   lastWrite: number | null;
 }
 
-const ATTENTION_KINDS: AttentionKind[] = ["question", "environment", "landing", "failed"];
+const ATTENTION_KINDS: AttentionKind[] = ["question", "environment", "budget", "landing", "failed"];
 const LOOP_STATES = ["new", "running", "paused", "stopped", "drained"];
 
 /** A label value as the format wants it: backslash, double quote and line feed escaped. */

@@ -30,6 +30,8 @@ export const COMMIT_LABELS = [
   "forge",
   "reaction",
   "reset",
+  "usage",
+  "budget",
 ] as const;
 
 /** Points around side effects. */
@@ -57,6 +59,7 @@ export const EFFECT_POINTS = [
   "reset:after_close",
   "reset:after_files",
   "reset:after_branch",
+  "budget:before_close",
 ] as const;
 
 export type CommitLabel = (typeof COMMIT_LABELS)[number];

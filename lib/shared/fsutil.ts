@@ -6,13 +6,14 @@ import { closeSync, constants as fsConstants, fstatSync, fsyncSync, lstatSync, o
  * temporary file is created afresh (never opened through a link or a FIFO planted under its name),
  * and the rename replaces whatever entry `path` was, a link included, never what it points to.
  */
-export function writeFileAtomic(path: string, text: string): void {
+export function writeFileAtomic(path: string, text: string, o: { sync?: boolean } = {}): void {
   const tmp = `${path}.tmp-${process.pid}`;
   rmSync(tmp, { force: true });
   const fd = openSync(tmp, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, 0o644);
   try {
     writeFileSync(fd, text);
-    fsyncSync(fd);
+    // `sync: false`: a record any whole version of which will do (a cache), never torn, not durable.
+    if (o.sync !== false) fsyncSync(fd);
   } finally {
     closeSync(fd);
   }

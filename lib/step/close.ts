@@ -13,6 +13,8 @@ import { endSessionProcesses } from "../supervisor/end.ts";
 import { checkWorktree, commitLeftovers, hasUncommittedChanges, removeWorktree } from "./workspace.ts";
 import { revParse } from "./git.ts";
 import { failpoint } from "../shared/failpoint.ts";
+import type { ModelPrice } from "../definition/loop-json.ts";
+import { usageDraft } from "./usage.ts";
 
 export interface CloseReport {
   item: string;
@@ -81,6 +83,8 @@ export async function closeSession(o: {
   graceMs: number;
   /** Record session_ended for a session that had not ended yet. */
   endVerdict?: "closed" | "stalled" | "lost" | "never_started";
+  /** The operator's prices (loop.json `prices`), for the final figure of a session ended here. */
+  prices?: Record<string, ModelPrice>;
 }): Promise<CloseReport | null> {
   const s = o.it.session;
   if (!s || s.closed) return null;
@@ -105,6 +109,9 @@ export async function closeSession(o: {
   // What the branch holds now is what it must hold until the item's next launch (lib/step/owned-refs.ts).
   const head = revParse(o.repo, `refs/heads/${s.branch}`);
   const events: EventDraft[] = [];
+  // A session ended here gets its final figure, read once its processes are gone (docs/spend.md).
+  const usage = o.it.status === "running" ? usageDraft(o.it, { final: true, prices: o.prices }) : null;
+  if (usage) events.push(usage);
   if (o.it.status === "launching" || o.it.status === "running")
     events.push({
       type: "session_ended",

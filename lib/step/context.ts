@@ -14,6 +14,7 @@ import { closeSession, type CloseReport } from "./close.ts";
 import { graceMs } from "../supervisor/sessions.ts";
 import { repoTop } from "./workspace.ts";
 import { lastLanded, ownedRefs, type RefChange, readRefs, refChanges } from "./owned-refs.ts";
+import { amount } from "./budget.ts";
 
 export type { CommitLabel } from "../shared/failpoint.ts";
 
@@ -121,9 +122,9 @@ export function materialize(ctx: StepContext): void {
 }
 
 /** The close path from inside a step: under the lease, and a checkout it had to keep is the step's error. */
-export async function closeInStep(ctx: StepContext, o: Omit<Parameters<typeof closeSession>[0], "repo" | "graceMs">): Promise<CloseReport | null> {
+export async function closeInStep(ctx: StepContext, o: Omit<Parameters<typeof closeSession>[0], "repo" | "graceMs" | "prices">): Promise<CloseReport | null> {
   ctx.store.assertLease();
-  const c = await closeSession({ ...o, repo: repoOf(ctx), graceMs: graceMs(ctx.options.env) });
+  const c = await closeSession({ ...o, repo: repoOf(ctx), graceMs: graceMs(ctx.options.env), prices: ctx.def.prices });
   if (c?.kept) {
     // Someone has to look at it: an error of the step (exit 1), listed in its result.
     ctx.errors.push(`${c.item}: ${c.kept}`);
@@ -182,6 +183,14 @@ function summarize(e: StoredEvent): string {
       return `environment fault (${e.payload.kind})${e.payload.attempt ? `, attempt ${e.payload.attempt} given back` : ""}: the loop paused`;
     case "notified":
       return `notify (${e.payload.kind}) ${e.payload.ok ? "ran" : `failed: ${e.payload.reason}`}`;
+    case "usage_recorded": {
+      const t = e.payload.tokens;
+      const tokens = t ? `${(t.input + t.output + t.cacheRead + t.cacheWrite).toLocaleString("en-US")} tokens` : "tokens unknown";
+      const usd = e.payload.microUsd === null ? "" : `, ${amount("usd", e.payload.microUsd)}`;
+      return `attempt ${e.payload.attempt} ${e.payload.final ? "used" : "has used"} ${tokens}${usd}`;
+    }
+    case "budget_stopped":
+      return `budget reached (${e.payload.scope}): ${e.payload.reason}`;
     case "lease_taken_over": {
       const { previous, why } = e.payload;
       return `took over the lease of pid ${previous.pid} on ${previous.host} (${why === "dead" ? "its process is gone" : `expired at ${previous.expires}`})`;

@@ -382,7 +382,7 @@ export function blockedBecauseOf(p: Projection, id: string): string[] {
 // When the loop needs a person (docs/cli/loop-run.md#exit-codes): `loop run` exits 1 while any of
 // these holds, and `notify` is run once for each (lib/step/notify.ts).
 
-export type AttentionKind = "question" | "environment" | "failed" | "landing";
+export type AttentionKind = "question" | "environment" | "failed" | "landing" | "budget";
 
 export interface Attention {
   kind: AttentionKind;
@@ -403,9 +403,9 @@ export const UNLANDED_OUTCOMES: readonly LandingOutcome[] = LANDING_OUTCOMES.fil
 
 /**
  * What attention reads: the loop, the item in flight, and, in the projection's order, the items
- * that may need a person: every item whose landing record has an outcome in UNLANDED_OUTCOMES, and
- * once the loop drained Failed every item whose status is in ATTENTION_STATUSES (more items change
- * nothing). attentionView takes it from a whole projection; a step reads only those items, through
+ * that may need a person: every item whose landing record has an outcome in UNLANDED_OUTCOMES, every
+ * item a budget stopped, and once the loop drained Failed every item whose status is in
+ * ATTENTION_STATUSES (more items change nothing). attentionView takes it from a whole projection; a step reads only those items, through
  * the store's indexes (lib/step/notify.ts stepAttentionView).
  */
 export interface AttentionView {
@@ -420,7 +420,7 @@ export function attentionView(p: Projection): AttentionView {
 
 /**
  * The conditions that need a person, in this order: the loop paused on an agent's question or by an
- * environment fault, items whose landing failed (a merge conflict, a target checked out elsewhere)
+ * environment fault, a budget reached (the loop paused by its own, items settled failed by theirs), items whose landing failed (a merge conflict, a target checked out elsewhere)
  * or was blocked on the forge (`landing_blocked`: a refusal, red checks past the deadline, auto-merge
  * not allowed; its PR is left open for a person), the loop drained `Failed`. An operator's own pause
  * or stop needs nobody else.
@@ -440,6 +440,12 @@ export function attentionOf({ loop, current: cur, items }: AttentionView, o: { f
     out.push({ kind: "question", item: cur.id, reason: loop.reason ?? `${cur.id} needs input`, slot: "question", key: `question:${cur.id}:e${cur.epoch}:a${cur.attempts.length}` });
   if (loop.state === "paused" && loop.fault)
     out.push({ kind: "environment", item: o.faultItem ?? null, reason: loop.reason ?? loop.fault.kind, slot: "environment", key: `environment:${loop.fault.seq}` });
+  // Budgets (docs/spend.md#at-a-limit): the loop paused by its own, items settled failed by theirs.
+  if (loop.state === "paused" && loop.budgetStop)
+    out.push({ kind: "budget", item: null, reason: loop.reason ?? loop.budgetStop.reason, slot: "budget", key: `budget:${loop.budgetStop.seq}` });
+  for (const it of items)
+    if (it.status === "failed" && it.budgetStop && it.budgetStop.attempt === it.attempts.length)
+      out.push({ kind: "budget", item: it.id, reason: `${it.id}: ${it.reason ?? it.budgetStop.reason}`, slot: `budget:${it.id}`, key: `budget:${it.id}:e${it.epoch}:a${it.attempts.length}` });
   // Settled failed or landing_blocked because of its landing (a merge that conflicted or failed, a
   // pull request blocked): settle.ts settles a landing that did not land as exactly these.
   for (const it of troubled)

@@ -26,6 +26,7 @@ import { readOutputHead, SESSION_FILES, sessionMark, startSession, tmuxSessionNa
 import { ensureWorktree, startPointFor } from "./workspace.ts";
 import { forgeGit } from "./forge/remote.ts";
 import { GIT_EXEC_FILE, gitExecSnapshot } from "./git-exec.ts";
+import { remainingMicroUsd } from "./budget.ts";
 
 /** Where and as what the next attempt of an item runs; fixed before the reservation records it. */
 interface AttemptPlan {
@@ -188,9 +189,11 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
     writeFileAtomic(replyFile, buildReplyMessage({ p: reserved, item: it.id, attempt: n, handoffPath }));
     resume = { conversationId, replyFile };
   }
+  // A CLI with a spend cap of its own gets what is left of the budgets as a second line of defence.
+  const cap = remainingMicroUsd({ item: it, usage: reserved.loop.usage, budget: ctx.def.budget, now: Date.now() });
   const cmd = buildRunnerCommand(
     it.def.runner,
-    { item: it.id, attempt: n, prompt: handoff, handoffPath, workdir: worktree, model: it.def.model, sessionId, resume },
+    { item: it.id, attempt: n, prompt: handoff, handoffPath, workdir: worktree, model: it.def.model, sessionId, resume, ...(cap !== null ? { maxBudgetUsd: cap / 1e6 } : {}) },
     ctx.def.runners,
     demoArgv(),
   );
@@ -198,7 +201,11 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
   if (program.state === "missing" || program.state === "not_executable") throw new FaultError(programFault({ runner: it.def.runner, program: cmd.argv[0]!, fact: program }));
   // verify:false asks for "a change on the branch" made by this attempt, not an earlier one.
   writeFileAtomic(join(dir, "start-head"), git(worktree, ["rev-parse", "HEAD"]) + "\n");
+  // Where a runner reports its usage (docs/runners.md#reporting-usage): created empty, the agent's to write.
+  const usageFile = join(dir, SESSION_FILES.usage);
+  writeFileAtomic(usageFile, "", { sync: false });
   const env: Record<string, string> = {
+    LOOP_USAGE_FILE: usageFile,
     LOOP_ITEM: it.id,
     LOOP_ATTEMPT: String(n),
     LOOP_HANDOFF: handoffPath,
@@ -221,7 +228,7 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
     envRule: agentRule(ctx.def, it.def.runner),
     scope: { role: "session", loopName: ctx.def.name, item: it.id, epoch: it.epoch, attempt: n, stateRoot: ctx.options.stateRoot },
     ...(plan.bwrap
-      ? { sandbox: sandboxRequest({ bwrap: plan.bwrap, worktree, stateRoot: ctx.options.stateRoot, branch, runner: it.def.runner, writable: [askFile, ...(cmd.writes ?? [])], programs: sandboxPrograms(it.def.runner, program), env: ctx.options.env }) }
+      ? { sandbox: sandboxRequest({ bwrap: plan.bwrap, worktree, stateRoot: ctx.options.stateRoot, branch, runner: it.def.runner, writable: [askFile, usageFile, ...(cmd.writes ?? [])], programs: sandboxPrograms(it.def.runner, program), env: ctx.options.env }) }
       : {}),
   });
   // Atomic: a step killed mid-write must not leave a half file that adoption then misreads.

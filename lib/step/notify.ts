@@ -19,7 +19,7 @@ import { type Attention, ATTENTION_STATUSES, attentionOf, type AttentionView, UN
 export function stepAttentionView(ctx: StepContext): AttentionView {
   const { loop } = loopView(ctx);
   const drainedFailed = loop.state === "drained" && loop.outcome === "Failed";
-  const items = ctx.store.itemsWhere(drainedFailed ? { status: ATTENTION_STATUSES, landing: UNLANDED_OUTCOMES } : { landing: UNLANDED_OUTCOMES });
+  const items = ctx.store.itemsWhere(drainedFailed ? { status: ATTENTION_STATUSES, landing: UNLANDED_OUTCOMES, budgetStopped: true } : { landing: UNLANDED_OUTCOMES, budgetStopped: true });
   return { loop, current: loop.current ? itemNow(ctx, loop.current) : null, items };
 }
 
@@ -56,6 +56,7 @@ const SUBJECTS: Record<Attention["kind"], string> = {
   environment: "paused by an environment fault",
   landing: "a landing failed",
   failed: "drained Failed",
+  budget: "a budget was reached",
 };
 
 export function notifyDocument(o: { a: Attention; p: Pick<Projection, "seq" | "loop">; root: string; stateRoot: string; now: Date }): NotifyDocument {

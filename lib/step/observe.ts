@@ -4,9 +4,12 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { ItemState } from "../log/reducer.ts";
-import { append, closeInStep, type StepContext, type StepOutcome } from "./context.ts";
+import { append, closeInStep, itemNow, loopView, type StepContext, type StepOutcome } from "./context.ts";
 import { classifySession } from "./decide.ts";
 import { adoptable, observeSession, SESSION_FILES } from "../supervisor/sessions.ts";
+import { whileRunning } from "./budget.ts";
+import { recordRunningUsage, stopForBudget } from "./spend.ts";
+import { usageDraft } from "./usage.ts";
 
 /** A reserved attempt whose start is not recorded: adopt the wrapper, wait for it, or fail the launch. */
 export function observeLaunching(ctx: StepContext, it: ItemState): StepOutcome | null {
@@ -33,15 +36,32 @@ export function observeLaunching(ctx: StepContext, it: ItemState): StepOutcome |
   return null;
 }
 
-/** A running session: still working (the step stops here), asking (the loop pauses), or ended. */
+/**
+ * A running session: still working (the step stops here, its figure so far recorded when it changed,
+ * unless a budget is reached: then it is ended), asking (the loop pauses), or ended.
+ */
 export async function observeRunning(ctx: StepContext, it: ItemState): Promise<StepOutcome | null> {
   const attempt = it.attempts[it.attempts.length - 1]!;
   const s = it.session!;
   const v = classifySession(observeSession(s, attempt, it.def.timeouts, Date.now()));
-  if (v.kind === "waiting") return { action: "waiting", item: it.id, reason: v.reason };
+  const budget = (item: ItemState) => whileRunning({ item, usage: loopView(ctx).loop.usage, budget: ctx.def.budget, now: Date.now() });
+  if (v.kind === "waiting") {
+    // Recorded in its own commit before the budget is judged: a step killed while ending the
+    // session leaves the figure that decides, and the next one stops it the same way.
+    recordRunningUsage(ctx, it);
+    const now = itemNow(ctx, it.id);
+    const reached = budget(now);
+    if (reached) return stopForBudget(ctx, now, reached);
+    return { action: "waiting", item: it.id, reason: v.reason };
+  }
+  // Ended, but a budget the recorded figure had reached is still due (the step that stopped it died
+  // after ending the session, or loop.json lowered the budget): stopped as it would have been.
+  const due = budget(it);
+  if (due) return stopForBudget(ctx, it, due);
   if (v.kind === "needs_input") {
     const c = await closeInStep(ctx, { it, reason: "agent asked a question", removeCheckout: false });
-    const closeEvents = (c?.events ?? []).filter((e) => e.type === "session_closed");
+    // The close path's final figure and close; the session's end is needs_input's.
+    const closeEvents = (c?.events ?? []).filter((e) => e.type === "session_closed" || e.type === "usage_recorded");
     append(
       ctx,
       [
@@ -54,7 +74,8 @@ export async function observeRunning(ctx: StepContext, it: ItemState): Promise<S
     return { action: "paused", item: it.id, reason: `${it.id} needs input: ${v.question}` };
   }
   if (v.kind === "exited") {
-    append(ctx, [{ type: "session_ended", item: it.id, payload: { attempt: attempt.n, verdict: "exited", exitCode: v.code, signal: v.signal, reason: v.reason } }], "session_ended");
+    const usage = usageDraft(it, { final: true, prices: ctx.def.prices });
+    append(ctx, [...(usage ? [usage] : []), { type: "session_ended", item: it.id, payload: { attempt: attempt.n, verdict: "exited", exitCode: v.code, signal: v.signal, reason: v.reason } }], "session_ended");
     return null;
   }
   // lost, never_started, stalled: end whatever is left through the close path.

@@ -5,6 +5,8 @@ import type { EventDraft } from "../log/events.ts";
 import { isInFlight, type ItemState } from "../log/reducer.ts";
 import { append, closeInStep, loopView, type StepContext } from "./context.ts";
 import { afterFailure, failedReason } from "./decide.ts";
+import { identicalFailure, identicalFailureReason } from "./guards.ts";
+import { DEFAULT_GUARDS } from "../definition/loop-json.ts";
 
 /** Verified and landed (or not): close the session and settle the item passed (or failed, when landing failed). */
 export async function settleAttempt(ctx: StepContext, it: ItemState, o: { landed: boolean }): Promise<void> {
@@ -24,11 +26,14 @@ export async function settleAttempt(ctx: StepContext, it: ItemState, o: { landed
 export async function failAttempt(ctx: StepContext, it: ItemState, reason: string): Promise<void> {
   const attempt = it.attempts[it.attempts.length - 1]!;
   const c = await closeInStep(ctx, { it, reason, removeCheckout: false });
-  const decision = afterFailure(it);
+  // Two failures in a row with the same verify output: a third try would spend money on nothing.
+  const planned = afterFailure(it);
+  const same = planned === "retry" && (ctx.def.guards ?? DEFAULT_GUARDS).identicalFailure ? identicalFailure(it.attempts) : null;
+  const decision = same ? "settle_failed" : planned;
   const next: EventDraft =
     decision === "retry"
       ? { type: "item_requeued", item: it.id, payload: { attempt: attempt.n, reason, failed: true, resetBudget: false } }
-      : { type: "item_settled", item: it.id, payload: { attempt: attempt.n, outcome: "failed", reason: failedReason(it, reason) } };
+      : { type: "item_settled", item: it.id, payload: { attempt: attempt.n, outcome: "failed", reason: failedReason(it, same ? identicalFailureReason({ ...same, attempt: attempt.n }, reason) : reason) } };
   append(ctx, [...(c?.events ?? []), next], decision === "retry" ? "requeue" : "settle");
 }
 

@@ -28,6 +28,8 @@ import { landAttempt } from "./land.ts";
 import { failAttempt, requeueUncounted, settleAttempt, sweepClosedSessions } from "./settle.ts";
 import { type DiskSpace, diskSpace, ensureReserve, LOW_SPACE_BYTES, releaseReserve } from "./disk.ts";
 import { diskFullMet, materializeIfRoom, pauseForDiskFull, unrecorded } from "./disk-fault.ts";
+import { beforeLaunch } from "./budget.ts";
+import { stopForBudget } from "./spend.ts";
 
 export type { RunAction, StepOptions, StepOutcome, Transition } from "./context.ts";
 
@@ -115,6 +117,14 @@ async function advanceLoop(ctx: StepContext): Promise<StepOutcome> {
       return { action: "drained", item: null, reason: next.outcome };
     }
     if (next.kind === "idle") return { action: "idle", item: null, reason: next.reason };
+    // Budgets before every launch (docs/spend.md): an item whose own is spent settles failed, and the
+    // loop pauses when its own (or what is left of it) cannot cover the attempt.
+    const overBudget = beforeLaunch({ item: p.items[next.item]!, usage: p.loop.usage, budget: ctx.def.budget, now: Date.now() });
+    if (overBudget) {
+      const r = await stopForBudget(ctx, p.items[next.item]!, overBudget);
+      if (r) return r;
+      continue;
+    }
     let forgeContext: string | null = null;
     if (ctx.def.forge) {
       // Only a loop with a forge loads its modules (docs/forge.md).

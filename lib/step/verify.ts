@@ -31,6 +31,8 @@ import { faultReason, sandboxFault, systemError } from "./faults.ts";
 import { probeSandbox, type SandboxRequest } from "../supervisor/sandbox.ts";
 import { git } from "./git.ts";
 import { verifyRule } from "../definition/environment.ts";
+import { DEFAULT_GUARDS } from "../definition/loop-json.ts";
+import { noProgressReason } from "./guards.ts";
 
 type VerifyPayload = Payload<"verify_finished">;
 
@@ -84,7 +86,9 @@ export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<St
     } catch (err) {
       return record(ctx, it, notRun(attempt.n, gitFailure("could not count the branch's commits", err)));
     }
-    return record(ctx, it, judgeWithoutCommand({ attempt: attempt.n, exitCode: attempt.end!.exitCode, ahead, logPath }));
+    const judged = judgeWithoutCommand({ attempt: attempt.n, exitCode: attempt.end!.exitCode, ahead, logPath });
+    const guard = !judged.passed && ahead === 0 && (ctx.def.guards ?? DEFAULT_GUARDS).noProgress;
+    return record(ctx, it, guard ? { ...judged, reason: noProgressReason(judged.reason) } : judged);
   }
   // The sandbox the verify runs in must be usable before it is reserved: if not, the loop pauses.
   const box = verifySandbox(ctx, it);
@@ -112,8 +116,20 @@ function reportGitExec(ctx: StepContext, it: ItemState): void {
 }
 
 function record(ctx: StepContext, it: ItemState, payload: VerifyPayload): null {
-  append(ctx, [{ type: "verify_finished", item: it.id, payload }], "verify");
+  append(ctx, [{ type: "verify_finished", item: it.id, payload: namedNoProgress(ctx, it, payload) }], "verify");
   return null;
+}
+
+/**
+ * The no-progress guard (docs/spend.md#guards): a failed verdict on an attempt that changed nothing,
+ * its verify run on the very commit the attempt started from, says so first.
+ */
+function namedNoProgress(ctx: StepContext, it: ItemState, payload: VerifyPayload): VerifyPayload {
+  if (payload.passed || !(ctx.def.guards ?? DEFAULT_GUARDS).noProgress) return payload;
+  const a = it.attempts[it.attempts.length - 1]!;
+  const head = a.verifyRun?.head;
+  const start = readTextOrNull(join(it.session!.sessionDir, "start-head"), { noLinks: true })?.trim();
+  return head && start && head === start ? { ...payload, reason: noProgressReason(payload.reason) } : payload;
 }
 
 /** Start the reserved verify (the first and only start of this reservation) and record it. */

@@ -10,14 +10,47 @@
 //   @demo sleep <seconds>            wait
 //   @demo exit <code>                stop with that exit code
 //   @demo print <text...>            print the text on stdout
+//   @demo usage <input> <output> [usd]  report that many more tokens (and dollars) used
 //   @demo attempt <N> <directive>    the directive applies only on attempt N
 //
 // <text> may use the escapes \n, \t and \\. A directive line may be indented; anything else on the
 // line is part of the directive. Every directive is parsed and checked before any is carried out, so
 // a malformed one (exit 2) changes nothing. With no directive at all the agent writes
 // DEMO-<item>.md (attempt number + first line of the prompt). Nothing random, no clock in any file.
+//
+// It reports what it "used" the way a command runner does (docs/runners.md#reporting-usage): JSON
+// lines of cumulative figures appended to $LOOP_USAGE_FILE, when it is set. Deterministic: a token
+// per 4 bytes of the handoff read, 40 per directive carried out, plus what `usage` directives add,
+// priced at $3 per million input tokens and $15 per million output tokens.
 
 import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+
+/** The demo's pretend prices, US dollars per million tokens: input, output. */
+const DEMO_PRICE = { input: 3, output: 15 };
+
+/** What the demo agent has "used" so far, appended as one cumulative line to $LOOP_USAGE_FILE. */
+class DemoUsage {
+  input = 0;
+  output = 0;
+  /** Dollars given by `usage` directives, on top of the pretend prices. */
+  extraUsd = 0;
+  constructor(private readonly file: string | undefined) {}
+  add(input: number, output: number, usd: number | null = null): void {
+    this.input += input;
+    this.output += output;
+    this.extraUsd += usd ?? 0;
+    this.report();
+  }
+  report(): void {
+    if (!this.file) return;
+    const usd = Math.round(((this.input * DEMO_PRICE.input + this.output * DEMO_PRICE.output) / 1e6 + this.extraUsd) * 1e6) / 1e6;
+    try {
+      appendFileSync(this.file, JSON.stringify({ input_tokens: this.input, output_tokens: this.output, usd }) + "\n");
+    } catch {
+      // A usage report is no reason to fail the work: the loop then shows what it last read.
+    }
+  }
+}
 import { dirname, isAbsolute, resolve } from "node:path";
 import { DemoDirectiveError } from "../shared/errors.ts";
 
@@ -28,7 +61,8 @@ export type DemoDirective =
   | { verb: "ask"; question: string }
   | { verb: "sleep"; seconds: number }
   | { verb: "exit"; code: number }
-  | { verb: "print"; text: string };
+  | { verb: "print"; text: string }
+  | { verb: "usage"; input: number; output: number; usd: number | null };
 
 export interface ParsedDirective {
   /** 1-based line number in the handoff. */
@@ -107,6 +141,11 @@ function parseOne(body: string, line: number): { attempt: number | null; directi
     }
     case "print":
       return { attempt, directive: { verb, text: decodeText(rest) } };
+    case "usage": {
+      const m = /^([0-9]{1,12})[ \t]+([0-9]{1,12})(?:[ \t]+([0-9]{1,9}(?:\.[0-9]{1,6})?))?$/.exec(rest);
+      if (!m) throw new DemoDirectiveError(line, `usage needs input and output token counts and optional dollars, got "${rest}"`);
+      return { attempt, directive: { verb, input: Number(m[1]), output: Number(m[2]), usd: m[3] === undefined ? null : Number(m[3]) } };
+    }
     case "":
       throw new DemoDirectiveError(line, "empty @demo directive");
     default:
@@ -199,12 +238,16 @@ export async function runDemoAgent(
   } catch (e) {
     return fail((e as Error).message);
   }
+  // Reading the handoff "costs" a token per 4 bytes; each directive carried out, 40 more.
+  const usage = new DemoUsage(env.LOOP_USAGE_FILE || undefined);
+  usage.add(Math.ceil(Buffer.byteLength(handoff) / 4), 0);
 
   if (directives.length === 0) {
     if (!ITEM_ID.test(item)) return fail(`LOOP_ITEM must be an item id, got "${item}"`);
     const name = `DEMO-${item}.md`;
     const body = `# Demo work for ${item}\n\nattempt: ${attempt}\nprompt: ${firstLine(handoff)}\n`;
     writeFileSync(resolve(cwd, name), body);
+    usage.add(0, 40);
     out(`demo: item ${item} attempt ${attempt}: no directives, wrote ${name}`);
     return 0;
   }
@@ -213,6 +256,7 @@ export async function runDemoAgent(
   out(`demo: item ${item} attempt ${attempt}: ${applicable.length} of ${directives.length} directive(s) apply`);
 
   for (const { line, directive: d } of applicable) {
+    if (d.verb !== "usage") usage.add(0, 40);
     switch (d.verb) {
       case "write":
       case "append": {
@@ -260,6 +304,10 @@ export async function runDemoAgent(
         return d.code;
       case "print":
         out(d.text);
+        break;
+      case "usage":
+        usage.add(d.input, d.output, d.usd);
+        out(`demo: usage +${d.input} input, +${d.output} output tokens${d.usd === null ? "" : `, +$${d.usd}`}`);
         break;
     }
   }

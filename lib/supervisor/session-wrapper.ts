@@ -65,6 +65,8 @@ export const SESSION_FILES = {
   verify: "verify.log",
   /** Comments from the forge issue thread for the running agent ($LOOP_INBOX_FILE, docs/runners.md). */
   inbox: "inbox.md",
+  /** Where a command runner reports its usage ($LOOP_USAGE_FILE, docs/runners.md#reporting-usage). */
+  usage: "usage.jsonl",
 } as const;
 
 /** The files of a verify run, beside its attempt's session files. */

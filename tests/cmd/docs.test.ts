@@ -13,7 +13,7 @@ import { EVENT_TYPES } from "../../lib/log/events.ts";
 import { FINDING_CODES } from "../../lib/reports/replay.ts";
 import { STATUS_FINDING_CODES } from "../../lib/log/integrity.ts";
 import type { ResetReport } from "../../lib/control/reset.ts";
-import { ACCEPTED_KEYS, DefinitionError, normalizeDefinition, parseDefinitionText } from "../../lib/definition/loop-json.ts";
+import { ACCEPTED_KEYS, DEFAULT_GUARDS, DefinitionError, normalizeDefinition, parseDefinitionText } from "../../lib/definition/loop-json.ts";
 import { itemIdFromRef, parseRef, RefError } from "../../lib/definition/refs.ts";
 import { parseDuration } from "../../lib/definition/duration.ts";
 
@@ -165,6 +165,11 @@ describe("docs/loop-json.md documents loop.json as the code reads it", () => {
     forge: /^##\s+forge\s*$/,
     environment: /^##\s+environment\s*$/,
     reactions: /^##\s+reactions\s*$/,
+    budget: /^###\s+budget\s*$/,
+    loopBudget: /^##\s+budget\s*$/,
+    daily: /^###\s+daily\s*$/,
+    price: /^##\s+prices\s*$/,
+    guards: /^##\s+guards\s*$/,
   };
   const rowsOf = (name: string) => tableRows(ownSection(md, TABLES[name]!) ?? "");
 
@@ -211,6 +216,8 @@ describe("docs/loop-json.md documents loop.json as the code reads it", () => {
       ["forge", "authorizeWriters", withForge.forge!.authorizeWriters],
       ["forge", "pollInterval", withForge.forge!.pollInterval, ms],
       ["notify", "timeout", normalizeDefinition({ name: "n", notify: { command: ["x"] }, items: [] }).notify!.timeout, ms],
+      ["guards", "noProgress", (def.guards ?? DEFAULT_GUARDS).noProgress],
+      ["guards", "identicalFailure", (def.guards ?? DEFAULT_GUARDS).identicalFailure],
     ];
     const wrong = expected.flatMap(([table, key, value, read = (x: unknown) => x, part = (c: string) => c]) => {
       const cell = part(rowsOf(table).find((r) => unquote(r[0]!) === key)?.[2] ?? "");

@@ -348,12 +348,12 @@ describe("errors, each at its path", () => {
     ["missing items", (d) => delete d.items, "items", "required"],
     ["items not an array", (d) => (d.items = {}), "items", "must be an array of items"],
     ["item not an object", (d) => (d.items[1] = "b"), "items[1]", "expected an object, got \"b\""],
-    ["unknown top-level key", (d) => (d.itmes = []), "itmes", "unknown key (allowed: $schema, name, defaults, runners, control, sessions, workspace, forge, notify, protect, environment, reactions, items, $comment)"],
-    ["unknown item key", (d) => (d.items[0].depends = []), "items[0].depends", "unknown key (allowed: id, ref, prompt, dependsOn, verify, runner, model, maxAttempts, timeouts, reactions, $comment)"],
-    ["unknown defaults key", (d) => (d.defaults.retries = 1), "defaults.retries", "unknown key (allowed: runner, model, verify, maxAttempts, timeouts, landing, sandbox, $comment)"],
+    ["unknown top-level key", (d) => (d.itmes = []), "itmes", "unknown key (allowed: $schema, name, defaults, runners, control, sessions, workspace, forge, notify, protect, environment, reactions, budget, prices, guards, items, $comment)"],
+    ["unknown item key", (d) => (d.items[0].depends = []), "items[0].depends", "unknown key (allowed: id, ref, prompt, dependsOn, verify, runner, model, maxAttempts, timeouts, reactions, budget, $comment)"],
+    ["unknown defaults key", (d) => (d.defaults.retries = 1), "defaults.retries", "unknown key (allowed: runner, model, verify, maxAttempts, timeouts, landing, sandbox, budget, $comment)"],
     ["unknown timeouts key", (d) => (d.items[0].timeouts = { idle: "1m" }), "items[0].timeouts.idle", "unknown key (allowed: launch, stall, verify, landing, $comment)"],
     ["unknown workspace key", (d) => (d.workspace = { dir: "x" }), "workspace.dir", "unknown key (allowed: keepCheckoutOnClose, base, target, $comment)"],
-    ["$schema inside an item", (d) => (d.items[0].$schema = "x"), "items[0].$schema", "unknown key (allowed: id, ref, prompt, dependsOn, verify, runner, model, maxAttempts, timeouts, reactions, $comment)"],
+    ["$schema inside an item", (d) => (d.items[0].$schema = "x"), "items[0].$schema", "unknown key (allowed: id, ref, prompt, dependsOn, verify, runner, model, maxAttempts, timeouts, reactions, budget, $comment)"],
     ["$comment not a string", (d) => (d.$comment = 1), "$comment", '"$comment" must be a string'],
     ["invalid item id", (d) => (d.items[1].id = "A b"), "items[1].id", `must be ${ID_RULE}`],
     ["neither id nor ref", (d) => delete d.items[1].id, "items[1]", 'needs an "id" (or a "ref" to derive one from)'],
@@ -798,13 +798,18 @@ describe("JSON Schema", () => {
     ["notify", () => schema.properties.notify],
     ["environment", () => schema.properties.environment],
     ["reactions", () => schema.$defs.reactions],
+    ["budget", () => schema.$defs.budget],
+    ["loopBudget", () => schema.properties.budget],
+    ["daily", () => schema.$defs.budget],
+    ["price", () => schema.properties.prices.additionalProperties],
+    ["guards", () => schema.properties.guards],
   ])("%s keys match the validator", (section, get) => {
     expect(keys(get())).toEqual([...ACCEPTED_KEYS[section]!].sort());
   });
 
   test("covers every section the validator has", () => {
     expect(Object.keys(ACCEPTED_KEYS).sort()).toEqual(
-      ["control", "defaults", "definition", "environment", "forge", "item", "notify", "reactions", "runner", "sessions", "timeouts", "workspace"],
+      ["budget", "control", "daily", "defaults", "definition", "environment", "forge", "guards", "item", "loopBudget", "notify", "price", "reactions", "runner", "sessions", "timeouts", "workspace"],
     );
   });
 

@@ -498,7 +498,9 @@ describe("work_item_reset is an epoch boundary", () => {
     expect(p1.items.b!.reset).not.toBeNull();
     expect(p1.items.b).toEqual({ ...p2.items.b!, epoch: 1, reset: p1.items.b!.reset });
     expect(p1.items.a).toEqual(p2.items.a);
-    expect(p1.loop).toEqual(p2.loop);
+    // The loop's usage keeps what the reset epoch's sessions spent (docs/spend.md): money spent is spent.
+    expect({ ...p1.loop, usage: undefined }).toEqual({ ...p2.loop, usage: undefined });
+    expect(p1.loop.usage!.sessions).toBeGreaterThan(p2.loop.usage!.sessions);
     expect(p1.order).toEqual(p2.order);
   });
 

@@ -63,6 +63,8 @@ const SAMPLES: Record<EventType, unknown> = {
   forge_question_posted: { attempt: 1, issue: 7, commentId: 1004 },
   forge_reaction_recorded: { attempt: 1, head: "b".repeat(40), signals: [{ kind: "checksFailed", key: "checksFailed:bbbb", summary: "check run build concluded failure" }], decision: "retry", reason: "checks failed", feedback: "```text\nbuild\n```" },
   notified: { slot: "environment", key: "environment:12", kind: "environment", ok: false, exitCode: 3, reason: "notify exited 3" },
+  usage_recorded: { attempt: 1, final: false, source: "claude", tokens: { input: 10, output: 20, cacheRead: 300, cacheWrite: 40 }, microUsd: 12_345, usdFrom: "agent", note: null },
+  budget_stopped: { attempt: 1, scope: "item", window: "total", unit: "tokens", spent: 1200, limit: 1000, reason: "spent 1,200 tokens of 1,000" },
 };
 
 const VALUES: unknown[] = [

@@ -226,7 +226,7 @@ describe("a store of schema 3: rows in the layout before the tables were a plain
       const events = store.db.query("SELECT seq, id, ts, type, actor, item, payload, prev_hash, hash FROM events ORDER BY seq").all() as EventRow[];
       expect(compareProjection(store.db, fold(events.map(rowToEvent)))).toEqual([]);
       expect(store.db.query("SELECT state_sha FROM proj_loop").get()).toEqual({ state_sha: "" });
-      expect((store.db.query("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'proj_%' ORDER BY name").values() as string[][]).flat()).toEqual(["proj_items_landing", "proj_items_status", "proj_sessions_open"]);
+      expect((store.db.query("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'proj_%' ORDER BY name").values() as string[][]).flat()).toEqual(["proj_items_budget", "proj_items_landing", "proj_items_status", "proj_sessions_open"]);
       // The next materialization writes the new layout (forge and reset on every item) and records its hash.
       expect(materialize(root, store)).toContain("state.json");
       const text = readFileSync(join(root, "state.json"), "utf8");

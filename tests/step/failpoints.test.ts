@@ -65,7 +65,7 @@ function mainDefinition(l: LoopUnderTest, maxAttempts = 2, timeouts = TIMEOUTS) 
   };
 }
 
-type ScenarioName = "main" | "ctl-skip" | "ctl-stop" | "ctl-skip-run-first" | "ctl-stop-verify" | "ctl-stop-verify-run-first" | "ask" | "edge" | "seeded" | "reset";
+type ScenarioName = "main" | "ctl-skip" | "ctl-stop" | "ctl-skip-run-first" | "ctl-stop-verify" | "ctl-stop-verify-run-first" | "ask" | "edge" | "seeded" | "reset" | "budget";
 
 interface Scenario {
   /** What the scenario does, for people reading a failure. */
@@ -195,6 +195,27 @@ const SCENARIOS: Record<ScenarioName, Scenario> = {
   reset: {
     what: "an agent working; `loop reset --yes` ends it and erases the item (repeated by the operator after a crash); it passes as attempt 1 of epoch 1",
     run: (l) => resetScenario(l),
+  },
+  budget: {
+    what: "an agent reporting its usage as it works crosses its item's budget mid-session: the item settles budget_exhausted, its dependent is blocked, the other item passes",
+    async run(l) {
+      writeLoopJson(l.root, {
+        name: "budget",
+        defaults: { runner: "counted", timeouts: TIMEOUTS },
+        runners: { counted: countingRunner(l.launchLog) },
+        items: [
+          { id: "spender", prompt: "Spends without end.\n@demo usage 100 10\n@demo sleep 0.5\n@demo usage 5000 500\n@demo sleep 300\n@demo write S.md s", verify: "test -s S.md", budget: { tokens: 3000 } },
+          { id: "after-spender", prompt: "Needs the spender.\n@demo write A.md a", dependsOn: ["spender"], verify: "test -s A.md" },
+          { id: "other", prompt: "Plain.\n@demo write O.md o", verify: "test -s O.md" },
+        ],
+      });
+      await l.untilDrained();
+      const spender = l.state().items.find((i: { id: string }) => i.id === "spender");
+      if (!spender.reason.startsWith("budget_exhausted: ") || spender.attempts !== 1) throw new Error(`spender: ${JSON.stringify(spender)}\n${l.trace()}`);
+      const stops = readEvents(l.stateRoot).filter((e) => e.type === "budget_stopped");
+      if (stops.length !== 1) throw new Error(`${stops.length} budget stops\n${l.trace()}`);
+      return { outcome: "Failed", items: { spender: "failed", "after-spender": "blocked", other: "passed" } };
+    },
   },
   seeded: {
     what: "a history from a writer that settled an item without closing its live session; the sweep closes it",
@@ -347,7 +368,7 @@ const REACTION_FAILPOINTS = ["reaction:after_seen", "reaction:before_commit", "r
 
 /** Which scenario proves each failpoint: the first loop command that passes the point dies there. */
 const CASES: [string, ScenarioName][] = [
-  ...EFFECT_POINTS.filter((n) => !FORGE_FAILPOINTS.includes(n) && !REACTION_FAILPOINTS.includes(n) && !n.startsWith("reset:")).map((n): [string, ScenarioName] => [n, "main"]),
+  ...EFFECT_POINTS.filter((n) => !FORGE_FAILPOINTS.includes(n) && !REACTION_FAILPOINTS.includes(n) && !n.startsWith("reset:") && !n.startsWith("budget:")).map((n): [string, ScenarioName] => [n, "main"]),
   ...labels(["import", "start", "drain", "reserve", "session_started", "session_ended", "requeue", "verify_reserve", "verify_started", "verify", "landing", "settle"]).map((n): [string, ScenarioName] => [n, "main"]),
   ...[...labels(["ctl"]), "close:before_kill", "close:after_kill", "close:after_worktree"].map((n): [string, ScenarioName] => [n, "ctl-stop-verify"]),
   ...["ctl:before_commit", "close:after_kill"].map((n): [string, ScenarioName] => [n, "ctl-stop-verify-run-first"]),
@@ -361,6 +382,7 @@ const CASES: [string, ScenarioName][] = [
   ...labels(["close"]).map((n): [string, ScenarioName] => [n, "seeded"]),
   ...["reset:after_close", "reset:after_files", "reset:after_branch", ...labels(["reset"])].map((n): [string, ScenarioName] => [n, "reset"]),
   ...["close:before_kill", "close:after_kill", "close:after_worktree"].map((n): [string, ScenarioName] => [n, "reset"]),
+  ...["budget:before_close", ...labels(["usage", "budget"]), "close:before_kill", "close:after_kill"].map((n): [string, ScenarioName] => [n, "budget"]),
 ];
 
 async function runCase(fp: string, scenario: ScenarioName): Promise<void> {

@@ -6,6 +6,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { NO_PROGRESS } from "../../lib/step/guards.ts";
 import { createConsola } from "consola/core";
 import { importedDefinition, itemBranch, loadDefinition } from "../../lib/definition/loop-json.ts";
 import type { ItemState } from "../../lib/log/reducer.ts";
@@ -140,12 +141,13 @@ describe("the verify phase", () => {
     exitedAttempt(h);
     await verifyToEnd(h);
     const v = lastOf(h, "verify_finished")!;
-    expect(v).toMatchObject({ passed: false, exitCode: 1, reason: "exit 1", tail: expect.stringContaining("out.txt is missing") });
+    // The agent changed nothing: the no-progress guard names it (docs/spend.md#guards).
+    expect(v).toMatchObject({ passed: false, exitCode: 1, reason: `${NO_PROGRESS}; exit 1`, tail: expect.stringContaining("out.txt is missing") });
     expect(readFileSync(v.log, "utf8")).toContain("out.txt is missing");
     const next = afterSession(h.item());
-    expect(next).toEqual({ kind: "fail", reason: "verify failed: exit 1" });
+    expect(next).toEqual({ kind: "fail", reason: `verify failed: ${NO_PROGRESS}; exit 1` });
     await failAttempt(h.ctx, h.item(), (next as { reason: string }).reason);
-    expect(lastOf(h, "item_requeued")).toMatchObject({ attempt: 1, failed: true, reason: "verify failed: exit 1" });
+    expect(lastOf(h, "item_requeued")).toMatchObject({ attempt: 1, failed: true, reason: `verify failed: ${NO_PROGRESS}; exit 1` });
     expect(h.item().status).toBe("pending");
   });
 
@@ -153,7 +155,7 @@ describe("the verify phase", () => {
     const none = harness({ verify: false });
     exitedAttempt(none);
     await verifyAttempt(none.ctx, none.item());
-    expect(lastOf(none, "verify_finished")).toMatchObject({ passed: false, reason: "no verify command; agent exited 0 but left no change" });
+    expect(lastOf(none, "verify_finished")).toMatchObject({ passed: false, reason: `${NO_PROGRESS}; no verify command; agent exited 0 but left no change` });
     const some = harness({ verify: false });
     exitedAttempt(some, { commit: { "out.txt": "hi\n" } });
     await verifyAttempt(some.ctx, some.item());

@@ -222,7 +222,8 @@ describe("loop run", () => {
           const st = p.projection();
           expect(st.items.commits!.status).toBe("passed");
           expect(st.items["no-change"]!.status).toBe("failed");
-          expect(st.items["no-change"]!.attempts[0]!.verify!.reason).toBe("no verify command; agent exited 0 but left no change");
+          // An attempt that changed nothing: the no-progress guard names it first (docs/spend.md#guards).
+          expect(st.items["no-change"]!.attempts[0]!.verify!.reason).toBe("no_progress: this attempt changed nothing (no commit and a clean worktree); no verify command; agent exited 0 but left no change");
           expect(st.items["bad-exit"]!.status).toBe("failed");
           expect(st.items["bad-exit"]!.attempts[0]!.verify!.reason).toBe("no verify command; agent exited 4");
           expect(p.eventsOf("verify_reserved")).toEqual([]);
@@ -806,7 +807,7 @@ describe("loop run", () => {
         expect(json.items[0]).toMatchObject({ id: "a", attempts: 3, ran: 1, failures: 0, maxAttempts: 2 });
         const text = (await p.loop(["status", "--text", "--root", p.root])).stdout.split("\n");
         const header = text.find((l) => l.startsWith("ITEM"))!;
-        expect(header.split(/\s{2,}/)).toEqual(["ITEM", "STATUS", "ATTEMPTS", "FAILED", "SESSION", "BRANCH", "LAST VERIFY"]);
+        expect(header.split(/\s{2,}/)).toEqual(["ITEM", "STATUS", "ATTEMPTS", "FAILED", "SPEND", "SESSION", "BRANCH", "LAST VERIFY"]);
         expect(text.find((l) => l.startsWith("a "))!.split(/\s{2,}/).slice(0, 4)).toEqual(["a", "passed", "1", "0 (gives up at 2)"]);
         const drained = await p.loop(["run", "--text", "--root", p.root]);
         expect(drained.stdout).toBe("drained: Succeeded (loop drained)\n");

@@ -33,7 +33,8 @@ async function startVerify(p: Project) {
   await pollUntil(() => existsSync(join(p.sessionDir("slow", 1), "exit.json")), "agent exited");
   const r = await p.run();
   expect(r.action).toBe("waiting");
-  expect(r.transitions.map((t) => t.type)).toEqual(["session_ended", "verify_reserved", "verify_started"]);
+  // The session's final usage (the demo agent reports it, docs/spend.md) comes with its end.
+  expect(r.transitions.map((t) => t.type)).toEqual(["usage_recorded", "session_ended", "verify_reserved", "verify_started"]);
   await pollUntil(() => verifyRuns(p).length === 1, "verify running");
   return r;
 }

@@ -55,6 +55,8 @@ describe("the agent's environment and attempt counting", () => {
       scenario(
         (p) =>
           demoDefinition([{ id: "ask-then-fail", prompt: "x", runner: "envdump", verify: "echo nope; exit 1" }], {
+            // The agent changes nothing: without this its verdicts would be named no_progress (docs/spend.md#guards).
+            guards: { noProgress: false },
             runners: {
               envdump: {
                 command: ["sh", "-c", `env > ${join(p.aux, "env")}-$LOOP_ATTEMPT; if [ "$LOOP_ATTEMPT" = 1 ]; then echo 'Which one?' > "$LOOP_ASK_FILE"; fi`],

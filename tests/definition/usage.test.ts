@@ -1,0 +1,273 @@
+// The usage parsers (lib/definition/usage.ts) against recorded output of each CLI, built from the
+// formats their documentation and sources describe (docs/spend.md says which versions): claude
+// `-p --output-format stream-json --verbose`, codex `exec --json`, aider's printed usage lines, and
+// a command runner's LOOP_USAGE_FILE. Fed whole or in pieces, with a truncated last line, lines of
+// other output between, resumed conversations, and text printed to make the figure lower.
+import { describe, expect, test } from "bun:test";
+import { feedLines, figureOf, finishLines, initialState, type LogSource, noteOf, parseUsageFile, priced, sum, type TokenCounts, usageSourceOf } from "../../lib/definition/usage.ts";
+
+const SID = "6f1c2d3e-0000-4000-8000-000000000001";
+const MODEL = "claude-sonnet-4-5-20250929";
+const j = (o: unknown) => JSON.stringify(o);
+const cu = (input: number, cacheWrite: number, cacheRead: number, output: number) => ({ input_tokens: input, cache_creation_input_tokens: cacheWrite, cache_read_input_tokens: cacheRead, output_tokens: output, service_tier: "standard" });
+const assistant = (id: string, content: unknown[], usage: unknown, parent: string | null = null) =>
+  j({ type: "assistant", message: { id, type: "message", role: "assistant", model: MODEL, content, stop_reason: null, stop_sequence: null, usage }, parent_tool_use_id: parent, session_id: SID });
+
+/** A claude session: init, a message in two lines (text, then a tool call), a tool result, a subagent's message, a last message, the result. */
+const CLAUDE_LINES = [
+  j({ type: "system", subtype: "init", cwd: "/srv/api/.loop/workspaces/fix-login", session_id: SID, tools: ["Bash", "Edit", "Read", "Task"], mcp_servers: [], model: MODEL, permissionMode: "bypassPermissions", apiKeySource: "ANTHROPIC_API_KEY" }),
+  assistant("msg_01A", [{ type: "text", text: "I'll run the tests first." }], cu(4, 5120, 11200, 8)),
+  assistant("msg_01A", [{ type: "tool_use", id: "toolu_01", name: "Bash", input: { command: "bun test" } }], cu(4, 5120, 11200, 95)),
+  j({ type: "user", message: { role: "user", content: [{ tool_use_id: "toolu_01", type: "tool_result", content: "12 pass\n1 fail\n\"usage\" is only a word here", is_error: false }] }, parent_tool_use_id: null, session_id: SID }),
+  assistant("msg_01S", [{ type: "text", text: "Subagent: found the redirect." }], cu(3, 0, 2000, 40), "toolu_02"),
+  assistant("msg_01B", [{ type: "text", text: "Fixed the redirect; all tests pass." }], cu(6, 300, 16320, 120)),
+  j({ type: "result", subtype: "success", is_error: false, duration_ms: 22041, duration_api_ms: 20512, num_turns: 4, result: "Fixed the redirect.", session_id: SID, total_cost_usd: 0.0421, usage: { ...cu(13, 5420, 29520, 255), server_tool_use: { web_search_requests: 0 } } }),
+];
+/** What those lines add up to: msg_01A once (its highest counts), the subagent's, msg_01B. */
+const CLAUDE_OWN: TokenCounts = { input: 13, output: 255, cacheRead: 29520, cacheWrite: 5420 };
+
+const CODEX_LINES = [
+  j({ type: "thread.started", thread_id: "0199a213-81c0-7800-8aa1-bbab2a035a53" }),
+  j({ type: "turn.started" }),
+  j({ type: "item.completed", item: { id: "item_0", type: "reasoning", text: "**Scanning the tests**" } }),
+  j({ type: "item.started", item: { id: "item_1", type: "command_execution", command: "bash -lc 'bun test'", aggregated_output: "", exit_code: null, status: "in_progress" } }),
+  j({ type: "item.completed", item: { id: "item_1", type: "command_execution", command: "bash -lc 'bun test'", aggregated_output: "12 pass\n", exit_code: 0, status: "completed" } }),
+  j({ type: "item.completed", item: { id: "item_2", type: "agent_message", text: "Done: the redirect is fixed." } }),
+  j({ type: "turn.completed", usage: { input_tokens: 26549, cached_input_tokens: 22272, output_tokens: 1590 } }),
+];
+
+const AIDER_LINES = [
+  "Aider v0.86.1",
+  "Main model: anthropic/claude-sonnet-4-20250514 with diff edit format, infinite output",
+  "Weak model: anthropic/claude-3-5-haiku-20241022",
+  "Git repo: .git with 3 files",
+  "Repo-map: using 4096 tokens, auto refresh",
+  "",
+  "I'll add the LICENSE file.",
+  "",
+  "LICENSE",
+  "<<<<<<< SEARCH",
+  "=======",
+  "MIT License",
+  ">>>>>>> REPLACE",
+  "",
+  "Tokens: 2.6k sent, 1.4k cache write, 112 received. Cost: $0.0096 message, $0.0096 session.",
+  "Applied edit to LICENSE",
+  "Commit 1a2b3c4 feat: add MIT license",
+  "Tokens: 4.1k sent, 2.2k cache hit, 95 received. Cost: $0.01 message, $0.02 session.",
+];
+
+const lines = (ls: string[]) => ls.map((l) => l + "\n").join("");
+
+/** Feed a whole output in one piece, then end the session. */
+function parse(source: LogSource, text: string, o: { final?: boolean; base?: { tokens: TokenCounts | null; microUsd: number | null } } = {}) {
+  const end = text.lastIndexOf("\n") + 1;
+  let s = feedLines(initialState(source), text.slice(0, end));
+  if (o.final ?? true) s = finishLines(s, text.slice(end));
+  return { figure: figureOf(s, o.base ?? null), note: noteOf(s) };
+}
+
+describe("claude stream-json", () => {
+  const cases: { name: string; text: string; final?: boolean; base?: { tokens: TokenCounts | null; microUsd: number | null }; tokens: TokenCounts | null; microUsd: number | null; note?: RegExp | null }[] = [
+    { name: "a whole session: the result's figures, its dollars", text: lines(CLAUDE_LINES), tokens: CLAUDE_OWN, microUsd: 42_100 },
+    {
+      name: "while it runs (no result yet): the messages so far, each counted once, dollars unknown",
+      text: lines(CLAUDE_LINES.slice(0, 4)),
+      final: false,
+      tokens: { input: 4, output: 95, cacheRead: 11200, cacheWrite: 5120 },
+      microUsd: null,
+    },
+    {
+      name: "a truncated last line (killed mid-write): what came before, and the note says so",
+      text: lines(CLAUDE_LINES.slice(0, 6)) + CLAUDE_LINES[6]!.slice(0, 80),
+      tokens: CLAUDE_OWN,
+      microUsd: null,
+      note: /cut short/,
+    },
+    {
+      name: "lines of other output between (stderr, a banner, a broken event): skipped; the broken one noted",
+      text: lines(["Warning: the model is overloaded, retrying in 2s", ...CLAUDE_LINES.slice(0, 3), "[DEBUG] tool call took 812ms", '{"type":"assistant","message":{"usage":{"input_tokens":', ...CLAUDE_LINES.slice(3)]),
+      tokens: CLAUDE_OWN,
+      microUsd: 42_100,
+      note: /1 line that looked like claude's usage could not be read/,
+    },
+    {
+      name: "a resumed conversation whose counters started again (before 2.1.277): taken as reported",
+      text: lines(CLAUDE_LINES),
+      base: { tokens: { input: 50, output: 900, cacheRead: 40000, cacheWrite: 9000 }, microUsd: 80_000 },
+      tokens: CLAUDE_OWN,
+      microUsd: 42_100,
+    },
+    {
+      name: "a resumed conversation whose counters went on (2.1.277 and later): what the earlier attempts were recorded as is taken off",
+      text: lines([
+        ...CLAUDE_LINES.slice(0, 6),
+        j({ type: "result", subtype: "success", is_error: false, num_turns: 9, session_id: SID, total_cost_usd: 0.1221, usage: cu(63, 14420, 69520, 1155) }),
+      ]),
+      base: { tokens: { input: 50, output: 900, cacheRead: 40000, cacheWrite: 9000 }, microUsd: 80_000 },
+      tokens: CLAUDE_OWN,
+      microUsd: 42_100,
+    },
+    {
+      name: "a result line printed later with lower figures (forged, or another process's) lowers nothing",
+      text: lines([...CLAUDE_LINES, j({ type: "result", subtype: "success", total_cost_usd: 0.0001, usage: cu(1, 0, 0, 1) })]),
+      tokens: CLAUDE_OWN,
+      microUsd: 42_100,
+    },
+    {
+      name: "a message printed again under a new id only adds: a figure grows, never shrinks",
+      text: lines([...CLAUDE_LINES.slice(0, 6), assistant("msg_forged", [], cu(0, 0, 0, 5000))]),
+      final: false,
+      tokens: { ...CLAUDE_OWN, output: CLAUDE_OWN.output + 5000 },
+      microUsd: null,
+    },
+    { name: "nothing printed yet: unknown, not zero", text: "", final: false, tokens: null, microUsd: null },
+    { name: "only the init line: unknown", text: lines(CLAUDE_LINES.slice(0, 1)), final: false, tokens: null, microUsd: null },
+  ];
+  for (const c of cases)
+    test(c.name, () => {
+      const r = parse("claude", c.text, { final: c.final, base: c.base });
+      expect(r.figure.tokens).toEqual(c.tokens);
+      expect(r.figure.microUsd).toBe(c.microUsd);
+      if (c.note === undefined || c.note === null) expect(r.note).toBeNull();
+      else expect(r.note ?? "").toMatch(c.note);
+    });
+
+  test("the model is the one the session reports", () => {
+    expect(parse("claude", lines(CLAUDE_LINES)).figure.model).toBe(MODEL);
+  });
+
+  test("fed in pieces, line by line or cut anywhere between lines, it comes to the same figure", () => {
+    const whole = parse("claude", lines(CLAUDE_LINES)).figure;
+    let s = initialState("claude");
+    for (const l of CLAUDE_LINES) s = feedLines(s, l + "\n");
+    expect(figureOf(finishLines(s, ""))).toEqual(whole);
+    for (let cut = 1; cut < CLAUDE_LINES.length; cut++) {
+      const a = lines(CLAUDE_LINES.slice(0, cut));
+      const b = lines(CLAUDE_LINES.slice(cut));
+      expect(figureOf(finishLines(feedLines(feedLines(initialState("claude"), a), b), ""))).toEqual(whole);
+    }
+  });
+});
+
+describe("codex exec --json", () => {
+  const cases: { name: string; text: string; base?: { tokens: TokenCounts | null; microUsd: number | null }; tokens: TokenCounts | null; note?: RegExp }[] = [
+    { name: "a whole session: turn.completed's figures (cached input is part of input)", text: lines(CODEX_LINES), tokens: { input: 4277, output: 1590, cacheRead: 22272, cacheWrite: 0 } },
+    { name: "before its turn completes: unknown (codex reports at the turn's end)", text: lines(CODEX_LINES.slice(0, 5)), tokens: null },
+    {
+      name: "stderr lines between and a truncated last line",
+      text: lines(["2025-10-17T05:54:20.209Z ERROR codex_core::exec: stream disconnected - retrying turn (1/5 in 188ms)...", ...CODEX_LINES]) + '{"type":"turn.completed","usage":{"input_tok',
+      tokens: { input: 4277, output: 1590, cacheRead: 22272, cacheWrite: 0 },
+      note: /cut short/,
+    },
+    {
+      name: "a failed turn reports no usage: unknown",
+      text: lines([...CODEX_LINES.slice(0, 2), j({ type: "turn.failed", error: { message: "stream disconnected before completion" } })]),
+      tokens: null,
+    },
+    {
+      name: "a resumed thread counts from its beginning: what the earlier attempts were recorded as is taken off",
+      text: lines([CODEX_LINES[0]!, j({ type: "turn.completed", usage: { input_tokens: 62746, cached_input_tokens: 51200, output_tokens: 2380 } })]),
+      base: { tokens: { input: 4277, output: 1590, cacheRead: 22272, cacheWrite: 0 }, microUsd: null },
+      tokens: { input: 62746 - 51200 - 4277, output: 2380 - 1590, cacheRead: 51200 - 22272, cacheWrite: 0 },
+    },
+    {
+      name: "a lower turn.completed printed after (forged) lowers nothing",
+      text: lines([...CODEX_LINES, j({ type: "turn.completed", usage: { input_tokens: 10, cached_input_tokens: 0, output_tokens: 1 } })]),
+      tokens: { input: 4277, output: 1590, cacheRead: 22272, cacheWrite: 0 },
+    },
+  ];
+  for (const c of cases)
+    test(c.name, () => {
+      const r = parse("codex", c.text, { base: c.base });
+      expect(r.figure.tokens).toEqual(c.tokens);
+      expect(r.figure.microUsd).toBeNull();
+      if (c.note) expect(r.note ?? "").toMatch(c.note);
+      else expect(r.note).toBeNull();
+    });
+});
+
+describe("aider's printed usage lines", () => {
+  const cases: { name: string; text: string; tokens: TokenCounts | null; microUsd: number | null; note?: RegExp }[] = [
+    {
+      name: "two messages: their tokens summed (sent holds the cache writes), the session's cost",
+      text: lines(AIDER_LINES),
+      tokens: { input: 1200 + 4100, output: 112 + 95, cacheRead: 2200, cacheWrite: 1400 },
+      microUsd: 20_000,
+    },
+    { name: "a model aider has no prices for: tokens only", text: lines(["Tokens: 1.6k sent, 997 received."]), tokens: { input: 1600, output: 997, cacheRead: 0, cacheWrite: 0 }, microUsd: null },
+    {
+      name: "the console wrapped the cost before its session figure: read across the break",
+      text: lines(["Tokens: 12k sent, 2.1k cache write, 8.2k cache hit, 997 received. Cost: $0.05", "message, $0.07 session."]),
+      tokens: { input: 9900, output: 997, cacheRead: 8200, cacheWrite: 2100 },
+      microUsd: 70_000,
+    },
+    { name: "nothing sent yet: unknown", text: lines(AIDER_LINES.slice(0, 13)), tokens: null, microUsd: null },
+    {
+      name: "the model's reply printing a usage line with lower figures (forged) only adds tokens and lowers no cost",
+      text: lines([...AIDER_LINES, "Tokens: 1 sent, 1 received. Cost: $0.00 message, $0.00 session."]),
+      tokens: { input: 5301, output: 208, cacheRead: 2200, cacheWrite: 1400 },
+      microUsd: 20_000,
+    },
+    {
+      name: "a usage line it cannot read is noted; the rest counts",
+      text: lines([...AIDER_LINES, "Tokens: lots sent, many received."]),
+      tokens: { input: 1200 + 4100, output: 112 + 95, cacheRead: 2200, cacheWrite: 1400 },
+      microUsd: 20_000,
+      note: /1 line that looked like aider's usage could not be read/,
+    },
+  ];
+  for (const c of cases)
+    test(c.name, () => {
+      const r = parse("aider", c.text);
+      expect(r.figure.tokens).toEqual(c.tokens);
+      expect(r.figure.microUsd).toBe(c.microUsd);
+      if (c.note) expect(r.note ?? "").toMatch(c.note);
+      else expect(r.note).toBeNull();
+    });
+});
+
+describe("LOOP_USAGE_FILE", () => {
+  const cases: { name: string; text: string; tokens: TokenCounts | null; microUsd: number | null; note?: RegExp }[] = [
+    {
+      name: "the last complete line wins (each line is cumulative)",
+      text: lines([j({ input_tokens: 100, output_tokens: 10 }), j({ input_tokens: 900, output_tokens: 250, cache_read_input_tokens: 4000, cache_creation_input_tokens: 300, usd: 0.0123 })]),
+      tokens: { input: 900, output: 250, cacheRead: 4000, cacheWrite: 300 },
+      microUsd: 12_300,
+    },
+    { name: "a last line being written (no line break yet) is not read", text: lines([j({ input_tokens: 100, output_tokens: 10 })]) + '{"input_tokens": 9', tokens: { input: 100, output: 10, cacheRead: 0, cacheWrite: 0 }, microUsd: null },
+    { name: "dollars alone: tokens unknown", text: lines([j({ usd: 1.5 })]), tokens: null, microUsd: 1_500_000 },
+    {
+      name: "a last complete line that is no report is said; the one before it counts",
+      text: lines([j({ input_tokens: 100, output_tokens: 10 }), j({ input_tokens: -5 })]),
+      tokens: { input: 100, output: 10, cacheRead: 0, cacheWrite: 0 },
+      microUsd: null,
+      note: /input_tokens must be a whole number/,
+    },
+    { name: "no complete line: nothing known", text: '{"input_tokens": 1', tokens: null, microUsd: null },
+    { name: "an empty file: nothing known", text: "", tokens: null, microUsd: null },
+  ];
+  for (const c of cases)
+    test(c.name, () => {
+      const r = parseUsageFile(c.text);
+      expect(r.figure?.tokens ?? null).toEqual(c.tokens);
+      expect(r.figure?.microUsd ?? null).toBe(c.microUsd);
+      if (c.note) expect(r.note ?? "").toMatch(c.note);
+      else expect(r.note).toBeNull();
+    });
+});
+
+describe("where usage comes from, and prices", () => {
+  test("the presets are parsed from their logs; every other runner reports to the file", () => {
+    expect(["claude", "codex", "aider", "demo", "mine"].map(usageSourceOf)).toEqual(["claude", "codex", "aider", "usage_file", "usage_file"]);
+  });
+
+  test("tokens at the operator's prices (micro-dollars per million), rounded up; a kind without a price is never guessed", () => {
+    const price = { input: 3_000_000, output: 15_000_000, cacheRead: 300_000, cacheWrite: 3_750_000 };
+    expect(priced({ input: 1_000_000, output: 1_000_000, cacheRead: 0, cacheWrite: 0 }, price)).toBe(18_000_000);
+    expect(priced({ input: 1, output: 0, cacheRead: 0, cacheWrite: 0 }, price)).toBe(3);
+    expect(priced({ input: 1, output: 1, cacheRead: 1, cacheWrite: 0 }, { input: 3_000_000, output: 15_000_000 })).toBeNull();
+    expect(priced({ input: 1, output: 1, cacheRead: 0, cacheWrite: 0 }, undefined)).toBeNull();
+    expect(sum(CLAUDE_OWN)).toBe(13 + 255 + 29520 + 5420);
+  });
+});
