@@ -132,7 +132,9 @@ export class Store {
       // No automatic checkpoints: a writer checkpoints at close and before a long wait (checkpoint()).
       db.run("PRAGMA wal_autocheckpoint = 0");
       store.retryBusy(() => store.upgradeSchema());
-      if (opts.project !== undefined) store.actFor(opts.project, { ignoreName: opts.ignoreName });
+      const project = opts.project;
+      // A read like the ones above: a step racing to create or recover the store may find it busy.
+      if (project !== undefined) store.retryBusy(() => store.actFor(project, { ignoreName: opts.ignoreName }));
     } catch (err) {
       const locked = store.lockedError(err);
       db.close();
