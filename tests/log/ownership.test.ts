@@ -38,7 +38,8 @@ function snapshot(dir: string): Record<string, string> {
     for (const name of readdirSync(d)) {
       const path = join(d, name);
       const r = rel ? `${rel}/${name}` : name;
-      if (r === "workspaces" || name === "output.log") continue;
+      // What the other loop's live agent writes as it works (its output, the usage it reports) is its own.
+      if (r === "workspaces" || name === "output.log" || name === "usage.jsonl") continue;
       const st = statSync(path);
       if (st.isDirectory()) walk(path, r);
       else out[r] = `${st.size}:${st.mtimeMs}`;
