@@ -7,9 +7,8 @@
 // redirect only to the same host (a renamed repository, said through `notice`), and reads
 // listings page by page through GitHub's Link header, saying when it stopped early; the HTTP itself
 // is http.ts's, which this client composes. The token goes into one header and nowhere else: every
-// message has it scrubbed. GitHub's
-// vocabulary (check conclusions, status states, 422 messages, roles) stops here: callers get the
-// provider-neutral results of provider.ts.
+// message has it scrubbed. GitHub's vocabulary (check conclusions, status states, 422 messages,
+// roles) stops here: callers get the provider-neutral results of provider.ts.
 import {
   type CheckAnnotation,
   type CheckFailure,
