@@ -5,18 +5,15 @@
 // throws on a 304 (a conditional request's cached body is returned), turns a rate limit into a
 // `rate_limited` result carrying when to try again, gives every request a deadline, follows a
 // redirect only to the same host (a renamed repository, said through `notice`), and reads
-// listings page by page through GitHub's Link header, saying when it stopped early. The token goes
-// into one header and nowhere else: every message this module builds has it scrubbed. GitHub's
-// vocabulary (check conclusions, status states, 422 messages, roles) stops here: callers get the
-// provider-neutral results of provider.ts.
+// listings page by page through GitHub's Link header, saying when it stopped early; the HTTP itself
+// is http.ts's, which this client composes. The token goes into one header and nowhere else: every
+// message has it scrubbed. GitHub's vocabulary (check conclusions, status states, 422 messages,
+// roles) stops here: callers get the provider-neutral results of provider.ts.
 import {
   type CheckAnnotation,
   type CheckFailure,
   type CheckVerdict,
-  type ConditionalCache,
   type CreatePullOutcome,
-  DEFAULT_FORGE_TIMEOUT_MS,
-  type FetchLike,
   type ForgeCheck,
   type ForgeChecks,
   type ForgeComment,
@@ -37,25 +34,11 @@ import {
   type PullRefusal,
   type ReviewFeedback,
 } from "./provider.ts";
+import { type Answer, ForgeHttp, type Json, linkTarget, MAX_PAGES } from "./http.ts";
 import { sanitizeLine } from "./untrusted.ts";
 
-/** Pages read of one listing at most (100 per page): a longer one is cut, and the result says so. */
-const MAX_PAGES = 10;
-/** Redirects followed for one request at most. */
-const MAX_REDIRECTS = 3;
-
-type Json = any;
-
-interface Answer {
-  status: number;
-  headers: Headers;
-  /** The Link header (pagination), from the cache on a 304. */
-  link: string | null;
-  body: Json;
-  notModified: boolean;
-  /** The URL that answered (after same-host redirects). */
-  url: string;
-}
+/** The REST API version this client is written against (sent as X-GitHub-Api-Version). */
+const API_VERSION = "2022-11-28";
 
 /**
  * What a check run's conclusion means for a merge (docs/forge.md#checks). GitHub itself counts
@@ -80,24 +63,18 @@ const STATUS_STATES: Record<string, CheckVerdict> = { success: "passing", pendin
 export class GitHubProvider implements ForgeProvider {
   readonly settings: ForgeSettings;
   readonly pullNoun = "pull request";
-  readonly #token: string | null;
-  readonly #fetch: FetchLike;
-  readonly #cache: ConditionalCache | undefined;
-  readonly #now: () => number;
-  readonly #base: string;
-  readonly #timeoutMs: number;
-  readonly #notice: (message: string) => void;
-  readonly #noticed = new Set<string>();
+  readonly #http: ForgeHttp;
 
   constructor(o: ProviderOptions) {
     this.settings = o.settings;
-    this.#token = o.token;
-    this.#fetch = o.fetch ?? ((input, init) => fetch(input, init));
-    this.#cache = o.cache;
-    this.#now = o.now ?? Date.now;
-    this.#base = o.settings.apiUrl.replace(/\/+$/, "");
-    this.#timeoutMs = o.timeoutMs ?? DEFAULT_FORGE_TIMEOUT_MS;
-    this.#notice = o.notice ?? (() => {});
+    this.#http = new ForgeHttp(o, {
+      headers: { accept: "application/vnd.github+json", "x-github-api-version": API_VERSION, ...(o.token ? { authorization: `Bearer ${o.token}` } : {}) },
+      rateLimit,
+      // The Link header as it came: its `next` is the next page, its `last` the newest of a cut listing.
+      link: (headers) => headers.get("link"),
+      explain: (a) => messageOf(a.body),
+      redirected: ({ method, status, from, to }) => ({ key: `${status} ${from} → ${to}`, notice: `${method} ${from} answered ${status}, moved to ${to} (a renamed repository: set forge.repo to its new name); followed` }),
+    });
   }
 
   threadKey(t: ForgeThread): string {
@@ -116,80 +93,7 @@ export class GitHubProvider implements ForgeProvider {
 
   /** The API URL of the repository, as GitHub writes it in `repository_url`. */
   get #repoUrl(): string {
-    return `${this.#base}${this.#repoPath}`;
-  }
-
-  /**
-   * One request, within the deadline. `path` is under the API URL, or a whole URL on its host (a
-   * Link header's). `conditional`: send If-None-Match from the cache and answer a 304 from it.
-   * `follow` (default): follow redirects on the same host, saying so once; never to another host.
-   */
-  async #request(method: string, path: string, o: { body?: unknown; conditional?: boolean; follow?: boolean } = {}): Promise<ForgeFailure | Answer> {
-    let url = path.startsWith("/") ? `${this.#base}${path}` : path;
-    const what = `${method} ${this.#shown(url)}`;
-    const headers: Record<string, string> = {
-      accept: "application/vnd.github+json",
-      "x-github-api-version": "2022-11-28",
-      "user-agent": "loop",
-    };
-    if (this.#token) headers.authorization = `Bearer ${this.#token}`;
-    // An entry without its Link header (kept before loop read pages by it) is not used: a 304 would hide the next page.
-    const found = o.conditional ? this.#cache?.get(url) : undefined;
-    const cached = found && found.link !== undefined ? found : undefined;
-    if (cached) headers["if-none-match"] = cached.etag;
-    if (o.body !== undefined) headers["content-type"] = "application/json";
-    const signal = AbortSignal.timeout(this.#timeoutMs);
-    const noAnswer = (err: unknown): ForgeFailure => {
-      const e = err as Error;
-      const late = signal.aborted || e?.name === "TimeoutError" || e?.name === "AbortError";
-      return { ok: false, kind: "network", message: this.#scrub(`${what}: ${late ? `no answer within ${Math.round(this.#timeoutMs / 100) / 10}s` : e?.message}`) };
-    };
-    let res: Response;
-    let text: string;
-    try {
-      for (let hop = 0; ; hop++) {
-        res = await this.#fetch(url, { method, headers, body: o.body === undefined ? undefined : JSON.stringify(o.body), redirect: "manual", signal });
-        const location = res.headers.get("location");
-        if (![301, 302, 307, 308].includes(res.status) || !location || o.follow === false) break;
-        const next = new URL(location, url);
-        if (next.origin !== new URL(this.#base).origin) {
-          await res.body?.cancel().catch(() => {});
-          return { ok: false, kind: "http", status: res.status, message: this.#scrub(`${what}: redirected to another host (${sanitizeLine(next.origin, 100)}); not followed`) };
-        }
-        if (hop >= MAX_REDIRECTS) return { ok: false, kind: "http", status: res.status, message: `${what}: more than ${MAX_REDIRECTS} redirects` };
-        await res.body?.cancel().catch(() => {});
-        const key = `${res.status} ${this.#shown(url).split("?")[0]} → ${this.#shown(next.href).split("?")[0]}`;
-        if (!this.#noticed.has(key)) {
-          this.#noticed.add(key);
-          this.#notice(`${method} ${this.#shown(url).split("?")[0]} answered ${res.status}, moved to ${this.#shown(next.href).split("?")[0]} (a renamed repository: set forge.repo to its new name); followed`);
-        }
-        url = next.href;
-        delete headers["if-none-match"];
-      }
-      text = await res.text();
-    } catch (err) {
-      return noAnswer(err);
-    }
-    if (res.status === 304 && cached) return { status: 304, headers: res.headers, link: cached.link ?? null, body: cached.body, notModified: true, url };
-    let body: Json = null;
-    if (text) {
-      try {
-        body = JSON.parse(text);
-      } catch {
-        if (res.ok) return { ok: false, kind: "network", message: `${what}: answer is not JSON` };
-      }
-    }
-    const limited = this.#rateLimit(res, body);
-    if (limited) return limited;
-    const etag = res.headers.get("etag");
-    const link = res.headers.get("link");
-    if (o.conditional && res.ok && etag) this.#cache?.set(url, { etag, body, link });
-    return { status: res.status, headers: res.headers, link, body, notModified: false, url };
-  }
-
-  /** A URL as it is shown in messages: the path under the API URL when it is there. */
-  #shown(url: string): string {
-    return url.startsWith(this.#base) ? url.slice(this.#base.length) || "/" : sanitizeLine(url, 300);
+    return `${this.#http.base}${this.#repoPath}`;
   }
 
   /**
@@ -197,106 +101,57 @@ export class GitHubProvider implements ForgeProvider {
    * `cut`: a next page remained; `last`: the Link header's last page then, so the newest can be read.
    */
   async #pages(path: string, o: { conditional?: boolean } = {}): Promise<ForgeFailure | { bodies: Json[]; cut: boolean; last: string | null; notModified: boolean }> {
-    const bodies: Json[] = [];
-    let url: string | null = path;
-    let link: string | null = null;
-    let notModified = true;
-    for (let page = 0; url !== null; page++) {
-      if (page === MAX_PAGES) return { bodies, cut: true, last: this.#link(link, "last"), notModified };
-      const a = await this.#request("GET", url, { conditional: o.conditional });
-      if ("ok" in a) return a;
-      if (a.status !== 200 && a.status !== 304) return this.#fail("GET", url, a);
-      notModified &&= a.notModified;
-      bodies.push(a.body);
-      link = a.link;
-      url = this.#link(link, "next");
-    }
-    return { bodies, cut: false, last: null, notModified };
+    const r = await this.#http.pages(path, { conditional: o.conditional, next: (a) => this.#link(a.link, "next") });
+    if ("ok" in r) return r;
+    return { bodies: r.answers.map((a) => a.body), cut: r.cut, last: r.cut ? this.#link(r.answers.at(-1)!.link, "last") : null, notModified: r.notModified };
   }
 
   /** A Link header's URL for `rel`, only on the API's own host. */
   #link(link: string | null, rel: string): string | null {
-    if (!link) return null;
-    for (const part of link.split(",")) {
-      const m = /<([^>]+)>\s*;\s*rel="([^"]+)"/.exec(part.trim());
-      if (m && m[2]!.split(/\s+/).includes(rel)) {
-        try {
-          const u = new URL(m[1]!);
-          return u.origin === new URL(this.#base).origin ? u.href : null;
-        } catch {
-          return null;
-        }
-      }
-    }
-    return null;
-  }
-
-  /** A 403 or 429 that is a rate limit, primary or secondary; null for any other answer. */
-  #rateLimit(res: Response, body: Json): ForgeFailure | null {
-    if (res.status !== 403 && res.status !== 429) return null;
-    const message = typeof body?.message === "string" ? body.message : "";
-    const retryAfter = res.headers.get("retry-after");
-    const remaining = res.headers.get("x-ratelimit-remaining");
-    const reset = res.headers.get("x-ratelimit-reset");
-    const secondary = /secondary rate limit|abuse/i.test(message);
-    if (retryAfter !== null && /^\d+$/.test(retryAfter))
-      return { ok: false, kind: "rate_limited", retryAt: this.#now() + Number(retryAfter) * 1000, message: `retry-after ${retryAfter}s` };
-    if (remaining === "0" && reset !== null && /^\d+$/.test(reset))
-      return { ok: false, kind: "rate_limited", retryAt: Number(reset) * 1000, message: "primary rate limit exhausted" };
-    // A secondary limit without retry-after: GitHub asks for at least a minute.
-    if (secondary || res.status === 429) return { ok: false, kind: "rate_limited", retryAt: this.#now() + 60_000, message: "secondary rate limit" };
-    return null;
-  }
-
-  #fail(method: string, path: string, a: Answer): ForgeFailure {
-    return { ok: false, kind: "http", status: a.status, message: this.#scrub(`${method} ${this.#shown(path.startsWith("/") ? `${this.#base}${path}` : path)}: ${messageOf(a.body)}`) };
-  }
-
-  /** Defence in depth: no message leaves this module holding the token. */
-  #scrub(s: string): string {
-    return this.#token ? s.split(this.#token).join("[token]") : s;
+    const u = linkTarget(link, rel);
+    return u && this.#http.onHost(u) ? u.href : null;
   }
 
   async getIssue(number: number): Promise<ForgeResult<IssueLookup>> {
     const path = `${this.#repoPath}/issues/${number}`;
-    const a = await this.#request("GET", path, { conditional: true, follow: false });
+    const a = await this.#http.request("GET", path, { conditional: true, follow: false });
     if ("ok" in a) return a;
     const gone = (why: "transferred" | "deleted" | "missing" | "pull_request", message: string): ForgeResult<IssueLookup> => ({ ok: true, value: { kind: "gone", why, message } });
     if ([301, 302, 307, 308].includes(a.status)) {
       // A renamed repository redirects every request to the repository's id, the issue's number
       // unchanged; a transferred issue redirects to another repository's issue.
       const location = a.headers.get("location") ?? "";
-      const repo = await this.#request("GET", this.#repoPath, { follow: false });
+      const repo = await this.#http.request("GET", this.#repoPath, { follow: false });
       if ("ok" in repo) return repo;
       const repoTo = repo.headers.get("location") ?? "";
       const target = /\/repositories\/(\d+)\/issues\/(\d+)$/.exec(location);
       const renamed = /\/repositories\/(\d+)$/.exec(repoTo);
       if (target && renamed && target[1] === renamed[1] && Number(target[2]) === number) return this.#issueAt(number, path);
       // Where it went, read only on the API's own host (the token never leaves it).
-      const to = location && URL.canParse(location, `${this.#base}${path}`) ? new URL(location, `${this.#base}${path}`) : null;
-      const moved = to && to.origin === new URL(this.#base).origin ? await this.#request("GET", to.href) : null;
+      const to = location && URL.canParse(location, `${this.#http.base}${path}`) ? new URL(location, `${this.#http.base}${path}`) : null;
+      const moved = to && this.#http.onHost(to) ? await this.#http.request("GET", to.href) : null;
       const where = moved && !("ok" in moved) && moved.status === 200 && typeof moved.body?.html_url === "string" ? ` (now ${sanitizeLine(moved.body.html_url, 200)})` : "";
       return gone("transferred", `issue #${number} was transferred to another repository${where}`);
     }
     if (a.status === 410) return gone("deleted", `issue #${number} was deleted`);
     if (a.status === 404) {
       // Missing, or the repository itself cannot be seen (a token without access): only the first is the issue's.
-      const repo = await this.#request("GET", this.#repoPath);
+      const repo = await this.#http.request("GET", this.#repoPath);
       if ("ok" in repo) return repo;
       if (repo.status === 200) return gone("missing", `issue #${number} does not exist in ${this.settings.repo}`);
-      return this.#fail("GET", path, a);
+      return this.#http.fail("GET", path, a);
     }
     return this.#issueFrom(number, path, a);
   }
 
   async #issueAt(number: number, path: string): Promise<ForgeResult<IssueLookup>> {
-    const a = await this.#request("GET", path, { conditional: true });
+    const a = await this.#http.request("GET", path, { conditional: true });
     if ("ok" in a) return a;
     return this.#issueFrom(number, path, a);
   }
 
   #issueFrom(number: number, path: string, a: Answer): ForgeResult<IssueLookup> {
-    if (a.status !== 200 && a.status !== 304) return this.#fail("GET", path, a);
+    if (a.status !== 200 && a.status !== 304) return this.#http.fail("GET", path, a);
     const b = a.body;
     // The issues endpoint answers for pull requests too: a PR's number is not an issue.
     if (b?.pull_request) return { ok: true, value: { kind: "gone", why: "pull_request", message: `#${number} is a pull request, not an issue` } };
@@ -311,9 +166,9 @@ export class GitHubProvider implements ForgeProvider {
     if (r.cut && r.last) {
       // The thread is longer than what is read at once: read its last page too, so the newest
       // comments (the handoff's, and the high-water mark's) are never the ones left out.
-      const last = await this.#request("GET", r.last, { conditional: true });
+      const last = await this.#http.request("GET", r.last, { conditional: true });
       if ("ok" in last) return last;
-      if (last.status !== 200 && last.status !== 304) return this.#fail("GET", r.last, last);
+      if (last.status !== 200 && last.status !== 304) return this.#http.fail("GET", r.last, last);
       const seen = new Set(items.map((c) => c.id));
       for (const c of (Array.isArray(last.body) ? last.body : []).map((x: Json) => comment(x, number))) if (!seen.has(c.id)) items.push(c);
     }
@@ -332,9 +187,9 @@ export class GitHubProvider implements ForgeProvider {
     let notModified = true;
     for (let request = 0; request < MAX_PAGES; request++) {
       const path = `${this.#repoPath}/issues/comments?since=${encodeURIComponent(from)}&sort=updated&direction=asc&per_page=100${page > 1 ? `&page=${page}` : ""}`;
-      const a = await this.#request("GET", path, { conditional: true });
+      const a = await this.#http.request("GET", path, { conditional: true });
       if ("ok" in a) return a;
-      if (a.status !== 200 && a.status !== 304) return this.#fail("GET", path, a);
+      if (a.status !== 200 && a.status !== 304) return this.#http.fail("GET", path, a);
       notModified &&= a.notModified;
       const list: ForgeComment[] = (Array.isArray(a.body) ? a.body : []).map((c: Json) => comment(c, issueNumberOf(c.issue_url)));
       for (const c of list) byId.set(c.id, c);
@@ -351,19 +206,19 @@ export class GitHubProvider implements ForgeProvider {
 
   async createComment(thread: ForgeThread, body: string): Promise<ForgeResult<{ id: number; url: string }>> {
     const path = `${this.#repoPath}/issues/${thread.number}/comments`;
-    const a = await this.#request("POST", path, { body: { body } });
+    const a = await this.#http.request("POST", path, { body: { body } });
     if ("ok" in a) return a;
-    if (a.status !== 201) return this.#fail("POST", path, a);
+    if (a.status !== 201) return this.#http.fail("POST", path, a);
     return { ok: true, value: { id: a.body.id, url: String(a.body.html_url ?? "") } };
   }
 
   async canWrite(login: string): Promise<ForgeResult<boolean>> {
     const path = `${this.#repoPath}/collaborators/${encodeURIComponent(login)}/permission`;
-    const a = await this.#request("GET", path);
+    const a = await this.#http.request("GET", path);
     if ("ok" in a) return a;
     // Not a collaborator: no permission, an answer rather than a failure.
     if (a.status === 404) return { ok: true, value: false };
-    if (a.status !== 200) return this.#fail("GET", path, a);
+    if (a.status !== 200) return this.#http.fail("GET", path, a);
     // `permission` is the base role (admin, write, read, none); `role_name` may name a custom role
     // ("ci-maintainer") that says nothing about writing by its name.
     return { ok: true, value: WRITERS.has(String(a.body?.permission ?? "none")) };
@@ -372,9 +227,9 @@ export class GitHubProvider implements ForgeProvider {
   async findPull(branch: string): Promise<ForgeResult<ForgePull | null>> {
     const owner = this.settings.repo.split("/")[0]!;
     const path = `${this.#repoPath}/pulls?state=all&head=${encodeURIComponent(`${owner}:${branch}`)}&per_page=100`;
-    const a = await this.#request("GET", path);
+    const a = await this.#http.request("GET", path);
     if ("ok" in a) return a;
-    if (a.status !== 200) return this.#fail("GET", path, a);
+    if (a.status !== 200) return this.#http.fail("GET", path, a);
     const list = (Array.isArray(a.body) ? a.body : []).filter((p: Json) => p?.head?.ref === branch);
     // An open one first; else the newest (a merged PR of this branch is the item's landing).
     list.sort((x: Json, y: Json) => Number(y.state === "open") - Number(x.state === "open") || y.number - x.number);
@@ -383,18 +238,18 @@ export class GitHubProvider implements ForgeProvider {
 
   async createPull(o: { title: string; body: string; head: string; base: string; draft: boolean }): Promise<ForgeResult<CreatePullOutcome>> {
     const path = `${this.#repoPath}/pulls`;
-    const a = await this.#request("POST", path, { body: o });
+    const a = await this.#http.request("POST", path, { body: o });
     if ("ok" in a) return a;
     if (a.status === 422) return { ok: true, value: { kind: "refused", code: pullRefusal(a.body), message: validationMessage(a.body) } };
-    if (a.status !== 201) return this.#fail("POST", path, a);
+    if (a.status !== 201) return this.#http.fail("POST", path, a);
     return { ok: true, value: { kind: "created", pull: pull(a.body) } };
   }
 
   async getPull(number: number): Promise<ForgeResult<ForgePull>> {
     const path = `${this.#repoPath}/pulls/${number}`;
-    const a = await this.#request("GET", path, { conditional: true });
+    const a = await this.#http.request("GET", path, { conditional: true });
     if ("ok" in a) return a;
-    if (a.status !== 200 && a.status !== 304) return this.#fail("GET", path, a);
+    if (a.status !== 200 && a.status !== 304) return this.#http.fail("GET", path, a);
     return { ok: true, value: pull(a.body) };
   }
 
@@ -442,13 +297,13 @@ export class GitHubProvider implements ForgeProvider {
 
   async merge(o: { number: number; sha: string; title: string }): Promise<ForgeResult<MergeOutcome>> {
     const path = `${this.#repoPath}/pulls/${o.number}/merge`;
-    const a = await this.#request("PUT", path, { body: { sha: o.sha, merge_method: "merge", commit_title: o.title } });
+    const a = await this.#http.request("PUT", path, { body: { sha: o.sha, merge_method: "merge", commit_title: o.title } });
     if ("ok" in a) return a;
     const message = messageOf(a.body);
     if (a.status === 200 && a.body?.merged) return { ok: true, value: { kind: "merged", sha: String(a.body.sha) } };
     if (a.status === 409) return { ok: true, value: { kind: "head_moved", message } };
     if (a.status === 405) return { ok: true, value: { kind: "not_mergeable", wait: notMergeableIsWait(message), message } };
-    return this.#fail("PUT", path, a);
+    return this.#http.fail("PUT", path, a);
   }
 
   async checkFailures(check: ForgeCheck, o: { tailBytes: number }): Promise<ForgeResult<CheckFailure[]>> {
@@ -465,17 +320,17 @@ export class GitHubProvider implements ForgeProvider {
     }
     // A check run: its output (title, summary, text) as its app wrote it, and the first page of its annotations.
     const id = encodeURIComponent(m[2]!);
-    const run = await this.#request("GET", `${this.#repoPath}/check-runs/${id}`, { conditional: true });
+    const run = await this.#http.request("GET", `${this.#repoPath}/check-runs/${id}`, { conditional: true });
     if ("ok" in run) return run;
     if (run.status === 404) return { ok: true, value: [] };
-    if (run.status !== 200 && run.status !== 304) return this.#fail("GET", `${this.#repoPath}/check-runs/${id}`, run);
+    if (run.status !== 200 && run.status !== 304) return this.#http.fail("GET", `${this.#repoPath}/check-runs/${id}`, run);
     const out = run.body?.output ?? {};
     const annotations: CheckAnnotation[] = [];
     if (Number(out.annotations_count ?? 0) > 0) {
       const path = `${this.#repoPath}/check-runs/${id}/annotations?per_page=50`;
-      const a = await this.#request("GET", path, { conditional: true });
+      const a = await this.#http.request("GET", path, { conditional: true });
       if ("ok" in a) return a;
-      if (a.status !== 200 && a.status !== 304) return this.#fail("GET", path, a);
+      if (a.status !== 200 && a.status !== 304) return this.#http.fail("GET", path, a);
       for (const x of Array.isArray(a.body) ? a.body : [])
         annotations.push({ path: String(x?.path ?? ""), line: Number.isSafeInteger(x?.start_line) ? Number(x.start_line) : null, level: sanitizeLine(String(x?.annotation_level ?? "failure"), 20), message: [x?.title, x?.message].filter((t) => typeof t === "string" && t !== "").join(": ") });
     }
@@ -543,6 +398,21 @@ export class GitHubProvider implements ForgeProvider {
       value: r.bodies.flatMap((b) => (Array.isArray(b) ? b : [])).map((p: Json) => ({ number: Number(p.number), title: String(p.title ?? ""), body: String(p.body ?? ""), url: String(p.html_url ?? "") })),
     };
   }
+}
+
+/** A 403 or 429 that is a rate limit, primary or secondary; null for any other answer. */
+function rateLimit(res: Response, body: Json, now: () => number): ForgeFailure | null {
+  if (res.status !== 403 && res.status !== 429) return null;
+  const message = typeof body?.message === "string" ? body.message : "";
+  const retryAfter = res.headers.get("retry-after");
+  const remaining = res.headers.get("x-ratelimit-remaining");
+  const reset = res.headers.get("x-ratelimit-reset");
+  const secondary = /secondary rate limit|abuse/i.test(message);
+  if (retryAfter !== null && /^\d+$/.test(retryAfter)) return { ok: false, kind: "rate_limited", retryAt: now() + Number(retryAfter) * 1000, message: `retry-after ${retryAfter}s` };
+  if (remaining === "0" && reset !== null && /^\d+$/.test(reset)) return { ok: false, kind: "rate_limited", retryAt: Number(reset) * 1000, message: "primary rate limit exhausted" };
+  // A secondary limit without retry-after: GitHub asks for at least a minute.
+  if (secondary || res.status === 429) return { ok: false, kind: "rate_limited", retryAt: now() + 60_000, message: "secondary rate limit" };
+  return null;
 }
 
 function messageOf(body: Json): string {

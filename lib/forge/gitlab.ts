@@ -1,12 +1,13 @@
 // The GitLab provider (gitlab.com and self-managed GitLab, whose apiUrl is https://HOST/api/v4): a
 // small typed client over `fetch` for the REST API v4, the project named by its full path (nested
-// groups included), URL-encoded as one path segment. Like github.ts it never retries by itself,
-// answers a 304 from its cache, turns a rate limit (429, `Retry-After` / `RateLimit-Reset`) into a
-// `rate_limited` result, gives every request a deadline, follows a redirect only on its own host,
-// reads listings page by page through the `Link` header (or `X-Next-Page`), and puts the token in
-// one header (PRIVATE-TOKEN) and nowhere else. GitLab's vocabulary stops here: `detailed_merge_status`,
-// pipeline and job statuses, access levels, system notes, `opened`/`merged` states and its error
-// bodies are translated into provider.ts's neutral results.
+// groups included), URL-encoded as one path segment. Like github.ts, over the same http.ts, it
+// never retries by itself, answers a 304 from its cache, turns a rate limit (429, `Retry-After` /
+// `RateLimit-Reset`) into a `rate_limited` result, gives every request a deadline, follows a
+// redirect only on its own host, reads listings page by page through the `Link` header (or
+// `X-Next-Page`), and puts the token in one header (PRIVATE-TOKEN) and nowhere else. GitLab's
+// vocabulary stops here: `detailed_merge_status`, pipeline and job statuses, access levels, system
+// notes, `opened`/`merged` states and its error bodies are translated into provider.ts's neutral
+// results.
 //
 // Two things GitLab does differently shape this client: issues and merge requests have separate
 // `iid` spaces (a thread is named with its kind: `#3` is an issue, `!3` a merge request), and there
@@ -16,10 +17,7 @@
 import {
   type CheckFailure,
   type CheckVerdict,
-  type ConditionalCache,
   type CreatePullOutcome,
-  DEFAULT_FORGE_TIMEOUT_MS,
-  type FetchLike,
   type ForgeCheck,
   type ForgeChecks,
   type ForgeComment,
@@ -40,25 +38,13 @@ import {
   type ProviderOptions,
   type ReviewFeedback,
 } from "./provider.ts";
+import { type Answer, ForgeHttp, type Json, linkTarget, MAX_PAGES } from "./http.ts";
 import { sanitizeLine } from "./untrusted.ts";
 
-/** Pages read of one listing at most (100 per page): a longer one is cut, and the result says so. */
-const MAX_PAGES = 10;
-const MAX_REDIRECTS = 3;
 /** Iids named in one listing request (`iids[]`), so a URL stays short. */
 const IIDS_PER_REQUEST = 50;
 /** GitLab's Developer role: the least access level that may push, the meaning of authorizeWriters. */
 const DEVELOPER = 30;
-
-type Json = any;
-
-interface Answer {
-  status: number;
-  headers: Headers;
-  link: string | null;
-  body: Json;
-  notModified: boolean;
-}
 
 /**
  * What a pipeline's or a job's status means for a merge (docs/forge.md#checks). A skipped or manual
@@ -106,24 +92,17 @@ const MERGE_BLOCKS: Record<string, [MergeBlock, string]> = {
 export class GitLabProvider implements ForgeProvider {
   readonly settings: ForgeSettings;
   readonly pullNoun = "merge request";
-  readonly #token: string | null;
-  readonly #fetch: FetchLike;
-  readonly #cache: ConditionalCache | undefined;
-  readonly #now: () => number;
-  readonly #base: string;
-  readonly #timeoutMs: number;
-  readonly #notice: (message: string) => void;
-  readonly #noticed = new Set<string>();
+  readonly #http: ForgeHttp;
 
   constructor(o: ProviderOptions) {
     this.settings = o.settings;
-    this.#token = o.token;
-    this.#fetch = o.fetch ?? ((input, init) => fetch(input, init));
-    this.#cache = o.cache;
-    this.#now = o.now ?? Date.now;
-    this.#base = o.settings.apiUrl.replace(/\/+$/, "");
-    this.#timeoutMs = o.timeoutMs ?? DEFAULT_FORGE_TIMEOUT_MS;
-    this.#notice = o.notice ?? (() => {});
+    this.#http = new ForgeHttp(o, {
+      headers: { accept: "application/json", ...(o.token ? { "private-token": o.token } : {}) },
+      rateLimit,
+      link: (headers, url) => this.#nextOf(headers, url),
+      explain: (a) => this.#explain(a),
+      redirected: ({ method, from, to }) => ({ key: `${from} → ${to}`, notice: `${method} ${from} → ${to}: GitLab redirected the request on its own host; followed` }),
+    });
   }
 
   threadKey(t: ForgeThread): string {
@@ -143,74 +122,10 @@ export class GitLabProvider implements ForgeProvider {
     return `${this.#project}/${t.kind === "pull" ? "merge_requests" : "issues"}/${t.number}`;
   }
 
-  async #request(method: string, path: string, o: { body?: unknown; conditional?: boolean; text?: boolean } = {}): Promise<ForgeFailure | Answer> {
-    let url = path.startsWith("/") ? `${this.#base}${path}` : path;
-    const what = `${method} ${this.#shown(url)}`;
-    const headers: Record<string, string> = { accept: "application/json", "user-agent": "loop" };
-    if (this.#token) headers["private-token"] = this.#token;
-    const cached = o.conditional ? this.#cache?.get(url) : undefined;
-    const usable = cached && cached.link !== undefined ? cached : undefined;
-    if (usable) headers["if-none-match"] = usable.etag;
-    if (o.body !== undefined) headers["content-type"] = "application/json";
-    const signal = AbortSignal.timeout(this.#timeoutMs);
-    let res: Response;
-    let text: string;
-    try {
-      for (let hop = 0; ; hop++) {
-        res = await this.#fetch(url, { method, headers, body: o.body === undefined ? undefined : JSON.stringify(o.body), redirect: "manual", signal });
-        const location = res.headers.get("location");
-        if (![301, 302, 307, 308].includes(res.status) || !location) break;
-        await res.body?.cancel().catch(() => {});
-        const next = new URL(location, url);
-        if (next.origin !== new URL(this.#base).origin) return { ok: false, kind: "http", status: res.status, message: this.#scrub(`${what}: redirected to another host (${sanitizeLine(next.origin, 100)}); not followed`) };
-        if (hop >= MAX_REDIRECTS) return { ok: false, kind: "http", status: res.status, message: `${what}: more than ${MAX_REDIRECTS} redirects` };
-        const key = `${this.#shown(url).split("?")[0]} → ${this.#shown(next.href).split("?")[0]}`;
-        if (!this.#noticed.has(key)) {
-          this.#noticed.add(key);
-          this.#notice(`${method} ${key}: GitLab redirected the request on its own host; followed`);
-        }
-        url = next.href;
-        delete headers["if-none-match"];
-      }
-      text = await res.text();
-    } catch (err) {
-      const e = err as Error;
-      const late = signal.aborted || e?.name === "TimeoutError" || e?.name === "AbortError";
-      return { ok: false, kind: "network", message: this.#scrub(`${what}: ${late ? `no answer within ${Math.round(this.#timeoutMs / 100) / 10}s` : e?.message}`) };
-    }
-    if (res.status === 304 && usable) return { status: 304, headers: res.headers, link: usable.link ?? null, body: usable.body, notModified: true };
-    let body: Json = null;
-    if (o.text && res.ok) body = text;
-    else if (text) {
-      try {
-        body = JSON.parse(text);
-      } catch {
-        if (res.ok) return { ok: false, kind: "network", message: `${what}: answer is not JSON` };
-      }
-    }
-    const limited = this.#rateLimit(res);
-    if (limited) return limited;
-    const etag = res.headers.get("etag");
-    const link = this.#nextOf(res.headers, url);
-    if (o.conditional && res.ok && etag) this.#cache?.set(url, { etag, body, link });
-    return { status: res.status, headers: res.headers, link, body, notModified: false };
-  }
-
-  #shown(url: string): string {
-    return url.startsWith(this.#base) ? url.slice(this.#base.length) || "/" : sanitizeLine(url, 300);
-  }
-
   /** The next page's URL, on the API's own host: the Link header's `next`, else `X-Next-Page` on this URL. */
   #nextOf(headers: Headers, url: string): string | null {
-    const link = headers.get("link");
-    if (link)
-      for (const part of link.split(",")) {
-        const m = /<([^>]+)>\s*;\s*rel="([^"]+)"/.exec(part.trim());
-        if (m && m[2]!.split(/\s+/).includes("next") && URL.canParse(m[1]!)) {
-          const u = new URL(m[1]!);
-          return u.origin === new URL(this.#base).origin ? u.href : null;
-        }
-      }
+    const next = linkTarget(headers.get("link"), "next");
+    if (next) return this.#http.onHost(next) ? next.href : null;
     const page = headers.get("x-next-page");
     if (page && /^\d+$/.test(page)) {
       const u = new URL(url);
@@ -220,65 +135,36 @@ export class GitLabProvider implements ForgeProvider {
     return null;
   }
 
-  /** A 429 (GitLab's only rate-limit answer): `Retry-After` seconds, else `RateLimit-Reset` (epoch seconds), else a minute. */
-  #rateLimit(res: Response): ForgeFailure | null {
-    if (res.status !== 429) return null;
-    const retryAfter = res.headers.get("retry-after");
-    const reset = res.headers.get("ratelimit-reset");
-    if (retryAfter !== null && /^\d+$/.test(retryAfter)) return { ok: false, kind: "rate_limited", retryAt: this.#now() + Number(retryAfter) * 1000, message: `retry-after ${retryAfter}s` };
-    if (reset !== null && /^\d+$/.test(reset)) return { ok: false, kind: "rate_limited", retryAt: Number(reset) * 1000, message: "rate limit exhausted (RateLimit-Reset)" };
-    return { ok: false, kind: "rate_limited", retryAt: this.#now() + 60_000, message: "rate limited (no Retry-After)" };
-  }
-
+  /** `until`: stop after a page it holds true for. `total`: the first page's X-Total, when it says. */
   async #pages(path: string, o: { conditional?: boolean; until?: (page: Json[]) => boolean } = {}): Promise<ForgeFailure | { items: Json[]; cut: boolean; notModified: boolean; total: number | null }> {
-    const items: Json[] = [];
-    let url: string | null = path;
-    let notModified = true;
-    let total: number | null = null;
-    for (let page = 0; url !== null; page++) {
-      if (page === MAX_PAGES) return { items, cut: true, notModified, total };
-      const a = await this.#request("GET", url, { conditional: o.conditional });
-      if ("ok" in a) return a;
-      if (a.status !== 200 && a.status !== 304) return this.#fail("GET", url, a);
-      notModified &&= a.notModified;
-      const list = Array.isArray(a.body) ? a.body : [];
-      items.push(...list);
-      const t = a.headers.get("x-total");
-      if (page === 0 && t && /^\d+$/.test(t)) total = Number(t);
-      if (o.until?.(list)) break;
-      url = a.link;
-    }
-    return { items, cut: false, notModified, total };
+    const r = await this.#http.pages(path, { conditional: o.conditional, next: (a) => (o.until?.(listOf(a.body)) ? null : a.link) });
+    if ("ok" in r) return r;
+    const t = r.answers[0]?.headers.get("x-total");
+    return { items: r.answers.flatMap((a) => listOf(a.body)), cut: r.cut, notModified: r.notModified, total: t && /^\d+$/.test(t) ? Number(t) : null };
   }
 
   /** A refusal explained: a token GitLab does not accept, one without the `api` scope, a project it cannot see. */
-  #fail(method: string, path: string, a: Answer): ForgeFailure {
-    const where = `${method} ${this.#shown(path.startsWith("/") ? `${this.#base}${path}` : path)}`;
+  #explain(a: Answer): string {
     const said = messageOf(a.body);
-    let why = said;
-    if (a.status === 401) why = `GitLab does not accept the token in $${this.settings.tokenEnv} (invalid, expired or revoked): ${said}`;
-    else if (a.status === 403 && a.body?.error === "insufficient_scope") why = `the token in $${this.settings.tokenEnv} lacks the scope this needs (loop needs \`api\`; \`read_api\` only reads): ${said}`;
-    else if (a.status === 403) why = `GitLab refused (the token's user lacks the role for this): ${said}`;
-    else if (a.status === 404 && /project not found/i.test(said)) why = `GitLab shows no project ${this.settings.repo} to this token (it does not exist, or the token cannot see it): ${said}`;
-    return { ok: false, kind: "http", status: a.status, message: this.#scrub(`${where}: ${why}`) };
-  }
-
-  #scrub(s: string): string {
-    return this.#token ? s.split(this.#token).join("[token]") : s;
+    if (a.status === 401) return `GitLab does not accept the token in $${this.settings.tokenEnv} (invalid, expired or revoked): ${said}`;
+    if (a.status === 403 && a.body?.error === "insufficient_scope") return `the token in $${this.settings.tokenEnv} lacks the scope this needs (loop needs \`api\`; \`read_api\` only reads): ${said}`;
+    if (a.status === 403) return `GitLab refused (the token's user lacks the role for this): ${said}`;
+    if (a.status === 404 && /project not found/i.test(said)) return `GitLab shows no project ${this.settings.repo} to this token (it does not exist, or the token cannot see it): ${said}`;
+    return said;
   }
 
   async getIssue(number: number): Promise<ForgeResult<IssueLookup>> {
     const path = `${this.#project}/issues/${number}`;
-    const a = await this.#request("GET", path, { conditional: true });
+    const a = await this.#http.request("GET", path, { conditional: true });
     if ("ok" in a) return a;
     if (a.status === 404) {
       // Missing (or deleted: GitLab says 404 for both), or the project itself cannot be seen: only the first is the issue's.
-      const project = await this.#request("GET", this.#project);
+      const project = await this.#http.request("GET", this.#project);
       if ("ok" in project) return project;
       if (project.status === 200) return { ok: true, value: { kind: "gone", why: "missing", message: `issue #${number} does not exist in ${this.settings.repo} (deleted, or never was)` } };
-      return this.#fail("GET", this.#project, project);
+      return this.#http.fail("GET", this.#project, project);
     }
-    if (a.status !== 200 && a.status !== 304) return this.#fail("GET", path, a);
+    if (a.status !== 200 && a.status !== 304) return this.#http.fail("GET", path, a);
     const b = a.body;
     const url = String(b?.web_url ?? "");
     // A moved issue is closed where it was, pointing at its new place by global id.
@@ -347,14 +233,14 @@ export class GitLabProvider implements ForgeProvider {
     const after = (list: Json[]) => notes(list, thread).filter((c) => c.updatedAt >= since);
     if (!newestFirst.cut) return { items: after(newestFirst.items).reverse(), cut: false };
     const asc = `${this.#thread(thread)}/notes?order_by=updated_at&sort=asc&per_page=100`;
-    const first = await this.#request("GET", asc);
+    const first = await this.#http.request("GET", asc);
     if ("ok" in first) return first;
-    if (first.status !== 200) return this.#fail("GET", asc, first);
+    if (first.status !== 200) return this.#http.fail("GET", asc, first);
     const pagesTotal = Number(first.headers.get("x-total-pages") ?? "0");
     const lastOf = async (page: number): Promise<ForgeFailure | string> => {
-      const a = await this.#request("GET", `${asc}&page=${page}`);
+      const a = await this.#http.request("GET", `${asc}&page=${page}`);
       if ("ok" in a) return a;
-      if (a.status !== 200) return this.#fail("GET", `${asc}&page=${page}`, a);
+      if (a.status !== 200) return this.#http.fail("GET", `${asc}&page=${page}`, a);
       const list = Array.isArray(a.body) ? a.body : [];
       return normalTime(list.at(-1)?.updated_at) ?? "";
     };
@@ -374,9 +260,9 @@ export class GitLabProvider implements ForgeProvider {
 
   async createComment(thread: ForgeThread, body: string): Promise<ForgeResult<{ id: number; url: string }>> {
     const path = `${this.#thread(thread)}/notes`;
-    const a = await this.#request("POST", path, { body: { body } });
+    const a = await this.#http.request("POST", path, { body: { body } });
     if ("ok" in a) return a;
-    if (a.status !== 201) return this.#fail("POST", path, a);
+    if (a.status !== 201) return this.#http.fail("POST", path, a);
     return { ok: true, value: { id: Number(a.body?.id), url: "" } };
   }
 
@@ -403,19 +289,19 @@ export class GitLabProvider implements ForgeProvider {
   async createPull(o: { title: string; body: string; head: string; base: string; draft: boolean }): Promise<ForgeResult<CreatePullOutcome>> {
     const path = `${this.#project}/merge_requests`;
     // A draft is a title starting with "Draft:" (GitLab's own marker).
-    const a = await this.#request("POST", path, { body: { source_branch: o.head, target_branch: o.base, title: o.draft ? `Draft: ${o.title}` : o.title, description: o.body, remove_source_branch: false } });
+    const a = await this.#http.request("POST", path, { body: { source_branch: o.head, target_branch: o.base, title: o.draft ? `Draft: ${o.title}` : o.title, description: o.body, remove_source_branch: false } });
     if ("ok" in a) return a;
     if (a.status === 409) return { ok: true, value: { kind: "refused", code: "exists", message: messageOf(a.body) } };
     if (a.status === 400 || a.status === 422) return { ok: true, value: { kind: "refused", code: "invalid", message: messageOf(a.body) } };
-    if (a.status !== 201) return this.#fail("POST", path, a);
+    if (a.status !== 201) return this.#http.fail("POST", path, a);
     return { ok: true, value: { kind: "created", pull: mergeRequest(a.body) } };
   }
 
   async getPull(number: number): Promise<ForgeResult<ForgePull>> {
     const path = `${this.#project}/merge_requests/${number}`;
-    const a = await this.#request("GET", path);
+    const a = await this.#http.request("GET", path);
     if ("ok" in a) return a;
-    if (a.status !== 200) return this.#fail("GET", path, a);
+    if (a.status !== 200) return this.#http.fail("GET", path, a);
     return { ok: true, value: mergeRequest(a.body) };
   }
 
@@ -456,7 +342,7 @@ export class GitLabProvider implements ForgeProvider {
   async merge(o: { number: number; sha: string; title: string }): Promise<ForgeResult<MergeOutcome>> {
     const path = `${this.#project}/merge_requests/${o.number}/merge`;
     // `sha`: GitLab refuses (409) when the source branch's head is not the one loop saw green.
-    const a = await this.#request("PUT", path, { body: { sha: o.sha, merge_commit_message: o.title, should_remove_source_branch: false } });
+    const a = await this.#http.request("PUT", path, { body: { sha: o.sha, merge_commit_message: o.title, should_remove_source_branch: false } });
     if ("ok" in a) return a;
     const message = messageOf(a.body);
     if (a.status === 200) {
@@ -472,7 +358,7 @@ export class GitLabProvider implements ForgeProvider {
       if (m?.kind === "wait") return { ok: true, value: { kind: "not_mergeable", wait: true, message: `${message}: ${m.reason}` } };
       return { ok: true, value: { kind: "not_mergeable", wait: a.status === 405, message } };
     }
-    return this.#fail("PUT", path, a);
+    return this.#http.fail("PUT", path, a);
   }
 
   async checkFailures(check: ForgeCheck, o: { tailBytes: number }): Promise<ForgeResult<CheckFailure[]>> {
@@ -482,23 +368,23 @@ export class GitLabProvider implements ForgeProvider {
     let jobs: Json[];
     if (m[1] === "pipeline") {
       const path = `${this.#project}/pipelines/${m[2]}/jobs?scope[]=failed&per_page=100`;
-      const a = await this.#request("GET", path);
+      const a = await this.#http.request("GET", path);
       if ("ok" in a) return a;
-      if (a.status !== 200) return this.#fail("GET", path, a);
+      if (a.status !== 200) return this.#http.fail("GET", path, a);
       jobs = Array.isArray(a.body) ? a.body : [];
     } else {
       const path = `${this.#project}/jobs/${m[2]}`;
-      const a = await this.#request("GET", path);
+      const a = await this.#http.request("GET", path);
       if ("ok" in a) return a;
       // An external status is no job: nothing more to say about it.
       if (a.status === 404) return { ok: true, value: [] };
-      if (a.status !== 200) return this.#fail("GET", path, a);
+      if (a.status !== 200) return this.#http.fail("GET", path, a);
       jobs = [a.body];
     }
     const out: CheckFailure[] = [];
     for (const j of jobs) {
       const path = `${this.#project}/jobs/${Number(j?.id)}/trace`;
-      const t = await this.#request("GET", path, { text: true });
+      const t = await this.#http.request("GET", path, { text: true });
       if ("ok" in t) return t;
       const log = t.status === 200 && typeof t.body === "string" ? t.body : "";
       out.push({ name: sanitizeLine(String(j?.name ?? "job"), 100), reason: sanitizeLine(String(j?.failure_reason ?? j?.status ?? "unknown"), 60), title: "", summary: "", annotations: [], logTail: tail(log, o.tailBytes), url: String(j?.web_url ?? "") });
@@ -552,6 +438,21 @@ export class GitLabProvider implements ForgeProvider {
     if ("ok" in r) return r;
     return { ok: true, value: r.items.map((m: Json) => ({ number: Number(m.iid), title: String(m.title ?? ""), body: String(m.description ?? ""), url: String(m.web_url ?? "") })) };
   }
+}
+
+/** A 429 (GitLab's only rate-limit answer): `Retry-After` seconds, else `RateLimit-Reset` (epoch seconds), else a minute. */
+function rateLimit(res: Response, _body: Json, now: () => number): ForgeFailure | null {
+  if (res.status !== 429) return null;
+  const retryAfter = res.headers.get("retry-after");
+  const reset = res.headers.get("ratelimit-reset");
+  if (retryAfter !== null && /^\d+$/.test(retryAfter)) return { ok: false, kind: "rate_limited", retryAt: now() + Number(retryAfter) * 1000, message: `retry-after ${retryAfter}s` };
+  if (reset !== null && /^\d+$/.test(reset)) return { ok: false, kind: "rate_limited", retryAt: Number(reset) * 1000, message: "rate limit exhausted (RateLimit-Reset)" };
+  return { ok: false, kind: "rate_limited", retryAt: now() + 60_000, message: "rate limited (no Retry-After)" };
+}
+
+/** A listing page's items (an answer that is not a list holds none). */
+function listOf(body: Json): Json[] {
+  return Array.isArray(body) ? body : [];
 }
 
 /** The last `bytes` bytes of a log (whole characters), at most. */
