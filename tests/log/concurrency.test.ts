@@ -4,7 +4,7 @@
 import { Database } from "bun:sqlite";
 import { afterAll, describe, expect, test } from "bun:test";
 import { spawn, spawnSync } from "node:child_process";
-import { chmodSync, readdirSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readdirSync, readlinkSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { dbPath, SCHEMA_VERSION } from "../../lib/log/store.ts";
@@ -96,24 +96,27 @@ describe("concurrent steps", () => {
     await l.ctl(["start", "--work-item", "only"]);
     const before = readEvents(l.stateRoot).length;
 
-    // Widen the winner's step: its worktree checkout runs this hook, so the lease stays held
-    // while the other processes are still arriving (a wider window, not a timed expectation).
-    const hook = join(root, ".git", "hooks", "post-checkout");
-    writeFileSync(hook, "#!/bin/sh\nsleep 2\n");
-    chmodSync(hook, 0o755);
+    // Widen the winner's step: its `git worktree add` goes through this shim, which waits before
+    // running the real git, so the lease stays held while the other processes are still arriving
+    // (a wider window, not a timed expectation). A hook cannot do it: loop runs git with hooks off.
+    const shims = join(root, "..", "shims");
+    mkdirSync(shims, { recursive: true });
+    const realGit = spawnSync("sh", ["-c", "command -v git"], { encoding: "utf8" }).stdout.trim();
+    writeFileSync(join(shims, "git"), `#!/bin/sh\ncase " $* " in *" worktree add "*) sleep 2;; esac\nexec ${realGit} "$@"\n`);
+    chmodSync(join(shims, "git"), 0o755);
+    const racerEnv = (i: number) => ({ LOOP_ACTOR: `racer-${i}`, PATH: `${shims}:${process.env.PATH}` });
 
     // Barrier: hold the write lock until every racer has the store open, then let them all go.
     const path = dbPath(l.stateRoot);
     const gate = new Database(path);
     gate.run("PRAGMA busy_timeout = 10000");
     gate.run("BEGIN IMMEDIATE");
-    const procs = Array.from({ length: RACERS }, (_, i) => spawnLoop(["run", "--json", "--root", root], { LOOP_ACTOR: `racer-${i}` }));
+    const procs = Array.from({ length: RACERS }, (_, i) => spawnLoop(["run", "--json", "--root", root], racerEnv(i)));
     const deadline = Date.now() + 8_000;
     while (Date.now() < deadline && !procs.every((p) => holdsDb(p.pid, path) || p.exitCode !== null)) await sleep(20);
     gate.run("COMMIT");
     gate.close();
     const results = await Promise.all(procs.map(finish));
-    rmSync(hook);
 
     const codes = results.map((r) => r.code);
     const winners = results.map((r, i) => ({ r, i })).filter(({ r }) => r.code === 0);
