@@ -89,6 +89,8 @@ export async function runReset(o: ResetOptions): Promise<ResetReport> {
   // The plan for a dry run or a prompt is made from a read-only snapshot, so a dry run, a declined
   // prompt or a usage error leaves the state root as it was (as `loop ctl` does); with --yes the
   // plan is made once, under the lease. A store of another project is refused before any plan.
+  // A warning the prompt already showed is not said again when the plan is remade under the lease.
+  const said = new Set<string>();
   return runWriter<ResetReport>({
     stateRoot: o.stateRoot,
     actor: o.actor,
@@ -104,14 +106,18 @@ export async function runReset(o: ResetOptions): Promise<ResetReport> {
         plan.warnings.forEach((w) => o.warn?.(w));
         return plannedReport(plan);
       }
-      if (plan.items.some((i) => i.found)) await o.confirm(plan);
+      if (plan.items.some((i) => i.found)) {
+        await o.confirm(plan);
+        // Remembered as the run itself words them ("is being" where the prompt said "would be").
+        for (const w of makePlan(o, p, sel, loopFacts(o.stateRoot, null), false).warnings) said.add(w);
+      }
       return null;
     },
     under: async (w) => {
       // Planned again under the lease: the state may have moved since the prompt.
       const p = w.store.projection();
       const plan = makePlan(o, p, o.select(p), loopFacts(o.stateRoot, null), false);
-      plan.warnings.forEach((warning) => o.warn?.(warning));
+      plan.warnings.filter((w) => !said.has(w)).forEach((warning) => o.warn?.(warning));
       return carryOut(o, w, p, plan);
     },
   });

@@ -643,6 +643,8 @@ describe.skipIf(!HAVE_TMUX)(HAVE_TMUX ? "loop reset on a terminal" : "loop reset
           // Then a is reset (exit 0) and the text report says so
           expect(await exitCodeOf(yes.rc)).toBe(0);
           await pollUntil(() => term.screen(yes.name).includes("reset 1 item(s)"), "the report", 400);
+          // …and a warning the prompt showed is not said again when the reset is carried out
+          expect(term.screen(yes.name).split("does not require explicit starts").length - 1).toBe(1);
           expect(p.eventsOf("work_item_reset", "a").map((e) => e.actor)).toEqual(["tty@test"]);
           // When --all runs on a terminal, the operator must type the loop's name: a wrong one declines
           const tree2 = snapshotTree(p.stateRoot);
