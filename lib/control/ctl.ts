@@ -5,6 +5,7 @@
 import type { EventDraft } from "../log/events.ts";
 import type { Projection } from "../log/reducer.ts";
 import { closeSession, type CloseReport } from "../step/close.ts";
+import { unrecorded } from "../step/disk-fault.ts";
 import type { PlannedAction } from "../step/ctl-plan.ts";
 import { graceMs } from "../supervisor/sessions.ts";
 import { repoTop } from "../step/workspace.ts";
@@ -44,6 +45,10 @@ export async function applyCtl(o: {
 }): Promise<CtlResult> {
   const summary = (actions: PlannedAction[]) => actions.map((a) => ({ item: a.item, effect: a.effect, noop: a.noop }));
   const result = (actions: PlannedAction[]): CtlResult => ({ schema: "loop/ctl@1", verb: o.verb, dryRun: o.dryRun, actions: summary(actions), closed: [], transitions: [] });
+  // A full disk is said as such (the step's words), never as SQLite's I/O error.
+  const diskFull = (err: unknown) => {
+    throw unrecorded(err, o.stateRoot, { who: `\`loop ctl ${o.verb}\` could record nothing`, then: "then run it again" }) ?? err;
+  };
   return runWriter<CtlResult>({
     stateRoot: o.stateRoot,
     actor: o.actor,
@@ -78,7 +83,7 @@ export async function applyCtl(o: {
       r.transitions = w.append(events, "ctl").map((e) => ({ seq: e.seq, type: e.type, item: e.item }));
       return r;
     },
-  });
+  }).catch(diskFull);
 }
 
 /**

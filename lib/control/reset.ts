@@ -13,6 +13,7 @@ import { verifyAlive } from "../supervisor/verify-command.ts";
 import type { Lease } from "../log/snapshot.ts";
 import { runWriter, type Writer } from "../log/writer.ts";
 import { closeSession, retireCheckout } from "../step/close.ts";
+import { unrecorded } from "../step/disk-fault.ts";
 import { endVerifyRun } from "../supervisor/end.ts";
 import { projectOf } from "../log/ownership.ts";
 import { definitionName } from "./ctl.ts";
@@ -91,6 +92,10 @@ export async function runReset(o: ResetOptions): Promise<ResetReport> {
   // plan is made once, under the lease. A store of another project is refused before any plan.
   // A warning the prompt already showed is not said again when the plan is remade under the lease.
   const said = new Set<string>();
+  // A full disk is said as such (the step's words), never as SQLite's I/O error.
+  const diskFull = (err: unknown) => {
+    throw unrecorded(err, o.stateRoot, { who: "`loop reset` could record nothing", then: "then run it again" }) ?? err;
+  };
   return runWriter<ResetReport>({
     stateRoot: o.stateRoot,
     actor: o.actor,
@@ -120,7 +125,7 @@ export async function runReset(o: ResetOptions): Promise<ResetReport> {
       plan.warnings.filter((w) => !said.has(w)).forEach((warning) => o.warn?.(warning));
       return carryOut(o, w, p, plan);
     },
-  });
+  }).catch(diskFull);
 }
 
 function makePlan(o: ResetOptions, p: Projection, sel: { ids: string[]; all: boolean }, loop: LoopFacts, dryRun: boolean): ResetPlan {

@@ -6,15 +6,20 @@ import { append, materialize, projection, type StepContext, type StepOutcome } f
 import { diskFullCause, diskSpace, LOW_SPACE_BYTES } from "./disk.ts";
 import { diskFullFault, type FullDisk } from "./faults.ts";
 
-/** A full disk where even the fault could not be recorded: said as such, with where, instead of SQLite's words. */
-export function unrecorded(err: unknown, stateRoot: string): StoreError | null {
+/**
+ * A full disk where even the fault could not be recorded: said as such, with where, instead of
+ * SQLite's words. A step says so by default; `loop ctl` and `loop reset` name themselves (`who`) and
+ * what to do once there is room (`then`).
+ */
+export function unrecorded(
+  err: unknown,
+  stateRoot: string,
+  o: { who: string; then: string } = { who: "this step could record nothing, not even that", then: "the next `loop run` goes on from where the log is" },
+): StoreError | null {
   const space = diskSpace(stateRoot);
   if (!diskFullCause(err, space !== null && space.free < LOW_SPACE_BYTES)) return null;
   const f = diskFullFault({ path: stateRoot, mount: space?.mount ?? stateRoot, free: space?.free ?? null });
-  return new StoreError(
-    "io_error",
-    `${f.message}; this step could record nothing, not even that (${(err as Error).message}). To fix: free space on it; the next \`loop run\` goes on from where the log is`,
-  );
+  return new StoreError("io_error", `${f.message}; ${o.who} (${(err as Error).message}). To fix: free space on it; ${o.then}`);
 }
 
 /** The full disk an error of the step was caused by, or null when it was something else. */

@@ -220,6 +220,20 @@ describe("a real full disk (a tmpfs)", () => {
         const status = await p.loop(["status", "--json"]);
         expect(status.code).toBe(1);
         expect(JSON.parse(status.stdout)).toMatchObject({ healthy: false, findings: [{ code: "disk_full" }] });
+        // loop ctl and loop reset say it in the same words, naming themselves, and change nothing.
+        const unchanged = p.head();
+        for (const [args, who] of [
+          [["ctl", "pause", "--json"], "`loop ctl pause` could record nothing"],
+          [["reset", "--work-item", "loud", "--yes", "--json"], "`loop reset` could record nothing"],
+        ] as const) {
+          const refused = await p.loop([...args]);
+          expect(refused.code).toBe(1);
+          const e = JSON.parse(refused.stderr).error;
+          expect(e.code).toBe("io_error");
+          expect(e.message).toStartWith(`the disk is full: no space left on the filesystem holding the state root ${stateRoot}`);
+          expect(e.message).toContain(who);
+        }
+        expect(p.head()).toBe(unchanged);
         rmSync(join(stateRoot, "filler"));
         await p.runToDrain();
         await p.finish();
