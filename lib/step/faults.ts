@@ -19,7 +19,8 @@ export type FaultKind =
   | "disk_full"
   | "permission_denied"
   | "git_failed"
-  | "launch_failed";
+  | "launch_failed"
+  | "launch_interrupted";
 
 export interface EnvironmentFault {
   kind: FaultKind;
@@ -285,6 +286,27 @@ export interface FullDisk {
  * A full disk, met at any point of a step (before it opens the store, an append SQLite refused, a
  * launch's write): the loop pauses with a reason that says so and where. Pure.
  */
+/** How many launches of one item in a row may be interrupted before the loop pauses instead of trying again. */
+export const INTERRUPTED_LAUNCHES = 3;
+
+/**
+ * A launch found interrupted (its step stopped between the reservation and the agent's start) when
+ * the launches before it, back to the last that got further, were interrupted too: a bug in loop at
+ * launch or a step killed there every time (the OOM killer, cron's timeout). Trying again each tick
+ * would only grow the log and mail the same error; the loop pauses instead. Pure: `ended` is the
+ * end verdict of each earlier attempt of the item, oldest first.
+ */
+export function interruptedLaunchesFault(o: { item: string; attempt: number; ended: readonly (string | null)[] }): EnvironmentFault | null {
+  let run = 1;
+  for (let k = o.ended.length - 1; k >= 0 && o.ended[k] === "launch_interrupted"; k--) run++;
+  if (run < INTERRUPTED_LAUNCHES) return null;
+  return {
+    kind: "launch_interrupted",
+    message: `the last ${run} launches of ${o.item} (attempts ${o.attempt - run + 1} to ${o.attempt}) each stopped before the agent started: a bug in loop at launch (each such step exited 70 with \`internal\`) or the step killed while launching (the OOM killer, a timeout around cron's command)`,
+    fix: "read the failed steps' stderr (cron's mail; `loop run --verbose` prints a bug's stack) and the machine's memory and kill logs, then `loop ctl resume`",
+  };
+}
+
 export function diskFullFault(d: FullDisk): EnvironmentFault {
   const free = d.free === null ? "" : `, ${d.free} bytes free`;
   return {

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import type { ItemState } from "../log/reducer.ts";
 import { append, closeInStep, itemNow, loopView, type StepContext, type StepOutcome } from "./context.ts";
 import { classifySession } from "./decide.ts";
+import { interruptedLaunchesFault } from "./faults.ts";
 import { adoptable, observeSession, SESSION_FILES } from "../supervisor/sessions.ts";
 import { whileRunning } from "./budget.ts";
 import { recordRunningUsage, stopForBudget } from "./spend.ts";
@@ -32,6 +33,12 @@ export function observeLaunching(ctx: StepContext, it: ItemState): StepOutcome |
     ? `session did not start within ${Math.round(it.def.timeouts.launch / 1000)}s`
     : "the step that reserved this attempt stopped before launching it; not relaunched";
   // A step killed between reservation and spawn is the loop's failure, not the agent's: not counted.
+  // Interrupted again and again, it pauses the loop instead (the attempt given back the same way).
+  const again = launched || loopView(ctx).loop.state !== "running" ? null : interruptedLaunchesFault({ item: it.id, attempt: attempt.n, ended: it.attempts.slice(0, -1).map((a) => a.end?.verdict ?? null) });
+  if (again) {
+    append(ctx, [{ type: "environment_fault", item: it.id, payload: { kind: again.kind, attempt: attempt.n, reason: again.message, fix: again.fix } }], "launch_failed");
+    return { action: "paused", item: it.id, reason: loopView(ctx).loop.reason };
+  }
   append(ctx, [{ type: "launch_failed", item: it.id, payload: { attempt: attempt.n, reason, interrupted: !launched } }], "launch_failed");
   return null;
 }

@@ -11,7 +11,7 @@ import { fold, IllegalEventError, type Projection } from "../../lib/log/reducer.
 import { provenConversation } from "../../lib/definition/runners.ts";
 import { attention, attentionOf, attentionView, ATTENTION_STATUSES, UNLANDED_OUTCOMES } from "../../lib/step/decide.ts";
 import { outputShowsProgress } from "../../lib/supervisor/waiting.ts";
-import { aiderCanChooseModel, FaultError, type FaultKind, type LaunchFacts, launchErrorFault, launchFault, programFault, startPointFault } from "../../lib/step/faults.ts";
+import { aiderCanChooseModel, FaultError, type FaultKind, INTERRUPTED_LAUNCHES, interruptedLaunchesFault, type LaunchFacts, launchErrorFault, launchFault, programFault, startPointFault } from "../../lib/step/faults.ts";
 import { GitError, LeaseLostError, StartError } from "../../lib/shared/errors.ts";
 import { lastProgressAt, PROGRESS_FILE } from "../../lib/supervisor/progress.ts";
 import { stepExitCode } from "../../lib/step/step.ts";
@@ -375,4 +375,25 @@ describe("attention: when the loop needs a person", () => {
     expect(stepExitCode({ errors: ["git failed"], attention: [] })).toBe(1);
     expect(stepExitCode({ errors: [], attention: [a] })).toBe(1);
   });
+});
+
+describe("interrupted launches in a row (interruptedLaunchesFault)", () => {
+  const cases: { name: string; ended: (string | null)[]; attempt: number; want: string | null }[] = [
+    { name: "the first interrupted launch is tried again", ended: [], attempt: 1, want: null },
+    { name: "the second too", ended: ["launch_interrupted"], attempt: 2, want: null },
+    { name: "the third in a row pauses", ended: ["launch_interrupted", "launch_interrupted"], attempt: 3, want: "attempts 1 to 3" },
+    { name: "counted back to the last launch that got further", ended: ["exited", "launch_interrupted", "launch_interrupted"], attempt: 4, want: "attempts 2 to 4" },
+    { name: "an attempt that ran stands between", ended: ["launch_interrupted", "exited", "launch_interrupted"], attempt: 4, want: null },
+    { name: "a pause given back (resumed) starts the count again", ended: ["launch_interrupted", "launch_interrupted", "environment_fault"], attempt: 4, want: null },
+  ];
+  test.each(cases)("$name", ({ ended, attempt, want }) => {
+    const f = interruptedLaunchesFault({ item: "a", attempt, ended });
+    if (want === null) expect(f).toBeNull();
+    else {
+      expect(f!.kind).toBe("launch_interrupted");
+      expect(f!.message).toContain(want);
+      expect(f!.fix).toContain("`loop ctl resume`");
+    }
+  });
+  test("the threshold is three", () => expect(INTERRUPTED_LAUNCHES).toBe(3));
 });

@@ -67,6 +67,35 @@ describe("a bug in loop", () => {
     await p.finish();
   });
 
+  test("the same bug at every launch: the third interrupted launch in a row pauses the loop (launch_interrupted, the attempt given back) instead of a relaunch every tick; resumed without the bug, the item passes uncounted", async () => {
+    const p = project();
+    const bug = { LOOP_FAILPOINT: "launch:after_worktree=throw" };
+    expect((await runUntilBug(p, "launch:after_worktree", ["--json"])).code).toBe(70);
+    for (const attempt of [2, 3]) {
+      const r = await p.loop(["run", "--json", "--root", p.root], bug);
+      expect(r.code).toBe(70);
+      expect(p.projection().items.a!.attempts.length).toBe(attempt);
+    }
+    const head = p.head();
+    const paused = await p.loop(["run", "--json", "--root", p.root], bug);
+    expect(paused.code).toBe(1);
+    const doc = JSON.parse(paused.stdout);
+    expect({ action: doc.action, item: doc.item }).toEqual({ action: "paused", item: "a" });
+    expect(doc.loop.reason).toStartWith("environment fault launching a: the last 3 launches of a (attempts 1 to 3) each stopped before the agent started");
+    expect(p.eventsOf("environment_fault").map((e) => [e.payload.kind, e.payload.attempt])).toEqual([["launch_interrupted", 3]]);
+    // While paused, cron's ticks no longer grow the log (the next one only closes the given-back session's record).
+    expect(p.head()).toBeGreaterThan(head);
+    expect((await p.loop(["run", "--json", "--root", p.root], bug)).code).toBe(1);
+    const still = p.head();
+    expect((await p.loop(["run", "--json", "--root", p.root], bug)).code).toBe(1);
+    expect(p.head()).toBe(still);
+    expect((await p.ctl(["resume"])).code).toBe(0);
+    await p.runToDrain();
+    const it = p.projection().items.a!;
+    expect({ status: it.status, failures: it.failures, attempts: it.attempts.length }).toEqual({ status: "passed", failures: 0, attempts: 4 });
+    await p.finish();
+  });
+
   test("without --verbose: the same one line, no stack (JSON and text)", async () => {
     const p = project();
     const json = await runUntilBug(p, "launch:after_worktree", ["--json"]);
