@@ -465,12 +465,21 @@ export class Store {
 
   /** Record what knownDefinition() returns, under this handle's lease (synchronous=NORMAL, as recordStateSha). */
   rememberDefinition(value: string): void {
-    this.relaxed(() =>
-      this.db.transaction(() => {
-        this.assertLease();
-        this.db.run("INSERT INTO meta(key, value) VALUES ('definition', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", [value]);
-      })(),
-    );
+    // IMMEDIATE: a deferred transaction that reads (the lease) before it writes does not wait for the
+    // write lock, SQLite answers "database is locked" at once while another process holds it (a
+    // racing `loop run` asking for the lease).
+    this.relaxed(() => {
+      try {
+        this.db
+          .transaction(() => {
+            this.assertLease();
+            this.db.run("INSERT INTO meta(key, value) VALUES ('definition', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", [value]);
+          })
+          .immediate();
+      } catch (err) {
+        throw this.lockedError(err);
+      }
+    });
   }
 
   /** A write that may be lost to a power cut: synchronous=NORMAL (it cannot change inside a transaction). */

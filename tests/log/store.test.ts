@@ -287,6 +287,24 @@ describe("the log", () => {
 describe("the lease", () => {
   const alwaysAlive = () => true;
 
+  test("the holder's writes wait out a short write lock of another process (a racing step asking for the lease) instead of failing with 'database is locked'", async () => {
+    const { root, store } = newStore();
+    const mine = store.acquireLease(60_000, pidAlive);
+    if (!mine.ok) throw new Error("acquire refused");
+    // Another process takes the write lock as a racing step's lease check does, holds it a moment, gives it back.
+    const racer = Bun.spawn(
+      [process.execPath, "-e", `const { Database } = require("bun:sqlite"); const db = new Database(${JSON.stringify(dbPath(root))}); db.run("BEGIN IMMEDIATE"); console.log("locked"); setTimeout(() => { db.run("ROLLBACK"); db.close(); }, 500);`],
+      { stdout: "pipe", stderr: "inherit", env: testEnv() },
+    );
+    const reader = racer.stdout.getReader();
+    expect(new TextDecoder().decode((await reader.read()).value)).toContain("locked");
+    // It reads the lease before it writes: as a deferred transaction it was refused at once.
+    store.rememberDefinition('{"known":true}');
+    expect(store.knownDefinition()).toBe('{"known":true}');
+    expect(await racer.exited).toBe(0);
+    store.releaseLease(mine.lease);
+  });
+
   test("acquire, refused while held, release, acquire again without a takeover", () => {
     const { root, store } = newStore();
     const first = store.acquireLease(60_000, pidAlive);
