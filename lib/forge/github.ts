@@ -32,6 +32,7 @@ import {
   type MergeOutcome,
   type ProviderOptions,
   type PullRefusal,
+  pullTerms,
   type ReviewFeedback,
 } from "./provider.ts";
 import { type Answer, ForgeHttp, type Json, linkTarget, MAX_PAGES } from "./http.ts";
@@ -62,7 +63,7 @@ const STATUS_STATES: Record<string, CheckVerdict> = { success: "passing", pendin
 
 export class GitHubProvider implements ForgeProvider {
   readonly settings: ForgeSettings;
-  readonly pullNoun = "pull request";
+  readonly pullNoun = pullTerms("github").noun;
   readonly #http: ForgeHttp;
 
   constructor(o: ProviderOptions) {

@@ -36,6 +36,7 @@ import {
   type MergeBlock,
   type MergeOutcome,
   type ProviderOptions,
+  pullTerms,
   type ReviewFeedback,
 } from "./provider.ts";
 import { type Answer, ForgeHttp, type Json, linkTarget, MAX_PAGES } from "./http.ts";
@@ -91,7 +92,7 @@ const MERGE_BLOCKS: Record<string, [MergeBlock, string]> = {
 
 export class GitLabProvider implements ForgeProvider {
   readonly settings: ForgeSettings;
-  readonly pullNoun = "merge request";
+  readonly pullNoun = pullTerms("gitlab").noun;
   readonly #http: ForgeHttp;
 
   constructor(o: ProviderOptions) {
@@ -110,7 +111,7 @@ export class GitLabProvider implements ForgeProvider {
   }
 
   threadLabel(t: ForgeThread): string {
-    return `${t.kind === "pull" ? "!" : "#"}${t.number}`;
+    return `${t.kind === "pull" ? pullTerms("gitlab").sign : "#"}${t.number}`;
   }
 
   /** The project as GitLab's API names it: its full path, URL-encoded as one segment (group%2Fsub%2Fproject). */

@@ -290,3 +290,13 @@ export function describeFailure(f: ForgeFailure): string {
   if (f.kind === "http") return `HTTP ${f.status}: ${f.message}`;
   return `no answer: ${f.message}`;
 }
+
+/**
+ * What a forge calls what loop opens, and how people write its number: a GitHub "pull request #12",
+ * a GitLab "merge request !12". For reports that know the loop's provider only by name (status, the
+ * page): the one place outside a provider that knows the difference. An unknown or absent provider
+ * (the forge section removed since) reads as GitHub's.
+ */
+export function pullTerms(provider: string | null | undefined): { noun: string; sign: string } {
+  return provider === "gitlab" ? { noun: "merge request", sign: "!" } : { noun: "pull request", sign: "#" };
+}

@@ -131,7 +131,7 @@ function spendLines(r: StatusReport, p: (v: unknown) => string): string[] {
 
 /** An item's PR and where its landing stands: "#12 https://… · landing: waiting (checks_pending: waiting for …)". */
 function forgeLine(it: StatusReport["items"][number], p: (v: unknown) => string): string {
-  const pr = it.pr ? `#${p(it.pr.number)} ${p(it.pr.url)}` : "no pull request";
+  const pr = it.pr ? `${p(it.pr.label)} ${p(it.pr.url)}` : "no pull request";
   const l = it.forge?.landing;
   // Reactions (docs/forge.md#reactions): the checks as last seen, the last reaction, the reworks left.
   const f = it.forge;

@@ -24,6 +24,7 @@ import type { Database } from "bun:sqlite";
 import { dirname, join } from "node:path";
 import { ownershipFinding, type ProjectIdentity } from "../log/ownership.ts";
 import { autoMergeAllowed } from "../forge/auto-merge.ts";
+import { pullTerms } from "../forge/provider.ts";
 import { fullDisk } from "../step/disk.ts";
 import { describeLockHolders, storeLockHolders } from "../log/locks.ts";
 import { describeRefChange, lastLanded, type OwnedRefInput, ownedRefs, readRefs, refChanges, restoreCommand } from "../step/owned-refs.ts";
@@ -78,6 +79,8 @@ export function statusReport(
     const selected = workItems.length ? resolveSelectorsIn(doc.items, workItems).map((id) => byId.get(id)!) : doc.items;
     const waiting = waitingOf(db, doc, loop);
     const ran = ranOf(db, selected);
+    // "#12" for a GitHub pull request, "!12" for a GitLab merge request.
+    const pullSign = pullTerms(loop.settings?.forge?.provider).sign;
     const items = selected.map((it) => {
       const s = it.session;
       const live = s !== null && isInFlight(it.status as ItemStatus) && !s.closed;
@@ -109,7 +112,7 @@ export function statusReport(
         lastVerify: it.lastVerify,
         landing: it.landing,
         // With a forge (docs/forge.md#status): the PR, the landing wait and its reason, the last comment acted on.
-        pr: it.forge ? it.forge.pr : null,
+        pr: it.forge?.pr ? { ...it.forge.pr, label: `${pullSign}${it.forge.pr.number}` } : null,
         forge: it.forge
           ? {
               landing: it.forge.landing,

@@ -55,7 +55,7 @@ export function attentionOf(status: Pick<StatusReport, "loop" | "items">): Atten
         kind: "landing",
         item: it.id,
         what: `${it.id}: ${it.reason ?? it.landing?.reason ?? "landing failed"}`,
-        fix: [it.status === "landing_blocked" && it.pr ? `resolve or merge pull request #${it.pr.number}` : "resolve the landing (a conflict, the target checked out elsewhere)", `loop ctl retry --work-item ${shellWord(it.id)}`],
+        fix: [it.status === "landing_blocked" && it.pr ? `resolve or merge ${it.pr.label} (${it.pr.url})` : "resolve the landing (a conflict, the target checked out elsewhere)", `loop ctl retry --work-item ${shellWord(it.id)}`],
       });
   if (loop.state === "drained" && loop.outcome === "Failed") {
     const bad = status.items.filter((it) => it.status === "failed" || it.status === "blocked" || it.status === "landing_blocked");

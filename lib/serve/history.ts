@@ -8,6 +8,7 @@
 // mutates a history the caller owns (the server folds each new event once, as the log grows). An
 // event type this fold does not know is counted and otherwise ignored: a newer writer's events never
 // stop the page.
+import { pullTerms } from "../forge/provider.ts";
 
 /** An event as read from the log, its payload parsed. */
 export interface LogEvent {
@@ -66,7 +67,8 @@ export interface AttemptHistory {
   end: { at: number; verdict: string; exitCode: number | null; signal: string | null; reason: string } | null;
   question: string | null;
   verify: VerifyHistory | null;
-  pr: { at: number; number: number; url: string; head: string; draft: boolean; reused: boolean } | null;
+  /** `label`: how people write it on the loop's forge, "#12" or a GitLab "!12" (lib/forge/provider.ts pullTerms). */
+  pr: { at: number; number: number; url: string; head: string; draft: boolean; reused: boolean; label: string } | null;
   /** Each change of the landing wait through a forge (forge_landing_waiting), oldest first. */
   landingWaits: { at: number; code: string; reason: string }[];
   landing: { at: number; outcome: string; target: string | null; commit: string | null; reason: string } | null;
@@ -122,10 +124,12 @@ export interface History {
   attempts: number;
   /** Events of types this fold does not know, by type. */
   unknown: Record<string, number>;
+  /** The forge provider of the latest definition that named one (its PRs keep their labels after the forge section is removed). */
+  provider: string | null;
 }
 
 export function emptyHistory(): History {
-  return { seq: 0, hash: "", name: null, firstTs: null, lastTs: null, order: [], items: new Map(), waits: [], attempts: 0, unknown: {} };
+  return { seq: 0, hash: "", name: null, firstTs: null, lastTs: null, order: [], items: new Map(), waits: [], attempts: 0, unknown: {}, provider: null };
 }
 
 function item(h: History, id: string): ItemHistory {
@@ -179,6 +183,7 @@ const HANDLERS: Record<string, Handler> = {
   notified() {},
   definition_imported(h, e, _it, t) {
     h.name = str(e.payload?.name) ?? h.name;
+    h.provider = str(e.payload?.settings?.forge?.provider) ?? h.provider;
     const defs: any[] = Array.isArray(e.payload?.items) ? e.payload.items : [];
     const ids = new Set<string>();
     for (const d of defs) {
@@ -309,7 +314,8 @@ const HANDLERS: Record<string, Handler> = {
     const a = it && attemptOf(it, e.payload?.attempt);
     if (!a) return;
     const p = e.payload ?? {};
-    a.pr = { at: a.pr?.at ?? t, number: num(p.number) ?? 0, url: str(p.url) ?? "", head: str(p.head) ?? "", draft: p.draft === true, reused: p.reused === true };
+    const number = num(p.number) ?? 0;
+    a.pr = { at: a.pr?.at ?? t, number, url: str(p.url) ?? "", head: str(p.head) ?? "", draft: p.draft === true, reused: p.reused === true, label: `${pullTerms(h.provider).sign}${number}` };
   },
   forge_landing_waiting(h, e, it, t) {
     const a = it && attemptOf(it, e.payload?.attempt);

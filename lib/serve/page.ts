@@ -158,7 +158,7 @@ function attemptSection(a: AttemptHistory, files: AttemptFiles | undefined): Mar
   const verify = v
     ? html`<dl class="kv"><dt>verify</dt><dd>${v.command ? html`<code>${line(v.command)}</code> ` : ""}${v.passed === null ? html`<em>running</em>${v.deadline ? html` (deadline ${when(v.deadline)})` : ""}` : html`<span class="${v.passed ? "st st-passed" : "st st-failed"}">${v.passed ? "passed" : "failed"}</span>${v.timedOut ? " (timed out)" : ""}${v.exitCode !== null && !(v.reason ?? "").includes(`exit ${v.exitCode}`) ? `, exit ${v.exitCode}` : ""}: ${line(v.reason)}`}</dd></dl>${v.tail && !(files?.verify?.kind === "ok") ? html`<details><summary>verify output (recorded tail)</summary><pre class="log">${v.tail}</pre></details>` : ""}`
     : "";
-  const pr = a.pr ? html`<dl class="kv"><dt>pull request</dt><dd>${prLink(a.pr.number, a.pr.url)}${a.pr.draft ? " (draft)" : ""}${a.pr.reused ? " (reused)" : ""}, head <code>${a.pr.head.slice(0, 12)}</code></dd></dl>` : "";
+  const pr = a.pr ? html`<dl class="kv"><dt>pull request</dt><dd>${prLink(a.pr.label, a.pr.url)}${a.pr.draft ? " (draft)" : ""}${a.pr.reused ? " (reused)" : ""}, head <code>${a.pr.head.slice(0, 12)}</code></dd></dl>` : "";
   const checks = a.landingWaits.length
     ? html`<details><summary>checks and landing waits (${a.landingWaits.length})</summary><ul>${a.landingWaits.map((w) => html`<li>${when(w.at)} <code>${w.code}</code> ${line(w.reason)}</li>`)}</ul></details>`
     : "";
@@ -174,9 +174,9 @@ ${fileBlock("agent output (tail)", files?.output ?? null)}${fileBlock("verify ou
 </section>`;
 }
 
-function prLink(number: number, url: string): Markup {
+function prLink(label: string, url: string): Markup {
   const href = safeHref(url);
-  return href ? html`<a href="${href}" rel="noreferrer noopener">#${number}</a>` : html`#${number} <code>${line(url)}</code>`;
+  return href ? html`<a href="${href}" rel="noreferrer noopener">${label}</a>` : html`${label} <code>${line(url)}</code>`;
 }
 
 /** What people did to the item: commands (`loop ctl`), replies, resets, oldest first. */
@@ -209,7 +209,7 @@ ${it.dependsOn.length ? html`<dt>depends on</dt><dd>${it.dependsOn.map((dep, i) 
 ${it.waiting ? html`<dt>waiting</dt><dd>${line(it.waiting.detail)}</dd>` : ""}
 ${it.branch ? html`<dt>branch</dt><dd><code>${line(it.branch)}</code></dd>` : ""}
 ${it.worktree ? html`<dt>worktree</dt><dd><code>${line(it.worktree)}</code></dd>` : ""}
-${it.pr ? html`<dt>pull request</dt><dd>${prLink(it.pr.number, it.pr.url)}${forgeWait ? html` — waiting: <code>${forgeWait.code}</code> ${line(forgeWait.reason)} (since ${when(forgeWait.since)})` : ""}</dd>` : ""}
+${it.pr ? html`<dt>pull request</dt><dd>${prLink(it.pr.label, it.pr.url)}${forgeWait ? html` — waiting: <code>${forgeWait.code}</code> ${line(forgeWait.reason)} (since ${when(forgeWait.since)})` : ""}</dd>` : ""}
 ${usage ? html`<dt>spend</dt><dd class="spend">${usage}</dd>` : ""}
 ${reworks ? html`<dt>reworks</dt><dd class="reworks">${reworks}</dd>` : ""}
 </dl></header>

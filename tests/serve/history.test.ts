@@ -80,6 +80,19 @@ describe("an attempt's phases", () => {
     expect(phases(a)).toEqual(["launching 4→5", "agent 5→6", "landing 7→8", "checks 8→10"]);
     expect(a.pr).toMatchObject({ number: 7, url: "https://github.com/o/r/pull/7" });
     expect(a.landingWaits).toEqual([{ at: at(b, 8), code: "checks_pending", reason: "checks are running" }]);
+    expect(a.pr?.label).toBe("#7");
+  });
+
+  test("a GitLab merge request is labelled !N (on GitLab #N is an issue), and keeps its label after the forge section is removed", () => {
+    const b = new LogBuilder();
+    const gitlab = definition(1, [itemDef("a")]) as { payload: { settings: Record<string, unknown> } };
+    gitlab.payload.settings = { ...gitlab.payload.settings, forge: { provider: "gitlab" } };
+    b.push(gitlab as never, loopStarted, launch("a", 1), started("a", 1), ended("a", 1), verified("a", 1, true));
+    b.push({ type: "forge_pr_recorded", item: "a", payload: { attempt: 1, number: 3, url: "https://gitlab.com/g/p/-/merge_requests/3", head: "abc", draft: false, reused: false } });
+    b.push(definition(2, [itemDef("a")]));
+    const h = fold(b);
+    expect(h.provider).toBe("gitlab");
+    expect(h.items.get("a")!.attempts[0]!.pr?.label).toBe("!3");
   });
 });
 

@@ -75,6 +75,8 @@ function expectNoToken(p: Project) {
   expect(leaks).toEqual([]);
 }
 
+/** How people write a pull request's number on the forge: "#12" on GitHub, "!12" on GitLab (where "#12" is an issue). */
+const sign = (f: FakeForge) => (f.provider === "gitlab" ? "!" : "#");
 const one = (n = 1) => (f: FakeForge) => [{ ref: f.ref(n), prompt: "x\n@demo write a.txt a\n@demo commit a" }];
 
 describe.each(FORGES)("%s", (_name, make) => {
@@ -98,7 +100,10 @@ describe.each(FORGES)("%s", (_name, make) => {
       expect(p.eventsOf("landing_finished", "api-1")[0]!.payload.outcome).toBe("pr_opened");
       const status = JSON.parse((await p.loop(["status", "--json"])).stdout);
       const sa = status.items.find((i: any) => i.id === "api-1");
-      expect(sa.pr).toEqual({ number: pulls[0]!.number, url: expect.stringContaining(f.provider === "github" ? "/pull/" : "/-/merge_requests/") });
+      // Labelled as people write it on that forge: on GitLab "#N" is an issue, a merge request is "!N".
+      const label = `${sign(f)}${pulls[0]!.number}`;
+      expect(sa.pr).toEqual({ number: pulls[0]!.number, url: expect.stringContaining(f.provider === "github" ? "/pull/" : "/-/merge_requests/"), label });
+      expect((await p.loop(["status", "--text"])).stdout).toContain(`api-1: ${label} ${sa.pr.url}`);
       await p.finish();
       expectNoToken(p);
     });
@@ -131,7 +136,7 @@ describe.each(FORGES)("%s", (_name, make) => {
       const pr = p.projection().items["api-1"]!.forge!.pr!;
       const text = (await p.loop(["status", "--text"])).stdout;
       expect(text).toContain(`landing merge: passing items' PRs are merged into main on ${f.repo} when every check is green (needs LOOP_ALLOW_AUTO_MERGE=1 at merge time: set)`);
-      expect(text).toContain(`api-1: #${pr.number} ${pr.url} · landing: waiting (checks_pending: waiting for`);
+      expect(text).toContain(`api-1: ${sign(f)}${pr.number} ${pr.url} · landing: waiting (checks_pending: waiting for`);
       expect((await p.loop(["status", "--text"], { LOOP_ALLOW_AUTO_MERGE: "" })).stdout).toContain("at merge time: unset)");
       f.setChecks("passing");
       const r = await p.runToDrain();
@@ -142,7 +147,7 @@ describe.each(FORGES)("%s", (_name, make) => {
       expect(p.projection().items["api-2"]!.status).toBe("passed");
       expect(git(f.bare, "show", "main:b.txt")).toBe("bee");
       expect(p.eventsOf("landing_finished").map((e) => e.payload.outcome)).toEqual(["merged", "merged"]);
-      expect((await p.loop(["status", "--text"])).stdout).toContain(`api-1: #${pr.number} ${pr.url} · landing: merged`);
+      expect((await p.loop(["status", "--text"])).stdout).toContain(`api-1: ${sign(f)}${pr.number} ${pr.url} · landing: merged`);
       await p.finish();
       expectNoToken(p);
     });
@@ -174,7 +179,7 @@ describe.each(FORGES)("%s", (_name, make) => {
       expect(landing[0].reason).toContain("landing_blocked");
       const text = (await p.loop(["status", "--text"])).stdout;
       expect(text).toContain("at merge time: unset)");
-      expect(text).toMatch(/api-1: #\d+ \S+ · landing: blocked \(checks are green, but LOOP_ALLOW_AUTO_MERGE=1 is not set/);
+      expect(text).toMatch(new RegExp(`api-1: ${sign(f)}\\d+ \\S+ · landing: blocked \\(checks are green, but LOOP_ALLOW_AUTO_MERGE=1 is not set`));
       await p.finish();
     });
 
@@ -306,7 +311,7 @@ describe.each(FORGES)("%s", (_name, make) => {
       expect(a.landing!.reason).toContain(`so loop does not merge ${f.pullLabel(pr.number)}`);
       const text = (await p.loop(["status", "--text"])).stdout;
       expect(text).not.toContain("landing merge:");
-      expect(text).toContain(`#${pr.number} ${a.forge!.pr!.url} · landing: pr_opened (landing is "${landing}" in loop.json now`);
+      expect(text).toContain(`${sign(f)}${pr.number} ${a.forge!.pr!.url} · landing: pr_opened (landing is "${landing}" in loop.json now`);
       expect((await statusOf(p, "api-1")).forge.landing.code).toBe("landing_changed");
       expect(JSON.parse((await p.loop(["status", "--json"])).stdout).autoMerge).toBeNull();
       await p.finish();
