@@ -89,18 +89,25 @@ function spawnGit(cwd: string, config: readonly string[], args: string[], env: R
   }
 }
 
-/** The subcommand of a git argv (after any `-c k=v` and `-C dir` the caller put first). */
-function subcommand(args: string[]): string | undefined {
+/** The subcommand of a git argv (after any `-c k=v` and `-C dir` the caller put first), and the word after it. */
+function subcommand(args: string[]): { name: string | undefined; next: string | undefined } {
   for (let i = 0; i < args.length; i++) {
     if (args[i] === "-c" || args[i] === "-C") i++;
-    else if (!args[i]!.startsWith("-")) return args[i];
+    else if (!args[i]!.startsWith("-")) return { name: args[i], next: args[i + 1] };
   }
-  return undefined;
+  return { name: undefined, next: undefined };
+}
+
+/** Whether a git call may read or write a work tree's files (and so run a driver): of `worktree`, only `add` checks out. */
+function touchesWorkTree(args: string[]): boolean {
+  const { name, next } = subcommand(args);
+  if (name === "worktree") return next === "add";
+  return TOUCH_WORK_TREE.has(name ?? "");
 }
 
 export function gitTry(cwd: string, args: string[], env: Record<string, string> = {}, input?: string): GitResult {
   let config: readonly string[] = SAFE_GIT_CONFIG;
-  if (TOUCH_WORK_TREE.has(subcommand(args) ?? "")) {
+  if (touchesWorkTree(args)) {
     const drivers = spawnGit(cwd, SAFE_GIT_CONFIG, ["config", "-z", "--get-regexp", "^(filter|merge|diff)\\..+\\.(clean|smudge|process|required|driver|command|textconv)$"], env);
     if (drivers.code === 0) config = [...SAFE_GIT_CONFIG, ...driverOverrides(drivers.stdout)];
   }

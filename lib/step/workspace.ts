@@ -129,7 +129,8 @@ export function commitLeftovers(o: { repo: string; worktree: string; branch: str
   // Pinned: git never goes looking for a repository from the work tree.
   const pin = { GIT_DIR: checked.gitDir, GIT_WORK_TREE: o.worktree };
   git(o.worktree, ["add", "-A"], pin);
-  if (gitTry(o.worktree, ["diff", "--cached", "--quiet", "--no-ext-diff"], pin).code === 0) return null;
+  // The index against HEAD (plumbing: no work tree read, so no driver runs and none is looked up).
+  if (gitTry(o.worktree, ["diff-index", "--cached", "--quiet", "HEAD", "--"], pin).code === 0) return null;
   git(o.worktree, [...identity(o.worktree), "commit", "--no-verify", "-q", "-m", o.message], pin);
   return git(o.worktree, ["rev-parse", "HEAD"], pin);
 }
@@ -152,7 +153,9 @@ export function forkPoint({ repo, a, b }: { repo: string; a: string; b: string }
  * edits, additions, deletions, mode and type changes; a rename is its old path and its new one.
  */
 export function changedPaths({ repo, from, to }: { repo: string; from: string; to: string }): string[] {
-  const args = ["diff", "--no-renames", "--no-ext-diff", "--no-textconv", "--ignore-submodules=none", "--name-only", "-z", from, to, "--"];
+  // diff-tree compares the two trees only: it reads no work tree, so no driver can run and gitTry
+  // need not look them up first (each lookup is one more git process in the verify start tick).
+  const args = ["diff-tree", "-r", "--no-renames", "--name-only", "-z", from, to, "--"];
   const r = gitTry(repo, args);
   if (r.code !== 0) throw new GitError(args, r.code, r.stderr);
   return r.stdout.split("\0").filter(Boolean);
