@@ -175,8 +175,9 @@ describe("docs/architecture.md agrees with the code", () => {
       "loop-plan.ts": ["lib/forge/provider.ts", "lib/forge/timeout.ts", "lib/forge/untrusted.ts"],
       "loop-replay.ts": ["lib/forge/auto-merge.ts"],
       "loop-run.ts": ["lib/forge/auto-merge.ts", "lib/forge/untrusted.ts", "lib/step/forge/remote.ts"],
-      "loop-serve.ts": ["lib/forge/auto-merge.ts"],
-      "loop-status.ts": ["lib/forge/auto-merge.ts"],
+      // status and the page write a PR's number as its forge does (pullTerms: "#12", GitLab's "!12").
+      "loop-serve.ts": ["lib/forge/auto-merge.ts", "lib/forge/provider.ts"],
+      "loop-status.ts": ["lib/forge/auto-merge.ts", "lib/forge/provider.ts"],
     });
     // The forge's invariant says the same, module by module.
     const invariant = section("### `lib/forge/`");

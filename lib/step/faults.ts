@@ -282,10 +282,6 @@ export interface FullDisk {
   free: number | null;
 }
 
-/**
- * A full disk, met at any point of a step (before it opens the store, an append SQLite refused, a
- * launch's write): the loop pauses with a reason that says so and where. Pure.
- */
 /** How many launches of one item in a row may be interrupted before the loop pauses instead of trying again. */
 export const INTERRUPTED_LAUNCHES = 3;
 
@@ -307,6 +303,10 @@ export function interruptedLaunchesFault(o: { item: string; attempt: number; end
   };
 }
 
+/**
+ * A full disk, met at any point of a step (before it opens the store, an append SQLite refused, a
+ * launch's write): the loop pauses with a reason that says so and where. Pure.
+ */
 export function diskFullFault(d: FullDisk): EnvironmentFault {
   const free = d.free === null ? "" : `, ${d.free} bytes free`;
   return {

@@ -34,7 +34,8 @@ export function observeLaunching(ctx: StepContext, it: ItemState): StepOutcome |
     : "the step that reserved this attempt stopped before launching it; not relaunched";
   // A step killed between reservation and spawn is the loop's failure, not the agent's: not counted.
   // Interrupted again and again, it pauses the loop instead (the attempt given back the same way).
-  const again = launched || loopView(ctx).loop.state !== "running" ? null : interruptedLaunchesFault({ item: it.id, attempt: attempt.n, ended: it.attempts.slice(0, -1).map((a) => a.end?.verdict ?? null) });
+  const ended = it.attempts.slice(0, -1).map((a) => a.end?.verdict ?? null);
+  const again = launched || loopView(ctx).loop.state !== "running" ? null : interruptedLaunchesFault({ item: it.id, attempt: attempt.n, ended });
   if (again) {
     append(ctx, [{ type: "environment_fault", item: it.id, payload: { kind: again.kind, attempt: attempt.n, reason: again.message, fix: again.fix } }], "launch_failed");
     return { action: "paused", item: it.id, reason: loopView(ctx).loop.reason };
