@@ -184,7 +184,8 @@ async function carryOut(o: ResetOptions, w: Writer, p: Projection, plan: ResetPl
     store.assertLease();
     try {
       if (x.closeSession) {
-        const c = await closeSession({ it, repo: repo ?? o.root, reason, removeCheckout: false, graceMs: grace });
+        // Its final figure priced as a step prices it (the imported definition's prices).
+        const c = await closeSession({ it, repo: repo ?? o.root, reason, removeCheckout: false, graceMs: grace, prices: p.loop.settings?.prices });
         closeEvents.set(x.item, c?.events ?? []);
         if (sessionAlive(s, o.env)) {
           aborted.add(x.item);

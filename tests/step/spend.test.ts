@@ -157,6 +157,37 @@ describe("usage from each source", () => {
   );
 });
 
+describe("a session ended by the operator", () => {
+  test(
+    "`loop ctl stop` and `loop reset` record the session's final figure priced as a step prices it: a codex session's dollars come from loop.json's prices, never unknown",
+    async () => {
+      await scenario(
+        demoDefinition([{ id: "long", prompt: "Works for a while.", runner: "codex", model: "gpt-test" }], { prices: { "gpt-test": { input: 1, output: 10, cacheRead: 0.1 } } }),
+        {},
+        async (p) => {
+          const turn = `{"type":"turn.completed","usage":{"input_tokens":30000,"cached_input_tokens":20000,"output_tokens":1000}}`;
+          Object.assign(p.env, fakeCli(p, "codex", [`echo '{"type":"thread.started","thread_id":"t-1"}'`, `echo '${turn}'`, "exec sleep 600"].join("\n")));
+          const finalFigure = () => p.eventsOf("usage_recorded", "long").filter((e) => e.payload.final).at(-1)?.payload;
+          for (const [end, args] of [
+            ["ctl stop", ["stop", "--yes"]],
+            ["reset", null],
+          ] as const) {
+            expect((await p.run()).action).toBe("launched");
+            const log = p.projection().items.long!.session!.log!;
+            await pollUntil(() => existsSync(log) && readFileSync(log, "utf8").includes("turn.completed"), "the agent's turn", 400);
+            // No tick has recorded it yet: the close path reads it first, and must price it.
+            if (args) expect((await p.ctl([...args])).code).toBe(0);
+            else expect((await p.loop(["reset", "--work-item", "long", "--yes"])).code).toBe(0);
+            expect({ end, figure: finalFigure() }).toMatchObject({ end, figure: { microUsd: 22000, usdFrom: "prices" } });
+            if (args) await p.ctl(["start"]);
+          }
+        },
+      );
+    },
+    SLOW,
+  );
+});
+
 describe("the guards", () => {
   const failing = (guards?: Record<string, boolean>) =>
     demoDefinition([{ id: "stuck", prompt: "Cannot be done.\n@demo print thinking", verify: "echo 'expected 3, got 2'; exit 1", maxAttempts: 3 }], guards ? { guards } : {});
