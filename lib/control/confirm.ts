@@ -33,11 +33,11 @@ export async function confirmOrRefuse(o: {
   } finally {
     process.stdin.off("data", watch);
   }
-  if (clack.isCancel(answer) && interrupted) throw new InterruptedError(`${o.command}: interrupted; nothing was changed`);
+  if (clack.isCancel(answer) && interrupted) throw new InterruptedError("interrupted; nothing was changed");
   if (o.typeToConfirm !== undefined) {
     if (clack.isCancel(answer) || typeof answer !== "string" || answer.trim() !== o.typeToConfirm)
-      throw new DeclinedError(`${o.command}: the name typed is not the loop's; nothing was changed`);
+      throw new DeclinedError("the name typed is not the loop's; nothing was changed");
     return;
   }
-  if (clack.isCancel(answer) || answer !== true) throw new DeclinedError(`${o.command}: declined; nothing was changed`);
+  if (clack.isCancel(answer) || answer !== true) throw new DeclinedError("declined; nothing was changed");
 }

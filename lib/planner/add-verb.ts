@@ -65,7 +65,7 @@ export async function addVerb(o: AddVerbOptions): Promise<AddDocument> {
     const shown = preview.added.map((a, i) => ({ ...a, dependsOn: items[i]!.dependsOn ?? [], runner: items[i]!.runner ?? null, model: items[i]!.model ?? null, verify: items[i]!.verify ?? null, index: i }));
     const raw = readLoopFile(o.root).raw as { defaults?: { verify?: unknown } };
     const defaultVerify = typeof raw.defaults?.verify === "string" || raw.defaults?.verify === false ? raw.defaults.verify : null;
-    const kept = await reviewItems(shown, { command: "loop add", editable: false, what: "Append these {n} items to loop.json", defaultVerify, warnings: [] });
+    const kept = await reviewItems(shown, { editable: false, what: "Append these {n} items to loop.json", defaultVerify, warnings: [] });
     items = kept.map((k) => items[k.index]!);
   }
   const r = appendItems({ root: o.root, items, dryRun: false });

@@ -92,7 +92,7 @@ export async function planVerb(o: PlanVerbOptions): Promise<PlanDocument> {
   if (draft.outcome !== "drafted" || o.dryRun) return doc;
   let items = draft.items;
   // Nothing is appended without its every field shown to a person: at the review, or with --yes on stderr.
-  if (!o.yes) items = await reviewItems(items, { command: "loop plan", editable: true, what: "Append {n} items to loop.json", defaultVerify, warnings: draft.warnings });
+  if (!o.yes) items = await reviewItems(items, { editable: true, what: "Append {n} items to loop.json", defaultVerify, warnings: draft.warnings });
   else o.notice(describeUnreviewed(items, { what: `loop plan: appending ${items.length} drafted item${items.length === 1 ? "" : "s"} to loop.json`, defaultVerify, warnings: draft.warnings }));
   if (items.length === 0) return doc;
   // Items whose dependency review dropped would make the definition invalid: said by the validation.

@@ -10,7 +10,7 @@ import { type Describable, describeItem, otherWarnings } from "./describe.ts";
 export type Reviewable = Describable;
 
 /** Runs a clack prompt, telling Ctrl-C (a raw byte on the terminal) from Escape: clack reports both as "cancel". */
-async function ask<T>(run: () => Promise<T | symbol>, command: string): Promise<T> {
+async function ask<T>(run: () => Promise<T | symbol>): Promise<T> {
   const { isCancel } = await import("@clack/prompts");
   let interrupted = false;
   const watch = (d: Buffer | string) => {
@@ -23,15 +23,15 @@ async function ask<T>(run: () => Promise<T | symbol>, command: string): Promise<
   } finally {
     process.stdin.off("data", watch);
   }
-  if (isCancel(answer) && interrupted) throw new InterruptedError(`${command}: interrupted; nothing was written`);
-  if (isCancel(answer)) throw new DeclinedError(`${command}: declined; nothing was written`);
+  if (isCancel(answer) && interrupted) throw new InterruptedError("interrupted; nothing was written");
+  if (isCancel(answer)) throw new DeclinedError("declined; nothing was written");
   return answer as T;
 }
 
 /** Keep, drop or edit each item; the items kept (edited prompts in place), after a final Yes. */
 export async function reviewItems<T extends Reviewable>(
   items: readonly T[],
-  o: { command: string; editable: boolean; what: string; defaultVerify: string | false | null; warnings: readonly Warning[] },
+  o: { editable: boolean; what: string; defaultVerify: string | false | null; warnings: readonly Warning[] },
 ): Promise<T[]> {
   const clack = await import("@clack/prompts");
   const kept: T[] = [];
@@ -55,19 +55,17 @@ export async function reviewItems<T extends Reviewable>(
           initialValue: "keep",
           output: process.stderr,
         }),
-      o.command,
     );
     if (choice === "drop") continue;
     if (choice === "edit") {
       const prompt = await ask(
         () => clack.text({ message: `Prompt of ${it.id}`, initialValue: it.prompt, validate: (s) => (s?.trim() ? undefined : "a prompt cannot be empty"), output: process.stderr }),
-        o.command,
       );
       kept.push({ ...it, prompt });
     } else kept.push(it);
   }
   if (kept.length === 0) return kept;
-  const yes = await ask(() => clack.confirm({ message: `${o.what.replace("{n}", String(kept.length))}?`, initialValue: false, output: process.stderr }), o.command);
-  if (!yes) throw new DeclinedError(`${o.command}: declined; nothing was written`);
+  const yes = await ask(() => clack.confirm({ message: `${o.what.replace("{n}", String(kept.length))}?`, initialValue: false, output: process.stderr }));
+  if (!yes) throw new DeclinedError("declined; nothing was written");
   return kept;
 }

@@ -196,8 +196,14 @@ export function nextUsage(recorded: AttemptUsage | undefined, read: UsageReading
   const next = { tokens, microUsd, usdFrom, note: read.note };
   if (final) return recorded || tokens !== null || microUsd !== null || read.note !== null ? next : null;
   if (!recorded) return tokens !== null || microUsd !== null ? next : null;
-  const same = JSON.stringify([recorded.tokens, recorded.microUsd, recorded.note]) === JSON.stringify([tokens, microUsd, read.note]);
+  // Field by field: the recorded figure comes back from the store with its keys in another order.
+  const same = sameTokens(recorded.tokens, tokens) && recorded.microUsd === microUsd && recorded.note === read.note;
   return same ? null : next;
+}
+
+function sameTokens(a: TokenCounts | null | undefined, b: TokenCounts | null): boolean {
+  if (!a || !b) return (a ?? null) === b;
+  return a.input === b.input && a.output === b.output && a.cacheRead === b.cacheRead && a.cacheWrite === b.cacheWrite;
 }
 
 /**

@@ -96,6 +96,9 @@ describe("the next recorded figure", () => {
     expect(nextUsage(undefined, reading(null, null), false)).toBeNull();
     expect(nextUsage(undefined, reading(10, null), false)).toMatchObject({ tokens: { input: 10 } });
     expect(nextUsage(u(10, null, false), reading(10, null), false)).toBeNull();
+    // The recorded figure as the store gives it back: its keys in another order, the same figure.
+    const stored = { ...u(10, null, false), tokens: { cacheRead: 0, cacheWrite: 0, input: 10, output: 0 } };
+    expect(nextUsage(stored, reading(10, null), false)).toBeNull();
     expect(nextUsage(u(10, null, false), reading(10, null), true)).toMatchObject({ tokens: { input: 10 } });
     expect(nextUsage(undefined, reading(null, null), true)).toBeNull();
     expect(nextUsage(undefined, reading(null, null, "its usage file was not read: it is a symbolic link"), true)).toMatchObject({ tokens: null, note: expect.stringContaining("symbolic link") });
