@@ -20,7 +20,8 @@ export type FaultKind =
   | "permission_denied"
   | "git_failed"
   | "launch_failed"
-  | "launch_interrupted";
+  | "launch_interrupted"
+  | "object_store_tampered";
 
 export interface EnvironmentFault {
   kind: FaultKind;

@@ -14,7 +14,9 @@ export interface GitResult {
   stderr: string;
 }
 
-const GIT_ENV = { GIT_TERMINAL_PROMPT: "0", GIT_OPTIONAL_LOCKS: "0" };
+// Replace refs (refs/replace/*) would let whoever can write refs swap one object for another in
+// everything loop reads: loop's own git never follows them.
+const GIT_ENV = { GIT_TERMINAL_PROMPT: "0", GIT_OPTIONAL_LOCKS: "0", GIT_NO_REPLACE_OBJECTS: "1" };
 
 /**
  * Config that keeps every program the repository's (or the user's) git config or hooks name from
@@ -53,13 +55,15 @@ const TOUCH_WORK_TREE = new Set(["add", "commit", "status", "merge", "reset", "w
 const LFS_FILTER: Record<string, string> = { clean: "git-lfs clean -- %f", smudge: "git-lfs smudge -- %f", process: "git-lfs filter-process", required: "true" };
 
 /**
- * `-c` pairs that disable every driver the config defines (`filter.<d>.clean/smudge/process`,
+ * Config pairs (key, value) that disable every driver the config defines (`filter.<d>.clean/smudge/process`,
  * `merge.<d>.driver`, `diff.<d>.command/textconv`), from `git config --get-regexp` (reading config
  * runs nothing). A filter becomes no filter (not required); a merge driver `false`, so a file that
- * needs it conflicts instead of merging unchecked; `lfs` keeps the standard git-lfs commands.
+ * needs it conflicts instead of merging unchecked; `lfs` keeps the standard git-lfs commands. They
+ * reach git through the environment (configEnv), never as `-c k=v`: git splits that at the first
+ * `=`, and a driver the agent named `a=b` would stay enabled.
  */
-export function driverOverrides(configListing: string): string[] {
-  const out: string[] = [];
+export function driverOverrides(configListing: string): [string, string][] {
+  const out: [string, string][] = [];
   const seen = new Set<string>();
   for (const entry of configListing.split("\0")) {
     const key = entry.split("\n", 1)[0]!;
@@ -70,11 +74,21 @@ export function driverOverrides(configListing: string): string[] {
     seen.add(`${section}.${driver}`);
     if (section === "filter") {
       for (const k of ["clean", "smudge", "process", "required"])
-        out.push(`filter.${driver}.${k}=${driver === "lfs" ? LFS_FILTER[k] : k === "required" ? "false" : ""}`);
-    } else if (section === "merge") out.push(`merge.${driver}.driver=false`);
-    else out.push(`diff.${driver}.command=`, `diff.${driver}.textconv=`);
+        out.push([`filter.${driver}.${k}`, driver === "lfs" ? LFS_FILTER[k]! : k === "required" ? "false" : ""]);
+    } else if (section === "merge") out.push([`merge.${driver}.driver`, "false"]);
+    else out.push([`diff.${driver}.command`, ""], [`diff.${driver}.textconv`, ""]);
   }
   return out;
+}
+
+/** Config pairs as GIT_CONFIG_COUNT, GIT_CONFIG_KEY_<n> and GIT_CONFIG_VALUE_<n>: a key is taken whole, whatever it holds. */
+export function configEnv(pairs: readonly [string, string][]): Record<string, string> {
+  const env: Record<string, string> = { GIT_CONFIG_COUNT: String(pairs.length) };
+  pairs.forEach(([key, value], n) => {
+    env[`GIT_CONFIG_KEY_${n}`] = key;
+    env[`GIT_CONFIG_VALUE_${n}`] = value;
+  });
+  return env;
 }
 
 function spawnGit(cwd: string, config: readonly string[], args: string[], env: Record<string, string>, input?: string): GitResult {
@@ -106,12 +120,12 @@ function touchesWorkTree(args: string[]): boolean {
 }
 
 export function gitTry(cwd: string, args: string[], env: Record<string, string> = {}, input?: string): GitResult {
-  let config: readonly string[] = SAFE_GIT_CONFIG;
+  let overrides: Record<string, string> = {};
   if (touchesWorkTree(args)) {
     const drivers = spawnGit(cwd, SAFE_GIT_CONFIG, ["config", "-z", "--get-regexp", "^(filter|merge|diff)\\..+\\.(clean|smudge|process|required|driver|command|textconv)$"], env);
-    if (drivers.code === 0) config = [...SAFE_GIT_CONFIG, ...driverOverrides(drivers.stdout)];
+    if (drivers.code === 0) overrides = configEnv(driverOverrides(drivers.stdout));
   }
-  return spawnGit(cwd, config, args, env, input);
+  return spawnGit(cwd, SAFE_GIT_CONFIG, args, { ...env, ...overrides }, input);
 }
 
 export function git(cwd: string, args: string[], env: Record<string, string> = {}): string {
@@ -134,6 +148,12 @@ export function currentBranch(dir: string): string | null {
 export function hasAnyCommit(dir: string): boolean {
   const r = gitTry(dir, ["rev-list", "-n", "1", "--all"]);
   return r.code === 0 && r.stdout.trim() !== "";
+}
+
+/** The ref a branch was made a symbolic ref to (`ref: refs/heads/main` in its file: never loop's doing), else null. */
+export function symbolicBranchTarget(dir: string, branch: string): string | null {
+  const r = gitTry(dir, ["symbolic-ref", "-q", `refs/heads/${branch}`]);
+  return r.code === 0 ? r.stdout.trim() : null;
 }
 
 export function branchExists(dir: string, branch: string): boolean {

@@ -61,17 +61,21 @@ export function restoreCommand(c: RefChange): string {
   return `git update-ref ${c.ref} ${c.commit}`;
 }
 
-/** Where each of `refs` points now, in one git call (a ref that does not exist is absent). */
+/**
+ * Where each of `refs` points now, in one git call (a ref that does not exist is absent). A ref
+ * made symbolic (`ref: refs/heads/main`, an agent's doing) reads as `symbolic ref to <target>`:
+ * never a commit loop left it at, whatever commit its target holds.
+ */
 export function readRefs(repo: string, refs: string[]): Map<string, string> {
   const out = new Map<string, string>();
   if (refs.length === 0) return out;
-  const r = gitTry(repo, ["for-each-ref", "--format=%(objectname) %(refname)", ...refs]);
+  const r = gitTry(repo, ["for-each-ref", "--format=%(objectname)%09%(symref)%09%(refname)", ...refs]);
   if (r.code !== 0) throw new Error(`cannot read the refs loop owns in ${repo}: ${r.stderr.trim()}`);
   const wanted = new Set(refs);
   for (const line of r.stdout.split("\n")) {
-    const sp = line.indexOf(" ");
+    const [commit, symref, ref] = line.split("\t");
     // for-each-ref matches prefixes too: only the exact refs count.
-    if (sp > 0 && wanted.has(line.slice(sp + 1))) out.set(line.slice(sp + 1), line.slice(0, sp));
+    if (commit && ref !== undefined && wanted.has(ref)) out.set(ref, symref ? `symbolic ref to ${symref}` : commit);
   }
   return out;
 }

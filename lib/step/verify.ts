@@ -17,6 +17,7 @@ import { GitError, StartError } from "../shared/errors.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { readJsonOrNull, readTextOrNull, writeFileAtomic } from "../shared/fsutil.ts";
 import { GIT_EXEC_FILE, gitExecReport, gitExecSnapshot } from "./git-exec.ts";
+import { tamperedObjects } from "./object-store.ts";
 import { endSessionProcesses, endVerifyRun } from "../supervisor/end.ts";
 import { append, itemNow, ownedRefChanges, projection, repoOf, type StepContext, type StepOutcome } from "./context.ts";
 import { describeRefChange, type RefChange } from "./owned-refs.ts";
@@ -53,6 +54,16 @@ export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<St
   const ended = await endSessionProcesses(it, graceMs(ctx.options.env));
   if (ended.swept.length) ctx.options.log.info(`${it.id}: ended ${ended.swept.length} process(es) the agent left running before its verify`);
   reportGitExec(ctx, it);
+  const logPath = join(s.sessionDir, SESSION_FILES.verify);
+  // The object store before anything of it is read: an object the session rewrote under its name
+  // fails the attempt and pauses the loop (the repository itself is damaged).
+  let tampered: string[];
+  try {
+    tampered = tamperedObjects({ repo: repoOf(ctx), since: Date.parse(attempt.reservedAt) });
+  } catch (err) {
+    return record(ctx, it, notRun(attempt.n, gitFailure("could not check the repository's object store", err)));
+  }
+  if (tampered.length) return objectStoreTampered(ctx, it, tampered, logPath);
   let head: string;
   try {
     ctx.store.assertLease();
@@ -61,7 +72,6 @@ export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<St
   } catch (err) {
     return record(ctx, it, notRun(attempt.n, gitFailure("could not commit the changes the agent left", err)));
   }
-  const logPath = join(s.sessionDir, SESSION_FILES.verify);
   // Protected paths first: an attempt that changed one fails whatever its verify would say, and its verify never runs.
   let guarded: ReturnType<typeof protectedPathVerdict>;
   try {
@@ -269,6 +279,33 @@ function ownedRefVerdict(moved: RefChange[]): { reason: string; detail: string }
     reason: `owned_ref_changed: ${named}`,
     detail: `owned_ref_changed: while this attempt ran, refs loop owns were changed: ${named}. Its verify was not run. Work only on your own branch; never move, delete or create other branches.`,
   };
+}
+
+/**
+ * Objects of the repository rewritten during the attempt: the attempt fails (its verify never runs)
+ * and, in the same commit, the loop pauses: every later item would build on the damaged store.
+ */
+function objectStoreTampered(ctx: StepContext, it: ItemState, tampered: string[], logPath: string): StepOutcome {
+  const attempt = it.attempts[it.attempts.length - 1]!;
+  const named = tampered.slice(0, 10).join("; ") + (tampered.length > 10 ? `; and ${tampered.length - 10} more` : "");
+  const verdict = refused(
+    attempt.n,
+    {
+      reason: `object_store_tampered: ${named}`,
+      detail: `object_store_tampered: while this attempt ran, files of the repository's object store were rewritten under names that are not their content's: ${named}. Its verify was not run. Never write under .git/objects yourself; commit with git.`,
+    },
+    logPath,
+  );
+  const fault = {
+    kind: "object_store_tampered",
+    attempt: null,
+    reason: `the repository's object store was rewritten during ${it.id}'s attempt ${attempt.n}: ${named}`,
+    fix: "check the repository with `git fsck --full` and restore the objects it names from a backup or another clone (`loop status` lists the items whose branches hold them), then `loop ctl resume`",
+  };
+  ctx.errors.push(`${it.id}: ${verdict.reason}`);
+  ctx.options.log.error(`${it.id}: ${verdict.reason}`);
+  const p = append(ctx, [{ type: "verify_finished", item: it.id, payload: namedNoProgress(ctx, it, verdict) }, { type: "environment_fault", payload: fault }], "verify");
+  return { action: "paused", item: it.id, reason: p.loop.reason };
 }
 
 /** A verify that could not run: failed, with the reason as all there is to show. */

@@ -3,7 +3,7 @@
 import { FaultError, startPointFault } from "./faults.ts";
 import { existsSync, lstatSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
-import { branchExists, git, gitTry, revParse } from "./git.ts";
+import { branchExists, git, gitTry, revParse, symbolicBranchTarget } from "./git.ts";
 import { GitError } from "../shared/errors.ts";
 
 /** Git identity for commits loop makes itself, used only when the repository has none. */
@@ -39,6 +39,13 @@ export function ensureWorktree({
   branch: string;
   startPoint: string;
 }): { created: boolean; branchCreated: boolean; movedAside: string | null } {
+  // A branch name loop owns made a symbolic ref (an earlier agent's doing): an agent working on it
+  // would commit onto its target. Refused, and said how to put it right; nothing is created.
+  const target = symbolicBranchTarget(repo, branch);
+  if (target !== null)
+    throw Object.assign(new GitError(["worktree", "add", path, branch], null, ""), {
+      message: `branch_replaced: refs/heads/${branch} is a symbolic ref to ${target}, not a branch loop made; remove it (git symbolic-ref --delete refs/heads/${branch}), then \`loop ctl resume\``,
+    });
   if (isWorktreeOn(path, branch)) return { created: false, branchCreated: false, movedAside: null };
   let movedAside: string | null = null;
   if (existsSync(path)) {
@@ -103,6 +110,9 @@ export function checkWorktree(o: { repo: string; worktree: string; branch: strin
     if (realpathSync(resolve(gitDir, commondir)) !== common) return no(`${gitDir}/commondir names another repository`);
     const head = readFileSync(join(gitDir, "HEAD"), "utf8").trim();
     if (head !== `ref: refs/heads/${o.branch}`) return no(`its HEAD is ${JSON.stringify(head)}, not the branch ${o.branch}`);
+    // The branch itself must be a branch: made a symbolic ref (to main, say), a commit on it would land there.
+    const target = symbolicBranchTarget(o.repo, o.branch);
+    if (target !== null) return no(`its branch ${o.branch} was made a symbolic ref to ${target}`);
     return { ok: true, gitDir };
   } catch (err) {
     return no((err as Error).message);
@@ -128,7 +138,13 @@ export function commitLeftovers(o: { repo: string; worktree: string; branch: str
   if (!checked.ok) throw Object.assign(new GitError(["add", "-A"], null, ""), { message: checked.why });
   // Pinned: git never goes looking for a repository from the work tree.
   const pin = { GIT_DIR: checked.gitDir, GIT_WORK_TREE: o.worktree };
-  git(o.worktree, ["add", "-A"], pin);
+  // The index is the agent's: rebuilt from HEAD first, so that no entry it marked skip-worktree or
+  // assume-unchanged, and no stat data it arranged, hides a file the verify will run from the
+  // commit. Every tracked file is then hashed again by `add` (sparse checkout off: it would mark
+  // entries skip-worktree anew).
+  const noSparse = ["-c", "core.sparseCheckout=false", "-c", "index.sparse=false"];
+  git(o.worktree, [...noSparse, "read-tree", "HEAD"], pin);
+  git(o.worktree, [...noSparse, "add", "-A"], pin);
   // The index against HEAD (plumbing: no work tree read, so no driver runs and none is looked up).
   if (gitTry(o.worktree, ["diff-index", "--cached", "--quiet", "HEAD", "--"], pin).code === 0) return null;
   git(o.worktree, [...identity(o.worktree), "commit", "--no-verify", "-q", "-m", o.message], pin);
