@@ -297,6 +297,6 @@ export function describeFailure(f: ForgeFailure): string {
  * page): the one place outside a provider that knows the difference. An unknown or absent provider
  * (the forge section removed since) reads as GitHub's.
  */
-export function pullTerms(provider: string | null | undefined): { noun: string; sign: string } {
-  return provider === "gitlab" ? { noun: "merge request", sign: "!" } : { noun: "pull request", sign: "#" };
+export function pullTerms(provider: string | null | undefined): { noun: string; short: string; sign: string } {
+  return provider === "gitlab" ? { noun: "merge request", short: "MR", sign: "!" } : { noun: "pull request", short: "PR", sign: "#" };
 }

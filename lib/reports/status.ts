@@ -232,10 +232,10 @@ function refFindings(db: Database, doc: StateDocument, loop: LoopRecord, repo: s
  * definition's settings; null for any other loop. `set`: the second lock in the environment status
  * sees (the one `loop run` reads at merge time may differ, which is why the text says "at merge time").
  */
-function autoMergeOf(loop: LoopRecord, env: Record<string, string | undefined>): { repo: string; base: string; set: boolean } | null {
+function autoMergeOf(loop: LoopRecord, env: Record<string, string | undefined>): { repo: string; base: string; set: boolean; provider: string } | null {
   const s = loop.settings;
   if (s?.landing !== "merge" || !s.forge) return null;
-  return { repo: s.forge.repo, base: s.base, set: autoMergeAllowed(env) };
+  return { repo: s.forge.repo, base: s.base, set: autoMergeAllowed(env), provider: s.forge.provider };
 }
 
 /**

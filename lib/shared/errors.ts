@@ -189,8 +189,15 @@ export class GitError extends LoopError {
     readonly gitExit: number | null,
     readonly stderr: string,
   ) {
-    super(`git ${args.join(" ")} failed (exit ${gitExit}): ${gitReason(stderr)}`);
+    super(`git ${withoutConfig(args).join(" ")} failed (exit ${gitExit}): ${gitReason(stderr)}`);
   }
+}
+
+/** The command as people know it: the `-c key=value` pairs loop puts first are its own, not the command's. */
+function withoutConfig(args: string[]): string[] {
+  let i = 0;
+  while (args[i] === "-c" && i + 1 < args.length) i += 2;
+  return args.slice(i);
 }
 
 /** What git said went wrong: its fatal/error lines when it printed any (hints follow them), else its last lines. */

@@ -152,7 +152,7 @@ export function definitionWarnings(o: { def: NormDefinition; repo: string; env: 
   const out: string[] = [];
   // Not a fault: said when such a loop.json is imported, so nobody learns it from a merged PR.
   if (o.def.forge && o.def.landing === "merge")
-    out.push(`loop.json: ${autoMergeSentence({ repo: o.def.forge.repo, base: o.def.base, set: autoMergeAllowed(o.env) })}`);
+    out.push(`loop.json: ${autoMergeSentence({ repo: o.def.forge.repo, base: o.def.base, set: autoMergeAllowed(o.env), provider: o.def.forge.provider })}`);
   if (revParse(o.repo, o.def.base) === null && !(o.def.landing === "merge" && branchExists(o.repo, o.def.target)))
     out.push(
       hasAnyCommit(o.repo)

@@ -67,6 +67,10 @@ function build(): OpenApiChecker {
   for (const name of Object.keys(components.schemas)) components.schemas[name] = strict(components.schemas[name], deref);
   const ajv = new Ajv({ strict: false, allErrors: true, validateFormats: true });
   addFormats(ajv);
+  // The description's formats that ajv-formats does not know: "repo.nwo" (owner/name) and
+  // "timestamp". Named, so ajv has nothing to warn about on stderr (the demo's output with --forge).
+  ajv.addFormat("repo.nwo", /^[^/\s]+\/[^/\s]+$/);
+  ajv.addFormat("timestamp", true);
   ajv.addSchema({ components: { schemas: components.schemas } }, "gh");
 
   interface Op {

@@ -664,7 +664,8 @@ describe("loop run", () => {
           expect(last.reason).toBe("Failed");
           const v = p.eventsOf("verify_finished", "locked")[0]!.payload;
           expect(v.passed).toBe(false);
-          expect(v.reason).toStartWith("could not commit the changes the agent left: git add -A failed");
+          // The first git call of the commit (reading the index anew from HEAD) meets the lock.
+          expect(v.reason).toStartWith("could not commit the changes the agent left: git read-tree HEAD failed");
           expect(v.reason).toContain("index.lock");
           expect(p.projection().items.locked!.status).toBe("failed");
           expect(p.projection().items.after!.status).toBe("passed");

@@ -135,7 +135,7 @@ describe.each(FORGES)("%s", (_name, make) => {
       // Status says what merge will do, with the lock as status sees it, and the item's PR and wait.
       const pr = p.projection().items["api-1"]!.forge!.pr!;
       const text = (await p.loop(["status", "--text"])).stdout;
-      expect(text).toContain(`landing merge: passing items' PRs are merged into main on ${f.repo} when every check is green (needs LOOP_ALLOW_AUTO_MERGE=1 at merge time: set)`);
+      expect(text).toContain(`landing merge: passing items' ${f.provider === "gitlab" ? "MR" : "PR"}s are merged into main on ${f.repo} when every check is green (needs LOOP_ALLOW_AUTO_MERGE=1 at merge time: set)`);
       expect(text).toContain(`api-1: ${sign(f)}${pr.number} ${pr.url} · landing: waiting (checks_pending: waiting for`);
       expect((await p.loop(["status", "--text"], { LOOP_ALLOW_AUTO_MERGE: "" })).stdout).toContain("at merge time: unset)");
       f.setChecks("passing");
@@ -159,7 +159,7 @@ describe.each(FORGES)("%s", (_name, make) => {
       p.env.NOTIFY_LOG = log;
       // The import says what merge will do, and that the second lock is open or not.
       const first = await p.run();
-      expect(first.warnings).toContain(`loop.json: landing merge: passing items' PRs are merged into main on ${f.repo} when every check is green (needs LOOP_ALLOW_AUTO_MERGE=1 at merge time: unset)`);
+      expect(first.warnings).toContain(`loop.json: landing merge: passing items' ${f.provider === "gitlab" ? "MR" : "PR"}s are merged into main on ${f.repo} when every check is green (needs LOOP_ALLOW_AUTO_MERGE=1 at merge time: unset)`);
       expect(first.stderr).toContain("at merge time: unset");
       const r = await p.runToDrain();
       expect(r.loop.outcome).toBe("Failed");
@@ -295,7 +295,7 @@ describe.each(FORGES)("%s", (_name, make) => {
       const { p, f, define } = forgeProject(make, { landing: "merge", env: green, items: one() });
       f.setChecks("pending");
       await p.runUntil(waitingForChecks, { what: "waiting for checks" });
-      expect((await p.loop(["status", "--text"])).stdout).toContain("landing merge: passing items' PRs are merged into main");
+      expect((await p.loop(["status", "--text"])).stdout).toContain(`landing merge: passing items' ${f.provider === "gitlab" ? "MR" : "PR"}s are merged into main`);
       define(landing); // the operator's edit; LOOP_ALLOW_AUTO_MERGE=1 is still set
       f.setChecks("passing");
       const r = await p.runToDrain();
