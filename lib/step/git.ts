@@ -112,10 +112,14 @@ function subcommand(args: string[]): { name: string | undefined; next: string | 
   return { name: undefined, next: undefined };
 }
 
-/** Whether a git call may read or write a work tree's files (and so run a driver): of `worktree`, only `add` checks out. */
+/**
+ * Whether a git call may read or write a work tree's files (and so run a driver): of `worktree`,
+ * only `add` checks out; `read-tree` only with `-u`.
+ */
 function touchesWorkTree(args: string[]): boolean {
   const { name, next } = subcommand(args);
   if (name === "worktree") return next === "add";
+  if (name === "read-tree") return args.includes("-u");
   return TOUCH_WORK_TREE.has(name ?? "");
 }
 
