@@ -173,9 +173,10 @@ describe("docs/architecture.md agrees with the code", () => {
       // loop logs --feedback prints a rework's digest as the handoff fences it.
       "loop-logs.ts": ["lib/forge/untrusted.ts"],
       "loop-plan.ts": ["lib/forge/provider.ts", "lib/forge/timeout.ts", "lib/forge/untrusted.ts"],
-      "loop-replay.ts": ["lib/forge/auto-merge.ts"],
-      "loop-run.ts": ["lib/forge/auto-merge.ts", "lib/forge/untrusted.ts", "lib/step/forge/remote.ts"],
-      // status and the page write a PR's number as its forge does (pullTerms: "#12", GitLab's "!12").
+      // auto-merge.ts words its sentence as the forge does (pullTerms: PRs, GitLab's MRs), and status
+      // and the page write a PR's number so too ("#12", GitLab's "!12").
+      "loop-replay.ts": ["lib/forge/auto-merge.ts", "lib/forge/provider.ts"],
+      "loop-run.ts": ["lib/forge/auto-merge.ts", "lib/forge/provider.ts", "lib/forge/untrusted.ts", "lib/step/forge/remote.ts"],
       "loop-serve.ts": ["lib/forge/auto-merge.ts", "lib/forge/provider.ts"],
       "loop-status.ts": ["lib/forge/auto-merge.ts", "lib/forge/provider.ts"],
     });
