@@ -4,7 +4,7 @@
 // description does not list but GitHub's documentation does (the `stale` and `startup_failure`
 // conclusions, a redirect to another host), a scripted fetch.
 import { afterEach, describe, expect, test } from "bun:test";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { GitHubProvider } from "../../lib/forge/github.ts";
@@ -12,7 +12,7 @@ import { mergeGate } from "../../lib/forge/merge-gate.ts";
 import { notMergeableIsWait } from "../../lib/forge/github.ts";
 import type { ForgeChecks, ProviderOptions } from "../../lib/forge/provider.ts";
 import { type CheckConclusion, type FakeGitHub, startFakeGitHub } from "../helpers/fake-github.ts";
-import { git } from "../helpers/project.ts";
+import { fakeWithFeature } from "../helpers/repo.ts";
 
 const open: FakeGitHub[] = [];
 afterEach(() => {
@@ -22,21 +22,9 @@ afterEach(() => {
 /** A fake over a bare repository whose main has one commit, and a branch `feature` one ahead. */
 function fake(): { gh: FakeGitHub; head: string } {
   const dir = mkdtempSync(join(tmpdir(), "loop-gh-client-"));
-  const work = join(dir, "work");
-  git(dir, "init", "-q", "-b", "main", work);
-  git(work, "config", "user.email", "t@loop.invalid");
-  git(work, "config", "user.name", "t");
-  writeFileSync(join(work, "a.txt"), "a\n");
-  git(work, "add", "-A");
-  git(work, "commit", "-qm", "a");
-  const gh = startFakeGitHub({ seedFrom: work, dir });
+  const { fake: gh, head } = fakeWithFeature(dir, (work) => startFakeGitHub({ seedFrom: work, dir }));
   open.push(gh);
-  git(work, "checkout", "-qb", "feature");
-  writeFileSync(join(work, "b.txt"), "b\n");
-  git(work, "add", "-A");
-  git(work, "commit", "-qm", "b");
-  git(work, "push", "-q", gh.bare, "feature:feature");
-  return { gh, head: git(work, "rev-parse", "HEAD") };
+  return { gh, head };
 }
 
 function client(gh: { apiUrl: string; owner: string; repo: string }, o: Partial<ProviderOptions> = {}) {

@@ -5,7 +5,7 @@
 // access by role, merge requests and their detailed_merge_status, pipelines and statuses on every
 // page, the merge with its sha, rate limits, refusals explained, deadlines.
 import { afterEach, describe, expect, test } from "bun:test";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { GitLabProvider, parseSearch } from "../../lib/forge/gitlab.ts";
@@ -13,7 +13,7 @@ import { identityGate, mergeGate } from "../../lib/forge/merge-gate.ts";
 import { commentIntent } from "../../lib/forge/comments.ts";
 import type { ConditionalCache, ForgeChecks, ProviderOptions } from "../../lib/forge/provider.ts";
 import { type FakeGitLab, startFakeGitLab } from "../helpers/fake-gitlab.ts";
-import { git } from "../helpers/project.ts";
+import { fakeWithFeature } from "../helpers/repo.ts";
 
 const TOKEN = "glpat-secretTokenThatMustNotLeak";
 const open: FakeGitLab[] = [];
@@ -24,21 +24,9 @@ afterEach(() => {
 /** A fake over a bare repository whose main has one commit, and a branch `feature` one ahead. */
 function fake(project = "acme/platform/api"): { gl: FakeGitLab; head: string; work: string } {
   const dir = mkdtempSync(join(tmpdir(), "loop-gl-client-"));
-  const work = join(dir, "work");
-  git(dir, "init", "-q", "-b", "main", work);
-  git(work, "config", "user.email", "t@loop.invalid");
-  git(work, "config", "user.name", "t");
-  writeFileSync(join(work, "a.txt"), "a\n");
-  git(work, "add", "-A");
-  git(work, "commit", "-qm", "a");
-  const gl = startFakeGitLab({ project, seedFrom: work, dir });
+  const { fake: gl, head, work } = fakeWithFeature(dir, (work) => startFakeGitLab({ project, seedFrom: work, dir }));
   open.push(gl);
-  git(work, "checkout", "-qb", "feature");
-  writeFileSync(join(work, "b.txt"), "b\n");
-  git(work, "add", "-A");
-  git(work, "commit", "-qm", "b");
-  git(work, "push", "-q", gl.bare, "feature:feature");
-  return { gl, head: git(work, "rev-parse", "HEAD"), work };
+  return { gl, head, work };
 }
 
 function client(gl: FakeGitLab, o: Partial<ProviderOptions> = {}) {

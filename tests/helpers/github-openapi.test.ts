@@ -4,7 +4,7 @@
 // refuses an undocumented field, status, shape, operation or query parameter, and every operation
 // the client uses is served by the fake, under every switch, without a violation.
 import { afterEach, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -12,7 +12,7 @@ import { GitHubProvider } from "../../lib/forge/github.ts";
 import { type FakeGitHub, startFakeGitHub } from "./fake-github.ts";
 import { githubOpenApi } from "./github-openapi.ts";
 import * as shape from "./github-shapes.ts";
-import { git } from "./project.ts";
+import { fakeWithFeature } from "./repo.ts";
 
 const checker = githubOpenApi();
 const require = createRequire(import.meta.url);
@@ -111,21 +111,8 @@ describe("the fake under every switch: every operation the client uses, nothing 
 
   test("a sweep", async () => {
     const dir = mkdtempSync(join(tmpdir(), "loop-openapi-"));
-    const work = join(dir, "work");
-    git(dir, "init", "-q", "-b", "main", work);
-    git(work, "config", "user.email", "t@loop.invalid");
-    git(work, "config", "user.name", "t");
-    writeFileSync(join(work, "a.txt"), "a\n");
-    git(work, "add", "-A");
-    git(work, "commit", "-qm", "a");
-    const gh = startFakeGitHub({ seedFrom: work, dir });
+    const { fake: gh, head } = fakeWithFeature(dir, (work) => startFakeGitHub({ seedFrom: work, dir }), ["feature:feature", "feature:feature2"]);
     open.push(gh);
-    git(work, "checkout", "-qb", "feature");
-    writeFileSync(join(work, "b.txt"), "b\n");
-    git(work, "add", "-A");
-    git(work, "commit", "-qm", "b");
-    git(work, "push", "-q", gh.bare, "feature:feature", "feature:feature2");
-    const head = git(work, "rev-parse", "HEAD");
     const c = new GitHubProvider({
       settings: { provider: "github", repo: "acme/api", apiUrl: gh.apiUrl, remote: "origin", tokenEnv: "T", authorizedUsers: [], authorizeWriters: false, pollInterval: 1 },
       token: "t",
