@@ -20,6 +20,7 @@ import { join } from "node:path";
 import { githubOpenApi } from "./github-openapi.ts";
 import * as shape from "./github-shapes.ts";
 import type { CheckRunFields, ReviewCommentFields, ReviewFields, ShapeContext, StatusFields } from "./github-shapes.ts";
+import { run, tryRun } from "./fake-git.ts";
 
 export type { AnnotationFields, CheckConclusion, CheckRunFields, StatusFields } from "./github-shapes.ts";
 
@@ -155,15 +156,6 @@ export interface FakeGitHub {
   stop(): void;
 }
 
-function run(cwd: string, args: string[], env: Record<string, string> = {}): string {
-  const r = Bun.spawnSync(["git", ...args], { cwd, stdout: "pipe", stderr: "pipe", env: { ...process.env, ...env } });
-  if (r.exitCode !== 0) throw new Error(`git ${args.join(" ")} failed: ${r.stderr.toString()}`);
-  return r.stdout.toString().trim();
-}
-function tryRun(cwd: string, args: string[]): string | null {
-  const r = Bun.spawnSync(["git", ...args], { cwd, stdout: "pipe", stderr: "pipe" });
-  return r.exitCode === 0 ? r.stdout.toString().trim() : null;
-}
 
 const IDENT = { GIT_AUTHOR_NAME: "fake github", GIT_AUTHOR_EMAIL: "fake@github.invalid", GIT_COMMITTER_NAME: "fake github", GIT_COMMITTER_EMAIL: "fake@github.invalid" };
 

@@ -22,6 +22,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gitlabRest } from "./gitlab-rest.ts";
+import { run, tryRun } from "./fake-git.ts";
 
 export interface FakeGlIssue {
   iid: number;
@@ -161,15 +162,6 @@ export interface FakeGitLab {
   stop(): void;
 }
 
-function run(cwd: string, args: string[], env: Record<string, string> = {}): string {
-  const r = Bun.spawnSync(["git", ...args], { cwd, stdout: "pipe", stderr: "pipe", env: { ...process.env, ...env } });
-  if (r.exitCode !== 0) throw new Error(`git ${args.join(" ")} failed: ${r.stderr.toString()}`);
-  return r.stdout.toString().trim();
-}
-function tryRun(cwd: string, args: string[]): string | null {
-  const r = Bun.spawnSync(["git", ...args], { cwd, stdout: "pipe", stderr: "pipe" });
-  return r.exitCode === 0 ? r.stdout.toString().trim() : null;
-}
 const IDENT = { GIT_AUTHOR_NAME: "fake gitlab", GIT_AUTHOR_EMAIL: "fake@gitlab.invalid", GIT_COMMITTER_NAME: "fake gitlab", GIT_COMMITTER_EMAIL: "fake@gitlab.invalid" };
 const WEB = "https://gitlab.invalid";
 
