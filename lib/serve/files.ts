@@ -1,8 +1,11 @@
 // Bounded reads of the files an attempt leaves in its session folder (its handoff, the agent's output
-// log, the verify log), for the item page and its live tail. Only regular files are read (a FIFO in
-// the way would block the server), and never more than a cap: these files are written by agents
-// and verify commands, and can be as large as the output cap allows.
-import { closeSync, constants as fsConstants, fstatSync, openSync, readSync, statSync } from "node:fs";
+// log, the verify log), for the item page and its live tail. Only loop's own regular files are read,
+// never through a link, a hard link or a FIFO an agent put in their place (lib/shared/fsutil.ts
+// openOwnFile: the page must not show `~/.ssh/id_ed25519` to whoever opens it, nor block on a
+// FIFO), and never more than a cap: these files are written by agents and verify commands, and can
+// be as large as the output cap allows.
+import { closeSync, fstatSync, lstatSync } from "node:fs";
+import { notOwnFile, openOwnFile, readAt } from "../shared/fsutil.ts";
 
 export type FileSlice =
   | { kind: "ok"; text: string; size: number; from: number; ino: number; total: number }
@@ -16,26 +19,14 @@ export type FileSlice =
  * is the file's size).
  */
 export function readSlice(path: string, o: { from?: number; max: number }): FileSlice {
-  let fd: number;
-  try {
-    if (!statSync(path).isFile()) return { kind: "error", message: "not a regular file" };
-    fd = openSync(path, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK | fsConstants.O_NOCTTY);
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    return e.code === "ENOENT" ? { kind: "absent" } : { kind: "error", message: e.message };
-  }
+  const opened = openOwnFile(path);
+  if (opened.kind !== "ok") return opened.kind === "absent" ? opened : { kind: "error", message: `not read: ${opened.message}` };
+  const fd = opened.fd;
   try {
     const st = fstatSync(fd);
-    if (!st.isFile()) return { kind: "error", message: "not a regular file" };
     const from = o.from === undefined || o.from < 0 ? Math.max(0, st.size - o.max) : Math.min(o.from, st.size);
-    const want = Math.min(o.max, st.size - from);
-    const buf = Buffer.allocUnsafe(want);
-    let n = 0;
-    while (n < want) {
-      const got = readSync(fd, buf, n, want - n, from + n);
-      if (got === 0) break;
-      n += got;
-    }
+    const buf = readAt(fd, from, Math.min(o.max, st.size - from));
+    const n = buf.length;
     let start = 0;
     // Read from the middle of the file: skip continuation bytes of a character cut in half.
     if (from > 0) while (start < n && start < 4 && (buf[start]! & 0xc0) === 0x80) start++;
@@ -59,11 +50,11 @@ function completeEnd(buf: Buffer, n: number): number {
   return n;
 }
 
-/** The size and inode of a file, or null when it is not there (a live tail's cheap check). */
+/** The size and inode of a file of loop's own, or null when it is not there or is not one (a live tail's cheap check). */
 export function fileStat(path: string): { size: number; ino: number } | null {
   try {
-    const st = statSync(path);
-    return st.isFile() ? { size: st.size, ino: st.ino } : null;
+    const st = lstatSync(path);
+    return notOwnFile(st) === null ? { size: st.size, ino: st.ino } : null;
   } catch {
     return null;
   }

@@ -1,7 +1,8 @@
 // Bounded reads of an attempt's files for the item page and its live tail: caps, UTF-8 cut cleanly,
-// and nothing but a regular file is read (a FIFO in the way must not block the server).
+// and nothing but loop's own regular file is read (a FIFO in the way must not block the server, a
+// link an agent planted must not show the page's visitors the file it points at).
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { linkSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileStat, readSlice } from "../../lib/serve/files.ts";
@@ -30,11 +31,24 @@ describe("readSlice", () => {
 
   test("absent, a directory, a FIFO: said, never blocking", () => {
     expect(readSlice(join(dir, "nope"), { max: 10 })).toEqual({ kind: "absent" });
-    expect(readSlice(dir, { max: 10 })).toEqual({ kind: "error", message: "not a regular file" });
+    expect(readSlice(dir, { max: 10 })).toEqual({ kind: "error", message: "not read: it is not a regular file" });
     const fifo = join(dir, "fifo");
     expect(Bun.spawnSync(["mkfifo", fifo]).exitCode).toBe(0);
-    expect(readSlice(fifo, { max: 10 })).toEqual({ kind: "error", message: "not a regular file" });
+    expect(readSlice(fifo, { max: 10 })).toEqual({ kind: "error", message: "not read: it is a FIFO, not a regular file" });
     expect(fileStat(fifo)).toBeNull();
     expect(fileStat(path)).toMatchObject({ size: 19 });
+  });
+
+  test("a symbolic or hard link an agent put in a log's place is not read: the secret it points at is shown nowhere", () => {
+    const secret = join(dir, "id_ed25519");
+    writeFileSync(secret, "PRIVATE KEY\n");
+    const soft = join(dir, "soft.log");
+    symlinkSync(secret, soft);
+    expect(readSlice(soft, { max: 100 })).toEqual({ kind: "error", message: "not read: it is a symbolic link" });
+    expect(fileStat(soft)).toBeNull();
+    const hard = join(dir, "hard.log");
+    linkSync(secret, hard);
+    expect(readSlice(hard, { max: 100 })).toEqual({ kind: "error", message: "not read: it has 2 links (a hard link to another file)" });
+    expect(fileStat(hard)).toBeNull();
   });
 });
