@@ -33,6 +33,7 @@ import {
   type ProviderOptions,
   type PullRefusal,
   pullTerms,
+  commitIdOf,
   type ReviewFeedback,
 } from "./provider.ts";
 import { type Answer, ForgeHttp, type Json, linkTarget, MAX_PAGES } from "./http.ts";
@@ -301,7 +302,7 @@ export class GitHubProvider implements ForgeProvider {
     const a = await this.#http.request("PUT", path, { body: { sha: o.sha, merge_method: "merge", commit_title: o.title } });
     if ("ok" in a) return a;
     const message = messageOf(a.body);
-    if (a.status === 200 && a.body?.merged) return { ok: true, value: { kind: "merged", sha: String(a.body.sha) } };
+    if (a.status === 200 && a.body?.merged) return { ok: true, value: { kind: "merged", sha: commitIdOf(a.body.sha) } };
     if (a.status === 409) return { ok: true, value: { kind: "head_moved", message } };
     if (a.status === 405) return { ok: true, value: { kind: "not_mergeable", wait: notMergeableIsWait(message), message } };
     return this.#http.fail("PUT", path, a);
@@ -488,6 +489,6 @@ function pull(b: Json): ForgePull {
     headSha: String(b.head?.sha ?? ""),
     headRef: String(b.head?.ref ?? ""),
     baseRef: String(b.base?.ref ?? ""),
-    mergeCommitSha: typeof b.merge_commit_sha === "string" ? b.merge_commit_sha : null,
+    mergeCommitSha: commitIdOf(b.merge_commit_sha),
   };
 }

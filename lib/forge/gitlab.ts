@@ -37,6 +37,7 @@ import {
   type MergeOutcome,
   type ProviderOptions,
   pullTerms,
+  commitIdOf,
   type ReviewFeedback,
 } from "./provider.ts";
 import { type Answer, ForgeHttp, type Json, linkTarget, MAX_PAGES } from "./http.ts";
@@ -347,7 +348,7 @@ export class GitLabProvider implements ForgeProvider {
     if ("ok" in a) return a;
     const message = messageOf(a.body);
     if (a.status === 200) {
-      if (a.body?.state === "merged") return { ok: true, value: { kind: "merged", sha: String(a.body.merge_commit_sha ?? a.body.squash_commit_sha ?? "") } };
+      if (a.body?.state === "merged") return { ok: true, value: { kind: "merged", sha: commitIdOf(a.body.merge_commit_sha) ?? commitIdOf(a.body.squash_commit_sha) } };
       return { ok: true, value: { kind: "merging", message: `state ${sanitizeLine(String(a.body?.state ?? "unknown"), 40)}` } };
     }
     if (a.status === 409) return { ok: true, value: { kind: "head_moved", message } };
@@ -512,7 +513,7 @@ function mergeRequest(b: Json): ForgePull {
     headSha: String(b.sha ?? ""),
     headRef: String(b.source_branch ?? ""),
     baseRef: String(b.target_branch ?? ""),
-    mergeCommitSha: typeof b.merge_commit_sha === "string" ? b.merge_commit_sha : typeof b.squash_commit_sha === "string" ? b.squash_commit_sha : null,
+    mergeCommitSha: commitIdOf(b.merge_commit_sha) ?? commitIdOf(b.squash_commit_sha),
   };
 }
 

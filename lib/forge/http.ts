@@ -115,6 +115,9 @@ export class ForgeHttp {
       return { ok: false, kind: "network", message: this.#scrub(`${what}: ${late ? `no answer within ${Math.round(this.#timeoutMs / 100) / 10}s` : e?.message}`) };
     }
     if (res.status === 304 && cached) return { status: 304, headers: res.headers, link: cached.link ?? null, body: cached.body, notModified: true, url };
+    // Never believed about its own success: a 304 to a question loop did not make conditional, or a
+    // success without the document it promises, is a failed request, not a null to read fields of.
+    if (res.status === 304) return { ok: false, kind: "network", message: this.#scrub(`${what}: answered 304 Not Modified, but no answer was kept to reuse`) };
     let body: Json = null;
     if (o.text && res.ok) body = text;
     else if (text) {
@@ -124,6 +127,8 @@ export class ForgeHttp {
         if (res.ok) return { ok: false, kind: "network", message: this.#scrub(`${what}: answer is not JSON`) };
       }
     }
+    if (res.ok && res.status !== 204 && !o.text && (body === null || typeof body !== "object"))
+      return { ok: false, kind: "network", message: this.#scrub(`${what}: answered ${res.status} without a JSON object or list`) };
     const limited = this.#dialect.rateLimit(res, body, this.#now);
     if (limited) return limited;
     const etag = res.headers.get("etag");

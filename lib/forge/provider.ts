@@ -182,7 +182,7 @@ export interface IssueSearch {
 }
 
 export type MergeOutcome =
-  | { kind: "merged"; sha: string }
+  | { kind: "merged"; sha: string | null }
   /** The forge accepted the merge but has not finished it: read the pull request again next tick. */
   | { kind: "merging"; message: string }
   | { kind: "head_moved"; message: string }
@@ -299,4 +299,9 @@ export function describeFailure(f: ForgeFailure): string {
  */
 export function pullTerms(provider: string | null | undefined): { noun: string; short: string; sign: string } {
   return provider === "gitlab" ? { noun: "merge request", short: "MR", sign: "!" } : { noun: "pull request", short: "PR", sign: "#" };
+}
+
+/** A commit id as a forge reported it: 40 (SHA-1) or 64 (SHA-256) hex digits, else null (never "undefined" or ""). */
+export function commitIdOf(x: unknown): string | null {
+  return typeof x === "string" && /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/.test(x) ? x : null;
 }

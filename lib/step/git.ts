@@ -91,12 +91,13 @@ export function configEnv(pairs: readonly [string, string][]): Record<string, st
   return env;
 }
 
-function spawnGit(cwd: string, config: readonly string[], args: string[], env: Record<string, string>, input?: string): GitResult {
+function spawnGit(cwd: string, config: readonly string[], args: string[], env: Record<string, string>, input?: string, timeoutMs?: number): GitResult {
   try {
     const stdin = input === undefined ? "ignore" : new TextEncoder().encode(input);
     const argv = ["git", ...config.flatMap((c) => ["-c", c]), ...args];
-    const r = Bun.spawnSync(argv, { cwd, env: { ...process.env, ...GIT_ENV, ...env }, stdin, stdout: "pipe", stderr: "pipe" });
-    return { code: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
+    const r = Bun.spawnSync(argv, { cwd, env: { ...process.env, ...GIT_ENV, ...env }, stdin, stdout: "pipe", stderr: "pipe", ...(timeoutMs ? { timeout: timeoutMs } : {}) });
+    const late = timeoutMs !== undefined && r.exitCode === null && r.signalCode !== null ? `no end within ${Math.round(timeoutMs / 1000)}s; stopped (${r.signalCode})\n` : "";
+    return { code: r.exitCode, stdout: r.stdout.toString(), stderr: late + r.stderr.toString() };
   } catch (err) {
     // git missing from PATH, or cwd gone: a failed call like any other, with the reason.
     return { code: null, stdout: "", stderr: (err as Error).message };
@@ -123,13 +124,14 @@ function touchesWorkTree(args: string[]): boolean {
   return TOUCH_WORK_TREE.has(name ?? "");
 }
 
-export function gitTry(cwd: string, args: string[], env: Record<string, string> = {}, input?: string): GitResult {
+/** `timeoutMs`: a deadline for a call that talks to another machine (loop's push and fetch); local calls have none. */
+export function gitTry(cwd: string, args: string[], env: Record<string, string> = {}, input?: string, timeoutMs?: number): GitResult {
   let overrides: Record<string, string> = {};
   if (touchesWorkTree(args)) {
     const drivers = spawnGit(cwd, SAFE_GIT_CONFIG, ["config", "-z", "--get-regexp", "^(filter|merge|diff)\\..+\\.(clean|smudge|process|required|driver|command|textconv)$"], env);
     if (drivers.code === 0) overrides = configEnv(driverOverrides(drivers.stdout));
   }
-  return spawnGit(cwd, SAFE_GIT_CONFIG, args, { ...env, ...overrides }, input);
+  return spawnGit(cwd, SAFE_GIT_CONFIG, args, { ...env, ...overrides }, input, timeoutMs);
 }
 
 export function git(cwd: string, args: string[], env: Record<string, string> = {}): string {

@@ -5,6 +5,7 @@
 import { describe, expect, test } from "bun:test";
 import { type Answer, type Dialect, ForgeHttp, linkTarget, MAX_PAGES } from "../../lib/forge/http.ts";
 import type { CachedAnswer, ConditionalCache, ProviderOptions } from "../../lib/forge/provider.ts";
+import { commitIdOf } from "../../lib/forge/provider.ts";
 
 const API = "https://forge.invalid/api";
 const TOKEN = "s3cret-t0ken";
@@ -71,6 +72,17 @@ describe("one request", () => {
     expect(seen[0]).toEqual({ method: "POST", url: `${API}/things`, headers: { accept: "application/test", "x-token": TOKEN, "user-agent": "loop", "content-type": "application/json" } });
     const t = await h.request("GET", "/jobs/1/trace", { text: true });
     expect(!("ok" in t) && t.body).toBe("a log line\n");
+  });
+
+  test("a success without its document, or a 304 to a question that kept no answer, is a failure (never a null the provider reads fields of)", async () => {
+    const answers = [new Response("", { status: 200 }), new Response("null", { status: 201 }), new Response("42", { status: 200 }), new Response(null, { status: 304 }), new Response(null, { status: 204 })];
+    const { fetch } = scripted((_s, n) => answers[n - 1]!);
+    const h = http({ fetch: fetch as never });
+    expect(await h.request("GET", "/pulls/1")).toEqual({ ok: false, kind: "network", message: "GET /pulls/1: answered 200 without a JSON object or list" });
+    expect(await h.request("POST", "/comments", { body: {} })).toEqual({ ok: false, kind: "network", message: "POST /comments: answered 201 without a JSON object or list" });
+    expect(await h.request("GET", "/pulls/1")).toEqual({ ok: false, kind: "network", message: "GET /pulls/1: answered 200 without a JSON object or list" });
+    expect(await h.request("GET", "/pulls/1")).toEqual({ ok: false, kind: "network", message: "GET /pulls/1: answered 304 Not Modified, but no answer was kept to reuse" });
+    expect(await h.request("DELETE", "/things/1")).toMatchObject({ status: 204, body: null });
   });
 
   test("a rate limit is the dialect's result, on the injected clock", async () => {
@@ -201,4 +213,12 @@ describe("linkTarget", () => {
     test(`${rel} of ${header}`, () => {
       expect(linkTarget(header, rel)?.href ?? null).toBe(want);
     });
+});
+
+describe("commitIdOf", () => {
+  test("a forge's commit id is 40 or 64 hex digits; anything else is none, never the text \"undefined\"", () => {
+    expect(commitIdOf("a".repeat(40))).toBe("a".repeat(40));
+    expect(commitIdOf("b".repeat(64))).toBe("b".repeat(64));
+    for (const bad of [undefined, null, "", "undefined", "A".repeat(40), "a".repeat(41), 42]) expect(commitIdOf(bad)).toBeNull();
+  });
 });

@@ -24,8 +24,16 @@ export function forgeGitAuth(forge: Pick<NormForge, "provider" | "apiUrl" | "rem
   };
 }
 
-/** `git <args>` (push or fetch) in `repo`, authenticated as loop to the forge. */
+/** The deadline of one push or fetch (docs/forge.md#deadlines): a transfer, so longer than a request's. */
+export const FORGE_GIT_DEADLINE_MS = 5 * 60_000;
+
+/**
+ * `git <args>` (push or fetch) in `repo`, authenticated as loop to the forge, with a deadline: a
+ * transfer that stalls (under 1 KB/s for 60 s) or runs past FORGE_GIT_DEADLINE_MS is a failure,
+ * never a step that holds its lease for ever.
+ */
 export function forgeGit(o: { repo: string; forge: Pick<NormForge, "provider" | "apiUrl" | "remote" | "tokenEnv">; env: Record<string, string | undefined>; args: string[] }): GitResult {
   const auth = forgeGitAuth(o.forge, o.env);
-  return gitTry(o.repo, [...auth.config.flatMap((c) => ["-c", c]), ...o.args], auth.env);
+  const stall = ["http.lowSpeedLimit=1000", "http.lowSpeedTime=60"];
+  return gitTry(o.repo, [...[...auth.config, ...stall].flatMap((c) => ["-c", c]), ...o.args], auth.env, undefined, FORGE_GIT_DEADLINE_MS);
 }
