@@ -110,8 +110,9 @@ export function reactionFeedback(o: FeedbackInput): string {
   parts.push("", ...o.signals.map((x) => `- ${sanitizeLine(x.summary, 300)}`));
   if (kinds.has("checksFailed")) {
     parts.push("", "### Failed checks", "", "Fix what made these checks fail; your verify command alone may not run them.");
-    for (const c of o.checks.slice(0, B.checks)) {
-      parts.push("", `#### ${sanitizeLine(c.check.name, 100)}: ${sanitizeLine(c.check.conclusion, 40)} (${sanitizeLine(c.check.source, 40)})`);
+    for (const [i, c] of o.checks.slice(0, B.checks).entries()) {
+      // A check's name is whoever configured the CI's text: fenced like the rest, never a heading of loop's.
+      parts.push("", `#### Failed check ${i + 1}`, "", fenced("Its name and conclusion", `${sanitizeLine(c.check.name, 100)}: ${sanitizeLine(c.check.conclusion, 40)} (${sanitizeLine(c.check.source, 40)})`, 300));
       if (c.failures === null) {
         parts.push("", `(what it says could not be read: ${sanitizeLine(c.unread ?? "no answer", 200)})`);
         continue;

@@ -72,7 +72,8 @@ async function readIssue(link: ForgeLink, number: number): Promise<Read> {
         append(ctx, [{ type: "forge_thread_baselined", item: it.id, payload: { issue: number, highWater, comments: all.length } }], "forge");
       }
       const shown = thread.slice(-THREAD_COMMENTS);
-      const parts = [`Issue #${number}: ${sanitizeLine(issue.title, 200)} (${issue.url})`, "", fenced(`The issue's body`, issue.body || "(empty)")];
+      // The title is the issue author's text like the body: inside the fence, never a line of loop's.
+      const parts = [`Issue #${number} (${issue.url})`, "", fenced(`The issue's title and body`, `${sanitizeLine(issue.title, 200)}\n\n${issue.body || "(empty)"}`)];
       const left = all.length - thread.length;
       if (left) parts.push("", `(${left} comments by users who are not authorized, or by loop itself, are left out)`);
       if (comments.value.cut) parts.push("", "(the thread is longer than loop reads at once: its first and newest comments were read, some in between were not)");

@@ -66,7 +66,8 @@ describe.each(FORGES)("%s", (_name, make) => {
     // The rework was told what failed, fenced as untrusted forge text.
     const handoff = p.handoff("api-1", 2);
     expect(handoff).toContain("## Rework: what happened on your pull request");
-    expect(handoff).toContain(`#### ${f.provider === "github" ? CI_FAILURE.check : "pipeline #"}`);
+    expect(handoff).toContain("#### Failed check 1");
+    expect(handoff).toMatch(new RegExp(`Its name and conclusion \\(untrusted[^\\n]*\\n\\n\`\`\`text\\n${f.provider === "github" ? CI_FAILURE.check : "pipeline #"}`));
     expect(handoff).toContain(CI_FAILURE.summary);
     expect(handoff).toContain("untrusted text from the forge");
     expect(p.handoff("api-1", 1)).not.toContain("## Rework");
