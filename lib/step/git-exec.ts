@@ -3,7 +3,8 @@
 // SAFE_GIT_CONFIG), but the operator's git does, later: an agent that plants a hook or sets
 // core.fsmonitor during its session is reported. A snapshot is taken before each launch (its digest
 // in launch_reserved, its entries in the attempt's git-exec.json) and compared before the verify.
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync } from "node:fs";
+import { readRegularFile } from "../shared/fsutil.ts";
 import { join, resolve } from "node:path";
 import { gitTry } from "./git.ts";
 
@@ -32,11 +33,10 @@ function hooksIn(dir: string): string[] {
   return names
     .filter((n) => !n.endsWith(".sample"))
     .flatMap((n) => {
-      try {
-        return [`hook ${join(dir, n)} ${sha256(readFileSync(join(dir, n))).slice(0, 16)}`];
-      } catch {
-        return [`hook ${join(dir, n)} (unreadable)`];
-      }
+      // Bounded, and only a regular file (a FIFO, or core.hooksPath=/dev with its /dev/zero, must not
+      // hang or fill the step); a hook may be a link (hook managers install them so).
+      const r = readRegularFile(join(dir, n), { maxBytes: 1 << 20 });
+      return [`hook ${join(dir, n)} ${r.kind === "ok" ? sha256(r.bytes).slice(0, 16) : `(${r.kind === "error" ? r.message : "gone"})`}`];
     });
 }
 

@@ -48,8 +48,8 @@ export const SAFE_GIT_CONFIG: readonly string[] = [
   "protocol.ssh.allow=always",
 ];
 
-/** Subcommands that may read or write a work tree, and so run filter, merge or diff drivers. */
-const TOUCH_WORK_TREE = new Set(["add", "commit", "status", "merge", "reset", "worktree", "checkout", "switch", "diff", "stash", "rm", "mv", "restore", "cherry-pick", "rebase", "read-tree", "checkout-index"]);
+/** Subcommands that may read or write a work tree or merge contents (`merge-tree` merges in memory), and so run filter, merge or diff drivers. */
+const TOUCH_WORK_TREE = new Set(["add", "commit", "status", "merge", "merge-tree", "merge-file", "reset", "worktree", "checkout", "switch", "diff", "stash", "rm", "mv", "restore", "cherry-pick", "rebase", "read-tree", "checkout-index"]);
 
 /** The standard Git LFS filter: pinned, so it keeps working while the config cannot point it elsewhere. */
 const LFS_FILTER: Record<string, string> = { clean: "git-lfs clean -- %f", smudge: "git-lfs smudge -- %f", process: "git-lfs filter-process", required: "true" };

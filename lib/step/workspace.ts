@@ -1,7 +1,8 @@
 // Worktrees, branches and landing, as git effects. Each function is idempotent, so a step that
 // was killed half-way can call it again.
 import { FaultError, startPointFault } from "./faults.ts";
-import { existsSync, lstatSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync } from "node:fs";
+import { existsSync, lstatSync, readdirSync, realpathSync, renameSync, rmSync, statSync } from "node:fs";
+import { readRegularFile, readTextOrNull } from "../shared/fsutil.ts";
 import { dirname, join, relative, resolve } from "node:path";
 import { branchExists, git, gitTry, revParse, symbolicBranchTarget } from "./git.ts";
 import { GitError } from "../shared/errors.ts";
@@ -88,6 +89,13 @@ export function removeWorktree(repo: string, path: string): boolean {
  */
 export function checkWorktree(o: { repo: string; worktree: string; branch: string }): { ok: true; gitDir: string } | { ok: false; why: string } {
   const no = (why: string) => ({ ok: false as const, why: `worktree_replaced: ${o.worktree} is not the checkout loop made (${why}); nothing committed` });
+  // The agent writes these files: each read bounded, never through a link, only a regular file (a
+  // FIFO in HEAD's place must not hang the step that holds the lease).
+  const small = (path: string): string => {
+    const r = readRegularFile(path, { maxBytes: 4096, noLinks: true });
+    if (r.kind !== "ok") throw new Error(`${path}: ${r.kind === "absent" ? "missing" : r.message}`);
+    return r.bytes.toString("utf8");
+  };
   try {
     const st = lstatSync(o.worktree);
     if (st.isSymbolicLink()) return no(`it is a symbolic link to ${realpathSync(o.worktree)}`);
@@ -99,16 +107,16 @@ export function checkWorktree(o: { repo: string; worktree: string; branch: strin
     if (!existsSync(dotGit) && !isLinkAt(dotGit)) return no("its .git is missing: not a git checkout of its own");
     const dg = lstatSync(dotGit);
     if (!dg.isFile()) return no(`its .git is ${dg.isDirectory() ? "a directory: a repository of its own" : dg.isSymbolicLink() ? "a symbolic link" : "not a regular file"}`);
-    const named = /^gitdir: (.+)$/m.exec(readFileSync(dotGit, "utf8"))?.[1]?.trim();
+    const named = /^gitdir: (.+)$/m.exec(small(dotGit))?.[1]?.trim();
     if (!named) return no("its .git names no git dir");
     const common = realpathSync(resolve(o.repo, git(o.repo, ["rev-parse", "--git-common-dir"])));
     const gitDir = realpathSync(resolve(o.worktree, named));
     if (dirname(gitDir) !== join(common, "worktrees")) return no(`its .git names ${gitDir}, not a worktree of ${common}`);
-    const back = readFileSync(join(gitDir, "gitdir"), "utf8").trim();
+    const back = small(join(gitDir, "gitdir")).trim();
     if (realpathSync(dirname(resolve(gitDir, back))) !== realpathSync(o.worktree)) return no(`${gitDir} belongs to ${dirname(back)}`);
-    const commondir = readFileSync(join(gitDir, "commondir"), "utf8").trim();
+    const commondir = small(join(gitDir, "commondir")).trim();
     if (realpathSync(resolve(gitDir, commondir)) !== common) return no(`${gitDir}/commondir names another repository`);
-    const head = readFileSync(join(gitDir, "HEAD"), "utf8").trim();
+    const head = small(join(gitDir, "HEAD")).trim();
     if (head !== `ref: refs/heads/${o.branch}`) return no(`its HEAD is ${JSON.stringify(head)}, not the branch ${o.branch}`);
     // The branch itself must be a branch: made a symbolic ref (to main, say), a commit on it would land there.
     const target = symbolicBranchTarget(o.repo, o.branch);
@@ -270,12 +278,15 @@ export function listBranches(repo: string, patterns: string[]): Map<string, stri
 export function checkoutBranch(path: string): string | null {
   let gitDir = join(path, ".git");
   try {
+    // Bounded reads of regular files only: the agent writes these (a FIFO must not hang the reader).
+    const text = (p: string) => readTextOrNull(p, { maxBytes: 4096 });
     if (!statSync(gitDir).isDirectory()) {
-      const m = /^gitdir: (.+)$/m.exec(readFileSync(gitDir, "utf8"));
+      const m = /^gitdir: (.+)$/m.exec(text(gitDir) ?? "");
       if (!m) return null;
       gitDir = resolve(path, m[1]!.trim());
     }
-    const head = readFileSync(join(gitDir, "HEAD"), "utf8");
+    const head = text(join(gitDir, "HEAD"));
+    if (head === null) return null;
     return /^ref: refs\/heads\/(.+)\n?$/.exec(head)?.[1]?.trim() ?? null;
   } catch {
     return null;

@@ -31,6 +31,12 @@ describe("looseObjectMatches", () => {
     expect(looseObjectMatches(sha1, Buffer.from("not zlib"))).toBe(false);
     expect(looseObjectMatches("abc", deflateSync(body))).toBe(false);
   });
+
+  test("a few KiB that inflate beyond the bound are not inflated: said too large", () => {
+    const bomb = deflateSync(Buffer.alloc(8 * 2 ** 20));
+    expect(bomb.length).toBeLessThan(64 * 1024);
+    expect(looseObjectMatches("a".repeat(40), bomb, 2 ** 20)).toBe("too large");
+  });
 });
 
 describe("tamperedObjects", () => {

@@ -5,7 +5,8 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { GitError } from "../../lib/shared/errors.ts";
-import { commitLeftovers, ensureWorktree, landMerge } from "../../lib/step/workspace.ts";
+import { checkoutBranch, checkWorktree, commitLeftovers, ensureWorktree, landMerge } from "../../lib/step/workspace.ts";
+import { gitExecSnapshot } from "../../lib/step/git-exec.ts";
 import { git, makeRepo } from "../helpers/loop-harness.ts";
 import { removeDir } from "../helpers/fs.ts";
 
@@ -88,5 +89,22 @@ describe("landMerge", () => {
     expect(aside).toHaveLength(1);
     expect(readFileSync(join(aside[0]!, "someone.txt"), "utf8")).toBe("not loop's\n");
     expect(git(root, "show", "loop/t/target:feature.txt")).toBe("done");
+  });
+});
+
+describe("files of the worktree's git dir the agent can write (checkWorktree, checkoutBranch, the hooks)", () => {
+  test("HEAD replaced by a FIFO, a hook that is a FIFO: said as not a regular file, never a read that hangs", () => {
+    const { root, wt } = repo();
+    ensureWorktree({ repo: root, path: wt, branch: "loop/t/a", startPoint: "main" });
+    const gitDir = git(wt, "rev-parse", "--absolute-git-dir");
+    rmSync(join(gitDir, "HEAD"));
+    expect(Bun.spawnSync(["mkfifo", join(gitDir, "HEAD")]).exitCode).toBe(0);
+    const checked = checkWorktree({ repo: root, worktree: wt, branch: "loop/t/a" });
+    expect(checked).toEqual({ ok: false, why: expect.stringContaining("HEAD: not a regular file") });
+    expect(checkoutBranch(wt)).toBeNull();
+    const hooks = join(git(root, "rev-parse", "--absolute-git-dir"), "hooks");
+    mkdirSync(hooks, { recursive: true });
+    expect(Bun.spawnSync(["mkfifo", join(hooks, "pre-commit")]).exitCode).toBe(0);
+    expect(gitExecSnapshot(root).entries).toContain(`hook ${join(hooks, "pre-commit")} (not a regular file)`);
   });
 });
