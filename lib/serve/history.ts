@@ -97,6 +97,8 @@ export interface ItemHistory {
   /** The current epoch (work_item_reset boundaries so far). */
   epoch: number;
   attempts: AttemptHistory[];
+  /** Forge reactions that sent the item back to work (forge_reaction_recorded, decision retry), in every epoch. */
+  reworks: number;
   waits: ItemWait[];
   resets: { at: number; actor: string }[];
   replies: { at: number; actor: string }[];
@@ -135,7 +137,7 @@ export function emptyHistory(): History {
 function item(h: History, id: string): ItemHistory {
   let it = h.items.get(id);
   if (!it) {
-    it = { id, ref: null, prompt: null, epoch: 0, attempts: [], waits: [], resets: [], replies: [], controls: [] };
+    it = { id, ref: null, prompt: null, epoch: 0, attempts: [], reworks: 0, waits: [], resets: [], replies: [], controls: [] };
     h.items.set(id, it);
     h.order.push(id);
   }
@@ -234,6 +236,8 @@ const HANDLERS: Record<string, Handler> = {
     if (!it) return;
     const p = e.payload ?? {};
     h.attempts++;
+    // A rework phase lasts until the attempt that does the rework is reserved.
+    for (const ph of it.attempts.at(-1)?.extraPhases ?? []) if (ph.kind === "rework" && ph.to === null) ph.to = t;
     it.attempts.push({
       epoch: it.epoch,
       n: num(p.attempt) ?? it.attempts.filter((a) => a.epoch === it.epoch).length + 1,
@@ -316,6 +320,12 @@ const HANDLERS: Record<string, Handler> = {
     const p = e.payload ?? {};
     const number = num(p.number) ?? 0;
     a.pr = { at: a.pr?.at ?? t, number, url: str(p.url) ?? "", head: str(p.head) ?? "", draft: p.draft === true, reused: p.reused === true, label: `${pullTerms(h.provider).sign}${number}` };
+  },
+  forge_reaction_recorded(_h, e, it, t) {
+    const a = it && attemptOf(it, e.payload?.attempt);
+    if (!a || e.payload?.decision !== "retry") return;
+    it!.reworks++;
+    a.extraPhases.push({ kind: "rework", from: t, to: null });
   },
   forge_landing_waiting(h, e, it, t) {
     const a = it && attemptOf(it, e.payload?.attempt);

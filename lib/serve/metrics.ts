@@ -5,7 +5,7 @@ import { ITEM_STATUSES } from "../log/reducer.ts";
 import type { AttentionKind } from "../step/decide.ts";
 import { attentionOf } from "./attention.ts";
 import type { History } from "./history.ts";
-import { reworkCount } from "./timeline.ts";
+import { reworksOf } from "./timeline.ts";
 
 export interface LoopMetrics {
   name: string;
@@ -49,15 +49,7 @@ export function metricsText(loops: LoopMetrics[], o: { now: number; sseClients: 
     ok.flatMap((l) => ITEM_STATUSES.map((st): [Record<string, string>, number] => [{ loop: l.name, status: st }, l.status.loop.counts[st] ?? 0])),
   );
   family("loop_attempts_total", "counter", "Attempts reserved, in every epoch (from the event log).", loops.map((l) => [{ loop: l.name }, l.history.attempts]));
-  family(
-    "loop_reworks_total",
-    "counter",
-    "Reworks of items (only for loops whose status document records them).",
-    ok.flatMap((l) => {
-      const counts = l.status.items.map((it) => reworkCount((it as { reworks?: unknown }).reworks));
-      return counts.some((c) => c !== null) ? [[{ loop: l.name }, counts.reduce<number>((a, c) => a + (c ?? 0), 0)] as [Record<string, string>, number]] : [];
-    }),
-  );
+  family("loop_reworks_total", "counter", "Reworks: forge reactions that sent an item back to work (from the event log).", loops.map((l) => [{ loop: l.name }, reworksOf(l.history)]));
   const usage = (l: LoopMetrics & { status: StatusReport }) => (l.status.loop as { usage?: { tokens?: unknown; usd?: unknown } | null }).usage ?? null;
   family("loop_spend_usd", "counter", "What the loop's agents cost, in US dollars (only when known).", ok.flatMap((l) => (typeof usage(l)?.usd === "number" ? [[{ loop: l.name }, usage(l)!.usd as number] as [Record<string, string>, number]] : [])));
   family("loop_spend_tokens", "counter", "Tokens the loop's agents used (only when known).", ok.flatMap((l) => (typeof usage(l)?.tokens === "number" ? [[{ loop: l.name }, usage(l)!.tokens as number] as [Record<string, string>, number]] : [])));

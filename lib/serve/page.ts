@@ -7,7 +7,7 @@ import { html, line, type Markup, safeHref, seg, trusted } from "./html.ts";
 import type { StatusReport } from "../reports/status.ts";
 import { attentionOf } from "./attention.ts";
 import { type AttemptHistory, type History, type ItemHistory, phasesOf } from "./history.ts";
-import { legend, reworkCount, timelineOf, timelineSvg, usageText } from "./timeline.ts";
+import { legend, reworksOf, timelineOf, timelineSvg, usageText } from "./timeline.ts";
 import type { FileSlice } from "./files.ts";
 
 export const ASSET_CSS = "/assets/serve.css";
@@ -71,9 +71,9 @@ function countsText(counts: Record<string, number>): string {
 // ---------------------------------------------------------------------------------------------
 // A loop's page
 
-export function loopHeader(name: string, s: StatusReport): Markup {
+export function loopHeader(name: string, s: StatusReport, h: History): Markup {
   const usage = usageText((s.loop as { usage?: unknown }).usage);
-  const reworks = s.items.reduce((n, it) => n + (reworkCount((it as { reworks?: unknown }).reworks) ?? 0), 0);
+  const reworks = reworksOf(h);
   const attention = attentionOf(s).map(
     (a) => html`<div class="attention" role="alert" data-kind="${a.kind}"><strong>Needs a person (${a.kind})</strong>: ${line(a.what)}<div class="fix">To fix: ${a.fix.map((c, i) => html`${i ? " then " : ""}<code>${line(c)}</code>`)}</div></div>`,
   );
@@ -95,7 +95,7 @@ export function loopMain(name: string, s: StatusReport, h: History, now: number,
     (it) =>
       html`<tr data-item="${it.id}"><td><a href="${itemHref(name, it.id)}">${it.id}</a></td><td><span class="st st-${it.status}">${it.status}</span></td><td>${it.attempts}/${it.maxAttempts}${it.epoch ? html` (epoch ${it.epoch})` : ""}</td><td>${line(it.waiting ? it.waiting.detail : it.reason)}</td></tr>`,
   );
-  return html`${loopHeader(name, s)}
+  return html`${loopHeader(name, s, h)}
 <section class="timeline-box" aria-label="timeline"><h2>Timeline <small>(UTC)</small></h2>
 <div class="scroll">${trusted(timelineSvg(t, { width }))}</div>
 ${t.omitted ? html`<p class="note">${t.omitted} more items are not drawn; <a href="/api/loops/${seg(name)}/status">the status document</a> has them all.</p>` : ""}
@@ -195,7 +195,7 @@ export function itemMain(d: ItemPageData): Markup {
   const it = d.item;
   const h = d.history;
   const usage = usageText((it as { usage?: unknown }).usage);
-  const reworks = reworkCount((it as { reworks?: unknown }).reworks);
+  const reworks = h?.reworks ?? 0;
   const attempts = [...(h?.attempts ?? [])].reverse().map((a) => attemptSection(a, d.files.get(attemptKey(a))));
   const forgeWait = it.forge?.landing;
   return html`<header class="item" data-status="${it.status}">

@@ -66,10 +66,9 @@ const LOOP_WAIT_NAMES: Record<LoopWaitKind, string> = { paused: "paused", stoppe
 
 type StatusItem = StatusReport["items"][number];
 
-/** What the status document says an item cost and how often it was reworked, when it says (later issues add both). */
-export function itemNote(it: StatusItem): string | null {
-  const x = it as StatusItem & { usage?: unknown; reworks?: unknown };
-  const parts = [usageText(x.usage), reworksText(x.reworks)].filter((s): s is string => s !== null);
+/** What an item cost (the status document's figure) and how often the forge sent it back (the log's). */
+export function itemNote(it: StatusItem, reworks: number): string | null {
+  const parts = [usageText((it as StatusItem & { usage?: unknown }).usage), reworks ? `${reworks} rework${reworks === 1 ? "" : "s"}` : null].filter((s): s is string => s !== null);
   return parts.length ? parts.join(" · ") : null;
 }
 
@@ -83,16 +82,11 @@ export function usageText(u: unknown): string | null {
   return parts.length ? parts.join(", ") : null;
 }
 
-/** A count of reworks (a number, or a list of them), or null when absent. */
-export function reworkCount(r: unknown): number | null {
-  if (typeof r === "number" && Number.isFinite(r)) return r;
-  if (Array.isArray(r)) return r.length;
-  return null;
-}
-
-function reworksText(r: unknown): string | null {
-  const n = reworkCount(r);
-  return n ? `${n} rework${n === 1 ? "" : "s"}` : null;
+/** The reworks of a loop's items (forge reactions that sent one back), from its log. */
+export function reworksOf(h: History): number {
+  let n = 0;
+  for (const it of h.items.values()) n += it.reworks;
+  return n;
 }
 
 function dur(a: number, b: number): string {
@@ -141,7 +135,7 @@ export function timelineOf(history: History, status: Pick<StatusReport, "items">
       href: href(it.id),
       status: it.status,
       reason: it.reason,
-      note: itemNote(it),
+      note: itemNote(it, h?.reworks ?? 0),
       attempts: (h?.attempts ?? []).map((a) => attemptRow(a, now)),
       waits: (h?.waits ?? []).map((w) => {
         const to = w.to ?? now;

@@ -83,6 +83,22 @@ describe("an attempt's phases", () => {
     expect(a.pr?.label).toBe("#7");
   });
 
+  test("a forge reaction that sends the item back is a rework: counted, and a rework phase until the next attempt is reserved; a block is neither", () => {
+    const b = new LogBuilder();
+    b.push(definition(1, [itemDef("a")]), loopStarted, ...failingAttempt("a", 1));
+    const reaction = (decision: "retry" | "block") => ({
+      type: "forge_reaction_recorded" as const,
+      item: "a",
+      payload: { attempt: 1, head: "c".repeat(40), signals: [{ kind: "checksFailed", key: "checksFailed:c", summary: "build failed" }], decision, reason: "build failed", feedback: "" },
+    });
+    b.push(reaction("block") as never, reaction("retry") as never);
+    const at1 = Date.parse(b.events.at(-1)!.ts);
+    b.push(launch("a", 2));
+    const a = fold(b).items.get("a")!;
+    expect(a.reworks).toBe(1);
+    expect(a.attempts[0]!.extraPhases).toEqual([{ kind: "rework", from: at1, to: Date.parse(b.events.at(-1)!.ts) }]);
+  });
+
   test("a GitLab merge request is labelled !N (on GitLab #N is an issue), and keeps its label after the forge section is removed", () => {
     const b = new LogBuilder();
     const gitlab = definition(1, [itemDef("a")]) as { payload: { settings: Record<string, unknown> } };

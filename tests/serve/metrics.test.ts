@@ -54,13 +54,19 @@ describe("metricsText", () => {
     expect(s.get("loop_serve_sse_clients")).toBe(3);
   });
 
-  test("spend and reworks: absent until the status document carries them", () => {
+  test("spend: absent until the status document carries it; reworks: counted from the log (forge reactions that sent an item back)", () => {
     expect(text).not.toContain("loop_spend");
-    expect(text).not.toContain("loop_reworks");
-    const withThem = samples(
-      metricsText([{ name: "api", status: status({ loop: { usage: { tokens: 1200, usd: 0.75 } }, items: [{ id: "a", status: "passed", reworks: 2 }, { id: "b", status: "passed", reworks: [1] }] }), history, lastWrite: null }], { now, sseClients: 0 }),
-    );
-    expect([withThem.get('loop_spend_usd{loop="api"}'), withThem.get('loop_spend_tokens{loop="api"}'), withThem.get('loop_reworks_total{loop="api"}')]).toEqual([0.75, 1200, 3]);
+    expect(samples(text).get('loop_reworks_total{loop="api"}')).toBe(0);
+    const rb = new LogBuilder();
+    rb.push(definition(1, [itemDef("a")]), loopStarted, ...failingAttempt("a", 1));
+    const reaction = (attempt: number, decision: "retry" | "block") => ({
+      type: "forge_reaction_recorded" as const,
+      item: "a",
+      payload: { attempt, head: "c".repeat(40), signals: [{ kind: "checksFailed", key: `checksFailed:${attempt}`, summary: "build failed" }], decision, reason: "build failed", feedback: "" },
+    });
+    rb.push(reaction(1, "retry") as never, reaction(1, "block") as never);
+    const withThem = samples(metricsText([{ name: "api", status: status({ loop: { usage: { tokens: 1200, usd: 0.75 } } }), history: foldEvents(rb.events), lastWrite: null }], { now, sseClients: 0 }));
+    expect([withThem.get('loop_spend_usd{loop="api"}'), withThem.get('loop_spend_tokens{loop="api"}'), withThem.get('loop_reworks_total{loop="api"}')]).toEqual([0.75, 1200, 1]);
   });
 
   test("a loop that cannot be read is down, and still counted by what the log said", () => {

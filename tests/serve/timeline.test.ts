@@ -3,7 +3,7 @@
 // from outside escaped.
 import { describe, expect, test } from "bun:test";
 import { foldEvents } from "../../lib/serve/history.ts";
-import { LAYOUT, MAX_ROWS, reworkCount, tickLabel, ticks, type TimelineInput, timelineOf, timelineSvg, usageText } from "../../lib/serve/timeline.ts";
+import { LAYOUT, MAX_ROWS, tickLabel, ticks, type TimelineInput, timelineOf, timelineSvg, usageText } from "../../lib/serve/timeline.ts";
 import { definition, failingAttempt, itemDef, launch, LogBuilder, loopStarted, passingAttempt, started } from "../helpers/events.ts";
 
 const T0 = Date.parse("2025-01-01T00:00:00.000Z");
@@ -53,9 +53,10 @@ describe("timelineOf", () => {
     expect([big.rows.length, big.omitted]).toEqual([MAX_ROWS, 3]);
   });
 
-  test("spend and reworks join the row's words when the status document carries them", () => {
-    const items = [{ id: "a", status: "passed", reason: "ok", usage: { tokens: 12345, usd: 0.5 }, reworks: 2 }, { id: "b", status: "pending", reason: null, usage: null }];
-    const rows = timelineOf(h, { items: items as never }, now, (id) => id).rows;
+  test("spend (the status document's) and reworks (the log's) join the row's words", () => {
+    const items = [{ id: "a", status: "passed", reason: "ok", usage: { tokens: 12345, usd: 0.5 } }, { id: "b", status: "pending", reason: null, usage: null }];
+    const reworked = { ...h, items: new Map([...h.items].map(([id, x]) => [id, id === "a" ? { ...x, reworks: 2 } : x])) };
+    const rows = timelineOf(reworked, { items: items as never }, now, (id) => id).rows;
     expect(rows.map((r) => r.note)).toEqual(["$0.50, 12,345 tokens · 2 reworks", null]);
   });
 });
@@ -70,9 +71,6 @@ describe("words for spend and reworks", () => {
     ["$5", null],
   ];
   for (const [u, want] of cases) test(`usage ${JSON.stringify(u)} → ${JSON.stringify(want)}`, () => expect(usageText(u)).toBe(want));
-  test("reworks: a number, a list, or nothing", () => {
-    expect([reworkCount(3), reworkCount([{}, {}]), reworkCount(undefined), reworkCount("2")]).toEqual([3, 2, null, null]);
-  });
 });
 
 describe("the axis", () => {
