@@ -43,6 +43,7 @@ export const tool = defineTool({
       dryRun: args["dry-run"],
       yes: args.yes,
       stdinIsTTY: ctx.stdinIsTTY,
+      notice: (text) => ctx.log.warn(text),
     });
     if (ctx.format === "json") ctx.outJson(doc);
     else ctx.out(renderAdd(doc));

@@ -5,6 +5,7 @@ import { isItemId } from "../definition/refs.ts";
 import { appendItems, type AppendResult, type NewItem } from "./append.ts";
 import { type IssueSource, requireIssueSource } from "./issues.ts";
 import { readLoopFile } from "./loop-file.ts";
+import { defaultVerifyOf, describeUnreviewed } from "./describe.ts";
 import { reviewItems } from "./review.ts";
 import { parseItemLines } from "./text-format.ts";
 
@@ -31,6 +32,8 @@ export interface AddVerbOptions {
   dryRun: boolean;
   yes: boolean;
   stdinIsTTY: boolean;
+  /** Where a list appended with --yes is shown first, every field of it (stderr). */
+  notice: (text: string) => void;
 }
 
 export async function addVerb(o: AddVerbOptions): Promise<AddDocument> {
@@ -61,12 +64,12 @@ export async function addVerb(o: AddVerbOptions): Promise<AddDocument> {
   // Checked in full before anything is asked: a refusal is not worth a review.
   const preview = appendItems({ root: o.root, items, dryRun: true });
   if (o.dryRun || items.length === 0) return { schema: "loop/add@1", file: preview.file, dryRun: o.dryRun, added: o.dryRun ? preview.added : [] };
-  if (list && !o.yes) {
+  if (list) {
+    // Nothing is appended without its every field shown to a person: at the review, or with --yes on stderr.
     const shown = preview.added.map((a, i) => ({ ...a, dependsOn: items[i]!.dependsOn ?? [], runner: items[i]!.runner ?? null, model: items[i]!.model ?? null, verify: items[i]!.verify ?? null, index: i }));
-    const raw = readLoopFile(o.root).raw as { defaults?: { verify?: unknown } };
-    const defaultVerify = typeof raw.defaults?.verify === "string" || raw.defaults?.verify === false ? raw.defaults.verify : null;
-    const kept = await reviewItems(shown, { editable: false, what: "Append these {n} items to loop.json", defaultVerify, warnings: [] });
-    items = kept.map((k) => items[k.index]!);
+    const defaultVerify = defaultVerifyOf(readLoopFile(o.root).raw);
+    if (o.yes) o.notice(describeUnreviewed(shown, { what: `loop add: appending ${shown.length} item${shown.length === 1 ? "" : "s"} to loop.json`, defaultVerify, warnings: [] }));
+    else items = (await reviewItems(shown, { editable: false, what: "Append these {n} items to loop.json", defaultVerify, warnings: [] })).map((k) => items[k.index]!);
   }
   const r = appendItems({ root: o.root, items, dryRun: false });
   return { schema: "loop/add@1", file: r.file, dryRun: false, added: r.added };

@@ -45,6 +45,12 @@ export function otherWarnings(items: readonly Describable[], warnings: readonly 
   return warnings.filter((w) => w.item === null || !items.some((it) => it.id === w.item)).map((w) => `! ${w.code}${w.item ? ` ${printable(w.item)}` : ""}: ${printable(w.message)}`);
 }
 
+/** The loop's default verify, from loop.json as written (`defaults.verify`): review flags an item's that differs. */
+export function defaultVerifyOf(raw: unknown): string | false | null {
+  const v = (raw as { defaults?: { verify?: unknown } } | null)?.defaults?.verify;
+  return typeof v === "string" || v === false ? v : null;
+}
+
 /** What `--yes` says on stderr before it appends: the same facts review would have shown. */
 export function describeUnreviewed(items: readonly Describable[], o: { what: string; defaultVerify: string | false | null; warnings: readonly Warning[] }): string {
   const out = [`${o.what} unreviewed (--yes); what will be written:`, ...otherWarnings(items, o.warnings)];

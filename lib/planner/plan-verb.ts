@@ -10,7 +10,7 @@ import { itemStatuses, loadLoopDefinition } from "./loop-file.ts";
 import { draftPlan } from "./plan.ts";
 import { runnerCatalogue } from "./planners.ts";
 import type { PlanContext } from "./prompt.ts";
-import { describeUnreviewed } from "./describe.ts";
+import { defaultVerifyOf, describeUnreviewed } from "./describe.ts";
 import { reviewItems } from "./review.ts";
 import { runPlanner } from "./run-planner.ts";
 import { agentRule } from "../definition/environment.ts";
@@ -57,7 +57,7 @@ export async function planVerb(o: PlanVerbOptions): Promise<PlanDocument> {
   const { file, def } = loadLoopDefinition(o.root);
   const raw = file.raw as { defaults?: { runner?: unknown; verify?: unknown } };
   const defaultRunner = typeof raw.defaults?.runner === "string" ? raw.defaults.runner : "demo";
-  const defaultVerify = typeof raw.defaults?.verify === "string" || raw.defaults?.verify === false ? raw.defaults.verify : null;
+  const defaultVerify = defaultVerifyOf(raw);
   const catalogue = runnerCatalogue(def.runners);
   const names = catalogue.map((r) => r.name);
   const runner = o.runner ?? defaultRunner;
