@@ -143,7 +143,7 @@ describe("loop ctl", () => {
             { id: "n", prompt: "quick\n@demo write n.txt n", verify: "test -s n.txt" },
             { id: "needs-h", prompt: "x", dependsOn: ["h"] },
           ],
-          { runners: { stubborn: { command: ["sh", "-c", "trap '' TERM; echo start; echo wip > wip.txt; sleep 600"] } } },
+          { runners: { stubborn: { command: ["sh", "-c", "trap '' TERM; echo start; echo wip > wip.tmp; mv wip.tmp wip.txt; sleep 600"] } } },
         ),
         {},
         async (p) => {

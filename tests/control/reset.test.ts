@@ -46,8 +46,8 @@ async function reset(p: Project, args: string[], actor = "alice@test"): Promise<
   return { ...r, doc };
 }
 
-/** An agent that writes wip.txt (left uncommitted) and then hangs until it is ended. */
-const hanging = { command: ["sh", "-c", "echo start; echo wip > wip.txt; sleep 600"] };
+/** An agent that writes wip.txt (left uncommitted; renamed into place, so a test that sees it sees it whole) and then hangs until it is ended. */
+const hanging = { command: ["sh", "-c", "echo start; echo wip > wip.tmp; mv wip.tmp wip.txt; sleep 600"] };
 
 /** Branches of the repository: name -> commit. */
 function branches(p: Project): Record<string, string> {

@@ -335,7 +335,8 @@ describe("the presets against their CLIs' failure modes (played by scripts)", ()
             p,
             "claude",
             [
-              `printf '%s\\n' "$@" > '${p.aux}/argv-'"$LOOP_ATTEMPT"`,
+              // Written aside and renamed: the test polls for the file, and must never read it half-written.
+              `printf '%s\\n' "$@" > '${p.aux}/argv.tmp' && mv '${p.aux}/argv.tmp' '${p.aux}/argv-'"$LOOP_ATTEMPT"`,
               `case "$LOOP_ATTEMPT" in`,
               `  1) echo "--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons" >&2; exit 1 ;;`,
               `  2) printf '{"type":"system","subtype":"init","session_id":"%s"}\\n' "$LOOP_SESSION_ID"; echo "Which version?" > "$LOOP_ASK_FILE" ;;`,

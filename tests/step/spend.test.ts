@@ -44,7 +44,8 @@ describe("an item's budget", () => {
             p,
             "claude",
             [
-              `printf '%s\\n' "$@" > ${join(p.aux, "argv.txt")}`,
+              // Written aside and renamed: the test polls for the file, and must never read it half-written.
+              `printf '%s\\n' "$@" > ${join(p.aux, "argv.tmp")} && mv ${join(p.aux, "argv.tmp")} ${join(p.aux, "argv.txt")}`,
               `echo '{"type":"system","subtype":"init","session_id":"s","model":"claude-test","tools":[]}'`,
               "i=0",
               // A message every 0.2 s, 1,500 tokens each, until it is ended; stderr in between.
