@@ -17,6 +17,7 @@ import { CONTRACT_TOOLS, invokedName, isCompiled, toolFromName, versionRequest }
 import { type ArgsSpec, commonArgs, parseArgv, UsageError, writeWhole } from "../../lib/shared/cli.ts";
 import { BUN, type Env, LOOP, REPO, runInProcess as run, runLoopSync as cli } from "../helpers/cli.ts";
 import { testEnv } from "../helpers/env.ts";
+import { onTerminal } from "../helpers/tty.ts";
 import { git, makeRepo } from "../helpers/repo.ts";
 
 const LOOP_STATUS = join(REPO, "cmd", "loop-status.ts");
@@ -56,18 +57,8 @@ function gitRepo(): string {
 }
 
 /** Run under a pseudo-terminal (stdin, stdout and stderr are one TTY); returns everything it printed. */
-async function cliOnTty(args: string[], opts: { cwd?: string; env?: Env } = {}) {
-  let text = "";
-  const dec = new TextDecoder();
-  const proc = Bun.spawn([BUN, LOOP, ...args], {
-    cwd: opts.cwd ?? REPO,
-    env: testEnv({ TERM: "xterm-256color", ...opts.env }),
-    terminal: { cols: 200, rows: 50, data: (_t, d) => void (text += dec.decode(d, { stream: true })) },
-  });
-  const code = await proc.exited;
-  await Bun.sleep(100); // let the last output arrive
-  proc.terminal?.close();
-  return { code, text };
+function cliOnTty(args: string[], opts: { cwd?: string; env?: Env } = {}) {
+  return onTerminal([BUN, LOOP, ...args], { cwd: opts.cwd ?? REPO, env: testEnv({ TERM: "xterm-256color", ...opts.env }) }).ended();
 }
 
 const item = (id: string, ref: string | null = null) => ({
@@ -663,7 +654,7 @@ describe("status and replay", () => {
       stderr: "pipe",
     });
     const runPid = join(repo, ".loop", "run.pid");
-    for (let i = 0; i < 400 && !existsSync(runPid); i++) await Bun.sleep(25);
+    for (let i = 0; i < 2400 && !existsSync(runPid); i++) await Bun.sleep(25);
     rmSync(repo, { recursive: true, force: true });
     // It stops at its next turn: exit 2 (nothing to read there), or 1 if the deletion caught a
     // step half-way. Either way it does not warn forever (the test would not end).
@@ -824,19 +815,10 @@ describe("status and replay", () => {
 describe("the confirmation prompt", () => {
   /** `loop ctl skip` on a terminal: answer the prompt with `keys` once it shows. */
   async function answerPrompt(repo: string, keys: string) {
-    let text = "";
-    const dec = new TextDecoder();
-    const proc = Bun.spawn([process.execPath, LOOP, "ctl", "skip", "--work-item", "alpha"], {
-      cwd: repo,
-      env: testEnv({ TERM: "xterm-256color", NO_COLOR: "1" }),
-      terminal: { cols: 200, rows: 50, data: (_t, d) => void (text += dec.decode(d, { stream: true })) },
-    });
-    for (let i = 0; i < 400 && !text.includes("Go ahead?"); i++) await Bun.sleep(25);
-    expect(text).toContain("Go ahead?");
-    proc.terminal!.write(keys);
-    const code = await proc.exited;
-    proc.terminal?.close();
-    return { code, text };
+    const tty = onTerminal([process.execPath, LOOP, "ctl", "skip", "--work-item", "alpha"], { cwd: repo, env: testEnv({ TERM: "xterm-256color", NO_COLOR: "1" }) });
+    await tty.waitFor("Go ahead?");
+    tty.write(keys);
+    return tty.ended();
   }
 
   test("Ctrl-C exits 130 (interrupted), No and Escape exit 3 (declined); nothing is changed either way", async () => {

@@ -11,6 +11,7 @@ import { demoDefinition, git, pollUntil, type Project, scenario } from "../helpe
 import { snapshotTree } from "../helpers/fs.ts";
 import { LOOP } from "../helpers/cli.ts";
 import { testEnv } from "../helpers/env.ts";
+import { onTerminal } from "../helpers/tty.ts";
 
 const T = 120_000;
 const hang = { command: ["sh", "-c", "echo start; sleep 600"] };
@@ -505,17 +506,10 @@ describe("confirmation on a terminal", () => {
     await scenario(demoDefinition([{ id: "alpha", prompt: "Alpha\n@demo write a.txt a" }]), {}, async (p) => {
       await p.run(); // creates the store, launches alpha
       for (const keys of ["n\r", "\x03"]) {
-        let text = "";
-        const dec = new TextDecoder();
-        const proc = Bun.spawn([process.execPath, LOOP, "ctl", "skip", "--work-item", "alpha"], {
-          cwd: p.root,
-          env: testEnv({ TERM: "xterm-256color", NO_COLOR: "1" }),
-          terminal: { cols: 200, rows: 50, data: (_t, d) => void (text += dec.decode(d, { stream: true })) },
-        });
-        for (let i = 0; i < 400 && !text.includes("Go ahead?"); i++) await Bun.sleep(25);
-        proc.terminal!.write(keys);
-        await proc.exited;
-        proc.terminal?.close();
+        const tty = onTerminal([process.execPath, LOOP, "ctl", "skip", "--work-item", "alpha"], { cwd: p.root, env: testEnv({ TERM: "xterm-256color", NO_COLOR: "1" }) });
+        await tty.waitFor("Go ahead?");
+        tty.write(keys);
+        const { text } = await tty.ended();
         // Terminal control sequences (the prompt gives the cursor back) are not part of the line.
         const line = text.split(/\r?\n/).map((l) => l.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "")).find((l) => /declined|interrupted/.test(l));
         expect(line).toStartWith("loop ctl: ");

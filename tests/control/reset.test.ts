@@ -65,6 +65,8 @@ async function launchHanging(p: Project, id = "h"): Promise<{ pid: number; wt: s
   const pid = p.eventsOf("session_started", id).at(-1)!.payload.pid as number;
   const wt = p.projection().items[id]!.workspace!.worktree;
   await pollUntil(() => existsSync(join(wt, "wip.txt")), "the agent wrote wip.txt");
+  // The wrapper may record its start after the agent's first write: wait for it, so the session's folder is settled.
+  await pollUntil(() => existsSync(join(p.sessionDir(id, p.projection().items[id]!.attempts.length), "started.json")), "the wrapper recorded the start");
   expect(p.alive(pid)).toBe(true);
   return { pid, wt };
 }
@@ -610,7 +612,7 @@ function terminal(p: Project) {
 }
 
 async function exitCodeOf(rc: string): Promise<number> {
-  await pollUntil(() => existsSync(rc) && readFileSync(rc, "utf8").endsWith("\n"), `exit code in ${rc}`, 400);
+  await pollUntil(() => existsSync(rc) && readFileSync(rc, "utf8").endsWith("\n"), `exit code in ${rc}`);
   return Number(readFileSync(rc, "utf8").trim());
 }
 
@@ -627,7 +629,7 @@ describe.skipIf(!HAVE_TMUX)(HAVE_TMUX ? "loop reset on a terminal" : "loop reset
           const refs = branches(p);
           // When reset runs on a terminal and the operator just presses Enter
           const no = term.start(["--work-item", "a"]);
-          await pollUntil(() => term.screen(no.name).includes("Go ahead?"), "the prompt", 400);
+          await pollUntil(() => term.screen(no.name).includes("Go ahead?"), "the prompt");
           // Then the plan was shown before the question
           expect(term.screen(no.name)).toContain("loop reset will:");
           expect(term.screen(no.name)).toContain("archive branch loop/t/item/a as loop/t/reset/a/e0");
@@ -638,25 +640,25 @@ describe.skipIf(!HAVE_TMUX)(HAVE_TMUX ? "loop reset on a terminal" : "loop reset
           expect(branches(p)).toEqual(refs);
           // When the operator answers y
           const yes = term.start(["--work-item", "a"]);
-          await pollUntil(() => term.screen(yes.name).includes("Go ahead?"), "the prompt", 400);
+          await pollUntil(() => term.screen(yes.name).includes("Go ahead?"), "the prompt");
           term.tmux("send-keys", "-t", `=${yes.name}:`, "y");
           // Then a is reset (exit 0) and the text report says so
           expect(await exitCodeOf(yes.rc)).toBe(0);
-          await pollUntil(() => term.screen(yes.name).includes("reset 1 item(s)"), "the report", 400);
+          await pollUntil(() => term.screen(yes.name).includes("reset 1 item(s)"), "the report");
           // …and a warning the prompt showed is not said again when the reset is carried out
           expect(term.screen(yes.name).split("does not require explicit starts").length - 1).toBe(1);
           expect(p.eventsOf("work_item_reset", "a").map((e) => e.actor)).toEqual(["tty@test"]);
           // When --all runs on a terminal, the operator must type the loop's name: a wrong one declines
           const tree2 = snapshotTree(p.stateRoot);
           const wrong = term.start(["--all"]);
-          await pollUntil(() => term.screen(wrong.name).includes("Type the loop's name (t)"), "the name prompt", 400);
+          await pollUntil(() => term.screen(wrong.name).includes("Type the loop's name (t)"), "the name prompt");
           term.tmux("send-keys", "-t", `=${wrong.name}:`, "-l", "not-t");
           term.tmux("send-keys", "-t", `=${wrong.name}:`, "Enter");
           expect(await exitCodeOf(wrong.rc)).toBe(3);
           expect(snapshotTree(p.stateRoot)).toEqual(tree2);
           // …and the right one resets every item with state (b)
           const right = term.start(["--all"]);
-          await pollUntil(() => term.screen(right.name).includes("Type the loop's name (t)"), "the name prompt", 400);
+          await pollUntil(() => term.screen(right.name).includes("Type the loop's name (t)"), "the name prompt");
           term.tmux("send-keys", "-t", `=${right.name}:`, "-l", "t");
           term.tmux("send-keys", "-t", `=${right.name}:`, "Enter");
           expect(await exitCodeOf(right.rc)).toBe(0);

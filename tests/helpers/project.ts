@@ -281,8 +281,11 @@ export function demoDefinition(items: unknown[], over: Record<string, unknown> =
   };
 }
 
-/** Poll a condition (not a duration): at most `max` checks with a pause between them. */
-export async function pollUntil(cond: () => boolean, what: string, max = 200, pauseMs = 50): Promise<void> {
+/**
+ * Poll a condition (not a duration): at most `max` checks with a pause between them. The default
+ * allows a minute: tests run concurrently, and a loaded machine may take that long to start a process.
+ */
+export async function pollUntil(cond: () => boolean, what: string, max = 1200, pauseMs = 50): Promise<void> {
   for (let i = 0; i < max; i++) {
     if (cond()) return;
     await sleep(pauseMs);

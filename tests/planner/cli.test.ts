@@ -7,6 +7,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { existsSync } from "node:fs";
 import { BUN, LOOP, Project, cliEnv, type DefinitionInput } from "../helpers/project.ts";
+import { onTerminal } from "../helpers/tty.ts";
 import { appendItems } from "../../lib/planner/append.ts";
 import { RefusedError } from "../../lib/shared/errors.ts";
 
@@ -254,26 +255,15 @@ describe("what a person sees before a drafted item is written (issue 18)", () =>
     await scenario((p) => scriptedDef(p), {}, async (p) => {
       answer(p, 1, draft);
       const before = loopJson(p);
-      let text = "";
-      const dec = new TextDecoder();
-      const proc = Bun.spawn([BUN, LOOP, "plan", "Set up, then deploy", "--runner", "scripted"], {
-        cwd: p.root,
-        env: cliEnv({ TERM: "xterm-256color", NO_COLOR: "1" }),
-        terminal: { cols: 200, rows: 50, data: (_t, d) => void (text += dec.decode(d, { stream: true })) },
-      });
-      const until = async (what: string) => {
-        for (let i = 0; i < 400 && !text.includes(what); i++) await Bun.sleep(25);
-        expect(text).toContain(what);
-      };
-      await until("Item setup");
-      proc.terminal!.write("\r"); // keep
-      await until("Item deploy");
-      expectFacts(text);
-      proc.terminal!.write("\r"); // keep
-      await until("Append 2 items to loop.json?");
-      proc.terminal!.write("\x1b"); // Escape: declined
-      expect(await proc.exited).toBe(3);
-      proc.terminal?.close();
+      const tty = onTerminal([BUN, LOOP, "plan", "Set up, then deploy", "--runner", "scripted"], { cwd: p.root, env: cliEnv({ TERM: "xterm-256color", NO_COLOR: "1" }) });
+      await tty.waitFor("Item setup");
+      tty.write("\r"); // keep
+      await tty.waitFor("Item deploy");
+      expectFacts(tty.text());
+      tty.write("\r"); // keep
+      await tty.waitFor("Append 2 items to loop.json?");
+      tty.write("\x1b"); // Escape: declined
+      expect((await tty.ended()).code).toBe(3);
       expect(loopJson(p)).toBe(before);
     });
   });

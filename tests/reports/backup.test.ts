@@ -10,7 +10,7 @@ import { foldAndCheck } from "../../lib/reports/replay.ts";
 import { dbPath, Store } from "../../lib/log/store.ts";
 import { snapshotTree, TempDirs } from "../helpers/fs.ts";
 import { buildStore, realisticDrafts } from "../helpers/store.ts";
-import { cliEnv, exec, LOOP, REPO } from "../helpers/project.ts";
+import { cliEnv, exec, LOOP, pollUntil, REPO } from "../helpers/project.ts";
 
 const temp = new TempDirs();
 afterAll(() => temp.cleanup());
@@ -60,13 +60,15 @@ describe("loop backup", () => {
     const writer = startWriter(root, stop);
     const copies: string[] = [];
     try {
-      // Wait for the writer to be appending, then copy a few times under it.
-      for (let i = 0; i < 200 && headAt(dbPath(root)).seq < 30; i++) await Bun.sleep(10);
+      // Wait for the writer to be appending, then copy a few times under it, each copy once the
+      // writer has moved past the last (conditions, not durations: a loaded machine is slow).
+      await pollUntil(() => headAt(dbPath(root)).seq >= 40, "the writer appends");
       for (let i = 0; i < 6; i++) {
         const r = backupStore(root, join(out, `b${i}.db`));
         expect(r.path).toBe(join(out, `b${i}.db`));
         copies.push(r.path);
-        await Bun.sleep(15);
+        const copied = headAt(r.path).seq;
+        await pollUntil(() => headAt(dbPath(root)).seq > copied, "the writer moves on");
       }
     } finally {
       writeFileSync(stop, "");

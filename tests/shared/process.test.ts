@@ -8,11 +8,17 @@ afterEach(() => {
   for (const p of started.splice(0)) p.kill("SIGKILL");
 });
 
-function sleeper(env: Record<string, string>, script = "exec sleep 600"): Bun.Subprocess {
+function sleeper(env: Record<string, string>, script = "echo ready; exec sleep 600"): Bun.Subprocess<"ignore", "pipe", "ignore"> {
   const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== "LOOP_SESSION_MARK" && k !== "LOOP_SESSION_ID")) as Record<string, string>;
-  const p = Bun.spawn(["sh", "-c", script], { env: { ...clean, ...env }, stdio: ["ignore", "ignore", "ignore"] });
+  const p = Bun.spawn(["sh", "-c", script], { env: { ...clean, ...env }, stdio: ["ignore", "pipe", "ignore"] });
   started.push(p);
   return p;
+}
+
+/** Wait for a sleeper's first line: what its script prints once it is set up (a trap in place). */
+async function ready(p: Bun.Subprocess<"ignore", "pipe", "ignore">): Promise<void> {
+  const { value } = await p.stdout.getReader().read();
+  expect(new TextDecoder().decode(value)).toBe("ready\n");
 }
 
 describe("marksIn", () => {
@@ -34,7 +40,7 @@ describe("markedProcesses and endMarked", () => {
     const a = sleeper({ LOOP_SESSION_MARK: mark });
     const b = sleeper({ LOOP_SESSION_ID: mark });
     const other = sleeper({ LOOP_SESSION_MARK: `other-${crypto.randomUUID()}` });
-    await Bun.sleep(50);
+    await Promise.all([a, b, other].map(ready));
     expect(markedProcesses([mark]).map((m) => m.pid).sort()).toEqual([a.pid, b.pid].sort());
     expect(markedProcesses([]).length).toBe(0);
     expect(markedProcesses([mark]).every((m) => m.pid !== process.pid && m.mark === mark)).toBe(true);
@@ -44,9 +50,9 @@ describe("markedProcesses and endMarked", () => {
   test("endMarked ends them (SIGKILL for one that ignores SIGTERM) and leaves the others alone", async () => {
     const mark = `test-${crypto.randomUUID()}`;
     const polite = sleeper({ LOOP_SESSION_MARK: mark });
-    const stubborn = sleeper({ LOOP_SESSION_MARK: mark }, "trap '' TERM; while :; do sleep 0.05; done");
+    const stubborn = sleeper({ LOOP_SESSION_MARK: mark }, "trap '' TERM; echo ready; while :; do sleep 0.05; done");
     const bystander = sleeper({ LOOP_SESSION_MARK: `other-${crypto.randomUUID()}` });
-    await Bun.sleep(100);
+    await Promise.all([polite, stubborn, bystander].map(ready));
     const r = await endMarked([mark], 200);
     expect(r.left).toEqual([]);
     expect(r.ended.map((m) => m.pid)).toEqual(expect.arrayContaining([polite.pid, stubborn.pid]));

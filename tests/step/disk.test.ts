@@ -173,7 +173,7 @@ describe("a real full disk (a tmpfs)", () => {
         expect(first.action).toBe("launched");
         expect(existsSync(join(stateRoot, RESERVE_FILE))).toBe(true);
         // The agent fills the disk (its wrapper drops what is refused, and keeps its exit status for later).
-        await pollUntil(() => diskSpace(stateRoot)!.free < LOW_SPACE_BYTES, "the disk filled up", 400);
+        await pollUntil(() => diskSpace(stateRoot)!.free < LOW_SPACE_BYTES, "the disk filled up");
 
         const paused = await p.run([1]);
         expect({ action: paused.action, item: paused.item, errors: paused.errors }).toEqual({ action: "paused", item: "loud", errors: [] });
@@ -193,7 +193,7 @@ describe("a real full disk (a tmpfs)", () => {
 
         // Space freed (the runaway log removed), resumed: the wrapper wrote the agent's real exit, the verify decides.
         rmSync(join(p.sessionDir("loud", 1), "output.log"));
-        await pollUntil(() => existsSync(join(p.sessionDir("loud", 1), "exit.json")), "the wrapper wrote exit.json once there was room", 400);
+        await pollUntil(() => existsSync(join(p.sessionDir("loud", 1), "exit.json")), "the wrapper wrote exit.json once there was room");
         expect(JSON.parse(readFileSync(join(p.sessionDir("loud", 1), "exit.json"), "utf8"))).toMatchObject({ code: 0, outputError: expect.stringContaining("ENOSPC") });
         expect((await p.ctl(["resume"])).code).toBe(0);
         await p.runToDrain();

@@ -191,7 +191,7 @@ describe("a reserved verify whose start was not recorded (the reserving step was
     const dir = reserve(h);
     // The spawn the killed step made, without the file it would have written next.
     const { pid } = startSession({ dir, argv: ["sh", "-c", "true"], cwd: worktreeDir(h.stateRoot, "a"), env: {}, tmuxName: null, kind: "verify" });
-    for (let i = 0; i < 400 && !existsSync(join(dir, "verify-exit.json")); i++) await Bun.sleep(25);
+    for (let i = 0; i < 2400 && !existsSync(join(dir, "verify-exit.json")); i++) await Bun.sleep(25);
     const started = JSON.parse(readFileSync(join(dir, "verify-started.json"), "utf8"));
     expect(started).toMatchObject({ wrapperPid: pid, wrapperStart: expect.any(String) });
     expect(await verifyAttempt(h.ctx, h.item())).toMatchObject({ action: "waiting" });
@@ -279,7 +279,7 @@ describe("the launch and observe phases", () => {
     const spawned = JSON.parse(readFileSync(join(dir, "spawned.json"), "utf8"));
     expect(lastOf(h, "session_started")).toMatchObject({ attempt: 1, pid: spawned.pid, tmux: null });
     // The agent runs detached; the observe phase reports it at work until it has exited.
-    for (let i = 0; i < 400 && !existsSync(join(dir, SESSION_FILES.exit)); i++) await Bun.sleep(25);
+    for (let i = 0; i < 2400 && !existsSync(join(dir, SESSION_FILES.exit)); i++) await Bun.sleep(25);
     expect(await observeRunning(h.ctx, h.item())).toBeNull();
     expect(lastOf(h, "session_ended")).toMatchObject({ verdict: "exited", exitCode: 0 });
     await verifyToEnd(h);

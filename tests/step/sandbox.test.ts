@@ -151,18 +151,20 @@ describe("the sandbox", () => {
         () =>
           demoDefinition([{ id: "fix", prompt: "fix", runner: "leaver", verify: "true" }], {
             defaults: { sandbox: "bwrap", maxAttempts: 1 },
-            // It lingers a little, so the test sees the process it left, then exits.
-            runners: { leaver: sh(`env -u LOOP_SESSION_MARK -u LOOP_SESSION_ID setsid sleep ${token} </dev/null >/dev/null 2>&1 & echo x > x.txt; sleep 2`) },
+            // It lingers until the test has seen the process it left (a file the test drops in its
+            // checkout; a minute at most), then exits.
+            runners: { leaver: sh(`env -u LOOP_SESSION_MARK -u LOOP_SESSION_ID setsid sleep ${token} </dev/null >/dev/null 2>&1 & echo x > x.txt; i=0; while [ ! -e seen ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; rm -f seen`) },
           }),
         {},
         async (p) => {
           try {
             expect((await p.run()).action).toBe("launched");
-            for (let i = 0; i < 200 && processesWith(token).length === 0; i++) await Bun.sleep(50);
+            for (let i = 0; i < 1200 && processesWith(token).length === 0; i++) await Bun.sleep(50);
             expect(processesWith(token).length).toBe(1);
+            writeFileSync(join(p.projection().items.fix!.workspace!.worktree, "seen"), "");
             // Gone once the agent is: the sandbox's pid namespace ends with it, before any close path runs.
-            for (let i = 0; i < 200 && !existsSync(join(p.sessionDir("fix", 1), "exit.json")); i++) await Bun.sleep(50);
-            for (let i = 0; i < 200 && processesWith(token).length > 0; i++) await Bun.sleep(50);
+            for (let i = 0; i < 1200 && !existsSync(join(p.sessionDir("fix", 1), "exit.json")); i++) await Bun.sleep(50);
+            for (let i = 0; i < 1200 && processesWith(token).length > 0; i++) await Bun.sleep(50);
             expect(processesWith(token)).toEqual([]);
             await p.runToDrain();
             expect(p.projection().items.fix!.status).toBe("passed");
@@ -231,7 +233,7 @@ describe("the sandbox", () => {
         {},
         async (p) => {
           expect((await p.run()).action).toBe("launched");
-          for (let i = 0; i < 200 && !existsSync(join(p.sessionDir("fix", 1), "exit.json")); i++) await Bun.sleep(50);
+          for (let i = 0; i < 1200 && !existsSync(join(p.sessionDir("fix", 1), "exit.json")); i++) await Bun.sleep(50);
           const r = await p.loop(["run", "--json", "--root", p.root], { PATH: pathWithout(p, "nobwrap") });
           expect(r.code).toBe(1);
           const doc = JSON.parse(r.stdout);

@@ -175,7 +175,7 @@ describe("a session ended by the operator", () => {
           ] as const) {
             expect((await p.run()).action).toBe("launched");
             const log = p.projection().items.long!.session!.log!;
-            await pollUntil(() => existsSync(log) && readFileSync(log, "utf8").includes("turn.completed"), "the agent's turn", 400);
+            await pollUntil(() => existsSync(log) && readFileSync(log, "utf8").includes("turn.completed"), "the agent's turn");
             // No tick has recorded it yet: the close path reads it first, and must price it.
             if (args) expect((await p.ctl([...args])).code).toBe(0);
             else expect((await p.loop(["reset", "--work-item", "long", "--yes"])).code).toBe(0);

@@ -17,6 +17,21 @@ import { readRunPid } from "../../lib/step/run-pid.ts";
 const T = 120_000;
 const hang = { command: ["sh", "-c", "echo start; sleep 600"] };
 
+/**
+ * Attempt 1 prints once, then outlives its stall deadline and shrugs off SIGTERM (noting it in
+ * aux/term), so the step that ends it waits out the kill grace; attempt 2 just works.
+ */
+function stubbornDefinition(p: Project, stall: string): Record<string, unknown> {
+  return demoDefinition([{ id: "slow", prompt: "x", runner: "stubborn", verify: "test -s ok.txt" }], {
+    defaults: { timeouts: { launch: "2m", stall, verify: "1m" } },
+    runners: {
+      stubborn: {
+        command: ["sh", "-c", `if [ "$LOOP_ATTEMPT" = 1 ]; then trap 'touch ${join(p.aux, "term")}' TERM; echo start; while :; do sleep 0.1; done; else echo ok > ok.txt; fi`],
+      },
+    },
+  });
+}
+
 describe("loop run", () => {
   test.concurrent(
     "(a) retries, failure, blocked dependent, independent item, drained Failed, RUNLOG",
@@ -259,7 +274,7 @@ describe("loop run", () => {
       scenario(
         (p) =>
           demoDefinition([{ id: "slow", prompt: "slow verify", verify: `echo $$ > ${join(p.aux, "verify.pid")}; echo verifying; sleep 600`, maxAttempts: 1 }], {
-            defaults: { timeouts: { launch: "2m", stall: "10m", verify: "3s" } },
+            defaults: { timeouts: { launch: "2m", stall: "10m", verify: "6s" } },
           }),
         {},
         async (p) => {
@@ -267,7 +282,7 @@ describe("loop run", () => {
           const vf = p.eventsOf("verify_finished", "slow");
           expect(vf).toHaveLength(1);
           expect(vf[0]!.payload).toMatchObject({ passed: false, timedOut: true, exitCode: null });
-          expect(vf[0]!.payload.reason).toBe("timed out after 3s");
+          expect(vf[0]!.payload.reason).toBe("timed out after 6s");
           expect(vf[0]!.payload.tail).toContain("verifying");
           // The command's shell and the group it ran in (led by its wrapper, as recorded) are gone.
           const shell = Number(readFileSync(join(p.aux, "verify.pid"), "utf8").trim());
@@ -447,7 +462,7 @@ describe("loop run", () => {
           const watchArgs = ["run", "--watch", "--interval", "200ms", "--json", "--root", p.root];
           const watch = p.spawn(watchArgs);
           const output = new Response(watch.stdout).text();
-          await pollUntil(() => readRunPid(pidFile)?.pid === watch.pid, "run.pid names the watcher", 600);
+          await pollUntil(() => readRunPid(pidFile)?.pid === watch.pid, "run.pid names the watcher");
           writeFileSync(join(p.aux, "go-w1"), "");
           const [out, code] = await Promise.all([output, watch.exited]);
           expect(code).toBe(0);
@@ -467,7 +482,7 @@ describe("loop run", () => {
           const dead = Bun.spawnSync(["true"]).pid;
           writeFileSync(pidFile, `${dead}\n`);
           const watch2 = p.spawn(["run", "--watch", "--interval", "1h", "--json", "--root", p.root]);
-          await pollUntil(() => readRunPid(pidFile)?.pid === watch2.pid && p.projection().items.w3?.status === "running", "w3 running under --watch", 600);
+          await pollUntil(() => readRunPid(pidFile)?.pid === watch2.pid && p.projection().items.w3?.status === "running", "w3 running under --watch");
           // A second watcher of the same loop is refused (busy), and leaves the first one's run.pid alone.
           const watch3 = p.spawn(["run", "--watch", "--json", "--root", p.root]);
           const [out3, err3, code3] = await Promise.all([new Response(watch3.stdout).text(), new Response(watch3.stderr).text(), watch3.exited]);
@@ -578,17 +593,7 @@ describe("loop run", () => {
     "(r) a step that outlives its lease (another step took it over) stops at its next write: exit 75, nothing recorded, the new holder goes on",
     () =>
       scenario(
-        (p) =>
-          // Attempt 1 prints once, then outlives its stall deadline and shrugs off SIGTERM (noting it
-          // in aux/term), so the step that ends it waits out the kill grace; attempt 2 just works.
-          demoDefinition([{ id: "slow", prompt: "x", runner: "stubborn", verify: "test -s ok.txt" }], {
-            defaults: { timeouts: { launch: "2m", stall: "1s", verify: "1m" } },
-            runners: {
-              stubborn: {
-                command: ["sh", "-c", `if [ "$LOOP_ATTEMPT" = 1 ]; then trap 'touch ${join(p.aux, "term")}' TERM; echo start; while :; do sleep 0.1; done; else echo ok > ok.txt; fi`],
-              },
-            },
-          }),
+        (p) => stubbornDefinition(p, "1s"),
         {},
         async (p) => {
           expect((await p.run()).action).toBe("launched");
@@ -619,6 +624,8 @@ describe("loop run", () => {
           const s = Store.open(p.stateRoot);
           if (took.ok) s.releaseLease(took.lease);
           s.close();
+          // Attempt 2 prints nothing: under a 1 s stall deadline a loaded machine could call it stalled.
+          p.writeDefinition(stubbornDefinition(p, "10m"));
           await p.runToDrain();
           expect(p.projection().items.slow!.status).toBe("passed");
         },
