@@ -435,9 +435,14 @@ describe("failpoints", () => {
         // seen when the launch deadline passes, and counts: a budget of 100 attempts keeps the
         // expected outcome certain. A short launch timeout bounds the wait for a cut-off spawn.
         writeLoopJson(root, mainDefinition(l, 100, { launch: "15s", stall: "30m", verify: "2m" }));
+        // The kills spread over a step's start and its work: a loaded machine starts processes
+        // slowly, so the window grows with what starting one takes here and now.
+        const t0 = Date.now();
+        await finish(spawnLoop(["--version"]));
+        const window = 300 + (Date.now() - t0);
         const kills: string[] = [];
         for (let i = 0; i < 30; i++) {
-          const delay = Math.floor(rand() * 300);
+          const delay = Math.floor(rand() * window);
           const proc = spawnLoop(["run", "--json", "--root", root]);
           await sleep(delay);
           proc.kill("SIGKILL");
