@@ -10,6 +10,7 @@ import { statePaths } from "../shared/paths.ts";
 import { Store } from "../log/store.ts";
 import { materialize } from "../log/materialize.ts";
 import { BusyError, UsageError } from "../shared/errors.ts";
+import { requireRootDirectory } from "../shared/cli.ts";
 import { ensureStateRoot } from "../shared/state-root.ts";
 import { type ProjectIdentity, projectOf } from "../log/ownership.ts";
 import { withLease } from "../log/writer.ts";
@@ -192,7 +193,7 @@ export function initProject(
 }
 
 function checkRoot(root: string): void {
-  if (!existsSync(root)) throw new UsageError(`--root ${root} does not exist`);
+  requireRootDirectory(root);
   if (!isWorkTree(root)) throw new UsageError(`${root} is not inside a git work tree (run \`git init\` first)`);
 }
 

@@ -4,7 +4,7 @@
 // value of a repeated flag; citty's parser does neither, and node:util's parseArgs, which does
 // both, costs every tool ~4 ms of start-up to load (bench/startup-probes.ts).
 import arg from "arg";
-import { existsSync, writeSync } from "node:fs";
+import { existsSync, statSync, writeSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { ArgsDef } from "citty";
 import { createConsola, type ConsolaInstance } from "consola/core";
@@ -175,9 +175,12 @@ export async function renderHelp(tool: Tool, color: boolean, prog: string = tool
   return text.endsWith("\n") ? text : text + "\n";
 }
 
-/** Find the project root: --root, else the nearest ancestor of cwd holding loop.json, else cwd. */
+/**
+ * Find the project root: --root, else the nearest ancestor of cwd holding loop.json, else cwd. A
+ * --root that is not a directory is the flag's fault, said as such (not a missing loop.json in it).
+ */
 export function resolveRoot(rootFlag: string | undefined, cwd: string): string {
-  if (rootFlag) return resolve(cwd, rootFlag);
+  if (rootFlag) return requireRootDirectory(resolve(cwd, rootFlag));
   let dir = resolve(cwd);
   for (;;) {
     if (existsSync(join(dir, "loop.json"))) return dir;
@@ -185,6 +188,14 @@ export function resolveRoot(rootFlag: string | undefined, cwd: string): string {
     if (up === dir) return resolve(cwd);
     dir = up;
   }
+}
+
+/** A --root given on the command line: an existing directory, else a usage error naming the flag. */
+export function requireRootDirectory(dir: string): string {
+  const st = statSync(dir, { throwIfNoEntry: false });
+  if (!st) throw new UsageError(`--root ${dir}: no such directory`);
+  if (!st.isDirectory()) throw new UsageError(`--root ${dir}: not a directory`);
+  return dir;
 }
 
 /** The state root: --state-root (`flag`), else $LOOP_STATE_ROOT, else <root>/.loop; relative paths against `cwd`. */

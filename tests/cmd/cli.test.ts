@@ -314,6 +314,24 @@ describe("usage errors exit 2, message on stderr, nothing on stdout", () => {
     }
   });
 
+  test.each(builtTools)("loop %s --root <missing dir> or <a file>: the flag is named, exit 2, nothing is created", async (t) => {
+    // What each tool needs before it looks at the root (its required arguments).
+    const needs: Record<string, string[]> = { backup: [join(tempDir(), "copy.db")], ctl: ["pause"], logs: ["a"], plan: ["a brief"], reset: ["--all", "--yes"] };
+    const missing = join(tempDir(), "gone");
+    const file = join(tempDir(), "a-file");
+    writeFileSync(file, "");
+    for (const [root, says] of [
+      [missing, `--root ${missing}: no such directory`],
+      [file, `--root ${file}: not a directory`],
+    ] as const) {
+      const r = await run([t, ...(needs[t] ?? []), "--root", root]);
+      expect({ code: r.code, stdout: r.stdout }).toEqual({ code: 2, stdout: "" });
+      expect(jsonError(r.stderr).error).toEqual({ code: "usage", message: says });
+    }
+    expect(existsSync(missing)).toBe(false);
+    expect(readFileSync(file, "utf8")).toBe("");
+  });
+
   test("bun cmd/loop-status.ts --no-such-flag", () => {
     const r = cli(["--no-such-flag"], { script: LOOP_STATUS });
     expect(r.code).toBe(2);
