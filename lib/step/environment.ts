@@ -12,6 +12,8 @@ import type { NormDefinition } from "../definition/loop-json.ts";
 import { buildRunnerCommand, PRESET_HOMES, PRESETS } from "../definition/runners.ts";
 import type { SandboxProbe, SandboxRequest } from "../supervisor/sandbox.ts";
 import { branchExists, gitTry, hasAnyCommit, revParse } from "./git.ts";
+import { checkWorktree } from "./workspace.ts";
+import { StartError } from "../shared/errors.ts";
 import { aiderCanChooseModel, type AiderModelFacts, type EnvironmentFault, isVerifyPlaceholder, launchFault, type ProgramFact, VERIFY_PLACEHOLDER } from "./faults.ts";
 
 /**
@@ -108,8 +110,16 @@ export interface LaunchProbe {
 }
 
 /** What the sandbox of an item's session (or verify) is built from (lib/supervisor/sandbox.ts). */
-export function sandboxRequest(o: { bwrap: string; worktree: string; stateRoot: string; branch: string; runner: string; writable: string[]; programs?: string[]; env: Record<string, string | undefined> }): SandboxRequest {
-  return { bwrap: o.bwrap, worktree: o.worktree, stateRoot: o.stateRoot, branch: o.branch, writable: o.writable, homes: [...(PRESET_HOMES[o.runner] ?? [])], programs: o.programs ?? [], env: o.env };
+/**
+ * What a session or verify's sandbox is built from. The worktree is checked first (checkWorktree),
+ * and its verified git folders are what get mounted: a worktree that is not the checkout loop made
+ * is a StartError naming why, and nothing is mounted.
+ */
+export function sandboxRequest(o: { bwrap: string; repo: string; worktree: string; stateRoot: string; branch: string; runner: string; writable: string[]; programs?: string[]; env: Record<string, string | undefined> }): SandboxRequest {
+  const checked = checkWorktree({ repo: o.repo, worktree: o.worktree, branch: o.branch });
+  if (!checked.ok) throw new StartError(`no sandbox over ${o.worktree}: ${checked.why}`);
+  const git = { gitDir: checked.gitDir, commonDir: checked.commonDir };
+  return { bwrap: o.bwrap, worktree: o.worktree, stateRoot: o.stateRoot, branch: o.branch, git, writable: o.writable, homes: [...(PRESET_HOMES[o.runner] ?? [])], programs: o.programs ?? [], env: o.env };
 }
 
 /** Probe the machine for one launch and judge it; null when nothing stands in the way. */

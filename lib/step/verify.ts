@@ -103,6 +103,7 @@ export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<St
   // The sandbox the verify runs in must be usable before it is reserved: if not, the loop pauses.
   const box = verifySandbox(ctx, it);
   if ("paused" in box) return box.paused;
+  if ("refused" in box) return record(ctx, it, notRun(attempt.n, box.refused));
   const key = `verify:${it.id}:e${it.epoch}:a${attempt.n}`;
   append(
     ctx,
@@ -149,6 +150,7 @@ function spawnReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOut
   ctx.store.assertLease();
   const box = verifySandbox(ctx, it);
   if ("paused" in box) return box.paused;
+  if ("refused" in box) return record(ctx, it, notRun(attempt.n, box.refused));
   let started: ReturnType<typeof startVerify>;
   try {
     started = startVerify({
@@ -197,7 +199,7 @@ function recordStarted(ctx: StepContext, it: ItemState, run: VerifyRun, p: Verif
  * that is asked for and unusable is an environment fault: the loop pauses, and the attempt waits
  * untouched for `loop ctl resume`.
  */
-function verifySandbox(ctx: StepContext, it: ItemState): { request: SandboxRequest | null } | { paused: StepOutcome } {
+function verifySandbox(ctx: StepContext, it: ItemState): { request: SandboxRequest | null } | { paused: StepOutcome } | { refused: string } {
   if (!it.def.sandbox) return { request: null };
   const s = it.session!;
   const attempt = it.attempts[it.attempts.length - 1]!;
@@ -210,7 +212,13 @@ function verifySandbox(ctx: StepContext, it: ItemState): { request: SandboxReque
     const p = append(ctx, [{ type: "environment_fault", item: it.id, payload: { kind: f.kind, attempt: attempt.n, reason: f.message, fix: f.fix } }], "fault");
     return { paused: { action: "paused", item: it.id, reason: p.loop.reason } };
   }
-  return { request: sandboxRequest({ bwrap: probe.bwrap, worktree: s.worktree, stateRoot: ctx.options.stateRoot, branch: s.branch, runner: it.def.runner, writable: [], env: ctx.options.env }) };
+  try {
+    return { request: sandboxRequest({ bwrap: probe.bwrap, repo: repoOf(ctx), worktree: s.worktree, stateRoot: ctx.options.stateRoot, branch: s.branch, runner: it.def.runner, writable: [], env: ctx.options.env }) };
+  } catch (err) {
+    // The checkout is not the one loop made (lib/step/workspace.ts checkWorktree): no verify runs over it.
+    if (err instanceof StartError) return { refused: err.message };
+    throw err;
+  }
 }
 
 /** A reserved verify whose start is not recorded: adopt its wrapper, start it (nothing was spawned), wait, or fail it. */

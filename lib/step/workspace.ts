@@ -17,11 +17,6 @@ export function repoTop(root: string): string {
   return git(root, ["rev-parse", "--show-toplevel"]);
 }
 
-function isWorktreeOn(path: string, branch: string): boolean {
-  if (!existsSync(join(path, ".git"))) return false;
-  const r = gitTry(path, ["symbolic-ref", "--quiet", "--short", "HEAD"]);
-  return r.code === 0 && r.stdout.trim() === branch;
-}
 
 /**
  * Make sure `path` is a worktree of `branch`, creating the branch from `startPoint` if needed.
@@ -47,7 +42,10 @@ export function ensureWorktree({
     throw Object.assign(new GitError(["worktree", "add", path, branch], null, ""), {
       message: `branch_replaced: refs/heads/${branch} is a symbolic ref to ${target}, not a branch loop made; remove it (git symbolic-ref --delete refs/heads/${branch}), then \`loop ctl resume\``,
     });
-  if (isWorktreeOn(path, branch)) return { created: false, branchCreated: false, movedAside: null };
+  // Reused only as the checkout loop made (checkWorktree, read without running git in it): an
+  // earlier attempt's agent, or a verify running its code, may have rewritten its .git, and a
+  // sandbox built from that would make another repository writable. Anything else is moved aside.
+  if (existsSync(path) && checkWorktree({ repo, worktree: path, branch }).ok) return { created: false, branchCreated: false, movedAside: null };
   let movedAside: string | null = null;
   if (existsSync(path)) {
     if (readdirSync(path).length === 0) rmSync(path, { recursive: true, force: true });
@@ -85,9 +83,9 @@ export function removeWorktree(repo: string, path: string): boolean {
  * operator's branch. Checked without following links: the folder itself is no link and resolves to
  * its place under the state root; its `.git` is a regular file naming a git dir
  * `<common git dir>/worktrees/<name>` whose `gitdir` names this checkout back and whose `commondir`
- * is the repository's; that git dir's HEAD is `branch`. Returns the git dir, or why not.
+ * is the repository's; that git dir's HEAD is `branch`. Returns the git dir and the common one, or why not.
  */
-export function checkWorktree(o: { repo: string; worktree: string; branch: string }): { ok: true; gitDir: string } | { ok: false; why: string } {
+export function checkWorktree(o: { repo: string; worktree: string; branch: string }): { ok: true; gitDir: string; commonDir: string } | { ok: false; why: string } {
   const no = (why: string) => ({ ok: false as const, why: `worktree_replaced: ${o.worktree} is not the checkout loop made (${why}); nothing committed` });
   // The agent writes these files: each read bounded, never through a link, only a regular file (a
   // FIFO in HEAD's place must not hang the step that holds the lease).
@@ -121,7 +119,7 @@ export function checkWorktree(o: { repo: string; worktree: string; branch: strin
     // The branch itself must be a branch: made a symbolic ref (to main, say), a commit on it would land there.
     const target = symbolicBranchTarget(o.repo, o.branch);
     if (target !== null) return no(`its branch ${o.branch} was made a symbolic ref to ${target}`);
-    return { ok: true, gitDir };
+    return { ok: true, gitDir, commonDir: common };
   } catch (err) {
     return no((err as Error).message);
   }

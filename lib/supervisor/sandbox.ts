@@ -30,6 +30,12 @@ export interface SandboxRequest {
   stateRoot: string;
   /** The item branch (`loop/<name>/item/<id>`): its folder of refs becomes writable. */
   branch: string;
+  /**
+   * The worktree's git folder and the repository's common one, as the step verified them
+   * (lib/step/workspace.ts checkWorktree): never read from the worktree's .git here, which an
+   * earlier agent could have pointed at another repository to have it mounted writable.
+   */
+  git: { gitDir: string; commonDir: string };
   /** Files outside the worktree the command writes (created empty when missing): the ask file, aider's histories. */
   writable: string[];
   /** Folders or files under $HOME the agent CLI must write (its config home), when they exist. */
@@ -115,17 +121,6 @@ export const MASKED_SOCKETS: readonly string[] = [
   "/run/crio/crio.sock",
 ];
 
-/** The worktree's git folder (`.git` is a file naming it) and the repository's common one. */
-export function worktreeGitDirs(worktree: string): { gitDir: string; commonDir: string } {
-  const dotGit = join(worktree, ".git");
-  if (!statSync(dotGit, { throwIfNoEntry: false })?.isFile()) throw new StartError(`${worktree} is not a linked worktree: its .git is not a file naming its git folder`);
-  const m = /^gitdir: (.+)$/m.exec(readFileSync(dotGit, "utf8"));
-  if (!m) throw new StartError(`${dotGit} does not name a git folder (not a linked worktree)`);
-  const gitDir = resolve(worktree, m[1]!.trim());
-  const common = readFileSync(join(gitDir, "commondir"), "utf8").trim();
-  return { gitDir, commonDir: isAbsolute(common) ? common : resolve(gitDir, common) };
-}
-
 function ensureFile(p: string): void {
   mkdirSync(dirname(p), { recursive: true });
   // "a": never truncates what is there, never follows nothing but what open follows.
@@ -133,13 +128,12 @@ function ensureFile(p: string): void {
 }
 
 /**
- * The spec for one session or verify, from the request and the session folder: reads the worktree's
- * git layout, and creates what the mounts need (the item refs' folders, empty writable files, an
- * empty config.worktree to hold read-only). Throws with a clear message when the worktree is not a
- * linked worktree of the repository.
+ * The spec for one session or verify, from the request and the session folder: takes the worktree's
+ * verified git layout, and creates what the mounts need (the item refs' folders, empty writable
+ * files, an empty config.worktree to hold read-only).
  */
 export function sandboxSpec(r: SandboxRequest, sessionDir: string): SandboxSpec {
-  const { gitDir, commonDir } = worktreeGitDirs(r.worktree);
+  const { gitDir, commonDir } = r.git;
   // The branch's ref and reflog live in folders named after it; a branch only packed has none yet.
   const refDir = dirname(join(commonDir, "refs", "heads", r.branch));
   const logDir = dirname(join(commonDir, "logs", "refs", "heads", r.branch));

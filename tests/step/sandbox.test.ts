@@ -178,6 +178,55 @@ describe("the sandbox", () => {
   );
 
   test.concurrent(
+    "a checkout whose .git a verify pointed at another repository is not reused: the next attempt gets a fresh one, the other repository is never mounted or touched",
+    () => {
+      return scenario(
+        (p) => {
+          // Another repository on the machine, which no sandbox may make writable.
+          const victim = join(p.aux, "victim");
+          mkdirSync(victim);
+          git(victim, "init", "-q");
+          git(victim, "-c", "user.name=v", "-c", "user.email=v@v", "commit", "-q", "--allow-empty", "-m", "victim");
+          // Attempt 1's verify (the agent's code, run in the sandbox) leaves a git folder of its own
+          // making, convincing to git (HEAD on the item branch, objects and refs through commondir
+          // in the victim), and points the checkout's .git at it; then it fails, so there is a retry.
+          const plant = [
+            "mkdir -p .fakegit",
+            `printf '%s\\n' ${join(victim, ".git")} > .fakegit/commondir`,
+            "printf 'ref: refs/heads/loop/t/item/fix\\n' > .fakegit/HEAD",
+            `printf '%s\\n' "$PWD/.git" > .fakegit/gitdir`,
+            `printf 'gitdir: %s\\n' "$PWD/.fakegit" > .git && echo PLANTED`,
+          ].join(" && ");
+          const verify = `if [ "$LOOP_ATTEMPT" = 1 ]; then ${plant}; exit 1; fi; test -f work.txt`;
+          // Attempt 2's agent tries what a sandbox built from that .git would allow.
+          const agent = `if [ "$LOOP_ATTEMPT" = 2 ]; then if echo x > ${join(victim, ".git", "objects", "pwned")} 2>/dev/null; then echo ESCAPED; else echo refused; fi; fi; echo work > work.txt`;
+          return demoDefinition([{ id: "fix", prompt: "fix", runner: "agent", verify, maxAttempts: 2 }], { defaults: { sandbox: "bwrap" }, runners: { agent: sh(agent) }, workspace: { keepCheckoutOnClose: true } });
+        },
+        {},
+        async (p) => {
+          const victim = join(p.aux, "victim");
+          const before = git(victim, "for-each-ref");
+          await p.runToDrain({ codes: [0, 1] });
+          expect(readFileSync(join(p.sessionDir("fix", 1), "verify.log"), "utf8")).toContain("PLANTED");
+          expect(p.projection().items.fix!.status).toBe("passed");
+          // The planted checkout was moved aside, kept for a person to look at; the new one is loop's.
+          const aside = readdirSync(join(p.stateRoot, "workspaces")).filter((n) => n.startsWith("fix.aside-"));
+          expect(aside).toHaveLength(1);
+          expect(readFileSync(join(p.stateRoot, "workspaces", aside[0]!, ".git"), "utf8")).toContain(".fakegit");
+          expect(readFileSync(join(p.stateRoot, "workspaces", "fix", ".git"), "utf8").trim()).toBe(`gitdir: ${join(p.root, ".git", "worktrees", "fix")}`);
+          // The victim was never mounted, written or given loop's folders.
+          expect(output(p, "fix", 2)).toContain("refused");
+          expect(output(p, "fix", 2)).not.toContain("ESCAPED");
+          expect(existsSync(join(victim, ".git", "objects", "pwned"))).toBe(false);
+          expect(existsSync(join(victim, ".git", "refs", "heads", "loop"))).toBe(false);
+          expect(git(victim, "for-each-ref")).toBe(before);
+        },
+      );
+    },
+    T,
+  );
+
+  test.concurrent(
     "bwrap missing is an environment fault: nothing reserved, the loop paused with the reason, exit 1; with bwrap back and resumed, the item runs",
     () =>
       scenario(

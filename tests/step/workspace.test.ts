@@ -42,6 +42,23 @@ describe("ensureWorktree", () => {
     expect(existsSync(join(wt, "kept.txt"))).toBe(false);
   });
 
+  test("a checkout on the branch whose .git names a git folder of someone else's making is not reused: moved aside, made again", () => {
+    const { root, wt } = repo();
+    ensureWorktree({ repo: root, path: wt, branch: "loop/t/a", startPoint: "main" });
+    // Convincing to git (HEAD on the branch, everything else through commondir in the repository),
+    // but not the git folder loop made: a sandbox built from it would mount what commondir names.
+    const fake = join(wt, ".fakegit");
+    mkdirSync(fake);
+    writeFileSync(join(fake, "HEAD"), "ref: refs/heads/loop/t/a\n");
+    writeFileSync(join(fake, "commondir"), `${join(root, ".git")}\n`);
+    writeFileSync(join(wt, ".git"), `gitdir: ${fake}\n`);
+    expect(git(wt, "symbolic-ref", "--short", "HEAD")).toBe("loop/t/a");
+    const r = ensureWorktree({ repo: root, path: wt, branch: "loop/t/a", startPoint: "main" });
+    expect(r.movedAside).toStartWith(`${wt}.aside-`);
+    expect(readFileSync(join(r.movedAside!, ".git"), "utf8")).toBe(`gitdir: ${fake}\n`);
+    expect(checkWorktree({ repo: root, worktree: wt, branch: "loop/t/a" })).toMatchObject({ ok: true, gitDir: join(root, ".git", "worktrees", "a") });
+  });
+
   test("an empty directory is simply replaced", () => {
     const { root, wt } = repo();
     mkdirSync(wt, { recursive: true });

@@ -1,9 +1,11 @@
 // The sandbox's command line (lib/supervisor/sandbox.ts): sandboxArgv is pure, its order is the
 // security (later mounts cover earlier ones), and sandboxSpec reads a real worktree's git layout.
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { sandboxArgv, sandboxSpec, type SandboxSpec, worktreeGitDirs } from "../../lib/supervisor/sandbox.ts";
+import { sandboxArgv, sandboxSpec, type SandboxSpec } from "../../lib/supervisor/sandbox.ts";
+import { sandboxRequest } from "../../lib/step/environment.ts";
+import { checkWorktree } from "../../lib/step/workspace.ts";
 import { git, makeRepo } from "../helpers/repo.ts";
 
 const SPEC: SandboxSpec = {
@@ -77,9 +79,11 @@ describe("sandboxSpec", () => {
       git(root, "worktree", "add", "-q", "-b", "loop/x/item/fix", wt);
       git(root, "pack-refs", "--all"); // the branch only packed: its folder is made for the mount
       rmSync(join(root, ".git", "refs", "heads", "loop"), { recursive: true, force: true });
-      expect(worktreeGitDirs(wt)).toEqual({ gitDir: join(root, ".git", "worktrees", "fix"), commonDir: join(root, ".git") });
+      const checked = checkWorktree({ repo: root, worktree: wt, branch: "loop/x/item/fix" });
+      expect(checked).toEqual({ ok: true, gitDir: join(root, ".git", "worktrees", "fix"), commonDir: join(root, ".git") });
+      const dirs = { gitDir: join(root, ".git", "worktrees", "fix"), commonDir: join(root, ".git") };
       const ask = join(stateRoot, "sessions", "fix", "1", "ask.txt");
-      const spec = sandboxSpec({ bwrap: "/usr/bin/bwrap", worktree: wt, stateRoot, branch: "loop/x/item/fix", writable: [ask], homes: [".claude"], programs: [root, join(root, "no-such-program")], env: { HOME: "/home/u" } }, join(stateRoot, "sessions", "fix", "1"));
+      const spec = sandboxSpec({ bwrap: "/usr/bin/bwrap", worktree: wt, stateRoot, branch: "loop/x/item/fix", git: dirs, writable: [ask], homes: [".claude"], programs: [root, join(root, "no-such-program")], env: { HOME: "/home/u" } }, join(stateRoot, "sessions", "fix", "1"));
       expect(spec.repo).toBe(root);
       expect(spec.git.writable).toEqual([join(root, ".git", "objects"), join(root, ".git", "worktrees", "fix"), join(root, ".git", "refs", "heads", "loop", "x", "item"), join(root, ".git", "logs", "refs", "heads", "loop", "x", "item")]);
       for (const d of spec.git.writable) expect(statSync(d).isDirectory()).toBe(true);
@@ -93,10 +97,19 @@ describe("sandboxSpec", () => {
     }
   });
 
-  test("a checkout that is not a linked worktree is refused with its path", () => {
+  test("a checkout that is not the linked worktree loop made is refused with its path and why, and nothing is mounted (sandboxRequest)", () => {
     const { dir, root } = makeRepo("loop-sbx-");
     try {
-      expect(() => sandboxSpec({ bwrap: "b", worktree: root, stateRoot: join(root, ".loop"), branch: "main", writable: [], homes: [], programs: [], env: {} }, join(root, ".loop"))).toThrow(`${root} is not a linked worktree: its .git is not a file naming its git folder`);
+      const request = (worktree: string, branch: string) => () => sandboxRequest({ bwrap: "b", repo: root, worktree, stateRoot: join(root, ".loop"), branch, runner: "claude", writable: [], env: {} });
+      expect(request(root, "main")).toThrow(`no sandbox over ${root}: worktree_replaced: ${root} is not the checkout loop made (its .git is a directory: a repository of its own)`);
+      const wt = join(root, ".loop", "workspaces", "fix");
+      git(root, "worktree", "add", "-q", "-b", "loop/x/item/fix", wt);
+      expect(request(wt, "loop/x/item/fix")().git).toEqual({ gitDir: join(root, ".git", "worktrees", "fix"), commonDir: join(root, ".git") });
+      // Its .git pointed at a git folder of the agent's making: refused, whatever that folder names.
+      mkdirSync(join(wt, ".fake"));
+      writeFileSync(join(wt, ".fake", "commondir"), `${join(root, ".git")}\n`);
+      writeFileSync(join(wt, ".git"), `gitdir: ${join(wt, ".fake")}\n`);
+      expect(request(wt, "loop/x/item/fix")).toThrow(`its .git names ${join(wt, ".fake")}`);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
