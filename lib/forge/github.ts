@@ -37,7 +37,7 @@ import {
   type ReviewFeedback,
 } from "./provider.ts";
 import { type Answer, ForgeHttp, type Json, linkTarget, MAX_PAGES } from "./http.ts";
-import { sanitizeLine } from "./untrusted.ts";
+import { sanitizeLine, tailOf } from "./untrusted.ts";
 
 /** The REST API version this client is written against (sent as X-GitHub-Api-Version). */
 const API_VERSION = "2022-11-28";
@@ -336,9 +336,7 @@ export class GitHubProvider implements ForgeProvider {
       for (const x of Array.isArray(a.body) ? a.body : [])
         annotations.push({ path: String(x?.path ?? ""), line: Number.isSafeInteger(x?.start_line) ? Number(x.start_line) : null, level: sanitizeLine(String(x?.annotation_level ?? "failure"), 20), message: [x?.title, x?.message].filter((t) => typeof t === "string" && t !== "").join(": ") });
     }
-    const text = typeof out.text === "string" ? out.text : "";
-    const bytes = Buffer.from(text, "utf8");
-    const logTail = bytes.length <= o.tailBytes ? text : bytes.subarray(bytes.length - Math.max(0, o.tailBytes)).toString("utf8").replace(/^\uFFFD+/, "");
+    const logTail = tailOf(typeof out.text === "string" ? out.text : "", o.tailBytes);
     return {
       ok: true,
       value: [{ name: check.name, reason: sanitizeLine(String(run.body?.conclusion ?? check.conclusion), 40), title: typeof out.title === "string" ? out.title : "", summary: typeof out.summary === "string" ? out.summary : "", annotations, logTail, url: String(run.body?.html_url ?? "") }],

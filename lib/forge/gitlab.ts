@@ -386,10 +386,11 @@ export class GitLabProvider implements ForgeProvider {
     const out: CheckFailure[] = [];
     for (const j of jobs) {
       const path = `${this.#project}/jobs/${Number(j?.id)}/trace`;
-      const t = await this.#http.request("GET", path, { text: true });
+      // Only the end is kept, as it arrives: a job's log may be larger than loop should hold.
+      const t = await this.#http.request("GET", path, { textTail: o.tailBytes });
       if ("ok" in t) return t;
-      const log = t.status === 200 && typeof t.body === "string" ? t.body : "";
-      out.push({ name: sanitizeLine(String(j?.name ?? "job"), 100), reason: sanitizeLine(String(j?.failure_reason ?? j?.status ?? "unknown"), 60), title: "", summary: "", annotations: [], logTail: tail(log, o.tailBytes), url: String(j?.web_url ?? "") });
+      const logTail = t.status === 200 && typeof t.body === "string" ? t.body : "";
+      out.push({ name: sanitizeLine(String(j?.name ?? "job"), 100), reason: sanitizeLine(String(j?.failure_reason ?? j?.status ?? "unknown"), 60), title: "", summary: "", annotations: [], logTail, url: String(j?.web_url ?? "") });
     }
     return { ok: true, value: out };
   }
@@ -455,13 +456,6 @@ function rateLimit(res: Response, _body: Json, now: () => number): ForgeFailure 
 /** A listing page's items (an answer that is not a list holds none). */
 function listOf(body: Json): Json[] {
   return Array.isArray(body) ? body : [];
-}
-
-/** The last `bytes` bytes of a log (whole characters), at most. */
-function tail(log: string, bytes: number): string {
-  const b = Buffer.from(log, "utf8");
-  if (b.length <= bytes) return log;
-  return b.subarray(b.length - Math.max(0, bytes)).toString("utf8").replace(/^\uFFFD+/, "");
 }
 
 /** GitLab's error bodies: `{message: "..."}`, `{message: {field: ["..."]}}`, or OAuth's `{error, error_description}`. */

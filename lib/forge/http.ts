@@ -5,7 +5,7 @@
 // MAX_PAGES, and no message that holds the token. What differs between forges comes in as a
 // `Dialect`: the auth and accept headers, how a rate limit, a refusal and the next page are read.
 import { type ConditionalCache, DEFAULT_FORGE_TIMEOUT_MS, type FetchLike, type ForgeFailure, type ProviderOptions } from "./provider.ts";
-import { sanitizeLine } from "./untrusted.ts";
+import { sanitizeLine, tailOf } from "./untrusted.ts";
 
 /** Pages read of one listing at most (100 per page): a longer one is cut, and the result says so. */
 export const MAX_PAGES = 10;
@@ -32,9 +32,42 @@ export interface RequestOptions {
   conditional?: boolean;
   /** Follow same-host redirects (the default); false: the redirect is the answer. */
   follow?: boolean;
-  /** A successful answer's body is text, not JSON (a job's log). */
-  text?: boolean;
+  /**
+   * A successful answer's body is text, not JSON (a job's log), and only its last this many bytes
+   * are kept, as it arrives: however long the log, loop holds no more than that.
+   */
+  textTail?: number;
 }
+
+/** The largest JSON answer read (an API page is far smaller): a larger one is a failure, never held whole. */
+export const MAX_ANSWER_BYTES = 32 * 1024 * 1024;
+
+/**
+ * Read a body as it arrives: whole up to `max` bytes (`over`: it was larger, and the rest was not
+ * read), or, with `tail`, only its last `tail` bytes (read to its end, holding no more than those).
+ */
+async function readBody(res: Response, o: { max: number; tail?: number }): Promise<{ text: string } | { over: true }> {
+  if (!res.body) return { text: "" };
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let held = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    chunks.push(value);
+    held += value.byteLength;
+    if (o.tail !== undefined) {
+      // Drop whole chunks that lie before the last `tail` bytes.
+      while (chunks.length > 1 && held - chunks[0]!.byteLength >= o.tail) held -= chunks.shift()!.byteLength;
+    } else if (held > o.max) {
+      await reader.cancel().catch(() => {});
+      return { over: true };
+    }
+  }
+  const bytes = Buffer.concat(chunks);
+  return { text: o.tail !== undefined ? tailOf(bytes, o.tail) : bytes.toString("utf8") };
+}
+
 
 /** What one forge says differently. */
 export interface Dialect {
@@ -108,7 +141,9 @@ export class ForgeHttp {
         url = next.href;
         delete headers["if-none-match"];
       }
-      text = await res.text();
+      const read = await readBody(res, { max: MAX_ANSWER_BYTES, ...(o.textTail !== undefined && res.ok ? { tail: o.textTail } : {}) });
+      if ("over" in read) return { ok: false, kind: "network", message: this.#scrub(`${what}: answered more than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB; not read`) };
+      text = read.text;
     } catch (err) {
       const e = err as Error;
       const late = signal.aborted || e?.name === "TimeoutError" || e?.name === "AbortError";
@@ -119,7 +154,7 @@ export class ForgeHttp {
     // success without the document it promises, is a failed request, not a null to read fields of.
     if (res.status === 304) return { ok: false, kind: "network", message: this.#scrub(`${what}: answered 304 Not Modified, but no answer was kept to reuse`) };
     let body: Json = null;
-    if (o.text && res.ok) body = text;
+    if (o.textTail !== undefined && res.ok) body = text;
     else if (text) {
       try {
         body = JSON.parse(text);
@@ -127,7 +162,7 @@ export class ForgeHttp {
         if (res.ok) return { ok: false, kind: "network", message: this.#scrub(`${what}: answer is not JSON`) };
       }
     }
-    if (res.ok && res.status !== 204 && !o.text && (body === null || typeof body !== "object"))
+    if (res.ok && res.status !== 204 && o.textTail === undefined && (body === null || typeof body !== "object"))
       return { ok: false, kind: "network", message: this.#scrub(`${what}: answered ${res.status} without a JSON object or list`) };
     const limited = this.#dialect.rateLimit(res, body, this.#now);
     if (limited) return limited;

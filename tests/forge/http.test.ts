@@ -3,7 +3,7 @@
 // kept out of every message. The providers' own readings (rate limits, refusals, pages) are tested
 // in github-client.test.ts and gitlab-client.test.ts against the fakes.
 import { describe, expect, test } from "bun:test";
-import { type Answer, type Dialect, ForgeHttp, linkTarget, MAX_PAGES } from "../../lib/forge/http.ts";
+import { type Answer, type Dialect, ForgeHttp, linkTarget, MAX_ANSWER_BYTES, MAX_PAGES } from "../../lib/forge/http.ts";
 import type { CachedAnswer, ConditionalCache, ProviderOptions } from "../../lib/forge/provider.ts";
 import { commitIdOf } from "../../lib/forge/provider.ts";
 
@@ -70,8 +70,32 @@ describe("one request", () => {
     const h = http({ fetch: fetch as never });
     expect(await h.request("POST", "/things", { body: { a: 1 } })).toEqual({ ok: false, kind: "network", message: "POST /things: answer is not JSON" });
     expect(seen[0]).toEqual({ method: "POST", url: `${API}/things`, headers: { accept: "application/test", "x-token": TOKEN, "user-agent": "loop", "content-type": "application/json" } });
-    const t = await h.request("GET", "/jobs/1/trace", { text: true });
+    const t = await h.request("GET", "/jobs/1/trace", { textTail: 100 });
     expect(!("ok" in t) && t.body).toBe("a log line\n");
+  });
+
+  test("a log is read to its end but only its tail is kept, in whole characters; a JSON answer over MAX_ANSWER_BYTES is a failure, not held", async () => {
+    // 5 MiB of log in 64 KiB chunks, ending in a multi-byte character cut by the tail's start.
+    const chunk = new TextEncoder().encode("x".repeat(64 * 1024 - 1) + "\n");
+    const end = new TextEncoder().encode("é the end\n");
+    const stream = (n: number, last: Uint8Array) =>
+      new ReadableStream<Uint8Array>({
+        pull(c) {
+          if (n-- > 0) c.enqueue(chunk);
+          else {
+            c.enqueue(last);
+            c.close();
+          }
+        },
+      });
+    const { fetch } = scripted((s) => new Response(s.url.endsWith("/trace") ? stream(80, end) : stream(MAX_ANSWER_BYTES / chunk.byteLength, new TextEncoder().encode("[]")), { status: 200 }));
+    const h = http({ fetch: fetch as never });
+    const t = await h.request("GET", "/jobs/1/trace", { textTail: 10 });
+    // "é" is two bytes: the last 10 bytes start in its middle, so it is dropped whole.
+    expect(!("ok" in t) && t.body).toBe(" the end\n");
+    const whole = await h.request("GET", "/jobs/1/trace", { textTail: 11 });
+    expect(!("ok" in whole) && whole.body).toBe("é the end\n");
+    expect(await h.request("GET", "/things")).toEqual({ ok: false, kind: "network", message: `GET /things: answered more than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB; not read` });
   });
 
   test("a success without its document, or a 304 to a question that kept no answer, is a failure (never a null the provider reads fields of)", async () => {
