@@ -13,7 +13,7 @@ import { sessionDir } from "../shared/paths.ts";
 import { readJsonOrNull } from "../shared/fsutil.ts";
 import { UnknownItemError, UsageError } from "../shared/errors.ts";
 import { SESSION_FILES } from "../supervisor/session-wrapper.ts";
-import { DEFAULT_OUTPUT_CAP, MARKER_READ, markerLine, outputLayout, parseMarker } from "../supervisor/output-log.ts";
+import { cutOf, DEFAULT_OUTPUT_CAP, markerLine, outputLayout } from "../supervisor/output-log.ts";
 import { sessionAlive } from "../supervisor/liveness.ts";
 
 export type LogKind = "output" | "verify";
@@ -111,7 +111,7 @@ export function logFacts(t: LogTarget): LogFacts {
   try {
     const size = fstatSync(f.fd).size;
     const head = t.cap === null ? null : outputLayout(t.cap).head;
-    const marker = head !== null && size > head ? markerAt(f.fd, head) : null;
+    const marker = head !== null && size > head ? cutOf(t.path, f.fd, head) : null;
     return { exists: true, bytes: size, droppedBytes: marker?.dropped ?? 0 };
   } finally {
     closeSync(f.fd);
@@ -180,11 +180,6 @@ function openLog(path: string): { fd: number; ino: number } | null {
   return { fd, ino: st.ino };
 }
 
-function markerAt(fd: number, head: number): { dropped: number; length: number } | null {
-  const buf = Buffer.alloc(MARKER_READ);
-  return parseMarker(buf.subarray(0, readSync(fd, buf, 0, buf.length, head)));
-}
-
 /**
  * Reads the output in order across cuts. `position` is the number of output bytes printed; in a
  * file cut with a marker, byte `position` of the output lies at `head + marker + (position - head -
@@ -235,7 +230,7 @@ class LogReader {
     for (;;) {
       const size = fstatSync(fd).size;
       const head = this.head;
-      const marker = head !== null && size > head ? markerAt(fd, head) : null;
+      const marker = head !== null && size > head ? cutOf(this.t.path, fd, head) : null;
       let from: number;
       let end = size;
       if (!marker || head === null) from = this.position;

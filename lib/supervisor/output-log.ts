@@ -12,8 +12,8 @@
 // A write the disk refuses (ENOSPC: the disk is full; any other errno) never ends the wrapper: the
 // output is dropped and counted, and once a write succeeds again a line says how much was lost
 // there. The first such failure is kept (writeError) for exit.json: the step says it.
-import { closeSync, constants as fsConstants, fstatSync, openSync, readSync, renameSync, rmSync, writeSync } from "node:fs";
-import { openOwnForAppend } from "../shared/fsutil.ts";
+import { closeSync, existsSync, constants as fsConstants, fstatSync, openSync, readSync, renameSync, rmSync, writeSync } from "node:fs";
+import { openOwnForAppend, readRegularFile, writeFileAtomic } from "../shared/fsutil.ts";
 import { StartError } from "../shared/errors.ts";
 
 export const DEFAULT_OUTPUT_CAP = 64 * 2 ** 20;
@@ -38,7 +38,51 @@ export function parseMarker(bytes: Uint8Array): { dropped: number; length: numbe
   const m = MARKER.exec(Buffer.from(bytes).toString("latin1"));
   return m ? { dropped: Number(m[1]), length: m[0].length } : null;
 }
-export const MARKER_READ = MARKER_MAX;
+const MARKER_READ = MARKER_MAX;
+
+/**
+ * The wrapper's record of its cuts, beside the log (`output.log.cuts`): for each of the last two
+ * files it made, its inode, the bytes dropped before it and its marker's length. Readers take a cut
+ * from here, never from the marker in the log: at the head's end of a file not cut yet is the
+ * agent's own output, which could imitate a marker to have a reader skip what follows (the usage
+ * lines its spend is read from). In the sandbox the agent cannot write the record.
+ */
+export function cutsPath(logPath: string): string {
+  return `${logPath}.cuts`;
+}
+
+interface CutEntry {
+  ino: string;
+  dropped: number;
+  markerLength: number;
+}
+
+function inodeOf(fd: number): string {
+  return String(fstatSync(fd, { bigint: true }).ino);
+}
+
+/**
+ * Where the log open at `fd` (read from `logPath`) was cut: its entry in the record, or null when it
+ * was never cut. A log without a record (written by a wrapper older than the record) is read by its
+ * marker, as before; an unreadable record is no cut.
+ */
+export function cutOf(logPath: string, fd: number, head: number): { dropped: number; length: number } | null {
+  const r = readRegularFile(cutsPath(logPath), { maxBytes: 4096, noLinks: true });
+  if (r.kind === "absent") {
+    const buf = Buffer.alloc(MARKER_READ);
+    return parseMarker(buf.subarray(0, readSync(fd, buf, 0, buf.length, head)));
+  }
+  if (r.kind !== "ok") return null;
+  let cuts: unknown;
+  try {
+    cuts = (JSON.parse(r.bytes.toString("utf8")) as { cuts?: unknown }).cuts;
+  } catch {
+    return null;
+  }
+  const ino = inodeOf(fd);
+  const mine = (Array.isArray(cuts) ? (cuts as CutEntry[]) : []).filter((e) => e?.ino === ino && Number.isSafeInteger(e.dropped) && Number.isSafeInteger(e.markerLength)).at(-1);
+  return mine ? { dropped: mine.dropped, length: mine.markerLength } : null;
+}
 
 export interface OutputLayout {
   cap: number;
@@ -82,6 +126,8 @@ export class CappedLog {
   private size: number;
   private dropped = 0;
   private markerLength = 0;
+  /** The record's entry for the file being written, once it was cut. */
+  private lastCut: CutEntry | null = null;
   private closed = false;
   /** Bytes a failing disk kept out since the last write that succeeded. */
   private lost = 0;
@@ -102,6 +148,14 @@ export class CappedLog {
     this.fd = opened.fd;
     this.size = opened.size;
     this.replaced = opened.replaced;
+    // The record says "no cut yet" from the start: its presence is what tells readers to trust it,
+    // not the marker. A disk that refuses it loses no output: kept as the log's first write error.
+    try {
+      if (!existsSync(cutsPath(path))) writeFileAtomic(cutsPath(path), JSON.stringify({ v: 1, cuts: [] }) + "\n");
+    } catch (err) {
+      if (typeof (err as NodeJS.ErrnoException)?.code !== "string") throw err;
+      this.failure = `${cutsPath(path)}: ${(err as Error).message}`;
+    }
   }
 
   /** Bytes of output dropped so far. */
@@ -171,6 +225,10 @@ export class CappedLog {
       copyRange(this.fd, 0, head, out);
       writeAll(out, marker);
       copyRange(this.fd, tailStart, keep, out);
+      // Recorded before the new file takes the log's name: a reader that opens it finds its cut.
+      const entry = { ino: inodeOf(out), dropped, markerLength: marker.length };
+      writeFileAtomic(cutsPath(this.path), JSON.stringify({ v: 1, cuts: [...(this.lastCut ? [this.lastCut] : []), entry] }) + "\n");
+      this.lastCut = entry;
       renameSync(tmp, this.path);
     } catch (err) {
       closeSync(out);

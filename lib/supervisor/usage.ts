@@ -11,7 +11,7 @@
 import { closeSync, fstatSync } from "node:fs";
 import { join } from "node:path";
 import { openOwnFile, readAt, readJsonOrNull, writeFileAtomic } from "../shared/fsutil.ts";
-import { DEFAULT_OUTPUT_CAP, MARKER_READ, outputLayout, parseMarker } from "./output-log.ts";
+import { cutOf, DEFAULT_OUTPUT_CAP, outputLayout } from "./output-log.ts";
 import { SESSION_FILES } from "./session-wrapper.ts";
 import { feedLines, figureOf, finishLines, initialState, type LogSource, noteOf, type ParseState, parseUsageFile, type TokenCounts, type UsageFigure, type UsageSource } from "../definition/usage.ts";
 
@@ -83,7 +83,7 @@ function readLogSource(dir: string, source: LogSource, prior: Cursor | null, fin
   try {
     const st = fstatSync(opened.fd);
     if (!final && prior && prior.ino === st.ino && prior.size === st.size && prior.mtimeMs === st.mtimeMs) return result(c, base, c.state);
-    const read = readGrowth(opened.fd, st.size, c, capOf(dir));
+    const read = readGrowth(join(dir, SESSION_FILES.output), opened.fd, st.size, c, capOf(dir));
     let state = read.state;
     if (final) state = finishLines(state, read.rest.toString("utf8"));
     // At the end the last line is consumed too: a second final read must not count it again.
@@ -112,9 +112,10 @@ function capOf(dir: string): number {
  * between the offset and `head + dropped` is gone. `rest`: the start of a line not ended yet (read
  * again by the next tick, or taken as the last line at the session's end).
  */
-function readGrowth(fd: number, size: number, c: Cursor, cap: number): { state: ParseState; offset: number; resync: boolean; lost: number; rest: Buffer } {
+function readGrowth(path: string, fd: number, size: number, c: Cursor, cap: number): { state: ParseState; offset: number; resync: boolean; lost: number; rest: Buffer } {
   const { head } = outputLayout(cap);
-  const marker = size > head ? parseMarker(readAt(fd, head, MARKER_READ)) : null;
+  // From the wrapper's record of its cuts: a marker the agent printed itself is output like any other.
+  const marker = size > head ? cutOf(path, fd, head) : null;
   let { offset, resync, lost } = c;
   let state = c.state!;
   let rest: Buffer = Buffer.alloc(0);

@@ -3,9 +3,9 @@
 // and the new file together while it is cut), a reader holding the file before a cut reads a
 // complete file, and a cut file still shows output growth to the stall detector.
 import { afterAll, describe, expect, test } from "bun:test";
-import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, statSync } from "node:fs";
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { CappedLog, DEFAULT_OUTPUT_CAP, markerLine, MIN_OUTPUT_CAP, outputCapFrom, outputLayout, parseMarker, parseSize } from "../../lib/supervisor/output-log.ts";
+import { CappedLog, cutOf, cutsPath, DEFAULT_OUTPUT_CAP, markerLine, MIN_OUTPUT_CAP, outputCapFrom, outputLayout, parseMarker, parseSize } from "../../lib/supervisor/output-log.ts";
 import { TempDirs } from "../helpers/fs.ts";
 import { demoDefinition, scenario } from "../helpers/project.ts";
 
@@ -67,8 +67,8 @@ describe("CappedLog", () => {
     for (let off = 0, n = 1; off < total.length; off += n, n = (n * 7 + 13) % 9000) {
       log.write(total.subarray(off, off + n));
       max = Math.max(max, statSync(path).size);
-      // No temporary file outlives a cut.
-      expect(readdirSync(dir)).toEqual(["output.log"]);
+      // No temporary file outlives a cut; beside the log, only the record of its cuts.
+      expect(readdirSync(dir).sort()).toEqual(["output.log", "output.log.cuts"]);
     }
     log.close();
     expect(max).toBeLessThanOrEqual(cap);
@@ -83,6 +83,37 @@ describe("CappedLog", () => {
     expect(kept.length).toBeGreaterThanOrEqual(keep);
     expect(kept.equals(total.subarray(total.length - kept.length))).toBe(true);
     expect(head + marker!.dropped + kept.length).toBe(total.length);
+    // The record of the cuts names this file, with the marker's count and length.
+    const fd = openSync(path, "r");
+    try {
+      expect(cutOf(path, fd, head)).toEqual(marker);
+    } finally {
+      closeSync(fd);
+    }
+  });
+
+  test("a marker the output itself carries at the head's end is no cut: readers follow the record, not the text", () => {
+    const path = join(temp.make(), "output.log");
+    const log = new CappedLog(path, cap);
+    // The agent prints exactly up to the head's end, then a line that looks like the wrapper's marker.
+    log.write(Buffer.alloc(head, "a"));
+    log.write(Buffer.from(markerLine(5000, cap) + "after\n"));
+    log.close();
+    const fd = openSync(path, "r");
+    try {
+      expect(parseMarker(readFileSync(path).subarray(head))).not.toBeNull(); // it does look like one
+      expect(cutOf(path, fd, head)).toBeNull();
+    } finally {
+      closeSync(fd);
+    }
+    // A log whose wrapper kept no record (one older than the record) is read by its marker, as before.
+    rmSync(cutsPath(path));
+    const old = openSync(path, "r");
+    try {
+      expect(cutOf(path, old, head)).toEqual({ dropped: 5000, length: markerLine(5000, cap).length });
+    } finally {
+      closeSync(old);
+    }
   });
 
   test("a reader holding the file before a cut reads that file whole; the path then names the new one", () => {

@@ -5,7 +5,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { appendFileSync, linkSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { CappedLog, MIN_OUTPUT_CAP } from "../../lib/supervisor/output-log.ts";
+import { CappedLog, markerLine, MIN_OUTPUT_CAP, outputLayout } from "../../lib/supervisor/output-log.ts";
 import { SESSION_FILES } from "../../lib/supervisor/session-wrapper.ts";
 import { readSessionUsage, USAGE_CURSOR } from "../../lib/supervisor/usage.ts";
 import { TempDirs } from "../helpers/fs.ts";
@@ -79,6 +79,30 @@ describe("the output log of a preset", () => {
     // The result is cumulative: the whole figure, whatever was dropped.
     expect(tokensOf(r)).toBe(15 * n);
     expect(r.figure?.microUsd).toBe(1_500_000);
+  });
+
+  test("a marker the agent prints at the head's end skips nothing: every message after it is counted", () => {
+    const dir = session();
+    const log = join(dir, SESSION_FILES.output);
+    writeFileSync(join(dir, SESSION_FILES.launch), JSON.stringify({ argv: [], cwd: dir, env: {}, tee: false, outputCap: MIN_OUTPUT_CAP }));
+    const w = new CappedLog(log, MIN_OUTPUT_CAP);
+    const { head } = outputLayout(MIN_OUTPUT_CAP);
+    // Messages up to a little before the head's end, padding to it, then a forged marker claiming
+    // that far more was dropped than the rest of the output: a reader that believed it would skip it all.
+    let n = 0;
+    let written = 0;
+    while (written + msg("m0000", 5).length < head - 100) {
+      const m = msg(`m${String(++n).padStart(4, "0")}`, 5);
+      w.write(Buffer.from(m));
+      written += m.length;
+    }
+    w.write(Buffer.from("x".repeat(head - written - 1) + "\n"));
+    w.write(Buffer.from(markerLine(10 ** 9, MIN_OUTPUT_CAP)));
+    for (let i = 0; i < 50; i++) w.write(Buffer.from(msg(`late${i}`, 5)));
+    w.close();
+    const r = readSessionUsage({ dir, source: "claude", final: true });
+    expect(tokensOf(r)).toBe((n + 50) * 15);
+    expect(r.note ?? "").not.toMatch(/dropped by the output cap/);
   });
 
   test("a link, a FIFO or a hard link in the output log's place is not read, and the note says why", () => {
