@@ -68,7 +68,6 @@ async function readBody(res: Response, o: { max: number; tail?: number }): Promi
   return { text: o.tail !== undefined ? tailOf(bytes, o.tail) : bytes.toString("utf8") };
 }
 
-
 /** What one forge says differently. */
 export interface Dialect {
   /** Its accept and version headers, and the token's. */

@@ -109,9 +109,8 @@ export interface LaunchProbe {
   sandbox?: SandboxProbe | null;
 }
 
-/** What the sandbox of an item's session (or verify) is built from (lib/supervisor/sandbox.ts). */
 /**
- * What a session or verify's sandbox is built from. The worktree is checked first (checkWorktree),
+ * What a session or verify's sandbox is built from (lib/supervisor/sandbox.ts). The worktree is checked first (checkWorktree),
  * and its verified git folders are what get mounted: a worktree that is not the checkout loop made
  * is a StartError naming why, and nothing is mounted.
  */

@@ -17,7 +17,6 @@ export function repoTop(root: string): string {
   return git(root, ["rev-parse", "--show-toplevel"]);
 }
 
-
 /**
  * Make sure `path` is a worktree of `branch`, creating the branch from `startPoint` if needed.
  * Anything else found at `path` (a checkout the close path kept because its changes could not be
