@@ -4,7 +4,7 @@
 // command, the detached session; then record session_started. A step killed anywhere in between
 // leaves a reservation the next step resolves (lib/step/observe.ts observeLaunching): it adopts a
 // spawned session, never launches the attempt a second time.
-import { existsSync, lstatSync, mkdirSync, realpathSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { lstatSync, mkdirSync, realpathSync, renameSync, statSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { itemBranch } from "../definition/loop-json.ts";
 import { buildRunnerCommand, provenConversation } from "../definition/runners.ts";
@@ -19,7 +19,7 @@ import { describeRefChange, restoreCommand } from "./owned-refs.ts";
 import { ensureAgentExcludes, probeLaunchFault, resolveProgram, sandboxRequest, sessionPath } from "./environment.ts";
 import { probeSandbox } from "../supervisor/sandbox.ts";
 import { type EnvironmentFault, FaultError, launchErrorFault, ownedRefFault, programFault, type ProgramFact } from "./faults.ts";
-import { git, gitTry, revParse } from "./git.ts";
+import { git, revParse } from "./git.ts";
 import { buildHandoff, buildReplyMessage, REPLY_FILE } from "./handoff.ts";
 import { selfArgv, selfFiles } from "../supervisor/self.ts";
 import { readOutputHead, SESSION_FILES, sessionMark, startSession, tmuxSessionName } from "../supervisor/sessions.ts";

@@ -18,9 +18,8 @@
 //   - no capabilities (--cap-drop ALL: run as root, bwrap would keep them, and with them mount);
 //   - the network as it is: agents need their model's API.
 // sandboxArgv is pure; sandboxSpec reads the worktree's git layout and prepares the mount points.
-import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readFileSync, statSync } from "node:fs";
-import { basename, dirname, isAbsolute, join, resolve } from "node:path";
-import { StartError } from "../shared/errors.ts";
+import { closeSync, existsSync, lstatSync, mkdirSync, openSync, statSync } from "node:fs";
+import { basename, dirname, isAbsolute, join } from "node:path";
 
 /** What the caller asks for: where the work is, and what else the command must write. */
 export interface SandboxRequest {

@@ -5,7 +5,7 @@
 // command runs the checkpoints that wait for (or pull the WAL from under) a replicator.
 import { afterAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { foldAndCheck } from "../../lib/reports/replay.ts";
 import { headOf, withReadSnapshot } from "../../lib/log/snapshot.ts";

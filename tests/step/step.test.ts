@@ -3,7 +3,6 @@
 // or shell scripts declared as command runners. No assertion measures time: where a deadline must
 // pass, loop.json has short timeouts and the test polls `loop run` a bounded number of times.
 // Every scenario ends with `loop status` and `loop replay` exiting 0 and no session process left.
-import { constants, Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
