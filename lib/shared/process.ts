@@ -6,6 +6,11 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 
 const HAVE_PROC = existsSync("/proc/self/stat");
 
+/** Whether a live process carries one of `marks`; true where this machine cannot tell (no /proc). */
+export function markCarried(marks: Iterable<string>): boolean {
+  return !HAVE_PROC || markedProcesses(marks).length > 0;
+}
+
 /**
  * The fields of /proc/<pid>/stat after "(comm)" (state, ppid, pgrp, …; starttime is [19]), or null
  * when the process is gone or there is no /proc. comm may hold spaces and parentheses: cut at the last ")".

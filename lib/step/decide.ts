@@ -256,6 +256,11 @@ export interface VerifyStartObservation {
   launched: boolean;
   /** The wrapper it spawned, from verify-spawned.json or verify-started.json. */
   found: { pid: number; startTime: string | null } | null;
+  /**
+   * A live process carries the verify's mark (what the reserving step spawned carries it from its
+   * start), or this machine cannot tell (no /proc): something may be running.
+   */
+  marked: boolean;
   reservedAt: number;
   now: number;
   /** How long a launched wrapper may take to show itself (the item's launch timeout). */
@@ -273,6 +278,10 @@ export type VerifyStartVerdict =
 export function classifyVerifyStart(o: VerifyStartObservation): VerifyStartVerdict {
   if (o.found) return { kind: "adopt", pid: o.found.pid, startTime: o.found.startTime };
   if (!o.launched) return { kind: "spawn" };
+  // A launch record, no wrapper on record and nothing alive with the mark: the reserving step was
+  // stopped before its spawn (or the wrapper died before its first record). Nothing runs, so it is
+  // started now, rather than waited for until the launch timeout and counted as a failed attempt.
+  if (!o.marked) return { kind: "spawn" };
   if (o.now - o.reservedAt <= o.launchTimeout) return { kind: "waiting", reason: "verify is starting" };
   return { kind: "never_started", reason: `verify did not start within ${Math.round(o.launchTimeout / 1000)}s` };
 }

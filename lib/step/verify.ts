@@ -15,6 +15,7 @@ import type { Payload } from "../log/events.ts";
 import type { ItemState, VerifyRun } from "../log/reducer.ts";
 import { GitError, StartError } from "../shared/errors.ts";
 import { failpoint } from "../shared/failpoint.ts";
+import { markCarried } from "../shared/process.ts";
 import { readJsonOrNull, readTextOrNull, writeFileAtomic } from "../shared/fsutil.ts";
 import { GIT_EXEC_FILE, gitExecReport, gitExecSnapshot } from "./git-exec.ts";
 import { tamperedObjects } from "./object-store.ts";
@@ -225,7 +226,9 @@ function verifySandbox(ctx: StepContext, it: ItemState): { request: SandboxReque
 function resumeReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOutcome | null {
   const attempt = it.attempts[it.attempts.length - 1]!;
   const ev = verifySpawnEvidence(it.session!.sessionDir);
-  const v = classifyVerifyStart({ ...ev, reservedAt: Date.parse(run.reservedAt), now: Date.now(), launchTimeout: it.def.timeouts.launch });
+  // /proc is scanned only when the launch record has no wrapper on record (a step stopped mid-start).
+  const marked = ev.launched && !ev.found ? markCarried([sessionMark(it.session!)]) : true;
+  const v = classifyVerifyStart({ ...ev, marked, reservedAt: Date.parse(run.reservedAt), now: Date.now(), launchTimeout: it.def.timeouts.launch });
   switch (v.kind) {
     case "adopt":
       return recordStarted(ctx, it, run, { pid: v.pid, startTime: v.startTime, proof: ev.found?.proof ?? null }, true);

@@ -329,7 +329,7 @@ describe("classifySession: in order", () => {
 
 describe("classifyVerifyStart: a reserved verify whose start is not recorded", () => {
   const now = Date.parse("2025-06-01T12:00:00Z");
-  const base: VerifyStartObservation = { launched: false, found: null, reservedAt: now - 1_000, now, launchTimeout: 60_000 };
+  const base: VerifyStartObservation = { launched: false, found: null, marked: true, reservedAt: now - 1_000, now, launchTimeout: 60_000 };
   const o = (over: Partial<VerifyStartObservation>): VerifyStartObservation => ({ ...base, ...over });
   test("a spawned wrapper is adopted, however late", () => {
     expect(classifyVerifyStart(o({ launched: true, found: { pid: 7, startTime: "99" }, reservedAt: now - 999_999 }))).toEqual({ kind: "adopt", pid: 7, startTime: "99" });
@@ -337,9 +337,15 @@ describe("classifyVerifyStart: a reserved verify whose start is not recorded", (
   test("no launch record: nothing can have run, so it is started (the first start)", () => {
     expect(classifyVerifyStart(o({ reservedAt: now - 999_999 }))).toEqual({ kind: "spawn" });
   });
-  test("a launch record without a wrapper: waiting until the launch timeout, then never started", () => {
+  test("a launch record without a wrapper, something alive with its mark: waiting until the launch timeout, then never started", () => {
     expect(classifyVerifyStart(o({ launched: true, reservedAt: now - 60_000 }))).toEqual({ kind: "waiting", reason: "verify is starting" });
     expect(classifyVerifyStart(o({ launched: true, reservedAt: now - 60_001 }))).toEqual({ kind: "never_started", reason: "verify did not start within 60s" });
+  });
+  test("a launch record without a wrapper and nothing alive with its mark: nothing runs, so it is started now, at any age", () => {
+    expect(classifyVerifyStart(o({ launched: true, marked: false }))).toEqual({ kind: "spawn" });
+    expect(classifyVerifyStart(o({ launched: true, marked: false, reservedAt: now - 999_999 }))).toEqual({ kind: "spawn" });
+    // A wrapper on record is adopted whatever the scan says.
+    expect(classifyVerifyStart(o({ launched: true, marked: false, found: { pid: 7, startTime: null } }))).toEqual({ kind: "adopt", pid: 7, startTime: null });
   });
 });
 

@@ -155,6 +155,32 @@ describe("verify is an observed process", () => {
     T,
   );
 
+  test.concurrent(
+    "a step killed after writing the verify's launch record, before its spawn: nothing carries the mark, so the next step starts it at once (never `verify is starting` until the launch timeout)",
+    () =>
+      scenario(
+        (p) => gated(p),
+        {},
+        async (p) => {
+          expect((await p.run()).action).toBe("launched");
+          await pollUntil(() => existsSync(join(p.sessionDir("slow", 1), "exit.json")), "agent exited");
+          const killed = await p.loop(["run", "--json", "--root", p.root], { LOOP_FAILPOINT: "verify:after_reserve" });
+          expect(killed.code).toBe(137);
+          // What the killed step would have left had it died a moment later: the launch record, no wrapper.
+          writeFileSync(join(p.sessionDir("slow", 1), "verify-launch.json"), JSON.stringify({ argv: ["sh", "-c", "true"], cwd: p.root, env: {}, tee: false }) + "\n");
+          const next = await p.run();
+          expect(next.transitions.map((t) => t.type)).toEqual(["lease_taken_over", "verify_started"]);
+          expect(next.reason).not.toBe("verify is starting");
+          writeFileSync(join(p.aux, "go"), "");
+          await p.runToDrain();
+          expect(verifyRuns(p)).toHaveLength(1);
+          expect(p.eventsOf("verify_started", "slow").map((e) => e.payload.adopted)).toEqual([false]);
+          expect(p.eventsOf("verify_finished", "slow").map((e) => e.payload.passed)).toEqual([true]);
+        },
+      ),
+    T,
+  );
+
   test.concurrent.each([
     ["stop", ["stop", "--yes"], "pending"],
     ["skip", ["skip", "--yes", "--work-item", "slow"], "skipped"],
