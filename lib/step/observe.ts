@@ -7,7 +7,9 @@ import type { ItemState } from "../log/reducer.ts";
 import { append, closeInStep, itemNow, loopView, type StepContext, type StepOutcome } from "./context.ts";
 import { classifySession } from "./decide.ts";
 import { interruptedLaunchesFault } from "./faults.ts";
-import { adoptable, observeSession, SESSION_FILES } from "../supervisor/sessions.ts";
+import { adoptable, observeSession, SESSION_FILES, sessionMark, tmuxSessionName } from "../supervisor/sessions.ts";
+import { tmuxHasSession } from "../supervisor/tmux.ts";
+import { markCarried } from "../shared/process.ts";
 import { whileRunning } from "./budget.ts";
 import { recordRunningUsage, stopForBudget } from "./spend.ts";
 import { usageDraft } from "./usage.ts";
@@ -27,20 +29,27 @@ export function observeLaunching(ctx: StepContext, it: ItemState): StepOutcome |
     return null;
   }
   const launched = existsSync(join(s.sessionDir, SESSION_FILES.launch));
+  // The launch record without a wrapper on record: what the reserving step spawned carries the
+  // attempt's mark from its start (in tmux, its session has the name first). Nothing alive with
+  // either, the step was stopped between the record and the spawn: nothing runs.
+  const cutShort = launched && !markCarried([sessionMark(s)]) && !(ctx.def.tmux && tmuxHasSession(tmuxSessionName(ctx.def.name, it.id, attempt.n, it.epoch)));
   const age = Date.now() - Date.parse(attempt.reservedAt);
-  if (launched && age <= it.def.timeouts.launch) return { action: "waiting", item: it.id, reason: "session is starting" };
-  const reason = launched
-    ? `session did not start within ${Math.round(it.def.timeouts.launch / 1000)}s`
-    : "the step that reserved this attempt stopped before launching it; not relaunched";
+  if (launched && !cutShort && age <= it.def.timeouts.launch) return { action: "waiting", item: it.id, reason: "session is starting" };
+  const reason = !launched
+    ? "the step that reserved this attempt stopped before launching it; not relaunched"
+    : cutShort
+      ? "the step that launched this attempt stopped before its session started (nothing runs); not relaunched"
+      : `session did not start within ${Math.round(it.def.timeouts.launch / 1000)}s`;
   // A step killed between reservation and spawn is the loop's failure, not the agent's: not counted.
   // Interrupted again and again, it pauses the loop instead (the attempt given back the same way).
+  const interrupted = !launched || cutShort;
   const ended = it.attempts.slice(0, -1).map((a) => a.end?.verdict ?? null);
-  const again = launched || loopView(ctx).loop.state !== "running" ? null : interruptedLaunchesFault({ item: it.id, attempt: attempt.n, ended });
+  const again = !interrupted || loopView(ctx).loop.state !== "running" ? null : interruptedLaunchesFault({ item: it.id, attempt: attempt.n, ended });
   if (again) {
     append(ctx, [{ type: "environment_fault", item: it.id, payload: { kind: again.kind, attempt: attempt.n, reason: again.message, fix: again.fix } }], "launch_failed");
     return { action: "paused", item: it.id, reason: loopView(ctx).loop.reason };
   }
-  append(ctx, [{ type: "launch_failed", item: it.id, payload: { attempt: attempt.n, reason, interrupted: !launched } }], "launch_failed");
+  append(ctx, [{ type: "launch_failed", item: it.id, payload: { attempt: attempt.n, reason, interrupted } }], "launch_failed");
   return null;
 }
 

@@ -185,8 +185,10 @@ function recordStarted(ctx: StepContext, it: ItemState, run: VerifyRun, p: Verif
   const proof = p.proof ? { mechanism, proof: p.proof } : mechanism ? { mechanism } : {};
   const attempt = it.attempts[it.attempts.length - 1]!;
   // Counted from the reservation, which comes right before the spawn: an adopted verify has been
-  // running since then, not since the step that found it.
-  const deadline = new Date(Date.parse(run.reservedAt) + run.timeoutMs).toISOString();
+  // running since then, not since the step that found it. One this step started under an older
+  // reservation (its reserving step was stopped before the spawn) has run only from now.
+  const from = adopted ? Date.parse(run.reservedAt) : Math.max(Date.parse(run.reservedAt), Date.now());
+  const deadline = new Date(from + run.timeoutMs).toISOString();
   append(
     ctx,
     [{ type: "verify_started", item: it.id, payload: { attempt: attempt.n, pid: p.pid, pgid: p.pid, startTime: p.startTime, log: run.log, deadline, adopted, ...proof } }],

@@ -20,6 +20,7 @@ import { landAttempt } from "../../lib/step/land.ts";
 import { launchAttempt } from "../../lib/step/launch.ts";
 import { observeRunning } from "../../lib/step/observe.ts";
 import { SESSION_FILES, startSession } from "../../lib/supervisor/sessions.ts";
+import { SESSION_MARK_VAR } from "../../lib/shared/process.ts";
 import { failAttempt, settleAttempt } from "../../lib/step/settle.ts";
 import { verifyAttempt } from "../../lib/step/verify.ts";
 import { ensureWorktree } from "../../lib/step/workspace.ts";
@@ -200,19 +201,41 @@ describe("a reserved verify whose start was not recorded (the reserving step was
     expect(lastOf(h, "verify_finished")).toMatchObject({ passed: true, reason: "exit 0" });
   });
 
-  test("a launch record without a wrapper: waiting until the launch timeout, then the verify fails as never started", async () => {
+  test("a launch record without a wrapper, a live process carrying the attempt's mark: waiting until the launch timeout, then the verify fails as never started", async () => {
     const h = harness({ verify: "true" });
     exitedAttempt(h);
     const dir = reserve(h);
     writeFileSync(join(dir, "verify-launch.json"), "{}\n");
-    expect(await verifyAttempt(h.ctx, h.item())).toEqual({ action: "waiting", item: "a", reason: "verify is starting" });
     const old = harness({ verify: "true" });
     exitedAttempt(old);
     const oldDir = reserve(old, new Date(Date.now() - 3 * 60_000).toISOString());
     writeFileSync(join(oldDir, "verify-launch.json"), "{}\n");
-    expect(await verifyAttempt(old.ctx, old.item())).toBeNull();
-    expect(lastOf(old, "verify_finished")).toMatchObject({ passed: false, exitCode: null, log: null, reason: "verify did not start within 120s" });
-    expect(old.events().filter((e) => e.type === "verify_started")).toEqual([]);
+    // What the killed step spawned, alive and marked, but with nothing on record yet.
+    const marks = [h.item().session!.sessionId, old.item().session!.sessionId];
+    const alive = marks.map((mark) => Bun.spawn(["sh", "-c", "echo ready; exec sleep 600"], { env: { ...process.env, [SESSION_MARK_VAR]: mark }, stdout: "pipe" }));
+    try {
+      await Promise.all(alive.map((p) => p.stdout.getReader().read()));
+      expect(await verifyAttempt(h.ctx, h.item())).toEqual({ action: "waiting", item: "a", reason: "verify is starting" });
+      expect(await verifyAttempt(old.ctx, old.item())).toBeNull();
+      expect(lastOf(old, "verify_finished")).toMatchObject({ passed: false, exitCode: null, log: null, reason: "verify did not start within 120s" });
+      expect(old.events().filter((e) => e.type === "verify_started")).toEqual([]);
+    } finally {
+      for (const p of alive) p.kill("SIGKILL");
+    }
+  });
+
+  test("a launch record without a wrapper and nothing alive with the attempt's mark: the step was stopped before its spawn; the verify is started at once, however old", async () => {
+    const h = harness({ verify: "true" });
+    exitedAttempt(h);
+    const dir = reserve(h, new Date(Date.now() - 3 * 60_000).toISOString());
+    writeFileSync(join(dir, "verify-launch.json"), "{}\n");
+    expect(await verifyAttempt(h.ctx, h.item())).toMatchObject({ action: "waiting", reason: expect.stringContaining("verify running") });
+    // Its deadline counts from this start, not from the reservation three minutes ago.
+    const started = lastOf(h, "verify_started");
+    expect(started).toMatchObject({ adopted: false });
+    expect(Date.parse(started!.deadline as string)).toBeGreaterThan(Date.now() + 60_000);
+    await verifyToEnd(h);
+    expect(lastOf(h, "verify_finished")).toMatchObject({ passed: true, reason: "exit 0" });
   });
 });
 

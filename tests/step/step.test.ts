@@ -4,7 +4,7 @@
 // pass, loop.json has short timeouts and the test polls `loop run` a bounded number of times.
 // Every scenario ends with `loop status` and `loop replay` exiting 0 and no session process left.
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { demoDefinition, git, gitOk, pollUntil, type Project, runlogBlocks, scenario, sleep } from "../helpers/project.ts";
 import { Store } from "../../lib/log/store.ts";
@@ -32,6 +32,30 @@ function stubbornDefinition(p: Project, stall: string): Record<string, unknown> 
 }
 
 describe("loop run", () => {
+  test.concurrent(
+    "a step stopped after writing the launch record, before its spawn: nothing carries the attempt's mark, so the next step gives the attempt back at once, uncounted (never `session is starting` until the launch timeout)",
+    () =>
+      scenario(
+        demoDefinition([{ id: "a", prompt: "a\n@demo write a.txt a\n@demo commit a", maxAttempts: 1 }]),
+        {},
+        async (p) => {
+          const killed = await p.loop(["run", "--json", "--root", p.root], { LOOP_FAILPOINT: "reserve:after_commit" });
+          expect(killed.code).toBe(137);
+          // What the killed step would have left a moment later: the launch record, no wrapper.
+          mkdirSync(p.sessionDir("a", 1), { recursive: true });
+          writeFileSync(join(p.sessionDir("a", 1), "launch.json"), JSON.stringify({ argv: ["sh", "-c", "true"], cwd: p.root, env: {}, tee: false }) + "\n");
+          const next = await p.run();
+          expect(next.reason).not.toBe("session is starting");
+          const failed = p.eventsOf("launch_failed", "a");
+          expect(failed.map((e) => [e.payload.interrupted, e.payload.reason])).toEqual([[true, "the step that launched this attempt stopped before its session started (nothing runs); not relaunched"]]);
+          // Uncounted: with one attempt allowed, the item still runs and passes.
+          await p.runToDrain();
+          expect(p.projection().items.a!.status).toBe("passed");
+        },
+      ),
+    T,
+  );
+
   test.concurrent(
     "(a) retries, failure, blocked dependent, independent item, drained Failed, RUNLOG",
     () =>
