@@ -51,6 +51,12 @@ export function tamperedObjects(o: { repo: string; since: number }): string[] {
   };
   for (const dir of readdirSync(objects)) {
     if (!/^[0-9a-f]{2}$/.test(dir)) continue;
+    // A fan-out folder replaced by a link would have its objects read from elsewhere, unseen here.
+    const fan = lstatSync(join(objects, dir));
+    if (!fan.isDirectory()) {
+      out.push(`objects/${dir} is ${fan.isSymbolicLink() ? "a symbolic link" : "not a directory"}`);
+      continue;
+    }
     for (const file of readdirSync(join(objects, dir))) {
       const path = join(objects, dir, file);
       if (!changed(path)) continue;

@@ -2,7 +2,7 @@
 // written since a moment is checked against its name; an object rewritten under another's name, a
 // link, a damaged pack and a written alternates file are named; honest writes are not.
 import { afterAll, describe, expect, test } from "bun:test";
-import { appendFileSync, chmodSync, copyFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { appendFileSync, chmodSync, copyFileSync, cpSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { deflateSync } from "node:zlib";
 import { looseObjectMatches, tamperedObjects } from "../../lib/step/object-store.ts";
@@ -63,6 +63,18 @@ describe("tamperedObjects", () => {
     rmSync(objectPath(root, blob));
     symlinkSync(objectPath(root, evil), objectPath(root, blob));
     expect(tamperedObjects({ repo: root, since })).toEqual([`objects/${blob.slice(0, 2)}/${blob.slice(2)} is a symbolic link`]);
+  });
+
+  test("a fan-out folder replaced by a link to a folder of other objects is named, not read through", () => {
+    const root = repo();
+    const since = Date.now();
+    const blob = git(root, "rev-parse", "HEAD:check.sh");
+    const fan = join(root, ".git", "objects", blob.slice(0, 2));
+    const elsewhere = join(root, "..", "elsewhere");
+    cpSync(fan, elsewhere, { recursive: true });
+    rmSync(fan, { recursive: true, force: true });
+    symlinkSync(elsewhere, fan);
+    expect(tamperedObjects({ repo: root, since })).toEqual([`objects/${blob.slice(0, 2)} is a symbolic link`]);
   });
 
   test("a pack whose bytes were changed does not verify; a written alternates file is named", () => {
