@@ -12,6 +12,7 @@ import type { ConditionalCache, ForgePull } from "../../lib/forge/provider.ts";
 import { capped, fenced, sanitize, sanitizeLine } from "../../lib/forge/untrusted.ts";
 import { type FakeGitHub, startFakeGitHub } from "../helpers/fake-github.ts";
 import { git } from "../helpers/project.ts";
+import { seedWork } from "../helpers/repo.ts";
 
 const TOKEN = "ghp_secretTOKENvalue123";
 
@@ -24,13 +25,7 @@ let gh: FakeGitHub;
 let work: string;
 beforeAll(() => {
   const dir = mkdtempSync(join(tmpdir(), "loop-forge-"));
-  work = join(dir, "work");
-  git(dir, "init", "-q", "-b", "main", work);
-  git(work, "config", "user.email", "t@loop.invalid");
-  git(work, "config", "user.name", "t");
-  writeFileSync(join(work, "a.txt"), "a\n");
-  git(work, "add", "-A");
-  git(work, "commit", "-qm", "a");
+  work = seedWork(dir);
   gh = startFakeGitHub({ seedFrom: work, dir });
 });
 afterAll(() => gh.stop());

@@ -64,12 +64,8 @@ export function writeLoopJson(root: string, def: unknown): void {
   writeFileSync(join(root, "loop.json"), typeof def === "string" ? def : JSON.stringify(def, null, 2) + "\n");
 }
 
-/**
- * A forge fake seeded from a work repository whose `main` has one commit (a.txt), then a branch
- * `feature` one commit ahead (b.txt) pushed to the fake's bare repository as each of `refspecs`.
- * `start` makes the fake from the work repository (seeded with main only).
- */
-export function fakeWithFeature<F extends { bare: string }>(dir: string, start: (work: string) => F, refspecs = ["feature:feature"]): { fake: F; work: string; head: string } {
+/** A work repository `<dir>/work` to seed a forge fake from: branch `main`, one commit (a.txt). */
+export function seedWork(dir: string): string {
   const work = join(dir, "work");
   git(dir, "init", "-q", "-b", "main", work);
   git(work, "config", "user.email", "t@loop.invalid");
@@ -77,6 +73,16 @@ export function fakeWithFeature<F extends { bare: string }>(dir: string, start: 
   writeFileSync(join(work, "a.txt"), "a\n");
   git(work, "add", "-A");
   git(work, "commit", "-qm", "a");
+  return work;
+}
+
+/**
+ * A forge fake seeded from a work repository whose `main` has one commit (a.txt), then a branch
+ * `feature` one commit ahead (b.txt) pushed to the fake's bare repository as each of `refspecs`.
+ * `start` makes the fake from the work repository (seeded with main only).
+ */
+export function fakeWithFeature<F extends { bare: string }>(dir: string, start: (work: string) => F, refspecs = ["feature:feature"]): { fake: F; work: string; head: string } {
+  const work = seedWork(dir);
   const fake = start(work);
   git(work, "checkout", "-qb", "feature");
   writeFileSync(join(work, "b.txt"), "b\n");
