@@ -34,17 +34,18 @@ export function ensureWorktree({
   branch: string;
   startPoint: string;
 }): { created: boolean; branchCreated: boolean; movedAside: string | null } {
+  // Reused only as the checkout loop made (checkWorktree, read without running git in it, which
+  // also refuses a symbolic branch): an earlier attempt's agent, or a verify running its code, may
+  // have rewritten its .git, and a sandbox built from that would make another repository writable.
+  if (existsSync(path) && checkWorktree({ repo, worktree: path, branch }).ok) return { created: false, branchCreated: false, movedAside: null };
   // A branch name loop owns made a symbolic ref (an earlier agent's doing): an agent working on it
-  // would commit onto its target. Refused, and said how to put it right; nothing is created.
+  // would commit onto its target. Refused, and said how to put it right; nothing is moved or created.
   const target = symbolicBranchTarget(repo, branch);
   if (target !== null)
     throw Object.assign(new GitError(["worktree", "add", path, branch], null, ""), {
       message: `branch_replaced: refs/heads/${branch} is a symbolic ref to ${target}, not a branch loop made; remove it (git symbolic-ref --delete refs/heads/${branch}), then \`loop ctl resume\``,
     });
-  // Reused only as the checkout loop made (checkWorktree, read without running git in it): an
-  // earlier attempt's agent, or a verify running its code, may have rewritten its .git, and a
-  // sandbox built from that would make another repository writable. Anything else is moved aside.
-  if (existsSync(path) && checkWorktree({ repo, worktree: path, branch }).ok) return { created: false, branchCreated: false, movedAside: null };
+  // Anything else found there is moved aside.
   let movedAside: string | null = null;
   if (existsSync(path)) {
     if (readdirSync(path).length === 0) rmSync(path, { recursive: true, force: true });
