@@ -153,37 +153,74 @@ export interface MarkedProcess {
   mark: string;
 }
 
+/** PF_KTHREAD in /proc/<pid>/stat's flags: a kernel thread, which has no environment at all. */
+const PF_KTHREAD = 0x00200000;
+/** How often, and how long apart, an empty environment is read again (below). */
+const UNSETTLED_READS = 3;
+const UNSETTLED_PAUSE_MS = 10;
+
+/** What the scan for marks reads of /proc; tests hand it a made-up one (a process caught mid-exec). */
+export interface ProcView {
+  pids(): string[];
+  /** The raw environment, or null when it cannot be read (gone, another user's: EACCES). */
+  environ(pid: string): Buffer | null;
+  stat(pid: string): string[] | null;
+  /** The owner's uid, or null when gone. */
+  uid(pid: string): number | null;
+  sleep(ms: number): void;
+}
+
+const LIVE_PROC: ProcView = {
+  pids: () => readdirSync("/proc").filter((n) => n.charCodeAt(0) >= 48 && n.charCodeAt(0) <= 57),
+  environ: (pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/environ`);
+    } catch {
+      return null;
+    }
+  },
+  stat: procStat,
+  uid: (pid) => {
+    try {
+      return statSync(`/proc/${pid}`).uid;
+    } catch {
+      return null;
+    }
+  },
+  sleep: (ms) => Bun.sleepSync(ms),
+};
+
 /**
  * Live (non-zombie) processes of this user that carry one of `marks`, never this process or its
  * ancestors. Reads /proc; elsewhere (no /proc) there is nothing to find and it returns [].
+ *
+ * From the moment exec installs a process's new memory until it lays out the new environment, the
+ * kernel reads that environment as empty: a process caught mid-exec would look unmarked. So an
+ * empty environment (not a kernel thread's or a zombie's, which have none) is read again, a few
+ * times briefly apart; processes started with no environment at all cost that wait once per scan.
  */
-export function markedProcesses(marks: Iterable<string>): MarkedProcess[] {
+export function markedProcesses(marks: Iterable<string>, proc: ProcView = LIVE_PROC): MarkedProcess[] {
   const want = new Set([...marks].filter(Boolean));
-  if (want.size === 0 || !HAVE_PROC) return [];
+  if (want.size === 0 || (proc === LIVE_PROC && !HAVE_PROC)) return [];
   const uid = process.getuid?.() ?? -1;
   const spare = selfAndAncestors();
   const out: MarkedProcess[] = [];
-  for (const name of readdirSync("/proc")) {
-    if (name.charCodeAt(0) > 57 || name.charCodeAt(0) < 48) continue; // not a pid
-    const pid = Number(name);
-    if (spare.has(pid)) continue;
-    let environ: Buffer;
-    try {
-      environ = readFileSync(`/proc/${name}/environ`); // another user's: EACCES, skipped
-    } catch {
-      continue;
-    }
-    const mark = marksIn(environ).find((m) => want.has(m));
-    if (mark === undefined) continue;
-    const rest = procStat(pid);
-    if (rest === null || rest[0] === "Z" || rest[0] === "X") continue;
-    try {
-      // Root reads every environ: only this user's processes are ours to end.
-      if (statSync(`/proc/${name}`).uid !== uid) continue;
-    } catch {
-      continue;
-    }
-    out.push({ pid, started: rest[19]!, mark });
+  /** Reads one process: "unsettled" for an empty environment that may yet be laid out. */
+  const read = (pid: string): "unsettled" | void => {
+    const environ = proc.environ(pid);
+    if (environ === null) return;
+    const mark = environ.length > 0 ? marksIn(environ).find((m) => want.has(m)) : undefined;
+    if (environ.length > 0 && mark === undefined) return; // most processes: one read, no stat
+    const rest = proc.stat(pid);
+    if (rest === null || rest[0] === "Z" || rest[0] === "X") return;
+    if (mark === undefined) return (Number(rest[6]) & PF_KTHREAD) === 0 ? "unsettled" : undefined;
+    // Root reads every environ: only this user's processes are ours to end.
+    if (proc.uid(pid) === uid) out.push({ pid: Number(pid), started: rest[19]!, mark });
+  };
+  let unsettled = proc.pids().filter((pid) => !spare.has(Number(pid)) && read(pid) === "unsettled");
+  for (let round = 0; round < UNSETTLED_READS && unsettled.length > 0; round++) {
+    proc.sleep(UNSETTLED_PAUSE_MS);
+    unsettled = unsettled.filter((pid) => read(pid) === "unsettled");
   }
   return out;
 }

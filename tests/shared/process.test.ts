@@ -1,7 +1,8 @@
 // Session marks (lib/shared/process.ts): finding the processes that carry a session's mark in their
 // environment, and ending them. Real processes, started with and without the mark.
 import { afterEach, describe, expect, test } from "bun:test";
-import { endMarked, markedProcesses, marksIn } from "../../lib/shared/process.ts";
+import { readFileSync } from "node:fs";
+import { endMarked, markedProcesses, marksIn, type ProcView } from "../../lib/shared/process.ts";
 
 const started: Bun.Subprocess[] = [];
 afterEach(() => {
@@ -19,6 +20,36 @@ function sleeper(env: Record<string, string>, script = "echo ready; exec sleep 6
 async function ready(p: Bun.Subprocess<"ignore", "pipe", "ignore">): Promise<void> {
   const { value } = await p.stdout.getReader().read();
   expect(new TextDecoder().decode(value)).toBe("ready\n");
+}
+
+/** Wait until a sleeper that ends in `exec sleep` is sleep: no longer in the middle of its exec. */
+async function execd(p: Bun.Subprocess<"ignore", "pipe", "ignore">): Promise<void> {
+  await ready(p);
+  for (let i = 0; i < 400 && readFileSync(`/proc/${p.pid}/comm`, "utf8") !== "sleep\n"; i++) await Bun.sleep(10);
+}
+
+/** A made-up /proc: each pid's environment reads (the last repeats), stat state and flags, owner. */
+function fakeProc(procs: Record<string, { environ: string[]; state?: string; flags?: number; uid?: number }>) {
+  const reads: Record<string, number> = {};
+  const sleeps: number[] = [];
+  const view: ProcView = {
+    pids: () => Object.keys(procs),
+    environ: (pid) => {
+      const all = procs[pid]!.environ;
+      const n = (reads[pid] = (reads[pid] ?? 0) + 1);
+      return Buffer.from(all[Math.min(n, all.length) - 1]!, "latin1");
+    },
+    stat: (pid) => {
+      const rest = Array.from({ length: 44 }, () => "0");
+      rest[0] = procs[pid]!.state ?? "S";
+      rest[6] = String(procs[pid]!.flags ?? 0x400000);
+      rest[19] = `t${pid}`;
+      return rest;
+    },
+    uid: (pid) => procs[pid]!.uid ?? process.getuid!(),
+    sleep: (ms) => void sleeps.push(ms),
+  };
+  return { view, reads, sleeps };
 }
 
 describe("marksIn", () => {
@@ -40,11 +71,36 @@ describe("markedProcesses and endMarked", () => {
     const a = sleeper({ LOOP_SESSION_MARK: mark });
     const b = sleeper({ LOOP_SESSION_ID: mark });
     const other = sleeper({ LOOP_SESSION_MARK: `other-${crypto.randomUUID()}` });
-    await Promise.all([a, b, other].map(ready));
+    await Promise.all([a, b, other].map(execd));
     expect(markedProcesses([mark]).map((m) => m.pid).sort()).toEqual([a.pid, b.pid].sort());
     expect(markedProcesses([]).length).toBe(0);
     expect(markedProcesses([mark]).every((m) => m.pid !== process.pid && m.mark === mark)).toBe(true);
     expect(markedProcesses([mark]).some((m) => m.pid === other.pid)).toBe(false);
+  });
+
+  test("a process caught mid-exec (its environment read empty) is read again and found; kernel threads and zombies are never waited on", () => {
+    const { view, reads, sleeps } = fakeProc({
+      "9001": { environ: ["", "", "PATH=/bin\0LOOP_SESSION_MARK=m\0"] },
+      "9002": { environ: ["LOOP_SESSION_MARK=m\0"] },
+      "9003": { environ: [""], flags: 0x00208040 }, // a kernel thread
+      "9004": { environ: [""], state: "Z" },
+      "9005": { environ: ["LOOP_SESSION_MARK=other\0"] },
+      "9006": { environ: ["LOOP_SESSION_MARK=m\0"], uid: 12345 }, // another user's
+    });
+    expect(markedProcesses(["m"], view)).toEqual([
+      { pid: 9002, started: "t9002", mark: "m" },
+      { pid: 9001, started: "t9001", mark: "m" },
+    ]);
+    expect(sleeps).toHaveLength(2);
+    expect([reads["9003"], reads["9004"], reads["9005"]]).toEqual([1, 1, 1]);
+  });
+
+  test("processes with no environment at all cost a few short waits per scan, not per process, and are not found", () => {
+    const procs = Object.fromEntries(Array.from({ length: 50 }, (_, i) => [String(9100 + i), { environ: [""] }]));
+    const { view, sleeps } = fakeProc({ ...procs, "9200": { environ: ["LOOP_SESSION_MARK=m\0"] } });
+    expect(markedProcesses(["m"], view).map((p) => p.pid)).toEqual([9200]);
+    expect(sleeps.length).toBe(3);
+    expect(sleeps.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(50);
   });
 
   test("endMarked ends them (SIGKILL for one that ignores SIGTERM) and leaves the others alone", async () => {

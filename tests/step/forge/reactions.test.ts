@@ -7,6 +7,8 @@
 // safety: failpoints between seeing a signal and recording it and after, and random kills over a
 // whole rework cycle, never launch two reworks for one signal.
 import { afterEach, describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { demoDefinition, git, Project } from "../../helpers/project.ts";
 import { CI_FAILURE, FORGES, type FakeForge, github } from "../../helpers/forges.ts";
 import { prng } from "../../helpers/loop-harness.ts";
@@ -174,6 +176,19 @@ describe.each(FORGES)("%s", (_name, make) => {
   });
 });
 
+/**
+ * Kills that cut three launches of the item in a row pause the loop, as a timeout around cron's
+ * command would (docs/cli/loop-run.md#internal-errors): the operator resumes it. Any other pause
+ * is a failure.
+ */
+async function resumeInterruptedLaunches(p: Project): Promise<void> {
+  if (!existsSync(join(p.stateRoot, "loop.db"))) return; // the first step not yet through
+  const loop = p.projection().loop;
+  if (loop.state !== "paused") return;
+  expect(loop.fault?.kind, loop.reason ?? "").toBe("launch_interrupted");
+  expect((await p.loop(["ctl", "resume", "--json"])).code).toBe(0);
+}
+
 describe("crash safety (one forge: the reaction path is the provider's neutral answers)", () => {
   const ciOnce = (f: FakeForge) => [{ ref: f.ref(1), prompt: "x\n@demo attempt 1 write a.txt a\n@demo attempt 1 commit a\n@demo attempt 2 write fix.txt fixed\n@demo attempt 2 commit fix" }];
   /** One reaction, one rework, one PR, one merge: whatever was killed on the way. */
@@ -209,6 +224,7 @@ describe("crash safety (one forge: the reaction path is the provider's neutral a
     const random = prng(22);
     let kills = 0;
     for (let i = 0; i < 80; i++) {
+      await resumeInterruptedLaunches(p);
       const proc = p.spawn(["run", "--json"]);
       const after = Math.floor(random() * 400);
       const timer = setTimeout(() => proc.kill("SIGKILL"), after);
@@ -219,6 +235,7 @@ describe("crash safety (one forge: the reaction path is the provider's neutral a
       await Bun.sleep(100);
     }
     expect(kills).toBeGreaterThan(0);
+    await resumeInterruptedLaunches(p);
     const r = await p.runToDrain();
     expect(r.loop.outcome).toBe("Succeeded");
     // One signal, one reaction, one rework (a launch a kill cut short is given back, not counted).
