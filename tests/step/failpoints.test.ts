@@ -430,10 +430,10 @@ describe("failpoints", () => {
         const { dir, root } = makeRepo("loop-rk-");
         dirs.push(dir);
         const l = new LoopUnderTest(dir, root, {});
-        // A kill between a reservation and writing the launch record is recorded as an interrupted
-        // launch and costs nothing, but a kill after the launch record and before the spawn is only
-        // seen when the launch deadline passes, and counts: a budget of 100 attempts keeps the
-        // expected outcome certain. A short launch timeout bounds the wait for a cut-off spawn.
+        // A kill before the session spawned is recorded as an interrupted launch and costs nothing,
+        // unless a process carrying the attempt's mark is still alive: then it is seen only when the
+        // launch deadline passes, and counts. A budget of 100 attempts keeps the expected outcome
+        // certain; a short launch timeout bounds the wait for such a spawn.
         writeLoopJson(root, mainDefinition(l, 100, { launch: "15s", stall: "30m", verify: "2m" }));
         // The kills spread over a step's start and its work: a loaded machine starts processes
         // slowly, so the window grows with what starting one takes here and now.
