@@ -1,11 +1,12 @@
 // The direction of imports, checked by dependency-cruiser:
-//   cmd/ → lib/control, lib/reports, lib/planner → lib/step → lib/forge, lib/supervisor
-//   → lib/definition → lib/log → lib/shared;  and lib/serve (loop serve) → lib/reports and below,
-//   never reaching the writer lib/log/store.ts
+//   cmd/ → lib/control, lib/reports, lib/planner → lib/step → lib/forge, lib/supervisor, lib/repo
+//   → lib/decisions → lib/definition → lib/log → lib/shared;  and lib/serve (loop serve) → lib/reports
+//   and below, never reaching the writer lib/log/store.ts
 // A folder imports its own files and the folders to its right, nothing else. `npm run lint:imports`
 // runs it; tests/architecture.test.ts runs it from `npm test`, and proves on a copy of the tree that
-// it fails on a planted upward import, cycle, sibling import, import of cmd/ and unplaced folder. Each rule lists the
-// folders a layer MAY import, so no layer may import a new folder of lib/ until it is placed here.
+// it fails on a planted upward import, cycle, sibling import, import of cmd/, effect in a decision and
+// unplaced folder. Each rule lists the folders a layer MAY import, so no layer may import a new folder
+// of lib/ until it is placed here.
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
@@ -40,6 +41,37 @@ module.exports = {
       to: { path: "^(lib|cmd)/", pathNot: "^lib/(definition|log|shared)/" },
     },
     {
+      // The decisions (which item next, what a session's or a verify's observation means, what an
+      // attempt leads to, what needs a person, operator verbs, budgets, guards, faults): plain data
+      // in, plain data out. They read the log's and the definition's types, never a process, a file or git.
+      name: "decisions-import-only-definition-log-shared",
+      severity: "error",
+      from: { path: "^lib/decisions/" },
+      to: { path: "^(lib|cmd)/", pathNot: "^lib/(decisions|definition|log|shared)/" },
+    },
+    {
+      // ... and nothing effectful below them either: no system module, no store, no file helper.
+      name: "decisions-import-nothing-effectful",
+      severity: "error",
+      from: { path: "^lib/decisions/" },
+      to: {
+        path: [
+          "^(node:)?(fs|fs/promises|child_process|net|http|https|dgram|dns|os|worker_threads|zlib|crypto|process|readline|tty)$",
+          "^bun:",
+          "^lib/log/(store|writer|snapshot|materialize|locks|ownership|integrity-worker)\\.ts$",
+          "^lib/shared/(fsutil|process|failpoint|disk|state-root|paths|cli)\\.ts$",
+        ],
+      },
+    },
+    {
+      // The repository's effects (every git call, worktrees, branches, merges, the object store, the
+      // refs loop owns): what the tick asks of git. It judges nothing about items or sessions.
+      name: "repo-imports-only-below",
+      severity: "error",
+      from: { path: "^lib/repo/" },
+      to: { path: "^(lib|cmd)/", pathNot: "^lib/(repo|decisions|definition|log|shared)/" },
+    },
+    {
       // The forge (one module per provider, the untrusted-text rules, the merge gate) speaks to a
       // code-hosting service for a step; it knows the definition's types, never a step or a report.
       name: "forge-imports-only-below",
@@ -50,18 +82,18 @@ module.exports = {
     {
       // Supervising processes (the agent's and verify's: starting, marking, observing, ending them,
       // their output logs) is effects on whatever the tick decides: it never imports the tick, nor
-      // its sibling the forge.
+      // its siblings the forge and the repository (it may name the decisions' types: what it observes).
       name: "supervisor-imports-only-below",
       severity: "error",
       from: { path: "^lib/supervisor/" },
-      to: { path: "^(lib|cmd)/", pathNot: "^lib/(supervisor|definition|log|shared)/" },
+      to: { path: "^(lib|cmd)/", pathNot: "^lib/(supervisor|decisions|definition|log|shared)/" },
     },
     {
       // A step decides and acts on the definition and the log; reports and control sit above it.
       name: "step-imports-only-below",
       severity: "error",
       from: { path: "^lib/step/" },
-      to: { path: "^(lib|cmd)/", pathNot: "^lib/(step|forge|supervisor|definition|log|shared)/" },
+      to: { path: "^(lib|cmd)/", pathNot: "^lib/(step|forge|supervisor|repo|decisions|definition|log|shared)/" },
     },
     {
       // The read verbs' reports and the operator's controls are siblings over the step: neither
@@ -69,7 +101,7 @@ module.exports = {
       name: "reports-and-control-import-only-below",
       severity: "error",
       from: { path: "^lib/(reports|control)/" },
-      to: { path: "^(lib|cmd)/", pathNot: ["^lib/(step|forge|supervisor|definition|log|shared)/", "^lib/$1/"] },
+      to: { path: "^(lib|cmd)/", pathNot: ["^lib/(step|forge|supervisor|repo|decisions|definition|log|shared)/", "^lib/$1/"] },
     },
     {
       // The web page (loop serve) sits beside the read verbs and may use them (the status document is
@@ -78,7 +110,7 @@ module.exports = {
       name: "serve-imports-only-reports-and-below",
       severity: "error",
       from: { path: "^lib/serve/" },
-      to: { path: "^(lib|cmd)/", pathNot: "^lib/(serve|reports|step|forge|supervisor|definition|log|shared)/" },
+      to: { path: "^(lib|cmd)/", pathNot: "^lib/(serve|reports|step|forge|supervisor|repo|decisions|definition|log|shared)/" },
     },
     {
       // A server that runs for days over a live loop must never hold a writer: not even by way of
@@ -95,7 +127,7 @@ module.exports = {
       name: "planner-imports-only-below",
       severity: "error",
       from: { path: "^lib/planner/" },
-      to: { path: "^(lib|cmd)/", pathNot: "^lib/(planner|step|forge|supervisor|definition|log|shared)/" },
+      to: { path: "^(lib|cmd)/", pathNot: "^lib/(planner|step|forge|supervisor|repo|decisions|definition|log|shared)/" },
     },
     {
       // Every library module sits in a folder placed in these rules: a new folder of lib/ (the forge,
@@ -105,7 +137,7 @@ module.exports = {
       severity: "error",
       from: {
         path: "^lib/",
-        pathNot: "^lib/(shared|log|definition|forge|supervisor|step|reports|control|planner|serve)/",
+        pathNot: "^lib/(shared|log|definition|decisions|repo|forge|supervisor|step|reports|control|planner|serve)/",
       },
       to: {},
     },

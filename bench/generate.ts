@@ -20,11 +20,13 @@ import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { canonicalJson, sha256Hex } from "../lib/log/canonical.ts";
-import { definitionHash, parseDefinitionText } from "../lib/definition/loop-json.ts";
+import { definitionHash } from "../lib/definition/normalize.ts";
+import { parseDefinitionText } from "../lib/definition/loop-json.ts";
 import { type EventDraft, payloadProblem, type StoredEvent } from "../lib/log/events.ts";
 import { materialize } from "../lib/log/materialize.ts";
 import { sessionDir, worktreeDir } from "../lib/shared/paths.ts";
-import { type Projection, reduceInto } from "../lib/log/reducer.ts";
+import type { Projection } from "../lib/log/projection.ts";
+import { reduceInto } from "../lib/log/reducer.ts";
 import { counts } from "../lib/log/documents.ts";
 import { hashInput, Store, writeWholeProjection } from "../lib/log/store.ts";
 

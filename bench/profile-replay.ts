@@ -19,7 +19,8 @@ import { checkIntegrity } from "../lib/log/integrity.ts";
 import { compareFiles, compareProjection, foldLog, replayReport } from "../lib/reports/replay.ts";
 import { headOf, withReadSnapshot } from "../lib/log/store.ts";
 import { payloadProblem, type StoredEvent } from "../lib/log/events.ts";
-import { emptyProjection, reduceInto } from "../lib/log/reducer.ts";
+import { emptyProjection } from "../lib/log/projection.ts";
+import { reduceInto } from "../lib/log/reducer.ts";
 
 const { values } = parseArgs({
   args: process.argv.slice(2),

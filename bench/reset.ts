@@ -14,7 +14,9 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { definitionText, generate } from "./generate.ts";
-import { importedDefinition, itemBranch, loadDefinition } from "../lib/definition/loop-json.ts";
+import { importedDefinition } from "../lib/definition/normalize.ts";
+import { itemBranch } from "../lib/definition/branches.ts";
+import { loadDefinition } from "../lib/definition/loop-json.ts";
 import type { EventDraft } from "../lib/log/events.ts";
 import { Store } from "../lib/log/store.ts";
 import { materialize } from "../lib/log/materialize.ts";
@@ -111,7 +113,7 @@ function prepareItems(k: number, onDisk: boolean): string {
 /** bench/run.ts's key of a generated root: the files that define the log format. */
 function formatKey(): string {
   const h = new Bun.CryptoHasher("sha256");
-  for (const f of ["bench/generate.ts", "lib/log/store.ts", "lib/log/snapshot.ts", "lib/log/events.ts", "lib/log/reducer.ts", "lib/log/rows.ts", "lib/log/canonical.ts", "lib/log/documents.ts", "lib/log/materialize.ts"]) {
+  for (const f of ["bench/generate.ts", "lib/log/store.ts", "lib/log/snapshot.ts", "lib/log/events.ts", "lib/log/reducer.ts", "lib/log/projection.ts", "lib/log/rows.ts", "lib/log/canonical.ts", "lib/log/documents.ts", "lib/log/materialize.ts"]) {
     const p = join(ROOT, f);
     h.update(f + "\0" + (existsSync(p) ? readFileSync(p) : "") + "\0");
   }

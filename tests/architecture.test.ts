@@ -60,12 +60,17 @@ describe("the direction of imports", () => {
     try {
       for (const f of ["lib", "cmd", "tsconfig.json", ".dependency-cruiser.cjs"]) cpSync(join(REPO, f), join(dir, f), { recursive: true });
       const plant = (file: string, line: string) => writeFileSync(join(dir, file), `${line}\n${readFileSync(join(dir, file), "utf8")}`);
-      plant("lib/log/store.ts", `import { git } from "../step/git.ts";`); // upward (git.ts imports nothing of the log: no cycle)
-      plant("lib/step/git.ts", `import { landMerge } from "./workspace.ts";`); // a cycle inside one folder (workspace.ts imports git.ts)
-      plant("lib/definition/duration.ts", `import type { NormDefinition } from "./loop-json.ts";`); // a type-only cycle
+      plant("lib/log/store.ts", `import { git } from "../repo/git.ts";`); // upward (git.ts imports nothing of the log: no cycle)
+      plant("lib/repo/git.ts", `import { landMerge } from "./workspace.ts";`); // a cycle inside one folder (workspace.ts imports git.ts)
+      plant("lib/definition/duration.ts", `import type { ACCEPTED_KEYS } from "./schema.ts";`); // a type-only cycle
       plant("lib/reports/diff.ts", `import { confirmOrRefuse } from "../control/confirm.ts";`); // a sibling
-      plant("lib/forge/merge-gate.ts", `import { git } from "../step/git.ts";`); // upward from the forge
-      plant("lib/supervisor/tmux.ts", `import { launchFault } from "../step/faults.ts";`); // the supervisor importing the tick (faults.ts imports only lib/shared/errors.ts: no cycle)
+      plant("lib/forge/merge-gate.ts", `import { git } from "../repo/git.ts";`); // upward from the forge
+      plant("lib/supervisor/tmux.ts", `import { REPLY_FILE } from "../step/handoff.ts";`); // the supervisor importing the tick (handoff.ts imports no supervisor module: no cycle)
+      plant("lib/supervisor/liveness.ts", `import { git } from "../repo/git.ts";`); // the supervisor importing its sibling, the repository
+      plant("lib/decisions/attempt.ts", `import { git } from "../repo/git.ts";`); // a decision importing an effect room
+      plant("lib/decisions/guards.ts", `import { readFileSync } from "node:fs";`); // a decision reading a file
+      plant("lib/decisions/next-work.ts", `import { writeFileAtomic } from "../shared/fsutil.ts";`); // a decision reaching a file helper below it
+      plant("lib/repo/object-store.ts", `import { REPLY_FILE } from "../step/handoff.ts";`); // the repository importing the tick
       plant("lib/supervisor/self.ts", `import { openForge } from "../forge/open.ts";`); // the supervisor importing its sibling, the forge
       plant("lib/serve/html.ts", `import { confirmOrRefuse } from "../control/confirm.ts";`); // the web page importing control
       plant("lib/serve/files.ts", `import { runStep } from "../step/step.ts";`); // the web page reaching the writer through the tick
@@ -85,18 +90,23 @@ describe("the direction of imports", () => {
         expect(reach.every((v) => v.includes("lib/step/step.ts → lib/log/store.ts"))).toBe(true);
         expect(found.filter((v) => !v.startsWith("no-cycles:") && !reach.includes(v)).sort()).toEqual([
           "cmd-imported-only-by-cmd-tests-scripts-bench: lib/step/planted.ts → cmd/registry.ts",
-          "forge-imports-only-below: lib/forge/merge-gate.ts → lib/step/git.ts",
+          "decisions-import-nothing-effectful: lib/decisions/guards.ts → fs",
+          "decisions-import-nothing-effectful: lib/decisions/next-work.ts → lib/shared/fsutil.ts",
+          "decisions-import-only-definition-log-shared: lib/decisions/attempt.ts → lib/repo/git.ts",
+          "forge-imports-only-below: lib/forge/merge-gate.ts → lib/repo/git.ts",
           "lib-module-in-a-known-folder: lib/unplaced/draft.ts → lib/control/ctl.ts",
-          "log-imports-only-shared: lib/log/store.ts → lib/step/git.ts",
+          "log-imports-only-shared: lib/log/store.ts → lib/repo/git.ts",
+          "repo-imports-only-below: lib/repo/object-store.ts → lib/step/handoff.ts",
           "reports-and-control-import-only-below: lib/reports/diff.ts → lib/control/confirm.ts",
           "reports-and-control-import-only-below: lib/reports/render.ts → lib/serve/html.ts",
           "serve-imports-only-reports-and-below: lib/serve/html.ts → lib/control/confirm.ts",
           "step-imports-only-below: lib/step/planted.ts → cmd/registry.ts",
+          "supervisor-imports-only-below: lib/supervisor/liveness.ts → lib/repo/git.ts",
           "supervisor-imports-only-below: lib/supervisor/self.ts → lib/forge/open.ts",
-          "supervisor-imports-only-below: lib/supervisor/tmux.ts → lib/step/faults.ts",
+          "supervisor-imports-only-below: lib/supervisor/tmux.ts → lib/step/handoff.ts",
         ]);
         const cycles = found.filter((v) => v.startsWith("no-cycles:")).map(cycleKey).sort();
-        expect(cycles).toEqual(["lib/definition/duration.ts lib/definition/loop-json.ts", "lib/step/git.ts lib/step/workspace.ts"]);
+        expect(cycles).toEqual(["lib/definition/duration.ts lib/definition/schema.ts", "lib/repo/git.ts lib/repo/workspace.ts"]);
       } catch (err) {
         console.error(r.output);
         throw err;

@@ -1,21 +1,21 @@
-// `loop ctl`: operator commands. planCtl (lib/step/ctl-plan.ts) decides, from the projection alone,
+// `loop ctl`: operator commands. planCtl (lib/decisions/ctl-plan.ts) decides, from the projection alone,
 // what each verb does to each chosen item; applyCtl carries it out through the one writer path
 // (lib/log/writer.ts): planned from a read-only snapshot, confirmed, planned again under the lease;
 // sessions are ended through the one close path, and every event is appended in one transaction.
 import type { EventDraft } from "../log/events.ts";
-import type { Projection } from "../log/reducer.ts";
+import type { Projection } from "../log/projection.ts";
 import { closeSession, type CloseReport } from "../step/close.ts";
 import { unrecorded } from "../step/disk-fault.ts";
-import type { PlannedAction } from "../step/ctl-plan.ts";
+import type { PlannedAction } from "../decisions/ctl-plan.ts";
 import { graceMs } from "../supervisor/sessions.ts";
-import { repoTop } from "../step/workspace.ts";
+import { repoTop } from "../repo/workspace.ts";
 import { runWriter } from "../log/writer.ts";
 import { BusyError, DefinitionError } from "../shared/errors.ts";
 import { projectOf } from "../log/ownership.ts";
 import { loadDefinition } from "../definition/loop-json.ts";
 import type { CtlVerb } from "../log/vocabulary.ts";
 
-export { itemsWithStatus, planCtl, type PlannedAction, planRetryAll } from "../step/ctl-plan.ts";
+export { itemsWithStatus, planCtl, type PlannedAction, planRetryAll } from "../decisions/ctl-plan.ts";
 export { CTL_VERBS, type CtlVerb } from "../log/vocabulary.ts";
 export const DESTRUCTIVE_VERBS: readonly CtlVerb[] = ["stop", "skip", "cancel"];
 /** Verbs that act on the loop when no --work-item is given. */

@@ -3,8 +3,8 @@
 import { existsSync, lstatSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { basename, delimiter, dirname, join, relative, sep } from "node:path";
 import { loadDefinition, parseDefinitionText } from "../definition/loop-json.ts";
-import { currentBranch, git, hasAnyCommit, isWorkTree } from "../step/git.ts";
-import { VERIFY_PLACEHOLDER } from "../step/faults.ts";
+import { currentBranch, git, hasAnyCommit, isWorkTree } from "../repo/git.ts";
+import { VERIFY_PLACEHOLDER } from "../decisions/faults.ts";
 import SCHEMA from "../../schema/loop.schema.json";
 import { statePaths } from "../shared/paths.ts";
 import { Store } from "../log/store.ts";

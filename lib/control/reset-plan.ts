@@ -3,9 +3,10 @@
 // plan out, tested with plain data (tests/control/reset-plan.test.ts). lib/control/reset.ts gathers
 // the facts and carries the plan out.
 import type { CHECKOUT_OUTCOMES, RESET_PIECES } from "../log/events.ts";
-import { type ItemState, type Projection, isInFlight, recordedPieces } from "../log/reducer.ts";
-import { itemBranch } from "../definition/loop-json.ts";
-import { blockedBecauseOf } from "../step/decide.ts";
+import { type ItemState, type Projection, recordedPieces } from "../log/projection.ts";
+import { isInFlight } from "../log/vocabulary.ts";
+import { itemBranch } from "../definition/branches.ts";
+import { blockedBecauseOf } from "../decisions/next-work.ts";
 import { worktreeDir } from "../shared/paths.ts";
 
 export type Piece = (typeof RESET_PIECES)[number];

@@ -105,7 +105,7 @@ export const PRESETS: Record<"claude" | "codex" | "aider", RunnerPreset> = {
   //                                      every tool call needing approval is denied, so the agent could
   //                                      not run tests. Claude refuses this flag as root (uid 0) unless
   //                                      IS_SANDBOX=1 or CLAUDE_CODE_BUBBLEWRAP is set: the step checks
-  //                                      that before launching (an environment fault, lib/step/faults.ts).
+  //                                      that before launching (an environment fault, lib/decisions/faults.ts).
   //   --session-id <uuid>                name the new conversation with the loop's LOOP_SESSION_ID, so
   //                                      the id to resume is known before launch.
   //   --resume <id>                      (reply only) continue that conversation; without --fork-session

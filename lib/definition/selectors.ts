@@ -1,6 +1,6 @@
 // Resolving --work-item values against the loop's items. Fail closed: every value must parse and
 // match an item, or nothing is selected and the whole command stops.
-import type { Projection } from "../log/reducer.ts";
+import type { Projection } from "../log/projection.ts";
 import { parseSelector } from "./refs.ts";
 import { UnknownItemError } from "../shared/errors.ts";
 export { UnknownItemError } from "../shared/errors.ts";

@@ -9,7 +9,7 @@
 // the log refuses a recorded figure that goes down (lib/log/reducer.ts usage_recorded). Printed text
 // can only make the figure higher, which stops the item sooner, never later.
 import type { TokenCounts, UsageSource } from "../log/events.ts";
-import type { ModelPrice } from "./loop-json.ts";
+import type { ModelPrice } from "./normalized.ts";
 
 export type { TokenCounts, UsageSource } from "../log/events.ts";
 

@@ -1,7 +1,7 @@
 // Comments as commands and replies (docs/forge.md#comments), decided on plain data: which
 // comments are loop's own, what a comment asks for, who may ask. The step (lib/step/forge/comments.ts)
 // carries the decisions out.
-import { isForgeLogin, type ForgeKind } from "../definition/loop-json.ts";
+import { isForgeLogin, type ForgeKind } from "../definition/forge-kinds.ts";
 
 /** The hidden marker every comment loop posts carries; a comment holding it is dropped before anything else. */
 export const LOOP_MARKER = "<!-- loop:bot -->";

@@ -6,9 +6,9 @@
 // step, the planner and status never ask which forge they talk to. Everything a forge returns is
 // untrusted text (lib/forge/untrusted.ts).
 
-import type { NormForge } from "../definition/loop-json.ts";
+import type { NormForge } from "../definition/normalized.ts";
 
-/** How the loop reaches its forge: loop.json's `forge` section, normalized (lib/definition/loop-json.ts). */
+/** How the loop reaches its forge: loop.json's `forge` section, normalized (lib/definition/normalized.ts). */
 export type ForgeSettings = NormForge;
 
 export interface ForgeIssue {

@@ -8,7 +8,7 @@ import type { ReactionDecision, ReactionSignal } from "../log/vocabulary.ts";
 import type { CheckFailure, ForgeCheck, ReviewFeedback } from "./provider.ts";
 import { capped, fence, fenced, sanitizeLine } from "./untrusted.ts";
 
-/** loop.json's `reactions`, normalized (lib/definition/loop-json.ts): one decision per signal. */
+/** loop.json's `reactions`, normalized (lib/definition/normalized.ts): one decision per signal. */
 export type Reactions = Record<ReactionSignal, ReactionDecision>;
 
 /** One thing seen on the pull request, keyed so that it never triggers twice. */
@@ -50,7 +50,7 @@ export function newSignals(s: Seen, reacted: ReadonlySet<string>): Signal[] {
 
 /**
  * What to do about new signals: `block` when loop.json says so for any of them (a person asked to
- * be the one to act), or when the item has no attempt left (`attemptsLeft`: decide.ts afterFailure,
+ * be the one to act), or when the item has no attempt left (`attemptsLeft`: lib/decisions/attempt.ts afterFailure,
  * where budgets will count too); else `retry`, a rework.
  */
 export function decideReaction(signals: readonly Signal[], reactions: Reactions, attemptsLeft: boolean): { decision: ReactionDecision; why: string } {

@@ -59,3 +59,6 @@ function encode(value: unknown, path: string): string {
 export function sha256Hex(text: string): string {
   return new Bun.CryptoHasher("sha256").update(text).digest("hex");
 }
+
+/** The prev_hash of the first event: the chain's anchor. */
+export const GENESIS_HASH = "0".repeat(64);

@@ -1,7 +1,7 @@
 // The documents materialized from the projection (state.json, terminal_state.json): pure
 // functions of it, apart from the files lib/log/materialize.ts writes them to. `loop status` and
 // `loop replay` render them to compare, so they do not load the writing side.
-import { type ItemState, type LoopRecord, type Projection, totalTokens } from "./reducer.ts";
+import { type ItemState, type LoopRecord, type Projection, totalTokens } from "./projection.ts";
 import type { TokenCounts } from "./events.ts";
 
 export function counts(p: Projection): Record<string, number> {

@@ -146,7 +146,7 @@ export const PAYLOADS = {
   loop_stopped: v.strictObject({ reason: Str }),
   control_recorded: v.strictObject({ verb: v.picklist(CONTROL_VERBS), text: NStr }),
   // `gitExec` (the digest of the repository's hooks and executable git config at the launch,
-  // lib/step/git-exec.ts) is absent in logs written before it existed.
+  // lib/repo/git-exec.ts) is absent in logs written before it existed.
   launch_reserved: v.union([LAUNCH_RESERVED, v.strictObject({ ...LAUNCH_RESERVED.entries, gitExec: Str })]),
   // `mechanism` may be absent: logs written before it existed have none (a process group, or tmux).
   // Two whole shapes rather than an optional entry, which the compiled checks refuse (schema-check.ts).

@@ -3,6 +3,7 @@
 // `loop replay` runs them in a worker thread beside it (lib/log/integrity-worker.ts), and this module
 // keeps to what that thread needs. Payloads are validated by the fold, which parses them anyway.
 import type { Database } from "bun:sqlite";
+import { GENESIS_HASH } from "./canonical.ts";
 
 /** The codes of `loop replay`'s findings (docs/cli/loop-replay.md). */
 export const REPLAY_FINDING_CODES = [
@@ -47,9 +48,6 @@ export interface Finding<C extends string = ReplayFindingCode | StatusFindingCod
   seq?: number;
   message: string;
 }
-
-/** The prev_hash of the first event: the chain's anchor. */
-export const GENESIS_HASH = "0".repeat(64);
 
 /** Every column of an event row but the payload and the hash. */
 export type EventRowBase = { seq: number; id: string; ts: string; type: string; actor: string; item: string | null; prev_hash: string };

@@ -5,7 +5,7 @@ import { closeSync, constants as fsConstants, existsSync, fstatSync, ftruncateSy
 import { sha256Hex } from "./canonical.ts";
 import { hashOwnFile, openOwnFile, readAt, readTextOrNull, writeFileAtomic as writeAtomic } from "../shared/fsutil.ts";
 import type { Database } from "bun:sqlite";
-import type { Projection } from "./reducer.ts";
+import type { Projection } from "./projection.ts";
 import { statePaths } from "../shared/paths.ts";
 import { jsonText, stateDocument, terminalDocument } from "./documents.ts";
 import { failpoint } from "../shared/failpoint.ts";

@@ -7,7 +7,7 @@
 import { existsSync, lstatSync, realpathSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { readTextOrNull } from "../shared/fsutil.ts";
-import type { Projection } from "./reducer.ts";
+import type { Projection } from "./projection.ts";
 import { StoreError } from "../shared/errors.ts";
 import { dbPath, findLoopRow, readProjection, withReadSnapshot } from "./snapshot.ts";
 

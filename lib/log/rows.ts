@@ -3,7 +3,7 @@
 // when their layout changes, the store's migration folds the log again and rewrites them
 // (store.ts migrate), so a row never has to keep an older layout's bytes.
 import { canonicalJson } from "./canonical.ts";
-import type { ControlRecord, ForgeRecord, ItemState, LoopRecord, Projection, SessionRecord } from "./reducer.ts";
+import type { ControlRecord, ForgeRecord, ItemState, LoopRecord, Projection, SessionRecord } from "./projection.ts";
 
 export const ITEM_TABLES = ["proj_items", "proj_sessions", "proj_control", "proj_ledgers", "proj_workspaces"] as const;
 export type ItemTable = (typeof ITEM_TABLES)[number];

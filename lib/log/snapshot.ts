@@ -8,8 +8,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { StoreError } from "../shared/errors.ts";
 import { pidAlive } from "../shared/process.ts";
-import { EVENT_COLUMNS, type EventRow, GENESIS_HASH } from "./integrity.ts";
-import type { ItemState, LoopRecord, Projection } from "./reducer.ts";
+import { EVENT_COLUMNS, type EventRow } from "./integrity.ts";
+import { GENESIS_HASH } from "./canonical.ts";
+import type { ItemState, LoopRecord, Projection } from "./projection.ts";
 import { ITEM_TABLES, itemFromRows, type ItemTable, parseControlBody, parseLoopBody, putItem, REQUIRED_TABLES, type StoredLoopRow } from "./rows.ts";
 
 /**
@@ -47,7 +48,7 @@ const ENVIRONMENT_CODES = /^SQLITE_(READONLY|CANTOPEN|IOERR|FULL|PERM|AUTH)/;
 export function storeError(err: unknown, what: string): StoreError {
   if (err instanceof StoreError) return err;
   const code = (err as { code?: string })?.code ?? "";
-  // The cause is kept: a step tells a full disk from the SQLite code (lib/step/disk.ts).
+  // The cause is kept: a step tells a full disk from the SQLite code (lib/shared/disk.ts).
   if (ENVIRONMENT_CODES.test(code) || /^E[A-Z]+$/.test(code)) return Object.assign(new StoreError("io_error", `${what}: ${(err as Error).message} (${code})`), { cause: err });
   return new StoreError("corrupt_store", `${what}: ${(err as Error).message}`);
 }

@@ -9,7 +9,7 @@
 import type { EventDraft, StoredEvent, StoredEventOf } from "./events.ts";
 import { materialize as writeFiles } from "./materialize.ts";
 import { assertOwnership, noWorkYet, type ProjectIdentity } from "./ownership.ts";
-import type { Projection } from "./reducer.ts";
+import type { Projection } from "./projection.ts";
 import { existsSync, realpathSync } from "node:fs";
 import { dbPath, type Lease, readLease, readProjection, Store, StoreError, withReadSnapshot } from "./store.ts";
 import { type CommitLabel, failpoint } from "../shared/failpoint.ts";

@@ -1,7 +1,9 @@
 // Where `loop plan --issues` and `loop add --from-issues` get their issues: an injectable source, so
 // the planner does not depend on how a forge is reached. The real one is loop.json's "forge" section
 // (lib/forge/, docs/forge.md#issues-for-the-planner); without that section both flags refuse (exit 2).
-import { forgeHost, loadDefinition, type NormForge } from "../definition/loop-json.ts";
+import { forgeHost } from "../definition/forge-kinds.ts";
+import { loadDefinition } from "../definition/loop-json.ts";
+import type { NormForge } from "../definition/normalized.ts";
 import { refPrefix } from "../definition/refs.ts";
 import { describeFailure, type ForgeResult } from "../forge/provider.ts";
 import { capped, sanitizeLine } from "../forge/untrusted.ts";

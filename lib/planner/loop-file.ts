@@ -4,12 +4,14 @@ import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { UsageError } from "../shared/errors.ts";
-import { DefinitionError, parseDefinitionText, readLoopJsonFile, type NormDefinition } from "../definition/loop-json.ts";
+import { DefinitionError } from "../shared/errors.ts";
+import { parseDefinitionText, readLoopJsonFile } from "../definition/loop-json.ts";
+import type { NormDefinition } from "../definition/normalized.ts";
 import { JsonSyntaxError, parseStrictJson } from "../definition/json-strict.ts";
 import { readRegularFile } from "../shared/fsutil.ts";
 import { statePaths } from "../shared/paths.ts";
 import { readProjection, withReadSnapshot } from "../log/snapshot.ts";
-import type { ItemStatus } from "../log/reducer.ts";
+import type { ItemStatus } from "../log/vocabulary.ts";
 import { fullUsage, itemUsage, loopUsage } from "../log/documents.ts";
 
 

@@ -19,7 +19,7 @@
 //           {workdir} (the empty directory), {model}, {session_id} (empty); its stdout is the answer.
 import { join } from "node:path";
 import { expandPlaceholders, MAX_INLINE_PROMPT_BYTES, PRESETS } from "../definition/runners.ts";
-import type { CommandRunner } from "../definition/loop-json.ts";
+import type { CommandRunner } from "../definition/normalized.ts";
 
 export const PLANNER_PRESETS = ["claude", "codex", "aider"] as const;
 

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { PlannerError } from "../shared/errors.ts";
 import { parseDuration } from "../definition/duration.ts";
 import { extractAnswer, plannerCommand, plannerFiles } from "./planners.ts";
-import type { CommandRunner } from "../definition/loop-json.ts";
+import type { CommandRunner } from "../definition/normalized.ts";
 import { childEnvironment, type EnvRule } from "../definition/environment.ts";
 
 /** More answer than this is not a plan: the planner is cut off and the answer judged truncated. */

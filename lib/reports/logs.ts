@@ -6,7 +6,8 @@
 import { closeSync, constants as fsConstants, fstatSync, openSync, readSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { readItem, readLoopRow, withReadSnapshot } from "../log/snapshot.ts";
-import { isInFlight, type ItemState } from "../log/reducer.ts";
+import { isInFlight } from "../log/vocabulary.ts";
+import type { ItemState } from "../log/projection.ts";
 import { reworkOf } from "../step/handoff.ts";
 import { resolveSelectorsIn } from "../definition/selectors.ts";
 import { sessionDir } from "../shared/paths.ts";

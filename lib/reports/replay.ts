@@ -8,7 +8,9 @@ import { closeSync, constants, fstatSync, openSync, readFileSync, readSync } fro
 import { readRegularFile } from "../shared/fsutil.ts";
 import type { Database } from "bun:sqlite";
 import { payloadProblem, type StoredEvent } from "../log/events.ts";
-import { emptyProjection, IllegalEventError, itemOf, type Projection, reduceInto } from "../log/reducer.ts";
+import { emptyProjection, itemOf, type Projection } from "../log/projection.ts";
+import { IllegalEventError } from "../shared/errors.ts";
+import { reduceInto } from "../log/reducer.ts";
 import { findLoopRow, headOf, type ReadSnapshot, withReadSnapshotAsync } from "../log/snapshot.ts";
 import { checkIntegrity, type EventRow, type IntegrityResult } from "../log/integrity.ts";
 import type { IntegrityRequest } from "../log/integrity-worker.ts";

@@ -11,23 +11,23 @@ import { readRegularFile } from "../shared/fsutil.ts";
 import { headOf, loopRecordOf, readControlFlags, readLease, readLoopRow, readProjection, withReadSnapshot } from "../log/snapshot.ts";
 import { statePaths } from "../shared/paths.ts";
 import { fullUsage, jsonText, loopUsage, stateDocument, usd } from "../log/documents.ts";
-import { loopSpend } from "../step/budget.ts";
+import { loopSpend } from "../decisions/budget.ts";
 import { jsonDiff } from "./diff.ts";
 import { sessionAlive } from "../supervisor/liveness.ts";
 import { resolveSelectorsIn } from "../definition/selectors.ts";
-import type { LoopRecord, LoopState, Projection } from "../log/reducer.ts";
+import type { LoopRecord, LoopState, Projection } from "../log/projection.ts";
 import { isInFlight, type ItemStatus } from "../log/vocabulary.ts";
 import type { Finding as AnyFinding, StatusFindingCode } from "../log/integrity.ts";
-import { type Waiting, waitingReasons } from "../step/decide.ts";
+import { type Waiting, waitingReasons } from "../decisions/wait-reasons.ts";
 import { tmuxAttachCommand } from "../supervisor/tmux.ts";
 import type { Database } from "bun:sqlite";
 import { dirname, join } from "node:path";
 import { ownershipFinding, type ProjectIdentity } from "../log/ownership.ts";
 import { autoMergeAllowed } from "../forge/auto-merge.ts";
 import { pullTerms } from "../forge/provider.ts";
-import { fullDisk } from "../step/disk.ts";
+import { fullDisk } from "../shared/disk.ts";
 import { describeLockHolders, storeLockHolders } from "../log/locks.ts";
-import { describeRefChange, lastLanded, type OwnedRefInput, ownedRefs, readRefs, refChanges, restoreCommand } from "../step/owned-refs.ts";
+import { describeRefChange, lastLanded, type OwnedRefInput, ownedRefs, readRefs, refChanges, restoreCommand } from "../repo/owned-refs.ts";
 import { hostname } from "node:os";
 
 /** A finding of status: its code is one of STATUS_FINDING_CODES (lib/log/integrity.ts). */
@@ -165,7 +165,7 @@ export function checksOf(outcome: string | null, code: string | null): "passing"
 
 /**
  * How many more reworks the item's attempts allow after the current one (its failed attempts count,
- * as decide.ts afterFailure counts them; budgets, once they exist, will count there too).
+ * as lib/decisions/attempt.ts afterFailure counts them; budgets, once they exist, will count there too).
  */
 function reworksLeft(it: { maxAttempts: number; failures: number }): number {
   return Math.max(0, it.maxAttempts - it.failures - 1);
@@ -210,7 +210,7 @@ function lockFindings(db: Database, stateRoot: string): Finding[] {
 }
 
 /**
- * The refs loop owns (lib/step/owned-refs.ts) that are not where it left them: `owned_ref_changed`,
+ * The refs loop owns (lib/repo/owned-refs.ts) that are not where it left them: `owned_ref_changed`,
  * one finding each. Asked of git only when there is one to check.
  */
 function refFindings(db: Database, doc: StateDocument, loop: LoopRecord, repo: string): Finding[] {
@@ -239,7 +239,7 @@ function autoMergeOf(loop: LoopRecord, env: Record<string, string | undefined>):
 }
 
 /**
- * How many of each item's attempts the agent ran (decide.ts attemptsRan): a session recorded
+ * How many of each item's attempts the agent ran (lib/decisions/attempt.ts attemptsRan): a session recorded
  * started. state.json counts attempts, not this, so it is read from the ledger rows of the same
  * snapshot, and only for items that have made an attempt.
  */
@@ -255,7 +255,7 @@ function ranOf(db: Database, items: readonly { id: string; attempts: number }[])
 }
 
 /**
- * Why each waiting item waits (lib/step/decide.ts waitingReasons, the step's own rules). The state
+ * Why each waiting item waits (lib/decisions/wait-reasons.ts waitingReasons, the step's own rules). The state
  * document has each item's status and dependencies; what it lacks, the hold and start flags and
  * control.requireStartCommand, is read from the projection rows of the same snapshot (the control
  * rows only when some item is pending).

@@ -1,9 +1,9 @@
 // What the page says about the loop needing a person, and the command that fixes it: the conditions
-// `loop run` exits 1 for (lib/step/decide.ts `attention`, docs/operations.md#hearing-about-trouble),
+// `loop run` exits 1 for (lib/decisions/attention.ts `attention`, docs/operations.md#hearing-about-trouble),
 // read from the `loop/status@1` document the page is drawn from, so the banner and the API always
 // agree. Pure.
 import type { StatusReport } from "../reports/status.ts";
-import type { AttentionKind } from "../step/decide.ts";
+import type { AttentionKind } from "../decisions/attention.ts";
 
 export interface AttentionView {
   kind: AttentionKind;
@@ -21,7 +21,7 @@ export function shellWord(s: string): string {
   return /^[A-Za-z0-9._/:@#+-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
-/** The conditions that need a person, in decide.ts's order: question, environment, budgets, landings, a Failed drain. */
+/** The conditions that need a person, in lib/decisions/attention.ts's order: question, environment, budgets, landings, a Failed drain. */
 export function attentionOf(status: Pick<StatusReport, "loop" | "items">): AttentionView[] {
   const out: AttentionView[] = [];
   const loop = status.loop;

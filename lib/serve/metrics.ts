@@ -1,8 +1,8 @@
 // `GET /metrics`: the loops in the Prometheus text exposition format (version 0.0.4), one label
 // `loop` per loop. Pure: the server passes what it read; docs/cli/loop-serve.md lists every metric.
 import type { StatusReport } from "../reports/status.ts";
-import { ITEM_STATUSES } from "../log/reducer.ts";
-import type { AttentionKind } from "../step/decide.ts";
+import { ITEM_STATUSES } from "../log/vocabulary.ts";
+import type { AttentionKind } from "../decisions/attention.ts";
 import { attentionOf } from "./attention.ts";
 import type { History } from "./history.ts";
 import { reworksOf } from "./timeline.ts";

@@ -125,7 +125,7 @@ export interface DefinitionIssue {
   message: string;
 }
 
-/** loop.json is invalid: every problem, each with its JSON path (lib/definition/loop-json.ts). */
+/** loop.json is invalid: every problem, each with its JSON path (lib/definition/normalize.ts). */
 export class DefinitionError extends LoopError {
   override name = "DefinitionError";
   readonly code = "invalid_definition";
@@ -178,7 +178,7 @@ export class IllegalEventError extends LoopError {
   }
 }
 
-/** A git command failed, with git's own stderr (lib/step/git.ts). */
+/** A git command failed, with git's own stderr (lib/repo/git.ts). */
 export class GitError extends LoopError {
   override name = "GitError";
   readonly code = "git_error";

@@ -5,15 +5,15 @@
 // what was left in it first), and return the events that record it, for the caller to append
 // together with whatever else its decision implies (atomically).
 import { GitError } from "../shared/errors.ts";
-import { systemError } from "./faults.ts";
+import { systemError } from "../decisions/faults.ts";
 import { existsSync, lstatSync } from "node:fs";
 import type { EventDraft } from "../log/events.ts";
-import type { ItemState } from "../log/reducer.ts";
+import type { ItemState } from "../log/projection.ts";
 import { endSessionProcesses } from "../supervisor/end.ts";
-import { checkWorktree, commitLeftovers, hasUncommittedChanges, removeWorktree } from "./workspace.ts";
-import { revParse } from "./git.ts";
+import { checkWorktree, commitLeftovers, hasUncommittedChanges, removeWorktree } from "../repo/workspace.ts";
+import { revParse } from "../repo/git.ts";
 import { failpoint } from "../shared/failpoint.ts";
-import type { ModelPrice } from "../definition/loop-json.ts";
+import type { ModelPrice } from "../definition/normalized.ts";
 import { usageDraft } from "./usage.ts";
 
 export interface CloseReport {
@@ -106,7 +106,7 @@ export async function closeSession(o: {
     kept = r.kept;
   }
   failpoint("close:after_worktree");
-  // What the branch holds now is what it must hold until the item's next launch (lib/step/owned-refs.ts).
+  // What the branch holds now is what it must hold until the item's next launch (lib/repo/owned-refs.ts).
   const head = revParse(o.repo, `refs/heads/${s.branch}`);
   const events: EventDraft[] = [];
   // A session ended here gets its final figure, read once its processes are gone (docs/spend.md).

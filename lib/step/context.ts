@@ -5,16 +5,16 @@
 import type { ConsolaInstance } from "consola";
 import type { StepDefinition } from "./definition.ts";
 import type { EventDraft, StoredEvent } from "../log/events.ts";
-import type { ItemState, Projection } from "../log/reducer.ts";
+import type { ItemState, Projection } from "../log/projection.ts";
 import { eventItem, type Lease, type Store } from "../log/store.ts";
 import type { Writer } from "../log/writer.ts";
 import type { CommitLabel } from "../shared/failpoint.ts";
 import { type StatePaths, statePaths } from "../shared/paths.ts";
 import { closeSession, type CloseReport } from "./close.ts";
 import { graceMs } from "../supervisor/sessions.ts";
-import { repoTop } from "./workspace.ts";
-import { lastLanded, ownedRefs, type RefChange, readRefs, refChanges } from "./owned-refs.ts";
-import { amount } from "./budget.ts";
+import { repoTop } from "../repo/workspace.ts";
+import { lastLanded, ownedRefs, type RefChange, readRefs, refChanges } from "../repo/owned-refs.ts";
+import { amount } from "../decisions/budget.ts";
 
 export type { CommitLabel } from "../shared/failpoint.ts";
 
@@ -134,7 +134,7 @@ export async function closeInStep(ctx: StepContext, o: Omit<Parameters<typeof cl
 }
 
 /**
- * The refs loop owns (lib/step/owned-refs.ts) that are not where it left them: every item branch
+ * The refs loop owns (lib/repo/owned-refs.ts) that are not where it left them: every item branch
  * whose session is closed, and with local landing "merge" the target. One git call.
  */
 export function ownedRefChanges(ctx: StepContext, p: Projection): RefChange[] {

@@ -5,7 +5,9 @@
 // imported definition in the log, and the parts the log does not record (`notify`, `environment`:
 // this machine's plumbing) from the store's note of that reading (Store.knownDefinition). Any other
 // bytes are parsed and validated as always, before anything is written.
-import { definitionHash, importedDefinition, type NormDefinition, parseDefinitionText, readLoopJsonFile } from "../definition/loop-json.ts";
+import { definitionHash, importedDefinition } from "../definition/normalize.ts";
+import type { NormDefinition } from "../definition/normalized.ts";
+import { parseDefinitionText, readLoopJsonFile } from "../definition/loop-json.ts";
 import { join } from "node:path";
 import type { Store } from "../log/store.ts";
 import { hashFile } from "../shared/fsutil.ts";

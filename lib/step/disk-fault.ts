@@ -1,10 +1,10 @@
 // Recording a full disk in a step (docs/cli/loop-run.md#a-full-disk): the pause, the error when even
 // that cannot be recorded, and the files written only if the disk takes them. What a full disk is,
-// and the reserve, are lib/step/disk.ts.
+// and the reserve, are lib/shared/disk.ts.
 import { StoreError } from "../shared/errors.ts";
 import { append, materialize, projection, type StepContext, type StepOutcome } from "./context.ts";
-import { diskFullCause, diskSpace, LOW_SPACE_BYTES } from "./disk.ts";
-import { diskFullFault, type FullDisk } from "./faults.ts";
+import { diskFullCause, diskSpace, LOW_SPACE_BYTES } from "../shared/disk.ts";
+import { diskFullFault, type FullDisk } from "../decisions/faults.ts";
 
 /**
  * A full disk where even the fault could not be recorded: said as such, with where, instead of

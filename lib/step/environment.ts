@@ -1,6 +1,6 @@
 // The machine a launch runs on, probed: where a runner's program resolves, whether the start point
 // exists, who the step runs as, whether git can commit for the agent, whether aider can pick a
-// model. lib/step/faults.ts judges what is probed here. Also what a definition import can check
+// model. lib/decisions/faults.ts judges what is probed here. Also what a definition import can check
 // early (the same probes, reported as warnings), and the repository's info/exclude, which keeps
 // the agents' own files out of item branches.
 import { autoMergeAllowed, autoMergeSentence } from "../forge/auto-merge.ts";
@@ -8,13 +8,13 @@ import { accessSync, constants, existsSync, mkdirSync, readFileSync, statSync } 
 import { readRegularFile, writeFileAtomic } from "../shared/fsutil.ts";
 import { homedir } from "node:os";
 import { isAbsolute, join, relative, resolve } from "node:path";
-import type { NormDefinition } from "../definition/loop-json.ts";
+import type { NormDefinition } from "../definition/normalized.ts";
 import { buildRunnerCommand, PRESET_HOMES, PRESETS } from "../definition/runners.ts";
 import type { SandboxProbe, SandboxRequest } from "../supervisor/sandbox.ts";
-import { branchExists, gitTry, hasAnyCommit, revParse } from "./git.ts";
-import { checkWorktree } from "./workspace.ts";
+import { branchExists, gitTry, hasAnyCommit, revParse } from "../repo/git.ts";
+import { checkWorktree } from "../repo/workspace.ts";
 import { StartError } from "../shared/errors.ts";
-import { aiderCanChooseModel, type AiderModelFacts, type EnvironmentFault, isVerifyPlaceholder, launchFault, type ProgramFact, VERIFY_PLACEHOLDER } from "./faults.ts";
+import { aiderCanChooseModel, type AiderModelFacts, type EnvironmentFault, isVerifyPlaceholder, launchFault, type ProgramFact, VERIFY_PLACEHOLDER } from "../decisions/faults.ts";
 
 /**
  * The PATH a session gets: the step's (sessions inherit the step's environment). An environment

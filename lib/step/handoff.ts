@@ -2,9 +2,9 @@
 // did not write itself (a reply, the agent's own earlier question, a verify log's tail) is fenced as
 // one code block, so none of its lines can read as a section of the file (lib/forge/untrusted.ts:
 // small and dependency-free, so every loop loads it, forge or not).
-import type { ItemState, Projection } from "../log/reducer.ts";
+import type { ItemState, Projection } from "../log/projection.ts";
 import { fence, fenced, sanitizeLine } from "../forge/untrusted.ts";
-import { attemptsRan } from "./decide.ts";
+import { attemptsRan } from "../decisions/attempt.ts";
 
 /** The file a resumed conversation is pointed at for its reply (in the attempt's session folder): forge text never goes in argv. */
 export const REPLY_FILE = "reply.md";

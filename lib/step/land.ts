@@ -1,14 +1,14 @@
 // The land phase: a verified attempt's branch is delivered, and landing_finished records how. With
 // `landing: "merge"` the branch is merged into the loop's target branch inside the loop's own
-// landing worktree (lib/step/workspace.ts landMerge); otherwise the branch itself is the deliverable.
+// landing worktree (lib/repo/workspace.ts landMerge); otherwise the branch itself is the deliverable.
 import { join } from "node:path";
 import type { Payload } from "../log/events.ts";
-import type { ItemState } from "../log/reducer.ts";
+import type { ItemState } from "../log/projection.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { append, repoOf, type StepContext, warnMovedAside } from "./context.ts";
-import { landMerge, type LandingOutcome } from "./workspace.ts";
-import { gitTry } from "./git.ts";
-import { describeRefChange, lastLanded, readRefs, refChanges, restoreCommand } from "./owned-refs.ts";
+import { landMerge, type LandingOutcome } from "../repo/workspace.ts";
+import { gitTry } from "../repo/git.ts";
+import { describeRefChange, lastLanded, readRefs, refChanges, restoreCommand } from "../repo/owned-refs.ts";
 
 type Landing = Omit<Payload<"landing_finished">, "attempt" | "branch">;
 

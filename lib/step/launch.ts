@@ -1,32 +1,32 @@
 // The launch phase: check the machine first (an environment fault pauses the loop and spends
-// nothing: lib/step/faults.ts), reserve the next attempt of an item (launch_reserved, whose key
+// nothing: lib/decisions/faults.ts), reserve the next attempt of an item (launch_reserved, whose key
 // admits one launch per item, epoch and attempt, ever), then act: its worktree, its handoff, the runner's
 // command, the detached session; then record session_started. A step killed anywhere in between
 // leaves a reservation the next step resolves (lib/step/observe.ts observeLaunching): it adopts a
 // spawned session, never launches the attempt a second time.
 import { lstatSync, mkdirSync, realpathSync, renameSync, statSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
-import { itemBranch } from "../definition/loop-json.ts";
+import { itemBranch } from "../definition/branches.ts";
 import { buildRunnerCommand, provenConversation } from "../definition/runners.ts";
 import { agentRule } from "../definition/environment.ts";
-import type { ItemState, Projection, SessionRecord } from "../log/reducer.ts";
+import type { ItemState, Projection, SessionRecord } from "../log/projection.ts";
 import { GitError } from "../shared/errors.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { sliceText, writeFileAtomic } from "../shared/fsutil.ts";
 import { sessionDir, worktreeDir } from "../shared/paths.ts";
 import { append, loopView, ownedRefChanges, projection, repoOf, type StepContext, type StepOutcome, warnMovedAside } from "./context.ts";
-import { describeRefChange, restoreCommand } from "./owned-refs.ts";
+import { describeRefChange, restoreCommand } from "../repo/owned-refs.ts";
 import { ensureAgentExcludes, probeLaunchFault, resolveProgram, sandboxRequest, sessionPath } from "./environment.ts";
 import { probeSandbox } from "../supervisor/sandbox.ts";
-import { type EnvironmentFault, FaultError, launchErrorFault, ownedRefFault, programFault, type ProgramFact } from "./faults.ts";
-import { git, revParse } from "./git.ts";
+import { type EnvironmentFault, FaultError, launchErrorFault, ownedRefFault, programFault, type ProgramFact } from "../decisions/faults.ts";
+import { git, revParse } from "../repo/git.ts";
 import { buildHandoff, buildReplyMessage, REPLY_FILE } from "./handoff.ts";
 import { selfArgv, selfFiles } from "../supervisor/self.ts";
 import { readOutputHead, SESSION_FILES, sessionMark, startSession, tmuxSessionName } from "../supervisor/sessions.ts";
-import { ensureWorktree, startPointFor } from "./workspace.ts";
+import { ensureWorktree, startPointFor } from "../repo/workspace.ts";
 import { forgeGit } from "./forge/remote.ts";
-import { GIT_EXEC_FILE, gitExecSnapshot } from "./git-exec.ts";
-import { remainingMicroUsd } from "./budget.ts";
+import { GIT_EXEC_FILE, gitExecSnapshot } from "../repo/git-exec.ts";
+import { remainingMicroUsd } from "../decisions/budget.ts";
 
 /** Where and as what the next attempt of an item runs; fixed before the reservation records it. */
 interface AttemptPlan {
@@ -44,13 +44,13 @@ interface AttemptPlan {
   forgeContext?: string | null;
   /** The bwrap program when the item runs in the sandbox (found by the launch probe), else null. */
   bwrap?: string | null;
-  /** The repository's hooks and executable git config before the launch (lib/step/git-exec.ts). */
+  /** The repository's hooks and executable git config before the launch (lib/repo/git-exec.ts). */
   gitExec?: string[];
 }
 
 /**
  * Launch the next attempt of `it`. "launched" once its session is recorded started. An environment
- * fault (lib/step/faults.ts) found before the reservation, or met after it, pauses the loop
+ * fault (lib/decisions/faults.ts) found before the reservation, or met after it, pauses the loop
  * (environment_fault, the attempt given back) and returns "paused"; it is listed in the step's
  * errors. A lost lease is thrown: the step may not record anything more.
  */
@@ -84,7 +84,7 @@ export function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeContext
     refFault = { kind: "git_failed", message: err.message, fix: "look at the repository (git for-each-ref refs/heads/), fix what git reports, then `loop ctl resume`" };
   }
   if (refFault) return pauseForFault(ctx, it, refFault, null);
-  // What git would run by itself before the agent runs: compared before its verify (lib/step/git-exec.ts).
+  // What git would run by itself before the agent runs: compared before its verify (lib/repo/git-exec.ts).
   const gitExec = gitExecSnapshot(repoOf(ctx));
   failpoint("launch:before_reserve");
   append(

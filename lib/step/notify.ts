@@ -1,5 +1,5 @@
 // The notify phase (docs/operations.md#hearing-about-trouble): at the end of a step, for each
-// condition that needs a person (lib/step/decide.ts attention) that notify was not yet run for,
+// condition that needs a person (lib/decisions/attention.ts attention) that notify was not yet run for,
 // run loop.json's `notify` command with a JSON document of it on stdin, then record `notified`.
 // Its failure is reported (stderr, the step's result) and recorded too, so it is not run again
 // every minute; it never stops the loop. A step killed between running it and recording it runs it
@@ -7,15 +7,15 @@
 import { closeSync, constants as fsConstants, openSync, rmSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
-import type { NotifyDef } from "../definition/loop-json.ts";
+import type { NotifyDef } from "../definition/normalized.ts";
 import { formatDuration } from "../definition/duration.ts";
-import type { Projection } from "../log/reducer.ts";
+import type { Projection } from "../log/projection.ts";
 import { readTextOrNull, tail } from "../shared/fsutil.ts";
 import { killGroup } from "../shared/process.ts";
 import { append, faultItem, itemNow, loopView, type StepContext } from "./context.ts";
-import { type Attention, ATTENTION_STATUSES, attentionOf, type AttentionView, UNLANDED_OUTCOMES } from "./decide.ts";
+import { type Attention, ATTENTION_STATUSES, attentionOf, type AttentionView, UNLANDED_OUTCOMES } from "../decisions/attention.ts";
 
-/** What attention reads (decide.ts AttentionView), as the store has it now: the loop, and only the items it looks at. */
+/** What attention reads (lib/decisions/attention.ts AttentionView), as the store has it now: the loop, and only the items it looks at. */
 export function stepAttentionView(ctx: StepContext): AttentionView {
   const { loop } = loopView(ctx);
   const drainedFailed = loop.state === "drained" && loop.outcome === "Failed";

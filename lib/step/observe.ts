@@ -1,16 +1,16 @@
 // The observe phase: look at a launched attempt's session from outside and record what became of
 // it (started, asked a question, exited, lost, stalled), or report that it is still at work. The
-// verdict on what an observation means is classifySession's (lib/step/decide.ts).
+// verdict on what an observation means is classifySession's (lib/decisions/session-verdict.ts).
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import type { ItemState } from "../log/reducer.ts";
+import type { ItemState } from "../log/projection.ts";
 import { append, closeInStep, itemNow, loopView, type StepContext, type StepOutcome } from "./context.ts";
-import { classifySession } from "./decide.ts";
-import { interruptedLaunchesFault } from "./faults.ts";
+import { classifySession } from "../decisions/session-verdict.ts";
+import { interruptedLaunchesFault } from "../decisions/faults.ts";
 import { adoptable, observeSession, SESSION_FILES, sessionMark, tmuxSessionName } from "../supervisor/sessions.ts";
 import { tmuxHasSession } from "../supervisor/tmux.ts";
 import { markCarried } from "../shared/process.ts";
-import { whileRunning } from "./budget.ts";
+import { whileRunning } from "../decisions/budget.ts";
 import { recordRunningUsage, stopForBudget } from "./spend.ts";
 import { usageDraft } from "./usage.ts";
 

@@ -6,10 +6,10 @@
 // caught, whatever its verify would say.
 import { realpathSync } from "node:fs";
 import { builtinProtect, protectedChanges } from "../definition/protect.ts";
-import type { ItemState } from "../log/reducer.ts";
+import type { ItemState } from "../log/projection.ts";
 import { repoOf, type StepContext } from "./context.ts";
-import { revParse } from "./git.ts";
-import { changedPaths, forkPoint, startPointFor } from "./workspace.ts";
+import { revParse } from "../repo/git.ts";
+import { changedPaths, forkPoint, startPointFor } from "../repo/workspace.ts";
 
 /** How many paths a verdict names; the rest are counted. */
 const NAMED = 20;

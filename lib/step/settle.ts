@@ -2,11 +2,12 @@
 // session in the same commit: settled passed or failed, or requeued for another attempt. Also the
 // sweep that closes the session of an item settled by a step killed before it closed it.
 import type { EventDraft } from "../log/events.ts";
-import { isInFlight, type ItemState } from "../log/reducer.ts";
+import { isInFlight } from "../log/vocabulary.ts";
+import type { ItemState } from "../log/projection.ts";
 import { append, closeInStep, loopView, type StepContext } from "./context.ts";
-import { afterFailure, failedReason } from "./decide.ts";
-import { identicalFailure, identicalFailureReason } from "./guards.ts";
-import { DEFAULT_GUARDS } from "../definition/loop-json.ts";
+import { afterFailure, failedReason } from "../decisions/attempt.ts";
+import { identicalFailure, identicalFailureReason } from "../decisions/guards.ts";
+import { DEFAULT_GUARDS } from "../definition/normalized.ts";
 
 /** Verified and landed (or not): close the session and settle the item passed (or failed, when landing failed). */
 export async function settleAttempt(ctx: StepContext, it: ItemState, o: { landed: boolean }): Promise<void> {

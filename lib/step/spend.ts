@@ -1,12 +1,12 @@
 // Spend in a step (docs/spend.md): an attempt's usage read from its session folder and recorded when
-// it changed (lib/supervisor/usage.ts reads, lib/step/budget.ts decides), and a budget reached acted
+// it changed (lib/supervisor/usage.ts reads, lib/decisions/budget.ts decides), and a budget reached acted
 // on: an item's attempt ended through the close path and the item settled failed (`budget_exhausted`),
 // or the loop paused. Reading usage never fails a step: what cannot be read is said in the figure's note.
 import type { EventDraft } from "../log/events.ts";
-import type { ItemState } from "../log/reducer.ts";
+import type { ItemState } from "../log/projection.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { append, closeInStep, type StepContext, type StepOutcome } from "./context.ts";
-import type { BudgetVerdict } from "./budget.ts";
+import type { BudgetVerdict } from "../decisions/budget.ts";
 import { usageDraft } from "./usage.ts";
 
 /** Record the running attempt's figure when it changed (at most once a tick: the step observes once). */
@@ -16,10 +16,10 @@ export function recordRunningUsage(ctx: StepContext, it: ItemState): void {
 }
 
 /**
- * A budget reached (lib/step/budget.ts): the item's settles it failed with `budget_exhausted` (its
+ * A budget reached (lib/decisions/budget.ts): the item's settles it failed with `budget_exhausted` (its
  * session, if one runs, ended through the close path first, its final figure recorded), and the loop
  * goes on; the loop's pauses the loop (an attempt in flight is ended the same way and given back,
- * uncounted). One commit; the operator hears of it once (decide.ts attention, notify).
+ * uncounted). One commit; the operator hears of it once (lib/decisions/attention.ts attention, notify).
  */
 export async function stopForBudget(ctx: StepContext, it: ItemState | null, v: NonNullable<BudgetVerdict>): Promise<StepOutcome | null> {
   failpoint("budget:before_close");

@@ -1,6 +1,6 @@
 // `loop run`: one bounded, crash-safe step. Take the lease, import a changed definition, repair
 // materializations, then advance the state machine until it must wait (an agent is working, the
-// loop is paused) or has nothing to do. Decisions come from lib/step/decide.ts; the phases that
+// loop is paused) or has nothing to do. Decisions come from lib/decisions/; the phases that
 // perform the effects (launch, observe, verify, land, settle: one file each, over a StepContext)
 // work in "reserve, act, record" order so a kill at any point is recovered by the next step.
 import { existsSync, lstatSync } from "node:fs";
@@ -9,15 +9,18 @@ import { EXIT } from "../shared/cli.ts";
 import { BusyLease, UsageError } from "../shared/errors.ts";
 
 export { BusyLease };
-import { definitionHash, importedDefinition, loadDefinition } from "../definition/loop-json.ts";
+import { definitionHash, importedDefinition } from "../definition/normalize.ts";
+import { loadDefinition } from "../definition/loop-json.ts";
 import { counts } from "../log/documents.ts";
-import type { ItemState } from "../log/reducer.ts";
+import type { ItemState } from "../log/projection.ts";
 import { dbPath, type Lease, Store } from "../log/store.ts";
 import { withLease } from "../log/writer.ts";
 import { projectOf } from "../log/ownership.ts";
 import { append, createStepContext, faultItem, itemNow, loopView, materialize, projection, recordTransition, repoOf, type StepContext, type StepOptions, type StepOutcome, type Transition } from "./context.ts";
 import { type DefinitionSource, type ParsedDefinition, parseDefinitionSource, type StepDefinition, readDefinitionSource, rememberDefinition, resolveDefinition } from "./definition.ts";
-import { afterSession, type Attention, attentionOf, hasOpenWork, nextWork } from "./decide.ts";
+import { afterSession } from "../decisions/attempt.ts";
+import { type Attention, attentionOf } from "../decisions/attention.ts";
+import { hasOpenWork, nextWork } from "../decisions/next-work.ts";
 import { definitionWarnings } from "./environment.ts";
 import { type NotifyReport, notifyPhase, stepAttentionView } from "./notify.ts";
 import { selfArgv } from "../supervisor/self.ts";
@@ -26,9 +29,9 @@ import { observeLaunching, observeRunning } from "./observe.ts";
 import { verifyAttempt } from "./verify.ts";
 import { landAttempt } from "./land.ts";
 import { failAttempt, requeueUncounted, settleAttempt, sweepClosedSessions } from "./settle.ts";
-import { type DiskSpace, diskSpace, ensureReserve, LOW_SPACE_BYTES, releaseReserve } from "./disk.ts";
+import { type DiskSpace, diskSpace, ensureReserve, LOW_SPACE_BYTES, releaseReserve } from "../shared/disk.ts";
 import { diskFullMet, materializeIfRoom, pauseForDiskFull, unrecorded } from "./disk-fault.ts";
-import { beforeLaunch } from "./budget.ts";
+import { beforeLaunch } from "../decisions/budget.ts";
 import { stopForBudget } from "./spend.ts";
 
 export type { RunAction, StepOptions, StepOutcome, Transition } from "./context.ts";
@@ -37,7 +40,7 @@ export interface RunResult extends StepOutcome {
   schema: "loop/run@1";
   transitions: Transition[];
   loop: { name: string | null; state: string; reason: string | null; outcome: string | null; current: string | null };
-  /** What needs a person after the step (decide.ts attention): non-empty means exit 1. */
+  /** What needs a person after the step (lib/decisions/attention.ts attention): non-empty means exit 1. */
   attention: { kind: Attention["kind"]; item: string | null; reason: string }[];
   /**
    * Whether `attention` differs from what needed a person when the step began (a condition new, or
@@ -231,7 +234,7 @@ function openStep(options: StepOptions, src: DefinitionSource): { store: Store; 
 /**
  * One step. Throws DefinitionError or UsageError (exit 2) before touching anything, BusyLease when
  * busy, and an io_error that says the disk is full when a full disk left it unable to record even
- * that (lib/step/disk.ts).
+ * that (lib/shared/disk.ts).
  */
 export async function runStep(options: StepOptions): Promise<RunResult> {
   // loop.json is hashed here and read whole only when its bytes are new (openStep).

@@ -12,29 +12,29 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { Payload } from "../log/events.ts";
-import type { ItemState, VerifyRun } from "../log/reducer.ts";
+import type { ItemState, VerifyRun } from "../log/projection.ts";
 import { GitError, StartError } from "../shared/errors.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { markCarried } from "../shared/process.ts";
 import { readJsonOrNull, readTextOrNull, writeFileAtomic } from "../shared/fsutil.ts";
-import { GIT_EXEC_FILE, gitExecReport, gitExecSnapshot } from "./git-exec.ts";
-import { tamperedObjects } from "./object-store.ts";
+import { GIT_EXEC_FILE, gitExecReport, gitExecSnapshot } from "../repo/git-exec.ts";
+import { tamperedObjects } from "../repo/object-store.ts";
 import { endSessionProcesses, endVerifyRun } from "../supervisor/end.ts";
 import { append, itemNow, ownedRefChanges, projection, repoOf, type StepContext, type StepOutcome } from "./context.ts";
-import { describeRefChange, type RefChange } from "./owned-refs.ts";
-import { classifyVerify, classifyVerifyStart, verifyExitVerdict } from "./decide.ts";
+import { describeRefChange, type RefChange } from "../repo/owned-refs.ts";
+import { classifyVerify, classifyVerifyStart, verifyExitVerdict } from "../decisions/verify-verdict.ts";
 import { graceMs, SESSION_FILES, sessionMark } from "../supervisor/sessions.ts";
 import { endVerify, judgeExitProof, readVerifyExit, startVerify, verifyAlive, VERIFY_FILES, verifyLogSummary, verifySpawnEvidence, type VerifyProcess } from "../supervisor/verify-command.ts";
 import type { SessionMechanism } from "../supervisor/scope.ts";
-import { commitLeftovers, commitsAhead, startPointFor } from "./workspace.ts";
+import { commitLeftovers, commitsAhead, startPointFor } from "../repo/workspace.ts";
 import { protectedPathVerdict } from "./protect.ts";
 import { sandboxRequest, sessionPath } from "./environment.ts";
-import { faultReason, sandboxFault, systemError } from "./faults.ts";
+import { faultReason, sandboxFault, systemError } from "../decisions/faults.ts";
 import { probeSandbox, type SandboxRequest } from "../supervisor/sandbox.ts";
-import { git } from "./git.ts";
+import { git } from "../repo/git.ts";
 import { verifyRule } from "../definition/environment.ts";
-import { DEFAULT_GUARDS } from "../definition/loop-json.ts";
-import { noProgressReason } from "./guards.ts";
+import { DEFAULT_GUARDS } from "../definition/normalized.ts";
+import { noProgressReason } from "../decisions/guards.ts";
 
 type VerifyPayload = Payload<"verify_finished">;
 
@@ -218,7 +218,7 @@ function verifySandbox(ctx: StepContext, it: ItemState): { request: SandboxReque
   try {
     return { request: sandboxRequest({ bwrap: probe.bwrap, repo: repoOf(ctx), worktree: s.worktree, stateRoot: ctx.options.stateRoot, branch: s.branch, runner: it.def.runner, writable: [], env: ctx.options.env }) };
   } catch (err) {
-    // The checkout is not the one loop made (lib/step/workspace.ts checkWorktree): no verify runs over it.
+    // The checkout is not the one loop made (lib/repo/workspace.ts checkWorktree): no verify runs over it.
     if (err instanceof StartError) return { refused: err.message };
     throw err;
   }

@@ -31,7 +31,7 @@ export interface SandboxRequest {
   branch: string;
   /**
    * The worktree's git folder and the repository's common one, as the step verified them
-   * (lib/step/workspace.ts checkWorktree): never read from the worktree's .git here, which an
+   * (lib/repo/workspace.ts checkWorktree): never read from the worktree's .git here, which an
    * earlier agent could have pointed at another repository to have it mounted writable.
    */
   git: { gitDir: string; commonDir: string };

@@ -1,5 +1,5 @@
 // Agent sessions as effects: start one detached (own process group, or a tmux session), observe
-// it from outside, end it. The decisions about what an observation means live in lib/step/decide.ts.
+// it from outside, end it. What an observation means is decided in lib/decisions/session-verdict.ts.
 import { closeSync, existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { openOwnFile, readAt, readJsonOrNull, readRegularFile, sliceText, writeFileAtomic } from "../shared/fsutil.ts";
@@ -13,31 +13,11 @@ import { selfArgv } from "./self.ts";
 import { outputCapFrom } from "./output-log.ts";
 import { launchDetached, type ScopeTarget, type SessionMechanism } from "./scope.ts";
 import { type SandboxRequest, sandboxArgv, sandboxSpec } from "./sandbox.ts";
-import type { AttemptRecord, SessionRecord } from "../log/reducer.ts";
+import type { AttemptRecord, SessionRecord } from "../log/projection.ts";
 import { childEnvironment, type EnvRule } from "../definition/environment.ts";
+import type { SessionObservation } from "../decisions/session-verdict.ts";
 
 export { SESSION_FILES };
-
-/** What a look from outside saw of a session; lib/step/decide.ts classifySession judges it. */
-export interface SessionObservation {
-  /** The session folder and its launch record exist and name a process or tmux target. */
-  recordPresent: boolean;
-  /** exit.json written by the session wrapper when the agent ended; `outputError`: the disk refused some of its output. */
-  exit: { code: number | null; signal: string | null; outputError?: string | null } | null;
-  /** Non-empty text of the ask file. */
-  question: string | null;
-  /** Why something in the ask file's place was not read (a link, a FIFO), or null. */
-  askIgnored?: string | null;
-  /** The wrapper wrote its started marker (the agent process was spawned). */
-  started: boolean;
-  alive: boolean;
-  /** Epoch ms of the last output growth that showed progress (lib/supervisor/progress.ts), or null without any. */
-  lastOutputAt: number | null;
-  startedAt: number;
-  reservedAt: number;
-  now: number;
-  timeouts: { launch: number; stall: number };
-}
 
 export function tmuxSessionName(loopName: string, item: string, attempt: number, epoch = 0): string {
   // tmux forbids '.' and ':' in session names. After a reset (epoch > 0) the name carries the epoch,

@@ -13,7 +13,11 @@ import { EVENT_TYPES } from "../../lib/log/events.ts";
 import { FINDING_CODES } from "../../lib/reports/replay.ts";
 import { STATUS_FINDING_CODES } from "../../lib/log/integrity.ts";
 import type { ResetReport } from "../../lib/control/reset.ts";
-import { ACCEPTED_KEYS, DEFAULT_GUARDS, DefinitionError, normalizeDefinition, parseDefinitionText } from "../../lib/definition/loop-json.ts";
+import { ACCEPTED_KEYS } from "../../lib/definition/schema.ts";
+import { DEFAULT_GUARDS } from "../../lib/definition/normalized.ts";
+import { DefinitionError } from "../../lib/shared/errors.ts";
+import { normalizeDefinition } from "../../lib/definition/normalize.ts";
+import { parseDefinitionText } from "../../lib/definition/loop-json.ts";
 import { itemIdFromRef, parseRef, RefError } from "../../lib/definition/refs.ts";
 import { parseDuration } from "../../lib/definition/duration.ts";
 

@@ -3,7 +3,8 @@
 // scenario, the state of one item (log and disk), and what the plan must say about it.
 import { describe, expect, test } from "bun:test";
 import type { EventDraft, NormItemPayload, SettingsPayload } from "../../lib/log/events.ts";
-import { fold, type Projection } from "../../lib/log/reducer.ts";
+import { fold } from "../../lib/log/reducer.ts";
+import type { Projection } from "../../lib/log/projection.ts";
 import { archiveName, type ItemFacts, type ItemPlan, type LoopFacts, planReset } from "../../lib/control/reset-plan.ts";
 import {
   closed,

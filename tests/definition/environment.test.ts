@@ -3,7 +3,7 @@
 // what is declared; patterns match whole names.
 import { describe, expect, test } from "bun:test";
 import { agentRule, childEnvironment, DEFAULT_ENVIRONMENT, type EnvRule, loopSecrets, matchesName, runnerEnvironment, verifyRule } from "../../lib/definition/environment.ts";
-import { normalizeDefinition } from "../../lib/definition/loop-json.ts";
+import { normalizeDefinition } from "../../lib/definition/normalize.ts";
 
 const PARENT = {
   PATH: "/usr/bin",

@@ -2,7 +2,8 @@
 // they are normalized (dollars in millionths: the log holds no fractions), what each refuses and
 // where, and that a definition without them hashes as before (nothing is re-imported).
 import { describe, expect, test } from "bun:test";
-import { DefinitionError, definitionHash, normalizeDefinition } from "../../lib/definition/loop-json.ts";
+import { DefinitionError } from "../../lib/shared/errors.ts";
+import { definitionHash, normalizeDefinition } from "../../lib/definition/normalize.ts";
 
 const base = () => ({ name: "n", defaults: { verify: "true" }, items: [{ id: "a", prompt: "p" }, { id: "b", prompt: "p" }] }) as Record<string, any>;
 

@@ -3,7 +3,7 @@
 import { describe, expect, test } from "bun:test";
 import { decideReaction, FEEDBACK_BOUNDS, newSignals, reactionFeedback, type Signal } from "../../lib/forge/reactions.ts";
 import type { ForgeCheck, ReviewFeedback } from "../../lib/forge/provider.ts";
-import { normalizeDefinition } from "../../lib/definition/loop-json.ts";
+import { normalizeDefinition } from "../../lib/definition/normalize.ts";
 import { headingsOutsideFences } from "../helpers/markdown.ts";
 
 const head = "a".repeat(40);

@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlink
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { EventType, StoredEvent, StoredEventOf } from "../../lib/log/events.ts";
-import type { Projection } from "../../lib/log/reducer.ts";
+import type { Projection } from "../../lib/log/projection.ts";
 import type { RunResult } from "../../lib/step/step.ts";
 import { headOf, iterateEvents, readProjection, rowToEvent, withReadSnapshot } from "../../lib/log/store.ts";
 import { markedProcesses } from "../../lib/shared/process.ts";

@@ -4,7 +4,8 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
 import { canonicalJson, CanonicalJsonError, sha256Hex } from "../../lib/log/canonical.ts";
-import { checkIntegrity, GENESIS_HASH } from "../../lib/log/integrity.ts";
+import { checkIntegrity } from "../../lib/log/integrity.ts";
+import { GENESIS_HASH } from "../../lib/log/canonical.ts";
 import { hashInput, Store } from "../../lib/log/store.ts";
 import { TempDirs } from "../helpers/fs.ts";
 

@@ -5,7 +5,9 @@
 // ledger piece must cover).
 import { describe, expect, test } from "bun:test";
 import type { EventDraft } from "../../lib/log/events.ts";
-import { fold, IllegalEventError, recordedPieces } from "../../lib/log/reducer.ts";
+import { fold } from "../../lib/log/reducer.ts";
+import { IllegalEventError } from "../../lib/shared/errors.ts";
+import { recordedPieces } from "../../lib/log/projection.ts";
 import { definition, ended, itemDef, launch, LogBuilder, loopStarted, reset, started, verified } from "../helpers/events.ts";
 
 const pr = (attempt = 1): EventDraft => ({ type: "forge_pr_recorded", item: "a", payload: { attempt, number: 7, url: "https://github.com/acme/api/pull/7", head: "a".repeat(40), draft: false, reused: false } });

@@ -3,7 +3,9 @@
 // after a final figure; budget_stopped on an item and on the loop, and what clears it.
 import { describe, expect, test } from "bun:test";
 import type { EventDraft, Payload } from "../../lib/log/events.ts";
-import { apply, fold, IllegalEventError, type Projection } from "../../lib/log/reducer.ts";
+import { apply, fold } from "../../lib/log/reducer.ts";
+import { IllegalEventError } from "../../lib/shared/errors.ts";
+import type { Projection } from "../../lib/log/projection.ts";
 import { itemRow } from "../../lib/log/rows.ts";
 import { fullUsage, itemUsage, loopUsage, stateDocument } from "../../lib/log/documents.ts";
 import { definition, ended, itemDef, launch, LogBuilder, loopStarted, resetDone, settled, started } from "../helpers/events.ts";

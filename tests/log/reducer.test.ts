@@ -2,7 +2,9 @@
 import { describe, expect, test } from "bun:test";
 import { canonicalJson } from "../../lib/log/canonical.ts";
 import type { EventDraft, StoredEvent } from "../../lib/log/events.ts";
-import { apply, emptyProjection, fold, IllegalEventError, recordedPieces } from "../../lib/log/reducer.ts";
+import { apply, fold } from "../../lib/log/reducer.ts";
+import { emptyProjection, recordedPieces } from "../../lib/log/projection.ts";
+import { IllegalEventError } from "../../lib/shared/errors.ts";
 import {
   closed,
   control,

@@ -1,9 +1,9 @@
 // The page's attention banner reads the status document; `loop run` decides from the projection
-// (lib/step/decide.ts attention). For each condition, both must name the same kinds and items, and
+// (lib/decisions/attention.ts attention). For each condition, both must name the same kinds and items, and
 // the banner must say the command that fixes it.
 import { describe, expect, test } from "bun:test";
 import { attentionOf, shellWord } from "../../lib/serve/attention.ts";
-import { attention } from "../../lib/step/decide.ts";
+import { attention } from "../../lib/decisions/attention.ts";
 import { fold } from "../../lib/log/reducer.ts";
 import { stateDocument } from "../../lib/log/documents.ts";
 import type { EventDraft } from "../../lib/log/events.ts";

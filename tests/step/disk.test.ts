@@ -1,4 +1,4 @@
-// A full disk (docs/cli/loop-run.md#a-full-disk, lib/step/disk.ts). Two ways:
+// A full disk (docs/cli/loop-run.md#a-full-disk, lib/shared/disk.ts). Two ways:
 //   - everywhere: the pure judgements (which errors a full disk causes, the fault's words), and the
 //     session wrapper writing its output to /dev/full (every write refused with ENOSPC, the seam
 //     that needs no privilege): it must neither die nor lose the agent's exit status;
@@ -7,9 +7,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, lstatSync, mkdirSync, openSync, readFileSync, rmSync, statfsSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { diskFullCause, diskSpace, LOW_SPACE_BYTES, RESERVE_FILE } from "../../lib/step/disk.ts";
-import { diskFullFault } from "../../lib/step/faults.ts";
-import { classifySession } from "../../lib/step/decide.ts";
+import { diskFullCause, diskSpace, LOW_SPACE_BYTES, RESERVE_FILE } from "../../lib/shared/disk.ts";
+import { diskFullFault } from "../../lib/decisions/faults.ts";
+import { classifySession } from "../../lib/decisions/session-verdict.ts";
 import { CappedLog } from "../../lib/supervisor/output-log.ts";
 import { writeWhenRoom } from "../../lib/supervisor/session-wrapper.ts";
 import { runLoop } from "../helpers/cli.ts";

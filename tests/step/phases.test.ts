@@ -1,21 +1,23 @@
 // The phases of a step (lib/step/{launch,observe,verify,land,settle}.ts) called in-process against a
 // real temp Store under a real lease and a real git repository, without `loop run`: each phase
-// records its event and leaves the item where the next phase (decide.ts afterSession) picks it up.
+// records its event and leaves the item where the next phase (lib/decisions/attempt.ts afterSession) picks it up.
 // Agents are shell commands run by the real session wrapper; where no agent is the point, the test
 // records the session itself and leaves in the worktree what an agent would have left.
 import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { NO_PROGRESS } from "../../lib/step/guards.ts";
+import { NO_PROGRESS } from "../../lib/decisions/guards.ts";
 import { createConsola } from "consola/core";
-import { importedDefinition, itemBranch, loadDefinition } from "../../lib/definition/loop-json.ts";
-import type { ItemState } from "../../lib/log/reducer.ts";
+import { importedDefinition } from "../../lib/definition/normalize.ts";
+import { itemBranch } from "../../lib/definition/branches.ts";
+import { loadDefinition } from "../../lib/definition/loop-json.ts";
+import type { ItemState } from "../../lib/log/projection.ts";
 import { Store } from "../../lib/log/store.ts";
 import { acquireWriter } from "../../lib/log/writer.ts";
 import { LeaseLostError } from "../../lib/shared/errors.ts";
 import { sessionDir, worktreeDir } from "../../lib/shared/paths.ts";
 import { append, createStepContext, projection, type StepContext } from "../../lib/step/context.ts";
-import { afterSession } from "../../lib/step/decide.ts";
+import { afterSession } from "../../lib/decisions/attempt.ts";
 import { landAttempt } from "../../lib/step/land.ts";
 import { launchAttempt } from "../../lib/step/launch.ts";
 import { observeRunning } from "../../lib/step/observe.ts";
@@ -23,7 +25,7 @@ import { SESSION_FILES, startSession } from "../../lib/supervisor/sessions.ts";
 import { SESSION_MARK_VAR } from "../../lib/shared/process.ts";
 import { failAttempt, settleAttempt } from "../../lib/step/settle.ts";
 import { verifyAttempt } from "../../lib/step/verify.ts";
-import { ensureWorktree } from "../../lib/step/workspace.ts";
+import { ensureWorktree } from "../../lib/repo/workspace.ts";
 import { cleanupDir, git, makeRepo, writeLoopJson } from "../helpers/loop-harness.ts";
 
 const dirs: string[] = [];

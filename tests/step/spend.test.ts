@@ -17,7 +17,7 @@ function fakeCli(p: Project, name: string, body: string): Record<string, string>
   Bun.spawnSync(["mkdir", "-p", bin]);
   writeFileSync(join(bin, name), `#!/bin/sh\n${body}\n`);
   chmodSync(join(bin, name), 0o755);
-  // Claude Code refuses to run as root without IS_SANDBOX=1 (lib/step/faults.ts): these tests may run as root.
+  // Claude Code refuses to run as root without IS_SANDBOX=1 (lib/decisions/faults.ts): these tests may run as root.
   return { PATH: `${bin}:${process.env.PATH}`, IS_SANDBOX: "1" };
 }
 

@@ -10,7 +10,7 @@ import { demoDefinition, git, gitOk, pollUntil, type Project, runlogBlocks, scen
 import { Store } from "../../lib/log/store.ts";
 import { statusReport } from "../../lib/reports/status.ts";
 import { renderStatus } from "../../lib/reports/render.ts";
-import { itemOf } from "../../lib/log/reducer.ts";
+import { itemOf } from "../../lib/log/projection.ts";
 import { readRunPid } from "../../lib/step/run-pid.ts";
 
 const T = 120_000;

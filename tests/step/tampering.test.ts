@@ -102,7 +102,7 @@ describe("with the sandbox", () => {
   // The object store is shared and writable in the sandbox (git needs it to commit). The agent
   // replaces the loose object of main's tests/check.sh with the bytes of another blob and checks the
   // file out again so that git trusts the index's stat: for git nothing differs, and main's file now
-  // reads `exit 0` for the operator too. lib/step/object-store.ts proves the rewrite (the object no
+  // reads `exit 0` for the operator too. lib/repo/object-store.ts proves the rewrite (the object no
   // longer hashes to its name) before the verify.
   test.concurrent(
     "main's blob rewritten in the shared object store: the object no longer hashes to its name, the attempt fails unverified (object_store_tampered) and the loop pauses",

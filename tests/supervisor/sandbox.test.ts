@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } 
 import { join } from "node:path";
 import { sandboxArgv, sandboxSpec, type SandboxSpec } from "../../lib/supervisor/sandbox.ts";
 import { sandboxRequest } from "../../lib/step/environment.ts";
-import { checkWorktree } from "../../lib/step/workspace.ts";
+import { checkWorktree } from "../../lib/repo/workspace.ts";
 import { git, makeRepo } from "../helpers/repo.ts";
 
 const SPEC: SandboxSpec = {

@@ -19,11 +19,12 @@ import { commentCursor, commentIntent, isLoopsOwn, loopComment, type CommentVerb
 import type { ForgeComment, ForgeProvider, ForgeThread } from "../../forge/provider.ts";
 import { fenced, TEXT_CAP, capped, sanitizeLine } from "../../forge/untrusted.ts";
 import type { EventDraft } from "../../log/events.ts";
-import { isInFlight, isSettled, type ItemState, type Projection } from "../../log/reducer.ts";
+import { isInFlight, isSettled } from "../../log/vocabulary.ts";
+import type { ItemState, Projection } from "../../log/projection.ts";
 import { writeFileAtomic } from "../../shared/fsutil.ts";
 import { append, closeInStep, projection, type StepContext } from "../context.ts";
 import { issueOf } from "./issue-context.ts";
-import { planCtl, type PlannedAction } from "../ctl-plan.ts";
+import { planCtl, type PlannedAction } from "../../decisions/ctl-plan.ts";
 import { RefusedError, UsageError } from "../../shared/errors.ts";
 import { forgeLink, type ForgeLink } from "./link.ts";
 import { SESSION_FILES } from "../../supervisor/sessions.ts";

@@ -9,7 +9,7 @@ import { parseRef } from "../../definition/refs.ts";
 import { fenced, sanitizeLine } from "../../forge/untrusted.ts";
 import type { ForgeComment, ForgeFailure } from "../../forge/provider.ts";
 import { formatDuration } from "../../definition/duration.ts";
-import type { ItemState } from "../../log/reducer.ts";
+import type { ItemState } from "../../log/projection.ts";
 import { append, type StepContext } from "../context.ts";
 import { forgeLink, type ForgeLink } from "./link.ts";
 import { isLoopsOwn } from "../../forge/comments.ts";

@@ -8,7 +8,7 @@
 // found by its branch before one is opened, and a merged PR is read as merged before a merge is
 // asked for, so nothing is done twice.
 import type { Payload } from "../../log/events.ts";
-import { currentAttemptOf, type ItemState } from "../../log/reducer.ts";
+import { currentAttemptOf, type ItemState } from "../../log/projection.ts";
 import type { ForgeFailure, ForgePull } from "../../forge/provider.ts";
 import { AUTO_MERGE_VAR, autoMergeAllowed } from "../../forge/auto-merge.ts";
 import { definitionLock, environmentLock, type Expected, failureGate, type GateDecision, identityGate, mergeGate } from "../../forge/merge-gate.ts";
@@ -18,7 +18,7 @@ import { GitError } from "../../shared/errors.ts";
 import { failpoint } from "../../shared/failpoint.ts";
 import { append, itemNow, repoOf, type StepContext, type StepOutcome } from "../context.ts";
 import { forgeLink, type ForgeLink } from "./link.ts";
-import { gitTry } from "../git.ts";
+import { gitTry } from "../../repo/git.ts";
 import { forgeGit } from "./remote.ts";
 import { reactToPull } from "./react.ts";
 

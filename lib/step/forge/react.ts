@@ -8,15 +8,15 @@
 // reaction, and the landing ended `blocked`). A signal's key is recorded with it, so the same signal
 // on the same head never triggers twice, however often a kill makes a step see it again.
 import type { EventDraft } from "../../log/events.ts";
-import type { ItemState } from "../../log/reducer.ts";
+import type { ItemState } from "../../log/projection.ts";
 import type { CheckFailure, ForgeCheck, ForgeChecks, ForgePull, ReviewFeedback } from "../../forge/provider.ts";
 import { decideReaction, FEEDBACK_BOUNDS, newSignals, type Reactions, reactionFeedback, type Signal } from "../../forge/reactions.ts";
-import { reactionsOf } from "../../definition/loop-json.ts";
+import { reactionsOf } from "../../definition/normalize.ts";
 import { sanitizeLine } from "../../forge/untrusted.ts";
 import { failpoint } from "../../shared/failpoint.ts";
 import { append, closeInStep, repoOf, type StepContext, type StepOutcome } from "../context.ts";
-import { afterFailure, attemptsRan } from "../decide.ts";
-import { gitTry } from "../git.ts";
+import { afterFailure, attemptsRan } from "../../decisions/attempt.ts";
+import { gitTry } from "../../repo/git.ts";
 import type { ForgeLink } from "./link.ts";
 import { forgeGit } from "./remote.ts";
 

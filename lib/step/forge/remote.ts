@@ -2,10 +2,11 @@
 // token is never in a URL, `.git/config` or a file: each push or fetch gets, on its command line, a
 // credential helper that answers only for the forge's host and scheme, reading the token from that
 // one git process's environment. Every other credential helper is dropped (the list is emptied by
-// lib/step/git.ts SAFE_GIT_CONFIG), and the remote's upload/receive programs are git's own, so
+// lib/repo/git.ts SAFE_GIT_CONFIG), and the remote's upload/receive programs are git's own, so
 // nothing the repository's config names runs with the token in reach (docs/forge.md#threat-model).
-import { forgeGitIdentity, type NormForge } from "../../definition/loop-json.ts";
-import { type GitResult, gitTry } from "../git.ts";
+import { forgeGitIdentity } from "../../definition/forge-kinds.ts";
+import type { NormForge } from "../../definition/normalized.ts";
+import { type GitResult, gitTry } from "../../repo/git.ts";
 
 /** The shell function git runs as the credential helper: `get` for the forge's host answers with the token; anything else, nothing. */
 export const CREDENTIAL_HELPER =

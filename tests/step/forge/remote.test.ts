@@ -6,7 +6,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { forgeGit } from "../../../lib/step/forge/remote.ts";
-import { forgeGitIdentity } from "../../../lib/definition/loop-json.ts";
+import { forgeGitIdentity } from "../../../lib/definition/forge-kinds.ts";
 import { TempDirs } from "../../helpers/fs.ts";
 import { git, initRepo } from "../../helpers/repo.ts";
 import { testEnv } from "../../helpers/env.ts";

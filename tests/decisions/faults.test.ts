@@ -1,5 +1,5 @@
-// The pure judgements behind environment faults and operators' attention: lib/step/faults.ts
-// (launchFault, launchErrorFault, aiderCanChooseModel), lib/step/decide.ts (attention,
+// The pure judgements behind environment faults and operators' attention: lib/decisions/faults.ts
+// (launchFault, launchErrorFault, aiderCanChooseModel), lib/decisions/attention.ts (attention,
 // outputShowsProgress), lib/definition/runners.ts provenConversation, and the reducer's
 // environment_fault and notified events. Tables of plain data; no processes.
 import { describe, expect, test } from "bun:test";
@@ -7,11 +7,13 @@ import { mkdtempSync, rmSync, utimesSync, appendFileSync, writeFileSync, readFil
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { EventDraft } from "../../lib/log/events.ts";
-import { fold, IllegalEventError, type Projection } from "../../lib/log/reducer.ts";
+import { fold } from "../../lib/log/reducer.ts";
+import { IllegalEventError } from "../../lib/shared/errors.ts";
+import type { Projection } from "../../lib/log/projection.ts";
 import { provenConversation } from "../../lib/definition/runners.ts";
-import { attention, attentionOf, attentionView, ATTENTION_STATUSES, UNLANDED_OUTCOMES } from "../../lib/step/decide.ts";
+import { attention, attentionOf, attentionView, ATTENTION_STATUSES, UNLANDED_OUTCOMES } from "../../lib/decisions/attention.ts";
 import { outputShowsProgress } from "../../lib/supervisor/waiting.ts";
-import { aiderCanChooseModel, FaultError, type FaultKind, INTERRUPTED_LAUNCHES, interruptedLaunchesFault, type LaunchFacts, launchErrorFault, launchFault, programFault, startPointFault } from "../../lib/step/faults.ts";
+import { aiderCanChooseModel, FaultError, type FaultKind, INTERRUPTED_LAUNCHES, interruptedLaunchesFault, type LaunchFacts, launchErrorFault, launchFault, programFault, startPointFault } from "../../lib/decisions/faults.ts";
 import { GitError, LeaseLostError, StartError } from "../../lib/shared/errors.ts";
 import { lastProgressAt, PROGRESS_FILE } from "../../lib/supervisor/progress.ts";
 import { stepExitCode } from "../../lib/step/step.ts";

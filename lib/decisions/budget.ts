@@ -2,9 +2,9 @@
 // budget is reached before a launch or while an attempt runs, what the next recorded figure of an
 // attempt is (never lower than the last), and what a resumed conversation already cost. Pure: plain
 // data in, plain data out; lib/step/spend.ts and the phases carry the effects out.
-import type { Limit, LoopBudget } from "../definition/loop-json.ts";
+import type { Limit, LoopBudget } from "../definition/normalized.ts";
 import type { TokenCounts } from "../log/events.ts";
-import { type AttemptRecord, type AttemptUsage, hourOf, type ItemState, type LoopUsage, totalTokens } from "../log/reducer.ts";
+import { type AttemptRecord, type AttemptUsage, hourOf, type ItemState, type LoopUsage, totalTokens } from "../log/projection.ts";
 
 /** What was spent: tokens and micro-dollars, each null when nothing of it is known. */
 export interface Spend {

@@ -1,11 +1,11 @@
-// The object store's proof of itself (lib/step/object-store.ts), on a real repository: what was
+// The object store's proof of itself (lib/repo/object-store.ts), on a real repository: what was
 // written since a moment is checked against its name; an object rewritten under another's name, a
 // link, a damaged pack and a written alternates file are named; honest writes are not.
 import { afterAll, describe, expect, test } from "bun:test";
 import { appendFileSync, chmodSync, copyFileSync, cpSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { deflateSync } from "node:zlib";
-import { looseObjectMatches, tamperedObjects } from "../../lib/step/object-store.ts";
+import { looseObjectMatches, tamperedObjects } from "../../lib/repo/object-store.ts";
 import { git, makeRepo } from "../helpers/repo.ts";
 
 const dirs: string[] = [];

@@ -1,6 +1,6 @@
 // Worktrees, branches and landing, as git effects. Each function is idempotent, so a step that
 // was killed half-way can call it again.
-import { FaultError, startPointFault } from "./faults.ts";
+import { FaultError, startPointFault } from "../decisions/faults.ts";
 import { existsSync, lstatSync, readdirSync, realpathSync, renameSync, rmSync, statSync } from "node:fs";
 import { readRegularFile, readTextOrNull } from "../shared/fsutil.ts";
 import { dirname, join, relative, resolve } from "node:path";

@@ -1,10 +1,10 @@
-// The pure decisions of spend (lib/step/budget.ts) and the guards (lib/step/guards.ts), with plain
+// The pure decisions of spend (lib/decisions/budget.ts) and the guards (lib/decisions/guards.ts), with plain
 // data: what an item and the loop spent, when a budget is reached before a launch and while an
 // attempt runs, what a claude cap gets, the next recorded figure, a resumed conversation's base.
 import { describe, expect, test } from "bun:test";
-import type { AttemptRecord, AttemptUsage, ItemState, LoopUsage } from "../../lib/log/reducer.ts";
-import { attemptsSpend, beforeLaunch, conversationBase, loopSpend, nextUsage, reached, remainingMicroUsd, usdText, whileRunning } from "../../lib/step/budget.ts";
-import { identicalFailure, NO_PROGRESS, noProgressReason } from "../../lib/step/guards.ts";
+import type { AttemptRecord, AttemptUsage, ItemState, LoopUsage } from "../../lib/log/projection.ts";
+import { attemptsSpend, beforeLaunch, conversationBase, loopSpend, nextUsage, reached, remainingMicroUsd, usdText, whileRunning } from "../../lib/decisions/budget.ts";
+import { identicalFailure, NO_PROGRESS, noProgressReason } from "../../lib/decisions/guards.ts";
 
 const NOW = Date.parse("2025-06-02T12:30:00.000Z");
 

@@ -1,13 +1,15 @@
 // What an operator's verb does (`loop ctl`, and the same verbs as `/loop <verb>` in a forge comment:
 // lib/step/forge/comments.ts), decided from the projection alone: pure, tested with plain data
-// (tests/step/decide.test.ts). lib/control/ctl.ts carries a plan out under the lease; a step's
+// (tests/decisions/decide.test.ts). lib/control/ctl.ts carries a plan out under the lease; a step's
 // forge comments carry it out in the step. It sits below both, beside the step's other decisions.
 import type { EventDraft } from "../log/events.ts";
-import type { ItemStatus, Projection } from "../log/reducer.ts";
-import { isInFlight, isSettled, itemOf } from "../log/reducer.ts";
+import type { ItemStatus } from "../log/vocabulary.ts";
+import type { Projection } from "../log/projection.ts";
+import { isInFlight, isSettled } from "../log/vocabulary.ts";
+import { itemOf } from "../log/projection.ts";
 import type { CtlVerb } from "../log/vocabulary.ts";
 import { RefusedError, UsageError } from "../shared/errors.ts";
-import { blockedBecauseOf, blockingDependency, gateItem } from "./decide.ts";
+import { blockedBecauseOf, blockingDependency, gateItem } from "./next-work.ts";
 
 export interface PlannedAction {
   /** Item id, or null for the loop itself. */

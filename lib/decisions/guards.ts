@@ -1,7 +1,7 @@
 // The guards against attempts that go nowhere (docs/spend.md#guards), on unless loop.json turns them
 // off. Pure: the no-progress verdict's words, and whether a failed attempt failed exactly as the one
 // before it (same exit code, same verify output digest), which stops the retries early.
-import type { AttemptRecord } from "../log/reducer.ts";
+import type { AttemptRecord } from "../log/projection.ts";
 
 /** The start of a failed verdict for an attempt that changed nothing; its next handoff shows it. */
 export const NO_PROGRESS = "no_progress: this attempt changed nothing (no commit and a clean worktree)";

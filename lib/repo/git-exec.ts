@@ -1,5 +1,5 @@
 // What git would run by itself in the repository: its hooks and the config keys that name programs
-// (docs/forge.md#threat-model). Loop's own git never runs any of them (lib/step/git.ts
+// (docs/forge.md#threat-model). Loop's own git never runs any of them (lib/repo/git.ts
 // SAFE_GIT_CONFIG), but the operator's git does, later: an agent that plants a hook or sets
 // core.fsmonitor during its session is reported. A snapshot is taken before each launch (its digest
 // in launch_reserved, its entries in the attempt's git-exec.json) and compared before the verify.

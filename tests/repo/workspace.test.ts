@@ -1,12 +1,12 @@
-// Worktree effects (lib/step/workspace.ts) on real git repositories: what is found where an item's
+// Worktree effects (lib/repo/workspace.ts) on real git repositories: what is found where an item's
 // worktree should be is never deleted with work in it, and leftovers are committed only inside a
 // checkout of its own.
 import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { GitError } from "../../lib/shared/errors.ts";
-import { checkoutBranch, checkWorktree, commitLeftovers, ensureWorktree, landMerge } from "../../lib/step/workspace.ts";
-import { gitExecSnapshot } from "../../lib/step/git-exec.ts";
+import { checkoutBranch, checkWorktree, commitLeftovers, ensureWorktree, landMerge } from "../../lib/repo/workspace.ts";
+import { gitExecSnapshot } from "../../lib/repo/git-exec.ts";
 import { git, makeRepo } from "../helpers/loop-harness.ts";
 import { removeDir } from "../helpers/fs.ts";
 

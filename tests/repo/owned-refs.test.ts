@@ -1,10 +1,10 @@
-// The refs loop owns (lib/step/owned-refs.ts, docs/state.md#the-refs-loop-owns). Pure: which refs,
+// The refs loop owns (lib/repo/owned-refs.ts, docs/state.md#the-refs-loop-owns). Pure: which refs,
 // and which moved. Through the real entry point, with agents that have no sandbox: one that points a
 // landed item's branch at a foreign commit or deletes it fails its attempt (owned_ref_changed), the
 // next launch pauses the loop until the ref is put back, status names it; one that moves the landing
 // target fails too, and a target moved during a verify is never merged on top.
 import { describe, expect, test } from "bun:test";
-import { ownedRefs, refChanges } from "../../lib/step/owned-refs.ts";
+import { ownedRefs, refChanges } from "../../lib/repo/owned-refs.ts";
 import { demoDefinition, git, scenario } from "../helpers/project.ts";
 
 const T = 120_000;

@@ -1,32 +1,21 @@
-// The step's pure decisions (lib/step/decide.ts), the ctl planner (lib/step/ctl-plan.ts planCtl) and the handoff
+// The step's pure decisions (lib/decisions/), the ctl planner (lib/decisions/ctl-plan.ts planCtl) and the handoff
 // text (lib/step/handoff.ts), fed with projections folded from synthetic hash-chained logs.
 import { describe, expect, test } from "bun:test";
 import type { EventDraft, NormItemPayload, SettingsPayload } from "../../lib/log/events.ts";
 import { buildHandoff, buildReplyMessage } from "../../lib/step/handoff.ts";
 import { headingsOutsideFences } from "../helpers/markdown.ts";
-import { itemsWithStatus, planCtl, type PlannedAction, planRetryAll } from "../../lib/step/ctl-plan.ts";
+import { itemsWithStatus, planCtl, type PlannedAction, planRetryAll } from "../../lib/decisions/ctl-plan.ts";
 import type { CtlVerb } from "../../lib/log/vocabulary.ts";
 import { RefusedError } from "../../lib/shared/errors.ts";
 import { UsageError } from "../../lib/shared/cli.ts";
-import {
-  type AfterSession,
-  afterFailure,
-  afterSession,
-  blockedBecauseOf,
-  classifySession,
-  classifyVerify,
-  classifyVerifyStart,
-  failedReason,
-  type NextWork,
-  nextWork,
-  type VerifyObservation,
-  type VerifyStartObservation,
-  verifyExitVerdict,
-  waitingReasons,
-  waitView,
-} from "../../lib/step/decide.ts";
-import type { SessionObservation } from "../../lib/supervisor/sessions.ts";
-import { fold, type ItemState, type Projection } from "../../lib/log/reducer.ts";
+import { type AfterSession, afterFailure, afterSession, failedReason } from "../../lib/decisions/attempt.ts";
+import { blockedBecauseOf, type NextWork, nextWork } from "../../lib/decisions/next-work.ts";
+import { classifySession } from "../../lib/decisions/session-verdict.ts";
+import { classifyVerify, classifyVerifyStart, type VerifyObservation, type VerifyStartObservation, verifyExitVerdict } from "../../lib/decisions/verify-verdict.ts";
+import { waitingReasons, waitView } from "../../lib/decisions/wait-reasons.ts";
+import type { SessionObservation } from "../../lib/decisions/session-verdict.ts";
+import { fold } from "../../lib/log/reducer.ts";
+import type { ItemState, Projection } from "../../lib/log/projection.ts";
 import {
   closed,
   control,

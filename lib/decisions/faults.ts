@@ -203,7 +203,7 @@ export function sandboxFault(f: SandboxFact): EnvironmentFault | null {
 }
 
 /**
- * Refs loop owns that someone else moved or deleted (lib/step/owned-refs.ts), as a fault: `changes`
+ * Refs loop owns that someone else moved or deleted (lib/repo/owned-refs.ts), as a fault: `changes`
  * names each, `restore` gives the command that puts each back.
  */
 export function ownedRefFault(o: { changes: string[]; restore: string[]; items: string[] }): EnvironmentFault | null {

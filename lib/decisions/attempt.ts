@@ -1,0 +1,56 @@
+// What an attempt leads to once its session has ended: verify, land, settle, fail and retry or
+// settle failed; and how a failure is named. Pure: read from what the log already holds.
+import type { ItemState } from "../log/projection.ts";
+import { landed } from "../log/vocabulary.ts";
+
+/**
+ * What an attempt whose session has ended needs next, read from what the log already holds: each
+ * phase records one event, and the next step picks up after it.
+ */
+export type AfterSession =
+  /** The launch was interrupted (the loop's failure, not the agent's): run the attempt again, uncounted. */
+  | { kind: "requeue"; reason: string }
+  /** The session or its verify failed: close it, then retry or settle failed (afterFailure). */
+  | { kind: "fail"; reason: string }
+  /** Start its verify, or observe the verify already reserved (the attempt's verifyRun). */
+  | { kind: "verify" }
+  | { kind: "land" }
+  /** Verified and landed (or not): close the session and settle the item. */
+  | { kind: "settle"; landed: boolean };
+
+export function afterSession(it: ItemState): AfterSession {
+  const attempt = it.attempts[it.attempts.length - 1]!;
+  const end = attempt.end!;
+  if (end.verdict === "launch_interrupted") return { kind: "requeue", reason: end.reason };
+  if (end.verdict !== "exited") return { kind: "fail", reason: end.reason };
+  if (!attempt.verify) return { kind: "verify" };
+  if (!attempt.verify.passed) return { kind: "fail", reason: `verify failed: ${attempt.verify.reason}` };
+  // The attempt's own landing: an earlier attempt's (a retry after landing_blocked or a conflict) says nothing of this one.
+  if (!attempt.landing) return { kind: "land" };
+  return { kind: "settle", landed: landed(attempt.landing.outcome) };
+}
+
+/** After an attempt failed: try again or give up. */
+export function afterFailure(it: ItemState): "retry" | "settle_failed" {
+  return it.failures + 1 < it.def.maxAttempts ? "retry" : "settle_failed";
+}
+
+/**
+ * Attempts the agent actually ran: those whose session was recorded started. A launch cut short
+ * before that (a step killed between the reservation and the spawn, an environment fault after the
+ * reservation) keeps its number (its key, its session folder) but is no attempt of the agent's.
+ */
+export function attemptsRan(attempts: readonly { startedAt: string | null }[]): number {
+  return attempts.filter((a) => a.startedAt !== null).length;
+}
+
+/**
+ * The reason an item settles `failed` with, after its last allowed failure. The budget counts
+ * failed attempts only (a question or an operator's stop spends none), so the attempt number can
+ * be higher than maxAttempts: both are named, never "attempt 3 of 2".
+ */
+export function failedReason(it: ItemState, reason: string): string {
+  const attempt = attemptsRan(it.attempts);
+  const failed = it.failures + 1;
+  return `${reason} (failed attempt ${failed} of ${it.def.maxAttempts}${attempt > failed ? `; attempt ${attempt} in all` : ""})`;
+}

@@ -1,0 +1,54 @@
+// Classifying a session from the outside (docs/cli/loop-run.md, step 5, in this order). Pure: the
+// supervisor looks (lib/supervisor/sessions.ts observeSession), this judges what it saw.
+
+/** What a look from outside saw of a session. */
+export interface SessionObservation {
+  /** The session folder and its launch record exist and name a process or tmux target. */
+  recordPresent: boolean;
+  /** exit.json written by the session wrapper when the agent ended; `outputError`: the disk refused some of its output. */
+  exit: { code: number | null; signal: string | null; outputError?: string | null } | null;
+  /** Non-empty text of the ask file. */
+  question: string | null;
+  /** Why something in the ask file's place was not read (a link, a FIFO), or null. */
+  askIgnored?: string | null;
+  /** The wrapper wrote its started marker (the agent process was spawned). */
+  started: boolean;
+  alive: boolean;
+  /** Epoch ms of the last output growth that showed progress (lib/supervisor/progress.ts), or null without any. */
+  lastOutputAt: number | null;
+  startedAt: number;
+  reservedAt: number;
+  now: number;
+  timeouts: { launch: number; stall: number };
+}
+
+export type SessionVerdict =
+  | { kind: "lost"; reason: string }
+  | { kind: "needs_input"; question: string }
+  | { kind: "exited"; code: number | null; signal: string | null; reason: string }
+  | { kind: "never_started"; reason: string }
+  | { kind: "stalled"; reason: string }
+  | { kind: "waiting"; reason: string };
+
+export function classifySession(o: SessionObservation): SessionVerdict {
+  if (!o.recordPresent) return { kind: "lost", reason: "session record is missing" };
+  if (o.question !== null) return { kind: "needs_input", question: o.question };
+  if (o.exit)
+    return {
+      kind: "exited",
+      code: o.exit.code,
+      signal: o.exit.signal,
+      reason: `${o.exit.signal ? `agent killed by ${o.exit.signal}` : `agent exited with code ${o.exit.code}`}${o.exit.outputError ? `; the disk refused some of its output (${o.exit.outputError}): output.log says where` : ""}${o.askIgnored ? `; ${o.askIgnored}` : ""}`,
+    };
+  if (!o.alive && o.started) return { kind: "lost", reason: "session process vanished without an exit status" };
+  if (!o.started) {
+    if (o.now - o.reservedAt > o.timeouts.launch)
+      return { kind: "never_started", reason: `session did not start within ${Math.round(o.timeouts.launch / 1000)}s` };
+    if (!o.alive) return { kind: "lost", reason: "session process vanished before the agent started" };
+    return { kind: "waiting", reason: "session is starting" };
+  }
+  const last = Math.max(o.startedAt, o.lastOutputAt ?? 0);
+  if (o.now - last > o.timeouts.stall)
+    return { kind: "stalled", reason: `no progress in the output for ${Math.round((o.now - last) / 1000)}s (stall timeout ${Math.round(o.timeouts.stall / 1000)}s)` };
+  return { kind: "waiting", reason: "agent is working" };
+}

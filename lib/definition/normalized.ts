@@ -1,0 +1,144 @@
+// The normalized definition (docs/loop-json.md): what loop.json means once validated, the types every
+// reader of a definition uses, and the constants they share. Types and constants only.
+import { RESERVED_RUNNER_NAMES } from "./runners.ts";
+import type { NormEnvironment } from "./environment.ts";
+import type { ReactionDecision, ReactionSignal } from "../log/vocabulary.ts";
+import type { ForgeKind } from "./forge-kinds.ts";
+
+export interface Timeouts {
+  launch: number;
+  stall: number;
+  verify: number;
+  /** How long landing through a forge may wait for a merge; present only in a loop with a forge. */
+  landing?: number;
+}
+export interface NormItem {
+  id: string;
+  /** Canonical ref, or null for an item without one. */
+  ref: string | null;
+  prompt: string;
+  dependsOn: string[];
+  /** The verify command, or false: pass only on agent exit 0 with a change on the branch. */
+  verify: string | false;
+  runner: string;
+  model: string | null;
+  maxAttempts: number;
+  timeouts: Timeouts;
+  /**
+   * "bwrap" when the item's agent and verify run in the sandbox (docs/runners.md#the-sandbox): the
+   * runner's own `sandbox`, else `defaults.sandbox`. Absent for "none", so a definition without a
+   * sandbox (and its hash) is as before.
+   */
+  sandbox?: "bwrap";
+  /**
+   * What loop does about what happens on the item's pull request while it waits to merge it
+   * (docs/forge.md#reactions): loop.json's item `reactions`, else the loop's, else the defaults.
+   * Present only in a loop with a forge, so a definition without one (and its hash) is as before.
+   */
+  reactions?: NormReactions;
+  /**
+   * What the item may spend over all its attempts (docs/spend.md): tokens, and US dollars in
+   * millionths. Absent without one, so a definition without budgets (and its hash) is as before.
+   */
+  budget?: Limit;
+}
+/** One decision per reaction signal (lib/log/vocabulary.ts REACTION_SIGNALS). */
+export type NormReactions = Record<ReactionSignal, ReactionDecision>;
+export type Sandbox = "bwrap" | "none";
+/** A budget: tokens, and US dollars in millionths (micro-dollars); either or both. */
+export interface Limit {
+  tokens?: number;
+  microUsd?: number;
+}
+/** The loop's budget (docs/spend.md): over every attempt ever made, and over a rolling day. */
+export interface LoopBudget extends Limit {
+  daily?: Limit;
+}
+/** The operator's price of a model, in micro-dollars per million tokens of each kind. */
+export interface ModelPrice {
+  input: number;
+  output: number;
+  cacheRead?: number;
+  cacheWrite?: number;
+}
+/** The guards against attempts that go nowhere (docs/spend.md#guards); both on unless turned off. */
+export interface Guards {
+  noProgress: boolean;
+  identicalFailure: boolean;
+}
+export const DEFAULT_GUARDS: Readonly<Guards> = { noProgress: true, identicalFailure: true };
+export interface CommandRunner {
+  command: string[];
+}
+/** loop.json's `forge` section, normalized (docs/forge.md). The token is never here: only the name of its variable. */
+export interface NormForge {
+  provider: ForgeKind;
+  /** owner/repo (GitHub), or the project's full path, nested groups included (GitLab: group/subgroup/project). */
+  repo: string;
+  apiUrl: string;
+  remote: string;
+  tokenEnv: string;
+  authorizedUsers: string[];
+  authorizeWriters: boolean;
+  /** Milliseconds between two reads of the repository's comments. */
+  pollInterval: number;
+}
+export type Landing = "none" | "merge" | "pr";
+/** The command run when the loop needs a person (docs/operations.md#hearing-about-trouble). */
+export interface NotifyDef {
+  command: string[];
+  /** Milliseconds it may run before its process group is killed. */
+  timeout: number;
+}
+export interface NormDefinition {
+  name: string;
+  landing: Landing;
+  base: string;
+  /** The branch landing "merge" merges into; `loop/<name>/landed` unless workspace.target says otherwise. */
+  target: string;
+  tmux: boolean;
+  keepCheckoutOnClose: boolean;
+  requireStartCommand: boolean;
+  /** Command runners from loop.json; none is named like a built-in runner. */
+  runners: Record<string, CommandRunner>;
+  /**
+   * loop.json's `protect` globs (lib/definition/protect.ts), added to the built-in ones at check
+   * time. Absent when loop.json names none, so such a definition (and its hash) is as before.
+   */
+  protect?: string[];
+  /** Absent without a `forge` section (and then nothing forge-related runs). */
+  forge?: NormForge;
+  /** The loop's budget; absent without one (docs/spend.md). */
+  budget?: LoopBudget;
+  /** Prices by model name; absent without any (then dollars come only from the agents). */
+  prices?: Record<string, ModelPrice>;
+  /** Present only when a guard is turned off (so a definition that leaves them on hashes as before). */
+  guards?: Guards;
+  /**
+   * null without one. Not part of what the log records of the definition (nor of its hash): how an
+   * operator hears about trouble is this machine's plumbing, like PATH, not the loop's state.
+   */
+  notify: NotifyDef | null;
+  /**
+   * What agents, verify commands and planners get of loop's environment (lib/definition/environment.ts).
+   * Like notify, this machine's plumbing: not part of what the log records of the definition.
+   */
+  environment: NormEnvironment;
+  items: NormItem[];
+}
+
+/** The built-in runners (lib/definition/runners.ts): always available, and names a `runners` entry cannot take. */
+export const KNOWN_RUNNERS: readonly string[] = RESERVED_RUNNER_NAMES;
+export const RUNNER_PLACEHOLDERS: readonly string[] = ["prompt", "handoff", "workdir", "model", "session_id"];
+
+export const DEFAULTS = {
+  runner: "demo",
+  maxAttempts: 2,
+  timeouts: { launch: "5m", stall: "60m", verify: "15m", landing: "30m" },
+  landing: "none",
+  base: "main",
+  notifyTimeout: "30s",
+} as const;
+
+/** The longest a notify command may run: the step holds its lease meanwhile. */
+export const MAX_NOTIFY_TIMEOUT_MS = 5 * 60_000;
