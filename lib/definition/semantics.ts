@@ -3,6 +3,8 @@
 // run on the raw value with per-field guards, so a badly-typed field elsewhere does not hide them.
 import { RefError, isItemId, itemIdFromRef, parseRef, refPrefix } from "./refs.ts";
 import { BUILTIN_SECRETS } from "./environment.ts";
+import { formatJsonPath } from "./json-strict.ts";
+import { hasHidden, hiddenIn } from "../shared/untrusted-text.ts";
 import { DEFAULTS, KNOWN_RUNNERS } from "./normalized.ts";
 import { FORGE_KINDS, forgeHost, type ForgeKind, isForgeLogin, KIND } from "./forge-kinds.ts";
 import { branchNameProblem, branchNameReason, defaultTarget, itemBranch } from "./branches.ts";
@@ -88,6 +90,7 @@ export function checkMeaning(raw: Obj, add: Add): Resolved[] {
   checkUniqueness(resolved, add);
   checkForge(raw, resolved, add);
   checkEnvironment(raw, add);
+  checkHiddenText(raw, [], add);
   // An id may be a valid id but not a valid branch component ("x.lock"); derived ids never are.
   if (name !== null)
     resolved.forEach((r, i) => {
@@ -252,4 +255,26 @@ function findCycles(edges: number[][]): number[][] {
   };
   edges.forEach((_, u) => state[u] === 0 && visit(u));
   return cycles;
+}
+
+/**
+ * loop.json stores no hidden characters (lib/shared/untrusted-text.ts): in a bidi-aware diff or
+ * editor a right-to-left override can show a verify command reordered, and variation selectors or
+ * tag characters can carry a message no reviewer sees into an agent's handoff. Every string, keys
+ * and `$comment`s included, is checked; the first few offenders are named by code point.
+ */
+function checkHiddenText(value: unknown, at: readonly (string | number)[], add: Add): void {
+  if (typeof value === "string") {
+    const h = hiddenIn(value);
+    if (h.count > 0)
+      add(
+        formatJsonPath(at),
+        `holds ${h.count} hidden character${h.count === 1 ? "" : "s"} (${h.first.map((c) => `${c.codePoint} at character ${c.at}`).join(", ")}${h.count > h.first.length ? ", …" : ""}): loop.json stores none, since they can hide or reorder what a person reads; remove them`,
+      );
+  } else if (Array.isArray(value)) value.forEach((v, i) => checkHiddenText(v, [...at, i], add));
+  else if (isObj(value))
+    for (const [k, v] of Object.entries(value)) {
+      if (hasHidden(k)) add(formatJsonPath(at), `a key holds hidden characters (${hiddenIn(k).first.map((c) => c.codePoint).join(", ")}): loop.json stores none; remove them`);
+      checkHiddenText(v, [...at, k], add);
+    }
 }

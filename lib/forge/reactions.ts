@@ -6,7 +6,8 @@
 // text (lib/forge/untrusted.ts) and bounded piece by piece and as a whole.
 import type { ReactionDecision, ReactionSignal } from "../log/vocabulary.ts";
 import type { CheckFailure, ForgeCheck, ReviewFeedback } from "./provider.ts";
-import { capped, fence, fenced, sanitizeLine } from "./untrusted.ts";
+import { capped, fenced, sanitizeLine } from "./untrusted.ts";
+import { fence } from "../shared/untrusted-text.ts";
 
 /** loop.json's `reactions`, normalized (lib/definition/normalized.ts): one decision per signal. */
 export type Reactions = Record<ReactionSignal, ReactionDecision>;

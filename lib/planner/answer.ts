@@ -8,6 +8,7 @@
 import * as v from "valibot";
 import { isItemId, parseRef, RefError } from "../definition/refs.ts";
 import { formatJsonPath } from "../definition/json-strict.ts";
+import { hiddenIn } from "../shared/untrusted-text.ts";
 
 export type Outcome = "drafted" | "nothing_new" | "undraftable";
 
@@ -119,6 +120,8 @@ export function checkAnswer(raw: unknown, ctx: AnswerContext): Checked {
   if (a.items.length > ctx.maxItems) problems.push(`items: ${a.items.length} items, at most ${ctx.maxItems} allowed`);
   const ids = new Map<string, number>();
   const refs = new Map<string, number>();
+  // loop.json stores no hidden characters (docs/loop-json.md#the-file): a draft that holds any is sent back.
+  hiddenProblems(raw, [], problems);
   const items: DraftItem[] = a.items.map((it, i) => {
     const at = `items[${i}]`;
     if (!isItemId(it.id)) problems.push(`${at}.id: ${JSON.stringify(it.id)} is not an item id (lowercase letters, digits and '-', with single '.' or '_' between them, at most 64 characters)`);
@@ -181,4 +184,13 @@ function balanced(t: string): boolean {
     else if (c === "}" || c === "]") depth--;
   }
   return depth <= 0 && !inString;
+}
+
+/** Each string of the answer that holds a hidden character (lib/shared/untrusted-text.ts), by path. */
+function hiddenProblems(value: unknown, at: readonly (string | number)[], out: string[]): void {
+  if (typeof value === "string") {
+    const h = hiddenIn(value);
+    if (h.count > 0) out.push(`${formatJsonPath(at) || "answer"}: holds ${h.count} hidden character${h.count === 1 ? "" : "s"} (${h.first.map((c) => c.codePoint).join(", ")}${h.count > h.first.length ? ", …" : ""}); write plain text only`);
+  } else if (Array.isArray(value)) value.forEach((v, i) => hiddenProblems(v, [...at, i], out));
+  else if (typeof value === "object" && value !== null) for (const [k, v] of Object.entries(value)) hiddenProblems(v, [...at, k], out);
 }

@@ -6,7 +6,7 @@ import { PlannerError } from "../shared/errors.ts";
 import { type Answer, type AnswerContext, checkAnswer, type DraftItem, parseAnswerText, type Warning } from "./answer.ts";
 import { buildPlannerPrompt, type PlanContext } from "./prompt.ts";
 import { qualityWarnings } from "./quality.ts";
-import { fence, fenceNonce } from "./untrusted.ts";
+import { dataBlock } from "./untrusted.ts";
 
 export interface Draft {
   outcome: Answer["outcome"];
@@ -20,8 +20,7 @@ export interface Draft {
 /** The prompt of the one retry: the first prompt, then the problems found (quoted: they may quote the answer). */
 export function retryPrompt(prompt: string, problems: readonly string[]): string {
   const text = problems.join("\n");
-  const nonce = fenceNonce([prompt, text]);
-  return `${prompt}\n## Your previous answer was refused\nIt had these problems (quoted as data between the two DATA ${nonce} lines):\n${fence("problems", text, nonce)}\nAnswer again with the whole corrected JSON document, and nothing else.\n`;
+  return `${prompt}\n## Your previous answer was refused\nIt had these problems (quoted as data):\n${dataBlock("problems", text)}\nAnswer again with the whole corrected JSON document, and nothing else.\n`;
 }
 
 export async function draftPlan(o: { context: PlanContext; answerContext: AnswerContext; ask: (prompt: string) => Promise<string> }): Promise<Draft> {

@@ -1,13 +1,11 @@
 // Text from outside (an agent's question, a verify's or git's message, an operator's reply) shown
-// at a terminal: control characters in it could move the cursor, recolour or retitle the terminal,
-// so they are printed escaped, visibly (`\u001b`), and every colour on screen is the tool's own.
+// at a terminal or on a page: control characters in it could move the cursor, recolour or retitle
+// the terminal, and hidden ones could hide or reorder what a person reads, so every character of
+// lib/shared/untrusted-text.ts's hidden set is printed escaped, visibly (`\u001b`), and every colour
+// on screen is the tool's own. Right-to-left text shows its direction marks escaped, and an emoji
+// sequence its joiners: the price of never being reordered or hiding a message.
+import { HIDDEN_OR_LAYOUT } from "./untrusted-text.ts";
 
-// C0, DEL, C1; and what reorders or hides text without being seen: soft hyphen, combining grapheme
-// joiner, bidi marks, embeddings, overrides and isolates, Mongolian vowel separator, zero-width
-// space, word joiner and invisible operators, line and paragraph separators, Hangul fillers, BOM,
-// interlinear annotation, tag characters (invisible text). ZWJ and ZWNJ stay: scripts and emoji sequences need them. Right-to-left text shows its
-// direction marks escaped, which is the price of never being reordered.
-const CONTROL = /[\u0000-\u001f\u007f-\u009f\u00ad\u034f\u061c\u115f\u1160\u180e\u200b\u200e\u200f\u2028-\u202e\u2060-\u2069\u3164\ufeff\uffa0\ufff9-\ufffb\u{e0000}-\u{e007f}]/gu;
 const SHORT: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
 
 /** `\u001b` as JSON writes it; `\u{e0041}` beyond the BMP. */
@@ -16,9 +14,9 @@ function escaped(c: string): string {
   return SHORT[c] ?? (cp > 0xffff ? `\\u{${cp.toString(16)}}` : `\\u${cp.toString(16).padStart(4, "0")}`);
 }
 
-/** One field or line made safe to print: control and invisible formatting characters escaped. */
+/** One field or line made safe to print: control and hidden characters escaped, line breaks and tabs included. */
 export function printable(s: string): string {
-  return s.replace(CONTROL, escaped);
+  return s.replace(HIDDEN_OR_LAYOUT, escaped);
 }
 
 /** A block of lines made safe to print, its line breaks kept. */

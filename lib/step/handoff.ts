@@ -3,7 +3,8 @@
 // one code block, so none of its lines can read as a section of the file (lib/forge/untrusted.ts:
 // small and dependency-free, so every loop loads it, forge or not).
 import type { ItemState, Projection } from "../log/projection.ts";
-import { fence, fenced, sanitizeLine } from "../forge/untrusted.ts";
+import { fenced, sanitizeLine } from "../forge/untrusted.ts";
+import { fence } from "../shared/untrusted-text.ts";
 import { attemptsRan } from "../decisions/attempt.ts";
 
 /** The file a resumed conversation is pointed at for its reply (in the attempt's session folder): forge text never goes in argv. */

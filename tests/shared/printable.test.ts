@@ -10,7 +10,7 @@ test.each([
   ["line breaks and tabs in one field", "a\nb\r\tc", "a\\nb\\r\\tc"],
   ["bidi override and isolate (text that reads otherwise than it is)", "a\u202eb\u2066c", "a\\u202eb\\u2066c"],
   ["zero-width space, BOM, line separator", "a\u200bb\ufeffc\u2028d", "a\\u200bb\\ufeffc\\u2028d"],
-  ["an emoji ZWJ sequence stays whole", "\u{1F468}\u200d\u{1F469}", "\u{1F468}\u200d\u{1F469}"],
+  ["an emoji ZWJ sequence shows its joiner (zero-width characters can carry a hidden message)", "\u{1F468}\u200d\u{1F469}", "\u{1F468}\\u200d\u{1F469}"],
   ["tag characters (invisible text), soft hyphen, Hangul filler", "a\u{E0041}\u{E0042}b\u00adc\u3164", "a\\u{e0041}\\u{e0042}b\\u00adc\\u3164"],
 ])("printable: %s", (_name, input, want) => {
   expect(printable(input)).toBe(want);
