@@ -746,7 +746,10 @@ describe("loop run", () => {
     "(v) an agent's question with terminal escapes is printed escaped by every text output, colour or not",
     () =>
       scenario(
-        demoDefinition([{ id: "asker", prompt: "x\n@demo ask \u001b[31mRED\u001b[0m?\u0007", maxAttempts: 1 }]),
+        // loop.json holds no control characters (docs/loop-json.md#the-file): the agent writes them itself.
+        demoDefinition([{ id: "asker", prompt: "x", maxAttempts: 1, runner: "asker" }], {
+          runners: { asker: { command: ["sh", "-c", String.raw`printf '\033[31mRED\033[0m?\007\n' > "$LOOP_ASK_FILE"`] } },
+        }),
         {},
         async (p) => {
           await p.runUntil((r) => r.action === "paused", { what: "paused by the question" });
