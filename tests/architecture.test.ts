@@ -195,3 +195,19 @@ describe("docs/architecture.md agrees with the code", () => {
     for (const m of new Set(Object.values(loaded).flat())) expect(invariant, m).toContain(m.startsWith("lib/step/") ? `\`${m}\`` : `\`${m.split("/").at(-1)}\``);
   });
 });
+
+// Reasons are sentences for people (docs/architecture.md#cross-cutting): decisions read typed records
+// (the loop's `cause`, an item's records), so changing a message never changes behaviour.
+describe("no module of lib/ decides by a reason's words", () => {
+  const files = (dir: string): string[] =>
+    readdirSync(join(REPO, dir)).flatMap((n) => (statSync(join(REPO, dir, n)).isDirectory() ? files(`${dir}/${n}`) : n.endsWith(".ts") ? [`${dir}/${n}`] : []));
+  test("no string test on a reason", () => {
+    const parses = /\breason\)?\??\.(?:startsWith|endsWith|includes|indexOf|lastIndexOf|match|search|split|slice)\(|\breason \?\? ""\)\.|\.test\([\w.?]*reason\b/;
+    const found = files("lib").flatMap((f) =>
+      readFileSync(join(REPO, f), "utf8")
+        .split("\n")
+        .flatMap((line, i) => (parses.test(line) && !/^\s*(\/\/|\*)/.test(line) ? [`${f}:${i + 1}: ${line.trim().slice(0, 120)}`] : [])),
+    );
+    expect(found).toEqual([]);
+  });
+});

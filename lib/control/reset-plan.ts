@@ -7,6 +7,7 @@ import { type ItemState, type Projection, recordedPieces } from "../log/projecti
 import { isInFlight } from "../log/vocabulary.ts";
 import { itemBranch } from "../definition/branches.ts";
 import { blockedBecauseOf } from "../decisions/next-work.ts";
+import { pausedByQuestionOf } from "../decisions/attention.ts";
 import { worktreeDir } from "../shared/paths.ts";
 
 export type Piece = (typeof RESET_PIECES)[number];
@@ -153,7 +154,7 @@ function planItem(p: Projection, it: ItemState, f: ItemFacts): ItemPlan {
 
   const order: Piece[] = ["session", "control", "ledger", "workspace", "branch"];
   const found = pieces.size > 0;
-  const resumeLoop = found && p.loop.state === "paused" && it.status === "needs_input" && (p.loop.reason?.startsWith(`${it.id} needs input:`) ?? false);
+  const resumeLoop = found && pausedByQuestionOf(p, it.id);
   const plan: ItemPlan = {
     item: it.id,
     ref: it.def.ref,

@@ -1,10 +1,11 @@
 // When the loop needs a person (docs/cli/loop-run.md#exit-codes): `loop run` exits 1 while any of
-// these holds, and `notify` is run once for each (lib/step/notify.ts). Pure.
-import type { ItemState, LoopRecord, Projection } from "../log/projection.ts";
-import type { ItemStatus } from "../log/vocabulary.ts";
-import { ITEM_STATUSES } from "../log/vocabulary.ts";
+// these holds, `notify` is run once for each (lib/step/notify.ts), and `loop status` and the page
+// show them with the commands that put each right. Computed once, here, from what both the step's
+// projection and the status document hold (AttentionInput); decided by the loop's typed cause and
+// the items' records, never by a reason's words. Pure.
+import type { ItemState, LoopCause, LoopState, Projection } from "../log/projection.ts";
 import { itemOf } from "../log/projection.ts";
-import { drainsAs, LANDING_OUTCOMES, type LandingOutcome, landed } from "../log/vocabulary.ts";
+import { type DrainOutcome, drainsAs, ITEM_STATUSES, type ItemStatus, LANDING_OUTCOMES, type LandingOutcome, landed } from "../log/vocabulary.ts";
 import { activeItems } from "./next-work.ts";
 
 export type AttentionKind = "question" | "environment" | "failed" | "landing" | "budget";
@@ -12,11 +13,51 @@ export type AttentionKind = "question" | "environment" | "failed" | "landing" | 
 export interface Attention {
   kind: AttentionKind;
   item: string | null;
+  /** What is wrong, for people, in the log's words. */
   reason: string;
+  /** The commands that put it right, in order (placeholders in angle brackets). */
+  fix: string[];
   /** What one notification is for: a new condition in the same slot replaces the last one. */
   slot: string;
   /** This condition, exactly: notify runs once per key. */
   key: string;
+}
+
+/** The loop as attention reads it. */
+export interface AttentionLoop {
+  state: LoopState;
+  reason: string | null;
+  cause: LoopCause | null;
+  outcome: DrainOutcome | null;
+  /** The seq of loop_drained while drained (the key of a Failed drain). */
+  drainedSeq: number | null;
+  current: string | null;
+}
+
+/** An item as attention reads it: from the projection (attentionItem) or from state.json's item. */
+export interface AttentionItem {
+  id: string;
+  status: ItemStatus;
+  reason: string | null;
+  epoch: number;
+  /** How many attempts the item has (its current one's number). */
+  attempts: number;
+  question: string | null;
+  /** Its budget stop, and the attempt it stopped. */
+  budgetStop: { attempt: number; reason: string } | null;
+  landing: { outcome: LandingOutcome; reason: string } | null;
+  /** Its open pull request, as the forge names it ("#12", GitLab's "!12"). */
+  pr: { label: string; url: string } | null;
+}
+
+export interface AttentionInput {
+  loop: AttentionLoop;
+  /**
+   * The item in flight and, in the loop's order, the items that may need a person: every item whose
+   * landing record has an outcome in UNLANDED_OUTCOMES, every item a budget stopped, and once the
+   * loop drained Failed every item whose status is in ATTENTION_STATUSES (more items change nothing).
+   */
+  items: readonly AttentionItem[];
 }
 
 /** The statuses a drain counts as Failed: once the loop drained Failed, attention names their items. */
@@ -26,60 +67,109 @@ export const LANDING_ATTENTION_STATUSES: readonly ItemStatus[] = ["failed", "lan
 /** The landing outcomes that did not land. */
 export const UNLANDED_OUTCOMES: readonly LandingOutcome[] = LANDING_OUTCOMES.filter((o) => !landed(o));
 
-/**
- * What attention reads: the loop, the item in flight, and, in the projection's order, the items
- * that may need a person: every item whose landing record has an outcome in UNLANDED_OUTCOMES, every
- * item a budget stopped, and once the loop drained Failed every item whose status is in
- * ATTENTION_STATUSES (more items change nothing). attentionView takes it from a whole projection; a step reads only those items, through
- * the store's indexes (lib/step/notify.ts stepAttentionView).
- */
-export interface AttentionView {
-  loop: LoopRecord;
-  current: ItemState | null;
-  items: readonly ItemState[];
+/** An item of the projection as attention reads it; `pullSign` is how the loop's forge writes a PR's number ("#", GitLab's "!"). */
+export function attentionItem(it: ItemState, pullSign = "#"): AttentionItem {
+  const pr = it.forge?.pr ?? null;
+  return {
+    id: it.id,
+    status: it.status,
+    reason: it.reason,
+    epoch: it.epoch,
+    attempts: it.attempts.length,
+    question: it.question,
+    budgetStop: it.budgetStop ? { attempt: it.budgetStop.attempt, reason: it.budgetStop.reason } : null,
+    landing: it.landing ? { outcome: it.landing.outcome, reason: it.landing.reason } : null,
+    pr: pr ? { label: `${pullSign}${pr.number}`, url: pr.url } : null,
+  };
 }
 
-export function attentionView(p: Projection): AttentionView {
-  return { loop: p.loop, current: p.loop.current ? (itemOf(p, p.loop.current) ?? null) : null, items: activeItems(p) };
+/** What attention reads of a whole projection. */
+export function attentionInput(p: Projection, pullSign = "#"): AttentionInput {
+  const cur = p.loop.current ? itemOf(p, p.loop.current) : undefined;
+  const items = activeItems(p);
+  return { loop: p.loop, items: [...(cur && !items.includes(cur) ? [cur] : []), ...items].map((it) => attentionItem(it, pullSign)) };
+}
+
+/** The conditions that need a person in a whole projection (attentionOf). */
+export function attention(p: Projection, pullSign = "#"): Attention[] {
+  return attentionOf(attentionInput(p, pullSign));
+}
+
+/** Whether the loop is paused by the question of item `id` (which still waits for its answer). */
+export function pausedByQuestionOf(p: Pick<Projection, "loop" | "items">, id: string): boolean {
+  return p.loop.state === "paused" && p.loop.cause?.kind === "question" && p.loop.cause.item === id && itemOf(p, id)?.status === "needs_input";
+}
+
+/** Quote for a POSIX shell when needed: an item id is pasted into a command line. */
+export function shellWord(s: string): string {
+  return /^[A-Za-z0-9._/:@#+-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
 /**
  * The conditions that need a person, in this order: the loop paused on an agent's question or by an
- * environment fault, a budget reached (the loop paused by its own, items settled failed by theirs), items whose landing failed (a merge conflict, a target checked out elsewhere)
- * or was blocked on the forge (`landing_blocked`: a refusal, red checks past the deadline, auto-merge
- * not allowed; its PR is left open for a person), the loop drained `Failed`. An operator's own pause
- * or stop needs nobody else.
+ * environment fault, a budget reached (the loop paused by its own, items settled failed by theirs),
+ * items whose landing failed (a merge conflict, a target checked out elsewhere) or was blocked on the
+ * forge (`landing_blocked`: a refusal, red checks past the deadline, auto-merge not allowed; its PR
+ * is left open for a person), the loop drained `Failed`. An operator's own pause or stop needs
+ * nobody else.
  */
-export function attention(p: Projection, o: { faultItem?: string | null } = {}): Attention[] {
-  return attentionOf(attentionView(p), o);
-}
-
-/**
- * attention, from what it reads (AttentionView). `faultItem`: the item the fault event names (the
- * projection keeps only its seq), when the caller read it.
- */
-export function attentionOf({ loop, current: cur, items }: AttentionView, o: { faultItem?: string | null } = {}): Attention[] {
+export function attentionOf({ loop, items }: AttentionInput): Attention[] {
   const out: Attention[] = [];
-  const troubled = items.filter((it) => ATTENTION_STATUSES.includes(it.status));
-  if (loop.state === "paused" && cur?.status === "needs_input")
-    out.push({ kind: "question", item: cur.id, reason: loop.reason ?? `${cur.id} needs input`, slot: "question", key: `question:${cur.id}:e${cur.epoch}:a${cur.attempts.length}` });
-  if (loop.state === "paused" && loop.fault)
-    out.push({ kind: "environment", item: o.faultItem ?? null, reason: loop.reason ?? loop.fault.kind, slot: "environment", key: `environment:${loop.fault.seq}` });
+  const byId = new Map(items.map((it) => [it.id, it]));
+  const cause = loop.state === "paused" ? loop.cause : null;
+  if (cause?.kind === "question") {
+    const it = byId.get(cause.item);
+    const n = it ? `e${it.epoch}:a${it.attempts}` : `s${cause.seq}`;
+    out.push({
+      kind: "question",
+      item: cause.item,
+      reason: loop.reason ?? `${cause.item} needs input${it?.question ? `: ${it.question}` : ""}`,
+      fix: [`loop ctl reply --work-item ${shellWord(cause.item)} "<answer>"`, "loop ctl resume"],
+      slot: "question",
+      key: `question:${cause.item}:${n}`,
+    });
+  }
+  if (cause?.kind === "fault")
+    out.push({ kind: "environment", item: cause.item, reason: loop.reason ?? cause.fault, fix: [cause.fix], slot: "environment", key: `environment:${cause.seq}` });
   // Budgets (docs/spend.md#at-a-limit): the loop paused by its own, items settled failed by theirs.
-  if (loop.state === "paused" && loop.budgetStop)
-    out.push({ kind: "budget", item: null, reason: loop.reason ?? loop.budgetStop.reason, slot: "budget", key: `budget:${loop.budgetStop.seq}` });
+  if (cause?.kind === "budget")
+    out.push({ kind: "budget", item: null, reason: loop.reason ?? "the loop's budget is reached", fix: ['raise "budget" in loop.json', "loop ctl resume"], slot: "budget", key: `budget:${cause.seq}` });
   for (const it of items)
-    if (it.status === "failed" && it.budgetStop && it.budgetStop.attempt === it.attempts.length)
-      out.push({ kind: "budget", item: it.id, reason: `${it.id}: ${it.reason ?? it.budgetStop.reason}`, slot: `budget:${it.id}`, key: `budget:${it.id}:e${it.epoch}:a${it.attempts.length}` });
+    if (it.status === "failed" && it.budgetStop && it.budgetStop.attempt === it.attempts)
+      out.push({
+        kind: "budget",
+        item: it.id,
+        reason: `${it.id}: ${it.reason ?? it.budgetStop.reason}`,
+        fix: [`raise the budget of ${it.id} (items[].budget or defaults.budget) in loop.json`, `loop ctl retry --work-item ${shellWord(it.id)}`],
+        slot: `budget:${it.id}`,
+        key: `budget:${it.id}:e${it.epoch}:a${it.attempts}`,
+      });
   // Settled failed or landing_blocked because of its landing (a merge that conflicted or failed, a
   // pull request blocked): settle.ts settles a landing that did not land as exactly these.
+  const troubled = items.filter((it) => ATTENTION_STATUSES.includes(it.status));
   for (const it of troubled)
     if (LANDING_ATTENTION_STATUSES.includes(it.status) && it.landing && !landed(it.landing.outcome))
-      out.push({ kind: "landing", item: it.id, reason: `${it.id}: ${it.reason ?? it.landing.reason}`, slot: `landing:${it.id}`, key: `landing:${it.id}:e${it.epoch}:a${it.attempts.length}` });
+      out.push({
+        kind: "landing",
+        item: it.id,
+        reason: `${it.id}: ${it.reason ?? it.landing.reason}`,
+        fix: [
+          it.status === "landing_blocked" && it.pr ? `resolve or merge ${it.pr.label} (${it.pr.url})` : "resolve the landing (a conflict, the target checked out elsewhere)",
+          `loop ctl retry --work-item ${shellWord(it.id)}`,
+        ],
+        slot: `landing:${it.id}`,
+        key: `landing:${it.id}:e${it.epoch}:a${it.attempts}`,
+      });
   if (loop.state === "drained" && loop.outcome === "Failed") {
-    const bad = troubled;
-    const names = bad.slice(0, 5).map((it) => `${it.id} ${it.status}`).join(", ") + (bad.length > 5 ? `, … ${bad.length} items` : "");
-    out.push({ kind: "failed", item: null, reason: `the loop drained Failed: ${names}`, slot: "failed", key: `failed:${loop.drainedSeq}` });
+    const names = troubled.slice(0, 5).map((it) => `${it.id} ${it.status}`).join(", ") + (troubled.length > 5 ? `, … ${troubled.length} items` : "");
+    out.push({
+      kind: "failed",
+      item: null,
+      reason: `the loop drained Failed: ${names}`,
+      fix: ["loop ctl retry --all-failed", "or `loop reset --work-item <id>` to start an item over"],
+      slot: "failed",
+      key: `failed:${loop.drainedSeq}`,
+    });
   }
   return out;
 }

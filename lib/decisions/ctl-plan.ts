@@ -10,6 +10,7 @@ import { itemOf } from "../log/projection.ts";
 import type { CtlVerb } from "../log/vocabulary.ts";
 import { RefusedError, UsageError } from "../shared/errors.ts";
 import { blockedBecauseOf, blockingDependency, gateItem } from "./next-work.ts";
+import { pausedByQuestionOf } from "./attention.ts";
 
 export interface PlannedAction {
   /** Item id, or null for the loop itself. */
@@ -44,7 +45,7 @@ export function planCtl(p: Projection, verb: CtlVerb, items: string[], o: { text
         return [loopAction(`the loop is ${st}, not paused or stopped`, [], true)];
       case "pause":
         if (st === "paused") return [loopAction("the loop is already paused", [], true)];
-        return [loopAction("pause the loop", [{ type: "loop_paused", payload: { reason: o.reason ?? `paused by ${o.actor}` } }])];
+        return [loopAction("pause the loop", [{ type: "loop_paused", payload: { reason: o.reason ?? `paused by ${o.actor}`, cause: { kind: "operator", verb: "pause" } } }])];
       case "stop": {
         if (st === "stopped") return [loopAction("the loop is already stopped", [], true)];
         const cur = p.loop.current;
@@ -149,11 +150,11 @@ export function planCtl(p: Projection, verb: CtlVerb, items: string[], o: { text
   }
   if (verb === "retry") warnBlockedAgain(p, out, requeued);
   // An item that asked a question paused the loop; once it is skipped or stopped the question is moot.
-  const askedBy = (id: string) => p.loop.state === "paused" && p.items[id]!.status === "needs_input" && p.loop.reason?.startsWith(`${id} needs input:`);
+  const askedBy = (id: string) => pausedByQuestionOf(p, id);
   if ((verb === "skip" || verb === "stop") && items.some(askedBy))
     out.push(loopAction(`resume the loop (it was paused by the question of ${items.filter(askedBy).join(", ")})`, [{ type: "loop_resumed", payload: {} }]));
   if (verb === "cancel" && out.some((a) => !a.noop) && p.loop.state === "running")
-    out.push(loopAction("pause the loop (cancel means stop spending)", [{ type: "loop_paused", payload: { reason: `cancelled ${items.join(", ")} by ${o.actor}` } }]));
+    out.push(loopAction("pause the loop (cancel means stop spending)", [{ type: "loop_paused", payload: { reason: `cancelled ${items.join(", ")} by ${o.actor}`, cause: { kind: "operator", verb: "cancel" } } }]));
   return out;
 }
 

@@ -6,9 +6,9 @@ import type { AttemptRecord } from "../log/projection.ts";
 /** The start of a failed verdict for an attempt that changed nothing; its next handoff shows it. */
 export const NO_PROGRESS = "no_progress: this attempt changed nothing (no commit and a clean worktree)";
 
-/** A failed verdict named no_progress: the attempt's reason with the guard's words first. */
+/** A failed verdict named no_progress: the attempt's reason with the guard's words first (once: the caller names a verdict one time). */
 export function noProgressReason(reason: string): string {
-  return reason.startsWith("no_progress:") ? reason : `${NO_PROGRESS}; ${reason}`;
+  return `${NO_PROGRESS}; ${reason}`;
 }
 
 /**

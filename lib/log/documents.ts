@@ -1,7 +1,7 @@
 // The documents materialized from the projection (state.json, terminal_state.json): pure
 // functions of it, apart from the files lib/log/materialize.ts writes them to. `loop status` and
 // `loop replay` render them to compare, so they do not load the writing side.
-import { type ItemState, type LoopRecord, type Projection, totalTokens } from "./projection.ts";
+import { type ItemState, type LoopCause, type LoopRecord, type Projection, totalTokens } from "./projection.ts";
 import type { TokenCounts } from "./events.ts";
 
 export function counts(p: Projection): Record<string, number> {
@@ -38,6 +38,7 @@ export function stateDocument(p: Projection) {
       owner: p.loop.owner ? { repo: p.loop.owner.repo, gitDir: p.loop.owner.gitDir, root: p.loop.owner.root, name: p.loop.owner.name } : null,
       state: p.loop.state,
       reason: p.loop.reason,
+      cause: causeView(p.loop.cause),
       revision: p.loop.revision,
       current: p.loop.current,
       outcome: p.loop.outcome,
@@ -93,6 +94,21 @@ export function stateDocument(p: Projection) {
       };
     }),
   };
+}
+
+/** The loop's cause field by field (a fold and the tables give its keys in different orders). */
+function causeView(c: LoopCause | null) {
+  if (c === null) return null;
+  switch (c.kind) {
+    case "question":
+      return { kind: c.kind, item: c.item, seq: c.seq };
+    case "fault":
+      return { kind: c.kind, fault: c.fault, item: c.item, fix: c.fix, seq: c.seq };
+    case "budget":
+      return { kind: c.kind, seq: c.seq };
+    case "operator":
+      return { kind: c.kind, verb: c.verb, seq: c.seq };
+  }
 }
 
 /** Dollars from the log's micro-dollars (null stays null: unknown, never zero). */
@@ -167,7 +183,7 @@ export function itemBudget(it: ItemState) {
   return {
     tokens: b?.tokens ?? null,
     usd: usd(b?.microUsd ?? null),
-    stopped: stop ? { unit: stop.unit, spent: stop.unit === "usd" ? usd(stop.spent) : stop.spent, limit: stop.unit === "usd" ? usd(stop.limit) : stop.limit, reason: stop.reason, at: stop.at } : null,
+    stopped: stop ? { attempt: stop.attempt, unit: stop.unit, spent: stop.unit === "usd" ? usd(stop.spent) : stop.spent, limit: stop.unit === "usd" ? usd(stop.limit) : stop.limit, reason: stop.reason, at: stop.at } : null,
   };
 }
 

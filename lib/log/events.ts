@@ -141,7 +141,11 @@ export const PAYLOADS = {
     items: v.array(NormItemSchema),
   }),
   loop_started: v.strictObject({}),
-  loop_paused: v.strictObject({ reason: Str }),
+  // `cause` (absent in logs written before it existed): the question of the item in flight, or a person's verb.
+  loop_paused: v.strictObject({
+    reason: Str,
+    cause: v.optional(v.union([v.strictObject({ kind: v.literal("question"), item: Str }), v.strictObject({ kind: v.literal("operator"), verb: v.picklist(["pause", "cancel"]) })])),
+  }),
   loop_resumed: v.strictObject({}),
   loop_stopped: v.strictObject({ reason: Str }),
   control_recorded: v.strictObject({ verb: v.picklist(CONTROL_VERBS), text: NStr }),

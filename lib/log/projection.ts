@@ -250,12 +250,29 @@ export interface OwnerRecord {
   name: string | null;
 }
 
+/**
+ * Why the loop is paused or stopped, for decisions: the `reason` beside it is a sentence for people,
+ * and nothing decides by its words. `seq` is the event that paused or stopped the loop.
+ */
+export type LoopCause =
+  /** The item in flight asked a question (needs_input). */
+  | { kind: "question"; item: string; seq: number }
+  /** An environment fault (lib/decisions/faults.ts): its kind, the item it was met for, how to fix it. */
+  | { kind: "fault"; fault: string; item: string | null; fix: string; seq: number }
+  /** The loop's own budget (budget_stopped). */
+  | { kind: "budget"; seq: number }
+  /** A person: `loop ctl pause`, `stop`, `cancel` (or the same comment on the forge). */
+  | { kind: "operator"; verb: "pause" | "stop" | "cancel"; seq: number };
+
 export interface LoopRecord {
   name: string | null;
   /** The project this store belongs to; null until its first write binds it. */
   owner: OwnerRecord | null;
   state: LoopState;
+  /** For people: why the loop is where it is. Decisions read `cause`. */
   reason: string | null;
+  /** While paused or stopped: why, typed; null otherwise. */
+  cause: LoopCause | null;
   revision: number;
   definitionHash: string | null;
   settings: SettingsPayload | null;
@@ -293,6 +310,7 @@ export function emptyProjection(): Projection {
       owner: null,
       state: "new",
       reason: null,
+      cause: null,
       revision: 0,
       definitionHash: null,
       settings: null,
@@ -314,7 +332,7 @@ export function emptyProjection(): Projection {
  * The item with this id, if the projection has one. Use it wherever the id may be unknown:
  * `p.items` is a plain object, and an id like "constructor" would find Object's own property.
  */
-export function itemOf(p: Projection, id: string): ItemState | undefined {
+export function itemOf(p: Pick<Projection, "items">, id: string): ItemState | undefined {
   return Object.hasOwn(p.items, id) ? p.items[id] : undefined;
 }
 

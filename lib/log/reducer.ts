@@ -177,6 +177,18 @@ const HANDLERS: Handlers = {
     clearFault(p);
     p.loop.state = "paused";
     p.loop.reason = e.payload.reason;
+    const c = e.payload.cause;
+    if (c?.kind === "question") {
+      const it = itemOf(p, c.item);
+      if (!it || it.status !== "needs_input") fail("item_status", `loop_paused by a question of "${c.item}", which is ${it ? it.status : "not an item"}`);
+      p.loop.cause = { kind: "question", item: c.item, seq: e.seq };
+    } else if (c?.kind === "operator") p.loop.cause = { kind: "operator", verb: c.verb, seq: e.seq };
+    else {
+      // Logs written before the cause was recorded: a step paused for the question of the item in
+      // flight in the same commit as its needs_input, and only then could an item be needs_input.
+      const cur = p.loop.current ? itemOf(p, p.loop.current) : undefined;
+      p.loop.cause = cur?.status === "needs_input" ? { kind: "question", item: cur.id, seq: e.seq } : { kind: "operator", verb: "pause", seq: e.seq };
+    }
   },
   loop_resumed(p, e, fail) {
     if (p.loop.state !== "paused" && p.loop.state !== "stopped")
@@ -184,6 +196,7 @@ const HANDLERS: Handlers = {
     clearFault(p);
     p.loop.state = "running";
     p.loop.reason = null;
+    p.loop.cause = null;
     p.loop.startedAt ??= e.ts;
   },
   loop_stopped(p, e, fail) {
@@ -192,6 +205,7 @@ const HANDLERS: Handlers = {
     clearFault(p);
     p.loop.state = "stopped";
     p.loop.reason = e.payload.reason;
+    p.loop.cause = { kind: "operator", verb: "stop", seq: e.seq };
   },
   control_recorded(p, e, fail) {
     const it = need(p, e, fail);
@@ -317,6 +331,7 @@ const HANDLERS: Handlers = {
     const doing = e.item ? ` ${p.items[e.item]?.status === "ended" ? "verifying" : "launching"} ${e.item}` : "";
     p.loop.reason = `environment fault${doing}: ${pl.reason}. To fix: ${pl.fix}`;
     p.loop.fault = { kind: pl.kind, seq: e.seq };
+    p.loop.cause = { kind: "fault", fault: pl.kind, item: e.item, fix: pl.fix, seq: e.seq };
   },
   session_ended(p, e, fail) {
     const it = need(p, e, fail);
@@ -581,6 +596,7 @@ const HANDLERS: Handlers = {
     p.loop.state = "paused";
     p.loop.reason = `budget: ${pl.reason}`;
     p.loop.budgetStop = { ...stop, seq: e.seq };
+    p.loop.cause = { kind: "budget", seq: e.seq };
   },
   work_item_reset(p, e, fail) {
     const it = need(p, e, fail);

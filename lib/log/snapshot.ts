@@ -27,7 +27,7 @@ import { ITEM_TABLES, itemFromRows, type ItemTable, parseControlBody, parseLoopB
  * rewriting the tables (`migrate`); read verbs never write, so they refuse an older store with
  * `outdated_store` until a writer has opened it.
  */
-export const SCHEMA_VERSION = 7;
+export const SCHEMA_VERSION = 8;
 
 export function dbPath(stateRoot: string): string {
   return join(stateRoot, "loop.db");

@@ -19,6 +19,7 @@ import type { LoopRecord, LoopState, Projection } from "../log/projection.ts";
 import { isInFlight, type ItemStatus } from "../log/vocabulary.ts";
 import type { Finding as AnyFinding, StatusFindingCode } from "../log/integrity.ts";
 import { type Waiting, waitingReasons } from "../decisions/wait-reasons.ts";
+import { type AttentionInput, attentionOf } from "../decisions/attention.ts";
 import { tmuxAttachCommand } from "../supervisor/tmux.ts";
 import type { Database } from "bun:sqlite";
 import { dirname, join } from "node:path";
@@ -134,6 +135,8 @@ export function statusReport(
       schema: "loop/status@1",
       healthy: findings.length === 0,
       loop: { ...doc.loop, seq: lr.seq, logSeq: head.seq, counts: doc.counts, usage: usageOf(doc, loop), budget: budgetOf(loop) },
+      // What needs a person (the conditions `loop run` exits 1 for), each with the commands that put it right.
+      attention: attentionOf(attentionInputOf(doc, loop.drainedSeq, pullSign)).map(({ kind, item, reason, fix }) => ({ kind, item, reason, fix })),
       autoMerge: autoMergeOf(loop, env),
       items,
       findings,
@@ -142,6 +145,27 @@ export function statusReport(
 }
 
 export type StatusReport = ReturnType<typeof statusReport>;
+
+/** What attention reads (lib/decisions/attention.ts), from the state document: every item of it. */
+export function attentionInputOf(doc: StateDocument, drainedSeq: number | null, pullSign: string): AttentionInput {
+  const l = doc.loop;
+  return {
+    loop: { state: l.state, reason: l.reason, cause: l.cause, outcome: l.outcome, drainedSeq, current: l.current },
+    items: doc.items
+      .filter((it) => it.status !== "withdrawn")
+      .map((it) => ({
+        id: it.id,
+        status: it.status,
+        reason: it.reason,
+        epoch: it.epoch,
+        attempts: it.attempts,
+        question: it.question,
+        budgetStop: it.budget?.stopped ? { attempt: it.budget.stopped.attempt, reason: it.budget.stopped.reason } : null,
+        landing: it.landing ? { outcome: it.landing.outcome, reason: it.landing.reason } : null,
+        pr: it.forge?.pr ? { label: `${pullSign}${it.forge.pr.number}`, url: it.forge.pr.url } : null,
+      })),
+  };
+}
 
 /**
  * The checks on the head loop pushed, as the landing's last recorded code says (status asks the

@@ -3,7 +3,6 @@
 import type { StatusReport } from "../reports/status.ts";
 import { ITEM_STATUSES } from "../log/vocabulary.ts";
 import type { AttentionKind } from "../decisions/attention.ts";
-import { attentionOf } from "./attention.ts";
 import type { History } from "./history.ts";
 import { reworksOf } from "./timeline.ts";
 
@@ -58,7 +57,7 @@ export function metricsText(loops: LoopMetrics[], o: { now: number; sseClients: 
     "gauge",
     "1 while the loop needs a person for this kind of condition (the conditions loop run exits 1 for).",
     ok.flatMap((l) => {
-      const kinds = new Set(attentionOf(l.status).map((a) => a.kind));
+      const kinds = new Set(l.status.attention.map((a) => a.kind));
       return ATTENTION_KINDS.map((k): [Record<string, string>, number] => [{ loop: l.name, kind: k }, kinds.has(k) ? 1 : 0]);
     }),
   );

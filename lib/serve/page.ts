@@ -5,7 +5,6 @@
 // Every word from the log or a file goes through `html` (html.ts), which escapes it.
 import { html, line, type Markup, safeHref, seg, trusted } from "./html.ts";
 import type { StatusReport } from "../reports/status.ts";
-import { attentionOf } from "./attention.ts";
 import { type AttemptHistory, type History, type ItemHistory, phasesOf } from "./history.ts";
 import { legend, reworksOf, timelineOf, timelineSvg, usageText } from "./timeline.ts";
 import type { FileSlice } from "./files.ts";
@@ -74,8 +73,8 @@ function countsText(counts: Record<string, number>): string {
 export function loopHeader(name: string, s: StatusReport, h: History): Markup {
   const usage = usageText((s.loop as { usage?: unknown }).usage);
   const reworks = reworksOf(h);
-  const attention = attentionOf(s).map(
-    (a) => html`<div class="attention" role="alert" data-kind="${a.kind}"><strong>Needs a person (${a.kind})</strong>: ${line(a.what)}<div class="fix">To fix: ${a.fix.map((c, i) => html`${i ? " then " : ""}<code>${line(c)}</code>`)}</div></div>`,
+  const attention = s.attention.map(
+    (a) => html`<div class="attention" role="alert" data-kind="${a.kind}"><strong>Needs a person (${a.kind})</strong>: ${line(a.reason)}<div class="fix">To fix: ${a.fix.map((c, i) => html`${i ? " then " : ""}<code>${line(c)}</code>`)}</div></div>`,
   );
   const counts = Object.entries(s.loop.counts).map(([st, n]) => html`<li class="count st-${st}"><b>${n}</b> ${st}</li>`);
   return html`<header class="loop" data-state="${s.loop.state}">
@@ -156,7 +155,7 @@ function attemptSection(a: AttemptHistory, files: AttemptFiles | undefined): Mar
   );
   const v = a.verify;
   const verify = v
-    ? html`<dl class="kv"><dt>verify</dt><dd>${v.command ? html`<code>${line(v.command)}</code> ` : ""}${v.passed === null ? html`<em>running</em>${v.deadline ? html` (deadline ${when(v.deadline)})` : ""}` : html`<span class="${v.passed ? "st st-passed" : "st st-failed"}">${v.passed ? "passed" : "failed"}</span>${v.timedOut ? " (timed out)" : ""}${v.exitCode !== null && !(v.reason ?? "").includes(`exit ${v.exitCode}`) ? `, exit ${v.exitCode}` : ""}: ${line(v.reason)}`}</dd></dl>${v.tail && !(files?.verify?.kind === "ok") ? html`<details><summary>verify output (recorded tail)</summary><pre class="log">${v.tail}</pre></details>` : ""}`
+    ? html`<dl class="kv"><dt>verify</dt><dd>${v.command ? html`<code>${line(v.command)}</code> ` : ""}${v.passed === null ? html`<em>running</em>${v.deadline ? html` (deadline ${when(v.deadline)})` : ""}` : html`<span class="${v.passed ? "st st-passed" : "st st-failed"}">${v.passed ? "passed" : "failed"}</span>${v.timedOut ? " (timed out)" : ""}: ${line(v.reason)}`}</dd></dl>${v.tail && !(files?.verify?.kind === "ok") ? html`<details><summary>verify output (recorded tail)</summary><pre class="log">${v.tail}</pre></details>` : ""}`
     : "";
   const pr = a.pr ? html`<dl class="kv"><dt>pull request</dt><dd>${prLink(a.pr.label, a.pr.url)}${a.pr.draft ? " (draft)" : ""}${a.pr.reused ? " (reused)" : ""}, head <code>${a.pr.head.slice(0, 12)}</code></dd></dl>` : "";
   const checks = a.landingWaits.length

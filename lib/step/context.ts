@@ -6,7 +6,7 @@ import type { ConsolaInstance } from "consola";
 import type { StepDefinition } from "./definition.ts";
 import type { EventDraft, StoredEvent } from "../log/events.ts";
 import type { ItemState, Projection } from "../log/projection.ts";
-import { eventItem, type Lease, type Store } from "../log/store.ts";
+import type { Lease, Store } from "../log/store.ts";
 import type { Writer } from "../log/writer.ts";
 import type { CommitLabel } from "../shared/failpoint.ts";
 import { type StatePaths, statePaths } from "../shared/paths.ts";
@@ -93,11 +93,6 @@ export function itemNow(ctx: StepContext, id: string): ItemState {
   const it = ctx.store.item(id);
   if (!it) throw new Error(`internal: the projection has no item "${id}"`);
   return it;
-}
-
-/** The item the environment fault pausing the loop is about (its event names it), or null. */
-export function faultItem(ctx: StepContext, p: Pick<Projection, "loop">): string | null {
-  return p.loop.fault ? eventItem(ctx.store.db, p.loop.fault.seq) : null;
 }
 
 /**

@@ -12,15 +12,18 @@ import { formatDuration } from "../definition/duration.ts";
 import type { Projection } from "../log/projection.ts";
 import { readTextOrNull, tail } from "../shared/fsutil.ts";
 import { killGroup } from "../shared/process.ts";
-import { append, faultItem, itemNow, loopView, type StepContext } from "./context.ts";
-import { type Attention, ATTENTION_STATUSES, attentionOf, type AttentionView, UNLANDED_OUTCOMES } from "../decisions/attention.ts";
+import { append, itemNow, loopView, type StepContext } from "./context.ts";
+import { type Attention, ATTENTION_STATUSES, type AttentionInput, attentionItem, attentionOf, UNLANDED_OUTCOMES } from "../decisions/attention.ts";
+import { pullTerms } from "../forge/provider.ts";
 
-/** What attention reads (lib/decisions/attention.ts AttentionView), as the store has it now: the loop, and only the items it looks at. */
-export function stepAttentionView(ctx: StepContext): AttentionView {
+/** What attention reads (lib/decisions/attention.ts AttentionInput), as the store has it now: the loop, and only the items it looks at. */
+export function stepAttentionInput(ctx: StepContext): AttentionInput {
   const { loop } = loopView(ctx);
   const drainedFailed = loop.state === "drained" && loop.outcome === "Failed";
   const items = ctx.store.itemsWhere(drainedFailed ? { status: ATTENTION_STATUSES, landing: UNLANDED_OUTCOMES, budgetStopped: true } : { landing: UNLANDED_OUTCOMES, budgetStopped: true });
-  return { loop, current: loop.current ? itemNow(ctx, loop.current) : null, items };
+  const cur = loop.current ? itemNow(ctx, loop.current) : null;
+  const sign = pullTerms(loop.settings?.forge?.provider).sign;
+  return { loop, items: [...(cur && !items.some((it) => it.id === cur.id) ? [cur] : []), ...items].map((it) => attentionItem(it, sign)) };
 }
 
 /** What one notification did, as the step's result lists it. */
@@ -82,9 +85,9 @@ export async function notifyPhase(ctx: StepContext): Promise<NotifyReport[]> {
   const def = ctx.def.notify;
   if (!def) return [];
   const reports: NotifyReport[] = [];
-  const view = stepAttentionView(ctx);
-  const p = { seq: loopView(ctx).seq, loop: view.loop };
-  for (const a of attentionOf(view, { faultItem: faultItem(ctx, p) })) {
+  const { seq, loop } = loopView(ctx);
+  const p = { seq, loop };
+  for (const a of attentionOf(stepAttentionInput(ctx))) {
     if (p.loop.notified[a.slot] === a.key) continue;
     ctx.store.assertLease();
     ctx.store.renewLease(ctx.lease, def.timeout + 10 * 60_000);

@@ -84,7 +84,7 @@ export async function observeRunning(ctx: StepContext, it: ItemState): Promise<S
       [
         { type: "needs_input", item: it.id, payload: { attempt: attempt.n, question: v.question } },
         ...closeEvents,
-        { type: "loop_paused", payload: { reason: `${it.id} needs input: ${v.question}` } },
+        { type: "loop_paused", payload: { reason: `${it.id} needs input: ${v.question}`, cause: { kind: "question", item: it.id } } },
       ],
       "needs_input",
     );

@@ -16,13 +16,13 @@ import type { ItemState } from "../log/projection.ts";
 import { dbPath, type Lease, Store } from "../log/store.ts";
 import { withLease } from "../log/writer.ts";
 import { projectOf } from "../log/ownership.ts";
-import { append, createStepContext, faultItem, itemNow, loopView, materialize, projection, recordTransition, repoOf, type StepContext, type StepOptions, type StepOutcome, type Transition } from "./context.ts";
+import { append, createStepContext, itemNow, loopView, materialize, projection, recordTransition, repoOf, type StepContext, type StepOptions, type StepOutcome, type Transition } from "./context.ts";
 import { type DefinitionSource, type ParsedDefinition, parseDefinitionSource, type StepDefinition, readDefinitionSource, rememberDefinition, resolveDefinition } from "./definition.ts";
 import { afterSession } from "../decisions/attempt.ts";
 import { type Attention, attentionOf } from "../decisions/attention.ts";
 import { hasOpenWork, nextWork } from "../decisions/next-work.ts";
 import { definitionWarnings } from "./environment.ts";
-import { type NotifyReport, notifyPhase, stepAttentionView } from "./notify.ts";
+import { type NotifyReport, notifyPhase, stepAttentionInput } from "./notify.ts";
 import { selfArgv } from "../supervisor/self.ts";
 import { launchAttempt } from "./launch.ts";
 import { observeLaunching, observeRunning } from "./observe.ts";
@@ -276,10 +276,10 @@ async function stepWith(options: StepOptions, src: DefinitionSource, full: DiskS
         if (def.forge) (await import("./forge/link.ts")).saveForgeLink(ctx);
       }
     });
-    const view = stepAttentionView(ctx);
-    const { loop } = view;
-    const fault = faultItem(ctx, view);
-    const after = attentionOf(view, { faultItem: fault });
+    const input = stepAttentionInput(ctx);
+    const { loop } = loopView(ctx);
+    const fault = loop.cause?.kind === "fault" ? loop.cause.item : null;
+    const after = attentionOf(input);
     return {
       schema: "loop/run@1",
       action: outcome.action,
@@ -331,8 +331,7 @@ async function tick(ctx: StepContext, parsed: ParsedDefinition | null, full: Dis
 
 /** The conditions that need a person, as one comparable string of their keys. */
 function attentionKeys(ctx: StepContext): string {
-  const view = stepAttentionView(ctx);
-  return attentionOf(view, { faultItem: faultItem(ctx, view) })
+  return attentionOf(stepAttentionInput(ctx))
     .map((a) => a.key)
     .join("\n");
 }

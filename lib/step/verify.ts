@@ -99,7 +99,7 @@ export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<St
     }
     const judged = judgeWithoutCommand({ attempt: attempt.n, exitCode: attempt.end!.exitCode, ahead, logPath });
     const guard = !judged.passed && ahead === 0 && (ctx.def.guards ?? DEFAULT_GUARDS).noProgress;
-    return record(ctx, it, guard ? { ...judged, reason: noProgressReason(judged.reason) } : judged);
+    return guard ? record(ctx, it, { ...judged, reason: noProgressReason(judged.reason) }, { named: true }) : record(ctx, it, judged);
   }
   // The sandbox the verify runs in must be usable before it is reserved: if not, the loop pauses.
   const box = verifySandbox(ctx, it);
@@ -127,8 +127,9 @@ function reportGitExec(ctx: StepContext, it: ItemState): void {
   ctx.options.log.warn(line);
 }
 
-function record(ctx: StepContext, it: ItemState, payload: VerifyPayload): null {
-  append(ctx, [{ type: "verify_finished", item: it.id, payload: namedNoProgress(ctx, it, payload) }], "verify");
+/** Record the verdict; `named`: the no-progress guard has already named it. */
+function record(ctx: StepContext, it: ItemState, payload: VerifyPayload, o: { named?: boolean } = {}): null {
+  append(ctx, [{ type: "verify_finished", item: it.id, payload: o.named ? payload : namedNoProgress(ctx, it, payload) }], "verify");
   return null;
 }
 

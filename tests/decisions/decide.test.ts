@@ -522,8 +522,8 @@ describe("planCtl", () => {
       }
     });
     test("pause: records the reason (default: who); pausing a paused loop is a no-op", () => {
-      expect(plan(log(ids("a")), "pause")[0]!.events).toEqual([{ type: "loop_paused", payload: { reason: "paused by alice" } }]);
-      expect(plan(log(ids("a")), "pause", [], { reason: "lunch" })[0]!.events).toEqual([{ type: "loop_paused", payload: { reason: "lunch" } }]);
+      expect(plan(log(ids("a")), "pause")[0]!.events).toEqual([{ type: "loop_paused", payload: { reason: "paused by alice", cause: { kind: "operator", verb: "pause" } } }]);
+      expect(plan(log(ids("a")), "pause", [], { reason: "lunch" })[0]!.events).toEqual([{ type: "loop_paused", payload: { reason: "lunch", cause: { kind: "operator", verb: "pause" } } }]);
       const noop = plan(log(ids("a"), [{ type: "loop_paused", payload: { reason: "x" } }]), "pause");
       expect(noop[0]!.noop).toBe(true);
       expect(noop[0]!.events).toEqual([]);
@@ -611,7 +611,7 @@ describe("planCtl", () => {
       const run = log(ids("a", "b"), running("a"));
       const a = plan(run, "cancel", ["a"]);
       expect(types(a)).toEqual(["control_recorded a", "item_settled a", "loop_paused"]);
-      expect(a.at(-1)!.events[0]).toEqual({ type: "loop_paused", payload: { reason: "cancelled a by alice" } });
+      expect(a.at(-1)!.events[0]).toEqual({ type: "loop_paused", payload: { reason: "cancelled a by alice", cause: { kind: "operator", verb: "cancel" } } });
       const p = carryOut(run, a);
       expect(p.items.a!.status).toBe("cancelled");
       expect(p.loop.state).toBe("paused");

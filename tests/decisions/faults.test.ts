@@ -11,7 +11,7 @@ import { fold } from "../../lib/log/reducer.ts";
 import { IllegalEventError } from "../../lib/shared/errors.ts";
 import type { Projection } from "../../lib/log/projection.ts";
 import { provenConversation } from "../../lib/definition/runners.ts";
-import { attention, attentionOf, attentionView, ATTENTION_STATUSES, UNLANDED_OUTCOMES } from "../../lib/decisions/attention.ts";
+import { attention, attentionInput, attentionOf, ATTENTION_STATUSES, pausedByQuestionOf, UNLANDED_OUTCOMES } from "../../lib/decisions/attention.ts";
 import { outputShowsProgress } from "../../lib/supervisor/waiting.ts";
 import { aiderCanChooseModel, FaultError, type FaultKind, INTERRUPTED_LAUNCHES, interruptedLaunchesFault, type LaunchFacts, launchErrorFault, launchFault, programFault, startPointFault } from "../../lib/decisions/faults.ts";
 import { GitError, LeaseLostError, StartError } from "../../lib/shared/errors.ts";
@@ -310,7 +310,34 @@ describe("attention: when the loop needs a person", () => {
   });
   test("a question, an environment fault", () => {
     expect(kinds(foldOf(...asked))).toEqual(["question a"]);
-    expect(kinds(foldOf(fault("a", null)))).toEqual(["environment"]);
+    expect(kinds(foldOf(fault("a", null)))).toEqual(["environment a"]);
+  });
+  test("decided by the loop's typed cause, never by the reason's words", () => {
+    const question = (reason: string): EventDraft => ({ type: "loop_paused", payload: { reason, cause: { kind: "question", item: "a" } } });
+    const p = foldOf(...asked.slice(0, -1), question("the words say nothing"));
+    expect(p.loop.cause).toEqual({ kind: "question", item: "a", seq: p.seq });
+    expect(kinds(p)).toEqual(["question a"]);
+    expect(attention(p)[0]!.fix).toEqual(['loop ctl reply --work-item a "<answer>"', "loop ctl resume"]);
+    expect(pausedByQuestionOf(p, "a")).toBe(true);
+    // A person's pause whose reason reads like a question's is a person's pause.
+    const resumed = foldOf(...asked, { type: "loop_resumed", payload: {} }, { type: "loop_paused", payload: { reason: "a needs input: which db?", cause: { kind: "operator", verb: "pause" } } });
+    expect(resumed.loop.cause).toMatchObject({ kind: "operator", verb: "pause" });
+    expect(kinds(resumed)).toEqual([]);
+    expect(pausedByQuestionOf(resumed, "a")).toBe(false);
+    // A fault's cause carries its kind, item and fix; a stop is a person's.
+    const f = foldOf(fault("a", null));
+    expect(f.loop.cause).toMatchObject({ kind: "fault", item: "a" });
+    expect(attention(f)[0]!.fix).toEqual([f.loop.cause!.kind === "fault" ? f.loop.cause!.fix : ""]);
+    expect(foldOf({ type: "loop_stopped", payload: { reason: "by alice" } }).loop.cause).toMatchObject({ kind: "operator", verb: "stop" });
+    expect(foldOf(...asked, { type: "loop_resumed", payload: {} }).loop.cause).toBeNull();
+    // A question pause must name an item that asked one.
+    let rule: string | null = null;
+    try {
+      foldOf(question("x"));
+    } catch (e) {
+      rule = (e as IllegalEventError).rule;
+    }
+    expect(rule).toBe("item_status");
   });
   test("a landing that failed; then the Failed drain too, each with its own key", () => {
     const conflicted: EventDraft[] = [
@@ -359,10 +386,10 @@ describe("attention: when the loop needs a person", () => {
     ];
     for (const p of [foldOf(...asked), foldOf(...conflicted("a")), foldOf(...conflicted("a"), settled("b", 0, "blocked", "a failed"), drained("Failed", { failed: 1, blocked: 1 })), foldOf(fault("a", null))]) {
       const drainedFailed = p.loop.state === "drained" && p.loop.outcome === "Failed";
-      const needed = (it: (typeof p.items)[string]) =>
+      const input = attentionInput(p);
+      const needed = (it: (typeof input.items)[number]) =>
         it.id === p.loop.current || (drainedFailed && ATTENTION_STATUSES.includes(it.status)) || (it.landing !== null && UNLANDED_OUTCOMES.includes(it.landing.outcome));
-      const view = attentionView(p);
-      expect(attentionOf({ ...view, items: view.items.filter(needed) })).toEqual(attention(p));
+      expect(attentionOf({ ...input, items: input.items.filter(needed) })).toEqual(attention(p));
     }
     expect(ATTENTION_STATUSES).toEqual(["failed", "blocked", "landing_blocked"]);
   });

@@ -25,6 +25,7 @@ import { writeFileAtomic } from "../../shared/fsutil.ts";
 import { append, closeInStep, projection, type StepContext } from "../context.ts";
 import { issueOf } from "./issue-context.ts";
 import { planCtl, type PlannedAction } from "../../decisions/ctl-plan.ts";
+import { pausedByQuestionOf } from "../../decisions/attention.ts";
 import { RefusedError, UsageError } from "../../shared/errors.ts";
 import { forgeLink, type ForgeLink } from "./link.ts";
 import { SESSION_FILES } from "../../supervisor/sessions.ts";
@@ -170,7 +171,7 @@ async function handle(ctx: StepContext, link: ForgeLink, c: ForgeComment): Promi
   const text = capped(c.body, TEXT_CAP);
   if (it.status === "needs_input" && it.forge?.questionPosted?.attempt === it.attempts.length) {
     const actions = planCtl(p, "reply", [id], { text, actor, keepCheckout: ctx.def.keepCheckoutOnClose });
-    const resume: EventDraft[] = p.loop.state === "paused" && p.loop.reason?.startsWith(`${id} needs input:`) ? [{ type: "loop_resumed", payload: {} }] : [];
+    const resume: EventDraft[] = pausedByQuestionOf(p, id) ? [{ type: "loop_resumed", payload: {} }] : [];
     append(ctx, [...actions.flatMap((a) => a.events.map((e) => ({ ...e, actor }) as EventDraft)), ...resume, handled("reply", text)], "forge");
     return "done";
   }

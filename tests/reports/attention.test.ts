@@ -1,9 +1,9 @@
-// The page's attention banner reads the status document; `loop run` decides from the projection
-// (lib/decisions/attention.ts attention). For each condition, both must name the same kinds and items, and
-// the banner must say the command that fixes it.
+// What needs a person is decided once (lib/decisions/attention.ts): `loop run` reads it from the
+// projection, `loop status` (and so the page's banner and /metrics) from the state document. For
+// each condition both inputs must give the same answer, with the command that fixes it.
 import { describe, expect, test } from "bun:test";
-import { attentionOf, shellWord } from "../../lib/serve/attention.ts";
-import { attention } from "../../lib/decisions/attention.ts";
+import { attention, attentionOf, shellWord } from "../../lib/decisions/attention.ts";
+import { attentionInputOf } from "../../lib/reports/status.ts";
 import { fold } from "../../lib/log/reducer.ts";
 import { stateDocument } from "../../lib/log/documents.ts";
 import type { EventDraft } from "../../lib/log/events.ts";
@@ -14,9 +14,8 @@ function both(drafts: EventDraft[]) {
   b.push(definition(1, [itemDef("a"), itemDef("b", { dependsOn: ["a"] })]), loopStarted, ...drafts);
   const p = fold(b.events);
   const doc = stateDocument(p);
-  // As much of the status document as the banner reads: the state document, and `pr` from the forge side.
-  const status = { loop: doc.loop, items: doc.items.map((it) => ({ ...it, pr: "forge" in it && it.forge ? it.forge.pr : null })) };
-  return { decided: attention(p).map((a) => [a.kind, a.item]), shown: attentionOf(status as never) };
+  const strip = ({ kind, item, reason, fix }: { kind: string; item: string | null; reason: string; fix: string[] }) => ({ kind, item, reason, fix });
+  return { decided: attention(p).map(strip), shown: attentionOf(attentionInputOf(doc, p.loop.drainedSeq, "#")).map(strip) };
 }
 
 const landing = (outcome: string): EventDraft => ({ type: "landing_finished", item: "a", payload: { attempt: 1, outcome: outcome as never, branch: "loop/t/item/a", target: "main", commit: null, reason: `landing ${outcome}` } });
@@ -40,11 +39,11 @@ const cases: { name: string; drafts: EventDraft[]; fix: RegExp | null }[] = [
   { name: "a Failed drain", drafts: [...failingAttempt("a", 1, true), settled("b", 0, "blocked", "dependency failed"), drained("Failed", { failed: 1, blocked: 1 })], fix: /^loop ctl retry --all-failed/ },
 ];
 
-describe("attention: the banner and `loop run` agree", () => {
+describe("attention: `loop status` (the page, /metrics) and `loop run` agree", () => {
   for (const c of cases)
     test(c.name, () => {
       const { decided, shown } = both(c.drafts);
-      expect(shown.map((a) => [a.kind, a.item])).toEqual(decided as never);
+      expect(shown).toEqual(decided);
       if (c.fix) expect(shown.map((a) => a.fix.join(" | ")).join("\n")).toMatch(c.fix);
       else expect(shown).toEqual([]);
     });
