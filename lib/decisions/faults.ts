@@ -317,6 +317,27 @@ export function diskFullFault(d: FullDisk): EnvironmentFault {
   };
 }
 
+/** A watcher's stop as the attempt it named records it (watcher_stopped). */
+export interface WatcherStopFact {
+  pid: number;
+  signal: string;
+  signalledAt: string;
+  running: "session" | "verify";
+}
+
+/**
+ * The session (or verify) of an attempt found gone without an exit status, after the watcher that
+ * stepped the loop named it when a signal stopped it: it died with the watcher's machine (a pod's
+ * end takes every process of the pod; a node drain, a spot reclaim, a scale-down end the pod), not
+ * of anything the agent did. An environment fault that pauses nothing: the attempt is given back
+ * and run again. The reason says so; null when the attempt answers for its own end (no stop on
+ * record, or a stop of the session when its verify is what vanished).
+ */
+export function drainedReason(o: { stop: WatcherStopFact | undefined; what: "session" | "verify"; vanished: string }): string | null {
+  if (!o.stop || o.stop.running !== o.what) return null;
+  return `drained: ${o.vanished}, after the watcher it ran beside (pid ${o.stop.pid}) was stopped by ${o.stop.signal} at ${o.stop.signalledAt} (a pod's end, a node drain or a service stop takes what runs beside it); an environment fault: the attempt is not counted and runs again`;
+}
+
 /** The loop's pause reason for a fault: what is wrong, then how to fix it. */
 export function faultReason(f: EnvironmentFault, item: string | null, doing: "launching" | "verifying" = "launching"): string {
   return `environment fault${item ? ` ${doing} ${item}` : ""}: ${f.message}. To fix: ${f.fix}`;
