@@ -15,6 +15,7 @@ export type FaultKind =
   | "aider_no_model"
   | "git_identity"
   | "sandbox_unavailable"
+  | "scope_unavailable"
   | "owned_ref_changed"
   | "disk_full"
   | "permission_denied"
@@ -65,6 +66,8 @@ export interface LaunchFacts {
   bwrap?: SandboxFact;
   /** For aider: can it pick a model without asking (null for other runners). */
   aiderModel: AiderModelFacts | null;
+  /** What LOOP_SESSION_SCOPE asks for and the machine cannot give (lib/supervisor/scope.ts probeScopeRequirement); null when nothing stands in the way. */
+  scope?: ScopeFact;
   /** git's verdict on the committer identity, for the presets (agents that commit); null when not checked. */
   gitIdentity: { ok: true } | { ok: false; detail: string } | null;
 }
@@ -165,6 +168,8 @@ export function launchFault(f: LaunchFacts): EnvironmentFault | null {
     };
   const box = sandboxFault(f.bwrap ?? null);
   if (box) return box;
+  const scope = scopeFault(f.scope);
+  if (scope) return scope;
   if (f.runner === "claude" && f.uid === 0 && f.sandbox.IS_SANDBOX !== "1" && !f.sandbox.CLAUDE_CODE_BUBBLEWRAP)
     return {
       kind: "claude_as_root",
@@ -184,6 +189,27 @@ export function launchFault(f: LaunchFacts): EnvironmentFault | null {
       fix: `set one for the user loop runs as (git config --global user.name …; git config --global user.email …) or in the repository, ${RESUME}`,
     };
   return null;
+}
+
+/** What LOOP_SESSION_SCOPE asks for, as probed: an invalid value, or `systemd` refused for a lack of the machine's. */
+export type ScopeFact = { invalid: string } | { refused: string; lack: "no_systemd_run" | "no_system_manager" | "no_user_manager" | "no_linger"; user: string | null } | null;
+
+/**
+ * Sessions must run in a systemd scope (LOOP_SESSION_SCOPE=systemd, as the shipped units set it) and
+ * cannot: under a oneshot unit they would die with the step, and in a user manager that only a
+ * login keeps they die at logout. A fault before the reservation, naming the fix; null otherwise.
+ */
+export function scopeFault(f: ScopeFact | undefined): EnvironmentFault | null {
+  if (!f) return null;
+  if ("invalid" in f) return { kind: "scope_unavailable", message: f.invalid, fix: `set LOOP_SESSION_SCOPE to auto, systemd or off in loop run's environment, ${RESUME}` };
+  const user = f.user ?? "<the user loop runs as>";
+  const FIX: Record<typeof f.lack, string> = {
+    no_systemd_run: "install systemd (systemd-run) or put it on loop run's PATH",
+    no_system_manager: "run loop under a systemd system manager, or set LOOP_SESSION_SCOPE=off where none runs (a container: sessions are process groups beside loop)",
+    no_user_manager: `let the user's systemd manager run without a login: \`sudo loginctl enable-linger ${user}\``,
+    no_linger: `let the user's systemd manager outlive its logins: \`sudo loginctl enable-linger ${user}\``,
+  };
+  return { kind: "scope_unavailable", message: `sessions must run in a systemd scope of their own, but ${f.refused}`, fix: `${FIX[f.lack]}, ${RESUME}` };
 }
 
 /** The sandbox an item asks for ("sandbox": "bwrap"), as probed (lib/supervisor/sandbox.ts probeSandbox); null without one. */
