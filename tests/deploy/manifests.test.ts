@@ -13,38 +13,13 @@ import { REPO } from "../helpers/project.ts";
 import { TempDirs } from "../helpers/fs.ts";
 import { haveLitestream, LITESTREAM } from "../helpers/litestream.ts";
 import { testEnv } from "../helpers/env.ts";
+import { type Ini, parseUnit } from "../helpers/systemd-units.ts";
 
 const temp = new TempDirs();
 afterAll(() => temp.cleanup());
 
 const SYSTEMD = join(REPO, "deploy", "systemd");
 const K8S = join(REPO, "deploy", "kubernetes");
-
-type Ini = Record<string, Record<string, string[]>>;
-
-/** systemd's unit syntax, as far as these files use it: sections, repeated keys, comments, continuations. */
-function parseUnit(text: string, where: string): Ini {
-  const out: Ini = {};
-  let section: string | null = null;
-  const lines = text.split("\n");
-  for (let i = 0; i < lines.length; i++) {
-    let line = lines[i]!.trim();
-    while (line.endsWith("\\") && i + 1 < lines.length) line = line.slice(0, -1) + " " + lines[++i]!.trim();
-    if (line === "" || line.startsWith("#") || line.startsWith(";")) continue;
-    const sec = /^\[([A-Za-z]+)\]$/.exec(line);
-    if (sec) {
-      section = sec[1]!;
-      if (out[section]) throw new Error(`${where}:${i + 1}: section [${section}] twice`);
-      out[section] = {};
-      continue;
-    }
-    const kv = /^([A-Za-z][A-Za-z0-9]*)=(.*)$/.exec(line);
-    if (!kv) throw new Error(`${where}:${i + 1}: not a key=value line: ${line}`);
-    if (!section) throw new Error(`${where}:${i + 1}: ${kv[1]} outside a section`);
-    (out[section]![kv[1]!] ??= []).push(kv[2]!);
-  }
-  return out;
-}
 
 const unitFiles = readdirSync(SYSTEMD).filter((f) => /\.(service|timer)$/.test(f));
 const units = Object.fromEntries(unitFiles.map((f) => [f, parseUnit(readFileSync(join(SYSTEMD, f), "utf8"), f)]));
@@ -68,10 +43,10 @@ describe("systemd units", () => {
     expect(unitFiles.sort()).toEqual(["loop-attention@.service", "loop-watch@.service", "loop@.service", "loop@.timer"]);
   });
 
-  test("the oneshot step: busy is success, a step that needs a person starts the attention unit, bounded, default KillMode", () => {
+  test("the oneshot step: busy and a loop waiting for a person are success, a failing step starts the attention unit, bounded, default KillMode", () => {
     const u = units["loop@.service"]!;
     expect(one(u, "Service", "Type")).toBe("oneshot");
-    expect(one(u, "Service", "SuccessExitStatus").split(/\s+/)).toContain("75");
+    expect(one(u, "Service", "SuccessExitStatus").split(/\s+/).sort()).toEqual(["1", "75"]);
     expect(one(u, "Service", "TimeoutStartSec")).toMatch(/^\d+(min|s|h)$/);
     expect(one(u, "Unit", "OnFailure")).toBe("loop-attention@%i.service");
     expect(existsSync(join(SYSTEMD, "loop-attention@.service"))).toBe(true);
@@ -99,6 +74,23 @@ describe("systemd units", () => {
   test("the attention unit runs loop status", () => {
     const exec = one(units["loop-attention@.service"]!, "Service", "ExecStart").replace(/^-/, "");
     expect(loopArgs(exec.split(" ")).tool).toBe("status");
+  });
+
+  test("the step and the watcher require a scope for their sessions (LOOP_SESSION_SCOPE=systemd: a launch without one pauses the loop)", () => {
+    for (const f of ["loop@.service", "loop-watch@.service"]) expect({ f, env: units[f]!.Service!.Environment }).toEqual({ f, env: ["LOOP_SESSION_SCOPE=systemd"] });
+  });
+
+  test("their hardening is the safe set: nothing agents die of (docs/operations.md#hardening)", () => {
+    // Agents are forked by the step and inherit all of it, whatever scope they run in.
+    const UNSAFE = ["RestrictNamespaces", "MemoryDenyWriteExecute", "ProtectHome", "PrivateTmp", "SystemCallFilter", "PrivateUsers", "ProtectProc", "RemoveIPC", "CapabilityBoundingSet", "DynamicUser"];
+    const ops = readFileSync(join(REPO, "docs", "operations.md"), "utf8");
+    for (const f of ["loop@.service", "loop-watch@.service"]) {
+      const service = units[f]!.Service!;
+      expect({ f, unsafe: UNSAFE.filter((k) => k in service) }).toEqual({ f, unsafe: [] });
+      for (const k of ["NoNewPrivileges", "ProtectSystem", "LockPersonality"]) expect({ f, k, set: k in service }).toEqual({ f, k, set: true });
+      for (const k of Object.keys(service).filter((k) => /^(Protect|Restrict|NoNew|Lock|Private)/.test(k))) expect({ k, documented: ops.includes(`\`${k}=`) }).toEqual({ k, documented: true });
+    }
+    for (const k of UNSAFE.slice(0, 4)) expect({ k, documented: ops.includes(`\`${k}=`) }).toEqual({ k, documented: true });
   });
 
   test("every LOOP_ variable they set is one loop reads", () => {
