@@ -338,7 +338,10 @@ describe("on this machine, for real", () => {
         expect(r.loop.state).toBe("paused");
         const faults = p.eventsOf("environment_fault");
         expect(faults).toHaveLength(1);
-        expect(String(faults[0]!.payload.reason)).toContain("LOOP_SESSION_SCOPE=systemd, but ");
+        // Found before anything is reserved (lib/decisions/faults.ts scopeFault).
+        expect(String(faults[0]!.payload.reason)).toContain("sessions must run in a systemd scope of their own, but ");
+        expect(faults[0]!.payload.attempt).toBeNull();
+        expect(p.eventsOf("launch_reserved")).toEqual([]);
         expect(p.eventsOf("launch_failed")).toEqual([]);
         expect(p.eventsOf("session_started")).toEqual([]);
         expect(existsSync(join(p.sessionDir("a", 1), "started.json"))).toBe(false);
