@@ -46,7 +46,7 @@ export const tool = defineTool({
       render(r);
       return stepExitCode(r);
     }
-    return watchSteps({ root, stateRoot, step, onResult: render, log: ctx.log, intervalMs, forever: args.forever });
+    return watchSteps({ root, stateRoot, step, onResult: render, log: ctx.log, intervalMs, forever: args.forever, actor: options.actor });
   },
 });
 

@@ -8,8 +8,8 @@ import { landed } from "../log/vocabulary.ts";
  * phase records one event, and the next step picks up after it.
  */
 export type AfterSession =
-  /** The launch was interrupted (the loop's failure, not the agent's): run the attempt again, uncounted. */
-  | { kind: "requeue"; reason: string }
+  /** The launch was interrupted, or the session died with a stopped watcher (the loop's or the machine's failure, not the agent's): run the attempt again, uncounted. */
+  | { kind: "requeue"; reason: string; drained: boolean }
   /** The session or its verify failed: close it, then retry or settle failed (afterFailure). */
   | { kind: "fail"; reason: string }
   /** Start its verify, or observe the verify already reserved (the attempt's verifyRun). */
@@ -21,7 +21,8 @@ export type AfterSession =
 export function afterSession(it: ItemState): AfterSession {
   const attempt = it.attempts[it.attempts.length - 1]!;
   const end = attempt.end!;
-  if (end.verdict === "launch_interrupted") return { kind: "requeue", reason: end.reason };
+  // Cut short by the loop or the machine, not by the agent: the same attempt's work runs again, uncounted.
+  if (end.verdict === "launch_interrupted" || end.verdict === "drained") return { kind: "requeue", reason: end.reason, drained: end.verdict === "drained" };
   if (end.verdict !== "exited") return { kind: "fail", reason: end.reason };
   if (!attempt.verify) return { kind: "verify" };
   if (!attempt.verify.passed) return { kind: "fail", reason: `verify failed: ${attempt.verify.reason}` };

@@ -15,6 +15,7 @@ export type FaultKind =
   | "aider_no_model"
   | "git_identity"
   | "sandbox_unavailable"
+  | "scope_unavailable"
   | "owned_ref_changed"
   | "disk_full"
   | "permission_denied"
@@ -65,6 +66,8 @@ export interface LaunchFacts {
   bwrap?: SandboxFact;
   /** For aider: can it pick a model without asking (null for other runners). */
   aiderModel: AiderModelFacts | null;
+  /** What LOOP_SESSION_SCOPE asks for and the machine cannot give (lib/supervisor/scope.ts probeScopeRequirement); null when nothing stands in the way. */
+  scope?: ScopeFact;
   /** git's verdict on the committer identity, for the presets (agents that commit); null when not checked. */
   gitIdentity: { ok: true } | { ok: false; detail: string } | null;
 }
@@ -165,6 +168,8 @@ export function launchFault(f: LaunchFacts): EnvironmentFault | null {
     };
   const box = sandboxFault(f.bwrap ?? null);
   if (box) return box;
+  const scope = scopeFault(f.scope);
+  if (scope) return scope;
   if (f.runner === "claude" && f.uid === 0 && f.sandbox.IS_SANDBOX !== "1" && !f.sandbox.CLAUDE_CODE_BUBBLEWRAP)
     return {
       kind: "claude_as_root",
@@ -184,6 +189,27 @@ export function launchFault(f: LaunchFacts): EnvironmentFault | null {
       fix: `set one for the user loop runs as (git config --global user.name …; git config --global user.email …) or in the repository, ${RESUME}`,
     };
   return null;
+}
+
+/** What LOOP_SESSION_SCOPE asks for, as probed: an invalid value, or `systemd` refused for a lack of the machine's. */
+export type ScopeFact = { invalid: string } | { refused: string; lack: "no_systemd_run" | "no_system_manager" | "no_user_manager" | "no_linger"; user: string | null } | null;
+
+/**
+ * Sessions must run in a systemd scope (LOOP_SESSION_SCOPE=systemd, as the shipped units set it) and
+ * cannot: under a oneshot unit they would die with the step, and in a user manager that only a
+ * login keeps they die at logout. A fault before the reservation, naming the fix; null otherwise.
+ */
+export function scopeFault(f: ScopeFact | undefined): EnvironmentFault | null {
+  if (!f) return null;
+  if ("invalid" in f) return { kind: "scope_unavailable", message: f.invalid, fix: `set LOOP_SESSION_SCOPE to auto, systemd or off in loop run's environment, ${RESUME}` };
+  const user = f.user ?? "<the user loop runs as>";
+  const FIX: Record<typeof f.lack, string> = {
+    no_systemd_run: "install systemd (systemd-run) or put it on loop run's PATH",
+    no_system_manager: "run loop under a systemd system manager, or set LOOP_SESSION_SCOPE=off where none runs (a container: sessions are process groups beside loop)",
+    no_user_manager: `let the user's systemd manager run without a login: \`sudo loginctl enable-linger ${user}\``,
+    no_linger: `let the user's systemd manager outlive its logins: \`sudo loginctl enable-linger ${user}\``,
+  };
+  return { kind: "scope_unavailable", message: `sessions must run in a systemd scope of their own, but ${f.refused}`, fix: `${FIX[f.lack]}, ${RESUME}` };
 }
 
 /** The sandbox an item asks for ("sandbox": "bwrap"), as probed (lib/supervisor/sandbox.ts probeSandbox); null without one. */
@@ -315,6 +341,27 @@ export function diskFullFault(d: FullDisk): EnvironmentFault {
     message: `the disk is full: no space left on the filesystem holding the state root ${d.path} (mounted at ${d.mount}${free})`,
     fix: `free space on it (agents' output logs under ${d.path}/sessions and old worktrees under ${d.path}/workspaces are the usual suspects), ${RESUME}`,
   };
+}
+
+/** A watcher's stop as the attempt it named records it (watcher_stopped). */
+export interface WatcherStopFact {
+  pid: number;
+  signal: string;
+  signalledAt: string;
+  running: "session" | "verify";
+}
+
+/**
+ * The session (or verify) of an attempt found gone without an exit status, after the watcher that
+ * stepped the loop named it when a signal stopped it: it died with the watcher's machine (a pod's
+ * end takes every process of the pod; a node drain, a spot reclaim, a scale-down end the pod), not
+ * of anything the agent did. An environment fault that pauses nothing: the attempt is given back
+ * and run again. The reason says so; null when the attempt answers for its own end (no stop on
+ * record, or a stop of the session when its verify is what vanished).
+ */
+export function drainedReason(o: { stop: WatcherStopFact | undefined; what: "session" | "verify"; vanished: string }): string | null {
+  if (!o.stop || o.stop.running !== o.what) return null;
+  return `drained: ${o.vanished}, after the watcher it ran beside (pid ${o.stop.pid}) was stopped by ${o.stop.signal} at ${o.stop.signalledAt} (a pod's end, a node drain or a service stop takes what runs beside it); an environment fault: the attempt is not counted and runs again`;
 }
 
 /** The loop's pause reason for a fault: what is wrong, then how to fix it. */

@@ -118,6 +118,8 @@ const HANDLED = v.strictObject({
   detail: Str,
 });
 
+const REQUEUED = v.strictObject({ attempt: Int, reason: Str, failed: v.boolean(), resetBudget: v.boolean() });
+
 const VERIFY_RESERVED = v.strictObject({ attempt: Pos, key: Str, command: Str, log: Str, timeoutMs: Pos });
 
 const VERIFY_STARTED = v.strictObject({
@@ -177,7 +179,8 @@ export const PAYLOADS = {
     v.strictObject({ ...VERIFY_STARTED.entries, mechanism: v.nullable(MECHANISM), proof: v.strictObject({ pass: Str, fail: Str }) }),
   ]),
   verify_finished: Verify,
-  item_requeued: v.strictObject({ attempt: Int, reason: Str, failed: v.boolean(), resetBudget: v.boolean() }),
+  // `drained` (the attempt died with a stopped watcher, lib/step/drain.ts) is absent in every other requeue, and in older logs.
+  item_requeued: v.union([REQUEUED, v.strictObject({ ...REQUEUED.entries, drained: v.literal(true) })]),
   item_settled: v.strictObject({ attempt: Int, outcome: v.picklist(SETTLED_OUTCOMES), reason: Str }),
   landing_finished: v.strictObject({
     attempt: Pos,
@@ -201,6 +204,9 @@ export const PAYLOADS = {
   }),
   loop_drained: v.strictObject({ outcome: v.picklist(DRAIN_OUTCOMES), counts: v.record(Str, Int) }),
   loop_reopened: v.strictObject({ reason: Str }),
+  // A `loop run --watch` stopped by a signal while an attempt was in flight (lib/step/drain.ts): what
+  // ran beside it may die with it (a pod's end), which is then no fault of the attempt's.
+  watcher_stopped: v.strictObject({ attempt: Pos, pid: Pos, signal: Str, signalledAt: Str, running: v.picklist(["session", "verify"]) }),
   lease_taken_over: v.strictObject({
     previous: v.strictObject({ owner: Str, pid: Int, host: Str, started: Str, expires: Str }),
     why: v.picklist(["dead", "expired"]),

@@ -67,6 +67,21 @@ export interface AttemptRecord {
   usage?: AttemptUsage;
   /** The session continued an earlier conversation (session_started's `resumed`); absent otherwise. */
   resumed?: true;
+  /** The watcher stopped while this attempt's session or verify ran (watcher_stopped); absent otherwise. */
+  drain?: WatcherStop;
+  /** It died with that watcher and was given back, uncounted (item_requeued's `drained`); absent otherwise. */
+  drained?: true;
+}
+
+/** A `loop run --watch` stopped by a signal while an attempt was in flight (watcher_stopped). */
+export interface WatcherStop {
+  /** The event's seq. */
+  seq: number;
+  pid: number;
+  signal: string;
+  /** When the signal reached the watcher. */
+  signalledAt: string;
+  running: "session" | "verify";
 }
 
 /** How a landing ended (landing_finished). */

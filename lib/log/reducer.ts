@@ -398,6 +398,7 @@ const HANDLERS: Handlers = {
       // rework (a reaction that decided "retry") spends it too, and says it was one.
       a.outcome = e.payload.failed ? (a.reaction?.decision === "retry" ? "rework" : "failed") : `requeued: ${e.payload.reason}`;
       if (e.payload.failed) it.failures += 1;
+      else if (e.payload.drained) a.drained = true;
     }
     if (e.payload.resetBudget) it.failures = 0;
     // An item removed from the definition while in flight finishes its attempt, but is not given
@@ -466,6 +467,16 @@ const HANDLERS: Handlers = {
     leaveDrained(p);
     p.loop.state = "running";
     p.loop.reason = null;
+  },
+  watcher_stopped(p, e, fail) {
+    // A fact about the attempt in flight, kept on it: its end, if its session or verify is then found gone, is no fault of its own.
+    const it = need(p, e, fail);
+    needStatus(it, ["launching", "running", "ended"], e, fail);
+    const a = currentAttempt(it, e.payload.attempt, e, fail);
+    const verifying = it.status === "ended" && a.verifyRun !== null && a.verify === null;
+    if ((e.payload.running === "verify") !== verifying) fail("verify_order", `watcher_stopped says the ${e.payload.running} of attempt ${a.n} of "${it.id}" ran, but it is ${it.status}${verifying ? " with its verify running" : ""}`);
+    const { pid, signal, signalledAt, running } = e.payload;
+    a.drain = { seq: e.seq, pid, signal, signalledAt, running };
   },
   lease_taken_over() {},
   forge_pr_recorded(p, e, fail) {

@@ -77,8 +77,11 @@ export function landed(o: LandingOutcome): boolean {
   return LANDING[o] === "landed";
 }
 
-/** How a step saw a session end (`session_ended`'s `verdict`). */
-export const END_VERDICTS = ["exited", "never_started", "stalled", "lost", "closed"] as const;
+/**
+ * How a step saw a session end (`session_ended`'s `verdict`). `drained`: gone without an exit status
+ * after the watcher it ran beside was stopped (a pod's end, a node drain): the machine's doing, not counted.
+ */
+export const END_VERDICTS = ["exited", "never_started", "stalled", "lost", "closed", "drained"] as const;
 export type EndVerdict = (typeof END_VERDICTS)[number];
 /** How an attempt's session ended, as the reducer records it: a step's verdict, or what another event says. */
 export type AttemptEndVerdict = EndVerdict | "launch_interrupted" | "launch_failed" | "environment_fault" | "needs_input";

@@ -70,6 +70,13 @@ export function renderStatus(r: StatusReport, color: boolean): string {
         if (it.reset) out.push(`${p(it.id)}: reset by ${p(it.reset.actor)} at ${p(it.reset.at)} (epoch ${p(it.epoch)})`);
       }
     }
+    // Attempts a stopped watcher took with it (a pod's end, a node drain): given back, not counted.
+    const drained = r.items.filter((it) => it.drained.length);
+    if (drained.length) {
+      out.push("", "drained (not counted):");
+      for (const it of drained)
+        for (const d of it.drained) out.push(`  ${p(it.id)}: attempt ${p(d.attempt)} died with the watcher (${p(d.signal)} at ${p(d.signalledAt)}, its ${p(d.running)} running) and ran again`);
+    }
     const forged = r.items.filter((it) => it.pr || it.forge?.landing);
     if (forged.length) {
       out.push("", "pull requests:");

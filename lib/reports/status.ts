@@ -79,7 +79,7 @@ export function statusReport(
     const byId = new Map(doc.items.map((it) => [it.id, it]));
     const selected = workItems.length ? resolveSelectorsIn(doc.items, workItems).map((id) => byId.get(id)!) : doc.items;
     const waiting = waitingOf(db, doc, loop);
-    const ran = ranOf(db, selected);
+    const facts = attemptFacts(db, selected);
     // "#12" for a GitHub pull request, "!12" for a GitLab merge request.
     const pullSign = pullTerms(loop.settings?.forge?.provider).sign;
     const items = selected.map((it) => {
@@ -95,7 +95,9 @@ export function statusReport(
         reset: it.reset,
         attempts: it.attempts,
         // Attempts the agent ran: `attempts` less the launches cut short before their session started.
-        ran: ran.get(it.id) ?? 0,
+        ran: facts.get(it.id)?.ran ?? 0,
+        // Attempts of this epoch that died with a stopped watcher (a pod's end), given back uncounted.
+        drained: facts.get(it.id)?.drained ?? [],
         failures: it.failures,
         maxAttempts: it.maxAttempts,
         dependsOn: it.dependsOn,
@@ -262,20 +264,33 @@ function autoMergeOf(loop: LoopRecord, env: Record<string, string | undefined>):
   return { repo: s.forge.repo, base: s.base, set: autoMergeAllowed(env), provider: s.forge.provider };
 }
 
+/** An attempt that died with a stopped watcher and was given back, uncounted (docs/cli/loop-run.md#stopping-a-watcher). */
+export interface DrainedAttempt {
+  attempt: number;
+  signal: string;
+  signalledAt: string;
+  running: "session" | "verify";
+}
+
 /**
- * How many of each item's attempts the agent ran (lib/decisions/attempt.ts attemptsRan): a session recorded
- * started. state.json counts attempts, not this, so it is read from the ledger rows of the same
- * snapshot, and only for items that have made an attempt.
+ * What status reads of each item's attempts beyond state.json: how many the agent ran
+ * (lib/decisions/attempt.ts attemptsRan: a session recorded started; state.json counts attempts, not
+ * this) and those given back because they died with a stopped watcher. From the ledger rows of the
+ * same snapshot, and only for items that have made an attempt.
  */
-function ranOf(db: Database, items: readonly { id: string; attempts: number }[]): Map<string, number> {
+function attemptFacts(db: Database, items: readonly { id: string; attempts: number }[]): Map<string, { ran: number; drained: DrainedAttempt[] }> {
   const ids = items.filter((it) => it.attempts > 0).map((it) => it.id);
   if (ids.length === 0) return new Map();
   const rows = db
     .query(
-      "SELECT item, (SELECT count(*) FROM json_each(body, '$.attempts') WHERE json_extract(value, '$.startedAt') IS NOT NULL) AS ran FROM proj_ledgers WHERE item IN (SELECT value FROM json_each(?))",
+      `SELECT item,
+         (SELECT count(*) FROM json_each(body, '$.attempts') WHERE json_extract(value, '$.startedAt') IS NOT NULL) AS ran,
+         (SELECT json_group_array(json_object('attempt', json_extract(value, '$.n'), 'signal', json_extract(value, '$.drain.signal'), 'signalledAt', json_extract(value, '$.drain.signalledAt'), 'running', json_extract(value, '$.drain.running')))
+            FROM json_each(body, '$.attempts') WHERE json_extract(value, '$.drained') = 1) AS drained
+       FROM proj_ledgers WHERE item IN (SELECT value FROM json_each(?))`,
     )
-    .all(JSON.stringify(ids)) as { item: string; ran: number }[];
-  return new Map(rows.map((r) => [r.item, r.ran]));
+    .all(JSON.stringify(ids)) as { item: string; ran: number; drained: string }[];
+  return new Map(rows.map((r) => [r.item, { ran: r.ran, drained: JSON.parse(r.drained) as DrainedAttempt[] }]));
 }
 
 /**

@@ -32,6 +32,7 @@ export const COMMIT_LABELS = [
   "reset",
   "usage",
   "budget",
+  "watch",
 ] as const;
 
 /** Points around side effects. */
@@ -60,6 +61,7 @@ export const EFFECT_POINTS = [
   "reset:after_files",
   "reset:after_branch",
   "budget:before_close",
+  "watch:after_proof",
 ] as const;
 
 export type CommitLabel = (typeof COMMIT_LABELS)[number];

@@ -9,6 +9,8 @@ export function statePaths(stateRoot: string) {
     runlog: join(stateRoot, "RUNLOG.md"),
     terminal: join(stateRoot, "terminal_state.json"),
     runPid: join(stateRoot, "run.pid"),
+    /** A stopped watcher's proof, until a step records it (lib/step/drain.ts). */
+    watcherStop: join(stateRoot, "watcher-stop.json"),
     gitignore: join(stateRoot, ".gitignore"),
     sessions: join(stateRoot, "sessions"),
     workspaces: join(stateRoot, "workspaces"),

@@ -82,7 +82,7 @@ export async function closeSession(o: {
   removeCheckout: boolean;
   graceMs: number;
   /** Record session_ended for a session that had not ended yet. */
-  endVerdict?: "closed" | "stalled" | "lost" | "never_started";
+  endVerdict?: "closed" | "stalled" | "lost" | "never_started" | "drained";
   /** The operator's prices (loop.json `prices`), for the final figure of a session ended here. */
   prices?: Record<string, ModelPrice>;
 }): Promise<CloseReport | null> {

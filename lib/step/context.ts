@@ -176,6 +176,8 @@ function summarize(e: StoredEvent): string {
     case "environment_fault":
       // Its reason is the loop's (the pause), in the same result: not repeated here.
       return `environment fault (${e.payload.kind})${e.payload.attempt ? `, attempt ${e.payload.attempt} given back` : ""}: the loop paused`;
+    case "watcher_stopped":
+      return `the watcher (pid ${e.payload.pid}) was stopped by ${e.payload.signal} while attempt ${e.payload.attempt}'s ${e.payload.running} ran`;
     case "notified":
       return `notify (${e.payload.kind}) ${e.payload.ok ? "ran" : `failed: ${e.payload.reason}`}`;
     case "usage_recorded": {

@@ -14,6 +14,7 @@ import type { SandboxProbe, SandboxRequest } from "../supervisor/sandbox.ts";
 import { branchExists, gitTry, hasAnyCommit, revParse } from "../repo/git.ts";
 import { checkWorktree } from "../repo/workspace.ts";
 import { StartError } from "../shared/errors.ts";
+import { probeScopeRequirement } from "../supervisor/scope.ts";
 import { aiderCanChooseModel, type AiderModelFacts, type EnvironmentFault, isVerifyPlaceholder, launchFault, type ProgramFact, VERIFY_PLACEHOLDER } from "../decisions/faults.ts";
 
 /**
@@ -138,6 +139,7 @@ export function probeLaunchFault(o: LaunchProbe): EnvironmentFault | null {
     PATH,
     tmux: o.tmux ? resolveProgram("tmux", { PATH, cwd: null }) : null,
     bwrap: o.sandbox ?? null,
+    scope: probeScopeRequirement(o.env),
     startPoint: o.startPoint,
     startPointExists,
     hasCommits: startPointExists === false ? hasAnyCommit(o.repo) : null,

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import type { ItemState } from "../log/projection.ts";
 import { append, closeInStep, itemNow, loopView, type StepContext, type StepOutcome } from "./context.ts";
 import { classifySession } from "../decisions/session-verdict.ts";
-import { interruptedLaunchesFault } from "../decisions/faults.ts";
+import { drainedReason, interruptedLaunchesFault } from "../decisions/faults.ts";
 import { adoptable, observeSession, SESSION_FILES, sessionMark, tmuxSessionName } from "../supervisor/sessions.ts";
 import { tmuxHasSession } from "../supervisor/tmux.ts";
 import { markCarried } from "../shared/process.ts";
@@ -60,7 +60,8 @@ export function observeLaunching(ctx: StepContext, it: ItemState): StepOutcome |
 export async function observeRunning(ctx: StepContext, it: ItemState): Promise<StepOutcome | null> {
   const attempt = it.attempts[it.attempts.length - 1]!;
   const s = it.session!;
-  const v = classifySession(observeSession(s, attempt, it.def.timeouts, Date.now()));
+  const seen = observeSession(s, attempt, it.def.timeouts, Date.now());
+  const v = classifySession(seen);
   const budget = (item: ItemState) => whileRunning({ item, usage: loopView(ctx).loop.usage, budget: ctx.def.budget, now: Date.now() });
   if (v.kind === "waiting") {
     // Recorded in its own commit before the budget is judged: a step killed while ending the
@@ -95,8 +96,12 @@ export async function observeRunning(ctx: StepContext, it: ItemState): Promise<S
     append(ctx, [...(usage ? [usage] : []), { type: "session_ended", item: it.id, payload: { attempt: attempt.n, verdict: "exited", exitCode: v.code, signal: v.signal, reason: v.reason } }], "session_ended");
     return null;
   }
-  // lost, never_started, stalled: end whatever is left through the close path.
-  const c = await closeInStep(ctx, { it, reason: v.reason, removeCheckout: false, endVerdict: v.kind });
-  append(ctx, c ? c.events : [{ type: "session_ended", item: it.id, payload: { attempt: attempt.n, verdict: v.kind, exitCode: null, signal: null, reason: v.reason } }], "session_ended");
+  // Gone without an exit status after the watcher named it when it was stopped: it died with the
+  // watcher's machine (a pod's end), which spends no attempt (lib/decisions/faults.ts drainedReason).
+  const drained = v.kind === "lost" && seen.recordPresent ? drainedReason({ stop: attempt.drain, what: "session", vanished: v.reason }) : null;
+  const [verdict, reason] = drained ? (["drained", drained] as const) : ([v.kind, v.reason] as const);
+  // lost, never_started, stalled, drained: end whatever is left through the close path.
+  const c = await closeInStep(ctx, { it, reason, removeCheckout: false, endVerdict: verdict });
+  append(ctx, c ? c.events : [{ type: "session_ended", item: it.id, payload: { attempt: attempt.n, verdict, exitCode: null, signal: null, reason } }], "session_ended");
   return null;
 }

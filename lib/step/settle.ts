@@ -38,10 +38,11 @@ export async function failAttempt(ctx: StepContext, it: ItemState, reason: strin
   append(ctx, [...(c?.events ?? []), next], decision === "retry" ? "requeue" : "settle");
 }
 
-/** Back to pending without counting a failure: an interrupted launch, or an answered question. */
-export function requeueUncounted(ctx: StepContext, it: ItemState, reason: string): void {
+/** Back to pending without counting a failure: an interrupted launch, an answered question, a session that died with a stopped watcher (`drained`). */
+export function requeueUncounted(ctx: StepContext, it: ItemState, reason: string, o: { drained?: boolean; before?: EventDraft[] } = {}): void {
   const attempt = it.attempts[it.attempts.length - 1]!;
-  append(ctx, [{ type: "item_requeued", item: it.id, payload: { attempt: attempt.n, reason, failed: false, resetBudget: false } }], "requeue");
+  const payload = { attempt: attempt.n, reason, failed: false, resetBudget: false, ...(o.drained ? { drained: true as const } : {}) };
+  append(ctx, [...(o.before ?? []), { type: "item_requeued", item: it.id, payload }], "requeue");
 }
 
 /**

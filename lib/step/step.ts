@@ -31,6 +31,7 @@ import { landAttempt } from "./land.ts";
 import { failAttempt, requeueUncounted, settleAttempt, sweepClosedSessions } from "./settle.ts";
 import { type DiskSpace, diskSpace, ensureReserve, LOW_SPACE_BYTES, releaseReserve } from "../shared/disk.ts";
 import { diskFullMet, materializeIfRoom, pauseForDiskFull, unrecorded } from "./disk-fault.ts";
+import { recordStopProof } from "./drain.ts";
 import { beforeLaunch } from "../decisions/budget.ts";
 import { stopForBudget } from "./spend.ts";
 
@@ -162,7 +163,7 @@ async function advanceItem(ctx: StepContext, it: ItemState): Promise<StepOutcome
       const next = afterSession(it);
       switch (next.kind) {
         case "requeue":
-          requeueUncounted(ctx, it, next.reason);
+          requeueUncounted(ctx, it, next.reason, { drained: next.drained });
           return null;
         case "fail":
           await failAttempt(ctx, it, next.reason);
@@ -308,6 +309,8 @@ async function tick(ctx: StepContext, parsed: ParsedDefinition | null, full: Dis
     if (full) outcome = pauseForDiskFull(ctx, { path: options.stateRoot, mount: full.mount, free: full.free });
     else {
       materialize(ctx);
+      // A watcher that died before it recorded its stop left the proof: recorded before any session is judged.
+      for (const e of recordStopProof(ctx.writer, options.stateRoot)) recordTransition(ctx, e);
       importDefinition(ctx, parsed);
       if (ctx.def.forge) {
         const { pollComments } = await import("./forge/comments.ts");

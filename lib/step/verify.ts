@@ -20,7 +20,8 @@ import { readJsonOrNull, readTextOrNull, writeFileAtomic } from "../shared/fsuti
 import { GIT_EXEC_FILE, gitExecReport, gitExecSnapshot } from "../repo/git-exec.ts";
 import { tamperedObjects } from "../repo/object-store.ts";
 import { endSessionProcesses, endVerifyRun } from "../supervisor/end.ts";
-import { append, itemNow, ownedRefChanges, projection, repoOf, type StepContext, type StepOutcome } from "./context.ts";
+import { append, closeInStep, itemNow, ownedRefChanges, projection, repoOf, type StepContext, type StepOutcome } from "./context.ts";
+import { requeueUncounted } from "./settle.ts";
 import { describeRefChange, type RefChange } from "../repo/owned-refs.ts";
 import { classifyVerify, classifyVerifyStart, verifyExitVerdict } from "../decisions/verify-verdict.ts";
 import { graceMs, SESSION_FILES, sessionMark } from "../supervisor/sessions.ts";
@@ -29,7 +30,7 @@ import type { SessionMechanism } from "../supervisor/scope.ts";
 import { commitLeftovers, commitsAhead, startPointFor } from "../repo/workspace.ts";
 import { protectedPathVerdict } from "./protect.ts";
 import { sandboxRequest, sessionPath } from "./environment.ts";
-import { faultReason, sandboxFault, systemError } from "../decisions/faults.ts";
+import { drainedReason, faultReason, sandboxFault, systemError } from "../decisions/faults.ts";
 import { probeSandbox, type SandboxRequest } from "../supervisor/sandbox.ts";
 import { git } from "../repo/git.ts";
 import { verifyRule } from "../definition/environment.ts";
@@ -264,6 +265,14 @@ async function observeVerify(ctx: StepContext, it: ItemState, run: VerifyRun): P
   } else if (v.kind === "lost") {
     // The wrapper vanished without an exit status; whatever it started may still sit in its scope.
     await endVerify({ proc, dir, graceMs: 0 });
+    // After the watcher named it when it was stopped: it died with the watcher's machine. The attempt
+    // is given back (its work is on its branch) and runs again, its verify with it.
+    const drained = drainedReason({ stop: attempt.drain, what: "verify", vanished: v.reason });
+    if (drained) {
+      const c = await closeInStep(ctx, { it, reason: drained, removeCheckout: false });
+      requeueUncounted(ctx, it, drained, { drained: true, before: c?.events ?? [] });
+      return null;
+    }
     payload = { attempt: attempt.n, passed: false, timedOut: false, ...verifyLogSummary(run.log, null), log: run.log, reason: v.reason };
   } else if (exit && judgeExitProof(exit, run.proof) === "forged") {
     // An exit status its wrapper did not write (no secret, or the wrong one): never a pass.

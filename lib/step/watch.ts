@@ -1,6 +1,7 @@
 // `loop run --watch`: steps in the foreground, one per interval, until the loop drains, pauses or
 // stops (or, with `forever`, until a signal). The watcher owns the state root's run.pid (one
-// watcher per loop, lib/step/run-pid.ts), SIGINT/SIGTERM (exit 130 after the step at hand), the
+// watcher per loop, lib/step/run-pid.ts), SIGINT/SIGTERM (proof of the stop at once, the step at
+// hand finished, the stop recorded, exit 130: lib/step/drain.ts), the
 // wait between turns, and which failures of a turn are worth another turn: a busy lease and a
 // loop.json invalid for a moment are; anything else ends the watch with its error.
 import { existsSync } from "node:fs";
@@ -12,6 +13,7 @@ import { ensureStateRoot } from "../shared/state-root.ts";
 import { projectOf, refuseForeignStateRoot } from "../log/ownership.ts";
 import { printable } from "../shared/printable.ts";
 import { claimRunPid, releaseRunPid, type RunPid, selfRunPid } from "./run-pid.ts";
+import { recordOwnStop, writeStopProof } from "./drain.ts";
 import { preflight, type RunAction, type RunResult, stepExitCode } from "./step.ts";
 
 export interface WatchOptions {
@@ -37,6 +39,8 @@ export interface WatchOptions {
   sleep?: (ms: number, abort: AbortSignal) => Promise<void>;
   /** This process as run.pid records it (default: this process). */
   me?: RunPid;
+  /** Who records the watcher's stop (the step's actor). */
+  actor?: string;
 }
 
 /** Where a watch ends unless `forever`. */
@@ -57,11 +61,27 @@ export async function watchSteps(o: WatchOptions): Promise<number> {
   const me = o.me ?? selfRunPid();
   claimRunPid(pidFile, me);
   const stop = new AbortController();
-  const onStop = () => stop.abort();
+  // The first stop leaves its proof at once (lib/step/drain.ts): what runs beside the watcher may
+  // die with it before the step at hand ends, and the proof is what spares its attempt.
+  let stoppedBy: string | null = null;
+  const stopBy = (why: string) => () => {
+    if (stoppedBy === null) {
+      stoppedBy = why;
+      try {
+        writeStopProof(o.stateRoot, me, why);
+      } catch (err) {
+        o.log.warn(`the watcher's stop (${why}) could not be written down (${(err as Error).message}): a session that dies with this watcher will be counted as lost`);
+      }
+    }
+    stop.abort();
+  };
   const signals = o.signals ?? ["SIGINT", "SIGTERM"];
-  for (const s of signals) process.on(s, onStop);
+  const handlers = signals.map((s) => [s, stopBy(s)] as const);
+  for (const [s, h] of handlers) process.on(s, h);
+  const onAbort = stopBy("abort");
+  // Stopped before its first step: nothing of this watcher's runs, nothing to prove.
   if (o.signal?.aborted) stop.abort();
-  o.signal?.addEventListener("abort", onStop);
+  o.signal?.addEventListener("abort", onAbort);
   const sleep = o.sleep ?? sleepUnlessAborted;
   let last: RunResult | null = null;
   try {
@@ -75,9 +95,11 @@ export async function watchSteps(o: WatchOptions): Promise<number> {
       await sleep(o.intervalMs, stop.signal);
     }
   } finally {
+    // Recorded before run.pid is released: until then no other watcher starts on this state root.
+    if (stoppedBy !== null) await recordOwnStop({ root: o.root, stateRoot: o.stateRoot, name: def.name, actor: o.actor ?? "loop", self: me, log: o.log });
     releaseRunPid(pidFile, me);
-    for (const s of signals) process.off(s, onStop);
-    o.signal?.removeEventListener("abort", onStop);
+    for (const [s, h] of handlers) process.off(s, h);
+    o.signal?.removeEventListener("abort", onAbort);
   }
   // The loop ends on a settled step or a signal (or throws).
   return stop.signal.aborted || !last ? EXIT.interrupted : stepExitCode(last);

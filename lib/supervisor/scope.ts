@@ -10,6 +10,7 @@
 // `decideMechanism` and `scopeArgv` are pure (facts in, a decision out); `probeSystemd`,
 // `confirmScopeStart` and `endScope` carry the effects out.
 import { existsSync, readFileSync, rmSync } from "node:fs";
+import { userInfo } from "node:os";
 import { join } from "node:path";
 import { procStat } from "../shared/process.ts";
 import { readJsonOrNull, readTextOrNull, writeFileAtomic } from "../shared/fsutil.ts";
@@ -37,7 +38,17 @@ export interface SystemdFacts {
   /** $XDG_RUNTIME_DIR, or /run/user/<uid> when unset (a service's environment has none). */
   runtimeDir: string;
   uid: number;
+  /** The user's name (from the password database), or null when it has none. */
+  user: string | null;
+  /**
+   * Lingering is on for the user (/var/lib/systemd/linger/<user>): its user manager runs without a
+   * login, and outlives the last one. Null when it cannot be told (no name for the uid).
+   */
+  linger: boolean | null;
 }
+
+/** Why no scope: the machine has no systemd-run, no system manager (root), no user manager, or one that ends at logout. */
+export type ScopeLack = "no_systemd_run" | "no_system_manager" | "no_user_manager" | "no_linger";
 
 /** What runs in the scope: the agent session, or the attempt's verify command. */
 export type ScopeRole = "session" | "verify";
@@ -55,7 +66,7 @@ export interface ScopeTarget {
 export type ScopeDecision =
   | { use: "systemd_scope"; unit: string; manager: "system" | "user" }
   | { use: "process_group"; why: string }
-  | { use: "refuse"; why: string };
+  | { use: "refuse"; why: string; lack: ScopeLack | null };
 
 export function scopeMode(env: Record<string, string | undefined>): ScopeMode | { invalid: string } {
   const v = env.LOOP_SESSION_SCOPE ?? "";
@@ -71,18 +82,53 @@ export function scopeMode(env: Record<string, string | undefined>): ScopeMode | 
  */
 export function decideMechanism(facts: SystemdFacts, mode: ScopeMode, target: ScopeTarget): ScopeDecision {
   if (mode === "off") return { use: "process_group", why: "LOOP_SESSION_SCOPE=off" };
-  let why: string | null = null;
-  let manager: "system" | "user" = "system";
-  if (!facts.systemdRun) why = "systemd-run is not on PATH";
-  else if (facts.uid === 0) {
-    if (!facts.systemManager) why = "no systemd manager runs here (/run/systemd/system is missing)";
-  } else {
-    manager = "user";
-    if (!facts.userManager)
-      why = `no systemd user manager for uid ${facts.uid} (${join(facts.runtimeDir, "systemd", "private")} is missing; \`loginctl enable-linger\` starts one)`;
+  const lack = scopeLack(facts);
+  if (lack) {
+    const why = lackWhy(facts, lack);
+    return mode === "systemd" ? { use: "refuse", why: `LOOP_SESSION_SCOPE=systemd, but ${why}`, lack } : { use: "process_group", why };
   }
-  if (why) return mode === "systemd" ? { use: "refuse", why: `LOOP_SESSION_SCOPE=systemd, but ${why}` } : { use: "process_group", why };
-  return { use: "systemd_scope", unit: scopeUnitName(target), manager };
+  return { use: "systemd_scope", unit: scopeUnitName(target), manager: facts.uid === 0 ? "system" : "user" };
+}
+
+/**
+ * What keeps a session from a scope that outlives the step, or null. A user manager that exists only
+ * for a login is no manager to run sessions in: it stops (and ends every scope in it) soon after the
+ * last logout, so an operator who tried it while logged in would lose every later session.
+ */
+export function scopeLack(facts: SystemdFacts): ScopeLack | null {
+  if (!facts.systemdRun) return "no_systemd_run";
+  if (facts.uid === 0) return facts.systemManager ? null : "no_system_manager";
+  if (!facts.userManager) return "no_user_manager";
+  return facts.linger === false ? "no_linger" : null;
+}
+
+function lackWhy(facts: SystemdFacts, lack: ScopeLack): string {
+  const who = facts.user ? `${facts.user} (uid ${facts.uid})` : `uid ${facts.uid}`;
+  switch (lack) {
+    case "no_systemd_run":
+      return "systemd-run is not on PATH";
+    case "no_system_manager":
+      return "no systemd manager runs here (/run/systemd/system is missing)";
+    case "no_user_manager":
+      return `no systemd user manager for uid ${facts.uid} (${join(facts.runtimeDir, "systemd", "private")} is missing; \`loginctl enable-linger\` starts one)`;
+    case "no_linger":
+      return `lingering is off for ${who}: its systemd user manager runs only while it is logged in, and ends every scope in it after the last logout (\`loginctl enable-linger\` keeps it)`;
+  }
+}
+
+/**
+ * A launch's sessions cannot have what LOOP_SESSION_SCOPE asks for: an invalid value, or `systemd`
+ * where the machine gives no scope that outlives the step. Probed before a launch is reserved, so
+ * it is an environment fault (lib/decisions/faults.ts scopeFault), not a failed attempt. Null when
+ * nothing stands in the way.
+ */
+export function probeScopeRequirement(env: Record<string, string | undefined>): { invalid: string } | { refused: string; lack: ScopeLack; user: string | null } | null {
+  const mode = scopeMode(env);
+  if (typeof mode === "object") return mode;
+  if (mode !== "systemd") return null;
+  const facts = probeSystemd(env);
+  const lack = scopeLack(facts);
+  return lack ? { refused: lackWhy(facts, lack), lack, user: facts.user } : null;
 }
 
 /**
@@ -132,6 +178,12 @@ export function probeSystemd(env: Record<string, string | undefined>): SystemdFa
   const uid = process.getuid?.() ?? -1;
   const runtimeDir = env.XDG_RUNTIME_DIR || `/run/user/${uid}`;
   const path = env.PATH ?? process.env.PATH ?? "";
+  let user: string | null = null;
+  try {
+    user = userInfo().username || null;
+  } catch {
+    // no entry in the password database for this uid
+  }
   return {
     systemdRun: Bun.which("systemd-run", { PATH: path }),
     systemctl: Bun.which("systemctl", { PATH: path }),
@@ -139,6 +191,9 @@ export function probeSystemd(env: Record<string, string | undefined>): SystemdFa
     userManager: existsSync(join(runtimeDir, "systemd", "private")),
     runtimeDir,
     uid,
+    user,
+    // loginctl enable-linger writes this file; systemd-logind starts the user manager for it at boot.
+    linger: user === null ? null : existsSync(join("/var/lib/systemd/linger", user)),
   };
 }
 

@@ -134,7 +134,8 @@ export function observeSession(s: SessionRecord, a: AttemptRecord, timeouts: { l
   // Output growth that only says the agent waits is no progress (lib/supervisor/progress.ts); no output
   // yet: the stall deadline counts from the start.
   const lastOutputAt = lastProgressAt(dir, SESSION_FILES.output);
-  const alive = sessionAlive(s);
+  const wrapper = readJsonOrNull<{ wrapperPid?: unknown; wrapperStart?: unknown }>(join(dir, SESSION_FILES.started));
+  const alive = sessionAlive(s, process.env, wrapper?.wrapperPid === s.pid && typeof wrapper.wrapperStart === "string" ? wrapper.wrapperStart : null);
   // Re-read exit.json after seeing the process gone: it may have been written in between.
   const exitNow = exit ?? (alive ? null : readJsonOrNull(join(dir, SESSION_FILES.exit)));
   return {

@@ -370,6 +370,7 @@ describe("verifyExitVerdict: the words verify_finished has always used", () => {
 
 describe("afterSession: the phase an ended attempt needs next", () => {
   const launchFailed = (interrupted: boolean): EventDraft => ({ type: "launch_failed", item: "a", payload: { attempt: 1, reason: interrupted ? "stopped before launching" : "program not found", interrupted } });
+  const drainedEnd: EventDraft = { type: "session_ended", item: "a", payload: { attempt: 1, verdict: "drained", exitCode: null, signal: null, reason: "drained: gone" } };
   const stalled: EventDraft = { type: "session_ended", item: "a", payload: { attempt: 1, verdict: "stalled", exitCode: null, signal: null, reason: "no output for 601s" } };
   const landing = (outcome: "merged" | "conflict" | "failed" | "none"): EventDraft => ({
     type: "landing_finished",
@@ -377,7 +378,8 @@ describe("afterSession: the phase an ended attempt needs next", () => {
     payload: { attempt: 1, outcome, branch: "loop/test/a", target: outcome === "none" ? null : "loop/test/landed", commit: null, reason: outcome },
   });
   const cases: { name: string; drafts: EventDraft[]; want: AfterSession }[] = [
-    { name: "a launch interrupted by a kill: requeued, not counted", drafts: [launch("a", 1), launchFailed(true)], want: { kind: "requeue", reason: "stopped before launching" } },
+    { name: "a launch interrupted by a kill: requeued, not counted", drafts: [launch("a", 1), launchFailed(true)], want: { kind: "requeue", reason: "stopped before launching", drained: false } },
+    { name: "a session that died with a stopped watcher: requeued, not counted, said drained", drafts: [...running("a"), drainedEnd], want: { kind: "requeue", reason: "drained: gone", drained: true } },
     { name: "a launch that failed: the attempt fails", drafts: [launch("a", 1), launchFailed(false)], want: { kind: "fail", reason: "program not found" } },
     { name: "a stalled session: the attempt fails with its reason", drafts: [...running("a"), stalled], want: { kind: "fail", reason: "no output for 601s" } },
     { name: "an agent that exited (even non-zero): verify", drafts: [...running("a"), ended("a", 1, 3)], want: { kind: "verify" } },

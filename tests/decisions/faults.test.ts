@@ -13,7 +13,7 @@ import type { Projection } from "../../lib/log/projection.ts";
 import { provenConversation } from "../../lib/definition/runners.ts";
 import { attention, attentionInput, attentionOf, ATTENTION_STATUSES, pausedByQuestionOf, UNLANDED_OUTCOMES } from "../../lib/decisions/attention.ts";
 import { outputShowsProgress } from "../../lib/supervisor/waiting.ts";
-import { aiderCanChooseModel, FaultError, type FaultKind, INTERRUPTED_LAUNCHES, interruptedLaunchesFault, type LaunchFacts, launchErrorFault, launchFault, programFault, startPointFault } from "../../lib/decisions/faults.ts";
+import { aiderCanChooseModel, drainedReason, FaultError, type FaultKind, INTERRUPTED_LAUNCHES, interruptedLaunchesFault, type LaunchFacts, launchErrorFault, launchFault, programFault, startPointFault } from "../../lib/decisions/faults.ts";
 import { GitError, LeaseLostError, StartError } from "../../lib/shared/errors.ts";
 import { lastProgressAt, PROGRESS_FILE } from "../../lib/supervisor/progress.ts";
 import { stepExitCode } from "../../lib/step/step.ts";
@@ -425,4 +425,20 @@ describe("interrupted launches in a row (interruptedLaunchesFault)", () => {
     }
   });
   test("the threshold is three", () => expect(INTERRUPTED_LAUNCHES).toBe(3));
+});
+
+describe("drainedReason: what died with a stopped watcher is the machine's, not the attempt's", () => {
+  const stop = { pid: 41, signal: "SIGTERM", signalledAt: "2030-01-01T00:00:00.000Z", running: "session" as const };
+  test("a session the stop named, found vanished: drained, naming the watcher, the signal and when", () => {
+    expect(drainedReason({ stop, what: "session", vanished: "session process vanished without an exit status" })).toBe(
+      "drained: session process vanished without an exit status, after the watcher it ran beside (pid 41) was stopped by SIGTERM at 2030-01-01T00:00:00.000Z (a pod's end, a node drain or a service stop takes what runs beside it); an environment fault: the attempt is not counted and runs again",
+    );
+  });
+  test("no stop on record: the attempt answers for its end", () => {
+    expect(drainedReason({ stop: undefined, what: "session", vanished: "gone" })).toBeNull();
+  });
+  test("the stop named the session, but the verify vanished (a later one, started after the stop): not drained", () => {
+    expect(drainedReason({ stop, what: "verify", vanished: "gone" })).toBeNull();
+    expect(drainedReason({ stop: { ...stop, running: "verify" }, what: "verify", vanished: "gone" })).toStartWith("drained: gone, after the watcher");
+  });
 });

@@ -4,7 +4,8 @@
 // name and layout, the checksum before the unpacking), to loop (its runners, its tools, loop run's
 // own flags) and to the StatefulSet that runs it (the uid, the command).
 import { describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { allArgs, parseArgv } from "../../lib/shared/cli.ts";
 import { PRESETS } from "../../lib/definition/runners.ts";
@@ -68,6 +69,7 @@ const STAGES = INSTRUCTIONS.flatMap((ins, n) => (ins.op === "FROM" ? [n] : [])).
 });
 const FINAL = STAGES.at(-1)!;
 const BUILDER = STAGES.find((s) => s.name === "loop")!;
+const AGENTS = STAGES.find((s) => s.name === "agents")!;
 const sub = (s: string, vars: Record<string, string | null>) => s.replace(/\$\{(\w+)\}/g, (_, v: string) => vars[v] ?? `<unset ${v}>`);
 const runs = (stage: typeof FINAL) => stage.body.filter((i) => i.op === "RUN").map((i) => i.args);
 
@@ -76,10 +78,55 @@ const POD = STS.spec.template.spec;
 const LOOP_CONTAINER = POD.containers.find((c: { name: string }) => c.name === "loop");
 
 describe("the Containerfile", () => {
-  test("parses: every line is an instruction, exec forms are JSON, two stages on a Debian slim base", () => {
+  test("parses: every line is an instruction, exec forms are JSON; the binary's stage and the image on Debian slim, the npm CLIs' on Node's own", () => {
     expect(INSTRUCTIONS.length).toBeGreaterThan(10);
-    expect(STAGES.map((s) => s.name)).toEqual(["loop", null]);
-    for (const s of STAGES) expect(sub(s.image, GLOBAL)).toMatch(/^debian:[a-z]+-slim(@sha256:[0-9a-f]{64})?$/);
+    expect(STAGES.map((s) => s.name)).toEqual(["loop", "agents", null]);
+    for (const s of [BUILDER, FINAL]) expect(sub(s.image, GLOBAL)).toMatch(/^debian:[a-z]+-slim(@sha256:[0-9a-f]{64})?$/);
+    expect(sub(AGENTS.image, GLOBAL)).toMatch(/^node:\d+-[a-z]+-slim(@sha256:[0-9a-f]{64})?$/);
+  });
+
+  test("Node meets Claude Code's engine (>= 22: Debian trixie's 20 does not), and the image keeps Claude Code's native binary, not Node or npm", () => {
+    // @anthropic-ai/claude-code's package.json: "engines": { "node": ">=22.0.0" }; it installs a native binary.
+    expect(Number(/^node:(\d+)-/.exec(sub(AGENTS.image, GLOBAL))![1])).toBeGreaterThanOrEqual(22);
+    const install = runs(AGENTS).join("\n");
+    expect(install).toContain('head -c 4 "$claude" | grep -q ELF');
+    expect(install).toContain('install -m 755 "$claude" /opt/agents/bin/claude');
+    // Debian's node and npm are not installed in the image (npm alone brings hundreds of packages).
+    expect(runs(FINAL).join("\n")).not.toMatch(/install[^&]*\b(nodejs|npm)\b/);
+    const copies = FINAL.body.filter((i) => i.op === "COPY").map((i) => i.args);
+    expect(copies).toEqual(expect.arrayContaining(["--from=agents /opt/agents /opt/agents"]));
+    const path = FINAL.body.find((i) => i.op === "ENV")!.args;
+    expect(path).toMatch(/^PATH=\/opt\/agents\/bin:/);
+  });
+
+  test("a TLS-intercepting proxy's CA (EXTRA_CA_CERT, empty by default) is trusted by every stage that downloads, before it downloads, and by the image", () => {
+    expect(GLOBAL.EXTRA_CA_CERT).toBe("");
+    for (const stage of [AGENTS, FINAL]) {
+      expect(stage.args).toHaveProperty("EXTRA_CA_CERT");
+      const run = runs(stage).join("\n");
+      const trust = run.indexOf('if [ -n "${EXTRA_CA_CERT}" ]');
+      expect(trust).toBeGreaterThan(-1);
+      for (const download of ["npm install", "pip install"]) {
+        const at = run.indexOf(download);
+        if (at >= 0) expect({ download, after: at > trust }).toEqual({ download, after: true });
+      }
+    }
+    // apt fetches over plain HTTP (signed): ca-certificates comes first, then the extra CA joins its store.
+    const apt = runs(FINAL).find((r) => r.includes("apt-get install"))!;
+    expect(apt.indexOf("update-ca-certificates")).toBeGreaterThan(apt.indexOf("ca-certificates git"));
+    const env = FINAL.body.find((i) => i.op === "ENV")!.args;
+    for (const v of ["NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE"]) expect(env).toContain(`${v}=/etc/ssl/certs/ca-certificates.crt`);
+    // The PEM travels whole: the shell writes the variable, never a line of the Containerfile.
+    const pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----";
+    const dir = mkdtempSync(join(tmpdir(), "loop-ca-"));
+    try {
+      const line = /printf '%s\\n' "\$\{EXTRA_CA_CERT\}" > \/usr\/local\/share\/ca-certificates\/extra-ca\.crt/.exec(runs(FINAL).join("\n"))![0]!.replace("/usr/local/share/ca-certificates", dir);
+      const r = Bun.spawnSync(["sh", "-c", line], { env: testEnv({ EXTRA_CA_CERT: pem }) });
+      expect(r.exitCode).toBe(0);
+      expect(readFileSync(join(dir, "extra-ca.crt"), "utf8")).toBe(pem + "\n");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test("every RUN is shell that sh parses (sh -n)", () => {
@@ -111,7 +158,7 @@ describe("the Containerfile", () => {
     const first = /apt-get install -y --no-install-recommends ([^&]+)/.exec(apt)![1]!.trim().split(/\s+/);
     expect(first).toEqual(expect.arrayContaining(["git", "tmux", "bubblewrap", "tini", "ca-certificates"]));
     expect(apt).toContain("rm -rf /var/lib/apt/lists/*"); // in the same layer as the install
-    expect(FINAL.body.find((i) => i.op === "COPY")!.args).toBe("--from=loop /usr/local/bin/loop /usr/local/bin/loop");
+    expect(FINAL.body.filter((i) => i.op === "COPY").map((i) => i.args)).toContain("--from=loop /usr/local/bin/loop /usr/local/bin/loop");
     // The links (their tool list is held to the contract with the README's: tests/scripts/release.test.ts).
     expect(runs(FINAL).some((r) => /ln -sf loop \/usr\/local\/bin\/loop-\$t; done\s+&& loop --version$/.test(r))).toBe(true);
   });
@@ -119,10 +166,10 @@ describe("the Containerfile", () => {
   test("one build argument per agent CLI loop has a runner for, empty by default, each installing its CLI", () => {
     const ARG_OF: Record<keyof typeof PRESETS, string> = { claude: "CLAUDE_CODE_VERSION", codex: "CODEX_VERSION", aider: "AIDER_VERSION" };
     expect(Object.keys(ARG_OF).sort()).toEqual(Object.keys(PRESETS).sort());
-    const install = runs(FINAL).join("\n");
+    const install = [...runs(AGENTS), ...runs(FINAL)].join("\n");
     const PACKAGE: Record<string, string> = { claude: "@anthropic-ai/claude-code@", codex: "@openai/codex@", aider: "aider-chat==" };
     for (const [runner, arg] of Object.entries(ARG_OF)) {
-      expect({ arg, value: FINAL.args[arg] }).toEqual({ arg, value: "" });
+      expect({ arg, value: { ...AGENTS.args, ...FINAL.args }[arg] }).toEqual({ arg, value: "" });
       expect(install).toContain(`if [ -n "\${${arg}}" ]; then`);
       expect(install).toContain(`${PACKAGE[runner]}\${${arg}}`);
     }

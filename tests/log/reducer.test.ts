@@ -582,3 +582,40 @@ describe("work_item_reset is an epoch boundary", () => {
     expect(c.attempts).toEqual([]);
   });
 });
+
+describe("a watcher's stop (watcher_stopped) and what died with it", () => {
+  const stop = (item: string, attempt: number, running: "session" | "verify" = "session"): EventDraft => ({
+    type: "watcher_stopped",
+    item,
+    payload: { attempt, pid: 41, signal: "SIGTERM", signalledAt: "2030-01-01T00:00:00.000Z", running },
+  });
+  const drainedRequeue = (item: string, attempt: number): EventDraft => ({ type: "item_requeued", item, payload: { attempt, reason: "drained: gone", failed: false, resetBudget: false, drained: true } });
+
+  test("is kept on the attempt whose session ran; given back drained, the attempt is marked and not counted", () => {
+    const log = base(["a"]);
+    log.push(launch("a", 1), started("a", 1), stop("a", 1));
+    const seq = log.seq;
+    expect(fold(log.events).items.a!.attempts[0]!.drain).toEqual({ seq, pid: 41, signal: "SIGTERM", signalledAt: "2030-01-01T00:00:00.000Z", running: "session" });
+    log.push({ type: "session_ended", item: "a", payload: { attempt: 1, verdict: "drained", exitCode: null, signal: null, reason: "drained: gone" } }, drainedRequeue("a", 1));
+    const a = fold(log.events).items.a!;
+    expect({ status: a.status, failures: a.failures, drained: a.attempts[0]!.drained, outcome: a.attempts[0]!.outcome }).toEqual({ status: "pending", failures: 0, drained: true, outcome: "requeued: drained: gone" });
+    // Another requeue leaves no such mark.
+    log.push(launch("a", 2), started("a", 2), ended("a", 2), requeued("a", 2, "stopped by alice", { failed: false }));
+    expect(fold(log.events).items.a!.attempts[1]!.drained).toBeUndefined();
+  });
+
+  test("names the attempt in flight only: its current attempt, its session while it is launching or running, its verify while that runs", () => {
+    const log = base(["a", "b"]);
+    expectIllegal(log, log.next(stop("a", 1)), "item_status");
+    log.push(launch("a", 1));
+    log.push(stop("a", 1)); // launching: the session is starting
+    expectIllegal(log, log.next(stop("a", 2)), "attempt_mismatch");
+    expectIllegal(log, log.next(stop("a", 1, "verify")), "verify_order");
+    log.push(started("a", 1), ended("a", 1));
+    // Ended, no verify running: nothing of the attempt runs beside the watcher.
+    expectIllegal(log, log.next(stop("a", 1, "verify")), "verify_order");
+    log.push(verifyReserved("a", 1), verifyStarted("a", 1), stop("a", 1, "verify"));
+    expectIllegal(log, log.next(stop("a", 1, "session")), "verify_order");
+    expect(fold(log.events).items.a!.attempts[0]!.drain?.running).toBe("verify");
+  });
+});

@@ -54,6 +54,7 @@ const SAMPLES: Record<EventType, unknown> = {
   session_closed: closed("a", 1).payload,
   loop_drained: drained("Succeeded", { passed: 2 }).payload,
   loop_reopened: { reason: "new work items" },
+  watcher_stopped: { attempt: 1, pid: 7, signal: "SIGTERM", signalledAt: "2026-01-01T00:00:00.000Z", running: "session" },
   lease_taken_over: { previous: { owner: "o", pid: 12, host: "h", started: "2026-01-01T00:00:00.000Z", expires: "2026-01-01T00:30:00.000Z" }, why: "dead" },
   work_item_reset: resetDone("a").payload,
   forge_pr_recorded: { attempt: 1, number: 12, url: "https://github.com/acme/api/pull/12", head: "a".repeat(40), draft: true, reused: false },

@@ -65,7 +65,7 @@ function mainDefinition(l: LoopUnderTest, maxAttempts = 2, timeouts = TIMEOUTS) 
   };
 }
 
-type ScenarioName = "main" | "ctl-skip" | "ctl-stop" | "ctl-skip-run-first" | "ctl-stop-verify" | "ctl-stop-verify-run-first" | "ask" | "edge" | "seeded" | "reset" | "budget";
+type ScenarioName = "main" | "ctl-skip" | "ctl-stop" | "ctl-skip-run-first" | "ctl-stop-verify" | "ctl-stop-verify-run-first" | "ask" | "edge" | "seeded" | "reset" | "budget" | "drain";
 
 interface Scenario {
   /** What the scenario does, for people reading a failure. */
@@ -217,6 +217,22 @@ const SCENARIOS: Record<ScenarioName, Scenario> = {
       return { outcome: "Failed", items: { spender: "failed", "after-spender": "blocked", other: "passed" } };
     },
   },
+  drain: {
+    what: "a watcher stopped by SIGTERM while an agent works (maxAttempts 1), everything beside it killed as a pod's end does; the next steps give the attempt back and it passes",
+    async run(l) {
+      writeLoopJson(l.root, {
+        name: "drain",
+        defaults: { runner: "counted", timeouts: TIMEOUTS },
+        runners: { counted: countingRunner(l.launchLog) },
+        items: [{ id: "long", prompt: "Works long on attempt 1.\n@demo attempt 1 sleep 300\n@demo write L.md l", verify: countingVerify(l.verifyLog, "test -s L.md"), maxAttempts: 1 }],
+      });
+      await drainWatcher(l, () => readLaunches(l.launchLog).includes("long 1"));
+      await l.untilDrained();
+      const item = l.state().items.find((i: { id: string }) => i.id === "long");
+      if (item.failures !== 0) throw new Error(`the drained attempt was counted: ${JSON.stringify(item)}\n${l.trace()}`);
+      return { outcome: "Succeeded", items: { long: "passed" } };
+    },
+  },
   seeded: {
     what: "a history from a writer that settled an item without closing its live session; the sweep closes it",
     async run(l, fp) {
@@ -359,6 +375,34 @@ async function ctlVerifyScenario(l: LoopUnderTest, o: { repeat?: boolean } = {})
   return { outcome: "Succeeded", items: { verifying: "passed", "other-item": "passed" } };
 }
 
+/**
+ * A `loop run --watch --forever` (armed like every command) until `ready`, then SIGTERM, as a pod's
+ * end begins; it exits 130, or dies at the armed failpoint. Then the rest of the pod's end: every
+ * process of the loop's sessions killed at once.
+ */
+async function drainWatcher(l: LoopUnderTest, ready: () => boolean): Promise<void> {
+  const armed = l.armed;
+  const proc = spawnLoop(["run", "--watch", "--forever", "--interval", "200ms", "--json", "--root", l.root], { ...l.o.env, ...(armed ? { LOOP_FAILPOINT: l.o.failpoint! } : {}) });
+  // Read as it runs: a watcher blocked on a full pipe would never step.
+  const ended = finish(proc);
+  try {
+    await waitFor("the watcher's agent at work", l, ready);
+  } finally {
+    proc.kill("SIGTERM");
+  }
+  const r = await ended;
+  const err = r.stderr;
+  l.history.push(`run --watch${armed ? ` [${l.o.failpoint}]` : ""} SIGTERM -> ${r.signal ?? r.code}`);
+  if (r.signal === "SIGKILL" && armed && err.includes(`failpoint ${l.o.failpoint}: killing self`)) l.killedBy = { args: ["run", "--watch"], stderr: err, pid: proc.pid };
+  else if (r.code !== 130) throw new Error(`the watcher ended ${r.signal ?? r.code}, not 130:\n${err}\n${l.trace()}`);
+  const marks = readEvents(l.stateRoot).filter((e) => e.type === "launch_reserved").map((e) => JSON.parse(e.payload).sessionId as string);
+  for (const m of markedProcesses(marks))
+    try {
+      process.kill(m.pid, "SIGKILL");
+    } catch {}
+  await waitFor("the pod's processes gone", l, () => markedProcesses(marks).length === 0);
+}
+
 const labels = (names: readonly string[]) => names.flatMap((n) => [`${n}:before_commit`, `${n}:after_commit`]);
 
 /** Failpoints only a loop with a forge reaches, proven against the fake GitHub (tests/step/forge/landing.test.ts). */
@@ -368,7 +412,7 @@ const REACTION_FAILPOINTS = ["reaction:after_seen", "reaction:before_commit", "r
 
 /** Which scenario proves each failpoint: the first loop command that passes the point dies there. */
 const CASES: [string, ScenarioName][] = [
-  ...EFFECT_POINTS.filter((n) => !FORGE_FAILPOINTS.includes(n) && !REACTION_FAILPOINTS.includes(n) && !n.startsWith("reset:") && !n.startsWith("budget:")).map((n): [string, ScenarioName] => [n, "main"]),
+  ...EFFECT_POINTS.filter((n) => !FORGE_FAILPOINTS.includes(n) && !REACTION_FAILPOINTS.includes(n) && !n.startsWith("reset:") && !n.startsWith("budget:") && !n.startsWith("watch:")).map((n): [string, ScenarioName] => [n, "main"]),
   ...labels(["import", "start", "drain", "reserve", "session_started", "session_ended", "requeue", "verify_reserve", "verify_started", "verify", "landing", "settle"]).map((n): [string, ScenarioName] => [n, "main"]),
   ...[...labels(["ctl"]), "close:before_kill", "close:after_kill", "close:after_worktree"].map((n): [string, ScenarioName] => [n, "ctl-stop-verify"]),
   ...["ctl:before_commit", "close:after_kill"].map((n): [string, ScenarioName] => [n, "ctl-stop-verify-run-first"]),
@@ -383,6 +427,7 @@ const CASES: [string, ScenarioName][] = [
   ...["reset:after_close", "reset:after_files", "reset:after_branch", ...labels(["reset"])].map((n): [string, ScenarioName] => [n, "reset"]),
   ...["close:before_kill", "close:after_kill", "close:after_worktree"].map((n): [string, ScenarioName] => [n, "reset"]),
   ...["budget:before_close", ...labels(["usage", "budget"]), "close:before_kill", "close:after_kill"].map((n): [string, ScenarioName] => [n, "budget"]),
+  ...["watch:after_proof", ...labels(["watch"])].map((n): [string, ScenarioName] => [n, "drain"]),
 ];
 
 async function runCase(fp: string, scenario: ScenarioName): Promise<void> {
@@ -393,7 +438,9 @@ async function runCase(fp: string, scenario: ScenarioName): Promise<void> {
   const expected = await SCENARIOS[scenario].run(l, fp);
   if (!l.killedBy) throw new Error(`failpoint ${fp} was never reached in scenario ${scenario} (${SCENARIOS[scenario].what})\n${l.trace()}`);
   await checkDrained(l, expected);
-  // The killed process held the lease; the next command took it over and said so.
+  // The killed process held the lease; the next command took it over and said so. (A watcher
+  // killed after its proof, before it took the lease to record it, held none.)
+  if (fp === "watch:after_proof") return cleanupDir(dir);
   const takeovers = readEvents(l.stateRoot)
     .filter((e) => e.type === "lease_taken_over")
     .map((e) => JSON.parse(e.payload));

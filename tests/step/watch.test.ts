@@ -7,6 +7,7 @@ import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { BusyError, DefinitionError, UsageError } from "../../lib/shared/errors.ts";
 import { readRunPid } from "../../lib/step/run-pid.ts";
+import { readStopProof } from "../../lib/step/drain.ts";
 import type { RunAction, RunResult } from "../../lib/step/step.ts";
 import { watchSteps, type WatchOptions } from "../../lib/step/watch.ts";
 import { TempDirs } from "../helpers/fs.ts";
@@ -190,6 +191,16 @@ describe("watchSteps", () => {
       expect(w.code).toBe(130);
       expect(process.listenerCount(sig)).toBe(before);
     }
+  });
+
+  test("a stop leaves its proof the moment it comes, before the step at hand ends; with no store to record it in, the proof is removed", async () => {
+    const p = project();
+    let proof: unknown = null;
+    const w = await watch(p, ["launched", () => (process.emit("SIGTERM", "SIGTERM"), (proof = readStopProof(p.stateRoot)), result("waiting"))], { signals: ["SIGTERM"] });
+    expect(w.code).toBe(130);
+    expect(proof).toEqual({ pid: process.pid, started: expect.any(String), signal: "SIGTERM", at: expect.any(String) });
+    // Nothing was ever launched here (the step is a script): no store, nothing ran beside the watcher.
+    expect(existsSync(join(p.stateRoot, "watcher-stop.json"))).toBe(false);
   });
 
   test("an already aborted signal: no step, 130, nothing left behind", async () => {

@@ -38,6 +38,8 @@ const facts = (over: Partial<SystemdFacts> = {}): SystemdFacts => ({
   userManager: true,
   runtimeDir: "/run/user/1000",
   uid: 1000,
+  user: "loop",
+  linger: true,
   ...over,
 });
 
@@ -59,8 +61,25 @@ describe("the decision, as data", () => {
       name: "systemd demanded but absent: refused with the reason",
       facts: facts({ uid: 0, systemManager: false }),
       mode: "systemd",
-      want: { use: "refuse", why: "LOOP_SESSION_SCOPE=systemd, but no systemd manager runs here (/run/systemd/system is missing)" },
+      want: { use: "refuse", why: "LOOP_SESSION_SCOPE=systemd, but no systemd manager runs here (/run/systemd/system is missing)", lack: "no_system_manager" },
     },
+    {
+      name: "a user whose user manager runs only for a login (no linger): process group, saying why; the scope would end at logout",
+      facts: facts({ linger: false }),
+      mode: "auto",
+      want: {
+        use: "process_group",
+        why: "lingering is off for loop (uid 1000): its systemd user manager runs only while it is logged in, and ends every scope in it after the last logout (`loginctl enable-linger` keeps it)",
+      },
+    },
+    {
+      name: "systemd demanded by a user without linger: refused, naming loginctl enable-linger",
+      facts: facts({ linger: false }),
+      mode: "systemd",
+      want: { use: "refuse", why: expect.stringContaining("`loginctl enable-linger` keeps it"), lack: "no_linger" },
+    },
+    { name: "linger unknown (no name for the uid): a user manager that is there is used", facts: facts({ user: null, linger: null }), mode: "auto", want: { use: "systemd_scope", unit, manager: "user" } },
+    { name: "root needs no linger", facts: facts({ uid: 0, linger: false }), mode: "systemd", want: { use: "systemd_scope", unit, manager: "system" } },
   ];
   for (const c of cases) test(c.name, () => expect(decideMechanism(c.facts, c.mode, target)).toEqual(c.want as never));
 
@@ -319,7 +338,10 @@ describe("on this machine, for real", () => {
         expect(r.loop.state).toBe("paused");
         const faults = p.eventsOf("environment_fault");
         expect(faults).toHaveLength(1);
-        expect(String(faults[0]!.payload.reason)).toContain("LOOP_SESSION_SCOPE=systemd, but ");
+        // Found before anything is reserved (lib/decisions/faults.ts scopeFault).
+        expect(String(faults[0]!.payload.reason)).toContain("sessions must run in a systemd scope of their own, but ");
+        expect(faults[0]!.payload.attempt).toBeNull();
+        expect(p.eventsOf("launch_reserved")).toEqual([]);
         expect(p.eventsOf("launch_failed")).toEqual([]);
         expect(p.eventsOf("session_started")).toEqual([]);
         expect(existsSync(join(p.sessionDir("a", 1), "started.json"))).toBe(false);

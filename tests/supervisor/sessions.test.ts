@@ -6,6 +6,8 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { demoDefinition, scenario } from "../helpers/project.ts";
+import { sessionAlive } from "../../lib/supervisor/liveness.ts";
+import { processStartTime } from "../../lib/shared/process.ts";
 
 const T = 120_000;
 
@@ -83,4 +85,24 @@ describe("the agent's environment and attempt counting", () => {
       ),
     T,
   );
+});
+
+describe("a session's liveness", () => {
+  test("a group whose leader has another start time than the recorded wrapper's is another group (a new pod's pids start from 1 again)", async () => {
+    const child = Bun.spawn(["sleep", "60"], { detached: true, stdio: ["ignore", "ignore", "ignore"] });
+    try {
+      const start = processStartTime(child.pid);
+      expect(start).not.toBeNull();
+      const s = { pid: child.pid, tmux: null };
+      expect(sessionAlive(s, process.env, start)).toBe(true);
+      // Without a recorded start (an older wrapper's started.json): any live member counts.
+      expect(sessionAlive(s, process.env, null)).toBe(true);
+      // The recorded wrapper started at another time: the group alive now is not the session's.
+      expect(sessionAlive(s, process.env, String(Number(start) + 1))).toBe(false);
+    } finally {
+      child.kill("SIGKILL");
+      await child.exited;
+    }
+    expect(sessionAlive({ pid: child.pid, tmux: null }, process.env, null)).toBe(false);
+  });
 });
