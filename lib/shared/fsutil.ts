@@ -1,5 +1,6 @@
 // Small file helpers shared by the effectful modules.
-import { closeSync, constants as fsConstants, fstatSync, fsyncSync, lstatSync, openSync, readSync, renameSync, rmSync, type Stats, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { closeSync, constants as fsConstants, fstatSync, fsyncSync, lstatSync, openSync, readlinkSync, readSync, realpathSync, renameSync, rmSync, type Stats, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { isAbsolute, join, relative, sep } from "node:path";
 
 /**
  * Write a file so that readers see either the old or the new content, never a torn one. The
@@ -161,6 +162,56 @@ export function openOwnFile(path: string, flags: number = fsConstants.O_RDONLY):
     return { kind: "error", message: why };
   }
   return { kind: "ok", fd, size: st.size };
+}
+
+/**
+ * openOwnFile for a file at `path` under `root` (the state root), following no link on the way:
+ * every folder between the root and the file must be a folder, not a link to one (an agent that
+ * replaces `sessions/<item>/1` by a link to another folder must not get that folder's files shown).
+ * The root itself is resolved (it is the operator's). Where /proc says which file a descriptor
+ * holds (Linux), that is checked too, so a folder swapped for a link between the check and the
+ * open is caught as well.
+ */
+export function openOwnFileBeneath(root: string, path: string, flags: number = fsConstants.O_RDONLY): OwnOpen {
+  const rel = relative(root, path);
+  if (rel === "" || rel === ".." || rel.startsWith(`..${sep}`) || isAbsolute(rel)) return { kind: "error", message: `it is not under ${root}` };
+  let base: string;
+  try {
+    base = realpathSync(root);
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    return e.code === "ENOENT" ? { kind: "absent" } : { kind: "error", message: e.message };
+  }
+  const parts = rel.split(sep);
+  let at = base;
+  for (const [i, part] of parts.slice(0, -1).entries()) {
+    at = join(at, part);
+    let st: Stats;
+    try {
+      st = lstatSync(at);
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException;
+      if (e.code === "ENOENT") return { kind: "absent" };
+      return { kind: "error", message: e.message };
+    }
+    const shown = parts.slice(0, i + 1).join("/");
+    if (st.isSymbolicLink()) return { kind: "error", message: `${shown} is a symbolic link (not followed)` };
+    if (!st.isDirectory()) return { kind: "error", message: `${shown} is not a folder` };
+  }
+  const expected = join(base, ...parts);
+  const opened = openOwnFile(expected, flags);
+  if (opened.kind !== "ok") return opened;
+  let held: string | null = null;
+  try {
+    held = readlinkSync(`/proc/self/fd/${opened.fd}`);
+  } catch {
+    // No /proc here: the checks above stand alone.
+  }
+  if (held !== null && held !== expected) {
+    closeSync(opened.fd);
+    return { kind: "error", message: "a folder on its path was replaced while it was being opened" };
+  }
+  return opened;
 }
 
 /**
