@@ -330,6 +330,10 @@ describe("appendItemsText keeps everything outside the items array", () => {
     expect(r.text).toContain('"defaults": { "verify": "true" },\n  "items": [');
     expect(r.text.endsWith("  ]\n  // end\n}\n")).toBe(true);
   });
+  test("an item whose prompt is several megabytes long: appended after it", () => {
+    const r = check(JSON.stringify({ name: "x", defaults: { verify: "true" }, items: [{ id: "a", prompt: `big "${"p".repeat(3_000_000)}" \\ end` }] }), [it1]);
+    expect(r.ids).toEqual(["a", "n1"]);
+  });
   test("a string holding brackets and // is not confused with structure", () => {
     const r = check('{"name":"x","defaults":{"verify":"echo ] // }"},"items":[{"id":"a","prompt":"[x] // y"}]}', [it1]);
     expect(r.ids).toEqual(["a", "n1"]);
