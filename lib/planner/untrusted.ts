@@ -32,9 +32,9 @@ export function fenceNonce(texts: readonly string[]): string {
   return nonce;
 }
 
-/** One block of data: a begin marker naming what it is, each line behind "| ", an end marker. */
-export function fence(label: string, text: string, nonce: string): string {
-  const body = cleanUntrusted(text)
+/** One block of data: a begin marker naming what it is, each line behind "| ", an end marker; cut at `cap` characters. */
+export function fence(label: string, text: string, nonce: string, cap = FIELD_CAP): string {
+  const body = cleanUntrusted(text, cap)
     .split("\n")
     .map((l) => `| ${l}`)
     .join("\n");
