@@ -77,7 +77,7 @@ export function describeItem(it: Describable, o: { n: number; of: number; defaul
   if (it.source) lines.push(field("source", one("source", it.source.split("\n")[0]!).text));
   lines.push(...flags);
   if (folded) lines.push(`  ! shown folded: each ⟨…⟩ stands for a run of blank or hidden characters, counted (${WHOLE})`);
-  for (const w of o.warnings.filter((x) => x.item === it.id)) lines.push(`  ! ${w.code}: ${shownLine(w.message, Infinity).text}`);
+  for (const w of o.warnings.filter((x) => x.item === it.id)) lines.push(`  ! ${w.code}: ${shownLine(w.message).text}`);
   return lines.join("\n");
 }
 
@@ -85,7 +85,7 @@ export function describeItem(it: Describable, o: { n: number; of: number; defaul
 export function otherWarnings(items: readonly Describable[], warnings: readonly Warning[]): string[] {
   return warnings
     .filter((w) => w.item === null || !items.some((it) => it.id === w.item))
-    .map((w) => `! ${w.code}${w.item ? ` ${shownLine(w.item).text}` : ""}: ${shownLine(w.message, Infinity).text}`);
+    .map((w) => `! ${w.code}${w.item ? ` ${shownLine(w.item).text}` : ""}: ${shownLine(w.message).text}`);
 }
 
 /** What an item left at its defaults gets, from loop.json as written (already validated). */

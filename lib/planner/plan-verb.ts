@@ -55,9 +55,8 @@ export async function planVerb(o: PlanVerbOptions): Promise<PlanDocument> {
   if (!o.yes && !o.dryRun && !o.stdinIsTTY)
     throw new UsageError("loop plan needs a terminal to review the draft: pass --dry-run to print it, or --yes to append it unreviewed. Nothing was drafted.");
   const { file, def } = loadLoopDefinition(o.root);
-  const raw = file.raw as { defaults?: { runner?: unknown; verify?: unknown } };
-  const defaultRunner = typeof raw.defaults?.runner === "string" ? raw.defaults.runner : "demo";
-  const defaults = reviewDefaultsOf(raw);
+  const defaults = reviewDefaultsOf(file.raw);
+  const defaultRunner = defaults.runner;
   const catalogue = runnerCatalogue(def.runners);
   const names = catalogue.map((r) => r.name);
   const runner = o.runner ?? defaultRunner;
