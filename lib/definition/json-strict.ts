@@ -36,6 +36,31 @@ export function formatJsonPath(keys: readonly unknown[]): string {
   return out;
 }
 
+const PLAIN_RUN = /[^"\\\u0000-\u001f]*/y;
+const ESCAPE = /\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})/y;
+
+/**
+ * The end (exclusive) of the JSON string literal whose opening quote is at `start`, or -1 when it
+ * is not a complete one (a raw control character, a bad escape, no closing quote). Scanned run by
+ * run: one regular expression over the whole literal recurses per character and gives up on a
+ * string of a few megabytes, calling a valid file invalid.
+ */
+export function stringLiteralEnd(text: string, start: number): number {
+  if (text[start] !== '"') return -1;
+  let at = start + 1;
+  for (;;) {
+    PLAIN_RUN.lastIndex = at;
+    at += PLAIN_RUN.exec(text)![0].length;
+    const c = text[at];
+    if (c === '"') return at + 1;
+    if (c !== "\\") return -1; // the end of the text, or a raw control character
+    ESCAPE.lastIndex = at;
+    const esc = ESCAPE.exec(text);
+    if (!esc) return -1;
+    at += esc[0].length;
+  }
+}
+
 /** Parses JSON text as described above; throws JsonSyntaxError at the first syntax error. */
 export function parseStrictJson(input: string): StrictJson {
   const text = input
@@ -75,9 +100,10 @@ export function parseStrictJson(input: string): StrictJson {
   };
   const string = (): string => {
     const start = pos;
-    const lit = token(/"(?:[^"\\\u0000-\u001f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"/y);
-    if (lit === undefined) return fail("a complete string (control characters must be escaped)", start);
-    const s = JSON.parse(lit) as string;
+    const end = stringLiteralEnd(text, start);
+    if (end < 0) return fail("a complete string (control characters must be escaped)", start);
+    pos = end;
+    const s = JSON.parse(text.slice(start, end)) as string;
     if (LONE_SURROGATE.test(s)) fail("a string without unpaired surrogate escapes", start);
     return s;
   };

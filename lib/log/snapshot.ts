@@ -3,7 +3,7 @@
 // verbs (status, replay) need nothing else, so this module does not load the event schemas or the
 // reducer: a cold `loop status` pays for what it uses (bench/README.md).
 import { Database, constants } from "bun:sqlite";
-import { copyFileSync, existsSync, lstatSync, mkdtempSync, readdirSync, readlinkSync, realpathSync, rmSync, statSync } from "node:fs";
+import { copyFileSync, existsSync, lstatSync, mkdtempSync, readdirSync, readlinkSync, realpathSync, rmSync, type Stats, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { StoreError } from "../shared/errors.ts";
@@ -235,7 +235,26 @@ function fileSig(path: string): string {
 function realDbPath(stateRoot: string): string {
   const path = dbPath(stateRoot);
   if (!existsSync(path)) throw new StoreError("missing_store", `no store at ${path} (run \`loop init\` first)`);
-  return realpathSync(path);
+  const real = realpathSync(path);
+  const why = notRegular(real);
+  if (why) throw new StoreError("corrupt_store", `store under ${stateRoot} is not a loop store: ${real} is ${why}, not a regular file, and was not opened`);
+  return real;
+}
+
+/**
+ * What a store file is when it is not a regular file (null when it is, or is gone): SQLite would
+ * open a FIFO in its place and wait in the open for ever (every page of `loop serve`, `/metrics`
+ * included, and `loop status`), and a device or a folder is no store either.
+ */
+function notRegular(path: string): string | null {
+  let st: Stats;
+  try {
+    st = lstatSync(path);
+  } catch {
+    return null;
+  }
+  if (st.isFile()) return null;
+  return st.isFIFO() ? "a FIFO" : st.isSymbolicLink() ? "a symbolic link" : st.isDirectory() ? "a folder" : st.isSocket() ? "a socket" : "a device";
 }
 
 const SNAPSHOT_PREFIX = "loop-snapshot-";
@@ -288,9 +307,11 @@ function sweepStaleSnapshots(ns: string): void {
 
 function openSnapshot(stateRoot: string): ReadSnapshot {
   const path = realDbPath(stateRoot);
+  const walWhy = notRegular(`${path}-wal`);
+  if (walWhy) throw new StoreError("corrupt_store", `store under ${stateRoot} is not a loop store: ${path}-wal is ${walWhy}, not a regular file, and was not opened`);
   let walSize = 0;
   try {
-    walSize = statSync(`${path}-wal`).size;
+    walSize = lstatSync(`${path}-wal`).size;
   } catch {}
   let db: Database;
   let tmp: string | null = null;

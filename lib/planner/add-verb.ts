@@ -5,7 +5,7 @@ import { isItemId } from "../definition/refs.ts";
 import { appendItems, type AppendResult, type NewItem } from "./append.ts";
 import { type IssueSource, requireIssueSource } from "./issues.ts";
 import { readLoopFile } from "./loop-file.ts";
-import { defaultVerifyOf, describeUnreviewed } from "./describe.ts";
+import { describeUnreviewed, reviewDefaultsOf } from "./describe.ts";
 import { reviewItems } from "./review.ts";
 import { parseItemLines } from "./text-format.ts";
 
@@ -67,9 +67,9 @@ export async function addVerb(o: AddVerbOptions): Promise<AddDocument> {
   if (list) {
     // Nothing is appended without its every field shown to a person: at the review, or with --yes on stderr.
     const shown = preview.added.map((a, i) => ({ ...a, dependsOn: items[i]!.dependsOn ?? [], runner: items[i]!.runner ?? null, model: items[i]!.model ?? null, verify: items[i]!.verify ?? null, index: i }));
-    const defaultVerify = defaultVerifyOf(readLoopFile(o.root).raw);
-    if (o.yes) o.notice(describeUnreviewed(shown, { what: `loop add: appending ${shown.length} item${shown.length === 1 ? "" : "s"} to loop.json`, defaultVerify, warnings: [] }));
-    else items = (await reviewItems(shown, { editable: false, what: "Append these {n} items to loop.json", defaultVerify, warnings: [] })).map((k) => items[k.index]!);
+    const defaults = reviewDefaultsOf(readLoopFile(o.root).raw);
+    if (o.yes) o.notice(describeUnreviewed(shown, { what: `loop add: appending ${shown.length} item${shown.length === 1 ? "" : "s"} to loop.json`, defaults, warnings: [] }));
+    else items = (await reviewItems(shown, { editable: false, what: "Append these {n} items to loop.json", defaults, warnings: [] })).map((k) => items[k.index]!);
   }
   const r = appendItems({ root: o.root, items, dryRun: false });
   return { schema: "loop/add@1", file: r.file, dryRun: false, added: r.added };

@@ -46,6 +46,13 @@ export interface AnswerContext {
   maxItems: number;
 }
 
+/**
+ * The longest fields an answer may hold, in characters: what review shows must be readable, so a
+ * verify command (a shell command `loop run` executes) cannot hide its head behind a million spaces,
+ * nor a prompt bury what it asks. Longer is a problem, fed back to the planner for its one retry.
+ */
+export const ANSWER_CAPS = { verify: 1_000, prompt: 16_000, model: 200 } as const;
+
 const Str = v.string("must be a string");
 const NonBlank = v.pipe(Str, v.check((s) => s.trim() !== "", "must not be empty"));
 const Item = v.strictObject(
@@ -140,6 +147,10 @@ export function checkAnswer(raw: unknown, ctx: AnswerContext): Checked {
         if (!(e instanceof RefError)) throw e;
         problems.push(`${at}.ref: ${e.message}`);
       }
+    }
+    for (const key of ["verify", "prompt", "model"] as const) {
+      const n = it[key] ? Array.from(it[key]).length : 0;
+      if (n > ANSWER_CAPS[key]) problems.push(`${at}.${key}: ${n} characters, at most ${ANSWER_CAPS[key]} allowed (a person reviews it before it is written)`);
     }
     let runner = it.runner ?? null;
     if (runner !== null && !ctx.runners.includes(runner)) {

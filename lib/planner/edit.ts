@@ -2,6 +2,7 @@
 // (comments, key order, spacing) stays byte for byte; the new items follow the last one, indented
 // like it. Pure: text in, text out. The caller validates the result as `loop run` would
 // (lib/planner/append.ts); the input must already be syntactically valid JSON (json-strict.ts).
+import { stringLiteralEnd } from "../definition/json-strict.ts";
 
 /** Offsets into the text: [start, end) of a value. */
 interface Span {
@@ -25,12 +26,11 @@ class Scanner {
     while (this.pos < this.t.length && " \t\r\n\uFEFF".includes(this.t[this.pos]!)) this.pos++;
   }
   string(): string {
-    const m = /"(?:[^"\\]|\\.)*"/y;
-    m.lastIndex = this.pos;
-    const r = m.exec(this.t);
-    if (!r) throw new Error(`internal: expected a string at offset ${this.pos}`);
-    this.pos += r[0].length;
-    return JSON.parse(r[0]) as string;
+    const end = stringLiteralEnd(this.t, this.pos);
+    if (end < 0) throw new Error(`internal: expected a string at offset ${this.pos}`);
+    const lit = this.t.slice(this.pos, end);
+    this.pos = end;
+    return JSON.parse(lit) as string;
   }
   /** Skips one value; returns its span, and its members or elements when it is an object or an array. */
   value(): { span: Span; members?: Member[]; elements?: Span[] } {

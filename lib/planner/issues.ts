@@ -6,7 +6,8 @@ import { loadDefinition } from "../definition/loop-json.ts";
 import type { NormForge } from "../definition/normalized.ts";
 import { refPrefix } from "../definition/refs.ts";
 import { describeFailure, type ForgeResult } from "../forge/provider.ts";
-import { capped, sanitizeLine } from "../forge/untrusted.ts";
+import { sanitizeLine } from "../forge/untrusted.ts";
+import { cleanText } from "../shared/untrusted-text.ts";
 import { ForgeError, UsageError } from "../shared/errors.ts";
 import { forgeTimeout } from "../forge/timeout.ts";
 import type { Issue, PullRequest } from "./prompt.ts";
@@ -55,19 +56,20 @@ export function forgeIssueSource(settings: NormForge, token: string | null, o: {
     return openForge({ settings, token, timeoutMs: o.timeoutMs, notice: (m) => warn(`forge: ${m}`) });
   };
   const forge = () => (provider ??= open());
-  // Forge text is untrusted: hidden characters and HTML comments go, sizes are capped, here at the
-  // boundary; the planner's prompt fences it again as data.
+  // Forge text is untrusted: hidden characters and HTML comments go, titles and labels are capped,
+  // here at the boundary; the planner's prompt cuts the bodies and fences everything as data.
   return {
     repo: { provider: settings.provider, host, owner, repo },
     async searchOpenIssues(search) {
       const found = need(await (await forge()).searchOpenIssues(search), `searching the issues of ${settings.repo} for ${JSON.stringify(search)}`);
       for (const note of found.notes) warn(`forge: searching the issues of ${settings.repo}: ${note}`);
-      return found.issues.map((i) => ({ ref: refOf(i.number), title: sanitizeLine(i.title, 200), body: capped(i.body), labels: i.labels.map((l) => sanitizeLine(l, 50)) }));
+      // A body is cut by the prompt (FORGE_CAPS), whose notice then counts from its whole length.
+      return found.issues.map((i) => ({ ref: refOf(i.number), title: sanitizeLine(i.title, 200), body: cleanText(i.body), labels: i.labels.map((l) => sanitizeLine(l, 50)) }));
     },
     async openPullRequests() {
       const f = await forge();
       const pulls = need(await f.openPulls(), `listing the open ${f.pullNoun}s of ${settings.repo}`);
-      return pulls.map((p) => ({ ref: refOf(p.number), title: sanitizeLine(p.title, 200), body: capped(p.body) }));
+      return pulls.map((p) => ({ ref: refOf(p.number), title: sanitizeLine(p.title, 200), body: cleanText(p.body) }));
     },
   };
 }

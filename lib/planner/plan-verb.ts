@@ -9,8 +9,8 @@ import { type IssueSource, requireIssueSource } from "./issues.ts";
 import { itemStatuses, loadLoopDefinition } from "./loop-file.ts";
 import { draftPlan } from "./plan.ts";
 import { runnerCatalogue } from "./planners.ts";
-import type { PlanContext } from "./prompt.ts";
-import { defaultVerifyOf, describeUnreviewed } from "./describe.ts";
+import { FORGE_CAPS, type PlanContext, pullsForPrompt } from "./prompt.ts";
+import { describeUnreviewed, reviewDefaultsOf } from "./describe.ts";
 import { reviewItems } from "./review.ts";
 import { runPlanner } from "./run-planner.ts";
 import { agentRule } from "../definition/environment.ts";
@@ -45,7 +45,7 @@ export interface PlanVerbOptions {
   yes: boolean;
   stdinIsTTY: boolean;
   env: Record<string, string | undefined>;
-  /** Where --yes says what it appends unreviewed (stderr, as a warning: --quiet keeps it). */
+  /** Where warnings go (stderr, --quiet keeps them): what --yes appends unreviewed, what the prompt left out. */
   notice: (text: string) => void;
 }
 
@@ -55,9 +55,8 @@ export async function planVerb(o: PlanVerbOptions): Promise<PlanDocument> {
   if (!o.yes && !o.dryRun && !o.stdinIsTTY)
     throw new UsageError("loop plan needs a terminal to review the draft: pass --dry-run to print it, or --yes to append it unreviewed. Nothing was drafted.");
   const { file, def } = loadLoopDefinition(o.root);
-  const raw = file.raw as { defaults?: { runner?: unknown; verify?: unknown } };
-  const defaultRunner = typeof raw.defaults?.runner === "string" ? raw.defaults.runner : "demo";
-  const defaultVerify = defaultVerifyOf(raw);
+  const defaults = reviewDefaultsOf(file.raw);
+  const defaultRunner = defaults.runner;
   const catalogue = runnerCatalogue(def.runners);
   const names = catalogue.map((r) => r.name);
   const runner = o.runner ?? defaultRunner;
@@ -65,8 +64,11 @@ export async function planVerb(o: PlanVerbOptions): Promise<PlanDocument> {
   let forge: PlanContext["forge"] = null;
   if (o.issues !== undefined) {
     const source = requireIssueSource(o.issueSource, "--issues");
-    const [issues, pulls] = await Promise.all([source.searchOpenIssues(o.issues), source.openPullRequests()]);
-    forge = { search: o.issues, issues, pulls };
+    const [issues, open] = await Promise.all([source.searchOpenIssues(o.issues), source.openPullRequests()]);
+    const { pulls, leftOut } = pullsForPrompt(issues, open);
+    if (leftOut)
+      o.notice(`loop plan: ${leftOut} of the ${open.length} open pull requests are left out of the planner's prompt (at most ${FORGE_CAPS.pulls}, those naming a matched issue first); it may draft an issue one of them covers`);
+    forge = { search: o.issues, issues, pulls, pullsLeftOut: leftOut };
   }
   const status = itemStatuses(o.stateRoot, def.items.map((i) => i.id));
   const context: PlanContext = {
@@ -92,8 +94,8 @@ export async function planVerb(o: PlanVerbOptions): Promise<PlanDocument> {
   if (draft.outcome !== "drafted" || o.dryRun) return doc;
   let items = draft.items;
   // Nothing is appended without its every field shown to a person: at the review, or with --yes on stderr.
-  if (!o.yes) items = await reviewItems(items, { editable: true, what: "Append {n} items to loop.json", defaultVerify, warnings: draft.warnings });
-  else o.notice(describeUnreviewed(items, { what: `loop plan: appending ${items.length} drafted item${items.length === 1 ? "" : "s"} to loop.json`, defaultVerify, warnings: draft.warnings }));
+  if (!o.yes) items = await reviewItems(items, { editable: true, what: "Append {n} items to loop.json", defaults, warnings: draft.warnings });
+  else o.notice(describeUnreviewed(items, { what: `loop plan: appending ${items.length} drafted item${items.length === 1 ? "" : "s"} to loop.json`, defaults, warnings: draft.warnings }));
   if (items.length === 0) return doc;
   // Items whose dependency review dropped would make the definition invalid: said by the validation.
   try {

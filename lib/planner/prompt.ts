@@ -1,7 +1,7 @@
 // The one prompt the planner agent gets (docs/cli/loop-plan.md#what-the-planner-is-told). The agent
 // has no tools: loop gathers every piece of context and puts it here. Everything that came from
 // outside loop (the brief, existing prompts, issue and PR text) is fenced data (untrusted.ts). Pure.
-import { dataBlock } from "./untrusted.ts";
+import { cleanUntrusted, dataBlock } from "./untrusted.ts";
 
 export interface ExistingItem {
   id: string;
@@ -25,6 +25,14 @@ export interface PullRequest {
   body: string;
 }
 
+/**
+ * What the prompt carries of the forge at most: an issue's body and a pull request's body, in
+ * characters (the cut is said, counting from the whole text), and the number of open pull
+ * requests (there only so the planner can skip an issue one already covers). The rest is left
+ * out and said: in the prompt, and to the operator (pullsForPrompt).
+ */
+export const FORGE_CAPS = { issueBody: 4_000, pullBody: 1_000, pulls: 50 } as const;
+
 export interface PlanContext {
   brief: string;
   maxItems: number;
@@ -32,8 +40,24 @@ export interface PlanContext {
   /** The runner catalogue: name and what it is. */
   runners: readonly { name: string; describe: string }[];
   defaultRunner: string;
-  /** With --issues: the open issues matching the search and the open PRs; null without. */
-  forge: { search: string; issues: readonly Issue[]; pulls: readonly PullRequest[] } | null;
+  /** With --issues: the open issues matching the search and the open PRs chosen for the prompt (pullsForPrompt), and how many were not; null without. */
+  forge: { search: string; issues: readonly Issue[]; pulls: readonly PullRequest[]; pullsLeftOut: number } | null;
+}
+
+/**
+ * The open pull requests the prompt carries: at most FORGE_CAPS.pulls, those whose title or body
+ * names a matched issue (`#12`, `!12`, or its ref) first, then the others as the forge listed them.
+ */
+export function pullsForPrompt(issues: readonly Issue[], pulls: readonly PullRequest[]): { pulls: PullRequest[]; leftOut: number } {
+  const names = issues.flatMap((i) => {
+    const n = /[#!](\d+)$/.exec(i.ref)?.[1];
+    return n === undefined ? [i.ref] : [i.ref, `#${n}`, `!${n}`];
+  });
+  const escape = (x: string) => x.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const named = names.length ? new RegExp(`(?:${names.map(escape).join("|")})(?!\\d)`) : null;
+  const mentions = (p: PullRequest) => named !== null && named.test(`${p.title}\n${p.body}`);
+  const ordered = [...pulls.filter(mentions), ...pulls.filter((p) => !mentions(p))];
+  return { pulls: ordered.slice(0, FORGE_CAPS.pulls), leftOut: Math.max(0, ordered.length - FORGE_CAPS.pulls) };
 }
 
 export function buildPlannerPrompt(c: PlanContext): string {
@@ -64,10 +88,14 @@ export function buildPlannerPrompt(c: PlanContext): string {
   if (c.forge) {
     out.push("", `## Open issues matching ${JSON.stringify(c.forge.search).replace(/[^\x20-\x7e]/g, "?")} (${c.forge.issues.length})`);
     if (c.forge.issues.length === 0) out.push("(none)");
-    for (const i of c.forge.issues) out.push(dataBlock(`issue ${i.ref}`, `title: ${i.title}\nlabels: ${i.labels.join(", ")}\n\n${i.body}`));
-    out.push("", `## Open pull requests (${c.forge.pulls.length})`);
+    // Each body is cut alone, so its cut notice counts its own characters; the block is not cut again.
+    for (const i of c.forge.issues) out.push(dataBlock(`issue ${i.ref}`, `title: ${i.title}\nlabels: ${i.labels.join(", ")}\n\n${cleanUntrusted(i.body, FORGE_CAPS.issueBody)}`, Infinity));
+    const total = c.forge.pulls.length + c.forge.pullsLeftOut;
+    out.push("", `## Open pull requests (${c.forge.pullsLeftOut ? `${c.forge.pulls.length} of ${total}` : total})`);
+    if (c.forge.pullsLeftOut)
+      out.push(`(${c.forge.pullsLeftOut} more are not shown: at most ${FORGE_CAPS.pulls}, those naming a matched issue first. An issue none of these names may still have an open pull request.)`);
     if (c.forge.pulls.length === 0) out.push("(none)");
-    for (const p of c.forge.pulls) out.push(dataBlock(`pull request ${p.ref}`, `title: ${p.title}\n\n${p.body}`));
+    for (const p of c.forge.pulls) out.push(dataBlock(`pull request ${p.ref}`, `title: ${p.title}\n\n${cleanUntrusted(p.body, FORGE_CAPS.pullBody)}`, Infinity));
   }
   out.push(
     "",

@@ -1,9 +1,11 @@
-// Text output of `loop plan` and `loop add` (their JSON documents are printed as they are).
+// Text output of `loop plan` and `loop add` (their JSON documents are printed as they are). A draft's
+// fields are shown as review shows them (shown.ts: escaped, folded, clipped with their length).
 import { printable } from "../shared/printable.ts";
+import { shownLine } from "./shown.ts";
 import type { AddDocument } from "./add-verb.ts";
 import type { PlanDocument } from "./plan-verb.ts";
 
-const firstLine = (s: string) => printable(s.split("\n")[0]!);
+const firstLine = (s: string) => shownLine(s.split("\n")[0]!).text;
 
 export function renderPlan(d: PlanDocument): string {
   const out: string[] = [];
@@ -15,8 +17,9 @@ export function renderPlan(d: PlanDocument): string {
     out.push(`  ${printable(it.id)}${it.ref ? ` [${it.ref}]` : ""}: ${firstLine(it.prompt)}`);
     const more = [
       it.dependsOn.length ? `after ${it.dependsOn.map(printable).join(", ")}` : "",
-      it.runner ? `runner ${printable(it.runner)}` : "",
-      it.verify ? `verify ${printable(it.verify)}` : "",
+      it.runner ? `runner ${shownLine(it.runner).text}` : "",
+      it.model ? `model ${shownLine(it.model).text}` : "",
+      it.verify ? `verify ${shownLine(it.verify).text}` : "",
       it.source ? `from ${JSON.stringify(firstLine(it.source))}` : "",
     ].filter(Boolean);
     if (more.length) out.push(`      ${more.join("; ")}`);

@@ -1,10 +1,13 @@
 // Review before anything is queued, on a terminal (docs/cli/loop-plan.md#review): each drafted item
 // kept, dropped or edited, then one confirmation (default No). The prompts are @clack/prompts on
 // stderr, loaded only here. No or Escape declines (exit 3), Ctrl-C interrupts (exit 130); either
-// way nothing is written.
+// way nothing is written. Everything shown at a prompt is escaped (shown.ts), the value a person
+// edits included: a prompt that clears the screen or retitles the terminal at the moment of
+// decision is shown as the escapes it holds.
 import { DeclinedError, InterruptedError } from "../shared/errors.ts";
 import type { Warning } from "./answer.ts";
-import { type Describable, describeItem, otherWarnings } from "./describe.ts";
+import { type Describable, describeItem, otherWarnings, type ReviewDefaults } from "./describe.ts";
+import { editable, fromEditable } from "./shown.ts";
 
 /** What review shows of an item: every field that will be written (describe.ts describeItem). */
 export type Reviewable = Describable;
@@ -31,14 +34,14 @@ async function ask<T>(run: () => Promise<T | symbol>): Promise<T> {
 /** Keep, drop or edit each item; the items kept (edited prompts in place), after a final Yes. */
 export async function reviewItems<T extends Reviewable>(
   items: readonly T[],
-  o: { editable: boolean; what: string; defaultVerify: string | false | null; warnings: readonly Warning[] },
+  o: { editable: boolean; what: string; defaults: ReviewDefaults; warnings: readonly Warning[] },
 ): Promise<T[]> {
   const clack = await import("@clack/prompts");
   const kept: T[] = [];
   const general = otherWarnings(items, o.warnings);
   if (general.length) process.stderr.write(`\n${general.join("\n")}\n`);
   for (const [n, it] of items.entries()) {
-    process.stderr.write(`\n${describeItem(it, { n: n + 1, of: items.length, defaultVerify: o.defaultVerify, warnings: o.warnings })}\n`);
+    process.stderr.write(`\n${describeItem(it, { n: n + 1, of: items.length, defaults: o.defaults, warnings: o.warnings })}\n`);
     if (!o.editable) {
       kept.push(it);
       continue;
@@ -58,10 +61,20 @@ export async function reviewItems<T extends Reviewable>(
     );
     if (choice === "drop") continue;
     if (choice === "edit") {
-      const prompt = await ask(
-        () => clack.text({ message: `Prompt of ${it.id}`, initialValue: it.prompt, validate: (s) => (s?.trim() ? undefined : "a prompt cannot be empty"), output: process.stderr }),
+      const edited = await ask<string>(() =>
+        clack.text({
+          message: `Prompt of ${it.id} (escaped: \\n is a line break, \\\\ a backslash, \\uXXXX a character that would act on the terminal)`,
+          initialValue: editable(it.prompt),
+          validate: (s) => {
+            const r = fromEditable(s ?? "");
+            return !r.ok ? r.problem : r.text.trim() ? undefined : "a prompt cannot be empty";
+          },
+          output: process.stderr,
+        }),
       );
-      kept.push({ ...it, prompt });
+      const r = fromEditable(edited);
+      if (!r.ok) throw new Error(`internal: an edited prompt passed validation unreadable: ${r.problem}`);
+      kept.push({ ...it, prompt: r.text });
     } else kept.push(it);
   }
   if (kept.length === 0) return kept;

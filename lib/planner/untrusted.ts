@@ -12,7 +12,7 @@ export function cleanUntrusted(text: string, cap = FIELD_CAP): string {
   return chars.length > cap ? `${chars.slice(0, cap).join("")}\n[… cut: ${chars.length - cap} more characters]` : s;
 }
 
-/** One block of data: a label line naming what it is, then the cleaned text as one fenced block. */
-export function dataBlock(label: string, text: string): string {
-  return `data: ${cleanText(label).replace(/\s+/g, " ").trim()}\n${fence(cleanUntrusted(text))}`;
+/** One block of data: a label line naming what it is, then the cleaned text, cut at `cap` characters, as one fenced block. */
+export function dataBlock(label: string, text: string, cap = FIELD_CAP): string {
+  return `data: ${cleanText(label).replace(/\s+/g, " ").trim()}\n${fence(cleanUntrusted(text, cap))}`;
 }

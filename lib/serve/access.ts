@@ -1,14 +1,16 @@
 // Who may talk to the server: where it listens (`--listen host:port`), whether that is loopback,
 // the token a non-loopback address requires, and the checks every request passes (the token; the
 // Host header while serving loopback without a token, so a web page elsewhere that rebinds its own
-// name to 127.0.0.1 cannot read the loop). Pure, apart from hashing.
-import { timingSafeEqual } from "node:crypto";
+// name to 127.0.0.1 cannot read the loop), the Host header's form, and the cookie a token becomes in
+// a browser. Pure, apart from hashing.
+import { createHmac, timingSafeEqual } from "node:crypto";
 import { UsageError } from "../shared/errors.ts";
 
 export const DEFAULT_LISTEN = "127.0.0.1:7777";
 /** The environment variable a token may come from instead of `--token` (which other users can see in `ps`). */
 export const TOKEN_ENV = "LOOP_SERVE_TOKEN";
 export const MIN_TOKEN_LENGTH = 16;
+/** The cookie's name is this and the port (`loop_serve_token_7777`): cookies are not kept apart by port, names are. */
 export const TOKEN_COOKIE = "loop_serve_token";
 
 export interface Listen {
@@ -61,14 +63,40 @@ function sameSecret(a: string, b: string): boolean {
   return timingSafeEqual(ha, hb);
 }
 
+/** A Host header as HTTP allows it: a name or IPv4 address, or a bracketed IPv6 address, then an optional port. */
+const HOST_HEADER = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~-]+)(?::(\d{1,5}))?$/;
+
+/**
+ * What is wrong with a request's Host header, or null when it is well formed or absent (HTTP/1.0):
+ * `127.0.0.1 evil`, an IPv6 address without brackets, `127.0.0.1:80@x` or port 99999 are refused
+ * before anything else looks at the request.
+ */
+export function hostProblem(host: string | null): string | null {
+  if (host === null) return null;
+  const m = HOST_HEADER.exec(host);
+  if (m && (m[1] === undefined || Number(m[1]) <= 65535)) return null;
+  return `the Host header ${JSON.stringify(host)} is not a host name or address with an optional port`;
+}
+
+/**
+ * The cookie a browser keeps for the server on `port`: its name carries the port, its value is not
+ * the token but a value derived from it for this port. A browser sends a host's cookies to every
+ * port of it, so another server on this machine the browser visits sees the cookie: what it learns
+ * opens this server only, never the token (which may open others).
+ */
+export function tokenCookie(token: string, port: number): { name: string; value: string } {
+  return { name: `${TOKEN_COOKIE}_${port}`, value: createHmac("sha256", token).update(`loop serve cookie for port ${port}`).digest("hex") };
+}
+
 export type Access = { ok: true; setCookie: boolean } | { ok: false; status: 401 | 421; message: string };
 
 /**
  * Whether a request may be answered. With a token: it must come as `Authorization: Bearer <token>`,
- * the cookie the server sets, or `?token=` (which then sets the cookie: a browser's EventSource
- * cannot send a header). Without one (loopback only): the Host header must name a loopback host.
+ * the cookie the server sets (tokenCookie), or `?token=` (which then sets the cookie: a browser's
+ * EventSource cannot send a header). Without one (loopback only): the Host header must name a
+ * loopback host. The Host header's form is checked before (hostProblem).
  */
-export function checkAccess(req: { headers: Headers; url: URL }, token: string | null): Access {
+export function checkAccess(req: { headers: Headers; url: URL }, token: string | null, port: number): Access {
   if (token === null) {
     const host = req.headers.get("host") ?? "";
     const name = host.replace(/:\d+$/, "");
@@ -77,8 +105,9 @@ export function checkAccess(req: { headers: Headers; url: URL }, token: string |
   }
   const auth = req.headers.get("authorization");
   if (auth?.startsWith("Bearer ") && sameSecret(auth.slice(7), token)) return { ok: true, setCookie: false };
-  const cookie = cookieValue(req.headers.get("cookie"), TOKEN_COOKIE);
-  if (cookie !== null && sameSecret(cookie, token)) return { ok: true, setCookie: false };
+  const expected = tokenCookie(token, port);
+  const cookie = cookieValue(req.headers.get("cookie"), expected.name);
+  if (cookie !== null && sameSecret(cookie, expected.value)) return { ok: true, setCookie: false };
   const query = req.url.searchParams.get("token");
   if (query !== null && sameSecret(query, token)) return { ok: true, setCookie: true };
   return { ok: false, status: 401, message: "a token is required: send `Authorization: Bearer <token>`, or open the page once with ?token=<token>" };

@@ -1,11 +1,11 @@
 // Bounded reads of the files an attempt leaves in its session folder (its handoff, the agent's output
-// log, the verify log), for the item page and its live tail. Only loop's own regular files are read,
-// never through a link, a hard link or a FIFO an agent put in their place (lib/shared/fsutil.ts
-// openOwnFile: the page must not show `~/.ssh/id_ed25519` to whoever opens it, nor block on a
-// FIFO), and never more than a cap: these files are written by agents and verify commands, and can
-// be as large as the output cap allows.
-import { closeSync, fstatSync, lstatSync } from "node:fs";
-import { notOwnFile, openOwnFile, readAt } from "../shared/fsutil.ts";
+// log, the verify log), for the item page and its live tail. Only loop's own regular files under the
+// state root are read, never through a link (the file's, or a folder's on the way to it), a hard
+// link or a FIFO an agent put in their place (lib/shared/fsutil.ts openOwnFileBeneath: the page must
+// not show `~/.ssh/id_ed25519` to whoever opens it, nor block on a FIFO), and never more than a cap:
+// these files are written by agents and verify commands, and can be as large as the output cap allows.
+import { closeSync, fstatSync } from "node:fs";
+import { openOwnFileBeneath, readAt } from "../shared/fsutil.ts";
 
 export type FileSlice =
   | { kind: "ok"; text: string; size: number; from: number; ino: number; total: number }
@@ -18,8 +18,8 @@ export type FileSlice =
  * bytes actually decoded is where the next read starts: `size` in the result is that end; `total`
  * is the file's size).
  */
-export function readSlice(path: string, o: { from?: number; max: number }): FileSlice {
-  const opened = openOwnFile(path);
+export function readSlice(path: string, o: { root: string; from?: number; max: number }): FileSlice {
+  const opened = openOwnFileBeneath(o.root, path);
   if (opened.kind !== "ok") return opened.kind === "absent" ? opened : { kind: "error", message: `not read: ${opened.message}` };
   const fd = opened.fd;
   try {
@@ -50,12 +50,14 @@ function completeEnd(buf: Buffer, n: number): number {
   return n;
 }
 
-/** The size and inode of a file of loop's own, or null when it is not there or is not one (a live tail's cheap check). */
-export function fileStat(path: string): { size: number; ino: number } | null {
+/** The size and inode of a file of loop's own under `root`, or null when it is not there or is not one (a live tail's check). */
+export function fileStat(path: string, root: string): { size: number; ino: number } | null {
+  const opened = openOwnFileBeneath(root, path);
+  if (opened.kind !== "ok") return null;
   try {
-    const st = lstatSync(path);
-    return notOwnFile(st) === null ? { size: st.size, ino: st.ino } : null;
-  } catch {
-    return null;
+    const st = fstatSync(opened.fd);
+    return { size: st.size, ino: st.ino };
+  } finally {
+    closeSync(opened.fd);
   }
 }

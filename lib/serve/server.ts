@@ -8,10 +8,11 @@
 // item pages the output of the attempt in flight.
 import { StoreError } from "../shared/errors.ts";
 import { CSS, JS } from "./assets.ts";
-import { type Access, baseUrl, checkAccess, type Listen, TOKEN_COOKIE } from "./access.ts";
+import { type Access, baseUrl, checkAccess, hostProblem, type Listen, tokenCookie } from "./access.ts";
 import { readSlice } from "./files.ts";
 import { SESSION_FILES } from "../supervisor/session-wrapper.ts";
 import { join } from "node:path";
+import { sessionDir } from "../shared/paths.ts";
 import type { AttemptHistory, ItemHistory } from "./history.ts";
 import { metricsText } from "./metrics.ts";
 import { ASSET_CSS, ASSET_JS, type AttemptFiles, attemptKey, errorMain, indexMain, itemHref, itemMain, liveTail, loopHref, loopMain, shell } from "./page.ts";
@@ -77,11 +78,22 @@ function respond(body: ConstructorParameters<typeof Response>[0], status: number
 const htmlResponse = (text: string, status = 200, extra: Record<string, string> = {}) => respond(text, status, "text/html; charset=utf-8", extra);
 const jsonResponse = (doc: unknown, status = 200) => respond(JSON.stringify(doc) + "\n", status, "application/json; charset=utf-8");
 const jsonError = (status: number, code: string, message: string) => jsonResponse({ error: { code, message } }, status);
+/** A refusal: its connection is closed after it, so a client retrying in a loop holds no socket open (keep-alive). */
+const refuse = (status: number, code: string, message: string, extra: Record<string, string> = {}) =>
+  respond(JSON.stringify({ error: { code, message } }) + "\n", status, "application/json; charset=utf-8", { Connection: "close", ...extra });
 
 function storeProblem(err: unknown): { code: string; message: string } {
   if (err instanceof StoreError) return { code: err.code, message: err.message };
   const e = err as { code?: unknown; message?: unknown };
   return { code: typeof e?.code === "string" && /^E[A-Z]+$/.test(e.code) ? "io_error" : "internal", message: String(e?.message ?? err) };
+}
+
+/**
+ * A file of an attempt's session folder, built from the served state root like every path under it
+ * (lib/shared/paths.ts), never taken from the log: the log says whether there is one, not where.
+ */
+function attemptFile(stateRoot: string, item: string, a: AttemptHistory, name: string): string {
+  return join(sessionDir(stateRoot, item, a.epoch, a.n), name);
 }
 
 /** The attempt of an item whose agent is at work (reserved or running, not yet ended), or null. */
@@ -162,17 +174,20 @@ export function startServer(o: ServeOptions): Served {
     if (!item || id === undefined) return notFound(req, `loop ${JSON.stringify(src.name)} has no item ${JSON.stringify(id ?? "")}`);
     const h = src.history.items.get(id);
     const files = new Map<string, AttemptFiles>();
+    const root = src.stateRoot;
     for (const a of h?.attempts ?? [])
       files.set(attemptKey(a), {
-        handoff: a.sessionDir ? readSlice(join(a.sessionDir, SESSION_FILES.handoff), { from: 0, max: LIMITS.handoff }) : null,
-        output: a.log ? readSlice(a.log, { max: LIMITS.outputTail }) : null,
-        verify: a.verify?.log ? readSlice(a.verify.log, { max: LIMITS.verifyTail }) : null,
+        handoff: a.sessionDir ? readSlice(attemptFile(root, id, a, SESSION_FILES.handoff), { root, from: 0, max: LIMITS.handoff }) : null,
+        output: a.log ? readSlice(attemptFile(root, id, a, SESSION_FILES.output), { root, max: LIMITS.outputTail }) : null,
+        verify: a.verify?.log ? readSlice(attemptFile(root, id, a, SESSION_FILES.verify), { root, max: LIMITS.verifyTail }) : null,
       });
     const main = itemMain({ loop: src.name, item, history: h ?? null, files });
     const seqHeader = { "X-Loop-Seq": String(status.loop.logSeq) };
     if (url.searchParams.get("fragment") === "1") return htmlResponse(main.text, 200, seqHeader);
     const running = runningAttempt(h);
-    const tail = running ? { key: attemptKey(running), slice: running.log ? readSlice(running.log, { max: LIMITS.outputTail }) : ({ kind: "absent" } as const) } : null;
+    const tail = running
+      ? { key: attemptKey(running), slice: running.log ? readSlice(attemptFile(root, id, running, SESSION_FILES.output), { root, max: LIMITS.outputTail }) : ({ kind: "absent" } as const) }
+      : null;
     return htmlResponse(
       shell({
         title: `${id} · ${item.status} · ${src.name}`,
@@ -197,7 +212,7 @@ export function startServer(o: ServeOptions): Served {
     // HEAD gets the headers only: a stream nobody will read must not take a client's place.
     if (req.method === "HEAD") return respond(null, 200, "text/event-stream; charset=utf-8");
     const stream = hub.open(src.name, item, tail);
-    if (!stream) return jsonError(503, "too_many_clients", `${hub.max} pages are connected for live updates already; try again later`);
+    if (!stream) return refuse(503, "too_many_clients", `${hub.max} pages are connected for live updates already; try again later`);
     // The connection stays open: no idle timeout for it (heartbeats keep proxies from closing it).
     server.timeout(req, 0);
     queueMicrotask(() => hub.head(src.name, src.history.seq));
@@ -320,21 +335,26 @@ export function startServer(o: ServeOptions): Served {
   const server = Bun.serve({
     hostname: o.listen.host,
     port: o.listen.port,
+    // Never Bun's development error page (source lines, the working directory, an inline script): every answer is loop's own.
+    development: false,
     // Requests carry no body: anything sent is refused before it is read.
     maxRequestBodySize: 1024,
     async fetch(req, server) {
-      const url = new URL(req.url);
-      if (req.method !== "GET" && req.method !== "HEAD")
-        return respond(JSON.stringify({ error: { code: "method_not_allowed", message: `${req.method} is not served: loop serve is read-only (GET and HEAD only)` } }) + "\n", 405, "application/json; charset=utf-8", { Allow: "GET, HEAD" });
-      const access: Access = checkAccess({ headers: req.headers, url }, o.token);
-      if (!access.ok)
-        return respond(JSON.stringify({ error: { code: access.status === 401 ? "unauthorized" : "misdirected_request", message: access.message } }) + "\n", access.status, "application/json; charset=utf-8", access.status === 401 ? { "WWW-Authenticate": 'Bearer realm="loop serve"' } : {});
+      // The Host header first: a malformed one must not reach anything that parses the address.
+      const hostWrong = hostProblem(req.headers.get("host"));
+      if (hostWrong) return refuse(400, "bad_request", hostWrong);
+      const url = requestUrl(req.url);
+      if (!url) return refuse(400, "bad_request", "the request's target is not a path");
+      if (req.method !== "GET" && req.method !== "HEAD") return refuse(405, "method_not_allowed", `${req.method} is not served: loop serve is read-only (GET and HEAD only)`, { Allow: "GET, HEAD" });
+      const access: Access = checkAccess({ headers: req.headers, url }, o.token, server.port!);
+      if (!access.ok) return refuse(access.status, access.status === 401 ? "unauthorized" : "misdirected_request", access.message, access.status === 401 ? { "WWW-Authenticate": 'Bearer realm="loop serve"' } : {});
       if (access.setCookie) {
         // The token came in the address: keep it in a cookie, and show the address without it.
         url.searchParams.delete("token");
+        const cookie = tokenCookie(o.token!, server.port!);
         return new Response(null, {
           status: 303,
-          headers: { ...SECURITY_HEADERS, Location: url.pathname + url.search, "Set-Cookie": `${TOKEN_COOKIE}=${o.token}; HttpOnly; SameSite=Strict; Path=/` },
+          headers: { ...SECURITY_HEADERS, Location: url.pathname + url.search, "Set-Cookie": `${cookie.name}=${cookie.value}; HttpOnly; SameSite=Strict; Path=/` },
         });
       }
       let res: Response;
@@ -350,6 +370,12 @@ export function startServer(o: ServeOptions): Served {
       res.headers.set("Server-Timing", `app;dur=${(performance.now() - t0).toFixed(2)}`);
       if (req.method === "HEAD") return new Response(null, { status: res.status, headers: res.headers });
       return res;
+    },
+    // Whatever escaped the handler above: said once on stderr, answered as loop's own error, never with a stack.
+    error(err) {
+      const p = storeProblem(err);
+      o.log?.(`internal error answering a request: ${p.message}`);
+      return refuse(500, "internal", p.message);
     },
   });
 
@@ -368,7 +394,7 @@ export function startServer(o: ServeOptions): Served {
       const src = byName.get(w.loop);
       if (!src) continue;
       const a = runningAttempt(src.history.items.get(w.item));
-      const target: TailTarget | null = a ? { key: attemptKey(a), path: a.log } : null;
+      const target: TailTarget | null = a ? { key: attemptKey(a), root: src.stateRoot, path: a.log ? attemptFile(src.stateRoot, w.item, a, SESSION_FILES.output) : null } : null;
       hub.tail(w.loop, w.item, target);
     }
   }
@@ -390,5 +416,17 @@ export function startServer(o: ServeOptions): Served {
 }
 
 function wantsJson(req: Request): boolean {
-  return new URL(req.url).pathname.startsWith("/api/") || !(req.headers.get("accept") ?? "").includes("text/html");
+  return (requestUrl(req.url)?.pathname ?? "").startsWith("/api/") || !(req.headers.get("accept") ?? "").includes("text/html");
+}
+
+/**
+ * The request's address. Bun gives the whole URL when the Host header makes one, else only the
+ * path (HTTP/1.0 has no Host): the path is then read against a placeholder origin nothing uses.
+ */
+function requestUrl(raw: string): URL | null {
+  try {
+    return raw.startsWith("/") ? new URL(raw, "http://loop-serve.invalid") : new URL(raw);
+  } catch {
+    return null;
+  }
 }

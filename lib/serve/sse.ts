@@ -12,9 +12,10 @@ export const TAIL_CHUNK = 16 * 1024;
 const MAX_QUEUED = 1024 * 1024;
 const HEARTBEAT_MS = 15_000;
 
-/** The file an item page's tail follows: the output log of the attempt in flight. */
+/** The file an item page's tail follows: the output log of the attempt in flight, under the state root `root`. */
 export interface TailTarget {
   key: string;
+  root: string;
   path: string | null;
 }
 
@@ -86,7 +87,7 @@ export class SseHub {
       const fresh = c.tail === null || c.tail.key !== target.key;
       if (fresh) c.tail = { key: target.key, ino: null, offset: 0 };
       const t = c.tail!;
-      const st = target.path ? fileStat(target.path) : null;
+      const st = target.path ? fileStat(target.path, target.root) : null;
       if (!st) {
         if (fresh) this.send(c, `event: tail\ndata: ${JSON.stringify({ attempt: target.key, reset: true, text: "" })}\n\n`);
         continue;
@@ -101,7 +102,7 @@ export class SseHub {
         skipped = st.size - TAIL_CHUNK - from;
         from = st.size - TAIL_CHUNK;
       }
-      const slice = readSlice(target.path!, { from, max: TAIL_CHUNK });
+      const slice = readSlice(target.path!, { root: target.root, from, max: TAIL_CHUNK });
       if (slice.kind !== "ok") continue;
       t.ino = slice.ino;
       t.offset = slice.size;

@@ -1,5 +1,6 @@
 // Small file helpers shared by the effectful modules.
-import { closeSync, constants as fsConstants, fstatSync, fsyncSync, lstatSync, openSync, readSync, renameSync, rmSync, type Stats, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { closeSync, constants as fsConstants, fstatSync, fsyncSync, lstatSync, openSync, readlinkSync, readSync, realpathSync, renameSync, rmSync, type Stats, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { isAbsolute, join, relative, resolve, sep } from "node:path";
 
 /**
  * Write a file so that readers see either the old or the new content, never a torn one. The
@@ -161,6 +162,64 @@ export function openOwnFile(path: string, flags: number = fsConstants.O_RDONLY):
     return { kind: "error", message: why };
   }
   return { kind: "ok", fd, size: st.size };
+}
+
+/**
+ * openOwnFile for a file at `path` under `root` (the state root), following no link on the way:
+ * every folder between the root and the file must be a folder, not a link to one (an agent that
+ * replaces `sessions/<item>/1` by a link to another folder must not get that folder's files shown).
+ * The root itself is resolved (it is the operator's). Where /proc says which file a descriptor
+ * holds (Linux), that is the check: the file opened must be the one at the expected path, so a
+ * folder swapped for a link at any moment is caught; each folder is looked at (lstat) only to say
+ * which one is a link, or where there is no /proc.
+ */
+export function openOwnFileBeneath(root: string, path: string, flags: number = fsConstants.O_RDONLY): OwnOpen {
+  const rel = relative(root, path);
+  if (rel === "" || rel === ".." || rel.startsWith(`..${sep}`) || isAbsolute(rel)) return { kind: "error", message: `it is not under ${root}` };
+  const parts = rel.split(sep);
+  // Opening never blocks nor follows the file's own link (openOwnFile); a linked folder is found next.
+  const opened = openOwnFile(path, flags);
+  let held: string | null = null;
+  if (opened.kind === "ok")
+    try {
+      held = readlinkSync(`/proc/self/fd/${opened.fd}`);
+    } catch {
+      // No /proc here: the folders are looked at instead.
+    }
+  // The kernel names the file at the very path asked: no link anywhere on the way, the root's included.
+  if (opened.kind === "ok" && held === join(resolve(root), ...parts)) return opened;
+  let base: string;
+  try {
+    base = realpathSync.native(root);
+  } catch (err) {
+    if (opened.kind === "ok") closeSync(opened.fd);
+    const e = err as NodeJS.ErrnoException;
+    return e.code === "ENOENT" ? { kind: "absent" } : { kind: "error", message: e.message };
+  }
+  if (opened.kind !== "ok") return linkOnTheWay(base, parts) ?? opened;
+  if (held === join(base, ...parts)) return opened;
+  const link = linkOnTheWay(base, parts) ?? (held === null ? null : { kind: "error" as const, message: "a folder on its path was replaced while it was being opened" });
+  if (link === null) return opened;
+  closeSync(opened.fd);
+  return link;
+}
+
+/** The first folder between `base` and the file `parts` name that is not a folder (a link to one), as an error; null when none is. */
+function linkOnTheWay(base: string, parts: string[]): OwnOpen | null {
+  let at = base;
+  for (const [i, part] of parts.slice(0, -1).entries()) {
+    at = join(at, part);
+    let st: Stats;
+    try {
+      st = lstatSync(at);
+    } catch {
+      return null; // gone: the caller's own answer (absent) says it
+    }
+    const shown = parts.slice(0, i + 1).join("/");
+    if (st.isSymbolicLink()) return { kind: "error", message: `${shown} is a symbolic link (not followed)` };
+    if (!st.isDirectory()) return { kind: "error", message: `${shown} is not a folder` };
+  }
+  return null;
 }
 
 /**

@@ -683,6 +683,15 @@ describe("parseStrictJson (lib/definition/json-strict.ts)", () => {
     expect(() => parseStrictJson(text)).toThrow("expected a string without unpaired surrogate escapes");
   });
 
+  test("a string of several megabytes is a string, plain or full of escapes (issue 36: it was 'expected a complete string')", () => {
+    const plain = "p".repeat(3_000_000);
+    const escaped = 'a\\"\u00e9\n'.repeat(400_000);
+    const text = JSON.stringify({ name: "big", items: [{ id: "a", prompt: plain }, { id: "b", prompt: escaped }] });
+    expect(parseStrictJson(text).value).toEqual(JSON.parse(text));
+    // And one that never closes is still said to be incomplete, at its opening quote.
+    expect(() => parseStrictJson(`{"a": "${plain}`)).toThrow('invalid JSON at line 1, column 7: expected a complete string (control characters must be escaped), found "\\""');
+  });
+
   test("a __proto__ key is an own key", () => {
     const value = parseStrictJson('{"__proto__": {"polluted": true}}').value as Record<string, unknown>;
     expect(Object.getPrototypeOf(value)).toBe(Object.prototype);

@@ -64,6 +64,26 @@ describe("loop plan --issues", () => {
     expect(loopJson(p)).not.toContain(TOKEN);
   });
 
+  test("the prompt is bounded: bodies cut with the cut counted from the whole body, at most 50 open PRs (those naming a matched issue first), what was left out said (issue 36)", async () => {
+    const { p, gh } = forgeProject();
+    writeFileSync(join(p.aux, "planner.sh"), `cp "$1" "${p.aux}/prompt.md"\necho '{"outcome":"nothing_new","reason":"seen","items":[]}'\n`);
+    p.writeDefinition({ ...JSON.parse(loopJson(p)), runners: { scripted: { command: ["sh", join(p.aux, "planner.sh"), "{handoff}"] } } });
+    gh.addIssue({ number: 6, title: "A long report", body: "r".repeat(20_000), labels: ["bug"] });
+    for (let n = 100; n < 220; n++)
+      gh.pulls.set(n, { number: n, title: `PR ${n}`, body: `${n === 150 ? "Fixes #6. " : ""}${"p".repeat(4_500)}`, head: `b${n}`, base: "main", draft: false, state: "open", merged: false, merge_commit_sha: null });
+    const r = await p.loop(["plan", "Work the open bugs.", "--issues", "label:bug", "--runner", "scripted", "--dry-run", "--json"]);
+    expect(r.code).toBe(0);
+    const prompt = readFileSync(join(p.aux, "prompt.md"), "utf8");
+    expect(prompt).toContain("\n[… cut: 16000 more characters]");
+    expect(prompt).toContain("## Open pull requests (50 of 121)");
+    expect(prompt).toContain("(71 more are not shown: at most 50, those naming a matched issue first.");
+    // The PR naming issue #6 is there, whatever its place in the list.
+    expect(prompt).toContain("pull request github:acme/api#150");
+    expect(prompt).toContain("\n[… cut: 3510 more characters]");
+    expect(new TextEncoder().encode(prompt).length).toBeLessThan(100_000);
+    expect(r.stderr).toContain("warn: loop plan: 71 of the 121 open pull requests are left out of the planner's prompt (at most 50, those naming a matched issue first)");
+  });
+
   test("a dry run shows the issues' items and writes nothing", async () => {
     const { p } = forgeProject();
     const before = loopJson(p);

@@ -2,7 +2,7 @@
 // links from outside, the listen address, the token rules and the per-request access check.
 import { describe, expect, test } from "bun:test";
 import { clip, escapeLine, escapeText, html, line, safeHref, trusted } from "../../lib/serve/html.ts";
-import { baseUrl, checkAccess, cookieValue, isLoopback, parseListen, tokenFor, TOKEN_COOKIE } from "../../lib/serve/access.ts";
+import { baseUrl, checkAccess, cookieValue, hostProblem, isLoopback, parseListen, tokenCookie, tokenFor } from "../../lib/serve/access.ts";
 import { UsageError } from "../../lib/shared/errors.ts";
 
 describe("escaping", () => {
@@ -107,26 +107,55 @@ describe("the token", () => {
 describe("checkAccess", () => {
   const req = (url: string, headers: Record<string, string> = {}) => ({ url: new URL(url), headers: new Headers({ host: new URL(url).host, ...headers }) });
   const token = "s3cret-s3cret-s3cret";
+  const port = 7777;
 
   test("without a token: any request addressed to a loopback name", () => {
-    expect(checkAccess(req("http://127.0.0.1:7777/"), null)).toEqual({ ok: true, setCookie: false });
-    expect(checkAccess(req("http://localhost:7777/"), null).ok).toBe(true);
-    expect(checkAccess(req("http://[::1]:7777/"), null).ok).toBe(true);
+    expect(checkAccess(req("http://127.0.0.1:7777/"), null, port)).toEqual({ ok: true, setCookie: false });
+    expect(checkAccess(req("http://localhost:7777/"), null, port).ok).toBe(true);
+    expect(checkAccess(req("http://[::1]:7777/"), null, port).ok).toBe(true);
   });
   test("without a token: a Host that is not loopback (a rebound name) is refused with 421", () => {
-    const r = checkAccess({ url: new URL("http://127.0.0.1:7777/"), headers: new Headers({ host: "evil.example:7777" }) }, null);
+    const r = checkAccess({ url: new URL("http://127.0.0.1:7777/"), headers: new Headers({ host: "evil.example:7777" }) }, null, port);
     expect(r).toMatchObject({ ok: false, status: 421 });
   });
-  test("with a token: header, cookie or query (the query sets the cookie); nothing else", () => {
-    expect(checkAccess(req("http://h/", { authorization: `Bearer ${token}` }), token)).toEqual({ ok: true, setCookie: false });
-    expect(checkAccess(req("http://h/", { cookie: `a=b; ${TOKEN_COOKIE}=${token}` }), token)).toEqual({ ok: true, setCookie: false });
-    expect(checkAccess(req(`http://h/x?token=${token}`), token)).toEqual({ ok: true, setCookie: true });
-    for (const bad of [req("http://h/"), req("http://h/", { authorization: `Bearer ${token}x` }), req("http://h/", { authorization: token }), req("http://h/?token=nope"), req("http://h/", { cookie: `${TOKEN_COOKIE}=nope` })])
-      expect(checkAccess(bad, token)).toMatchObject({ ok: false, status: 401 });
+  test("with a token: header, this port's cookie or query (the query sets the cookie); nothing else", () => {
+    const cookie = tokenCookie(token, port);
+    expect(checkAccess(req("http://h/", { authorization: `Bearer ${token}` }), token, port)).toEqual({ ok: true, setCookie: false });
+    expect(checkAccess(req("http://h/", { cookie: `a=b; ${cookie.name}=${cookie.value}` }), token, port)).toEqual({ ok: true, setCookie: false });
+    expect(checkAccess(req(`http://h/x?token=${token}`), token, port)).toEqual({ ok: true, setCookie: true });
+    const other = tokenCookie(token, 8888);
+    for (const bad of [
+      req("http://h/"),
+      req("http://h/", { authorization: `Bearer ${token}x` }),
+      req("http://h/", { authorization: token }),
+      req("http://h/?token=nope"),
+      req("http://h/", { cookie: `${cookie.name}=nope` }),
+      // The token itself is not the cookie, nor is another port's cookie.
+      req("http://h/", { cookie: `${cookie.name}=${token}` }),
+      req("http://h/", { cookie: `${other.name}=${other.value}; ${cookie.name}=${other.value}` }),
+    ])
+      expect(checkAccess(bad, token, port)).toMatchObject({ ok: false, status: 401 });
+  });
+  test("the cookie is named for its port, and its value reveals nothing of the token", () => {
+    const a = tokenCookie(token, 7777);
+    const b = tokenCookie(token, 8888);
+    expect([a.name, b.name]).toEqual(["loop_serve_token_7777", "loop_serve_token_8888"]);
+    expect(a.value).toMatch(/^[0-9a-f]{64}$/);
+    expect(a.value).not.toBe(b.value);
+    expect(a.value).not.toContain(token);
+    expect(tokenCookie(token, 7777)).toEqual(a);
   });
   test("cookieValue", () => {
     expect(cookieValue("a=1; b = 2 ;c=3", "b")).toBe("2");
     expect(cookieValue("ab=1", "a")).toBeNull();
     expect(cookieValue(null, "a")).toBeNull();
   });
+});
+
+describe("the Host header's form", () => {
+  for (const good of ["127.0.0.1", "127.0.0.1:7777", "localhost:80", "[::1]:7777", "[::ffff:127.0.0.1]", "evil.example", "a-b.c_d:65535"])
+    test(`${JSON.stringify(good)} is well formed`, () => expect(hostProblem(good)).toBeNull());
+  test("no Host header (HTTP/1.0) is left to the access check", () => expect(hostProblem(null)).toBeNull());
+  for (const bad of ["127.0.0.1 evil", "::ffff:127.0.0.1", "::1", "127.0.0.1:80@x", "127.0.0.1:99999", "a/b", "x\ty", "", "[::1", "127.0.0.1:", "h:80:80"])
+    test(`${JSON.stringify(bad)} is refused, named`, () => expect(hostProblem(bad)).toBe(`the Host header ${JSON.stringify(bad)} is not a host name or address with an optional port`));
 });

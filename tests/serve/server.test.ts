@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { startServe } from "../../lib/serve/serve.ts";
 import { CSP, startServer } from "../../lib/serve/server.ts";
 import { LoopSource } from "../../lib/serve/source.ts";
+import { tokenCookie } from "../../lib/serve/access.ts";
 import { Project } from "../helpers/project.ts";
 import { snapshotTree } from "../helpers/fs.ts";
 import { testEnv } from "../helpers/env.ts";
@@ -201,8 +202,12 @@ describe("safe by construction", () => {
       const viaQuery = await at(`/loops/t/?fragment=1&token=${token}`);
       expect(viaQuery.status).toBe(303);
       expect(viaQuery.headers.get("location")).toBe("/loops/t/?fragment=1");
-      expect(viaQuery.headers.get("set-cookie")).toBe(`loop_serve_token=${token}; HttpOnly; SameSite=Strict; Path=/`);
-      expect((await at("/loops/t/", { headers: { cookie: `loop_serve_token=${token}` } })).status).toBe(200);
+      // The cookie is this port's, and holds a value derived from the token, never the token.
+      const cookie = tokenCookie(token, s.port);
+      expect(viaQuery.headers.get("set-cookie")).toBe(`loop_serve_token_${s.port}=${cookie.value}; HttpOnly; SameSite=Strict; Path=/`);
+      expect(viaQuery.headers.get("set-cookie")).not.toContain(token);
+      expect((await at("/loops/t/", { headers: { cookie: `loop_serve_token_${s.port}=${cookie.value}` } })).status).toBe(200);
+      expect((await at("/loops/t/", { headers: { cookie: `loop_serve_token=${token}` } })).status).toBe(401);
     } finally {
       await s.stop();
     }

@@ -41,7 +41,7 @@ describe("SseHub", () => {
     writeFileSync(log, "first\n");
     // The page was drawn with the 6 bytes there were.
     const s = hub.open("one", "a", { key: "e0-1", offset: 6 })!;
-    const target = { key: "e0-1", path: log };
+    const target = { key: "e0-1", root: dir, path: log };
     hub.tail("one", "a", target);
     expect(await drain(s)).toEqual([]); // nothing new
     appendFileSync(log, "second <b>\n");
@@ -63,7 +63,7 @@ describe("SseHub", () => {
     // A new attempt: its output from the start.
     const next = join(dir, "output-2.log");
     writeFileSync(next, "attempt two\u001b[31m\n");
-    hub.tail("one", "a", { key: "e0-2", path: next });
+    hub.tail("one", "a", { key: "e0-2", root: dir, path: next });
     expect(await drain(s)).toEqual([{ event: "tail", data: { attempt: "e0-2", reset: true, text: "attempt two\\u001b[31m\n" } }]);
     // Nothing in flight any more.
     hub.tail("one", "a", null);
