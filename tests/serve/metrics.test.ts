@@ -16,6 +16,8 @@ function status(over: { loop?: object; items?: object[] } = {}) {
     loop: { name: "api", state: "paused", reason: "a needs input: port?", current: "a", outcome: null, counts: { needs_input: 1, passed: 2 }, ...over.loop },
     items: over.items ?? [{ id: "a", status: "needs_input", reason: "needs input", question: "port?", landing: null, pr: null }],
     findings: [],
+    // What the status document computes for a loop paused by a's question (lib/decisions/attention.ts).
+    attention: [{ kind: "question", item: "a", reason: "a needs input: port?", fix: ["loop ctl reply a <answer>"], slot: "question", key: "question:a:1" }],
   } as never;
 }
 
