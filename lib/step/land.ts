@@ -8,6 +8,7 @@ import { failpoint } from "../shared/failpoint.ts";
 import { append, repoOf, type StepContext, warnMovedAside } from "./context.ts";
 import { landMerge, type LandingOutcome } from "../repo/workspace.ts";
 import { gitTry } from "../repo/git.ts";
+import { isOwnMergeOnTop } from "../decisions/landing.ts";
 import { describeRefChange, lastLanded, readRefs, refChanges, restoreCommand } from "../repo/owned-refs.ts";
 
 type Landing = Omit<Payload<"landing_finished">, "attempt" | "branch">;
@@ -24,7 +25,7 @@ function targetMoved(ctx: StepContext, branch: string) {
   const moved = refChanges([{ ref, commit: landed.commit, item: null, exact: true }], readRefs(repoOf(ctx), [ref]))[0];
   if (!moved || moved.now === null) return moved ?? null;
   const parents = gitTry(repoOf(ctx), ["rev-parse", `${moved.now}^1`, `${moved.now}^2`, `refs/heads/${branch}`]).stdout.trim().split("\n");
-  return parents.length === 3 && parents[0] === landed.commit && parents[1] === parents[2] ? null : moved;
+  return isOwnMergeOnTop({ landedCommit: landed.commit, parents }) ? null : moved;
 }
 
 /** Land the current (verified) attempt of `it` and record the outcome. */

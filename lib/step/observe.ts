@@ -5,7 +5,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { ItemState } from "../log/projection.ts";
 import { append, closeInStep, itemNow, loopView, type StepContext, type StepOutcome } from "./context.ts";
-import { classifySession } from "../decisions/session-verdict.ts";
+import { classifyLaunching, classifySession } from "../decisions/session-verdict.ts";
 import { drainedReason, interruptedLaunchesFault } from "../decisions/faults.ts";
 import { adoptable, observeSession, SESSION_FILES, sessionMark, tmuxSessionName } from "../supervisor/sessions.ts";
 import { tmuxHasSession } from "../supervisor/tmux.ts";
@@ -29,20 +29,12 @@ export function observeLaunching(ctx: StepContext, it: ItemState): StepOutcome |
     return null;
   }
   const launched = existsSync(join(s.sessionDir, SESSION_FILES.launch));
-  // The launch record without a wrapper on record: what the reserving step spawned carries the
-  // attempt's mark from its start (in tmux, its session has the name first). Nothing alive with
-  // either, the step was stopped between the record and the spawn: nothing runs.
-  const cutShort = launched && !markCarried([sessionMark(s)]) && !(ctx.def.tmux && tmuxHasSession(tmuxSessionName(ctx.def.name, it.id, attempt.n, it.epoch)));
-  const age = Date.now() - Date.parse(attempt.reservedAt);
-  if (launched && !cutShort && age <= it.def.timeouts.launch) return { action: "waiting", item: it.id, reason: "session is starting" };
-  const reason = !launched
-    ? "the step that reserved this attempt stopped before launching it; not relaunched"
-    : cutShort
-      ? "the step that launched this attempt stopped before its session started (nothing runs); not relaunched"
-      : `session did not start within ${Math.round(it.def.timeouts.launch / 1000)}s`;
-  // A step killed between reservation and spawn is the loop's failure, not the agent's: not counted.
+  // What the reserving step spawned carries the attempt's mark from its start (in tmux, its session has the name first).
+  const carried = launched && (markCarried([sessionMark(s)]) || (ctx.def.tmux && tmuxHasSession(tmuxSessionName(ctx.def.name, it.id, attempt.n, it.epoch))));
+  const v = classifyLaunching({ launched, carried, ageMs: Date.now() - Date.parse(attempt.reservedAt), launchTimeoutMs: it.def.timeouts.launch });
+  if (v.kind === "waiting") return { action: "waiting", item: it.id, reason: v.reason };
+  const { reason, interrupted } = v;
   // Interrupted again and again, it pauses the loop instead (the attempt given back the same way).
-  const interrupted = !launched || cutShort;
   const ended = it.attempts.slice(0, -1).map((a) => a.end?.verdict ?? null);
   const again = !interrupted || loopView(ctx).loop.state !== "running" ? null : interruptedLaunchesFault({ item: it.id, attempt: attempt.n, ended });
   if (again) {

@@ -19,6 +19,7 @@ import { projectOf } from "../log/ownership.ts";
 import { append, createStepContext, itemNow, loopView, materialize, projection, recordTransition, repoOf, type StepContext, type StepOptions, type StepOutcome, type Transition } from "./context.ts";
 import { type DefinitionSource, type ParsedDefinition, parseDefinitionSource, type StepDefinition, readDefinitionSource, rememberDefinition, resolveDefinition } from "./definition.ts";
 import { afterSession } from "../decisions/attempt.ts";
+import { landingRoute } from "../decisions/landing.ts";
 import { type Attention, attentionOf } from "../decisions/attention.ts";
 import { hasOpenWork, nextWork } from "../decisions/next-work.ts";
 import { definitionWarnings } from "./environment.ts";
@@ -172,9 +173,7 @@ async function advanceItem(ctx: StepContext, it: ItemState): Promise<StepOutcome
           // Null once the verify's verdict is recorded; an outcome while it runs (the step stops here).
           return verifyAttempt(ctx, it);
         case "land":
-          // A forge landing already under way finishes through the forge whatever landing says now
-          // (switched to "none", it settles with its PR left open and says so: docs/forge.md#the-two-locks).
-          if (ctx.def.forge && (ctx.def.landing !== "none" || it.forge?.landing)) {
+          if (landingRoute({ forge: !!ctx.def.forge, landing: ctx.def.landing, forgeLandingStarted: !!it.forge?.landing }) === "forge") {
             const { landThroughForge } = await import("./forge/land.ts");
             return landThroughForge(ctx, it);
           }
