@@ -1,7 +1,7 @@
-// Landing's decisions: which way a verified attempt lands, whether a moved target is only this
+// LandingMode's decisions: which way a verified attempt lands, whether a moved target is only this
 // item's own merge recorded too late, and what an attempt's landing settles the item as. Pure: the
 // land and settle phases (lib/step/land.ts, settle.ts, step.ts) look, and act on what these say.
-import type { Landing } from "../definition/normalized.ts";
+import type { LandingMode } from "../definition/normalized.ts";
 import type { LandingOutcome } from "../log/vocabulary.ts";
 
 /**
@@ -9,7 +9,7 @@ import type { LandingOutcome } from "../log/vocabulary.ts";
  * whatever `landing` says now (switched to "none", it settles with its PR left open and says so:
  * docs/forge.md#the-two-locks).
  */
-export function landingRoute(o: { forge: boolean; landing: Landing; forgeLandingStarted: boolean }): "forge" | "local" {
+export function landingRoute(o: { forge: boolean; landing: LandingMode; forgeLandingStarted: boolean }): "forge" | "local" {
   return o.forge && (o.landing !== "none" || o.forgeLandingStarted) ? "forge" : "local";
 }
 

@@ -7,7 +7,7 @@ import { canonicalJson, sha256Hex } from "../log/canonical.ts";
 import { parseDuration } from "./duration.ts";
 import { DEFAULT_ENVIRONMENT, type NormEnvironment } from "./environment.ts";
 import { DefinitionError, type DefinitionIssue } from "../shared/errors.ts";
-import { type CommandRunner, DEFAULTS, type Guards, type Landing, type Limit, type NormDefinition, type NormForge, type NormItem, type NormReactions, type Sandbox, type Timeouts } from "./normalized.ts";
+import { type CommandRunner, DEFAULTS, type Guards, type LandingMode, type Limit, type NormDefinition, type NormForge, type NormItem, type NormReactions, type Sandbox, type Timeouts } from "./normalized.ts";
 import { FORGE_DEFAULTS, KIND } from "./forge-kinds.ts";
 import { defaultTarget } from "./branches.ts";
 import { formatPath, RawDefaults, RawDefinition } from "./schema.ts";
@@ -116,7 +116,7 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
  * default is "retry" but failed checks with landing "pr", which are "block": loop does not wait on
  * a PR it does not merge (it passes the item with its draft open), so nothing would see them.
  */
-export function reactionsOf(landing: Landing, loop: Partial<NormReactions> | undefined, item: Partial<NormReactions> | undefined): NormReactions {
+export function reactionsOf(landing: LandingMode, loop: Partial<NormReactions> | undefined, item: Partial<NormReactions> | undefined): NormReactions {
   const defaults: NormReactions = { checksFailed: landing === "merge" ? "retry" : "block", changesRequested: "retry", conflict: "retry" };
   return {
     checksFailed: item?.checksFailed ?? loop?.checksFailed ?? defaults.checksFailed,

@@ -83,7 +83,7 @@ export interface NormForge {
   /** Milliseconds between two reads of the repository's comments. */
   pollInterval: number;
 }
-export type Landing = "none" | "merge" | "pr";
+export type LandingMode = "none" | "merge" | "pr";
 /** The command run when the loop needs a person (docs/operations.md#hearing-about-trouble). */
 export interface NotifyDef {
   command: string[];
@@ -92,7 +92,7 @@ export interface NotifyDef {
 }
 export interface NormDefinition {
   name: string;
-  landing: Landing;
+  landing: LandingMode;
   base: string;
   /** The branch landing "merge" merges into; `loop/<name>/landed` unless workspace.target says otherwise. */
   target: string;

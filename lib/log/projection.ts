@@ -216,7 +216,7 @@ export interface ItemState {
   // session and workspace
   session: SessionRecord | null;
   workspace: { branch: string; worktree: string; present: boolean } | null;
-  /** The current attempt's landing record (AttemptRecord.landing), as itemView derives it. */
+  /** The current attempt's landing record (AttemptRecord.landing), as refreshItemView derives it. */
   landing: LandingRecord | null;
   /** Null until the item has a forge side (a loop without a forge never gives it one). */
   forge: ForgeRecord | null;
@@ -233,7 +233,7 @@ export interface ItemState {
 export interface ForgeRecord {
   /** The item's pull request, once recorded; kept across attempts (a retry reuses it). */
   pr: { number: number; url: string; head: string; draft: boolean } | null;
-  /** The current attempt's landing wait (AttemptRecord.landingWait), as itemView derives it. */
+  /** The current attempt's landing wait (AttemptRecord.landingWait), as refreshItemView derives it. */
   landing: LandingWait | null;
   /** The comment high-water mark: comments with ids at or below it are never acted on. Null: not seen yet (first sight). */
   highWater: number | null;

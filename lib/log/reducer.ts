@@ -62,7 +62,7 @@ type Handlers = { [T in EventType]: (p: Projection, e: StoredEventOf<T>, fail: F
  * one place they are derived: reduceInto applies it after every event that names the item, so a new
  * attempt starts with neither, and a retried item lands again.
  */
-export function itemView(it: ItemState): void {
+function refreshItemView(it: ItemState): void {
   const a = currentAttemptOf(it);
   it.landing = a?.landing ?? null;
   if (it.forge) it.forge.landing = a?.landingWait ?? null;
@@ -645,9 +645,9 @@ export function reduceInto(p: Projection, e: StoredEvent): void {
   if (!Object.hasOwn(HANDLERS, e.type)) fail("unknown_type", `unknown event type "${e.type}"`);
   // The one place the union meets the table: each handler is typed for its own event.
   (HANDLERS[e.type] as (p: Projection, e: StoredEvent, fail: Fail) => void)(p, e, fail);
-  // The item's view of its current attempt, derived in one place (itemView); only the item the event names changed.
+  // The item's view of its current attempt, derived in one place (refreshItemView); only the item the event names changed.
   const named = e.item ? itemOf(p, e.item) : undefined;
-  if (named) itemView(named);
+  if (named) refreshItemView(named);
   p.seq = e.seq;
   p.hash = e.hash;
   p.loop.updatedAt = e.ts;

@@ -20,7 +20,7 @@ import { ITEM_TABLES, itemFromRows, type ItemTable, parseControlBody, parseLoopB
  * 4: the projection tables hold every field of the fold (none left out to keep older rows' bytes),
  * `state_sha` is recorded when state.json is written, and the tables have indexes on an item's
  * status, on its landing's outcome and on open sessions. 5: an attempt holds its own landing, landing
- * wait and reaction (the item shows its current attempt's: reducer.ts itemView). 6: an item's forge
+ * wait and reaction (the item shows its current attempt's: reducer.ts refreshItemView). 6: an item's forge
  * ledger carries `readFrom`, where its comments are read from. 7: usage (docs/spend.md): attempts
  * carry their usage, the loop record its sums and a budget pause, an item a budget stop (indexed).
  * Writers upgrade older stores on open by folding the log again and

@@ -202,7 +202,7 @@ export function checkedOut(repo: string): { path: string; branch: string | null 
   return out;
 }
 
-export type LandingOutcome = { outcome: "merged" | "conflict" | "failed"; commit: string | null; reason: string };
+export type MergeResult = { outcome: "merged" | "conflict" | "failed"; commit: string | null; reason: string };
 
 /**
  * Merge `branch` into the loop-owned `target` inside a landing worktree under the state root,
@@ -229,7 +229,7 @@ export interface LandMergeOptions {
   onMovedAside?: (path: string) => void;
 }
 
-export function landMerge({ repo, landingDir, target, base, branch, commit = null, message, onMovedAside = () => {} }: LandMergeOptions): LandingOutcome {
+export function landMerge({ repo, landingDir, target, base, branch, commit = null, message, onMovedAside = () => {} }: LandMergeOptions): MergeResult {
   if (commit) {
     const now = revParse(repo, `refs/heads/${branch}`);
     if (now !== commit)

@@ -6,12 +6,12 @@ import type { Payload } from "../log/events.ts";
 import type { ItemState } from "../log/projection.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { append, repoOf, type StepContext, warnMovedAside } from "./context.ts";
-import { landMerge, type LandingOutcome } from "../repo/workspace.ts";
+import { landMerge, type MergeResult } from "../repo/workspace.ts";
 import { gitTry } from "../repo/git.ts";
 import { isOwnMergeOnTop } from "../decisions/landing.ts";
 import { describeRefChange, lastLanded, readRefs, refChanges, restoreCommand } from "../repo/owned-refs.ts";
 
-type Landing = Omit<Payload<"landing_finished">, "attempt" | "branch">;
+type LandingRecord = Omit<Payload<"landing_finished">, "attempt" | "branch">;
 
 /**
  * The target, when it is not where loop's last merge left it; null when it is, when nothing was
@@ -32,7 +32,7 @@ function targetMoved(ctx: StepContext, branch: string) {
 export function landAttempt(ctx: StepContext, it: ItemState): void {
   const attempt = it.attempts[it.attempts.length - 1]!;
   const branch = it.session!.branch;
-  let landing: Landing;
+  let landing: LandingRecord;
   if (ctx.def.landing === "merge") {
     failpoint("landing:before_merge");
     ctx.store.assertLease();
@@ -40,7 +40,7 @@ export function landAttempt(ctx: StepContext, it: ItemState): void {
     const target = ctx.def.target;
     // Never merge on top of a target someone else moved: what it holds would land as verified.
     const moved = targetMoved(ctx, branch);
-    const r: LandingOutcome = moved
+    const r: MergeResult = moved
       ? { outcome: "failed", commit: null, reason: `target_moved: ${describeRefChange(moved)}; loop does not merge on top (put it back: ${restoreCommand(moved)})` }
       : landMerge({
           repo: repoOf(ctx),

@@ -22,8 +22,8 @@ import { gitTry } from "../../repo/git.ts";
 import { forgeGit } from "./remote.ts";
 import { reactToPull } from "./react.ts";
 
-type Landing = Omit<Payload<"landing_finished">, "attempt" | "branch">;
-type Finish = (l: Landing) => null;
+type LandingRecord = Omit<Payload<"landing_finished">, "attempt" | "branch">;
+type Finish = (l: LandingRecord) => null;
 
 export async function landThroughForge(ctx: StepContext, it: ItemState): Promise<StepOutcome | null> {
   const link = (await forgeLink(ctx))!;
