@@ -8,7 +8,7 @@ import { existsSync, readdirSync, rmSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import type { EventDraft } from "../log/events.ts";
-import type { ItemState, Projection } from "../log/projection.ts";
+import { currentAttemptOf, type ItemState, type Projection } from "../log/projection.ts";
 import { verifyAlive } from "../supervisor/verify-command.ts";
 import type { Lease } from "../log/snapshot.ts";
 import { runWriter, type Writer } from "../log/writer.ts";
@@ -375,6 +375,6 @@ function loopFacts(stateRoot: string, lease: Lease | null): LoopFacts {
 
 /** The current attempt's verify command has a recorded process group that is still alive. */
 function runningVerify(it: ItemState): boolean {
-  const run = it.attempts[it.attempts.length - 1]?.verifyRun;
+  const run = currentAttemptOf(it)?.verifyRun;
   return run?.pid != null ? verifyAlive({ pid: run.pid, startTime: run.startTime }) : false;
 }

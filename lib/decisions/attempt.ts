@@ -1,6 +1,6 @@
 // What an attempt leads to once its session has ended: verify, land, settle, fail and retry or
 // settle failed; and how a failure is named. Pure: read from what the log already holds.
-import type { ItemState } from "../log/projection.ts";
+import { type ItemState, requireAttempt } from "../log/projection.ts";
 import { landed } from "../log/vocabulary.ts";
 import { identicalFailure, identicalFailureReason } from "./guards.ts";
 
@@ -20,7 +20,7 @@ export type AfterSession =
   | { kind: "settle"; landed: boolean };
 
 export function afterSession(it: ItemState): AfterSession {
-  const attempt = it.attempts[it.attempts.length - 1]!;
+  const attempt = requireAttempt(it);
   const end = attempt.end!;
   // Cut short by the loop or the machine, not by the agent: the same attempt's work runs again, uncounted.
   if (end.verdict === "launch_interrupted" || end.verdict === "drained") return { kind: "requeue", reason: end.reason, drained: end.verdict === "drained" };
@@ -46,7 +46,7 @@ export function afterFailureOf(it: ItemState, o: { identicalFailure: boolean; re
   const planned = afterFailure(it);
   const same = planned === "retry" && o.identicalFailure ? identicalFailure(it.attempts) : null;
   if (planned === "retry" && !same) return { decision: "retry" };
-  const attempt = it.attempts[it.attempts.length - 1]!;
+  const attempt = requireAttempt(it);
   return { decision: "settle_failed", reason: failedReason(it, same ? identicalFailureReason({ ...same, attempt: attempt.n }, o.reason) : o.reason) };
 }
 

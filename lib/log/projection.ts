@@ -356,6 +356,13 @@ export function currentAttemptOf(it: ItemState): AttemptRecord | null {
   return it.attempts[it.attempts.length - 1] ?? null;
 }
 
+/** The current attempt of an item that must have one (every phase after a reservation): none is a bug, named. */
+export function requireAttempt(it: ItemState): AttemptRecord {
+  const a = currentAttemptOf(it);
+  if (!a) throw new Error(`item ${it.id} has no attempt`);
+  return a;
+}
+
 /**
  * The pieces of an item's state the log itself holds (docs/cli/loop-reset.md names them): a
  * session record, control records (commands, a hold, replies, a question), ledgers (attempts,

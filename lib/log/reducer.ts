@@ -81,7 +81,7 @@ function needStatus(it: ItemState, allowed: readonly ItemStatus[], e: StoredEven
 }
 
 function currentAttempt(it: ItemState, n: number, e: StoredEvent, fail: (r: string, d: string) => never): AttemptRecord {
-  const a = it.attempts[it.attempts.length - 1];
+  const a = currentAttemptOf(it);
   if (!a || a.n !== n) fail("attempt_mismatch", `${e.type} names attempt ${n}, current is ${a?.n ?? "none"}`);
   return a!;
 }
@@ -392,7 +392,7 @@ const HANDLERS: Handlers = {
   item_requeued(p, e, fail) {
     const it = need(p, e, fail);
     needStatus(it, ["ended", "needs_input", ...SETTLED_OUTCOMES], e, fail);
-    const a = it.attempts[it.attempts.length - 1];
+    const a = currentAttemptOf(it);
     if ((it.status === "ended" || it.status === "needs_input") && a && a.outcome === null) {
       // Only a failed attempt spends the budget; a question or an operator's stop does not. A
       // rework (a reaction that decided "retry") spends it too, and says it was one.
@@ -412,7 +412,7 @@ const HANDLERS: Handlers = {
   item_settled(p, e, fail) {
     const it = need(p, e, fail);
     const outcome = e.payload.outcome;
-    const a = it.attempts[it.attempts.length - 1];
+    const a = currentAttemptOf(it);
     if (outcome === "passed") {
       needStatus(it, ["ended"], e, fail);
       if (!a?.verify?.passed) fail("passed_unverified", `item "${it.id}" settled passed without a passing verify`);

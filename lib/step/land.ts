@@ -3,7 +3,7 @@
 // landing worktree (lib/repo/workspace.ts landMerge); otherwise the branch itself is the deliverable.
 import { join } from "node:path";
 import type { Payload } from "../log/events.ts";
-import type { ItemState } from "../log/projection.ts";
+import { type ItemState, requireAttempt } from "../log/projection.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { append, repoOf, type StepContext, warnMovedAside } from "./context.ts";
 import { landMerge, type MergeResult } from "../repo/workspace.ts";
@@ -30,7 +30,7 @@ function targetMoved(ctx: StepContext, branch: string) {
 
 /** Land the current (verified) attempt of `it` and record the outcome. */
 export function landAttempt(ctx: StepContext, it: ItemState): void {
-  const attempt = it.attempts[it.attempts.length - 1]!;
+  const attempt = requireAttempt(it);
   const branch = it.session!.branch;
   let landing: LandingRecord;
   if (ctx.def.landing === "merge") {

@@ -3,7 +3,7 @@
 // verdict on what an observation means is classifySession's (lib/decisions/session-verdict.ts).
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import type { ItemState } from "../log/projection.ts";
+import { type ItemState, requireAttempt } from "../log/projection.ts";
 import { append, closeInStep, itemNow, loopView, type StepContext, type StepOutcome } from "./context.ts";
 import { classifyLaunching, classifySession } from "../decisions/session-verdict.ts";
 import { drainedReason, interruptedLaunchesFault } from "../decisions/faults.ts";
@@ -16,7 +16,7 @@ import { usageDraft } from "./usage.ts";
 
 /** A reserved attempt whose start is not recorded: adopt the wrapper, wait for it, or fail the launch. */
 export function observeLaunching(ctx: StepContext, it: ItemState): StepOutcome | null {
-  const attempt = it.attempts[it.attempts.length - 1]!;
+  const attempt = requireAttempt(it);
   const s = it.session!;
   const found = adoptable(s.sessionDir);
   if (found) {
@@ -50,7 +50,7 @@ export function observeLaunching(ctx: StepContext, it: ItemState): StepOutcome |
  * unless a budget is reached: then it is ended), asking (the loop pauses), or ended.
  */
 export async function observeRunning(ctx: StepContext, it: ItemState): Promise<StepOutcome | null> {
-  const attempt = it.attempts[it.attempts.length - 1]!;
+  const attempt = requireAttempt(it);
   const s = it.session!;
   const seen = observeSession(s, attempt, it.def.timeouts, Date.now());
   const v = classifySession(seen);

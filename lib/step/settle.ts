@@ -3,7 +3,7 @@
 // sweep that closes the session of an item settled by a step killed before it closed it.
 import type { EventDraft } from "../log/events.ts";
 import { isInFlight } from "../log/vocabulary.ts";
-import type { ItemState } from "../log/projection.ts";
+import { type ItemState, requireAttempt } from "../log/projection.ts";
 import { append, closeInStep, loopView, type StepContext } from "./context.ts";
 import { afterFailureOf } from "../decisions/attempt.ts";
 import { settledByLanding } from "../decisions/landing.ts";
@@ -11,7 +11,7 @@ import { DEFAULT_GUARDS } from "../definition/normalized.ts";
 
 /** Verified and landed (or not): close the session and settle the item passed (or failed, when landing failed). */
 export async function settleAttempt(ctx: StepContext, it: ItemState, o: { landed: boolean }): Promise<void> {
-  const attempt = it.attempts[it.attempts.length - 1]!;
+  const attempt = requireAttempt(it);
   const c = await closeInStep(ctx, { it, reason: o.landed ? "item passed" : "landing failed", removeCheckout: o.landed && !ctx.def.keepCheckoutOnClose });
   const landing = attempt.landing!;
   const settled = settledByLanding({ landed: o.landed, outcome: landing.outcome, landingReason: landing.reason, verifyReason: attempt.verify!.reason });
@@ -21,7 +21,7 @@ export async function settleAttempt(ctx: StepContext, it: ItemState, o: { landed
 
 /** The attempt failed: close its session, then try again or settle the item failed (its attempts are spent). */
 export async function failAttempt(ctx: StepContext, it: ItemState, reason: string): Promise<void> {
-  const attempt = it.attempts[it.attempts.length - 1]!;
+  const attempt = requireAttempt(it);
   const c = await closeInStep(ctx, { it, reason, removeCheckout: false });
   const after = afterFailureOf(it, { identicalFailure: (ctx.def.guards ?? DEFAULT_GUARDS).identicalFailure, reason });
   const next: EventDraft =
@@ -33,7 +33,7 @@ export async function failAttempt(ctx: StepContext, it: ItemState, reason: strin
 
 /** Back to pending without counting a failure: an interrupted launch, an answered question, a session that died with a stopped watcher (`drained`). */
 export function requeueUncounted(ctx: StepContext, it: ItemState, reason: string, o: { drained?: boolean; before?: EventDraft[] } = {}): void {
-  const attempt = it.attempts[it.attempts.length - 1]!;
+  const attempt = requireAttempt(it);
   const payload = { attempt: attempt.n, reason, failed: false, resetBudget: false, ...(o.drained ? { drained: true as const } : {}) };
   append(ctx, [...(o.before ?? []), { type: "item_requeued", item: it.id, payload }], "requeue");
 }

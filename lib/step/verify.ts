@@ -12,7 +12,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { Payload } from "../log/events.ts";
-import type { ItemState, VerifyRun } from "../log/projection.ts";
+import { type ItemState, requireAttempt, type VerifyRun } from "../log/projection.ts";
 import { GitError, StartError } from "../shared/errors.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { markCarried } from "../shared/process.ts";
@@ -45,7 +45,7 @@ type VerifyPayload = Payload<"verify_finished">;
  * step may go on (verify_finished recorded, or a start recorded that the next turn observes).
  */
 export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<StepOutcome | null> {
-  const attempt = it.attempts[it.attempts.length - 1]!;
+  const attempt = requireAttempt(it);
   const run = attempt.verifyRun;
   if (run) return run.pid === null ? resumeReserved(ctx, it, run) : observeVerify(ctx, it, run);
   const s = it.session!;
@@ -114,12 +114,12 @@ export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<St
   );
   failpoint("verify:after_reserve");
   const now = itemNow(ctx, it.id);
-  return spawnReserved(ctx, now, now.attempts[now.attempts.length - 1]!.verifyRun!);
+  return spawnReserved(ctx, now, requireAttempt(now).verifyRun!);
 }
 
 /** A hook or executable git config the session planted is said (a warning of the step): loop never runs it, the operator's git would. */
 function reportGitExec(ctx: StepContext, it: ItemState): void {
-  const attempt = it.attempts[it.attempts.length - 1]!;
+  const attempt = requireAttempt(it);
   if (!attempt.gitExec) return;
   const said = gitExecReport({ recorded: attempt.gitExec, baseline: readJsonOrNull(join(it.session!.sessionDir, GIT_EXEC_FILE)), now: gitExecSnapshot(repoOf(ctx)) });
   if (!said) return;
@@ -140,7 +140,7 @@ function record(ctx: StepContext, it: ItemState, payload: VerifyPayload, o: { na
  */
 function namedNoProgress(ctx: StepContext, it: ItemState, payload: VerifyPayload): VerifyPayload {
   if (payload.passed || !(ctx.def.guards ?? DEFAULT_GUARDS).noProgress) return payload;
-  const a = it.attempts[it.attempts.length - 1]!;
+  const a = requireAttempt(it);
   const head = a.verifyRun?.head;
   const start = readTextOrNull(join(it.session!.sessionDir, "start-head"), { noLinks: true })?.trim();
   return head && start && head === start ? { ...payload, reason: noProgressReason(payload.reason) } : payload;
@@ -148,7 +148,7 @@ function namedNoProgress(ctx: StepContext, it: ItemState, payload: VerifyPayload
 
 /** Start the reserved verify (the first and only start of this reservation) and record it. */
 function spawnReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOutcome | null {
-  const attempt = it.attempts[it.attempts.length - 1]!;
+  const attempt = requireAttempt(it);
   const s = it.session!;
   ctx.store.assertLease();
   const box = verifySandbox(ctx, it);
@@ -185,7 +185,7 @@ function spawnReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOut
 function recordStarted(ctx: StepContext, it: ItemState, run: VerifyRun, p: VerifyProcess, adopted: boolean, mechanism: SessionMechanism | null = null): StepOutcome {
   // The proof's hashes; an adopted wrapper's come from its folder (the spawning step was killed before recording them).
   const proof = p.proof ? { mechanism, proof: p.proof } : mechanism ? { mechanism } : {};
-  const attempt = it.attempts[it.attempts.length - 1]!;
+  const attempt = requireAttempt(it);
   // Counted from the reservation, which comes right before the spawn: an adopted verify has been
   // running since then, not since the step that found it. One this step started under an older
   // reservation (its reserving step was stopped before the spawn) has run only from now.
@@ -207,7 +207,7 @@ function recordStarted(ctx: StepContext, it: ItemState, run: VerifyRun, p: Verif
 function verifySandbox(ctx: StepContext, it: ItemState): { request: SandboxRequest | null } | { paused: StepOutcome } | { refused: string } {
   if (!it.def.sandbox) return { request: null };
   const s = it.session!;
-  const attempt = it.attempts[it.attempts.length - 1]!;
+  const attempt = requireAttempt(it);
   const probe = probeSandbox(sessionPath(ctx.options.env));
   if (!probe.ok) {
     const f = sandboxFault(probe)!;
@@ -228,7 +228,7 @@ function verifySandbox(ctx: StepContext, it: ItemState): { request: SandboxReque
 
 /** A reserved verify whose start is not recorded: adopt its wrapper, start it (nothing was spawned), wait, or fail it. */
 function resumeReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOutcome | null {
-  const attempt = it.attempts[it.attempts.length - 1]!;
+  const attempt = requireAttempt(it);
   const ev = verifySpawnEvidence(it.session!.sessionDir);
   // /proc is scanned only when the launch record has no wrapper on record (a step stopped mid-start).
   const marked = ev.launched && !ev.found ? markCarried([sessionMark(it.session!)]) : true;
@@ -247,7 +247,7 @@ function resumeReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOu
 
 /** A started verify: still running (the step stops here), ended, past its deadline, or gone. */
 async function observeVerify(ctx: StepContext, it: ItemState, run: VerifyRun): Promise<StepOutcome | null> {
-  const attempt = it.attempts[it.attempts.length - 1]!;
+  const attempt = requireAttempt(it);
   const dir = it.session!.sessionDir;
   const proc: VerifyProcess = { pid: run.pid!, startTime: run.startTime };
   const first = readVerifyExit(dir);
@@ -309,7 +309,7 @@ function ownedRefVerdict(moved: RefChange[]): { reason: string; detail: string }
  * and, in the same commit, the loop pauses: every later item would build on the damaged store.
  */
 function objectStoreTampered(ctx: StepContext, it: ItemState, tampered: string[], logPath: string): StepOutcome {
-  const attempt = it.attempts[it.attempts.length - 1]!;
+  const attempt = requireAttempt(it);
   const named = tampered.slice(0, 10).join("; ") + (tampered.length > 10 ? `; and ${tampered.length - 10} more` : "");
   const verdict = refused(
     attempt.n,

@@ -8,7 +8,7 @@
 // found by its branch before one is opened, and a merged PR is read as merged before a merge is
 // asked for, so nothing is done twice.
 import type { Payload } from "../../log/events.ts";
-import { currentAttemptOf, type ItemState } from "../../log/projection.ts";
+import { currentAttemptOf, type ItemState, requireAttempt } from "../../log/projection.ts";
 import type { ForgeFailure, ForgePull } from "../../forge/provider.ts";
 import { AUTO_MERGE_VAR, autoMergeAllowed } from "../../forge/auto-merge.ts";
 import { definitionLock, environmentLock, type Expected, failureGate, type GateDecision, identityGate, mergeGate } from "../../forge/merge-gate.ts";
@@ -27,7 +27,7 @@ type Finish = (l: LandingRecord) => null;
 
 export async function landThroughForge(ctx: StepContext, it: ItemState): Promise<StepOutcome | null> {
   const link = (await forgeLink(ctx))!;
-  const attempt = it.attempts[it.attempts.length - 1]!;
+  const attempt = requireAttempt(it);
   const branch = it.session!.branch;
   const since = Date.parse(attempt.verify!.at);
   const deadline = since + (it.def.timeouts.landing ?? 30 * 60_000);
@@ -124,7 +124,7 @@ async function openPull(ctx: StepContext, link: ForgeLink, it: ItemState, branch
   ctx.store.assertLease();
   // What is pushed is the commit whose verify passed (verify_reserved `head`); for a verify recorded
   // before that existed, what the local branch holds now.
-  const verified = it.attempts[it.attempts.length - 1]?.verifyRun?.head;
+  const verified = currentAttemptOf(it)?.verifyRun?.head;
   const head = verified ?? gitTry(repoOf(ctx), ["rev-parse", "--verify", "-q", `refs/heads/${branch}^{commit}`]).stdout.trim();
   if (!head) {
     ctx.errors.push(`${it.id}: branch ${branch} is missing from the repository`);
@@ -142,7 +142,7 @@ async function openPull(ctx: StepContext, link: ForgeLink, it: ItemState, branch
   const found = await link.provider.findPull(branch);
   if (!found.ok) return { wait: link.failed(found) };
   if (found.value && (found.value.state === "open" || (found.value.merged && found.value.headSha === head))) return { pull: found.value, reused: true, pushed: head };
-  const attempt = it.attempts[it.attempts.length - 1]!;
+  const attempt = requireAttempt(it);
   const title = `${it.id}: ${sanitizeLine(it.def.prompt.split("\n", 1)[0] ?? "", 80)}`;
   const body = [
     `Opened by loop \`${ctx.def.name}\` for item \`${it.id}\`${it.def.ref ? ` (${it.def.ref})` : ""}, attempt ${attempt.n}.`,

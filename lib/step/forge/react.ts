@@ -8,7 +8,7 @@
 // reaction, and the landing ended `blocked`). A signal's key is recorded with it, so the same signal
 // on the same head never triggers twice, however often a kill makes a step see it again.
 import type { EventDraft } from "../../log/events.ts";
-import type { ItemState } from "../../log/projection.ts";
+import { type ItemState, requireAttempt } from "../../log/projection.ts";
 import type { CheckFailure, ForgeCheck, ForgeChecks, ForgePull, ReviewFeedback } from "../../forge/provider.ts";
 import { decideReaction, FEEDBACK_BOUNDS, newSignals, type Reactions, reactionFeedback, type Signal } from "../../forge/reactions.ts";
 import { reactionsOf } from "../../definition/normalize.ts";
@@ -56,7 +56,7 @@ export async function reactToPull(ctx: StepContext, link: ForgeLink, it: ItemSta
   failpoint("reaction:after_seen");
   ctx.store.assertLease();
   const { decision, why } = decideReaction(signals, itemReactions(ctx, it), afterFailure(it) === "retry");
-  const attempt = it.attempts[it.attempts.length - 1]!;
+  const attempt = requireAttempt(it);
   const summary = signals.map((s) => s.summary).join("; ");
   const base = { attempt: attempt.n, head: o.pushed, signals };
   if (decision === "block") {
