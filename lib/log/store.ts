@@ -13,7 +13,7 @@ import { BUDGET_STOPPED, createTables, LANDING_OF, OPEN_SESSION, rebuildTables, 
 import { leaseFreed, leaseLost, newLease, writeLease } from "./lease.ts";
 import { StoreError } from "../shared/errors.ts";
 import type { EventRow } from "./integrity.ts";
-import { checkSchema, dbPath, headOf, type Lease, openWith, readItems, readLease, readProjection, readProjectionHead, SCHEMA_VERSION, schemaVersion, storeError } from "./snapshot.ts";
+import { checkSchema, dbPath, refuseLostStore, headOf, type Lease, openWith, readItems, readLease, readProjection, readProjectionHead, SCHEMA_VERSION, schemaVersion, storeError } from "./snapshot.ts";
 import type { ItemStatus, LandingOutcome } from "./vocabulary.ts";
 import { assertOwnership, noWorkYet, type ProjectIdentity, rebind, sameBinding } from "./ownership.ts";
 import { BUSY_TIMEOUT_MS, isBusy, lockedError } from "./locks.ts";
@@ -62,6 +62,7 @@ export class Store {
     // lstat: a (dangling) link in its place is a file that is there, not "no store".
     if (!lstatSync(path, { throwIfNoEntry: false })) {
       if (!opts.create) throw new StoreError("missing_store", `no store at ${path} (run \`loop init\` first)`);
+      refuseLostStore(stateRoot);
       ensureStateRoot(stateRoot, { gitignore: true });
       Store.createFile(stateRoot, opts.actor ?? "loop", opts.project ?? null);
     }

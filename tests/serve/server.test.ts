@@ -294,15 +294,15 @@ describe("a store that cannot be read while serving", () => {
       s.poll();
       const api = await fetch(new URL("/api/loops/t/status", s.url));
       expect(api.status).toBe(503);
-      expect(((await api.json()) as any).error.code).toBe("missing_store");
+      expect(((await api.json()) as any).error.code).toBe("store_missing");
       const page = await fetch(new URL("/loops/t/", s.url), { headers: { accept: "text/html" } });
       expect(page.status).toBe(503);
-      expect(await page.text()).toContain("missing_store");
+      expect(await page.text()).toContain("store_missing");
       expect((await (await fetch(new URL("/metrics", s.url))).text())).toContain('loop_up{loop="t"} 0');
       renameSync(join(copy, "loop.db.away"), join(copy, "loop.db"));
       s.poll();
       expect((await fetch(new URL("/api/loops/t/status", s.url))).status).toBe(200);
-      expect(said).toEqual([expect.stringMatching(/^loop t: cannot read its store \(missing_store: no store at .*\); its pages say so until it can$/), "loop t: its store can be read again"]);
+      expect(said).toEqual([expect.stringMatching(/^loop t: cannot read its store \(store_missing: .* is missing, but .*\); its pages say so until it can$/), "loop t: its store can be read again"]);
     } finally {
       await s.stop();
     }
