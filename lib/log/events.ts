@@ -156,7 +156,14 @@ export const PAYLOADS = {
   launch_reserved: v.union([LAUNCH_RESERVED, v.strictObject({ ...LAUNCH_RESERVED.entries, gitExec: Str })]),
   // `mechanism` may be absent: logs written before it existed have none (a process group, or tmux).
   // Two whole shapes rather than an optional entry, which the compiled checks refuse (schema-check.ts).
-  session_started: v.union([SESSION_STARTED, v.strictObject({ ...SESSION_STARTED.entries, mechanism: MECHANISM })]),
+  // `start` (the commit the attempt's branch must contain: lib/decisions/branch.ts) and `branchAside`
+  // (a branch no session of the item worked on, renamed before the branch was made) are absent in
+  // logs written before they existed, and in a session adopted from a launch cut short.
+  session_started: v.union([
+    SESSION_STARTED,
+    v.strictObject({ ...SESSION_STARTED.entries, mechanism: MECHANISM }),
+    v.strictObject({ ...SESSION_STARTED.entries, mechanism: MECHANISM, start: Str, branchAside: v.nullable(v.strictObject({ branch: Str, commit: Str })) }),
+  ]),
   launch_failed: v.strictObject({ attempt: Pos, reason: Str, interrupted: v.boolean() }),
   environment_fault: v.strictObject({ kind: Str, attempt: v.nullable(Pos), reason: Str, fix: Str }),
   session_ended: v.strictObject({

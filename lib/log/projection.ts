@@ -57,6 +57,12 @@ export interface AttemptRecord {
   outcome: string | null;
   /** The digest of the repository's hooks and executable git config at its launch (absent in older logs). */
   gitExec?: string;
+  /**
+   * The commit this attempt's branch must contain: where loop made the branch in this epoch
+   * (session_started's `start`; docs/threat-model.md#what-the-verify-runs). Absent in older logs
+   * and in a session adopted from a launch cut short.
+   */
+  start?: string;
   /** How this attempt's landing ended (landing_finished); null until it did. */
   landing: LandingRecord | null;
   /** This attempt's landing wait through a forge (forge_pr_recorded, then forge_landing_waiting); null before its PR is recorded. */

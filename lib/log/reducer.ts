@@ -279,6 +279,7 @@ const HANDLERS: Handlers = {
     const a = currentAttempt(it, e.payload.attempt, e, fail);
     a.startedAt = e.ts;
     if (e.payload.resumed) a.resumed = true;
+    if ("start" in e.payload) a.start = e.payload.start;
     const s = it.session!;
     s.pid = e.payload.pid;
     s.tmux = e.payload.tmux;

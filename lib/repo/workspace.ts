@@ -65,6 +65,36 @@ export function ensureWorktree({
   return { created: true, branchCreated, movedAside };
 }
 
+/**
+ * Rename `branch` to `aside` if it is still at `head` (one ref transaction: a branch that moved
+ * meanwhile is left alone and GitError says so); a checkout of it is removed first, so the
+ * branch can be made again. Nothing of its commits is deleted.
+ */
+export function moveBranchAside(o: { repo: string; branch: string; aside: string; head: string; worktree: string }): void {
+  const at = checkedOut(o.repo).find((w) => w.branch === o.branch);
+  if (at && realpathOrSelf(at.path) !== realpathOrSelf(o.worktree)) throw new GitError(["update-ref", "--stdin"], null, `${o.branch} is checked out at ${at.path}, not in the item's worktree; loop does not move it`);
+  if (at) removeWorktree(o.repo, o.worktree);
+  const input = `create refs/heads/${o.aside} ${o.head}\ndelete refs/heads/${o.branch} ${o.head}\n`;
+  const r = gitTry(o.repo, ["update-ref", "-m", "loop: a branch no session of this item worked on, moved aside", "--stdin"], {}, input);
+  if (r.code !== 0) throw new GitError(["update-ref", "--stdin"], r.code, r.stderr);
+}
+
+function realpathOrSelf(p: string): string {
+  try {
+    return realpathSync(p);
+  } catch {
+    return resolve(p);
+  }
+}
+
+/** Whether `ancestor` is in the history of `rev` (throws GitError when git cannot tell). */
+export function isAncestor(repo: string, ancestor: string, rev: string): boolean {
+  const r = gitTry(repo, ["merge-base", "--is-ancestor", ancestor, rev]);
+  if (r.code === 0) return true;
+  if (r.code === 1) return false;
+  throw new GitError(["merge-base", "--is-ancestor", ancestor, rev], r.code, r.stderr);
+}
+
 export function removeWorktree(repo: string, path: string): boolean {
   if (!existsSync(path)) {
     gitTry(repo, ["worktree", "prune"]);

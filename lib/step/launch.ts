@@ -19,11 +19,12 @@ import { describeRefChange, restoreCommand } from "../repo/owned-refs.ts";
 import { ensureAgentExcludes, probeLaunchFault, resolveProgram, sandboxRequest, sessionPath } from "./environment.ts";
 import { probeSandbox } from "../supervisor/sandbox.ts";
 import { type EnvironmentFault, FaultError, launchErrorFault, ownedRefFault, programFault, type ProgramFact } from "../decisions/faults.ts";
-import { git, revParse } from "../repo/git.ts";
+import { branchExists, git, revParse, symbolicBranchTarget } from "../repo/git.ts";
 import { buildHandoff, buildReplyMessage, REPLY_FILE } from "./handoff.ts";
 import { selfArgv, selfFiles } from "../supervisor/self.ts";
 import { readOutputHead, SESSION_FILES, sessionMark, startSession, tmuxSessionName } from "../supervisor/sessions.ts";
-import { ensureWorktree, startPointFor } from "../repo/workspace.ts";
+import { ensureWorktree, moveBranchAside, startPointFor } from "../repo/workspace.ts";
+import { asideBranchName, branchAtLaunch } from "../decisions/branch.ts";
 import { forgeGit } from "./forge/remote.ts";
 import { GIT_EXEC_FILE, gitExecSnapshot } from "../repo/git-exec.ts";
 import { remainingMicroUsd } from "../decisions/budget.ts";
@@ -164,7 +165,8 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
   if (plan.gitExec) writeFileAtomic(join(dir, GIT_EXEC_FILE), JSON.stringify(plan.gitExec) + "\n");
   // With a forge, items branch from the freshly fetched <remote>/<base>: it holds every merged PR.
   const startPoint = ctx.def.forge ? forgeStartPoint(ctx, repo) : startPointFor({ repo, landing: ctx.def.landing, base: ctx.def.base, target: ctx.def.target });
-  const ws = ensureWorktree({ repo, path: worktree, branch, startPoint });
+  const onBranch = branchForAttempt(ctx, it, { repo, branch, worktree, startPoint, attempt: n });
+  const ws = ensureWorktree({ repo, path: worktree, branch, startPoint: onBranch?.start ?? startPoint });
   if (ws.movedAside) warnMovedAside(ctx, { path: worktree, branch, aside: ws.movedAside });
   failpoint("launch:after_worktree");
   const handoffPath = join(dir, SESSION_FILES.handoff);
@@ -240,11 +242,32 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
       {
         type: "session_started",
         item: it.id,
-        payload: { attempt: n, pid: started.pid, tmux: started.tmux, conversationId: cmd.conversationId ?? (resume ? conversationId : null), argv: cmd.argv.map(redactLong), log: join(dir, SESSION_FILES.output), resumed: Boolean(resume && cmd.supportsResume), ...(started.mechanism ? { mechanism: started.mechanism } : {}) },
+        payload: { attempt: n, pid: started.pid, tmux: started.tmux, conversationId: cmd.conversationId ?? (resume ? conversationId : null), argv: cmd.argv.map(redactLong), log: join(dir, SESSION_FILES.output), resumed: Boolean(resume && cmd.supportsResume), ...(started.mechanism ? { mechanism: started.mechanism, ...(onBranch ? { start: onBranch.start, branchAside: onBranch.aside } : {}) } : {}) },
       },
     ],
     "session_started",
   );
+}
+
+/**
+ * The item's branch before its worktree is made (lib/decisions/branch.ts): a branch no session of
+ * this epoch worked on is moved aside, named in a warning and in session_started. Returns the
+ * commit the attempt's branch must contain, or null when there is nothing to decide here (the start
+ * point does not resolve, or the branch is a symbolic ref: ensureWorktree refuses both, named).
+ */
+function branchForAttempt(ctx: StepContext, it: ItemState, o: { repo: string; branch: string; worktree: string; startPoint: string; attempt: number }): { start: string; aside: { branch: string; commit: string } | null } | null {
+  const startCommit = revParse(o.repo, `${o.startPoint}^{commit}`);
+  if (startCommit === null || symbolicBranchTarget(o.repo, o.branch) !== null) return null;
+  const inherited = [...it.attempts].reverse().find((a) => a.start !== undefined && a.startedAt !== null)?.start ?? null;
+  const branchHead = branchExists(o.repo, o.branch) ? revParse(o.repo, `refs/heads/${o.branch}`) : null;
+  const plan = branchAtLaunch({ inherited, startCommit, branchHead });
+  if (plan.kind !== "move_aside") return { start: plan.start, aside: null };
+  const aside = asideBranchName(ctx.def.name, it.id, it.epoch, o.attempt, (name) => branchExists(o.repo, name));
+  moveBranchAside({ repo: o.repo, branch: o.branch, aside, head: plan.found, worktree: o.worktree });
+  ctx.options.log.warn(
+    `${o.branch} was at ${plan.found.slice(0, 12)}, a commit no session of ${it.id} made (another agent's, or left from anything): moved to ${aside}, never built on; the attempt starts from ${o.startPoint}. Look at it, then delete it (git branch -D ${aside})`,
+  );
+  return { start: plan.start, aside: { branch: aside, commit: plan.found } };
 }
 
 /**

@@ -1,8 +1,9 @@
-// Landing's pure decisions (lib/decisions/landing.ts) and the launch and failure verdicts beside
-// them, on plain data.
+// Landing's pure decisions (lib/decisions/landing.ts), the launch verdict and the branch a launch
+// builds on (lib/decisions/branch.ts), on plain data.
 import { describe, expect, test } from "bun:test";
 import { isOwnMergeOnTop, landingRoute, settledByLanding } from "../../lib/decisions/landing.ts";
 import { classifyLaunching } from "../../lib/decisions/session-verdict.ts";
+import { asideBranchName, branchAtLaunch } from "../../lib/decisions/branch.ts";
 
 describe("landingRoute", () => {
   test("a loop without a forge lands locally, whatever landing says", () => {
@@ -52,5 +53,26 @@ describe("classifyLaunching", () => {
   });
   test("alive but past the launch timeout: the attempt's failure, naming the timeout", () => {
     expect(classifyLaunching({ ...o, ageMs: 31_000 })).toEqual({ kind: "failed", reason: "session did not start within 30s", interrupted: false });
+  });
+});
+
+describe("branchAtLaunch", () => {
+  const S = "5".repeat(40);
+  test("no branch: made at the start point's commit", () => {
+    expect(branchAtLaunch({ inherited: null, startCommit: S, branchHead: null })).toEqual({ kind: "create", start: S });
+  });
+  test("a branch an earlier session of this epoch worked on is built on, keeping that session's start", () => {
+    expect(branchAtLaunch({ inherited: "1".repeat(40), startCommit: S, branchHead: "2".repeat(40) })).toEqual({ kind: "reuse", start: "1".repeat(40) });
+  });
+  test("a first launch finds the branch at the start point (loop made it, the launch was cut short): used", () => {
+    expect(branchAtLaunch({ inherited: null, startCommit: S, branchHead: S })).toEqual({ kind: "reuse", start: S });
+  });
+  test("a first launch finds the branch anywhere else: moved aside, made again at the start point", () => {
+    expect(branchAtLaunch({ inherited: null, startCommit: S, branchHead: "9".repeat(40) })).toEqual({ kind: "move_aside", start: S, found: "9".repeat(40) });
+  });
+  test("the aside name is beside the item branches and never reused", () => {
+    const taken = new Set(["loop/t/aside/b/e0-a1"]);
+    expect(asideBranchName("t", "b", 0, 1, (n) => taken.has(n))).toBe("loop/t/aside/b/e0-a1-2");
+    expect(asideBranchName("t", "b", 1, 2, () => false)).toBe("loop/t/aside/b/e1-a2");
   });
 });
