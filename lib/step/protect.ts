@@ -12,6 +12,7 @@ import { type ItemState, requireAttempt } from "../log/projection.ts";
 import { repoOf, type StepContext } from "./context.ts";
 import { revParse } from "../repo/git.ts";
 import { changedPaths, forkPoint, isAncestor, startPointFor } from "../repo/workspace.ts";
+import { treeFiles, workingDiffers } from "../repo/tree-match.ts";
 
 /** How many paths a verdict names; the rest are counted. */
 const NAMED = 20;
@@ -87,4 +88,28 @@ export function protectedPathVerdict(ctx: StepContext, it: ItemState): Protected
     `Its verify was not run. Protected files must stay as they are on ${start}: restore them ` +
     `(git checkout ${/^[0-9a-f]{40,64}$/.test(from) ? from.slice(0, 12) : from} -- <path>; a file that did not exist there is removed) and commit.`;
   return { reason: `protected_path_changed: ${named}`, detail, paths };
+}
+
+/**
+ * The protected files of the branch's head whose working copy, the bytes the verify will run, is
+ * not the commit's (lib/repo/tree-match.ts): a conversion attribute the agent set (in any
+ * .gitattributes), a file replaced after loop committed. Null when every one is. Throws GitError
+ * when git cannot tell.
+ */
+export function protectedBytesVerdict(ctx: StepContext, it: ItemState, head: string): ProtectedVerdict | null {
+  const s = it.session!;
+  const files = treeFiles(s.worktree, head);
+  const guarded = new Set(protectedChanges(protectPatterns(ctx), files.map((f) => f.path)));
+  const facts = workingDiffers(
+    s.worktree,
+    files.filter((f) => guarded.has(f.path)),
+  );
+  if (!facts.length) return null;
+  const say = (f: (typeof facts)[number]) => `${f.path} (${[f.differs === "bytes" ? "its bytes differ" : f.differs, ...f.attributes].join(", ")})`;
+  const named = facts.slice(0, NAMED).map(say).join(", ") + (facts.length > NAMED ? `, … ${facts.length - NAMED} more` : "");
+  const detail =
+    `protected_bytes_differ: the working copy of protected files in ${s.branch} is not what its commit ${head.slice(0, 12)} holds: ${named}. ` +
+    `Its verify was not run: it would have run bytes that nothing records or lands. Remove the conversion attributes ` +
+    `(.gitattributes: working-tree-encoding, eol, ident, filter, text) that apply to protected files, and commit.`;
+  return { reason: `protected_bytes_differ: ${named}`, detail, paths: facts.map((f) => f.path) };
 }

@@ -28,7 +28,7 @@ import { graceMs, SESSION_FILES, sessionMark } from "../supervisor/sessions.ts";
 import { endVerify, judgeExitProof, readVerifyExit, startVerify, verifyAlive, VERIFY_FILES, verifyLogSummary, verifySpawnEvidence, type VerifyProcess } from "../supervisor/verify-command.ts";
 import type { SessionMechanism } from "../supervisor/scope.ts";
 import { commitLeftovers, commitsAhead, startPointFor } from "../repo/workspace.ts";
-import { protectedPathVerdict } from "./protect.ts";
+import { protectedBytesVerdict, protectedPathVerdict } from "./protect.ts";
 import { sandboxRequest, sessionPath } from "./environment.ts";
 import { drainedReason, faultReason, sandboxFault, systemError } from "../decisions/faults.ts";
 import { probeSandbox, type SandboxRequest } from "../supervisor/sandbox.ts";
@@ -80,6 +80,12 @@ export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<St
     guarded = protectedPathVerdict(ctx, it);
   } catch (err) {
     return record(ctx, it, notRun(attempt.n, gitFailure("could not check the protected paths", err)));
+  }
+  // The bytes the verify will run are the commit's, for every protected file.
+  try {
+    guarded ??= protectedBytesVerdict(ctx, it, head);
+  } catch (err) {
+    return record(ctx, it, notRun(attempt.n, gitFailure("could not compare the protected files with the commit", err)));
   }
   if (guarded) return record(ctx, it, refused(attempt.n, guarded, logPath));
   // Refs loop owns that moved while this attempt's agent ran: the attempt does not pass over them.

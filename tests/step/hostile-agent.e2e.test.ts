@@ -185,3 +185,38 @@ describe("a branch no session of the item worked on is never built on", () => {
       T,
     );
 });
+
+describe("the verify runs the bytes the commit holds", () => {
+  // The real test starts with a comment: read as one line (every newline hidden), it does nothing.
+  const REAL = { "README.md": "# project\n", "tests/check.sh": "# the real test\ntest -f LICENSE || exit 1\n" };
+  const utf7 = "printf '# the real test+AAo-test -f LICENSE || exit 1+AAo-' > tests/check.sh";
+  for (const sandbox of [false, true])
+    for (const [what, script, protect, attribute] of [
+      ["working-tree-encoding=UTF-7 on the protected script, its working copy rewritten", `printf 'tests/check.sh working-tree-encoding=UTF-7\\n' > .gitattributes && ${utf7} && git add .gitattributes && git commit -qm attrs`, ["tests/**"], "working-tree-encoding=UTF-7"],
+      ["the same, with its working copy changed only after the commit (loop commits the leftovers)", `printf 'tests/check.sh working-tree-encoding=UTF-7\\n' > .gitattributes && git add .gitattributes && git commit -qm attrs && ${utf7}`, ["tests/**"], "working-tree-encoding=UTF-7"],
+      ["eol=crlf on the protected script, checked out again", "printf 'tests/check.sh eol=crlf\\n' > .gitattributes && git add .gitattributes && git commit -qm attrs && rm tests/check.sh && git checkout -- tests/check.sh", ["tests/**"], "eol=crlf"],
+      ["a .gitattributes in the protected file's own folder (only the file protected)", `printf 'check.sh working-tree-encoding=UTF-7\\n' > tests/.gitattributes && ${utf7} && git add -A && git commit -qm attrs`, ["tests/check.sh"], "working-tree-encoding=UTF-7"],
+    ] as const)
+      test.concurrent(
+        `${what}${sandbox ? " (in the sandbox)" : ""}: protected_bytes_differ, naming the attribute; the verify never runs, nothing lands`,
+        () =>
+          scenario(
+            demoDefinition([{ id: "fix", prompt: "fix it", runner: "attacker", verify: "sh tests/check.sh" }], {
+              defaults: { maxAttempts: 1, landing: "merge", ...(sandbox ? { sandbox: "bwrap" } : {}) },
+              runners: { attacker: shell(script) },
+              protect: [...protect],
+            }),
+            { files: REAL },
+            async (p) => {
+              const it = await settled(p);
+              expect(it.status).toBe("failed");
+              const v = p.eventsOf("verify_finished", "fix")[0]!.payload;
+              expect(v.reason).toStartWith("protected_bytes_differ: tests/check.sh (its bytes differ");
+              expect(v.reason).toContain(attribute);
+              expect(p.eventsOf("verify_reserved", "fix")).toEqual([]);
+              expect(landedFiles(p)).toEqual([]);
+            },
+          ),
+        T,
+      );
+});
