@@ -230,7 +230,7 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
     envRule: agentRule(ctx.def, it.def.runner),
     scope: { role: "session", loopName: ctx.def.name, item: it.id, epoch: it.epoch, attempt: n, stateRoot: ctx.options.stateRoot },
     ...(plan.bwrap
-      ? { sandbox: sandboxRequest({ bwrap: plan.bwrap, repo, worktree, stateRoot: ctx.options.stateRoot, branch, runner: it.def.runner, writable: [askFile, usageFile, ...(cmd.writes ?? [])], programs: sandboxPrograms(it.def.runner, program), env: ctx.options.env }) }
+      ? { sandbox: sandboxRequest({ bwrap: plan.bwrap, repo, worktree, stateRoot: ctx.options.stateRoot, branch, runner: it.def.runner, writable: [askFile, usageFile, ...(cmd.writes ?? [])], objects: join(dir, SESSION_FILES.objects), programs: sandboxPrograms(it.def.runner, program), env: ctx.options.env }) }
       : {}),
   });
   // Atomic: a step killed mid-write must not leave a half file that adoption then misreads.

@@ -29,6 +29,7 @@ import { endVerify, judgeExitProof, readVerifyExit, startVerify, verifyAlive, VE
 import type { SessionMechanism } from "../supervisor/scope.ts";
 import { commitLeftovers, commitsAhead, startPointFor } from "../repo/workspace.ts";
 import { protectedBytesVerdict, protectedPathVerdict } from "./protect.ts";
+import { describeRefused, importSessionObjects } from "../repo/object-import.ts";
 import { sandboxRequest, sessionPath } from "./environment.ts";
 import { drainedReason, faultReason, sandboxFault, systemError } from "../decisions/faults.ts";
 import { probeSandbox, type SandboxRequest } from "../supervisor/sandbox.ts";
@@ -57,6 +58,13 @@ export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<St
   if (ended.swept.length) ctx.options.log.info(`${it.id}: ended ${ended.swept.length} process(es) the agent left running before its verify`);
   reportGitExec(ctx, it);
   const logPath = join(s.sessionDir, SESSION_FILES.verify);
+  // A sandboxed session's objects, each proven, before anything reads its branch; one not what its
+  // name says is never imported, and the attempt does not pass over it.
+  const objects = importSessionObjects(repoOf(ctx), s.sessionDir);
+  if (objects.refused.length) {
+    const named = describeRefused(objects.refused);
+    return record(ctx, it, refused(attempt.n, { reason: `objects_refused: ${named}`, detail: `objects_refused: the session wrote objects that are not what their names say: ${named}. They were not imported; its verify was not run.` }, logPath));
+  }
   // The object store before anything of it is read: an object the session rewrote under its name
   // fails the attempt and pauses the loop (the repository itself is damaged).
   let tampered: string[];
@@ -224,7 +232,7 @@ function verifySandbox(ctx: StepContext, it: ItemState): { request: SandboxReque
     return { paused: { action: "paused", item: it.id, reason: p.loop.reason } };
   }
   try {
-    return { request: sandboxRequest({ bwrap: probe.bwrap, repo: repoOf(ctx), worktree: s.worktree, stateRoot: ctx.options.stateRoot, branch: s.branch, runner: it.def.runner, writable: [], env: ctx.options.env }) };
+    return { request: sandboxRequest({ bwrap: probe.bwrap, repo: repoOf(ctx), worktree: s.worktree, stateRoot: ctx.options.stateRoot, branch: s.branch, runner: it.def.runner, writable: [], objects: join(s.sessionDir, VERIFY_FILES.objects), env: ctx.options.env }) };
   } catch (err) {
     // The checkout is not the one loop made (lib/repo/workspace.ts checkWorktree): no verify runs over it.
     if (err instanceof StartError) return { refused: err.message };

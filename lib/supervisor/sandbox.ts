@@ -37,6 +37,12 @@ export interface SandboxRequest {
   git: { gitDir: string; commonDir: string };
   /** Files outside the worktree the command writes (created empty when missing): the ask file, aider's histories. */
   writable: string[];
+  /**
+   * A private object folder the command's git writes to (GIT_OBJECT_DIRECTORY, the repository's
+   * store its read-only alternate), created when missing; loop imports what it holds, each object
+   * hashed, when the session ends (lib/repo/object-import.ts). Absent: the shared store is writable.
+   */
+  objects?: string;
   /** Folders or files under $HOME the agent CLI must write (its config home), when they exist. */
   homes: string[];
   /** The program the command runs and what it needs (loop itself, for the demo agent): read-only, even where /tmp or another hidden folder holds it. */
@@ -67,6 +73,8 @@ export interface SandboxSpec {
   };
   /** Writable files and folders outside the worktree (each must exist). */
   writable: string[];
+  /** The private object folder (writable) and the repository's store it reads through (read-only), or null. */
+  objects: { own: string; shared: string } | null;
   /** Writable folders or files that may not exist (--bind-try). */
   writableIfPresent: string[];
   /** Programs (files or folders) made visible again, read-only, after the hiding (each exists). */
@@ -94,6 +102,7 @@ export function sandboxArgv(s: SandboxSpec, argv: string[]): string[] {
     ...bind("--bind", s.worktree),
     ...bind("--ro-bind", s.sessionDir),
     ...s.writable.flatMap((p) => bind("--bind", p)),
+    ...(s.objects ? [...bind("--bind", s.objects.own), "--setenv", "GIT_OBJECT_DIRECTORY", s.objects.own, "--setenv", "GIT_ALTERNATE_OBJECT_DIRECTORIES", s.objects.shared] : []),
     ...s.writableIfPresent.flatMap((p) => bind("--bind-try", p)),
     "--chdir", s.worktree,
     "--setenv", "TMPDIR", "/tmp",
@@ -142,6 +151,7 @@ export function sandboxSpec(r: SandboxRequest, sessionDir: string): SandboxSpec 
   ensureFile(join(gitDir, "config.worktree"));
   const readOnly = ["commondir", "gitdir", "config.worktree"].map((f) => join(gitDir, f)).filter((p) => existsSync(p));
   for (const f of r.writable) ensureFile(f);
+  if (r.objects) mkdirSync(r.objects, { recursive: true, mode: 0o700 });
   const home = r.env.HOME;
   const uid = typeof process.getuid === "function" ? process.getuid() : null;
   const runtime = r.env.XDG_RUNTIME_DIR || (uid !== null ? `/run/user/${uid}` : "");
@@ -168,8 +178,10 @@ export function sandboxSpec(r: SandboxRequest, sessionDir: string): SandboxSpec 
         return false;
       }
     }),
-    git: { commonDir, writable: [join(commonDir, "objects"), gitDir, refDir, logDir], readOnly },
+    // With a private object folder the shared store stays read-only: no object of main can be rewritten.
+    git: { commonDir, writable: [...(r.objects ? [] : [join(commonDir, "objects")]), gitDir, refDir, logDir], readOnly },
     writable: r.writable,
+    objects: r.objects ? { own: r.objects, shared: join(commonDir, "objects") } : null,
     writableIfPresent: home && isAbsolute(home) ? r.homes.map((h) => join(home, h)) : [],
     // Never one under the state root: the hiding of loop's files comes after, and wins.
     programs: r.programs.filter((p) => isAbsolute(p) && existsSync(p)),

@@ -67,6 +67,8 @@ export const SESSION_FILES = {
   inbox: "inbox.md",
   /** Where a command runner reports its usage ($LOOP_USAGE_FILE, docs/runners.md#reporting-usage). */
   usage: "usage.jsonl",
+  /** The sandboxed session's private object folder (lib/repo/object-import.ts imports it into the repository's). */
+  objects: "objects",
 } as const;
 
 /** The files of a verify run, beside its attempt's session files. */
@@ -76,6 +78,8 @@ export const VERIFY_FILES = {
   started: "verify-started.json",
   exit: "verify-exit.json",
   output: SESSION_FILES.verify,
+  /** The sandboxed verify's private object folder: what it writes there is never imported. */
+  objects: "verify-objects",
 } as const;
 
 /** What a wrapper reads and writes: an agent session's files, or a verify run's. */

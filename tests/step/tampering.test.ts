@@ -99,13 +99,46 @@ describe("a branch planted for a later item", () => {
 });
 
 describe("with the sandbox", () => {
-  // The object store is shared and writable in the sandbox (git needs it to commit). The agent
-  // replaces the loose object of main's tests/check.sh with the bytes of another blob and checks the
-  // file out again so that git trusts the index's stat: for git nothing differs, and main's file now
-  // reads `exit 0` for the operator too. lib/repo/object-store.ts proves the rewrite (the object no
-  // longer hashes to its name) before the verify.
+  // The repository's object store is read-only in the sandbox: the session's git writes to a
+  // private object folder (its session folder's objects/, the store its alternate), which loop
+  // imports, each object hashed against its name, when the session ends (lib/repo/object-import.ts).
+  // The agent tries to replace the loose object of main's tests/check.sh; it cannot, and its own
+  // commit still lands.
   test.concurrent(
-    "main's blob rewritten in the shared object store: the object no longer hashes to its name, the attempt fails unverified (object_store_tampered) and the loop pauses",
+    "main's blob cannot be rewritten: the shared object store is read-only; the agent's own objects are imported, proven, and its commit is the branch's",
+    () =>
+      scenario(
+        (p) =>
+          scripted(
+            p,
+            [
+              "O=$(git rev-parse --git-common-dir)/objects",
+              "b=$(git rev-parse HEAD:tests/check.sh); e=$(printf 'exit 0\\n' | git hash-object -w --stdin)",
+              "pb=$O/$(echo $b | cut -c1-2)/$(echo $b | cut -c3-)",
+              "if (rm -f $pb && printf x > $pb) 2>/dev/null; then echo rewritten > outcome.txt; else echo refused > outcome.txt; fi",
+              "head -c 3000000 /dev/urandom > zz.bin; git add outcome.txt zz.bin; git commit -qm big",
+            ].join("\n"),
+            { sandbox: true },
+          ),
+        { files: FILES },
+        async (p) => {
+          await p.runToDrain({ codes: [0, 1] });
+          // The verify ran (check.sh still says exit 1, as main has it): failed on its own merits, not tampered.
+          const v = p.eventsOf("verify_finished", "x")[0]!.payload;
+          expect({ passed: v.passed, exitCode: v.exitCode }).toEqual({ passed: false, exitCode: 1 });
+          expect(git(p.root, "show", "loop/t/item/x:outcome.txt")).toBe("refused");
+          expect(git(p.root, "show", "main:tests/check.sh")).toBe("exit 1");
+          // Every object of the branch is in the repository's own store, and the store is whole.
+          expect(git(p.root, "cat-file", "-e", "loop/t/item/x:zz.bin")).toBe("");
+          expect(git(p.root, "fsck", "--full", "--no-dangling")).toBe("");
+          expect(p.eventsOf("environment_fault")).toEqual([]);
+        },
+      ),
+    T,
+  );
+
+  test.concurrent(
+    "an object the session wrote under another object's name is never imported: the attempt fails objects_refused, unverified",
     () =>
       scenario(
         (p) =>
@@ -113,27 +146,21 @@ describe("with the sandbox", () => {
             p,
             [
               "set -e",
-              "head -c 30000000 /dev/urandom > zz.bin; git add zz.bin; git commit -qm big",
-              "O=$(git rev-parse --git-common-dir)/objects",
-              "b=$(git rev-parse HEAD:tests/check.sh); e=$(printf 'exit 0\\n' | git hash-object -w --stdin)",
-              "pb=$O/$(echo $b | cut -c1-2)/$(echo $b | cut -c3-); pe=$O/$(echo $e | cut -c1-2)/$(echo $e | cut -c3-)",
-              "rm -f $pb; cp $pe $pb",
-              "for i in 1 2 3 4 5 6; do rm -f tests/check.sh zz.bin; while [ $(date +%N | cut -c1-3) -lt 985 ]; do :; done; git checkout -- tests/check.sh zz.bin; [ -z \"$(git diff-files --name-only)\" ] && break; done",
-              "cat tests/check.sh",
+              "echo work > work.txt; git add work.txt; git commit -qm work",
+              // The private folder is the agent's to write: a file named as main's blob, holding another blob.
+              "b=$(git rev-parse main:tests/check.sh); e=$(printf 'exit 0\\n' | git hash-object -w --stdin)",
+              "O=$GIT_OBJECT_DIRECTORY; mkdir -p $O/$(echo $b | cut -c1-2); cp $O/$(echo $e | cut -c1-2)/$(echo $e | cut -c3-) $O/$(echo $b | cut -c1-2)/$(echo $b | cut -c3-)",
             ].join("\n"),
             { sandbox: true },
           ),
         { files: FILES },
         async (p) => {
-          // loop cannot undo what the agent did to the store, but it proves it: the object file no
-          // longer hashes to its name. The attempt fails unverified and the loop pauses, saying so.
-          const paused = await p.runUntil((r) => r.action === "paused", { what: "the pause", codes: [0, 1] });
-          expect(paused.loop.reason).toStartWith("environment fault: the repository's object store was rewritten during x's attempt 1: objects/");
-          expect(paused.loop.reason).toContain("does not hold the object its name says");
-          expect(paused.loop.reason).toContain("git fsck --full");
+          await p.runToDrain({ codes: [0, 1] });
           const v = p.eventsOf("verify_finished", "x")[0]!.payload;
-          expect({ passed: v.passed, reason: v.reason }).toMatchObject({ passed: false, reason: expect.stringContaining("object_store_tampered: objects/") });
+          expect(v.passed).toBe(false);
+          expect(v.reason).toMatch(/^objects_refused: objects\/[0-9a-f]{2}\/[0-9a-f]+ \(holds [0-9a-f]{12}…, not the object its name says\)/);
           expect(p.eventsOf("verify_started", "x")).toEqual([]);
+          expect(git(p.root, "show", "main:tests/check.sh")).toBe("exit 1");
         },
       ),
     T,
