@@ -16,6 +16,8 @@ function status(over: { loop?: object; items?: object[] } = {}) {
     loop: { name: "api", state: "paused", reason: "a needs input: port?", current: "a", outcome: null, counts: { needs_input: 1, passed: 2 }, ...over.loop },
     items: over.items ?? [{ id: "a", status: "needs_input", reason: "needs input", question: "port?", landing: null, pr: null }],
     findings: [],
+    // What loop status computes for it (lib/decisions/attention.ts): the question of item a.
+    attention: [{ kind: "question", item: "a", reason: "a needs input: port?", fix: ['loop ctl reply --work-item a "<answer>"', "loop ctl resume"] }],
   } as never;
 }
 
