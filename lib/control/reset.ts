@@ -3,7 +3,7 @@
 // live sessions through the close path, retire checkouts and delete session folders, archive item
 // branches (renamed, never deleted), and append one work_item_reset per item with the close path's
 // events, in one transaction. Each step is idempotent, so a reset killed anywhere and run again
-// converges to where an uninterrupted one ends (tests/step/failpoints.test.ts, scenario "reset").
+// converges to where an uninterrupted one ends (tests/step/failpoints.e2e.test.ts, scenario "reset").
 import { existsSync, readdirSync, rmSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";

@@ -260,7 +260,7 @@ describe("buildRunnerCommand", () => {
   });
 
   test("demo runner: a copy of demoArgv", () => {
-    const demoArgv = ["/usr/bin/bun", "cmd/loop.ts", "__demo-agent"];
+    const demoArgv = ["/usr/local/bin/loop", "__demo-agent"];
     const cmd = buildRunnerCommand("demo", CTX, runners, demoArgv);
     expect(cmd).toEqual({ argv: demoArgv, conversationId: null, supportsResume: false });
     expect(cmd.argv).not.toBe(demoArgv);

@@ -220,7 +220,7 @@ describe("tampering with the log", () => {
     const root = drainedStore();
     const rows = readRows(root);
     const at = 4; // after loop_started: item c "starts a session" it never reserved
-    const probe = started("c", 1);
+    const probe = started({ item: "c", attempt: 1 });
     const list = rows.map((r) => ({ id: r.id, ts: r.ts, type: r.type, actor: r.actor, item: r.item, payload: JSON.parse(r.payload) }));
     list.splice(at - 1, 0, { id: "inserted", ts: rows[at - 1]!.ts, type: probe.type, actor: "mallory", item: "c", payload: probe.payload });
     const chained = rechain(list).map((e) => ({ ...e, payload: canonicalJson(e.payload) }));

@@ -26,7 +26,7 @@ afterAll(() => temp.cleanup());
 function midRun(): string {
   const root = temp.make();
   const drafts = realisticDrafts({ drain: false }).filter((d) => !(d.item === "c"));
-  buildStore(root, [...drafts, launch("c", 1), started("c", 1)]);
+  buildStore(root, [...drafts, launch({ item: "c", attempt: 1 }), started({ item: "c", attempt: 1 })]);
   return root;
 }
 

@@ -405,9 +405,9 @@ async function drainWatcher(l: LoopUnderTest, ready: () => boolean): Promise<voi
 
 const labels = (names: readonly string[]) => names.flatMap((n) => [`${n}:before_commit`, `${n}:after_commit`]);
 
-/** Failpoints only a loop with a forge reaches, proven against the fake GitHub (tests/step/forge/landing.test.ts). */
+/** Failpoints only a loop with a forge reaches, proven against the fake GitHub (tests/step/forge/landing.e2e.test.ts). */
 const FORGE_FAILPOINTS = ["landing:after_push", "landing:after_pr", "landing:before_merge_call", "landing:after_merge_call", "forge:before_commit", "forge:after_commit"];
-/** The reactions' failpoints, proved by tests/step/forge/reactions.test.ts (they need a fake forge too). */
+/** The reactions' failpoints, proved by tests/step/forge/reactions.e2e.test.ts (they need a fake forge too). */
 const REACTION_FAILPOINTS = ["reaction:after_seen", "reaction:before_commit", "reaction:after_commit"];
 
 /** Which scenario proves each failpoint: the first loop command that passes the point dies there. */
@@ -451,7 +451,7 @@ async function runCase(fp: string, scenario: ScenarioName): Promise<void> {
 
 describe("failpoints", () => {
   test("every failpoint has a scenario, exactly once per scenario", () => {
-    // The forge's failpoints need the fake GitHub: tests/step/forge/landing.test.ts proves them.
+    // The forge's failpoints need the fake GitHub: tests/step/forge/landing.e2e.test.ts proves them.
     const forgeTest = readFileSync(join(REPO, "tests", "step", "forge", "landing.test.ts"), "utf8");
     for (const n of FORGE_FAILPOINTS) expect(forgeTest, n).toContain(`"${n}"`);
     const reactionTest = readFileSync(join(REPO, "tests", "step", "forge", "reactions.test.ts"), "utf8");

@@ -2,8 +2,8 @@
 // git repositories, real SQLite, agents played by the demo runner or shell scripts). Each scenario
 // states its Given / When / Then, and ends (scenario()) with `loop status` and `loop replay`
 // exiting 0 and no session process left. The pure planner is tested in reset-plan.test.ts; crashes
-// at every boundary in tests/step/failpoints.test.ts (scenario "reset"); processes that leave their
-// group in tests/supervisor/orphans.test.ts.
+// at every boundary in tests/step/failpoints.e2e.test.ts (scenario "reset"); processes that leave their
+// group in tests/supervisor/orphans.e2e.test.ts.
 import { describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -575,7 +575,7 @@ describe("loop reset", () => {
 // On a terminal (a tmux pane on a private socket): the confirmation prompt, and sessions in tmux.
 
 const HAVE_TMUX = spawnSync("tmux", ["-V"], { encoding: "utf8" }).status === 0;
-if (!HAVE_TMUX) console.warn("tests/control/reset.test.ts: terminal cases SKIPPED — `tmux -V` failed (tmux is not installed); CI installs tmux");
+if (!HAVE_TMUX) console.warn("tests/control/reset.e2e.test.ts: terminal cases SKIPPED — `tmux -V` failed (tmux is not installed); CI installs tmux");
 let socketCounter = 0;
 /** Where tmux keeps the socket of `-L name` (the server does not always remove it when killed). */
 const socketPath = (name: string) => join(process.env.TMUX_TMPDIR || "/tmp", `tmux-${process.getuid!()}`, name);

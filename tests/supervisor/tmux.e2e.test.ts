@@ -20,7 +20,7 @@ import {
 } from "../helpers/loop-harness.ts";
 
 const HAVE_TMUX = spawnSync("tmux", ["-V"], { encoding: "utf8" }).status === 0;
-if (!HAVE_TMUX) console.warn("tests/supervisor/tmux.test.ts: SKIPPED — `tmux -V` failed (tmux is not installed); CI installs tmux");
+if (!HAVE_TMUX) console.warn("tests/supervisor/tmux.e2e.test.ts: SKIPPED — `tmux -V` failed (tmux is not installed); CI installs tmux");
 
 let sockets: string[] = [];
 let dirs: string[] = [];
