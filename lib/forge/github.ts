@@ -35,6 +35,7 @@ import {
   pullTerms,
   commitIdOf,
   type ReviewFeedback,
+  rateLimited,
 } from "./provider.ts";
 import { type Answer, ForgeHttp, type Json, linkTarget, MAX_PAGES } from "./http.ts";
 import { sanitizeLine, tailOf } from "./untrusted.ts";
@@ -408,8 +409,8 @@ function rateLimit(res: Response, body: Json, now: () => number): ForgeFailure |
   const remaining = res.headers.get("x-ratelimit-remaining");
   const reset = res.headers.get("x-ratelimit-reset");
   const secondary = /secondary rate limit|abuse/i.test(message);
-  if (retryAfter !== null && /^\d+$/.test(retryAfter)) return { ok: false, kind: "rate_limited", retryAt: now() + Number(retryAfter) * 1000, message: `retry-after ${retryAfter}s` };
-  if (remaining === "0" && reset !== null && /^\d+$/.test(reset)) return { ok: false, kind: "rate_limited", retryAt: Number(reset) * 1000, message: "primary rate limit exhausted" };
+  if (retryAfter !== null && /^\d+$/.test(retryAfter)) return rateLimited(now(), now() + Number(retryAfter) * 1000, `retry-after ${retryAfter}s`);
+  if (remaining === "0" && reset !== null && /^\d+$/.test(reset)) return rateLimited(now(), Number(reset) * 1000, "primary rate limit exhausted");
   // A secondary limit without retry-after: GitHub asks for at least a minute.
   if (secondary || res.status === 429) return { ok: false, kind: "rate_limited", retryAt: now() + 60_000, message: "secondary rate limit" };
   return null;

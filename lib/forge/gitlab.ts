@@ -39,6 +39,7 @@ import {
   pullTerms,
   commitIdOf,
   type ReviewFeedback,
+  rateLimited,
 } from "./provider.ts";
 import { type Answer, ForgeHttp, type Json, linkTarget, MAX_PAGES } from "./http.ts";
 import { sanitizeLine } from "./untrusted.ts";
@@ -448,8 +449,8 @@ function rateLimit(res: Response, _body: Json, now: () => number): ForgeFailure 
   if (res.status !== 429) return null;
   const retryAfter = res.headers.get("retry-after");
   const reset = res.headers.get("ratelimit-reset");
-  if (retryAfter !== null && /^\d+$/.test(retryAfter)) return { ok: false, kind: "rate_limited", retryAt: now() + Number(retryAfter) * 1000, message: `retry-after ${retryAfter}s` };
-  if (reset !== null && /^\d+$/.test(reset)) return { ok: false, kind: "rate_limited", retryAt: Number(reset) * 1000, message: "rate limit exhausted (RateLimit-Reset)" };
+  if (retryAfter !== null && /^\d+$/.test(retryAfter)) return rateLimited(now(), now() + Number(retryAfter) * 1000, `retry-after ${retryAfter}s`);
+  if (reset !== null && /^\d+$/.test(reset)) return rateLimited(now(), Number(reset) * 1000, "rate limit exhausted (RateLimit-Reset)");
   return { ok: false, kind: "rate_limited", retryAt: now() + 60_000, message: "rate limited (no Retry-After)" };
 }
 

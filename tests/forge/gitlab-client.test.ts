@@ -4,6 +4,7 @@
 // notes read incrementally (system notes left out, quick actions as GitLab treats them), write
 // access by role, merge requests and their detailed_merge_status, pipelines and statuses on every
 // page, the merge with its sha, rate limits, refusals explained, deadlines.
+import { describeFailure } from "../../lib/forge/provider.ts";
 import { afterEach, describe, expect, test } from "bun:test";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -102,11 +103,30 @@ describe("refusals explained; rate limits; deadlines", () => {
     gl.switches.rateLimit = { count: 1, retryAfter: 30 };
     expect(await c.getIssue(1)).toEqual({ ok: false, kind: "rate_limited", retryAt: 1_030_000, message: "retry-after 30s" });
     gl.switches.rateLimit = { count: 1, retryAfter: null, resetIn: 100 };
-    const reset = await c.getIssue(1);
+    const reset = await client(gl).getIssue(1);
     expect(reset.ok === false && reset.kind).toBe("rate_limited");
     expect(reset.ok === false && reset.kind === "rate_limited" && reset.retryAt).toBeGreaterThan(Date.now());
     gl.switches.fail = { match: () => true, status: 502, count: 1 };
     expect(await c.getIssue(1)).toEqual({ ok: false, kind: "http", status: 502, message: expect.stringContaining("502") });
+  });
+
+  test("a Retry-After or a RateLimit-Reset past what a date can hold waits an hour at most, saying what was asked; describing it never throws", async () => {
+    const { gl } = fake();
+    gl.addIssue({ iid: 1 });
+    const now = Date.now();
+    const c = client(gl, { now: () => now });
+    gl.switches.rateLimit = { count: 1, retryAfter: 99_999_999_999_999 };
+    const a = await c.getIssue(1);
+    expect(a).toEqual({ ok: false, kind: "rate_limited", retryAt: now + 3_600_000, message: expect.stringContaining("loop asks again after an hour") });
+    gl.switches.rateLimit = { count: 1, retryAfter: null, resetIn: 8_700_000_000_000 }; // past the year 275760
+    const b = await c.getIssue(1);
+    expect(b.ok === false && b.kind === "rate_limited" && b.retryAt).toBe(now + 3_600_000);
+    for (const f of [a, b]) expect(f.ok === false && describeFailure(f)).toStartWith(`rate limited until ${new Date(now + 3_600_000).toISOString()}: `);
+    // A far but valid reset (the year 5138) is capped the same way.
+    gl.switches.rateLimit = { count: 1, retryAfter: null, resetIn: 99_999_999_999 };
+    const far = await c.getIssue(1);
+    expect(far.ok === false && far.kind === "rate_limited" && far.retryAt).toBe(now + 3_600_000);
+    expect(far.ok === false && far.message).toMatch(/asked to wait until \d{4}-\d\d-\d\dT/);
   });
 
   test("a request that never answers is a `network` failure at the deadline", async () => {

@@ -259,6 +259,24 @@ describe.each(FORGES)("%s", (_name, make) => {
       const r = await p.runToDrain();
       expect(r.loop.outcome).toBe("Succeeded");
     });
+
+    test("a retry-after of three million years is no crash: the step waits, says what was asked, and holds requests back an hour at most", async () => {
+      const { p, f } = forgeProject(make, { landing: "merge", env: green, items: (f) => [{ ref: f.ref(1), prompt: "x\n@demo write a.txt a" }] });
+      f.setChecks("pending");
+      await p.runUntil((r) => r.action === "waiting" && (r.reason ?? "").includes("checks"), { what: "waiting for checks" });
+      f.rateLimit(99_999_999_999_999);
+      const before = Date.now();
+      const limited = await p.run();
+      expect(limited.action).toBe("waiting");
+      expect(limited.stderr).not.toContain("RangeError");
+      expect(limited.stderr).toContain("loop asks again after an hour");
+      const cache = JSON.parse(readFileSync(join(p.stateRoot, "forge-cache.json"), "utf8")) as { rateLimitedUntil: number };
+      expect(cache.rateLimitedUntil).toBeGreaterThan(before);
+      expect(cache.rateLimitedUntil).toBeLessThanOrEqual(Date.now() + 3_600_000);
+      // The next step asks nothing of the forge until then, and says so.
+      const next = await p.run();
+      expect(next.action).toBe("waiting");
+    });
   });
 
   describe("a merge lands only what loop verified and pushed, only while both locks hold (issue 18)", () => {
