@@ -239,7 +239,11 @@ export class GitLabProvider implements ForgeProvider {
     const first = await this.#http.request("GET", asc);
     if ("ok" in first) return first;
     if (first.status !== 200) return this.#http.fail("GET", asc, first);
-    const pagesTotal = Number(first.headers.get("x-total-pages") ?? "0");
+    // A page count to halve over only when it is one: GitLab sends none past 10,000 notes, and a
+    // hostile forge's "Infinity" or "1e300" would make the search endless. Without one, the newest
+    // edits are what was read, and the read says it did not reach the cursor.
+    const pagesTotal = pageCount(first.headers.get("x-total-pages"));
+    if (pagesTotal === null) return { items: after(newestFirst.items).reverse(), cut: true };
     const lastOf = async (page: number): Promise<ForgeFailure | string> => {
       const a = await this.#http.request("GET", `${asc}&page=${page}`);
       if ("ok" in a) return a;
@@ -248,7 +252,7 @@ export class GitLabProvider implements ForgeProvider {
       return normalTime(list.at(-1)?.updated_at) ?? "";
     };
     let lo = 1;
-    let hi = Math.max(1, pagesTotal);
+    let hi = pagesTotal;
     while (lo < hi) {
       const mid = Math.floor((lo + hi) / 2);
       const last = await lastOf(mid);
@@ -452,6 +456,16 @@ function rateLimit(res: Response, _body: Json, now: () => number): ForgeFailure 
   if (retryAfter !== null && /^\d+$/.test(retryAfter)) return rateLimited(now(), now() + Number(retryAfter) * 1000, `retry-after ${retryAfter}s`);
   if (reset !== null && /^\d+$/.test(reset)) return rateLimited(now(), Number(reset) * 1000, "rate limit exhausted (RateLimit-Reset)");
   return { ok: false, kind: "rate_limited", retryAt: now() + 60_000, message: "rate limited (no Retry-After)" };
+}
+
+/** The most pages a thread's search halves over (100 notes each): a count beyond it is not believed. */
+const MAX_SEARCH_PAGES = 100_000;
+
+/** X-Total-Pages as a page count loop can search, or null (absent, not a whole number, out of bounds). */
+function pageCount(header: string | null): number | null {
+  if (header === null || !/^\d{1,6}$/.test(header)) return null;
+  const n = Number(header);
+  return n >= 1 && n <= MAX_SEARCH_PAGES ? n : null;
 }
 
 /** A listing page's items (an answer that is not a list holds none). */

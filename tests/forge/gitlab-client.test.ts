@@ -154,6 +154,37 @@ describe("notes", () => {
     expect(whole.ok && whole.value.items.map((n) => n.body)).toEqual(all.map((n) => n.body));
   });
 
+  for (const total of ["Infinity", "1e300", "-1", "0"])
+    test(`X-Total-Pages: ${total} ends the search in a bounded number of requests; the newest notes since the cursor are read, cut`, async () => {
+      const { gl } = fake();
+      gl.addIssue({ iid: 1 });
+      const old = gl.addNote({ issue: 1, login: "alice", body: "before the cursor" })!;
+      const cursor = new Date(Date.parse(old.updated_at) + 500).toISOString();
+      await Bun.sleep(600);
+      const spam = Array.from({ length: 1_200 }, (_, i) => gl.addNote({ issue: 1, login: "mallory", body: `spam ${i}` })!);
+      gl.switches.totalPages = total;
+      const before = gl.requests.length;
+      const r = await client(gl).listComments({ since: cursor, threads: [{ kind: "issue", number: 1 }] });
+      if (!r.ok) throw new Error(JSON.stringify(r));
+      expect(gl.requests.length - before).toBeLessThan(20);
+      expect(r.value.cut).toBe(true);
+      expect(r.value.items.at(-1)!.id).toBe(spam.at(-1)!.id);
+    });
+
+  test("more than 10,000 notes (GitLab counts no further: no X-Total-Pages, no rel=last): an authorised /loop stop posted last is read, and the read says cut", async () => {
+    const { gl } = fake();
+    gl.addIssue({ iid: 1 });
+    const old = gl.addNote({ issue: 1, login: "alice", body: "before the cursor" })!;
+    const cursor = new Date(Date.parse(old.updated_at) + 500).toISOString();
+    await Bun.sleep(600);
+    for (let i = 0; i < 12_000; i++) gl.addNote({ issue: 1, login: "mallory", body: `spam ${i}` });
+    const stop = gl.addNote({ issue: 1, login: "alice", body: "/loop stop" })!;
+    const r = await client(gl).listComments({ since: cursor, threads: [{ kind: "issue", number: 1 }] });
+    if (!r.ok) throw new Error(JSON.stringify(r));
+    expect(r.value.cut).toBe(true);
+    expect(r.value.items.map((n) => n.id)).toContain(stop.id);
+  });
+
   test("incremental: only threads changed since the cursor are read (issues and merge requests have separate iids); an edit comes back; nothing changed costs conditional listings only", async () => {
     const { gl } = fake();
     gl.addIssue({ iid: 1 });

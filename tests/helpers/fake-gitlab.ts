@@ -111,6 +111,8 @@ export interface FakeGlSwitches {
   moveHeadOnMerge: boolean;
   /** The next merge calls answer this; null: merge. */
   mergeRefusal: { status: number; message: string } | null;
+  /** Every listing's X-Total-Pages says this instead (a hostile forge: "Infinity", "1e300"); null: the true count. */
+  totalPages: string | null;
   /** The next `count` requests answer 429 (Retry-After and/or RateLimit-Reset). */
   rateLimit: { count: number; retryAfter: number | null; resetIn?: number } | null;
   /** The token must be this (PRIVATE-TOKEN); null: any or none is accepted. */
@@ -219,6 +221,7 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; dir?: 
       pipelinesMustSucceed: false,
       moveHeadOnMerge: false,
       mergeRefusal: null,
+      totalPages: null,
       rateLimit: null,
       token: null,
       scope: "api",
@@ -564,13 +567,15 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; dir?: 
       q.set("page", String(n));
       return `<${f.apiUrl}${r.path}?${q}>; rel="${rel}"`;
     };
-    const links = [...(page > 1 ? [link(page - 1, "prev")] : []), ...(page < last ? [link(page + 1, "next")] : []), link(1, "first"), link(last, "last")];
-    return {
-      status: 200,
-      body: items,
-      items,
-      headers: { link: links.join(", "), "x-page": String(page), "x-per-page": String(per), "x-next-page": page < last ? String(page + 1) : "", "x-prev-page": page > 1 ? String(page - 1) : "", "x-total": String(all.length), "x-total-pages": String(last) },
-    };
+    // Past 10,000 records GitLab sends no X-Total, no X-Total-Pages and no rel="last" (its REST docs,
+    // "Pagination response headers"): counting them costs too much.
+    const counted = all.length <= 10_000;
+    const links = [...(page > 1 ? [link(page - 1, "prev")] : []), ...(page < last ? [link(page + 1, "next")] : []), link(1, "first"), ...(counted ? [link(last, "last")] : [])];
+    const headers: Record<string, string> = { link: links.join(", "), "x-page": String(page), "x-per-page": String(per), "x-next-page": page < last ? String(page + 1) : "", "x-prev-page": page > 1 ? String(page - 1) : "" };
+    if (counted) Object.assign(headers, { "x-total": String(all.length), "x-total-pages": String(last) });
+    // A hostile forge's page count (Infinity, 1e300): what loop must not trust.
+    if (f.switches.totalPages !== null) headers["x-total-pages"] = f.switches.totalPages;
+    return { status: 200, body: items, items, headers };
   }
 
   const notFound = (what = "404 Not found"): FakeGlAnswer => ({ status: 404, body: { message: what } });
