@@ -454,10 +454,14 @@ function issueNumberOf(url: unknown): number {
 /**
  * A 405 on merge: some are waits ("Base branch was modified", required reviews or checks still
  * running), the rest refusals waiting cannot fix (merge method not allowed, linear history, a head
- * not up to date with its base where protection requires it: loop does not update branches).
+ * not up to date with its base where protection requires it: loop does not update branches; required
+ * checks the head never reported).
  */
 export function notMergeableIsWait(message: string): boolean {
-  if (/merge commits are not allowed|linear history|method .*not allowed|not allowed on this repository|not authorized|permission|not up to date/i.test(message)) return false;
+  // "Head branch is out of date. Review and try the merge again." and "N of N required status checks
+  // are expected." (checks loop read all green, that the base requires under other names) are
+  // refusals, whatever else their words say.
+  if (/merge commits are not allowed|linear history|method .*not allowed|not allowed on this repository|not authorized|permission|not up to date|out of date|status checks? (is|are) expected/i.test(message)) return false;
   return /base branch was modified|required status check|expected|review|pending|try again|not mergeable/i.test(message);
 }
 
