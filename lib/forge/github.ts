@@ -391,13 +391,11 @@ export class GitHubProvider implements ForgeProvider {
     return { ok: true, value: { issues, notes } };
   }
 
-  async openPulls(): Promise<ForgeResult<ForgePullSummary[]>> {
+  async openPulls(): Promise<ForgeResult<ForgeListing<ForgePullSummary>>> {
     const r = await this.#pages(`${this.#repoPath}/pulls?state=open&per_page=100`);
     if ("ok" in r) return r;
-    return {
-      ok: true,
-      value: r.bodies.flatMap((b) => (Array.isArray(b) ? b : [])).map((p: Json) => ({ number: Number(p.number), title: String(p.title ?? ""), body: String(p.body ?? ""), url: String(p.html_url ?? "") })),
-    };
+    const items = r.bodies.flatMap((b) => (Array.isArray(b) ? b : [])).map((p: Json) => ({ number: Number(p.number), title: String(p.title ?? ""), body: String(p.body ?? ""), url: String(p.html_url ?? "") }));
+    return { ok: true, value: { items, cut: r.cut } };
   }
 }
 

@@ -261,8 +261,8 @@ export interface ForgeProvider {
   reviewFeedback(number: number): Promise<ForgeResult<ForgeListing<ReviewFeedback>>>;
   /** Open issues (never pull requests) of the repository matching `search`, in the forge's own search syntax. */
   searchOpenIssues(search: string): Promise<ForgeResult<IssueSearch>>;
-  /** Every open pull request of the repository (capped: see the provider). */
-  openPulls(): Promise<ForgeResult<ForgePullSummary[]>>;
+  /** The open pull requests of the repository, up to the provider's page cap; `cut` when there were more. */
+  openPulls(): Promise<ForgeResult<ForgeListing<ForgePullSummary>>>;
 }
 
 export type FetchLike = (input: string, init?: RequestInit) => Promise<Response>;

@@ -164,9 +164,16 @@ describe("GitHub client", () => {
     gh.pulls.set(901, { number: 901, title: "Open one", body: "Closes #7", head: "open-one", base: "main", draft: false, state: "open", merged: false, merge_commit_sha: null });
     const r = await client().openPulls();
     if (!r.ok) throw new Error(JSON.stringify(r));
-    expect(r.value.map((x) => x.number)).toContain(901);
-    expect(r.value.map((x) => x.number)).not.toContain(900);
-    expect(r.value.find((x) => x.number === 901)).toEqual({ number: 901, title: "Open one", body: "Closes #7", url: expect.stringContaining("/pull/901") });
+    expect(r.value.cut).toBe(false);
+    expect(r.value.items.map((x) => x.number)).toContain(901);
+    expect(r.value.items.map((x) => x.number)).not.toContain(900);
+    expect(r.value.items.find((x) => x.number === 901)).toEqual({ number: 901, title: "Open one", body: "Closes #7", url: expect.stringContaining("/pull/901") });
+    // More than loop reads (ten pages of 100): the listing says it was cut, for the planner to say so.
+    for (let n = 2000; n < 3005; n++) gh.pulls.set(n, { number: n, title: `pr ${n}`, body: "", head: `h${n}`, base: "main", draft: false, state: "open", merged: false, merge_commit_sha: null });
+    const many = await client().openPulls();
+    expect(many.ok && many.value.cut).toBe(true);
+    expect(many.ok && many.value.items.length).toBe(1000);
+    for (let n = 2000; n < 3005; n++) gh.pulls.delete(n);
   });
 
   test("write access: a base role of write is a writer; a 404 is no permission", async () => {

@@ -242,6 +242,10 @@ describe("notes", () => {
     expect(await c.canWrite("rep")).toEqual({ ok: true, value: false });
     expect(await c.canWrite("stranger")).toEqual({ ok: true, value: false });
     expect(await c.canWrite("devi")).toEqual({ ok: true, value: false });
+    // Usernames compare in ASCII case only: KELVIN SIGN + "ate" folds to "kate" in Unicode, not here.
+    gl.members.set("kate", 30);
+    expect(await c.canWrite("Kate")).toEqual({ ok: true, value: true });
+    expect(await c.canWrite("\u212Aate")).toEqual({ ok: true, value: false });
   });
 });
 
@@ -345,7 +349,7 @@ describe("search", () => {
     expect(r.ok && r.value.issues.map((i) => [i.number, i.labels])).toEqual([[1, ["bug"]]]);
     expect(gl.requests.at(-1)).toBe("GET /projects/acme%2Fplatform%2Fapi/issues?state=opened&order_by=created_at&sort=desc&per_page=100&labels=bug&search=crash");
     await c.createPull({ title: "t", body: "Closes #1", head: "feature", base: "main", draft: false });
-    expect(await c.openPulls()).toEqual({ ok: true, value: [{ number: 1, title: "t", body: "Closes #1", url: expect.stringContaining("/-/merge_requests/1") }] });
+    expect(await c.openPulls()).toEqual({ ok: true, value: { items: [{ number: 1, title: "t", body: "Closes #1", url: expect.stringContaining("/-/merge_requests/1") }], cut: false } });
   });
 
   test("the search syntax: label:, ~, milestone:, %, author:, assignee:, @; an unknown filter is searched as words and said", () => {
