@@ -34,6 +34,7 @@ import { drainedReason, faultReason, sandboxFault, systemError } from "../decisi
 import { probeSandbox, type SandboxRequest } from "../supervisor/sandbox.ts";
 import { git } from "../repo/git.ts";
 import { verifyRule } from "../definition/environment.ts";
+import { chainOption } from "./chain.ts";
 import { DEFAULT_GUARDS } from "../definition/normalized.ts";
 import { noProgressReason } from "../decisions/guards.ts";
 
@@ -164,6 +165,7 @@ function spawnReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOut
       mark: sessionMark(s),
       // Never loop's secrets; under the "clean" policy only what is declared (docs/runners.md#the-environment).
       envRule: verifyRule(ctx.def),
+      ...chainOption(ctx, s.sessionDir),
       // A scope of its own, as its session has: under a oneshot step's unit it would die with the step.
       scope: { loopName: ctx.def.name, item: it.id, epoch: it.epoch, attempt: attempt.n, stateRoot: ctx.options.stateRoot },
       ...(box.request ? { sandbox: box.request } : {}),
