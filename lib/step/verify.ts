@@ -35,6 +35,7 @@ import { probeSandbox, type SandboxRequest } from "../supervisor/sandbox.ts";
 import { git } from "../repo/git.ts";
 import { verifyRule } from "../definition/environment.ts";
 import { chainOption } from "./chain.ts";
+import { readWrapperTimes } from "../supervisor/wrapper-times.ts";
 import { DEFAULT_GUARDS } from "../definition/normalized.ts";
 import { noProgressReason } from "../decisions/guards.ts";
 
@@ -285,7 +286,9 @@ async function observeVerify(ctx: StepContext, it: ItemState, run: VerifyRun): P
     // The shell is gone, but something it started may linger in its group: end it too.
     await endVerify({ proc, dir, graceMs: 0 });
     const { passed, reason } = verifyExitVerdict(v);
-    payload = { attempt: attempt.n, passed, timedOut: false, ...verifyLogSummary(run.log, v.code), log: run.log, reason };
+    // The command's own start and end, as its wrapper saw them (the timeline draws those).
+    const times = readWrapperTimes(dir, "verify", { from: Date.parse(run.reservedAt), to: Date.now() });
+    payload = { attempt: attempt.n, passed, timedOut: false, ...verifyLogSummary(run.log, v.code), log: run.log, reason, times };
   }
   failpoint("verify:before_record");
   return record(ctx, it, payload);
