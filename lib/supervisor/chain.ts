@@ -23,13 +23,32 @@ export interface ChainRecord {
 /** The file a chained step's messages go to, in the attempt's session folder. */
 export const CHAIN_LOG = "chain.log";
 
+/** The exit code of a step that found the lease held (docs/cli/loop-run.md#exit-codes). */
+const BUSY = 75;
 /**
- * Start the chained step, detached, and do not wait for it. Returns what was done, for the wrapper's
- * own record: `started`, or why not (a scope; the program could not be started).
+ * Pauses before a chained step that found the lease held is tried again: most often the step that
+ * started this very process still holds it for a moment (an agent that exits at once). Then cron.
  */
-export function startChain(chain: ChainRecord, dir: string, role: ScopeRole): "started" | "in_scope" | "failed" {
+export const CHAIN_RETRY_MS = [250, 1000, 3000];
+
+/**
+ * Run the chained step: started detached, tried again after a pause while it finds the lease held
+ * (CHAIN_RETRY_MS), never more. Whatever else it exits with is the step's own business (its
+ * messages are in the chain log). The step this runs may end this wrapper (the close path): its
+ * own process is in a session of its own and goes on.
+ */
+export async function runChain(chain: ChainRecord, dir: string, role: ScopeRole): Promise<void> {
+  for (let i = 0; ; i++) {
+    const child = startChain(chain, dir, role);
+    if (child === null || (await child.exited) !== BUSY || i >= CHAIN_RETRY_MS.length) return;
+    await Bun.sleep(CHAIN_RETRY_MS[i]!);
+  }
+}
+
+/** Start the chained step detached; null when it is not started (in a scope; the program could not be started). */
+export function startChain(chain: ChainRecord, dir: string, role: ScopeRole): Bun.Subprocess | null {
   // The close path ends every process of a scope's cgroup, and a child of the wrapper is in it.
-  if (existsSync(join(dir, SCOPE_FILES[role].record))) return "in_scope";
+  if (existsSync(join(dir, SCOPE_FILES[role].record))) return null;
   let fd: number | null = null;
   try {
     // Appended to, never through a link planted in its place.
@@ -38,11 +57,9 @@ export function startChain(chain: ChainRecord, dir: string, role: ScopeRole): "s
     fd = null;
   }
   try {
-    const child = Bun.spawn(chain.argv, { cwd: chain.cwd, env: chain.env, detached: true, stdio: ["ignore", fd ?? "ignore", fd ?? "ignore"] });
-    child.unref();
-    return "started";
+    return Bun.spawn(chain.argv, { cwd: chain.cwd, env: chain.env, detached: true, stdio: ["ignore", fd ?? "ignore", fd ?? "ignore"] });
   } catch {
-    return "failed";
+    return null;
   } finally {
     if (fd !== null) closeSync(fd);
   }

@@ -10,6 +10,7 @@
 // A full disk does not end it: output the disk refuses is dropped and counted (output-log.ts), and
 // started.json and exit.json are written once the disk takes them (until then the wrapper lives on,
 // so the step sees a session still running, never one lost): the real exit status is kept.
+// Once the exit status is written, the launch record's chained step runs (lib/supervisor/chain.ts).
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { readJsonOrNull, writeFileAtomic } from "../shared/fsutil.ts";
@@ -18,7 +19,7 @@ import { CappedLog, DEFAULT_OUTPUT_CAP } from "./output-log.ts";
 import { tmuxSocketFromEnv } from "./tmux.ts";
 import { makeUndumpable } from "./undumpable.ts";
 import { childEnvironment, type EnvRule } from "../definition/environment.ts";
-import { type ChainRecord, startChain } from "./chain.ts";
+import { type ChainRecord, runChain } from "./chain.ts";
 
 export interface LaunchRecord {
   argv: string[];
@@ -157,8 +158,8 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
       JSON.stringify({ code, signal, error: error ?? null, ...(out.writeError ? { outputError: out.writeError } : {}), endedAt, at: new Date().toISOString(), ...(secrets ? { proof: code === 0 && signal === null && !error ? secrets.pass : secrets.fail } : {}) }) + "\n",
     );
   // Once the exit status is on disk: the next step can see it (docs/cli/loop-run.md#chained-steps).
-  const chain = () => {
-    if (launch.chain) startChain(launch.chain, dir, kind);
+  const chain = async () => {
+    if (launch.chain) await runChain(launch.chain, dir, kind);
   };
   // Inside tmux, the server's socket: `loop status` prints the exact `tmux -S <socket> attach` command.
   const tmuxSocket = launch.tee ? tmuxSocketFromEnv(process.env.TMUX) : null;
@@ -185,10 +186,12 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
     out.close();
     await writeWhenRoom(join(dir, files.started), startedDoc(null));
     await finish(127, null, msg.trim());
-    chain();
+    await chain();
     return 0;
   }
-  for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.on(sig, () => child.kill(sig));
+  // Once the process has ended, a signal ends the wrapper itself (the close path, while a chained step waits).
+  let ended = false;
+  for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.on(sig, () => (ended ? process.exit(0) : child.kill(sig)));
   // Through the wrapper, never straight to the file: that is how the cap is kept.
   const pump = async (stream: ReadableStream<Uint8Array>) => {
     for await (const chunk of stream) {
@@ -200,11 +203,12 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
   // After the pumps: the agent must not block on a pipe while a full disk holds this back.
   await writeWhenRoom(join(dir, files.started), startedDoc(child.pid));
   const code = await child.exited;
+  ended = true;
   const endedAt = new Date().toISOString();
   await Promise.race([pumped, Bun.sleep(DRAIN_MS)]);
   out.close();
   const signal = child.signalCode ? String(child.signalCode) : null;
   await finish(signal ? null : code, signal, undefined, endedAt);
-  chain();
+  await chain();
   return 0;
 }

@@ -6,7 +6,9 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { demoDefinition, git, pollUntil, type Project, scenario } from "../helpers/project.ts";
-import { withReadSnapshot } from "../../lib/log/store.ts";
+import { dbPath, withReadSnapshot } from "../../lib/log/store.ts";
+import { Database } from "bun:sqlite";
+import { hostname } from "node:os";
 import { pidAlive } from "../../lib/shared/process.ts";
 
 const T = 180_000;
@@ -14,6 +16,11 @@ const ON = { LOOP_CHAIN: "on" };
 
 const items = (n: number) =>
   Array.from({ length: n }, (_, i) => ({ id: `item-${i + 1}`, prompt: `@demo write f${i + 1}.txt ${i + 1}\n@demo commit add f${i + 1}`, verify: `test -s f${i + 1}.txt` }));
+
+/** Nothing of the loop runs any more: no step holds the lease, no wrapper (one may wait to try its chained step again). */
+async function settled(p: Project): Promise<void> {
+  await pollUntil(() => leaseFree(p) && p.sessionGroups().every((g) => !p.alive(g)), "the last chained step and its wrapper ended");
+}
 
 /** No step holds the lease (the row is gone or its holder is dead). */
 function leaseFree(p: Project): boolean {
@@ -47,7 +54,33 @@ describe("chained steps", () => {
         expect(p.eventsOf("lease_taken_over")).toEqual([]);
         // The chained steps' messages are kept in the attempt's folder.
         expect(existsSync(join(p.sessionDir("item-1", 1), "chain.log"))).toBe(true);
-        await pollUntil(() => leaseFree(p), "the last chained step ended");
+        await settled(p);
+      }),
+    T,
+  );
+
+  test.concurrent(
+    "a chained step that finds the lease held does nothing and is tried again after a pause; once the lease is free, the loop drains without a tick",
+    () =>
+      scenario(demoDefinition([{ id: "slow", prompt: "@demo sleep 1\n@demo write s.txt s", verify: "test -s s.txt" }]), { env: ON }, async (p) => {
+        await p.run();
+        // A live holder (a process of this test), as a long step would be.
+        const holder = Bun.spawn(["sleep", "600"], { stdout: "ignore" });
+        const db = new Database(dbPath(p.stateRoot));
+        try {
+          const now = Date.now();
+          db.run("INSERT OR REPLACE INTO lease(id, owner, pid, host, started, expires) VALUES (1, 'test', ?, ?, ?, ?)", [holder.pid, hostname(), new Date(now).toISOString(), new Date(now + 600_000).toISOString()]);
+          const log = join(p.sessionDir("slow", 1), "chain.log");
+          await pollUntil(() => existsSync(log) && readFileSync(log, "utf8").includes("another step holds the lease"), "the chained step found the lease held");
+          expect(p.eventsOf("session_ended")).toEqual([]);
+          db.run("DELETE FROM lease WHERE owner = 'test'");
+        } finally {
+          db.close();
+          holder.kill();
+        }
+        await pollUntil(() => p.projection().loop.state === "drained", "drained once the lease was free, without a tick");
+        expect(p.projection().items.slow!.status).toBe("passed");
+        await settled(p);
       }),
     T,
   );
@@ -91,7 +124,7 @@ describe("chained steps", () => {
         expect(launch.chain.env.GITHUB_TOKEN).toBeUndefined();
         expect(launch.chain.env.LOOP_SESSION_MARK).toBeUndefined();
         await pollUntil(() => p.projection().loop.state === "drained", "drained");
-        await pollUntil(() => leaseFree(p), "the last chained step ended");
+        await settled(p);
       }),
     T,
   );
