@@ -189,7 +189,7 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
     await chain();
     return 0;
   }
-  // Once the process has ended, a signal ends the wrapper itself (the close path, while a chained step waits).
+  // Once the exit status is written, a signal ends the wrapper itself (the close path, while a chained step waits).
   let ended = false;
   for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.on(sig, () => (ended ? process.exit(0) : child.kill(sig)));
   // Through the wrapper, never straight to the file: that is how the cap is kept.
@@ -203,12 +203,13 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
   // After the pumps: the agent must not block on a pipe while a full disk holds this back.
   await writeWhenRoom(join(dir, files.started), startedDoc(child.pid));
   const code = await child.exited;
-  ended = true;
   const endedAt = new Date().toISOString();
   await Promise.race([pumped, Bun.sleep(DRAIN_MS)]);
   out.close();
   const signal = child.signalCode ? String(child.signalCode) : null;
   await finish(signal ? null : code, signal, undefined, endedAt);
+  // From here only the chained step is waited for: the exit status is on disk.
+  ended = true;
   await chain();
   return 0;
 }
