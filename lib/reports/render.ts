@@ -177,7 +177,7 @@ function inFlight(it: StatusReport["items"][number], p: (v: unknown) => string):
   const current = s !== null && s.attempt === it.attempts ? s : null;
   // Numbered as the handoff numbers it: the attempts the agent ran, this one included once it started.
   const n = it.status === "launching" ? it.ran + 1 : it.ran;
-  const out = [`in flight: ${p(it.id)} (${p(it.status)}, attempt ${p(n)}${current?.alive ? ", alive" : ""})`];
+  const out = [`in flight: ${p(it.id)} (${p(shownStatus(it))}, attempt ${p(n)}${current?.alive ? ", alive" : ""})`];
   if (current?.log) out.push(`  log:      ${p(current.log)}  (\`loop logs ${p(it.id)} --follow\`)`);
   if (it.worktree) out.push(`  worktree: ${p(it.worktree)}`);
   if (current?.attach) out.push(`  attach:   ${p(current.attach)}`);

@@ -28,6 +28,7 @@ describe("status wording", () => {
           const text = (await p.loop(["status", "--text"])).stdout;
           expect(text).toMatch(/^a +verifying +1 /m);
           expect(text).not.toMatch(/^a +ended /m);
+          expect(text).toContain("in flight: a (verifying, attempt 1");
           // The page draws the same word (its class stays the status's).
           const s = statusReport(p.stateRoot);
           expect(loopMain("t", s, emptyHistory(), Date.now()).text).toContain('<span class="st st-ended">verifying</span>');
