@@ -43,7 +43,7 @@ export const tool = defineTool({
           yes: args.yes,
           stdinIsTTY: ctx.stdinIsTTY,
           command,
-          what: [...plan.items.flatMap((x) => x.effects), ...plan.warnings.map((w) => `warning: ${w}`)],
+          what: [...plan.items.flatMap((x) => [...x.effects, ...x.stays.map((s) => `stays: ${s}`)]), ...plan.warnings.map((w) => `warning: ${w}`)],
           // --all on a terminal: the operator types the loop's name, not just "y".
           typeToConfirm: args.all ? plan.loopName : undefined,
         }),

@@ -53,6 +53,8 @@ export interface ResetItemReport {
   errors: { piece: Piece; message: string }[];
   /** What was done (or, with --dry-run, would be), in plain words. */
   effects: string[];
+  /** What stays where it is: what the item landed on its target (docs/cli/loop-reset.md#never-removed). */
+  stays: string[];
 }
 
 export interface ResetReport {
@@ -156,6 +158,7 @@ function plannedReport(plan: ResetPlan): ResetReport {
       aside: x.aside,
       errors: [],
       effects: x.effects,
+      stays: x.stays,
     })),
     transitions: [],
   };
@@ -301,7 +304,7 @@ async function carryOut(o: ResetOptions, w: Writer, p: Projection, plan: ResetPl
       payload: { pieces: removed, found: x.found, wasLive: x.wasLive, archivedBranch: archived, checkout: c, aside: x.aside, errors: errs },
     });
     if (x.resumeLoop && removed.length > 0) events.push({ type: "loop_resumed", payload: {} });
-    reports.push({ item: x.item, ref: x.ref, found: x.found, removed, was_live: x.wasLive, archived_branch: archived, checkout: c, aside: x.aside, errors: errs, effects: x.effects });
+    reports.push({ item: x.item, ref: x.ref, found: x.found, removed, was_live: x.wasLive, archived_branch: archived, checkout: c, aside: x.aside, errors: errs, effects: x.effects, stays: x.stays });
   }
   let transitions: ResetReport["transitions"] = [];
   if (events.length) transitions = w.append(events, "reset").map((e) => ({ seq: e.seq, type: e.type, item: e.item }));

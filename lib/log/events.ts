@@ -63,6 +63,12 @@ export const CHECKOUT_OUTCOMES = ["removed", "kept", "absent"] as const;
 /** The pieces of an item's state `loop reset` erases, by their reported names (docs/cli/loop-reset.md). */
 export const RESET_PIECES = ["session", "control", "ledger", "workspace", "branch"] as const;
 
+/**
+ * When the wrapper saw its process start and end (started.json, exit.json: docs/events.md#session_ended),
+ * each an ISO time or null; absent where nothing was read, and in logs written before it existed.
+ */
+const WrapperTimes = v.optional(v.strictObject({ started: NStr, ended: NStr }));
+
 const Verify = v.strictObject({
   attempt: Pos,
   passed: v.boolean(),
@@ -72,6 +78,7 @@ const Verify = v.strictObject({
   tail: Str,
   log: NStr,
   reason: Str,
+  times: WrapperTimes,
 });
 
 const Project = v.strictObject({ repo: Str, gitDir: Str, root: Str, name: NStr });
@@ -172,6 +179,7 @@ export const PAYLOADS = {
     exitCode: v.nullable(Int),
     signal: NStr,
     reason: Str,
+    times: WrapperTimes,
   }),
   needs_input: v.strictObject({ attempt: Pos, question: Str }),
   reply_recorded: v.strictObject({ text: Str }),

@@ -340,7 +340,8 @@ const HANDLERS: Handlers = {
     const a = currentAttempt(it, e.payload.attempt, e, fail);
     const pl = e.payload;
     a.end = { verdict: pl.verdict, exitCode: pl.exitCode, signal: pl.signal, reason: pl.reason, at: e.ts };
-    it.session!.endedAt = e.ts;
+    // The wrapper's own time of the agent's exit where it was read: a tick sees it later.
+    it.session!.endedAt = pl.times?.ended ?? e.ts;
     it.status = "ended";
     it.reason = pl.reason;
   },

@@ -232,11 +232,14 @@ export function checkedOut(repo: string): { path: string; branch: string | null 
   return out;
 }
 
-export type MergeResult = { outcome: "merged" | "conflict" | "failed"; commit: string | null; reason: string };
+export type MergeResult = { outcome: "merged" | "already_contained" | "conflict" | "failed"; commit: string | null; reason: string };
 
 /**
  * Merge `branch` into the loop-owned `target` inside a landing worktree under the state root,
- * never in a worktree the operator has checked out. Already merged → "merged" again (idempotent).
+ * never in a worktree the operator has checked out. Already merged by this very landing (the
+ * target's head is the merge of exactly this commit: a step killed after the merge) → "merged"
+ * again (idempotent). Already in the target otherwise (an earlier attempt's merge, kept by a
+ * reset; the branch started from the target and added nothing) → "already_contained": nothing merged.
  */
 export interface LandMergeOptions {
   repo: string;
@@ -279,8 +282,18 @@ export function landMerge({ repo, landingDir, target, base, branch, commit = nul
   // A merge left half-done by a killed step is abandoned and redone.
   if (existsSync(join(checked.gitDir, "MERGE_HEAD"))) gitTry(landingDir, ["merge", "--abort"], pin);
   gitTry(landingDir, ["reset", "-q", "--hard", "HEAD"], pin);
-  const r = gitTry(landingDir, [...identity(landingDir), "merge", "--no-ff", "--no-edit", "-m", message, commit ?? branch], pin);
-  if (r.code === 0) return { outcome: "merged", commit: git(landingDir, ["rev-parse", "HEAD"], pin), reason: "merged" };
+  const what = commit ?? branch;
+  const before = git(landingDir, ["rev-parse", "HEAD"], pin);
+  const r = gitTry(landingDir, [...identity(landingDir), "merge", "--no-ff", "--no-edit", "-m", message, what], pin);
+  if (r.code === 0) {
+    const after = git(landingDir, ["rev-parse", "HEAD"], pin);
+    if (after !== before) return { outcome: "merged", commit: after, reason: "merged" };
+    // Nothing new: a merge of exactly this commit (this landing's, by a killed step), or a target that held it already.
+    const merged = gitTry(landingDir, ["rev-parse", "--verify", "-q", `${after}^2`], pin).stdout.trim();
+    const tip = git(landingDir, ["rev-parse", `${what}^{commit}`], pin);
+    if (merged === tip) return { outcome: "merged", commit: after, reason: "merged" };
+    return { outcome: "already_contained", commit: after, reason: `already contained in ${target} (at ${after.slice(0, 12)}): nothing was merged, nothing changed` };
+  }
   const conflicted = gitTry(landingDir, ["diff", "--no-ext-diff", "--name-only", "--diff-filter=U"], pin).stdout.trim().split("\n").filter(Boolean);
   gitTry(landingDir, ["merge", "--abort"], pin);
   if (conflicted.length) return { outcome: "conflict", commit: null, reason: `merge conflict in ${conflicted.join(", ")}` };

@@ -89,6 +89,8 @@ export function statusReport(
         id: it.id,
         ref: it.ref,
         status: it.status,
+        // What an `ended` attempt is doing (docs/cli/loop-status.md): its verify runs, or it passed and lands; else null.
+        phase: it.status === "ended" ? (facts.get(it.id)?.phase ?? null) : null,
         reason: it.reason,
         epoch: it.epoch,
         // Who reset the item last, and when.
@@ -278,7 +280,10 @@ export interface DrainedAttempt {
  * this) and those given back because they died with a stopped watcher. From the ledger rows of the
  * same snapshot, and only for items that have made an attempt.
  */
-function attemptFacts(db: Database, items: readonly { id: string; attempts: number }[]): Map<string, { ran: number; drained: DrainedAttempt[] }> {
+/** Where an `ended` attempt stands: its verify running (reserved, not finished), or passed and not landed yet. */
+export type AttemptPhase = "verifying" | "landing";
+
+function attemptFacts(db: Database, items: readonly { id: string; attempts: number }[]): Map<string, { ran: number; drained: DrainedAttempt[]; phase: AttemptPhase | null }> {
   const ids = items.filter((it) => it.attempts > 0).map((it) => it.id);
   if (ids.length === 0) return new Map();
   const rows = db
@@ -286,11 +291,14 @@ function attemptFacts(db: Database, items: readonly { id: string; attempts: numb
       `SELECT item,
          (SELECT count(*) FROM json_each(body, '$.attempts') WHERE json_extract(value, '$.startedAt') IS NOT NULL) AS ran,
          (SELECT json_group_array(json_object('attempt', json_extract(value, '$.n'), 'signal', json_extract(value, '$.drain.signal'), 'signalledAt', json_extract(value, '$.drain.signalledAt'), 'running', json_extract(value, '$.drain.running')))
-            FROM json_each(body, '$.attempts') WHERE json_extract(value, '$.drained') = 1) AS drained
+            FROM json_each(body, '$.attempts') WHERE json_extract(value, '$.drained') = 1) AS drained,
+         json_extract(body, '$.attempts[#-1].verifyRun') IS NOT NULL AS verifyReserved,
+         json_extract(body, '$.attempts[#-1].verify.passed') AS verifyPassed
        FROM proj_ledgers WHERE item IN (SELECT value FROM json_each(?))`,
     )
-    .all(JSON.stringify(ids)) as { item: string; ran: number; drained: string }[];
-  return new Map(rows.map((r) => [r.item, { ran: r.ran, drained: JSON.parse(r.drained) as DrainedAttempt[] }]));
+    .all(JSON.stringify(ids)) as { item: string; ran: number; drained: string; verifyReserved: number; verifyPassed: number | null }[];
+  const phase = (r: { verifyReserved: number; verifyPassed: number | null }): AttemptPhase | null => (r.verifyPassed === 1 ? "landing" : r.verifyReserved && r.verifyPassed === null ? "verifying" : null);
+  return new Map(rows.map((r) => [r.item, { ran: r.ran, drained: JSON.parse(r.drained) as DrainedAttempt[], phase: phase(r) }]));
 }
 
 /**
@@ -369,4 +377,9 @@ export function stateView(
   }
   const diffs = jsonDiff(onFile, expected);
   return { doc: expected, findings: diffs.map((d) => ({ code: "state_field_mismatch", message: `state.json ${d} differs from the log` })) };
+}
+
+/** The status a person is shown: an `ended` attempt's phase (`verifying`, `landing`) when it has one. */
+export function shownStatus(it: { status: string; phase?: AttemptPhase | null }): string {
+  return it.status === "ended" && it.phase ? it.phase : it.status;
 }

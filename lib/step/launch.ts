@@ -22,6 +22,7 @@ import { type EnvironmentFault, FaultError, launchErrorFault, ownedRefFault, pro
 import { branchExists, git, revParse, symbolicBranchTarget } from "../repo/git.ts";
 import { buildHandoff, buildReplyMessage, REPLY_FILE } from "./handoff.ts";
 import { selfArgv, selfFiles } from "../supervisor/self.ts";
+import { chainOption } from "./chain.ts";
 import { readOutputHead, SESSION_FILES, sessionMark, startSession, tmuxSessionName } from "../supervisor/sessions.ts";
 import { ensureWorktree, moveBranchAside, startPointFor } from "../repo/workspace.ts";
 import { asideBranchName, branchAtLaunch } from "../decisions/branch.ts";
@@ -228,6 +229,7 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
     mark: sessionMark({ sessionId }),
     // Never loop's secrets; under the "clean" policy only what is declared (docs/runners.md#the-environment).
     envRule: agentRule(ctx.def, it.def.runner),
+    ...chainOption(ctx, dir),
     scope: { role: "session", loopName: ctx.def.name, item: it.id, epoch: it.epoch, attempt: n, stateRoot: ctx.options.stateRoot },
     ...(plan.bwrap
       ? { sandbox: sandboxRequest({ bwrap: plan.bwrap, repo, worktree, stateRoot: ctx.options.stateRoot, branch, runner: it.def.runner, writable: [askFile, usageFile, ...(cmd.writes ?? [])], objects: join(dir, SESSION_FILES.objects), programs: sandboxPrograms(it.def.runner, program), env: ctx.options.env }) }
@@ -335,4 +337,5 @@ function freshSessionDir(stateRoot: string, dir: string): string | null {
 function redactLong(s: string): string {
   return s.length > 200 ? `${sliceText(s, 0, 120)}… (${s.length} chars)` : s;
 }
+
 

@@ -1,6 +1,7 @@
 // The observe phase: look at a launched attempt's session from outside and record what became of
 // it (started, asked a question, exited, lost, stalled), or report that it is still at work. The
 // verdict on what an observation means is classifySession's (lib/decisions/session-verdict.ts).
+import { readWrapperTimes } from "../supervisor/wrapper-times.ts";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { type ItemState, requireAttempt } from "../log/projection.ts";
@@ -85,7 +86,9 @@ export async function observeRunning(ctx: StepContext, it: ItemState): Promise<S
   }
   if (v.kind === "exited") {
     const usage = usageDraft(it, { final: true, prices: ctx.def.prices });
-    append(ctx, [...(usage ? [usage] : []), { type: "session_ended", item: it.id, payload: { attempt: attempt.n, verdict: "exited", exitCode: v.code, signal: v.signal, reason: v.reason } }], "session_ended");
+    // The agent's own start and end, as its wrapper saw them: the timeline draws those, not this tick's time.
+    const times = readWrapperTimes(it.session!.sessionDir, "session", { from: Date.parse(attempt.reservedAt), to: Date.now() });
+    append(ctx, [...(usage ? [usage] : []), { type: "session_ended", item: it.id, payload: { attempt: attempt.n, verdict: "exited", exitCode: v.code, signal: v.signal, reason: v.reason, times } }], "session_ended");
     return null;
   }
   // Gone without an exit status after the watcher named it when it was stopped: it died with the

@@ -35,6 +35,8 @@ import { drainedReason, faultReason, sandboxFault, systemError } from "../decisi
 import { probeSandbox, type SandboxRequest } from "../supervisor/sandbox.ts";
 import { git } from "../repo/git.ts";
 import { verifyRule } from "../definition/environment.ts";
+import { chainOption } from "./chain.ts";
+import { readWrapperTimes } from "../supervisor/wrapper-times.ts";
 import { DEFAULT_GUARDS } from "../definition/normalized.ts";
 import { noProgressReason } from "../decisions/guards.ts";
 
@@ -178,6 +180,7 @@ function spawnReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOut
       mark: sessionMark(s),
       // Never loop's secrets; under the "clean" policy only what is declared (docs/runners.md#the-environment).
       envRule: verifyRule(ctx.def),
+      ...chainOption(ctx, s.sessionDir),
       // A scope of its own, as its session has: under a oneshot step's unit it would die with the step.
       scope: { loopName: ctx.def.name, item: it.id, epoch: it.epoch, attempt: attempt.n, stateRoot: ctx.options.stateRoot },
       ...(box.request ? { sandbox: box.request } : {}),
@@ -297,7 +300,9 @@ async function observeVerify(ctx: StepContext, it: ItemState, run: VerifyRun): P
     // The shell is gone, but something it started may linger in its group: end it too.
     await endVerify({ proc, dir, graceMs: 0 });
     const { passed, reason } = verifyExitVerdict(v);
-    payload = { attempt: attempt.n, passed, timedOut: false, ...verifyLogSummary(run.log, v.code), log: run.log, reason };
+    // The command's own start and end, as its wrapper saw them (the timeline draws those).
+    const times = readWrapperTimes(dir, "verify", { from: Date.parse(run.reservedAt), to: Date.now() });
+    payload = { attempt: attempt.n, passed, timedOut: false, ...verifyLogSummary(run.log, v.code), log: run.log, reason, times };
   }
   failpoint("verify:before_record");
   return record(ctx, it, payload);

@@ -10,6 +10,7 @@
 // A full disk does not end it: output the disk refuses is dropped and counted (output-log.ts), and
 // started.json and exit.json are written once the disk takes them (until then the wrapper lives on,
 // so the step sees a session still running, never one lost): the real exit status is kept.
+// Once the exit status is written, the launch record's chained step runs (lib/supervisor/chain.ts).
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { readJsonOrNull, writeFileAtomic } from "../shared/fsutil.ts";
@@ -18,6 +19,7 @@ import { CappedLog, DEFAULT_OUTPUT_CAP } from "./output-log.ts";
 import { tmuxSocketFromEnv } from "./tmux.ts";
 import { makeUndumpable } from "./undumpable.ts";
 import { childEnvironment, type EnvRule } from "../definition/environment.ts";
+import { type ChainRecord, runChain } from "./chain.ts";
 
 export interface LaunchRecord {
   argv: string[];
@@ -30,6 +32,8 @@ export interface LaunchRecord {
   outputCap?: number;
   /** What the agent gets of the wrapper's environment (lib/definition/environment.ts); all of it without one. */
   envRule?: EnvRule;
+  /** The step run when the process ends (lib/supervisor/chain.ts); none: cron takes the next step. */
+  chain?: ChainRecord;
 }
 
 /** How long the output pipes are drained after the agent exited: a process it left behind may hold them open. */
@@ -151,11 +155,16 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
   const wrapperStart = processStartTime(process.pid);
   // With secrets, the exit status carries the one that proves it: the pass secret only for exit 0.
   // `outputError`: the disk refused some output (output.log says where and how much).
-  const finish = (code: number | null, signal: string | null, error?: string) =>
+  // `endedAt`: the moment the process ended, before its output is drained (`at` is when this is written).
+  const finish = (code: number | null, signal: string | null, error?: string, endedAt = new Date().toISOString()) =>
     writeWhenRoom(
       join(dir, files.exit),
-      JSON.stringify({ code, signal, error: error ?? null, ...(out.writeError ? { outputError: out.writeError } : {}), at: new Date().toISOString(), ...(secrets ? { proof: code === 0 && signal === null && !error ? secrets.pass : secrets.fail } : {}) }) + "\n",
+      JSON.stringify({ code, signal, error: error ?? null, ...(out.writeError ? { outputError: out.writeError } : {}), endedAt, at: new Date().toISOString(), ...(secrets ? { proof: code === 0 && signal === null && !error ? secrets.pass : secrets.fail } : {}) }) + "\n",
     );
+  // Once the exit status is on disk: the next step can see it (docs/cli/loop-run.md#chained-steps).
+  const chain = async () => {
+    if (launch.chain) await runChain(launch.chain, dir, kind);
+  };
   // Inside tmux, the server's socket: `loop status` prints the exact `tmux -S <socket> attach` command.
   const tmuxSocket = launch.tee ? tmuxSocketFromEnv(process.env.TMUX) : null;
   const proof = secrets ? { proof: proofHashes(secrets) } : {};
@@ -181,9 +190,12 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
     out.close();
     await writeWhenRoom(join(dir, files.started), startedDoc(null));
     await finish(127, null, msg.trim());
+    await chain();
     return 0;
   }
-  for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.on(sig, () => child.kill(sig));
+  // Once the exit status is written, a signal ends the wrapper itself (the close path, while a chained step waits).
+  let ended = false;
+  for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.on(sig, () => (ended ? process.exit(0) : child.kill(sig)));
   // Through the wrapper, never straight to the file: that is how the cap is kept.
   const pump = async (stream: ReadableStream<Uint8Array>) => {
     for await (const chunk of stream) {
@@ -195,9 +207,13 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
   // After the pumps: the agent must not block on a pipe while a full disk holds this back.
   await writeWhenRoom(join(dir, files.started), startedDoc(child.pid));
   const code = await child.exited;
+  const endedAt = new Date().toISOString();
   await Promise.race([pumped, Bun.sleep(DRAIN_MS)]);
   out.close();
   const signal = child.signalCode ? String(child.signalCode) : null;
-  await finish(signal ? null : code, signal);
+  await finish(signal ? null : code, signal, undefined, endedAt);
+  // From here only the chained step is waited for: the exit status is on disk.
+  ended = true;
+  await chain();
   return 0;
 }

@@ -462,7 +462,7 @@ describe("docs/cli/loop-reset.md matches the tool", () => {
       dry_run: false,
       ok: true,
       warnings: [],
-      items: [{ item: "a", ref: null, found: true, removed: [], was_live: false, archived_branch: null, checkout: { outcome: "absent", path: null, why: null }, aside: [], errors: [], effects: [] }],
+      items: [{ item: "a", ref: null, found: true, removed: [], was_live: false, archived_branch: null, checkout: { outcome: "absent", path: null, why: null }, aside: [], errors: [], effects: [], stays: [] }],
       transitions: [],
     };
     const json = section(md, /^###\s+JSON\b/i) ?? "";

@@ -27,6 +27,7 @@ interface ItemDoc {
   aside: string[];
   errors: { piece: string; message: string }[];
   effects: string[];
+  stays: string[];
 }
 interface ResetDoc {
   schema: string;
@@ -156,6 +157,7 @@ describe("loop reset", () => {
             aside: [],
             errors: [],
             effects: expect.any(Array),
+            stays: [],
           },
         ]);
         // …it said so out loud (stderr and warnings[]): the live agent, the uncommitted work, the relaunch
@@ -217,7 +219,7 @@ describe("loop reset", () => {
         // Then: exit 1, "nothing to reset", found false; one audit event, and b is unchanged (same epoch)
         expect(none.code).toBe(1);
         expect(none.doc.items).toEqual([
-          { item: "b", ref: null, found: false, removed: [], was_live: false, archived_branch: null, checkout: { outcome: "absent", path: null, why: null }, aside: [], errors: [], effects: ["b: nothing to reset"] },
+          { item: "b", ref: null, found: false, removed: [], was_live: false, archived_branch: null, checkout: { outcome: "absent", path: null, why: null }, aside: [], errors: [], effects: ["b: nothing to reset"], stays: [] },
         ]);
         expect(none.doc.ok).toBe(true);
         expect(p.eventsOf("work_item_reset", "b").map((e) => e.payload.found)).toEqual([false]);
@@ -357,11 +359,12 @@ describe("loop reset", () => {
             errors: [],
             effects: [
               `end the live agent of h (attempt 1, pid ${pid})`,
-              "delete h's session record and its folder sessions/h/",
+              "delete h's session record and its folder sessions/h/ (every attempt's output and verify logs: `loop logs` has none of them afterwards)",
               "forget h's ledgers (1 attempt(s), 0 failure(s); status running): it becomes pending, first sight",
               `remove the checkout ${wt} (changes left in it are committed on its branch first)`,
               "archive branch loop/t/item/h as loop/t/reset/h/e0",
             ],
+            stays: [],
           },
         ]);
         expect(dry.doc.warnings).toContain(`h: a live agent would be ended (attempt 1, pid ${pid})`);

@@ -44,8 +44,12 @@ export function isScrubbed(name: string): boolean {
   return name.startsWith("LOOP_") || (STEERING as readonly string[]).includes(name);
 }
 
-/** What every test command gets after scrubbing: no colour, a short grace before SIGKILL. */
-export const TEST_DEFAULTS: Readonly<Record<string, string>> = { NO_COLOR: "1", LOOP_KILL_GRACE_MS: "300" };
+/**
+ * What every test command gets after scrubbing: no colour, a short grace before SIGKILL, and no
+ * chained steps (docs/cli/loop-run.md#chained-steps): a test steps the loop itself, one phase per
+ * `loop run`; the tests of chaining turn it on.
+ */
+export const TEST_DEFAULTS: Readonly<Record<string, string>> = { NO_COLOR: "1", LOOP_KILL_GRACE_MS: "300", LOOP_CHAIN: "off" };
 
 /**
  * The caller's environment without anything that steers loop, then TEST_DEFAULTS, then `extra`

@@ -2,6 +2,7 @@
 // each attempt's phases and fate, the waits, epochs, and what an unknown event type does.
 import { describe, expect, test } from "bun:test";
 import { type AttemptHistory, foldEvents, type History, phasesOf } from "../../lib/serve/history.ts";
+import type { Payload } from "../../lib/log/events.ts";
 import {
   definition,
   drained,
@@ -43,10 +44,30 @@ describe("an attempt's phases", () => {
     b.push({ type: "landing_finished", item: "a", payload: { attempt: 1, outcome: "merged", branch: "b", target: "t", commit: "c0ffee", reason: "merged" } }); // 10
     b.push(settled({ item: "a", attempt: 1, outcome: "passed", reason: "verify passed" }), { type: "session_closed", item: "a", payload: { attempt: 1, how: "not_running", worktreeRemoved: true, reason: "item passed" } });
     const a = fold(b).items.get("a")!.attempts[0]!;
-    expect(phases(a)).toEqual(["launching 4→5", "agent 5→6", "verify 7→9", "landing 9→10"]);
+    // Closing: the landing → the session closed (the worktree's removal, in the settling step).
+    expect(phases(a)).toEqual(["launching 4→5", "agent 5→6", "verify 7→9", "landing 9→10", "closing 10→12"]);
     expect(a.outcome).toEqual({ at: at(b, 10), kind: "passed", reason: "verify passed" });
     expect(a.verify).toMatchObject({ passed: true, command: "bun test", reason: "verify passed", tail: "3 pass" });
     expect(a.landing?.outcome).toBe("merged");
+  });
+
+  test("the wrappers' own times (session_ended, verify_finished `times`) draw the agent and the verify; the wait until a step saw each is its own phase", () => {
+    const b = new LogBuilder();
+    b.push(definition(1, [itemDef("a")]), loopStarted, launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 })); // 2, 3, 4, 5
+    const iso = (s: number) => new Date(Date.parse("2025-01-01T00:00:00.000Z") + s * 1000).toISOString();
+    // The agent ran 5.1 s → 5.17 s; the step that saw it came at 6.
+    const endedAt = (times: { started: string | null; ended: string | null }) => ({ type: "session_ended" as const, item: "a", payload: { attempt: 1, verdict: "exited" as const, exitCode: 0, signal: null, reason: "exited 0", times } });
+    b.push(endedAt({ started: iso(5.1), ended: iso(5.17) })); // 6
+    b.push(verifyReserved({ item: "a", attempt: 1 }), verifyStarted({ item: "a", attempt: 1 })); // 7, 8
+    const v = verified({ item: "a", attempt: 1, passed: true }) as { type: "verify_finished"; item: string; payload: Payload<"verify_finished"> };
+    b.push({ ...v, payload: { ...v.payload, times: { started: iso(7.5), ended: iso(8.25) } } }); // 9
+    // A time outside its phase (planted in the wrapper's file) is not drawn.
+    const a = fold(b).items.get("a")!.attempts[0]!;
+    expect(phases(a)).toEqual(["launching 4→5.1", "agent 5.1→5.17", "step 5.17→6", "verify 7→8.25", "step 8.25→9", "landing 9→…"]);
+    const bad = new LogBuilder();
+    bad.push(definition(1, [itemDef("a")]), loopStarted, launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }));
+    bad.push(endedAt({ started: iso(1), ended: "not a time" }));
+    expect(phases(fold(bad).items.get("a")!.attempts[0]!)).toEqual(["launching 4→5", "agent 5→6"]);
   });
 
   test("an attempt in flight has an open phase (`to` null)", () => {
@@ -66,7 +87,7 @@ describe("an attempt's phases", () => {
     const [one, two] = h.items.get("a")!.attempts;
     expect([one!.outcome?.kind, two!.outcome?.kind]).toEqual(["failed", "passed"]);
     // verify: false-style verdict (no verify_reserved): no verify phase, a passing verdict then landing.
-    expect(phasesOf(two!).map((p) => p.kind)).toEqual(["launching", "agent", "landing"]);
+    expect(phasesOf(two!).map((p) => p.kind)).toEqual(["launching", "agent", "landing", "closing"]);
     expect(h.attempts).toBe(2);
   });
 

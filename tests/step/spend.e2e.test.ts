@@ -145,8 +145,13 @@ describe("usage from each source", () => {
           expect(by("silent").usage).toMatchObject({ tokens: null, usd: null, unknown: { tokens: 1, usd: 1 } });
           expect(status.loop.usage).toMatchObject({ tokens: 31000 + 6907, usd: 0.0416, attempts: 3, unknown: { tokens: 1, usd: 1 } });
           const text = (await p.loop(["status", "--text"])).stdout;
-          expect(text).toMatch(/^silent +passed +1 +0 \(gives up at 2\) +unknown /m);
-          expect(text).toContain("(1 of 3 attempt(s) reported no tokens, 1 no dollars)");
+          // Unknown once, with how to report it, not on every row (docs/cli/loop-status.md#text).
+          expect(text).toMatch(/^silent +passed +1 +0 \(gives up at 2\) +\? +quiet +/m);
+          expect(text).not.toMatch(/unknown\s{2}/);
+          // A passed item's session is closed: no pid that names nothing any more.
+          expect(text).not.toMatch(/^silent .* pid \d+/m);
+          expect(text.match(/usage unknown/g)).toEqual(["usage unknown"]);
+          expect(text).toContain("usage unknown: 1 of 3 attempt(s) reported no tokens, 1 no dollars; shown as ? for silent (runner quiet); a command runner reports its usage by appending JSON lines to $LOOP_USAGE_FILE (docs/runners.md#reporting-usage)");
           // export carries the same figures.
           const exported = JSON.parse((await p.loop(["export", "--json"])).stdout);
           expect(exported.items.find((i: { id: string }) => i.id === "by-codex").usage.tokens).toBe(31000);
