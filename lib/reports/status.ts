@@ -104,6 +104,8 @@ export function statusReport(
         question: it.question,
         branch: it.branch,
         worktree: it.worktree,
+        // What the item's branch was created from: a ref and its commit (docs/cli/loop-status.md).
+        builtOn: it.builtOn ?? null,
         session: s
           ? {
               ...s,

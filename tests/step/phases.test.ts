@@ -296,9 +296,9 @@ describe("the land and settle phases", () => {
 describe("the launch and observe phases", () => {
   test("launch reserves, then starts the session; the observe phase sees it exit; verify, land and settle follow", async () => {
     const h = harness({ verify: "test -s out.txt" });
-    const outcome = launchAttempt(h.ctx, h.item());
+    const outcome = await launchAttempt(h.ctx, h.item());
     expect(outcome).toEqual({ action: "launched", item: "a", reason: null });
-    expect(h.events().map((e) => e.type)).toEqual(["launch_reserved", "session_started"]);
+    expect(h.events().map((e) => e.type)).toEqual(["launch_reserved", "workspace_prepared", "session_started"]);
     const dir = sessionDir(h.stateRoot, "a", 0, 1);
     expect(lastOf(h, "launch_reserved")).toMatchObject({ attempt: 1, key: "launch:a:e0:a1", sessionDir: dir, branch: itemBranch("ph", "a") });
     const spawned = JSON.parse(readFileSync(join(dir, "spawned.json"), "utf8"));
@@ -314,12 +314,12 @@ describe("the launch and observe phases", () => {
     expect(h.ctx.errors).toEqual([]);
   });
 
-  test("a runner that cannot start after its reservation: the attempt is given back (environment_fault), the loop paused with the reason, not listed again in the step's errors", () => {
+  test("a runner that cannot start after its reservation: the attempt is given back (environment_fault), the loop paused with the reason, not listed again in the step's errors", async () => {
     // Relative to the worktree: checkable only once the reservation made the worktree.
     const h = harness({}, { runners: { agent: { command: ["./no-such-agent"] } } });
-    const out = launchAttempt(h.ctx, h.item());
+    const out = await launchAttempt(h.ctx, h.item());
     expect(out.action).toBe("paused");
-    expect(h.events().map((e) => e.type)).toEqual(["launch_reserved", "environment_fault"]);
+    expect(h.events().map((e) => e.type)).toEqual(["launch_reserved", "workspace_prepared", "environment_fault"]);
     expect(lastOf(h, "environment_fault")).toMatchObject({ kind: "program_not_found", attempt: 1, reason: expect.stringContaining('program "./no-such-agent" not found') });
     expect(out.reason).toContain('environment fault launching a: could not launch: runner "agent": program "./no-such-agent" not found');
     expect(h.ctx.errors).toEqual([]);
@@ -330,20 +330,20 @@ describe("the launch and observe phases", () => {
     expect(existsSync(join(sessionDir(h.stateRoot, "a", 0, 1), "spawned.json"))).toBe(false);
   });
 
-  test("a runner whose program is not on PATH: paused before anything is reserved", () => {
+  test("a runner whose program is not on PATH: paused before anything is reserved", async () => {
     const h = harness({}, { runners: { agent: { command: ["loop-test-no-such-agent"] } } });
-    expect(launchAttempt(h.ctx, h.item()).action).toBe("paused");
+    expect((await launchAttempt(h.ctx, h.item())).action).toBe("paused");
     expect(h.events().map((e) => e.type)).toEqual(["environment_fault"]);
     expect(lastOf(h, "environment_fault")).toMatchObject({ kind: "program_not_found", attempt: null });
     expect(existsSync(sessionDir(h.stateRoot, "a", 0, 1))).toBe(false);
   });
 
-  test("a step whose lease was taken over launches nothing: no reservation, no session folder, the error thrown", () => {
+  test("a step whose lease was taken over launches nothing: no reservation, no session folder, the error thrown", async () => {
     const h = harness({});
     const other = Store.open(h.stateRoot, { actor: "other" });
     stores.push(other);
     expect(other.acquireLease(60_000, () => false).ok).toBe(true); // the holder looks dead to it
-    expect(() => launchAttempt(h.ctx, h.item())).toThrow(LeaseLostError);
+    await expect(launchAttempt(h.ctx, h.item())).rejects.toThrow(LeaseLostError);
     expect(h.events().map((e) => e.type)).toEqual([]);
     expect(existsSync(sessionDir(h.stateRoot, "a", 0, 1))).toBe(false);
   });
