@@ -142,7 +142,7 @@ function planAttempt(ctx: StepContext, it: ItemState): AttemptPlan {
     // The reservation key: one launch per item, epoch and attempt, ever.
     key: `launch:${it.id}:e${it.epoch}:a${n}`,
     dir: sessionDir(ctx.options.stateRoot, it.id, it.epoch, n),
-    worktree: worktreeDir(ctx.options.stateRoot, it.id),
+    worktree: worktreeDir(ctx.worktrees, it.id),
     branch: itemBranch(ctx.def.name, it.id),
     sessionId: crypto.randomUUID(),
     previous: it.session,

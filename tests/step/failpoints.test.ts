@@ -4,6 +4,7 @@
 // any attempt, a gapless and replay-clean log, nothing stuck or left open, repaired
 // materializations and no process left behind. A seeded random-kill run checks the same.
 // docs/failpoints.md is checked against FAILPOINTS and against the call sites in lib/.
+import { worktreesOf } from "../helpers/env.ts";
 import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -290,7 +291,7 @@ async function resetScenario(l: LoopUnderTest): Promise<Expected> {
   const r = await l.step();
   if (r?.action !== "launched" || r.item !== "busy-item") throw new Error(`expected busy-item launched, got ${JSON.stringify(r)}\n${l.trace()}`);
   await waitFor("the agent of busy-item to start", l, () => readLaunches(l.launchLog).includes("busy-item 1"));
-  const wt = join(l.stateRoot, "workspaces", "busy-item");
+  const wt = join(worktreesOf(l.stateRoot), "busy-item");
   await waitFor("the agent's uncommitted work", l, () => existsSync(join(wt, "WIP.md")));
   const mark = readEvents(l.stateRoot).filter((e) => e.type === "launch_reserved").map((e) => JSON.parse(e.payload).sessionId as string)[0]!;
   const args = ["reset", "--work-item", "busy-item", "--yes", "--json"];

@@ -3,6 +3,7 @@
 // records its event and leaves the item where the next phase (lib/decisions/attempt.ts afterSession) picks it up.
 // Agents are shell commands run by the real session wrapper; where no agent is the point, the test
 // records the session itself and leaves in the worktree what an agent would have left.
+import { TEST_DEFAULTS } from "../helpers/env.ts";
 import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -65,7 +66,7 @@ function harness(item: Record<string, unknown>, settings: Record<string, unknown
   const writer = acquireWriter(store, { actor: "tester", ttlMs: 10 * 60_000, busy: () => new Error("no lease") });
   const warnings: string[] = [];
   const log = createConsola({ level: 3, reporters: [{ log: (o) => warnings.push(o.args.join(" ")) }] });
-  const ctx = createStepContext({ writer, def, options: { root, stateRoot, actor: "tester", env: { LOOP_KILL_GRACE_MS: "2000" }, log } });
+  const ctx = createStepContext({ writer, def, options: { root, stateRoot, actor: "tester", env: { LOOP_KILL_GRACE_MS: "2000", XDG_STATE_HOME: TEST_DEFAULTS.XDG_STATE_HOME! }, log } });
   append(ctx, [{ type: "definition_imported", payload: importedDefinition(def, 1) }], "import");
   append(ctx, [{ type: "loop_started", payload: {} }], "start");
   return {
@@ -193,7 +194,7 @@ describe("a reserved verify whose start was not recorded (the reserving step was
     exitedAttempt(h);
     const dir = reserve(h);
     // The spawn the killed step made, without the file it would have written next.
-    const { pid } = startSession({ dir, argv: ["sh", "-c", "true"], cwd: worktreeDir(h.stateRoot, "a"), env: {}, tmuxName: null, kind: "verify" });
+    const { pid } = startSession({ dir, argv: ["sh", "-c", "true"], cwd: worktreeDir(h.ctx.worktrees, "a"), env: {}, tmuxName: null, kind: "verify" });
     for (let i = 0; i < 2400 && !existsSync(join(dir, "verify-exit.json")); i++) await Bun.sleep(25);
     const started = JSON.parse(readFileSync(join(dir, "verify-started.json"), "utf8"));
     expect(started).toMatchObject({ wrapperPid: pid, wrapperStart: expect.any(String) });
