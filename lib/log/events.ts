@@ -161,6 +161,8 @@ export const PAYLOADS = {
   // Two whole shapes rather than an optional entry, which the compiled checks refuse (schema-check.ts).
   session_started: v.union([SESSION_STARTED, v.strictObject({ ...SESSION_STARTED.entries, mechanism: MECHANISM })]),
   launch_failed: v.strictObject({ attempt: Pos, reason: Str, interrupted: v.boolean() }),
+  // A worktree moved out of the state root (docs/events.md#worktree_moved); item null for the landing checkout.
+  worktree_moved: v.strictObject({ from: Str, to: Str }),
   // The attempt's worktree made (docs/events.md#workspace_prepared): what its branch was created
   // from (null: the branch was there already), and workspace.setup's run (null: none ran).
   workspace_prepared: v.strictObject({

@@ -291,6 +291,11 @@ const HANDLERS: Handlers = {
     it.status = "running";
     (p.loop.usage ??= emptyLoopUsage()).sessions += 1;
   },
+  worktree_moved(p, e, fail) {
+    if (e.item === null) return;
+    const it = need(p, e, fail);
+    if (it.workspace?.worktree === e.payload.from) it.workspace.worktree = e.payload.to;
+  },
   workspace_prepared(p, e, fail) {
     const it = need(p, e, fail);
     needStatus(it, ["launching"], e, fail);
