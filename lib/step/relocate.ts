@@ -27,7 +27,11 @@ export function relocateWorktrees(ctx: StepContext): void {
     const to = join(ctx.worktrees, w.worktree.slice(old.length + 1));
     if (!existsSync(w.worktree) && checkoutBranch(to) === w.branch) record(ctx, it.id, w.worktree, to);
   }
-  for (const name of readdirSync(old)) {
+  // The landing checkout likewise, unless its move is in the log (read only in this rare state).
+  const landingFrom = join(old, LANDING_DIR);
+  const landingTo = join(ctx.worktrees, LANDING_DIR);
+  if (!existsSync(landingFrom) && checkoutBranch(landingTo) === ctx.def.target && !landingMoveRecorded(ctx, landingFrom)) record(ctx, null, landingFrom, landingTo);
+  for (const name of readdirSync(old).sort()) {
     // What a launch moved aside stays where it is (loop reset lists both places).
     if (name.includes(".aside-")) continue;
     const from = join(old, name);
@@ -55,6 +59,11 @@ export function relocateWorktrees(ctx: StepContext): void {
   } catch {
     // Something is left, or someone else removed it: either way nothing to do.
   }
+}
+
+function landingMoveRecorded(ctx: StepContext, from: string): boolean {
+  const rows = ctx.store.db.query<{ payload: string }, []>("SELECT payload FROM events WHERE type = 'worktree_moved' AND item IS NULL").all();
+  return rows.some((r) => (JSON.parse(r.payload) as { from?: string }).from === from);
 }
 
 function record(ctx: StepContext, item: string | null, from: string, to: string): void {
