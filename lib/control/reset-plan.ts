@@ -19,7 +19,7 @@ export interface ItemFacts {
   sessionDir: boolean;
   /** The item's checkout (checkoutPath): does it exist, is it a checkout of the item branch, has it uncommitted changes (null: not asked). */
   worktree: { path: string; exists: boolean; onItemBranch: boolean; dirty: boolean | null };
-  /** `workspaces/<item>.aside-*`: moved aside by earlier launches; listed, never removed. */
+  /** `<worktrees>/<item>.aside-*`: moved aside by earlier launches; listed, never removed. */
   aside: string[];
   /** The commit the item branch points at, or null when there is no such branch. */
   branchHead: string | null;
@@ -93,8 +93,8 @@ export function branchOf(p: Projection, it: ItemState): string {
 }
 
 /** Where an item's checkout is: the one recorded at its launch, else the standard place. */
-export function checkoutPath(stateRoot: string, it: ItemState): string {
-  return it.workspace?.worktree ?? worktreeDir(stateRoot, it.id);
+export function checkoutPath(worktrees: string, it: ItemState): string {
+  return it.workspace?.worktree ?? worktreeDir(worktrees, it.id);
 }
 
 /**

@@ -40,6 +40,8 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
   };
   // Only a loop with a forge has a landing wait; without one the definition (and its hash) is as before.
   if (raw.forge) timeouts.landing = d.timeouts?.landing ?? parseDuration(DEFAULTS.timeouts.landing);
+  // Likewise the setup's deadline, only in a loop with a workspace.setup.
+  if (raw.workspace?.setup !== undefined) timeouts.setup = d.timeouts?.setup ?? parseDuration(DEFAULTS.timeouts.setup);
   const items = raw.items.map((item, i): NormItem => {
     const { id, ref } = resolved[i]!;
     const verify = item.verify ?? d.verify;
@@ -52,7 +54,8 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
       id,
       ref,
       prompt: item.prompt,
-      dependsOn: item.dependsOn ?? [],
+      // workspace.stacked: each item depends on the one before it in loop.json (docs/loop-json.md#workspace).
+      dependsOn: stackedOn(raw, i, resolved, item.dependsOn ?? []),
       verify,
       runner,
       // An explicit `"model": null` on an item means "the runner's own default", overriding defaults.model.
@@ -63,6 +66,7 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
         stall: item.timeouts?.stall ?? timeouts.stall,
         verify: item.timeouts?.verify ?? timeouts.verify,
         ...(timeouts.landing !== undefined ? { landing: item.timeouts?.landing ?? timeouts.landing } : {}),
+        ...(timeouts.setup !== undefined ? { setup: item.timeouts?.setup ?? timeouts.setup } : {}),
       },
       ...(sandbox === "bwrap" ? { sandbox } : {}),
       ...(raw.forge ? { reactions: reactionsOf(d.landing ?? DEFAULTS.landing, raw.reactions, item.reactions) } : {}),
@@ -100,6 +104,8 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
     target: raw.workspace?.target ?? defaultTarget(raw.name),
     tmux: raw.sessions?.tmux ?? false,
     keepCheckoutOnClose: raw.workspace?.keepCheckoutOnClose ?? false,
+    ...(raw.workspace?.setup !== undefined ? { setup: raw.workspace.setup } : {}),
+    ...(raw.workspace?.stacked ? { stacked: true as const } : {}),
     requireStartCommand: raw.control?.requireStartCommand ?? false,
     runners,
     ...(raw.protect?.length ? { protect: [...new Set(raw.protect)] } : {}),
@@ -123,6 +129,11 @@ export function reactionsOf(landing: LandingMode, loop: Partial<NormReactions> |
     changesRequested: item?.changesRequested ?? loop?.changesRequested ?? defaults.changesRequested,
     conflict: item?.conflict ?? loop?.conflict ?? defaults.conflict,
   };
+}
+
+function stackedOn(raw: RawDefinition, i: number, resolved: Resolved[], own: string[]): string[] {
+  const previous = raw.workspace?.stacked && i > 0 ? resolved[i - 1]!.id : null;
+  return previous !== null && !own.includes(previous) ? [previous, ...own] : own;
 }
 
 /** Dollars as the log holds them: whole millionths (canonical JSON has no fractions). */

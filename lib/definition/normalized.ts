@@ -11,6 +11,8 @@ export interface Timeouts {
   verify: number;
   /** How long landing through a forge may wait for a merge; present only in a loop with a forge. */
   landing?: number;
+  /** How long workspace.setup may run in a new worktree; present only when loop.json has one. */
+  setup?: number;
 }
 export interface NormItem {
   id: string;
@@ -98,6 +100,16 @@ export interface NormDefinition {
   target: string;
   tmux: boolean;
   keepCheckoutOnClose: boolean;
+  /**
+   * workspace.setup: the command run in each new worktree before its agent starts
+   * (docs/loop-json.md#workspace). Absent without one, so such a definition (and its hash) is as before.
+   */
+  setup?: string;
+  /**
+   * workspace.stacked: each item builds on the one before it in loop.json (docs/loop-json.md#workspace).
+   * Present only when true, so a definition without it (and its hash) is as before.
+   */
+  stacked?: true;
   requireStartCommand: boolean;
   /** Command runners from loop.json; none is named like a built-in runner. */
   runners: Record<string, CommandRunner>;
@@ -134,7 +146,7 @@ export const RUNNER_PLACEHOLDERS: readonly string[] = ["prompt", "handoff", "wor
 export const DEFAULTS = {
   runner: "demo",
   maxAttempts: 2,
-  timeouts: { launch: "5m", stall: "60m", verify: "15m", landing: "30m" },
+  timeouts: { launch: "5m", stall: "60m", verify: "15m", landing: "30m", setup: "10m" },
   landing: "none",
   base: "main",
   notifyTimeout: "30s",

@@ -72,6 +72,7 @@ const RawTimeouts = section({
   stall: v.optional(Duration),
   verify: v.optional(Duration),
   landing: v.optional(Duration),
+  setup: v.optional(Duration),
 });
 
 const Verify = v.union(
@@ -197,6 +198,8 @@ const RawWorkspace = section({
   keepCheckoutOnClose: v.optional(Bool),
   base: v.optional(Branch),
   target: v.optional(Branch),
+  setup: v.optional(NonBlank),
+  stacked: v.optional(Bool),
 });
 
 

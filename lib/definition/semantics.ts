@@ -125,6 +125,9 @@ export function checkMeaning(raw: Obj, add: Add): Resolved[] {
       seen.add(dep);
     });
   });
+  // workspace.stacked: each item depends on the one before it (lib/definition/normalize.ts), a cycle with a dependsOn on a later item.
+  const ws = raw.workspace;
+  if (isObj(ws) && ws.stacked === true) edges.forEach((e, i) => i > 0 && !e.includes(i - 1) && e.push(i - 1));
   for (const cycle of findCycles(edges)) {
     const ids = cycle.map((i) => resolved[i]!.id);
     add(`items[${cycle[0]}].dependsOn`, `dependency cycle ${[...ids, ids[0]].join(" -> ")}`);

@@ -60,6 +60,8 @@ export function stateDocument(p: Projection) {
         dependsOn: it.def.dependsOn,
         branch: it.workspace?.branch ?? null,
         worktree: it.workspace?.present ? it.workspace.worktree : null,
+        // What the branch was created from (docs/cli/loop-status.md), field by field as below.
+        builtOn: it.workspace?.builtOn ? { ref: it.workspace.builtOn.ref, commit: it.workspace.builtOn.commit } : null,
         question: it.question,
         session: it.session
           ? {

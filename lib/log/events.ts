@@ -12,7 +12,7 @@ const Int = v.pipe(v.number(), v.safeInteger());
 const Pos = v.pipe(Int, v.minValue(1));
 const NonNeg = v.pipe(Int, v.minValue(0));
 
-const Timeouts = v.strictObject({ launch: Int, stall: Int, verify: Int, landing: v.optional(Int) });
+const Timeouts = v.strictObject({ launch: Int, stall: Int, verify: Int, landing: v.optional(Int), setup: v.optional(Int) });
 export const NormItemSchema = v.strictObject({
   id: Str,
   ref: NStr,
@@ -56,6 +56,9 @@ const Settings = v.strictObject({
   budget: v.optional(v.strictObject({ tokens: v.optional(Pos), microUsd: v.optional(Pos), daily: v.optional(v.strictObject({ tokens: v.optional(Pos), microUsd: v.optional(Pos) })) })),
   prices: v.optional(v.record(Str, v.strictObject({ input: NonNeg, output: NonNeg, cacheRead: v.optional(NonNeg), cacheWrite: v.optional(NonNeg) }))),
   guards: v.optional(v.strictObject({ noProgress: v.boolean(), identicalFailure: v.boolean() })),
+  // Present only when loop.json sets them (docs/loop-json.md#workspace).
+  setup: v.optional(Str),
+  stacked: v.optional(v.literal(true)),
 });
 
 /** What `loop reset` did with an item's checkout. */
@@ -172,6 +175,15 @@ export const PAYLOADS = {
     v.strictObject({ ...SESSION_STARTED.entries, mechanism: MECHANISM, start: Str, branchAside: v.nullable(v.strictObject({ branch: Str, commit: Str })) }),
   ]),
   launch_failed: v.strictObject({ attempt: Pos, reason: Str, interrupted: v.boolean() }),
+  // A worktree moved out of the state root (docs/events.md#worktree_moved); item null for the landing checkout.
+  worktree_moved: v.strictObject({ from: Str, to: Str }),
+  // The attempt's worktree made (docs/events.md#workspace_prepared): what its branch was created
+  // from (null: the branch was there already), and workspace.setup's run (null: none ran).
+  workspace_prepared: v.strictObject({
+    attempt: Pos,
+    builtOn: v.nullable(v.strictObject({ ref: Str, commit: Str })),
+    setup: v.nullable(v.strictObject({ ms: NonNeg, log: Str })),
+  }),
   environment_fault: v.strictObject({ kind: Str, attempt: v.nullable(Pos), reason: Str, fix: Str }),
   session_ended: v.strictObject({
     attempt: Pos,

@@ -221,7 +221,8 @@ export interface ItemState {
   started: boolean;
   // session and workspace
   session: SessionRecord | null;
-  workspace: { branch: string; worktree: string; present: boolean } | null;
+  /** `builtOn`: what the branch was created from (workspace_prepared); absent until recorded. */
+  workspace: { branch: string; worktree: string; present: boolean; builtOn?: { ref: string; commit: string } } | null;
   /** The current attempt's landing record (AttemptRecord.landing), as refreshItemView derives it. */
   landing: LandingRecord | null;
   /** Null until the item has a forge side (a loop without a forge never gives it one). */

@@ -266,7 +266,9 @@ const HANDLERS: Handlers = {
       closed: null,
       deliveries,
     };
-    it.workspace = { branch: pl.branch, worktree: pl.worktree, present: true };
+    // What the branch was built on stays while the branch does (a later attempt reuses it).
+    const builtOn = it.workspace?.branch === pl.branch ? it.workspace.builtOn : undefined;
+    it.workspace = { branch: pl.branch, worktree: pl.worktree, present: true, ...(builtOn ? { builtOn } : {}) };
     // A new attempt lands anew (its landing and landing wait are its own); its PR (if any) is kept, to be reused.
     it.status = "launching";
     it.reason = null;
@@ -289,6 +291,17 @@ const HANDLERS: Handlers = {
     s.startedAt = e.ts;
     it.status = "running";
     (p.loop.usage ??= emptyLoopUsage()).sessions += 1;
+  },
+  worktree_moved(p, e, fail) {
+    if (e.item === null) return;
+    const it = need(p, e, fail);
+    if (it.workspace?.worktree === e.payload.from) it.workspace.worktree = e.payload.to;
+  },
+  workspace_prepared(p, e, fail) {
+    const it = need(p, e, fail);
+    needStatus(it, ["launching"], e, fail);
+    currentAttempt(it, e.payload.attempt, e, fail);
+    if (e.payload.builtOn && it.workspace) it.workspace.builtOn = { ref: e.payload.builtOn.ref, commit: e.payload.builtOn.commit };
   },
   launch_failed(p, e, fail) {
     const it = need(p, e, fail);

@@ -180,6 +180,7 @@ function inFlight(it: StatusReport["items"][number], p: (v: unknown) => string):
   const out = [`in flight: ${p(it.id)} (${p(shownStatus(it))}, attempt ${p(n)}${current?.alive ? ", alive" : ""})`];
   if (current?.log) out.push(`  log:      ${p(current.log)}  (\`loop logs ${p(it.id)} --follow\`)`);
   if (it.worktree) out.push(`  worktree: ${p(it.worktree)}`);
+  if (it.builtOn) out.push(`  built on: ${p(it.builtOn.ref)} (${p(it.builtOn.commit.slice(0, 12))})`);
   if (current?.attach) out.push(`  attach:   ${p(current.attach)}`);
   return out;
 }

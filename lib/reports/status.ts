@@ -9,7 +9,7 @@
 // how the file differs.
 import { readRegularFile } from "../shared/fsutil.ts";
 import { headOf, loopRecordOf, readControlFlags, readLease, readLoopRow, readProjection, withReadSnapshot } from "../log/snapshot.ts";
-import { statePaths } from "../shared/paths.ts";
+import { statePaths, worktreesRoot } from "../shared/paths.ts";
 import { fullUsage, jsonText, loopUsage, stateDocument, usd } from "../log/documents.ts";
 import { loopSpend } from "../decisions/budget.ts";
 import { jsonDiff } from "./diff.ts";
@@ -106,6 +106,8 @@ export function statusReport(
         question: it.question,
         branch: it.branch,
         worktree: it.worktree,
+        // What the item's branch was created from: a ref and its commit (docs/cli/loop-status.md).
+        builtOn: it.builtOn ?? null,
         session: s
           ? {
               ...s,
@@ -138,7 +140,8 @@ export function statusReport(
     return {
       schema: "loop/status@1",
       healthy: findings.length === 0,
-      loop: { ...doc.loop, seq: lr.seq, logSeq: head.seq, counts: doc.counts, usage: usageOf(doc, loop), budget: budgetOf(loop) },
+      // Where this loop's worktrees and landing checkout live (docs/state.md#where-worktrees-live).
+      loop: { ...doc.loop, seq: lr.seq, logSeq: head.seq, counts: doc.counts, usage: usageOf(doc, loop), budget: budgetOf(loop), worktrees: worktreesRoot(stateRoot, env) },
       // What needs a person (the conditions `loop run` exits 1 for), each with the commands that put it right.
       attention: attentionOf(attentionInputOf(doc, loop.drainedSeq, pullSign)).map(({ kind, item, reason, fix }) => ({ kind, item, reason, fix })),
       autoMerge: autoMergeOf(loop, env),

@@ -33,6 +33,7 @@ export const COMMIT_LABELS = [
   "usage",
   "budget",
   "watch",
+  "relocate",
 ] as const;
 
 /** Points around side effects. */
@@ -62,6 +63,7 @@ export const EFFECT_POINTS = [
   "reset:after_branch",
   "budget:before_close",
   "watch:after_proof",
+  "relocate:after_move",
 ] as const;
 
 export type CommitLabel = (typeof COMMIT_LABELS)[number];

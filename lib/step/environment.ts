@@ -7,7 +7,7 @@ import { autoMergeAllowed, autoMergeSentence } from "../forge/auto-merge.ts";
 import { accessSync, constants, existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { readRegularFile, writeFileAtomic } from "../shared/fsutil.ts";
 import { homedir } from "node:os";
-import { isAbsolute, join, relative, resolve } from "node:path";
+import { dirname, isAbsolute, join, relative, resolve } from "node:path";
 import type { NormDefinition } from "../definition/normalized.ts";
 import { buildRunnerCommand, PRESET_HOMES, PRESETS } from "../definition/runners.ts";
 import type { SandboxProbe, SandboxRequest } from "../supervisor/sandbox.ts";
@@ -119,7 +119,7 @@ export function sandboxRequest(o: { bwrap: string; repo: string; worktree: strin
   const checked = checkWorktree({ repo: o.repo, worktree: o.worktree, branch: o.branch });
   if (!checked.ok) throw new StartError(`no sandbox over ${o.worktree}: ${checked.why}`);
   const git = { gitDir: checked.gitDir, commonDir: checked.commonDir };
-  return { bwrap: o.bwrap, worktree: o.worktree, stateRoot: o.stateRoot, branch: o.branch, git, writable: o.writable, objects: o.objects, homes: [...(PRESET_HOMES[o.runner] ?? [])], programs: o.programs ?? [], env: o.env };
+  return { bwrap: o.bwrap, worktree: o.worktree, stateRoot: o.stateRoot, worktrees: dirname(o.worktree), branch: o.branch, git, writable: o.writable, objects: o.objects, homes: [...(PRESET_HOMES[o.runner] ?? [])], programs: o.programs ?? [], env: o.env };
 }
 
 /** Probe the machine for one launch and judge it; null when nothing stands in the way. */

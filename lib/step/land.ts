@@ -2,6 +2,7 @@
 // `landing: "merge"` the branch is merged into the loop's target branch inside the loop's own
 // landing worktree (lib/repo/workspace.ts landMerge); otherwise the branch itself is the deliverable.
 import { join } from "node:path";
+import { LANDING_DIR } from "../shared/paths.ts";
 import type { Payload } from "../log/events.ts";
 import { type ItemState, requireAttempt } from "../log/projection.ts";
 import { failpoint } from "../shared/failpoint.ts";
@@ -36,7 +37,7 @@ export function landAttempt(ctx: StepContext, it: ItemState): void {
   if (ctx.def.landing === "merge") {
     failpoint("landing:before_merge");
     ctx.store.assertLease();
-    const landingDir = join(ctx.paths.workspaces, "_landing");
+    const landingDir = join(ctx.worktrees, LANDING_DIR);
     const target = ctx.def.target;
     // Never merge on top of a target someone else moved: what it holds would land as verified.
     const moved = targetMoved(ctx, branch);

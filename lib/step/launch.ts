@@ -24,8 +24,9 @@ import { buildHandoff, buildReplyMessage, REPLY_FILE } from "./handoff.ts";
 import { selfArgv, selfFiles } from "../supervisor/self.ts";
 import { chainOption } from "./chain.ts";
 import { readOutputHead, SESSION_FILES, sessionMark, startSession, tmuxSessionName } from "../supervisor/sessions.ts";
-import { ensureWorktree, moveBranchAside, startPointFor } from "../repo/workspace.ts";
+import { ensureWorktree, moveBranchAside } from "../repo/workspace.ts";
 import { asideBranchName, branchAtLaunch } from "../decisions/branch.ts";
+import { localStartPoint, prepareWorkspace, stackedStartPoint } from "./workspace-prep.ts";
 import { forgeGit } from "./forge/remote.ts";
 import { GIT_EXEC_FILE, gitExecSnapshot } from "../repo/git-exec.ts";
 import { remainingMicroUsd } from "../decisions/budget.ts";
@@ -56,7 +57,7 @@ interface AttemptPlan {
  * (environment_fault, the attempt given back) and returns "paused"; it is listed in the step's
  * errors. A lost lease is thrown: the step may not record anything more.
  */
-export function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeContext?: string | null } = {}): StepOutcome {
+export async function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeContext?: string | null } = {}): Promise<StepOutcome> {
   // The sandbox is probed before anything is reserved: asked for and unusable is the machine's fault.
   const box = it.def.sandbox ? probeSandbox(sessionPath(ctx.options.env)) : null;
   const plan = { ...planAttempt(ctx, it), forgeContext: o.forgeContext ?? null, bwrap: box?.ok ? box.bwrap : null };
@@ -68,7 +69,7 @@ export function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeContext
     repo: repoOf(ctx),
     worktree: plan.worktree,
     branch: plan.branch,
-    startPoint: ctx.def.forge ? forgeProbeStartPoint(ctx, repoOf(ctx)) : startPointFor({ repo: repoOf(ctx), landing: ctx.def.landing, base: ctx.def.base, target: ctx.def.target }),
+    startPoint: ctx.def.forge ? forgeProbeStartPoint(ctx, repoOf(ctx)) : localStartPoint(ctx, repoOf(ctx), it),
     handoffPath: join(plan.dir, SESSION_FILES.handoff),
     runners: ctx.def.runners,
     demoArgv: demoArgv(),
@@ -102,7 +103,7 @@ export function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeContext
     "reserve",
   );
   try {
-    startAttempt(ctx, it, { ...plan, gitExec: gitExec.entries }, projection(ctx));
+    await startAttempt(ctx, it, { ...plan, gitExec: gitExec.entries }, projection(ctx));
   } catch (err) {
     // The machine's fault, judged by the error's type; anything else (a lost lease, the store's
     // refusal, a bug in loop) is thrown on: the next step finds this launch interrupted and gives
@@ -143,7 +144,7 @@ function planAttempt(ctx: StepContext, it: ItemState): AttemptPlan {
     // The reservation key: one launch per item, epoch and attempt, ever.
     key: `launch:${it.id}:e${it.epoch}:a${n}`,
     dir: sessionDir(ctx.options.stateRoot, it.id, it.epoch, n),
-    worktree: worktreeDir(ctx.options.stateRoot, it.id),
+    worktree: worktreeDir(ctx.worktrees, it.id),
     branch: itemBranch(ctx.def.name, it.id),
     sessionId: crypto.randomUUID(),
     previous: it.session,
@@ -152,7 +153,7 @@ function planAttempt(ctx: StepContext, it: ItemState): AttemptPlan {
 }
 
 /** Everything after the reservation, up to session_started recorded. Throws when the launch fails. */
-function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserved: Projection): void {
+async function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserved: Projection): Promise<void> {
   const { n, dir, worktree, branch, sessionId, previous, reply } = plan;
   const repo = repoOf(ctx);
   try {
@@ -165,11 +166,13 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
   if (aside) ctx.options.log.warn(`what was at ${dir} before attempt ${n} was launched was moved to ${aside}; look at it, then remove it`);
   if (plan.gitExec) writeFileAtomic(join(dir, GIT_EXEC_FILE), JSON.stringify(plan.gitExec) + "\n");
   // With a forge, items branch from the freshly fetched <remote>/<base>: it holds every merged PR.
-  const startPoint = ctx.def.forge ? forgeStartPoint(ctx, repo) : startPointFor({ repo, landing: ctx.def.landing, base: ctx.def.base, target: ctx.def.target });
+  const startPoint = ctx.def.forge ? forgeStartPoint(ctx, repo, it) : localStartPoint(ctx, repo, it);
   const onBranch = branchForAttempt(ctx, it, { repo, branch, worktree, startPoint, attempt: n });
   const ws = ensureWorktree({ repo, path: worktree, branch, startPoint: onBranch?.start ?? startPoint });
   if (ws.movedAside) warnMovedAside(ctx, { path: worktree, branch, aside: ws.movedAside });
   failpoint("launch:after_worktree");
+  // What the branch was built on, and workspace.setup before the agent (docs/loop-json.md#workspace).
+  await prepareWorkspace(ctx, it, { repo, worktree, branch, dir, attempt: n, startPoint, branchCreated: ws.branchCreated });
   const handoffPath = join(dir, SESSION_FILES.handoff);
   const askFile = join(dir, SESSION_FILES.ask);
   const handoff = buildHandoff({ p: reserved, item: it.id, attempt: n, branch, askFile, forgeContext: plan.forgeContext });
@@ -283,7 +286,9 @@ function forgeProbeStartPoint(ctx: StepContext, repo: string): string {
 }
 
 /** `<remote>/<base>` fetched now; the local base when the fetch fails (said, not fatal: the remote may be down). */
-function forgeStartPoint(ctx: StepContext, repo: string): string {
+function forgeStartPoint(ctx: StepContext, repo: string, it: ItemState): string {
+  const stacked = stackedStartPoint(ctx, repo, it);
+  if (stacked) return stacked;
   const { remote } = ctx.def.forge!;
   const ref = `refs/remotes/${remote}/${ctx.def.base}`;
   const r = forgeGit({ repo, forge: ctx.def.forge!, env: ctx.options.env, args: ["fetch", "--quiet", remote, `refs/heads/${ctx.def.base}:${ref}`] });

@@ -26,6 +26,7 @@ import { definitionWarnings } from "./environment.ts";
 import { type NotifyReport, notifyPhase, stepAttentionInput } from "./notify.ts";
 import { selfArgv } from "../supervisor/self.ts";
 import { launchAttempt } from "./launch.ts";
+import { relocateWorktrees } from "./relocate.ts";
 import { observeLaunching, observeRunning } from "./observe.ts";
 import { verifyAttempt } from "./verify.ts";
 import { landAttempt } from "./land.ts";
@@ -82,6 +83,8 @@ function importDefinition(ctx: StepContext, parsed: ParsedDefinition | null): vo
 
 /** Advance the loop, one transition at a time, until it must stop: an agent at work, paused, stopped, drained, idle. */
 async function advanceLoop(ctx: StepContext): Promise<StepOutcome> {
+  // Worktrees a loop made before they left the repository's tree move first (docs/state.md#where-worktrees-live).
+  relocateWorktrees(ctx);
   for (let guard = 0; guard < MAX_TRANSITIONS_PER_STEP; guard++) {
     // Before every transition (and before each effect outside the store, in the phases): a step
     // that outlived its lease stops before acting, not only before recording.

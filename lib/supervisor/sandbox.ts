@@ -19,7 +19,7 @@
 //   - the network as it is: agents need their model's API.
 // sandboxArgv is pure; sandboxSpec reads the worktree's git layout and prepares the mount points.
 import { closeSync, existsSync, lstatSync, mkdirSync, openSync, statSync } from "node:fs";
-import { basename, dirname, isAbsolute, join } from "node:path";
+import { basename, dirname, isAbsolute, join, relative } from "node:path";
 
 /** What the caller asks for: where the work is, and what else the command must write. */
 export interface SandboxRequest {
@@ -27,6 +27,8 @@ export interface SandboxRequest {
   bwrap: string;
   worktree: string;
   stateRoot: string;
+  /** The folder of the loop's worktrees (lib/shared/paths.ts worktreesRoot): hidden like the state root, all but this worktree. */
+  worktrees?: string;
   /** The item branch (`loop/<name>/item/<id>`): its folder of refs becomes writable. */
   branch: string;
   /**
@@ -55,6 +57,8 @@ export interface SandboxSpec {
   bwrap: string;
   worktree: string;
   stateRoot: string;
+  /** The folder of the loop's worktrees, hidden (null: under the state root, hidden with it). */
+  worktrees: string | null;
   /** The session folder, visible read-only (handoff.md, inbox.md). */
   sessionDir: string;
   /** The repository (the main checkout, or the bare repository's folder): read-only. */
@@ -97,6 +101,8 @@ export function sandboxArgv(s: SandboxSpec, argv: string[]): string[] {
     ...s.programs.flatMap((p) => bind("--ro-bind", p)),
     // Last of the hiding, so nothing above can bring loop's files back into view.
     "--tmpfs", s.stateRoot,
+    // The other worktrees and the landing checkout, wherever they live.
+    ...(s.worktrees ? ["--tmpfs", s.worktrees] : []),
     ...s.git.writable.flatMap((p) => bind("--bind", p)),
     ...s.git.readOnly.flatMap((p) => bind("--ro-bind", p)),
     ...bind("--bind", s.worktree),
@@ -167,6 +173,8 @@ export function sandboxSpec(r: SandboxRequest, sessionDir: string): SandboxSpec 
     bwrap: r.bwrap,
     worktree: r.worktree,
     stateRoot: r.stateRoot,
+    // Not when it holds the state root or the repository (a LOOP_WORKTREES that odd): hiding it would hide them.
+    worktrees: r.worktrees && !isWithin(r.worktrees, r.stateRoot) && !isWithin(r.stateRoot, r.worktrees) && !isWithin(dirname(commonDir), r.worktrees) ? r.worktrees : null,
     sessionDir,
     // A checkout's git folder is its .git; a bare repository is its own folder.
     repo: basename(commonDir) === ".git" ? dirname(commonDir) : commonDir,
@@ -210,4 +218,9 @@ export function probeSandbox(PATH: string): SandboxProbe {
   if (r.exitCode === 0) return { ok: true, bwrap };
   const said = r.stderr?.toString().trim().split("\n").slice(-2).join(" / ") || (r.exitCode === null ? "killed" : `exit ${r.exitCode}`);
   return { ok: false, kind: "refused", message: `${bwrap} refused to make a sandbox: ${said}` };
+}
+
+function isWithin(path: string, dir: string): boolean {
+  const rel = relative(dir, path);
+  return rel === "" || (!rel.startsWith("..") && !isAbsolute(rel));
 }

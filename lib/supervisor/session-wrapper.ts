@@ -67,6 +67,8 @@ export const SESSION_FILES = {
   ask: "ask.txt",
   handoff: "handoff.md",
   verify: "verify.log",
+  /** workspace.setup's output, when the launch ran it (docs/loop-json.md#workspace). */
+  setup: "setup.log",
   /** Comments from the forge issue thread for the running agent ($LOOP_INBOX_FILE, docs/runners.md). */
   inbox: "inbox.md",
   /** Where a command runner reports its usage ($LOOP_USAGE_FILE, docs/runners.md#reporting-usage). */

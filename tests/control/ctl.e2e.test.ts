@@ -2,6 +2,7 @@
 // agents are the demo runner or a shell script that hangs. Each scenario ends with `loop status`
 // and `loop replay` exiting 0 and no session process left. Every ctl event must carry the acting
 // user ($LOOP_ACTOR) as its actor; `loop run` steps act as "cron@test".
+import { worktreesOf } from "../helpers/env.ts";
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -149,7 +150,7 @@ describe("loop ctl", () => {
         {},
         async (p) => {
         const pid = await launchHang(p);
-        await pollUntil(() => existsSync(join(p.stateRoot, "workspaces", "h", "wip.txt")), "the agent wrote wip.txt");
+        await pollUntil(() => existsSync(join(worktreesOf(p.stateRoot), "h", "wip.txt")), "the agent wrote wip.txt");
         const doc = await ctlOk(p, ["skip", "--work-item", "h", "--yes", "--reason", "not needed"]);
         expect(p.alive(pid)).toBe(false);
         expect(doc.closed).toHaveLength(1);

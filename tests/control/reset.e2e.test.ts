@@ -4,6 +4,7 @@
 // exiting 0 and no session process left. The pure planner is tested in reset-plan.test.ts; crashes
 // at every boundary in tests/step/failpoints.e2e.test.ts (scenario "reset"); processes that leave their
 // group in tests/supervisor/orphans.e2e.test.ts.
+import { worktreesOf } from "../helpers/env.ts";
 import { describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -534,13 +535,13 @@ describe("loop reset", () => {
           // When the loop launches h again: what was at its checkout's path is moved aside, never deleted
           const run = await p.run();
           expect([run.action, run.item]).toEqual(["launched", "h"]);
-          const aside = readdirSync(join(p.stateRoot, "workspaces")).filter((n) => n.startsWith("h.aside-"));
+          const aside = readdirSync(join(worktreesOf(p.stateRoot))).filter((n) => n.startsWith("h.aside-"));
           expect(aside).toHaveLength(1);
           await pollUntil(() => existsSync(join(wt, "wip.txt")), "the new agent started");
           // …and the next reset lists it, without removing it
           const third = await reset(p, ["--work-item", "h", "--yes"]);
-          expect(third.doc.items[0]!.aside).toEqual([join(p.stateRoot, "workspaces", aside[0]!)]);
-          expect(existsSync(join(p.stateRoot, "workspaces", aside[0]!, "wip.txt"))).toBe(true);
+          expect(third.doc.items[0]!.aside).toEqual([join(worktreesOf(p.stateRoot), aside[0]!)]);
+          expect(existsSync(join(worktreesOf(p.stateRoot), aside[0]!, "wip.txt"))).toBe(true);
           await p.ctl(["skip", "--work-item", "h", "--yes"]);
           await p.runToDrain();
         },

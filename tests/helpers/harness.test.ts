@@ -61,7 +61,9 @@ describe("the environment of test commands (tests/helpers/env.ts)", () => {
     const caller = { LOOP_STATE_ROOT: "/elsewhere", LOOP_SOMETHING_NEW: "1", TMUX: "/tmp/tmux-0/default,1,0", FORCE_COLOR: "3", GIT_DIR: "/elsewhere/.git", LOOP_HARNESS_KEEP_ME: "x" };
     const env = withProcessEnv({ ...caller, HARNESS_UNRELATED: "kept" }, () => testEnv({ LOOP_ACTOR: "me@test", NO_COLOR: undefined }));
     for (const k of Object.keys(caller)) expect(env[k]).toBeUndefined();
-    for (const k of STEERING) if (k !== "NO_COLOR") expect(env[k]).toBeUndefined();
+    // Scrubbed, then set again by the defaults: NO_COLOR (removed here by the extra) and XDG_STATE_HOME.
+    for (const k of STEERING) if (k !== "NO_COLOR" && k !== "XDG_STATE_HOME") expect(env[k]).toBeUndefined();
+    expect(env.XDG_STATE_HOME).toBe(TEST_DEFAULTS.XDG_STATE_HOME!);
     expect(env.HARNESS_UNRELATED).toBe("kept");
     expect(env.PATH).toBe(process.env.PATH!);
     expect(env.LOOP_KILL_GRACE_MS).toBe(TEST_DEFAULTS.LOOP_KILL_GRACE_MS!);

@@ -14,7 +14,7 @@ import type { RunResult } from "../../lib/step/step.ts";
 import { headOf, iterateEvents, readProjection, rowToEvent, withReadSnapshot } from "../../lib/log/store.ts";
 import { markedProcesses } from "../../lib/shared/process.ts";
 import { BUN, type Env, LOOP, type RunResult as CliResult, spawnLoop } from "./cli.ts";
-import { testEnv } from "./env.ts";
+import { testEnv, worktreesOf } from "./env.ts";
 import { git, gitOk, initRepo, writeLoopJson } from "./repo.ts";
 
 // The shared pieces, under the names this harness has always exported.
@@ -256,6 +256,13 @@ export class Project {
         } catch {}
     } catch {}
     rmSync(this.base, { recursive: true, force: true });
+    // The loop's worktrees live outside the repository (lib/shared/paths.ts worktreesRoot).
+    rmSync(worktreesOf(this.stateRoot, this.env), { recursive: true, force: true });
+  }
+
+  /** Where this loop's worktrees are. */
+  get worktrees(): string {
+    return worktreesOf(this.stateRoot, this.env);
   }
 }
 

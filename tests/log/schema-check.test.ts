@@ -41,6 +41,8 @@ const SAMPLES: Record<EventType, unknown> = {
   launch_reserved: launch({ item: "a", attempt: 1 }).payload,
   session_started: started({ item: "a", attempt: 1 }).payload,
   launch_failed: { attempt: 1, reason: "runner not found", interrupted: false },
+  worktree_moved: { from: "/srv/api/.loop/workspaces/a", to: "/home/me/.local/state/loop/api-0123456789ab/a" },
+  workspace_prepared: { attempt: 1, builtOn: { ref: "main", commit: "0".repeat(40) }, setup: { ms: 1200, log: "/srv/api/.loop/sessions/a/1/setup.log" } },
   environment_fault: { kind: "program_not_found", attempt: null, reason: "runner \"claude\": program \"claude\" was not found", fix: "install it" },
   session_ended: ended({ item: "a", attempt: 1, exitCode: 3 }).payload,
   needs_input: { attempt: 1, question: "which database?" },

@@ -4,6 +4,7 @@
 // any attempt, a gapless and replay-clean log, nothing stuck or left open, repaired
 // materializations and no process left behind. A seeded random-kill run checks the same.
 // docs/failpoints.md is checked against FAILPOINTS and against the call sites in lib/.
+import { worktreesOf } from "../helpers/env.ts";
 import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -290,7 +291,7 @@ async function resetScenario(l: LoopUnderTest): Promise<Expected> {
   const r = await l.step();
   if (r?.action !== "launched" || r.item !== "busy-item") throw new Error(`expected busy-item launched, got ${JSON.stringify(r)}\n${l.trace()}`);
   await waitFor("the agent of busy-item to start", l, () => readLaunches(l.launchLog).includes("busy-item 1"));
-  const wt = join(l.stateRoot, "workspaces", "busy-item");
+  const wt = join(worktreesOf(l.stateRoot), "busy-item");
   await waitFor("the agent's uncommitted work", l, () => existsSync(join(wt, "WIP.md")));
   const mark = readEvents(l.stateRoot).filter((e) => e.type === "launch_reserved").map((e) => JSON.parse(e.payload).sessionId as string)[0]!;
   const args = ["reset", "--work-item", "busy-item", "--yes", "--json"];
@@ -409,10 +410,12 @@ const labels = (names: readonly string[]) => names.flatMap((n) => [`${n}:before_
 const FORGE_FAILPOINTS = ["landing:after_push", "landing:after_pr", "landing:before_merge_call", "landing:after_merge_call", "forge:before_commit", "forge:after_commit"];
 /** The reactions' failpoints, proved by tests/step/forge/reactions.e2e.test.ts (they need a fake forge too). */
 const REACTION_FAILPOINTS = ["reaction:after_seen", "reaction:before_commit", "reaction:after_commit"];
+/** Moving worktrees an older version left in the state root, proved by tests/step/relocate.test.ts (it needs that older layout). */
+const RELOCATE_FAILPOINTS = ["relocate:after_move", "relocate:before_commit", "relocate:after_commit"];
 
 /** Which scenario proves each failpoint: the first loop command that passes the point dies there. */
 const CASES: [string, ScenarioName][] = [
-  ...EFFECT_POINTS.filter((n) => !FORGE_FAILPOINTS.includes(n) && !REACTION_FAILPOINTS.includes(n) && !n.startsWith("reset:") && !n.startsWith("budget:") && !n.startsWith("watch:")).map((n): [string, ScenarioName] => [n, "main"]),
+  ...EFFECT_POINTS.filter((n) => !FORGE_FAILPOINTS.includes(n) && !REACTION_FAILPOINTS.includes(n) && !RELOCATE_FAILPOINTS.includes(n) && !n.startsWith("reset:") && !n.startsWith("budget:") && !n.startsWith("watch:")).map((n): [string, ScenarioName] => [n, "main"]),
   ...labels(["import", "start", "drain", "reserve", "session_started", "session_ended", "requeue", "verify_reserve", "verify_started", "verify", "landing", "settle"]).map((n): [string, ScenarioName] => [n, "main"]),
   ...[...labels(["ctl"]), "close:before_kill", "close:after_kill", "close:after_worktree"].map((n): [string, ScenarioName] => [n, "ctl-stop-verify"]),
   ...["ctl:before_commit", "close:after_kill"].map((n): [string, ScenarioName] => [n, "ctl-stop-verify-run-first"]),
@@ -456,7 +459,9 @@ describe("failpoints", () => {
     for (const n of FORGE_FAILPOINTS) expect(forgeTest, n).toContain(`"${n}"`);
     const reactionTest = readFileSync(join(REPO, "tests", "step", "forge", "reactions.test.ts"), "utf8");
     for (const n of REACTION_FAILPOINTS) expect(reactionTest, n).toContain(`"${n}"`);
-    const covered = new Set([...CASES.map(([n]) => n), ...FORGE_FAILPOINTS, ...REACTION_FAILPOINTS]);
+    const relocateTest = readFileSync(join(REPO, "tests", "step", "relocate.test.ts"), "utf8");
+    for (const n of RELOCATE_FAILPOINTS) expect(relocateTest, n).toContain(`"${n}"`);
+    const covered = new Set([...CASES.map(([n]) => n), ...FORGE_FAILPOINTS, ...REACTION_FAILPOINTS, ...RELOCATE_FAILPOINTS]);
     expect([...covered].sort()).toEqual([...FAILPOINTS].sort());
     const keys = CASES.map(([n, s]) => `${n} ${s}`);
     expect(new Set(keys).size).toBe(keys.length);

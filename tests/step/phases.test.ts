@@ -3,6 +3,7 @@
 // records its event and leaves the item where the next phase (lib/decisions/attempt.ts afterSession) picks it up.
 // Agents are shell commands run by the real session wrapper; where no agent is the point, the test
 // records the session itself and leaves in the worktree what an agent would have left.
+import { TEST_DEFAULTS } from "../helpers/env.ts";
 import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -65,7 +66,7 @@ function harness(item: Record<string, unknown>, settings: Record<string, unknown
   const writer = acquireWriter(store, { actor: "tester", ttlMs: 10 * 60_000, busy: () => new Error("no lease") });
   const warnings: string[] = [];
   const log = createConsola({ level: 3, reporters: [{ log: (o) => warnings.push(o.args.join(" ")) }] });
-  const ctx = createStepContext({ writer, def, options: { root, stateRoot, actor: "tester", env: { LOOP_KILL_GRACE_MS: "2000" }, log } });
+  const ctx = createStepContext({ writer, def, options: { root, stateRoot, actor: "tester", env: { LOOP_KILL_GRACE_MS: "2000", XDG_STATE_HOME: TEST_DEFAULTS.XDG_STATE_HOME! }, log } });
   append(ctx, [{ type: "definition_imported", payload: importedDefinition(def, 1) }], "import");
   append(ctx, [{ type: "loop_started", payload: {} }], "start");
   return {
@@ -193,7 +194,7 @@ describe("a reserved verify whose start was not recorded (the reserving step was
     exitedAttempt(h);
     const dir = reserve(h);
     // The spawn the killed step made, without the file it would have written next.
-    const { pid } = startSession({ dir, argv: ["sh", "-c", "true"], cwd: worktreeDir(h.stateRoot, "a"), env: {}, tmuxName: null, kind: "verify" });
+    const { pid } = startSession({ dir, argv: ["sh", "-c", "true"], cwd: worktreeDir(h.ctx.worktrees, "a"), env: {}, tmuxName: null, kind: "verify" });
     for (let i = 0; i < 2400 && !existsSync(join(dir, "verify-exit.json")); i++) await Bun.sleep(25);
     const started = JSON.parse(readFileSync(join(dir, "verify-started.json"), "utf8"));
     expect(started).toMatchObject({ wrapperPid: pid, wrapperStart: expect.any(String) });
@@ -296,9 +297,9 @@ describe("the land and settle phases", () => {
 describe("the launch and observe phases", () => {
   test("launch reserves, then starts the session; the observe phase sees it exit; verify, land and settle follow", async () => {
     const h = harness({ verify: "test -s out.txt" });
-    const outcome = launchAttempt(h.ctx, h.item());
+    const outcome = await launchAttempt(h.ctx, h.item());
     expect(outcome).toEqual({ action: "launched", item: "a", reason: null });
-    expect(h.events().map((e) => e.type)).toEqual(["launch_reserved", "session_started"]);
+    expect(h.events().map((e) => e.type)).toEqual(["launch_reserved", "workspace_prepared", "session_started"]);
     const dir = sessionDir(h.stateRoot, "a", 0, 1);
     expect(lastOf(h, "launch_reserved")).toMatchObject({ attempt: 1, key: "launch:a:e0:a1", sessionDir: dir, branch: itemBranch("ph", "a") });
     const spawned = JSON.parse(readFileSync(join(dir, "spawned.json"), "utf8"));
@@ -314,12 +315,12 @@ describe("the launch and observe phases", () => {
     expect(h.ctx.errors).toEqual([]);
   });
 
-  test("a runner that cannot start after its reservation: the attempt is given back (environment_fault), the loop paused with the reason, not listed again in the step's errors", () => {
+  test("a runner that cannot start after its reservation: the attempt is given back (environment_fault), the loop paused with the reason, not listed again in the step's errors", async () => {
     // Relative to the worktree: checkable only once the reservation made the worktree.
     const h = harness({}, { runners: { agent: { command: ["./no-such-agent"] } } });
-    const out = launchAttempt(h.ctx, h.item());
+    const out = await launchAttempt(h.ctx, h.item());
     expect(out.action).toBe("paused");
-    expect(h.events().map((e) => e.type)).toEqual(["launch_reserved", "environment_fault"]);
+    expect(h.events().map((e) => e.type)).toEqual(["launch_reserved", "workspace_prepared", "environment_fault"]);
     expect(lastOf(h, "environment_fault")).toMatchObject({ kind: "program_not_found", attempt: 1, reason: expect.stringContaining('program "./no-such-agent" not found') });
     expect(out.reason).toContain('environment fault launching a: could not launch: runner "agent": program "./no-such-agent" not found');
     expect(h.ctx.errors).toEqual([]);
@@ -330,20 +331,20 @@ describe("the launch and observe phases", () => {
     expect(existsSync(join(sessionDir(h.stateRoot, "a", 0, 1), "spawned.json"))).toBe(false);
   });
 
-  test("a runner whose program is not on PATH: paused before anything is reserved", () => {
+  test("a runner whose program is not on PATH: paused before anything is reserved", async () => {
     const h = harness({}, { runners: { agent: { command: ["loop-test-no-such-agent"] } } });
-    expect(launchAttempt(h.ctx, h.item()).action).toBe("paused");
+    expect((await launchAttempt(h.ctx, h.item())).action).toBe("paused");
     expect(h.events().map((e) => e.type)).toEqual(["environment_fault"]);
     expect(lastOf(h, "environment_fault")).toMatchObject({ kind: "program_not_found", attempt: null });
     expect(existsSync(sessionDir(h.stateRoot, "a", 0, 1))).toBe(false);
   });
 
-  test("a step whose lease was taken over launches nothing: no reservation, no session folder, the error thrown", () => {
+  test("a step whose lease was taken over launches nothing: no reservation, no session folder, the error thrown", async () => {
     const h = harness({});
     const other = Store.open(h.stateRoot, { actor: "other" });
     stores.push(other);
     expect(other.acquireLease(60_000, () => false).ok).toBe(true); // the holder looks dead to it
-    expect(() => launchAttempt(h.ctx, h.item())).toThrow(LeaseLostError);
+    await expect(launchAttempt(h.ctx, h.item())).rejects.toThrow(LeaseLostError);
     expect(h.events().map((e) => e.type)).toEqual([]);
     expect(existsSync(sessionDir(h.stateRoot, "a", 0, 1))).toBe(false);
   });

@@ -4,6 +4,7 @@
 // its own work (edit, commit on its branch) succeeds; its verify runs in the same sandbox; a process
 // it leaves behind dies with the sandbox; bwrap missing or refused is an environment fault that
 // spends nothing. Every check looks at the real file system from outside. No assertion measures time.
+import { worktreesOf } from "../helpers/env.ts";
 import { afterAll, describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -58,7 +59,7 @@ describe("the sandbox", () => {
       scenario(
         (p) => {
           const loopDb = join(p.stateRoot, "loop.db");
-          const other = join(p.stateRoot, "workspaces", "first");
+          const other = join(worktreesOf(p.stateRoot), "first");
           const dir = join(p.stateRoot, "sessions", "probe", "1");
           const try_ = (what: string, cmd: string) => `if ${cmd} 2>/dev/null; then echo "ESCAPED: ${what}"; else echo "refused: ${what}"; fi`;
           const script = [
@@ -103,7 +104,7 @@ describe("the sandbox", () => {
           expect(existsSync(join(p.aux, "escaped.txt"))).toBe(false);
           expect(existsSync(join(p.root, "escaped.txt"))).toBe(false);
           expect(existsSync(join(HOME, homeProbe))).toBe(false);
-          expect(existsSync(join(p.stateRoot, "workspaces", "first", "evil.txt"))).toBe(false);
+          expect(existsSync(join(worktreesOf(p.stateRoot), "first", "evil.txt"))).toBe(false);
           expect(existsSync(join(p.root, ".git", "hooks", "post-commit"))).toBe(false);
           expect(existsSync(join(p.aux, "hook-ran"))).toBe(false);
           expect(readFileSync(join(p.root, ".git", "config"), "utf8")).toBe(configBefore);
@@ -210,10 +211,10 @@ describe("the sandbox", () => {
           expect(readFileSync(join(p.sessionDir("fix", 1), "verify.log"), "utf8")).toContain("PLANTED");
           expect(p.projection().items.fix!.status).toBe("passed");
           // The planted checkout was moved aside, kept for a person to look at; the new one is loop's.
-          const aside = readdirSync(join(p.stateRoot, "workspaces")).filter((n) => n.startsWith("fix.aside-"));
+          const aside = readdirSync(join(worktreesOf(p.stateRoot))).filter((n) => n.startsWith("fix.aside-"));
           expect(aside).toHaveLength(1);
-          expect(readFileSync(join(p.stateRoot, "workspaces", aside[0]!, ".git"), "utf8")).toContain(".fakegit");
-          expect(readFileSync(join(p.stateRoot, "workspaces", "fix", ".git"), "utf8").trim()).toBe(`gitdir: ${join(p.root, ".git", "worktrees", "fix")}`);
+          expect(readFileSync(join(worktreesOf(p.stateRoot), aside[0]!, ".git"), "utf8")).toContain(".fakegit");
+          expect(readFileSync(join(worktreesOf(p.stateRoot), "fix", ".git"), "utf8").trim()).toBe(`gitdir: ${join(p.root, ".git", "worktrees", "fix")}`);
           // The victim was never mounted, written or given loop's folders.
           expect(output(p, "fix", 2)).toContain("refused");
           expect(output(p, "fix", 2)).not.toContain("ESCAPED");

@@ -3,6 +3,7 @@
 // or shell scripts declared as command runners. No assertion measures time: where a deadline must
 // pass, loop.json has short timeouts and the test polls `loop run` a bounded number of times.
 // Every scenario ends with `loop status` and `loop replay` exiting 0 and no session process left.
+import { worktreesOf } from "../helpers/env.ts";
 import { describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -284,7 +285,7 @@ describe("loop run", () => {
           expect(git(p.root, "log", "-1", "--format=%s", branch)).toBe("loop: messy attempt 1: changes the agent left uncommitted");
           expect(git(p.root, "show", `${branch}:messy.txt`)).toBe("left behind");
           // The passed item's worktree is removed; the branch keeps the work.
-          expect(existsSync(join(p.stateRoot, "workspaces", "messy"))).toBe(false);
+          expect(existsSync(join(worktreesOf(p.stateRoot), "messy"))).toBe(false);
           expect(git(p.root, "status", "--porcelain")).toBe("");
         },
       ),
@@ -381,7 +382,7 @@ describe("loop run", () => {
           for (const f of ["a.txt", "b.txt", "z.txt"]) expect(gitOk(p.root, "cat-file", "-e", `${landed}:${f}`)).toBe(true);
           expect(gitOk(p.root, "merge-base", "--is-ancestor", early, landed)).toBe(false);
           // No merge left half-done in the landing worktree.
-          expect(git(join(p.stateRoot, "workspaces", "_landing"), "status", "--porcelain")).toBe("");
+          expect(git(join(worktreesOf(p.stateRoot), "_landing"), "status", "--porcelain")).toBe("");
           // The operator's checkout is untouched.
           expect(git(p.root, "rev-parse", "main")).toBe(mainHead);
           expect(git(p.root, "symbolic-ref", "--short", "HEAD")).toBe("main");

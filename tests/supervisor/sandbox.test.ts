@@ -11,6 +11,7 @@ import { git, makeRepo } from "../helpers/repo.ts";
 const SPEC: SandboxSpec = {
   bwrap: "/usr/bin/bwrap",
   worktree: "/srv/api/.loop/workspaces/fix",
+  worktrees: null,
   stateRoot: "/srv/api/.loop",
   sessionDir: "/srv/api/.loop/sessions/fix/1",
   repo: "/srv/api",

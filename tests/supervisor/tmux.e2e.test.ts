@@ -2,6 +2,7 @@
 // socket per test ($LOOP_TMUX_SOCKET): the agent runs in a named tmux session an operator can
 // attach to, its output is teed to the pane and to output.log, and every way a session ends (it
 // exits, it stalls, `loop ctl skip`) leaves no tmux session and no process behind.
+import { worktreesOf } from "../helpers/env.ts";
 import { afterEach, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -159,7 +160,7 @@ describe.skipIf(!HAVE_TMUX)(HAVE_TMUX ? "tmux sessions" : "tmux sessions (SKIPPE
     expect(hasSession(sock, name)).toBe(false);
     // Nothing of the skipped session is left (the next item's session may be running later on).
     expect(await waitNoProcesses(join(l.stateRoot, "sessions", "skipped-one"), 20_000, { ignoreTmuxServers: true })).toEqual([]);
-    expect(await waitNoProcesses(join(l.stateRoot, "workspaces", "skipped-one"), 20_000, { ignoreTmuxServers: true })).toEqual([]);
+    expect(await waitNoProcesses(join(worktreesOf(l.stateRoot), "skipped-one"), 20_000, { ignoreTmuxServers: true })).toEqual([]);
 
     await l.untilDrained();
     await checkDrained(l, { outcome: "Succeeded", items: { "skipped-one": "skipped", after: "passed" } }, { ignoreTmuxServers: true, everyStartRan: false });
