@@ -34,7 +34,7 @@ describe("the store is the loop's memory: losing it is never a new loop", () => 
         demoDefinition([{ id: "a", prompt: "@demo write a.txt a\n@demo commit a" }, { id: "b", prompt: "wipe", runner: "wipe", dependsOn: ["a"] }], {
           defaults: { maxAttempts: 1 },
           // The state root, from the handoff's place in it (sessions/<item>/<attempt>/handoff.md).
-          runners: { wipe: shell('r=$(dirname "$(dirname "$(dirname "$LOOP_HANDOFF")")"); rm -f "$r/loop.db" "$r/loop.db-wal" "$r/loop.db-shm"; exit 1') },
+          runners: { wipe: shell('r=$(dirname "$(dirname "$(dirname "$(dirname "$LOOP_HANDOFF")")")"); rm -f "$r/loop.db" "$r/loop.db-wal" "$r/loop.db-shm"; exit 1') },
         }),
         async (p: Project) => {
           await p.run(); // the first step creates the store and launches a
