@@ -88,6 +88,7 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
     repo: f.repo,
     apiUrl: (f.apiUrl ?? KIND[f.provider].apiUrl).replace(/\/+$/, ""),
     remote: f.remote ?? FORGE_DEFAULTS.remote,
+    ...(f.gitUrl ? { gitUrl: f.gitUrl } : {}),
     tokenEnv: f.tokenEnv ?? KIND[f.provider].tokenEnv,
     authorizedUsers: f.authorizedUsers ?? [],
     authorizeWriters: f.authorizeWriters ?? false,

@@ -77,6 +77,8 @@ export interface NormForge {
   repo: string;
   apiUrl: string;
   remote: string;
+  /** Where loop pushes and fetches (docs/loop-json.md#forge); absent: the forge's own https URL of `repo`, so a definition without it hashes as before. */
+  gitUrl?: string;
   tokenEnv: string;
   authorizedUsers: string[];
   authorizeWriters: boolean;

@@ -8,7 +8,7 @@ import { protectPatternProblem } from "./protect.ts";
 import { ENV_PATTERN } from "./environment.ts";
 import { REACTION_DECISIONS } from "../log/vocabulary.ts";
 import { MAX_NOTIFY_TIMEOUT_MS, RUNNER_PLACEHOLDERS } from "./normalized.ts";
-import { apiUrlProblem, FORGE_KINDS, isForgeLogin } from "./forge-kinds.ts";
+import { apiUrlProblem, FORGE_KINDS, gitUrlProblem, isForgeLogin } from "./forge-kinds.ts";
 import { branchNameProblem } from "./branches.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -212,6 +212,7 @@ const RawForge = section({
   ),
   apiUrl: v.optional(v.pipe(v.string("must be a string"), problem<string>(apiUrlProblem))),
   remote: v.optional(v.pipe(v.string("must be a string"), v.check((s) => /^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(s), "must be a git remote name"))),
+  gitUrl: v.optional(v.pipe(v.string("must be a string"), problem<string>(gitUrlProblem))),
   tokenEnv: v.optional(v.pipe(v.string("must be a string"), v.check((s) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(s), "must be the name of an environment variable (the token itself never goes in loop.json)"))),
   authorizedUsers: v.optional(v.array(v.pipe(v.string("must be a string"), v.check((s) => FORGE_KINDS.some((k) => isForgeLogin(k, s)), "must be a forge login")), "must be an array of logins")),
   authorizeWriters: v.optional(Bool),

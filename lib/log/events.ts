@@ -35,6 +35,8 @@ const Forge = v.strictObject({
   repo: Str,
   apiUrl: Str,
   remote: Str,
+  // Absent when loop.json gives none (the forge's own https URL, docs/loop-json.md#forge).
+  gitUrl: v.optional(Str),
   tokenEnv: Str,
   authorizedUsers: v.array(Str),
   authorizeWriters: v.boolean(),

@@ -24,7 +24,7 @@ import { buildHandoff, buildReplyMessage, REPLY_FILE } from "./handoff.ts";
 import { selfArgv, selfFiles } from "../supervisor/self.ts";
 import { readOutputHead, SESSION_FILES, sessionMark, startSession, tmuxSessionName } from "../supervisor/sessions.ts";
 import { ensureWorktree, startPointFor } from "../repo/workspace.ts";
-import { forgeGit } from "./forge/remote.ts";
+import { forgeFetch } from "./forge/remote.ts";
 import { GIT_EXEC_FILE, gitExecSnapshot } from "../repo/git-exec.ts";
 import { remainingMicroUsd } from "../decisions/budget.ts";
 
@@ -261,7 +261,7 @@ function forgeProbeStartPoint(ctx: StepContext, repo: string): string {
 function forgeStartPoint(ctx: StepContext, repo: string): string {
   const { remote } = ctx.def.forge!;
   const ref = `refs/remotes/${remote}/${ctx.def.base}`;
-  const r = forgeGit({ repo, forge: ctx.def.forge!, env: ctx.options.env, args: ["fetch", "--quiet", remote, `refs/heads/${ctx.def.base}:${ref}`] });
+  const r = forgeFetch({ repo, forge: ctx.def.forge!, env: ctx.options.env, branch: ctx.def.base, dest: ref });
   if (r.code === 0) return ref;
   ctx.options.log.warn(`forge: could not fetch ${remote}/${ctx.def.base} (${r.stderr.trim()}); branching from the local ${ctx.def.base}`);
   return ctx.def.base;

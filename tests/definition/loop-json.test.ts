@@ -882,7 +882,20 @@ describe("the forge section", () => {
     ["a GitLab username as a GitHub login", (d) => (d.forge.authorizedUsers = ["jane.doe"]), "forge.authorizedUsers[0]", "a GitHub login"],
     ["a login of neither forge", (d) => (d.forge.authorizedUsers = ["K\u212Aate"]), "forge.authorizedUsers[0]", "must be a forge login"],
     ["an unknown key", (d) => (d.forge.token = "x"), "forge.token", "unknown key"],
+    ["credentials in gitUrl", (d) => (d.forge.gitUrl = "https://x-access-token:ghp_1@github.com/acme/api.git"), "forge.gitUrl", "must not hold credentials"],
+    ["a user name in an https gitUrl", (d) => (d.forge.gitUrl = "https://bot@github.com/acme/api.git"), "forge.gitUrl", "must not hold credentials"],
+    ["a transport helper in gitUrl", (d) => (d.forge.gitUrl = "ext::sh -c evil"), "forge.gitUrl", "must be an https or ssh URL"],
+    ["an option as gitUrl", (d) => (d.forge.gitUrl = "--upload-pack=evil"), "forge.gitUrl", "must be an https or ssh URL"],
+    ["an option as the ssh host of gitUrl", (d) => (d.forge.gitUrl = "-oProxyCommand=evil:acme/api.git"), "forge.gitUrl", "must be an https or ssh URL"],
+    ["plain http to another host in gitUrl", (d) => (d.forge.gitUrl = "http://github.com/acme/api.git"), "forge.gitUrl", "must be an https or ssh URL"],
+    ["a relative path as gitUrl", (d) => (d.forge.gitUrl = "../api.git"), "forge.gitUrl", "must be an https or ssh URL"],
   ];
+  test.each(["https://github.com/acme/api.git", "git@github.com:acme/api.git", "ssh://git@github.com:22/acme/api.git", "http://127.0.0.1:8080/acme/api.git", "/srv/mirrors/api.git", "file:///srv/mirrors/api.git"])("gitUrl %s is accepted and kept; without one the definition is as before", (gitUrl) => {
+    const d: any = base();
+    d.forge.gitUrl = gitUrl;
+    expect(normalizeDefinition(d).forge!.gitUrl).toBe(gitUrl);
+    expect("gitUrl" in normalizeDefinition(base()).forge!).toBe(false);
+  });
   test.each(bad)("%s is refused", (_, edit, path, message) => {
     const d = base();
     edit(d);
