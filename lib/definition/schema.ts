@@ -9,6 +9,7 @@ import { ENV_PATTERN } from "./environment.ts";
 import { REACTION_DECISIONS } from "../log/vocabulary.ts";
 import { MAX_NOTIFY_TIMEOUT_MS, RUNNER_PLACEHOLDERS } from "./normalized.ts";
 import { apiUrlProblem, FORGE_KINDS, gitUrlProblem, isForgeLogin } from "./forge-kinds.ts";
+import { MAX_NETWORK_ENTRIES, networkEntryProblem } from "./network.ts";
 import { branchNameProblem } from "./branches.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -101,6 +102,17 @@ const CommandArg = v.pipe(
     return `unknown placeholder ${unknown.map((p) => `{${p}}`).join(", ")} (known: ${known})`;
   }),
 );
+/** "open", "none", or a list of "host:port" entries (docs/loop-json.md#network). */
+const Network = v.union(
+  [
+    v.picklist(["open", "none"]),
+    v.pipe(
+      v.array(v.pipe(v.string("must be a string"), problem<string>(networkEntryProblem)), "must be an array of \"host:port\" entries"),
+      v.maxLength(MAX_NETWORK_ENTRIES, `must have at most ${MAX_NETWORK_ENTRIES} entries`),
+    ),
+  ],
+  'must be "open", "none" or an array of "host:port" entries',
+);
 const SandboxKind = v.picklist(["bwrap", "none"], 'must be "bwrap" (run the agent and its verify under bubblewrap) or "none"');
 /** Environment variable names, or patterns with `*` (docs/loop-json.md#environment). */
 const EnvNames = v.array(
@@ -113,6 +125,7 @@ const RawRunner = section({
     v.minLength(1, "must name a program to run"),
   ),
   sandbox: v.optional(SandboxKind),
+  network: v.optional(Network),
   environment: v.optional(EnvNames),
 });
 const RawEnvironment = section({
@@ -167,6 +180,8 @@ export const RawDefaults = section({
   timeouts: v.optional(RawTimeouts),
   landing: v.optional(v.picklist(["none", "merge", "pr"], 'must be "none", "merge" or "pr"')),
   sandbox: v.optional(SandboxKind),
+  network: v.optional(Network),
+  verifyNetwork: v.optional(Network),
   budget: v.optional(RawBudget),
 });
 

@@ -344,7 +344,7 @@ describe("errors, each at its path", () => {
     ["item not an object", (d) => (d.items[1] = "b"), "items[1]", "expected an object, got \"b\""],
     ["unknown top-level key", (d) => (d.itmes = []), "itmes", "unknown key (allowed: $schema, name, defaults, runners, control, sessions, workspace, forge, notify, protect, environment, reactions, budget, prices, guards, items, $comment)"],
     ["unknown item key", (d) => (d.items[0].depends = []), "items[0].depends", "unknown key (allowed: id, ref, prompt, dependsOn, verify, runner, model, maxAttempts, timeouts, reactions, budget, $comment)"],
-    ["unknown defaults key", (d) => (d.defaults.retries = 1), "defaults.retries", "unknown key (allowed: runner, model, verify, maxAttempts, timeouts, landing, sandbox, budget, $comment)"],
+    ["unknown defaults key", (d) => (d.defaults.retries = 1), "defaults.retries", "unknown key (allowed: runner, model, verify, maxAttempts, timeouts, landing, sandbox, network, verifyNetwork, budget, $comment)"],
     ["unknown timeouts key", (d) => (d.items[0].timeouts = { idle: "1m" }), "items[0].timeouts.idle", "unknown key (allowed: launch, stall, verify, landing, $comment)"],
     ["unknown workspace key", (d) => (d.workspace = { dir: "x" }), "workspace.dir", "unknown key (allowed: keepCheckoutOnClose, base, target, $comment)"],
     ["$schema inside an item", (d) => (d.items[0].$schema = "x"), "items[0].$schema", "unknown key (allowed: id, ref, prompt, dependsOn, verify, runner, model, maxAttempts, timeouts, reactions, budget, $comment)"],
