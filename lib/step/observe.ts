@@ -91,8 +91,17 @@ export async function observeRunning(ctx: StepContext, it: ItemState): Promise<S
     );
     return { action: "paused", item: it.id, reason: `${it.id} needs input: ${v.question}` };
   }
+  if (v.kind === "exited" && it.def.network !== undefined) {
+    // Behind a gateway the budget was enforced at the source: a session that ended over it was
+    // refused its next model request, so it is stopped as a running one would be. Recorded first:
+    // a step killed here leaves the figure that decides, and the next one stops it the same way.
+    const final = usageDraft(it, { final: true, prices: ctx.def.prices });
+    if (final) append(ctx, [final], "usage");
+    const reached = budget(itemNow(ctx, it.id));
+    if (reached) return stopForBudget(ctx, itemNow(ctx, it.id), reached);
+  }
   if (v.kind === "exited") {
-    const usage = usageDraft(it, { final: true, prices: ctx.def.prices });
+    const usage = usageDraft(itemNow(ctx, it.id), { final: true, prices: ctx.def.prices });
     append(ctx, [...(usage ? [usage] : []), { type: "session_ended", item: it.id, payload: { attempt: attempt.n, verdict: "exited", exitCode: v.code, signal: v.signal, reason: v.reason } }], "session_ended");
     return null;
   }

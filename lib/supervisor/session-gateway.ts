@@ -6,21 +6,11 @@
 // (GATEWAY_FILES.refused), where the step reads it.
 import { appendFileSync } from "node:fs";
 import { join } from "node:path";
-import type { NetworkPolicy } from "../definition/network.ts";
 import { NONESSENTIAL_TRAFFIC_OFF } from "../definition/network.ts";
 import { DEFAULT_UPSTREAMS, gatewayEnv, type ModelCall, startGateway } from "../gateway/gateway.ts";
+import { GATEWAY_FILES, type GatewayRequest } from "./gateway-files.ts";
 
-/** What the launch record asks of the session's gateway. */
-export interface GatewayRequest {
-  /** The per-session stand-in the agent's key variables hold. */
-  standIn: string;
-  /** The proxy's allow-list; null: open. */
-  allow: NetworkPolicy | null;
-  /** Tokens the session may still use (the least of what is left of its item's and the loop's budgets); none: no cap. */
-  maxTokens?: number;
-}
-
-export const GATEWAY_FILES = { usage: "gateway-usage.jsonl", refused: "gateway-refused.jsonl" } as const;
+export { GATEWAY_FILES, type GatewayRequest };
 
 const total = (c: ModelCall) => c.usage.input + c.usage.output + c.usage.cacheRead + c.usage.cacheWrite;
 

@@ -18,7 +18,7 @@ import { CappedLog, DEFAULT_OUTPUT_CAP } from "./output-log.ts";
 import { tmuxSocketFromEnv } from "./tmux.ts";
 import { makeUndumpable } from "./undumpable.ts";
 import { childEnvironment, type EnvRule } from "../definition/environment.ts";
-import { type GatewayRequest, startSessionGateway } from "./session-gateway.ts";
+import type { GatewayRequest } from "./gateway-files.ts";
 
 export interface LaunchRecord {
   argv: string[];
@@ -166,11 +166,13 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
   const env: Record<string, string | undefined> = { ...own, ...launch.env, ...(launch.mark ? { [SESSION_MARK_VAR]: launch.mark } : {}) };
   delete env.LOOP_FAILPOINT;
   // Behind a gateway, the agent's key variables hold the stand-in: loop's keys stay in this process.
-  let gateway: Awaited<ReturnType<typeof startSessionGateway>> | null = null;
+  let gateway: { env: Record<string, string>; stop(): Promise<void> } | null = null;
   if (launch.gateway && kind === "session") {
     // Undumpable: the agent runs as this user, and must not read loop's key from this process's environment or memory.
     await makeUndumpable();
     try {
+      // Loaded only for a session with a gateway: a server's modules cost every other session's start.
+      const { startSessionGateway } = await import("./session-gateway.ts");
       gateway = await startSessionGateway({ dir, request: launch.gateway, env: { ...own, ...launch.env } });
     } catch (err) {
       const msg = `loop: cannot start the session's gateway: ${(err as Error).message}\n`;
