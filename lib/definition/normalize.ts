@@ -9,6 +9,7 @@ import { DEFAULT_ENVIRONMENT, type NormEnvironment } from "./environment.ts";
 import { DefinitionError, type DefinitionIssue } from "../shared/errors.ts";
 import { type CommandRunner, DEFAULTS, type Guards, type LandingMode, type Limit, type NormDefinition, type NormForge, type NormItem, type NormReactions, type Sandbox, type Timeouts } from "./normalized.ts";
 import { FORGE_DEFAULTS, KIND } from "./forge-kinds.ts";
+import { normalizeNetwork } from "./network.ts";
 import { defaultTarget } from "./branches.ts";
 import { formatPath, RawDefaults, RawDefinition } from "./schema.ts";
 import { checkMeaning, isObj, type Resolved } from "./semantics.ts";
@@ -50,6 +51,10 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
     // A command runner's own sandbox wins over the default; the presets take the default.
     const own = raw.runners && Object.hasOwn(raw.runners, runner) ? raw.runners[runner]!.sandbox : undefined;
     const sandbox: Sandbox = own ?? d.sandbox ?? "none";
+    const ownNetwork = raw.runners && Object.hasOwn(raw.runners, runner) ? raw.runners[runner]!.network : undefined;
+    const network = normalizeNetwork(ownNetwork ?? d.network);
+    // Tests that need a registry say so: in the sandbox a verify reaches nothing unless told.
+    const verifyNetwork = normalizeNetwork(d.verifyNetwork ?? (sandbox === "bwrap" ? "none" : "open"));
     return {
       id,
       ref,
@@ -72,6 +77,8 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
       ...(raw.forge ? { reactions: reactionsOf(d.landing ?? DEFAULTS.landing, raw.reactions, item.reactions) } : {}),
       // An item's own budget replaces the default whole (`{}`: none for this item).
       ...limitOf(item.budget !== undefined ? item.budget : d.budget),
+      ...(network !== undefined ? { network } : {}),
+      ...(verifyNetwork !== undefined ? { verifyNetwork } : {}),
     };
   });
   const runners: Record<string, CommandRunner> = {};
@@ -92,6 +99,7 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
     repo: f.repo,
     apiUrl: (f.apiUrl ?? KIND[f.provider].apiUrl).replace(/\/+$/, ""),
     remote: f.remote ?? FORGE_DEFAULTS.remote,
+    ...(f.gitUrl ? { gitUrl: f.gitUrl } : {}),
     tokenEnv: f.tokenEnv ?? KIND[f.provider].tokenEnv,
     authorizedUsers: f.authorizedUsers ?? [],
     authorizeWriters: f.authorizeWriters ?? false,

@@ -4,6 +4,7 @@ import { RESERVED_RUNNER_NAMES } from "./runners.ts";
 import type { NormEnvironment } from "./environment.ts";
 import type { ReactionDecision, ReactionSignal } from "../log/vocabulary.ts";
 import type { ForgeKind } from "./forge-kinds.ts";
+import type { NetworkPolicy } from "./network.ts";
 
 export interface Timeouts {
   launch: number;
@@ -43,6 +44,14 @@ export interface NormItem {
    * millionths. Absent without one, so a definition without budgets (and its hash) is as before.
    */
   budget?: Limit;
+  /**
+   * What the item's session may reach besides the model API (docs/loop-json.md#network): the
+   * runner's own `network`, else `defaults.network`. Absent for "open", so a definition without
+   * one (and its hash) is as before.
+   */
+  network?: NetworkPolicy;
+  /** What its verify may reach: `defaults.verifyNetwork`, else "none" in the sandbox; absent for "open". */
+  verifyNetwork?: NetworkPolicy;
 }
 /** One decision per reaction signal (lib/log/vocabulary.ts REACTION_SIGNALS). */
 export type NormReactions = Record<ReactionSignal, ReactionDecision>;
@@ -79,6 +88,8 @@ export interface NormForge {
   repo: string;
   apiUrl: string;
   remote: string;
+  /** Where loop pushes and fetches (docs/loop-json.md#forge); absent: the forge's own https URL of `repo`, so a definition without it hashes as before. */
+  gitUrl?: string;
   tokenEnv: string;
   authorizedUsers: string[];
   authorizeWriters: boolean;

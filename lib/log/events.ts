@@ -29,12 +29,17 @@ export const NormItemSchema = v.strictObject({
   reactions: v.optional(v.strictObject({ checksFailed: v.picklist(REACTION_DECISIONS), changesRequested: v.picklist(REACTION_DECISIONS), conflict: v.picklist(REACTION_DECISIONS) })),
   // Present only for an item with a budget (docs/spend.md): tokens, and US dollars in millionths.
   budget: v.optional(v.strictObject({ tokens: v.optional(Pos), microUsd: v.optional(Pos) })),
+  // What the session and the verify may reach (docs/loop-json.md#network): absent for "open".
+  network: v.optional(v.union([v.literal("none"), v.array(Str)])),
+  verifyNetwork: v.optional(v.union([v.literal("none"), v.array(Str)])),
 });
 const Forge = v.strictObject({
   provider: v.picklist(["github", "gitlab"]),
   repo: Str,
   apiUrl: Str,
   remote: Str,
+  // Absent when loop.json gives none (the forge's own https URL, docs/loop-json.md#forge).
+  gitUrl: v.optional(Str),
   tokenEnv: Str,
   authorizedUsers: v.array(Str),
   authorizeWriters: v.boolean(),

@@ -27,9 +27,10 @@ import { readOutputHead, SESSION_FILES, sessionMark, startSession, tmuxSessionNa
 import { ensureWorktree, moveBranchAside } from "../repo/workspace.ts";
 import { asideBranchName, branchAtLaunch } from "../decisions/branch.ts";
 import { localStartPoint, prepareWorkspace, stackedStartPoint } from "./workspace-prep.ts";
-import { forgeGit } from "./forge/remote.ts";
+import { forgeFetch } from "./forge/remote.ts";
 import { GIT_EXEC_FILE, gitExecSnapshot } from "../repo/git-exec.ts";
-import { remainingMicroUsd } from "../decisions/budget.ts";
+import { remainingMicroUsd, remainingTokens } from "../decisions/budget.ts";
+import { sessionAllowList } from "../definition/network.ts";
 
 /** Where and as what the next attempt of an item runs; fixed before the reservation records it. */
 interface AttemptPlan {
@@ -222,6 +223,13 @@ async function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, 
     // Comments from the issue thread for a running agent (docs/runners.md); the file may not exist yet.
     ...(ctx.def.forge ? { LOOP_INBOX_FILE: join(dir, SESSION_FILES.inbox) } : {}),
   };
+  // An item with a network setting runs behind a gateway (docs/threat-model.md#the-gateway): the
+  // model APIs metered and capped there, loop's key swapped in for a stand-in, other hosts on the list.
+  const tokensLeft = remainingTokens({ item: it, usage: reserved.loop.usage, budget: ctx.def.budget, now: Date.now() });
+  const gateway =
+    it.def.network !== undefined
+      ? { standIn: `loop-stand-in-${crypto.randomUUID().replaceAll("-", "")}`, allow: sessionAllowList(it.def.network, it.def.runner) ?? null, ...(tokensLeft !== null ? { maxTokens: tokensLeft } : {}) }
+      : undefined;
   ctx.store.assertLease();
   const started = startSession({
     dir,
@@ -233,6 +241,7 @@ async function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, 
     // Never loop's secrets; under the "clean" policy only what is declared (docs/runners.md#the-environment).
     envRule: agentRule(ctx.def, it.def.runner),
     ...chainOption(ctx, dir),
+    ...(gateway ? { gateway } : {}),
     scope: { role: "session", loopName: ctx.def.name, item: it.id, epoch: it.epoch, attempt: n, stateRoot: ctx.options.stateRoot },
     ...(plan.bwrap
       ? { sandbox: sandboxRequest({ bwrap: plan.bwrap, repo, worktree, stateRoot: ctx.options.stateRoot, branch, runner: it.def.runner, writable: [askFile, usageFile, ...(cmd.writes ?? [])], objects: join(dir, SESSION_FILES.objects), programs: sandboxPrograms(it.def.runner, program), env: ctx.options.env }) }
@@ -291,7 +300,7 @@ function forgeStartPoint(ctx: StepContext, repo: string, it: ItemState): string 
   if (stacked) return stacked;
   const { remote } = ctx.def.forge!;
   const ref = `refs/remotes/${remote}/${ctx.def.base}`;
-  const r = forgeGit({ repo, forge: ctx.def.forge!, env: ctx.options.env, args: ["fetch", "--quiet", remote, `refs/heads/${ctx.def.base}:${ref}`] });
+  const r = forgeFetch({ repo, forge: ctx.def.forge!, env: ctx.options.env, branch: ctx.def.base, dest: ref });
   if (r.code === 0) return ref;
   ctx.options.log.warn(`forge: could not fetch ${remote}/${ctx.def.base} (${r.stderr.trim()}); branching from the local ${ctx.def.base}`);
   return ctx.def.base;

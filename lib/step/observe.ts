@@ -84,8 +84,17 @@ export async function observeRunning(ctx: StepContext, it: ItemState): Promise<S
     );
     return { action: "paused", item: it.id, reason: `${it.id} needs input: ${v.question}` };
   }
+  if (v.kind === "exited" && it.def.network !== undefined) {
+    // Behind a gateway the budget was enforced at the source: a session that ended over it was
+    // refused its next model request, so it is stopped as a running one would be. Recorded first:
+    // a step killed here leaves the figure that decides, and the next one stops it the same way.
+    const final = usageDraft(it, { final: true, prices: ctx.def.prices });
+    if (final) append(ctx, [final], "usage");
+    const reached = budget(itemNow(ctx, it.id));
+    if (reached) return stopForBudget(ctx, itemNow(ctx, it.id), reached);
+  }
   if (v.kind === "exited") {
-    const usage = usageDraft(it, { final: true, prices: ctx.def.prices });
+    const usage = usageDraft(itemNow(ctx, it.id), { final: true, prices: ctx.def.prices });
     // The agent's own start and end, as its wrapper saw them: the timeline draws those, not this tick's time.
     const times = readWrapperTimes(it.session!.sessionDir, "session", { from: Date.parse(attempt.reservedAt), to: Date.now() });
     append(ctx, [...(usage ? [usage] : []), { type: "session_ended", item: it.id, payload: { attempt: attempt.n, verdict: "exited", exitCode: v.code, signal: v.signal, reason: v.reason, times } }], "session_ended");

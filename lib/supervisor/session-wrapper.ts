@@ -20,6 +20,7 @@ import { tmuxSocketFromEnv } from "./tmux.ts";
 import { makeUndumpable } from "./undumpable.ts";
 import { childEnvironment, type EnvRule } from "../definition/environment.ts";
 import { type ChainRecord, runChain } from "./chain.ts";
+import type { GatewayRequest } from "./gateway-files.ts";
 
 export interface LaunchRecord {
   argv: string[];
@@ -34,6 +35,8 @@ export interface LaunchRecord {
   envRule?: EnvRule;
   /** The step run when the process ends (lib/supervisor/chain.ts); none: cron takes the next step. */
   chain?: ChainRecord;
+  /** The session's gateway (lib/supervisor/session-gateway.ts): when present the agent reaches the model APIs and every other host through it. */
+  gateway?: GatewayRequest;
 }
 
 /** How long the output pipes are drained after the agent exited: a process it left behind may hold them open. */
@@ -177,6 +180,25 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
   const own = launch.envRule ? childEnvironment(process.env, launch.envRule) : process.env;
   const env: Record<string, string | undefined> = { ...own, ...launch.env, ...(launch.mark ? { [SESSION_MARK_VAR]: launch.mark } : {}) };
   delete env.LOOP_FAILPOINT;
+  // Behind a gateway, the agent's key variables hold the stand-in: loop's keys stay in this process.
+  let gateway: { env: Record<string, string>; stop(): Promise<void> } | null = null;
+  if (launch.gateway && kind === "session") {
+    // Undumpable: the agent runs as this user, and must not read loop's key from this process's environment or memory.
+    await makeUndumpable();
+    try {
+      // Loaded only for a session with a gateway: a server's modules cost every other session's start.
+      const { startSessionGateway } = await import("./session-gateway.ts");
+      gateway = await startSessionGateway({ dir, request: launch.gateway, env: { ...own, ...launch.env } });
+    } catch (err) {
+      const msg = `loop: cannot start the session's gateway: ${(err as Error).message}\n`;
+      out.write(Buffer.from(msg));
+      out.close();
+      await writeWhenRoom(join(dir, files.started), startedDoc(null));
+      await finish(127, null, msg.trim());
+      return 0;
+    }
+    Object.assign(env, gateway.env);
+  }
   let child: ReturnType<typeof Bun.spawn>;
   try {
     child = Bun.spawn(launch.argv, {
@@ -190,6 +212,7 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
     const msg = `loop: cannot start ${JSON.stringify(launch.argv[0])}: ${(err as Error).message}\n`;
     out.write(Buffer.from(msg));
     out.close();
+    await gateway?.stop();
     await writeWhenRoom(join(dir, files.started), startedDoc(null));
     await finish(127, null, msg.trim());
     await chain();
@@ -211,6 +234,7 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
   const code = await child.exited;
   const endedAt = new Date().toISOString();
   await Promise.race([pumped, Bun.sleep(DRAIN_MS)]);
+  await gateway?.stop();
   out.close();
   const signal = child.signalCode ? String(child.signalCode) : null;
   await finish(signal ? null : code, signal, undefined, endedAt);

@@ -33,6 +33,9 @@ export const STEERING = [
   "GIT_COMMON_DIR",
   "GIT_NAMESPACE",
   "GIT_PREFIX",
+  // How loop's own push and fetch reach ssh (lib/repo/isolated-git.ts keeps them from loop's environment).
+  "GIT_SSH_COMMAND",
+  "GIT_SSH",
 ] as const;
 
 /** Variables loop reads that are kept from the caller on purpose, each with the reason. */

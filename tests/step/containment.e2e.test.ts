@@ -178,7 +178,7 @@ describe("3. a swapped worktree never gets commits onto the operator's branch", 
 
 describe("4. the agent's hooks and git config never run inside loop's git", () => {
   test.concurrent(
-    "hooks in the common git dir, core.fsmonitor, a filter and a merge driver: none runs in loop's add, commit, worktree or merge; the change is reported",
+    "hooks in the common git dir, core.fsmonitor, a filter and a merge driver: none runs in loop's add, commit, worktree or merge; the change is reported, and so is a network key (http.proxy, http.<url>.sslVerify, url.<x>.insteadOf)",
     () =>
       scenario(
         (p) => {
@@ -195,6 +195,8 @@ describe("4. the agent's hooks and git config never run inside loop's git", () =
             `git config core.fsmonitor ${shq(join(p.aux, "fsmonitor.sh"))}; ` +
             `git config filter.evil.clean ${shq(join(p.aux, "filter.sh"))}; git config filter.evil.smudge ${shq(join(p.aux, "filter.sh"))}; ` +
             `git config merge.evil.driver ${shq(join(p.aux, "merge.sh"))}; ` +
+            // Network keys: loop's own git reads none; your git would send its traffic there.
+            `git config http.proxy http://127.0.0.1:9; git config http.https://github.com/.sslVerify false; git config url.http://127.0.0.1:9/.insteadOf https://github.com/; ` +
             `printf '* filter=evil merge=evil\\n' > .gitattributes; echo ok > ok.txt; echo left uncommitted`;
           return scripted(p, script, { landing: "merge" });
         },
@@ -206,10 +208,13 @@ describe("4. the agent's hooks and git config never run inside loop's git", () =
           expect(git(p.root, "ls-tree", "--name-only", "loop/t/item/x")).toContain("ok.txt");
           expect(existsSync(join(p.aux, "ran")) ? readFileSync(join(p.aux, "ran"), "utf8") : "").toBe("");
           const warnings = p.runs.flatMap((r) => r.warnings).join("\n");
-          expect(warnings).toMatch(/x: attempt 1: the repository's hooks or executable git config changed during the session/);
+          expect(warnings).toMatch(/x: attempt 1: the repository's hooks, executable or network git config, or ssh's config changed during the session/);
           expect(warnings).toContain("hooks/post-commit");
           expect(warnings).toContain("core.fsmonitor=");
           expect(warnings).toContain("filter.evil.clean=");
+          expect(warnings).toContain("http.proxy=http://127.0.0.1:9");
+          expect(warnings).toContain("http.https://github.com/.sslverify=false");
+          expect(warnings).toContain("url.http://127.0.0.1:9/.insteadof=https://github.com/");
         },
       ),
     T,

@@ -25,7 +25,7 @@ describe.each(FORGES)("%s: a retried item lands again (landing merge)", (_name, 
     p.writeDefinition(
       demoDefinition([{ ref: f.ref(1), prompt: PROMPT }], {
         defaults: { landing: "merge", timeouts: { launch: "2m", stall: "10m", verify: "2m", landing: "30m" } },
-        forge: { provider: f.provider, repo: f.repo, apiUrl: f.apiUrl, tokenEnv: "FAKE_FORGE_TOKEN", authorizedUsers: ["alice"] },
+        forge: { provider: f.provider, repo: f.repo, apiUrl: f.apiUrl, gitUrl: f.bare, tokenEnv: "FAKE_FORGE_TOKEN", authorizedUsers: ["alice"] },
       }),
     );
     git(p.root, "add", "-A");

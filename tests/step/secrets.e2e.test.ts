@@ -148,7 +148,7 @@ describe("with a forge", () => {
       demoDefinition([{ ref: `github:${gh.owner}/${gh.repo}#1`, prompt: "Add a.txt\n@demo write a.txt hello\n@demo commit add a", verify: `env > ${join(p.aux, "verify-env")}; test -f a.txt` }], {
         defaults: { landing: "merge", runner: "dumper" },
         runners: { dumper: { command: ["sh", "-c", `env > ${join(p.aux, "agent-env")}; exec "$0" "$@"`, ...demoAgent()] } },
-        forge: { provider: "github", repo: `${gh.owner}/${gh.repo}`, apiUrl: gh.apiUrl, tokenEnv: "FORGE_PAT", authorizedUsers: ["alice"] },
+        forge: { provider: "github", repo: `${gh.owner}/${gh.repo}`, apiUrl: gh.apiUrl, gitUrl: gh.bare, tokenEnv: "FORGE_PAT", authorizedUsers: ["alice"] },
       }),
     );
     git(p.root, "add", "-A");

@@ -19,7 +19,7 @@ import { failpoint } from "../../shared/failpoint.ts";
 import { append, itemNow, repoOf, type StepContext, type StepOutcome } from "../context.ts";
 import { forgeLink, type ForgeLink } from "./link.ts";
 import { gitTry } from "../../repo/git.ts";
-import { forgeGit } from "./remote.ts";
+import { forgeFetch, forgePush } from "./remote.ts";
 import { reactToPull } from "./react.ts";
 
 type LandingRecord = Omit<Payload<"landing_finished">, "attempt" | "branch">;
@@ -132,7 +132,7 @@ async function openPull(ctx: StepContext, link: ForgeLink, it: ItemState, branch
   }
   // Fast-forward only: a push that would drop commits someone added to the branch is refused. With
   // loop's own credentials (./remote.ts), never a token in a URL or .git/config.
-  const push = forgeGit({ repo: repoOf(ctx), forge: settings, env: ctx.options.env, args: ["push", "--quiet", settings.remote, `${head}:refs/heads/${branch}`] });
+  const push = forgePush({ repo: repoOf(ctx), forge: settings, env: ctx.options.env, head, branch });
   if (push.code !== 0) {
     const why = new GitError(["push", settings.remote, branch], push.code, push.stderr).message;
     ctx.errors.push(`${it.id}: ${why}`);
@@ -179,7 +179,7 @@ async function openPull(ctx: StepContext, link: ForgeLink, it: ItemState, branch
 function merged(ctx: StepContext, pull: ForgePull, sha: string | null, finish: Finish): null {
   const settings = ctx.def.forge!;
   // The next item branches from the base as merged: fetch it now (a failure here is repaired by the next launch's fetch).
-  const r = forgeGit({ repo: repoOf(ctx), forge: settings, env: ctx.options.env, args: ["fetch", "--quiet", settings.remote, `refs/heads/${ctx.def.base}:refs/remotes/${settings.remote}/${ctx.def.base}`] });
+  const r = forgeFetch({ repo: repoOf(ctx), forge: settings, env: ctx.options.env, branch: ctx.def.base, dest: `refs/remotes/${settings.remote}/${ctx.def.base}` });
   if (r.code !== 0) ctx.options.log.warn(`forge: could not fetch ${settings.remote}/${ctx.def.base} after the merge: ${r.stderr.trim()}`);
   return finish({ outcome: "merged", target: ctx.def.base, commit: sha ?? pull.mergeCommitSha, code: "merged", reason: `${pull.label} merged into ${ctx.def.base} (${pull.url})` });
 }

@@ -31,7 +31,7 @@ function project(make: Make, o: { items: (f: FakeForge) => unknown[]; forge?: Re
   for (const n of [1, 2]) f.addIssue(n, { title: `issue ${n}` });
   p.writeDefinition(
     demoDefinition(o.items(f), {
-      forge: { provider: f.provider, repo: f.repo, apiUrl: f.apiUrl, authorizedUsers: ["alice"], pollInterval: "1ms", ...(o.forge ?? {}) },
+      forge: { provider: f.provider, repo: f.repo, apiUrl: f.apiUrl, gitUrl: f.bare, authorizedUsers: ["alice"], pollInterval: "1ms", ...(o.forge ?? {}) },
       ...(o.control ? { control: o.control } : {}),
       ...(o.defaults ? { defaults: o.defaults } : {}),
     }),

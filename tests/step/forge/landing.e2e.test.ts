@@ -41,7 +41,7 @@ function forgeProject(make: Make, o: { landing: "pr" | "merge"; items?: (f: Fake
     p.writeDefinition(
       demoDefinition(items, {
         defaults: { landing, timeouts: { launch: o.launchTimeout ?? "2m", stall: "10m", verify: "2m", landing: landingTimeout } },
-        forge: { provider: f.provider, repo: f.repo, apiUrl: f.apiUrl, tokenEnv: "FAKE_FORGE_TOKEN", authorizedUsers: ["alice"] },
+        forge: { provider: f.provider, repo: f.repo, apiUrl: f.apiUrl, gitUrl: f.bare, tokenEnv: "FAKE_FORGE_TOKEN", authorizedUsers: ["alice"] },
         ...(o.notify ? { notify: { command: o.notify } } : {}),
       }),
     );

@@ -32,7 +32,7 @@ function forgeProject(make: Make, o: { items: (f: FakeForge) => unknown[]; react
   p.writeDefinition(
     demoDefinition(o.items(f), {
       defaults: { landing: "merge", maxAttempts: o.maxAttempts ?? 2, timeouts: { launch: "2m", stall: "10m", verify: "2m", landing: "30m" } },
-      forge: { provider: f.provider, repo: f.repo, apiUrl: f.apiUrl, tokenEnv: "FAKE_FORGE_TOKEN", authorizedUsers: ["alice"] },
+      forge: { provider: f.provider, repo: f.repo, apiUrl: f.apiUrl, gitUrl: f.bare, tokenEnv: "FAKE_FORGE_TOKEN", authorizedUsers: ["alice"] },
       ...(o.reactions ? { reactions: o.reactions } : {}),
     }),
   );
