@@ -38,9 +38,9 @@ describe("the tiers", () => {
     const cli = spawning.get("tests/helpers/cli.ts")!;
     for (const name of ["LOOP", "spawnLoop", "runLoop", "runLoopSync"]) expect(cli).toContain(name);
     for (const name of ["runInProcess", "REPO", "BUN", "parseJson", "finish"]) expect(cli).not.toContain(name);
-    const harness = spawning.get("tests/helpers/loop-harness.ts")!;
-    for (const name of ["LOOP", "spawnLoop", "loop", "countingRunner", "LoopUnderTest"]) expect(harness).toContain(name);
-    for (const name of ["git", "makeRepo", "cleanupDir", "shq"]) expect(harness).not.toContain(name);
+    const harness = spawning.get("tests/helpers/project.ts")!;
+    for (const name of ["LOOP", "spawnLoop", "Project", "scenario", "loop", "countingRunner", "LoopUnderTest", "checkDrained"]) expect(harness).toContain(name);
+    for (const name of ["git", "makeRepo", "cleanupDir", "shq", "demoDefinition", "pollUntil", "finish", "REPO"]) expect(harness).not.toContain(name);
   });
 });
 

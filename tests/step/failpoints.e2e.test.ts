@@ -31,7 +31,7 @@ import {
   sleep,
   spawnLoop,
   writeLoopJson,
-} from "../helpers/loop-harness.ts";
+} from "../helpers/project.ts";
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -382,7 +382,7 @@ async function ctlVerifyScenario(l: LoopUnderTest, o: { repeat?: boolean } = {})
  */
 async function drainWatcher(l: LoopUnderTest, ready: () => boolean): Promise<void> {
   const armed = l.armed;
-  const proc = spawnLoop(["run", "--watch", "--forever", "--interval", "200ms", "--json", "--root", l.root], { ...l.o.env, ...(armed ? { LOOP_FAILPOINT: l.o.failpoint! } : {}) });
+  const proc = spawnLoop(["run", "--watch", "--forever", "--interval", "200ms", "--json", "--root", l.root], { env: { ...l.o.env, ...(armed ? { LOOP_FAILPOINT: l.o.failpoint! } : {}) } });
   // Read as it runs: a watcher blocked on a full pipe would never step.
   const ended = finish(proc);
   try {

@@ -26,7 +26,7 @@ import { SESSION_MARK_VAR } from "../../lib/shared/process.ts";
 import { failAttempt, settleAttempt } from "../../lib/step/settle.ts";
 import { verifyAttempt } from "../../lib/step/verify.ts";
 import { ensureWorktree } from "../../lib/repo/workspace.ts";
-import { cleanupDir, git, makeRepo, writeLoopJson } from "../helpers/loop-harness.ts";
+import { cleanupDir, git, makeRepo, writeLoopJson } from "../helpers/project.ts";
 
 const dirs: string[] = [];
 afterAll(() => {
