@@ -452,9 +452,9 @@ async function runCase(fp: string, scenario: ScenarioName): Promise<void> {
 describe("failpoints", () => {
   test("every failpoint has a scenario, exactly once per scenario", () => {
     // The forge's failpoints need the fake GitHub: tests/step/forge/landing.e2e.test.ts proves them.
-    const forgeTest = readFileSync(join(REPO, "tests", "step", "forge", "landing.test.ts"), "utf8");
+    const forgeTest = readFileSync(join(REPO, "tests", "step", "forge", "landing.e2e.test.ts"), "utf8");
     for (const n of FORGE_FAILPOINTS) expect(forgeTest, n).toContain(`"${n}"`);
-    const reactionTest = readFileSync(join(REPO, "tests", "step", "forge", "reactions.test.ts"), "utf8");
+    const reactionTest = readFileSync(join(REPO, "tests", "step", "forge", "reactions.e2e.test.ts"), "utf8");
     for (const n of REACTION_FAILPOINTS) expect(reactionTest, n).toContain(`"${n}"`);
     const covered = new Set([...CASES.map(([n]) => n), ...FORGE_FAILPOINTS, ...REACTION_FAILPOINTS]);
     expect([...covered].sort()).toEqual([...FAILPOINTS].sort());
