@@ -3,7 +3,7 @@
 // signals. Usage, output format and exit codes in process: cli.test.ts.
 import { afterAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { closeSync, constants as fsConstants, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, constants as fsConstants, existsSync, mkdtempSync, openSync, readFileSync, readSync, realpathSync, rmSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { Store } from "../../lib/log/store.ts";
@@ -14,7 +14,7 @@ import { TOOLS } from "../../cmd/tools.ts";
 import { BUN, type Env, LOOP, REPO, runInProcess as run, runLoopSync as cli } from "../helpers/cli.ts";
 import { testEnv } from "../helpers/env.ts";
 import { onTerminal } from "../helpers/tty.ts";
-import { git, makeRepo } from "../helpers/repo.ts";
+import { makeRepo } from "../helpers/repo.ts";
 
 const LOOP_STATUS = join(REPO, "cmd", "loop-status.ts");
 const PKG_VERSION: string = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")).version;
@@ -317,47 +317,6 @@ describe("loop init", () => {
     const ref = /"\$schema": "([^"]+)"/.exec(readFileSync(join(other, "loop.json"), "utf8"))![1]!;
     expect(ref.startsWith("../")).toBe(true);
     expect(existsSync(join(other, ref))).toBe(true);
-  });
-
-  test("refuses a loop nested in another (loop.json or a state root above, up to the git top level) unless --nested; never inside a state root", () => {
-    const repo = gitRepo();
-    expect(cli(["init"], { cwd: repo }).code).toBe(0);
-    const sub = join(repo, "services", "api");
-    mkdirSync(sub, { recursive: true });
-    for (const force of [[], ["--force"]]) {
-      const r = cli(["init", ...force, "--json"], { cwd: sub });
-      expect(r.code).toBe(2);
-      expect(r.stdout).toBe("");
-      const err = JSON.parse(r.stderr).error;
-      expect(err.code).toBe("usage");
-      expect(err.message).toContain(`is inside another loop: ${join(realpathSync(repo), "loop.json")} defines a loop`);
-      expect(err.message).toContain("--nested");
-      expect(existsSync(join(sub, "loop.json"))).toBe(false);
-      expect(existsSync(join(sub, ".loop"))).toBe(false);
-    }
-    // A state root without a loop.json above counts too.
-    rmSync(join(repo, "loop.json"));
-    const again = cli(["init", "--json"], { cwd: sub });
-    expect(again.code).toBe(2);
-    expect(JSON.parse(again.stderr).error.message).toContain(`${join(realpathSync(repo), ".loop")} is a loop's state root`);
-    // --nested: the operator means it.
-    expect(cli(["init", "--nested"], { cwd: sub }).code).toBe(0);
-    expect(existsSync(join(sub, "loop.json"))).toBe(true);
-
-    // An item's worktree is its own git top level, inside the state root: refused even with --nested.
-    git(repo, "worktree", "add", "-q", "-b", "item", join(repo, ".loop", "workspaces", "x"));
-    const inside = cli(["init", "--nested", "--json"], { cwd: join(repo, ".loop", "workspaces", "x") });
-    expect(inside.code).toBe(2);
-    expect(JSON.parse(inside.stderr).error.message).toContain("is inside a loop's state root");
-    expect(existsSync(join(repo, ".loop", "workspaces", "x", ".loop"))).toBe(false);
-
-    // A loop.json above the git top level is another project's business: not a nesting.
-    const outer = tempDir();
-    writeFileSync(join(outer, "loop.json"), "{}\n");
-    const inner = join(outer, "repo");
-    mkdirSync(inner);
-    git(inner, "init", "-q", "-b", "main");
-    expect(cli(["init"], { cwd: inner }).code).toBe(0);
   });
 });
 

@@ -4,7 +4,7 @@
 // entry, the single-file script, pipes, terminals, signals): cli.e2e.test.ts.
 import { afterAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { VERSION } from "../../lib/shared/version.ts";
@@ -15,7 +15,7 @@ import { CONTRACT_TOOLS, invokedName, isCompiled, toolFromName, versionRequest }
 import { type ArgsSpec, commonArgs, parseArgv, UsageError, writeWhole } from "../../lib/shared/cli.ts";
 import { REPO, runInProcess as run } from "../helpers/cli.ts";
 import { testEnv } from "../helpers/env.ts";
-import { makeRepo } from "../helpers/repo.ts";
+import { git, makeRepo } from "../helpers/repo.ts";
 
 const PKG_VERSION: string = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")).version;
 /** `--version --json` from source: this checkout's commit, asked of git here independently. */
@@ -345,6 +345,47 @@ describe("loop init", () => {
     expect(r.stdout).toContain("loop.json");
     expect(() => JSON.parse(r.stdout)).toThrow();
     expect(existsSync(join(repo, "loop.json"))).toBe(true);
+  });
+
+  test("refuses a loop nested in another (loop.json or a state root above, up to the git top level) unless --nested; never inside a state root", async () => {
+    const repo = gitRepo();
+    expect((await run(["init"], { cwd: repo })).code).toBe(0);
+    const sub = join(repo, "services", "api");
+    mkdirSync(sub, { recursive: true });
+    for (const force of [[], ["--force"]]) {
+      const r = (await run(["init", ...force, "--json"], { cwd: sub }));
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe("");
+      const err = JSON.parse(r.stderr).error;
+      expect(err.code).toBe("usage");
+      expect(err.message).toContain(`is inside another loop: ${join(realpathSync(repo), "loop.json")} defines a loop`);
+      expect(err.message).toContain("--nested");
+      expect(existsSync(join(sub, "loop.json"))).toBe(false);
+      expect(existsSync(join(sub, ".loop"))).toBe(false);
+    }
+    // A state root without a loop.json above counts too.
+    rmSync(join(repo, "loop.json"));
+    const again = (await run(["init", "--json"], { cwd: sub }));
+    expect(again.code).toBe(2);
+    expect(JSON.parse(again.stderr).error.message).toContain(`${join(realpathSync(repo), ".loop")} is a loop's state root`);
+    // --nested: the operator means it.
+    expect((await run(["init", "--nested"], { cwd: sub })).code).toBe(0);
+    expect(existsSync(join(sub, "loop.json"))).toBe(true);
+
+    // An item's worktree is its own git top level, inside the state root: refused even with --nested.
+    git(repo, "worktree", "add", "-q", "-b", "item", join(repo, ".loop", "workspaces", "x"));
+    const inside = (await run(["init", "--nested", "--json"], { cwd: join(repo, ".loop", "workspaces", "x") }));
+    expect(inside.code).toBe(2);
+    expect(JSON.parse(inside.stderr).error.message).toContain("is inside a loop's state root");
+    expect(existsSync(join(repo, ".loop", "workspaces", "x", ".loop"))).toBe(false);
+
+    // A loop.json above the git top level is another project's business: not a nesting.
+    const outer = tempDir();
+    writeFileSync(join(outer, "loop.json"), "{}\n");
+    const inner = join(outer, "repo");
+    mkdirSync(inner);
+    git(inner, "init", "-q", "-b", "main");
+    expect((await run(["init"], { cwd: inner })).code).toBe(0);
   });
 });
 

@@ -20,7 +20,7 @@ import {
   sleep,
   spawnLoop,
   writeLoopJson,
-} from "../helpers/loop-harness.ts";
+} from "../helpers/project.ts";
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -111,7 +111,7 @@ describe("concurrent steps", () => {
     const gate = new Database(path);
     gate.run("PRAGMA busy_timeout = 10000");
     gate.run("BEGIN IMMEDIATE");
-    const procs = Array.from({ length: RACERS }, (_, i) => spawnLoop(["run", "--json", "--root", root], racerEnv(i)));
+    const procs = Array.from({ length: RACERS }, (_, i) => spawnLoop(["run", "--json", "--root", root], { env: racerEnv(i) }));
     const deadline = Date.now() + 8_000;
     while (Date.now() < deadline && !procs.every((p) => holdsDb(p.pid, path) || p.exitCode !== null)) await sleep(20);
     gate.run("COMMIT");
@@ -139,7 +139,7 @@ describe("concurrent steps", () => {
 
   test(`${RACERS} \`loop run\` at once with no store yet: the schema is created once, all exit 0 or 75, replay clean`, async () => {
     const { root, l } = project({ requireStart: false, prompt: "Works a little.\n@demo sleep 1\n@demo write O.md o" });
-    const procs = Array.from({ length: RACERS }, (_, i) => spawnLoop(["run", "--json", "--root", root], { LOOP_ACTOR: `racer-${i}` }));
+    const procs = Array.from({ length: RACERS }, (_, i) => spawnLoop(["run", "--json", "--root", root], { env: { LOOP_ACTOR: `racer-${i}` } }));
     const results = await Promise.all(procs.map(finish));
     for (const r of results) expect(r.code === 0 || r.code === 75, `exit ${r.code}: ${r.stderr}`).toBe(true);
     expect(results.some((r) => r.code === 0)).toBe(true);

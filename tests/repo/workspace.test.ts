@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { GitError } from "../../lib/shared/errors.ts";
 import { checkoutBranch, checkWorktree, commitLeftovers, ensureWorktree, landMerge } from "../../lib/repo/workspace.ts";
 import { gitExecSnapshot } from "../../lib/repo/git-exec.ts";
-import { git, makeRepo } from "../helpers/loop-harness.ts";
+import { git, makeRepo } from "../helpers/project.ts";
 import { removeDir } from "../helpers/fs.ts";
 
 const dirs: string[] = [];

@@ -9,8 +9,7 @@ import { join } from "node:path";
 import { printLog, type LogTarget } from "../../lib/reports/logs.ts";
 import { CappedLog, markerLine, MIN_OUTPUT_CAP, outputLayout } from "../../lib/supervisor/output-log.ts";
 import { snapshotTree, TempDirs } from "../helpers/fs.ts";
-import { BUN, LOOP, cliEnv, demoDefinition, pollUntil, type Project, scenario } from "../helpers/project.ts";
-import { shq } from "../helpers/loop-harness.ts";
+import { BUN, cliEnv, demoDefinition, LOOP, pollUntil, type Project, scenario, shq } from "../helpers/project.ts";
 
 const temp = new TempDirs();
 afterAll(() => temp.cleanup());

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { REPO } from "../helpers/cli.ts";
 import { testEnv } from "../helpers/env.ts";
-import { killProcessesUnder, waitNoProcesses } from "../helpers/loop-harness.ts";
+import { killProcessesUnder, waitNoProcesses } from "../helpers/project.ts";
 
 const base = mkdtempSync(join(tmpdir(), "loop-demo-serve-"));
 afterAll(() => {

@@ -32,7 +32,7 @@ import {
   sleep,
   spawnLoop,
   writeLoopJson,
-} from "../helpers/loop-harness.ts";
+} from "../helpers/project.ts";
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -383,7 +383,7 @@ async function ctlVerifyScenario(l: LoopUnderTest, o: { repeat?: boolean } = {})
  */
 async function drainWatcher(l: LoopUnderTest, ready: () => boolean): Promise<void> {
   const armed = l.armed;
-  const proc = spawnLoop(["run", "--watch", "--forever", "--interval", "200ms", "--json", "--root", l.root], { ...l.o.env, ...(armed ? { LOOP_FAILPOINT: l.o.failpoint! } : {}) });
+  const proc = spawnLoop(["run", "--watch", "--forever", "--interval", "200ms", "--json", "--root", l.root], { env: { ...l.o.env, ...(armed ? { LOOP_FAILPOINT: l.o.failpoint! } : {}) } });
   // Read as it runs: a watcher blocked on a full pipe would never step.
   const ended = finish(proc);
   try {
@@ -455,9 +455,9 @@ async function runCase(fp: string, scenario: ScenarioName): Promise<void> {
 describe("failpoints", () => {
   test("every failpoint has a scenario, exactly once per scenario", () => {
     // The forge's failpoints need the fake GitHub: tests/step/forge/landing.e2e.test.ts proves them.
-    const forgeTest = readFileSync(join(REPO, "tests", "step", "forge", "landing.test.ts"), "utf8");
+    const forgeTest = readFileSync(join(REPO, "tests", "step", "forge", "landing.e2e.test.ts"), "utf8");
     for (const n of FORGE_FAILPOINTS) expect(forgeTest, n).toContain(`"${n}"`);
-    const reactionTest = readFileSync(join(REPO, "tests", "step", "forge", "reactions.test.ts"), "utf8");
+    const reactionTest = readFileSync(join(REPO, "tests", "step", "forge", "reactions.e2e.test.ts"), "utf8");
     for (const n of REACTION_FAILPOINTS) expect(reactionTest, n).toContain(`"${n}"`);
     const relocateTest = readFileSync(join(REPO, "tests", "step", "relocate.test.ts"), "utf8");
     for (const n of RELOCATE_FAILPOINTS) expect(relocateTest, n).toContain(`"${n}"`);

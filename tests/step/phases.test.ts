@@ -27,7 +27,7 @@ import { SESSION_MARK_VAR } from "../../lib/shared/process.ts";
 import { failAttempt, settleAttempt } from "../../lib/step/settle.ts";
 import { verifyAttempt } from "../../lib/step/verify.ts";
 import { ensureWorktree } from "../../lib/repo/workspace.ts";
-import { cleanupDir, git, makeRepo, writeLoopJson } from "../helpers/loop-harness.ts";
+import { cleanupDir, git, makeRepo, writeLoopJson } from "../helpers/project.ts";
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -164,6 +164,16 @@ describe("the verify phase", () => {
     exitedAttempt(some, { commit: { "out.txt": "hi\n" } });
     await verifyAttempt(some.ctx, some.item());
     expect(lastOf(some, "verify_finished")).toMatchObject({ passed: true, reason: "no verify command; agent exited 0 with 1 commit(s)" });
+    // A commit and a failing exit: the exit decides.
+    const badExit = harness({ verify: false });
+    exitedAttempt(badExit, { exitCode: 4, commit: { "out.txt": "hi\n" } });
+    await verifyAttempt(badExit.ctx, badExit.item());
+    expect(lastOf(badExit, "verify_finished")).toMatchObject({ passed: false, reason: "no verify command; agent exited 4" });
+    // Judged inline: no verify command is reserved or started.
+    for (const h of [none, some, badExit]) {
+      expect(h.events().filter((e) => e.type === "verify_reserved" || e.type === "verify_started")).toEqual([]);
+      expect(existsSync(join(sessionDir(h.stateRoot, "a", 0, 1), "verify-launch.json"))).toBe(false);
+    }
   });
 
   test("a worktree that is gone, or whose leftovers git cannot commit, fails the verify with the reason; nothing is thrown", async () => {

@@ -18,7 +18,7 @@ import {
   sleep,
   waitNoProcesses,
   writeLoopJson,
-} from "../helpers/loop-harness.ts";
+} from "../helpers/project.ts";
 
 const HAVE_TMUX = spawnSync("tmux", ["-V"], { encoding: "utf8" }).status === 0;
 if (!HAVE_TMUX) console.warn("tests/supervisor/tmux.e2e.test.ts: SKIPPED — `tmux -V` failed (tmux is not installed); CI installs tmux");

@@ -9,9 +9,8 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { demoDefinition, git, Project } from "../../helpers/project.ts";
+import { demoDefinition, git, prng, Project } from "../../helpers/project.ts";
 import { CI_FAILURE, FORGES, type FakeForge, github } from "../../helpers/forges.ts";
-import { prng } from "../../helpers/loop-harness.ts";
 
 const open: { p: Project; f: FakeForge }[] = [];
 afterEach(() => {
