@@ -107,7 +107,13 @@ describe("loop backup", () => {
     expect({ code: replay.code, findings: JSON.parse(replay.stdout).findings }).toEqual({ code: 0, findings: [] });
     const a = await cli(["status", "--json", "--state-root", root], cwd);
     const b = await cli(["status", "--json", "--state-root", restored], cwd);
-    expect(JSON.parse(b.stdout.split(restored).join(root))).toEqual(JSON.parse(a.stdout));
+    // The same report, but for where each loop's worktrees live: named after its own state root.
+    const report = (text: string) => {
+      const doc = JSON.parse(text);
+      delete doc.loop.worktrees;
+      return doc;
+    };
+    expect(report(b.stdout.split(restored).join(root))).toEqual(report(a.stdout));
     // A writer opens the copy like any store (it has no WAL of its own).
     const s = Store.open(restored);
     try {
