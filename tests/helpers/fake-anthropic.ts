@@ -31,7 +31,7 @@ export interface AnthropicTurn {
   tool?: { name: string; input: Record<string, unknown> };
   /** The message's usage (defaults: a realistic figure that grows with the step). */
   usage?: Partial<AnthropicUsage>;
-  /** End the stream after message_start and this many content blocks, then hang (a model that stops answering mid-message). */
+  /** Send message_start, then nothing more, the connection kept open (a model that stops answering mid-message). */
   hangAfterStart?: boolean;
 }
 
@@ -202,7 +202,9 @@ export async function startFakeAnthropic(script: (t: TurnContext) => AnthropicTu
       // A side request (title, topic): a short answer of the shape these prompts ask for.
       turn = { text: '{"title": "Fake task", "isNewTopic": false}', usage: { input_tokens: 120, output_tokens: 14, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 } };
     }
-    const usage: AnthropicUsage = { ...(agent ? realisticUsage(step) : zero()), ...turn.usage };
+    const full: AnthropicUsage = { ...(agent ? realisticUsage(step) : zero()), ...turn.usage };
+    // A message that hangs after message_start was served its input and one output token only.
+    const usage: AnthropicUsage = turn.hangAfterStart ? { ...full, output_tokens: 1 } : full;
     const msgId = id("msg");
     const content: Record<string, unknown>[] = [];
     if (turn.text !== undefined) content.push({ type: "text", text: turn.text });
@@ -224,7 +226,7 @@ export async function startFakeAnthropic(script: (t: TurnContext) => AnthropicTu
     });
     sse(res, "ping", {});
     if (turn.hangAfterStart) {
-      account(model, { ...usage, output_tokens: 1 });
+      account(model, usage);
       hanging.add(res);
       return;
     }
