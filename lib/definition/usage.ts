@@ -287,7 +287,9 @@ function claudeLine(s: ParseState, line: string): void {
 // JSONL events; {"type":"turn.completed","usage":{"input_tokens":…,"cached_input_tokens":…,
 // "output_tokens":…}} at the end of each turn carries the thread's figures so far: cumulative over
 // the whole thread, including the turns of the sessions it resumes. `cached_input_tokens` is part of
-// `input_tokens`; reasoning is part of `output_tokens`.
+// `input_tokens`; reasoning is part of `output_tokens` (0.171 also prints it apart,
+// `reasoning_output_tokens`: not added again). 0.171's `cache_write_input_tokens` is taken as part of
+// `input_tokens` too, as the cache reads are, and counted as cache writes.
 
 function codexLine(s: ParseState, line: string): void {
   const e = jsonLine(s, line);
@@ -300,7 +302,10 @@ function codexLine(s: ParseState, line: string): void {
     s.unreadable += 1;
     return;
   }
-  const c: TokenCounts = { input: Math.max(0, (input ?? 0) - cached), output: output ?? 0, cacheRead: Math.min(cached, input ?? cached), cacheWrite: 0 };
+  const written = count(u?.cache_write_input_tokens) ?? 0;
+  const cacheRead = Math.min(cached, input ?? cached);
+  const cacheWrite = Math.min(written, Math.max(0, (input ?? written) - cacheRead));
+  const c: TokenCounts = { input: Math.max(0, (input ?? 0) - cacheRead - cacheWrite), output: output ?? 0, cacheRead, cacheWrite };
   s.reported = s.reported ? maxEach(s.reported, c) : c;
 }
 
