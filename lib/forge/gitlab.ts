@@ -124,25 +124,44 @@ export class GitLabProvider implements ForgeProvider {
     return `${this.#project}/${t.kind === "pull" ? "merge_requests" : "issues"}/${t.number}`;
   }
 
-  /** The next page's URL, on the API's own host: the Link header's `next`, else `X-Next-Page` on this URL. */
+  /**
+   * The next page's URL: the Link header's `next` on the API's own host, else `X-Next-Page` on this
+   * URL (a self-managed GitLab whose external_url is not the API URL names another host in Link),
+   * else Link's off-host `next` as it is, which http.ts does not read and calls the listing cut.
+   */
   #nextOf(headers: Headers, url: string): string | null {
     const next = linkTarget(headers.get("link"), "next");
-    if (next) return this.#http.onHost(next) ? next.href : null;
+    if (next && this.#http.onHost(next)) return next.href;
     const page = headers.get("x-next-page");
-    if (page && /^\d+$/.test(page)) {
+    if (page && /^[1-9]\d{0,8}$/.test(page)) {
       const u = new URL(url);
       u.searchParams.set("page", page);
       return u.href;
     }
-    return null;
+    return next ? next.href : null;
   }
 
-  /** `until`: stop after a page it holds true for. `total`: the first page's X-Total, when it says. */
+  /**
+   * `until`: stop after a page it holds true for. `total`: the first page's X-Total, when it says.
+   * A listing read to its end with fewer items than X-Total said is cut too: what was not read is never the end.
+   */
   async #pages(path: string, o: { conditional?: boolean; until?: (page: Json[]) => boolean } = {}): Promise<ForgeFailure | { items: Json[]; cut: boolean; notModified: boolean; total: number | null }> {
-    const r = await this.#http.pages(path, { conditional: o.conditional, next: (a) => (o.until?.(listOf(a.body)) ? null : a.link) });
+    let stopped = false;
+    const r = await this.#http.pages(path, {
+      conditional: o.conditional,
+      next: (a) => {
+        if (o.until?.(listOf(a.body))) {
+          stopped = true;
+          return null;
+        }
+        return a.link;
+      },
+    });
     if ("ok" in r) return r;
     const t = r.answers[0]?.headers.get("x-total");
-    return { items: r.answers.flatMap((a) => listOf(a.body)), cut: r.cut, notModified: r.notModified, total: t && /^\d+$/.test(t) ? Number(t) : null };
+    const total = t && /^\d{1,15}$/.test(t) ? Number(t) : null;
+    const items = r.answers.flatMap((a) => listOf(a.body));
+    return { items, cut: r.cut || (!stopped && total !== null && items.length < total), notModified: r.notModified, total };
   }
 
   /** A refusal explained: a token GitLab does not accept, one without the `api` scope, a project it cannot see. */

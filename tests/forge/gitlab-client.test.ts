@@ -331,3 +331,43 @@ describe("for issue 22's reactions", () => {
     expect(gl.notModified).toBe(before + 1);
   });
 });
+
+describe("a hostile or unusual GitLab (issue 34)", () => {
+  const OFF_HOST = "https://gitlab.external.invalid";
+  const hundredGreenOneRed = () => ({ pipelines: [{ status: "success" }], statuses: [...Array.from({ length: 100 }, (_, i) => ({ name: `ok-${i}`, status: "success" })), { name: "job-101", status: "failed" }] });
+
+  test("a Link header naming another host (external_url is not the API's): X-Next-Page is followed, so job 101 is read and red; the other host is never asked", async () => {
+    const { gl, head } = fake();
+    gl.switches.checks = hundredGreenOneRed();
+    gl.switches.paging.linkOrigin = OFF_HOST;
+    const seen: string[] = [];
+    const c = client(gl, { fetch: (async (url: string, init: RequestInit) => (seen.push(String(url)), fetch(url, init))) as never });
+    const read = await checksOf(c, head);
+    expect(read.unread).toBeNull();
+    expect(read.checks.filter((x) => x.verdict === "failing").map((x) => x.name)).toEqual(["job-101"]);
+    expect(seen.every((u) => u.startsWith(gl.url))).toBe(true);
+  });
+
+  test("neither an on-host Link nor X-Next-Page: the unread page is `cut`, so the gate blocks checks_unread, never merges", async () => {
+    const { gl, head } = fake();
+    gl.switches.checks = hundredGreenOneRed();
+    gl.switches.paging.linkOrigin = OFF_HOST;
+    gl.switches.paging.nextPageHeader = false;
+    const c = client(gl);
+    const read = await checksOf(c, head);
+    expect(read.checks.filter((x) => x.verdict === "failing")).toEqual([]);
+    expect(read.unread).toBe(`101 statuses on ${head.slice(0, 12)}, 100 read`);
+    await c.createPull({ title: "t", body: "b", head: "feature", base: "main", draft: false });
+    const pr = await c.getPull(1);
+    expect(pr.ok && mergeGate(pr.value, read)).toMatchObject({ kind: "block", code: "checks_unread" });
+  });
+
+  test("no paging headers but X-Total: fewer read than X-Total said is `cut`", async () => {
+    const { gl, head } = fake();
+    gl.switches.checks = hundredGreenOneRed();
+    gl.switches.paging.linkHeader = false;
+    gl.switches.paging.nextPageHeader = false;
+    const read = await checksOf(client(gl), head);
+    expect(read.unread).toBe(`101 statuses on ${head.slice(0, 12)}, 100 read`);
+  });
+});

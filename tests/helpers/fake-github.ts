@@ -111,6 +111,8 @@ export interface FakeSwitches {
   hang: ((r: FakeRequest) => boolean) | null;
   /** Requests this matches answer `status` (a server error), `count` times. */
   fail: { match: (r: FakeRequest) => boolean; status: 500 | 502 | 503; count: number } | null;
+  /** The Link header names this origin instead of the API's (a proxy or a hostile server); null: the API's. */
+  linkOrigin: string | null;
 }
 
 /** A permission entry: a base role ("admin", "maintain", "write", "triage", "read"), or a custom role over a base one. */
@@ -228,6 +230,7 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
       searchIncomplete: false,
       hang: null,
       fail: null,
+      linkOrigin: null,
     },
     intercept: [],
     requests: [],
@@ -441,7 +444,7 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
     const link = (n: number, rel: string) => {
       const q = new URLSearchParams(r.query);
       q.set("page", String(n));
-      return `<${f.url}${r.path}?${q}>; rel="${rel}"`;
+      return `<${f.switches.linkOrigin ?? f.url}${r.path}?${q}>; rel="${rel}"`;
     };
     const links = [...(page < last ? [link(page + 1, "next"), link(last, "last")] : []), ...(page > 1 ? [link(1, "first"), link(page - 1, "prev")] : [])];
     return { status: 200, body: items, items, headers: links.length ? { link: links.join(", ") } : {} };

@@ -125,6 +125,24 @@ export interface FakeGlSwitches {
   hang: ((r: FakeGlRequest) => boolean) | null;
   /** Requests this matches answer `status`, `count` times. */
   fail: { match: (r: FakeGlRequest) => boolean; status: 500 | 502 | 503; count: number } | null;
+  /** Hostile and real-world paging. */
+  paging: FakeGlPaging;
+}
+
+/**
+ * How listings page beyond the plain case. `linkOrigin`: the Link header names this origin (a
+ * self-managed GitLab whose external_url is not the API's host). `nextPageHeader` false: no
+ * X-Next-Page (a proxy that drops it). `totalPages`: X-Total-Pages says this (`"Infinity"`, `"1e300"`).
+ * `over10k`: more than 10,000 records, as GitLab answers then: no X-Total, X-Total-Pages or
+ * rel="last" (docs.gitlab.com/api/rest/#pagination-response-headers).
+ */
+export interface FakeGlPaging {
+  linkOrigin: string | null;
+  /** false: no Link header at all. */
+  linkHeader: boolean;
+  nextPageHeader: boolean;
+  totalPages: string | null;
+  over10k: boolean;
 }
 
 export interface FakeGitLab {
@@ -226,6 +244,7 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; dir?: 
       deleted: new Set(),
       hang: null,
       fail: null,
+      paging: { linkOrigin: null, linkHeader: true, nextPageHeader: true, totalPages: null, over10k: false },
     },
     intercept: [],
     requests: [],
@@ -559,18 +578,22 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; dir?: 
     const page = Math.max(1, Number(r.query.get("page") ?? "1"));
     const items = all.slice((page - 1) * per, page * per);
     const last = Math.max(1, Math.ceil(all.length / per));
+    const paging = f.switches.paging;
+    const big = paging.over10k || all.length > 10_000;
+    const origin = paging.linkOrigin ?? f.url;
     const link = (n: number, rel: string) => {
       const q = new URLSearchParams(r.query);
       q.set("page", String(n));
-      return `<${f.apiUrl}${r.path}?${q}>; rel="${rel}"`;
+      return `<${origin}/api/v4${r.path}?${q}>; rel="${rel}"`;
     };
-    const links = [...(page > 1 ? [link(page - 1, "prev")] : []), ...(page < last ? [link(page + 1, "next")] : []), link(1, "first"), link(last, "last")];
-    return {
-      status: 200,
-      body: items,
-      items,
-      headers: { link: links.join(", "), "x-page": String(page), "x-per-page": String(per), "x-next-page": page < last ? String(page + 1) : "", "x-prev-page": page > 1 ? String(page - 1) : "", "x-total": String(all.length), "x-total-pages": String(last) },
-    };
+    const links = [...(page > 1 ? [link(page - 1, "prev")] : []), ...(page < last ? [link(page + 1, "next")] : []), link(1, "first"), ...(big ? [] : [link(last, "last")])];
+    const headers: Record<string, string> = { ...(paging.linkHeader ? { link: links.join(", ") } : {}), "x-page": String(page), "x-per-page": String(per), "x-prev-page": page > 1 ? String(page - 1) : "" };
+    if (paging.nextPageHeader) headers["x-next-page"] = page < last ? String(page + 1) : "";
+    if (!big) {
+      headers["x-total"] = String(all.length);
+      headers["x-total-pages"] = paging.totalPages ?? String(last);
+    }
+    return { status: 200, body: items, items, headers };
   }
 
   const notFound = (what = "404 Not found"): FakeGlAnswer => ({ status: 404, body: { message: what } });
