@@ -40,7 +40,7 @@ import {
   commitIdOf,
   type ReviewFeedback,
 } from "./provider.ts";
-import { type Answer, ForgeHttp, type Json, linkTarget, MAX_PAGES } from "./http.ts";
+import { type Answer, ForgeHttp, type Json, linkTarget } from "./http.ts";
 import { sanitizeLine } from "./untrusted.ts";
 
 /** Iids named in one listing request (`iids[]`), so a URL stays short. */
@@ -224,59 +224,30 @@ export class GitLabProvider implements ForgeProvider {
         for (const x of r.items) changed.push({ kind, number: Number(x.iid) });
       }
     }
-    // 2. Their notes edited at or after the cursor.
+    // 2. Their notes edited at or after the cursor, newest first: a storm of notes hides the oldest, never the newest.
     const out: ForgeComment[] = [];
-    let cutAt: string | null = null;
+    let cut = false;
     for (const thread of changed) {
       const r = await this.#notesSince(thread, o.since);
       if ("ok" in r) return r;
       out.push(...r.items);
-      if (r.cut && r.items.length) {
-        const last = r.items.at(-1)!.updatedAt;
-        if (cutAt === null || last < cutAt) cutAt = last;
-      }
+      cut ||= r.cut;
     }
-    // A thread cut short: nothing newer than where it stopped is returned from any thread, so the
-    // caller's cursor (the last edit it was given) never skips what that thread still holds.
-    const items = out.filter((c) => cutAt === null || c.updatedAt <= cutAt).sort((x, y) => x.updatedAt.localeCompare(y.updatedAt) || x.id - y.id);
-    return { ok: true, value: { items, cut: cutAt !== null, notModified: notModified && changed.length === 0 } };
+    const items = out.sort((x, y) => x.updatedAt.localeCompare(y.updatedAt) || x.id - y.id);
+    return { ok: true, value: { items, cut, notModified: notModified && changed.length === 0 } };
   }
 
   /**
    * One thread's notes edited at or after `since`, oldest edit first. GitLab's notes have no `since`
-   * filter: the newest edits are read first, down to `since` (one page, almost always). A thread
-   * with more edits since than loop reads at once is read in edit order instead, from the first page
-   * holding `since` (found by halving over the pages), so a cut leaves out the newest, never the oldest.
+   * filter and past 10,000 records no page count (docs/forge.md#notes-on-gitlab): the newest edits
+   * are read first, down to `since` (one page, almost always). A thread with more edits since than
+   * loop reads at once gives its newest (a `/loop stop` after a storm of notes is seen) and says
+   * `cut`: the ones between the cursor and those were not read.
    */
   async #notesSince(thread: ForgeThread, since: string): Promise<ForgeFailure | { items: ForgeComment[]; cut: boolean }> {
-    const newestFirst = await this.#pages(`${this.#thread(thread)}/notes?order_by=updated_at&sort=desc&per_page=100`, { until: (page) => page.some((n) => (normalTime(n?.updated_at) ?? "") < since) });
-    if ("ok" in newestFirst) return newestFirst;
-    const after = (list: Json[]) => notes(list, thread).filter((c) => c.updatedAt >= since);
-    if (!newestFirst.cut) return { items: after(newestFirst.items).reverse(), cut: false };
-    const asc = `${this.#thread(thread)}/notes?order_by=updated_at&sort=asc&per_page=100`;
-    const first = await this.#http.request("GET", asc);
-    if ("ok" in first) return first;
-    if (first.status !== 200) return this.#http.fail("GET", asc, first);
-    const pagesTotal = Number(first.headers.get("x-total-pages") ?? "0");
-    const lastOf = async (page: number): Promise<ForgeFailure | string> => {
-      const a = await this.#http.request("GET", `${asc}&page=${page}`);
-      if ("ok" in a) return a;
-      if (a.status !== 200) return this.#http.fail("GET", `${asc}&page=${page}`, a);
-      const list = Array.isArray(a.body) ? a.body : [];
-      return normalTime(list.at(-1)?.updated_at) ?? "";
-    };
-    let lo = 1;
-    let hi = Math.max(1, pagesTotal);
-    while (lo < hi) {
-      const mid = Math.floor((lo + hi) / 2);
-      const last = await lastOf(mid);
-      if (typeof last !== "string") return last;
-      if (last >= since) hi = mid;
-      else lo = mid + 1;
-    }
-    const r = await this.#pages(`${asc}&page=${lo}`);
+    const r = await this.#pages(`${this.#thread(thread)}/notes?order_by=updated_at&sort=desc&per_page=100`, { until: (page) => page.some((n) => (normalTime(n?.updated_at) ?? "") < since) });
     if ("ok" in r) return r;
-    return { items: after(r.items), cut: r.cut || lo + MAX_PAGES - 1 < pagesTotal };
+    return { items: notes(r.items, thread).filter((c) => c.updatedAt >= since).reverse(), cut: r.cut };
   }
 
   async createComment(thread: ForgeThread, body: string): Promise<ForgeResult<{ id: number; url: string }>> {

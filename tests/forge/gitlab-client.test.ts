@@ -370,4 +370,35 @@ describe("a hostile or unusual GitLab (issue 34)", () => {
     const read = await checksOf(client(gl), head);
     expect(read.unread).toBe(`101 statuses on ${head.slice(0, 12)}, 100 read`);
   });
+
+  test("more than 10,000 notes (no X-Total, X-Total-Pages or rel=last) and a storm since the cursor: the newest are read, `/loop stop` after the storm is seen, and the read says `cut`", async () => {
+    const { gl } = fake();
+    gl.addIssue({ iid: 1 });
+    gl.switches.paging.over10k = true;
+    for (let i = 0; i < 1_100; i++) gl.addNote({ issue: 1, login: "old", body: `before ${i}` });
+    const cursor = new Date(Date.parse(gl.notes.at(-1)!.updated_at) + 500).toISOString();
+    for (let i = 0; i < 1_100; i++) gl.addNote({ issue: 1, login: "spam", body: `storm ${i}` });
+    const stop = gl.addNote({ issue: 1, login: "kate", body: "/loop stop" })!;
+    const before = gl.requests.length;
+    const r = await client(gl).listComments({ since: cursor, threads: [{ kind: "issue", number: 1 }] });
+    if (!r.ok) throw new Error(JSON.stringify(r));
+    expect(r.value.cut).toBe(true);
+    expect(r.value.items.at(-1)).toMatchObject({ id: stop.id, login: "kate", body: "/loop stop" });
+    expect(r.value.items.every((n) => n.updatedAt >= cursor)).toBe(true);
+    expect(gl.requests.length - before).toBeLessThanOrEqual(11);
+  });
+
+  test("X-Total-Pages: Infinity or 1e300 costs nothing: no page count is searched over", async () => {
+    const { gl } = fake();
+    gl.addIssue({ iid: 1 });
+    for (let i = 0; i < 1_050; i++) gl.addNote({ issue: 1, login: "spam", body: `storm ${i}` });
+    const since = gl.notes[0]!.updated_at;
+    for (const pages of ["Infinity", "1e300"]) {
+      gl.switches.paging.totalPages = pages;
+      const before = gl.requests.length;
+      const r = await client(gl).listComments({ since, threads: [{ kind: "issue", number: 1 }] });
+      expect(r.ok && [r.value.cut, r.value.items.length]).toEqual([true, 1_000]);
+      expect(gl.requests.length - before).toBeLessThanOrEqual(11);
+    }
+  });
 });
