@@ -93,6 +93,8 @@ export interface FakeSwitches {
   behind: boolean;
   /** On the next merge call: push a new commit to the head branch and answer 409. */
   moveHeadOnMerge: boolean;
+  /** On the next merge call: answer 409 with the head unchanged (a transient conflict: GitHub lost a race of its own). */
+  conflictOnMergeOnce: boolean;
   /** The next merge calls answer this (405 or 403 with a message); null: merge. */
   mergeRefusal: { status: number; message: string } | null;
   /** Creating a draft PR is refused (422), as on plans without draft pull requests. */
@@ -221,6 +223,7 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
       ciFailsOnce: null,
       behind: false,
       moveHeadOnMerge: false,
+      conflictOnMergeOnce: false,
       mergeRefusal: null,
       draftsRefused: false,
       rateLimit: null,
@@ -585,6 +588,10 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
       if (f.switches.moveHeadOnMerge) {
         f.switches.moveHeadOnMerge = false;
         moveHead(p);
+        return refuse(409, "Head branch was modified. Review and try the merge again.");
+      }
+      if (f.switches.conflictOnMergeOnce) {
+        f.switches.conflictOnMergeOnce = false;
         return refuse(409, "Head branch was modified. Review and try the merge again.");
       }
       const head = f.headOf(p.head)!;

@@ -109,6 +109,8 @@ export interface FakeGlSwitches {
   pipelinesMustSucceed: boolean;
   /** On the next merge call: push a new commit to the source branch and answer 409. */
   moveHeadOnMerge: boolean;
+  /** On the next merge call: answer 409 with the head unchanged (a transient conflict). */
+  conflictOnMergeOnce: boolean;
   /** The next merge calls answer this; null: merge. */
   mergeRefusal: { status: number; message: string } | null;
   /** The next `count` requests answer 429 (Retry-After and/or RateLimit-Reset). */
@@ -236,6 +238,7 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; dir?: 
       checkingFor: 0,
       pipelinesMustSucceed: false,
       moveHeadOnMerge: false,
+      conflictOnMergeOnce: false,
       mergeRefusal: null,
       rateLimit: null,
       token: null,
@@ -698,6 +701,10 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; dir?: 
         return { status: 409, body: { message: `SHA does not match HEAD of source branch: ${moved}` } };
       }
       const head = f.headOf(mr.source_branch)!;
+      if (f.switches.conflictOnMergeOnce) {
+        f.switches.conflictOnMergeOnce = false;
+        return { status: 409, body: { message: `SHA does not match HEAD of source branch: ${head}` } };
+      }
       if (body?.sha && body.sha !== head) return { status: 409, body: { message: `SHA does not match HEAD of source branch: ${head}` } };
       const status = detailedStatus(mr, false);
       if (status !== "mergeable") return { status: 405, body: { message: "405 Method Not Allowed" } };

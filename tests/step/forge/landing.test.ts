@@ -184,14 +184,29 @@ describe.each(FORGES)("%s", (_name, make) => {
       await p.finish();
     });
 
-    test("the head moves while merging (409 to the merge asked with the pushed sha): blocked head_moved, nothing merged, the PR left open", async () => {
+    test("a transient 409 (the head still the verified sha): the PR is read again next tick and merged, still pinned to that sha", async () => {
+      const { p, f } = forgeProject(make, { landing: "merge", env: green, items: one() });
+      f.conflictOnMergeOnce();
+      const r = await p.runToDrain();
+      expect(r.loop.outcome).toBe("Succeeded");
+      const a = p.projection().items["api-1"]!;
+      expect(a.status).toBe("passed");
+      expect(a.forge!.landing!.code).toBe("merged");
+      const puts = f.requests().filter((q) => q.startsWith("PUT "));
+      expect(puts).toHaveLength(2);
+      expect(f.merges()).toHaveLength(1);
+      expect(f.merges()[0]!.sha).toBe(f.headOf(f.pulls()[0]!.head));
+    });
+
+    test("the head moves while merging (409 to the merge asked with the pushed sha): the PR is read again, blocked head_moved, nothing merged, the PR left open", async () => {
       const { p, f } = forgeProject(make, { landing: "merge", env: green, items: one() });
       f.moveHeadOnMerge();
       const r = await p.runToDrain();
       expect(r.loop.outcome).toBe("Failed");
       const a = p.projection().items["api-1"]!;
       expect(a.status).toBe("landing_blocked");
-      expect(a.reason).toContain("moved while merging");
+      expect(a.reason).toMatch(/the head of .* moved to [0-9a-f]{12} after loop pushed/);
+      expect(p.events().some((e) => e.type === "forge_landing_waiting" && e.payload.code === "merge_conflict")).toBe(true);
       expect(a.forge!.landing!.code).toBe("head_moved");
       expect(f.merges()).toEqual([]);
       expect(f.pulls().map((x) => x.state)).toEqual(["open"]);
