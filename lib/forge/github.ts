@@ -256,7 +256,7 @@ export class GitHubProvider implements ForgeProvider {
     return { ok: true, value: pull(a.body) };
   }
 
-  async checks(sha: string): Promise<ForgeResult<ForgeChecks>> {
+  async checks(sha: string, _o: { pull?: number } = {}): Promise<ForgeResult<ForgeChecks>> {
     const at = `${this.#repoPath}/commits/${encodeURIComponent(sha)}`;
     const runs = await this.#pages(`${at}/check-runs?per_page=100`, { conditional: true });
     if ("ok" in runs) return runs;

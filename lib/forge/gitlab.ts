@@ -297,10 +297,21 @@ export class GitLabProvider implements ForgeProvider {
     return { ok: true, value: mergeRequest(a.body) };
   }
 
-  async checks(sha: string): Promise<ForgeResult<ForgeChecks>> {
+  async checks(sha: string, o: { pull?: number } = {}): Promise<ForgeResult<ForgeChecks>> {
     const at = encodeURIComponent(sha);
     const pipelines = await this.#pages(`${this.#project}/pipelines?sha=${at}&per_page=100`, { conditional: true });
     if ("ok" in pipelines) return pipelines;
+    if (o.pull !== undefined) {
+      // A merge request's merged-results and merge-train pipelines run on its merge ref (another
+      // sha, not listed on `sha`): its head_pipeline is the newest pipeline of its head, theirs
+      // included (docs/forge.md#landing-on-gitlab). Counted only while `sha` is still its head.
+      const path = `${this.#project}/merge_requests/${o.pull}`;
+      const mr = await this.#http.request("GET", path, { conditional: true });
+      if ("ok" in mr) return mr;
+      if (mr.status !== 200 && mr.status !== 304) return this.#http.fail("GET", path, mr);
+      const hp = mr.body?.head_pipeline;
+      if (mr.body?.sha === sha && hp && typeof hp === "object" && Number.isSafeInteger(hp.id) && !pipelines.items.some((p) => Number(p?.id) === hp.id)) pipelines.items.push(hp);
+    }
     const statuses = await this.#pages(`${this.#project}/repository/commits/${at}/statuses?per_page=100`, { conditional: true });
     if ("ok" in statuses) return statuses;
     const out: ForgeCheck[] = [];

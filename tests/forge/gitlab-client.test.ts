@@ -42,8 +42,8 @@ function memoryCache(): ConditionalCache {
   return { get: (k) => map.get(k), set: (k, e) => void map.set(k, e) };
 }
 
-async function checksOf(c: GitLabProvider, sha: string): Promise<ForgeChecks> {
-  const r = await c.checks(sha);
+async function checksOf(c: GitLabProvider, sha: string, pull?: number): Promise<ForgeChecks> {
+  const r = await c.checks(sha, pull === undefined ? {} : { pull });
   if (!r.ok) throw new Error(JSON.stringify(r));
   return r.value;
 }
@@ -400,5 +400,31 @@ describe("a hostile or unusual GitLab (issue 34)", () => {
       expect(r.ok && [r.value.cut, r.value.items.length]).toEqual([true, 1_000]);
       expect(gl.requests.length - before).toBeLessThanOrEqual(11);
     }
+  });
+
+  test("merged-results pipelines on the merge ref (MR-only workflow rules): seen through the MR's head_pipeline, never checks_missing; red is red", async () => {
+    const { gl, head } = fake();
+    const c = client(gl);
+    await c.createPull({ title: "t", body: "b", head: "feature", base: "main", draft: false });
+    gl.switches.mergeRefPipeline = { status: "running", alsoBranch: false };
+    expect((await checksOf(c, head)).checks).toEqual([]);
+    const running = await checksOf(c, head, 1);
+    expect(running.checks.map((x) => [x.name, x.verdict])).toEqual([["pipeline #5000001 (merge_request_event)", "pending"]]);
+    gl.switches.mergeRefPipeline.status = "failed";
+    const pr = await c.getPull(1);
+    expect(pr.ok && mergeGate(pr.value, await checksOf(c, head, 1))).toMatchObject({ kind: "block", code: "checks_failed" });
+    gl.switches.mergeRefPipeline.status = "success";
+    expect(pr.ok && mergeGate(pr.value, await checksOf(c, head, 1))).toMatchObject({ kind: "merge", sha: head });
+  });
+
+  test("a green branch pipeline and a red merge request pipeline: both are judged, so the gate blocks", async () => {
+    const { gl, head } = fake();
+    const c = client(gl);
+    await c.createPull({ title: "t", body: "b", head: "feature", base: "main", draft: false });
+    gl.switches.mergeRefPipeline = { status: "failed", alsoBranch: true };
+    const read = await checksOf(c, head, 1);
+    expect(read.checks.filter((x) => x.source === "pipeline").map((x) => x.verdict).sort()).toEqual(["failing", "passing"]);
+    const pr = await c.getPull(1);
+    expect(pr.ok && mergeGate(pr.value, read)).toMatchObject({ kind: "block", code: "checks_failed", reason: expect.stringContaining("merge_request_event") });
   });
 });

@@ -109,6 +109,13 @@ export interface FakeGlSwitches {
   pipelinesMustSucceed: boolean;
   /** On the next merge call: push a new commit to the source branch and answer 409. */
   moveHeadOnMerge: boolean;
+  /**
+   * Merge requests whose pipelines run on the merge ref (merged results, merge trains): the MR's
+   * pipeline on refs/merge-requests/:iid/merge, with its own sha, is its head_pipeline and is not
+   * listed by `pipelines?sha=<head>`. `alsoBranch` false: MR-only workflow rules, no branch pipeline
+   * and no statuses on the head.
+   */
+  mergeRefPipeline: { status: string; alsoBranch: boolean } | null;
   /** On the next merge call: answer 409 with the head unchanged (a transient conflict). */
   conflictOnMergeOnce: boolean;
   /** The next merge calls answer this; null: merge. */
@@ -239,6 +246,7 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; dir?: 
       pipelinesMustSucceed: false,
       moveHeadOnMerge: false,
       conflictOnMergeOnce: false,
+      mergeRefPipeline: null,
       mergeRefusal: null,
       rateLimit: null,
       token: null,
@@ -322,7 +330,10 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; dir?: 
   const user = (login: string) => ({ id: hashId(login), username: login, name: login, state: "active", locked: false, avatar_url: null, web_url: `${WEB}/${login}` });
   const projectWeb = `${WEB}/${projectPath}`;
   let failedOnce: string | null = null;
+  /** A merged-results pipeline's sha: the merge ref's commit, never the head's. */
+  const mergeRefSha = (sha: string) => new Bun.CryptoHasher("sha1").update(`merge-ref:${sha}`).digest("hex");
   const checksFor = (sha: string): GlChecks => {
+    if (f.switches.mergeRefPipeline && !f.switches.mergeRefPipeline.alsoBranch) return { pipelines: [], statuses: [] };
     const once = f.switches.ciFailsOnce;
     if (once && !f.switches.checksBySha.has(sha) && sha !== "") {
       failedOnce ??= sha;
@@ -486,7 +497,10 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; dir?: 
       prepared_at: m.created_at,
     };
     if (!single) return basic;
-    const head = pipelinesOf(sha).at(-1) ?? null;
+    const mrp = f.switches.mergeRefPipeline;
+    const head = mrp
+      ? { id: 5_000_000 + m.iid, iid: 900 + m.iid, project_id: projectId, sha: mergeRefSha(sha), ref: `refs/merge-requests/${m.iid}/merge`, status: mrp.status, source: "merge_request_event", created_at: "2024-01-01T00:00:00.000Z", updated_at: "2024-01-01T00:00:00.000Z", web_url: `${projectWeb}/-/pipelines/${5_000_000 + m.iid}` }
+      : (pipelinesOf(sha).at(-1) ?? null);
     return { ...basic, subscribed: false, changes_count: "1", latest_build_started_at: null, latest_build_finished_at: null, first_deployed_to_production_at: null, pipeline: head, head_pipeline: head, diff_refs: null, merge_error: null, user: { can_merge: true }, first_contribution: false };
   };
 
@@ -723,6 +737,7 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; dir?: 
       return page;
     }
     if (method === "GET" && (m = /^\/pipelines\/(\d+)\/jobs$/.exec(path))) {
+      if (f.switches.mergeRefPipeline && Number(m[1]) > 5_000_000) return paged(r, []);
       const sha = shas.get(Math.floor((Number(m[1]) - nextPipeline) / 10));
       if (!sha) return notFound("404 Pipeline Not Found");
       const failedOnly = q.getAll("scope[]").includes("failed");

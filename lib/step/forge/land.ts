@@ -68,7 +68,7 @@ export async function landThroughForge(ctx: StepContext, it: ItemState): Promise
 
   // 3. What happened on the PR since loop pushed (failed checks, requested changes, a conflict):
   // a reaction, recorded once per signal (./react.ts, docs/forge.md#reactions).
-  const checks = await link.provider.checks(pushed);
+  const checks = await link.provider.checks(pushed, { pull: pr.number });
   if (!checks.ok) return failed(ctx, link, it, checks, finish, { merging: false, number: pr.number, pushed });
   const reacted = await reactToPull(ctx, link, it, { pull, pushed, checks: checks.value });
   if (reacted.kind === "failed") return failed(ctx, link, it, reacted.failure, finish, { merging: false, number: pr.number, pushed });
