@@ -104,7 +104,8 @@ export class GitHubProvider implements ForgeProvider {
    * `cut`: a next page remained; `last`: the Link header's last page then, so the newest can be read.
    */
   async #pages(path: string, o: { conditional?: boolean } = {}): Promise<ForgeFailure | { bodies: Json[]; cut: boolean; last: string | null; notModified: boolean }> {
-    const r = await this.#http.pages(path, { conditional: o.conditional, next: (a) => this.#link(a.link, "next") });
+    // The next page as the Link header names it, on any host: http.ts reads none off the API's host, and calls the listing cut.
+    const r = await this.#http.pages(path, { conditional: o.conditional, next: (a) => linkTarget(a.link, "next")?.href ?? null });
     if ("ok" in r) return r;
     return { bodies: r.answers.map((a) => a.body), cut: r.cut, last: r.cut ? this.#link(r.answers.at(-1)!.link, "last") : null, notModified: r.notModified };
   }
@@ -256,7 +257,7 @@ export class GitHubProvider implements ForgeProvider {
     return { ok: true, value: pull(a.body) };
   }
 
-  async checks(sha: string): Promise<ForgeResult<ForgeChecks>> {
+  async checks(sha: string, _o: { pull?: number } = {}): Promise<ForgeResult<ForgeChecks>> {
     const at = `${this.#repoPath}/commits/${encodeURIComponent(sha)}`;
     const runs = await this.#pages(`${at}/check-runs?per_page=100`, { conditional: true });
     if ("ok" in runs) return runs;

@@ -41,7 +41,7 @@ import {
   type ReviewFeedback,
   rateLimited,
 } from "./provider.ts";
-import { type Answer, ForgeHttp, type Json, linkTarget, MAX_PAGES } from "./http.ts";
+import { type Answer, ForgeHttp, type Json, linkTarget } from "./http.ts";
 import { sanitizeLine } from "./untrusted.ts";
 
 /** Iids named in one listing request (`iids[]`), so a URL stays short. */
@@ -125,25 +125,44 @@ export class GitLabProvider implements ForgeProvider {
     return `${this.#project}/${t.kind === "pull" ? "merge_requests" : "issues"}/${t.number}`;
   }
 
-  /** The next page's URL, on the API's own host: the Link header's `next`, else `X-Next-Page` on this URL. */
+  /**
+   * The next page's URL: the Link header's `next` on the API's own host, else `X-Next-Page` on this
+   * URL (a self-managed GitLab whose external_url is not the API URL names another host in Link),
+   * else Link's off-host `next` as it is, which http.ts does not read and calls the listing cut.
+   */
   #nextOf(headers: Headers, url: string): string | null {
     const next = linkTarget(headers.get("link"), "next");
-    if (next) return this.#http.onHost(next) ? next.href : null;
+    if (next && this.#http.onHost(next)) return next.href;
     const page = headers.get("x-next-page");
-    if (page && /^\d+$/.test(page)) {
+    if (page && /^[1-9]\d{0,8}$/.test(page)) {
       const u = new URL(url);
       u.searchParams.set("page", page);
       return u.href;
     }
-    return null;
+    return next ? next.href : null;
   }
 
-  /** `until`: stop after a page it holds true for. `total`: the first page's X-Total, when it says. */
+  /**
+   * `until`: stop after a page it holds true for. `total`: the first page's X-Total, when it says.
+   * A listing read to its end with fewer items than X-Total said is cut too: what was not read is never the end.
+   */
   async #pages(path: string, o: { conditional?: boolean; until?: (page: Json[]) => boolean } = {}): Promise<ForgeFailure | { items: Json[]; cut: boolean; notModified: boolean; total: number | null }> {
-    const r = await this.#http.pages(path, { conditional: o.conditional, next: (a) => (o.until?.(listOf(a.body)) ? null : a.link) });
+    let stopped = false;
+    const r = await this.#http.pages(path, {
+      conditional: o.conditional,
+      next: (a) => {
+        if (o.until?.(listOf(a.body))) {
+          stopped = true;
+          return null;
+        }
+        return a.link;
+      },
+    });
     if ("ok" in r) return r;
     const t = r.answers[0]?.headers.get("x-total");
-    return { items: r.answers.flatMap((a) => listOf(a.body)), cut: r.cut, notModified: r.notModified, total: t && /^\d+$/.test(t) ? Number(t) : null };
+    const total = t && /^\d{1,15}$/.test(t) ? Number(t) : null;
+    const items = r.answers.flatMap((a) => listOf(a.body));
+    return { items, cut: r.cut || (!stopped && total !== null && items.length < total), notModified: r.notModified, total };
   }
 
   /** A refusal explained: a token GitLab does not accept, one without the `api` scope, a project it cannot see. */
@@ -206,63 +225,30 @@ export class GitLabProvider implements ForgeProvider {
         for (const x of r.items) changed.push({ kind, number: Number(x.iid) });
       }
     }
-    // 2. Their notes edited at or after the cursor.
+    // 2. Their notes edited at or after the cursor, newest first: a storm of notes hides the oldest, never the newest.
     const out: ForgeComment[] = [];
-    let cutAt: string | null = null;
+    let cut = false;
     for (const thread of changed) {
       const r = await this.#notesSince(thread, o.since);
       if ("ok" in r) return r;
       out.push(...r.items);
-      if (r.cut && r.items.length) {
-        const last = r.items.at(-1)!.updatedAt;
-        if (cutAt === null || last < cutAt) cutAt = last;
-      }
+      cut ||= r.cut;
     }
-    // A thread cut short: nothing newer than where it stopped is returned from any thread, so the
-    // caller's cursor (the last edit it was given) never skips what that thread still holds.
-    const items = out.filter((c) => cutAt === null || c.updatedAt <= cutAt).sort((x, y) => x.updatedAt.localeCompare(y.updatedAt) || x.id - y.id);
-    return { ok: true, value: { items, cut: cutAt !== null, notModified: notModified && changed.length === 0 } };
+    const items = out.sort((x, y) => x.updatedAt.localeCompare(y.updatedAt) || x.id - y.id);
+    return { ok: true, value: { items, cut, notModified: notModified && changed.length === 0 } };
   }
 
   /**
    * One thread's notes edited at or after `since`, oldest edit first. GitLab's notes have no `since`
-   * filter: the newest edits are read first, down to `since` (one page, almost always). A thread
-   * with more edits since than loop reads at once is read in edit order instead, from the first page
-   * holding `since` (found by halving over the pages), so a cut leaves out the newest, never the oldest.
+   * filter and past 10,000 records no page count (docs/forge.md#notes-on-gitlab): the newest edits
+   * are read first, down to `since` (one page, almost always). A thread with more edits since than
+   * loop reads at once gives its newest (a `/loop stop` after a storm of notes is seen) and says
+   * `cut`: the ones between the cursor and those were not read.
    */
   async #notesSince(thread: ForgeThread, since: string): Promise<ForgeFailure | { items: ForgeComment[]; cut: boolean }> {
-    const newestFirst = await this.#pages(`${this.#thread(thread)}/notes?order_by=updated_at&sort=desc&per_page=100`, { until: (page) => page.some((n) => (normalTime(n?.updated_at) ?? "") < since) });
-    if ("ok" in newestFirst) return newestFirst;
-    const after = (list: Json[]) => notes(list, thread).filter((c) => c.updatedAt >= since);
-    if (!newestFirst.cut) return { items: after(newestFirst.items).reverse(), cut: false };
-    const asc = `${this.#thread(thread)}/notes?order_by=updated_at&sort=asc&per_page=100`;
-    const first = await this.#http.request("GET", asc);
-    if ("ok" in first) return first;
-    if (first.status !== 200) return this.#http.fail("GET", asc, first);
-    // A page count to halve over only when it is one: GitLab sends none past 10,000 notes, and a
-    // hostile forge's "Infinity" or "1e300" would make the search endless. Without one, the newest
-    // edits are what was read, and the read says it did not reach the cursor.
-    const pagesTotal = pageCount(first.headers.get("x-total-pages"));
-    if (pagesTotal === null) return { items: after(newestFirst.items).reverse(), cut: true };
-    const lastOf = async (page: number): Promise<ForgeFailure | string> => {
-      const a = await this.#http.request("GET", `${asc}&page=${page}`);
-      if ("ok" in a) return a;
-      if (a.status !== 200) return this.#http.fail("GET", `${asc}&page=${page}`, a);
-      const list = Array.isArray(a.body) ? a.body : [];
-      return normalTime(list.at(-1)?.updated_at) ?? "";
-    };
-    let lo = 1;
-    let hi = pagesTotal;
-    while (lo < hi) {
-      const mid = Math.floor((lo + hi) / 2);
-      const last = await lastOf(mid);
-      if (typeof last !== "string") return last;
-      if (last >= since) hi = mid;
-      else lo = mid + 1;
-    }
-    const r = await this.#pages(`${asc}&page=${lo}`);
+    const r = await this.#pages(`${this.#thread(thread)}/notes?order_by=updated_at&sort=desc&per_page=100`, { until: (page) => page.some((n) => (normalTime(n?.updated_at) ?? "") < since) });
     if ("ok" in r) return r;
-    return { items: after(r.items), cut: r.cut || lo + MAX_PAGES - 1 < pagesTotal };
+    return { items: notes(r.items, thread).filter((c) => c.updatedAt >= since).reverse(), cut: r.cut };
   }
 
   async createComment(thread: ForgeThread, body: string): Promise<ForgeResult<{ id: number; url: string }>> {
@@ -313,10 +299,21 @@ export class GitLabProvider implements ForgeProvider {
     return { ok: true, value: mergeRequest(a.body) };
   }
 
-  async checks(sha: string): Promise<ForgeResult<ForgeChecks>> {
+  async checks(sha: string, o: { pull?: number } = {}): Promise<ForgeResult<ForgeChecks>> {
     const at = encodeURIComponent(sha);
     const pipelines = await this.#pages(`${this.#project}/pipelines?sha=${at}&per_page=100`, { conditional: true });
     if ("ok" in pipelines) return pipelines;
+    if (o.pull !== undefined) {
+      // A merge request's merged-results and merge-train pipelines run on its merge ref (another
+      // sha, not listed on `sha`): its head_pipeline is the newest pipeline of its head, theirs
+      // included (docs/forge.md#landing-on-gitlab). Counted only while `sha` is still its head.
+      const path = `${this.#project}/merge_requests/${o.pull}`;
+      const mr = await this.#http.request("GET", path, { conditional: true });
+      if ("ok" in mr) return mr;
+      if (mr.status !== 200 && mr.status !== 304) return this.#http.fail("GET", path, mr);
+      const hp = mr.body?.head_pipeline;
+      if (mr.body?.sha === sha && hp && typeof hp === "object" && Number.isSafeInteger(hp.id) && !pipelines.items.some((p) => Number(p?.id) === hp.id)) pipelines.items.push(hp);
+    }
     const statuses = await this.#pages(`${this.#project}/repository/commits/${at}/statuses?per_page=100`, { conditional: true });
     if ("ok" in statuses) return statuses;
     const out: ForgeCheck[] = [];
@@ -462,16 +459,6 @@ function rateLimit(res: Response, _body: Json, now: () => number): ForgeFailure 
 
 function asciiLower(s: string): string {
   return s.replace(/[A-Z]/g, (c) => c.toLowerCase());
-}
-
-/** The most pages a thread's search halves over (100 notes each): a count beyond it is not believed. */
-const MAX_SEARCH_PAGES = 100_000;
-
-/** X-Total-Pages as a page count loop can search, or null (absent, not a whole number, out of bounds). */
-function pageCount(header: string | null): number | null {
-  if (header === null || !/^\d{1,6}$/.test(header)) return null;
-  const n = Number(header);
-  return n >= 1 && n <= MAX_SEARCH_PAGES ? n : null;
 }
 
 /** A listing page's items (an answer that is not a list holds none). */

@@ -171,13 +171,17 @@ export class ForgeHttp {
     return { status: res.status, headers: res.headers, link, body, notModified: false, url };
   }
 
-  /** Every page of a listing, `next` naming each page's successor (null: the last), up to MAX_PAGES; `cut`: a next page remained. */
+  /**
+   * Every page of a listing, `next` naming each page's successor (null: the last), up to MAX_PAGES;
+   * `cut`: a next page remained unread, because MAX_PAGES were read or because it is on another host
+   * (the token is never sent there): what was not read is never taken for the end of the listing.
+   */
   async pages(path: string, o: { conditional?: boolean; next: (a: Answer) => string | null }): Promise<ForgeFailure | { answers: Answer[]; cut: boolean; notModified: boolean }> {
     const answers: Answer[] = [];
     let url: string | null = path;
     let notModified = true;
     for (let page = 0; url !== null; page++) {
-      if (page === MAX_PAGES) return { answers, cut: true, notModified };
+      if (page === MAX_PAGES || !this.onHost(new URL(this.#absolute(url)))) return { answers, cut: true, notModified };
       const a = await this.request("GET", url, { conditional: o.conditional });
       if ("ok" in a) return a;
       if (a.status !== 200 && a.status !== 304) return this.fail("GET", url, a);

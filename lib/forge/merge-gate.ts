@@ -25,6 +25,8 @@ export type WaitCode =
   | "not_mergeable_yet"
   /** The PR's head is an older commit of what loop pushed: the forge has not caught up with the push. */
   | "head_not_updated"
+  /** The merge was answered 409 (the head was not the pinned sha at that moment): the PR is read again next tick. */
+  | "merge_conflict"
   /** A request got no usable answer (no connection, a 5xx): asked again next tick. */
   | "forge_error";
 

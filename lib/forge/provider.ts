@@ -242,8 +242,12 @@ export interface ForgeProvider {
   findPull(branch: string): Promise<ForgeResult<ForgePull | null>>;
   createPull(o: { title: string; body: string; head: string; base: string; draft: boolean }): Promise<ForgeResult<CreatePullOutcome>>;
   getPull(number: number): Promise<ForgeResult<ForgePull>>;
-  /** Every check on `sha` (GitHub: check runs and commit statuses; GitLab: pipelines and commit statuses, jobs and external ones). */
-  checks(sha: string): Promise<ForgeResult<ForgeChecks>>;
+  /**
+   * Every check on `sha` (GitHub: check runs and commit statuses; GitLab: pipelines and commit
+   * statuses, jobs and external ones). `pull`: the pull request whose head `sha` is (GitLab: its
+   * merged-results and merge-train pipelines run on the merge ref, not on `sha`).
+   */
+  checks(sha: string, o?: { pull?: number }): Promise<ForgeResult<ForgeChecks>>;
   /** Merge with the head sha loop saw green; a moved head or an unmergeable PR is an outcome, not a failure. */
   merge(o: { number: number; sha: string; title: string }): Promise<ForgeResult<MergeOutcome>>;
   /**

@@ -364,3 +364,19 @@ describe("comment listings (issue 18 defect 7)", () => {
     expect(Math.max(...r.value.items.map((x) => x.id))).toBe(all.at(-1)!.id);
   });
 });
+
+describe("a hostile GitHub (issue 34)", () => {
+  test("review feedback whose next page is on another host: not read (no request, no token there) and `cut`", async () => {
+    const { gh } = fake();
+    gh.pulls.set(9, { number: 9, title: "t", body: "", head: "feature", base: "main", draft: false, state: "open", merged: false, merge_commit_sha: null });
+    gh.addReview({ pull: 9, login: "ann", state: "APPROVED", body: "fine" });
+    gh.addReview({ pull: 9, login: "rita", state: "CHANGES_REQUESTED", body: "rename it" });
+    gh.switches.maxPerPage = 1;
+    gh.switches.linkOrigin = "https://api.elsewhere.invalid";
+    const seen: string[] = [];
+    const c = client(gh, { fetch: (async (url: string, init: RequestInit) => (seen.push(String(url)), fetch(url, init))) as never });
+    const got = await c.reviewFeedback(9);
+    expect(got).toEqual({ ok: true, value: { items: [], cut: true } });
+    expect(seen.every((u) => u.startsWith(gh.url))).toBe(true);
+  });
+});

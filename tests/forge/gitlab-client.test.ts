@@ -43,8 +43,8 @@ function memoryCache(): ConditionalCache {
   return { get: (k) => map.get(k), set: (k, e) => void map.set(k, e) };
 }
 
-async function checksOf(c: GitLabProvider, sha: string): Promise<ForgeChecks> {
-  const r = await c.checks(sha);
+async function checksOf(c: GitLabProvider, sha: string, pull?: number): Promise<ForgeChecks> {
+  const r = await c.checks(sha, pull === undefined ? {} : { pull });
   if (!r.ok) throw new Error(JSON.stringify(r));
   return r.value;
 }
@@ -162,7 +162,7 @@ describe("notes", () => {
       const cursor = new Date(Date.parse(old.updated_at) + 500).toISOString();
       await Bun.sleep(600);
       const spam = Array.from({ length: 1_200 }, (_, i) => gl.addNote({ issue: 1, login: "mallory", body: `spam ${i}` })!);
-      gl.switches.totalPages = total;
+      gl.switches.paging.totalPages = total;
       const before = gl.requests.length;
       const r = await client(gl).listComments({ since: cursor, threads: [{ kind: "issue", number: 1 }] });
       if (!r.ok) throw new Error(JSON.stringify(r));
@@ -384,5 +384,102 @@ describe("for issue 22's reactions", () => {
     const before = gl.notModified;
     expect(await c.reviewFeedback(1)).toEqual(got);
     expect(gl.notModified).toBe(before + 1);
+  });
+});
+
+describe("a hostile or unusual GitLab (issue 34)", () => {
+  const OFF_HOST = "https://gitlab.external.invalid";
+  const hundredGreenOneRed = () => ({ pipelines: [{ status: "success" }], statuses: [...Array.from({ length: 100 }, (_, i) => ({ name: `ok-${i}`, status: "success" })), { name: "job-101", status: "failed" }] });
+
+  test("a Link header naming another host (external_url is not the API's): X-Next-Page is followed, so job 101 is read and red; the other host is never asked", async () => {
+    const { gl, head } = fake();
+    gl.switches.checks = hundredGreenOneRed();
+    gl.switches.paging.linkOrigin = OFF_HOST;
+    const seen: string[] = [];
+    const c = client(gl, { fetch: (async (url: string, init: RequestInit) => (seen.push(String(url)), fetch(url, init))) as never });
+    const read = await checksOf(c, head);
+    expect(read.unread).toBeNull();
+    expect(read.checks.filter((x) => x.verdict === "failing").map((x) => x.name)).toEqual(["job-101"]);
+    expect(seen.every((u) => u.startsWith(gl.url))).toBe(true);
+  });
+
+  test("neither an on-host Link nor X-Next-Page: the unread page is `cut`, so the gate blocks checks_unread, never merges", async () => {
+    const { gl, head } = fake();
+    gl.switches.checks = hundredGreenOneRed();
+    gl.switches.paging.linkOrigin = OFF_HOST;
+    gl.switches.paging.nextPageHeader = false;
+    const c = client(gl);
+    const read = await checksOf(c, head);
+    expect(read.checks.filter((x) => x.verdict === "failing")).toEqual([]);
+    expect(read.unread).toBe(`101 statuses on ${head.slice(0, 12)}, 100 read`);
+    await c.createPull({ title: "t", body: "b", head: "feature", base: "main", draft: false });
+    const pr = await c.getPull(1);
+    expect(pr.ok && mergeGate(pr.value, read)).toMatchObject({ kind: "block", code: "checks_unread" });
+  });
+
+  test("no paging headers but X-Total: fewer read than X-Total said is `cut`", async () => {
+    const { gl, head } = fake();
+    gl.switches.checks = hundredGreenOneRed();
+    gl.switches.paging.linkHeader = false;
+    gl.switches.paging.nextPageHeader = false;
+    const read = await checksOf(client(gl), head);
+    expect(read.unread).toBe(`101 statuses on ${head.slice(0, 12)}, 100 read`);
+  });
+
+  test("more than 10,000 notes (no X-Total, X-Total-Pages or rel=last) and a storm since the cursor: the newest are read, `/loop stop` after the storm is seen, and the read says `cut`", async () => {
+    const { gl } = fake();
+    gl.addIssue({ iid: 1 });
+    gl.switches.paging.over10k = true;
+    for (let i = 0; i < 1_100; i++) gl.addNote({ issue: 1, login: "old", body: `before ${i}` });
+    const cursor = new Date(Date.parse(gl.notes.at(-1)!.updated_at) + 500).toISOString();
+    for (let i = 0; i < 1_100; i++) gl.addNote({ issue: 1, login: "spam", body: `storm ${i}` });
+    const stop = gl.addNote({ issue: 1, login: "kate", body: "/loop stop" })!;
+    const before = gl.requests.length;
+    const r = await client(gl).listComments({ since: cursor, threads: [{ kind: "issue", number: 1 }] });
+    if (!r.ok) throw new Error(JSON.stringify(r));
+    expect(r.value.cut).toBe(true);
+    expect(r.value.items.at(-1)).toMatchObject({ id: stop.id, login: "kate", body: "/loop stop" });
+    expect(r.value.items.every((n) => n.updatedAt >= cursor)).toBe(true);
+    expect(gl.requests.length - before).toBeLessThanOrEqual(11);
+  });
+
+  test("X-Total-Pages: Infinity or 1e300 costs nothing: no page count is searched over", async () => {
+    const { gl } = fake();
+    gl.addIssue({ iid: 1 });
+    for (let i = 0; i < 1_050; i++) gl.addNote({ issue: 1, login: "spam", body: `storm ${i}` });
+    const since = gl.notes[0]!.updated_at;
+    for (const pages of ["Infinity", "1e300"]) {
+      gl.switches.paging.totalPages = pages;
+      const before = gl.requests.length;
+      const r = await client(gl).listComments({ since, threads: [{ kind: "issue", number: 1 }] });
+      expect(r.ok && [r.value.cut, r.value.items.length]).toEqual([true, 1_000]);
+      expect(gl.requests.length - before).toBeLessThanOrEqual(11);
+    }
+  });
+
+  test("merged-results pipelines on the merge ref (MR-only workflow rules): seen through the MR's head_pipeline, never checks_missing; red is red", async () => {
+    const { gl, head } = fake();
+    const c = client(gl);
+    await c.createPull({ title: "t", body: "b", head: "feature", base: "main", draft: false });
+    gl.switches.mergeRefPipeline = { status: "running", alsoBranch: false };
+    expect((await checksOf(c, head)).checks).toEqual([]);
+    const running = await checksOf(c, head, 1);
+    expect(running.checks.map((x) => [x.name, x.verdict])).toEqual([["pipeline #5000001 (merge_request_event)", "pending"]]);
+    gl.switches.mergeRefPipeline.status = "failed";
+    const pr = await c.getPull(1);
+    expect(pr.ok && mergeGate(pr.value, await checksOf(c, head, 1))).toMatchObject({ kind: "block", code: "checks_failed" });
+    gl.switches.mergeRefPipeline.status = "success";
+    expect(pr.ok && mergeGate(pr.value, await checksOf(c, head, 1))).toMatchObject({ kind: "merge", sha: head });
+  });
+
+  test("a green branch pipeline and a red merge request pipeline: both are judged, so the gate blocks", async () => {
+    const { gl, head } = fake();
+    const c = client(gl);
+    await c.createPull({ title: "t", body: "b", head: "feature", base: "main", draft: false });
+    gl.switches.mergeRefPipeline = { status: "failed", alsoBranch: true };
+    const read = await checksOf(c, head, 1);
+    expect(read.checks.filter((x) => x.source === "pipeline").map((x) => x.verdict).sort()).toEqual(["failing", "passing"]);
+    const pr = await c.getPull(1);
+    expect(pr.ok && mergeGate(pr.value, read)).toMatchObject({ kind: "block", code: "checks_failed", reason: expect.stringContaining("merge_request_event") });
   });
 });

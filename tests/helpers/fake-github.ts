@@ -93,6 +93,8 @@ export interface FakeSwitches {
   behind: boolean;
   /** On the next merge call: push a new commit to the head branch and answer 409. */
   moveHeadOnMerge: boolean;
+  /** On the next merge call: answer 409 with the head unchanged (a transient conflict: GitHub lost a race of its own). */
+  conflictOnMergeOnce: boolean;
   /** The next merge calls answer this (405 or 403 with a message); null: merge. */
   mergeRefusal: { status: number; message: string } | null;
   /** Creating a draft PR is refused (422), as on plans without draft pull requests. */
@@ -111,6 +113,8 @@ export interface FakeSwitches {
   hang: ((r: FakeRequest) => boolean) | null;
   /** Requests this matches answer `status` (a server error), `count` times. */
   fail: { match: (r: FakeRequest) => boolean; status: 500 | 502 | 503; count: number } | null;
+  /** The Link header names this origin instead of the API's (a proxy or a hostile server); null: the API's. */
+  linkOrigin: string | null;
 }
 
 /** A permission entry: a base role ("admin", "maintain", "write", "triage", "read"), or a custom role over a base one. */
@@ -219,6 +223,7 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
       ciFailsOnce: null,
       behind: false,
       moveHeadOnMerge: false,
+      conflictOnMergeOnce: false,
       mergeRefusal: null,
       draftsRefused: false,
       rateLimit: null,
@@ -228,6 +233,7 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
       searchIncomplete: false,
       hang: null,
       fail: null,
+      linkOrigin: null,
     },
     intercept: [],
     requests: [],
@@ -441,7 +447,7 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
     const link = (n: number, rel: string) => {
       const q = new URLSearchParams(r.query);
       q.set("page", String(n));
-      return `<${f.url}${r.path}?${q}>; rel="${rel}"`;
+      return `<${f.switches.linkOrigin ?? f.url}${r.path}?${q}>; rel="${rel}"`;
     };
     const links = [...(page < last ? [link(page + 1, "next"), link(last, "last")] : []), ...(page > 1 ? [link(1, "first"), link(page - 1, "prev")] : [])];
     return { status: 200, body: items, items, headers: links.length ? { link: links.join(", ") } : {} };
@@ -582,6 +588,10 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
       if (f.switches.moveHeadOnMerge) {
         f.switches.moveHeadOnMerge = false;
         moveHead(p);
+        return refuse(409, "Head branch was modified. Review and try the merge again.");
+      }
+      if (f.switches.conflictOnMergeOnce) {
+        f.switches.conflictOnMergeOnce = false;
         return refuse(409, "Head branch was modified. Review and try the merge again.");
       }
       const head = f.headOf(p.head)!;

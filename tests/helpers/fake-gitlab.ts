@@ -109,10 +109,17 @@ export interface FakeGlSwitches {
   pipelinesMustSucceed: boolean;
   /** On the next merge call: push a new commit to the source branch and answer 409. */
   moveHeadOnMerge: boolean;
+  /**
+   * Merge requests whose pipelines run on the merge ref (merged results, merge trains): the MR's
+   * pipeline on refs/merge-requests/:iid/merge, with its own sha, is its head_pipeline and is not
+   * listed by `pipelines?sha=<head>`. `alsoBranch` false: MR-only workflow rules, no branch pipeline
+   * and no statuses on the head.
+   */
+  mergeRefPipeline: { status: string; alsoBranch: boolean } | null;
+  /** On the next merge call: answer 409 with the head unchanged (a transient conflict). */
+  conflictOnMergeOnce: boolean;
   /** The next merge calls answer this; null: merge. */
   mergeRefusal: { status: number; message: string } | null;
-  /** Every listing's X-Total-Pages says this instead (a hostile forge: "Infinity", "1e300"); null: the true count. */
-  totalPages: string | null;
   /** The next `count` requests answer 429 (Retry-After and/or RateLimit-Reset). */
   rateLimit: { count: number; retryAfter: number | null; resetIn?: number } | null;
   /** The token must be this (PRIVATE-TOKEN); null: any or none is accepted. */
@@ -127,6 +134,24 @@ export interface FakeGlSwitches {
   hang: ((r: FakeGlRequest) => boolean) | null;
   /** Requests this matches answer `status`, `count` times. */
   fail: { match: (r: FakeGlRequest) => boolean; status: 500 | 502 | 503; count: number } | null;
+  /** Hostile and real-world paging. */
+  paging: FakeGlPaging;
+}
+
+/**
+ * How listings page beyond the plain case. `linkOrigin`: the Link header names this origin (a
+ * self-managed GitLab whose external_url is not the API's host). `nextPageHeader` false: no
+ * X-Next-Page (a proxy that drops it). `totalPages`: X-Total-Pages says this (`"Infinity"`, `"1e300"`).
+ * `over10k`: more than 10,000 records, as GitLab answers then: no X-Total, X-Total-Pages or
+ * rel="last" (docs.gitlab.com/api/rest/#pagination-response-headers).
+ */
+export interface FakeGlPaging {
+  linkOrigin: string | null;
+  /** false: no Link header at all. */
+  linkHeader: boolean;
+  nextPageHeader: boolean;
+  totalPages: string | null;
+  over10k: boolean;
 }
 
 export interface FakeGitLab {
@@ -220,8 +245,9 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; dir?: 
       checkingFor: 0,
       pipelinesMustSucceed: false,
       moveHeadOnMerge: false,
+      conflictOnMergeOnce: false,
+      mergeRefPipeline: null,
       mergeRefusal: null,
-      totalPages: null,
       rateLimit: null,
       token: null,
       scope: "api",
@@ -229,6 +255,7 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; dir?: 
       deleted: new Set(),
       hang: null,
       fail: null,
+      paging: { linkOrigin: null, linkHeader: true, nextPageHeader: true, totalPages: null, over10k: false },
     },
     intercept: [],
     requests: [],
@@ -303,7 +330,10 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; dir?: 
   const user = (login: string) => ({ id: hashId(login), username: login, name: login, state: "active", locked: false, avatar_url: null, web_url: `${WEB}/${login}` });
   const projectWeb = `${WEB}/${projectPath}`;
   let failedOnce: string | null = null;
+  /** A merged-results pipeline's sha: the merge ref's commit, never the head's. */
+  const mergeRefSha = (sha: string) => new Bun.CryptoHasher("sha1").update(`merge-ref:${sha}`).digest("hex");
   const checksFor = (sha: string): GlChecks => {
+    if (f.switches.mergeRefPipeline && !f.switches.mergeRefPipeline.alsoBranch) return { pipelines: [], statuses: [] };
     const once = f.switches.ciFailsOnce;
     if (once && !f.switches.checksBySha.has(sha) && sha !== "") {
       failedOnce ??= sha;
@@ -467,7 +497,10 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; dir?: 
       prepared_at: m.created_at,
     };
     if (!single) return basic;
-    const head = pipelinesOf(sha).at(-1) ?? null;
+    const mrp = f.switches.mergeRefPipeline;
+    const head = mrp
+      ? { id: 5_000_000 + m.iid, iid: 900 + m.iid, project_id: projectId, sha: mergeRefSha(sha), ref: `refs/merge-requests/${m.iid}/merge`, status: mrp.status, source: "merge_request_event", created_at: "2024-01-01T00:00:00.000Z", updated_at: "2024-01-01T00:00:00.000Z", web_url: `${projectWeb}/-/pipelines/${5_000_000 + m.iid}` }
+      : (pipelinesOf(sha).at(-1) ?? null);
     return { ...basic, subscribed: false, changes_count: "1", latest_build_started_at: null, latest_build_finished_at: null, first_deployed_to_production_at: null, pipeline: head, head_pipeline: head, diff_refs: null, merge_error: null, user: { can_merge: true }, first_contribution: false };
   };
 
@@ -562,19 +595,21 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; dir?: 
     const page = Math.max(1, Number(r.query.get("page") ?? "1"));
     const items = all.slice((page - 1) * per, page * per);
     const last = Math.max(1, Math.ceil(all.length / per));
+    const paging = f.switches.paging;
+    const big = paging.over10k || all.length > 10_000;
+    const origin = paging.linkOrigin ?? f.url;
     const link = (n: number, rel: string) => {
       const q = new URLSearchParams(r.query);
       q.set("page", String(n));
-      return `<${f.apiUrl}${r.path}?${q}>; rel="${rel}"`;
+      return `<${origin}/api/v4${r.path}?${q}>; rel="${rel}"`;
     };
-    // Past 10,000 records GitLab sends no X-Total, no X-Total-Pages and no rel="last" (its REST docs,
-    // "Pagination response headers"): counting them costs too much.
-    const counted = all.length <= 10_000;
-    const links = [...(page > 1 ? [link(page - 1, "prev")] : []), ...(page < last ? [link(page + 1, "next")] : []), link(1, "first"), ...(counted ? [link(last, "last")] : [])];
-    const headers: Record<string, string> = { link: links.join(", "), "x-page": String(page), "x-per-page": String(per), "x-next-page": page < last ? String(page + 1) : "", "x-prev-page": page > 1 ? String(page - 1) : "" };
-    if (counted) Object.assign(headers, { "x-total": String(all.length), "x-total-pages": String(last) });
-    // A hostile forge's page count (Infinity, 1e300): what loop must not trust.
-    if (f.switches.totalPages !== null) headers["x-total-pages"] = f.switches.totalPages;
+    const links = [...(page > 1 ? [link(page - 1, "prev")] : []), ...(page < last ? [link(page + 1, "next")] : []), link(1, "first"), ...(big ? [] : [link(last, "last")])];
+    const headers: Record<string, string> = { ...(paging.linkHeader ? { link: links.join(", ") } : {}), "x-page": String(page), "x-per-page": String(per), "x-prev-page": page > 1 ? String(page - 1) : "" };
+    if (paging.nextPageHeader) headers["x-next-page"] = page < last ? String(page + 1) : "";
+    if (!big) {
+      headers["x-total"] = String(all.length);
+      headers["x-total-pages"] = paging.totalPages ?? String(last);
+    }
     return { status: 200, body: items, items, headers };
   }
 
@@ -680,6 +715,10 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; dir?: 
         return { status: 409, body: { message: `SHA does not match HEAD of source branch: ${moved}` } };
       }
       const head = f.headOf(mr.source_branch)!;
+      if (f.switches.conflictOnMergeOnce) {
+        f.switches.conflictOnMergeOnce = false;
+        return { status: 409, body: { message: `SHA does not match HEAD of source branch: ${head}` } };
+      }
       if (body?.sha && body.sha !== head) return { status: 409, body: { message: `SHA does not match HEAD of source branch: ${head}` } };
       const status = detailedStatus(mr, false);
       if (status !== "mergeable") return { status: 405, body: { message: "405 Method Not Allowed" } };
@@ -698,6 +737,7 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; dir?: 
       return page;
     }
     if (method === "GET" && (m = /^\/pipelines\/(\d+)\/jobs$/.exec(path))) {
+      if (f.switches.mergeRefPipeline && Number(m[1]) > 5_000_000) return paged(r, []);
       const sha = shas.get(Math.floor((Number(m[1]) - nextPipeline) / 10));
       if (!sha) return notFound("404 Pipeline Not Found");
       const failedOnly = q.getAll("scope[]").includes("failed");

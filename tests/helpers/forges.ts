@@ -34,6 +34,8 @@ export interface FakeForge {
   merges(): { number: number; sha: string }[];
   /** Someone pushes to the pull request's branch at the moment loop merges (the forge answers 409). */
   moveHeadOnMerge(): void;
+  /** The next merge call answers 409 though the head is still the one asked for (a transient conflict). */
+  conflictOnMergeOnce(): void;
   /** The next request is refused with a rate limit that ends in `seconds`. */
   rateLimit(seconds: number): void;
   /** Every merge is refused in a way waiting cannot fix. */
@@ -118,6 +120,7 @@ export function github(dir: string, o: FakeForgeOptions = {}): FakeForge {
     pulls: () => [...gh.pulls.values()].map((p) => ({ number: p.number, head: p.head, base: p.base, draft: p.draft, state: p.merged ? "merged" : p.state })),
     merges: () => gh.merges.map((m) => ({ number: m.number, sha: m.sha })),
     moveHeadOnMerge: () => void (gh.switches.moveHeadOnMerge = true),
+    conflictOnMergeOnce: () => void (gh.switches.conflictOnMergeOnce = true),
     rateLimit: (s) => void (gh.switches.rateLimit = { count: 1, status: 429, retryAfter: s }),
     refuseMerges: () => void (gh.switches.mergeRefusal = { status: 405, message: "Merge commits are not allowed on this repository." }),
     computing: (n) => void (gh.switches.mergeableNullFor = n),
@@ -171,6 +174,7 @@ export function gitlab(dir: string, o: FakeForgeOptions = {}): FakeForge {
     pulls: () => [...gl.mrs.values()].map((m) => ({ number: m.iid, head: m.source_branch, base: m.target_branch, draft: /^draft:/i.test(m.title), state: m.state === "opened" ? "open" : m.state === "merged" ? "merged" : "closed" })),
     merges: () => gl.merges.map((m) => ({ number: m.iid, sha: m.sha })),
     moveHeadOnMerge: () => void (gl.switches.moveHeadOnMerge = true),
+    conflictOnMergeOnce: () => void (gl.switches.conflictOnMergeOnce = true),
     rateLimit: (s) => void (gl.switches.rateLimit = { count: 1, retryAfter: s }),
     refuseMerges: () => void (gl.switches.mergeStatus = "not_approved"),
     computing: (n) => void (gl.switches.checkingFor = n),

@@ -68,7 +68,7 @@ export async function landThroughForge(ctx: StepContext, it: ItemState): Promise
 
   // 3. What happened on the PR since loop pushed (failed checks, requested changes, a conflict):
   // a reaction, recorded once per signal (./react.ts, docs/forge.md#reactions).
-  const checks = await link.provider.checks(pushed);
+  const checks = await link.provider.checks(pushed, { pull: pr.number });
   if (!checks.ok) return failed(ctx, link, it, checks, finish, { merging: false, number: pr.number, pushed });
   const reacted = await reactToPull(ctx, link, it, { pull, pushed, checks: checks.value });
   if (reacted.kind === "failed") return failed(ctx, link, it, reacted.failure, finish, { merging: false, number: pr.number, pushed });
@@ -89,8 +89,10 @@ export async function landThroughForge(ctx: StepContext, it: ItemState): Promise
   if (!r.ok) return failed(ctx, link, it, r, finish, { merging: true, number: pr.number, pushed });
   if (r.value.kind === "merged") return act(ctx, it, { kind: "merged", sha: r.value.sha }, { pull, pushed, finish });
   if (r.value.kind === "merging") return act(ctx, it, { kind: "wait", code: "not_mergeable_yet", reason: `the forge is merging ${pull.label} (${sanitizeLine(r.value.message, 120)})` }, { pull, pushed, finish });
+  // A 409 to the pinned sha: at that moment the head was not the sha. Nothing is concluded from it:
+  // the next tick reads the PR again (step 2): a moved head blocks there, the same head is merged.
   if (r.value.kind === "head_moved")
-    return act(ctx, it, { kind: "block", code: "head_moved", reason: `the head of ${pull.label} moved while merging (${sanitizeLine(r.value.message, 120)}); loop merges only the ${pushed.slice(0, 12)} it pushed and verified` }, { pull, pushed, finish });
+    return act(ctx, it, { kind: "wait", code: "merge_conflict", reason: `the forge answered the merge of ${pull.label} with a conflict (${sanitizeLine(r.value.message, 120)}); reading it again: loop merges only the ${pushed.slice(0, 12)} it pushed and verified` }, { pull, pushed, finish });
   // The provider says whether waiting may fix the refusal (GitHub: the 405's words; GitLab: detailed_merge_status).
   if (r.value.wait) return act(ctx, it, { kind: "wait", code: "not_mergeable_yet", reason: `the forge is not ready to merge ${pull.label}: ${r.value.message}` }, { pull, pushed, finish });
   return act(ctx, it, { kind: "block", code: "merge_refused", reason: `the forge refused to merge ${pull.label}: ${r.value.message}` }, { pull, pushed, finish });

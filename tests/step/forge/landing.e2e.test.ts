@@ -184,14 +184,29 @@ describe.each(FORGES)("%s", (_name, make) => {
       await p.finish();
     });
 
-    test("the head moves while merging (409 to the merge asked with the pushed sha): blocked head_moved, nothing merged, the PR left open", async () => {
+    test("a transient 409 (the head still the verified sha): the PR is read again next tick and merged, still pinned to that sha", async () => {
+      const { p, f } = forgeProject(make, { landing: "merge", env: green, items: one() });
+      f.conflictOnMergeOnce();
+      const r = await p.runToDrain();
+      expect(r.loop.outcome).toBe("Succeeded");
+      const a = p.projection().items["api-1"]!;
+      expect(a.status).toBe("passed");
+      expect(a.forge!.landing!.code).toBe("merged");
+      const puts = f.requests().filter((q) => q.startsWith("PUT "));
+      expect(puts).toHaveLength(2);
+      expect(f.merges()).toHaveLength(1);
+      expect(f.merges()[0]!.sha).toBe(f.headOf(f.pulls()[0]!.head)!);
+    });
+
+    test("the head moves while merging (409 to the merge asked with the pushed sha): the PR is read again, blocked head_moved, nothing merged, the PR left open", async () => {
       const { p, f } = forgeProject(make, { landing: "merge", env: green, items: one() });
       f.moveHeadOnMerge();
       const r = await p.runToDrain();
       expect(r.loop.outcome).toBe("Failed");
       const a = p.projection().items["api-1"]!;
       expect(a.status).toBe("landing_blocked");
-      expect(a.reason).toContain("moved while merging");
+      expect(a.reason).toMatch(/the head of .* moved to [0-9a-f]{12} after loop pushed/);
+      expect(p.events().some((e) => e.type === "forge_landing_waiting" && e.payload.code === "merge_conflict")).toBe(true);
       expect(a.forge!.landing!.code).toBe("head_moved");
       expect(f.merges()).toEqual([]);
       expect(f.pulls().map((x) => x.state)).toEqual(["open"]);
@@ -586,6 +601,18 @@ describe("GitLab as it answers (issue 24)", () => {
     expect([a.status, a.reason]).toEqual(["landing_blocked", expect.stringContaining(reason)]);
     expect(a.reason).toContain("/-/merge_requests/1 left open");
     expect(gl.merges).toEqual([]);
+  });
+
+  test("MR-only workflow rules (merged-results pipelines on the merge ref): loop waits for the MR's pipeline, not checks_missing, and merges once it is green", async () => {
+    const { p, gl } = glProject({ landing: "merge", env: green, items: one() });
+    gl.switches.mergeRefPipeline = { status: "running", alsoBranch: false };
+    const w = await p.runUntil((r) => r.action === "waiting" && (r.reason ?? "").includes("waiting for"), { what: "waiting for the MR pipeline" });
+    expect(w.reason).toContain("merge_request_event");
+    gl.switches.mergeRefPipeline.status = "success";
+    const r = await p.runToDrain();
+    expect(r.loop.outcome).toBe("Succeeded");
+    expect(p.events().some((e) => e.type === "forge_landing_waiting" && e.payload.code === "checks_missing")).toBe(false);
+    expect(gl.merges.map((m) => m.sha)).toEqual([git(p.root, "rev-parse", "loop/t/item/api-1")]);
   });
 
   test("GitLab still checking, then a pipeline running, are waits; the merge lands once both are done; the token travels only as loop's own PRIVATE-TOKEN", async () => {
