@@ -18,9 +18,6 @@ import type { ItemStatus, LandingOutcome } from "./vocabulary.ts";
 import { assertOwnership, noWorkYet, type ProjectIdentity, rebind, sameBinding } from "./ownership.ts";
 import { BUSY_TIMEOUT_MS, isBusy, lockedError } from "./locks.ts";
 import { ensureStateRoot } from "../shared/state-root.ts";
-export { type EventRow, type EventRowBase, hashInput } from "./integrity.ts";
-export { StoreError, type StoreErrorCode } from "../shared/errors.ts";
-export * from "./snapshot.ts";
 
 /** The page size of a store created by this version (an existing store keeps its own). */
 export const PAGE_SIZE = 16_384;

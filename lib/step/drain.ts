@@ -10,7 +10,8 @@
 import { existsSync, rmSync } from "node:fs";
 import type { StoredEvent } from "../log/events.ts";
 import { currentAttemptOf, type ItemState, requireAttempt } from "../log/projection.ts";
-import { dbPath, Store } from "../log/store.ts";
+import { Store } from "../log/store.ts";
+import { dbPath } from "../log/snapshot.ts";
 import { withLease, type Writer } from "../log/writer.ts";
 import { projectOf } from "../log/ownership.ts";
 import { BusyLease } from "../shared/errors.ts";

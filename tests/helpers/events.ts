@@ -10,7 +10,7 @@ import {
   type SettingsPayload,
   type StoredEvent,
 } from "../../lib/log/events.ts";
-import { type EventRowBase, hashInput } from "../../lib/log/store.ts";
+import { type EventRowBase, hashInput } from "../../lib/log/integrity.ts";
 
 export type RowBase = EventRowBase;
 

@@ -19,7 +19,10 @@ import type { EventType, StoredEvent, StoredEventOf } from "../../lib/log/events
 import type { Projection } from "../../lib/log/projection.ts";
 import type { RunResult } from "../../lib/step/step.ts";
 import { repairRunlog } from "../../lib/log/materialize.ts";
-import { dbPath, type EventRow, headOf, iterateEvents, readProjection, rowToEvent, withReadSnapshot } from "../../lib/log/store.ts";
+import { rowToEvent } from "../../lib/log/store.ts";
+import { dbPath, headOf, readProjection } from "../../lib/log/snapshot.ts";
+import { type EventRow } from "../../lib/log/integrity.ts";
+import { iterateEvents, withReadSnapshot } from "../../lib/log/snapshot.ts";
 import { markedProcesses } from "../../lib/shared/process.ts";
 import { BUN, type CmdResult, type Env, finish, LOOP, type RunResult as CliResult, runLoop, spawnLoop } from "./cli.ts";
 import { testEnv, worktreesOf } from "./env.ts";

@@ -2,7 +2,9 @@
 import { Database } from "bun:sqlite";
 import type { EventDraft } from "../../lib/log/events.ts";
 import { materialize } from "../../lib/log/materialize.ts";
-import { dbPath, type EventRow, Store } from "../../lib/log/store.ts";
+import { Store } from "../../lib/log/store.ts";
+import { dbPath } from "../../lib/log/snapshot.ts";
+import { type EventRow } from "../../lib/log/integrity.ts";
 import {
   control,
   definition,

@@ -6,7 +6,8 @@ import { createHash } from "node:crypto";
 import { canonicalJson, CanonicalJsonError, sha256Hex } from "../../lib/log/canonical.ts";
 import { checkIntegrity } from "../../lib/log/integrity.ts";
 import { GENESIS_HASH } from "../../lib/log/canonical.ts";
-import { hashInput, Store } from "../../lib/log/store.ts";
+import { Store } from "../../lib/log/store.ts";
+import { hashInput } from "../../lib/log/integrity.ts";
 import { TempDirs } from "../helpers/fs.ts";
 
 const temp = new TempDirs();

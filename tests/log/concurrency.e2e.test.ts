@@ -7,7 +7,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { chmodSync, mkdirSync, readdirSync, readlinkSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
-import { dbPath, SCHEMA_VERSION } from "../../lib/log/store.ts";
+import { dbPath, SCHEMA_VERSION } from "../../lib/log/snapshot.ts";
 import {
   checkDrained,
   cleanupDir,

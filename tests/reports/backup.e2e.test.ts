@@ -7,7 +7,8 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFi
 import { join } from "node:path";
 import { backupStore } from "../../lib/reports/backup.ts";
 import { foldAndCheck } from "../../lib/reports/replay.ts";
-import { dbPath, Store } from "../../lib/log/store.ts";
+import { Store } from "../../lib/log/store.ts";
+import { dbPath } from "../../lib/log/snapshot.ts";
 import { snapshotTree, TempDirs } from "../helpers/fs.ts";
 import { buildStore, realisticDrafts } from "../helpers/store.ts";
 import { cliEnv, exec, LOOP, pollUntil, REPO } from "../helpers/project.ts";

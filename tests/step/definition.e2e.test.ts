@@ -6,7 +6,7 @@ import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { dbPath } from "../../lib/log/store.ts";
+import { dbPath } from "../../lib/log/snapshot.ts";
 import { VERSION } from "../../lib/shared/version.ts";
 import { demoDefinition, scenario } from "../helpers/project.ts";
 

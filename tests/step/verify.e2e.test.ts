@@ -8,7 +8,7 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { statusReport } from "../../lib/reports/status.ts";
-import { withReadSnapshot } from "../../lib/log/store.ts";
+import { withReadSnapshot } from "../../lib/log/snapshot.ts";
 import { demoDefinition, pollUntil, type Project, scenario, sleep } from "../helpers/project.ts";
 
 const T = 120_000;
