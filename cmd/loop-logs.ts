@@ -1,7 +1,8 @@
 #!/usr/bin/env bun
 // loop logs <item>: print an attempt's agent output (or verify output), or follow it. Read-only.
 import { DESCRIPTIONS } from "../lib/shared/tools.ts";
-import { defineTool, EXIT, main, resolveRoot, resolveStateRoot, UsageError } from "../lib/shared/cli.ts";
+import { defineTool, main, resolveRoot, resolveStateRoot } from "../lib/shared/cli.ts";
+import { EXIT, UsageError } from "../lib/shared/errors.ts";
 import { attemptLive, findFeedback, findLog, logFacts, printLog } from "../lib/reports/logs.ts";
 import { printable, printableText } from "../lib/shared/printable.ts";
 

@@ -1,7 +1,8 @@
 // Pass 2 of validating loop.json (lib/definition/normalize.ts): the rules across fields (ids, refs,
 // uniqueness, dependencies and their cycles, runners, verify defaults, secrets, the forge's refs),
 // run on the raw value with per-field guards, so a badly-typed field elsewhere does not hide them.
-import { RefError, isItemId, itemIdFromRef, parseRef, refPrefix } from "./refs.ts";
+import { isItemId, itemIdFromRef, parseRef, refPrefix } from "./refs.ts";
+import { RefError } from "../shared/errors.ts";
 import { BUILTIN_SECRETS } from "./environment.ts";
 import { formatJsonPath } from "./json-strict.ts";
 import { hasHidden, hiddenIn } from "../shared/untrusted-text.ts";

@@ -11,7 +11,6 @@
 import type { TokenCounts, UsageSource } from "../log/events.ts";
 import type { ModelPrice } from "./normalized.ts";
 
-export type { TokenCounts, UsageSource } from "../log/events.ts";
 
 /** What a parser found: tokens by kind and US dollars in millionths, each null while unknown. */
 export interface UsageFigure {

@@ -4,7 +4,6 @@
 import * as v from "valibot";
 import { type Check, compileCheck } from "./schema-check.ts";
 import { CONTROL_VERBS, DRAIN_OUTCOMES, END_VERDICTS, LANDING_OUTCOMES, REACTION_DECISIONS, REACTION_SIGNALS, SETTLED_OUTCOMES } from "./vocabulary.ts";
-export { CONTROL_VERBS, DRAIN_OUTCOMES, END_VERDICTS, SETTLED_OUTCOMES, type SettledOutcome } from "./vocabulary.ts";
 
 const Str = v.string();
 const NStr = v.nullable(v.string());

@@ -3,7 +3,8 @@
 import { type Database, constants } from "bun:sqlite";
 import { accessSync, closeSync, constants as fsConstants, fsyncSync, linkSync, lstatSync, openSync, rmSync, statSync } from "node:fs";
 import { dirname } from "node:path";
-import { CanonicalJsonError, canonicalJson, sha256Hex } from "./canonical.ts";
+import { canonicalJson, sha256Hex } from "./canonical.ts";
+import { CanonicalJsonError } from "../shared/errors.ts";
 import { type EventDraft, payloadProblem, type StoredEvent, type StoredEventOf } from "./events.ts";
 import { type CommitLabel, failpoint } from "../shared/failpoint.ts";
 import { type ItemState, itemOf, type Projection } from "./projection.ts";

@@ -17,7 +17,6 @@ import { repoTop } from "../repo/workspace.ts";
 import { lastLanded, ownedRefs, type RefChange, readRefs, refChanges } from "../repo/owned-refs.ts";
 import { amount } from "../decisions/budget.ts";
 
-export type { CommitLabel } from "../shared/failpoint.ts";
 
 export type RunAction = "launched" | "waiting" | "paused" | "stopped" | "drained" | "idle" | "busy" | "progressed";
 

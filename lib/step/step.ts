@@ -5,7 +5,7 @@
 // work in "reserve, act, record" order so a kill at any point is recovered by the next step.
 import { existsSync, lstatSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { EXIT } from "../shared/cli.ts";
+import { EXIT } from "../shared/errors.ts";
 import { BusyLease, UsageError } from "../shared/errors.ts";
 
 export { BusyLease };
@@ -38,7 +38,6 @@ import { recordStopProof } from "./drain.ts";
 import { beforeLaunch } from "../decisions/budget.ts";
 import { stopForBudget } from "./spend.ts";
 
-export type { RunAction, StepOptions, StepOutcome, Transition } from "./context.ts";
 
 export interface RunResult extends StepOutcome {
   schema: "loop/run@1";

@@ -7,7 +7,7 @@ import { headingsOutsideFences } from "../helpers/markdown.ts";
 import { itemsWithStatus, planCtl, type PlannedAction, planRetryAll } from "../../lib/decisions/ctl-plan.ts";
 import type { CtlVerb } from "../../lib/log/vocabulary.ts";
 import { RefusedError } from "../../lib/shared/errors.ts";
-import { UsageError } from "../../lib/shared/cli.ts";
+import { UsageError } from "../../lib/shared/errors.ts";
 import { type AfterSession, afterFailure, afterSession, failedReason } from "../../lib/decisions/attempt.ts";
 import { blockedBecauseOf, type NextWork, nextWork } from "../../lib/decisions/next-work.ts";
 import { classifySession } from "../../lib/decisions/session-verdict.ts";

@@ -9,7 +9,8 @@ import { branchNameProblem, itemBranch } from "../../lib/definition/branches.ts"
 import { definitionHash, normalizeDefinition } from "../../lib/definition/normalize.ts";
 import { loadDefinition, parseDefinitionText } from "../../lib/definition/loop-json.ts";
 import { formatDuration, parseDuration } from "../../lib/definition/duration.ts";
-import { JsonSyntaxError, formatJsonPath, parseStrictJson } from "../../lib/definition/json-strict.ts";
+import { formatJsonPath, parseStrictJson } from "../../lib/definition/json-strict.ts";
+import { JsonSyntaxError } from "../../lib/shared/errors.ts";
 import { RESERVED_RUNNER_NAMES } from "../../lib/definition/runners.ts";
 
 const MIN = 60_000;

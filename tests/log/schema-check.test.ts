@@ -4,7 +4,8 @@
 import { describe, expect, test } from "bun:test";
 import * as v from "valibot";
 import { EVENT_TYPES, type EventType, PAYLOADS } from "../../lib/log/events.ts";
-import { compileCheck, UnsupportedSchemaError } from "../../lib/log/schema-check.ts";
+import { compileCheck } from "../../lib/log/schema-check.ts";
+import { UnsupportedSchemaError } from "../../lib/shared/errors.ts";
 import {
   closed,
   control,
