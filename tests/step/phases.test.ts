@@ -87,7 +87,7 @@ function harness(item: Record<string, unknown>, settings: Record<string, unknown
 function exitedAttempt(h: Harness, o: { exitCode?: number; leave?: Record<string, string>; commit?: Record<string, string> } = {}): void {
   const { ctx } = h;
   const dir = sessionDir(h.stateRoot, "a", 0, 1);
-  const worktree = worktreeDir(h.stateRoot, "a");
+  const worktree = worktreeDir(h.ctx.worktrees, "a");
   const branch = itemBranch(ctx.def.name, "a");
   const key = "launch:a:e0:a1";
   append(ctx, [{ type: "launch_reserved", item: "a", id: key, payload: { attempt: 1, key, runner: "agent", model: null, branch, worktree, sessionDir: dir, sessionId: "s1" } }], "reserve");
@@ -169,12 +169,12 @@ describe("the verify phase", () => {
   test("a worktree that is gone, or whose leftovers git cannot commit, fails the verify with the reason; nothing is thrown", async () => {
     const gone = harness({ verify: "true" });
     exitedAttempt(gone);
-    git(gone.root, "worktree", "remove", "--force", worktreeDir(gone.stateRoot, "a"));
+    git(gone.root, "worktree", "remove", "--force", worktreeDir(gone.ctx.worktrees, "a"));
     await verifyAttempt(gone.ctx, gone.item());
     expect(lastOf(gone, "verify_finished")).toMatchObject({ passed: false, log: null, reason: "worktree is missing" });
     const locked = harness({ verify: "true" });
     exitedAttempt(locked, { leave: { "out.txt": "hi\n" } });
-    const wt = worktreeDir(locked.stateRoot, "a");
+    const wt = worktreeDir(locked.ctx.worktrees, "a");
     writeFileSync(join(git(wt, "rev-parse", "--absolute-git-dir"), "index.lock"), "");
     await verifyAttempt(locked.ctx, locked.item());
     expect(lastOf(locked, "verify_finished")!.reason).toStartWith("could not commit the changes the agent left: ");
@@ -260,7 +260,7 @@ describe("the land and settle phases", () => {
     await settleAttempt(h.ctx, h.item(), { landed: true });
     expect(lastOf(h, "item_settled")).toMatchObject({ outcome: "passed", reason: "verify passed (exit 0); merged" });
     expect(lastOf(h, "session_closed")).toMatchObject({ worktreeRemoved: true });
-    expect(existsSync(worktreeDir(h.stateRoot, "a"))).toBe(false);
+    expect(existsSync(worktreeDir(h.ctx.worktrees, "a"))).toBe(false);
   });
 
   test("a merge conflict on the target: landing_finished conflict, the item settles failed, the checkout is kept", async () => {
@@ -282,7 +282,7 @@ describe("the land and settle phases", () => {
     expect(afterSession(h.item())).toEqual({ kind: "settle", landed: false });
     await settleAttempt(h.ctx, h.item(), { landed: false });
     expect(lastOf(h, "item_settled")).toMatchObject({ outcome: "failed", reason: "merge_conflict: merge conflict in out.txt" });
-    expect(existsSync(worktreeDir(h.stateRoot, "a"))).toBe(true);
+    expect(existsSync(worktreeDir(h.ctx.worktrees, "a"))).toBe(true);
   });
 
   test("landing none: the branch is the deliverable", async () => {
