@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { repairRunlog } from "../../lib/log/materialize.ts";
 import { dbPath, type EventRow } from "../../lib/log/store.ts";
 import { BUN, type CmdResult, type Env, finish, LOOP, runLoop, spawnLoop as spawnLoopIn } from "./cli.ts";
-import { testEnv } from "./env.ts";
+import { testEnv, worktreesOf } from "./env.ts";
 import { git, makeRepo as makeRepoWith, writeLoopJson } from "./repo.ts";
 
 // The shared pieces, under the names this harness has always exported.
@@ -398,6 +398,10 @@ export async function checkDrained(l: LoopUnderTest, expected: Expected, opts: {
 }
 
 export function cleanupDir(dir: string): void {
+  // The loop's worktrees are outside the repository (lib/shared/paths.ts worktreesRoot): its agents' cwd too.
+  const worktrees = worktreesOf(join(dir, "repo", ".loop"));
   killProcessesUnder(dir);
+  killProcessesUnder(worktrees);
   rmSync(dir, { recursive: true, force: true });
+  rmSync(worktrees, { recursive: true, force: true });
 }
