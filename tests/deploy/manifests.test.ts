@@ -79,8 +79,11 @@ describe("systemd units", () => {
     expect(loopArgs(exec.split(" ")).tool).toBe("status");
   });
 
-  test("the step and the watcher require a scope for their sessions (LOOP_SESSION_SCOPE=systemd: a launch without one pauses the loop)", () => {
-    for (const f of ["loop@.service", "loop-watch@.service"]) expect({ f, env: units[f]!.Service!.Environment }).toEqual({ f, env: ["LOOP_SESSION_SCOPE=systemd"] });
+  test("the step and the watcher require a scope for their sessions (LOOP_SESSION_SCOPE=systemd: a launch without one pauses the loop), and keep worktrees in a state directory of their own (docs/state.md#where-worktrees-live)", () => {
+    for (const f of ["loop@.service", "loop-watch@.service"]) {
+      expect({ f, env: units[f]!.Service!.Environment }).toEqual({ f, env: ["LOOP_SESSION_SCOPE=systemd", "LOOP_WORKTREES=%S/loop-worktrees/%i"] });
+      expect({ f, dir: units[f]!.Service!.StateDirectory }).toEqual({ f, dir: ["loop-worktrees/%i"] });
+    }
   });
 
   test("their hardening is the safe set: nothing agents die of (docs/operations.md#hardening)", () => {

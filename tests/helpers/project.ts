@@ -687,6 +687,10 @@ export async function checkDrained(l: LoopUnderTest, expected: Expected, opts: {
 }
 
 export function cleanupDir(dir: string): void {
+  // The loop's worktrees are outside the repository (lib/shared/paths.ts worktreesRoot): its agents' cwd too.
+  const worktrees = worktreesOf(join(dir, "repo", ".loop"));
   killProcessesUnder(dir);
+  killProcessesUnder(worktrees);
   rmSync(dir, { recursive: true, force: true });
+  rmSync(worktrees, { recursive: true, force: true });
 }

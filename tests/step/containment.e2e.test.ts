@@ -138,7 +138,7 @@ describe("2. the verified commit is what lands", () => {
           expect(git(p.root, "rev-parse", "loop/t/item/x")).toBe(head);
           expect(git(p.root, "ls-tree", "--name-only", "loop/t/item/x")).not.toContain("AFTER.txt");
           const errors = p.runs.flatMap((r) => r.errors);
-          expect(errors.join("\n")).toMatch(/kept .*workspaces\/x: it changed after its verify ran; nothing was committed, so loop\/t\/item\/x holds only what was verified/);
+          expect(errors.join("\n")).toMatch(/kept .*\/x: it changed after its verify ran; nothing was committed, so loop\/t\/item\/x holds only what was verified/);
         },
       ),
     T,
@@ -164,7 +164,7 @@ describe("3. a swapped worktree never gets commits onto the operator's branch", 
             await p.runToDrain({ codes: [0, 1] });
             expect(p.projection().items.x!.status).toBe("failed");
             const [v] = p.eventsOf("verify_finished", "x");
-            expect(v!.payload.reason).toMatch(/worktree_replaced: .*workspaces\/x is not the checkout loop made/);
+            expect(v!.payload.reason).toMatch(/worktree_replaced: .*\/x is not the checkout loop made/);
             expect(git(p.root, "rev-parse", "main")).toBe(head);
             expect(git(p.root, "diff", "--name-only")).toBe("README.md");
             expect(git(p.root, "diff", "--cached", "--name-only")).toBe("");

@@ -76,6 +76,8 @@ describe("on a real repository", () => {
       ]);
       expect(b.reason).toBe("Failed");
       expect(without.projection().items.one!.status).toBe("failed");
+      // For the reason that matters: the worktree cannot see the main checkout's node_modules.
+      expect(without.projection().items.one!.attempts[0]!.verify!.tail).toContain("Cannot find module 'dep'");
       expect(c.reason).toBe("Succeeded");
       // Worktrees and the landing checkout lived outside the repository, and the walk finds none in it.
       expect(withSetup.worktrees.startsWith(withSetup.root)).toBe(false);

@@ -28,6 +28,21 @@ const SPEC: SandboxSpec = {
   programs: ["/tmp/checkout/node_modules/bun/bin/bun.exe", "/tmp/checkout"],
 };
 
+describe("the worktrees folder outside the state root (docs/state.md#where-worktrees-live)", () => {
+  const spec: SandboxSpec = { ...SPEC, worktree: "/home/u/.local/state/loop/api-0123456789ab/fix", worktrees: "/home/u/.local/state/loop/api-0123456789ab" };
+  const argv = sandboxArgv(spec, ["agent"]);
+  const at = (flag: string, path: string) => argv.findIndex((a, i) => a === flag && argv[i + 1] === path);
+
+  test("is hidden (every other worktree, the landing checkout) after the state root, and the agent's own worktree bound back after it", () => {
+    expect(at("--tmpfs", spec.worktrees!)).toBeGreaterThan(at("--tmpfs", "/srv/api/.loop"));
+    expect(at("--bind", spec.worktree)).toBeGreaterThan(at("--tmpfs", spec.worktrees!));
+  });
+
+  test("is not hidden by a tmpfs of its own when there is none, as in a state root of an older layout", () => {
+    expect(sandboxArgv(SPEC, ["agent"]).filter((a) => a === "--tmpfs")).toEqual(["--tmpfs", "--tmpfs", "--tmpfs"]);
+  });
+});
+
 describe("sandboxArgv", () => {
   const argv = sandboxArgv(SPEC, ["agent", "--flag", "--"]);
   /** Index of the mount whose destination is `path` (bwrap: flag, source, destination). */
