@@ -3,6 +3,7 @@
 // forge cache, a file under the state root holding what is not truth but saves requests (ETags
 // and their bodies, the comment cursor, when a rate limit ends). Losing the file costs requests,
 // never correctness: what was acted on is in the log.
+import { statSync } from "node:fs";
 import { join } from "node:path";
 import type { ConditionalCache, ForgeFailure, ForgeProvider } from "../../forge/provider.ts";
 import { describeFailure } from "../../forge/provider.ts";
@@ -10,7 +11,7 @@ import { openForge } from "../../forge/open.ts";
 import { authorized, isLogin } from "../../forge/comments.ts";
 import { readJsonOrNull, writeFileAtomic } from "../../shared/fsutil.ts";
 import { forgeTimeout } from "../../forge/timeout.ts";
-import { PERMISSION_CACHE_ENTRIES, PERMISSION_CACHE_MS, PERMISSION_READS_PER_STEP } from "../../forge/bounds.ts";
+import { ETAG_ENTRIES, ETAG_ENTRY_BYTES, ETAG_TOTAL_BYTES, PERMISSION_CACHE_ENTRIES, PERMISSION_CACHE_MS, PERMISSION_READS_PER_STEP } from "../../forge/bounds.ts";
 import type { StepContext } from "../context.ts";
 
 interface CacheFile {
@@ -27,9 +28,6 @@ interface CacheFile {
   /** Login → whether it may write, and when that was read (epoch ms): kept PERMISSION_CACHE_MS, at most PERMISSION_CACHE_ENTRIES. */
   permissions: Record<string, { writer: boolean; at: number }>;
 }
-
-/** ETag entries kept at most: the listings of a few items and their pull requests. */
-const MAX_ETAGS = 200;
 
 export interface ForgeLink {
   provider: ForgeProvider;
@@ -63,7 +61,10 @@ export async function forgeLink(ctx: StepContext): Promise<ForgeLink | null> {
   const known = links.get(ctx);
   if (known) return known;
   const path = forgeCachePath(ctx.options.stateRoot);
-  const read = readJsonOrNull<CacheFile>(path);
+  // A cache file far larger than the cache keeps (written before it was bounded) is not read: it only saves requests.
+  const big = (statSync(path, { throwIfNoEntry: false })?.size ?? 0) > 2 * ETAG_TOTAL_BYTES + 1024 * 1024;
+  if (big) ctx.options.log.warn(`forge: ${path} is larger than the forge cache keeps; starting it afresh (it only saves requests)`);
+  const read = big ? null : readJsonOrNull<CacheFile>(path);
   const cache: CacheFile = {
     etags: read?.etags && typeof read.etags === "object" ? read.etags : {},
     comments: read?.comments ?? { since: null, polledAt: 0 },
@@ -71,13 +72,31 @@ export async function forgeLink(ctx: StepContext): Promise<ForgeLink | null> {
     launchWaits: read?.launchWaits && typeof read.launchWaits === "object" ? read.launchWaits : {},
     permissions: read?.permissions && typeof read.permissions === "object" ? read.permissions : {},
   };
+  // Bounded in entries and bytes (docs/forge.md#bounds): an answer too large to keep is asked again whole.
+  const sizes = new Map<string, number>();
+  const sizeOf = (k: string) => sizes.get(k) ?? (sizes.set(k, JSON.stringify(cache.etags[k] ?? null).length), sizes.get(k)!);
+  const fit = () => {
+    let keys = Object.keys(cache.etags);
+    for (const old of keys.slice(0, Math.max(0, keys.length - ETAG_ENTRIES))) delete cache.etags[old];
+    keys = Object.keys(cache.etags);
+    let total = keys.reduce((n, k) => n + sizeOf(k), 0);
+    for (const k of keys) {
+      if (total <= ETAG_TOTAL_BYTES) break;
+      total -= sizeOf(k);
+      delete cache.etags[k];
+    }
+  };
+  fit();
   const conditional: ConditionalCache = {
     get: (k) => (Object.hasOwn(cache.etags, k) ? cache.etags[k] : undefined),
     set: (k, e) => {
       delete cache.etags[k];
+      sizes.delete(k);
+      const size = JSON.stringify(e).length;
+      if (size > ETAG_ENTRY_BYTES) return;
       cache.etags[k] = e;
-      const keys = Object.keys(cache.etags);
-      for (const old of keys.slice(0, Math.max(0, keys.length - MAX_ETAGS))) delete cache.etags[old];
+      sizes.set(k, size);
+      fit();
     },
   };
   const token = ctx.options.env[settings.tokenEnv] || null;
