@@ -352,3 +352,16 @@ test("a comment storm on the issue costs a bounded number of permission requests
   expect(handoff).toContain("erin's note");
   expect(handoff).toContain("earlier comments not shown: their authors' permissions were not read");
 });
+
+test("a rate limit on a commenter's permission while reading the issue is a wait: the launch clock (timeouts.launch) does not run", async () => {
+  const { p, f } = project(github, { items: (f) => [{ ref: f.ref(1), prompt: "x\n@demo sleep 30" }], forge: { authorizeWriters: true, authorizedUsers: [] } });
+  const gh = f.raw as FakeGitHub;
+  f.addComment({ issue: 1, login: "erin", body: "erin's note" });
+  gh.intercept.push((r) => (r.path.includes("/collaborators/") ? { status: 429, body: { message: "You have exceeded a secondary rate limit." }, headers: { "retry-after": "1" } } : null));
+  const r = await p.run();
+  expect(r.action).toBe("waiting");
+  expect(r.reason).toContain("could not read the permission of erin");
+  expect(p.eventsOf("session_started")).toEqual([]);
+  const cache = JSON.parse(readFileSync(join(p.stateRoot, "forge-cache.json"), "utf8"));
+  expect(cache.launchWaits).toEqual({});
+});
