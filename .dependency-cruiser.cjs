@@ -80,20 +80,29 @@ module.exports = {
       to: { path: "^(lib|cmd)/", pathNot: "^lib/(forge|definition|log|shared)/" },
     },
     {
+      // A session's gateway (the model APIs metered and capped, the key swapped in, the proxy's
+      // allow-list): a server over the definition's network rules. It knows nothing of the log,
+      // the tick, processes or git; the session's wrapper runs it.
+      name: "gateway-imports-only-below",
+      severity: "error",
+      from: { path: "^lib/gateway/" },
+      to: { path: "^(lib|cmd)/", pathNot: "^lib/(gateway|definition|shared)/" },
+    },
+    {
       // Supervising processes (the agent's and verify's: starting, marking, observing, ending them,
       // their output logs) is effects on whatever the tick decides: it never imports the tick, nor
       // its siblings the forge and the repository (it may name the decisions' types: what it observes).
       name: "supervisor-imports-only-below",
       severity: "error",
       from: { path: "^lib/supervisor/" },
-      to: { path: "^(lib|cmd)/", pathNot: "^lib/(supervisor|decisions|definition|log|shared)/" },
+      to: { path: "^(lib|cmd)/", pathNot: "^lib/(supervisor|gateway|decisions|definition|log|shared)/" },
     },
     {
       // A step decides and acts on the definition and the log; reports and control sit above it.
       name: "step-imports-only-below",
       severity: "error",
       from: { path: "^lib/step/" },
-      to: { path: "^(lib|cmd)/", pathNot: "^lib/(step|forge|supervisor|repo|decisions|definition|log|shared)/" },
+      to: { path: "^(lib|cmd)/", pathNot: "^lib/(step|forge|supervisor|gateway|repo|decisions|definition|log|shared)/" },
     },
     {
       // The read verbs' reports and the operator's controls are siblings over the step: neither
@@ -137,7 +146,7 @@ module.exports = {
       severity: "error",
       from: {
         path: "^lib/",
-        pathNot: "^lib/(shared|log|definition|decisions|repo|forge|supervisor|step|reports|control|planner|serve)/",
+        pathNot: "^lib/(shared|log|definition|decisions|repo|forge|gateway|supervisor|step|reports|control|planner|serve)/",
       },
       to: {},
     },

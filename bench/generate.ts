@@ -28,7 +28,9 @@ import { sessionDir, worktreeDir } from "../lib/shared/paths.ts";
 import type { Projection } from "../lib/log/projection.ts";
 import { reduceInto } from "../lib/log/reducer.ts";
 import { counts } from "../lib/log/documents.ts";
-import { hashInput, Store, writeWholeProjection } from "../lib/log/store.ts";
+import { Store } from "../lib/log/store.ts";
+import { hashInput } from "../lib/log/integrity.ts";
+import { writeWholeProjection } from "../lib/log/rows.ts";
 
 export interface GenerateOptions {
   events: number;

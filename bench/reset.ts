@@ -113,7 +113,7 @@ function prepareItems(k: number, onDisk: boolean): string {
 /** bench/run.ts's key of a generated root: the files that define the log format. */
 function formatKey(): string {
   const h = new Bun.CryptoHasher("sha256");
-  for (const f of ["bench/generate.ts", "lib/log/store.ts", "lib/log/snapshot.ts", "lib/log/events.ts", "lib/log/reducer.ts", "lib/log/projection.ts", "lib/log/rows.ts", "lib/log/canonical.ts", "lib/log/documents.ts", "lib/log/materialize.ts"]) {
+  for (const f of ["bench/generate.ts", "lib/log/store.ts", "lib/log/snapshot.ts", "lib/log/events.ts", "lib/log/reducer.ts", "lib/log/reducer-rules.ts", "lib/log/reducer-forge.ts", "lib/log/reducer-spend.ts", "lib/log/projection.ts", "lib/log/rows.ts", "lib/log/canonical.ts", "lib/log/documents.ts", "lib/log/materialize.ts"]) {
     const p = join(ROOT, f);
     h.update(f + "\0" + (existsSync(p) ? readFileSync(p) : "") + "\0");
   }

@@ -48,7 +48,8 @@ const WORK = mkdtempSync(join(values.dir ?? tmpdir(), "loop-scale-"));
 const BIN = join(WORK, "loop");
 copyFileSync(DIST, BIN);
 const note = (m: string) => process.stderr.write(`scale: ${m}\n`);
-const ENV = { ...process.env, NO_COLOR: "1", LOOP_KILL_GRACE_MS: "200", LOOP_STATE_ROOT: "", LOOP_FAILPOINT: "" };
+// LOOP_CHAIN off: each tick is timed alone (docs/cli/loop-run.md#chained-steps).
+const ENV = { ...process.env, NO_COLOR: "1", LOOP_KILL_GRACE_MS: "200", LOOP_STATE_ROOT: "", LOOP_FAILPOINT: "", LOOP_CHAIN: "off" };
 
 function loop(cwd: string, args: string[]): { ms: number; code: number; out: string; err: string } {
   const t = performance.now();

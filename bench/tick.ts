@@ -18,6 +18,8 @@ import { spawnSync } from "node:child_process";
 const { values } = parseArgs({ args: process.argv.slice(2), options: { runs: { type: "string" }, bin: { type: "string" } }, strict: true });
 const RUNS = Number(values.runs ?? 9);
 const BIN = resolve(values.bin ?? join(import.meta.dir, "..", "dist", "loop"));
+// Each tick is timed alone: no wrapper may run the next step itself (docs/cli/loop-run.md#chained-steps).
+process.env.LOOP_CHAIN = "off";
 
 function sh(cwd: string, ...cmd: string[]) {
   const r = spawnSync(cmd[0]!, cmd.slice(1), { cwd, encoding: "utf8" });

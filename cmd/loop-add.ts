@@ -1,7 +1,8 @@
 #!/usr/bin/env bun
 // loop add: append work items to loop.json (by hand, from a text file, or from the forge), editing only its items array.
 import { DESCRIPTIONS } from "../lib/shared/tools.ts";
-import { confirmArgs, defineTool, EXIT, main, resolveRoot } from "../lib/shared/cli.ts";
+import { confirmArgs, defineTool, main, resolveRoot } from "../lib/shared/cli.ts";
+import { EXIT } from "../lib/shared/errors.ts";
 import { addVerb } from "../lib/planner/add-verb.ts";
 import { configuredIssueSource } from "../lib/planner/issues.ts";
 import { readInputText } from "../lib/planner/loop-file.ts";

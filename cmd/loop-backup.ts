@@ -1,7 +1,8 @@
 #!/usr/bin/env bun
 // loop backup <file>: a consistent copy of loop.db, made from a read-only snapshot. Read-only.
 import { DESCRIPTIONS } from "../lib/shared/tools.ts";
-import { defineTool, EXIT, main, resolveRoot, resolveStateRoot } from "../lib/shared/cli.ts";
+import { defineTool, main, resolveRoot, resolveStateRoot } from "../lib/shared/cli.ts";
+import { EXIT } from "../lib/shared/errors.ts";
 import { resolve } from "node:path";
 import { backupStore } from "../lib/reports/backup.ts";
 import { printable } from "../lib/shared/printable.ts";

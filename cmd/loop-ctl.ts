@@ -1,9 +1,12 @@
 #!/usr/bin/env bun
 // loop ctl <verb>: pause, resume, stop, skip, retry, cancel, start, reply — for the loop or items.
 import { DESCRIPTIONS } from "../lib/shared/tools.ts";
-import { confirmArgs, defineTool, EXIT, main, resolveRoot, resolveStateRoot, UsageError, workItemArg } from "../lib/shared/cli.ts";
+import { confirmArgs, defineTool, main, resolveRoot, resolveStateRoot, workItemArg } from "../lib/shared/cli.ts";
+import { EXIT, UsageError } from "../lib/shared/errors.ts";
 import { actorName } from "../lib/shared/actor.ts";
-import { applyCtl, CTL_VERBS, type CtlVerb, DESTRUCTIVE_VERBS, ITEM_VERBS, planCtl, planRetryAll } from "../lib/control/ctl.ts";
+import { applyCtl, DESTRUCTIVE_VERBS, ITEM_VERBS } from "../lib/control/ctl.ts";
+import { CTL_VERBS, type CtlVerb } from "../lib/log/vocabulary.ts";
+import { planCtl, planRetryAll } from "../lib/decisions/ctl-plan.ts";
 import { resolveSelectors } from "../lib/definition/selectors.ts";
 import { confirmOrRefuse } from "../lib/control/confirm.ts";
 import { printable } from "../lib/shared/printable.ts";

@@ -1,7 +1,8 @@
 #!/usr/bin/env bun
 // loop export: print loop.json's items (with their status under --json), or as the text format `loop add --from-file` reads. Read-only.
 import { DESCRIPTIONS } from "../lib/shared/tools.ts";
-import { defineTool, EXIT, main, resolveRoot, resolveStateRoot } from "../lib/shared/cli.ts";
+import { defineTool, main, resolveRoot, resolveStateRoot } from "../lib/shared/cli.ts";
+import { EXIT } from "../lib/shared/errors.ts";
 import { exportItems } from "../lib/planner/export.ts";
 import { formatItemLines } from "../lib/planner/text-format.ts";
 import { printableText } from "../lib/shared/printable.ts";

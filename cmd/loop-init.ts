@@ -1,7 +1,8 @@
 #!/usr/bin/env bun
 // loop init: scaffold loop.json and the state root in a git repository.
 import { DESCRIPTIONS } from "../lib/shared/tools.ts";
-import { defineTool, EXIT, main, resolveStateRoot, UsageError } from "../lib/shared/cli.ts";
+import { defineTool, main, resolveStateRoot } from "../lib/shared/cli.ts";
+import { EXIT, UsageError } from "../lib/shared/errors.ts";
 import { join, resolve } from "node:path";
 import { adoptStateRoot, initProject } from "../lib/control/init.ts";
 import type { ProjectIdentity } from "../lib/log/ownership.ts";

@@ -1,7 +1,8 @@
 #!/usr/bin/env bun
 // loop logs <item>: print an attempt's agent output (or verify output), or follow it. Read-only.
 import { DESCRIPTIONS } from "../lib/shared/tools.ts";
-import { defineTool, EXIT, main, resolveRoot, resolveStateRoot, UsageError } from "../lib/shared/cli.ts";
+import { defineTool, main, resolveRoot, resolveStateRoot } from "../lib/shared/cli.ts";
+import { EXIT, UsageError } from "../lib/shared/errors.ts";
 import { attemptLive, findFeedback, findLog, logFacts, printLog } from "../lib/reports/logs.ts";
 import { printable, printableText } from "../lib/shared/printable.ts";
 
@@ -13,6 +14,7 @@ export const tool = defineTool({
     attempt: { type: "string", description: "which attempt (default: the latest)", valueHint: "n" },
     follow: { type: "boolean", description: "keep printing what the session appends until it ends (Ctrl-C stops)", short: "f" },
     verify: { type: "boolean", description: "the verify command's output instead of the agent's" },
+    setup: { type: "boolean", description: "workspace.setup's output (the attempt that made the worktree) instead of the agent's" },
     feedback: { type: "boolean", description: "the feedback the attempt was given by a reaction to its pull request (a rework), instead of a log" },
     json: { type: "boolean", description: "print where the log is and its size, as one JSON document, instead of the log" },
     text: { type: "boolean", description: "print the log (the default, whatever stdout is)" },
@@ -29,7 +31,8 @@ export const tool = defineTool({
       attempt = Number(args.attempt);
     }
     if (args.json && args.follow) throw new UsageError("--json and --follow exclude each other");
-    if (args.feedback && (args.follow || args.verify)) throw new UsageError(`--feedback and --${args.follow ? "follow" : "verify"} exclude each other`);
+    if (args.feedback && (args.follow || args.verify || args.setup)) throw new UsageError(`--feedback and --${args.follow ? "follow" : args.verify ? "verify" : "setup"} exclude each other`);
+    if (args.verify && args.setup) throw new UsageError("--verify and --setup exclude each other");
     const root = resolveRoot(args.root, ctx.cwd);
     const stateRoot = resolveStateRoot({ root, flag: args["state-root"], env: ctx.env, cwd: ctx.cwd });
     if (args.feedback) {
@@ -43,7 +46,7 @@ export const tool = defineTool({
       else await ctx.outRaw(ctx.stdoutIsTTY ? printableText(`${fb.feedback}\n`) : `${fb.feedback}\n`);
       return EXIT.ok;
     }
-    const target = findLog(stateRoot, args.item!, { attempt, kind: args.verify ? "verify" : "output" });
+    const target = findLog(stateRoot, args.item!, { attempt, kind: args.verify ? "verify" : args.setup ? "setup" : "output" });
     if (args.json) {
       ctx.outJson({ schema: "loop/logs@1", item: target.item, attempt: target.attempt, attempts: target.attempts, kind: target.kind, path: target.path, ...logFacts(target) });
       return EXIT.ok;
@@ -67,7 +70,7 @@ export const tool = defineTool({
         if (rest) await ctx.outRaw(printableText(rest));
       }
       if (end === "interrupted") return EXIT.interrupted;
-      const what = target.kind === "verify" ? "verify output" : "agent output";
+      const what = target.kind === "verify" ? "verify output" : target.kind === "setup" ? "setup output (workspace.setup ran in another attempt, or not at all)" : "agent output";
       // Information, not a problem: --quiet silences it.
       if (end === "absent") ctx.log.info(`${printable(target.item)} attempt ${target.attempt}: no ${what} yet (${printable(target.path)} does not exist)`);
       return EXIT.ok;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bun
 // loop plan: draft work items from a brief with one planner call, review them, append them to loop.json.
 import { DESCRIPTIONS } from "../lib/shared/tools.ts";
-import { confirmArgs, defineTool, EXIT, main, resolveRoot, resolveStateRoot, UsageError } from "../lib/shared/cli.ts";
+import { confirmArgs, defineTool, main, resolveRoot, resolveStateRoot } from "../lib/shared/cli.ts";
+import { EXIT, UsageError } from "../lib/shared/errors.ts";
 import { configuredIssueSource } from "../lib/planner/issues.ts";
 import { readInputText } from "../lib/planner/loop-file.ts";
 import { DEFAULT_MAX_ITEMS, planVerb } from "../lib/planner/plan-verb.ts";

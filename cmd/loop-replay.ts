@@ -1,7 +1,8 @@
 #!/usr/bin/env bun
 // loop replay: re-fold the whole log and prove the projection and files agree with it. Read-only.
 import { DESCRIPTIONS } from "../lib/shared/tools.ts";
-import { defineTool, EXIT, main, resolveRoot, resolveStateRoot } from "../lib/shared/cli.ts";
+import { defineTool, main, resolveRoot, resolveStateRoot } from "../lib/shared/cli.ts";
+import { EXIT } from "../lib/shared/errors.ts";
 import { parseHead, replayReport } from "../lib/reports/replay.ts";
 import { renderReplay } from "../lib/reports/render.ts";
 import { projectOf } from "../lib/log/ownership.ts";

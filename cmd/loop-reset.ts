@@ -2,7 +2,8 @@
 // loop reset: erase what loop remembers about work items (session, control, ledgers, checkout,
 // branch archived), so they start over. Destructive: --yes, or a confirmation on a terminal.
 import { DESCRIPTIONS } from "../lib/shared/tools.ts";
-import { confirmArgs, defineTool, EXIT, main, resolveRoot, resolveStateRoot, UsageError, workItemArg } from "../lib/shared/cli.ts";
+import { confirmArgs, defineTool, main, resolveRoot, resolveStateRoot, workItemArg } from "../lib/shared/cli.ts";
+import { EXIT, UsageError } from "../lib/shared/errors.ts";
 import { actorName } from "../lib/shared/actor.ts";
 import { resolveSelectors } from "../lib/definition/selectors.ts";
 import { confirmOrRefuse } from "../lib/control/confirm.ts";
@@ -43,7 +44,7 @@ export const tool = defineTool({
           yes: args.yes,
           stdinIsTTY: ctx.stdinIsTTY,
           command,
-          what: [...plan.items.flatMap((x) => x.effects), ...plan.warnings.map((w) => `warning: ${w}`)],
+          what: [...plan.items.flatMap((x) => [...x.effects, ...x.stays.map((s) => `stays: ${s}`)]), ...plan.warnings.map((w) => `warning: ${w}`)],
           // --all on a terminal: the operator types the loop's name, not just "y".
           typeToConfirm: args.all ? plan.loopName : undefined,
         }),

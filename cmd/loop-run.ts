@@ -1,7 +1,8 @@
 #!/usr/bin/env bun
 // loop run: one bounded, crash-safe dispatch step (or, with --watch, steps in the foreground).
 import { DESCRIPTIONS } from "../lib/shared/tools.ts";
-import { defineTool, main, resolveRoot, resolveStateRoot, UsageError } from "../lib/shared/cli.ts";
+import { defineTool, main, resolveRoot, resolveStateRoot } from "../lib/shared/cli.ts";
+import { UsageError } from "../lib/shared/errors.ts";
 import { quietPrints, runStep, type RunResult, stepExitCode } from "../lib/step/step.ts";
 import { watchSteps } from "../lib/step/watch.ts";
 import { renderRun } from "../lib/reports/render-run.ts";

@@ -1,7 +1,8 @@
 #!/usr/bin/env bun
 // loop serve: a read-only web page of one or more loops, with JSON APIs and Prometheus metrics.
 import { DESCRIPTIONS } from "../lib/shared/tools.ts";
-import { defineTool, EXIT, resolveRoot, resolveStateRoot, main, UsageError } from "../lib/shared/cli.ts";
+import { defineTool, resolveRoot, resolveStateRoot, main } from "../lib/shared/cli.ts";
+import { EXIT, UsageError } from "../lib/shared/errors.ts";
 import { startServe } from "../lib/serve/serve.ts";
 import { DEFAULT_LISTEN, TOKEN_ENV } from "../lib/serve/access.ts";
 

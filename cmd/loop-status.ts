@@ -1,7 +1,8 @@
 #!/usr/bin/env bun
 // loop status: report the loop and every item, checked against the log. Read-only.
 import { DESCRIPTIONS } from "../lib/shared/tools.ts";
-import { defineTool, EXIT, main, resolveRoot, resolveStateRoot, workItemArg } from "../lib/shared/cli.ts";
+import { defineTool, main, resolveRoot, resolveStateRoot, workItemArg } from "../lib/shared/cli.ts";
+import { EXIT } from "../lib/shared/errors.ts";
 import { statusReport } from "../lib/reports/status.ts";
 import { renderStatus } from "../lib/reports/render.ts";
 import { projectOf } from "../lib/log/ownership.ts";

@@ -1,7 +1,7 @@
 // Confirmation for destructive commands (docs/cli/README.md#confirmation): --yes proceeds; a TTY is
 // asked (default No, prompt on stderr); anything else refuses with exit 2 and changes nothing. No, or
 // Escape, is a refusal (exit 3); Ctrl-C is an interruption (exit 130), as it is everywhere else.
-import { DeclinedError, InterruptedError, UsageError } from "../shared/cli.ts";
+import { DeclinedError, InterruptedError, UsageError } from "../shared/errors.ts";
 import { printable } from "../shared/printable.ts";
 
 export async function confirmOrRefuse(o: {

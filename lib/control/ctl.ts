@@ -15,8 +15,6 @@ import { projectOf } from "../log/ownership.ts";
 import { loadDefinition } from "../definition/loop-json.ts";
 import type { CtlVerb } from "../log/vocabulary.ts";
 
-export { itemsWithStatus, planCtl, type PlannedAction, planRetryAll } from "../decisions/ctl-plan.ts";
-export { CTL_VERBS, type CtlVerb } from "../log/vocabulary.ts";
 export const DESTRUCTIVE_VERBS: readonly CtlVerb[] = ["stop", "skip", "cancel"];
 /** Verbs that act on the loop when no --work-item is given. */
 export const LOOP_VERBS: readonly CtlVerb[] = ["start", "pause", "resume", "stop"];

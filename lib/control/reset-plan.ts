@@ -19,7 +19,7 @@ export interface ItemFacts {
   sessionDir: boolean;
   /** The item's checkout (checkoutPath): does it exist, is it a checkout of the item branch, has it uncommitted changes (null: not asked). */
   worktree: { path: string; exists: boolean; onItemBranch: boolean; dirty: boolean | null };
-  /** `workspaces/<item>.aside-*`: moved aside by earlier launches; listed, never removed. */
+  /** `<worktrees>/<item>.aside-*`: moved aside by earlier launches; listed, never removed. */
   aside: string[];
   /** The commit the item branch points at, or null when there is no such branch. */
   branchHead: string | null;
@@ -76,6 +76,8 @@ export interface ItemPlan {
   resumeLoop: boolean;
   /** What will be done, in plain words (the prompt, --dry-run, the text report). */
   effects: string[];
+  /** What the reset leaves where it is, in plain words: what the item landed (docs/cli/loop-reset.md#never-removed). */
+  stays: string[];
 }
 
 export interface ResetPlan {
@@ -91,8 +93,8 @@ export function branchOf(p: Projection, it: ItemState): string {
 }
 
 /** Where an item's checkout is: the one recorded at its launch, else the standard place. */
-export function checkoutPath(stateRoot: string, it: ItemState): string {
-  return it.workspace?.worktree ?? worktreeDir(stateRoot, it.id);
+export function checkoutPath(worktrees: string, it: ItemState): string {
+  return it.workspace?.worktree ?? worktreeDir(worktrees, it.id);
 }
 
 /**
@@ -170,9 +172,27 @@ function planItem(p: Projection, it: ItemState, f: ItemFacts): ItemPlan {
     aside: f.aside,
     resumeLoop,
     effects: [],
+    stays: found ? staysOf(it) : [],
   };
   plan.effects = effectsOf(plan, it);
   return plan;
+}
+
+/**
+ * What a reset cannot take back: each landing of the item's attempts that delivered its work
+ * somewhere the item's branch is not (a merge into the target, a pull request merged into the base).
+ */
+function staysOf(it: ItemState): string[] {
+  const out: string[] = [];
+  for (const a of it.attempts) {
+    const l = a.landing;
+    if (!l || l.target === null || (l.outcome !== "merged" && l.outcome !== "already_contained")) continue;
+    const at = l.commit ? ` (at ${l.commit.slice(0, 12)})` : "";
+    out.push(
+      `${l.target} keeps what ${it.id} landed in attempt ${a.n}${at}: a reset does not undo a landing; a re-run that changes nothing more lands nothing (already_contained), and to take the change out, revert it on ${l.target}`,
+    );
+  }
+  return out;
 }
 
 function effectsOf(plan: ItemPlan, it: ItemState): string[] {
@@ -181,7 +201,10 @@ function effectsOf(plan: ItemPlan, it: ItemState): string[] {
   const s = it.session;
   if (plan.wasLive && s) out.push(`end the live agent of ${plan.item} (attempt ${s.attempt}${s.tmux ? `, tmux ${s.tmux}` : s.pid !== null ? `, pid ${s.pid}` : ""})`);
   else if (plan.closeSession && s) out.push(`close the session of ${plan.item} (attempt ${s.attempt})`);
-  if (plan.pieces.includes("session")) out.push(`delete ${plan.item}'s session record${plan.deleteSessionDir ? " and its folder sessions/" + plan.item + "/" : ""}`);
+  if (plan.pieces.includes("session"))
+    out.push(
+      `delete ${plan.item}'s session record${plan.deleteSessionDir ? ` and its folder sessions/${plan.item}/ (every attempt's output and verify logs: \`loop logs\` has none of them afterwards)` : ""}`,
+    );
   if (plan.pieces.includes("control")) out.push(`forget ${plan.item}'s control records (commands, holds, replies, question): it is disarmed`);
   if (plan.pieces.includes("ledger"))
     out.push(`forget ${plan.item}'s ledgers (${it.attempts.length} attempt(s), ${it.failures} failure(s)${it.landing ? ", landing" : ""}; status ${it.status}): it becomes pending, first sight`);

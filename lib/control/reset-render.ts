@@ -15,15 +15,19 @@ export function renderReset(r: ResetReport): string {
     if (r.dry_run) {
       out.push(`${name}: would reset`);
       for (const e of it.effects) out.push(`  - ${p(e)}`);
+      for (const e of it.stays) out.push(`  stays: ${p(e)}`);
       continue;
     }
     out.push(`${name}: ${it.removed.length ? "reset" : "NOT reset"}`);
     if (it.was_live) out.push("  ended its live agent");
     out.push(`  removed: ${it.removed.length ? it.removed.join(", ") : "nothing"}`);
+    // Said, not implied by "session": the attempts' output is gone with the folder.
+    if (it.removed.includes("session")) out.push(`  logs: every attempt's output and verify logs were deleted with sessions/${p(it.item)}/ (\`loop logs\` has none of them now)`);
     const c = it.checkout;
     if (c.outcome !== "absent" || c.why) out.push(`  checkout: ${c.outcome}${c.path ? ` ${p(c.path)}` : ""}${c.why ? ` (${p(c.why)})` : ""}`);
     if (it.archived_branch) out.push(`  branch: archived as ${p(it.archived_branch)}`);
     for (const a of it.aside) out.push(`  moved aside earlier, not removed: ${p(a)}`);
+    for (const e of it.stays) out.push(`  stays: ${p(e)}`);
     for (const e of it.errors) out.push(`  error (${e.piece}): ${p(e.message)}`);
   }
   const found = r.items.filter((i) => i.found).length;

@@ -3,12 +3,12 @@
 // live sessions through the close path, retire checkouts and delete session folders, archive item
 // branches (renamed, never deleted), and append one work_item_reset per item with the close path's
 // events, in one transaction. Each step is idempotent, so a reset killed anywhere and run again
-// converges to where an uninterrupted one ends (tests/step/failpoints.test.ts, scenario "reset").
+// converges to where an uninterrupted one ends (tests/step/failpoints.e2e.test.ts, scenario "reset").
 import { existsSync, readdirSync, rmSync } from "node:fs";
 import { hostname } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import type { EventDraft } from "../log/events.ts";
-import type { ItemState, Projection } from "../log/projection.ts";
+import { currentAttemptOf, type ItemState, type Projection } from "../log/projection.ts";
 import { verifyAlive } from "../supervisor/verify-command.ts";
 import type { Lease } from "../log/snapshot.ts";
 import { runWriter, type Writer } from "../log/writer.ts";
@@ -25,7 +25,7 @@ import { sessionAlive } from "../supervisor/liveness.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { endMarked, markedProcesses, pidAlive } from "../shared/process.ts";
 import { tmux, tmuxHasSession } from "../supervisor/tmux.ts";
-import { statePaths } from "../shared/paths.ts";
+import { statePaths, worktreesRoot } from "../shared/paths.ts";
 import { BusyError } from "../shared/errors.ts";
 import {
   archivePrefix,
@@ -53,6 +53,8 @@ export interface ResetItemReport {
   errors: { piece: Piece; message: string }[];
   /** What was done (or, with --dry-run, would be), in plain words. */
   effects: string[];
+  /** What stays where it is: what the item landed on its target (docs/cli/loop-reset.md#never-removed). */
+  stays: string[];
 }
 
 export interface ResetReport {
@@ -130,7 +132,7 @@ export async function runReset(o: ResetOptions): Promise<ResetReport> {
 
 function makePlan(o: ResetOptions, p: Projection, sel: { ids: string[]; all: boolean }, loop: LoopFacts, dryRun: boolean): ResetPlan {
   const repo = repoOf(o.root);
-  return planReset({ p, ids: sel.ids, all: sel.all, facts: gatherFacts({ p, ids: sel.ids, stateRoot: o.stateRoot, repo }), loop, dryRun });
+  return planReset({ p, ids: sel.ids, all: sel.all, facts: gatherFacts({ p, ids: sel.ids, stateRoot: o.stateRoot, repo, worktrees: worktreesRoot(o.stateRoot, o.env) }), loop, dryRun });
 }
 
 function repoOf(root: string): string | null {
@@ -156,6 +158,7 @@ function plannedReport(plan: ResetPlan): ResetReport {
       aside: x.aside,
       errors: [],
       effects: x.effects,
+      stays: x.stays,
     })),
     transitions: [],
   };
@@ -301,7 +304,7 @@ async function carryOut(o: ResetOptions, w: Writer, p: Projection, plan: ResetPl
       payload: { pieces: removed, found: x.found, wasLive: x.wasLive, archivedBranch: archived, checkout: c, aside: x.aside, errors: errs },
     });
     if (x.resumeLoop && removed.length > 0) events.push({ type: "loop_resumed", payload: {} });
-    reports.push({ item: x.item, ref: x.ref, found: x.found, removed, was_live: x.wasLive, archived_branch: archived, checkout: c, aside: x.aside, errors: errs, effects: x.effects });
+    reports.push({ item: x.item, ref: x.ref, found: x.found, removed, was_live: x.wasLive, archived_branch: archived, checkout: c, aside: x.aside, errors: errs, effects: x.effects, stays: x.stays });
   }
   let transitions: ResetReport["transitions"] = [];
   if (events.length) transitions = w.append(events, "reset").map((e) => ({ seq: e.seq, type: e.type, item: e.item }));
@@ -311,15 +314,18 @@ async function carryOut(o: ResetOptions, w: Writer, p: Projection, plan: ResetPl
 // ---------------------------------------------------------------------------------------------
 // Facts: what exists outside the log, read without changing anything.
 
-function gatherFacts(o: { p: Projection; ids: string[]; stateRoot: string; repo: string | null }): Record<string, ItemFacts> {
+function gatherFacts(o: { p: Projection; ids: string[]; stateRoot: string; repo: string | null; worktrees: string }): Record<string, ItemFacts> {
   const { p } = o;
   const paths = statePaths(o.stateRoot);
   const name = p.loop.name ?? "";
-  let asideNames: string[] = [];
-  try {
-    asideNames = readdirSync(paths.workspaces).filter((n) => n.includes(".aside-"));
-  } catch {
-    // no workspaces yet
+  // Moved aside where the worktrees are, and where they were before they left the state root.
+  const asides: string[] = [];
+  for (const dir of [o.worktrees, paths.workspaces]) {
+    try {
+      asides.push(...readdirSync(dir).filter((n) => n.includes(".aside-")).map((n) => join(dir, n)));
+    } catch {
+      // no worktrees there
+    }
   }
   // Every branch of interest in one git process: the loop's item branches and archives, and any
   // branch an item recorded under an earlier loop name.
@@ -347,7 +353,7 @@ function gatherFacts(o: { p: Projection; ids: string[]; stateRoot: string; repo:
   for (const id of o.ids) {
     const it = p.items[id]!;
     const s = it.session;
-    const path = checkoutPath(o.stateRoot, it);
+    const path = checkoutPath(o.worktrees, it);
     const exists = existsSync(path);
     const onItemBranch = exists && checkoutBranch(path) === branchOf(p, it);
     const prefix = archivePrefix(name, id, it.epoch);
@@ -355,7 +361,7 @@ function gatherFacts(o: { p: Projection; ids: string[]; stateRoot: string; repo:
     out[id] = {
       sessionDir: existsSync(join(paths.sessions, id)),
       worktree: { path, exists, onItemBranch, dirty: onItemBranch ? hasUncommittedChanges(path) : null },
-      aside: asideNames.filter((n) => n.startsWith(`${id}.aside-`)).map((n) => join(paths.workspaces, n)),
+      aside: asides.filter((a) => basename(a).startsWith(`${id}.aside-`)),
       branchHead: branches.get(branchOf(p, it)) ?? null,
       archives: (archivesOf.get(id) ?? []).filter((b) => b === prefix || /^-\d+$/.test(b.slice(prefix.length))).sort((a, b) => suffix(a) - suffix(b)),
       // Only a session not recorded closed is worth a process probe; leftovers of closed ones carry the mark.
@@ -375,6 +381,6 @@ function loopFacts(stateRoot: string, lease: Lease | null): LoopFacts {
 
 /** The current attempt's verify command has a recorded process group that is still alive. */
 function runningVerify(it: ItemState): boolean {
-  const run = it.attempts[it.attempts.length - 1]?.verifyRun;
+  const run = currentAttemptOf(it)?.verifyRun;
   return run?.pid != null ? verifyAlive({ pid: run.pid, startTime: run.startTime }) : false;
 }

@@ -1,7 +1,8 @@
 // What an attempt leads to once its session has ended: verify, land, settle, fail and retry or
 // settle failed; and how a failure is named. Pure: read from what the log already holds.
-import type { ItemState } from "../log/projection.ts";
+import { type ItemState, requireAttempt } from "../log/projection.ts";
 import { landed } from "../log/vocabulary.ts";
+import { identicalFailure, identicalFailureReason } from "./guards.ts";
 
 /**
  * What an attempt whose session has ended needs next, read from what the log already holds: each
@@ -19,7 +20,7 @@ export type AfterSession =
   | { kind: "settle"; landed: boolean };
 
 export function afterSession(it: ItemState): AfterSession {
-  const attempt = it.attempts[it.attempts.length - 1]!;
+  const attempt = requireAttempt(it);
   const end = attempt.end!;
   // Cut short by the loop or the machine, not by the agent: the same attempt's work runs again, uncounted.
   if (end.verdict === "launch_interrupted" || end.verdict === "drained") return { kind: "requeue", reason: end.reason, drained: end.verdict === "drained" };
@@ -34,6 +35,19 @@ export function afterSession(it: ItemState): AfterSession {
 /** After an attempt failed: try again or give up. */
 export function afterFailure(it: ItemState): "retry" | "settle_failed" {
   return it.failures + 1 < it.def.maxAttempts ? "retry" : "settle_failed";
+}
+
+/**
+ * After an attempt failed with `reason`, the guards applied: retry, or settle failed with the
+ * reason the item keeps. Two failures in a row with the same verify output settle at once (the
+ * identicalFailure guard): a third try would spend money on nothing.
+ */
+export function afterFailureOf(it: ItemState, o: { identicalFailure: boolean; reason: string }): { decision: "retry" } | { decision: "settle_failed"; reason: string } {
+  const planned = afterFailure(it);
+  const same = planned === "retry" && o.identicalFailure ? identicalFailure(it.attempts) : null;
+  if (planned === "retry" && !same) return { decision: "retry" };
+  const attempt = requireAttempt(it);
+  return { decision: "settle_failed", reason: failedReason(it, same ? identicalFailureReason({ ...same, attempt: attempt.n }, o.reason) : o.reason) };
 }
 
 /**

@@ -171,6 +171,20 @@ export function remainingMicroUsd(o: { item: Pick<ItemState, "attempts" | "def">
   return left.length ? Math.max(0, Math.min(...left)) : null;
 }
 
+/**
+ * The tokens a session behind its gateway may still use (the gateway refuses the model request
+ * after the one that reaches it): the least of what is left of the item's, the loop's and the day's
+ * token budgets; null when none is set.
+ */
+export function remainingTokens(o: { item: Pick<ItemState, "attempts" | "def">; usage: LoopUsage | undefined; budget: LoopBudget | undefined; now: number }): number | null {
+  const spend = loopSpend(o.usage, o.now);
+  const left: number[] = [];
+  if (o.item.def.budget?.tokens !== undefined) left.push(o.item.def.budget.tokens - (attemptsSpend(o.item.attempts).tokens ?? 0));
+  if (o.budget?.tokens !== undefined) left.push(o.budget.tokens - (spend.total.tokens ?? 0));
+  if (o.budget?.daily?.tokens !== undefined) left.push(o.budget.daily.tokens - (spend.daily.tokens ?? 0));
+  return left.length ? Math.max(0, Math.min(...left)) : null;
+}
+
 /** What a figure is made of, as an attempt's next usage_recorded would say it. */
 export interface UsageReading {
   tokens: TokenCounts | null;

@@ -22,6 +22,7 @@ export type FaultKind =
   | "git_failed"
   | "launch_failed"
   | "launch_interrupted"
+  | "setup_failed"
   | "object_store_tampered";
 
 export interface EnvironmentFault {

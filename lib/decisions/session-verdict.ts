@@ -52,3 +52,29 @@ export function classifySession(o: SessionObservation): SessionVerdict {
     return { kind: "stalled", reason: `no progress in the output for ${Math.round((o.now - last) / 1000)}s (stall timeout ${Math.round(o.timeouts.stall / 1000)}s)` };
   return { kind: "waiting", reason: "agent is working" };
 }
+
+/** What a look at a reserved attempt whose start is not recorded saw (its wrapper was not adoptable). */
+export interface LaunchingObservation {
+  /** The reserving step wrote the launch record (it got as far as spawning). */
+  launched: boolean;
+  /** A process carries the attempt's mark, or its tmux session exists: what was spawned is alive. */
+  carried: boolean;
+  /** Since the reservation, ms. */
+  ageMs: number;
+  launchTimeoutMs: number;
+}
+
+export type LaunchingVerdict = { kind: "waiting"; reason: string } | { kind: "failed"; reason: string; interrupted: boolean };
+
+/**
+ * A launch record with nothing alive carrying the attempt's mark: the step was stopped between the
+ * record and the spawn, and nothing runs. No launch record: it stopped before launching. Either is
+ * the loop's failure, not the agent's (`interrupted`: not counted).
+ */
+export function classifyLaunching(o: LaunchingObservation): LaunchingVerdict {
+  const cutShort = o.launched && !o.carried;
+  if (o.launched && !cutShort && o.ageMs <= o.launchTimeoutMs) return { kind: "waiting", reason: "session is starting" };
+  if (!o.launched) return { kind: "failed", reason: "the step that reserved this attempt stopped before launching it; not relaunched", interrupted: true };
+  if (cutShort) return { kind: "failed", reason: "the step that launched this attempt stopped before its session started (nothing runs); not relaunched", interrupted: true };
+  return { kind: "failed", reason: `session did not start within ${Math.round(o.launchTimeoutMs / 1000)}s`, interrupted: false };
+}

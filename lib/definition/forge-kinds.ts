@@ -51,6 +51,31 @@ export function apiUrlProblem(s: string): string | undefined {
 }
 
 /**
+ * Why a `gitUrl` is refused. Loop's push and fetch go there with the token (over https, to the
+ * forge's host only) or ssh's keys, so it is a plain transport: https, ssh (`ssh://` or
+ * `user@host:path`), http only to this machine, or a local path (a mirror, a test's bare
+ * repository); never credentials, a `<transport>::` helper, an option-like or blank-holding string.
+ */
+export function gitUrlProblem(s: string): string | undefined {
+  const shape = "must be an https or ssh URL of the repository (https://HOST/OWNER/REPO.git, git@HOST:OWNER/REPO.git), http only to 127.0.0.1 or localhost, or an absolute path";
+  if (s === "" || s.startsWith("-") || /[\s\x00-\x1f\x7f]/.test(s) || s.includes("::")) return shape;
+  if (s.startsWith("/")) return undefined;
+  const scp = /^([A-Za-z0-9._-]+@)?[A-Za-z0-9][A-Za-z0-9.-]*:(?!\/\/)(.+)$/.exec(s);
+  if (scp) return undefined;
+  let u: URL;
+  try {
+    u = new URL(s);
+  } catch {
+    return shape;
+  }
+  if (u.password) return "must not hold credentials (name the token's variable in tokenEnv)";
+  if (u.search || u.hash) return "must not have a query or fragment";
+  if (u.protocol === "https:" || u.protocol === "ssh:" || u.protocol === "file:") return u.protocol === "https:" && u.username ? "must not hold credentials (name the token's variable in tokenEnv)" : undefined;
+  if (u.protocol === "http:" && ["127.0.0.1", "localhost", "[::1]"].includes(u.hostname)) return undefined;
+  return shape;
+}
+
+/**
  * The host refs of a forge name: null for the public service (github.com, gitlab.com: refs omit
  * it), else the apiUrl's host (GitHub Enterprise Server, a self-managed GitLab). An apiUrl on this
  * machine (a test double, a local proxy) stands for the public service.

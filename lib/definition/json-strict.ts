@@ -11,7 +11,6 @@
 // Nesting is limited (MAX_DEPTH), so hostile input is a syntax error, not a stack overflow.
 // "__proto__" is an ordinary own key of the result, never a prototype.
 import { JsonSyntaxError } from "../shared/errors.ts";
-export { JsonSyntaxError } from "../shared/errors.ts";
 
 export interface StrictJson {
   value: unknown;

@@ -2,7 +2,8 @@
 // duplicate keys), and normalized (lib/definition/normalize.ts).
 import { readRegularFile } from "../shared/fsutil.ts";
 import { join } from "node:path";
-import { JsonSyntaxError, parseStrictJson } from "./json-strict.ts";
+import { parseStrictJson } from "./json-strict.ts";
+import { JsonSyntaxError } from "../shared/errors.ts";
 import { DefinitionError, type DefinitionIssue } from "../shared/errors.ts";
 import type { NormDefinition } from "./normalized.ts";
 import { byItem, normalizeDefinition } from "./normalize.ts";

@@ -7,8 +7,9 @@ import { canonicalJson, sha256Hex } from "../log/canonical.ts";
 import { parseDuration } from "./duration.ts";
 import { DEFAULT_ENVIRONMENT, type NormEnvironment } from "./environment.ts";
 import { DefinitionError, type DefinitionIssue } from "../shared/errors.ts";
-import { type CommandRunner, DEFAULTS, type Guards, type Landing, type Limit, type NormDefinition, type NormForge, type NormItem, type NormReactions, type Sandbox, type Timeouts } from "./normalized.ts";
+import { type CommandRunner, DEFAULTS, type Guards, type LandingMode, type Limit, type NormDefinition, type NormForge, type NormItem, type NormReactions, type Sandbox, type Timeouts } from "./normalized.ts";
 import { FORGE_DEFAULTS, KIND } from "./forge-kinds.ts";
+import { normalizeNetwork } from "./network.ts";
 import { defaultTarget } from "./branches.ts";
 import { formatPath, RawDefaults, RawDefinition } from "./schema.ts";
 import { checkMeaning, isObj, type Resolved } from "./semantics.ts";
@@ -40,6 +41,8 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
   };
   // Only a loop with a forge has a landing wait; without one the definition (and its hash) is as before.
   if (raw.forge) timeouts.landing = d.timeouts?.landing ?? parseDuration(DEFAULTS.timeouts.landing);
+  // Likewise the setup's deadline, only in a loop with a workspace.setup.
+  if (raw.workspace?.setup !== undefined) timeouts.setup = d.timeouts?.setup ?? parseDuration(DEFAULTS.timeouts.setup);
   const items = raw.items.map((item, i): NormItem => {
     const { id, ref } = resolved[i]!;
     const verify = item.verify ?? d.verify;
@@ -48,11 +51,16 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
     // A command runner's own sandbox wins over the default; the presets take the default.
     const own = raw.runners && Object.hasOwn(raw.runners, runner) ? raw.runners[runner]!.sandbox : undefined;
     const sandbox: Sandbox = own ?? d.sandbox ?? "none";
+    const ownNetwork = raw.runners && Object.hasOwn(raw.runners, runner) ? raw.runners[runner]!.network : undefined;
+    const network = normalizeNetwork(ownNetwork ?? d.network);
+    // Tests that need a registry say so: in the sandbox a verify reaches nothing unless told.
+    const verifyNetwork = normalizeNetwork(d.verifyNetwork ?? (sandbox === "bwrap" ? "none" : "open"));
     return {
       id,
       ref,
       prompt: item.prompt,
-      dependsOn: item.dependsOn ?? [],
+      // workspace.stacked: each item depends on the one before it in loop.json (docs/loop-json.md#workspace).
+      dependsOn: stackedOn(raw, i, resolved, item.dependsOn ?? []),
       verify,
       runner,
       // An explicit `"model": null` on an item means "the runner's own default", overriding defaults.model.
@@ -63,11 +71,14 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
         stall: item.timeouts?.stall ?? timeouts.stall,
         verify: item.timeouts?.verify ?? timeouts.verify,
         ...(timeouts.landing !== undefined ? { landing: item.timeouts?.landing ?? timeouts.landing } : {}),
+        ...(timeouts.setup !== undefined ? { setup: item.timeouts?.setup ?? timeouts.setup } : {}),
       },
       ...(sandbox === "bwrap" ? { sandbox } : {}),
       ...(raw.forge ? { reactions: reactionsOf(d.landing ?? DEFAULTS.landing, raw.reactions, item.reactions) } : {}),
       // An item's own budget replaces the default whole (`{}`: none for this item).
       ...limitOf(item.budget !== undefined ? item.budget : d.budget),
+      ...(network !== undefined ? { network } : {}),
+      ...(verifyNetwork !== undefined ? { verifyNetwork } : {}),
     };
   });
   const runners: Record<string, CommandRunner> = {};
@@ -88,6 +99,7 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
     repo: f.repo,
     apiUrl: (f.apiUrl ?? KIND[f.provider].apiUrl).replace(/\/+$/, ""),
     remote: f.remote ?? FORGE_DEFAULTS.remote,
+    ...(f.gitUrl ? { gitUrl: f.gitUrl } : {}),
     tokenEnv: f.tokenEnv ?? KIND[f.provider].tokenEnv,
     authorizedUsers: f.authorizedUsers ?? [],
     authorizeWriters: f.authorizeWriters ?? false,
@@ -100,6 +112,8 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
     target: raw.workspace?.target ?? defaultTarget(raw.name),
     tmux: raw.sessions?.tmux ?? false,
     keepCheckoutOnClose: raw.workspace?.keepCheckoutOnClose ?? false,
+    ...(raw.workspace?.setup !== undefined ? { setup: raw.workspace.setup } : {}),
+    ...(raw.workspace?.stacked ? { stacked: true as const } : {}),
     requireStartCommand: raw.control?.requireStartCommand ?? false,
     runners,
     ...(raw.protect?.length ? { protect: [...new Set(raw.protect)] } : {}),
@@ -116,13 +130,18 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
  * default is "retry" but failed checks with landing "pr", which are "block": loop does not wait on
  * a PR it does not merge (it passes the item with its draft open), so nothing would see them.
  */
-export function reactionsOf(landing: Landing, loop: Partial<NormReactions> | undefined, item: Partial<NormReactions> | undefined): NormReactions {
+export function reactionsOf(landing: LandingMode, loop: Partial<NormReactions> | undefined, item: Partial<NormReactions> | undefined): NormReactions {
   const defaults: NormReactions = { checksFailed: landing === "merge" ? "retry" : "block", changesRequested: "retry", conflict: "retry" };
   return {
     checksFailed: item?.checksFailed ?? loop?.checksFailed ?? defaults.checksFailed,
     changesRequested: item?.changesRequested ?? loop?.changesRequested ?? defaults.changesRequested,
     conflict: item?.conflict ?? loop?.conflict ?? defaults.conflict,
   };
+}
+
+function stackedOn(raw: RawDefinition, i: number, resolved: Resolved[], own: string[]): string[] {
+  const previous = raw.workspace?.stacked && i > 0 ? resolved[i - 1]!.id : null;
+  return previous !== null && !own.includes(previous) ? [previous, ...own] : own;
 }
 
 /** Dollars as the log holds them: whole millionths (canonical JSON has no fractions). */

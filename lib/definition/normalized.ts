@@ -4,6 +4,7 @@ import { RESERVED_RUNNER_NAMES } from "./runners.ts";
 import type { NormEnvironment } from "./environment.ts";
 import type { ReactionDecision, ReactionSignal } from "../log/vocabulary.ts";
 import type { ForgeKind } from "./forge-kinds.ts";
+import type { NetworkPolicy } from "./network.ts";
 
 export interface Timeouts {
   launch: number;
@@ -11,6 +12,8 @@ export interface Timeouts {
   verify: number;
   /** How long landing through a forge may wait for a merge; present only in a loop with a forge. */
   landing?: number;
+  /** How long workspace.setup may run in a new worktree; present only when loop.json has one. */
+  setup?: number;
 }
 export interface NormItem {
   id: string;
@@ -41,6 +44,14 @@ export interface NormItem {
    * millionths. Absent without one, so a definition without budgets (and its hash) is as before.
    */
   budget?: Limit;
+  /**
+   * What the item's session may reach besides the model API (docs/loop-json.md#network): the
+   * runner's own `network`, else `defaults.network`. Absent for "open", so a definition without
+   * one (and its hash) is as before.
+   */
+  network?: NetworkPolicy;
+  /** What its verify may reach: `defaults.verifyNetwork`, else "none" in the sandbox; absent for "open". */
+  verifyNetwork?: NetworkPolicy;
 }
 /** One decision per reaction signal (lib/log/vocabulary.ts REACTION_SIGNALS). */
 export type NormReactions = Record<ReactionSignal, ReactionDecision>;
@@ -77,13 +88,15 @@ export interface NormForge {
   repo: string;
   apiUrl: string;
   remote: string;
+  /** Where loop pushes and fetches (docs/loop-json.md#forge); absent: the forge's own https URL of `repo`, so a definition without it hashes as before. */
+  gitUrl?: string;
   tokenEnv: string;
   authorizedUsers: string[];
   authorizeWriters: boolean;
   /** Milliseconds between two reads of the repository's comments. */
   pollInterval: number;
 }
-export type Landing = "none" | "merge" | "pr";
+export type LandingMode = "none" | "merge" | "pr";
 /** The command run when the loop needs a person (docs/operations.md#hearing-about-trouble). */
 export interface NotifyDef {
   command: string[];
@@ -92,12 +105,22 @@ export interface NotifyDef {
 }
 export interface NormDefinition {
   name: string;
-  landing: Landing;
+  landing: LandingMode;
   base: string;
   /** The branch landing "merge" merges into; `loop/<name>/landed` unless workspace.target says otherwise. */
   target: string;
   tmux: boolean;
   keepCheckoutOnClose: boolean;
+  /**
+   * workspace.setup: the command run in each new worktree before its agent starts
+   * (docs/loop-json.md#workspace). Absent without one, so such a definition (and its hash) is as before.
+   */
+  setup?: string;
+  /**
+   * workspace.stacked: each item builds on the one before it in loop.json (docs/loop-json.md#workspace).
+   * Present only when true, so a definition without it (and its hash) is as before.
+   */
+  stacked?: true;
   requireStartCommand: boolean;
   /** Command runners from loop.json; none is named like a built-in runner. */
   runners: Record<string, CommandRunner>;
@@ -134,7 +157,7 @@ export const RUNNER_PLACEHOLDERS: readonly string[] = ["prompt", "handoff", "wor
 export const DEFAULTS = {
   runner: "demo",
   maxAttempts: 2,
-  timeouts: { launch: "5m", stall: "60m", verify: "15m", landing: "30m" },
+  timeouts: { launch: "5m", stall: "60m", verify: "15m", landing: "30m", setup: "10m" },
   landing: "none",
   base: "main",
   notifyTimeout: "30s",

@@ -4,7 +4,6 @@
 // a message naming the offending part; nothing is ever sanitized. The canonical form is the
 // identity used for deduplication. No path is built from a ref: paths come from item ids.
 import { RefError } from "../shared/errors.ts";
-export { RefError } from "../shared/errors.ts";
 
 export interface WorkItemRef {
   provider: string;

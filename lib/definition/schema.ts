@@ -8,7 +8,8 @@ import { protectPatternProblem } from "./protect.ts";
 import { ENV_PATTERN } from "./environment.ts";
 import { REACTION_DECISIONS } from "../log/vocabulary.ts";
 import { MAX_NOTIFY_TIMEOUT_MS, RUNNER_PLACEHOLDERS } from "./normalized.ts";
-import { apiUrlProblem, FORGE_KINDS, isForgeLogin } from "./forge-kinds.ts";
+import { apiUrlProblem, FORGE_KINDS, gitUrlProblem, isForgeLogin } from "./forge-kinds.ts";
+import { MAX_NETWORK_ENTRIES, networkEntryProblem } from "./network.ts";
 import { branchNameProblem } from "./branches.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -72,6 +73,7 @@ const RawTimeouts = section({
   stall: v.optional(Duration),
   verify: v.optional(Duration),
   landing: v.optional(Duration),
+  setup: v.optional(Duration),
 });
 
 const Verify = v.union(
@@ -101,6 +103,17 @@ const CommandArg = v.pipe(
     return `unknown placeholder ${unknown.map((p) => `{${p}}`).join(", ")} (known: ${known})`;
   }),
 );
+/** "open", "none", or a list of "host:port" entries (docs/loop-json.md#network). */
+const Network = v.union(
+  [
+    v.picklist(["open", "none"]),
+    v.pipe(
+      v.array(v.pipe(v.string("must be a string"), problem<string>(networkEntryProblem)), "must be an array of \"host:port\" entries"),
+      v.maxLength(MAX_NETWORK_ENTRIES, `must have at most ${MAX_NETWORK_ENTRIES} entries`),
+    ),
+  ],
+  'must be "open", "none" or an array of "host:port" entries',
+);
 const SandboxKind = v.picklist(["bwrap", "none"], 'must be "bwrap" (run the agent and its verify under bubblewrap) or "none"');
 /** Environment variable names, or patterns with `*` (docs/loop-json.md#environment). */
 const EnvNames = v.array(
@@ -113,6 +126,7 @@ const RawRunner = section({
     v.minLength(1, "must name a program to run"),
   ),
   sandbox: v.optional(SandboxKind),
+  network: v.optional(Network),
   environment: v.optional(EnvNames),
 });
 const RawEnvironment = section({
@@ -167,6 +181,8 @@ export const RawDefaults = section({
   timeouts: v.optional(RawTimeouts),
   landing: v.optional(v.picklist(["none", "merge", "pr"], 'must be "none", "merge" or "pr"')),
   sandbox: v.optional(SandboxKind),
+  network: v.optional(Network),
+  verifyNetwork: v.optional(Network),
   budget: v.optional(RawBudget),
 });
 
@@ -197,6 +213,8 @@ const RawWorkspace = section({
   keepCheckoutOnClose: v.optional(Bool),
   base: v.optional(Branch),
   target: v.optional(Branch),
+  setup: v.optional(NonBlank),
+  stacked: v.optional(Bool),
 });
 
 
@@ -212,6 +230,7 @@ const RawForge = section({
   ),
   apiUrl: v.optional(v.pipe(v.string("must be a string"), problem<string>(apiUrlProblem))),
   remote: v.optional(v.pipe(v.string("must be a string"), v.check((s) => /^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(s), "must be a git remote name"))),
+  gitUrl: v.optional(v.pipe(v.string("must be a string"), problem<string>(gitUrlProblem))),
   tokenEnv: v.optional(v.pipe(v.string("must be a string"), v.check((s) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(s), "must be the name of an environment variable (the token itself never goes in loop.json)"))),
   authorizedUsers: v.optional(v.array(v.pipe(v.string("must be a string"), v.check((s) => FORGE_KINDS.some((k) => isForgeLogin(k, s)), "must be a forge login")), "must be an array of logins")),
   authorizeWriters: v.optional(Bool),

@@ -3,7 +3,6 @@
 import type { Projection } from "../log/projection.ts";
 import { parseSelector } from "./refs.ts";
 import { UnknownItemError } from "../shared/errors.ts";
-export { UnknownItemError } from "../shared/errors.ts";
 
 /** An item as selectors see it: its id and canonical ref. */
 export interface SelectableItem {

@@ -1,7 +1,8 @@
 // Pass 2 of validating loop.json (lib/definition/normalize.ts): the rules across fields (ids, refs,
 // uniqueness, dependencies and their cycles, runners, verify defaults, secrets, the forge's refs),
 // run on the raw value with per-field guards, so a badly-typed field elsewhere does not hide them.
-import { RefError, isItemId, itemIdFromRef, parseRef, refPrefix } from "./refs.ts";
+import { isItemId, itemIdFromRef, parseRef, refPrefix } from "./refs.ts";
+import { RefError } from "../shared/errors.ts";
 import { BUILTIN_SECRETS } from "./environment.ts";
 import { formatJsonPath } from "./json-strict.ts";
 import { hasHidden, hiddenIn } from "../shared/untrusted-text.ts";
@@ -125,6 +126,9 @@ export function checkMeaning(raw: Obj, add: Add): Resolved[] {
       seen.add(dep);
     });
   });
+  // workspace.stacked: each item depends on the one before it (lib/definition/normalize.ts), a cycle with a dependsOn on a later item.
+  const ws = raw.workspace;
+  if (isObj(ws) && ws.stacked === true) edges.forEach((e, i) => i > 0 && !e.includes(i - 1) && e.push(i - 1));
   for (const cycle of findCycles(edges)) {
     const ids = cycle.map((i) => resolved[i]!.id);
     add(`items[${cycle[0]}].dependsOn`, `dependency cycle ${[...ids, ids[0]].join(" -> ")}`);

@@ -35,8 +35,10 @@ import {
   pullTerms,
   commitIdOf,
   type ReviewFeedback,
+  rateLimited,
 } from "./provider.ts";
-import { type Answer, ForgeHttp, type Json, linkTarget, MAX_PAGES } from "./http.ts";
+import { type Answer, ForgeHttp, type Json, linkTarget } from "./http.ts";
+import { MAX_PAGES } from "./bounds.ts";
 import { sanitizeLine, tailOf } from "./untrusted.ts";
 
 /** The REST API version this client is written against (sent as X-GitHub-Api-Version). */
@@ -391,13 +393,11 @@ export class GitHubProvider implements ForgeProvider {
     return { ok: true, value: { issues, notes } };
   }
 
-  async openPulls(): Promise<ForgeResult<ForgePullSummary[]>> {
+  async openPulls(): Promise<ForgeResult<ForgeListing<ForgePullSummary>>> {
     const r = await this.#pages(`${this.#repoPath}/pulls?state=open&per_page=100`);
     if ("ok" in r) return r;
-    return {
-      ok: true,
-      value: r.bodies.flatMap((b) => (Array.isArray(b) ? b : [])).map((p: Json) => ({ number: Number(p.number), title: String(p.title ?? ""), body: String(p.body ?? ""), url: String(p.html_url ?? "") })),
-    };
+    const items = r.bodies.flatMap((b) => (Array.isArray(b) ? b : [])).map((p: Json) => ({ number: Number(p.number), title: String(p.title ?? ""), body: String(p.body ?? ""), url: String(p.html_url ?? "") }));
+    return { ok: true, value: { items, cut: r.cut } };
   }
 }
 
@@ -409,8 +409,8 @@ function rateLimit(res: Response, body: Json, now: () => number): ForgeFailure |
   const remaining = res.headers.get("x-ratelimit-remaining");
   const reset = res.headers.get("x-ratelimit-reset");
   const secondary = /secondary rate limit|abuse/i.test(message);
-  if (retryAfter !== null && /^\d+$/.test(retryAfter)) return { ok: false, kind: "rate_limited", retryAt: now() + Number(retryAfter) * 1000, message: `retry-after ${retryAfter}s` };
-  if (remaining === "0" && reset !== null && /^\d+$/.test(reset)) return { ok: false, kind: "rate_limited", retryAt: Number(reset) * 1000, message: "primary rate limit exhausted" };
+  if (retryAfter !== null && /^\d+$/.test(retryAfter)) return rateLimited(now(), now() + Number(retryAfter) * 1000, `retry-after ${retryAfter}s`);
+  if (remaining === "0" && reset !== null && /^\d+$/.test(reset)) return rateLimited(now(), Number(reset) * 1000, "primary rate limit exhausted");
   // A secondary limit without retry-after: GitHub asks for at least a minute.
   if (secondary || res.status === 429) return { ok: false, kind: "rate_limited", retryAt: now() + 60_000, message: "secondary rate limit" };
   return null;
@@ -454,10 +454,14 @@ function issueNumberOf(url: unknown): number {
 /**
  * A 405 on merge: some are waits ("Base branch was modified", required reviews or checks still
  * running), the rest refusals waiting cannot fix (merge method not allowed, linear history, a head
- * not up to date with its base where protection requires it: loop does not update branches).
+ * not up to date with its base where protection requires it: loop does not update branches; required
+ * checks the head never reported).
  */
 export function notMergeableIsWait(message: string): boolean {
-  if (/merge commits are not allowed|linear history|method .*not allowed|not allowed on this repository|not authorized|permission|not up to date/i.test(message)) return false;
+  // "Head branch is out of date. Review and try the merge again." and "N of N required status checks
+  // are expected." (checks loop read all green, that the base requires under other names) are
+  // refusals, whatever else their words say.
+  if (/merge commits are not allowed|linear history|method .*not allowed|not allowed on this repository|not authorized|permission|not up to date|out of date|status checks? (is|are) expected/i.test(message)) return false;
   return /base branch was modified|required status check|expected|review|pending|try again|not mergeable/i.test(message);
 }
 

@@ -39,6 +39,7 @@ import {
   pullTerms,
   commitIdOf,
   type ReviewFeedback,
+  rateLimited,
 } from "./provider.ts";
 import { type Answer, ForgeHttp, type Json, linkTarget } from "./http.ts";
 import { sanitizeLine } from "./untrusted.ts";
@@ -263,8 +264,9 @@ export class GitLabProvider implements ForgeProvider {
     const path = `${this.#project}/members/all?query=${encodeURIComponent(login)}&per_page=100`;
     const r = await this.#pages(path);
     if ("ok" in r) return r;
-    const me = login.toLowerCase();
-    const levels = r.items.filter((m: Json) => String(m?.username ?? "").toLowerCase() === me && (m?.state ?? "active") === "active").map((m: Json) => Number(m.access_level ?? 0));
+    // ASCII case only: Unicode's folding makes "\u212Aate" (KELVIN SIGN) kate.
+    const me = asciiLower(login);
+    const levels = r.items.filter((m: Json) => asciiLower(String(m?.username ?? "")) === me && (m?.state ?? "active") === "active").map((m: Json) => Number(m.access_level ?? 0));
     return { ok: true, value: levels.some((l: number) => l >= DEVELOPER) };
   }
 
@@ -437,10 +439,11 @@ export class GitLabProvider implements ForgeProvider {
     return { ok: true, value: { issues, notes } };
   }
 
-  async openPulls(): Promise<ForgeResult<ForgePullSummary[]>> {
+  async openPulls(): Promise<ForgeResult<ForgeListing<ForgePullSummary>>> {
     const r = await this.#pages(`${this.#project}/merge_requests?state=opened&per_page=100`);
     if ("ok" in r) return r;
-    return { ok: true, value: r.items.map((m: Json) => ({ number: Number(m.iid), title: String(m.title ?? ""), body: String(m.description ?? ""), url: String(m.web_url ?? "") })) };
+    const items = r.items.map((m: Json) => ({ number: Number(m.iid), title: String(m.title ?? ""), body: String(m.description ?? ""), url: String(m.web_url ?? "") }));
+    return { ok: true, value: { items, cut: r.cut } };
   }
 }
 
@@ -449,9 +452,13 @@ function rateLimit(res: Response, _body: Json, now: () => number): ForgeFailure 
   if (res.status !== 429) return null;
   const retryAfter = res.headers.get("retry-after");
   const reset = res.headers.get("ratelimit-reset");
-  if (retryAfter !== null && /^\d+$/.test(retryAfter)) return { ok: false, kind: "rate_limited", retryAt: now() + Number(retryAfter) * 1000, message: `retry-after ${retryAfter}s` };
-  if (reset !== null && /^\d+$/.test(reset)) return { ok: false, kind: "rate_limited", retryAt: Number(reset) * 1000, message: "rate limit exhausted (RateLimit-Reset)" };
+  if (retryAfter !== null && /^\d+$/.test(retryAfter)) return rateLimited(now(), now() + Number(retryAfter) * 1000, `retry-after ${retryAfter}s`);
+  if (reset !== null && /^\d+$/.test(reset)) return rateLimited(now(), Number(reset) * 1000, "rate limit exhausted (RateLimit-Reset)");
   return { ok: false, kind: "rate_limited", retryAt: now() + 60_000, message: "rate limited (no Retry-After)" };
+}
+
+function asciiLower(s: string): string {
+  return s.replace(/[A-Z]/g, (c) => c.toLowerCase());
 }
 
 /** A listing page's items (an answer that is not a list holds none). */

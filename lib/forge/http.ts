@@ -8,7 +8,6 @@ import { type ConditionalCache, DEFAULT_FORGE_TIMEOUT_MS, type FetchLike, type F
 import { sanitizeLine, tailOf } from "./untrusted.ts";
 import { MAX_ANSWER_BYTES, MAX_ANSWER_VALUES, MAX_PAGES, MAX_STEP_ANSWER_BYTES } from "./bounds.ts";
 
-export { MAX_ANSWER_BYTES, MAX_PAGES };
 /** Redirects followed for one request at most. */
 const MAX_REDIRECTS = 3;
 const REDIRECTS = [301, 302, 307, 308];
@@ -217,9 +216,12 @@ export class ForgeHttp {
     return url.startsWith(this.base) ? url.slice(this.base.length) || "/" : sanitizeLine(url, 300);
   }
 
-  /** Defence in depth: no message leaves here holding the token. */
+  /**
+   * Defence in depth: no message leaves here holding the token, as it is or in the base64 forms it
+   * travels in (git's Basic authorization, `x-access-token:<token>` on GitHub, `oauth2:<token>` on GitLab).
+   */
   #scrub(s: string): string {
-    return this.#token ? s.split(this.#token).join("[token]") : s;
+    return scrubToken(s, this.#token);
   }
 }
 
@@ -239,6 +241,16 @@ export function jsonValuesOver(text: string, max: number): boolean {
     }
   }
   return false;
+}
+
+/** `s` with `token` and its base64 forms replaced by "[token]". */
+export function scrubToken(s: string, token: string | null | undefined): string {
+  if (!token) return s;
+  const b64 = (t: string) => Buffer.from(t).toString("base64");
+  const forms = [token, b64(token), b64(`x-access-token:${token}`), b64(`oauth2:${token}`)].map((f) => f.replace(/=+$/, "")).filter((f) => f.length >= 8);
+  let out = s;
+  for (const f of forms) out = out.split(f).join("[token]");
+  return out;
 }
 
 /** A Link header's target for `rel` (RFC 8288): the first whole URL so named; null when there is none. */

@@ -265,8 +265,8 @@ export interface ForgeProvider {
   reviewFeedback(number: number): Promise<ForgeResult<ForgeListing<ReviewFeedback>>>;
   /** Open issues (never pull requests) of the repository matching `search`, in the forge's own search syntax. */
   searchOpenIssues(search: string): Promise<ForgeResult<IssueSearch>>;
-  /** Every open pull request of the repository (capped: see the provider). */
-  openPulls(): Promise<ForgeResult<ForgePullSummary[]>>;
+  /** The open pull requests of the repository, up to the provider's page cap; `cut` when there were more. */
+  openPulls(): Promise<ForgeResult<ForgeListing<ForgePullSummary>>>;
 }
 
 export type FetchLike = (input: string, init?: RequestInit) => Promise<Response>;
@@ -288,9 +288,29 @@ export interface ProviderOptions {
 /** A request's deadline unless the caller sets one (docs/forge.md#deadlines). */
 export const DEFAULT_FORGE_TIMEOUT_MS = 30_000;
 
+/**
+ * The longest a rate limit holds loop's requests back (docs/forge.md#rate-limits): a forge that asks
+ * for more (a retry-after of 3,000 years, a reset past the year 275760 that no date can hold) is
+ * asked again after an hour, and the failure says what it asked for.
+ */
+export const RATE_LIMIT_CAP_MS = 3_600_000;
+
+/** A rate limit until `retryAt` (epoch ms), capped at RATE_LIMIT_CAP_MS from `now`; a time that is no number waits the cap. */
+export function rateLimited(now: number, retryAt: number, message: string): ForgeFailure {
+  const cap = now + RATE_LIMIT_CAP_MS;
+  if (Number.isFinite(retryAt) && retryAt <= cap) return { ok: false, kind: "rate_limited", retryAt, message };
+  return { ok: false, kind: "rate_limited", retryAt: cap, message: `${message}; asked to wait ${Number.isFinite(retryAt) ? `until ${untilText(retryAt)}` : "for no valid time"}, loop asks again after an hour` };
+}
+
+/** A time for people: ISO when a date can hold it, else the epoch milliseconds. */
+function untilText(ms: number): string {
+  const d = new Date(ms);
+  return Number.isNaN(d.getTime()) ? `${ms} ms after the epoch` : d.toISOString();
+}
+
 /** A failure as one line for people: never the token, never the forge's raw text unescaped. */
 export function describeFailure(f: ForgeFailure): string {
-  if (f.kind === "rate_limited") return `rate limited until ${new Date(f.retryAt).toISOString()}: ${f.message}`;
+  if (f.kind === "rate_limited") return `rate limited until ${untilText(f.retryAt)}: ${f.message}`;
   if (f.kind === "http") return `HTTP ${f.status}: ${f.message}`;
   return `no answer: ${f.message}`;
 }

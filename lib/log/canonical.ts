@@ -4,7 +4,6 @@
 // serialize two ways (NaN, Infinity, -0, fractions, undefined inside arrays) is rejected, not coerced.
 
 import { CanonicalJsonError } from "../shared/errors.ts";
-export { CanonicalJsonError } from "../shared/errors.ts";
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 

@@ -1,7 +1,7 @@
 // The documents materialized from the projection (state.json, terminal_state.json): pure
 // functions of it, apart from the files lib/log/materialize.ts writes them to. `loop status` and
 // `loop replay` render them to compare, so they do not load the writing side.
-import { type ItemState, type LoopCause, type LoopRecord, type Projection, totalTokens } from "./projection.ts";
+import { type ItemState, type LoopCause, type LoopRecord, type Projection, requireAttempt, totalTokens } from "./projection.ts";
 import type { TokenCounts } from "./events.ts";
 
 export function counts(p: Projection): Record<string, number> {
@@ -60,6 +60,8 @@ export function stateDocument(p: Projection) {
         dependsOn: it.def.dependsOn,
         branch: it.workspace?.branch ?? null,
         worktree: it.workspace?.present ? it.workspace.worktree : null,
+        // What the branch was created from (docs/cli/loop-status.md), field by field as below.
+        builtOn: it.workspace?.builtOn ? { ref: it.workspace.builtOn.ref, commit: it.workspace.builtOn.commit } : null,
         question: it.question,
         session: it.session
           ? {
@@ -144,7 +146,7 @@ export function itemUsage(it: ItemState) {
     if (u && u.microUsd !== null) micro = (micro ?? 0) + u.microUsd;
     else unknownUsd += 1;
   }
-  const last = it.attempts[it.attempts.length - 1]!;
+  const last = requireAttempt(it);
   const lu = last.usage;
   return {
     tokens: tokens ? totalTokens(tokens) : null,

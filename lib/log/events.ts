@@ -4,7 +4,6 @@
 import * as v from "valibot";
 import { type Check, compileCheck } from "./schema-check.ts";
 import { CONTROL_VERBS, DRAIN_OUTCOMES, END_VERDICTS, LANDING_OUTCOMES, REACTION_DECISIONS, REACTION_SIGNALS, SETTLED_OUTCOMES } from "./vocabulary.ts";
-export { CONTROL_VERBS, DRAIN_OUTCOMES, END_VERDICTS, SETTLED_OUTCOMES, type SettledOutcome } from "./vocabulary.ts";
 
 const Str = v.string();
 const NStr = v.nullable(v.string());
@@ -12,7 +11,7 @@ const Int = v.pipe(v.number(), v.safeInteger());
 const Pos = v.pipe(Int, v.minValue(1));
 const NonNeg = v.pipe(Int, v.minValue(0));
 
-const Timeouts = v.strictObject({ launch: Int, stall: Int, verify: Int, landing: v.optional(Int) });
+const Timeouts = v.strictObject({ launch: Int, stall: Int, verify: Int, landing: v.optional(Int), setup: v.optional(Int) });
 export const NormItemSchema = v.strictObject({
   id: Str,
   ref: NStr,
@@ -29,12 +28,17 @@ export const NormItemSchema = v.strictObject({
   reactions: v.optional(v.strictObject({ checksFailed: v.picklist(REACTION_DECISIONS), changesRequested: v.picklist(REACTION_DECISIONS), conflict: v.picklist(REACTION_DECISIONS) })),
   // Present only for an item with a budget (docs/spend.md): tokens, and US dollars in millionths.
   budget: v.optional(v.strictObject({ tokens: v.optional(Pos), microUsd: v.optional(Pos) })),
+  // What the session and the verify may reach (docs/loop-json.md#network): absent for "open".
+  network: v.optional(v.union([v.literal("none"), v.array(Str)])),
+  verifyNetwork: v.optional(v.union([v.literal("none"), v.array(Str)])),
 });
 const Forge = v.strictObject({
   provider: v.picklist(["github", "gitlab"]),
   repo: Str,
   apiUrl: Str,
   remote: Str,
+  // Absent when loop.json gives none (the forge's own https URL, docs/loop-json.md#forge).
+  gitUrl: v.optional(Str),
   tokenEnv: Str,
   authorizedUsers: v.array(Str),
   authorizeWriters: v.boolean(),
@@ -56,12 +60,21 @@ const Settings = v.strictObject({
   budget: v.optional(v.strictObject({ tokens: v.optional(Pos), microUsd: v.optional(Pos), daily: v.optional(v.strictObject({ tokens: v.optional(Pos), microUsd: v.optional(Pos) })) })),
   prices: v.optional(v.record(Str, v.strictObject({ input: NonNeg, output: NonNeg, cacheRead: v.optional(NonNeg), cacheWrite: v.optional(NonNeg) }))),
   guards: v.optional(v.strictObject({ noProgress: v.boolean(), identicalFailure: v.boolean() })),
+  // Present only when loop.json sets them (docs/loop-json.md#workspace).
+  setup: v.optional(Str),
+  stacked: v.optional(v.literal(true)),
 });
 
 /** What `loop reset` did with an item's checkout. */
 export const CHECKOUT_OUTCOMES = ["removed", "kept", "absent"] as const;
 /** The pieces of an item's state `loop reset` erases, by their reported names (docs/cli/loop-reset.md). */
 export const RESET_PIECES = ["session", "control", "ledger", "workspace", "branch"] as const;
+
+/**
+ * When the wrapper saw its process start and end (started.json, exit.json: docs/events.md#session_ended),
+ * each an ISO time or null; absent where nothing was read, and in logs written before it existed.
+ */
+const WrapperTimes = v.optional(v.strictObject({ started: NStr, ended: NStr }));
 
 const Verify = v.strictObject({
   attempt: Pos,
@@ -72,6 +85,7 @@ const Verify = v.strictObject({
   tail: Str,
   log: NStr,
   reason: Str,
+  times: WrapperTimes,
 });
 
 const Project = v.strictObject({ repo: Str, gitDir: Str, root: Str, name: NStr });
@@ -156,8 +170,24 @@ export const PAYLOADS = {
   launch_reserved: v.union([LAUNCH_RESERVED, v.strictObject({ ...LAUNCH_RESERVED.entries, gitExec: Str })]),
   // `mechanism` may be absent: logs written before it existed have none (a process group, or tmux).
   // Two whole shapes rather than an optional entry, which the compiled checks refuse (schema-check.ts).
-  session_started: v.union([SESSION_STARTED, v.strictObject({ ...SESSION_STARTED.entries, mechanism: MECHANISM })]),
+  // `start` (the commit the attempt's branch must contain: lib/decisions/branch.ts) and `branchAside`
+  // (a branch no session of the item worked on, renamed before the branch was made) are absent in
+  // logs written before they existed, and in a session adopted from a launch cut short.
+  session_started: v.union([
+    SESSION_STARTED,
+    v.strictObject({ ...SESSION_STARTED.entries, mechanism: MECHANISM }),
+    v.strictObject({ ...SESSION_STARTED.entries, mechanism: MECHANISM, start: Str, branchAside: v.nullable(v.strictObject({ branch: Str, commit: Str })) }),
+  ]),
   launch_failed: v.strictObject({ attempt: Pos, reason: Str, interrupted: v.boolean() }),
+  // A worktree moved out of the state root (docs/events.md#worktree_moved); item null for the landing checkout.
+  worktree_moved: v.strictObject({ from: Str, to: Str }),
+  // The attempt's worktree made (docs/events.md#workspace_prepared): what its branch was created
+  // from (null: the branch was there already), and workspace.setup's run (null: none ran).
+  workspace_prepared: v.strictObject({
+    attempt: Pos,
+    builtOn: v.nullable(v.strictObject({ ref: Str, commit: Str })),
+    setup: v.nullable(v.strictObject({ ms: NonNeg, log: Str })),
+  }),
   environment_fault: v.strictObject({ kind: Str, attempt: v.nullable(Pos), reason: Str, fix: Str }),
   session_ended: v.strictObject({
     attempt: Pos,
@@ -165,6 +195,7 @@ export const PAYLOADS = {
     exitCode: v.nullable(Int),
     signal: NStr,
     reason: Str,
+    times: WrapperTimes,
   }),
   needs_input: v.strictObject({ attempt: Pos, question: Str }),
   reply_recorded: v.strictObject({ text: Str }),

@@ -2,9 +2,16 @@
 // advisory locks, which Linux lists in /proc/locks by device and inode. A write lock there held by
 // a process that is not a loop step (an agent running `sqlite3 .loop/loop.db 'BEGIN EXCLUSIVE'`, a
 // stuck tool) makes every writer wait for its busy timeout and give up: the writer's error and
-// `loop status` name it instead of saying "database is locked" or "healthy". Linux only; elsewhere
-// nothing is found.
+// `loop status` name it instead of saying "database is locked" or "healthy" (lockedError: a writer's
+// answer once it waited out the lock). Linux only; elsewhere nothing is found.
+import type { Database } from "bun:sqlite";
 import { readFileSync, statSync } from "node:fs";
+import { hostname } from "node:os";
+import { StoreError } from "../shared/errors.ts";
+import { dbPath, type Lease, readLease } from "./snapshot.ts";
+
+/** How long a writer waits for SQLite's write lock before it names who holds it. */
+export const BUSY_TIMEOUT_MS = 10_000;
 
 /** One lock line of /proc/locks, for a file we asked about. */
 export interface HeldLock {
@@ -93,4 +100,35 @@ export function storeLockHolders(dbPath: string, except: number[] = []): { pid: 
 export function describeLockHolders(holders: { pid: number; file: string; command: string }[]): string {
   const who = holders.map((h) => `process ${h.pid}${h.command ? ` (${JSON.stringify(h.command)})` : ""} holds a write lock on ${h.file}`).join("; ");
   return `${who}: every writer of the store waits for it and gives up. It is not a loop step; end it, and find out who started it (an agent run without the sandbox can reach loop.db)`;
+}
+
+export function isBusy(err: unknown): boolean {
+  const code = (err as { code?: string })?.code ?? "";
+  return code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED");
+}
+
+/**
+ * A write that waited out the busy timeout: `store_locked`, naming who holds the lock (another
+ * process's write lock, from /proc/locks: lib/log/locks.ts), instead of SQLite's "database is
+ * locked". Any other error is returned as it is.
+ */
+export function lockedError(db: Database, stateRoot: string, err: unknown): unknown {
+  if (!isBusy(err) || err instanceof StoreError) return err;
+  const path = dbPath(stateRoot);
+  let lease: Lease | null = null;
+  try {
+    lease = readLease(db);
+  } catch {
+    // the lease cannot even be read: name whoever holds the lock
+  }
+  const stepPid = lease && lease.host === hostname() ? lease.pid : null;
+  const others = storeLockHolders(path, [process.pid, ...(stepPid !== null ? [stepPid] : [])]);
+  if (others.length) return new StoreError("store_locked", `${path} is locked: ${describeLockHolders(others)}`);
+  const byStep = stepPid !== null && storeLockHolders(path, [process.pid]).some((h) => h.pid === stepPid);
+  return new StoreError(
+    "store_locked",
+    byStep
+      ? `${path} stayed locked for ${BUSY_TIMEOUT_MS / 1000} s by the step holding the lease (pid ${stepPid}); try again later`
+      : `${path} stayed locked for ${BUSY_TIMEOUT_MS / 1000} s (${(err as Error).message}), by no process this machine lists: another machine sharing the file, or a process of another pid namespace`,
+  );
 }

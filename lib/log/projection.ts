@@ -57,6 +57,12 @@ export interface AttemptRecord {
   outcome: string | null;
   /** The digest of the repository's hooks and executable git config at its launch (absent in older logs). */
   gitExec?: string;
+  /**
+   * The commit this attempt's branch must contain: where loop made the branch in this epoch
+   * (session_started's `start`; docs/threat-model.md#what-the-verify-runs). Absent in older logs
+   * and in a session adopted from a launch cut short.
+   */
+  start?: string;
   /** How this attempt's landing ended (landing_finished); null until it did. */
   landing: LandingRecord | null;
   /** This attempt's landing wait through a forge (forge_pr_recorded, then forge_landing_waiting); null before its PR is recorded. */
@@ -215,8 +221,9 @@ export interface ItemState {
   started: boolean;
   // session and workspace
   session: SessionRecord | null;
-  workspace: { branch: string; worktree: string; present: boolean } | null;
-  /** The current attempt's landing record (AttemptRecord.landing), as itemView derives it. */
+  /** `builtOn`: what the branch was created from (workspace_prepared); absent until recorded. */
+  workspace: { branch: string; worktree: string; present: boolean; builtOn?: { ref: string; commit: string } } | null;
+  /** The current attempt's landing record (AttemptRecord.landing), as refreshItemView derives it. */
   landing: LandingRecord | null;
   /** Null until the item has a forge side (a loop without a forge never gives it one). */
   forge: ForgeRecord | null;
@@ -233,7 +240,7 @@ export interface ItemState {
 export interface ForgeRecord {
   /** The item's pull request, once recorded; kept across attempts (a retry reuses it). */
   pr: { number: number; url: string; head: string; draft: boolean } | null;
-  /** The current attempt's landing wait (AttemptRecord.landingWait), as itemView derives it. */
+  /** The current attempt's landing wait (AttemptRecord.landingWait), as refreshItemView derives it. */
   landing: LandingWait | null;
   /** The comment high-water mark: comments with ids at or below it are never acted on. Null: not seen yet (first sight). */
   highWater: number | null;
@@ -354,6 +361,13 @@ export function itemOf(p: Pick<Projection, "items">, id: string): ItemState | un
 /** The item's current attempt (its last), or null before its first. */
 export function currentAttemptOf(it: ItemState): AttemptRecord | null {
   return it.attempts[it.attempts.length - 1] ?? null;
+}
+
+/** The current attempt of an item that must have one (every phase after a reservation): none is a bug, named. */
+export function requireAttempt(it: ItemState): AttemptRecord {
+  const a = currentAttemptOf(it);
+  if (!a) throw new Error(`item ${it.id} has no attempt`);
+  return a;
 }
 
 /**

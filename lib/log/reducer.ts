@@ -2,10 +2,13 @@
 // read helpers, are lib/log/projection.ts). `apply` is pure (it never touches its
 // input); `fold` and the store's append path use `reduceInto`, which mutates a projection the caller
 // owns, so a million-event replay does not copy the whole state per event. Both run the same code.
-import type { EventType, NormItemPayload, StoredEvent, StoredEventOf } from "./events.ts";
+import type { NormItemPayload, StoredEvent } from "./events.ts";
 import { IllegalEventError } from "../shared/errors.ts";
 import { type ItemStatus, IN_FLIGHT, isSettled, SETTLED_OUTCOMES } from "./vocabulary.ts";
-import { type AttemptRecord, type BudgetStop, currentAttemptOf, emptyForge, emptyLoopUsage, emptyProjection, hourOf, type ItemState, itemOf, type OwnerRecord, type Projection, recordedPieces, totalTokens } from "./projection.ts";
+import { FORGE_HANDLERS } from "./reducer-forge.ts";
+import { SPEND_HANDLERS } from "./reducer-spend.ts";
+import { currentAttempt, type Fail, type Handlers, need, needStatus } from "./reducer-rules.ts";
+import { currentAttemptOf, emptyLoopUsage, emptyProjection, type ItemState, itemOf, type OwnerRecord, type Projection, recordedPieces } from "./projection.ts";
 
 export function apply(p: Projection, e: StoredEvent): Projection {
   const next = structuredClone(p);
@@ -52,38 +55,10 @@ function fresh(def: NormItemPayload, epoch: number): ItemState {
   };
 }
 
-type Fail = (rule: string, detail: string) => never;
-/** One handler per event type, each given that type's event: an event type without a handler does not compile. */
-type Handlers = { [T in EventType]: (p: Projection, e: StoredEventOf<T>, fail: Fail) => void };
-
-/**
- * The item's view of its current attempt: the landing record and the forge landing wait it shows
- * (status, state.json, attention's index) are its current attempt's, never an earlier one's. The
- * one place they are derived: reduceInto applies it after every event that names the item, so a new
- * attempt starts with neither, and a retried item lands again.
- */
-export function itemView(it: ItemState): void {
+function refreshItemView(it: ItemState): void {
   const a = currentAttemptOf(it);
   it.landing = a?.landing ?? null;
   if (it.forge) it.forge.landing = a?.landingWait ?? null;
-}
-
-function need(p: Projection, e: StoredEvent, fail: (r: string, d: string) => never): ItemState {
-  if (!e.item) fail("item_required", `${e.type} must name an item`);
-  const it = itemOf(p, e.item!);
-  if (!it) fail("unknown_item", `${e.type} names unknown item "${e.item}"`);
-  return it!;
-}
-
-function needStatus(it: ItemState, allowed: readonly ItemStatus[], e: StoredEvent, fail: (r: string, d: string) => never) {
-  if (!allowed.includes(it.status))
-    fail("item_status", `${e.type} needs item "${it.id}" in ${allowed.join("|")}, it is ${it.status}`);
-}
-
-function currentAttempt(it: ItemState, n: number, e: StoredEvent, fail: (r: string, d: string) => never): AttemptRecord {
-  const a = it.attempts[it.attempts.length - 1];
-  if (!a || a.n !== n) fail("attempt_mismatch", `${e.type} names attempt ${n}, current is ${a?.n ?? "none"}`);
-  return a!;
 }
 
 function settle(p: Projection, it: ItemState, status: ItemStatus, reason: string, ts: string) {
@@ -105,10 +80,6 @@ function clearFault(p: Projection) {
   if (p.loop.budgetStop) p.loop.budgetStop = null;
 }
 
-/** b lowered to a: a known figure that became unknown or smaller. */
-function lowered(b: number | null, a: number | null): boolean {
-  return b !== null && (a === null || a < b);
-}
 
 /** A drained loop that is paused or stopped is no longer drained: its outcome would go stale. */
 function leaveDrained(p: Projection) {
@@ -118,6 +89,8 @@ function leaveDrained(p: Projection) {
 }
 
 const HANDLERS: Handlers = {
+  ...FORGE_HANDLERS,
+  ...SPEND_HANDLERS,
   store_opened(p, e, fail) {
     if (e.seq !== 1) fail("store_opened_first", "store_opened may only be the first event");
   },
@@ -266,7 +239,9 @@ const HANDLERS: Handlers = {
       closed: null,
       deliveries,
     };
-    it.workspace = { branch: pl.branch, worktree: pl.worktree, present: true };
+    // What the branch was built on stays while the branch does (a later attempt reuses it).
+    const builtOn = it.workspace?.branch === pl.branch ? it.workspace.builtOn : undefined;
+    it.workspace = { branch: pl.branch, worktree: pl.worktree, present: true, ...(builtOn ? { builtOn } : {}) };
     // A new attempt lands anew (its landing and landing wait are its own); its PR (if any) is kept, to be reused.
     it.status = "launching";
     it.reason = null;
@@ -279,6 +254,7 @@ const HANDLERS: Handlers = {
     const a = currentAttempt(it, e.payload.attempt, e, fail);
     a.startedAt = e.ts;
     if (e.payload.resumed) a.resumed = true;
+    if ("start" in e.payload) a.start = e.payload.start;
     const s = it.session!;
     s.pid = e.payload.pid;
     s.tmux = e.payload.tmux;
@@ -288,6 +264,17 @@ const HANDLERS: Handlers = {
     s.startedAt = e.ts;
     it.status = "running";
     (p.loop.usage ??= emptyLoopUsage()).sessions += 1;
+  },
+  worktree_moved(p, e, fail) {
+    if (e.item === null) return;
+    const it = need(p, e, fail);
+    if (it.workspace?.worktree === e.payload.from) it.workspace.worktree = e.payload.to;
+  },
+  workspace_prepared(p, e, fail) {
+    const it = need(p, e, fail);
+    needStatus(it, ["launching"], e, fail);
+    currentAttempt(it, e.payload.attempt, e, fail);
+    if (e.payload.builtOn && it.workspace) it.workspace.builtOn = { ref: e.payload.builtOn.ref, commit: e.payload.builtOn.commit };
   },
   launch_failed(p, e, fail) {
     const it = need(p, e, fail);
@@ -339,7 +326,8 @@ const HANDLERS: Handlers = {
     const a = currentAttempt(it, e.payload.attempt, e, fail);
     const pl = e.payload;
     a.end = { verdict: pl.verdict, exitCode: pl.exitCode, signal: pl.signal, reason: pl.reason, at: e.ts };
-    it.session!.endedAt = e.ts;
+    // The wrapper's own time of the agent's exit where it was read: a tick sees it later.
+    it.session!.endedAt = pl.times?.ended ?? e.ts;
     it.status = "ended";
     it.reason = pl.reason;
   },
@@ -392,7 +380,7 @@ const HANDLERS: Handlers = {
   item_requeued(p, e, fail) {
     const it = need(p, e, fail);
     needStatus(it, ["ended", "needs_input", ...SETTLED_OUTCOMES], e, fail);
-    const a = it.attempts[it.attempts.length - 1];
+    const a = currentAttemptOf(it);
     if ((it.status === "ended" || it.status === "needs_input") && a && a.outcome === null) {
       // Only a failed attempt spends the budget; a question or an operator's stop does not. A
       // rework (a reaction that decided "retry") spends it too, and says it was one.
@@ -412,7 +400,7 @@ const HANDLERS: Handlers = {
   item_settled(p, e, fail) {
     const it = need(p, e, fail);
     const outcome = e.payload.outcome;
-    const a = it.attempts[it.attempts.length - 1];
+    const a = currentAttemptOf(it);
     if (outcome === "passed") {
       needStatus(it, ["ended"], e, fail);
       if (!a?.verify?.passed) fail("passed_unverified", `item "${it.id}" settled passed without a passing verify`);
@@ -479,135 +467,8 @@ const HANDLERS: Handlers = {
     a.drain = { seq: e.seq, pid, signal, signalledAt, running };
   },
   lease_taken_over() {},
-  forge_pr_recorded(p, e, fail) {
-    const it = need(p, e, fail);
-    needStatus(it, ["ended"], e, fail);
-    const a = currentAttempt(it, e.payload.attempt, e, fail);
-    if (!a.verify?.passed) fail("landing_unverified", `pull request for "${it.id}" before a passing verify`);
-    if (a.landing) fail("already_landed", `pull request recorded for "${it.id}" after its landing finished`);
-    const f = (it.forge ??= emptyForge());
-    const pl = e.payload;
-    f.pr = { number: pl.number, url: pl.url, head: pl.head, draft: pl.draft };
-    // The landing wait starts when the PR is first recorded for this attempt.
-    a.landingWait = { since: a.landingWait?.since ?? e.ts, code: "pr_recorded", reason: `pull request #${pl.number} recorded`, head: pl.head };
-  },
-  forge_landing_waiting(p, e, fail) {
-    const it = need(p, e, fail);
-    needStatus(it, ["ended"], e, fail);
-    const a = currentAttempt(it, e.payload.attempt, e, fail);
-    const f = it.forge;
-    if (!f?.pr || !a.landingWait) fail("no_pull_request", `landing wait for "${it.id}" without a recorded pull request`);
-    if (a.landing) fail("already_landed", `landing wait for "${it.id}" after its landing finished`);
-    const pl = e.payload;
-    a.landingWait = { since: a.landingWait!.since, code: pl.code, reason: pl.reason, head: pl.head };
-    f!.pr!.head = pl.head;
-    it.reason = `landing: ${pl.reason}`;
-  },
-  forge_thread_baselined(p, e, fail) {
-    const it = need(p, e, fail);
-    const f = (it.forge ??= emptyForge());
-    if (f.highWater !== null) fail("already_baselined", `thread of "${it.id}" baselined twice in one epoch`);
-    f.highWater = e.payload.highWater;
-    // A baseline recorded before `through` was: its own time, after the listing it was made from.
-    f.readFrom = e.payload.through ?? e.ts;
-  },
-  forge_comment_handled(p, e, fail) {
-    const it = need(p, e, fail);
-    const f = it.forge;
-    if (!f || f.highWater === null) fail("not_baselined", `comment on "${it.id}" handled before its thread was baselined`);
-    const pl = e.payload;
-    // Each comment is acted on once: ids only go up.
-    if (pl.commentId <= f!.highWater!) fail("comment_seen", `comment ${pl.commentId} is at or below the high-water mark ${f!.highWater}`);
-    f!.highWater = pl.commentId;
-    // A comment handled before `createdAt` was recorded leaves the start where it was (earlier: safe).
-    if (pl.createdAt !== undefined) f!.readFrom = pl.createdAt;
-    f!.lastComment = { id: pl.commentId, login: pl.login, action: pl.action, detail: pl.detail, at: e.ts };
-    if (pl.action === "message") f!.messages.push({ id: pl.commentId, login: pl.login, text: pl.detail, at: e.ts });
-  },
-  forge_reaction_recorded(p, e, fail) {
-    const it = need(p, e, fail);
-    needStatus(it, ["ended"], e, fail);
-    const a = currentAttempt(it, e.payload.attempt, e, fail);
-    const pl = e.payload;
-    if (!a.landingWait) fail("no_pull_request", `reaction for "${it.id}" without a recorded pull request`);
-    if (a.landing) fail("already_landed", `reaction for "${it.id}" after its landing finished`);
-    if (a.reaction) fail("already_reacted", `attempt ${a.n} of "${it.id}" was already reacted to`);
-    if (pl.signals.length === 0) fail("no_signal", `reaction for "${it.id}" names no signal`);
-    // The same signal never triggers twice: its key is new to the item (in this epoch).
-    const seen = new Set(it.attempts.flatMap((x) => x.reaction?.signals.map((s) => s.key) ?? []));
-    for (const s of pl.signals) if (seen.has(s.key)) fail("signal_seen", `signal ${s.key} of "${it.id}" was already reacted to`);
-    a.reaction = { head: pl.head, signals: pl.signals, decision: pl.decision, reason: pl.reason, feedback: pl.feedback, at: e.ts };
-    it.reason = `reaction (${pl.decision}): ${pl.reason}`;
-  },
-  forge_question_posted(p, e, fail) {
-    const it = need(p, e, fail);
-    needStatus(it, ["needs_input"], e, fail);
-    const f = (it.forge ??= emptyForge());
-    f.questionPosted = { attempt: e.payload.attempt, commentId: e.payload.commentId };
-  },
   notified(p, e) {
     p.loop.notified[e.payload.slot] = e.payload.key;
-  },
-  usage_recorded(p, e, fail) {
-    const it = need(p, e, fail);
-    const pl = e.payload;
-    const a = currentAttempt(it, pl.attempt, e, fail);
-    if (a.startedAt === null) fail("usage_order", `usage for attempt ${a.n} of "${it.id}", whose session never started`);
-    const was = a.usage;
-    if (was?.final) fail("usage_order", `usage for attempt ${a.n} of "${it.id}" after its final figure`);
-    // A figure never goes down: nothing an agent prints can make the loop think it spent less.
-    const before = { tokens: was?.tokens ? totalTokens(was.tokens) : null, microUsd: was?.microUsd ?? null };
-    const after = { tokens: pl.tokens ? totalTokens(pl.tokens) : null, microUsd: pl.microUsd };
-    if (lowered(before.tokens, after.tokens) || lowered(before.microUsd, after.microUsd))
-      fail("usage_decreased", `usage of attempt ${a.n} of "${it.id}" would go from ${before.tokens} tokens, ${before.microUsd} micro-USD to ${after.tokens}, ${after.microUsd}`);
-    a.usage = { source: pl.source, tokens: pl.tokens, microUsd: pl.microUsd, usdFrom: pl.usdFrom, final: pl.final, note: pl.note, at: e.ts };
-    // The loop's sums move by what this attempt's figure moved by.
-    const u = (p.loop.usage ??= emptyLoopUsage());
-    const old = was?.tokens ?? { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
-    if (pl.tokens) {
-      u.tokens.input += pl.tokens.input - old.input;
-      u.tokens.output += pl.tokens.output - old.output;
-      u.tokens.cacheRead += pl.tokens.cacheRead - old.cacheRead;
-      u.tokens.cacheWrite += pl.tokens.cacheWrite - old.cacheWrite;
-      if (before.tokens === null) u.withTokens += 1;
-    }
-    if (after.microUsd !== null) {
-      u.microUsd += after.microUsd - (before.microUsd ?? 0);
-      if (before.microUsd === null) u.withUsd += 1;
-    }
-    const dTokens = (after.tokens ?? 0) - (before.tokens ?? 0);
-    const dUsd = (after.microUsd ?? 0) - (before.microUsd ?? 0);
-    if (dTokens > 0 || dUsd > 0) {
-      // The hours of the last day only: the rolling day is counted in whole hours, from the event's own time.
-      const hour = hourOf(e.ts);
-      const oldest = hourOf(new Date(Date.parse(e.ts) - 23 * 3600_000).toISOString());
-      const hours = u.hours.filter((h) => h.hour >= oldest);
-      const last = hours[hours.length - 1];
-      if (last?.hour === hour) {
-        last.tokens += dTokens;
-        last.microUsd += dUsd;
-      } else hours.push({ hour, tokens: dTokens, microUsd: dUsd });
-      u.hours = hours;
-    }
-  },
-  budget_stopped(p, e, fail) {
-    const pl = e.payload;
-    const stop: BudgetStop = { attempt: pl.attempt, window: pl.window, unit: pl.unit, spent: pl.spent, limit: pl.limit, reason: pl.reason, at: e.ts };
-    if (pl.scope === "item") {
-      // Recorded with the item's settling (or, before a launch, instead of it).
-      const it = need(p, e, fail);
-      needStatus(it, ["pending", "ended", "needs_input"], e, fail);
-      if (pl.attempt !== it.attempts.length) fail("attempt_mismatch", `budget_stopped names attempt ${pl.attempt}, "${it.id}" has ${it.attempts.length}`);
-      it.budgetStop = stop;
-      return;
-    }
-    if (e.item !== null) fail("item_required", "budget_stopped of the loop names no item");
-    if (p.loop.state !== "running") fail("loop_state", `budget_stopped needs a running loop, it is ${p.loop.state}`);
-    if (p.loop.current !== null) fail("one_in_flight", `budget_stopped of the loop while "${p.loop.current}" is in flight`);
-    p.loop.state = "paused";
-    p.loop.reason = `budget: ${pl.reason}`;
-    p.loop.budgetStop = { ...stop, seq: e.seq };
-    p.loop.cause = { kind: "budget", seq: e.seq };
   },
   work_item_reset(p, e, fail) {
     const it = need(p, e, fail);
@@ -645,9 +506,9 @@ export function reduceInto(p: Projection, e: StoredEvent): void {
   if (!Object.hasOwn(HANDLERS, e.type)) fail("unknown_type", `unknown event type "${e.type}"`);
   // The one place the union meets the table: each handler is typed for its own event.
   (HANDLERS[e.type] as (p: Projection, e: StoredEvent, fail: Fail) => void)(p, e, fail);
-  // The item's view of its current attempt, derived in one place (itemView); only the item the event names changed.
+  // The item's view of its current attempt, derived in one place (refreshItemView); only the item the event names changed.
   const named = e.item ? itemOf(p, e.item) : undefined;
-  if (named) itemView(named);
+  if (named) refreshItemView(named);
   p.seq = e.seq;
   p.hash = e.hash;
   p.loop.updatedAt = e.ts;

@@ -2,8 +2,9 @@
 // so "table equals fold" is a string comparison, row by row. The tables are a cache of the fold:
 // when their layout changes, the store's migration folds the log again and rewrites them
 // (store.ts migrate), so a row never has to keep an older layout's bytes.
+import type { Database } from "bun:sqlite";
 import { canonicalJson } from "./canonical.ts";
-import type { ControlRecord, ForgeRecord, ItemState, LoopRecord, Projection, SessionRecord } from "./projection.ts";
+import { type ControlRecord, type ForgeRecord, type ItemState, itemOf, type LoopRecord, type Projection, type SessionRecord } from "./projection.ts";
 
 export const ITEM_TABLES = ["proj_items", "proj_sessions", "proj_control", "proj_ledgers", "proj_workspaces"] as const;
 export type ItemTable = (typeof ITEM_TABLES)[number];
@@ -131,4 +132,25 @@ export function itemFromRows(rows: Record<ItemTable, string | null>): ItemState 
 export function putItem(items: Record<string, ItemState>, id: string, it: ItemState): void {
   if (id === "__proto__") Object.defineProperty(items, id, { value: it, enumerable: true, writable: true, configurable: true });
   else items[id] = it;
+}
+
+/** The loop row and the rows of the items named; state.json's hash is recorded again when it is written. */
+export function writeProjection(db: Database, p: Projection, ids: Iterable<string>) {
+  const lr = loopRow(p);
+  db.run("UPDATE proj_loop SET seq = ?, hash = ?, state = ?, body = ?, state_sha = '' WHERE id = 1", [lr.seq, lr.hash, lr.state, lr.body]);
+  for (const id of ids) {
+    const it = itemOf(p, id);
+    if (!it) continue;
+    for (const t of ITEM_TABLES) {
+      const body = itemRow(it, t);
+      if (body === null) db.run(`DELETE FROM ${t} WHERE item = ?`, [id]);
+      else db.run(`INSERT INTO ${t}(item, body) VALUES (?, ?) ON CONFLICT(item) DO UPDATE SET body = excluded.body`, [id, body]);
+    }
+  }
+}
+
+/** Rewrite every projection row from a projection (the migration; bulk loading in bench/generate). */
+export function writeWholeProjection(db: Database, p: Projection) {
+  for (const t of ITEM_TABLES) db.run(`DELETE FROM ${t}`);
+  writeProjection(db, p, Object.keys(p.items));
 }

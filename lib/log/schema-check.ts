@@ -24,7 +24,6 @@ type Node = {
   fallback?: unknown;
 };
 
-export { UnsupportedSchemaError } from "../shared/errors.ts";
 
 export function compileCheck(schema: GenericSchema): Check {
   const gen = new Gen();

@@ -5,7 +5,8 @@
 import { Database, constants } from "bun:sqlite";
 import { copyFileSync, existsSync, lstatSync, mkdtempSync, readdirSync, readlinkSync, realpathSync, rmSync, type Stats, statSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
+import { loopLeftovers } from "../shared/state-root.ts";
 import { StoreError } from "../shared/errors.ts";
 import { pidAlive } from "../shared/process.ts";
 import { EVENT_COLUMNS, type EventRow } from "./integrity.ts";
@@ -20,7 +21,7 @@ import { ITEM_TABLES, itemFromRows, type ItemTable, parseControlBody, parseLoopB
  * 4: the projection tables hold every field of the fold (none left out to keep older rows' bytes),
  * `state_sha` is recorded when state.json is written, and the tables have indexes on an item's
  * status, on its landing's outcome and on open sessions. 5: an attempt holds its own landing, landing
- * wait and reaction (the item shows its current attempt's: reducer.ts itemView). 6: an item's forge
+ * wait and reaction (the item shows its current attempt's: reducer.ts refreshItemView). 6: an item's forge
  * ledger carries `readFrom`, where its comments are read from. 7: usage (docs/spend.md): attempts
  * carry their usage, the loop record its sums and a budget pause, an item a budget stop (indexed).
  * Writers upgrade older stores on open by folding the log again and
@@ -234,7 +235,10 @@ function fileSig(path: string): string {
  */
 function realDbPath(stateRoot: string): string {
   const path = dbPath(stateRoot);
-  if (!existsSync(path)) throw new StoreError("missing_store", `no store at ${path} (run \`loop init\` first)`);
+  if (!existsSync(path)) {
+    refuseLostStore(stateRoot);
+    throw new StoreError("missing_store", `no store at ${path} (run \`loop init\` first)`);
+  }
   const real = realpathSync(path);
   const why = notRegular(real);
   if (why) throw new StoreError("corrupt_store", `store under ${stateRoot} is not a loop store: ${real} is ${why}, not a regular file, and was not opened`);
@@ -427,3 +431,13 @@ export function* iterateEvents(db: Database, fromSeq = 1, pageSize = 10_000): Ge
   }
 }
 
+/** A state root that has seen a loop run, without its store: never taken for a new loop (docs/state.md#a-lost-store). */
+export function refuseLostStore(stateRoot: string): void {
+  const leftovers = loopLeftovers(stateRoot);
+  if (!leftovers.length) return;
+  const path = dbPath(stateRoot);
+  throw new StoreError(
+    "store_missing",
+    `${path} is missing, but ${stateRoot} holds a loop's files (${leftovers.map((f) => basename(f)).join(", ")}): a new store would run passed items again and forget what was spent. Restore loop.db from a backup (\`loop backup\`'s copy or Litestream: docs/state.md#backing-up), or, to start this loop afresh, move ${stateRoot} away first`,
+  );
+}

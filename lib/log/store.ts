@@ -3,81 +3,31 @@
 import { type Database, constants } from "bun:sqlite";
 import { accessSync, closeSync, constants as fsConstants, fsyncSync, linkSync, lstatSync, openSync, rmSync, statSync } from "node:fs";
 import { dirname } from "node:path";
-import { hostname } from "node:os";
-import { CanonicalJsonError, canonicalJson, sha256Hex } from "./canonical.ts";
+import { canonicalJson, sha256Hex } from "./canonical.ts";
+import { CanonicalJsonError } from "../shared/errors.ts";
 import { type EventDraft, payloadProblem, type StoredEvent, type StoredEventOf } from "./events.ts";
 import { type CommitLabel, failpoint } from "../shared/failpoint.ts";
-import { emptyProjection, type ItemState, itemOf, type Projection } from "./projection.ts";
+import { type ItemState, itemOf, type Projection } from "./projection.ts";
 import { reduceInto, touchedItems } from "./reducer.ts";
-import { ITEM_TABLES, itemRow, loopRow, putItem } from "./rows.ts";
-import { LeaseLostError, StoreError } from "../shared/errors.ts";
-import { EVENT_COLUMNS, type EventRow } from "./integrity.ts";
-import { checkSchema, dbPath, headOf, type Lease, openWith, readItems, readLease, readProjection, readProjectionHead, SCHEMA_VERSION, schemaVersion, storeError } from "./snapshot.ts";
+import { putItem, writeProjection } from "./rows.ts";
+import { BUDGET_STOPPED, createTables, LANDING_OF, OPEN_SESSION, rebuildTables, STATUS_OF } from "./store-schema.ts";
+import { leaseFreed, leaseLost, newLease, writeLease } from "./lease.ts";
+import { StoreError } from "../shared/errors.ts";
+import type { EventRow } from "./integrity.ts";
+import { checkSchema, dbPath, refuseLostStore, headOf, type Lease, openWith, readItems, readLease, readProjection, readProjectionHead, SCHEMA_VERSION, schemaVersion, storeError } from "./snapshot.ts";
 import type { ItemStatus, LandingOutcome } from "./vocabulary.ts";
 import { assertOwnership, noWorkYet, type ProjectIdentity, rebind, sameBinding } from "./ownership.ts";
-import { describeLockHolders, storeLockHolders } from "./locks.ts";
+import { BUSY_TIMEOUT_MS, isBusy, lockedError } from "./locks.ts";
 import { ensureStateRoot } from "../shared/state-root.ts";
-export { type EventRow, type EventRowBase, hashInput } from "./integrity.ts";
-export { StoreError, type StoreErrorCode } from "../shared/errors.ts";
-export * from "./snapshot.ts";
 
-const BUSY_TIMEOUT_MS = 10_000;
 /** The page size of a store created by this version (an existing store keeps its own). */
 export const PAGE_SIZE = 16_384;
-
-/**
- * SQLite's own indexes over the row bodies, so a step finds the few items it must look at (the
- * sessions left open, the items needing a person) without reading every item. Derived by SQLite
- * from the bodies on every write: they cannot disagree with the rows.
- */
-const STATUS_OF = "json_extract(body, '$.status')";
-const LANDING_OF = "json_extract(body, '$.landing.outcome')";
-const OPEN_SESSION = "json_extract(body, '$.closed') IS NULL";
-const BUDGET_STOPPED = "json_extract(body, '$.budgetStop') IS NOT NULL";
-const INDEXES = `
-CREATE INDEX IF NOT EXISTS proj_items_status ON proj_items(${STATUS_OF});
-CREATE INDEX IF NOT EXISTS proj_items_budget ON proj_items(item) WHERE ${BUDGET_STOPPED};
-CREATE INDEX IF NOT EXISTS proj_items_landing ON proj_items(${LANDING_OF}) WHERE ${LANDING_OF} IS NOT NULL;
-CREATE INDEX IF NOT EXISTS proj_sessions_open ON proj_sessions(item) WHERE ${OPEN_SESSION};
-`;
-
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS events(
-  seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, ts TEXT NOT NULL, type TEXT NOT NULL,
-  actor TEXT NOT NULL, item TEXT, payload TEXT NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL);
-CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events
-  BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
-CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events
-  BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
-CREATE TABLE IF NOT EXISTS proj_loop(id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL,
-  hash TEXT NOT NULL, state TEXT NOT NULL, body TEXT NOT NULL, state_sha TEXT NOT NULL);
-${ITEM_TABLES.map((t) => `CREATE TABLE IF NOT EXISTS ${t}(item TEXT PRIMARY KEY, body TEXT NOT NULL);`).join("\n")}
-CREATE TABLE IF NOT EXISTS lease(id INTEGER PRIMARY KEY CHECK (id = 1), owner TEXT NOT NULL,
-  pid INTEGER NOT NULL, host TEXT NOT NULL, started TEXT NOT NULL, expires TEXT NOT NULL);
-${INDEXES}
-`;
 
 /** An event row as the reducer takes it: its payload parsed (not validated: rows come from the log). */
 export function rowToEvent(r: EventRow): StoredEvent {
   return { ...r, payload: JSON.parse(r.payload) } as StoredEvent;
 }
 
-/** Owners of the leases this process took (any handle): the only leases its pid can hold. */
-const leasesTakenHere = new Set<string>();
-
-/**
- * A lease naming this process's pid that this process never took was another process's (a
- * container restarted and counted pids from 1 again): its holder is gone, though the pid is alive.
- */
-function pidReusedSince(lease: Lease): boolean {
-  return lease.pid === process.pid && !leasesTakenHere.has(lease.owner);
-}
-
-function isBusy(err: unknown): boolean {
-  const code = (err as { code?: string })?.code ?? "";
-  return code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED");
-}
 
 /** `takeover`: the lease_taken_over event recorded when the lease was taken from a dead or expired holder. */
 export type LeaseResult = { ok: true; lease: Lease; tookOver: Lease | null; takeover: StoredEventOf<"lease_taken_over"> | null } | { ok: false; holder: Lease };
@@ -110,6 +60,7 @@ export class Store {
     // lstat: a (dangling) link in its place is a file that is there, not "no store".
     if (!lstatSync(path, { throwIfNoEntry: false })) {
       if (!opts.create) throw new StoreError("missing_store", `no store at ${path} (run \`loop init\` first)`);
+      refuseLostStore(stateRoot);
       ensureStateRoot(stateRoot, { gitignore: true });
       Store.createFile(stateRoot, opts.actor ?? "loop", opts.project ?? null);
     }
@@ -137,7 +88,7 @@ export class Store {
       // A read like the ones above: a step racing to create or recover the store may find it busy.
       if (project !== undefined) store.retryBusy(() => store.actFor(project, { ignoreName: opts.ignoreName }));
     } catch (err) {
-      const locked = store.lockedError(err);
+      const locked = lockedError(db, stateRoot, err);
       db.close();
       throw storeError(locked, `cannot use ${path}`);
     }
@@ -232,10 +183,7 @@ export class Store {
   private createSchema(actor: string, project: ProjectIdentity | null) {
     this.db
       .transaction(() => {
-        this.db.run(SCHEMA);
-        this.db.run("INSERT INTO meta(key, value) VALUES ('schema', ?)", [String(SCHEMA_VERSION)]);
-        const row = loopRow(emptyProjection());
-        this.db.run("INSERT INTO proj_loop(id, seq, hash, state, body, state_sha) VALUES (1, ?, ?, ?, ?, '')", [row.seq, row.hash, row.state, row.body]);
+        createTables(this.db);
         this.append([
           { type: "store_opened", payload: { schema: SCHEMA_VERSION, tool: "loop" }, actor },
           ...(project ? [{ type: "store_bound" as const, payload: bindPayload(project, null, "a new store"), actor }] : []),
@@ -252,11 +200,7 @@ export class Store {
   private migrate() {
     const from = schemaVersion(this.db);
     if (from >= SCHEMA_VERSION || from < 1) return; // another writer did it, or not ours (checkSchema says why)
-    const p = emptyProjection();
-    for (const r of this.db.query(`SELECT ${EVENT_COLUMNS} FROM events ORDER BY seq`).iterate() as IterableIterator<EventRow>) reduceInto(p, rowToEvent(r));
-    this.db.run(INDEXES);
-    writeWholeProjection(this.db, p);
-    this.db.run("UPDATE meta SET value = ? WHERE key = 'schema'", [String(SCHEMA_VERSION)]);
+    rebuildTables(this.db, (row) => rowToEvent(row));
   }
 
   head(): { seq: number; hash: string } {
@@ -438,7 +382,7 @@ export class Store {
       // Nothing of it committed, and the cache was not folded into (a copy was); what it read is
       // still true, but reading afresh is cheap and needs no argument.
       this.cache = null;
-      throw this.lockedError(err);
+      throw lockedError(this.db, this.stateRoot, err);
     }
     // Committed, unless an enclosing transaction (tx) may still roll it back: then read afresh.
     this.cache = this.db.inTransaction ? null : { version: this.dataVersion(), p: result.p, complete: result.complete };
@@ -478,7 +422,7 @@ export class Store {
           })
           .immediate();
       } catch (err) {
-        throw this.lockedError(err);
+        throw lockedError(this.db, this.stateRoot, err);
       }
     });
   }
@@ -516,36 +460,10 @@ export class Store {
     try {
       return this.db.transaction(fn).immediate();
     } catch (err) {
-      throw this.lockedError(err);
+      throw lockedError(this.db, this.stateRoot, err);
     } finally {
       this.cache = null;
     }
-  }
-
-  /**
-   * A write that waited out the busy timeout: `store_locked`, naming who holds the lock (another
-   * process's write lock, from /proc/locks: lib/log/locks.ts), instead of SQLite's "database is
-   * locked". Any other error is returned as it is.
-   */
-  private lockedError(err: unknown): unknown {
-    if (!isBusy(err) || err instanceof StoreError) return err;
-    const path = dbPath(this.stateRoot);
-    let lease: Lease | null = null;
-    try {
-      lease = readLease(this.db);
-    } catch {
-      // the lease cannot even be read: name whoever holds the lock
-    }
-    const stepPid = lease && lease.host === hostname() ? lease.pid : null;
-    const others = storeLockHolders(path, [process.pid, ...(stepPid !== null ? [stepPid] : [])]);
-    if (others.length) return new StoreError("store_locked", `${path} is locked: ${describeLockHolders(others)}`);
-    const byStep = stepPid !== null && storeLockHolders(path, [process.pid]).some((h) => h.pid === stepPid);
-    return new StoreError(
-      "store_locked",
-      byStep
-        ? `${path} stayed locked for ${BUSY_TIMEOUT_MS / 1000} s by the step holding the lease (pid ${stepPid}); try again later`
-        : `${path} stayed locked for ${BUSY_TIMEOUT_MS / 1000} s (${(err as Error).message}), by no process this machine lists: another machine sharing the file, or a process of another pid namespace`,
-    );
   }
 
   /**
@@ -571,34 +489,17 @@ export class Store {
   private takeLease(ttlMs: number, isAlive: (pid: number) => boolean, now: Date, mayTakeOver: boolean): LeaseResult | "takeover" {
     return this.tx(() => {
       const cur = readLease(this.db);
-      const host = hostname();
       let tookOver: Lease | null = null;
       let takeover: StoredEventOf<"lease_taken_over"> | null = null;
       if (cur) {
-        const expired = Date.parse(cur.expires) <= now.getTime();
-        const dead = cur.host === host && (!isAlive(cur.pid) || pidReusedSince(cur));
-        if (!expired && !dead) return { ok: false as const, holder: cur };
+        const why = leaseFreed(cur, now, isAlive);
+        if (!why) return { ok: false as const, holder: cur };
         if (!mayTakeOver) return "takeover" as const;
         tookOver = cur;
-        takeover = this.append([
-          { type: "lease_taken_over", payload: { previous: { ...cur }, why: dead ? "dead" : "expired" } },
-        ]).events[0] as StoredEventOf<"lease_taken_over">;
+        takeover = this.append([{ type: "lease_taken_over", payload: { previous: { ...cur }, why } }]).events[0] as StoredEventOf<"lease_taken_over">;
       }
-      const lease: Lease = {
-        owner: crypto.randomUUID(),
-        pid: process.pid,
-        host,
-        started: now.toISOString(),
-        expires: new Date(now.getTime() + ttlMs).toISOString(),
-      };
-      leasesTakenHere.add(lease.owner);
-      this.db.run("INSERT OR REPLACE INTO lease(id, owner, pid, host, started, expires) VALUES (1,?,?,?,?,?)", [
-        lease.owner,
-        lease.pid,
-        lease.host,
-        lease.started,
-        lease.expires,
-      ]);
+      const lease = newLease(ttlMs, now);
+      writeLease(this.db, lease);
       return { ok: true as const, lease, tookOver, takeover };
     });
   }
@@ -634,11 +535,7 @@ export class Store {
     const cur = readLease(this.db);
     // `held` stays set: every later write of this handle is refused too, until it releases.
     if (cur?.owner === lease.owner) return;
-    throw new LeaseLostError(
-      cur
-        ? `the lease this process took at ${lease.started} (expiring ${lease.expires}) was taken over by pid ${cur.pid} on ${cur.host} at ${cur.started}; it stops without writing more`
-        : `the lease this process took at ${lease.started} (expiring ${lease.expires}) is gone; it stops without writing more`,
-    );
+    throw leaseLost(lease, cur);
   }
 
   /**
@@ -686,25 +583,4 @@ function copyTouched(base: Projection, touched: "all" | Set<string>): Projection
   const items: Record<string, ItemState> = { ...base.items };
   for (const id of touched === "all" ? Object.keys(items) : touched) if (Object.hasOwn(items, id)) putItem(items, id, structuredClone(items[id]!));
   return { seq: base.seq, hash: base.hash, loop: structuredClone(base.loop), order: base.order, items };
-}
-
-/** The loop row and the rows of the items named; state.json's hash is recorded again when it is written. */
-function writeProjection(db: Database, p: Projection, ids: Iterable<string>) {
-  const lr = loopRow(p);
-  db.run("UPDATE proj_loop SET seq = ?, hash = ?, state = ?, body = ?, state_sha = '' WHERE id = 1", [lr.seq, lr.hash, lr.state, lr.body]);
-  for (const id of ids) {
-    const it = itemOf(p, id);
-    if (!it) continue;
-    for (const t of ITEM_TABLES) {
-      const body = itemRow(it, t);
-      if (body === null) db.run(`DELETE FROM ${t} WHERE item = ?`, [id]);
-      else db.run(`INSERT INTO ${t}(item, body) VALUES (?, ?) ON CONFLICT(item) DO UPDATE SET body = excluded.body`, [id, body]);
-    }
-  }
-}
-
-/** Rewrite every projection row from a projection (the migration; bulk loading in bench/generate). */
-export function writeWholeProjection(db: Database, p: Projection) {
-  for (const t of ITEM_TABLES) db.run(`DELETE FROM ${t}`);
-  writeProjection(db, p, Object.keys(p.items));
 }

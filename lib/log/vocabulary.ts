@@ -66,6 +66,8 @@ export function drainsAs(s: ItemStatus): DrainOutcome | null {
 const LANDING = {
   none: "landed",
   merged: "landed",
+  // The target already held the verified commit: nothing was merged, nothing changed (docs/events.md#landing_finished).
+  already_contained: "landed",
   pr_opened: "landed",
   conflict: "failed",
   failed: "failed",

@@ -11,7 +11,9 @@ import { materialize as writeFiles } from "./materialize.ts";
 import { assertOwnership, noWorkYet, type ProjectIdentity } from "./ownership.ts";
 import type { Projection } from "./projection.ts";
 import { existsSync, realpathSync } from "node:fs";
-import { dbPath, type Lease, readLease, readProjection, Store, StoreError, withReadSnapshot } from "./store.ts";
+import { Store } from "./store.ts";
+import { dbPath, type Lease, readLease, readProjection, withReadSnapshot } from "./snapshot.ts";
+import { StoreError } from "./../shared/errors.ts";
 import { type CommitLabel, failpoint } from "../shared/failpoint.ts";
 import { pidAlive } from "../shared/process.ts";
 

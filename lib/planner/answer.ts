@@ -6,7 +6,8 @@
 // runner, and the draft says so). Dependencies are checked later, as warnings on the draft
 // (quality.ts): the operator reviews them.
 import * as v from "valibot";
-import { isItemId, parseRef, RefError } from "../definition/refs.ts";
+import { isItemId, parseRef } from "../definition/refs.ts";
+import { RefError } from "../shared/errors.ts";
 import { formatJsonPath } from "../definition/json-strict.ts";
 import { hiddenIn } from "../shared/untrusted-text.ts";
 

@@ -68,7 +68,9 @@ export function forgeIssueSource(settings: NormForge, token: string | null, o: {
     },
     async openPullRequests() {
       const f = await forge();
-      const pulls = need(await f.openPulls(), `listing the open ${f.pullNoun}s of ${settings.repo}`);
+      const listed = need(await f.openPulls(), `listing the open ${f.pullNoun}s of ${settings.repo}`);
+      if (listed.cut) warn(`forge: listing the open ${f.pullNoun}s of ${settings.repo}: there are more than loop reads; the ${listed.items.length} newest were read, the rest are not in the prompt`);
+      const pulls = listed.items;
       return pulls.map((p) => ({ ref: refOf(p.number), title: sanitizeLine(p.title, 200), body: cleanText(p.body) }));
     },
   };

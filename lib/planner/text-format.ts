@@ -8,7 +8,8 @@
 // `\\` are escapes, and a backslash before any other character keeps that character as it is (so a
 // prompt that starts like a ref is written `\github:…`). What a line cannot carry: dependencies,
 // runner, model, verify, attempts, timeouts. Pure.
-import { RefError, isItemId, itemIdFromRef, parseRef, refPrefix } from "../definition/refs.ts";
+import { isItemId, itemIdFromRef, parseRef, refPrefix } from "../definition/refs.ts";
+import { RefError } from "../shared/errors.ts";
 import { UsageError } from "../shared/errors.ts";
 import { slugFromPrompt } from "./slug.ts";
 

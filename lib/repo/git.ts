@@ -6,7 +6,6 @@
 // of loop's may run a program they name (docs/forge.md#threat-model). Commands that touch a work
 // tree also get driverOverrides: every filter, merge and diff driver the config defines, disabled.
 import { GitError } from "../shared/errors.ts";
-export { GitError } from "../shared/errors.ts";
 
 export interface GitResult {
   code: number | null;

@@ -65,6 +65,36 @@ export function ensureWorktree({
   return { created: true, branchCreated, movedAside };
 }
 
+/**
+ * Rename `branch` to `aside` if it is still at `head` (one ref transaction: a branch that moved
+ * meanwhile is left alone and GitError says so); a checkout of it is removed first, so the
+ * branch can be made again. Nothing of its commits is deleted.
+ */
+export function moveBranchAside(o: { repo: string; branch: string; aside: string; head: string; worktree: string }): void {
+  const at = checkedOut(o.repo).find((w) => w.branch === o.branch);
+  if (at && realpathOrSelf(at.path) !== realpathOrSelf(o.worktree)) throw new GitError(["update-ref", "--stdin"], null, `${o.branch} is checked out at ${at.path}, not in the item's worktree; loop does not move it`);
+  if (at) removeWorktree(o.repo, o.worktree);
+  const input = `create refs/heads/${o.aside} ${o.head}\ndelete refs/heads/${o.branch} ${o.head}\n`;
+  const r = gitTry(o.repo, ["update-ref", "-m", "loop: a branch no session of this item worked on, moved aside", "--stdin"], {}, input);
+  if (r.code !== 0) throw new GitError(["update-ref", "--stdin"], r.code, r.stderr);
+}
+
+function realpathOrSelf(p: string): string {
+  try {
+    return realpathSync(p);
+  } catch {
+    return resolve(p);
+  }
+}
+
+/** Whether `ancestor` is in the history of `rev` (throws GitError when git cannot tell). */
+export function isAncestor(repo: string, ancestor: string, rev: string): boolean {
+  const r = gitTry(repo, ["merge-base", "--is-ancestor", ancestor, rev]);
+  if (r.code === 0) return true;
+  if (r.code === 1) return false;
+  throw new GitError(["merge-base", "--is-ancestor", ancestor, rev], r.code, r.stderr);
+}
+
 export function removeWorktree(repo: string, path: string): boolean {
   if (!existsSync(path)) {
     gitTry(repo, ["worktree", "prune"]);
@@ -202,11 +232,14 @@ export function checkedOut(repo: string): { path: string; branch: string | null 
   return out;
 }
 
-export type LandingOutcome = { outcome: "merged" | "conflict" | "failed"; commit: string | null; reason: string };
+export type MergeResult = { outcome: "merged" | "already_contained" | "conflict" | "failed"; commit: string | null; reason: string };
 
 /**
  * Merge `branch` into the loop-owned `target` inside a landing worktree under the state root,
- * never in a worktree the operator has checked out. Already merged → "merged" again (idempotent).
+ * never in a worktree the operator has checked out. Already merged by this very landing (the
+ * target's head is the merge of exactly this commit: a step killed after the merge) → "merged"
+ * again (idempotent). Already in the target otherwise (an earlier attempt's merge, kept by a
+ * reset; the branch started from the target and added nothing) → "already_contained": nothing merged.
  */
 export interface LandMergeOptions {
   repo: string;
@@ -229,7 +262,7 @@ export interface LandMergeOptions {
   onMovedAside?: (path: string) => void;
 }
 
-export function landMerge({ repo, landingDir, target, base, branch, commit = null, message, onMovedAside = () => {} }: LandMergeOptions): LandingOutcome {
+export function landMerge({ repo, landingDir, target, base, branch, commit = null, message, onMovedAside = () => {} }: LandMergeOptions): MergeResult {
   if (commit) {
     const now = revParse(repo, `refs/heads/${branch}`);
     if (now !== commit)
@@ -249,8 +282,18 @@ export function landMerge({ repo, landingDir, target, base, branch, commit = nul
   // A merge left half-done by a killed step is abandoned and redone.
   if (existsSync(join(checked.gitDir, "MERGE_HEAD"))) gitTry(landingDir, ["merge", "--abort"], pin);
   gitTry(landingDir, ["reset", "-q", "--hard", "HEAD"], pin);
-  const r = gitTry(landingDir, [...identity(landingDir), "merge", "--no-ff", "--no-edit", "-m", message, commit ?? branch], pin);
-  if (r.code === 0) return { outcome: "merged", commit: git(landingDir, ["rev-parse", "HEAD"], pin), reason: "merged" };
+  const what = commit ?? branch;
+  const before = git(landingDir, ["rev-parse", "HEAD"], pin);
+  const r = gitTry(landingDir, [...identity(landingDir), "merge", "--no-ff", "--no-edit", "-m", message, what], pin);
+  if (r.code === 0) {
+    const after = git(landingDir, ["rev-parse", "HEAD"], pin);
+    if (after !== before) return { outcome: "merged", commit: after, reason: "merged" };
+    // Nothing new: a merge of exactly this commit (this landing's, by a killed step), or a target that held it already.
+    const merged = gitTry(landingDir, ["rev-parse", "--verify", "-q", `${after}^2`], pin).stdout.trim();
+    const tip = git(landingDir, ["rev-parse", `${what}^{commit}`], pin);
+    if (merged === tip) return { outcome: "merged", commit: after, reason: "merged" };
+    return { outcome: "already_contained", commit: after, reason: `already contained in ${target} (at ${after.slice(0, 12)}): nothing was merged, nothing changed` };
+  }
   const conflicted = gitTry(landingDir, ["diff", "--no-ext-diff", "--name-only", "--diff-filter=U"], pin).stdout.trim().split("\n").filter(Boolean);
   gitTry(landingDir, ["merge", "--abort"], pin);
   if (conflicted.length) return { outcome: "conflict", commit: null, reason: `merge conflict in ${conflicted.join(", ")}` };

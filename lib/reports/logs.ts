@@ -17,7 +17,7 @@ import { SESSION_FILES } from "../supervisor/session-wrapper.ts";
 import { cutOf, DEFAULT_OUTPUT_CAP, markerLine, outputLayout } from "../supervisor/output-log.ts";
 import { sessionAlive } from "../supervisor/liveness.ts";
 
-export type LogKind = "output" | "verify";
+export type LogKind = "output" | "verify" | "setup";
 
 export interface LogTarget {
   item: string;
@@ -37,7 +37,7 @@ export function findLog(stateRoot: string, selector: string, o: { attempt: numbe
   const { attempt, attempts } = attemptOf(found, o.attempt);
   const dir = sessionDir(stateRoot, found.id, found.epoch, attempt);
   const cap = o.kind === "output" ? capOf(dir) : null;
-  return { item: found.id, epoch: found.epoch, attempt, attempts, kind: o.kind, path: join(dir, o.kind === "output" ? SESSION_FILES.output : SESSION_FILES.verify), cap };
+  return { item: found.id, epoch: found.epoch, attempt, attempts, kind: o.kind, path: join(dir, SESSION_FILES[o.kind]), cap };
 }
 
 /**
@@ -94,6 +94,8 @@ export function attemptLive(stateRoot: string, t: LogTarget, env: Record<string,
   const it = withReadSnapshot(stateRoot, ({ db }) => readItem(db, t.item));
   if (!it || it.epoch !== t.epoch || it.attempts.length !== t.attempt || !isInFlight(it.status)) return false;
   if (t.kind === "verify") return it.attempts[t.attempt - 1]!.verify === null;
+  // The setup runs inside the launch: it may grow while the attempt is being launched.
+  if (t.kind === "setup") return it.status === "launching";
   if (it.status === "launching") return true;
   const s = it.session;
   return it.status === "running" && s !== null && s.attempt === t.attempt && s.closed === null && sessionAlive(s, env);

@@ -1,6 +1,6 @@
 // Text renderings of the JSON reports, for people at a terminal. Plain columns, no ANSI unless
 // the caller says color is wanted.
-import type { StatusReport } from "./status.ts";
+import { shownStatus, type StatusReport } from "./status.ts";
 import type { ReplayReport } from "./replay.ts";
 import { printable } from "../shared/printable.ts";
 import { autoMergeSentence } from "../forge/auto-merge.ts";
@@ -48,14 +48,18 @@ export function renderStatus(r: StatusReport, color: boolean): string {
         ["ITEM", "STATUS", "ATTEMPTS", "FAILED", "SPEND", "SESSION", "BRANCH", "LAST VERIFY"],
         r.items.map((it) => [
           p(it.id),
-          paint(color, statusColor(it.status), p(it.status)),
+          // An ended attempt whose verify runs reads `verifying` (docs/cli/loop-status.md#text).
+          paint(color, statusColor(it.status), p(shownStatus(it))),
           // Attempts the agent ran; the failures counted against maxAttempts, and where the item gives up.
           p(it.ran),
           `${p(it.failures)} (gives up at ${p(it.maxAttempts)})`,
           // Tokens and dollars over its attempts; "unknown" when its agent reported none.
           spendCell(it.usage, p),
+          // A closed session's pid names nothing any more: the runner only.
           it.session
-            ? `${p(it.session.runner)} ${it.session.tmux ? `tmux ${p(it.session.tmux)}` : it.session.pid !== null ? `pid ${p(it.session.pid)}` : "-"}${it.session.alive ? " alive" : ""}`
+            ? it.session.closed
+              ? p(it.session.runner)
+              : `${p(it.session.runner)} ${it.session.tmux ? `tmux ${p(it.session.tmux)}` : it.session.pid !== null ? `pid ${p(it.session.pid)}` : "-"}${it.session.alive ? " alive" : ""}`
             : "-",
           it.branch === null ? "-" : p(it.branch),
           it.lastVerify ? `${it.lastVerify.passed ? "passed" : "failed"} (${p(it.lastVerify.reason)})` : "-",
@@ -110,10 +114,10 @@ function usdText(n: unknown): string {
   return `$${n >= 0.01 || n === 0 ? n.toFixed(2) : n.toFixed(6).replace(/0+$/, "")}`;
 }
 
-/** An item's SPEND cell: "12,345 tok $0.42", "12,345 tok" (dollars unknown), "unknown", "-" (never ran). */
+/** An item's SPEND cell: "12,345 tok $0.42", "12,345 tok" (dollars unknown), "?" (unknown: said once below the table), "-" (never ran). */
 function spendCell(u: Usage, _p: (v: unknown) => string): string {
   if (!u) return "-";
-  if (u.tokens === null && u.usd === null) return "unknown";
+  if (u.tokens === null && u.usd === null) return "?";
   const parts = [u.tokens === null ? "? tok" : `${tokensText(u.tokens)} tok`];
   if (u.usd !== null) parts.push(usdText(u.usd));
   return parts.join(" ");
@@ -123,10 +127,11 @@ function spendCell(u: Usage, _p: (v: unknown) => string): string {
 function spendLines(r: StatusReport, p: (v: unknown) => string): string[] {
   const u = r.loop.usage as (Usage & { daily?: { tokens: number | null; usd: number | null } }) | undefined;
   if (!u) return [];
-  const unknown = u.unknown && (u.unknown.tokens > 0 || u.unknown.usd > 0) ? ` (${u.unknown.tokens} of ${u.attempts} attempt(s) reported no tokens, ${u.unknown.usd} no dollars)` : "";
   const figure = (x: { tokens: number | null; usd: number | null }) =>
     x.tokens === null && x.usd === null ? "unknown" : `${x.tokens === null ? "tokens unknown" : `${tokensText(x.tokens)} tokens`}, ${x.usd === null ? "dollars unknown" : usdText(x.usd)}`;
-  const out = [!u.attempts ? "spend: nothing yet (no attempt has run)" : `spend: ${figure(u)} over ${p(u.attempts)} attempt(s)${unknown}${u.daily ? `; last 24 hours: ${figure(u.daily)}` : ""}`];
+  const out = [!u.attempts ? "spend: nothing yet (no attempt has run)" : `spend: ${figure(u)} over ${p(u.attempts)} attempt(s)${u.daily ? `; last 24 hours: ${figure(u.daily)}` : ""}`];
+  const unknown = unknownLine(r, u, p);
+  if (unknown) out.push(unknown);
   const b = r.loop.budget;
   if (b) {
     const limit = (x: { tokens: number | null; usd: number | null }) => [x.tokens === null ? null : `${tokensText(x.tokens)} tokens`, x.usd === null ? null : usdText(x.usd)].filter(Boolean).join(", ");
@@ -134,6 +139,22 @@ function spendLines(r: StatusReport, p: (v: unknown) => string): string[] {
     out.push(`budget: ${parts.join("; ")}${b.stopped ? ` (reached: ${p(b.stopped.reason)})` : ""}`);
   }
   return out;
+}
+
+/** Runners whose agent CLI loop reads the usage of: they report nothing through LOOP_USAGE_FILE. */
+const READ_FROM_OUTPUT = ["claude", "codex", "aider"];
+
+/**
+ * The one line on usage nobody reported (instead of a word on every row): how many attempts, which
+ * items and runners, and how a command runner reports it (docs/runners.md#reporting-usage).
+ */
+function unknownLine(r: StatusReport, u: NonNullable<Usage>, p: (v: unknown) => string): string | null {
+  if (!u.unknown || (u.unknown.tokens === 0 && u.unknown.usd === 0)) return null;
+  const silent = r.items.filter((it) => it.usage && it.usage.tokens === null && it.usage.usd === null);
+  const runners = [...new Set(silent.map((it) => it.session?.runner).filter((x): x is string => typeof x === "string"))];
+  const items = silent.length ? `; shown as ? for ${silent.map((it) => p(it.id)).join(", ")}${runners.length ? ` (runner ${runners.map(p).join(", ")})` : ""}` : "";
+  const hint = runners.some((x) => !READ_FROM_OUTPUT.includes(x)) || runners.length === 0 ? "; a command runner reports its usage by appending JSON lines to $LOOP_USAGE_FILE (docs/runners.md#reporting-usage)" : "";
+  return `usage unknown: ${p(u.unknown.tokens)} of ${p(u.attempts)} attempt(s) reported no tokens, ${p(u.unknown.usd)} no dollars${items}${hint}`;
 }
 
 /** An item's PR and where its landing stands: "#12 https://… · landing: waiting (checks_pending: waiting for …)". */
@@ -156,9 +177,10 @@ function inFlight(it: StatusReport["items"][number], p: (v: unknown) => string):
   const current = s !== null && s.attempt === it.attempts ? s : null;
   // Numbered as the handoff numbers it: the attempts the agent ran, this one included once it started.
   const n = it.status === "launching" ? it.ran + 1 : it.ran;
-  const out = [`in flight: ${p(it.id)} (${p(it.status)}, attempt ${p(n)}${current?.alive ? ", alive" : ""})`];
+  const out = [`in flight: ${p(it.id)} (${p(shownStatus(it))}, attempt ${p(n)}${current?.alive ? ", alive" : ""})`];
   if (current?.log) out.push(`  log:      ${p(current.log)}  (\`loop logs ${p(it.id)} --follow\`)`);
   if (it.worktree) out.push(`  worktree: ${p(it.worktree)}`);
+  if (it.builtOn) out.push(`  built on: ${p(it.builtOn.ref)} (${p(it.builtOn.commit.slice(0, 12))})`);
   if (current?.attach) out.push(`  attach:   ${p(current.attach)}`);
   return out;
 }

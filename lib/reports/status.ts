@@ -9,7 +9,7 @@
 // how the file differs.
 import { readRegularFile } from "../shared/fsutil.ts";
 import { headOf, loopRecordOf, readControlFlags, readLease, readLoopRow, readProjection, withReadSnapshot } from "../log/snapshot.ts";
-import { statePaths } from "../shared/paths.ts";
+import { statePaths, worktreesRoot } from "../shared/paths.ts";
 import { fullUsage, jsonText, loopUsage, stateDocument, usd } from "../log/documents.ts";
 import { loopSpend } from "../decisions/budget.ts";
 import { jsonDiff } from "./diff.ts";
@@ -89,6 +89,8 @@ export function statusReport(
         id: it.id,
         ref: it.ref,
         status: it.status,
+        // What an `ended` attempt is doing (docs/cli/loop-status.md): its verify runs, or it passed and lands; else null.
+        phase: it.status === "ended" ? (facts.get(it.id)?.phase ?? null) : null,
         reason: it.reason,
         epoch: it.epoch,
         // Who reset the item last, and when.
@@ -104,6 +106,8 @@ export function statusReport(
         question: it.question,
         branch: it.branch,
         worktree: it.worktree,
+        // What the item's branch was created from: a ref and its commit (docs/cli/loop-status.md).
+        builtOn: it.builtOn ?? null,
         session: s
           ? {
               ...s,
@@ -136,7 +140,8 @@ export function statusReport(
     return {
       schema: "loop/status@1",
       healthy: findings.length === 0,
-      loop: { ...doc.loop, seq: lr.seq, logSeq: head.seq, counts: doc.counts, usage: usageOf(doc, loop), budget: budgetOf(loop) },
+      // Where this loop's worktrees and landing checkout live (docs/state.md#where-worktrees-live).
+      loop: { ...doc.loop, seq: lr.seq, logSeq: head.seq, counts: doc.counts, usage: usageOf(doc, loop), budget: budgetOf(loop), worktrees: worktreesRoot(stateRoot, env) },
       // What needs a person (the conditions `loop run` exits 1 for), each with the commands that put it right.
       attention: attentionOf(attentionInputOf(doc, loop.drainedSeq, pullSign)).map(({ kind, item, reason, fix }) => ({ kind, item, reason, fix })),
       autoMerge: autoMergeOf(loop, env),
@@ -278,7 +283,10 @@ export interface DrainedAttempt {
  * this) and those given back because they died with a stopped watcher. From the ledger rows of the
  * same snapshot, and only for items that have made an attempt.
  */
-function attemptFacts(db: Database, items: readonly { id: string; attempts: number }[]): Map<string, { ran: number; drained: DrainedAttempt[] }> {
+/** Where an `ended` attempt stands: its verify running (reserved, not finished), or passed and not landed yet. */
+export type AttemptPhase = "verifying" | "landing";
+
+function attemptFacts(db: Database, items: readonly { id: string; attempts: number }[]): Map<string, { ran: number; drained: DrainedAttempt[]; phase: AttemptPhase | null }> {
   const ids = items.filter((it) => it.attempts > 0).map((it) => it.id);
   if (ids.length === 0) return new Map();
   const rows = db
@@ -286,11 +294,14 @@ function attemptFacts(db: Database, items: readonly { id: string; attempts: numb
       `SELECT item,
          (SELECT count(*) FROM json_each(body, '$.attempts') WHERE json_extract(value, '$.startedAt') IS NOT NULL) AS ran,
          (SELECT json_group_array(json_object('attempt', json_extract(value, '$.n'), 'signal', json_extract(value, '$.drain.signal'), 'signalledAt', json_extract(value, '$.drain.signalledAt'), 'running', json_extract(value, '$.drain.running')))
-            FROM json_each(body, '$.attempts') WHERE json_extract(value, '$.drained') = 1) AS drained
+            FROM json_each(body, '$.attempts') WHERE json_extract(value, '$.drained') = 1) AS drained,
+         json_extract(body, '$.attempts[#-1].verifyRun') IS NOT NULL AS verifyReserved,
+         json_extract(body, '$.attempts[#-1].verify.passed') AS verifyPassed
        FROM proj_ledgers WHERE item IN (SELECT value FROM json_each(?))`,
     )
-    .all(JSON.stringify(ids)) as { item: string; ran: number; drained: string }[];
-  return new Map(rows.map((r) => [r.item, { ran: r.ran, drained: JSON.parse(r.drained) as DrainedAttempt[] }]));
+    .all(JSON.stringify(ids)) as { item: string; ran: number; drained: string; verifyReserved: number; verifyPassed: number | null }[];
+  const phase = (r: { verifyReserved: number; verifyPassed: number | null }): AttemptPhase | null => (r.verifyPassed === 1 ? "landing" : r.verifyReserved && r.verifyPassed === null ? "verifying" : null);
+  return new Map(rows.map((r) => [r.item, { ran: r.ran, drained: JSON.parse(r.drained) as DrainedAttempt[], phase: phase(r) }]));
 }
 
 /**
@@ -369,4 +380,9 @@ export function stateView(
   }
   const diffs = jsonDiff(onFile, expected);
   return { doc: expected, findings: diffs.map((d) => ({ code: "state_field_mismatch", message: `state.json ${d} differs from the log` })) };
+}
+
+/** The status a person is shown: an `ended` attempt's phase (`verifying`, `landing`) when it has one. */
+export function shownStatus(it: { status: string; phase?: AttemptPhase | null }): string {
+  return it.status === "ended" && it.phase ? it.phase : it.status;
 }

@@ -21,7 +21,7 @@ export interface LogEvent {
 }
 
 /** The phases an attempt's bar is split into (docs/cli/loop-serve.md#the-timeline). */
-export const PHASE_KINDS = ["launching", "agent", "verify", "landing", "checks", "rework"] as const;
+export const PHASE_KINDS = ["launching", "agent", "step", "verify", "landing", "checks", "closing", "rework"] as const;
 export type PhaseKind = (typeof PHASE_KINDS)[number];
 
 /**
@@ -45,6 +45,8 @@ export interface VerifyHistory {
   startedAt: number | null;
   deadline: string | null;
   finishedAt: number | null;
+  /** When its wrapper saw the command start and end (verify_finished `times`), where recorded. */
+  ran: { from: number | null; to: number | null };
   passed: boolean | null;
   exitCode: number | null;
   timedOut: boolean;
@@ -65,6 +67,8 @@ export interface AttemptHistory {
   startedAt: number | null;
   /** How the agent's session ended (session_ended, launch_failed, needs_input, environment_fault). */
   end: { at: number; verdict: string; exitCode: number | null; signal: string | null; reason: string } | null;
+  /** When its wrapper saw the agent start and end (session_ended `times`), where recorded. */
+  ran: { from: number | null; to: number | null };
   question: string | null;
   verify: VerifyHistory | null;
   /** `label`: how people write it on the loop's forge, "#12" or a GitLab "!12" (lib/forge/provider.ts pullTerms). */
@@ -249,6 +253,7 @@ const HANDLERS: Record<string, Handler> = {
       reservedAt: t,
       startedAt: null,
       end: null,
+      ran: { from: null, to: null },
       question: null,
       verify: null,
       pr: null,
@@ -276,6 +281,7 @@ const HANDLERS: Record<string, Handler> = {
     if (!a) return;
     const p = e.payload ?? {};
     a.end = { at: t, verdict: str(p.verdict) ?? "?", exitCode: num(p.exitCode), signal: str(p.signal), reason: str(p.reason) ?? "" };
+    a.ran = wrapperTimes(p.times, a.reservedAt, t);
   },
   needs_input(h, e, it, t) {
     const a = it && attemptOf(it, e.payload?.attempt);
@@ -312,6 +318,7 @@ const HANDLERS: Record<string, Handler> = {
       reason: str(p.reason),
       tail: str(p.tail),
       log: str(p.log) ?? a.verify.log,
+      ran: wrapperTimes(p.times, a.verify.reservedAt ?? t, t),
     });
   },
   forge_pr_recorded(h, e, it, t) {
@@ -376,8 +383,19 @@ const HANDLERS: Record<string, Handler> = {
   },
 };
 
+/** A wrapper's recorded times (session_ended, verify_finished `times`) as ms, each kept only within [from, to]. */
+function wrapperTimes(v: unknown, from: number, to: number): { from: number | null; to: number | null } {
+  const at = (x: unknown, lo: number) => {
+    const ms = typeof x === "string" ? Date.parse(x) : NaN;
+    return Number.isFinite(ms) && ms >= lo && ms <= to ? ms : null;
+  };
+  const times = v && typeof v === "object" ? (v as { started?: unknown; ended?: unknown }) : {};
+  const started = at(times.started, from);
+  return { from: started, to: at(times.ended, started ?? from) };
+}
+
 function emptyVerify(): VerifyHistory {
-  return { command: null, log: null, reservedAt: null, startedAt: null, deadline: null, finishedAt: null, passed: null, exitCode: null, timedOut: false, reason: null, tail: null };
+  return { command: null, log: null, reservedAt: null, startedAt: null, deadline: null, finishedAt: null, ran: { from: null, to: null }, passed: null, exitCode: null, timedOut: false, reason: null, tail: null };
 }
 
 function settledAttempt(a: AttemptHistory): boolean {
@@ -411,25 +429,37 @@ function first(...ts: (number | null | undefined)[]): number | null {
 }
 
 /**
- * An attempt's phases, in order: launching (reserved → the session started), the agent (started →
- * its session ended), verify (reserved → verdict), landing (a passing verdict → a pull request or the
- * landing), checks (the pull request → the landing), then the phases of their own (reworks). A phase
- * the log has no end for ends at the attempt's outcome, its close or its reset; failing those it is
- * still going (`to` null).
+ * An attempt's phases, in order: launching (reserved → the agent started), the agent (its start →
+ * its end, as its wrapper saw them where recorded, else the events that record them), waiting for a
+ * step (the agent's end as its wrapper saw it → the step that saw it; the verify's likewise), verify
+ * (reserved → the command's end, else its verdict), landing (a passing verdict → a pull request or
+ * the landing), checks (the pull request → the landing), closing (the landing → the session closed:
+ * the worktree's removal), then the phases of their own (reworks). A phase the log has no end for
+ * ends at the attempt's outcome, its close or its reset; failing those it is still going (`to` null).
  */
 export function phasesOf(a: AttemptHistory): Phase[] {
   const stop = first(a.outcome?.at, a.closed?.at, a.abandonedAt);
   const out: Phase[] = [];
-  out.push({ kind: "launching", from: a.reservedAt, to: first(a.startedAt, a.end?.at, stop) });
-  if (a.startedAt) out.push({ kind: "agent", from: a.startedAt, to: first(a.end?.at, stop) });
+  const agentFrom = first(a.ran.from, a.startedAt);
+  const agentTo = first(a.ran.to, a.end?.at, stop);
+  out.push({ kind: "launching", from: a.reservedAt, to: first(agentFrom, a.end?.at, stop) });
+  if (agentFrom !== null) out.push({ kind: "agent", from: agentFrom, to: agentTo });
   const v = a.verify;
-  if (v?.reservedAt && v.reservedAt !== v.finishedAt) out.push({ kind: "verify", from: v.reservedAt, to: first(v.finishedAt, stop) });
+  // The agent's end as its wrapper saw it, and the step that saw it: the wait between them is cron's.
+  if (a.ran.to !== null && a.end && a.end.at > a.ran.to) out.push({ kind: "step", from: a.ran.to, to: a.end.at });
+  if (v?.reservedAt && v.reservedAt !== v.finishedAt) {
+    const ended = v.ran.to !== null && v.finishedAt !== null && v.finishedAt > v.ran.to ? v.ran.to : null;
+    out.push({ kind: "verify", from: v.reservedAt, to: first(ended, v.finishedAt, stop) });
+    if (ended !== null) out.push({ kind: "step", from: ended, to: v.finishedAt });
+  }
   if (v?.passed && v.finishedAt) {
     const landed = first(a.landing?.at, stop);
     if (a.pr) {
       if (a.pr.at !== v.finishedAt) out.push({ kind: "landing", from: v.finishedAt, to: a.pr.at });
       out.push({ kind: "checks", from: a.pr.at, to: landed });
     } else if (landed !== v.finishedAt) out.push({ kind: "landing", from: v.finishedAt, to: landed });
+    // What settling took after the landing (the worktree removed, the session closed).
+    if (a.landing && a.closed && a.closed.at > a.landing.at) out.push({ kind: "closing", from: a.landing.at, to: a.closed.at });
   }
   out.push(...a.extraPhases);
   return out;

@@ -4,7 +4,7 @@
 // the status document, the history and the file slices, and these functions turn them into HTML.
 // Every word from the log or a file goes through `html` (html.ts), which escapes it.
 import { html, line, type Markup, safeHref, seg, trusted } from "./html.ts";
-import type { StatusReport } from "../reports/status.ts";
+import { shownStatus, type StatusReport } from "../reports/status.ts";
 import { type AttemptHistory, type History, type ItemHistory, phasesOf } from "./history.ts";
 import { legend, reworksOf, timelineOf, timelineSvg, usageText } from "./timeline.ts";
 import type { FileSlice } from "./files.ts";
@@ -92,7 +92,7 @@ export function loopMain(name: string, s: StatusReport, h: History, now: number,
   const legendItems = legend().map((l) => html`<li><svg width="14" height="10" aria-hidden="true"><rect class="${l.cls}" width="14" height="10"${l.cls.startsWith("wait") ? trusted(` fill="url(#hatch)"`) : ""}/></svg> ${l.name}</li>`);
   const rows = s.items.map(
     (it) =>
-      html`<tr data-item="${it.id}"><td><a href="${itemHref(name, it.id)}">${it.id}</a></td><td><span class="st st-${it.status}">${it.status}</span></td><td>${it.attempts}/${it.maxAttempts}${it.epoch ? html` (epoch ${it.epoch})` : ""}</td><td>${line(it.waiting ? it.waiting.detail : it.reason)}</td></tr>`,
+      html`<tr data-item="${it.id}"><td><a href="${itemHref(name, it.id)}">${it.id}</a></td><td><span class="st st-${it.status}">${shownStatus(it)}</span></td><td>${it.attempts}/${it.maxAttempts}${it.epoch ? html` (epoch ${it.epoch})` : ""}</td><td>${line(it.waiting ? it.waiting.detail : it.reason)}</td></tr>`,
   );
   return html`${loopHeader(name, s, h)}
 <section class="timeline-box" aria-label="timeline"><h2>Timeline <small>(UTC)</small></h2>
@@ -198,7 +198,7 @@ export function itemMain(d: ItemPageData): Markup {
   const attempts = [...(h?.attempts ?? [])].reverse().map((a) => attemptSection(a, d.files.get(attemptKey(a))));
   const forgeWait = it.forge?.landing;
   return html`<header class="item" data-status="${it.status}">
-<h1>${it.id} <span class="st st-${it.status}">${it.status}</span></h1>
+<h1>${it.id} <span class="st st-${it.status}">${shownStatus(it)}</span></h1>
 ${it.reason ? html`<p class="reason">${line(it.reason)}</p>` : ""}
 ${it.question ? html`<div class="attention" role="alert" data-kind="question"><strong>Question</strong>: ${line(it.question)}<div class="fix">To fix: <code>loop ctl reply --work-item ${line(it.id)} "&lt;answer&gt;"</code> then <code>loop ctl resume</code></div></div>` : ""}
 <dl class="kv">

@@ -57,9 +57,11 @@ export const MAX_ROWS = 2000;
 const PHASE_NAMES: Record<PhaseKind, string> = {
   launching: "launching",
   agent: "agent running",
+  step: "waiting for a step",
   verify: "verify",
   landing: "landing",
   checks: "waiting on checks",
+  closing: "closing",
   rework: "rework",
 };
 const LOOP_WAIT_NAMES: Record<LoopWaitKind, string> = { paused: "paused", stopped: "stopped", environment: "environment fault" };

@@ -12,7 +12,6 @@ import { DefinitionError, EXIT, type ErrorCode, LoopError, UsageError } from "./
 import { VERSION } from "./version.ts";
 import { printable, printableLines } from "./printable.ts";
 
-export { EXIT } from "./errors.ts";
 
 export type ArgSpec =
   | { type: "string"; description: string; valueHint?: string; multiple?: boolean; short?: string }
@@ -46,7 +45,6 @@ export const confirmArgs = {
   "dry-run": { type: "boolean", description: "show what would happen and change nothing" },
 } as const satisfies ArgsSpec;
 
-export { BusyError, DeclinedError, InterruptedError, UsageError } from "./errors.ts";
 
 type Parsed<S extends ArgsSpec> = {
   [K in keyof S]: S[K] extends { type: "boolean" }

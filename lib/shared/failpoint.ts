@@ -2,7 +2,7 @@
 // point, exactly as a power cut or OOM kill would, so tests can prove the next step recovers.
 // LOOP_FAILPOINT may list several names separated by commas; `<name>=throw` throws an ordinary
 // error there instead, a bug in loop, to prove that one spends nothing and is reported as internal.
-// docs/failpoints.md lists them all; tests/step/failpoints.test.ts keeps that page and this list in
+// docs/failpoints.md lists them all; tests/step/failpoints.e2e.test.ts keeps that page and this list in
 // step, and kills a process at each.
 
 /** Labels of appends: each gives `<label>:before_commit` (inside the transaction) and `<label>:after_commit`. */
@@ -33,6 +33,7 @@ export const COMMIT_LABELS = [
   "usage",
   "budget",
   "watch",
+  "relocate",
 ] as const;
 
 /** Points around side effects. */
@@ -62,6 +63,7 @@ export const EFFECT_POINTS = [
   "reset:after_branch",
   "budget:before_close",
   "watch:after_proof",
+  "relocate:after_move",
 ] as const;
 
 export type CommitLabel = (typeof COMMIT_LABELS)[number];

@@ -1,5 +1,6 @@
 // Every path under the state root is built here, from item ids (already safe), never from refs.
-import { join } from "node:path";
+import { createHash } from "node:crypto";
+import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 
 export function statePaths(stateRoot: string) {
   return {
@@ -13,6 +14,7 @@ export function statePaths(stateRoot: string) {
     watcherStop: join(stateRoot, "watcher-stop.json"),
     gitignore: join(stateRoot, ".gitignore"),
     sessions: join(stateRoot, "sessions"),
+    /** Where worktrees lived before they moved out of the repository's tree (docs/state.md#where-worktrees-live). */
     workspaces: join(stateRoot, "workspaces"),
   };
 }
@@ -23,6 +25,24 @@ export function sessionDir(stateRoot: string, item: string, epoch: number, attem
   return join(stateRoot, "sessions", item, epoch === 0 ? String(attempt) : `e${epoch}-${attempt}`);
 }
 
-export function worktreeDir(stateRoot: string, item: string): string {
-  return join(stateRoot, "workspaces", item);
+/**
+ * The folder of a loop's worktrees and its landing checkout, outside the repository's tree so the
+ * team's own tools never walk into them (docs/state.md#where-worktrees-live): $LOOP_WORKTREES when
+ * set (absolute), else `$XDG_STATE_HOME/loop/<project>-<hash>` ($HOME/.local/state when unset),
+ * one per state root: the hash is of the state root's absolute path.
+ */
+export function worktreesRoot(stateRoot: string, env: Record<string, string | undefined>): string {
+  const own = env.LOOP_WORKTREES;
+  if (own) return resolve(own);
+  const abs = resolve(stateRoot);
+  const xdg = env.XDG_STATE_HOME && isAbsolute(env.XDG_STATE_HOME) ? env.XDG_STATE_HOME : join(env.HOME || "/tmp", ".local", "state");
+  const project = basename(dirname(abs)).replace(/[^A-Za-z0-9._-]/g, "_") || "loop";
+  return join(xdg, "loop", `${project}-${createHash("sha256").update(abs).digest("hex").slice(0, 12)}`);
 }
+
+export function worktreeDir(root: string, item: string): string {
+  return join(root, item);
+}
+
+/** The landing checkout (landing "merge" merges there), beside the items' worktrees. */
+export const LANDING_DIR = "_landing";

@@ -4,6 +4,7 @@
 // left them but carries the session's mark; remove the worktree unless asked to keep it (committing
 // what was left in it first), and return the events that record it, for the caller to append
 // together with whatever else its decision implies (atomically).
+import { describeRefused, importSessionObjects } from "../repo/object-import.ts";
 import { GitError } from "../shared/errors.ts";
 import { systemError } from "../decisions/faults.ts";
 import { existsSync, lstatSync } from "node:fs";
@@ -91,8 +92,10 @@ export async function closeSession(o: {
   failpoint("close:before_kill");
   const { how, swept, verify } = await endSessionProcesses(o.it, o.graceMs);
   failpoint("close:after_kill");
+  // What a sandboxed session's git wrote is the repository's once proven (lib/repo/object-import.ts).
+  const objects = importSessionObjects(o.repo, s.sessionDir);
   let worktreeRemoved = false;
-  let kept: string | null = null;
+  let kept: string | null = objects.refused.length ? `objects the session wrote that are not what their names say were not imported: ${describeRefused(objects.refused)}` : null;
   if (o.removeCheckout && o.it.workspace?.present) {
     const r = retireCheckout({
       repo: o.repo,
@@ -103,7 +106,7 @@ export async function closeSession(o: {
       message: `loop: ${o.it.id} attempt ${s.attempt}: changes left when the session was closed (${o.reason})`,
     });
     worktreeRemoved = r.removed;
-    kept = r.kept;
+    kept = [kept, r.kept].filter(Boolean).join("; ") || null;
   }
   failpoint("close:after_worktree");
   // What the branch holds now is what it must hold until the item's next launch (lib/repo/owned-refs.ts).

@@ -6,17 +6,17 @@ import type { ConsolaInstance } from "consola";
 import type { StepDefinition } from "./definition.ts";
 import type { EventDraft, StoredEvent } from "../log/events.ts";
 import type { ItemState, Projection } from "../log/projection.ts";
-import type { Lease, Store } from "../log/store.ts";
+import type { Store } from "../log/store.ts";
+import { type Lease } from "../log/snapshot.ts";
 import type { Writer } from "../log/writer.ts";
 import type { CommitLabel } from "../shared/failpoint.ts";
-import { type StatePaths, statePaths } from "../shared/paths.ts";
+import { type StatePaths, statePaths, worktreesRoot } from "../shared/paths.ts";
 import { closeSession, type CloseReport } from "./close.ts";
 import { graceMs } from "../supervisor/sessions.ts";
 import { repoTop } from "../repo/workspace.ts";
 import { lastLanded, ownedRefs, type RefChange, readRefs, refChanges } from "../repo/owned-refs.ts";
 import { amount } from "../decisions/budget.ts";
 
-export type { CommitLabel } from "../shared/failpoint.ts";
 
 export type RunAction = "launched" | "waiting" | "paused" | "stopped" | "drained" | "idle" | "busy" | "progressed";
 
@@ -55,6 +55,8 @@ export interface StepContext {
   /** This step's lease: every effect outside the store asserts it first. */
   readonly lease: Lease;
   readonly paths: StatePaths;
+  /** The folder of this loop's worktrees and landing checkout (lib/shared/paths.ts worktreesRoot). */
+  readonly worktrees: string;
   /** What this step recorded, in order. */
   readonly transitions: Transition[];
   /** Environment errors met during the step (the step still recorded what it could). */
@@ -66,7 +68,7 @@ export interface StepContext {
 }
 
 export function createStepContext(o: { writer: Writer; def: StepDefinition; options: StepOptions }): StepContext {
-  return { ...o, store: o.writer.store, lease: o.writer.lease, paths: statePaths(o.options.stateRoot), transitions: [], errors: [], warnings: [], repoTop: null };
+  return { ...o, store: o.writer.store, lease: o.writer.lease, paths: statePaths(o.options.stateRoot), worktrees: worktreesRoot(o.options.stateRoot, o.options.env), transitions: [], errors: [], warnings: [], repoTop: null };
 }
 
 /** The repository's top level, asked of git only when a phase needs it (an observing tick does not). */

@@ -9,8 +9,9 @@
 // given back, not counted.
 import { existsSync, rmSync } from "node:fs";
 import type { StoredEvent } from "../log/events.ts";
-import type { ItemState } from "../log/projection.ts";
-import { dbPath, Store } from "../log/store.ts";
+import { currentAttemptOf, type ItemState, requireAttempt } from "../log/projection.ts";
+import { Store } from "../log/store.ts";
+import { dbPath } from "../log/snapshot.ts";
 import { withLease, type Writer } from "../log/writer.ts";
 import { projectOf } from "../log/ownership.ts";
 import { BusyLease } from "../shared/errors.ts";
@@ -40,7 +41,7 @@ export function readStopProof(stateRoot: string): StopProof | null {
 /** What of the attempt in flight runs beside the watcher: its session, its verify, or nothing. */
 function running(it: ItemState): "session" | "verify" | null {
   if (it.status === "launching" || it.status === "running") return "session";
-  const a = it.attempts[it.attempts.length - 1];
+  const a = currentAttemptOf(it);
   return it.status === "ended" && a?.verifyRun && !a.verify ? "verify" : null;
 }
 
@@ -64,7 +65,7 @@ export function recordStopProof(w: Writer, stateRoot: string, self: RunPid | nul
   const what = it ? running(it) : null;
   let events: StoredEvent[] = [];
   if (it && what) {
-    const a = it.attempts[it.attempts.length - 1]!;
+    const a = requireAttempt(it);
     if (a.drain?.pid !== proof.pid || a.drain.signalledAt !== proof.at)
       events = w.append([{ type: "watcher_stopped", item: it.id, payload: { attempt: a.n, pid: proof.pid, signal: proof.signal, signalledAt: proof.at, running: what } }], "watch");
   }

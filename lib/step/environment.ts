@@ -7,7 +7,7 @@ import { autoMergeAllowed, autoMergeSentence } from "../forge/auto-merge.ts";
 import { accessSync, constants, existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { readRegularFile, writeFileAtomic } from "../shared/fsutil.ts";
 import { homedir } from "node:os";
-import { isAbsolute, join, relative, resolve } from "node:path";
+import { dirname, isAbsolute, join, relative, resolve } from "node:path";
 import type { NormDefinition } from "../definition/normalized.ts";
 import { buildRunnerCommand, PRESET_HOMES, PRESETS } from "../definition/runners.ts";
 import type { SandboxProbe, SandboxRequest } from "../supervisor/sandbox.ts";
@@ -115,11 +115,11 @@ export interface LaunchProbe {
  * and its verified git folders are what get mounted: a worktree that is not the checkout loop made
  * is a StartError naming why, and nothing is mounted.
  */
-export function sandboxRequest(o: { bwrap: string; repo: string; worktree: string; stateRoot: string; branch: string; runner: string; writable: string[]; programs?: string[]; env: Record<string, string | undefined> }): SandboxRequest {
+export function sandboxRequest(o: { bwrap: string; repo: string; worktree: string; stateRoot: string; branch: string; runner: string; writable: string[]; objects: string; programs?: string[]; env: Record<string, string | undefined> }): SandboxRequest {
   const checked = checkWorktree({ repo: o.repo, worktree: o.worktree, branch: o.branch });
   if (!checked.ok) throw new StartError(`no sandbox over ${o.worktree}: ${checked.why}`);
   const git = { gitDir: checked.gitDir, commonDir: checked.commonDir };
-  return { bwrap: o.bwrap, worktree: o.worktree, stateRoot: o.stateRoot, branch: o.branch, git, writable: o.writable, homes: [...(PRESET_HOMES[o.runner] ?? [])], programs: o.programs ?? [], env: o.env };
+  return { bwrap: o.bwrap, worktree: o.worktree, stateRoot: o.stateRoot, worktrees: dirname(o.worktree), branch: o.branch, git, writable: o.writable, objects: o.objects, homes: [...(PRESET_HOMES[o.runner] ?? [])], programs: o.programs ?? [], env: o.env };
 }
 
 /** Probe the machine for one launch and judge it; null when nothing stands in the way. */

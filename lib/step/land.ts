@@ -2,15 +2,17 @@
 // `landing: "merge"` the branch is merged into the loop's target branch inside the loop's own
 // landing worktree (lib/repo/workspace.ts landMerge); otherwise the branch itself is the deliverable.
 import { join } from "node:path";
+import { LANDING_DIR } from "../shared/paths.ts";
 import type { Payload } from "../log/events.ts";
-import type { ItemState } from "../log/projection.ts";
+import { type ItemState, requireAttempt } from "../log/projection.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { append, repoOf, type StepContext, warnMovedAside } from "./context.ts";
-import { landMerge, type LandingOutcome } from "../repo/workspace.ts";
+import { landMerge, type MergeResult } from "../repo/workspace.ts";
 import { gitTry } from "../repo/git.ts";
+import { isOwnMergeOnTop } from "../decisions/landing.ts";
 import { describeRefChange, lastLanded, readRefs, refChanges, restoreCommand } from "../repo/owned-refs.ts";
 
-type Landing = Omit<Payload<"landing_finished">, "attempt" | "branch">;
+type LandingRecord = Omit<Payload<"landing_finished">, "attempt" | "branch">;
 
 /**
  * The target, when it is not where loop's last merge left it; null when it is, when nothing was
@@ -24,22 +26,22 @@ function targetMoved(ctx: StepContext, branch: string) {
   const moved = refChanges([{ ref, commit: landed.commit, item: null, exact: true }], readRefs(repoOf(ctx), [ref]))[0];
   if (!moved || moved.now === null) return moved ?? null;
   const parents = gitTry(repoOf(ctx), ["rev-parse", `${moved.now}^1`, `${moved.now}^2`, `refs/heads/${branch}`]).stdout.trim().split("\n");
-  return parents.length === 3 && parents[0] === landed.commit && parents[1] === parents[2] ? null : moved;
+  return isOwnMergeOnTop({ landedCommit: landed.commit, parents }) ? null : moved;
 }
 
 /** Land the current (verified) attempt of `it` and record the outcome. */
 export function landAttempt(ctx: StepContext, it: ItemState): void {
-  const attempt = it.attempts[it.attempts.length - 1]!;
+  const attempt = requireAttempt(it);
   const branch = it.session!.branch;
-  let landing: Landing;
+  let landing: LandingRecord;
   if (ctx.def.landing === "merge") {
     failpoint("landing:before_merge");
     ctx.store.assertLease();
-    const landingDir = join(ctx.paths.workspaces, "_landing");
+    const landingDir = join(ctx.worktrees, LANDING_DIR);
     const target = ctx.def.target;
     // Never merge on top of a target someone else moved: what it holds would land as verified.
     const moved = targetMoved(ctx, branch);
-    const r: LandingOutcome = moved
+    const r: MergeResult = moved
       ? { outcome: "failed", commit: null, reason: `target_moved: ${describeRefChange(moved)}; loop does not merge on top (put it back: ${restoreCommand(moved)})` }
       : landMerge({
           repo: repoOf(ctx),

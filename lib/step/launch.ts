@@ -19,14 +19,18 @@ import { describeRefChange, restoreCommand } from "../repo/owned-refs.ts";
 import { ensureAgentExcludes, probeLaunchFault, resolveProgram, sandboxRequest, sessionPath } from "./environment.ts";
 import { probeSandbox } from "../supervisor/sandbox.ts";
 import { type EnvironmentFault, FaultError, launchErrorFault, ownedRefFault, programFault, type ProgramFact } from "../decisions/faults.ts";
-import { git, revParse } from "../repo/git.ts";
+import { branchExists, git, revParse, symbolicBranchTarget } from "../repo/git.ts";
 import { buildHandoff, buildReplyMessage, REPLY_FILE } from "./handoff.ts";
 import { selfArgv, selfFiles } from "../supervisor/self.ts";
+import { chainOption } from "./chain.ts";
 import { readOutputHead, SESSION_FILES, sessionMark, startSession, tmuxSessionName } from "../supervisor/sessions.ts";
-import { ensureWorktree, startPointFor } from "../repo/workspace.ts";
-import { forgeGit } from "./forge/remote.ts";
+import { ensureWorktree, moveBranchAside } from "../repo/workspace.ts";
+import { asideBranchName, branchAtLaunch } from "../decisions/branch.ts";
+import { localStartPoint, prepareWorkspace, stackedStartPoint } from "./workspace-prep.ts";
+import { forgeFetch } from "./forge/remote.ts";
 import { GIT_EXEC_FILE, gitExecSnapshot } from "../repo/git-exec.ts";
-import { remainingMicroUsd } from "../decisions/budget.ts";
+import { remainingMicroUsd, remainingTokens } from "../decisions/budget.ts";
+import { sessionAllowList } from "../definition/network.ts";
 
 /** Where and as what the next attempt of an item runs; fixed before the reservation records it. */
 interface AttemptPlan {
@@ -54,7 +58,7 @@ interface AttemptPlan {
  * (environment_fault, the attempt given back) and returns "paused"; it is listed in the step's
  * errors. A lost lease is thrown: the step may not record anything more.
  */
-export function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeContext?: string | null } = {}): StepOutcome {
+export async function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeContext?: string | null } = {}): Promise<StepOutcome> {
   // The sandbox is probed before anything is reserved: asked for and unusable is the machine's fault.
   const box = it.def.sandbox ? probeSandbox(sessionPath(ctx.options.env)) : null;
   const plan = { ...planAttempt(ctx, it), forgeContext: o.forgeContext ?? null, bwrap: box?.ok ? box.bwrap : null };
@@ -66,7 +70,7 @@ export function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeContext
     repo: repoOf(ctx),
     worktree: plan.worktree,
     branch: plan.branch,
-    startPoint: ctx.def.forge ? forgeProbeStartPoint(ctx, repoOf(ctx)) : startPointFor({ repo: repoOf(ctx), landing: ctx.def.landing, base: ctx.def.base, target: ctx.def.target }),
+    startPoint: ctx.def.forge ? forgeProbeStartPoint(ctx, repoOf(ctx)) : localStartPoint(ctx, repoOf(ctx), it),
     handoffPath: join(plan.dir, SESSION_FILES.handoff),
     runners: ctx.def.runners,
     demoArgv: demoArgv(),
@@ -100,7 +104,7 @@ export function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeContext
     "reserve",
   );
   try {
-    startAttempt(ctx, it, { ...plan, gitExec: gitExec.entries }, projection(ctx));
+    await startAttempt(ctx, it, { ...plan, gitExec: gitExec.entries }, projection(ctx));
   } catch (err) {
     // The machine's fault, judged by the error's type; anything else (a lost lease, the store's
     // refusal, a bug in loop) is thrown on: the next step finds this launch interrupted and gives
@@ -141,7 +145,7 @@ function planAttempt(ctx: StepContext, it: ItemState): AttemptPlan {
     // The reservation key: one launch per item, epoch and attempt, ever.
     key: `launch:${it.id}:e${it.epoch}:a${n}`,
     dir: sessionDir(ctx.options.stateRoot, it.id, it.epoch, n),
-    worktree: worktreeDir(ctx.options.stateRoot, it.id),
+    worktree: worktreeDir(ctx.worktrees, it.id),
     branch: itemBranch(ctx.def.name, it.id),
     sessionId: crypto.randomUUID(),
     previous: it.session,
@@ -150,7 +154,7 @@ function planAttempt(ctx: StepContext, it: ItemState): AttemptPlan {
 }
 
 /** Everything after the reservation, up to session_started recorded. Throws when the launch fails. */
-function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserved: Projection): void {
+async function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserved: Projection): Promise<void> {
   const { n, dir, worktree, branch, sessionId, previous, reply } = plan;
   const repo = repoOf(ctx);
   try {
@@ -163,10 +167,13 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
   if (aside) ctx.options.log.warn(`what was at ${dir} before attempt ${n} was launched was moved to ${aside}; look at it, then remove it`);
   if (plan.gitExec) writeFileAtomic(join(dir, GIT_EXEC_FILE), JSON.stringify(plan.gitExec) + "\n");
   // With a forge, items branch from the freshly fetched <remote>/<base>: it holds every merged PR.
-  const startPoint = ctx.def.forge ? forgeStartPoint(ctx, repo) : startPointFor({ repo, landing: ctx.def.landing, base: ctx.def.base, target: ctx.def.target });
-  const ws = ensureWorktree({ repo, path: worktree, branch, startPoint });
+  const startPoint = ctx.def.forge ? forgeStartPoint(ctx, repo, it) : localStartPoint(ctx, repo, it);
+  const onBranch = branchForAttempt(ctx, it, { repo, branch, worktree, startPoint, attempt: n });
+  const ws = ensureWorktree({ repo, path: worktree, branch, startPoint: onBranch?.start ?? startPoint });
   if (ws.movedAside) warnMovedAside(ctx, { path: worktree, branch, aside: ws.movedAside });
   failpoint("launch:after_worktree");
+  // What the branch was built on, and workspace.setup before the agent (docs/loop-json.md#workspace).
+  await prepareWorkspace(ctx, it, { repo, worktree, branch, dir, attempt: n, startPoint, branchCreated: ws.branchCreated });
   const handoffPath = join(dir, SESSION_FILES.handoff);
   const askFile = join(dir, SESSION_FILES.ask);
   const handoff = buildHandoff({ p: reserved, item: it.id, attempt: n, branch, askFile, forgeContext: plan.forgeContext });
@@ -216,6 +223,13 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
     // Comments from the issue thread for a running agent (docs/runners.md); the file may not exist yet.
     ...(ctx.def.forge ? { LOOP_INBOX_FILE: join(dir, SESSION_FILES.inbox) } : {}),
   };
+  // An item with a network setting runs behind a gateway (docs/threat-model.md#the-gateway): the
+  // model APIs metered and capped there, loop's key swapped in for a stand-in, other hosts on the list.
+  const tokensLeft = remainingTokens({ item: it, usage: reserved.loop.usage, budget: ctx.def.budget, now: Date.now() });
+  const gateway =
+    it.def.network !== undefined
+      ? { standIn: `loop-stand-in-${crypto.randomUUID().replaceAll("-", "")}`, allow: sessionAllowList(it.def.network, it.def.runner) ?? null, ...(tokensLeft !== null ? { maxTokens: tokensLeft } : {}) }
+      : undefined;
   ctx.store.assertLease();
   const started = startSession({
     dir,
@@ -226,9 +240,11 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
     mark: sessionMark({ sessionId }),
     // Never loop's secrets; under the "clean" policy only what is declared (docs/runners.md#the-environment).
     envRule: agentRule(ctx.def, it.def.runner),
+    ...chainOption(ctx, dir),
+    ...(gateway ? { gateway } : {}),
     scope: { role: "session", loopName: ctx.def.name, item: it.id, epoch: it.epoch, attempt: n, stateRoot: ctx.options.stateRoot },
     ...(plan.bwrap
-      ? { sandbox: sandboxRequest({ bwrap: plan.bwrap, repo, worktree, stateRoot: ctx.options.stateRoot, branch, runner: it.def.runner, writable: [askFile, usageFile, ...(cmd.writes ?? [])], programs: sandboxPrograms(it.def.runner, program), env: ctx.options.env }) }
+      ? { sandbox: sandboxRequest({ bwrap: plan.bwrap, repo, worktree, stateRoot: ctx.options.stateRoot, branch, runner: it.def.runner, writable: [askFile, usageFile, ...(cmd.writes ?? [])], objects: join(dir, SESSION_FILES.objects), programs: sandboxPrograms(it.def.runner, program), env: ctx.options.env }) }
       : {}),
   });
   // Atomic: a step killed mid-write must not leave a half file that adoption then misreads.
@@ -240,11 +256,32 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
       {
         type: "session_started",
         item: it.id,
-        payload: { attempt: n, pid: started.pid, tmux: started.tmux, conversationId: cmd.conversationId ?? (resume ? conversationId : null), argv: cmd.argv.map(redactLong), log: join(dir, SESSION_FILES.output), resumed: Boolean(resume && cmd.supportsResume), ...(started.mechanism ? { mechanism: started.mechanism } : {}) },
+        payload: { attempt: n, pid: started.pid, tmux: started.tmux, conversationId: cmd.conversationId ?? (resume ? conversationId : null), argv: cmd.argv.map(redactLong), log: join(dir, SESSION_FILES.output), resumed: Boolean(resume && cmd.supportsResume), ...(started.mechanism ? { mechanism: started.mechanism, ...(onBranch ? { start: onBranch.start, branchAside: onBranch.aside } : {}) } : {}) },
       },
     ],
     "session_started",
   );
+}
+
+/**
+ * The item's branch before its worktree is made (lib/decisions/branch.ts): a branch no session of
+ * this epoch worked on is moved aside, named in a warning and in session_started. Returns the
+ * commit the attempt's branch must contain, or null when there is nothing to decide here (the start
+ * point does not resolve, or the branch is a symbolic ref: ensureWorktree refuses both, named).
+ */
+function branchForAttempt(ctx: StepContext, it: ItemState, o: { repo: string; branch: string; worktree: string; startPoint: string; attempt: number }): { start: string; aside: { branch: string; commit: string } | null } | null {
+  const startCommit = revParse(o.repo, `${o.startPoint}^{commit}`);
+  if (startCommit === null || symbolicBranchTarget(o.repo, o.branch) !== null) return null;
+  const inherited = [...it.attempts].reverse().find((a) => a.start !== undefined && a.startedAt !== null)?.start ?? null;
+  const branchHead = branchExists(o.repo, o.branch) ? revParse(o.repo, `refs/heads/${o.branch}`) : null;
+  const plan = branchAtLaunch({ inherited, startCommit, branchHead });
+  if (plan.kind !== "move_aside") return { start: plan.start, aside: null };
+  const aside = asideBranchName(ctx.def.name, it.id, it.epoch, o.attempt, (name) => branchExists(o.repo, name));
+  moveBranchAside({ repo: o.repo, branch: o.branch, aside, head: plan.found, worktree: o.worktree });
+  ctx.options.log.warn(
+    `${o.branch} was at ${plan.found.slice(0, 12)}, a commit no session of ${it.id} made (another agent's, or left from anything): moved to ${aside}, never built on; the attempt starts from ${o.startPoint}. Look at it, then delete it (git branch -D ${aside})`,
+  );
+  return { start: plan.start, aside: { branch: aside, commit: plan.found } };
 }
 
 /**
@@ -258,10 +295,12 @@ function forgeProbeStartPoint(ctx: StepContext, repo: string): string {
 }
 
 /** `<remote>/<base>` fetched now; the local base when the fetch fails (said, not fatal: the remote may be down). */
-function forgeStartPoint(ctx: StepContext, repo: string): string {
+function forgeStartPoint(ctx: StepContext, repo: string, it: ItemState): string {
+  const stacked = stackedStartPoint(ctx, repo, it);
+  if (stacked) return stacked;
   const { remote } = ctx.def.forge!;
   const ref = `refs/remotes/${remote}/${ctx.def.base}`;
-  const r = forgeGit({ repo, forge: ctx.def.forge!, env: ctx.options.env, args: ["fetch", "--quiet", remote, `refs/heads/${ctx.def.base}:${ref}`] });
+  const r = forgeFetch({ repo, forge: ctx.def.forge!, env: ctx.options.env, branch: ctx.def.base, dest: ref });
   if (r.code === 0) return ref;
   ctx.options.log.warn(`forge: could not fetch ${remote}/${ctx.def.base} (${r.stderr.trim()}); branching from the local ${ctx.def.base}`);
   return ctx.def.base;
@@ -312,4 +351,5 @@ function freshSessionDir(stateRoot: string, dir: string): string | null {
 function redactLong(s: string): string {
   return s.length > 200 ? `${sliceText(s, 0, 120)}… (${s.length} chars)` : s;
 }
+
 

@@ -1,11 +1,12 @@
 // The observe phase: look at a launched attempt's session from outside and record what became of
 // it (started, asked a question, exited, lost, stalled), or report that it is still at work. The
 // verdict on what an observation means is classifySession's (lib/decisions/session-verdict.ts).
+import { readWrapperTimes } from "../supervisor/wrapper-times.ts";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import type { ItemState } from "../log/projection.ts";
+import { type ItemState, requireAttempt } from "../log/projection.ts";
 import { append, closeInStep, itemNow, loopView, type StepContext, type StepOutcome } from "./context.ts";
-import { classifySession } from "../decisions/session-verdict.ts";
+import { classifyLaunching, classifySession } from "../decisions/session-verdict.ts";
 import { drainedReason, interruptedLaunchesFault } from "../decisions/faults.ts";
 import { adoptable, observeSession, SESSION_FILES, sessionMark, tmuxSessionName } from "../supervisor/sessions.ts";
 import { tmuxHasSession } from "../supervisor/tmux.ts";
@@ -16,7 +17,7 @@ import { usageDraft } from "./usage.ts";
 
 /** A reserved attempt whose start is not recorded: adopt the wrapper, wait for it, or fail the launch. */
 export function observeLaunching(ctx: StepContext, it: ItemState): StepOutcome | null {
-  const attempt = it.attempts[it.attempts.length - 1]!;
+  const attempt = requireAttempt(it);
   const s = it.session!;
   const found = adoptable(s.sessionDir);
   if (found) {
@@ -29,20 +30,12 @@ export function observeLaunching(ctx: StepContext, it: ItemState): StepOutcome |
     return null;
   }
   const launched = existsSync(join(s.sessionDir, SESSION_FILES.launch));
-  // The launch record without a wrapper on record: what the reserving step spawned carries the
-  // attempt's mark from its start (in tmux, its session has the name first). Nothing alive with
-  // either, the step was stopped between the record and the spawn: nothing runs.
-  const cutShort = launched && !markCarried([sessionMark(s)]) && !(ctx.def.tmux && tmuxHasSession(tmuxSessionName(ctx.def.name, it.id, attempt.n, it.epoch)));
-  const age = Date.now() - Date.parse(attempt.reservedAt);
-  if (launched && !cutShort && age <= it.def.timeouts.launch) return { action: "waiting", item: it.id, reason: "session is starting" };
-  const reason = !launched
-    ? "the step that reserved this attempt stopped before launching it; not relaunched"
-    : cutShort
-      ? "the step that launched this attempt stopped before its session started (nothing runs); not relaunched"
-      : `session did not start within ${Math.round(it.def.timeouts.launch / 1000)}s`;
-  // A step killed between reservation and spawn is the loop's failure, not the agent's: not counted.
+  // What the reserving step spawned carries the attempt's mark from its start (in tmux, its session has the name first).
+  const carried = launched && (markCarried([sessionMark(s)]) || (ctx.def.tmux && tmuxHasSession(tmuxSessionName(ctx.def.name, it.id, attempt.n, it.epoch))));
+  const v = classifyLaunching({ launched, carried, ageMs: Date.now() - Date.parse(attempt.reservedAt), launchTimeoutMs: it.def.timeouts.launch });
+  if (v.kind === "waiting") return { action: "waiting", item: it.id, reason: v.reason };
+  const { reason, interrupted } = v;
   // Interrupted again and again, it pauses the loop instead (the attempt given back the same way).
-  const interrupted = !launched || cutShort;
   const ended = it.attempts.slice(0, -1).map((a) => a.end?.verdict ?? null);
   const again = !interrupted || loopView(ctx).loop.state !== "running" ? null : interruptedLaunchesFault({ item: it.id, attempt: attempt.n, ended });
   if (again) {
@@ -58,7 +51,7 @@ export function observeLaunching(ctx: StepContext, it: ItemState): StepOutcome |
  * unless a budget is reached: then it is ended), asking (the loop pauses), or ended.
  */
 export async function observeRunning(ctx: StepContext, it: ItemState): Promise<StepOutcome | null> {
-  const attempt = it.attempts[it.attempts.length - 1]!;
+  const attempt = requireAttempt(it);
   const s = it.session!;
   const seen = observeSession(s, attempt, it.def.timeouts, Date.now());
   const v = classifySession(seen);
@@ -91,9 +84,20 @@ export async function observeRunning(ctx: StepContext, it: ItemState): Promise<S
     );
     return { action: "paused", item: it.id, reason: `${it.id} needs input: ${v.question}` };
   }
+  if (v.kind === "exited" && it.def.network !== undefined) {
+    // Behind a gateway the budget was enforced at the source: a session that ended over it was
+    // refused its next model request, so it is stopped as a running one would be. Recorded first:
+    // a step killed here leaves the figure that decides, and the next one stops it the same way.
+    const final = usageDraft(it, { final: true, prices: ctx.def.prices });
+    if (final) append(ctx, [final], "usage");
+    const reached = budget(itemNow(ctx, it.id));
+    if (reached) return stopForBudget(ctx, itemNow(ctx, it.id), reached);
+  }
   if (v.kind === "exited") {
-    const usage = usageDraft(it, { final: true, prices: ctx.def.prices });
-    append(ctx, [...(usage ? [usage] : []), { type: "session_ended", item: it.id, payload: { attempt: attempt.n, verdict: "exited", exitCode: v.code, signal: v.signal, reason: v.reason } }], "session_ended");
+    const usage = usageDraft(itemNow(ctx, it.id), { final: true, prices: ctx.def.prices });
+    // The agent's own start and end, as its wrapper saw them: the timeline draws those, not this tick's time.
+    const times = readWrapperTimes(it.session!.sessionDir, "session", { from: Date.parse(attempt.reservedAt), to: Date.now() });
+    append(ctx, [...(usage ? [usage] : []), { type: "session_ended", item: it.id, payload: { attempt: attempt.n, verdict: "exited", exitCode: v.code, signal: v.signal, reason: v.reason, times } }], "session_ended");
     return null;
   }
   // Gone without an exit status after the watcher named it when it was stopped: it died with the

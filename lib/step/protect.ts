@@ -3,13 +3,16 @@
 // head, after the agent's leftovers were committed) are matched against the built-in protected
 // paths and loop.json's `protect` globs. A match fails the attempt `protected_path_changed` and its
 // verify never runs: an agent that deletes the failing assertion or rewrites the verify script is
-// caught, whatever its verify would say.
+// caught, whatever its verify would say. The changes are counted from the commit loop made the
+// branch at (the attempt's recorded start), never from where the agent chose to fork: a branch that
+// no longer contains that commit is refused (start_commit_missing).
 import { realpathSync } from "node:fs";
 import { builtinProtect, protectedChanges } from "../definition/protect.ts";
-import type { ItemState } from "../log/projection.ts";
+import { type ItemState, requireAttempt } from "../log/projection.ts";
 import { repoOf, type StepContext } from "./context.ts";
 import { revParse } from "../repo/git.ts";
-import { changedPaths, forkPoint, startPointFor } from "../repo/workspace.ts";
+import { changedPaths, forkPoint, isAncestor, startPointFor } from "../repo/workspace.ts";
+import { treeFiles, workingDiffers } from "../repo/tree-match.ts";
 
 /** How many paths a verdict names; the rest are counted. */
 const NAMED = 20;
@@ -44,6 +47,16 @@ function itemStartPoint(ctx: StepContext, repo: string): string {
   return startPointFor({ repo, landing: ctx.def.landing, base: ctx.def.base, target: ctx.def.target });
 }
 
+/** A branch that no longer contains its start commit: refused before its verify, whatever it changes. */
+function startCommitMissing(branch: string, recorded: string, start: string): ProtectedVerdict {
+  const at = recorded.slice(0, 12);
+  const detail =
+    `start_commit_missing: this attempt's branch ${branch} no longer contains ${at}, the commit of ${start} it was made at ` +
+    `(it was reset to an older commit or rewritten). Its verify was not run. Build on ${at}: ` +
+    `git merge ${at} (or start again from it: git reset --hard ${at}) and commit.`;
+  return { reason: `start_commit_missing: ${branch} does not contain ${at}`, detail, paths: [] };
+}
+
 /**
  * The protected paths the current attempt's branch changes, as a verdict; null when it changes
  * none. Throws GitError when git cannot tell (the caller fails the attempt with git's reason).
@@ -52,9 +65,21 @@ export function protectedPathVerdict(ctx: StepContext, it: ItemState): Protected
   const repo = repoOf(ctx);
   const branch = it.session!.branch;
   const start = itemStartPoint(ctx, repo);
-  // From where the branch forked off its start point: what the start point gained since is not the
-  // agent's change. A branch with no common history with it (rewritten) is compared with it whole.
-  const from = forkPoint({ repo, a: start, b: branch }) ?? start;
+  const recorded = requireAttempt(it).start;
+  const fork = forkPoint({ repo, a: start, b: branch });
+  let from: string;
+  if (recorded !== undefined) {
+    // The branch must still hold the commit loop made it at: forked off an older commit (a reset to
+    // HEAD~1, a rebase onto history before the test was written), it could roll protected files back.
+    if (!isAncestor(repo, recorded, branch)) return startCommitMissing(branch, recorded, start);
+    // Compared with that commit, or with a later commit of the start point's own history the branch
+    // merged in (a rework that merged the newer base): never anything older than the start.
+    from = fork !== null && isAncestor(repo, recorded, fork) ? fork : recorded;
+  } else {
+    // Logs from before the start was recorded: from where the branch forked off its start point.
+    // A branch with no common history with it (rewritten) is compared with it whole.
+    from = fork ?? start;
+  }
   const paths = protectedChanges(protectPatterns(ctx), changedPaths({ repo, from, to: branch }));
   if (paths.length === 0) return null;
   const named = paths.slice(0, NAMED).join(", ") + (paths.length > NAMED ? `, … ${paths.length - NAMED} more` : "");
@@ -63,4 +88,28 @@ export function protectedPathVerdict(ctx: StepContext, it: ItemState): Protected
     `Its verify was not run. Protected files must stay as they are on ${start}: restore them ` +
     `(git checkout ${/^[0-9a-f]{40,64}$/.test(from) ? from.slice(0, 12) : from} -- <path>; a file that did not exist there is removed) and commit.`;
   return { reason: `protected_path_changed: ${named}`, detail, paths };
+}
+
+/**
+ * The protected files of the branch's head whose working copy, the bytes the verify will run, is
+ * not the commit's (lib/repo/tree-match.ts): a conversion attribute the agent set (in any
+ * .gitattributes), a file replaced after loop committed. Null when every one is. Throws GitError
+ * when git cannot tell.
+ */
+export function protectedBytesVerdict(ctx: StepContext, it: ItemState, head: string): ProtectedVerdict | null {
+  const s = it.session!;
+  const files = treeFiles(s.worktree, head);
+  const guarded = new Set(protectedChanges(protectPatterns(ctx), files.map((f) => f.path)));
+  const facts = workingDiffers(
+    s.worktree,
+    files.filter((f) => guarded.has(f.path)),
+  );
+  if (!facts.length) return null;
+  const say = (f: (typeof facts)[number]) => `${f.path} (${[f.differs === "bytes" ? "its bytes differ" : f.differs, ...f.attributes].join(", ")})`;
+  const named = facts.slice(0, NAMED).map(say).join(", ") + (facts.length > NAMED ? `, … ${facts.length - NAMED} more` : "");
+  const detail =
+    `protected_bytes_differ: the working copy of protected files in ${s.branch} is not what its commit ${head.slice(0, 12)} holds: ${named}. ` +
+    `Its verify was not run: it would have run bytes that nothing records or lands. Remove the conversion attributes ` +
+    `(.gitattributes: working-tree-encoding, eol, ident, filter, text) that apply to protected files, and commit.`;
+  return { reason: `protected_bytes_differ: ${named}`, detail, paths: facts.map((f) => f.path) };
 }

@@ -3,44 +3,37 @@
 // sweep that closes the session of an item settled by a step killed before it closed it.
 import type { EventDraft } from "../log/events.ts";
 import { isInFlight } from "../log/vocabulary.ts";
-import type { ItemState } from "../log/projection.ts";
+import { type ItemState, requireAttempt } from "../log/projection.ts";
 import { append, closeInStep, loopView, type StepContext } from "./context.ts";
-import { afterFailure, failedReason } from "../decisions/attempt.ts";
-import { identicalFailure, identicalFailureReason } from "../decisions/guards.ts";
+import { afterFailureOf } from "../decisions/attempt.ts";
+import { settledByLanding } from "../decisions/landing.ts";
 import { DEFAULT_GUARDS } from "../definition/normalized.ts";
 
 /** Verified and landed (or not): close the session and settle the item passed (or failed, when landing failed). */
 export async function settleAttempt(ctx: StepContext, it: ItemState, o: { landed: boolean }): Promise<void> {
-  const attempt = it.attempts[it.attempts.length - 1]!;
+  const attempt = requireAttempt(it);
   const c = await closeInStep(ctx, { it, reason: o.landed ? "item passed" : "landing failed", removeCheckout: o.landed && !ctx.def.keepCheckoutOnClose });
   const landing = attempt.landing!;
-  const settle: EventDraft = o.landed
-    ? { type: "item_settled", item: it.id, payload: { attempt: attempt.n, outcome: "passed", reason: `verify passed (${attempt.verify!.reason}); ${landing.reason}` } }
-    : landing.outcome === "blocked"
-      ? // A landing through the forge that waiting cannot finish: a status of its own, the PR left open (docs/forge.md).
-        { type: "item_settled", item: it.id, payload: { attempt: attempt.n, outcome: "landing_blocked", reason: `landing_blocked: ${landing.reason}` } }
-      : { type: "item_settled", item: it.id, payload: { attempt: attempt.n, outcome: "failed", reason: landing.outcome === "conflict" ? `merge_conflict: ${landing.reason}` : `landing_failed: ${landing.reason}` } };
+  const settled = settledByLanding({ landed: o.landed, outcome: landing.outcome, landingReason: landing.reason, verifyReason: attempt.verify!.reason });
+  const settle: EventDraft = { type: "item_settled", item: it.id, payload: { attempt: attempt.n, ...settled } };
   append(ctx, [...(c?.events ?? []), settle], "settle");
 }
 
 /** The attempt failed: close its session, then try again or settle the item failed (its attempts are spent). */
 export async function failAttempt(ctx: StepContext, it: ItemState, reason: string): Promise<void> {
-  const attempt = it.attempts[it.attempts.length - 1]!;
+  const attempt = requireAttempt(it);
   const c = await closeInStep(ctx, { it, reason, removeCheckout: false });
-  // Two failures in a row with the same verify output: a third try would spend money on nothing.
-  const planned = afterFailure(it);
-  const same = planned === "retry" && (ctx.def.guards ?? DEFAULT_GUARDS).identicalFailure ? identicalFailure(it.attempts) : null;
-  const decision = same ? "settle_failed" : planned;
+  const after = afterFailureOf(it, { identicalFailure: (ctx.def.guards ?? DEFAULT_GUARDS).identicalFailure, reason });
   const next: EventDraft =
-    decision === "retry"
+    after.decision === "retry"
       ? { type: "item_requeued", item: it.id, payload: { attempt: attempt.n, reason, failed: true, resetBudget: false } }
-      : { type: "item_settled", item: it.id, payload: { attempt: attempt.n, outcome: "failed", reason: failedReason(it, same ? identicalFailureReason({ ...same, attempt: attempt.n }, reason) : reason) } };
-  append(ctx, [...(c?.events ?? []), next], decision === "retry" ? "requeue" : "settle");
+      : { type: "item_settled", item: it.id, payload: { attempt: attempt.n, outcome: "failed", reason: after.reason } };
+  append(ctx, [...(c?.events ?? []), next], after.decision === "retry" ? "requeue" : "settle");
 }
 
 /** Back to pending without counting a failure: an interrupted launch, an answered question, a session that died with a stopped watcher (`drained`). */
 export function requeueUncounted(ctx: StepContext, it: ItemState, reason: string, o: { drained?: boolean; before?: EventDraft[] } = {}): void {
-  const attempt = it.attempts[it.attempts.length - 1]!;
+  const attempt = requireAttempt(it);
   const payload = { attempt: attempt.n, reason, failed: false, resetBudget: false, ...(o.drained ? { drained: true as const } : {}) };
   append(ctx, [...(o.before ?? []), { type: "item_requeued", item: it.id, payload }], "requeue");
 }

@@ -5,7 +5,7 @@
 // work in "reserve, act, record" order so a kill at any point is recovered by the next step.
 import { existsSync, lstatSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { EXIT } from "../shared/cli.ts";
+import { EXIT } from "../shared/errors.ts";
 import { BusyLease, UsageError } from "../shared/errors.ts";
 
 export { BusyLease };
@@ -13,18 +13,21 @@ import { definitionHash, importedDefinition } from "../definition/normalize.ts";
 import { loadDefinition } from "../definition/loop-json.ts";
 import { counts } from "../log/documents.ts";
 import type { ItemState } from "../log/projection.ts";
-import { dbPath, type Lease, Store } from "../log/store.ts";
+import { Store } from "../log/store.ts";
+import { dbPath, type Lease } from "../log/snapshot.ts";
 import { withLease } from "../log/writer.ts";
 import { projectOf } from "../log/ownership.ts";
 import { append, createStepContext, itemNow, loopView, materialize, projection, recordTransition, repoOf, type StepContext, type StepOptions, type StepOutcome, type Transition } from "./context.ts";
 import { type DefinitionSource, type ParsedDefinition, parseDefinitionSource, type StepDefinition, readDefinitionSource, rememberDefinition, resolveDefinition } from "./definition.ts";
 import { afterSession } from "../decisions/attempt.ts";
+import { landingRoute } from "../decisions/landing.ts";
 import { type Attention, attentionOf } from "../decisions/attention.ts";
 import { hasOpenWork, nextWork } from "../decisions/next-work.ts";
 import { definitionWarnings } from "./environment.ts";
 import { type NotifyReport, notifyPhase, stepAttentionInput } from "./notify.ts";
 import { selfArgv } from "../supervisor/self.ts";
 import { launchAttempt } from "./launch.ts";
+import { relocateWorktrees } from "./relocate.ts";
 import { observeLaunching, observeRunning } from "./observe.ts";
 import { verifyAttempt } from "./verify.ts";
 import { landAttempt } from "./land.ts";
@@ -35,7 +38,6 @@ import { recordStopProof } from "./drain.ts";
 import { beforeLaunch } from "../decisions/budget.ts";
 import { stopForBudget } from "./spend.ts";
 
-export type { RunAction, StepOptions, StepOutcome, Transition } from "./context.ts";
 
 export interface RunResult extends StepOutcome {
   schema: "loop/run@1";
@@ -81,6 +83,8 @@ function importDefinition(ctx: StepContext, parsed: ParsedDefinition | null): vo
 
 /** Advance the loop, one transition at a time, until it must stop: an agent at work, paused, stopped, drained, idle. */
 async function advanceLoop(ctx: StepContext): Promise<StepOutcome> {
+  // Worktrees a loop made before they left the repository's tree move first (docs/state.md#where-worktrees-live).
+  relocateWorktrees(ctx);
   for (let guard = 0; guard < MAX_TRANSITIONS_PER_STEP; guard++) {
     // Before every transition (and before each effect outside the store, in the phases): a step
     // that outlived its lease stops before acting, not only before recording.
@@ -172,9 +176,7 @@ async function advanceItem(ctx: StepContext, it: ItemState): Promise<StepOutcome
           // Null once the verify's verdict is recorded; an outcome while it runs (the step stops here).
           return verifyAttempt(ctx, it);
         case "land":
-          // A forge landing already under way finishes through the forge whatever landing says now
-          // (switched to "none", it settles with its PR left open and says so: docs/forge.md#the-two-locks).
-          if (ctx.def.forge && (ctx.def.landing !== "none" || it.forge?.landing)) {
+          if (landingRoute({ forge: !!ctx.def.forge, landing: ctx.def.landing, forgeLandingStarted: !!it.forge?.landing }) === "forge") {
             const { landThroughForge } = await import("./forge/land.ts");
             return landThroughForge(ctx, it);
           }

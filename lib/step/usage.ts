@@ -3,7 +3,7 @@
 // never lower than the figure recorded (lib/decisions/budget.ts nextUsage). Used by the observe phase and
 // by the close path, for the figure of a session that ends.
 import type { EventDraft } from "../log/events.ts";
-import type { ItemState } from "../log/projection.ts";
+import { currentAttemptOf, type ItemState } from "../log/projection.ts";
 import type { ModelPrice } from "../definition/normalized.ts";
 import { priced, usageSourceOf } from "../definition/usage.ts";
 import { readSessionUsage, type UsageRead } from "../supervisor/usage.ts";
@@ -17,7 +17,7 @@ import { conversationBase, nextUsage } from "../decisions/budget.ts";
  */
 export function usageDraft(it: ItemState, o: { final: boolean; prices?: Record<string, ModelPrice> }): EventDraft | null {
   const s = it.session;
-  const a = it.attempts[it.attempts.length - 1];
+  const a = currentAttemptOf(it);
   if (!s || !a || a.n !== s.attempt || a.startedAt === null || a.usage?.final) return null;
   const source = usageSourceOf(s.runner);
   let read: UsageRead;

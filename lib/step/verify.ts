@@ -12,7 +12,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { Payload } from "../log/events.ts";
-import type { ItemState, VerifyRun } from "../log/projection.ts";
+import { type ItemState, requireAttempt, type VerifyRun } from "../log/projection.ts";
 import { GitError, StartError } from "../shared/errors.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { markCarried } from "../shared/process.ts";
@@ -28,12 +28,15 @@ import { graceMs, SESSION_FILES, sessionMark } from "../supervisor/sessions.ts";
 import { endVerify, judgeExitProof, readVerifyExit, startVerify, verifyAlive, VERIFY_FILES, verifyLogSummary, verifySpawnEvidence, type VerifyProcess } from "../supervisor/verify-command.ts";
 import type { SessionMechanism } from "../supervisor/scope.ts";
 import { commitLeftovers, commitsAhead, startPointFor } from "../repo/workspace.ts";
-import { protectedPathVerdict } from "./protect.ts";
+import { protectedBytesVerdict, protectedPathVerdict } from "./protect.ts";
+import { describeRefused, importSessionObjects } from "../repo/object-import.ts";
 import { sandboxRequest, sessionPath } from "./environment.ts";
 import { drainedReason, faultReason, sandboxFault, systemError } from "../decisions/faults.ts";
 import { probeSandbox, type SandboxRequest } from "../supervisor/sandbox.ts";
 import { git } from "../repo/git.ts";
 import { verifyRule } from "../definition/environment.ts";
+import { chainOption } from "./chain.ts";
+import { readWrapperTimes } from "../supervisor/wrapper-times.ts";
 import { DEFAULT_GUARDS } from "../definition/normalized.ts";
 import { noProgressReason } from "../decisions/guards.ts";
 
@@ -45,7 +48,7 @@ type VerifyPayload = Payload<"verify_finished">;
  * step may go on (verify_finished recorded, or a start recorded that the next turn observes).
  */
 export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<StepOutcome | null> {
-  const attempt = it.attempts[it.attempts.length - 1]!;
+  const attempt = requireAttempt(it);
   const run = attempt.verifyRun;
   if (run) return run.pid === null ? resumeReserved(ctx, it, run) : observeVerify(ctx, it, run);
   const s = it.session!;
@@ -57,6 +60,13 @@ export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<St
   if (ended.swept.length) ctx.options.log.info(`${it.id}: ended ${ended.swept.length} process(es) the agent left running before its verify`);
   reportGitExec(ctx, it);
   const logPath = join(s.sessionDir, SESSION_FILES.verify);
+  // A sandboxed session's objects, each proven, before anything reads its branch; one not what its
+  // name says is never imported, and the attempt does not pass over it.
+  const objects = importSessionObjects(repoOf(ctx), s.sessionDir);
+  if (objects.refused.length) {
+    const named = describeRefused(objects.refused);
+    return record(ctx, it, refused(attempt.n, { reason: `objects_refused: ${named}`, detail: `objects_refused: the session wrote objects that are not what their names say: ${named}. They were not imported; its verify was not run.` }, logPath));
+  }
   // The object store before anything of it is read: an object the session rewrote under its name
   // fails the attempt and pauses the loop (the repository itself is damaged).
   let tampered: string[];
@@ -80,6 +90,12 @@ export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<St
     guarded = protectedPathVerdict(ctx, it);
   } catch (err) {
     return record(ctx, it, notRun(attempt.n, gitFailure("could not check the protected paths", err)));
+  }
+  // The bytes the verify will run are the commit's, for every protected file.
+  try {
+    guarded ??= protectedBytesVerdict(ctx, it, head);
+  } catch (err) {
+    return record(ctx, it, notRun(attempt.n, gitFailure("could not compare the protected files with the commit", err)));
   }
   if (guarded) return record(ctx, it, refused(attempt.n, guarded, logPath));
   // Refs loop owns that moved while this attempt's agent ran: the attempt does not pass over them.
@@ -114,12 +130,12 @@ export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<St
   );
   failpoint("verify:after_reserve");
   const now = itemNow(ctx, it.id);
-  return spawnReserved(ctx, now, now.attempts[now.attempts.length - 1]!.verifyRun!);
+  return spawnReserved(ctx, now, requireAttempt(now).verifyRun!);
 }
 
 /** A hook or executable git config the session planted is said (a warning of the step): loop never runs it, the operator's git would. */
 function reportGitExec(ctx: StepContext, it: ItemState): void {
-  const attempt = it.attempts[it.attempts.length - 1]!;
+  const attempt = requireAttempt(it);
   if (!attempt.gitExec) return;
   const said = gitExecReport({ recorded: attempt.gitExec, baseline: readJsonOrNull(join(it.session!.sessionDir, GIT_EXEC_FILE)), now: gitExecSnapshot(repoOf(ctx)) });
   if (!said) return;
@@ -140,7 +156,7 @@ function record(ctx: StepContext, it: ItemState, payload: VerifyPayload, o: { na
  */
 function namedNoProgress(ctx: StepContext, it: ItemState, payload: VerifyPayload): VerifyPayload {
   if (payload.passed || !(ctx.def.guards ?? DEFAULT_GUARDS).noProgress) return payload;
-  const a = it.attempts[it.attempts.length - 1]!;
+  const a = requireAttempt(it);
   const head = a.verifyRun?.head;
   const start = readTextOrNull(join(it.session!.sessionDir, "start-head"), { noLinks: true })?.trim();
   return head && start && head === start ? { ...payload, reason: noProgressReason(payload.reason) } : payload;
@@ -148,7 +164,7 @@ function namedNoProgress(ctx: StepContext, it: ItemState, payload: VerifyPayload
 
 /** Start the reserved verify (the first and only start of this reservation) and record it. */
 function spawnReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOutcome | null {
-  const attempt = it.attempts[it.attempts.length - 1]!;
+  const attempt = requireAttempt(it);
   const s = it.session!;
   ctx.store.assertLease();
   const box = verifySandbox(ctx, it);
@@ -164,6 +180,7 @@ function spawnReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOut
       mark: sessionMark(s),
       // Never loop's secrets; under the "clean" policy only what is declared (docs/runners.md#the-environment).
       envRule: verifyRule(ctx.def),
+      ...chainOption(ctx, s.sessionDir),
       // A scope of its own, as its session has: under a oneshot step's unit it would die with the step.
       scope: { loopName: ctx.def.name, item: it.id, epoch: it.epoch, attempt: attempt.n, stateRoot: ctx.options.stateRoot },
       ...(box.request ? { sandbox: box.request } : {}),
@@ -185,7 +202,7 @@ function spawnReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOut
 function recordStarted(ctx: StepContext, it: ItemState, run: VerifyRun, p: VerifyProcess, adopted: boolean, mechanism: SessionMechanism | null = null): StepOutcome {
   // The proof's hashes; an adopted wrapper's come from its folder (the spawning step was killed before recording them).
   const proof = p.proof ? { mechanism, proof: p.proof } : mechanism ? { mechanism } : {};
-  const attempt = it.attempts[it.attempts.length - 1]!;
+  const attempt = requireAttempt(it);
   // Counted from the reservation, which comes right before the spawn: an adopted verify has been
   // running since then, not since the step that found it. One this step started under an older
   // reservation (its reserving step was stopped before the spawn) has run only from now.
@@ -207,7 +224,7 @@ function recordStarted(ctx: StepContext, it: ItemState, run: VerifyRun, p: Verif
 function verifySandbox(ctx: StepContext, it: ItemState): { request: SandboxRequest | null } | { paused: StepOutcome } | { refused: string } {
   if (!it.def.sandbox) return { request: null };
   const s = it.session!;
-  const attempt = it.attempts[it.attempts.length - 1]!;
+  const attempt = requireAttempt(it);
   const probe = probeSandbox(sessionPath(ctx.options.env));
   if (!probe.ok) {
     const f = sandboxFault(probe)!;
@@ -218,7 +235,7 @@ function verifySandbox(ctx: StepContext, it: ItemState): { request: SandboxReque
     return { paused: { action: "paused", item: it.id, reason: p.loop.reason } };
   }
   try {
-    return { request: sandboxRequest({ bwrap: probe.bwrap, repo: repoOf(ctx), worktree: s.worktree, stateRoot: ctx.options.stateRoot, branch: s.branch, runner: it.def.runner, writable: [], env: ctx.options.env }) };
+    return { request: sandboxRequest({ bwrap: probe.bwrap, repo: repoOf(ctx), worktree: s.worktree, stateRoot: ctx.options.stateRoot, branch: s.branch, runner: it.def.runner, writable: [], objects: join(s.sessionDir, VERIFY_FILES.objects), env: ctx.options.env }) };
   } catch (err) {
     // The checkout is not the one loop made (lib/repo/workspace.ts checkWorktree): no verify runs over it.
     if (err instanceof StartError) return { refused: err.message };
@@ -228,7 +245,7 @@ function verifySandbox(ctx: StepContext, it: ItemState): { request: SandboxReque
 
 /** A reserved verify whose start is not recorded: adopt its wrapper, start it (nothing was spawned), wait, or fail it. */
 function resumeReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOutcome | null {
-  const attempt = it.attempts[it.attempts.length - 1]!;
+  const attempt = requireAttempt(it);
   const ev = verifySpawnEvidence(it.session!.sessionDir);
   // /proc is scanned only when the launch record has no wrapper on record (a step stopped mid-start).
   const marked = ev.launched && !ev.found ? markCarried([sessionMark(it.session!)]) : true;
@@ -247,7 +264,7 @@ function resumeReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOu
 
 /** A started verify: still running (the step stops here), ended, past its deadline, or gone. */
 async function observeVerify(ctx: StepContext, it: ItemState, run: VerifyRun): Promise<StepOutcome | null> {
-  const attempt = it.attempts[it.attempts.length - 1]!;
+  const attempt = requireAttempt(it);
   const dir = it.session!.sessionDir;
   const proc: VerifyProcess = { pid: run.pid!, startTime: run.startTime };
   const first = readVerifyExit(dir);
@@ -283,7 +300,9 @@ async function observeVerify(ctx: StepContext, it: ItemState, run: VerifyRun): P
     // The shell is gone, but something it started may linger in its group: end it too.
     await endVerify({ proc, dir, graceMs: 0 });
     const { passed, reason } = verifyExitVerdict(v);
-    payload = { attempt: attempt.n, passed, timedOut: false, ...verifyLogSummary(run.log, v.code), log: run.log, reason };
+    // The command's own start and end, as its wrapper saw them (the timeline draws those).
+    const times = readWrapperTimes(dir, "verify", { from: Date.parse(run.reservedAt), to: Date.now() });
+    payload = { attempt: attempt.n, passed, timedOut: false, ...verifyLogSummary(run.log, v.code), log: run.log, reason, times };
   }
   failpoint("verify:before_record");
   return record(ctx, it, payload);
@@ -309,7 +328,7 @@ function ownedRefVerdict(moved: RefChange[]): { reason: string; detail: string }
  * and, in the same commit, the loop pauses: every later item would build on the damaged store.
  */
 function objectStoreTampered(ctx: StepContext, it: ItemState, tampered: string[], logPath: string): StepOutcome {
-  const attempt = it.attempts[it.attempts.length - 1]!;
+  const attempt = requireAttempt(it);
   const named = tampered.slice(0, 10).join("; ") + (tampered.length > 10 ? `; and ${tampered.length - 10} more` : "");
   const verdict = refused(
     attempt.n,

@@ -6,7 +6,7 @@
 // loop.json invalid for a moment are; anything else ends the watch with its error.
 import { existsSync } from "node:fs";
 import { formatDuration } from "../definition/duration.ts";
-import { EXIT } from "../shared/cli.ts";
+import { EXIT } from "../shared/errors.ts";
 import { BusyError, DefinitionError } from "../shared/errors.ts";
 import { statePaths } from "../shared/paths.ts";
 import { ensureStateRoot } from "../shared/state-root.ts";
@@ -14,7 +14,8 @@ import { projectOf, refuseForeignStateRoot } from "../log/ownership.ts";
 import { printable } from "../shared/printable.ts";
 import { claimRunPid, releaseRunPid, type RunPid, selfRunPid } from "./run-pid.ts";
 import { recordOwnStop, writeStopProof } from "./drain.ts";
-import { preflight, type RunAction, type RunResult, stepExitCode } from "./step.ts";
+import { preflight, type RunResult, stepExitCode } from "./step.ts";
+import { type RunAction } from "./context.ts";
 
 export interface WatchOptions {
   /** The project root: checked before anything is created (preflight); once it is gone, the watcher stops. */

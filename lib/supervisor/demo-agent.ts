@@ -72,7 +72,6 @@ export interface ParsedDirective {
   directive: DemoDirective;
 }
 
-export { DemoDirectiveError } from "../shared/errors.ts";
 
 const DIRECTIVE = /^[ \t]*@demo[ \t]+(.*)$/;
 const ITEM_ID = /^[a-z0-9][a-z0-9-]*(?:[._][a-z0-9-]+)*$/;

@@ -1,7 +1,7 @@
 // Ending an attempt's processes, whatever the tick decided: the session's group or tmux session, its
 // systemd scope's cgroup, the attempt's verify command, and every process that carries the session's
 // mark. The close path (lib/step/close.ts) and loop reset call it; it knows nothing of worktrees or events.
-import type { ItemState } from "../log/projection.ts";
+import { currentAttemptOf, type ItemState } from "../log/projection.ts";
 import { endMarked, type MarkedProcess } from "../shared/process.ts";
 import { adoptable, endSession, sessionMark } from "./sessions.ts";
 import { endVerify, verifySpawnEvidence } from "./verify-command.ts";
@@ -34,7 +34,7 @@ export async function endSessionProcesses(
  * recorded (a step killed right after the spawn) is found through its folder. Null: no verify process.
  */
 export async function endVerifyRun(it: ItemState, graceMs: number): Promise<string | null> {
-  const run = it.attempts[it.attempts.length - 1]?.verifyRun;
+  const run = currentAttemptOf(it)?.verifyRun;
   if (!run || !it.session) return null;
   const dir = it.session.sessionDir;
   const target = run.pid !== null ? { pid: run.pid, startTime: run.startTime } : verifySpawnEvidence(dir).found;

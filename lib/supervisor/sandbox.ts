@@ -19,7 +19,7 @@
 //   - the network as it is: agents need their model's API.
 // sandboxArgv is pure; sandboxSpec reads the worktree's git layout and prepares the mount points.
 import { closeSync, existsSync, lstatSync, mkdirSync, openSync, statSync } from "node:fs";
-import { basename, dirname, isAbsolute, join } from "node:path";
+import { basename, dirname, isAbsolute, join, relative } from "node:path";
 
 /** What the caller asks for: where the work is, and what else the command must write. */
 export interface SandboxRequest {
@@ -27,6 +27,8 @@ export interface SandboxRequest {
   bwrap: string;
   worktree: string;
   stateRoot: string;
+  /** The folder of the loop's worktrees (lib/shared/paths.ts worktreesRoot): hidden like the state root, all but this worktree. */
+  worktrees?: string;
   /** The item branch (`loop/<name>/item/<id>`): its folder of refs becomes writable. */
   branch: string;
   /**
@@ -37,6 +39,12 @@ export interface SandboxRequest {
   git: { gitDir: string; commonDir: string };
   /** Files outside the worktree the command writes (created empty when missing): the ask file, aider's histories. */
   writable: string[];
+  /**
+   * A private object folder the command's git writes to (GIT_OBJECT_DIRECTORY, the repository's
+   * store its read-only alternate), created when missing; loop imports what it holds, each object
+   * hashed, when the session ends (lib/repo/object-import.ts). Absent: the shared store is writable.
+   */
+  objects?: string;
   /** Folders or files under $HOME the agent CLI must write (its config home), when they exist. */
   homes: string[];
   /** The program the command runs and what it needs (loop itself, for the demo agent): read-only, even where /tmp or another hidden folder holds it. */
@@ -49,6 +57,8 @@ export interface SandboxSpec {
   bwrap: string;
   worktree: string;
   stateRoot: string;
+  /** The folder of the loop's worktrees, hidden (null: under the state root, hidden with it). */
+  worktrees: string | null;
   /** The session folder, visible read-only (handoff.md, inbox.md). */
   sessionDir: string;
   /** The repository (the main checkout, or the bare repository's folder): read-only. */
@@ -67,6 +77,8 @@ export interface SandboxSpec {
   };
   /** Writable files and folders outside the worktree (each must exist). */
   writable: string[];
+  /** The private object folder (writable) and the repository's store it reads through (read-only), or null. */
+  objects: { own: string; shared: string } | null;
   /** Writable folders or files that may not exist (--bind-try). */
   writableIfPresent: string[];
   /** Programs (files or folders) made visible again, read-only, after the hiding (each exists). */
@@ -89,11 +101,14 @@ export function sandboxArgv(s: SandboxSpec, argv: string[]): string[] {
     ...s.programs.flatMap((p) => bind("--ro-bind", p)),
     // Last of the hiding, so nothing above can bring loop's files back into view.
     "--tmpfs", s.stateRoot,
+    // The other worktrees and the landing checkout, wherever they live.
+    ...(s.worktrees ? ["--tmpfs", s.worktrees] : []),
     ...s.git.writable.flatMap((p) => bind("--bind", p)),
     ...s.git.readOnly.flatMap((p) => bind("--ro-bind", p)),
     ...bind("--bind", s.worktree),
     ...bind("--ro-bind", s.sessionDir),
     ...s.writable.flatMap((p) => bind("--bind", p)),
+    ...(s.objects ? [...bind("--bind", s.objects.own), "--setenv", "GIT_OBJECT_DIRECTORY", s.objects.own, "--setenv", "GIT_ALTERNATE_OBJECT_DIRECTORIES", s.objects.shared] : []),
     ...s.writableIfPresent.flatMap((p) => bind("--bind-try", p)),
     "--chdir", s.worktree,
     "--setenv", "TMPDIR", "/tmp",
@@ -142,6 +157,7 @@ export function sandboxSpec(r: SandboxRequest, sessionDir: string): SandboxSpec 
   ensureFile(join(gitDir, "config.worktree"));
   const readOnly = ["commondir", "gitdir", "config.worktree"].map((f) => join(gitDir, f)).filter((p) => existsSync(p));
   for (const f of r.writable) ensureFile(f);
+  if (r.objects) mkdirSync(r.objects, { recursive: true, mode: 0o700 });
   const home = r.env.HOME;
   const uid = typeof process.getuid === "function" ? process.getuid() : null;
   const runtime = r.env.XDG_RUNTIME_DIR || (uid !== null ? `/run/user/${uid}` : "");
@@ -157,6 +173,8 @@ export function sandboxSpec(r: SandboxRequest, sessionDir: string): SandboxSpec 
     bwrap: r.bwrap,
     worktree: r.worktree,
     stateRoot: r.stateRoot,
+    // Not when it holds the state root or the repository (a LOOP_WORKTREES that odd): hiding it would hide them.
+    worktrees: r.worktrees && !isWithin(r.worktrees, r.stateRoot) && !isWithin(r.stateRoot, r.worktrees) && !isWithin(dirname(commonDir), r.worktrees) ? r.worktrees : null,
     sessionDir,
     // A checkout's git folder is its .git; a bare repository is its own folder.
     repo: basename(commonDir) === ".git" ? dirname(commonDir) : commonDir,
@@ -168,8 +186,10 @@ export function sandboxSpec(r: SandboxRequest, sessionDir: string): SandboxSpec 
         return false;
       }
     }),
-    git: { commonDir, writable: [join(commonDir, "objects"), gitDir, refDir, logDir], readOnly },
+    // With a private object folder the shared store stays read-only: no object of main can be rewritten.
+    git: { commonDir, writable: [...(r.objects ? [] : [join(commonDir, "objects")]), gitDir, refDir, logDir], readOnly },
     writable: r.writable,
+    objects: r.objects ? { own: r.objects, shared: join(commonDir, "objects") } : null,
     writableIfPresent: home && isAbsolute(home) ? r.homes.map((h) => join(home, h)) : [],
     // Never one under the state root: the hiding of loop's files comes after, and wins.
     programs: r.programs.filter((p) => isAbsolute(p) && existsSync(p)),
@@ -198,4 +218,9 @@ export function probeSandbox(PATH: string): SandboxProbe {
   if (r.exitCode === 0) return { ok: true, bwrap };
   const said = r.stderr?.toString().trim().split("\n").slice(-2).join(" / ") || (r.exitCode === null ? "killed" : `exit ${r.exitCode}`);
   return { ok: false, kind: "refused", message: `${bwrap} refused to make a sandbox: ${said}` };
+}
+
+function isWithin(path: string, dir: string): boolean {
+  const rel = relative(dir, path);
+  return rel === "" || (!rel.startsWith("..") && !isAbsolute(rel));
 }

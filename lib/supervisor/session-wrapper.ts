@@ -10,6 +10,7 @@
 // A full disk does not end it: output the disk refuses is dropped and counted (output-log.ts), and
 // started.json and exit.json are written once the disk takes them (until then the wrapper lives on,
 // so the step sees a session still running, never one lost): the real exit status is kept.
+// Once the exit status is written, the launch record's chained step runs (lib/supervisor/chain.ts).
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { readJsonOrNull, writeFileAtomic } from "../shared/fsutil.ts";
@@ -18,6 +19,8 @@ import { CappedLog, DEFAULT_OUTPUT_CAP } from "./output-log.ts";
 import { tmuxSocketFromEnv } from "./tmux.ts";
 import { makeUndumpable } from "./undumpable.ts";
 import { childEnvironment, type EnvRule } from "../definition/environment.ts";
+import { type ChainRecord, runChain } from "./chain.ts";
+import type { GatewayRequest } from "./gateway-files.ts";
 
 export interface LaunchRecord {
   argv: string[];
@@ -30,6 +33,10 @@ export interface LaunchRecord {
   outputCap?: number;
   /** What the agent gets of the wrapper's environment (lib/definition/environment.ts); all of it without one. */
   envRule?: EnvRule;
+  /** The step run when the process ends (lib/supervisor/chain.ts); none: cron takes the next step. */
+  chain?: ChainRecord;
+  /** The session's gateway (lib/supervisor/session-gateway.ts): when present the agent reaches the model APIs and every other host through it. */
+  gateway?: GatewayRequest;
 }
 
 /** How long the output pipes are drained after the agent exited: a process it left behind may hold them open. */
@@ -63,10 +70,14 @@ export const SESSION_FILES = {
   ask: "ask.txt",
   handoff: "handoff.md",
   verify: "verify.log",
+  /** workspace.setup's output, when the launch ran it (docs/loop-json.md#workspace). */
+  setup: "setup.log",
   /** Comments from the forge issue thread for the running agent ($LOOP_INBOX_FILE, docs/runners.md). */
   inbox: "inbox.md",
   /** Where a command runner reports its usage ($LOOP_USAGE_FILE, docs/runners.md#reporting-usage). */
   usage: "usage.jsonl",
+  /** The sandboxed session's private object folder (lib/repo/object-import.ts imports it into the repository's). */
+  objects: "objects",
 } as const;
 
 /** The files of a verify run, beside its attempt's session files. */
@@ -76,6 +87,8 @@ export const VERIFY_FILES = {
   started: "verify-started.json",
   exit: "verify-exit.json",
   output: SESSION_FILES.verify,
+  /** The sandboxed verify's private object folder: what it writes there is never imported. */
+  objects: "verify-objects",
 } as const;
 
 /** What a wrapper reads and writes: an agent session's files, or a verify run's. */
@@ -147,11 +160,16 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
   const wrapperStart = processStartTime(process.pid);
   // With secrets, the exit status carries the one that proves it: the pass secret only for exit 0.
   // `outputError`: the disk refused some output (output.log says where and how much).
-  const finish = (code: number | null, signal: string | null, error?: string) =>
+  // `endedAt`: the moment the process ended, before its output is drained (`at` is when this is written).
+  const finish = (code: number | null, signal: string | null, error?: string, endedAt = new Date().toISOString()) =>
     writeWhenRoom(
       join(dir, files.exit),
-      JSON.stringify({ code, signal, error: error ?? null, ...(out.writeError ? { outputError: out.writeError } : {}), at: new Date().toISOString(), ...(secrets ? { proof: code === 0 && signal === null && !error ? secrets.pass : secrets.fail } : {}) }) + "\n",
+      JSON.stringify({ code, signal, error: error ?? null, ...(out.writeError ? { outputError: out.writeError } : {}), endedAt, at: new Date().toISOString(), ...(secrets ? { proof: code === 0 && signal === null && !error ? secrets.pass : secrets.fail } : {}) }) + "\n",
     );
+  // Once the exit status is on disk: the next step can see it (docs/cli/loop-run.md#chained-steps).
+  const chain = async () => {
+    if (launch.chain) await runChain(launch.chain, dir, kind);
+  };
   // Inside tmux, the server's socket: `loop status` prints the exact `tmux -S <socket> attach` command.
   const tmuxSocket = launch.tee ? tmuxSocketFromEnv(process.env.TMUX) : null;
   const proof = secrets ? { proof: proofHashes(secrets) } : {};
@@ -162,6 +180,25 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
   const own = launch.envRule ? childEnvironment(process.env, launch.envRule) : process.env;
   const env: Record<string, string | undefined> = { ...own, ...launch.env, ...(launch.mark ? { [SESSION_MARK_VAR]: launch.mark } : {}) };
   delete env.LOOP_FAILPOINT;
+  // Behind a gateway, the agent's key variables hold the stand-in: loop's keys stay in this process.
+  let gateway: { env: Record<string, string>; stop(): Promise<void> } | null = null;
+  if (launch.gateway && kind === "session") {
+    // Undumpable: the agent runs as this user, and must not read loop's key from this process's environment or memory.
+    await makeUndumpable();
+    try {
+      // Loaded only for a session with a gateway: a server's modules cost every other session's start.
+      const { startSessionGateway } = await import("./session-gateway.ts");
+      gateway = await startSessionGateway({ dir, request: launch.gateway, env: { ...own, ...launch.env } });
+    } catch (err) {
+      const msg = `loop: cannot start the session's gateway: ${(err as Error).message}\n`;
+      out.write(Buffer.from(msg));
+      out.close();
+      await writeWhenRoom(join(dir, files.started), startedDoc(null));
+      await finish(127, null, msg.trim());
+      return 0;
+    }
+    Object.assign(env, gateway.env);
+  }
   let child: ReturnType<typeof Bun.spawn>;
   try {
     child = Bun.spawn(launch.argv, {
@@ -175,11 +212,15 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
     const msg = `loop: cannot start ${JSON.stringify(launch.argv[0])}: ${(err as Error).message}\n`;
     out.write(Buffer.from(msg));
     out.close();
+    await gateway?.stop();
     await writeWhenRoom(join(dir, files.started), startedDoc(null));
     await finish(127, null, msg.trim());
+    await chain();
     return 0;
   }
-  for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.on(sig, () => child.kill(sig));
+  // Once the exit status is written, a signal ends the wrapper itself (the close path, while a chained step waits).
+  let ended = false;
+  for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.on(sig, () => (ended ? process.exit(0) : child.kill(sig)));
   // Through the wrapper, never straight to the file: that is how the cap is kept.
   const pump = async (stream: ReadableStream<Uint8Array>) => {
     for await (const chunk of stream) {
@@ -191,9 +232,14 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
   // After the pumps: the agent must not block on a pipe while a full disk holds this back.
   await writeWhenRoom(join(dir, files.started), startedDoc(child.pid));
   const code = await child.exited;
+  const endedAt = new Date().toISOString();
   await Promise.race([pumped, Bun.sleep(DRAIN_MS)]);
+  await gateway?.stop();
   out.close();
   const signal = child.signalCode ? String(child.signalCode) : null;
-  await finish(signal ? null : code, signal);
+  await finish(signal ? null : code, signal, undefined, endedAt);
+  // From here only the chained step is waited for: the exit status is on disk.
+  ended = true;
+  await chain();
   return 0;
 }

@@ -9,7 +9,9 @@ import { sessionAlive } from "./liveness.ts";
 import { lastProgressAt } from "./progress.ts";
 import { tmux, tmuxHasSession } from "./tmux.ts";
 import { type LaunchRecord, SESSION_FILES, type WrapperKind, wrapperFiles } from "./session-wrapper.ts";
+import type { GatewayRequest } from "./gateway-files.ts";
 import { selfArgv } from "./self.ts";
+import type { ChainRecord } from "./chain.ts";
 import { outputCapFrom } from "./output-log.ts";
 import { launchDetached, type ScopeTarget, type SessionMechanism } from "./scope.ts";
 import { type SandboxRequest, sandboxArgv, sandboxSpec } from "./sandbox.ts";
@@ -69,6 +71,10 @@ export function startSession(o: {
    * without one, all of it (loop's own tests of the supervisor).
    */
   envRule?: EnvRule;
+  /** The step the wrapper starts when its process ends (lib/supervisor/chain.ts). */
+  chain?: ChainRecord;
+  /** The session's gateway (lib/supervisor/session-gateway.ts), run by the wrapper around the agent. */
+  gateway?: GatewayRequest;
 }): StartedSession {
   mkdirSync(o.dir, { recursive: true });
   const kind = o.kind ?? "session";
@@ -78,7 +84,7 @@ export function startSession(o: {
   // The cap travels in the launch record: a tmux session does not inherit the step's environment.
   // The rule travels in the launch record too: in tmux the wrapper starts with the tmux server's
   // environment, not the one given here, and applies the rule to it again.
-  const launch: LaunchRecord = { argv, cwd: o.cwd, env: o.env, tee: o.tmuxName !== null, outputCap: outputCapFrom(process.env), ...(mark ? { mark } : {}), ...(o.envRule ? { envRule: o.envRule } : {}) };
+  const launch: LaunchRecord = { argv, cwd: o.cwd, env: o.env, tee: o.tmuxName !== null, outputCap: outputCapFrom(process.env), ...(mark ? { mark } : {}), ...(o.envRule ? { envRule: o.envRule } : {}), ...(o.chain ? { chain: o.chain } : {}), ...(o.gateway ? { gateway: o.gateway } : {}) };
   const childEnv: Record<string, string> = o.envRule ? childEnvironment(process.env, o.envRule) : (process.env as Record<string, string>);
   writeFileAtomic(join(o.dir, wrapperFiles(kind).launch), JSON.stringify(launch, null, 2) + "\n");
   const wrapper = [...selfArgv(), "__session", o.dir, ...(kind === "verify" ? ["verify"] : [])];

@@ -10,10 +10,13 @@
 // and never more than the cap of a line.
 import { closeSync, fstatSync } from "node:fs";
 import { join } from "node:path";
-import { openOwnFile, readAt, readJsonOrNull, writeFileAtomic } from "../shared/fsutil.ts";
+import { openOwnFile, readAt, readJsonOrNull, readRegularFile, writeFileAtomic } from "../shared/fsutil.ts";
 import { cutOf, DEFAULT_OUTPUT_CAP, outputLayout } from "./output-log.ts";
 import { SESSION_FILES } from "./session-wrapper.ts";
-import { feedLines, figureOf, finishLines, initialState, type LogSource, noteOf, type ParseState, parseUsageFile, type TokenCounts, type UsageFigure, type UsageSource } from "../definition/usage.ts";
+import { GATEWAY_FILES } from "./gateway-files.ts";
+import { feedLines, figureOf, finishLines, initialState, type LogSource, noteOf, type ParseState, parseUsageFile, type UsageFigure } from "../definition/usage.ts";
+import { type UsageSource } from "../log/events.ts";
+import { type TokenCounts } from "../log/events.ts";
 
 /** The record of what was read, beside the session's other files. */
 export const USAGE_CURSOR = "usage.json";
@@ -53,8 +56,34 @@ export interface UsageRead {
  * as (lib/definition/usage.ts figureOf).
  */
 export function readSessionUsage(o: { dir: string; source: UsageSource; final: boolean; base?: { tokens: TokenCounts | null; microUsd: number | null } | null }): UsageRead {
+  // Behind a gateway, the model API's own answers are the figure (docs/spend.md#the-gateway), whatever the CLI prints.
+  const metered = readGatewayUsage(o.dir);
+  if (metered) return metered;
   const prior = cursorOf(o.dir, o.source);
   return o.source === "usage_file" ? readFileSource(o.dir, prior) : readLogSource(o.dir, o.source, prior, o.final, o.base ?? null);
+}
+
+/** The sum of what the session's gateway metered (GATEWAY_FILES.usage), or null when it metered nothing (no gateway). */
+function readGatewayUsage(dir: string): UsageRead | null {
+  const r = readRegularFile(join(dir, GATEWAY_FILES.usage), { maxBytes: 256 * 2 ** 20, noLinks: true });
+  if (r.kind !== "ok") return null;
+  const tokens = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
+  let calls = 0;
+  for (const line of r.bytes.toString("utf8").split("\n")) {
+    let doc: { kind?: unknown; usage?: Record<string, unknown> };
+    try {
+      doc = JSON.parse(line);
+    } catch {
+      continue; // the last line while it is being written
+    }
+    if (doc?.kind !== "model" || !doc.usage) continue;
+    calls++;
+    for (const k of ["input", "output", "cacheRead", "cacheWrite"] as const) {
+      const n = doc.usage[k];
+      if (typeof n === "number" && Number.isSafeInteger(n) && n >= 0) tokens[k] += n;
+    }
+  }
+  return calls ? { figure: { tokens, microUsd: null, model: null }, note: null } : null;
 }
 
 function cursorOf(dir: string, source: UsageSource): Cursor | null {

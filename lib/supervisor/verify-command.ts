@@ -22,6 +22,7 @@ import type { EnvRule } from "../definition/environment.ts";
 import { startSession } from "./sessions.ts";
 import { endRecordedScope, type ScopeTarget, type SessionMechanism } from "./scope.ts";
 import type { SandboxRequest } from "./sandbox.ts";
+import type { ChainRecord } from "./chain.ts";
 
 export { VERIFY_FILES };
 
@@ -72,6 +73,8 @@ export function startVerify(o: {
   sandbox?: SandboxRequest;
   /** What it gets of loop's environment (lib/definition/environment.ts verifyRule). */
   envRule?: EnvRule;
+  /** The step its wrapper starts when the command ends (lib/supervisor/chain.ts). */
+  chain?: ChainRecord;
 }): VerifyProcess & { mechanism: SessionMechanism | null; proof: VerifyProof } {
   // Nothing of an earlier run (or planted by the agent) may be read as this run's: gone before the spawn.
   for (const f of [VERIFY_FILES.exit, VERIFY_FILES.started, VERIFY_FILES.output, VERIFY_FILES.spawned]) rmSync(join(o.dir, f), { force: true });
@@ -87,6 +90,7 @@ export function startVerify(o: {
     mark: o.mark,
     secret: JSON.stringify(secrets),
     ...(o.envRule ? { envRule: o.envRule } : {}),
+    ...(o.chain ? { chain: o.chain } : {}),
     ...(o.scope ? { scope: { ...o.scope, role: "verify" as const } } : {}),
     ...(o.sandbox ? { sandbox: o.sandbox } : {}),
   });

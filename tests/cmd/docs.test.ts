@@ -8,7 +8,8 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { TOOLS } from "../../cmd/tools.ts";
 import { CONTRACT_TOOLS } from "../../cmd/loop.ts";
-import { commonArgs, EXIT, renderHelp } from "../../lib/shared/cli.ts";
+import { commonArgs, renderHelp } from "../../lib/shared/cli.ts";
+import { EXIT } from "../../lib/shared/errors.ts";
 import { EVENT_TYPES } from "../../lib/log/events.ts";
 import { FINDING_CODES } from "../../lib/reports/replay.ts";
 import { STATUS_FINDING_CODES } from "../../lib/log/integrity.ts";
@@ -18,7 +19,8 @@ import { DEFAULT_GUARDS } from "../../lib/definition/normalized.ts";
 import { DefinitionError } from "../../lib/shared/errors.ts";
 import { normalizeDefinition } from "../../lib/definition/normalize.ts";
 import { parseDefinitionText } from "../../lib/definition/loop-json.ts";
-import { itemIdFromRef, parseRef, RefError } from "../../lib/definition/refs.ts";
+import { itemIdFromRef, parseRef } from "../../lib/definition/refs.ts";
+import { RefError } from "../../lib/shared/errors.ts";
 import { parseDuration } from "../../lib/definition/duration.ts";
 
 const REPO = resolve(import.meta.dir, "..", "..");
@@ -462,7 +464,7 @@ describe("docs/cli/loop-reset.md matches the tool", () => {
       dry_run: false,
       ok: true,
       warnings: [],
-      items: [{ item: "a", ref: null, found: true, removed: [], was_live: false, archived_branch: null, checkout: { outcome: "absent", path: null, why: null }, aside: [], errors: [], effects: [] }],
+      items: [{ item: "a", ref: null, found: true, removed: [], was_live: false, archived_branch: null, checkout: { outcome: "absent", path: null, why: null }, aside: [], errors: [], effects: [], stays: [] }],
       transitions: [],
     };
     const json = section(md, /^###\s+JSON\b/i) ?? "";

@@ -53,11 +53,11 @@ function planOne(p: Projection, facts: Partial<ItemFacts> = {}, o: { loop?: Loop
   return { plan: r.items[0]!, warnings: r.warnings };
 }
 
-const running = (id: string, n = 1): EventDraft[] => [launch(id, n), started(id, n)];
+const running = (id: string, n = 1): EventDraft[] => [launch({ item: id, attempt: n }), started({ item: id, attempt: n })];
 const asked = (id: string, q: string): EventDraft[] => [
   ...running(id),
   { type: "needs_input", item: id, payload: { attempt: 1, question: q } },
-  closed(id, 1, false),
+  closed({ item: id, attempt: 1, worktreeRemoved: false }),
   { type: "loop_paused", payload: { reason: `${id} needs input: ${q}` } },
 ];
 
@@ -86,7 +86,7 @@ describe("planReset: which pieces an item has and what is done to each", () => {
     },
     {
       name: "skipped before it ran: control and ledger (the settlement)",
-      drafts: [control("a", "skip"), settled("a", 0, "skipped")],
+      drafts: [control("a", "skip"), settled({ item: "a", attempt: 0, outcome: "skipped" })],
       want: { found: true, pieces: ["control", "ledger"] },
     },
     {
@@ -106,25 +106,25 @@ describe("planReset: which pieces an item has and what is done to each", () => {
     },
     {
       name: "recorded running but its processes are gone: the close path still closes it, not live",
-      drafts: [...running("a"), ended("a", 1)],
+      drafts: [...running("a"), ended({ item: "a", attempt: 1 })],
       facts: { sessionDir: true },
       want: { closeSession: true, wasLive: false, sweep: true },
     },
     {
       name: "passed, checkout removed at close, branch kept: session, ledger, branch",
-      drafts: passingAttempt("a"),
+      drafts: passingAttempt({ item: "a" }),
       facts: { sessionDir: true, branchHead: "abc" },
       want: { found: true, pieces: ["session", "ledger", "branch"], closeSession: false, wasLive: false, sweep: true, checkout: { action: "none", outcome: "absent", path: null, why: null } },
     },
     {
       name: "a closed session with a marked process left over: live, swept",
-      drafts: passingAttempt("a"),
+      drafts: passingAttempt({ item: "a" }),
       facts: { marked: 2 },
       want: { wasLive: true, sweep: true, closeSession: false },
     },
     {
       name: "failed, checkout kept: the checkout is removed",
-      drafts: failingAttempt("a", 1, true),
+      drafts: failingAttempt({ item: "a", attempt: 1, last: true }),
       facts: { worktree: { path: "/state/workspaces/a", exists: true, onItemBranch: true, dirty: true } },
       want: { pieces: ["session", "ledger", "workspace"], checkout: { action: "remove", outcome: "removed", path: "/state/workspaces/a", why: null } },
     },
@@ -207,7 +207,7 @@ describe("planReset: which pieces an item has and what is done to each", () => {
 
 describe("planReset: selection", () => {
   test("--all plans only the items with state, in the order given; --work-item plans every item named", () => {
-    const p = proj([control("c", "start"), ...passingAttempt("a")]);
+    const p = proj([control("c", "start"), ...passingAttempt({ item: "a" })]);
     const facts = { a: noFacts("a"), b: noFacts("b"), c: noFacts("c") };
     const all = planReset({ p, ids: ["a", "b", "c"], all: true, facts, loop: QUIET, dryRun: false });
     expect(all.items.map((x) => x.item)).toEqual(["a", "c"]);
@@ -245,7 +245,7 @@ describe("planReset: warnings", () => {
   });
 
   test("a checkout with uncommitted changes being removed names its path and the branch that keeps the work", () => {
-    const p = proj(failingAttempt("a", 1, true));
+    const p = proj(failingAttempt({ item: "a", attempt: 1, last: true }));
     const facts = { worktree: { path: "/state/workspaces/a", exists: true, onItemBranch: true, dirty: true }, branchHead: "abc" };
     expect(planOne(p, facts).warnings).toContain(
       "a: the checkout /state/workspaces/a has uncommitted changes and is being removed; they are committed on loop/test/a, archived as loop/demo/reset/a/e0 first (files git ignores are lost)",
@@ -255,7 +255,7 @@ describe("planReset: warnings", () => {
   });
 
   test("items blocked by a failed item being reset are named: they stay blocked", () => {
-    const p = proj([...failingAttempt("a", 1, true), settled("b", 0, "blocked", 'dependency "a" failed')]);
+    const p = proj([...failingAttempt({ item: "a", attempt: 1, last: true }), settled({ item: "b", attempt: 0, outcome: "blocked", reason: 'dependency "a" failed' })]);
     expect(planOne(p).warnings).toContain("b stays blocked by a's failed: reset it too, or `loop ctl retry --work-item` it");
     // Reset together, nothing to say.
     const both = planReset({ p, ids: ["a", "b"], all: false, facts: { a: noFacts("a"), b: noFacts("b") }, loop: QUIET, dryRun: false });

@@ -7,7 +7,7 @@ import { headingsOutsideFences } from "../helpers/markdown.ts";
 import { itemsWithStatus, planCtl, type PlannedAction, planRetryAll } from "../../lib/decisions/ctl-plan.ts";
 import type { CtlVerb } from "../../lib/log/vocabulary.ts";
 import { RefusedError } from "../../lib/shared/errors.ts";
-import { UsageError } from "../../lib/shared/cli.ts";
+import { UsageError } from "../../lib/shared/errors.ts";
 import { type AfterSession, afterFailure, afterSession, failedReason } from "../../lib/decisions/attempt.ts";
 import { blockedBecauseOf, type NextWork, nextWork } from "../../lib/decisions/next-work.ts";
 import { classifySession } from "../../lib/decisions/session-verdict.ts";
@@ -52,13 +52,13 @@ function proj(items: NormItemPayload[], drafts: EventDraft[] = [], settings: Par
 
 const ids = (...xs: string[]) => xs.map((x) => itemDef(x));
 const dep = (id: string, ...on: string[]) => itemDef(id, { dependsOn: on });
-const running = (id: string, n = 1): EventDraft[] => [launch(id, n), started(id, n)];
+const running = (id: string, n = 1): EventDraft[] => [launch({ item: id, attempt: n }), started({ item: id, attempt: n })];
 const asked = (id: string, q: string, n = 1): EventDraft[] => [
   ...running(id, n),
   { type: "needs_input", item: id, payload: { attempt: n, question: q } },
-  closed(id, n, false),
+  closed({ item: id, attempt: n, worktreeRemoved: false }),
 ];
-const failed = (id: string) => failingAttempt(id, 1, true);
+const failed = (id: string) => failingAttempt({ item: id, attempt: 1, last: true });
 const verifyFailed = (id: string, n: number, tail: string): EventDraft => ({
   type: "verify_finished",
   item: id,
@@ -68,13 +68,13 @@ const verifyFailed = (id: string, n: number, tail: string): EventDraft => ({
 describe("nextWork", () => {
   const cases: { name: string; items: NormItemPayload[]; drafts?: EventDraft[]; settings?: Partial<SettingsPayload>; want: NextWork }[] = [
     { name: "first pending item in definition order", items: ids("a", "b", "c"), want: { kind: "launch", item: "a" } },
-    { name: "settled items are not run again", items: ids("a", "b", "c"), drafts: [...passingAttempt("a"), settled("b", 0, "skipped")], want: { kind: "launch", item: "c" } },
+    { name: "settled items are not run again", items: ids("a", "b", "c"), drafts: [...passingAttempt({ item: "a" }), settled({ item: "b", attempt: 0, outcome: "skipped" })], want: { kind: "launch", item: "c" } },
     {
       name: "the first runnable, not the first pending: dependencies must pass first",
       items: [dep("a", "c"), dep("b", "a"), itemDef("c")],
       want: { kind: "launch", item: "c" },
     },
-    { name: "a passed dependency lets its dependent run", items: [itemDef("c"), dep("a", "c")], drafts: passingAttempt("c"), want: { kind: "launch", item: "a" } },
+    { name: "a passed dependency lets its dependent run", items: [itemDef("c"), dep("a", "c")], drafts: passingAttempt({ item: "c" }), want: { kind: "launch", item: "a" } },
     { name: "a held item is skipped", items: ids("a", "b"), drafts: [control("a", "stop")], want: { kind: "launch", item: "b" } },
     { name: "start releases a hold", items: ids("a", "b"), drafts: [control("a", "stop"), control("a", "start")], want: { kind: "launch", item: "a" } },
     {
@@ -99,12 +99,12 @@ describe("nextWork", () => {
       want: { kind: "idle", reason: "a is held by `loop ctl stop` (start or retry it)" },
     },
     { name: "block: dependency failed", items: [itemDef("a"), dep("b", "a")], drafts: failed("a"), want: { kind: "block", items: [{ id: "b", reason: 'dependency "a" failed' }] } },
-    { name: "block: dependency skipped", items: [itemDef("a"), dep("b", "a")], drafts: [settled("a", 0, "skipped")], want: { kind: "block", items: [{ id: "b", reason: 'dependency "a" skipped' }] } },
-    { name: "block: dependency cancelled", items: [itemDef("a"), dep("b", "a")], drafts: [settled("a", 0, "cancelled")], want: { kind: "block", items: [{ id: "b", reason: 'dependency "a" cancelled' }] } },
+    { name: "block: dependency skipped", items: [itemDef("a"), dep("b", "a")], drafts: [settled({ item: "a", attempt: 0, outcome: "skipped" })], want: { kind: "block", items: [{ id: "b", reason: 'dependency "a" skipped' }] } },
+    { name: "block: dependency cancelled", items: [itemDef("a"), dep("b", "a")], drafts: [settled({ item: "a", attempt: 0, outcome: "cancelled" })], want: { kind: "block", items: [{ id: "b", reason: 'dependency "a" cancelled' }] } },
     {
       name: "block: dependency blocked (transitively)",
       items: [itemDef("x"), dep("a", "x"), dep("b", "a")],
-      drafts: [...failed("x"), settled("a", 0, "blocked", 'dependency "x" failed')],
+      drafts: [...failed("x"), settled({ item: "a", attempt: 0, outcome: "blocked", reason: 'dependency "x" failed' })],
       want: { kind: "block", items: [{ id: "b", reason: 'dependency "a" blocked' }] },
     },
     {
@@ -119,18 +119,18 @@ describe("nextWork", () => {
       want: { kind: "block", items: [{ id: "b", reason: 'dependency "ghost" is not an item of the loop' }] },
     },
     { name: "a held item does not block its dependents", items: [itemDef("a"), dep("b", "a")], drafts: [control("a", "stop")], want: { kind: "idle", reason: "a is held by `loop ctl stop` (start or retry it); b waits for a" } },
-    { name: "drain Succeeded: all passed", items: ids("a", "b"), drafts: [...passingAttempt("a"), ...passingAttempt("b")], want: { kind: "drain", outcome: "Succeeded" } },
-    { name: "drain Succeeded: passed and skipped", items: ids("a", "b"), drafts: [...passingAttempt("a"), settled("b", 0, "skipped")], want: { kind: "drain", outcome: "Succeeded" } },
+    { name: "drain Succeeded: all passed", items: ids("a", "b"), drafts: [...passingAttempt({ item: "a" }), ...passingAttempt({ item: "b" })], want: { kind: "drain", outcome: "Succeeded" } },
+    { name: "drain Succeeded: passed and skipped", items: ids("a", "b"), drafts: [...passingAttempt({ item: "a" }), settled({ item: "b", attempt: 0, outcome: "skipped" })], want: { kind: "drain", outcome: "Succeeded" } },
     { name: "drain Succeeded: no items", items: [], want: { kind: "drain", outcome: "Succeeded" } },
-    { name: "drain Failed: an item failed", items: ids("a", "b"), drafts: [...passingAttempt("a"), ...failed("b")], want: { kind: "drain", outcome: "Failed" } },
+    { name: "drain Failed: an item failed", items: ids("a", "b"), drafts: [...passingAttempt({ item: "a" }), ...failed("b")], want: { kind: "drain", outcome: "Failed" } },
     {
       name: "drain Failed: an item blocked",
       items: [itemDef("a"), dep("b", "a")],
-      drafts: [settled("a", 0, "skipped"), settled("b", 0, "blocked", 'dependency "a" skipped')],
+      drafts: [settled({ item: "a", attempt: 0, outcome: "skipped" }), settled({ item: "b", attempt: 0, outcome: "blocked", reason: 'dependency "a" skipped' })],
       want: { kind: "drain", outcome: "Failed" },
     },
-    { name: "drain Stopped: an item cancelled, none failed", items: ids("a", "b"), drafts: [...passingAttempt("a"), settled("b", 0, "cancelled")], want: { kind: "drain", outcome: "Stopped" } },
-    { name: "drain Failed beats Stopped", items: ids("a", "b"), drafts: [settled("a", 0, "cancelled"), ...failed("b")], want: { kind: "drain", outcome: "Failed" } },
+    { name: "drain Stopped: an item cancelled, none failed", items: ids("a", "b"), drafts: [...passingAttempt({ item: "a" }), settled({ item: "b", attempt: 0, outcome: "cancelled" })], want: { kind: "drain", outcome: "Stopped" } },
+    { name: "drain Failed beats Stopped", items: ids("a", "b"), drafts: [settled({ item: "a", attempt: 0, outcome: "cancelled" }), ...failed("b")], want: { kind: "drain", outcome: "Failed" } },
   ];
   for (const c of cases) test(c.name, () => expect(nextWork(proj(c.items, c.drafts, c.settings))).toEqual(c.want));
 
@@ -140,7 +140,7 @@ describe("nextWork", () => {
     const p = fold(b.events);
     expect(p.items.a!.status).toBe("withdrawn");
     expect(nextWork(p)).toEqual({ kind: "block", items: [{ id: "b", reason: 'dependency "a" was removed from the definition' }] });
-    b.push(settled("b", 0, "skipped"), ...passingAttempt("c"));
+    b.push(settled({ item: "b", attempt: 0, outcome: "skipped" }), ...passingAttempt({ item: "c" }));
     expect(nextWork(fold(b.events))).toEqual({ kind: "drain", outcome: "Succeeded" });
   });
 });
@@ -162,7 +162,7 @@ describe("waitingReasons: why each item waits, by nextWork's rules", () => {
     {
       name: "a dependency, named with its status",
       items: [itemDef("a"), itemDef("c"), dep("b", "a", "c")],
-      drafts: [...passingAttempt("c"), ...running("a")],
+      drafts: [...passingAttempt({ item: "c" }), ...running("a")],
       want: { b: "dependency: waits for a (running)" },
     },
     {
@@ -181,7 +181,7 @@ describe("waitingReasons: why each item waits, by nextWork's rules", () => {
     {
       name: "a failed dependency: the next step blocks it",
       items: [itemDef("a"), dep("b", "a")],
-      drafts: failingAttempt("a", 1, true),
+      drafts: failingAttempt({ item: "a", attempt: 1, last: true }),
       want: { b: 'dependency_failed: dependency "a" failed: the next `loop run` settles it blocked (retry a to run both)' },
     },
     {
@@ -209,7 +209,7 @@ describe("waitingReasons: why each item waits, by nextWork's rules", () => {
         b: "loop_paused: the loop is paused: a needs input: Which colour? (`loop ctl resume` goes on)",
       },
     },
-    { name: "settled items do not wait", items: ids("a", "b"), drafts: [...passingAttempt("a"), settled("b", 0, "skipped")], want: {} },
+    { name: "settled items do not wait", items: ids("a", "b"), drafts: [...passingAttempt({ item: "a" }), settled({ item: "b", attempt: 0, outcome: "skipped" })], want: {} },
   ];
   for (const c of cases)
     test(c.name, () => {
@@ -229,8 +229,8 @@ describe("waitingReasons: why each item waits, by nextWork's rules", () => {
       log(ids("a", "b"), [control("a", "stop")]),
       log(ids("a", "b"), [control("b", "start")], { requireStartCommand: true }),
       log([itemDef("a"), dep("b", "a")], [control("a", "stop")]),
-      log([itemDef("a"), dep("b", "a"), itemDef("c")], failingAttempt("a", 1, true)),
-      log(ids("a", "b"), [...passingAttempt("a"), ...passingAttempt("b")]),
+      log([itemDef("a"), dep("b", "a"), itemDef("c")], failingAttempt({ item: "a", attempt: 1, last: true })),
+      log(ids("a", "b"), [...passingAttempt({ item: "a" }), ...passingAttempt({ item: "b" })]),
     ];
     for (const b of logs) {
       let p = fold(b.events);
@@ -240,7 +240,7 @@ describe("waitingReasons: why each item waits, by nextWork's rules", () => {
       if (next.kind === "block") {
         expect(named("dependency_failed")).toEqual(next.items.map((x) => x.id));
         // The step settles them blocked and goes on in the same run: the next decision is the launch.
-        b.push(...next.items.map((x) => settled(x.id, 0, "blocked", x.reason)));
+        b.push(...next.items.map((x) => settled({ item: x.id, attempt: 0, outcome: "blocked", reason: x.reason })));
         p = fold(b.events);
         next = nextWork(p);
       }
@@ -378,18 +378,18 @@ describe("afterSession: the phase an ended attempt needs next", () => {
     payload: { attempt: 1, outcome, branch: "loop/test/a", target: outcome === "none" ? null : "loop/test/landed", commit: null, reason: outcome },
   });
   const cases: { name: string; drafts: EventDraft[]; want: AfterSession }[] = [
-    { name: "a launch interrupted by a kill: requeued, not counted", drafts: [launch("a", 1), launchFailed(true)], want: { kind: "requeue", reason: "stopped before launching", drained: false } },
+    { name: "a launch interrupted by a kill: requeued, not counted", drafts: [launch({ item: "a", attempt: 1 }), launchFailed(true)], want: { kind: "requeue", reason: "stopped before launching", drained: false } },
     { name: "a session that died with a stopped watcher: requeued, not counted, said drained", drafts: [...running("a"), drainedEnd], want: { kind: "requeue", reason: "drained: gone", drained: true } },
-    { name: "a launch that failed: the attempt fails", drafts: [launch("a", 1), launchFailed(false)], want: { kind: "fail", reason: "program not found" } },
+    { name: "a launch that failed: the attempt fails", drafts: [launch({ item: "a", attempt: 1 }), launchFailed(false)], want: { kind: "fail", reason: "program not found" } },
     { name: "a stalled session: the attempt fails with its reason", drafts: [...running("a"), stalled], want: { kind: "fail", reason: "no output for 601s" } },
-    { name: "an agent that exited (even non-zero): verify", drafts: [...running("a"), ended("a", 1, 3)], want: { kind: "verify" } },
-    { name: "a verify reserved or running: verify (observe it)", drafts: [...running("a"), ended("a", 1), verifyReserved("a", 1), verifyStarted("a", 1)], want: { kind: "verify" } },
-    { name: "verify failed: the attempt fails with the verify's reason", drafts: [...running("a"), ended("a", 1), verified("a", 1, false)], want: { kind: "fail", reason: "verify failed: verify failed" } },
-    { name: "verify passed: land", drafts: [...running("a"), ended("a", 1), verified("a", 1, true)], want: { kind: "land" } },
-    { name: "landed (branch as deliverable): settle", drafts: [...running("a"), ended("a", 1), verified("a", 1, true), landed("a", 1)], want: { kind: "settle", landed: true } },
-    { name: "merged: settle", drafts: [...running("a"), ended("a", 1), verified("a", 1, true), landing("merged")], want: { kind: "settle", landed: true } },
-    { name: "a merge conflict: settle, not landed", drafts: [...running("a"), ended("a", 1), verified("a", 1, true), landing("conflict")], want: { kind: "settle", landed: false } },
-    { name: "a failed merge: settle, not landed", drafts: [...running("a"), ended("a", 1), verified("a", 1, true), landing("failed")], want: { kind: "settle", landed: false } },
+    { name: "an agent that exited (even non-zero): verify", drafts: [...running("a"), ended({ item: "a", attempt: 1, exitCode: 3 })], want: { kind: "verify" } },
+    { name: "a verify reserved or running: verify (observe it)", drafts: [...running("a"), ended({ item: "a", attempt: 1 }), verifyReserved({ item: "a", attempt: 1 }), verifyStarted({ item: "a", attempt: 1 })], want: { kind: "verify" } },
+    { name: "verify failed: the attempt fails with the verify's reason", drafts: [...running("a"), ended({ item: "a", attempt: 1 }), verified({ item: "a", attempt: 1, passed: false })], want: { kind: "fail", reason: "verify failed: verify failed" } },
+    { name: "verify passed: land", drafts: [...running("a"), ended({ item: "a", attempt: 1 }), verified({ item: "a", attempt: 1, passed: true })], want: { kind: "land" } },
+    { name: "landed (branch as deliverable): settle", drafts: [...running("a"), ended({ item: "a", attempt: 1 }), verified({ item: "a", attempt: 1, passed: true }), landed({ item: "a", attempt: 1 })], want: { kind: "settle", landed: true } },
+    { name: "merged: settle", drafts: [...running("a"), ended({ item: "a", attempt: 1 }), verified({ item: "a", attempt: 1, passed: true }), landing("merged")], want: { kind: "settle", landed: true } },
+    { name: "a merge conflict: settle, not landed", drafts: [...running("a"), ended({ item: "a", attempt: 1 }), verified({ item: "a", attempt: 1, passed: true }), landing("conflict")], want: { kind: "settle", landed: false } },
+    { name: "a failed merge: settle, not landed", drafts: [...running("a"), ended({ item: "a", attempt: 1 }), verified({ item: "a", attempt: 1, passed: true }), landing("failed")], want: { kind: "settle", landed: false } },
   ];
   for (const c of cases)
     test(c.name, () => {
@@ -407,18 +407,18 @@ describe("afterSession: the phase an ended attempt needs next", () => {
   });
   const firstDidNotLand = (outcome: "conflict" | "blocked"): EventDraft[] => [
     ...running("a"),
-    ended("a", 1),
-    verified("a", 1, true),
+    ended({ item: "a", attempt: 1 }),
+    verified({ item: "a", attempt: 1, passed: true }),
     at(1, outcome),
-    settled("a", 1, outcome === "blocked" ? "landing_blocked" : "failed"),
-    requeued("a", 1, "retried by alice", { failed: false, resetBudget: true }),
+    settled({ item: "a", attempt: 1, outcome: outcome === "blocked" ? "landing_blocked" : "failed" }),
+    requeued({ item: "a", attempt: 1, reason: "retried by alice", failed: false, resetBudget: true }),
   ];
   const multi: { name: string; drafts: EventDraft[]; want: AfterSession }[] = [
-    { name: "attempt 2 after attempt 1's merge conflict, verify passed: land (not attempt 1's conflict)", drafts: [...firstDidNotLand("conflict"), ...running("a", 2), ended("a", 2), verified("a", 2, true)], want: { kind: "land" } },
-    { name: "attempt 2 after attempt 1's landing_blocked, verify passed: land", drafts: [...firstDidNotLand("blocked"), ...running("a", 2), ended("a", 2), verified("a", 2, true)], want: { kind: "land" } },
-    { name: "attempt 2 after attempt 1's landing_blocked, still verifying: verify", drafts: [...firstDidNotLand("blocked"), ...running("a", 2), ended("a", 2)], want: { kind: "verify" } },
-    { name: "attempt 2 landed after attempt 1 conflicted: settle, landed", drafts: [...firstDidNotLand("conflict"), ...running("a", 2), ended("a", 2), verified("a", 2, true), at(2, "merged")], want: { kind: "settle", landed: true } },
-    { name: "attempt 2 conflicted after attempt 1 was blocked: settle, not landed", drafts: [...firstDidNotLand("blocked"), ...running("a", 2), ended("a", 2), verified("a", 2, true), at(2, "conflict")], want: { kind: "settle", landed: false } },
+    { name: "attempt 2 after attempt 1's merge conflict, verify passed: land (not attempt 1's conflict)", drafts: [...firstDidNotLand("conflict"), ...running("a", 2), ended({ item: "a", attempt: 2 }), verified({ item: "a", attempt: 2, passed: true })], want: { kind: "land" } },
+    { name: "attempt 2 after attempt 1's landing_blocked, verify passed: land", drafts: [...firstDidNotLand("blocked"), ...running("a", 2), ended({ item: "a", attempt: 2 }), verified({ item: "a", attempt: 2, passed: true })], want: { kind: "land" } },
+    { name: "attempt 2 after attempt 1's landing_blocked, still verifying: verify", drafts: [...firstDidNotLand("blocked"), ...running("a", 2), ended({ item: "a", attempt: 2 })], want: { kind: "verify" } },
+    { name: "attempt 2 landed after attempt 1 conflicted: settle, landed", drafts: [...firstDidNotLand("conflict"), ...running("a", 2), ended({ item: "a", attempt: 2 }), verified({ item: "a", attempt: 2, passed: true }), at(2, "merged")], want: { kind: "settle", landed: true } },
+    { name: "attempt 2 conflicted after attempt 1 was blocked: settle, not landed", drafts: [...firstDidNotLand("blocked"), ...running("a", 2), ended({ item: "a", attempt: 2 }), verified({ item: "a", attempt: 2, passed: true }), at(2, "conflict")], want: { kind: "settle", landed: false } },
   ];
   for (const c of multi)
     test(c.name, () => {
@@ -445,14 +445,14 @@ describe("afterFailure and blockedBecauseOf", () => {
     expect(afterFailure(item(failures, max))).toBe(want);
   });
   test("afterFailure counts failures, not attempts (a question or a stop is free)", () => {
-    const p = proj([itemDef("a", { maxAttempts: 1 })], [...asked("a", "q?"), requeued("a", 1, "reply received", { failed: false }), ...running("a", 2), ended("a", 2, 1)]);
+    const p = proj([itemDef("a", { maxAttempts: 1 })], [...asked("a", "q?"), requeued({ item: "a", attempt: 1, reason: "reply received", failed: false }), ...running("a", 2), ended({ item: "a", attempt: 2, exitCode: 1 })]);
     expect(p.items.a!.attempts).toHaveLength(2);
     expect(afterFailure(p.items.a!)).toBe("settle_failed");
-    const p2 = proj([itemDef("a", { maxAttempts: 2 })], [...asked("a", "q?"), requeued("a", 1, "reply received", { failed: false }), ...running("a", 2), ended("a", 2, 1)]);
+    const p2 = proj([itemDef("a", { maxAttempts: 2 })], [...asked("a", "q?"), requeued({ item: "a", attempt: 1, reason: "reply received", failed: false }), ...running("a", 2), ended({ item: "a", attempt: 2, exitCode: 1 })]);
     expect(afterFailure(p2.items.a!)).toBe("retry");
     // The reason names both counts: never "attempt 2 of 1".
     expect(failedReason(p.items.a!, "verify failed")).toBe("verify failed (failed attempt 1 of 1; attempt 2 in all)");
-    const plain = proj([itemDef("a", { maxAttempts: 1 })], [...running("a", 1), ended("a", 1, 1)]);
+    const plain = proj([itemDef("a", { maxAttempts: 1 })], [...running("a", 1), ended({ item: "a", attempt: 1, exitCode: 1 })]);
     expect(failedReason(plain.items.a!, "verify failed")).toBe("verify failed (failed attempt 1 of 1)");
   });
 
@@ -461,12 +461,12 @@ describe("afterFailure and blockedBecauseOf", () => {
       [itemDef("a"), dep("b", "a"), dep("c", "b"), itemDef("x"), dep("d", "x"), dep("e", "a"), dep("f", "a", "x")],
       [
         ...failed("a"),
-        settled("b", 0, "blocked", 'dependency "a" failed'),
-        settled("c", 0, "blocked", 'dependency "b" blocked'),
+        settled({ item: "b", attempt: 0, outcome: "blocked", reason: 'dependency "a" failed' }),
+        settled({ item: "c", attempt: 0, outcome: "blocked", reason: 'dependency "b" blocked' }),
         ...failed("x"),
-        settled("d", 0, "blocked", 'dependency "x" failed'),
-        settled("e", 0, "skipped"),
-        settled("f", 0, "blocked", 'dependency "x" failed'),
+        settled({ item: "d", attempt: 0, outcome: "blocked", reason: 'dependency "x" failed' }),
+        settled({ item: "e", attempt: 0, outcome: "skipped" }),
+        settled({ item: "f", attempt: 0, outcome: "blocked", reason: 'dependency "x" failed' }),
       ],
     );
     expect(blockedBecauseOf(p, "a").sort()).toEqual(["b", "c", "f"]);
@@ -492,7 +492,7 @@ describe("planCtl", () => {
         const n = it.session!.attempt;
         if (it.status === "launching" || it.status === "running")
           b.push({ type: "session_ended", item: it.id, payload: { attempt: n, verdict: "closed", exitCode: null, signal: null, reason: "ctl" } });
-        b.push(closed(it.id, n, a.close.removeCheckout));
+        b.push(closed({ item: it.id, attempt: n, worktreeRemoved: a.close.removeCheckout }));
       }
       b.push(...a.events);
     }
@@ -589,7 +589,7 @@ describe("planCtl", () => {
       expect(p.loop.state).toBe("running");
       expect(nextWork(p)).toEqual({ kind: "launch", item: "b" });
 
-      const done = log(ids("a"), passingAttempt("a"));
+      const done = log(ids("a"), passingAttempt({ item: "a" }));
       expect(plan(done, "stop", ["a"])).toEqual([{ item: "a", effect: "a is passed; nothing to stop", noop: true, close: null, events: [] }]);
     });
     test("skip settles skipped (ending a live session first); settled items are no-ops", () => {
@@ -628,7 +628,7 @@ describe("planCtl", () => {
     test("retry requeues a failed item with a fresh budget and unblocks its blocked dependents", () => {
       const b = log(
         [itemDef("a", { maxAttempts: 1 }), dep("b", "a"), dep("c", "b"), dep("d", "a"), itemDef("e")],
-        [...failed("a"), settled("b", 0, "blocked", "x"), settled("c", 0, "blocked", "x"), settled("d", 0, "skipped"), ...passingAttempt("e"), { type: "loop_drained", payload: { outcome: "Failed", counts: {} } }],
+        [...failed("a"), settled({ item: "b", attempt: 0, outcome: "blocked", reason: "x" }), settled({ item: "c", attempt: 0, outcome: "blocked", reason: "x" }), settled({ item: "d", attempt: 0, outcome: "skipped" }), ...passingAttempt({ item: "e" }), { type: "loop_drained", payload: { outcome: "Failed", counts: {} } }],
       );
       const a = plan(b, "retry", ["a"]);
       expect(a).toHaveLength(1);
@@ -647,7 +647,7 @@ describe("planCtl", () => {
       expect(nextWork(p)).toEqual({ kind: "launch", item: "a" });
     });
     test("retry: a passed item is refused, an in-flight one is a no-op, a held one is released", () => {
-      expect(() => plan(log(ids("a"), passingAttempt("a")), "retry", ["a"])).toThrow(RefusedError);
+      expect(() => plan(log(ids("a"), passingAttempt({ item: "a" })), "retry", ["a"])).toThrow(RefusedError);
       expect(plan(log(ids("a"), running("a")), "retry", ["a"])[0]).toMatchObject({ noop: true, effect: "a is in flight; nothing to retry" });
       const held = log(ids("a"), [control("a", "stop")]);
       const a = plan(held, "retry", ["a"]);
@@ -655,7 +655,7 @@ describe("planCtl", () => {
       expect(types(a)).toEqual(["control_recorded a"]);
       expect(carryOut(held, a).items.a!.held).toBe(false);
       // skipped and cancelled items can be retried too.
-      for (const outcome of ["skipped", "cancelled"] as const) expect(types(plan(log(ids("a"), [settled("a", 0, outcome)]), "retry", ["a"]))).toEqual(["control_recorded a", "item_requeued a"]);
+      for (const outcome of ["skipped", "cancelled"] as const) expect(types(plan(log(ids("a"), [settled({ item: "a", attempt: 0, outcome })]), "retry", ["a"]))).toEqual(["control_recorded a", "item_requeued a"]);
     });
     test("retry --all-failed / --all-blocked select by status; each item is requeued once; a dependency left failed is named", () => {
       // a failed (b, c blocked because of it); x failed (y blocked because of it); s skipped.
@@ -663,11 +663,11 @@ describe("planCtl", () => {
         [itemDef("a", { maxAttempts: 1 }), dep("b", "a"), dep("c", "b"), itemDef("x", { maxAttempts: 1 }), dep("y", "x"), itemDef("s")],
         [
           ...failed("a"),
-          settled("b", 0, "blocked", 'dependency "a" failed'),
-          settled("c", 0, "blocked", 'dependency "b" blocked'),
+          settled({ item: "b", attempt: 0, outcome: "blocked", reason: 'dependency "a" failed' }),
+          settled({ item: "c", attempt: 0, outcome: "blocked", reason: 'dependency "b" blocked' }),
           ...failed("x"),
-          settled("y", 0, "blocked", 'dependency "x" failed'),
-          settled("s", 0, "skipped"),
+          settled({ item: "y", attempt: 0, outcome: "blocked", reason: 'dependency "x" failed' }),
+          settled({ item: "s", attempt: 0, outcome: "skipped" }),
         ],
       );
       const p0 = fold(b.events);
@@ -692,13 +692,13 @@ describe("planCtl", () => {
       expect(nextWork(p)).toEqual({ kind: "launch", item: "a" });
     });
     test("retry --all-failed with nothing failed is one no-op", () => {
-      expect(planRetryAll(fold(log(ids("a"), passingAttempt("a")).events), ["failed"], o)).toEqual([
+      expect(planRetryAll(fold(log(ids("a"), passingAttempt({ item: "a" })).events), ["failed"], o)).toEqual([
         { item: null, effect: "no failed items; nothing to retry", noop: true, close: null, events: [] },
       ]);
       expect(planRetryAll(fold(log(ids("a")).events), ["failed", "blocked"], o)[0]!.effect).toBe("no failed or blocked items; nothing to retry");
     });
     test("retry of a blocked item named together with its failed dependency: requeued once, whatever the order", () => {
-      const b = log([itemDef("a", { maxAttempts: 1 }), dep("b", "a")], [...failed("a"), settled("b", 0, "blocked", 'dependency "a" failed')]);
+      const b = log([itemDef("a", { maxAttempts: 1 }), dep("b", "a")], [...failed("a"), settled({ item: "b", attempt: 0, outcome: "blocked", reason: 'dependency "a" failed' })]);
       const a = plan(b, "retry", ["b", "a"]);
       expect(types(a).filter((t) => t.startsWith("item_requeued"))).toEqual(["item_requeued b", "item_requeued a"]);
       expect(a[0]!.effect).toBe("requeue b with a fresh attempt budget");
@@ -714,7 +714,7 @@ describe("planCtl", () => {
       ]);
       expect(carryOut(b, a).items.a!.replies.map((r) => r.text)).toEqual(["blue"]);
       expect(plan(log(ids("a")), "reply", ["a"], { text: "x" })[0]!.effect).toContain("delivered with its next attempt");
-      expect(() => plan(log(ids("a"), passingAttempt("a")), "reply", ["a"], { text: "x" })).toThrow(RefusedError);
+      expect(() => plan(log(ids("a"), passingAttempt({ item: "a" })), "reply", ["a"], { text: "x" })).toThrow(RefusedError);
       const w = new LogBuilder();
       w.push(def(1, ids("a", "b")), loopStarted, def(2, ids("b")));
       expect(() => plan(w, "reply", ["a"], { text: "x" })).toThrow(/withdrawn/);
@@ -739,14 +739,14 @@ describe("buildHandoff", () => {
   ];
   const history: EventDraft[] = [
     def(2, items.slice(0, 3)) as EventDraft, // "gone" is withdrawn
-    ...passingAttempt("a"),
+    ...passingAttempt({ item: "a" }),
     ...running("b", 1),
-    ended("b", 1, 1),
+    ended({ item: "b", attempt: 1, exitCode: 1 }),
     verifyFailed("b", 1, "FAIL tests/login.test.ts\nexpected 302, got 200"),
-    requeued("b", 1),
-    closed("b", 1, false),
+    requeued({ item: "b", attempt: 1 }),
+    closed({ item: "b", attempt: 1, worktreeRemoved: false }),
     { type: "reply_recorded", item: "b", actor: "alice", ts: "2025-02-01T10:00:00.000Z", payload: { text: "Keep the old cookie name." } },
-    launch("b", 2),
+    launch({ item: "b", attempt: 2 }),
   ];
   const b = new LogBuilder();
   b.push(def(1, items), loopStarted, ...history);
@@ -785,8 +785,8 @@ describe("buildHandoff", () => {
       ...asked("solo", `Which one? <!-- the agent's own words, kept whole -->\n${injected}`),
       { type: "reply_recorded", item: "solo", actor: "github:mallory", ts: "2025-02-01T10:00:00.000Z", payload: { text: injected } } as EventDraft,
       { type: "reply_recorded", item: "solo", actor: "alice@host", ts: "2025-02-01T10:01:00.000Z", payload: { text: injected } } as EventDraft,
-      requeued("solo", 1, "reply received", { failed: false }),
-      launch("solo", 2),
+      requeued({ item: "solo", attempt: 1, reason: "reply received", failed: false }),
+      launch({ item: "solo", attempt: 2 }),
     );
     const t = buildHandoff({ p: fold(h.events), item: "solo", attempt: 2, branch: "x", askFile: "/ask" });
     // Each injected "## " line sits inside a fence of four backticks (longer than the ``` run inside it).
@@ -811,7 +811,7 @@ describe("buildHandoff", () => {
     expect(first).toContain("item 3 of 3");
 
     const q = new LogBuilder();
-    q.push(def(1, [itemDef("solo", { verify: false, maxAttempts: 1 })]), loopStarted, ...asked("solo", "Red or blue?"), requeued("solo", 1, "reply received", { failed: false }), launch("solo", 2));
+    q.push(def(1, [itemDef("solo", { verify: false, maxAttempts: 1 })]), loopStarted, ...asked("solo", "Red or blue?"), requeued({ item: "solo", attempt: 1, reason: "reply received", failed: false }), launch({ item: "solo", attempt: 2 }));
     const t = buildHandoff({ p: fold(q.events), item: "solo", attempt: 2, branch: "x", askFile: "/ask" });
     expect(t.startsWith("# solo: attempt 2\n")).toBe(true);
     expect(t).toContain("item 1 of 1");

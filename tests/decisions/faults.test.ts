@@ -258,7 +258,7 @@ describe("environment_fault in the reducer", () => {
   });
 
   test("after a reservation: the attempt is given back, not counted, and the item is no longer current", () => {
-    const p = foldOf(launch("a", 1), fault("a", 1));
+    const p = foldOf(launch({ item: "a", attempt: 1 }), fault("a", 1));
     const it = p.items.a!;
     expect(it.status).toBe("pending");
     expect(it.failures).toBe(0);
@@ -287,20 +287,20 @@ describe("environment_fault in the reducer", () => {
       return null;
     };
     expect(rule(() => foldOf({ type: "loop_paused", payload: { reason: "x" } }, fault("a", null)))).toBe("loop_state");
-    expect(rule(() => foldOf(launch("a", 1), started("a", 1), fault("a", 1)))).toBe("item_status");
+    expect(rule(() => foldOf(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), fault("a", 1)))).toBe("item_status");
     expect(rule(() => foldOf(fault(null, 1)))).toBe("item_required");
-    expect(rule(() => foldOf(launch("a", 1), fault("a", 2)))).toBe("attempt_mismatch");
-    expect(rule(() => foldOf(launch("a", 1), fault("b", null)))).toBe("one_in_flight");
+    expect(rule(() => foldOf(launch({ item: "a", attempt: 1 }), fault("a", 2)))).toBe("attempt_mismatch");
+    expect(rule(() => foldOf(launch({ item: "a", attempt: 1 }), fault("b", null)))).toBe("one_in_flight");
   });
 });
 
 describe("attention: when the loop needs a person", () => {
   const kinds = (p: Projection) => attention(p).map((a) => `${a.kind}${a.item ? ` ${a.item}` : ""}`);
   const asked: EventDraft[] = [
-    launch("a", 1),
-    started("a", 1),
+    launch({ item: "a", attempt: 1 }),
+    started({ item: "a", attempt: 1 }),
     { type: "needs_input", item: "a", payload: { attempt: 1, question: "which db?" } },
-    closed("a", 1, false),
+    closed({ item: "a", attempt: 1, worktreeRemoved: false }),
     { type: "loop_paused", payload: { reason: "a needs input: which db?" } },
   ];
   test("all is well: running, an operator's pause, an operator's stop", () => {
@@ -341,13 +341,13 @@ describe("attention: when the loop needs a person", () => {
   });
   test("a landing that failed; then the Failed drain too, each with its own key", () => {
     const conflicted: EventDraft[] = [
-      launch("a", 1),
-      started("a", 1),
-      ended("a", 1, 0),
-      verified("a", 1, true),
-      { ...landed("a", 1), payload: { ...landed("a", 1).payload, outcome: "conflict", reason: "merge conflict in x" } } as EventDraft,
-      closed("a", 1, false),
-      settled("a", 1, "failed", "merge_conflict: merge conflict in x"),
+      launch({ item: "a", attempt: 1 }),
+      started({ item: "a", attempt: 1 }),
+      ended({ item: "a", attempt: 1, exitCode: 0 }),
+      verified({ item: "a", attempt: 1, passed: true }),
+      { ...landed({ item: "a", attempt: 1 }), payload: { ...landed({ item: "a", attempt: 1 }).payload, outcome: "conflict", reason: "merge conflict in x" } } as EventDraft,
+      closed({ item: "a", attempt: 1, worktreeRemoved: false }),
+      settled({ item: "a", attempt: 1, outcome: "failed", reason: "merge_conflict: merge conflict in x" }),
     ];
     expect(kinds(foldOf(...conflicted))).toEqual(["landing a"]);
     const p = foldOf(...conflicted, { type: "item_settled", item: "b", payload: { attempt: 0, outcome: "skipped", reason: "x" } }, drained("Failed", { failed: 1, skipped: 1 }));
@@ -357,13 +357,13 @@ describe("attention: when the loop needs a person", () => {
   });
   test("a landing blocked on the forge (landing_blocked, its PR left open); in the Failed drain's list too", () => {
     const blocked: EventDraft[] = [
-      launch("a", 1),
-      started("a", 1),
-      ended("a", 1, 0),
-      verified("a", 1, true),
-      { ...landed("a", 1), payload: { ...landed("a", 1).payload, outcome: "blocked", commit: null, reason: "a check failed: ci; https://github.com/acme/api/pull/3 left open" } } as EventDraft,
-      closed("a", 1, false),
-      settled("a", 1, "landing_blocked", "landing_blocked: a check failed: ci; https://github.com/acme/api/pull/3 left open"),
+      launch({ item: "a", attempt: 1 }),
+      started({ item: "a", attempt: 1 }),
+      ended({ item: "a", attempt: 1, exitCode: 0 }),
+      verified({ item: "a", attempt: 1, passed: true }),
+      { ...landed({ item: "a", attempt: 1 }), payload: { ...landed({ item: "a", attempt: 1 }).payload, outcome: "blocked", commit: null, reason: "a check failed: ci; https://github.com/acme/api/pull/3 left open" } } as EventDraft,
+      closed({ item: "a", attempt: 1, worktreeRemoved: false }),
+      settled({ item: "a", attempt: 1, outcome: "landing_blocked", reason: "landing_blocked: a check failed: ci; https://github.com/acme/api/pull/3 left open" }),
     ];
     const p = foldOf(...blocked);
     expect(p.items.a!.status).toBe("landing_blocked");
@@ -376,15 +376,15 @@ describe("attention: when the loop needs a person", () => {
   });
   test("it reads only the item in flight, the items whose landing did not land, and once drained Failed those a drain counts as Failed: a view of those alone gives the same answer", () => {
     const conflicted = (item: string): EventDraft[] => [
-      launch(item, 1),
-      started(item, 1),
-      ended(item, 1, 0),
-      verified(item, 1, true),
-      { ...landed(item, 1), payload: { ...landed(item, 1).payload, outcome: "conflict", reason: "merge conflict in x" } } as EventDraft,
-      closed(item, 1, false),
-      settled(item, 1, "failed", "merge_conflict: merge conflict in x"),
+      launch({ item, attempt: 1 }),
+      started({ item, attempt: 1 }),
+      ended({ item, attempt: 1, exitCode: 0 }),
+      verified({ item, attempt: 1, passed: true }),
+      { ...landed({ item, attempt: 1 }), payload: { ...landed({ item, attempt: 1 }).payload, outcome: "conflict", reason: "merge conflict in x" } } as EventDraft,
+      closed({ item, attempt: 1, worktreeRemoved: false }),
+      settled({ item, attempt: 1, outcome: "failed", reason: "merge_conflict: merge conflict in x" }),
     ];
-    for (const p of [foldOf(...asked), foldOf(...conflicted("a")), foldOf(...conflicted("a"), settled("b", 0, "blocked", "a failed"), drained("Failed", { failed: 1, blocked: 1 })), foldOf(fault("a", null))]) {
+    for (const p of [foldOf(...asked), foldOf(...conflicted("a")), foldOf(...conflicted("a"), settled({ item: "b", attempt: 0, outcome: "blocked", reason: "a failed" }), drained("Failed", { failed: 1, blocked: 1 })), foldOf(fault("a", null))]) {
       const drainedFailed = p.loop.state === "drained" && p.loop.outcome === "Failed";
       const input = attentionInput(p);
       const needed = (it: (typeof input.items)[number]) =>

@@ -9,7 +9,8 @@ import { branchNameProblem, itemBranch } from "../../lib/definition/branches.ts"
 import { definitionHash, normalizeDefinition } from "../../lib/definition/normalize.ts";
 import { loadDefinition, parseDefinitionText } from "../../lib/definition/loop-json.ts";
 import { formatDuration, parseDuration } from "../../lib/definition/duration.ts";
-import { JsonSyntaxError, formatJsonPath, parseStrictJson } from "../../lib/definition/json-strict.ts";
+import { formatJsonPath, parseStrictJson } from "../../lib/definition/json-strict.ts";
+import { JsonSyntaxError } from "../../lib/shared/errors.ts";
 import { RESERVED_RUNNER_NAMES } from "../../lib/definition/runners.ts";
 
 const MIN = 60_000;
@@ -344,9 +345,9 @@ describe("errors, each at its path", () => {
     ["item not an object", (d) => (d.items[1] = "b"), "items[1]", "expected an object, got \"b\""],
     ["unknown top-level key", (d) => (d.itmes = []), "itmes", "unknown key (allowed: $schema, name, defaults, runners, control, sessions, workspace, forge, notify, protect, environment, reactions, budget, prices, guards, items, $comment)"],
     ["unknown item key", (d) => (d.items[0].depends = []), "items[0].depends", "unknown key (allowed: id, ref, prompt, dependsOn, verify, runner, model, maxAttempts, timeouts, reactions, budget, $comment)"],
-    ["unknown defaults key", (d) => (d.defaults.retries = 1), "defaults.retries", "unknown key (allowed: runner, model, verify, maxAttempts, timeouts, landing, sandbox, budget, $comment)"],
-    ["unknown timeouts key", (d) => (d.items[0].timeouts = { idle: "1m" }), "items[0].timeouts.idle", "unknown key (allowed: launch, stall, verify, landing, $comment)"],
-    ["unknown workspace key", (d) => (d.workspace = { dir: "x" }), "workspace.dir", "unknown key (allowed: keepCheckoutOnClose, base, target, $comment)"],
+    ["unknown defaults key", (d) => (d.defaults.retries = 1), "defaults.retries", "unknown key (allowed: runner, model, verify, maxAttempts, timeouts, landing, sandbox, network, verifyNetwork, budget, $comment)"],
+    ["unknown timeouts key", (d) => (d.items[0].timeouts = { idle: "1m" }), "items[0].timeouts.idle", "unknown key (allowed: launch, stall, verify, landing, setup, $comment)"],
+    ["unknown workspace key", (d) => (d.workspace = { dir: "x" }), "workspace.dir", "unknown key (allowed: keepCheckoutOnClose, base, target, setup, stacked, $comment)"],
     ["$schema inside an item", (d) => (d.items[0].$schema = "x"), "items[0].$schema", "unknown key (allowed: id, ref, prompt, dependsOn, verify, runner, model, maxAttempts, timeouts, reactions, budget, $comment)"],
     ["$comment not a string", (d) => (d.$comment = 1), "$comment", '"$comment" must be a string'],
     ["invalid item id", (d) => (d.items[1].id = "A b"), "items[1].id", `must be ${ID_RULE}`],
@@ -882,7 +883,20 @@ describe("the forge section", () => {
     ["a GitLab username as a GitHub login", (d) => (d.forge.authorizedUsers = ["jane.doe"]), "forge.authorizedUsers[0]", "a GitHub login"],
     ["a login of neither forge", (d) => (d.forge.authorizedUsers = ["K\u212Aate"]), "forge.authorizedUsers[0]", "must be a forge login"],
     ["an unknown key", (d) => (d.forge.token = "x"), "forge.token", "unknown key"],
+    ["credentials in gitUrl", (d) => (d.forge.gitUrl = "https://x-access-token:ghp_1@github.com/acme/api.git"), "forge.gitUrl", "must not hold credentials"],
+    ["a user name in an https gitUrl", (d) => (d.forge.gitUrl = "https://bot@github.com/acme/api.git"), "forge.gitUrl", "must not hold credentials"],
+    ["a transport helper in gitUrl", (d) => (d.forge.gitUrl = "ext::sh -c evil"), "forge.gitUrl", "must be an https or ssh URL"],
+    ["an option as gitUrl", (d) => (d.forge.gitUrl = "--upload-pack=evil"), "forge.gitUrl", "must be an https or ssh URL"],
+    ["an option as the ssh host of gitUrl", (d) => (d.forge.gitUrl = "-oProxyCommand=evil:acme/api.git"), "forge.gitUrl", "must be an https or ssh URL"],
+    ["plain http to another host in gitUrl", (d) => (d.forge.gitUrl = "http://github.com/acme/api.git"), "forge.gitUrl", "must be an https or ssh URL"],
+    ["a relative path as gitUrl", (d) => (d.forge.gitUrl = "../api.git"), "forge.gitUrl", "must be an https or ssh URL"],
   ];
+  test.each(["https://github.com/acme/api.git", "git@github.com:acme/api.git", "ssh://git@github.com:22/acme/api.git", "http://127.0.0.1:8080/acme/api.git", "/srv/mirrors/api.git", "file:///srv/mirrors/api.git"])("gitUrl %s is accepted and kept; without one the definition is as before", (gitUrl) => {
+    const d: any = base();
+    d.forge.gitUrl = gitUrl;
+    expect(normalizeDefinition(d).forge!.gitUrl).toBe(gitUrl);
+    expect("gitUrl" in normalizeDefinition(base()).forge!).toBe(false);
+  });
   test.each(bad)("%s is refused", (_, edit, path, message) => {
     const d = base();
     edit(d);

@@ -1,13 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import {
-  RefError,
-  isItemId,
-  itemIdFromRef,
-  parseRef,
-  parseSelector,
-  tryParseRef,
-  type WorkItemRef,
-} from "../../lib/definition/refs.ts";
+import { isItemId, itemIdFromRef, parseRef, parseSelector, tryParseRef, type WorkItemRef } from "../../lib/definition/refs.ts";
+import { RefError } from "../../lib/shared/errors.ts";
 
 describe("parseRef accepts", () => {
   const accepted: [input: string, canonical: string][] = [

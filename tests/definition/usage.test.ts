@@ -4,7 +4,8 @@
 // a command runner's LOOP_USAGE_FILE. Fed whole or in pieces, with a truncated last line, lines of
 // other output between, resumed conversations, and text printed to make the figure lower.
 import { describe, expect, test } from "bun:test";
-import { feedLines, figureOf, finishLines, initialState, type LogSource, noteOf, parseUsageFile, priced, sum, type TokenCounts, usageSourceOf } from "../../lib/definition/usage.ts";
+import { feedLines, figureOf, finishLines, initialState, type LogSource, noteOf, parseUsageFile, priced, sum, usageSourceOf } from "../../lib/definition/usage.ts";
+import { type TokenCounts } from "../../lib/log/events.ts";
 
 const SID = "6f1c2d3e-0000-4000-8000-000000000001";
 const MODEL = "claude-sonnet-4-5-20250929";
@@ -150,6 +151,34 @@ describe("claude stream-json", () => {
   });
 });
 
+describe("claude 2.1.332, recorded", () => {
+  const usage = (i: number, o: number, cw: number, cr: number) => ({ input_tokens: i, output_tokens: o, cache_creation_input_tokens: cw, cache_read_input_tokens: cr });
+  const assistant = (id: string, u: object) => j({ type: "assistant", message: { id, type: "message", role: "assistant", model: "claude-sonnet-4-5", content: [{ type: "text", text: "x" }], usage: u }, session_id: "s" });
+  const delta = (id: string, u: object) => j({ type: "stream_event", event: { type: "message_delta", delta: { stop_reason: "tool_use" }, usage: u }, session_id: "s", api_message_id: id });
+  test("a resumed process: result.usage is its own, total_cost_usd and modelUsage count from the conversation's start: the earlier dollars are taken off, the tokens kept", () => {
+    const result = j({
+      type: "result",
+      subtype: "success",
+      total_cost_usd: 0.0778887,
+      usage: usage(61, 545, 905, 27066),
+      modelUsage: { "claude-sonnet-4-5": { inputTokens: 78, outputTokens: 942, cacheReadInputTokens: 39924, cacheCreationInputTokens: 13746, costUSD: 0.0778887 } },
+    });
+    const text = lines([assistant("m3", usage(25, 1, 446, 13308)), delta("m3", usage(25, 254, 446, 13308)), assistant("m4", usage(36, 1, 459, 13758)), delta("m4", usage(36, 291, 459, 13758)), result]);
+    const r = parse("claude", text, { base: { tokens: { input: 17, output: 397, cacheRead: 12858, cacheWrite: 12841 }, microUsd: 58_017 } });
+    expect(r.figure.tokens).toEqual({ input: 61, output: 545, cacheRead: 27066, cacheWrite: 905 });
+    expect(r.figure.microUsd).toBe(77_889 - 58_017);
+  });
+  test("a first process: modelUsage equals result.usage, the dollars are kept", () => {
+    const result = j({ type: "result", total_cost_usd: 0.058, usage: usage(17, 397, 12841, 12858), modelUsage: { "claude-sonnet-4-5": { inputTokens: 17, outputTokens: 397, cacheReadInputTokens: 12858, cacheCreationInputTokens: 12841 } } });
+    const r = parse("claude", lines([assistant("m1", usage(17, 1, 12841, 12858)), result]), { base: { tokens: { input: 5, output: 5, cacheRead: 5, cacheWrite: 5 }, microUsd: 1000 } });
+    expect(r.figure.microUsd).toBe(58_000);
+  });
+  test("--include-partial-messages: message_delta's running output count is read before the result line (the assistant line shows 1)", () => {
+    const r = parse("claude", lines([assistant("m1", usage(3, 1, 12408, 0)), delta("m1", usage(3, 828, 12408, 0)), assistant("m2", usage(14, 1, 433, 12858))]));
+    expect(r.figure.tokens).toEqual({ input: 17, output: 829, cacheRead: 12858, cacheWrite: 12841 });
+  });
+});
+
 describe("codex exec --json", () => {
   const cases: { name: string; text: string; base?: { tokens: TokenCounts | null; microUsd: number | null }; tokens: TokenCounts | null; note?: RegExp }[] = [
     { name: "a whole session: turn.completed's figures (cached input is part of input)", text: lines(CODEX_LINES), tokens: { input: 4277, output: 1590, cacheRead: 22272, cacheWrite: 0 } },
@@ -170,6 +199,15 @@ describe("codex exec --json", () => {
       text: lines([CODEX_LINES[0]!, j({ type: "turn.completed", usage: { input_tokens: 62746, cached_input_tokens: 51200, output_tokens: 2380 } })]),
       base: { tokens: { input: 4277, output: 1590, cacheRead: 22272, cacheWrite: 0 }, microUsd: null },
       tokens: { input: 62746 - 51200 - 4277, output: 2380 - 1590, cacheRead: 51200 - 22272, cacheWrite: 0 },
+    },
+    {
+      name: "codex 0.171's turn.completed (recorded): cache writes read as part of the input, reasoning as part of the output",
+      text: lines([
+        j({ type: "thread.started", thread_id: "01a236fd-bccf-71a3-978f-6d4cc575606d" }),
+        j({ type: "turn.started" }),
+        j({ type: "turn.completed", usage: { input_tokens: 17040, cached_input_tokens: 8448, cache_write_input_tokens: 1024, output_tokens: 465, reasoning_output_tokens: 128 } }),
+      ]),
+      tokens: { input: 17040 - 8448 - 1024, output: 465, cacheRead: 8448, cacheWrite: 1024 },
     },
     {
       name: "a lower turn.completed printed after (forged) lowers nothing",

@@ -2,34 +2,24 @@
 // with the stand-in of tests/helpers/systemd-units.ts: each Exec*= line run as systemd runs it (its
 // specifiers, escapes and words), with the environment systemd gives it (STATE_DIRECTORY, an
 // OnFailure= unit's MONITOR_*), its exit status judged by the unit's SuccessExitStatus=.
-//   - A loop waiting for a person is not a failed unit: the step's unit never starts the attention
-//     unit for it, and loop.json's notify tells once.
 //   - The attention unit reports each new failure of a step once, not once a minute.
-//   - Sessions that cannot have a scope that outlives the step (no manager, a user manager without
-//     linger) pause the loop before the launch, naming the fix, instead of dying later.
+//   - Sessions that cannot have a scope that outlives the step are a fault naming the fix.
+// Through `loop run` (a paused loop is no failed unit; the scope refusal): systemd.e2e.test.ts.
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { probeSystemd, scopeLack } from "../../lib/supervisor/scope.ts";
 import { scopeFault } from "../../lib/decisions/faults.ts";
-import { demoDefinition, Project, REPO, scenario } from "../helpers/project.ts";
+import { REPO } from "../helpers/cli.ts";
 import { TempDirs } from "../helpers/fs.ts";
 import { testEnv } from "../helpers/env.ts";
 import { execArgv, parseUnit } from "../helpers/systemd-units.ts";
 
 const temp = new TempDirs();
 afterAll(() => temp.cleanup());
-const T = 120_000;
 
 const unit = (name: string) => parseUnit(readFileSync(join(REPO, "deploy", "systemd", name), "utf8"), name);
 const STEP = unit("loop@.service");
 const ATTENTION = unit("loop-attention@.service");
-
-/** What the manager makes of an exit status: success per SuccessExitStatus= (and 0), else a failed unit. */
-function unitResult(u: ReturnType<typeof unit>, code: number): "success" | "exit-code" {
-  const ok = new Set(["0", ...(u.Service!.SuccessExitStatus ?? []).flatMap((v) => v.split(/\s+/))]);
-  return ok.has(String(code)) ? "success" : "exit-code";
-}
 
 /** Run one Exec*= value of a unit for instance `instance`, as the manager would: returns its exit code. */
 function runExec(value: string, o: { spec: Record<string, string>; env: Record<string, string>; cwd: string }): number {
@@ -37,42 +27,6 @@ function runExec(value: string, o: { spec: Record<string, string>; env: Record<s
   const r = Bun.spawnSync(argv, { cwd: o.cwd, env: testEnv(o.env), stdout: "pipe", stderr: "pipe" });
   return r.exitCode ?? 128;
 }
-
-describe("a loop waiting for a person", () => {
-  test.concurrent(
-    "is not a failed unit: every step of a paused loop exits 1, which the step's unit takes as success, so the attention unit never starts; notify tells once",
-    () =>
-      scenario(
-        (p) =>
-          demoDefinition([{ id: "asks", prompt: "@demo ask Which license?" }], {
-            notify: { command: ["sh", "-c", `cat >> ${join(p.aux, "notified")}`] },
-          }),
-        {},
-        async (p) => {
-          // The unit's own command line (loop run --json), run in the project as each tick runs it.
-          const { argv } = execArgv(STEP.Service!.ExecStart![0]!, { i: "api" });
-          expect(argv.slice(1)).toEqual(["run", "--json"]);
-          const results: string[] = [];
-          let paused = 0;
-          for (let i = 0; i < 60 && paused < 4; i++) {
-            const r = await p.loop(["run", "--json", "--root", p.root]);
-            results.push(unitResult(STEP, r.code));
-            if (JSON.parse(r.stdout).action === "paused") paused++;
-            else await Bun.sleep(100);
-          }
-          expect(paused).toBe(4);
-          expect(results.filter((r) => r !== "success")).toEqual([]);
-          // The news went out once, through loop.json's notify.
-          const sent = readFileSync(join(p.aux, "notified"), "utf8").trim().split("\n").map((l) => JSON.parse(l).kind);
-          expect(sent).toEqual(["question"]);
-          // What still fails the unit: an invalid loop.json (exit 2).
-          writeFileSync(join(p.root, "loop.json"), "{ not json");
-          expect(unitResult(STEP, (await p.loop(["run", "--json", "--root", p.root])).code)).toBe("exit-code");
-        },
-      ),
-    T,
-  );
-});
 
 describe("the attention unit", () => {
   test("reports each new failure of the step once; a good step in between makes the same failure news again", () => {
@@ -116,45 +70,4 @@ describe("sessions need a scope that outlives the step (LOOP_SESSION_SCOPE=syste
     expect(scopeFault({ invalid: 'LOOP_SESSION_SCOPE must be auto, systemd or off, not "yes"' })).toMatchObject({ kind: "scope_unavailable", fix: expect.stringContaining("auto, systemd or off") });
     expect(scopeFault(null)).toBeNull();
   });
-
-  // Where this machine has no scope to give (a container, a user without linger), `loop run` under the
-  // units' setting must pause before it reserves anything; where it has one, there is nothing to refuse.
-  const lack = scopeLack(probeSystemd(process.env));
-  if (!lack) console.warn("skipping the scope refusal through loop run: this machine gives sessions a scope");
-  test.concurrent.skipIf(!lack)(
-    "through loop run: paused before the reservation with the fault, no attempt spent; with LOOP_SESSION_SCOPE=auto after a resume, the item runs",
-    () =>
-      scenario(demoDefinition([{ id: "a", prompt: "@demo write A.md a", verify: "test -s A.md", maxAttempts: 1 }]), { env: { LOOP_SESSION_SCOPE: "systemd" } }, async (p) => {
-        const r = await p.run([1]);
-        expect(r.action).toBe("paused");
-        expect(r.loop.reason).toContain("environment fault launching a: sessions must run in a systemd scope of their own, but");
-        expect(r.transitions.map((t) => t.type)).toEqual(["definition_imported", "loop_started", "environment_fault"]);
-        expect(p.eventsOf("launch_reserved")).toEqual([]);
-        expect((await p.ctl(["resume"])).code).toBe(0);
-        const cli = (args: string[]) => p.loop(args, { LOOP_SESSION_SCOPE: "auto" });
-        for (let i = 0; i < 100; i++) {
-          const s = JSON.parse((await cli(["run", "--json", "--root", p.root])).stdout);
-          if (s.action === "drained") break;
-          await Bun.sleep(100);
-        }
-        expect(p.projection().items.a!.status).toBe("passed");
-        expect(p.projection().items.a!.failures).toBe(0);
-      }),
-    T,
-  );
-
-  test.concurrent(
-    "an invalid LOOP_SESSION_SCOPE is a fault before the reservation too (it used to fail the launch and spend the attempt)",
-    async () => {
-      const p = new Project(demoDefinition([{ id: "a", prompt: "@demo write A.md a", verify: "test -s A.md" }]), { env: { LOOP_SESSION_SCOPE: "yes" } });
-      try {
-        const r = await p.run([1]);
-        expect(r.loop.reason).toContain('LOOP_SESSION_SCOPE must be auto, systemd or off, not "yes"');
-        expect(p.eventsOf("launch_reserved")).toEqual([]);
-      } finally {
-        p.dispose();
-      }
-    },
-    T,
-  );
 });

@@ -1,5 +1,6 @@
 // lib/forge: the GitHub client against the fake GitHub (a real HTTP server on 127.0.0.1 over a real
 // bare repository), and the pure rules: untrusted text, comment intents, authorization, merge gate.
+import { describeFailure } from "../../lib/forge/provider.ts";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -86,6 +87,15 @@ describe("GitHub client", () => {
     gh.switches.rateLimit = { count: 1, status: 429, retryAfter: null };
     const d = await c.getIssue(7);
     expect(d.ok === false && d.kind).toBe("rate_limited");
+    // Past what a date can hold, or years away: an hour at most, saying what was asked.
+    gh.switches.rateLimit = { count: 1, status: 403, retryAfter: 99_999_999_999_999 };
+    const huge = await c.getIssue(7);
+    expect(huge.ok === false && huge.kind === "rate_limited" && huge.retryAt - Date.now()).toBeLessThanOrEqual(3_600_000);
+    expect(huge.ok === false && huge.message).toContain("ms after the epoch, loop asks again after an hour");
+    expect(huge.ok === false && describeFailure(huge)).toMatch(/^rate limited until \d{4}-/);
+    gh.switches.rateLimit = { count: 1, status: 403, retryAfter: null, primaryResetIn: 99_999_999_999 };
+    const far = await c.getIssue(7);
+    expect(far.ok === false && far.kind === "rate_limited" && far.retryAt - Date.now()).toBeLessThanOrEqual(3_600_000);
     gh.switches.rateLimit = null;
     const e = await c.getIssue(999);
     expect(e).toEqual({ ok: true, value: { kind: "gone", why: "missing", message: "issue #999 does not exist in acme/api" } });
@@ -154,9 +164,16 @@ describe("GitHub client", () => {
     gh.pulls.set(901, { number: 901, title: "Open one", body: "Closes #7", head: "open-one", base: "main", draft: false, state: "open", merged: false, merge_commit_sha: null });
     const r = await client().openPulls();
     if (!r.ok) throw new Error(JSON.stringify(r));
-    expect(r.value.map((x) => x.number)).toContain(901);
-    expect(r.value.map((x) => x.number)).not.toContain(900);
-    expect(r.value.find((x) => x.number === 901)).toEqual({ number: 901, title: "Open one", body: "Closes #7", url: expect.stringContaining("/pull/901") });
+    expect(r.value.cut).toBe(false);
+    expect(r.value.items.map((x) => x.number)).toContain(901);
+    expect(r.value.items.map((x) => x.number)).not.toContain(900);
+    expect(r.value.items.find((x) => x.number === 901)).toEqual({ number: 901, title: "Open one", body: "Closes #7", url: expect.stringContaining("/pull/901") });
+    // More than loop reads (ten pages of 100): the listing says it was cut, for the planner to say so.
+    for (let n = 2000; n < 3005; n++) gh.pulls.set(n, { number: n, title: `pr ${n}`, body: "", head: `h${n}`, base: "main", draft: false, state: "open", merged: false, merge_commit_sha: null });
+    const many = await client().openPulls();
+    expect(many.ok && many.value.cut).toBe(true);
+    expect(many.ok && many.value.items.length).toBe(1000);
+    for (let n = 2000; n < 3005; n++) gh.pulls.delete(n);
   });
 
   test("write access: a base role of write is a writer; a 404 is no permission", async () => {

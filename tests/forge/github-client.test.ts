@@ -267,6 +267,21 @@ describe("pull requests (issue 25 defects 4 and 7)", () => {
     expect(notMergeableIsWait("Head branch is not up to date with the base branch")).toBe(false);
   });
 
+  for (const message of ["Head branch is out of date. Review and try the merge again.", "3 of 3 required status checks are expected.", "1 of 1 required status check is expected."])
+    test(`a 405 "${message}" is a refusal waiting cannot fix (its words "review", "try again", "expected" notwithstanding)`, async () => {
+      const { gh, head } = fake();
+      gh.switches.mergeRefusal = { status: 405, message };
+      const c = client(gh);
+      const created = await c.createPull({ title: "t", body: "b", head: "feature", base: "main", draft: false });
+      if (!created.ok || created.value.kind !== "created") throw new Error(JSON.stringify(created));
+      const m = await c.merge({ number: created.value.pull.number, sha: head, title: "m" });
+      expect(m).toEqual({ ok: true, value: { kind: "not_mergeable", wait: false, message } });
+    });
+
+  test("405s that waiting can fix stay waits", () => {
+    for (const message of ["Base branch was modified. Review and try the merge again.", "At least 1 approving review is required by reviewers with write access.", "Required status check \"ci\" is in progress."]) expect(notMergeableIsWait(message)).toBe(true);
+  });
+
   test("GitHub enforces required checks only: with none required it merges a red PR (loop's own gate is what refuses)", async () => {
     const { gh, head } = fake();
     gh.switches.checks = "failing";

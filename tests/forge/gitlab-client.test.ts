@@ -4,6 +4,7 @@
 // notes read incrementally (system notes left out, quick actions as GitLab treats them), write
 // access by role, merge requests and their detailed_merge_status, pipelines and statuses on every
 // page, the merge with its sha, rate limits, refusals explained, deadlines.
+import { describeFailure } from "../../lib/forge/provider.ts";
 import { afterEach, describe, expect, test } from "bun:test";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -102,11 +103,30 @@ describe("refusals explained; rate limits; deadlines", () => {
     gl.switches.rateLimit = { count: 1, retryAfter: 30 };
     expect(await c.getIssue(1)).toEqual({ ok: false, kind: "rate_limited", retryAt: 1_030_000, message: "retry-after 30s" });
     gl.switches.rateLimit = { count: 1, retryAfter: null, resetIn: 100 };
-    const reset = await c.getIssue(1);
+    const reset = await client(gl).getIssue(1);
     expect(reset.ok === false && reset.kind).toBe("rate_limited");
     expect(reset.ok === false && reset.kind === "rate_limited" && reset.retryAt).toBeGreaterThan(Date.now());
     gl.switches.fail = { match: () => true, status: 502, count: 1 };
     expect(await c.getIssue(1)).toEqual({ ok: false, kind: "http", status: 502, message: expect.stringContaining("502") });
+  });
+
+  test("a Retry-After or a RateLimit-Reset past what a date can hold waits an hour at most, saying what was asked; describing it never throws", async () => {
+    const { gl } = fake();
+    gl.addIssue({ iid: 1 });
+    const now = Date.now();
+    const c = client(gl, { now: () => now });
+    gl.switches.rateLimit = { count: 1, retryAfter: 99_999_999_999_999 };
+    const a = await c.getIssue(1);
+    expect(a).toEqual({ ok: false, kind: "rate_limited", retryAt: now + 3_600_000, message: expect.stringContaining("loop asks again after an hour") });
+    gl.switches.rateLimit = { count: 1, retryAfter: null, resetIn: 8_700_000_000_000 }; // past the year 275760
+    const b = await c.getIssue(1);
+    expect(b.ok === false && b.kind === "rate_limited" && b.retryAt).toBe(now + 3_600_000);
+    for (const f of [a, b]) expect(f.ok === false && describeFailure(f)).toStartWith(`rate limited until ${new Date(now + 3_600_000).toISOString()}: `);
+    // A far but valid reset (the year 5138) is capped the same way.
+    gl.switches.rateLimit = { count: 1, retryAfter: null, resetIn: 99_999_999_999 };
+    const far = await c.getIssue(1);
+    expect(far.ok === false && far.kind === "rate_limited" && far.retryAt).toBe(now + 3_600_000);
+    expect(far.ok === false && far.message).toMatch(/asked to wait until \d{4}-\d\d-\d\dT/);
   });
 
   test("a request that never answers is a `network` failure at the deadline", async () => {
@@ -132,6 +152,37 @@ describe("notes", () => {
     gl.switches.maxPerPage = 100;
     const whole = await client(gl).listThreadComments({ kind: "issue", number: 1 });
     expect(whole.ok && whole.value.items.map((n) => n.body)).toEqual(all.map((n) => n.body));
+  });
+
+  for (const total of ["Infinity", "1e300", "-1", "0"])
+    test(`X-Total-Pages: ${total} ends the search in a bounded number of requests; the newest notes since the cursor are read, cut`, async () => {
+      const { gl } = fake();
+      gl.addIssue({ iid: 1 });
+      const old = gl.addNote({ issue: 1, login: "alice", body: "before the cursor" })!;
+      const cursor = new Date(Date.parse(old.updated_at) + 500).toISOString();
+      await Bun.sleep(600);
+      const spam = Array.from({ length: 1_200 }, (_, i) => gl.addNote({ issue: 1, login: "mallory", body: `spam ${i}` })!);
+      gl.switches.paging.totalPages = total;
+      const before = gl.requests.length;
+      const r = await client(gl).listComments({ since: cursor, threads: [{ kind: "issue", number: 1 }] });
+      if (!r.ok) throw new Error(JSON.stringify(r));
+      expect(gl.requests.length - before).toBeLessThan(20);
+      expect(r.value.cut).toBe(true);
+      expect(r.value.items.at(-1)!.id).toBe(spam.at(-1)!.id);
+    });
+
+  test("more than 10,000 notes (GitLab counts no further: no X-Total-Pages, no rel=last): an authorised /loop stop posted last is read, and the read says cut", async () => {
+    const { gl } = fake();
+    gl.addIssue({ iid: 1 });
+    const old = gl.addNote({ issue: 1, login: "alice", body: "before the cursor" })!;
+    const cursor = new Date(Date.parse(old.updated_at) + 500).toISOString();
+    await Bun.sleep(600);
+    for (let i = 0; i < 12_000; i++) gl.addNote({ issue: 1, login: "mallory", body: `spam ${i}` });
+    const stop = gl.addNote({ issue: 1, login: "alice", body: "/loop stop" })!;
+    const r = await client(gl).listComments({ since: cursor, threads: [{ kind: "issue", number: 1 }] });
+    if (!r.ok) throw new Error(JSON.stringify(r));
+    expect(r.value.cut).toBe(true);
+    expect(r.value.items.map((n) => n.id)).toContain(stop.id);
   });
 
   test("incremental: only threads changed since the cursor are read (issues and merge requests have separate iids); an edit comes back; nothing changed costs conditional listings only", async () => {
@@ -191,6 +242,10 @@ describe("notes", () => {
     expect(await c.canWrite("rep")).toEqual({ ok: true, value: false });
     expect(await c.canWrite("stranger")).toEqual({ ok: true, value: false });
     expect(await c.canWrite("devi")).toEqual({ ok: true, value: false });
+    // Usernames compare in ASCII case only: KELVIN SIGN + "ate" folds to "kate" in Unicode, not here.
+    gl.members.set("kate", 30);
+    expect(await c.canWrite("Kate")).toEqual({ ok: true, value: true });
+    expect(await c.canWrite("\u212Aate")).toEqual({ ok: true, value: false });
   });
 });
 
@@ -294,7 +349,7 @@ describe("search", () => {
     expect(r.ok && r.value.issues.map((i) => [i.number, i.labels])).toEqual([[1, ["bug"]]]);
     expect(gl.requests.at(-1)).toBe("GET /projects/acme%2Fplatform%2Fapi/issues?state=opened&order_by=created_at&sort=desc&per_page=100&labels=bug&search=crash");
     await c.createPull({ title: "t", body: "Closes #1", head: "feature", base: "main", draft: false });
-    expect(await c.openPulls()).toEqual({ ok: true, value: [{ number: 1, title: "t", body: "Closes #1", url: expect.stringContaining("/-/merge_requests/1") }] });
+    expect(await c.openPulls()).toEqual({ ok: true, value: { items: [{ number: 1, title: "t", body: "Closes #1", url: expect.stringContaining("/-/merge_requests/1") }], cut: false } });
   });
 
   test("the search syntax: label:, ~, milestone:, %, author:, assignee:, @; an unknown filter is searched as words and said", () => {

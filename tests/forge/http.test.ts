@@ -3,7 +3,8 @@
 // kept out of every message. The providers' own readings (rate limits, refusals, pages) are tested
 // in github-client.test.ts and gitlab-client.test.ts against the fakes.
 import { describe, expect, test } from "bun:test";
-import { type Answer, type Dialect, ForgeHttp, linkTarget, MAX_ANSWER_BYTES, MAX_PAGES } from "../../lib/forge/http.ts";
+import { type Answer, type Dialect, ForgeHttp, linkTarget, scrubToken } from "../../lib/forge/http.ts";
+import { MAX_ANSWER_BYTES, MAX_PAGES } from "../../lib/forge/bounds.ts";
 import type { CachedAnswer, ConditionalCache, ProviderOptions } from "../../lib/forge/provider.ts";
 import { commitIdOf } from "../../lib/forge/provider.ts";
 
@@ -244,5 +245,20 @@ describe("commitIdOf", () => {
     expect(commitIdOf("a".repeat(40))).toBe("a".repeat(40));
     expect(commitIdOf("b".repeat(64))).toBe("b".repeat(64));
     for (const bad of [undefined, null, "", "undefined", "A".repeat(40), "a".repeat(41), 42]) expect(commitIdOf(bad)).toBeNull();
+  });
+});
+
+describe("scrubToken", () => {
+  const token = "ghp_s3cr3tTOKENvalue1234567890";
+  const b64 = (t: string) => Buffer.from(t).toString("base64");
+  test("the token as it is, and in each base64 form it travels in (Basic authorization on GitHub and GitLab), never leaves in a message", () => {
+    for (const shown of [token, b64(token), b64(`x-access-token:${token}`), b64(`oauth2:${token}`)]) {
+      const said = scrubToken(`git said: Authorization: Basic ${shown} was refused`, token);
+      expect(said).not.toContain(shown);
+      expect(said).toContain("[token]");
+    }
+  });
+  test("no token: the message as it is", () => {
+    expect(scrubToken("nothing secret", null)).toBe("nothing secret");
   });
 });

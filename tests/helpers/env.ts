@@ -2,6 +2,9 @@
 // caller's environment steers loop is removed here, in one place: every LOOP_* variable, and the
 // few others named in STEERING. tests/helpers/helpers.test.ts reads lib/ and cmd/ for every
 // variable they name and fails on one that is neither scrubbed here nor listed in INHERITED.
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { worktreesRoot } from "../../lib/shared/paths.ts";
 
 /** Variables outside LOOP_* that change what loop (or a program it starts) does. */
 export const STEERING = [
@@ -18,6 +21,8 @@ export const STEERING = [
   "NO_COLOR",
   "FORCE_COLOR",
   "CI",
+  // Where loop puts worktrees by default (lib/shared/paths.ts worktreesRoot): set below to a test folder.
+  "XDG_STATE_HOME",
   // Where git finds the repository: set inside a git hook, they would send every test's git
   // command (and loop's own) to the caller's repository.
   "GIT_DIR",
@@ -28,6 +33,9 @@ export const STEERING = [
   "GIT_COMMON_DIR",
   "GIT_NAMESPACE",
   "GIT_PREFIX",
+  // How loop's own push and fetch reach ssh (lib/repo/isolated-git.ts keeps them from loop's environment).
+  "GIT_SSH_COMMAND",
+  "GIT_SSH",
 ] as const;
 
 /** Variables loop reads that are kept from the caller on purpose, each with the reason. */
@@ -44,8 +52,23 @@ export function isScrubbed(name: string): boolean {
   return name.startsWith("LOOP_") || (STEERING as readonly string[]).includes(name);
 }
 
-/** What every test command gets after scrubbing: no colour, a short grace before SIGKILL. */
-export const TEST_DEFAULTS: Readonly<Record<string, string>> = { NO_COLOR: "1", LOOP_KILL_GRACE_MS: "300" };
+/**
+ * What every test command gets after scrubbing: no colour, a short grace before SIGKILL, no chained
+ * steps (docs/cli/loop-run.md#chained-steps: a test steps the loop itself, one phase per `loop run`;
+ * the tests of chaining turn it on), and worktrees under a test folder.
+ */
+export const TEST_DEFAULTS: Readonly<Record<string, string>> = {
+  NO_COLOR: "1",
+  LOOP_KILL_GRACE_MS: "300",
+  LOOP_CHAIN: "off",
+  // Worktrees go under $XDG_STATE_HOME/loop/<project>-<hash>: never into the caller's home.
+  XDG_STATE_HOME: join(tmpdir(), "loop-tests-state"),
+};
+
+/** Where the worktrees of the loop at `stateRoot` are, for a test command run with testEnv(extra). */
+export function worktreesOf(stateRoot: string, extra: Record<string, string | undefined> = {}): string {
+  return worktreesRoot(stateRoot, testEnv(extra));
+}
 
 /**
  * The caller's environment without anything that steers loop, then TEST_DEFAULTS, then `extra`

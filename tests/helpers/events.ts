@@ -10,7 +10,7 @@ import {
   type SettingsPayload,
   type StoredEvent,
 } from "../../lib/log/events.ts";
-import { type EventRowBase, hashInput } from "../../lib/log/store.ts";
+import { type EventRowBase, hashInput } from "../../lib/log/integrity.ts";
 
 export type RowBase = EventRowBase;
 
@@ -125,7 +125,13 @@ export function definition(revision: number, items: NormItemPayload[], name = "t
   };
 }
 
-export function launch(item: string, attempt: number, epoch = 0): EventDraft {
+/** The attempt an event is about: every attempt builder takes one object, named fields, no positional flags. */
+export interface Attempt {
+  item: string;
+  attempt: number;
+}
+
+export function launch({ item, attempt, epoch = 0 }: Attempt & { epoch?: number }): EventDraft {
   return {
     type: "launch_reserved",
     item,
@@ -142,7 +148,7 @@ export function launch(item: string, attempt: number, epoch = 0): EventDraft {
   };
 }
 
-export function started(item: string, attempt: number): EventDraft {
+export function started({ item, attempt }: Attempt): EventDraft {
   return {
     type: "session_started",
     item,
@@ -150,7 +156,7 @@ export function started(item: string, attempt: number): EventDraft {
   };
 }
 
-export function ended(item: string, attempt: number, exitCode = 0): EventDraft {
+export function ended({ item, attempt, exitCode = 0 }: Attempt & { exitCode?: number }): EventDraft {
   return {
     type: "session_ended",
     item,
@@ -158,12 +164,12 @@ export function ended(item: string, attempt: number, exitCode = 0): EventDraft {
   };
 }
 
-export function verifyReserved(item: string, attempt: number, epoch = 0): EventDraft {
+export function verifyReserved({ item, attempt, epoch = 0 }: Attempt & { epoch?: number }): EventDraft {
   const key = `verify:${item}:e${epoch}:a${attempt}`;
   return { type: "verify_reserved", item, id: key, payload: { attempt, key, command: "bun test", log: `/state/sessions/${item}/${attempt}/verify.log`, timeoutMs: 900_000 } };
 }
 
-export function verifyStarted(item: string, attempt: number, o: { adopted?: boolean; deadline?: string } = {}): EventDraft {
+export function verifyStarted({ item, attempt, ...o }: Attempt & { adopted?: boolean; deadline?: string }): EventDraft {
   return {
     type: "verify_started",
     item,
@@ -171,7 +177,7 @@ export function verifyStarted(item: string, attempt: number, o: { adopted?: bool
   };
 }
 
-export function verified(item: string, attempt: number, passed: boolean): EventDraft {
+export function verified({ item, attempt, passed }: Attempt & { passed: boolean }): EventDraft {
   return {
     type: "verify_finished",
     item,
@@ -188,7 +194,7 @@ export function verified(item: string, attempt: number, passed: boolean): EventD
   };
 }
 
-export function landed(item: string, attempt: number): EventDraft {
+export function landed({ item, attempt }: Attempt): EventDraft {
   return {
     type: "landing_finished",
     item,
@@ -196,15 +202,15 @@ export function landed(item: string, attempt: number): EventDraft {
   };
 }
 
-export function settled(item: string, attempt: number, outcome: Payload<"item_settled">["outcome"], reason: string = outcome): EventDraft {
+export function settled({ item, attempt, outcome, reason = outcome }: Attempt & { outcome: Payload<"item_settled">["outcome"]; reason?: string }): EventDraft {
   return { type: "item_settled", item, payload: { attempt, outcome, reason } };
 }
 
-export function requeued(item: string, attempt: number, reason = "verify failed, next attempt", opts: { failed?: boolean; resetBudget?: boolean } = {}): EventDraft {
+export function requeued({ item, attempt, reason = "verify failed, next attempt", ...opts }: Attempt & { reason?: string; failed?: boolean; resetBudget?: boolean }): EventDraft {
   return { type: "item_requeued", item, payload: { attempt, reason, failed: opts.failed ?? true, resetBudget: opts.resetBudget ?? false } };
 }
 
-export function closed(item: string, attempt: number, worktreeRemoved = true): EventDraft {
+export function closed({ item, attempt, worktreeRemoved = true }: Attempt & { worktreeRemoved?: boolean }): EventDraft {
   return { type: "session_closed", item, payload: { attempt, how: "exited", worktreeRemoved, reason: "attempt decided" } };
 }
 
@@ -241,26 +247,26 @@ export function drained(outcome: Payload<"loop_drained">["outcome"], counts: Rec
 }
 
 /** One whole attempt that passes: launch, start, exit 0, verify pass, landing, settle, close. */
-export function passingAttempt(item: string, attempt = 1, epoch = 0): EventDraft[] {
+export function passingAttempt({ item, attempt = 1, epoch = 0 }: { item: string; attempt?: number; epoch?: number }): EventDraft[] {
   return [
-    launch(item, attempt, epoch),
-    started(item, attempt),
-    ended(item, attempt),
-    verified(item, attempt, true),
-    landed(item, attempt),
-    settled(item, attempt, "passed", "verify passed"),
-    closed(item, attempt),
+    launch({ item, attempt, epoch }),
+    started({ item, attempt }),
+    ended({ item, attempt }),
+    verified({ item, attempt, passed: true }),
+    landed({ item, attempt }),
+    settled({ item, attempt, outcome: "passed", reason: "verify passed" }),
+    closed({ item, attempt }),
   ];
 }
 
-/** One whole attempt whose verify fails, then requeued (or settled failed when last). */
-export function failingAttempt(item: string, attempt = 1, last = false, epoch = 0): EventDraft[] {
+/** One whole attempt whose verify fails, then requeued (or, `last`, settled failed). */
+export function failingAttempt({ item, attempt = 1, last = false, epoch = 0 }: { item: string; attempt?: number; last?: boolean; epoch?: number }): EventDraft[] {
   return [
-    launch(item, attempt, epoch),
-    started(item, attempt),
-    ended(item, attempt, 1),
-    verified(item, attempt, false),
-    last ? settled(item, attempt, "failed", "verify failed on the last attempt") : requeued(item, attempt),
-    closed(item, attempt),
+    launch({ item, attempt, epoch }),
+    started({ item, attempt }),
+    ended({ item, attempt, exitCode: 1 }),
+    verified({ item, attempt, passed: false }),
+    last ? settled({ item, attempt, outcome: "failed", reason: "verify failed on the last attempt" }) : requeued({ item, attempt }),
+    closed({ item, attempt }),
   ];
 }

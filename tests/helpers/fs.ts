@@ -1,6 +1,6 @@
-// Temp directories and byte-level snapshots of a directory tree.
+// Temp directories, small tmpfs mounts, and byte-level snapshots of a directory tree.
 import { createHash } from "node:crypto";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -47,4 +47,39 @@ export function snapshotTree(root: string): Record<string, TreeEntry> {
   };
   walk("");
   return out;
+}
+
+/** Small tmpfs mounts for tests of a really full disk: only root can mount one, so ask `available()`. */
+export class Tmpfs {
+  private mounts: string[] = [];
+  private probed: boolean | null = null;
+  constructor(private readonly temp: TempDirs) {}
+
+  private tryMount(dir: string, size: string): boolean {
+    if (typeof process.getuid !== "function" || process.getuid() !== 0) return false;
+    mkdirSync(dir, { recursive: true });
+    return Bun.spawnSync(["mount", "-t", "tmpfs", "-o", `size=${size}`, "tmpfs", dir]).exitCode === 0;
+  }
+
+  /** Whether a tmpfs can be mounted here (root, with mount permission); probed once. */
+  available(): boolean {
+    if (this.probed === null) {
+      const probe = join(this.temp.make(), "probe");
+      this.probed = this.tryMount(probe, "64k");
+      if (this.probed) Bun.spawnSync(["umount", "-l", probe]);
+    }
+    return this.probed;
+  }
+
+  /** A fresh tmpfs of `size` (mount's syntax: 64k, 8m), unmounted by cleanup(). */
+  mount(size: string): string {
+    const dir = join(this.temp.make(), "tmpfs");
+    if (!this.tryMount(dir, size)) throw new Error(`cannot mount a tmpfs at ${dir}`);
+    this.mounts.push(dir);
+    return dir;
+  }
+
+  cleanup(): void {
+    for (const m of this.mounts.splice(0)) Bun.spawnSync(["umount", "-l", m]);
+  }
 }

@@ -1,12 +1,12 @@
-// The test harness itself: the environment scrubber covers every variable loop reads, the shared
-// git helper cannot be sent elsewhere by the caller's environment, and a tool run in process
-// answers exactly as the same tool run as a real process.
+// The test harness itself: the environment scrubber covers every variable loop reads, and the
+// shared git helper cannot be sent elsewhere by the caller's environment. That a tool run in
+// process answers exactly as the same tool run as a real process: harness.e2e.test.ts.
 import { afterAll, describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { INHERITED, isScrubbed, STEERING, TEST_DEFAULTS, testEnv } from "./env.ts";
 import { git, makeRepo } from "./repo.ts";
-import { REPO, runInProcess, runLoopSync } from "./cli.ts";
+import { REPO } from "./cli.ts";
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -61,7 +61,9 @@ describe("the environment of test commands (tests/helpers/env.ts)", () => {
     const caller = { LOOP_STATE_ROOT: "/elsewhere", LOOP_SOMETHING_NEW: "1", TMUX: "/tmp/tmux-0/default,1,0", FORCE_COLOR: "3", GIT_DIR: "/elsewhere/.git", LOOP_HARNESS_KEEP_ME: "x" };
     const env = withProcessEnv({ ...caller, HARNESS_UNRELATED: "kept" }, () => testEnv({ LOOP_ACTOR: "me@test", NO_COLOR: undefined }));
     for (const k of Object.keys(caller)) expect(env[k]).toBeUndefined();
-    for (const k of STEERING) if (k !== "NO_COLOR") expect(env[k]).toBeUndefined();
+    // Scrubbed, then set again by the defaults: NO_COLOR (removed here by the extra) and XDG_STATE_HOME.
+    for (const k of STEERING) if (k !== "NO_COLOR" && k !== "XDG_STATE_HOME") expect(env[k]).toBeUndefined();
+    expect(env.XDG_STATE_HOME).toBe(TEST_DEFAULTS.XDG_STATE_HOME!);
     expect(env.HARNESS_UNRELATED).toBe("kept");
     expect(env.PATH).toBe(process.env.PATH!);
     expect(env.LOOP_KILL_GRACE_MS).toBe(TEST_DEFAULTS.LOOP_KILL_GRACE_MS!);
@@ -77,41 +79,5 @@ describe("the environment of test commands (tests/helpers/env.ts)", () => {
     expect(git(root, "log", "--format=%s")).toBe("initial");
     expect(git(root, "config", "commit.gpgsign")).toBe("false");
     expect(git(root, "log", "--format=%an <%ae>")).toBe("loop test <test@loop.invalid>");
-  });
-});
-
-describe("runInProcess answers as the real process does", () => {
-  const { dir, root } = makeRepo("loop-harness-parity-");
-  dirs.push(dir);
-  const cases: string[][] = [
-    ["status", "--json"], // no store yet: missing_store as JSON on stderr
-    ["status", "--text"],
-    ["status", "--no-such-flag"],
-    ["status", "--root", "a", "--root", "b"],
-    ["replay", "--json", "--text"],
-    ["ctl", "pause", "--json", "--yes", "--dry-run"],
-    ["ctl", "frobnicate", "--json"],
-    ["run", "--interval", "5s"],
-    ["init", "--help"],
-    ["status", "--version"],
-    ["init", "--json", "--state-root", join(dir, "state")],
-    ["status", "--json", "--state-root", join(dir, "state")],
-    ["replay", "--text", "--state-root", join(dir, "state")],
-  ];
-  const codes = new Set<number | null>();
-  for (const argv of cases)
-    test(`loop ${argv.join(" ").replace(dir, "<tmp>")}`, async () => {
-      const real = runLoopSync(argv, { cwd: root });
-      // A second `init` would find the first one's loop.json: start it from the same nothing.
-      if (argv[0] === "init" && argv.includes("--state-root")) {
-        rmSync(join(root, "loop.json"));
-        rmSync(join(dir, "state"), { recursive: true });
-      }
-      const inProcess = await runInProcess(argv, { cwd: root });
-      expect(inProcess).toEqual({ code: real.code!, stdout: real.stdout, stderr: real.stderr });
-      codes.add(real.code);
-    });
-  test("the cases compared both successes and usage errors", () => {
-    expect([...codes].sort()).toEqual([0, 2]);
   });
 });

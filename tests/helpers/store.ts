@@ -2,7 +2,9 @@
 import { Database } from "bun:sqlite";
 import type { EventDraft } from "../../lib/log/events.ts";
 import { materialize } from "../../lib/log/materialize.ts";
-import { dbPath, type EventRow, Store } from "../../lib/log/store.ts";
+import { Store } from "../../lib/log/store.ts";
+import { dbPath } from "../../lib/log/snapshot.ts";
+import { type EventRow } from "../../lib/log/integrity.ts";
 import {
   control,
   definition,
@@ -24,12 +26,12 @@ export function realisticDrafts(opts: { drain?: boolean } = {}): EventDraft[] {
   const drafts: EventDraft[] = [
     definition(1, [itemDef("a"), itemDef("b", { dependsOn: ["a"], maxAttempts: 1, ref: "github:acme/api#7" }), itemDef("c")]),
     loopStarted,
-    ...passingAttempt("a"),
-    ...failingAttempt("b", 1, true),
+    ...passingAttempt({ item: "a" }),
+    ...failingAttempt({ item: "b", attempt: 1, last: true }),
     reset("b"),
-    ...passingAttempt("b", 1, 1),
+    ...passingAttempt({ item: "b", attempt: 1, epoch: 1 }),
     control("c", "skip", "not needed any more", "Zoë"),
-    settled("c", 0, "skipped", "skipped by Zoë"),
+    settled({ item: "c", attempt: 0, outcome: "skipped", reason: "skipped by Zoë" }),
   ];
   if (opts.drain !== false) drafts.push(drained("Succeeded", { passed: 2, skipped: 1 }));
   return drafts;

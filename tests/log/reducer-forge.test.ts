@@ -69,9 +69,9 @@ describe("forge events", () => {
   });
 
   test("a PR and a landing wait need a passing verify; landing_blocked needs a blocked landing", () => {
-    const failing = log(launch("a", 1), started("a", 1), ended("a", 1), verified("a", 1, false));
+    const failing = log(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1 }), verified({ item: "a", attempt: 1, passed: false }));
     expect(rule(failing, pr())).toBe("landing_unverified");
-    const passing = log(launch("a", 1), started("a", 1), ended("a", 1), verified("a", 1, true));
+    const passing = log(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1 }), verified({ item: "a", attempt: 1, passed: true }));
     expect(rule(passing, { type: "forge_landing_waiting", item: "a", payload: { attempt: 1, code: "checks_pending", reason: "r", head: "b" } })).toBe("no_pull_request");
     expect(rule(passing, { type: "item_settled", item: "a", payload: { attempt: 1, outcome: "landing_blocked", reason: "x" } })).toBe("landing_not_blocked");
     passing.push(pr(), { type: "forge_landing_waiting", item: "a", payload: { attempt: 1, code: "checks_pending", reason: "waiting for 1 of 3 checks", head: "b".repeat(40) } });

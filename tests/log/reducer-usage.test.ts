@@ -21,7 +21,7 @@ function usage(item: string, attempt: number, o: Partial<Payload<"usage_recorded
 
 function running(): LogBuilder {
   const b = new LogBuilder();
-  b.push(definition(1, [itemDef("a"), itemDef("b")]), loopStarted, launch("a", 1), started("a", 1));
+  b.push(definition(1, [itemDef("a"), itemDef("b")]), loopStarted, launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }));
   return b;
 }
 
@@ -62,7 +62,7 @@ describe("usage_recorded", () => {
     b.push(usage("a", 1, { final: true }));
     expect(rule(b, usage("a", 1, { microUsd: 2000 }))).toBe("usage_order");
     const c = new LogBuilder();
-    c.push(definition(1, [itemDef("a")]), loopStarted, launch("a", 1));
+    c.push(definition(1, [itemDef("a")]), loopStarted, launch({ item: "a", attempt: 1 }));
     expect(rule(c, usage("a", 1))).toBe("usage_order");
     expect(rule(c, usage("a", 2))).toBe("attempt_mismatch");
   });
@@ -78,7 +78,7 @@ describe("usage_recorded", () => {
 
   test("a reset gives the item a fresh start but the loop keeps what was spent", () => {
     const b = running();
-    b.push(usage("a", 1, { final: true }), ended("a", 1), settled("a", 1, "failed"), resetDone("a"));
+    b.push(usage("a", 1, { final: true }), ended({ item: "a", attempt: 1 }), settled({ item: "a", attempt: 1, outcome: "failed" }), resetDone("a"));
     const p = fold(b.events);
     expect(p.items.a!.attempts).toEqual([]);
     expect(loopUsage(p.loop)).toMatchObject({ tokens: 120, usd: 0.001, attempts: 1 });
@@ -96,9 +96,9 @@ describe("usage_recorded", () => {
 
   test("the fold and the projection rows agree on an item's usage and budget stop", () => {
     const b = running();
-    b.push(usage("a", 1, { final: true }), ended("a", 1));
+    b.push(usage("a", 1, { final: true }), ended({ item: "a", attempt: 1 }));
     b.push({ type: "budget_stopped", item: "a", payload: { attempt: 1, scope: "item", window: "total", unit: "tokens", spent: 120, limit: 100, reason: "a spent 120 tokens of 100" } });
-    b.push(settled("a", 1, "failed", "budget_exhausted: a spent 120 tokens of 100"));
+    b.push(settled({ item: "a", attempt: 1, outcome: "failed", reason: "budget_exhausted: a spent 120 tokens of 100" }));
     const p = fold(b.events);
     expect(JSON.parse(itemRow(p.items.a!, "proj_items")!).budgetStop).toMatchObject({ attempt: 1, unit: "tokens", spent: 120, limit: 100 });
     expect(JSON.parse(itemRow(p.items.a!, "proj_ledgers")!).attempts[0].usage).toMatchObject({ final: true, microUsd: 1000 });
@@ -135,7 +135,7 @@ describe("budget_stopped", () => {
     const stop = (attempt: number): EventDraft => ({ type: "budget_stopped", item: "a", payload: { attempt, scope: "item", window: "total", unit: "tokens", spent: 5, limit: 5, reason: "r" } });
     expect(rule(running(), stop(1))).toBe("item_status");
     const b = running();
-    b.push(ended("a", 1));
+    b.push(ended({ item: "a", attempt: 1 }));
     expect(rule(b, stop(2))).toBe("attempt_mismatch");
     expect(rule(b, stop(1))).toBe("accepted");
   });

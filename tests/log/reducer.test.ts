@@ -69,14 +69,14 @@ describe("fold and apply", () => {
   function richLog(): LogBuilder {
     const log = base();
     log.push(
-      ...passingAttempt("a"),
+      ...passingAttempt({ item: "a" }),
       control("b", "reply", "use postgres"),
-      ...failingAttempt("b", 1),
-      ...failingAttempt("b", 2, true),
+      ...failingAttempt({ item: "b", attempt: 1 }),
+      ...failingAttempt({ item: "b", attempt: 2, last: true }),
       reset("b"),
-      ...passingAttempt("b", 1, 1),
+      ...passingAttempt({ item: "b", attempt: 1, epoch: 1 }),
       definition(2, [itemDef("a", { prompt: "changed" }), itemDef("b"), itemDef("d")]),
-      ...passingAttempt("d"),
+      ...passingAttempt({ item: "d" }),
       drained("Succeeded", { passed: 3, withdrawn: 1 }),
     );
     return log;
@@ -113,13 +113,13 @@ describe("fold and apply", () => {
   test("apply() does not mutate the projection or the event it is given", () => {
     const log = base();
     const probes: EventDraft[] = [
-      launch("a", 1),
-      started("a", 1),
-      ended("a", 1),
-      verified("a", 1, true),
-      landed("a", 1),
-      settled("a", 1, "passed"),
-      closed("a", 1),
+      launch({ item: "a", attempt: 1 }),
+      started({ item: "a", attempt: 1 }),
+      ended({ item: "a", attempt: 1 }),
+      verified({ item: "a", attempt: 1, passed: true }),
+      landed({ item: "a", attempt: 1 }),
+      settled({ item: "a", attempt: 1, outcome: "passed" }),
+      closed({ item: "a", attempt: 1 }),
       control("b", "stop", "wait"),
       definition(2, [itemDef("b", { prompt: "new" }), itemDef("z")]),
       reset("a"),
@@ -192,64 +192,64 @@ describe("illegal sequences name the seq and the rule", () => {
 
   test("a launch while another item is in flight (launching, running, ended, needs_input)", () => {
     const log = base();
-    log.push(launch("a", 1));
-    expectIllegal(log, log.next(launch("b", 1)), "one_in_flight");
-    log.push(started("a", 1));
-    expectIllegal(log, log.next(launch("b", 1)), "one_in_flight");
-    log.push(ended("a", 1, 1));
-    expectIllegal(log, log.next(launch("b", 1)), "one_in_flight");
+    log.push(launch({ item: "a", attempt: 1 }));
+    expectIllegal(log, log.next(launch({ item: "b", attempt: 1 })), "one_in_flight");
+    log.push(started({ item: "a", attempt: 1 }));
+    expectIllegal(log, log.next(launch({ item: "b", attempt: 1 })), "one_in_flight");
+    log.push(ended({ item: "a", attempt: 1, exitCode: 1 }));
+    expectIllegal(log, log.next(launch({ item: "b", attempt: 1 })), "one_in_flight");
     const asked = base();
-    asked.push(launch("a", 1), started("a", 1), { type: "needs_input", item: "a", payload: { attempt: 1, question: "which db?" } });
-    expectIllegal(asked, asked.next(launch("b", 1)), "one_in_flight");
+    asked.push(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), { type: "needs_input", item: "a", payload: { attempt: 1, question: "which db?" } });
+    expectIllegal(asked, asked.next(launch({ item: "b", attempt: 1 })), "one_in_flight");
   });
 
   test("a launch while the loop is not running (new, paused, stopped, drained)", () => {
     const fresh = new LogBuilder();
     fresh.push(definition(1, [itemDef("a")]));
-    expectIllegal(fresh, fresh.next(launch("a", 1)), "loop_state");
+    expectIllegal(fresh, fresh.next(launch({ item: "a", attempt: 1 })), "loop_state");
     const paused = base();
     paused.push({ type: "loop_paused", payload: { reason: "operator" } });
-    expectIllegal(paused, paused.next(launch("a", 1)), "loop_state");
+    expectIllegal(paused, paused.next(launch({ item: "a", attempt: 1 })), "loop_state");
     const stopped = base();
     stopped.push({ type: "loop_stopped", payload: { reason: "operator" } });
-    expectIllegal(stopped, stopped.next(launch("a", 1)), "loop_state");
+    expectIllegal(stopped, stopped.next(launch({ item: "a", attempt: 1 })), "loop_state");
     const done = base(["a"]);
     done.push(drained("Succeeded", {}));
-    expectIllegal(done, done.next(launch("a", 1)), "loop_state");
+    expectIllegal(done, done.next(launch({ item: "a", attempt: 1 })), "loop_state");
   });
 
   test("session_started before launch_reserved", () => {
     const log = base();
-    expectIllegal(log, log.next(started("a", 1)), "item_status");
+    expectIllegal(log, log.next(started({ item: "a", attempt: 1 })), "item_status");
   });
 
   test("item_settled passed without a passing verify", () => {
     const failedVerify = base();
-    failedVerify.push(launch("a", 1), started("a", 1), ended("a", 1, 1), verified("a", 1, false));
-    expectIllegal(failedVerify, failedVerify.next(settled("a", 1, "passed")), "passed_unverified");
+    failedVerify.push(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1, exitCode: 1 }), verified({ item: "a", attempt: 1, passed: false }));
+    expectIllegal(failedVerify, failedVerify.next(settled({ item: "a", attempt: 1, outcome: "passed" })), "passed_unverified");
     const noVerify = base();
-    noVerify.push(launch("a", 1), started("a", 1), ended("a", 1));
-    expectIllegal(noVerify, noVerify.next(settled("a", 1, "passed")), "passed_unverified");
+    noVerify.push(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1 }));
+    expectIllegal(noVerify, noVerify.next(settled({ item: "a", attempt: 1, outcome: "passed" })), "passed_unverified");
     // An earlier attempt's passing verify does not count for the current one.
     const older = base();
-    older.push(launch("a", 1), started("a", 1), ended("a", 1), verified("a", 1, true), requeued("a", 1, "operator retry", { failed: false }));
-    older.push(launch("a", 2), started("a", 2), ended("a", 2));
-    expectIllegal(older, older.next(settled("a", 2, "passed")), "passed_unverified");
+    older.push(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1 }), verified({ item: "a", attempt: 1, passed: true }), requeued({ item: "a", attempt: 1, reason: "operator retry", failed: false }));
+    older.push(launch({ item: "a", attempt: 2 }), started({ item: "a", attempt: 2 }), ended({ item: "a", attempt: 2 }));
+    expectIllegal(older, older.next(settled({ item: "a", attempt: 2, outcome: "passed" })), "passed_unverified");
     // Still running: not even at the verify stage.
     const running = base();
-    running.push(launch("a", 1), started("a", 1));
-    expectIllegal(running, running.next(settled("a", 1, "passed")), "item_status");
+    running.push(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }));
+    expectIllegal(running, running.next(settled({ item: "a", attempt: 1, outcome: "passed" })), "item_status");
   });
 
   test("landing before a passing verify", () => {
     const log = base();
-    log.push(launch("a", 1), started("a", 1), ended("a", 1), verified("a", 1, false));
-    expectIllegal(log, log.next(landed("a", 1)), "landing_unverified");
+    log.push(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1 }), verified({ item: "a", attempt: 1, passed: false }));
+    expectIllegal(log, log.next(landed({ item: "a", attempt: 1 })), "landing_unverified");
   });
 
   test("loop_drained with an item in flight", () => {
     const log = base();
-    log.push(launch("a", 1), started("a", 1));
+    log.push(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }));
     expectIllegal(log, log.next(drained("Succeeded", {})), "one_in_flight");
   });
 
@@ -263,56 +263,56 @@ describe("illegal sequences name the seq and the rule", () => {
 
   test("an unknown item, and an item event without an item", () => {
     const log = base();
-    expectIllegal(log, log.next(launch("zzz", 1)), "unknown_item");
+    expectIllegal(log, log.next(launch({ item: "zzz", attempt: 1 })), "unknown_item");
     expectIllegal(log, log.next(control("zzz", "start")), "unknown_item");
     expectIllegal(log, log.next(reset("zzz")), "unknown_item");
-    expectIllegal(log, log.next({ ...launch("a", 1), item: null }), "item_required");
+    expectIllegal(log, log.next({ ...launch({ item: "a", attempt: 1 }), item: null }), "item_required");
   });
 
   test("a verify is reserved once per attempt, after an exit, and started once after its reservation", () => {
     const running = base();
-    running.push(launch("a", 1), started("a", 1));
-    expectIllegal(running, running.next(verifyReserved("a", 1)), "item_status");
+    running.push(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }));
+    expectIllegal(running, running.next(verifyReserved({ item: "a", attempt: 1 })), "item_status");
     const stalled = base();
-    stalled.push(launch("a", 1), started("a", 1), { type: "session_ended", item: "a", payload: { attempt: 1, verdict: "stalled", exitCode: null, signal: null, reason: "no output" } });
-    expectIllegal(stalled, stalled.next(verifyReserved("a", 1)), "verify_order");
+    stalled.push(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), { type: "session_ended", item: "a", payload: { attempt: 1, verdict: "stalled", exitCode: null, signal: null, reason: "no output" } });
+    expectIllegal(stalled, stalled.next(verifyReserved({ item: "a", attempt: 1 })), "verify_order");
     const exited = base();
-    exited.push(launch("a", 1), started("a", 1), ended("a", 1));
-    expectIllegal(exited, exited.next(verifyStarted("a", 1)), "verify_order");
-    expectIllegal(exited, exited.next(verifyReserved("a", 2)), "attempt_mismatch");
-    exited.push(verifyReserved("a", 1));
-    expectIllegal(exited, exited.next({ ...verifyReserved("a", 1), id: "another-id" }), "verify_order");
-    exited.push(verifyStarted("a", 1));
-    expectIllegal(exited, exited.next(verifyStarted("a", 1)), "verify_order");
-    exited.push(verified("a", 1, true));
-    expectIllegal(exited, exited.next(verifyStarted("a", 1)), "verify_order");
+    exited.push(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1 }));
+    expectIllegal(exited, exited.next(verifyStarted({ item: "a", attempt: 1 })), "verify_order");
+    expectIllegal(exited, exited.next(verifyReserved({ item: "a", attempt: 2 })), "attempt_mismatch");
+    exited.push(verifyReserved({ item: "a", attempt: 1 }));
+    expectIllegal(exited, exited.next({ ...verifyReserved({ item: "a", attempt: 1 }), id: "another-id" }), "verify_order");
+    exited.push(verifyStarted({ item: "a", attempt: 1 }));
+    expectIllegal(exited, exited.next(verifyStarted({ item: "a", attempt: 1 })), "verify_order");
+    exited.push(verified({ item: "a", attempt: 1, passed: true }));
+    expectIllegal(exited, exited.next(verifyStarted({ item: "a", attempt: 1 })), "verify_order");
     // Judged without a command (verify: false): no reservation may follow the verdict.
     const judged = base();
-    judged.push(launch("a", 1), started("a", 1), ended("a", 1), verified("a", 1, false));
-    expectIllegal(judged, judged.next(verifyReserved("a", 1)), "verify_order");
+    judged.push(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1 }), verified({ item: "a", attempt: 1, passed: false }));
+    expectIllegal(judged, judged.next(verifyReserved({ item: "a", attempt: 1 })), "verify_order");
   });
 
   test("attempt numbers must follow each other", () => {
     const log = base();
-    expectIllegal(log, log.next(launch("a", 2)), "attempt_order");
-    log.push(launch("a", 1));
-    expectIllegal(log, log.next(started("a", 2)), "attempt_mismatch");
+    expectIllegal(log, log.next(launch({ item: "a", attempt: 2 })), "attempt_order");
+    log.push(launch({ item: "a", attempt: 1 }));
+    expectIllegal(log, log.next(started({ item: "a", attempt: 2 })), "attempt_mismatch");
   });
 });
 
 describe("a verify run", () => {
   test("is recorded on its attempt: reserved, started with its deadline, then judged; the reason follows it", () => {
     const log = base();
-    log.push(launch("a", 1), started("a", 1), ended("a", 1), verifyReserved("a", 1));
+    log.push(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1 }), verifyReserved({ item: "a", attempt: 1 }));
     let it = fold(log.events).items.a!;
     expect(it.status).toBe("ended");
     expect(it.reason).toBe("verify reserved");
     expect(it.attempts[0]!.verifyRun).toMatchObject({ key: "verify:a:e0:a1", command: "bun test", timeoutMs: 900_000, pid: null, startTime: null, deadline: null });
-    log.push(verifyStarted("a", 1, { deadline: "2025-01-01T00:20:00.000Z" }));
+    log.push(verifyStarted({ item: "a", attempt: 1, deadline: "2025-01-01T00:20:00.000Z" }));
     it = fold(log.events).items.a!;
     expect(it.attempts[0]!.verifyRun).toMatchObject({ pid: 4343, startTime: "123456", deadline: "2025-01-01T00:20:00.000Z" });
     expect(it.reason).toBe("verify running (deadline 2025-01-01T00:20:00.000Z)");
-    log.push(verified("a", 1, false));
+    log.push(verified({ item: "a", attempt: 1, passed: false }));
     it = fold(log.events).items.a!;
     expect(it.attempts[0]!.verify).toMatchObject({ passed: false, reason: "verify failed" });
     expect(it.reason).toBe("verify failed (verify failed)");
@@ -320,7 +320,7 @@ describe("a verify run", () => {
 
   test("a history without verify runs (older versions, verify: false) folds as before: no verifyRun, the reason untouched", () => {
     const log = base();
-    log.push(launch("a", 1), started("a", 1), ended("a", 1), verified("a", 1, true));
+    log.push(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1 }), verified({ item: "a", attempt: 1, passed: true }));
     const it = fold(log.events).items.a!;
     expect(it.attempts[0]!.verifyRun).toBeNull();
     expect(it.reason).toBe("exited 0");
@@ -328,7 +328,7 @@ describe("a verify run", () => {
 
   test("a reset forgets the run with the attempt", () => {
     const log = base();
-    log.push(launch("a", 1), started("a", 1), ended("a", 1), verifyReserved("a", 1), verifyStarted("a", 1), reset("a"));
+    log.push(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1 }), verifyReserved({ item: "a", attempt: 1 }), verifyStarted({ item: "a", attempt: 1 }), reset("a"));
     expect(fold(log.events).items.a!.attempts).toEqual([]);
   });
 });
@@ -336,7 +336,7 @@ describe("a verify run", () => {
 describe("definition revisions (docs/loop-json.md#editing-a-running-loop)", () => {
   test("an edit never re-runs a settled item", () => {
     const log = base();
-    log.push(...passingAttempt("a"), ...failingAttempt("c", 1, true));
+    log.push(...passingAttempt({ item: "a" }), ...failingAttempt({ item: "c", attempt: 1, last: true }));
     const before = fold(log.events);
     log.push(
       definition(2, [
@@ -356,13 +356,13 @@ describe("definition revisions (docs/loop-json.md#editing-a-running-loop)", () =
     expect(p.items.c!.failures).toBe(1);
     expect(p.loop.revision).toBe(2);
     // Nothing can launch either of them again.
-    expectIllegal(log, log.next(launch("a", 2)), "item_status");
-    expectIllegal(log, log.next(launch("c", 2)), "item_status");
+    expectIllegal(log, log.next(launch({ item: "a", attempt: 2 })), "item_status");
+    expectIllegal(log, log.next(launch({ item: "c", attempt: 2 })), "item_status");
   });
 
   test("an edit never orphans the in-flight item: removed while running, it keeps running and settles normally", () => {
     const log = base();
-    log.push(launch("a", 1), started("a", 1));
+    log.push(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }));
     log.push(definition(2, [itemDef("b"), itemDef("c")]));
     let p = fold(log.events);
     expect(p.items.a!.status).toBe("running");
@@ -370,25 +370,25 @@ describe("definition revisions (docs/loop-json.md#editing-a-running-loop)", () =
     expect(p.items.a!.session).not.toBeNull();
     expect(p.loop.current).toBe("a");
     expect(p.order).toEqual(["b", "c", "a"]);
-    expectIllegal(log, log.next(launch("b", 1)), "one_in_flight");
-    log.push(ended("a", 1), verified("a", 1, true), landed("a", 1), settled("a", 1, "passed"), closed("a", 1));
+    expectIllegal(log, log.next(launch({ item: "b", attempt: 1 })), "one_in_flight");
+    log.push(ended({ item: "a", attempt: 1 }), verified({ item: "a", attempt: 1, passed: true }), landed({ item: "a", attempt: 1 }), settled({ item: "a", attempt: 1, outcome: "passed" }), closed({ item: "a", attempt: 1 }));
     p = fold(log.events);
     expect(p.items.a!.status).toBe("passed");
     expect(p.items.a!.inDefinition).toBe(false);
     expect(p.loop.current).toBeNull();
-    log.push(launch("b", 1));
+    log.push(launch({ item: "b", attempt: 1 }));
     expect(fold(log.events).loop.current).toBe("b");
   });
 
   test("an in-flight item removed from the definition gets no further attempt after a failed one", () => {
     const log = base();
-    log.push(launch("a", 1), started("a", 1), definition(2, [itemDef("b")]), ended("a", 1, 1), verified("a", 1, false));
-    log.push(requeued("a", 1));
+    log.push(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), definition(2, [itemDef("b")]), ended({ item: "a", attempt: 1, exitCode: 1 }), verified({ item: "a", attempt: 1, passed: false }));
+    log.push(requeued({ item: "a", attempt: 1 }));
     const p = fold(log.events);
     expect(p.items.a!.status).toBe("withdrawn");
     expect(p.items.a!.failures).toBe(1);
     expect(p.loop.current).toBeNull();
-    expectIllegal(log, log.next(launch("a", 2)), "item_status");
+    expectIllegal(log, log.next(launch({ item: "a", attempt: 2 })), "item_status");
   });
 
   test("removed pending items are withdrawn; re-adding one makes it pending again", () => {
@@ -399,7 +399,7 @@ describe("definition revisions (docs/loop-json.md#editing-a-running-loop)", () =
     expect(p.items.b!.inDefinition).toBe(false);
     expect(p.items.b!.reason).toContain("revision 2");
     expect(p.items.c!.status).toBe("withdrawn");
-    expectIllegal(log, log.next(launch("b", 1)), "item_status");
+    expectIllegal(log, log.next(launch({ item: "b", attempt: 1 })), "item_status");
     log.push(definition(3, [itemDef("a"), itemDef("b", { prompt: "back again" })]));
     p = fold(log.events);
     expect(p.items.b!.status).toBe("pending");
@@ -408,7 +408,7 @@ describe("definition revisions (docs/loop-json.md#editing-a-running-loop)", () =
     expect(p.items.b!.def.prompt).toBe("back again");
     expect(p.items.c!.status).toBe("withdrawn");
     expect(p.order).toEqual(["a", "b", "c"]);
-    log.push(launch("b", 1));
+    log.push(launch({ item: "b", attempt: 1 }));
     expect(fold(log.events).items.b!.status).toBe("launching");
   });
 
@@ -429,19 +429,19 @@ describe("work_item_reset is an epoch boundary", () => {
   function bHistory(): EventDraft[] {
     return [
       control("b", "start", null, "alice"),
-      launch("b", 1),
-      started("b", 1),
+      launch({ item: "b", attempt: 1 }),
+      started({ item: "b", attempt: 1 }),
       { type: "needs_input", item: "b", payload: { attempt: 1, question: "which database?" } },
       { type: "reply_recorded", item: "b", actor: "alice", payload: { text: "postgres" } },
-      requeued("b", 1, "answered", { failed: false }),
-      ...failingAttempt("b", 2),
-      launch("b", 3),
-      started("b", 3),
-      ended("b", 3),
-      verified("b", 3, true),
-      landed("b", 3),
-      settled("b", 3, "passed", "verify passed"),
-      closed("b", 3, false),
+      requeued({ item: "b", attempt: 1, reason: "answered", failed: false }),
+      ...failingAttempt({ item: "b", attempt: 2 }),
+      launch({ item: "b", attempt: 3 }),
+      started({ item: "b", attempt: 3 }),
+      ended({ item: "b", attempt: 3 }),
+      verified({ item: "b", attempt: 3, passed: true }),
+      landed({ item: "b", attempt: 3 }),
+      settled({ item: "b", attempt: 3, outcome: "passed", reason: "verify passed" }),
+      closed({ item: "b", attempt: 3, worktreeRemoved: false }),
     ];
   }
 
@@ -492,9 +492,9 @@ describe("work_item_reset is an epoch boundary", () => {
   test("folding the whole log equals folding a log where the item never had those events (modulo epoch)", () => {
     const tsA = Array.from({ length: 7 }, (_, i) => `2030-06-01T00:00:0${i}.000Z`);
     const withReset = base(["a", "b"]);
-    withReset.push(...bHistory(), reset("b"), ...withTs(tsA, passingAttempt("a")));
+    withReset.push(...bHistory(), reset("b"), ...withTs(tsA, passingAttempt({ item: "a" })));
     const without = base(["a", "b"]);
-    without.push(...withTs(tsA, passingAttempt("a")));
+    without.push(...withTs(tsA, passingAttempt({ item: "a" })));
     const p1 = fold(withReset.events);
     const p2 = fold(without.events);
     expect(p1.items.b!.reset).not.toBeNull();
@@ -509,13 +509,13 @@ describe("work_item_reset is an epoch boundary", () => {
   test("events of the old epoch cannot bring anything back", () => {
     const log = base(["a", "b"]);
     log.push(...bHistory(), reset("b"));
-    expectIllegal(log, log.next(closed("b", 3)), "no_session");
-    expectIllegal(log, log.next(verified("b", 3, true)), "item_status");
-    expectIllegal(log, log.next(landed("b", 3)), "item_status");
-    expectIllegal(log, log.next(settled("b", 3, "passed")), "item_status");
-    expectIllegal(log, log.next(launch("b", 4)), "attempt_order");
+    expectIllegal(log, log.next(closed({ item: "b", attempt: 3 })), "no_session");
+    expectIllegal(log, log.next(verified({ item: "b", attempt: 3, passed: true })), "item_status");
+    expectIllegal(log, log.next(landed({ item: "b", attempt: 3 })), "item_status");
+    expectIllegal(log, log.next(settled({ item: "b", attempt: 3, outcome: "passed" })), "item_status");
+    expectIllegal(log, log.next(launch({ item: "b", attempt: 4 })), "attempt_order");
     // The new epoch starts at attempt 1, and the old reply is not delivered to it.
-    log.push(launch("b", 1, 1));
+    log.push(launch({ item: "b", attempt: 1, epoch: 1 }));
     const b = fold(log.events).items.b!;
     expect(b.attempts.map((a) => a.n)).toEqual([1]);
     expect(b.session!.deliveries).toEqual([]);
@@ -524,13 +524,13 @@ describe("work_item_reset is an epoch boundary", () => {
 
   test("a reset of the in-flight item clears loop.current", () => {
     const log = base();
-    log.push(launch("a", 1), started("a", 1), closed("a", 1), reset("a"));
+    log.push(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), closed({ item: "a", attempt: 1 }), reset("a"));
     const p = fold(log.events);
     expect(p.loop.current).toBeNull();
     expect(p.items.a!.status).toBe("pending");
     expect(p.items.a!.session).toBeNull();
     // Nothing is in flight any more: another item may launch, and the loop may drain.
-    expect(() => fold([...log.events, log.next(launch("b", 1))])).not.toThrow();
+    expect(() => fold([...log.events, log.next(launch({ item: "b", attempt: 1 }))])).not.toThrow();
     expect(() => fold([...log.events, log.next(drained("Stopped", {}))])).not.toThrow();
   });
 
@@ -552,7 +552,7 @@ describe("work_item_reset is an epoch boundary", () => {
 
   test("a reset that found state but removed nothing (its errors say why) changes nothing", () => {
     const log = base(["a", "b"]);
-    log.push(launch("b", 1), started("b", 1));
+    log.push(launch({ item: "b", attempt: 1 }), started({ item: "b", attempt: 1 }));
     const before = fold(log.events).items.b!;
     log.push(resetDone("b", { pieces: [], wasLive: true, errors: [{ piece: "session", message: "the agent could not be ended" }] }));
     expect(fold(log.events).items.b).toEqual(before);
@@ -561,20 +561,20 @@ describe("work_item_reset is an epoch boundary", () => {
   test("recordedPieces names what the log holds for an item", () => {
     const log = base(["a", "b", "c"]);
     expect(recordedPieces(fold(log.events).items.a!)).toEqual([]);
-    log.push(control("a", "start"), launch("b", 1), started("b", 1));
+    log.push(control("a", "start"), launch({ item: "b", attempt: 1 }), started({ item: "b", attempt: 1 }));
     const p = fold(log.events);
     expect(recordedPieces(p.items.a!)).toEqual(["control"]);
     expect(recordedPieces(p.items.b!)).toEqual(["session", "ledger", "workspace"]);
-    log.push(ended("b", 1), verified("b", 1, true), landed("b", 1), settled("b", 1, "passed"), closed("b", 1, true));
+    log.push(ended({ item: "b", attempt: 1 }), verified({ item: "b", attempt: 1, passed: true }), landed({ item: "b", attempt: 1 }), settled({ item: "b", attempt: 1, outcome: "passed" }), closed({ item: "b", attempt: 1, worktreeRemoved: true }));
     // A checkout the close path removed is no longer a piece; the session record still is.
     expect(recordedPieces(fold(log.events).items.b!)).toEqual(["session", "ledger"]);
-    log.push(settled("c", 0, "blocked", "dependency failed"));
+    log.push(settled({ item: "c", attempt: 0, outcome: "blocked", reason: "dependency failed" }));
     expect(recordedPieces(fold(log.events).items.c!)).toEqual(["ledger"]);
   });
 
   test("a reset of an item no longer in the definition leaves it withdrawn", () => {
     const log = base();
-    log.push(...passingAttempt("c"), definition(2, [itemDef("a"), itemDef("b")]), reset("c"));
+    log.push(...passingAttempt({ item: "c" }), definition(2, [itemDef("a"), itemDef("b")]), reset("c"));
     const c = fold(log.events).items.c!;
     expect(c.status).toBe("withdrawn");
     expect(c.inDefinition).toBe(false);
@@ -593,28 +593,28 @@ describe("a watcher's stop (watcher_stopped) and what died with it", () => {
 
   test("is kept on the attempt whose session ran; given back drained, the attempt is marked and not counted", () => {
     const log = base(["a"]);
-    log.push(launch("a", 1), started("a", 1), stop("a", 1));
+    log.push(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), stop("a", 1));
     const seq = log.seq;
     expect(fold(log.events).items.a!.attempts[0]!.drain).toEqual({ seq, pid: 41, signal: "SIGTERM", signalledAt: "2030-01-01T00:00:00.000Z", running: "session" });
     log.push({ type: "session_ended", item: "a", payload: { attempt: 1, verdict: "drained", exitCode: null, signal: null, reason: "drained: gone" } }, drainedRequeue("a", 1));
     const a = fold(log.events).items.a!;
     expect({ status: a.status, failures: a.failures, drained: a.attempts[0]!.drained, outcome: a.attempts[0]!.outcome }).toEqual({ status: "pending", failures: 0, drained: true, outcome: "requeued: drained: gone" });
     // Another requeue leaves no such mark.
-    log.push(launch("a", 2), started("a", 2), ended("a", 2), requeued("a", 2, "stopped by alice", { failed: false }));
+    log.push(launch({ item: "a", attempt: 2 }), started({ item: "a", attempt: 2 }), ended({ item: "a", attempt: 2 }), requeued({ item: "a", attempt: 2, reason: "stopped by alice", failed: false }));
     expect(fold(log.events).items.a!.attempts[1]!.drained).toBeUndefined();
   });
 
   test("names the attempt in flight only: its current attempt, its session while it is launching or running, its verify while that runs", () => {
     const log = base(["a", "b"]);
     expectIllegal(log, log.next(stop("a", 1)), "item_status");
-    log.push(launch("a", 1));
+    log.push(launch({ item: "a", attempt: 1 }));
     log.push(stop("a", 1)); // launching: the session is starting
     expectIllegal(log, log.next(stop("a", 2)), "attempt_mismatch");
     expectIllegal(log, log.next(stop("a", 1, "verify")), "verify_order");
-    log.push(started("a", 1), ended("a", 1));
+    log.push(started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1 }));
     // Ended, no verify running: nothing of the attempt runs beside the watcher.
     expectIllegal(log, log.next(stop("a", 1, "verify")), "verify_order");
-    log.push(verifyReserved("a", 1), verifyStarted("a", 1), stop("a", 1, "verify"));
+    log.push(verifyReserved({ item: "a", attempt: 1 }), verifyStarted({ item: "a", attempt: 1 }), stop("a", 1, "verify"));
     expectIllegal(log, log.next(stop("a", 1, "session")), "verify_order");
     expect(fold(log.events).items.a!.attempts[0]!.drain?.running).toBe("verify");
   });

@@ -4,7 +4,8 @@
 import { describe, expect, test } from "bun:test";
 import * as v from "valibot";
 import { EVENT_TYPES, type EventType, PAYLOADS } from "../../lib/log/events.ts";
-import { compileCheck, UnsupportedSchemaError } from "../../lib/log/schema-check.ts";
+import { compileCheck } from "../../lib/log/schema-check.ts";
+import { UnsupportedSchemaError } from "../../lib/shared/errors.ts";
 import {
   closed,
   control,
@@ -38,20 +39,22 @@ const SAMPLES: Record<EventType, unknown> = {
   loop_resumed: {},
   loop_stopped: { reason: "stopped by alice" },
   control_recorded: control("a", "reply", "use the small patch").payload,
-  launch_reserved: launch("a", 1).payload,
-  session_started: started("a", 1).payload,
+  launch_reserved: launch({ item: "a", attempt: 1 }).payload,
+  session_started: started({ item: "a", attempt: 1 }).payload,
   launch_failed: { attempt: 1, reason: "runner not found", interrupted: false },
+  worktree_moved: { from: "/srv/api/.loop/workspaces/a", to: "/home/me/.local/state/loop/api-0123456789ab/a" },
+  workspace_prepared: { attempt: 1, builtOn: { ref: "main", commit: "0".repeat(40) }, setup: { ms: 1200, log: "/srv/api/.loop/sessions/a/1/setup.log" } },
   environment_fault: { kind: "program_not_found", attempt: null, reason: "runner \"claude\": program \"claude\" was not found", fix: "install it" },
-  session_ended: ended("a", 1, 3).payload,
+  session_ended: ended({ item: "a", attempt: 1, exitCode: 3 }).payload,
   needs_input: { attempt: 1, question: "which database?" },
   reply_recorded: { text: "postgres" },
-  verify_reserved: verifyReserved("a", 1).payload,
-  verify_started: verifyStarted("a", 1).payload,
-  verify_finished: verified("a", 1, false).payload,
-  item_requeued: requeued("a", 1).payload,
-  item_settled: settled("a", 1, "passed").payload,
-  landing_finished: { ...landed("a", 1).payload, code: "merged" },
-  session_closed: closed("a", 1).payload,
+  verify_reserved: verifyReserved({ item: "a", attempt: 1 }).payload,
+  verify_started: verifyStarted({ item: "a", attempt: 1 }).payload,
+  verify_finished: verified({ item: "a", attempt: 1, passed: false }).payload,
+  item_requeued: requeued({ item: "a", attempt: 1 }).payload,
+  item_settled: settled({ item: "a", attempt: 1, outcome: "passed" }).payload,
+  landing_finished: { ...landed({ item: "a", attempt: 1 }).payload, code: "merged" },
+  session_closed: closed({ item: "a", attempt: 1 }).payload,
   loop_drained: drained("Succeeded", { passed: 2 }).payload,
   loop_reopened: { reason: "new work items" },
   watcher_stopped: { attempt: 1, pid: 7, signal: "SIGTERM", signalledAt: "2026-01-01T00:00:00.000Z", running: "session" },
@@ -127,7 +130,7 @@ describe("compileCheck answers as valibot's is", () => {
 
   test("verify_started with a mechanism (and each mutation of it) answers as valibot; without one (older logs) it is valid", () => {
     const check = compileCheck(PAYLOADS.verify_started);
-    const plain = verifyStarted("a", 1).payload;
+    const plain = verifyStarted({ item: "a", attempt: 1 }).payload;
     expect(check(plain)).toBe(true);
     const scoped = { ...plain, mechanism: { kind: "systemd_scope", unit: "loop-api-a-e0-a1-verify-1cdf3587.scope", manager: "system" } };
     const grouped = { ...plain, mechanism: { kind: "process_group", why: "systemd-run is not on PATH" } };

@@ -14,7 +14,11 @@ import { IllegalEventError } from "../../lib/shared/errors.ts";
 import { BusyError, LeaseLostError } from "../../lib/shared/errors.ts";
 import { compareProjection, foldAndCheck } from "../../lib/reports/replay.ts";
 import { ITEM_TABLES, loopRow } from "../../lib/log/rows.ts";
-import { dbPath, type EventRow, hashInput, PAGE_SIZE, readProjection, rowToEvent, Store, StoreError } from "../../lib/log/store.ts";
+import { PAGE_SIZE, rowToEvent, Store } from "../../lib/log/store.ts";
+import { dbPath, readProjection } from "../../lib/log/snapshot.ts";
+import { type EventRow } from "../../lib/log/integrity.ts";
+import { StoreError } from "../../lib/shared/errors.ts";
+import { hashInput } from "../../lib/log/integrity.ts";
 import { control, definition, itemDef, launch, loopStarted, passingAttempt, settled, started } from "../helpers/events.ts";
 import { TempDirs } from "../helpers/fs.ts";
 import { realisticDrafts } from "../helpers/store.ts";
@@ -168,7 +172,7 @@ describe("the log", () => {
     const proj = dumpProjection(store.db);
     let err: unknown;
     try {
-      store.append([control("a", "start"), launch("a", 1), launch("b", 1)]);
+      store.append([control("a", "start"), launch({ item: "a", attempt: 1 }), launch({ item: "b", attempt: 1 })]);
     } catch (e) {
       err = e;
     }
@@ -477,9 +481,9 @@ describe("an append costs what it changes", () => {
   test("itemsWhere finds items by status and by an open session through the indexes, in the projection's order", () => {
     const { store } = newStore();
     store.append([definition(1, [itemDef("a"), itemDef("b"), itemDef("c")]), loopStarted]);
-    store.append(passingAttempt("c"));
-    store.append([settled("a", 0, "skipped")]);
-    store.append([launch("b", 1), started("b", 1)]);
+    store.append(passingAttempt({ item: "c" }));
+    store.append([settled({ item: "a", attempt: 0, outcome: "skipped" })]);
+    store.append([launch({ item: "b", attempt: 1 }), started({ item: "b", attempt: 1 })]);
     const ids = (q: Parameters<Store["itemsWhere"]>[0]) => handle(store.stateRoot).itemsWhere(q).map((it) => it.id);
     expect(ids({ status: ["passed", "skipped"] })).toEqual(["a", "c"]);
     expect(ids({ status: ["running"] })).toEqual(["b"]);

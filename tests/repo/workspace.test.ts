@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { GitError } from "../../lib/shared/errors.ts";
 import { checkoutBranch, checkWorktree, commitLeftovers, ensureWorktree, landMerge } from "../../lib/repo/workspace.ts";
 import { gitExecSnapshot } from "../../lib/repo/git-exec.ts";
-import { git, makeRepo } from "../helpers/loop-harness.ts";
+import { git, makeRepo } from "../helpers/project.ts";
 import { removeDir } from "../helpers/fs.ts";
 
 const dirs: string[] = [];
@@ -106,6 +106,37 @@ describe("landMerge", () => {
     expect(aside).toHaveLength(1);
     expect(readFileSync(join(aside[0]!, "someone.txt"), "utf8")).toBe("not loop's\n");
     expect(git(root, "show", "loop/t/target:feature.txt")).toBe("done");
+  });
+});
+
+describe("landMerge of a commit the target holds", () => {
+  function landed() {
+    const { root, wt } = repo();
+    ensureWorktree({ repo: root, path: wt, branch: "loop/t/a", startPoint: "main" });
+    writeFileSync(join(wt, "feature.txt"), "done\n");
+    commitLeftovers({ repo: root, worktree: wt, branch: "loop/t/a", message: "feature" });
+    const landing = join(wt, "..", "_landing");
+    const land = (branch: string, commit: string | null = null) => landMerge({ repo: root, landingDir: landing, target: "loop/t/target", base: "main", branch, commit, message: `land ${branch}` });
+    const first = land("loop/t/a", git(root, "rev-parse", "loop/t/a"));
+    expect(first.outcome).toBe("merged");
+    return { root, land, merge: first.commit! };
+  }
+
+  test("the same commit landed again (a step killed after its merge): merged, the same merge commit, the target unmoved", () => {
+    const { root, land, merge } = landed();
+    expect(land("loop/t/a", git(root, "rev-parse", "loop/t/a"))).toEqual({ outcome: "merged", commit: merge, reason: "merged" });
+    expect(git(root, "rev-parse", "loop/t/target")).toBe(merge);
+  });
+
+  test("a branch that adds nothing to the target (started from it after a reset): already_contained, nothing merged", () => {
+    const { root, land, merge } = landed();
+    git(root, "branch", "loop/t/a-again", "loop/t/target");
+    const r = land("loop/t/a-again", git(root, "rev-parse", "loop/t/a-again"));
+    expect(r).toEqual({ outcome: "already_contained", commit: merge, reason: `already contained in loop/t/target (at ${merge.slice(0, 12)}): nothing was merged, nothing changed` });
+    expect(git(root, "rev-parse", "loop/t/target")).toBe(merge);
+    // And one holding an ancestor of the target (it started from base, changed nothing).
+    git(root, "branch", "loop/t/from-base", "main");
+    expect(land("loop/t/from-base").outcome).toBe("already_contained");
   });
 });
 

@@ -19,14 +19,14 @@ function both(drafts: EventDraft[]) {
 }
 
 const landing = (outcome: string): EventDraft => ({ type: "landing_finished", item: "a", payload: { attempt: 1, outcome: outcome as never, branch: "loop/t/item/a", target: "main", commit: null, reason: `landing ${outcome}` } });
-const passedVerify = [launch("a", 1), started("a", 1), ended("a", 1), verified("a", 1, true)];
+const passedVerify = [launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1 }), verified({ item: "a", attempt: 1, passed: true })];
 
 const cases: { name: string; drafts: EventDraft[]; fix: RegExp | null }[] = [
   { name: "nothing wrong", drafts: [], fix: null },
   { name: "an operator's pause needs nobody else", drafts: [{ type: "loop_paused", payload: { reason: "paused by alice" } }], fix: null },
   {
     name: "a question",
-    drafts: [launch("a", 1), started("a", 1), { type: "needs_input", item: "a", payload: { attempt: 1, question: "which port?" } }, { type: "loop_paused", payload: { reason: "a needs input: which port?" } }],
+    drafts: [launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), { type: "needs_input", item: "a", payload: { attempt: 1, question: "which port?" } }, { type: "loop_paused", payload: { reason: "a needs input: which port?" } }],
     fix: /^loop ctl reply --work-item a "<answer>" \| loop ctl resume$/,
   },
   {
@@ -34,9 +34,9 @@ const cases: { name: string; drafts: EventDraft[]; fix: RegExp | null }[] = [
     drafts: [{ type: "environment_fault", item: "a", payload: { kind: "program_not_found", attempt: null, reason: "claude is not on PATH", fix: "put it on PATH, then `loop ctl resume`" } }],
     fix: /^put it on PATH, then `loop ctl resume`$/,
   },
-  { name: "a merge conflict", drafts: [...passedVerify, landing("conflict"), settled("a", 1, "failed", "merge conflict")], fix: /loop ctl retry --work-item a$/ },
-  { name: "a landing blocked on the forge", drafts: [...passedVerify, landing("blocked"), settled("a", 1, "landing_blocked", "checks red")], fix: /loop ctl retry --work-item a$/ },
-  { name: "a Failed drain", drafts: [...failingAttempt("a", 1, true), settled("b", 0, "blocked", "dependency failed"), drained("Failed", { failed: 1, blocked: 1 })], fix: /^loop ctl retry --all-failed/ },
+  { name: "a merge conflict", drafts: [...passedVerify, landing("conflict"), settled({ item: "a", attempt: 1, outcome: "failed", reason: "merge conflict" })], fix: /loop ctl retry --work-item a$/ },
+  { name: "a landing blocked on the forge", drafts: [...passedVerify, landing("blocked"), settled({ item: "a", attempt: 1, outcome: "landing_blocked", reason: "checks red" })], fix: /loop ctl retry --work-item a$/ },
+  { name: "a Failed drain", drafts: [...failingAttempt({ item: "a", attempt: 1, last: true }), settled({ item: "b", attempt: 0, outcome: "blocked", reason: "dependency failed" }), drained("Failed", { failed: 1, blocked: 1 })], fix: /^loop ctl retry --all-failed/ },
 ];
 
 describe("attention: `loop status` (the page, /metrics) and `loop run` agree", () => {

@@ -13,7 +13,9 @@ import { statusReport } from "../../lib/reports/status.ts";
 import { renderReplay } from "../../lib/reports/render.ts";
 import { fold } from "../../lib/log/reducer.ts";
 import { foldAndCheck, replayReport as replayReportIn } from "../../lib/reports/replay.ts";
-import { dbPath, type EventRow, rowToEvent, Store } from "../../lib/log/store.ts";
+import { rowToEvent, Store } from "../../lib/log/store.ts";
+import { dbPath } from "../../lib/log/snapshot.ts";
+import { type EventRow } from "../../lib/log/integrity.ts";
 import { rechain, seal, started } from "../helpers/events.ts";
 import { TempDirs } from "../helpers/fs.ts";
 import { buildStore, readRows, realisticDrafts, tamper } from "../helpers/store.ts";
@@ -220,7 +222,7 @@ describe("tampering with the log", () => {
     const root = drainedStore();
     const rows = readRows(root);
     const at = 4; // after loop_started: item c "starts a session" it never reserved
-    const probe = started("c", 1);
+    const probe = started({ item: "c", attempt: 1 });
     const list = rows.map((r) => ({ id: r.id, ts: r.ts, type: r.type, actor: r.actor, item: r.item, payload: JSON.parse(r.payload) }));
     list.splice(at - 1, 0, { id: "inserted", ts: rows[at - 1]!.ts, type: probe.type, actor: "mallory", item: "c", payload: probe.payload });
     const chained = rechain(list).map((e) => ({ ...e, payload: canonicalJson(e.payload) }));

@@ -9,11 +9,14 @@ import { materialize } from "../../lib/log/materialize.ts";
 import { replayReport } from "../../lib/reports/replay.ts";
 import { statusReport } from "../../lib/reports/status.ts";
 import { renderStatus } from "../../lib/reports/render.ts";
-import { SCHEMA_VERSION, Store, StoreError } from "../../lib/log/store.ts";
+import { Store } from "../../lib/log/store.ts";
+import { SCHEMA_VERSION } from "../../lib/log/snapshot.ts";
+import { StoreError } from "../../lib/shared/errors.ts";
 import { canonicalJson, sha256Hex } from "../../lib/log/canonical.ts";
 import { compareProjection } from "../../lib/reports/replay.ts";
 import { fold } from "../../lib/log/reducer.ts";
-import { type EventRow, rowToEvent } from "../../lib/log/store.ts";
+import { rowToEvent } from "../../lib/log/store.ts";
+import type { EventRow } from "../../lib/log/integrity.ts";
 import { TempDirs } from "../helpers/fs.ts";
 import { buildStore, realisticDrafts, tamper } from "../helpers/store.ts";
 import { launch, started } from "../helpers/events.ts";
@@ -26,7 +29,7 @@ afterAll(() => temp.cleanup());
 function midRun(): string {
   const root = temp.make();
   const drafts = realisticDrafts({ drain: false }).filter((d) => !(d.item === "c"));
-  buildStore(root, [...drafts, launch("c", 1), started("c", 1)]);
+  buildStore(root, [...drafts, launch({ item: "c", attempt: 1 }), started({ item: "c", attempt: 1 })]);
   return root;
 }
 

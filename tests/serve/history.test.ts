@@ -2,6 +2,7 @@
 // each attempt's phases and fate, the waits, epochs, and what an unknown event type does.
 import { describe, expect, test } from "bun:test";
 import { type AttemptHistory, foldEvents, type History, phasesOf } from "../../lib/serve/history.ts";
+import type { Payload } from "../../lib/log/events.ts";
 import {
   definition,
   drained,
@@ -39,40 +40,60 @@ describe("an attempt's phases", () => {
   test("a passing attempt: launching, agent, verify, landing; outcome passed", () => {
     const b = new LogBuilder();
     b.push(definition(1, [itemDef("a")]), loopStarted); // 2, 3
-    b.push(launch("a", 1), started("a", 1), ended("a", 1), verifyReserved("a", 1), verifyStarted("a", 1), verified("a", 1, true)); // 4..9
+    b.push(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1 }), verifyReserved({ item: "a", attempt: 1 }), verifyStarted({ item: "a", attempt: 1 }), verified({ item: "a", attempt: 1, passed: true })); // 4..9
     b.push({ type: "landing_finished", item: "a", payload: { attempt: 1, outcome: "merged", branch: "b", target: "t", commit: "c0ffee", reason: "merged" } }); // 10
-    b.push(settled("a", 1, "passed", "verify passed"), { type: "session_closed", item: "a", payload: { attempt: 1, how: "not_running", worktreeRemoved: true, reason: "item passed" } });
+    b.push(settled({ item: "a", attempt: 1, outcome: "passed", reason: "verify passed" }), { type: "session_closed", item: "a", payload: { attempt: 1, how: "not_running", worktreeRemoved: true, reason: "item passed" } });
     const a = fold(b).items.get("a")!.attempts[0]!;
-    expect(phases(a)).toEqual(["launching 4→5", "agent 5→6", "verify 7→9", "landing 9→10"]);
+    // Closing: the landing → the session closed (the worktree's removal, in the settling step).
+    expect(phases(a)).toEqual(["launching 4→5", "agent 5→6", "verify 7→9", "landing 9→10", "closing 10→12"]);
     expect(a.outcome).toEqual({ at: at(b, 10), kind: "passed", reason: "verify passed" });
     expect(a.verify).toMatchObject({ passed: true, command: "bun test", reason: "verify passed", tail: "3 pass" });
     expect(a.landing?.outcome).toBe("merged");
   });
 
+  test("the wrappers' own times (session_ended, verify_finished `times`) draw the agent and the verify; the wait until a step saw each is its own phase", () => {
+    const b = new LogBuilder();
+    b.push(definition(1, [itemDef("a")]), loopStarted, launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 })); // 2, 3, 4, 5
+    const iso = (s: number) => new Date(Date.parse("2025-01-01T00:00:00.000Z") + s * 1000).toISOString();
+    // The agent ran 5.1 s → 5.17 s; the step that saw it came at 6.
+    const endedAt = (times: { started: string | null; ended: string | null }) => ({ type: "session_ended" as const, item: "a", payload: { attempt: 1, verdict: "exited" as const, exitCode: 0, signal: null, reason: "exited 0", times } });
+    b.push(endedAt({ started: iso(5.1), ended: iso(5.17) })); // 6
+    b.push(verifyReserved({ item: "a", attempt: 1 }), verifyStarted({ item: "a", attempt: 1 })); // 7, 8
+    const v = verified({ item: "a", attempt: 1, passed: true }) as { type: "verify_finished"; item: string; payload: Payload<"verify_finished"> };
+    b.push({ ...v, payload: { ...v.payload, times: { started: iso(7.5), ended: iso(8.25) } } }); // 9
+    // A time outside its phase (planted in the wrapper's file) is not drawn.
+    const a = fold(b).items.get("a")!.attempts[0]!;
+    expect(phases(a)).toEqual(["launching 4→5.1", "agent 5.1→5.17", "step 5.17→6", "verify 7→8.25", "step 8.25→9", "landing 9→…"]);
+    const bad = new LogBuilder();
+    bad.push(definition(1, [itemDef("a")]), loopStarted, launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }));
+    bad.push(endedAt({ started: iso(1), ended: "not a time" }));
+    expect(phases(fold(bad).items.get("a")!.attempts[0]!)).toEqual(["launching 4→5", "agent 5→6"]);
+  });
+
   test("an attempt in flight has an open phase (`to` null)", () => {
     const b = new LogBuilder();
-    b.push(definition(1, [itemDef("a")]), loopStarted, launch("a", 1));
+    b.push(definition(1, [itemDef("a")]), loopStarted, launch({ item: "a", attempt: 1 }));
     expect(phases(fold(b).items.get("a")!.attempts[0]!)).toEqual(["launching 4→…"]);
-    b.push(started("a", 1));
+    b.push(started({ item: "a", attempt: 1 }));
     expect(phases(fold(b).items.get("a")!.attempts[0]!)).toEqual(["launching 4→5", "agent 5→…"]);
-    b.push(ended("a", 1), verifyReserved("a", 1));
+    b.push(ended({ item: "a", attempt: 1 }), verifyReserved({ item: "a", attempt: 1 }));
     expect(phases(fold(b).items.get("a")!.attempts[0]!)).toEqual(["launching 4→5", "agent 5→6", "verify 7→…"]);
   });
 
   test("a failed verify then a retry: two attempts, the first failed, the second passed", () => {
     const b = new LogBuilder();
-    b.push(definition(1, [itemDef("a")]), loopStarted, ...failingAttempt("a", 1), ...passingAttempt("a", 2));
+    b.push(definition(1, [itemDef("a")]), loopStarted, ...failingAttempt({ item: "a", attempt: 1 }), ...passingAttempt({ item: "a", attempt: 2 }));
     const h = fold(b);
     const [one, two] = h.items.get("a")!.attempts;
     expect([one!.outcome?.kind, two!.outcome?.kind]).toEqual(["failed", "passed"]);
     // verify: false-style verdict (no verify_reserved): no verify phase, a passing verdict then landing.
-    expect(phasesOf(two!).map((p) => p.kind)).toEqual(["launching", "agent", "landing"]);
+    expect(phasesOf(two!).map((p) => p.kind)).toEqual(["launching", "agent", "landing", "closing"]);
     expect(h.attempts).toBe(2);
   });
 
   test("a pull request: landing until it is recorded, then waiting on checks until the landing", () => {
     const b = new LogBuilder();
-    b.push(definition(1, [itemDef("a")]), loopStarted, launch("a", 1), started("a", 1), ended("a", 1), verified("a", 1, true)); // ..7
+    b.push(definition(1, [itemDef("a")]), loopStarted, launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1 }), verified({ item: "a", attempt: 1, passed: true })); // ..7
     b.push({ type: "forge_pr_recorded", item: "a", payload: { attempt: 1, number: 7, url: "https://github.com/o/r/pull/7", head: "abc", draft: false, reused: false } }); // 8
     b.push({ type: "forge_landing_waiting", item: "a", payload: { attempt: 1, code: "checks_pending", reason: "checks are running", head: "abc" } }); // 9
     b.push({ type: "landing_finished", item: "a", payload: { attempt: 1, outcome: "merged", branch: "b", target: "main", commit: "m", reason: "merged #7" } }); // 10
@@ -85,7 +106,7 @@ describe("an attempt's phases", () => {
 
   test("a forge reaction that sends the item back is a rework: counted, and a rework phase until the next attempt is reserved; a block is neither", () => {
     const b = new LogBuilder();
-    b.push(definition(1, [itemDef("a")]), loopStarted, ...failingAttempt("a", 1));
+    b.push(definition(1, [itemDef("a")]), loopStarted, ...failingAttempt({ item: "a", attempt: 1 }));
     const reaction = (decision: "retry" | "block") => ({
       type: "forge_reaction_recorded" as const,
       item: "a",
@@ -93,7 +114,7 @@ describe("an attempt's phases", () => {
     });
     b.push(reaction("block") as never, reaction("retry") as never);
     const at1 = Date.parse(b.events.at(-1)!.ts);
-    b.push(launch("a", 2));
+    b.push(launch({ item: "a", attempt: 2 }));
     const a = fold(b).items.get("a")!;
     expect(a.reworks).toBe(1);
     expect(a.attempts[0]!.extraPhases).toEqual([{ kind: "rework", from: at1, to: Date.parse(b.events.at(-1)!.ts) }]);
@@ -103,7 +124,7 @@ describe("an attempt's phases", () => {
     const b = new LogBuilder();
     const gitlab = definition(1, [itemDef("a")]) as { payload: { settings: Record<string, unknown> } };
     gitlab.payload.settings = { ...gitlab.payload.settings, forge: { provider: "gitlab" } };
-    b.push(gitlab as never, loopStarted, launch("a", 1), started("a", 1), ended("a", 1), verified("a", 1, true));
+    b.push(gitlab as never, loopStarted, launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1 }), verified({ item: "a", attempt: 1, passed: true }));
     b.push({ type: "forge_pr_recorded", item: "a", payload: { attempt: 1, number: 3, url: "https://gitlab.com/g/p/-/merge_requests/3", head: "abc", draft: false, reused: false } });
     b.push(definition(2, [itemDef("a")]));
     const h = fold(b);
@@ -115,12 +136,12 @@ describe("an attempt's phases", () => {
 describe("waits", () => {
   test("a question is an item wait from needs_input until the item is requeued", () => {
     const b = new LogBuilder();
-    b.push(definition(1, [itemDef("a")]), loopStarted, launch("a", 1), started("a", 1)); // ..5
+    b.push(definition(1, [itemDef("a")]), loopStarted, launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 })); // ..5
     b.push({ type: "needs_input", item: "a", payload: { attempt: 1, question: "which port?" } }, { type: "loop_paused", payload: { reason: "a needs input: which port?" } }); // 6, 7
     let h = fold(b);
     expect(h.items.get("a")!.waits).toEqual([{ kind: "needs_input", label: "needs input: which port?", from: at(b, 5), to: null }]);
     expect(h.waits).toEqual([{ kind: "paused", label: "a needs input: which port?", from: at(b, 6), to: null }]);
-    b.push({ type: "reply_recorded", item: "a", actor: "alice", payload: { text: "8080" } }, { type: "loop_resumed", payload: {} }, requeued("a", 1, "answered", { failed: false })); // 8, 9, 10
+    b.push({ type: "reply_recorded", item: "a", actor: "alice", payload: { text: "8080" } }, { type: "loop_resumed", payload: {} }, requeued({ item: "a", attempt: 1, reason: "answered", failed: false })); // 8, 9, 10
     h = fold(b);
     expect(h.items.get("a")!.waits[0]!.to).toBe(at(b, 9));
     expect(h.waits[0]!.to).toBe(at(b, 8));
@@ -130,7 +151,7 @@ describe("waits", () => {
 
   test("an environment fault ends its attempt (given back) and pauses the loop until resumed", () => {
     const b = new LogBuilder();
-    b.push(definition(1, [itemDef("a")]), loopStarted, launch("a", 1));
+    b.push(definition(1, [itemDef("a")]), loopStarted, launch({ item: "a", attempt: 1 }));
     b.push({ type: "environment_fault", item: "a", payload: { kind: "program_not_found", attempt: 1, reason: "claude is not on PATH", fix: "install it, then `loop ctl resume`" } });
     const h = fold(b);
     const a = h.items.get("a")!.attempts[0]!;
@@ -150,9 +171,9 @@ describe("waits", () => {
 describe("epochs, order and what the fold does not know", () => {
   test("a reset that removed something starts an epoch; an attempt it cut short is marked; one that found nothing does not", () => {
     const b = new LogBuilder();
-    b.push(definition(1, [itemDef("a"), itemDef("b")]), loopStarted, launch("a", 1), started("a", 1), resetDone("a"));
+    b.push(definition(1, [itemDef("a"), itemDef("b")]), loopStarted, launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), resetDone("a"));
     b.push(resetDone("b", { found: false, pieces: [] }));
-    b.push(...passingAttempt("a", 1, 1));
+    b.push(...passingAttempt({ item: "a", attempt: 1, epoch: 1 }));
     const h = fold(b);
     const a = h.items.get("a")!;
     expect(a.epoch).toBe(1);
@@ -186,8 +207,8 @@ describe("epochs, order and what the fold does not know", () => {
 
   test("a blocked item settles without an attempt, and a drained loop closes nothing it should not", () => {
     const b = new LogBuilder();
-    b.push(definition(1, [itemDef("a"), itemDef("b", { dependsOn: ["a"] })]), loopStarted, ...failingAttempt("a", 1, true));
-    b.push(settled("b", 0, "blocked", 'dependency "a" failed'), drained("Failed", { failed: 1, blocked: 1 }));
+    b.push(definition(1, [itemDef("a"), itemDef("b", { dependsOn: ["a"] })]), loopStarted, ...failingAttempt({ item: "a", attempt: 1, last: true }));
+    b.push(settled({ item: "b", attempt: 0, outcome: "blocked", reason: 'dependency "a" failed' }), drained("Failed", { failed: 1, blocked: 1 }));
     const h = fold(b);
     expect(h.items.get("a")!.attempts[0]!.outcome?.kind).toBe("failed");
     expect(h.items.get("b")!.attempts).toEqual([]);

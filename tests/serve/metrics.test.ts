@@ -5,7 +5,7 @@ import { foldEvents } from "../../lib/serve/history.ts";
 import { definition, failingAttempt, itemDef, LogBuilder, loopStarted, passingAttempt } from "../helpers/events.ts";
 
 const b = new LogBuilder();
-b.push(definition(1, [itemDef("a")]), loopStarted, ...failingAttempt("a", 1), ...passingAttempt("a", 2));
+b.push(definition(1, [itemDef("a")]), loopStarted, ...failingAttempt({ item: "a", attempt: 1 }), ...passingAttempt({ item: "a", attempt: 2 }));
 const history = foldEvents(b.events);
 const now = Date.parse(b.events.at(-1)!.ts) + 5_000;
 
@@ -16,6 +16,8 @@ function status(over: { loop?: object; items?: object[] } = {}) {
     loop: { name: "api", state: "paused", reason: "a needs input: port?", current: "a", outcome: null, counts: { needs_input: 1, passed: 2 }, ...over.loop },
     items: over.items ?? [{ id: "a", status: "needs_input", reason: "needs input", question: "port?", landing: null, pr: null }],
     findings: [],
+    // What the status document computes for a loop paused by a's question (lib/decisions/attention.ts).
+    attention: [{ kind: "question", item: "a", reason: "a needs input: port?", fix: ["loop ctl reply a <answer>"], slot: "question", key: "question:a:1" }],
   } as never;
 }
 
@@ -58,7 +60,7 @@ describe("metricsText", () => {
     expect(text).not.toContain("loop_spend");
     expect(samples(text).get('loop_reworks_total{loop="api"}')).toBe(0);
     const rb = new LogBuilder();
-    rb.push(definition(1, [itemDef("a")]), loopStarted, ...failingAttempt("a", 1));
+    rb.push(definition(1, [itemDef("a")]), loopStarted, ...failingAttempt({ item: "a", attempt: 1 }));
     const reaction = (attempt: number, decision: "retry" | "block") => ({
       type: "forge_reaction_recorded" as const,
       item: "a",

@@ -16,8 +16,8 @@ function statusItems(rows: [string, string, string | null][]) {
 describe("timelineOf", () => {
   const b = new LogBuilder();
   b.push(definition(1, [itemDef("a"), itemDef("b"), itemDef("c")]), loopStarted); // 2, 3
-  b.push(...failingAttempt("a", 1), ...passingAttempt("a", 2)); // 4..10, 11..17
-  b.push(launch("b", 1), started("b", 1)); // 18, 19: still running
+  b.push(...failingAttempt({ item: "a", attempt: 1 }), ...passingAttempt({ item: "a", attempt: 2 })); // 4..10, 11..17
+  b.push(launch({ item: "b", attempt: 1 }), started({ item: "b", attempt: 1 })); // 18, 19: still running
   const h = foldEvents(b.events);
   const now = T0 + 30_000;
   const t = timelineOf(h, statusItems([["a", "passed", "verify passed"], ["b", "running", null], ["c", "pending", null]]), now, (id) => `/i/${id}`);
@@ -33,7 +33,7 @@ describe("timelineOf", () => {
   test("each attempt a bar of phases, its fate marked; an attempt in flight runs to now", () => {
     expect(t.rows[0]!.attempts.map((a) => [a.label, a.outcome, a.phases.map((p) => p.kind).join(",")])).toEqual([
       ["attempt 1", "failed", "launching,agent"],
-      ["attempt 2", "passed", "launching,agent,landing"],
+      ["attempt 2", "passed", "launching,agent,landing,closing"],
     ]);
     const running = t.rows[1]!.attempts[0]!;
     expect(running.outcome).toBeNull();

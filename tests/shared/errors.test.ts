@@ -24,6 +24,7 @@ interface Row {
 
 const STORE_EXITS: Record<StoreErrorCode, ExitCode> = {
   missing_store: EXIT.usage,
+  store_missing: EXIT.usage,
   corrupt_store: EXIT.usage,
   outdated_store: EXIT.usage,
   foreign_store: EXIT.usage,

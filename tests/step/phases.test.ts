@@ -3,6 +3,7 @@
 // records its event and leaves the item where the next phase (lib/decisions/attempt.ts afterSession) picks it up.
 // Agents are shell commands run by the real session wrapper; where no agent is the point, the test
 // records the session itself and leaves in the worktree what an agent would have left.
+import { TEST_DEFAULTS } from "../helpers/env.ts";
 import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -26,7 +27,7 @@ import { SESSION_MARK_VAR } from "../../lib/shared/process.ts";
 import { failAttempt, settleAttempt } from "../../lib/step/settle.ts";
 import { verifyAttempt } from "../../lib/step/verify.ts";
 import { ensureWorktree } from "../../lib/repo/workspace.ts";
-import { cleanupDir, git, makeRepo, writeLoopJson } from "../helpers/loop-harness.ts";
+import { cleanupDir, git, makeRepo, writeLoopJson } from "../helpers/project.ts";
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -65,7 +66,7 @@ function harness(item: Record<string, unknown>, settings: Record<string, unknown
   const writer = acquireWriter(store, { actor: "tester", ttlMs: 10 * 60_000, busy: () => new Error("no lease") });
   const warnings: string[] = [];
   const log = createConsola({ level: 3, reporters: [{ log: (o) => warnings.push(o.args.join(" ")) }] });
-  const ctx = createStepContext({ writer, def, options: { root, stateRoot, actor: "tester", env: { LOOP_KILL_GRACE_MS: "2000" }, log } });
+  const ctx = createStepContext({ writer, def, options: { root, stateRoot, actor: "tester", env: { LOOP_KILL_GRACE_MS: "2000", XDG_STATE_HOME: TEST_DEFAULTS.XDG_STATE_HOME! }, log } });
   append(ctx, [{ type: "definition_imported", payload: importedDefinition(def, 1) }], "import");
   append(ctx, [{ type: "loop_started", payload: {} }], "start");
   return {
@@ -86,7 +87,7 @@ function harness(item: Record<string, unknown>, settings: Record<string, unknown
 function exitedAttempt(h: Harness, o: { exitCode?: number; leave?: Record<string, string>; commit?: Record<string, string> } = {}): void {
   const { ctx } = h;
   const dir = sessionDir(h.stateRoot, "a", 0, 1);
-  const worktree = worktreeDir(h.stateRoot, "a");
+  const worktree = worktreeDir(h.ctx.worktrees, "a");
   const branch = itemBranch(ctx.def.name, "a");
   const key = "launch:a:e0:a1";
   append(ctx, [{ type: "launch_reserved", item: "a", id: key, payload: { attempt: 1, key, runner: "agent", model: null, branch, worktree, sessionDir: dir, sessionId: "s1" } }], "reserve");
@@ -163,17 +164,27 @@ describe("the verify phase", () => {
     exitedAttempt(some, { commit: { "out.txt": "hi\n" } });
     await verifyAttempt(some.ctx, some.item());
     expect(lastOf(some, "verify_finished")).toMatchObject({ passed: true, reason: "no verify command; agent exited 0 with 1 commit(s)" });
+    // A commit and a failing exit: the exit decides.
+    const badExit = harness({ verify: false });
+    exitedAttempt(badExit, { exitCode: 4, commit: { "out.txt": "hi\n" } });
+    await verifyAttempt(badExit.ctx, badExit.item());
+    expect(lastOf(badExit, "verify_finished")).toMatchObject({ passed: false, reason: "no verify command; agent exited 4" });
+    // Judged inline: no verify command is reserved or started.
+    for (const h of [none, some, badExit]) {
+      expect(h.events().filter((e) => e.type === "verify_reserved" || e.type === "verify_started")).toEqual([]);
+      expect(existsSync(join(sessionDir(h.stateRoot, "a", 0, 1), "verify-launch.json"))).toBe(false);
+    }
   });
 
   test("a worktree that is gone, or whose leftovers git cannot commit, fails the verify with the reason; nothing is thrown", async () => {
     const gone = harness({ verify: "true" });
     exitedAttempt(gone);
-    git(gone.root, "worktree", "remove", "--force", worktreeDir(gone.stateRoot, "a"));
+    git(gone.root, "worktree", "remove", "--force", worktreeDir(gone.ctx.worktrees, "a"));
     await verifyAttempt(gone.ctx, gone.item());
     expect(lastOf(gone, "verify_finished")).toMatchObject({ passed: false, log: null, reason: "worktree is missing" });
     const locked = harness({ verify: "true" });
     exitedAttempt(locked, { leave: { "out.txt": "hi\n" } });
-    const wt = worktreeDir(locked.stateRoot, "a");
+    const wt = worktreeDir(locked.ctx.worktrees, "a");
     writeFileSync(join(git(wt, "rev-parse", "--absolute-git-dir"), "index.lock"), "");
     await verifyAttempt(locked.ctx, locked.item());
     expect(lastOf(locked, "verify_finished")!.reason).toStartWith("could not commit the changes the agent left: ");
@@ -193,7 +204,7 @@ describe("a reserved verify whose start was not recorded (the reserving step was
     exitedAttempt(h);
     const dir = reserve(h);
     // The spawn the killed step made, without the file it would have written next.
-    const { pid } = startSession({ dir, argv: ["sh", "-c", "true"], cwd: worktreeDir(h.stateRoot, "a"), env: {}, tmuxName: null, kind: "verify" });
+    const { pid } = startSession({ dir, argv: ["sh", "-c", "true"], cwd: worktreeDir(h.ctx.worktrees, "a"), env: {}, tmuxName: null, kind: "verify" });
     for (let i = 0; i < 2400 && !existsSync(join(dir, "verify-exit.json")); i++) await Bun.sleep(25);
     const started = JSON.parse(readFileSync(join(dir, "verify-started.json"), "utf8"));
     expect(started).toMatchObject({ wrapperPid: pid, wrapperStart: expect.any(String) });
@@ -259,7 +270,7 @@ describe("the land and settle phases", () => {
     await settleAttempt(h.ctx, h.item(), { landed: true });
     expect(lastOf(h, "item_settled")).toMatchObject({ outcome: "passed", reason: "verify passed (exit 0); merged" });
     expect(lastOf(h, "session_closed")).toMatchObject({ worktreeRemoved: true });
-    expect(existsSync(worktreeDir(h.stateRoot, "a"))).toBe(false);
+    expect(existsSync(worktreeDir(h.ctx.worktrees, "a"))).toBe(false);
   });
 
   test("a merge conflict on the target: landing_finished conflict, the item settles failed, the checkout is kept", async () => {
@@ -281,7 +292,7 @@ describe("the land and settle phases", () => {
     expect(afterSession(h.item())).toEqual({ kind: "settle", landed: false });
     await settleAttempt(h.ctx, h.item(), { landed: false });
     expect(lastOf(h, "item_settled")).toMatchObject({ outcome: "failed", reason: "merge_conflict: merge conflict in out.txt" });
-    expect(existsSync(worktreeDir(h.stateRoot, "a"))).toBe(true);
+    expect(existsSync(worktreeDir(h.ctx.worktrees, "a"))).toBe(true);
   });
 
   test("landing none: the branch is the deliverable", async () => {
@@ -296,9 +307,9 @@ describe("the land and settle phases", () => {
 describe("the launch and observe phases", () => {
   test("launch reserves, then starts the session; the observe phase sees it exit; verify, land and settle follow", async () => {
     const h = harness({ verify: "test -s out.txt" });
-    const outcome = launchAttempt(h.ctx, h.item());
+    const outcome = await launchAttempt(h.ctx, h.item());
     expect(outcome).toEqual({ action: "launched", item: "a", reason: null });
-    expect(h.events().map((e) => e.type)).toEqual(["launch_reserved", "session_started"]);
+    expect(h.events().map((e) => e.type)).toEqual(["launch_reserved", "workspace_prepared", "session_started"]);
     const dir = sessionDir(h.stateRoot, "a", 0, 1);
     expect(lastOf(h, "launch_reserved")).toMatchObject({ attempt: 1, key: "launch:a:e0:a1", sessionDir: dir, branch: itemBranch("ph", "a") });
     const spawned = JSON.parse(readFileSync(join(dir, "spawned.json"), "utf8"));
@@ -314,12 +325,12 @@ describe("the launch and observe phases", () => {
     expect(h.ctx.errors).toEqual([]);
   });
 
-  test("a runner that cannot start after its reservation: the attempt is given back (environment_fault), the loop paused with the reason, not listed again in the step's errors", () => {
+  test("a runner that cannot start after its reservation: the attempt is given back (environment_fault), the loop paused with the reason, not listed again in the step's errors", async () => {
     // Relative to the worktree: checkable only once the reservation made the worktree.
     const h = harness({}, { runners: { agent: { command: ["./no-such-agent"] } } });
-    const out = launchAttempt(h.ctx, h.item());
+    const out = await launchAttempt(h.ctx, h.item());
     expect(out.action).toBe("paused");
-    expect(h.events().map((e) => e.type)).toEqual(["launch_reserved", "environment_fault"]);
+    expect(h.events().map((e) => e.type)).toEqual(["launch_reserved", "workspace_prepared", "environment_fault"]);
     expect(lastOf(h, "environment_fault")).toMatchObject({ kind: "program_not_found", attempt: 1, reason: expect.stringContaining('program "./no-such-agent" not found') });
     expect(out.reason).toContain('environment fault launching a: could not launch: runner "agent": program "./no-such-agent" not found');
     expect(h.ctx.errors).toEqual([]);
@@ -330,20 +341,20 @@ describe("the launch and observe phases", () => {
     expect(existsSync(join(sessionDir(h.stateRoot, "a", 0, 1), "spawned.json"))).toBe(false);
   });
 
-  test("a runner whose program is not on PATH: paused before anything is reserved", () => {
+  test("a runner whose program is not on PATH: paused before anything is reserved", async () => {
     const h = harness({}, { runners: { agent: { command: ["loop-test-no-such-agent"] } } });
-    expect(launchAttempt(h.ctx, h.item()).action).toBe("paused");
+    expect((await launchAttempt(h.ctx, h.item())).action).toBe("paused");
     expect(h.events().map((e) => e.type)).toEqual(["environment_fault"]);
     expect(lastOf(h, "environment_fault")).toMatchObject({ kind: "program_not_found", attempt: null });
     expect(existsSync(sessionDir(h.stateRoot, "a", 0, 1))).toBe(false);
   });
 
-  test("a step whose lease was taken over launches nothing: no reservation, no session folder, the error thrown", () => {
+  test("a step whose lease was taken over launches nothing: no reservation, no session folder, the error thrown", async () => {
     const h = harness({});
     const other = Store.open(h.stateRoot, { actor: "other" });
     stores.push(other);
     expect(other.acquireLease(60_000, () => false).ok).toBe(true); // the holder looks dead to it
-    expect(() => launchAttempt(h.ctx, h.item())).toThrow(LeaseLostError);
+    await expect(launchAttempt(h.ctx, h.item())).rejects.toThrow(LeaseLostError);
     expect(h.events().map((e) => e.type)).toEqual([]);
     expect(existsSync(sessionDir(h.stateRoot, "a", 0, 1))).toBe(false);
   });

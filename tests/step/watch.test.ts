@@ -1,14 +1,15 @@
 // The `--watch` policy (lib/step/watch.ts) in-process: the step is a script of results and errors,
 // the wait between turns is a clock the test keeps, a signal is an AbortSignal (or an emitted
 // process signal). The root is a real git repository with a valid loop.json, run.pid a real file.
-// The same watcher as a real process: tests/step/step.test.ts (l) and (x), tests/cmd/cli.test.ts.
+// The same watcher as a real process: tests/step/step.e2e.test.ts (l) and (x), tests/cmd/cli.test.ts.
 import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { BusyError, DefinitionError, UsageError } from "../../lib/shared/errors.ts";
 import { readRunPid } from "../../lib/step/run-pid.ts";
 import { readStopProof } from "../../lib/step/drain.ts";
-import type { RunAction, RunResult } from "../../lib/step/step.ts";
+import type { RunResult } from "../../lib/step/step.ts";
+import { type RunAction } from "../../lib/step/context.ts";
 import { watchSteps, type WatchOptions } from "../../lib/step/watch.ts";
 import { TempDirs } from "../helpers/fs.ts";
 import { demoDefinition } from "../helpers/project.ts";

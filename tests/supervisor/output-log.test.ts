@@ -1,13 +1,13 @@
 // The bounded output log (lib/supervisor/output-log.ts): the head and the latest output are kept with a
 // marker counting what was dropped between them, the file never outgrows the cap (nor do the old
 // and the new file together while it is cut), a reader holding the file before a cut reads a
-// complete file, and a cut file still shows output growth to the stall detector.
+// complete file, and a cut file still shows output growth to the stall detector. An agent that
+// prints without end through `loop run`: output-log.e2e.test.ts.
 import { afterAll, describe, expect, test } from "bun:test";
-import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync } from "node:fs";
+import { closeSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { CappedLog, cutOf, cutsPath, DEFAULT_OUTPUT_CAP, markerLine, MIN_OUTPUT_CAP, outputCapFrom, outputLayout, parseMarker, parseSize } from "../../lib/supervisor/output-log.ts";
 import { TempDirs } from "../helpers/fs.ts";
-import { demoDefinition, scenario } from "../helpers/project.ts";
 
 const temp = new TempDirs();
 afterAll(() => temp.cleanup());
@@ -156,62 +156,4 @@ describe("CappedLog", () => {
     log.close();
     expect(readFileSync(path, "utf8")).toBe("a\n");
   });
-});
-
-// Through the real entry points: `loop run` launches an agent that prints far more than a small cap.
-describe("an agent that prints without end, through loop run", () => {
-  const HAVE_TMUX = Bun.spawnSync(["tmux", "-V"]).exitCode === 0;
-  const TIMEOUT = 120_000; // a bound for real processes on 2 cores, not an expectation
-  const COUNT = 400_000;
-  // `seq` prints 2.7 MB, about 40 times the cap; then a last line the tail must keep.
-  const flood = { command: ["sh", "-c", `seq 1 ${COUNT}; echo THE-END`] };
-  const total = Bun.spawnSync(["sh", "-c", `seq 1 ${COUNT} | wc -c`]).stdout.toString().trim();
-
-  async function floods(tmux: boolean) {
-    const sock = `loop-cap-${process.pid}-${tmux ? "t" : "p"}`;
-    try {
-      await scenario(
-        demoDefinition([{ id: "loud", prompt: "print", runner: "flood" }], { runners: { flood }, ...(tmux ? { sessions: { tmux: true } } : {}) }),
-        { env: { LOOP_OUTPUT_CAP: "64K", ...(tmux ? { LOOP_TMUX_SOCKET: sock } : {}) } },
-        async (p) => {
-          await p.runToDrain();
-          expect(p.projection().items.loud!.status).toBe("passed");
-          const path = join(p.sessionDir("loud", 1), "output.log");
-          const file = readFileSync(path);
-          expect(file.length).toBeLessThanOrEqual(MIN_OUTPUT_CAP);
-          const { head } = outputLayout(MIN_OUTPUT_CAP);
-          expect(file.subarray(0, 12).toString()).toBe("1\n2\n3\n4\n5\n6\n");
-          const marker = parseMarker(file.subarray(head));
-          expect(marker).not.toBeNull();
-          expect(file.toString().endsWith(`\n${COUNT - 1}\n${COUNT}\nTHE-END\n`)).toBe(true);
-          // Every byte accounted for: head + dropped + kept is what the agent printed.
-          expect(head + marker!.dropped + (file.length - head - marker!.length)).toBe(Number(total) + "THE-END\n".length);
-          expect(readdirSync(p.sessionDir("loud", 1)).filter((f) => f.includes(".tmp-"))).toEqual([]);
-        },
-      );
-    } finally {
-      if (tmux) Bun.spawnSync(["tmux", "-L", sock, "kill-server"]);
-    }
-  }
-
-  test("detached: output.log keeps the head and the tail within the cap, and the item passes", () => floods(false), TIMEOUT);
-  test.skipIf(!HAVE_TMUX)("in tmux (teed to the pane): the same", () => floods(true), TIMEOUT);
-
-  test(
-    "an invalid LOOP_OUTPUT_CAP is refused at launch with a message naming it",
-    async () => {
-      await scenario(demoDefinition([{ id: "a", prompt: "p" }]), { env: { LOOP_OUTPUT_CAP: "lots" } }, async (p) => {
-        const r = await p.run([0, 1]);
-        expect(r.exitCode).toBe(1);
-        expect(JSON.stringify(r)).toContain('LOOP_OUTPUT_CAP=\\"lots\\" is not a size');
-        expect(existsSync(join(p.sessionDir("a", 1), "started.json"))).toBe(false);
-        // An environment fault: no attempt spent, the loop paused. Fixed and resumed, the loop goes on.
-        expect(r.loop.state).toBe("paused");
-        await p.loop(["ctl", "resume", "--json", "--root", p.root]);
-        p.env.LOOP_OUTPUT_CAP = "1M";
-        await p.runToDrain();
-      });
-    },
-    TIMEOUT,
-  );
 });

@@ -11,6 +11,7 @@ import { git, makeRepo } from "../helpers/repo.ts";
 const SPEC: SandboxSpec = {
   bwrap: "/usr/bin/bwrap",
   worktree: "/srv/api/.loop/workspaces/fix",
+  worktrees: null,
   stateRoot: "/srv/api/.loop",
   sessionDir: "/srv/api/.loop/sessions/fix/1",
   repo: "/srv/api",
@@ -18,10 +19,11 @@ const SPEC: SandboxSpec = {
   mask: ["/run/docker.sock"],
   git: {
     commonDir: "/srv/api/.git",
-    writable: ["/srv/api/.git/objects", "/srv/api/.git/worktrees/fix", "/srv/api/.git/refs/heads/loop/x/item", "/srv/api/.git/logs/refs/heads/loop/x/item"],
+    writable: ["/srv/api/.git/worktrees/fix", "/srv/api/.git/refs/heads/loop/x/item", "/srv/api/.git/logs/refs/heads/loop/x/item"],
     readOnly: ["/srv/api/.git/worktrees/fix/commondir"],
   },
   writable: ["/srv/api/.loop/sessions/fix/1/ask.txt"],
+  objects: { own: "/srv/api/.loop/sessions/fix/1/objects", shared: "/srv/api/.git/objects" },
   writableIfPresent: ["/home/u/.claude"],
   programs: ["/tmp/checkout/node_modules/bun/bin/bun.exe", "/tmp/checkout"],
 };
@@ -58,6 +60,11 @@ describe("sandboxArgv", () => {
     expect(at("--ro-bind", "/srv/api/.git/worktrees/fix/commondir")).toBeGreaterThan(at("--bind", "/srv/api/.git/worktrees/fix"));
     expect(at("--ro-bind", SPEC.sessionDir)).toBeGreaterThan(hidden);
     expect(at("--bind", SPEC.writable[0]!)).toBeGreaterThan(at("--ro-bind", SPEC.sessionDir));
+    // The private object folder too (it lies in the read-only session folder), and git is pointed at it.
+    expect(at("--bind", SPEC.objects!.own)).toBeGreaterThan(at("--ro-bind", SPEC.sessionDir));
+    expect(argv.join(" ")).toContain("--setenv GIT_OBJECT_DIRECTORY /srv/api/.loop/sessions/fix/1/objects --setenv GIT_ALTERNATE_OBJECT_DIRECTORIES /srv/api/.git/objects");
+    // The repository's own store is never bound writable.
+    expect(at("--bind", "/srv/api/.git/objects")).toBe(-1);
     expect(at("--bind-try", "/home/u/.claude")).toBeGreaterThan(hidden);
   });
 
@@ -100,7 +107,7 @@ describe("sandboxSpec", () => {
   test("a checkout that is not the linked worktree loop made is refused with its path and why, and nothing is mounted (sandboxRequest)", () => {
     const { dir, root } = makeRepo("loop-sbx-");
     try {
-      const request = (worktree: string, branch: string) => () => sandboxRequest({ bwrap: "b", repo: root, worktree, stateRoot: join(root, ".loop"), branch, runner: "claude", writable: [], env: {} });
+      const request = (worktree: string, branch: string) => () => sandboxRequest({ bwrap: "b", repo: root, worktree, stateRoot: join(root, ".loop"), branch, runner: "claude", writable: [], objects: join(root, ".loop", "objects"), env: {} });
       expect(request(root, "main")).toThrow(`no sandbox over ${root}: worktree_replaced: ${root} is not the checkout loop made (its .git is a directory: a repository of its own)`);
       const wt = join(root, ".loop", "workspaces", "fix");
       git(root, "worktree", "add", "-q", "-b", "loop/x/item/fix", wt);

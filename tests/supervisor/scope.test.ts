@@ -1,8 +1,8 @@
 // Sessions and verify commands in a systemd scope (lib/supervisor/scope.ts): the decision as plain data,
 // the argv, the launch through a stand-in systemd-run (which execs its command, as the real one
 // does once the scope exists, or refuses), a verify's scope beside its session's, the close path
-// ending every process of a cgroup (setsid'd ones too), and, for real on this machine, the fallback
-// to process groups recorded in session_started and verify_started.
+// ending every process of a cgroup (setsid'd ones too). For real on this machine through `loop run`
+// (the fallback to process groups recorded in session_started and verify_started): scope.e2e.test.ts.
 import { afterAll, describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -22,7 +22,7 @@ import {
 import { endVerify } from "../../lib/supervisor/verify-command.ts";
 import { pidAlive, processStartTime } from "../../lib/shared/process.ts";
 import { TempDirs } from "../helpers/fs.ts";
-import { demoDefinition, pollUntil, Project, scenario } from "../helpers/project.ts";
+import { pollUntil } from "../helpers/project.ts";
 
 const temp = new TempDirs();
 afterAll(() => temp.cleanup());
@@ -302,53 +302,4 @@ describe("ending a scope: every process in its cgroup", () => {
     expect(await stubborn.exited).not.toBeNull();
     expect(stubborn.signalCode).toBe("SIGKILL");
   });
-});
-
-describe("on this machine, for real", () => {
-  const noSystemd = !existsSync("/run/systemd/system");
-  if (!noSystemd) console.warn("systemd runs here: the fallback test below is skipped (the scope path is taken instead)");
-
-  test.skipIf(!noSystemd)(
-    "without systemd a session and its verify run in process groups, and session_started and verify_started say so and why",
-    () =>
-      scenario(demoDefinition([{ id: "a", prompt: "hello" }]), {}, async (p) => {
-        await p.runToDrain();
-        const started = p.eventsOf("session_started", "a");
-        expect(started).toHaveLength(1);
-        const why = process.getuid?.() === 0 ? "no systemd manager runs here (/run/systemd/system is missing)" : expect.stringContaining("no systemd user manager for uid");
-        const mechanism = (e: { payload: object }) => ("mechanism" in e.payload ? e.payload.mechanism : undefined);
-        expect(mechanism(started[0]!)).toEqual(Bun.which("systemd-run") ? { kind: "process_group", why } : { kind: "process_group", why: "systemd-run is not on PATH" });
-        expect(existsSync(join(p.sessionDir("a", 1), "scope.json"))).toBe(false);
-        // Its verify command too, by the same decision, recorded in verify_started.
-        const verify = p.eventsOf("verify_started", "a");
-        expect(verify).toHaveLength(1);
-        expect(mechanism(verify[0]!)).toEqual(mechanism(started[0]!));
-        expect(existsSync(join(p.sessionDir("a", 1), "verify-scope.json"))).toBe(false);
-        expect(p.eventsOf("verify_finished", "a")[0]!.payload.passed).toBe(true);
-      }),
-    60_000,
-  );
-
-  test.skipIf(!noSystemd)(
-    "LOOP_SESSION_SCOPE=systemd without systemd: an environment fault, saying why; no attempt spent, nothing runs",
-    async () => {
-      const p = new Project(demoDefinition([{ id: "a", prompt: "hello" }], { defaults: { maxAttempts: 1 } }), { env: { LOOP_SESSION_SCOPE: "systemd" } });
-      try {
-        const r = await p.run([1]);
-        expect(r.loop.state).toBe("paused");
-        const faults = p.eventsOf("environment_fault");
-        expect(faults).toHaveLength(1);
-        // Found before anything is reserved (lib/decisions/faults.ts scopeFault).
-        expect(String(faults[0]!.payload.reason)).toContain("sessions must run in a systemd scope of their own, but ");
-        expect(faults[0]!.payload.attempt).toBeNull();
-        expect(p.eventsOf("launch_reserved")).toEqual([]);
-        expect(p.eventsOf("launch_failed")).toEqual([]);
-        expect(p.eventsOf("session_started")).toEqual([]);
-        expect(existsSync(join(p.sessionDir("a", 1), "started.json"))).toBe(false);
-      } finally {
-        p.dispose();
-      }
-    },
-    60_000,
-  );
 });

@@ -8,7 +8,7 @@
 // found by its branch before one is opened, and a merged PR is read as merged before a merge is
 // asked for, so nothing is done twice.
 import type { Payload } from "../../log/events.ts";
-import { currentAttemptOf, type ItemState } from "../../log/projection.ts";
+import { currentAttemptOf, type ItemState, requireAttempt } from "../../log/projection.ts";
 import type { ForgeFailure, ForgePull } from "../../forge/provider.ts";
 import { AUTO_MERGE_VAR, autoMergeAllowed } from "../../forge/auto-merge.ts";
 import { definitionLock, environmentLock, type Expected, failureGate, type GateDecision, identityGate, mergeGate } from "../../forge/merge-gate.ts";
@@ -19,15 +19,15 @@ import { failpoint } from "../../shared/failpoint.ts";
 import { append, itemNow, repoOf, type StepContext, type StepOutcome } from "../context.ts";
 import { forgeLink, type ForgeLink } from "./link.ts";
 import { gitTry } from "../../repo/git.ts";
-import { forgeGit } from "./remote.ts";
+import { forgeFetch, forgePush } from "./remote.ts";
 import { reactToPull } from "./react.ts";
 
-type Landing = Omit<Payload<"landing_finished">, "attempt" | "branch">;
-type Finish = (l: Landing) => null;
+type LandingRecord = Omit<Payload<"landing_finished">, "attempt" | "branch">;
+type Finish = (l: LandingRecord) => null;
 
 export async function landThroughForge(ctx: StepContext, it: ItemState): Promise<StepOutcome | null> {
   const link = (await forgeLink(ctx))!;
-  const attempt = it.attempts[it.attempts.length - 1]!;
+  const attempt = requireAttempt(it);
   const branch = it.session!.branch;
   const since = Date.parse(attempt.verify!.at);
   const deadline = since + (it.def.timeouts.landing ?? 30 * 60_000);
@@ -126,7 +126,7 @@ async function openPull(ctx: StepContext, link: ForgeLink, it: ItemState, branch
   ctx.store.assertLease();
   // What is pushed is the commit whose verify passed (verify_reserved `head`); for a verify recorded
   // before that existed, what the local branch holds now.
-  const verified = it.attempts[it.attempts.length - 1]?.verifyRun?.head;
+  const verified = currentAttemptOf(it)?.verifyRun?.head;
   const head = verified ?? gitTry(repoOf(ctx), ["rev-parse", "--verify", "-q", `refs/heads/${branch}^{commit}`]).stdout.trim();
   if (!head) {
     ctx.errors.push(`${it.id}: branch ${branch} is missing from the repository`);
@@ -134,7 +134,7 @@ async function openPull(ctx: StepContext, link: ForgeLink, it: ItemState, branch
   }
   // Fast-forward only: a push that would drop commits someone added to the branch is refused. With
   // loop's own credentials (./remote.ts), never a token in a URL or .git/config.
-  const push = forgeGit({ repo: repoOf(ctx), forge: settings, env: ctx.options.env, args: ["push", "--quiet", settings.remote, `${head}:refs/heads/${branch}`] });
+  const push = forgePush({ repo: repoOf(ctx), forge: settings, env: ctx.options.env, head, branch });
   if (push.code !== 0) {
     const why = new GitError(["push", settings.remote, branch], push.code, push.stderr).message;
     ctx.errors.push(`${it.id}: ${why}`);
@@ -144,7 +144,7 @@ async function openPull(ctx: StepContext, link: ForgeLink, it: ItemState, branch
   const found = await link.provider.findPull(branch);
   if (!found.ok) return { wait: link.failed(found) };
   if (found.value && (found.value.state === "open" || (found.value.merged && found.value.headSha === head))) return { pull: found.value, reused: true, pushed: head };
-  const attempt = it.attempts[it.attempts.length - 1]!;
+  const attempt = requireAttempt(it);
   const title = `${it.id}: ${sanitizeLine(it.def.prompt.split("\n", 1)[0] ?? "", 80)}`;
   const body = [
     `Opened by loop \`${ctx.def.name}\` for item \`${it.id}\`${it.def.ref ? ` (${it.def.ref})` : ""}, attempt ${attempt.n}.`,
@@ -181,7 +181,7 @@ async function openPull(ctx: StepContext, link: ForgeLink, it: ItemState, branch
 function merged(ctx: StepContext, pull: ForgePull, sha: string | null, finish: Finish): null {
   const settings = ctx.def.forge!;
   // The next item branches from the base as merged: fetch it now (a failure here is repaired by the next launch's fetch).
-  const r = forgeGit({ repo: repoOf(ctx), forge: settings, env: ctx.options.env, args: ["fetch", "--quiet", settings.remote, `refs/heads/${ctx.def.base}:refs/remotes/${settings.remote}/${ctx.def.base}`] });
+  const r = forgeFetch({ repo: repoOf(ctx), forge: settings, env: ctx.options.env, branch: ctx.def.base, dest: `refs/remotes/${settings.remote}/${ctx.def.base}` });
   if (r.code !== 0) ctx.options.log.warn(`forge: could not fetch ${settings.remote}/${ctx.def.base} after the merge: ${r.stderr.trim()}`);
   return finish({ outcome: "merged", target: ctx.def.base, commit: sha ?? pull.mergeCommitSha, code: "merged", reason: `${pull.label} merged into ${ctx.def.base} (${pull.url})` });
 }

@@ -3,6 +3,7 @@
 // forge cache, a file under the state root holding what is not truth but saves requests (ETags
 // and their bodies, the comment cursor, when a rate limit ends). Losing the file costs requests,
 // never correctness: what was acted on is in the log.
+import { RATE_LIMIT_CAP_MS } from "../../forge/provider.ts";
 import { statSync } from "node:fs";
 import { join } from "node:path";
 import type { ConditionalCache, ForgeFailure, ForgeProvider } from "../../forge/provider.ts";
@@ -68,7 +69,8 @@ export async function forgeLink(ctx: StepContext): Promise<ForgeLink | null> {
   const cache: CacheFile = {
     etags: read?.etags && typeof read.etags === "object" ? read.etags : {},
     comments: read?.comments ?? { since: null, polledAt: 0 },
-    rateLimitedUntil: typeof read?.rateLimitedUntil === "number" ? read.rateLimitedUntil : 0,
+    // A limit from an older cache (or a damaged one) holds no longer than the cap from now.
+    rateLimitedUntil: typeof read?.rateLimitedUntil === "number" && Number.isFinite(read.rateLimitedUntil) ? Math.min(read.rateLimitedUntil, Date.now() + RATE_LIMIT_CAP_MS) : 0,
     launchWaits: read?.launchWaits && typeof read.launchWaits === "object" ? read.launchWaits : {},
     permissions: read?.permissions && typeof read.permissions === "object" ? read.permissions : {},
   };

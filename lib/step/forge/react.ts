@@ -8,7 +8,7 @@
 // reaction, and the landing ended `blocked`). A signal's key is recorded with it, so the same signal
 // on the same head never triggers twice, however often a kill makes a step see it again.
 import type { EventDraft } from "../../log/events.ts";
-import type { ItemState } from "../../log/projection.ts";
+import { type ItemState, requireAttempt } from "../../log/projection.ts";
 import type { CheckFailure, ForgeCheck, ForgeChecks, ForgePull, ReviewFeedback } from "../../forge/provider.ts";
 import { decideReaction, FEEDBACK_BOUNDS, newSignals, type Reactions, reactionFeedback, type Signal } from "../../forge/reactions.ts";
 import { reactionsOf } from "../../definition/normalize.ts";
@@ -18,7 +18,7 @@ import { append, closeInStep, repoOf, type StepContext, type StepOutcome } from 
 import { afterFailure, attemptsRan } from "../../decisions/attempt.ts";
 import { gitTry } from "../../repo/git.ts";
 import type { ForgeLink } from "./link.ts";
-import { forgeGit } from "./remote.ts";
+import { forgeFetch } from "./remote.ts";
 
 /** What a turn of the landing does after looking: nothing new (go on to the merge gate), wait, or stop here having recorded a reaction. */
 export type ReactionTurn = { kind: "none" } | { kind: "wait"; reason: string } | { kind: "failed"; failure: Parameters<ForgeLink["failed"]>[0] } | { kind: "recorded"; outcome: StepOutcome | null };
@@ -56,7 +56,7 @@ export async function reactToPull(ctx: StepContext, link: ForgeLink, it: ItemSta
   failpoint("reaction:after_seen");
   ctx.store.assertLease();
   const { decision, why } = decideReaction(signals, itemReactions(ctx, it), afterFailure(it) === "retry");
-  const attempt = it.attempts[it.attempts.length - 1]!;
+  const attempt = requireAttempt(it);
   const summary = signals.map((s) => s.summary).join("; ");
   const base = { attempt: attempt.n, head: o.pushed, signals };
   if (decision === "block") {
@@ -111,7 +111,7 @@ async function failureDetails(link: ForgeLink, failing: readonly ForgeCheck[]): 
 function conflictPaths(ctx: StepContext, head: string): string[] | null {
   const { remote } = ctx.def.forge!;
   const ref = `refs/remotes/${remote}/${ctx.def.base}`;
-  const fetched = forgeGit({ repo: repoOf(ctx), forge: ctx.def.forge!, env: ctx.options.env, args: ["fetch", "--quiet", remote, `refs/heads/${ctx.def.base}:${ref}`] });
+  const fetched = forgeFetch({ repo: repoOf(ctx), forge: ctx.def.forge!, env: ctx.options.env, branch: ctx.def.base, dest: ref });
   if (fetched.code !== 0) ctx.options.log.warn(`forge: could not fetch ${remote}/${ctx.def.base} to name the conflicting paths: ${fetched.stderr.trim()}`);
   const r = gitTry(repoOf(ctx), ["merge-tree", "--write-tree", "--name-only", "--no-messages", ref, head]);
   // Exit 1: conflicts, the tree's id then one path per line; 0: none (the forge saw a base git has not fetched).

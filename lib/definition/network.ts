@@ -1,0 +1,80 @@
+// What a session (and its verify) may reach over the network (docs/loop-json.md#network): "open"
+// (no limit, loop's behaviour before), "none", or an allow-list of "host:port" entries, a leading
+// "*." matching any subdomain. The runner presets bring the hosts their CLI needs besides the model
+// API (which goes through the session's gateway, never the list). Pure: parsing, the preset lists,
+// and the one matching rule the gateway's proxy applies.
+
+/** Normalized: "none", or the allowed entries (lower-case, sorted, unique). "open" is absent from a normalized item. */
+export type NetworkPolicy = "none" | string[];
+
+/** A name, a `*.` wildcard over one, an IPv4 address, or an [IPv6] address; then a port. */
+const ENTRY = /^(\*\.)?((?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?|\[[0-9a-f:.]+\]):(\d{1,5})$/;
+
+/** At most this many entries, so a list stays something a person reads. */
+export const MAX_NETWORK_ENTRIES = 256;
+
+/** Why an entry is refused, or undefined. */
+export function networkEntryProblem(s: string): string | undefined {
+  const m = ENTRY.exec(s.toLowerCase());
+  if (!m) return `must be "host:port" ("registry.npmjs.org:443", "*.pypi.org:443", "127.0.0.1:8080"), not ${JSON.stringify(s.slice(0, 80))}`;
+  const port = Number(m[3]);
+  if (port < 1 || port > 65535) return `the port must be 1 to 65535, not ${m[3]}`;
+  if (m[1] && /^[\d.]+$/.test(m[2]!)) return "a wildcard (*.) goes before a name, not an address";
+  return undefined;
+}
+
+/** A policy as loop.json gives it ("open" | "none" | entries) normalized: undefined for "open". */
+export function normalizeNetwork(raw: "open" | "none" | string[] | undefined): NetworkPolicy | undefined {
+  if (raw === undefined || raw === "open") return undefined;
+  if (raw === "none") return "none";
+  return [...new Set(raw.map((e) => e.toLowerCase()))].sort();
+}
+
+/**
+ * Hosts each runner preset's CLI reaches besides the model API (docs/loop-json.md#network). What
+ * can be turned off is turned off in the agent's environment instead (NONESSENTIAL_TRAFFIC_OFF).
+ */
+export const PRESET_NETWORK: Readonly<Record<string, readonly string[]>> = {
+  // Claude Code: the model API goes through the gateway; with the non-essential traffic off
+  // (telemetry, error reports, update checks) it needs nothing else.
+  claude: [],
+  // Codex: the model API through the gateway; a ChatGPT sign-in refreshes its token at auth.openai.com.
+  codex: ["auth.openai.com:443"],
+  // aider: the model API through the gateway; its analytics and version check are turned off by flags.
+  aider: [],
+  demo: [],
+};
+
+/**
+ * Variables given to every agent behind a gateway that switch off what the CLIs would otherwise
+ * send out on their own (Claude Code's telemetry, error reports and update checks; codex's and
+ * aider's analytics where a variable exists).
+ */
+export const NONESSENTIAL_TRAFFIC_OFF: Readonly<Record<string, string>> = {
+  CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+  DISABLE_TELEMETRY: "1",
+  DISABLE_ERROR_REPORTING: "1",
+  DISABLE_AUTOUPDATER: "1",
+  AIDER_ANALYTICS: "false",
+  AIDER_CHECK_UPDATE: "false",
+};
+
+/** The entries a session of `runner` may reach: the item's policy plus its preset's hosts; "none" stays "none". */
+export function sessionAllowList(policy: NetworkPolicy | undefined, runner: string): NetworkPolicy | undefined {
+  if (policy === undefined || policy === "none") return policy;
+  return [...new Set([...policy, ...(PRESET_NETWORK[runner] ?? [])])].sort();
+}
+
+/** Whether `host:port` is allowed by a policy (undefined: open). Names compare case-insensitively; `*.x` matches `a.x` and `a.b.x`, not `x`. */
+export function networkAllows(policy: NetworkPolicy | undefined, host: string, port: number): boolean {
+  if (policy === undefined) return true;
+  if (policy === "none") return false;
+  const h = host.toLowerCase().replace(/\.$/, "");
+  const bracketed = h.includes(":") && !h.startsWith("[") ? `[${h}]` : h;
+  return policy.some((entry) => {
+    const colon = entry.lastIndexOf(":");
+    if (Number(entry.slice(colon + 1)) !== port) return false;
+    const name = entry.slice(0, colon);
+    return name.startsWith("*.") ? bracketed.endsWith(name.slice(1)) && bracketed.length > name.length - 1 : bracketed === name;
+  });
+}

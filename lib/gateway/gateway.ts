@@ -1,0 +1,274 @@
+// A session's gateway (docs/threat-model.md#the-gateway): the one way out of a session, outside
+// its sandbox, living as long as the session.
+//   - The model APIs as a reverse proxy: `/anthropic/…` to loop's Anthropic upstream, `/openai/…`
+//     to its OpenAI one, the answer streamed back unchanged while lib/gateway/meter.ts reads what
+//     it used, request by request.
+//   - The key stays with loop: a request carrying the session's stand-in token gets loop's real key
+//     instead (from loop's environment, never the agent's); any other credential (a CLI signed in
+//     with an account) passes as it came, still metered.
+//   - A hard cap: before each model request `refuse()` is asked (the item's and the loop's budget);
+//     a spent budget is refused with the provider's error shape, and the upstream never sees it.
+//   - Every other host through an HTTP proxy (CONNECT, and absolute-form plain HTTP) that lets
+//     through only what the session's allow-list names; a refusal is reported (host, port, time).
+import { connect, createServer, type Server, type Socket } from "node:net";
+import { networkAllows, type NetworkPolicy } from "../definition/network.ts";
+import { type MeteredUsage, UsageMeter } from "./meter.ts";
+
+export type Provider = "anthropic" | "openai";
+
+/** Where loop's own model traffic goes unless loop's environment says otherwise. */
+export const DEFAULT_UPSTREAMS: Readonly<Record<Provider, string>> = { anthropic: "https://api.anthropic.com", openai: "https://api.openai.com/v1" };
+
+export interface ModelCall {
+  provider: Provider;
+  /** The path below the provider's base (`/v1/messages`, `/responses`). */
+  path: string;
+  status: number;
+  usage: MeteredUsage;
+  /** Whether the answer said what it used (false: an error, or cut off before its first figure). */
+  metered: boolean;
+  /** Whether the answer was read to its end (false: the client or the upstream went away mid-answer). */
+  complete: boolean;
+  /** Whether the request carried the stand-in (loop's key was used) rather than the CLI's own credential. */
+  standIn: boolean;
+  at: number;
+}
+
+export interface ProxyRefusal {
+  host: string;
+  port: number;
+  at: number;
+}
+
+export interface GatewayOptions {
+  upstreams: Record<Provider, string>;
+  /** Loop's real keys, from loop's environment; a stand-in request without one is refused. */
+  keys: Partial<Record<Provider, string>>;
+  /** The per-session stand-in token the agent's environment holds. */
+  standIn: string;
+  /** What the proxy lets through (undefined: open). The model API never needs it. */
+  allow: NetworkPolicy | undefined;
+  /** Asked before each model request: null to go ahead, else why not (a spent budget). */
+  refuse?: () => string | null;
+  onModelCall?: (call: ModelCall) => void;
+  onModelRefused?: (r: { provider: Provider; reason: string; at: number }) => void;
+  onProxyRefused?: (r: ProxyRefusal) => void;
+  now?: () => number;
+}
+
+export interface Gateway {
+  /** Base URLs for the agent: ANTHROPIC_BASE_URL, OPENAI_BASE_URL. */
+  modelUrl: Record<Provider, string>;
+  /** http://127.0.0.1:<port>, for HTTP_PROXY and friends. */
+  proxyUrl: string;
+  modelPort: number;
+  proxyPort: number;
+  stop(): Promise<void>;
+}
+
+/** Request headers never forwarded: hop-by-hop ones, and what fetch sets itself. */
+const HOP = new Set(["host", "connection", "keep-alive", "proxy-authorization", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "content-length", "accept-encoding"]);
+
+function providerError(provider: Provider, status: number, message: string): Response {
+  const body = provider === "anthropic" ? { type: "error", error: { type: status === 403 ? "permission_error" : "authentication_error", message } } : { error: { message, type: status === 403 ? "insufficient_quota" : "invalid_request_error", code: null } };
+  return Response.json(body, { status });
+}
+
+/** Start a session's gateway on 127.0.0.1 (two ephemeral ports: the model API, the proxy). */
+export async function startGateway(o: GatewayOptions): Promise<Gateway> {
+  const now = o.now ?? Date.now;
+  const model = Bun.serve({ hostname: "127.0.0.1", port: 0, idleTimeout: 0, fetch: (req) => modelRequest(o, now, req) });
+  const proxy = await startProxy(o, now);
+  const port = model.port!;
+  return {
+    modelUrl: { anthropic: `http://127.0.0.1:${port}/anthropic`, openai: `http://127.0.0.1:${port}/openai` },
+    proxyUrl: `http://127.0.0.1:${proxy.port}`,
+    modelPort: port,
+    proxyPort: proxy.port,
+    async stop() {
+      await model.stop(true);
+      await new Promise<void>((r) => proxy.server.close(() => r()));
+      for (const s of proxy.sockets) s.destroy();
+    },
+  };
+}
+
+async function modelRequest(o: GatewayOptions, now: () => number, req: Request): Promise<Response> {
+  const url = new URL(req.url);
+  const m = /^\/(anthropic|openai)(\/.*)?$/.exec(url.pathname);
+  if (!m) return new Response("loop gateway: the model APIs are under /anthropic and /openai\n", { status: 404 });
+  const provider = m[1] as Provider;
+  const path = m[2] ?? "/";
+  const refused = o.refuse?.() ?? null;
+  if (refused !== null) {
+    o.onModelRefused?.({ provider, reason: refused, at: now() });
+    return providerError(provider, 403, `loop: ${refused}; no further model request is sent (budget_exhausted)`);
+  }
+  const headers = new Headers();
+  req.headers.forEach((v, k) => {
+    if (!HOP.has(k)) headers.set(k, v);
+  });
+  // The answer is read as it streams: ask for it uncompressed.
+  headers.set("accept-encoding", "identity");
+  const standIn = swapCredential(provider, headers, o.standIn, o.keys[provider]);
+  if (standIn === "no-key") return providerError(provider, 401, `loop: the stand-in key needs loop's ${provider === "anthropic" ? "ANTHROPIC_API_KEY" : "OPENAI_API_KEY"}, and loop's environment has none`);
+  const body = req.method === "GET" || req.method === "HEAD" ? undefined : await req.arrayBuffer();
+  let upstream: Response;
+  try {
+    upstream = await fetch(o.upstreams[provider].replace(/\/+$/, "") + path + url.search, { method: req.method, headers, body, redirect: "manual", decompress: false } as RequestInit);
+  } catch (err) {
+    return providerError(provider, 502, `loop gateway: the model API did not answer: ${(err as Error).message}`);
+  }
+  const out = new Headers(upstream.headers);
+  out.delete("content-length");
+  out.delete("transfer-encoding");
+  out.delete("connection");
+  const stream = (upstream.headers.get("content-type") ?? "").includes("text/event-stream");
+  const meter = new UsageMeter(stream);
+  let done = false;
+  const record = (complete: boolean) => {
+    if (done) return;
+    done = true;
+    meter.end();
+    o.onModelCall?.({ provider, path, status: upstream.status, usage: { ...meter.usage }, metered: meter.seen, complete, standIn: standIn === "swapped", at: now() });
+  };
+  if (!upstream.body) {
+    record(true);
+    return new Response(null, { status: upstream.status, headers: out });
+  }
+  const reader = upstream.body.getReader();
+  const piped = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { value, done: end } = await reader.read();
+        if (end) {
+          record(true);
+          controller.close();
+          return;
+        }
+        meter.push(value);
+        controller.enqueue(value);
+      } catch (err) {
+        record(false);
+        controller.error(err);
+      }
+    },
+    cancel(reason) {
+      // The client went away mid-answer (a session killed mid-turn): what was said so far counts.
+      record(false);
+      return reader.cancel(reason);
+    },
+  });
+  return new Response(piped, { status: upstream.status, statusText: upstream.statusText, headers: out });
+}
+
+/** Replace the stand-in by loop's key where it is; "swapped", "passed" (another credential, or none), or "no-key". */
+function swapCredential(provider: Provider, headers: Headers, standIn: string, key: string | undefined): "swapped" | "passed" | "no-key" {
+  const bearer = headers.get("authorization");
+  const apiKey = headers.get("x-api-key");
+  const carries = apiKey === standIn || bearer === `Bearer ${standIn}`;
+  if (!carries) return "passed";
+  if (!key) return "no-key";
+  headers.delete("authorization");
+  headers.delete("x-api-key");
+  if (provider === "anthropic") headers.set("x-api-key", key);
+  else headers.set("authorization", `Bearer ${key}`);
+  return "swapped";
+}
+
+const MAX_HEAD = 16 << 10;
+
+function startProxy(o: GatewayOptions, now: () => number): Promise<{ server: Server; port: number; sockets: Set<Socket> }> {
+  const sockets = new Set<Socket>();
+  const server = createServer((client) => {
+    sockets.add(client);
+    client.on("close", () => sockets.delete(client));
+    client.on("error", () => client.destroy());
+    let head = Buffer.alloc(0);
+    const onData = (chunk: Buffer) => {
+      head = Buffer.concat([head, chunk]);
+      const end = head.indexOf("\r\n\r\n");
+      if (end < 0) {
+        if (head.length > MAX_HEAD) client.end("HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\n\r\n");
+        return;
+      }
+      client.off("data", onData);
+      client.pause();
+      proxyRequest(o, now, client, head.subarray(0, end + 4), head.subarray(end + 4));
+    };
+    client.on("data", onData);
+  });
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => resolve({ server, port: (server.address() as { port: number }).port, sockets }));
+  });
+}
+
+/** The target of a proxy request: CONNECT host:port, or an absolute http:// URL. */
+export function proxyTarget(requestLine: string): { kind: "connect" | "http"; host: string; port: number; originLine?: string } | null {
+  const [method, target, version] = requestLine.split(" ");
+  if (!method || !target || !version) return null;
+  if (method === "CONNECT") {
+    const m = /^(\[[0-9a-fA-F:.]+\]|[^:\s]+):(\d{1,5})$/.exec(target);
+    if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535) return null;
+    return { kind: "connect", host: m[1]!.replace(/^\[|\]$/g, ""), port: Number(m[2]) };
+  }
+  let u: URL;
+  try {
+    u = new URL(target);
+  } catch {
+    return null;
+  }
+  if (u.protocol !== "http:") return null;
+  return { kind: "http", host: u.hostname.replace(/^\[|\]$/g, ""), port: Number(u.port || 80), originLine: `${method} ${u.pathname}${u.search} ${version}` };
+}
+
+function proxyRequest(o: GatewayOptions, now: () => number, client: Socket, head: Buffer, rest: Buffer): void {
+  const text = head.toString("latin1");
+  const firstLine = text.slice(0, text.indexOf("\r\n"));
+  const target = proxyTarget(firstLine);
+  if (!target) {
+    client.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Type: text/plain\r\n\r\nloop gateway: a proxy request is CONNECT host:port or an absolute http:// URL\n");
+    return;
+  }
+  if (!networkAllows(o.allow, target.host, target.port)) {
+    o.onProxyRefused?.({ host: target.host, port: target.port, at: now() });
+    const why = `loop gateway: ${target.host}:${target.port} is not on this session's network allow-list (docs/loop-json.md#network)\n`;
+    client.end(`HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(why)}\r\n\r\n${why}`);
+    return;
+  }
+  const upstream = connect({ host: target.host, port: target.port });
+  upstream.on("error", (err) => {
+    if (!client.writableEnded) client.end(`HTTP/1.1 502 Bad Gateway\r\nConnection: close\r\nContent-Type: text/plain\r\n\r\nloop gateway: ${target.host}:${target.port}: ${err.message}\n`);
+    upstream.destroy();
+  });
+  client.on("close", () => upstream.destroy());
+  upstream.on("close", () => client.destroy());
+  upstream.on("connect", () => {
+    if (target.kind === "connect") client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+    else upstream.write(target.originLine + text.slice(firstLine.length).replace(/\r\nproxy-connection:[^\r]*/gi, ""), "latin1");
+    if (rest.length) upstream.write(rest);
+    client.pipe(upstream);
+    upstream.pipe(client);
+    client.resume();
+  });
+}
+
+/** The variables that send an agent through its gateway: the CLIs' base URLs, the stand-in as their key, the standard proxy variables. */
+export function gatewayEnv(g: Pick<Gateway, "modelUrl" | "proxyUrl">, standIn: string): Record<string, string> {
+  const proxy = g.proxyUrl;
+  return {
+    ANTHROPIC_BASE_URL: g.modelUrl.anthropic,
+    ANTHROPIC_API_KEY: standIn,
+    OPENAI_BASE_URL: g.modelUrl.openai,
+    OPENAI_API_KEY: standIn,
+    HTTP_PROXY: proxy,
+    HTTPS_PROXY: proxy,
+    ALL_PROXY: proxy,
+    http_proxy: proxy,
+    https_proxy: proxy,
+    all_proxy: proxy,
+    NO_PROXY: "127.0.0.1,localhost,::1",
+    no_proxy: "127.0.0.1,localhost,::1",
+  };
+}

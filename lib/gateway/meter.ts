@@ -1,0 +1,128 @@
+// What a model answer used, read from the provider's own answer as it streams through the gateway
+// (docs/spend.md#the-gateway): Anthropic Messages (`message_start` carries the input and cache
+// tokens, each `message_delta` the output so far), OpenAI Responses (`response.completed` carries
+// the whole usage), OpenAI Chat Completions (the last chunk's `usage`, when asked for), or the same
+// answers unstreamed (one JSON body with `usage`). Pure and incremental: fed the bytes in the
+// pieces they arrive in, it never holds more than one unfinished line of an event stream.
+
+export interface MeteredUsage {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+}
+
+export const NO_USAGE: Readonly<MeteredUsage> = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
+
+const n = (x: unknown): number => (typeof x === "number" && Number.isFinite(x) && x >= 0 ? Math.floor(x) : 0);
+const obj = (x: unknown): Record<string, unknown> | null => (x && typeof x === "object" && !Array.isArray(x) ? (x as Record<string, unknown>) : null);
+
+/** Usage from one provider document (an event's data or a whole body), merged into `u`; whether it held any. */
+export function readUsage(doc: unknown, u: MeteredUsage): boolean {
+  const d = obj(doc);
+  if (!d) return false;
+  // Anthropic: message_start { message: { usage } }, message_delta { usage } (output is cumulative).
+  if (d.type === "message_start") {
+    const usage = obj(obj(d.message)?.usage);
+    if (!usage) return false;
+    u.input = n(usage.input_tokens);
+    u.cacheRead = n(usage.cache_read_input_tokens);
+    u.cacheWrite = n(usage.cache_creation_input_tokens);
+    u.output = n(usage.output_tokens);
+    return true;
+  }
+  if (d.type === "message_delta") {
+    const usage = obj(d.usage);
+    if (!usage) return false;
+    u.output = Math.max(u.output, n(usage.output_tokens));
+    // Newer answers repeat the input figures here; the larger is the final one.
+    if ("input_tokens" in usage) u.input = Math.max(u.input, n(usage.input_tokens));
+    if ("cache_read_input_tokens" in usage) u.cacheRead = Math.max(u.cacheRead, n(usage.cache_read_input_tokens));
+    if ("cache_creation_input_tokens" in usage) u.cacheWrite = Math.max(u.cacheWrite, n(usage.cache_creation_input_tokens));
+    return true;
+  }
+  // OpenAI Responses: response.completed (also .incomplete and .failed) { response: { usage } }.
+  if (typeof d.type === "string" && /^response\.(completed|incomplete|failed)$/.test(d.type)) return readOpenAiUsage(obj(obj(d.response)?.usage), u);
+  // An unstreamed answer: Anthropic { type: "message", usage }, OpenAI { object: "response" | "chat.completion", usage }; a chat chunk with usage.
+  const usage = obj(d.usage);
+  if (!usage) return false;
+  if (d.type === "message") {
+    u.input = n(usage.input_tokens);
+    u.output = n(usage.output_tokens);
+    u.cacheRead = n(usage.cache_read_input_tokens);
+    u.cacheWrite = n(usage.cache_creation_input_tokens);
+    return true;
+  }
+  return readOpenAiUsage(usage, u);
+}
+
+function readOpenAiUsage(usage: Record<string, unknown> | null, u: MeteredUsage): boolean {
+  if (!usage) return false;
+  // Responses: input_tokens (cached ones included), output_tokens; Chat: prompt_tokens, completion_tokens.
+  const input = n(usage.input_tokens ?? usage.prompt_tokens);
+  const cached = n(obj(usage.input_tokens_details ?? usage.prompt_tokens_details)?.cached_tokens);
+  u.cacheRead = Math.min(cached, input);
+  u.input = input - u.cacheRead;
+  u.output = n(usage.output_tokens ?? usage.completion_tokens);
+  u.cacheWrite = 0;
+  return true;
+}
+
+/** Reads one answer's bytes as they stream: an event stream line by line, any other body whole (bounded). */
+export class UsageMeter {
+  readonly usage: MeteredUsage = { ...NO_USAGE };
+  /** Whether the answer said what it used. */
+  seen = false;
+  private pending = "";
+  private readonly decoder = new TextDecoder();
+  private body: string[] = [];
+  private bodyBytes = 0;
+  constructor(private readonly stream: boolean) {}
+
+  /** The next piece of the answer, as it arrived. */
+  push(bytes: Uint8Array): void {
+    const text = this.decoder.decode(bytes, { stream: true });
+    if (!this.stream) {
+      // A JSON answer is read at its end; one too large to be an answer's usage is not kept.
+      if (this.bodyBytes < MAX_BODY) this.body.push(text);
+      this.bodyBytes += bytes.length;
+      return;
+    }
+    this.pending += text;
+    let nl: number;
+    while ((nl = this.pending.indexOf("\n")) >= 0) {
+      this.line(this.pending.slice(0, nl).replace(/\r$/, ""));
+      this.pending = this.pending.slice(nl + 1);
+    }
+    // A line that never ends (not an event stream after all) is dropped, not kept growing.
+    if (this.pending.length > MAX_BODY) this.pending = "";
+  }
+
+  /** The answer ended (or was cut off: what it said so far counts). */
+  end(): MeteredUsage {
+    if (this.stream) {
+      if (this.pending) this.line(this.pending);
+      this.pending = "";
+    } else if (this.bodyBytes <= MAX_BODY) {
+      try {
+        this.seen = readUsage(JSON.parse(this.body.join("") + this.decoder.decode()), this.usage) || this.seen;
+      } catch {
+        // not JSON: an error page, nothing used
+      }
+    }
+    return this.usage;
+  }
+
+  private line(line: string): void {
+    if (!line.startsWith("data:")) return;
+    const data = line.slice(5).trim();
+    if (!data || data === "[DONE]") return;
+    try {
+      if (readUsage(JSON.parse(data), this.usage)) this.seen = true;
+    } catch {
+      // a data line that is not JSON carries no usage
+    }
+  }
+}
+
+const MAX_BODY = 8 << 20;

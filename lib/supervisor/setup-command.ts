@@ -1,0 +1,66 @@
+// workspace.setup as a process (docs/loop-json.md#workspace): `sh -c <command>` in a new worktree,
+// in a process group of its own, its output in the attempt's setup.log, the whole group killed at
+// its deadline. The launch waits for it (the agent must not start in a half-prepared checkout), so
+// it runs while the step holds its lease; the caller renews the lease for the deadline first.
+import { closeSync, constants as fsConstants, openSync, rmSync } from "node:fs";
+import { childEnvironment, type EnvRule } from "../definition/environment.ts";
+import { formatDuration } from "../definition/duration.ts";
+import { readTextOrNull, tail } from "../shared/fsutil.ts";
+import { killGroup } from "../shared/process.ts";
+
+export type SetupRun = { ok: true; ms: number } | { ok: false; ms: number; reason: string };
+
+export async function runSetup(o: {
+  command: string;
+  cwd: string;
+  /** Added to the filtered environment (LOOP_ITEM, LOOP_ATTEMPT, LOOP_WORKDIR). */
+  env: Record<string, string>;
+  /** What it gets of loop's environment: the verify command's rule (lib/definition/environment.ts verifyRule). */
+  envRule: EnvRule;
+  logPath: string;
+  timeoutMs: number;
+}): Promise<SetupRun> {
+  const started = Date.now();
+  // Created afresh: never written through a link (or into a FIFO) found under its name.
+  rmSync(o.logPath, { force: true });
+  const fd = openSync(o.logPath, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, 0o644);
+  let timedOut = false;
+  try {
+    let child: Bun.Subprocess<"ignore", number, number>;
+    try {
+      child = Bun.spawn(["sh", "-c", o.command], {
+        cwd: o.cwd,
+        env: { ...childEnvironment(process.env, o.envRule), ...o.env, LOOP_FAILPOINT: "" },
+        detached: true,
+        stdio: ["ignore", fd, fd],
+      });
+    } catch (err) {
+      return { ok: false, ms: Date.now() - started, reason: `could not run sh: ${(err as Error).message}` };
+    }
+    const timer = setTimeout(() => {
+      timedOut = true;
+      void killGroup(child.pid, 2000);
+    }, o.timeoutMs);
+    await child.exited;
+    clearTimeout(timer);
+    // Whatever it left running in its group (a daemon an install started) ends with it.
+    await killGroup(child.pid, 0);
+    const ms = Date.now() - started;
+    const last = outputTail(o.logPath);
+    if (timedOut) return { ok: false, ms, reason: `timed out after ${formatDuration(o.timeoutMs)}${last}` };
+    if (child.signalCode) return { ok: false, ms, reason: `killed by ${child.signalCode}${last}` };
+    if (child.exitCode !== 0) return { ok: false, ms, reason: `exited ${child.exitCode}${last}` };
+    return { ok: true, ms };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function outputTail(path: string): string {
+  try {
+    const t = tail(readTextOrNull(path, { noLinks: true }) ?? "", 3, 300).trim();
+    return t ? `: ${t.split("\n").join(" / ")}` : "";
+  } catch {
+    return "";
+  }
+}

@@ -1,0 +1,83 @@
+// The real Codex CLI (0.171.0) as loop's agent, through `loop run`, against the fake OpenAI Responses
+// API on 127.0.0.1 (tests/helpers/fake-openai.ts; codex is pointed there by a model provider in
+// $CODEX_HOME/config.toml): an item passes with the tokens the fake served; ask → `loop ctl reply` →
+// resume reaches the model in the same thread, the resumed attempt counting only its own turn.
+// Skipped, said once, without the CLI (`npm run agents:install`).
+import { describe, expect, test } from "bun:test";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { askCodex, codexHome, codexSteps, type FakeOpenAI, type OpenAIUsage, reply, shell, startFakeOpenAI } from "../helpers/fake-openai.ts";
+import { demoDefinition, type Project, scenario } from "../helpers/project.ts";
+import { agentBin, agentPath } from "./agents.ts";
+
+const SLOW = 240_000;
+
+function servedSince(fake: FakeOpenAI, from: number) {
+  const t: OpenAIUsage = { input_tokens: 0, cached_tokens: 0, output_tokens: 0, reasoning_tokens: 0 };
+  for (const turn of fake.turns.slice(from)) for (const k of Object.keys(t) as (keyof OpenAIUsage)[]) t[k] += turn.usage[k];
+  // As loop counts: cached input apart from the rest; reasoning is part of the output.
+  return { input: t.input_tokens - t.cached_tokens, output: t.output_tokens, cacheRead: t.cached_tokens, cacheWrite: 0 };
+}
+
+function agentEnv(p: Project, fake: FakeOpenAI): Record<string, string> {
+  const home = join(p.aux, "home");
+  mkdirSync(home, { recursive: true });
+  // Not under /tmp's top: codex refuses to make its helper links there (it says so and goes on).
+  return { PATH: `${agentPath(p.aux, "codex", "codex")}:${process.env.PATH}`, HOME: home, ...codexHome(fake, join(home, ".codex")) };
+}
+
+const bin = agentBin("codex");
+describe.skipIf(bin === null)("codex as loop's agent", () => {
+  test(
+    "an item passes: the agent's shell call writes the file its verify checks, and the attempt's tokens are what the fake served",
+    async () => {
+      const fake = await startFakeOpenAI(codexSteps(shell("printf 'hello\\n' > DONE.md"), reply("Done.")));
+      try {
+        await scenario(demoDefinition([{ id: "a", prompt: "Write DONE.md.", verify: "test -s DONE.md" }], { defaults: { runner: "codex" }, environment: { pass: ["FAKE_OPENAI_API_KEY"] } }), {}, async (p) => {
+          Object.assign(p.env, agentEnv(p, fake));
+          expect((await p.run()).action).toBe("launched");
+          await p.runToDrain();
+          const it = p.projection().items.a!;
+          expect(it.status).toBe("passed");
+          expect(fake.turns.map((t) => t.shell !== null)).toEqual([true, false]);
+          expect(it.attempts[0]!.usage!.tokens).toEqual(servedSince(fake, 0));
+        });
+      } finally {
+        await fake.stop();
+      }
+    },
+    SLOW,
+  );
+
+  test(
+    "ask → loop ctl reply → resume: the reply reaches the model in the same thread; the resumed attempt records its own turn only",
+    async () => {
+      const fake = await startFakeOpenAI((t) => {
+        if (t.step === 0) return askCodex("Which colour?");
+        if (t.step === 1) return reply("Asked.");
+        if (t.step === 2) return shell("printf '%s\\n' blue > COLOUR.md");
+        return reply("Done.");
+      });
+      try {
+        await scenario(demoDefinition([{ id: "a", prompt: "Pick a colour.", verify: "test -s COLOUR.md" }], { defaults: { runner: "codex" }, environment: { pass: ["FAKE_OPENAI_API_KEY"] } }), {}, async (p) => {
+          Object.assign(p.env, agentEnv(p, fake));
+          expect((await p.run()).action).toBe("launched");
+          await p.runUntil((r) => r.attention.some((a) => a.kind === "question"), { what: "the question" });
+          const first = fake.turns.length;
+          expect(p.projection().items.a!.attempts[0]!.usage!.tokens).toEqual(servedSince(fake, 0));
+          expect((await p.ctl(["reply", "--work-item", "a", "blue, please"])).code).toBe(0);
+          expect((await p.ctl(["resume"])).code).toBe(0);
+          await p.runToDrain();
+          const it = p.projection().items.a!;
+          expect(it.status).toBe("passed");
+          const resumed = fake.requests.filter((r) => r.path.endsWith("/responses")).at(-2)!;
+          expect(JSON.stringify(resumed.body)).toContain("Which colour?");
+          expect(it.attempts[1]!.usage!.tokens).toEqual(servedSince(fake, first));
+        });
+      } finally {
+        await fake.stop();
+      }
+    },
+    SLOW,
+  );
+});

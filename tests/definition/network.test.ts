@@ -1,0 +1,82 @@
+// loop.json's network settings (docs/loop-json.md#network): parsed, refused at their path,
+// normalized (absent for "open", so old definitions hash as before), and the one matching rule.
+import { describe, expect, test } from "bun:test";
+import { definitionHash, normalizeDefinition } from "../../lib/definition/normalize.ts";
+import { networkAllows, networkEntryProblem, sessionAllowList } from "../../lib/definition/network.ts";
+
+function issuesOf(raw: unknown): { path: string; message: string }[] {
+  try {
+    normalizeDefinition(raw);
+    return [];
+  } catch (e: any) {
+    return e.issues.map((i: any) => ({ path: i.path, message: i.message }));
+  }
+}
+
+const items = ["claude", "mine", "boxed"].map((runner) => ({ id: runner, prompt: "p", verify: "true", runner }));
+const runners = { mine: { command: ["m"] }, boxed: { command: ["b"], sandbox: "bwrap", network: ["registry.npmjs.org:443"] } };
+
+describe("network settings", () => {
+  test('"open" by default: no item carries network or verifyNetwork outside the sandbox, and the hash is as before', () => {
+    const plain = normalizeDefinition({ name: "x", runners: { mine: runners.mine }, items: items.slice(0, 2) });
+    expect(plain.items.every((it) => !("network" in it) && !("verifyNetwork" in it))).toBe(true);
+    const open = normalizeDefinition({ name: "x", defaults: { network: "open", verifyNetwork: "open" }, runners: { mine: runners.mine }, items: items.slice(0, 2) });
+    expect(definitionHash(open)).toBe(definitionHash(plain));
+  });
+
+  test("defaults.network applies to presets and runners without their own; a runner's own wins; entries lower-cased, sorted, unique", () => {
+    const def = normalizeDefinition({ name: "x", defaults: { network: ["Example.COM:443", "*.pypi.org:443", "example.com:443"] }, runners, items });
+    expect(def.items.map((it) => it.network)).toEqual([["*.pypi.org:443", "example.com:443"], ["*.pypi.org:443", "example.com:443"], ["registry.npmjs.org:443"]]);
+    expect(normalizeDefinition({ name: "x", defaults: { network: "none" }, items: items.slice(0, 1) }).items[0]!.network).toBe("none");
+  });
+
+  test('verifyNetwork: "none" in the sandbox unless said, open outside it; defaults.verifyNetwork wins', () => {
+    const def = normalizeDefinition({ name: "x", runners, items });
+    expect(def.items.map((it) => it.verifyNetwork ?? "open")).toEqual(["open", "open", "none"]);
+    const told = normalizeDefinition({ name: "x", defaults: { verifyNetwork: ["registry.npmjs.org:443"] }, runners, items });
+    expect(told.items.map((it) => it.verifyNetwork)).toEqual([["registry.npmjs.org:443"], ["registry.npmjs.org:443"], ["registry.npmjs.org:443"]]);
+    expect(normalizeDefinition({ name: "x", defaults: { sandbox: "bwrap", verifyNetwork: "open" }, items: items.slice(0, 1) }).items[0]!.verifyNetwork).toBeUndefined();
+  });
+
+  test.each([
+    ["a word", { defaults: { network: "closed" } }, "defaults.network", 'must be "open", "none" or an array of "host:port" entries'],
+    ["no port", { defaults: { network: ["example.com"] } }, "defaults.network[0]", 'must be "host:port"'],
+    ["port 0", { defaults: { verifyNetwork: ["example.com:0"] } }, "defaults.verifyNetwork[0]", "the port must be 1 to 65535"],
+    ["port 70000", { defaults: { network: ["example.com:70000"] } }, "defaults.network[0]", "the port must be 1 to 65535"],
+    ["a URL", { defaults: { network: ["https://example.com:443"] } }, "defaults.network[0]", 'must be "host:port"'],
+    ["a wildcard inside", { defaults: { network: ["a.*.com:443"] } }, "defaults.network[0]", 'must be "host:port"'],
+    ["a wildcard over an address", { defaults: { network: ["*.10.0.0.1:443"] } }, "defaults.network[0]", "a wildcard (*.) goes before a name"],
+    ["a bare wildcard", { defaults: { network: ["*:443"] } }, "defaults.network[0]", 'must be "host:port"'],
+    ["a runner's", { runners: { mine: { command: ["m"], network: [1] } } }, "runners.mine.network", 'must be "open", "none" or an array'],
+    ["too many", { defaults: { network: Array.from({ length: 257 }, (_, i) => `h${i}.example.com:443`) } }, "defaults.network", "at most 256 entries"],
+  ])("%s is refused at its path", (_name, over, path, message) => {
+    const issues = issuesOf({ name: "x", ...over, items: [] });
+    expect(issues.some((i) => i.path === path && i.message.includes(message))).toBe(true);
+  });
+
+  test("the matching rule: exact host and port; *.x matches subdomains only; case and a trailing dot do not matter; IPv6 bracketed", () => {
+    const list = ["registry.npmjs.org:443", "*.pypi.org:443", "127.0.0.1:8080", "[::1]:9000"];
+    expect(networkAllows(list, "registry.npmjs.org", 443)).toBe(true);
+    expect(networkAllows(list, "REGISTRY.npmjs.org.", 443)).toBe(true);
+    expect(networkAllows(list, "registry.npmjs.org", 80)).toBe(false);
+    expect(networkAllows(list, "evil-registry.npmjs.org", 443)).toBe(false);
+    expect(networkAllows(list, "files.pypi.org", 443)).toBe(true);
+    expect(networkAllows(list, "a.b.pypi.org", 443)).toBe(true);
+    expect(networkAllows(list, "pypi.org", 443)).toBe(false);
+    expect(networkAllows(list, "evilpypi.org", 443)).toBe(false);
+    expect(networkAllows(list, "127.0.0.1", 8080)).toBe(true);
+    expect(networkAllows(list, "127.0.0.1", 8081)).toBe(false);
+    expect(networkAllows(list, "::1", 9000)).toBe(true);
+    expect(networkAllows(list, "[::1]", 9000)).toBe(true);
+    expect(networkAllows("none", "127.0.0.1", 8080)).toBe(false);
+    expect(networkAllows(undefined, "anything", 1)).toBe(true);
+    expect(networkEntryProblem("*.Example.com:443")).toBeUndefined();
+  });
+
+  test("a preset brings its CLI's hosts; none stays none, open stays open", () => {
+    expect(sessionAllowList(["example.com:443"], "codex")).toEqual(["auth.openai.com:443", "example.com:443"]);
+    expect(sessionAllowList(["example.com:443"], "mine")).toEqual(["example.com:443"]);
+    expect(sessionAllowList("none", "codex")).toBe("none");
+    expect(sessionAllowList(undefined, "codex")).toBeUndefined();
+  });
+});

@@ -1,0 +1,99 @@
+// Sessions behind their gateway through `loop run` (docs/threat-model.md#the-gateway): an item with
+// a `network` setting runs its agent behind a per-session gateway. The agent, a command runner that
+// calls the model API the ordinary way (ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY), talks to a
+// plain-HTTP model API on 127.0.0.1 through it: its environment holds only the stand-in, loop records
+// what the API's answers said (to the token, whatever the agent prints), the item's budget refuses
+// the model request after the one that reached it, and a host off the list is refused and recorded.
+import { afterAll, describe, expect, test } from "bun:test";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { demoDefinition, scenario } from "../helpers/project.ts";
+import { BUN } from "../helpers/cli.ts";
+
+const REAL_KEY = "sk-ant-api03-loop-run-real-key";
+const stops: (() => void)[] = [];
+afterAll(() => {
+  for (const s of stops) s();
+});
+
+const STREAM = [
+  ["message_start", { type: "message_start", message: { id: "m", type: "message", usage: { input_tokens: 1234, cache_creation_input_tokens: 56, cache_read_input_tokens: 7890, output_tokens: 1 } } }],
+  ["message_delta", { type: "message_delta", delta: { stop_reason: "end_turn" }, usage: { output_tokens: 321 } }],
+  ["message_stop", { type: "message_stop" }],
+]
+  .map(([e, d]) => `event: ${e}\ndata: ${JSON.stringify(d)}\n\n`)
+  .join("");
+
+describe("loop run with a network setting", () => {
+  test(
+    "the agent holds the stand-in only; the usage recorded is the model API's, exact; the budget refuses the next request; the refused host is in the session folder",
+    async () => {
+      const keys: (string | null)[] = [];
+      const api = Bun.serve({
+        hostname: "127.0.0.1",
+        port: 0,
+        async fetch(req) {
+          keys.push(req.headers.get("x-api-key"));
+          await req.arrayBuffer();
+          return new Response(STREAM, { headers: { "content-type": "text/event-stream" } });
+        },
+      });
+      stops.push(() => api.stop(true));
+      await scenario(
+        (p) => {
+          const agent = join(p.aux, "agent.ts");
+          writeFileSync(
+            agent,
+            `
+const { readFileSync, writeFileSync } = require("node:fs");
+const report = { key: process.env.ANTHROPIC_API_KEY, environHasKey: readFileSync("/proc/self/environ", "latin1").includes(${JSON.stringify(REAL_KEY)}), statuses: [] };
+for (let i = 0; i < 4; i++) {
+  const r = await fetch(process.env.ANTHROPIC_BASE_URL + "/v1/messages", { method: "POST", headers: { "x-api-key": process.env.ANTHROPIC_API_KEY }, body: "{}" });
+  await r.text();
+  report.statuses.push(r.status);
+}
+try { report.offList = (await fetch("http://elsewhere.invalid:8080/")).status; } catch (e) { report.offList = String(e); }
+// What an agent prints about its spend counts for nothing here.
+writeFileSync(process.env.LOOP_USAGE_FILE, JSON.stringify({ tokens: { input: 1, output: 1 } }) + "\\n");
+writeFileSync(${JSON.stringify(join(p.aux, "report.json"))}, JSON.stringify(report));
+writeFileSync("done.txt", "done\\n");
+`,
+          );
+          return demoDefinition([{ id: "x", prompt: "Call the model.", runner: "caller", budget: { tokens: 15000 } }], {
+            defaults: { network: ["127.0.0.1:1"] },
+            runners: { caller: { command: [BUN, agent] } },
+          });
+        },
+        {},
+        async (p) => {
+          Object.assign(p.env, { ANTHROPIC_API_KEY: REAL_KEY, ANTHROPIC_BASE_URL: `http://127.0.0.1:${api.port}` });
+          await p.runToDrain({ codes: [0, 1] });
+          const report = JSON.parse(readFileSync(join(p.aux, "report.json"), "utf8"));
+          expect(report.key).toStartWith("loop-stand-in-");
+          expect(report.environHasKey).toBe(false);
+          // 9501 tokens a request: the second starts under 15000 and goes; the third is refused before the API.
+          expect(report.statuses).toEqual([200, 200, 403, 403]);
+          expect(keys).toEqual([REAL_KEY, REAL_KEY]);
+          expect(report.offList).toBe(403);
+          const figures = p.eventsOf("usage_recorded", "x");
+          expect(figures.filter((e) => e.payload.final)).toHaveLength(1);
+          const final = figures.at(-1)!.payload;
+          expect(final.tokens).toEqual({ input: 2468, output: 642, cacheRead: 15780, cacheWrite: 112 });
+          const session = p.eventsOf("session_started", "x")[0]!.payload;
+          const dir = join(session.log, "..");
+          const refused = readFileSync(join(dir, "gateway-refused.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+          expect(refused.map((r) => [r.kind, r.host ?? null])).toEqual([
+            ["budget", null],
+            ["budget", null],
+            ["network", "elsewhere.invalid"],
+          ]);
+          // Refused at the source, the session is stopped as a running one over its budget would be.
+          expect(p.projection().items.x!.status).toBe("failed");
+          expect(p.projection().items.x!.reason).toStartWith("budget_exhausted: x spent");
+          expect(p.eventsOf("budget_stopped", "x")).toHaveLength(1);
+        },
+      );
+    },
+    180_000,
+  );
+});

@@ -1,0 +1,223 @@
+// A determined agent against "done is proven" (docs/threat-model.md#what-the-verify-runs), through
+// the real entry point with shell-script agents: each attack gets a named verdict and nothing of it
+// lands. The set-up of the reproductions: the base holds tests/check.sh, verify runs it, tests/** is
+// protected, landing merge (local), one attempt.
+import { describe, expect, test } from "bun:test";
+import { existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { demoDefinition, git, Project, scenario } from "../helpers/project.ts";
+
+const T = 120_000;
+
+/** A shell agent (a command runner) running `script` in its worktree. */
+const shell = (script: string) => ({ command: ["sh", "-c", script] });
+
+/** A scenario whose end has no store to check against (finish() runs status and replay). */
+async function withoutFinish(def: Record<string, unknown>, body: (p: Project) => Promise<void>): Promise<void> {
+  const p = new Project(def);
+  try {
+    await body(p);
+  } finally {
+    p.dispose();
+  }
+}
+
+function jsonError(stderr: string): { code: string; message: string } {
+  return JSON.parse(stderr.trim()).error;
+}
+
+describe("the store is the loop's memory: losing it is never a new loop", () => {
+  test.concurrent(
+    "an agent that deletes loop.db: the next step refuses store_missing (exit 2) and launches nothing; status says the same",
+    () =>
+      withoutFinish(
+        demoDefinition([{ id: "a", prompt: "@demo write a.txt a\n@demo commit a" }, { id: "b", prompt: "wipe", runner: "wipe", dependsOn: ["a"] }], {
+          defaults: { maxAttempts: 1 },
+          // The state root, from the handoff's place in it (sessions/<item>/<attempt>/handoff.md).
+          runners: { wipe: shell('r=$(dirname "$(dirname "$(dirname "$(dirname "$LOOP_HANDOFF")")")"); rm -f "$r/loop.db" "$r/loop.db-wal" "$r/loop.db-shm"; exit 1') },
+        }),
+        async (p: Project) => {
+          await p.run(); // the first step creates the store and launches a
+          // Step until b's agent has run (it exits at once after deleting the store).
+          for (let i = 0; i < 60 && existsSync(join(p.stateRoot, "loop.db")); i++) {
+            await p.run([0, 1]);
+            await Bun.sleep(100);
+          }
+          expect(existsSync(join(p.stateRoot, "loop.db"))).toBe(false);
+          const sessions = readdirSync(join(p.stateRoot, "sessions")).sort();
+          const branches = git(p.root, "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads/");
+          for (const args of [["run", "--json"], ["run", "--json"], ["status", "--json"], ["ctl", "pause", "--json"]]) {
+            const r = await p.loop(args);
+            expect({ args, code: r.code, stdout: r.stdout }).toEqual({ args, code: 2, stdout: "" });
+            const e = jsonError(r.stderr);
+            expect(e.code).toBe("store_missing");
+            expect(e.message).toContain("holds a loop's files");
+            expect(e.message).toContain("Restore loop.db from a backup");
+          }
+          // No new store, no relaunch of the passed item, no new branch or session.
+          expect(readdirSync(p.stateRoot).filter((f) => f.startsWith("loop.db"))).toEqual([]);
+          expect(readdirSync(join(p.stateRoot, "sessions")).sort()).toEqual(sessions);
+          expect(git(p.root, "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads/")).toBe(branches);
+        },
+      ),
+    T,
+  );
+});
+
+/** The reproductions' base: "weak test" (check.sh passes always), then "the real test" (it needs LICENSE). */
+const WEAK = { "README.md": "# project\n", "tests/check.sh": "echo ok\n" };
+function realTest(p: Project): void {
+  git(p.root, "config", "user.email", "op@test");
+  git(p.root, "config", "user.name", "op");
+  Bun.spawnSync(["sh", "-c", "printf 'test -f LICENSE || exit 1\\n' > tests/check.sh && git commit -qam 'the real test'"], { cwd: p.root });
+}
+
+/** One item run by a shell agent against the reproductions' set-up: verify the protected check, landing merge, one attempt. */
+function attack(script: string, o: { sandbox?: boolean; maxAttempts?: number; agent2?: string } = {}) {
+  return demoDefinition([{ id: "fix", prompt: "fix it", runner: "attacker", verify: "sh tests/check.sh" }], {
+    defaults: { maxAttempts: o.maxAttempts ?? 1, landing: "merge", ...(o.sandbox ? { sandbox: "bwrap" } : {}) },
+    runners: { attacker: shell(script) },
+    protect: ["tests/**"],
+  });
+}
+
+async function settled(p: Project) {
+  await p.runToDrain({ codes: [0, 1] });
+  return p.projection().items.fix!;
+}
+
+const landedFiles = (p: Project) => (git(p.root, "branch", "--list", "loop/t/landed") ? git(p.root, "ls-tree", "-r", "--name-only", "loop/t/landed").split("\n") : []);
+
+describe("the protected paths are those of the commit loop made the branch at, never an older one", () => {
+  for (const sandbox of [false, true])
+    for (const [what, script] of [
+      ["a reset to the commit before the real test", "git reset -q --hard HEAD~1 && echo x > NOTES && git add -A && git commit -qm work"],
+      ["a reset to the root commit of main's history", "git reset -q --hard $(git rev-list --max-parents=0 HEAD) && echo x > NOTES && git add -A && git commit -qm work"],
+      ["a rollback, then the new work cherry-picked on top", "echo x > NOTES && git add -A && git commit -qm work && w=$(git rev-parse HEAD) && git reset -q --hard HEAD~2 && git cherry-pick $w >/dev/null"],
+    ] as const)
+      test.concurrent(
+        `${what}${sandbox ? " (in the sandbox)" : ""}: start_commit_missing, the verify never runs, nothing lands`,
+        () =>
+          scenario(attack(script, { sandbox }), { files: WEAK }, async (p) => {
+            realTest(p);
+            const it = await settled(p);
+            expect(it.status).toBe("failed");
+            const v = p.eventsOf("verify_finished", "fix")[0]!.payload;
+            expect(v.reason).toStartWith("start_commit_missing: loop/t/item/fix does not contain ");
+            expect(v.exitCode).toBeNull();
+            expect(p.eventsOf("verify_reserved", "fix")).toEqual([]);
+            expect(p.eventsOf("landing_finished", "fix")).toEqual([]);
+            expect(landedFiles(p)).not.toContain("NOTES");
+          }),
+        T,
+      );
+
+  test.concurrent(
+    "a protected file renamed away and renamed back with other bytes is a change of it",
+    () =>
+      scenario(
+        attack("git mv tests/check.sh t.sh && git commit -qm a && echo 'exit 0' > t.sh && git mv t.sh tests/check.sh && git commit -qam b"),
+        { files: WEAK },
+        async (p) => {
+          realTest(p);
+          expect((await settled(p)).status).toBe("failed");
+          expect(p.eventsOf("verify_finished", "fix")[0]!.payload.reason).toBe("protected_path_changed: tests/check.sh");
+        },
+      ),
+    T,
+  );
+
+  test.concurrent(
+    "a rework that merges the newer base is compared from that base: the operator's own change to a protected file is not the agent's",
+    () =>
+      scenario(
+        (p) =>
+          attack(
+            // Attempt 1 fails its verify; meanwhile the operator changes the protected test on main;
+            // attempt 2 merges main and adds what the new test needs.
+            `if [ "$LOOP_ATTEMPT" = 1 ]; then echo x > NOTES; git add -A; git commit -qm try; else git merge -q --no-edit main && echo MIT > LICENSE && git add -A && git commit -qm fix; fi`,
+            { maxAttempts: 2 },
+          ),
+        { files: WEAK },
+        async (p) => {
+          realTest(p);
+          await p.runUntil(() => p.eventsOf("verify_finished", "fix").length === 1, { codes: [0, 1], what: "attempt 1 verified" });
+          git(p.root, "checkout", "-q", "main");
+          Bun.spawnSync(["sh", "-c", "printf 'test -f LICENSE && grep -q MIT LICENSE || exit 1\\n' > tests/check.sh && git commit -qam 'a stricter test'"], { cwd: p.root });
+          const it = await settled(p);
+          expect(p.eventsOf("verify_finished", "fix").map((e) => e.payload.passed)).toEqual([false, true]);
+          expect(it.status).toBe("passed");
+        },
+      ),
+    T,
+  );
+});
+
+describe("a branch no session of the item worked on is never built on", () => {
+  for (const sandbox of [false, true])
+    test.concurrent(
+      `another item's agent plants the next item's branch${sandbox ? " (in the sandbox)" : ""}: it is moved aside, named in a warning and session_started, and nothing of it lands`,
+      () =>
+        scenario(
+          demoDefinition(
+            [
+              { id: "a", prompt: "plant", runner: "planter", verify: "false" },
+              { id: "b", prompt: "@demo write b.txt b\n@demo commit b" },
+            ],
+            {
+              defaults: { maxAttempts: 1, landing: "merge", ...(sandbox ? { sandbox: "bwrap" } : {}) },
+              runners: { planter: shell("echo evil > backdoor.sh && git add backdoor.sh && git commit -qm backdoor && git branch -f loop/t/item/b HEAD && exit 1") },
+            },
+          ),
+          {},
+          async (p) => {
+            await p.runToDrain({ codes: [0, 1] });
+            expect(p.projection().items.a!.status).toBe("failed");
+            expect(p.projection().items.b!.status).toBe("passed");
+            const started = p.eventsOf("session_started", "b")[0]!.payload as { start?: string; branchAside?: { branch: string; commit: string } | null };
+            expect(started.branchAside).toMatchObject({ branch: "loop/t/aside/b/e0-a1" });
+            // The planted commit is kept where it was moved, and is on no branch loop builds on.
+            expect(git(p.root, "ls-tree", "-r", "--name-only", "loop/t/aside/b/e0-a1").split("\n")).toContain("backdoor.sh");
+            expect(git(p.root, "ls-tree", "-r", "--name-only", "loop/t/item/b").split("\n")).not.toContain("backdoor.sh");
+            expect(landedFiles(p)).toContain("b.txt");
+            expect(landedFiles(p)).not.toContain("backdoor.sh");
+          },
+        ),
+      T,
+    );
+});
+
+describe("the verify runs the bytes the commit holds", () => {
+  // The real test starts with a comment: read as one line (every newline hidden), it does nothing.
+  const REAL = { "README.md": "# project\n", "tests/check.sh": "# the real test\ntest -f LICENSE || exit 1\n" };
+  const utf7 = "printf '# the real test+AAo-test -f LICENSE || exit 1+AAo-' > tests/check.sh";
+  for (const sandbox of [false, true])
+    for (const [what, script, protect, attribute] of [
+      ["working-tree-encoding=UTF-7 on the protected script, its working copy rewritten", `printf 'tests/check.sh working-tree-encoding=UTF-7\\n' > .gitattributes && ${utf7} && git add .gitattributes && git commit -qm attrs`, ["tests/**"], "working-tree-encoding=UTF-7"],
+      ["the same, with its working copy changed only after the commit (loop commits the leftovers)", `printf 'tests/check.sh working-tree-encoding=UTF-7\\n' > .gitattributes && git add .gitattributes && git commit -qm attrs && ${utf7}`, ["tests/**"], "working-tree-encoding=UTF-7"],
+      ["eol=crlf on the protected script, checked out again", "printf 'tests/check.sh eol=crlf\\n' > .gitattributes && git add .gitattributes && git commit -qm attrs && rm tests/check.sh && git checkout -- tests/check.sh", ["tests/**"], "eol=crlf"],
+      ["a .gitattributes in the protected file's own folder (only the file protected)", `printf 'check.sh working-tree-encoding=UTF-7\\n' > tests/.gitattributes && ${utf7} && git add -A && git commit -qm attrs`, ["tests/check.sh"], "working-tree-encoding=UTF-7"],
+    ] as const)
+      test.concurrent(
+        `${what}${sandbox ? " (in the sandbox)" : ""}: protected_bytes_differ, naming the attribute; the verify never runs, nothing lands`,
+        () =>
+          scenario(
+            demoDefinition([{ id: "fix", prompt: "fix it", runner: "attacker", verify: "sh tests/check.sh" }], {
+              defaults: { maxAttempts: 1, landing: "merge", ...(sandbox ? { sandbox: "bwrap" } : {}) },
+              runners: { attacker: shell(script) },
+              protect: [...protect],
+            }),
+            { files: REAL },
+            async (p) => {
+              const it = await settled(p);
+              expect(it.status).toBe("failed");
+              const v = p.eventsOf("verify_finished", "fix")[0]!.payload;
+              expect(v.reason).toStartWith("protected_bytes_differ: tests/check.sh (its bytes differ");
+              expect(v.reason).toContain(attribute);
+              expect(p.eventsOf("verify_reserved", "fix")).toEqual([]);
+              expect(landedFiles(p)).toEqual([]);
+            },
+          ),
+        T,
+      );
+});
