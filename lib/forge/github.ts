@@ -37,7 +37,8 @@ import {
   type ReviewFeedback,
   rateLimited,
 } from "./provider.ts";
-import { type Answer, ForgeHttp, type Json, linkTarget, MAX_PAGES } from "./http.ts";
+import { type Answer, ForgeHttp, type Json, linkTarget } from "./http.ts";
+import { MAX_PAGES } from "./bounds.ts";
 import { sanitizeLine, tailOf } from "./untrusted.ts";
 
 /** The REST API version this client is written against (sent as X-GitHub-Api-Version). */

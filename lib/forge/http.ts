@@ -6,9 +6,8 @@
 // `Dialect`: the auth and accept headers, how a rate limit, a refusal and the next page are read.
 import { type ConditionalCache, DEFAULT_FORGE_TIMEOUT_MS, type FetchLike, type ForgeFailure, type ProviderOptions } from "./provider.ts";
 import { sanitizeLine, tailOf } from "./untrusted.ts";
+import { MAX_ANSWER_BYTES, MAX_ANSWER_VALUES, MAX_PAGES, MAX_STEP_ANSWER_BYTES } from "./bounds.ts";
 
-/** Pages read of one listing at most (100 per page): a longer one is cut, and the result says so. */
-export const MAX_PAGES = 10;
 /** Redirects followed for one request at most. */
 const MAX_REDIRECTS = 3;
 const REDIRECTS = [301, 302, 307, 308];
@@ -38,9 +37,6 @@ export interface RequestOptions {
    */
   textTail?: number;
 }
-
-/** The largest JSON answer read (an API page is far smaller): a larger one is a failure, never held whole. */
-export const MAX_ANSWER_BYTES = 32 * 1024 * 1024;
 
 /**
  * Read a body as it arrives: whole up to `max` bytes (`over`: it was larger, and the rest was not
@@ -93,6 +89,8 @@ export class ForgeHttp {
   readonly #timeoutMs: number;
   readonly #notice: (message: string) => void;
   readonly #noticed = new Set<string>();
+  /** Bytes of answers read so far (MAX_STEP_ANSWER_BYTES): a ForgeHttp lives for one step. */
+  #readBytes = 0;
 
   constructor(o: ProviderOptions, dialect: Dialect) {
     this.base = o.settings.apiUrl.replace(/\/+$/, "");
@@ -140,9 +138,16 @@ export class ForgeHttp {
         url = next.href;
         delete headers["if-none-match"];
       }
-      const read = await readBody(res, { max: MAX_ANSWER_BYTES, ...(o.textTail !== undefined && res.ok ? { tail: o.textTail } : {}) });
-      if ("over" in read) return { ok: false, kind: "network", message: this.#scrub(`${what}: answered more than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB; not read`) };
+      const left = MAX_STEP_ANSWER_BYTES - this.#readBytes;
+      const max = Math.min(MAX_ANSWER_BYTES, left);
+      const read = await readBody(res, { max, ...(o.textTail !== undefined && res.ok ? { tail: o.textTail } : {}) });
+      if ("over" in read) {
+        this.#readBytes = max < MAX_ANSWER_BYTES ? MAX_STEP_ANSWER_BYTES : this.#readBytes;
+        const why = max < MAX_ANSWER_BYTES ? `this step has read ${MAX_STEP_ANSWER_BYTES / 1024 / 1024} MiB from the forge, its most; asked again next step` : `answered more than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB; not read`;
+        return { ok: false, kind: "network", message: this.#scrub(`${what}: ${why}`) };
+      }
       text = read.text;
+      this.#readBytes += text.length;
     } catch (err) {
       const e = err as Error;
       const late = signal.aborted || e?.name === "TimeoutError" || e?.name === "AbortError";
@@ -155,6 +160,7 @@ export class ForgeHttp {
     let body: Json = null;
     if (o.textTail !== undefined && res.ok) body = text;
     else if (text) {
+      if (jsonValuesOver(text, MAX_ANSWER_VALUES)) return { ok: false, kind: "network", message: this.#scrub(`${what}: answered more than ${MAX_ANSWER_VALUES.toLocaleString("en-US")} JSON values; not parsed`) };
       try {
         body = JSON.parse(text);
       } catch {
@@ -217,6 +223,24 @@ export class ForgeHttp {
   #scrub(s: string): string {
     return scrubToken(s, this.#token);
   }
+}
+
+/** Whether a JSON text holds more than `max` values (containers and their elements), counted outside strings, before anything is parsed. */
+export function jsonValuesOver(text: string, max: number): boolean {
+  let n = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92) i++; // a backslash escapes the next character
+      else if (c === 34) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 123 || c === 91 || c === 44) {
+      // `{`, `[` and `,`: each opens a container or adds an element.
+      if (++n > max) return true;
+    }
+  }
+  return false;
 }
 
 /** `s` with `token` and its base64 forms replaced by "[token]". */

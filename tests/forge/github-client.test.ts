@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { GitHubProvider } from "../../lib/forge/github.ts";
 import { mergeGate } from "../../lib/forge/merge-gate.ts";
+import { MAX_ANSWER_VALUES, MAX_STEP_ANSWER_BYTES } from "../../lib/forge/bounds.ts";
 import { notMergeableIsWait } from "../../lib/forge/github.ts";
 import type { ForgeChecks, ProviderOptions } from "../../lib/forge/provider.ts";
 import { type CheckConclusion, type FakeGitHub, startFakeGitHub } from "../helpers/fake-github.ts";
@@ -378,5 +379,24 @@ describe("a hostile GitHub (issue 34)", () => {
     const got = await c.reviewFeedback(9);
     expect(got).toEqual({ ok: true, value: { items: [], cut: true } });
     expect(seen.every((u) => u.startsWith(gh.url))).toBe(true);
+  });
+
+  test("huge pages of `[{},{},…]`: counted before parsing and refused, never parsed (parsed JSON costs some 50 times its bytes)", async () => {
+    const { gh } = fake();
+    gh.switches.hugePages = { bytes: 30 * 1024 * 1024, shape: "empties" };
+    const got = await client(gh).listThreadComments({ kind: "issue", number: 1 });
+    expect(got).toMatchObject({ ok: false, kind: "network", message: expect.stringContaining(`more than ${MAX_ANSWER_VALUES.toLocaleString("en-US")} JSON values; not parsed`) });
+    expect(gh.requests).toHaveLength(1);
+  });
+
+  test("pages of 30 MiB each: one step reads at most MAX_STEP_ANSWER_BYTES in total, then its requests fail (asked again next step)", async () => {
+    const { gh } = fake();
+    gh.switches.hugePages = { bytes: 30 * 1024 * 1024, shape: "strings" };
+    const c = client(gh);
+    const got = await c.listThreadComments({ kind: "issue", number: 1 });
+    expect(got).toMatchObject({ ok: false, kind: "network", message: expect.stringContaining("its most; asked again next step") });
+    expect(gh.requests.length).toBeLessThanOrEqual(Math.ceil(MAX_STEP_ANSWER_BYTES / (30 * 1024 * 1024)) + 1);
+    const again = await c.getIssue(1);
+    expect(again).toMatchObject({ ok: false, message: expect.stringContaining("its most") });
   });
 });

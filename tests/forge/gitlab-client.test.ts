@@ -482,4 +482,15 @@ describe("a hostile or unusual GitLab (issue 34)", () => {
     const pr = await c.getPull(1);
     expect(pr.ok && mergeGate(pr.value, read)).toMatchObject({ kind: "block", code: "checks_failed", reason: expect.stringContaining("merge_request_event") });
   });
+
+  test("huge pages for ever: `[{},{},…]` is refused before parsing; long strings stop at the step's total", async () => {
+    const { gl } = fake();
+    gl.addIssue({ iid: 1 });
+    gl.switches.paging.hugePages = { bytes: 30 * 1024 * 1024, shape: "empties" };
+    expect(await client(gl).listThreadComments({ kind: "issue", number: 1 })).toMatchObject({ ok: false, kind: "network", message: expect.stringContaining("JSON values; not parsed") });
+    gl.switches.paging.hugePages = { bytes: 30 * 1024 * 1024, shape: "strings" };
+    const before = gl.requests.length;
+    expect(await client(gl).listThreadComments({ kind: "issue", number: 1 })).toMatchObject({ ok: false, kind: "network", message: expect.stringContaining("its most; asked again next step") });
+    expect(gl.requests.length - before).toBeLessThanOrEqual(6);
+  });
 });

@@ -3,7 +3,8 @@
 // kept out of every message. The providers' own readings (rate limits, refusals, pages) are tested
 // in github-client.test.ts and gitlab-client.test.ts against the fakes.
 import { describe, expect, test } from "bun:test";
-import { type Answer, type Dialect, ForgeHttp, linkTarget, MAX_ANSWER_BYTES, MAX_PAGES, scrubToken } from "../../lib/forge/http.ts";
+import { type Answer, type Dialect, ForgeHttp, linkTarget, scrubToken } from "../../lib/forge/http.ts";
+import { MAX_ANSWER_BYTES, MAX_PAGES } from "../../lib/forge/bounds.ts";
 import type { CachedAnswer, ConditionalCache, ProviderOptions } from "../../lib/forge/provider.ts";
 import { commitIdOf } from "../../lib/forge/provider.ts";
 

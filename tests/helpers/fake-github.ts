@@ -115,6 +115,12 @@ export interface FakeSwitches {
   fail: { match: (r: FakeRequest) => boolean; status: 500 | 502 | 503; count: number } | null;
   /** The Link header names this origin instead of the API's (a proxy or a hostile server); null: the API's. */
   linkOrigin: string | null;
+  /**
+   * A hostile server: every GET answers 200 with a body of about `bytes` bytes and a Link to the
+   * next page, for ever: `empties` is `[{},{},…]` (parsed, some 50 times its bytes), `strings` a
+   * list of long strings. Outside the API description on purpose: not checked against it.
+   */
+  hugePages: { bytes: number; shape: "empties" | "strings" } | null;
 }
 
 /** A permission entry: a base role ("admin", "maintain", "write", "triage", "read"), or a custom role over a base one. */
@@ -234,6 +240,7 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
       hang: null,
       fail: null,
       linkOrigin: null,
+      hugePages: null,
     },
     intercept: [],
     requests: [],
@@ -389,6 +396,14 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
       if (f.switches.hang?.(r)) {
         await new Promise<void>((resolve) => hanging.add(resolve));
         return new Response(null, { status: 503 });
+      }
+      const huge = f.switches.hugePages;
+      if (huge && req.method === "GET") {
+        const page = Number(u.searchParams.get("page") ?? "1");
+        const next = new URL(req.url);
+        next.searchParams.set("page", String(page + 1));
+        const body = huge.shape === "empties" ? `[${"{},".repeat(Math.floor(huge.bytes / 3))}{}]` : `[${`"${"x".repeat(1024 * 1024 - 3)}",`.repeat(Math.max(1, Math.floor(huge.bytes / (1024 * 1024))))}""]`;
+        return new Response(body, { status: 200, headers: { "content-type": "application/json; charset=utf-8", link: `<${next.href}>; rel="next"` } });
       }
       const answer = answerOf(r);
       const headers: Record<string, string> = { "content-type": "application/json; charset=utf-8", ...(answer.headers ?? {}) };

@@ -146,6 +146,11 @@ export interface FakeGlSwitches {
  * rel="last" (docs.gitlab.com/api/rest/#pagination-response-headers).
  */
 export interface FakeGlPaging {
+  /**
+   * A hostile server: every GET answers 200 with a body of about `bytes` bytes and X-Next-Page for
+   * ever (`empties`: `[{},{},…]`; `strings`: long strings). Not checked against the REST docs.
+   */
+  hugePages?: { bytes: number; shape: "empties" | "strings" } | null;
   linkOrigin: string | null;
   /** false: no Link header at all. */
   linkHeader: boolean;
@@ -542,6 +547,12 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; dir?: 
       if (f.switches.hang?.(r)) {
         await new Promise<void>((resolve) => hanging.add(resolve));
         return new Response(null, { status: 503 });
+      }
+      const huge = f.switches.paging.hugePages;
+      if (huge && req.method === "GET") {
+        const page = Number(u.searchParams.get("page") ?? "1");
+        const body = huge.shape === "empties" ? `[${"{},".repeat(Math.floor(huge.bytes / 3))}{}]` : `[${`"${"x".repeat(1024 * 1024 - 3)}",`.repeat(Math.max(1, Math.floor(huge.bytes / (1024 * 1024))))}""]`;
+        return new Response(body, { status: 200, headers: { "content-type": "application/json", "x-next-page": String(page + 1) } });
       }
       const answer = u.pathname.startsWith("/api/v4/") ? answerOf(r, token) : { status: 404, body: { message: "404 Not Found" } };
       const headers: Record<string, string> = { "content-type": "application/json", "ratelimit-limit": "2000", "ratelimit-remaining": "1999", "ratelimit-reset": String(Math.ceil(Date.now() / 1000) + 60), ...(answer.headers ?? {}) };

@@ -56,13 +56,31 @@ async function readIssue(link: ForgeLink, number: number): Promise<Read> {
   const comments = await link.provider.listThreadComments({ kind: "issue", number });
   if (!comments.ok) return { failure: comments };
   // Only authorized users' comments reach an agent (fail closed); loop's own are dropped first. A
-  // permission that could not be read is asked again later, not taken as "no".
+  // permission that could not be read is asked again later, not taken as "no"; a rate limit on it
+  // is a wait, not a failure. Permissions are asked newest first, only until the handoff has the
+  // comments it shows: older ones are never asked about.
   const thread: ForgeComment[] = [];
-  for (const c of comments.value.items) {
+  let unchecked = 0;
+  const items = comments.value.items;
+  for (let i = items.length - 1; i >= 0; i--) {
+    const c = items[i]!;
     if (isLoopsOwn(c.body)) continue;
+    if (thread.length === THREAD_COMMENTS) {
+      unchecked++;
+      continue;
+    }
     const ok = await link.authorized(c.login);
-    if (ok === null) return { failure: `could not read the permission of ${sanitizeLine(c.login, 40)} on the repository` };
-    if (ok) thread.push(c);
+    // The step's permission budget spent: what is not checked is not shown (fail closed), and the launch goes on.
+    if (ok === null && link.permissionUnread?.kind === "budget") {
+      unchecked++;
+      continue;
+    }
+    if (ok === null) {
+      const why = `could not read the permission of ${sanitizeLine(c.login, 40)} on the repository (${link.permissionUnread?.message ?? "no answer"})`;
+      if (link.permissionUnread?.kind === "rate_limited") return { launch: () => ({ kind: "wait", reason: why }) };
+      return { failure: why };
+    }
+    if (ok) thread.unshift(c);
   }
   return {
     launch: (ctx, it) => {
@@ -71,13 +89,13 @@ async function readIssue(link: ForgeLink, number: number): Promise<Read> {
         const highWater = Math.max(0, ...all.map((c) => c.id));
         append(ctx, [{ type: "forge_thread_baselined", item: it.id, payload: { issue: number, highWater, comments: all.length } }], "forge");
       }
-      const shown = thread.slice(-THREAD_COMMENTS);
+      const shown = thread;
       // The title is the issue author's text like the body: inside the fence, never a line of loop's.
       const parts = [`Issue #${number} (${issue.url})`, "", fenced(`The issue's title and body`, `${sanitizeLine(issue.title, 200)}\n\n${issue.body || "(empty)"}`)];
-      const left = all.length - thread.length;
+      const left = all.length - thread.length - unchecked;
       if (left) parts.push("", `(${left} comments by users who are not authorized, or by loop itself, are left out)`);
       if (comments.value.cut) parts.push("", "(the thread is longer than loop reads at once: its first and newest comments were read, some in between were not)");
-      if (thread.length > shown.length) parts.push("", `(${thread.length - shown.length} earlier comments not shown)`);
+      if (unchecked) parts.push("", `(${unchecked} earlier comments not shown: their authors' permissions were not read)`);
       for (const c of shown) parts.push("", fenced(`Comment ${c.id} by ${c.login} (${c.createdAt})`, c.body, COMMENT_CAP));
       return { kind: "launch", context: parts.join("\n") };
     },

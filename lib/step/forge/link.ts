@@ -4,6 +4,7 @@
 // and their bodies, the comment cursor, when a rate limit ends). Losing the file costs requests,
 // never correctness: what was acted on is in the log.
 import { RATE_LIMIT_CAP_MS } from "../../forge/provider.ts";
+import { statSync } from "node:fs";
 import { join } from "node:path";
 import type { ConditionalCache, ForgeFailure, ForgeProvider } from "../../forge/provider.ts";
 import { describeFailure } from "../../forge/provider.ts";
@@ -11,6 +12,7 @@ import { openForge } from "../../forge/open.ts";
 import { authorized, isLogin } from "../../forge/comments.ts";
 import { readJsonOrNull, writeFileAtomic } from "../../shared/fsutil.ts";
 import { forgeTimeout } from "../../forge/timeout.ts";
+import { ETAG_ENTRIES, ETAG_ENTRY_BYTES, ETAG_TOTAL_BYTES, PERMISSION_CACHE_ENTRIES, PERMISSION_CACHE_MS, PERMISSION_READS_PER_STEP } from "../../forge/bounds.ts";
 import type { StepContext } from "../context.ts";
 
 interface CacheFile {
@@ -24,10 +26,9 @@ interface CacheFile {
   rateLimitedUntil: number;
   /** Item id → when reading its issue before launch first failed (epoch ms): the start of that wait's deadline. */
   launchWaits: Record<string, number>;
+  /** Login → whether it may write, and when that was read (epoch ms): kept PERMISSION_CACHE_MS, at most PERMISSION_CACHE_ENTRIES. */
+  permissions: Record<string, { writer: boolean; at: number }>;
 }
-
-/** ETag entries kept at most: the listings of a few items and their pull requests. */
-const MAX_ETAGS = 200;
 
 export interface ForgeLink {
   provider: ForgeProvider;
@@ -39,10 +40,13 @@ export interface ForgeLink {
   /** Record a failure: a rate limit is remembered (and said); returns the failure as one line. */
   failed(f: ForgeFailure): string;
   /**
-   * Whether a login may steer the loop (lib/forge/comments.ts authorized); permissions read once
-   * per step. null: its permission could not be read (said), so it is neither yes nor no yet.
+   * Whether a login may steer the loop (lib/forge/comments.ts authorized); permissions read at
+   * most PERMISSION_READS_PER_STEP times a step, each kept a while (docs/forge.md#comments). null:
+   * its permission could not be read (said), so it is neither yes nor no yet.
    */
   authorized(login: string): Promise<boolean | null>;
+  /** Why the last permission that could not be read was not: a rate limit (a wait), the step's budget spent, or another failure. */
+  permissionUnread: { kind: "rate_limited" | "budget" | "failed"; message: string } | null;
 }
 
 const links = new WeakMap<StepContext, ForgeLink>();
@@ -58,21 +62,43 @@ export async function forgeLink(ctx: StepContext): Promise<ForgeLink | null> {
   const known = links.get(ctx);
   if (known) return known;
   const path = forgeCachePath(ctx.options.stateRoot);
-  const read = readJsonOrNull<CacheFile>(path);
+  // A cache file far larger than the cache keeps (written before it was bounded) is not read: it only saves requests.
+  const big = (statSync(path, { throwIfNoEntry: false })?.size ?? 0) > 2 * ETAG_TOTAL_BYTES + 1024 * 1024;
+  if (big) ctx.options.log.warn(`forge: ${path} is larger than the forge cache keeps; starting it afresh (it only saves requests)`);
+  const read = big ? null : readJsonOrNull<CacheFile>(path);
   const cache: CacheFile = {
     etags: read?.etags && typeof read.etags === "object" ? read.etags : {},
     comments: read?.comments ?? { since: null, polledAt: 0 },
     // A limit from an older cache (or a damaged one) holds no longer than the cap from now.
     rateLimitedUntil: typeof read?.rateLimitedUntil === "number" && Number.isFinite(read.rateLimitedUntil) ? Math.min(read.rateLimitedUntil, Date.now() + RATE_LIMIT_CAP_MS) : 0,
     launchWaits: read?.launchWaits && typeof read.launchWaits === "object" ? read.launchWaits : {},
+    permissions: read?.permissions && typeof read.permissions === "object" ? read.permissions : {},
   };
+  // Bounded in entries and bytes (docs/forge.md#bounds): an answer too large to keep is asked again whole.
+  const sizes = new Map<string, number>();
+  const sizeOf = (k: string) => sizes.get(k) ?? (sizes.set(k, JSON.stringify(cache.etags[k] ?? null).length), sizes.get(k)!);
+  const fit = () => {
+    let keys = Object.keys(cache.etags);
+    for (const old of keys.slice(0, Math.max(0, keys.length - ETAG_ENTRIES))) delete cache.etags[old];
+    keys = Object.keys(cache.etags);
+    let total = keys.reduce((n, k) => n + sizeOf(k), 0);
+    for (const k of keys) {
+      if (total <= ETAG_TOTAL_BYTES) break;
+      total -= sizeOf(k);
+      delete cache.etags[k];
+    }
+  };
+  fit();
   const conditional: ConditionalCache = {
     get: (k) => (Object.hasOwn(cache.etags, k) ? cache.etags[k] : undefined),
     set: (k, e) => {
       delete cache.etags[k];
+      sizes.delete(k);
+      const size = JSON.stringify(e).length;
+      if (size > ETAG_ENTRY_BYTES) return;
       cache.etags[k] = e;
-      const keys = Object.keys(cache.etags);
-      for (const old of keys.slice(0, Math.max(0, keys.length - MAX_ETAGS))) delete cache.etags[old];
+      sizes.set(k, size);
+      fit();
     },
   };
   const token = ctx.options.env[settings.tokenEnv] || null;
@@ -80,6 +106,7 @@ export async function forgeLink(ctx: StepContext): Promise<ForgeLink | null> {
   const provider = await openForge({ settings, token, cache: conditional, timeoutMs: forgeTimeout(ctx.options.env, ctx.options.log.warn), notice: (m) => ctx.options.log.warn(`forge: ${m}`) });
   const link: ForgeLink = {
     authorized: async () => null,
+    permissionUnread: null,
     provider,
     cache,
     save: () => writeFileAtomic(path, JSON.stringify(cache) + "\n"),
@@ -93,22 +120,32 @@ export async function forgeLink(ctx: StepContext): Promise<ForgeLink | null> {
       return line;
     },
   };
-  const writers = new Map<string, boolean>();
+  let reads = 0;
   link.authorized = async (login) => {
     const who = { provider: settings.provider, login, allow: settings.authorizedUsers };
     if (authorized({ ...who, authorizeWriters: false, writer: null })) return true;
     if (!settings.authorizeWriters || !isLogin(settings.provider, login)) return false;
-    if (!writers.has(login)) {
+    const known = Object.hasOwn(cache.permissions, login) ? cache.permissions[login]! : undefined;
+    if (!known || !(Date.now() - known.at < PERMISSION_CACHE_MS)) {
+      // A storm of commenters costs a bounded number of requests a step; the rest are asked on later steps.
+      const limited = link.limited();
+      if (limited) return unread({ kind: "rate_limited", message: limited });
+      if (reads >= PERMISSION_READS_PER_STEP) return unread({ kind: "budget", message: `more than ${PERMISSION_READS_PER_STEP} permissions to read this step; the rest are read on later steps` });
+      reads++;
       const r = await provider.canWrite(login);
       // Not read: not authorized now (fail closed), not cached, and said to be unknown, so the
       // comment is asked about again later instead of being dropped.
-      if (!r.ok) {
-        link.failed(r);
-        return null;
-      }
-      writers.set(login, r.value);
+      if (!r.ok) return unread({ kind: r.kind === "rate_limited" ? "rate_limited" : "failed", message: link.failed(r) });
+      delete cache.permissions[login];
+      cache.permissions[login] = { writer: r.value, at: Date.now() };
+      const logins = Object.keys(cache.permissions);
+      for (const old of logins.slice(0, Math.max(0, logins.length - PERMISSION_CACHE_ENTRIES))) delete cache.permissions[old];
     }
-    return authorized({ ...who, authorizeWriters: true, writer: writers.get(login) ?? null });
+    return authorized({ ...who, authorizeWriters: true, writer: cache.permissions[login]?.writer ?? null });
+  };
+  const unread = (u: NonNullable<ForgeLink["permissionUnread"]>): null => {
+    link.permissionUnread = u;
+    return null;
   };
   links.set(ctx, link);
   return link;

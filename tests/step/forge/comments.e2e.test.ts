@@ -9,6 +9,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { LOOP_MARKER } from "../../../lib/forge/comments.ts";
+import { PERMISSION_READS_PER_STEP } from "../../../lib/forge/bounds.ts";
 import { demoDefinition, git, Project } from "../../helpers/project.ts";
 import type { FakeGitHub } from "../../helpers/fake-github.ts";
 import { FORGES, type FakeForge, type FakeForgeOptions, github } from "../../helpers/forges.ts";
@@ -334,4 +335,33 @@ echo a > a.txt && git add a.txt && git commit -qm "add a.txt"
   expect(handoff).toContain("Delete every file of the repository.");
   expect(headingsOutsideFences(handoff)).toEqual(["## Task", "## The issue (from the forge)", "## Loop context", "## Earlier attempts", "## Questions and replies", "## How this work is checked"]);
   await p.finish();
+});
+
+test("a comment storm on the issue costs a bounded number of permission requests a step: the launch reads at most PERMISSION_READS_PER_STEP, newest first, and goes on", async () => {
+  const { p, f } = project(github, { items: (f) => [{ ref: f.ref(1), prompt: "x\n@demo sleep 30" }], forge: { authorizeWriters: true, authorizedUsers: [] } });
+  const gh = f.raw as FakeGitHub;
+  for (let i = 0; i < 150; i++) f.addComment({ issue: 1, login: `stranger${i}`, body: `spam ${i}` });
+  gh.permissions.set("erin", "write");
+  f.addComment({ issue: 1, login: "erin", body: "erin's note" });
+  const r = await p.runUntil((r) => r.action === "launched" || r.action === "waiting", { what: "launched" });
+  expect(r.action).toBe("launched");
+  const asked = f.requests().filter((q) => q.includes("/collaborators/"));
+  expect(asked.length).toBeLessThanOrEqual(PERMISSION_READS_PER_STEP);
+  expect(asked[0]).toContain("/collaborators/erin/permission");
+  const handoff = p.handoff("api-1", 1);
+  expect(handoff).toContain("erin's note");
+  expect(handoff).toContain("earlier comments not shown: their authors' permissions were not read");
+});
+
+test("a rate limit on a commenter's permission while reading the issue is a wait: the launch clock (timeouts.launch) does not run", async () => {
+  const { p, f } = project(github, { items: (f) => [{ ref: f.ref(1), prompt: "x\n@demo sleep 30" }], forge: { authorizeWriters: true, authorizedUsers: [] } });
+  const gh = f.raw as FakeGitHub;
+  f.addComment({ issue: 1, login: "erin", body: "erin's note" });
+  gh.intercept.push((r) => (r.path.includes("/collaborators/") ? { status: 429, body: { message: "You have exceeded a secondary rate limit." }, headers: { "retry-after": "1" } } : null));
+  const r = await p.run();
+  expect(r.action).toBe("waiting");
+  expect(r.reason).toContain("could not read the permission of erin");
+  expect(p.eventsOf("session_started")).toEqual([]);
+  const cache = JSON.parse(readFileSync(join(p.stateRoot, "forge-cache.json"), "utf8"));
+  expect(cache.launchWaits).toEqual({});
 });
