@@ -104,7 +104,7 @@ export const PRESETS: Record<"claude" | "codex" | "aider", RunnerPreset> = {
   //                                      message_delta carries its output count, which the assistant
   //                                      lines (message_start's snapshot, output 1) do not, so a
   //                                      session's figure is right before its `result` line and
-  //                                      after a kill (docs/spend.md#claude).
+  //                                      after a kill (docs/spend.md#from-where).
   //   --dangerously-skip-permissions     = permission mode bypassPermissions: edits and shell commands
   //                                      run without approval. Without it a -p session does not hang but
   //                                      every tool call needing approval is denied, so the agent could
