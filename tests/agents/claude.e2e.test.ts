@@ -132,6 +132,36 @@ for (const name of ["claude", "claude-2.1.197"] as const) {
     );
 
     test(
+      "in the sandbox on a fresh $HOME (no ~/.claude): an item that asks is resumed after the reply in the conversation the CLI saved",
+      async () => {
+        const fake = await startFakeAnthropic((t) => {
+          if (t.step === 0) return ask("Which colour?");
+          if (t.step === 1) return say("Asked.");
+          if (t.step === 2) return bash("printf '%s\\n' blue > COLOUR.md");
+          return say("Done.");
+        });
+        try {
+          await scenario(demoDefinition([{ id: "a", prompt: "Pick a colour.", verify: "test -s COLOUR.md", maxAttempts: 3 }], { defaults: { runner: "claude", model: MODEL, sandbox: "bwrap" } }), {}, async (p) => {
+            Object.assign(p.env, agentEnv(p, fake, name));
+            expect((await p.run()).action).toBe("launched");
+            await p.runUntil((r) => r.attention.some((a) => a.kind === "question"), { what: "the question" });
+            expect((await p.ctl(["reply", "--work-item", "a", "blue, please"])).code).toBe(0);
+            expect((await p.ctl(["resume"])).code).toBe(0);
+            await p.runToDrain();
+            const it = p.projection().items.a!;
+            expect(it.status).toBe("passed");
+            // Resumed, not started afresh: the second process's request carried the first one's turns.
+            expect(it.attempts.length).toBe(2);
+            expect(fake.turns.map((t) => t.step)).toEqual([0, 1, 2, 3]);
+          });
+        } finally {
+          await fake.stop();
+        }
+      },
+      SLOW,
+    );
+
+    test(
       "a token budget stops an endless session: budget_exhausted, and no process is left",
       async () => {
         const fake = await startFakeAnthropic(endless(2_000));
