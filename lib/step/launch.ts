@@ -18,6 +18,7 @@ import { append, loopView, ownedRefChanges, projection, repoOf, type StepContext
 import { describeRefChange, restoreCommand } from "../repo/owned-refs.ts";
 import { ensureAgentExcludes, probeLaunchFault, resolveProgram, sandboxRequest, sessionPath } from "./environment.ts";
 import { probeSandbox } from "../supervisor/sandbox.ts";
+import { claudeConversationSaved } from "../supervisor/saved-conversation.ts";
 import { type EnvironmentFault, FaultError, launchErrorFault, ownedRefFault, programFault, type ProgramFact } from "../decisions/faults.ts";
 import { git, revParse } from "../repo/git.ts";
 import { buildHandoff, buildReplyMessage, REPLY_FILE } from "./handoff.ts";
@@ -180,6 +181,7 @@ function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, reserv
           logHead: readOutputHead(previous.sessionDir),
           // Not empty: under the sandbox loop creates the file before aider runs, so there it always exists.
           historyExists: previous.runner === "aider" && previous.conversationId !== null && nonEmptyFile(previous.conversationId),
+          claudeSaved: (id) => claudeConversationSaved(ctx.options.env, id),
         })
       : null;
   let resume: { conversationId: string; replyFile: string } | undefined;
