@@ -128,7 +128,28 @@ function pauseForFault(ctx: StepContext, it: ItemState, fault: EnvironmentFault,
 
 /** What the agent's command needs visible in the sandbox: its program, and loop itself for the demo agent. */
 function sandboxPrograms(runner: string, program: ProgramFact): string[] {
-  return [...(program.state === "found" ? [program.path] : []), ...(runner === "demo" ? selfFiles() : [])];
+  return [...(program.state === "found" ? programFiles(program.path) : []), ...(runner === "demo" ? selfFiles() : [])];
+}
+
+/**
+ * What a program needs to start: itself (as found and as resolved) and, for one npm installed, the
+ * node_modules folder it is in. An npm launcher (codex's bin/codex.js) runs a native binary from a
+ * package beside its own, and under a hidden folder (/tmp) only what is bound is there
+ * (docs/runners.md#the-sandbox).
+ */
+function programFiles(path: string): string[] {
+  let real = path;
+  try {
+    real = realpathSync(path);
+  } catch {
+    // As found.
+  }
+  const out = new Set([path, real]);
+  for (const p of [path, real]) {
+    const at = p.indexOf("/node_modules/");
+    if (at >= 0) out.add(p.slice(0, at + "/node_modules".length));
+  }
+  return [...out];
 }
 
 function demoArgv(): string[] {
