@@ -7,7 +7,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { type AnthropicUsage, ask, bash, claudeEnv, endless, type FakeAnthropic, say, startFakeAnthropic, steps } from "../helpers/fake-anthropic.ts";
-import { demoDefinition, pollUntil, type Project, scenario } from "../helpers/project.ts";
+import { demoDefinition, pollUntil, Project, scenario } from "../helpers/project.ts";
 import { type AgentName, agentBin, agentPath } from "./agents.ts";
 
 const SLOW = 240_000;
@@ -154,6 +154,35 @@ for (const name of ["claude", "claude-2.1.197"] as const) {
             expect(it.attempts.length).toBe(2);
             expect(fake.turns.map((t) => t.step)).toEqual([0, 1, 2, 3]);
           });
+        } finally {
+          await fake.stop();
+        }
+      },
+      SLOW,
+    );
+
+    test.skipIf(process.getuid?.() !== 0)(
+      "as root without IS_SANDBOX: the documented environment fault before launch, no attempt spent, and the real CLI indeed refuses",
+      async () => {
+        const fake = await startFakeAnthropic(steps(say("Done.")));
+        try {
+          // No session is ever started, so not `scenario` (whose end checks the sessions' groups).
+          const p = new Project(demoDefinition([{ id: "a", prompt: "Work.", verify: "true" }], { defaults: { runner: "claude", model: MODEL } }));
+          try {
+            const { IS_SANDBOX: _, ...env } = agentEnv(p, fake, name);
+            Object.assign(p.env, env);
+            const r = await p.run([1]);
+            expect(r.attention.map((a) => a.kind)).toContain("environment");
+            expect(p.eventsOf("environment_fault").map((e) => e.payload.kind)).toEqual(["claude_as_root"]);
+            expect(p.eventsOf("launch_reserved")).toEqual([]);
+            expect(fake.turns).toEqual([]);
+            // What the fault stands in for: the CLI itself refuses, at once.
+            const cli = Bun.spawnSync([bin!, "-p", "--dangerously-skip-permissions", "--", "hi"], { env: { ...env, PATH: process.env.PATH! }, cwd: p.root });
+            expect(cli.exitCode).not.toBe(0);
+            expect(cli.stderr.toString()).toContain("root");
+          } finally {
+            p.dispose();
+          }
         } finally {
           await fake.stop();
         }
