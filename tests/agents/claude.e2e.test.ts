@@ -67,11 +67,11 @@ for (const name of ["claude", "claude-2.1.197"] as const) {
     test(
       "ask → loop ctl reply → resume: the reply reaches the model in the same conversation, and the resumed attempt records what its own process was served (tokens and dollars)",
       async () => {
+        // By what the conversation holds, not its step: loop may end the asking process before its next turn.
         const fake = await startFakeAnthropic((t) => {
+          if (t.lastUser.includes("reply.md")) return bash("printf '%s\\n' blue > COLOUR.md");
           if (t.step === 0) return ask("Which colour?");
-          if (t.step === 1) return say("Asked.");
-          if (t.step === 2) return bash("printf '%s\\n' blue > COLOUR.md");
-          return say("Done.");
+          return say(t.userText.includes("reply.md") ? "Done." : "Asked.");
         });
         try {
           await scenario(demoDefinition([{ id: "a", prompt: "Pick a colour.", verify: "test -s COLOUR.md" }], { defaults: { runner: "claude", model: MODEL } }), {}, async (p) => {
@@ -91,7 +91,7 @@ for (const name of ["claude", "claude-2.1.197"] as const) {
             // The same conversation: the resumed request carries the first process's turns, and the reply's file.
             const resumed = fake.requests.filter((r) => r.agent).at(-1)!;
             expect(JSON.stringify(resumed.body)).toContain("Which colour?");
-            expect(fake.turns[first]!.step).toBe(2);
+            expect(fake.turns[first]!.step).toBeGreaterThanOrEqual(1);
             const second = it.attempts[1]!.usage!;
             expect(second.tokens).toEqual(tokensOf(servedSince(fake, first)));
             expect(second.microUsd).toBe(sonnetMicroUsd(servedSince(fake, first)));
@@ -134,11 +134,11 @@ for (const name of ["claude", "claude-2.1.197"] as const) {
     test(
       "in the sandbox on a fresh $HOME (no ~/.claude): an item that asks is resumed after the reply in the conversation the CLI saved",
       async () => {
+        // By what the conversation holds, not its step: loop may end the asking process before its next turn.
         const fake = await startFakeAnthropic((t) => {
+          if (t.lastUser.includes("reply.md")) return bash("printf '%s\\n' blue > COLOUR.md");
           if (t.step === 0) return ask("Which colour?");
-          if (t.step === 1) return say("Asked.");
-          if (t.step === 2) return bash("printf '%s\\n' blue > COLOUR.md");
-          return say("Done.");
+          return say(t.userText.includes("reply.md") ? "Done." : "Asked.");
         });
         try {
           await scenario(demoDefinition([{ id: "a", prompt: "Pick a colour.", verify: "test -s COLOUR.md", maxAttempts: 3 }], { defaults: { runner: "claude", model: MODEL, sandbox: "bwrap" } }), {}, async (p) => {
@@ -152,7 +152,8 @@ for (const name of ["claude", "claude-2.1.197"] as const) {
             expect(it.status).toBe("passed");
             // Resumed, not started afresh: the second process's request carried the first one's turns.
             expect(it.attempts.length).toBe(2);
-            expect(fake.turns.map((t) => t.step)).toEqual([0, 1, 2, 3]);
+            const resumed = fake.requests.filter((r) => r.agent).at(-1)!;
+            expect(JSON.stringify(resumed.body)).toContain("Which colour?");
           });
         } finally {
           await fake.stop();
