@@ -21,14 +21,21 @@ const MiB = 2 ** 20;
 /** Lines of a session's output in each CLI's format, about as long as real ones: the bulk is tool output, which carries no usage. */
 function generator(source: "claude" | "codex" | "aider"): (i: number) => string {
   const filler = (n: number, i: number) => `line ${i}: ${"const x = compute(a, b) // some code the agent read\\n".repeat(Math.ceil(n / 52))}`.slice(0, n);
+  // claude with --include-partial-messages (the preset's flags): each message also comes as the API's
+  // stream events, message_start and message_delta with usage, the text deltas between without.
+  const ev = (i: number, event: object) => JSON.stringify({ type: "stream_event", event, session_id: "s", parent_tool_use_id: null, uuid: `u${i}`, api_message_id: `msg_${i - (i % 8)}` });
   if (source === "claude")
     return (i) => {
       const usage = { input_tokens: 6, cache_creation_input_tokens: 300 + (i % 50), cache_read_input_tokens: 16000 + i, output_tokens: 120 };
-      switch (i % 4) {
+      const k = i % 8;
+      if (k === 4) return ev(i, { type: "message_start", message: { id: `msg_${i - k}`, type: "message", role: "assistant", model: "claude-sonnet-4-5", content: [], usage: { ...usage, output_tokens: 1 } } });
+      if (k === 5 || k === 6) return ev(i, { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: filler(40, i) } });
+      if (k === 7) return ev(i, { type: "message_delta", delta: { stop_reason: "tool_use", stop_sequence: null }, usage });
+      switch (k) {
         case 0:
-          return JSON.stringify({ type: "assistant", message: { id: `msg_${i}`, type: "message", role: "assistant", model: "claude-sonnet-4-5", content: [{ type: "text", text: filler(400, i) }], usage }, parent_tool_use_id: null, session_id: "s" });
+          return JSON.stringify({ type: "assistant", message: { id: `msg_${i - k}`, type: "message", role: "assistant", model: "claude-sonnet-4-5", content: [{ type: "text", text: filler(400, i) }], usage }, parent_tool_use_id: null, session_id: "s" });
         case 1:
-          return JSON.stringify({ type: "assistant", message: { id: `msg_${i - 1}`, type: "message", role: "assistant", model: "claude-sonnet-4-5", content: [{ type: "tool_use", id: `toolu_${i}`, name: "Read", input: { file_path: "/w/src/router.ts" } }], usage }, parent_tool_use_id: null, session_id: "s" });
+          return JSON.stringify({ type: "assistant", message: { id: `msg_${i - k}`, type: "message", role: "assistant", model: "claude-sonnet-4-5", content: [{ type: "tool_use", id: `toolu_${i}`, name: "Read", input: { file_path: "/w/src/router.ts" } }], usage }, parent_tool_use_id: null, session_id: "s" });
         case 2:
           return JSON.stringify({ type: "user", message: { role: "user", content: [{ tool_use_id: `toolu_${i - 1}`, type: "tool_result", content: filler(6000, i) }] }, parent_tool_use_id: null, session_id: "s" });
         default:

@@ -104,7 +104,7 @@ export const PRESETS: Record<"claude" | "codex" | "aider", RunnerPreset> = {
   //                                      message_delta carries its output count, which the assistant
   //                                      lines (message_start's snapshot, output 1) do not, so a
   //                                      session's figure is right before its `result` line and
-  //                                      after a kill (docs/spend.md#claude).
+  //                                      after a kill (docs/spend.md#from-where).
   //   --dangerously-skip-permissions     = permission mode bypassPermissions: edits and shell commands
   //                                      run without approval. Without it a -p session does not hang but
   //                                      every tool call needing approval is denied, so the agent could
@@ -323,11 +323,17 @@ export function buildRunnerCommand(
  * The conversation a reply may resume, or null for a fresh session (whose handoff carries the
  * reply). Only one proven to exist: claude's id is chosen before launch, so a session that died
  * at start (as root, say) left an id naming nothing, and resuming it fails with "No conversation
- * found with session ID". claude and codex: the id the log announces (codex: or the one recorded
- * from an earlier log); aider: its chat history, when the file is there. Other runners never resume.
+ * found with session ID". claude: the id the log announces, when the CLI saved its conversation
+ * file (`claudeSaved`; one that could not write its config folder printed the id and saved nothing);
+ * codex: the id the log announces, or the one recorded from an earlier log; aider: its chat history,
+ * when the file is there. Other runners never resume.
  */
-export function provenConversation(runner: string, o: { recorded: string | null; logHead: string; historyExists: boolean }): string | null {
-  if (runner === "claude") return conversationIdFromLog("claude", o.logHead);
+export function provenConversation(runner: string, o: { recorded: string | null; logHead: string; historyExists: boolean; claudeSaved?: (id: string) => boolean | null }): string | null {
+  if (runner === "claude") {
+    // The init line is printed before anything is saved: the CLI's saved file is the proof, where it can be looked for.
+    const id = conversationIdFromLog("claude", o.logHead);
+    return id !== null && o.claudeSaved?.(id) !== false ? id : null;
+  }
   if (runner === "codex") return conversationIdFromLog("codex", o.logHead) ?? o.recorded;
   if (runner === "aider") return o.recorded && o.historyExists ? o.recorded : null;
   return null;

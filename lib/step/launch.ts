@@ -18,6 +18,7 @@ import { append, loopView, ownedRefChanges, projection, repoOf, type StepContext
 import { describeRefChange, restoreCommand } from "../repo/owned-refs.ts";
 import { ensureAgentExcludes, probeLaunchFault, resolveProgram, sandboxRequest, sessionPath } from "./environment.ts";
 import { probeSandbox } from "../supervisor/sandbox.ts";
+import { claudeConversationSaved } from "../supervisor/saved-conversation.ts";
 import { type EnvironmentFault, FaultError, launchErrorFault, ownedRefFault, programFault, type ProgramFact } from "../decisions/faults.ts";
 import { branchExists, git, revParse, symbolicBranchTarget } from "../repo/git.ts";
 import { buildHandoff, buildReplyMessage, REPLY_FILE } from "./handoff.ts";
@@ -131,7 +132,28 @@ function pauseForFault(ctx: StepContext, it: ItemState, fault: EnvironmentFault,
 
 /** What the agent's command needs visible in the sandbox: its program, and loop itself for the demo agent. */
 function sandboxPrograms(runner: string, program: ProgramFact): string[] {
-  return [...(program.state === "found" ? [program.path] : []), ...(runner === "demo" ? selfFiles() : [])];
+  return [...(program.state === "found" ? programFiles(program.path) : []), ...(runner === "demo" ? selfFiles() : [])];
+}
+
+/**
+ * What a program needs to start: itself (as found and as resolved) and, for one npm installed, the
+ * node_modules folder it is in. An npm launcher (codex's bin/codex.js) runs a native binary from a
+ * package beside its own, and under a hidden folder (/tmp) only what is bound is there
+ * (docs/runners.md#the-sandbox).
+ */
+function programFiles(path: string): string[] {
+  let real = path;
+  try {
+    real = realpathSync(path);
+  } catch {
+    // As found.
+  }
+  const out = new Set([path, real]);
+  for (const p of [path, real]) {
+    const at = p.indexOf("/node_modules/");
+    if (at >= 0) out.add(p.slice(0, at + "/node_modules".length));
+  }
+  return [...out];
 }
 
 function demoArgv(): string[] {
@@ -187,6 +209,7 @@ async function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, 
           logHead: readOutputHead(previous.sessionDir),
           // Not empty: under the sandbox loop creates the file before aider runs, so there it always exists.
           historyExists: previous.runner === "aider" && previous.conversationId !== null && nonEmptyFile(previous.conversationId),
+          claudeSaved: (id) => claudeConversationSaved(ctx.options.env, id),
         })
       : null;
   let resume: { conversationId: string; replyFile: string } | undefined;

@@ -159,6 +159,18 @@ export function sandboxSpec(r: SandboxRequest, sessionDir: string): SandboxSpec 
   for (const f of r.writable) ensureFile(f);
   if (r.objects) mkdirSync(r.objects, { recursive: true, mode: 0o700 });
   const home = r.env.HOME;
+  // A CLI that never ran on this machine has no config folder yet, and cannot make one under a
+  // read-only $HOME: it would run without saving its conversation (nothing to resume). So the
+  // folders among the homes are made first (private), and bound like any that existed. A file
+  // (claude's .claude.json) is left to the CLI: an empty one is not what it expects.
+  if (home && isAbsolute(home))
+    for (const h of r.homes)
+      if (!h.endsWith(".json"))
+        try {
+          mkdirSync(join(home, h), { recursive: true, mode: 0o700 });
+        } catch {
+          // Not makeable ($HOME itself read-only): bound only if present, as before.
+        }
   const uid = typeof process.getuid === "function" ? process.getuid() : null;
   const runtime = r.env.XDG_RUNTIME_DIR || (uid !== null ? `/run/user/${uid}` : "");
   const tmuxDir = uid !== null && r.env.TMUX_TMPDIR ? join(r.env.TMUX_TMPDIR, `tmux-${uid}`) : "";

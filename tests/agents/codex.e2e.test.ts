@@ -4,8 +4,8 @@
 // resume reaches the model in the same thread, the resumed attempt counting only its own turn.
 // Skipped, said once, without the CLI (`npm run agents:install`).
 import { describe, expect, test } from "bun:test";
-import { mkdirSync } from "node:fs";
-import { join } from "node:path";
+import { mkdirSync, symlinkSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { askCodex, codexHome, codexSteps, type FakeOpenAI, type OpenAIUsage, reply, shell, startFakeOpenAI } from "../helpers/fake-openai.ts";
 import { demoDefinition, type Project, scenario } from "../helpers/project.ts";
 import { agentBin, agentPath } from "./agents.ts";
@@ -52,11 +52,12 @@ describe.skipIf(bin === null)("codex as loop's agent", () => {
   test(
     "ask → loop ctl reply → resume: the reply reaches the model in the same thread; the resumed attempt records its own turn only",
     async () => {
+      // By what the thread holds, not its step: loop may end the asking process before its next turn.
       const fake = await startFakeOpenAI((t) => {
+        const replied = t.userText.includes("reply.md");
+        if (replied && !fake.turns.some((x) => x.shell?.includes("COLOUR.md"))) return shell("printf '%s\\n' blue > COLOUR.md");
         if (t.step === 0) return askCodex("Which colour?");
-        if (t.step === 1) return reply("Asked.");
-        if (t.step === 2) return shell("printf '%s\\n' blue > COLOUR.md");
-        return reply("Done.");
+        return reply(replied ? "Done." : "Asked.");
       });
       try {
         await scenario(demoDefinition([{ id: "a", prompt: "Pick a colour.", verify: "test -s COLOUR.md" }], { defaults: { runner: "codex" }, environment: { pass: ["FAKE_OPENAI_API_KEY"] } }), {}, async (p) => {
@@ -73,6 +74,32 @@ describe.skipIf(bin === null)("codex as loop's agent", () => {
           const resumed = fake.requests.filter((r) => r.path.endsWith("/responses")).at(-2)!;
           expect(JSON.stringify(resumed.body)).toContain("Which colour?");
           expect(it.attempts[1]!.usage!.tokens).toEqual(servedSince(fake, first));
+        });
+      } finally {
+        await fake.stop();
+      }
+    },
+    SLOW,
+  );
+
+  test(
+    "in the sandbox, installed by npm under a hidden path (/tmp): the launcher finds its native package, and the item passes",
+    async () => {
+      const fake = await startFakeOpenAI(codexSteps(shell("printf 'hello\\n' > DONE.md"), reply("Done.")));
+      try {
+        await scenario(demoDefinition([{ id: "a", prompt: "Write DONE.md.", verify: "test -s DONE.md" }], { defaults: { runner: "codex", sandbox: "bwrap" }, environment: { pass: ["FAKE_OPENAI_API_KEY"] } }), {}, async (p) => {
+          // An npm install under /tmp (which the sandbox hides): the packages hard-linked, not copied.
+          const modules = join(p.aux, "npm", "node_modules");
+          mkdirSync(join(modules, "@openai"), { recursive: true });
+          const from = dirname(dirname(dirname(bin!)));
+          expect(Bun.spawnSync(["cp", "-al", join(from, "codex"), join(from, "codex-linux-x64"), join(modules, "@openai")]).exitCode).toBe(0);
+          mkdirSync(join(modules, ".bin"));
+          symlinkSync("../@openai/codex/bin/codex.js", join(modules, ".bin", "codex"));
+          const env = agentEnv(p, fake);
+          Object.assign(p.env, { ...env, PATH: `${join(modules, ".bin")}:${process.env.PATH}` });
+          expect((await p.run()).action).toBe("launched");
+          await p.runToDrain();
+          expect(p.projection().items.a!.status).toBe("passed");
         });
       } finally {
         await fake.stop();

@@ -336,7 +336,8 @@ describe("docs/cli/README.md is the contract the code keeps", () => {
 /** Every file of the repository outside node_modules, .git and build output. */
 function repoFiles(dir = REPO): string[] {
   return readdirSync(dir).flatMap((f) => {
-    if (dir === REPO && ["node_modules", ".git", "dist", ".loop"].includes(f)) return [];
+    // node_modules at any depth: tests/agents/ has its own (the agent CLIs, npm run agents:install).
+    if (f === "node_modules" || (dir === REPO && [".git", "dist", ".loop"].includes(f))) return [];
     const p = join(dir, f);
     const st = statSync(p);
     return st.isDirectory() ? repoFiles(p) : st.isFile() ? [p] : [];

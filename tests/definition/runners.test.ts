@@ -12,6 +12,7 @@ import {
   PRESETS,
   resumePrompt,
   type LaunchContext,
+  provenConversation,
 } from "../../lib/definition/runners.ts";
 import { git, makeRepo } from "../helpers/repo.ts";
 
@@ -470,5 +471,17 @@ describe("demo agent", () => {
       { line: 2, attempt: 2, directive: { verb: "print", text: "hi there" } },
       { line: 3, attempt: null, directive: { verb: "exit", code: 1 } },
     ]);
+  });
+});
+
+describe("a conversation a reply may resume", () => {
+  const init = '{"type":"system","subtype":"init","session_id":"11111111-2222-3333-4444-555555555555"}\n';
+  test("claude: the id its init line announces, only when the CLI saved the conversation (its file is the proof, not the line)", () => {
+    const id = "11111111-2222-3333-4444-555555555555";
+    expect(provenConversation("claude", { recorded: id, logHead: init, historyExists: false, claudeSaved: () => true })).toBe(id);
+    expect(provenConversation("claude", { recorded: id, logHead: init, historyExists: false, claudeSaved: () => false })).toBeNull();
+    // Nowhere to look (no $HOME): the line is taken as it was.
+    expect(provenConversation("claude", { recorded: id, logHead: init, historyExists: false, claudeSaved: () => null })).toBe(id);
+    expect(provenConversation("claude", { recorded: id, logHead: "", historyExists: false, claudeSaved: () => true })).toBeNull();
   });
 });

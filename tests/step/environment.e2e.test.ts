@@ -339,12 +339,13 @@ describe("the presets against their CLIs' failure modes (played by scripts)", ()
               `printf '%s\\n' "$@" > '${p.aux}/argv.tmp' && mv '${p.aux}/argv.tmp' '${p.aux}/argv-'"$LOOP_ATTEMPT"`,
               `case "$LOOP_ATTEMPT" in`,
               `  1) echo "--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons" >&2; exit 1 ;;`,
-              `  2) printf '{"type":"system","subtype":"init","session_id":"%s"}\\n' "$LOOP_SESSION_ID"; echo "Which version?" > "$LOOP_ASK_FILE" ;;`,
+              // Saved as Claude Code saves it: the proof a reply can resume it (docs/runners.md#claude).
+              `  2) printf '{"type":"system","subtype":"init","session_id":"%s"}\\n' "$LOOP_SESSION_ID"; mkdir -p "$HOME/.claude/projects/p" && : > "$HOME/.claude/projects/p/$LOOP_SESSION_ID.jsonl"; echo "Which version?" > "$LOOP_ASK_FILE" ;;`,
               `  *) printf '{"type":"system","subtype":"init","session_id":"%s"}\\n' "$LOOP_SESSION_ID"; echo done > done.txt ;;`,
               `esac`,
             ].join("\n"),
           );
-          const env = { PATH: `${join(p.aux, "bin")}:${CRON_PATH}`, IS_SANDBOX: "1" };
+          const env = { PATH: `${join(p.aux, "bin")}:${CRON_PATH}`, IS_SANDBOX: "1", HOME: join(p.aux, "home") };
           expect((await cron(p, env)).doc.action).toBe("launched");
           await pollUntil(() => existsSync(join(p.sessionDir("a", 1), "exit.json")), "attempt 1 ended");
           expect((await p.ctl(["reply", "--work-item", "a", "use v2"])).code).toBe(0);
