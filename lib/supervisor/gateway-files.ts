@@ -9,9 +9,19 @@ export interface GatewayRequest {
   standIn: string;
   /** The proxy's allow-list; null: open. */
   allow: NetworkPolicy | null;
+  /**
+   * In the sandbox (its network unshared): the folder of the gateway's two Unix sockets, bound into
+   * the sandbox, where `loop __bridge` serves them on BRIDGE_PORTS of the sandbox's own loopback.
+   */
+  socketDir?: string;
   /** Tokens the session may still use (the least of what is left of its item's and the loop's budgets); none: no cap. */
   maxTokens?: number;
 }
 
 /** What a session's gateway appends to its folder (lib/supervisor/session-gateway.ts): loaded only with one, so its name lives here. */
 export const GATEWAY_FILES = { usage: "gateway-usage.jsonl", refused: "gateway-refused.jsonl" } as const;
+
+/** The loopback ports inside a sandbox where the bridge serves the gateway (the network namespace is the session's own: nothing else listens there). */
+export const BRIDGE_PORTS = { model: 41001, proxy: 41002 } as const;
+/** The gateway's sockets in GatewayRequest.socketDir. */
+export const GATEWAY_SOCKETS = { model: "model.sock", proxy: "proxy.sock" } as const;
