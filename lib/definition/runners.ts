@@ -100,6 +100,11 @@ export const PRESETS: Record<"claude" | "codex" | "aider", RunnerPreset> = {
   //                                      grows while it runs (the stall detector watches log growth;
   //                                      the default `text` format prints nothing until the very end).
   //   --verbose                          required by the CLI whenever -p is combined with stream-json.
+  //   --include-partial-messages         also print the API's own streaming events: a message's
+  //                                      message_delta carries its output count, which the assistant
+  //                                      lines (message_start's snapshot, output 1) do not, so a
+  //                                      session's figure is right before its `result` line and
+  //                                      after a kill (docs/spend.md#claude).
   //   --dangerously-skip-permissions     = permission mode bypassPermissions: edits and shell commands
   //                                      run without approval. Without it a -p session does not hang but
   //                                      every tool call needing approval is denied, so the agent could
@@ -127,6 +132,7 @@ export const PRESETS: Record<"claude" | "codex" | "aider", RunnerPreset> = {
         "--output-format",
         "stream-json",
         "--verbose",
+        "--include-partial-messages",
         "--dangerously-skip-permissions",
       ];
       const cap = ctx.maxBudgetUsd !== undefined ? ["--max-budget-usd", usdArg(ctx.maxBudgetUsd)] : [];

@@ -77,6 +77,12 @@ export interface ParseState {
   reported: TokenCounts | null;
   /** The highest dollar figure reported (claude's `total_cost_usd`, aider's session cost), as reported. */
   reportedUsd: number | null;
+  /**
+   * claude: the tokens of the `result` line's `modelUsage` (all models), the figure its dollars are
+   * the price of: whether the dollars count from the conversation's start is decided by these, apart
+   * from the tokens (absent in states saved before it was read).
+   */
+  reportedModel?: TokenCounts | null;
   /** A message's usage was read (claude), a `Tokens:` line (aider): `own` is known, if only 0. */
   seen: boolean;
   model: string | null;
@@ -94,6 +100,7 @@ export function initialState(source: LogSource): ParseState {
 
 /** The substrings a line must hold to be worth parsing, by source: the rest are skipped unread. */
 const MARKERS: Record<LogSource, readonly string[]> = {
+  // message_delta events carry "usage"; the other stream events (text deltas: most of the lines) do not.
   claude: ['"usage"', '"init"'],
   codex: ['"turn.completed"'],
   aider: ["Tokens:", "Cost:"],
@@ -197,9 +204,45 @@ function claudeCounts(u: unknown): TokenCounts | null {
   return { input: c.input ?? 0, output: c.output ?? 0, cacheRead: c.cacheRead ?? 0, cacheWrite: c.cacheWrite ?? 0 };
 }
 
+/** The tokens of a claude `modelUsage` object (per model: inputTokens, outputTokens, cache…), summed; null when none. */
+function modelUsageCounts(v: unknown): TokenCounts | null {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return null;
+  let total: TokenCounts | null = null;
+  for (const m of Object.values(v as Record<string, unknown>)) {
+    if (typeof m !== "object" || m === null) continue;
+    const o = m as Record<string, unknown>;
+    const c = { input: count(o.inputTokens), output: count(o.outputTokens), cacheRead: count(o.cacheReadInputTokens), cacheWrite: count(o.cacheCreationInputTokens) };
+    if (c.input === null && c.output === null && c.cacheRead === null && c.cacheWrite === null) continue;
+    total = add(total ?? ZERO, { input: c.input ?? 0, output: c.output ?? 0, cacheRead: c.cacheRead ?? 0, cacheWrite: c.cacheWrite ?? 0 });
+  }
+  return total;
+}
+
 function claudeLine(s: ParseState, line: string): void {
   const e = jsonLine(s, line);
   if (!e) return;
+  // --include-partial-messages: the API's own events. A message's message_delta carries its running
+  // figures (the output count the assistant lines do not have: they show message_start's snapshot).
+  if (e.type === "stream_event" && typeof e.event === "object" && e.event !== null) {
+    const ev = e.event as Record<string, unknown>;
+    const start = ev.type === "message_start" && typeof ev.message === "object" && ev.message !== null ? (ev.message as Record<string, unknown>) : null;
+    if (ev.type !== "message_delta" && start === null) return;
+    const c = claudeCounts(start ? start.usage : ev.usage);
+    if (c === null) {
+      if ((start ? start.usage : ev.usage) !== undefined) s.unreadable += 1;
+      return;
+    }
+    s.seen = true;
+    // A message_delta belongs to the message its stream started (older versions do not name it).
+    const id = start ? (typeof start.id === "string" ? start.id : null) : typeof e.api_message_id === "string" ? e.api_message_id : (s.group?.id ?? null);
+    if (id !== null && s.group?.id === id) s.group.usage = maxEach(s.group.usage, c);
+    else {
+      if (s.group) s.own = add(s.own, s.group.usage);
+      s.group = id === null ? null : { id, usage: c };
+      if (id === null) s.own = add(s.own, c);
+    }
+    return;
+  }
   if (e.type === "system" && e.subtype === "init") {
     if (typeof e.model === "string" && e.model) s.model = e.model;
     return;
@@ -213,6 +256,8 @@ function claudeLine(s: ParseState, line: string): void {
     }
     if (c && (s.reported === null || sum(c) >= sum(s.reported))) s.reported = c;
     if (usd !== null) s.reportedUsd = Math.max(s.reportedUsd ?? 0, usd);
+    const model = modelUsageCounts(e.modelUsage);
+    if (model && (!s.reportedModel || sum(model) >= sum(s.reportedModel))) s.reportedModel = model;
     return;
   }
   if (e.type === "assistant" && typeof e.message === "object" && e.message !== null) {
@@ -317,10 +362,13 @@ function aiderLine(s: ParseState, raw: string): void {
 /**
  * What a parser's state says the attempt used. `base`: for a conversation this attempt resumed, what
  * the loop recorded for the attempts of that conversation before it. claude and codex may report a
- * resumed conversation's figures from its beginning: codex always does, claude since version
- * 2.1.277 (earlier versions start again from zero in each process). A claude report at least the
- * base above what this process's own messages add up to is taken to include the base, which is
- * then taken off; a codex report always has it taken off. Never below what the messages add up to.
+ * resumed conversation's figures from its beginning: codex always does; claude's `result.usage`
+ * counts this process only, while its `total_cost_usd` (and `modelUsage`) count from the
+ * conversation's start since version 2.1.277 (docs/spend.md). So it is decided per figure: tokens
+ * reported at least the base above what this process's own messages add up to include the base;
+ * dollars include it when `modelUsage`, whose price they are, holds at least half the base's tokens
+ * more than `result.usage` (else, without `modelUsage`, when the tokens do). What is included is
+ * taken off. Never below what the messages add up to.
  */
 export function figureOf(state: ParseState, base: { tokens: TokenCounts | null; microUsd: number | null } | null = null): UsageFigure {
   const s = state;
@@ -329,10 +377,11 @@ export function figureOf(state: ParseState, base: { tokens: TokenCounts | null; 
   const own = s.group ? add(s.own, s.group.usage) : s.own;
   let reported = s.reported;
   let microUsd = s.reportedUsd;
-  if (reported && base?.tokens && sum(reported) >= sum(own) + sum(base.tokens)) {
-    reported = minus(reported, base.tokens);
-    if (microUsd !== null && base.microUsd !== null) microUsd = Math.max(0, microUsd - base.microUsd);
-  }
+  const tokensInclude = reported !== null && base?.tokens != null && sum(reported) >= sum(own) + sum(base.tokens);
+  const model = s.reportedModel ?? null;
+  const usdIncludes = base?.tokens != null && (model !== null ? sum(model) - sum(reported ?? ZERO) >= sum(base.tokens) / 2 : tokensInclude);
+  if (tokensInclude) reported = minus(reported!, base!.tokens!);
+  if (usdIncludes && microUsd !== null && base!.microUsd !== null) microUsd = Math.max(0, microUsd - base!.microUsd);
   const tokens = reported && sum(reported) >= sum(own) ? reported : s.seen ? own : reported;
   return { tokens, microUsd, model: s.model };
 }

@@ -43,7 +43,7 @@ const AIDER_QUIET = [
   "--no-pretty",
   "--no-stream",
 ];
-const CLAUDE_COMMON = ["claude", "-p", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"];
+const CLAUDE_COMMON = ["claude", "-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages", "--dangerously-skip-permissions"];
 const CODEX_COMMON = ["codex", "exec", "--json", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check", "--disable", "unbounded_connection_retries"];
 
 describe("presets", () => {

@@ -1,0 +1,40 @@
+// The real agent CLIs, as `npm run agents:install` put them in tests/agents/node_modules
+// (tests/agents/package.json pins them). A test that needs one asks `agentBin`: when the CLI is not
+// installed it is told so once (one line on stderr, naming the command that installs it) and the
+// test is skipped, never silently; under CI (LOOP_TEST_AGENTS_REQUIRED=1, set by .ci/run) a missing
+// CLI fails instead.
+import { existsSync, mkdirSync, symlinkSync } from "node:fs";
+import { join, resolve } from "node:path";
+
+const MODULES = resolve(import.meta.dir, "node_modules");
+
+/** The pinned CLIs: the newest of each, and the oldest Claude Code the docs support. */
+export const AGENTS = {
+  claude: join(MODULES, "@anthropic-ai/claude-code/bin/claude.exe"),
+  "claude-2.1.197": join(MODULES, "claude-code-2.1.197/bin/claude.exe"),
+  codex: join(MODULES, "@openai/codex/bin/codex.js"),
+} as const;
+export type AgentName = keyof typeof AGENTS;
+
+const told = new Set<string>();
+
+/** The CLI's program, or null (said once) when it is not installed. */
+export function agentBin(name: AgentName): string | null {
+  let path: string = AGENTS[name];
+  if (name === "claude" && !existsSync(path)) path = join(MODULES, "@anthropic-ai/claude-code/cli.js");
+  if (existsSync(path)) return path;
+  if (process.env.LOOP_TEST_AGENTS_REQUIRED === "1") throw new Error(`${name} is not installed in tests/agents (run \`npm run agents:install\`)`);
+  if (!told.has(name)) {
+    told.add(name);
+    process.stderr.write(`tests/agents: ${name} is not installed, its end-to-end tests are skipped (run \`npm run agents:install\`)\n`);
+  }
+  return null;
+}
+
+/** A folder holding `as` → the CLI, to put first on an agent's PATH (the presets run `claude`, `codex`). */
+export function agentPath(dir: string, name: AgentName, as: "claude" | "codex"): string {
+  const bin = join(dir, "agent-bin");
+  mkdirSync(bin, { recursive: true });
+  symlinkSync(agentBin(name)!, join(bin, as));
+  return bin;
+}

@@ -1,0 +1,177 @@
+// The real Claude Code CLI as loop's agent, through `loop run`, against the fake Anthropic API on
+// 127.0.0.1 (tests/helpers/fake-anthropic.ts): an item passes; what loop records is what the fake
+// served (tokens and dollars, first attempt and resumed); ask → `loop ctl reply` → resume reaches
+// the model; a token and a dollar budget stop the session. Skipped, said once, without the CLIs
+// (`npm run agents:install`).
+import { describe, expect, test } from "bun:test";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { type AnthropicUsage, ask, bash, claudeEnv, endless, type FakeAnthropic, say, startFakeAnthropic, steps } from "../helpers/fake-anthropic.ts";
+import { demoDefinition, pollUntil, type Project, scenario } from "../helpers/project.ts";
+import { type AgentName, agentBin, agentPath } from "./agents.ts";
+
+const SLOW = 240_000;
+const MODEL = "claude-sonnet-4-5";
+
+/** Claude Code's own price of claude-sonnet-4-5 (per million: $3 in, $15 out, $3.75 cache write, $0.30 cache read), in millionths of a dollar. */
+export function sonnetMicroUsd(u: AnthropicUsage): number {
+  return Math.round((u.input_tokens * 3 + u.output_tokens * 15 + u.cache_creation_input_tokens * 3.75 + u.cache_read_input_tokens * 0.3));
+}
+
+function tokensOf(u: AnthropicUsage) {
+  return { input: u.input_tokens, output: u.output_tokens, cacheRead: u.cache_read_input_tokens, cacheWrite: u.cache_creation_input_tokens };
+}
+
+/** What the fake served from request `from` on (one process's requests), summed. */
+function servedSince(fake: FakeAnthropic, from: number): AnthropicUsage {
+  const t = { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
+  for (const turn of fake.turns.slice(from)) for (const k of Object.keys(t) as (keyof AnthropicUsage)[]) t[k] += turn.usage[k];
+  return t;
+}
+
+/** The project's agent environment: the CLI first on PATH, a fresh $HOME, pointed at the fake. */
+function agentEnv(p: Project, fake: FakeAnthropic, name: AgentName): Record<string, string> {
+  const home = join(p.aux, "home");
+  mkdirSync(home, { recursive: true });
+  return { PATH: `${agentPath(p.aux, name, "claude")}:${process.env.PATH}`, HOME: home, IS_SANDBOX: "1", ...claudeEnv(fake) };
+}
+
+for (const name of ["claude", "claude-2.1.197"] as const) {
+  const bin = agentBin(name);
+  describe.skipIf(bin === null)(`${name} as loop's agent`, () => {
+    test(
+      "an item passes: the agent's tool call writes the file its verify checks, and the attempt's tokens and dollars are what the fake served",
+      async () => {
+        const fake = await startFakeAnthropic(steps(bash("printf 'hello\\n' > DONE.md"), say("Done.")));
+        try {
+          await scenario(demoDefinition([{ id: "a", prompt: "Write DONE.md.", verify: "test -s DONE.md" }], { defaults: { runner: "claude", model: MODEL } }), {}, async (p) => {
+            Object.assign(p.env, agentEnv(p, fake, name));
+            expect((await p.run()).action).toBe("launched");
+            await p.runToDrain();
+            const it = p.projection().items.a!;
+            expect(it.status).toBe("passed");
+            const agentTurns = fake.turns;
+            expect(agentTurns.map((t) => t.tool)).toEqual(["Bash", null]);
+            const usage = it.attempts[0]!.usage!;
+            expect(usage.tokens).toEqual(tokensOf(servedSince(fake, 0)));
+            expect(usage.microUsd).toBe(sonnetMicroUsd(servedSince(fake, 0)));
+            expect(usage.usdFrom).toBe("agent");
+          });
+        } finally {
+          await fake.stop();
+        }
+      },
+      SLOW,
+    );
+
+    test(
+      "ask → loop ctl reply → resume: the reply reaches the model in the same conversation, and the resumed attempt records what its own process was served (tokens and dollars)",
+      async () => {
+        const fake = await startFakeAnthropic((t) => {
+          if (t.step === 0) return ask("Which colour?");
+          if (t.step === 1) return say("Asked.");
+          if (t.step === 2) return bash("printf '%s\\n' blue > COLOUR.md");
+          return say("Done.");
+        });
+        try {
+          await scenario(demoDefinition([{ id: "a", prompt: "Pick a colour.", verify: "test -s COLOUR.md" }], { defaults: { runner: "claude", model: MODEL } }), {}, async (p) => {
+            Object.assign(p.env, agentEnv(p, fake, name));
+            expect((await p.run()).action).toBe("launched");
+            const asked = await p.runUntil((r) => r.attention.some((a) => a.kind === "question"), { what: "the question" });
+            expect(asked.attention.map((a) => a.kind)).toEqual(["question"]);
+            const first = fake.turns.length;
+            const before = p.projection().items.a!.attempts[0]!.usage!;
+            expect(before.tokens).toEqual(tokensOf(servedSince(fake, 0)));
+            expect(before.microUsd).toBe(sonnetMicroUsd(servedSince(fake, 0)));
+            expect((await p.ctl(["reply", "--work-item", "a", "blue, please"])).code).toBe(0);
+            expect((await p.ctl(["resume"])).code).toBe(0);
+            await p.runToDrain();
+            const it = p.projection().items.a!;
+            expect(it.status).toBe("passed");
+            // The same conversation: the resumed request carries the first process's turns, and the reply's file.
+            const resumed = fake.requests.filter((r) => r.agent).at(-1)!;
+            expect(JSON.stringify(resumed.body)).toContain("Which colour?");
+            expect(fake.turns[first]!.step).toBe(2);
+            const second = it.attempts[1]!.usage!;
+            expect(second.tokens).toEqual(tokensOf(servedSince(fake, first)));
+            expect(second.microUsd).toBe(sonnetMicroUsd(servedSince(fake, first)));
+          });
+        } finally {
+          await fake.stop();
+        }
+      },
+      SLOW,
+    );
+
+    test(
+      "a session ended mid-message (loop ctl stop) has its output counted from the API's message_delta events: tokens as served, priced dollars within a few percent",
+      async () => {
+        const fake = await startFakeAnthropic((t) => (t.step < 3 ? bash(`echo step ${t.step}`, { output_tokens: 828 }) : { hangAfterStart: true }));
+        try {
+          const prices = { [MODEL]: { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 } };
+          await scenario(demoDefinition([{ id: "a", prompt: "Work.", verify: "false" }], { defaults: { runner: "claude", model: MODEL }, prices }), {}, async (p) => {
+            Object.assign(p.env, agentEnv(p, fake, name));
+            expect((await p.run()).action).toBe("launched");
+            await pollUntil(() => fake.turns.length === 4, "the fourth message hangs");
+            // Every finished message has been printed once the CLI waits on the hanging one.
+            await p.runUntil((_r, q) => (q.projection().items.a!.attempts[0]?.usage?.tokens?.cacheRead ?? 0) >= servedSince(fake, 0).cache_read_input_tokens, { what: "the figure of the printed messages" });
+            expect((await p.ctl(["stop", "--work-item", "a", "--yes"])).code).toBe(0);
+            await p.run([0, 1]);
+            const usage = p.projection().items.a!.attempts[0]!.usage!;
+            const served = servedSince(fake, 0);
+            expect(usage.tokens!.output).toBeGreaterThanOrEqual(Math.floor(served.output_tokens * 0.97));
+            expect(usage.tokens!.output).toBeLessThanOrEqual(served.output_tokens);
+            expect(usage.usdFrom).toBe("prices");
+            expect(Math.abs(usage.microUsd! - sonnetMicroUsd(served)) / sonnetMicroUsd(served)).toBeLessThan(0.03);
+          });
+        } finally {
+          await fake.stop();
+        }
+      },
+      SLOW,
+    );
+
+    test(
+      "a token budget stops an endless session: budget_exhausted, and no process is left",
+      async () => {
+        const fake = await startFakeAnthropic(endless(2_000));
+        try {
+          await scenario(demoDefinition([{ id: "a", prompt: "Loop.", verify: "false", budget: { tokens: 60_000 } }], { defaults: { runner: "claude", model: MODEL } }), {}, async (p) => {
+            Object.assign(p.env, agentEnv(p, fake, name));
+            expect((await p.run()).action).toBe("launched");
+            await p.runUntil((r) => r.transitions.some((t) => t.type === "budget_stopped"), { what: "the budget stop", maxPolls: 400 });
+            const it = p.projection().items.a!;
+            expect(it.reason).toStartWith("budget_exhausted");
+          });
+        } finally {
+          await fake.stop();
+        }
+      },
+      SLOW,
+    );
+
+    test(
+      "a dollar budget stops an endless session mid-session",
+      async () => {
+        const fake = await startFakeAnthropic(endless(2_000));
+        try {
+          await scenario(demoDefinition([{ id: "a", prompt: "Loop.", verify: "false", budget: { usd: 0.5 } }], { defaults: { runner: "claude", model: MODEL } }), {}, async (p) => {
+            Object.assign(p.env, agentEnv(p, fake, name));
+            expect((await p.run()).action).toBe("launched");
+            await p.runUntil((r) => r.transitions.some((t) => t.type === "budget_stopped" || t.type === "item_settled"), { what: "the budget stop", maxPolls: 400 });
+            const it = p.projection().items.a!;
+            expect(it.reason).toStartWith("budget_exhausted");
+            // What loop recorded is within a few percent of what was served.
+            const recorded = it.attempts[0]!.usage!;
+            const served = sonnetMicroUsd(servedSince(fake, 0));
+            expect(recorded.microUsd).not.toBeNull();
+            expect(Math.abs(recorded.microUsd! - served) / served).toBeLessThan(0.05);
+          });
+        } finally {
+          await fake.stop();
+        }
+      },
+      SLOW,
+    );
+  });
+}
