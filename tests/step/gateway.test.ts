@@ -87,6 +87,14 @@ writeFileSync("done.txt", "done\\n");
             ["budget", null],
             ["network", "elsewhere.invalid"],
           ]);
+          // loop logs --network shows them, escaped; --json as its document.
+          const shown = await p.loop(["logs", "x", "--network"]);
+          expect(shown.code).toBe(0);
+          expect(shown.stdout).toMatch(/^\S+ refused a model request: the session's budget is spent \(19002 of 15000 tokens\)\n\S+ refused a model request: .*\n\S+ refused elsewhere\.invalid:8080 \(not on the network list\)\n$/);
+          const doc = JSON.parse((await p.loop(["logs", "x", "--network", "--json"])).stdout);
+          expect(doc).toMatchObject({ schema: "loop/network@1", item: "x", attempt: 1, attempts: 1, unreadable: 0 });
+          expect(doc.refused.at(-1)).toMatchObject({ kind: "network", host: "elsewhere.invalid", port: 8080 });
+          expect((await p.loop(["logs", "x", "--network", "--verify"])).code).toBe(2);
           // Refused at the source, the session is stopped as a running one over its budget would be.
           expect(p.projection().items.x!.status).toBe("failed");
           expect(p.projection().items.x!.reason).toStartWith("budget_exhausted: x spent");
