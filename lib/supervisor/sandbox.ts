@@ -45,6 +45,8 @@ export interface SandboxRequest {
   env: Record<string, string | undefined>;
   /** The network unshared, the gateway's socket folder bound in read-only (docs/threat-model.md#the-gateway). */
   gatewaySockets?: string;
+  /** The network unshared with no way out at all (a verify's `verifyNetwork` "none"). */
+  noNetwork?: boolean;
 }
 
 /** Every path the sandbox is built from, absolute. */
@@ -76,6 +78,8 @@ export interface SandboxSpec {
   programs: string[];
   /** With a gateway: the network unshared, and this folder (its sockets) visible read-only. */
   gatewaySockets?: string;
+  /** The network unshared, nothing bound in. */
+  noNetwork?: boolean;
 }
 
 /** The bwrap command line that runs `argv` in the sandbox `s`. Pure. */
@@ -104,7 +108,7 @@ export function sandboxArgv(s: SandboxSpec, argv: string[]): string[] {
     "--chdir", s.worktree,
     "--setenv", "TMPDIR", "/tmp",
     "--unshare-pid",
-    ...(s.gatewaySockets ? ["--unshare-net"] : []),
+    ...(s.gatewaySockets || s.noNetwork ? ["--unshare-net"] : []),
     "--die-with-parent",
     "--new-session",
     "--cap-drop", "ALL",
@@ -181,6 +185,7 @@ export function sandboxSpec(r: SandboxRequest, sessionDir: string): SandboxSpec 
     // Never one under the state root: the hiding of loop's files comes after, and wins.
     programs: r.programs.filter((p) => isAbsolute(p) && existsSync(p)),
     ...(r.gatewaySockets ? { gatewaySockets: r.gatewaySockets } : {}),
+    ...(r.noNetwork ? { noNetwork: true } : {}),
   };
 }
 

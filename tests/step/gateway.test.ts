@@ -164,3 +164,25 @@ console.log("REPORT " + JSON.stringify(report));
     180_000,
   );
 });
+
+describe("a verify's network in the sandbox", () => {
+  test.skipIf(!Bun.which("bwrap"))(
+    'verifyNetwork is "none" by default there: the verify reaches no loopback server; "open" gives it the network back',
+    async () => {
+      const srv = hello();
+      const probe = `${BUN} -e 'require("node:net").connect(${srv.port}, "127.0.0.1").on("connect", () => { console.log("NET reached"); process.exit(0); }).on("error", () => { console.log("NET refused"); process.exit(0); })'`;
+      for (const [verifyNetwork, expected] of [[undefined, "NET refused"], ["open", "NET reached"]] as const) {
+        await scenario(
+          () => demoDefinition([{ id: "v", prompt: "Nothing.", verify: probe }], { defaults: { sandbox: "bwrap", ...(verifyNetwork ? { verifyNetwork } : {}) } }),
+          {},
+          async (p) => {
+            await p.runToDrain({ codes: [0, 1] });
+            const log = readFileSync(join(p.sessionDir("v", 1), "verify.log"), "utf8");
+            expect({ verifyNetwork: verifyNetwork ?? "default", said: /NET \w+/.exec(log)?.[0] ?? log }).toEqual({ verifyNetwork: verifyNetwork ?? "default", said: expected });
+          },
+        );
+      }
+    },
+    180_000,
+  );
+});
