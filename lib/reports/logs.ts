@@ -11,10 +11,11 @@ import type { ItemState } from "../log/projection.ts";
 import { reworkOf } from "../step/handoff.ts";
 import { resolveSelectorsIn } from "../definition/selectors.ts";
 import { sessionDir } from "../shared/paths.ts";
-import { readJsonOrNull, readRegularFile } from "../shared/fsutil.ts";
+import { readJsonOrNull } from "../shared/fsutil.ts";
 import { UnknownItemError, UsageError } from "../shared/errors.ts";
 import { SESSION_FILES } from "../supervisor/session-wrapper.ts";
-import { GATEWAY_FILES } from "../supervisor/gateway-files.ts";
+import { type GatewayRefusal, readRefusals } from "../supervisor/gateway-files.ts";
+export type { GatewayRefusal } from "../supervisor/gateway-files.ts";
 import { cutOf, DEFAULT_OUTPUT_CAP, markerLine, outputLayout } from "../supervisor/output-log.ts";
 import { sessionAlive } from "../supervisor/liveness.ts";
 
@@ -52,9 +53,6 @@ export function findFeedback(stateRoot: string, selector: string, o: { attempt: 
   return { item: found.id, attempt, attempts, feedback: reworkOf(found, attempt) };
 }
 
-/** One refusal of an attempt's gateway (docs/threat-model.md#the-gateway): a host its proxy refused, or a model request its budget refused. */
-export type GatewayRefusal = { kind: "network"; host: string; port: number; at: string } | { kind: "budget"; reason: string; at: string };
-
 /**
  * What the attempt's gateway refused (GATEWAY_FILES.refused in its session folder), oldest first.
  * The file is the wrapper's, but an agent without the sandbox can write it: only well-formed lines
@@ -63,25 +61,7 @@ export type GatewayRefusal = { kind: "network"; host: string; port: number; at: 
 export function findRefusals(stateRoot: string, selector: string, o: { attempt: number | null }): { item: string; attempt: number; attempts: number; refused: GatewayRefusal[]; unreadable: number } {
   const found = findItem(stateRoot, selector);
   const { attempt, attempts } = attemptOf(found, o.attempt);
-  const r = readRegularFile(join(sessionDir(stateRoot, found.id, found.epoch, attempt), GATEWAY_FILES.refused), { maxBytes: 16 * 2 ** 20, noLinks: true });
-  const refused: GatewayRefusal[] = [];
-  let unreadable = 0;
-  if (r.kind === "ok")
-    for (const line of r.bytes.toString("utf8").split("\n")) {
-      if (!line) continue;
-      let d: Record<string, unknown>;
-      try {
-        d = JSON.parse(line);
-      } catch {
-        unreadable++;
-        continue;
-      }
-      const at = typeof d.at === "string" && d.at.length <= 40 ? d.at : null;
-      if (at && d.kind === "network" && typeof d.host === "string" && d.host.length <= 255 && Number.isSafeInteger(d.port)) refused.push({ kind: "network", host: d.host, port: d.port as number, at });
-      else if (at && d.kind === "budget" && typeof d.reason === "string" && d.reason.length <= 1000) refused.push({ kind: "budget", reason: d.reason, at });
-      else unreadable++;
-    }
-  return { item: found.id, attempt, attempts, refused, unreadable };
+  return { item: found.id, attempt, attempts, ...readRefusals(sessionDir(stateRoot, found.id, found.epoch, attempt)) };
 }
 
 function attemptOf(found: ItemState, asked: number | null): { attempt: number; attempts: number } {

@@ -95,6 +95,9 @@ writeFileSync("done.txt", "done\\n");
           expect(doc).toMatchObject({ schema: "loop/network@1", item: "x", attempt: 1, attempts: 1, unreadable: 0 });
           expect(doc.refused.at(-1)).toMatchObject({ kind: "network", host: "elsewhere.invalid", port: 8080 });
           expect((await p.loop(["logs", "x", "--network", "--verify"])).code).toBe(2);
+          const status = JSON.parse((await p.loop(["status", "--json"])).stdout);
+          expect(status.items[0].network).toMatchObject({ refused: 1, budgetRefused: 2, lastHost: { host: "elsewhere.invalid", port: 8080 } });
+          expect((await p.loop(["status", "--text"])).stdout).toContain("x: its gateway refused 1 connection(s), the last to elsewhere.invalid:8080 at");
           // Refused at the source, the session is stopped as a running one over its budget would be.
           expect(p.projection().items.x!.status).toBe("failed");
           expect(p.projection().items.x!.reason).toStartWith("budget_exhausted: x spent");
