@@ -3,7 +3,7 @@
 import { DESCRIPTIONS } from "../lib/shared/tools.ts";
 import { defineTool, main, resolveRoot, resolveStateRoot } from "../lib/shared/cli.ts";
 import { EXIT, UsageError } from "../lib/shared/errors.ts";
-import { attemptLive, findFeedback, findLog, logFacts, printLog } from "../lib/reports/logs.ts";
+import { attemptLive, findFeedback, findLog, findRefusals, logFacts, printLog } from "../lib/reports/logs.ts";
 import { printable, printableText } from "../lib/shared/printable.ts";
 
 export const tool = defineTool({
@@ -16,6 +16,7 @@ export const tool = defineTool({
     verify: { type: "boolean", description: "the verify command's output instead of the agent's" },
     setup: { type: "boolean", description: "workspace.setup's output (the attempt that made the worktree) instead of the agent's" },
     feedback: { type: "boolean", description: "the feedback the attempt was given by a reaction to its pull request (a rework), instead of a log" },
+    network: { type: "boolean", description: "what the attempt's gateway refused (hosts off its network list, model requests past a budget), instead of a log" },
     json: { type: "boolean", description: "print where the log is and its size, as one JSON document, instead of the log" },
     text: { type: "boolean", description: "print the log (the default, whatever stdout is)" },
   },
@@ -35,6 +36,19 @@ export const tool = defineTool({
     if (args.verify && args.setup) throw new UsageError("--verify and --setup exclude each other");
     const root = resolveRoot(args.root, ctx.cwd);
     const stateRoot = resolveStateRoot({ root, flag: args["state-root"], env: ctx.env, cwd: ctx.cwd });
+    if (args.network && (args.follow || args.verify || args.feedback || args.setup)) throw new UsageError(`--network and --${args.follow ? "follow" : args.verify ? "verify" : args.feedback ? "feedback" : "setup"} exclude each other`);
+    if (args.network) {
+      const n = findRefusals(stateRoot, args.item!, { attempt });
+      if (args.json) {
+        ctx.outJson({ schema: "loop/network@1", item: n.item, attempt: n.attempt, attempts: n.attempts, refused: n.refused, unreadable: n.unreadable });
+        return EXIT.ok;
+      }
+      if (n.unreadable) ctx.log.warn(`${n.unreadable} line(s) of the attempt's gateway-refused.jsonl could not be read`);
+      if (n.refused.length === 0) ctx.log.info(`${printable(n.item)} attempt ${n.attempt}: its gateway refused nothing (or it ran without one)`);
+      const lines = n.refused.map((r) => (r.kind === "network" ? `${r.at} refused ${r.host}:${r.port} (not on the network list)` : `${r.at} refused a model request: ${r.reason}`));
+      if (lines.length) await ctx.outRaw(printableText(lines.join("\n") + "\n"));
+      return EXIT.ok;
+    }
     if (args.feedback) {
       // From the log: the digest recorded with the reaction to the attempt before this one.
       const fb = findFeedback(stateRoot, args.item!, { attempt });

@@ -112,6 +112,10 @@ async function entry(self: string, args: string[]): Promise<void> {
     process.exitCode = await runDemoAgent(process.env);
     return;
   }
+  if (first === "__bridge") {
+    const { runBridge } = await import("../lib/supervisor/bridge.ts");
+    process.exit(await runBridge(rest));
+  }
   if (first === "__session") {
     // Exit explicitly: the wrapper's signal listeners would otherwise keep it alive.
     const { runSessionWrapper } = await import("../lib/supervisor/session-wrapper.ts");

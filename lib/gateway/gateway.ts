@@ -54,6 +54,8 @@ export interface GatewayOptions {
   onModelRefused?: (r: { provider: Provider; reason: string; at: number }) => void;
   onProxyRefused?: (r: ProxyRefusal) => void;
   now?: () => number;
+  /** Also listen on these Unix sockets (a sandbox with its network unshared reaches them through a bridge). */
+  unix?: { model: string; proxy: string };
 }
 
 export interface Gateway {
@@ -78,7 +80,9 @@ function providerError(provider: Provider, status: number, message: string): Res
 export async function startGateway(o: GatewayOptions): Promise<Gateway> {
   const now = o.now ?? Date.now;
   const model = Bun.serve({ hostname: "127.0.0.1", port: 0, idleTimeout: 0, fetch: (req) => modelRequest(o, now, req) });
+  const modelUnix = o.unix ? Bun.serve({ unix: o.unix.model, fetch: (req) => modelRequest(o, now, req) }) : null;
   const proxy = await startProxy(o, now);
+  const proxyUnix = o.unix ? await startProxy(o, now, o.unix.proxy) : null;
   const port = model.port!;
   return {
     modelUrl: { anthropic: `http://127.0.0.1:${port}/anthropic`, openai: `http://127.0.0.1:${port}/openai` },
@@ -87,8 +91,13 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
     proxyPort: proxy.port,
     async stop() {
       await model.stop(true);
-      await new Promise<void>((r) => proxy.server.close(() => r()));
-      for (const s of proxy.sockets) s.destroy();
+      await modelUnix?.stop(true);
+      for (const p of [proxy, proxyUnix]) {
+        if (!p) continue;
+        const closed = new Promise<void>((r) => p.server.close(() => r()));
+        for (const s of p.sockets) s.destroy();
+        await closed;
+      }
     },
   };
 }
@@ -178,7 +187,7 @@ function swapCredential(provider: Provider, headers: Headers, standIn: string, k
 
 const MAX_HEAD = 16 << 10;
 
-function startProxy(o: GatewayOptions, now: () => number): Promise<{ server: Server; port: number; sockets: Set<Socket> }> {
+function startProxy(o: GatewayOptions, now: () => number, path?: string): Promise<{ server: Server; port: number; sockets: Set<Socket> }> {
   const sockets = new Set<Socket>();
   const server = createServer((client) => {
     sockets.add(client);
@@ -200,7 +209,8 @@ function startProxy(o: GatewayOptions, now: () => number): Promise<{ server: Ser
   });
   return new Promise((resolve, reject) => {
     server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => resolve({ server, port: (server.address() as { port: number }).port, sockets }));
+    if (path) server.listen(path, () => resolve({ server, port: 0, sockets }));
+    else server.listen(0, "127.0.0.1", () => resolve({ server, port: (server.address() as { port: number }).port, sockets }));
   });
 }
 
@@ -237,6 +247,16 @@ function proxyRequest(o: GatewayOptions, now: () => number, client: Socket, head
     client.end(`HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(why)}\r\n\r\n${why}`);
     return;
   }
+  // Plain HTTP: one request per connection, its body by Content-Length only. A connection kept
+  // alive would carry the client's next request, for any host, to this one unchecked.
+  let body = 0;
+  if (target.kind === "http") {
+    if (/\r\ntransfer-encoding:/i.test(text)) {
+      client.end("HTTP/1.1 411 Length Required\r\nConnection: close\r\nContent-Type: text/plain\r\n\r\nloop gateway: a proxied plain-HTTP request gives its body's Content-Length\n");
+      return;
+    }
+    body = Number(/\r\ncontent-length:\s*(\d+)/i.exec(text)?.[1] ?? 0);
+  }
   const upstream = connect({ host: target.host, port: target.port });
   upstream.on("error", (err) => {
     if (!client.writableEnded) client.end(`HTTP/1.1 502 Bad Gateway\r\nConnection: close\r\nContent-Type: text/plain\r\n\r\nloop gateway: ${target.host}:${target.port}: ${err.message}\n`);
@@ -245,10 +265,26 @@ function proxyRequest(o: GatewayOptions, now: () => number, client: Socket, head
   client.on("close", () => upstream.destroy());
   upstream.on("close", () => client.destroy());
   upstream.on("connect", () => {
-    if (target.kind === "connect") client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
-    else upstream.write(target.originLine + text.slice(firstLine.length).replace(/\r\nproxy-connection:[^\r]*/gi, ""), "latin1");
-    if (rest.length) upstream.write(rest);
-    client.pipe(upstream);
+    if (target.kind === "connect") {
+      client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+      if (rest.length) upstream.write(rest);
+      client.pipe(upstream);
+      upstream.pipe(client);
+      client.resume();
+      return;
+    }
+    const headers = text.slice(firstLine.length, -4).replace(/\r\n(proxy-connection|connection|keep-alive):[^\r]*/gi, "");
+    upstream.write(`${target.originLine}${headers}\r\nConnection: close\r\n\r\n`, "latin1");
+    let left = body;
+    const send = (chunk: Buffer) => {
+      const part = chunk.subarray(0, left);
+      left -= part.length;
+      if (part.length) upstream.write(part);
+      // Anything after the body is a next request: never forwarded on this connection.
+      if (left <= 0) client.off("data", send);
+    };
+    if (left > 0) client.on("data", send);
+    if (rest.length) send(rest);
     upstream.pipe(client);
     client.resume();
   });

@@ -14,6 +14,8 @@ import { sessionDir } from "../shared/paths.ts";
 import { readJsonOrNull } from "../shared/fsutil.ts";
 import { UnknownItemError, UsageError } from "../shared/errors.ts";
 import { SESSION_FILES } from "../supervisor/session-wrapper.ts";
+import { type GatewayRefusal, readRefusals } from "../supervisor/gateway-files.ts";
+export type { GatewayRefusal } from "../supervisor/gateway-files.ts";
 import { cutOf, DEFAULT_OUTPUT_CAP, markerLine, outputLayout } from "../supervisor/output-log.ts";
 import { sessionAlive } from "../supervisor/liveness.ts";
 
@@ -49,6 +51,17 @@ export function findFeedback(stateRoot: string, selector: string, o: { attempt: 
   const found = findItem(stateRoot, selector);
   const { attempt, attempts } = attemptOf(found, o.attempt);
   return { item: found.id, attempt, attempts, feedback: reworkOf(found, attempt) };
+}
+
+/**
+ * What the attempt's gateway refused (GATEWAY_FILES.refused in its session folder), oldest first.
+ * The file is the wrapper's, but an agent without the sandbox can write it: only well-formed lines
+ * are taken, the others counted (`unreadable`).
+ */
+export function findRefusals(stateRoot: string, selector: string, o: { attempt: number | null }): { item: string; attempt: number; attempts: number; refused: GatewayRefusal[]; unreadable: number } {
+  const found = findItem(stateRoot, selector);
+  const { attempt, attempts } = attemptOf(found, o.attempt);
+  return { item: found.id, attempt, attempts, ...readRefusals(sessionDir(stateRoot, found.id, found.epoch, attempt)) };
 }
 
 function attemptOf(found: ItemState, asked: number | null): { attempt: number; attempts: number } {

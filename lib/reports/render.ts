@@ -74,6 +74,11 @@ export function renderStatus(r: StatusReport, color: boolean): string {
         if (it.reset) out.push(`${p(it.id)}: reset by ${p(it.reset.actor)} at ${p(it.reset.at)} (epoch ${p(it.epoch)})`);
       }
     }
+    // Hosts a session's gateway refused: the operator may widen the list (docs/loop-json.md#network).
+    for (const it of r.items.filter((it) => it.network?.refused)) {
+      const last = it.network!.lastHost!;
+      out.push(`${p(it.id)}: its gateway refused ${p(it.network!.refused)} connection(s), the last to ${p(last.host)}:${p(last.port)} at ${p(last.at)} (loop logs ${p(it.id)} --network)`);
+    }
     // Attempts a stopped watcher took with it (a pod's end, a node drain): given back, not counted.
     const drained = r.items.filter((it) => it.drained.length);
     if (drained.length) {

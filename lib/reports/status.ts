@@ -30,6 +30,7 @@ import { fullDisk } from "../shared/disk.ts";
 import { describeLockHolders, storeLockHolders } from "../log/locks.ts";
 import { describeRefChange, lastLanded, type OwnedRefInput, ownedRefs, readRefs, refChanges, restoreCommand } from "../repo/owned-refs.ts";
 import { hostname } from "node:os";
+import { readRefusals } from "../supervisor/gateway-files.ts";
 
 /** A finding of status: its code is one of STATUS_FINDING_CODES (lib/log/integrity.ts). */
 export type Finding = AnyFinding<StatusFindingCode>;
@@ -135,6 +136,8 @@ export function statusReport(
         // What its attempts used and its budget (docs/spend.md); null before any attempt ran, and without one.
         usage: fullUsage(it.usage),
         budget: it.budget ?? null,
+        // What its latest session's gateway refused (docs/threat-model.md#the-gateway); null without one that refused anything.
+        network: networkOf(s),
       };
     });
     return {
@@ -152,6 +155,16 @@ export function statusReport(
 }
 
 export type StatusReport = ReturnType<typeof statusReport>;
+
+/** The refusals of a session's gateway, counted, with the last host refused: for widening the list. */
+function networkOf(s: Record<string, unknown> | null): { refused: number; budgetRefused: number; lastHost: { host: string; port: number; at: string } | null } | null {
+  if (!s || typeof s.log !== "string") return null;
+  const { refused } = readRefusals(dirname(s.log));
+  if (refused.length === 0) return null;
+  const hosts = refused.filter((r) => r.kind === "network");
+  const last = hosts.at(-1);
+  return { refused: hosts.length, budgetRefused: refused.length - hosts.length, lastHost: last && last.kind === "network" ? { host: last.host, port: last.port, at: last.at } : null };
+}
 
 /** What attention reads (lib/decisions/attention.ts), from the state document: every item of it. */
 export function attentionInputOf(doc: StateDocument, drainedSeq: number | null, pullSign: string): AttentionInput {

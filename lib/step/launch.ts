@@ -4,7 +4,8 @@
 // command, the detached session; then record session_started. A step killed anywhere in between
 // leaves a reservation the next step resolves (lib/step/observe.ts observeLaunching): it adopts a
 // spawned session, never launches the attempt a second time.
-import { lstatSync, mkdirSync, realpathSync, renameSync, statSync } from "node:fs";
+import { lstatSync, mkdirSync, mkdtempSync, realpathSync, renameSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { itemBranch } from "../definition/branches.ts";
 import { buildRunnerCommand, provenConversation } from "../definition/runners.ts";
@@ -249,9 +250,16 @@ async function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, 
   // An item with a network setting runs behind a gateway (docs/threat-model.md#the-gateway): the
   // model APIs metered and capped there, loop's key swapped in for a stand-in, other hosts on the list.
   const tokensLeft = remainingTokens({ item: it, usage: reserved.loop.usage, budget: ctx.def.budget, now: Date.now() });
+  // In the sandbox the network is unshared and the gateway reached through sockets in a short
+  // private folder of its own (a socket's path is limited to 108 bytes; the state root is hidden there).
   const gateway =
     it.def.network !== undefined
-      ? { standIn: `loop-stand-in-${crypto.randomUUID().replaceAll("-", "")}`, allow: sessionAllowList(it.def.network, it.def.runner) ?? null, ...(tokensLeft !== null ? { maxTokens: tokensLeft } : {}) }
+      ? {
+          standIn: `loop-stand-in-${crypto.randomUUID().replaceAll("-", "")}`,
+          allow: sessionAllowList(it.def.network, it.def.runner) ?? null,
+          ...(tokensLeft !== null ? { maxTokens: tokensLeft } : {}),
+          ...(plan.bwrap ? { socketDir: mkdtempSync(join(tmpdir(), "lg-")) } : {}),
+        }
       : undefined;
   ctx.store.assertLease();
   const started = startSession({
@@ -267,7 +275,7 @@ async function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, 
     ...(gateway ? { gateway } : {}),
     scope: { role: "session", loopName: ctx.def.name, item: it.id, epoch: it.epoch, attempt: n, stateRoot: ctx.options.stateRoot },
     ...(plan.bwrap
-      ? { sandbox: sandboxRequest({ bwrap: plan.bwrap, repo, worktree, stateRoot: ctx.options.stateRoot, branch, runner: it.def.runner, writable: [askFile, usageFile, ...(cmd.writes ?? [])], objects: join(dir, SESSION_FILES.objects), programs: sandboxPrograms(it.def.runner, program), env: ctx.options.env }) }
+      ? { sandbox: sandboxRequest({ bwrap: plan.bwrap, repo, worktree, stateRoot: ctx.options.stateRoot, branch, runner: it.def.runner, writable: [askFile, usageFile, ...(cmd.writes ?? [])], objects: join(dir, SESSION_FILES.objects), programs: [...sandboxPrograms(it.def.runner, program), ...(gateway ? selfFiles() : [])], env: ctx.options.env }) }
       : {}),
   });
   // Atomic: a step killed mid-write must not leave a half file that adoption then misreads.

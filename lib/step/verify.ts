@@ -235,7 +235,9 @@ function verifySandbox(ctx: StepContext, it: ItemState): { request: SandboxReque
     return { paused: { action: "paused", item: it.id, reason: p.loop.reason } };
   }
   try {
-    return { request: sandboxRequest({ bwrap: probe.bwrap, repo: repoOf(ctx), worktree: s.worktree, stateRoot: ctx.options.stateRoot, branch: s.branch, runner: it.def.runner, writable: [], objects: join(s.sessionDir, VERIFY_FILES.objects), env: ctx.options.env }) };
+    const request = sandboxRequest({ bwrap: probe.bwrap, repo: repoOf(ctx), worktree: s.worktree, stateRoot: ctx.options.stateRoot, branch: s.branch, runner: it.def.runner, writable: [], objects: join(s.sessionDir, VERIFY_FILES.objects), env: ctx.options.env });
+    // verifyNetwork "none" (the default in the sandbox, docs/loop-json.md#network): no network at all.
+    return { request: it.def.verifyNetwork === "none" ? { ...request, noNetwork: true } : request };
   } catch (err) {
     // The checkout is not the one loop made (lib/repo/workspace.ts checkWorktree): no verify runs over it.
     if (err instanceof StartError) return { refused: err.message };

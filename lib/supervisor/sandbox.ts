@@ -16,7 +16,8 @@
 //   - its own pid namespace: when the wrapper ends bwrap, the kernel ends every process inside,
 //     whatever it did to its process group, session or environment (--die-with-parent);
 //   - no capabilities (--cap-drop ALL: run as root, bwrap would keep them, and with them mount);
-//   - the network as it is: agents need their model's API.
+//   - the network as it is (agents need their model's API), unless the session has a gateway: then
+//     unshared, and the gateway's socket folder bound in for `loop __bridge` (./bridge.ts).
 // sandboxArgv is pure; sandboxSpec reads the worktree's git layout and prepares the mount points.
 import { closeSync, existsSync, lstatSync, mkdirSync, openSync, statSync } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative } from "node:path";
@@ -50,6 +51,10 @@ export interface SandboxRequest {
   /** The program the command runs and what it needs (loop itself, for the demo agent): read-only, even where /tmp or another hidden folder holds it. */
   programs: string[];
   env: Record<string, string | undefined>;
+  /** The network unshared, the gateway's socket folder bound in read-only (docs/threat-model.md#the-gateway). */
+  gatewaySockets?: string;
+  /** The network unshared with no way out at all (a verify's `verifyNetwork` "none"). */
+  noNetwork?: boolean;
 }
 
 /** Every path the sandbox is built from, absolute. */
@@ -83,6 +88,10 @@ export interface SandboxSpec {
   writableIfPresent: string[];
   /** Programs (files or folders) made visible again, read-only, after the hiding (each exists). */
   programs: string[];
+  /** With a gateway: the network unshared, and this folder (its sockets) visible read-only. */
+  gatewaySockets?: string;
+  /** The network unshared, nothing bound in. */
+  noNetwork?: boolean;
 }
 
 /** The bwrap command line that runs `argv` in the sandbox `s`. Pure. */
@@ -99,6 +108,7 @@ export function sandboxArgv(s: SandboxSpec, argv: string[]): string[] {
     // Under /tmp the repository would be hidden with it: it comes back, read-only; so does the program.
     ...bind("--ro-bind", s.repo),
     ...s.programs.flatMap((p) => bind("--ro-bind", p)),
+    ...(s.gatewaySockets ? bind("--ro-bind", s.gatewaySockets) : []),
     // Last of the hiding, so nothing above can bring loop's files back into view.
     "--tmpfs", s.stateRoot,
     // The other worktrees and the landing checkout, wherever they live.
@@ -113,6 +123,7 @@ export function sandboxArgv(s: SandboxSpec, argv: string[]): string[] {
     "--chdir", s.worktree,
     "--setenv", "TMPDIR", "/tmp",
     "--unshare-pid",
+    ...(s.gatewaySockets || s.noNetwork ? ["--unshare-net"] : []),
     "--die-with-parent",
     "--new-session",
     "--cap-drop", "ALL",
@@ -205,6 +216,8 @@ export function sandboxSpec(r: SandboxRequest, sessionDir: string): SandboxSpec 
     writableIfPresent: home && isAbsolute(home) ? r.homes.map((h) => join(home, h)) : [],
     // Never one under the state root: the hiding of loop's files comes after, and wins.
     programs: r.programs.filter((p) => isAbsolute(p) && existsSync(p)),
+    ...(r.gatewaySockets ? { gatewaySockets: r.gatewaySockets } : {}),
+    ...(r.noNetwork ? { noNetwork: true } : {}),
   };
 }
 

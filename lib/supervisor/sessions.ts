@@ -80,7 +80,9 @@ export function startSession(o: {
   const kind = o.kind ?? "session";
   const mark = o.mark ?? o.env.LOOP_SESSION_ID;
   // The only place a command is put in the sandbox: the launch record holds the bwrap command line.
-  const argv = o.sandbox ? sandboxArgv(sandboxSpec(o.sandbox, o.dir), o.argv) : o.argv;
+  // With a gateway in the sandbox, the bridge comes first inside: it serves the gateway's sockets on the sandbox's loopback.
+  const inner = o.sandbox && o.gateway?.socketDir ? [...selfArgv(), "__bridge", o.gateway.socketDir, "--", ...o.argv] : o.argv;
+  const argv = o.sandbox ? sandboxArgv(sandboxSpec(o.gateway?.socketDir ? { ...o.sandbox, gatewaySockets: o.gateway.socketDir } : o.sandbox, o.dir), inner) : o.argv;
   // The cap travels in the launch record: a tmux session does not inherit the step's environment.
   // The rule travels in the launch record too: in tmux the wrapper starts with the tmux server's
   // environment, not the one given here, and applies the rule to it again.

@@ -208,6 +208,27 @@ describe("the proxy and its allow-list", () => {
     ]);
   });
 
+  test("plain HTTP is one request per connection: a second request kept alive on it, for a host off the list, never reaches the first host", async () => {
+    // Servers that keep connections alive (Bun's), as the one the red team's second request would ride.
+    const keepAlive = () => {
+      const srv: ReturnType<typeof Bun.serve> = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (): Response => new Response(`hello ${srv.port}`) });
+      stops.push(() => srv.stop(true));
+      return { port: srv.port! };
+    };
+    const on = keepAlive();
+    const off = keepAlive();
+    const { g } = await gateway({ allow: [`127.0.0.1:${on.port}`] });
+    const got = await new Promise<string>((resolve, reject) => {
+      const s = connect(g.proxyPort, "127.0.0.1");
+      let text = "";
+      s.on("data", (d) => (text += d.toString("latin1")));
+      s.on("close", () => resolve(text));
+      s.on("error", reject);
+      s.write(`GET http://127.0.0.1:${on.port}/ HTTP/1.1\r\nHost: 127.0.0.1:${on.port}\r\nConnection: keep-alive\r\n\r\nGET http://127.0.0.1:${off.port}/ HTTP/1.1\r\nHost: 127.0.0.1:${off.port}\r\n\r\n`);
+    });
+    expect(got.match(/hello \d+/g)).toEqual([`hello ${on.port}`]);
+  });
+
   test('"none" refuses everything; open lets everything through', async () => {
     const srv = await helloServer();
     const none = await gateway({ allow: "none" });

@@ -36,6 +36,11 @@ export const STEERING = [
   // How loop's own push and fetch reach ssh (lib/repo/isolated-git.ts keeps them from loop's environment).
   "GIT_SSH_COMMAND",
   "GIT_SSH",
+  // A session gateway's upstreams and loop's model keys (lib/supervisor/session-gateway.ts): a caller's would reach a real API.
+  "ANTHROPIC_BASE_URL",
+  "OPENAI_BASE_URL",
+  "ANTHROPIC_API_KEY",
+  "OPENAI_API_KEY",
 ] as const;
 
 /** Variables loop reads that are kept from the caller on purpose, each with the reason. */

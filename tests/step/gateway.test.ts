@@ -87,12 +87,104 @@ writeFileSync("done.txt", "done\\n");
             ["budget", null],
             ["network", "elsewhere.invalid"],
           ]);
+          // loop logs --network shows them, escaped; --json as its document.
+          const shown = await p.loop(["logs", "x", "--network"]);
+          expect(shown.code).toBe(0);
+          expect(shown.stdout).toMatch(/^\S+ refused a model request: the session's budget is spent \(19002 of 15000 tokens\)\n\S+ refused a model request: .*\n\S+ refused elsewhere\.invalid:8080 \(not on the network list\)\n$/);
+          const doc = JSON.parse((await p.loop(["logs", "x", "--network", "--json"])).stdout);
+          expect(doc).toMatchObject({ schema: "loop/network@1", item: "x", attempt: 1, attempts: 1, unreadable: 0 });
+          expect(doc.refused.at(-1)).toMatchObject({ kind: "network", host: "elsewhere.invalid", port: 8080 });
+          expect((await p.loop(["logs", "x", "--network", "--verify"])).code).toBe(2);
+          const status = JSON.parse((await p.loop(["status", "--json"])).stdout);
+          expect(status.items[0].network).toMatchObject({ refused: 1, budgetRefused: 2, lastHost: { host: "elsewhere.invalid", port: 8080 } });
+          expect((await p.loop(["status", "--text"])).stdout).toContain("x: its gateway refused 1 connection(s), the last to elsewhere.invalid:8080 at");
           // Refused at the source, the session is stopped as a running one over its budget would be.
           expect(p.projection().items.x!.status).toBe("failed");
           expect(p.projection().items.x!.reason).toStartWith("budget_exhausted: x spent");
           expect(p.eventsOf("budget_stopped", "x")).toHaveLength(1);
         },
       );
+    },
+    180_000,
+  );
+});
+
+/** An HTTP server on 127.0.0.1 answering `hello <port>`. */
+function hello(): { port: number } {
+  const s = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response(`hello`) });
+  stops.push(() => s.stop(true));
+  return { port: s.port! };
+}
+
+describe("loop run with a network setting, in the sandbox", () => {
+  test.skipIf(!Bun.which("bwrap"))(
+    "the network is unshared: a loopback server is out of reach directly, through the proxy only when listed (the other refused and recorded), no name resolves, and the model API works through the bridge",
+    async () => {
+      const keys: (string | null)[] = [];
+      const api = Bun.serve({
+        hostname: "127.0.0.1",
+        port: 0,
+        async fetch(req) {
+          keys.push(req.headers.get("x-api-key"));
+          await req.arrayBuffer();
+          return new Response(STREAM, { headers: { "content-type": "text/event-stream" } });
+        },
+      });
+      stops.push(() => api.stop(true));
+      const on = hello();
+      const off = hello();
+      const code = `
+const report = {};
+// Loopback is in NO_PROXY (the gateway's own address); these two ask for the proxy on purpose.
+delete process.env.NO_PROXY; delete process.env.no_proxy;
+const attempt = async (what, f) => { try { report[what] = await f(); } catch (e) { report[what] = "error"; } };
+await attempt("direct", () => new Promise((ok, fail) => { const c = require("node:net").connect(${on.port}, "127.0.0.1"); c.on("connect", () => { c.destroy(); ok("connected"); }); c.on("error", fail); }));
+await attempt("listed", async () => { const r = await fetch("http://127.0.0.1:${on.port}/", { proxy: process.env.HTTP_PROXY }); return r.status + " " + (await r.text()); });
+await attempt("unlisted", async () => (await fetch("http://127.0.0.1:${off.port}/", { proxy: process.env.HTTP_PROXY })).status);
+await attempt("dns", async () => (await require("node:dns").promises.lookup("registry.npmjs.org")).address);
+process.env.NO_PROXY = process.env.no_proxy = "127.0.0.1";
+await attempt("model", async () => { const r = await fetch(process.env.ANTHROPIC_BASE_URL + "/v1/messages", { method: "POST", headers: { "x-api-key": process.env.ANTHROPIC_API_KEY }, body: "{}" }); await r.text(); return r.status; });
+console.log("REPORT " + JSON.stringify(report));
+`;
+      await scenario(
+        () => demoDefinition([{ id: "x", prompt: "Reach out.", runner: "caller" }], { defaults: { sandbox: "bwrap", network: [`127.0.0.1:${on.port}`] }, runners: { caller: { command: [BUN, "-e", code] } } }),
+        {},
+        async (p) => {
+          Object.assign(p.env, { ANTHROPIC_API_KEY: REAL_KEY, ANTHROPIC_BASE_URL: `http://127.0.0.1:${api.port}` });
+          await p.runToDrain({ codes: [0, 1] });
+          const session = p.eventsOf("session_started", "x")[0]!.payload;
+          const log = readFileSync(session.log, "utf8");
+          const report = JSON.parse(/REPORT (.*)/.exec(log)?.[1] ?? "null");
+          expect({ report, log: report ? "" : log }).toEqual({ report: { direct: "error", listed: "200 hello", unlisted: 403, dns: "error", model: 200 }, log: "" });
+          expect(keys).toEqual([REAL_KEY]);
+          const dir = join(session.log, "..");
+          const refused = readFileSync(join(dir, "gateway-refused.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+          expect(refused.map((r) => [r.kind, r.host, r.port])).toEqual([["network", "127.0.0.1", off.port]]);
+          expect(p.eventsOf("usage_recorded", "x").at(-1)!.payload.tokens).toEqual({ input: 1234, output: 321, cacheRead: 7890, cacheWrite: 56 });
+        },
+      );
+    },
+    180_000,
+  );
+});
+
+describe("a verify's network in the sandbox", () => {
+  test.skipIf(!Bun.which("bwrap"))(
+    'verifyNetwork is "none" by default there: the verify reaches no loopback server; "open" gives it the network back',
+    async () => {
+      const srv = hello();
+      const probe = `${BUN} -e 'require("node:net").connect(${srv.port}, "127.0.0.1").on("connect", () => { console.log("NET reached"); process.exit(0); }).on("error", () => { console.log("NET refused"); process.exit(0); })'`;
+      for (const [verifyNetwork, expected] of [[undefined, "NET refused"], ["open", "NET reached"]] as const) {
+        await scenario(
+          () => demoDefinition([{ id: "v", prompt: "Nothing.", verify: probe }], { defaults: { sandbox: "bwrap", ...(verifyNetwork ? { verifyNetwork } : {}) } }),
+          {},
+          async (p) => {
+            await p.runToDrain({ codes: [0, 1] });
+            const log = readFileSync(join(p.sessionDir("v", 1), "verify.log"), "utf8");
+            expect({ verifyNetwork: verifyNetwork ?? "default", said: /NET \w+/.exec(log)?.[0] ?? log }).toEqual({ verifyNetwork: verifyNetwork ?? "default", said: expected });
+          },
+        );
+      }
     },
     180_000,
   );
