@@ -13,6 +13,8 @@ export const STEERING = [
   // Whether claude may run as root (lib/step/environment.ts): a caller's value would hide the check.
   "IS_SANDBOX",
   "CLAUDE_CODE_BUBBLEWRAP",
+  // Where claude keeps its conversations (lib/supervisor/saved-conversation.ts): the caller's would prove a resume.
+  "CLAUDE_CONFIG_DIR",
   // Where a session's systemd user manager is found (lib/supervisor/scope.ts).
   "XDG_RUNTIME_DIR",
   // Where tmux keeps its sockets: hidden in the sandbox (lib/supervisor/sandbox.ts).

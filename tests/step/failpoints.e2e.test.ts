@@ -410,7 +410,7 @@ const labels = (names: readonly string[]) => names.flatMap((n) => [`${n}:before_
 const FORGE_FAILPOINTS = ["landing:after_push", "landing:after_pr", "landing:before_merge_call", "landing:after_merge_call", "forge:before_commit", "forge:after_commit"];
 /** The reactions' failpoints, proved by tests/step/forge/reactions.e2e.test.ts (they need a fake forge too). */
 const REACTION_FAILPOINTS = ["reaction:after_seen", "reaction:before_commit", "reaction:after_commit"];
-/** Moving worktrees an older version left in the state root, proved by tests/step/relocate.test.ts (it needs that older layout). */
+/** Moving worktrees an older version left in the state root, proved by tests/step/relocate.e2e.test.ts (it needs that older layout). */
 const RELOCATE_FAILPOINTS = ["relocate:after_move", "relocate:before_commit", "relocate:after_commit"];
 
 /** Which scenario proves each failpoint: the first loop command that passes the point dies there. */
@@ -459,7 +459,7 @@ describe("failpoints", () => {
     for (const n of FORGE_FAILPOINTS) expect(forgeTest, n).toContain(`"${n}"`);
     const reactionTest = readFileSync(join(REPO, "tests", "step", "forge", "reactions.e2e.test.ts"), "utf8");
     for (const n of REACTION_FAILPOINTS) expect(reactionTest, n).toContain(`"${n}"`);
-    const relocateTest = readFileSync(join(REPO, "tests", "step", "relocate.test.ts"), "utf8");
+    const relocateTest = readFileSync(join(REPO, "tests", "step", "relocate.e2e.test.ts"), "utf8");
     for (const n of RELOCATE_FAILPOINTS) expect(relocateTest, n).toContain(`"${n}"`);
     const covered = new Set([...CASES.map(([n]) => n), ...FORGE_FAILPOINTS, ...REACTION_FAILPOINTS, ...RELOCATE_FAILPOINTS]);
     expect([...covered].sort()).toEqual([...FAILPOINTS].sort());
