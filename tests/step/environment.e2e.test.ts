@@ -3,6 +3,7 @@
 // the presets against the real agent CLIs' failure modes (played by scripts); notify; exit codes and
 // --quiet; a lease takeover reported. Steps run as cron runs them: `env -i HOME=$HOME
 // PATH=/usr/bin:/bin` plus only what a test adds. No assertion measures time.
+import { TEST_DEFAULTS } from "../helpers/env.ts";
 import { describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -20,9 +21,10 @@ interface CronRun {
   doc: RunResult;
 }
 
-/** `loop <args>` with cron's environment: HOME and PATH only (plus `extra`), nothing inherited. */
+/** `loop <args>` with cron's environment: HOME and PATH only (plus the tests' defaults and `extra`), nothing inherited. */
 async function cron(p: Project, extra: Record<string, string> = {}, args = ["run", "--json"]): Promise<CronRun> {
-  const env = { HOME: process.env.HOME ?? "/root", PATH: CRON_PATH, NO_COLOR: "1", LOOP_KILL_GRACE_MS: "300", LOOP_ACTOR: "cron@test", ...extra };
+  // The tests' own defaults (no chained steps, worktrees under a test folder) are no inheritance.
+  const env = { HOME: process.env.HOME ?? "/root", PATH: CRON_PATH, ...TEST_DEFAULTS, LOOP_ACTOR: "cron@test", ...extra };
   const proc = Bun.spawn([BUN, LOOP, ...args, "--root", p.root], { cwd: p.root, env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   let doc: RunResult = null as never;
@@ -166,7 +168,7 @@ describe("environment faults spend no attempt", () => {
         // A program relative to the worktree cannot be checked before the worktree exists.
         const r = await cron(p);
         expect(r.code).toBe(1);
-        expect(r.doc.transitions.map((t) => t.type)).toEqual(["definition_imported", "loop_started", "launch_reserved", "environment_fault"]);
+        expect(r.doc.transitions.map((t) => t.type)).toEqual(["definition_imported", "loop_started", "launch_reserved", "workspace_prepared", "environment_fault"]);
         expect(r.doc.loop.reason).toContain('program "./bin/agent" not found');
         const a = p.projection().items.a!;
         expect({ status: a.status, failures: a.failures, outcome: a.attempts[0]!.outcome }).toEqual({

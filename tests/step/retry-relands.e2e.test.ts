@@ -63,11 +63,12 @@ describe("a retried item lands again (local landing merge)", () => {
       { files: { "shared.txt": "base\n" } },
     );
     open.push({ p });
-    // The item's branch forked from main, and the target holds another change to the same line
-    // since: attempt 1's merge conflicts.
+    // The item's branch forks from the target (its start point; a branch planted beforehand would
+    // be moved aside, never built on), and the target gets another change to the same line once
+    // the item is launched: attempt 1's merge conflicts.
     const target = "loop/t/landed";
-    git(p.root, "branch", "loop/t/item/c", "main");
     git(p.root, "branch", target, "main");
+    expect((await p.run()).action).toBe("launched");
     const other = `${p.aux}/other`;
     git(p.root, "worktree", "add", "-q", other, target);
     await Bun.write(`${other}/shared.txt`, "theirs\n");
