@@ -38,8 +38,13 @@ export function chainFor(ctx: StepContext, dir: string): ChainRecord | null {
   };
 }
 
-/** chainFor as an option of a wrapper's start: absent when there is no chained step. */
-export function chainOption(ctx: StepContext, dir: string): { chain?: ChainRecord } {
+/**
+ * chainFor as an option of a wrapper's start: absent when there is no chained step. Never for an item
+ * behind a gateway (its `network` set): the record's environment, in the session folder the agent can
+ * read, would hold the model keys the gateway keeps from it (docs/threat-model.md#the-gateway).
+ */
+export function chainOption(ctx: StepContext, dir: string, it: { def: { network?: unknown } }): { chain?: ChainRecord } {
+  if (it.def.network !== undefined) return {};
   const chain = chainFor(ctx, dir);
   return chain ? { chain } : {};
 }

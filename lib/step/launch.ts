@@ -271,7 +271,7 @@ async function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, 
     mark: sessionMark({ sessionId }),
     // Never loop's secrets; under the "clean" policy only what is declared (docs/runners.md#the-environment).
     envRule: agentRule(ctx.def, it.def.runner),
-    ...chainOption(ctx, dir),
+    ...chainOption(ctx, dir, it),
     ...(gateway ? { gateway } : {}),
     scope: { role: "session", loopName: ctx.def.name, item: it.id, epoch: it.epoch, attempt: n, stateRoot: ctx.options.stateRoot },
     ...(plan.bwrap

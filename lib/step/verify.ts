@@ -180,7 +180,7 @@ function spawnReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOut
       mark: sessionMark(s),
       // Never loop's secrets; under the "clean" policy only what is declared (docs/runners.md#the-environment).
       envRule: verifyRule(ctx.def),
-      ...chainOption(ctx, s.sessionDir),
+      ...chainOption(ctx, s.sessionDir, it),
       // A scope of its own, as its session has: under a oneshot step's unit it would die with the step.
       scope: { loopName: ctx.def.name, item: it.id, epoch: it.epoch, attempt: attempt.n, stateRoot: ctx.options.stateRoot },
       ...(box.request ? { sandbox: box.request } : {}),

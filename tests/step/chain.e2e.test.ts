@@ -115,6 +115,20 @@ describe("chained steps", () => {
   );
 
   test.concurrent(
+    "an item behind a gateway (network set) is never chained: its launch record, which the agent can read, holds no environment and no model key",
+    () =>
+      scenario(demoDefinition(items(1), { defaults: { network: "none" } }), { env: { ...ON, ANTHROPIC_API_KEY: "sk-ant-loops-own-key" } }, async (p) => {
+        expect((await p.run()).action).toBe("launched");
+        const text = readFileSync(join(p.sessionDir("item-1", 1), "launch.json"), "utf8");
+        expect(JSON.parse(text).chain).toBeUndefined();
+        expect(text).not.toContain("sk-ant-loops-own-key");
+        await p.runToDrain();
+        expect(p.projection().items["item-1"]!.status).toBe("passed");
+      }),
+    T,
+  );
+
+  test.concurrent(
     "the chain record carries loop's environment without loop's secrets nor a session mark",
     () =>
       scenario(demoDefinition(items(1)), { env: { ...ON, GITHUB_TOKEN: "ghp_secret", LOOP_SESSION_MARK: "someone-else" } }, async (p) => {
