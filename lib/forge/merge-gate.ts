@@ -44,6 +44,8 @@ export type BlockCode =
   | "checks_failed"
   /** More checks than loop reads: it merges only what it has seen pass. */
   | "checks_unread"
+  /** More review feedback than loop reads (or a page it would not follow): a change request may be unread. */
+  | "reviews_unread"
   /** The PR's head is not the sha loop pushed: someone pushed to the branch (or force-pushed it). */
   | "head_moved"
   /** The PR's base is not the loop's base. */

@@ -74,6 +74,7 @@ export async function landThroughForge(ctx: StepContext, it: ItemState): Promise
   if (reacted.kind === "failed") return failed(ctx, link, it, reacted.failure, finish, { merging: false, number: pr.number, pushed });
   if (reacted.kind === "wait") return wait(ctx, it, { code: "forge_error", reason: reacted.reason, head: pushed });
   if (reacted.kind === "recorded") return reacted.outcome;
+  if (reacted.kind === "unread") return act(ctx, it, { kind: "block", code: "reviews_unread", reason: reacted.reason }, { pull, pushed, finish });
 
   // 4. Mergeable, every check green on the pushed sha; then the second lock, read now.
   const gate = mergeGate(pull, checks.value);

@@ -21,7 +21,7 @@ import type { ForgeLink } from "./link.ts";
 import { forgeFetch } from "./remote.ts";
 
 /** What a turn of the landing does after looking: nothing new (go on to the merge gate), wait, or stop here having recorded a reaction. */
-export type ReactionTurn = { kind: "none" } | { kind: "wait"; reason: string } | { kind: "failed"; failure: Parameters<ForgeLink["failed"]>[0] } | { kind: "recorded"; outcome: StepOutcome | null };
+export type ReactionTurn = { kind: "none" } | { kind: "wait"; reason: string } | { kind: "unread"; reason: string } | { kind: "failed"; failure: Parameters<ForgeLink["failed"]>[0] } | { kind: "recorded"; outcome: StepOutcome | null };
 
 /** The item's reactions: its definition's, or (a definition imported before reactions existed) the defaults for the loop's landing. */
 export function itemReactions(ctx: StepContext, it: ItemState): Reactions {
@@ -51,6 +51,9 @@ export async function reactToPull(ctx: StepContext, link: ForgeLink, it: ItemSta
   const conflict = o.pull.mergeability.kind === "block" && o.pull.mergeability.code === "conflict";
   const reacted = reactedKeys(it);
   const signals = newSignals({ head: o.pushed, failing, conflict, reviews: trusted }, reacted);
+  // Nothing to react to in what was read; but what was not read may hold a change request: no merge
+  // past feedback loop did not see (docs/forge.md#what-each-code-means, reviews_unread).
+  if (signals.length === 0 && reviews.value.cut) return { kind: "unread", reason: `not every review of ${o.pull.label} could be read (more than loop reads, or a page on another host): a change request may be among them, so it is not merged` };
   if (signals.length === 0) return { kind: "none" };
   // Seen, not yet recorded: a kill here is seen again by the next step, and recorded once.
   failpoint("reaction:after_seen");

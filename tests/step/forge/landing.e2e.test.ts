@@ -452,6 +452,25 @@ describe("GitHub as it really answers (issue 25; issue 18 defects 4 and 6)", () 
     await p.finish();
   });
 
+  test("review feedback loop cannot read whole (a next page on another host): reviews_unread, never merged past a change request it did not see", async () => {
+    const { p, gh } = ghProject({ landing: "merge", env: green, items: one() });
+    gh.switches.checks = "pending";
+    await p.runUntil(waitingForChecks, { what: "waiting for checks" });
+    const number = p.projection().items["api-1"]!.forge!.pr!.number;
+    // An approval read first; the change request on the next page, which names another host.
+    gh.addReview({ pull: number, login: "ann", state: "APPROVED", body: "fine" });
+    gh.addReview({ pull: number, login: "rita", state: "CHANGES_REQUESTED", body: "rename it" });
+    gh.switches.maxPerPage = 1;
+    gh.switches.linkOrigin = "https://api.elsewhere.invalid";
+    gh.switches.checks = "passing";
+    await p.runToDrain({ codes: [0, 1] });
+    const a = p.projection().items["api-1"]!;
+    expect(a.status).toBe("landing_blocked");
+    expect(a.reason).toContain("not every review of pull request #");
+    expect(p.eventsOf("landing_finished").map((e) => e.payload.outcome)).toEqual(["blocked"]);
+    expect(gh.merges).toEqual([]);
+  });
+
   test("skipped and neutral check runs are not red: the PR is merged", async () => {
     const { p, gh } = ghProject({ landing: "merge", env: green, items: one() });
     gh.switches.checks = { runs: [{ name: "deploy", status: "completed", conclusion: "skipped" }, { name: "docs", status: "completed", conclusion: "neutral" }, { name: "build", status: "completed", conclusion: "success" }], statuses: [] };
