@@ -46,6 +46,16 @@ export const PRESET_NETWORK: Readonly<Record<string, readonly string[]>> = {
 };
 
 /**
+ * Hosts a preset's CLI tries on its own and works without (found by running it behind a proxy that
+ * refuses everything): refused and recorded like any other, listed here so the docs and a test can
+ * tell them from a host the work needs. Codex 0.171: its curated-plugins sync (github.com,
+ * api.github.com, chatgpt.com), which no flag or setting of `codex exec` turns off.
+ */
+export const PRESET_TRIES: Readonly<Record<string, readonly string[]>> = {
+  codex: ["api.github.com:443", "chatgpt.com:443", "github.com:443"],
+};
+
+/**
  * Variables given to every agent behind a gateway that switch off what the CLIs would otherwise
  * send out on their own (Claude Code's telemetry, error reports and update checks; codex's and
  * aider's analytics where a variable exists).
@@ -77,4 +87,18 @@ export function networkAllows(policy: NetworkPolicy | undefined, host: string, p
     const name = entry.slice(0, colon);
     return name.startsWith("*.") ? bracketed.endsWith(name.slice(1)) && bracketed.length > name.length - 1 : bracketed === name;
   });
+}
+
+/**
+ * Codex 0.171 ignores OPENAI_BASE_URL: behind a gateway its preset names a model provider of loop's
+ * on the command line (`-c` overrides, docs/runners.md#codex-behind-the-gateway). The gateway's URL
+ * is known only once the session's wrapper has started it (an ephemeral port outside the sandbox),
+ * so the preset writes this element, and the wrapper alone replaces it (gatewayArgv).
+ */
+export const GATEWAY_PROVIDER = "loop_gateway";
+export const GATEWAY_OPENAI_URL_ARG = `model_providers.${GATEWAY_PROVIDER}.base_url=<the session gateway's OpenAI URL>`;
+
+/** `argv` with the gateway URL placeholder element (exactly it, nowhere else) given the URL. */
+export function gatewayArgv(argv: readonly string[], openaiUrl: string): string[] {
+  return argv.map((a) => (a === GATEWAY_OPENAI_URL_ARG ? `model_providers.${GATEWAY_PROVIDER}.base_url=${JSON.stringify(openaiUrl)}` : a));
 }

@@ -10,6 +10,7 @@
 // sources and for what remains uncertain.
 
 import { dirname, join } from "node:path";
+import { GATEWAY_OPENAI_URL_ARG, GATEWAY_PROVIDER } from "./network.ts";
 
 export interface LaunchContext {
   item: string;
@@ -35,6 +36,8 @@ export interface LaunchContext {
    * --max-budget-usd): the least of what is left of the item's and the loop's budgets (docs/spend.md).
    */
   maxBudgetUsd?: number;
+  /** The session runs behind its gateway (docs/threat-model.md#the-gateway): a CLI that needs telling on its command line is told. */
+  gateway?: boolean;
 }
 
 /** Dollars for a command line: at most six decimals, no trailing zeros, never exponent notation. */
@@ -81,6 +84,12 @@ export function inlinePrompt(ctx: Pick<LaunchContext, "prompt" | "handoffPath">)
     `Your complete task and its context are in the file ${ctx.handoffPath} ` +
     `(too large to pass on the command line). Read that whole file first, then do what it says.`
   );
+}
+
+/** Codex's model provider of loop's, at the session's gateway (lib/definition/network.ts GATEWAY_OPENAI_URL_ARG). */
+function codexGatewayFlags(): string[] {
+  const at = `model_providers.${GATEWAY_PROVIDER}`;
+  return ["-c", `model_provider="${GATEWAY_PROVIDER}"`, "-c", `${at}.name="loop gateway"`, "-c", GATEWAY_OPENAI_URL_ARG, "-c", `${at}.wire_api="responses"`, "-c", `${at}.env_key="OPENAI_API_KEY"`, "-c", "analytics.enabled=false"];
 }
 
 function modelFlag(flag: string, model: string | null): string[] {
@@ -175,6 +184,12 @@ export const PRESETS: Record<"claude" | "codex" | "aider", RunnerPreset> = {
   //                                                --last picks the newest session recorded for this cwd
   //                                                (the worktree is per item).
   //   -- <prompt>                                  the handoff text (or resumePrompt on a reply), after `--`.
+  //   -c model_provider=… -c model_providers.…     (behind the gateway only) a provider of loop's pointed at the
+  //                                                session's gateway, with the key from OPENAI_API_KEY (the
+  //                                                stand-in): codex 0.171 ignores OPENAI_BASE_URL. Global
+  //                                                flags, before `exec`; the URL is the wrapper's to fill in.
+  //                                                And its analytics off (ab.chatgpt.com), as NONESSENTIAL_TRAFFIC_OFF
+  //                                                does for claude.
   // Codex cannot be told which id to use, so conversationId is null at launch: read it from the log.
   codex: {
     describe: "OpenAI Codex CLI (codex exec), JSONL events, approvals and sandbox bypassed",
@@ -188,15 +203,16 @@ export const PRESETS: Record<"claude" | "codex" | "aider", RunnerPreset> = {
         "unbounded_connection_retries",
         ...modelFlag("--model", ctx.model),
       ];
+      const provider = ctx.gateway ? codexGatewayFlags() : [];
       if (ctx.resume) {
         const target = ctx.resume.conversationId === "" ? ["--last"] : [ctx.resume.conversationId];
         return {
-          argv: ["codex", ...common, "resume", ...target, "--", resumePrompt(ctx.resume.replyFile)],
+          argv: ["codex", ...provider, ...common, "resume", ...target, "--", resumePrompt(ctx.resume.replyFile)],
           conversationId: ctx.resume.conversationId === "" ? null : ctx.resume.conversationId,
           supportsResume: true,
         };
       }
-      return { argv: ["codex", ...common, "--", inlinePrompt(ctx)], conversationId: null, supportsResume: true };
+      return { argv: ["codex", ...provider, ...common, "--", inlinePrompt(ctx)], conversationId: null, supportsResume: true };
     },
   },
 

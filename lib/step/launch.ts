@@ -224,7 +224,7 @@ async function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, 
   const cap = remainingMicroUsd({ item: it, usage: reserved.loop.usage, budget: ctx.def.budget, now: Date.now() });
   const cmd = buildRunnerCommand(
     it.def.runner,
-    { item: it.id, attempt: n, prompt: handoff, handoffPath, workdir: worktree, model: it.def.model, sessionId, resume, ...(cap !== null ? { maxBudgetUsd: cap / 1e6 } : {}) },
+    { item: it.id, attempt: n, prompt: handoff, handoffPath, workdir: worktree, model: it.def.model, sessionId, resume, ...(cap !== null ? { maxBudgetUsd: cap / 1e6 } : {}), ...(it.def.network !== undefined ? { gateway: true } : {}) },
     ctx.def.runners,
     demoArgv(),
   );

@@ -19,6 +19,7 @@ import { CappedLog, DEFAULT_OUTPUT_CAP } from "./output-log.ts";
 import { tmuxSocketFromEnv } from "./tmux.ts";
 import { makeUndumpable } from "./undumpable.ts";
 import { childEnvironment, type EnvRule } from "../definition/environment.ts";
+import { gatewayArgv } from "../definition/network.ts";
 import { type ChainRecord, runChain } from "./chain.ts";
 import type { GatewayRequest } from "./gateway-files.ts";
 
@@ -199,9 +200,11 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
     }
     Object.assign(env, gateway.env);
   }
+  // A preset that names the gateway on its command line (codex) is given its URL now that it is known.
+  const argv = gateway ? gatewayArgv(launch.argv, gateway.env.OPENAI_BASE_URL!) : launch.argv;
   let child: ReturnType<typeof Bun.spawn>;
   try {
-    child = Bun.spawn(launch.argv, {
+    child = Bun.spawn(argv, {
       cwd: launch.cwd,
       env,
       stdin: "ignore",

@@ -1,13 +1,17 @@
-// The real Claude Code CLI behind its session's gateway (docs/threat-model.md#the-gateway), through
-// `loop run`, against the fake Anthropic API on 127.0.0.1 (tests/helpers/fake-anthropic.ts): with a
-// `network` setting the CLI is given the gateway's URL and a stand-in key, the fake is sent loop's
-// key, and the usage loop records is what the fake served, to the token. Skipped, said once,
-// without the CLIs (`npm run agents:install`).
+// The real Claude Code and Codex CLIs behind their session's gateway (docs/threat-model.md#the-gateway),
+// through `loop run`, against the fake model APIs on 127.0.0.1 (tests/helpers/fake-anthropic.ts,
+// fake-openai.ts): with a `network` setting the CLI is given the gateway's URL (codex: a model
+// provider of loop's on its command line) and a stand-in key, the fake is sent loop's key, the usage
+// loop records is what the fake served, to the token, and a budget is enforced at the source, inside
+// one endless turn. Skipped, said once, without the CLIs (`npm run agents:install`).
 import { describe, expect, test } from "bun:test";
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { bash, claudeEnv, say, startFakeAnthropic, steps } from "../helpers/fake-anthropic.ts";
-import { demoDefinition, scenario } from "../helpers/project.ts";
+import { codexEndless, codexHome, codexSteps, type FakeOpenAI, reply, shell, startFakeOpenAI } from "../helpers/fake-openai.ts";
+import { demoDefinition, type Project, scenario } from "../helpers/project.ts";
+import { GATEWAY_FILES } from "../../lib/supervisor/gateway-files.ts";
+import { PRESET_TRIES } from "../../lib/definition/network.ts";
 import { agentBin, agentPath } from "./agents.ts";
 
 const SLOW = 240_000;
@@ -30,6 +34,84 @@ describe.skipIf(agentBin("claude") === null)("claude behind its gateway", () => 
           // Every answer the fake gave (the agent's turns and the CLI's side requests) went through the gateway: the same figure, to the token.
           const t = fake.served.total;
           expect(it.attempts[0]!.usage!.tokens).toEqual({ input: t.input_tokens, output: t.output_tokens, cacheRead: t.cache_read_input_tokens, cacheWrite: t.cache_creation_input_tokens });
+        });
+      } finally {
+        await fake.stop();
+      }
+    },
+    SLOW,
+  );
+});
+
+/** As loop counts a Responses usage: cached input apart from the rest; reasoning is part of the output. */
+function asLoopCounts(u: { input_tokens: number; cached_tokens: number; output_tokens: number }) {
+  return { input: u.input_tokens - u.cached_tokens, output: u.output_tokens, cacheRead: u.cached_tokens, cacheWrite: 0 };
+}
+const sumOf = (t: { input: number; output: number; cacheRead: number; cacheWrite: number }) => t.input + t.output + t.cacheRead + t.cacheWrite;
+
+/**
+ * Codex with a CODEX_HOME whose own provider points at the fake directly (what an operator's config
+ * may say), and loop's environment naming the fake as its OpenAI upstream with loop's own key: behind
+ * the gateway codex must go through loop's provider, never its own.
+ */
+function codexBehindGateway(p: Project, fake: FakeOpenAI): void {
+  const home = join(p.aux, "home");
+  mkdirSync(home, { recursive: true });
+  Object.assign(p.env, { PATH: `${agentPath(p.aux, "codex", "codex")}:${process.env.PATH}`, HOME: home, ...codexHome(fake, join(home, ".codex")), OPENAI_BASE_URL: `${fake.url}/v1`, OPENAI_API_KEY: "sk-loops-own-openai-key" });
+}
+
+describe.skipIf(agentBin("codex") === null)("codex behind its gateway", () => {
+  test(
+    "an item passes with network none: codex goes through loop's provider, the fake sees loop's key only, and the recorded tokens are what it served",
+    async () => {
+      const fake = await startFakeOpenAI(codexSteps(shell("printf 'hello\\n' > DONE.md"), reply("Done.")));
+      try {
+        await scenario(demoDefinition([{ id: "a", prompt: "Write DONE.md.", verify: "test -s DONE.md" }], { defaults: { runner: "codex", network: "none" }, environment: { pass: ["FAKE_OPENAI_API_KEY"] } }), {}, async (p) => {
+          codexBehindGateway(p, fake);
+          await p.runToDrain();
+          const it = p.projection().items.a!;
+          expect(it.status).toBe("passed");
+          const auth = new Set(fake.requests.filter((r) => r.method === "POST").map((r) => r.headers.authorization));
+          expect([...auth]).toEqual(["Bearer sk-loops-own-openai-key"]);
+          expect(fake.served.responses).toBe(2);
+          expect(it.attempts[0]!.usage!.tokens).toEqual(asLoopCounts(fake.served.total));
+          // The argv recorded says where the URL goes, never the port.
+          const started = p.events().find((e) => e.type === "session_started")!;
+          expect((started.payload as { argv: string[] }).argv.join(" ")).toContain('model_provider="loop_gateway"');
+        });
+      } finally {
+        await fake.stop();
+      }
+    },
+    SLOW,
+  );
+
+  test(
+    "a token budget stops codex inside one endless turn at the source: the request after the one that reached it is refused, the item settles budget_exhausted",
+    async () => {
+      const LIMIT = 30_000;
+      const fake = await startFakeOpenAI(codexEndless(900));
+      try {
+        await scenario(demoDefinition([{ id: "a", prompt: "Loop.", verify: "false", budget: { tokens: LIMIT } }], { defaults: { runner: "codex", network: "none", maxAttempts: 1 }, environment: { pass: ["FAKE_OPENAI_API_KEY"] } }), {}, async (p) => {
+          codexBehindGateway(p, fake);
+          expect((await p.run()).action).toBe("launched");
+          await p.runUntil((_r, q) => q.projection().items.a!.status === "failed", { what: "the item failed", maxPolls: 400 });
+          const it = p.projection().items.a!;
+          expect(it.reason).toStartWith("budget_exhausted");
+          // Codex never finished its turn: every figure is the gateway's, to the token.
+          const recorded = it.attempts[0]!.usage!.tokens!;
+          expect(recorded).toEqual(asLoopCounts(fake.served.total));
+          // Within one model request of the limit: the last answer served crossed it, and nothing after it was.
+          const last = fake.turns.at(-1)!.usage;
+          expect(sumOf(recorded)).toBeGreaterThanOrEqual(LIMIT);
+          expect(sumOf(recorded) - sumOf(asLoopCounts(last))).toBeLessThan(LIMIT);
+          // Whichever came first, the gateway's refusal of the next request or the step's stop (it reads the
+          // gateway's figure as it grows), nothing was served past the limit. Beyond the budget, the gateway
+          // refused only what codex tries on its own and works without (never its analytics: turned off).
+          const refusedFile = join(p.sessionDir("a", 1), GATEWAY_FILES.refused);
+          const refused = existsSync(refusedFile) ? readFileSync(refusedFile, "utf8").trim().split("\n").map((l) => JSON.parse(l)) : [];
+          const tried = refused.filter((r) => r.kind === "network").map((r) => `${r.host}:${r.port}`);
+          for (const host of tried) expect(PRESET_TRIES.codex).toContain(host);
         });
       } finally {
         await fake.stop();

@@ -2,7 +2,8 @@
 // normalized (absent for "open", so old definitions hash as before), and the one matching rule.
 import { describe, expect, test } from "bun:test";
 import { definitionHash, normalizeDefinition } from "../../lib/definition/normalize.ts";
-import { networkAllows, networkEntryProblem, sessionAllowList } from "../../lib/definition/network.ts";
+import { GATEWAY_OPENAI_URL_ARG, GATEWAY_PROVIDER, gatewayArgv, networkAllows, networkEntryProblem, sessionAllowList } from "../../lib/definition/network.ts";
+import { buildRunnerCommand } from "../../lib/definition/runners.ts";
 
 function issuesOf(raw: unknown): { path: string; message: string }[] {
   try {
@@ -78,5 +79,25 @@ describe("network settings", () => {
     expect(sessionAllowList(["example.com:443"], "mine")).toEqual(["example.com:443"]);
     expect(sessionAllowList("none", "codex")).toBe("none");
     expect(sessionAllowList(undefined, "codex")).toBeUndefined();
+  });
+});
+
+describe("codex behind the gateway (lib/definition/runners.ts, network.ts gatewayArgv)", () => {
+  const ctx = { item: "a", attempt: 1, prompt: "p", handoffPath: "/h.md", workdir: "/w", model: null, sessionId: "s" };
+  test("the preset names loop's provider before exec only behind a gateway, fresh and resumed; the wrapper fills in the URL, in that element alone", () => {
+    const plain = buildRunnerCommand("codex", ctx, {}, []).argv;
+    expect(plain.some((a) => a.includes(GATEWAY_PROVIDER))).toBe(false);
+    for (const c of [{ ...ctx, gateway: true }, { ...ctx, gateway: true, resume: { conversationId: "t-1", replyFile: "/r.md" } }]) {
+      const argv = buildRunnerCommand("codex", c, {}, []).argv;
+      const exec = argv.indexOf("exec");
+      expect(argv.indexOf(GATEWAY_OPENAI_URL_ARG)).toBeGreaterThan(0);
+      expect(argv.indexOf(GATEWAY_OPENAI_URL_ARG)).toBeLessThan(exec);
+      expect(argv.slice(1, exec)).toContain(`model_provider="${GATEWAY_PROVIDER}"`);
+      expect(argv.slice(1, exec)).toContain("analytics.enabled=false");
+      const filled = gatewayArgv(argv, "http://127.0.0.1:41001/openai");
+      expect(filled.filter((a, i) => a !== argv[i])).toEqual([`model_providers.${GATEWAY_PROVIDER}.base_url="http://127.0.0.1:41001/openai"`]);
+    }
+    // A prompt that merely holds the placeholder's text is left as it is.
+    expect(gatewayArgv(["x", `say ${GATEWAY_OPENAI_URL_ARG}`], "http://u")).toEqual(["x", `say ${GATEWAY_OPENAI_URL_ARG}`]);
   });
 });
