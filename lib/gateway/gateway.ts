@@ -25,6 +25,8 @@ export interface ModelCall {
   path: string;
   status: number;
   usage: MeteredUsage;
+  /** The model the answer named (what its tokens are priced by), or null. */
+  model: string | null;
   /** Whether the answer said what it used (false: an error, or cut off before its first figure). */
   metered: boolean;
   /** Whether the answer was read to its end (false: the client or the upstream went away mid-answer). */
@@ -139,7 +141,7 @@ async function modelRequest(o: GatewayOptions, now: () => number, req: Request):
     if (done) return;
     done = true;
     meter.end();
-    o.onModelCall?.({ provider, path, status: upstream.status, usage: { ...meter.usage }, metered: meter.seen, complete, standIn: standIn === "swapped", at: now() });
+    o.onModelCall?.({ provider, path, status: upstream.status, usage: { ...meter.usage }, model: meter.model, metered: meter.seen, complete, standIn: standIn === "swapped", at: now() });
   };
   if (!upstream.body) {
     record(true);

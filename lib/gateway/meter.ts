@@ -68,11 +68,26 @@ function readOpenAiUsage(usage: Record<string, unknown> | null, u: MeteredUsage)
   return true;
 }
 
+/**
+ * The model an answer names, for the operator's prices: Anthropic's `message_start` message (or an
+ * unstreamed message), OpenAI's response events (or an unstreamed response or chat chunk). Bounded:
+ * a name longer than a model name is none.
+ */
+export function modelOf(doc: unknown): string | null {
+  const d = obj(doc);
+  if (!d) return null;
+  const holder = d.type === "message_start" ? obj(d.message) : typeof d.type === "string" && d.type.startsWith("response.") ? obj(d.response) : d;
+  const m = holder?.model;
+  return typeof m === "string" && m.length > 0 && m.length <= 200 ? m : null;
+}
+
 /** Reads one answer's bytes as they stream: an event stream line by line, any other body whole (bounded). */
 export class UsageMeter {
   readonly usage: MeteredUsage = { ...NO_USAGE };
   /** Whether the answer said what it used. */
   seen = false;
+  /** The model the answer named (modelOf), or null. */
+  model: string | null = null;
   private pending = "";
   private readonly decoder = new TextDecoder();
   private body: string[] = [];
@@ -105,7 +120,9 @@ export class UsageMeter {
       this.pending = "";
     } else if (this.bodyBytes <= MAX_BODY) {
       try {
-        this.seen = readUsage(JSON.parse(this.body.join("") + this.decoder.decode()), this.usage) || this.seen;
+        const doc = JSON.parse(this.body.join("") + this.decoder.decode());
+        this.seen = readUsage(doc, this.usage) || this.seen;
+        this.model ??= modelOf(doc);
       } catch {
         // not JSON: an error page, nothing used
       }
@@ -118,7 +135,9 @@ export class UsageMeter {
     const data = line.slice(5).trim();
     if (!data || data === "[DONE]") return;
     try {
-      if (readUsage(JSON.parse(data), this.usage)) this.seen = true;
+      const doc = JSON.parse(data);
+      if (readUsage(doc, this.usage)) this.seen = true;
+      this.model ??= modelOf(doc);
     } catch {
       // a data line that is not JSON carries no usage
     }

@@ -258,6 +258,8 @@ async function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, 
           standIn: `loop-stand-in-${crypto.randomUUID().replaceAll("-", "")}`,
           allow: sessionAllowList(it.def.network, it.def.runner) ?? null,
           ...(tokensLeft !== null ? { maxTokens: tokensLeft } : {}),
+          ...(cap !== null ? { maxMicroUsd: cap } : {}),
+          ...(ctx.def.prices ? { prices: ctx.def.prices } : {}),
           ...(plan.bwrap ? { socketDir: mkdtempSync(join(tmpdir(), "lg-")) } : {}),
         }
       : undefined;

@@ -28,6 +28,11 @@ export function usageDraft(it: ItemState, o: { final: boolean; prices?: Record<s
     read = { figure: null, note: `its usage could not be read: ${(err as Error).message}` };
   }
   const f = read.figure;
+  // The gateway's per-call prices are already the operator's: kept as they are, never re-priced.
+  if (read.usdFrom === "prices" && f) {
+    const next = nextUsage(a.usage, { tokens: f.tokens, microUsd: f.microUsd, usdFrom: "prices", note: read.note }, o.final);
+    return next ? { type: "usage_recorded", item: it.id, payload: { attempt: a.n, final: o.final, source, tokens: next.tokens, microUsd: next.microUsd, usdFrom: next.usdFrom, note: next.note } } : null;
+  }
   const agentUsd = f?.microUsd ?? null;
   // The model the attempt was launched with names its price; else the one the agent reported.
   const model = s.model ?? f?.model ?? null;

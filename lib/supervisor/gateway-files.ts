@@ -3,6 +3,7 @@
 // and the usage reader know them without loading a server; and the reader of its refusals, for loop logs and loop status.
 import { join } from "node:path";
 import type { NetworkPolicy } from "../definition/network.ts";
+import type { ModelPrice } from "../definition/normalized.ts";
 import { readRegularFile } from "../shared/fsutil.ts";
 
 /** What the launch record asks of the session's gateway (lib/supervisor/session-gateway.ts). */
@@ -18,6 +19,10 @@ export interface GatewayRequest {
   socketDir?: string;
   /** Tokens the session may still use (the least of what is left of its item's and the loop's budgets); none: no cap. */
   maxTokens?: number;
+  /** Micro-dollars the session may still spend, the same way; none: no cap. Enforced while every answer's model has a price. */
+  maxMicroUsd?: number;
+  /** The operator's prices (loop.json `prices`), by the model an answer names: each call's dollars. */
+  prices?: Record<string, ModelPrice>;
 }
 
 /** What a session's gateway appends to its folder (lib/supervisor/session-gateway.ts): loaded only with one, so its name lives here. */

@@ -7,6 +7,8 @@
 import { appendFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { NONESSENTIAL_TRAFFIC_OFF } from "../definition/network.ts";
+import { priced } from "../definition/usage.ts";
+import { amount } from "../decisions/budget.ts";
 import { DEFAULT_UPSTREAMS, gatewayEnv, type ModelCall, startGateway } from "../gateway/gateway.ts";
 import { BRIDGE_PORTS, GATEWAY_FILES, GATEWAY_SOCKETS, type GatewayRequest } from "./gateway-files.ts";
 
@@ -14,11 +16,22 @@ export { GATEWAY_FILES, type GatewayRequest };
 
 const total = (c: ModelCall) => c.usage.input + c.usage.output + c.usage.cacheRead + c.usage.cacheWrite;
 
+/**
+ * Why the next model request is refused, or null: the tokens left at the launch are used, or the
+ * dollars are — known only while every answer so far had a price (an unknown spend reaches nothing;
+ * the step still checks the figure it records, the CLI's own dollars included).
+ */
+export function budgetRefusal(spent: { tokens: number; microUsd: number; unpriced: ReadonlySet<string> }, r: Pick<GatewayRequest, "maxTokens" | "maxMicroUsd">): string | null {
+  if (r.maxTokens !== undefined && spent.tokens >= r.maxTokens) return `the session's budget is spent (${spent.tokens} of ${r.maxTokens} tokens)`;
+  if (r.maxMicroUsd !== undefined && spent.unpriced.size === 0 && spent.microUsd >= r.maxMicroUsd) return `the session's budget is spent (${amount("usd", spent.microUsd)} of ${amount("usd", r.maxMicroUsd)})`;
+  return null;
+}
+
 /** Start the session's gateway; the variables to give the agent, and how to stop it. */
 export async function startSessionGateway(o: { dir: string; request: GatewayRequest; env: Record<string, string | undefined> }): Promise<{ env: Record<string, string>; stop(): Promise<void> }> {
-  let used = 0;
+  const spent = { tokens: 0, microUsd: 0, unpriced: new Set<string>() };
   const line = (file: string, doc: unknown) => appendFileSync(join(o.dir, file), JSON.stringify(doc) + "\n");
-  const max = o.request.maxTokens;
+  const prices = o.request.prices ?? {};
   const dir = o.request.socketDir;
   const sockets = dir ? { model: join(dir, GATEWAY_SOCKETS.model), proxy: join(dir, GATEWAY_SOCKETS.proxy) } : null;
   const g = await startGateway({
@@ -26,10 +39,14 @@ export async function startSessionGateway(o: { dir: string; request: GatewayRequ
     keys: { anthropic: o.env.ANTHROPIC_API_KEY || undefined, openai: o.env.OPENAI_API_KEY || undefined },
     standIn: o.request.standIn,
     allow: o.request.allow ?? undefined,
-    refuse: () => (max !== undefined && used >= max ? `the session's budget is spent (${used} of ${max} tokens)` : null),
+    refuse: () => budgetRefusal(spent, o.request),
     onModelCall: (c) => {
-      used += total(c);
-      line(GATEWAY_FILES.usage, { kind: "model", ...c, at: new Date(c.at).toISOString() });
+      spent.tokens += total(c);
+      // An answer that used nothing costs nothing, priced or not.
+      const microUsd = total(c) === 0 ? 0 : c.model !== null && Object.hasOwn(prices, c.model) ? priced(c.usage, prices[c.model]) : null;
+      if (microUsd === null) spent.unpriced.add(c.model ?? "(no model named)");
+      else spent.microUsd += microUsd;
+      line(GATEWAY_FILES.usage, { kind: "model", ...c, microUsd, at: new Date(c.at).toISOString() });
     },
     onModelRefused: (r) => line(GATEWAY_FILES.refused, { kind: "budget", provider: r.provider, reason: r.reason, at: new Date(r.at).toISOString() }),
     onProxyRefused: (r) => line(GATEWAY_FILES.refused, { kind: "network", host: r.host, port: r.port, at: new Date(r.at).toISOString() }),

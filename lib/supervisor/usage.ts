@@ -48,6 +48,8 @@ export interface UsageRead {
   figure: UsageFigure | null;
   /** What could not be read, in words, or null. */
   note: string | null;
+  /** Where the figure's dollars come from when the reader knows (the gateway's per-call prices); else the agent's, or none. */
+  usdFrom?: "prices" | "agent";
 }
 
 /**
@@ -58,9 +60,13 @@ export interface UsageRead {
 export function readSessionUsage(o: { dir: string; source: UsageSource; final: boolean; base?: { tokens: TokenCounts | null; microUsd: number | null } | null }): UsageRead {
   // Behind a gateway, the model API's own answers are the figure (docs/spend.md#the-gateway), whatever the CLI prints.
   const metered = readGatewayUsage(o.dir);
-  if (metered) return metered;
   const prior = cursorOf(o.dir, o.source);
-  return o.source === "usage_file" ? readFileSource(o.dir, prior) : readLogSource(o.dir, o.source, prior, o.final, o.base ?? null);
+  const own = () => (o.source === "usage_file" ? readFileSource(o.dir, prior) : readLogSource(o.dir, o.source, prior, o.final, o.base ?? null));
+  if (!metered) return own();
+  if (metered.figure!.microUsd !== null) return metered;
+  // Some answer had no price: the CLI's own dollars (claude's total_cost_usd), if it printed them, over unknown.
+  const cli = own().figure?.microUsd ?? null;
+  return cli !== null ? { figure: { ...metered.figure!, microUsd: cli }, note: metered.note, usdFrom: "agent" } : metered;
 }
 
 /** The sum of what the session's gateway metered (GATEWAY_FILES.usage), or null when it metered nothing (no gateway). */
@@ -69,6 +75,8 @@ function readGatewayUsage(dir: string): UsageRead | null {
   if (r.kind !== "ok") return null;
   const tokens = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
   let calls = 0;
+  let microUsd = 0;
+  const unpriced = new Set<string>();
   for (const line of r.bytes.toString("utf8").split("\n")) {
     let doc: { kind?: unknown; usage?: Record<string, unknown> };
     try {
@@ -78,12 +86,19 @@ function readGatewayUsage(dir: string): UsageRead | null {
     }
     if (doc?.kind !== "model" || !doc.usage) continue;
     calls++;
+    const d = doc as { microUsd?: unknown; model?: unknown };
+    if (typeof d.microUsd === "number" && Number.isSafeInteger(d.microUsd) && d.microUsd >= 0) microUsd += d.microUsd;
+    else unpriced.add(typeof d.model === "string" ? d.model.slice(0, 200) : "(no model named)");
     for (const k of ["input", "output", "cacheRead", "cacheWrite"] as const) {
       const n = doc.usage[k];
       if (typeof n === "number" && Number.isSafeInteger(n) && n >= 0) tokens[k] += n;
     }
   }
-  return calls ? { figure: { tokens, microUsd: null, model: null }, note: null } : null;
+  if (!calls) return null;
+  if (unpriced.size === 0) return { figure: { tokens, microUsd, model: null }, note: null, usdFrom: "prices" };
+  // Named, so the operator can add the price under the model's exact spelling (docs/loop-json.md#prices).
+  const names = [...unpriced].sort().slice(0, 5).map((m) => JSON.stringify(m)).join(", ");
+  return { figure: { tokens, microUsd: null, model: null }, note: `no price for ${names} (a price is found under the model's exact name)` };
 }
 
 function cursorOf(dir: string, source: UsageSource): Cursor | null {

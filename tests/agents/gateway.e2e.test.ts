@@ -7,7 +7,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { bash, claudeEnv, say, startFakeAnthropic, steps } from "../helpers/fake-anthropic.ts";
+import { bash, claudeEnv, endless, say, startFakeAnthropic, steps } from "../helpers/fake-anthropic.ts";
 import { codexEndless, codexHome, codexSteps, type FakeOpenAI, reply, shell, startFakeOpenAI } from "../helpers/fake-openai.ts";
 import { demoDefinition, type Project, scenario } from "../helpers/project.ts";
 import { GATEWAY_FILES } from "../../lib/supervisor/gateway-files.ts";
@@ -34,6 +34,41 @@ describe.skipIf(agentBin("claude") === null)("claude behind its gateway", () => 
           // Every answer the fake gave (the agent's turns and the CLI's side requests) went through the gateway: the same figure, to the token.
           const t = fake.served.total;
           expect(it.attempts[0]!.usage!.tokens).toEqual({ input: t.input_tokens, output: t.output_tokens, cacheRead: t.cache_read_input_tokens, cacheWrite: t.cache_creation_input_tokens });
+        });
+      } finally {
+        await fake.stop();
+      }
+    },
+    SLOW,
+  );
+});
+
+describe.skipIf(agentBin("claude") === null)("claude behind its gateway: a dollar budget at the source", () => {
+  test(
+    "an endless session with a dollar budget: each call priced by the model its answer named, the request after the one that reached the budget refused, budget_exhausted",
+    async () => {
+      const LIMIT = 0.5;
+      const fake = await startFakeAnthropic(endless(2_000));
+      try {
+        const prices = { "claude-sonnet-4-5": { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 } };
+        await scenario(demoDefinition([{ id: "a", prompt: "Loop.", verify: "false", budget: { usd: LIMIT } }], { defaults: { runner: "claude", model: "claude-sonnet-4-5", network: "none", maxAttempts: 1 }, prices }), {}, async (p) => {
+          const home = join(p.aux, "home");
+          mkdirSync(home, { recursive: true });
+          // Its side requests on the same model, so every answer has a price.
+          Object.assign(p.env, { PATH: `${agentPath(p.aux, "claude", "claude")}:${process.env.PATH}`, HOME: home, IS_SANDBOX: "1", ...claudeEnv(fake), ANTHROPIC_API_KEY: "sk-ant-loops-own-key", ANTHROPIC_SMALL_FAST_MODEL: "claude-sonnet-4-5", ANTHROPIC_DEFAULT_HAIKU_MODEL: "claude-sonnet-4-5" });
+          expect((await p.run()).action).toBe("launched");
+          await p.runUntil((_r, q) => q.projection().items.a!.status === "failed", { what: "the item failed", maxPolls: 400 });
+          const it = p.projection().items.a!;
+          expect(it.reason).toStartWith("budget_exhausted");
+          const calls = readFileSync(join(p.sessionDir("a", 1), GATEWAY_FILES.usage), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+          expect(new Set(calls.map((c) => c.model))).toEqual(new Set(["claude-sonnet-4-5"]));
+          const spent = calls.reduce((n, c) => n + c.microUsd, 0);
+          const recorded = it.attempts[0]!.usage!;
+          expect({ microUsd: recorded.microUsd, usdFrom: recorded.usdFrom }).toEqual({ microUsd: spent, usdFrom: "prices" });
+          // Within one model request of the budget: the last answer crossed it, and nothing was served after it.
+          expect(spent).toBeGreaterThanOrEqual(LIMIT * 1e6);
+          expect(spent - calls.at(-1).microUsd).toBeLessThan(LIMIT * 1e6);
+          expect(fake.requests.filter((r) => r.method === "POST").length).toBe(calls.length);
         });
       } finally {
         await fake.stop();

@@ -33,7 +33,7 @@ const ANTHROPIC_STREAM = sse([
 const OPENAI_STREAM = sse([
   ["response.created", { type: "response.created", response: { id: "resp_1", status: "in_progress" } }],
   ["response.output_text.delta", { type: "response.output_text.delta", delta: "Hi" }],
-  ["response.completed", { type: "response.completed", response: { id: "resp_1", status: "completed", usage: { input_tokens: 5000, input_tokens_details: { cached_tokens: 4000 }, output_tokens: 77, output_tokens_details: { reasoning_tokens: 20 }, total_tokens: 5077 } } }],
+  ["response.completed", { type: "response.completed", response: { id: "resp_1", status: "completed", model: "gpt-x-2026", usage: { input_tokens: 5000, input_tokens_details: { cached_tokens: 4000 }, output_tokens: 77, output_tokens_details: { reasoning_tokens: 20 }, total_tokens: 5077 } } }],
 ]);
 
 /** A plain-HTTP model API: answers /v1/messages (Anthropic) and /responses (OpenAI) with the streams above; records the credentials it saw. */
@@ -91,7 +91,7 @@ describe("the model APIs through the gateway", () => {
     expect(await r.text()).toBe(ANTHROPIC_STREAM);
     expect(api.seen.at(-1)).toEqual({ path: "/v1/messages", apiKey: REAL_KEY, auth: null });
     await until(() => calls.length > 0);
-    expect(calls).toEqual([{ provider: "anthropic", path: "/v1/messages", status: 200, usage: { input: 1234, output: 321, cacheRead: 7890, cacheWrite: 56 }, metered: true, complete: true, standIn: true, at: 1_700_000_000_000 }]);
+    expect(calls).toEqual([{ provider: "anthropic", path: "/v1/messages", status: 200, usage: { input: 1234, output: 321, cacheRead: 7890, cacheWrite: 56 }, model: "claude-x", metered: true, complete: true, standIn: true, at: 1_700_000_000_000 }]);
   });
 
   test("OpenAI Responses: the Bearer stand-in becomes loop's key; response.completed's usage, cached tokens apart", async () => {
@@ -101,6 +101,8 @@ describe("the model APIs through the gateway", () => {
     expect(api.seen.at(-1)).toEqual({ path: "/v1/responses", apiKey: null, auth: `Bearer ${REAL_OPENAI}` });
     await until(() => calls.length > 0);
     expect(calls[0]!.usage).toEqual({ input: 1000, output: 77, cacheRead: 4000, cacheWrite: 0 });
+    // The model the answer named (response.created named none), for the operator's prices.
+    expect(calls[0]!.model).toBe("gpt-x-2026");
   });
 
   test("a CLI signed in with its own account: its credential passes as it came, and is still metered", async () => {
