@@ -209,7 +209,8 @@ export function nextUsage(recorded: AttemptUsage | undefined, read: UsageReading
   }
   const next = { tokens, microUsd, usdFrom, note: read.note };
   if (final) return recorded || tokens !== null || microUsd !== null || read.note !== null ? next : null;
-  if (!recorded) return tokens !== null || microUsd !== null ? next : null;
+  // A note alone is recorded too: what is unknown while the session runs is said (codex inside its first turn).
+  if (!recorded) return tokens !== null || microUsd !== null || read.note !== null ? next : null;
   // Field by field: the recorded figure comes back from the store with its keys in another order.
   const same = sameTokens(recorded.tokens, tokens) && recorded.microUsd === microUsd && recorded.note === read.note;
   return same ? null : next;

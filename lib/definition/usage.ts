@@ -91,6 +91,8 @@ export interface ParseState {
   unreadable: number;
   /** The last line was cut short (seen at the session's end). */
   cutShort: boolean;
+  /** codex: a turn has started and not yet ended (`turn.started` after the last `turn.completed`/`turn.failed`): what it uses is not reported until it ends. */
+  turnOpen?: boolean;
 }
 
 export function initialState(source: LogSource): ParseState {
@@ -101,7 +103,7 @@ export function initialState(source: LogSource): ParseState {
 const MARKERS: Record<LogSource, readonly string[]> = {
   // message_delta events carry "usage"; the other stream events (text deltas: most of the lines) do not.
   claude: ['"usage"', '"init"'],
-  codex: ['"turn.completed"'],
+  codex: ['"turn.completed"', '"turn.started"', '"turn.failed"'],
   aider: ["Tokens:", "Cost:"],
 };
 
@@ -292,7 +294,10 @@ function claudeLine(s: ParseState, line: string): void {
 
 function codexLine(s: ParseState, line: string): void {
   const e = jsonLine(s, line);
-  if (!e || e.type !== "turn.completed") return;
+  if (!e) return;
+  if (e.type === "turn.started" || e.type === "turn.failed") s.turnOpen = e.type === "turn.started";
+  if (e.type !== "turn.completed") return;
+  s.turnOpen = false;
   const u = e.usage as Record<string, unknown> | undefined;
   const input = count(u?.input_tokens);
   const cached = count(u?.cached_input_tokens) ?? 0;
@@ -391,10 +396,14 @@ export function figureOf(state: ParseState, base: { tokens: TokenCounts | null; 
 }
 
 /** What could not be read, in words, or null. */
+/** What a codex figure leaves out while a turn runs (docs/spend.md: an exact figure in flight needs the gateway). */
+export const CODEX_IN_TURN = "codex is inside a turn: what it has used since the turn began is unknown until the turn ends (behind the gateway it is metered as it goes)";
+
 export function noteOf(state: ParseState): string | null {
   const parts: string[] = [];
   if (state.unreadable > 0) parts.push(`${state.unreadable} line${state.unreadable === 1 ? "" : "s"} that looked like ${state.source}'s usage could not be read`);
   if (state.cutShort) parts.push("its last line was cut short");
+  if (state.turnOpen) parts.push(CODEX_IN_TURN);
   return parts.length ? parts.join("; ") : null;
 }
 

@@ -6,7 +6,7 @@
 import { describe, expect, test } from "bun:test";
 import { mkdirSync, symlinkSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { askCodex, codexHome, codexSteps, type FakeOpenAI, type OpenAIUsage, reply, shell, startFakeOpenAI } from "../helpers/fake-openai.ts";
+import { askCodex, codexEndless, codexHome, codexSteps, type FakeOpenAI, type OpenAIUsage, reply, shell, startFakeOpenAI } from "../helpers/fake-openai.ts";
 import { demoDefinition, type Project, scenario } from "../helpers/project.ts";
 import { agentBin, agentPath } from "./agents.ts";
 
@@ -74,6 +74,36 @@ describe.skipIf(bin === null)("codex as loop's agent", () => {
           const resumed = fake.requests.filter((r) => r.path.endsWith("/responses")).at(-2)!;
           expect(JSON.stringify(resumed.body)).toContain("Which colour?");
           expect(it.attempts[1]!.usage!.tokens).toEqual(servedSince(fake, first));
+        });
+      } finally {
+        await fake.stop();
+      }
+    },
+    SLOW,
+  );
+
+  test(
+    "inside one endless turn codex reports nothing: loop status says the figure is unknown while the turn runs (issue 32 defect 3), and loop ctl stop ends it",
+    async () => {
+      const fake = await startFakeOpenAI(codexEndless(900));
+      try {
+        await scenario(demoDefinition([{ id: "a", prompt: "Loop.", verify: "false" }], { defaults: { runner: "codex", maxAttempts: 1 }, environment: { pass: ["FAKE_OPENAI_API_KEY"] } }), {}, async (p) => {
+          Object.assign(p.env, agentEnv(p, fake));
+          expect((await p.run()).action).toBe("launched");
+          // Some model answers served, the turn still running: the figure recorded says what it leaves out.
+          await p.runUntil((_r, q) => fake.served.responses >= 3 && q.projection().items.a!.attempts[0]?.usage?.note != null, { what: "a note while the turn runs", maxPolls: 400 });
+          const it = p.projection().items.a!;
+          expect(it.status).toBe("running");
+          expect(it.attempts[0]!.usage!.tokens).toBeNull();
+          const json = JSON.parse((await p.loop(["status", "--json", "--root", p.root])).stdout);
+          expect(json.items[0].usage.attempt.note).toContain("codex is inside a turn");
+          const text = (await p.loop(["status", "--text", "--root", p.root])).stdout;
+          expect(text).toContain("a: spend so far: codex is inside a turn");
+          // Held: its session ended, the item back to pending (not counted as failed).
+          expect((await p.ctl(["stop", "--work-item", "a", "--yes"])).code).toBe(0);
+          await p.runUntil((_r, q) => q.projection().items.a!.status === "pending", { what: "the session ended", maxPolls: 200 });
+          expect(p.projection().items.a!.attempts[0]!.usage!.tokens).toBeNull();
+          expect((await p.ctl(["cancel", "--work-item", "a", "--yes"])).code).toBe(0);
         });
       } finally {
         await fake.stop();

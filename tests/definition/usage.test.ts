@@ -182,7 +182,13 @@ describe("claude 2.1.332, recorded", () => {
 describe("codex exec --json", () => {
   const cases: { name: string; text: string; base?: { tokens: TokenCounts | null; microUsd: number | null }; tokens: TokenCounts | null; note?: RegExp }[] = [
     { name: "a whole session: turn.completed's figures (cached input is part of input)", text: lines(CODEX_LINES), tokens: { input: 4277, output: 1590, cacheRead: 22272, cacheWrite: 0 } },
-    { name: "before its turn completes: unknown (codex reports at the turn's end)", text: lines(CODEX_LINES.slice(0, 5)), tokens: null },
+    { name: "before its turn completes: unknown (codex reports at the turn's end), and the note says a turn runs", text: lines(CODEX_LINES.slice(0, 5)), tokens: null, note: /inside a turn/ },
+    {
+      name: "a turn started after one completed: the completed figure, and the note says what it leaves out",
+      text: lines([...CODEX_LINES, j({ type: "turn.started" })]),
+      tokens: { input: 4277, output: 1590, cacheRead: 22272, cacheWrite: 0 },
+      note: /inside a turn/,
+    },
     {
       name: "stderr lines between and a truncated last line",
       text: lines(["2025-10-17T05:54:20.209Z ERROR codex_core::exec: stream disconnected - retrying turn (1/5 in 188ms)...", ...CODEX_LINES]) + '{"type":"turn.completed","usage":{"input_tok',
