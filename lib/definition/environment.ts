@@ -134,7 +134,14 @@ export function agentRule(def: DefLike, runner: string): EnvRule {
   return { policy: def.environment.policy, keep: [...def.environment.pass, ...runnerEnvironment(runner, def.environment)], drop: loopSecrets(def) };
 }
 
-/** The rule for a verify command: what every child may get, none of a runner's (the model keys are the agent's). */
-export function verifyRule(def: DefLike): EnvRule {
-  return { policy: def.environment.policy, keep: [...def.environment.pass], drop: loopSecrets(def) };
+/** The model keys a session's gateway holds in the agent's place (lib/supervisor/session-gateway.ts). */
+export const GATEWAY_HELD_KEYS: readonly string[] = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"];
+
+/**
+ * The rule for a verify command (and workspace.setup): what every child may get, none of a runner's
+ * (the model keys are the agent's). Behind a gateway the agent has no model key, and neither has the
+ * code it wrote, which is what a verify runs: the keys the gateway holds are dropped too.
+ */
+export function verifyRule(def: DefLike, o: { behindGateway?: boolean } = {}): EnvRule {
+  return { policy: def.environment.policy, keep: [...def.environment.pass], drop: [...loopSecrets(def), ...(o.behindGateway ? GATEWAY_HELD_KEYS : [])] };
 }

@@ -9,7 +9,8 @@
 // it: ended → verify_finished; past its deadline → ended through the close path and recorded timed
 // out; gone without an exit status → failed. Without a command (`verify: false`) nothing runs: the
 // verdict is "the agent exited 0 and this attempt committed something", decided inline.
-import { existsSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Payload } from "../log/events.ts";
 import { type ItemState, requireAttempt, type VerifyRun } from "../log/projection.ts";
@@ -33,6 +34,8 @@ import { describeRefused, importSessionObjects } from "../repo/object-import.ts"
 import { sandboxRequest, sessionPath } from "./environment.ts";
 import { drainedReason, faultReason, sandboxFault, systemError } from "../decisions/faults.ts";
 import { probeSandbox, type SandboxRequest } from "../supervisor/sandbox.ts";
+import type { GatewayRequest } from "../supervisor/gateway-files.ts";
+import { selfFiles } from "../supervisor/self.ts";
 import { git } from "../repo/git.ts";
 import { verifyRule } from "../definition/environment.ts";
 import { chainOption } from "./chain.ts";
@@ -179,14 +182,17 @@ function spawnReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOut
       env: { LOOP_ITEM: it.id, LOOP_ATTEMPT: String(attempt.n), LOOP_WORKDIR: s.worktree },
       mark: sessionMark(s),
       // Never loop's secrets; under the "clean" policy only what is declared (docs/runners.md#the-environment).
-      envRule: verifyRule(ctx.def),
+      envRule: verifyRule(ctx.def, { behindGateway: it.def.network !== undefined }),
       ...chainOption(ctx, s.sessionDir, it),
       // A scope of its own, as its session has: under a oneshot step's unit it would die with the step.
       scope: { loopName: ctx.def.name, item: it.id, epoch: it.epoch, attempt: attempt.n, stateRoot: ctx.options.stateRoot },
       ...(box.request ? { sandbox: box.request } : {}),
+      ...(box.gateway ? { gateway: box.gateway } : {}),
     });
     failpoint("verify:after_spawn");
   } catch (err) {
+    // Its wrapper never started: the gateway's socket folder would outlive it.
+    if (box.gateway?.socketDir) rmSync(box.gateway.socketDir, { recursive: true, force: true });
     // Loop's own wrapper could not be started (a StartError, or a system call refused): an error of
     // the environment, and the attempt's verify. Anything else is a bug in loop and is thrown on: it
     // spends no attempt (the next step adopts what was spawned, or starts it under this reservation).
@@ -221,7 +227,7 @@ function recordStarted(ctx: StepContext, it: ItemState, run: VerifyRun, p: Verif
  * that is asked for and unusable is an environment fault: the loop pauses, and the attempt waits
  * untouched for `loop ctl resume`.
  */
-function verifySandbox(ctx: StepContext, it: ItemState): { request: SandboxRequest | null } | { paused: StepOutcome } | { refused: string } {
+function verifySandbox(ctx: StepContext, it: ItemState): { request: SandboxRequest | null; gateway?: GatewayRequest } | { paused: StepOutcome } | { refused: string } {
   if (!it.def.sandbox) return { request: null };
   const s = it.session!;
   const attempt = requireAttempt(it);
@@ -235,9 +241,15 @@ function verifySandbox(ctx: StepContext, it: ItemState): { request: SandboxReque
     return { paused: { action: "paused", item: it.id, reason: p.loop.reason } };
   }
   try {
-    const request = sandboxRequest({ bwrap: probe.bwrap, repo: repoOf(ctx), worktree: s.worktree, stateRoot: ctx.options.stateRoot, branch: s.branch, runner: it.def.runner, writable: [], objects: join(s.sessionDir, VERIFY_FILES.objects), env: ctx.options.env });
+    const listed = Array.isArray(it.def.verifyNetwork);
+    // A list's proxy is reached through `loop __bridge` inside: the loop binary is bound in for it.
+    const request = sandboxRequest({ bwrap: probe.bwrap, repo: repoOf(ctx), worktree: s.worktree, stateRoot: ctx.options.stateRoot, branch: s.branch, runner: it.def.runner, writable: [], objects: join(s.sessionDir, VERIFY_FILES.objects), ...(listed ? { programs: selfFiles() } : {}), env: ctx.options.env });
     // verifyNetwork "none" (the default in the sandbox, docs/loop-json.md#network): no network at all.
-    return { request: it.def.verifyNetwork === "none" ? { ...request, noNetwork: true } : request };
+    if (it.def.verifyNetwork === "none") return { request: { ...request, noNetwork: true } };
+    if (!listed) return { request };
+    // A list: the network unshared, its hosts reached through a proxy-only gateway (lib/supervisor/session-gateway.ts).
+    const gateway: GatewayRequest = { standIn: `loop-verify-${crypto.randomUUID().replaceAll("-", "")}`, allow: it.def.verifyNetwork!, proxyOnly: true, socketDir: mkdtempSync(join(tmpdir(), "lg-")) };
+    return { request, gateway };
   } catch (err) {
     // The checkout is not the one loop made (lib/repo/workspace.ts checkWorktree): no verify runs over it.
     if (err instanceof StartError) return { refused: err.message };

@@ -62,7 +62,7 @@ export async function prepareWorkspace(
         command,
         cwd: o.worktree,
         env: { LOOP_ITEM: it.id, LOOP_ATTEMPT: String(o.attempt), LOOP_WORKDIR: o.worktree },
-        envRule: verifyRule(ctx.def),
+        envRule: verifyRule(ctx.def, { behindGateway: it.def.network !== undefined }),
         logPath,
         timeoutMs,
       });

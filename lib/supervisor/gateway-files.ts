@@ -23,6 +23,11 @@ export interface GatewayRequest {
   maxMicroUsd?: number;
   /** The operator's prices (loop.json `prices`), by the model an answer names: each call's dollars. */
   prices?: Record<string, ModelPrice>;
+  /**
+   * A verify's (`verifyNetwork` a list): the proxy alone. No model API is served (every model request
+   * is refused), no key or stand-in is given, and each refusal is a line of the verify's log.
+   */
+  proxyOnly?: true;
 }
 
 /** What a session's gateway appends to its folder (lib/supervisor/session-gateway.ts): loaded only with one, so its name lives here. */

@@ -28,7 +28,14 @@ export function budgetRefusal(spent: { tokens: number; microUsd: number; unprice
 }
 
 /** Start the session's gateway; the variables to give the agent, and how to stop it. */
-export async function startSessionGateway(o: { dir: string; request: GatewayRequest; env: Record<string, string | undefined> }): Promise<{ env: Record<string, string>; stop(): Promise<void> }> {
+export async function startSessionGateway(o: {
+  dir: string;
+  request: GatewayRequest;
+  env: Record<string, string | undefined>;
+  /** Where a proxy-only gateway's refusals are said (the verify's log); a session's are appended to GATEWAY_FILES.refused. */
+  say?: (line: string) => void;
+}): Promise<{ env: Record<string, string>; stop(): Promise<void> }> {
+  if (o.request.proxyOnly) return startProxyOnly(o);
   const spent = { tokens: 0, microUsd: 0, unpriced: new Set<string>() };
   const line = (file: string, doc: unknown) => appendFileSync(join(o.dir, file), JSON.stringify(doc) + "\n");
   const prices = o.request.prices ?? {};
@@ -58,6 +65,35 @@ export async function startSessionGateway(o: { dir: string; request: GatewayRequ
     : g;
   return {
     env: { ...NONESSENTIAL_TRAFFIC_OFF, ...gatewayEnv(seen, o.request.standIn) },
+    async stop() {
+      await g.stop();
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * A verify's gateway (its `verifyNetwork` a list): the proxy and its list, nothing else. Its model
+ * side refuses everything and holds no key; the verify is given only the proxy variables.
+ */
+async function startProxyOnly(o: { request: GatewayRequest; say?: (line: string) => void }): Promise<{ env: Record<string, string>; stop(): Promise<void> }> {
+  const say = o.say ?? (() => {});
+  const dir = o.request.socketDir;
+  const g = await startGateway({
+    upstreams: DEFAULT_UPSTREAMS,
+    keys: {},
+    standIn: o.request.standIn,
+    allow: o.request.allow ?? undefined,
+    refuse: () => "a verify has no model API through loop (verifyNetwork lists hosts for its proxy)",
+    onModelRefused: (r) => say(`loop: ${r.reason}; refused a request to the ${r.provider} API\n`),
+    onProxyRefused: (r) => say(`loop: the verify's network refused ${r.host}:${r.port} (not in verifyNetwork)\n`),
+    ...(dir ? { unix: { model: join(dir, GATEWAY_SOCKETS.model), proxy: join(dir, GATEWAY_SOCKETS.proxy) } } : {}),
+  });
+  const proxyUrl = dir ? `http://127.0.0.1:${BRIDGE_PORTS.proxy}` : g.proxyUrl;
+  const all = gatewayEnv({ modelUrl: g.modelUrl, proxyUrl }, o.request.standIn);
+  const proxyVars = ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy", "NO_PROXY", "no_proxy"] as const;
+  return {
+    env: Object.fromEntries(proxyVars.map((k) => [k, all[k]!])),
     async stop() {
       await g.stop();
       if (dir) rmSync(dir, { recursive: true, force: true });

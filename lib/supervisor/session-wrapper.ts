@@ -183,13 +183,14 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
   delete env.LOOP_FAILPOINT;
   // Behind a gateway, the agent's key variables hold the stand-in: loop's keys stay in this process.
   let gateway: { env: Record<string, string>; stop(): Promise<void> } | null = null;
-  if (launch.gateway && kind === "session") {
+  // A verify has one only for a verifyNetwork list: the proxy alone, its refusals said in the verify's log.
+  if (launch.gateway && (kind === "session" || launch.gateway.proxyOnly)) {
     // Undumpable: the agent runs as this user, and must not read loop's key from this process's environment or memory.
     await makeUndumpable();
     try {
       // Loaded only for a session with a gateway: a server's modules cost every other session's start.
       const { startSessionGateway } = await import("./session-gateway.ts");
-      gateway = await startSessionGateway({ dir, request: launch.gateway, env: { ...own, ...launch.env } });
+      gateway = await startSessionGateway({ dir, request: launch.gateway, env: { ...own, ...launch.env }, say: (line) => out.write(Buffer.from(line)) });
     } catch (err) {
       const msg = `loop: cannot start the session's gateway: ${(err as Error).message}\n`;
       out.write(Buffer.from(msg));
@@ -201,7 +202,7 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
     Object.assign(env, gateway.env);
   }
   // A preset that names the gateway on its command line (codex) is given its URL now that it is known.
-  const argv = gateway ? gatewayArgv(launch.argv, gateway.env.OPENAI_BASE_URL!) : launch.argv;
+  const argv = gateway?.env.OPENAI_BASE_URL ? gatewayArgv(launch.argv, gateway.env.OPENAI_BASE_URL) : launch.argv;
   let child: ReturnType<typeof Bun.spawn>;
   try {
     child = Bun.spawn(argv, {

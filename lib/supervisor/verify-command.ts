@@ -23,6 +23,7 @@ import { startSession } from "./sessions.ts";
 import { endRecordedScope, type ScopeTarget, type SessionMechanism } from "./scope.ts";
 import type { SandboxRequest } from "./sandbox.ts";
 import type { ChainRecord } from "./chain.ts";
+import type { GatewayRequest } from "./gateway-files.ts";
 
 export { VERIFY_FILES };
 
@@ -75,6 +76,8 @@ export function startVerify(o: {
   envRule?: EnvRule;
   /** The step its wrapper starts when the command ends (lib/supervisor/chain.ts). */
   chain?: ChainRecord;
+  /** A proxy-only gateway (its `verifyNetwork` list, in the sandbox): the command's only way out. */
+  gateway?: GatewayRequest;
 }): VerifyProcess & { mechanism: SessionMechanism | null; proof: VerifyProof } {
   // Nothing of an earlier run (or planted by the agent) may be read as this run's: gone before the spawn.
   for (const f of [VERIFY_FILES.exit, VERIFY_FILES.started, VERIFY_FILES.output, VERIFY_FILES.spawned]) rmSync(join(o.dir, f), { force: true });
@@ -93,6 +96,7 @@ export function startVerify(o: {
     ...(o.chain ? { chain: o.chain } : {}),
     ...(o.scope ? { scope: { ...o.scope, role: "verify" as const } } : {}),
     ...(o.sandbox ? { sandbox: o.sandbox } : {}),
+    ...(o.gateway ? { gateway: o.gateway } : {}),
   });
   const started = { pid, startTime: processStartTime(pid), proof };
   // Atomic: a step killed mid-write must not leave a half file that adoption then misreads.

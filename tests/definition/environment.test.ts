@@ -101,6 +101,14 @@ describe("rules from a definition", () => {
     expect(Object.keys(childEnvironment(PARENT, agentRule(def, "claude")))).toContain("AWS_REGION");
   });
 
+  test("behind a gateway, a verify (the agent's code) gets none of the model keys the gateway holds, whatever the policy or pass says", () => {
+    const open = normalizeDefinition({ name: "t", environment: { pass: ["*_API_KEY"] }, items: [] });
+    expect(Object.keys(childEnvironment(PARENT, verifyRule(open)))).toEqual(expect.arrayContaining(["ANTHROPIC_API_KEY", "OPENAI_API_KEY"]));
+    const held = Object.keys(childEnvironment(PARENT, verifyRule(open, { behindGateway: true })));
+    expect(held.filter((k) => k.endsWith("_API_KEY"))).toEqual([]);
+    expect(held).toContain("AWS_REGION");
+  });
+
   test("each preset declares its providers' keys and config homes; the demo and unknown runners nothing", () => {
     expect(runnerEnvironment("claude", DEFAULT_ENVIRONMENT)).toEqual(expect.arrayContaining(["ANTHROPIC_*", "CLAUDE_*", "IS_SANDBOX", "HTTPS_PROXY"]));
     expect(runnerEnvironment("codex", DEFAULT_ENVIRONMENT)).toEqual(expect.arrayContaining(["CODEX_*", "OPENAI_*"]));

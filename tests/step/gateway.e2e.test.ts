@@ -5,7 +5,7 @@
 // what the API's answers said (to the token, whatever the agent prints), the item's budget refuses
 // the model request after the one that reached it, and a host off the list is refused and recorded.
 import { afterAll, describe, expect, test } from "bun:test";
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { demoDefinition, scenario } from "../helpers/project.ts";
 import { BUN } from "../helpers/cli.ts";
@@ -169,6 +169,41 @@ console.log("REPORT " + JSON.stringify(report));
 });
 
 describe("a verify's network in the sandbox", () => {
+  test.skipIf(!Bun.which("bwrap"))(
+    "a verifyNetwork list: the listed host through the proxy, nothing directly, the unlisted one refused and said in the verify's log; no model key or API",
+    async () => {
+      const on = hello();
+      const off = hello();
+      const code = `
+const report = { env: ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"].filter((k) => process.env[k]) };
+// Loopback is in NO_PROXY; these ask for the proxy on purpose.
+delete process.env.NO_PROXY; delete process.env.no_proxy;
+const attempt = async (what, f) => { try { report[what] = await f(); } catch (e) { report[what] = "error"; } };
+await attempt("direct", () => new Promise((ok, fail) => { const c = require("node:net").connect(${on.port}, "127.0.0.1"); c.on("connect", () => { c.destroy(); ok("connected"); }); c.on("error", fail); }));
+await attempt("listed", async () => { const r = await fetch("http://127.0.0.1:${on.port}/", { proxy: process.env.HTTP_PROXY }); return r.status + " " + (await r.text()); });
+await attempt("unlisted", async () => (await fetch("http://127.0.0.1:${off.port}/", { proxy: process.env.HTTP_PROXY })).status);
+await attempt("model", async () => (await fetch("http://127.0.0.1:41001/anthropic/v1/messages", { method: "POST", body: "{}" })).status);
+console.log("REPORT " + JSON.stringify(report));
+`;
+      await scenario(
+        () => demoDefinition([{ id: "v", prompt: "Nothing.", verify: `${BUN} -e '${code}'` }], { defaults: { sandbox: "bwrap", network: "none", verifyNetwork: [`127.0.0.1:${on.port}`] } }),
+        {},
+        async (p) => {
+          Object.assign(p.env, { ANTHROPIC_API_KEY: REAL_KEY });
+          await p.runToDrain({ codes: [0, 1] });
+          const log = readFileSync(join(p.sessionDir("v", 1), "verify.log"), "utf8");
+          const report = JSON.parse(/REPORT (.*)/.exec(log)?.[1] ?? "null");
+          expect({ report, log: report ? "" : log }).toEqual({ report: { env: [], direct: "error", listed: "200 hello", unlisted: 403, model: 403 }, log: "" });
+          expect(log).toContain(`loop: the verify's network refused 127.0.0.1:${off.port} (not in verifyNetwork)`);
+          expect(log).not.toContain(REAL_KEY);
+          // The verify's refusals are its own: the agent's list of refusals holds none of them.
+          expect(existsSync(join(p.sessionDir("v", 1), "gateway-refused.jsonl"))).toBe(false);
+        },
+      );
+    },
+    180_000,
+  );
+
   test.skipIf(!Bun.which("bwrap"))(
     'verifyNetwork is "none" by default there: the verify reaches no loopback server; "open" gives it the network back',
     async () => {
