@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { bash, claudeEnv, endless, say, startFakeAnthropic, steps } from "../helpers/fake-anthropic.ts";
 import { codexEndless, codexHome, codexSteps, type FakeOpenAI, reply, shell, startFakeOpenAI } from "../helpers/fake-openai.ts";
-import { demoDefinition, type Project, scenario } from "../helpers/project.ts";
+import { demoDefinition, pollUntil, type Project, scenario } from "../helpers/project.ts";
 import { GATEWAY_FILES } from "../../lib/supervisor/gateway-files.ts";
 import { PRESET_TRIES } from "../../lib/definition/network.ts";
 import { agentBin, agentPath } from "./agents.ts";
@@ -34,6 +34,34 @@ describe.skipIf(agentBin("claude") === null)("claude behind its gateway", () => 
           // Every answer the fake gave (the agent's turns and the CLI's side requests) went through the gateway: the same figure, to the token.
           const t = fake.served.total;
           expect(it.attempts[0]!.usage!.tokens).toEqual({ input: t.input_tokens, output: t.output_tokens, cacheRead: t.cache_read_input_tokens, cacheWrite: t.cache_creation_input_tokens });
+        });
+      } finally {
+        await fake.stop();
+      }
+    },
+    SLOW,
+  );
+});
+
+describe.skipIf(agentBin("claude") === null)("claude behind its gateway: stopped mid-message", () => {
+  test(
+    "a session ended while a message streams (loop ctl stop): the recorded tokens are what the fake served, to the token, the cut message's input included",
+    async () => {
+      const fake = await startFakeAnthropic((t) => (t.step < 3 ? bash(`echo step ${t.step}`, { output_tokens: 828 }) : { hangAfterStart: true }));
+      try {
+        await scenario(demoDefinition([{ id: "a", prompt: "Work.", verify: "false" }], { defaults: { runner: "claude", model: "claude-sonnet-4-5", network: "none" } }), {}, async (p) => {
+          const home = join(p.aux, "home");
+          mkdirSync(home, { recursive: true });
+          Object.assign(p.env, { PATH: `${agentPath(p.aux, "claude", "claude")}:${process.env.PATH}`, HOME: home, IS_SANDBOX: "1", ...claudeEnv(fake), ANTHROPIC_API_KEY: "sk-ant-loops-own-key" });
+          expect((await p.run()).action).toBe("launched");
+          await pollUntil(() => fake.turns.length === 4, "the fourth message hangs");
+          expect((await p.ctl(["stop", "--work-item", "a", "--yes"])).code).toBe(0);
+          await p.run([0, 1]);
+          const calls = readFileSync(join(p.sessionDir("a", 1), GATEWAY_FILES.usage), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+          // The cut message is on record as such: its input and the one output token message_start said.
+          expect(calls.filter((c) => !c.complete).length).toBe(1);
+          const t = fake.served.total;
+          expect(p.projection().items.a!.attempts[0]!.usage!.tokens).toEqual({ input: t.input_tokens, output: t.output_tokens, cacheRead: t.cache_read_input_tokens, cacheWrite: t.cache_creation_input_tokens });
         });
       } finally {
         await fake.stop();
