@@ -4,7 +4,7 @@
 // the model; a token and a dollar budget stop the session. Skipped, said once, without the CLIs
 // (`npm run agents:install`).
 import { describe, expect, test } from "bun:test";
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type AnthropicUsage, ask, bash, claudeEnv, endless, type FakeAnthropic, say, startFakeAnthropic, steps } from "../helpers/fake-anthropic.ts";
 import { demoDefinition, pollUntil, Project, scenario } from "../helpers/project.ts";
@@ -202,6 +202,33 @@ for (const name of ["claude", "claude-2.1.197"] as const) {
             await p.runUntil((r) => r.transitions.some((t) => t.type === "budget_stopped"), { what: "the budget stop", maxPolls: 400 });
             const it = p.projection().items.a!;
             expect(it.reason).toStartWith("budget_exhausted");
+          });
+        } finally {
+          await fake.stop();
+        }
+      },
+      SLOW,
+    );
+
+    test(
+      "the CLI's own cap (--max-budget-usd) ends the session: its result line leaves out the last message, the recorded tokens do not",
+      async () => {
+        const fake = await startFakeAnthropic(endless(900));
+        try {
+          await scenario(demoDefinition([{ id: "a", prompt: "Loop.", verify: "false", budget: { usd: 0.2 } }], { defaults: { runner: "claude", model: MODEL, maxAttempts: 1 } }), {}, async (p) => {
+            Object.assign(p.env, agentEnv(p, fake, name));
+            expect((await p.run()).action).toBe("launched");
+            // No step in between: the CLI stops itself at the cap loop gave it.
+            await pollUntil(() => existsSync(join(p.sessionDir("a", 1), "exit.json")), "the CLI stopped at its own cap", 2400);
+            await p.run([0, 1]);
+            const log = readFileSync(join(p.sessionDir("a", 1), "output.log"), "utf8");
+            const result = log.split("\n").filter((l) => l.includes('"type":"result"')).map((l) => JSON.parse(l)).at(-1);
+            const served = servedSince(fake, 0);
+            // What the CLI's last line says is short of what it was served (the message that crossed its cap).
+            expect(result.usage.output_tokens).toBeLessThan(served.output_tokens);
+            const usage = p.projection().items.a!.attempts[0]!.usage!;
+            expect(usage.tokens).toEqual(tokensOf(served));
+            expect(usage.microUsd).toBe(sonnetMicroUsd(served));
           });
         } finally {
           await fake.stop();
