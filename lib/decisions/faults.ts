@@ -15,6 +15,7 @@ export type FaultKind =
   | "aider_no_model"
   | "git_identity"
   | "sandbox_unavailable"
+  | "program_fails_in_sandbox"
   | "scope_unavailable"
   | "owned_ref_changed"
   | "disk_full"
@@ -190,6 +191,18 @@ export function launchFault(f: LaunchFacts): EnvironmentFault | null {
       fix: `set one for the user loop runs as (git config --global user.name …; git config --global user.email …) or in the repository, ${RESUME}`,
     };
   return null;
+}
+
+/**
+ * A runner's program that runs outside the sandbox and not inside it (probed with `--version`,
+ * lib/supervisor/sandbox.ts probeProgramInSandbox): the machine's fault, not the item's.
+ */
+export function sandboxStartFault(o: { runner: string; program: string; path: string; failed: string }): EnvironmentFault {
+  return {
+    kind: "program_fails_in_sandbox",
+    message: `runner ${JSON.stringify(o.runner)}: \`${o.program} --version\` (${o.path}) does not run in the sandbox (${o.failed})`,
+    fix: `install the runner where the sandbox can see all of it (not under /tmp or the state root; a wrapper script's target too), or set "sandbox" to "none" in loop.json, ${RESUME}`,
+  };
 }
 
 /** What LOOP_SESSION_SCOPE asks for, as probed: an invalid value, or `systemd` refused for a lack of the machine's. */

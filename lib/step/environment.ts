@@ -4,18 +4,18 @@
 // early (the same probes, reported as warnings), and the repository's info/exclude, which keeps
 // the agents' own files out of item branches.
 import { autoMergeAllowed, autoMergeSentence } from "../forge/auto-merge.ts";
-import { accessSync, constants, existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
+import { accessSync, constants, existsSync, mkdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { readRegularFile, writeFileAtomic } from "../shared/fsutil.ts";
 import { homedir } from "node:os";
 import { dirname, isAbsolute, join, relative, resolve } from "node:path";
 import type { NormDefinition } from "../definition/normalized.ts";
 import { buildRunnerCommand, PRESET_HOMES, PRESETS } from "../definition/runners.ts";
-import type { SandboxProbe, SandboxRequest } from "../supervisor/sandbox.ts";
+import { probeProgramInSandbox, type SandboxProbe, type SandboxRequest } from "../supervisor/sandbox.ts";
 import { branchExists, gitTry, hasAnyCommit, revParse } from "../repo/git.ts";
 import { checkWorktree } from "../repo/workspace.ts";
 import { StartError } from "../shared/errors.ts";
 import { probeScopeRequirement } from "../supervisor/scope.ts";
-import { aiderCanChooseModel, type AiderModelFacts, type EnvironmentFault, isVerifyPlaceholder, launchFault, type ProgramFact, VERIFY_PLACEHOLDER } from "../decisions/faults.ts";
+import { aiderCanChooseModel, type AiderModelFacts, type EnvironmentFault, isVerifyPlaceholder, launchFault, type ProgramFact, sandboxStartFault, VERIFY_PLACEHOLDER } from "../decisions/faults.ts";
 
 /**
  * The PATH a session gets: the step's (sessions inherit the step's environment). An environment
@@ -108,6 +108,9 @@ export interface LaunchProbe {
   env: Record<string, string | undefined>;
   /** What probeSandbox found, when the item runs in the sandbox; null otherwise. */
   sandbox?: SandboxProbe | null;
+  /** Hidden in the sandbox, as in a session's: the program probed there must not need them. */
+  stateRoot?: string;
+  worktrees?: string;
 }
 
 /**
@@ -132,10 +135,11 @@ export function probeLaunchFault(o: LaunchProbe): EnvironmentFault | null {
   const startPointExists = revParse(o.repo, o.startPoint) !== null ? true : branchExists(o.repo, o.branch) ? null : false;
   let aiderModel: AiderModelFacts | null = null;
   if (o.runner === "aider") aiderModel = { model: o.model, env: o.env, files: aiderFiles({ repo: o.repo, home: o.env.HOME || homedir() }) };
-  return launchFault({
+  const programFact = resolveProgram(program, { PATH, cwd: existsSync(o.worktree) ? o.worktree : null });
+  const fault = launchFault({
     runner: o.runner,
     program,
-    programFact: resolveProgram(program, { PATH, cwd: existsSync(o.worktree) ? o.worktree : null }),
+    programFact,
     PATH,
     tmux: o.tmux ? resolveProgram("tmux", { PATH, cwd: null }) : null,
     bwrap: o.sandbox ?? null,
@@ -151,6 +155,50 @@ export function probeLaunchFault(o: LaunchProbe): EnvironmentFault | null {
     // what an agent leaves with an identity of its own.
     gitIdentity: preset ? gitIdentity(o.repo) : null,
   });
+  if (fault || !preset || !o.sandbox?.ok || programFact.state !== "found") return fault;
+  // Last, and only for a preset (its --version is known to be harmless): the program as it runs in the sandbox.
+  const failed = sandboxStart({ bwrap: o.sandbox.bwrap, path: programFact.path, PATH, env: o.env, hide: [o.stateRoot, o.worktrees].filter((p): p is string => Boolean(p)), stateRoot: o.stateRoot });
+  return failed === null ? null : sandboxStartFault({ runner: o.runner, program, path: programFact.path, failed });
+}
+
+/** Where the programs that ran in the sandbox are remembered (docs/state.md): each is probed once per version. */
+export const SANDBOX_STARTS_FILE = "sandbox-starts.json";
+
+/**
+ * Why `path --version` does not run in the sandbox, or null when it does. A success is remembered
+ * in the state root under the program's files as they are now (path, size, modification time of
+ * each), so a launch pays the probe only when the program changed.
+ */
+function sandboxStart(o: { bwrap: string; path: string; PATH: string; env: Record<string, string | undefined>; hide: string[]; stateRoot?: string }): string | null {
+  const programs = programFiles(o.path);
+  const key = JSON.stringify([o.bwrap, o.hide, ...programs.map((p) => {
+    try {
+      const st = statSync(p);
+      return [p, st.size, st.mtimeMs];
+    } catch {
+      return [p, null];
+    }
+  })]);
+  const file = o.stateRoot ? join(o.stateRoot, SANDBOX_STARTS_FILE) : null;
+  const read = file ? readRegularFile(file, { maxBytes: 1 << 20, noLinks: true }) : null;
+  let known: Record<string, string> = {};
+  try {
+    if (read?.kind === "ok") known = JSON.parse(read.bytes.toString("utf8")) as Record<string, string>;
+  } catch {
+    known = {}; // unreadable: probed again, and written afresh
+  }
+  if (typeof known !== "object" || known === null || Array.isArray(known)) known = {};
+  if (typeof known[key] === "string") return null;
+  const env: Record<string, string> = { PATH: o.PATH, TMPDIR: "/tmp" };
+  for (const k of ["HOME", "LANG", "USER"]) if (o.env[k]) env[k] = o.env[k]!;
+  const r = probeProgramInSandbox({ bwrap: o.bwrap, program: o.path, programs, hide: o.hide, env });
+  if (!r.ok) return r.message;
+  if (file) {
+    // The newest few: a machine has a handful of runner versions.
+    const kept = Object.entries(known).sort((a, b) => String(b[1]).localeCompare(String(a[1]))).slice(0, 15);
+    writeFileAtomic(file, JSON.stringify(Object.fromEntries([[key, new Date().toISOString()], ...kept])) + "\n");
+  }
+  return null;
 }
 
 /**
@@ -243,3 +291,25 @@ export function ensureAgentExcludes(o: { repo: string; stateRoot: string }): str
   writeFileAtomic(file, text + block);
   return missing;
 }
+
+/**
+ * What a program needs to start: itself (as found and as resolved) and, for one npm installed, the
+ * node_modules folder it is in. An npm launcher (codex's bin/codex.js) runs a native binary from a
+ * package beside its own, and under a hidden folder (/tmp) only what is bound is there
+ * (docs/runners.md#the-sandbox).
+ */
+export function programFiles(path: string): string[] {
+  let real = path;
+  try {
+    real = realpathSync(path);
+  } catch {
+    // As found.
+  }
+  const out = new Set([path, real]);
+  for (const p of [path, real]) {
+    const at = p.indexOf("/node_modules/");
+    if (at >= 0) out.add(p.slice(0, at + "/node_modules".length));
+  }
+  return [...out];
+}
+

@@ -17,7 +17,7 @@ import { sliceText, writeFileAtomic } from "../shared/fsutil.ts";
 import { sessionDir, worktreeDir } from "../shared/paths.ts";
 import { append, loopView, ownedRefChanges, projection, repoOf, type StepContext, type StepOutcome, warnMovedAside } from "./context.ts";
 import { describeRefChange, restoreCommand } from "../repo/owned-refs.ts";
-import { ensureAgentExcludes, probeLaunchFault, resolveProgram, sandboxRequest, sessionPath } from "./environment.ts";
+import { ensureAgentExcludes, probeLaunchFault, programFiles, resolveProgram, sandboxRequest, sessionPath } from "./environment.ts";
 import { probeSandbox } from "../supervisor/sandbox.ts";
 import { claudeConversationSaved } from "../supervisor/saved-conversation.ts";
 import { type EnvironmentFault, FaultError, launchErrorFault, ownedRefFault, programFault, type ProgramFact } from "../decisions/faults.ts";
@@ -78,6 +78,8 @@ export async function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeC
     demoArgv: demoArgv(),
     env: ctx.options.env,
     sandbox: box,
+    stateRoot: ctx.options.stateRoot,
+    worktrees: ctx.worktrees,
   });
   if (fault) return pauseForFault(ctx, it, fault, null);
   // Refs loop owns that moved since it left them: someone must look before anything builds on them.
@@ -134,27 +136,6 @@ function pauseForFault(ctx: StepContext, it: ItemState, fault: EnvironmentFault,
 /** What the agent's command needs visible in the sandbox: its program, and loop itself for the demo agent. */
 function sandboxPrograms(runner: string, program: ProgramFact): string[] {
   return [...(program.state === "found" ? programFiles(program.path) : []), ...(runner === "demo" ? selfFiles() : [])];
-}
-
-/**
- * What a program needs to start: itself (as found and as resolved) and, for one npm installed, the
- * node_modules folder it is in. An npm launcher (codex's bin/codex.js) runs a native binary from a
- * package beside its own, and under a hidden folder (/tmp) only what is bound is there
- * (docs/runners.md#the-sandbox).
- */
-function programFiles(path: string): string[] {
-  let real = path;
-  try {
-    real = realpathSync(path);
-  } catch {
-    // As found.
-  }
-  const out = new Set([path, real]);
-  for (const p of [path, real]) {
-    const at = p.indexOf("/node_modules/");
-    if (at >= 0) out.add(p.slice(0, at + "/node_modules".length));
-  }
-  return [...out];
 }
 
 function demoArgv(): string[] {

@@ -19,7 +19,7 @@
 //   - the network as it is (agents need their model's API), unless the session has a gateway: then
 //     unshared, and the gateway's socket folder bound in for `loop __bridge` (./bridge.ts).
 // sandboxArgv is pure; sandboxSpec reads the worktree's git layout and prepares the mount points.
-import { closeSync, existsSync, lstatSync, mkdirSync, openSync, statSync } from "node:fs";
+import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readlinkSync, statSync } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative } from "node:path";
 
 /** What the caller asks for: where the work is, and what else the command must write. */
@@ -88,6 +88,12 @@ export interface SandboxSpec {
   writableIfPresent: string[];
   /** Programs (files or folders) made visible again, read-only, after the hiding (each exists). */
   programs: string[];
+  /**
+   * Programs that are symbolic links under /tmp (an npm `.bin` entry, a folder of links on PATH):
+   * made again as links inside, after their targets are bound. Bound, a link would be its target's
+   * file at the link's path, and a launcher that finds its package beside itself would look there.
+   */
+  programLinks?: { path: string; target: string }[];
   /** With a gateway: the network unshared, and this folder (its sockets) visible read-only. */
   gatewaySockets?: string;
   /** The network unshared, nothing bound in. */
@@ -108,6 +114,7 @@ export function sandboxArgv(s: SandboxSpec, argv: string[]): string[] {
     // Under /tmp the repository would be hidden with it: it comes back, read-only; so does the program.
     ...bind("--ro-bind", s.repo),
     ...s.programs.flatMap((p) => bind("--ro-bind", p)),
+    ...(s.programLinks ?? []).flatMap((l) => ["--symlink", l.target, l.path]),
     ...(s.gatewaySockets ? bind("--ro-bind", s.gatewaySockets) : []),
     // Last of the hiding, so nothing above can bring loop's files back into view.
     "--tmpfs", s.stateRoot,
@@ -215,7 +222,7 @@ export function sandboxSpec(r: SandboxRequest, sessionDir: string): SandboxSpec 
     objects: r.objects ? { own: r.objects, shared: join(commonDir, "objects") } : null,
     writableIfPresent: home && isAbsolute(home) ? r.homes.map((h) => join(home, h)) : [],
     // Never one under the state root: the hiding of loop's files comes after, and wins.
-    programs: r.programs.filter((p) => isAbsolute(p) && existsSync(p)),
+    ...programMounts(r.programs),
     ...(r.gatewaySockets ? { gatewaySockets: r.gatewaySockets } : {}),
     ...(r.noNetwork ? { noNetwork: true } : {}),
   };
@@ -243,6 +250,63 @@ export function probeSandbox(PATH: string): SandboxProbe {
   if (r.exitCode === 0) return { ok: true, bwrap };
   const said = r.stderr?.toString().trim().split("\n").slice(-2).join(" / ") || (r.exitCode === null ? "killed" : `exit ${r.exitCode}`);
   return { ok: false, kind: "refused", message: `${bwrap} refused to make a sandbox: ${said}` };
+}
+
+/** The programs that exist, bound again; those that are links under /tmp (hidden), made again as links. */
+function programMounts(programs: string[]): { programs: string[]; programLinks?: { path: string; target: string }[] } {
+  const bound: string[] = [];
+  const links: { path: string; target: string }[] = [];
+  for (const p of programs) {
+    if (!isAbsolute(p) || !existsSync(p)) continue;
+    let target: string | null = null;
+    try {
+      if (isWithin(p, "/tmp") && lstatSync(p).isSymbolicLink()) target = readlinkSync(p);
+    } catch {
+      target = null;
+    }
+    if (target === null) bound.push(p);
+    else links.push({ path: p, target });
+  }
+  // One inside a folder bound anyway (npm's .bin in its node_modules) is there as the link it is.
+  const made = links.filter((l) => !bound.some((b) => b !== l.path && isWithin(l.path, b)));
+  return { programs: bound, ...(made.length ? { programLinks: made } : {}) };
+}
+
+/**
+ * Does `program --version` run in a sandbox that sees the file system as a session's does (the
+ * same hiding: /tmp, the state root, the worktrees; `programs` bound again; no network)? What
+ * `probeSandbox` cannot see: an npm launcher whose native binary is hidden, a wrapper script that
+ * runs something under /tmp. bwrap's or the program's last words when it does not.
+ */
+export function probeProgramInSandbox(o: { bwrap: string; program: string; programs: string[]; hide: string[]; env: Record<string, string> }): { ok: true } | { ok: false; message: string } {
+  const bind = (p: string) => ["--ro-bind", p, p];
+  const mounts = programMounts(o.programs);
+  const argv = [
+    o.bwrap,
+    ...bind("/"),
+    "--dev", "/dev",
+    "--proc", "/proc",
+    "--tmpfs", "/tmp",
+    ...mounts.programs.flatMap(bind),
+    ...(mounts.programLinks ?? []).flatMap((l) => ["--symlink", l.target, l.path]),
+    ...o.hide.filter((p) => isAbsolute(p) && existsSync(p)).flatMap((p) => ["--tmpfs", p]),
+    "--setenv", "TMPDIR", "/tmp",
+    "--unshare-pid", "--unshare-net", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+    "--", o.program, "--version",
+  ];
+  let r: ReturnType<typeof Bun.spawnSync>;
+  try {
+    r = Bun.spawnSync(argv, { stdin: "ignore", stdout: "ignore", stderr: "pipe", env: o.env, timeout: 30_000 });
+  } catch (err) {
+    return { ok: false, message: `${o.bwrap} could not be run: ${(err as Error).message}` };
+  }
+  if (r.exitCode === 0) return { ok: true };
+  // The line that names the trouble (a stack's "Error: …"), else the last two.
+  const lines = (r.stderr?.toString() ?? "").split("\n").map((l) => l.trim()).filter(Boolean);
+  const named = lines.find((l) => /error|not found|cannot|missing|denied/i.test(l));
+  const said = (named ?? lines.slice(-2).join(" / ")).slice(0, 400);
+  const how = r.exitCode === null ? "it was killed (30 s)" : `exit ${r.exitCode}`;
+  return { ok: false, message: said ? `${how}: ${said}` : how };
 }
 
 function isWithin(path: string, dir: string): boolean {

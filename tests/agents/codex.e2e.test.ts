@@ -4,7 +4,7 @@
 // resume reaches the model in the same thread, the resumed attempt counting only its own turn.
 // Skipped, said once, without the CLI (`npm run agents:install`).
 import { describe, expect, test } from "bun:test";
-import { mkdirSync, symlinkSync } from "node:fs";
+import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { askCodex, codexEndless, codexHome, codexSteps, type FakeOpenAI, type OpenAIUsage, reply, shell, startFakeOpenAI } from "../helpers/fake-openai.ts";
 import { demoDefinition, type Project, scenario } from "../helpers/project.ts";
@@ -113,6 +113,43 @@ describe.skipIf(bin === null)("codex as loop's agent", () => {
   );
 
   test(
+    "in the sandbox, a wrapper script that runs codex from a hidden path: an environment fault before the launch (program_fails_in_sandbox), no attempt spent; it runs outside the sandbox",
+    async () => {
+      const fake = await startFakeOpenAI(codexSteps(shell("printf 'hello\\n' > DONE.md"), reply("Done.")));
+      try {
+        await scenario(demoDefinition([{ id: "a", prompt: "Write DONE.md.", verify: "test -s DONE.md" }], { defaults: { runner: "codex", sandbox: "bwrap" }, environment: { pass: ["FAKE_OPENAI_API_KEY"] } }), {}, async (p) => {
+          // A copy of the package under /tmp (hidden in the sandbox), and a wrapper script elsewhere on PATH that runs it.
+          const modules = join(p.aux, "npm", "node_modules");
+          mkdirSync(join(modules, "@openai"), { recursive: true });
+          const from = dirname(dirname(dirname(bin!)));
+          expect(Bun.spawnSync(["cp", "-al", join(from, "codex"), join(from, "codex-linux-x64"), join(modules, "@openai")]).exitCode).toBe(0);
+          const wrappers = join(p.aux, "wrappers");
+          mkdirSync(wrappers);
+          writeFileSync(join(wrappers, "codex"), `#!/bin/sh\nexec ${join(modules, "@openai", "codex", "bin", "codex.js")} "$@"\n`, { mode: 0o755 });
+          const env = agentEnv(p, fake);
+          Object.assign(p.env, { ...env, PATH: `${wrappers}:${process.env.PATH}` });
+          expect(Bun.spawnSync([join(wrappers, "codex"), "--version"], { env: { ...process.env, ...p.env } }).exitCode).toBe(0);
+          const r = await p.run([1]);
+          expect(r.action).toBe("paused");
+          const fault = p.eventsOf("environment_fault")[0]!.payload;
+          expect(fault).toMatchObject({ kind: "program_fails_in_sandbox", attempt: null });
+          expect(fault.reason).toContain(join(wrappers, "codex"));
+          expect(p.projection().items.a!.attempts).toEqual([]);
+          expect(fake.requests.length).toBe(0);
+          // Put right (the CLI where the sandbox sees it) and resumed: the first attempt runs and passes.
+          Object.assign(p.env, env);
+          expect((await p.ctl(["resume"])).code).toBe(0);
+          await p.runToDrain();
+          expect({ status: p.projection().items.a!.status, attempts: p.projection().items.a!.attempts.length }).toEqual({ status: "passed", attempts: 1 });
+        });
+      } finally {
+        await fake.stop();
+      }
+    },
+    SLOW,
+  );
+
+  test(
     "in the sandbox, installed by npm under a hidden path (/tmp): the launcher finds its native package, and the item passes",
     async () => {
       const fake = await startFakeOpenAI(codexSteps(shell("printf 'hello\\n' > DONE.md"), reply("Done.")));
@@ -127,7 +164,8 @@ describe.skipIf(bin === null)("codex as loop's agent", () => {
           symlinkSync("../@openai/codex/bin/codex.js", join(modules, ".bin", "codex"));
           const env = agentEnv(p, fake);
           Object.assign(p.env, { ...env, PATH: `${join(modules, ".bin")}:${process.env.PATH}` });
-          expect((await p.run()).action).toBe("launched");
+          const first = await p.run([0, 1]);
+          expect({ action: first.action, reason: first.action === "launched" ? null : first.reason }).toEqual({ action: "launched", reason: null });
           await p.runToDrain();
           expect(p.projection().items.a!.status).toBe("passed");
         });

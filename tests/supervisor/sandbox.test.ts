@@ -1,7 +1,7 @@
 // The sandbox's command line (lib/supervisor/sandbox.ts): sandboxArgv is pure, its order is the
 // security (later mounts cover earlier ones), and sandboxSpec reads a real worktree's git layout.
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { sandboxArgv, sandboxSpec, type SandboxSpec } from "../../lib/supervisor/sandbox.ts";
 import { sandboxRequest } from "../../lib/step/environment.ts";
@@ -114,6 +114,21 @@ describe("sandboxSpec", () => {
       expect(existsSync(ask) && statSync(ask).size === 0).toBe(true);
       expect(spec.writableIfPresent).toEqual(["/home/u/.claude"]);
       expect(spec.programs).toEqual([root]);
+      // A program that is a link under /tmp is made again as a link, its target bound: a launcher finds its package beside its real self.
+      const real = join(root, "real-agent.js");
+      writeFileSync(real, "");
+      const bin = mkdtempSync("/tmp/loop-sbx-bin-");
+      const link = join(bin, "agent");
+      symlinkSync(real, link);
+      const linked = sandboxSpec({ bwrap: "/usr/bin/bwrap", worktree: wt, stateRoot, branch: "loop/x/item/fix", git: dirs, writable: [], homes: [], programs: [link, real], env: {} }, join(stateRoot, "sessions", "fix", "1"));
+      // One inside a folder bound anyway (npm's .bin in its node_modules) is there as it is: no link made over it.
+      const inside = sandboxSpec({ bwrap: "/usr/bin/bwrap", worktree: wt, stateRoot, branch: "loop/x/item/fix", git: dirs, writable: [], homes: [], programs: [link, bin, real], env: {} }, join(stateRoot, "sessions", "fix", "1"));
+      expect({ programs: inside.programs, links: inside.programLinks }).toEqual({ programs: [bin, real], links: undefined });
+      rmSync(bin, { recursive: true, force: true });
+      expect({ programs: linked.programs, links: linked.programLinks }).toEqual({ programs: [real], links: [{ path: link, target: real }] });
+      const argv = sandboxArgv(linked, ["agent"]);
+      expect(argv.slice(argv.indexOf("--symlink"), argv.indexOf("--symlink") + 3)).toEqual(["--symlink", real, link]);
+      expect(argv.indexOf("--symlink")).toBeGreaterThan(argv.indexOf(real));
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
