@@ -11,6 +11,8 @@ export interface SessionObservation {
   question: string | null;
   /** Why something in the ask file's place was not read (a link, a FIFO), or null. */
   askIgnored?: string | null;
+  /** When the question was written (the ask file's modification time), epoch ms; null or absent: unknown. */
+  askedAt?: number | null;
   /** The wrapper wrote its started marker (the agent process was spawned). */
   started: boolean;
   alive: boolean;
@@ -30,9 +32,19 @@ export type SessionVerdict =
   | { kind: "stalled"; reason: string }
   | { kind: "waiting"; reason: string };
 
+/**
+ * How long an agent that asked and still runs is given to exit by itself (the protocol: write the
+ * question, then exit). Ended at once, a CLI that reports its usage at the end of its turn (codex)
+ * would never say what the turn used. An agent that stays longer is ended; one whose ask file says
+ * it was written in the future is no worse than one that never asks (the stall timeout and the
+ * budget still hold it).
+ */
+export const ASK_EXIT_GRACE_MS = 30_000;
+
 export function classifySession(o: SessionObservation): SessionVerdict {
   if (!o.recordPresent) return { kind: "lost", reason: "session record is missing" };
-  if (o.question !== null) return { kind: "needs_input", question: o.question };
+  const exiting = o.question !== null && o.exit === null && o.alive && o.started && o.askedAt != null && o.now - o.askedAt < ASK_EXIT_GRACE_MS;
+  if (o.question !== null && !exiting) return { kind: "needs_input", question: o.question };
   if (o.exit)
     return {
       kind: "exited",
@@ -50,6 +62,7 @@ export function classifySession(o: SessionObservation): SessionVerdict {
   const last = Math.max(o.startedAt, o.lastOutputAt ?? 0);
   if (o.now - last > o.timeouts.stall)
     return { kind: "stalled", reason: `no progress in the output for ${Math.round((o.now - last) / 1000)}s (stall timeout ${Math.round(o.timeouts.stall / 1000)}s)` };
+  if (exiting) return { kind: "waiting", reason: `agent asked a question and is given ${ASK_EXIT_GRACE_MS / 1000}s to exit` };
   return { kind: "waiting", reason: "agent is working" };
 }
 

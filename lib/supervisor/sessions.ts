@@ -1,6 +1,6 @@
 // Agent sessions as effects: start one detached (own process group, or a tmux session), observe
 // it from outside, end it. What an observation means is decided in lib/decisions/session-verdict.ts.
-import { closeSync, existsSync, mkdirSync } from "node:fs";
+import { closeSync, existsSync, lstatSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { openOwnFile, readAt, readJsonOrNull, readRegularFile, sliceText, writeFileAtomic } from "../shared/fsutil.ts";
 import { killGroup, SESSION_MARK_VAR } from "../shared/process.ts";
@@ -139,6 +139,13 @@ export function observeSession(s: SessionRecord, a: AttemptRecord, timeouts: { l
   const asked = ask.kind === "ok" ? ask.bytes.toString("utf8").trim() : "";
   const question = asked ? (asked.length > 4000 ? `${sliceText(asked, 0, 4000)}…` : asked) : null;
   const askIgnored = ask.kind === "error" ? `its ask file ${askPath} was not read: ${ask.message}` : null;
+  let askedAt: number | null = null;
+  if (question !== null)
+    try {
+      askedAt = lstatSync(askPath).mtimeMs;
+    } catch {
+      askedAt = null; // gone since: asked, at an unknown time
+    }
   // Output growth that only says the agent waits is no progress (lib/supervisor/progress.ts); no output
   // yet: the stall deadline counts from the start.
   const lastOutputAt = lastProgressAt(dir, SESSION_FILES.output);
@@ -151,6 +158,7 @@ export function observeSession(s: SessionRecord, a: AttemptRecord, timeouts: { l
     exit: exitNow ? { code: exitNow.code ?? null, signal: exitNow.signal ?? null, outputError: typeof exitNow.outputError === "string" ? exitNow.outputError : null } : null,
     question,
     askIgnored,
+    askedAt,
     started: existsSync(join(dir, SESSION_FILES.started)),
     alive,
     lastOutputAt,

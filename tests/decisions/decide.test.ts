@@ -10,7 +10,7 @@ import { RefusedError } from "../../lib/shared/errors.ts";
 import { UsageError } from "../../lib/shared/errors.ts";
 import { type AfterSession, afterFailure, afterSession, failedReason } from "../../lib/decisions/attempt.ts";
 import { blockedBecauseOf, type NextWork, nextWork } from "../../lib/decisions/next-work.ts";
-import { classifySession } from "../../lib/decisions/session-verdict.ts";
+import { ASK_EXIT_GRACE_MS, classifySession } from "../../lib/decisions/session-verdict.ts";
 import { classifyVerify, classifyVerifyStart, type VerifyObservation, type VerifyStartObservation, verifyExitVerdict } from "../../lib/decisions/verify-verdict.ts";
 import { waitingReasons, waitView } from "../../lib/decisions/wait-reasons.ts";
 import type { SessionObservation } from "../../lib/decisions/session-verdict.ts";
@@ -272,6 +272,18 @@ describe("classifySession: in order", () => {
   });
   test("needs_input before exited", () => {
     expect(classifySession(o({ question: "Which colour?", exit: { code: 0, signal: null }, alive: false }))).toEqual({ kind: "needs_input", question: "Which colour?" });
+  });
+  test("an agent that asked and still runs is given ASK_EXIT_GRACE_MS to exit by itself; then, or once it exits, needs_input", () => {
+    const asked = { question: "Which colour?", askedAt: now - 1_000 };
+    expect(classifySession(o(asked))).toEqual({ kind: "waiting", reason: `agent asked a question and is given ${ASK_EXIT_GRACE_MS / 1000}s to exit` });
+    expect(classifySession(o({ ...asked, askedAt: now - ASK_EXIT_GRACE_MS }))).toEqual({ kind: "needs_input", question: "Which colour?" });
+    expect(classifySession(o({ ...asked, exit: { code: 0, signal: null }, alive: false }))).toEqual({ kind: "needs_input", question: "Which colour?" });
+    // When it was written is unknown: at once, as before.
+    expect(classifySession(o({ ...asked, askedAt: null }))).toEqual({ kind: "needs_input", question: "Which colour?" });
+    // A time in the future holds it no longer than an agent that never asked: the stall timeout still ends it.
+    expect(classifySession(o({ ...asked, askedAt: now + 999_999, lastOutputAt: now - 30_001, startedAt: now - 60_000 })).kind).toBe("stalled");
+    // Its process gone: the question is read at once, as before.
+    expect(classifySession(o({ ...asked, alive: false })).kind).toBe("needs_input");
   });
   test("exited, with code or signal, before liveness and deadlines", () => {
     expect(classifySession(o({ exit: { code: 3, signal: null }, alive: false, lastOutputAt: now - 999_999 }))).toEqual({
