@@ -36,8 +36,9 @@ export function normalizeNetwork(raw: "open" | "none" | string[] | undefined): N
  */
 export const PRESET_NETWORK: Readonly<Record<string, readonly string[]>> = {
   // Claude Code: the model API goes through the gateway; with the non-essential traffic off
-  // (telemetry, error reports, update checks) it needs nothing else.
-  claude: [],
+  // (telemetry, error reports, update checks) it needs nothing else but, signed in with an account
+  // (OAuth), its token refresh: TOKEN_URL https://platform.claude.com/v1/oauth/token in 2.1.197 and 2.1.332.
+  claude: ["platform.claude.com:443"],
   // Codex: the model API through the gateway; a ChatGPT sign-in refreshes its token at auth.openai.com.
   codex: ["auth.openai.com:443"],
   // aider: the model API through the gateway; its analytics and version check are turned off by flags.

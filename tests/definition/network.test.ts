@@ -76,6 +76,7 @@ describe("network settings", () => {
 
   test("a preset brings its CLI's hosts; none stays none, open stays open", () => {
     expect(sessionAllowList(["example.com:443"], "codex")).toEqual(["auth.openai.com:443", "example.com:443"]);
+    expect(sessionAllowList(["example.com:443"], "claude")).toEqual(["example.com:443", "platform.claude.com:443"]);
     expect(sessionAllowList(["example.com:443"], "mine")).toEqual(["example.com:443"]);
     expect(sessionAllowList("none", "codex")).toBe("none");
     expect(sessionAllowList(undefined, "codex")).toBeUndefined();
