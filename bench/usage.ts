@@ -1,7 +1,7 @@
 #!/usr/bin/env bun
 // bench/usage.ts: what reading an attempt's usage costs an observing tick (docs/spend.md): a 64 MiB
 // output log that grew by 1 MiB since the last tick, parsed in process with the library's sources
-// (lib/supervisor/usage.ts readSessionUsage: open, stat, read the record of what was read, read and
+// (lib/supervisor/usage-reader.ts readSessionUsage: open, stat, read the record of what was read, read and
 // parse only the new MiB, write the record). Each run puts the record back as it was at 63 MiB, so
 // every run reads the same last MiB. Also a usage file (a command runner's) that changed, and a tick
 // that finds nothing new. Target: ≤ 5 ms for the 1 MiB of growth.
@@ -10,7 +10,7 @@ import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { readSessionUsage, USAGE_CURSOR } from "../lib/supervisor/usage.ts";
+import { readSessionUsage, USAGE_CURSOR } from "../lib/supervisor/usage-reader.ts";
 import { SESSION_FILES } from "../lib/supervisor/session-wrapper.ts";
 import { type UsageSource } from "../lib/log/events.ts";
 

@@ -1,7 +1,7 @@
 // Environment faults (docs/cli/loop-run.md#environment-faults): what is wrong with the machine, not
 // with a work item. A launch that meets one spends no attempt: the loop pauses with a reason that
 // names the fault and how to fix it, and `loop run` exits 1. Pure: the facts are probed by
-// lib/step/environment.ts, and these functions only judge them; a fault met inside an effect is
+// lib/step/machine-probe.ts, and these functions only judge them; a fault met inside an effect is
 // thrown there as a FaultError, and launchErrorFault judges an error by its type, never its words.
 import { GitError, StartError } from "../shared/errors.ts";
 

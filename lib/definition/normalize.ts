@@ -5,7 +5,7 @@
 import * as v from "valibot";
 import { canonicalJson, sha256Hex } from "../log/canonical.ts";
 import { parseDuration } from "./duration.ts";
-import { DEFAULT_ENVIRONMENT, type NormEnvironment } from "./environment.ts";
+import { DEFAULT_ENVIRONMENT, type NormEnvironment } from "./child-environment.ts";
 import { DefinitionError, type DefinitionIssue } from "../shared/errors.ts";
 import { type CommandRunner, DEFAULTS, type Guards, type LandingMode, type Limit, type NormDefinition, type NormForge, type NormItem, type NormReactions, type Sandbox, type Timeouts } from "./normalized.ts";
 import { FORGE_DEFAULTS, KIND } from "./forge-kinds.ts";

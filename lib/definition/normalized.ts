@@ -1,7 +1,7 @@
 // The normalized definition (docs/loop-json.md): what loop.json means once validated, the types every
 // reader of a definition uses, and the constants they share. Types and constants only.
 import { RESERVED_RUNNER_NAMES } from "./runners.ts";
-import type { NormEnvironment } from "./environment.ts";
+import type { NormEnvironment } from "./child-environment.ts";
 import type { ReactionDecision, ReactionSignal } from "../log/vocabulary.ts";
 import type { ForgeKind } from "./forge-kinds.ts";
 import type { NetworkPolicy } from "./network.ts";
@@ -143,7 +143,7 @@ export interface NormDefinition {
    */
   notify: NotifyDef | null;
   /**
-   * What agents, verify commands and planners get of loop's environment (lib/definition/environment.ts).
+   * What agents, verify commands and planners get of loop's environment (lib/definition/child-environment.ts).
    * Like notify, this machine's plumbing: not part of what the log records of the definition.
    */
   environment: NormEnvironment;

@@ -5,7 +5,7 @@ import { parseDuration } from "./duration.ts";
 import { formatJsonPath } from "./json-strict.ts";
 import { isItemId } from "./refs.ts";
 import { protectPatternProblem } from "./protect.ts";
-import { ENV_PATTERN } from "./environment.ts";
+import { ENV_PATTERN } from "./child-environment.ts";
 import { REACTION_DECISIONS } from "../log/vocabulary.ts";
 import { MAX_NOTIFY_TIMEOUT_MS, RUNNER_PLACEHOLDERS } from "./normalized.ts";
 import { apiUrlProblem, FORGE_KINDS, gitUrlProblem, isForgeLogin } from "./forge-kinds.ts";

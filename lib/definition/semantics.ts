@@ -3,7 +3,7 @@
 // run on the raw value with per-field guards, so a badly-typed field elsewhere does not hide them.
 import { isItemId, itemIdFromRef, parseRef, refPrefix } from "./refs.ts";
 import { RefError } from "../shared/errors.ts";
-import { BUILTIN_SECRETS } from "./environment.ts";
+import { BUILTIN_SECRETS } from "./child-environment.ts";
 import { formatJsonPath } from "./json-strict.ts";
 import { hasHidden, hiddenIn } from "../shared/untrusted-text.ts";
 import { DEFAULTS, KNOWN_RUNNERS } from "./normalized.ts";

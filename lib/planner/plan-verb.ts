@@ -13,7 +13,7 @@ import { FORGE_CAPS, type PlanContext, pullsForPrompt } from "./prompt.ts";
 import { describeUnreviewed, reviewDefaultsOf } from "./describe.ts";
 import { reviewItems } from "./review.ts";
 import { runPlanner } from "./run-planner.ts";
-import { agentRule } from "../definition/environment.ts";
+import { agentRule } from "../definition/child-environment.ts";
 
 export const DEFAULT_MAX_ITEMS = 20;
 

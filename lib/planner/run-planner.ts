@@ -8,7 +8,7 @@ import { PlannerError } from "../shared/errors.ts";
 import { parseDuration } from "../definition/duration.ts";
 import { extractAnswer, plannerCommand, plannerFiles } from "./planners.ts";
 import type { CommandRunner } from "../definition/normalized.ts";
-import { childEnvironment, type EnvRule } from "../definition/environment.ts";
+import { childEnvironment, type EnvRule } from "../definition/child-environment.ts";
 
 /** More answer than this is not a plan: the planner is cut off and the answer judged truncated. */
 export const MAX_ANSWER_BYTES = 4 * 2 ** 20;
@@ -40,7 +40,7 @@ export interface RunPlannerOptions {
   commandRunners: Record<string, CommandRunner>;
   /** loop plan's own environment (LOOP_PLAN_TIMEOUT is read from it). */
   env: Record<string, string | undefined>;
-  /** What of it the planner gets (lib/definition/environment.ts agentRule): never loop's secrets. */
+  /** What of it the planner gets (lib/definition/child-environment.ts agentRule): never loop's secrets. */
   envRule: EnvRule;
 }
 

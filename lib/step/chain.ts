@@ -3,7 +3,7 @@
 // secrets. Not in a loop with a forge: the next step would need the forge's token, and nothing the
 // agent runs beside may hold it (docs/threat-model.md). `LOOP_CHAIN=off` turns it off.
 import { join } from "node:path";
-import { childEnvironment, loopSecrets } from "../definition/environment.ts";
+import { childEnvironment, loopSecrets } from "../definition/child-environment.ts";
 import { SESSION_MARK_VAR } from "../shared/process.ts";
 import { CHAIN_LOG, type ChainRecord } from "../supervisor/chain.ts";
 import { selfArgv } from "../supervisor/self.ts";

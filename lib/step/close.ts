@@ -15,7 +15,7 @@ import { checkWorktree, commitLeftovers, hasUncommittedChanges, removeWorktree }
 import { revParse } from "../repo/git.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import type { ModelPrice } from "../definition/normalized.ts";
-import { usageDraft } from "./usage.ts";
+import { usageDraft } from "./usage-draft.ts";
 
 export interface CloseReport {
   item: string;

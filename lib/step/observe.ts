@@ -13,7 +13,7 @@ import { tmuxHasSession } from "../supervisor/tmux.ts";
 import { markCarried } from "../shared/process.ts";
 import { whileRunning } from "../decisions/budget.ts";
 import { recordRunningUsage, stopForBudget } from "./spend.ts";
-import { usageDraft } from "./usage.ts";
+import { usageDraft } from "./usage-draft.ts";
 
 /** A reserved attempt whose start is not recorded: adopt the wrapper, wait for it, or fail the launch. */
 export function observeLaunching(ctx: StepContext, it: ItemState): StepOutcome | null {

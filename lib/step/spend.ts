@@ -1,5 +1,5 @@
 // Spend in a step (docs/spend.md): an attempt's usage read from its session folder and recorded when
-// it changed (lib/supervisor/usage.ts reads, lib/decisions/budget.ts decides), and a budget reached acted
+// it changed (lib/supervisor/usage-reader.ts reads, lib/decisions/budget.ts decides), and a budget reached acted
 // on: an item's attempt ended through the close path and the item settled failed (`budget_exhausted`),
 // or the loop paused. Reading usage never fails a step: what cannot be read is said in the figure's note.
 import type { EventDraft } from "../log/events.ts";
@@ -7,7 +7,7 @@ import type { ItemState } from "../log/projection.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { append, closeInStep, type StepContext, type StepOutcome } from "./context.ts";
 import type { BudgetVerdict } from "../decisions/budget.ts";
-import { usageDraft } from "./usage.ts";
+import { usageDraft } from "./usage-draft.ts";
 
 /** Record the running attempt's figure when it changed (at most once a tick: the step observes once). */
 export function recordRunningUsage(ctx: StepContext, it: ItemState): void {

@@ -23,7 +23,7 @@ import { afterSession } from "../decisions/attempt.ts";
 import { landingRoute } from "../decisions/landing.ts";
 import { type Attention, attentionOf } from "../decisions/attention.ts";
 import { hasOpenWork, nextWork } from "../decisions/next-work.ts";
-import { definitionWarnings } from "./environment.ts";
+import { definitionWarnings } from "./machine-probe.ts";
 import { type NotifyReport, notifyPhase, stepAttentionInput } from "./notify.ts";
 import { selfArgv } from "../supervisor/self.ts";
 import { launchAttempt } from "./launch.ts";

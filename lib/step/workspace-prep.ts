@@ -5,7 +5,7 @@
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { itemBranch } from "../definition/branches.ts";
-import { verifyRule } from "../definition/environment.ts";
+import { verifyRule } from "../definition/child-environment.ts";
 import type { ItemState } from "../log/projection.ts";
 import { FaultError } from "../decisions/faults.ts";
 import { branchExists, revParse } from "../repo/git.ts";

@@ -327,7 +327,7 @@ export function launchDetached(o: {
   target: ScopeTarget;
   /** loop's environment: what decides (LOOP_SESSION_SCOPE, XDG_RUNTIME_DIR, PATH). */
   env: Record<string, string | undefined>;
-  /** The wrapper's environment (lib/definition/environment.ts); `env` when not given. */
+  /** The wrapper's environment (lib/definition/child-environment.ts); `env` when not given. */
   childEnv?: Record<string, string | undefined>;
   spawn: (argv: string[], env: Record<string, string | undefined>, errLog: string | null) => number;
   startedFile: string;

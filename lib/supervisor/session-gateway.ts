@@ -7,7 +7,7 @@
 import { appendFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { NONESSENTIAL_TRAFFIC_OFF } from "../definition/network.ts";
-import { priced } from "../definition/usage.ts";
+import { priced } from "../definition/usage-parsers.ts";
 import { amount } from "../decisions/budget.ts";
 import { DEFAULT_UPSTREAMS, gatewayEnv, type ModelCall, startGateway } from "../gateway/gateway.ts";
 import { BRIDGE_PORTS, GATEWAY_FILES, GATEWAY_SOCKETS, type GatewayRequest } from "./gateway-files.ts";

@@ -18,7 +18,7 @@ import { processStartTime, SESSION_MARK_VAR } from "../shared/process.ts";
 import { CappedLog, DEFAULT_OUTPUT_CAP } from "./output-log.ts";
 import { tmuxSocketFromEnv } from "./tmux.ts";
 import { makeUndumpable } from "./undumpable.ts";
-import { childEnvironment, type EnvRule } from "../definition/environment.ts";
+import { childEnvironment, type EnvRule } from "../definition/child-environment.ts";
 import { gatewayArgv } from "../definition/network.ts";
 import { type ChainRecord, runChain } from "./chain.ts";
 import type { GatewayRequest } from "./gateway-files.ts";
@@ -32,7 +32,7 @@ export interface LaunchRecord {
   mark?: string;
   /** Bytes output.log may take ($LOOP_OUTPUT_CAP when the launch was recorded). */
   outputCap?: number;
-  /** What the agent gets of the wrapper's environment (lib/definition/environment.ts); all of it without one. */
+  /** What the agent gets of the wrapper's environment (lib/definition/child-environment.ts); all of it without one. */
   envRule?: EnvRule;
   /** The step run when the process ends (lib/supervisor/chain.ts); none: cron takes the next step. */
   chain?: ChainRecord;

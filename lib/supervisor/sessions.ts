@@ -16,7 +16,7 @@ import { outputCapFrom } from "./output-log.ts";
 import { launchDetached, type ScopeTarget, type SessionMechanism } from "./scope.ts";
 import { type SandboxRequest, sandboxArgv, sandboxSpec } from "./sandbox.ts";
 import type { AttemptRecord, SessionRecord } from "../log/projection.ts";
-import { childEnvironment, type EnvRule } from "../definition/environment.ts";
+import { childEnvironment, type EnvRule } from "../definition/child-environment.ts";
 import type { SessionObservation } from "../decisions/session-verdict.ts";
 
 export { SESSION_FILES };
@@ -67,7 +67,7 @@ export function startSession(o: {
    */
   secret?: string;
   /**
-   * What the wrapper, and so the agent or verify, gets of loop's environment (lib/definition/environment.ts);
+   * What the wrapper, and so the agent or verify, gets of loop's environment (lib/definition/child-environment.ts);
    * without one, all of it (loop's own tests of the supervisor).
    */
   envRule?: EnvRule;

@@ -3,7 +3,7 @@
 // its deadline. The launch waits for it (the agent must not start in a half-prepared checkout), so
 // it runs while the step holds its lease; the caller renews the lease for the deadline first.
 import { closeSync, constants as fsConstants, openSync, rmSync } from "node:fs";
-import { childEnvironment, type EnvRule } from "../definition/environment.ts";
+import { childEnvironment, type EnvRule } from "../definition/child-environment.ts";
 import { formatDuration } from "../definition/duration.ts";
 import { readTextOrNull, tail } from "../shared/fsutil.ts";
 import { killGroup } from "../shared/process.ts";
@@ -15,7 +15,7 @@ export async function runSetup(o: {
   cwd: string;
   /** Added to the filtered environment (LOOP_ITEM, LOOP_ATTEMPT, LOOP_WORKDIR). */
   env: Record<string, string>;
-  /** What it gets of loop's environment: the verify command's rule (lib/definition/environment.ts verifyRule). */
+  /** What it gets of loop's environment: the verify command's rule (lib/definition/child-environment.ts verifyRule). */
   envRule: EnvRule;
   logPath: string;
   timeoutMs: number;

@@ -18,7 +18,7 @@ import { sha256Hex } from "../log/canonical.ts";
 import { readJsonOrNull, readRegularFile, tail, writeFileAtomic } from "../shared/fsutil.ts";
 import { killRecordedGroup, processStartTime, recordedGroupAlive } from "../shared/process.ts";
 import { type ProofSecrets, proofHashes, VERIFY_FILES } from "./session-wrapper.ts";
-import type { EnvRule } from "../definition/environment.ts";
+import type { EnvRule } from "../definition/child-environment.ts";
 import { startSession } from "./sessions.ts";
 import { endRecordedScope, type ScopeTarget, type SessionMechanism } from "./scope.ts";
 import type { SandboxRequest } from "./sandbox.ts";
@@ -72,7 +72,7 @@ export function startVerify(o: {
   scope?: Omit<ScopeTarget, "role">;
   /** The item's sandbox, when it has one: the verify runs in the same one as its agent. */
   sandbox?: SandboxRequest;
-  /** What it gets of loop's environment (lib/definition/environment.ts verifyRule). */
+  /** What it gets of loop's environment (lib/definition/child-environment.ts verifyRule). */
   envRule?: EnvRule;
   /** The step its wrapper starts when the command ends (lib/supervisor/chain.ts). */
   chain?: ChainRecord;

@@ -10,7 +10,7 @@ import { worktreesRoot } from "../../lib/shared/paths.ts";
 export const STEERING = [
   // tmux refuses some commands inside a session, and would pick the caller's server.
   "TMUX",
-  // Whether claude may run as root (lib/step/environment.ts): a caller's value would hide the check.
+  // Whether claude may run as root (lib/step/machine-probe.ts): a caller's value would hide the check.
   "IS_SANDBOX",
   "CLAUDE_CODE_BUBBLEWRAP",
   // Where claude keeps its conversations (lib/supervisor/saved-conversation.ts): the caller's would prove a resume.

@@ -7,7 +7,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { budgetRefusal, GATEWAY_FILES, startSessionGateway } from "../../lib/supervisor/session-gateway.ts";
-import { priced } from "../../lib/definition/usage.ts";
+import { priced } from "../../lib/definition/usage-parsers.ts";
 import { type FakeAnthropic, say, startFakeAnthropic, steps } from "../helpers/fake-anthropic.ts";
 import { TempDirs } from "../helpers/fs.ts";
 

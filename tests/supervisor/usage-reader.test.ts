@@ -1,4 +1,4 @@
-// Reading an attempt's usage from its session folder (lib/supervisor/usage.ts), with real files: only
+// Reading an attempt's usage from its session folder (lib/supervisor/usage-reader.ts), with real files: only
 // what the output log grew by is read, a line still being written waits for its end (and counts at
 // the session's end), the output cap's cuts are followed, and only loop's own files are read: a link,
 // a FIFO, a hard link or another user's file in the place of the output log or the usage file is not.
@@ -7,7 +7,7 @@ import { appendFileSync, linkSync, mkdirSync, symlinkSync, writeFileSync } from 
 import { join } from "node:path";
 import { CappedLog, markerLine, MIN_OUTPUT_CAP, outputLayout } from "../../lib/supervisor/output-log.ts";
 import { SESSION_FILES } from "../../lib/supervisor/session-wrapper.ts";
-import { readSessionUsage, USAGE_CURSOR } from "../../lib/supervisor/usage.ts";
+import { readSessionUsage, USAGE_CURSOR } from "../../lib/supervisor/usage-reader.ts";
 import { TempDirs } from "../helpers/fs.ts";
 
 const temp = new TempDirs();

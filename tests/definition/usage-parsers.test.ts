@@ -1,10 +1,10 @@
-// The usage parsers (lib/definition/usage.ts) against recorded output of each CLI, built from the
+// The usage parsers (lib/definition/usage-parsers.ts) against recorded output of each CLI, built from the
 // formats their documentation and sources describe (docs/spend.md says which versions): claude
 // `-p --output-format stream-json --verbose`, codex `exec --json`, aider's printed usage lines, and
 // a command runner's LOOP_USAGE_FILE. Fed whole or in pieces, with a truncated last line, lines of
 // other output between, resumed conversations, and text printed to make the figure lower.
 import { describe, expect, test } from "bun:test";
-import { feedLines, figureOf, finishLines, initialState, type LogSource, noteOf, parseUsageFile, priced, sum, usageSourceOf } from "../../lib/definition/usage.ts";
+import { feedLines, figureOf, finishLines, initialState, type LogSource, noteOf, parseUsageFile, priced, sum, usageSourceOf } from "../../lib/definition/usage-parsers.ts";
 import { type TokenCounts } from "../../lib/log/events.ts";
 
 const SID = "6f1c2d3e-0000-4000-8000-000000000001";

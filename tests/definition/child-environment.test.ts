@@ -1,8 +1,8 @@
-// The environment policy (lib/definition/environment.ts) as a table: plain data in, the child's
+// The environment policy (lib/definition/child-environment.ts) as a table: plain data in, the child's
 // environment out. Loop's own secrets never pass; "clean" passes only PATH, HOME, locale, TMPDIR and
 // what is declared; patterns match whole names.
 import { describe, expect, test } from "bun:test";
-import { agentRule, childEnvironment, DEFAULT_ENVIRONMENT, type EnvRule, loopSecrets, matchesName, runnerEnvironment, verifyRule } from "../../lib/definition/environment.ts";
+import { agentRule, childEnvironment, DEFAULT_ENVIRONMENT, type EnvRule, loopSecrets, matchesName, runnerEnvironment, verifyRule } from "../../lib/definition/child-environment.ts";
 import { normalizeDefinition } from "../../lib/definition/normalize.ts";
 
 const PARENT = {

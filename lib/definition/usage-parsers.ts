@@ -1,7 +1,7 @@
 // What an attempt used, read from what its agent reports (docs/spend.md). Pure: the parsers of the
 // presets' structured output (claude `--output-format stream-json`, codex `exec --json`, aider's
 // printed `Tokens: … Cost: …` lines) and of a command runner's LOOP_USAGE_FILE, and the price of
-// tokens at the operator's prices. lib/supervisor/usage.ts feeds a parser only what the output log
+// tokens at the operator's prices. lib/supervisor/usage-reader.ts feeds a parser only what the output log
 // grew by, whole lines, and keeps its state between ticks.
 //
 // Nothing an agent prints can make the loop think it spent less: every figure here only grows as
@@ -61,7 +61,7 @@ export function usageSourceOf(runner: string): UsageSource {
 
 /**
  * A parser's state between pieces of output: plain data, kept in the session folder from one
- * observing tick to the next (lib/supervisor/usage.ts).
+ * observing tick to the next (lib/supervisor/usage-reader.ts).
  */
 export interface ParseState {
   source: LogSource;

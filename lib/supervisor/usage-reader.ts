@@ -1,5 +1,5 @@
 // What an attempt has used so far, read from its session folder (docs/spend.md): the presets' output
-// log, parsed as it grows (lib/definition/usage.ts), or the file a command runner reports to
+// log, parsed as it grows (lib/definition/usage-parsers.ts), or the file a command runner reports to
 // (LOOP_USAGE_FILE). Like the stall clock (progress.ts), a small record in the session folder carries
 // what was read from one observing tick to the next, so each tick reads only the output that is new:
 // it counts the output in bytes as the agent wrote it, and goes on across the output cap's cuts
@@ -14,7 +14,7 @@ import { openOwnFile, readAt, readJsonOrNull, readRegularFile, writeFileAtomic }
 import { cutOf, DEFAULT_OUTPUT_CAP, outputLayout } from "./output-log.ts";
 import { SESSION_FILES } from "./session-wrapper.ts";
 import { GATEWAY_FILES } from "./gateway-files.ts";
-import { feedLines, figureOf, finishLines, initialState, type LogSource, noteOf, type ParseState, parseUsageFile, type UsageFigure } from "../definition/usage.ts";
+import { feedLines, figureOf, finishLines, initialState, type LogSource, noteOf, type ParseState, parseUsageFile, type UsageFigure } from "../definition/usage-parsers.ts";
 import { type UsageSource } from "../log/events.ts";
 import { type TokenCounts } from "../log/events.ts";
 
@@ -55,7 +55,7 @@ export interface UsageRead {
 /**
  * What the session in `dir` has used so far. `final`: the session has ended, so its last line counts
  * even without a line break. `base`: what a resumed conversation's earlier attempts were recorded
- * as (lib/definition/usage.ts figureOf).
+ * as (lib/definition/usage-parsers.ts figureOf).
  */
 export function readSessionUsage(o: { dir: string; source: UsageSource; final: boolean; base?: { tokens: TokenCounts | null; microUsd: number | null } | null }): UsageRead {
   // Behind a gateway, the model API's own answers are the figure (docs/spend.md#the-gateway), whatever the CLI prints.

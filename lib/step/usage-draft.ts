@@ -1,12 +1,12 @@
 // An attempt's usage as the next usage_recorded (docs/spend.md): read from its session folder
-// (lib/supervisor/usage.ts), priced at the operator's prices when the agent gave no dollars, and
+// (lib/supervisor/usage-reader.ts), priced at the operator's prices when the agent gave no dollars, and
 // never lower than the figure recorded (lib/decisions/budget.ts nextUsage). Used by the observe phase and
 // by the close path, for the figure of a session that ends.
 import type { EventDraft } from "../log/events.ts";
 import { currentAttemptOf, type ItemState } from "../log/projection.ts";
 import type { ModelPrice } from "../definition/normalized.ts";
-import { priced, usageSourceOf } from "../definition/usage.ts";
-import { readSessionUsage, type UsageRead } from "../supervisor/usage.ts";
+import { priced, usageSourceOf } from "../definition/usage-parsers.ts";
+import { readSessionUsage, type UsageRead } from "../supervisor/usage-reader.ts";
 import { conversationBase, nextUsage } from "../decisions/budget.ts";
 
 /**
