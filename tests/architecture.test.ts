@@ -241,3 +241,24 @@ describe("no module of lib/ decides by a reason's words", () => {
     expect(found).toEqual([]);
   });
 });
+
+// A module is reached by one path, and what it exports is what others use (docs/architecture.md):
+// an export nobody imports is a surface to keep for nothing, a re-export a second path to the same thing.
+describe("the surfaces of lib/", () => {
+  const files = (dir: string): string[] =>
+    readdirSync(join(REPO, dir)).flatMap((n) => (n === "node_modules" ? [] : statSync(join(REPO, dir, n)).isDirectory() ? files(`${dir}/${n}`) : n.endsWith(".ts") ? [`${dir}/${n}`] : []));
+  const sources = ROOTS.flatMap(files).map((f) => ({ f, text: readFileSync(join(REPO, f), "utf8") }));
+  test("every export of lib/ is used outside its file (by lib/, cmd/, tests/, scripts/ or bench/)", () => {
+    const words = new Map(sources.map(({ f, text }) => [f, new Set(text.match(/\b\w+\b/g) ?? [])]));
+    const unused = sources
+      .filter(({ f }) => f.startsWith("lib/"))
+      .flatMap(({ f, text }) => [...text.matchAll(/^export (?:async )?(?:function\*?|const|let|class|interface|type|enum) (\w+)/gm)].map((m) => ({ f, name: m[1]! })))
+      .filter(({ f, name }) => ![...words].some(([g, w]) => g !== f && w.has(name)))
+      .map(({ f, name }) => `${f}: ${name}`);
+    expect(unused).toEqual([]);
+  });
+  test("no module of lib/ re-exports another's names", () => {
+    const found = sources.filter(({ f }) => f.startsWith("lib/")).flatMap(({ f, text }) => (/^export (?:type )?(?:\{[^}]*\}|\*)( from|;)/m.test(text) ? [f] : []));
+    expect(found).toEqual([]);
+  });
+});

@@ -21,7 +21,7 @@ export const LOOP_VERBS: readonly CtlVerb[] = ["start", "pause", "resume", "stop
 /** Verbs that need --work-item. */
 export const ITEM_VERBS: readonly CtlVerb[] = ["skip", "retry", "cancel", "reply"];
 
-export interface CtlResult {
+interface CtlResult {
   schema: "loop/ctl@1";
   verb: CtlVerb;
   dryRun: boolean;

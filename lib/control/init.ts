@@ -16,21 +16,21 @@ import { type ProjectIdentity, projectOf } from "../log/ownership.ts";
 import { withLease } from "../log/writer.ts";
 import type { Lease } from "../log/snapshot.ts";
 
-export const AGENT_CLIS = ["claude", "codex", "aider"] as const;
+const AGENT_CLIS = ["claude", "codex", "aider"] as const;
 
-export function findOnPath(cmd: string, pathEnv: string | undefined): boolean {
+function findOnPath(cmd: string, pathEnv: string | undefined): boolean {
   for (const dir of (pathEnv ?? "").split(delimiter)) {
     if (dir && existsSync(join(dir, cmd))) return true;
   }
   return false;
 }
 
-export function pickRunner(onPath: (cmd: string) => boolean): string {
+function pickRunner(onPath: (cmd: string) => boolean): string {
   return AGENT_CLIS.find(onPath) ?? "demo";
 }
 
 /** A verify command guessed from the files in the project root, or null. */
-export function guessVerify(has: (file: string) => boolean, pkgScripts: Record<string, string> | null): string | null {
+function guessVerify(has: (file: string) => boolean, pkgScripts: Record<string, string> | null): string | null {
   if (has("bunfig.toml") || has("bun.lockb") || has("bun.lock")) return "bun test";
   if (pkgScripts?.test) return "npm test";
   if (has("Cargo.toml")) return "cargo test";
@@ -40,26 +40,26 @@ export function guessVerify(has: (file: string) => boolean, pkgScripts: Record<s
   return null;
 }
 
-export function loopNameFrom(dir: string): string {
+function loopNameFrom(dir: string): string {
   const n = basename(dir).toLowerCase().replace(/[^a-z0-9-]+/g, "-").replace(/-+/g, "-").replace(/^-|-$/g, "");
   return (n || "loop").slice(0, 64);
 }
 
 /** Where init writes the JSON Schema of loop.json: in the state root, which every machine running the loop has. */
-export const SCHEMA_FILE = "loop.schema.json";
+const SCHEMA_FILE = "loop.schema.json";
 
 /** The schema's text, as this version of loop validates loop.json. */
-export function schemaText(): string {
+function schemaText(): string {
   return JSON.stringify(SCHEMA, null, 2) + "\n";
 }
 
 /** The `$schema` value for loop.json at `root`: a path relative to it ("./.loop/loop.schema.json" by default). */
-export function schemaRef(root: string, stateRoot: string): string {
+function schemaRef(root: string, stateRoot: string): string {
   const rel = relative(root, join(stateRoot, SCHEMA_FILE)).split(sep).join("/");
   return rel.startsWith("../") ? rel : `./${rel}`;
 }
 
-export function initTemplate(o: { name: string; runner: string; base: string; verify: string | null; schema: string }): string {
+function initTemplate(o: { name: string; runner: string; base: string; verify: string | null; schema: string }): string {
   const verify = o.verify ?? VERIFY_PLACEHOLDER;
   return `// loop.json: the loop definition (see docs/cli/loop-init.md).
 // Lines starting with // are comments. \`loop run\` imports this file whenever it changes.
@@ -92,7 +92,7 @@ export function initTemplate(o: { name: string; runner: string; base: string; ve
 }
 
 /** A loop a new one at `root` would sit inside, and why it counts. */
-export interface EnclosingLoop {
+interface EnclosingLoop {
   dir: string;
   why: string;
   /** Inside a state root (an item's worktree is): never a place for a loop, whatever the flags. */
@@ -104,7 +104,7 @@ export interface EnclosingLoop {
  * with a loop.json or a state root (.loop/loop.db). All the way up: an ancestor that is a state
  * root itself (holds loop.db): an item's worktree is its own git top level, inside one.
  */
-export function enclosingLoop(root: string, gitTop: string, exists: (path: string) => boolean = existsSync): EnclosingLoop | null {
+function enclosingLoop(root: string, gitTop: string, exists: (path: string) => boolean = existsSync): EnclosingLoop | null {
   const inRepo = (dir: string) => dir === gitTop || dir.startsWith(gitTop.endsWith(sep) ? gitTop : gitTop + sep);
   for (let dir = dirname(root), prev = root; dir !== prev; prev = dir, dir = dirname(dir)) {
     if (exists(join(dir, "loop.db"))) return { dir, why: `${dir} is the state root of a loop (it holds loop.db)`, inStateRoot: true };
@@ -115,7 +115,7 @@ export function enclosingLoop(root: string, gitTop: string, exists: (path: strin
   return null;
 }
 
-export interface InitResult {
+interface InitResult {
   root: string;
   stateRoot: string;
   definition: string;
@@ -204,7 +204,7 @@ function projectFor(root: string, name: string): ProjectIdentity {
   return project;
 }
 
-export interface AdoptResult {
+interface AdoptResult {
   schema: "loop/adopt@1";
   root: string;
   stateRoot: string;

@@ -41,7 +41,7 @@ export interface LoopFacts {
   leaseHolder: { pid: number; host: string } | null;
 }
 
-export interface ResetInput {
+interface ResetInput {
   p: Projection;
   /** The chosen items, resolved and deduplicated, in the order given; every item for --all. */
   ids: string[];

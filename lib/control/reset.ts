@@ -41,7 +41,7 @@ import {
 } from "./reset-plan.ts";
 
 /** One item of the report (docs/cli/loop-reset.md). Keys are the JSON document's. */
-export interface ResetItemReport {
+interface ResetItemReport {
   item: string;
   ref: string | null;
   found: boolean;
@@ -73,7 +73,7 @@ export function resetExitCode(r: ResetReport): 0 | 1 {
   return r.ok && r.items.some((i) => i.found) ? 0 : 1;
 }
 
-export interface ResetOptions {
+interface ResetOptions {
   root: string;
   stateRoot: string;
   actor: string;

@@ -24,7 +24,7 @@ export interface Attention {
 }
 
 /** The loop as attention reads it. */
-export interface AttentionLoop {
+interface AttentionLoop {
   state: LoopState;
   reason: string | null;
   cause: LoopCause | null;
@@ -35,7 +35,7 @@ export interface AttentionLoop {
 }
 
 /** An item as attention reads it: from the projection (attentionItem) or from state.json's item. */
-export interface AttentionItem {
+interface AttentionItem {
   id: string;
   status: ItemStatus;
   reason: string | null;
@@ -63,7 +63,7 @@ export interface AttentionInput {
 /** The statuses a drain counts as Failed: once the loop drained Failed, attention names their items. */
 export const ATTENTION_STATUSES: readonly ItemStatus[] = ITEM_STATUSES.filter((s) => drainsAs(s) === "Failed");
 /** The statuses an item settles with when its landing did not land (lib/step/settle.ts). */
-export const LANDING_ATTENTION_STATUSES: readonly ItemStatus[] = ["failed", "landing_blocked"];
+const LANDING_ATTENTION_STATUSES: readonly ItemStatus[] = ["failed", "landing_blocked"];
 /** The landing outcomes that did not land. */
 export const UNLANDED_OUTCOMES: readonly LandingOutcome[] = LANDING_OUTCOMES.filter((o) => !landed(o));
 

@@ -4,7 +4,7 @@
 // work, whoever made it, and nothing is built on it.
 
 /** What the launch does with the item's branch, and the commit the attempt's branch must contain from then on. */
-export type BranchPlan =
+type BranchPlan =
   /** The branch an earlier session of this epoch worked on: built on, its start kept. */
   | { kind: "reuse"; start: string }
   /** No branch: made at the start point's commit. */

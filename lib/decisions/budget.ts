@@ -43,7 +43,7 @@ export function loopSpend(u: LoopUsage | undefined, now: number): { total: Spend
 export type Unit = "tokens" | "usd";
 
 /** A limit reached: the unit, what was spent and the limit (micro-dollars for usd). */
-export interface Reached {
+interface Reached {
   unit: Unit;
   spent: number;
   limit: number;
@@ -186,7 +186,7 @@ export function remainingTokens(o: { item: Pick<ItemState, "attempts" | "def">; 
 }
 
 /** What a figure is made of, as an attempt's next usage_recorded would say it. */
-export interface UsageReading {
+interface UsageReading {
   tokens: TokenCounts | null;
   microUsd: number | null;
   usdFrom: "agent" | "prices" | null;

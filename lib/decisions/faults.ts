@@ -83,7 +83,7 @@ export interface AiderModelFacts {
 }
 
 /** Environment variables that let aider choose a model on its own (aider/onboarding.py), or name one. */
-export const AIDER_KEY_VARS = [
+const AIDER_KEY_VARS = [
   "AIDER_MODEL",
   "ANTHROPIC_API_KEY",
   "DEEPSEEK_API_KEY",
@@ -206,7 +206,7 @@ export function sandboxStartFault(o: { runner: string; program: string; path: st
 }
 
 /** What LOOP_SESSION_SCOPE asks for, as probed: an invalid value, or `systemd` refused for a lack of the machine's. */
-export type ScopeFact = { invalid: string } | { refused: string; lack: "no_systemd_run" | "no_system_manager" | "no_user_manager" | "no_linger"; user: string | null } | null;
+type ScopeFact = { invalid: string } | { refused: string; lack: "no_systemd_run" | "no_system_manager" | "no_user_manager" | "no_linger"; user: string | null } | null;
 
 /**
  * Sessions must run in a systemd scope (LOOP_SESSION_SCOPE=systemd, as the shipped units set it) and
@@ -227,7 +227,7 @@ export function scopeFault(f: ScopeFact | undefined): EnvironmentFault | null {
 }
 
 /** The sandbox an item asks for ("sandbox": "bwrap"), as probed (lib/supervisor/sandbox.ts probeSandbox); null without one. */
-export type SandboxFact = { ok: true } | { ok: false; kind: "missing" | "refused"; message: string } | null;
+type SandboxFact = { ok: true } | { ok: false; kind: "missing" | "refused"; message: string } | null;
 
 /** The fault of a sandbox that is asked for and unusable (bwrap missing, or refused), else null. */
 export function sandboxFault(f: SandboxFact): EnvironmentFault | null {
@@ -358,7 +358,7 @@ export function diskFullFault(d: FullDisk): EnvironmentFault {
 }
 
 /** A watcher's stop as the attempt it named records it (watcher_stopped). */
-export interface WatcherStopFact {
+interface WatcherStopFact {
   pid: number;
   signal: string;
   signalledAt: string;

@@ -54,7 +54,7 @@ export function blockingDependency(it: GateItem, find: FindItem): { dependency: 
 }
 
 /** What of its own keeps a pending item from launching, in the order nextWork checks it; null: nothing. */
-export type LaunchGate =
+type LaunchGate =
   | { kind: "held"; reason: string }
   | { kind: "awaiting_start"; reason: string }
   | { kind: "dependency"; unmet: { id: string; status: ItemStatus | null }[]; reason: string };
@@ -69,7 +69,7 @@ export function launchGate(it: GateItem, find: FindItem, requireStart: boolean):
 }
 
 /** Pending items that can never run because a dependency settled without passing. */
-export function itemsToBlock(p: Projection): { id: string; reason: string }[] {
+function itemsToBlock(p: Projection): { id: string; reason: string }[] {
   const find = projectionFinder(p);
   const out: { id: string; reason: string }[] = [];
   for (const it of activeItems(p)) {
@@ -81,7 +81,7 @@ export function itemsToBlock(p: Projection): { id: string; reason: string }[] {
 }
 
 /** The worst any active item says (vocabulary.ts drainsAs): Failed, else Stopped, else Succeeded. */
-export function drainOutcome(p: Projection): DrainOutcome {
+function drainOutcome(p: Projection): DrainOutcome {
   const says = new Set(activeItems(p).map((it) => drainsAs(it.status)));
   return says.has("Failed") ? "Failed" : says.has("Stopped") ? "Stopped" : "Succeeded";
 }

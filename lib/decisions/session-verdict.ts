@@ -24,7 +24,7 @@ export interface SessionObservation {
   timeouts: { launch: number; stall: number };
 }
 
-export type SessionVerdict =
+type SessionVerdict =
   | { kind: "lost"; reason: string }
   | { kind: "needs_input"; question: string }
   | { kind: "exited"; code: number | null; signal: string | null; reason: string }
@@ -67,7 +67,7 @@ export function classifySession(o: SessionObservation): SessionVerdict {
 }
 
 /** What a look at a reserved attempt whose start is not recorded saw (its wrapper was not adoptable). */
-export interface LaunchingObservation {
+interface LaunchingObservation {
   /** The reserving step wrote the launch record (it got as far as spawning). */
   launched: boolean;
   /** A process carries the attempt's mark, or its tmux session exists: what was spawned is alive. */
@@ -77,7 +77,7 @@ export interface LaunchingObservation {
   launchTimeoutMs: number;
 }
 
-export type LaunchingVerdict = { kind: "waiting"; reason: string } | { kind: "failed"; reason: string; interrupted: boolean };
+type LaunchingVerdict = { kind: "waiting"; reason: string } | { kind: "failed"; reason: string; interrupted: boolean };
 
 /**
  * A launch record with nothing alive carrying the attempt's mark: the step was stopped between the

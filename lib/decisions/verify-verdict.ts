@@ -18,7 +18,7 @@ export interface VerifyStartObservation {
   launchTimeout: number;
 }
 
-export type VerifyStartVerdict =
+type VerifyStartVerdict =
   /** The wrapper was spawned: record its start instead of starting another. */
   | { kind: "adopt"; pid: number; startTime: string | null }
   /** No launch record: nothing can have been spawned for the reservation, so start it now (the first and only time). */
@@ -47,7 +47,7 @@ export interface VerifyObservation {
   now: number;
 }
 
-export type VerifyVerdict =
+type VerifyVerdict =
   | { kind: "exited"; code: number | null; signal: string | null; error: string | null }
   /** Past its deadline: end it (the close path) and record it timed out. */
   | { kind: "timed_out" }

@@ -4,7 +4,7 @@ import type { ItemStatus } from "../log/vocabulary.ts";
 import type { LoopState, Projection } from "../log/projection.ts";
 import { blockingDependency, type FindItem, type GateItem, gateItem, launchGate } from "./next-work.ts";
 
-export type WaitReason =
+type WaitReason =
   | "dependency_failed"
   | "held"
   | "awaiting_start"
@@ -23,7 +23,7 @@ export interface Waiting {
   dependencies: { id: string; status: ItemStatus | null }[];
 }
 
-export interface WaitView {
+interface WaitView {
   loop: { state: LoopState; reason: string | null; current: string | null; requireStartCommand: boolean };
   /** Every item, in presentation order. */
   items: GateItem[];

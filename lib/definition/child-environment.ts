@@ -5,7 +5,7 @@
 // whatever the policy; under "clean" only what is declared passes, with PATH, HOME, locale, TMPDIR.
 
 /** `environment.policy`: everything but loop's secrets (the default), or only what is declared. */
-export type EnvPolicy = "inherit" | "clean";
+type EnvPolicy = "inherit" | "clean";
 
 /** loop.json's `environment` section, normalized (docs/loop-json.md#environment). */
 export interface NormEnvironment {
@@ -24,7 +24,7 @@ export const DEFAULT_ENVIRONMENT: NormEnvironment = { policy: "inherit", pass: [
 export const BUILTIN_SECRETS: readonly string[] = ["GITHUB_TOKEN", "GH_TOKEN", "LOOP_ALLOW_AUTO_MERGE"];
 
 /** What every child gets under "clean": where programs are, the home, the locale, the temporary folder. */
-export const CLEAN_BASE: readonly string[] = ["PATH", "HOME", "LANG", "LANGUAGE", "LC_*", "TMPDIR"];
+const CLEAN_BASE: readonly string[] = ["PATH", "HOME", "LANG", "LANGUAGE", "LC_*", "TMPDIR"];
 
 /** What every agent CLI may need besides its own: who it runs as, its terminal, proxies and CA bundles, config homes, git identity. */
 const AGENT_COMMON: readonly string[] = [
@@ -61,7 +61,7 @@ const AGENT_COMMON: readonly string[] = [
  * variable reference, Codex's config-file/environment-variables page, aider's options and API-key
  * pages): provider keys, endpoints, cloud providers' credentials, config homes.
  */
-export const PRESET_ENVIRONMENT: Readonly<Record<"claude" | "codex" | "aider", readonly string[]>> = {
+const PRESET_ENVIRONMENT: Readonly<Record<"claude" | "codex" | "aider", readonly string[]>> = {
   // ANTHROPIC_API_KEY / _AUTH_TOKEN / _BASE_URL / _MODEL…, CLAUDE_CONFIG_DIR and CLAUDE_CODE_*
   // (Bedrock, Vertex, Foundry switches, CLAUDE_CODE_OAUTH_TOKEN), Bedrock's AWS_*, Vertex's
   // CLOUD_ML_REGION, VERTEX_REGION_* and Google credentials, IS_SANDBOX (root in a sandbox).
@@ -135,7 +135,7 @@ export function agentRule(def: DefLike, runner: string): EnvRule {
 }
 
 /** The model keys a session's gateway holds in the agent's place (lib/supervisor/session-gateway.ts). */
-export const GATEWAY_HELD_KEYS: readonly string[] = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"];
+const GATEWAY_HELD_KEYS: readonly string[] = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"];
 
 /**
  * The rule for a verify command (and workspace.setup): what every child may get, none of a runner's

@@ -12,7 +12,7 @@
 // "__proto__" is an ordinary own key of the result, never a prototype.
 import { JsonSyntaxError } from "../shared/errors.ts";
 
-export interface StrictJson {
+interface StrictJson {
   value: unknown;
   /** Path of each repeated key (one entry per repeat), in document order; the last value wins. */
   duplicates: string[];

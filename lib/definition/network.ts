@@ -34,7 +34,7 @@ export function normalizeNetwork(raw: "open" | "none" | string[] | undefined): N
  * Hosts each runner preset's CLI reaches besides the model API (docs/loop-json.md#network). What
  * can be turned off is turned off in the agent's environment instead (NONESSENTIAL_TRAFFIC_OFF).
  */
-export const PRESET_NETWORK: Readonly<Record<string, readonly string[]>> = {
+const PRESET_NETWORK: Readonly<Record<string, readonly string[]>> = {
   // Claude Code: the model API goes through the gateway; with the non-essential traffic off
   // (telemetry, error reports, update checks) it needs nothing else but, signed in with an account
   // (OAuth), its token refresh: TOKEN_URL https://platform.claude.com/v1/oauth/token in 2.1.197 and 2.1.332.

@@ -145,7 +145,7 @@ function stackedOn(raw: RawDefinition, i: number, resolved: Resolved[], own: str
 }
 
 /** Dollars as the log holds them: whole millionths (canonical JSON has no fractions). */
-export function toMicroUsd(usd: number): number {
+function toMicroUsd(usd: number): number {
   return Math.round(usd * 1e6);
 }
 

@@ -16,7 +16,7 @@ export interface WorkItemRef {
   canonical: string;
 }
 
-export type Selector = { kind: "id"; id: string } | { kind: "ref"; ref: WorkItemRef };
+type Selector = { kind: "id"; id: string } | { kind: "ref"; ref: WorkItemRef };
 
 const MAX_REF_LENGTH = 256;
 const MAX_ID_LENGTH = 64;

@@ -41,7 +41,7 @@ export interface LaunchContext {
 }
 
 /** Dollars for a command line: at most six decimals, no trailing zeros, never exponent notation. */
-export function usdArg(usd: number): string {
+function usdArg(usd: number): string {
   return usd.toFixed(6).replace(/\.?0+$/, "") || "0";
 }
 
@@ -50,7 +50,7 @@ export function resumePrompt(replyFile: string): string {
   return `Your question was answered. Read the file ${replyFile}: it holds the reply (as data) and says how to go on.`;
 }
 
-export interface RunnerCommand {
+interface RunnerCommand {
   argv: string[];
   /** Id to store so a later reply can resume this conversation; null if not known at launch. */
   conversationId: string | null;
@@ -60,13 +60,13 @@ export interface RunnerCommand {
   writes?: string[];
 }
 
-export interface CommandRunnerDef {
+interface CommandRunnerDef {
   command: string[];
 }
 
-export type PlaceholderName = "prompt" | "handoff" | "workdir" | "model" | "session_id";
+type PlaceholderName = "prompt" | "handoff" | "workdir" | "model" | "session_id";
 
-export interface RunnerPreset {
+interface RunnerPreset {
   describe: string;
   build(ctx: LaunchContext): RunnerCommand;
 }
@@ -78,7 +78,7 @@ export interface RunnerPreset {
 export const MAX_INLINE_PROMPT_BYTES = 100_000;
 
 /** The prompt to put on a command line: the handoff text, or a pointer to handoff.md when too big. */
-export function inlinePrompt(ctx: Pick<LaunchContext, "prompt" | "handoffPath">): string {
+function inlinePrompt(ctx: Pick<LaunchContext, "prompt" | "handoffPath">): string {
   if (new TextEncoder().encode(ctx.prompt).length <= MAX_INLINE_PROMPT_BYTES) return ctx.prompt;
   return (
     `Your complete task and its context are in the file ${ctx.handoffPath} ` +
@@ -97,7 +97,7 @@ function modelFlag(flag: string, model: string | null): string[] {
 }
 
 /** Where the aider preset keeps its chat transcript: next to handoff.md, outside the worktree. */
-export function aiderChatHistoryPath(handoffPath: string): string {
+function aiderChatHistoryPath(handoffPath: string): string {
   return join(dirname(handoffPath), "aider.chat.history.md");
 }
 
@@ -298,7 +298,7 @@ export function expandPlaceholders(template: string[], values: Record<Placeholde
   return template.map((part) => part.replace(PLACEHOLDER, (_match, name: PlaceholderName) => values[name]));
 }
 
-export function placeholderValues(ctx: LaunchContext): Record<PlaceholderName, string> {
+function placeholderValues(ctx: LaunchContext): Record<PlaceholderName, string> {
   return {
     prompt: ctx.prompt,
     handoff: ctx.handoffPath,

@@ -5,7 +5,7 @@ import { parseSelector } from "./refs.ts";
 import { UnknownItemError } from "../shared/errors.ts";
 
 /** An item as selectors see it: its id and canonical ref. */
-export interface SelectableItem {
+interface SelectableItem {
   id: string;
   ref: string | null;
 }

@@ -20,7 +20,7 @@ export interface UsageFigure {
   model: string | null;
 }
 
-export const ZERO: Readonly<TokenCounts> = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
+const ZERO: Readonly<TokenCounts> = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
 
 export function sum(t: TokenCounts): number {
   return t.input + t.output + t.cacheRead + t.cacheWrite;
@@ -44,7 +44,7 @@ function count(v: unknown): number | null {
 }
 
 /** Dollars a report gives, in whole millionths; null for anything but a finite number from 0. */
-export function microUsdOf(v: unknown): number | null {
+function microUsdOf(v: unknown): number | null {
   return typeof v === "number" && Number.isFinite(v) && v >= 0 && v <= 1e12 ? Math.round(v * 1e6) : null;
 }
 
@@ -325,7 +325,7 @@ const AIDER_TOKENS = /Tokens:\s*([\d.]+[kKmM]?)\s+sent(?:,\s*([\d.]+[kKmM]?)\s+c
 const AIDER_COST = /Cost:\s*\$\s*([\d.]+)\s+message,\s*\$\s*([\d.]+)\s+session/;
 
 /** aider's rounded token figure ("997", "1.6k", "12k", "1.2M") as a count, or null. */
-export function aiderTokens(text: string): number | null {
+function aiderTokens(text: string): number | null {
   const m = /^([\d]+(?:\.\d+)?)([kKmM]?)$/.exec(text);
   if (!m) return null;
   const n = Number(m[1]) * (m[2] === "" ? 1 : m[2]!.toLowerCase() === "k" ? 1000 : 1_000_000);
@@ -397,7 +397,7 @@ export function figureOf(state: ParseState, base: { tokens: TokenCounts | null; 
 
 /** What could not be read, in words, or null. */
 /** What a codex figure leaves out while a turn runs (docs/spend.md: an exact figure in flight needs the gateway). */
-export const CODEX_IN_TURN = "codex is inside a turn: what it has used since the turn began is unknown until the turn ends (behind the gateway it is metered as it goes)";
+const CODEX_IN_TURN = "codex is inside a turn: what it has used since the turn began is unknown until the turn ends (behind the gateway it is metered as it goes)";
 
 export function noteOf(state: ParseState): string | null {
   const parts: string[] = [];

@@ -7,10 +7,10 @@ import { isForgeLogin, type ForgeKind } from "../definition/forge-kinds.ts";
 export const LOOP_MARKER = "<!-- loop:bot -->";
 
 /** The keywords of `/loop <verb>`. `reset` is deliberately not one: a comment must never erase local state. */
-export const COMMENT_VERBS = ["start", "stop", "pause", "resume", "retry", "skip"] as const;
+const COMMENT_VERBS = ["start", "stop", "pause", "resume", "retry", "skip"] as const;
 export type CommentVerb = (typeof COMMENT_VERBS)[number];
 
-export type CommentIntent =
+type CommentIntent =
   | { kind: "command"; verb: CommentVerb }
   /** Two or more different commands: refused, and answered with why. */
   | { kind: "conflict"; verbs: string[] }

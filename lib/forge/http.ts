@@ -25,7 +25,7 @@ export interface Answer {
   url: string;
 }
 
-export interface RequestOptions {
+interface RequestOptions {
   body?: unknown;
   /** Send If-None-Match from the cache and answer a 304 from it. */
   conditional?: boolean;
@@ -226,7 +226,7 @@ export class ForgeHttp {
 }
 
 /** Whether a JSON text holds more than `max` values (containers and their elements), counted outside strings, before anything is parsed. */
-export function jsonValuesOver(text: string, max: number): boolean {
+function jsonValuesOver(text: string, max: number): boolean {
   let n = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {

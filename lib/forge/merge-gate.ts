@@ -18,7 +18,7 @@ export type GateDecision =
   /** The first lock no longer holds: the item settles with its PR open and unmerged. */
   | { kind: "release"; code: "landing_changed"; reason: string };
 
-export type WaitCode =
+type WaitCode =
   | "mergeable_unknown"
   | "checks_pending"
   | "checks_missing"
@@ -30,7 +30,7 @@ export type WaitCode =
   /** A request got no usable answer (no connection, a 5xx): asked again next tick. */
   | "forge_error";
 
-export type BlockCode =
+type BlockCode =
   | "closed"
   | "conflict"
   | "draft"

@@ -11,7 +11,7 @@ import type { NormForge } from "../definition/normalized.ts";
 /** How the loop reaches its forge: loop.json's `forge` section, normalized (lib/definition/normalized.ts). */
 export type ForgeSettings = NormForge;
 
-export interface ForgeIssue {
+interface ForgeIssue {
   number: number;
   title: string;
   body: string;

@@ -81,7 +81,7 @@ export const FEEDBACK_BOUNDS = {
   total: 24_000,
 } as const;
 
-export interface FeedbackInput {
+interface FeedbackInput {
   /** How people name the PR ("pull request #12", "merge request !3"), and its URL. */
   label: string;
   url: string;

@@ -3,7 +3,7 @@
 // every tool that talks to the forge.
 import { parseDuration } from "../definition/duration.ts";
 
-export const FORGE_TIMEOUT_VAR = "LOOP_FORGE_TIMEOUT";
+const FORGE_TIMEOUT_VAR = "LOOP_FORGE_TIMEOUT";
 
 /** The deadline in ms, or undefined for the default; a value that is not a positive duration is said and ignored. */
 export function forgeTimeout(env: Record<string, string | undefined>, warn: (message: string) => void): number | undefined {

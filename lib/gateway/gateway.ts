@@ -14,7 +14,7 @@ import { connect, createServer, type Server, type Socket } from "node:net";
 import { networkAllows, type NetworkPolicy } from "../definition/network.ts";
 import { type MeteredUsage, UsageMeter } from "./meter.ts";
 
-export type Provider = "anthropic" | "openai";
+type Provider = "anthropic" | "openai";
 
 /** Where loop's own model traffic goes unless loop's environment says otherwise. */
 export const DEFAULT_UPSTREAMS: Readonly<Record<Provider, string>> = { anthropic: "https://api.anthropic.com", openai: "https://api.openai.com/v1" };
@@ -42,7 +42,7 @@ export interface ProxyRefusal {
   at: number;
 }
 
-export interface GatewayOptions {
+interface GatewayOptions {
   upstreams: Record<Provider, string>;
   /** Loop's real keys, from loop's environment; a stand-in request without one is refused. */
   keys: Partial<Record<Provider, string>>;
@@ -60,7 +60,7 @@ export interface GatewayOptions {
   unix?: { model: string; proxy: string };
 }
 
-export interface Gateway {
+interface Gateway {
   /** Base URLs for the agent: ANTHROPIC_BASE_URL, OPENAI_BASE_URL. */
   modelUrl: Record<Provider, string>;
   /** http://127.0.0.1:<port>, for HTTP_PROXY and friends. */

@@ -12,13 +12,13 @@ export interface MeteredUsage {
   cacheWrite: number;
 }
 
-export const NO_USAGE: Readonly<MeteredUsage> = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
+const NO_USAGE: Readonly<MeteredUsage> = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
 
 const n = (x: unknown): number => (typeof x === "number" && Number.isFinite(x) && x >= 0 ? Math.floor(x) : 0);
 const obj = (x: unknown): Record<string, unknown> | null => (x && typeof x === "object" && !Array.isArray(x) ? (x as Record<string, unknown>) : null);
 
 /** Usage from one provider document (an event's data or a whole body), merged into `u`; whether it held any. */
-export function readUsage(doc: unknown, u: MeteredUsage): boolean {
+function readUsage(doc: unknown, u: MeteredUsage): boolean {
   const d = obj(doc);
   if (!d) return false;
   // Anthropic: message_start { message: { usage } }, message_delta { usage } (output is cumulative).
@@ -73,7 +73,7 @@ function readOpenAiUsage(usage: Record<string, unknown> | null, u: MeteredUsage)
  * unstreamed message), OpenAI's response events (or an unstreamed response or chat chunk). Bounded:
  * a name longer than a model name is none.
  */
-export function modelOf(doc: unknown): string | null {
+function modelOf(doc: unknown): string | null {
   const d = obj(doc);
   if (!d) return null;
   const holder = d.type === "message_start" ? obj(d.message) : typeof d.type === "string" && d.type.startsWith("response.") ? obj(d.response) : d;

@@ -178,7 +178,7 @@ export function fullUsage(u: ReturnType<typeof itemUsage> | undefined) {
 }
 
 /** An item's budget (loop.json) and, when it stopped the item, what was spent of it. */
-export function itemBudget(it: ItemState) {
+function itemBudget(it: ItemState) {
   const b = it.def.budget;
   const stop = it.budgetStop;
   if (!b && !stop) return null;

@@ -12,7 +12,7 @@ const Pos = v.pipe(Int, v.minValue(1));
 const NonNeg = v.pipe(Int, v.minValue(0));
 
 const Timeouts = v.strictObject({ launch: Int, stall: Int, verify: Int, landing: v.optional(Int), setup: v.optional(Int) });
-export const NormItemSchema = v.strictObject({
+const NormItemSchema = v.strictObject({
   id: Str,
   ref: NStr,
   prompt: Str,
@@ -91,9 +91,9 @@ const Verify = v.strictObject({
 const Project = v.strictObject({ repo: Str, gitDir: Str, root: Str, name: NStr });
 
 /** Tokens of an attempt by kind (docs/spend.md): their sum is its `tokens`. */
-export const TokenCountsSchema = v.strictObject({ input: NonNeg, output: NonNeg, cacheRead: NonNeg, cacheWrite: NonNeg });
+const TokenCountsSchema = v.strictObject({ input: NonNeg, output: NonNeg, cacheRead: NonNeg, cacheWrite: NonNeg });
 /** Where an attempt's usage is read from (docs/spend.md#what-is-counted). */
-export const USAGE_SOURCES = ["claude", "codex", "aider", "usage_file"] as const;
+const USAGE_SOURCES = ["claude", "codex", "aider", "usage_file"] as const;
 
 const SESSION_STARTED = v.strictObject({
   attempt: Pos,
@@ -332,7 +332,7 @@ export interface StoredEventOf<T extends EventType> {
 /** A stored event row, its payload parsed: a union over the types, so `type` narrows `payload`. */
 export type StoredEvent = { [T in EventType]: StoredEventOf<T> }[EventType];
 
-export function isEventType(t: string): t is EventType {
+function isEventType(t: string): t is EventType {
   return Object.hasOwn(PAYLOADS, t);
 }
 

@@ -14,7 +14,7 @@ import { dbPath, type Lease, readLease } from "./snapshot.ts";
 export const BUSY_TIMEOUT_MS = 10_000;
 
 /** One lock line of /proc/locks, for a file we asked about. */
-export interface HeldLock {
+interface HeldLock {
   pid: number;
   /** The file's name as the caller gave it (loop.db, loop.db-shm). */
   file: string;

@@ -14,7 +14,7 @@ import { failpoint } from "../shared/failpoint.ts";
  * What materializing reads and records: the store's database, its projection (read only when a file
  * must be rendered), and where to record the hash of the state.json written (Store does all three).
  */
-export interface MaterializeSource {
+interface MaterializeSource {
   readonly db: Database;
   projection(): Projection;
   /** Record that state.json, as of the projection at `seq`, is the text hashing to `sha` (proj_loop.state_sha). */

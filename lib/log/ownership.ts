@@ -81,7 +81,7 @@ const OR_ADOPT = `If this project is the one the state root was made for, moved 
  * Whether the loop may still be renamed freely (noWorkYet), or how to find out: asked only when the
  * names differ, since answering reads every item.
  */
-export type RenameFree = boolean | (() => boolean);
+type RenameFree = boolean | (() => boolean);
 
 /**
  * Why a writer acting for `current` may not use a store bound to `recorded`, or null when it may.
@@ -146,7 +146,7 @@ export function sameBinding(a: ProjectIdentity | null, b: ProjectIdentity): bool
 }
 
 /** The owner recorded in a projection's loop row, read without the reducer (read verbs, pre-checks). */
-export function recordedOwner(body: string): ProjectIdentity | null {
+function recordedOwner(body: string): ProjectIdentity | null {
   return (JSON.parse(body) as { loop: { owner?: ProjectIdentity | null } }).loop.owner ?? null;
 }
 

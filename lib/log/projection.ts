@@ -7,7 +7,7 @@ import type { AttemptEndVerdict, ControlVerb, DrainOutcome, ItemStatus, LandingO
 
 export type LoopState = "new" | "running" | "paused" | "stopped" | "drained";
 
-export interface VerifyRecord {
+interface VerifyRecord {
   attempt: number;
   passed: boolean;
   exitCode: number | null;
@@ -80,7 +80,7 @@ export interface AttemptRecord {
 }
 
 /** A `loop run --watch` stopped by a signal while an attempt was in flight (watcher_stopped). */
-export interface WatcherStop {
+interface WatcherStop {
   /** The event's seq. */
   seq: number;
   pid: number;
@@ -99,7 +99,7 @@ export interface LandingRecord {
 }
 
 /** A landing wait through a forge: since when (its deadline counts from there), why, and the head loop pushed. */
-export interface LandingWait {
+interface LandingWait {
   since: string;
   code: string;
   reason: string;
@@ -107,7 +107,7 @@ export interface LandingWait {
 }
 
 /** A reaction to what happened on a pull request (docs/forge.md#reactions), as forge_reaction_recorded says it. */
-export interface ReactionRecord {
+interface ReactionRecord {
   head: string;
   signals: Payload<"forge_reaction_recorded">["signals"];
   decision: ReactionDecision;

@@ -12,7 +12,7 @@ export type ItemTable = (typeof ITEM_TABLES)[number];
 export const REQUIRED_TABLES = ["proj_items", "proj_control", "proj_ledgers"] as const satisfies readonly ItemTable[];
 
 /** The loop's row of `proj_loop` as the fold gives it. */
-export interface LoopRow {
+interface LoopRow {
   seq: number;
   hash: string;
   state: string;
@@ -30,10 +30,10 @@ export interface StoredLoopRow extends LoopRow {
 
 /** What each table's body holds of an item. */
 type ItemsBody = Pick<ItemState, "id" | "def" | "inDefinition" | "status" | "reason" | "epoch" | "settledAt" | "landing" | "reset" | "budgetStop">;
-export type ControlBody = { control: ControlRecord[]; held: boolean; started: boolean };
+type ControlBody = { control: ControlRecord[]; held: boolean; started: boolean };
 type LedgersBody = Pick<ItemState, "attempts" | "failures" | "replies" | "question" | "forge">;
 /** The body of `proj_loop`. */
-export interface LoopBody {
+interface LoopBody {
   loop: LoopRecord;
   order: string[];
 }

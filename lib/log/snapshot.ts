@@ -412,12 +412,6 @@ function startRead(stateRoot: string) {
   };
 }
 
-/** The item an event names (null: none, or no such event): what an environment fault was about, by its seq. */
-export function eventItem(db: Database, seq: number): string | null {
-  const r = db.query("SELECT item FROM events WHERE seq = ?").get(seq) as { item: string | null } | null;
-  return r?.item ?? null;
-}
-
 /** Events in seq order, read in pages of rows (bounded memory); replay's passes use one cursor each instead. */
 export function* iterateEvents(db: Database, fromSeq = 1, pageSize = 10_000): Generator<EventRow> {
   const page = db.query(

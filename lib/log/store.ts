@@ -30,7 +30,7 @@ export function rowToEvent(r: EventRow): StoredEvent {
 
 
 /** `takeover`: the lease_taken_over event recorded when the lease was taken from a dead or expired holder. */
-export type LeaseResult = { ok: true; lease: Lease; tookOver: Lease | null; takeover: StoredEventOf<"lease_taken_over"> | null } | { ok: false; holder: Lease };
+type LeaseResult = { ok: true; lease: Lease; tookOver: Lease | null; takeover: StoredEventOf<"lease_taken_over"> | null } | { ok: false; holder: Lease };
 
 /** Read-write handle: used by `loop init`, `loop run`, `loop ctl`. */
 export class Store {

@@ -26,8 +26,8 @@ const STATUS_PHASES = {
 
 export type ItemStatus = keyof typeof STATUS_PHASES;
 /** The statuses of one phase, as a type. */
-export type StatusIn<P extends Phase> = { [S in ItemStatus]: (typeof STATUS_PHASES)[S] extends P ? S : never }[ItemStatus];
-export type SettledOutcome = StatusIn<"settled">;
+type StatusIn<P extends Phase> = { [S in ItemStatus]: (typeof STATUS_PHASES)[S] extends P ? S : never }[ItemStatus];
+type SettledOutcome = StatusIn<"settled">;
 
 /** Every status, in the order of its life (`loop export --status` takes these). */
 export const ITEM_STATUSES = Object.keys(STATUS_PHASES) as ItemStatus[];
@@ -36,9 +36,6 @@ export const IN_FLIGHT: readonly StatusIn<"in_flight">[] = statusesIn("in_flight
 /** The statuses an item settles with (`item_settled`'s `outcome`). */
 export const SETTLED_OUTCOMES: readonly SettledOutcome[] = statusesIn("settled");
 
-export function phaseOf(s: ItemStatus): Phase {
-  return STATUS_PHASES[s];
-}
 export function isSettled(s: ItemStatus): s is SettledOutcome {
   return STATUS_PHASES[s] === "settled";
 }
@@ -84,7 +81,7 @@ export function landed(o: LandingOutcome): boolean {
  * after the watcher it ran beside was stopped (a pod's end, a node drain): the machine's doing, not counted.
  */
 export const END_VERDICTS = ["exited", "never_started", "stalled", "lost", "closed", "drained"] as const;
-export type EndVerdict = (typeof END_VERDICTS)[number];
+type EndVerdict = (typeof END_VERDICTS)[number];
 /** How an attempt's session ended, as the reducer records it: a step's verdict, or what another event says. */
 export type AttemptEndVerdict = EndVerdict | "launch_interrupted" | "launch_failed" | "environment_fault" | "needs_input";
 

@@ -32,7 +32,7 @@ export interface Writer {
 }
 
 /** What a command says about the lease it takes. */
-export interface LeaseTerms {
+interface LeaseTerms {
   actor: string;
   /** How long the lease lasts: a writer waits on no agent and no verify (only a step's notify command renews it). */
   ttlMs: number;
@@ -89,7 +89,7 @@ export function acquireWriter(store: Store, terms: LeaseTerms): Writer & { relea
 }
 
 /** What a command plans from before it takes the lease. */
-export interface WriterView {
+interface WriterView {
   p: Projection;
   /** The lease row as it was read (a step may hold it), or null. */
   lease: Lease | null;
@@ -137,7 +137,7 @@ export async function runWriter<R>(o: WriterCommand<R>): Promise<R> {
  * can give them: a -wal present (a step running, or one killed: the store reads it in place, where a
  * snapshot would copy the whole database) or a store of an older schema (which a writer upgrades).
  */
-export function readBeforeLease(stateRoot: string): WriterView | null {
+function readBeforeLease(stateRoot: string): WriterView | null {
   const db = dbPath(stateRoot);
   if (existsSync(db) && existsSync(`${realpathSync(db)}-wal`)) return null; // beside the real file
   try {

@@ -16,7 +16,7 @@ export interface AddDocument {
   added: AppendResult["added"];
 }
 
-export interface AddVerbOptions {
+interface AddVerbOptions {
   root: string;
   prompt: string | undefined;
   id: string | undefined;

@@ -11,7 +11,7 @@ import { RefError } from "../shared/errors.ts";
 import { formatJsonPath } from "../definition/json-strict.ts";
 import { hiddenIn } from "../shared/untrusted-text.ts";
 
-export type Outcome = "drafted" | "nothing_new" | "undraftable";
+type Outcome = "drafted" | "nothing_new" | "undraftable";
 
 export interface DraftItem {
   id: string;

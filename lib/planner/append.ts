@@ -30,7 +30,7 @@ export interface NewItem {
   from?: string;
 }
 
-export interface AddedItem {
+interface AddedItem {
   id: string;
   ref: string | null;
   prompt: string;

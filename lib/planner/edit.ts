@@ -91,12 +91,12 @@ function indentUnit(text: string): string {
 }
 
 /** An item as JSON: on one line (`{ "id": "a", … }`) or pretty-printed, every line after the first indented by `indent`. */
-export function itemJson(item: Record<string, unknown>, o: { oneLine: boolean; indent: string; unit: string }): string {
+function itemJson(item: Record<string, unknown>, o: { oneLine: boolean; indent: string; unit: string }): string {
   if (o.oneLine) return `{ ${Object.entries(item).map(([k, v]) => `${JSON.stringify(k)}: ${JSON.stringify(v)}`).join(", ")} }`;
   return JSON.stringify(item, null, o.unit).split("\n").join(`\n${o.indent}`);
 }
 
-export interface AppendEdit {
+interface AppendEdit {
   text: string;
   /**
    * What of the old text is kept as it was: the new text is old[0, kept.before) + the new or grown

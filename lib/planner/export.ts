@@ -5,7 +5,7 @@ import { itemRecords, loadLoopDefinition } from "./loop-file.ts";
 import type { fullUsage, loopUsage } from "../log/documents.ts";
 import { ITEM_STATUSES as STATUSES } from "../log/vocabulary.ts";
 
-export interface ExportedItem {
+interface ExportedItem {
   id: string;
   ref: string | null;
   prompt: string;
@@ -18,7 +18,7 @@ export interface ExportedItem {
   usage: ReturnType<typeof fullUsage>;
 }
 
-export interface ExportDocument {
+interface ExportDocument {
   schema: "loop/export@1";
   items: ExportedItem[];
   /** What the loop's agents used over every attempt ever made, as `loop status` gives it (docs/spend.md). */

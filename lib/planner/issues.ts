@@ -42,7 +42,7 @@ export function configuredIssueSource(root: string, env: Record<string, string |
  * An IssueSource over a forge section (exported for tests that hand it a fake forge's settings).
  * `warn` hears what the search left out (other repositories' results, an incomplete search, the cap).
  */
-export function forgeIssueSource(settings: NormForge, token: string | null, o: { warn?: (message: string) => void; timeoutMs?: number } = {}): IssueSource {
+function forgeIssueSource(settings: NormForge, token: string | null, o: { warn?: (message: string) => void; timeoutMs?: number } = {}): IssueSource {
   const warn = o.warn ?? (() => {});
   // The repository's path may be nested (GitLab: group/subgroup/project): the owner is all but its last segment.
   const segments = settings.repo.split("/");

@@ -16,7 +16,7 @@ import type { ItemStatus } from "../log/vocabulary.ts";
 import { fullUsage, itemUsage, loopUsage } from "../log/documents.ts";
 
 
-export interface LoopFile {
+interface LoopFile {
   path: string;
   text: string;
   /** sha256 of the bytes read: `loop add` writes only over these very bytes. */

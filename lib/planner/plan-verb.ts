@@ -32,7 +32,7 @@ export interface PlanDocument {
   file: string;
 }
 
-export interface PlanVerbOptions {
+interface PlanVerbOptions {
   root: string;
   stateRoot: string;
   brief: string;

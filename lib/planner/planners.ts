@@ -21,9 +21,9 @@ import { join } from "node:path";
 import { expandPlaceholders, MAX_INLINE_PROMPT_BYTES, PRESETS } from "../definition/runners.ts";
 import type { CommandRunner } from "../definition/normalized.ts";
 
-export const PLANNER_PRESETS = ["claude", "codex", "aider"] as const;
+const PLANNER_PRESETS = ["claude", "codex", "aider"] as const;
 
-export interface PlannerFiles {
+interface PlannerFiles {
   /** The empty directory the planner runs in. */
   dir: string;
   /** The prompt, written to a file (for {handoff} and aider's --message-file). */
@@ -34,7 +34,7 @@ export interface PlannerFiles {
   answerFile: string;
 }
 
-export interface PlannerCommand {
+interface PlannerCommand {
   argv: string[];
   /** Where the answer is: stdout (as the extractor reads it), or a file codex writes. */
   answer: { from: "stdout"; extract: "claude" | "aider" | "raw" } | { from: "file"; path: string };

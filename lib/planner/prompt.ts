@@ -3,7 +3,7 @@
 // outside loop (the brief, existing prompts, issue and PR text) is fenced data (untrusted.ts). Pure.
 import { cleanUntrusted, dataBlock } from "./untrusted.ts";
 
-export interface ExistingItem {
+interface ExistingItem {
   id: string;
   ref: string | null;
   prompt: string;

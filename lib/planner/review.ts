@@ -10,7 +10,7 @@ import { type Describable, describeItem, otherWarnings, type ReviewDefaults } fr
 import { editable, fromEditable } from "./shown.ts";
 
 /** What review shows of an item: every field that will be written (describe.ts describeItem). */
-export type Reviewable = Describable;
+type Reviewable = Describable;
 
 /** Runs a clack prompt, telling Ctrl-C (a raw byte on the terminal) from Escape: clack reports both as "cancel". */
 async function ask<T>(run: () => Promise<T | symbol>): Promise<T> {

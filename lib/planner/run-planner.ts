@@ -13,7 +13,7 @@ import { childEnvironment, type EnvRule } from "../definition/child-environment.
 /** More answer than this is not a plan: the planner is cut off and the answer judged truncated. */
 export const MAX_ANSWER_BYTES = 4 * 2 ** 20;
 /** Default deadline for one planner call; LOOP_PLAN_TIMEOUT (a duration: "90s", "20m") overrides it. */
-export const DEFAULT_TIMEOUT = "15m";
+const DEFAULT_TIMEOUT = "15m";
 
 async function readCapped(stream: ReadableStream<Uint8Array>, cap: number): Promise<{ text: string; cut: boolean }> {
   const chunks: Uint8Array[] = [];
@@ -32,7 +32,7 @@ async function readCapped(stream: ReadableStream<Uint8Array>, cap: number): Prom
   return { text: Buffer.concat(chunks).toString("utf8"), cut };
 }
 
-export interface RunPlannerOptions {
+interface RunPlannerOptions {
   runner: string;
   model: string | null;
   prompt: string;

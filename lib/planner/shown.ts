@@ -8,15 +8,15 @@
 import { printable } from "../shared/printable.ts";
 
 /** A run of this many characters that are blank or hidden (but plain spaces) is folded into its count. */
-export const FOLD_RUN = 4;
+const FOLD_RUN = 4;
 /** A run of plain spaces is folded from this many on: fewer is indentation. */
-export const FOLD_SPACES = 16;
+const FOLD_SPACES = 16;
 /** Characters of a one-line field shown at most: more is clipped at both ends. */
 export const FIELD_SHOWN = 400;
 /** Lines of a prompt shown at most: more are clipped at both ends. */
 export const PROMPT_LINES_SHOWN = 200;
 /** A run of this many blank lines in a prompt is folded into one line saying how many. */
-export const FOLD_BLANK_LINES = 3;
+const FOLD_BLANK_LINES = 3;
 
 /** A character printable() would escape: control and invisible formatting characters. */
 function hidden(c: string): boolean {
@@ -24,7 +24,7 @@ function hidden(c: string): boolean {
 }
 const blank = (c: string) => /^\s$/u.test(c);
 
-export interface Shown {
+interface Shown {
   text: string;
   /** A run of blank or hidden characters was folded into a count. */
   folded: boolean;
@@ -95,7 +95,7 @@ export function shownLine(s: string, max: number = FIELD_SHOWN): Shown {
   return { text: c.text, folded: p.folded, cut: c.cut, length: p.length };
 }
 
-export interface ShownPrompt {
+interface ShownPrompt {
   lines: string[];
   folded: boolean;
   /** Lines of the middle that are not shown (0: shown whole). */

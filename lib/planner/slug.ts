@@ -8,8 +8,8 @@ import { isItemId } from "../definition/refs.ts";
 const STOP = new Set(["a", "an", "the", "of", "to", "for", "in", "on", "and", "or", "with", "from", "into", "by", "at", "is", "be", "that", "this", "it", "its", "what", "which", "so", "as", "all", "every"]);
 
 /** At most this many words and characters: long enough to tell items apart, short enough for a branch name. */
-export const SLUG_MAX_WORDS = 5;
-export const SLUG_MAX_CHARS = 48;
+const SLUG_MAX_WORDS = 5;
+const SLUG_MAX_CHARS = 48;
 
 /** The id `loop add` gives an item without one: the first meaningful words of its prompt's first line. */
 export function slugFromPrompt(prompt: string): string {

@@ -13,7 +13,7 @@ import { RefError } from "../shared/errors.ts";
 import { UsageError } from "../shared/errors.ts";
 import { slugFromPrompt } from "./slug.ts";
 
-export interface TextItem {
+interface TextItem {
   /** 1-based line number in the input. */
   line: number;
   /** Canonical ref, or null. */

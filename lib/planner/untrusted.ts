@@ -4,7 +4,7 @@
 import { cleanText, fence } from "../shared/untrusted-text.ts";
 
 /** Characters of one untrusted field kept at most (the rest is cut, and the cut is said). */
-export const FIELD_CAP = 4000;
+const FIELD_CAP = 4000;
 
 export function cleanUntrusted(text: string, cap = FIELD_CAP): string {
   const s = cleanText(text);

@@ -13,7 +13,7 @@ import { join, resolve } from "node:path";
 import { gitTry } from "./git.ts";
 
 /** Config keys whose value is a program git runs (or that point git at one, or at another place to find them). */
-export const EXEC_CONFIG_KEY =
+const EXEC_CONFIG_KEY =
   /^(core\.(hookspath|fsmonitor|editor|pager|sshcommand|askpass|gitproxy|alternaterefscommand|attributesfile)|sequence\.editor|diff\.external|credential\..*helper|filter\..+\.(clean|smudge|process)|merge\..+\.driver|diff\..+\.(command|textconv)|gpg\..*program|uploadpack\.packobjectshook|remote\..+\.(uploadpack|receivepack|vcs)|protocol\..*allow|include\.path|includeif\..+\.path|url\..+\.(insteadof|pushinsteadof))$/i;
 
 /**
@@ -21,12 +21,12 @@ export const EXEC_CONFIG_KEY =
  * (proxy, sslVerify, sslCAInfo, curloptResolve, extraHeader, cookieFile, each also per URL), a
  * remote's URLs and proxy, URL rewrites, the git proxy, ssh's variant, credentials.
  */
-export const NETWORK_CONFIG_KEY = /^(https?\..+|remote\..+\.(url|pushurl|proxy|proxyauthmethod)|url\..+\.(insteadof|pushinsteadof)|core\.(gitproxy|sshcommand)|ssh\.variant|credential\..+)$/i;
+const NETWORK_CONFIG_KEY = /^(https?\..+|remote\..+\.(url|pushurl|proxy|proxyauthmethod)|url\..+\.(insteadof|pushinsteadof)|core\.(gitproxy|sshcommand)|ssh\.variant|credential\..+)$/i;
 
 /** The snapshot's entries, in the attempt's session folder. */
 export const GIT_EXEC_FILE = "git-exec.json";
 
-export interface GitExecSnapshot {
+interface GitExecSnapshot {
   digest: string;
   /** One line per hook (`hook <dir>/<name> <sha256>`) and per executable config entry (`config <origin> <key>=<value>`), sorted. */
   entries: string[];
@@ -105,7 +105,7 @@ export function gitExecReport(o: { recorded: string; baseline: unknown; now: Git
 }
 
 /** What changed between two snapshots' entries: added (or changed) and removed lines. Pure. */
-export function gitExecChanges(before: readonly string[], after: readonly string[]): { added: string[]; removed: string[] } {
+function gitExecChanges(before: readonly string[], after: readonly string[]): { added: string[]; removed: string[] } {
   const b = new Set(before);
   const a = new Set(after);
   return { added: after.filter((e) => !b.has(e)), removed: before.filter((e) => !a.has(e)) };

@@ -61,7 +61,7 @@ const LFS_FILTER: Record<string, string> = { clean: "git-lfs clean -- %f", smudg
  * reach git through the environment (configEnv), never as `-c k=v`: git splits that at the first
  * `=`, and a driver the agent named `a=b` would stay enabled.
  */
-export function driverOverrides(configListing: string): [string, string][] {
+function driverOverrides(configListing: string): [string, string][] {
   const out: [string, string][] = [];
   const seen = new Set<string>();
   for (const entry of configListing.split("\0")) {
@@ -81,7 +81,7 @@ export function driverOverrides(configListing: string): [string, string][] {
 }
 
 /** Config pairs as GIT_CONFIG_COUNT, GIT_CONFIG_KEY_<n> and GIT_CONFIG_VALUE_<n>: a key is taken whole, whatever it holds. */
-export function configEnv(pairs: readonly [string, string][]): Record<string, string> {
+function configEnv(pairs: readonly [string, string][]): Record<string, string> {
   const env: Record<string, string> = { GIT_CONFIG_COUNT: String(pairs.length) };
   pairs.forEach(([key, value], n) => {
     env[`GIT_CONFIG_KEY_${n}`] = key;

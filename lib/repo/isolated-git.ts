@@ -20,12 +20,12 @@ import { type GitResult, gitTry, SAFE_GIT_CONFIG } from "./git.ts";
  * operator's, and kept): no config file (`~/.ssh/config` can name a ProxyCommand, a `Match exec`,
  * a LocalCommand), never a prompt. Keys come from ssh's defaults and the ssh agent.
  */
-export const ISOLATED_SSH_COMMAND = "ssh -F /dev/null -o BatchMode=yes -o ProxyCommand=none -o ProxyJump=none -o PermitLocalCommand=no";
+const ISOLATED_SSH_COMMAND = "ssh -F /dev/null -o BatchMode=yes -o ProxyCommand=none -o ProxyJump=none -o PermitLocalCommand=no";
 
 /** Variables of loop's own environment an isolated git keeps: everything but git's own, except how to reach ssh and which CA to trust. */
 const KEPT_GIT_VARS = new Set(["GIT_SSH_COMMAND", "GIT_SSH", "GIT_SSH_VARIANT", "GIT_SSL_CAINFO", "GIT_SSL_CAPATH"]);
 
-export interface IsolatedGitCall {
+interface IsolatedGitCall {
   /** The repository (any folder inside it): only its objects and refs are used, never its config. */
   repo: string;
   /** Config pairs for this call, added after SAFE_GIT_CONFIG: the whole config git sees. */
@@ -36,7 +36,7 @@ export interface IsolatedGitCall {
 }
 
 /** The environment of an isolated git call: loop's own, without GIT_* (bar ssh's), then the private folder's. */
-export function isolatedEnv(o: { base: Record<string, string | undefined>; gitDir: string; objects: string; config: readonly [string, string][]; extra: Record<string, string> }): Record<string, string> {
+function isolatedEnv(o: { base: Record<string, string | undefined>; gitDir: string; objects: string; config: readonly [string, string][]; extra: Record<string, string> }): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(o.base)) if (v !== undefined && (!k.startsWith("GIT_") || KEPT_GIT_VARS.has(k))) env[k] = v;
   const pairs: [string, string][] = [...SAFE_GIT_CONFIG.map((c): [string, string] => [c.slice(0, c.indexOf("=")), c.slice(c.indexOf("=") + 1)]), ...o.config];

@@ -13,7 +13,7 @@ import { gitTry } from "./git.ts";
 /** Larger loose objects are not inflated in memory: they are refused, named (an agent's 512 MiB blob belongs in a pack). */
 const LOOSE_CAP = 512 * 1024 * 1024;
 
-export interface ImportResult {
+interface ImportResult {
   /** Objects copied into the repository's store. */
   imported: number;
   /** Objects refused, each `objects/ab/cdef… (why)`. */
@@ -48,7 +48,7 @@ function copyInto(from: string, to: string): boolean {
 }
 
 /** Import the objects under `from` (a private object folder) into `repo`'s store. A pack git cannot index is refused, named. */
-export function importObjects(o: { repo: string; commonDir: string; from: string }): ImportResult {
+function importObjects(o: { repo: string; commonDir: string; from: string }): ImportResult {
   const result: ImportResult = { imported: 0, refused: [] };
   if (!existsSync(o.from)) return result;
   const shared = join(o.commonDir, "objects");

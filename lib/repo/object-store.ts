@@ -18,7 +18,7 @@ import { git, gitTry } from "./git.ts";
 const SLACK_MS = 2_000;
 
 /** The most a loose object is inflated to be checked: one the session wrote that holds more is reported, not inflated. */
-export const MAX_OBJECT_BYTES = 512 * 2 ** 20;
+const MAX_OBJECT_BYTES = 512 * 2 ** 20;
 
 /** Whether a loose object's bytes hash to its name (`dir`/`file`): sha1 for 40 hex digits, sha256 for 64; "too large" beyond `max` inflated bytes. */
 export function looseObjectMatches(name: string, deflated: Uint8Array, max = MAX_OBJECT_BYTES): boolean | "too large" {

@@ -12,7 +12,7 @@ import type { Database } from "bun:sqlite";
 import { gitTry } from "./git.ts";
 
 /** One ref and the commit loop left it at; `item` is the item whose branch it is (null: the target). */
-export interface OwnedRef {
+interface OwnedRef {
   ref: string;
   commit: string;
   item: string | null;

@@ -9,14 +9,14 @@ import { GitError } from "../shared/errors.ts";
 import { gitTry } from "./git.ts";
 
 /** One file of a commit's tree: its mode, blob and path from the top level. */
-export interface TreeFile {
+interface TreeFile {
   mode: string;
   blob: string;
   path: string;
 }
 
 /** A path whose working file is not the commit's: what is on disk, and the attributes that convert it. */
-export interface WorkingFact {
+interface WorkingFact {
   path: string;
   /** "missing", "not a regular file", "mode 100644 on disk, 100755 in the commit", or the bytes' hash differs ("bytes"). */
   differs: string;

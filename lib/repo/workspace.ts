@@ -241,7 +241,7 @@ export type MergeResult = { outcome: "merged" | "already_contained" | "conflict"
  * again (idempotent). Already in the target otherwise (an earlier attempt's merge, kept by a
  * reset; the branch started from the target and added nothing) → "already_contained": nothing merged.
  */
-export interface LandMergeOptions {
+interface LandMergeOptions {
   repo: string;
   /** The loop's own landing worktree (under the state root). */
   landingDir: string;

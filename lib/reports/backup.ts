@@ -9,7 +9,7 @@ import { basename, dirname, resolve } from "node:path";
 import { UsageError } from "../shared/errors.ts";
 import { headOf, withReadSnapshot } from "../log/snapshot.ts";
 
-export interface BackupReport {
+interface BackupReport {
   schema: "loop/backup@1";
   /** The copy, as an absolute path. */
   path: string;
@@ -22,7 +22,7 @@ export interface BackupReport {
 }
 
 /** Why `target` cannot be a new backup file, or null. Pure enough to test: it only stats. */
-export function targetProblem(target: string): string | null {
+function targetProblem(target: string): string | null {
   if (lstatSync(target, { throwIfNoEntry: false })) return `${target} already exists; loop backup never overwrites a file: choose a new name, or remove it first`;
   const dir = dirname(target);
   const st = statSync(dir, { throwIfNoEntry: false });

@@ -15,11 +15,10 @@ import { readJsonOrNull } from "../shared/fsutil.ts";
 import { UnknownItemError, UsageError } from "../shared/errors.ts";
 import { SESSION_FILES } from "../supervisor/session-wrapper.ts";
 import { type GatewayRefusal, readRefusals } from "../supervisor/gateway-files.ts";
-export type { GatewayRefusal } from "../supervisor/gateway-files.ts";
 import { cutOf, DEFAULT_OUTPUT_CAP, markerLine, outputLayout } from "../supervisor/output-log.ts";
 import { sessionAlive } from "../supervisor/liveness.ts";
 
-export type LogKind = "output" | "verify" | "setup";
+type LogKind = "output" | "verify" | "setup";
 
 export interface LogTarget {
   item: string;
@@ -114,7 +113,7 @@ export function attemptLive(stateRoot: string, t: LogTarget, env: Record<string,
   return it.status === "running" && s !== null && s.attempt === t.attempt && s.closed === null && sessionAlive(s, env);
 }
 
-export interface LogFacts {
+interface LogFacts {
   exists: boolean;
   bytes: number;
   droppedBytes: number;
@@ -135,9 +134,9 @@ export function logFacts(t: LogTarget): LogFacts {
 }
 
 /** How a print or a follow ended. */
-export type LogEnd = "absent" | "ended" | "reader_gone" | "interrupted";
+type LogEnd = "absent" | "ended" | "reader_gone" | "interrupted";
 
-export interface PrintOptions {
+interface PrintOptions {
   target: LogTarget;
   /** Write bytes; false when the reader is gone. */
   write: (bytes: Uint8Array) => Promise<boolean>;

@@ -33,9 +33,9 @@ type FoldRow = Pick<EventRow, "seq" | "ts" | "type" | "actor" | "item" | "payloa
 const UNREAD_HASH = "";
 
 /** Below this many events both passes run on the main thread: a worker costs more to start. */
-export const WORKER_MIN_EVENTS = 20_000;
+const WORKER_MIN_EVENTS = 20_000;
 
-export interface FoldOutcome {
+interface FoldOutcome {
   /** The fold of the whole log, or null when folding stopped. */
   projection: Projection | null;
   /** Why folding stopped (an invalid payload, an illegal event, the second fold disagreeing), or how the folds differ. */
@@ -101,7 +101,7 @@ function disagreements(a: Projection, b: Projection): string[] {
  * Both passes' findings in log order. A gap the integrity pass reports is where the reducer's own
  * seq rule stops the fold, so that is not repeated.
  */
-export function mergeFindings(integrity: IntegrityResult, fold: FoldOutcome): ReplayFinding[] {
+function mergeFindings(integrity: IntegrityResult, fold: FoldOutcome): ReplayFinding[] {
   const firstChain = Math.min(...integrity.findings.map((f) => f.seq ?? Infinity));
   const foldFindings = fold.findings
     .filter((f) => !(f.rule === "seq_gap" && (f.seq ?? Infinity) >= firstChain))
@@ -242,7 +242,7 @@ const RUNLOG_NAMED = 10;
  * block that is not the log's (a forged "passed", one that says something else) or text outside
  * the blocks. A missing file is not a finding: the next step writes it whole, and it claims nothing.
  */
-export class RunlogCheck {
+class RunlogCheck {
   private fd: number | null = null;
   private size = 0;
   private pos = 0;
@@ -358,7 +358,7 @@ export function parseHead(text: string): { seq: number; hash: string } {
  * integrity pass), that proves every event up to it is the one that was there when the anchor was
  * taken, whoever can write the file: the anchor was kept outside the machine.
  */
-export function checkAnchor(db: Database, anchor: { seq: number; hash: string }): ReplayFinding[] {
+function checkAnchor(db: Database, anchor: { seq: number; hash: string }): ReplayFinding[] {
   const row = db.query("SELECT hash FROM events WHERE seq = ?").get(anchor.seq) as { hash: string } | null;
   const head = headOf(db);
   if (!row) return [{ code: "head_mismatch", seq: anchor.seq, message: `the expected head is at seq ${anchor.seq}, but the log ends at seq ${head.seq}: events recorded since were removed, or this is another log` }];

@@ -36,7 +36,7 @@ import { readRefusals } from "../supervisor/gateway-files.ts";
 export type Finding = AnyFinding<StatusFindingCode>;
 
 
-export type StateDocument = ReturnType<typeof stateDocument>;
+type StateDocument = ReturnType<typeof stateDocument>;
 
 /**
  * `project`: the project status runs for (lib/log/ownership.ts); a store bound to another one is
@@ -283,7 +283,7 @@ function autoMergeOf(loop: LoopRecord, env: Record<string, string | undefined>):
 }
 
 /** An attempt that died with a stopped watcher and was given back, uncounted (docs/cli/loop-run.md#stopping-a-watcher). */
-export interface DrainedAttempt {
+interface DrainedAttempt {
   attempt: number;
   signal: string;
   signalledAt: string;
@@ -297,7 +297,7 @@ export interface DrainedAttempt {
  * same snapshot, and only for items that have made an attempt.
  */
 /** Where an `ended` attempt stands: its verify running (reserved, not finished), or passed and not landed yet. */
-export type AttemptPhase = "verifying" | "landing";
+type AttemptPhase = "verifying" | "landing";
 
 function attemptFacts(db: Database, items: readonly { id: string; attempts: number }[]): Map<string, { ran: number; drained: DrainedAttempt[]; phase: AttemptPhase | null }> {
   const ids = items.filter((it) => it.attempts > 0).map((it) => it.id);

@@ -9,9 +9,9 @@ import { UsageError } from "../shared/errors.ts";
 export const DEFAULT_LISTEN = "127.0.0.1:7777";
 /** The environment variable a token may come from instead of `--token` (which other users can see in `ps`). */
 export const TOKEN_ENV = "LOOP_SERVE_TOKEN";
-export const MIN_TOKEN_LENGTH = 16;
+const MIN_TOKEN_LENGTH = 16;
 /** The cookie's name is this and the port (`loop_serve_token_7777`): cookies are not kept apart by port, names are. */
-export const TOKEN_COOKIE = "loop_serve_token";
+const TOKEN_COOKIE = "loop_serve_token";
 
 export interface Listen {
   host: string;

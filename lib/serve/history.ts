@@ -11,7 +11,7 @@
 import { pullTerms } from "../forge/provider.ts";
 
 /** An event as read from the log, its payload parsed. */
-export interface LogEvent {
+interface LogEvent {
   seq: number;
   ts: string;
   type: string;
@@ -38,7 +38,7 @@ export interface Phase extends Span {
   kind: PhaseKind;
 }
 
-export interface VerifyHistory {
+interface VerifyHistory {
   command: string | null;
   log: string | null;
   reservedAt: number | null;
@@ -88,8 +88,8 @@ export interface AttemptHistory {
   extraPhases: Phase[];
 }
 
-export type ItemWaitKind = "needs_input";
-export interface ItemWait extends Span {
+type ItemWaitKind = "needs_input";
+interface ItemWait extends Span {
   kind: ItemWaitKind;
   label: string;
 }
@@ -110,7 +110,7 @@ export interface ItemHistory {
 }
 
 export type LoopWaitKind = "paused" | "stopped" | "environment";
-export interface LoopWait extends Span {
+interface LoopWait extends Span {
   kind: LoopWaitKind;
   label: string;
 }

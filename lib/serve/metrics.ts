@@ -6,7 +6,7 @@ import type { AttentionKind } from "../decisions/attention.ts";
 import type { History } from "./history.ts";
 import { reworksOf } from "./timeline.ts";
 
-export interface LoopMetrics {
+interface LoopMetrics {
   name: string;
   status: StatusReport | null;
   history: History;

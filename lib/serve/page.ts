@@ -48,7 +48,7 @@ export function shell(s: Shell): string {
 // ---------------------------------------------------------------------------------------------
 // The list of loops
 
-export interface LoopSummary {
+interface LoopSummary {
   name: string;
   root: string;
   status: StatusReport | null;
@@ -70,7 +70,7 @@ function countsText(counts: Record<string, number>): string {
 // ---------------------------------------------------------------------------------------------
 // A loop's page
 
-export function loopHeader(name: string, s: StatusReport, h: History): Markup {
+function loopHeader(name: string, s: StatusReport, h: History): Markup {
   const usage = usageText((s.loop as { usage?: unknown }).usage);
   const reworks = reworksOf(h);
   const attention = s.attention.map(
@@ -112,7 +112,7 @@ export interface AttemptFiles {
   verify: FileSlice | null;
 }
 
-export interface ItemPageData {
+interface ItemPageData {
   loop: string;
   item: StatusReport["items"][number];
   history: ItemHistory | null;
@@ -133,7 +133,7 @@ function fileBlock(title: string, f: FileSlice | null, open = false): Markup {
 }
 
 /** A duration as people read it: tenths of a second below a minute. */
-export function spanText(from: number, to: number): string {
+function spanText(from: number, to: number): string {
   const s = Math.max(0, (to - from) / 1000);
   if (s < 60) return `${s.toFixed(1)} s`;
   if (s < 3600) return `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`;

@@ -6,7 +6,7 @@ import { loopHref } from "./page.ts";
 import { type Served, type ServeOptions, startServer } from "./server.ts";
 import { LoopSource } from "./source.ts";
 
-export interface ServeRequest {
+interface ServeRequest {
   loops: { root: string; stateRoot: string }[];
   /** `host:port` as given to --listen. */
   listen: string;
@@ -19,7 +19,7 @@ export interface ServeRequest {
 }
 
 /** What `loop serve` prints first (`loop/serve@1`, docs/cli/loop-serve.md#output). */
-export interface ServeDocument {
+interface ServeDocument {
   schema: "loop/serve@1";
   url: string;
   listen: string;

@@ -21,7 +21,7 @@ import type { LoopSource } from "./source.ts";
 import { SseHub, type TailTarget } from "./sse.ts";
 
 /** The caps (docs/cli/loop-serve.md#limits). */
-export const LIMITS = {
+const LIMITS = {
   /** Pages connected for live updates at once; one more is refused (503). */
   sseClients: 100,
   /** Events per page of /api/loops/<name>/events (default 100). */
@@ -97,7 +97,7 @@ function attemptFile(stateRoot: string, item: string, a: AttemptHistory, name: s
 }
 
 /** The attempt of an item whose agent is at work (reserved or running, not yet ended), or null. */
-export function runningAttempt(h: ItemHistory | undefined): AttemptHistory | null {
+function runningAttempt(h: ItemHistory | undefined): AttemptHistory | null {
   const a = h?.attempts[h.attempts.length - 1];
   return a && a.epoch === h!.epoch && a.end === null && a.outcome === null && a.abandonedAt === null && a.closed === null ? a : null;
 }

@@ -14,7 +14,7 @@ import { emptyHistory, foldEvent, type History } from "./history.ts";
 /** Events read per snapshot while catching up (a long log is folded in pages, each its own read). */
 const PAGE = 5_000;
 
-export interface SourceOptions {
+interface SourceOptions {
   /** The project root (loop.json's folder). */
   root: string;
   stateRoot: string;
@@ -23,7 +23,7 @@ export interface SourceOptions {
   env?: Record<string, string | undefined>;
 }
 
-export interface EventsPage {
+interface EventsPage {
   events: (Omit<EventRow, "payload"> & { payload: unknown })[];
   /** The log head when the page was read. */
   head: number;

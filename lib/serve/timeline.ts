@@ -7,7 +7,7 @@ import { clip, escapeLine, escapeText } from "./html.ts";
 import { type AttemptHistory, type History, type LoopWaitKind, type PhaseKind, PHASE_KINDS, phasesOf } from "./history.ts";
 import type { StatusReport } from "../reports/status.ts";
 
-export interface Bar {
+interface Bar {
   kind: string;
   from: number;
   to: number;
@@ -17,7 +17,7 @@ export interface Wait extends Bar {
   title: string;
 }
 
-export interface TimelineAttempt {
+interface TimelineAttempt {
   label: string;
   phases: Bar[];
   /** The attempt's fate (`passed`, `failed`, `requeued`, …), or null while it goes on. */
@@ -31,7 +31,7 @@ export interface TimelineAttempt {
   open: boolean;
 }
 
-export interface TimelineRow {
+interface TimelineRow {
   id: string;
   href: string;
   status: string;
@@ -69,7 +69,7 @@ const LOOP_WAIT_NAMES: Record<LoopWaitKind, string> = { paused: "paused", stoppe
 type StatusItem = StatusReport["items"][number];
 
 /** What an item cost (the status document's figure) and how often the forge sent it back (the log's). */
-export function itemNote(it: StatusItem, reworks: number): string | null {
+function itemNote(it: StatusItem, reworks: number): string | null {
   const parts = [usageText((it as StatusItem & { usage?: unknown }).usage), reworks ? `${reworks} rework${reworks === 1 ? "" : "s"}` : null].filter((s): s is string => s !== null);
   return parts.length ? parts.join(" · ") : null;
 }

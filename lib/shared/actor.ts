@@ -12,7 +12,7 @@ export function actorName(env: Record<string, string | undefined>): string {
  * cron daemons). Not os.userInfo(): Bun's answers from $USER, and says "unknown" without it. The
  * passwd file answers without a process; `id -un` for names it does not hold (LDAP, NSS).
  */
-export function uidName(uid: number | undefined = process.getuid?.(), passwd = "/etc/passwd"): string {
+function uidName(uid: number | undefined = process.getuid?.(), passwd = "/etc/passwd"): string {
   if (uid === undefined) return "unknown";
   for (const line of (readTextOrNull(passwd) ?? "").split("\n")) {
     const f = line.split(":");

@@ -6,7 +6,7 @@ import { resolve } from "node:path";
 import { Database } from "bun:sqlite";
 import { BUILD, VERSION, type BuildStamp } from "./version.ts";
 
-export interface VersionDocument {
+interface VersionDocument {
   schema: "loop/version@1";
   version: string;
   /** The git commit it was built from (or, from source, the checkout's HEAD); null when unknown. */

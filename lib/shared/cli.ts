@@ -13,7 +13,7 @@ import { VERSION } from "./version.ts";
 import { printable, printableLines } from "./printable.ts";
 
 
-export type ArgSpec =
+type ArgSpec =
   | { type: "string"; description: string; valueHint?: string; multiple?: boolean; short?: string }
   | { type: "boolean"; description: string; short?: string }
   | { type: "positional"; description: string; valueHint?: string; required?: boolean; variadic?: boolean };
@@ -110,9 +110,9 @@ export function parseArgv<S extends ArgsSpec>(argv: string[], spec: S): Parsed<S
 
 // ---------------------------------------------------------------------------------------------
 
-export type Format = "json" | "text";
+type Format = "json" | "text";
 
-export interface Context {
+interface Context {
   format: Format;
   color: boolean;
   log: ConsolaInstance;
@@ -154,7 +154,7 @@ export function defineTool<S extends ArgsSpec>(tool: Tool<S>): Tool<S> {
 const ANSI = /\x1b\[[0-9;]*m/g;
 
 /** Colour only on a terminal, and not when NO_COLOR is set to something (no-color.org: an empty value does not count). */
-export function wantColor(stream: { isTTY?: boolean }, env: Record<string, string | undefined>): boolean {
+function wantColor(stream: { isTTY?: boolean }, env: Record<string, string | undefined>): boolean {
   return Boolean(stream.isTTY) && !env.NO_COLOR && env.TERM !== "dumb";
 }
 
@@ -297,7 +297,7 @@ class FdStream implements OutStream {
   }
 }
 
-export interface RunOptions {
+interface RunOptions {
   argv: string[];
   stdout?: OutStream;
   stderr?: OutStream;

@@ -11,7 +11,7 @@ import { dirname, join, resolve } from "node:path";
 
 /** The reserve: what recording the fault, notifying and writing state.json of a small loop need. */
 export const RESERVE_FILE = "disk-reserve";
-export const RESERVE_BYTES = 1 << 20;
+const RESERVE_BYTES = 1 << 20;
 /** Less free space than this on the state root's filesystem is a full disk: a step could not record what it does. */
 export const LOW_SPACE_BYTES = 256 << 10;
 

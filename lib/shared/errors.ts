@@ -71,7 +71,7 @@ export class BusyError extends LoopError {
 }
 
 /** Who holds a lease (lib/log/store.ts's Lease, which this module cannot import). */
-export interface LeaseHolder {
+interface LeaseHolder {
   pid: number;
   host: string;
   started: string;

@@ -62,7 +62,7 @@ export function sliceText(text: string, start: number, end = text.length): strin
   return text.slice(start, end);
 }
 
-export type FileRead = { kind: "absent" } | { kind: "error"; message: string } | { kind: "ok"; bytes: Buffer };
+type FileRead = { kind: "absent" } | { kind: "error"; message: string } | { kind: "ok"; bytes: Buffer };
 
 /**
  * A file loop reads but does not own the content of (state files, what an agent leaves in its
@@ -125,7 +125,7 @@ export function readRegularFile(path: string, o: { maxBytes?: number; truncate?:
 const NO_FOLLOW = fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK | fsConstants.O_NOCTTY;
 
 /** Why `st` is not a file of loop's own (null when it is): not regular, linked elsewhere, or another user's. */
-export function notOwnFile(st: Stats): string | null {
+function notOwnFile(st: Stats): string | null {
   if (st.isSymbolicLink()) return "it is a symbolic link";
   if (!st.isFile()) return st.isFIFO() ? "it is a FIFO, not a regular file" : "it is not a regular file";
   if (st.nlink !== 1) return `it has ${st.nlink} links (a hard link to another file)`;
@@ -134,7 +134,7 @@ export function notOwnFile(st: Stats): string | null {
   return null;
 }
 
-export type OwnOpen = { kind: "ok"; fd: number; size: number } | { kind: "absent" } | { kind: "error"; message: string };
+type OwnOpen = { kind: "ok"; fd: number; size: number } | { kind: "absent" } | { kind: "error"; message: string };
 
 /**
  * Open an existing file of loop's own under the state root (`flags`: O_RDONLY or O_RDWR): checked

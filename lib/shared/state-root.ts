@@ -4,7 +4,7 @@ import { existsSync, lstatSync, mkdirSync, readdirSync, writeFileSync } from "no
 import { join } from "node:path";
 import { statePaths } from "./paths.ts";
 
-export const GITIGNORE_TEXT = "# loop's state root: never commit it\n*\n";
+const GITIGNORE_TEXT = "# loop's state root: never commit it\n*\n";
 
 /**
  * Make sure the state root exists; write its .gitignore when the directory is created now, or when

@@ -18,7 +18,7 @@
 const HIDDEN_CLASS = String.raw`[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}\u2800]`;
 
 /** Hidden characters but tab and newline, which outside text keeps as layout. */
-export const HIDDEN = new RegExp(String.raw`[${HIDDEN_CLASS}--[\t\n]]`, "gv");
+const HIDDEN = new RegExp(String.raw`[${HIDDEN_CLASS}--[\t\n]]`, "gv");
 /** Hidden characters, tab and newline included: what one line shown at a terminal escapes. */
 export const HIDDEN_OR_LAYOUT = new RegExp(HIDDEN_CLASS, "gv");
 const ONE_HIDDEN = new RegExp(String.raw`[${HIDDEN_CLASS}--[\t\n]]`, "v");

@@ -10,7 +10,7 @@ import { selfArgv } from "../supervisor/self.ts";
 import type { StepContext } from "./context.ts";
 
 /** `$LOOP_CHAIN`: on (the default) or off; anything else is said, and taken as off. */
-export function chainMode(env: Record<string, string | undefined>): "on" | "off" | { invalid: string } {
+function chainMode(env: Record<string, string | undefined>): "on" | "off" | { invalid: string } {
   const v = env.LOOP_CHAIN ?? "";
   if (v === "" || v === "on") return "on";
   if (v === "off") return "off";
@@ -18,7 +18,7 @@ export function chainMode(env: Record<string, string | undefined>): "on" | "off"
 }
 
 /** The chain record for a wrapper started in `dir` (an attempt's session folder), or null for none. */
-export function chainFor(ctx: StepContext, dir: string): ChainRecord | null {
+function chainFor(ctx: StepContext, dir: string): ChainRecord | null {
   const mode = chainMode(ctx.options.env);
   if (typeof mode === "object") {
     if (!ctx.warnings.includes(mode.invalid)) {

@@ -21,7 +21,7 @@ import { statePaths } from "../shared/paths.ts";
 import { type RunPid, watcherAlive } from "./run-pid.ts";
 
 /** What watcher-stop.json holds: which watcher, stopped by what, when. */
-export interface StopProof extends RunPid {
+interface StopProof extends RunPid {
   signal: string;
   at: string;
 }

@@ -18,7 +18,7 @@ function replyBlock(r: Reply): string {
   return `Reply from ${sanitizeLine(r.actor, 200)} (${r.ts}), through loop ctl reply:\n\n${fence(r.text)}`;
 }
 
-export interface HandoffInput {
+interface HandoffInput {
   p: Projection;
   item: string;
   attempt: number;

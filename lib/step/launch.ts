@@ -25,7 +25,8 @@ import { branchExists, git, revParse, symbolicBranchTarget } from "../repo/git.t
 import { buildHandoff, buildReplyMessage, REPLY_FILE } from "./handoff.ts";
 import { selfArgv, selfFiles } from "../supervisor/self.ts";
 import { chainOption } from "./chain.ts";
-import { readOutputHead, SESSION_FILES, sessionMark, startSession, tmuxSessionName } from "../supervisor/sessions.ts";
+import { readOutputHead, sessionMark, startSession, tmuxSessionName } from "../supervisor/sessions.ts";
+import { SESSION_FILES } from "../supervisor/session-wrapper.ts";
 import { ensureWorktree, moveBranchAside } from "../repo/workspace.ts";
 import { asideBranchName, branchAtLaunch } from "../decisions/branch.ts";
 import { localStartPoint, prepareWorkspace, stackedStartPoint } from "./workspace-prep.ts";

@@ -47,7 +47,7 @@ export function resolveProgram(program: string, o: { PATH: string; cwd: string |
 }
 
 /** The program a runner starts (argv[0]), without building a real handoff. */
-export function runnerProgram(def: Pick<NormDefinition, "runners">, runner: string, o: { workdir: string; handoffPath: string; demoArgv: string[] }): string {
+function runnerProgram(def: Pick<NormDefinition, "runners">, runner: string, o: { workdir: string; handoffPath: string; demoArgv: string[] }): string {
   const cmd = buildRunnerCommand(
     runner,
     { item: "x", attempt: 1, prompt: "", handoffPath: o.handoffPath, workdir: o.workdir, model: null, sessionId: "" },
@@ -79,7 +79,7 @@ function readSmall(path: string): string | null {
 }
 
 /** The files aider reads settings and keys from, besides its environment (its docs: home, then the repository). */
-export function aiderFiles(o: { repo: string; home: string }): Record<string, string | null> {
+function aiderFiles(o: { repo: string; home: string }): Record<string, string | null> {
   const paths = [
     join(o.home, ".aider.conf.yml"),
     join(o.home, ".env"),
@@ -90,7 +90,7 @@ export function aiderFiles(o: { repo: string; home: string }): Record<string, st
   return Object.fromEntries(paths.map((p) => [p, readSmall(p)]));
 }
 
-export interface LaunchProbe {
+interface LaunchProbe {
   runner: string;
   /** sessions.tmux: the session needs tmux. */
   tmux: boolean;
@@ -162,7 +162,7 @@ export function probeLaunchFault(o: LaunchProbe): EnvironmentFault | null {
 }
 
 /** Where the programs that ran in the sandbox are remembered (docs/state.md): each is probed once per version. */
-export const SANDBOX_STARTS_FILE = "sandbox-starts.json";
+const SANDBOX_STARTS_FILE = "sandbox-starts.json";
 
 /**
  * Why `path --version` does not run in the sandbox, or null when it does. A success is remembered
@@ -265,7 +265,7 @@ function commonGitDir(repo: string): string {
 }
 
 /** Patterns info/exclude gets: the agents' own files, never part of an item's work. */
-export const AGENT_EXCLUDES = [".aider*"] as const;
+const AGENT_EXCLUDES = [".aider*"] as const;
 const EXCLUDE_MARK = "# loop: files of the agents loop runs (and its state root), kept out of item branches";
 
 /**

@@ -35,7 +35,7 @@ export interface NotifyReport {
 }
 
 /** The document a notify command reads on stdin. */
-export interface NotifyDocument {
+interface NotifyDocument {
   schema: "loop/notify@1";
   kind: Attention["kind"];
   /** One line, for a mail subject or a chat message. */
@@ -62,7 +62,7 @@ const SUBJECTS: Record<Attention["kind"], string> = {
   budget: "a budget was reached",
 };
 
-export function notifyDocument(o: { a: Attention; p: Pick<Projection, "seq" | "loop">; root: string; stateRoot: string; now: Date }): NotifyDocument {
+function notifyDocument(o: { a: Attention; p: Pick<Projection, "seq" | "loop">; root: string; stateRoot: string; now: Date }): NotifyDocument {
   const { a, p } = o;
   return {
     schema: "loop/notify@1",
@@ -100,7 +100,7 @@ export async function notifyPhase(ctx: StepContext): Promise<NotifyReport[]> {
   return reports;
 }
 
-export interface NotifyRun {
+interface NotifyRun {
   ok: boolean;
   exitCode: number | null;
   reason: string;
@@ -110,7 +110,7 @@ export interface NotifyRun {
  * Run `def.command` (no shell) in its own process group with `doc` on stdin, its output in
  * `logPath` (overwritten each time); past `def.timeout` the group is killed.
  */
-export async function runNotify(def: NotifyDef, o: { doc: NotifyDocument; cwd: string; logPath: string }): Promise<NotifyRun> {
+async function runNotify(def: NotifyDef, o: { doc: NotifyDocument; cwd: string; logPath: string }): Promise<NotifyRun> {
   // Created afresh: never written through a link (or into a FIFO) found under its name.
   rmSync(o.logPath, { force: true });
   const fd = openSync(o.logPath, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, 0o644);

@@ -17,7 +17,7 @@ import { treeFiles, workingDiffers } from "../repo/tree-match.ts";
 /** How many paths a verdict names; the rest are counted. */
 const NAMED = 20;
 
-export interface ProtectedVerdict {
+interface ProtectedVerdict {
   /** verify_finished's reason: `protected_path_changed: <paths>`. */
   reason: string;
   /** What the next attempt is told (the verify log and the handoff's tail). */
@@ -26,7 +26,7 @@ export interface ProtectedVerdict {
 }
 
 /** Every pattern in force: the built-in ones and loop.json's. */
-export function protectPatterns(ctx: StepContext): string[] {
+function protectPatterns(ctx: StepContext): string[] {
   const real = (p: string) => {
     try {
       return realpathSync(p);

@@ -8,7 +8,6 @@ import { dirname, join, resolve } from "node:path";
 import { EXIT } from "../shared/errors.ts";
 import { BusyLease, UsageError } from "../shared/errors.ts";
 
-export { BusyLease };
 import { definitionHash, importedDefinition } from "../definition/normalize.ts";
 import { loadDefinition } from "../definition/loop-json.ts";
 import { counts } from "../log/documents.ts";

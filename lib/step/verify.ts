@@ -25,8 +25,10 @@ import { append, closeInStep, itemNow, ownedRefChanges, projection, repoOf, type
 import { requeueUncounted } from "./settle.ts";
 import { describeRefChange, type RefChange } from "../repo/owned-refs.ts";
 import { classifyVerify, classifyVerifyStart, verifyExitVerdict } from "../decisions/verify-verdict.ts";
-import { graceMs, SESSION_FILES, sessionMark } from "../supervisor/sessions.ts";
-import { endVerify, judgeExitProof, readVerifyExit, startVerify, verifyAlive, VERIFY_FILES, verifyLogSummary, verifySpawnEvidence, type VerifyProcess } from "../supervisor/verify-command.ts";
+import { graceMs, sessionMark } from "../supervisor/sessions.ts";
+import { SESSION_FILES } from "../supervisor/session-wrapper.ts";
+import { endVerify, judgeExitProof, readVerifyExit, startVerify, verifyAlive, verifyLogSummary, verifySpawnEvidence, type VerifyProcess } from "../supervisor/verify-command.ts";
+import { VERIFY_FILES } from "../supervisor/session-wrapper.ts";
 import type { SessionMechanism } from "../supervisor/scope.ts";
 import { commitLeftovers, commitsAhead, startPointFor } from "../repo/workspace.ts";
 import { protectedBytesVerdict, protectedPathVerdict } from "./protect.ts";

@@ -29,7 +29,7 @@ const BUSY = 75;
  * Pauses before a chained step that found the lease held is tried again: most often the step that
  * started this very process still holds it for a moment (an agent that exits at once). Then cron.
  */
-export const CHAIN_RETRY_MS = [250, 1000, 3000];
+const CHAIN_RETRY_MS = [250, 1000, 3000];
 
 /**
  * Run the chained step: started detached, tried again after a pause while it finds the lease held
@@ -46,7 +46,7 @@ export async function runChain(chain: ChainRecord, dir: string, role: ScopeRole)
 }
 
 /** Start the chained step detached; null when it is not started (in a scope; the program could not be started). */
-export function startChain(chain: ChainRecord, dir: string, role: ScopeRole): Bun.Subprocess | null {
+function startChain(chain: ChainRecord, dir: string, role: ScopeRole): Bun.Subprocess | null {
   // The close path ends every process of a scope's cgroup, and a child of the wrapper is in it.
   if (existsSync(join(dir, SCOPE_FILES[role].record))) return null;
   let fd: number | null = null;

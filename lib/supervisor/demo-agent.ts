@@ -54,7 +54,7 @@ class DemoUsage {
 import { dirname, isAbsolute, resolve } from "node:path";
 import { DemoDirectiveError } from "../shared/errors.ts";
 
-export type DemoDirective =
+type DemoDirective =
   | { verb: "write" | "append"; path: string; text: string }
   | { verb: "commit"; message: string }
   | { verb: "merge"; ref: string }
@@ -64,7 +64,7 @@ export type DemoDirective =
   | { verb: "print"; text: string }
   | { verb: "usage"; input: number; output: number; usd: number | null };
 
-export interface ParsedDirective {
+interface ParsedDirective {
   /** 1-based line number in the handoff. */
   line: number;
   /** Attempt the directive is limited to, or null for every attempt. */
@@ -84,12 +84,12 @@ function word(s: string): { head: string; rest: string } {
 }
 
 /** Decode the \n, \t and \\ escapes of directive text; any other backslash stays as is. */
-export function decodeText(s: string): string {
+function decodeText(s: string): string {
   return s.replace(/\\([nt\\])/g, (_m, c: string) => (c === "n" ? "\n" : c === "t" ? "\t" : "\\"));
 }
 
 /** A relative path that stays inside the worktree and out of .git, or a reason it does not. */
-export function checkRelativePath(p: string): string | null {
+function checkRelativePath(p: string): string | null {
   if (p === "") return "a path is required";
   if (p.includes("\0")) return "path contains a NUL byte";
   if (isAbsolute(p) || p.startsWith("/") || p.startsWith("\\") || /^[A-Za-z]:/.test(p))
@@ -165,7 +165,7 @@ export function parseDemoDirectives(handoff: string): ParsedDirective[] {
   return out;
 }
 
-export interface DemoAgentOptions {
+interface DemoAgentOptions {
   /** Directory the agent works in (default: process.cwd(), which the loop sets to the worktree). */
   cwd?: string;
   /** Where action lines go (default: stdout). */

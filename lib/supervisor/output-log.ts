@@ -18,12 +18,12 @@ import { StartError } from "../shared/errors.ts";
 
 export const DEFAULT_OUTPUT_CAP = 64 * 2 ** 20;
 export const MIN_OUTPUT_CAP = 64 * 2 ** 10;
-export const MAX_OUTPUT_CAP = 2 ** 40;
+const MAX_OUTPUT_CAP = 2 ** 40;
 /** The longest marker line: two numbers of at most 13 digits each. */
 const MARKER_MAX = markerLine(MAX_OUTPUT_CAP, MAX_OUTPUT_CAP).length;
 
 /** The line written where output was lost because the disk refused it. */
-export function lostLine(lost: number): string {
+function lostLine(lost: number): string {
   return `\n[loop: ${lost} bytes of output lost here: the disk refused them]\n`;
 }
 
@@ -84,7 +84,7 @@ export function cutOf(logPath: string, fd: number, head: number): { dropped: num
   return mine ? { dropped: mine.dropped, length: mine.markerLength } : null;
 }
 
-export interface OutputLayout {
+interface OutputLayout {
   cap: number;
   /** Bytes of the output's beginning kept at the start of the file. */
   head: number;

@@ -144,7 +144,7 @@ export function sandboxArgv(s: SandboxSpec, argv: string[]): string[] {
  * system manager and bus: as root, `systemd-run` needs nothing else) or get root (a container
  * engine). Masked when they exist; the network and abstract sockets stay as they are.
  */
-export const MASKED_SOCKETS: readonly string[] = [
+const MASKED_SOCKETS: readonly string[] = [
   "/run/systemd/private",
   "/run/dbus/system_bus_socket",
   "/run/docker.sock",

@@ -48,7 +48,7 @@ export interface SystemdFacts {
 }
 
 /** Why no scope: the machine has no systemd-run, no system manager (root), no user manager, or one that ends at logout. */
-export type ScopeLack = "no_systemd_run" | "no_system_manager" | "no_user_manager" | "no_linger";
+type ScopeLack = "no_systemd_run" | "no_system_manager" | "no_user_manager" | "no_linger";
 
 /** What runs in the scope: the agent session, or the attempt's verify command. */
 export type ScopeRole = "session" | "verify";
@@ -63,7 +63,7 @@ export interface ScopeTarget {
   stateRoot: string;
 }
 
-export type ScopeDecision =
+type ScopeDecision =
   | { use: "systemd_scope"; unit: string; manager: "system" | "user" }
   | { use: "process_group"; why: string }
   | { use: "refuse"; why: string; lack: ScopeLack | null };
@@ -170,7 +170,7 @@ export function scopeArgv(o: { systemdRun: string; unit: string; manager: "syste
 }
 
 /** The environment systemd-run needs to reach a user manager from a service (which has no XDG_RUNTIME_DIR). */
-export function scopeEnv(facts: SystemdFacts, manager: "system" | "user", env: Record<string, string | undefined>): Record<string, string | undefined> {
+function scopeEnv(facts: SystemdFacts, manager: "system" | "user", env: Record<string, string | undefined>): Record<string, string | undefined> {
   return manager === "user" && !env.XDG_RUNTIME_DIR ? { ...env, XDG_RUNTIME_DIR: facts.runtimeDir } : env;
 }
 
@@ -203,7 +203,7 @@ export const SCOPE_FILES: Record<ScopeRole, { record: string; log: string }> = {
   verify: { record: "verify-scope.json", log: "verify-scope.log" },
 };
 
-export interface ScopeRecord {
+interface ScopeRecord {
   unit: string;
   manager: "system" | "user";
   /** The scope's cgroup (from /proc/<pid>/cgroup once it started), or null if not seen yet. */
@@ -221,7 +221,7 @@ export function readScopeRecord(dir: string, role: ScopeRole = "session"): Scope
 }
 
 /** The cgroup v2 path of a process ("0::/…" in /proc/<pid>/cgroup), or null. */
-export function cgroupOf(pid: number): string | null {
+function cgroupOf(pid: number): string | null {
   try {
     const line = readFileSync(`/proc/${pid}/cgroup`, "utf8").split("\n").find((l) => l.startsWith("0::"));
     return line ? line.slice(3) : null;
@@ -237,7 +237,7 @@ export function cgroupOf(pid: number): string | null {
  * Bounded: a launch never waits more than `maxMs` here; undecided counts as started (the observe
  * phase then judges the session like any other).
  */
-export function confirmScopeStart(o: { pid: number; unit: string; startedFile: string; errLog: string; maxMs: number }): { ok: true; cgroup: string | null } | { ok: false; why: string } {
+function confirmScopeStart(o: { pid: number; unit: string; startedFile: string; errLog: string; maxMs: number }): { ok: true; cgroup: string | null } | { ok: false; why: string } {
   const deadline = Date.now() + o.maxMs;
   for (;;) {
     const cg = cgroupOf(o.pid);
@@ -254,7 +254,7 @@ export function confirmScopeStart(o: { pid: number; unit: string; startedFile: s
 }
 
 /** The pids in a cgroup (cgroup v2 cgroup.procs under `cgroupRoot`), [] when it is gone or empty. */
-export function cgroupPids(cgroupRoot: string, cgroup: string): number[] {
+function cgroupPids(cgroupRoot: string, cgroup: string): number[] {
   try {
     return readFileSync(join(cgroupRoot, cgroup, "cgroup.procs"), "utf8")
       .split("\n")

@@ -12,7 +12,6 @@ import { amount } from "../decisions/budget.ts";
 import { DEFAULT_UPSTREAMS, gatewayEnv, type ModelCall, startGateway } from "../gateway/gateway.ts";
 import { BRIDGE_PORTS, GATEWAY_FILES, GATEWAY_SOCKETS, type GatewayRequest } from "./gateway-files.ts";
 
-export { GATEWAY_FILES, type GatewayRequest };
 
 const total = (c: ModelCall) => c.usage.input + c.usage.output + c.usage.cacheRead + c.usage.cacheWrite;
 

@@ -19,7 +19,6 @@ import type { AttemptRecord, SessionRecord } from "../log/projection.ts";
 import { childEnvironment, type EnvRule } from "../definition/child-environment.ts";
 import type { SessionObservation } from "../decisions/session-verdict.ts";
 
-export { SESSION_FILES };
 
 export function tmuxSessionName(loopName: string, item: string, attempt: number, epoch = 0): string {
   // tmux forbids '.' and ':' in session names. After a reset (epoch > 0) the name carries the epoch,
@@ -31,7 +30,7 @@ function shellQuote(s: string): string {
   return `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
-export interface StartedSession {
+interface StartedSession {
   pid: number;
   tmux: string | null;
   /** How it runs (session_started's `mechanism`), or null when the caller gave no scope target. */

@@ -8,7 +8,7 @@ import { formatDuration } from "../definition/duration.ts";
 import { readTextOrNull, tail } from "../shared/fsutil.ts";
 import { killGroup } from "../shared/process.ts";
 
-export type SetupRun = { ok: true; ms: number } | { ok: false; ms: number; reason: string };
+type SetupRun = { ok: true; ms: number } | { ok: false; ms: number; reason: string };
 
 export async function runSetup(o: {
   command: string;

@@ -25,10 +25,9 @@ import type { SandboxRequest } from "./sandbox.ts";
 import type { ChainRecord } from "./chain.ts";
 import type { GatewayRequest } from "./gateway-files.ts";
 
-export { VERIFY_FILES };
 
 /** The SHA-256 of a verify's two proof secrets, as verify_started records them. */
-export interface VerifyProof {
+interface VerifyProof {
   pass: string;
   fail: string;
 }
@@ -40,7 +39,7 @@ export interface VerifyProcess {
   proof?: VerifyProof | null;
 }
 
-export interface VerifyExit {
+interface VerifyExit {
   code: number | null;
   signal: string | null;
   error: string | null;
@@ -48,7 +47,7 @@ export interface VerifyExit {
   proof: string | null;
 }
 
-export interface VerifyResult {
+interface VerifyResult {
   exitCode: number | null;
   sha256: string;
   tail: string;

@@ -13,7 +13,7 @@ export interface WrapperTimes {
 }
 
 /** A time as recorded (ISO 8601, UTC), or null when `v` is none or falls outside [from, to]. */
-export function boundedTime(v: unknown, from: number, to: number): string | null {
+function boundedTime(v: unknown, from: number, to: number): string | null {
   if (typeof v !== "string" || v.length > 40) return null;
   const t = Date.parse(v);
   return Number.isFinite(t) && t >= from && t <= to ? new Date(t).toISOString() : null;

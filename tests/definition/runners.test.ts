@@ -3,7 +3,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseDemoDirectives, runDemoAgent } from "../../lib/supervisor/demo-agent.ts";
-import { readOutputHead, SESSION_FILES } from "../../lib/supervisor/sessions.ts";
+import { readOutputHead } from "../../lib/supervisor/sessions.ts";
+import { SESSION_FILES } from "../../lib/supervisor/session-wrapper.ts";
 import {
   buildRunnerCommand,
   conversationIdFromLog,

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BUN, LOOP } from "../helpers/cli.ts";
 import { testEnv } from "../helpers/env.ts";
-import { GATEWAY_FILES } from "../../lib/supervisor/session-gateway.ts";
+import { GATEWAY_FILES } from "../../lib/supervisor/gateway-files.ts";
 
 const REAL_KEY = "sk-ant-api03-real-key-only-loop-holds";
 const STAND_IN = "loop-session-stand-in-4f1c";

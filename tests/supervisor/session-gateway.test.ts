@@ -6,7 +6,8 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { budgetRefusal, GATEWAY_FILES, startSessionGateway } from "../../lib/supervisor/session-gateway.ts";
+import { budgetRefusal, startSessionGateway } from "../../lib/supervisor/session-gateway.ts";
+import { GATEWAY_FILES } from "../../lib/supervisor/gateway-files.ts";
 import { priced } from "../../lib/definition/usage-parsers.ts";
 import { type FakeAnthropic, say, startFakeAnthropic, steps } from "../helpers/fake-anthropic.ts";
 import { TempDirs } from "../helpers/fs.ts";

@@ -28,7 +28,7 @@ import { planCtl, type PlannedAction } from "../../decisions/ctl-plan.ts";
 import { pausedByQuestionOf } from "../../decisions/attention.ts";
 import { RefusedError, UsageError } from "../../shared/errors.ts";
 import { forgeLink, type ForgeLink } from "./link.ts";
-import { SESSION_FILES } from "../../supervisor/sessions.ts";
+import { SESSION_FILES } from "../../supervisor/session-wrapper.ts";
 
 /** Poll the repository's comments (when the interval has passed) and act on the new ones. */
 export async function pollComments(ctx: StepContext): Promise<void> {

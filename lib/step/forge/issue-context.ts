@@ -14,7 +14,7 @@ import { append, type StepContext } from "../context.ts";
 import { forgeLink, type ForgeLink } from "./link.ts";
 import { isLoopsOwn } from "../../forge/comments.ts";
 
-export type ForgeLaunch =
+type ForgeLaunch =
   | { kind: "launch"; context: string | null }
   | { kind: "skip"; reason: string }
   | { kind: "block"; reason: string }

@@ -51,7 +51,7 @@ export interface ForgeLink {
 
 const links = new WeakMap<StepContext, ForgeLink>();
 
-export function forgeCachePath(stateRoot: string): string {
+function forgeCachePath(stateRoot: string): string {
   return join(stateRoot, "forge-cache.json");
 }
 

@@ -21,10 +21,10 @@ import type { ForgeLink } from "./link.ts";
 import { forgeFetch } from "./remote.ts";
 
 /** What a turn of the landing does after looking: nothing new (go on to the merge gate), wait, or stop here having recorded a reaction. */
-export type ReactionTurn = { kind: "none" } | { kind: "wait"; reason: string } | { kind: "unread"; reason: string } | { kind: "failed"; failure: Parameters<ForgeLink["failed"]>[0] } | { kind: "recorded"; outcome: StepOutcome | null };
+type ReactionTurn = { kind: "none" } | { kind: "wait"; reason: string } | { kind: "unread"; reason: string } | { kind: "failed"; failure: Parameters<ForgeLink["failed"]>[0] } | { kind: "recorded"; outcome: StepOutcome | null };
 
 /** The item's reactions: its definition's, or (a definition imported before reactions existed) the defaults for the loop's landing. */
-export function itemReactions(ctx: StepContext, it: ItemState): Reactions {
+function itemReactions(ctx: StepContext, it: ItemState): Reactions {
   return it.def.reactions ?? reactionsOf(ctx.def.landing, undefined, undefined);
 }
 

@@ -10,7 +10,7 @@ import type { GitResult } from "../../repo/git.ts";
 import { isolatedFetch, isolatedPush } from "../../repo/isolated-git.ts";
 
 /** The shell function git runs as the credential helper: `get` for the forge's host answers with the token; anything else, nothing. */
-export const CREDENTIAL_HELPER =
+const CREDENTIAL_HELPER =
   '!f() { test "$1" = get || exit 0; p=; h=; while IFS= read -r l; do case "$l" in protocol=*) p=${l#protocol=};; host=*) h=${l#host=};; esac; done; ' +
   '[ "$p" = "$LOOP_FORGE_GIT_PROTOCOL" ] && [ "$h" = "$LOOP_FORGE_GIT_HOST" ] || exit 0; printf "username=%s\\npassword=%s\\n" "$LOOP_FORGE_GIT_USER" "$LOOP_FORGE_GIT_TOKEN"; }; f';
 
@@ -24,7 +24,7 @@ export function forgeGitUrl(forge: Pick<NormForge, "provider" | "apiUrl" | "repo
 }
 
 /** The config pairs and the environment of one of loop's own git calls to the forge. */
-export function forgeGitAuth(forge: Pick<NormForge, "provider" | "apiUrl" | "tokenEnv">, env: Record<string, string | undefined>): { config: [string, string][]; env: Record<string, string> } {
+function forgeGitAuth(forge: Pick<NormForge, "provider" | "apiUrl" | "tokenEnv">, env: Record<string, string | undefined>): { config: [string, string][]; env: Record<string, string> } {
   // A transfer that stalls (under 1 KB/s for 60 s) is a failure, never a step that holds its lease for ever.
   const config: [string, string][] = [["http.sslVerify", "true"], ["http.lowSpeedLimit", "1000"], ["http.lowSpeedTime", "60"]];
   const token = env[forge.tokenEnv];
@@ -37,7 +37,7 @@ export function forgeGitAuth(forge: Pick<NormForge, "provider" | "apiUrl" | "tok
 }
 
 /** The deadline of one push or fetch (docs/forge.md#deadlines): a transfer, so longer than a request's. */
-export const FORGE_GIT_DEADLINE_MS = 5 * 60_000;
+const FORGE_GIT_DEADLINE_MS = 5 * 60_000;
 
 interface ForgeCall {
   repo: string;
