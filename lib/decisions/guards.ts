@@ -17,7 +17,7 @@ export function noProgressReason(reason: string): string {
  * interrupted launch, an environment fault given back) stand between no two failures.
  */
 export function identicalFailure(attempts: readonly Pick<AttemptRecord, "n" | "verify" | "outcome">[]): { previous: number; exitCode: number | null; sha256: string } | null {
-  const last = attempts[attempts.length - 1];
+  const last = attempts.at(-1);
   const v = last?.verify;
   if (!v || v.passed || v.sha256 === null) return null;
   for (let k = attempts.length - 2; k >= 0; k--) {

@@ -70,7 +70,7 @@ const MERGE_WAITS: Record<string, string> = {
   security_policy_pipeline_check: "the pipelines of its latest commit must succeed first (security policy)",
   merge_time: "it may not be merged before its merge time",
 };
-/** detailed_merge_status values waiting cannot fix: a person (or issue 22's reactions) must act. */
+/** detailed_merge_status values waiting cannot fix: a person (or the reactions of docs/forge.md#reactions) must act. */
 const MERGE_BLOCKS: Record<string, [MergeBlock, string]> = {
   conflict: ["conflict", "conflicts with its target branch"],
   broken_status: ["conflict", "cannot be merged into its target branch (a conflict)"],

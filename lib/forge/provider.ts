@@ -121,7 +121,7 @@ export interface ForgeCheck {
 }
 
 /**
- * Why a check failed, in the forge's words (issue 22's feedback; docs/forge.md#what-the-rework-is-told):
+ * Why a check failed, in the forge's words (docs/forge.md#what-the-rework-is-told):
  * untrusted text, sanitized, bounded and fenced by whoever shows it.
  */
 export interface CheckFailure {
@@ -147,7 +147,7 @@ export interface CheckAnnotation {
 }
 
 /**
- * What a reviewer said on a pull request that asks for a change (issue 22's `changesRequested`):
+ * What a reviewer said on a pull request that asks for a change (`changesRequested`, docs/forge.md#reactions):
  * a review requesting changes (GitHub), or a comment on a line of the diff (GitHub: a review
  * comment; GitLab: the notes of an unresolved diff discussion). Untrusted text; who wrote it is
  * checked against the forge's allow-list rules by the caller, fail closed.

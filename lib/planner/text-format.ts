@@ -23,7 +23,7 @@ interface TextItem {
   prompt: string;
 }
 
-/** The repository `#N` refers to: the forge section's (issue 12). Null when loop.json has none. */
+/** The repository `#N` refers to: the forge section's (docs/cli/loop-add.md). Null when loop.json has none. */
 export interface DefaultRepo {
   provider: string;
   host: string | null;

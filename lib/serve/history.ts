@@ -150,7 +150,7 @@ function item(h: History, id: string): ItemHistory {
 
 /** The attempt an item event names: the latest attempt of the current epoch with that number. */
 function attemptOf(it: ItemHistory, n: unknown): AttemptHistory | null {
-  const a = it.attempts[it.attempts.length - 1];
+  const a = it.attempts.at(-1);
   return a && a.epoch === it.epoch && (n === undefined || a.n === n) ? a : null;
 }
 

@@ -98,7 +98,7 @@ function attemptFile(stateRoot: string, item: string, a: AttemptHistory, name: s
 
 /** The attempt of an item whose agent is at work (reserved or running, not yet ended), or null. */
 function runningAttempt(h: ItemHistory | undefined): AttemptHistory | null {
-  const a = h?.attempts[h.attempts.length - 1];
+  const a = h?.attempts.at(-1);
   return a && a.epoch === h!.epoch && a.end === null && a.outcome === null && a.abandonedAt === null && a.closed === null ? a : null;
 }
 
