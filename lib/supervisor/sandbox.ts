@@ -274,7 +274,7 @@ function programMounts(programs: string[]): { programs: string[]; programLinks?:
 
 /**
  * Does `program --version` run in a sandbox that sees the file system as a session's does (the
- * same hiding: /tmp, the state root, the worktrees; `programs` bound again; no network)? What
+ * same hiding: /tmp, the state root, the worktrees; `programs` bound again)? What
  * `probeSandbox` cannot see: an npm launcher whose native binary is hidden, a wrapper script that
  * runs something under /tmp. bwrap's or the program's last words when it does not.
  */
@@ -291,7 +291,8 @@ export function probeProgramInSandbox(o: { bwrap: string; program: string; progr
     ...(mounts.programLinks ?? []).flatMap((l) => ["--symlink", l.target, l.path]),
     ...o.hide.filter((p) => isAbsolute(p) && existsSync(p)).flatMap((p) => ["--tmpfs", p]),
     "--setenv", "TMPDIR", "/tmp",
-    "--unshare-pid", "--unshare-net", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+    // The flags probeSandbox proved (no --unshare-net: a session without a gateway keeps the network).
+    "--unshare-pid", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
     "--", o.program, "--version",
   ];
   let r: ReturnType<typeof Bun.spawnSync>;
