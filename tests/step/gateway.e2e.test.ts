@@ -208,7 +208,8 @@ console.log("REPORT " + JSON.stringify(report));
     'verifyNetwork is "none" by default there: the verify reaches no loopback server; "open" gives it the network back',
     async () => {
       const srv = hello();
-      const probe = `${BUN} -e 'require("node:net").connect(${srv.port}, "127.0.0.1").on("connect", () => { console.log("NET reached"); process.exit(0); }).on("error", () => { console.log("NET refused"); process.exit(0); })'`;
+      // bash's /dev/tcp, not bun: a checkout under /tmp (hidden in the sandbox) has its bun there too.
+      const probe = `bash -c 'if exec 3<>/dev/tcp/127.0.0.1/${srv.port}; then echo "NET reached"; else echo "NET refused"; fi' 2>/dev/null`;
       for (const [verifyNetwork, expected] of [[undefined, "NET refused"], ["open", "NET reached"]] as const) {
         await scenario(
           () => demoDefinition([{ id: "v", prompt: "Nothing.", verify: probe }], { defaults: { sandbox: "bwrap", ...(verifyNetwork ? { verifyNetwork } : {}) } }),
