@@ -26,7 +26,10 @@ export function procStat(pid: number | string): string[] | null {
 
 /** When the process started (clock ticks since boot), or null: with its pid it names one process, never a later one reusing the pid. */
 export function processStartTime(pid: number): string | null {
-  return procStat(pid)?.[19] ?? null;
+  // This process's own through its main thread's file: an emulator (qemu-user, running an arm64
+  // build) answers /proc/self/stat and /proc/<own pid>/stat itself, with a start time of its own
+  // clock that no other process reads; the task's file is the kernel's, as everyone else sees it.
+  return procStat(pid === process.pid ? `${pid}/task/${pid}` : pid)?.[19] ?? null;
 }
 
 /** Is the process alive (a zombie awaiting its reaper does not count)? */

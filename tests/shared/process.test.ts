@@ -2,7 +2,7 @@
 // environment, and ending them. Real processes, started with and without the mark.
 import { afterEach, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
-import { endMarked, markedProcesses, marksIn, type ProcView } from "../../lib/shared/process.ts";
+import { endMarked, markedProcesses, marksIn, processStartTime, type ProcView } from "../../lib/shared/process.ts";
 
 const started: Bun.Subprocess[] = [];
 afterEach(() => {
@@ -117,5 +117,22 @@ describe("markedProcesses and endMarked", () => {
     expect(stubborn.signalCode).toBe("SIGKILL");
     expect(bystander.killed).toBe(false);
     expect(markedProcesses([mark])).toEqual([]);
+  });
+});
+
+describe("processStartTime", () => {
+  test("this process's start time is the one another process reads for it (its main thread's stat, which an emulator leaves to the kernel)", () => {
+    const own = processStartTime(process.pid);
+    expect(own).toMatch(/^\d+$/);
+    const seen = Bun.spawnSync(["sh", "-c", `cut -d' ' -f22 /proc/${process.pid}/stat`]).stdout.toString().trim();
+    expect(own).toBe(seen);
+    // Another process's, through its own stat file.
+    const child = Bun.spawn(["sleep", "5"]);
+    try {
+      const field = readFileSync(`/proc/${child.pid}/stat`, "utf8");
+      expect(processStartTime(child.pid)).toBe(field.slice(field.lastIndexOf(")") + 2).split(" ")[19]!);
+    } finally {
+      child.kill();
+    }
   });
 });
