@@ -2,9 +2,8 @@
 // (or the launch rules' view of an item, GateItem) in, a decision out; lib/step/ carries it out.
 import type { ItemState, Projection } from "../log/projection.ts";
 import type { ItemStatus } from "../log/vocabulary.ts";
-import { isInFlight, isSettled } from "../log/vocabulary.ts";
+import { type DrainOutcome, drainsAs, isInFlight, isSettled } from "../log/vocabulary.ts";
 import { itemOf } from "../log/projection.ts";
-import { type DrainOutcome, drainsAs } from "../log/vocabulary.ts";
 
 export type NextWork =
   | { kind: "launch"; item: string }

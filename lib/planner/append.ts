@@ -7,10 +7,9 @@
 // `loop.json.lock` beside the file (held for milliseconds; a dead holder's is taken over), so two
 // `loop add`s can never both pass the check and the later rename silently drop the earlier's items.
 import { chmodSync, closeSync, fsyncSync, openSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
-import { DefinitionError } from "../shared/errors.ts";
+import { BusyError, DefinitionError, RefusedError } from "../shared/errors.ts";
 import { parseDefinitionText } from "../definition/loop-json.ts";
 import { isItemId, itemIdFromRef, parseRef } from "../definition/refs.ts";
-import { BusyError, RefusedError } from "../shared/errors.ts";
 import { claimRunPid, releaseRunPid, selfRunPid } from "../step/run-pid.ts";
 import { readRegularFile } from "../shared/fsutil.ts";
 import { appendItemsText } from "./edit.ts";

@@ -3,12 +3,10 @@
 import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
-import { UsageError } from "../shared/errors.ts";
-import { DefinitionError } from "../shared/errors.ts";
+import { DefinitionError, JsonSyntaxError, UsageError } from "../shared/errors.ts";
 import { parseDefinitionText, readLoopJsonFile } from "../definition/loop-json.ts";
 import type { NormDefinition } from "../definition/normalized.ts";
 import { parseStrictJson } from "../definition/json-strict.ts";
-import { JsonSyntaxError } from "../shared/errors.ts";
 import { readRegularFile } from "../shared/fsutil.ts";
 import { statePaths } from "../shared/paths.ts";
 import { readProjection, withReadSnapshot } from "../log/snapshot.ts";

@@ -1,7 +1,6 @@
 // `loop plan` end to end, for cmd/loop-plan.ts: gather the context, draft (planner or demo), review or
 // not, append. The command only parses its flags and renders the document this returns.
-import { UsageError } from "../shared/errors.ts";
-import { DefinitionError } from "../shared/errors.ts";
+import { DefinitionError, UsageError } from "../shared/errors.ts";
 import { ANSWER_JSON_SCHEMA, type DraftItem, type Warning } from "./answer.ts";
 import { appendItems } from "./append.ts";
 import { demoPlan } from "./demo-planner.ts";

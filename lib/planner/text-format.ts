@@ -9,8 +9,7 @@
 // prompt that starts like a ref is written `\github:…`). What a line cannot carry: dependencies,
 // runner, model, verify, attempts, timeouts. Pure.
 import { isItemId, itemIdFromRef, parseRef, refPrefix } from "../definition/refs.ts";
-import { RefError } from "../shared/errors.ts";
-import { UsageError } from "../shared/errors.ts";
+import { RefError, UsageError } from "../shared/errors.ts";
 import { slugFromPrompt } from "./slug.ts";
 
 interface TextItem {

@@ -9,20 +9,18 @@ import { readRegularFile } from "../shared/fsutil.ts";
 import type { Database } from "bun:sqlite";
 import { payloadProblem, type StoredEvent } from "../log/events.ts";
 import { emptyProjection, itemOf, type Projection } from "../log/projection.ts";
-import { IllegalEventError } from "../shared/errors.ts";
+import { IllegalEventError, UsageError } from "../shared/errors.ts";
 import { reduceInto } from "../log/reducer.ts";
 import { findLoopRow, headOf, type ReadSnapshot, withReadSnapshotAsync } from "../log/snapshot.ts";
-import { checkIntegrity, type EventRow, type IntegrityResult } from "../log/integrity.ts";
+import { checkIntegrity, type EventRow, type Finding, type IntegrityResult, REPLAY_FINDING_CODES, type ReplayFindingCode } from "../log/integrity.ts";
 import type { IntegrityRequest } from "../log/integrity-worker.ts";
 import { ITEM_TABLES, itemRow, loopRow } from "../log/rows.ts";
 import { sha256Hex } from "../log/canonical.ts";
 import { statePaths } from "../shared/paths.ts";
 import { jsonDiff, getPath } from "./diff.ts";
 import { jsonText, stateDocument, terminalDocument } from "../log/documents.ts";
-import { type Finding, REPLAY_FINDING_CODES, type ReplayFindingCode } from "../log/integrity.ts";
 import { RUNLOG_HEADER, runlogBlock } from "../log/materialize.ts";
 import { noWorkYet, ownershipFinding, type ProjectIdentity } from "../log/ownership.ts";
-import { UsageError } from "../shared/errors.ts";
 
 /** The codes of replay's findings (docs/cli/loop-replay.md). */
 export const FINDING_CODES = REPLAY_FINDING_CODES;

@@ -5,10 +5,9 @@
 import { statSync } from "node:fs";
 import { basename } from "node:path";
 import { EVENT_COLUMNS, type EventRow } from "../log/integrity.ts";
-import { headOf, storeError, withReadSnapshot } from "../log/snapshot.ts";
+import { dbPath, headOf, storeError, withReadSnapshot } from "../log/snapshot.ts";
 import { projectOf, type ProjectIdentity } from "../log/ownership.ts";
 import { statusReport, type StatusReport } from "../reports/status.ts";
-import { dbPath } from "../log/snapshot.ts";
 import { emptyHistory, foldEvent, type History } from "./history.ts";
 
 /** Events read per snapshot while catching up (a long log is folded in pages, each its own read). */

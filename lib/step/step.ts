@@ -5,8 +5,7 @@
 // work in "reserve, act, record" order so a kill at any point is recovered by the next step.
 import { existsSync, lstatSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { EXIT } from "../shared/errors.ts";
-import { BusyLease, UsageError } from "../shared/errors.ts";
+import { BusyLease, EXIT, UsageError } from "../shared/errors.ts";
 
 import { definitionHash, importedDefinition } from "../definition/normalize.ts";
 import { loadDefinition } from "../definition/loop-json.ts";

@@ -15,8 +15,7 @@ import { cutOf, DEFAULT_OUTPUT_CAP, outputLayout } from "./output-log.ts";
 import { SESSION_FILES } from "./session-wrapper.ts";
 import { GATEWAY_FILES } from "./gateway-files.ts";
 import { feedLines, figureOf, finishLines, initialState, type LogSource, noteOf, type ParseState, parseUsageFile, type UsageFigure } from "../definition/usage-parsers.ts";
-import { type UsageSource } from "../log/events.ts";
-import { type TokenCounts } from "../log/events.ts";
+import { type TokenCounts, type UsageSource } from "../log/events.ts";
 
 /** The record of what was read, beside the session's other files. */
 export const USAGE_CURSOR = "usage.json";
