@@ -27,6 +27,15 @@ function agentEnv(p: Project, fake: FakeOpenAI): Record<string, string> {
 }
 
 const bin = agentBin("codex");
+
+/** The codex packages as an npm install under the project's aux folder (in /tmp, which the sandbox hides), hard-linked, not copied: its node_modules. */
+function hiddenInstall(p: Project): string {
+  const modules = join(p.aux, "npm", "node_modules");
+  mkdirSync(join(modules, "@openai"), { recursive: true });
+  const from = dirname(dirname(dirname(bin!)));
+  expect(Bun.spawnSync(["cp", "-al", join(from, "codex"), join(from, "codex-linux-x64"), join(modules, "@openai")]).exitCode).toBe(0);
+  return modules;
+}
 describe.skipIf(bin === null)("codex as loop's agent", () => {
   test(
     "an item passes: the agent's shell call writes the file its verify checks, and the attempt's tokens are what the fake served",
@@ -119,10 +128,7 @@ describe.skipIf(bin === null)("codex as loop's agent", () => {
       try {
         await scenario(demoDefinition([{ id: "a", prompt: "Write DONE.md.", verify: "test -s DONE.md" }], { defaults: { runner: "codex", sandbox: "bwrap" }, environment: { pass: ["FAKE_OPENAI_API_KEY"] } }), {}, async (p) => {
           // A copy of the package under /tmp (hidden in the sandbox), and a wrapper script elsewhere on PATH that runs it.
-          const modules = join(p.aux, "npm", "node_modules");
-          mkdirSync(join(modules, "@openai"), { recursive: true });
-          const from = dirname(dirname(dirname(bin!)));
-          expect(Bun.spawnSync(["cp", "-al", join(from, "codex"), join(from, "codex-linux-x64"), join(modules, "@openai")]).exitCode).toBe(0);
+          const modules = hiddenInstall(p);
           const wrappers = join(p.aux, "wrappers");
           mkdirSync(wrappers);
           writeFileSync(join(wrappers, "codex"), `#!/bin/sh\nexec ${join(modules, "@openai", "codex", "bin", "codex.js")} "$@"\n`, { mode: 0o755 });
@@ -155,11 +161,8 @@ describe.skipIf(bin === null)("codex as loop's agent", () => {
       const fake = await startFakeOpenAI(codexSteps(shell("printf 'hello\\n' > DONE.md"), reply("Done.")));
       try {
         await scenario(demoDefinition([{ id: "a", prompt: "Write DONE.md.", verify: "test -s DONE.md" }], { defaults: { runner: "codex", sandbox: "bwrap" }, environment: { pass: ["FAKE_OPENAI_API_KEY"] } }), {}, async (p) => {
-          // An npm install under /tmp (which the sandbox hides): the packages hard-linked, not copied.
-          const modules = join(p.aux, "npm", "node_modules");
-          mkdirSync(join(modules, "@openai"), { recursive: true });
-          const from = dirname(dirname(dirname(bin!)));
-          expect(Bun.spawnSync(["cp", "-al", join(from, "codex"), join(from, "codex-linux-x64"), join(modules, "@openai")]).exitCode).toBe(0);
+          // An npm install under /tmp (which the sandbox hides), with its .bin link.
+          const modules = hiddenInstall(p);
           mkdirSync(join(modules, ".bin"));
           symlinkSync("../@openai/codex/bin/codex.js", join(modules, ".bin", "codex"));
           const env = agentEnv(p, fake);
