@@ -81,7 +81,7 @@ if (forgeKind === "github") {
   f.addComment({ issue: 2, login: "alice", body: "Keep it short." });
   f.switches.checks = "pending";
   forgeSection = `
-  "forge": ${JSON.stringify({ provider: "github", repo: "acme/tiny", apiUrl: f.apiUrl, tokenEnv: "DEMO_FORGE_TOKEN", authorizedUsers: ["alice"], pollInterval: "1s" })},`;
+  "forge": ${JSON.stringify({ provider: "github", repo: "acme/tiny", apiUrl: f.apiUrl, gitUrl: f.bare, tokenEnv: "DEMO_FORGE_TOKEN", authorizedUsers: ["alice"], pollInterval: "1s" })},`;
   gh = {
     name: "GitHub",
     apiUrl: f.apiUrl,
@@ -103,7 +103,7 @@ if (forgeKind === "github") {
   f.addNote({ issue: 2, login: "alice", body: "Keep it short." });
   f.switches.checks = "pending";
   forgeSection = `
-  "forge": ${JSON.stringify({ provider: "gitlab", repo: "acme/tools/tiny", apiUrl: f.apiUrl, tokenEnv: "DEMO_FORGE_TOKEN", authorizedUsers: ["alice"], pollInterval: "1s" })},`;
+  "forge": ${JSON.stringify({ provider: "gitlab", repo: "acme/tools/tiny", apiUrl: f.apiUrl, gitUrl: f.bare, tokenEnv: "DEMO_FORGE_TOKEN", authorizedUsers: ["alice"], pollInterval: "1s" })},`;
   gh = {
     name: "GitLab",
     apiUrl: f.apiUrl,

@@ -1,0 +1,29 @@
+// The README's first command: `npm run demo` (scripts/demo.ts), and its forge variants against the
+// fake GitHub and GitLab. Each must drain Succeeded and exit 0; with a forge, every item's pull or
+// merge request is merged (loop pushes to forge.gitUrl, the fake's bare repository, never to a
+// remote of .git/config).
+import { describe, expect, test } from "bun:test";
+import { resolve } from "node:path";
+import { BUN } from "../helpers/cli.ts";
+
+const DEMO = resolve(import.meta.dir, "..", "..", "scripts", "demo.ts");
+
+describe("npm run demo", () => {
+  for (const args of [[], ["--forge"], ["--forge", "gitlab"]]) {
+    test(
+      `demo ${args.join(" ") || "(no forge)"}: drains Succeeded, exit 0${args.length ? ", every request merged" : ""}`,
+      () => {
+        const r = Bun.spawnSync([BUN, DEMO, ...args], { stdout: "pipe", stderr: "pipe", env: { ...process.env, NO_COLOR: "1" } });
+        const out = r.stdout.toString() + r.stderr.toString();
+        expect({ code: r.exitCode, tail: r.exitCode === 0 ? "" : out.slice(-3000) }).toEqual({ code: 0, tail: "" });
+        expect(out).toMatch(/loop demo · drained \(Succeeded\)/);
+        if (args.length) {
+          const requests = out.split("\n").filter((l) => /^(PR #|MR !)\d+ /.test(l));
+          expect(requests.length).toBe(4);
+          expect(requests.every((l) => l.endsWith("[merged]"))).toBe(true);
+        }
+      },
+      240_000,
+    );
+  }
+});
