@@ -323,10 +323,10 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
     if (run) return run.status === "completed" && (run.conclusion === "success" || run.conclusion === "neutral" || run.conclusion === "skipped");
     return c.statuses.find((s) => s.context === name)?.state === "success";
   };
-  const pullFields = (p: FakePull): shape.PullFields => ({
+  const pullFields = (p: FakePull, headOf: (branch: string) => string | null = f.headOf): shape.PullFields => ({
     ...p,
-    headSha: f.headOf(p.head) ?? "0".repeat(40),
-    baseSha: f.headOf(p.base) ?? "0".repeat(40),
+    headSha: headOf(p.head) ?? "0".repeat(40),
+    baseSha: headOf(p.base) ?? "0".repeat(40),
   });
   const pullJson = (p: FakePull, computeMergeable: boolean) => {
     const fields = pullFields(p);
@@ -578,7 +578,10 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
       const state = q.get("state") ?? "open";
       const list = [...f.pulls.values()].filter((p) => (!head || (o === owner && p.head === ref)) && (state === "all" || p.state === state)).sort((a, b) => b.number - a.number);
       const page = paged(r, list);
-      return { ...page, body: page.items.map((p) => shape.pullSimple(ctx(), pullFields(p))) };
+      // Every branch's head from one git process: a page of 100 pulls is not 200 of them.
+      const shas = new Map((tryRun(bare, ["for-each-ref", "--format=%(refname:lstrip=2) %(objectname)", "refs/heads/"]) ?? "").split("\n").filter(Boolean).map((l) => l.split(" ") as [string, string]));
+      const headOf = (b: string) => shas.get(b) ?? null;
+      return { ...page, body: page.items.map((p) => shape.pullSimple(ctx(), pullFields(p, headOf))) };
     }
     if (method === "POST" && path === "/pulls") {
       const refused = (message: string, code = "custom"): FakeAnswer => ({ status: 422, body: shape.validationError(message, code) });
