@@ -196,7 +196,12 @@ function sandboxStart(o: { bwrap: string; path: string; PATH: string; env: Recor
   if (file) {
     // The newest few: a machine has a handful of runner versions.
     const kept = Object.entries(known).sort((a, b) => String(b[1]).localeCompare(String(a[1]))).slice(0, 15);
-    writeFileAtomic(file, JSON.stringify(Object.fromEntries([[key, new Date().toISOString()], ...kept])) + "\n");
+    try {
+      writeFileAtomic(file, JSON.stringify(Object.fromEntries([[key, new Date().toISOString()], ...kept])) + "\n", { sync: false });
+    } catch {
+      // Not remembered (a full disk, a read-only state root): the next launch probes again, and a
+      // full disk is the step's to find and say (lib/step/disk-fault.ts), not the probe's.
+    }
   }
   return null;
 }
