@@ -71,7 +71,7 @@ export async function applyCtl(o: {
         if (a.close) {
           // Priced as a step prices it: with the imported definition's prices (docs/spend.md).
           const prices = p.loop.settings?.prices;
-          const c = await closeSession({ it: p.items[a.item!]!, repo, reason: `${o.verb} by ${o.actor}`, removeCheckout: a.close.removeCheckout, graceMs: graceMs(o.env), prices });
+          const c = await closeSession({ it: p.items[a.item!]!, repo, stateRoot: o.stateRoot, env: o.env, reason: `${o.verb} by ${o.actor}`, removeCheckout: a.close.removeCheckout, graceMs: graceMs(o.env), prices });
           if (c) {
             const { events: ce, ...rest } = c;
             r.closed.push(rest);

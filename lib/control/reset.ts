@@ -18,7 +18,8 @@ import { endVerifyRun } from "../supervisor/end.ts";
 import { projectOf } from "../log/ownership.ts";
 import { definitionName } from "./ctl.ts";
 import { graceMs, sessionMark } from "../supervisor/sessions.ts";
-import { archiveBranches, checkoutBranch, hasUncommittedChanges, listBranches } from "../repo/workspace.ts";
+import { archiveBranches, checkoutBranch, listBranches } from "../repo/workspace.ts";
+import { checkoutDiffers } from "../step/checkout.ts";
 import { gitTry } from "../repo/git.ts";
 import { readRunPid, watcherAlive } from "../step/run-pid.ts";
 import { sessionAlive } from "../supervisor/liveness.ts";
@@ -188,7 +189,7 @@ async function carryOut(o: ResetOptions, w: Writer, p: Projection, plan: ResetPl
     try {
       if (x.closeSession) {
         // Its final figure priced as a step prices it (the imported definition's prices).
-        const c = await closeSession({ it, repo: repo ?? o.root, reason, removeCheckout: false, graceMs: grace, prices: p.loop.settings?.prices });
+        const c = await closeSession({ it, repo: repo ?? o.root, stateRoot: o.stateRoot, env: o.env, reason, removeCheckout: false, graceMs: grace, prices: p.loop.settings?.prices });
         closeEvents.set(x.item, c?.events ?? []);
         if (sessionAlive(s, o.env)) {
           aborted.add(x.item);
@@ -234,7 +235,7 @@ async function carryOut(o: ResetOptions, w: Writer, p: Projection, plan: ResetPl
       try {
         if (repo === null) throw new Error(`${o.root} is not in a git repository: the checkout cannot be removed through git`);
         const branch = p.items[x.item]!.workspace?.branch ?? p.items[x.item]!.session?.branch ?? "";
-        const r = retireCheckout({ repo, worktree: x.checkout.path!, branch, message: `loop: ${x.item}: changes left in the checkout when it was ${reason}` });
+        const r = await retireCheckout({ repo, stateRoot: o.stateRoot, env: o.env, it: p.items[x.item]!, worktree: x.checkout.path!, branch, message: `loop: ${x.item}: changes left in the checkout when it was ${reason}` });
         if (r.kept) {
           Object.assign(c, { outcome: "kept", why: r.kept });
           fail(x, "workspace", r.kept);
@@ -360,7 +361,7 @@ function gatherFacts(o: { p: Projection; ids: string[]; stateRoot: string; repo:
     const suffix = (b: string) => (b === prefix ? 1 : Number(b.slice(prefix.length + 1)));
     out[id] = {
       sessionDir: existsSync(join(paths.sessions, id)),
-      worktree: { path, exists, onItemBranch, dirty: onItemBranch ? hasUncommittedChanges(path) : null },
+      worktree: { path, exists, onItemBranch, dirty: onItemBranch && branches.get(branchOf(p, it)) ? checkoutDiffers({ repo: o.repo!, stateRoot: o.stateRoot, item: id, worktree: path, head: branches.get(branchOf(p, it))! }) : null },
       aside: asides.filter((a) => basename(a).startsWith(`${id}.aside-`)),
       branchHead: branches.get(branchOf(p, it)) ?? null,
       archives: (archivesOf.get(id) ?? []).filter((b) => b === prefix || /^-\d+$/.test(b.slice(prefix.length))).sort((a, b) => suffix(a) - suffix(b)),

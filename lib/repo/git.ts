@@ -133,6 +133,21 @@ export function gitTry(cwd: string, args: string[], env: Record<string, string> 
   return spawnGit(cwd, SAFE_GIT_CONFIG, args, { ...env, ...overrides }, input, timeoutMs);
 }
 
+/**
+ * A git call that reads objects only (cat-file, ls-tree, rev-list: no work tree, so no driver is
+ * looked up), its stdout as bytes: blobs are not text. Throws GitError on failure.
+ */
+export function gitBytes(cwd: string, args: string[], input?: Uint8Array): Buffer {
+  let r: ReturnType<typeof Bun.spawnSync>;
+  try {
+    r = Bun.spawnSync(["git", ...SAFE_GIT_CONFIG.flatMap((c) => ["-c", c]), ...args], { cwd, env: { ...process.env, ...GIT_ENV }, stdin: input ?? "ignore", stdout: "pipe", stderr: "pipe" });
+  } catch (err) {
+    throw new GitError(args, null, (err as Error).message);
+  }
+  if (r.exitCode !== 0) throw new GitError(args, r.exitCode, r.stderr?.toString() ?? "");
+  return r.stdout as Buffer;
+}
+
 export function git(cwd: string, args: string[], env: Record<string, string> = {}): string {
   const r = gitTry(cwd, args, env);
   if (r.code !== 0) throw new GitError(args, r.code, r.stderr);

@@ -65,6 +65,43 @@ export function ensureWorktree({
   return { created: true, branchCreated, movedAside };
 }
 
+/** An item branch loop cannot use as it is: made a symbolic ref (to main, say: a commit on it would land there). */
+export class BranchReplaced extends GitError {
+  override name = "BranchReplaced";
+  constructor(
+    readonly branch: string,
+    readonly target: string,
+  ) {
+    super(["symbolic-ref", `refs/heads/${branch}`], null, "");
+    this.message = `branch_replaced: refs/heads/${branch} is a symbolic ref to ${target}, not a branch loop made; remove it (git symbolic-ref --delete refs/heads/${branch}), then \`loop ctl resume\``;
+  }
+}
+
+/**
+ * Make sure the item branch exists (made at `startPoint` when missing) and is a branch. Refs found
+ * below its name (`<branch>/x`: another agent's, which would keep the branch from being made) are
+ * renamed under `aside` first, and returned. Throws BranchReplaced, FaultError (base_missing),
+ * GitError.
+ */
+export function ensureBranch(o: { repo: string; branch: string; startPoint: string; aside: string }): { created: boolean; head: string; movedBelow: string[] } {
+  const target = symbolicBranchTarget(o.repo, o.branch);
+  if (target !== null) throw new BranchReplaced(o.branch, target);
+  const below = listBranches(o.repo, [`${o.branch}/`]);
+  const movedBelow: string[] = [];
+  if (below.size) {
+    const input = [...below].map(([name, head]) => `create refs/heads/${o.aside}/${name.slice(o.branch.length + 1)} ${head}\ndelete refs/heads/${name} ${head}\n`).join("");
+    const r = gitTry(o.repo, ["update-ref", "-m", "loop: refs below an item branch's name, moved aside", "--stdin"], {}, input);
+    if (r.code !== 0) throw new GitError(["update-ref", "--stdin"], r.code, r.stderr);
+    movedBelow.push(...below.keys());
+  }
+  const head = revParse(o.repo, `refs/heads/${o.branch}`);
+  if (head !== null) return { created: false, head, movedBelow };
+  const start = revParse(o.repo, o.startPoint);
+  if (start === null) throw new FaultError(startPointFault({ startPoint: o.startPoint, repo: o.repo }));
+  git(o.repo, ["update-ref", "-m", "loop: the item branch, at its start point", `refs/heads/${o.branch}`, start, ""]);
+  return { created: true, head: start, movedBelow };
+}
+
 /**
  * Rename `branch` to `aside` if it is still at `head` (one ref transaction: a branch that moved
  * meanwhile is left alone and GitError says so); a checkout of it is removed first, so the

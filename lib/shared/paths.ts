@@ -16,6 +16,8 @@ export function statePaths(stateRoot: string) {
     sessions: join(stateRoot, "sessions"),
     /** Where worktrees lived before they moved out of the repository's tree (docs/state.md#where-worktrees-live). */
     workspaces: join(stateRoot, "workspaces"),
+    /** What loop wrote into each item's checkout, and what its setup made (lib/step/checkout.ts). */
+    trees: join(stateRoot, "trees"),
   };
 }
 export type StatePaths = ReturnType<typeof statePaths>;

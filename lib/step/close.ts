@@ -4,15 +4,14 @@
 // left them but carries the session's mark; remove the worktree unless asked to keep it (committing
 // what was left in it first), and return the events that record it, for the caller to append
 // together with whatever else its decision implies (atomically).
-import { describeRefused, importSessionObjects } from "../repo/object-import.ts";
-import { GitError } from "../shared/errors.ts";
-import { systemError } from "../decisions/faults.ts";
-import { existsSync, lstatSync } from "node:fs";
+import { existsSync, lstatSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { readTextOrNull } from "../shared/fsutil.ts";
+import { airlock, airlockReason, ATTEMPT_GIT, forgetCheckout } from "./checkout.ts";
 import type { EventDraft } from "../log/events.ts";
 import type { ItemState } from "../log/projection.ts";
 import { endSessionProcesses } from "../supervisor/end.ts";
-import { checkWorktree, commitLeftovers, hasUncommittedChanges, removeWorktree } from "../repo/workspace.ts";
-import { revParse } from "../repo/git.ts";
+import { gitTry, revParse } from "../repo/git.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import type { ModelPrice } from "../definition/normalized.ts";
 import { usageDraft } from "./usage-draft.ts";
@@ -33,34 +32,53 @@ export interface CloseReport {
 }
 
 /**
- * Retire an item's checkout: whatever was left in it is committed on its branch first (closing
- * never loses work), then the worktree is removed. A checkout whose changes cannot be committed (a
- * stale index.lock, a broken .git) is kept, and `kept` says why; so is one that is not the checkout
- * loop made (workspace.ts checkWorktree: nothing is committed in it, nothing removed through it).
- * `commit: false` (after a verify ran: the branch must hold only what was verified) commits
- * nothing: a checkout holding changes is kept, and `kept` says so.
+ * What was left in an item's checkout, committed on its branch through the airlock
+ * (docs/threat-model.md#the-airlock: sealed on the agent's side, its objects proven, the branch
+ * moved by loop), so that closing never loses work. Null when done (or when a launch cut short left
+ * nothing to seal), else why the work could not be committed.
  */
-export function retireCheckout(o: { repo: string; worktree: string; branch: string; message: string; commit?: boolean }): { removed: boolean; kept: string | null } {
-  const wt = o.worktree;
-  if (existsSync(wt) || isLink(wt)) {
-    const checked = checkWorktree({ repo: o.repo, worktree: wt, branch: o.branch });
-    if (!checked.ok) return { removed: false, kept: `kept ${wt}: ${checked.why}; look at it, then remove it by hand` };
-    if (o.commit === false) {
-      const dirty = hasUncommittedChanges(wt);
-      if (dirty !== false)
-        return { removed: false, kept: `kept ${wt}: it ${dirty ? "changed after its verify ran" : "could not be checked for changes"}; nothing was committed, so ${o.branch} holds only what was verified; remove it by hand once you have looked` };
-    } else {
-      try {
-        commitLeftovers({ repo: o.repo, worktree: wt, branch: o.branch, message: o.message });
-      } catch (err) {
-        // git or the system refused (a lock file, a full disk): kept, and said. Anything else is a bug.
-        if (!(err instanceof GitError) && systemError(err) === null) throw err;
-        return { removed: false, kept: `kept ${wt}: its uncommitted changes could not be committed (${(err as Error).message}); remove it by hand once they are safe` };
-      }
-    }
+async function sealLeftovers(o: { repo: string; stateRoot: string; env: Record<string, string | undefined>; it: ItemState; worktree: string; branch: string; message: string }): Promise<string | null> {
+  const s = o.it.session;
+  if (!s || !lstatSync(o.worktree, { throwIfNoEntry: false })) return null;
+  const expected = readTextOrNull(join(s.sessionDir, "start-head"), { noLinks: true, maxBytes: 256 })?.trim() || revParse(o.repo, `refs/heads/${o.branch}`) || "";
+  const r = await airlock({
+    repo: o.repo,
+    stateRoot: o.stateRoot,
+    env: o.env,
+    item: o.it.id,
+    runner: o.it.def.runner,
+    worktree: o.worktree,
+    sessionDir: s.sessionDir,
+    branch: o.branch,
+    expected,
+    sandboxed: Boolean(o.it.def.sandbox),
+    message: o.message,
+  });
+  if (r.kind === "ok") return null;
+  // A launch cut short before its agent's git folder was made has nothing to seal.
+  if (r.kind === "seal_failed" && !existsSync(join(s.sessionDir, ATTEMPT_GIT)) && !existsSync(join(s.sessionDir, "started.json"))) return null;
+  return `what was left in ${o.worktree} could not be committed (${r.kind}: ${airlockReason(r)})`;
+}
+
+/**
+ * Retire an item's checkout: what was left in it sealed first (sealLeftovers), then the checkout
+ * removed. One whose work cannot be sealed is kept, and `kept` says why. `commit: false` (after a
+ * verify ran: the branch holds what was verified, the checkout what the verify left) seals nothing.
+ */
+export async function retireCheckout(o: { repo: string; stateRoot: string; env: Record<string, string | undefined>; it: ItemState; worktree: string; branch: string; message: string; commit?: boolean }): Promise<{ removed: boolean; kept: string | null }> {
+  if (o.commit !== false) {
+    const failed = await sealLeftovers(o);
+    if (failed) return { removed: false, kept: `kept ${o.worktree}: ${failed}; remove it by hand once it is safe` };
   }
-  removeWorktree(o.repo, wt);
-  return { removed: !existsSync(wt), kept: null };
+  removeCheckout(o.repo, o.worktree);
+  forgetCheckout(o.stateRoot, o.it.id);
+  return { removed: !lstatSync(o.worktree, { throwIfNoEntry: false }), kept: null };
+}
+
+/** Remove a checkout folder, never following a link in it (and a linked worktree an older loop made, unregistered). */
+function removeCheckout(repo: string, wt: string): void {
+  rmSync(wt, { recursive: true, force: true });
+  gitTry(repo, ["worktree", "prune"]);
 }
 
 function verifyBegan(it: ItemState, attempt: number): boolean {
@@ -68,17 +86,11 @@ function verifyBegan(it: ItemState, attempt: number): boolean {
   return Boolean(a && (a.verify || a.verifyRun));
 }
 
-function isLink(path: string): boolean {
-  try {
-    return lstatSync(path).isSymbolicLink();
-  } catch {
-    return false;
-  }
-}
-
 export async function closeSession(o: {
   it: ItemState;
   repo: string;
+  stateRoot: string;
+  env: Record<string, string | undefined>;
   reason: string;
   removeCheckout: boolean;
   graceMs: number;
@@ -92,21 +104,30 @@ export async function closeSession(o: {
   failpoint("close:before_kill");
   const { how, swept, verify } = await endSessionProcesses(o.it, o.graceMs);
   failpoint("close:after_kill");
-  // What a sandboxed session's git wrote is the repository's once proven (lib/repo/object-import.ts).
-  const objects = importSessionObjects(o.repo, s.sessionDir);
   let worktreeRemoved = false;
-  let kept: string | null = objects.refused.length ? `objects the session wrote that are not what their names say were not imported: ${describeRefused(objects.refused)}` : null;
-  if (o.removeCheckout && o.it.workspace?.present) {
-    const r = retireCheckout({
+  let kept: string | null = null;
+  const ws = o.it.workspace;
+  if (ws?.present) {
+    const leftovers = {
       repo: o.repo,
-      worktree: o.it.workspace.worktree,
-      branch: o.it.workspace.branch,
+      stateRoot: o.stateRoot,
+      env: o.env,
+      it: o.it,
+      worktree: ws.worktree,
+      branch: ws.branch,
       // Once the attempt's verify was reserved, the branch holds what it verified: nothing more is committed.
       commit: !verifyBegan(o.it, s.attempt),
       message: `loop: ${o.it.id} attempt ${s.attempt}: changes left when the session was closed (${o.reason})`,
-    });
-    worktreeRemoved = r.removed;
-    kept = [kept, r.kept].filter(Boolean).join("; ") || null;
+    };
+    if (o.removeCheckout) {
+      const r = await retireCheckout(leftovers);
+      worktreeRemoved = r.removed;
+      kept = r.kept;
+    } else if (leftovers.commit) {
+      // The checkout stays for the next attempt, which starts from the branch: the work is committed there.
+      const failed = await sealLeftovers(leftovers);
+      if (failed) kept = `${failed}; the next attempt starts from ${ws.branch} without it`;
+    }
   }
   failpoint("close:after_worktree");
   // What the branch holds now is what it must hold until the item's next launch (lib/repo/owned-refs.ts).

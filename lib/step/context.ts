@@ -119,9 +119,9 @@ export function materialize(ctx: StepContext): void {
 }
 
 /** The close path from inside a step: under the lease, and a checkout it had to keep is the step's error. */
-export async function closeInStep(ctx: StepContext, o: Omit<Parameters<typeof closeSession>[0], "repo" | "graceMs" | "prices">): Promise<CloseReport | null> {
+export async function closeInStep(ctx: StepContext, o: Omit<Parameters<typeof closeSession>[0], "repo" | "stateRoot" | "env" | "graceMs" | "prices">): Promise<CloseReport | null> {
   ctx.store.assertLease();
-  const c = await closeSession({ ...o, repo: repoOf(ctx), graceMs: graceMs(ctx.options.env), prices: ctx.def.prices });
+  const c = await closeSession({ ...o, repo: repoOf(ctx), stateRoot: ctx.options.stateRoot, env: ctx.options.env, graceMs: graceMs(ctx.options.env), prices: ctx.def.prices });
   if (c?.kept) {
     // Someone has to look at it: an error of the step (exit 1), listed in its result.
     ctx.errors.push(`${c.item}: ${c.kept}`);

@@ -27,7 +27,8 @@ import { selfArgv, selfFiles } from "../supervisor/self.ts";
 import { chainOption } from "./chain.ts";
 import { readOutputHead, sessionMark, startSession, tmuxSessionName } from "../supervisor/sessions.ts";
 import { SESSION_FILES } from "../supervisor/session-wrapper.ts";
-import { ensureWorktree, moveBranchAside } from "../repo/workspace.ts";
+import { ensureBranch, moveBranchAside } from "../repo/workspace.ts";
+import { attemptGitDir, prepareCheckout } from "./checkout.ts";
 import { asideBranchName, branchAtLaunch } from "../decisions/branch.ts";
 import { localStartPoint, prepareWorkspace, stackedStartPoint } from "./workspace-prep.ts";
 import { forgeFetch } from "./forge/remote.ts";
@@ -174,11 +175,21 @@ async function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, 
   // With a forge, items branch from the freshly fetched <remote>/<base>: it holds every merged PR.
   const startPoint = ctx.def.forge ? forgeStartPoint(ctx, repo, it) : localStartPoint(ctx, repo, it);
   const onBranch = branchForAttempt(ctx, it, { repo, branch, worktree, startPoint, attempt: n });
-  const ws = ensureWorktree({ repo, path: worktree, branch, startPoint: onBranch?.start ?? startPoint });
-  if (ws.movedAside) warnMovedAside(ctx, { path: worktree, branch, aside: ws.movedAside });
+  const made = ensureBranch({ repo, branch, startPoint: onBranch?.start ?? startPoint, aside: asideBranchName(ctx.def.name, it.id, it.epoch, n, (name) => branchExists(repo, name)) });
+  if (made.movedBelow.length)
+    ctx.options.log.warn(`refs below ${branch} (${made.movedBelow.join(", ")}: no session of ${it.id} made them) were moved under loop/${ctx.def.name}/aside/, never built on`);
+  const startCommit = onBranch?.start ?? made.head;
+  // The checkout holds the branch's head, written by loop from its blobs; setup ran in it once, on
+  // the start point's files (docs/threat-model.md#the-airlock). The agent gets a git folder of its own.
+  const box = plan.bwrap ? sandboxRequest({ bwrap: plan.bwrap, repo, worktree, stateRoot: ctx.options.stateRoot, runner: it.def.runner, writable: [], programs: [], env: ctx.options.env }) : null;
+  const prepared = await prepareCheckout(ctx, it, { repo, worktree, branch, dir, attempt: n, startCommit, head: made.head, sandbox: box });
+  if (prepared.movedAside) warnMovedAside(ctx, { path: worktree, branch, aside: prepared.movedAside });
+  if (prepared.setupChanged.length)
+    ctx.options.log.warn(`${it.id}: workspace.setup changed tracked files (${prepared.setupChanged.slice(0, 5).join(", ")}${prepared.setupChanged.length > 5 ? ", …" : ""}): they were written back from the commit`);
   failpoint("launch:after_worktree");
-  // What the branch was built on, and workspace.setup before the agent (docs/loop-json.md#workspace).
-  await prepareWorkspace(ctx, it, { repo, worktree, branch, dir, attempt: n, startPoint, branchCreated: ws.branchCreated });
+  const builtOn = made.created ? { ref: startPoint, commit: made.head } : null;
+  if (builtOn || prepared.setup) append(ctx, [{ type: "workspace_prepared", item: it.id, payload: { attempt: n, builtOn, setup: prepared.setup } }], "reserve");
+  const gitDir = attemptGitDir(ctx, { repo, worktree, dir, branch, head: made.head, refs: shownRefs(ctx, repo) });
   const handoffPath = join(dir, SESSION_FILES.handoff);
   const askFile = join(dir, SESSION_FILES.ask);
   const handoff = buildHandoff({ p: reserved, item: it.id, attempt: n, branch, askFile, forgeContext: plan.forgeContext });
@@ -213,7 +224,7 @@ async function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, 
   const program = resolveProgram(cmd.argv[0]!, { PATH: sessionPath(ctx.options.env), cwd: worktree });
   if (program.state === "missing" || program.state === "not_executable") throw new FaultError(programFault({ runner: it.def.runner, program: cmd.argv[0]!, fact: program }));
   // verify:false asks for "a change on the branch" made by this attempt, not an earlier one.
-  writeFileAtomic(join(dir, "start-head"), git(worktree, ["rev-parse", "HEAD"]) + "\n");
+  writeFileAtomic(join(dir, "start-head"), made.head + "\n");
   // Where a runner reports its usage (docs/runners.md#reporting-usage): created empty, the agent's to write.
   const usageFile = join(dir, SESSION_FILES.usage);
   writeFileAtomic(usageFile, "", { sync: false });
@@ -259,7 +270,7 @@ async function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, 
     ...(gateway ? { gateway } : {}),
     scope: { role: "session", loopName: ctx.def.name, item: it.id, epoch: it.epoch, attempt: n, stateRoot: ctx.options.stateRoot },
     ...(plan.bwrap
-      ? { sandbox: sandboxRequest({ bwrap: plan.bwrap, repo, worktree, stateRoot: ctx.options.stateRoot, branch, runner: it.def.runner, writable: [askFile, usageFile, ...(cmd.writes ?? [])], objects: join(dir, SESSION_FILES.objects), programs: [...sandboxPrograms(it.def.runner, program), ...(gateway ? selfFiles() : [])], env: ctx.options.env }) }
+      ? { sandbox: { ...box!, gitDir: { path: gitDir, writable: true }, readOnly: prepared.products.map((p) => join(worktree, p)), writable: [askFile, usageFile, ...(cmd.writes ?? [])], programs: [...sandboxPrograms(it.def.runner, program), ...(gateway ? selfFiles() : [])] } }
       : {}),
   });
   // Atomic: a step killed mid-write must not leave a half file that adoption then misreads.
@@ -307,6 +318,16 @@ function branchForAttempt(ctx: StepContext, it: ItemState, o: { repo: string; br
 function forgeProbeStartPoint(ctx: StepContext, repo: string): string {
   const ref = `refs/remotes/${ctx.def.forge!.remote}/${ctx.def.base}`;
   return revParse(repo, ref) !== null ? ref : ctx.def.base;
+}
+
+/** The branches the agent's git folder shows as they are now: the base, and the landing target when it exists. */
+function shownRefs(ctx: StepContext, repo: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of [ctx.def.base, ctx.def.target]) {
+    const at = revParse(repo, `refs/heads/${name}`);
+    if (at) out[name] = at;
+  }
+  return out;
 }
 
 /** `<remote>/<base>` fetched now; the local base when the fetch fails (said, not fatal: the remote may be down). */

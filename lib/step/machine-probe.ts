@@ -4,15 +4,14 @@
 // early (the same probes, reported as warnings), and the repository's info/exclude, which keeps
 // the agents' own files out of item branches.
 import { autoMergeAllowed, autoMergeSentence } from "../forge/auto-merge.ts";
-import { accessSync, constants, existsSync, mkdirSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { accessSync, constants, existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { readRegularFile, writeFileAtomic } from "../shared/fsutil.ts";
 import { homedir } from "node:os";
-import { dirname, isAbsolute, join, relative, resolve } from "node:path";
+import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
 import type { NormDefinition } from "../definition/normalized.ts";
 import { buildRunnerCommand, PRESET_HOMES, PRESETS } from "../definition/runners.ts";
 import { probeProgramInSandbox, type SandboxProbe, type SandboxRequest } from "../supervisor/sandbox.ts";
 import { branchExists, gitTry, hasAnyCommit, revParse } from "../repo/git.ts";
-import { checkWorktree } from "../repo/workspace.ts";
 import { StartError } from "../shared/errors.ts";
 import { probeScopeRequirement } from "../supervisor/scope.ts";
 import { aiderCanChooseModel, type AiderModelFacts, type EnvironmentFault, isVerifyPlaceholder, launchFault, type ProgramFact, sandboxStartFault, VERIFY_PLACEHOLDER } from "../decisions/faults.ts";
@@ -114,15 +113,23 @@ interface LaunchProbe {
 }
 
 /**
- * What a session or verify's sandbox is built from (lib/supervisor/sandbox.ts). The worktree is checked first (checkWorktree),
- * and its verified git folders are what get mounted: a worktree that is not the checkout loop made
- * is a StartError naming why, and nothing is mounted.
+ * What a session, seal, setup or verify's sandbox is built from (lib/supervisor/sandbox.ts): the
+ * checkout (a folder loop made, no link) and the repository's common git folder, named by loop's own
+ * git. The caller adds the attempt's git folder and what is read-only inside the checkout. A
+ * checkout that is not a folder at its place is a StartError, and nothing is mounted.
  */
-export function sandboxRequest(o: { bwrap: string; repo: string; worktree: string; stateRoot: string; branch: string; runner: string; writable: string[]; objects: string; programs?: string[]; env: Record<string, string | undefined> }): SandboxRequest {
-  const checked = checkWorktree({ repo: o.repo, worktree: o.worktree, branch: o.branch });
-  if (!checked.ok) throw new StartError(`no sandbox over ${o.worktree}: ${checked.why}`);
-  const git = { gitDir: checked.gitDir, commonDir: checked.commonDir };
-  return { bwrap: o.bwrap, worktree: o.worktree, stateRoot: o.stateRoot, worktrees: dirname(o.worktree), branch: o.branch, git, writable: o.writable, objects: o.objects, homes: [...(PRESET_HOMES[o.runner] ?? [])], programs: o.programs ?? [], env: o.env };
+export function sandboxRequest(o: { bwrap: string; repo: string; worktree: string; stateRoot: string; runner: string; writable: string[]; programs?: string[]; env: Record<string, string | undefined> }): SandboxRequest {
+  const place = join(realpathSync(dirname(o.worktree)), basename(o.worktree));
+  let real: string;
+  try {
+    real = lstatSync(o.worktree).isDirectory() ? realpathSync(o.worktree) : "";
+  } catch {
+    real = "";
+  }
+  if (real !== place) throw new StartError(`no sandbox over ${o.worktree}: it is not the folder loop made (${real ? `it resolves to ${real}` : "not a directory"})`);
+  const common = gitTry(o.repo, ["rev-parse", "--path-format=absolute", "--git-common-dir"]);
+  if (common.code !== 0) throw new StartError(`no sandbox over ${o.worktree}: git cannot name the repository's git folder (${common.stderr.trim()})`);
+  return { bwrap: o.bwrap, worktree: o.worktree, stateRoot: o.stateRoot, worktrees: dirname(o.worktree), commonDir: common.stdout.trim(), writable: o.writable, homes: [...(PRESET_HOMES[o.runner] ?? [])], programs: o.programs ?? [], env: o.env };
 }
 
 /** Probe the machine for one launch and judge it; null when nothing stands in the way. */

@@ -7,12 +7,12 @@
 //     sockets masked (connecting to a socket needs no write access, so read-only is not enough),
 //     and the state root hidden (loop.db, every session folder, every other worktree, the landing
 //     worktree);
-//   - writable: the worktree; what git needs to commit on the item branch (the object store, the
-//     worktree's own git folder, the folders of the loop's item branches and their reflogs); the
-//     files named in `writable` (the ask file, a preset's histories) and the preset's config homes;
-//   - read-only inside the writable git folders: the worktree's `commondir`, `gitdir` and
-//     `config.worktree`, so no link to another repository and no executable config can be planted;
-//     hooks and config of the common git folder stay read-only like everything else;
+//   - writable: the worktree and the attempt's private git folder (lib/repo/attempt-git.ts: its own
+//     config, index, refs and objects; the repository, its store, refs, config and hooks stay
+//     read-only like everything else); the files named in `writable` (the ask file, a preset's
+//     histories) and the preset's config homes;
+//   - read-only inside the worktree: what `workspace.setup` made, and for a verify the protected
+//     paths (docs/threat-model.md#the-airlock);
 //   - its own pid namespace: when the wrapper ends bwrap, the kernel ends every process inside,
 //     whatever it did to its process group, session or environment (--die-with-parent);
 //   - no capabilities (--cap-drop ALL: run as root, bwrap would keep them, and with them mount);
@@ -30,22 +30,17 @@ export interface SandboxRequest {
   stateRoot: string;
   /** The folder of the loop's worktrees (lib/shared/paths.ts worktreesRoot): hidden like the state root, all but this worktree. */
   worktrees?: string;
-  /** The item branch (`loop/<name>/item/<id>`): its folder of refs becomes writable. */
-  branch: string;
+  /** The repository's common git folder (the step's own git names it): the repository is visible read-only. */
+  commonDir: string;
   /**
-   * The worktree's git folder and the repository's common one, as the step verified them
-   * (lib/repo/workspace.ts checkWorktree): never read from the worktree's .git here, which an
-   * earlier agent could have pointed at another repository to have it mounted writable.
+   * The attempt's private git folder (lib/repo/attempt-git.ts), made by loop: writable for the agent
+   * and the seal, read-only for a verify. Absent: none is mounted.
    */
-  git: { gitDir: string; commonDir: string };
+  gitDir?: { path: string; writable: boolean };
+  /** Paths inside the worktree bound read-only over it (those that exist): what setup made, the protected paths of a verify. */
+  readOnly?: string[];
   /** Files outside the worktree the command writes (created empty when missing): the ask file, aider's histories. */
   writable: string[];
-  /**
-   * A private object folder the command's git writes to (GIT_OBJECT_DIRECTORY, the repository's
-   * store its read-only alternate), created when missing; loop imports what it holds, each object
-   * hashed, when the session ends (lib/repo/object-import.ts). Absent: the shared store is writable.
-   */
-  objects?: string;
   /** Folders or files under $HOME the agent CLI must write (its config home), when they exist. */
   homes: string[];
   /** The program the command runs and what it needs (loop itself, for the demo agent): read-only, even where /tmp or another hidden folder holds it. */
@@ -72,18 +67,12 @@ export interface SandboxSpec {
   hide: string[];
   /** Sockets covered with /dev/null: a connection to them is refused (MASKED_SOCKETS that exist). */
   mask: string[];
-  git: {
-    /** The repository's common git folder. */
-    commonDir: string;
-    /** Writable folders of it: objects, the worktree's own git folder, the item refs and their logs. */
-    writable: string[];
-    /** Read-only again inside them: the worktree's commondir, gitdir, config.worktree. */
-    readOnly: string[];
-  };
+  /** The attempt's private git folder, writable or not, or null. */
+  gitDir: { path: string; writable: boolean } | null;
+  /** Paths inside the worktree bound read-only over it (each exists). */
+  readOnly: string[];
   /** Writable files and folders outside the worktree (each must exist). */
   writable: string[];
-  /** The private object folder (writable) and the repository's store it reads through (read-only), or null. */
-  objects: { own: string; shared: string } | null;
   /** Writable folders or files that may not exist (--bind-try). */
   writableIfPresent: string[];
   /** Programs (files or folders) made visible again, read-only, after the hiding (each exists). */
@@ -120,12 +109,13 @@ export function sandboxArgv(s: SandboxSpec, argv: string[]): string[] {
     "--tmpfs", s.stateRoot,
     // The other worktrees and the landing checkout, wherever they live.
     ...(s.worktrees ? ["--tmpfs", s.worktrees] : []),
-    ...s.git.writable.flatMap((p) => bind("--bind", p)),
-    ...s.git.readOnly.flatMap((p) => bind("--ro-bind", p)),
     ...bind("--bind", s.worktree),
+    // Over the worktree, after it: what setup made and a verify's protected paths.
+    ...s.readOnly.flatMap((p) => bind("--ro-bind", p)),
     ...bind("--ro-bind", s.sessionDir),
+    // The private git folder lies in the session folder: bound after it.
+    ...(s.gitDir ? bind(s.gitDir.writable ? "--bind" : "--ro-bind", s.gitDir.path) : []),
     ...s.writable.flatMap((p) => bind("--bind", p)),
-    ...(s.objects ? [...bind("--bind", s.objects.own), "--setenv", "GIT_OBJECT_DIRECTORY", s.objects.own, "--setenv", "GIT_ALTERNATE_OBJECT_DIRECTORIES", s.objects.shared] : []),
     ...s.writableIfPresent.flatMap((p) => bind("--bind-try", p)),
     "--chdir", s.worktree,
     "--setenv", "TMPDIR", "/tmp",
@@ -165,17 +155,8 @@ function ensureFile(p: string): void {
  * files, an empty config.worktree to hold read-only).
  */
 export function sandboxSpec(r: SandboxRequest, sessionDir: string): SandboxSpec {
-  const { gitDir, commonDir } = r.git;
-  // The branch's ref and reflog live in folders named after it; a branch only packed has none yet.
-  const refDir = dirname(join(commonDir, "refs", "heads", r.branch));
-  const logDir = dirname(join(commonDir, "logs", "refs", "heads", r.branch));
-  for (const d of [refDir, logDir]) mkdirSync(d, { recursive: true });
-  // Held read-only: git reads config.worktree when extensions.worktreeConfig is on, and a planted
-  // core.hooksPath or core.fsmonitor there would run in loop's own git calls in this worktree.
-  ensureFile(join(gitDir, "config.worktree"));
-  const readOnly = ["commondir", "gitdir", "config.worktree"].map((f) => join(gitDir, f)).filter((p) => existsSync(p));
+  const { commonDir } = r;
   for (const f of r.writable) ensureFile(f);
-  if (r.objects) mkdirSync(r.objects, { recursive: true, mode: 0o700 });
   const home = r.env.HOME;
   // A CLI that never ran on this machine has no config folder yet, and cannot make one under a
   // read-only $HOME: it would run without saving its conversation (nothing to resume). So the
@@ -216,10 +197,10 @@ export function sandboxSpec(r: SandboxRequest, sessionDir: string): SandboxSpec 
         return false;
       }
     }),
-    // With a private object folder the shared store stays read-only: no object of main can be rewritten.
-    git: { commonDir, writable: [...(r.objects ? [] : [join(commonDir, "objects")]), gitDir, refDir, logDir], readOnly },
+    gitDir: r.gitDir ?? null,
+    // Only what is there: bwrap refuses a mount whose source is missing. Never one outside the worktree.
+    readOnly: (r.readOnly ?? []).filter((p) => isWithin(p, r.worktree) && p !== r.worktree && lstatExists(p)),
     writable: r.writable,
-    objects: r.objects ? { own: r.objects, shared: join(commonDir, "objects") } : null,
     writableIfPresent: home && isAbsolute(home) ? r.homes.map((h) => join(home, h)) : [],
     // Never one under the state root: the hiding of loop's files comes after, and wins.
     ...programMounts(r.programs),
@@ -308,6 +289,15 @@ export function probeProgramInSandbox(o: { bwrap: string; program: string; progr
   const said = (named ?? lines.slice(-2).join(" / ")).slice(0, 400);
   const how = r.exitCode === null ? "it was killed (30 s)" : `exit ${r.exitCode}`;
   return { ok: false, message: said ? `${how}: ${said}` : how };
+}
+
+function lstatExists(p: string): boolean {
+  try {
+    lstatSync(p);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function isWithin(path: string, dir: string): boolean {

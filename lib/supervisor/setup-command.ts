@@ -7,6 +7,7 @@ import { childEnvironment, type EnvRule } from "../definition/child-environment.
 import { formatDuration } from "../definition/duration.ts";
 import { readTextOrNull, tail } from "../shared/fsutil.ts";
 import { killGroup } from "../shared/process.ts";
+import { type SandboxRequest, sandboxArgv, sandboxSpec } from "./sandbox.ts";
 
 type SetupRun = { ok: true; ms: number } | { ok: false; ms: number; reason: string };
 
@@ -19,6 +20,8 @@ export async function runSetup(o: {
   envRule: EnvRule;
   logPath: string;
   timeoutMs: number;
+  /** The sandbox it runs in (docs/threat-model.md#the-airlock), or null: run as a plain child. */
+  sandbox?: { request: SandboxRequest; sessionDir: string } | null;
 }): Promise<SetupRun> {
   const started = Date.now();
   // Created afresh: never written through a link (or into a FIFO) found under its name.
@@ -28,9 +31,11 @@ export async function runSetup(o: {
   try {
     let child: Bun.Subprocess<"ignore", number, number>;
     try {
-      child = Bun.spawn(["sh", "-c", o.command], {
+      const inner = ["sh", "-c", o.command];
+      const argv = o.sandbox ? sandboxArgv(sandboxSpec(o.sandbox.request, o.sandbox.sessionDir), inner) : inner;
+      child = Bun.spawn(argv, {
         cwd: o.cwd,
-        env: { ...childEnvironment(process.env, o.envRule), ...o.env, LOOP_FAILPOINT: "" },
+        env: { ...childEnvironment(process.env, o.envRule), ...o.env, PWD: o.cwd, LOOP_FAILPOINT: "" },
         detached: true,
         stdio: ["ignore", fd, fd],
       });

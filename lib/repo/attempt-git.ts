@@ -1,0 +1,86 @@
+// The private git folder of one attempt (docs/threat-model.md#the-airlock). The agent's worktree is
+// a plain folder whose `.git` names a git folder made for this attempt alone: its own config, HEAD,
+// index, refs and object folder, the repository's store its read-only alternate. Whatever the agent
+// does to it (links at COMMIT_EDITMSG or logs/HEAD, a FIFO, hooks, an fsmonitor, ignore rules,
+// refs below another item's name) stays in it: loop's own git never runs there. When the attempt
+// ends loop takes two things out, each proven: its objects (lib/repo/object-import.ts) and the head
+// the seal proposes (lib/supervisor/seal.ts), a value.
+//
+// The same layout, read-only, gives a verify a git folder of its own at the verified commit.
+import { closeSync, constants as fs, lstatSync, mkdirSync, openSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import { join } from "node:path";
+import { git, gitTry } from "./git.ts";
+
+interface AttemptGitOptions {
+  /** The repository: its store becomes the alternate, its identity (user.name/email) is copied. */
+  repo: string;
+  /** The folder to make (it must not exist). */
+  gitDir: string;
+  /** The worktree it belongs to: its `.git` is written to name `gitDir`. */
+  worktree: string;
+  /** The branch HEAD names, and the commit it is at. */
+  branch: string;
+  head: string;
+  /** Other branches shown to the agent as they are now (the base, the landing target): name → commit. */
+  refs: Record<string, string>;
+  /** Lines for info/exclude: files of the agents, never part of an item's work. */
+  excludes: readonly string[];
+}
+
+/** The repository's common git folder and object format (loop's own git; nothing of a worktree read). */
+function repoFacts(repo: string): { common: string; sha256: boolean } {
+  const common = git(repo, ["rev-parse", "--path-format=absolute", "--git-common-dir"]);
+  const sha256 = gitTry(repo, ["rev-parse", "--show-object-format"]).stdout.trim() === "sha256";
+  return { common, sha256 };
+}
+
+/** A value of the repository's config, as text (reading config runs nothing), or null. */
+function configValue(repo: string, key: string): string | null {
+  const r = gitTry(repo, ["config", "--get", key]);
+  return r.code === 0 ? r.stdout.trim() : null;
+}
+
+/** A config value written safely: git's quoting of `"` and `\`, and no newline. */
+function quoted(value: string): string {
+  return `"${value.replace(/[\n\r]/g, " ").replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`;
+}
+
+/**
+ * Make the attempt's git folder at `gitDir`, its index read from `head` (no work tree is read), and
+ * point the worktree's `.git` at it (whatever was there, a link or a folder included, is replaced,
+ * never followed). Throws GitError or a system error.
+ */
+export function makeAttemptGitDir(o: AttemptGitOptions): void {
+  const { common, sha256 } = repoFacts(o.repo);
+  mkdirSync(o.gitDir, { mode: 0o755 });
+  for (const d of ["objects/info", "objects/pack", "refs/heads", "refs/tags", "info"]) mkdirSync(join(o.gitDir, d), { recursive: true });
+  const lines = ["[core]", `\trepositoryformatversion = ${sha256 ? 1 : 0}`, "\tfilemode = true", "\tbare = false", "\tlogallrefupdates = true", `\tworktree = ${quoted(o.worktree)}`];
+  if (sha256) lines.push("[extensions]", "\tobjectformat = sha256");
+  const name = configValue(o.repo, "user.name");
+  const email = configValue(o.repo, "user.email");
+  if (name !== null || email !== null) lines.push("[user]", ...(name !== null ? [`\tname = ${quoted(name)}`] : []), ...(email !== null ? [`\temail = ${quoted(email)}`] : []));
+  writeFileSync(join(o.gitDir, "config"), lines.join("\n") + "\n");
+  writeFileSync(join(o.gitDir, "objects", "info", "alternates"), join(common, "objects") + "\n");
+  writeFileSync(join(o.gitDir, "HEAD"), `ref: refs/heads/${o.branch}\n`);
+  mkdirSync(join(o.gitDir, "refs", "heads", o.branch, ".."), { recursive: true });
+  writeFileSync(join(o.gitDir, "refs", "heads", o.branch), `${o.head}\n`);
+  const others = Object.entries(o.refs).filter(([n]) => n !== o.branch);
+  if (others.length)
+    writeFileSync(join(o.gitDir, "packed-refs"), ["# pack-refs with: peeled fully-peeled sorted", ...others.sort(([a], [b]) => (a < b ? -1 : 1)).map(([n, c]) => `${c} refs/heads/${n}`)].join("\n") + "\n");
+  writeFileSync(join(o.gitDir, "info", "exclude"), o.excludes.join("\n") + (o.excludes.length ? "\n" : ""));
+  // Only this folder's own files are read: GIT_DIR pins it, and read-tree without -u reads no work tree.
+  git(o.repo, ["--git-dir", o.gitDir, "read-tree", o.head]);
+  pointWorktree(o.worktree, o.gitDir);
+}
+
+/** Write `<worktree>/.git` naming `gitDir`: whatever is there (a file, a link, a folder the agent made) is removed first, the new file created exclusively. */
+export function pointWorktree(worktree: string, gitDir: string): void {
+  const dotGit = join(worktree, ".git");
+  if (lstatSync(dotGit, { throwIfNoEntry: false })) rmSync(dotGit, { recursive: true, force: true });
+  const fd = openSync(dotGit, fs.O_WRONLY | fs.O_CREAT | fs.O_EXCL | fs.O_NOFOLLOW, 0o644);
+  try {
+    writeSync(fd, `gitdir: ${gitDir}\n`);
+  } finally {
+    closeSync(fd);
+  }
+}

@@ -1,0 +1,98 @@
+// The seal (lib/supervisor/seal.ts): what the agent left, committed on the agent's side, with the
+// real git and the real bwrap. What the agent planted in its checkout and git folder (a nested
+// repository's filter driver, a FIFO) runs or blocks there, never with loop's rights or keys, and
+// never past the deadline.
+import { afterAll, describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { makeAttemptGitDir } from "../../lib/repo/attempt-git.ts";
+import { syncTree } from "../../lib/repo/tree-sync.ts";
+import { probeSandbox } from "../../lib/supervisor/sandbox.ts";
+import { sealAttempt } from "../../lib/supervisor/seal.ts";
+import { testEnv } from "../helpers/env.ts";
+import { git, makeRepo } from "../helpers/repo.ts";
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+const probe = probeSandbox(process.env.PATH ?? "");
+const bwrap = probe.ok ? probe.bwrap : null;
+
+function attempt() {
+  const { dir, root } = makeRepo({ prefix: "loop-seal-", files: { "README.md": "# r\n" } });
+  dirs.push(dir);
+  const head = git(root, "rev-parse", "HEAD");
+  const wt = join(dir, "worktrees", "a");
+  const sessionDir = join(dir, "state", "sessions", "a", "1");
+  mkdirSync(wt, { recursive: true });
+  mkdirSync(sessionDir, { recursive: true });
+  syncTree({ repo: root, dir: wt, commit: head, keep: [], stampsFile: join(dir, "stamps.json"), untracked: "remove" });
+  const gitDir = join(sessionDir, "git");
+  makeAttemptGitDir({ repo: root, gitDir, worktree: wt, branch: "loop/t/item/a", head, refs: {}, excludes: [] });
+  const common = join(root, ".git");
+  const request = (box: string) => ({ bwrap: box, worktree: wt, stateRoot: join(dir, "state"), worktrees: join(dir, "worktrees"), commonDir: common, gitDir: { path: gitDir, writable: true }, readOnly: [], writable: [], homes: [], programs: [], env: testEnv() });
+  return { dir, root, wt, gitDir, sessionDir, head, request };
+}
+
+/** A nested repository whose filter driver writes a marker (and the key it can see) to `marker` when git cleans `f`. */
+function plantFilter(wt: string, marker: string): void {
+  const sub = join(wt, "sub");
+  mkdirSync(sub);
+  Bun.spawnSync(["git", "init", "-q"], { cwd: sub, env: testEnv() });
+  writeFileSync(join(sub, "payload.sh"), `echo "ran key=$ANTHROPIC_API_KEY" >> ${marker}; cat\n`);
+  writeFileSync(join(sub, ".gitattributes"), "f filter=evil\n");
+  Bun.spawnSync(["git", "config", "filter.evil.clean", "sh payload.sh"], { cwd: sub, env: testEnv() });
+  writeFileSync(join(sub, "f"), "1\n");
+  Bun.spawnSync(["sh", "-c", "git add -A && git -c user.email=a@b -c user.name=a commit -qm s"], { cwd: sub, env: testEnv() });
+  // Committed in the checkout as a gitlink, then touched: the next `git add -A` asks the submodule.
+  Bun.spawnSync(["sh", "-c", "git add sub && git -c user.email=a@b -c user.name=a commit -qm gitlink && echo 2 > sub/f"], { cwd: wt, env: testEnv() });
+  rmSync(marker, { force: true }); // the commits above ran it, outside any seal
+}
+
+describe("sealAttempt", () => {
+  test("commits what was left on the attempt's branch, never what setup made; nothing left: the head as it was", async () => {
+    const a = attempt();
+    writeFileSync(join(a.wt, "LICENSE"), "MIT\n");
+    mkdirSync(join(a.wt, ".venv"));
+    writeFileSync(join(a.wt, ".venv", "pyvenv.cfg"), "home=/usr\n");
+    const r = await sealAttempt({ worktree: a.wt, gitDir: a.gitDir, exclude: [".venv"], message: "loop: leftovers", sandbox: null, env: testEnv() });
+    expect(r.ok && r.committed).toBe(true);
+    const head = r.ok ? r.head : "";
+    const files = Bun.spawnSync(["git", "--git-dir", a.gitDir, "ls-tree", "-r", "--name-only", head], { env: testEnv() }).stdout.toString().trim().split("\n");
+    expect(files.sort()).toEqual(["LICENSE", "README.md"]);
+    expect(await sealAttempt({ worktree: a.wt, gitDir: a.gitDir, exclude: [".venv"], message: "again", sandbox: null, env: testEnv() })).toEqual({ ok: true, committed: false, head });
+  });
+
+  test("without the sandbox it runs as the agent ran: a planted filter driver runs, but with none of loop's keys", async () => {
+    const a = attempt();
+    const marker = join(a.dir, "ran.txt");
+    plantFilter(a.wt, marker);
+    const r = await sealAttempt({ worktree: a.wt, gitDir: a.gitDir, exclude: [], message: "m", sandbox: null, env: { ...testEnv(), ANTHROPIC_API_KEY: "canary-seal-key" } });
+    expect(r.ok).toBe(true);
+    expect(readFileSync(marker, "utf8")).toContain("ran key=\n");
+  });
+
+  test.skipIf(!bwrap)("in the sandbox a planted filter driver cannot write outside the checkout, reach the network, or read a key", async () => {
+    const a = attempt();
+    const marker = join(a.dir, "ran.txt");
+    plantFilter(a.wt, marker);
+    const r = await sealAttempt({ worktree: a.wt, gitDir: a.gitDir, exclude: [], message: "m", sandbox: { request: a.request(bwrap!), sessionDir: a.sessionDir }, env: { ...testEnv(), ANTHROPIC_API_KEY: "canary-seal-key" } });
+    expect(r.ok).toBe(true);
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  test("a filter that never ends (a FIFO, a sleep) is ended at the deadline, with its whole group, and said", async () => {
+    const a = attempt();
+    writeFileSync(join(a.wt, ".gitattributes"), "slow filter=slow\n");
+    writeFileSync(join(a.wt, "slow"), "x\n");
+    writeFileSync(join(a.gitDir, "config"), readFileSync(join(a.gitDir, "config"), "utf8") + '[filter "slow"]\n\tclean = sleep 300\n');
+    for (const sandbox of [null, ...(bwrap ? [{ request: a.request(bwrap), sessionDir: a.sessionDir }] : [])]) {
+      const r = await sealAttempt({ worktree: a.wt, gitDir: a.gitDir, exclude: [], message: "m", sandbox, env: testEnv(), timeoutMs: 1500 });
+      expect(r).toMatchObject({ ok: false, timedOut: true });
+      const left = Bun.spawnSync(["pgrep", "-f", "sleep 300"]).stdout.toString().trim();
+      expect(left).toBe("");
+    }
+  });
+});
