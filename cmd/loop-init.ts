@@ -50,7 +50,8 @@ export const tool = defineTool({
     else {
       ctx.out(
         [
-          `${r.overwrote ? "overwrote" : "wrote"} ${r.definition} (runner ${r.runner}, base ${r.base}, verify ${r.verify ?? "exit 1 — set yours"})`,
+          `${r.overwrote ? "overwrote" : "wrote"} ${r.definition} (runner ${r.runner}, base ${r.base}, verify ${r.verify ?? "exit 1 — set yours"}, sandbox ${r.sandbox})`,
+          r.protect.length ? `protect (proposed; keep what your verify trusts): ${r.protect.join(", ")}` : `protect: nothing proposed (no tests found): list what your verify trusts`,
           `state root ${r.stateRoot}`,
           `next: add items to loop.json, then run \`loop run\` (or put it in cron)`,
         ].join("\n"),

@@ -3,7 +3,8 @@
 import { existsSync, lstatSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { basename, delimiter, dirname, join, relative, sep } from "node:path";
 import { loadDefinition, parseDefinitionText } from "../definition/loop-json.ts";
-import { currentBranch, git, hasAnyCommit, isWorkTree } from "../repo/git.ts";
+import { currentBranch, git, gitTry, hasAnyCommit, isWorkTree } from "../repo/git.ts";
+import { probeSandbox } from "../supervisor/sandbox.ts";
 import { VERIFY_PLACEHOLDER } from "../decisions/faults.ts";
 import SCHEMA from "../../schema/loop.schema.json";
 import { statePaths } from "../shared/paths.ts";
@@ -59,7 +60,36 @@ function schemaRef(root: string, stateRoot: string): string {
   return rel.startsWith("../") ? rel : `./${rel}`;
 }
 
-function initTemplate(o: { name: string; runner: string; base: string; verify: string | null; schema: string }): string {
+/**
+ * What decides success, as `loop init` sees it in the tracked files (docs/threat-model.md#what-to-protect):
+ * the test folders and test files of each ecosystem, the test runners' configuration, CI, and a script
+ * the verify names. A proposal: the operator keeps what the verify trusts.
+ */
+export function proposeProtect(tracked: readonly string[], verify: string | null): string[] {
+  const out = new Set<string>();
+  const top = new Set(tracked.map((p) => p.split("/")[0]!));
+  for (const dir of ["tests", "test", "spec", "__tests__", "e2e", "testdata"]) if (tracked.some((p) => p.startsWith(`${dir}/`))) out.add(`${dir}/**`);
+  const base = (p: string) => p.slice(p.lastIndexOf("/") + 1);
+  const files: [RegExp, string][] = [
+    [/\.(test|spec)\.[cm]?[jt]sx?$/, "**/*.{test,spec}.*"],
+    [/^test_[^/]*\.py$|_test\.py$/, "**/{test_*,*_test}.py"],
+    [/^conftest\.py$/, "**/conftest.py"],
+    [/_test\.go$/, "**/*_test.go"],
+    [/_spec\.rb$/, "**/*_spec.rb"],
+  ];
+  for (const [re, glob] of files) if (tracked.some((p) => re.test(base(p)) && !out.has(`${p.split("/")[0]}/**`))) out.add(glob);
+  const configs = /^(jest|vitest|playwright|cypress|karma)\.config\.[cm]?[jt]s$|^\.mocharc(\.[a-z]+)?$|^(pytest\.ini|tox\.ini|noxfile\.py|phpunit\.xml(\.dist)?|\.nycrc(\.json)?)$/;
+  for (const p of tracked) if (!p.includes("/") && configs.test(p)) out.add(p);
+  if (top.has(".github")) out.add(".github/**");
+  if (top.has(".gitlab-ci.yml")) out.add(".gitlab-ci.yml");
+  // The script a verify runs (`sh scripts/verify.sh`, `bash ci/test.sh`, `./run-tests.sh`).
+  const script = verify ? /(?:^|\s)(?:sh|bash|\.\/)\s*([\w./-]+\.sh)\b/.exec(verify)?.[1] : undefined;
+  if (script && tracked.includes(script.replace(/^\.\//, ""))) out.add(script.replace(/^\.\//, ""));
+  if (verify === "make test" && top.has("Makefile")) out.add("Makefile");
+  return [...out];
+}
+
+function initTemplate(o: { name: string; runner: string; base: string; verify: string | null; schema: string; sandbox: "bwrap" | "none"; protect: string[] }): string {
   const verify = o.verify ?? VERIFY_PLACEHOLDER;
   return `// loop.json: the loop definition (see docs/cli/loop-init.md).
 // Lines starting with // are comments. \`loop run\` imports this file whenever it changes.
@@ -78,8 +108,14 @@ function initTemplate(o: { name: string; runner: string; base: string; verify: s
     // none: each item's branch is the deliverable. merge: passed items merge into a loop-owned branch.
     // With a "forge" section (docs/forge.md): pr opens a draft PR per item; merge merges each passing
     // item's PR into "base" on the forge when every check is green and LOOP_ALLOW_AUTO_MERGE=1.
-    "landing": "none"
+    "landing": "none",
+    // bwrap: the agent and its verify run under bubblewrap, writing only their checkout (docs/runners.md#the-sandbox).${o.sandbox === "none" ? "\n    // It could not be made on this machine when loop init ran: see the warning it printed (docs/threat-model.md)." : ""}
+    "sandbox": ${JSON.stringify(o.sandbox)}
   },
+  // Paths no attempt may change: what decides success (docs/loop-json.md#protect). loop init proposes
+  // the tests and test configuration it saw; keep what your verify trusts, and add what it runs that
+  // an agent could edit (package.json's test script, pyproject.toml's test settings: docs/threat-model.md#what-to-protect).
+  "protect": ${JSON.stringify(o.protect)},
   "runners": {},
   "control": { "requireStartCommand": false },
   "sessions": { "tmux": false },
@@ -124,6 +160,10 @@ interface InitResult {
   runner: string;
   verify: string | null;
   base: string;
+  /** What `defaults.sandbox` was written as: "bwrap" where the sandbox works on this machine. */
+  sandbox: "bwrap" | "none";
+  /** The `protect` entries proposed from the tracked files. */
+  protect: string[];
   created: string[];
   overwrote: boolean;
   /** What may need fixing before the first `loop run` (a repository with no commit yet). */
@@ -161,7 +201,12 @@ export function initProject(
   const verify = guessVerify(has, scripts);
   const base = currentBranch(root) ?? "main";
   const name = loopNameFrom(root);
-  const text = initTemplate({ name, runner, base, verify, schema: schemaRef(root, stateRoot) });
+  const tracked = gitTry(root, ["ls-files", "-z", "--full-name"]).stdout.split("\0").filter(Boolean);
+  const protect = proposeProtect(tracked, verify);
+  // The sandbox where it works (docs/threat-model.md#the-sandbox-by-default): probed now.
+  const probe = probeSandbox(opts.env.PATH ?? "");
+  const sandbox = probe.ok ? "bwrap" : "none";
+  const text = initTemplate({ name, runner, base, verify, schema: schemaRef(root, stateRoot), sandbox, protect });
   parseDefinitionText(text, defPath); // the template must always be valid
   const project = projectFor(root, name);
   const created: string[] = [];
@@ -186,10 +231,14 @@ export function initProject(
     store.close();
   }
   const warnings: string[] = [];
+  if (!probe.ok)
+    warnings.push(
+      `the sandbox cannot be made on this machine (${probe.message}), so loop.json says "sandbox": "none": each agent then runs as your user, can write loop's database, every branch and your checkout, and read every file and process of that user (docs/threat-model.md). Install bubblewrap (and allow unprivileged user namespaces for a user other than root), then set "sandbox": "bwrap"`,
+    );
   // `git init` alone names a branch that no commit has made yet: every launch would pause on it.
   if (!hasAnyCommit(root))
     warnings.push(`the repository has no commit yet: "workspace.base" ${JSON.stringify(base)} is made by its first commit, and \`loop run\` launches nothing until then (commit loop.json, or \`git commit --allow-empty -m "initial commit"\`)`);
-  return { root, stateRoot, definition: defPath, schemaFile: join(stateRoot, SCHEMA_FILE), runner, verify, base, created, overwrote: existed, warnings };
+  return { root, stateRoot, definition: defPath, schemaFile: join(stateRoot, SCHEMA_FILE), runner, verify, base, sandbox, protect, created, overwrote: existed, warnings };
 }
 
 function checkRoot(root: string): void {

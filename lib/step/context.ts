@@ -3,7 +3,7 @@
 // Every phase records through `append` here, so each commit carries its failpoint label and shows
 // up in the step's result.
 import type { ConsolaInstance } from "consola";
-import type { StepDefinition } from "./definition.ts";
+import type { ParsedDefinition, StepDefinition } from "./definition.ts";
 import type { EventDraft, StoredEvent } from "../log/events.ts";
 import type { ItemState, Projection } from "../log/projection.ts";
 import type { Store } from "../log/store.ts";
@@ -49,8 +49,13 @@ export interface StepContext {
   /** This step's hold on the store (lib/log/writer.ts): its lease, its appends, its files. */
   readonly writer: Writer;
   readonly store: Store;
-  /** The definition in force (its items are the projection's: an item's `def`). */
-  readonly def: StepDefinition;
+  /**
+   * The definition in force (its items are the projection's: an item's `def`). Changed only once in
+   * a step: a loop.json deferred while an attempt ran is imported when nothing is in flight (step.ts).
+   */
+  def: StepDefinition;
+  /** A changed loop.json this step did not import yet: an attempt launched under the logged one was in flight. */
+  deferred: { parsed: ParsedDefinition; item: string; attempt: number } | null;
   readonly options: StepOptions;
   /** This step's lease: every effect outside the store asserts it first. */
   readonly lease: Lease;
@@ -67,8 +72,8 @@ export interface StepContext {
   repoTop: string | null;
 }
 
-export function createStepContext(o: { writer: Writer; def: StepDefinition; options: StepOptions }): StepContext {
-  return { ...o, store: o.writer.store, lease: o.writer.lease, paths: statePaths(o.options.stateRoot), worktrees: worktreesRoot(o.options.stateRoot, o.options.env), transitions: [], errors: [], warnings: [], repoTop: null };
+export function createStepContext(o: { writer: Writer; def: StepDefinition; options: StepOptions; deferred?: StepContext["deferred"] }): StepContext {
+  return { deferred: null, ...o, store: o.writer.store, lease: o.writer.lease, paths: statePaths(o.options.stateRoot), worktrees: worktreesRoot(o.options.stateRoot, o.options.env), transitions: [], errors: [], warnings: [], repoTop: null };
 }
 
 /** The repository's top level, asked of git only when a phase needs it (an observing tick does not). */

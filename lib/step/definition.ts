@@ -62,13 +62,14 @@ export function parseDefinitionSource(src: DefinitionSource): ParsedDefinition {
  * The definition a step works with, and the parsed file when it had to be parsed (a definition
  * import needs its items). Throws DefinitionError for a file that is not the known one and is invalid.
  */
-export function resolveDefinition(src: DefinitionSource, store: Store): { def: StepDefinition; parsed: ParsedDefinition | null } {
+export function resolveDefinition(src: DefinitionSource, store: Store): { def: StepDefinition; parsed: ParsedDefinition | null; logged: StepDefinition | null } {
   const known = knownDefinition(store);
   const { loop } = store.loopView();
-  if (known && known.sha256 === src.sha256 && known.version === VERSION && known.hash === loop.definitionHash && loop.name !== null && loop.settings)
-    return { def: { name: loop.name, ...(loop.settings as Settings), ...known.local }, parsed: null };
+  // The definition the log holds, whole: its settings, and the parts a step last read with them.
+  const logged = known && known.version === VERSION && known.hash === loop.definitionHash && loop.name !== null && loop.settings ? { name: loop.name, ...(loop.settings as Settings), ...known.local } : null;
+  if (logged && known!.sha256 === src.sha256) return { def: logged, parsed: null, logged };
   const parsed = parseDefinitionSource(src);
-  return { def: parsed.def, parsed };
+  return { def: parsed.def, parsed, logged };
 }
 
 /** Note that these bytes normalized to `parsed`, which the log now holds: the next step need not read them again. */

@@ -3,9 +3,9 @@
 // loop is paused) or has nothing to do. Decisions come from lib/decisions/; the phases that
 // perform the effects (launch, observe, verify, land, settle: one file each, over a StepContext)
 // work in "reserve, act, record" order so a kill at any point is recovered by the next step.
-import { existsSync, lstatSync } from "node:fs";
+import { existsSync, lstatSync, readdirSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { BusyLease, EXIT, UsageError } from "../shared/errors.ts";
+import { BusyLease, EXIT, StoreError, UsageError } from "../shared/errors.ts";
 
 import { definitionHash, importedDefinition } from "../definition/normalize.ts";
 import { loadDefinition } from "../definition/loop-json.ts";
@@ -26,6 +26,8 @@ import { type NotifyReport, notifyPhase, stepAttentionInput } from "./notify.ts"
 import { selfArgv } from "../supervisor/self.ts";
 import { launchAttempt } from "./launch.ts";
 import { relocateWorktrees } from "./relocate.ts";
+import { worktreesRoot } from "../shared/paths.ts";
+import { listBranches, repoTop } from "../repo/workspace.ts";
 import { observeLaunching, observeRunning } from "./observe.ts";
 import { verifyAttempt } from "./verify.ts";
 import { landAttempt } from "./land.ts";
@@ -100,6 +102,14 @@ async function advanceLoop(ctx: StepContext): Promise<StepOutcome> {
     if (loop.current) {
       const r = await advanceItem(ctx, itemNow(ctx, loop.current));
       if (r) return r;
+      continue;
+    }
+    // Nothing in flight: a loop.json deferred while an attempt ran is imported now, before anything launches.
+    if (ctx.deferred) {
+      ctx.def = ctx.deferred.parsed.def;
+      const parsed = ctx.deferred.parsed;
+      ctx.deferred = null;
+      importDefinition(ctx, parsed);
       continue;
     }
     // Nothing in flight: what comes next is decided over every item.
@@ -214,21 +224,61 @@ export function preflight(root: string): ReturnType<typeof loadDefinition> {
  * exists, only a loop.json other than the one a step last read in full is parsed (and one that is
  * invalid refused before anything is written).
  */
-function openStep(options: StepOptions, src: DefinitionSource): { store: Store; def: StepDefinition; parsed: ParsedDefinition | null } {
+/** The attempt in flight (launched, running, or ended and not yet verified), if any. */
+function attemptInFlight(store: Store): { item: string; attempt: number } | null {
+  for (const it of Object.values(store.projection().items))
+    if (it.status === "launching" || it.status === "running" || it.status === "ended") return { item: it.id, attempt: it.attempts.length };
+  return null;
+}
+
+function openStep(options: StepOptions, src: DefinitionSource): { store: Store; def: StepDefinition; parsed: ParsedDefinition | null; deferred?: StepContext["deferred"] } {
   // lstat: a (dangling) link in its place is a store that is there, as Store.open sees it.
   if (!lstatSync(dbPath(options.stateRoot), { throwIfNoEntry: false })) {
     const parsed = parseDefinitionSource(src);
+    refuseLostLoop(options, parsed.def.name, new Set(parsed.def.items.map((it) => it.id)));
     const store = Store.open(options.stateRoot, { create: true, actor: options.actor, project: projectOf(options.root, parsed.def.name) });
     return { store, def: parsed.def, parsed };
   }
   const store = Store.open(options.stateRoot, { create: true, actor: options.actor });
   try {
-    const { def, parsed } = resolveDefinition(src, store);
+    const { def, parsed, logged } = resolveDefinition(src, store);
     store.actFor(projectOf(options.root, def.name));
+    // An attempt is verified under the definition recorded at its launch (docs/threat-model.md#without-the-sandbox):
+    // a loop.json changed while one runs is imported once it has ended, and said until then.
+    const running = parsed && logged ? attemptInFlight(store) : null;
+    if (running) return { store, def: logged!, parsed: null, deferred: { parsed: parsed!, item: running.item, attempt: running.attempt } };
     return { store, def, parsed };
   } catch (err) {
     store.close();
     throw err;
+  }
+}
+
+/**
+ * No store, and no state root a loop ran in (lib/log/snapshot.ts refuseLostStore looks at that):
+ * a loop whose whole state root was deleted still has its item branches and checkouts. A new store
+ * beside them would relaunch what had passed, with budgets from zero: refused (store_missing,
+ * docs/state.md#a-lost-store).
+ */
+function refuseLostLoop(options: StepOptions, name: string, items: ReadonlySet<string>): void {
+  const repo = repoTopOrNull(options.root);
+  const branches = repo ? listBranches(repo, [`loop/${name}/item/`]) : new Map<string, string>();
+  const worktrees = worktreesRoot(options.stateRoot, options.env);
+  // Checkouts of this loop's items only: $LOOP_WORKTREES may be shared.
+  const checkouts = existsSync(worktrees) ? readdirSync(worktrees).filter((f) => items.has(f)) : [];
+  if (!branches.size && !checkouts.length) return;
+  const found = [...(branches.size ? [`${branches.size} item branch${branches.size === 1 ? "" : "es"} (loop/${name}/item/…)`] : []), ...(checkouts.length ? [`${checkouts.length} checkout${checkouts.length === 1 ? "" : "s"} in ${worktrees}`] : [])];
+  throw new StoreError(
+    "store_missing",
+    `${dbPath(options.stateRoot)} is missing, but the loop "${name}" has run here: ${found.join(" and ")}. A new store would run passed items again and forget what was spent. Restore the state root (loop.db) from a backup (docs/state.md#backing-up), or, to start this loop afresh, archive its branches and remove its checkouts first (docs/state.md#a-lost-store)`,
+  );
+}
+
+function repoTopOrNull(root: string): string | null {
+  try {
+    return repoTop(root);
+  } catch {
+    return null;
   }
 }
 
@@ -257,11 +307,11 @@ export async function runStep(options: StepOptions): Promise<RunResult> {
 }
 
 async function stepWith(options: StepOptions, src: DefinitionSource, full: DiskSpace | null): Promise<RunResult> {
-  const { store, def, parsed } = openStep(options, src);
+  const { store, def, parsed, deferred } = openStep(options, src);
   try {
     const terms = { actor: options.actor, ttlMs: options.leaseMs ?? 30 * 60_000, busy: (holder: Lease) => new BusyLease(holder) };
     const { ctx, outcome, notifications, before } = await withLease(store, terms, async (writer) => {
-      const ctx = createStepContext({ writer, def, options });
+      const ctx = createStepContext({ writer, def, options, deferred: deferred ?? null });
       // What needed a person when the step began: what the previous step left.
       const before = attentionKeys(ctx);
       if (writer.takeover) {
@@ -312,6 +362,11 @@ async function tick(ctx: StepContext, parsed: ParsedDefinition | null, full: Dis
       // A watcher that died before it recorded its stop left the proof: recorded before any session is judged.
       for (const e of recordStopProof(ctx.writer, options.stateRoot)) recordTransition(ctx, e);
       importDefinition(ctx, parsed);
+      if (ctx.deferred) {
+        const w = `loop.json changed while ${ctx.deferred.item}'s attempt ${ctx.deferred.attempt} runs: that attempt is verified under the definition it was launched with, and the change is imported once it has ended`;
+        ctx.warnings.push(w);
+        options.log.warn(w);
+      }
       if (ctx.def.forge) {
         const { pollComments } = await import("./forge/comments.ts");
         await pollComments(ctx);
