@@ -34,6 +34,11 @@ import { repoOf, type StepContext } from "./context.ts";
 export const ATTEMPT_GIT = "git";
 const VERIFY_GIT = "verify-git";
 
+/** Where the object store's baseline is kept (lib/repo/object-store.ts). */
+export function objectProofs(ctx: StepContext): string {
+  return join(ctx.options.stateRoot, "object-proofs.json");
+}
+
 /** What loop keeps about one item's checkout, in the state root (out of the sandbox's sight). */
 function treeFiles(stateRoot: string, item: string): { stamps: string; products: string } {
   const trees = statePaths(stateRoot).trees;

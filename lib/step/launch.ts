@@ -28,7 +28,8 @@ import { chainOption } from "./chain.ts";
 import { readOutputHead, sessionMark, startSession, tmuxSessionName } from "../supervisor/sessions.ts";
 import { SESSION_FILES } from "../supervisor/session-wrapper.ts";
 import { ensureBranch, moveBranchAside } from "../repo/workspace.ts";
-import { attemptGitDir, prepareCheckout } from "./checkout.ts";
+import { attemptGitDir, objectProofs, prepareCheckout } from "./checkout.ts";
+import { recordObjectStore } from "../repo/object-store.ts";
 import { asideBranchName, branchAtLaunch } from "../decisions/branch.ts";
 import { localStartPoint, prepareWorkspace, stackedStartPoint } from "./workspace-prep.ts";
 import { forgeFetch } from "./forge/remote.ts";
@@ -190,6 +191,9 @@ async function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, 
   const builtOn = made.created ? { ref: startPoint, commit: made.head } : null;
   if (builtOn || prepared.setup) append(ctx, [{ type: "workspace_prepared", item: it.id, payload: { attempt: n, builtOn, setup: prepared.setup } }], "reserve");
   const gitDir = attemptGitDir(ctx, { repo, worktree, dir, branch, head: made.head, refs: shownRefs(ctx, repo) });
+  // Without the sandbox the agent can write the object store: what it holds now is the baseline its verify proves against.
+  if (!it.def.sandbox)
+    for (const odd of recordObjectStore({ repo, proofs: objectProofs(ctx) })) ctx.options.log.warn(`${it.id}: the repository's object store before the attempt: ${odd}`);
   const handoffPath = join(dir, SESSION_FILES.handoff);
   const askFile = join(dir, SESSION_FILES.ask);
   const handoff = buildHandoff({ p: reserved, item: it.id, attempt: n, branch, askFile, forgeContext: plan.forgeContext });
