@@ -114,13 +114,19 @@ interface LaunchProbe {
 }
 
 /**
+ * A sandbox refused because the checkout it would be built over is not the one loop made
+ * (checkWorktree): typed, so a verify refused so is `worktree_replaced` by its type, never its words.
+ */
+export class SandboxRefusedError extends StartError {}
+
+/**
  * What a session or verify's sandbox is built from (lib/supervisor/sandbox.ts). The worktree is checked first (checkWorktree),
  * and its verified git folders are what get mounted: a worktree that is not the checkout loop made
- * is a StartError naming why, and nothing is mounted.
+ * is a SandboxRefusedError (a StartError) naming why, and nothing is mounted.
  */
 export function sandboxRequest(o: { bwrap: string; repo: string; worktree: string; stateRoot: string; branch: string; runner: string; writable: string[]; objects: string; programs?: string[]; env: Record<string, string | undefined> }): SandboxRequest {
   const checked = checkWorktree({ repo: o.repo, worktree: o.worktree, branch: o.branch });
-  if (!checked.ok) throw new StartError(`no sandbox over ${o.worktree}: ${checked.why}`);
+  if (!checked.ok) throw new SandboxRefusedError(`no sandbox over ${o.worktree}: ${checked.why}`);
   const git = { gitDir: checked.gitDir, commonDir: checked.commonDir };
   return { bwrap: o.bwrap, worktree: o.worktree, stateRoot: o.stateRoot, worktrees: dirname(o.worktree), branch: o.branch, git, writable: o.writable, objects: o.objects, homes: [...(PRESET_HOMES[o.runner] ?? [])], programs: o.programs ?? [], env: o.env };
 }
