@@ -1,6 +1,7 @@
 // The loop's words in one table each: the statuses an item can have (and where each sits in its
 // life), what a settled item's status says about the drain, the outcomes of a landing (and which
-// ones landed), how an attempt's session can end, and the verbs an operator has. The payload
+// ones landed), how an attempt's session can end, the verbs an operator has, and the codes of the
+// verdicts (why a verify, a landing, a settlement ended as it did). The payload
 // schemas (events.ts), the reducer, the step's decisions, `loop ctl` and the reports take their
 // lists and predicates from here, so adding a word is one edit the compiler then follows.
 // Import-free: read verbs load it at start-up.
