@@ -1,7 +1,10 @@
 // What an attempt leads to once its session has ended: verify, land, settle, fail and retry or
 // settle failed; and how a failure is named. Pure: read from what the log already holds.
 import { type ItemState, requireAttempt } from "../log/projection.ts";
-import { landed } from "../log/vocabulary.ts";
+import { landed, type SettleCode } from "../log/vocabulary.ts";
+
+/** What an attempt that failed settles its item as, when it is the last one allowed. */
+type FailedCode = Extract<SettleCode, "session_failed" | "verify_failed">;
 import { identicalFailure, identicalFailureReason } from "./guards.ts";
 
 /**
@@ -11,8 +14,8 @@ import { identicalFailure, identicalFailureReason } from "./guards.ts";
 export type AfterSession =
   /** The launch was interrupted, or the session died with a stopped watcher (the loop's or the machine's failure, not the agent's): run the attempt again, uncounted. */
   | { kind: "requeue"; reason: string; drained: boolean }
-  /** The session or its verify failed: close it, then retry or settle failed (afterFailure). */
-  | { kind: "fail"; reason: string }
+  /** The session or its verify failed: close it, then retry or settle failed (afterFailure); `code`: which, if it settles. */
+  | { kind: "fail"; reason: string; code: FailedCode }
   /** Start its verify, or observe the verify already reserved (the attempt's verifyRun). */
   | { kind: "verify" }
   | { kind: "land" }
@@ -24,9 +27,9 @@ export function afterSession(it: ItemState): AfterSession {
   const end = attempt.end!;
   // Cut short by the loop or the machine, not by the agent: the same attempt's work runs again, uncounted.
   if (end.verdict === "launch_interrupted" || end.verdict === "drained") return { kind: "requeue", reason: end.reason, drained: end.verdict === "drained" };
-  if (end.verdict !== "exited") return { kind: "fail", reason: end.reason };
+  if (end.verdict !== "exited") return { kind: "fail", reason: end.reason, code: "session_failed" };
   if (!attempt.verify) return { kind: "verify" };
-  if (!attempt.verify.passed) return { kind: "fail", reason: `verify failed: ${attempt.verify.reason}` };
+  if (!attempt.verify.passed) return { kind: "fail", reason: `verify failed: ${attempt.verify.reason}`, code: "verify_failed" };
   // The attempt's own landing: an earlier attempt's (a retry after landing_blocked or a conflict) says nothing of this one.
   if (!attempt.landing) return { kind: "land" };
   return { kind: "settle", landed: landed(attempt.landing.outcome) };
@@ -42,12 +45,13 @@ export function afterFailure(it: ItemState): "retry" | "settle_failed" {
  * reason the item keeps. Two failures in a row with the same verify output settle at once (the
  * identicalFailure guard): a third try would spend money on nothing.
  */
-export function afterFailureOf(it: ItemState, o: { identicalFailure: boolean; reason: string }): { decision: "retry" } | { decision: "settle_failed"; reason: string } {
+export function afterFailureOf(it: ItemState, o: { identicalFailure: boolean; reason: string; code: FailedCode }): { decision: "retry" } | { decision: "settle_failed"; reason: string; code: FailedCode | "identical_failure" } {
   const planned = afterFailure(it);
   const same = planned === "retry" && o.identicalFailure ? identicalFailure(it.attempts) : null;
   if (planned === "retry" && !same) return { decision: "retry" };
   const attempt = requireAttempt(it);
-  return { decision: "settle_failed", reason: failedReason(it, same ? identicalFailureReason({ ...same, attempt: attempt.n }, o.reason) : o.reason) };
+  if (same) return { decision: "settle_failed", reason: failedReason(it, identicalFailureReason({ ...same, attempt: attempt.n }, o.reason)), code: "identical_failure" };
+  return { decision: "settle_failed", reason: failedReason(it, o.reason), code: o.code };
 }
 
 /**

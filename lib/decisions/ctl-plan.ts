@@ -107,7 +107,10 @@ export function planCtl(p: Projection, verb: CtlVerb, items: string[], o: { text
           effect: `${flying ? `end the session of ${id} and settle it` : `settle ${id}`} ${outcome}`,
           noop: false,
           close: closeFor(id),
-          events: [control(id, o.reason ?? null), { type: "item_settled", item: id, payload: { attempt: n, outcome, reason: `${outcome} by ${o.actor}${o.reason ? `: ${o.reason}` : ""}` } }],
+          events: [
+            control(id, o.reason ?? null),
+            { type: "item_settled", item: id, payload: { attempt: n, outcome, reason: `${outcome} by ${o.actor}${o.reason ? `: ${o.reason}` : ""}`, code: outcome === "skipped" ? "operator_skipped" : "operator_cancelled" } },
+          ],
         });
         break;
       }

@@ -358,7 +358,7 @@ export function diskFullFault(d: FullDisk): EnvironmentFault {
 }
 
 /** A watcher's stop as the attempt it named records it (watcher_stopped). */
-interface WatcherStopFact {
+export interface WatcherStopFact {
   pid: number;
   signal: string;
   signalledAt: string;

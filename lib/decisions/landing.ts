@@ -2,7 +2,7 @@
 // item's own merge recorded too late, and what an attempt's landing settles the item as. Pure: the
 // land and settle phases (lib/step/land.ts, settle.ts, step.ts) look, and act on what these say.
 import type { LandingMode } from "../definition/normalized.ts";
-import type { LandingOutcome } from "../log/vocabulary.ts";
+import type { LandingOutcome, SettleCode } from "../log/vocabulary.ts";
 
 /**
  * Through the forge or locally. A forge landing already under way finishes through the forge
@@ -25,9 +25,14 @@ export function isOwnMergeOnTop(o: { landedCommit: string; parents: readonly str
 }
 
 /** What an attempt settles as once its landing is recorded (`landed`: the landing delivered it). */
-export function settledByLanding(o: { landed: boolean; outcome: LandingOutcome; landingReason: string; verifyReason: string }): { outcome: "passed" | "landing_blocked" | "failed"; reason: string } {
-  if (o.landed) return { outcome: "passed", reason: `verify passed (${o.verifyReason}); ${o.landingReason}` };
+export function settledByLanding(o: { landed: boolean; outcome: LandingOutcome; landingReason: string; verifyReason: string }): {
+  outcome: "passed" | "landing_blocked" | "failed";
+  code: Extract<SettleCode, "passed" | "landing_blocked" | "merge_conflict" | "landing_failed">;
+  reason: string;
+} {
+  if (o.landed) return { outcome: "passed", code: "passed", reason: `verify passed (${o.verifyReason}); ${o.landingReason}` };
   // A landing through the forge that waiting cannot finish: a status of its own, the PR left open (docs/forge.md).
-  if (o.outcome === "blocked") return { outcome: "landing_blocked", reason: `landing_blocked: ${o.landingReason}` };
-  return { outcome: "failed", reason: o.outcome === "conflict" ? `merge_conflict: ${o.landingReason}` : `landing_failed: ${o.landingReason}` };
+  if (o.outcome === "blocked") return { outcome: "landing_blocked", code: "landing_blocked", reason: `landing_blocked: ${o.landingReason}` };
+  const code = o.outcome === "conflict" ? "merge_conflict" : "landing_failed";
+  return { outcome: "failed", code, reason: `${code}: ${o.landingReason}` };
 }

@@ -1,13 +1,16 @@
 // Which item runs next, which pending items can never run, how the loop drains. Pure: a projection
 // (or the launch rules' view of an item, GateItem) in, a decision out; lib/step/ carries it out.
 import type { ItemState, Projection } from "../log/projection.ts";
-import type { ItemStatus } from "../log/vocabulary.ts";
+import type { ItemStatus, SettleCode } from "../log/vocabulary.ts";
+
+/** Why a pending item is settled blocked by a dependency (item_settled's code). */
+type BlockedCode = Extract<SettleCode, "dependency_failed" | "dependency_unknown" | "dependency_removed">;
 import { type DrainOutcome, drainsAs, isInFlight, isSettled } from "../log/vocabulary.ts";
 import { itemOf } from "../log/projection.ts";
 
 export type NextWork =
   | { kind: "launch"; item: string }
-  | { kind: "block"; items: { id: string; reason: string }[] }
+  | { kind: "block"; items: { id: string; reason: string; code: BlockedCode }[] }
   | { kind: "drain"; outcome: DrainOutcome }
   | { kind: "idle"; reason: string };
 
@@ -42,12 +45,12 @@ function projectionFinder(p: Projection): FindItem {
 }
 
 /** Why a pending item can never run (a dependency settled without passing, or is gone), or null. */
-export function blockingDependency(it: GateItem, find: FindItem): { dependency: string; status: ItemStatus | null; reason: string } | null {
+export function blockingDependency(it: GateItem, find: FindItem): { dependency: string; status: ItemStatus | null; code: BlockedCode; reason: string } | null {
   for (const dep of it.dependsOn) {
     const d = find(dep);
-    if (!d) return { dependency: dep, status: null, reason: `dependency "${dep}" is not an item of the loop` };
-    if (d.status === "withdrawn") return { dependency: dep, status: d.status, reason: `dependency "${dep}" was removed from the definition` };
-    if (isSettled(d.status) && d.status !== "passed") return { dependency: dep, status: d.status, reason: `dependency "${dep}" ${d.status}` };
+    if (!d) return { dependency: dep, status: null, code: "dependency_unknown", reason: `dependency "${dep}" is not an item of the loop` };
+    if (d.status === "withdrawn") return { dependency: dep, status: d.status, code: "dependency_removed", reason: `dependency "${dep}" was removed from the definition` };
+    if (isSettled(d.status) && d.status !== "passed") return { dependency: dep, status: d.status, code: "dependency_failed", reason: `dependency "${dep}" ${d.status}` };
   }
   return null;
 }
@@ -68,13 +71,13 @@ export function launchGate(it: GateItem, find: FindItem, requireStart: boolean):
 }
 
 /** Pending items that can never run because a dependency settled without passing. */
-function itemsToBlock(p: Projection): { id: string; reason: string }[] {
+function itemsToBlock(p: Projection): { id: string; reason: string; code: BlockedCode }[] {
   const find = projectionFinder(p);
-  const out: { id: string; reason: string }[] = [];
+  const out: { id: string; reason: string; code: BlockedCode }[] = [];
   for (const it of activeItems(p)) {
     if (it.status !== "pending") continue;
     const b = blockingDependency(gateItem(it), find);
-    if (b) out.push({ id: it.id, reason: b.reason });
+    if (b) out.push({ id: it.id, reason: b.reason, code: b.code });
   }
   return out;
 }

@@ -24,7 +24,7 @@ export interface SessionObservation {
   timeouts: { launch: number; stall: number };
 }
 
-type SessionVerdict =
+export type SessionVerdict =
   | { kind: "lost"; reason: string }
   | { kind: "needs_input"; question: string }
   | { kind: "exited"; code: number | null; signal: string | null; reason: string }

@@ -1,5 +1,6 @@
 // Classifying an attempt's verify command, a detached process like the session
-// (docs/cli/loop-run.md). Pure: lib/step/verify.ts looks at its folder and process, this judges.
+// (docs/cli/loop-run.md), and the verdicts verify_finished records: each a code with its facts, and
+// the sentences rendered from them. Pure: lib/step/verify.ts looks at its folder and process, this judges.
 
 /** A verify reserved whose start is not recorded: what its folder shows. */
 export interface VerifyStartObservation {
@@ -47,7 +48,7 @@ export interface VerifyObservation {
   now: number;
 }
 
-type VerifyVerdict =
+type VerifyState =
   | { kind: "exited"; code: number | null; signal: string | null; error: string | null }
   /** Past its deadline: end it (the close path) and record it timed out. */
   | { kind: "timed_out" }
@@ -55,7 +56,7 @@ type VerifyVerdict =
   | { kind: "waiting"; reason: string };
 
 /** An exit seen before the deadline was noticed counts, however late the step that saw it came. */
-export function classifyVerify(o: VerifyObservation): VerifyVerdict {
+export function classifyVerify(o: VerifyObservation): VerifyState {
   if (o.exit) return { kind: "exited", code: o.exit.code, signal: o.exit.signal, error: o.exit.error };
   if (!o.alive) return { kind: "lost", reason: "verify process vanished without an exit status" };
   if (o.now > o.deadline) return { kind: "timed_out" };
@@ -63,9 +64,152 @@ export function classifyVerify(o: VerifyObservation): VerifyVerdict {
   return { kind: "waiting", reason: `verify running for ${secs(o.now - o.startedAt)}s (deadline ${new Date(o.deadline).toISOString()}, in ${secs(o.deadline - o.now)}s)` };
 }
 
-/** The verdict on a verify command that ended: passed only on exit 0, in the words verify_finished has always used. */
-export function verifyExitVerdict(o: { code: number | null; signal: string | null; error: string | null }): { passed: boolean; reason: string } {
-  const passed = o.error === null && o.signal === null && o.code === 0;
-  const reason = o.error !== null ? `could not run: ${o.error}` : o.signal !== null ? `killed by ${o.signal}` : passed ? "exit 0" : `exit ${o.code}`;
-  return { passed, reason };
+/** The verdict on a verify command that ended: passed only on exit 0. */
+export function verifyExitVerdict(o: { code: number | null; signal: string | null; error: string | null }): VerifyVerdict {
+  if (o.error !== null) return { code: "could_not_run", error: o.error };
+  if (o.signal !== null) return { code: "killed", signal: o.signal };
+  return o.code === 0 ? { code: "passed" } : { code: "exit_nonzero", exitCode: o.code };
+}
+
+/**
+ * A verify_finished verdict: its code (lib/log/vocabulary.ts VERIFY_CODES) and the facts its reason
+ * is rendered from (verifyReason). Only the codes something produces today are here.
+ */
+export type VerifyVerdict =
+  | { code: "passed" }
+  | { code: "exit_nonzero"; exitCode: number | null }
+  | { code: "killed"; signal: string }
+  | { code: "could_not_run"; error: string }
+  | { code: "timed_out"; timeoutMs: number }
+  /** `why`: what the observation said (classifyVerify). */
+  | { code: "lost"; why: string }
+  /** `why`: what the observation said (classifyVerifyStart). */
+  | { code: "never_started"; why: string }
+  | { code: "verify_result_forged"; file: string; pid: number | null }
+  | { code: "no_command_passed"; commits: number }
+  | { code: "no_command_agent_failed"; exitCode: number | null }
+  | { code: "no_command_no_change" }
+  | { code: "worktree_missing" }
+  /** `message`: the refusal's own words (lib/repo/workspace.ts checkWorktree); `at`: committing the leftovers, or building the verify's sandbox. */
+  | { code: "worktree_replaced"; at: "leftovers" | "sandbox"; message: string }
+  /** `named`: the refused objects, described (lib/repo/object-import.ts describeRefused). */
+  | { code: "objects_refused"; named: string }
+  | { code: "object_store_tampered"; objects: string[] }
+  | { code: "git_failed"; check: GitCheck; message: string }
+  | { code: "start_commit_missing"; branch: string; recorded: string; start: string }
+  /** `from`: the commit (or ref) the branch's changes were counted from. */
+  | { code: "protected_path_changed"; branch: string; paths: string[]; start: string; from: string }
+  | { code: "protected_bytes_differ"; branch: string; head: string; files: { path: string; differs: string; attributes: string[] }[] }
+  /** `changes`: each ref that moved, described (lib/repo/owned-refs.ts describeRefChange). */
+  | { code: "owned_ref_changed"; changes: string[] };
+
+/** The checks before a verify that run git, each named in a `git_failed` verdict. */
+type GitCheck = "object_store" | "leftovers" | "protected_paths" | "protected_bytes" | "owned_refs" | "commits";
+
+const GIT_CHECKS: Record<GitCheck, string> = {
+  object_store: "could not check the repository's object store",
+  leftovers: "could not commit the changes the agent left",
+  protected_paths: "could not check the protected paths",
+  protected_bytes: "could not compare the protected files with the commit",
+  owned_refs: "could not check the refs loop owns",
+  commits: "could not count the branch's commits",
+};
+
+/** Whether a verdict passes the attempt: only these two codes do. */
+export function verdictPasses(v: VerifyVerdict): boolean {
+  return v.code === "passed" || v.code === "no_command_passed";
+}
+
+/** How many paths a protected-path verdict names; the rest are counted. */
+const NAMED = 20;
+
+/** The objects an object_store_tampered verdict names (the first ten; the rest counted). */
+export function namedObjects(objects: readonly string[]): string {
+  return objects.slice(0, 10).join("; ") + (objects.length > 10 ? `; and ${objects.length - 10} more` : "");
+}
+
+/**
+ * The sentences of a verdict, rendered from its code and facts: `reason` (verify_finished's, for
+ * people: status, the handoff, the page) and, for a check that refused the attempt before its verify,
+ * `detail`, what the verify log and the next attempt are told. Nothing decides by either.
+ */
+export function verifyReason(v: VerifyVerdict): { reason: string; detail: string | null } {
+  const only = (reason: string) => ({ reason, detail: null });
+  switch (v.code) {
+    case "passed":
+      return only("exit 0");
+    case "exit_nonzero":
+      return only(`exit ${v.exitCode}`);
+    case "killed":
+      return only(`killed by ${v.signal}`);
+    case "could_not_run":
+      return only(`could not run: ${v.error}`);
+    case "timed_out":
+      return only(`timed out after ${Math.round(v.timeoutMs / 1000)}s`);
+    case "lost":
+    case "never_started":
+      return only(v.why);
+    case "verify_result_forged":
+      return only(`verify_result_forged: ${v.file} was not written by the recorded verify (pid ${v.pid}): its proof does not match; not accepted`);
+    case "no_command_passed":
+      return only(`no verify command; agent exited 0 with ${v.commits} commit(s)`);
+    case "no_command_agent_failed":
+      return only(`no verify command; agent exited ${v.exitCode}`);
+    case "no_command_no_change":
+      return only("no verify command; agent exited 0 but left no change");
+    case "worktree_missing":
+      return only("worktree is missing");
+    case "worktree_replaced":
+      return only(v.at === "leftovers" ? `${GIT_CHECKS.leftovers}: ${v.message}` : v.message);
+    case "git_failed":
+      return only(`${GIT_CHECKS[v.check]}: ${v.message}`);
+    case "objects_refused":
+      return { reason: `objects_refused: ${v.named}`, detail: `objects_refused: the session wrote objects that are not what their names say: ${v.named}. They were not imported; its verify was not run.` };
+    case "object_store_tampered": {
+      const named = namedObjects(v.objects);
+      return {
+        reason: `object_store_tampered: ${named}`,
+        detail: `object_store_tampered: while this attempt ran, files of the repository's object store were rewritten under names that are not their content's: ${named}. Its verify was not run. Never write under .git/objects yourself; commit with git.`,
+      };
+    }
+    case "start_commit_missing": {
+      const at = v.recorded.slice(0, 12);
+      return {
+        reason: `start_commit_missing: ${v.branch} does not contain ${at}`,
+        detail:
+          `start_commit_missing: this attempt's branch ${v.branch} no longer contains ${at}, the commit of ${v.start} it was made at ` +
+          `(it was reset to an older commit or rewritten). Its verify was not run. Build on ${at}: ` +
+          `git merge ${at} (or start again from it: git reset --hard ${at}) and commit.`,
+      };
+    }
+    case "protected_path_changed": {
+      const named = v.paths.slice(0, NAMED).join(", ") + (v.paths.length > NAMED ? `, … ${v.paths.length - NAMED} more` : "");
+      const from = /^[0-9a-f]{40,64}$/.test(v.from) ? v.from.slice(0, 12) : v.from;
+      return {
+        reason: `protected_path_changed: ${named}`,
+        detail:
+          `protected_path_changed: this attempt's branch ${v.branch} changes paths the loop protects: ${named}. ` +
+          `Its verify was not run. Protected files must stay as they are on ${v.start}: restore them ` +
+          `(git checkout ${from} -- <path>; a file that did not exist there is removed) and commit.`,
+      };
+    }
+    case "protected_bytes_differ": {
+      const say = (f: (typeof v.files)[number]) => `${f.path} (${[f.differs === "bytes" ? "its bytes differ" : f.differs, ...f.attributes].join(", ")})`;
+      const named = v.files.slice(0, NAMED).map(say).join(", ") + (v.files.length > NAMED ? `, … ${v.files.length - NAMED} more` : "");
+      return {
+        reason: `protected_bytes_differ: ${named}`,
+        detail:
+          `protected_bytes_differ: the working copy of protected files in ${v.branch} is not what its commit ${v.head.slice(0, 12)} holds: ${named}. ` +
+          `Its verify was not run: it would have run bytes that nothing records or lands. Remove the conversion attributes ` +
+          `(.gitattributes: working-tree-encoding, eol, ident, filter, text) that apply to protected files, and commit.`,
+      };
+    }
+    case "owned_ref_changed": {
+      const named = v.changes.join("; ");
+      return {
+        reason: `owned_ref_changed: ${named}`,
+        detail: `owned_ref_changed: while this attempt ran, refs loop owns were changed: ${named}. Its verify was not run. Work only on your own branch; never move, delete or create other branches.`,
+      };
+    }
+  }
 }

@@ -9,6 +9,7 @@
 // waits for every check on the head to pass, and never merges past a check it could not read.
 import type { ForgeChecks, ForgeFailure, ForgePull } from "./provider.ts";
 import { sanitizeLine } from "./untrusted.ts";
+import type { ForgeBlockCode } from "../log/vocabulary.ts";
 
 export type GateDecision =
   | { kind: "merge"; sha: string }
@@ -30,34 +31,8 @@ type WaitCode =
   /** A request got no usable answer (no connection, a 5xx): asked again next tick. */
   | "forge_error";
 
-type BlockCode =
-  | "closed"
-  | "conflict"
-  | "draft"
-  /** The forge's own refusals (GitLab's detailed_merge_status): unresolved discussions, missing approvals, requested changes, a rebase needed, another merge request first, anything else it will not merge. */
-  | "discussions"
-  | "approvals"
-  | "changes_requested"
-  | "rebase"
-  | "blocked"
-  | "refused"
-  | "checks_failed"
-  /** More checks than loop reads: it merges only what it has seen pass. */
-  | "checks_unread"
-  /** More review feedback than loop reads (or a page it would not follow): a change request may be unread. */
-  | "reviews_unread"
-  /** The PR's head is not the sha loop pushed: someone pushed to the branch (or force-pushed it). */
-  | "head_moved"
-  /** The PR's base is not the loop's base. */
-  | "base_changed"
-  /** Merged, but not by loop's rules: into another branch, or with a head loop did not push. */
-  | "merged_elsewhere"
-  | "auto_merge_unset"
-  /** The forge refused the merge in a way waiting cannot fix (405 of that kind, 422, another 4xx). */
-  | "merge_refused"
-  /** A 401/403/404 that is not a rate limit, on any landing request. */
-  | "forge_refused"
-  | "deadline";
+/** The refusals, one list with the loop's other landing codes (lib/log/vocabulary.ts FORGE_BLOCK_CODES). */
+type BlockCode = ForgeBlockCode;
 
 /** What a pull request is held to: what loop pushed, where it must land, and one fact from git. */
 export interface Expected {

@@ -17,7 +17,7 @@ export function lastVerify(p: Projection, id: string) {
   const it = p.items[id]!;
   for (let i = it.attempts.length - 1; i >= 0; i--) {
     const v = it.attempts[i]!.verify;
-    if (v) return { attempt: v.attempt, passed: v.passed, exitCode: v.exitCode, timedOut: v.timedOut, reason: v.reason, sha256: v.sha256, tail: v.tail };
+    if (v) return { attempt: v.attempt, passed: v.passed, code: v.code, noProgress: v.noProgress, exitCode: v.exitCode, timedOut: v.timedOut, reason: v.reason, sha256: v.sha256, tail: v.tail };
   }
   return null;
 }
@@ -52,6 +52,8 @@ export function stateDocument(p: Projection) {
         ref: it.def.ref,
         status: it.status,
         reason: it.reason,
+        // Why a settled item settled (item_settled's code); null while it is not settled.
+        code: it.settleCode,
         inDefinition: it.inDefinition,
         epoch: it.epoch,
         attempts: it.attempts.length,
@@ -85,7 +87,7 @@ export function stateDocument(p: Projection) {
         // canonical (sorted) key order, a fold has them in reducer order, and state.json must be
         // the same text for both.
         landing: it.landing
-          ? { outcome: it.landing.outcome, target: it.landing.target, commit: it.landing.commit, reason: it.landing.reason }
+          ? { outcome: it.landing.outcome, code: it.landing.code, target: it.landing.target, commit: it.landing.commit, reason: it.landing.reason }
           : null,
         // Null until the item has a forge side (docs/forge.md#status), field by field as above.
         forge: it.forge ? forgeView(it.forge, it) : null,

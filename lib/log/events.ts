@@ -3,7 +3,7 @@
 // docs/events.md documents each one; tests/cmd/docs.test.ts keeps the two lists equal.
 import * as v from "valibot";
 import { type Check, compileCheck } from "./schema-check.ts";
-import { CONTROL_VERBS, DRAIN_OUTCOMES, END_VERDICTS, LANDING_OUTCOMES, REACTION_DECISIONS, REACTION_SIGNALS, SETTLED_OUTCOMES } from "./vocabulary.ts";
+import { CONTROL_VERBS, DRAIN_OUTCOMES, END_VERDICTS, LANDING_CODES, LANDING_OUTCOMES, REACTION_DECISIONS, REACTION_SIGNALS, SETTLE_CODES, SETTLED_OUTCOMES, VERIFY_CODES } from "./vocabulary.ts";
 
 const Str = v.string();
 const NStr = v.nullable(v.string());
@@ -87,6 +87,19 @@ const Verify = v.strictObject({
   reason: Str,
   times: WrapperTimes,
 });
+
+const LANDING = v.strictObject({
+  attempt: Pos,
+  outcome: v.picklist(LANDING_OUTCOMES),
+  branch: Str,
+  target: NStr,
+  commit: NStr,
+  reason: Str,
+  // Landing through a forge named why it ended before every landing had a code (docs/forge.md#landing); absent otherwise.
+  code: v.optional(Str),
+});
+
+const SETTLED = v.strictObject({ attempt: Int, outcome: v.picklist(SETTLED_OUTCOMES), reason: Str });
 
 const Project = v.strictObject({ repo: Str, gitDir: Str, root: Str, name: NStr });
 
@@ -209,20 +222,20 @@ export const PAYLOADS = {
     v.strictObject({ ...VERIFY_STARTED.entries, mechanism: MECHANISM }),
     v.strictObject({ ...VERIFY_STARTED.entries, mechanism: v.nullable(MECHANISM), proof: v.strictObject({ pass: Str, fail: Str }) }),
   ]),
-  verify_finished: Verify,
+  // `code` (why, typed: docs/events.md#verify_finished) and `noProgress` are absent in logs written
+  // before them: lib/log/legacy-codes.ts gives those a code. `noProgress` is a flag beside the code,
+  // not a code of its own: the guard's finding (the attempt changed nothing) is a second fact about a
+  // verdict that still failed in its own way (its exit code, a timeout, a protected path), which a
+  // code of its own would hide.
+  verify_finished: v.union([Verify, v.strictObject({ ...Verify.entries, code: v.picklist(VERIFY_CODES), noProgress: v.boolean() })]),
   // `drained` (the attempt died with a stopped watcher, lib/step/drain.ts) is absent in every other requeue, and in older logs.
   item_requeued: v.union([REQUEUED, v.strictObject({ ...REQUEUED.entries, drained: v.literal(true) })]),
-  item_settled: v.strictObject({ attempt: Int, outcome: v.picklist(SETTLED_OUTCOMES), reason: Str }),
-  landing_finished: v.strictObject({
-    attempt: Pos,
-    outcome: v.picklist(LANDING_OUTCOMES),
-    branch: Str,
-    target: NStr,
-    commit: NStr,
-    reason: Str,
-    // Landing through a forge names why it ended (docs/forge.md#landing); absent otherwise, and in older logs.
-    code: v.optional(Str),
-  }),
+  // `code` (docs/events.md#item_settled) is absent in logs written before it: lib/log/legacy-codes.ts gives those one.
+  item_settled: v.union([SETTLED, v.strictObject({ ...SETTLED.entries, code: v.picklist(SETTLE_CODES) })]),
+  // Every landing names why it ended with a `code` (docs/events.md#landing_finished); in logs written
+  // before that, only a landing through a forge did (any string then), and lib/log/legacy-codes.ts
+  // gives the others one.
+  landing_finished: v.union([LANDING, v.strictObject({ ...LANDING.entries, code: v.picklist(LANDING_CODES) })]),
   session_closed: v.strictObject({
     attempt: Pos,
     how: Str,

@@ -3,7 +3,7 @@
 // pure reads only; what an event does to it is lib/log/reducer.ts.
 import type { NormItemPayload, Payload, SettingsPayload, TokenCounts, UsageSource } from "./events.ts";
 import { GENESIS_HASH } from "./canonical.ts";
-import type { AttemptEndVerdict, ControlVerb, DrainOutcome, ItemStatus, LandingOutcome, ReactionDecision } from "./vocabulary.ts";
+import type { AttemptEndVerdict, ControlVerb, DrainOutcome, ItemStatus, LandingCode, LandingOutcome, ReactionDecision, SettleCode, VerifyCode } from "./vocabulary.ts";
 
 export type LoopState = "new" | "running" | "paused" | "stopped" | "drained";
 
@@ -15,6 +15,10 @@ interface VerifyRecord {
   sha256: string | null;
   tail: string;
   log: string | null;
+  /** Why the verdict is what it is; decisions read this, never `reason` (the reducer gives an older log's verdict one: lib/log/legacy-codes.ts). */
+  code: VerifyCode;
+  /** The no-progress guard named the failed verdict: the attempt changed nothing (docs/spend.md#guards). */
+  noProgress: boolean;
   reason: string;
   at: string;
 }
@@ -93,6 +97,8 @@ interface WatcherStop {
 /** How a landing ended (landing_finished). */
 export interface LandingRecord {
   outcome: LandingOutcome;
+  /** Why it ended so: decisions read this, never `reason`. */
+  code: LandingCode;
   target: string | null;
   commit: string | null;
   reason: string;
@@ -207,6 +213,8 @@ export interface ItemState {
   inDefinition: boolean;
   status: ItemStatus;
   reason: string | null;
+  /** While the item is settled: why (item_settled's code); null otherwise. Decisions read this, never `reason`. */
+  settleCode: SettleCode | null;
   epoch: number;
   settledAt: string | null;
   // ledgers

@@ -4,10 +4,11 @@
 // owns, so a million-event replay does not copy the whole state per event. Both run the same code.
 import type { NormItemPayload, StoredEvent } from "./events.ts";
 import { IllegalEventError } from "../shared/errors.ts";
-import { type ItemStatus, IN_FLIGHT, isSettled, SETTLED_OUTCOMES } from "./vocabulary.ts";
+import { type ItemStatus, IN_FLIGHT, isSettled, type SettleCode, SETTLED_OUTCOMES } from "./vocabulary.ts";
 import { FORGE_HANDLERS } from "./reducer-forge.ts";
 import { SPEND_HANDLERS } from "./reducer-spend.ts";
 import { currentAttempt, type Fail, type Handlers, need, needStatus } from "./reducer-rules.ts";
+import { landingCodeOf, settleCodeOf, verifyCodeOf } from "./legacy-codes.ts";
 import { currentAttemptOf, emptyLoopUsage, emptyProjection, type ItemState, itemOf, type OwnerRecord, type Projection, recordedPieces } from "./projection.ts";
 
 export function apply(p: Projection, e: StoredEvent): Projection {
@@ -38,6 +39,7 @@ function fresh(def: NormItemPayload, epoch: number): ItemState {
     inDefinition: true,
     status: "pending",
     reason: null,
+    settleCode: null,
     epoch,
     settledAt: null,
     attempts: [],
@@ -61,9 +63,10 @@ function refreshItemView(it: ItemState): void {
   if (it.forge) it.forge.landing = a?.landingWait ?? null;
 }
 
-function settle(p: Projection, it: ItemState, status: ItemStatus, reason: string, ts: string) {
+function settle(p: Projection, it: ItemState, status: ItemStatus, reason: string, code: SettleCode, ts: string) {
   it.status = status;
   it.reason = reason;
+  it.settleCode = code;
   it.settledAt = ts;
   it.question = null;
   if (p.loop.current === it.id) p.loop.current = null;
@@ -372,7 +375,8 @@ const HANDLERS: Handlers = {
     const it = need(p, e, fail);
     needStatus(it, ["ended"], e, fail);
     const a = currentAttempt(it, e.payload.attempt, e, fail);
-    a.verify = { ...e.payload, at: e.ts };
+    // The code (and the no-progress flag) an older log's verdict did not carry, given once, here.
+    a.verify = { ...e.payload, ...verifyCodeOf(e.payload), at: e.ts };
     // A verify judged without a command (verify: false, or run inside its step by an older
     // version) leaves the reason as the session's end.
     if (a.verifyRun) it.reason = `verify ${e.payload.passed ? "passed" : "failed"} (${e.payload.reason})`;
@@ -393,6 +397,7 @@ const HANDLERS: Handlers = {
     // another one: back to pending outside the definition means withdrawn (as after a reset).
     it.status = it.inDefinition ? "pending" : "withdrawn";
     it.reason = it.inDefinition ? e.payload.reason : `removed from the definition: ${e.payload.reason}`;
+    it.settleCode = null;
     it.settledAt = null;
     it.question = null;
     if (p.loop.current === it.id) p.loop.current = null;
@@ -418,7 +423,7 @@ const HANDLERS: Handlers = {
       a.outcome = outcome;
       if (outcome === "failed") it.failures += 1;
     }
-    settle(p, it, outcome, e.payload.reason, e.ts);
+    settle(p, it, outcome, e.payload.reason, settleCodeOf(e.payload), e.ts);
   },
   landing_finished(p, e, fail) {
     const it = need(p, e, fail);
@@ -427,7 +432,7 @@ const HANDLERS: Handlers = {
     if (!a.verify?.passed) fail("landing_unverified", `landing for "${it.id}" before a passing verify`);
     if (a.landing) fail("already_landed", `landing for "${it.id}" attempt ${a.n}, whose landing already finished`);
     const pl = e.payload;
-    a.landing = { outcome: pl.outcome, target: pl.target, commit: pl.commit, reason: pl.reason };
+    a.landing = { outcome: pl.outcome, code: landingCodeOf(pl), target: pl.target, commit: pl.commit, reason: pl.reason };
     // Through a forge, the landing wait ends with the code and reason it ended on: status never shows a stale wait.
     if (pl.code !== undefined && a.landingWait) a.landingWait = { ...a.landingWait, code: pl.code, reason: pl.reason };
   },

@@ -29,7 +29,7 @@ export interface StoredLoopRow extends LoopRow {
 }
 
 /** What each table's body holds of an item. */
-type ItemsBody = Pick<ItemState, "id" | "def" | "inDefinition" | "status" | "reason" | "epoch" | "settledAt" | "landing" | "reset" | "budgetStop">;
+type ItemsBody = Pick<ItemState, "id" | "def" | "inDefinition" | "status" | "reason" | "settleCode" | "epoch" | "settledAt" | "landing" | "reset" | "budgetStop">;
 type ControlBody = { control: ControlRecord[]; held: boolean; started: boolean };
 type LedgersBody = Pick<ItemState, "attempts" | "failures" | "replies" | "question" | "forge">;
 /** The body of `proj_loop`. */
@@ -48,6 +48,7 @@ export function itemRow(it: ItemState, table: ItemTable): string | null {
         inDefinition: it.inDefinition,
         status: it.status,
         reason: it.reason,
+        settleCode: it.settleCode,
         epoch: it.epoch,
         settledAt: it.settledAt,
         landing: it.landing,
@@ -110,6 +111,7 @@ export function itemFromRows(rows: Record<ItemTable, string | null>): ItemState 
     inDefinition: core.inDefinition,
     status: core.status,
     reason: core.reason,
+    settleCode: core.settleCode,
     epoch: core.epoch,
     settledAt: core.settledAt,
     attempts: ledgers.attempts,

@@ -24,11 +24,14 @@ import { ITEM_TABLES, itemFromRows, type ItemTable, parseControlBody, parseLoopB
  * wait and reaction (the item shows its current attempt's: reducer.ts refreshItemView). 6: an item's forge
  * ledger carries `readFrom`, where its comments are read from. 7: usage (docs/spend.md): attempts
  * carry their usage, the loop record its sums and a budget pause, an item a budget stop (indexed).
+ * 8: the loop record carries `cause`, why it is paused or stopped. 9: verdicts carry their codes: an
+ * attempt's verify (`code`, `noProgress`) and landing (`code`), a settled item its `settleCode`, each
+ * given to an older log's events by the fold (lib/log/legacy-codes.ts).
  * Writers upgrade older stores on open by folding the log again and
  * rewriting the tables (`migrate`); read verbs never write, so they refuse an older store with
  * `outdated_store` until a writer has opened it.
  */
-export const SCHEMA_VERSION = 8;
+export const SCHEMA_VERSION = 9;
 
 export function dbPath(stateRoot: string): string {
   return join(stateRoot, "loop.db");

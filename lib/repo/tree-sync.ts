@@ -12,6 +12,7 @@
 import { closeSync, constants as fs, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readlinkSync, readSync, rmSync, symlinkSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { readJsonOrNull, writeFileAtomic } from "../shared/fsutil.ts";
+import { StartError } from "../shared/errors.ts";
 import { gitBytes } from "./git.ts";
 
 /** One entry of a commit's tree, as `git ls-tree -r -l` gives it. */
@@ -24,7 +25,7 @@ export interface TreeEntry {
 }
 
 /** A commit whose tree holds a path loop will not write (`..`, `.git`, an empty component): refused whole. */
-export class TreeRefused extends Error {
+export class TreeRefused extends StartError {
   override name = "TreeRefused";
   constructor(readonly paths: string[]) {
     super(`the commit holds ${paths.length === 1 ? "a path" : "paths"} no checkout may have: ${paths.slice(0, 5).map((p) => JSON.stringify(p)).join(", ")}${paths.length > 5 ? `, … ${paths.length - 5} more` : ""}`);

@@ -6,6 +6,23 @@ import { readRegularFile, readTextOrNull } from "../shared/fsutil.ts";
 import { dirname, join, relative, resolve } from "node:path";
 import { branchExists, git, gitTry, revParse, symbolicBranchTarget } from "./git.ts";
 import { GitError } from "../shared/errors.ts";
+import type { LandingCode } from "../log/vocabulary.ts";
+
+/**
+ * An item's checkout, or a branch loop owns, that is not what loop made (checkWorktree; a branch made
+ * a symbolic ref), typed: what it means is read from `replaced`, never from the message, which is a
+ * sentence for people. A GitError, as callers expect of a commit or a worktree git could not make.
+ */
+export class ReplacedError extends GitError {
+  constructor(
+    readonly replaced: "worktree_replaced" | "branch_replaced",
+    args: string[],
+    message: string,
+  ) {
+    super(args, null, "");
+    this.message = message;
+  }
+}
 
 /** Git identity for commits loop makes itself, used only when the repository has none. */
 function identity(cwd: string): string[] {
@@ -42,9 +59,11 @@ export function ensureWorktree({
   // would commit onto its target. Refused, and said how to put it right; nothing is moved or created.
   const target = symbolicBranchTarget(repo, branch);
   if (target !== null)
-    throw Object.assign(new GitError(["worktree", "add", path, branch], null, ""), {
-      message: `branch_replaced: refs/heads/${branch} is a symbolic ref to ${target}, not a branch loop made; remove it (git symbolic-ref --delete refs/heads/${branch}), then \`loop ctl resume\``,
-    });
+    throw new ReplacedError(
+      "branch_replaced",
+      ["worktree", "add", path, branch],
+      `branch_replaced: refs/heads/${branch} is a symbolic ref to ${target}, not a branch loop made; remove it (git symbolic-ref --delete refs/heads/${branch}), then \`loop ctl resume\``,
+    );
   // Anything else found there is moved aside.
   let movedAside: string | null = null;
   if (existsSync(path)) {
@@ -65,27 +84,20 @@ export function ensureWorktree({
   return { created: true, branchCreated, movedAside };
 }
 
-/** An item branch loop cannot use as it is: made a symbolic ref (to main, say: a commit on it would land there). */
-export class BranchReplaced extends GitError {
-  override name = "BranchReplaced";
-  constructor(
-    readonly branch: string,
-    readonly target: string,
-  ) {
-    super(["symbolic-ref", `refs/heads/${branch}`], null, "");
-    this.message = `branch_replaced: refs/heads/${branch} is a symbolic ref to ${target}, not a branch loop made; remove it (git symbolic-ref --delete refs/heads/${branch}), then \`loop ctl resume\``;
-  }
-}
-
 /**
  * Make sure the item branch exists (made at `startPoint` when missing) and is a branch. Refs found
  * below its name (`<branch>/x`: another agent's, which would keep the branch from being made) are
- * renamed under `aside` first, and returned. Throws BranchReplaced, FaultError (base_missing),
+ * renamed under `aside` first, and returned. Throws ReplacedError (branch_replaced), FaultError (base_missing),
  * GitError.
  */
 export function ensureBranch(o: { repo: string; branch: string; startPoint: string; aside: string }): { created: boolean; head: string; movedBelow: string[] } {
   const target = symbolicBranchTarget(o.repo, o.branch);
-  if (target !== null) throw new BranchReplaced(o.branch, target);
+  if (target !== null)
+    throw new ReplacedError(
+      "branch_replaced",
+      ["symbolic-ref", `refs/heads/${o.branch}`],
+      `branch_replaced: refs/heads/${o.branch} is a symbolic ref to ${target}, not a branch loop made; remove it (git symbolic-ref --delete refs/heads/${o.branch}), then \`loop ctl resume\``,
+    );
   const below = listBranches(o.repo, [`${o.branch}/`]);
   const movedBelow: string[] = [];
   if (below.size) {
@@ -203,12 +215,11 @@ function isLinkAt(path: string): boolean {
 /**
  * Commit whatever the agent left uncommitted on the item's branch. Returns the new commit, or null
  * if nothing was left. Only in the checkout loop made (checkWorktree), with git pinned to its git
- * dir and work tree: otherwise a GitError whose message starts with `worktree_replaced`.
+ * dir and work tree: otherwise a ReplacedError (`worktree_replaced`).
  */
 export function commitLeftovers(o: { repo: string; worktree: string; branch: string; message: string }): string | null {
   const checked = checkWorktree(o);
-  // A GitError, as the callers expect of a commit that failed, with a message that says why.
-  if (!checked.ok) throw Object.assign(new GitError(["add", "-A"], null, ""), { message: checked.why });
+  if (!checked.ok) throw new ReplacedError("worktree_replaced", ["add", "-A"], checked.why);
   // Pinned: git never goes looking for a repository from the work tree.
   const pin = { GIT_DIR: checked.gitDir, GIT_WORK_TREE: o.worktree };
   // The index is the agent's: rebuilt from HEAD first, so that no entry it marked skip-worktree or
@@ -269,7 +280,9 @@ export function checkedOut(repo: string): { path: string; branch: string | null 
   return out;
 }
 
-export type MergeResult = { outcome: "merged" | "already_contained" | "conflict" | "failed"; commit: string | null; reason: string };
+/** How a local merge ended: the outcome, why (its code), and a sentence for people. */
+export type MergeResult = { outcome: "merged" | "already_contained" | "conflict" | "failed"; code: MergeCode; commit: string | null; reason: string };
+type MergeCode = Extract<LandingCode, "merged" | "already_contained" | "conflict" | "branch_moved" | "target_checked_out" | "landing_replaced" | "merge_failed" | "target_moved">;
 
 /**
  * Merge `branch` into the loop-owned `target` inside a landing worktree under the state root,
@@ -303,18 +316,18 @@ export function landMerge({ repo, landingDir, target, base, branch, commit = nul
   if (commit) {
     const now = revParse(repo, `refs/heads/${branch}`);
     if (now !== commit)
-      return { outcome: "failed", commit: null, reason: `branch ${branch} moved since its verify (verified ${commit.slice(0, 12)}, now ${now ? now.slice(0, 12) : "gone"}); nothing merged` };
+      return { outcome: "failed", code: "branch_moved", commit: null, reason: `branch ${branch} moved since its verify (verified ${commit.slice(0, 12)}, now ${now ? now.slice(0, 12) : "gone"}); nothing merged` };
   }
   for (const w of checkedOut(repo))
     if (w.branch === target && w.path !== landingDir)
-      return { outcome: "failed", commit: null, reason: `target branch ${target} is checked out in ${w.path}; loop never merges into it` };
+      return { outcome: "failed", code: "target_checked_out", commit: null, reason: `target branch ${target} is checked out in ${w.path}; loop never merges into it` };
   // Creates the target branch from base the first time.
   const ws = ensureWorktree({ repo, path: landingDir, branch: target, startPoint: base });
   if (ws.movedAside) onMovedAside(ws.movedAside);
   // The landing checkout is loop's own, under the state root the agent can write: checked like an
   // item's (a link to the operator's checkout here would have `reset --hard` wipe their work).
   const checked = checkWorktree({ repo, worktree: landingDir, branch: target });
-  if (!checked.ok) return { outcome: "failed", commit: null, reason: checked.why.replace("nothing committed", "nothing merged") };
+  if (!checked.ok) return { outcome: "failed", code: "landing_replaced", commit: null, reason: checked.why.replace("nothing committed", "nothing merged") };
   const pin = { GIT_DIR: checked.gitDir, GIT_WORK_TREE: landingDir };
   // A merge left half-done by a killed step is abandoned and redone.
   if (existsSync(join(checked.gitDir, "MERGE_HEAD"))) gitTry(landingDir, ["merge", "--abort"], pin);
@@ -324,17 +337,17 @@ export function landMerge({ repo, landingDir, target, base, branch, commit = nul
   const r = gitTry(landingDir, [...identity(landingDir), "merge", "--no-ff", "--no-edit", "-m", message, what], pin);
   if (r.code === 0) {
     const after = git(landingDir, ["rev-parse", "HEAD"], pin);
-    if (after !== before) return { outcome: "merged", commit: after, reason: "merged" };
+    if (after !== before) return { outcome: "merged", code: "merged", commit: after, reason: "merged" };
     // Nothing new: a merge of exactly this commit (this landing's, by a killed step), or a target that held it already.
     const merged = gitTry(landingDir, ["rev-parse", "--verify", "-q", `${after}^2`], pin).stdout.trim();
     const tip = git(landingDir, ["rev-parse", `${what}^{commit}`], pin);
-    if (merged === tip) return { outcome: "merged", commit: after, reason: "merged" };
-    return { outcome: "already_contained", commit: after, reason: `already contained in ${target} (at ${after.slice(0, 12)}): nothing was merged, nothing changed` };
+    if (merged === tip) return { outcome: "merged", code: "merged", commit: after, reason: "merged" };
+    return { outcome: "already_contained", code: "already_contained", commit: after, reason: `already contained in ${target} (at ${after.slice(0, 12)}): nothing was merged, nothing changed` };
   }
   const conflicted = gitTry(landingDir, ["diff", "--no-ext-diff", "--name-only", "--diff-filter=U"], pin).stdout.trim().split("\n").filter(Boolean);
   gitTry(landingDir, ["merge", "--abort"], pin);
-  if (conflicted.length) return { outcome: "conflict", commit: null, reason: `merge conflict in ${conflicted.join(", ")}` };
-  return { outcome: "failed", commit: null, reason: `git merge failed: ${(r.stderr || r.stdout).trim().split("\n").slice(-2).join(" / ")}` };
+  if (conflicted.length) return { outcome: "conflict", code: "conflict", commit: null, reason: `merge conflict in ${conflicted.join(", ")}` };
+  return { outcome: "failed", code: "merge_failed", commit: null, reason: `git merge failed: ${(r.stderr || r.stdout).trim().split("\n").slice(-2).join(" / ")}` };
 }
 
 /** Branches under the given prefixes (`loop/x/item/`) or with the given names, and the commit each points at. */

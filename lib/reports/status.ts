@@ -93,6 +93,8 @@ export function statusReport(
         // What an `ended` attempt is doing (docs/cli/loop-status.md): its verify runs, or it passed and lands; else null.
         phase: it.status === "ended" ? (facts.get(it.id)?.phase ?? null) : null,
         reason: it.reason,
+        // Why a settled item settled (item_settled's code: docs/events.md#item_settled); null otherwise.
+        code: it.code,
         epoch: it.epoch,
         // Who reset the item last, and when.
         reset: it.reset,

@@ -9,6 +9,8 @@
 // event type this fold does not know is counted and otherwise ignored: a newer writer's events never
 // stop the page.
 import { pullTerms } from "../forge/provider.ts";
+import { landingCodeOf, settleCodeOf, verifyCodeOf } from "../log/legacy-codes.ts";
+import type { LandingCode, SettleCode, VerifyCode } from "../log/vocabulary.ts";
 
 /** An event as read from the log, its payload parsed. */
 interface LogEvent {
@@ -50,6 +52,8 @@ interface VerifyHistory {
   passed: boolean | null;
   exitCode: number | null;
   timedOut: boolean;
+  /** Why the verdict is what it is (verify_finished's code; an older log's given one by lib/log/legacy-codes.ts). */
+  code: VerifyCode | null;
   reason: string | null;
   tail: string | null;
 }
@@ -75,9 +79,9 @@ export interface AttemptHistory {
   pr: { at: number; number: number; url: string; head: string; draft: boolean; reused: boolean; label: string } | null;
   /** Each change of the landing wait through a forge (forge_landing_waiting), oldest first. */
   landingWaits: { at: number; code: string; reason: string }[];
-  landing: { at: number; outcome: string; target: string | null; commit: string | null; reason: string } | null;
-  /** The attempt's fate: requeued (failed or not), or the item's settlement. */
-  outcome: { at: number; kind: string; reason: string } | null;
+  landing: { at: number; outcome: string; code: LandingCode | null; target: string | null; commit: string | null; reason: string } | null;
+  /** The attempt's fate: requeued (failed or not), or the item's settlement (with its code). */
+  outcome: { at: number; kind: string; code: SettleCode | null; reason: string } | null;
   closed: { at: number; how: string; reason: string } | null;
   /** When a reset ended an attempt that had not finished. */
   abandonedAt: number | null;
@@ -225,7 +229,7 @@ const HANDLERS: Record<string, Handler> = {
       const a = attemptOf(it, e.payload?.attempt ?? undefined);
       if (a && e.payload?.attempt != null) {
         a.end = { at: t, verdict: "environment_fault", exitCode: null, signal: null, reason };
-        a.outcome = { at: t, kind: "requeued", reason: `environment fault (${str(e.payload?.kind) ?? "?"})` };
+        a.outcome = { at: t, kind: "requeued", code: null, reason: `environment fault (${str(e.payload?.kind) ?? "?"})` };
       }
     }
     openLoopWait(h, "environment", `environment fault: ${reason}${e.payload?.fix ? `. To fix: ${e.payload.fix}` : ""}`, t);
@@ -315,6 +319,7 @@ const HANDLERS: Record<string, Handler> = {
       passed: p.passed === true,
       exitCode: num(p.exitCode),
       timedOut: p.timedOut === true,
+      code: typeof p.reason === "string" ? verifyCodeOf(p).code : null,
       reason: str(p.reason),
       tail: str(p.tail),
       log: str(p.log) ?? a.verify.log,
@@ -346,14 +351,15 @@ const HANDLERS: Record<string, Handler> = {
     const a = it && attemptOf(it, e.payload?.attempt);
     if (!a) return;
     const p = e.payload ?? {};
-    a.landing = { at: t, outcome: str(p.outcome) ?? "?", target: str(p.target), commit: str(p.commit), reason: str(p.reason) ?? "" };
+    const code = typeof p.reason === "string" && typeof p.outcome === "string" ? landingCodeOf(p) : null;
+    a.landing = { at: t, outcome: str(p.outcome) ?? "?", code, target: str(p.target), commit: str(p.commit), reason: str(p.reason) ?? "" };
   },
   item_requeued(h, e, it, t) {
     if (!it) return;
     closeItemWait(it, t);
     const a = attemptOf(it, undefined);
     if (a && a.outcome === null && a.abandonedAt === null)
-      a.outcome = { at: t, kind: e.payload?.failed ? "failed" : "requeued", reason: str(e.payload?.reason) ?? "" };
+      a.outcome = { at: t, kind: e.payload?.failed ? "failed" : "requeued", code: null, reason: str(e.payload?.reason) ?? "" };
   },
   item_settled(h, e, it, t) {
     if (!it) return;
@@ -363,7 +369,7 @@ const HANDLERS: Record<string, Handler> = {
     // An attempt without an outcome is the one in flight (every requeue gives the one before its
     // outcome): a settlement ends it. An item settled while pending has none such.
     if (a && a.outcome === null && a.abandonedAt === null)
-      a.outcome = { at: t, kind, reason: str(e.payload?.reason) ?? "" };
+      a.outcome = { at: t, kind, code: typeof e.payload?.reason === "string" ? settleCodeOf(e.payload) : null, reason: str(e.payload?.reason) ?? "" };
   },
   session_closed(h, e, it, t) {
     const a = it && attemptOf(it, e.payload?.attempt);
@@ -395,7 +401,7 @@ function wrapperTimes(v: unknown, from: number, to: number): { from: number | nu
 }
 
 function emptyVerify(): VerifyHistory {
-  return { command: null, log: null, reservedAt: null, startedAt: null, deadline: null, finishedAt: null, ran: { from: null, to: null }, passed: null, exitCode: null, timedOut: false, reason: null, tail: null };
+  return { command: null, log: null, reservedAt: null, startedAt: null, deadline: null, finishedAt: null, ran: { from: null, to: null }, passed: null, exitCode: null, timedOut: false, code: null, reason: null, tail: null };
 }
 
 function settledAttempt(a: AttemptHistory): boolean {

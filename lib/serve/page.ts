@@ -92,7 +92,7 @@ export function loopMain(name: string, s: StatusReport, h: History, now: number,
   const legendItems = legend().map((l) => html`<li><svg width="14" height="10" aria-hidden="true"><rect class="${l.cls}" width="14" height="10"${l.cls.startsWith("wait") ? trusted(` fill="url(#hatch)"`) : ""}/></svg> ${l.name}</li>`);
   const rows = s.items.map(
     (it) =>
-      html`<tr data-item="${it.id}"><td><a href="${itemHref(name, it.id)}">${it.id}</a></td><td><span class="st st-${it.status}">${shownStatus(it)}</span></td><td>${it.attempts}/${it.maxAttempts}${it.epoch ? html` (epoch ${it.epoch})` : ""}</td><td>${line(it.waiting ? it.waiting.detail : it.reason)}</td></tr>`,
+      html`<tr data-item="${it.id}"><td><a href="${itemHref(name, it.id)}">${it.id}</a></td><td><span class="st st-${it.status}">${shownStatus(it)}</span></td><td>${it.attempts}/${it.maxAttempts}${it.epoch ? html` (epoch ${it.epoch})` : ""}</td><td>${it.waiting ? line(it.waiting.detail) : html`${codeOf(it.code)}${line(it.reason)}`}</td></tr>`,
   );
   return html`${loopHeader(name, s, h)}
 <section class="timeline-box" aria-label="timeline"><h2>Timeline <small>(UTC)</small></h2>
@@ -155,22 +155,27 @@ function attemptSection(a: AttemptHistory, files: AttemptFiles | undefined): Mar
   );
   const v = a.verify;
   const verify = v
-    ? html`<dl class="kv"><dt>verify</dt><dd>${v.command ? html`<code>${line(v.command)}</code> ` : ""}${v.passed === null ? html`<em>running</em>${v.deadline ? html` (deadline ${when(v.deadline)})` : ""}` : html`<span class="${v.passed ? "st st-passed" : "st st-failed"}">${v.passed ? "passed" : "failed"}</span>${v.timedOut ? " (timed out)" : ""}: ${line(v.reason)}`}</dd></dl>${v.tail && !(files?.verify?.kind === "ok") ? html`<details><summary>verify output (recorded tail)</summary><pre class="log">${v.tail}</pre></details>` : ""}`
+    ? html`<dl class="kv"><dt>verify</dt><dd>${v.command ? html`<code>${line(v.command)}</code> ` : ""}${v.passed === null ? html`<em>running</em>${v.deadline ? html` (deadline ${when(v.deadline)})` : ""}` : html`<span class="${v.passed ? "st st-passed" : "st st-failed"}">${v.passed ? "passed" : "failed"}</span>${v.timedOut ? " (timed out)" : ""}: ${codeOf(v.code)}${line(v.reason)}`}</dd></dl>${v.tail && !(files?.verify?.kind === "ok") ? html`<details><summary>verify output (recorded tail)</summary><pre class="log">${v.tail}</pre></details>` : ""}`
     : "";
   const pr = a.pr ? html`<dl class="kv"><dt>pull request</dt><dd>${prLink(a.pr.label, a.pr.url)}${a.pr.draft ? " (draft)" : ""}${a.pr.reused ? " (reused)" : ""}, head <code>${a.pr.head.slice(0, 12)}</code></dd></dl>` : "";
   const checks = a.landingWaits.length
     ? html`<details><summary>checks and landing waits (${a.landingWaits.length})</summary><ul>${a.landingWaits.map((w) => html`<li>${when(w.at)} <code>${w.code}</code> ${line(w.reason)}</li>`)}</ul></details>`
     : "";
-  const landing = a.landing ? html`<dl class="kv"><dt>landing</dt><dd><span class="landing-${a.landing.outcome}">${a.landing.outcome}</span>${a.landing.target ? html` into <code>${line(a.landing.target)}</code>` : ""}${a.landing.commit ? html` at <code>${a.landing.commit.slice(0, 12)}</code>` : ""}: ${line(a.landing.reason)}</dd></dl>` : "";
+  const landing = a.landing ? html`<dl class="kv"><dt>landing</dt><dd><span class="landing-${a.landing.outcome}">${a.landing.outcome}</span>${a.landing.target ? html` into <code>${line(a.landing.target)}</code>` : ""}${a.landing.commit ? html` at <code>${a.landing.commit.slice(0, 12)}</code>` : ""}: ${codeOf(a.landing.code)}${line(a.landing.reason)}</dd></dl>` : "";
   const end = a.end ? html`<dl class="kv"><dt>agent</dt><dd>${a.end.verdict}${a.end.exitCode !== null ? `, exit ${a.end.exitCode}` : ""}${a.end.signal ? html`, ${a.end.signal}` : ""}: ${line(a.end.reason)}</dd></dl>` : "";
   const question = a.question ? html`<dl class="kv"><dt>question</dt><dd class="question">${line(a.question)}</dd></dl>` : "";
-  const outcome = a.outcome ? html`<span class="st st-${a.outcome.kind}">${a.outcome.kind}</span> ${line(a.outcome.reason)}` : a.abandonedAt ? html`<span class="st st-reset">reset</span>` : html`<em>in flight</em>`;
+  const outcome = a.outcome ? html`<span class="st st-${a.outcome.kind}">${a.outcome.kind}</span> ${codeOf(a.outcome.code)}${line(a.outcome.reason)}` : a.abandonedAt ? html`<span class="st st-reset">reset</span>` : html`<em>in flight</em>`;
   return html`<section class="attempt" id="attempt-${attemptKey(a)}" data-attempt="${attemptKey(a)}">
 <h3>${a.epoch ? `epoch ${a.epoch}, ` : ""}attempt ${a.n} <small>${a.runner ?? ""}${a.model ? ` (${a.model})` : ""}</small> — ${outcome}</h3>
 <ul class="phases">${phases}</ul>${end}${question}${verify}${pr}${checks}${landing}
 ${a.closed ? html`<p class="closed">session closed ${when(a.closed.at)} (${a.closed.how}): ${line(a.closed.reason)}</p>` : ""}
 ${fileBlock("agent output (tail)", files?.output ?? null)}${fileBlock("verify output (tail)", files?.verify ?? null)}${fileBlock("handoff", files?.handoff ?? null)}
 </section>`;
+}
+
+/** A verdict's code (verify, landing, settle) before its reason, or nothing without one. */
+function codeOf(code: string | null | undefined): Markup {
+  return code ? html`<code class="code">${code}</code> ` : html``;
 }
 
 function prLink(label: string, url: string): Markup {
@@ -199,7 +204,7 @@ export function itemMain(d: ItemPageData): Markup {
   const forgeWait = it.forge?.landing;
   return html`<header class="item" data-status="${it.status}">
 <h1>${it.id} <span class="st st-${it.status}">${shownStatus(it)}</span></h1>
-${it.reason ? html`<p class="reason">${line(it.reason)}</p>` : ""}
+${it.reason ? html`<p class="reason">${codeOf(it.code)}${line(it.reason)}</p>` : ""}
 ${it.question ? html`<div class="attention" role="alert" data-kind="question"><strong>Question</strong>: ${line(it.question)}<div class="fix">To fix: <code>loop ctl reply --work-item ${line(it.id)} "&lt;answer&gt;"</code> then <code>loop ctl resume</code></div></div>` : ""}
 <dl class="kv">
 ${it.ref ? html`<dt>ref</dt><dd><code>${it.ref}</code></dd>` : ""}

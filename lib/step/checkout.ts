@@ -18,7 +18,7 @@ import type { ItemState } from "../log/projection.ts";
 import { makeAttemptGitDir } from "../repo/attempt-git.ts";
 import { gitTry, revParse } from "../repo/git.ts";
 import { describeRefused, importObjects, type Refusal } from "../repo/object-import.ts";
-import { syncTree } from "../repo/tree-sync.ts";
+import { readTree, syncTree, TreeRefused } from "../repo/tree-sync.ts";
 import { readJsonOrNull, readTextOrNull, writeFileAtomic } from "../shared/fsutil.ts";
 import { statePaths } from "../shared/paths.ts";
 import { probeSandbox } from "../supervisor/sandbox.ts";
@@ -267,6 +267,12 @@ export async function airlock(o: AirlockOptions): Promise<AirlockResult> {
   const complete = gitTry(o.repo, ["rev-list", "--objects", "--quiet", head, "--not", o.expected]);
   if (complete.code !== 0 || revParse(o.repo, head) !== head)
     return { kind: "head_invalid", reason: `${head.slice(0, 12)} is not a commit whose history the repository holds (${complete.stderr.trim().split("\n")[0] || `git exited ${complete.code}`})` };
+  try {
+    readTree(o.repo, head);
+  } catch (err) {
+    if (!(err instanceof TreeRefused)) throw err;
+    return { kind: "head_invalid", reason: `${head.slice(0, 12)}: ${err.message}` };
+  }
   const now = revParse(o.repo, `refs/heads/${o.branch}`);
   if (now === head) return { kind: "ok", head, committed: sealed.committed, imported: imported.imported };
   if (now !== o.expected) return { kind: "branch_moved", found: now, expected: o.expected };

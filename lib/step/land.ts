@@ -4,6 +4,7 @@
 import { join } from "node:path";
 import { LANDING_DIR } from "../shared/paths.ts";
 import type { Payload } from "../log/events.ts";
+import type { LandingCode } from "../log/vocabulary.ts";
 import { type ItemState, requireAttempt } from "../log/projection.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { append, repoOf, type StepContext, warnMovedAside } from "./context.ts";
@@ -12,7 +13,8 @@ import { gitTry } from "../repo/git.ts";
 import { isOwnMergeOnTop } from "../decisions/landing.ts";
 import { describeRefChange, lastLanded, readRefs, refChanges, restoreCommand } from "../repo/owned-refs.ts";
 
-type LandingRecord = Omit<Payload<"landing_finished">, "attempt" | "branch">;
+/** What landing_finished records of a landing, its code typed (the payload's type also admits an older log's). */
+type LandingRecord = Omit<Payload<"landing_finished">, "attempt" | "branch" | "code"> & { code: LandingCode };
 
 /**
  * The target, when it is not where loop's last merge left it; null when it is, when nothing was
@@ -42,7 +44,7 @@ export function landAttempt(ctx: StepContext, it: ItemState): void {
     // Never merge on top of a target someone else moved: what it holds would land as verified.
     const moved = targetMoved(ctx, branch);
     const r: MergeResult = moved
-      ? { outcome: "failed", commit: null, reason: `target_moved: ${describeRefChange(moved)}; loop does not merge on top (put it back: ${restoreCommand(moved)})` }
+      ? { outcome: "failed", code: "target_moved", commit: null, reason: `target_moved: ${describeRefChange(moved)}; loop does not merge on top (put it back: ${restoreCommand(moved)})` }
       : landMerge({
           repo: repoOf(ctx),
           landingDir,
@@ -56,6 +58,6 @@ export function landAttempt(ctx: StepContext, it: ItemState): void {
         });
     failpoint("landing:after_merge");
     landing = { ...r, target };
-  } else landing = { outcome: "none", target: null, commit: null, reason: `branch ${branch} is the deliverable` };
+  } else landing = { outcome: "none", code: "branch_delivered", target: null, commit: null, reason: `branch ${branch} is the deliverable` };
   append(ctx, [{ type: "landing_finished", item: it.id, payload: { attempt: attempt.n, branch, ...landing } }], "landing");
 }

@@ -113,10 +113,16 @@ interface LaunchProbe {
 }
 
 /**
+ * A sandbox refused because the checkout it would be built over is not the folder loop made: typed,
+ * so a verify refused so is `worktree_replaced` by its type, never its words.
+ */
+export class SandboxRefusedError extends StartError {}
+
+/**
  * What a session, seal, setup or verify's sandbox is built from (lib/supervisor/sandbox.ts): the
  * checkout (a folder loop made, no link) and the repository's common git folder, named by loop's own
  * git. The caller adds the attempt's git folder and what is read-only inside the checkout. A
- * checkout that is not a folder at its place is a StartError, and nothing is mounted.
+ * checkout that is not a folder at its place is a SandboxRefusedError (a StartError), and nothing is mounted.
  */
 export function sandboxRequest(o: { bwrap: string; repo: string; worktree: string; stateRoot: string; runner: string; writable: string[]; programs?: string[]; env: Record<string, string | undefined> }): SandboxRequest {
   const place = join(realpathSync(dirname(o.worktree)), basename(o.worktree));
@@ -126,7 +132,7 @@ export function sandboxRequest(o: { bwrap: string; repo: string; worktree: strin
   } catch {
     real = "";
   }
-  if (real !== place) throw new StartError(`no sandbox over ${o.worktree}: it is not the folder loop made (${real ? `it resolves to ${real}` : "not a directory"})`);
+  if (real !== place) throw new SandboxRefusedError(`no sandbox over ${o.worktree}: it is not the folder loop made (${real ? `it resolves to ${real}` : "not a directory"})`);
   const common = gitTry(o.repo, ["rev-parse", "--path-format=absolute", "--git-common-dir"]);
   if (common.code !== 0) throw new StartError(`no sandbox over ${o.worktree}: git cannot name the repository's git folder (${common.stderr.trim()})`);
   return { bwrap: o.bwrap, worktree: o.worktree, stateRoot: o.stateRoot, worktrees: dirname(o.worktree), commonDir: common.stdout.trim(), writable: o.writable, homes: [...(PRESET_HOMES[o.runner] ?? [])], programs: o.programs ?? [], env: o.env };

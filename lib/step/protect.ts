@@ -5,7 +5,8 @@
 // verify never runs: an agent that deletes the failing assertion or rewrites the verify script is
 // caught, whatever its verify would say. The changes are counted from the commit loop made the
 // branch at (the attempt's recorded start), never from where the agent chose to fork: a branch that
-// no longer contains that commit is refused (start_commit_missing).
+// no longer contains that commit is refused (start_commit_missing). These return the facts; the
+// order of the gates is lib/decisions/verify-gates.ts's, the sentences verify-verdict.ts's.
 import { realpathSync } from "node:fs";
 import { builtinProtect, protectedChanges } from "../definition/protect.ts";
 import { type ItemState, requireAttempt } from "../log/projection.ts";
@@ -13,17 +14,10 @@ import { repoOf, type StepContext } from "./context.ts";
 import { revParse } from "../repo/git.ts";
 import { changedPaths, forkPoint, isAncestor, startPointFor } from "../repo/workspace.ts";
 import { treeFiles, workingDiffers } from "../repo/tree-match.ts";
+import type { VerifyVerdict } from "../decisions/verify-verdict.ts";
 
-/** How many paths a verdict names; the rest are counted. */
-const NAMED = 20;
-
-interface ProtectedVerdict {
-  /** verify_finished's reason: `protected_path_changed: <paths>`. */
-  reason: string;
-  /** What the next attempt is told (the verify log and the handoff's tail). */
-  detail: string;
-  paths: string[];
-}
+type PathsVerdict = Extract<VerifyVerdict, { code: "start_commit_missing" | "protected_path_changed" }>;
+type BytesVerdict = Extract<VerifyVerdict, { code: "protected_bytes_differ" }>;
 
 /** Every pattern in force: the built-in ones and loop.json's. */
 function protectPatterns(ctx: StepContext): string[] {
@@ -47,21 +41,11 @@ function itemStartPoint(ctx: StepContext, repo: string): string {
   return startPointFor({ repo, landing: ctx.def.landing, base: ctx.def.base, target: ctx.def.target });
 }
 
-/** A branch that no longer contains its start commit: refused before its verify, whatever it changes. */
-function startCommitMissing(branch: string, recorded: string, start: string): ProtectedVerdict {
-  const at = recorded.slice(0, 12);
-  const detail =
-    `start_commit_missing: this attempt's branch ${branch} no longer contains ${at}, the commit of ${start} it was made at ` +
-    `(it was reset to an older commit or rewritten). Its verify was not run. Build on ${at}: ` +
-    `git merge ${at} (or start again from it: git reset --hard ${at}) and commit.`;
-  return { reason: `start_commit_missing: ${branch} does not contain ${at}`, detail, paths: [] };
-}
-
 /**
  * The protected paths the current attempt's branch changes, as a verdict; null when it changes
  * none. Throws GitError when git cannot tell (the caller fails the attempt with git's reason).
  */
-export function protectedPathVerdict(ctx: StepContext, it: ItemState): ProtectedVerdict | null {
+export function protectedPathVerdict(ctx: StepContext, it: ItemState): PathsVerdict | null {
   const repo = repoOf(ctx);
   const branch = it.session!.branch;
   const start = itemStartPoint(ctx, repo);
@@ -71,7 +55,7 @@ export function protectedPathVerdict(ctx: StepContext, it: ItemState): Protected
   if (recorded !== undefined) {
     // The branch must still hold the commit loop made it at: forked off an older commit (a reset to
     // HEAD~1, a rebase onto history before the test was written), it could roll protected files back.
-    if (!isAncestor(repo, recorded, branch)) return startCommitMissing(branch, recorded, start);
+    if (!isAncestor(repo, recorded, branch)) return { code: "start_commit_missing", branch, recorded, start };
     // Compared with that commit, or with a later commit of the start point's own history the branch
     // merged in (a rework that merged the newer base): never anything older than the start.
     from = fork !== null && isAncestor(repo, recorded, fork) ? fork : recorded;
@@ -82,12 +66,7 @@ export function protectedPathVerdict(ctx: StepContext, it: ItemState): Protected
   }
   const paths = protectedChanges(protectPatterns(ctx), changedPaths({ repo, from, to: branch }));
   if (paths.length === 0) return null;
-  const named = paths.slice(0, NAMED).join(", ") + (paths.length > NAMED ? `, … ${paths.length - NAMED} more` : "");
-  const detail =
-    `protected_path_changed: this attempt's branch ${branch} changes paths the loop protects: ${named}. ` +
-    `Its verify was not run. Protected files must stay as they are on ${start}: restore them ` +
-    `(git checkout ${/^[0-9a-f]{40,64}$/.test(from) ? from.slice(0, 12) : from} -- <path>; a file that did not exist there is removed) and commit.`;
-  return { reason: `protected_path_changed: ${named}`, detail, paths };
+  return { code: "protected_path_changed", branch, paths, start, from };
 }
 
 /**
@@ -96,7 +75,7 @@ export function protectedPathVerdict(ctx: StepContext, it: ItemState): Protected
  * .gitattributes), a file replaced after loop committed. Null when every one is. Throws GitError
  * when git cannot tell.
  */
-export function protectedBytesVerdict(ctx: StepContext, it: ItemState, head: string): ProtectedVerdict | null {
+export function protectedBytesVerdict(ctx: StepContext, it: ItemState, head: string): BytesVerdict | null {
   const s = it.session!;
   const files = treeFiles(s.worktree, head);
   const guarded = new Set(protectedChanges(protectPatterns(ctx), files.map((f) => f.path)));
@@ -105,11 +84,5 @@ export function protectedBytesVerdict(ctx: StepContext, it: ItemState, head: str
     files.filter((f) => guarded.has(f.path)),
   );
   if (!facts.length) return null;
-  const say = (f: (typeof facts)[number]) => `${f.path} (${[f.differs === "bytes" ? "its bytes differ" : f.differs, ...f.attributes].join(", ")})`;
-  const named = facts.slice(0, NAMED).map(say).join(", ") + (facts.length > NAMED ? `, … ${facts.length - NAMED} more` : "");
-  const detail =
-    `protected_bytes_differ: the working copy of protected files in ${s.branch} is not what its commit ${head.slice(0, 12)} holds: ${named}. ` +
-    `Its verify was not run: it would have run bytes that nothing records or lands. Remove the conversion attributes ` +
-    `(.gitattributes: working-tree-encoding, eol, ident, filter, text) that apply to protected files, and commit.`;
-  return { reason: `protected_bytes_differ: ${named}`, detail, paths: facts.map((f) => f.path) };
+  return { code: "protected_bytes_differ", branch: s.branch, head, files: facts };
 }

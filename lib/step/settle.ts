@@ -15,19 +15,20 @@ export async function settleAttempt(ctx: StepContext, it: ItemState, o: { landed
   const c = await closeInStep(ctx, { it, reason: o.landed ? "item passed" : "landing failed", removeCheckout: o.landed && !ctx.def.keepCheckoutOnClose });
   const landing = attempt.landing!;
   const settled = settledByLanding({ landed: o.landed, outcome: landing.outcome, landingReason: landing.reason, verifyReason: attempt.verify!.reason });
-  const settle: EventDraft = { type: "item_settled", item: it.id, payload: { attempt: attempt.n, ...settled } };
+  const settle: EventDraft = { type: "item_settled", item: it.id, payload: { attempt: attempt.n, outcome: settled.outcome, reason: settled.reason, code: settled.code } };
   append(ctx, [...(c?.events ?? []), settle], "settle");
 }
 
 /** The attempt failed: close its session, then try again or settle the item failed (its attempts are spent). */
-export async function failAttempt(ctx: StepContext, it: ItemState, reason: string): Promise<void> {
+export async function failAttempt(ctx: StepContext, it: ItemState, failed: { reason: string; code: "session_failed" | "verify_failed" }): Promise<void> {
   const attempt = requireAttempt(it);
+  const { reason } = failed;
   const c = await closeInStep(ctx, { it, reason, removeCheckout: false });
-  const after = afterFailureOf(it, { identicalFailure: (ctx.def.guards ?? DEFAULT_GUARDS).identicalFailure, reason });
+  const after = afterFailureOf(it, { identicalFailure: (ctx.def.guards ?? DEFAULT_GUARDS).identicalFailure, reason, code: failed.code });
   const next: EventDraft =
     after.decision === "retry"
       ? { type: "item_requeued", item: it.id, payload: { attempt: attempt.n, reason, failed: true, resetBudget: false } }
-      : { type: "item_settled", item: it.id, payload: { attempt: attempt.n, outcome: "failed", reason: after.reason } };
+      : { type: "item_settled", item: it.id, payload: { attempt: attempt.n, outcome: "failed", reason: after.reason, code: after.code } };
   append(ctx, [...(c?.events ?? []), next], after.decision === "retry" ? "requeue" : "settle");
 }
 

@@ -32,7 +32,7 @@ export async function stopForBudget(ctx: StepContext, it: ItemState | null, v: N
     const n = it!.attempts.length;
     drafts.push(
       { type: "budget_stopped", item: it!.id, payload: { attempt: n, scope: "item", ...stop } },
-      { type: "item_settled", item: it!.id, payload: { attempt: n, outcome: "failed", reason: why } },
+      { type: "item_settled", item: it!.id, payload: { attempt: n, outcome: "failed", reason: why, code: "budget_exhausted" } },
     );
     append(ctx, drafts, "budget");
     return null;

@@ -123,7 +123,7 @@ async function advanceLoop(ctx: StepContext): Promise<StepOutcome> {
     if (next.kind === "block") {
       append(
         ctx,
-        next.items.map((b) => ({ type: "item_settled" as const, item: b.id, payload: { attempt: p.items[b.id]!.attempts.length, outcome: "blocked" as const, reason: b.reason } })),
+        next.items.map((b) => ({ type: "item_settled" as const, item: b.id, payload: { attempt: p.items[b.id]!.attempts.length, outcome: "blocked" as const, reason: b.reason, code: b.code } })),
         "block",
       );
       continue;
@@ -149,7 +149,7 @@ async function advanceLoop(ctx: StepContext): Promise<StepOutcome> {
       if (f.kind === "wait") return { action: "waiting", item: null, reason: f.reason };
       if (f.kind === "skip" || f.kind === "block") {
         const outcome = f.kind === "skip" ? ("skipped" as const) : ("blocked" as const);
-        append(ctx, [{ type: "item_settled", item: next.item, payload: { attempt: p.items[next.item]!.attempts.length, outcome, reason: f.reason } }], "forge");
+        append(ctx, [{ type: "item_settled", item: next.item, payload: { attempt: p.items[next.item]!.attempts.length, outcome, reason: f.reason, code: f.code } }], "forge");
         continue;
       }
       forgeContext = f.context;
@@ -178,7 +178,7 @@ async function advanceItem(ctx: StepContext, it: ItemState): Promise<StepOutcome
           requeueUncounted(ctx, it, next.reason, { drained: next.drained });
           return null;
         case "fail":
-          await failAttempt(ctx, it, next.reason);
+          await failAttempt(ctx, it, next);
           return null;
         case "verify":
           // Null once the verify's verdict is recorded; an outcome while it runs (the step stops here).

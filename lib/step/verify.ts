@@ -8,13 +8,17 @@
 // recorded (verify_started, with its deadline); the step then stops, `waiting`. Later steps observe
 // it: ended → verify_finished; past its deadline → ended through the close path and recorded timed
 // out; gone without an exit status → failed. Without a command (`verify: false`) nothing runs: the
-// verdict is "the agent exited 0 and this attempt committed something", decided inline.
+// verdict is "the agent exited 0 and this attempt committed something", decided inline. Before either,
+// the gates (lib/decisions/verify-gates.ts decides their order; this gathers their facts) may refuse
+// the attempt. Every verdict is a code with its facts; its sentences are rendered from them
+// (lib/decisions/verify-verdict.ts verifyReason).
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Payload } from "../log/events.ts";
 import { type ItemState, requireAttempt, type VerifyRun } from "../log/projection.ts";
 import { GitError, StartError } from "../shared/errors.ts";
+import type { VerifyCode } from "../log/vocabulary.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { markCarried } from "../shared/process.ts";
 import { readJsonOrNull, readTextOrNull, writeFileAtomic } from "../shared/fsutil.ts";
@@ -23,16 +27,17 @@ import { tamperedObjects } from "../repo/object-store.ts";
 import { endSessionProcesses, endVerifyRun } from "../supervisor/end.ts";
 import { append, closeInStep, itemNow, ownedRefChanges, projection, repoOf, type StepContext, type StepOutcome } from "./context.ts";
 import { requeueUncounted } from "./settle.ts";
-import { describeRefChange, type RefChange } from "../repo/owned-refs.ts";
-import { classifyVerify, classifyVerifyStart, verifyExitVerdict } from "../decisions/verify-verdict.ts";
+import { describeRefChange } from "../repo/owned-refs.ts";
+import { classifyVerify, classifyVerifyStart, namedObjects, verdictPasses, verifyExitVerdict, type VerifyVerdict, verifyReason } from "../decisions/verify-verdict.ts";
+import { type GateFact, type GateFacts, verifyGate } from "../decisions/verify-gates.ts";
 import { graceMs, sessionMark } from "../supervisor/sessions.ts";
 import { SESSION_FILES, VERIFY_FILES } from "../supervisor/session-wrapper.ts";
 import { endVerify, judgeExitProof, readVerifyExit, startVerify, verifyAlive, verifyLogSummary, verifySpawnEvidence, type VerifyProcess } from "../supervisor/verify-command.ts";
 import type { SessionMechanism } from "../supervisor/scope.ts";
-import { commitLeftovers, commitsAhead, startPointFor } from "../repo/workspace.ts";
+import { commitLeftovers, commitsAhead, ReplacedError, startPointFor } from "../repo/workspace.ts";
 import { protectedBytesVerdict, protectedPathVerdict } from "./protect.ts";
 import { describeRefused, importSessionObjects } from "../repo/object-import.ts";
-import { sandboxRequest, sessionPath } from "./machine-probe.ts";
+import { SandboxRefusedError, sandboxRequest, sessionPath } from "./machine-probe.ts";
 import { drainedReason, faultReason, sandboxFault, systemError } from "../decisions/faults.ts";
 import { probeSandbox, type SandboxRequest } from "../supervisor/sandbox.ts";
 import type { GatewayRequest } from "../supervisor/gateway-files.ts";
@@ -44,7 +49,8 @@ import { readWrapperTimes } from "../supervisor/wrapper-times.ts";
 import { DEFAULT_GUARDS } from "../definition/normalized.ts";
 import { noProgressReason } from "../decisions/guards.ts";
 
-type VerifyPayload = Payload<"verify_finished">;
+/** A verify_finished payload as this phase writes it: with its code and the no-progress flag (an older log's may lack them). */
+type VerifyPayload = Payload<"verify_finished"> & { code: VerifyCode; noProgress: boolean };
 
 /**
  * Verify the current attempt of `it` (its session ended with an exit): start its verify command,
@@ -55,86 +61,118 @@ export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<St
   const attempt = requireAttempt(it);
   const run = attempt.verifyRun;
   if (run) return run.pid === null ? resumeReserved(ctx, it, run) : observeVerify(ctx, it, run);
-  const s = it.session!;
-  if (!existsSync(s.worktree)) return record(ctx, it, notRun(attempt.n, "worktree is missing", ""));
-  // The session is over before anything is judged: whatever the agent left running (a child that
-  // would commit, or stop the verify, while it runs) is ended first, group, scope and mark.
-  ctx.store.assertLease();
-  const ended = await endSessionProcesses(it, graceMs(ctx.options.env));
-  if (ended.swept.length) ctx.options.log.info(`${it.id}: ended ${ended.swept.length} process(es) the agent left running before its verify`);
-  reportGitExec(ctx, it);
-  const logPath = join(s.sessionDir, SESSION_FILES.verify);
-  // A sandboxed session's objects, each proven, before anything reads its branch; one not what its
-  // name says is never imported, and the attempt does not pass over it.
-  const objects = importSessionObjects(repoOf(ctx), s.sessionDir);
-  if (objects.refused.length) {
-    const named = describeRefused(objects.refused);
-    return record(ctx, it, refused(attempt.n, { reason: `objects_refused: ${named}`, detail: `objects_refused: the session wrote objects that are not what their names say: ${named}. They were not imported; its verify was not run.` }, logPath));
-  }
-  // The object store before anything of it is read: an object the session rewrote under its name
-  // fails the attempt and pauses the loop (the repository itself is damaged).
-  let tampered: string[];
-  try {
-    tampered = tamperedObjects({ repo: repoOf(ctx), since: Date.parse(attempt.reservedAt) });
-  } catch (err) {
-    return record(ctx, it, notRun(attempt.n, gitFailure("could not check the repository's object store", err)));
-  }
-  if (tampered.length) return objectStoreTampered(ctx, it, tampered, logPath);
-  let head: string;
-  try {
-    ctx.store.assertLease();
-    commitLeftovers({ repo: repoOf(ctx), worktree: s.worktree, branch: s.branch, message: `loop: ${it.id} attempt ${attempt.n}: changes the agent left uncommitted` });
-    head = git(repoOf(ctx), ["rev-parse", "--verify", `refs/heads/${s.branch}^{commit}`]);
-  } catch (err) {
-    return record(ctx, it, notRun(attempt.n, gitFailure("could not commit the changes the agent left", err)));
-  }
-  // Protected paths first: an attempt that changed one fails whatever its verify would say, and its verify never runs.
-  let guarded: ReturnType<typeof protectedPathVerdict>;
-  try {
-    guarded = protectedPathVerdict(ctx, it);
-  } catch (err) {
-    return record(ctx, it, notRun(attempt.n, gitFailure("could not check the protected paths", err)));
-  }
-  // The bytes the verify will run are the commit's, for every protected file.
-  try {
-    guarded ??= protectedBytesVerdict(ctx, it, head);
-  } catch (err) {
-    return record(ctx, it, notRun(attempt.n, gitFailure("could not compare the protected files with the commit", err)));
-  }
-  if (guarded) return record(ctx, it, refused(attempt.n, guarded, logPath));
-  // Refs loop owns that moved while this attempt's agent ran: the attempt does not pass over them.
-  let moved: RefChange[];
-  try {
-    moved = ownedRefChanges(ctx, projection(ctx));
-  } catch (err) {
-    return record(ctx, it, notRun(attempt.n, gitFailure("could not check the refs loop owns", err)));
-  }
-  if (moved.length) return record(ctx, it, refused(attempt.n, ownedRefVerdict(moved), logPath));
-  failpoint("verify:before");
-  if (it.def.verify === false) {
-    let ahead: number;
-    try {
-      ahead = commitsOfAttempt(ctx, it);
-    } catch (err) {
-      return record(ctx, it, notRun(attempt.n, gitFailure("could not count the branch's commits", err)));
+  const logPath = join(it.session!.sessionDir, SESSION_FILES.verify);
+  // The gates before the verify, in the order lib/decisions/verify-gates.ts gives: each fact is
+  // gathered when it asks for it, and what it decides is recorded.
+  const facts: GateFacts = {};
+  const options = { command: it.def.verify !== false, exitCode: attempt.end!.exitCode, noProgressGuard: (ctx.def.guards ?? DEFAULT_GUARDS).noProgress };
+  for (;;) {
+    const d = verifyGate(facts, options);
+    if (d.kind === "gather") {
+      await gather(ctx, it, facts, d.fact);
+      continue;
     }
-    const judged = judgeWithoutCommand({ attempt: attempt.n, exitCode: attempt.end!.exitCode, ahead, logPath });
-    const guard = !judged.passed && ahead === 0 && (ctx.def.guards ?? DEFAULT_GUARDS).noProgress;
-    return guard ? record(ctx, it, { ...judged, reason: noProgressReason(judged.reason) }, { named: true }) : record(ctx, it, judged);
+    if (d.kind === "refuse") return refuse(ctx, it, d.verdict, logPath);
+    if (d.kind === "judged") return judged(ctx, it, d, logPath);
+    break;
   }
+  failpoint("verify:before");
   // The sandbox the verify runs in must be usable before it is reserved: if not, the loop pauses.
   const box = verifySandbox(ctx, it);
   if ("paused" in box) return box.paused;
   if ("refused" in box) return record(ctx, it, notRun(attempt.n, box.refused));
+  const head = (facts.leftovers as { head: string }).head;
   const key = `verify:${it.id}:e${it.epoch}:a${attempt.n}`;
   append(
     ctx,
-    [{ type: "verify_reserved", item: it.id, id: key, payload: { attempt: attempt.n, key, command: it.def.verify, log: logPath, timeoutMs: it.def.timeouts.verify, head } }],
+    [{ type: "verify_reserved", item: it.id, id: key, payload: { attempt: attempt.n, key, command: it.def.verify as string, log: logPath, timeoutMs: it.def.timeouts.verify, head } }],
     "verify_reserve",
   );
   failpoint("verify:after_reserve");
   const now = itemNow(ctx, it.id);
   return spawnReserved(ctx, now, requireAttempt(now).verifyRun!);
+}
+
+/**
+ * Gather one fact the gates asked for (the effects of the verify phase). A git failure (say, an
+ * index.lock the agent left behind) is a fact: the gate fails the attempt with git's reason; thrown,
+ * it would stop every later step at the same place. Anything else is thrown.
+ */
+async function gather(ctx: StepContext, it: ItemState, facts: GateFacts, fact: GateFact): Promise<void> {
+  const attempt = requireAttempt(it);
+  const s = it.session!;
+  const orGitFailed = <T>(f: () => T): T | { gitFailed: string } => {
+    try {
+      return f();
+    } catch (err) {
+      if (!(err instanceof GitError)) throw err;
+      return { gitFailed: err.message };
+    }
+  };
+  switch (fact) {
+    case "worktree":
+      facts.worktree = existsSync(s.worktree);
+      return;
+    case "objects": {
+      // The session is over before anything is judged: whatever the agent left running (a child that
+      // would commit, or stop the verify, while it runs) is ended first, group, scope and mark.
+      ctx.store.assertLease();
+      const ended = await endSessionProcesses(it, graceMs(ctx.options.env));
+      if (ended.swept.length) ctx.options.log.info(`${it.id}: ended ${ended.swept.length} process(es) the agent left running before its verify`);
+      reportGitExec(ctx, it);
+      // A sandboxed session's objects, each proven, before anything reads its branch; one not what its
+      // name says is never imported, and the attempt does not pass over it.
+      const objects = importSessionObjects(repoOf(ctx), s.sessionDir);
+      facts.objects = objects.refused.length ? describeRefused(objects.refused) : null;
+      return;
+    }
+    case "store":
+      // An object the session rewrote under its name fails the attempt and pauses the loop (the repository itself is damaged).
+      facts.store = orGitFailed(() => tamperedObjects({ repo: repoOf(ctx), since: Date.parse(attempt.reservedAt) }));
+      return;
+    case "leftovers":
+      try {
+        ctx.store.assertLease();
+        commitLeftovers({ repo: repoOf(ctx), worktree: s.worktree, branch: s.branch, message: `loop: ${it.id} attempt ${attempt.n}: changes the agent left uncommitted` });
+        facts.leftovers = { head: git(repoOf(ctx), ["rev-parse", "--verify", `refs/heads/${s.branch}^{commit}`]) };
+      } catch (err) {
+        // Not the checkout loop made (lib/repo/workspace.ts checkWorktree): nothing was committed.
+        if (err instanceof ReplacedError) facts.leftovers = { replaced: err.message };
+        else if (err instanceof GitError) facts.leftovers = { gitFailed: err.message };
+        else throw err;
+      }
+      return;
+    case "protectedPaths":
+      facts.protectedPaths = orGitFailed(() => protectedPathVerdict(ctx, it));
+      return;
+    case "protectedBytes":
+      facts.protectedBytes = orGitFailed(() => protectedBytesVerdict(ctx, it, (facts.leftovers as { head: string }).head));
+      return;
+    case "ownedRefs":
+      facts.ownedRefs = orGitFailed(() => ownedRefChanges(ctx, projection(ctx)).map(describeRefChange));
+      return;
+    case "commits":
+      failpoint("verify:before");
+      facts.commits = orGitFailed(() => commitsOfAttempt(ctx, it));
+      return;
+  }
+}
+
+/** An attempt a gate refused: no verify runs; the verdict says why (and, for a check that found something, so does the verify log). */
+function refuse(ctx: StepContext, it: ItemState, v: VerifyVerdict, logPath: string): StepOutcome | null {
+  const attempt = requireAttempt(it);
+  const said = verifyReason(v);
+  if (said.detail === null) return record(ctx, it, notRun(attempt.n, v));
+  const payload = refused(attempt.n, v, logPath);
+  return v.code === "object_store_tampered" ? objectStoreTampered(ctx, it, v.objects, payload) : record(ctx, it, payload);
+}
+
+/** `verify: false`: the verdict judged from the agent's exit and the attempt's commits, named by the no-progress guard when it changed nothing. */
+function judged(ctx: StepContext, it: ItemState, d: { verdict: VerifyVerdict; noProgress: boolean }, logPath: string): null {
+  const attempt = requireAttempt(it);
+  const payload = verdictPayload(attempt.n, d.verdict, { exitCode: attempt.end!.exitCode, timedOut: false, sha256: null, log: logPath });
+  writeFileAtomic(logPath, payload.reason + "\n");
+  return d.noProgress ? record(ctx, it, noProgress(payload), { named: true }) : record(ctx, it, payload);
 }
 
 /** A hook or executable git config the session planted is said (a warning of the step): loop never runs it, the operator's git would. */
@@ -163,7 +201,12 @@ function namedNoProgress(ctx: StepContext, it: ItemState, payload: VerifyPayload
   const a = requireAttempt(it);
   const head = a.verifyRun?.head;
   const start = readTextOrNull(join(it.session!.sessionDir, "start-head"), { noLinks: true })?.trim();
-  return head && start && head === start ? { ...payload, reason: noProgressReason(payload.reason) } : payload;
+  return head && start && head === start ? noProgress(payload) : payload;
+}
+
+/** A failed verdict the no-progress guard names: flagged, and its reason says so first. */
+function noProgress(payload: VerifyPayload): VerifyPayload {
+  return { ...payload, noProgress: true, reason: noProgressReason(payload.reason) };
 }
 
 /** Start the reserved verify (the first and only start of this reservation) and record it. */
@@ -198,10 +241,10 @@ function spawnReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOut
     // the environment, and the attempt's verify. Anything else is a bug in loop and is thrown on: it
     // spends no attempt (the next step adopts what was spawned, or starts it under this reservation).
     if (!(err instanceof StartError) && systemError(err) === null) throw err;
-    const reason = `could not run: ${(err as Error).message}`;
-    ctx.errors.push(`${it.id}: verify ${reason}`);
-    ctx.options.log.error(`${it.id}: verify ${reason}`);
-    return record(ctx, it, notRun(attempt.n, reason));
+    const verdict = notRun(attempt.n, { code: "could_not_run", error: (err as Error).message });
+    ctx.errors.push(`${it.id}: verify ${verdict.reason}`);
+    ctx.options.log.error(`${it.id}: verify ${verdict.reason}`);
+    return record(ctx, it, verdict);
   }
   return recordStarted(ctx, it, run, started, false, started.mechanism);
 }
@@ -228,7 +271,7 @@ function recordStarted(ctx: StepContext, it: ItemState, run: VerifyRun, p: Verif
  * that is asked for and unusable is an environment fault: the loop pauses, and the attempt waits
  * untouched for `loop ctl resume`.
  */
-function verifySandbox(ctx: StepContext, it: ItemState): { request: SandboxRequest | null; gateway?: GatewayRequest } | { paused: StepOutcome } | { refused: string } {
+function verifySandbox(ctx: StepContext, it: ItemState): { request: SandboxRequest | null; gateway?: GatewayRequest } | { paused: StepOutcome } | { refused: VerifyVerdict } {
   if (!it.def.sandbox) return { request: null };
   const s = it.session!;
   const attempt = requireAttempt(it);
@@ -253,7 +296,7 @@ function verifySandbox(ctx: StepContext, it: ItemState): { request: SandboxReque
     return { request, gateway };
   } catch (err) {
     // The checkout is not the one loop made (lib/repo/workspace.ts checkWorktree): no verify runs over it.
-    if (err instanceof StartError) return { refused: err.message };
+    if (err instanceof SandboxRefusedError) return { refused: { code: "worktree_replaced", at: "sandbox", message: err.message } };
     throw err;
   }
 }
@@ -273,7 +316,7 @@ function resumeReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOu
     case "waiting":
       return { action: "waiting", item: it.id, reason: v.reason };
     case "never_started":
-      return record(ctx, it, notRun(attempt.n, v.reason));
+      return record(ctx, it, notRun(attempt.n, { code: "never_started", why: v.reason }));
   }
 }
 
@@ -292,8 +335,7 @@ async function observeVerify(ctx: StepContext, it: ItemState, run: VerifyRun): P
   if (v.kind === "timed_out") {
     ctx.store.assertLease();
     await endVerifyRun(it, graceMs(ctx.options.env));
-    const r = verifyLogSummary(run.log, null);
-    payload = { attempt: attempt.n, passed: false, timedOut: true, ...r, log: run.log, reason: `timed out after ${Math.round(run.timeoutMs / 1000)}s` };
+    payload = verdictPayload(attempt.n, { code: "timed_out", timeoutMs: run.timeoutMs }, { ...verifyLogSummary(run.log, null), timedOut: true, log: run.log });
   } else if (v.kind === "lost") {
     // The wrapper vanished without an exit status; whatever it started may still sit in its scope.
     await endVerify({ proc, dir, graceMs: 0 });
@@ -305,58 +347,45 @@ async function observeVerify(ctx: StepContext, it: ItemState, run: VerifyRun): P
       requeueUncounted(ctx, it, drained, { drained: true, before: c?.events ?? [] });
       return null;
     }
-    payload = { attempt: attempt.n, passed: false, timedOut: false, ...verifyLogSummary(run.log, null), log: run.log, reason: v.reason };
+    payload = verdictPayload(attempt.n, { code: "lost", why: v.reason }, { ...verifyLogSummary(run.log, null), timedOut: false, log: run.log });
   } else if (exit && judgeExitProof(exit, run.proof) === "forged") {
     // An exit status its wrapper did not write (no secret, or the wrong one): never a pass.
     await endVerify({ proc, dir, graceMs: 0 });
-    const reason = `verify_result_forged: ${VERIFY_FILES.exit} was not written by the recorded verify (pid ${run.pid}): its proof does not match; not accepted`;
-    payload = { attempt: attempt.n, passed: false, timedOut: false, ...verifyLogSummary(run.log, null), log: run.log, reason };
+    payload = verdictPayload(attempt.n, { code: "verify_result_forged", file: VERIFY_FILES.exit, pid: run.pid }, { ...verifyLogSummary(run.log, null), timedOut: false, log: run.log });
   } else {
     // The shell is gone, but something it started may linger in its group: end it too.
     await endVerify({ proc, dir, graceMs: 0 });
-    const { passed, reason } = verifyExitVerdict(v);
     // The command's own start and end, as its wrapper saw them (the timeline draws those).
     const times = readWrapperTimes(dir, "verify", { from: Date.parse(run.reservedAt), to: Date.now() });
-    payload = { attempt: attempt.n, passed, timedOut: false, ...verifyLogSummary(run.log, v.code), log: run.log, reason, times };
+    payload = verdictPayload(attempt.n, verifyExitVerdict(v), { ...verifyLogSummary(run.log, v.code), timedOut: false, log: run.log, times });
   }
   failpoint("verify:before_record");
   return record(ctx, it, payload);
 }
 
-/** An attempt a check before its verify failed (protected paths, the refs loop owns): no verify runs; the log says why. */
-function refused(attempt: number, v: { reason: string; detail: string }, logPath: string): VerifyPayload {
-  writeFileAtomic(logPath, v.detail + "\n"); // a fresh file: never through a link the agent left there
-  return { attempt, passed: false, exitCode: null, timedOut: false, sha256: null, tail: v.detail, log: logPath, reason: v.reason };
+/** A verdict as verify_finished records it: passed or not, its code, and its reason rendered from its facts (`tail` the reason unless given). */
+function verdictPayload(attempt: number, v: VerifyVerdict, f: Pick<VerifyPayload, "exitCode" | "timedOut" | "sha256" | "log"> & Partial<Pick<VerifyPayload, "tail" | "times">>): VerifyPayload {
+  const { reason } = verifyReason(v);
+  return { attempt, passed: verdictPasses(v), ...f, tail: f.tail ?? reason, code: v.code, noProgress: false, reason };
 }
 
-/** Owned refs that moved during the attempt, as the verdict that fails it (its verify never runs). */
-function ownedRefVerdict(moved: RefChange[]): { reason: string; detail: string } {
-  const named = moved.map(describeRefChange).join("; ");
-  return {
-    reason: `owned_ref_changed: ${named}`,
-    detail: `owned_ref_changed: while this attempt ran, refs loop owns were changed: ${named}. Its verify was not run. Work only on your own branch; never move, delete or create other branches.`,
-  };
+/** An attempt a check before its verify refused (protected paths, the refs loop owns, …): no verify runs; the log says why. */
+function refused(attempt: number, v: VerifyVerdict, logPath: string): VerifyPayload {
+  const detail = verifyReason(v).detail!;
+  writeFileAtomic(logPath, detail + "\n"); // a fresh file: never through a link the agent left there
+  return verdictPayload(attempt, v, { exitCode: null, timedOut: false, sha256: null, tail: detail, log: logPath });
 }
 
 /**
  * Objects of the repository rewritten during the attempt: the attempt fails (its verify never runs)
  * and, in the same commit, the loop pauses: every later item would build on the damaged store.
  */
-function objectStoreTampered(ctx: StepContext, it: ItemState, tampered: string[], logPath: string): StepOutcome {
+function objectStoreTampered(ctx: StepContext, it: ItemState, tampered: string[], verdict: VerifyPayload): StepOutcome {
   const attempt = requireAttempt(it);
-  const named = tampered.slice(0, 10).join("; ") + (tampered.length > 10 ? `; and ${tampered.length - 10} more` : "");
-  const verdict = refused(
-    attempt.n,
-    {
-      reason: `object_store_tampered: ${named}`,
-      detail: `object_store_tampered: while this attempt ran, files of the repository's object store were rewritten under names that are not their content's: ${named}. Its verify was not run. Never write under .git/objects yourself; commit with git.`,
-    },
-    logPath,
-  );
   const fault = {
     kind: "object_store_tampered",
     attempt: null,
-    reason: `the repository's object store was rewritten during ${it.id}'s attempt ${attempt.n}: ${named}`,
+    reason: `the repository's object store was rewritten during ${it.id}'s attempt ${attempt.n}: ${namedObjects(tampered)}`,
     fix: "check the repository with `git fsck --full` and restore the objects it names from a backup or another clone (`loop status` lists the items whose branches hold them), then `loop ctl resume`",
   };
   ctx.errors.push(`${it.id}: ${verdict.reason}`);
@@ -365,18 +394,10 @@ function objectStoreTampered(ctx: StepContext, it: ItemState, tampered: string[]
   return { action: "paused", item: it.id, reason: p.loop.reason };
 }
 
-/** A verify that could not run: failed, with the reason as all there is to show. */
-function notRun(attempt: number, reason: string, tail = reason): VerifyPayload {
-  return { attempt, passed: false, exitCode: null, timedOut: false, sha256: null, tail, log: null, reason };
-}
-
-/**
- * A git failure here (say, an index.lock the agent left behind) fails the attempt with git's
- * reason; thrown, it would stop every later step at the same place. Anything else is thrown.
- */
-function gitFailure(what: string, err: unknown): string {
-  if (!(err instanceof GitError)) throw err;
-  return `${what}: ${err.message}`;
+/** A verify that could not run: failed, with the reason as all there is to show (a missing worktree shows nothing). */
+function notRun(attempt: number, v: VerifyVerdict): VerifyPayload {
+  const { reason } = verifyReason(v);
+  return verdictPayload(attempt, v, { exitCode: null, timedOut: false, sha256: null, tail: v.code === "worktree_missing" ? "" : reason, log: null });
 }
 
 /** Commits this attempt made on the item branch: counted from the head it started at (start-head). */
@@ -386,17 +407,4 @@ function commitsOfAttempt(ctx: StepContext, it: ItemState): number {
   const startHead = readTextOrNull(join(s.sessionDir, "start-head"), { noLinks: true })?.trim();
   const base = startHead || startPointFor({ repo, landing: ctx.def.landing, base: ctx.def.base, target: ctx.def.target });
   return commitsAhead({ repo, base, branch: s.branch });
-}
-
-/** `verify: false`: passed when the agent exited 0 and the attempt left a change on the branch. */
-function judgeWithoutCommand(o: { attempt: number; exitCode: number | null; ahead: number; logPath: string }): VerifyPayload {
-  const passed = o.exitCode === 0 && o.ahead > 0;
-  const reason =
-    o.exitCode !== 0
-      ? `no verify command; agent exited ${o.exitCode}`
-      : o.ahead > 0
-        ? `no verify command; agent exited 0 with ${o.ahead} commit(s)`
-        : "no verify command; agent exited 0 but left no change";
-  writeFileAtomic(o.logPath, reason + "\n");
-  return { attempt: o.attempt, passed, exitCode: o.exitCode, timedOut: false, sha256: null, tail: reason, log: o.logPath, reason };
 }

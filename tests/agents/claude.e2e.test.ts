@@ -201,7 +201,7 @@ for (const name of ["claude", "claude-2.1.197"] as const) {
             expect((await p.run()).action).toBe("launched");
             await p.runUntil((r) => r.transitions.some((t) => t.type === "budget_stopped"), { what: "the budget stop", maxPolls: 400 });
             const it = p.projection().items.a!;
-            expect(it.reason).toStartWith("budget_exhausted");
+            expect(it.settleCode).toBe("budget_exhausted");
           });
         } finally {
           await fake.stop();
@@ -247,7 +247,7 @@ for (const name of ["claude", "claude-2.1.197"] as const) {
             expect((await p.run()).action).toBe("launched");
             await p.runUntil((r) => r.transitions.some((t) => t.type === "budget_stopped" || t.type === "item_settled"), { what: "the budget stop", maxPolls: 400 });
             const it = p.projection().items.a!;
-            expect(it.reason).toStartWith("budget_exhausted");
+            expect(it.settleCode).toBe("budget_exhausted");
             // What loop recorded is within a few percent of what was served.
             const recorded = it.attempts[0]!.usage!;
             const served = sonnetMicroUsd(servedSince(fake, 0));

@@ -87,7 +87,7 @@ describe.skipIf(agentBin("claude") === null)("claude behind its gateway: a dolla
           expect((await p.run()).action).toBe("launched");
           await p.runUntil((_r, q) => q.projection().items.a!.status === "failed", { what: "the item failed", maxPolls: 400 });
           const it = p.projection().items.a!;
-          expect(it.reason).toStartWith("budget_exhausted");
+          expect(it.settleCode).toBe("budget_exhausted");
           const calls = readFileSync(join(p.sessionDir("a", 1), GATEWAY_FILES.usage), "utf8").trim().split("\n").map((l) => JSON.parse(l));
           expect(new Set(calls.map((c) => c.model))).toEqual(new Set(["claude-sonnet-4-5"]));
           const spent = calls.reduce((n, c) => n + c.microUsd, 0);
@@ -160,7 +160,7 @@ describe.skipIf(agentBin("codex") === null)("codex behind its gateway", () => {
           expect((await p.run()).action).toBe("launched");
           await p.runUntil((_r, q) => q.projection().items.a!.status === "failed", { what: "the item failed", maxPolls: 400 });
           const it = p.projection().items.a!;
-          expect(it.reason).toStartWith("budget_exhausted");
+          expect(it.settleCode).toBe("budget_exhausted");
           // Codex never finished its turn: every figure is the gateway's, to the token.
           const recorded = it.attempts[0]!.usage!.tokens!;
           expect(recorded).toEqual(asLoopCounts(fake.served.total));

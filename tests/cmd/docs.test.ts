@@ -11,6 +11,7 @@ import { CONTRACT_TOOLS } from "../../cmd/loop.ts";
 import { commonArgs, renderHelp } from "../../lib/shared/cli.ts";
 import { EXIT } from "../../lib/shared/errors.ts";
 import { EVENT_TYPES } from "../../lib/log/events.ts";
+import { LANDING_CODES, SETTLE_CODES, VERIFY_CODES } from "../../lib/log/vocabulary.ts";
 import { FINDING_CODES } from "../../lib/reports/replay.ts";
 import { STATUS_FINDING_CODES } from "../../lib/log/integrity.ts";
 import type { ResetReport } from "../../lib/control/reset.ts";
@@ -139,6 +140,25 @@ describe("docs/events.md documents exactly the event vocabulary", () => {
     }
     expect(missing).toEqual([]);
   });
+});
+
+// A verdict's code is a contract (status, the page and scripts read it): each event's section lists
+// its codes, one table row each, exactly as lib/log/vocabulary.ts does (the forge's refusals may share a row).
+describe("docs/events.md lists exactly the codes of each verdict", () => {
+  const md = read("docs/events.md");
+  const lists: [string, readonly string[]][] = [
+    ["verify_finished", VERIFY_CODES],
+    ["landing_finished", LANDING_CODES],
+    ["item_settled", SETTLE_CODES],
+  ];
+  for (const [type, codes] of lists)
+    test(`${type}: its table of codes`, () => {
+      const body = section(md, new RegExp(`^###\\s+\`?${type}\`?\\s*$`)) ?? "";
+      // The tables whose first column is headed `code`.
+      const tables = [...body.matchAll(/^\|\s*code\s*\|.*(?:\n\|.*)*/gm)].map((m) => m[0]);
+      const listed = tables.flatMap((t) => firstCells(t).flatMap((cell) => [...cell.matchAll(/`([a-z_]+)`/g)].map((m) => m[1]!)));
+      expect(listed.sort()).toEqual([...codes].sort());
+    });
 });
 
 describe("finding codes are documented", () => {

@@ -118,7 +118,7 @@ describe("the next recorded figure", () => {
 });
 
 describe("the guards", () => {
-  const v = (exitCode: number | null, sha256: string | null, passed = false) => ({ attempt: 0, passed, exitCode, timedOut: false, sha256, tail: "", log: null, reason: `exit ${exitCode}`, at: "" });
+  const v = (exitCode: number | null, sha256: string | null, passed = false) => ({ attempt: 0, passed, exitCode, timedOut: false, sha256, tail: "", log: null, code: passed ? ("passed" as const) : ("exit_nonzero" as const), noProgress: false, reason: `exit ${exitCode}`, at: "" });
   test("two failures in a row with the same exit code and output digest are identical", () => {
     expect(identicalFailure([attempt(1, { verify: v(1, "aa"), outcome: "failed" }), attempt(2, { verify: v(1, "aa") })])).toEqual({ previous: 1, exitCode: 1, sha256: "aa" });
   });

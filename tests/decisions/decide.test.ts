@@ -10,7 +10,7 @@ import { RefusedError, UsageError } from "../../lib/shared/errors.ts";
 import { type AfterSession, afterFailure, afterSession, failedReason } from "../../lib/decisions/attempt.ts";
 import { blockedBecauseOf, type NextWork, nextWork } from "../../lib/decisions/next-work.ts";
 import { ASK_EXIT_GRACE_MS, classifySession } from "../../lib/decisions/session-verdict.ts";
-import { classifyVerify, classifyVerifyStart, type VerifyObservation, type VerifyStartObservation, verifyExitVerdict } from "../../lib/decisions/verify-verdict.ts";
+import { classifyVerify, classifyVerifyStart, verdictPasses, type VerifyObservation, type VerifyStartObservation, verifyExitVerdict, verifyReason, type VerifyVerdict } from "../../lib/decisions/verify-verdict.ts";
 import { waitingReasons, waitView } from "../../lib/decisions/wait-reasons.ts";
 import type { SessionObservation } from "../../lib/decisions/session-verdict.ts";
 import { fold } from "../../lib/log/reducer.ts";
@@ -97,25 +97,25 @@ describe("nextWork", () => {
       drafts: [control("a", "start"), control("a", "stop")],
       want: { kind: "idle", reason: "a is held by `loop ctl stop` (start or retry it)" },
     },
-    { name: "block: dependency failed", items: [itemDef("a"), dep("b", "a")], drafts: failed("a"), want: { kind: "block", items: [{ id: "b", reason: 'dependency "a" failed' }] } },
-    { name: "block: dependency skipped", items: [itemDef("a"), dep("b", "a")], drafts: [settled({ item: "a", attempt: 0, outcome: "skipped" })], want: { kind: "block", items: [{ id: "b", reason: 'dependency "a" skipped' }] } },
-    { name: "block: dependency cancelled", items: [itemDef("a"), dep("b", "a")], drafts: [settled({ item: "a", attempt: 0, outcome: "cancelled" })], want: { kind: "block", items: [{ id: "b", reason: 'dependency "a" cancelled' }] } },
+    { name: "block: dependency failed", items: [itemDef("a"), dep("b", "a")], drafts: failed("a"), want: { kind: "block", items: [{ id: "b", reason: 'dependency "a" failed', code: "dependency_failed" }] } },
+    { name: "block: dependency skipped", items: [itemDef("a"), dep("b", "a")], drafts: [settled({ item: "a", attempt: 0, outcome: "skipped" })], want: { kind: "block", items: [{ id: "b", reason: 'dependency "a" skipped', code: "dependency_failed" }] } },
+    { name: "block: dependency cancelled", items: [itemDef("a"), dep("b", "a")], drafts: [settled({ item: "a", attempt: 0, outcome: "cancelled" })], want: { kind: "block", items: [{ id: "b", reason: 'dependency "a" cancelled', code: "dependency_failed" }] } },
     {
       name: "block: dependency blocked (transitively)",
       items: [itemDef("x"), dep("a", "x"), dep("b", "a")],
       drafts: [...failed("x"), settled({ item: "a", attempt: 0, outcome: "blocked", reason: 'dependency "x" failed' })],
-      want: { kind: "block", items: [{ id: "b", reason: 'dependency "a" blocked' }] },
+      want: { kind: "block", items: [{ id: "b", reason: 'dependency "a" blocked', code: "dependency_failed" }] },
     },
     {
       name: "block: every blocked item at once, before any launch",
       items: [itemDef("a"), dep("b", "a"), itemDef("c"), dep("d", "a", "c")],
       drafts: failed("a"),
-      want: { kind: "block", items: [{ id: "b", reason: 'dependency "a" failed' }, { id: "d", reason: 'dependency "a" failed' }] },
+      want: { kind: "block", items: [{ id: "b", reason: 'dependency "a" failed', code: "dependency_failed" }, { id: "d", reason: 'dependency "a" failed', code: "dependency_failed" }] },
     },
     {
       name: "block: a dependency that is not an item",
       items: [dep("b", "ghost")],
-      want: { kind: "block", items: [{ id: "b", reason: 'dependency "ghost" is not an item of the loop' }] },
+      want: { kind: "block", items: [{ id: "b", reason: 'dependency "ghost" is not an item of the loop', code: "dependency_unknown" }] },
     },
     { name: "a held item does not block its dependents", items: [itemDef("a"), dep("b", "a")], drafts: [control("a", "stop")], want: { kind: "idle", reason: "a is held by `loop ctl stop` (start or retry it); b waits for a" } },
     { name: "drain Succeeded: all passed", items: ids("a", "b"), drafts: [...passingAttempt({ item: "a" }), ...passingAttempt({ item: "b" })], want: { kind: "drain", outcome: "Succeeded" } },
@@ -138,7 +138,7 @@ describe("nextWork", () => {
     b.push(def(1, [itemDef("a"), dep("b", "a"), itemDef("c")]), loopStarted, def(2, [dep("b", "a"), itemDef("c")]));
     const p = fold(b.events);
     expect(p.items.a!.status).toBe("withdrawn");
-    expect(nextWork(p)).toEqual({ kind: "block", items: [{ id: "b", reason: 'dependency "a" was removed from the definition' }] });
+    expect(nextWork(p)).toEqual({ kind: "block", items: [{ id: "b", reason: 'dependency "a" was removed from the definition', code: "dependency_removed" }] });
     b.push(settled({ item: "b", attempt: 0, outcome: "skipped" }), ...passingAttempt({ item: "c" }));
     expect(nextWork(fold(b.events))).toEqual({ kind: "drain", outcome: "Succeeded" });
   });
@@ -369,14 +369,18 @@ describe("classifyVerify: a started verify, in order", () => {
   });
 });
 
-describe("verifyExitVerdict: the words verify_finished has always used", () => {
-  const cases: [Parameters<typeof verifyExitVerdict>[0], { passed: boolean; reason: string }][] = [
-    [{ code: 0, signal: null, error: null }, { passed: true, reason: "exit 0" }],
-    [{ code: 2, signal: null, error: null }, { passed: false, reason: "exit 2" }],
-    [{ code: null, signal: "SIGTERM", error: null }, { passed: false, reason: "killed by SIGTERM" }],
-    [{ code: 127, signal: null, error: 'loop: cannot start "sh": ENOENT' }, { passed: false, reason: 'could not run: loop: cannot start "sh": ENOENT' }],
+describe("verifyExitVerdict: the code of a verify that ended, in the words verify_finished has always used", () => {
+  const cases: [Parameters<typeof verifyExitVerdict>[0], { passed: boolean; code: VerifyVerdict["code"]; reason: string }][] = [
+    [{ code: 0, signal: null, error: null }, { passed: true, code: "passed", reason: "exit 0" }],
+    [{ code: 2, signal: null, error: null }, { passed: false, code: "exit_nonzero", reason: "exit 2" }],
+    [{ code: null, signal: "SIGTERM", error: null }, { passed: false, code: "killed", reason: "killed by SIGTERM" }],
+    [{ code: 127, signal: null, error: 'loop: cannot start "sh": ENOENT' }, { passed: false, code: "could_not_run", reason: 'could not run: loop: cannot start "sh": ENOENT' }],
   ];
-  for (const [exit, want] of cases) test(want.reason, () => expect(verifyExitVerdict(exit)).toEqual(want));
+  for (const [exit, want] of cases)
+    test(want.reason, () => {
+      const v = verifyExitVerdict(exit);
+      expect({ passed: verdictPasses(v), code: v.code, reason: verifyReason(v).reason }).toEqual(want);
+    });
 });
 
 describe("afterSession: the phase an ended attempt needs next", () => {
@@ -391,11 +395,11 @@ describe("afterSession: the phase an ended attempt needs next", () => {
   const cases: { name: string; drafts: EventDraft[]; want: AfterSession }[] = [
     { name: "a launch interrupted by a kill: requeued, not counted", drafts: [launch({ item: "a", attempt: 1 }), launchFailed(true)], want: { kind: "requeue", reason: "stopped before launching", drained: false } },
     { name: "a session that died with a stopped watcher: requeued, not counted, said drained", drafts: [...running("a"), drainedEnd], want: { kind: "requeue", reason: "drained: gone", drained: true } },
-    { name: "a launch that failed: the attempt fails", drafts: [launch({ item: "a", attempt: 1 }), launchFailed(false)], want: { kind: "fail", reason: "program not found" } },
-    { name: "a stalled session: the attempt fails with its reason", drafts: [...running("a"), stalled], want: { kind: "fail", reason: "no output for 601s" } },
+    { name: "a launch that failed: the attempt fails", drafts: [launch({ item: "a", attempt: 1 }), launchFailed(false)], want: { kind: "fail", reason: "program not found", code: "session_failed" } },
+    { name: "a stalled session: the attempt fails with its reason", drafts: [...running("a"), stalled], want: { kind: "fail", reason: "no output for 601s", code: "session_failed" } },
     { name: "an agent that exited (even non-zero): verify", drafts: [...running("a"), ended({ item: "a", attempt: 1, exitCode: 3 })], want: { kind: "verify" } },
     { name: "a verify reserved or running: verify (observe it)", drafts: [...running("a"), ended({ item: "a", attempt: 1 }), verifyReserved({ item: "a", attempt: 1 }), verifyStarted({ item: "a", attempt: 1 })], want: { kind: "verify" } },
-    { name: "verify failed: the attempt fails with the verify's reason", drafts: [...running("a"), ended({ item: "a", attempt: 1 }), verified({ item: "a", attempt: 1, passed: false })], want: { kind: "fail", reason: "verify failed: verify failed" } },
+    { name: "verify failed: the attempt fails with the verify's reason", drafts: [...running("a"), ended({ item: "a", attempt: 1 }), verified({ item: "a", attempt: 1, passed: false })], want: { kind: "fail", reason: "verify failed: verify failed", code: "verify_failed" } },
     { name: "verify passed: land", drafts: [...running("a"), ended({ item: "a", attempt: 1 }), verified({ item: "a", attempt: 1, passed: true })], want: { kind: "land" } },
     { name: "landed (branch as deliverable): settle", drafts: [...running("a"), ended({ item: "a", attempt: 1 }), verified({ item: "a", attempt: 1, passed: true }), landed({ item: "a", attempt: 1 })], want: { kind: "settle", landed: true } },
     { name: "merged: settle", drafts: [...running("a"), ended({ item: "a", attempt: 1 }), verified({ item: "a", attempt: 1, passed: true }), landing("merged")], want: { kind: "settle", landed: true } },
@@ -609,7 +613,7 @@ describe("planCtl", () => {
       expect(a[0]!.close).toEqual({ removeCheckout: true });
       expect(a[0]!.events).toEqual([
         { type: "control_recorded", item: "a", payload: { verb: "skip", text: "later" } },
-        { type: "item_settled", item: "a", payload: { attempt: 1, outcome: "skipped", reason: "skipped by alice: later" } },
+        { type: "item_settled", item: "a", payload: { attempt: 1, outcome: "skipped", reason: "skipped by alice: later", code: "operator_skipped" } },
       ]);
       const p = carryOut(run, a);
       expect(p.items.a!.status).toBe("skipped");
@@ -617,7 +621,7 @@ describe("planCtl", () => {
       expect(p.loop.state).toBe("running");
       const pend = plan(log(ids("a")), "skip", ["a"]);
       expect(pend[0]!.close).toBeNull();
-      expect(pend[0]!.events[1]).toEqual({ type: "item_settled", item: "a", payload: { attempt: 0, outcome: "skipped", reason: "skipped by alice" } });
+      expect(pend[0]!.events[1]).toEqual({ type: "item_settled", item: "a", payload: { attempt: 0, outcome: "skipped", reason: "skipped by alice", code: "operator_skipped" } });
       expect(plan(log(ids("a"), failed("a")), "skip", ["a"])[0]).toMatchObject({ noop: true, effect: "a is failed; nothing to skip" });
     });
     test("cancel settles cancelled and pauses the loop; not when nothing changes or already paused", () => {

@@ -345,9 +345,9 @@ describe("attention: when the loop needs a person", () => {
       started({ item: "a", attempt: 1 }),
       ended({ item: "a", attempt: 1, exitCode: 0 }),
       verified({ item: "a", attempt: 1, passed: true }),
-      { ...landed({ item: "a", attempt: 1 }), payload: { ...landed({ item: "a", attempt: 1 }).payload, outcome: "conflict", reason: "merge conflict in x" } } as EventDraft,
+      { ...landed({ item: "a", attempt: 1 }), payload: { ...landed({ item: "a", attempt: 1 }).payload, outcome: "conflict", code: "conflict", reason: "merge conflict in x" } } as EventDraft,
       closed({ item: "a", attempt: 1, worktreeRemoved: false }),
-      settled({ item: "a", attempt: 1, outcome: "failed", reason: "merge_conflict: merge conflict in x" }),
+      settled({ item: "a", attempt: 1, outcome: "failed", reason: "merge_conflict: merge conflict in x", code: "merge_conflict" }),
     ];
     expect(kinds(foldOf(...conflicted))).toEqual(["landing a"]);
     const p = foldOf(...conflicted, { type: "item_settled", item: "b", payload: { attempt: 0, outcome: "skipped", reason: "x" } }, drained("Failed", { failed: 1, skipped: 1 }));
@@ -361,7 +361,7 @@ describe("attention: when the loop needs a person", () => {
       started({ item: "a", attempt: 1 }),
       ended({ item: "a", attempt: 1, exitCode: 0 }),
       verified({ item: "a", attempt: 1, passed: true }),
-      { ...landed({ item: "a", attempt: 1 }), payload: { ...landed({ item: "a", attempt: 1 }).payload, outcome: "blocked", commit: null, reason: "a check failed: ci; https://github.com/acme/api/pull/3 left open" } } as EventDraft,
+      { ...landed({ item: "a", attempt: 1 }), payload: { ...landed({ item: "a", attempt: 1 }).payload, outcome: "blocked", code: "checks_failed", commit: null, reason: "a check failed: ci; https://github.com/acme/api/pull/3 left open" } } as EventDraft,
       closed({ item: "a", attempt: 1, worktreeRemoved: false }),
       settled({ item: "a", attempt: 1, outcome: "landing_blocked", reason: "landing_blocked: a check failed: ci; https://github.com/acme/api/pull/3 left open" }),
     ];
@@ -380,11 +380,11 @@ describe("attention: when the loop needs a person", () => {
       started({ item, attempt: 1 }),
       ended({ item, attempt: 1, exitCode: 0 }),
       verified({ item, attempt: 1, passed: true }),
-      { ...landed({ item, attempt: 1 }), payload: { ...landed({ item, attempt: 1 }).payload, outcome: "conflict", reason: "merge conflict in x" } } as EventDraft,
+      { ...landed({ item, attempt: 1 }), payload: { ...landed({ item, attempt: 1 }).payload, outcome: "conflict", code: "conflict", reason: "merge conflict in x" } } as EventDraft,
       closed({ item, attempt: 1, worktreeRemoved: false }),
-      settled({ item, attempt: 1, outcome: "failed", reason: "merge_conflict: merge conflict in x" }),
+      settled({ item, attempt: 1, outcome: "failed", reason: "merge_conflict: merge conflict in x", code: "merge_conflict" }),
     ];
-    for (const p of [foldOf(...asked), foldOf(...conflicted("a")), foldOf(...conflicted("a"), settled({ item: "b", attempt: 0, outcome: "blocked", reason: "a failed" }), drained("Failed", { failed: 1, blocked: 1 })), foldOf(fault("a", null))]) {
+    for (const p of [foldOf(...asked), foldOf(...conflicted("a")), foldOf(...conflicted("a"), settled({ item: "b", attempt: 0, outcome: "blocked", reason: 'dependency "a" failed' }), drained("Failed", { failed: 1, blocked: 1 })), foldOf(fault("a", null))]) {
       const drainedFailed = p.loop.state === "drained" && p.loop.outcome === "Failed";
       const input = attentionInput(p);
       const needed = (it: (typeof input.items)[number]) =>

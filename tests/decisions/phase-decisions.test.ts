@@ -33,12 +33,12 @@ describe("isOwnMergeOnTop", () => {
 describe("settledByLanding", () => {
   const o = { landingReason: "merged into main as abc", verifyReason: "exit 0" };
   test("landed: passed, naming the verify and the landing", () => {
-    expect(settledByLanding({ ...o, landed: true, outcome: "merged" })).toEqual({ outcome: "passed", reason: "verify passed (exit 0); merged into main as abc" });
+    expect(settledByLanding({ ...o, landed: true, outcome: "merged" })).toEqual({ outcome: "passed", code: "passed", reason: "verify passed (exit 0); merged into main as abc" });
   });
-  test("blocked through the forge: landing_blocked; a conflict and any other failure: failed, each named", () => {
-    expect(settledByLanding({ ...o, landed: false, outcome: "blocked" }).outcome).toBe("landing_blocked");
-    expect(settledByLanding({ ...o, landed: false, outcome: "conflict" })).toEqual({ outcome: "failed", reason: "merge_conflict: merged into main as abc" });
-    expect(settledByLanding({ ...o, landed: false, outcome: "failed" }).reason).toStartWith("landing_failed: ");
+  test("blocked through the forge: landing_blocked; a conflict and any other failure: failed, each with its code", () => {
+    expect(settledByLanding({ ...o, landed: false, outcome: "blocked" })).toMatchObject({ outcome: "landing_blocked", code: "landing_blocked" });
+    expect(settledByLanding({ ...o, landed: false, outcome: "conflict" })).toEqual({ outcome: "failed", code: "merge_conflict", reason: "merge_conflict: merged into main as abc" });
+    expect(settledByLanding({ ...o, landed: false, outcome: "failed" })).toMatchObject({ outcome: "failed", code: "landing_failed" });
   });
 });
 

@@ -11,6 +11,7 @@ import {
   type StoredEvent,
 } from "../../lib/log/events.ts";
 import { type EventRowBase, hashInput } from "../../lib/log/integrity.ts";
+import type { SettleCode } from "../../lib/log/vocabulary.ts";
 
 export type RowBase = EventRowBase;
 
@@ -189,6 +190,8 @@ export function verified({ item, attempt, passed }: Attempt & { passed: boolean 
       sha256: null,
       tail: passed ? "3 pass" : "1 fail",
       log: null,
+      code: passed ? "passed" : "exit_nonzero",
+      noProgress: false,
       reason: passed ? "verify passed" : "verify failed",
     },
   };
@@ -198,12 +201,22 @@ export function landed({ item, attempt }: Attempt): EventDraft {
   return {
     type: "landing_finished",
     item,
-    payload: { attempt, outcome: "none", branch: `loop/test/${item}`, target: null, commit: null, reason: "the branch is the deliverable" },
+    payload: { attempt, outcome: "none", branch: `loop/test/${item}`, target: null, commit: null, code: "branch_delivered", reason: "the branch is the deliverable" },
   };
 }
 
-export function settled({ item, attempt, outcome, reason = outcome }: Attempt & { outcome: Payload<"item_settled">["outcome"]; reason?: string }): EventDraft {
-  return { type: "item_settled", item, payload: { attempt, outcome, reason } };
+/** The code an item_settled of each outcome carries unless a test names another. */
+const SETTLE_CODE = {
+  passed: "passed",
+  failed: "verify_failed",
+  skipped: "operator_skipped",
+  cancelled: "operator_cancelled",
+  blocked: "dependency_failed",
+  landing_blocked: "landing_blocked",
+} as const satisfies Record<Payload<"item_settled">["outcome"], SettleCode>;
+
+export function settled({ item, attempt, outcome, reason = outcome, code = SETTLE_CODE[outcome] }: Attempt & { outcome: Payload<"item_settled">["outcome"]; reason?: string; code?: SettleCode }): EventDraft {
+  return { type: "item_settled", item, payload: { attempt, outcome, reason, code } };
 }
 
 export function requeued({ item, attempt, reason = "verify failed, next attempt", ...opts }: Attempt & { reason?: string; failed?: boolean; resetBudget?: boolean }): EventDraft {

@@ -98,7 +98,7 @@ describe("usage_recorded", () => {
     const b = running();
     b.push(usage("a", 1, { final: true }), ended({ item: "a", attempt: 1 }));
     b.push({ type: "budget_stopped", item: "a", payload: { attempt: 1, scope: "item", window: "total", unit: "tokens", spent: 120, limit: 100, reason: "a spent 120 tokens of 100" } });
-    b.push(settled({ item: "a", attempt: 1, outcome: "failed", reason: "budget_exhausted: a spent 120 tokens of 100" }));
+    b.push(settled({ item: "a", attempt: 1, outcome: "failed", reason: "budget_exhausted: a spent 120 tokens of 100", code: "budget_exhausted" }));
     const p = fold(b.events);
     expect(JSON.parse(itemRow(p.items.a!, "proj_items")!).budgetStop).toMatchObject({ attempt: 1, unit: "tokens", spent: 120, limit: 100 });
     expect(JSON.parse(itemRow(p.items.a!, "proj_ledgers")!).attempts[0].usage).toMatchObject({ final: true, microUsd: 1000 });

@@ -468,6 +468,7 @@ describe("work_item_reset is an epoch boundary", () => {
       inDefinition: true,
       status: "pending",
       reason: null,
+      settleCode: null,
       epoch: 1,
       settledAt: null,
       attempts: [],

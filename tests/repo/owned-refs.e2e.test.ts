@@ -71,8 +71,9 @@ describe("refs loop owns, changed by an agent", () => {
             // first passes; evil's first attempt moves first's branch; its verify never runs.
             await p.runUntil((r) => r.transitions.some((t) => t.type === "verify_finished" && t.item === "evil"), { codes: [0, 1], what: "evil verified" });
             const verdict = p.eventsOf("verify_finished", "evil")[0]!.payload;
-            expect(verdict.passed).toBe(false);
-            expect(verdict.reason).toContain(`owned_ref_changed: item first's branch loop/t/item/first was ${expectNow}`);
+            expect(verdict).toMatchObject({ passed: false, code: "owned_ref_changed" });
+            // Its reason names the ref and what became of it, for people.
+            expect(verdict.reason).toContain(`item first's branch loop/t/item/first was ${expectNow}`);
             expect(p.eventsOf("verify_reserved", "evil")).toEqual([]);
             const head = p.eventsOf("session_closed", "first")[0]!.payload.head as string;
             const status = JSON.parse((await p.loop(["status", "--json"])).stdout);
@@ -112,7 +113,9 @@ describe("refs loop owns, changed by an agent", () => {
         {},
         async (p) => {
           await p.runUntil((r) => r.transitions.some((t) => t.type === "verify_finished" && t.item === "mover"), { codes: [0, 1], what: "mover verified" });
-          expect(p.eventsOf("verify_finished", "mover")[0]!.payload.reason).toMatch(/^owned_ref_changed: the landing target loop\/t\/landed was moved from [0-9a-f]{40} to [0-9a-f]{40}$/);
+          const moverVerdict = p.eventsOf("verify_finished", "mover")[0]!.payload;
+          expect(moverVerdict.code).toBe("owned_ref_changed");
+          expect(moverVerdict.reason).toMatch(/the landing target loop\/t\/landed was moved from [0-9a-f]{40} to [0-9a-f]{40}$/);
           // Put it back by hand, as the pause will ask, and go on: late's verify moves the target itself.
           const landed = p.eventsOf("landing_finished", "first")[0]!.payload.commit as string;
           await p.runUntil((r) => r.action === "paused", { codes: [0, 1], what: "paused on the moved target" });
@@ -120,8 +123,8 @@ describe("refs loop owns, changed by an agent", () => {
           expect((await p.ctl(["resume"])).code).toBe(0);
           await p.runToDrain({ codes: [0, 1] });
           const late = p.eventsOf("landing_finished", "late")[0]!.payload;
-          expect(late).toMatchObject({ outcome: "failed", commit: null });
-          expect(late.reason).toMatch(/^target_moved: the landing target loop\/t\/landed was moved from [0-9a-f]{40} to [0-9a-f]{40}; loop does not merge on top/);
+          expect(late).toMatchObject({ outcome: "failed", code: "target_moved", commit: null });
+          expect(late.reason).toMatch(/the landing target loop\/t\/landed was moved from [0-9a-f]{40} to [0-9a-f]{40}; loop does not merge on top/);
           expect(p.projection().items.late!.status).toBe("failed");
           // Nothing was merged on top of the foreign commit.
           expect(git(p.root, "log", "-1", "--format=%s", "refs/heads/loop/t/landed")).toBe("foreign");

@@ -5,7 +5,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { GitError } from "../../lib/shared/errors.ts";
-import { checkoutBranch, checkWorktree, commitLeftovers, ensureWorktree, landMerge } from "../../lib/repo/workspace.ts";
+import { checkoutBranch, checkWorktree, commitLeftovers, ensureWorktree, landMerge, ReplacedError } from "../../lib/repo/workspace.ts";
 import { gitExecSnapshot } from "../../lib/repo/git-exec.ts";
 import { git, makeRepo } from "../helpers/project.ts";
 import { removeDir } from "../helpers/fs.ts";
@@ -65,6 +65,20 @@ describe("ensureWorktree", () => {
     expect(ensureWorktree({ repo: root, path: wt, branch: "loop/t/a", startPoint: "main" }).movedAside).toBeNull();
     expect(readdirSync(join(wt, "..")).sort()).toEqual(["a"]);
   });
+
+  test("a branch made a symbolic ref is refused, typed branch_replaced; nothing is made", () => {
+    const { root, wt } = repo();
+    git(root, "symbolic-ref", "refs/heads/loop/t/a", "refs/heads/main");
+    let thrown: unknown;
+    try {
+      ensureWorktree({ repo: root, path: wt, branch: "loop/t/a", startPoint: "main" });
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).toBeInstanceOf(ReplacedError);
+    expect((thrown as ReplacedError).replaced).toBe("branch_replaced");
+    expect(existsSync(wt)).toBe(false);
+  });
 });
 
 describe("commitLeftovers", () => {
@@ -84,8 +98,16 @@ describe("commitLeftovers", () => {
     writeFileSync(join(wt, "left.txt"), "x\n");
     writeFileSync(join(root, "operator-wip.txt"), "mine\n");
     const head = git(root, "rev-parse", "HEAD");
+    // A GitError (what its callers record), typed: what it means is its `replaced`, not its words.
     expect(() => commitLeftovers({ repo: root, worktree: wt, branch: "loop/t/a", message: "left" })).toThrow(GitError);
-    expect(() => commitLeftovers({ repo: root, worktree: wt, branch: "loop/t/a", message: "left" })).toThrow("worktree_replaced");
+    let thrown: unknown;
+    try {
+      commitLeftovers({ repo: root, worktree: wt, branch: "loop/t/a", message: "left" });
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).toBeInstanceOf(ReplacedError);
+    expect((thrown as ReplacedError).replaced).toBe("worktree_replaced");
     expect(git(root, "rev-parse", "HEAD")).toBe(head);
     expect(git(root, "status", "--porcelain", "--", "operator-wip.txt")).toBe("?? operator-wip.txt");
   });
@@ -124,7 +146,7 @@ describe("landMerge of a commit the target holds", () => {
 
   test("the same commit landed again (a step killed after its merge): merged, the same merge commit, the target unmoved", () => {
     const { root, land, merge } = landed();
-    expect(land("loop/t/a", git(root, "rev-parse", "loop/t/a"))).toEqual({ outcome: "merged", commit: merge, reason: "merged" });
+    expect(land("loop/t/a", git(root, "rev-parse", "loop/t/a"))).toEqual({ outcome: "merged", code: "merged", commit: merge, reason: "merged" });
     expect(git(root, "rev-parse", "loop/t/target")).toBe(merge);
   });
 
@@ -132,7 +154,7 @@ describe("landMerge of a commit the target holds", () => {
     const { root, land, merge } = landed();
     git(root, "branch", "loop/t/a-again", "loop/t/target");
     const r = land("loop/t/a-again", git(root, "rev-parse", "loop/t/a-again"));
-    expect(r).toEqual({ outcome: "already_contained", commit: merge, reason: `already contained in loop/t/target (at ${merge.slice(0, 12)}): nothing was merged, nothing changed` });
+    expect(r).toEqual({ outcome: "already_contained", code: "already_contained", commit: merge, reason: `already contained in loop/t/target (at ${merge.slice(0, 12)}): nothing was merged, nothing changed` });
     expect(git(root, "rev-parse", "loop/t/target")).toBe(merge);
     // And one holding an ancestor of the target (it started from base, changed nothing).
     git(root, "branch", "loop/t/from-base", "main");

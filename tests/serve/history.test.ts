@@ -46,8 +46,8 @@ describe("an attempt's phases", () => {
     const a = fold(b).items.get("a")!.attempts[0]!;
     // Closing: the landing → the session closed (the worktree's removal, in the settling step).
     expect(phases(a)).toEqual(["launching 4→5", "agent 5→6", "verify 7→9", "landing 9→10", "closing 10→12"]);
-    expect(a.outcome).toEqual({ at: at(b, 10), kind: "passed", reason: "verify passed" });
-    expect(a.verify).toMatchObject({ passed: true, command: "bun test", reason: "verify passed", tail: "3 pass" });
+    expect(a.outcome).toEqual({ at: at(b, 10), kind: "passed", code: "passed", reason: "verify passed" });
+    expect(a.verify).toMatchObject({ passed: true, command: "bun test", code: "passed", reason: "verify passed", tail: "3 pass" });
     expect(a.landing?.outcome).toBe("merged");
   });
 

@@ -50,8 +50,8 @@ describe("1. a forged verify result is never accepted", () => {
           await p.runToDrain({ codes: [0, 1] });
           expect(p.projection().items.x!.status).toBe("failed");
           const [v] = p.eventsOf("verify_finished", "x");
-          expect(v!.payload.passed).toBe(false);
-          expect(v!.payload.reason).toMatch(/^verify_result_forged: verify-exit.json was not written by the recorded verify/);
+          expect(v!.payload).toMatchObject({ passed: false, code: "verify_result_forged" });
+          expect(v!.payload.reason).toContain("verify-exit.json was not written by the recorded verify");
           // The log recorded the hashes of the secrets that prove an exit status, never the secrets.
           const started = p.eventsOf("verify_started", "x")[0]!.payload;
           expect(started.proof).toEqual({ pass: expect.stringMatching(/^[0-9a-f]{64}$/), fail: expect.stringMatching(/^[0-9a-f]{64}$/) });
@@ -116,8 +116,9 @@ describe("2. the verified commit is what lands", () => {
         async (p) => {
           await p.runToDrain({ codes: [0, 1] });
           const it = p.projection().items.x!;
-          expect(it.status).toBe("failed");
-          expect(it.reason).toMatch(/landing_failed: branch loop\/t\/item\/x moved since its verify \(verified [0-9a-f]{12}, now [0-9a-f]{12}\); nothing merged/);
+          expect(it).toMatchObject({ status: "failed", settleCode: "landing_failed" });
+          expect(it.landing).toMatchObject({ outcome: "failed", code: "branch_moved" });
+          expect(it.reason).toMatch(/branch loop\/t\/item\/x moved since its verify \(verified [0-9a-f]{12}, now [0-9a-f]{12}\); nothing merged/);
           // Nothing was merged: the landing target was never even created.
           expect(gitOk(p.root, "rev-parse", "--verify", "-q", "loop/t/landed")).toBe(false);
         },
@@ -164,7 +165,8 @@ describe("3. a swapped worktree never gets commits onto the operator's branch", 
             await p.runToDrain({ codes: [0, 1] });
             expect(p.projection().items.x!.status).toBe("failed");
             const [v] = p.eventsOf("verify_finished", "x");
-            expect(v!.payload.reason).toMatch(/worktree_replaced: .*\/x is not the checkout loop made/);
+            expect(v!.payload.code).toBe("worktree_replaced");
+            expect(v!.payload.reason).toMatch(/\/x is not the checkout loop made/);
             expect(git(p.root, "rev-parse", "main")).toBe(head);
             expect(git(p.root, "diff", "--name-only")).toBe("README.md");
             expect(git(p.root, "diff", "--cached", "--name-only")).toBe("");

@@ -212,7 +212,7 @@ const SCENARIOS: Record<ScenarioName, Scenario> = {
       });
       await l.untilDrained();
       const spender = l.state().items.find((i: { id: string }) => i.id === "spender");
-      if (!spender.reason.startsWith("budget_exhausted: ") || spender.attempts !== 1) throw new Error(`spender: ${JSON.stringify(spender)}\n${l.trace()}`);
+      if (spender.code !== "budget_exhausted" || spender.attempts !== 1) throw new Error(`spender: ${JSON.stringify(spender)}\n${l.trace()}`);
       const stops = readEvents(l.stateRoot).filter((e) => e.type === "budget_stopped");
       if (stops.length !== 1) throw new Error(`${stops.length} budget stops\n${l.trace()}`);
       return { outcome: "Failed", items: { spender: "failed", "after-spender": "blocked", other: "passed" } };

@@ -103,7 +103,8 @@ describe("the protected paths are those of the commit loop made the branch at, n
             const it = await settled(p);
             expect(it.status).toBe("failed");
             const v = p.eventsOf("verify_finished", "fix")[0]!.payload;
-            expect(v.reason).toStartWith("start_commit_missing: loop/t/item/fix does not contain ");
+            expect(v.code).toBe("start_commit_missing");
+            expect(v.reason).toContain("loop/t/item/fix does not contain ");
             expect(v.exitCode).toBeNull();
             expect(p.eventsOf("verify_reserved", "fix")).toEqual([]);
             expect(p.eventsOf("landing_finished", "fix")).toEqual([]);
@@ -121,7 +122,7 @@ describe("the protected paths are those of the commit loop made the branch at, n
         async (p) => {
           realTest(p);
           expect((await settled(p)).status).toBe("failed");
-          expect(p.eventsOf("verify_finished", "fix")[0]!.payload.reason).toBe("protected_path_changed: tests/check.sh");
+          expect(p.eventsOf("verify_finished", "fix")[0]!.payload).toMatchObject({ code: "protected_path_changed", reason: "protected_path_changed: tests/check.sh" });
         },
       ),
     T,
@@ -212,7 +213,9 @@ describe("the verify runs the bytes the commit holds", () => {
               const it = await settled(p);
               expect(it.status).toBe("failed");
               const v = p.eventsOf("verify_finished", "fix")[0]!.payload;
-              expect(v.reason).toStartWith("protected_bytes_differ: tests/check.sh (its bytes differ");
+              expect(v.code).toBe("protected_bytes_differ");
+              // Its reason names the file and the attribute that converts it, for people.
+              expect(v.reason).toContain("tests/check.sh (its bytes differ");
               expect(v.reason).toContain(attribute);
               expect(p.eventsOf("verify_reserved", "fix")).toEqual([]);
               expect(landedFiles(p)).toEqual([]);

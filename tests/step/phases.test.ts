@@ -147,11 +147,11 @@ describe("the verify phase", () => {
     await verifyToEnd(h);
     const v = lastOf(h, "verify_finished")!;
     // The agent changed nothing: the no-progress guard names it (docs/spend.md#guards).
-    expect(v).toMatchObject({ passed: false, exitCode: 1, reason: `${NO_PROGRESS}; exit 1`, tail: expect.stringContaining("out.txt is missing") });
+    expect(v).toMatchObject({ passed: false, exitCode: 1, code: "exit_nonzero", noProgress: true, reason: `${NO_PROGRESS}; exit 1`, tail: expect.stringContaining("out.txt is missing") });
     expect(readFileSync(v.log, "utf8")).toContain("out.txt is missing");
     const next = afterSession(h.item());
-    expect(next).toEqual({ kind: "fail", reason: `verify failed: ${NO_PROGRESS}; exit 1` });
-    await failAttempt(h.ctx, h.item(), (next as { reason: string }).reason);
+    expect(next).toEqual({ kind: "fail", reason: `verify failed: ${NO_PROGRESS}; exit 1`, code: "verify_failed" });
+    await failAttempt(h.ctx, h.item(), next as Extract<typeof next, { kind: "fail" }>);
     expect(lastOf(h, "item_requeued")).toMatchObject({ attempt: 1, failed: true, reason: `verify failed: ${NO_PROGRESS}; exit 1` });
     expect(h.item().status).toBe("pending");
   });
@@ -160,16 +160,16 @@ describe("the verify phase", () => {
     const none = harness({ verify: false });
     exitedAttempt(none);
     await verifyAttempt(none.ctx, none.item());
-    expect(lastOf(none, "verify_finished")).toMatchObject({ passed: false, reason: `${NO_PROGRESS}; no verify command; agent exited 0 but left no change` });
+    expect(lastOf(none, "verify_finished")).toMatchObject({ passed: false, code: "no_command_no_change", noProgress: true, reason: `${NO_PROGRESS}; no verify command; agent exited 0 but left no change` });
     const some = harness({ verify: false });
     exitedAttempt(some, { commit: { "out.txt": "hi\n" } });
     await verifyAttempt(some.ctx, some.item());
-    expect(lastOf(some, "verify_finished")).toMatchObject({ passed: true, reason: "no verify command; agent exited 0 with 1 commit(s)" });
+    expect(lastOf(some, "verify_finished")).toMatchObject({ passed: true, code: "no_command_passed", noProgress: false, reason: "no verify command; agent exited 0 with 1 commit(s)" });
     // A commit and a failing exit: the exit decides.
     const badExit = harness({ verify: false });
     exitedAttempt(badExit, { exitCode: 4, commit: { "out.txt": "hi\n" } });
     await verifyAttempt(badExit.ctx, badExit.item());
-    expect(lastOf(badExit, "verify_finished")).toMatchObject({ passed: false, reason: "no verify command; agent exited 4" });
+    expect(lastOf(badExit, "verify_finished")).toMatchObject({ passed: false, code: "no_command_agent_failed", reason: "no verify command; agent exited 4" });
     // Judged inline: no verify command is reserved or started.
     for (const h of [none, some, badExit]) {
       expect(h.events().filter((e) => e.type === "verify_reserved" || e.type === "verify_started")).toEqual([]);
@@ -182,13 +182,14 @@ describe("the verify phase", () => {
     exitedAttempt(gone);
     git(gone.root, "worktree", "remove", "--force", worktreeDir(gone.ctx.worktrees, "a"));
     await verifyAttempt(gone.ctx, gone.item());
-    expect(lastOf(gone, "verify_finished")).toMatchObject({ passed: false, log: null, reason: "worktree is missing" });
+    expect(lastOf(gone, "verify_finished")).toMatchObject({ passed: false, log: null, code: "worktree_missing", reason: "worktree is missing" });
     const locked = harness({ verify: "true" });
     exitedAttempt(locked, { leave: { "out.txt": "hi\n" } });
     const wt = worktreeDir(locked.ctx.worktrees, "a");
     writeFileSync(join(git(wt, "rev-parse", "--absolute-git-dir"), "index.lock"), "");
     await verifyAttempt(locked.ctx, locked.item());
-    expect(lastOf(locked, "verify_finished")!.reason).toStartWith("could not commit the changes the agent left: ");
+    // git's failure is a fact of the leftovers gate: git_failed, with git's words for people.
+    expect(lastOf(locked, "verify_finished")).toMatchObject({ passed: false, code: "git_failed", reason: expect.stringContaining("could not commit the changes the agent left: ") });
   });
 });
 
@@ -288,11 +289,11 @@ describe("the land and settle phases", () => {
     // The item branch started from main (the test made it so), not from the target: they conflict.
     await verifyToEnd(h);
     landAttempt(h.ctx, h.item());
-    expect(lastOf(h, "landing_finished")).toMatchObject({ outcome: "conflict", reason: "merge conflict in out.txt", commit: null });
+    expect(lastOf(h, "landing_finished")).toMatchObject({ outcome: "conflict", code: "conflict", reason: "merge conflict in out.txt", commit: null });
     expect(git(h.root, "log", "-1", "--format=%s", target)).toBe("theirs");
     expect(afterSession(h.item())).toEqual({ kind: "settle", landed: false });
     await settleAttempt(h.ctx, h.item(), { landed: false });
-    expect(lastOf(h, "item_settled")).toMatchObject({ outcome: "failed", reason: "merge_conflict: merge conflict in out.txt" });
+    expect(lastOf(h, "item_settled")).toMatchObject({ outcome: "failed", code: "merge_conflict", reason: "merge_conflict: merge conflict in out.txt" });
     expect(existsSync(worktreeDir(h.ctx.worktrees, "a"))).toBe(true);
   });
 

@@ -53,9 +53,10 @@ describe("protected paths", () => {
           expect(it.status).toBe("failed");
           const verdicts = p.eventsOf("verify_finished", "fix").map((e) => e.payload);
           expect(verdicts).toHaveLength(2);
-          expect(verdicts[0]).toMatchObject({ attempt: 1, passed: false, exitCode: null, reason: "protected_path_changed: tests/check.sh" });
+          // The code says what; the reason names the paths, for people.
+          expect(verdicts[0]).toMatchObject({ attempt: 1, passed: false, exitCode: null, code: "protected_path_changed", reason: "protected_path_changed: tests/check.sh" });
           // The branch still carries the change, so attempt 2 (which restored nothing) fails the same way.
-          expect(verdicts[1]).toMatchObject({ attempt: 2, passed: false, reason: "protected_path_changed: tests/check.sh" });
+          expect(verdicts[1]).toMatchObject({ attempt: 2, passed: false, code: "protected_path_changed", reason: "protected_path_changed: tests/check.sh" });
           expect(verifyRuns(p)).toEqual([]);
           expect(p.eventsOf("verify_reserved", "fix")).toEqual([]);
           const handoff = p.handoff("fix", 2);
@@ -95,7 +96,7 @@ describe("protected paths", () => {
           { files: FILES },
           async (p) => {
             expect((await drained(p)).status).toBe("failed");
-            expect(p.eventsOf("verify_finished", "fix")[0]!.payload.reason).toBe(`protected_path_changed: ${paths}`);
+            expect(p.eventsOf("verify_finished", "fix")[0]!.payload).toMatchObject({ code: "protected_path_changed", reason: `protected_path_changed: ${paths}` });
             expect(verifyRuns(p)).toEqual([]);
           },
         ),
@@ -110,7 +111,7 @@ describe("protected paths", () => {
         { files: FILES },
         async (p) => {
           expect((await drained(p)).status).toBe("failed");
-          expect(p.eventsOf("verify_finished", "fix")[0]!.payload.reason).toBe("protected_path_changed: loop.json");
+          expect(p.eventsOf("verify_finished", "fix")[0]!.payload).toMatchObject({ code: "protected_path_changed", reason: "protected_path_changed: loop.json" });
           expect(verifyRuns(p)).toEqual([]);
         },
       ),

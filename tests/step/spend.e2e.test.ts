@@ -67,8 +67,9 @@ describe("an item's budget", () => {
           expect(stopped.transitions.map((t) => t.type)).toEqual(expect.arrayContaining(["usage_recorded", "session_ended", "session_closed", "budget_stopped", "item_settled"]));
           expect(stopped.attention).toEqual([expect.objectContaining({ kind: "budget", item: "runaway" })]);
           const it = p.projection().items.runaway!;
-          expect(it.status).toBe("failed");
-          expect(it.reason).toStartWith("budget_exhausted: runaway spent");
+          expect(it).toMatchObject({ status: "failed", settleCode: "budget_exhausted" });
+          // Its reason names the figures, for people.
+          expect(it.reason).toContain("runaway spent");
           expect(it.reason).toContain("of its budget of 5,000 tokens");
           expect(it.attempts[0]!.usage!.final).toBe(true);
           await p.runToDrain();
@@ -206,9 +207,11 @@ describe("the guards", () => {
         const it = p.projection().items.stuck!;
         expect(it.status).toBe("failed");
         expect(it.attempts.length).toBe(2);
-        expect(it.attempts[0]!.verify!.reason).toStartWith("no_progress: this attempt changed nothing");
+        expect(it.attempts[0]!.verify).toMatchObject({ code: "exit_nonzero", noProgress: true });
+        // The next attempt is told, in the verdict's words.
         expect(p.handoff("stuck", 2)).toContain("no_progress: this attempt changed nothing");
-        expect(it.reason).toStartWith("identical_failure: attempts 1 and 2 failed the same way (exit 1, verify output sha256 ");
+        expect(it.settleCode).toBe("identical_failure");
+        expect(it.reason).toContain("attempts 1 and 2 failed the same way (exit 1, verify output sha256 ");
       });
     },
     SLOW,
@@ -222,7 +225,8 @@ describe("the guards", () => {
         const it = p.projection().items.stuck!;
         expect(it.attempts.length).toBe(3);
         expect(it.attempts.map((a) => a.verify!.reason)).toEqual(["exit 1", "exit 1", "exit 1"]);
-        expect(it.reason).not.toContain("identical_failure");
+        expect(it.attempts.map((a) => a.verify!.noProgress)).toEqual([false, false, false]);
+        expect(it.settleCode).toBe("verify_failed");
       });
     },
     SLOW,

@@ -341,7 +341,8 @@ describe("loop run", () => {
           expect(last.reason).toBe("Failed");
           st = p.projection();
           expect(st.items.early!.status).toBe("failed");
-          expect(st.items.early!.reason).toMatch(/^merge_conflict/);
+          expect(st.items.early!.settleCode).toBe("merge_conflict");
+          expect(st.items.early!.landing).toMatchObject({ outcome: "conflict", code: "conflict" });
           expect(st.items.early!.reason).toContain("shared.txt");
           expect(st.items.early!.attempts.at(-1)!.verify!.passed).toBe(true);
           expect(st.items["dep-early"]!.status).toBe("blocked");
@@ -668,8 +669,8 @@ describe("loop run", () => {
           const last = await p.runToDrain();
           expect(last.reason).toBe("Failed");
           const v = p.eventsOf("verify_finished", "locked")[0]!.payload;
-          expect(v.passed).toBe(false);
-          // The first git call of the commit (reading the index anew from HEAD) meets the lock.
+          expect(v).toMatchObject({ passed: false, code: "git_failed" });
+          // The first git call of the commit (reading the index anew from HEAD) meets the lock; the reason says so, for people.
           expect(v.reason).toStartWith("could not commit the changes the agent left: git read-tree HEAD failed");
           expect(v.reason).toContain("index.lock");
           expect(p.projection().items.locked!.status).toBe("failed");

@@ -10,14 +10,15 @@ import { fenced, sanitizeLine } from "../../forge/untrusted.ts";
 import type { ForgeComment, ForgeFailure } from "../../forge/provider.ts";
 import { formatDuration } from "../../definition/duration.ts";
 import type { ItemState } from "../../log/projection.ts";
+import type { SettleCode } from "../../log/vocabulary.ts";
 import { append, type StepContext } from "../context.ts";
 import { forgeLink, type ForgeLink } from "./link.ts";
 import { isLoopsOwn } from "../../forge/comments.ts";
 
 type ForgeLaunch =
   | { kind: "launch"; context: string | null }
-  | { kind: "skip"; reason: string }
-  | { kind: "block"; reason: string }
+  | { kind: "skip"; reason: string; code: Extract<SettleCode, "issue_closed" | "issue_gone"> }
+  | { kind: "block"; reason: string; code: Extract<SettleCode, "issue_ref_invalid" | "issue_unreadable"> }
   | { kind: "wait"; reason: string };
 
 /** Comments of a thread shown in a handoff at most (the newest), and the characters of each. */
@@ -49,10 +50,10 @@ async function readIssue(link: ForgeLink, number: number): Promise<Read> {
   const lookup = got.value;
   if (lookup.kind === "gone") {
     const reason = `${lookup.message}${lookup.why === "missing" || lookup.why === "pull_request" ? "; fix the item's ref" : ""}`;
-    return { launch: () => (lookup.why === "transferred" || lookup.why === "deleted" ? { kind: "skip", reason } : { kind: "block", reason }) };
+    return { launch: () => (lookup.why === "transferred" || lookup.why === "deleted" ? { kind: "skip", reason, code: "issue_gone" } : { kind: "block", reason, code: "issue_ref_invalid" }) };
   }
   const issue = lookup.issue;
-  if (issue.state === "closed") return { launch: () => ({ kind: "skip", reason: `issue #${number} is closed (${issue.url})` }) };
+  if (issue.state === "closed") return { launch: () => ({ kind: "skip", reason: `issue #${number} is closed (${issue.url})`, code: "issue_closed" }) };
   const comments = await link.provider.listThreadComments({ kind: "issue", number });
   if (!comments.ok) return { failure: comments };
   // Only authorized users' comments reach an agent (fail closed); loop's own are dropped first. A
@@ -113,5 +114,5 @@ function unanswered(ctx: StepContext, link: ForgeLink, it: ItemState, f: ForgeFa
   const limit = it.def.timeouts.launch;
   if (Date.now() - since < limit) return { kind: "wait", reason };
   delete link.cache.launchWaits[it.id];
-  return { kind: "block", reason: `issue #${number} could not be read for ${formatDuration(limit)} (timeouts.launch): ${line}; \`loop ctl retry --work-item ${it.id}\` tries again` };
+  return { kind: "block", code: "issue_unreadable", reason: `issue #${number} could not be read for ${formatDuration(limit)} (timeouts.launch): ${line}; \`loop ctl retry --work-item ${it.id}\` tries again` };
 }

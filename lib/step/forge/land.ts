@@ -8,6 +8,7 @@
 // found by its branch before one is opened, and a merged PR is read as merged before a merge is
 // asked for, so nothing is done twice.
 import type { Payload } from "../../log/events.ts";
+import type { LandingCode } from "../../log/vocabulary.ts";
 import { currentAttemptOf, type ItemState, requireAttempt } from "../../log/projection.ts";
 import type { ForgeFailure, ForgePull } from "../../forge/provider.ts";
 import { AUTO_MERGE_VAR, autoMergeAllowed } from "../../forge/auto-merge.ts";
@@ -22,7 +23,8 @@ import { gitTry } from "../../repo/git.ts";
 import { forgeFetch, forgePush } from "./remote.ts";
 import { reactToPull } from "./react.ts";
 
-type LandingRecord = Omit<Payload<"landing_finished">, "attempt" | "branch">;
+/** What landing_finished records of a landing, its code typed (the payload's type also admits an older log's). */
+type LandingRecord = Omit<Payload<"landing_finished">, "attempt" | "branch" | "code"> & { code: LandingCode };
 type Finish = (l: LandingRecord) => null;
 
 export async function landThroughForge(ctx: StepContext, it: ItemState): Promise<StepOutcome | null> {

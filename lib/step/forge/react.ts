@@ -8,6 +8,7 @@
 // reaction, and the landing ended `blocked`). A signal's key is recorded with it, so the same signal
 // on the same head never triggers twice, however often a kill makes a step see it again.
 import type { EventDraft } from "../../log/events.ts";
+import type { ForgeBlockCode } from "../../log/vocabulary.ts";
 import { type ItemState, requireAttempt } from "../../log/projection.ts";
 import type { CheckFailure, ForgeCheck, ForgeChecks, ForgePull, ReviewFeedback } from "../../forge/provider.ts";
 import { decideReaction, FEEDBACK_BOUNDS, newSignals, type Reactions, reactionFeedback, type Signal } from "../../forge/reactions.ts";
@@ -64,7 +65,7 @@ export async function reactToPull(ctx: StepContext, link: ForgeLink, it: ItemSta
   const base = { attempt: attempt.n, head: o.pushed, signals };
   if (decision === "block") {
     const reason = why === "no attempt is left" ? `${summary}; no attempt is left: ${history(it, summary)}` : `${summary}; ${why}`;
-    const code = signals[0]!.kind === "checksFailed" ? "checks_failed" : signals[0]!.kind === "conflict" ? "conflict" : "changes_requested";
+    const code: ForgeBlockCode = signals[0]!.kind === "checksFailed" ? "checks_failed" : signals[0]!.kind === "conflict" ? "conflict" : "changes_requested";
     const left = o.pull.state === "open" && !o.pull.merged ? `; ${o.pull.url} left open` : "";
     append(
       ctx,
