@@ -101,16 +101,31 @@ export type VerifyVerdict =
   | { code: "protected_path_changed"; branch: string; paths: string[]; start: string; from: string }
   | { code: "protected_bytes_differ"; branch: string; head: string; files: { path: string; differs: string; attributes: string[] }[] }
   /** `changes`: each ref that moved, described (lib/repo/owned-refs.ts describeRefChange). */
-  | { code: "owned_ref_changed"; changes: string[] };
+  | { code: "owned_ref_changed"; changes: string[] }
+  /** The airlock (docs/threat-model.md#the-airlock): committing what the agent left, on its side, failed. */
+  | { code: "seal_failed"; reason: string; timedOut: boolean }
+  /** `named`: objects over the bound, described; `max`: the bound in bytes. */
+  | { code: "object_too_large"; named: string; max: number }
+  | { code: "head_invalid"; reason: string }
+  /** Paths the attempt adds that setup made, or that are a virtualenv or a node_modules. */
+  | { code: "setup_output_committed"; paths: string[] }
+  | { code: "change_too_large"; files: number; bytes: number; limits: { files: number; bytes: number } }
+  /** The agent exited non-zero and its attempt changed nothing. */
+  | { code: "agent_failed"; exitCode: number | null }
+  /** After a verify that passed: protected files that are not their commit's bytes. */
+  | { code: "protected_changed_by_verify"; paths: string[] }
+  /** After a verify that passed: the item branch is not at the verified head. */
+  | { code: "branch_moved_by_verify"; branch: string; head: string; now: string | null };
 
 /** The checks before a verify that run git, each named in a `git_failed` verdict. */
-type GitCheck = "object_store" | "leftovers" | "protected_paths" | "protected_bytes" | "owned_refs" | "commits";
+type GitCheck = "object_store" | "leftovers" | "protected_paths" | "protected_bytes" | "changes" | "owned_refs" | "commits";
 
 const GIT_CHECKS: Record<GitCheck, string> = {
   object_store: "could not check the repository's object store",
   leftovers: "could not commit the changes the agent left",
   protected_paths: "could not check the protected paths",
   protected_bytes: "could not compare the protected files with the commit",
+  changes: "could not list what the attempt adds",
   owned_refs: "could not check the refs loop owns",
   commits: "could not count the branch's commits",
 };
@@ -211,5 +226,46 @@ export function verifyReason(v: VerifyVerdict): { reason: string; detail: string
         detail: `owned_ref_changed: while this attempt ran, refs loop owns were changed: ${named}. Its verify was not run. Work only on your own branch; never move, delete or create other branches.`,
       };
     }
+    case "seal_failed":
+      return {
+        reason: `seal_failed: committing what the agent left failed on its side: ${v.reason}`,
+        detail: `seal_failed: the changes this attempt left uncommitted could not be committed: ${v.reason}. Its verify was not run. Commit your work yourself, and leave nothing in the checkout that git cannot read (a FIFO, a socket, a file git is told to filter).`,
+      };
+    case "object_too_large":
+      return {
+        reason: `object_too_large: ${v.named}`,
+        detail: `object_too_large: this attempt made objects larger than ${v.max / 2 ** 20} MiB: ${v.named}. They were not imported; its verify was not run. Keep large files out of the repository.`,
+      };
+    case "head_invalid":
+      return { reason: `head_invalid: ${v.reason}`, detail: `head_invalid: the head this attempt left is not one loop can take: ${v.reason}. Its verify was not run. Commit with git, on your branch.` };
+    case "setup_output_committed": {
+      const named = v.paths.slice(0, NAMED).join(", ") + (v.paths.length > NAMED ? `, … ${v.paths.length - NAMED} more` : "");
+      return {
+        reason: `setup_output_committed: ${named}`,
+        detail: `setup_output_committed: this attempt adds what workspace.setup made, or a virtualenv or node_modules: ${named}. It never lands; its verify was not run. Remove those paths from your commits (git rm -r --cached <path>) and commit.`,
+      };
+    }
+    case "change_too_large":
+      return {
+        reason: `change_too_large: ${v.files} paths, ${Math.round(v.bytes / 2 ** 20)} MiB added (limits: ${v.limits.files} paths, ${v.limits.bytes / 2 ** 20} MiB)`,
+        detail: `change_too_large: this attempt adds or changes ${v.files} paths and ${Math.round(v.bytes / 2 ** 20)} MiB of new content, over loop's limits (${v.limits.files} paths, ${v.limits.bytes / 2 ** 20} MiB). Its verify was not run. Commit only what the task needs: no build output, dependencies or data dumps.`,
+      };
+    case "agent_failed":
+      return {
+        reason: `agent_failed: the agent exited ${v.exitCode} and changed nothing`,
+        detail: `agent_failed: the agent exited ${v.exitCode} and this attempt changed nothing, so there was nothing to verify.`,
+      };
+    case "protected_changed_by_verify": {
+      const named = v.paths.slice(0, NAMED).join(", ") + (v.paths.length > NAMED ? `, … ${v.paths.length - NAMED} more` : "");
+      return {
+        reason: `protected_changed_by_verify: ${named}`,
+        detail: `protected_changed_by_verify: the verify passed, but protected files were not their commit's bytes when it ended: ${named}. What the verify ran rewrote them; the pass is not taken. Never change protected files, in the verify either.`,
+      };
+    }
+    case "branch_moved_by_verify":
+      return {
+        reason: `branch_moved_by_verify: ${v.branch} is at ${v.now ? v.now.slice(0, 12) : "nothing"}, not the verified ${v.head.slice(0, 12)}`,
+        detail: `branch_moved_by_verify: the verify passed, but ${v.branch} was moved while it ran (to ${v.now ? v.now.slice(0, 12) : "nothing"}; verified: ${v.head.slice(0, 12)}). The pass is not taken. Never move branches, in the verify either.`,
+      };
   }
 }

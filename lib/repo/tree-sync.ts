@@ -286,3 +286,14 @@ function catBlobs(repo: string, oids: string[]): Map<string, Buffer> {
   }
   return map;
 }
+
+/** Of `entries`, the paths whose working copy under `dir` is not the blob's bytes (or mode, or kind), read as syncTree reads. */
+export function differingFiles(dir: string, entries: readonly TreeEntry[]): string[] {
+  const out: string[] = [];
+  for (const e of entries) {
+    const abs = join(dir, e.path);
+    const st = lstatSync(abs, { bigint: true, throwIfNoEntry: false });
+    if (!st || !matches(e, abs, st, undefined, true)) out.push(e.path);
+  }
+  return out;
+}

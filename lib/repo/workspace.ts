@@ -212,29 +212,6 @@ function isLinkAt(path: string): boolean {
   }
 }
 
-/**
- * Commit whatever the agent left uncommitted on the item's branch. Returns the new commit, or null
- * if nothing was left. Only in the checkout loop made (checkWorktree), with git pinned to its git
- * dir and work tree: otherwise a ReplacedError (`worktree_replaced`).
- */
-export function commitLeftovers(o: { repo: string; worktree: string; branch: string; message: string }): string | null {
-  const checked = checkWorktree(o);
-  if (!checked.ok) throw new ReplacedError("worktree_replaced", ["add", "-A"], checked.why);
-  // Pinned: git never goes looking for a repository from the work tree.
-  const pin = { GIT_DIR: checked.gitDir, GIT_WORK_TREE: o.worktree };
-  // The index is the agent's: rebuilt from HEAD first, so that no entry it marked skip-worktree or
-  // assume-unchanged, and no stat data it arranged, hides a file the verify will run from the
-  // commit. Every tracked file is then hashed again by `add` (sparse checkout off: it would mark
-  // entries skip-worktree anew).
-  const noSparse = ["-c", "core.sparseCheckout=false", "-c", "index.sparse=false"];
-  git(o.worktree, [...noSparse, "read-tree", "HEAD"], pin);
-  git(o.worktree, [...noSparse, "add", "-A"], pin);
-  // The index against HEAD (plumbing: no work tree read, so no driver runs and none is looked up).
-  if (gitTry(o.worktree, ["diff-index", "--cached", "--quiet", "HEAD", "--"], pin).code === 0) return null;
-  git(o.worktree, [...identity(o.worktree), "commit", "--no-verify", "-q", "-m", o.message], pin);
-  return git(o.worktree, ["rev-parse", "HEAD"], pin);
-}
-
 /** Commits on `branch` that are not on `base` (throws GitError when git cannot count them). */
 export function commitsAhead({ repo, base, branch }: { repo: string; base: string; branch: string }): number {
   return Number(git(repo, ["rev-list", "--count", `${base}..${branch}`]));
@@ -382,12 +359,6 @@ export function checkoutBranch(path: string): string | null {
   } catch {
     return null;
   }
-}
-
-/** Does the checkout hold changes not committed (tracked or untracked, not ignored)? Null when git cannot tell. Writes nothing. */
-export function hasUncommittedChanges(path: string): boolean | null {
-  const r = gitTry(path, ["status", "--porcelain", "--untracked-files=normal"]);
-  return r.code === 0 ? r.stdout.trim().length > 0 : null;
 }
 
 /**

@@ -32,7 +32,7 @@ import { repoOf, type StepContext } from "./context.ts";
 
 /** The session folder's private git folders: the agent's, and its verify's (read-only). */
 export const ATTEMPT_GIT = "git";
-const VERIFY_GIT = "verify-git";
+export const VERIFY_GIT = "verify-git";
 
 /** Where the object store's baseline is kept (lib/repo/object-store.ts). */
 export function objectProofs(ctx: StepContext): string {
@@ -195,7 +195,7 @@ const AGENT_EXCLUDES = [".aider*"];
 /** What came out of the airlock: the head loop wrote the item branch to, or why nothing did. */
 export type AirlockResult =
   | { kind: "ok"; head: string; committed: boolean; imported: number }
-  | { kind: "seal_failed"; reason: string }
+  | { kind: "seal_failed"; reason: string; timedOut: boolean }
   | { kind: "objects_refused"; refused: Refusal[] }
   | { kind: "object_too_large"; refused: Refusal[] }
   | { kind: "head_invalid"; reason: string }
@@ -242,22 +242,22 @@ interface AirlockOptions {
  */
 export async function airlock(o: AirlockOptions): Promise<AirlockResult> {
   const layout = attemptLayout(o.repo, o.worktree, o.sessionDir);
-  if (!layout) return { kind: "seal_failed", reason: `the checkout ${o.worktree} has no git folder of its attempt` };
+  if (!layout) return { kind: "seal_failed", reason: `the checkout ${o.worktree} has no git folder of its attempt`, timedOut: false };
   const products = checkoutProducts(o.stateRoot, o.item) ?? [];
   let sandbox: { request: SandboxRequest; sessionDir: string } | null = null;
   if (o.sandboxed) {
     const probe = probeSandbox(sessionPath(o.env));
-    if (!probe.ok) return { kind: "seal_failed", reason: `the sandbox it must run in cannot be made (${probe.message}); nothing of the agent's is run outside it` };
+    if (!probe.ok) return { kind: "seal_failed", reason: `the sandbox it must run in cannot be made (${probe.message}); nothing of the agent's is run outside it`, timedOut: false };
     try {
       const request = sandboxRequest({ bwrap: probe.bwrap, repo: o.repo, worktree: o.worktree, stateRoot: o.stateRoot, runner: o.runner, writable: [], env: o.env });
       sandbox = { request: { ...request, homes: [], gitDir: { path: layout.gitDir, writable: true }, readOnly: products.map((p) => join(o.worktree, p)) }, sessionDir: o.sessionDir };
     } catch (err) {
       if (!(err instanceof StartError)) throw err;
-      return { kind: "seal_failed", reason: err.message };
+      return { kind: "seal_failed", reason: err.message, timedOut: false };
     }
   }
   const sealed = await sealAttempt({ worktree: o.worktree, gitDir: layout.gitDir, exclude: products, message: o.message, sandbox, env: o.env });
-  if (!sealed.ok) return { kind: "seal_failed", reason: sealed.reason };
+  if (!sealed.ok) return { kind: "seal_failed", reason: sealed.reason, timedOut: sealed.timedOut };
   const imported = await importObjects({ repo: o.repo, from: layout.objects });
   const large = imported.refused.filter((r) => r.kind === "too_large");
   if (large.length) return { kind: "object_too_large", refused: large };

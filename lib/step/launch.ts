@@ -31,7 +31,7 @@ import { ensureBranch, moveBranchAside } from "../repo/workspace.ts";
 import { attemptGitDir, objectProofs, prepareCheckout } from "./checkout.ts";
 import { recordObjectStore } from "../repo/object-store.ts";
 import { asideBranchName, branchAtLaunch } from "../decisions/branch.ts";
-import { localStartPoint, prepareWorkspace, stackedStartPoint } from "./workspace-prep.ts";
+import { localStartPoint, stackedStartPoint } from "./workspace-prep.ts";
 import { forgeFetch } from "./forge/remote.ts";
 import { GIT_EXEC_FILE, gitExecSnapshot } from "../repo/git-exec.ts";
 import { remainingMicroUsd, remainingTokens } from "../decisions/budget.ts";

@@ -126,13 +126,14 @@ export class SandboxRefusedError extends StartError {}
  */
 export function sandboxRequest(o: { bwrap: string; repo: string; worktree: string; stateRoot: string; runner: string; writable: string[]; programs?: string[]; env: Record<string, string | undefined> }): SandboxRequest {
   const place = join(realpathSync(dirname(o.worktree)), basename(o.worktree));
-  let real: string;
+  let why: string | null;
   try {
-    real = lstatSync(o.worktree).isDirectory() ? realpathSync(o.worktree) : "";
-  } catch {
-    real = "";
+    const st = lstatSync(o.worktree);
+    why = st.isSymbolicLink() ? `it is a link to ${realpathSync(o.worktree)}` : !st.isDirectory() ? "not a directory" : realpathSync(o.worktree) !== place ? `it resolves to ${realpathSync(o.worktree)}` : null;
+  } catch (err) {
+    why = (err as Error).message;
   }
-  if (real !== place) throw new SandboxRefusedError(`no sandbox over ${o.worktree}: it is not the folder loop made (${real ? `it resolves to ${real}` : "not a directory"})`);
+  if (why !== null) throw new SandboxRefusedError(`no sandbox over ${o.worktree}: it is not the folder loop made (${why})`);
   const common = gitTry(o.repo, ["rev-parse", "--path-format=absolute", "--git-common-dir"]);
   if (common.code !== 0) throw new StartError(`no sandbox over ${o.worktree}: git cannot name the repository's git folder (${common.stderr.trim()})`);
   return { bwrap: o.bwrap, worktree: o.worktree, stateRoot: o.stateRoot, worktrees: dirname(o.worktree), commonDir: common.stdout.trim(), writable: o.writable, homes: [...(PRESET_HOMES[o.runner] ?? [])], programs: o.programs ?? [], env: o.env };

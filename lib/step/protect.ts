@@ -13,11 +13,10 @@ import { type ItemState, requireAttempt } from "../log/projection.ts";
 import { repoOf, type StepContext } from "./context.ts";
 import { revParse } from "../repo/git.ts";
 import { changedPaths, forkPoint, isAncestor, startPointFor } from "../repo/workspace.ts";
-import { treeFiles, workingDiffers } from "../repo/tree-match.ts";
+import { readTree, type TreeEntry } from "../repo/tree-sync.ts";
 import type { VerifyVerdict } from "../decisions/verify-verdict.ts";
 
 type PathsVerdict = Extract<VerifyVerdict, { code: "start_commit_missing" | "protected_path_changed" }>;
-type BytesVerdict = Extract<VerifyVerdict, { code: "protected_bytes_differ" }>;
 
 /** Every pattern in force: the built-in ones and loop.json's. */
 function protectPatterns(ctx: StepContext): string[] {
@@ -70,19 +69,24 @@ export function protectedPathVerdict(ctx: StepContext, it: ItemState): PathsVerd
 }
 
 /**
- * The protected files of the branch's head whose working copy, the bytes the verify will run, is
- * not the commit's (lib/repo/tree-match.ts): a conversion attribute the agent set (in any
- * .gitattributes), a file replaced after loop committed. Null when every one is. Throws GitError
- * when git cannot tell.
+ * What a verify must not change (docs/threat-model.md#the-airlock): the protected entries of the
+ * commit, as paths relative to the checkout, each folder whose every path is protected named once
+ * (bound read-only in the verify's sandbox), and the protected files themselves (compared with their
+ * blobs when the verify ends). Throws TreeRefused or GitError when git cannot read the commit.
  */
-export function protectedBytesVerdict(ctx: StepContext, it: ItemState, head: string): BytesVerdict | null {
-  const s = it.session!;
-  const files = treeFiles(s.worktree, head);
-  const guarded = new Set(protectedChanges(protectPatterns(ctx), files.map((f) => f.path)));
-  const facts = workingDiffers(
-    s.worktree,
-    files.filter((f) => guarded.has(f.path)),
-  );
-  if (!facts.length) return null;
-  return { code: "protected_bytes_differ", branch: s.branch, head, files: facts };
+export function protectedEntries(ctx: StepContext, head: string): { mounts: string[]; files: TreeEntry[] } {
+  const patterns = protectPatterns(ctx);
+  const entries = readTree(repoOf(ctx), head);
+  const protectedPath = (p: string) => protectedChanges(patterns, [p]).length > 0;
+  const whole = new Set<string>();
+  const dirs = new Set<string>();
+  for (const e of entries) for (let i = e.path.indexOf("/"); i > 0; i = e.path.indexOf("/", i + 1)) dirs.add(e.path.slice(0, i));
+  // A folder is bound whole when anything that could be made in it is protected (`tests/**`, `tests`).
+  for (const d of [...dirs].sort()) {
+    if ([...whole].some((w) => d.startsWith(`${w}/`))) continue;
+    if (protectedPath(`${d}/.loop-new-file`) && protectedPath(`${d}/.loop-new-dir/x`)) whole.add(d);
+  }
+  const files = entries.filter((e) => e.mode !== "160000" && protectedPath(e.path));
+  const inWhole = (p: string) => [...whole].some((w) => p.startsWith(`${w}/`));
+  return { mounts: [...whole, ...files.filter((f) => !inWhole(f.path)).map((f) => f.path)], files };
 }

@@ -29,20 +29,22 @@ import { append, closeInStep, itemNow, ownedRefChanges, projection, repoOf, type
 import { requeueUncounted } from "./settle.ts";
 import { describeRefChange } from "../repo/owned-refs.ts";
 import { classifyVerify, classifyVerifyStart, namedObjects, verdictPasses, verifyExitVerdict, type VerifyVerdict, verifyReason } from "../decisions/verify-verdict.ts";
-import { type GateFact, type GateFacts, verifyGate } from "../decisions/verify-gates.ts";
+import { type AirlockFact, type AttemptChanges, type GateFact, type GateFacts, verifyGate } from "../decisions/verify-gates.ts";
 import { graceMs, sessionMark } from "../supervisor/sessions.ts";
 import { SESSION_FILES, VERIFY_FILES } from "../supervisor/session-wrapper.ts";
 import { endVerify, judgeExitProof, readVerifyExit, startVerify, verifyAlive, verifyLogSummary, verifySpawnEvidence, type VerifyProcess } from "../supervisor/verify-command.ts";
 import type { SessionMechanism } from "../supervisor/scope.ts";
-import { commitLeftovers, commitsAhead, ReplacedError, startPointFor } from "../repo/workspace.ts";
-import { protectedBytesVerdict, protectedPathVerdict } from "./protect.ts";
-import { describeRefused, importSessionObjects } from "../repo/object-import.ts";
+import { commitsAhead, startPointFor } from "../repo/workspace.ts";
+import { protectedEntries, protectedPathVerdict } from "./protect.ts";
+import { describeRefused, MAX_OBJECT_BYTES } from "../repo/object-import.ts";
+import { airlock, type AirlockResult, checkoutForVerify, checkoutProducts, objectProofs, VERIFY_GIT } from "./checkout.ts";
 import { SandboxRefusedError, sandboxRequest, sessionPath } from "./machine-probe.ts";
 import { drainedReason, faultReason, sandboxFault, systemError } from "../decisions/faults.ts";
 import { probeSandbox, type SandboxRequest } from "../supervisor/sandbox.ts";
 import type { GatewayRequest } from "../supervisor/gateway-files.ts";
 import { selfFiles } from "../supervisor/self.ts";
-import { git } from "../repo/git.ts";
+import { gitTry, revParse } from "../repo/git.ts";
+import { differingFiles } from "../repo/tree-sync.ts";
 import { verifyRule } from "../definition/child-environment.ts";
 import { chainOption } from "./chain.ts";
 import { readWrapperTimes } from "../supervisor/wrapper-times.ts";
@@ -65,7 +67,9 @@ export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<St
   // The gates before the verify, in the order lib/decisions/verify-gates.ts gives: each fact is
   // gathered when it asks for it, and what it decides is recorded.
   const facts: GateFacts = {};
-  const options = { command: it.def.verify !== false, exitCode: attempt.end!.exitCode, noProgressGuard: (ctx.def.guards ?? DEFAULT_GUARDS).noProgress };
+  const products = checkoutProducts(ctx.options.stateRoot, it.id) ?? [];
+  const options = { command: it.def.verify !== false, exitCode: attempt.end!.exitCode, noProgressGuard: (ctx.def.guards ?? DEFAULT_GUARDS).noProgress, products };
+  let head: string;
   for (;;) {
     const d = verifyGate(facts, options);
     if (d.kind === "gather") {
@@ -74,6 +78,7 @@ export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<St
     }
     if (d.kind === "refuse") return refuse(ctx, it, d.verdict, logPath);
     if (d.kind === "judged") return judged(ctx, it, d, logPath);
+    head = d.head;
     break;
   }
   failpoint("verify:before");
@@ -81,7 +86,6 @@ export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<St
   const box = verifySandbox(ctx, it);
   if ("paused" in box) return box.paused;
   if ("refused" in box) return record(ctx, it, notRun(attempt.n, box.refused));
-  const head = (facts.leftovers as { head: string }).head;
   const key = `verify:${it.id}:e${it.epoch}:a${attempt.n}`;
   append(
     ctx,
@@ -94,13 +98,14 @@ export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<St
 }
 
 /**
- * Gather one fact the gates asked for (the effects of the verify phase). A git failure (say, an
- * index.lock the agent left behind) is a fact: the gate fails the attempt with git's reason; thrown,
- * it would stop every later step at the same place. Anything else is thrown.
+ * Gather one fact the gates asked for (the effects of the verify phase). A git failure (say, a
+ * repository git cannot read) is a fact: the gate fails the attempt with git's reason; thrown, it
+ * would stop every later step at the same place. Anything else is thrown.
  */
 async function gather(ctx: StepContext, it: ItemState, facts: GateFacts, fact: GateFact): Promise<void> {
   const attempt = requireAttempt(it);
   const s = it.session!;
+  const repo = repoOf(ctx);
   const orGitFailed = <T>(f: () => T): T | { gitFailed: string } => {
     try {
       return f();
@@ -113,40 +118,43 @@ async function gather(ctx: StepContext, it: ItemState, facts: GateFacts, fact: G
     case "worktree":
       facts.worktree = existsSync(s.worktree);
       return;
-    case "objects": {
+    case "store": {
       // The session is over before anything is judged: whatever the agent left running (a child that
       // would commit, or stop the verify, while it runs) is ended first, group, scope and mark.
       ctx.store.assertLease();
       const ended = await endSessionProcesses(it, graceMs(ctx.options.env));
       if (ended.swept.length) ctx.options.log.info(`${it.id}: ended ${ended.swept.length} process(es) the agent left running before its verify`);
       reportGitExec(ctx, it);
-      // A sandboxed session's objects, each proven, before anything reads its branch; one not what its
-      // name says is never imported, and the attempt does not pass over it.
-      const objects = importSessionObjects(repoOf(ctx), s.sessionDir);
-      facts.objects = objects.refused.length ? describeRefused(objects.refused) : null;
+      // In the sandbox the store is read-only to the agent: what it made comes in through the airlock alone.
+      facts.store = it.def.sandbox ? [] : orGitFailed(() => tamperedObjects({ repo, since: Date.parse(attempt.reservedAt), proofs: objectProofs(ctx) }));
       return;
     }
-    case "store":
-      // An object the session rewrote under its name fails the attempt and pauses the loop (the repository itself is damaged).
-      facts.store = orGitFailed(() => tamperedObjects({ repo: repoOf(ctx), since: Date.parse(attempt.reservedAt) }));
+    case "airlock": {
+      ctx.store.assertLease();
+      const startHead = readTextOrNull(join(s.sessionDir, "start-head"), { noLinks: true, maxBytes: 256 })?.trim() ?? "";
+      const r = await orGitFailedAsync(() =>
+        airlock({
+          repo,
+          stateRoot: ctx.options.stateRoot,
+          env: ctx.options.env,
+          item: it.id,
+          runner: it.def.runner,
+          worktree: s.worktree,
+          sessionDir: s.sessionDir,
+          branch: s.branch,
+          expected: startHead,
+          sandboxed: Boolean(it.def.sandbox),
+          message: `loop: ${it.id} attempt ${attempt.n}: changes the agent left uncommitted`,
+        }),
+      );
+      facts.airlock = "gitFailed" in r ? r : airlockFact(r, { branch: s.branch, startHead });
       return;
-    case "leftovers":
-      try {
-        ctx.store.assertLease();
-        commitLeftovers({ repo: repoOf(ctx), worktree: s.worktree, branch: s.branch, message: `loop: ${it.id} attempt ${attempt.n}: changes the agent left uncommitted` });
-        facts.leftovers = { head: git(repoOf(ctx), ["rev-parse", "--verify", `refs/heads/${s.branch}^{commit}`]) };
-      } catch (err) {
-        // Not the checkout loop made (lib/repo/workspace.ts checkWorktree): nothing was committed.
-        if (err instanceof ReplacedError) facts.leftovers = { replaced: err.message };
-        else if (err instanceof GitError) facts.leftovers = { gitFailed: err.message };
-        else throw err;
-      }
-      return;
+    }
     case "protectedPaths":
       facts.protectedPaths = orGitFailed(() => protectedPathVerdict(ctx, it));
       return;
-    case "protectedBytes":
-      facts.protectedBytes = orGitFailed(() => protectedBytesVerdict(ctx, it, (facts.leftovers as { head: string }).head));
+    case "changes":
+      facts.changes = orGitFailed(() => attemptChanges(repo, { from: startHeadOf(it), to: (facts.airlock as { head: string }).head }));
       return;
     case "ownedRefs":
       facts.ownedRefs = orGitFailed(() => ownedRefChanges(ctx, projection(ctx)).map(describeRefChange));
@@ -156,6 +164,62 @@ async function gather(ctx: StepContext, it: ItemState, facts: GateFacts, fact: G
       facts.commits = orGitFailed(() => commitsOfAttempt(ctx, it));
       return;
   }
+}
+
+async function orGitFailedAsync<T>(f: () => Promise<T>): Promise<T | { gitFailed: string }> {
+  try {
+    return await f();
+  } catch (err) {
+    if (!(err instanceof GitError)) throw err;
+    return { gitFailed: err.message };
+  }
+}
+
+/** The airlock's result as the gate's fact: the head, or the verdict that refuses it. */
+function airlockFact(r: AirlockResult, o: { branch: string; startHead: string }): AirlockFact {
+  switch (r.kind) {
+    case "ok":
+      return { head: r.head, startHead: o.startHead };
+    case "seal_failed":
+      return { code: "seal_failed", reason: r.reason, timedOut: r.timedOut };
+    case "objects_refused":
+      return { code: "objects_refused", named: describeRefused(r.refused) };
+    case "object_too_large":
+      return { code: "object_too_large", named: describeRefused(r.refused), max: MAX_OBJECT_BYTES };
+    case "head_invalid":
+      return { code: "head_invalid", reason: r.reason };
+    case "branch_moved":
+      return { code: "owned_ref_changed", changes: [`the item branch ${o.branch} was moved to ${r.found ? r.found.slice(0, 12) : "nothing"} while the attempt ran (loop left it at ${r.expected.slice(0, 12)})`] };
+  }
+}
+
+/** The head the attempt started from (its start-head, written at its launch), else the branch's head. */
+function startHeadOf(it: ItemState): string {
+  return readTextOrNull(join(it.session!.sessionDir, "start-head"), { noLinks: true, maxBytes: 256 })?.trim() || it.session!.branch;
+}
+
+/** What the attempt adds from `from` to `to`: its paths, and the bytes of the blobs it adds (object reads only). */
+function attemptChanges(repo: string, o: { from: string; to: string }): AttemptChanges {
+  const args = ["diff-tree", "-r", "--no-renames", "-z", "--raw", o.from, o.to, "--"];
+  const r = gitTry(repo, args);
+  if (r.code !== 0) throw new GitError(args, r.code, r.stderr);
+  const fields = r.stdout.split("\0");
+  const paths: string[] = [];
+  const blobs: string[] = [];
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    const meta = fields[i]!.split(" ");
+    const [newMode, newId, status] = [meta[1], meta[3], meta[4]];
+    if (status === "D") continue;
+    paths.push(fields[i + 1]!);
+    if (newMode !== "160000" && newId && !/^0+$/.test(newId)) blobs.push(newId);
+  }
+  let bytes = 0;
+  if (blobs.length) {
+    const sizes = gitTry(repo, ["cat-file", "--batch-check=%(objectsize)"], {}, blobs.join("\n") + "\n");
+    if (sizes.code !== 0) throw new GitError(["cat-file", "--batch-check"], sizes.code, sizes.stderr);
+    for (const line of sizes.stdout.split("\n")) if (/^\d+$/.test(line)) bytes += Number(line);
+  }
+  return { paths, bytes };
 }
 
 /** An attempt a gate refused: no verify runs; the verdict says why (and, for a check that found something, so does the verify log). */
@@ -214,7 +278,18 @@ function spawnReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOut
   const attempt = requireAttempt(it);
   const s = it.session!;
   ctx.store.assertLease();
-  const box = verifySandbox(ctx, it);
+  // The checkout made to hold exactly the commit it verifies (and what setup made), with a
+  // read-only git folder of its own: nothing the agent left there but what the commit holds.
+  const products = checkoutProducts(ctx.options.stateRoot, it.id) ?? [];
+  let guarded: ReturnType<typeof protectedEntries>;
+  try {
+    checkoutForVerify(ctx, it, { worktree: s.worktree, dir: s.sessionDir, branch: s.branch, head: run.head ?? s.branch, products });
+    guarded = protectedEntries(ctx, run.head ?? s.branch);
+  } catch (err) {
+    if (!(err instanceof StartError) && !(err instanceof GitError) && systemError(err) === null) throw err;
+    return record(ctx, it, notRun(attempt.n, { code: "could_not_run", error: `the checkout could not be made the verified commit's: ${(err as Error).message}` }));
+  }
+  const box = verifySandbox(ctx, it, { readOnly: [...products, ...guarded.mounts].map((p) => join(s.worktree, p)) });
   if ("paused" in box) return box.paused;
   if ("refused" in box) return record(ctx, it, notRun(attempt.n, box.refused));
   let started: ReturnType<typeof startVerify>;
@@ -271,7 +346,7 @@ function recordStarted(ctx: StepContext, it: ItemState, run: VerifyRun, p: Verif
  * that is asked for and unusable is an environment fault: the loop pauses, and the attempt waits
  * untouched for `loop ctl resume`.
  */
-function verifySandbox(ctx: StepContext, it: ItemState): { request: SandboxRequest | null; gateway?: GatewayRequest } | { paused: StepOutcome } | { refused: VerifyVerdict } {
+function verifySandbox(ctx: StepContext, it: ItemState, o: { readOnly?: string[] } = {}): { request: SandboxRequest | null; gateway?: GatewayRequest } | { paused: StepOutcome } | { refused: VerifyVerdict } {
   if (!it.def.sandbox) return { request: null };
   const s = it.session!;
   const attempt = requireAttempt(it);
@@ -287,7 +362,9 @@ function verifySandbox(ctx: StepContext, it: ItemState): { request: SandboxReque
   try {
     const listed = Array.isArray(it.def.verifyNetwork);
     // A list's proxy is reached through `loop __bridge` inside: the loop binary is bound in for it.
-    const request = sandboxRequest({ bwrap: probe.bwrap, repo: repoOf(ctx), worktree: s.worktree, stateRoot: ctx.options.stateRoot, branch: s.branch, runner: it.def.runner, writable: [], objects: join(s.sessionDir, VERIFY_FILES.objects), ...(listed ? { programs: selfFiles() } : {}), env: ctx.options.env });
+    const base = sandboxRequest({ bwrap: probe.bwrap, repo: repoOf(ctx), worktree: s.worktree, stateRoot: ctx.options.stateRoot, runner: it.def.runner, writable: [], ...(listed ? { programs: selfFiles() } : {}), env: ctx.options.env });
+    // Its own git folder, read-only; what setup made and the protected paths read-only too; no config home of the agent's.
+    const request: SandboxRequest = { ...base, homes: [], gitDir: { path: join(s.sessionDir, VERIFY_GIT), writable: false }, readOnly: o.readOnly ?? [] };
     // verifyNetwork "none" (the default in the sandbox, docs/loop-json.md#network): no network at all.
     if (it.def.verifyNetwork === "none") return { request: { ...request, noNetwork: true } };
     if (!listed) return { request };
@@ -357,10 +434,34 @@ async function observeVerify(ctx: StepContext, it: ItemState, run: VerifyRun): P
     await endVerify({ proc, dir, graceMs: 0 });
     // The command's own start and end, as its wrapper saw them (the timeline draws those).
     const times = readWrapperTimes(dir, "verify", { from: Date.parse(run.reservedAt), to: Date.now() });
-    payload = verdictPayload(attempt.n, verifyExitVerdict(v), { ...verifyLogSummary(run.log, v.code), timedOut: false, log: run.log, times });
+    const verdict = verifyExitVerdict(v);
+    // A pass holds only if what it ran left the protected files and the item branch as they were.
+    const after = verdictPasses(verdict) ? afterVerify(ctx, it, run) : null;
+    payload = verdictPayload(attempt.n, after ?? verdict, { ...verifyLogSummary(run.log, v.code), timedOut: false, log: run.log, times });
   }
   failpoint("verify:before_record");
   return record(ctx, it, payload);
+}
+
+/**
+ * What a verify that passed must have left as it was (docs/threat-model.md#the-airlock): every
+ * protected file its commit's bytes, and the item branch at the verified head. In the sandbox both
+ * are read-only to it; without, this is how a verify that rewrote them (a `pretest` script, a
+ * `git update-ref`) is caught. Null when both hold.
+ */
+function afterVerify(ctx: StepContext, it: ItemState, run: VerifyRun): VerifyVerdict | null {
+  const s = it.session!;
+  if (!run.head) return null; // a verify from before its head was recorded
+  const now = revParse(repoOf(ctx), `refs/heads/${s.branch}`);
+  if (now !== run.head) return { code: "branch_moved_by_verify", branch: s.branch, head: run.head, now };
+  let changed: string[];
+  try {
+    changed = differingFiles(s.worktree, protectedEntries(ctx, run.head).files);
+  } catch (err) {
+    if (!(err instanceof GitError) && !(err instanceof StartError)) throw err;
+    return { code: "git_failed", check: "protected_paths", message: err.message };
+  }
+  return changed.length ? { code: "protected_changed_by_verify", paths: changed } : null;
 }
 
 /** A verdict as verify_finished records it: passed or not, its code, and its reason rendered from its facts (`tail` the reason unless given). */

@@ -2,25 +2,25 @@
 // a running session (lib/decisions/running-order.ts), as tables: security policy, reviewed here in one
 // place. A change that reorders them fails these tables before anything else.
 import { describe, expect, test } from "bun:test";
-import { type GateFact, type GateFacts, verifyGate } from "../../lib/decisions/verify-gates.ts";
+import { CHANGE_LIMITS, type GateFact, type GateFacts, verifyGate } from "../../lib/decisions/verify-gates.ts";
 import { type RunningFacts, runningNext } from "../../lib/decisions/running-order.ts";
 import type { BudgetVerdict } from "../../lib/decisions/budget.ts";
 import type { VerifyVerdict } from "../../lib/decisions/verify-verdict.ts";
 
-const withCommand = { command: true, exitCode: 0, noProgressGuard: true };
-const withoutCommand = { command: false, exitCode: 0, noProgressGuard: true };
+const withCommand = { command: true, exitCode: 0, noProgressGuard: true, products: [".venv"] };
+const withoutCommand = { command: false, exitCode: 0, noProgressGuard: true, products: [".venv"] };
+const HEAD = "h".repeat(40);
 
 /** Every gate's fact when it passes. */
-const CLEAN: Required<GateFacts> = { worktree: true, objects: null, store: [], leftovers: { head: "h".repeat(40) }, protectedPaths: null, protectedBytes: null, ownedRefs: [], commits: 1 };
+const CLEAN: Required<GateFacts> = { worktree: true, store: [], airlock: { head: HEAD, startHead: "s".repeat(40) }, protectedPaths: null, changes: { paths: ["src/a.py"], bytes: 10 }, ownedRefs: [], commits: 1 };
 
 /** The gates, in order, each with a fact that refuses and the code it refuses with. */
 const GATES: { fact: GateFact; refusing: GateFacts[GateFact]; code: string }[] = [
   { fact: "worktree", refusing: false, code: "worktree_missing" },
-  { fact: "objects", refusing: "objects/ab/cdef (holds 0123…, not the object its name says)", code: "objects_refused" },
   { fact: "store", refusing: ["objects/12/3456"], code: "object_store_tampered" },
-  { fact: "leftovers", refusing: { replaced: "worktree_replaced: /w is not the checkout loop made (its .git is a directory); nothing committed" }, code: "worktree_replaced" },
+  { fact: "airlock", refusing: { code: "seal_failed", reason: "git add failed", timedOut: false }, code: "seal_failed" },
   { fact: "protectedPaths", refusing: { code: "protected_path_changed", branch: "loop/t/item/a", paths: ["tests/check.sh"], start: "main", from: "main" }, code: "protected_path_changed" },
-  { fact: "protectedBytes", refusing: { code: "protected_bytes_differ", branch: "loop/t/item/a", head: "h".repeat(40), files: [{ path: "tests/check.sh", differs: "bytes", attributes: [] }] }, code: "protected_bytes_differ" },
+  { fact: "changes", refusing: { paths: [".venv/pyvenv.cfg"], bytes: 10 }, code: "setup_output_committed" },
   { fact: "ownedRefs", refusing: ["item b's branch loop/t/item/b was moved"], code: "owned_ref_changed" },
 ];
 
@@ -39,13 +39,13 @@ function walk(options: Parameters<typeof verifyGate>[1], answer: (fact: GateFact
 describe("verifyGate: the gates before a verify, in order", () => {
   test("the facts are gathered in this order, each once, and a clean attempt runs its verify", () => {
     const r = walk(withCommand, (f) => CLEAN[f]);
-    expect(r.asked).toEqual(["worktree", "objects", "store", "leftovers", "protectedPaths", "protectedBytes", "ownedRefs"]);
-    expect(r.decision).toEqual({ kind: "run" });
+    expect(r.asked).toEqual(["worktree", "store", "airlock", "protectedPaths", "changes", "ownedRefs"]);
+    expect(r.decision).toEqual({ kind: "run", head: HEAD });
   });
 
   test("verify: false counts the attempt's commits last, after every gate", () => {
     const r = walk(withoutCommand, (f) => CLEAN[f]);
-    expect(r.asked).toEqual(["worktree", "objects", "store", "leftovers", "protectedPaths", "protectedBytes", "ownedRefs", "commits"]);
+    expect(r.asked).toEqual(["worktree", "store", "airlock", "protectedPaths", "changes", "ownedRefs", "commits"]);
     expect(r.decision).toEqual({ kind: "judged", verdict: { code: "no_command_passed", commits: 1 }, noProgress: false });
   });
 
@@ -63,9 +63,9 @@ describe("verifyGate: the gates before a verify, in order", () => {
   const gitFailed = { gitFailed: "git diff-tree failed (exit 128): fatal: index.lock exists" };
   const checks: [GateFact, Extract<VerifyVerdict, { code: "git_failed" }>["check"]][] = [
     ["store", "object_store"],
-    ["leftovers", "leftovers"],
+    ["airlock", "leftovers"],
     ["protectedPaths", "protected_paths"],
-    ["protectedBytes", "protected_bytes"],
+    ["changes", "changes"],
     ["ownedRefs", "owned_refs"],
     ["commits", "commits"],
   ];
@@ -78,7 +78,35 @@ describe("verifyGate: the gates before a verify, in order", () => {
 
   test("a branch without its start commit is the protected-path gate's own refusal", () => {
     const missing = { code: "start_commit_missing" as const, branch: "loop/t/item/a", recorded: "r".repeat(40), start: "main" };
-    expect(verifyGate({ ...CLEAN, protectedPaths: missing, protectedBytes: undefined, ownedRefs: undefined }, withCommand)).toEqual({ kind: "refuse", verdict: missing });
+    expect(verifyGate({ ...CLEAN, protectedPaths: missing, changes: undefined, ownedRefs: undefined }, withCommand)).toEqual({ kind: "refuse", verdict: missing });
+  });
+
+  test("every refusal of the airlock is its own verdict, before any later gate", () => {
+    const refusals: GateFacts["airlock"][] = [
+      { code: "objects_refused", named: "objects/ab/cd (a FIFO)" },
+      { code: "object_too_large", named: "objects/pack/x.pack (a blob of 524288000 bytes)", max: 100 * 2 ** 20 },
+      { code: "head_invalid", reason: "not a commit" },
+      { code: "owned_ref_changed", changes: ["the item branch was moved"] },
+    ];
+    for (const a of refusals) expect(verifyGate({ worktree: true, store: [], airlock: a }, withCommand)).toEqual({ kind: "refuse", verdict: a as VerifyVerdict });
+  });
+
+  test("what setup made, a virtualenv anywhere, a node_modules anywhere: setup_output_committed, naming each path", () => {
+    const changes = { paths: ["src/a.py", ".venv/bin/python", "lib/env/pyvenv.cfg", "web/node_modules/x/index.js"], bytes: 100 };
+    expect(verifyGate({ ...CLEAN, changes, ownedRefs: undefined }, withCommand)).toEqual({ kind: "refuse", verdict: { code: "setup_output_committed", paths: [".venv/bin/python", "lib/env/pyvenv.cfg", "web/node_modules/x/index.js"] } });
+  });
+
+  test("more paths or bytes than the limits: change_too_large, with the figures", () => {
+    const many = { paths: Array.from({ length: CHANGE_LIMITS.files + 1 }, (_, i) => `f${i}`), bytes: 1 };
+    expect(verifyGate({ ...CLEAN, changes: many, ownedRefs: undefined }, withCommand)).toMatchObject({ kind: "refuse", verdict: { code: "change_too_large", files: CHANGE_LIMITS.files + 1 } });
+    expect(verifyGate({ ...CLEAN, changes: { paths: ["a"], bytes: CHANGE_LIMITS.bytes + 1 }, ownedRefs: undefined }, withCommand)).toMatchObject({ kind: "refuse", verdict: { code: "change_too_large", bytes: CHANGE_LIMITS.bytes + 1 } });
+  });
+
+  test("an agent that failed and changed nothing is agent_failed, its verify never run; one that changed something is verified", () => {
+    const same = { head: HEAD, startHead: HEAD };
+    expect(verifyGate({ ...CLEAN, airlock: same }, { ...withCommand, exitCode: 3 })).toEqual({ kind: "refuse", verdict: { code: "agent_failed", exitCode: 3 } });
+    expect(verifyGate({ ...CLEAN, airlock: same }, { ...withCommand, exitCode: 0 })).toEqual({ kind: "run", head: HEAD });
+    expect(verifyGate(CLEAN, { ...withCommand, exitCode: 3 })).toEqual({ kind: "run", head: HEAD });
   });
 
   const judged: { name: string; exitCode: number | null; commits: number; guard: boolean; code: string; noProgress: boolean }[] = [
@@ -91,7 +119,7 @@ describe("verifyGate: the gates before a verify, in order", () => {
   ];
   for (const c of judged)
     test(`verify: false, ${c.name}`, () => {
-      const d = verifyGate({ ...CLEAN, commits: c.commits }, { command: false, exitCode: c.exitCode, noProgressGuard: c.guard });
+      const d = verifyGate({ ...CLEAN, commits: c.commits }, { command: false, exitCode: c.exitCode, noProgressGuard: c.guard, products: [] });
       expect(d).toMatchObject({ kind: "judged", verdict: { code: c.code }, noProgress: c.noProgress });
     });
 });

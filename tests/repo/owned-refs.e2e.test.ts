@@ -44,15 +44,22 @@ describe("ownedRefs and refChanges", () => {
     });
 });
 
-/** Shell for a foreign commit (on no branch) made in the worktree the script runs in. */
-const FOREIGN = `$(git commit-tree "$(git write-tree)" -m foreign)`;
+/**
+ * The repository's own git folder, as an agent without the sandbox finds it: its checkout's git
+ * folder is the attempt's own (docs/threat-model.md#the-airlock), whose store's alternate is the
+ * repository's. Its refs are reached only by naming it.
+ */
+const REPO = `$(dirname "$(head -1 "$(git rev-parse --git-dir)/objects/info/alternates")")`;
+const RGIT = `git --git-dir="${REPO}"`;
+/** Shell for a foreign commit (on no branch) made in the repository itself. */
+const FOREIGN = `$(${RGIT} commit-tree "$(${RGIT} rev-parse main:)" -m foreign)`;
 
 const agent = (script: string) => ({ command: ["sh", "-c", `${script}; echo x > work.txt`] });
 
 describe("refs loop owns, changed by an agent", () => {
   for (const [what, script, expectNow] of [
-    ["points a landed item's branch at a foreign commit", `git update-ref refs/heads/loop/t/item/first ${FOREIGN}`, "moved"],
-    ["deletes another item's branch", "git update-ref -d refs/heads/loop/t/item/first", "deleted"],
+    ["points a landed item's branch at a foreign commit", `${RGIT} update-ref refs/heads/loop/t/item/first ${FOREIGN}`, "moved"],
+    ["deletes another item's branch", `${RGIT} update-ref -d refs/heads/loop/t/item/first`, "deleted"],
   ] as const)
     test.concurrent(
       `an agent that ${what}: its attempt fails owned_ref_changed, status names it, the next launch pauses until it is put back`,
@@ -106,9 +113,9 @@ describe("refs loop owns, changed by an agent", () => {
           [
             { id: "first", prompt: "first\n@demo write first.txt 1\n@demo commit first" },
             { id: "mover", prompt: "m", runner: "mover", dependsOn: ["first"], maxAttempts: 1 },
-            { id: "late", prompt: "late\n@demo write late.txt 1\n@demo commit late", dependsOn: ["first"], maxAttempts: 1, verify: `git update-ref refs/heads/loop/t/landed ${FOREIGN}` },
+            { id: "late", prompt: "late\n@demo write late.txt 1\n@demo commit late", dependsOn: ["first"], maxAttempts: 1, verify: `${RGIT} update-ref refs/heads/loop/t/landed ${FOREIGN}` },
           ],
-          { defaults: { landing: "merge" }, runners: { mover: agent(`git update-ref refs/heads/loop/t/landed ${FOREIGN}`) } },
+          { defaults: { landing: "merge" }, runners: { mover: agent(`${RGIT} update-ref refs/heads/loop/t/landed ${FOREIGN}`) } },
         ),
         {},
         async (p) => {

@@ -5,7 +5,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { GitError } from "../../lib/shared/errors.ts";
-import { checkoutBranch, checkWorktree, commitLeftovers, ensureWorktree, landMerge, ReplacedError } from "../../lib/repo/workspace.ts";
+import { checkoutBranch, checkWorktree, ensureBranch, ensureWorktree, landMerge, ReplacedError } from "../../lib/repo/workspace.ts";
 import { gitExecSnapshot } from "../../lib/repo/git-exec.ts";
 import { git, makeRepo } from "../helpers/project.ts";
 import { removeDir } from "../helpers/fs.ts";
@@ -81,35 +81,22 @@ describe("ensureWorktree", () => {
   });
 });
 
-describe("commitLeftovers", () => {
-  test("commits what was left on the item branch; nothing left is null", () => {
-    const { root, wt } = repo();
-    ensureWorktree({ repo: root, path: wt, branch: "loop/t/a", startPoint: "main" });
-    expect(commitLeftovers({ repo: root, worktree: wt, branch: "loop/t/a", message: "nothing" })).toBeNull();
-    writeFileSync(join(wt, "left.txt"), "x\n");
-    const sha = commitLeftovers({ repo: root, worktree: wt, branch: "loop/t/a", message: "left" });
-    expect(sha).toBe(git(root, "rev-parse", "loop/t/a"));
+describe("ensureBranch", () => {
+  test("makes the item branch at its start point once; a symbolic one is refused, typed", () => {
+    const { root } = repo();
+    const main = git(root, "rev-parse", "main");
+    expect(ensureBranch({ repo: root, branch: "loop/t/item/a", startPoint: "main", aside: "loop/t/aside/a/e0-a1" })).toEqual({ created: true, head: main, movedBelow: [] });
+    expect(ensureBranch({ repo: root, branch: "loop/t/item/a", startPoint: "main", aside: "loop/t/aside/a/e0-a1" })).toEqual({ created: false, head: main, movedBelow: [] });
+    git(root, "symbolic-ref", "refs/heads/loop/t/item/b", "refs/heads/main");
+    expect(() => ensureBranch({ repo: root, branch: "loop/t/item/b", startPoint: "main", aside: "loop/t/aside/b/e0-a1" })).toThrow(ReplacedError);
   });
 
-  test("refuses a directory that is not a checkout of its own: git must not commit into the repository above it", () => {
-    const { root, wt } = repo();
-    ensureWorktree({ repo: root, path: wt, branch: "loop/t/a", startPoint: "main" });
-    rmSync(join(wt, ".git"));
-    writeFileSync(join(wt, "left.txt"), "x\n");
-    writeFileSync(join(root, "operator-wip.txt"), "mine\n");
-    const head = git(root, "rev-parse", "HEAD");
-    // A GitError (what its callers record), typed: what it means is its `replaced`, not its words.
-    expect(() => commitLeftovers({ repo: root, worktree: wt, branch: "loop/t/a", message: "left" })).toThrow(GitError);
-    let thrown: unknown;
-    try {
-      commitLeftovers({ repo: root, worktree: wt, branch: "loop/t/a", message: "left" });
-    } catch (err) {
-      thrown = err;
-    }
-    expect(thrown).toBeInstanceOf(ReplacedError);
-    expect((thrown as ReplacedError).replaced).toBe("worktree_replaced");
-    expect(git(root, "rev-parse", "HEAD")).toBe(head);
-    expect(git(root, "status", "--porcelain", "--", "operator-wip.txt")).toBe("?? operator-wip.txt");
+  test("refs planted below the item branch's name (which would keep it from being made) are moved aside, never built on", () => {
+    const { root } = repo();
+    git(root, "branch", "loop/t/item/b/x", "main");
+    const r = ensureBranch({ repo: root, branch: "loop/t/item/b", startPoint: "main", aside: "loop/t/aside/b/e0-a1" });
+    expect(r).toMatchObject({ created: true, movedBelow: ["loop/t/item/b/x"] });
+    expect(git(root, "for-each-ref", "--format=%(refname:short)", "refs/heads/loop/t/")).toBe("loop/t/aside/b/e0-a1/x\nloop/t/item/b");
   });
 });
 
@@ -118,7 +105,8 @@ describe("landMerge", () => {
     const { root, wt } = repo();
     ensureWorktree({ repo: root, path: wt, branch: "loop/t/a", startPoint: "main" });
     writeFileSync(join(wt, "feature.txt"), "done\n");
-    commitLeftovers({ repo: root, worktree: wt, branch: "loop/t/a", message: "feature" });
+    git(wt, "add", "-A");
+    git(wt, "commit", "-qm", "feature");
     const landing = join(wt, "..", "_landing");
     mkdirSync(landing, { recursive: true });
     writeFileSync(join(landing, "someone.txt"), "not loop's\n");
@@ -136,7 +124,8 @@ describe("landMerge of a commit the target holds", () => {
     const { root, wt } = repo();
     ensureWorktree({ repo: root, path: wt, branch: "loop/t/a", startPoint: "main" });
     writeFileSync(join(wt, "feature.txt"), "done\n");
-    commitLeftovers({ repo: root, worktree: wt, branch: "loop/t/a", message: "feature" });
+    git(wt, "add", "-A");
+    git(wt, "commit", "-qm", "feature");
     const landing = join(wt, "..", "_landing");
     const land = (branch: string, commit: string | null = null) => landMerge({ repo: root, landingDir: landing, target: "loop/t/target", base: "main", branch, commit, message: `land ${branch}` });
     const first = land("loop/t/a", git(root, "rev-parse", "loop/t/a"));

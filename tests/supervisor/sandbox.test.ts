@@ -5,7 +5,6 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, sym
 import { join } from "node:path";
 import { sandboxArgv, sandboxSpec, type SandboxSpec } from "../../lib/supervisor/sandbox.ts";
 import { sandboxRequest } from "../../lib/step/machine-probe.ts";
-import { checkWorktree } from "../../lib/repo/workspace.ts";
 import { git, makeRepo } from "../helpers/repo.ts";
 
 const SPEC: SandboxSpec = {
@@ -17,13 +16,9 @@ const SPEC: SandboxSpec = {
   repo: "/srv/api",
   hide: ["/run/user/1000"],
   mask: ["/run/docker.sock"],
-  git: {
-    commonDir: "/srv/api/.git",
-    writable: ["/srv/api/.git/worktrees/fix", "/srv/api/.git/refs/heads/loop/x/item", "/srv/api/.git/logs/refs/heads/loop/x/item"],
-    readOnly: ["/srv/api/.git/worktrees/fix/commondir"],
-  },
+  gitDir: { path: "/srv/api/.loop/sessions/fix/1/git", writable: true },
+  readOnly: ["/srv/api/.loop/workspaces/fix/node_modules"],
   writable: ["/srv/api/.loop/sessions/fix/1/ask.txt"],
-  objects: { own: "/srv/api/.loop/sessions/fix/1/objects", shared: "/srv/api/.git/objects" },
   writableIfPresent: ["/home/u/.claude"],
   programs: ["/tmp/checkout/node_modules/bun/bin/bun.exe", "/tmp/checkout"],
 };
@@ -69,18 +64,22 @@ describe("sandboxArgv", () => {
     }
   });
 
-  test("what is writable is mounted after the hiding; the worktree's git links read-only after its git folder", () => {
+  test("what is writable is mounted after the hiding: the worktree, the attempt's own git folder after the read-only session folder it lies in; what setup made read-only over the worktree", () => {
     const hidden = at("--tmpfs", "/srv/api/.loop");
-    for (const p of [...SPEC.git.writable, SPEC.worktree, ...SPEC.writable]) expect(at("--bind", p)).toBeGreaterThan(hidden);
-    expect(at("--ro-bind", "/srv/api/.git/worktrees/fix/commondir")).toBeGreaterThan(at("--bind", "/srv/api/.git/worktrees/fix"));
+    for (const p of [SPEC.worktree, ...SPEC.writable, SPEC.gitDir!.path]) expect(at("--bind", p)).toBeGreaterThan(hidden);
     expect(at("--ro-bind", SPEC.sessionDir)).toBeGreaterThan(hidden);
     expect(at("--bind", SPEC.writable[0]!)).toBeGreaterThan(at("--ro-bind", SPEC.sessionDir));
-    // The private object folder too (it lies in the read-only session folder), and git is pointed at it.
-    expect(at("--bind", SPEC.objects!.own)).toBeGreaterThan(at("--ro-bind", SPEC.sessionDir));
-    expect(argv.join(" ")).toContain("--setenv GIT_OBJECT_DIRECTORY /srv/api/.loop/sessions/fix/1/objects --setenv GIT_ALTERNATE_OBJECT_DIRECTORIES /srv/api/.git/objects");
-    // The repository's own store is never bound writable.
-    expect(at("--bind", "/srv/api/.git/objects")).toBe(-1);
+    expect(at("--bind", SPEC.gitDir!.path)).toBeGreaterThan(at("--ro-bind", SPEC.sessionDir));
+    expect(at("--ro-bind", SPEC.readOnly[0]!)).toBeGreaterThan(at("--bind", SPEC.worktree));
+    // Nothing of the repository's git folder is ever bound writable: not its store, not its refs.
+    expect(argv.some((a, i) => a === "--bind" && argv[i + 1]!.startsWith("/srv/api/.git"))).toBe(false);
     expect(at("--bind-try", "/home/u/.claude")).toBeGreaterThan(hidden);
+  });
+
+  test("a verify's git folder is read-only", () => {
+    const v = sandboxArgv({ ...SPEC, gitDir: { path: SPEC.gitDir!.path, writable: false } }, ["verify"]);
+    expect(v.findIndex((a, i) => a === "--ro-bind" && v[i + 1] === SPEC.gitDir!.path)).toBeGreaterThan(0);
+    expect(v.findIndex((a, i) => a === "--bind" && v[i + 1] === SPEC.gitDir!.path)).toBe(-1);
   });
 
   test("its own pid namespace dying with the wrapper, a new session, no capabilities, the worktree as cwd", () => {
@@ -93,24 +92,20 @@ describe("sandboxArgv", () => {
 });
 
 describe("sandboxSpec", () => {
-  test("reads a linked worktree's git folders and prepares the mount points", () => {
+  test("takes the request's paths, makes the writable files, binds only what exists", () => {
     const { dir, root } = makeRepo("loop-sbx-");
     try {
       const stateRoot = join(root, ".loop");
-      const wt = join(stateRoot, "workspaces", "fix");
-      git(root, "worktree", "add", "-q", "-b", "loop/x/item/fix", wt);
-      git(root, "pack-refs", "--all"); // the branch only packed: its folder is made for the mount
-      rmSync(join(root, ".git", "refs", "heads", "loop"), { recursive: true, force: true });
-      const checked = checkWorktree({ repo: root, worktree: wt, branch: "loop/x/item/fix" });
-      expect(checked).toEqual({ ok: true, gitDir: join(root, ".git", "worktrees", "fix"), commonDir: join(root, ".git") });
-      const dirs = { gitDir: join(root, ".git", "worktrees", "fix"), commonDir: join(root, ".git") };
-      const ask = join(stateRoot, "sessions", "fix", "1", "ask.txt");
-      const spec = sandboxSpec({ bwrap: "/usr/bin/bwrap", worktree: wt, stateRoot, branch: "loop/x/item/fix", git: dirs, writable: [ask], homes: [".claude"], programs: [root, join(root, "no-such-program")], env: { HOME: "/home/u" } }, join(stateRoot, "sessions", "fix", "1"));
+      const wt = join(dir, "worktrees", "fix");
+      mkdirSync(join(wt, "node_modules"), { recursive: true });
+      const session = join(stateRoot, "sessions", "fix", "1");
+      const ask = join(session, "ask.txt");
+      const base = { bwrap: "/usr/bin/bwrap", worktree: wt, stateRoot, worktrees: join(dir, "worktrees"), commonDir: join(root, ".git"), homes: [".claude"], env: { HOME: "/home/u" } };
+      const spec = sandboxSpec({ ...base, gitDir: { path: join(session, "git"), writable: true }, readOnly: [join(wt, "node_modules"), join(wt, ".venv"), "/etc"], writable: [ask], programs: [root, join(root, "no-such-program")] }, session);
       expect(spec.repo).toBe(root);
-      expect(spec.git.writable).toEqual([join(root, ".git", "objects"), join(root, ".git", "worktrees", "fix"), join(root, ".git", "refs", "heads", "loop", "x", "item"), join(root, ".git", "logs", "refs", "heads", "loop", "x", "item")]);
-      for (const d of spec.git.writable) expect(statSync(d).isDirectory()).toBe(true);
-      expect(spec.git.readOnly.map((p) => p.slice(p.lastIndexOf("/") + 1))).toEqual(["commondir", "gitdir", "config.worktree"]);
-      expect(readFileSync(join(root, ".git", "worktrees", "fix", "config.worktree"), "utf8")).toBe("");
+      expect(spec.gitDir).toEqual({ path: join(session, "git"), writable: true });
+      // Only what exists, and only inside the worktree.
+      expect(spec.readOnly).toEqual([join(wt, "node_modules")]);
       expect(existsSync(ask) && statSync(ask).size === 0).toBe(true);
       expect(spec.writableIfPresent).toEqual(["/home/u/.claude"]);
       expect(spec.programs).toEqual([root]);
@@ -120,9 +115,9 @@ describe("sandboxSpec", () => {
       const bin = mkdtempSync("/tmp/loop-sbx-bin-");
       const link = join(bin, "agent");
       symlinkSync(real, link);
-      const linked = sandboxSpec({ bwrap: "/usr/bin/bwrap", worktree: wt, stateRoot, branch: "loop/x/item/fix", git: dirs, writable: [], homes: [], programs: [link, real], env: {} }, join(stateRoot, "sessions", "fix", "1"));
+      const linked = sandboxSpec({ ...base, homes: [], writable: [], programs: [link, real], env: {} }, session);
       // One inside a folder bound anyway (npm's .bin in its node_modules) is there as it is: no link made over it.
-      const inside = sandboxSpec({ bwrap: "/usr/bin/bwrap", worktree: wt, stateRoot, branch: "loop/x/item/fix", git: dirs, writable: [], homes: [], programs: [link, bin, real], env: {} }, join(stateRoot, "sessions", "fix", "1"));
+      const inside = sandboxSpec({ ...base, homes: [], writable: [], programs: [link, bin, real], env: {} }, session);
       expect({ programs: inside.programs, links: inside.programLinks }).toEqual({ programs: [bin, real], links: undefined });
       rmSync(bin, { recursive: true, force: true });
       expect({ programs: linked.programs, links: linked.programLinks }).toEqual({ programs: [real], links: [{ path: link, target: real }] });
@@ -134,19 +129,15 @@ describe("sandboxSpec", () => {
     }
   });
 
-  test("a checkout that is not the linked worktree loop made is refused with its path and why, and nothing is mounted (sandboxRequest)", () => {
+  test("a checkout that is not a folder at its place (a link to the operator's checkout) is refused with its path, and nothing is mounted (sandboxRequest)", () => {
     const { dir, root } = makeRepo("loop-sbx-");
     try {
-      const request = (worktree: string, branch: string) => () => sandboxRequest({ bwrap: "b", repo: root, worktree, stateRoot: join(root, ".loop"), branch, runner: "claude", writable: [], objects: join(root, ".loop", "objects"), env: {} });
-      expect(request(root, "main")).toThrow(`no sandbox over ${root}: worktree_replaced: ${root} is not the checkout loop made (its .git is a directory: a repository of its own)`);
-      const wt = join(root, ".loop", "workspaces", "fix");
-      git(root, "worktree", "add", "-q", "-b", "loop/x/item/fix", wt);
-      expect(request(wt, "loop/x/item/fix")().git).toEqual({ gitDir: join(root, ".git", "worktrees", "fix"), commonDir: join(root, ".git") });
-      // Its .git pointed at a git folder of the agent's making: refused, whatever that folder names.
-      mkdirSync(join(wt, ".fake"));
-      writeFileSync(join(wt, ".fake", "commondir"), `${join(root, ".git")}\n`);
-      writeFileSync(join(wt, ".git"), `gitdir: ${join(wt, ".fake")}\n`);
-      expect(request(wt, "loop/x/item/fix")).toThrow(`its .git names ${join(wt, ".fake")}`);
+      const wts = join(dir, "worktrees");
+      mkdirSync(join(wts, "fix"), { recursive: true });
+      const request = (worktree: string) => () => sandboxRequest({ bwrap: "b", repo: root, worktree, stateRoot: join(root, ".loop"), runner: "claude", writable: [], env: {} });
+      expect(request(join(wts, "fix"))().commonDir).toBe(join(root, ".git"));
+      symlinkSync(root, join(wts, "evil"));
+      expect(request(join(wts, "evil"))).toThrow(`no sandbox over ${join(wts, "evil")}: it is not the folder loop made (it is a link to ${root})`);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
