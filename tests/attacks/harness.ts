@@ -403,9 +403,10 @@ function accepted(p: Project, store: { events: StoredEvent[]; projection: Projec
   const common = join(p.root, ".git");
   for (const [id, it] of Object.entries(store.projection.items)) {
     if (it.status !== "passed") continue;
-    const passedAttempts = new Set(store.events.filter((e) => e.type === "verify_finished" && e.item === id && e.payload.passed).map((e) => e.payload.attempt as number));
+    const passedAttempts = new Set<number>();
+    for (const e of store.events) if (e.type === "verify_finished" && e.item === id && e.payload.passed) passedAttempts.add(e.payload.attempt);
     for (const e of store.events)
-      if (e.type === "verify_reserved" && e.item === id && passedAttempts.has(e.payload.attempt as number) && typeof e.payload.head === "string") out.push({ item: id, what: "the verified commit", commit: e.payload.head });
+      if (e.type === "verify_reserved" && e.item === id && passedAttempts.has(e.payload.attempt) && typeof e.payload.head === "string") out.push({ item: id, what: "the verified commit", commit: e.payload.head });
     for (const e of store.events)
       if (e.type === "landing_finished" && e.item === id) {
         if ((e.payload.outcome === "merged" || e.payload.outcome === "already_contained") && typeof e.payload.commit === "string") out.push({ item: id, what: "the merge loop made", commit: e.payload.commit });
