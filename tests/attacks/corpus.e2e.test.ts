@@ -32,12 +32,15 @@ interface Run {
   outcome: Outcome;
 }
 const runs: Run[] = [];
-/** Runs a gateway attack found unmetered (no gateway attack yet: the counter stays 0). */
+/** Tokens the gateway attacks (`metering`) got past the meter: none is written yet, so it stays 0 and is not printed. */
 const tokensUnmetered = 0;
 
 const worked = (o: Outcome) => o.landed.length > 0 || o.keys.length > 0 || o.harmed.length > 0;
 
-for (const attack of CORPUS) {
+// The long ones first (a step deadline of their own, or steps taken while the agent runs): the
+// queue is first come, first served, and they overlap best with the many short ones.
+const slow = (a: Attack) => (a.stepDeadlineMs !== undefined || a.stepWhileRunning ? 0 : 1);
+for (const attack of [...CORPUS].sort((x, y) => slow(x) - slow(y))) {
   if (ONLY && !ONLY.has(attack.id)) continue;
   for (const mode of attack.modes ?? MODES) {
     const name = `${attack.id} [${mode}]: ${attack.title}`;
@@ -48,11 +51,17 @@ for (const attack of CORPUS) {
     test.concurrent(
       name,
       async () => {
-        const outcome = await gate.use(() => runAttack(attack, mode));
+        let ms = 0;
+        const outcome = await gate.use(async () => {
+          const t0 = performance.now();
+          const o = await runAttack(attack, mode);
+          ms = Math.round(performance.now() - t0);
+          return o;
+        });
         runs.push({ attack, mode, outcome });
         if (REPORT)
           console.error(
-            `corpus ${attack.id} [${mode}]: ${worked(outcome) ? "WORKED" : "held"}; codes ${outcome.codes.join(",") || "-"}; ` +
+            `corpus ${attack.id} [${mode}]: ${worked(outcome) ? "WORKED" : "held"} (${ms} ms, ${outcome.steps.length} commands); codes ${outcome.codes.join(",") || "-"}; ` +
               `${JSON.stringify({ landed: outcome.landed, keys: outcome.keys, harmed: outcome.harmed, notes: outcome.notes })}`,
           );
         if (attack.measure)
@@ -74,7 +83,7 @@ afterAll(() => {
   const harmed = counted.filter((r) => r.outcome.harmed.length).length;
   const attacks = new Set(runs.map((r) => r.attack.id)).size;
   const modes = new Set(runs.map((r) => r.mode)).size;
-  const gateway = runs.some((r) => r.attack.loop?.network !== undefined && r.attack.id.includes("meter")) ? `, ${tokensUnmetered} tokens unmetered` : "";
+  const gateway = runs.some((r) => r.attack.metering) ? `, ${tokensUnmetered} tokens unmetered` : "";
   const openIds = open.filter((r) => worked(r.outcome)).map((r) => `${r.attack.id} [${r.mode}]`);
   // A knownOpen run that no longer works: the mark can go.
   const closed = open.filter((r) => !worked(r.outcome)).map((r) => `${r.attack.id} [${r.mode}]`);
