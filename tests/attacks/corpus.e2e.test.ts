@@ -10,7 +10,8 @@
 import { afterAll, expect, test } from "bun:test";
 import { probeSandbox } from "../../lib/supervisor/sandbox.ts";
 import { Semaphore } from "../helpers/project.ts";
-import { type Attack, CORPUS, MODES, type Mode } from "./corpus.ts";
+import { type Attack, MODES, type Mode } from "./attack.ts";
+import { CORPUS } from "./corpus.ts";
 import { type Outcome, runAttack } from "./harness.ts";
 
 const STRICT = process.env.LOOP_CORPUS_STRICT === "1";

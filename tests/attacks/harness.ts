@@ -1,4 +1,4 @@
-// Runs one attack of the corpus (tests/attacks/corpus.ts) in one mode through the real `loop run`,
+// Runs one attack of the corpus (tests/attacks/corpus.ts; what one is: attack.ts) in one mode through the real `loop run`,
 // and judges it by behaviour: what loop accepted (the marker in a passed item's verified commit or
 // in what loop delivered), whether a canary key is anywhere the agent could leave it, the attack's
 // other harms, and the verdict codes it ended with (read through ONE accessor, verdictCode).
@@ -15,7 +15,7 @@ import type { StoredEvent } from "../../lib/log/events.ts";
 import type { Projection } from "../../lib/log/projection.ts";
 import { runInProcess } from "../helpers/cli.ts";
 import { BUN, cliEnv, git, killProcessesUnder, LOOP, Project } from "../helpers/project.ts";
-import { type Attack, type Harm, type Marker, type Mode, PRELUDE, STANDARD } from "./corpus.ts";
+import { type Attack, type Harm, type Marker, type Mode, PRELUDE, STANDARD } from "./attack.ts";
 
 /** A step that has not ended after this long is a hang (a normal one takes a few seconds, even loaded). */
 const STEP_DEADLINE_MS = Number(process.env.LOOP_CORPUS_STEP_DEADLINE_MS ?? 30_000);
@@ -186,7 +186,7 @@ function refCommit(common: string, ref: string): string | null {
 // ---------------------------------------------------------------------------------------------
 // The run
 
-/** Replace the placeholders of corpus.ts. */
+/** Replace the placeholders of attack.ts. */
 function fill(text: string, p: Project): string {
   return text
     .replaceAll("@AUX@", p.aux)

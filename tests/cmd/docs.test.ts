@@ -23,7 +23,8 @@ import { parseDefinitionText } from "../../lib/definition/loop-json.ts";
 import { itemIdFromRef, parseRef } from "../../lib/definition/refs.ts";
 import { RefError } from "../../lib/shared/errors.ts";
 import { parseDuration } from "../../lib/definition/duration.ts";
-import { type Attack, CORPUS, MODES } from "../attacks/corpus.ts";
+import { type Attack, MODES } from "../attacks/attack.ts";
+import { CORPUS } from "../attacks/corpus.ts";
 
 const REPO = resolve(import.meta.dir, "..", "..");
 const read = (rel: string) => readFileSync(join(REPO, rel), "utf8");
