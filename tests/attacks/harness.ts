@@ -261,8 +261,8 @@ async function command(p: Project, args: string[], o: { fileSizeLimit?: number; 
   return { args: args.join(" "), exit: proc.exitCode, signal: proc.signalCode ? String(proc.signalCode) : null, ms: Math.round(performance.now() - t0), maxRssMb: rss ? Math.round(rss / 2 ** 20) : null, stdout, stderr, timedOut };
 }
 
-/** While the current item's agent or verify runs, wait (bounded) for its exit, instead of stepping. */
-async function waitForCurrent(p: Project): Promise<void> {
+/** While the current item's agent or verify runs, wait (up to `boundMs`) for its exit, instead of stepping. */
+async function waitForCurrent(p: Project, boundMs: number): Promise<void> {
   const st = regularFile(join(p.stateRoot, "state.json"));
   let state: any = null;
   try {
@@ -273,7 +273,7 @@ async function waitForCurrent(p: Project): Promise<void> {
   if (!it || !["running", "launching", "ended"].includes(it.status)) return;
   const dir = join(p.stateRoot, "sessions", cur, it.epoch === 0 ? String(it.attempts) : `e${it.epoch}-${it.attempts}`);
   const done = it.status === "ended" ? ["verify-exit.json"] : ["exit.json", "ask.txt"];
-  for (let i = 0; i < 150; i++) {
+  for (let i = 0; i < boundMs / 100; i++) {
     if (done.some((f) => existsSync(join(dir, f)))) return;
     await Bun.sleep(100);
   }
@@ -329,7 +329,7 @@ async function drive(p: Project, a: Attack, out: Outcome): Promise<void> {
       return;
     }
     // An attack on what runs beside the agent (a `loop run` to read) is stepped as cron would, not waited for.
-    if (!a.stepWhileRunning && (doc.action === "launched" || doc.action === "waiting" || doc.action === "progressed")) await waitForCurrent(p);
+    if (!a.stepWhileRunning && (doc.action === "launched" || doc.action === "waiting" || doc.action === "progressed")) await waitForCurrent(p, a.stepDeadlineMs ?? 15_000);
     else await Bun.sleep(200);
   }
   out.notes.push(`not drained after ${MAX_STEPS} steps`);
