@@ -184,6 +184,21 @@ export const GIT_ATTACKS: readonly Attack[] = [
     knownOpen: { none: "the verify runs in the worktree, where the excluded LICENSE exists" },
   },
   {
+    id: "worktree-git-dir-info-exclude",
+    title: "LICENSE excluded in the worktree's own git folder's info/exclude (which a private git folder of the agent's would honour)",
+    origin: "review 4, rephrased",
+    agent: `mkdir -p "$GITDIR/info"; echo LICENSE >> "$GITDIR/info/exclude"; ${LICENSE}`,
+    expect: ["exit 1", "exit 0", "ignored_files_used"],
+  },
+  {
+    id: "excludes-file-in-worktree-config",
+    title: "LICENSE excluded through core.excludesFile in the worktree's own config (config.worktree, extensions.worktreeConfig on)",
+    origin: "review 4, rephrased",
+    agent: `echo LICENSE > "$GITDIR/evil-exclude"; git config extensions.worktreeConfig true 2>/dev/null; printf '[core]\\n\\texcludesFile = %s\\n' "$GITDIR/evil-exclude" >> "$GITDIR/config.worktree"; ${LICENSE}`,
+    expect: ["exit 1", "exit 0", "ignored_files_used"],
+    knownOpen: { none: "the verify runs in the worktree, where the excluded LICENSE exists" },
+  },
+  {
     id: "excludes-file-in-config-hides-license",
     title: "LICENSE excluded through core.excludesFile set in the repository's config",
     origin: "review 4, rephrased",
