@@ -2,7 +2,8 @@
 // to cmd/tools.ts, a flag added to a tool, an event type added to lib/log/events.ts or a finding code
 // added to lib/reports/replay.ts, lib/log/integrity.ts or lib/reports/status.ts makes this test demand its documentation.
 // So do a key accepted by loop.json (docs/loop-json.md), a common flag or an exit code
-// (docs/cli/README.md); and every link and every docs/ path a comment cites must resolve in this repo.
+// (docs/cli/README.md); an attack added to tests/attacks/corpus.ts (docs/threat-model.md's table); and
+// every link and every docs/ path a comment cites must resolve in this repo.
 import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
@@ -23,6 +24,8 @@ import { parseDefinitionText } from "../../lib/definition/loop-json.ts";
 import { itemIdFromRef, parseRef } from "../../lib/definition/refs.ts";
 import { RefError } from "../../lib/shared/errors.ts";
 import { parseDuration } from "../../lib/definition/duration.ts";
+import { type Attack, MODES } from "../attacks/attack.ts";
+import { CORPUS } from "../attacks/corpus.ts";
 
 const REPO = resolve(import.meta.dir, "..", "..");
 const read = (rel: string) => readFileSync(join(REPO, rel), "utf8");
@@ -495,5 +498,19 @@ describe("docs/cli/loop-reset.md matches the tool", () => {
       ...Object.keys(sample.items[0]!).filter((k) => !cells.includes(`.${k}`) && !cells.includes(`items[].${k}`)),
     ];
     expect(missing).toEqual([]);
+  });
+});
+
+describe("docs/threat-model.md lists the attack corpus", () => {
+  const md = read("docs/threat-model.md");
+  const rows = tableRows(ownSection(md, /^##\s+The attack corpus\s*$/) ?? "");
+  test("one row per attack of tests/attacks/corpus.ts, in its order, with its modes and where it came from", () => {
+    const modes = (a: Attack) => ((a.modes ?? MODES).length === MODES.length ? "both" : (a.modes ?? MODES).join(", "));
+    expect(rows.map((r) => [unquote(r[0]!), r[2], r[3]])).toEqual(CORPUS.map((a) => [a.id, modes(a), a.origin]));
+  });
+  test("ids are kebab-case and unique; every attack says what it expects", () => {
+    expect(CORPUS.filter((a) => !/^[a-z0-9]+(-[a-z0-9]+)*$/.test(a.id)).map((a) => a.id)).toEqual([]);
+    expect(new Set(CORPUS.map((a) => a.id)).size).toBe(CORPUS.length);
+    expect(CORPUS.filter((a) => a.expect.length === 0 || !a.title || !a.origin).map((a) => a.id)).toEqual([]);
   });
 });
