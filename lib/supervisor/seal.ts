@@ -14,7 +14,12 @@ export const SEAL_TIMEOUT_MS = 120_000;
 
 // `$@`: the pathspecs of what never lands (what setup made). Identity: the user's, else loop's.
 // index.lock: the agent's git may have been killed mid-command; the lock is its, in its folder.
+// A git folder holds no link, FIFO or device of its own, nor a file with another name elsewhere:
+// whatever the agent planted there (a link or a hard link at COMMIT_EDITMSG or logs/HEAD to a file of
+// the operator's, a FIFO) goes before git writes through it. Objects are the import's to prove.
 const SCRIPT = [
+  'find "$GIT_DIR" ! -type d ! -type f -exec rm -f {} + 2>/dev/null',
+  'find "$GIT_DIR" -path "$GIT_DIR/objects" -prune -o -type f -links +1 -exec rm -f {} + 2>/dev/null',
   'rm -f "$GIT_DIR/index.lock"',
   'git var GIT_AUTHOR_IDENT >/dev/null 2>&1 || export GIT_AUTHOR_NAME=loop GIT_AUTHOR_EMAIL=loop@localhost',
   'git var GIT_COMMITTER_IDENT >/dev/null 2>&1 || export GIT_COMMITTER_NAME=loop GIT_COMMITTER_EMAIL=loop@localhost',

@@ -3,7 +3,7 @@
 // repository's filter driver, a FIFO) runs or blocks there, never with loop's rights or keys, and
 // never past the deadline.
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { makeAttemptGitDir } from "../../lib/repo/attempt-git.ts";
 import { syncTree } from "../../lib/repo/tree-sync.ts";
@@ -81,6 +81,23 @@ describe("sealAttempt", () => {
     const r = await sealAttempt({ worktree: a.wt, gitDir: a.gitDir, exclude: [], message: "m", sandbox: { request: a.request(bwrap!), sessionDir: a.sessionDir }, env: { ...testEnv(), ANTHROPIC_API_KEY: "canary-seal-key" } });
     expect(r.ok).toBe(true);
     expect(existsSync(marker)).toBe(false);
+  });
+
+  test("links, hard links and FIFOs the agent planted in its git folder are removed before git writes there, never written through", async () => {
+    const a = attempt();
+    const victim = join(a.dir, "victim.txt");
+    const hard = join(a.dir, "hard.txt");
+    writeFileSync(victim, "keep\n");
+    writeFileSync(hard, "keep too\n");
+    symlinkSync(victim, join(a.gitDir, "COMMIT_EDITMSG"));
+    mkdirSync(join(a.gitDir, "logs", "refs", "heads", "loop", "t", "item"), { recursive: true });
+    linkSync(hard, join(a.gitDir, "logs", "refs", "heads", "loop", "t", "item", "a"));
+    Bun.spawnSync(["mkfifo", join(a.gitDir, "logs", "HEAD")]);
+    writeFileSync(join(a.wt, "LICENSE"), "MIT\n");
+    const r = await sealAttempt({ worktree: a.wt, gitDir: a.gitDir, exclude: [], message: "m", sandbox: null, env: testEnv(), timeoutMs: 20_000 });
+    expect(r).toMatchObject({ ok: true, committed: true });
+    expect(readFileSync(victim, "utf8")).toBe("keep\n");
+    expect(readFileSync(hard, "utf8")).toBe("keep too\n");
   });
 
   test("a filter that never ends (a FIFO, a sleep) is ended at the deadline, with its whole group, and said", async () => {
