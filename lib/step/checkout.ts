@@ -111,8 +111,8 @@ interface PrepareOptions {
   startCommit: string;
   /** The branch's head now: what the agent starts from. */
   head: string;
-  /** The sandbox's request for this checkout (the item runs in it), or null. */
-  sandbox: SandboxRequest | null;
+  /** The sandbox's request for this checkout, made once the checkout's folder is there (the item runs in it), or null. */
+  sandbox: (() => SandboxRequest) | null;
 }
 
 export interface Prepared {
@@ -162,7 +162,7 @@ export async function prepareCheckout(ctx: StepContext, it: ItemState, o: Prepar
       envRule: verifyRule(ctx.def, { behindGateway: true }),
       logPath,
       timeoutMs,
-      sandbox: o.sandbox ? { request: { ...o.sandbox, gitDir: { path: gitDir, writable: false }, readOnly: [], writable: [], homes: [] }, sessionDir: o.dir } : null,
+      sandbox: o.sandbox ? { request: { ...o.sandbox(), gitDir: { path: gitDir, writable: false }, readOnly: [], writable: [], homes: [] }, sessionDir: o.dir } : null,
     });
     if (!r.ok)
       throw new FaultError({

@@ -182,8 +182,8 @@ async function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, 
   const startCommit = onBranch?.start ?? made.head;
   // The checkout holds the branch's head, written by loop from its blobs; setup ran in it once, on
   // the start point's files (docs/threat-model.md#the-airlock). The agent gets a git folder of its own.
-  const box = plan.bwrap ? sandboxRequest({ bwrap: plan.bwrap, repo, worktree, stateRoot: ctx.options.stateRoot, runner: it.def.runner, writable: [], programs: [], env: ctx.options.env }) : null;
-  const prepared = await prepareCheckout(ctx, it, { repo, worktree, branch, dir, attempt: n, startCommit, head: made.head, sandbox: box });
+  const request = plan.bwrap ? () => sandboxRequest({ bwrap: plan.bwrap!, repo, worktree, stateRoot: ctx.options.stateRoot, runner: it.def.runner, writable: [], programs: [], env: ctx.options.env }) : null;
+  const prepared = await prepareCheckout(ctx, it, { repo, worktree, branch, dir, attempt: n, startCommit, head: made.head, sandbox: request });
   if (prepared.movedAside) warnMovedAside(ctx, { path: worktree, branch, aside: prepared.movedAside });
   if (prepared.setupChanged.length)
     ctx.options.log.warn(`${it.id}: workspace.setup changed tracked files (${prepared.setupChanged.slice(0, 5).join(", ")}${prepared.setupChanged.length > 5 ? ", …" : ""}): they were written back from the commit`);
@@ -274,7 +274,7 @@ async function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, 
     ...(gateway ? { gateway } : {}),
     scope: { role: "session", loopName: ctx.def.name, item: it.id, epoch: it.epoch, attempt: n, stateRoot: ctx.options.stateRoot },
     ...(plan.bwrap
-      ? { sandbox: { ...box!, gitDir: { path: gitDir, writable: true }, readOnly: prepared.products.map((p) => join(worktree, p)), writable: [askFile, usageFile, ...(cmd.writes ?? [])], programs: [...sandboxPrograms(it.def.runner, program), ...(gateway ? selfFiles() : [])] } }
+      ? { sandbox: { ...request!(), gitDir: { path: gitDir, writable: true }, readOnly: prepared.products.map((p) => join(worktree, p)), writable: [askFile, usageFile, ...(cmd.writes ?? [])], programs: [...sandboxPrograms(it.def.runner, program), ...(gateway ? selfFiles() : [])] } }
       : {}),
   });
   // Atomic: a step killed mid-write must not leave a half file that adoption then misreads.
