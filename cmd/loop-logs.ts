@@ -45,7 +45,13 @@ export const tool = defineTool({
       }
       if (n.unreadable) ctx.log.warn(`${n.unreadable} line(s) of the attempt's gateway-refused.jsonl could not be read`);
       if (n.refused.length === 0) ctx.log.info(`${printable(n.item)} attempt ${n.attempt}: its gateway refused nothing (or it ran without one)`);
-      const lines = n.refused.map((r) => (r.kind === "network" ? `${r.at} refused ${r.host}:${r.port} (not on the network list)` : `${r.at} refused a model request: ${r.reason}`));
+      const lines = n.refused.map((r) =>
+        r.kind === "network"
+          ? `${r.at} refused ${r.host}:${r.port} (not on the network list)`
+          : r.kind === "endpoint"
+            ? `${r.at} refused ${r.method} ${r.path}: not a model endpoint the gateway forwards (${r.code})`
+            : `${r.at} refused a model request: ${r.reason} (${r.code})`,
+      );
       if (lines.length) await ctx.outRaw(printableText(lines.join("\n") + "\n"));
       return EXIT.ok;
     }
