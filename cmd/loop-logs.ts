@@ -16,7 +16,7 @@ export const tool = defineTool({
     verify: { type: "boolean", description: "the verify command's output instead of the agent's" },
     setup: { type: "boolean", description: "workspace.setup's output (the attempt that made the worktree) instead of the agent's" },
     feedback: { type: "boolean", description: "the feedback the attempt was given by a reaction to its pull request (a rework), instead of a log" },
-    network: { type: "boolean", description: "what the attempt's gateway refused (hosts off its network list, model requests past a budget), instead of a log" },
+    network: { type: "boolean", description: "what the attempt's gateway refused (hosts off its network list, model requests past a budget, endpoints it does not forward), instead of a log" },
     json: { type: "boolean", description: "print where the log is and its size, as one JSON document, instead of the log" },
     text: { type: "boolean", description: "print the log (the default, whatever stdout is)" },
   },

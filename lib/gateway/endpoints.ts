@@ -85,7 +85,7 @@ export interface WorstCase {
 }
 
 /** A billed request as the gateway forwards it: its worst case, its body (changed or not), and why it is refused if it is. */
-export type ReadRequest = { worst: WorstCase; body: Uint8Array; refused?: undefined } | { refused: string };
+type ReadRequest = { worst: WorstCase; body: Uint8Array; refused?: undefined } | { refused: string };
 
 const count = (x: unknown): number | null => (typeof x === "number" && Number.isSafeInteger(x) && x > 0 ? x : null);
 

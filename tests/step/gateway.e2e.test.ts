@@ -9,6 +9,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { demoDefinition, scenario } from "../helpers/project.ts";
 import { BUN } from "../helpers/cli.ts";
+import { startFakeAnthropic } from "../helpers/fake-anthropic.ts";
 
 const REAL_KEY = "sk-ant-api03-loop-run-real-key";
 const stops: (() => void)[] = [];
@@ -102,6 +103,66 @@ writeFileSync("done.txt", "done\\n");
           expect(p.projection().items.x!.status).toBe("failed");
           expect(p.projection().items.x!.reason).toStartWith("budget_exhausted: x spent");
           expect(p.eventsOf("budget_stopped", "x")).toHaveLength(1);
+        },
+      );
+    },
+    180_000,
+  );
+});
+
+describe("loop run with a network setting: answers cut off", () => {
+  test(
+    "an agent that reads each answer's text and hangs up before its usage: each charged its worst case (never less than served), the third stops its model requests, the item settles answers_cut_off",
+    async () => {
+      // Each answer costs 6,000 tokens (the fake bills it whole); the agent hangs up before message_delta says so.
+      const fake = await startFakeAnthropic(() => ({ text: "The whole answer.", hangBeforeDelta: true, usage: { input_tokens: 1000, output_tokens: 5000, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 } }));
+      stops.push(() => void fake.stop());
+      await scenario(
+        (p) => {
+          const agent = join(p.aux, "agent.ts");
+          writeFileSync(
+            agent,
+            `
+const { writeFileSync } = require("node:fs");
+const statuses = [];
+const body = JSON.stringify({ model: "claude-sonnet-4-5", stream: true, max_tokens: 8000, tools: [{ name: "Bash", input_schema: { type: "object" } }], messages: [{ role: "user", content: "go" }] });
+for (let i = 0; i < 9; i++) {
+  const ac = new AbortController();
+  const r = await fetch(process.env.ANTHROPIC_BASE_URL + "/v1/messages", { method: "POST", headers: { "x-api-key": process.env.ANTHROPIC_API_KEY }, body, signal: ac.signal });
+  statuses.push(r.status);
+  if (r.status !== 200) { await r.text(); continue; }
+  const reader = r.body.getReader();
+  let got = "";
+  while (!got.includes("content_block_stop")) got += new TextDecoder().decode((await reader.read()).value);
+  ac.abort();
+  await Bun.sleep(50);
+}
+writeFileSync(${JSON.stringify(join(p.aux, "report.json"))}, JSON.stringify({ statuses }));
+`,
+          );
+          return demoDefinition([{ id: "x", prompt: "Call the model.", runner: "caller", budget: { tokens: 20_000 } }], { defaults: { network: "none" }, runners: { caller: { command: [BUN, agent] } } });
+        },
+        {},
+        async (p) => {
+          Object.assign(p.env, { ANTHROPIC_API_KEY: REAL_KEY, ANTHROPIC_BASE_URL: fake.url });
+          await p.runToDrain({ codes: [0, 1] });
+          const it = p.projection().items.x!;
+          expect({ status: it.status, reason: it.reason }).toEqual({ status: "failed", reason: expect.stringMatching(/^answers_cut_off: the session hung up on 3 model answers/) });
+          // The upstream served three; the recorded figure is at least what they cost.
+          const served = fake.requests.filter((r) => r.method === "POST").length;
+          expect(served).toBe(3);
+          const t = fake.served.total;
+          const recorded = it.attempts[0]!.usage!;
+          expect(recorded.source).toBe("gateway");
+          expect(recorded.tokens).toEqual({ input: 3000, output: 24_000, cacheRead: 0, cacheWrite: 0 });
+          expect(recorded.tokens!.input + recorded.tokens!.output).toBeGreaterThanOrEqual(t.input_tokens + t.output_tokens);
+          const report = JSON.parse(readFileSync(join(p.aux, "report.json"), "utf8"));
+          expect(report.statuses).toEqual([200, 200, 200, 403, 403, 403, 403, 403, 403]);
+          const shown = await p.loop(["logs", "x", "--network"]);
+          expect(shown.stdout.trim().split("\n")).toHaveLength(6);
+          expect(shown.stdout).toContain("refused a model request: the session hung up on 3 model answers before they said what they used (each charged its worst case) (answers_cut_off)");
+          const status = JSON.parse((await p.loop(["status", "--json"])).stdout);
+          expect(status.items[0].network).toMatchObject({ refused: 0, budgetRefused: 0, modelRefused: 6 });
         },
       );
     },

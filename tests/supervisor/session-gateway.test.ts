@@ -4,7 +4,7 @@
 // reached it, while every answer had a price; an answer without one leaves the dollars unknown and
 // the cap to the step. budgetRefusal is the decision, with plain data.
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { admission, CUT_OFF_LIMIT, type GatewayLedger, startSessionGateway } from "../../lib/supervisor/session-gateway.ts";
 import { GATEWAY_FILES } from "../../lib/supervisor/gateway-files.ts";
@@ -176,5 +176,34 @@ describe("a session's gateway: answers cut off", () => {
     } finally {
       await fake.stop();
     }
+  });
+});
+
+describe("the refusals file, as the step and loop logs read it", () => {
+  test("each kind with its code; a budget line from before the codes reads as budget_exhausted; a line whose kind and code disagree, or that is not loop's, is counted unreadable", () => {
+    const dir = temp.make();
+    const at = "2026-12-06T10:00:00.000Z";
+    const docs = [
+      { kind: "network", host: "registry.npmjs.org", port: 443, at },
+      { kind: "budget", reason: "the session's budget is spent (10 of 10 tokens)", at },
+      { kind: "budget", code: "budget_in_flight", reason: "wait", at },
+      { kind: "endpoint", code: "endpoint_not_allowed", provider: "anthropic", method: "POST", path: "/v1/messages/batches", reason: "no", at },
+      { kind: "cut_off", code: "answers_cut_off", reason: "cut", at },
+      { kind: "budget", code: "answers_cut_off", reason: "mismatched", at },
+      { kind: "endpoint", code: "endpoint_not_allowed", method: "POST", reason: "no path", at },
+    ];
+    writeFileSync(join(dir, GATEWAY_FILES.refused), docs.map((d) => JSON.stringify(d)).join("\n") + "\nnot json\n");
+    const { refused, unreadable } = readRefusals(dir);
+    expect(refused).toEqual([
+      { kind: "network", host: "registry.npmjs.org", port: 443, at },
+      { kind: "budget", code: "budget_exhausted", reason: "the session's budget is spent (10 of 10 tokens)", at },
+      { kind: "budget", code: "budget_in_flight", reason: "wait", at },
+      { kind: "endpoint", code: "endpoint_not_allowed", method: "POST", path: "/v1/messages/batches", reason: "no", at },
+      { kind: "cut_off", code: "answers_cut_off", reason: "cut", at },
+    ]);
+    expect(unreadable).toBe(3);
+    expect(readGatewayStop(dir)).toBeNull();
+    writeFileSync(join(dir, GATEWAY_FILES.stopped), JSON.stringify({ code: "budget_exhausted", reason: "not a stop code" }));
+    expect(readGatewayStop(dir)).toBeNull();
   });
 });
