@@ -163,6 +163,7 @@ writeFileSync(${JSON.stringify(join(p.aux, "report.json"))}, JSON.stringify({ st
           expect(shown.stdout).toContain("refused a model request: the session hung up on 3 model answers before they said what they used (each charged its worst case) (answers_cut_off)");
           const status = JSON.parse((await p.loop(["status", "--json"])).stdout);
           expect(status.items[0].network).toMatchObject({ refused: 0, budgetRefused: 0, modelRefused: 6 });
+          expect((await p.loop(["status", "--text"])).stdout).toContain("x: its gateway refused 6 model request(s) it does not forward or after answers were cut off (loop logs x --network)");
         },
       );
     },
