@@ -193,10 +193,10 @@ async function modelRequest(o: GatewayOptions, now: () => number, open: Set<() =
   const refused = o.admit?.(worst) ?? null;
   if (refused !== null) return refuse(refused);
   // Admitted: from here every path reports its call exactly once (that releases what it holds).
-  const meter = new UsageMeter(false);
   let done = false;
   let status: number | null = null;
-  let live: UsageMeter = meter;
+  // Replaced by one for the answer's kind once it arrives.
+  let live = new UsageMeter(false);
   const record = (end: { complete: boolean; hungUp: boolean }) => {
     if (done) return;
     done = true;

@@ -74,7 +74,8 @@ export async function startSessionGateway(o: {
   const line = (file: string, doc: unknown) => appendFileSync(join(o.dir, file), JSON.stringify(doc) + "\n");
   const prices = o.request.prices ?? {};
   const priceOf = (model: string | null) => (model !== null && Object.hasOwn(prices, model) ? prices[model] : undefined);
-  const holdOf = (w: WorstCase) => ({ tokens: w.input + w.output, microUsd: worstMicroUsd(w, priceOf(w.model)) ?? 0 });
+  // What a request holds while in flight: its worst case in tokens, and in dollars where its model has a price (else none).
+  const holdOf = (w: WorstCase) => ({ tokens: w.input + w.output, microUsd: worstMicroUsd(w, priceOf(w.model)) });
   const dir = o.request.socketDir;
   const sockets = dir ? { model: join(dir, GATEWAY_SOCKETS.model), proxy: join(dir, GATEWAY_SOCKETS.proxy) } : null;
   const g = await startGateway({
@@ -83,12 +84,12 @@ export async function startSessionGateway(o: {
     standIn: o.request.standIn,
     allow: o.request.allow ?? undefined,
     admit: (w) => {
-      const refused = admission(ledger, w && { tokens: w.input + w.output, microUsd: worstMicroUsd(w, priceOf(w.model)) }, o.request);
-      if (refused === null && w) {
-        const h = holdOf(w);
+      const h = w && holdOf(w);
+      const refused = admission(ledger, h, o.request);
+      if (refused === null && h) {
         ledger.held.requests++;
         ledger.held.tokens += h.tokens;
-        ledger.held.microUsd += h.microUsd;
+        ledger.held.microUsd += h.microUsd ?? 0;
       }
       return refused;
     },
@@ -97,7 +98,7 @@ export async function startSessionGateway(o: {
         const h = holdOf(c.worst);
         ledger.held.requests--;
         ledger.held.tokens -= h.tokens;
-        ledger.held.microUsd -= h.microUsd;
+        ledger.held.microUsd -= h.microUsd ?? 0;
       }
       if (c.cutOff) ledger.cutOffs++;
       ledger.tokens += total(c.usage);
