@@ -2,8 +2,11 @@
 // (docs/spend.md#the-gateway): Anthropic Messages (`message_start` carries the input and cache
 // tokens, each `message_delta` the output so far), OpenAI Responses (`response.completed` carries
 // the whole usage), OpenAI Chat Completions (the last chunk's `usage`, when asked for), or the same
-// answers unstreamed (one JSON body with `usage`). Pure and incremental: fed the bytes in the
-// pieces they arrive in, it never holds more than one unfinished line of an event stream.
+// answers unstreamed (one JSON body with `usage`); and whether the answer gave its final figure
+// (Anthropic's last `message_delta`, with its stop reason; OpenAI's `response.completed`; the chat
+// usage chunk; a whole body), without which the gateway charges the request's worst case. Pure and
+// incremental: fed the bytes in the pieces they arrive in, it never holds more than one unfinished
+// line of an event stream.
 
 export interface MeteredUsage {
   input: number;
@@ -119,7 +122,7 @@ export class UsageMeter {
     if (this.pending.length > MAX_BODY) this.pending = "";
   }
 
-  /** The answer ended (or was cut off: what it said so far counts). */
+  /** The answer ended (or was cut off: what it said so far is read; the gateway charges the rest, lib/gateway/gateway.ts). */
   end(): MeteredUsage {
     if (this.stream) {
       if (this.pending) this.line(this.pending);
