@@ -68,7 +68,7 @@ const fmt = (n: number) => n.toFixed(2);
 const root = mkdtempSync(join(values.dir ?? tmpdir(), "loop-bench-usage-"));
 const rows: string[] = [];
 
-function time(what: string, dir: string, source: UsageSource, cursor: string | null, bytes: number, target: string): void {
+function time(what: string, dir: string, source: Exclude<UsageSource, "gateway">, cursor: string | null, bytes: number, target: string): void {
   const ms: number[] = [];
   let figure = "";
   for (let r = 0; r < RUNS + 1; r++) {

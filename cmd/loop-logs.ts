@@ -16,7 +16,7 @@ export const tool = defineTool({
     verify: { type: "boolean", description: "the verify command's output instead of the agent's" },
     setup: { type: "boolean", description: "workspace.setup's output (the attempt that made the worktree) instead of the agent's" },
     feedback: { type: "boolean", description: "the feedback the attempt was given by a reaction to its pull request (a rework), instead of a log" },
-    network: { type: "boolean", description: "what the attempt's gateway refused (hosts off its network list, model requests past a budget), instead of a log" },
+    network: { type: "boolean", description: "what the attempt's gateway refused (hosts off its network list, model requests past a budget, endpoints it does not forward), instead of a log" },
     json: { type: "boolean", description: "print where the log is and its size, as one JSON document, instead of the log" },
     text: { type: "boolean", description: "print the log (the default, whatever stdout is)" },
   },
@@ -45,7 +45,13 @@ export const tool = defineTool({
       }
       if (n.unreadable) ctx.log.warn(`${n.unreadable} line(s) of the attempt's gateway-refused.jsonl could not be read`);
       if (n.refused.length === 0) ctx.log.info(`${printable(n.item)} attempt ${n.attempt}: its gateway refused nothing (or it ran without one)`);
-      const lines = n.refused.map((r) => (r.kind === "network" ? `${r.at} refused ${r.host}:${r.port} (not on the network list)` : `${r.at} refused a model request: ${r.reason}`));
+      const lines = n.refused.map((r) =>
+        r.kind === "network"
+          ? `${r.at} refused ${r.host}:${r.port} (not on the network list)`
+          : r.kind === "endpoint"
+            ? `${r.at} refused ${r.method} ${r.path}: not a model endpoint the gateway forwards (${r.code})`
+            : `${r.at} refused a model request: ${r.reason} (${r.code})`,
+      );
       if (lines.length) await ctx.outRaw(printableText(lines.join("\n") + "\n"));
       return EXIT.ok;
     }

@@ -10,6 +10,14 @@ export type NetworkPolicy = "none" | string[];
 /** A name, a `*.` wildcard over one, an IPv4 address, or an [IPv6] address; then a port. */
 const ENTRY = /^(\*\.)?((?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?|\[[0-9a-f:.]+\]):(\d{1,5})$/;
 
+/**
+ * Where a sandboxed session's bridge serves its gateway (lib/supervisor/bridge.ts; the network
+ * namespace is the session's own, nothing else listens there): a loopback address of its own, not
+ * 127.0.0.1, so that NO_PROXY names it alone and a listed loopback host (a package mirror on
+ * 127.0.0.1:4873) goes through the proxy the ordinary way. A network list cannot name it.
+ */
+export const BRIDGE_HOST = "127.0.0.2";
+
 /** At most this many entries, so a list stays something a person reads. */
 export const MAX_NETWORK_ENTRIES = 256;
 
@@ -20,6 +28,7 @@ export function networkEntryProblem(s: string): string | undefined {
   const port = Number(m[3]);
   if (port < 1 || port > 65535) return `the port must be 1 to 65535, not ${m[3]}`;
   if (m[1] && /^[\d.]+$/.test(m[2]!)) return "a wildcard (*.) goes before a name, not an address";
+  if (m[2] === BRIDGE_HOST) return `${BRIDGE_HOST} is where a sandboxed session reaches its gateway (docs/threat-model.md#the-gateway), so no host there can be listed: serve it on another address (127.0.0.1)`;
   return undefined;
 }
 

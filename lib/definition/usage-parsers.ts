@@ -49,13 +49,13 @@ function microUsdOf(v: unknown): number | null {
 }
 
 /** The parsers, by where an attempt's usage is read from. */
-export type LogSource = Exclude<UsageSource, "usage_file">;
+export type LogSource = Exclude<UsageSource, "usage_file" | "gateway">;
 
 /**
  * Where a runner's usage comes from: the presets' output logs, else the file the loop names in
  * LOOP_USAGE_FILE (the demo agent and command runners).
  */
-export function usageSourceOf(runner: string): UsageSource {
+export function usageSourceOf(runner: string): Exclude<UsageSource, "gateway"> {
   return runner === "claude" || runner === "codex" || runner === "aider" ? runner : "usage_file";
 }
 

@@ -2,8 +2,11 @@
 // (docs/spend.md#the-gateway): Anthropic Messages (`message_start` carries the input and cache
 // tokens, each `message_delta` the output so far), OpenAI Responses (`response.completed` carries
 // the whole usage), OpenAI Chat Completions (the last chunk's `usage`, when asked for), or the same
-// answers unstreamed (one JSON body with `usage`). Pure and incremental: fed the bytes in the
-// pieces they arrive in, it never holds more than one unfinished line of an event stream.
+// answers unstreamed (one JSON body with `usage`); and whether the answer gave its final figure
+// (Anthropic's last `message_delta`, with its stop reason; OpenAI's `response.completed`; the chat
+// usage chunk; a whole body), without which the gateway charges the request's worst case. Pure and
+// incremental: fed the bytes in the pieces they arrive in, it never holds more than one unfinished
+// line of an event stream.
 
 export interface MeteredUsage {
   input: number;
@@ -17,47 +20,51 @@ const NO_USAGE: Readonly<MeteredUsage> = { input: 0, output: 0, cacheRead: 0, ca
 const n = (x: unknown): number => (typeof x === "number" && Number.isFinite(x) && x >= 0 ? Math.floor(x) : 0);
 const obj = (x: unknown): Record<string, unknown> | null => (x && typeof x === "object" && !Array.isArray(x) ? (x as Record<string, unknown>) : null);
 
-/** Usage from one provider document (an event's data or a whole body), merged into `u`; whether it held any. */
-function readUsage(doc: unknown, u: MeteredUsage): boolean {
+/** What a provider document said of an answer's usage: nothing, a figure so far, or the answer's final figure. */
+type Said = "none" | "partial" | "final";
+
+/** Usage from one provider document (an event's data or a whole body), merged into `u`. */
+function readUsage(doc: unknown, u: MeteredUsage): Said {
   const d = obj(doc);
-  if (!d) return false;
+  if (!d) return "none";
   // Anthropic: message_start { message: { usage } }, message_delta { usage } (output is cumulative).
   if (d.type === "message_start") {
     const usage = obj(obj(d.message)?.usage);
-    if (!usage) return false;
+    if (!usage) return "none";
     u.input = n(usage.input_tokens);
     u.cacheRead = n(usage.cache_read_input_tokens);
     u.cacheWrite = n(usage.cache_creation_input_tokens);
     u.output = n(usage.output_tokens);
-    return true;
+    return "partial";
   }
   if (d.type === "message_delta") {
     const usage = obj(d.usage);
-    if (!usage) return false;
+    if (!usage) return "none";
     u.output = Math.max(u.output, n(usage.output_tokens));
     // Newer answers repeat the input figures here; the larger is the final one.
     if ("input_tokens" in usage) u.input = Math.max(u.input, n(usage.input_tokens));
     if ("cache_read_input_tokens" in usage) u.cacheRead = Math.max(u.cacheRead, n(usage.cache_read_input_tokens));
     if ("cache_creation_input_tokens" in usage) u.cacheWrite = Math.max(u.cacheWrite, n(usage.cache_creation_input_tokens));
-    return true;
+    // The message's last delta names why it stopped: its usage is the final one.
+    return typeof obj(d.delta)?.stop_reason === "string" ? "final" : "partial";
   }
   // OpenAI Responses: response.completed (also .incomplete and .failed) { response: { usage } }.
   if (typeof d.type === "string" && /^response\.(completed|incomplete|failed)$/.test(d.type)) return readOpenAiUsage(obj(obj(d.response)?.usage), u);
   // An unstreamed answer: Anthropic { type: "message", usage }, OpenAI { object: "response" | "chat.completion", usage }; a chat chunk with usage.
   const usage = obj(d.usage);
-  if (!usage) return false;
+  if (!usage) return "none";
   if (d.type === "message") {
     u.input = n(usage.input_tokens);
     u.output = n(usage.output_tokens);
     u.cacheRead = n(usage.cache_read_input_tokens);
     u.cacheWrite = n(usage.cache_creation_input_tokens);
-    return true;
+    return "final";
   }
   return readOpenAiUsage(usage, u);
 }
 
-function readOpenAiUsage(usage: Record<string, unknown> | null, u: MeteredUsage): boolean {
-  if (!usage) return false;
+function readOpenAiUsage(usage: Record<string, unknown> | null, u: MeteredUsage): Said {
+  if (!usage) return "none";
   // Responses: input_tokens (cached ones included), output_tokens; Chat: prompt_tokens, completion_tokens.
   const input = n(usage.input_tokens ?? usage.prompt_tokens);
   const cached = n(obj(usage.input_tokens_details ?? usage.prompt_tokens_details)?.cached_tokens);
@@ -65,7 +72,7 @@ function readOpenAiUsage(usage: Record<string, unknown> | null, u: MeteredUsage)
   u.input = input - u.cacheRead;
   u.output = n(usage.output_tokens ?? usage.completion_tokens);
   u.cacheWrite = 0;
-  return true;
+  return "final";
 }
 
 /**
@@ -84,8 +91,10 @@ function modelOf(doc: unknown): string | null {
 /** Reads one answer's bytes as they stream: an event stream line by line, any other body whole (bounded). */
 export class UsageMeter {
   readonly usage: MeteredUsage = { ...NO_USAGE };
-  /** Whether the answer said what it used. */
+  /** Whether the answer said anything of what it used. */
   seen = false;
+  /** Whether it said its final figure (an answer cut off before it has only what it said so far, or nothing). */
+  final = false;
   /** The model the answer named (modelOf), or null. */
   model: string | null = null;
   private pending = "";
@@ -113,7 +122,7 @@ export class UsageMeter {
     if (this.pending.length > MAX_BODY) this.pending = "";
   }
 
-  /** The answer ended (or was cut off: what it said so far counts). */
+  /** The answer ended (or was cut off: what it said so far is read; the gateway charges the rest, lib/gateway/gateway.ts). */
   end(): MeteredUsage {
     if (this.stream) {
       if (this.pending) this.line(this.pending);
@@ -121,7 +130,7 @@ export class UsageMeter {
     } else if (this.bodyBytes <= MAX_BODY) {
       try {
         const doc = JSON.parse(this.body.join("") + this.decoder.decode());
-        this.seen = readUsage(doc, this.usage) || this.seen;
+        this.said(readUsage(doc, this.usage));
         this.model ??= modelOf(doc);
       } catch {
         // not JSON: an error page, nothing used
@@ -130,13 +139,20 @@ export class UsageMeter {
     return this.usage;
   }
 
+  private said(s: Said): void {
+    if (s !== "none") this.seen = true;
+    if (s === "final") this.final = true;
+  }
+
   private line(line: string): void {
     if (!line.startsWith("data:")) return;
     const data = line.slice(5).trim();
     if (!data || data === "[DONE]") return;
     try {
       const doc = JSON.parse(data);
-      if (readUsage(doc, this.usage)) this.seen = true;
+      this.said(readUsage(doc, this.usage));
+      // Anthropic's last event: the message_delta before it said the final figure.
+      if (this.seen && obj(doc)?.type === "message_stop") this.final = true;
       this.model ??= modelOf(doc);
     } catch {
       // a data line that is not JSON carries no usage

@@ -257,6 +257,8 @@ export const SETTLE_CODES = [
   "identical_failure",
   /** Its own budget is spent. */
   "budget_exhausted",
+  /** Its session hung up on too many model answers before their usage: its gateway stopped it (docs/spend.md#the-gateway). */
+  "answers_cut_off",
   /** `loop ctl skip` (or the same comment on the forge). */
   "operator_skipped",
   /** `loop ctl cancel` (or the same comment on the forge). */

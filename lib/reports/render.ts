@@ -79,6 +79,9 @@ export function renderStatus(r: StatusReport, color: boolean): string {
       const last = it.network!.lastHost!;
       out.push(`${p(it.id)}: its gateway refused ${p(it.network!.refused)} connection(s), the last to ${p(last.host)}:${p(last.port)} at ${p(last.at)} (loop logs ${p(it.id)} --network)`);
     }
+    // Model requests it refused besides a budget's: an endpoint it does not forward (a CLI that sends a new one), or after cut-offs.
+    for (const it of r.items.filter((it) => it.network?.modelRefused))
+      out.push(`${p(it.id)}: its gateway refused ${p(it.network!.modelRefused)} model request(s) it does not forward or after answers were cut off (loop logs ${p(it.id)} --network)`);
     // What a running attempt's figure leaves out (codex inside a turn): the SPEND cell is not the whole story.
     for (const it of r.items.filter((it) => it.status === "running" && it.usage?.attempt?.note && !it.usage.attempt.final))
       out.push(`${p(it.id)}: spend so far: ${p(it.usage!.attempt!.note)}`);

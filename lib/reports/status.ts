@@ -158,14 +158,15 @@ export function statusReport(
 
 export type StatusReport = ReturnType<typeof statusReport>;
 
-/** The refusals of a session's gateway, counted, with the last host refused: for widening the list. */
-function networkOf(s: Record<string, unknown> | null): { refused: number; budgetRefused: number; lastHost: { host: string; port: number; at: string } | null } | null {
+/** The refusals of a session's gateway, counted (hosts, model requests past a budget, the others), with the last host refused: for widening the list. */
+function networkOf(s: Record<string, unknown> | null): { refused: number; budgetRefused: number; modelRefused: number; lastHost: { host: string; port: number; at: string } | null } | null {
   if (!s || typeof s.log !== "string") return null;
   const { refused } = readRefusals(dirname(s.log));
   if (refused.length === 0) return null;
   const hosts = refused.filter((r) => r.kind === "network");
   const last = hosts.at(-1);
-  return { refused: hosts.length, budgetRefused: refused.length - hosts.length, lastHost: last && last.kind === "network" ? { host: last.host, port: last.port, at: last.at } : null };
+  const budget = refused.filter((r) => r.kind === "budget").length;
+  return { refused: hosts.length, budgetRefused: budget, modelRefused: refused.length - hosts.length - budget, lastHost: last && last.kind === "network" ? { host: last.host, port: last.port, at: last.at } : null };
 }
 
 /** What attention reads (lib/decisions/attention.ts), from the state document: every item of it. */

@@ -14,7 +14,7 @@ import { SESSION_FILES } from "../supervisor/session-wrapper.ts";
 import { tmuxHasSession } from "../supervisor/tmux.ts";
 import { markCarried } from "../shared/process.ts";
 import { whileRunning } from "../decisions/budget.ts";
-import { recordRunningUsage, stopForBudget } from "./spend.ts";
+import { recordRunningUsage, stopForBudget, stopForCutOffs } from "./spend.ts";
 import { usageDraft } from "./usage-draft.ts";
 
 /** A reserved attempt whose start is not recorded: adopt the wrapper, wait for it, or fail the launch. */
@@ -58,6 +58,9 @@ export async function observeRunning(ctx: StepContext, it: ItemState): Promise<S
   const s = it.session!;
   const seen = observeSession(s, attempt, it.def.timeouts, Date.now());
   const budget = (item: ItemState) => whileRunning({ item, usage: loopView(ctx).loop.usage, budget: ctx.def.budget, now: Date.now() });
+  // Its gateway stopped its model requests (too many answers cut off): ended, whatever else it did.
+  const cut = await stopForCutOffs(ctx, it);
+  if (cut !== undefined) return cut;
   const facts: RunningFacts = { verdict: classifySession(seen), recordPresent: seen.recordPresent, behindGateway: it.def.network !== undefined, drain: attempt.drain };
   for (;;) {
     const next = runningNext(facts);

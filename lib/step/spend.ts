@@ -8,6 +8,7 @@ import { failpoint } from "../shared/failpoint.ts";
 import { append, closeInStep, type StepContext, type StepOutcome } from "./context.ts";
 import type { BudgetVerdict } from "../decisions/budget.ts";
 import { usageDraft } from "./usage-draft.ts";
+import { readGatewayStop } from "../supervisor/gateway-files.ts";
 
 /** Record the running attempt's figure when it changed (at most once a tick: the step observes once). */
 export function recordRunningUsage(ctx: StepContext, it: ItemState): void {
@@ -41,4 +42,21 @@ export async function stopForBudget(ctx: StepContext, it: ItemState | null, v: N
   drafts.push({ type: "budget_stopped", item: null, payload: { attempt: 0, scope: "loop", ...stop } });
   const p = append(ctx, drafts, "budget");
   return { action: "paused", item: it?.id ?? null, reason: p.loop.reason };
+}
+
+/**
+ * Behind a gateway: a session whose gateway stopped its model requests because it hung up on too
+ * many answers before they said what they used (GATEWAY_FILES.stopped, code `answers_cut_off`) is
+ * ended through the close path, its final figure recorded (each cut-off answer charged its worst
+ * case), and the item settles failed, `answers_cut_off: …`: no retry, since another attempt would
+ * meet the same agent. Null when there is nothing to stop.
+ */
+export async function stopForCutOffs(ctx: StepContext, it: ItemState): Promise<StepOutcome | null | undefined> {
+  const stop = it.def.network !== undefined && it.session ? readGatewayStop(it.session.sessionDir) : null;
+  if (!stop) return undefined;
+  const why = `${stop.code}: ${stop.reason} (docs/spend.md#the-gateway)`;
+  const closed = await closeInStep(ctx, { it, reason: why, removeCheckout: false, endVerdict: "closed" });
+  const n = it.attempts.length;
+  append(ctx, [...(closed?.events ?? []), { type: "item_settled", item: it.id, payload: { attempt: n, outcome: "failed", reason: why, code: "answers_cut_off" } }], "budget");
+  return null;
 }

@@ -19,15 +19,17 @@ export function usageDraft(it: ItemState, o: { final: boolean; prices?: Record<s
   const s = it.session;
   const a = currentAttemptOf(it);
   if (!s || !a || a.n !== s.attempt || a.startedAt === null || a.usage?.final) return null;
-  const source = usageSourceOf(s.runner);
+  const reader = usageSourceOf(s.runner);
   let read: UsageRead;
   try {
-    read = readSessionUsage({ dir: s.sessionDir, source, final: o.final, base: conversationBase(it.attempts, a.n) });
+    read = readSessionUsage({ dir: s.sessionDir, source: reader, final: o.final, base: conversationBase(it.attempts, a.n) });
   } catch (err) {
     // Never a failed step: the figure stays as recorded, and the note says why.
     read = { figure: null, note: `its usage could not be read: ${(err as Error).message}` };
   }
   const f = read.figure;
+  // Behind a gateway the tokens are what the model API's answers said (docs/spend.md#the-gateway).
+  const source = read.gateway ? "gateway" : reader;
   // The gateway's per-call prices are already the operator's: kept as they are, never re-priced.
   if (read.usdFrom === "prices" && f) {
     const next = nextUsage(a.usage, { tokens: f.tokens, microUsd: f.microUsd, usdFrom: "prices", note: read.note }, o.final);

@@ -1,10 +1,11 @@
 // `loop __bridge <socket-dir> -- <argv>`: the first process inside a sandbox whose network is
 // unshared (docs/threat-model.md#the-gateway). It serves the session's gateway, whose two Unix
-// sockets are bound into the sandbox, on the sandbox's own loopback (BRIDGE_PORTS), runs the
+// sockets are bound into the sandbox, on the sandbox's own loopback (BRIDGE_HOST, BRIDGE_PORTS), runs the
 // agent, and exits with the agent's status. Nothing else leaves the sandbox: it has no other
 // interface and no name server.
 import { connect, createServer, type Server } from "node:net";
 import { join } from "node:path";
+import { BRIDGE_HOST } from "../definition/network.ts";
 import { BRIDGE_PORTS, GATEWAY_SOCKETS } from "./gateway-files.ts";
 
 function serve(port: number, socket: string): Promise<Server> {
@@ -17,7 +18,7 @@ function serve(port: number, socket: string): Promise<Server> {
   });
   return new Promise((resolve, reject) => {
     server.once("error", reject);
-    server.listen(port, "127.0.0.1", () => resolve(server));
+    server.listen(port, BRIDGE_HOST, () => resolve(server));
   });
 }
 

@@ -30,16 +30,51 @@ export interface GatewayRequest {
   proxyOnly?: true;
 }
 
-/** What a session's gateway appends to its folder (lib/supervisor/session-gateway.ts): loaded only with one, so its name lives here. */
-export const GATEWAY_FILES = { usage: "gateway-usage.jsonl", refused: "gateway-refused.jsonl" } as const;
+/**
+ * What a session's gateway writes to its folder (lib/supervisor/session-gateway.ts): loaded only
+ * with one, so its name lives here. `stopped`: written once, when it stops the session's model
+ * requests for good (`answers_cut_off`), for the step to end the session.
+ */
+export const GATEWAY_FILES = { usage: "gateway-usage.jsonl", refused: "gateway-refused.jsonl", stopped: "gateway-stopped.json" } as const;
 
-/** The loopback ports inside a sandbox where the bridge serves the gateway (the network namespace is the session's own: nothing else listens there). */
+/** Why a session's gateway stopped its model requests (GATEWAY_FILES.stopped), or null: it did not (or ran without one). */
+export function readGatewayStop(dir: string): { code: "answers_cut_off"; reason: string } | null {
+  const r = readRegularFile(join(dir, GATEWAY_FILES.stopped), { maxBytes: 4096, noLinks: true });
+  if (r.kind !== "ok") return null;
+  try {
+    const d = JSON.parse(r.bytes.toString("utf8")) as Record<string, unknown>;
+    return d.code === "answers_cut_off" && text(d.reason, 1000) ? { code: "answers_cut_off", reason: d.reason } : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The ports inside a sandbox where the bridge serves the gateway, on BRIDGE_HOST (lib/definition/network.ts). */
 export const BRIDGE_PORTS = { model: 41001, proxy: 41002 } as const;
 /** The gateway's sockets in GatewayRequest.socketDir. */
 export const GATEWAY_SOCKETS = { model: "model.sock", proxy: "proxy.sock" } as const;
 
-/** One refusal of an attempt's gateway (docs/threat-model.md#the-gateway): a host its proxy refused, or a model request its budget refused. */
-export type GatewayRefusal = { kind: "network"; host: string; port: number; at: string } | { kind: "budget"; reason: string; at: string };
+/** The codes of a refused model request (lib/gateway/gateway.ts ModelRefusalCode), and the kind each is filed under. */
+const REFUSAL_KINDS = { budget_exhausted: "budget", budget_in_flight: "budget", answers_cut_off: "cut_off", endpoint_not_allowed: "endpoint", no_model_api: "endpoint" } as const;
+type RefusalCode = keyof typeof REFUSAL_KINDS;
+
+/** The kind a refused model request is filed under in GATEWAY_FILES.refused. */
+export function refusalKind(code: RefusalCode): (typeof REFUSAL_KINDS)[RefusalCode] {
+  return REFUSAL_KINDS[code];
+}
+
+/**
+ * One refusal of an attempt's gateway (docs/threat-model.md#the-gateway): a host its proxy refused;
+ * a model request past a budget (`budget_exhausted`, or `budget_in_flight`: it would have passed it
+ * with the requests in flight); an endpoint it does not forward; a request after the session cut
+ * off too many answers (`answers_cut_off`: the step stops it). A line from before the codes (a
+ * budget refusal with its reason only) reads as `budget_exhausted`.
+ */
+export type GatewayRefusal =
+  | { kind: "network"; host: string; port: number; at: string }
+  | { kind: "budget"; code: "budget_exhausted" | "budget_in_flight"; reason: string; at: string }
+  | { kind: "endpoint"; code: "endpoint_not_allowed" | "no_model_api"; method: string; path: string; reason: string; at: string }
+  | { kind: "cut_off"; code: "answers_cut_off"; reason: string; at: string };
 
 /** The well-formed refusals of a session folder's gateway-refused.jsonl, and how many lines were not. */
 export function readRefusals(dir: string): { refused: GatewayRefusal[]; unreadable: number } {
@@ -57,10 +92,22 @@ export function readRefusals(dir: string): { refused: GatewayRefusal[]; unreadab
         continue;
       }
       const at = typeof d.at === "string" && d.at.length <= 40 ? d.at : null;
-      if (at && d.kind === "network" && typeof d.host === "string" && d.host.length <= 255 && Number.isSafeInteger(d.port)) refused.push({ kind: "network", host: d.host, port: d.port as number, at });
-      else if (at && d.kind === "budget" && typeof d.reason === "string" && d.reason.length <= 1000) refused.push({ kind: "budget", reason: d.reason, at });
+      const r = at ? refusalOf(d, at) : null;
+      if (r) refused.push(r);
       else unreadable++;
     }
   return { refused, unreadable };
 }
 
+
+const text = (x: unknown, max: number): x is string => typeof x === "string" && x.length <= max;
+
+function refusalOf(d: Record<string, unknown>, at: string): GatewayRefusal | null {
+  if (d.kind === "network") return text(d.host, 255) && Number.isSafeInteger(d.port) ? { kind: "network", host: d.host, port: d.port as number, at } : null;
+  if (!text(d.reason, 1000)) return null;
+  const code = d.code === undefined && d.kind === "budget" ? "budget_exhausted" : d.code;
+  if (typeof code !== "string" || !Object.hasOwn(REFUSAL_KINDS, code) || REFUSAL_KINDS[code as RefusalCode] !== d.kind) return null;
+  if (d.kind === "budget") return { kind: "budget", code: code as "budget_exhausted" | "budget_in_flight", reason: d.reason, at };
+  if (d.kind === "cut_off") return { kind: "cut_off", code: "answers_cut_off", reason: d.reason, at };
+  return text(d.method, 16) && text(d.path, 200) ? { kind: "endpoint", code: code as "endpoint_not_allowed" | "no_model_api", method: d.method, path: d.path, reason: d.reason, at } : null;
+}

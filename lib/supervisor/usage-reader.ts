@@ -49,6 +49,8 @@ export interface UsageRead {
   note: string | null;
   /** Where the figure's dollars come from when the reader knows (the gateway's per-call prices); else the agent's, or none. */
   usdFrom?: "prices" | "agent";
+  /** The figure is the session's gateway's (its tokens, whatever the CLI printed). */
+  gateway?: true;
 }
 
 /**
@@ -56,7 +58,7 @@ export interface UsageRead {
  * even without a line break. `base`: what a resumed conversation's earlier attempts were recorded
  * as (lib/definition/usage-parsers.ts figureOf).
  */
-export function readSessionUsage(o: { dir: string; source: UsageSource; final: boolean; base?: { tokens: TokenCounts | null; microUsd: number | null } | null }): UsageRead {
+export function readSessionUsage(o: { dir: string; source: Exclude<UsageSource, "gateway">; final: boolean; base?: { tokens: TokenCounts | null; microUsd: number | null } | null }): UsageRead {
   // Behind a gateway, the model API's own answers are the figure (docs/spend.md#the-gateway), whatever the CLI prints.
   const metered = readGatewayUsage(o.dir);
   const prior = cursorOf(o.dir, o.source);
@@ -94,10 +96,10 @@ function readGatewayUsage(dir: string): UsageRead | null {
     }
   }
   if (!calls) return null;
-  if (unpriced.size === 0) return { figure: { tokens, microUsd, model: null }, note: null, usdFrom: "prices" };
+  if (unpriced.size === 0) return { figure: { tokens, microUsd, model: null }, note: null, usdFrom: "prices", gateway: true };
   // Named, so the operator can add the price under the model's exact spelling (docs/loop-json.md#prices).
   const names = [...unpriced].sort().slice(0, 5).map((m) => JSON.stringify(m)).join(", ");
-  return { figure: { tokens, microUsd: null, model: null }, note: `no price for ${names} (a price is found under the model's exact name)` };
+  return { figure: { tokens, microUsd: null, model: null }, note: `no price for ${names} (a price is found under the model's exact name)`, gateway: true };
 }
 
 function cursorOf(dir: string, source: UsageSource): Cursor | null {

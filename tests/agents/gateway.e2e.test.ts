@@ -12,6 +12,7 @@ import { codexEndless, codexHome, codexSteps, type FakeOpenAI, reply, shell, sta
 import { demoDefinition, pollUntil, type Project, scenario } from "../helpers/project.ts";
 import { GATEWAY_FILES } from "../../lib/supervisor/gateway-files.ts";
 import { PRESET_TRIES } from "../../lib/definition/network.ts";
+import { DEFAULT_MAX_OUTPUT } from "../../lib/gateway/endpoints.ts";
 import { agentBin, agentPath } from "./agents.ts";
 
 const SLOW = 240_000;
@@ -45,9 +46,9 @@ describe.skipIf(agentBin("claude") === null)("claude behind its gateway", () => 
 
 describe.skipIf(agentBin("claude") === null)("claude behind its gateway: stopped mid-message", () => {
   test(
-    "a session ended while a message streams (loop ctl stop): the recorded tokens are what the fake served, to the token, the cut message's input included",
+    "a session ended while a message streams (loop ctl stop), its text said but not its usage: the cut message is charged its input and all of claude's max_tokens, never less than the fake served",
     async () => {
-      const fake = await startFakeAnthropic((t) => (t.step < 3 ? bash(`echo step ${t.step}`, { output_tokens: 828 }) : { hangAfterStart: true }));
+      const fake = await startFakeAnthropic((t) => (t.step < 3 ? bash(`echo step ${t.step}`, { output_tokens: 828 }) : { text: "The whole of the last answer.", hangBeforeDelta: true, usage: { output_tokens: 4_000 } }));
       try {
         await scenario(demoDefinition([{ id: "a", prompt: "Work.", verify: "false" }], { defaults: { runner: "claude", model: "claude-sonnet-4-5", network: "none" } }), {}, async (p) => {
           const home = join(p.aux, "home");
@@ -58,10 +59,17 @@ describe.skipIf(agentBin("claude") === null)("claude behind its gateway: stopped
           expect((await p.ctl(["stop", "--work-item", "a", "--yes"])).code).toBe(0);
           await p.run([0, 1]);
           const calls = readFileSync(join(p.sessionDir("a", 1), GATEWAY_FILES.usage), "utf8").trim().split("\n").map((l) => JSON.parse(l));
-          // The cut message is on record as such: its input and the one output token message_start said.
-          expect(calls.filter((c) => !c.complete).length).toBe(1);
+          // The cut message is on record as such: its input and cache as message_start said, its output what claude allowed it.
+          const cut = calls.filter((c) => !c.complete);
+          expect(cut).toHaveLength(1);
+          const maxTokens = fake.requests.filter((r) => r.method === "POST").at(-1)!.body!.max_tokens as number;
+          expect(cut[0]).toMatchObject({ basis: "worst_case", cutOff: true, usage: { output: maxTokens } });
           const t = fake.served.total;
-          expect(p.projection().items.a!.attempts[0]!.usage!.tokens).toEqual({ input: t.input_tokens, output: t.output_tokens, cacheRead: t.cache_read_input_tokens, cacheWrite: t.cache_creation_input_tokens });
+          const recorded = p.projection().items.a!.attempts[0]!.usage!;
+          expect(recorded.source).toBe("gateway");
+          const last = fake.turns.at(-1)!.usage;
+          expect(recorded.tokens).toEqual({ input: t.input_tokens, output: t.output_tokens - last.output_tokens + maxTokens, cacheRead: t.cache_read_input_tokens, cacheWrite: t.cache_creation_input_tokens });
+          expect(recorded.tokens!.output).toBeGreaterThanOrEqual(t.output_tokens);
         });
       } finally {
         await fake.stop();
@@ -141,6 +149,35 @@ describe.skipIf(agentBin("codex") === null)("codex behind its gateway", () => {
           // The argv recorded says where the URL goes, never the port.
           const started = p.events().find((e) => e.type === "session_started")!;
           expect((started.payload as { argv: string[] }).argv.join(" ")).toContain('model_provider="loop_gateway"');
+        });
+      } finally {
+        await fake.stop();
+      }
+    },
+    SLOW,
+  );
+
+  test(
+    "a session ended while a response streams (loop ctl stop), before response.completed: the cut response is charged its worst case (codex names no max_output_tokens), never less than the fake served",
+    async () => {
+      const fake = await startFakeOpenAI((t) => (t.step < 2 ? shell(`echo step ${t.step}`) : { text: "The whole of the last answer.", hangBeforeCompleted: true }));
+      try {
+        await scenario(demoDefinition([{ id: "a", prompt: "Work.", verify: "false" }], { defaults: { runner: "codex", network: "none" }, environment: { pass: ["FAKE_OPENAI_API_KEY"] } }), {}, async (p) => {
+          codexBehindGateway(p, fake);
+          expect((await p.run()).action).toBe("launched");
+          await pollUntil(() => fake.turns.length === 3, "the third response hangs");
+          expect((await p.ctl(["stop", "--work-item", "a", "--yes"])).code).toBe(0);
+          await p.run([0, 1]);
+          const calls = readFileSync(join(p.sessionDir("a", 1), GATEWAY_FILES.usage), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+          const cut = calls.filter((c) => c.basis === "worst_case");
+          expect(cut).toHaveLength(1);
+          expect(cut[0]).toMatchObject({ cutOff: true, estimatedInput: true, usage: { output: DEFAULT_MAX_OUTPUT, cacheRead: 0 } });
+          // Its input at most: the request's size and a margin, never below what the fake counted.
+          const hung = fake.turns.at(-1)!.usage;
+          expect(cut[0].usage.input).toBeGreaterThanOrEqual(hung.input_tokens);
+          const recorded = p.projection().items.a!.attempts[0]!.usage!;
+          expect(recorded.source).toBe("gateway");
+          expect(sumOf(recorded.tokens!)).toBeGreaterThanOrEqual(sumOf(asLoopCounts(fake.served.total)));
         });
       } finally {
         await fake.stop();

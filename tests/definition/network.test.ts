@@ -49,6 +49,7 @@ describe("network settings", () => {
     ["a wildcard over an address", { defaults: { network: ["*.10.0.0.1:443"] } }, "defaults.network[0]", "a wildcard (*.) goes before a name"],
     ["a bare wildcard", { defaults: { network: ["*:443"] } }, "defaults.network[0]", 'must be "host:port"'],
     ["a runner's", { runners: { mine: { command: ["m"], network: [1] } } }, "runners.mine.network", 'must be "open", "none" or an array'],
+    ["the sandbox gateway's own address", { defaults: { network: ["127.0.0.2:4873"] } }, "defaults.network[0]", "127.0.0.2 is where a sandboxed session reaches its gateway"],
     ["too many", { defaults: { network: Array.from({ length: 257 }, (_, i) => `h${i}.example.com:443`) } }, "defaults.network", "at most 256 entries"],
   ])("%s is refused at its path", (_name, over, path, message) => {
     const issues = issuesOf({ name: "x", ...over, items: [] });

@@ -59,7 +59,7 @@ function fakeModelApi(o: { holdAfter?: number } = {}) {
   return { url: `http://127.0.0.1:${server.port}`, seen };
 }
 
-async function gateway(o: { allow?: Parameters<typeof startGateway>[0]["allow"]; refuse?: () => string | null; api?: ReturnType<typeof fakeModelApi> } = {}) {
+async function gateway(o: { allow?: Parameters<typeof startGateway>[0]["allow"]; admit?: Parameters<typeof startGateway>[0]["admit"]; api?: ReturnType<typeof fakeModelApi> } = {}) {
   const api = o.api ?? fakeModelApi();
   const calls: ModelCall[] = [];
   const refusals: ProxyRefusal[] = [];
@@ -69,7 +69,7 @@ async function gateway(o: { allow?: Parameters<typeof startGateway>[0]["allow"];
     keys: { anthropic: REAL_KEY, openai: REAL_OPENAI },
     standIn: STAND_IN,
     allow: o.allow,
-    refuse: o.refuse,
+    admit: o.admit,
     onModelCall: (c) => calls.push(c),
     onModelRefused: (r) => modelRefusals.push(r.reason),
     onProxyRefused: (r) => refusals.push(r),
@@ -91,7 +91,7 @@ describe("the model APIs through the gateway", () => {
     expect(await r.text()).toBe(ANTHROPIC_STREAM);
     expect(api.seen.at(-1)).toEqual({ path: "/v1/messages", apiKey: REAL_KEY, auth: null });
     await until(() => calls.length > 0);
-    expect(calls).toEqual([{ provider: "anthropic", path: "/v1/messages", status: 200, usage: { input: 1234, output: 321, cacheRead: 7890, cacheWrite: 56 }, model: "claude-x", metered: true, complete: true, standIn: true, at: 1_700_000_000_000 }]);
+    expect(calls).toEqual([{ provider: "anthropic", method: "POST", path: "/v1/messages", status: 200, usage: { input: 1234, output: 321, cacheRead: 7890, cacheWrite: 56 }, model: "claude-x", basis: "usage", cutOff: false, estimatedInput: false, complete: true, standIn: true, worst: { model: "claude-x", input: expect.any(Number), output: 128_000 }, at: 1_700_000_000_000 }]);
   });
 
   test("OpenAI Responses: the Bearer stand-in becomes loop's key; response.completed's usage, cached tokens apart", async () => {
@@ -111,26 +111,26 @@ describe("the model APIs through the gateway", () => {
     await r.text();
     expect(api.seen.at(-1)).toEqual({ path: "/v1/messages", apiKey: null, auth: "Bearer sk-ant-oat-the-operators-oauth" });
     await until(() => calls.length > 0);
-    expect(calls[0]).toMatchObject({ standIn: false, metered: true, usage: { input: 1234, output: 321 } });
+    expect(calls[0]).toMatchObject({ standIn: false, basis: "usage", usage: { input: 1234, output: 321 } });
   });
 
-  test("a turn cut off mid-answer (the session killed): what the answer said so far is recorded, marked incomplete", async () => {
+  test("a turn cut off mid-answer (the session killed): its input as the answer said it, its output the whole limit the request allowed, marked cut off", async () => {
     const cut = ANTHROPIC_STREAM.indexOf("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\" world");
     const { g, calls } = await gateway({ api: fakeModelApi({ holdAfter: cut }) });
     const ac = new AbortController();
-    const r = await fetch(`${g.modelUrl.anthropic}/v1/messages`, { method: "POST", headers: { "x-api-key": STAND_IN }, body: "{}", signal: ac.signal });
+    const r = await fetch(`${g.modelUrl.anthropic}/v1/messages`, { method: "POST", headers: { "x-api-key": STAND_IN }, body: JSON.stringify({ max_tokens: 2048 }), signal: ac.signal });
     const reader = r.body!.getReader();
     let got = "";
     while (got.length < cut) got += new TextDecoder().decode((await reader.read()).value);
     expect(got).toBe(ANTHROPIC_STREAM.slice(0, cut));
     ac.abort();
     await until(() => calls.length > 0);
-    expect(calls[0]).toMatchObject({ complete: false, metered: true, usage: { input: 1234, output: 40, cacheRead: 7890, cacheWrite: 56 } });
+    expect(calls[0]).toMatchObject({ complete: false, basis: "worst_case", cutOff: true, usage: { input: 1234, output: 2048, cacheRead: 7890, cacheWrite: 56 } });
   });
 
   test("a spent budget: the next model request is refused with the provider's error shape, and the upstream never sees it", async () => {
     let spent = false;
-    const { g, api, calls, modelRefusals } = await gateway({ refuse: () => (spent ? "the budget of item x is spent (100 of 100 tokens)" : null) });
+    const { g, api, calls, modelRefusals } = await gateway({ admit: () => (spent ? { code: "budget_exhausted", reason: "the budget of item x is spent (100 of 100 tokens)" } : null) });
     await (await fetch(`${g.modelUrl.anthropic}/v1/messages`, { method: "POST", headers: { "x-api-key": STAND_IN }, body: "{}" })).text();
     spent = true;
     const before = api.seen.length;

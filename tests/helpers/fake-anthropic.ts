@@ -33,6 +33,12 @@ export interface AnthropicTurn {
   usage?: Partial<AnthropicUsage>;
   /** Send message_start, then nothing more, the connection kept open (a model that stops answering mid-message). */
   hangAfterStart?: boolean;
+  /**
+   * Send the whole message but its end (message_delta with the usage, message_stop), then nothing
+   * more, the connection kept open: the model said (and the API bills) all of it, but its output
+   * count never arrives. Served (and accounted) with its full usage.
+   */
+  hangBeforeDelta?: boolean;
 }
 
 export interface TurnContext {
@@ -242,6 +248,11 @@ export async function startFakeAnthropic(script: (t: TurnContext) => AnthropicTu
       }
       sse(res, "content_block_stop", { index });
     });
+    if (turn.hangBeforeDelta) {
+      account(model, usage);
+      hanging.add(res);
+      return;
+    }
     sse(res, "message_delta", { delta: { stop_reason: stopReason, stop_sequence: null }, usage });
     sse(res, "message_stop", {});
     account(model, usage);

@@ -32,6 +32,12 @@ export interface OpenAITurn {
   /** A shell command, sent as a call of the shell tool the request offers. */
   shell?: string;
   usage?: Partial<OpenAIUsage>;
+  /**
+   * Send the whole response but its end (response.completed, which alone carries the usage), then
+   * nothing more, the connection kept open: the model said (and the API bills) all of it, but what
+   * it used never arrives. Served (and accounted) with its full usage.
+   */
+  hangBeforeCompleted?: boolean;
 }
 
 export interface OpenAITurnContext {
@@ -117,6 +123,7 @@ function sse(res: ServerResponse, seq: { n: number }, event: string, data: Recor
 
 export async function startFakeOpenAI(script: (t: OpenAITurnContext) => OpenAITurn = codexSteps(reply("Done."))): Promise<FakeOpenAI> {
   const fake: FakeOpenAI = { url: "", port: 0, requests: [], served: { total: { input_tokens: 0, cached_tokens: 0, output_tokens: 0, reasoning_tokens: 0 }, responses: 0 }, turns: [], script, stop: async () => {} };
+  const hanging = new Set<ServerResponse>();
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? "/", "http://127.0.0.1");
@@ -184,6 +191,12 @@ export async function startFakeOpenAI(script: (t: OpenAITurnContext) => OpenAITu
       sse(res, seq, "response.output_item.done", { output_index: index, item });
       output.push(item);
     }
+    if (turn.hangBeforeCompleted) {
+      for (const k of Object.keys(usage) as (keyof OpenAIUsage)[]) fake.served.total[k] += usage[k];
+      fake.served.responses += 1;
+      hanging.add(res);
+      return;
+    }
     const apiUsage = {
       input_tokens: usage.input_tokens,
       input_tokens_details: { cached_tokens: usage.cached_tokens },
@@ -209,6 +222,7 @@ export async function startFakeOpenAI(script: (t: OpenAITurnContext) => OpenAITu
   fake.url = `http://127.0.0.1:${fake.port}`;
   fake.stop = () =>
     new Promise<void>((resolve) => {
+      for (const r of hanging) r.destroy();
       server.closeAllConnections();
       server.close(() => resolve());
     });

@@ -9,6 +9,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { demoDefinition, scenario } from "../helpers/project.ts";
 import { BUN } from "../helpers/cli.ts";
+import { startFakeAnthropic } from "../helpers/fake-anthropic.ts";
 
 const REAL_KEY = "sk-ant-api03-loop-run-real-key";
 const stops: (() => void)[] = [];
@@ -90,18 +91,79 @@ writeFileSync("done.txt", "done\\n");
           // loop logs --network shows them, escaped; --json as its document.
           const shown = await p.loop(["logs", "x", "--network"]);
           expect(shown.code).toBe(0);
-          expect(shown.stdout).toMatch(/^\S+ refused a model request: the session's budget is spent \(19002 of 15000 tokens\)\n\S+ refused a model request: .*\n\S+ refused elsewhere\.invalid:8080 \(not on the network list\)\n$/);
+          expect(shown.stdout).toMatch(/^\S+ refused a model request: the session's budget is spent \(19002 of 15000 tokens\) \(budget_exhausted\)\n\S+ refused a model request: .*\n\S+ refused elsewhere\.invalid:8080 \(not on the network list\)\n$/);
           const doc = JSON.parse((await p.loop(["logs", "x", "--network", "--json"])).stdout);
           expect(doc).toMatchObject({ schema: "loop/network@1", item: "x", attempt: 1, attempts: 1, unreadable: 0 });
           expect(doc.refused.at(-1)).toMatchObject({ kind: "network", host: "elsewhere.invalid", port: 8080 });
           expect((await p.loop(["logs", "x", "--network", "--verify"])).code).toBe(2);
           const status = JSON.parse((await p.loop(["status", "--json"])).stdout);
-          expect(status.items[0].network).toMatchObject({ refused: 1, budgetRefused: 2, lastHost: { host: "elsewhere.invalid", port: 8080 } });
+          expect(status.items[0].network).toMatchObject({ refused: 1, budgetRefused: 2, modelRefused: 0, lastHost: { host: "elsewhere.invalid", port: 8080 } });
           expect((await p.loop(["status", "--text"])).stdout).toContain("x: its gateway refused 1 connection(s), the last to elsewhere.invalid:8080 at");
           // Refused at the source, the session is stopped as a running one over its budget would be.
           expect(p.projection().items.x!.status).toBe("failed");
           expect(p.projection().items.x!).toMatchObject({ settleCode: "budget_exhausted", reason: expect.stringContaining("x spent") });
           expect(p.eventsOf("budget_stopped", "x")).toHaveLength(1);
+        },
+      );
+    },
+    180_000,
+  );
+});
+
+describe("loop run with a network setting: answers cut off", () => {
+  test(
+    "an agent that reads each answer's text and hangs up before its usage: each charged its worst case (never less than served), the third stops its model requests, the item settles answers_cut_off",
+    async () => {
+      // Each answer costs 6,000 tokens (the fake bills it whole); the agent hangs up before message_delta says so.
+      const fake = await startFakeAnthropic(() => ({ text: "The whole answer.", hangBeforeDelta: true, usage: { input_tokens: 1000, output_tokens: 5000, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 } }));
+      stops.push(() => void fake.stop());
+      await scenario(
+        (p) => {
+          const agent = join(p.aux, "agent.ts");
+          writeFileSync(
+            agent,
+            `
+const { writeFileSync } = require("node:fs");
+const statuses = [];
+const body = JSON.stringify({ model: "claude-sonnet-4-5", stream: true, max_tokens: 8000, tools: [{ name: "Bash", input_schema: { type: "object" } }], messages: [{ role: "user", content: "go" }] });
+for (let i = 0; i < 9; i++) {
+  const ac = new AbortController();
+  const r = await fetch(process.env.ANTHROPIC_BASE_URL + "/v1/messages", { method: "POST", headers: { "x-api-key": process.env.ANTHROPIC_API_KEY }, body, signal: ac.signal });
+  statuses.push(r.status);
+  if (r.status !== 200) { await r.text(); continue; }
+  const reader = r.body.getReader();
+  let got = "";
+  while (!got.includes("content_block_stop")) got += new TextDecoder().decode((await reader.read()).value);
+  ac.abort();
+  await Bun.sleep(50);
+}
+writeFileSync(${JSON.stringify(join(p.aux, "report.json"))}, JSON.stringify({ statuses }));
+`,
+          );
+          return demoDefinition([{ id: "x", prompt: "Call the model.", runner: "caller", budget: { tokens: 20_000 } }], { defaults: { network: "none" }, runners: { caller: { command: [BUN, agent] } } });
+        },
+        {},
+        async (p) => {
+          Object.assign(p.env, { ANTHROPIC_API_KEY: REAL_KEY, ANTHROPIC_BASE_URL: fake.url });
+          await p.runToDrain({ codes: [0, 1] });
+          const it = p.projection().items.x!;
+          expect({ status: it.status, reason: it.reason }).toEqual({ status: "failed", reason: expect.stringMatching(/^answers_cut_off: the session hung up on 3 model answers/) });
+          // The upstream served three; the recorded figure is at least what they cost.
+          const served = fake.requests.filter((r) => r.method === "POST").length;
+          expect(served).toBe(3);
+          const t = fake.served.total;
+          const recorded = it.attempts[0]!.usage!;
+          expect(recorded.source).toBe("gateway");
+          expect(recorded.tokens).toEqual({ input: 3000, output: 24_000, cacheRead: 0, cacheWrite: 0 });
+          expect(recorded.tokens!.input + recorded.tokens!.output).toBeGreaterThanOrEqual(t.input_tokens + t.output_tokens);
+          const report = JSON.parse(readFileSync(join(p.aux, "report.json"), "utf8"));
+          expect(report.statuses).toEqual([200, 200, 200, 403, 403, 403, 403, 403, 403]);
+          const shown = await p.loop(["logs", "x", "--network"]);
+          expect(shown.stdout.trim().split("\n")).toHaveLength(6);
+          expect(shown.stdout).toContain("refused a model request: the session hung up on 3 model answers before they said what they used (each charged its worst case) (answers_cut_off)");
+          const status = JSON.parse((await p.loop(["status", "--json"])).stdout);
+          expect(status.items[0].network).toMatchObject({ refused: 0, budgetRefused: 0, modelRefused: 6 });
+          expect((await p.loop(["status", "--text"])).stdout).toContain("x: its gateway refused 6 model request(s) it does not forward or after answers were cut off (loop logs x --network)");
         },
       );
     },
@@ -118,7 +180,7 @@ function hello(): { port: number } {
 
 describe("loop run with a network setting, in the sandbox", () => {
   test.skipIf(!Bun.which("bwrap"))(
-    "the network is unshared: a loopback server is out of reach directly, through the proxy only when listed (the other refused and recorded), no name resolves, and the model API works through the bridge",
+    "the network is unshared: a loopback server is out of reach directly, reached the ordinary way when listed (curl and fetch as they come, through the proxy), the other refused and recorded, no name resolves, and the model API works through the bridge",
     async () => {
       const keys: (string | null)[] = [];
       const api = Bun.serve({
@@ -135,15 +197,18 @@ describe("loop run with a network setting, in the sandbox", () => {
       const off = hello();
       const code = `
 const report = {};
-// Loopback is in NO_PROXY (the gateway's own address); these two ask for the proxy on purpose.
-delete process.env.NO_PROXY; delete process.env.no_proxy;
+// Every client as it comes, with the environment the session was given (NO_PROXY as loop set it).
 const attempt = async (what, f) => { try { report[what] = await f(); } catch (e) { report[what] = "error"; } };
+// curl -i: the status line, then the body (the proxy's own 403, or the server's answer); nothing when it cannot connect.
+const curl = (url) => { const out = require("node:child_process").spawnSync("curl", ["-s", "-i", "-m", "20", url], { encoding: "utf8" }).stdout; return out ? out.split(" ")[1] + " " + out.trim().split(String.fromCharCode(10)).pop().trim() : "error"; };
 await attempt("direct", () => new Promise((ok, fail) => { const c = require("node:net").connect(${on.port}, "127.0.0.1"); c.on("connect", () => { c.destroy(); ok("connected"); }); c.on("error", fail); }));
-await attempt("listed", async () => { const r = await fetch("http://127.0.0.1:${on.port}/", { proxy: process.env.HTTP_PROXY }); return r.status + " " + (await r.text()); });
-await attempt("unlisted", async () => (await fetch("http://127.0.0.1:${off.port}/", { proxy: process.env.HTTP_PROXY })).status);
+await attempt("curl", () => curl("http://127.0.0.1:${on.port}/"));
+await attempt("listed", async () => { const r = await fetch("http://127.0.0.1:${on.port}/"); return r.status + " " + (await r.text()); });
+await attempt("unlisted", async () => (await fetch("http://127.0.0.1:${off.port}/")).status);
+await attempt("curlUnlisted", () => curl("http://127.0.0.1:${off.port}/").slice(0, 3));
 await attempt("dns", async () => (await require("node:dns").promises.lookup("registry.npmjs.org")).address);
-process.env.NO_PROXY = process.env.no_proxy = "127.0.0.1";
 await attempt("model", async () => { const r = await fetch(process.env.ANTHROPIC_BASE_URL + "/v1/messages", { method: "POST", headers: { "x-api-key": process.env.ANTHROPIC_API_KEY }, body: "{}" }); await r.text(); return r.status; });
+report.noProxy = process.env.NO_PROXY;
 console.log("REPORT " + JSON.stringify(report));
 `;
       await scenario(
@@ -155,11 +220,14 @@ console.log("REPORT " + JSON.stringify(report));
           const session = p.eventsOf("session_started", "x")[0]!.payload;
           const log = readFileSync(session.log, "utf8");
           const report = JSON.parse(/REPORT (.*)/.exec(log)?.[1] ?? "null");
-          expect({ report, log: report ? "" : log }).toEqual({ report: { direct: "error", listed: "200 hello", unlisted: 403, dns: "error", model: 200 }, log: "" });
+          expect({ report, log: report ? "" : log }).toEqual({ report: { direct: "error", curl: "200 hello", listed: "200 hello", unlisted: 403, curlUnlisted: "403", dns: "error", model: 200, noProxy: "127.0.0.2" }, log: "" });
           expect(keys).toEqual([REAL_KEY]);
           const dir = join(session.log, "..");
           const refused = readFileSync(join(dir, "gateway-refused.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
-          expect(refused.map((r) => [r.kind, r.host, r.port])).toEqual([["network", "127.0.0.1", off.port]]);
+          expect(refused.map((r) => [r.kind, r.host, r.port])).toEqual([
+            ["network", "127.0.0.1", off.port],
+            ["network", "127.0.0.1", off.port],
+          ]);
           expect(p.eventsOf("usage_recorded", "x").at(-1)!.payload.tokens).toEqual({ input: 1234, output: 321, cacheRead: 7890, cacheWrite: 56 });
         },
       );
@@ -176,13 +244,12 @@ describe("a verify's network in the sandbox", () => {
       const off = hello();
       const code = `
 const report = { env: ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"].filter((k) => process.env[k]) };
-// Loopback is in NO_PROXY; these ask for the proxy on purpose.
-delete process.env.NO_PROXY; delete process.env.no_proxy;
+// As it comes: NO_PROXY names the address of the gateway alone.
 const attempt = async (what, f) => { try { report[what] = await f(); } catch (e) { report[what] = "error"; } };
 await attempt("direct", () => new Promise((ok, fail) => { const c = require("node:net").connect(${on.port}, "127.0.0.1"); c.on("connect", () => { c.destroy(); ok("connected"); }); c.on("error", fail); }));
-await attempt("listed", async () => { const r = await fetch("http://127.0.0.1:${on.port}/", { proxy: process.env.HTTP_PROXY }); return r.status + " " + (await r.text()); });
-await attempt("unlisted", async () => (await fetch("http://127.0.0.1:${off.port}/", { proxy: process.env.HTTP_PROXY })).status);
-await attempt("model", async () => (await fetch("http://127.0.0.1:41001/anthropic/v1/messages", { method: "POST", body: "{}" })).status);
+await attempt("listed", async () => { const r = await fetch("http://127.0.0.1:${on.port}/"); return r.status + " " + (await r.text()); });
+await attempt("unlisted", async () => (await fetch("http://127.0.0.1:${off.port}/")).status);
+await attempt("model", async () => (await fetch("http://127.0.0.2:41001/anthropic/v1/messages", { method: "POST", body: "{}" })).status);
 console.log("REPORT " + JSON.stringify(report));
 `;
       await scenario(

@@ -4,12 +4,13 @@
 // reached it, while every answer had a price; an answer without one leaves the dollars unknown and
 // the cap to the step. budgetRefusal is the decision, with plain data.
 import { afterAll, describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { budgetRefusal, startSessionGateway } from "../../lib/supervisor/session-gateway.ts";
+import { admission, CUT_OFF_LIMIT, type GatewayLedger, startSessionGateway } from "../../lib/supervisor/session-gateway.ts";
 import { GATEWAY_FILES } from "../../lib/supervisor/gateway-files.ts";
 import { priced } from "../../lib/definition/usage-parsers.ts";
 import { type FakeAnthropic, say, startFakeAnthropic, steps } from "../helpers/fake-anthropic.ts";
+import { readGatewayStop, readRefusals } from "../../lib/supervisor/gateway-files.ts";
 import { TempDirs } from "../helpers/fs.ts";
 
 const temp = new TempDirs();
@@ -77,13 +78,132 @@ describe("a session's gateway: dollars at the source", () => {
     }
   });
 
-  test("budgetRefusal: tokens at their cap; dollars at theirs only while every answer had a price", () => {
-    const none = new Set<string>();
-    expect(budgetRefusal({ tokens: 99, microUsd: 0, unpriced: none }, { maxTokens: 100 })).toBeNull();
-    expect(budgetRefusal({ tokens: 100, microUsd: 0, unpriced: none }, { maxTokens: 100 })).toBe("the session's budget is spent (100 of 100 tokens)");
-    expect(budgetRefusal({ tokens: 0, microUsd: 1_500_000, unpriced: none }, { maxMicroUsd: 1_500_000 })).toBe("the session's budget is spent ($1.50 of $1.50)");
-    expect(budgetRefusal({ tokens: 0, microUsd: 1_499_999, unpriced: none }, { maxMicroUsd: 1_500_000 })).toBeNull();
-    expect(budgetRefusal({ tokens: 0, microUsd: 9_000_000, unpriced: new Set(["m"]) }, { maxMicroUsd: 1 })).toBeNull();
-    expect(budgetRefusal({ tokens: 5, microUsd: 5, unpriced: none }, {})).toBeNull();
+  test("admission: a spent budget refuses everything; requests in flight hold their worst case; a session that cut off too many answers is refused", () => {
+    const ledger = (o: Partial<GatewayLedger> = {}): GatewayLedger => ({ tokens: 0, microUsd: 0, unpriced: new Set(), held: { requests: 0, tokens: 0, microUsd: 0 }, cutOffs: 0, ...o });
+    const code = (l: GatewayLedger, w: { tokens: number; microUsd: number | null } | null, caps: { maxTokens?: number; maxMicroUsd?: number }) => admission(l, w, caps)?.code ?? null;
+    const w = { tokens: 40_000, microUsd: 600_000 };
+    // Tokens: at the cap everything is refused, free endpoints too; alone in flight a request goes while the budget is not spent.
+    expect(code(ledger({ tokens: 99 }), w, { maxTokens: 100 })).toBeNull();
+    expect(code(ledger({ tokens: 100 }), w, { maxTokens: 100 })).toBe("budget_exhausted");
+    expect(code(ledger({ tokens: 100 }), null, { maxTokens: 100 })).toBe("budget_exhausted");
+    expect(admission(ledger({ tokens: 100 }), w, { maxTokens: 100 })!.reason).toBe("the session's budget is spent (100 of 100 tokens)");
+    // With others in flight: it goes only if what is spent, what they hold and its own worst case fit.
+    expect(code(ledger({ tokens: 10_000, held: { requests: 1, tokens: 40_000, microUsd: 0 } }), w, { maxTokens: 90_000 })).toBeNull();
+    expect(code(ledger({ tokens: 10_000, held: { requests: 1, tokens: 40_000, microUsd: 0 } }), w, { maxTokens: 89_999 })).toBe("budget_in_flight");
+    expect(code(ledger({ held: { requests: 3, tokens: 120_000, microUsd: 0 } }), null, { maxTokens: 1 })).toBeNull();
+    // Dollars likewise, while every answer so far had a price; a request whose model has none holds no dollars.
+    expect(code(ledger({ microUsd: 1_500_000 }), w, { maxMicroUsd: 1_500_000 })).toBe("budget_exhausted");
+    expect(admission(ledger({ microUsd: 1_500_000 }), w, { maxMicroUsd: 1_500_000 })!.reason).toBe("the session's budget is spent ($1.50 of $1.50)");
+    expect(code(ledger({ microUsd: 9_000_000, unpriced: new Set(["m"]) }), w, { maxMicroUsd: 1 })).toBeNull();
+    expect(code(ledger({ microUsd: 500_000, held: { requests: 1, tokens: 0, microUsd: 600_000 } }), w, { maxMicroUsd: 1_700_000 })).toBeNull();
+    expect(code(ledger({ microUsd: 500_000, held: { requests: 1, tokens: 0, microUsd: 600_000 } }), w, { maxMicroUsd: 1_699_999 })).toBe("budget_in_flight");
+    expect(code(ledger({ microUsd: 500_000, held: { requests: 1, tokens: 0, microUsd: 600_000 } }), { tokens: 1, microUsd: null }, { maxMicroUsd: 1_000_000 })).toBeNull();
+    // Cut-offs first: the session is stopped whatever its budget.
+    expect(code(ledger({ cutOffs: CUT_OFF_LIMIT - 1 }), w, {})).toBeNull();
+    expect(code(ledger({ cutOffs: CUT_OFF_LIMIT }), null, {})).toBe("answers_cut_off");
+    expect(code(ledger({}), w, {})).toBeNull();
+  });
+});
+
+/** An agent turn of a fixed size: 3,000 input and 500 output tokens. */
+const turn = () => say("ok", { input_tokens: 3000, output_tokens: 500, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 });
+
+describe("a session's gateway: requests in flight", () => {
+  test("twenty requests sent at once against a 5,000-token budget: those the budget cannot cover with the ones in flight are refused 429 before the upstream; what is recorded passes the cap by at most the last answer", async () => {
+    const fake = await startFakeAnthropic(() => turn());
+    try {
+      await withGateway(fake, { maxTokens: 5000 }, async ({ url, dir }) => {
+        const body = JSON.stringify({ model: "claude-sonnet-4-5", stream: true, max_tokens: 1024, tools: [{ name: "Bash", input_schema: { type: "object" } }], messages: [{ role: "user", content: "hi" }] });
+        const answers = await Promise.all(
+          Array.from({ length: 20 }, async () => {
+            const r = await fetch(`${url}/v1/messages`, { method: "POST", headers: { "x-api-key": "stand-in-1", "content-type": "application/json" }, body });
+            return { status: r.status, retryAfter: r.headers.get("retry-after"), doc: await r.text() };
+          }),
+        );
+        const served = fake.requests.filter((r) => r.method === "POST").length;
+        expect(answers.filter((a) => a.status === 200)).toHaveLength(served);
+        expect(served).toBeLessThanOrEqual(2);
+        const waited = answers.filter((a) => a.status === 429);
+        expect(waited.length).toBeGreaterThan(0);
+        for (const a of waited) expect({ retryAfter: a.retryAfter, doc: JSON.parse(a.doc) }).toEqual({ retryAfter: "10", doc: { type: "error", error: { type: "rate_limit_error", message: expect.stringContaining("(budget_in_flight)") } } });
+        for (const a of answers.filter((x) => x.status !== 200 && x.status !== 429)) expect({ status: a.status, doc: a.doc }).toEqual({ status: 403, doc: expect.stringContaining("(budget_exhausted)") });
+        const calls = lines(dir, GATEWAY_FILES.usage);
+        const spent = calls.reduce((n, c) => n + c.usage.input + c.usage.output, 0);
+        expect(spent - 3500).toBeLessThan(5000);
+        const { refused } = readRefusals(dir);
+        expect(refused).toHaveLength(20 - served);
+        expect(new Set(refused.map((r) => r.kind))).toEqual(new Set(["budget"]));
+      });
+    } finally {
+      await fake.stop();
+    }
+  });
+});
+
+describe("a session's gateway: answers cut off", () => {
+  test(`the ${CUT_OFF_LIMIT}rd answer hung up on before its usage stops the session's model requests: each charged its worst case, the stop written for the step, every later request refused`, async () => {
+    const fake = await startFakeAnthropic(() => ({ text: "The whole answer.", hangBeforeDelta: true, usage: { input_tokens: 1000, output_tokens: 5000, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 } }));
+    try {
+      await withGateway(fake, {}, async ({ url, dir }) => {
+        const body = JSON.stringify({ model: "claude-sonnet-4-5", stream: true, max_tokens: 8000, tools: [{ name: "Bash", input_schema: { type: "object" } }], messages: [{ role: "user", content: "hi" }] });
+        const statuses: number[] = [];
+        for (let i = 0; i < CUT_OFF_LIMIT + 2; i++) {
+          const ac = new AbortController();
+          const r = await fetch(`${url}/v1/messages`, { method: "POST", headers: { "x-api-key": "stand-in-1" }, body, signal: ac.signal });
+          statuses.push(r.status);
+          if (r.status !== 200) {
+            expect(JSON.parse(await r.text()).error).toEqual({ type: "permission_error", message: expect.stringContaining("(answers_cut_off)") });
+            continue;
+          }
+          const reader = r.body!.getReader();
+          let got = "";
+          while (!got.includes("content_block_stop")) got += new TextDecoder().decode((await reader.read()).value);
+          ac.abort();
+          for (let t = 0; t < 200 && !(existsSync(join(dir, GATEWAY_FILES.usage)) && lines(dir, GATEWAY_FILES.usage).length > i); t++) await Bun.sleep(5);
+        }
+        expect(statuses).toEqual([...Array(CUT_OFF_LIMIT).fill(200), 403, 403]);
+        const calls = lines(dir, GATEWAY_FILES.usage);
+        expect(calls.map((c) => [c.basis, c.cutOff, c.usage.input, c.usage.output])).toEqual(Array(CUT_OFF_LIMIT).fill(["worst_case", true, 1000, 8000]));
+        // Never less than what was served (the fake bills each answer whole).
+        const t = fake.served.total;
+        expect(calls.reduce((n, c) => n + c.usage.input + c.usage.output, 0)).toBeGreaterThanOrEqual(t.input_tokens + t.output_tokens);
+        expect(readGatewayStop(dir)).toEqual({ code: "answers_cut_off", reason: expect.stringContaining(`hung up on ${CUT_OFF_LIMIT} model answers`) });
+        expect(readRefusals(dir).refused.map((r) => [r.kind, "code" in r ? r.code : null])).toEqual([
+          ["cut_off", "answers_cut_off"],
+          ["cut_off", "answers_cut_off"],
+        ]);
+      });
+    } finally {
+      await fake.stop();
+    }
+  });
+});
+
+describe("the refusals file, as the step and loop logs read it", () => {
+  test("each kind with its code; a budget line from before the codes reads as budget_exhausted; a line whose kind and code disagree, or that is not loop's, is counted unreadable", () => {
+    const dir = temp.make();
+    const at = "2026-12-06T10:00:00.000Z";
+    const docs = [
+      { kind: "network", host: "registry.npmjs.org", port: 443, at },
+      { kind: "budget", reason: "the session's budget is spent (10 of 10 tokens)", at },
+      { kind: "budget", code: "budget_in_flight", reason: "wait", at },
+      { kind: "endpoint", code: "endpoint_not_allowed", provider: "anthropic", method: "POST", path: "/v1/messages/batches", reason: "no", at },
+      { kind: "cut_off", code: "answers_cut_off", reason: "cut", at },
+      { kind: "budget", code: "answers_cut_off", reason: "mismatched", at },
+      { kind: "endpoint", code: "endpoint_not_allowed", method: "POST", reason: "no path", at },
+    ];
+    writeFileSync(join(dir, GATEWAY_FILES.refused), docs.map((d) => JSON.stringify(d)).join("\n") + "\nnot json\n");
+    const { refused, unreadable } = readRefusals(dir);
+    expect(refused).toEqual([
+      { kind: "network", host: "registry.npmjs.org", port: 443, at },
+      { kind: "budget", code: "budget_exhausted", reason: "the session's budget is spent (10 of 10 tokens)", at },
+      { kind: "budget", code: "budget_in_flight", reason: "wait", at },
+      { kind: "endpoint", code: "endpoint_not_allowed", method: "POST", path: "/v1/messages/batches", reason: "no", at },
+      { kind: "cut_off", code: "answers_cut_off", reason: "cut", at },
+    ]);
+    expect(unreadable).toBe(3);
+    expect(readGatewayStop(dir)).toBeNull();
+    writeFileSync(join(dir, GATEWAY_FILES.stopped), JSON.stringify({ code: "budget_exhausted", reason: "not a stop code" }));
+    expect(readGatewayStop(dir)).toBeNull();
   });
 });
