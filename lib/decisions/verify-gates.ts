@@ -76,7 +76,7 @@ function failed(fact: unknown): fact is GitFailed {
 }
 
 /** What a setup made, or looks like a setup's output wherever it is: a virtualenv (its pyvenv.cfg), a node_modules folder. */
-export function setupOutputIn(paths: readonly string[], products: readonly string[]): string[] {
+function setupOutputIn(paths: readonly string[], products: readonly string[]): string[] {
   const out: string[] = [];
   for (const p of paths) {
     const parts = p.split("/");

@@ -74,7 +74,7 @@ export function makeAttemptGitDir(o: AttemptGitOptions): void {
 }
 
 /** Write `<worktree>/.git` naming `gitDir`: whatever is there (a file, a link, a folder the agent made) is removed first, the new file created exclusively. */
-export function pointWorktree(worktree: string, gitDir: string): void {
+function pointWorktree(worktree: string, gitDir: string): void {
   const dotGit = join(worktree, ".git");
   if (lstatSync(dotGit, { throwIfNoEntry: false })) rmSync(dotGit, { recursive: true, force: true });
   const fd = openSync(dotGit, fs.O_WRONLY | fs.O_CREAT | fs.O_EXCL | fs.O_NOFOLLOW, 0o644);

@@ -27,7 +27,7 @@ const INDEX_DEADLINE_MS = 120_000;
 const INDEX_MEMORY_KIB = 2 * 2 ** 20;
 
 /** Why an object or file was not imported. */
-export type RefusalKind = "not_regular" | "not_an_object" | "mismatch" | "too_large" | "pack_refused";
+type RefusalKind = "not_regular" | "not_an_object" | "mismatch" | "too_large" | "pack_refused";
 
 export interface Refusal {
   kind: RefusalKind;
@@ -37,7 +37,7 @@ export interface Refusal {
   detail: string;
 }
 
-export interface ImportResult {
+interface ImportResult {
   /** Objects (loose) and packs copied into the repository's store. */
   imported: number;
   refused: Refusal[];

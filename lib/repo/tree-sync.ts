@@ -10,7 +10,7 @@
 // left it is left alone, any other is written again from its blob (its change time cannot be set by
 // a process, only moved forward by a write, so a stamp cannot be matched by a file loop did not write).
 import { closeSync, constants as fs, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readlinkSync, readSync, rmSync, symlinkSync, writeSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { readJsonOrNull, writeFileAtomic } from "../shared/fsutil.ts";
 import { StartError } from "../shared/errors.ts";
 import { gitBytes } from "./git.ts";
@@ -81,7 +81,7 @@ interface SyncOptions {
   dryRun?: boolean;
 }
 
-export interface SyncResult {
+interface SyncResult {
   written: number;
   unchanged: number;
   /** Paths removed, because the commit does not hold them or holds something else there. */
@@ -196,6 +196,7 @@ export function syncTree(o: SyncOptions): SyncResult {
       result.written++;
     }
   }
+  mkdirSync(dirname(o.stampsFile), { recursive: true });
   writeFileAtomic(o.stampsFile, JSON.stringify({ version: 1, files: next } satisfies Stamps), { sync: false });
   return result;
 }

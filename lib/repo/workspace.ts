@@ -144,7 +144,7 @@ export function isAncestor(repo: string, ancestor: string, rev: string): boolean
   throw new GitError(["merge-base", "--is-ancestor", ancestor, rev], r.code, r.stderr);
 }
 
-export function removeWorktree(repo: string, path: string): boolean {
+function removeWorktree(repo: string, path: string): boolean {
   if (!existsSync(path)) {
     gitTry(repo, ["worktree", "prune"]);
     return false;

@@ -1,13 +1,11 @@
-// An item's checkout across an attempt, through the airlock (docs/threat-model.md#the-airlock):
+// An item's checkout before and after an attempt, through the airlock (docs/threat-model.md#the-airlock):
 //
 // - before the agent: the checkout is made to hold the item branch's head, written by loop from the
 //   raw blobs (lib/repo/tree-sync.ts); `workspace.setup` runs once per checkout, on the start point's
 //   files, on the agent's side of the wall (the sandbox when the item has one, no key), and what it
 //   made is recorded (the products: kept, never committed, read-only to the agent and the verify);
 //   the attempt gets a private git folder of its own (lib/repo/attempt-git.ts);
-// - after the agent: what it left is committed on its side (lib/supervisor/seal.ts), its objects
-//   imported, each proven (lib/repo/object-import.ts), the proposed head checked to be a commit whose
-//   objects are all there, and loop writes the item branch to it;
+// - after the agent: the passage itself (lib/step/airlock.ts);
 // - before the verify: the checkout is made to hold exactly that commit again (whatever the agent
 //   left that the commit does not hold is gone), with a read-only git folder of its own.
 import { existsSync, lstatSync, mkdirSync, realpathSync, renameSync, rmSync } from "node:fs";
@@ -16,59 +14,22 @@ import { verifyRule } from "../definition/child-environment.ts";
 import { FaultError } from "../decisions/faults.ts";
 import type { ItemState } from "../log/projection.ts";
 import { makeAttemptGitDir } from "../repo/attempt-git.ts";
-import { gitTry, revParse } from "../repo/git.ts";
-import { describeRefused, importObjects, type Refusal } from "../repo/object-import.ts";
-import { readTree, syncTree, TreeRefused } from "../repo/tree-sync.ts";
-import { readJsonOrNull, readTextOrNull, writeFileAtomic } from "../shared/fsutil.ts";
-import { statePaths } from "../shared/paths.ts";
-import { probeSandbox } from "../supervisor/sandbox.ts";
-import { sandboxRequest, sessionPath } from "./machine-probe.ts";
+import { gitTry } from "../repo/git.ts";
+import { syncTree } from "../repo/tree-sync.ts";
+import { writeFileAtomic } from "../shared/fsutil.ts";
 import { StartError } from "../shared/errors.ts";
 import type { SandboxRequest } from "../supervisor/sandbox.ts";
-import { sealAttempt } from "../supervisor/seal.ts";
 import { runSetup } from "../supervisor/setup-command.ts";
 import { SESSION_FILES } from "../supervisor/session-wrapper.ts";
+import { ATTEMPT_GIT, checkoutProducts, forgetCheckout, type ProductsRecord, treeFiles } from "./airlock.ts";
 import { repoOf, type StepContext } from "./context.ts";
 
-/** The session folder's private git folders: the agent's, and its verify's (read-only). */
-export const ATTEMPT_GIT = "git";
+/** The verify's own git folder in the session folder (read-only to it). */
 export const VERIFY_GIT = "verify-git";
 
 /** Where the object store's baseline is kept (lib/repo/object-store.ts). */
 export function objectProofs(ctx: StepContext): string {
   return join(ctx.options.stateRoot, "object-proofs.json");
-}
-
-/** What loop keeps about one item's checkout, in the state root (out of the sandbox's sight). */
-function treeFiles(stateRoot: string, item: string): { stamps: string; products: string } {
-  const trees = statePaths(stateRoot).trees;
-  return { stamps: join(trees, `${item}.json`), products: join(trees, `${item}.products.json`) };
-}
-
-/** What `workspace.setup` made in a checkout, and for which command. */
-interface ProductsRecord {
-  version: 1;
-  /** The setup command it ran; another command runs again. */
-  command: string;
-  /** Top-most paths (relative to the checkout) the start point does not hold. */
-  paths: string[];
-}
-
-/**
- * What setup made in the item's checkout: null when it has not run there, or (with `command`) ran
- * another command than `command`.
- */
-export function checkoutProducts(stateRoot: string, item: string, command?: string): string[] | null {
-  const r = readJsonOrNull<ProductsRecord>(treeFiles(stateRoot, item).products);
-  if (!r || r.version !== 1 || !Array.isArray(r.paths) || (command !== undefined && r.command !== command)) return null;
-  return r.paths.filter((p): p is string => typeof p === "string");
-}
-
-/** Forget what loop knew of a checkout (it was removed or moved aside). */
-export function forgetCheckout(stateRoot: string, item: string): void {
-  const f = treeFiles(stateRoot, item);
-  rmSync(f.stamps, { force: true });
-  rmSync(f.products, { force: true });
 }
 
 /**
@@ -115,7 +76,7 @@ interface PrepareOptions {
   sandbox: (() => SandboxRequest) | null;
 }
 
-export interface Prepared {
+interface Prepared {
   /** Where something found at the checkout's place was moved, or null. */
   movedAside: string | null;
   /** What setup made (kept, never committed). */
@@ -191,111 +152,6 @@ export function attemptGitDir(ctx: StepContext, o: { repo: string; worktree: str
 
 /** Files of the agents loop runs, never part of an item's work (the attempt's info/exclude). */
 const AGENT_EXCLUDES = [".aider*"];
-
-/** What came out of the airlock: the head loop wrote the item branch to, or why nothing did. */
-export type AirlockResult =
-  | { kind: "ok"; head: string; committed: boolean; imported: number }
-  | { kind: "seal_failed"; reason: string; timedOut: boolean }
-  | { kind: "objects_refused"; refused: Refusal[] }
-  | { kind: "object_too_large"; refused: Refusal[] }
-  | { kind: "head_invalid"; reason: string }
-  | { kind: "branch_moved"; found: string | null; expected: string };
-
-/**
- * Where an attempt's git lives: its private git folder in the session folder, or, for an attempt an
- * older version of loop launched, the linked worktree's git folder and the session's private object
- * folder (its objects: lib/repo/object-import.ts).
- */
-function attemptLayout(repo: string, worktree: string, sessionDir: string): { gitDir: string; objects: string } | null {
-  const own = join(sessionDir, ATTEMPT_GIT);
-  if (existsSync(own)) return { gitDir: own, objects: join(own, "objects") };
-  const named = readTextOrNull(join(worktree, ".git"), { maxBytes: 4096, noLinks: true });
-  const m = named ? /^gitdir: (.+)$/m.exec(named) : null;
-  const common = gitTry(repo, ["rev-parse", "--path-format=absolute", "--git-common-dir"]);
-  if (!m || common.code !== 0) return null;
-  const gitDir = m[1]!.trim();
-  // Only a registration of the repository's own: anything else is not loop's to run git in.
-  if (dirname(gitDir) !== join(common.stdout.trim(), "worktrees")) return null;
-  return { gitDir, objects: join(sessionDir, "objects") };
-}
-
-interface AirlockOptions {
-  repo: string;
-  stateRoot: string;
-  env: Record<string, string | undefined>;
-  item: string;
-  runner: string;
-  worktree: string;
-  sessionDir: string;
-  branch: string;
-  /** The head loop gave the attempt (its start-head): the branch is moved from there, never from elsewhere. */
-  expected: string;
-  /** The item runs in the sandbox: the seal does too, or not at all. */
-  sandboxed: boolean;
-  message: string;
-}
-
-/**
- * After the agent: seal what it left (on its side), import its objects (each proven), check the
- * proposed head, and write the item branch to it (from `expected`, the head loop gave the attempt:
- * a branch someone else moved is not overwritten). Idempotent: a step killed half-way does it again.
- */
-export async function airlock(o: AirlockOptions): Promise<AirlockResult> {
-  const layout = attemptLayout(o.repo, o.worktree, o.sessionDir);
-  if (!layout) return { kind: "seal_failed", reason: `the checkout ${o.worktree} has no git folder of its attempt`, timedOut: false };
-  const products = checkoutProducts(o.stateRoot, o.item) ?? [];
-  let sandbox: { request: SandboxRequest; sessionDir: string } | null = null;
-  if (o.sandboxed) {
-    const probe = probeSandbox(sessionPath(o.env));
-    if (!probe.ok) return { kind: "seal_failed", reason: `the sandbox it must run in cannot be made (${probe.message}); nothing of the agent's is run outside it`, timedOut: false };
-    try {
-      const request = sandboxRequest({ bwrap: probe.bwrap, repo: o.repo, worktree: o.worktree, stateRoot: o.stateRoot, runner: o.runner, writable: [], env: o.env });
-      sandbox = { request: { ...request, homes: [], gitDir: { path: layout.gitDir, writable: true }, readOnly: products.map((p) => join(o.worktree, p)) }, sessionDir: o.sessionDir };
-    } catch (err) {
-      if (!(err instanceof StartError)) throw err;
-      return { kind: "seal_failed", reason: err.message, timedOut: false };
-    }
-  }
-  const sealed = await sealAttempt({ worktree: o.worktree, gitDir: layout.gitDir, exclude: products, message: o.message, sandbox, env: o.env });
-  if (!sealed.ok) return { kind: "seal_failed", reason: sealed.reason, timedOut: sealed.timedOut };
-  const imported = await importObjects({ repo: o.repo, from: layout.objects });
-  const large = imported.refused.filter((r) => r.kind === "too_large");
-  if (large.length) return { kind: "object_too_large", refused: large };
-  if (imported.refused.length) return { kind: "objects_refused", refused: imported.refused };
-  const head = sealed.head;
-  // Every object the attempt's commits reach, there and readable: a head whose history loop cannot read is no head.
-  const complete = gitTry(o.repo, ["rev-list", "--objects", "--quiet", head, "--not", o.expected]);
-  if (complete.code !== 0 || revParse(o.repo, head) !== head)
-    return { kind: "head_invalid", reason: `${head.slice(0, 12)} is not a commit whose history the repository holds (${complete.stderr.trim().split("\n")[0] || `git exited ${complete.code}`})` };
-  try {
-    readTree(o.repo, head);
-  } catch (err) {
-    if (!(err instanceof TreeRefused)) throw err;
-    return { kind: "head_invalid", reason: `${head.slice(0, 12)}: ${err.message}` };
-  }
-  const now = revParse(o.repo, `refs/heads/${o.branch}`);
-  if (now === head) return { kind: "ok", head, committed: sealed.committed, imported: imported.imported };
-  if (now !== o.expected) return { kind: "branch_moved", found: now, expected: o.expected };
-  const w = gitTry(o.repo, ["update-ref", "-m", `loop: ${o.item}: the attempt's head`, `refs/heads/${o.branch}`, head, o.expected]);
-  if (w.code !== 0) return { kind: "branch_moved", found: revParse(o.repo, `refs/heads/${o.branch}`), expected: o.expected };
-  return { kind: "ok", head, committed: sealed.committed, imported: imported.imported };
-}
-
-/** What an airlock refusal says, for a verdict. */
-export function airlockReason(r: Exclude<AirlockResult, { kind: "ok" }>): string {
-  switch (r.kind) {
-    case "seal_failed":
-      return `committing what the agent left failed on its side: ${r.reason}`;
-    case "objects_refused":
-      return `the attempt wrote objects that are not what their names say: ${describeRefused(r.refused)}; they were not imported`;
-    case "object_too_large":
-      return `the attempt made objects larger than loop imports: ${describeRefused(r.refused)}`;
-    case "head_invalid":
-      return r.reason;
-    case "branch_moved":
-      return `the item branch was moved while the attempt ran (at ${r.found ? r.found.slice(0, 12) : "nothing"}, loop left it at ${r.expected.slice(0, 12)}): not loop's doing, not overwritten`;
-  }
-}
 
 /**
  * Before the verify: the checkout made to hold exactly `head` (and what setup made), its `.git`

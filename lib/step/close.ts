@@ -7,7 +7,7 @@
 import { existsSync, lstatSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { readTextOrNull } from "../shared/fsutil.ts";
-import { airlock, airlockReason, ATTEMPT_GIT, forgetCheckout } from "./checkout.ts";
+import { airlock, airlockReason, ATTEMPT_GIT, forgetCheckout } from "./airlock.ts";
 import type { EventDraft } from "../log/events.ts";
 import type { ItemState } from "../log/projection.ts";
 import { endSessionProcesses } from "../supervisor/end.ts";

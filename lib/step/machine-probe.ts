@@ -13,16 +13,9 @@ import { buildRunnerCommand, PRESET_HOMES, PRESETS } from "../definition/runners
 import { probeProgramInSandbox, type SandboxProbe, type SandboxRequest } from "../supervisor/sandbox.ts";
 import { branchExists, gitTry, hasAnyCommit, revParse } from "../repo/git.ts";
 import { StartError } from "../shared/errors.ts";
+import { sessionPath } from "./sandbox-request.ts";
 import { probeScopeRequirement } from "../supervisor/scope.ts";
 import { aiderCanChooseModel, type AiderModelFacts, type EnvironmentFault, isVerifyPlaceholder, launchFault, type ProgramFact, sandboxStartFault, VERIFY_PLACEHOLDER } from "../decisions/faults.ts";
-
-/**
- * The PATH a session gets: the step's (sessions inherit the step's environment). An environment
- * given without one (a test's) falls back to this process's.
- */
-export function sessionPath(env: Record<string, string | undefined>): string {
-  return env.PATH ?? process.env.PATH ?? "";
-}
 
 /**
  * Where `program` resolves: a bare name on `PATH`, a path relative to `cwd` (the worktree; null
@@ -110,33 +103,6 @@ interface LaunchProbe {
   /** Hidden in the sandbox, as in a session's: the program probed there must not need them. */
   stateRoot?: string;
   worktrees?: string;
-}
-
-/**
- * A sandbox refused because the checkout it would be built over is not the folder loop made: typed,
- * so a verify refused so is `worktree_replaced` by its type, never its words.
- */
-export class SandboxRefusedError extends StartError {}
-
-/**
- * What a session, seal, setup or verify's sandbox is built from (lib/supervisor/sandbox.ts): the
- * checkout (a folder loop made, no link) and the repository's common git folder, named by loop's own
- * git. The caller adds the attempt's git folder and what is read-only inside the checkout. A
- * checkout that is not a folder at its place is a SandboxRefusedError (a StartError), and nothing is mounted.
- */
-export function sandboxRequest(o: { bwrap: string; repo: string; worktree: string; stateRoot: string; runner: string; writable: string[]; programs?: string[]; env: Record<string, string | undefined> }): SandboxRequest {
-  const place = join(realpathSync(dirname(o.worktree)), basename(o.worktree));
-  let why: string | null;
-  try {
-    const st = lstatSync(o.worktree);
-    why = st.isSymbolicLink() ? `it is a link to ${realpathSync(o.worktree)}` : !st.isDirectory() ? "not a directory" : realpathSync(o.worktree) !== place ? `it resolves to ${realpathSync(o.worktree)}` : null;
-  } catch (err) {
-    why = (err as Error).message;
-  }
-  if (why !== null) throw new SandboxRefusedError(`no sandbox over ${o.worktree}: it is not the folder loop made (${why})`);
-  const common = gitTry(o.repo, ["rev-parse", "--path-format=absolute", "--git-common-dir"]);
-  if (common.code !== 0) throw new StartError(`no sandbox over ${o.worktree}: git cannot name the repository's git folder (${common.stderr.trim()})`);
-  return { bwrap: o.bwrap, worktree: o.worktree, stateRoot: o.stateRoot, worktrees: dirname(o.worktree), commonDir: common.stdout.trim(), writable: o.writable, homes: [...(PRESET_HOMES[o.runner] ?? [])], programs: o.programs ?? [], env: o.env };
 }
 
 /** Probe the machine for one launch and judge it; null when nothing stands in the way. */

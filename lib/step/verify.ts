@@ -37,8 +37,9 @@ import type { SessionMechanism } from "../supervisor/scope.ts";
 import { commitsAhead, startPointFor } from "../repo/workspace.ts";
 import { protectedEntries, protectedPathVerdict } from "./protect.ts";
 import { describeRefused, MAX_OBJECT_BYTES } from "../repo/object-import.ts";
-import { airlock, type AirlockResult, checkoutForVerify, checkoutProducts, objectProofs, VERIFY_GIT } from "./checkout.ts";
-import { SandboxRefusedError, sandboxRequest, sessionPath } from "./machine-probe.ts";
+import { airlock, type AirlockResult, checkoutProducts } from "./airlock.ts";
+import { checkoutForVerify, objectProofs, VERIFY_GIT } from "./checkout.ts";
+import { SandboxRefusedError, sandboxRequest, sessionPath } from "./sandbox-request.ts";
 import { drainedReason, faultReason, sandboxFault, systemError } from "../decisions/faults.ts";
 import { probeSandbox, type SandboxRequest } from "../supervisor/sandbox.ts";
 import type { GatewayRequest } from "../supervisor/gateway-files.ts";
@@ -281,10 +282,12 @@ function spawnReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOut
   // The checkout made to hold exactly the commit it verifies (and what setup made), with a
   // read-only git folder of its own: nothing the agent left there but what the commit holds.
   const products = checkoutProducts(ctx.options.stateRoot, it.id) ?? [];
+  // A reservation from before its head was recorded verifies the branch as it is.
+  const head = run.head ?? revParse(repoOf(ctx), `refs/heads/${s.branch}`) ?? s.branch;
   let guarded: ReturnType<typeof protectedEntries>;
   try {
-    checkoutForVerify(ctx, it, { worktree: s.worktree, dir: s.sessionDir, branch: s.branch, head: run.head ?? s.branch, products });
-    guarded = protectedEntries(ctx, run.head ?? s.branch);
+    checkoutForVerify(ctx, it, { worktree: s.worktree, dir: s.sessionDir, branch: s.branch, head, products });
+    guarded = protectedEntries(ctx, head);
   } catch (err) {
     if (!(err instanceof StartError) && !(err instanceof GitError) && systemError(err) === null) throw err;
     return record(ctx, it, notRun(attempt.n, { code: "could_not_run", error: `the checkout could not be made the verified commit's: ${(err as Error).message}` }));

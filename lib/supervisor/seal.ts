@@ -10,26 +10,27 @@ import { killGroup } from "../shared/process.ts";
 import { type SandboxRequest, sandboxArgv, sandboxSpec } from "./sandbox.ts";
 
 /** How long a seal may take: `git add -A` over a large worktree whose index has no stat data yet. */
-export const SEAL_TIMEOUT_MS = 120_000;
+const SEAL_TIMEOUT_MS = 120_000;
 
-// `$@`: the pathspecs of what never lands (what setup made). Identity: the user's, else loop's.
+// `$1`: the commit's message; then the pathspecs of what never lands (what setup made). Identity: the user's, else loop's.
 // index.lock: the agent's git may have been killed mid-command; the lock is its, in its folder.
 // A git folder holds no link, FIFO or device of its own, nor a file with another name elsewhere:
 // whatever the agent planted there (a link or a hard link at COMMIT_EDITMSG or logs/HEAD to a file of
 // the operator's, a FIFO) goes before git writes through it. Objects are the import's to prove.
 const SCRIPT = [
+  'message=$1; shift',
   'find "$GIT_DIR" ! -type d ! -type f -exec rm -f {} + 2>/dev/null',
   'find "$GIT_DIR" -path "$GIT_DIR/objects" -prune -o -type f -links +1 -exec rm -f {} + 2>/dev/null',
   'rm -f "$GIT_DIR/index.lock"',
   'git var GIT_AUTHOR_IDENT >/dev/null 2>&1 || export GIT_AUTHOR_NAME=loop GIT_AUTHOR_EMAIL=loop@localhost',
   'git var GIT_COMMITTER_IDENT >/dev/null 2>&1 || export GIT_COMMITTER_NAME=loop GIT_COMMITTER_EMAIL=loop@localhost',
   'git -c core.hooksPath=/dev/null -c core.fsmonitor=false add -A -- . "$@" || exit 10',
-  "if git -c core.fsmonitor=false diff --cached --quiet; then c=0; else git -c core.hooksPath=/dev/null -c core.fsmonitor=false commit --no-verify -q -m \"$LOOP_SEAL_MESSAGE\" || exit 11; c=1; fi",
+  "if git -c core.fsmonitor=false diff --cached --quiet; then c=0; else git -c core.hooksPath=/dev/null -c core.fsmonitor=false commit --no-verify -q -m \"$message\" || exit 11; c=1; fi",
   "h=$(git rev-parse --verify -q 'HEAD^{commit}') || exit 12",
   'echo "loop-seal $c $h"',
 ].join("\n");
 
-export type SealResult =
+type SealResult =
   | { ok: true; head: string; committed: boolean }
   | { ok: false; timedOut: boolean; reason: string };
 
@@ -49,7 +50,7 @@ interface SealRequest {
 
 /** The environment of the seal: enough for git, nothing of loop's. */
 function sealEnvironment(o: SealRequest): Record<string, string> {
-  const env: Record<string, string> = { GIT_DIR: o.gitDir, GIT_WORK_TREE: o.worktree, LOOP_SEAL_MESSAGE: o.message, GIT_TERMINAL_PROMPT: "0", GIT_OPTIONAL_LOCKS: "0", PWD: o.worktree };
+  const env: Record<string, string> = { GIT_DIR: o.gitDir, GIT_WORK_TREE: o.worktree, GIT_TERMINAL_PROMPT: "0", GIT_OPTIONAL_LOCKS: "0", PWD: o.worktree };
   for (const k of ["PATH", "HOME", "LANG", "LC_ALL", "TZ"]) if (o.env[k]) env[k] = o.env[k]!;
   return env;
 }
@@ -57,7 +58,7 @@ function sealEnvironment(o: SealRequest): Record<string, string> {
 /** Commit what the agent left in its worktree, on its side; the head it proposes, or why not. */
 export async function sealAttempt(o: SealRequest): Promise<SealResult> {
   const pathspecs = o.exclude.map((p) => `:(exclude,top,literal)${p}`);
-  const inner = ["sh", "-c", SCRIPT, "loop-seal", ...pathspecs];
+  const inner = ["sh", "-c", SCRIPT, "loop-seal", o.message, ...pathspecs];
   const argv = o.sandbox
     ? sandboxArgv(sandboxSpec({ ...o.sandbox.request, writable: [], homes: [], gatewaySockets: undefined, noNetwork: true }, o.sandbox.sessionDir), inner)
     : inner;

@@ -5,7 +5,7 @@
 // records the session itself and leaves in the worktree what an agent would have left.
 import { TEST_DEFAULTS } from "../helpers/env.ts";
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { NO_PROGRESS } from "../../lib/decisions/guards.ts";
 import { createConsola } from "consola/core";
@@ -27,7 +27,9 @@ import { SESSION_FILES } from "../../lib/supervisor/session-wrapper.ts";
 import { SESSION_MARK_VAR } from "../../lib/shared/process.ts";
 import { failAttempt, settleAttempt } from "../../lib/step/settle.ts";
 import { verifyAttempt } from "../../lib/step/verify.ts";
-import { ensureWorktree } from "../../lib/repo/workspace.ts";
+import { ensureBranch } from "../../lib/repo/workspace.ts";
+import { syncTree } from "../../lib/repo/tree-sync.ts";
+import { makeAttemptGitDir } from "../../lib/repo/attempt-git.ts";
 import { cleanupDir, git, makeRepo, writeLoopJson } from "../helpers/project.ts";
 
 const dirs: string[] = [];
@@ -93,8 +95,12 @@ function exitedAttempt(h: Harness, o: { exitCode?: number; leave?: Record<string
   const key = "launch:a:e0:a1";
   append(ctx, [{ type: "launch_reserved", item: "a", id: key, payload: { attempt: 1, key, runner: "agent", model: null, branch, worktree, sessionDir: dir, sessionId: "s1" } }], "reserve");
   mkdirSync(dir, { recursive: true });
-  ensureWorktree({ repo: h.root, path: worktree, branch, startPoint: "main" });
-  writeFileSync(join(dir, "start-head"), git(worktree, "rev-parse", "HEAD") + "\n");
+  // The checkout as the launch makes it (lib/step/checkout.ts): written from the branch's blobs, its own git folder.
+  const made = ensureBranch({ repo: h.root, branch, startPoint: "main", aside: "loop/ph/aside/a" });
+  mkdirSync(worktree, { recursive: true });
+  syncTree({ repo: h.root, dir: worktree, commit: made.head, keep: [], stampsFile: join(h.stateRoot, "trees", "a.json"), untracked: "remove" });
+  makeAttemptGitDir({ repo: h.root, gitDir: join(dir, "git"), worktree, branch, head: made.head, refs: {}, excludes: [] });
+  writeFileSync(join(dir, "start-head"), made.head + "\n");
   for (const [f, text] of Object.entries(o.commit ?? {})) {
     writeFileSync(join(worktree, f), text);
     git(worktree, "add", f);
@@ -177,19 +183,24 @@ describe("the verify phase", () => {
     }
   });
 
-  test("a worktree that is gone, or whose leftovers git cannot commit, fails the verify with the reason; nothing is thrown", async () => {
+  test("a worktree that is gone, or whose leftovers cannot be committed on the agent's side, fails the verify with the reason; nothing is thrown", async () => {
     const gone = harness({ verify: "true" });
     exitedAttempt(gone);
-    git(gone.root, "worktree", "remove", "--force", worktreeDir(gone.ctx.worktrees, "a"));
+    rmSync(worktreeDir(gone.ctx.worktrees, "a"), { recursive: true, force: true });
     await verifyAttempt(gone.ctx, gone.item());
     expect(lastOf(gone, "verify_finished")).toMatchObject({ passed: false, log: null, code: "worktree_missing", reason: "worktree is missing" });
-    const locked = harness({ verify: "true" });
+    // A stale lock in the agent's own git folder is the seal's to clear: the work is committed.
+    const locked = harness({ verify: "test -s out.txt" });
     exitedAttempt(locked, { leave: { "out.txt": "hi\n" } });
-    const wt = worktreeDir(locked.ctx.worktrees, "a");
-    writeFileSync(join(git(wt, "rev-parse", "--absolute-git-dir"), "index.lock"), "");
-    await verifyAttempt(locked.ctx, locked.item());
-    // git's failure is a fact of the leftovers gate: git_failed, with git's words for people.
-    expect(lastOf(locked, "verify_finished")).toMatchObject({ passed: false, code: "git_failed", reason: expect.stringContaining("could not commit the changes the agent left: ") });
+    writeFileSync(join(sessionDir(locked.stateRoot, "a", 0, 1), "git", "index.lock"), "");
+    await verifyToEnd(locked);
+    expect(lastOf(locked, "verify_finished")).toMatchObject({ passed: true, code: "passed" });
+    // A git folder the agent broke: the seal fails, seal_failed with git's words for people.
+    const broken = harness({ verify: "true" });
+    exitedAttempt(broken, { leave: { "out.txt": "hi\n" } });
+    writeFileSync(join(sessionDir(broken.stateRoot, "a", 0, 1), "git", "HEAD"), "garbage\n");
+    await verifyAttempt(broken.ctx, broken.item());
+    expect(lastOf(broken, "verify_finished")).toMatchObject({ passed: false, code: "seal_failed", reason: expect.stringContaining("seal_failed: committing what the agent left failed on its side: ") });
   });
 });
 

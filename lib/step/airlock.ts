@@ -1,0 +1,159 @@
+// The airlock's passage (docs/threat-model.md#the-airlock): after the agent, what it left is sealed
+// on its side (lib/supervisor/seal.ts), its objects imported, each proven (lib/repo/object-import.ts),
+// the proposed head checked to be a commit whose history the repository holds, and loop writes the
+// item branch to it. Used by the verify phase and by the close path (which ctl and reset use too),
+// so it takes plain values, not a step's context. Also what loop keeps of a checkout: its stamps
+// (lib/repo/tree-sync.ts) and what setup made there.
+import { existsSync, rmSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { gitTry, revParse } from "../repo/git.ts";
+import { describeRefused, importObjects, type Refusal } from "../repo/object-import.ts";
+import { readTree, TreeRefused } from "../repo/tree-sync.ts";
+import { StartError } from "../shared/errors.ts";
+import { readJsonOrNull, readTextOrNull } from "../shared/fsutil.ts";
+import { statePaths } from "../shared/paths.ts";
+import { probeSandbox, type SandboxRequest } from "../supervisor/sandbox.ts";
+import { sealAttempt } from "../supervisor/seal.ts";
+import { sandboxRequest, sessionPath } from "./sandbox-request.ts";
+
+/** The session folder's private git folders: the agent's, and its verify's (read-only). */
+export const ATTEMPT_GIT = "git";
+
+/** What loop keeps about one item's checkout, in the state root (out of the sandbox's sight). */
+export function treeFiles(stateRoot: string, item: string): { stamps: string; products: string } {
+  const trees = statePaths(stateRoot).trees;
+  return { stamps: join(trees, `${item}.json`), products: join(trees, `${item}.products.json`) };
+}
+
+/** What `workspace.setup` made in a checkout, and for which command. */
+export interface ProductsRecord {
+  version: 1;
+  /** The setup command it ran; another command runs again. */
+  command: string;
+  /** Top-most paths (relative to the checkout) the start point does not hold. */
+  paths: string[];
+}
+
+/**
+ * What setup made in the item's checkout: null when it has not run there, or (with `command`) ran
+ * another command than `command`.
+ */
+export function checkoutProducts(stateRoot: string, item: string, command?: string): string[] | null {
+  const r = readJsonOrNull<ProductsRecord>(treeFiles(stateRoot, item).products);
+  if (!r || r.version !== 1 || !Array.isArray(r.paths) || (command !== undefined && r.command !== command)) return null;
+  return r.paths.filter((p): p is string => typeof p === "string");
+}
+
+/** Forget what loop knew of a checkout (it was removed or moved aside). */
+export function forgetCheckout(stateRoot: string, item: string): void {
+  const f = treeFiles(stateRoot, item);
+  rmSync(f.stamps, { force: true });
+  rmSync(f.products, { force: true });
+}
+
+
+/** What came out of the airlock: the head loop wrote the item branch to, or why nothing did. */
+export type AirlockResult =
+  | { kind: "ok"; head: string; committed: boolean; imported: number }
+  | { kind: "seal_failed"; reason: string; timedOut: boolean }
+  | { kind: "objects_refused"; refused: Refusal[] }
+  | { kind: "object_too_large"; refused: Refusal[] }
+  | { kind: "head_invalid"; reason: string }
+  | { kind: "branch_moved"; found: string | null; expected: string };
+
+/**
+ * Where an attempt's git lives: its private git folder in the session folder, or, for an attempt an
+ * older version of loop launched, the linked worktree's git folder and the session's private object
+ * folder (its objects: lib/repo/object-import.ts).
+ */
+function attemptLayout(repo: string, worktree: string, sessionDir: string): { gitDir: string; objects: string } | null {
+  const own = join(sessionDir, ATTEMPT_GIT);
+  if (existsSync(own)) return { gitDir: own, objects: join(own, "objects") };
+  const named = readTextOrNull(join(worktree, ".git"), { maxBytes: 4096, noLinks: true });
+  const m = named ? /^gitdir: (.+)$/m.exec(named) : null;
+  const common = gitTry(repo, ["rev-parse", "--path-format=absolute", "--git-common-dir"]);
+  if (!m || common.code !== 0) return null;
+  const gitDir = m[1]!.trim();
+  // Only a registration of the repository's own: anything else is not loop's to run git in.
+  if (dirname(gitDir) !== join(common.stdout.trim(), "worktrees")) return null;
+  return { gitDir, objects: join(sessionDir, "objects") };
+}
+
+interface AirlockOptions {
+  repo: string;
+  stateRoot: string;
+  env: Record<string, string | undefined>;
+  item: string;
+  runner: string;
+  worktree: string;
+  sessionDir: string;
+  branch: string;
+  /** The head loop gave the attempt (its start-head): the branch is moved from there, never from elsewhere. */
+  expected: string;
+  /** The item runs in the sandbox: the seal does too, or not at all. */
+  sandboxed: boolean;
+  message: string;
+}
+
+/**
+ * After the agent: seal what it left (on its side), import its objects (each proven), check the
+ * proposed head, and write the item branch to it (from `expected`, the head loop gave the attempt:
+ * a branch someone else moved is not overwritten). Idempotent: a step killed half-way does it again.
+ */
+export async function airlock(o: AirlockOptions): Promise<AirlockResult> {
+  const layout = attemptLayout(o.repo, o.worktree, o.sessionDir);
+  if (!layout) return { kind: "seal_failed", reason: `the checkout ${o.worktree} has no git folder of its attempt`, timedOut: false };
+  const products = checkoutProducts(o.stateRoot, o.item) ?? [];
+  let sandbox: { request: SandboxRequest; sessionDir: string } | null = null;
+  if (o.sandboxed) {
+    const probe = probeSandbox(sessionPath(o.env));
+    if (!probe.ok) return { kind: "seal_failed", reason: `the sandbox it must run in cannot be made (${probe.message}); nothing of the agent's is run outside it`, timedOut: false };
+    try {
+      const request = sandboxRequest({ bwrap: probe.bwrap, repo: o.repo, worktree: o.worktree, stateRoot: o.stateRoot, runner: o.runner, writable: [], env: o.env });
+      sandbox = { request: { ...request, homes: [], gitDir: { path: layout.gitDir, writable: true }, readOnly: products.map((p) => join(o.worktree, p)) }, sessionDir: o.sessionDir };
+    } catch (err) {
+      if (!(err instanceof StartError)) throw err;
+      return { kind: "seal_failed", reason: err.message, timedOut: false };
+    }
+  }
+  const sealed = await sealAttempt({ worktree: o.worktree, gitDir: layout.gitDir, exclude: products, message: o.message, sandbox, env: o.env });
+  if (!sealed.ok) return { kind: "seal_failed", reason: sealed.reason, timedOut: sealed.timedOut };
+  const imported = await importObjects({ repo: o.repo, from: layout.objects });
+  const large = imported.refused.filter((r) => r.kind === "too_large");
+  if (large.length) return { kind: "object_too_large", refused: large };
+  if (imported.refused.length) return { kind: "objects_refused", refused: imported.refused };
+  const head = sealed.head;
+  // Every object the attempt's commits reach, there and readable: a head whose history loop cannot read is no head.
+  const complete = gitTry(o.repo, ["rev-list", "--objects", "--quiet", head, "--not", o.expected]);
+  if (complete.code !== 0 || revParse(o.repo, head) !== head)
+    return { kind: "head_invalid", reason: `${head.slice(0, 12)} is not a commit whose history the repository holds (${complete.stderr.trim().split("\n")[0] || `git exited ${complete.code}`})` };
+  try {
+    readTree(o.repo, head);
+  } catch (err) {
+    if (!(err instanceof TreeRefused)) throw err;
+    return { kind: "head_invalid", reason: `${head.slice(0, 12)}: ${err.message}` };
+  }
+  const now = revParse(o.repo, `refs/heads/${o.branch}`);
+  if (now === head) return { kind: "ok", head, committed: sealed.committed, imported: imported.imported };
+  if (now !== o.expected) return { kind: "branch_moved", found: now, expected: o.expected };
+  const w = gitTry(o.repo, ["update-ref", "-m", `loop: ${o.item}: the attempt's head`, `refs/heads/${o.branch}`, head, o.expected]);
+  if (w.code !== 0) return { kind: "branch_moved", found: revParse(o.repo, `refs/heads/${o.branch}`), expected: o.expected };
+  return { kind: "ok", head, committed: sealed.committed, imported: imported.imported };
+}
+
+/** What an airlock refusal says, for a verdict. */
+export function airlockReason(r: Exclude<AirlockResult, { kind: "ok" }>): string {
+  switch (r.kind) {
+    case "seal_failed":
+      return `committing what the agent left failed on its side: ${r.reason}`;
+    case "objects_refused":
+      return `the attempt wrote objects that are not what their names say: ${describeRefused(r.refused)}; they were not imported`;
+    case "object_too_large":
+      return `the attempt made objects larger than loop imports: ${describeRefused(r.refused)}`;
+    case "head_invalid":
+      return r.reason;
+    case "branch_moved":
+      return `the item branch was moved while the attempt ran (at ${r.found ? r.found.slice(0, 12) : "nothing"}, loop left it at ${r.expected.slice(0, 12)}): not loop's doing, not overwritten`;
+  }
+}
+

@@ -1,0 +1,45 @@
+// What a sandbox is built over (lib/supervisor/sandbox.ts), as the step knows it: the checkout loop
+// made and the repository's git folder, named by loop's own git. Apart from the launch's machine
+// probe, so that the close path (which `loop ctl` and `loop reset` use) loads nothing of a forge.
+import { lstatSync, realpathSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
+import { PRESET_HOMES } from "../definition/runners.ts";
+import { gitTry } from "../repo/git.ts";
+import { StartError } from "../shared/errors.ts";
+import type { SandboxRequest } from "../supervisor/sandbox.ts";
+
+/**
+ * The PATH a session gets: the step's (sessions inherit the step's environment). An environment
+ * given without one (a test's) falls back to this process's.
+ */
+export function sessionPath(env: Record<string, string | undefined>): string {
+  return env.PATH ?? process.env.PATH ?? "";
+}
+
+/**
+ * A sandbox refused because the checkout it would be built over is not the folder loop made: typed,
+ * so a verify refused so is `worktree_replaced` by its type, never its words.
+ */
+export class SandboxRefusedError extends StartError {}
+
+/**
+ * What a session, seal, setup or verify's sandbox is built from (lib/supervisor/sandbox.ts): the
+ * checkout (a folder loop made, no link) and the repository's common git folder, named by loop's own
+ * git. The caller adds the attempt's git folder and what is read-only inside the checkout. A
+ * checkout that is not a folder at its place is a SandboxRefusedError (a StartError), and nothing is mounted.
+ */
+export function sandboxRequest(o: { bwrap: string; repo: string; worktree: string; stateRoot: string; runner: string; writable: string[]; programs?: string[]; env: Record<string, string | undefined> }): SandboxRequest {
+  const place = join(realpathSync(dirname(o.worktree)), basename(o.worktree));
+  let why: string | null;
+  try {
+    const st = lstatSync(o.worktree);
+    why = st.isSymbolicLink() ? `it is a link to ${realpathSync(o.worktree)}` : !st.isDirectory() ? "not a directory" : realpathSync(o.worktree) !== place ? `it resolves to ${realpathSync(o.worktree)}` : null;
+  } catch (err) {
+    why = (err as Error).message;
+  }
+  if (why !== null) throw new SandboxRefusedError(`no sandbox over ${o.worktree}: it is not the folder loop made (${why})`);
+  const common = gitTry(o.repo, ["rev-parse", "--path-format=absolute", "--git-common-dir"]);
+  if (common.code !== 0) throw new StartError(`no sandbox over ${o.worktree}: git cannot name the repository's git folder (${common.stderr.trim()})`);
+  return { bwrap: o.bwrap, worktree: o.worktree, stateRoot: o.stateRoot, worktrees: dirname(o.worktree), commonDir: common.stdout.trim(), writable: o.writable, homes: [...(PRESET_HOMES[o.runner] ?? [])], programs: o.programs ?? [], env: o.env };
+}
+
