@@ -10,6 +10,7 @@ import { gitTry, revParse } from "../repo/git.ts";
 import { describeRefused, importObjects, type Refusal } from "../repo/object-import.ts";
 import { readTree, TreeRefused } from "../repo/tree-sync.ts";
 import { StartError } from "../shared/errors.ts";
+import { SESSION_MARK_VAR } from "../shared/process.ts";
 import { readJsonOrNull, readTextOrNull } from "../shared/fsutil.ts";
 import { statePaths } from "../shared/paths.ts";
 import { probeSandbox, type SandboxRequest } from "../supervisor/sandbox.ts";
@@ -92,6 +93,9 @@ interface AirlockOptions {
   expected: string;
   /** The item runs in the sandbox: the seal does too, or not at all. */
   sandboxed: boolean;
+  /** The attempt's number and its session's mark (lib/supervisor/sessions.ts sessionMark): the seal carries them. */
+  attempt: number;
+  mark: string;
   message: string;
 }
 
@@ -116,7 +120,8 @@ export async function airlock(o: AirlockOptions): Promise<AirlockResult> {
       return { kind: "seal_failed", reason: err.message, timedOut: false };
     }
   }
-  const sealed = await sealAttempt({ worktree: o.worktree, gitDir: layout.gitDir, exclude: products, message: o.message, sandbox, env: o.env });
+  const attempt = { LOOP_ITEM: o.item, LOOP_ATTEMPT: String(o.attempt), [SESSION_MARK_VAR]: o.mark };
+  const sealed = await sealAttempt({ worktree: o.worktree, gitDir: layout.gitDir, exclude: products, message: o.message, sandbox, env: o.env, attempt });
   if (!sealed.ok) return { kind: "seal_failed", reason: sealed.reason, timedOut: sealed.timedOut };
   const imported = await importObjects({ repo: o.repo, from: layout.objects });
   const large = imported.refused.filter((r) => r.kind === "too_large");

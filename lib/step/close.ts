@@ -11,6 +11,7 @@ import { airlock, airlockReason, ATTEMPT_GIT, forgetCheckout } from "./airlock.t
 import type { EventDraft } from "../log/events.ts";
 import type { ItemState } from "../log/projection.ts";
 import { endSessionProcesses } from "../supervisor/end.ts";
+import { sessionMark } from "../supervisor/sessions.ts";
 import { gitTry, revParse } from "../repo/git.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import type { ModelPrice } from "../definition/normalized.ts";
@@ -52,6 +53,8 @@ async function sealLeftovers(o: { repo: string; stateRoot: string; env: Record<s
     branch: o.branch,
     expected,
     sandboxed: Boolean(o.it.def.sandbox),
+    attempt: s.attempt,
+    mark: sessionMark(s),
     message: o.message,
   });
   if (r.kind === "ok") return null;

@@ -145,6 +145,8 @@ async function gather(ctx: StepContext, it: ItemState, facts: GateFacts, fact: G
           branch: s.branch,
           expected: startHead,
           sandboxed: Boolean(it.def.sandbox),
+          attempt: attempt.n,
+          mark: sessionMark(s),
           message: `loop: ${it.id} attempt ${attempt.n}: changes the agent left uncommitted`,
         }),
       );

@@ -45,6 +45,8 @@ interface SealRequest {
   sandbox: { request: SandboxRequest; sessionDir: string } | null;
   /** Loop's environment: only PATH, HOME and the locale pass. */
   env: Record<string, string | undefined>;
+  /** The attempt's own variables (LOOP_ITEM, LOOP_ATTEMPT, its session mark): the seal is of the attempt, and what it leaves running is swept with it. */
+  attempt: Record<string, string>;
   timeoutMs?: number;
 }
 
@@ -52,7 +54,7 @@ interface SealRequest {
 function sealEnvironment(o: SealRequest): Record<string, string> {
   const env: Record<string, string> = { GIT_DIR: o.gitDir, GIT_WORK_TREE: o.worktree, GIT_TERMINAL_PROMPT: "0", GIT_OPTIONAL_LOCKS: "0", PWD: o.worktree };
   for (const k of ["PATH", "HOME", "LANG", "LC_ALL", "TZ"]) if (o.env[k]) env[k] = o.env[k]!;
-  return env;
+  return { ...env, ...o.attempt };
 }
 
 /** Commit what the agent left in its worktree, on its side; the head it proposes, or why not. */

@@ -7,9 +7,9 @@
 // verify `sh tests/check.sh`, protect `tests/**`, landing `merge` (local), one attempt, environment
 // policy "clean", and one item `x` run by the attack's agent: ONE shell script (a command runner
 // `["sh", "-c", PRELUDE + agent]`, its cwd the item's worktree; attempt-dependent behaviour through
-// $LOOP_ATTEMPT). PRELUDE finds what an agent can find (the state root from the handoff's path, the
-// repository from `git rev-parse --git-common-dir`); in the sandbox some of it is hidden, and an
-// attack that needs it then simply fails.
+// $LOOP_ATTEMPT). PRELUDE finds what an agent can find (the state root from the handoff's path, its
+// own git folder, the repository through that folder's alternate); in the sandbox some of it is
+// hidden or read-only, and an attack that needs it then simply fails.
 //
 // Placeholders, replaced in agent scripts, harm paths and planted files: @AUX@ (a folder of the test
 // outside the worktree: hidden in the sandbox, so a file there written during a bwrap run was written
@@ -119,10 +119,14 @@ export const PRELUDE = [
   "",
   'SESSION=$(dirname "$LOOP_HANDOFF")',
   'STATE=$(dirname "$(dirname "$(dirname "$SESSION")")")',
-  'COMMON=$(cd "$(git rev-parse --git-common-dir)" && pwd)',
   'GITDIR=$(cd "$(git rev-parse --git-dir)" && pwd)',
+  // The repository's own git folder: the attempt's git folder names its store as its alternate
+  // (docs/threat-model.md#the-airlock); an older layout's worktree names it as its common folder.
+  'if [ -f "$GITDIR/objects/info/alternates" ]; then COMMON=$(cd "$(dirname "$(head -1 "$GITDIR/objects/info/alternates")")" && pwd); else COMMON=$(cd "$(git rev-parse --git-common-dir)" && pwd); fi',
   'ROOT=$(dirname "$COMMON")',
-  'OBJECTS=${GIT_OBJECT_DIRECTORY:-$COMMON/objects}',
+  // Where an attack's objects go: the repository's store where the agent can write it (no sandbox),
+  // else its own git folder's, which loop imports.
+  'if [ -w "$COMMON/objects" ]; then OBJECTS=$COMMON/objects; else OBJECTS=${GIT_OBJECT_DIRECTORY:-$GITDIR/objects}; fi',
   "AUX=@AUX@",
   "export GIT_AUTHOR_NAME=agent GIT_AUTHOR_EMAIL=agent@loop.invalid GIT_COMMITTER_NAME=agent GIT_COMMITTER_EMAIL=agent@loop.invalid",
   "keys() { { env; for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < \"$f\" 2>/dev/null; done; } | grep -aE '^[A-Za-z_]*(KEY|TOKEN|PASSWORD|SECRET)[A-Za-z0-9_]*=' | sort -u; }",

@@ -73,7 +73,8 @@ export const LOOP_ATTACKS: readonly Attack[] = [
     origin: "review 3: the refs loop owns",
     modes: ["none"],
     items: [{ id: "first", demo: "licence\n@demo write LICENSE MIT\n@demo commit licence" }, { id: "x", dependsOn: ["first"] }, { id: "b", demo: "b\n@demo write b.txt b\n@demo commit b", dependsOn: ["first"] }],
-    agent: "echo evil > backdoor.sh && git add backdoor.sh && git commit -qm backdoor && git update-ref refs/heads/loop/t/landed HEAD; exit 1",
+    // The commit is made in the repository itself (its own git folder holds only the attempt's work).
+    agent: String.raw`export GIT_DIR="$COMMON" GIT_INDEX_FILE="$AUX/evil-index"; git read-tree refs/heads/loop/t/landed && b=$(echo evil | git hash-object -w --stdin) && git update-index --add --cacheinfo "100644,$b,backdoor.sh" && c=$(git commit-tree "$(git write-tree)" -p refs/heads/loop/t/landed -m backdoor) && git update-ref refs/heads/loop/t/landed "$c"; exit 1`,
     marker: { file: "backdoor.sh" },
     expect: ["owned_ref_changed", "target_moved"],
   },

@@ -57,19 +57,19 @@ describe("sealAttempt", () => {
     writeFileSync(join(a.wt, "LICENSE"), "MIT\n");
     mkdirSync(join(a.wt, ".venv"));
     writeFileSync(join(a.wt, ".venv", "pyvenv.cfg"), "home=/usr\n");
-    const r = await sealAttempt({ worktree: a.wt, gitDir: a.gitDir, exclude: [".venv"], message: "loop: leftovers", sandbox: null, env: testEnv() });
+    const r = await sealAttempt({ worktree: a.wt, gitDir: a.gitDir, exclude: [".venv"], message: "loop: leftovers", sandbox: null, env: testEnv(), attempt: {} });
     expect(r.ok && r.committed).toBe(true);
     const head = r.ok ? r.head : "";
     const files = Bun.spawnSync(["git", "--git-dir", a.gitDir, "ls-tree", "-r", "--name-only", head], { env: testEnv() }).stdout.toString().trim().split("\n");
     expect(files.sort()).toEqual(["LICENSE", "README.md"]);
-    expect(await sealAttempt({ worktree: a.wt, gitDir: a.gitDir, exclude: [".venv"], message: "again", sandbox: null, env: testEnv() })).toEqual({ ok: true, committed: false, head });
+    expect(await sealAttempt({ worktree: a.wt, gitDir: a.gitDir, exclude: [".venv"], message: "again", sandbox: null, env: testEnv(), attempt: {} })).toEqual({ ok: true, committed: false, head });
   });
 
   test("without the sandbox it runs as the agent ran: a planted filter driver runs, but with none of loop's keys", async () => {
     const a = attempt();
     const marker = join(a.dir, "ran.txt");
     plantFilter(a.wt, marker);
-    const r = await sealAttempt({ worktree: a.wt, gitDir: a.gitDir, exclude: [], message: "m", sandbox: null, env: { ...testEnv(), ANTHROPIC_API_KEY: "canary-seal-key" } });
+    const r = await sealAttempt({ worktree: a.wt, gitDir: a.gitDir, exclude: [], message: "m", sandbox: null, env: { ...testEnv(), ANTHROPIC_API_KEY: "canary-seal-key" }, attempt: {} });
     expect(r.ok).toBe(true);
     expect(readFileSync(marker, "utf8")).toContain("ran key=\n");
   });
@@ -78,7 +78,7 @@ describe("sealAttempt", () => {
     const a = attempt();
     const marker = join(a.dir, "ran.txt");
     plantFilter(a.wt, marker);
-    const r = await sealAttempt({ worktree: a.wt, gitDir: a.gitDir, exclude: [], message: "m", sandbox: { request: a.request(bwrap!), sessionDir: a.sessionDir }, env: { ...testEnv(), ANTHROPIC_API_KEY: "canary-seal-key" } });
+    const r = await sealAttempt({ worktree: a.wt, gitDir: a.gitDir, exclude: [], message: "m", sandbox: { request: a.request(bwrap!), sessionDir: a.sessionDir }, env: { ...testEnv(), ANTHROPIC_API_KEY: "canary-seal-key" }, attempt: {} });
     expect(r.ok).toBe(true);
     expect(existsSync(marker)).toBe(false);
   });
@@ -94,7 +94,7 @@ describe("sealAttempt", () => {
     linkSync(hard, join(a.gitDir, "logs", "refs", "heads", "loop", "t", "item", "a"));
     Bun.spawnSync(["mkfifo", join(a.gitDir, "logs", "HEAD")]);
     writeFileSync(join(a.wt, "LICENSE"), "MIT\n");
-    const r = await sealAttempt({ worktree: a.wt, gitDir: a.gitDir, exclude: [], message: "m", sandbox: null, env: testEnv(), timeoutMs: 20_000 });
+    const r = await sealAttempt({ worktree: a.wt, gitDir: a.gitDir, exclude: [], message: "m", sandbox: null, env: testEnv(), attempt: {}, timeoutMs: 20_000 });
     expect(r).toMatchObject({ ok: true, committed: true });
     expect(readFileSync(victim, "utf8")).toBe("keep\n");
     expect(readFileSync(hard, "utf8")).toBe("keep too\n");
@@ -106,7 +106,7 @@ describe("sealAttempt", () => {
     writeFileSync(join(a.wt, "slow"), "x\n");
     writeFileSync(join(a.gitDir, "config"), readFileSync(join(a.gitDir, "config"), "utf8") + '[filter "slow"]\n\tclean = sleep 300\n');
     for (const sandbox of [null, ...(bwrap ? [{ request: a.request(bwrap), sessionDir: a.sessionDir }] : [])]) {
-      const r = await sealAttempt({ worktree: a.wt, gitDir: a.gitDir, exclude: [], message: "m", sandbox, env: testEnv(), timeoutMs: 1500 });
+      const r = await sealAttempt({ worktree: a.wt, gitDir: a.gitDir, exclude: [], message: "m", sandbox, env: testEnv(), attempt: {}, timeoutMs: 1500 });
       expect(r).toMatchObject({ ok: false, timedOut: true });
       const left = Bun.spawnSync(["pgrep", "-f", "sleep 300"]).stdout.toString().trim();
       expect(left).toBe("");
