@@ -190,6 +190,8 @@ export const PAYLOADS = {
     SESSION_STARTED,
     v.strictObject({ ...SESSION_STARTED.entries, mechanism: MECHANISM }),
     v.strictObject({ ...SESSION_STARTED.entries, mechanism: MECHANISM, start: Str, branchAside: v.nullable(v.strictObject({ branch: Str, commit: Str })) }),
+    // `base`: the start point's commit at this launch, the newest base a rework may merge in (docs/threat-model.md#without-the-sandbox).
+    v.strictObject({ ...SESSION_STARTED.entries, mechanism: MECHANISM, start: Str, branchAside: v.nullable(v.strictObject({ branch: Str, commit: Str })), base: Str }),
   ]),
   launch_failed: v.strictObject({ attempt: Pos, reason: Str, interrupted: v.boolean() }),
   // A worktree moved out of the state root (docs/events.md#worktree_moved); item null for the landing checkout.

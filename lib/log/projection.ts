@@ -67,6 +67,8 @@ export interface AttemptRecord {
    * and in a session adopted from a launch cut short.
    */
   start?: string;
+  /** The start point's commit at this attempt's launch: the newest base its branch may merge in (absent in older logs). */
+  base?: string;
   /** How this attempt's landing ended (landing_finished); null until it did. */
   landing: LandingRecord | null;
   /** This attempt's landing wait through a forge (forge_pr_recorded, then forge_landing_waiting); null before its PR is recorded. */

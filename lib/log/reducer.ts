@@ -258,6 +258,7 @@ const HANDLERS: Handlers = {
     a.startedAt = e.ts;
     if (e.payload.resumed) a.resumed = true;
     if ("start" in e.payload) a.start = e.payload.start;
+    if ("base" in e.payload) a.base = e.payload.base;
     const s = it.session!;
     s.pid = e.payload.pid;
     s.tmux = e.payload.tmux;

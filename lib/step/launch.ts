@@ -287,7 +287,7 @@ async function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, 
       {
         type: "session_started",
         item: it.id,
-        payload: { attempt: n, pid: started.pid, tmux: started.tmux, conversationId: cmd.conversationId ?? (resume ? conversationId : null), argv: cmd.argv.map(redactLong), log: join(dir, SESSION_FILES.output), resumed: Boolean(resume && cmd.supportsResume), ...(started.mechanism ? { mechanism: started.mechanism, ...(onBranch ? { start: onBranch.start, branchAside: onBranch.aside } : {}) } : {}) },
+        payload: { attempt: n, pid: started.pid, tmux: started.tmux, conversationId: cmd.conversationId ?? (resume ? conversationId : null), argv: cmd.argv.map(redactLong), log: join(dir, SESSION_FILES.output), resumed: Boolean(resume && cmd.supportsResume), ...(started.mechanism ? { mechanism: started.mechanism, ...(onBranch ? { start: onBranch.start, branchAside: onBranch.aside, base: onBranch.base } : {}) } : {}) },
       },
     ],
     "session_started",
@@ -300,19 +300,19 @@ async function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, 
  * commit the attempt's branch must contain, or null when there is nothing to decide here (the start
  * point does not resolve, or the branch is a symbolic ref: ensureWorktree refuses both, named).
  */
-function branchForAttempt(ctx: StepContext, it: ItemState, o: { repo: string; branch: string; worktree: string; startPoint: string; attempt: number }): { start: string; aside: { branch: string; commit: string } | null } | null {
+function branchForAttempt(ctx: StepContext, it: ItemState, o: { repo: string; branch: string; worktree: string; startPoint: string; attempt: number }): { start: string; aside: { branch: string; commit: string } | null; base: string } | null {
   const startCommit = revParse(o.repo, `${o.startPoint}^{commit}`);
   if (startCommit === null || symbolicBranchTarget(o.repo, o.branch) !== null) return null;
   const inherited = [...it.attempts].reverse().find((a) => a.start !== undefined && a.startedAt !== null)?.start ?? null;
   const branchHead = branchExists(o.repo, o.branch) ? revParse(o.repo, `refs/heads/${o.branch}`) : null;
   const plan = branchAtLaunch({ inherited, startCommit, branchHead });
-  if (plan.kind !== "move_aside") return { start: plan.start, aside: null };
+  if (plan.kind !== "move_aside") return { start: plan.start, aside: null, base: startCommit };
   const aside = asideBranchName(ctx.def.name, it.id, it.epoch, o.attempt, (name) => branchExists(o.repo, name));
   moveBranchAside({ repo: o.repo, branch: o.branch, aside, head: plan.found, worktree: o.worktree });
   ctx.options.log.warn(
     `${o.branch} was at ${plan.found.slice(0, 12)}, a commit no session of ${it.id} made (another agent's, or left from anything): moved to ${aside}, never built on; the attempt starts from ${o.startPoint}. Look at it, then delete it (git branch -D ${aside})`,
   );
-  return { start: plan.start, aside: { branch: aside, commit: plan.found } };
+  return { start: plan.start, aside: { branch: aside, commit: plan.found }, base: startCommit };
 }
 
 /**

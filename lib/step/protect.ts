@@ -56,8 +56,11 @@ export function protectedPathVerdict(ctx: StepContext, it: ItemState): PathsVerd
     // HEAD~1, a rebase onto history before the test was written), it could roll protected files back.
     if (!isAncestor(repo, recorded, branch)) return { code: "start_commit_missing", branch, recorded, start };
     // Compared with that commit, or with a later commit of the start point's own history the branch
-    // merged in (a rework that merged the newer base): never anything older than the start.
-    from = fork !== null && isAncestor(repo, recorded, fork) ? fork : recorded;
+    // merged in (a rework that merged the newer base): never anything older than the start, and
+    // never newer than the base loop saw at this attempt's launch (a commit that appeared on the base
+    // while the agent ran, the agent's own without the sandbox, is not a base).
+    const base = requireAttempt(it).base;
+    from = fork !== null && isAncestor(repo, recorded, fork) && (base === undefined || isAncestor(repo, fork, base)) ? fork : recorded;
   } else {
     // Logs from before the start was recorded: from where the branch forked off its start point.
     // A branch with no common history with it (rewritten) is compared with it whole.
