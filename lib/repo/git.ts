@@ -184,3 +184,8 @@ export function revParse(dir: string, rev: string): string | null {
   const r = gitTry(dir, ["rev-parse", "--verify", "--quiet", `${rev}^{commit}`]);
   return r.code === 0 ? r.stdout.trim() : null;
 }
+
+/** The repository's common git folder, absolute (loop's own git names it). Throws GitError. */
+export function commonGitDir(repo: string): string {
+  return git(repo, ["rev-parse", "--path-format=absolute", "--git-common-dir"]);
+}

@@ -4,7 +4,8 @@ import { FaultError, startPointFault } from "../decisions/faults.ts";
 import { existsSync, lstatSync, readdirSync, realpathSync, renameSync, rmSync, statSync } from "node:fs";
 import { readRegularFile, readTextOrNull } from "../shared/fsutil.ts";
 import { dirname, join, relative, resolve } from "node:path";
-import { branchExists, git, gitTry, revParse, symbolicBranchTarget } from "./git.ts";
+import { branchExists, commonGitDir, git, gitTry, revParse, symbolicBranchTarget } from "./git.ts";
+import { disarmRefTraps } from "./ref-traps.ts";
 import { GitError } from "../shared/errors.ts";
 import type { LandingCode } from "../log/vocabulary.ts";
 
@@ -101,6 +102,7 @@ export function ensureBranch(o: { repo: string; branch: string; startPoint: stri
   const below = listBranches(o.repo, [`${o.branch}/`]);
   const movedBelow: string[] = [];
   if (below.size) {
+    disarmRefTraps({ commonDir: commonGitDir(o.repo), refs: [...below.keys()].flatMap((name) => [`refs/heads/${name}`, `refs/heads/${o.aside}/${name.slice(o.branch.length + 1)}`]) });
     const input = [...below].map(([name, head]) => `create refs/heads/${o.aside}/${name.slice(o.branch.length + 1)} ${head}\ndelete refs/heads/${name} ${head}\n`).join("");
     const r = gitTry(o.repo, ["update-ref", "-m", "loop: refs below an item branch's name, moved aside", "--stdin"], {}, input);
     if (r.code !== 0) throw new GitError(["update-ref", "--stdin"], r.code, r.stderr);
@@ -110,6 +112,7 @@ export function ensureBranch(o: { repo: string; branch: string; startPoint: stri
   if (head !== null) return { created: false, head, movedBelow };
   const start = revParse(o.repo, o.startPoint);
   if (start === null) throw new FaultError(startPointFault({ startPoint: o.startPoint, repo: o.repo }));
+  disarmRefTraps({ commonDir: commonGitDir(o.repo), refs: [`refs/heads/${o.branch}`] });
   git(o.repo, ["update-ref", "-m", "loop: the item branch, at its start point", `refs/heads/${o.branch}`, start, ""]);
   return { created: true, head: start, movedBelow };
 }
@@ -123,6 +126,7 @@ export function moveBranchAside(o: { repo: string; branch: string; aside: string
   const at = checkedOut(o.repo).find((w) => w.branch === o.branch);
   if (at && realpathOrSelf(at.path) !== realpathOrSelf(o.worktree)) throw new GitError(["update-ref", "--stdin"], null, `${o.branch} is checked out at ${at.path}, not in the item's worktree; loop does not move it`);
   if (at) removeWorktree(o.repo, o.worktree);
+  disarmRefTraps({ commonDir: commonGitDir(o.repo), refs: [`refs/heads/${o.aside}`, `refs/heads/${o.branch}`] });
   const input = `create refs/heads/${o.aside} ${o.head}\ndelete refs/heads/${o.branch} ${o.head}\n`;
   const r = gitTry(o.repo, ["update-ref", "-m", "loop: a branch no session of this item worked on, moved aside", "--stdin"], {}, input);
   if (r.code !== 0) throw new GitError(["update-ref", "--stdin"], r.code, r.stderr);
@@ -306,6 +310,7 @@ export function landMerge({ repo, landingDir, target, base, branch, commit = nul
   const checked = checkWorktree({ repo, worktree: landingDir, branch: target });
   if (!checked.ok) return { outcome: "failed", code: "landing_replaced", commit: null, reason: checked.why.replace("nothing committed", "nothing merged") };
   const pin = { GIT_DIR: checked.gitDir, GIT_WORK_TREE: landingDir };
+  disarmRefTraps({ commonDir: checked.commonDir, refs: [`refs/heads/${target}`], worktreeGitDirs: [checked.gitDir] });
   // A merge left half-done by a killed step is abandoned and redone.
   if (existsSync(join(checked.gitDir, "MERGE_HEAD"))) gitTry(landingDir, ["merge", "--abort"], pin);
   gitTry(landingDir, ["reset", "-q", "--hard", "HEAD"], pin);
@@ -370,6 +375,7 @@ export function checkoutBranch(path: string): string | null {
  */
 export function archiveBranches(repo: string, renames: { from: string; to: string; head: string; checkedOut: boolean }[]): Map<string, string> {
   const failed = new Map<string, string>();
+  if (renames.length) disarmRefTraps({ commonDir: commonGitDir(repo), refs: renames.flatMap((r) => [`refs/heads/${r.from}`, `refs/heads/${r.to}`]) });
   const one = (r: (typeof renames)[number]) => {
     const res = r.checkedOut
       ? gitTry(repo, ["branch", "-m", r.from, r.to])

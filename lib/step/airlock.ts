@@ -6,7 +6,8 @@
 // (lib/repo/tree-sync.ts) and what setup made there.
 import { existsSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { gitTry, revParse } from "../repo/git.ts";
+import { commonGitDir, gitTry, revParse } from "../repo/git.ts";
+import { disarmRefTraps } from "../repo/ref-traps.ts";
 import { describeRefused, importObjects, type Refusal } from "../repo/object-import.ts";
 import { readTree, TreeRefused } from "../repo/tree-sync.ts";
 import { StartError } from "../shared/errors.ts";
@@ -141,6 +142,7 @@ export async function airlock(o: AirlockOptions): Promise<AirlockResult> {
   const now = revParse(o.repo, `refs/heads/${o.branch}`);
   if (now === head) return { kind: "ok", head, committed: sealed.committed, imported: imported.imported };
   if (now !== o.expected) return { kind: "branch_moved", found: now, expected: o.expected };
+  disarmRefTraps({ commonDir: commonGitDir(o.repo), refs: [`refs/heads/${o.branch}`] });
   const w = gitTry(o.repo, ["update-ref", "-m", `loop: ${o.item}: the attempt's head`, `refs/heads/${o.branch}`, head, o.expected]);
   if (w.code !== 0) return { kind: "branch_moved", found: revParse(o.repo, `refs/heads/${o.branch}`), expected: o.expected };
   return { kind: "ok", head, committed: sealed.committed, imported: imported.imported };
