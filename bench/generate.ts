@@ -278,7 +278,7 @@ export function generate(opts: GenerateOptions): GenerateResult {
         {
           type: "item_settled",
           item: id,
-          payload: { attempt: 0, outcome: "blocked", reason: `dependency "${failedDep}" did not pass (${p.items[failedDep]!.status})` },
+          payload: { attempt: 0, outcome: "blocked", code: "dependency_failed", reason: `dependency "${failedDep}" did not pass (${p.items[failedDep]!.status})` },
         },
         sec(1, 5),
       ]);
@@ -317,7 +317,7 @@ export function generate(opts: GenerateOptions): GenerateResult {
           b.push([{ type: "session_closed", item: id, payload: { attempt, how: "never_started", worktreeRemoved: false, reason: "launch failed" } }, sec(1, 2)]);
           continue;
         }
-        b.push([{ type: "item_settled", item: id, payload: { attempt, outcome: "failed", reason: `launch failed ${failures} times` } }, sec(1, 2)]);
+        b.push([{ type: "item_settled", item: id, payload: { attempt, outcome: "failed", code: "session_failed", reason: `launch failed ${failures} times` } }, sec(1, 2)]);
         b.push([{ type: "session_closed", item: id, payload: { attempt, how: "never_started", worktreeRemoved: true, reason: "settled failed" } }, sec(1, 2)]);
         return b;
       }
@@ -367,7 +367,7 @@ export function generate(opts: GenerateOptions): GenerateResult {
           type: "verify_finished",
           item: id,
           payload: passed
-            ? { attempt, passed: true, exitCode: 0, timedOut: false, sha256: R.hex(64), tail: " 42 pass\n 0 fail\nRan 42 tests across 7 files. [1.84s]\n", log: vlog, reason: "verify exited 0" }
+            ? { attempt, passed: true, exitCode: 0, timedOut: false, sha256: R.hex(64), tail: " 42 pass\n 0 fail\nRan 42 tests across 7 files. [1.84s]\n", log: vlog, code: "passed", noProgress: false, reason: "verify exited 0" }
             : {
                 attempt,
                 passed: false,
@@ -376,14 +376,16 @@ export function generate(opts: GenerateOptions): GenerateResult {
                 sha256: R.hex(64),
                 tail: `(fail) ${TOPICS[R.int(0, TOPICS.length - 1)]} > handles the edge case [12.31ms]\n\nExpected: 200\nReceived: 500\n 41 pass\n 1 fail\n`,
                 log: vlog,
+                code: "exit_nonzero",
+                noProgress: false,
                 reason: "verify exited 1",
               },
         },
         sec(20, 300),
       ]);
       if (passed) {
-        b.push([{ type: "landing_finished", item: id, payload: { attempt, outcome: "none", branch, target: null, commit: R.hex(40), reason: "landing none: the branch is the deliverable" } }, sec(1, 3)]);
-        b.push([{ type: "item_settled", item: id, payload: { attempt, outcome: "passed", reason: "verify passed" } }, sec(0, 1)]);
+        b.push([{ type: "landing_finished", item: id, payload: { attempt, outcome: "none", branch, target: null, commit: R.hex(40), code: "branch_delivered", reason: "landing none: the branch is the deliverable" } }, sec(1, 3)]);
+        b.push([{ type: "item_settled", item: id, payload: { attempt, outcome: "passed", code: "passed", reason: "verify passed" } }, sec(0, 1)]);
         b.push([{ type: "session_closed", item: id, payload: { attempt, how: "ended", worktreeRemoved: true, reason: "settled passed" } }, sec(1, 5)]);
         return b;
       }
@@ -393,7 +395,7 @@ export function generate(opts: GenerateOptions): GenerateResult {
         b.push([{ type: "session_closed", item: id, payload: { attempt, how: "ended", worktreeRemoved: false, reason: "requeued for another attempt" } }, sec(1, 5)]);
         continue;
       }
-      b.push([{ type: "item_settled", item: id, payload: { attempt, outcome: "failed", reason: `verify failed in ${failures} attempts` } }, sec(0, 1)]);
+      b.push([{ type: "item_settled", item: id, payload: { attempt, outcome: "failed", code: "verify_failed", reason: `verify failed in ${failures} attempts` } }, sec(0, 1)]);
       b.push([{ type: "session_closed", item: id, payload: { attempt, how: "ended", worktreeRemoved: true, reason: "settled failed" } }, sec(1, 5)]);
       return b;
     }

@@ -91,10 +91,10 @@ function prepareItems(k: number, onDisk: boolean): string {
         { type: "launch_reserved", item: it.id, id: `launch:${it.id}:e0:a1`, payload: { attempt: 1, key: `launch:${it.id}:e0:a1`, runner: "demo", model: null, branch, worktree: worktreeDir(stateRoot, it.id), sessionDir: dir, sessionId } },
         { type: "session_started", item: it.id, payload: { attempt: 1, pid: 999999, tmux: null, conversationId: null, argv: ["demo"], log: join(dir, "output.log"), resumed: false } },
         { type: "session_ended", item: it.id, payload: { attempt: 1, verdict: "exited", exitCode: 0, signal: null, reason: "exited 0" } },
-        { type: "verify_finished", item: it.id, payload: { attempt: 1, passed: true, exitCode: 0, timedOut: false, sha256: null, tail: "12 pass", log: join(dir, "verify.log"), reason: "exit 0" } },
-        { type: "landing_finished", item: it.id, payload: { attempt: 1, outcome: "none", branch, target: null, commit: null, reason: `branch ${branch} is the deliverable` } },
+        { type: "verify_finished", item: it.id, payload: { attempt: 1, passed: true, exitCode: 0, timedOut: false, sha256: null, tail: "12 pass", log: join(dir, "verify.log"), code: "passed", noProgress: false, reason: "exit 0" } },
+        { type: "landing_finished", item: it.id, payload: { attempt: 1, outcome: "none", branch, target: null, commit: null, code: "branch_delivered", reason: `branch ${branch} is the deliverable` } },
         { type: "session_closed", item: it.id, payload: { attempt: 1, how: "not_running", worktreeRemoved: true, reason: "item passed" } },
-        { type: "item_settled", item: it.id, payload: { attempt: 1, outcome: "passed", reason: "verify passed" } },
+        { type: "item_settled", item: it.id, payload: { attempt: 1, outcome: "passed", code: "passed", reason: "verify passed" } },
       );
     }
     if (refs.length) sh(root, ["git", "update-ref", "--stdin"], refs.join(""));

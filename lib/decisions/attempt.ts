@@ -2,10 +2,10 @@
 // settle failed; and how a failure is named. Pure: read from what the log already holds.
 import { type ItemState, requireAttempt } from "../log/projection.ts";
 import { landed, type SettleCode } from "../log/vocabulary.ts";
+import { identicalFailure, identicalFailureReason } from "./guards.ts";
 
 /** What an attempt that failed settles its item as, when it is the last one allowed. */
 type FailedCode = Extract<SettleCode, "session_failed" | "verify_failed">;
-import { identicalFailure, identicalFailureReason } from "./guards.ts";
 
 /**
  * What an attempt whose session has ended needs next, read from what the log already holds: each

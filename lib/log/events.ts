@@ -3,7 +3,7 @@
 // docs/events.md documents each one; tests/cmd/docs.test.ts keeps the two lists equal.
 import * as v from "valibot";
 import { type Check, compileCheck } from "./schema-check.ts";
-import { CONTROL_VERBS, DRAIN_OUTCOMES, END_VERDICTS, LANDING_CODES, LANDING_OUTCOMES, REACTION_DECISIONS, REACTION_SIGNALS, SETTLE_CODES, SETTLED_OUTCOMES, VERIFY_CODES } from "./vocabulary.ts";
+import { CONTROL_VERBS, DRAIN_OUTCOMES, END_VERDICTS, LANDING_CODES, LANDING_OUTCOMES, type LandingCode, REACTION_DECISIONS, REACTION_SIGNALS, SETTLE_CODES, type SettleCode, SETTLED_OUTCOMES, VERIFY_CODES, type VerifyCode } from "./vocabulary.ts";
 
 const Str = v.string();
 const NStr = v.nullable(v.string());
@@ -328,8 +328,20 @@ export type UsageSource = (typeof USAGE_SOURCES)[number];
 
 /** An event as the caller proposes it; the store assigns seq, ts (unless given) and the hashes. */
 export type EventDraft = {
-  [T in EventType]: { type: T; item?: string | null; payload: Payload<T>; id?: string; actor?: string; ts?: string };
+  [T in EventType]: { type: T; item?: string | null; payload: DraftPayload<T>; id?: string; actor?: string; ts?: string };
 }[EventType];
+
+/**
+ * What a new event of type T carries: its payload, and for a verdict its code (the schemas also
+ * admit an older log's verdicts without one, which nothing writes any more).
+ */
+type DraftPayload<T extends EventType> = T extends "verify_finished"
+  ? Payload<T> & { code: VerifyCode; noProgress: boolean }
+  : T extends "landing_finished"
+    ? Payload<T> & { code: LandingCode }
+    : T extends "item_settled"
+      ? Payload<T> & { code: SettleCode }
+      : Payload<T>;
 
 /** A stored event row of one type, its payload parsed (and typed by that type's schema). */
 export interface StoredEventOf<T extends EventType> {

@@ -369,7 +369,7 @@ const HANDLERS: Record<string, Handler> = {
     // An attempt without an outcome is the one in flight (every requeue gives the one before its
     // outcome): a settlement ends it. An item settled while pending has none such.
     if (a && a.outcome === null && a.abandonedAt === null)
-      a.outcome = { at: t, kind, code: typeof e.payload?.reason === "string" ? settleCodeOf(e.payload) : null, reason: str(e.payload?.reason) ?? "" };
+      a.outcome = { at: t, kind, code: typeof e.payload?.reason === "string" ? (settleCodeOf(e.payload) ?? null) : null, reason: str(e.payload?.reason) ?? "" };
   },
   session_closed(h, e, it, t) {
     const a = it && attemptOf(it, e.payload?.attempt);

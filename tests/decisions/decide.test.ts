@@ -61,7 +61,7 @@ const failed = (id: string) => failingAttempt({ item: id, attempt: 1, last: true
 const verifyFailed = (id: string, n: number, tail: string): EventDraft => ({
   type: "verify_finished",
   item: id,
-  payload: { attempt: n, passed: false, exitCode: 1, timedOut: false, sha256: null, tail, log: null, reason: "exit 1" },
+  payload: { attempt: n, passed: false, exitCode: 1, timedOut: false, sha256: null, tail, log: null, code: "exit_nonzero", noProgress: false, reason: "exit 1" },
 });
 
 describe("nextWork", () => {
@@ -390,7 +390,7 @@ describe("afterSession: the phase an ended attempt needs next", () => {
   const landing = (outcome: "merged" | "conflict" | "failed" | "none"): EventDraft => ({
     type: "landing_finished",
     item: "a",
-    payload: { attempt: 1, outcome, branch: "loop/test/a", target: outcome === "none" ? null : "loop/test/landed", commit: null, reason: outcome },
+    payload: { attempt: 1, outcome, branch: "loop/test/a", target: outcome === "none" ? null : "loop/test/landed", commit: null, code: outcome === "none" ? "branch_delivered" : outcome === "failed" ? "merge_failed" : outcome, reason: outcome },
   });
   const cases: { name: string; drafts: EventDraft[]; want: AfterSession }[] = [
     { name: "a launch interrupted by a kill: requeued, not counted", drafts: [launch({ item: "a", attempt: 1 }), launchFailed(true)], want: { kind: "requeue", reason: "stopped before launching", drained: false } },
@@ -418,7 +418,7 @@ describe("afterSession: the phase an ended attempt needs next", () => {
   const at = (attempt: number, outcome: "conflict" | "blocked" | "merged"): EventDraft => ({
     type: "landing_finished",
     item: "a",
-    payload: { attempt, outcome, branch: "loop/test/a", target: "main", commit: null, reason: outcome },
+    payload: { attempt, outcome, branch: "loop/test/a", target: "main", commit: null, code: outcome === "blocked" ? "checks_failed" : outcome, reason: outcome },
   });
   const firstDidNotLand = (outcome: "conflict" | "blocked"): EventDraft[] => [
     ...running("a"),

@@ -350,7 +350,7 @@ describe("attention: when the loop needs a person", () => {
       settled({ item: "a", attempt: 1, outcome: "failed", reason: "merge_conflict: merge conflict in x", code: "merge_conflict" }),
     ];
     expect(kinds(foldOf(...conflicted))).toEqual(["landing a"]);
-    const p = foldOf(...conflicted, { type: "item_settled", item: "b", payload: { attempt: 0, outcome: "skipped", reason: "x" } }, drained("Failed", { failed: 1, skipped: 1 }));
+    const p = foldOf(...conflicted, { type: "item_settled", item: "b", payload: { attempt: 0, outcome: "skipped", code: "operator_skipped", reason: "x" } }, drained("Failed", { failed: 1, skipped: 1 }));
     expect(kinds(p)).toEqual(["landing a", "failed"]);
     expect(attention(p).map((a) => a.key)).toEqual(["landing:a:e0:a1", `failed:${p.loop.drainedSeq}`]);
     expect(attention(p)[1]!.reason).toBe("the loop drained Failed: a failed");
@@ -370,7 +370,7 @@ describe("attention: when the loop needs a person", () => {
     expect(kinds(p)).toEqual(["landing a"]);
     expect(attention(p)[0]!.key).toBe("landing:a:e0:a1");
     expect(attention(p)[0]!.reason).toContain("pull/3 left open");
-    const d = foldOf(...blocked, { type: "item_settled", item: "b", payload: { attempt: 0, outcome: "skipped", reason: "x" } }, drained("Failed", { landing_blocked: 1, skipped: 1 }));
+    const d = foldOf(...blocked, { type: "item_settled", item: "b", payload: { attempt: 0, outcome: "skipped", code: "operator_skipped", reason: "x" } }, drained("Failed", { landing_blocked: 1, skipped: 1 }));
     expect(kinds(d)).toEqual(["landing a", "failed"]);
     expect(attention(d)[1]!.reason).toBe("the loop drained Failed: a landing_blocked");
   });

@@ -6,7 +6,7 @@ import { describe, expect, test } from "bun:test";
 import { landingCodeOf, settleCodeOf, verifyCodeOf } from "../../lib/log/legacy-codes.ts";
 import { noProgressReason } from "../../lib/decisions/guards.ts";
 import { type VerifyVerdict, verifyReason } from "../../lib/decisions/verify-verdict.ts";
-import type { Payload } from "../../lib/log/events.ts";
+import type { EventDraft, Payload } from "../../lib/log/events.ts";
 import { fold } from "../../lib/log/reducer.ts";
 import { definition, ended, itemDef, launch, LogBuilder, loopStarted, started, verifyReserved } from "../helpers/events.ts";
 
@@ -117,9 +117,10 @@ describe("the fold gives an older log's verdicts their codes", () => {
   test("verify_finished, landing_finished and item_settled without codes: the attempt and the item carry them", () => {
     const b = new LogBuilder();
     b.push(definition(1, [itemDef("a")]), loopStarted, launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1 }), verifyReserved({ item: "a", attempt: 1 }));
-    b.push({ type: "verify_finished", item: "a", payload: old(VERDICTS[0]!) });
-    b.push({ type: "landing_finished", item: "a", payload: { attempt: 1, outcome: "none", branch: "loop/t/item/a", target: null, commit: null, reason: "branch loop/t/item/a is the deliverable" } });
-    b.push({ type: "item_settled", item: "a", payload: { attempt: 1, outcome: "passed", reason: "verify passed (exit 0); branch loop/t/item/a is the deliverable" } });
+    // Events as an older loop wrote them: nothing writes these shapes any more, so the drafts are cast.
+    b.push({ type: "verify_finished", item: "a", payload: old(VERDICTS[0]!) } as EventDraft);
+    b.push({ type: "landing_finished", item: "a", payload: { attempt: 1, outcome: "none", branch: "loop/t/item/a", target: null, commit: null, reason: "branch loop/t/item/a is the deliverable" } } as EventDraft);
+    b.push({ type: "item_settled", item: "a", payload: { attempt: 1, outcome: "passed", reason: "verify passed (exit 0); branch loop/t/item/a is the deliverable" } } as EventDraft);
     const it = fold(b.events).items.a!;
     expect(it.attempts[0]!.verify).toMatchObject({ code: "passed", noProgress: false, reason: "exit 0" });
     expect(it.attempts[0]!.landing).toMatchObject({ code: "branch_delivered", outcome: "none" });

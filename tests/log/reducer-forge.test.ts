@@ -73,7 +73,7 @@ describe("forge events", () => {
     expect(rule(failing, pr())).toBe("landing_unverified");
     const passing = log(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1 }), verified({ item: "a", attempt: 1, passed: true }));
     expect(rule(passing, { type: "forge_landing_waiting", item: "a", payload: { attempt: 1, code: "checks_pending", reason: "r", head: "b" } })).toBe("no_pull_request");
-    expect(rule(passing, { type: "item_settled", item: "a", payload: { attempt: 1, outcome: "landing_blocked", reason: "x" } })).toBe("landing_not_blocked");
+    expect(rule(passing, { type: "item_settled", item: "a", payload: { attempt: 1, outcome: "landing_blocked", code: "landing_blocked", reason: "x" } })).toBe("landing_not_blocked");
     passing.push(pr(), { type: "forge_landing_waiting", item: "a", payload: { attempt: 1, code: "checks_pending", reason: "waiting for 1 of 3 checks", head: "b".repeat(40) } });
     const a = fold(passing.events).items.a!;
     expect(a.forge!.landing).toMatchObject({ code: "checks_pending", head: "b".repeat(40) });
@@ -82,7 +82,7 @@ describe("forge events", () => {
     expect(rule(passing, pr())).toBe("already_landed");
     // The landing record ends on the code and reason it ended with: never the stale wait before it.
     expect(fold(passing.events).items.a!.forge!.landing).toMatchObject({ code: "head_moved", reason: "the head moved", head: "b".repeat(40) });
-    passing.push({ type: "item_settled", item: "a", payload: { attempt: 1, outcome: "landing_blocked", reason: "landing_blocked: deadline" } });
+    passing.push({ type: "item_settled", item: "a", payload: { attempt: 1, outcome: "landing_blocked", code: "landing_blocked", reason: "landing_blocked: deadline" } });
     expect(fold(passing.events).items.a!.status).toBe("landing_blocked");
   });
 });

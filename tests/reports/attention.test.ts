@@ -18,7 +18,7 @@ function both(drafts: EventDraft[]) {
   return { decided: attention(p).map(strip), shown: attentionOf(attentionInputOf(doc, p.loop.drainedSeq, "#")).map(strip) };
 }
 
-const landing = (outcome: string): EventDraft => ({ type: "landing_finished", item: "a", payload: { attempt: 1, outcome: outcome as never, branch: "loop/t/item/a", target: "main", commit: null, reason: `landing ${outcome}` } });
+const landing = (outcome: string): EventDraft => ({ type: "landing_finished", item: "a", payload: { attempt: 1, outcome: outcome as never, branch: "loop/t/item/a", target: "main", commit: null, code: outcome === "blocked" ? "checks_failed" : outcome === "failed" ? "merge_failed" : (outcome as never), reason: `landing ${outcome}` } });
 const passedVerify = [launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1 }), verified({ item: "a", attempt: 1, passed: true })];
 
 const cases: { name: string; drafts: EventDraft[]; fix: RegExp | null }[] = [

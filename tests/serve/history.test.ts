@@ -2,7 +2,7 @@
 // each attempt's phases and fate, the waits, epochs, and what an unknown event type does.
 import { describe, expect, test } from "bun:test";
 import { type AttemptHistory, foldEvents, type History, phasesOf } from "../../lib/serve/history.ts";
-import type { Payload } from "../../lib/log/events.ts";
+import type { EventDraft } from "../../lib/log/events.ts";
 import {
   definition,
   drained,
@@ -41,7 +41,7 @@ describe("an attempt's phases", () => {
     const b = new LogBuilder();
     b.push(definition(1, [itemDef("a")]), loopStarted); // 2, 3
     b.push(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1 }), verifyReserved({ item: "a", attempt: 1 }), verifyStarted({ item: "a", attempt: 1 }), verified({ item: "a", attempt: 1, passed: true })); // 4..9
-    b.push({ type: "landing_finished", item: "a", payload: { attempt: 1, outcome: "merged", branch: "b", target: "t", commit: "c0ffee", reason: "merged" } }); // 10
+    b.push({ type: "landing_finished", item: "a", payload: { attempt: 1, outcome: "merged", branch: "b", target: "t", commit: "c0ffee", code: "merged", reason: "merged" } }); // 10
     b.push(settled({ item: "a", attempt: 1, outcome: "passed", reason: "verify passed" }), { type: "session_closed", item: "a", payload: { attempt: 1, how: "not_running", worktreeRemoved: true, reason: "item passed" } });
     const a = fold(b).items.get("a")!.attempts[0]!;
     // Closing: the landing → the session closed (the worktree's removal, in the settling step).
@@ -59,7 +59,7 @@ describe("an attempt's phases", () => {
     const endedAt = (times: { started: string | null; ended: string | null }) => ({ type: "session_ended" as const, item: "a", payload: { attempt: 1, verdict: "exited" as const, exitCode: 0, signal: null, reason: "exited 0", times } });
     b.push(endedAt({ started: iso(5.1), ended: iso(5.17) })); // 6
     b.push(verifyReserved({ item: "a", attempt: 1 }), verifyStarted({ item: "a", attempt: 1 })); // 7, 8
-    const v = verified({ item: "a", attempt: 1, passed: true }) as { type: "verify_finished"; item: string; payload: Payload<"verify_finished"> };
+    const v = verified({ item: "a", attempt: 1, passed: true }) as Extract<EventDraft, { type: "verify_finished" }>;
     b.push({ ...v, payload: { ...v.payload, times: { started: iso(7.5), ended: iso(8.25) } } }); // 9
     // A time outside its phase (planted in the wrapper's file) is not drawn.
     const a = fold(b).items.get("a")!.attempts[0]!;
@@ -96,7 +96,7 @@ describe("an attempt's phases", () => {
     b.push(definition(1, [itemDef("a")]), loopStarted, launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1 }), verified({ item: "a", attempt: 1, passed: true })); // ..7
     b.push({ type: "forge_pr_recorded", item: "a", payload: { attempt: 1, number: 7, url: "https://github.com/o/r/pull/7", head: "abc", draft: false, reused: false } }); // 8
     b.push({ type: "forge_landing_waiting", item: "a", payload: { attempt: 1, code: "checks_pending", reason: "checks are running", head: "abc" } }); // 9
-    b.push({ type: "landing_finished", item: "a", payload: { attempt: 1, outcome: "merged", branch: "b", target: "main", commit: "m", reason: "merged #7" } }); // 10
+    b.push({ type: "landing_finished", item: "a", payload: { attempt: 1, outcome: "merged", branch: "b", target: "main", commit: "m", code: "merged", reason: "merged #7" } }); // 10
     const a = fold(b).items.get("a")!.attempts[0]!;
     expect(phases(a)).toEqual(["launching 4→5", "agent 5→6", "landing 7→8", "checks 8→10"]);
     expect(a.pr).toMatchObject({ number: 7, url: "https://github.com/o/r/pull/7" });

@@ -254,7 +254,7 @@ const SCENARIOS: Record<ScenarioName, Scenario> = {
         store.append(
           [
             { type: "control_recorded", item: "left-open", payload: { verb: "skip", text: "seeded" } },
-            { type: "item_settled", item: "left-open", payload: { attempt: 1, outcome: "skipped", reason: "skipped by a writer that did not close the session" } },
+            { type: "item_settled", item: "left-open", payload: { attempt: 1, outcome: "skipped", code: "operator_skipped", reason: "skipped by a writer that did not close the session" } },
           ],
           { actor: "older-loop" },
         );

@@ -177,7 +177,11 @@ describe.each(FORGES)("%s", (_name, make) => {
       const landing = sent().filter((d) => d.kind === "landing");
       expect(landing).toHaveLength(1);
       expect(landing[0]).toMatchObject({ item: "api-1", key: "landing:api-1:e0:a1" });
-      expect(landing[0].reason).toContain("landing_blocked");
+      // Why, typed, on the item; the notification says it in the item's words.
+      const blockedItem = p.projection().items["api-1"]!;
+      expect(blockedItem.settleCode).toBe("landing_blocked");
+      expect(blockedItem.landing).toMatchObject({ outcome: "blocked", code: "auto_merge_unset" });
+      expect(landing[0].reason).toBe(`api-1: ${blockedItem.reason}`);
       const text = (await p.loop(["status", "--text"])).stdout;
       expect(text).toContain("at merge time: unset)");
       expect(text).toMatch(new RegExp(`api-1: ${sign(f)}\\d+ \\S+ · landing: blocked \\(checks are green, but LOOP_ALLOW_AUTO_MERGE=1 is not set`));
