@@ -33,7 +33,8 @@ export function disarmRefTraps(o: { commonDir: string; refs: readonly string[]; 
       const st = lstatSync(at, { throwIfNoEntry: false });
       if (!st) break;
       const last = i === parts.length - 1;
-      const trap = last ? !st.isFile() || st.nlink > 1 : !st.isDirectory();
+      // A lock of a ref loop owns is never another's to hold while loop holds its lease: a stale one (or a planted one) goes too.
+      const trap = last ? !st.isFile() || st.nlink > 1 || file.endsWith(".lock") : !st.isDirectory();
       if (trap) {
         rmSync(at, { force: true, recursive: st.isDirectory() && !st.isSymbolicLink() });
         removed.push(at);

@@ -113,7 +113,7 @@ export function ensureBranch(o: { repo: string; branch: string; startPoint: stri
   const start = revParse(o.repo, o.startPoint);
   if (start === null) throw new FaultError(startPointFault({ startPoint: o.startPoint, repo: o.repo }));
   disarmRefTraps({ commonDir: commonGitDir(o.repo), refs: [`refs/heads/${o.branch}`] });
-  git(o.repo, ["update-ref", "-m", "loop: the item branch, at its start point", `refs/heads/${o.branch}`, start, ""]);
+  git(o.repo, ["update-ref", "--no-deref", "-m", "loop: the item branch, at its start point", `refs/heads/${o.branch}`, start, ""]);
   return { created: true, head: start, movedBelow };
 }
 

@@ -6,7 +6,7 @@
 // (lib/repo/tree-sync.ts) and what setup made there.
 import { existsSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { commonGitDir, gitTry, revParse } from "../repo/git.ts";
+import { commonGitDir, gitTry, revParse, symbolicBranchTarget } from "../repo/git.ts";
 import { disarmRefTraps } from "../repo/ref-traps.ts";
 import { describeRefused, importObjects, type Refusal } from "../repo/object-import.ts";
 import { readTree, TreeRefused } from "../repo/tree-sync.ts";
@@ -142,10 +142,18 @@ export async function airlock(o: AirlockOptions): Promise<AirlockResult> {
   const now = revParse(o.repo, `refs/heads/${o.branch}`);
   if (now === head) return { kind: "ok", head, committed: sealed.committed, imported: imported.imported };
   if (now !== o.expected) return { kind: "branch_moved", found: now, expected: o.expected };
+  // A branch made a symbolic ref (to main, say) would move its target: never written through.
+  const symbolic = symbolicBranchTarget(o.repo, o.branch);
+  if (symbolic !== null) return { kind: "branch_moved", found: `a symbolic ref to ${symbolic}`, expected: o.expected };
   disarmRefTraps({ commonDir: commonGitDir(o.repo), refs: [`refs/heads/${o.branch}`] });
-  const w = gitTry(o.repo, ["update-ref", "-m", `loop: ${o.item}: the attempt's head`, `refs/heads/${o.branch}`, head, o.expected]);
+  const w = gitTry(o.repo, ["update-ref", "--no-deref", "-m", `loop: ${o.item}: the attempt's head`, `refs/heads/${o.branch}`, head, o.expected]);
   if (w.code !== 0) return { kind: "branch_moved", found: revParse(o.repo, `refs/heads/${o.branch}`), expected: o.expected };
   return { kind: "ok", head, committed: sealed.committed, imported: imported.imported };
+}
+
+/** Where a branch found moved is: at a commit (short), a symbolic ref's words, or gone. */
+export function describeFound(found: string | null): string {
+  return found === null ? "gone" : /^[0-9a-f]{40,64}$/.test(found) ? `at ${found.slice(0, 12)}` : found;
 }
 
 /** What an airlock refusal says, for a verdict. */
@@ -160,7 +168,7 @@ export function airlockReason(r: Exclude<AirlockResult, { kind: "ok" }>): string
     case "head_invalid":
       return r.reason;
     case "branch_moved":
-      return `the item branch was moved while the attempt ran (at ${r.found ? r.found.slice(0, 12) : "nothing"}, loop left it at ${r.expected.slice(0, 12)}): not loop's doing, not overwritten`;
+      return `the item branch was moved while the attempt ran (it is ${describeFound(r.found)}; loop left it at ${r.expected.slice(0, 12)}): not loop's doing, not overwritten`;
   }
 }
 

@@ -37,7 +37,7 @@ import type { SessionMechanism } from "../supervisor/scope.ts";
 import { commitsAhead, startPointFor } from "../repo/workspace.ts";
 import { protectedEntries, protectedPathVerdict } from "./protect.ts";
 import { describeRefused, MAX_OBJECT_BYTES } from "../repo/object-import.ts";
-import { airlock, type AirlockResult, checkoutProducts } from "./airlock.ts";
+import { airlock, type AirlockResult, checkoutProducts, describeFound } from "./airlock.ts";
 import { checkoutForVerify, objectProofs, VERIFY_GIT } from "./checkout.ts";
 import { SandboxRefusedError, sandboxRequest, sessionPath } from "./sandbox-request.ts";
 import { drainedReason, faultReason, sandboxFault, systemError } from "../decisions/faults.ts";
@@ -192,7 +192,7 @@ function airlockFact(r: AirlockResult, o: { branch: string; startHead: string })
     case "head_invalid":
       return { code: "head_invalid", reason: r.reason };
     case "branch_moved":
-      return { code: "owned_ref_changed", changes: [`the item branch ${o.branch} was moved to ${r.found ? r.found.slice(0, 12) : "nothing"} while the attempt ran (loop left it at ${r.expected.slice(0, 12)})`] };
+      return { code: "owned_ref_changed", changes: [`the item branch ${o.branch} was moved while the attempt ran (it is ${describeFound(r.found)}; loop left it at ${r.expected.slice(0, 12)})`] };
   }
 }
 

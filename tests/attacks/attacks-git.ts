@@ -12,7 +12,6 @@ export const GIT_ATTACKS: readonly Attack[] = [
     agent: linkAt("$GITDIR/COMMIT_EDITMSG", "$STATE/loop.db"),
     marker: null,
     expect: ["exit 0", "git_dir_tampered"],
-    knownOpen: { bwrap: "loop's own git commit writes the message through the link into loop.db", none: "loop's own git commit writes the message through the link into loop.db" },
   },
   {
     id: "commit-editmsg-links-to-operator-file",
@@ -22,7 +21,6 @@ export const GIT_ATTACKS: readonly Attack[] = [
     marker: null,
     harms: [{ kind: "unchanged", path: "@ROOT@/README.md" }],
     expect: ["exit 0", "git_dir_tampered"],
-    knownOpen: { bwrap: "loop's own git commit writes the message through the link into the operator's file", none: "loop's own git commit writes the message through the link into the operator's file" },
   },
   {
     id: "commit-editmsg-links-to-main-ref",
@@ -32,7 +30,6 @@ export const GIT_ATTACKS: readonly Attack[] = [
     marker: null,
     harms: [{ kind: "unchanged", path: "@COMMON@/refs/heads/main" }],
     expect: ["exit 0", "git_dir_tampered"],
-    knownOpen: { bwrap: "loop's own git commit writes the message through the link over main's ref", none: "loop's own git commit writes the message through the link over main's ref" },
   },
   {
     id: "merge-msg-links-to-loop-db",
@@ -65,7 +62,6 @@ export const GIT_ATTACKS: readonly Attack[] = [
     agent: linkAt("$GITDIR/index", "$STATE/loop.db"),
     marker: null,
     expect: ["exit 0", "git_dir_tampered", "could not commit the changes the agent left"],
-    knownOpen: { bwrap: "loop's own git writes the index through the link into loop.db", none: "loop's own git writes the index through the link into loop.db" },
   },
   {
     id: "head-reflog-links-to-git-config",
@@ -75,7 +71,6 @@ export const GIT_ATTACKS: readonly Attack[] = [
     marker: null,
     harms: [{ kind: "unchanged", path: "@COMMON@/config" }],
     expect: ["exit 0", "git_dir_tampered"],
-    knownOpen: { bwrap: "loop's own git commit appends its reflog line through the link to .git/config", none: "loop's own git commit appends its reflog line through the link to .git/config" },
   },
   {
     id: "next-item-reflog-links-to-loop-db",
@@ -96,7 +91,6 @@ export const GIT_ATTACKS: readonly Attack[] = [
     marker: null,
     harms: [{ kind: "unchanged", path: "@ROOT@/loop.json" }, { kind: "itemPasses", item: "b" }],
     expect: ["exit 0", "git_dir_tampered"],
-    knownOpen: { bwrap: "creating b's branch appends its reflog line through the link to loop.json: every later step refuses the definition", none: "creating b's branch appends its reflog line through the link to loop.json: every later step refuses the definition" },
   },
   {
     id: "landing-reflog-links-to-git-config",
@@ -108,7 +102,6 @@ export const GIT_ATTACKS: readonly Attack[] = [
     marker: null,
     harms: [{ kind: "unchanged", path: "@COMMON@/config" }],
     expect: ["exit 0", "git_dir_tampered"],
-    knownOpen: { none: "loop's merge in the landing checkout appends its reflog line through the link to .git/config: every later git fails" },
   },
   {
     id: "head-reflog-is-a-fifo",
@@ -117,7 +110,6 @@ export const GIT_ATTACKS: readonly Attack[] = [
     agent: `rm -f "$GITDIR/logs/HEAD"; mkdir -p "$GITDIR/logs"; mkfifo "$GITDIR/logs/HEAD"; ${LICENSE}`,
     marker: null,
     expect: ["exit 0", "git_dir_tampered"],
-    knownOpen: { bwrap: "loop's git commit opens the FIFO to append its reflog and blocks, the step with it", none: "loop's git commit opens the FIFO to append its reflog and blocks, the step with it" },
   },
 
   // ---- A nested repository whose own config or git folder runs a program (review 4, defect 2)
@@ -129,10 +121,6 @@ export const GIT_ATTACKS: readonly Attack[] = [
     after: [["reset", "--all", "--dry-run", "--json"]],
     harms: [{ kind: "absent", path: "@AUX@/payload-ran" }],
     expect: ["exit 1"],
-    knownOpen: {
-      bwrap: "`loop reset --dry-run` runs git status, which recurses into sub/ and runs its filter with loop's environment",
-      none: "`loop reset --dry-run` runs git status, which recurses into sub/ and runs its filter with loop's environment",
-    },
   },
   {
     id: "nested-repo-filter-on-close",
@@ -142,10 +130,6 @@ export const GIT_ATTACKS: readonly Attack[] = [
     marker: null,
     harms: [{ kind: "absent", path: "@AUX@/payload-ran" }],
     expect: ["exit 0"],
-    knownOpen: {
-      bwrap: "the close path's git status recurses into sub/ and runs its filter with loop's environment",
-      none: "the close path's git status recurses into sub/ and runs its filter with loop's environment",
-    },
   },
   {
     id: "nested-repo-fsmonitor",
@@ -173,7 +157,6 @@ export const GIT_ATTACKS: readonly Attack[] = [
     origin: "review 4, defect 3",
     agent: `printf '.gitignore\\nLICENSE\\n' > .gitignore; ${LICENSE}`,
     expect: ["exit 1", "ignored_files_used"],
-    knownOpen: { bwrap: "the verify runs in the worktree, where the ignored LICENSE exists", none: "the verify runs in the worktree, where the ignored LICENSE exists" },
   },
   {
     id: "info-exclude-hides-license",
@@ -181,7 +164,6 @@ export const GIT_ATTACKS: readonly Attack[] = [
     origin: "review 4, rephrased",
     agent: `mkdir -p "$(git rev-parse --git-path info)"; echo LICENSE >> "$(git rev-parse --git-path info/exclude)"; ${LICENSE}`,
     expect: ["exit 1", "exit 0", "ignored_files_used"],
-    knownOpen: { none: "the verify runs in the worktree, where the excluded LICENSE exists" },
   },
   {
     id: "worktree-git-dir-info-exclude",
@@ -196,7 +178,6 @@ export const GIT_ATTACKS: readonly Attack[] = [
     origin: "review 4, rephrased",
     agent: `echo LICENSE > "$GITDIR/evil-exclude"; git config extensions.worktreeConfig true 2>/dev/null; printf '[core]\\n\\texcludesFile = %s\\n' "$GITDIR/evil-exclude" >> "$GITDIR/config.worktree"; ${LICENSE}`,
     expect: ["exit 1", "exit 0", "ignored_files_used"],
-    knownOpen: { none: "the verify runs in the worktree, where the excluded LICENSE exists" },
   },
   {
     id: "excludes-file-in-config-hides-license",
@@ -204,7 +185,6 @@ export const GIT_ATTACKS: readonly Attack[] = [
     origin: "review 4, rephrased",
     agent: `echo LICENSE > "$GITDIR/evil-exclude"; git config core.excludesFile "$GITDIR/evil-exclude"; ${LICENSE}`,
     expect: ["exit 1", "exit 0", "ignored_files_used"],
-    knownOpen: { none: "the verify runs in the worktree, where the excluded LICENSE exists" },
   },
   {
     id: "home-git-ignore-hides-license",
@@ -212,7 +192,6 @@ export const GIT_ATTACKS: readonly Attack[] = [
     origin: "corpus",
     agent: `mkdir -p "$HOME/.config/git"; echo LICENSE > "$HOME/.config/git/ignore"; ${LICENSE}`,
     expect: ["exit 1", "exit 0", "ignored_files_used"],
-    knownOpen: { none: "loop's git reads the user's global excludes, which the agent writes" },
   },
   {
     id: "ignored-dependency-rewritten",
@@ -222,7 +201,6 @@ export const GIT_ATTACKS: readonly Attack[] = [
     loop: { setup: "mkdir -p vendor && cp tests/checker.sh vendor/checker.sh" },
     agent: "echo 'exit 0' > vendor/checker.sh",
     expect: ["exit 1"],
-    knownOpen: { bwrap: "the verify runs the ignored files the agent changed", none: "the verify runs the ignored files the agent changed" },
   },
 
   // ---- Conversions: the working copy and the blob are different programs (review 4, defect 4)
@@ -234,7 +212,6 @@ export const GIT_ATTACKS: readonly Attack[] = [
     agent: "printf '.gitignore\\n.gitattributes\\n.loop/\\n' > .gitignore; printf 'lib.sh working-tree-encoding=UTF-7\\n' > .gitattributes; printf 'answer() { echo 42; } # +AAo-answer() { echo 41; }\\n' > lib.sh",
     marker: LIB_ANSWERS_42,
     expect: ["exit 1"],
-    knownOpen: { bwrap: "the verify runs the working bytes; the UTF-8 blob that lands answers 41", none: "the verify runs the working bytes; the UTF-8 blob that lands answers 41" },
   },
   {
     id: "eol-crlf-on-sourced-code",
@@ -244,7 +221,6 @@ export const GIT_ATTACKS: readonly Attack[] = [
     agent: String.raw`printf '.gitignore\n.gitattributes\n.loop/\n' > .gitignore; printf 'lib.sh eol=crlf\n' > .gitattributes; printf "s='x\r\n' #\r\nanswer() { case \"\$s\" in *\"\$(printf '\\\\r')\"*) echo 42;; *) echo 41;; esac; } #\r\n" > lib.sh`,
     marker: LIB_ANSWERS_42,
     expect: ["exit 1"],
-    knownOpen: { bwrap: "the verify runs the CRLF working copy; the LF blob that lands answers 41", none: "the verify runs the CRLF working copy; the LF blob that lands answers 41" },
   },
   {
     id: "ident-on-sourced-code",
@@ -254,7 +230,6 @@ export const GIT_ATTACKS: readonly Attack[] = [
     agent: String.raw`printf '.gitignore\n.gitattributes\n.loop/\n' > .gitignore; printf 'lib.sh ident\n' > .gitattributes; printf 'answer() { case %s in *:*) echo 42;; *) echo 41;; esac; }\n' "'\$Id: 0 \$'" > lib.sh`,
     marker: LIB_ANSWERS_42,
     expect: ["exit 1"],
-    knownOpen: { bwrap: "the verify runs the expanded working copy; the collapsed blob that lands answers 41", none: "the verify runs the expanded working copy; the collapsed blob that lands answers 41" },
   },
   {
     id: "global-attributes-on-sourced-code",
@@ -265,7 +240,6 @@ export const GIT_ATTACKS: readonly Attack[] = [
     agent: "echo 'lib.sh working-tree-encoding=UTF-7' > \"$HOME/.attributes\"; git config --global core.attributesFile \"$HOME/.attributes\"; printf 'answer() { echo 42; } # +AAo-answer() { echo 41; }\\n' > lib.sh",
     marker: LIB_ANSWERS_42,
     expect: ["exit 1"],
-    knownOpen: { none: "the verify runs the working bytes; the UTF-8 blob that lands answers 41" },
   },
   {
     id: "utf7-on-protected-test",
