@@ -116,6 +116,8 @@ export interface NormDefinition {
    * (docs/loop-json.md#workspace). Absent without one, so such a definition (and its hash) is as before.
    */
   setup?: string;
+  /** workspace.setupNetwork "none": setup gets no network in the sandbox (absent: the network as it is). */
+  setupNetwork?: "none";
   /**
    * workspace.stacked: each item builds on the one before it in loop.json (docs/loop-json.md#workspace).
    * Present only when true, so a definition without it (and its hash) is as before.

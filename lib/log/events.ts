@@ -62,6 +62,7 @@ const Settings = v.strictObject({
   guards: v.optional(v.strictObject({ noProgress: v.boolean(), identicalFailure: v.boolean() })),
   // Present only when loop.json sets them (docs/loop-json.md#workspace).
   setup: v.optional(Str),
+  setupNetwork: v.optional(v.literal("none")),
   stacked: v.optional(v.literal(true)),
 });
 

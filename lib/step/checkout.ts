@@ -123,7 +123,7 @@ export async function prepareCheckout(ctx: StepContext, it: ItemState, o: Prepar
       envRule: verifyRule(ctx.def, { behindGateway: true }),
       logPath,
       timeoutMs,
-      sandbox: o.sandbox ? { request: { ...o.sandbox(), gitDir: { path: gitDir, writable: false }, readOnly: [], writable: [], homes: [] }, sessionDir: o.dir } : null,
+      sandbox: o.sandbox ? { request: { ...o.sandbox(), gitDir: { path: gitDir, writable: false }, readOnly: [], writable: [], homes: [], ...(ctx.def.setupNetwork === "none" ? { noNetwork: true } : {}) }, sessionDir: o.dir } : null,
     });
     if (!r.ok)
       throw new FaultError({
