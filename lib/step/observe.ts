@@ -15,6 +15,7 @@ import { markCarried } from "../shared/process.ts";
 import { whileRunning } from "../decisions/budget.ts";
 import { recordRunningUsage, stopForBudget } from "./spend.ts";
 import { usageDraft } from "./usage-draft.ts";
+import { modelRoute } from "../definition/network.ts";
 
 /** A reserved attempt whose start is not recorded: adopt the wrapper, wait for it, or fail the launch. */
 export function observeLaunching(ctx: StepContext, it: ItemState): StepOutcome | null {
@@ -85,7 +86,7 @@ export async function observeRunning(ctx: StepContext, it: ItemState): Promise<S
     );
     return { action: "paused", item: it.id, reason: `${it.id} needs input: ${v.question}` };
   }
-  if (v.kind === "exited" && it.def.network !== undefined) {
+  if (v.kind === "exited" && modelRoute({ runner: it.def.runner, network: it.def.network, env: ctx.options.env }).gateway) {
     // Behind a gateway the budget was enforced at the source: a session that ended over it was
     // refused its next model request, so it is stopped as a running one would be. Recorded first:
     // a step killed here leaves the figure that decides, and the next one stops it the same way.

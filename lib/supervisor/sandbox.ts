@@ -9,7 +9,8 @@
 //     worktree);
 //   - writable: the worktree; what git needs to commit on the item branch (the object store, the
 //     worktree's own git folder, the folders of the loop's item branches and their reflogs); the
-//     files named in `writable` (the ask file, a preset's histories) and the preset's config homes;
+//     files named in `writable` (the ask file, a preset's histories), a preset's private config home
+//     (its credentials read-only in it: lib/supervisor/config-home.ts) and aider's ~/.aider;
 //   - read-only inside the writable git folders: the worktree's `commondir`, `gitdir` and
 //     `config.worktree`, so no link to another repository and no executable config can be planted;
 //     hooks and config of the common git folder stay read-only like everything else;
@@ -46,8 +47,10 @@ export interface SandboxRequest {
    * hashed, when the session ends (lib/repo/object-import.ts). Absent: the shared store is writable.
    */
   objects?: string;
-  /** Folders or files under $HOME the agent CLI must write (its config home), when they exist. */
+  /** Folders or files under $HOME the agent CLI must write (aider's config home), when they exist. */
   homes: string[];
+  /** A preset's private config home (lib/supervisor/config-home.ts): writable, but for the files in `readOnly` (its credentials). */
+  configHome?: { dir: string; readOnly: string[] };
   /** The program the command runs and what it needs (loop itself, for the demo agent): read-only, even where /tmp or another hidden folder holds it. */
   programs: string[];
   env: Record<string, string | undefined>;
@@ -86,6 +89,8 @@ export interface SandboxSpec {
   objects: { own: string; shared: string } | null;
   /** Writable folders or files that may not exist (--bind-try). */
   writableIfPresent: string[];
+  /** The private config home, writable, its credentials read-only. */
+  configHome?: { dir: string; readOnly: string[] };
   /** Programs (files or folders) made visible again, read-only, after the hiding (each exists). */
   programs: string[];
   /**
@@ -125,6 +130,7 @@ export function sandboxArgv(s: SandboxSpec, argv: string[]): string[] {
     ...bind("--bind", s.worktree),
     ...bind("--ro-bind", s.sessionDir),
     ...s.writable.flatMap((p) => bind("--bind", p)),
+    ...(s.configHome ? [...bind("--bind", s.configHome.dir), ...s.configHome.readOnly.flatMap((p) => bind("--ro-bind", p))] : []),
     ...(s.objects ? [...bind("--bind", s.objects.own), "--setenv", "GIT_OBJECT_DIRECTORY", s.objects.own, "--setenv", "GIT_ALTERNATE_OBJECT_DIRECTORIES", s.objects.shared] : []),
     ...s.writableIfPresent.flatMap((p) => bind("--bind-try", p)),
     "--chdir", s.worktree,
@@ -221,6 +227,7 @@ export function sandboxSpec(r: SandboxRequest, sessionDir: string): SandboxSpec 
     writable: r.writable,
     objects: r.objects ? { own: r.objects, shared: join(commonDir, "objects") } : null,
     writableIfPresent: home && isAbsolute(home) ? r.homes.map((h) => join(home, h)) : [],
+    ...(r.configHome ? { configHome: r.configHome } : {}),
     // Never one under the state root: the hiding of loop's files comes after, and wins.
     ...programMounts(r.programs),
     ...(r.gatewaySockets ? { gatewaySockets: r.gatewaySockets } : {}),

@@ -30,7 +30,7 @@ export async function runSetup(o: {
     try {
       child = Bun.spawn(["sh", "-c", o.command], {
         cwd: o.cwd,
-        env: { ...childEnvironment(process.env, o.envRule), ...o.env, LOOP_FAILPOINT: "" },
+        env: { ...childEnvironment(process.env, o.envRule, { cwd: o.cwd }), ...o.env, LOOP_FAILPOINT: "" },
         detached: true,
         stdio: ["ignore", fd, fd],
       });
