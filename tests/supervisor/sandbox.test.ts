@@ -24,7 +24,8 @@ const SPEC: SandboxSpec = {
   },
   writable: ["/srv/api/.loop/sessions/fix/1/ask.txt"],
   objects: { own: "/srv/api/.loop/sessions/fix/1/objects", shared: "/srv/api/.git/objects" },
-  writableIfPresent: ["/home/u/.claude"],
+  writableIfPresent: ["/home/u/.aider"],
+  configHome: { dir: "/srv/api/.loop/sessions/fix/1/cli-home", readOnly: ["/srv/api/.loop/sessions/fix/1/cli-home/.credentials.json"] },
   programs: ["/tmp/checkout/node_modules/bun/bin/bun.exe", "/tmp/checkout"],
 };
 
@@ -80,7 +81,12 @@ describe("sandboxArgv", () => {
     expect(argv.join(" ")).toContain("--setenv GIT_OBJECT_DIRECTORY /srv/api/.loop/sessions/fix/1/objects --setenv GIT_ALTERNATE_OBJECT_DIRECTORIES /srv/api/.git/objects");
     // The repository's own store is never bound writable.
     expect(at("--bind", "/srv/api/.git/objects")).toBe(-1);
-    expect(at("--bind-try", "/home/u/.claude")).toBeGreaterThan(hidden);
+    expect(at("--bind-try", "/home/u/.aider")).toBeGreaterThan(hidden);
+    // A preset's private config home (in the read-only session folder) writable, its credentials read-only again inside it.
+    expect(at("--bind", SPEC.configHome!.dir)).toBeGreaterThan(at("--ro-bind", SPEC.sessionDir));
+    expect(at("--ro-bind", SPEC.configHome!.readOnly[0]!)).toBeGreaterThan(at("--bind", SPEC.configHome!.dir));
+    // The operator's own config homes are never bound writable.
+    expect(argv.some((a) => a.endsWith("/.claude") || a.endsWith("/.codex"))).toBe(false);
   });
 
   test("its own pid namespace dying with the wrapper, a new session, no capabilities, the worktree as cwd", () => {
@@ -142,6 +148,8 @@ describe("sandboxSpec", () => {
       const wt = join(root, ".loop", "workspaces", "fix");
       git(root, "worktree", "add", "-q", "-b", "loop/x/item/fix", wt);
       expect(request(wt, "loop/x/item/fix")().git).toEqual({ gitDir: join(root, ".git", "worktrees", "fix"), commonDir: join(root, ".git") });
+      // claude's config home is the session's own (lib/supervisor/config-home.ts): nothing of $HOME is bound writable for it.
+      expect(request(wt, "loop/x/item/fix")().homes).toEqual([]);
       // Its .git pointed at a git folder of the agent's making: refused, whatever that folder names.
       mkdirSync(join(wt, ".fake"));
       writeFileSync(join(wt, ".fake", "commondir"), `${join(root, ".git")}\n`);
