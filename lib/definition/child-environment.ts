@@ -165,12 +165,22 @@ export function loopKeys(def: DefLike): string[] {
 }
 
 /**
- * The rule for an agent session (or a planner) of `runner`: never loop's keys. Behind its gateway the
+ * The rule for an agent session of `runner`: never loop's keys. Behind its gateway the
  * agent's key variables hold a stand-in the wrapper sets (a CLI signed in with an account uses its own
  * credential), so a runner that declares `ANTHROPIC_*` still never gets loop's key.
  */
 export function agentRule(def: DefLike, runner: string): EnvRule {
   return { policy: def.environment.policy, keep: [...def.environment.pass, ...runnerEnvironment(runner, def.environment)], drop: loopKeys(def) };
+}
+
+/**
+ * The rule for `loop plan`'s planner: an agent's, but its model keys pass. It runs at the operator's
+ * terminal, on what the operator asked for, behind no gateway (docs/cli/loop-plan.md): it calls its
+ * model with loop's key itself.
+ */
+export function plannerRule(def: DefLike, runner: string): EnvRule {
+  const rule = agentRule(def, runner);
+  return { ...rule, drop: loopSecrets(def) };
 }
 
 /**

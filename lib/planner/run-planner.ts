@@ -40,7 +40,7 @@ interface RunPlannerOptions {
   commandRunners: Record<string, CommandRunner>;
   /** loop plan's own environment (LOOP_PLAN_TIMEOUT is read from it). */
   env: Record<string, string | undefined>;
-  /** What of it the planner gets (lib/definition/child-environment.ts agentRule): never loop's secrets. */
+  /** What of it the planner gets (lib/definition/child-environment.ts plannerRule): never loop's secrets. */
   envRule: EnvRule;
 }
 

@@ -3,7 +3,7 @@
 // starts the next gateways); "clean" passes only PATH, HOME, locale, TMPDIR and what is declared;
 // patterns match whole names; a child given its working directory gets PWD naming it, no OLDPWD.
 import { describe, expect, test } from "bun:test";
-import { agentRule, childEnvironment, DEFAULT_ENVIRONMENT, type EnvRule, gatewayUpstream, loopKeys, loopSecrets, matchesName, runnerEnvironment, toolRule, verifyRule } from "../../lib/definition/child-environment.ts";
+import { agentRule, childEnvironment, plannerRule, DEFAULT_ENVIRONMENT, type EnvRule, gatewayUpstream, loopKeys, loopSecrets, matchesName, runnerEnvironment, toolRule, verifyRule } from "../../lib/definition/child-environment.ts";
 import { normalizeDefinition } from "../../lib/definition/normalize.ts";
 
 const PARENT = {
@@ -121,6 +121,10 @@ describe("rules from a definition", () => {
   test("loop's own commands (notify) get everything but loop's keys, whatever the policy; the chained step keeps the model keys, for the next gateways", () => {
     expect(Object.keys(childEnvironment(PARENT, toolRule(def))).sort()).toEqual(["AWS_REGION", "EDITOR", "HOME", "LANG", "LC_ALL", "NPM_CONFIG_REGISTRY", "PATH", "TMPDIR"]);
     expect(Object.keys(childEnvironment(PARENT, toolRule(def, { keepModelKeys: true }))).sort()).toEqual(["ANTHROPIC_API_KEY", "AWS_REGION", "EDITOR", "HOME", "LANG", "LC_ALL", "NPM_CONFIG_REGISTRY", "OPENAI_API_KEY", "PATH", "TMPDIR"]);
+  });
+
+  test("a planner (loop plan) is an agent but for the model keys, which it gets: it calls its model itself, behind no gateway", () => {
+    expect(Object.keys(childEnvironment(PARENT, plannerRule(def, "claude"))).sort()).toEqual(["ANTHROPIC_API_KEY", "AWS_REGION", "HOME", "LANG", "LC_ALL", "NPM_CONFIG_REGISTRY", "PATH", "TMPDIR"]);
   });
 
   test("a gateway is handed the model keys and their upstreams, nothing else", () => {

@@ -91,9 +91,15 @@ describe("keepConversation (the wrapper, when the session ends)", () => {
     write(join(at, "sessions", "loose.jsonl"), "not at its depth");
     // A link the agent left, to a file it wants loop to copy where the next session reads it.
     symlinkSync(join(at, ".credentials.json"), join(at, "projects", "-w-a", "id-3.jsonl"));
+    // And a folder of links to the operator's own: neither walked into nor removed through.
+    const operators = temp.make();
+    write(join(operators, "keep.jsonl"), "the operator's");
+    symlinkSync(operators, join(at, "projects", "-w-b"));
+    symlinkSync(operators, join(at, "gone"));
     keepConversation(dir);
     expect(existsSync(at)).toBe(false);
     expect(tree(join(dir, CONVERSATION_STORE))).toEqual(["projects/-w-a/id-1.jsonl", "sessions/2026/12/06/rollout-x-id-2.jsonl"]);
+    expect(tree(operators)).toEqual(["keep.jsonl"]);
     expect(conversationSaved("claude", dir, "id-1")).toBe(true);
     expect(conversationSaved("claude", dir, "id-3")).toBe(false);
     expect(conversationSaved("codex", dir, "id-2")).toBe(true);
