@@ -8,6 +8,8 @@ import { watchSteps } from "../lib/step/watch.ts";
 import { renderRun } from "../lib/reports/render-run.ts";
 import { actorName } from "../lib/shared/actor.ts";
 import { parseDuration } from "../lib/definition/duration.ts";
+import { makeUndumpable } from "../lib/supervisor/undumpable.ts";
+import { takeOwnEnvironment } from "../lib/step/own-environment.ts";
 
 export const tool = defineTool({
   name: "loop-run",
@@ -21,6 +23,12 @@ export const tool = defineTool({
   footer:
     "Exit codes: 0 step done and all is well (including recorded item failures and no-ops), 1 an\nenvironment error, or the loop needs a person (paused on a question or by an environment fault,\na landing failed, drained Failed), 2 invalid loop.json or usage, 75 busy (another step holds the\nlease, this step lost it, or another --watch is running), 130 interrupted (--watch).\nWith --quiet a step that exits 0 prints no result (cron stays silent until something is wrong),\nnor does one that finds the loop needing a person for what the previous step reported (exit 1 still).",
   async run(args, ctx) {
+    // Loop's keys are in this process's environment and memory, and the agents run as its user: no
+    // process of theirs may read them (docs/threat-model.md#where-each-secret-lives).
+    await makeUndumpable();
+    // Kept here for what loop does itself; out of what its git and tmux inherit. Only this process's
+    // own environment (a test that runs the tool in process passes one of its own).
+    const env = ctx.env === process.env ? takeOwnEnvironment() : ctx.env;
     if ((args.interval || args.forever) && !args.watch) throw new UsageError("--interval and --forever need --watch");
     let intervalMs = 30_000;
     if (args.interval) {
@@ -31,8 +39,8 @@ export const tool = defineTool({
       }
     }
     const root = resolveRoot(args.root, ctx.cwd);
-    const stateRoot = resolveStateRoot({ root, flag: args["state-root"], env: ctx.env, cwd: ctx.cwd });
-    const options = { root, stateRoot, actor: actorName(ctx.env), env: ctx.env, log: ctx.log };
+    const stateRoot = resolveStateRoot({ root, flag: args["state-root"], env, cwd: ctx.cwd });
+    const options = { root, stateRoot, actor: actorName(env), env, log: ctx.log };
     const step = () => runStep(options);
     // --quiet: a step that exits 0 prints nothing, nor one that finds the loop needing a person for
     // what the previous step already reported: cron mails (and a log grows) once per trouble.

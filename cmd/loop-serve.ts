@@ -5,6 +5,7 @@ import { defineTool, resolveRoot, resolveStateRoot, main } from "../lib/shared/c
 import { EXIT, UsageError } from "../lib/shared/errors.ts";
 import { startServe } from "../lib/serve/serve.ts";
 import { DEFAULT_LISTEN, TOKEN_ENV } from "../lib/serve/access.ts";
+import { makeUndumpable } from "../lib/supervisor/undumpable.ts";
 
 export const tool = defineTool({
   name: "loop-serve",
@@ -17,6 +18,9 @@ export const tool = defineTool({
   footer:
     "Prints the address on stdout (first line), serves until SIGINT or SIGTERM.\nExit codes: 130 stopped by a signal, 1 cannot listen, 2 usage (a token missing for a non-loopback address; missing, corrupt or outdated store).",
   async run(args, ctx) {
+    // A long-running process of the user the agents run as, started from a shell that may hold loop's
+    // keys: none of them may read its environment or memory (docs/threat-model.md#where-each-secret-lives).
+    await makeUndumpable();
     const roots = args.root.length ? args.root : [undefined];
     if (roots.length > 1 && args["state-root"]) throw new UsageError("--state-root names one state root: with several --root, each loop's state root is <root>/.loop");
     if (roots.length > 1 && ctx.env.LOOP_STATE_ROOT) throw new UsageError("LOOP_STATE_ROOT names one state root: unset it to serve several --root (each loop's state root is then <root>/.loop)");

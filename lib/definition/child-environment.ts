@@ -1,8 +1,10 @@
-// The environment an agent, a verify command or a planner starts with: a policy, not an
-// inheritance (docs/runners.md#the-environment). Pure: plain data in (loop's own environment, the
-// policy), plain data out (the child's environment). Loop's own secrets (the forge token, GitHub's
-// token variables, LOOP_ALLOW_AUTO_MERGE, what loop.json's `environment.secrets` names) never pass,
-// whatever the policy; under "clean" only what is declared passes, with PATH, HOME, locale, TMPDIR.
+// The environment every process loop starts begins with (an agent, its verify, workspace.setup, a
+// planner, notify, the chained step): a policy, not an inheritance (docs/runners.md#the-environment).
+// Pure: plain data in (loop's own environment, the policy), plain data out (the child's environment).
+// Loop's own secrets (the forge token, GitHub's and GitLab's token variables, LOOP_ALLOW_AUTO_MERGE,
+// what loop.json's `environment.secrets` names) and loop's model keys (which only a session's gateway
+// holds) never pass, whatever the policy; under "clean" only what is declared passes, with PATH,
+// HOME, locale, TMPDIR. A child given its working directory gets PWD naming it, and no OLDPWD.
 
 /** `environment.policy`: everything but loop's secrets (the default), or only what is declared. */
 type EnvPolicy = "inherit" | "clean";
@@ -20,8 +22,14 @@ export interface NormEnvironment {
 
 export const DEFAULT_ENVIRONMENT: NormEnvironment = { policy: "inherit", pass: [], secrets: [], runners: {} };
 
-/** Loop's own whatever loop.json says: GitHub's token variables and the auto-merge lock. */
-export const BUILTIN_SECRETS: readonly string[] = ["GITHUB_TOKEN", "GH_TOKEN", "LOOP_ALLOW_AUTO_MERGE"];
+/** Loop's own whatever loop.json says: GitHub's and GitLab's token variables and the auto-merge lock. */
+export const BUILTIN_SECRETS: readonly string[] = ["GITHUB_TOKEN", "GH_TOKEN", "GITLAB_TOKEN", "LOOP_ALLOW_AUTO_MERGE"];
+
+/**
+ * Loop's model keys: held by a session's gateway (lib/supervisor/session-gateway.ts), which swaps the
+ * agent's stand-in for them; no process loop starts gets them in its environment.
+ */
+export const MODEL_KEYS: readonly string[] = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"];
 
 /** What every child gets under "clean": where programs are, the home, the locale, the temporary folder. */
 const CLEAN_BASE: readonly string[] = ["PATH", "HOME", "LANG", "LANGUAGE", "LC_*", "TMPDIR"];
@@ -105,15 +113,25 @@ export interface EnvRule {
   drop: string[];
 }
 
-/** The child's environment: `parent` filtered by `rule` (drop wins over keep). */
-export function childEnvironment(parent: Record<string, string | undefined>, rule: EnvRule): Record<string, string> {
+/**
+ * The child's environment: `parent` filtered by `rule` (drop wins over keep). With `cwd`, PWD names
+ * it and OLDPWD is gone: a child that trusts $PWD over its real working directory (opencode does)
+ * must not work in the directory `loop run` was started from.
+ */
+export function childEnvironment(parent: Record<string, string | undefined>, rule: EnvRule, o: { cwd?: string } = {}): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(parent)) {
     if (value === undefined || matchesAny(rule.drop, name)) continue;
     if (rule.policy === "clean" && !matchesAny(CLEAN_BASE, name) && !matchesAny(rule.keep, name)) continue;
     out[name] = value;
   }
-  return out;
+  return o.cwd === undefined ? out : atDirectory(out, o.cwd);
+}
+
+/** `env` for a process started in `cwd`: PWD names it, OLDPWD is gone. */
+export function atDirectory(env: Record<string, string>, cwd: string): Record<string, string> {
+  const { OLDPWD: _, ...rest } = env;
+  return { ...rest, PWD: cwd };
 }
 
 /** Loop's own secrets for a definition: the built-in ones, the forge token's variable, and `environment.secrets`. */
@@ -129,19 +147,56 @@ export function runnerEnvironment(runner: string, env: NormEnvironment): string[
 
 type DefLike = { forge?: { tokenEnv: string }; environment: NormEnvironment };
 
-/** The rule for an agent session (or a planner) of `runner`. */
-export function agentRule(def: DefLike, runner: string): EnvRule {
-  return { policy: def.environment.policy, keep: [...def.environment.pass, ...runnerEnvironment(runner, def.environment)], drop: loopSecrets(def) };
+/** What a session's gateway is handed of loop's environment (privately: session-wrapper.ts WrapperPrivate): the model keys and their upstreams. */
+export function gatewayUpstream(env: Record<string, string | undefined>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const k of [...MODEL_KEYS, "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"]) if (env[k]) out[k] = env[k]!;
+  return out;
 }
 
-/** The model keys a session's gateway holds in the agent's place (lib/supervisor/session-gateway.ts). */
-const GATEWAY_HELD_KEYS: readonly string[] = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"];
+/**
+ * Every name no process loop starts may hold, but the one that must (loop's own push holds the forge
+ * token through its credential helper; a session's gateway holds the model keys): loop's secrets and
+ * its model keys. Also what `loop run` takes out of its own process environment, which whatever it
+ * starts without an environment of its own (its git) inherits (lib/step/own-environment.ts).
+ */
+export function loopKeys(def: DefLike): string[] {
+  return [...loopSecrets(def), ...MODEL_KEYS];
+}
 
 /**
- * The rule for a verify command (and workspace.setup): what every child may get, none of a runner's
- * (the model keys are the agent's). Behind a gateway the agent has no model key, and neither has the
- * code it wrote, which is what a verify runs: the keys the gateway holds are dropped too.
+ * The rule for an agent session of `runner`: never loop's keys. Behind its gateway the
+ * agent's key variables hold a stand-in the wrapper sets (a CLI signed in with an account uses its own
+ * credential), so a runner that declares `ANTHROPIC_*` still never gets loop's key.
  */
-export function verifyRule(def: DefLike, o: { behindGateway?: boolean } = {}): EnvRule {
-  return { policy: def.environment.policy, keep: [...def.environment.pass], drop: [...loopSecrets(def), ...(o.behindGateway ? GATEWAY_HELD_KEYS : [])] };
+export function agentRule(def: DefLike, runner: string): EnvRule {
+  return { policy: def.environment.policy, keep: [...def.environment.pass, ...runnerEnvironment(runner, def.environment)], drop: loopKeys(def) };
+}
+
+/**
+ * The rule for `loop plan`'s planner: an agent's, but its model keys pass. It runs at the operator's
+ * terminal, on what the operator asked for, behind no gateway (docs/cli/loop-plan.md): it calls its
+ * model with loop's key itself.
+ */
+export function plannerRule(def: DefLike, runner: string): EnvRule {
+  const rule = agentRule(def, runner);
+  return { ...rule, drop: loopSecrets(def) };
+}
+
+/**
+ * The rule for a verify command (and workspace.setup): what every child may get, none of a runner's,
+ * never loop's keys: they run the code the agent wrote, which must not hold what the agent does not.
+ * (`o` is what callers said before every session had a gateway; the keys are dropped either way.)
+ */
+export function verifyRule(def: DefLike, _o: { behindGateway?: boolean } = {}): EnvRule {
+  return { policy: def.environment.policy, keep: [...def.environment.pass], drop: loopKeys(def) };
+}
+
+/**
+ * The rule for the operator's own commands loop runs (loop.json's `notify`) and for the chained step
+ * (with `keepModelKeys`: the next step's gateways need them): everything but loop's keys, whatever the
+ * policy, which is the agents'.
+ */
+export function toolRule(def: DefLike, o: { keepModelKeys?: boolean } = {}): EnvRule {
+  return { policy: "inherit", keep: [], drop: o.keepModelKeys ? loopSecrets(def) : loopKeys(def) };
 }

@@ -79,6 +79,21 @@ export const NONESSENTIAL_TRAFFIC_OFF: Readonly<Record<string, string>> = {
   AIDER_CHECK_UPDATE: "false",
 };
 
+/**
+ * How a session reaches its model API (docs/threat-model.md#the-gateway): through its gateway, which
+ * meters, caps and holds loop's keys, for every runner that can reach one, whatever `network` says
+ * ("open" only leaves other hosts unfiltered). On an open network, not for the demo agent (it reaches
+ * none), nor for codex signed in with a ChatGPT account (loop's environment holds no OPENAI_API_KEY):
+ * its model traffic goes to chatgpt.com, which the gateway does not serve, so it runs as it is (its
+ * spend is what it prints). With a `network` setting every runner has one (the demo agent's is its
+ * only way out). `unshare`: in the sandbox the network is unshared and the gateway reached through
+ * the bridge (a `network` list or "none", never "open").
+ */
+export function modelRoute(o: { runner: string; network: NetworkPolicy | undefined; env: Record<string, string | undefined> }): { gateway: boolean; unshare: boolean } {
+  if (o.network !== undefined) return { gateway: true, unshare: true };
+  return { gateway: o.runner !== "demo" && !(o.runner === "codex" && !o.env.OPENAI_API_KEY), unshare: false };
+}
+
 /** The entries a session of `runner` may reach: the item's policy plus its preset's hosts; "none" stays "none". */
 export function sessionAllowList(policy: NetworkPolicy | undefined, runner: string): NetworkPolicy | undefined {
   if (policy === undefined || policy === "none") return policy;

@@ -273,14 +273,12 @@ export const PRESETS: Record<"claude" | "codex" | "aider", RunnerPreset> = {
 };
 
 /**
- * What each preset's CLI writes under $HOME (its settings, credentials, conversations; a resumed
- * conversation is read from there): writable in the sandbox when it exists (docs/runners.md#the-sandbox).
- * Command runners get none: a runner that needs one sets its own folder (most CLIs take a variable
- * for it) inside the worktree or turns the sandbox off.
+ * What a preset's CLI writes under $HOME when it has no config home of its own (claude's and codex's
+ * are private, per session: lib/supervisor/config-home.ts): writable in the sandbox when it exists
+ * (docs/runners.md#the-sandbox). Command runners get none: a runner that needs one sets its own folder
+ * (most CLIs take a variable for it) inside the worktree or turns the sandbox off.
  */
 export const PRESET_HOMES: Readonly<Record<string, readonly string[]>> = {
-  claude: [".claude", ".claude.json"],
-  codex: [".codex"],
   aider: [".aider"],
 };
 
@@ -340,17 +338,21 @@ export function buildRunnerCommand(
  * reply). Only one proven to exist: claude's id is chosen before launch, so a session that died
  * at start (as root, say) left an id naming nothing, and resuming it fails with "No conversation
  * found with session ID". claude: the id the log announces, when the CLI saved its conversation
- * file (`claudeSaved`; one that could not write its config folder printed the id and saved nothing);
- * codex: the id the log announces, or the one recorded from an earlier log; aider: its chat history,
- * when the file is there. Other runners never resume.
+ * file (`saved`; one that could not write its config folder printed the id and saved nothing);
+ * codex: the id the log announces, or the one recorded from an earlier log, unless `saved` says
+ * its session file is not there; aider: its chat history, when the file is there. Other runners
+ * never resume. `saved` answering null (nowhere to look) proves nothing either way.
  */
-export function provenConversation(runner: string, o: { recorded: string | null; logHead: string; historyExists: boolean; claudeSaved?: (id: string) => boolean | null }): string | null {
+export function provenConversation(runner: string, o: { recorded: string | null; logHead: string; historyExists: boolean; saved?: (id: string) => boolean | null }): string | null {
   if (runner === "claude") {
     // The init line is printed before anything is saved: the CLI's saved file is the proof, where it can be looked for.
     const id = conversationIdFromLog("claude", o.logHead);
-    return id !== null && o.claudeSaved?.(id) !== false ? id : null;
+    return id !== null && o.saved?.(id) !== false ? id : null;
   }
-  if (runner === "codex") return conversationIdFromLog("codex", o.logHead) ?? o.recorded;
+  if (runner === "codex") {
+    const id = conversationIdFromLog("codex", o.logHead) ?? o.recorded;
+    return id !== null && (id === "" || o.saved?.(id) !== false) ? id : null;
+  }
   if (runner === "aider") return o.recorded && o.historyExists ? o.recorded : null;
   return null;
 }

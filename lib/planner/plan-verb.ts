@@ -12,7 +12,7 @@ import { FORGE_CAPS, type PlanContext, pullsForPrompt } from "./prompt.ts";
 import { describeUnreviewed, reviewDefaultsOf } from "./describe.ts";
 import { reviewItems } from "./review.ts";
 import { runPlanner } from "./run-planner.ts";
-import { agentRule } from "../definition/child-environment.ts";
+import { plannerRule } from "../definition/child-environment.ts";
 
 export const DEFAULT_MAX_ITEMS = 20;
 
@@ -87,7 +87,7 @@ export async function planVerb(o: PlanVerbOptions): Promise<PlanDocument> {
   const ask =
     runner === "demo"
       ? async () => JSON.stringify(demoPlan(context))
-      : (prompt: string) => runPlanner({ runner, model: o.model ?? null, prompt, schema: ANSWER_JSON_SCHEMA, commandRunners: def.runners, env: o.env, envRule: agentRule(def, runner) });
+      : (prompt: string) => runPlanner({ runner, model: o.model ?? null, prompt, schema: ANSWER_JSON_SCHEMA, commandRunners: def.runners, env: o.env, envRule: plannerRule(def, runner) });
   const draft = await draftPlan({ context, answerContext, ask });
   const doc: PlanDocument = { schema: "loop/plan@1", runner, ...draft, dryRun: o.dryRun, appended: [], file: file.path };
   if (draft.outcome !== "drafted" || o.dryRun) return doc;

@@ -40,7 +40,7 @@ interface RunPlannerOptions {
   commandRunners: Record<string, CommandRunner>;
   /** loop plan's own environment (LOOP_PLAN_TIMEOUT is read from it). */
   env: Record<string, string | undefined>;
-  /** What of it the planner gets (lib/definition/child-environment.ts agentRule): never loop's secrets. */
+  /** What of it the planner gets (lib/definition/child-environment.ts plannerRule): never loop's secrets. */
   envRule: EnvRule;
 }
 
@@ -60,7 +60,7 @@ export async function runPlanner(o: RunPlannerOptions): Promise<string> {
     const timeoutMs = parseDuration(o.env.LOOP_PLAN_TIMEOUT || DEFAULT_TIMEOUT);
     let proc;
     try {
-      proc = Bun.spawn(cmd.argv, { cwd: dir, env: childEnvironment(o.env, o.envRule), stdin: "ignore", stdout: "pipe", stderr: "pipe", detached: true });
+      proc = Bun.spawn(cmd.argv, { cwd: dir, env: childEnvironment(o.env, o.envRule, { cwd: dir }), stdin: "ignore", stdout: "pipe", stderr: "pipe", detached: true });
     } catch (e) {
       throw new PlannerError(`planner ${o.runner}: cannot start ${JSON.stringify(cmd.argv[0])}: ${(e as Error).message}`);
     }

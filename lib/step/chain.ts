@@ -1,9 +1,11 @@
 // What a session's or a verify's wrapper runs when its process ends (docs/cli/loop-run.md#chained-steps):
 // this step's own `loop run`, for the same root and state root, with loop's environment less loop's
-// secrets. Not in a loop with a forge: the next step would need the forge's token, and nothing the
-// agent runs beside may hold it (docs/threat-model.md). `LOOP_CHAIN=off` turns it off.
+// secrets (its model keys kept: the next step's gateways hold them). That environment is handed to the
+// wrapper privately (lib/supervisor/sessions.ts), never written in the session folder the agent reads.
+// Not in a loop with a forge: the next step would need the forge's token, and nothing the agent runs
+// beside may hold it (docs/threat-model.md). `LOOP_CHAIN=off` turns it off.
 import { join } from "node:path";
-import { childEnvironment, loopSecrets } from "../definition/child-environment.ts";
+import { childEnvironment, toolRule } from "../definition/child-environment.ts";
 import { SESSION_MARK_VAR } from "../shared/process.ts";
 import { CHAIN_LOG, type ChainRecord } from "../supervisor/chain.ts";
 import { selfArgv } from "../supervisor/self.ts";
@@ -29,7 +31,8 @@ function chainFor(ctx: StepContext, dir: string): ChainRecord | null {
   }
   if (mode === "off" || ctx.def.forge) return null;
   // Loop's environment, less its secrets and a session's mark (the close path ends whatever carries one).
-  const env = childEnvironment(ctx.options.env, { policy: "inherit", keep: [], drop: [...loopSecrets(ctx.def), SESSION_MARK_VAR] });
+  const rule = toolRule(ctx.def, { keepModelKeys: true });
+  const env = childEnvironment(ctx.options.env, { ...rule, drop: [...rule.drop, SESSION_MARK_VAR] }, { cwd: ctx.options.root });
   return {
     argv: [...selfArgv(), "run", "--quiet", "--root", ctx.options.root, "--state-root", ctx.options.stateRoot],
     cwd: ctx.options.root,
@@ -38,13 +41,8 @@ function chainFor(ctx: StepContext, dir: string): ChainRecord | null {
   };
 }
 
-/**
- * chainFor as an option of a wrapper's start: absent when there is no chained step. Never for an item
- * behind a gateway (its `network` set): the record's environment, in the session folder the agent can
- * read, would hold the model keys the gateway keeps from it (docs/threat-model.md#the-gateway).
- */
-export function chainOption(ctx: StepContext, dir: string, it: { def: { network?: unknown } }): { chain?: ChainRecord } {
-  if (it.def.network !== undefined) return {};
+/** chainFor as an option of a wrapper's start: absent when there is no chained step. (`_it`: the item, which changes nothing now.) */
+export function chainOption(ctx: StepContext, dir: string, _it?: unknown): { chain?: ChainRecord } {
   const chain = chainFor(ctx, dir);
   return chain ? { chain } : {};
 }

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { itemBranch } from "../definition/branches.ts";
 import { buildRunnerCommand, provenConversation } from "../definition/runners.ts";
-import { agentRule } from "../definition/child-environment.ts";
+import { agentRule, gatewayUpstream } from "../definition/child-environment.ts";
 import type { ItemState, Projection, SessionRecord } from "../log/projection.ts";
 import { GitError } from "../shared/errors.ts";
 import { failpoint } from "../shared/failpoint.ts";
@@ -20,7 +20,8 @@ import { describeRefChange, restoreCommand } from "../repo/owned-refs.ts";
 import { ensureAgentExcludes, probeLaunchFault, programFiles, resolveProgram } from "./machine-probe.ts";
 import { sandboxRequest, sessionPath } from "./sandbox-request.ts";
 import { probeSandbox } from "../supervisor/sandbox.ts";
-import { claudeConversationSaved } from "../supervisor/saved-conversation.ts";
+import { conversationSaved } from "../supervisor/saved-conversation.ts";
+import { prepareConfigHome } from "../supervisor/config-home.ts";
 import { type EnvironmentFault, FaultError, launchErrorFault, ownedRefFault, programFault, type ProgramFact } from "../decisions/faults.ts";
 import { branchExists, git, revParse, symbolicBranchTarget } from "../repo/git.ts";
 import { buildHandoff, buildReplyMessage, REPLY_FILE } from "./handoff.ts";
@@ -36,7 +37,7 @@ import { localStartPoint, stackedStartPoint } from "./workspace-prep.ts";
 import { forgeFetch } from "./forge/remote.ts";
 import { GIT_EXEC_FILE, gitExecSnapshot } from "../repo/git-exec.ts";
 import { remainingMicroUsd, remainingTokens } from "../decisions/budget.ts";
-import { sessionAllowList } from "../definition/network.ts";
+import { modelRoute, sessionAllowList } from "../definition/network.ts";
 
 /** Where and as what the next attempt of an item runs; fixed before the reservation records it. */
 interface AttemptPlan {
@@ -208,7 +209,7 @@ async function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, 
           logHead: readOutputHead(previous.sessionDir),
           // Not empty: under the sandbox loop creates the file before aider runs, so there it always exists.
           historyExists: previous.runner === "aider" && previous.conversationId !== null && nonEmptyFile(previous.conversationId),
-          claudeSaved: (id) => claudeConversationSaved(ctx.options.env, id),
+          saved: (id) => conversationSaved(previous.runner, previous.sessionDir, id),
         })
       : null;
   let resume: { conversationId: string; replyFile: string } | undefined;
@@ -220,9 +221,11 @@ async function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, 
   }
   // A CLI with a spend cap of its own gets what is left of the budgets as a second line of defence.
   const cap = remainingMicroUsd({ item: it, usage: reserved.loop.usage, budget: ctx.def.budget, now: Date.now() });
+  // Through the session's gateway whenever the runner can reach a model API (docs/threat-model.md#the-gateway).
+  const route = modelRoute({ runner: it.def.runner, network: it.def.network, env: ctx.options.env });
   const cmd = buildRunnerCommand(
     it.def.runner,
-    { item: it.id, attempt: n, prompt: handoff, handoffPath, workdir: worktree, model: it.def.model, sessionId, resume, ...(cap !== null ? { maxBudgetUsd: cap / 1e6 } : {}), ...(it.def.network !== undefined ? { gateway: true } : {}) },
+    { item: it.id, attempt: n, prompt: handoff, handoffPath, workdir: worktree, model: it.def.model, sessionId, resume, ...(cap !== null ? { maxBudgetUsd: cap / 1e6 } : {}), ...(route.gateway ? { gateway: true } : {}) },
     ctx.def.runners,
     demoArgv(),
   );
@@ -233,7 +236,10 @@ async function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, 
   // Where a runner reports its usage (docs/runners.md#reporting-usage): created empty, the agent's to write.
   const usageFile = join(dir, SESSION_FILES.usage);
   writeFileAtomic(usageFile, "", { sync: false });
+  // A preset CLI's config home of the session's own: the operator's credentials, a resumed conversation, nothing else.
+  const home = prepareConfigHome({ runner: it.def.runner, dir, env: ctx.options.env, resumeFrom: resume ? previous!.sessionDir : null });
   const env: Record<string, string> = {
+    ...home?.env,
     LOOP_USAGE_FILE: usageFile,
     LOOP_ITEM: it.id,
     LOOP_ATTEMPT: String(n),
@@ -245,20 +251,20 @@ async function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, 
     // Comments from the issue thread for a running agent (docs/runners.md); the file may not exist yet.
     ...(ctx.def.forge ? { LOOP_INBOX_FILE: join(dir, SESSION_FILES.inbox) } : {}),
   };
-  // An item with a network setting runs behind a gateway (docs/threat-model.md#the-gateway): the
-  // model APIs metered and capped there, loop's key swapped in for a stand-in, other hosts on the list.
+  // Behind its gateway (docs/threat-model.md#the-gateway): the model APIs metered and capped there,
+  // loop's key swapped in for a stand-in, other hosts on the list (or, open, the agent's own).
   const tokensLeft = remainingTokens({ item: it, usage: reserved.loop.usage, budget: ctx.def.budget, now: Date.now() });
-  // In the sandbox the network is unshared and the gateway reached through sockets in a short
-  // private folder of its own (a socket's path is limited to 108 bytes; the state root is hidden there).
+  // In the sandbox, with a `network` setting, the network is unshared and the gateway reached through
+  // sockets in a short private folder of its own (a socket's path is limited to 108 bytes; the state root is hidden there).
   const gateway =
-    it.def.network !== undefined
+    route.gateway
       ? {
           standIn: `loop-stand-in-${crypto.randomUUID().replaceAll("-", "")}`,
           allow: sessionAllowList(it.def.network, it.def.runner) ?? null,
           ...(tokensLeft !== null ? { maxTokens: tokensLeft } : {}),
           ...(cap !== null ? { maxMicroUsd: cap } : {}),
           ...(ctx.def.prices ? { prices: ctx.def.prices } : {}),
-          ...(plan.bwrap ? { socketDir: mkdtempSync(join(tmpdir(), "lg-")) } : {}),
+          ...(plan.bwrap && route.unshare ? { socketDir: mkdtempSync(join(tmpdir(), "lg-")) } : {}),
         }
       : undefined;
   ctx.store.assertLease();
@@ -272,10 +278,10 @@ async function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, 
     // Never loop's secrets; under the "clean" policy only what is declared (docs/runners.md#the-environment).
     envRule: agentRule(ctx.def, it.def.runner),
     ...chainOption(ctx, dir, it),
-    ...(gateway ? { gateway } : {}),
+    ...(gateway ? { gateway, upstream: gatewayUpstream(ctx.options.env) } : {}),
     scope: { role: "session", loopName: ctx.def.name, item: it.id, epoch: it.epoch, attempt: n, stateRoot: ctx.options.stateRoot },
     ...(plan.bwrap
-      ? { sandbox: { ...request!(), gitDir: { path: gitDir, writable: true }, readOnly: prepared.products.map((p) => join(worktree, p)), writable: [askFile, usageFile, ...(cmd.writes ?? [])], programs: [...sandboxPrograms(it.def.runner, program), ...(gateway ? selfFiles() : [])] } }
+      ? { sandbox: { ...request!(), gitDir: { path: gitDir, writable: true }, readOnly: prepared.products.map((p) => join(worktree, p)), writable: [askFile, usageFile, ...(cmd.writes ?? [])], programs: [...sandboxPrograms(it.def.runner, program), ...(gateway ? selfFiles() : [])], ...(home ? { configHome: { dir: home.home, readOnly: home.readOnly } } : {}) } }
       : {}),
   });
   // Atomic: a step killed mid-write must not leave a half file that adoption then misreads.

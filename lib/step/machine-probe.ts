@@ -211,6 +211,16 @@ export function definitionWarnings(o: { def: NormDefinition; repo: string; env: 
   const PATH = sessionPath(o.env);
   const used = [...new Set(o.def.items.map((it) => it.runner))];
   for (const runner of used) {
+    const items = o.def.items.filter((it) => it.runner === runner).map((it) => it.id);
+    const whose = `runner ${JSON.stringify(runner)} (used by ${items.slice(0, 3).join(", ")}${items.length > 3 ? `, … ${items.length} items` : ""})`;
+    // Every session that can reach a model API runs behind its gateway (docs/threat-model.md#the-gateway): a
+    // command runner is metered and capped there only if it is pointed at it by the variables it is given.
+    if (Object.hasOwn(o.def.runners, runner))
+      out.push(
+        `loop.json: ${whose}: a command runner's model requests go through its session's gateway (metered, capped, loop's key held there) only if its program honours ANTHROPIC_BASE_URL/OPENAI_BASE_URL and the stand-in ANTHROPIC_API_KEY/OPENAI_API_KEY it is given; one that reaches its provider another way, with a key of its own, is neither metered nor capped by loop`,
+      );
+    if (runner === "codex" && !o.env.OPENAI_API_KEY && o.def.items.some((it) => it.runner === "codex" && it.network === undefined))
+      out.push(`loop.json: ${whose}: loop's environment has no OPENAI_API_KEY, so codex runs on its own sign-in (a ChatGPT account), outside the gateway: its spend is what it prints at each turn's end, and no budget stops it inside a turn`);
     // A program named through a placeholder ({workdir}/agent) is known only at launch.
     if (Object.hasOwn(o.def.runners, runner) && /\{[a-z_]+\}/.test(o.def.runners[runner]!.command[0] ?? "")) continue;
     let program: string;
@@ -220,8 +230,6 @@ export function definitionWarnings(o: { def: NormDefinition; repo: string; env: 
       continue; // an unknown runner is a definition error, reported as one
     }
     const fact = resolveProgram(program, { PATH, cwd: null });
-    const items = o.def.items.filter((it) => it.runner === runner).map((it) => it.id);
-    const whose = `runner ${JSON.stringify(runner)} (used by ${items.slice(0, 3).join(", ")}${items.length > 3 ? `, … ${items.length} items` : ""})`;
     if (fact.state === "missing")
       out.push(`loop.json: ${whose}: program ${JSON.stringify(program)} is not found${fact.path ? ` (${fact.path})` : ` on this PATH (${PATH || "empty"})`}: launching it will pause the loop`);
     else if (fact.state === "not_executable") out.push(`loop.json: ${whose}: program ${JSON.stringify(program)} (${fact.path}) is not executable: launching it will pause the loop`);

@@ -15,6 +15,7 @@ import { killGroup } from "../shared/process.ts";
 import { append, itemNow, loopView, type StepContext } from "./context.ts";
 import { type Attention, ATTENTION_STATUSES, type AttentionInput, attentionItem, attentionOf, UNLANDED_OUTCOMES } from "../decisions/attention.ts";
 import { pullTerms } from "../forge/provider.ts";
+import { childEnvironment, type EnvRule, toolRule } from "../definition/child-environment.ts";
 
 /** What attention reads (lib/decisions/attention.ts AttentionInput), as the store has it now: the loop, and only the items it looks at. */
 export function stepAttentionInput(ctx: StepContext): AttentionInput {
@@ -92,7 +93,8 @@ export async function notifyPhase(ctx: StepContext): Promise<NotifyReport[]> {
     ctx.store.assertLease();
     ctx.store.renewLease(ctx.lease, def.timeout + 10 * 60_000);
     const doc = notifyDocument({ a, p, root: ctx.options.root, stateRoot: ctx.options.stateRoot, now: new Date() });
-    const r = await runNotify(def, { doc, cwd: ctx.options.root, logPath: join(ctx.options.stateRoot, "notify.log") });
+    // The operator's command: loop's environment, never its keys (docs/loop-json.md#notify).
+    const r = await runNotify(def, { doc, cwd: ctx.options.root, logPath: join(ctx.options.stateRoot, "notify.log"), env: ctx.options.env, rule: toolRule(ctx.def) });
     append(ctx, [{ type: "notified", item: a.item, payload: { slot: a.slot, key: a.key, kind: a.kind, ok: r.ok, exitCode: r.exitCode, reason: r.reason } }], "notify");
     if (!r.ok) ctx.options.log.warn(`notify (${a.kind}${a.item ? ` ${a.item}` : ""}) failed: ${r.reason}; the loop goes on, and it is not run again for this`);
     reports.push({ kind: a.kind, item: a.item, ok: r.ok, reason: r.reason });
@@ -110,7 +112,7 @@ interface NotifyRun {
  * Run `def.command` (no shell) in its own process group with `doc` on stdin, its output in
  * `logPath` (overwritten each time); past `def.timeout` the group is killed.
  */
-async function runNotify(def: NotifyDef, o: { doc: NotifyDocument; cwd: string; logPath: string }): Promise<NotifyRun> {
+async function runNotify(def: NotifyDef, o: { doc: NotifyDocument; cwd: string; logPath: string; env: Record<string, string | undefined>; rule: EnvRule }): Promise<NotifyRun> {
   // Created afresh: never written through a link (or into a FIFO) found under its name.
   rmSync(o.logPath, { force: true });
   const fd = openSync(o.logPath, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, 0o644);
@@ -121,7 +123,7 @@ async function runNotify(def: NotifyDef, o: { doc: NotifyDocument; cwd: string; 
     try {
       child = Bun.spawn(def.command, {
         cwd: o.cwd,
-        env: { ...process.env, LOOP_NOTIFY_KIND: o.doc.kind, LOOP_NOTIFY_SUBJECT: o.doc.subject, LOOP_FAILPOINT: "" },
+        env: { ...childEnvironment(o.env, o.rule, { cwd: o.cwd }), LOOP_NOTIFY_KIND: o.doc.kind, LOOP_NOTIFY_SUBJECT: o.doc.subject, LOOP_FAILPOINT: "" },
         detached: true,
         stdio: ["pipe", fd, fd],
       });

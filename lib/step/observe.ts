@@ -16,6 +16,7 @@ import { markCarried } from "../shared/process.ts";
 import { whileRunning } from "../decisions/budget.ts";
 import { recordRunningUsage, stopForBudget, stopForCutOffs } from "./spend.ts";
 import { usageDraft } from "./usage-draft.ts";
+import { modelRoute } from "../definition/network.ts";
 
 /** A reserved attempt whose start is not recorded: adopt the wrapper, wait for it, or fail the launch. */
 export function observeLaunching(ctx: StepContext, it: ItemState): StepOutcome | null {
@@ -61,7 +62,7 @@ export async function observeRunning(ctx: StepContext, it: ItemState): Promise<S
   // Its gateway stopped its model requests (too many answers cut off): ended, whatever else it did.
   const cut = await stopForCutOffs(ctx, it);
   if (cut !== undefined) return cut;
-  const facts: RunningFacts = { verdict: classifySession(seen), recordPresent: seen.recordPresent, behindGateway: it.def.network !== undefined, drain: attempt.drain };
+  const facts: RunningFacts = { verdict: classifySession(seen), recordPresent: seen.recordPresent, behindGateway: modelRoute({ runner: it.def.runner, network: it.def.network, env: ctx.options.env }).gateway, drain: attempt.drain };
   for (;;) {
     const next = runningNext(facts);
     switch (next.kind) {

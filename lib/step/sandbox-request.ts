@@ -28,7 +28,7 @@ export class SandboxRefusedError extends StartError {}
  * git. The caller adds the attempt's git folder and what is read-only inside the checkout. A
  * checkout that is not a folder at its place is a SandboxRefusedError (a StartError), and nothing is mounted.
  */
-export function sandboxRequest(o: { bwrap: string; repo: string; worktree: string; stateRoot: string; runner: string; writable: string[]; programs?: string[]; env: Record<string, string | undefined> }): SandboxRequest {
+export function sandboxRequest(o: { bwrap: string; repo: string; worktree: string; stateRoot: string; runner: string; writable: string[]; programs?: string[]; env: Record<string, string | undefined>; configHome?: { dir: string; readOnly: string[] } }): SandboxRequest {
   const place = join(realpathSync(dirname(o.worktree)), basename(o.worktree));
   let why: string | null;
   try {
@@ -40,6 +40,6 @@ export function sandboxRequest(o: { bwrap: string; repo: string; worktree: strin
   if (why !== null) throw new SandboxRefusedError(`no sandbox over ${o.worktree}: it is not the folder loop made (${why})`);
   const common = gitTry(o.repo, ["rev-parse", "--path-format=absolute", "--git-common-dir"]);
   if (common.code !== 0) throw new StartError(`no sandbox over ${o.worktree}: git cannot name the repository's git folder (${common.stderr.trim()})`);
-  return { bwrap: o.bwrap, worktree: o.worktree, stateRoot: o.stateRoot, worktrees: dirname(o.worktree), commonDir: common.stdout.trim(), writable: o.writable, homes: [...(PRESET_HOMES[o.runner] ?? [])], programs: o.programs ?? [], env: o.env };
+  return { bwrap: o.bwrap, worktree: o.worktree, stateRoot: o.stateRoot, worktrees: dirname(o.worktree), commonDir: common.stdout.trim(), writable: o.writable, homes: [...(PRESET_HOMES[o.runner] ?? [])], ...(o.configHome ? { configHome: o.configHome } : {}), programs: o.programs ?? [], env: o.env };
 }
 

@@ -2,6 +2,7 @@
 // it changed (lib/supervisor/usage-reader.ts reads, lib/decisions/budget.ts decides), and a budget reached acted
 // on: an item's attempt ended through the close path and the item settled failed (`budget_exhausted`),
 // or the loop paused. Reading usage never fails a step: what cannot be read is said in the figure's note.
+import { modelRoute } from "../definition/network.ts";
 import type { EventDraft } from "../log/events.ts";
 import type { ItemState } from "../log/projection.ts";
 import { failpoint } from "../shared/failpoint.ts";
@@ -52,7 +53,7 @@ export async function stopForBudget(ctx: StepContext, it: ItemState | null, v: N
  * meet the same agent. Null when there is nothing to stop.
  */
 export async function stopForCutOffs(ctx: StepContext, it: ItemState): Promise<StepOutcome | null | undefined> {
-  const stop = it.def.network !== undefined && it.session ? readGatewayStop(it.session.sessionDir) : null;
+  const stop = modelRoute({ runner: it.def.runner, network: it.def.network, env: ctx.options.env }).gateway && it.session ? readGatewayStop(it.session.sessionDir) : null;
   if (!stop) return undefined;
   const why = `${stop.code}: ${stop.reason} (docs/spend.md#the-gateway)`;
   const closed = await closeInStep(ctx, { it, reason: why, removeCheckout: false, endVerdict: "closed" });

@@ -37,6 +37,7 @@ import { diskFullMet, materializeIfRoom, pauseForDiskFull, unrecorded } from "./
 import { recordStopProof } from "./drain.ts";
 import { beforeLaunch } from "../decisions/budget.ts";
 import { stopForBudget } from "./spend.ts";
+import { hideDefinitionSecrets } from "./own-environment.ts";
 
 
 export interface RunResult extends StepOutcome {
@@ -308,6 +309,8 @@ export async function runStep(options: StepOptions): Promise<RunResult> {
 
 async function stepWith(options: StepOptions, src: DefinitionSource, full: DiskSpace | null): Promise<RunResult> {
   const { store, def, parsed, deferred } = openStep(options, src);
+  // Its own forge token's and secrets' names: out of what loop's git and tmux inherit.
+  hideDefinitionSecrets(def);
   try {
     const terms = { actor: options.actor, ttlMs: options.leaseMs ?? 30 * 60_000, busy: (holder: Lease) => new BusyLease(holder) };
     const { ctx, outcome, notifications, before } = await withLease(store, terms, async (writer) => {

@@ -2,8 +2,9 @@
 // verify command ends, its wrapper starts the next `loop run` at once instead of leaving it to the
 // next cron minute. That step takes the lease like any other: held, it does nothing (exit 75) and
 // cron stays the backstop. What to run comes in the launch record, written by the step that started
-// the wrapper (lib/step/chain.ts); the wrapper adds nothing of its own environment, which is the
-// agent's. The step starts in a session of its own (setsid) and carries no session mark, so the
+// the wrapper (lib/step/chain.ts), but for its environment, which is loop's and so not the agent's
+// to read: it is handed to the wrapper privately (session-wrapper.ts WrapperPrivate), never written
+// in the launch record in the session folder; the wrapper adds nothing of its own environment. The step starts in a session of its own (setsid) and carries no session mark, so the
 // close path it runs over this very session does not end it; in a systemd scope it is not started
 // at all (the close path ends the scope's whole cgroup, which it would be in).
 import { closeSync, constants, existsSync, openSync } from "node:fs";
@@ -11,11 +12,15 @@ import { join } from "node:path";
 import { SCOPE_FILES, type ScopeRole } from "./scope.ts";
 
 /** What the wrapper runs when its process ends: the launching step's `loop run`, its environment, where its output goes. */
-export interface ChainRecord {
-  argv: string[];
-  cwd: string;
+export interface ChainRecord extends LaunchChain {
   /** Loop's environment without loop's secrets (the forge token, GitHub's variables) and without a session mark. */
   env: Record<string, string>;
+}
+
+/** A chained step as its launch record holds it: no environment (that goes to the wrapper privately). */
+export interface LaunchChain {
+  argv: string[];
+  cwd: string;
   /** The chained step's stderr (and stdout: `--quiet` prints nothing that is well), appended to. */
   log: string;
 }

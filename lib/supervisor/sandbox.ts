@@ -10,7 +10,8 @@
 //   - writable: the worktree and the attempt's private git folder (lib/repo/attempt-git.ts: its own
 //     config, index, refs and objects; the repository, its store, refs, config and hooks stay
 //     read-only like everything else); the files named in `writable` (the ask file, a preset's
-//     histories) and the preset's config homes;
+//     histories), a preset's private config home (its credentials read-only in it:
+//     lib/supervisor/config-home.ts) and aider's ~/.aider;
 //   - read-only inside the worktree: what `workspace.setup` made, and for a verify the protected
 //     paths (docs/threat-model.md#the-airlock);
 //   - its own pid namespace: when the wrapper ends bwrap, the kernel ends every process inside,
@@ -41,8 +42,10 @@ export interface SandboxRequest {
   readOnly?: string[];
   /** Files outside the worktree the command writes (created empty when missing): the ask file, aider's histories. */
   writable: string[];
-  /** Folders or files under $HOME the agent CLI must write (its config home), when they exist. */
+  /** Folders or files under $HOME the agent CLI must write (aider's config home), when they exist. */
   homes: string[];
+  /** A preset's private config home (lib/supervisor/config-home.ts): writable, but for the files in `readOnly` (its credentials). */
+  configHome?: { dir: string; readOnly: string[] };
   /** The program the command runs and what it needs (loop itself, for the demo agent): read-only, even where /tmp or another hidden folder holds it. */
   programs: string[];
   env: Record<string, string | undefined>;
@@ -75,6 +78,8 @@ export interface SandboxSpec {
   writable: string[];
   /** Writable folders or files that may not exist (--bind-try). */
   writableIfPresent: string[];
+  /** The private config home, writable, its credentials read-only. */
+  configHome?: { dir: string; readOnly: string[] };
   /** Programs (files or folders) made visible again, read-only, after the hiding (each exists). */
   programs: string[];
   /**
@@ -116,6 +121,7 @@ export function sandboxArgv(s: SandboxSpec, argv: string[]): string[] {
     // The private git folder lies in the session folder: bound after it.
     ...(s.gitDir ? bind(s.gitDir.writable ? "--bind" : "--ro-bind", s.gitDir.path) : []),
     ...s.writable.flatMap((p) => bind("--bind", p)),
+    ...(s.configHome ? [...bind("--bind", s.configHome.dir), ...s.configHome.readOnly.flatMap((p) => bind("--ro-bind", p))] : []),
     ...s.writableIfPresent.flatMap((p) => bind("--bind-try", p)),
     "--chdir", s.worktree,
     "--setenv", "TMPDIR", "/tmp",
@@ -202,6 +208,7 @@ export function sandboxSpec(r: SandboxRequest, sessionDir: string): SandboxSpec 
     readOnly: (r.readOnly ?? []).filter((p) => isWithin(p, r.worktree) && p !== r.worktree && lstatExists(p)),
     writable: r.writable,
     writableIfPresent: home && isAbsolute(home) ? r.homes.map((h) => join(home, h)) : [],
+    ...(r.configHome ? { configHome: r.configHome } : {}),
     // Never one under the state root: the hiding of loop's files comes after, and wins.
     ...programMounts(r.programs),
     ...(r.gatewaySockets ? { gatewaySockets: r.gatewaySockets } : {}),

@@ -1,23 +1,19 @@
 // Whether a CLI saved the conversation a reply would resume: what it wrote, not what it printed
 // (docs/runners.md#claude). Claude Code prints its `init` line before it saves anything, and one
-// that cannot write its config folder (a read-only $HOME) prints it and saves nothing.
-import { existsSync, readdirSync } from "node:fs";
-import { isAbsolute, join } from "node:path";
+// that cannot write its config folder prints it and saves nothing. What a session saved is in its
+// session folder (lib/supervisor/config-home.ts: kept there when it ended, or its config home as left).
+import { basename } from "node:path";
+import { jsonlFiles, storeOf } from "./config-home.ts";
 
 /**
- * Claude Code keeps a conversation as `<config dir>/projects/<the cwd, spelled as a name>/<id>.jsonl`;
- * the config dir is $CLAUDE_CONFIG_DIR, else ~/.claude. True when such a file exists under any
- * project folder, false when none does, null when there is no config dir to look in.
+ * Did the session in `dir` save conversation `id`? Claude Code keeps one as
+ * `projects/<the cwd, spelled as a name>/<id>.jsonl`, Codex as `sessions/<y>/<m>/<d>/rollout-<time>-<id>.jsonl`.
+ * null for a runner that saves none there.
  */
-export function claudeConversationSaved(env: Record<string, string | undefined>, id: string): boolean | null {
-  const configDir = env.CLAUDE_CONFIG_DIR || (env.HOME && isAbsolute(env.HOME) ? join(env.HOME, ".claude") : "");
-  if (!configDir || !/^[A-Za-z0-9-]+$/.test(id)) return null;
-  const projects = join(configDir, "projects");
-  let folders: string[];
-  try {
-    folders = readdirSync(projects);
-  } catch {
-    return false;
-  }
-  return folders.some((f) => existsSync(join(projects, f, `${id}.jsonl`)));
+export function conversationSaved(runner: string, dir: string, id: string): boolean | null {
+  if (!/^[A-Za-z0-9-]+$/.test(id)) return runner === "claude" || runner === "codex" ? false : null;
+  const store = storeOf(dir);
+  if (runner === "claude") return jsonlFiles(store, "projects", 2).some((f) => basename(f) === `${id}.jsonl`);
+  if (runner === "codex") return jsonlFiles(store, "sessions", 4).some((f) => basename(f).startsWith("rollout-") && basename(f).endsWith(`-${id}.jsonl`));
+  return null;
 }

@@ -1,7 +1,9 @@
 // The gateway of one session, as the session wrapper runs it (lib/gateway/gateway.ts,
 // docs/threat-model.md#the-gateway): started before the agent, stopped after it. Loop's real model
-// keys and upstreams are the wrapper's (loop's environment), never the agent's: the agent gets the
-// gateway's URLs, a stand-in key and the proxy variables. What it meters and refuses is appended to
+// keys and upstreams are handed to the wrapper privately (session-wrapper.ts WrapperPrivate), never
+// the agent's: the agent gets the gateway's URLs, a stand-in for each key loop holds (none for a
+// provider whose key loop does not hold: a CLI signed in with an account uses its own credential,
+// passed through and metered), and, unless its network is open, the proxy variables. What it meters and refuses is appended to
 // the session folder, one JSON line per model call (GATEWAY_FILES.usage) and per refusal
 // (GATEWAY_FILES.refused), where the step reads it.
 import { appendFileSync, rmSync, writeFileSync } from "node:fs";
@@ -123,7 +125,7 @@ export async function startSessionGateway(o: {
   // In the sandbox the agent reaches the gateway on its own loopback, through the bridge.
   const env = sockets ? gatewayEnv(bridgeUrls(), o.request.standIn, BRIDGE_HOST) : gatewayEnv(g, o.request.standIn);
   return {
-    env: { ...NONESSENTIAL_TRAFFIC_OFF, ...env },
+    env: agentVariables(env, { open: o.request.allow === null, held: { ANTHROPIC_API_KEY: Boolean(o.env.ANTHROPIC_API_KEY), OPENAI_API_KEY: Boolean(o.env.OPENAI_API_KEY) }, noProxy: o.env.NO_PROXY ?? o.env.no_proxy }),
     async stop() {
       await g.stop();
       if (dir) rmSync(dir, { recursive: true, force: true });
@@ -135,6 +137,25 @@ export async function startSessionGateway(o: {
 function bridgeUrls(): { modelUrl: Record<"anthropic" | "openai", string>; proxyUrl: string } {
   const at = `http://${BRIDGE_HOST}`;
   return { modelUrl: { anthropic: `${at}:${BRIDGE_PORTS.model}/anthropic`, openai: `${at}:${BRIDGE_PORTS.model}/openai` }, proxyUrl: `${at}:${BRIDGE_PORTS.proxy}` };
+}
+
+const PROXY_VARS = ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy", "NO_PROXY", "no_proxy"] as const;
+
+/**
+ * What the agent is given of the gateway's variables: a stand-in only for a key loop holds; on an
+ * open network no proxy (the agent's connections are its own, through the operator's proxy if any),
+ * the gateway's loopback added to NO_PROXY so that a proxy of the operator's never carries the model
+ * requests. And the CLIs' traffic of their own turned off (NONESSENTIAL_TRAFFIC_OFF).
+ */
+export function agentVariables(all: Record<string, string>, o: { open: boolean; held: Record<"ANTHROPIC_API_KEY" | "OPENAI_API_KEY", boolean>; noProxy?: string }): Record<string, string> {
+  const env: Record<string, string> = { ...NONESSENTIAL_TRAFFIC_OFF, ...all };
+  for (const k of ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"] as const) if (!o.held[k]) delete env[k];
+  if (o.open) {
+    for (const k of PROXY_VARS) delete env[k];
+    const noProxy = [...new Set([...(o.noProxy ?? "").split(",").map((h) => h.trim()).filter(Boolean), ...(all.NO_PROXY ?? "").split(",")])].join(",");
+    Object.assign(env, { NO_PROXY: noProxy, no_proxy: noProxy });
+  }
+  return env;
 }
 
 /**
@@ -155,9 +176,8 @@ async function startProxyOnly(o: { request: GatewayRequest; say?: (line: string)
     ...(dir ? { unix: { model: join(dir, GATEWAY_SOCKETS.model), proxy: join(dir, GATEWAY_SOCKETS.proxy) } } : {}),
   });
   const all = dir ? gatewayEnv(bridgeUrls(), o.request.standIn, BRIDGE_HOST) : gatewayEnv(g, o.request.standIn);
-  const proxyVars = ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy", "NO_PROXY", "no_proxy"] as const;
   return {
-    env: Object.fromEntries(proxyVars.map((k) => [k, all[k]!])),
+    env: Object.fromEntries(PROXY_VARS.map((k) => [k, all[k]!])),
     async stop() {
       await g.stop();
       if (dir) rmSync(dir, { recursive: true, force: true });

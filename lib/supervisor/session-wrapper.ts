@@ -11,17 +11,22 @@
 // started.json and exit.json are written once the disk takes them (until then the wrapper lives on,
 // so the step sees a session still running, never one lost): the real exit status is kept.
 // Once the exit status is written, the launch record's chained step runs (lib/supervisor/chain.ts).
+// The wrapper is undumpable from its start: what it is handed privately (WrapperPrivate: a verify's
+// proof secrets, the gateway's keys, the chained step's environment) is in its memory only, and the
+// agent runs as the same user. What the preset CLI saved in its private config home is kept for a
+// resume, and the home removed, before the exit status is written (lib/supervisor/config-home.ts).
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { readJsonOrNull, writeFileAtomic } from "../shared/fsutil.ts";
+import { readJsonOrNull, readTextOrNull, writeFileAtomic } from "../shared/fsutil.ts";
 import { processStartTime, SESSION_MARK_VAR } from "../shared/process.ts";
 import { CappedLog, DEFAULT_OUTPUT_CAP } from "./output-log.ts";
 import { tmuxSocketFromEnv } from "./tmux.ts";
 import { makeUndumpable } from "./undumpable.ts";
-import { childEnvironment, type EnvRule } from "../definition/child-environment.ts";
+import { atDirectory, childEnvironment, type EnvRule } from "../definition/child-environment.ts";
 import { gatewayArgv } from "../definition/network.ts";
-import { type ChainRecord, runChain } from "./chain.ts";
+import { type LaunchChain, runChain } from "./chain.ts";
 import type { GatewayRequest } from "./gateway-files.ts";
+import { keepConversation } from "./config-home.ts";
 
 export interface LaunchRecord {
   argv: string[];
@@ -34,10 +39,26 @@ export interface LaunchRecord {
   outputCap?: number;
   /** What the agent gets of the wrapper's environment (lib/definition/child-environment.ts); all of it without one. */
   envRule?: EnvRule;
-  /** The step run when the process ends (lib/supervisor/chain.ts); none: cron takes the next step. */
-  chain?: ChainRecord;
+  /** The step run when the process ends (lib/supervisor/chain.ts; its environment comes privately); none: cron takes the next step. */
+  chain?: LaunchChain;
   /** The session's gateway (lib/supervisor/session-gateway.ts): when present the agent reaches the model APIs and every other host through it. */
   gateway?: GatewayRequest;
+  /** Where the wrapper's WrapperPrivate comes from: its stdin (a pipe), or (in tmux) SESSION_FILES.private; none: nothing. */
+  private?: "stdin" | "file";
+}
+
+/**
+ * What a wrapper is handed privately, never in its launch record, argv or environment, all of which
+ * the agent can read (docs/threat-model.md#where-each-secret-lives): on its stdin, a pipe, or in tmux
+ * (no pipe reaches a tmux pane) in a file it reads and removes before it starts anything.
+ */
+export interface WrapperPrivate {
+  /** A verify's proof secrets (verify-command.ts). */
+  proof?: ProofSecrets;
+  /** The chained step's environment: loop's, less its secrets. */
+  chainEnv?: Record<string, string>;
+  /** What the session's gateway holds: loop's model keys and their upstreams (lib/supervisor/session-gateway.ts). */
+  upstream?: Record<string, string>;
 }
 
 /** How long the output pipes are drained after the agent exited: a process it left behind may hold them open. */
@@ -79,6 +100,8 @@ export const SESSION_FILES = {
   usage: "usage.jsonl",
   /** The sandboxed session's private object folder (lib/repo/object-import.ts imports it into the repository's). */
   objects: "objects",
+  /** The wrapper's WrapperPrivate in tmux, 0600, removed by the wrapper before it starts anything. */
+  private: "wrapper-private.json",
 } as const;
 
 /** The files of a verify run, beside its attempt's session files. */
@@ -110,22 +133,42 @@ export function proofHashes(s: ProofSecrets): { pass: string; fail: string } {
   return { pass: h(s.pass), fail: h(s.fail) };
 }
 
+/** At most this much is read from the wrapper's stdin (an environment is a few KiB). */
+const MAX_PRIVATE = 1 << 20;
+
 async function readStdin(): Promise<string> {
   let text = "";
   for await (const chunk of Bun.stdin.stream()) {
     text += Buffer.from(chunk).toString("utf8");
-    if (text.length > 4096) break;
+    if (text.length > MAX_PRIVATE) break;
   }
   return text;
 }
 
-function parseSecrets(text: string): ProofSecrets | null {
+/** The private file's text (only the file itself, never through a link), gone once read: nothing the agent starts finds it. */
+function takeFile(path: string): string {
+  const text = readTextOrNull(path, { maxBytes: MAX_PRIVATE, noLinks: true }) ?? "";
+  rmSync(path, { force: true });
+  return text;
+}
+
+const isStrings = (x: unknown): x is Record<string, string> => typeof x === "object" && x !== null && !Array.isArray(x) && Object.values(x).every((v) => typeof v === "string");
+
+/** The well-formed parts of what the wrapper was handed; nothing (a wrapper started without: stdin /dev/null) is an empty one. */
+function parsePrivate(text: string): WrapperPrivate {
+  let j: Record<string, unknown>;
   try {
-    const j = JSON.parse(text) as Partial<ProofSecrets>;
-    return typeof j.pass === "string" && typeof j.fail === "string" && j.pass !== j.fail ? { pass: j.pass, fail: j.fail } : null;
+    j = JSON.parse(text);
   } catch {
-    return null; // started without secrets (stdin /dev/null): an exit status without proof
+    return {};
   }
+  if (typeof j !== "object" || j === null) return {};
+  const p = j.proof as Partial<ProofSecrets> | undefined;
+  return {
+    ...(typeof p?.pass === "string" && typeof p.fail === "string" && p.pass !== p.fail ? { proof: { pass: p.pass, fail: p.fail } } : {}),
+    ...(isStrings(j.chainEnv) ? { chainEnv: j.chainEnv } : {}),
+    ...(isStrings(j.upstream) ? { upstream: j.upstream } : {}),
+  };
 }
 
 export async function runSessionWrapper(args: string[]): Promise<number> {
@@ -139,16 +182,17 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
     return 2;
   }
   const files = wrapperFiles(kind);
-  // A verify's proof secrets come on stdin (a pipe), read before anything is started: what its
-  // command starts can never read them there (verify-command.ts).
-  // Undumpable first: the command it starts runs as the same user and must not read them from its memory.
-  if (kind === "verify") await makeUndumpable();
-  const secrets = kind === "verify" ? parseSecrets(await readStdin()) : null;
+  // Undumpable first: what it starts runs as the same user and must not read from its memory or its
+  // environment what it is handed privately (a verify's proof secrets, the gateway's keys).
+  await makeUndumpable();
   const launch = readJsonOrNull<LaunchRecord>(join(dir, files.launch));
   if (!launch) {
     process.stderr.write(`loop __session: no readable ${files.launch} in ${dir}\n`);
     return 2;
   }
+  // Read before anything is started: what it starts can never read it there.
+  const given = launch.private === "stdin" ? parsePrivate(await readStdin()) : launch.private === "file" ? parsePrivate(takeFile(join(dir, SESSION_FILES.private))) : {};
+  const secrets = kind === "verify" ? (given.proof ?? null) : null;
   let out: CappedLog;
   try {
     out = new CappedLog(join(dir, files.output), launch.outputCap ?? DEFAULT_OUTPUT_CAP);
@@ -169,7 +213,11 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
     );
   // Once the exit status is on disk: the next step can see it (docs/cli/loop-run.md#chained-steps).
   const chain = async () => {
-    if (launch.chain) await runChain(launch.chain, dir, kind);
+    if (launch.chain && given.chainEnv) await runChain({ ...launch.chain, env: given.chainEnv }, dir, kind);
+  };
+  // A session's private config home: its conversation kept for a resume, the rest (the credentials' copy) gone.
+  const keepHome = () => {
+    if (kind === "session") keepConversation(dir);
   };
   // Inside tmux, the server's socket: `loop status` prints the exact `tmux -S <socket> attach` command.
   const tmuxSocket = launch.tee ? tmuxSocketFromEnv(process.env.TMUX) : null;
@@ -178,23 +226,24 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
   // Failure injection is for loop's own processes: the agent does not see LOOP_FAILPOINT at all,
   // neither the step's value nor the empty one a launch record sets to clear it.
   // Applied again here: in tmux this process has the tmux server's environment, not the step's.
-  const own = launch.envRule ? childEnvironment(process.env, launch.envRule) : process.env;
-  const env: Record<string, string | undefined> = { ...own, ...launch.env, ...(launch.mark ? { [SESSION_MARK_VAR]: launch.mark } : {}) };
+  // PWD names the agent's working directory, never the one `loop run` was started in.
+  const own = launch.envRule ? childEnvironment(process.env, launch.envRule, { cwd: launch.cwd }) : atDirectory(process.env as Record<string, string>, launch.cwd);
+  const env: Record<string, string | undefined> = { ...own, ...launch.env, ...(launch.mark ? { [SESSION_MARK_VAR]: launch.mark } : {}), PWD: launch.cwd };
   delete env.LOOP_FAILPOINT;
   // Behind a gateway, the agent's key variables hold the stand-in: loop's keys stay in this process.
   let gateway: { env: Record<string, string>; stop(): Promise<void> } | null = null;
   // A verify has one only for a verifyNetwork list: the proxy alone, its refusals said in the verify's log.
   if (launch.gateway && (kind === "session" || launch.gateway.proxyOnly)) {
-    // Undumpable: the agent runs as this user, and must not read loop's key from this process's environment or memory.
-    await makeUndumpable();
     try {
       // Loaded only for a session with a gateway: a server's modules cost every other session's start.
       const { startSessionGateway } = await import("./session-gateway.ts");
-      gateway = await startSessionGateway({ dir, request: launch.gateway, env: { ...own, ...launch.env }, say: (line) => out.write(Buffer.from(line)) });
+      // Loop's keys and upstreams come privately: never from this process's environment, which is the agent's.
+      gateway = await startSessionGateway({ dir, request: launch.gateway, env: { ...own, ...launch.env, ...given.upstream }, say: (line) => out.write(Buffer.from(line)) });
     } catch (err) {
       const msg = `loop: cannot start the session's gateway: ${(err as Error).message}\n`;
       out.write(Buffer.from(msg));
       out.close();
+      keepHome();
       await writeWhenRoom(join(dir, files.started), startedDoc(null));
       await finish(127, null, msg.trim());
       return 0;
@@ -217,6 +266,7 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
     out.write(Buffer.from(msg));
     out.close();
     await gateway?.stop();
+    keepHome();
     await writeWhenRoom(join(dir, files.started), startedDoc(null));
     await finish(127, null, msg.trim());
     await chain();
@@ -240,6 +290,7 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
   await Promise.race([pumped, Bun.sleep(DRAIN_MS)]);
   await gateway?.stop();
   out.close();
+  keepHome();
   const signal = child.signalCode ? String(child.signalCode) : null;
   await finish(signal ? null : code, signal, undefined, endedAt);
   // From here only the chained step is waited for: the exit status is on disk.

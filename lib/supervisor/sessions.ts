@@ -1,6 +1,6 @@
 // Agent sessions as effects: start one detached (own process group, or a tmux session), observe
 // it from outside, end it. What an observation means is decided in lib/decisions/session-verdict.ts.
-import { closeSync, existsSync, lstatSync, mkdirSync } from "node:fs";
+import { closeSync, existsSync, lstatSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { openOwnFile, readAt, readJsonOrNull, readRegularFile, sliceText, writeFileAtomic } from "../shared/fsutil.ts";
 import { killGroup, SESSION_MARK_VAR } from "../shared/process.ts";
@@ -8,7 +8,7 @@ import { StartError } from "../shared/errors.ts";
 import { sessionAlive } from "./liveness.ts";
 import { lastProgressAt } from "./progress.ts";
 import { tmux, tmuxHasSession } from "./tmux.ts";
-import { type LaunchRecord, SESSION_FILES, type WrapperKind, wrapperFiles } from "./session-wrapper.ts";
+import { type LaunchRecord, type ProofSecrets, SESSION_FILES, type WrapperKind, type WrapperPrivate, wrapperFiles } from "./session-wrapper.ts";
 import type { GatewayRequest } from "./gateway-files.ts";
 import { selfArgv } from "./self.ts";
 import type { ChainRecord } from "./chain.ts";
@@ -60,17 +60,16 @@ export function startSession(o: {
   mark?: string;
   /** Run the command under bubblewrap (lib/supervisor/sandbox.ts); the wrapper stays outside. */
   sandbox?: SandboxRequest;
-  /**
-   * Written to the wrapper's stdin, a pipe it reads before it starts anything (a verify's proof
-   * secrets, verify-command.ts): never in a file, argv or the environment, where others could read it.
-   */
-  secret?: string;
+  /** A verify's proof secrets (verify-command.ts), handed to the wrapper privately with `upstream` and the chain's environment. */
+  proof?: ProofSecrets;
+  /** What the session's gateway holds (loop's model keys and upstreams), handed to the wrapper privately. */
+  upstream?: Record<string, string>;
   /**
    * What the wrapper, and so the agent or verify, gets of loop's environment (lib/definition/child-environment.ts);
    * without one, all of it (loop's own tests of the supervisor).
    */
   envRule?: EnvRule;
-  /** The step the wrapper starts when its process ends (lib/supervisor/chain.ts). */
+  /** The step the wrapper starts when its process ends (lib/supervisor/chain.ts); its environment is handed privately. */
   chain?: ChainRecord;
   /** The session's gateway (lib/supervisor/session-gateway.ts), run by the wrapper around the agent. */
   gateway?: GatewayRequest;
@@ -85,17 +84,30 @@ export function startSession(o: {
   // The cap travels in the launch record: a tmux session does not inherit the step's environment.
   // The rule travels in the launch record too: in tmux the wrapper starts with the tmux server's
   // environment, not the one given here, and applies the rule to it again.
-  const launch: LaunchRecord = { argv, cwd: o.cwd, env: o.env, tee: o.tmuxName !== null, outputCap: outputCapFrom(process.env), ...(mark ? { mark } : {}), ...(o.envRule ? { envRule: o.envRule } : {}), ...(o.chain ? { chain: o.chain } : {}), ...(o.gateway ? { gateway: o.gateway } : {}) };
-  const childEnv: Record<string, string> = o.envRule ? childEnvironment(process.env, o.envRule) : (process.env as Record<string, string>);
+  // The launch record is in the session folder, which the agent reads: values of loop's environment
+  // (the chained step's, the gateway's keys) go to the wrapper privately (session-wrapper.ts WrapperPrivate).
+  const chainEnv = o.chain?.env;
+  const given: WrapperPrivate = { ...(o.proof ? { proof: o.proof } : {}), ...(chainEnv ? { chainEnv } : {}), ...(o.upstream ? { upstream: o.upstream } : {}) };
+  const handed = Object.keys(given).length ? JSON.stringify(given) : null;
+  const privately = handed === null ? {} : { private: o.tmuxName ? ("file" as const) : ("stdin" as const) };
+  const launch: LaunchRecord = { argv, cwd: o.cwd, env: o.env, tee: o.tmuxName !== null, outputCap: outputCapFrom(process.env), ...(mark ? { mark } : {}), ...(o.envRule ? { envRule: o.envRule } : {}), ...(o.chain ? { chain: { argv: o.chain.argv, cwd: o.chain.cwd, log: o.chain.log } } : {}), ...(o.gateway ? { gateway: o.gateway } : {}), ...privately };
+  const childEnv: Record<string, string> = o.envRule ? childEnvironment(process.env, o.envRule, { cwd: o.cwd }) : (process.env as Record<string, string>);
   writeFileAtomic(join(o.dir, wrapperFiles(kind).launch), JSON.stringify(launch, null, 2) + "\n");
   const wrapper = [...selfArgv(), "__session", o.dir, ...(kind === "verify" ? ["verify"] : [])];
   // The wrapper carries the mark from its start, so everything it and the agent start inherits it.
   const marked = mark ? { [SESSION_MARK_VAR]: mark } : {};
   if (o.tmuxName) {
-    if (o.secret !== undefined) throw new Error("a secret cannot be handed to a wrapper in tmux");
+    if (o.proof !== undefined) throw new Error("a verify's proof cannot be handed to a wrapper in tmux");
+    // No pipe reaches a tmux pane: a file only this user reads, made here (never through anything in
+    // its place), read and removed by the wrapper before it starts anything.
+    const privateFile = join(o.dir, SESSION_FILES.private);
+    if (handed !== null) writeFileSync(privateFile, handed, { flag: "wx", mode: 0o600 });
     const cmd = (mark ? `export ${SESSION_MARK_VAR}=${shellQuote(mark)}; ` : "") + "exec " + wrapper.map(shellQuote).join(" ");
     const r = tmux(["new-session", "-d", "-s", o.tmuxName, "-x", "200", "-y", "50", "-c", o.cwd, cmd], process.env, childEnv);
-    if (r.status !== 0) throw new StartError(`tmux new-session failed: ${r.stderr.trim()}`);
+    if (r.status !== 0) {
+      rmSync(privateFile, { force: true });
+      throw new StartError(`tmux new-session failed: ${r.stderr.trim()}`);
+    }
     const pid = Number(tmux(["display-message", "-p", "-t", `=${o.tmuxName}:`, "#{pane_pid}"]).stdout.trim());
     if (!Number.isSafeInteger(pid) || pid <= 0) throw new StartError(`tmux session ${o.tmuxName} has no pane pid`);
     return { pid, tmux: o.tmuxName, mechanism: { kind: "tmux", why: "a tmux session runs in the tmux server's process tree, not in a scope of its own" } };
@@ -104,14 +116,14 @@ export function startSession(o: {
   const spawn = (argv: string[], env: Record<string, string | undefined>, errLog: string | null): number => {
     let child: Bun.Subprocess;
     try {
-      child = Bun.spawn(argv, { cwd: o.cwd, detached: true, stdio: [o.secret === undefined ? "ignore" : "pipe", "ignore", errLog ? Bun.file(errLog) : "ignore"], env });
+      child = Bun.spawn(argv, { cwd: o.cwd, detached: true, stdio: [handed === null ? "ignore" : "pipe", "ignore", errLog ? Bun.file(errLog) : "ignore"], env });
     } catch (err) {
       throw new StartError(`could not start the session wrapper ${argv[0]}: ${(err as Error).message}`, { cause: err });
     }
-    if (o.secret !== undefined) {
+    if (handed !== null) {
       // A pipe, not a buffer: Bun keeps a buffer in a memfd that /proc/<pid>/fd would show to others.
       const sink = child.stdin as import("bun").FileSink;
-      sink.write(o.secret);
+      sink.write(handed);
       void sink.end();
     }
     child.unref();

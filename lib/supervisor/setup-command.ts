@@ -35,7 +35,7 @@ export async function runSetup(o: {
       const argv = o.sandbox ? sandboxArgv(sandboxSpec(o.sandbox.request, o.sandbox.sessionDir), inner) : inner;
       child = Bun.spawn(argv, {
         cwd: o.cwd,
-        env: { ...childEnvironment(process.env, o.envRule), ...o.env, PWD: o.cwd, LOOP_FAILPOINT: "" },
+        env: { ...childEnvironment(process.env, o.envRule, { cwd: o.cwd }), ...o.env, LOOP_FAILPOINT: "" },
         detached: true,
         stdio: ["ignore", fd, fd],
       });

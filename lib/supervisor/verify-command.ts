@@ -9,7 +9,7 @@
 //
 // The exit status is a file the agent could write too (same user, or code the verify runs), so it
 // counts only with its proof: at the start loop hands the wrapper two random secrets through a
-// pipe, and records their SHA-256 (verify_started `proof`); the wrapper reveals the pass secret in
+// pipe (session-wrapper.ts WrapperPrivate), and records their SHA-256 (verify_started `proof`); the wrapper reveals the pass secret in
 // verify-exit.json only when the command exited 0, the fail secret otherwise. A file written before
 // the spawn, or by anything but the recorded wrapper, cannot hold the pass secret.
 import { existsSync, rmSync } from "node:fs";
@@ -90,7 +90,7 @@ export function startVerify(o: {
     tmuxName: null,
     kind: "verify",
     mark: o.mark,
-    secret: JSON.stringify(secrets),
+    proof: secrets,
     ...(o.envRule ? { envRule: o.envRule } : {}),
     ...(o.chain ? { chain: o.chain } : {}),
     ...(o.scope ? { scope: { ...o.scope, role: "verify" as const } } : {}),

@@ -16,6 +16,8 @@ import { DEFAULT_MAX_OUTPUT } from "../../lib/gateway/endpoints.ts";
 import { agentBin, agentPath } from "./agents.ts";
 
 const SLOW = 240_000;
+/** The model the fake's tool calls fit (codex offers another shell tool to other models); given in loop.json, as an operator would: the operator's config.toml is not read. */
+const CODEX_MODEL = "gpt-5.1-codex";
 
 describe.skipIf(agentBin("claude") === null)("claude behind its gateway", () => {
   test(
@@ -137,7 +139,7 @@ describe.skipIf(agentBin("codex") === null)("codex behind its gateway", () => {
     async () => {
       const fake = await startFakeOpenAI(codexSteps(shell("printf 'hello\\n' > DONE.md"), reply("Done.")));
       try {
-        await scenario(demoDefinition([{ id: "a", prompt: "Write DONE.md.", verify: "test -s DONE.md" }], { defaults: { runner: "codex", network: "none" }, environment: { pass: ["FAKE_OPENAI_API_KEY"] } }), {}, async (p) => {
+        await scenario(demoDefinition([{ id: "a", prompt: "Write DONE.md.", verify: "test -s DONE.md" }], { defaults: { runner: "codex", model: CODEX_MODEL, network: "none" }, environment: { pass: ["FAKE_OPENAI_API_KEY"] } }), {}, async (p) => {
           codexBehindGateway(p, fake);
           await p.runToDrain();
           const it = p.projection().items.a!;
@@ -192,7 +194,7 @@ describe.skipIf(agentBin("codex") === null)("codex behind its gateway", () => {
       const LIMIT = 30_000;
       const fake = await startFakeOpenAI(codexEndless(900));
       try {
-        await scenario(demoDefinition([{ id: "a", prompt: "Loop.", verify: "false", budget: { tokens: LIMIT } }], { defaults: { runner: "codex", network: "none", maxAttempts: 1 }, environment: { pass: ["FAKE_OPENAI_API_KEY"] } }), {}, async (p) => {
+        await scenario(demoDefinition([{ id: "a", prompt: "Loop.", verify: "false", budget: { tokens: LIMIT } }], { defaults: { runner: "codex", model: CODEX_MODEL, network: "none", maxAttempts: 1 }, environment: { pass: ["FAKE_OPENAI_API_KEY"] } }), {}, async (p) => {
           codexBehindGateway(p, fake);
           expect((await p.run()).action).toBe("launched");
           await p.runUntil((_r, q) => q.projection().items.a!.status === "failed", { what: "the item failed", maxPolls: 400 });

@@ -1,8 +1,9 @@
 // The environment policy (lib/definition/child-environment.ts) as a table: plain data in, the child's
-// environment out. Loop's own secrets never pass; "clean" passes only PATH, HOME, locale, TMPDIR and
-// what is declared; patterns match whole names.
+// environment out. Loop's own secrets and its model keys never pass (but to the chained step, which
+// starts the next gateways); "clean" passes only PATH, HOME, locale, TMPDIR and what is declared;
+// patterns match whole names; a child given its working directory gets PWD naming it, no OLDPWD.
 import { describe, expect, test } from "bun:test";
-import { agentRule, childEnvironment, DEFAULT_ENVIRONMENT, type EnvRule, loopSecrets, matchesName, runnerEnvironment, verifyRule } from "../../lib/definition/child-environment.ts";
+import { agentRule, childEnvironment, plannerRule, DEFAULT_ENVIRONMENT, type EnvRule, gatewayUpstream, loopKeys, loopSecrets, matchesName, runnerEnvironment, toolRule, verifyRule } from "../../lib/definition/child-environment.ts";
 import { normalizeDefinition } from "../../lib/definition/normalize.ts";
 
 const PARENT = {
@@ -62,6 +63,14 @@ describe("childEnvironment", () => {
   test("undefined values are not passed", () => {
     expect(childEnvironment({ PATH: "/bin", GONE: undefined }, { policy: "inherit", keep: [], drop: [] })).toEqual({ PATH: "/bin" });
   });
+
+  test("given its working directory, a child's PWD names it and OLDPWD is gone, under either policy", () => {
+    const parent = { PATH: "/bin", PWD: "/srv/api", OLDPWD: "/home/op" };
+    for (const policy of ["inherit", "clean"] as const)
+      expect(childEnvironment(parent, { policy, keep: [], drop: [] }, { cwd: "/srv/wt/a" })).toEqual({ PATH: "/bin", PWD: "/srv/wt/a" });
+    // Without one, as it was (loop's own uses that need no PWD).
+    expect(childEnvironment(parent, { policy: "inherit", keep: [], drop: [] })).toEqual(parent);
+  });
 });
 
 describe("matchesName", () => {
@@ -89,24 +98,37 @@ describe("rules from a definition", () => {
     items: [],
   });
 
-  test("loop's secrets: the built-in ones, the forge's tokenEnv, environment.secrets", () => {
-    expect(loopSecrets(def).sort()).toEqual(["DEPLOY_KEY", "FORGE_PAT", "GH_TOKEN", "GITHUB_TOKEN", "LOOP_ALLOW_AUTO_MERGE"]);
+  test("loop's secrets: the built-in ones, the forge's tokenEnv, environment.secrets; loop's keys add the model keys", () => {
+    expect(loopSecrets(def).sort()).toEqual(["DEPLOY_KEY", "FORGE_PAT", "GH_TOKEN", "GITHUB_TOKEN", "GITLAB_TOKEN", "LOOP_ALLOW_AUTO_MERGE"]);
+    expect(loopKeys(def).sort()).toEqual(["ANTHROPIC_API_KEY", "DEPLOY_KEY", "FORGE_PAT", "GH_TOKEN", "GITHUB_TOKEN", "GITLAB_TOKEN", "LOOP_ALLOW_AUTO_MERGE", "OPENAI_API_KEY"]);
   });
 
-  test("an agent gets pass and its runner's declared variables; a verify command gets pass only", () => {
-    expect(Object.keys(childEnvironment(PARENT, agentRule(def, "mine"))).sort()).toEqual(["HOME", "LANG", "LC_ALL", "NPM_CONFIG_REGISTRY", "OPENAI_API_KEY", "PATH", "TMPDIR"]);
+  test("an agent gets pass and its runner's declared variables, never a model key (its gateway gives it a stand-in); a verify command gets pass only", () => {
+    expect(Object.keys(childEnvironment(PARENT, agentRule(def, "mine"))).sort()).toEqual(["HOME", "LANG", "LC_ALL", "NPM_CONFIG_REGISTRY", "PATH", "TMPDIR"]);
     expect(Object.keys(childEnvironment(PARENT, verifyRule(def))).sort()).toEqual(["HOME", "LANG", "LC_ALL", "NPM_CONFIG_REGISTRY", "PATH", "TMPDIR"]);
-    // The claude preset knows its variables.
-    expect(Object.keys(childEnvironment(PARENT, agentRule(def, "claude")))).toContain("ANTHROPIC_API_KEY");
+    // The claude preset knows its variables, its provider's key excepted.
+    expect(Object.keys(childEnvironment(PARENT, agentRule(def, "claude")))).not.toContain("ANTHROPIC_API_KEY");
     expect(Object.keys(childEnvironment(PARENT, agentRule(def, "claude")))).toContain("AWS_REGION");
   });
 
-  test("behind a gateway, a verify (the agent's code) gets none of the model keys the gateway holds, whatever the policy or pass says", () => {
+  test("a verify (the agent's code) gets none of the model keys, whatever the policy or pass says", () => {
     const open = normalizeDefinition({ name: "t", environment: { pass: ["*_API_KEY"] }, items: [] });
-    expect(Object.keys(childEnvironment(PARENT, verifyRule(open)))).toEqual(expect.arrayContaining(["ANTHROPIC_API_KEY", "OPENAI_API_KEY"]));
-    const held = Object.keys(childEnvironment(PARENT, verifyRule(open, { behindGateway: true })));
+    const held = Object.keys(childEnvironment(PARENT, verifyRule(open)));
     expect(held.filter((k) => k.endsWith("_API_KEY"))).toEqual([]);
     expect(held).toContain("AWS_REGION");
+  });
+
+  test("loop's own commands (notify) get everything but loop's keys, whatever the policy; the chained step keeps the model keys, for the next gateways", () => {
+    expect(Object.keys(childEnvironment(PARENT, toolRule(def))).sort()).toEqual(["AWS_REGION", "EDITOR", "HOME", "LANG", "LC_ALL", "NPM_CONFIG_REGISTRY", "PATH", "TMPDIR"]);
+    expect(Object.keys(childEnvironment(PARENT, toolRule(def, { keepModelKeys: true }))).sort()).toEqual(["ANTHROPIC_API_KEY", "AWS_REGION", "EDITOR", "HOME", "LANG", "LC_ALL", "NPM_CONFIG_REGISTRY", "OPENAI_API_KEY", "PATH", "TMPDIR"]);
+  });
+
+  test("a planner (loop plan) is an agent but for the model keys, which it gets: it calls its model itself, behind no gateway", () => {
+    expect(Object.keys(childEnvironment(PARENT, plannerRule(def, "claude"))).sort()).toEqual(["ANTHROPIC_API_KEY", "AWS_REGION", "HOME", "LANG", "LC_ALL", "NPM_CONFIG_REGISTRY", "PATH", "TMPDIR"]);
+  });
+
+  test("a gateway is handed the model keys and their upstreams, nothing else", () => {
+    expect(gatewayUpstream({ ...PARENT, ANTHROPIC_BASE_URL: "https://a.example", OPENAI_BASE_URL: "" })).toEqual({ ANTHROPIC_API_KEY: "sk-ant", OPENAI_API_KEY: "sk-oai", ANTHROPIC_BASE_URL: "https://a.example" });
   });
 
   test("each preset declares its providers' keys and config homes; the demo and unknown runners nothing", () => {

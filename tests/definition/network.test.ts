@@ -2,7 +2,7 @@
 // normalized (absent for "open", so old definitions hash as before), and the one matching rule.
 import { describe, expect, test } from "bun:test";
 import { definitionHash, normalizeDefinition } from "../../lib/definition/normalize.ts";
-import { GATEWAY_OPENAI_URL_ARG, GATEWAY_PROVIDER, gatewayArgv, networkAllows, networkEntryProblem, sessionAllowList } from "../../lib/definition/network.ts";
+import { GATEWAY_OPENAI_URL_ARG, GATEWAY_PROVIDER, gatewayArgv, modelRoute, networkAllows, networkEntryProblem, sessionAllowList } from "../../lib/definition/network.ts";
 import { buildRunnerCommand } from "../../lib/definition/runners.ts";
 
 function issuesOf(raw: unknown): { path: string; message: string }[] {
@@ -82,6 +82,21 @@ describe("network settings", () => {
     expect(sessionAllowList("none", "codex")).toBe("none");
     expect(sessionAllowList(undefined, "codex")).toBeUndefined();
   });
+});
+
+describe("modelRoute: a gateway for every session that can reach a model API", () => {
+  const key = { OPENAI_API_KEY: "sk" };
+  const cases: [string, Parameters<typeof modelRoute>[0], ReturnType<typeof modelRoute>][] = [
+    ["claude on an open network: a gateway, the network not unshared", { runner: "claude", network: undefined, env: {} }, { gateway: true, unshare: false }],
+    ["a command runner on an open network: a gateway", { runner: "mine", network: undefined, env: {} }, { gateway: true, unshare: false }],
+    ["aider on an open network: a gateway", { runner: "aider", network: undefined, env: {} }, { gateway: true, unshare: false }],
+    ["codex with loop's OpenAI key: a gateway", { runner: "codex", network: undefined, env: key }, { gateway: true, unshare: false }],
+    ["codex signed in with ChatGPT (no key) on an open network: none (the gateway does not serve chatgpt.com)", { runner: "codex", network: undefined, env: {} }, { gateway: false, unshare: false }],
+    ["the demo agent on an open network: none (it reaches no model)", { runner: "demo", network: undefined, env: key }, { gateway: false, unshare: false }],
+    ["any runner with a list: a gateway, the network unshared in the sandbox", { runner: "codex", network: ["example.com:443"], env: {} }, { gateway: true, unshare: true }],
+    ["the demo agent with none: its gateway is its only way out", { runner: "demo", network: "none", env: {} }, { gateway: true, unshare: true }],
+  ];
+  for (const [name, input, want] of cases) test(name, () => expect(modelRoute(input)).toEqual(want));
 });
 
 describe("codex behind the gateway (lib/definition/runners.ts, network.ts gatewayArgv)", () => {

@@ -479,10 +479,10 @@ describe("a conversation a reply may resume", () => {
   const init = '{"type":"system","subtype":"init","session_id":"11111111-2222-3333-4444-555555555555"}\n';
   test("claude: the id its init line announces, only when the CLI saved the conversation (its file is the proof, not the line)", () => {
     const id = "11111111-2222-3333-4444-555555555555";
-    expect(provenConversation("claude", { recorded: id, logHead: init, historyExists: false, claudeSaved: () => true })).toBe(id);
-    expect(provenConversation("claude", { recorded: id, logHead: init, historyExists: false, claudeSaved: () => false })).toBeNull();
+    expect(provenConversation("claude", { recorded: id, logHead: init, historyExists: false, saved: () => true })).toBe(id);
+    expect(provenConversation("claude", { recorded: id, logHead: init, historyExists: false, saved: () => false })).toBeNull();
     // Nowhere to look (no $HOME): the line is taken as it was.
-    expect(provenConversation("claude", { recorded: id, logHead: init, historyExists: false, claudeSaved: () => null })).toBe(id);
-    expect(provenConversation("claude", { recorded: id, logHead: "", historyExists: false, claudeSaved: () => true })).toBeNull();
+    expect(provenConversation("claude", { recorded: id, logHead: init, historyExists: false, saved: () => null })).toBe(id);
+    expect(provenConversation("claude", { recorded: id, logHead: "", historyExists: false, saved: () => true })).toBeNull();
   });
 });

@@ -13,8 +13,9 @@ export const STEERING = [
   // Whether claude may run as root (lib/step/machine-probe.ts): a caller's value would hide the check.
   "IS_SANDBOX",
   "CLAUDE_CODE_BUBBLEWRAP",
-  // Where claude keeps its conversations (lib/supervisor/saved-conversation.ts): the caller's would prove a resume.
+  // The operator's claude and codex config homes, where a session's credentials are copied from (lib/supervisor/config-home.ts).
   "CLAUDE_CONFIG_DIR",
+  "CODEX_HOME",
   // Where a session's systemd user manager is found (lib/supervisor/scope.ts).
   "XDG_RUNTIME_DIR",
   // Where tmux keeps its sockets: hidden in the sandbox (lib/supervisor/sandbox.ts).
@@ -43,6 +44,9 @@ export const STEERING = [
   "OPENAI_BASE_URL",
   "ANTHROPIC_API_KEY",
   "OPENAI_API_KEY",
+  // Added to on an open network, for the gateway's loopback (lib/supervisor/session-gateway.ts): the caller's would show in the agent's.
+  "NO_PROXY",
+  "no_proxy",
 ] as const;
 
 /** Variables loop reads that are kept from the caller on purpose, each with the reason. */

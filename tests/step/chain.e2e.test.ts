@@ -115,32 +115,41 @@ describe("chained steps", () => {
   );
 
   test.concurrent(
-    "an item behind a gateway (network set) is never chained: its launch record, which the agent can read, holds no environment and no model key",
+    "an item behind a gateway (network set) is chained too: its launch record, which the agent can read, names the chained step's command but holds no environment and no model key",
     () =>
       scenario(demoDefinition(items(1), { defaults: { network: "none" } }), { env: { ...ON, ANTHROPIC_API_KEY: "sk-ant-loops-own-key" } }, async (p) => {
         expect((await p.run()).action).toBe("launched");
         const text = readFileSync(join(p.sessionDir("item-1", 1), "launch.json"), "utf8");
-        expect(JSON.parse(text).chain).toBeUndefined();
+        expect(JSON.parse(text).chain.argv.slice(-6)).toEqual(["run", "--quiet", "--root", p.root, "--state-root", p.stateRoot]);
+        expect(JSON.parse(text).chain.env).toBeUndefined();
         expect(text).not.toContain("sk-ant-loops-own-key");
-        await p.runToDrain();
+        await pollUntil(() => p.projection().loop.state === "drained", "drained without another tick");
         expect(p.projection().items["item-1"]!.status).toBe("passed");
+        await settled(p);
       }),
     T,
   );
 
   test.concurrent(
-    "the chain record carries loop's environment without loop's secrets nor a session mark",
+    "the chained step runs with loop's environment without loop's secrets nor a session mark, handed to the wrapper privately: the launch record holds none of it",
     () =>
-      scenario(demoDefinition(items(1)), { env: { ...ON, GITHUB_TOKEN: "ghp_secret", LOOP_SESSION_MARK: "someone-else" } }, async (p) => {
-        await p.run();
-        const launch = JSON.parse(readFileSync(join(p.sessionDir("item-1", 1), "launch.json"), "utf8"));
-        expect(launch.chain.argv.slice(-6)).toEqual(["run", "--quiet", "--root", p.root, "--state-root", p.stateRoot]);
-        expect(launch.chain.env.LOOP_CHAIN).toBe("on");
-        expect(launch.chain.env.GITHUB_TOKEN).toBeUndefined();
-        expect(launch.chain.env.LOOP_SESSION_MARK).toBeUndefined();
-        await pollUntil(() => p.projection().loop.state === "drained", "drained");
-        await settled(p);
-      }),
+      scenario(
+        (p) => demoDefinition([{ id: "item-1", prompt: "@demo write f1.txt 1\n@demo commit add f1", verify: `env > ${join(p.aux, "verify-env")}; test -s f1.txt` }]),
+        { env: { ...ON, GITHUB_TOKEN: "ghp_secret", LOOP_SESSION_MARK: "someone-else", KEEP_ME: "kept-7" } },
+        async (p) => {
+          await p.run();
+          const launch = JSON.parse(readFileSync(join(p.sessionDir("item-1", 1), "launch.json"), "utf8"));
+          expect(launch.chain.argv.slice(-6)).toEqual(["run", "--quiet", "--root", p.root, "--state-root", p.stateRoot]);
+          expect(launch.chain.env).toBeUndefined();
+          expect(launch.private).toBe("stdin");
+          await pollUntil(() => p.projection().loop.state === "drained", "drained");
+          // The verify was started by the chained step: what it inherited is what that step was given.
+          const env = Object.fromEntries(readFileSync(join(p.aux, "verify-env"), "utf8").split("\n").filter((l) => l.includes("=")).map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]));
+          expect(p.eventsOf("verify_started").length).toBe(1);
+          expect({ chain: env.LOOP_CHAIN, kept: env.KEEP_ME, token: env.GITHUB_TOKEN, mark: env.LOOP_SESSION_MARK === "someone-else" }).toEqual({ chain: "on", kept: "kept-7", token: undefined, mark: false });
+          await settled(p);
+        },
+      ),
     T,
   );
 

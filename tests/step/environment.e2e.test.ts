@@ -112,8 +112,11 @@ describe("environment faults spend no attempt", () => {
         expect(r.doc.item).toBe("a");
         expect(r.doc.errors).toEqual([]);
         // Said at import already, as a warning (this PATH may not be the next step's), on stderr once.
-        expect(r.doc.warnings).toEqual([expect.stringContaining('runner "agent" (used by a, b, c): program "loop-test-agent" is not found on this PATH (/usr/bin:/bin)')]);
-        expect(r.stderr).toBe(`warn: ${r.doc.warnings[0]}\n`);
+        expect(r.doc.warnings).toEqual([
+          expect.stringContaining('runner "agent" (used by a, b, c): a command runner\'s model requests go through its session\'s gateway'),
+          expect.stringContaining('runner "agent" (used by a, b, c): program "loop-test-agent" is not found on this PATH (/usr/bin:/bin)'),
+        ]);
+        expect(r.stderr).toBe(r.doc.warnings.map((w: string) => `warn: ${w}\n`).join(""));
         expect(r.doc.transitions.map((t) => t.type)).toEqual(["definition_imported", "loop_started", "environment_fault"]);
         expectUntouched(p, ["a", "b", "c"]);
 
@@ -342,7 +345,7 @@ describe("the presets against their CLIs' failure modes (played by scripts)", ()
               `case "$LOOP_ATTEMPT" in`,
               `  1) echo "--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons" >&2; exit 1 ;;`,
               // Saved as Claude Code saves it: the proof a reply can resume it (docs/runners.md#claude).
-              `  2) printf '{"type":"system","subtype":"init","session_id":"%s"}\\n' "$LOOP_SESSION_ID"; mkdir -p "$HOME/.claude/projects/p" && : > "$HOME/.claude/projects/p/$LOOP_SESSION_ID.jsonl"; echo "Which version?" > "$LOOP_ASK_FILE" ;;`,
+              `  2) printf '{"type":"system","subtype":"init","session_id":"%s"}\\n' "$LOOP_SESSION_ID"; mkdir -p "$CLAUDE_CONFIG_DIR/projects/p" && : > "$CLAUDE_CONFIG_DIR/projects/p/$LOOP_SESSION_ID.jsonl"; echo "Which version?" > "$LOOP_ASK_FILE" ;;`,
               `  *) printf '{"type":"system","subtype":"init","session_id":"%s"}\\n' "$LOOP_SESSION_ID"; echo done > done.txt ;;`,
               `esac`,
             ].join("\n"),

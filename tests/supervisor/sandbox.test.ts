@@ -19,7 +19,8 @@ const SPEC: SandboxSpec = {
   gitDir: { path: "/srv/api/.loop/sessions/fix/1/git", writable: true },
   readOnly: ["/srv/api/.loop/workspaces/fix/node_modules"],
   writable: ["/srv/api/.loop/sessions/fix/1/ask.txt"],
-  writableIfPresent: ["/home/u/.claude"],
+  writableIfPresent: ["/home/u/.aider"],
+  configHome: { dir: "/srv/api/.loop/sessions/fix/1/cli-home", readOnly: ["/srv/api/.loop/sessions/fix/1/cli-home/.credentials.json"] },
   programs: ["/tmp/checkout/node_modules/bun/bin/bun.exe", "/tmp/checkout"],
 };
 
@@ -73,7 +74,12 @@ describe("sandboxArgv", () => {
     expect(at("--ro-bind", SPEC.readOnly[0]!)).toBeGreaterThan(at("--bind", SPEC.worktree));
     // Nothing of the repository's git folder is ever bound writable: not its store, not its refs.
     expect(argv.some((a, i) => a === "--bind" && argv[i + 1]!.startsWith("/srv/api/.git"))).toBe(false);
-    expect(at("--bind-try", "/home/u/.claude")).toBeGreaterThan(hidden);
+    expect(at("--bind-try", "/home/u/.aider")).toBeGreaterThan(hidden);
+    // A preset's private config home (in the read-only session folder) writable, its credentials read-only again inside it.
+    expect(at("--bind", SPEC.configHome!.dir)).toBeGreaterThan(at("--ro-bind", SPEC.sessionDir));
+    expect(at("--ro-bind", SPEC.configHome!.readOnly[0]!)).toBeGreaterThan(at("--bind", SPEC.configHome!.dir));
+    // The operator's own config homes are never bound writable.
+    expect(argv.some((a) => a.endsWith("/.claude") || a.endsWith("/.codex"))).toBe(false);
   });
 
   test("a verify's git folder is read-only", () => {
@@ -138,6 +144,8 @@ describe("sandboxSpec", () => {
       expect(request(join(wts, "fix"))().commonDir).toBe(join(root, ".git"));
       symlinkSync(root, join(wts, "evil"));
       expect(request(join(wts, "evil"))).toThrow(`no sandbox over ${join(wts, "evil")}: it is not the folder loop made (it is a link to ${root})`);
+      // claude's config home is the session's own (lib/supervisor/config-home.ts): nothing of $HOME is bound writable for it.
+      expect(request(join(wts, "fix"))().homes).toEqual([]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

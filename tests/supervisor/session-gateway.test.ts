@@ -6,7 +6,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { admission, CUT_OFF_LIMIT, type GatewayLedger, startSessionGateway } from "../../lib/supervisor/session-gateway.ts";
+import { admission, agentVariables, CUT_OFF_LIMIT, type GatewayLedger, startSessionGateway } from "../../lib/supervisor/session-gateway.ts";
 import { GATEWAY_FILES } from "../../lib/supervisor/gateway-files.ts";
 import { priced } from "../../lib/definition/usage-parsers.ts";
 import { type FakeAnthropic, say, startFakeAnthropic, steps } from "../helpers/fake-anthropic.ts";
@@ -205,5 +205,30 @@ describe("the refusals file, as the step and loop logs read it", () => {
     expect(readGatewayStop(dir)).toBeNull();
     writeFileSync(join(dir, GATEWAY_FILES.stopped), JSON.stringify({ code: "budget_exhausted", reason: "not a stop code" }));
     expect(readGatewayStop(dir)).toBeNull();
+  });
+});
+
+describe("what the agent is given of its gateway (agentVariables)", () => {
+  const all = { ANTHROPIC_BASE_URL: "http://127.0.0.1:1/anthropic", ANTHROPIC_API_KEY: "stand-in", OPENAI_BASE_URL: "http://127.0.0.1:1/openai", OPENAI_API_KEY: "stand-in", HTTP_PROXY: "http://127.0.0.1:2", HTTPS_PROXY: "http://127.0.0.1:2", ALL_PROXY: "http://127.0.0.1:2", http_proxy: "http://127.0.0.1:2", https_proxy: "http://127.0.0.1:2", all_proxy: "http://127.0.0.1:2", NO_PROXY: "127.0.0.1,localhost,::1", no_proxy: "127.0.0.1,localhost,::1" };
+  const held = { ANTHROPIC_API_KEY: true, OPENAI_API_KEY: true };
+
+  test("with a network list: the gateway's URLs, its stand-ins and its proxy, the CLIs' own traffic off", () => {
+    const env = agentVariables(all, { open: false, held });
+    expect(env).toMatchObject(all);
+    expect(env.CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC).toBe("1");
+  });
+
+  test("open: no proxy (the agent's connections are its own, through the operator's proxy if any), the gateway's loopback added to the operator's NO_PROXY", () => {
+    const env = agentVariables(all, { open: true, held, noProxy: "corp.example, .internal" });
+    expect(Object.keys(env).filter((k) => /_proxy$/i.test(k) && !/^no_proxy$/i.test(k))).toEqual([]);
+    expect(env.NO_PROXY).toBe("corp.example,.internal,127.0.0.1,localhost,::1");
+    expect(env.no_proxy).toBe(env.NO_PROXY);
+    expect(env.ANTHROPIC_BASE_URL).toBe(all.ANTHROPIC_BASE_URL);
+  });
+
+  test("a stand-in only for a key loop holds: a CLI signed in with an account uses its own credential, passed through", () => {
+    const env = agentVariables(all, { open: true, held: { ANTHROPIC_API_KEY: false, OPENAI_API_KEY: true } });
+    expect("ANTHROPIC_API_KEY" in env).toBe(false);
+    expect(env.OPENAI_API_KEY).toBe("stand-in");
   });
 });

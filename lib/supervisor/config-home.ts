@@ -1,0 +1,133 @@
+// A preset CLI's private config home (docs/runners.md#the-config-home): claude's CLAUDE_CONFIG_DIR,
+// codex's CODEX_HOME, a folder of the session's own (CONFIG_HOME in its session folder) prepared
+// before the launch with the operator's credentials file copied in, read-only, and, for a resume, the
+// conversation the previous session saved; nothing else of the operator's (settings.json and its
+// hooks, CLAUDE.md, commands, config.toml and its `notify`). When the session ends its wrapper keeps
+// the conversation the CLI saved (CONVERSATION_STORE beside it) and removes the home: nothing the
+// agent wrote there is ever read again by a CLI but a resumed conversation's transcript.
+import { lstatSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { isAbsolute, join } from "node:path";
+import { readRegularFile } from "../shared/fsutil.ts";
+
+/** The session's config home, in its session folder. */
+export const CONFIG_HOME = "cli-home";
+/** The conversation files a session's CLI saved, kept when it ended (what the next attempt resumes). */
+export const CONVERSATION_STORE = "conversation";
+
+interface Layout {
+  /** The variables that name the config home (codex keeps its databases where CODEX_SQLITE_HOME says). */
+  variables: readonly string[];
+  /** The operator's config home, where the credentials are copied from. */
+  operator: (env: Record<string, string | undefined>) => string | null;
+  /** Files of it copied in (a signed-in CLI's credentials). */
+  credentials: readonly string[];
+}
+
+const home = (env: Record<string, string | undefined>, sub: string) => (env.HOME && isAbsolute(env.HOME) ? join(env.HOME, sub) : null);
+
+/** The presets with a config home of their own; aider has no variable for one (docs/runners.md#the-config-home). */
+const LAYOUTS: Readonly<Record<string, Layout>> = {
+  // Claude Code 2.1.197 and 2.1.332 keep everything under $CLAUDE_CONFIG_DIR when it is set, its
+  // .claude.json included; print mode starts in an empty one. A signed-in CLI's token: .credentials.json.
+  claude: { variables: ["CLAUDE_CONFIG_DIR"], operator: (env) => env.CLAUDE_CONFIG_DIR || home(env, ".claude"), credentials: [".credentials.json"] },
+  // Codex 0.171: $CODEX_HOME (config.toml, auth.json, sessions/, its databases); a ChatGPT sign-in or an API key saved by `codex login`: auth.json.
+  codex: { variables: ["CODEX_HOME", "CODEX_SQLITE_HOME"], operator: (env) => env.CODEX_HOME || home(env, ".codex"), credentials: ["auth.json"] },
+};
+
+/** The conversation files a CLI saves, by the folder they are under and their depth below it: claude's `projects/<cwd>/<id>.jsonl`, codex's `sessions/<y>/<m>/<d>/rollout-…-<id>.jsonl`. */
+const CONVERSATIONS: readonly { under: string; depth: number }[] = [
+  { under: "projects", depth: 2 },
+  { under: "sessions", depth: 4 },
+];
+
+/** At most this much of one credentials or conversation file is copied. */
+const MAX_FILE = 256 * 2 ** 20;
+
+/**
+ * Make the session's config home for `runner` in `dir` (null: the runner has none): the operator's
+ * credentials copied in (mode 0400; read-only in the sandbox), and the conversation `resumeFrom` (the
+ * previous session's folder) kept. The variables for the agent, the home, and the files to hold read-only.
+ */
+export function prepareConfigHome(o: { runner: string; dir: string; env: Record<string, string | undefined>; resumeFrom?: string | null }): { env: Record<string, string>; home: string; readOnly: string[] } | null {
+  const layout = Object.hasOwn(LAYOUTS, o.runner) ? LAYOUTS[o.runner]! : null;
+  if (!layout) return null;
+  const at = join(o.dir, CONFIG_HOME);
+  rmSync(at, { recursive: true, force: true });
+  mkdirSync(at, { mode: 0o700 });
+  const readOnly: string[] = [];
+  const from = layout.operator(o.env);
+  for (const name of from ? layout.credentials : []) {
+    // The operator's own file, links followed: it is theirs, and the agent could read it anyway.
+    const r = readRegularFile(join(from!, name), { maxBytes: MAX_FILE });
+    if (r.kind !== "ok") continue;
+    writeFileSync(join(at, name), r.bytes, { mode: 0o400 });
+    readOnly.push(join(at, name));
+  }
+  if (o.resumeFrom) copyConversations(storeOf(o.resumeFrom), at);
+  return { env: Object.fromEntries(layout.variables.map((v) => [v, at])), home: at, readOnly };
+}
+
+/**
+ * When a session ends (its wrapper): what its CLI saved of its conversation is copied to the session
+ * folder's store, and its config home removed (the credentials' copy with it). Nothing when it has none.
+ */
+export function keepConversation(dir: string): void {
+  const at = join(dir, CONFIG_HOME);
+  try {
+    if (!lstatSync(at).isDirectory()) {
+      rmSync(at, { force: true });
+      return;
+    }
+  } catch {
+    return; // none
+  }
+  try {
+    copyConversations(at, join(dir, CONVERSATION_STORE));
+  } finally {
+    // Never following a link the agent left in it.
+    rmSync(at, { recursive: true, force: true });
+  }
+}
+
+/** Where a session's saved conversation is: its store, or (a wrapper that was killed before it kept it) its config home as left. */
+export function storeOf(dir: string): string {
+  const store = join(dir, CONVERSATION_STORE);
+  try {
+    if (lstatSync(store).isDirectory()) return store;
+  } catch {
+    // not kept: the home as the CLI left it
+  }
+  return join(dir, CONFIG_HOME);
+}
+
+/** Copy the conversation files under `from` into `to`, the same paths: regular files only, never through a link. */
+function copyConversations(from: string, to: string): void {
+  for (const c of CONVERSATIONS)
+    for (const rel of jsonlFiles(from, c.under, c.depth)) {
+      const r = readRegularFile(join(from, rel), { maxBytes: MAX_FILE, noLinks: true });
+      if (r.kind !== "ok") continue;
+      const dest = join(to, rel);
+      mkdirSync(join(dest, ".."), { recursive: true, mode: 0o700 });
+      writeFileSync(dest, r.bytes, { mode: 0o600 });
+    }
+}
+
+/** The `*.jsonl` files exactly `depth` folders below `root/under` (paths relative to root), through real folders only. */
+export function jsonlFiles(root: string, under: string, depth: number): string[] {
+  const out: string[] = [];
+  const walk = (rel: string, left: number) => {
+    let entries: import("node:fs").Dirent[];
+    try {
+      entries = readdirSync(join(root, rel), { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const e of entries) {
+      const name = join(rel, e.name);
+      if (left > 1 && e.isDirectory()) walk(name, left - 1);
+      else if (left === 1 && e.isFile() && e.name.endsWith(".jsonl")) out.push(name);
+    }
+  };
+  walk(under, depth);
+  return out;
+}
