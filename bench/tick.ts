@@ -10,14 +10,18 @@
 //   - verify observing tick: a step that finds the verify command still running.
 // Each launch is timed on its own freshly prepared repository (preparation not timed); observing
 // ticks are timed repeatedly on the same running session or verify. Prints a markdown table.
-//   bun bench/tick.ts [--runs N] [--bin dist/loop]
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+// `--objects N`: the repository holds one pack of about N objects (a quarter of them files of the
+// checkout, each changed three times since: a real project's size), made once and copied per run.
+// `--sandbox`: every item runs in the sandbox ("sandbox": "bwrap").
+//   bun bench/tick.ts [--runs N] [--bin dist/loop] [--objects 20000] [--sandbox]
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { spawnSync } from "node:child_process";
 
-const { values } = parseArgs({ args: process.argv.slice(2), options: { runs: { type: "string" }, bin: { type: "string" } }, strict: true });
+const { values } = parseArgs({ args: process.argv.slice(2), options: { runs: { type: "string" }, bin: { type: "string" }, objects: { type: "string" }, sandbox: { type: "boolean" } }, strict: true });
+const OBJECTS = Number(values.objects ?? 0);
 const RUNS = Number(values.runs ?? 9);
 const BIN = resolve(values.bin ?? join(import.meta.dir, "..", "dist", "loop"));
 // Each tick is timed alone: no wrapper may run the next step itself (docs/cli/loop-run.md#chained-steps).
@@ -29,19 +33,44 @@ function sh(cwd: string, ...cmd: string[]) {
   return r.stdout;
 }
 
-/** `verifying`: the agent exits at once and the verify command runs for an hour. */
+/** A repository whose one pack holds about `objects` objects (made once, under bench/out/): files in 100 folders, each written four times. */
+function template(objects: number): string {
+  const dir = join(import.meta.dir, "out", `tick-repo-${objects}`);
+  if (existsSync(join(dir, ".git", "loop-template-done"))) return dir;
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  sh(dir, "git", "init", "-q", "-b", "main");
+  const files = Math.max(1, Math.floor(objects / 4));
+  for (let round = 0; round < 4; round++) {
+    for (let i = 0; i < files; i++) {
+      const sub = join(dir, "src", `m${i % 100}`);
+      if (round === 0 && i < 100) mkdirSync(sub, { recursive: true });
+      writeFileSync(join(sub, `f${i}.ts`), `// file ${i}, round ${round}\nexport const v${i} = ${round};\n${"x".repeat(120)}\n`);
+    }
+    sh(dir, "git", "add", "-A");
+    sh(dir, "git", "-c", "user.email=b@b", "-c", "user.name=b", "commit", "-q", "-m", `round ${round}`);
+  }
+  sh(dir, "git", "repack", "-adq");
+  writeFileSync(join(dir, ".git", "loop-template-done"), "");
+  return dir;
+}
+
+/** `verifying`: the agent exits at once (leaving one file) and the verify command runs for an hour. */
 function prepare(o: { verifying?: boolean } = {}): string {
   const root = mkdtempSync(join(tmpdir(), "loop-tick-"));
-  sh(root, "git", "init", "-q", "-b", "main");
+  if (OBJECTS > 0) {
+    rmSync(root, { recursive: true, force: true });
+    sh(tmpdir(), "cp", "-a", template(OBJECTS), root);
+  } else sh(root, "git", "init", "-q", "-b", "main");
   sh(root, "git", "config", "user.email", "bench@loop.invalid");
   sh(root, "git", "config", "user.name", "bench");
   writeFileSync(join(root, "README"), "bench\n");
   const def = {
     name: "tick",
     defaults: o.verifying
-      ? { runner: "quick", verify: "sleep 3600", timeouts: { launch: "5m", stall: "60m", verify: "2h" } }
-      : { runner: "sleeper", verify: "true", timeouts: { launch: "5m", stall: "60m", verify: "1m" } },
-    runners: { sleeper: { command: ["sleep", "3600"] }, quick: { command: ["true"] } },
+      ? { runner: "quick", verify: "sleep 3600", timeouts: { launch: "5m", stall: "60m", verify: "2h" }, ...(values.sandbox ? { sandbox: "bwrap" } : {}) }
+      : { runner: "sleeper", verify: "true", timeouts: { launch: "5m", stall: "60m", verify: "1m" }, ...(values.sandbox ? { sandbox: "bwrap" } : {}) },
+    runners: { sleeper: { command: ["sleep", "3600"] }, quick: { command: ["sh", "-c", "echo x > leftover.txt"] } },
     items: Array.from({ length: 20 }, (_, i) => ({ id: `item-${i}`, prompt: `item ${i}` })),
   };
   writeFileSync(join(root, "loop.json"), JSON.stringify(def, null, 2));

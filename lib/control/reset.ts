@@ -19,6 +19,9 @@ import { projectOf } from "../log/ownership.ts";
 import { definitionName } from "./ctl.ts";
 import { graceMs, sessionMark } from "../supervisor/sessions.ts";
 import { archiveBranches, checkoutBranch, listBranches } from "../repo/workspace.ts";
+import { forgetCheckout } from "../step/airlock.ts";
+import { systemError } from "../decisions/faults.ts";
+import { makeAttemptGitDir } from "../repo/attempt-git.ts";
 import { checkoutDiffers } from "../step/checkout.ts";
 import { gitTry } from "../repo/git.ts";
 import { readRunPid, watcherAlive } from "../step/run-pid.ts";
@@ -27,7 +30,7 @@ import { failpoint } from "../shared/failpoint.ts";
 import { endMarked, markedProcesses, pidAlive } from "../shared/process.ts";
 import { tmux, tmuxHasSession } from "../supervisor/tmux.ts";
 import { statePaths, worktreesRoot } from "../shared/paths.ts";
-import { BusyError } from "../shared/errors.ts";
+import { BusyError, GitError } from "../shared/errors.ts";
 import {
   archivePrefix,
   branchOf,
@@ -279,6 +282,22 @@ async function carryOut(o: ResetOptions, w: Writer, p: Projection, plan: ResetPl
     renameFailed = archiveBranches(repo!, renames);
   }
   for (const r of renames) if (renameFailed.has(r.from)) fail(r.item, "branch", renameFailed.get(r.from));
+  // A checkout kept for a person is no item's any more: it gets a git folder of its own, at the
+  // archive its branch went to (its changes show against it), and loop forgets it (the item's next
+  // launch moves it aside, never overwrites it).
+  for (const x of acting) {
+    const c = checkout.get(x.item);
+    if (aborted.has(x.item) || x.checkout.action !== "keep" || !c?.path || !existsSync(c.path)) continue;
+    forgetCheckout(o.stateRoot, x.item);
+    const r = renames.find((y) => y.item === x && !renameFailed.has(y.from));
+    if (r && repo)
+      try {
+        makeAttemptGitDir({ repo, gitDir: join(c.path, ".git"), worktree: c.path, branch: r.to, head: r.head, refs: {}, excludes: [] });
+      } catch (err) {
+        if (!(err instanceof GitError) && systemError(err) === null) throw err;
+        fail(x, "workspace", `the kept checkout ${c.path} got no git folder of its own: ${(err as Error).message}`);
+      }
+  }
   failpoint("reset:after_branch");
 
   // 4. The events: per item, the close path's, then its work_item_reset (an audit record when

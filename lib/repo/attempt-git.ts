@@ -52,6 +52,7 @@ function quoted(value: string): string {
  */
 export function makeAttemptGitDir(o: AttemptGitOptions): void {
   const { common, sha256 } = repoFacts(o.repo);
+  if (o.gitDir === join(o.worktree, ".git") && lstatSync(o.gitDir, { throwIfNoEntry: false })) rmSync(o.gitDir, { recursive: true, force: true });
   mkdirSync(o.gitDir, { mode: 0o755 });
   for (const d of ["objects/info", "objects/pack", "refs/heads", "refs/tags", "info"]) mkdirSync(join(o.gitDir, d), { recursive: true });
   const lines = ["[core]", `\trepositoryformatversion = ${sha256 ? 1 : 0}`, "\tfilemode = true", "\tbare = false", "\tlogallrefupdates = true", `\tworktree = ${quoted(o.worktree)}`];
@@ -70,7 +71,8 @@ export function makeAttemptGitDir(o: AttemptGitOptions): void {
   writeFileSync(join(o.gitDir, "info", "exclude"), o.excludes.join("\n") + (o.excludes.length ? "\n" : ""));
   // Only this folder's own files are read: GIT_DIR pins it, and read-tree without -u reads no work tree.
   git(o.repo, ["--git-dir", o.gitDir, "read-tree", o.head]);
-  pointWorktree(o.worktree, o.gitDir);
+  // A git folder in the checkout itself (a checkout kept for a person) needs no .git file naming it.
+  if (o.gitDir !== join(o.worktree, ".git")) pointWorktree(o.worktree, o.gitDir);
 }
 
 /** Write `<worktree>/.git` naming `gitDir`: whatever is there (a file, a link, a folder the agent made) is removed first, the new file created exclusively. */

@@ -33,8 +33,10 @@ export function disarmRefTraps(o: { commonDir: string; refs: readonly string[]; 
       const st = lstatSync(at, { throwIfNoEntry: false });
       if (!st) break;
       const last = i === parts.length - 1;
-      // A lock of a ref loop owns is never another's to hold while loop holds its lease: a stale one (or a planted one) goes too.
-      const trap = last ? !st.isFile() || st.nlink > 1 || file.endsWith(".lock") : !st.isDirectory();
+      // A lock of a ref loop owns is never another's to hold while loop holds its lease: a stale one
+      // (or a planted one) goes too. On the way, only a link or a special file is a trap: a regular
+      // file there is a ref (or its log) of that name, which git refuses to write below, and says so.
+      const trap = last ? !st.isFile() || st.nlink > 1 || file.endsWith(".lock") : !st.isDirectory() && !st.isFile();
       if (trap) {
         rmSync(at, { force: true, recursive: st.isDirectory() && !st.isSymbolicLink() });
         removed.push(at);

@@ -8,7 +8,7 @@
 // - after the agent: the passage itself (lib/step/airlock.ts);
 // - before the verify: the checkout is made to hold exactly that commit again (whatever the agent
 //   left that the commit does not hold is gone), with a read-only git folder of its own.
-import { existsSync, lstatSync, mkdirSync, realpathSync, renameSync, rmSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readdirSync, realpathSync, renameSync, rmSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { verifyRule } from "../definition/child-environment.ts";
 import { FaultError } from "../decisions/faults.ts";
@@ -16,7 +16,7 @@ import type { ItemState } from "../log/projection.ts";
 import { makeAttemptGitDir } from "../repo/attempt-git.ts";
 import { gitTry } from "../repo/git.ts";
 import { syncTree } from "../repo/tree-sync.ts";
-import { writeFileAtomic } from "../shared/fsutil.ts";
+import { readTextOrNull, writeFileAtomic } from "../shared/fsutil.ts";
 import { StartError } from "../shared/errors.ts";
 import type { SandboxRequest } from "../supervisor/sandbox.ts";
 import { runSetup } from "../supervisor/setup-command.ts";
@@ -37,12 +37,14 @@ export function objectProofs(ctx: StepContext): string {
  * folder. Anything else found there (a link to the operator's checkout, a file) is moved aside,
  * never followed or deleted; returns where.
  */
-function claimPlace(worktree: string): string | null {
+function claimPlace(worktree: string, moveAnyway = false): string | null {
   mkdirSync(dirname(worktree), { recursive: true });
   const st = lstatSync(worktree, { throwIfNoEntry: false });
   if (!st) return null;
   const place = join(realpathSync(dirname(worktree)), basename(worktree));
-  if (st.isDirectory() && realpathSync(worktree) === place) return null;
+  if (st.isDirectory() && realpathSync(worktree) === place && !moveAnyway) return null;
+  // An empty folder is just taken.
+  if (st.isDirectory() && !st.isSymbolicLink() && readdirSync(worktree).length === 0) return null;
   const aside = `${worktree}.aside-${new Date().toISOString().replace(/[:.]/g, "-")}`;
   renameSync(worktree, aside);
   return aside;
@@ -56,8 +58,10 @@ function forgetLinkedWorktree(repo: string, worktree: string): void {
   const common = gitTry(repo, ["rev-parse", "--path-format=absolute", "--git-common-dir"]);
   if (common.code !== 0) return;
   const reg = join(common.stdout.trim(), "worktrees", basename(worktree));
-  if (existsSync(reg)) gitTry(repo, ["worktree", "prune"]);
-  if (existsSync(reg) && lstatSync(reg).isDirectory()) rmSync(reg, { recursive: true, force: true });
+  if (!lstatSync(reg, { throwIfNoEntry: false })?.isDirectory()) return;
+  // Only the registration of this very checkout (its gitdir names the checkout's .git).
+  const named = readTextOrNull(join(reg, "gitdir"), { maxBytes: 4096, noLinks: true })?.trim();
+  if (named === join(worktree, ".git")) rmSync(reg, { recursive: true, force: true });
 }
 
 interface PrepareOptions {
@@ -95,11 +99,14 @@ interface Prepared {
 export async function prepareCheckout(ctx: StepContext, it: ItemState, o: PrepareOptions): Promise<Prepared> {
   const files = treeFiles(ctx.options.stateRoot, it.id);
   mkdirSync(ctx.paths.trees, { recursive: true });
-  const movedAside = claimPlace(o.worktree);
+  // A checkout loop has no record of writing (one kept for a person after a reset, one an older
+  // version made) is moved aside with the rest of what is not the folder loop made: never overwritten.
+  const unknown = existsSync(o.worktree) && !existsSync(files.stamps);
+  const movedAside = claimPlace(o.worktree, unknown);
   if (movedAside) forgetCheckout(ctx.options.stateRoot, it.id);
+  forgetLinkedWorktree(o.repo, o.worktree);
   const existed = existsSync(o.worktree);
-  if (existed) forgetLinkedWorktree(o.repo, o.worktree);
-  else mkdirSync(o.worktree);
+  if (!existed) mkdirSync(o.worktree);
   let products = existed ? checkoutProducts(ctx.options.stateRoot, it.id, ctx.def.setup ?? "") : null;
   let setup: Prepared["setup"] = null;
   let setupChanged: string[] = [];

@@ -444,7 +444,7 @@ describe("loop reset", () => {
     "a piece that cannot be removed is reported per item and per piece (exit 1) and never claimed; the other items are reset; a second run finishes the job",
     () =>
       // Given a and b passed and c failed (its checkout kept); a's session folder holds an undeletable file,
-      // the name b's branch must be archived under is blocked, and c's checkout is broken (git no longer knows it)
+      // the name b's branch must be archived under is blocked, and c's attempt's git folder is broken (what c left cannot be committed)
       scenario(
         demoDefinition([
           { id: "a", prompt: "x" },
@@ -462,7 +462,7 @@ describe("loop reset", () => {
           else chmodSync(join(p.stateRoot, "sessions", "a", "1"), 0o500);
           git(p.root, "branch", "loop/t/reset/b", "main"); // loop/t/reset/b/e0 can no longer be a branch
           const cwt = p.projection().items.c!.workspace!.worktree;
-          rmSync(join(cwt, ".git"));
+          writeFileSync(join(p.stateRoot, "sessions", "c", "1", "git", "HEAD"), "garbage\n");
           try {
             // When everything is reset
             const r = await reset(p, ["--all", "--yes"]);
@@ -476,7 +476,7 @@ describe("loop reset", () => {
             expect(by.b!.errors.map((e) => e.piece)).toEqual(["branch"]);
             expect(by.c).toMatchObject({ removed: ["session", "ledger", "branch"], checkout: { outcome: "kept", path: cwt } });
             expect(by.c!.errors.map((e) => e.piece)).toEqual(["workspace"]);
-            expect(by.c!.checkout.why).toContain("not a git checkout of its own");
+            expect(by.c!.checkout.why).toContain("could not be committed (seal_failed");
             // …what could not be removed is still there; the rest is gone
             expect(existsSync(stuck)).toBe(true);
             expect(gitOk(p.root, "rev-parse", "--verify", "refs/heads/loop/t/item/b")).toBe(true);
