@@ -3,7 +3,7 @@
 import { FaultError, startPointFault } from "../decisions/faults.ts";
 import { existsSync, lstatSync, readdirSync, realpathSync, renameSync, rmSync, statSync } from "node:fs";
 import { readRegularFile, readTextOrNull } from "../shared/fsutil.ts";
-import { dirname, join, relative, resolve } from "node:path";
+import { basename, dirname, join, relative, resolve } from "node:path";
 import { branchExists, commonGitDir, git, gitTry, revParse, symbolicBranchTarget } from "./git.ts";
 import { disarmRefTraps } from "./ref-traps.ts";
 import { GitError } from "../shared/errors.ts";
@@ -348,6 +348,20 @@ export function listBranches(repo: string, patterns: string[]): Map<string, stri
  * The branch a checkout has checked out, read from its files (no git process): `<path>/.git` names
  * the worktree's git dir, whose HEAD names the branch. Null when it is not a checkout, or detached.
  */
+/**
+ * The registration of a checkout an older version of loop made as a linked worktree of the
+ * repository (`<git dir>/worktrees/<name>`, whose `gitdir` names this checkout's `.git`), or null
+ * (loop's checkouts now have a git folder of their own per attempt and are no worktrees of it).
+ */
+export function linkedWorktreeRegistration(repo: string, worktree: string): string | null {
+  const common = gitTry(repo, ["rev-parse", "--path-format=absolute", "--git-common-dir"]);
+  if (common.code !== 0) return null;
+  const reg = join(common.stdout.trim(), "worktrees", basename(worktree));
+  if (!lstatSync(reg, { throwIfNoEntry: false })?.isDirectory()) return null;
+  const named = readTextOrNull(join(reg, "gitdir"), { maxBytes: 4096, noLinks: true })?.trim();
+  return named === join(worktree, ".git") ? reg : null;
+}
+
 export function checkoutBranch(path: string): string | null {
   let gitDir = join(path, ".git");
   try {

@@ -14,9 +14,9 @@ import { verifyRule } from "../definition/child-environment.ts";
 import { FaultError } from "../decisions/faults.ts";
 import type { ItemState } from "../log/projection.ts";
 import { makeAttemptGitDir } from "../repo/attempt-git.ts";
-import { gitTry } from "../repo/git.ts";
 import { syncTree } from "../repo/tree-sync.ts";
-import { readTextOrNull, writeFileAtomic } from "../shared/fsutil.ts";
+import { linkedWorktreeRegistration } from "../repo/workspace.ts";
+import { writeFileAtomic } from "../shared/fsutil.ts";
 import { StartError } from "../shared/errors.ts";
 import type { SandboxRequest } from "../supervisor/sandbox.ts";
 import { runSetup } from "../supervisor/setup-command.ts";
@@ -52,16 +52,11 @@ function claimPlace(worktree: string, moveAnyway = false): string | null {
 
 /**
  * A checkout an older version of loop made is a linked worktree of the repository: its registration
- * (`<git dir>/worktrees/<name>`, whose `gitdir` names this checkout) is loop's own to remove, once.
+ * is loop's own to remove, once.
  */
 function forgetLinkedWorktree(repo: string, worktree: string): void {
-  const common = gitTry(repo, ["rev-parse", "--path-format=absolute", "--git-common-dir"]);
-  if (common.code !== 0) return;
-  const reg = join(common.stdout.trim(), "worktrees", basename(worktree));
-  if (!lstatSync(reg, { throwIfNoEntry: false })?.isDirectory()) return;
-  // Only the registration of this very checkout (its gitdir names the checkout's .git).
-  const named = readTextOrNull(join(reg, "gitdir"), { maxBytes: 4096, noLinks: true })?.trim();
-  if (named === join(worktree, ".git")) rmSync(reg, { recursive: true, force: true });
+  const reg = linkedWorktreeRegistration(repo, worktree);
+  if (reg) rmSync(reg, { recursive: true, force: true });
 }
 
 interface PrepareOptions {

@@ -4,14 +4,14 @@
 // folder with `git worktree move` (nothing copied, nothing lost) and records worktree_moved; an
 // item in flight keeps its checkout until its attempt is over. A step killed between the move and
 // the record finds the checkout at its new place and records it then (failpoint relocate:after_move).
-import { existsSync, mkdirSync, readdirSync, rmdirSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, renameSync, rmdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { isInFlight } from "../log/vocabulary.ts";
 import type { ItemState } from "../log/projection.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { LANDING_DIR } from "../shared/paths.ts";
 import { gitTry } from "../repo/git.ts";
-import { checkoutBranch } from "../repo/workspace.ts";
+import { checkoutBranch, linkedWorktreeRegistration } from "../repo/workspace.ts";
 import { append, projection, repoOf, type StepContext } from "./context.ts";
 
 export function relocateWorktrees(ctx: StepContext): void {
@@ -45,9 +45,11 @@ export function relocateWorktrees(ctx: StepContext): void {
     }
     ctx.store.assertLease();
     mkdirSync(ctx.worktrees, { recursive: true });
-    const r = gitTry(repoOf(ctx), ["worktree", "move", from, to]);
-    if (r.code !== 0) {
-      ctx.options.log.warn(`could not move the worktree ${from} to ${to}: ${r.stderr.trim()}; it stays where it is`);
+    // A linked worktree (an older version's) moves with git, its registration along; a checkout
+    // with a git folder of its own per attempt (lib/repo/attempt-git.ts) is a folder to rename.
+    const failed = linkedWorktreeRegistration(repoOf(ctx), from) ? gitMove(repoOf(ctx), from, to) : renameFolder(from, to);
+    if (failed !== null) {
+      ctx.options.log.warn(`could not move the worktree ${from} to ${to}: ${failed}; it stays where it is`);
       continue;
     }
     failpoint("relocate:after_move");
@@ -58,6 +60,20 @@ export function relocateWorktrees(ctx: StepContext): void {
     if (readdirSync(old).length === 0) rmdirSync(old);
   } catch {
     // Something is left, or someone else removed it: either way nothing to do.
+  }
+}
+
+function gitMove(repo: string, from: string, to: string): string | null {
+  const r = gitTry(repo, ["worktree", "move", from, to]);
+  return r.code === 0 ? null : r.stderr.trim();
+}
+
+function renameFolder(from: string, to: string): string | null {
+  try {
+    renameSync(from, to);
+    return null;
+  } catch (e) {
+    return (e as Error).message;
   }
 }
 

@@ -4,6 +4,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { checkoutBranch } from "../../lib/repo/workspace.ts";
 import { demoDefinition, git, type Project, scenario } from "../helpers/project.ts";
 
 /** A loop as an older version left it: a failed item's worktree (with a file of its own) and the landing checkout under .loop/workspaces. */
@@ -33,9 +34,11 @@ function expectMoved(p: Project, old: string): void {
     ["bad", join(old, "bad"), join(p.worktrees, "bad")],
   ].sort((a, b) => String(a[1]).localeCompare(String(b[1]))));
   expect(existsSync(old)).toBe(false);
-  // Nothing lost: the failed attempt's files are in the moved checkout, which git knows at its new place.
+  // Nothing lost: the failed attempt's files are in the moved checkout, its .git still naming the
+  // attempt's git folder (a checkout is no linked worktree of the repository any more).
   expect(readFileSync(join(p.worktrees, "bad", "notes.txt"), "utf8")).toBe("mine\n");
-  expect(git(p.root, "worktree", "list", "--porcelain")).toContain(`worktree ${join(p.worktrees, "bad")}`);
+  expect(checkoutBranch(join(p.worktrees, "bad"))).toBe(p.projection().items.bad!.workspace!.branch);
+  expect(git(p.root, "worktree", "list", "--porcelain")).not.toContain(old);
   expect(git(join(p.worktrees, "_landing"), "rev-parse", "--abbrev-ref", "HEAD")).toBe("loop/t/landed");
   expect(p.projection().items.bad!.workspace!.worktree).toBe(join(p.worktrees, "bad"));
 }
