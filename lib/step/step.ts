@@ -225,10 +225,17 @@ export function preflight(root: string): ReturnType<typeof loadDefinition> {
  * exists, only a loop.json other than the one a step last read in full is parsed (and one that is
  * invalid refused before anything is written).
  */
-/** The attempt in flight (launched, running, or ended and not yet verified), if any. */
+/**
+ * The attempt in flight (launched, running, or ended and not yet verified), if any. One whose verify
+ * has its verdict (a passed one waiting on its landing) is not: the operator's edit of landing or
+ * its deadline then applies (docs/forge.md), and nothing of the agent's runs any more.
+ */
 function attemptInFlight(store: Store): { item: string; attempt: number } | null {
-  for (const it of Object.values(store.projection().items))
-    if (it.status === "launching" || it.status === "running" || it.status === "ended") return { item: it.id, attempt: it.attempts.length };
+  for (const it of Object.values(store.projection().items)) {
+    if (it.status !== "launching" && it.status !== "running" && it.status !== "ended") continue;
+    if (it.status === "ended" && it.attempts.at(-1)?.verify) continue;
+    return { item: it.id, attempt: it.attempts.length };
+  }
   return null;
 }
 

@@ -77,7 +77,7 @@ function expectNoToken(p: Project) {
 
 /** How people write a pull request's number on the forge: "#12" on GitHub, "!12" on GitLab (where "#12" is an issue). */
 const sign = (f: FakeForge) => (f.provider === "gitlab" ? "!" : "#");
-const one = (n = 1) => (f: FakeForge) => [{ ref: f.ref(n), prompt: "x\n@demo write a.txt a\n@demo commit a" }];
+const one = (n = 1) => (f: FakeForge) => [{ ref: f.ref(n), prompt: "x\n@demo write a.txt a\n@demo attempt 1 commit a" }];
 
 describe.each(FORGES)("%s", (_name, make) => {
   describe("landing pr", () => {
@@ -436,7 +436,7 @@ function ghProject(o: { landing: "pr" | "merge"; items?: unknown[]; env?: Record
 
 describe("GitHub as it really answers (issue 25; issue 18 defects 4 and 6)", () => {
   const green = { LOOP_ALLOW_AUTO_MERGE: "1" };
-  const one = (n = 1) => [{ ref: `github:acme/api#${n}`, prompt: "x\n@demo write a.txt a\n@demo commit a" }];
+  const one = (n = 1) => [{ ref: `github:acme/api#${n}`, prompt: "x\n@demo write a.txt a\n@demo attempt 1 commit a" }];
 
   test("a PR merged by someone else into another branch is not recorded as merged into the base", async () => {
     const { p, gh } = ghProject({ landing: "merge", env: green, items: one() });
