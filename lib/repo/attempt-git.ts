@@ -21,7 +21,7 @@ interface AttemptGitOptions {
   /** The branch HEAD names, and the commit it is at. */
   branch: string;
   head: string;
-  /** Other branches shown to the agent as they are now (the base, the landing target): name → commit. */
+  /** Other refs shown to the agent as they are now (the base, the landing target, the forge's fetched base): full ref name → commit. */
   refs: Record<string, string>;
   /** Lines for info/exclude: files of the agents, never part of an item's work. */
   excludes: readonly string[];
@@ -65,9 +65,9 @@ export function makeAttemptGitDir(o: AttemptGitOptions): void {
   writeFileSync(join(o.gitDir, "HEAD"), `ref: refs/heads/${o.branch}\n`);
   mkdirSync(join(o.gitDir, "refs", "heads", o.branch, ".."), { recursive: true });
   writeFileSync(join(o.gitDir, "refs", "heads", o.branch), `${o.head}\n`);
-  const others = Object.entries(o.refs).filter(([n]) => n !== o.branch);
+  const others = Object.entries(o.refs).filter(([n]) => n !== `refs/heads/${o.branch}` && /^refs\/(heads|remotes)\//.test(n));
   if (others.length)
-    writeFileSync(join(o.gitDir, "packed-refs"), ["# pack-refs with: peeled fully-peeled sorted", ...others.sort(([a], [b]) => (a < b ? -1 : 1)).map(([n, c]) => `${c} refs/heads/${n}`)].join("\n") + "\n");
+    writeFileSync(join(o.gitDir, "packed-refs"), ["# pack-refs with: peeled fully-peeled sorted", ...others.sort(([a], [b]) => (a < b ? -1 : 1)).map(([n, c]) => `${c} ${n}`)].join("\n") + "\n");
   writeFileSync(join(o.gitDir, "info", "exclude"), o.excludes.join("\n") + (o.excludes.length ? "\n" : ""));
   // Only this folder's own files are read: GIT_DIR pins it, and read-tree without -u reads no work tree.
   git(o.repo, ["--git-dir", o.gitDir, "read-tree", o.head]);

@@ -332,10 +332,13 @@ function forgeProbeStartPoint(ctx: StepContext, repo: string): string {
 }
 
 /** The branches the agent's git folder shows as they are now: the base, and the landing target when it exists. */
+/** The refs an attempt's git folder shows as they are now: the base and the target, and with a forge its fetched base (a rework is told to merge `<remote>/<base>`). */
 function shownRefs(ctx: StepContext, repo: string): Record<string, string> {
+  const names = [`refs/heads/${ctx.def.base}`, `refs/heads/${ctx.def.target}`];
+  if (ctx.def.forge) names.push(`refs/remotes/${ctx.def.forge.remote}/${ctx.def.base}`);
   const out: Record<string, string> = {};
-  for (const name of [ctx.def.base, ctx.def.target]) {
-    const at = revParse(repo, `refs/heads/${name}`);
+  for (const name of names) {
+    const at = revParse(repo, name);
     if (at) out[name] = at;
   }
   return out;
