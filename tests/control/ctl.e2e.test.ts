@@ -205,16 +205,19 @@ describe("loop ctl", () => {
     T,
   );
 
-  // Closing never loses work: a checkout whose changes cannot be committed is kept, with a warning,
-  // and nothing is committed anywhere else (in a checkout whose .git is gone, git would otherwise
-  // find the project's repository above it and commit the operator's own work there).
-  const unCommittable: { name: string; damage: (wt: string) => void; why: string }[] = [
-    { name: "a stale index.lock", damage: (wt) => writeFileSync(join(git(wt, "rev-parse", "--absolute-git-dir"), "index.lock"), ""), why: "index.lock" },
-    { name: "its .git gone", damage: (wt) => rmSync(join(wt, ".git")), why: "not a git checkout of its own" },
+  // Closing never loses work. What the agent left is sealed through the airlock with the attempt's
+  // own git folder named outright (docs/threat-model.md#the-airlock): a stale index.lock of a killed
+  // agent, or a checkout whose .git is gone, are no obstacle, and nothing is ever committed in the
+  // project's repository above the checkout. A checkout whose work cannot be sealed (its git folder
+  // gone) is kept, with a warning.
+  const damages: { name: string; damage: (wt: string) => void; sealed: boolean; why?: string }[] = [
+    { name: "a stale index.lock", damage: (wt) => writeFileSync(join(git(wt, "rev-parse", "--absolute-git-dir"), "index.lock"), ""), sealed: true },
+    { name: "its .git gone", damage: (wt) => rmSync(join(wt, ".git")), sealed: true },
+    { name: "its git folder gone", damage: (wt) => rmSync(git(wt, "rev-parse", "--absolute-git-dir"), { recursive: true }), sealed: false, why: "could not be committed" },
   ];
-  for (const c of unCommittable)
+  for (const c of damages)
     test.concurrent(
-      `closing a checkout that cannot be committed (${c.name}) keeps it, warns, and commits nothing anywhere`,
+      `closing a checkout with ${c.name}: ${c.sealed ? "its work is sealed on the item branch, the checkout removed" : "it is kept, with a warning"}; nothing is committed anywhere else`,
       () =>
         scenario(hangThenDemo(), {}, async (p) => {
           await launchHang(p);
@@ -222,17 +225,25 @@ describe("loop ctl", () => {
           writeFileSync(join(wt, "unsaved.txt"), "the agent's work\n");
           writeFileSync(join(p.root, "operator-wip.txt"), "the operator's own work\n");
           const branch = p.projection().items.h!.workspace!.branch;
-          const heads = git(p.root, "rev-parse", "HEAD", branch);
+          const [main, before] = git(p.root, "rev-parse", "HEAD", branch).split("\n");
           c.damage(wt);
           const r = await p.ctl(["cancel", "--work-item", "h", "--yes"]);
           expect(r.code).toBe(0);
           const doc = JSON.parse(r.stdout) as CtlDoc;
-          expect(doc.closed).toEqual([expect.objectContaining({ item: "h", worktreeRemoved: false, kept: expect.stringContaining(c.why) })]);
-          expect(r.stderr).toContain(`h: kept ${wt}`);
-          expect(readFileSync(join(wt, "unsaved.txt"), "utf8")).toBe("the agent's work\n");
-          expect(git(p.root, "rev-parse", "HEAD", branch)).toBe(heads);
+          if (c.sealed) {
+            expect(doc.closed).toEqual([expect.objectContaining({ item: "h", worktreeRemoved: true, kept: null })]);
+            expect(git(p.root, "show", `${branch}:unsaved.txt`)).toBe("the agent's work");
+            expect(git(p.root, "rev-parse", `${branch}^`)).toBe(before!);
+            expect(existsSync(wt)).toBe(false);
+          } else {
+            expect(doc.closed).toEqual([expect.objectContaining({ item: "h", worktreeRemoved: false, kept: expect.stringContaining(c.why!) })]);
+            expect(r.stderr).toContain(`h: kept ${wt}`);
+            expect(readFileSync(join(wt, "unsaved.txt"), "utf8")).toBe("the agent's work\n");
+            expect(git(p.root, "rev-parse", branch)).toBe(before!);
+          }
+          expect(git(p.root, "rev-parse", "HEAD")).toBe(main!);
           expect(git(p.root, "status", "--porcelain", "--", "operator-wip.txt")).toBe("?? operator-wip.txt");
-          expect(p.eventsOf("session_closed", "h").at(-1)!.payload.worktreeRemoved).toBe(false);
+          expect(p.eventsOf("session_closed", "h").at(-1)!.payload.worktreeRemoved).toBe(c.sealed);
           expect(p.projection().items.h!.status).toBe("cancelled");
         }),
       T,
