@@ -422,7 +422,9 @@ describe("loop add", () => {
   test.concurrent("a paused loop stays paused, a stopped loop stays stopped; the new item waits", async () => {
     for (const verb of [["pause", "--reason", "lunch"], ["stop", "--yes", "--reason", "maintenance"]]) {
       await scenario({ name: "t", defaults: { runner: "demo" }, items: [demo("a")] }, {}, async (p) => {
-        await p.run();
+        // Nothing in flight, so the edit is imported at once (one made while an attempt runs waits
+        // for its verdict: docs/threat-model.md#without-the-sandbox).
+        await p.runToDrain();
         expect((await p.ctl(verb)).code).toBe(0);
         expect((await p.loop(["add", "Work on b", "--id", "b", "--verify", "true"])).code).toBe(0);
         const r = await p.run();
