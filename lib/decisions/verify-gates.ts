@@ -28,8 +28,8 @@ export interface AttemptChanges {
 
 /** What is known of an ended attempt; a fact not gathered yet is absent. */
 export interface GateFacts {
-  /** The attempt's worktree exists. */
-  worktree?: boolean;
+  /** The attempt's checkout: there (the folder loop made), missing, or something else in its place (a link, a file). */
+  worktree?: "present" | "missing" | { replaced: string };
   /** Files of the object store rewritten during the attempt (lib/repo/object-store.ts); always empty in the sandbox, where the store is read-only. */
   store?: string[] | GitFailed;
   /** The airlock: what the agent left sealed on its side, its objects proven, the branch written. */
@@ -91,7 +91,8 @@ export function verifyGate(f: GateFacts, o: GateOptions): VerifyGate {
   const refuse = (verdict: VerifyVerdict): VerifyGate => ({ kind: "refuse", verdict });
   // 1. Nothing to verify without the worktree.
   if (f.worktree === undefined) return gather("worktree");
-  if (!f.worktree) return refuse({ code: "worktree_missing" });
+  if (f.worktree === "missing") return refuse({ code: "worktree_missing" });
+  if (typeof f.worktree === "object") return refuse({ code: "worktree_replaced", at: "checkout", message: f.worktree.replaced });
   // 2. The object store, before anything of it is read (without the sandbox: a refusal that also pauses the loop).
   if (f.store === undefined) return gather("store");
   if (failed(f.store)) return refuse({ code: "git_failed", check: "object_store", message: f.store.gitFailed });

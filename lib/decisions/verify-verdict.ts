@@ -90,8 +90,8 @@ export type VerifyVerdict =
   | { code: "no_command_agent_failed"; exitCode: number | null }
   | { code: "no_command_no_change" }
   | { code: "worktree_missing" }
-  /** `message`: the refusal's own words (lib/repo/workspace.ts checkWorktree); `at`: committing the leftovers, or building the verify's sandbox. */
-  | { code: "worktree_replaced"; at: "leftovers" | "sandbox"; message: string }
+  /** `message`: the refusal's own words; `at`: the checkout's place (lib/step/checkout.ts checkoutAtPlace), committing the leftovers (older logs), or building the verify's sandbox. */
+  | { code: "worktree_replaced"; at: "checkout" | "leftovers" | "sandbox"; message: string }
   /** `named`: the refused objects, described (lib/repo/object-import.ts describeRefused). */
   | { code: "objects_refused"; named: string }
   | { code: "object_store_tampered"; objects: string[] }

@@ -38,7 +38,7 @@ import { commitsAhead, startPointFor } from "../repo/workspace.ts";
 import { protectedEntries, protectedPathVerdict } from "./protect.ts";
 import { describeRefused, MAX_OBJECT_BYTES } from "../repo/object-import.ts";
 import { airlock, type AirlockResult, checkoutProducts, describeFound } from "./airlock.ts";
-import { checkoutForVerify, objectProofs, VERIFY_GIT } from "./checkout.ts";
+import { checkoutAtPlace, checkoutForVerify, objectProofs, VERIFY_GIT } from "./checkout.ts";
 import { SandboxRefusedError, sandboxRequest, sessionPath } from "./sandbox-request.ts";
 import { drainedReason, faultReason, sandboxFault, systemError } from "../decisions/faults.ts";
 import { probeSandbox, type SandboxRequest } from "../supervisor/sandbox.ts";
@@ -116,9 +116,11 @@ async function gather(ctx: StepContext, it: ItemState, facts: GateFacts, fact: G
     }
   };
   switch (fact) {
-    case "worktree":
-      facts.worktree = existsSync(s.worktree);
+    case "worktree": {
+      const at = checkoutAtPlace(s.worktree);
+      facts.worktree = at === null ? "present" : at === "missing" ? "missing" : { replaced: `${s.worktree} is not the checkout loop made (${at}); nothing of it was sealed` };
       return;
+    }
     case "store": {
       // The session is over before anything is judged: whatever the agent left running (a child that
       // would commit, or stop the verify, while it runs) is ended first, group, scope and mark.
@@ -377,7 +379,7 @@ function verifySandbox(ctx: StepContext, it: ItemState, o: { readOnly?: string[]
     const gateway: GatewayRequest = { standIn: `loop-verify-${crypto.randomUUID().replaceAll("-", "")}`, allow: it.def.verifyNetwork!, proxyOnly: true, socketDir: mkdtempSync(join(tmpdir(), "lg-")) };
     return { request, gateway };
   } catch (err) {
-    // The checkout is not the one loop made (lib/repo/workspace.ts checkWorktree): no verify runs over it.
+    // The checkout is not the one loop made: no verify runs over it.
     if (err instanceof SandboxRefusedError) return { refused: { code: "worktree_replaced", at: "sandbox", message: err.message } };
     throw err;
   }

@@ -12,11 +12,11 @@ const withoutCommand = { command: false, exitCode: 0, noProgressGuard: true, pro
 const HEAD = "h".repeat(40);
 
 /** Every gate's fact when it passes. */
-const CLEAN: Required<GateFacts> = { worktree: true, store: [], airlock: { head: HEAD, startHead: "s".repeat(40) }, protectedPaths: null, changes: { paths: ["src/a.py"], bytes: 10 }, ownedRefs: [], commits: 1 };
+const CLEAN: Required<GateFacts> = { worktree: "present", store: [], airlock: { head: HEAD, startHead: "s".repeat(40) }, protectedPaths: null, changes: { paths: ["src/a.py"], bytes: 10 }, ownedRefs: [], commits: 1 };
 
 /** The gates, in order, each with a fact that refuses and the code it refuses with. */
 const GATES: { fact: GateFact; refusing: GateFacts[GateFact]; code: string }[] = [
-  { fact: "worktree", refusing: false, code: "worktree_missing" },
+  { fact: "worktree", refusing: "missing", code: "worktree_missing" },
   { fact: "store", refusing: ["objects/12/3456"], code: "object_store_tampered" },
   { fact: "airlock", refusing: { code: "seal_failed", reason: "git add failed", timedOut: false }, code: "seal_failed" },
   { fact: "protectedPaths", refusing: { code: "protected_path_changed", branch: "loop/t/item/a", paths: ["tests/check.sh"], start: "main", from: "main" }, code: "protected_path_changed" },
@@ -76,6 +76,13 @@ describe("verifyGate: the gates before a verify, in order", () => {
       expect(r.decision).toEqual({ kind: "refuse", verdict: { code: "git_failed", check, message: gitFailed.gitFailed } });
     });
 
+  test("something else in the checkout's place (a link to the operator's checkout) is worktree_replaced, before the store or the airlock is read", () => {
+    const message = "/w/a is not the checkout loop made (it is a symbolic link); nothing of it was sealed";
+    const r = walk(withCommand, (f) => (f === "worktree" ? { replaced: message } : CLEAN[f]));
+    expect(r.asked).toEqual(["worktree"]);
+    expect(r.decision).toEqual({ kind: "refuse", verdict: { code: "worktree_replaced", at: "checkout", message } });
+  });
+
   test("a branch without its start commit is the protected-path gate's own refusal", () => {
     const missing = { code: "start_commit_missing" as const, branch: "loop/t/item/a", recorded: "r".repeat(40), start: "main" };
     expect(verifyGate({ ...CLEAN, protectedPaths: missing, changes: undefined, ownedRefs: undefined }, withCommand)).toEqual({ kind: "refuse", verdict: missing });
@@ -88,7 +95,7 @@ describe("verifyGate: the gates before a verify, in order", () => {
       { code: "head_invalid", reason: "not a commit" },
       { code: "owned_ref_changed", changes: ["the item branch was moved"] },
     ];
-    for (const a of refusals) expect(verifyGate({ worktree: true, store: [], airlock: a }, withCommand)).toEqual({ kind: "refuse", verdict: a as VerifyVerdict });
+    for (const a of refusals) expect(verifyGate({ worktree: "present", store: [], airlock: a }, withCommand)).toEqual({ kind: "refuse", verdict: a as VerifyVerdict });
   });
 
   test("what setup made, a virtualenv anywhere, a node_modules anywhere: setup_output_committed, naming each path", () => {

@@ -107,19 +107,39 @@ describe("2. the verified commit is what lands", () => {
   );
 
   test.concurrent(
-    "landing merge refuses a branch that moved after its verify (merging the verified sha, never the branch by name)",
+    "a commit the verify makes stays in its own git folder: the item branch holds what was verified, and that is what merges",
     () =>
       scenario(
-        // The verify itself moves the branch (a commit made while it runs): landing refuses.
         (p) => scripted(p, "echo ok > ok.txt", { verify: "test -f ok.txt && echo late > LATE.txt && git add LATE.txt && git -c user.name=v -c user.email=v@v commit -qm late", landing: "merge" }),
         {},
         async (p) => {
           await p.runToDrain({ codes: [0, 1] });
           const it = p.projection().items.x!;
-          expect(it).toMatchObject({ status: "failed", settleCode: "landing_failed" });
-          expect(it.landing).toMatchObject({ outcome: "failed", code: "branch_moved" });
-          expect(it.reason).toMatch(/branch loop\/t\/item\/x moved since its verify \(verified [0-9a-f]{12}, now [0-9a-f]{12}\); nothing merged/);
-          // Nothing was merged: the landing target was never even created.
+          expect(it.status).toBe("passed");
+          const head = p.eventsOf("verify_reserved", "x")[0]!.payload.head!;
+          expect(git(p.root, "rev-parse", "loop/t/item/x")).toBe(head);
+          expect(git(p.root, "show", `${it.landing!.commit}^2`, "--format=%H", "-s")).toBe(head);
+          expect(git(p.root, "ls-tree", "--name-only", "loop/t/landed")).not.toContain("LATE.txt");
+        },
+      ),
+    T,
+  );
+
+  test.concurrent(
+    "a verify that moves the item branch in the repository itself does not pass (branch_moved_by_verify); nothing merges",
+    () =>
+      scenario(
+        (p) =>
+          scripted(p, "echo ok > ok.txt", {
+            verify: `test -f ok.txt && git --git-dir=${shq(join(p.root, ".git"))} update-ref refs/heads/loop/t/item/x $(git --git-dir=${shq(join(p.root, ".git"))} rev-parse main)`,
+            landing: "merge",
+          }),
+        {},
+        async (p) => {
+          await p.runToDrain({ codes: [0, 1] });
+          const it = p.projection().items.x!;
+          expect(it.status).toBe("failed");
+          expect(p.eventsOf("verify_finished", "x").map((e) => e.payload.code)).toEqual(["branch_moved_by_verify"]);
           expect(gitOk(p.root, "rev-parse", "--verify", "-q", "loop/t/landed")).toBe(false);
         },
       ),
@@ -127,7 +147,7 @@ describe("2. the verified commit is what lands", () => {
   );
 
   test.concurrent(
-    "landing none: what appears in the checkout after the verify is never committed on the branch; the checkout is kept and said",
+    "landing none: what appears in the checkout after the verify is never committed on the branch; the checkout goes",
     () =>
       scenario(
         (p) => scripted(p, "echo ok > ok.txt", { verify: "test -f ok.txt && echo after > AFTER.txt" }),
@@ -138,8 +158,8 @@ describe("2. the verified commit is what lands", () => {
           const head = p.eventsOf("verify_reserved", "x")[0]!.payload.head!;
           expect(git(p.root, "rev-parse", "loop/t/item/x")).toBe(head);
           expect(git(p.root, "ls-tree", "--name-only", "loop/t/item/x")).not.toContain("AFTER.txt");
-          const errors = p.runs.flatMap((r) => r.errors);
-          expect(errors.join("\n")).toMatch(/kept .*\/x: it changed after its verify ran; nothing was committed, so loop\/t\/item\/x holds only what was verified/);
+          expect(p.runs.flatMap((r) => r.errors)).toEqual([]);
+          expect(existsSync(p.projection().items.x!.workspace!.worktree)).toBe(false);
         },
       ),
     T,
@@ -148,12 +168,13 @@ describe("2. the verified commit is what lands", () => {
 
 describe("3. a swapped worktree never gets commits onto the operator's branch", () => {
   const swaps = [
-    { name: "the worktree replaced by a link to the main checkout", script: (root: string) => `echo agent > AGENT.txt; wt=$PWD; cd ..; mv "$wt" "$wt.x"; ln -s ${shq(root)} "$wt"; echo swapped` },
-    { name: "its .git file rewritten to the main git dir", script: (root: string) => `echo agent > AGENT.txt; echo "gitdir: ${root}/.git" > .git; echo rewritten` },
+    { name: "the worktree replaced by a link to the main checkout", script: (root: string) => `echo agent > AGENT.txt; wt=$PWD; cd ..; mv "$wt" "$wt.x"; ln -s ${shq(root)} "$wt"; echo swapped`, refused: true },
+    // The attempt's git folder is named outright by the seal: a .git file naming another is not followed.
+    { name: "its .git file rewritten to the main git dir", script: (root: string) => `echo agent > AGENT.txt; echo "gitdir: ${root}/.git" > .git; echo rewritten`, refused: false },
   ];
   for (const s of swaps)
     test.concurrent(
-      `${s.name}: the attempt fails with worktree_replaced; main, the operator's edits and untracked notes are untouched`,
+      `${s.name}: ${s.refused ? "the attempt fails with worktree_replaced" : "the seal follows nothing of it, the work lands on the item branch"}; main, the operator's edits and untracked notes are untouched`,
       () =>
         scenario(
           (p) => scripted(p, s.script(p.root), { verify: "true" }),
@@ -163,10 +184,16 @@ describe("3. a swapped worktree never gets commits onto the operator's branch", 
             writeFileSync(join(p.root, "notes.txt"), "operator's notes\n");
             const head = git(p.root, "rev-parse", "main");
             await p.runToDrain({ codes: [0, 1] });
-            expect(p.projection().items.x!.status).toBe("failed");
             const [v] = p.eventsOf("verify_finished", "x");
-            expect(v!.payload.code).toBe("worktree_replaced");
-            expect(v!.payload.reason).toMatch(/\/x is not the checkout loop made/);
+            if (s.refused) {
+              expect(p.projection().items.x!.status).toBe("failed");
+              expect(v!.payload.code).toBe("worktree_replaced");
+              expect(v!.payload.reason).toMatch(/\/x is not the checkout loop made \(it is a symbolic link\)/);
+            } else {
+              expect(p.projection().items.x!.status).toBe("passed");
+              expect(git(p.root, "show", "loop/t/item/x:AGENT.txt")).toBe("agent");
+              expect(git(p.root, "ls-tree", "--name-only", "loop/t/item/x")).not.toContain("notes.txt");
+            }
             expect(git(p.root, "rev-parse", "main")).toBe(head);
             expect(git(p.root, "diff", "--name-only")).toBe("README.md");
             expect(git(p.root, "diff", "--cached", "--name-only")).toBe("");
@@ -184,21 +211,25 @@ describe("4. the agent's hooks and git config never run inside loop's git", () =
     () =>
       scenario(
         (p) => {
-          const mark = (what: string) => `#!/bin/sh\necho ${what} >> ${shq(join(p.aux, "ran"))}\ncat\n`;
+          // Each mark says whose side it ran on: the seal runs on the agent's (its session's mark set, no key of loop's).
+          const mark = (what: string) => `#!/bin/sh\necho "${what} \${LOOP_SESSION_MARK:+agent-side}" >> ${shq(join(p.aux, "ran"))}\ncat\n`;
           writeFileSync(join(p.aux, "hook.sh"), mark("hook"));
           writeFileSync(join(p.aux, "fsmonitor.sh"), mark("fsmonitor"));
           writeFileSync(join(p.aux, "filter.sh"), mark("filter"));
           writeFileSync(join(p.aux, "merge.sh"), `#!/bin/sh\necho merge >> ${shq(join(p.aux, "ran"))}\nexit 0\n`);
           const hooks = ["pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "post-checkout", "post-merge", "reference-transaction", "pre-auto-gc"];
+          // The repository's own git folder (the attempt's git folder names its store as an alternate):
+          // without the sandbox the agent can write there, and loop's git must run none of it.
           const script =
-            `common=$(git rev-parse --git-common-dir); mkdir -p "$common/hooks"; ` +
+            `common=$(dirname "$(cat "$(git rev-parse --git-dir)/objects/info/alternates")"); mkdir -p "$common/hooks"; ` +
             hooks.map((h) => `cp ${shq(join(p.aux, "hook.sh"))} "$common/hooks/${h}"; chmod +x "$common/hooks/${h}"; `).join("") +
             `chmod +x ${shq(p.aux)}/*.sh; ` +
-            `git config core.fsmonitor ${shq(join(p.aux, "fsmonitor.sh"))}; ` +
-            `git config filter.evil.clean ${shq(join(p.aux, "filter.sh"))}; git config filter.evil.smudge ${shq(join(p.aux, "filter.sh"))}; ` +
-            `git config merge.evil.driver ${shq(join(p.aux, "merge.sh"))}; ` +
+            `cfg() { git config --file "$common/config" "$@"; }; ` +
+            `cfg core.fsmonitor ${shq(join(p.aux, "fsmonitor.sh"))}; ` +
+            `cfg filter.evil.clean ${shq(join(p.aux, "filter.sh"))}; cfg filter.evil.smudge ${shq(join(p.aux, "filter.sh"))}; ` +
+            `cfg merge.evil.driver ${shq(join(p.aux, "merge.sh"))}; ` +
             // Network keys: loop's own git reads none; your git would send its traffic there.
-            `git config http.proxy http://127.0.0.1:9; git config http.https://github.com/.sslVerify false; git config url.http://127.0.0.1:9/.insteadOf https://github.com/; ` +
+            `cfg http.proxy http://127.0.0.1:9; cfg http.https://github.com/.sslVerify false; cfg url.http://127.0.0.1:9/.insteadOf https://github.com/; ` +
             `printf '* filter=evil merge=evil\\n' > .gitattributes; echo ok > ok.txt; echo left uncommitted`;
           return scripted(p, script, { landing: "merge" });
         },
@@ -206,9 +237,11 @@ describe("4. the agent's hooks and git config never run inside loop's git", () =
         async (p) => {
           await p.runToDrain({ codes: [0, 1] });
           expect(p.projection().items.x!.status).toBe("passed");
-          // loop committed the leftovers and merged, and nothing the agent planted ran.
+          // The leftovers were sealed and merged, and nothing the agent planted ran in loop's own git:
+          // its filter ran only where the agent's own git would run it, in the seal on its side.
           expect(git(p.root, "ls-tree", "--name-only", "loop/t/item/x")).toContain("ok.txt");
-          expect(existsSync(join(p.aux, "ran")) ? readFileSync(join(p.aux, "ran"), "utf8") : "").toBe("");
+          const ran = existsSync(join(p.aux, "ran")) ? readFileSync(join(p.aux, "ran"), "utf8").trim().split("\n") : [];
+          expect(ran.filter((l) => l !== "filter agent-side")).toEqual([]);
           const warnings = p.runs.flatMap((r) => r.warnings).join("\n");
           expect(warnings).toMatch(/x: attempt 1: the repository's hooks, executable or network git config, or ssh's config changed during the session/);
           expect(warnings).toContain("hooks/post-commit");
