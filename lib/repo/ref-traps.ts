@@ -42,6 +42,8 @@ export function disarmRefTraps(o: { commonDir: string; refs: readonly string[]; 
         removed.push(at);
         break;
       }
+      // A regular file on the way: nothing below it can exist (git refuses the ref and says why).
+      if (!last && !st.isDirectory()) break;
     }
   }
   return removed;

@@ -4,6 +4,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { linkSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { disarmRefTraps } from "../../lib/repo/ref-traps.ts";
 import { ensureBranch } from "../../lib/repo/workspace.ts";
 import { git, makeRepo } from "../helpers/repo.ts";
 
@@ -32,5 +33,13 @@ describe("loop's ref writes through what an agent planted in the repository's gi
     expect(readFileSync(db, "utf8")).toBe("sqlite\n");
     expect(git(root, "for-each-ref", "--format=%(refname:short)", "refs/heads/loop/t/item/", "refs/heads/other/")).toBe("loop/t/item/b\nloop/t/item/c\nother/d");
     expect(readFileSync(join(logs, "b"), "utf8")).toContain("loop: the item branch, at its start point");
+  });
+
+  test("a branch of a name on the way (refs/heads/loop/t/reset/b before loop/t/reset/b/e0) is no trap: nothing removed, and git's refusal is what is said", () => {
+    const { dir, root } = makeRepo("loop-traps-");
+    dirs.push(dir);
+    git(root, "branch", "loop/t/reset/b", "main");
+    expect(disarmRefTraps({ commonDir: join(root, ".git"), refs: ["refs/heads/loop/t/reset/b/e0"] })).toEqual([]);
+    expect(git(root, "rev-parse", "loop/t/reset/b")).toBe(git(root, "rev-parse", "main"));
   });
 });
