@@ -27,7 +27,7 @@ function attempt() {
   writeFileSync(join(wt, ".git"), "gitdir: /somewhere/else\n"); // replaced, never followed
   const gitDir = join(dir, "session", "git");
   mkdirSync(join(dir, "session"));
-  makeAttemptGitDir({ repo: root, gitDir, worktree: wt, branch: "loop/t/item/a", head, refs: { main: head }, excludes: [".aider*"] });
+  makeAttemptGitDir({ repo: root, gitDir, worktree: wt, branch: "loop/t/item/a", head, refs: { "refs/heads/main": head, "refs/remotes/origin/main": head }, excludes: [".aider*"] });
   return { dir, root, wt, gitDir, head };
 }
 
@@ -52,6 +52,7 @@ describe("makeAttemptGitDir", () => {
     expect(agentGit(a.wt, "status", "--porcelain")).toBe("");
     expect(agentGit(a.wt, "branch", "--show-current")).toBe("loop/t/item/a");
     expect(agentGit(a.wt, "rev-parse", "main")).toBe(a.head);
+    expect(agentGit(a.wt, "rev-parse", "origin/main")).toBe(a.head);
     const before = storeFiles(a.root);
     writeFileSync(join(a.wt, "LICENSE"), "MIT\n");
     agentGit(a.wt, "add", "-A");
