@@ -12,7 +12,7 @@ import { loadDefinition } from "../definition/loop-json.ts";
 import { counts } from "../log/documents.ts";
 import type { ItemState } from "../log/projection.ts";
 import { Store } from "../log/store.ts";
-import { dbPath, type Lease } from "../log/snapshot.ts";
+import { dbPath, type Lease, refuseLostStore } from "../log/snapshot.ts";
 import { withLease } from "../log/writer.ts";
 import { projectOf } from "../log/ownership.ts";
 import { append, createStepContext, itemNow, loopView, materialize, projection, recordTransition, repoOf, type StepContext, type StepOptions, type StepOutcome, type Transition } from "./context.ts";
@@ -243,6 +243,8 @@ function openStep(options: StepOptions, src: DefinitionSource): { store: Store; 
   // lstat: a (dangling) link in its place is a store that is there, as Store.open sees it.
   if (!lstatSync(dbPath(options.stateRoot), { throwIfNoEntry: false })) {
     const parsed = parseDefinitionSource(src);
+    // A state root that holds a loop's files is refused for what it is first (move it away, not archive branches).
+    refuseLostStore(options.stateRoot);
     refuseLostLoop(options, parsed.def.name, new Set(parsed.def.items.map((it) => it.id)));
     const store = Store.open(options.stateRoot, { create: true, actor: options.actor, project: projectOf(options.root, parsed.def.name) });
     return { store, def: parsed.def, parsed };
@@ -263,7 +265,7 @@ function openStep(options: StepOptions, src: DefinitionSource): { store: Store; 
 }
 
 /**
- * No store, and no state root a loop ran in (lib/log/snapshot.ts refuseLostStore looks at that):
+ * No store, and no state root a loop ran in (lib/log/snapshot.ts refuseLostStore, called first, looks at that):
  * a loop whose whole state root was deleted still has its item branches and checkouts. A new store
  * beside them would relaunch what had passed, with budgets from zero: refused (store_missing,
  * docs/state.md#a-lost-store).

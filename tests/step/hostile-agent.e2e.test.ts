@@ -6,9 +6,9 @@
 // reproductions: the base holds tests/check.sh, verify runs it, tests/** is protected, landing merge
 // (local), one attempt.
 import { describe, expect, test } from "bun:test";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { demoDefinition, git, Project, scenario } from "../helpers/project.ts";
+import { demoDefinition, git, gitOk, Project, scenario } from "../helpers/project.ts";
 
 const T = 120_000;
 
@@ -42,8 +42,11 @@ describe("the store is the loop's memory: losing it is never a new loop", () => 
         async (p: Project) => {
           await p.run(); // the first step creates the store and launches a
           // Step until b's agent has run (it exits at once after deleting the store).
+          // The agent may delete it while a step is starting: that step is then the first refusal.
           for (let i = 0; i < 60 && existsSync(join(p.stateRoot, "loop.db")); i++) {
-            await p.run([0, 1]);
+            const r = await p.loop(["run", "--json"]);
+            if (r.code === 2) expect(jsonError(r.stderr).code).toBe("store_missing");
+            else expect([0, 1]).toContain(r.code);
             await Bun.sleep(100);
           }
           expect(existsSync(join(p.stateRoot, "loop.db"))).toBe(false);
@@ -118,10 +121,27 @@ describe("the protected paths are those of the commit loop made the branch at, n
   );
 });
 
+/**
+ * The repository's git folder, as an agent finds it from its own (the attempt's private git folder
+ * names the repository's object store as its alternate: docs/threat-model.md#the-airlock).
+ */
+const REPO_GIT_DIR = 'R=$(dirname "$(cat "$(git rev-parse --git-dir)/objects/info/alternates")")';
+
 describe("a branch no session of the item worked on is never built on", () => {
+  // Item a's agent commits a backdoor and makes it b's branch, before b exists: in its own git
+  // folder (which stays there), and in the repository's, by pushing to it. Without the sandbox the
+  // push lands and b's launch moves it aside; in the sandbox the repository is read-only to it.
+  const planter = [
+    "echo evil > backdoor.sh && git add backdoor.sh && git commit -qm backdoor && git branch -f loop/t/item/b HEAD",
+    REPO_GIT_DIR,
+    'if git push -q "$R" HEAD:refs/heads/loop/t/item/b; then echo "plant: landed"; else echo "plant: refused"; fi',
+    "exit 1",
+  ].join("\n");
   for (const sandbox of [false, true])
     test.concurrent(
-      `another item's agent plants the next item's branch${sandbox ? " (in the sandbox)" : ""}: it is moved aside, named in a warning and session_started, and nothing of it lands`,
+      sandbox
+        ? "another item's agent plants the next item's branch (in the sandbox): the repository's refs are read-only to it, nothing is there to move aside, and nothing of it lands"
+        : "another item's agent plants the next item's branch: it is moved aside, named in a warning and session_started, and nothing of it lands",
       () =>
         scenario(
           demoDefinition(
@@ -131,18 +151,41 @@ describe("a branch no session of the item worked on is never built on", () => {
             ],
             {
               defaults: { maxAttempts: 1, landing: "merge", ...(sandbox ? { sandbox: "bwrap" } : {}) },
-              runners: { planter: shell("echo evil > backdoor.sh && git add backdoor.sh && git commit -qm backdoor && git branch -f loop/t/item/b HEAD && exit 1") },
+              runners: { planter: shell(planter) },
             },
           ),
           {},
           async (p) => {
-            await p.runToDrain({ codes: [0, 1] });
+            // Every step's warnings, until the loop drains.
+            const stderr: string[] = [];
+            for (let i = 0; i < 150; i++) {
+              const r = await p.run([0, 1]);
+              stderr.push(r.stderr);
+              if (r.action === "drained") break;
+              await Bun.sleep(200);
+            }
             expect(p.projection().items.a!.status).toBe("failed");
             expect(p.projection().items.b!.status).toBe("passed");
+            // The agent did try: its own output says what became of the push.
+            const said = readFileSync(join(p.sessionDir("a", 1), "output.log"), "utf8");
+            expect(said).toContain(sandbox ? "plant: refused" : "plant: landed");
             const started = p.eventsOf("session_started", "b")[0]!.payload as { start?: string; branchAside?: { branch: string; commit: string } | null };
-            expect(started.branchAside).toMatchObject({ branch: "loop/t/aside/b/e0-a1" });
-            // The planted commit is kept where it was moved, and is on no branch loop builds on.
-            expect(git(p.root, "ls-tree", "-r", "--name-only", "loop/t/aside/b/e0-a1").split("\n")).toContain("backdoor.sh");
+            const backdoor = git(p.root, "rev-parse", "loop/t/item/a");
+            expect(git(p.root, "ls-tree", "-r", "--name-only", backdoor).split("\n")).toContain("backdoor.sh");
+            if (sandbox) {
+              // Nothing reached the repository's refs: b's branch was loop's to make, from main.
+              expect(started.branchAside).toBeNull();
+              expect(git(p.root, "for-each-ref", "--format=%(refname)", "refs/heads/loop/t/aside/")).toBe("");
+              expect(stderr.join("")).not.toContain("never built on");
+            } else {
+              expect(started.branchAside).toEqual({ branch: "loop/t/aside/b/e0-a1", commit: backdoor });
+              expect(stderr.join("")).toContain(`loop/t/item/b was at ${backdoor.slice(0, 12)}, a commit no session of b made`);
+              expect(stderr.join("")).toContain("moved to loop/t/aside/b/e0-a1, never built on");
+              // The planted commit is kept where it was moved.
+              expect(git(p.root, "ls-tree", "-r", "--name-only", "loop/t/aside/b/e0-a1").split("\n")).toContain("backdoor.sh");
+            }
+            // It is on no branch loop builds on.
+            for (const b of ["loop/t/item/b", "loop/t/landed", "main"]) expect({ b, built: gitOk(p.root, "merge-base", "--is-ancestor", backdoor, b) }).toEqual({ b, built: false });
             expect(git(p.root, "ls-tree", "-r", "--name-only", "loop/t/item/b").split("\n")).not.toContain("backdoor.sh");
             expect(landedFiles(p)).toContain("b.txt");
             expect(landedFiles(p)).not.toContain("backdoor.sh");

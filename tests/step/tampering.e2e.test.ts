@@ -20,8 +20,9 @@ function scripted(p: Project, script: string, o: { sandbox?: boolean; landing?: 
 }
 
 describe("a branch planted for a later item", () => {
-  // The folder of the item branches is the agent's: it can make the next item's branch, before it
-  // exists, a symbolic ref to main. Checked out as it is, the next agent's commits would land on main.
+  // Without the sandbox the repository's folder of item branches is the agent's to write: it can
+  // make the next item's branch, before it exists, a symbolic ref to main. Checked out as it is, the
+  // next agent's commits would land on main.
   test.concurrent(
     "the next item's branch made a symbolic ref to main: its launch is refused (branch_replaced, the loop paused, the fix named), main untouched",
     () =>
@@ -32,7 +33,8 @@ describe("a branch planted for a later item", () => {
               { id: "x", prompt: "x", runner: "agent" },
               { id: "y", prompt: "y\n@demo write y.txt y\n@demo commit y" },
             ],
-            { runners: { agent: { command: ["sh", "-c", `mkdir -p "$(git rev-parse --git-common-dir)/refs/heads/loop/t/item" && printf 'ref: refs/heads/main\\n' > "$(git rev-parse --git-common-dir)/refs/heads/loop/t/item/y"; echo x > x.txt`] } } },
+            // Its own git folder is the attempt's alone; the repository's is the one its objects/info/alternates names.
+            { runners: { agent: { command: ["sh", "-c", `G=$(dirname "$(cat "$(git rev-parse --git-dir)/objects/info/alternates")") && mkdir -p "$G/refs/heads/loop/t/item" && printf 'ref: refs/heads/main\\n' > "$G/refs/heads/loop/t/item/y"; echo x > x.txt`] } } },
           ),
         { files: FILES },
         async (p) => {
