@@ -280,7 +280,6 @@ else cat stolen-by-setup.txt; git add -A; git commit -qm stolen; fi`,
     agent: `for f in "$SESSION"/*; do [ -f "$f" ] && { echo "== $f"; cat "$f"; } >> session-files.txt; done; git add session-files.txt; git commit -qm copied; exit 1`,
     marker: null,
     expect: ["exit 1"],
-    knownOpen: { bwrap: "launch.json holds the chained step's environment: loop's, less only the secrets it knows of", none: "launch.json holds the chained step's environment: loop's, less only the secrets it knows of" },
   },
   {
     id: "config-home-persistence",
@@ -305,7 +304,6 @@ else cat stolen-by-setup.txt; git add -A; git commit -qm stolen; fi`,
     marker: null,
     harms: [{ kind: "absent", path: "@ROOT@/file" }, { kind: "operatorCheckout" }],
     expect: ["exit 0"],
-    knownOpen: { none: "under policy inherit loop passes its own PWD (the operator's checkout), writable without the sandbox" },
   },
 
   // ---- Git config, hooks and the worktree itself (review 2)
