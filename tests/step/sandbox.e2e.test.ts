@@ -64,19 +64,22 @@ describe("the sandbox", () => {
           const try_ = (what: string, cmd: string) => `if ${cmd} 2>/dev/null; then echo "ESCAPED: ${what}"; else echo "refused: ${what}"; fi`;
           const script = [
             "echo work > work.txt && git add work.txt && git commit -qm 'agent work' && echo committed",
+            // Its git folder is its own (docs/threat-model.md#the-airlock); the repository's it finds through its alternate.
+            'repo=$(dirname "$(head -1 "$(git rev-parse --git-dir)/objects/info/alternates")") && echo "repository: $repo"',
             try_("write aux", `echo x > ${join(p.aux, "escaped.txt")}`),
             try_("write the main checkout", `echo x > ${join(p.root, "escaped.txt")}`),
             try_("write HOME", `echo x > "$HOME/${homeProbe}"`),
             try_("read loop.db", `cat ${loopDb} > /dev/null`),
             try_("see the other worktree", `test -e ${join(other, "first.txt")}`),
             try_("write the other worktree", `echo x > ${join(other, "evil.txt")}`),
-            try_("plant a hook", `echo 'touch ${join(p.aux, "hook-ran")}' > "$(git rev-parse --git-common-dir)/hooks/post-commit"`),
-            try_("set core.hooksPath", "git config core.hooksPath /tmp"),
-            try_("set core.fsmonitor in the worktree's config", "git config --worktree core.fsmonitor true"),
-            try_("move main", "git update-ref refs/heads/main HEAD"),
+            try_("plant a hook", `mkdir -p "$repo/hooks" && echo 'touch ${join(p.aux, "hook-ran")}' > "$repo/hooks/post-commit"`),
+            try_("set core.hooksPath", 'git --git-dir="$repo" config core.hooksPath /tmp'),
+            try_("set core.fsmonitor in the repository's config", 'git --git-dir="$repo" config core.fsmonitor true'),
+            // Written as git would, without git's check that the repository holds the commit.
+            try_("move main", 'git rev-parse HEAD > "$repo/refs/heads/main"'),
             try_("forge exit.json", `echo '{"code":0}' > ${join(dir, "exit.json")}`),
             try_("forge verify-exit.json", `echo '{"code":0}' > ${join(dir, "verify-exit.json")}`),
-            try_("point commondir elsewhere", `echo /tmp > "$(git rev-parse --git-dir)/commondir"`),
+            try_("point the repository's alternates elsewhere", 'echo /tmp > "$repo/objects/info/alternates"'),
             "exit 0",
           ].join("\n");
           return demoDefinition(
@@ -98,6 +101,8 @@ describe("the sandbox", () => {
           expect(git(p.root, "log", "-1", "--format=%s", "loop/t/item/probe")).toBe("agent work");
           const out = output(p, "probe");
           expect(out).toContain("committed");
+          // Its attacks on the repository's git folder aimed at the real one.
+          expect(out).toContain(`repository: ${join(p.root, ".git")}\n`);
           expect(out).not.toContain("ESCAPED");
           expect(out.match(/^refused: .*$/gm)).toHaveLength(13);
           // From outside: nothing was written, moved or planted.
@@ -108,8 +113,7 @@ describe("the sandbox", () => {
           expect(existsSync(join(p.root, ".git", "hooks", "post-commit"))).toBe(false);
           expect(existsSync(join(p.aux, "hook-ran"))).toBe(false);
           expect(readFileSync(join(p.root, ".git", "config"), "utf8")).toBe(configBefore);
-          expect(readFileSync(join(p.root, ".git", "worktrees", "probe", "config.worktree"), "utf8")).toBe("");
-          expect(readFileSync(join(p.root, ".git", "worktrees", "probe", "commondir"), "utf8").trim()).toBe("../..");
+          expect(existsSync(join(p.root, ".git", "objects", "info", "alternates"))).toBe(false);
           expect(git(p.root, "rev-parse", "main")).toBe(mainBefore);
           expect(JSON.parse(readFileSync(join(p.sessionDir("probe", 1), "exit.json"), "utf8")).at).toBeString();
           // The launch record shows the command as it ran: under bwrap, with no capabilities.
