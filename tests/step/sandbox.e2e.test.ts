@@ -183,7 +183,7 @@ describe("the sandbox", () => {
   );
 
   test.concurrent(
-    "a checkout whose .git a verify pointed at another repository is not reused: the next attempt gets a fresh one, the other repository is never mounted or touched",
+    "a checkout whose .git a verify pointed at another repository: the next attempt's .git names a fresh git folder of its own, what was planted is gone, the other repository is never mounted or touched",
     () => {
       return scenario(
         (p) => {
@@ -203,8 +203,8 @@ describe("the sandbox", () => {
             `printf 'gitdir: %s\\n' "$PWD/.fakegit" > .git && echo PLANTED`,
           ].join(" && ");
           const verify = `if [ "$LOOP_ATTEMPT" = 1 ]; then ${plant}; exit 1; fi; test -f work.txt`;
-          // Attempt 2's agent tries what a sandbox built from that .git would allow.
-          const agent = `if [ "$LOOP_ATTEMPT" = 2 ]; then if echo x > ${join(victim, ".git", "objects", "pwned")} 2>/dev/null; then echo ESCAPED; else echo refused; fi; fi; echo work > work.txt`;
+          // Attempt 2's agent says which git folder its git uses, and tries what a sandbox built from that .git would allow.
+          const agent = `if [ "$LOOP_ATTEMPT" = 2 ]; then echo "git-dir: $(git rev-parse --absolute-git-dir)"; ls -a; if echo x > ${join(victim, ".git", "objects", "pwned")} 2>/dev/null; then echo ESCAPED; else echo refused; fi; fi; echo work > work.txt`;
           return demoDefinition([{ id: "fix", prompt: "fix", runner: "agent", verify, maxAttempts: 2 }], { defaults: { sandbox: "bwrap" }, runners: { agent: sh(agent) }, workspace: { keepCheckoutOnClose: true } });
         },
         {},
@@ -214,11 +214,12 @@ describe("the sandbox", () => {
           await p.runToDrain({ codes: [0, 1] });
           expect(readFileSync(join(p.sessionDir("fix", 1), "verify.log"), "utf8")).toContain("PLANTED");
           expect(p.projection().items.fix!.status).toBe("passed");
-          // The planted checkout was moved aside, kept for a person to look at; the new one is loop's.
-          const aside = readdirSync(join(worktreesOf(p.stateRoot))).filter((n) => n.startsWith("fix.aside-"));
-          expect(aside).toHaveLength(1);
-          expect(readFileSync(join(worktreesOf(p.stateRoot), aside[0]!, ".git"), "utf8")).toContain(".fakegit");
-          expect(readFileSync(join(worktreesOf(p.stateRoot), "fix", ".git"), "utf8").trim()).toBe(`gitdir: ${join(p.root, ".git", "worktrees", "fix")}`);
+          // Attempt 2's git used the git folder loop made for it, and the planted one was gone from its checkout.
+          expect(output(p, "fix", 2)).toContain(`git-dir: ${join(p.sessionDir("fix", 2), "git")}\n`);
+          expect(output(p, "fix", 2)).not.toContain(".fakegit");
+          expect(existsSync(join(worktreesOf(p.stateRoot), "fix", ".fakegit"))).toBe(false);
+          // And its verify's, the last loop pointed it at.
+          expect(readFileSync(join(worktreesOf(p.stateRoot), "fix", ".git"), "utf8").trim()).toBe(`gitdir: ${join(p.sessionDir("fix", 2), "verify-git")}`);
           // The victim was never mounted, written or given loop's folders.
           expect(output(p, "fix", 2)).toContain("refused");
           expect(output(p, "fix", 2)).not.toContain("ESCAPED");
