@@ -239,10 +239,16 @@ function attemptInFlight(store: Store): { item: string; attempt: number } | null
   return null;
 }
 
+/**
+ * The store and the definition the step runs under. The definition's own forge token's and secrets'
+ * names are taken out of what loop's git and tmux inherit as soon as it is read, before loop's first
+ * git call (a first step looks for the loop's branches), and a change deferred still has its names hidden.
+ */
 function openStep(options: StepOptions, src: DefinitionSource): { store: Store; def: StepDefinition; parsed: ParsedDefinition | null; deferred?: StepContext["deferred"] } {
   // lstat: a (dangling) link in its place is a store that is there, as Store.open sees it.
   if (!lstatSync(dbPath(options.stateRoot), { throwIfNoEntry: false })) {
     const parsed = parseDefinitionSource(src);
+    hideDefinitionSecrets(parsed.def);
     // A state root that holds a loop's files is refused for what it is first (move it away, not archive branches).
     refuseLostStore(options.stateRoot);
     refuseLostLoop(options, parsed.def.name, new Set(parsed.def.items.map((it) => it.id)));
@@ -252,6 +258,8 @@ function openStep(options: StepOptions, src: DefinitionSource): { store: Store; 
   const store = Store.open(options.stateRoot, { create: true, actor: options.actor });
   try {
     const { def, parsed, logged } = resolveDefinition(src, store);
+    hideDefinitionSecrets(def);
+    if (parsed) hideDefinitionSecrets(parsed.def);
     store.actFor(projectOf(options.root, def.name));
     // An attempt is verified under the definition recorded at its launch (docs/threat-model.md#without-the-sandbox):
     // a loop.json changed while one runs is imported once it has ended, and said until then.
@@ -318,8 +326,6 @@ export async function runStep(options: StepOptions): Promise<RunResult> {
 
 async function stepWith(options: StepOptions, src: DefinitionSource, full: DiskSpace | null): Promise<RunResult> {
   const { store, def, parsed, deferred } = openStep(options, src);
-  // Its own forge token's and secrets' names: out of what loop's git and tmux inherit.
-  hideDefinitionSecrets(def);
   try {
     const terms = { actor: options.actor, ttlMs: options.leaseMs ?? 30 * 60_000, busy: (holder: Lease) => new BusyLease(holder) };
     const { ctx, outcome, notifications, before } = await withLease(store, terms, async (writer) => {

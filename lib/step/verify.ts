@@ -41,7 +41,7 @@ import { airlock, type AirlockResult, checkoutProducts, describeFound } from "./
 import { checkoutAtPlace, checkoutForVerify, objectProofs, VERIFY_GIT } from "./checkout.ts";
 import { SandboxRefusedError, sandboxRequest, sessionPath } from "./sandbox-request.ts";
 import { drainedReason, faultReason, sandboxFault, systemError } from "../decisions/faults.ts";
-import { probeSandbox, type SandboxRequest } from "../supervisor/sandbox.ts";
+import { probeSandbox, type SandboxProbe, type SandboxRequest } from "../supervisor/sandbox.ts";
 import type { GatewayRequest } from "../supervisor/gateway-files.ts";
 import { selfFiles } from "../supervisor/self.ts";
 import { gitTry, revParse } from "../repo/git.ts";
@@ -64,6 +64,10 @@ export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<St
   const attempt = requireAttempt(it);
   const run = attempt.verifyRun;
   if (run) return run.pid === null ? resumeReserved(ctx, it, run) : observeVerify(ctx, it, run);
+  // The seal runs in the agent's sandbox (lib/step/airlock.ts), so the sandbox must be usable before
+  // the gates, as before the reservation: if not, the loop pauses and the attempt waits untouched.
+  const unusable = sandboxPaused(ctx, it);
+  if (unusable) return unusable;
   const logPath = join(it.session!.sessionDir, SESSION_FILES.verify);
   // The gates before the verify, in the order lib/decisions/verify-gates.ts gives: each fact is
   // gathered when it asks for it, and what it decides is recorded.
@@ -356,16 +360,8 @@ function recordStarted(ctx: StepContext, it: ItemState, run: VerifyRun, p: Verif
 function verifySandbox(ctx: StepContext, it: ItemState, o: { readOnly?: string[] } = {}): { request: SandboxRequest | null; gateway?: GatewayRequest } | { paused: StepOutcome } | { refused: VerifyVerdict } {
   if (!it.def.sandbox) return { request: null };
   const s = it.session!;
-  const attempt = requireAttempt(it);
   const probe = probeSandbox(sessionPath(ctx.options.env));
-  if (!probe.ok) {
-    const f = sandboxFault(probe)!;
-    const reason = faultReason(f, it.id, "verifying");
-    ctx.errors.push(reason);
-    ctx.options.log.error(reason);
-    const p = append(ctx, [{ type: "environment_fault", item: it.id, payload: { kind: f.kind, attempt: attempt.n, reason: f.message, fix: f.fix } }], "fault");
-    return { paused: { action: "paused", item: it.id, reason: p.loop.reason } };
-  }
+  if (!probe.ok) return { paused: pauseForSandbox(ctx, it, probe) };
   try {
     const listed = Array.isArray(it.def.verifyNetwork);
     // A list's proxy is reached through `loop __bridge` inside: the loop binary is bound in for it.
@@ -383,6 +379,24 @@ function verifySandbox(ctx: StepContext, it: ItemState, o: { readOnly?: string[]
     if (err instanceof SandboxRefusedError) return { refused: { code: "worktree_replaced", at: "sandbox", message: err.message } };
     throw err;
   }
+}
+
+/** The item's sandbox, probed now: null when it has none or it is usable; else the loop paused (sandbox_unavailable). */
+function sandboxPaused(ctx: StepContext, it: ItemState): StepOutcome | null {
+  if (!it.def.sandbox) return null;
+  const probe = probeSandbox(sessionPath(ctx.options.env));
+  return probe.ok ? null : pauseForSandbox(ctx, it, probe);
+}
+
+/** The environment fault of a sandbox that cannot be made: recorded for the attempt, which waits as it is; the loop paused. */
+function pauseForSandbox(ctx: StepContext, it: ItemState, probe: Extract<SandboxProbe, { ok: false }>): StepOutcome {
+  const attempt = requireAttempt(it);
+  const f = sandboxFault(probe)!;
+  const reason = faultReason(f, it.id, "verifying");
+  ctx.errors.push(reason);
+  ctx.options.log.error(reason);
+  const p = append(ctx, [{ type: "environment_fault", item: it.id, payload: { kind: f.kind, attempt: attempt.n, reason: f.message, fix: f.fix } }], "fault");
+  return { action: "paused", item: it.id, reason: p.loop.reason };
 }
 
 /** A reserved verify whose start is not recorded: adopt its wrapper, start it (nothing was spawned), wait, or fail it. */

@@ -59,6 +59,10 @@ function probeScript(p: Project): string {
   ].join("\n");
 }
 
+/** Where, in the verify's log (in the sandbox), workspace.setup's environment and the verify's begin. */
+const SETUP_MARK = "== the environment of workspace.setup";
+const VERIFY_MARK = "== the environment of the verify";
+
 /** The environment dump of a command loop starts outside the sandbox: `env` into a file of the test's. */
 const dump = (p: Project, name: string) => `env > '${join(p.aux, name)}'`;
 
@@ -69,8 +73,9 @@ function keysDefinition(p: Project, o: { sandbox?: boolean } = {}) {
   writeFileSync(join(p.aux, "bin", "git"), `#!/bin/sh\nenv >> '${join(p.aux, "git-env")}'\nexec /usr/bin/git "$@"\n`, { mode: 0o755 });
   return demoDefinition(
     [
-      // In the sandbox the verify sees nothing of the test's folder to write to: its environment is the same one either way.
-      { id: "look", prompt: "Look for loop's keys.", verify: o.sandbox ? "test -s DONE.md" : `${dump(p, "verify-env")}; test -s DONE.md` },
+      // In the sandbox the verify and workspace.setup see nothing of the test's folder: setup leaves its
+      // environment in the checkout (a product, never committed), and the verify prints it and its own into verify.log.
+      { id: "look", prompt: "Look for loop's keys.", verify: o.sandbox ? `echo '${SETUP_MARK}'; cat setup-env; echo '${VERIFY_MARK}'; env; test -s DONE.md` : `${dump(p, "verify-env")}; test -s DONE.md` },
       // One that fails, so that the loop drains Failed and notify runs.
       { id: "fails", runner: "demo", prompt: "@demo write x.txt x\n@demo commit x", verify: "false", maxAttempts: 1 },
     ],
@@ -79,10 +84,18 @@ function keysDefinition(p: Project, o: { sandbox?: boolean } = {}) {
       // Inline: the test's folder is hidden in the sandbox.
       runners: { prober: { command: ["sh", "-c", probeScript(p)] } },
       environment: { policy: "clean", secrets: ["OPS_DB_PASSWORD"] },
-      workspace: { setup: dump(p, "setup-env") },
+      workspace: { setup: o.sandbox ? "env > setup-env" : dump(p, "setup-env") },
       notify: { command: ["sh", join(p.aux, "notify.sh")] },
     },
   );
+}
+
+/** workspace.setup's environment and the verify's, as the verify in the sandbox printed them into its log. */
+function sandboxed(log: string): Record<"setup-env" | "verify-env", string> {
+  const setup = log.indexOf(SETUP_MARK);
+  const verify = log.indexOf(VERIFY_MARK);
+  expect({ setup: setup >= 0, verify: verify > setup }).toEqual({ setup: true, verify: true });
+  return { "setup-env": log.slice(setup, verify), "verify-env": log.slice(verify) };
 }
 
 /** Start `loop <args>` as the agents' user, in the project, with loop's keys in its environment. */
@@ -126,7 +139,8 @@ for (const sandbox of [false, true])
               expect({ watcher: denied.includes(String(watch.pid)), serve: denied.includes(String(serve.pid)) }).toEqual({ watcher: true, serve: true });
             }
             // Nor was anything else loop started given one (loop's git: every call it made; the push is a forge loop's).
-            for (const f of ["setup-env", ...(sandbox ? [] : ["verify-env"])]) expect({ f, keys: found(readFileSync(join(p.aux, f), "utf8")) }).toEqual({ f, keys: [] });
+            const given = sandbox ? sandboxed(readFileSync(join(p.sessionDir("look", 1), "verify.log"), "utf8")) : { "setup-env": readFileSync(join(p.aux, "setup-env"), "utf8"), "verify-env": readFileSync(join(p.aux, "verify-env"), "utf8") };
+            for (const [f, text] of Object.entries(given)) expect({ f, keys: found(text), dumped: text.includes("PATH=") }).toEqual({ f, keys: [], dumped: true });
             // Loop's own commands get the operator's environment (the "clean" policy is the agents'), never loop's keys.
             for (const f of ["notify-env", "git-env"]) expect({ f, keys: found(readFileSync(join(p.aux, f), "utf8"), { agentsOnly: false }) }).toEqual({ f, keys: [] });
             expect(readFileSync(join(p.aux, "git-env"), "utf8")).toContain("PATH=");

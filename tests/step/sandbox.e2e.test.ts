@@ -64,19 +64,22 @@ describe("the sandbox", () => {
           const try_ = (what: string, cmd: string) => `if ${cmd} 2>/dev/null; then echo "ESCAPED: ${what}"; else echo "refused: ${what}"; fi`;
           const script = [
             "echo work > work.txt && git add work.txt && git commit -qm 'agent work' && echo committed",
+            // Its git folder is its own (docs/threat-model.md#the-airlock); the repository's it finds through its alternate.
+            'repo=$(dirname "$(head -1 "$(git rev-parse --git-dir)/objects/info/alternates")") && echo "repository: $repo"',
             try_("write aux", `echo x > ${join(p.aux, "escaped.txt")}`),
             try_("write the main checkout", `echo x > ${join(p.root, "escaped.txt")}`),
             try_("write HOME", `echo x > "$HOME/${homeProbe}"`),
             try_("read loop.db", `cat ${loopDb} > /dev/null`),
             try_("see the other worktree", `test -e ${join(other, "first.txt")}`),
             try_("write the other worktree", `echo x > ${join(other, "evil.txt")}`),
-            try_("plant a hook", `echo 'touch ${join(p.aux, "hook-ran")}' > "$(git rev-parse --git-common-dir)/hooks/post-commit"`),
-            try_("set core.hooksPath", "git config core.hooksPath /tmp"),
-            try_("set core.fsmonitor in the worktree's config", "git config --worktree core.fsmonitor true"),
-            try_("move main", "git update-ref refs/heads/main HEAD"),
+            try_("plant a hook", `mkdir -p "$repo/hooks" && echo 'touch ${join(p.aux, "hook-ran")}' > "$repo/hooks/post-commit"`),
+            try_("set core.hooksPath", 'git --git-dir="$repo" config core.hooksPath /tmp'),
+            try_("set core.fsmonitor in the repository's config", 'git --git-dir="$repo" config core.fsmonitor true'),
+            // Written as git would, without git's check that the repository holds the commit.
+            try_("move main", 'git rev-parse HEAD > "$repo/refs/heads/main"'),
             try_("forge exit.json", `echo '{"code":0}' > ${join(dir, "exit.json")}`),
             try_("forge verify-exit.json", `echo '{"code":0}' > ${join(dir, "verify-exit.json")}`),
-            try_("point commondir elsewhere", `echo /tmp > "$(git rev-parse --git-dir)/commondir"`),
+            try_("point the repository's alternates elsewhere", 'echo /tmp > "$repo/objects/info/alternates"'),
             "exit 0",
           ].join("\n");
           return demoDefinition(
@@ -98,6 +101,8 @@ describe("the sandbox", () => {
           expect(git(p.root, "log", "-1", "--format=%s", "loop/t/item/probe")).toBe("agent work");
           const out = output(p, "probe");
           expect(out).toContain("committed");
+          // Its attacks on the repository's git folder aimed at the real one.
+          expect(out).toContain(`repository: ${join(p.root, ".git")}\n`);
           expect(out).not.toContain("ESCAPED");
           expect(out.match(/^refused: .*$/gm)).toHaveLength(13);
           // From outside: nothing was written, moved or planted.
@@ -108,8 +113,7 @@ describe("the sandbox", () => {
           expect(existsSync(join(p.root, ".git", "hooks", "post-commit"))).toBe(false);
           expect(existsSync(join(p.aux, "hook-ran"))).toBe(false);
           expect(readFileSync(join(p.root, ".git", "config"), "utf8")).toBe(configBefore);
-          expect(readFileSync(join(p.root, ".git", "worktrees", "probe", "config.worktree"), "utf8")).toBe("");
-          expect(readFileSync(join(p.root, ".git", "worktrees", "probe", "commondir"), "utf8").trim()).toBe("../..");
+          expect(existsSync(join(p.root, ".git", "objects", "info", "alternates"))).toBe(false);
           expect(git(p.root, "rev-parse", "main")).toBe(mainBefore);
           expect(JSON.parse(readFileSync(join(p.sessionDir("probe", 1), "exit.json"), "utf8")).at).toBeString();
           // The launch record shows the command as it ran: under bwrap, with no capabilities.
@@ -179,7 +183,7 @@ describe("the sandbox", () => {
   );
 
   test.concurrent(
-    "a checkout whose .git a verify pointed at another repository is not reused: the next attempt gets a fresh one, the other repository is never mounted or touched",
+    "a checkout whose .git a verify pointed at another repository: the next attempt's .git names a fresh git folder of its own, what was planted is gone, the other repository is never mounted or touched",
     () => {
       return scenario(
         (p) => {
@@ -199,8 +203,8 @@ describe("the sandbox", () => {
             `printf 'gitdir: %s\\n' "$PWD/.fakegit" > .git && echo PLANTED`,
           ].join(" && ");
           const verify = `if [ "$LOOP_ATTEMPT" = 1 ]; then ${plant}; exit 1; fi; test -f work.txt`;
-          // Attempt 2's agent tries what a sandbox built from that .git would allow.
-          const agent = `if [ "$LOOP_ATTEMPT" = 2 ]; then if echo x > ${join(victim, ".git", "objects", "pwned")} 2>/dev/null; then echo ESCAPED; else echo refused; fi; fi; echo work > work.txt`;
+          // Attempt 2's agent says which git folder its git uses, and tries what a sandbox built from that .git would allow.
+          const agent = `if [ "$LOOP_ATTEMPT" = 2 ]; then echo "git-dir: $(git rev-parse --absolute-git-dir)"; ls -a; if echo x > ${join(victim, ".git", "objects", "pwned")} 2>/dev/null; then echo ESCAPED; else echo refused; fi; fi; echo work > work.txt`;
           return demoDefinition([{ id: "fix", prompt: "fix", runner: "agent", verify, maxAttempts: 2 }], { defaults: { sandbox: "bwrap" }, runners: { agent: sh(agent) }, workspace: { keepCheckoutOnClose: true } });
         },
         {},
@@ -210,11 +214,12 @@ describe("the sandbox", () => {
           await p.runToDrain({ codes: [0, 1] });
           expect(readFileSync(join(p.sessionDir("fix", 1), "verify.log"), "utf8")).toContain("PLANTED");
           expect(p.projection().items.fix!.status).toBe("passed");
-          // The planted checkout was moved aside, kept for a person to look at; the new one is loop's.
-          const aside = readdirSync(join(worktreesOf(p.stateRoot))).filter((n) => n.startsWith("fix.aside-"));
-          expect(aside).toHaveLength(1);
-          expect(readFileSync(join(worktreesOf(p.stateRoot), aside[0]!, ".git"), "utf8")).toContain(".fakegit");
-          expect(readFileSync(join(worktreesOf(p.stateRoot), "fix", ".git"), "utf8").trim()).toBe(`gitdir: ${join(p.root, ".git", "worktrees", "fix")}`);
+          // Attempt 2's git used the git folder loop made for it, and the planted one was gone from its checkout.
+          expect(output(p, "fix", 2)).toContain(`git-dir: ${join(p.sessionDir("fix", 2), "git")}\n`);
+          expect(output(p, "fix", 2)).not.toContain(".fakegit");
+          expect(existsSync(join(worktreesOf(p.stateRoot), "fix", ".fakegit"))).toBe(false);
+          // And its verify's, the last loop pointed it at.
+          expect(readFileSync(join(worktreesOf(p.stateRoot), "fix", ".git"), "utf8").trim()).toBe(`gitdir: ${join(p.sessionDir("fix", 2), "verify-git")}`);
           // The victim was never mounted, written or given loop's folders.
           expect(output(p, "fix", 2)).toContain("refused");
           expect(output(p, "fix", 2)).not.toContain("ESCAPED");
