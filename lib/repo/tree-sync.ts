@@ -169,7 +169,10 @@ export function syncTree(o: SyncOptions): SyncResult {
     }
     validDirs.add(rel);
   };
-  const missing = entries.filter((e) => !present.has(e.path));
+  // A path the commit holds at or below one of `keep` (an attempt committed what setup made: its
+  // verify fails for it) is left as setup made it, never written over.
+  const kept = (path: string) => keep.has(path) || [...path.matchAll(/\//g)].some((m) => keep.has(path.slice(0, m.index)));
+  const missing = entries.filter((e) => !present.has(e.path) && !kept(e.path));
   result.missing = missing.length - result.restored.length;
   if (o.dryRun) return result;
   for (const e of missing.filter((m) => m.mode === "160000")) ensureDir(e.path);

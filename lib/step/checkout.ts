@@ -157,11 +157,16 @@ export async function prepareCheckout(ctx: StepContext, it: ItemState, o: Prepar
   return { movedAside, products, setup, setupChanged };
 }
 
-/** The attempt's private git folder: made in its session folder, the checkout's `.git` pointed at it. */
-export function attemptGitDir(ctx: StepContext, o: { repo: string; worktree: string; dir: string; branch: string; head: string; refs: Record<string, string> }): string {
+/**
+ * The attempt's private git folder: made in its session folder, the checkout's `.git` pointed at it.
+ * What setup made (`products`) is in its info/exclude: an agent's `git add -A` leaves it out, as a
+ * project's .gitignore leaves out its node_modules (one that adds it anyway fails setup_output_committed).
+ */
+export function attemptGitDir(ctx: StepContext, o: { repo: string; worktree: string; dir: string; branch: string; head: string; refs: Record<string, string>; products: readonly string[] }): string {
   const gitDir = join(o.dir, ATTEMPT_GIT);
   rmSync(gitDir, { recursive: true, force: true });
-  makeAttemptGitDir({ repo: o.repo, gitDir, worktree: o.worktree, branch: o.branch, head: o.head, refs: o.refs, excludes: AGENT_EXCLUDES });
+  const excludes = [...AGENT_EXCLUDES, ...o.products.flatMap((p) => (/[\n\r]/.test(p) ? [] : [`/${p.replace(/[\\*?[\]!# ]/g, "\\$&")}`]))];
+  makeAttemptGitDir({ repo: o.repo, gitDir, worktree: o.worktree, branch: o.branch, head: o.head, refs: o.refs, excludes });
   return gitDir;
 }
 
