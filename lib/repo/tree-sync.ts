@@ -94,6 +94,16 @@ interface SyncResult {
   missing: number;
 }
 
+/**
+ * Record that loop is about to make a folder whose every file is then unknown (stamps of nothing):
+ * written before the folder, so that a step killed while filling it leaves a folder loop knows as its
+ * own, each file of it written again from its blob next time.
+ */
+export function claimFolder(stampsFile: string): void {
+  mkdirSync(dirname(stampsFile), { recursive: true });
+  writeFileAtomic(stampsFile, JSON.stringify({ version: 1, files: {} } satisfies Stamps));
+}
+
 const BATCH_BYTES = 64 * 2 ** 20;
 
 /**

@@ -14,7 +14,7 @@ import { verifyRule } from "../definition/child-environment.ts";
 import { FaultError } from "../decisions/faults.ts";
 import type { ItemState } from "../log/projection.ts";
 import { makeAttemptGitDir } from "../repo/attempt-git.ts";
-import { syncTree } from "../repo/tree-sync.ts";
+import { claimFolder, syncTree } from "../repo/tree-sync.ts";
 import { linkedWorktreeRegistration } from "../repo/workspace.ts";
 import { writeFileAtomic } from "../shared/fsutil.ts";
 import { StartError } from "../shared/errors.ts";
@@ -114,7 +114,11 @@ export async function prepareCheckout(ctx: StepContext, it: ItemState, o: Prepar
   if (movedAside) forgetCheckout(ctx.options.stateRoot, it.id);
   forgetLinkedWorktree(o.repo, o.worktree);
   const existed = existsSync(o.worktree);
-  if (!existed) mkdirSync(o.worktree);
+  if (!existed) {
+    // Claimed before it is made: cut short while loop fills it, it is not taken for a stranger's.
+    claimFolder(files.stamps);
+    mkdirSync(o.worktree);
+  }
   let products = existed ? checkoutProducts(ctx.options.stateRoot, it.id, ctx.def.setup ?? "") : null;
   let setup: Prepared["setup"] = null;
   let setupChanged: string[] = [];
