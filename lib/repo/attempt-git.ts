@@ -7,7 +7,7 @@
 // the seal proposes (lib/supervisor/seal.ts), a value.
 //
 // The same layout, read-only, gives a verify a git folder of its own at the verified commit.
-import { closeSync, constants as fs, lstatSync, mkdirSync, openSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, constants as fs, lstatSync, mkdirSync, openSync, renameSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { git, gitTry } from "./git.ts";
 
@@ -53,24 +53,29 @@ function quoted(value: string): string {
 export function makeAttemptGitDir(o: AttemptGitOptions): void {
   const { common, sha256 } = repoFacts(o.repo);
   if (o.gitDir === join(o.worktree, ".git") && lstatSync(o.gitDir, { throwIfNoEntry: false })) rmSync(o.gitDir, { recursive: true, force: true });
-  mkdirSync(o.gitDir, { mode: 0o755 });
-  for (const d of ["objects/info", "objects/pack", "refs/heads", "refs/tags", "info"]) mkdirSync(join(o.gitDir, d), { recursive: true });
+  // Made whole under another name, then renamed into place: a step killed half-way leaves no git
+  // folder that passes for the attempt's (the close path would try to seal through it).
+  const making = `${o.gitDir}.making`;
+  rmSync(making, { recursive: true, force: true });
+  mkdirSync(making, { mode: 0o755 });
+  for (const d of ["objects/info", "objects/pack", "refs/heads", "refs/tags", "info"]) mkdirSync(join(making, d), { recursive: true });
   const lines = ["[core]", `\trepositoryformatversion = ${sha256 ? 1 : 0}`, "\tfilemode = true", "\tbare = false", "\tlogallrefupdates = true", `\tworktree = ${quoted(o.worktree)}`];
   if (sha256) lines.push("[extensions]", "\tobjectformat = sha256");
   const name = configValue(o.repo, "user.name");
   const email = configValue(o.repo, "user.email");
   if (name !== null || email !== null) lines.push("[user]", ...(name !== null ? [`\tname = ${quoted(name)}`] : []), ...(email !== null ? [`\temail = ${quoted(email)}`] : []));
-  writeFileSync(join(o.gitDir, "config"), lines.join("\n") + "\n");
-  writeFileSync(join(o.gitDir, "objects", "info", "alternates"), join(common, "objects") + "\n");
-  writeFileSync(join(o.gitDir, "HEAD"), `ref: refs/heads/${o.branch}\n`);
-  mkdirSync(join(o.gitDir, "refs", "heads", o.branch, ".."), { recursive: true });
-  writeFileSync(join(o.gitDir, "refs", "heads", o.branch), `${o.head}\n`);
+  writeFileSync(join(making, "config"), lines.join("\n") + "\n");
+  writeFileSync(join(making, "objects", "info", "alternates"), join(common, "objects") + "\n");
+  writeFileSync(join(making, "HEAD"), `ref: refs/heads/${o.branch}\n`);
+  mkdirSync(join(making, "refs", "heads", o.branch, ".."), { recursive: true });
+  writeFileSync(join(making, "refs", "heads", o.branch), `${o.head}\n`);
   const others = Object.entries(o.refs).filter(([n]) => n !== `refs/heads/${o.branch}` && /^refs\/(heads|remotes)\//.test(n));
   if (others.length)
-    writeFileSync(join(o.gitDir, "packed-refs"), ["# pack-refs with: peeled fully-peeled sorted", ...others.sort(([a], [b]) => (a < b ? -1 : 1)).map(([n, c]) => `${c} ${n}`)].join("\n") + "\n");
-  writeFileSync(join(o.gitDir, "info", "exclude"), o.excludes.join("\n") + (o.excludes.length ? "\n" : ""));
+    writeFileSync(join(making, "packed-refs"), ["# pack-refs with: peeled fully-peeled sorted", ...others.sort(([a], [b]) => (a < b ? -1 : 1)).map(([n, c]) => `${c} ${n}`)].join("\n") + "\n");
+  writeFileSync(join(making, "info", "exclude"), o.excludes.join("\n") + (o.excludes.length ? "\n" : ""));
   // Only this folder's own files are read: GIT_DIR pins it, and read-tree without -u reads no work tree.
-  git(o.repo, ["--git-dir", o.gitDir, "read-tree", o.head]);
+  git(o.repo, ["--git-dir", making, "read-tree", o.head]);
+  renameSync(making, o.gitDir);
   // A git folder in the checkout itself (a checkout kept for a person) needs no .git file naming it.
   if (o.gitDir !== join(o.worktree, ".git")) pointWorktree(o.worktree, o.gitDir);
 }

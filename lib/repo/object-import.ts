@@ -127,7 +127,8 @@ function placeObject(to: string, bytes: Buffer): boolean {
     // not there yet
   }
   mkdirSync(join(to, ".."), { recursive: true });
-  const tmp = `${to}.import-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+  // Named as git names its own temporary objects: one a killed step leaves is git's to prune, not "bad sha1 file".
+  const tmp = join(to, "..", `tmp_obj_loop_${process.pid}_${Math.random().toString(36).slice(2, 8)}`);
   const fd = openSync(tmp, fs.O_WRONLY | fs.O_CREAT | fs.O_EXCL | fs.O_NOFOLLOW, 0o444);
   try {
     for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off, bytes.length - off);

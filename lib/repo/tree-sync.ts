@@ -94,6 +94,16 @@ interface SyncResult {
   missing: number;
 }
 
+/**
+ * Record that loop is about to make a folder whose every file is then unknown (stamps of nothing):
+ * written before the folder, so that a step killed while filling it leaves a folder loop knows as its
+ * own, each file of it written again from its blob next time.
+ */
+export function claimFolder(stampsFile: string): void {
+  mkdirSync(dirname(stampsFile), { recursive: true });
+  writeFileAtomic(stampsFile, JSON.stringify({ version: 1, files: {} } satisfies Stamps));
+}
+
 const BATCH_BYTES = 64 * 2 ** 20;
 
 /**
@@ -169,7 +179,10 @@ export function syncTree(o: SyncOptions): SyncResult {
     }
     validDirs.add(rel);
   };
-  const missing = entries.filter((e) => !present.has(e.path));
+  // A path the commit holds at or below one of `keep` (an attempt committed what setup made: its
+  // verify fails for it) is left as setup made it, never written over.
+  const kept = (path: string) => keep.has(path) || [...path.matchAll(/\//g)].some((m) => keep.has(path.slice(0, m.index)));
+  const missing = entries.filter((e) => !present.has(e.path) && !kept(e.path));
   result.missing = missing.length - result.restored.length;
   if (o.dryRun) return result;
   for (const e of missing.filter((m) => m.mode === "160000")) ensureDir(e.path);

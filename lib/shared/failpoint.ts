@@ -44,6 +44,8 @@ export const EFFECT_POINTS = [
   "launch:before_reserve",
   "launch:after_worktree",
   "launch:after_spawn",
+  "airlock:after_seal",
+  "airlock:after_import",
   "verify:before",
   "verify:after_reserve",
   "verify:after_spawn",

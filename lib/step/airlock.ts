@@ -11,6 +11,7 @@ import { disarmRefTraps } from "../repo/ref-traps.ts";
 import { describeRefused, importObjects, type Refusal } from "../repo/object-import.ts";
 import { readTree, TreeRefused } from "../repo/tree-sync.ts";
 import { StartError } from "../shared/errors.ts";
+import { failpoint } from "../shared/failpoint.ts";
 import { SESSION_MARK_VAR } from "../shared/process.ts";
 import { readJsonOrNull, readTextOrNull } from "../shared/fsutil.ts";
 import { statePaths } from "../shared/paths.ts";
@@ -124,7 +125,9 @@ export async function airlock(o: AirlockOptions): Promise<AirlockResult> {
   const attempt = { LOOP_ITEM: o.item, LOOP_ATTEMPT: String(o.attempt), [SESSION_MARK_VAR]: o.mark };
   const sealed = await sealAttempt({ worktree: o.worktree, gitDir: layout.gitDir, exclude: products, message: o.message, sandbox, env: o.env, attempt });
   if (!sealed.ok) return { kind: "seal_failed", reason: sealed.reason, timedOut: sealed.timedOut };
+  failpoint("airlock:after_seal");
   const imported = await importObjects({ repo: o.repo, from: layout.objects });
+  failpoint("airlock:after_import");
   const large = imported.refused.filter((r) => r.kind === "too_large");
   if (large.length) return { kind: "object_too_large", refused: large };
   if (imported.refused.length) return { kind: "objects_refused", refused: imported.refused };

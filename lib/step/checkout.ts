@@ -14,7 +14,7 @@ import { verifyRule } from "../definition/child-environment.ts";
 import { FaultError } from "../decisions/faults.ts";
 import type { ItemState } from "../log/projection.ts";
 import { makeAttemptGitDir } from "../repo/attempt-git.ts";
-import { syncTree } from "../repo/tree-sync.ts";
+import { claimFolder, syncTree } from "../repo/tree-sync.ts";
 import { linkedWorktreeRegistration } from "../repo/workspace.ts";
 import { writeFileAtomic } from "../shared/fsutil.ts";
 import { StartError } from "../shared/errors.ts";
@@ -114,7 +114,11 @@ export async function prepareCheckout(ctx: StepContext, it: ItemState, o: Prepar
   if (movedAside) forgetCheckout(ctx.options.stateRoot, it.id);
   forgetLinkedWorktree(o.repo, o.worktree);
   const existed = existsSync(o.worktree);
-  if (!existed) mkdirSync(o.worktree);
+  if (!existed) {
+    // Claimed before it is made: cut short while loop fills it, it is not taken for a stranger's.
+    claimFolder(files.stamps);
+    mkdirSync(o.worktree);
+  }
   let products = existed ? checkoutProducts(ctx.options.stateRoot, it.id, ctx.def.setup ?? "") : null;
   let setup: Prepared["setup"] = null;
   let setupChanged: string[] = [];
@@ -157,11 +161,16 @@ export async function prepareCheckout(ctx: StepContext, it: ItemState, o: Prepar
   return { movedAside, products, setup, setupChanged };
 }
 
-/** The attempt's private git folder: made in its session folder, the checkout's `.git` pointed at it. */
-export function attemptGitDir(ctx: StepContext, o: { repo: string; worktree: string; dir: string; branch: string; head: string; refs: Record<string, string> }): string {
+/**
+ * The attempt's private git folder: made in its session folder, the checkout's `.git` pointed at it.
+ * What setup made (`products`) is in its info/exclude: an agent's `git add -A` leaves it out, as a
+ * project's .gitignore leaves out its node_modules (one that adds it anyway fails setup_output_committed).
+ */
+export function attemptGitDir(ctx: StepContext, o: { repo: string; worktree: string; dir: string; branch: string; head: string; refs: Record<string, string>; products: readonly string[] }): string {
   const gitDir = join(o.dir, ATTEMPT_GIT);
   rmSync(gitDir, { recursive: true, force: true });
-  makeAttemptGitDir({ repo: o.repo, gitDir, worktree: o.worktree, branch: o.branch, head: o.head, refs: o.refs, excludes: AGENT_EXCLUDES });
+  const excludes = [...AGENT_EXCLUDES, ...o.products.flatMap((p) => (/[\n\r]/.test(p) ? [] : [`/${p.replace(/[\\*?[\]!# ]/g, "\\$&")}`]))];
+  makeAttemptGitDir({ repo: o.repo, gitDir, worktree: o.worktree, branch: o.branch, head: o.head, refs: o.refs, excludes });
   return gitDir;
 }
 

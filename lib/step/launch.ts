@@ -192,7 +192,7 @@ async function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, 
   failpoint("launch:after_worktree");
   const builtOn = made.created ? { ref: startPoint, commit: made.head } : null;
   if (builtOn || prepared.setup) append(ctx, [{ type: "workspace_prepared", item: it.id, payload: { attempt: n, builtOn, setup: prepared.setup } }], "reserve");
-  const gitDir = attemptGitDir(ctx, { repo, worktree, dir, branch, head: made.head, refs: shownRefs(ctx, repo) });
+  const gitDir = attemptGitDir(ctx, { repo, worktree, dir, branch, head: made.head, refs: shownRefs(ctx, repo), products: prepared.products });
   // Without the sandbox the agent can write the object store: what it holds now is the baseline its verify proves against.
   if (!it.def.sandbox)
     for (const odd of recordObjectStore({ repo, proofs: objectProofs(ctx) })) ctx.options.log.warn(`${it.id}: the repository's object store before the attempt: ${odd}`);

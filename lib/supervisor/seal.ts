@@ -12,8 +12,12 @@ import { type SandboxRequest, sandboxArgv, sandboxSpec } from "./sandbox.ts";
 /** How long a seal may take: `git add -A` over a large worktree whose index has no stat data yet. */
 const SEAL_TIMEOUT_MS = 120_000;
 
-// `$1`: the commit's message; then the pathspecs of what never lands (what setup made). Identity: the user's, else loop's.
-// index.lock: the agent's git may have been killed mid-command; the lock is its, in its folder.
+// `$1`: the commit's message; then the paths of what never lands (what setup made), each left out of
+// `git add` by an exclude pathspec, unless git ignores it already: `add -A` adds nothing ignored, and
+// git refuses an exclude pathspec that names an ignored path ("The following paths are ignored").
+// Identity: the user's, else loop's.
+// Locks (index.lock, HEAD.lock, a ref's): the agent's git, or a seal cut short, may have been killed
+// mid-command, and its session is over; the lock is its, in its folder.
 // A git folder holds no link, FIFO or device of its own, nor a file with another name elsewhere:
 // whatever the agent planted there (a link or a hard link at COMMIT_EDITMSG or logs/HEAD to a file of
 // the operator's, a FIFO) goes before git writes through it. Objects are the import's to prove.
@@ -21,7 +25,8 @@ const SCRIPT = [
   'message=$1; shift',
   'find "$GIT_DIR" ! -type d ! -type f -exec rm -f {} + 2>/dev/null',
   'find "$GIT_DIR" -path "$GIT_DIR/objects" -prune -o -type f -links +1 -exec rm -f {} + 2>/dev/null',
-  'rm -f "$GIT_DIR/index.lock"',
+  'find "$GIT_DIR" -path "$GIT_DIR/objects" -prune -o -type f -name "*.lock" -exec rm -f {} + 2>/dev/null',
+  'n=$#; while [ "$n" -gt 0 ]; do p=$1; shift; n=$((n - 1)); git check-ignore -q --no-index -- "$p" 2>/dev/null || set -- "$@" ":(exclude,top,literal)$p"; done',
   'git var GIT_AUTHOR_IDENT >/dev/null 2>&1 || export GIT_AUTHOR_NAME=loop GIT_AUTHOR_EMAIL=loop@localhost',
   'git var GIT_COMMITTER_IDENT >/dev/null 2>&1 || export GIT_COMMITTER_NAME=loop GIT_COMMITTER_EMAIL=loop@localhost',
   'git -c core.hooksPath=/dev/null -c core.fsmonitor=false add -A -- . "$@" || exit 10',
@@ -59,8 +64,7 @@ function sealEnvironment(o: SealRequest): Record<string, string> {
 
 /** Commit what the agent left in its worktree, on its side; the head it proposes, or why not. */
 export async function sealAttempt(o: SealRequest): Promise<SealResult> {
-  const pathspecs = o.exclude.map((p) => `:(exclude,top,literal)${p}`);
-  const inner = ["sh", "-c", SCRIPT, "loop-seal", o.message, ...pathspecs];
+  const inner = ["sh", "-c", SCRIPT, "loop-seal", o.message, ...o.exclude];
   const argv = o.sandbox
     ? sandboxArgv(sandboxSpec({ ...o.sandbox.request, writable: [], homes: [], gatewaySockets: undefined, noNetwork: true }, o.sandbox.sessionDir), inner)
     : inner;

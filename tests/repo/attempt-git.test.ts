@@ -75,6 +75,19 @@ describe("makeAttemptGitDir", () => {
     expect(readFileSync(victim, "utf8")).toBe("keep\n");
     expect(lstatSync(join(a.wt, ".git")).isFile()).toBe(true);
   });
+
+  test("made whole or not at all: one cut short leaves no folder at its place, and a half-made one left behind is replaced", () => {
+    const a = attempt();
+    const gitDir = join(a.dir, "session", "git3");
+    // read-tree, the last step, fails: what was written before it never stands at the attempt's place.
+    expect(() => makeAttemptGitDir({ repo: a.root, gitDir, worktree: a.wt, branch: "loop/t/item/a", head: "0".repeat(40), refs: {}, excludes: [] })).toThrow();
+    expect(existsSync(gitDir)).toBe(false);
+    expect(existsSync(`${gitDir}.making`)).toBe(true);
+    makeAttemptGitDir({ repo: a.root, gitDir, worktree: a.wt, branch: "loop/t/item/a", head: a.head, refs: {}, excludes: [] });
+    expect(existsSync(`${gitDir}.making`)).toBe(false);
+    expect(git(a.wt, "rev-parse", "--absolute-git-dir")).toBe(gitDir);
+    expect(git(a.wt, "status", "--porcelain")).toBe("");
+  });
 });
 
 describe("importObjects", () => {

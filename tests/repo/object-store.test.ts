@@ -108,6 +108,26 @@ describe("packs: what the attempt could change, at the cost of what it changed",
     expect(found[0]).toStartWith("objects/pack/evil2 does not verify");
   });
 
+  test("a pack with no index (an import killed between its two renames) is read by no git and named nothing; once an index comes, the pack is verified with it", () => {
+    const root = repo();
+    git(root, "repack", "-adq");
+    const packDir = join(root, ".git", "objects", "pack");
+    const pack = readdirSync(packDir).find((f) => f.endsWith(".pack"))!.replace(/\.pack$/, "");
+    const aside = join(root, "..", "aside");
+    mkdirSync(aside);
+    for (const ext of ["pack", "idx"]) copyFileSync(join(packDir, `${pack}.${ext}`), join(aside, `${pack}.${ext}`));
+    rmSync(join(packDir, `${pack}.idx`), { force: true });
+    rmSync(join(packDir, `${pack}.pack`), { force: true });
+    baseline(root);
+    const since = Date.now();
+    writeFileSync(join(packDir, "cut.pack"), Buffer.concat([readFileSync(join(aside, `${pack}.pack`)), Buffer.from("x")]));
+    expect(tamperedObjects({ repo: root, since, proofs: proofsOf(root) })).toEqual([]);
+    copyFileSync(join(aside, `${pack}.idx`), join(packDir, "cut.idx"));
+    const found = tamperedObjects({ repo: root, since, proofs: proofsOf(root) });
+    expect(found).toHaveLength(1);
+    expect(found[0]).toStartWith("objects/pack/cut does not verify");
+  });
+
   test("a FIFO or a link in the pack folder is named, never opened", () => {
     const root = repo();
     baseline(root);

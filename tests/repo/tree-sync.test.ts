@@ -61,6 +61,25 @@ describe("syncTree", () => {
     expect(readFileSync(join(f.out, ".git"), "utf8")).toBe("gitdir: /elsewhere\n");
   });
 
+  test("a commit that holds what `keep` names (an attempt committed what setup made) leaves it as it is, never written over", () => {
+    const f = fixture();
+    sync(f);
+    writeFileSync(join(f.out, "prepared.txt"), "setup's\n");
+    mkdirSync(join(f.out, "node_modules/x"), { recursive: true });
+    writeFileSync(join(f.out, "node_modules/x/index.js"), "setup's\n");
+    writeFileSync(join(f.root, "prepared.txt"), "the agent's\n");
+    mkdirSync(join(f.root, "node_modules/x"), { recursive: true });
+    writeFileSync(join(f.root, "node_modules/x/index.js"), "the agent's\n");
+    writeFileSync(join(f.root, "node_modules/x/more.js"), "the agent's\n");
+    git(f.root, "add", "-A");
+    git(f.root, "commit", "-qm", "commits setup's output");
+    const r = sync(f, { keep: ["prepared.txt", "node_modules"], commit: git(f.root, "rev-parse", "HEAD") });
+    expect(r).toMatchObject({ written: 0, removed: 0 });
+    expect(readFileSync(join(f.out, "prepared.txt"), "utf8")).toBe("setup's\n");
+    expect(readFileSync(join(f.out, "node_modules/x/index.js"), "utf8")).toBe("setup's\n");
+    expect(existsSync(join(f.out, "node_modules/x/more.js"))).toBe(false);
+  });
+
   test("a file with the right bytes that loop did not leave there (its times set by another) is written again", () => {
     const f = fixture();
     sync(f);

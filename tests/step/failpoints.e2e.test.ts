@@ -487,11 +487,21 @@ describe("failpoints", () => {
         // launch deadline passes, and counts. A budget of 100 attempts keeps the expected outcome
         // certain; a short launch timeout bounds the wait for such a spawn.
         writeLoopJson(root, mainDefinition(l, 100, { launch: "15s", stall: "30m", verify: "2m" }));
-        // The kills spread over a step's start and its work: a loaded machine starts processes
-        // slowly, so the window grows with what starting one takes here and now.
+        // The kills spread over a whole step, its start and its work: the window is what a step that
+        // launches takes here and now (on a scratch copy of the loop), so a loaded machine widens it.
+        const scratch = makeRepo("loop-rk-window-");
+        writeLoopJson(scratch.root, mainDefinition(new LoopUnderTest(scratch.dir, scratch.root, {}), 100, { launch: "15s", stall: "30m", verify: "2m" }));
         const t0 = Date.now();
-        await finish(spawnLoop(["--version"]));
-        const window = 300 + (Date.now() - t0);
+        const probe = await finish(spawnLoop(["run", "--json", "--root", scratch.root]));
+        const window = Date.now() - t0;
+        cleanupDir(scratch.dir);
+        if (probe.code !== 0 || probe.json?.action !== "launched") throw new Error(`the window's step exited ${probe.code}: ${probe.stderr}`);
+        // Kills that cut three launches of one item in a row pause the loop, as a timeout around
+        // cron's command would (docs/cli/loop-run.md#internal-errors): the operator resumes it.
+        const onPaused = async (run: { action: string; reason: unknown }) => {
+          if (run.action !== "paused" || !String(run.reason).includes("each stopped before the agent started")) throw new Error(`seed ${seed}: unexpected ${run.action}: ${run.reason}\n${l.trace()}`);
+          await l.ctl(["resume"]);
+        };
         const kills: string[] = [];
         for (let i = 0; i < 30; i++) {
           const delay = Math.floor(rand() * window);
@@ -500,19 +510,13 @@ describe("failpoints", () => {
           proc.kill("SIGKILL");
           const r = await finish(proc);
           kills.push(`${delay}ms:${r.signal ?? r.code}`);
-          l.history.push(`run killed after ${delay}ms -> ${r.signal ?? r.code}`);
-          if (r.signal === null && r.code !== 0 && r.code !== 75) throw new Error(`seed ${seed}: run exited ${r.code}:\n${r.stderr}\n${l.trace()}`);
+          l.history.push(`run killed after ${delay}ms (of ${window}) -> ${r.signal ?? r.code}${r.json?.action ? ` ${r.json.action}` : ""}`);
+          if (r.signal === null && r.code === 1 && r.json?.action === "paused") await onPaused(r.json);
+          else if (r.signal === null && r.code !== 0 && r.code !== 75) throw new Error(`seed ${seed}: run exited ${r.code}:\n${r.stderr}\n${r.stdout}\n${l.trace()}`);
         }
         l.history.push(`seed ${seed}`);
         l.deadline = Date.now() + 300_000;
-        // Kills that cut three launches of one item in a row pause the loop, as a timeout around
-        // cron's command would (docs/cli/loop-run.md#internal-errors): the operator resumes it.
-        await l.untilDrained({
-          onPaused: async (run) => {
-            if (run.action !== "paused" || !String(run.reason).includes("each stopped before the agent started")) throw new Error(`seed ${seed}: unexpected ${run.action}: ${run.reason}\n${l.trace()}`);
-            await l.ctl(["resume"]);
-          },
-        });
+        await l.untilDrained({ onPaused });
         await checkDrained(l, { outcome: "Succeeded", items: { "add-docs": "passed", "add-license": "passed", "add-changelog": "passed" } });
         // The kills must land in the middle of steps, not only before or after one: at least one
         // left something for a later step to take over or repair.

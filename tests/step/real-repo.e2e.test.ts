@@ -112,7 +112,7 @@ describe("on a real repository", () => {
           def.workspace.setup = "echo ready > prepared.txt";
           writeFileSync(join(p.root, "loop.json"), JSON.stringify(def));
           await p.ctl(["resume"]);
-          expect((await p.runToDrain()).reason).toBe("Succeeded");
+          expect((await p.runToDrain()).reason, p.history()).toBe("Succeeded");
           // Attempt 1 was given back; attempt 2 ran the setup again in the worktree attempt 1 made.
           expect(p.projection().items.a!.attempts.map((x) => x.outcome)).toEqual(["requeued: environment fault (setup_failed)", "passed"]);
           expect(readFileSync(join(p.sessionDir("a", 2), "setup.log"), "utf8")).toBe("");

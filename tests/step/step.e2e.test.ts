@@ -320,11 +320,15 @@ describe("loop run", () => {
         async (p) => {
           const mainHead = git(p.root, "rev-parse", "main");
           const early = "loop/t/item/early";
-          // early commits its edit and keeps working; the operator holds it (stop), the loop goes on.
+          // early commits its edit (in its attempt's own git folder: the item branch is loop's to
+          // write, after the airlock) and keeps working; the operator holds it (stop), the loop goes on.
           expect((await p.run()).item).toBe("early");
-          await pollUntil(() => gitOk(p.root, "rev-parse", "--verify", "-q", early) && git(p.root, "log", "-1", "--format=%s", early) === "early edits shared", "early's commit");
+          const earlyGit = join(p.sessionDir("early", 1), "git");
+          await pollUntil(() => gitOk(p.root, "--git-dir", earlyGit, "rev-parse", "--verify", "-q", "HEAD") && git(p.root, "--git-dir", earlyGit, "log", "-1", "--format=%s", "HEAD") === "early edits shared", "early's commit");
           const stop = await p.ctl(["stop", "--work-item", "early", "--yes"]);
           expect(stop.code).toBe(0);
+          // Closing it sealed its work through the airlock: loop wrote the item branch to the agent's commit.
+          expect(git(p.root, "log", "-1", "--format=%s", early)).toBe("early edits shared");
           // z is held too, so that it runs after early's conflict.
           expect((await p.ctl(["stop", "--work-item", "z", "--yes"])).code).toBe(0);
           const idle = await p.runUntil((r) => r.action === "idle", { what: "idle with early and z held" });
@@ -434,8 +438,16 @@ describe("loop run", () => {
         rmSync(p.stateRoot, { recursive: true, force: true });
         const r = await p.loop(["run", "--json", "--root", p.root]);
         expect(r.code).toBe(2);
+        expect(r.stderr).toContain("invalid_definition");
         expect(existsSync(p.stateRoot)).toBe(false);
         p.writeDefinition(demoDefinition([{ id: "only", prompt: "x" }]));
+        // A valid one beside the loop's item branch is a lost store, not a new loop (docs/state.md#a-lost-store):
+        // refused, nothing created; with the branch archived, the loop starts afresh.
+        const lost = await p.loop(["run", "--json", "--root", p.root]);
+        expect(lost.code).toBe(2);
+        expect(lost.stderr).toContain("store_missing");
+        expect(existsSync(p.stateRoot)).toBe(false);
+        git(p.root, "branch", "-m", "loop/t/item/only", "archive/only");
         await p.runToDrain();
       }),
     T,

@@ -65,6 +65,24 @@ describe("sealAttempt", () => {
     expect(await sealAttempt({ worktree: a.wt, gitDir: a.gitDir, exclude: [".venv"], message: "again", sandbox: null, env: testEnv(), attempt: {} })).toEqual({ ok: true, committed: false, head });
   });
 
+  test("what setup made that git ignores (the project's .gitignore, the attempt's info/exclude) is left out too, and a stale lock of a killed git is cleared", async () => {
+    const a = attempt();
+    writeFileSync(join(a.wt, ".gitignore"), "node_modules/\n");
+    mkdirSync(join(a.wt, "node_modules", "dep"), { recursive: true });
+    writeFileSync(join(a.wt, "node_modules", "dep", "index.js"), "module.exports = 42;\n");
+    writeFileSync(join(a.gitDir, "info", "exclude"), "/prepared.txt\n");
+    writeFileSync(join(a.wt, "prepared.txt"), "ready\n");
+    mkdirSync(join(a.wt, "build"));
+    writeFileSync(join(a.wt, "build", "out"), "made\n");
+    writeFileSync(join(a.wt, "src.txt"), "the agent's\n");
+    // The agent's git was killed while it moved the branch: its lock is left in the attempt's git folder.
+    writeFileSync(join(a.gitDir, "refs", "heads", "loop", "t", "item", "a.lock"), "");
+    const r = await sealAttempt({ worktree: a.wt, gitDir: a.gitDir, exclude: ["node_modules", "prepared.txt", "build"], message: "m", sandbox: null, env: testEnv(), attempt: {} });
+    expect(r).toMatchObject({ ok: true, committed: true });
+    const files = git(a.root, "--git-dir", a.gitDir, "ls-tree", "-r", "--name-only", r.ok ? r.head : "HEAD").split("\n");
+    expect(files.sort()).toEqual([".gitignore", "README.md", "src.txt"]);
+  });
+
   test("without the sandbox it runs as the agent ran: a planted filter driver runs, but with none of loop's keys", async () => {
     const a = attempt();
     const marker = join(a.dir, "ran.txt");

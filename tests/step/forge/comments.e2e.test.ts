@@ -301,8 +301,10 @@ sid=""; resume=""
 while [ $# -gt 0 ]; do case "$1" in --session-id) sid="$2"; shift;; --resume) resume="$2"; shift;; --) break;; esac; shift; done
 if [ -z "$resume" ]; then
   echo "{\\"type\\":\\"system\\",\\"subtype\\":\\"init\\",\\"session_id\\":\\"$sid\\"}"
-  # Saved as Claude Code saves it: the proof a reply can resume it (docs/runners.md#claude).
-  mkdir -p "$HOME/.claude/projects/p" && : > "$HOME/.claude/projects/p/$sid.jsonl"
+  # Saved as Claude Code saves it, in the session's private config home (docs/runners.md#the-config-home):
+  # the proof a reply can resume it (docs/runners.md#claude).
+  [ -n "$CLAUDE_CONFIG_DIR" ] || exit 9
+  mkdir -p "$CLAUDE_CONFIG_DIR/projects/p" && : > "$CLAUDE_CONFIG_DIR/projects/p/$sid.jsonl"
   echo "Which file should I add?" > "$LOOP_ASK_FILE"
   exit 0
 fi
