@@ -33,9 +33,9 @@ function sh(cwd: string, ...cmd: string[]) {
   return r.stdout;
 }
 
-/** A repository whose one pack holds about `objects` objects (made once, under bench/out/): files in 100 folders, each written four times. */
+/** A repository whose one pack holds about `objects` objects (made once, in the temporary folder, out of the tree tsc and the tests read): files in 100 folders, each written four times. */
 function template(objects: number): string {
-  const dir = join(import.meta.dir, "out", `tick-repo-${objects}`);
+  const dir = join(tmpdir(), `loop-bench-tick-repo-${objects}`);
   if (existsSync(join(dir, ".git", "loop-template-done"))) return dir;
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
