@@ -163,7 +163,9 @@ async function gather(ctx: StepContext, it: ItemState, facts: GateFacts, fact: G
       facts.protectedPaths = orGitFailed(() => protectedPathVerdict(ctx, it));
       return;
     case "changes":
-      facts.changes = orGitFailed(() => attemptChanges(repo, { from: startHeadOf(it), to: (facts.airlock as { head: string }).head }));
+      // What the branch adds since loop made it (not only this attempt: what an earlier, failed one
+      // committed lands too), else since the attempt's start in an older log.
+      facts.changes = orGitFailed(() => attemptChanges(repo, { from: attempt.start ?? startHeadOf(it), to: (facts.airlock as { head: string }).head }));
       return;
     case "ownedRefs":
       facts.ownedRefs = orGitFailed(() => ownedRefChanges(ctx, projection(ctx)).map(describeRefChange));

@@ -147,4 +147,25 @@ describe("on a real repository", () => {
       },
       300_000,
     );
+
+  test.concurrent(
+    "what setup made, force-added by a failed attempt, fails every later attempt too (setup_output_committed is judged on the branch since loop made it); nothing of it lands",
+    () => {
+      const agent = 'if [ "$LOOP_ATTEMPT" = 1 ]; then git add -f deps && git commit -qm deps; else echo ok > ok.txt && git add ok.txt && git commit -qm ok; fi';
+      return scenario(
+        demoDefinition([{ id: "x", prompt: "x", runner: "forcer", verify: "true", maxAttempts: 2 }], { defaults: { landing: "merge" }, runners: { forcer: { command: ["sh", "-c", agent] } }, workspace: { setup: "mkdir -p deps && echo made > deps/lib.txt" } }),
+        {},
+        async (p) => {
+          await p.runToDrain({ codes: [0, 1] });
+          expect(p.eventsOf("verify_finished", "x").map((e) => [e.payload.code, e.payload.reason])).toEqual([
+            ["setup_output_committed", expect.stringContaining("deps/lib.txt")],
+            ["setup_output_committed", expect.stringContaining("deps/lib.txt")],
+          ]);
+          expect(p.projection().items.x!.status).toBe("failed");
+          expect(gitOk(p.root, "rev-parse", "--verify", "-q", "loop/t/landed")).toBe(false);
+        },
+      );
+    },
+    120_000,
+  );
 });
