@@ -38,6 +38,8 @@ export interface GateFacts {
   protectedPaths?: ProtectedPaths | null | GitFailed;
   /** What the attempt adds (for the setup-output and size gates). */
   changes?: AttemptChanges | GitFailed;
+  /** Entries of what setup made that are not as setup left them (lib/repo/products.ts); always empty in the sandbox, where they are read-only. */
+  products?: string[];
   /** Refs loop owns that moved while the attempt ran, described. */
   ownedRefs?: string[] | GitFailed;
   /** `verify: false` only: the commits the attempt made on its branch. */
@@ -113,6 +115,9 @@ export function verifyGate(f: GateFacts, o: GateOptions): VerifyGate {
   if (output.length) return refuse({ code: "setup_output_committed", paths: output });
   if (f.changes.paths.length > CHANGE_LIMITS.files || f.changes.bytes > CHANGE_LIMITS.bytes)
     return refuse({ code: "change_too_large", files: f.changes.paths.length, bytes: f.changes.bytes, limits: CHANGE_LIMITS });
+  // …and the verify runs on what setup made as it made it, never on what the agent rewrote there.
+  if (f.products === undefined) return gather("products");
+  if (f.products.length) return refuse({ code: "setup_output_changed", paths: f.products });
   // 6. Refs loop owns that moved while the agent ran.
   if (f.ownedRefs === undefined) return gather("ownedRefs");
   if (failed(f.ownedRefs)) return refuse({ code: "git_failed", check: "owned_refs", message: f.ownedRefs.gitFailed });

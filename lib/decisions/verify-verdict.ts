@@ -109,6 +109,7 @@ export type VerifyVerdict =
   | { code: "head_invalid"; reason: string }
   /** Paths the attempt adds that setup made, or that are a virtualenv or a node_modules. */
   | { code: "setup_output_committed"; paths: string[] }
+  | { code: "setup_output_changed"; paths: string[] }
   | { code: "change_too_large"; files: number; bytes: number; limits: { files: number; bytes: number } }
   /** The agent exited non-zero and its attempt changed nothing. */
   | { code: "agent_failed"; exitCode: number | null }
@@ -243,6 +244,13 @@ export function verifyReason(v: VerifyVerdict): { reason: string; detail: string
       return {
         reason: `setup_output_committed: ${named}`,
         detail: `setup_output_committed: this attempt adds what workspace.setup made, or a virtualenv or node_modules: ${named}. It never lands; its verify was not run. Remove those paths from your commits (git rm -r --cached <path>) and commit.`,
+      };
+    }
+    case "setup_output_changed": {
+      const named = v.paths.slice(0, NAMED).join(", ") + (v.paths.length > NAMED ? `, … ${v.paths.length - NAMED} more` : "");
+      return {
+        reason: `setup_output_changed: ${named}`,
+        detail: `setup_output_changed: this attempt changed what workspace.setup made in the checkout: ${named}. The verify runs on what setup made from the commit, never on files an attempt rewrote there; its verify was not run, and setup runs again before the next attempt. Leave what setup made as it is: change the project's own files (its manifest and lockfile, committed) instead.`,
       };
     }
     case "change_too_large":

@@ -160,6 +160,8 @@ export const VERIFY_CODES = [
   "object_too_large",
   /** The attempt adds a virtualenv, a node_modules or what the workspace's setup made. */
   "setup_output_committed",
+  /** Without the sandbox: the attempt changed what the workspace's setup made in the checkout. */
+  "setup_output_changed",
   /** The attempt changes more files or bytes than the documented limit. */
   "change_too_large",
   /** The agent exited non-zero and changed nothing. */

@@ -6,6 +6,7 @@
 // (lib/repo/tree-sync.ts) and what setup made there.
 import { existsSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
+import type { ProductStamps } from "../repo/products.ts";
 import { commonGitDir, gitTry, revParse, symbolicBranchTarget } from "../repo/git.ts";
 import { disarmRefTraps } from "../repo/ref-traps.ts";
 import { describeRefused, importObjects, type Refusal } from "../repo/object-import.ts";
@@ -35,6 +36,14 @@ export interface ProductsRecord {
   command: string;
   /** Top-most paths (relative to the checkout) the start point does not hold. */
   paths: string[];
+  /** Every entry of them as setup left it (lib/repo/products.ts); absent in older records (nothing compared). */
+  stamps?: ProductStamps;
+}
+
+/** The stamps of what setup made in the item's checkout, or null (none recorded). */
+export function productStampsOf(stateRoot: string, item: string): ProductStamps | null {
+  const r = readJsonOrNull<ProductsRecord>(treeFiles(stateRoot, item).products);
+  return r?.version === 1 && r.stamps && typeof r.stamps === "object" ? r.stamps : null;
 }
 
 /**

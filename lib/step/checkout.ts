@@ -14,6 +14,7 @@ import { verifyRule } from "../definition/child-environment.ts";
 import { FaultError } from "../decisions/faults.ts";
 import type { ItemState } from "../log/projection.ts";
 import { makeAttemptGitDir } from "../repo/attempt-git.ts";
+import { changedProducts, stampProducts } from "../repo/products.ts";
 import { claimFolder, syncTree } from "../repo/tree-sync.ts";
 import { linkedWorktreeRegistration } from "../repo/workspace.ts";
 import { writeFileAtomic } from "../shared/fsutil.ts";
@@ -21,7 +22,7 @@ import { StartError } from "../shared/errors.ts";
 import type { SandboxRequest } from "../supervisor/sandbox.ts";
 import { runSetup } from "../supervisor/setup-command.ts";
 import { SESSION_FILES } from "../supervisor/session-wrapper.ts";
-import { ATTEMPT_GIT, checkoutProducts, forgetCheckout, type ProductsRecord, treeFiles } from "./airlock.ts";
+import { ATTEMPT_GIT, checkoutProducts, forgetCheckout, productStampsOf, type ProductsRecord, treeFiles } from "./airlock.ts";
 import { repoOf, type StepContext } from "./context.ts";
 
 /** The verify's own git folder in the session folder (read-only to it). */
@@ -120,6 +121,13 @@ export async function prepareCheckout(ctx: StepContext, it: ItemState, o: Prepar
     mkdirSync(o.worktree);
   }
   let products = existed ? checkoutProducts(ctx.options.stateRoot, it.id, ctx.def.setup ?? "") : null;
+  // What setup made is reused only as setup left it: one an earlier attempt changed (without the
+  // sandbox it can) is removed and made again, never handed to the next agent or verify.
+  const stamps = products ? productStampsOf(ctx.options.stateRoot, it.id) : null;
+  if (products && stamps && changedProducts(o.worktree, products, stamps).length) {
+    for (const p of products) rmSync(join(o.worktree, p), { recursive: true, force: true });
+    products = null;
+  }
   let setup: Prepared["setup"] = null;
   let setupChanged: string[] = [];
   const command = ctx.def.setup;
@@ -154,7 +162,8 @@ export async function prepareCheckout(ctx: StepContext, it: ItemState, o: Prepar
     const surveyed = syncTree({ repo: o.repo, dir: o.worktree, commit: o.startCommit, keep: [], stampsFile: files.stamps, untracked: "report" });
     products = surveyed.untracked;
     setupChanged = surveyed.restored;
-    writeFileAtomic(files.products, JSON.stringify({ version: 1, command, paths: products } satisfies ProductsRecord) + "\n");
+    const record: ProductsRecord = { version: 1, command, paths: products, stamps: stampProducts(o.worktree, products) };
+    writeFileAtomic(files.products, JSON.stringify(record) + "\n");
     setup = { ms: r.ms, log: logPath };
   }
   syncTree({ repo: o.repo, dir: o.worktree, commit: o.head, keep: products, stampsFile: files.stamps, untracked: "remove" });

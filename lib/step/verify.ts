@@ -37,7 +37,8 @@ import type { SessionMechanism } from "../supervisor/scope.ts";
 import { commitsAhead, startPointFor } from "../repo/workspace.ts";
 import { protectedEntries, protectedPathVerdict } from "./protect.ts";
 import { describeRefused, MAX_OBJECT_BYTES } from "../repo/object-import.ts";
-import { airlock, type AirlockResult, checkoutProducts, describeFound } from "./airlock.ts";
+import { airlock, type AirlockResult, checkoutProducts, describeFound, productStampsOf } from "./airlock.ts";
+import { changedProducts } from "../repo/products.ts";
 import { checkoutAtPlace, checkoutForVerify, objectProofs, VERIFY_GIT } from "./checkout.ts";
 import { SandboxRefusedError, sandboxRequest, sessionPath } from "./sandbox-request.ts";
 import { drainedReason, faultReason, sandboxFault, systemError } from "../decisions/faults.ts";
@@ -167,6 +168,12 @@ async function gather(ctx: StepContext, it: ItemState, facts: GateFacts, fact: G
       // committed lands too), else since the attempt's start in an older log.
       facts.changes = orGitFailed(() => attemptChanges(repo, { from: attempt.start ?? startHeadOf(it), to: (facts.airlock as { head: string }).head }));
       return;
+    case "products": {
+      // In the sandbox what setup made is read-only to the agent; without it, compared with what setup left.
+      const stamps = it.def.sandbox ? null : productStampsOf(ctx.options.stateRoot, it.id);
+      facts.products = stamps ? changedProducts(s.worktree, checkoutProducts(ctx.options.stateRoot, it.id) ?? [], stamps) : [];
+      return;
+    }
     case "ownedRefs":
       facts.ownedRefs = orGitFailed(() => ownedRefChanges(ctx, projection(ctx)).map(describeRefChange));
       return;

@@ -200,7 +200,8 @@ export const GIT_ATTACKS: readonly Attack[] = [
     files: { ".gitignore": ".loop/\nvendor/\n", "README.md": "# project\n", "tests/check.sh": "sh vendor/checker.sh\n", "tests/checker.sh": "test -f LICENSE || exit 1\n" },
     loop: { setup: "mkdir -p vendor && cp tests/checker.sh vendor/checker.sh" },
     agent: "echo 'exit 0' > vendor/checker.sh",
-    expect: ["exit 1"],
+    // Read-only in the sandbox (the agent's write fails); without it, noticed before the verify.
+    expect: ["setup_output_changed", "agent_failed"],
   },
 
   // ---- Conversions: the working copy and the blob are different programs (review 4, defect 4)

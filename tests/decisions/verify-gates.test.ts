@@ -12,7 +12,7 @@ const withoutCommand = { command: false, exitCode: 0, noProgressGuard: true, pro
 const HEAD = "h".repeat(40);
 
 /** Every gate's fact when it passes. */
-const CLEAN: Required<GateFacts> = { worktree: "present", store: [], airlock: { head: HEAD, startHead: "s".repeat(40) }, protectedPaths: null, changes: { paths: ["src/a.py"], bytes: 10 }, ownedRefs: [], commits: 1 };
+const CLEAN: Required<GateFacts> = { worktree: "present", store: [], airlock: { head: HEAD, startHead: "s".repeat(40) }, protectedPaths: null, changes: { paths: ["src/a.py"], bytes: 10 }, products: [], ownedRefs: [], commits: 1 };
 
 /** The gates, in order, each with a fact that refuses and the code it refuses with. */
 const GATES: { fact: GateFact; refusing: GateFacts[GateFact]; code: string }[] = [
@@ -21,6 +21,7 @@ const GATES: { fact: GateFact; refusing: GateFacts[GateFact]; code: string }[] =
   { fact: "airlock", refusing: { code: "seal_failed", reason: "git add failed", timedOut: false }, code: "seal_failed" },
   { fact: "protectedPaths", refusing: { code: "protected_path_changed", branch: "loop/t/item/a", paths: ["tests/check.sh"], start: "main", from: "main" }, code: "protected_path_changed" },
   { fact: "changes", refusing: { paths: [".venv/pyvenv.cfg"], bytes: 10 }, code: "setup_output_committed" },
+  { fact: "products", refusing: ["vendor/checker.sh"], code: "setup_output_changed" },
   { fact: "ownedRefs", refusing: ["item b's branch loop/t/item/b was moved"], code: "owned_ref_changed" },
 ];
 
@@ -39,13 +40,13 @@ function walk(options: Parameters<typeof verifyGate>[1], answer: (fact: GateFact
 describe("verifyGate: the gates before a verify, in order", () => {
   test("the facts are gathered in this order, each once, and a clean attempt runs its verify", () => {
     const r = walk(withCommand, (f) => CLEAN[f]);
-    expect(r.asked).toEqual(["worktree", "store", "airlock", "protectedPaths", "changes", "ownedRefs"]);
+    expect(r.asked).toEqual(["worktree", "store", "airlock", "protectedPaths", "changes", "products", "ownedRefs"]);
     expect(r.decision).toEqual({ kind: "run", head: HEAD });
   });
 
   test("verify: false counts the attempt's commits last, after every gate", () => {
     const r = walk(withoutCommand, (f) => CLEAN[f]);
-    expect(r.asked).toEqual(["worktree", "store", "airlock", "protectedPaths", "changes", "ownedRefs", "commits"]);
+    expect(r.asked).toEqual(["worktree", "store", "airlock", "protectedPaths", "changes", "products", "ownedRefs", "commits"]);
     expect(r.decision).toEqual({ kind: "judged", verdict: { code: "no_command_passed", commits: 1 }, noProgress: false });
   });
 

@@ -1,0 +1,46 @@
+// What `workspace.setup` made in a checkout (its products: a node_modules, a .venv), as it made it.
+// In the sandbox they are read-only to the agent and the verify. Without it the agent can rewrite them
+// (a checker script setup installed, a package's code), and the verify would then trust what the
+// agent wrote. So each file's identity and times are recorded once setup has run (a change time
+// cannot be set back by a process, only moved forward by a write), and compared again before a
+// verify and before a checkout is reused: walked with lstat, nothing followed or opened.
+import { type BigIntStats, lstatSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+
+/** Relative path → the stamp of what is there (type, mode, size, inode, modification and change times). */
+export type ProductStamps = Record<string, string>;
+
+/** A folder's walk gives up here: a product this large is stamped no deeper (said as changed if it grows past it). */
+const MAX_ENTRIES = 500_000;
+
+function stamp(st: BigIntStats): string {
+  const kind = st.isDirectory() ? "d" : st.isFile() ? "f" : st.isSymbolicLink() ? "l" : "o";
+  // A folder's size and times move whenever an entry is added or removed, which the walk sees itself.
+  if (kind === "d") return `d:${st.mode}:${st.ino}`;
+  return `${kind}:${st.mode}:${st.size}:${st.ino}:${st.mtimeNs}:${st.ctimeNs}`;
+}
+
+/** The stamps of every entry at and below each of `paths` (relative to `dir`); an absent one is simply not there. */
+export function stampProducts(dir: string, paths: readonly string[]): ProductStamps {
+  const out: ProductStamps = {};
+  let count = 0;
+  const walk = (rel: string): void => {
+    if (++count > MAX_ENTRIES) return;
+    const st = lstatSync(join(dir, rel), { bigint: true, throwIfNoEntry: false });
+    if (!st) return;
+    out[rel] = stamp(st);
+    if (!st.isDirectory()) return;
+    for (const name of readdirSync(join(dir, rel)).sort()) walk(`${rel}/${name}`);
+  };
+  for (const p of [...paths].sort()) walk(p);
+  return out;
+}
+
+/** The entries at and below `paths` that are not as recorded: changed, added or removed, sorted. */
+export function changedProducts(dir: string, paths: readonly string[], recorded: ProductStamps): string[] {
+  const now = stampProducts(dir, paths);
+  const changed = new Set<string>();
+  for (const [rel, s] of Object.entries(now)) if (recorded[rel] !== s) changed.add(rel);
+  for (const rel of Object.keys(recorded)) if (!(rel in now)) changed.add(rel);
+  return [...changed].sort();
+}

@@ -1,0 +1,46 @@
+// What setup made, as it made it (lib/repo/products.ts): a file rewritten, even to the same size and
+// with its modification time set back, a file added or removed, a file replaced by a link, are each
+// named; what nobody touched is not.
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { changedProducts, stampProducts } from "../../lib/repo/products.ts";
+
+const dirs: string[] = [];
+afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+function made(): string {
+  const dir = mkdtempSync(join(tmpdir(), "loop-products-"));
+  dirs.push(dir);
+  mkdirSync(join(dir, "vendor", "lib"), { recursive: true });
+  writeFileSync(join(dir, "vendor", "checker.sh"), "test -f LICENSE || exit 1\n");
+  writeFileSync(join(dir, "vendor", "lib", "a.js"), "module.exports = 1;\n");
+  writeFileSync(join(dir, ".venv-marker"), "x\n");
+  writeFileSync(join(dir, "src.txt"), "the project's own file\n");
+  return dir;
+}
+
+describe("the stamps of what setup made", () => {
+  test("untouched: nothing named; the project's own files are not looked at", () => {
+    const dir = made();
+    const stamps = stampProducts(dir, ["vendor", ".venv-marker"]);
+    expect(Object.keys(stamps).sort()).toEqual([".venv-marker", "vendor", "vendor/checker.sh", "vendor/lib", "vendor/lib/a.js"]);
+    writeFileSync(join(dir, "src.txt"), "changed by the agent: its own work\n");
+    expect(changedProducts(dir, ["vendor", ".venv-marker"], stamps)).toEqual([]);
+  });
+
+  test("a file rewritten to the same size with its times set back, one added, one removed, one made a link: each named", () => {
+    const dir = made();
+    const stamps = stampProducts(dir, ["vendor", ".venv-marker"]);
+    const checker = join(dir, "vendor", "checker.sh");
+    const before = statSync(checker);
+    writeFileSync(checker, "exit 0 #########################\n".slice(0, before.size));
+    utimesSync(checker, before.atime, before.mtime);
+    writeFileSync(join(dir, "vendor", "lib", "b.js"), "planted\n");
+    rmSync(join(dir, ".venv-marker"));
+    rmSync(join(dir, "vendor", "lib", "a.js"));
+    symlinkSync("/etc/passwd", join(dir, "vendor", "lib", "a.js"));
+    expect(changedProducts(dir, ["vendor", ".venv-marker"], stamps)).toEqual([".venv-marker", "vendor/checker.sh", "vendor/lib/a.js", "vendor/lib/b.js"]);
+  });
+});
