@@ -9,7 +9,7 @@
 // The same layout, read-only, gives a verify a git folder of its own at the verified commit.
 import { closeSync, constants as fs, lstatSync, mkdirSync, openSync, renameSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import { git, gitTry } from "./git.ts";
+import { git, gitTry, repoFacts } from "./git.ts";
 
 interface AttemptGitOptions {
   /** The repository: its store becomes the alternate, its identity (user.name/email) is copied. */
@@ -27,17 +27,15 @@ interface AttemptGitOptions {
   excludes: readonly string[];
 }
 
-/** The repository's common git folder and object format (loop's own git; nothing of a worktree read). */
-function repoFacts(repo: string): { common: string; sha256: boolean } {
-  const common = git(repo, ["rev-parse", "--path-format=absolute", "--git-common-dir"]);
-  const sha256 = gitTry(repo, ["rev-parse", "--show-object-format"]).stdout.trim() === "sha256";
-  return { common, sha256 };
-}
-
-/** A value of the repository's config, as text (reading config runs nothing), or null. */
-function configValue(repo: string, key: string): string | null {
-  const r = gitTry(repo, ["config", "--get", key]);
-  return r.code === 0 ? r.stdout.trim() : null;
+/** The repository's identity (user.name, user.email), as text (reading config runs nothing), in one git call. */
+function identity(repo: string): { name: string | null; email: string | null } {
+  const r = gitTry(repo, ["config", "--get-regexp", "^user\\.(name|email)$"]);
+  const out: { name: string | null; email: string | null } = { name: null, email: null };
+  for (const line of r.code === 0 ? r.stdout.split("\n") : []) {
+    const m = /^user\.(name|email) (.*)$/i.exec(line);
+    if (m) out[m[1]!.toLowerCase() as "name" | "email"] = m[2]!;
+  }
+  return out;
 }
 
 /** A config value written safely: git's quoting of `"` and `\`, and no newline. */
@@ -61,8 +59,7 @@ export function makeAttemptGitDir(o: AttemptGitOptions): void {
   for (const d of ["objects/info", "objects/pack", "refs/heads", "refs/tags", "info"]) mkdirSync(join(making, d), { recursive: true });
   const lines = ["[core]", `\trepositoryformatversion = ${sha256 ? 1 : 0}`, "\tfilemode = true", "\tbare = false", "\tlogallrefupdates = true", `\tworktree = ${quoted(o.worktree)}`];
   if (sha256) lines.push("[extensions]", "\tobjectformat = sha256");
-  const name = configValue(o.repo, "user.name");
-  const email = configValue(o.repo, "user.email");
+  const { name, email } = identity(o.repo);
   if (name !== null || email !== null) lines.push("[user]", ...(name !== null ? [`\tname = ${quoted(name)}`] : []), ...(email !== null ? [`\temail = ${quoted(email)}`] : []));
   writeFileSync(join(making, "config"), lines.join("\n") + "\n");
   writeFileSync(join(making, "objects", "info", "alternates"), join(common, "objects") + "\n");

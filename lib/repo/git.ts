@@ -185,7 +185,31 @@ export function revParse(dir: string, rev: string): string | null {
   return r.code === 0 ? r.stdout.trim() : null;
 }
 
+interface RepoFacts {
+  /** The common git folder, absolute. */
+  common: string;
+  /** Its object folder, absolute. */
+  objects: string;
+  sha256: boolean;
+}
+
+const factsOf = new Map<string, RepoFacts>();
+
+/**
+ * The repository's common git folder, object folder and object format, from one git call (loop's own
+ * git names them) and remembered for the process: none of them changes while a step runs, and a
+ * verify's start asked for them six times. Throws GitError.
+ */
+export function repoFacts(repo: string): RepoFacts {
+  const known = factsOf.get(repo);
+  if (known) return known;
+  const [common, format, objects] = git(repo, ["rev-parse", "--path-format=absolute", "--git-common-dir", "--show-object-format", "--git-path", "objects"]).split("\n");
+  const facts = { common: common!, objects: objects!, sha256: format === "sha256" };
+  factsOf.set(repo, facts);
+  return facts;
+}
+
 /** The repository's common git folder, absolute (loop's own git names it). Throws GitError. */
 export function commonGitDir(repo: string): string {
-  return git(repo, ["rev-parse", "--path-format=absolute", "--git-common-dir"]);
+  return repoFacts(repo).common;
 }

@@ -16,7 +16,7 @@
 import { closeSync, constants as fs, fstatSync, linkSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readSync, renameSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { inflateSync, constants as zlib } from "node:zlib";
-import { gitTry } from "./git.ts";
+import { gitTry, repoFacts } from "./git.ts";
 
 /** The largest object an attempt may add, inflated: 100 MiB (GitHub refuses larger files too). docs/threat-model.md#the-airlock. */
 export const MAX_OBJECT_BYTES = 100 * 2 ** 20;
@@ -45,8 +45,7 @@ interface ImportResult {
 
 /** The object format's hash and name length. */
 function objectFormat(repo: string): { algo: "sha1" | "sha256"; hex: number } {
-  const r = gitTry(repo, ["rev-parse", "--show-object-format"]);
-  return r.code === 0 && r.stdout.trim() === "sha256" ? { algo: "sha256", hex: 64 } : { algo: "sha1", hex: 40 };
+  return repoFacts(repo).sha256 ? { algo: "sha256", hex: 64 } : { algo: "sha1", hex: 40 };
 }
 
 /** A regular file opened for reading without following a link or blocking; its descriptor and size, or why not. */
@@ -193,9 +192,7 @@ export async function importObjects(o: { repo: string; from: string; max?: numbe
   const top = lstatSync(o.from, { throwIfNoEntry: false });
   if (!top) return result;
   if (!top.isDirectory()) return { imported: 0, refused: [{ kind: "not_regular", path: "objects", detail: "not a folder" }] };
-  const common = gitTry(o.repo, ["rev-parse", "--path-format=absolute", "--git-common-dir"]);
-  if (common.code !== 0) throw new Error(`git cannot name the repository's git folder: ${common.stderr.trim()}`);
-  const shared = join(common.stdout.trim(), "objects");
+  const shared = join(repoFacts(o.repo).common, "objects");
   const { algo, hex } = objectFormat(o.repo);
   const nameRe = new RegExp(`^[0-9a-f]{${hex - 2}}$`);
   const refuse = (kind: RefusalKind, path: string, detail: string) => result.refused.push({ kind, path, detail });

@@ -18,7 +18,7 @@
 import { closeSync, constants as fs, fstatSync, lstatSync, openSync, readdirSync, readSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { readJsonOrNull, writeFileAtomic } from "../shared/fsutil.ts";
-import { git, gitTry } from "./git.ts";
+import { gitTry, repoFacts } from "./git.ts";
 import { proveLoose } from "./object-import.ts";
 
 /** Slack for file systems whose change times are coarser than the clock that stamped the reservation. */
@@ -33,7 +33,7 @@ interface Proofs {
 }
 
 function objectsDir(repo: string): string {
-  return resolve(repo, git(repo, ["rev-parse", "--git-path", "objects"]));
+  return resolve(repo, repoFacts(repo).objects);
 }
 
 /** A regular file's SHA-256 and stat, read without following a link or blocking; a string saying what it is otherwise. */
@@ -106,7 +106,7 @@ function safeList(dir: string): string[] {
 export function tamperedObjects(o: { repo: string; since: number; proofs: string }): string[] {
   const objects = objectsDir(o.repo);
   const after = o.since - SLACK_MS;
-  const algo = gitTry(o.repo, ["rev-parse", "--show-object-format"]).stdout.trim() === "sha256" ? "sha256" : "sha1";
+  const algo = repoFacts(o.repo).sha256 ? "sha256" : "sha1";
   const changed = (path: string) => {
     const st = lstatSync(path);
     return st.ctimeMs >= after || st.mtimeMs >= after || !st.isFile();

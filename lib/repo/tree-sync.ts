@@ -38,8 +38,20 @@ function writablePath(path: string): boolean {
   return path.split("/").every((c) => c !== "" && c !== "." && c !== ".." && c.toLowerCase() !== ".git");
 }
 
+/** Trees read, by repository and commit id: a commit's tree never changes (the airlock, the checkout and the protected paths read the same one). */
+const treesRead = new Map<string, readonly TreeEntry[]>();
+
 /** Every file of `commit`'s tree, read from loop's own repository (object reads only). Throws TreeRefused, GitError. */
 export function readTree(repo: string, commit: string): TreeEntry[] {
+  const key = /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/.test(commit) ? `${repo}\0${commit}` : null;
+  const known = key ? treesRead.get(key) : undefined;
+  if (known) return [...known];
+  const entries = readTreeOnce(repo, commit);
+  if (key) treesRead.set(key, entries);
+  return [...entries];
+}
+
+function readTreeOnce(repo: string, commit: string): TreeEntry[] {
   const out: TreeEntry[] = [];
   const bad: string[] = [];
   for (const line of gitBytes(repo, ["ls-tree", "-r", "-l", "-z", "--full-tree", commit]).toString("utf8").split("\0")) {

@@ -354,9 +354,13 @@ export function listBranches(repo: string, patterns: string[]): Map<string, stri
  * (loop's checkouts now have a git folder of their own per attempt and are no worktrees of it).
  */
 export function linkedWorktreeRegistration(repo: string, worktree: string): string | null {
-  const common = gitTry(repo, ["rev-parse", "--path-format=absolute", "--git-common-dir"]);
-  if (common.code !== 0) return null;
-  const reg = join(common.stdout.trim(), "worktrees", basename(worktree));
+  let common: string;
+  try {
+    common = commonGitDir(repo);
+  } catch {
+    return null;
+  }
+  const reg = join(common, "worktrees", basename(worktree));
   if (!lstatSync(reg, { throwIfNoEntry: false })?.isDirectory()) return null;
   const named = readTextOrNull(join(reg, "gitdir"), { maxBytes: 4096, noLinks: true })?.trim();
   return named === join(worktree, ".git") ? reg : null;

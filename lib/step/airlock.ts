@@ -83,11 +83,10 @@ function attemptLayout(repo: string, worktree: string, sessionDir: string): { gi
   if (existsSync(own)) return { gitDir: own, objects: join(own, "objects") };
   const named = readTextOrNull(join(worktree, ".git"), { maxBytes: 4096, noLinks: true });
   const m = named ? /^gitdir: (.+)$/m.exec(named) : null;
-  const common = gitTry(repo, ["rev-parse", "--path-format=absolute", "--git-common-dir"]);
-  if (!m || common.code !== 0) return null;
+  if (!m) return null;
   const gitDir = m[1]!.trim();
   // Only a registration of the repository's own: anything else is not loop's to run git in.
-  if (dirname(gitDir) !== join(common.stdout.trim(), "worktrees")) return null;
+  if (dirname(gitDir) !== join(commonGitDir(repo), "worktrees")) return null;
   return { gitDir, objects: join(sessionDir, "objects") };
 }
 

@@ -4,7 +4,7 @@
 import { lstatSync, realpathSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { PRESET_HOMES } from "../definition/runners.ts";
-import { gitTry } from "../repo/git.ts";
+import { commonGitDir } from "../repo/git.ts";
 import { StartError } from "../shared/errors.ts";
 import type { SandboxRequest } from "../supervisor/sandbox.ts";
 
@@ -38,8 +38,12 @@ export function sandboxRequest(o: { bwrap: string; repo: string; worktree: strin
     why = (err as Error).message;
   }
   if (why !== null) throw new SandboxRefusedError(`no sandbox over ${o.worktree}: it is not the folder loop made (${why})`);
-  const common = gitTry(o.repo, ["rev-parse", "--path-format=absolute", "--git-common-dir"]);
-  if (common.code !== 0) throw new StartError(`no sandbox over ${o.worktree}: git cannot name the repository's git folder (${common.stderr.trim()})`);
-  return { bwrap: o.bwrap, worktree: o.worktree, stateRoot: o.stateRoot, worktrees: dirname(o.worktree), commonDir: common.stdout.trim(), writable: o.writable, homes: [...(PRESET_HOMES[o.runner] ?? [])], ...(o.configHome ? { configHome: o.configHome } : {}), programs: o.programs ?? [], env: o.env };
+  let commonDir: string;
+  try {
+    commonDir = commonGitDir(o.repo);
+  } catch (err) {
+    throw new StartError(`no sandbox over ${o.worktree}: git cannot name the repository's git folder (${(err as Error).message})`);
+  }
+  return { bwrap: o.bwrap, worktree: o.worktree, stateRoot: o.stateRoot, worktrees: dirname(o.worktree), commonDir, writable: o.writable, homes: [...(PRESET_HOMES[o.runner] ?? [])], ...(o.configHome ? { configHome: o.configHome } : {}), programs: o.programs ?? [], env: o.env };
 }
 
