@@ -141,7 +141,8 @@ export async function airlock(o: AirlockOptions): Promise<AirlockResult> {
   if (imported.refused.length) return { kind: "objects_refused", refused: imported.refused };
   const head = sealed.head;
   // Every object the attempt's commits reach, there and readable: a head whose history loop cannot read is no head.
-  const complete = gitTry(o.repo, ["rev-list", "--objects", "--quiet", head, "--not", o.expected]);
+  // (Nothing new to walk when the head is the one the attempt started from.)
+  const complete = head === o.expected ? { code: 0, stderr: "" } : gitTry(o.repo, ["rev-list", "--objects", "--quiet", head, "--not", o.expected]);
   if (complete.code !== 0 || revParse(o.repo, head) !== head)
     return { kind: "head_invalid", reason: `${head.slice(0, 12)} is not a commit whose history the repository holds (${complete.stderr.trim().split("\n")[0] || `git exited ${complete.code}`})` };
   try {
