@@ -122,11 +122,18 @@ describe("sealAttempt", () => {
     const a = attempt();
     writeFileSync(join(a.wt, ".gitattributes"), "slow filter=slow\n");
     writeFileSync(join(a.wt, "slow"), "x\n");
-    writeFileSync(join(a.gitDir, "config"), readFileSync(join(a.gitDir, "config"), "utf8") + '[filter "slow"]\n\tclean = sleep 300\n');
+    // A duration no other test sleeps, so that what is found is this filter's.
+    writeFileSync(join(a.gitDir, "config"), readFileSync(join(a.gitDir, "config"), "utf8") + '[filter "slow"]\n\tclean = sleep 300.25\n');
     for (const sandbox of [null, ...(bwrap ? [{ request: a.request(bwrap), sessionDir: a.sessionDir }] : [])]) {
       const r = await sealAttempt({ worktree: a.wt, gitDir: a.gitDir, exclude: [], message: "m", sandbox, env: testEnv(), attempt: {}, timeoutMs: 1500 });
       expect(r).toMatchObject({ ok: false, timedOut: true });
-      const left = Bun.spawnSync(["pgrep", "-f", "sleep 300"]).stdout.toString().trim();
+      // Killed, they are gone once the kernel has run them (a loaded machine may take a moment).
+      let left = "";
+      for (let i = 0; i < 100; i++) {
+        left = Bun.spawnSync(["pgrep", "-f", "sleep 300.25"]).stdout.toString().trim();
+        if (left === "") break;
+        await Bun.sleep(100);
+      }
       expect(left).toBe("");
     }
   });
