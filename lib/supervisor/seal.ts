@@ -23,9 +23,8 @@ const SEAL_TIMEOUT_MS = 120_000;
 // the operator's, a FIFO) goes before git writes through it. Objects are the import's to prove.
 const SCRIPT = [
   'message=$1; shift',
-  'find "$GIT_DIR" ! -type d ! -type f -exec rm -f {} + 2>/dev/null',
-  'find "$GIT_DIR" -path "$GIT_DIR/objects" -prune -o -type f -links +1 -exec rm -f {} + 2>/dev/null',
-  'find "$GIT_DIR" -path "$GIT_DIR/objects" -prune -o -type f -name "*.lock" -exec rm -f {} + 2>/dev/null',
+  // One walk: anything neither a folder nor a regular file, anywhere; outside objects/, a regular file with another name or a lock.
+  'find "$GIT_DIR" \\( ! -type d ! -type f -exec rm -f {} + \\) -o \\( -type f ! -path "$GIT_DIR/objects/*" \\( -links +1 -o -name "*.lock" \\) -exec rm -f {} + \\) 2>/dev/null',
   'n=$#; while [ "$n" -gt 0 ]; do p=$1; shift; n=$((n - 1)); git check-ignore -q --no-index -- "$p" 2>/dev/null || set -- "$@" ":(exclude,top,literal)$p"; done',
   'git var GIT_AUTHOR_IDENT >/dev/null 2>&1 || export GIT_AUTHOR_NAME=loop GIT_AUTHOR_EMAIL=loop@localhost',
   'git var GIT_COMMITTER_IDENT >/dev/null 2>&1 || export GIT_COMMITTER_NAME=loop GIT_COMMITTER_EMAIL=loop@localhost',
