@@ -262,7 +262,7 @@ function openStep(options: StepOptions, src: DefinitionSource): { store: Store; 
     if (parsed) hideDefinitionSecrets(parsed.def);
     store.actFor(projectOf(options.root, def.name));
     // An attempt is verified under the definition recorded at its launch (docs/threat-model.md#without-the-sandbox):
-    // a loop.json changed while one runs is imported once it has ended, and said until then.
+    // a loop.json changed while one runs is imported once its verify has a verdict, and said until then.
     const running = parsed && logged ? attemptInFlight(store) : null;
     if (running) return { store, def: logged!, parsed: null, deferred: { parsed: parsed!, item: running.item, attempt: running.attempt } };
     return { store, def, parsed };

@@ -12,7 +12,7 @@
 // the gates (lib/decisions/verify-gates.ts decides their order; this gathers their facts) may refuse
 // the attempt. Every verdict is a code with its facts; its sentences are rendered from them
 // (lib/decisions/verify-verdict.ts verifyReason).
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Payload } from "../log/events.ts";
