@@ -16,7 +16,7 @@
 import { closeSync, constants as fs, fstatSync, linkSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readSync, renameSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { inflateSync, constants as zlib } from "node:zlib";
-import { gitTry, repoFacts } from "./git.ts";
+import { repoFacts } from "./git.ts";
 
 /** The largest object an attempt may add, inflated: 100 MiB (GitHub refuses larger files too). docs/threat-model.md#the-airlock. */
 export const MAX_OBJECT_BYTES = 100 * 2 ** 20;

@@ -23,7 +23,7 @@ import { probeSandbox } from "../supervisor/sandbox.ts";
 import { conversationSaved } from "../supervisor/saved-conversation.ts";
 import { prepareConfigHome } from "../supervisor/config-home.ts";
 import { type EnvironmentFault, FaultError, launchErrorFault, ownedRefFault, programFault, type ProgramFact } from "../decisions/faults.ts";
-import { branchExists, git, revParse, symbolicBranchTarget } from "../repo/git.ts";
+import { branchExists, revParse, symbolicBranchTarget } from "../repo/git.ts";
 import { buildHandoff, buildReplyMessage, REPLY_FILE } from "./handoff.ts";
 import { selfArgv, selfFiles } from "../supervisor/self.ts";
 import { chainOption } from "./chain.ts";
