@@ -4,15 +4,14 @@
 // early (the same probes, reported as warnings), and the repository's info/exclude, which keeps
 // the agents' own files out of item branches.
 import { autoMergeAllowed, autoMergeSentence } from "../forge/auto-merge.ts";
-import { accessSync, constants, existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { accessSync, constants, existsSync, mkdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { readRegularFile, writeFileAtomic } from "../shared/fsutil.ts";
 import { homedir } from "node:os";
-import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
+import { isAbsolute, join, relative, resolve } from "node:path";
 import type { NormDefinition } from "../definition/normalized.ts";
-import { buildRunnerCommand, PRESET_HOMES, PRESETS } from "../definition/runners.ts";
-import { probeProgramInSandbox, type SandboxProbe, type SandboxRequest } from "../supervisor/sandbox.ts";
+import { buildRunnerCommand, PRESETS } from "../definition/runners.ts";
+import { probeProgramInSandbox, type SandboxProbe } from "../supervisor/sandbox.ts";
 import { branchExists, gitTry, hasAnyCommit, revParse } from "../repo/git.ts";
-import { StartError } from "../shared/errors.ts";
 import { sessionPath } from "./sandbox-request.ts";
 import { probeScopeRequirement } from "../supervisor/scope.ts";
 import { aiderCanChooseModel, type AiderModelFacts, type EnvironmentFault, isVerifyPlaceholder, launchFault, type ProgramFact, sandboxStartFault, VERIFY_PLACEHOLDER } from "../decisions/faults.ts";
