@@ -38,8 +38,13 @@ function writablePath(path: string): boolean {
   return path.split("/").every((c) => c !== "" && c !== "." && c !== ".." && c.toLowerCase() !== ".git");
 }
 
-/** Trees read, by repository and commit id: a commit's tree never changes (the airlock, the checkout and the protected paths read the same one). */
+/**
+ * The trees last read, by repository and commit id: a commit's tree never changes, and the airlock,
+ * the checkout and the protected paths read the same one in a step. A few only: `loop run --watch`
+ * lives through many items.
+ */
 const treesRead = new Map<string, readonly TreeEntry[]>();
+const TREES_KEPT = 4;
 
 /** Every file of `commit`'s tree, read from loop's own repository (object reads only). Throws TreeRefused, GitError. */
 export function readTree(repo: string, commit: string): TreeEntry[] {
@@ -47,7 +52,10 @@ export function readTree(repo: string, commit: string): TreeEntry[] {
   const known = key ? treesRead.get(key) : undefined;
   if (known) return [...known];
   const entries = readTreeOnce(repo, commit);
-  if (key) treesRead.set(key, entries);
+  if (key) {
+    treesRead.set(key, entries);
+    if (treesRead.size > TREES_KEPT) treesRead.delete(treesRead.keys().next().value!);
+  }
   return [...entries];
 }
 

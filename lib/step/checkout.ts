@@ -34,19 +34,6 @@ export function objectProofs(ctx: StepContext): string {
 }
 
 /**
- * Whether the checkout is the folder loop made, read without following anything: null when it is (a
- * directory, no link, at its place under the worktrees folder), "missing", or what is there instead.
- */
-export function checkoutAtPlace(worktree: string): null | "missing" | string {
-  const st = lstatSync(worktree, { throwIfNoEntry: false });
-  if (!st) return "missing";
-  if (st.isSymbolicLink()) return "it is a symbolic link";
-  if (!st.isDirectory()) return "it is not a directory";
-  const place = join(realpathSync(dirname(worktree)), basename(worktree));
-  return realpathSync(worktree) === place ? null : `it resolves to ${realpathSync(worktree)}`;
-}
-
-/**
  * The checkout's folder as loop made it: a directory (no link) at its place under the worktrees
  * folder. Anything else found there (a link to the operator's checkout, a file) is moved aside,
  * never followed or deleted; returns where.

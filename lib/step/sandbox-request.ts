@@ -1,7 +1,7 @@
 // What a sandbox is built over (lib/supervisor/sandbox.ts), as the step knows it: the checkout loop
 // made and the repository's git folder, named by loop's own git. Apart from the launch's machine
 // probe, so that the close path (which `loop ctl` and `loop reset` use) loads nothing of a forge.
-import { lstatSync, realpathSync } from "node:fs";
+import { lstatSync, readlinkSync, realpathSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { PRESET_HOMES } from "../definition/runners.ts";
 import { commonGitDir } from "../repo/git.ts";
@@ -23,20 +23,26 @@ export function sessionPath(env: Record<string, string | undefined>): string {
 export class SandboxRefusedError extends StartError {}
 
 /**
+ * Whether the checkout is the folder loop made, read without following anything: null when it is (a
+ * directory, no link, at its place under the worktrees folder), "missing", or what is there instead.
+ */
+export function checkoutAtPlace(worktree: string): null | "missing" | string {
+  const st = lstatSync(worktree, { throwIfNoEntry: false });
+  if (!st) return "missing";
+  if (st.isSymbolicLink()) return `it is a link to ${readlinkSync(worktree)}`;
+  if (!st.isDirectory()) return "it is not a directory";
+  const place = join(realpathSync(dirname(worktree)), basename(worktree));
+  return realpathSync(worktree) === place ? null : `it resolves to ${realpathSync(worktree)}`;
+}
+
+/**
  * What a session, seal, setup or verify's sandbox is built from (lib/supervisor/sandbox.ts): the
  * checkout (a folder loop made, no link) and the repository's common git folder, named by loop's own
  * git. The caller adds the attempt's git folder and what is read-only inside the checkout. A
  * checkout that is not a folder at its place is a SandboxRefusedError (a StartError), and nothing is mounted.
  */
 export function sandboxRequest(o: { bwrap: string; repo: string; worktree: string; stateRoot: string; runner: string; writable: string[]; programs?: string[]; env: Record<string, string | undefined>; configHome?: { dir: string; readOnly: string[] } }): SandboxRequest {
-  const place = join(realpathSync(dirname(o.worktree)), basename(o.worktree));
-  let why: string | null;
-  try {
-    const st = lstatSync(o.worktree);
-    why = st.isSymbolicLink() ? `it is a link to ${realpathSync(o.worktree)}` : !st.isDirectory() ? "not a directory" : realpathSync(o.worktree) !== place ? `it resolves to ${realpathSync(o.worktree)}` : null;
-  } catch (err) {
-    why = (err as Error).message;
-  }
+  const why = checkoutAtPlace(o.worktree);
   if (why !== null) throw new SandboxRefusedError(`no sandbox over ${o.worktree}: it is not the folder loop made (${why})`);
   let commonDir: string;
   try {

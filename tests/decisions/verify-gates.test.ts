@@ -78,7 +78,7 @@ describe("verifyGate: the gates before a verify, in order", () => {
     });
 
   test("something else in the checkout's place (a link to the operator's checkout) is worktree_replaced, before the store or the airlock is read", () => {
-    const message = "/w/a is not the checkout loop made (it is a symbolic link); nothing of it was sealed";
+    const message = "/w/a is not the checkout loop made (it is a link to /home/op/project); nothing of it was sealed";
     const r = walk(withCommand, (f) => (f === "worktree" ? { replaced: message } : CLEAN[f]));
     expect(r.asked).toEqual(["worktree"]);
     expect(r.decision).toEqual({ kind: "refuse", verdict: { code: "worktree_replaced", at: "checkout", message } });
