@@ -10,7 +10,7 @@ import { join } from "node:path";
 /** Relative path → the stamp of what is there (type, mode, size, inode, modification and change times). */
 export type ProductStamps = Record<string, string>;
 
-/** A folder's walk gives up here: a product this large is stamped no deeper (said as changed if it grows past it). */
+/** The walk stops here (a bound on a step's time): entries past it are neither stamped nor compared. */
 const MAX_ENTRIES = 500_000;
 
 function stamp(st: BigIntStats): string {
