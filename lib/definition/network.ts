@@ -127,3 +127,78 @@ export const GATEWAY_OPENAI_URL_ARG = `model_providers.${GATEWAY_PROVIDER}.base_
 export function gatewayArgv(argv: readonly string[], openaiUrl: string): string[] {
   return argv.map((a) => (a === GATEWAY_OPENAI_URL_ARG ? `model_providers.${GATEWAY_PROVIDER}.base_url=${JSON.stringify(openaiUrl)}` : a));
 }
+
+/**
+ * What `workspace.setup` reaches in the sandbox when loop.json does not say (docs/loop-json.md#workspace):
+ * the public registries of the ecosystems `loop init` proposes a setup for, each over HTTPS. A
+ * lockfile install needs its registry, not the model API nor anywhere an agent's code would post to.
+ */
+export const SETUP_REGISTRIES: readonly string[] = [
+  // npm, pnpm, yarn (classic and berry), bun
+  "registry.npmjs.org:443",
+  "registry.yarnpkg.com:443",
+  "repo.yarnpkg.com:443",
+  // pip, uv, poetry
+  "pypi.org:443",
+  "files.pythonhosted.org:443",
+  // cargo
+  "index.crates.io:443",
+  "static.crates.io:443",
+  "crates.io:443",
+  // go
+  "proxy.golang.org:443",
+  "sum.golang.org:443",
+];
+
+/**
+ * Variables by which an operator names a registry of their own (a mirror, a private index), each a
+ * URL or a list of them: the hosts they name join SETUP_REGISTRIES. `CARGO_REGISTRIES_<NAME>_INDEX`
+ * is matched by pattern.
+ */
+export const REGISTRY_VARIABLES: readonly string[] = [
+  "npm_config_registry",
+  "NPM_CONFIG_REGISTRY",
+  "YARN_NPM_REGISTRY_SERVER",
+  "BUN_CONFIG_REGISTRY",
+  "PIP_INDEX_URL",
+  "PIP_EXTRA_INDEX_URL",
+  "UV_INDEX_URL",
+  "UV_DEFAULT_INDEX",
+  "UV_EXTRA_INDEX_URL",
+  "UV_INDEX",
+  "POETRY_REPOSITORIES_*_URL",
+  "GOPROXY",
+  "CARGO_REGISTRIES_*_INDEX",
+];
+
+const REGISTRY_PATTERNS = REGISTRY_VARIABLES.map((n) => new RegExp(`^${n.replace("*", "[A-Z0-9_]+")}$`));
+
+/** The `host:port` entries of the URLs in a registry variable's value (lists split on space, comma and `|`; `name=` and `sparse+` prefixes dropped; `direct`, `off` and what is not a URL skipped). */
+function registryHosts(value: string): string[] {
+  const out: string[] = [];
+  for (const word of value.split(/[\s,|]+/)) {
+    const url = word.replace(/^[A-Za-z0-9_.-]+=(?=[a-z+]+:\/\/)/, "").replace(/^sparse\+/, "");
+    let u: URL;
+    try {
+      u = new URL(url);
+    } catch {
+      continue;
+    }
+    if (u.protocol !== "https:" && u.protocol !== "http:") continue;
+    const entry = `${u.hostname.toLowerCase()}:${u.port || (u.protocol === "https:" ? "443" : "80")}`;
+    if (networkEntryProblem(entry) === undefined) out.push(entry);
+  }
+  return out;
+}
+
+/**
+ * What setup may reach in the sandbox (normalized `workspace.setupNetwork`): "open" → undefined (the
+ * network as it is); "none"; a list as it is; not set → SETUP_REGISTRIES and the hosts the
+ * operator's registry variables name (`env`: loop's environment, which setup's is built from).
+ */
+export function setupAllowList(policy: "open" | NetworkPolicy | undefined, env: Record<string, string | undefined>): NetworkPolicy | undefined {
+  if (policy === "open") return undefined;
+  if (policy !== undefined) return policy;
+  const named = Object.entries(env).flatMap(([k, v]) => (v && REGISTRY_PATTERNS.some((p) => p.test(k)) ? registryHosts(v) : []));
+  return [...new Set([...SETUP_REGISTRIES, ...named])].sort();
+}

@@ -113,7 +113,7 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
     tmux: raw.sessions?.tmux ?? false,
     keepCheckoutOnClose: raw.workspace?.keepCheckoutOnClose ?? false,
     ...(raw.workspace?.setup !== undefined ? { setup: raw.workspace.setup } : {}),
-    ...(raw.workspace?.setupNetwork === "none" ? { setupNetwork: "none" as const } : {}),
+    ...(raw.workspace?.setupNetwork !== undefined ? { setupNetwork: normalizeNetwork(raw.workspace.setupNetwork) ?? ("open" as const) } : {}),
     ...(raw.workspace?.stacked ? { stacked: true as const } : {}),
     requireStartCommand: raw.control?.requireStartCommand ?? false,
     runners,

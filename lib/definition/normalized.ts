@@ -116,8 +116,11 @@ export interface NormDefinition {
    * (docs/loop-json.md#workspace). Absent without one, so such a definition (and its hash) is as before.
    */
   setup?: string;
-  /** workspace.setupNetwork "none": setup gets no network in the sandbox (absent: the network as it is). */
-  setupNetwork?: "none";
+  /**
+   * workspace.setupNetwork, what setup reaches in the sandbox: "open" (the network as it is), "none",
+   * or a list; absent, the registries (lib/definition/network.ts setupAllowList).
+   */
+  setupNetwork?: "open" | NetworkPolicy;
   /**
    * workspace.stacked: each item builds on the one before it in loop.json (docs/loop-json.md#workspace).
    * Present only when true, so a definition without it (and its hash) is as before.

@@ -214,7 +214,7 @@ const RawWorkspace = section({
   base: v.optional(Branch),
   target: v.optional(Branch),
   setup: v.optional(NonBlank),
-  setupNetwork: v.optional(v.picklist(["open", "none"], 'must be "open" or "none"')),
+  setupNetwork: v.optional(Network),
   stacked: v.optional(Bool),
 });
 

@@ -62,7 +62,7 @@ const Settings = v.strictObject({
   guards: v.optional(v.strictObject({ noProgress: v.boolean(), identicalFailure: v.boolean() })),
   // Present only when loop.json sets them (docs/loop-json.md#workspace).
   setup: v.optional(Str),
-  setupNetwork: v.optional(v.literal("none")),
+  setupNetwork: v.optional(v.union([v.literal("open"), v.literal("none"), v.array(Str)])),
   stacked: v.optional(v.literal(true)),
 });
 

@@ -11,6 +11,7 @@
 import { existsSync, lstatSync, mkdirSync, readdirSync, realpathSync, renameSync, rmSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { verifyRule } from "../definition/child-environment.ts";
+import { setupAllowList } from "../definition/network.ts";
 import { FaultError } from "../decisions/faults.ts";
 import type { ItemState } from "../log/projection.ts";
 import { makeAttemptGitDir } from "../repo/attempt-git.ts";
@@ -137,7 +138,7 @@ export async function prepareCheckout(ctx: StepContext, it: ItemState, o: Prepar
       envRule: verifyRule(ctx.def, { behindGateway: true }),
       logPath,
       timeoutMs,
-      sandbox: o.sandbox ? { request: { ...o.sandbox(), gitDir: { path: gitDir, writable: false }, readOnly: [], writable: [], homes: [], ...(ctx.def.setupNetwork === "none" ? { noNetwork: true } : {}) }, sessionDir: o.dir } : null,
+      sandbox: o.sandbox ? setupSandbox(ctx, o.sandbox(), { gitDir, sessionDir: o.dir }) : null,
     });
     if (!r.ok)
       throw new FaultError({
@@ -155,6 +156,17 @@ export async function prepareCheckout(ctx: StepContext, it: ItemState, o: Prepar
   }
   syncTree({ repo: o.repo, dir: o.worktree, commit: o.head, keep: products, stampsFile: files.stamps, untracked: "remove" });
   return { movedAside, products, setup, setupChanged };
+}
+
+/**
+ * The sandbox setup runs in: the agent's, with a read-only git folder of its own, no home and no
+ * writable path outside the checkout, and its own network (workspace.setupNetwork: by default the
+ * registries, reached through a proxy-only gateway).
+ */
+function setupSandbox(ctx: StepContext, agent: SandboxRequest, o: { gitDir: string; sessionDir: string }): { request: SandboxRequest; sessionDir: string; allow?: string[] } {
+  const allow = setupAllowList(ctx.def.setupNetwork, ctx.options.env);
+  const request: SandboxRequest = { ...agent, gitDir: { path: o.gitDir, writable: false }, readOnly: [], writable: [], homes: [], ...(allow === "none" ? { noNetwork: true } : {}) };
+  return { request, sessionDir: o.sessionDir, ...(Array.isArray(allow) ? { allow } : {}) };
 }
 
 /**

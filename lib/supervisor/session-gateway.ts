@@ -70,6 +70,8 @@ export async function startSessionGateway(o: {
   env: Record<string, string | undefined>;
   /** Where a proxy-only gateway's refusals are said (the verify's log); a session's are appended to GATEWAY_FILES.refused. */
   say?: (line: string) => void;
+  /** Whose list a proxy-only gateway keeps, for what it says: a verify's (verifyNetwork), or setup's (workspace.setupNetwork). */
+  role?: "verify" | "setup";
 }): Promise<{ env: Record<string, string>; stop(): Promise<void> }> {
   if (o.request.proxyOnly) return startProxyOnly(o);
   const ledger: GatewayLedger = { tokens: 0, microUsd: 0, unpriced: new Set<string>(), held: { requests: 0, tokens: 0, microUsd: 0 }, cutOffs: 0 };
@@ -162,17 +164,18 @@ export function agentVariables(all: Record<string, string>, o: { open: boolean; 
  * A verify's gateway (its `verifyNetwork` a list): the proxy and its list, nothing else. Its model
  * side refuses everything and holds no key; the verify is given only the proxy variables.
  */
-async function startProxyOnly(o: { request: GatewayRequest; say?: (line: string) => void }): Promise<{ env: Record<string, string>; stop(): Promise<void> }> {
+async function startProxyOnly(o: { request: GatewayRequest; say?: (line: string) => void; role?: "verify" | "setup" }): Promise<{ env: Record<string, string>; stop(): Promise<void> }> {
   const say = o.say ?? (() => {});
+  const [who, setting] = o.role === "setup" ? ["setup", "workspace.setupNetwork"] : ["a verify", "verifyNetwork"];
   const dir = o.request.socketDir;
   const g = await startGateway({
     upstreams: DEFAULT_UPSTREAMS,
     keys: {},
     standIn: o.request.standIn,
     allow: o.request.allow ?? undefined,
-    admit: () => ({ code: "no_model_api", reason: "a verify has no model API through loop (verifyNetwork lists hosts for its proxy)" }),
+    admit: () => ({ code: "no_model_api", reason: `${who} has no model API through loop (${setting} lists hosts for its proxy)` }),
     onModelRefused: (r) => say(`loop: ${r.reason}; refused a request to the ${r.provider} API\n`),
-    onProxyRefused: (r) => say(`loop: the verify's network refused ${r.host}:${r.port} (not in verifyNetwork)\n`),
+    onProxyRefused: (r) => say(`loop: ${who === "setup" ? "setup's" : "the verify's"} network refused ${r.host}:${r.port} (not in ${setting})\n`),
     ...(dir ? { unix: { model: join(dir, GATEWAY_SOCKETS.model), proxy: join(dir, GATEWAY_SOCKETS.proxy) } } : {}),
   });
   const all = dir ? gatewayEnv(bridgeUrls(), o.request.standIn, BRIDGE_HOST) : gatewayEnv(g, o.request.standIn);

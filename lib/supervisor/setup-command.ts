@@ -2,12 +2,16 @@
 // in a process group of its own, its output in the attempt's setup.log, the whole group killed at
 // its deadline. The launch waits for it (the agent must not start in a half-prepared checkout), so
 // it runs while the step holds its lease; the caller renews the lease for the deadline first.
-import { closeSync, constants as fsConstants, openSync, rmSync } from "node:fs";
+import { closeSync, constants as fsConstants, mkdtempSync, openSync, rmSync, writeSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { childEnvironment, type EnvRule } from "../definition/child-environment.ts";
 import { formatDuration } from "../definition/duration.ts";
 import { readTextOrNull, tail } from "../shared/fsutil.ts";
 import { killGroup } from "../shared/process.ts";
 import { type SandboxRequest, sandboxArgv, sandboxSpec } from "./sandbox.ts";
+import type { GatewayRequest } from "./gateway-files.ts";
+import { selfArgv, selfFiles } from "./self.ts";
 
 type SetupRun = { ok: true; ms: number } | { ok: false; ms: number; reason: string };
 
@@ -20,22 +24,38 @@ export async function runSetup(o: {
   envRule: EnvRule;
   logPath: string;
   timeoutMs: number;
-  /** The sandbox it runs in (docs/threat-model.md#the-airlock), or null: run as a plain child. */
-  sandbox?: { request: SandboxRequest; sessionDir: string } | null;
+  /**
+   * The sandbox it runs in (docs/threat-model.md#the-airlock), or null: run as a plain child. With
+   * `allow` (its setupNetwork a list) the network is unshared and the hosts listed are reached
+   * through a proxy-only gateway, as a verify's list is.
+   */
+  sandbox?: { request: SandboxRequest; sessionDir: string; allow?: string[] } | null;
 }): Promise<SetupRun> {
   const started = Date.now();
   // Created afresh: never written through a link (or into a FIFO) found under its name.
   rmSync(o.logPath, { force: true });
   const fd = openSync(o.logPath, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, 0o644);
   let timedOut = false;
+  let proxy: { env: Record<string, string>; stop(): Promise<void> } | null = null;
   try {
     let child: Bun.Subprocess<"ignore", number, number>;
     try {
-      const inner = ["sh", "-c", o.command];
-      const argv = o.sandbox ? sandboxArgv(sandboxSpec(o.sandbox.request, o.sandbox.sessionDir), inner) : inner;
+      let inner = ["sh", "-c", o.command];
+      let request = o.sandbox?.request;
+      if (o.sandbox?.allow) {
+        const socketDir = mkdtempSync(join(tmpdir(), "lg-"));
+        // Loaded only for a list: a server's modules cost every other setup's start.
+        const { startSessionGateway } = await import("./session-gateway.ts");
+        const gateway: GatewayRequest = { standIn: `loop-setup-${crypto.randomUUID().replaceAll("-", "")}`, allow: o.sandbox.allow, proxyOnly: true, socketDir };
+        proxy = await startSessionGateway({ dir: o.sandbox.sessionDir, request: gateway, env: {}, role: "setup", say: (line) => writeSync(fd, line) });
+        // The bridge comes first inside, as for a session: it serves the proxy on the sandbox's loopback.
+        inner = [...selfArgv(), "__bridge", socketDir, "--", ...inner];
+        request = { ...request!, programs: [...(request!.programs ?? []), ...selfFiles()], gatewaySockets: socketDir };
+      }
+      const argv = o.sandbox ? sandboxArgv(sandboxSpec(request!, o.sandbox.sessionDir), inner) : inner;
       child = Bun.spawn(argv, {
         cwd: o.cwd,
-        env: { ...childEnvironment(process.env, o.envRule, { cwd: o.cwd }), ...o.env, LOOP_FAILPOINT: "" },
+        env: { ...childEnvironment(process.env, o.envRule, { cwd: o.cwd }), ...o.env, ...proxy?.env, LOOP_FAILPOINT: "" },
         detached: true,
         stdio: ["ignore", fd, fd],
       });
@@ -57,6 +77,7 @@ export async function runSetup(o: {
     if (child.exitCode !== 0) return { ok: false, ms, reason: `exited ${child.exitCode}${last}` };
     return { ok: true, ms };
   } finally {
+    await proxy?.stop();
     closeSync(fd);
   }
 }

@@ -2,7 +2,7 @@
 // normalized (absent for "open", so old definitions hash as before), and the one matching rule.
 import { describe, expect, test } from "bun:test";
 import { definitionHash, normalizeDefinition } from "../../lib/definition/normalize.ts";
-import { GATEWAY_OPENAI_URL_ARG, GATEWAY_PROVIDER, gatewayArgv, modelRoute, networkAllows, networkEntryProblem, sessionAllowList } from "../../lib/definition/network.ts";
+import { GATEWAY_OPENAI_URL_ARG, GATEWAY_PROVIDER, gatewayArgv, modelRoute, networkAllows, networkEntryProblem, sessionAllowList, SETUP_REGISTRIES, setupAllowList } from "../../lib/definition/network.ts";
 import { buildRunnerCommand } from "../../lib/definition/runners.ts";
 
 function issuesOf(raw: unknown): { path: string; message: string }[] {
@@ -49,11 +49,42 @@ describe("network settings", () => {
     ["a wildcard over an address", { defaults: { network: ["*.10.0.0.1:443"] } }, "defaults.network[0]", "a wildcard (*.) goes before a name"],
     ["a bare wildcard", { defaults: { network: ["*:443"] } }, "defaults.network[0]", 'must be "host:port"'],
     ["a runner's", { runners: { mine: { command: ["m"], network: [1] } } }, "runners.mine.network", 'must be "open", "none" or an array'],
+    ["setup's word", { workspace: { setupNetwork: "registries" } }, "workspace.setupNetwork", 'must be "open", "none" or an array of "host:port" entries'],
+    ["setup's entry", { workspace: { setupNetwork: ["https://registry.npmjs.org"] } }, "workspace.setupNetwork[0]", 'must be "host:port"'],
     ["the sandbox gateway's own address", { defaults: { network: ["127.0.0.2:4873"] } }, "defaults.network[0]", "127.0.0.2 is where a sandboxed session reaches its gateway"],
     ["too many", { defaults: { network: Array.from({ length: 257 }, (_, i) => `h${i}.example.com:443`) } }, "defaults.network", "at most 256 entries"],
   ])("%s is refused at its path", (_name, over, path, message) => {
     const issues = issuesOf({ name: "x", ...over, items: [] });
     expect(issues.some((i) => i.path === path && i.message.includes(message))).toBe(true);
+  });
+
+  test('workspace.setupNetwork: unset is absent (the registries), "open" and "none" kept, a list normalized as network\'s', () => {
+    const of = (setupNetwork?: unknown) => normalizeDefinition({ name: "x", workspace: { setup: "true", ...(setupNetwork === undefined ? {} : { setupNetwork }) }, items: items.slice(0, 1) }).setupNetwork;
+    expect([of(), of("open"), of("none"), of(["Mirror.example:4873", "127.0.0.1:4873", "mirror.example:4873"])]).toEqual([undefined, "open", "none", ["127.0.0.1:4873", "mirror.example:4873"]]);
+  });
+
+  test("setup's allow-list: unset, the registries and the hosts of the operator's registry variables; a list exactly; open and none as they are", () => {
+    const env = {
+      npm_config_registry: "http://127.0.0.1:4873/",
+      PIP_EXTRA_INDEX_URL: "https://pkgs.example.com/simple https://other.example.com:8443/simple",
+      UV_INDEX: "internal=https://uv.example.com/simple",
+      GOPROXY: "https://goproxy.example.com,direct",
+      CARGO_REGISTRIES_MINE_INDEX: "sparse+https://cargo.example.com/index/",
+      POETRY_REPOSITORIES_CORP_URL: "https://poetry.example.com/simple",
+      PIP_INDEX_URL: "not a url",
+      HOME: "https://not-a-registry.example.com",
+      UV_INDEX_URL: "",
+    };
+    const named = ["127.0.0.1:4873", "cargo.example.com:443", "goproxy.example.com:443", "other.example.com:8443", "pkgs.example.com:443", "poetry.example.com:443", "uv.example.com:443"];
+    expect(setupAllowList(undefined, env)).toEqual([...SETUP_REGISTRIES, ...named].sort());
+    expect(setupAllowList(undefined, {})).toEqual([...SETUP_REGISTRIES].sort());
+    expect(SETUP_REGISTRIES).toContain("registry.npmjs.org:443");
+    expect(SETUP_REGISTRIES).toContain("files.pythonhosted.org:443");
+    // A model API is never among them.
+    expect(SETUP_REGISTRIES.some((h) => /anthropic|openai/.test(h))).toBe(false);
+    expect(setupAllowList(["mirror.example:4873"], env)).toEqual(["mirror.example:4873"]);
+    expect(setupAllowList("open", env)).toBeUndefined();
+    expect(setupAllowList("none", env)).toBe("none");
   });
 
   test("the matching rule: exact host and port; *.x matches subdomains only; case and a trailing dot do not matter; IPv6 bracketed", () => {

@@ -292,3 +292,37 @@ console.log("REPORT " + JSON.stringify(report));
     180_000,
   );
 });
+
+describe("setup's network in the sandbox (docs/loop-json.md#workspace)", () => {
+  test.skipIf(!Bun.which("bwrap"))(
+    "workspace.setupNetwork: a list reaches its hosts through the proxy and nothing else (the refusal said in setup.log); unset, the registries only; \"open\" the network as it is; \"none\" nothing",
+    async () => {
+      const on = hello();
+      const off = hello();
+      // bash's /dev/tcp and curl, not bun: a checkout under /tmp (hidden in the sandbox) has its bun there too.
+      const get = (port: number) => `$(curl -s -o /dev/null -w '%{http_code}' --max-time 20 http://127.0.0.1:${port}/; true)`;
+      const setup = `echo "DIRECT $(bash -c 'exec 3<>/dev/tcp/127.0.0.1/${on.port} && echo reached' 2>/dev/null || echo refused)"; echo "ON ${get(on.port)}"; echo "OFF ${get(off.port)}"`;
+      const cases = [
+        [[`127.0.0.1:${on.port}`], { direct: "refused", on: "200", off: "403" }, off.port],
+        [undefined, { direct: "refused", on: "403", off: "403" }, on.port],
+        ["open", { direct: "reached", on: "200", off: "200" }, null],
+        ["none", { direct: "refused", on: "000", off: "000" }, null],
+      ] as const;
+      for (const [setupNetwork, expected, refused] of cases) {
+        await scenario(
+          () => demoDefinition([{ id: "s", prompt: "Nothing." }], { defaults: { sandbox: "bwrap" }, workspace: { setup, ...(setupNetwork ? { setupNetwork } : {}) } }),
+          {},
+          async (p) => {
+            await p.runToDrain({ codes: [0, 1] });
+            const log = readFileSync(join(p.sessionDir("s", 1), "setup.log"), "utf8");
+            const said = { direct: /DIRECT (\w+)/.exec(log)?.[1], on: /ON (\d+)/.exec(log)?.[1], off: /OFF (\d+)/.exec(log)?.[1] };
+            expect({ setupNetwork: setupNetwork ?? "unset", said, log: said.off ? "" : log }).toEqual({ setupNetwork: setupNetwork ?? "unset", said: expected, log: "" });
+            if (refused !== null) expect(log).toContain(`loop: setup's network refused 127.0.0.1:${refused} (not in workspace.setupNetwork)`);
+            expect(p.eventsOf("item_settled", "s").at(-1)?.payload.outcome).toBe("passed");
+          },
+        );
+      }
+    },
+    300_000,
+  );
+});
