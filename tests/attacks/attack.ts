@@ -80,6 +80,8 @@ export interface Attack {
     network?: "open" | "none";
     policy?: "inherit" | "clean";
     keepCheckoutOnClose?: boolean;
+    /** Each item's token budget (defaults.budget.tokens). */
+    budget?: number;
   };
   /** Default one item `x` run by the agent. */
   items?: ItemSpec[];
@@ -108,7 +110,10 @@ export interface Attack {
    * with LOOP_CORPUS_STRICT=1 until the codes are final.
    */
   expect: string[];
-  /** An attack on the gateway's metering (none yet): the summary then says how many tokens went unmetered. */
+  /**
+   * An attack on the gateway's metering: loop's upstream is a provider that bills as the real ones
+   * do (./billing-upstream.ts); the summary then says how many tokens went unmetered.
+   */
   metering?: boolean;
   /** Gets through on today's main, by mode: why, in one line. Such a run is listed, not counted. */
   knownOpen?: Partial<Record<Mode, string>>;

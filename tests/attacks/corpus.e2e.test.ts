@@ -33,8 +33,6 @@ interface Run {
   outcome: Outcome;
 }
 const runs: Run[] = [];
-/** Tokens the gateway attacks (`metering`) got past the meter: none is written yet, so it stays 0 and is not printed. */
-const tokensUnmetered = 0;
 
 const worked = (o: Outcome) => o.landed.length > 0 || o.keys.length > 0 || o.harmed.length > 0;
 
@@ -84,6 +82,7 @@ afterAll(() => {
   const harmed = counted.filter((r) => r.outcome.harmed.length).length;
   const attacks = new Set(runs.map((r) => r.attack.id)).size;
   const modes = new Set(runs.map((r) => r.mode)).size;
+  const tokensUnmetered = counted.reduce((n, r) => n + r.outcome.unmetered, 0);
   const gateway = runs.some((r) => r.attack.metering) ? `, ${tokensUnmetered} tokens unmetered` : "";
   const openIds = open.filter((r) => worked(r.outcome)).map((r) => `${r.attack.id} [${r.mode}]`);
   // A knownOpen run that no longer works: the mark can go.

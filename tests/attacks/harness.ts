@@ -16,6 +16,7 @@ import type { Projection } from "../../lib/log/projection.ts";
 import { runInProcess } from "../helpers/cli.ts";
 import { BUN, cliEnv, git, killProcessesUnder, LOOP, Project } from "../helpers/project.ts";
 import { type Attack, type Harm, type Marker, type Mode, PRELUDE, STANDARD } from "./attack.ts";
+import { type BillingUpstream, startBillingUpstream } from "./billing-upstream.ts";
 
 /** A step that has not ended after this long is a hang (a normal one takes a few seconds, even loaded). */
 const STEP_DEADLINE_MS = Number(process.env.LOOP_CORPUS_STEP_DEADLINE_MS ?? 30_000);
@@ -55,6 +56,8 @@ export interface Outcome {
   codes: string[];
   steps: StepRecord[];
   notes: string[];
+  /** A metering attack's tokens billed at the provider and not recorded by loop (else 0). */
+  unmetered: number;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -209,6 +212,7 @@ function definition(a: Attack, mode: Mode, p: Project): Record<string, unknown> 
       timeouts: { launch: "2m", stall: "10m", verify: "2m" },
       sandbox: mode,
       ...(l.network ? { network: l.network } : {}),
+      ...(l.budget ? { budget: { tokens: l.budget } } : {}),
     },
     runners: { attacker: { command: ["sh", "-c", fill(PRELUDE + a.agent, p)] }, counted: { command: ["sh", "-c", counted] } },
     protect: l.protect ?? ["tests/**"],
@@ -505,8 +509,11 @@ function harmsDone(p: Project, harms: Harm[], before: Map<string, string>, store
 export async function runAttack(a: Attack, mode: Mode): Promise<Outcome> {
   const keys = canaries();
   const env: Record<string, string> = { ...keys, ...(a.env ?? {}) };
+  // A metering attack's provider: loop's upstream, holding loop's (canary) keys.
+  const upstream = a.metering ? startBillingUpstream({ anthropic: keys.ANTHROPIC_API_KEY!, openai: keys.OPENAI_API_KEY! }) : null;
+  if (upstream) Object.assign(env, { ANTHROPIC_BASE_URL: upstream.anthropic, OPENAI_BASE_URL: upstream.openai });
   const p = new Project((q) => definition(a, mode, q), { files: a.files ?? STANDARD, env });
-  const out: Outcome = { landed: [], keys: [], harmed: [], codes: [], steps: [], notes: [] };
+  const out: Outcome = { landed: [], keys: [], harmed: [], codes: [], steps: [], notes: [], unmetered: 0 };
   try {
     const home = join(p.base, "home");
     mkdirSync(home);
@@ -568,12 +575,38 @@ export async function runAttack(a: Attack, mode: Mode): Promise<Outcome> {
       }
     }
     out.harmed.push(...harmsDone(p, harms, before, store));
+    if (upstream) judgeMetering(a, upstream, store, out);
     out.keys = keysFound(p, keys, out.notes);
     out.codes = [...new Set(out.codes)];
     return out;
   } finally {
+    upstream?.stop();
     killProcessesUnder(p.base);
     killProcessesUnder(p.worktrees);
     p.dispose();
   }
 }
+
+/**
+ * What a metering attack got past the meter: the tokens the provider billed beyond what loop
+ * recorded (each attempt's last usage figure), and, under a token budget, more billed than the
+ * budget and one answer (the request admitted last may overshoot by its own answer, no more).
+ */
+function judgeMetering(a: Attack, upstream: BillingUpstream, store: ReturnType<typeof readStore>, out: Outcome): void {
+  const last = new Map<string, number>();
+  for (const e of store?.events ?? []) {
+    if (e.type !== "usage_recorded") continue;
+    const t = e.payload.tokens as { input: number; output: number; cacheRead: number; cacheWrite: number } | null;
+    if (t) last.set(`${e.item}#${e.payload.attempt}`, t.input + t.output + t.cacheRead + t.cacheWrite);
+  }
+  const recorded = [...last.values()].reduce((x, y) => x + y, 0);
+  const billed = upstream.billed();
+  out.notes.push(`billed ${billed} tokens, recorded ${recorded}; reached the provider: ${upstream.paths().join(", ") || "nothing"}`);
+  out.unmetered = Math.max(0, billed - recorded);
+  if (out.unmetered > 0) out.harmed.push(`${out.unmetered} tokens billed at the provider that loop did not record`);
+  const budget = a.loop?.budget;
+  if (budget !== undefined && billed > budget + ONE_ANSWER) out.harmed.push(`${billed} tokens billed under a budget of ${budget}`);
+}
+
+/** The most one answer of the billing upstream costs for the requests the attacks send (input and output). */
+const ONE_ANSWER = 3000;
