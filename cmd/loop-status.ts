@@ -10,14 +10,26 @@ import { projectOf } from "../lib/log/ownership.ts";
 export const tool = defineTool({
   name: "loop-status",
   description: DESCRIPTIONS.status,
-  args: { ...workItemArg },
-  footer: "Exit codes: 0 healthy, 1 divergence found, 2 cannot report (usage; missing, corrupt or outdated store).",
-  run(args, ctx) {
+  args: {
+    ...workItemArg,
+    check: { type: "boolean", description: "exit 1 also when the loop needs a person (attention is not empty), as `loop run` does: for `loop status --check || page-me`" },
+  },
+  footer:
+    "Exit codes: 0 healthy (with --check: and nothing needs a person), 1 divergence found (with --check:\nor attention is not empty), 2 cannot report (usage; missing, corrupt or outdated store).",
+  async run(args, ctx) {
     const root = resolveRoot(args.root, ctx.cwd);
-    const report = statusReport(resolveStateRoot({ root, flag: args["state-root"], env: ctx.env, cwd: ctx.cwd }), args["work-item"], { env: ctx.env, project: projectOf(root, null) });
+    const stateRoot = resolveStateRoot({ root, flag: args["state-root"], env: ctx.env, cwd: ctx.cwd });
+    const options = { env: ctx.env, project: projectOf(root, null), root };
+    let report = statusReport(stateRoot, args["work-item"], options);
+    // loop.json's bytes changed since the last step read them: judged as a step would, which loads the
+    // schema only now (a cold status must not pay for it) and reads the store again, in a new snapshot.
+    if (report.loop.definition?.state === "unread") {
+      const { judgeDefinition } = await import("../lib/reports/definition-judge.ts");
+      report = statusReport(stateRoot, args["work-item"], { ...options, judge: judgeDefinition });
+    }
     if (ctx.format === "json") ctx.outJson(report);
     else ctx.out(renderStatus(report, ctx.color));
-    return report.healthy ? EXIT.ok : EXIT.problem;
+    return report.healthy && !(args.check && report.attention.length > 0) ? EXIT.ok : EXIT.problem;
   },
 });
 

@@ -8,7 +8,8 @@ import { itemOf } from "../log/projection.ts";
 import { type DrainOutcome, drainsAs, ITEM_STATUSES, type ItemStatus, LANDING_OUTCOMES, type LandingOutcome, landed } from "../log/vocabulary.ts";
 import { activeItems } from "./next-work.ts";
 
-export type AttentionKind = "question" | "environment" | "failed" | "landing" | "budget";
+/** `definition` is `loop status`'s alone: a loop.json every step refuses, which the log cannot show (lib/reports/definition-on-disk.ts). */
+export type AttentionKind = "question" | "environment" | "failed" | "landing" | "budget" | "definition";
 
 export interface Attention {
   kind: AttentionKind;

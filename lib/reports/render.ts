@@ -106,8 +106,15 @@ export function renderStatus(r: StatusReport, color: boolean): string {
     }
   }
   out.push("", ...spendLines(r, p));
+  const def = L.definition;
+  if (def?.state === "changed") out.push("", `loop.json: changed since its last import (${p(def.changes.join("; "))}); the next \`loop run\` imports it`);
+  if (r.attention.length) {
+    out.push("", "needs a person:");
+    for (const a of r.attention) out.push(`  ${p(a.kind)}${a.item ? ` ${p(a.item)}` : ""}: ${p(a.reason)}`, ...a.fix.map((f) => `    to fix: ${p(f)}`));
+  }
   out.push("");
-  out.push(r.findings.length ? "not healthy:" : "healthy: projection matches the log and state.json");
+  const step = L.step ? `a step is running (pid ${p(L.step.pid)} on ${p(L.step.host)} since ${p(L.step.since)}): state.json is judged once it ends` : null;
+  out.push(r.findings.length ? "not healthy:" : step ? `healthy: projection matches the log; ${step}` : "healthy: projection matches the log and state.json");
   for (const f of r.findings) out.push(`  ${p(f.code)}${f.seq !== undefined ? ` (seq ${f.seq})` : ""}: ${p(f.message)}`);
   return out.join("\n");
 }

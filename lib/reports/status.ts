@@ -19,7 +19,10 @@ import type { LoopRecord, LoopState, Projection } from "../log/projection.ts";
 import { isInFlight, type ItemStatus } from "../log/vocabulary.ts";
 import type { Finding as AnyFinding, StatusFindingCode } from "../log/integrity.ts";
 import { type Waiting, waitingReasons } from "../decisions/wait-reasons.ts";
-import { type AttentionInput, attentionOf } from "../decisions/attention.ts";
+import { type AttentionInput, type AttentionKind, attentionOf } from "../decisions/attention.ts";
+import { type DefinitionJudge, definitionOnDisk } from "./definition-on-disk.ts";
+import { leaseFreed } from "../log/lease.ts";
+import { pidAlive } from "../shared/process.ts";
 import { tmuxAttachCommand } from "../supervisor/tmux.ts";
 import type { Database } from "bun:sqlite";
 import { dirname, join } from "node:path";
@@ -46,7 +49,19 @@ type StateDocument = ReturnType<typeof stateDocument>;
 export function statusReport(
   stateRoot: string,
   workItems: string[] = [],
-  { project = null, env = process.env }: { project?: ProjectIdentity | null; env?: Record<string, string | undefined> } = {},
+  {
+    project = null,
+    env = process.env,
+    root = null,
+    judge = null,
+  }: {
+    project?: ProjectIdentity | null;
+    env?: Record<string, string | undefined>;
+    /** The project's root: loop.json there is checked against the imported revision (definition-on-disk.ts). */
+    root?: string | null;
+    /** What judges a loop.json whose bytes changed (./definition-judge.ts); without it such a file is `unread`. */
+    judge?: DefinitionJudge | null;
+  } = {},
 ) {
   return withReadSnapshot(stateRoot, ({ db }) => {
     const head = headOf(db);
@@ -59,7 +74,10 @@ export function statusReport(
     else if (lr.hash !== head.hash)
       findings.push({ code: "projection_hash_mismatch", seq: lr.seq, message: `projection hash differs from the log's at seq ${lr.seq}` });
     const view = stateView(statePaths(stateRoot).stateJson, lr.state_sha, () => readProjection(db));
-    findings.push(...view.findings);
+    // A step writes state.json after its last event: while one runs, the file may be a step behind
+    // the log, which is not a divergence. It is judged once no step holds the lease.
+    const step = stepRunning(db);
+    findings.push(...(step ? view.findings.filter((f) => !STATE_FILE_FINDINGS.includes(f.code)) : view.findings));
     const doc = view.doc;
     // The loop record of the projection row (its settings; state.json does not carry them).
     const loop = loopRecordOf(lr);
@@ -142,13 +160,23 @@ export function statusReport(
         network: networkOf(s),
       };
     });
+    // loop.json as it is now, against the revision the log imported (null: run for a copy, no root).
+    const definition = root === null ? null : definitionOnDisk(db, { root, loop, itemIds: doc.items.map((it) => it.id) }, judge);
+    const attention = attentionOf(attentionInputOf(doc, loop.drainedSeq, pullSign)).map(({ kind, item, reason, fix }) => ({ kind: kind as AttentionKind, item, reason, fix }));
+    if (definition?.state === "invalid")
+      attention.unshift({
+        kind: "definition",
+        item: null,
+        reason: `loop.json is invalid, and every \`loop run\` refuses it (exit 2) until it is fixed: ${definition.problems.join("; ")}`,
+        fix: ["fix loop.json", "loop run"],
+      });
     return {
       schema: "loop/status@1",
       healthy: findings.length === 0,
       // Where this loop's worktrees and landing checkout live (docs/state.md#where-worktrees-live).
-      loop: { ...doc.loop, seq: lr.seq, logSeq: head.seq, counts: doc.counts, usage: usageOf(doc, loop), budget: budgetOf(loop), worktrees: worktreesRoot(stateRoot, env) },
-      // What needs a person (the conditions `loop run` exits 1 for), each with the commands that put it right.
-      attention: attentionOf(attentionInputOf(doc, loop.drainedSeq, pullSign)).map(({ kind, item, reason, fix }) => ({ kind, item, reason, fix })),
+      loop: { ...doc.loop, seq: lr.seq, logSeq: head.seq, counts: doc.counts, usage: usageOf(doc, loop), budget: budgetOf(loop), worktrees: worktreesRoot(stateRoot, env), step, definition },
+      // What needs a person (the conditions `loop run` exits 1 for, and a loop.json every step refuses), each with the commands that put it right.
+      attention,
       autoMerge: autoMergeOf(loop, env),
       items,
       findings,
@@ -245,6 +273,16 @@ function budgetOf(loop: LoopRecord) {
  * (lib/log/locks.ts): `store_locked`. Looked at twice, a moment apart, so a `loop ctl` committing
  * just then is not taken for one.
  */
+/** The findings of state.json against the log, which a running step may leave a step behind. */
+const STATE_FILE_FINDINGS: readonly string[] = ["state_field_mismatch", "unreadable_state_file", "state_file_missing"];
+
+/** The step holding the lease now (a live process, its lease not expired), or null. */
+function stepRunning(db: Database): { pid: number; host: string; since: string } | null {
+  const lease = readLease(db);
+  if (!lease || leaseFreed(lease, new Date(), pidAlive) !== null) return null;
+  return { pid: lease.pid, host: lease.host, since: lease.started };
+}
+
 function lockFindings(db: Database, stateRoot: string): Finding[] {
   const lease = readLease(db);
   const except = [process.pid, ...(lease && lease.host === hostname() ? [lease.pid] : [])];

@@ -8,6 +8,7 @@ import { EVENT_COLUMNS, type EventRow } from "../log/integrity.ts";
 import { dbPath, headOf, storeError, withReadSnapshot } from "../log/snapshot.ts";
 import { projectOf, type ProjectIdentity } from "../log/ownership.ts";
 import { statusReport, type StatusReport } from "../reports/status.ts";
+import { judgeDefinition } from "../reports/definition-judge.ts";
 import { emptyHistory, foldEvent, type History } from "./history.ts";
 
 /** Events read per snapshot while catching up (a long log is folded in pages, each its own read). */
@@ -49,7 +50,8 @@ export class LoopSource {
 
   /** The status document, exactly as `loop status --json` prints it. Throws what status throws. */
   status(): StatusReport {
-    return statusReport(this.stateRoot, [], { env: this.env, project: this.project });
+    // loop.json as it is now (a file every step refuses is shown), judged as a step would.
+    return statusReport(this.stateRoot, [], { env: this.env, project: this.project, root: this.root, judge: judgeDefinition });
   }
 
   /** The name the loop gives itself (null before its first definition import), else the root's folder name. */

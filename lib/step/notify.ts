@@ -61,6 +61,8 @@ const SUBJECTS: Record<Attention["kind"], string> = {
   landing: "a landing failed",
   failed: "drained Failed",
   budget: "a budget was reached",
+  // `loop status`'s alone (a step that cannot read loop.json notifies nobody): here for completeness.
+  definition: "loop.json is invalid",
 };
 
 function notifyDocument(o: { a: Attention; p: Pick<Projection, "seq" | "loop">; root: string; stateRoot: string; now: Date }): NotifyDocument {
