@@ -1,5 +1,6 @@
 // Text renderings of the JSON reports, for people at a terminal. Plain columns, no ANSI unless
 // the caller says color is wanted.
+import { dollarsText } from "../shared/money.ts";
 import { shownStatus, type StatusReport } from "./status.ts";
 import type { ReplayReport } from "./replay.ts";
 import { printable } from "../shared/printable.ts";
@@ -126,10 +127,9 @@ function tokensText(n: unknown): string {
   return typeof n === "number" && Number.isFinite(n) ? Math.round(n).toLocaleString("en-US") : "?";
 }
 
-/** Dollars: two decimals, more when under a cent. */
+/** Dollars: two decimals, two significant digits under a cent. */
 function usdText(n: unknown): string {
-  if (typeof n !== "number" || !Number.isFinite(n)) return "$?";
-  return `$${n >= 0.01 || n === 0 ? n.toFixed(2) : n.toFixed(6).replace(/0+$/, "")}`;
+  return typeof n === "number" && Number.isFinite(n) ? dollarsText(n) : "$?";
 }
 
 /** An item's SPEND cell: "12,345 tok $0.42", "12,345 tok" (dollars unknown), "?" (unknown: said once below the table), "-" (never ran). */

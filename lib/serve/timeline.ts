@@ -3,6 +3,7 @@
 // `timelineOf` (the history and the status document → rows of numbers and words) and `timelineSvg`
 // (rows → SVG text). Every word on it came from outside and is escaped (html.ts); times are drawn in
 // UTC so the same log draws the same picture anywhere.
+import { dollarsText } from "../shared/money.ts";
 import { clip, escapeLine, escapeText } from "./html.ts";
 import { type AttemptHistory, type History, type LoopWaitKind, type PhaseKind, PHASE_KINDS, phasesOf } from "./history.ts";
 import type { StatusReport } from "../reports/status.ts";
@@ -79,7 +80,7 @@ export function usageText(u: unknown): string | null {
   if (!u || typeof u !== "object") return null;
   const { tokens, usd } = u as { tokens?: unknown; usd?: unknown };
   const parts: string[] = [];
-  if (typeof usd === "number" && Number.isFinite(usd)) parts.push(`$${usd.toFixed(2)}`);
+  if (typeof usd === "number" && Number.isFinite(usd)) parts.push(dollarsText(usd));
   if (typeof tokens === "number" && Number.isFinite(tokens)) parts.push(`${Math.round(tokens).toLocaleString("en-US")} tokens`);
   return parts.length ? parts.join(", ") : null;
 }
