@@ -7,6 +7,6 @@ export function dollarsText(usd: number): string {
   const sign = usd < 0 ? "-" : "";
   const n = Math.abs(usd);
   // Two significant digits under a cent: the first non-zero decimal and the one after it (0.00999 rounds to a cent).
-  const small = n.toFixed(Math.min(12, 1 - Math.floor(Math.log10(n))));
+  const small = n.toFixed(Math.max(2, Math.min(12, 1 - Math.floor(Math.log10(n)))));
   return `${sign}$${n >= 0.01 || Number(small) >= 0.01 ? n.toFixed(2) : small}`;
 }
