@@ -12,6 +12,7 @@ import { basename } from "node:path";
 import { VERSION } from "../lib/shared/version.ts";
 import { printable } from "../lib/shared/printable.ts";
 import { DESCRIPTIONS, isTool, loadTool } from "./registry.ts";
+import { didYouMean } from "../lib/shared/suggest.ts";
 
 // Everything else is imported on demand (see cmd/registry.ts): start-up time is module evaluation.
 const TOOLS = DESCRIPTIONS;
@@ -132,7 +133,7 @@ async function entry(self: string, args: string[]): Promise<void> {
     if (first === "help" && rest[0] !== undefined) {
       const t = toolFor(rest[0]);
       if (t) return main(t, ["--help"], `loop ${t}`);
-      return fail("loop", `unknown tool ${JSON.stringify(rest[0])} (tools: ${Object.keys(TOOLS).join(", ")})`, rest);
+      return fail("loop", `unknown tool ${JSON.stringify(rest[0])}${didYouMean(rest[0], Object.keys(TOOLS))} (tools: ${Object.keys(TOOLS).join(", ")})`, rest);
     }
     await print(USAGE);
     return;
@@ -150,7 +151,7 @@ async function entry(self: string, args: string[]): Promise<void> {
     return;
   }
   if (t) return main(t, rest, `loop ${t}`);
-  return fail("loop", `unknown tool ${JSON.stringify(first)} (tools: ${Object.keys(TOOLS).join(", ")})`, args);
+  return fail("loop", `unknown tool ${JSON.stringify(first)}${didYouMean(first, Object.keys(TOOLS))} (tools: ${Object.keys(TOOLS).join(", ")})`, args);
 }
 
 if (import.meta.main) await entry(invokedName(process.argv0, process.argv[1], isCompiled()), process.argv.slice(2));

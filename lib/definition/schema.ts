@@ -10,6 +10,7 @@ import { REACTION_DECISIONS } from "../log/vocabulary.ts";
 import { MAX_NOTIFY_TIMEOUT_MS, RUNNER_PLACEHOLDERS } from "./normalized.ts";
 import { apiUrlProblem, FORGE_KINDS, gitUrlProblem, isForgeLogin } from "./forge-kinds.ts";
 import { MAX_NETWORK_ENTRIES, networkEntryProblem } from "./network.ts";
+import { didYouMean } from "../shared/suggest.ts";
 import { branchNameProblem } from "./branches.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -36,7 +37,7 @@ function section<E extends v.ObjectEntries>(entries: E) {
   const notArray = v.custom<unknown>((x) => !Array.isArray(x), "expected an object, got an array");
   const object = v.strictObject(all, (issue) =>
     issue.expected === "never"
-      ? `unknown key (allowed: ${allowed})`
+      ? `unknown key${didYouMean(String(issue.path?.at(-1)?.key ?? ""), Object.keys(all))} (allowed: ${allowed})`
       : issue.received === "undefined" && issue.expected !== "Object"
         ? "required"
         : `expected an object, got ${issue.received}`,

@@ -6,6 +6,7 @@ import { RefError } from "../shared/errors.ts";
 import { BUILTIN_SECRETS } from "./child-environment.ts";
 import { formatJsonPath } from "./json-strict.ts";
 import { hasHidden, hiddenIn } from "../shared/untrusted-text.ts";
+import { closest } from "../shared/suggest.ts";
 import { DEFAULTS, KNOWN_RUNNERS } from "./normalized.ts";
 import { FORGE_KINDS, forgeHost, type ForgeKind, isForgeLogin, KIND } from "./forge-kinds.ts";
 import { branchNameProblem, branchNameReason, defaultTarget, itemBranch } from "./branches.ts";
@@ -103,7 +104,9 @@ export function checkMeaning(raw: Obj, add: Add): Resolved[] {
   resolved.forEach((r, i) => r.id !== null && !indexOf.has(r.id) && indexOf.set(r.id, i));
 
   // A missing verify is an error only when the default is known to be absent (not merely malformed).
-  const noDefaultVerify = (raw.defaults === undefined || isObj(raw.defaults)) && defaults.verify === undefined;
+  // Nor when defaults holds a misspelling of it ("verfy"): its unknown-key error is the one problem, not a second.
+  const misspelt = isObj(raw.defaults) && Object.keys(raw.defaults).some((k) => k !== "verify" && closest(k, ["verify"]) === "verify");
+  const noDefaultVerify = (raw.defaults === undefined || isObj(raw.defaults)) && defaults.verify === undefined && !misspelt;
   const edges: number[][] = items.map(() => []);
   items.forEach((item, i) => {
     if (!isObj(item)) return;

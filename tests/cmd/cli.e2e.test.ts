@@ -210,6 +210,14 @@ describe("usage errors exit 2, message on stderr, nothing on stdout", () => {
     expect(r.code).toBe(2);
     expect(r.stdout).toBe("");
     expect(r.stderr).toContain("unknown tool");
+    expect(r.stderr).not.toContain("did you mean");
+  });
+
+  test("a misspelt tool name: did you mean the close one", () => {
+    const r = cli(["stauts"]);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe("");
+    expect(JSON.parse(r.stderr).error.message).toStartWith('unknown tool "stauts"; did you mean "status"? (tools: ');
   });
 
   test("an error message quoting what was typed prints its control characters escaped", async () => {

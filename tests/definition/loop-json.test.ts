@@ -343,8 +343,11 @@ describe("errors, each at its path", () => {
     ["missing items", (d) => delete d.items, "items", "required"],
     ["items not an array", (d) => (d.items = {}), "items", "must be an array of items"],
     ["item not an object", (d) => (d.items[1] = "b"), "items[1]", "expected an object, got \"b\""],
-    ["unknown top-level key", (d) => (d.itmes = []), "itmes", "unknown key (allowed: $schema, name, defaults, runners, control, sessions, workspace, forge, notify, protect, environment, reactions, budget, prices, guards, items, $comment)"],
-    ["unknown item key", (d) => (d.items[0].depends = []), "items[0].depends", "unknown key (allowed: id, ref, prompt, dependsOn, verify, runner, model, maxAttempts, timeouts, reactions, budget, $comment)"],
+    ["unknown top-level key", (d) => (d.itmes = []), "itmes", 'unknown key; did you mean "items"? (allowed: $schema, name, defaults, runners, control, sessions, workspace, forge, notify, protect, environment, reactions, budget, prices, guards, items, $comment)'],
+    ["unknown item key", (d) => (d.items[0].depends = []), "items[0].depends", 'unknown key; did you mean "dependsOn"? (allowed: id, ref, prompt, dependsOn, verify, runner, model, maxAttempts, timeouts, reactions, budget, $comment)'],
+    // One problem, not two: the items' "no verify command and no default" would follow from the typo.
+    ["defaults.verify misspelt", (d) => ((d.defaults.verfy = d.defaults.verify), delete d.defaults.verify), "defaults.verfy", 'unknown key; did you mean "verify"? (allowed: runner, model, verify, maxAttempts, timeouts, landing, sandbox, network, verifyNetwork, budget, $comment)'],
+    ["a key far from any", (d) => (d.items[0].zzzzzz = 1), "items[0].zzzzzz", "unknown key (allowed: id, ref, prompt, dependsOn, verify, runner, model, maxAttempts, timeouts, reactions, budget, $comment)"],
     ["unknown defaults key", (d) => (d.defaults.retries = 1), "defaults.retries", "unknown key (allowed: runner, model, verify, maxAttempts, timeouts, landing, sandbox, network, verifyNetwork, budget, $comment)"],
     ["unknown timeouts key", (d) => (d.items[0].timeouts = { idle: "1m" }), "items[0].timeouts.idle", "unknown key (allowed: launch, stall, verify, landing, setup, $comment)"],
     ["unknown workspace key", (d) => (d.workspace = { dir: "x" }), "workspace.dir", "unknown key (allowed: keepCheckoutOnClose, base, target, setup, setupNetwork, stacked, $comment)"],
