@@ -6,7 +6,8 @@ import { loadDefinition, parseDefinitionText } from "../definition/loop-json.ts"
 import { currentBranch, git, gitTry, hasAnyCommit, isWorkTree } from "../repo/git.ts";
 import { probeSandbox } from "../supervisor/sandbox.ts";
 import { VERIFY_PLACEHOLDER } from "../decisions/faults.ts";
-import { type Guess, type ProjectFacts, proposeSetup, type PyprojectFacts } from "../decisions/setup-proposal.ts";
+import { type Guess, type ProjectFacts, proposeSetup } from "../decisions/setup-proposal.ts";
+import { projectFacts } from "../repo/project-facts.ts";
 import SCHEMA from "../../schema/loop.schema.json";
 import { statePaths } from "../shared/paths.ts";
 import { Store } from "../log/store.ts";
@@ -34,10 +35,19 @@ function pickRunner(onPath: (cmd: string) => boolean): string {
 /** Programs whose presence on PATH a setup proposal mentions. */
 const SETUP_PROGRAMS = ["npm", "pnpm", "yarn", "bun", "uv", "poetry", "cargo", "go", "python3"] as const;
 
-/** The most of a manifest init reads: larger ones are not a project's package.json or pyproject.toml. */
-const MANIFEST_MAX = 1 << 20;
+/** What init reads in the project root for its setup and verify proposal (lib/decisions/setup-proposal.ts). */
+function readProjectFacts(root: string, pathEnv: string | undefined): ProjectFacts {
+  let names: string[] = [];
+  try {
+    names = readdirSync(root);
+  } catch {
+    // An unreadable root was refused before; nothing to guess from.
+  }
+  const onPath = SETUP_PROGRAMS.filter((c) => findOnPath(c, pathEnv));
+  return projectFacts(names, (name, max) => readSmall(join(root, name), max), onPath);
+}
 
-function readSmall(path: string, max = MANIFEST_MAX): string | null {
+function readSmall(path: string, max: number): string | null {
   try {
     const st = lstatSync(path);
     if (!st.isFile() || st.size > max) return null;
@@ -45,55 +55,6 @@ function readSmall(path: string, max = MANIFEST_MAX): string | null {
   } catch {
     return null;
   }
-}
-
-const strings = (v: unknown): string[] => (Array.isArray(v) ? v.flatMap((x) => (typeof x === "string" ? [x] : x && typeof x === "object" && typeof (x as Record<string, unknown>)["include-group"] === "string" ? [String((x as Record<string, unknown>)["include-group"])] : [])) : []);
-const table = (v: unknown): Record<string, unknown> | null => (v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : null);
-const lists = (v: unknown): Record<string, string[]> => Object.fromEntries(Object.entries(table(v) ?? {}).map(([k, x]) => [k, strings(x)]));
-
-/** What init reads in the project root for its setup and verify proposal (lib/decisions/setup-proposal.ts). */
-function readProjectFacts(root: string, pathEnv: string | undefined): ProjectFacts {
-  let files: string[] = [];
-  try {
-    files = readdirSync(root);
-  } catch {
-    // An unreadable root was refused before; nothing to guess from.
-  }
-  let packageJson: ProjectFacts["packageJson"] = null;
-  try {
-    const pkg = table(JSON.parse(readSmall(join(root, "package.json")) ?? "null"));
-    if (pkg) {
-      const scripts = Object.fromEntries(Object.entries(table(pkg.scripts) ?? {}).filter((e): e is [string, string] => typeof e[1] === "string"));
-      const dependencies = ["dependencies", "devDependencies", "optionalDependencies"].some((k) => Object.keys(table(pkg[k]) ?? {}).length > 0);
-      packageJson = { scripts, dependencies, packageManager: typeof pkg.packageManager === "string" ? pkg.packageManager : null };
-    }
-  } catch {
-    // Not JSON: no npm scripts or dependencies to guess from.
-  }
-  const yarnLock = files.includes("yarn.lock") ? readSmall(join(root, "yarn.lock"), 64 << 20) : null;
-  const yarnBerry = yarnLock === null ? null : /^__metadata:/m.test(yarnLock.slice(0, 4096)) || files.includes(".yarnrc.yml");
-  let pyproject: PyprojectFacts | null = null;
-  let pyprojectInvalid = false;
-  const pyText = files.includes("pyproject.toml") ? readSmall(join(root, "pyproject.toml")) : null;
-  if (pyText !== null) {
-    try {
-      const t = Bun.TOML.parse(pyText) as Record<string, unknown>;
-      const project = table(t.project);
-      pyproject = {
-        project: project !== null,
-        buildSystem: table(t["build-system"]) !== null,
-        poetry: table(table(t.tool)?.poetry) !== null,
-        extras: lists(project?.["optional-dependencies"]),
-        groups: lists(t["dependency-groups"]),
-      };
-    } catch {
-      pyprojectInvalid = true;
-    }
-  }
-  const requirements: Record<string, string> = {};
-  for (const name of files) if (/requirements[\w.-]*\.txt$/.test(name)) requirements[name] = readSmall(join(root, name)) ?? "";
-  const onPath = SETUP_PROGRAMS.filter((c) => findOnPath(c, pathEnv));
-  return { files, packageJson, yarnBerry, pyproject, ...(pyprojectInvalid ? { pyprojectInvalid } : {}), requirements, onPath };
 }
 
 function loopNameFrom(dir: string): string {

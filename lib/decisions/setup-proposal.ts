@@ -12,9 +12,11 @@ export interface PyprojectFacts {
   buildSystem: boolean;
   /** A `[tool.poetry]` table. */
   poetry: boolean;
+  /** `[project].dependencies`, and poetry's dependencies and dev-dependencies (names). */
+  dependencies: readonly string[];
   /** `[project.optional-dependencies]`: each extra's requirements. */
   extras: Record<string, readonly string[]>;
-  /** `[dependency-groups]` (PEP 735): each group's requirements (an include-group entry as its group's name). */
+  /** `[dependency-groups]` (PEP 735): each group's requirements (an include-group entry as its group's name); poetry's groups too. */
   groups: Record<string, readonly string[]>;
 }
 
@@ -22,8 +24,8 @@ export interface PyprojectFacts {
 export interface ProjectFacts {
   /** The names in the root (files and folders; only those this module knows are looked at). */
   files: readonly string[];
-  /** package.json, when it is JSON: its scripts, whether it declares dependencies, its `packageManager`. */
-  packageJson: { scripts: Record<string, string>; dependencies: boolean; packageManager: string | null } | null;
+  /** package.json, when it is JSON: its scripts, whether it declares dependencies (and their names), its `packageManager`. */
+  packageJson: { scripts: Record<string, string>; dependencies: boolean; declared?: readonly string[]; packageManager: string | null } | null;
   /** yarn.lock's head says which yarn wrote it: true for berry (2+, `__metadata:`), false for classic, null without one. */
   yarnBerry: boolean | null;
   /** pyproject.toml parsed (null: absent or not TOML; `pyprojectInvalid` says which). */
@@ -33,6 +35,8 @@ export interface ProjectFacts {
   requirements: Record<string, string>;
   /** Programs on PATH, among npm, pnpm, yarn, bun, uv, poetry, cargo, go, python3. */
   onPath: readonly string[];
+  /** The names package-lock.json says node_modules/.bin holds (read only where asked). */
+  nodeBins?: readonly string[];
 }
 
 /** One guess (or the absence of one), for the operator. */

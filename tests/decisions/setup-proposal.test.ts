@@ -4,7 +4,7 @@ import { describe, expect, test } from "bun:test";
 import { type ProjectFacts, proposeSetup, type PyprojectFacts } from "../../lib/decisions/setup-proposal.ts";
 
 const pkg = (scripts: Record<string, string> = { test: "jest" }, o: { dependencies?: boolean; packageManager?: string } = {}) => ({ scripts, dependencies: o.dependencies ?? true, packageManager: o.packageManager ?? null });
-const py = (o: Partial<PyprojectFacts> = {}): PyprojectFacts => ({ project: true, buildSystem: true, poetry: false, extras: {}, groups: {}, ...o });
+const py = (o: Partial<PyprojectFacts> = {}): PyprojectFacts => ({ project: true, buildSystem: true, poetry: false, dependencies: [], extras: {}, groups: {}, ...o });
 const facts = (o: Partial<ProjectFacts>): ProjectFacts => ({ files: [], packageJson: null, yarnBerry: null, pyproject: null, requirements: {}, onPath: ["npm", "pnpm", "yarn", "bun", "uv", "poetry", "cargo", "go", "python3"], ...o });
 const noUv = ["npm", "python3", "cargo", "go"];
 
