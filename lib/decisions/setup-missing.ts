@@ -6,7 +6,6 @@
 // lib/repo/project-facts.ts), in; the command and why, or null, out.
 import { type ProjectFacts, proposeSetup } from "./setup-proposal.ts";
 import type { EnvironmentFault } from "./faults.ts";
-import { printable } from "../shared/printable.ts";
 
 export interface SetupMissingFacts {
   /** The verify's exit code (null: killed, or none). */
@@ -101,9 +100,9 @@ function notFound(line: string): string | null {
   return null;
 }
 
-/** The verify's line as a fault quotes it: the verify wrote it, so it is bounded and printed escaped. */
+/** The verify's line as a fault quotes it: bounded (the verify wrote it; the caller has escaped it for a terminal). */
 function quoted(line: string): string {
-  return printable(line.length > 200 ? `${line.slice(0, 200)}…` : line);
+  return line.length > 200 ? `${line.slice(0, 200)}…` : line;
 }
 
 /** The environment fault of a setup_missing verdict: the loop's pause reason names the command, the files, and workspace.setup. */

@@ -50,7 +50,7 @@ export interface Guess {
   why: string;
 }
 
-export interface SetupProposal {
+interface SetupProposal {
   setup: string | null;
   verify: string | null;
   guesses: Guess[];

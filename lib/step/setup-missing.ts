@@ -7,6 +7,7 @@ import type { Payload } from "../log/events.ts";
 import type { VerifyCode } from "../log/vocabulary.ts";
 import { type ItemState, requireAttempt } from "../log/projection.ts";
 import { readRegularFile } from "../shared/fsutil.ts";
+import { printable } from "../shared/printable.ts";
 import { commitRoot, projectFacts } from "../repo/project-facts.ts";
 import { type SetupMissing, setupMissing, setupMissingFault } from "../decisions/setup-missing.ts";
 import { append, closeInStep, repoOf, type StepContext, type StepOutcome } from "./context.ts";
@@ -30,7 +31,8 @@ export function setupMissingOf(ctx: StepContext, it: ItemState, o: { exitCode: n
 /** Record the verdict, close the session (the checkout stays), give the attempt back and pause the loop: one commit. */
 export async function pauseSetupMissing(ctx: StepContext, it: ItemState, verdict: Payload<"verify_finished"> & { code: VerifyCode; noProgress: boolean }, m: SetupMissing): Promise<StepOutcome> {
   const attempt = requireAttempt(it);
-  const fault = setupMissingFault({ ...m, item: it.id, attempt: attempt.n });
+  // The line is the verify's output: escaped before it is part of the loop's reason, which terminals print.
+  const fault = setupMissingFault({ ...m, line: printable(m.line), item: it.id, attempt: attempt.n });
   const requeued = `environment fault (setup_missing): \`${m.command}\` not found and no workspace.setup`;
   const c = await closeInStep(ctx, { it, reason: requeued, removeCheckout: false });
   ctx.errors.push(`${it.id}: ${verdict.reason}`);

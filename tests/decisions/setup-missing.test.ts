@@ -42,14 +42,15 @@ describe("setupMissing", () => {
       expect(r === null ? null : { command: r.command, from: r.from }).toEqual(c.want);
     });
 
-  test("the fault names the command, the files, workspace.setup and the setup init would propose; the verify's line escaped", () => {
+  test("the fault names the command, the files, workspace.setup and the setup init would propose; the verify's line bounded", () => {
     const m = setupMissing(facts({ output: "sh: 1: jest: not found\n" }))!;
-    const f = setupMissingFault({ ...m, line: "sh: 1: jest: not found\u001b[31m", item: "fix-login", attempt: 1 });
+    expect(m.line).toBe("sh: 1: jest: not found");
+    const f = setupMissingFault({ ...m, item: "fix-login", attempt: 1 });
     expect(f.kind).toBe("setup_missing");
     expect(f.message).toContain("the verify of fix-login (attempt 1) could not find `jest`");
     expect(f.message).toContain("package.json, package-lock.json");
-    expect(f.message).toContain("\\u001b");
-    expect(f.message).not.toContain("\u001b");
+    expect(f.message).toContain('("sh: 1: jest: not found")');
+    expect(setupMissingFault({ ...m, line: "x".repeat(500), item: "a", attempt: 1 }).message).toContain(`${"x".repeat(200)}…`);
     expect(f.fix).toContain('"workspace.setup"');
     expect(f.fix).toContain("npm ci --prefer-offline --no-audit --no-fund");
     expect(f.fix).toContain("loop ctl resume");
