@@ -1,5 +1,6 @@
-// `loop init`: scaffold loop.json and the state root. Decisions (runner, verify, base) are pure
-// functions of what was found, so they are tested with plain data.
+// `loop init`: scaffold loop.json and the state root. Decisions (runner, base, protect; the setup and
+// verify, lib/decisions/setup-proposal.ts) are pure functions of what was found, so they are tested
+// with plain data; this reads what they need and writes what they give.
 import { existsSync, lstatSync, readdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { basename, delimiter, dirname, join, relative, sep } from "node:path";
 import { loadDefinition, parseDefinitionText } from "../definition/loop-json.ts";
