@@ -72,20 +72,18 @@ function distName(req: string): string | null {
 export function setupMissing(f: SetupMissingFacts): SetupMissing | null {
   if (f.hasSetup || f.exitCode === null || f.exitCode === 0) return null;
   const p = f.project;
-  const has = (n: string) => p.files.includes(n);
   const lines = f.output.split("\n").map((l) => l.replace(/\r$/, ""));
-  const proposal = proposeSetup(p).setup;
   for (const line of lines.reverse()) {
     const found = f.exitCode === 127 ? notFound(line) : null;
     const module = found === null ? NO_MODULE.exec(line)?.[1] : undefined;
     if (found === null && module === undefined) continue;
     if (found !== null) {
       const from = nodeProvides(p, found) ?? pythonProvides(p, found);
-      if (from) return { command: found, line: line.trim(), from, proposal };
+      if (from) return { command: found, line: line.trim(), from, proposal: proposeSetup(p).setup };
     } else {
       const top = module!.split(".")[0]!;
       const from = pythonProvides(p, top);
-      if (from) return { command: top, line: line.trim(), from, proposal };
+      if (from) return { command: top, line: line.trim(), from, proposal: proposeSetup(p).setup };
     }
   }
   return null;

@@ -21,6 +21,8 @@ export function setupMissingOf(ctx: StepContext, it: ItemState, o: { exitCode: n
   const r = readRegularFile(o.log, { noLinks: true });
   if (r.kind !== "ok") return null;
   const output = r.bytes.subarray(Math.max(0, r.bytes.length - TAIL_BYTES)).toString("utf8");
+  // Most failed verifies say neither: the start point is read (a lockfile parsed) only when one does.
+  if (!/not found|No module named/.test(output)) return null;
   // What the setup would have run on: the start point's files, never what the agent wrote.
   const start = requireAttempt(it).start ?? o.startHead;
   const root = commitRoot(repoOf(ctx), start);
