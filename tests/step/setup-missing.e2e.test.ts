@@ -53,4 +53,31 @@ describe("setup_missing", () => {
       }),
     240_000,
   );
+
+  test(
+    "a Python project whose verify runs the venv a setup would make, with no setup: setup_missing, nothing spent; with a setup set (one that makes no venv), the same failure is the item's, charged",
+    () =>
+      scenario(
+        demoDefinition([{ id: "p", prompt: "@demo write a.txt a", verify: ".venv/bin/python -m pytest" }], { defaults: { maxAttempts: 1 } }),
+        { files: { "pyproject.toml": '[project]\nname = "pkg"\nversion = "0.1"\n[project.optional-dependencies]\ntest = ["pytest"]\n', "tests/test_a.py": "def test_a():\n    pass\n" } },
+        async (p) => {
+          await p.runUntil((x) => x.action === "paused", { codes: [0, 1], what: "paused" });
+          const fault = p.eventsOf("environment_fault")[0]!;
+          expect(fault.payload).toMatchObject({ kind: "setup_missing", attempt: null });
+          expect(String(fault.payload.reason)).toContain("could not find `.venv/bin/python`");
+          expect(String(fault.payload.fix)).toContain(".venv/bin/python -m pip install -e '.[test]'");
+          expect(p.projection().items.p).toMatchObject({ status: "pending", failures: 0 });
+          // A setup that does not make the venv: the verify's failure is the item's, charged as any.
+          const def = JSON.parse(readFileSync(join(p.root, "loop.json"), "utf8"));
+          def.workspace = { ...(def.workspace ?? {}), setup: "true" };
+          writeFileSync(join(p.root, "loop.json"), JSON.stringify(def));
+          await p.ctl(["resume"]);
+          expect((await p.runToDrain({ codes: [0, 1] })).reason, p.history()).toBe("Failed");
+          const it = p.projection().items.p!;
+          expect(it.status).toBe("failed");
+          expect(it.attempts.at(-1)!.verify).toMatchObject({ code: "exit_nonzero", exitCode: 127 });
+        },
+      ),
+    240_000,
+  );
 });
