@@ -1,11 +1,14 @@
-// `loop init`: scaffold loop.json and the state root. Decisions (runner, verify, base) are pure
-// functions of what was found, so they are tested with plain data.
-import { existsSync, lstatSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
+// `loop init`: scaffold loop.json and the state root. Decisions (runner, base, protect; the setup and
+// verify, lib/decisions/setup-proposal.ts) are pure functions of what was found, so they are tested
+// with plain data; this reads what they need and writes what they give.
+import { existsSync, lstatSync, readdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { basename, delimiter, dirname, join, relative, sep } from "node:path";
 import { loadDefinition, parseDefinitionText } from "../definition/loop-json.ts";
 import { currentBranch, git, gitTry, hasAnyCommit, isWorkTree } from "../repo/git.ts";
 import { probeSandbox } from "../supervisor/sandbox.ts";
 import { VERIFY_PLACEHOLDER } from "../decisions/faults.ts";
+import { type Guess, type ProjectFacts, proposeSetup } from "../decisions/setup-proposal.ts";
+import { projectFacts } from "../repo/project-facts.ts";
 import SCHEMA from "../../schema/loop.schema.json";
 import { statePaths } from "../shared/paths.ts";
 import { Store } from "../log/store.ts";
@@ -30,15 +33,29 @@ function pickRunner(onPath: (cmd: string) => boolean): string {
   return AGENT_CLIS.find(onPath) ?? "demo";
 }
 
-/** A verify command guessed from the files in the project root, or null. */
-function guessVerify(has: (file: string) => boolean, pkgScripts: Record<string, string> | null): string | null {
-  if (has("bunfig.toml") || has("bun.lockb") || has("bun.lock")) return "bun test";
-  if (pkgScripts?.test) return "npm test";
-  if (has("Cargo.toml")) return "cargo test";
-  if (has("go.mod")) return "go test ./...";
-  if (has("pyproject.toml") || has("pytest.ini")) return "python3 -m pytest";
-  if (has("Makefile")) return "make test";
-  return null;
+/** Programs whose presence on PATH a setup proposal mentions. */
+const SETUP_PROGRAMS = ["npm", "pnpm", "yarn", "bun", "uv", "poetry", "cargo", "go", "python3"] as const;
+
+/** What init reads in the project root for its setup and verify proposal (lib/decisions/setup-proposal.ts). */
+function readProjectFacts(root: string, pathEnv: string | undefined): ProjectFacts {
+  let names: string[] = [];
+  try {
+    names = readdirSync(root);
+  } catch {
+    // An unreadable root was refused before; nothing to guess from.
+  }
+  const onPath = SETUP_PROGRAMS.filter((c) => findOnPath(c, pathEnv));
+  return projectFacts(names, (name, max) => readSmall(join(root, name), max), onPath);
+}
+
+function readSmall(path: string, max: number): string | null {
+  try {
+    const st = lstatSync(path);
+    if (!st.isFile() || st.size > max) return null;
+    return readFileSync(path, "utf8");
+  } catch {
+    return null;
+  }
 }
 
 function loopNameFrom(dir: string): string {
@@ -89,8 +106,12 @@ export function proposeProtect(tracked: readonly string[], verify: string | null
   return [...out];
 }
 
-function initTemplate(o: { name: string; runner: string; base: string; verify: string | null; schema: string; sandbox: "bwrap" | "none"; protect: string[] }): string {
+function initTemplate(o: { name: string; runner: string; base: string; verify: string | null; setup: Guess[]; schema: string; sandbox: "bwrap" | "none"; protect: string[] }): string {
   const verify = o.verify ?? VERIFY_PLACEHOLDER;
+  const setups = o.setup.filter((g) => g.value !== null);
+  const setup = setups.length
+    ? `\n    // Run once in each new checkout before its first agent, on the start point's files; what it makes is never committed.\n    // Guessed from ${setups.map((g) => g.from).join(", ")} (docs/cli/loop-init.md#what-init-guesses).\n    "setup": ${JSON.stringify(setups.map((g) => g.value).join(" && "))},`
+    : `\n    // No lockfile or manifest seen: no "setup" (a command that installs the dependencies in each new checkout) was guessed.`;
   return `// loop.json: the loop definition (see docs/cli/loop-init.md).
 // Lines starting with // are comments. \`loop run\` imports this file whenever it changes.
 {
@@ -119,7 +140,10 @@ function initTemplate(o: { name: string; runner: string; base: string; verify: s
   "runners": {},
   "control": { "requireStartCommand": false },
   "sessions": { "tmux": false },
-  "workspace": { "keepCheckoutOnClose": false, "base": ${JSON.stringify(o.base)} },
+  "workspace": {${setup}
+    "keepCheckoutOnClose": false,
+    "base": ${JSON.stringify(o.base)}
+  },
   // Work items run one at a time, in this order, once their dependencies passed. For example:
   // { "id": "fix-login", "ref": "github:acme/api#42", "prompt": "Fix the login redirect loop", "dependsOn": [] }
   "items": []
@@ -159,6 +183,10 @@ interface InitResult {
   schemaFile: string;
   runner: string;
   verify: string | null;
+  /** The workspace.setup proposed from a lockfile or manifest, or null (none written). */
+  setup: string | null;
+  /** What init guessed (setup, verify), from which file, and why; a guess of nothing says so. */
+  guesses: Guess[];
   base: string;
   /** What `defaults.sandbox` was written as: "bwrap" where the sandbox works on this machine. */
   sandbox: "bwrap" | "none";
@@ -190,15 +218,9 @@ export function initProject(
   const existed = found !== undefined;
   if (existed && !opts.force) throw new UsageError(`${defPath} already exists; use --force to overwrite it`);
   if (existed && !found.isFile()) throw new UsageError(`${defPath} is not a regular file (${found.isSymbolicLink() ? "a symbolic link" : "a directory or special file"}); move it away first`);
-  const has = (f: string) => existsSync(join(root, f));
-  let scripts: Record<string, string> | null = null;
-  try {
-    scripts = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).scripts ?? null;
-  } catch {
-    // No package.json, or one that is not JSON: no npm scripts to guess a verify command from.
-  }
   const runner = pickRunner((c) => findOnPath(c, opts.env.PATH));
-  const verify = guessVerify(has, scripts);
+  const facts = readProjectFacts(root, opts.env.PATH);
+  const { setup, verify, guesses } = proposeSetup(facts);
   const base = currentBranch(root) ?? "main";
   const name = loopNameFrom(root);
   const tracked = gitTry(root, ["ls-files", "-z", "--full-name"]).stdout.split("\0").filter(Boolean);
@@ -206,7 +228,7 @@ export function initProject(
   // The sandbox where it works (docs/threat-model.md#the-sandbox-by-default): probed now.
   const probe = probeSandbox(opts.env.PATH ?? "");
   const sandbox = probe.ok ? "bwrap" : "none";
-  const text = initTemplate({ name, runner, base, verify, schema: schemaRef(root, stateRoot), sandbox, protect });
+  const text = initTemplate({ name, runner, base, verify, setup: guesses.filter((g) => g.key === "setup"), schema: schemaRef(root, stateRoot), sandbox, protect });
   parseDefinitionText(text, defPath); // the template must always be valid
   const project = projectFor(root, name);
   const created: string[] = [];
@@ -238,7 +260,7 @@ export function initProject(
   // `git init` alone names a branch that no commit has made yet: every launch would pause on it.
   if (!hasAnyCommit(root))
     warnings.push(`the repository has no commit yet: "workspace.base" ${JSON.stringify(base)} is made by its first commit, and \`loop run\` launches nothing until then (commit loop.json, or \`git commit --allow-empty -m "initial commit"\`)`);
-  return { root, stateRoot, definition: defPath, schemaFile: join(stateRoot, SCHEMA_FILE), runner, verify, base, sandbox, protect, created, overwrote: existed, warnings };
+  return { root, stateRoot, definition: defPath, schemaFile: join(stateRoot, SCHEMA_FILE), runner, verify, setup, guesses, base, sandbox, protect, created, overwrote: existed, warnings };
 }
 
 function checkRoot(root: string): void {

@@ -24,6 +24,7 @@ export type FaultKind =
   | "launch_failed"
   | "launch_interrupted"
   | "setup_failed"
+  | "setup_missing"
   | "object_store_tampered";
 
 export interface EnvironmentFault {

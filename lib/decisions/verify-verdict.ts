@@ -78,6 +78,8 @@ export function verifyExitVerdict(o: { code: number | null; signal: string | nul
 export type VerifyVerdict =
   | { code: "passed" }
   | { code: "exit_nonzero"; exitCode: number | null }
+  /** `command`: what the shell could not find; `line`: the output's line saying so (lib/decisions/setup-missing.ts). */
+  | { code: "setup_missing"; exitCode: number | null; command: string; line: string }
   | { code: "killed"; signal: string }
   | { code: "could_not_run"; error: string }
   | { code: "timed_out"; timeoutMs: number }
@@ -156,6 +158,8 @@ export function verifyReason(v: VerifyVerdict): { reason: string; detail: string
       return only("exit 0");
     case "exit_nonzero":
       return only(`exit ${v.exitCode}`);
+    case "setup_missing":
+      return only(`setup_missing: exit ${v.exitCode}, \`${v.command}\` not found and no workspace.setup to install it`);
     case "killed":
       return only(`killed by ${v.signal}`);
     case "could_not_run":

@@ -319,7 +319,9 @@ const HANDLERS: Handlers = {
       }
     } else if (pl.attempt !== null) fail("item_required", "environment_fault with an attempt must name its item");
     p.loop.state = "paused";
-    const doing = e.item ? ` ${p.items[e.item]?.status === "ended" ? "verifying" : "launching"} ${e.item}` : "";
+    // setup_missing is met by a verify, recorded once its attempt is given back (the item pending again).
+    const verifying = p.items[e.item ?? ""]?.status === "ended" || pl.kind === "setup_missing";
+    const doing = e.item ? ` ${verifying ? "verifying" : "launching"} ${e.item}` : "";
     p.loop.reason = `environment fault${doing}: ${pl.reason}. To fix: ${pl.fix}`;
     p.loop.fault = { kind: pl.kind, seq: e.seq };
     p.loop.cause = { kind: "fault", fault: pl.kind, item: e.item, fix: pl.fix, seq: e.seq };

@@ -116,6 +116,8 @@ export const VERIFY_CODES = [
   "passed",
   /** The verify command exited with a code other than 0. */
   "exit_nonzero",
+  /** It could not find a command the project's setup would have installed, and there is no workspace.setup: an environment fault, the attempt given back. */
+  "setup_missing",
   /** The verify command was killed by a signal (not at its deadline). */
   "killed",
   /** The verify command could not be run: its wrapper could not be started, or could not start it. */

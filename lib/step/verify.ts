@@ -52,6 +52,7 @@ import { chainOption } from "./chain.ts";
 import { readWrapperTimes } from "../supervisor/wrapper-times.ts";
 import { DEFAULT_GUARDS } from "../definition/normalized.ts";
 import { noProgressReason } from "../decisions/guards.ts";
+import { pauseSetupMissing, setupMissingOf } from "./setup-missing.ts";
 
 /** A verify_finished payload as this phase writes it: with its code and the no-progress flag (an older log's may lack them). */
 type VerifyPayload = Payload<"verify_finished"> & { code: VerifyCode; noProgress: boolean };
@@ -465,6 +466,12 @@ async function observeVerify(ctx: StepContext, it: ItemState, run: VerifyRun): P
     // The command's own start and end, as its wrapper saw them (the timeline draws those).
     const times = readWrapperTimes(dir, "verify", { from: Date.parse(run.reservedAt), to: Date.now() });
     const verdict = verifyExitVerdict(v);
+    // A command the project's setup would have installed, not found, with no setup: the environment's fault, not the item's.
+    const missing = verdict.code === "exit_nonzero" ? setupMissingOf(ctx, it, { exitCode: v.code, log: run.log, startHead: startHeadOf(it) }) : null;
+    if (missing) {
+      const code = { code: "setup_missing" as const, exitCode: v.code, command: missing.command, line: missing.line };
+      return pauseSetupMissing(ctx, it, verdictPayload(attempt.n, code, { ...verifyLogSummary(run.log, v.code), timedOut: false, log: run.log, times }), missing);
+    }
     // A pass holds only if what it ran left the protected files and the item branch as they were.
     const after = verdictPasses(verdict) ? afterVerify(ctx, it, run) : null;
     payload = verdictPayload(attempt.n, after ?? verdict, { ...verifyLogSummary(run.log, v.code), timedOut: false, log: run.log, times });
