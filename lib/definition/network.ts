@@ -155,7 +155,7 @@ export const SETUP_REGISTRIES: readonly string[] = [
  * URL or a list of them: the hosts they name join SETUP_REGISTRIES. `CARGO_REGISTRIES_<NAME>_INDEX`
  * is matched by pattern.
  */
-export const REGISTRY_VARIABLES: readonly string[] = [
+const REGISTRY_VARIABLES: readonly string[] = [
   "npm_config_registry",
   "NPM_CONFIG_REGISTRY",
   "YARN_NPM_REGISTRY_SERVER",
