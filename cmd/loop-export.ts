@@ -16,10 +16,18 @@ export const tool = defineTool({
   footer: "Exit codes: 0 printed, 2 usage, invalid loop.json, or a corrupt or outdated store.",
   run(args, ctx) {
     const root = resolveRoot(args.root, ctx.cwd);
-    const doc = exportItems({ root, stateRoot: resolveStateRoot({ root, flag: args["state-root"], env: ctx.env, cwd: ctx.cwd }), statuses: args.status });
-    if (ctx.format === "json") ctx.outJson(doc);
+    const { uncarried, ...doc } = exportItems({ root, stateRoot: resolveStateRoot({ root, flag: args["state-root"], env: ctx.env, cwd: ctx.cwd }), statuses: args.status });
+    if (ctx.format === "json") {
+      ctx.outJson(doc);
+      return EXIT.ok;
+    }
+    // Nothing left out without a word: what an item sets that a line cannot carry is named, per item.
+    for (const it of doc.items) {
+      const left = uncarried.get(it.id) ?? [];
+      if (left.length) ctx.log.warn(`item ${it.id}: the text format cannot carry its ${left.join(", ")}; left out (\`loop export --json\` has them)`);
+    }
     // On a terminal what a prompt holds cannot drive it; piped, the text is exact (loop add reads it back).
-    else if (doc.items.length) ctx.out(ctx.stdoutIsTTY ? printableText(formatItemLines(doc.items)) : formatItemLines(doc.items));
+    if (doc.items.length) ctx.out(ctx.stdoutIsTTY ? printableText(formatItemLines(doc.items)) : formatItemLines(doc.items));
     return EXIT.ok;
   },
 });

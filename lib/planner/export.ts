@@ -18,6 +18,9 @@ interface ExportedItem {
   usage: ReturnType<typeof fullUsage>;
 }
 
+/** What an item of loop.json sets that a line of the text format cannot carry (docs/cli/loop-add.md#the-text-format). */
+const UNCARRIED = ["dependsOn", "runner", "model", "verify", "maxAttempts", "timeouts", "reactions", "budget"] as const;
+
 interface ExportDocument {
   schema: "loop/export@1";
   items: ExportedItem[];
@@ -25,13 +28,16 @@ interface ExportDocument {
   usage: ReturnType<typeof loopUsage>;
 }
 
-export function exportItems(o: { root: string; stateRoot: string; statuses: readonly string[] }): ExportDocument {
+export function exportItems(o: { root: string; stateRoot: string; statuses: readonly string[] }): ExportDocument & { uncarried: Map<string, string[]> } {
   const unknown = o.statuses.filter((s) => !(STATUSES as readonly string[]).includes(s));
   if (unknown.length) throw new UsageError(`--status ${JSON.stringify(unknown[0])} is not a status (statuses: ${STATUSES.join(", ")})`);
-  const { def } = loadLoopDefinition(o.root);
+  const { def, file } = loadLoopDefinition(o.root);
+  // Keys each item sets itself (not its defaults'), by id: what --text leaves out, said per item.
+  const rawItems = ((file.raw as { items?: unknown[] }).items ?? []) as Record<string, unknown>[];
+  const uncarried = new Map(def.items.map((it, i) => [it.id, UNCARRIED.filter((k) => rawItems[i] !== null && typeof rawItems[i] === "object" && rawItems[i]![k] !== undefined)]));
   const records = itemRecords(o.stateRoot, def.items.map((i) => i.id));
   const items = def.items
     .map((i): ExportedItem => ({ id: i.id, ref: i.ref, prompt: i.prompt, dependsOn: i.dependsOn, runner: i.runner, model: i.model, verify: i.verify, status: records.items.get(i.id)!.status, usage: records.items.get(i.id)!.usage }))
     .filter((i) => o.statuses.length === 0 || o.statuses.includes(i.status));
-  return { schema: "loop/export@1", items, usage: records.usage };
+  return { schema: "loop/export@1", items, usage: records.usage, uncarried };
 }

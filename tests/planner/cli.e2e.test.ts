@@ -487,6 +487,13 @@ describe("loop export", () => {
       expect(passed.items.map((i: { id: string; status: string }) => [i.id, i.status])).toEqual([["a", "passed"]]);
       const text = await p.loop(["export", "--status", "failed", "--text"]);
       expect(text.stdout).toBe("id:b y\n");
+      // What the line cannot carry is said, per item exported (docs/cli/loop-export.md).
+      expect(text.stderr).toBe("warn: item b: the text format cannot carry its verify, maxAttempts; left out (`loop export --json` has them)\n");
+      const all = await p.loop(["export", "--text"]);
+      expect(all.stderr.trim().split("\n")).toEqual([
+        "warn: item a: the text format cannot carry its verify; left out (`loop export --json` has them)",
+        "warn: item b: the text format cannot carry its verify, maxAttempts; left out (`loop export --json` has them)",
+      ]);
       const bad = await p.loop(["export", "--status", "done"]);
       expect([bad.code, said(bad)]).toEqual([2, expect.stringContaining('--status "done" is not a status')]);
     });
