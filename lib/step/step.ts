@@ -72,6 +72,13 @@ function importDefinition(ctx: StepContext, parsed: ParsedDefinition | null): vo
   const { loop } = loopView(ctx);
   if (loop.definitionHash !== definitionHash(parsed.def)) {
     append(ctx, [{ type: "definition_imported", payload: importedDefinition(parsed.def, loop.revision + 1) }], "import");
+    // A loop paused by an environment fault keeps the fault's own "To fix" words; a new loop.json may
+    // be that fix, which only a person can tell: say so, and how to go on.
+    if (loop.state === "paused" && loop.cause?.kind === "fault") {
+      const w = `loop.json changed (revision ${loop.revision + 1}) since the loop was paused by an environment fault (${loop.cause.fault}); if the change fixes it, run \`loop ctl resume\``;
+      ctx.warnings.push(w);
+      ctx.options.log.warn(w);
+    }
     // What can be checked now is said now, not when an item's turn comes (warnings: this step's
     // PATH may not be the one cron gives the next).
     for (const w of definitionWarnings({ def: parsed.def, repo: repoOf(ctx), env: ctx.options.env, demoArgv: [...selfArgv(), "__demo-agent"] })) {

@@ -111,6 +111,9 @@ describe("on a real repository", () => {
           const def = JSON.parse(readFileSync(join(p.root, "loop.json"), "utf8"));
           def.workspace.setup = "echo ready > prepared.txt";
           writeFileSync(join(p.root, "loop.json"), JSON.stringify(def));
+          // The next step imports it and says it may be the fix, naming the way on (not only the fault's old words).
+          const seen = await p.run([1]);
+          expect(seen.warnings).toContain("loop.json changed (revision 2) since the loop was paused by an environment fault (setup_failed); if the change fixes it, run `loop ctl resume`");
           await p.ctl(["resume"]);
           expect((await p.runToDrain()).reason, p.history()).toBe("Succeeded");
           // Attempt 1 was given back; attempt 2 ran the setup again in the worktree attempt 1 made.
