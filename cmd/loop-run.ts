@@ -2,7 +2,8 @@
 // loop run: one bounded, crash-safe dispatch step (or, with --watch, steps in the foreground).
 import { DESCRIPTIONS } from "../lib/shared/tools.ts";
 import { defineTool, main, resolveRoot, resolveStateRoot } from "../lib/shared/cli.ts";
-import { UsageError } from "../lib/shared/errors.ts";
+import { BusyLease, EXIT, UsageError } from "../lib/shared/errors.ts";
+import { CHAINED_STEP_VAR } from "../lib/step/chain.ts";
 import { quietPrints, runStep, type RunResult, stepExitCode } from "../lib/step/step.ts";
 import { watchSteps } from "../lib/step/watch.ts";
 import { renderRun } from "../lib/reports/render-run.ts";
@@ -40,7 +41,7 @@ export const tool = defineTool({
     }
     const root = resolveRoot(args.root, ctx.cwd);
     const stateRoot = resolveStateRoot({ root, flag: args["state-root"], env, cwd: ctx.cwd });
-    const options = { root, stateRoot, actor: actorName(env), env, log: ctx.log };
+    const options = { root, stateRoot, actor: actorName(env), env, log: ctx.log, chained: env[CHAINED_STEP_VAR] === "1" };
     const step = () => runStep(options);
     // --quiet: a step that exits 0 prints nothing, nor one that finds the loop needing a person for
     // what the previous step already reported: cron mails (and a log grows) once per trouble.
@@ -51,12 +52,41 @@ export const tool = defineTool({
       else ctx.out(renderRun(r));
     };
     if (!args.watch) {
-      const r = await step();
+      let r: RunResult;
+      try {
+        r = await step();
+      } catch (err) {
+        if (!(err instanceof BusyLease) || !err.chained) throw err;
+        // A chained step holds the lease: not news. Under --quiet (cron) it is said nowhere; at a
+        // terminal the step waits for it a few seconds, as a person would, then runs.
+        if (args.quiet) return EXIT.busy;
+        if (!ctx.stdoutIsTTY) throw err;
+        r = await afterChained(step, err, ctx.log);
+      }
       render(r);
       return stepExitCode(r);
     }
     return watchSteps({ root, stateRoot, step, onResult: render, log: ctx.log, intervalMs, forever: args.forever, actor: options.actor });
   },
 });
+
+/** How long a step at a terminal waits for a chained step to end: such a step takes a second or two. */
+const CHAINED_WAIT_MS = 10_000;
+
+/** At a terminal: say who holds the lease, wait for the chained step, and run; still held after the wait, the busy error. */
+async function afterChained(step: () => Promise<RunResult>, first: BusyLease, log: { info(m: string): void }): Promise<RunResult> {
+  log.info(`a chained step (pid ${first.holder.pid}) holds the lease; waiting up to ${CHAINED_WAIT_MS / 1000} s for it to end`);
+  let last: BusyLease = first;
+  for (const until = Date.now() + CHAINED_WAIT_MS; Date.now() < until; ) {
+    await Bun.sleep(250);
+    try {
+      return await step();
+    } catch (err) {
+      if (!(err instanceof BusyLease)) throw err;
+      last = err;
+    }
+  }
+  throw last;
+}
 
 if (import.meta.main) await main(tool);

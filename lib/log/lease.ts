@@ -24,9 +24,10 @@ export function leaseFreed(cur: Lease, now: Date, isAlive: (pid: number) => bool
 }
 
 /** A new lease for this process, remembered as taken here. */
-export function newLease(ttlMs: number, now: Date): Lease {
+export function newLease(ttlMs: number, now: Date, tag?: string): Lease {
   const lease: Lease = {
-    owner: crypto.randomUUID(),
+    // A tag says what kind of holder it is (`chained`: a step a wrapper started), for a busy answer's words.
+    owner: tag ? `${tag}:${crypto.randomUUID()}` : crypto.randomUUID(),
     pid: process.pid,
     host: hostname(),
     started: now.toISOString(),

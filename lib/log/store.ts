@@ -470,22 +470,22 @@ export class Store {
    * only frees the lease, which a crash does anyway; a takeover appends an event, and events are
    * always written with synchronous=FULL. This halves the fsyncs of a tick that only observes.
    */
-  acquireLease(ttlMs: number, isAlive: (pid: number) => boolean, now = new Date()): LeaseResult {
+  acquireLease(ttlMs: number, isAlive: (pid: number) => boolean, now = new Date(), tag?: string): LeaseResult {
     this.held = null; // a lease this handle held before (lost or not) no longer fences its writes
     // The safety level cannot change inside a transaction: a takeover is retried with FULL.
     this.db.run("PRAGMA synchronous = NORMAL");
     let r: LeaseResult | "takeover";
     try {
-      r = this.takeLease(ttlMs, isAlive, now, false);
+      r = this.takeLease(ttlMs, isAlive, now, false, tag);
     } finally {
       this.db.run("PRAGMA synchronous = FULL");
     }
-    const got = r === "takeover" ? (this.takeLease(ttlMs, isAlive, now, true) as LeaseResult) : r;
+    const got = r === "takeover" ? (this.takeLease(ttlMs, isAlive, now, true, tag) as LeaseResult) : r;
     if (got.ok) this.held = got.lease;
     return got;
   }
 
-  private takeLease(ttlMs: number, isAlive: (pid: number) => boolean, now: Date, mayTakeOver: boolean): LeaseResult | "takeover" {
+  private takeLease(ttlMs: number, isAlive: (pid: number) => boolean, now: Date, mayTakeOver: boolean, tag?: string): LeaseResult | "takeover" {
     return this.tx(() => {
       const cur = readLease(this.db);
       let tookOver: Lease | null = null;
@@ -497,7 +497,7 @@ export class Store {
         tookOver = cur;
         takeover = this.append([{ type: "lease_taken_over", payload: { previous: { ...cur }, why } }]).events[0] as StoredEventOf<"lease_taken_over">;
       }
-      const lease = newLease(ttlMs, now);
+      const lease = newLease(ttlMs, now, tag);
       writeLease(this.db, lease);
       return { ok: true as const, lease, tookOver, takeover };
     });

@@ -38,6 +38,8 @@ interface LeaseTerms {
   ttlMs: number;
   /** The error a live holder makes (a BusyError, exit 75), saying what the command did not do. */
   busy: (holder: Lease) => Error;
+  /** What kind of holder this is, kept in the lease's owner (lib/log/lease.ts newLease). */
+  tag?: string;
 }
 
 class LeasedWriter implements Writer {
@@ -81,7 +83,7 @@ export async function withLease<T>(store: Store, terms: LeaseTerms, fn: (w: Writ
  * step context): it must call `release()`.
  */
 export function acquireWriter(store: Store, terms: LeaseTerms): Writer & { release(): void } {
-  const got = store.acquireLease(terms.ttlMs, pidAlive);
+  const got = store.acquireLease(terms.ttlMs, pidAlive, new Date(), terms.tag);
   if (!got.ok) throw terms.busy(got.holder);
   failpoint("lease:after_acquire");
   const w = new LeasedWriter(store, got.lease, got.takeover, terms.actor);

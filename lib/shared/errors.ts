@@ -72,16 +72,28 @@ export class BusyError extends LoopError {
 
 /** Who holds a lease (lib/log/store.ts's Lease, which this module cannot import). */
 interface LeaseHolder {
+  owner?: string;
   pid: number;
   host: string;
   started: string;
 }
 
+/** The tag of a chained step's lease (lib/log/lease.ts newLease): `chained:<uuid>`. */
+export const CHAINED_TAG = "chained";
+
 /** `loop run` found the lease held by another step (lib/step/step.ts). */
 export class BusyLease extends BusyError {
   override name = "BusyLease";
+  /** The holder is a chained step (docs/cli/loop-run.md#chained-steps), which ends on its own. */
+  readonly chained: boolean;
   constructor(readonly holder: LeaseHolder) {
-    super(`another step holds the lease (pid ${holder.pid} on ${holder.host} since ${holder.started}); try later`);
+    const chained = holder.owner?.startsWith(`${CHAINED_TAG}:`) ?? false;
+    super(
+      chained
+        ? `a chained step holds the lease (pid ${holder.pid} on ${holder.host} since ${holder.started}: the step an agent's or a verify's end starts, docs/cli/loop-run.md#chained-steps); it ends on its own, try again in a moment`
+        : `another step holds the lease (pid ${holder.pid} on ${holder.host} since ${holder.started}); try later`,
+    );
+    this.chained = chained;
   }
 }
 

@@ -32,7 +32,7 @@ function chainFor(ctx: StepContext, dir: string): ChainRecord | null {
   if (mode === "off" || ctx.def.forge) return null;
   // Loop's environment, less its secrets and a session's mark (the close path ends whatever carries one).
   const rule = toolRule(ctx.def, { keepModelKeys: true });
-  const env = childEnvironment(ctx.options.env, { ...rule, drop: [...rule.drop, SESSION_MARK_VAR] }, { cwd: ctx.options.root });
+  const env = { ...childEnvironment(ctx.options.env, { ...rule, drop: [...rule.drop, SESSION_MARK_VAR] }, { cwd: ctx.options.root }), [CHAINED_STEP_VAR]: "1" };
   return {
     argv: [...selfArgv(), "run", "--quiet", "--root", ctx.options.root, "--state-root", ctx.options.stateRoot],
     cwd: ctx.options.root,
@@ -40,6 +40,9 @@ function chainFor(ctx: StepContext, dir: string): ChainRecord | null {
     log: join(dir, CHAIN_LOG),
   };
 }
+
+/** Set in a chained step's environment: its lease says it is one, so a busy `loop run` can say who holds it (lib/shared/errors.ts BusyLease). */
+export const CHAINED_STEP_VAR = "LOOP_CHAINED_STEP";
 
 /** chainFor as an option of a wrapper's start: absent when there is no chained step. (`_it`: the item, which changes nothing now.) */
 export function chainOption(ctx: StepContext, dir: string, _it?: unknown): { chain?: ChainRecord } {

@@ -43,6 +43,8 @@ export interface StepOptions {
   log: ConsolaInstance;
   /** Lease lifetime (30 minutes by default): a step never waits on an agent or a verify command, so it is never renewed. */
   leaseMs?: number;
+  /** This step is a chained one (docs/cli/loop-run.md#chained-steps): its lease says so, for a busy answer. */
+  chained?: boolean;
 }
 
 export interface StepContext {

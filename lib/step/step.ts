@@ -5,7 +5,7 @@
 // work in "reserve, act, record" order so a kill at any point is recovered by the next step.
 import { existsSync, lstatSync, readdirSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { BusyLease, EXIT, StoreError, UsageError } from "../shared/errors.ts";
+import { BusyLease, CHAINED_TAG, EXIT, StoreError, UsageError } from "../shared/errors.ts";
 
 import { definitionHash, importedDefinition } from "../definition/normalize.ts";
 import { loadDefinition } from "../definition/loop-json.ts";
@@ -334,7 +334,7 @@ export async function runStep(options: StepOptions): Promise<RunResult> {
 async function stepWith(options: StepOptions, src: DefinitionSource, full: DiskSpace | null): Promise<RunResult> {
   const { store, def, parsed, deferred } = openStep(options, src);
   try {
-    const terms = { actor: options.actor, ttlMs: options.leaseMs ?? 30 * 60_000, busy: (holder: Lease) => new BusyLease(holder) };
+    const terms = { actor: options.actor, ttlMs: options.leaseMs ?? 30 * 60_000, busy: (holder: Lease) => new BusyLease(holder), ...(options.chained ? { tag: CHAINED_TAG } : {}) };
     const { ctx, outcome, notifications, before } = await withLease(store, terms, async (writer) => {
       const ctx = createStepContext({ writer, def, options, deferred: deferred ?? null });
       // What needed a person when the step began: what the previous step left.

@@ -94,3 +94,30 @@ describe("a step in progress (docs/cli/loop-status.md)", () => {
     });
   }, 120_000);
 });
+
+describe("a chained step holding the lease (docs/cli/loop-run.md#chained-steps)", () => {
+  test("loop run says which step holds it; under --quiet (cron) it is said nowhere, exit 75 all the same; another holder is still said under --quiet", async () => {
+    await scenario(demoDefinition([{ id: "a", prompt: "A." }]), {}, async (p) => {
+      await p.runToDrain();
+      for (const tag of ["chained", undefined] as const) {
+        const store = Store.open(p.stateRoot);
+        try {
+          const got = store.acquireLease(60_000, () => true, new Date(), tag);
+          expect(got.ok).toBe(true);
+          const plain = await p.loop(["run", "--root", p.root]);
+          const quiet = await p.loop(["run", "--quiet", "--root", p.root]);
+          if (tag) {
+            expect({ code: plain.code, said: JSON.parse(plain.stderr).error }).toEqual({ code: 75, said: { code: "busy", message: expect.stringContaining(`a chained step holds the lease (pid ${process.pid}`) } });
+            expect({ code: quiet.code, stdout: quiet.stdout, stderr: quiet.stderr }).toEqual({ code: 75, stdout: "", stderr: "" });
+          } else {
+            expect({ code: plain.code, said: JSON.parse(plain.stderr).error.message }).toEqual({ code: 75, said: expect.stringContaining(`another step holds the lease (pid ${process.pid}`) });
+            expect({ code: quiet.code, said: quiet.stderr }).toEqual({ code: 75, said: expect.stringContaining("another step holds the lease") });
+          }
+          if (got.ok) store.releaseLease(got.lease);
+        } finally {
+          store.close();
+        }
+      }
+    });
+  }, 120_000);
+});
