@@ -18,14 +18,14 @@ export interface CheckoutPlace {
 }
 
 /** Why a variable was dropped. */
-export type DropWhy = "activated_environment" | "names_another_checkout" | "npm_run";
+type DropWhy = "activated_environment" | "names_another_checkout" | "npm_run";
 
 export interface Dropped {
   name: string;
   why: DropWhy;
 }
 
-export interface ItemEnvironment {
+interface ItemEnvironment {
   env: Record<string, string>;
   /** Variables dropped, in name order. */
   dropped: Dropped[];
@@ -135,16 +135,4 @@ export function itemEnvironment(parent: Record<string, string>, place: CheckoutP
   // The checkout's own venv named again is no drop: it is what the operator's was replaced with.
   const shown = place.venv !== null ? dropped.filter((d) => !(d.name === "VIRTUAL_ENV" && parent.VIRTUAL_ENV === env.VIRTUAL_ENV)) : dropped;
   return { env, dropped: shown, removed };
-}
-
-/** The words of a drop, for `loop logs --verify`. */
-export function dropReason(why: DropWhy): string {
-  switch (why) {
-    case "activated_environment":
-      return "the operator's active environment";
-    case "names_another_checkout":
-      return "names a path in the main checkout or another worktree";
-    case "npm_run":
-      return "set by an `npm run` around loop";
-  }
 }

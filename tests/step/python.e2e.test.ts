@@ -95,7 +95,7 @@ describe("a Python repository, the operator's venv active", () => {
       activated(p, operator);
       const r = await p.runToDrain({ codes: [0, 1] });
       // Nothing was installed into the operator's venv.
-      expect(new Bun.Glob("lib/*/site-packages/*.pth").scanSync({ cwd: operator }).toArray()).toEqual([expect.stringMatching(/_editable_calc\.pth$/)]);
+      expect([...new Bun.Glob("lib/*/site-packages/*.pth").scanSync({ cwd: operator })]).toEqual([expect.stringMatching(/_editable_calc\.pth$/)]);
       expect(r.reason, p.history()).toBe("Succeeded");
       const it = p.projection().items.x!;
       expect(it.status).toBe("passed");
