@@ -37,10 +37,10 @@ function activated(p: Project, venvDir: string): void {
   p.env.PATH = `${venvDir}/bin:${dirname(PY)}:/usr/bin:/bin`;
 }
 
-function pythonProject(o: { gitignore: string; runner: string; setup?: string; verify?: string; maxAttempts?: number; landing?: string }): Project {
+function pythonProject(o: { gitignore: string; runner: string; setup?: string; verify?: string; maxAttempts?: number; landing?: string; sandbox?: boolean }): Project {
   return new Project(
     demoDefinition([{ id: "x", prompt: "change calc", runner: "agent", verify: o.verify ?? VERIFY }], {
-      defaults: { landing: o.landing ?? "merge", maxAttempts: o.maxAttempts ?? 1 },
+      defaults: { landing: o.landing ?? "merge", maxAttempts: o.maxAttempts ?? 1, ...(o.sandbox ? { sandbox: "bwrap" } : {}) },
       runners: { agent: { command: ["sh", "-c", o.runner] } },
       ...(o.setup ? { workspace: { setup: o.setup } } : {}),
     }),
@@ -82,37 +82,38 @@ describe("a Python repository, the operator's venv active", () => {
     240_000,
   );
 
-  test.concurrent(
-    "the venv setup made in the checkout comes first: a correct change passes with a bare python3 verify, importing the checkout's code; the venv is not in .gitignore and nothing of it is in any ref",
-    async () => {
-      // Setup's later command finds what its first made: python3 there is the new venv's.
-      const setup = `${PY} -m venv --without-pip .venv && echo "$PWD/src" > "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/_item_calc.pth"`;
-      // The change is left uncommitted: the seal's commit of what the agent left must leave the venv out.
-      const runner = "printf 'def add(a, b):\\n    return a + b\\n\\n\\ndef mul(a, b):\\n    return a * b\\n' > src/calc/__init__.py";
-      const p = pythonProject({ gitignore: ".loop/\n", runner, setup, verify: `${VERIFY} && python3 -c 'import calc; assert calc.mul(2, 3) == 6'` });
-      projects.push(p);
-      const operator = join(p.aux, "operator-venv");
-      activated(p, operator);
-      const r = await p.runToDrain({ codes: [0, 1] });
-      // Nothing was installed into the operator's venv.
-      expect([...new Bun.Glob("lib/*/site-packages/*.pth").scanSync({ cwd: operator })]).toEqual([expect.stringMatching(/_editable_calc\.pth$/)]);
-      expect(r.reason, p.history()).toBe("Succeeded");
-      const it = p.projection().items.x!;
-      expect(it.status).toBe("passed");
-      const worktree = it.session!.worktree;
-      expect(it.attempts[0]!.verify!.tail).toContain(`calc from ${worktree}/src/calc/__init__.py`);
-      // The verify ran with the checkout's venv first, named by VIRTUAL_ENV.
-      const logs = await p.loop(["logs", "x", "--verify"]);
-      expect(logs.stderr).toContain(`PATH=${worktree}/.venv/bin:`);
-      expect(logs.stderr).toContain(`VIRTUAL_ENV=${worktree}/.venv`);
-      // It landed, without a file of the venv in any ref.
-      expect(git(p.root, "show", "loop/t/landed:src/calc/__init__.py")).toContain("def mul");
-      const paths = pathsInAnyRef(p);
-      expect(paths.filter((x) => x.startsWith(".venv/") || x.endsWith("pyvenv.cfg"))).toEqual([]);
-      await p.finish();
-    },
-    240_000,
-  );
+  for (const sandbox of [false, ...(Bun.which("bwrap") ? [true] : [])])
+    test.concurrent(
+      `${sandbox ? "in the sandbox, " : ""}the venv setup made in the checkout comes first: a correct change passes with a bare python3 verify, importing the checkout's code; the venv is not in .gitignore and nothing of it is in any ref`,
+      async () => {
+        // Setup's later command finds what its first made: python3 there is the new venv's.
+        const setup = `${PY} -m venv --without-pip .venv && echo "$PWD/src" > "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/_item_calc.pth"`;
+        // The change is left uncommitted: the seal's commit of what the agent left must leave the venv out.
+        const runner = "printf 'def add(a, b):\\n    return a + b\\n\\n\\ndef mul(a, b):\\n    return a * b\\n' > src/calc/__init__.py";
+        const p = pythonProject({ gitignore: ".loop/\n", runner, setup, sandbox, verify: `${VERIFY} && python3 -c 'import calc; assert calc.mul(2, 3) == 6'` });
+        projects.push(p);
+        const operator = join(p.aux, "operator-venv");
+        activated(p, operator);
+        const r = await p.runToDrain({ codes: [0, 1] });
+        // Nothing was installed into the operator's venv.
+        expect([...new Bun.Glob("lib/*/site-packages/*.pth").scanSync({ cwd: operator })]).toEqual([expect.stringMatching(/_editable_calc\.pth$/)]);
+        expect(r.reason, p.history()).toBe("Succeeded");
+        const it = p.projection().items.x!;
+        expect(it.status).toBe("passed");
+        const worktree = it.session!.worktree;
+        expect(it.attempts[0]!.verify!.tail).toContain(`calc from ${worktree}/src/calc/__init__.py`);
+        // The verify ran with the checkout's venv first, named by VIRTUAL_ENV.
+        const logs = await p.loop(["logs", "x", "--verify"]);
+        expect(logs.stderr).toContain(`PATH=${worktree}/.venv/bin:`);
+        expect(logs.stderr).toContain(`VIRTUAL_ENV=${worktree}/.venv`);
+        // It landed, without a file of the venv in any ref.
+        expect(git(p.root, "show", "loop/t/landed:src/calc/__init__.py")).toContain("def mul");
+        const paths = pathsInAnyRef(p);
+        expect(paths.filter((x) => x.startsWith(".venv/") || x.endsWith("pyvenv.cfg"))).toEqual([]);
+        await p.finish();
+      },
+      240_000,
+    );
 
   test.concurrent(
     "a venv the agent left (not setup's, not ignored) is never committed silently: setup_output_committed names it, nothing lands",
