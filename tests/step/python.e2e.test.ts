@@ -89,7 +89,8 @@ describe("a Python repository, the operator's venv active", () => {
         // Setup's later command finds what its first made: python3 there is the new venv's.
         const setup = `${PY} -m venv --without-pip .venv && echo "$PWD/src" > "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/_item_calc.pth"`;
         // The change is left uncommitted: the seal's commit of what the agent left must leave the venv out.
-        const runner = "printf 'def add(a, b):\\n    return a + b\\n\\n\\ndef mul(a, b):\\n    return a * b\\n' > src/calc/__init__.py";
+        // The agent says which python3 and VIRTUAL_ENV it had, in its session folder (read-only in the sandbox).
+        const runner = `echo "$VIRTUAL_ENV $(command -v python3)" > "$(dirname "$LOOP_HANDOFF")/agent-env.txt" 2>/dev/null; printf 'def add(a, b):\\n    return a + b\\n\\n\\ndef mul(a, b):\\n    return a * b\\n' > src/calc/__init__.py`;
         const p = pythonProject({ gitignore: ".loop/\n", runner, setup, sandbox, verify: `${VERIFY} && python3 -c 'import calc; assert calc.mul(2, 3) == 6'` });
         projects.push(p);
         const operator = join(p.aux, "operator-venv");
@@ -101,6 +102,7 @@ describe("a Python repository, the operator's venv active", () => {
         const it = p.projection().items.x!;
         expect(it.status).toBe("passed");
         const worktree = it.session!.worktree;
+        if (!sandbox) expect(readFileSync(join(p.sessionDir("x", 1), "agent-env.txt"), "utf8")).toBe(`${worktree}/.venv ${worktree}/.venv/bin/python3\n`);
         expect(it.attempts[0]!.verify!.tail).toContain(`calc from ${worktree}/src/calc/__init__.py`);
         // The verify ran with the checkout's venv first, named by VIRTUAL_ENV.
         const logs = await p.loop(["logs", "x", "--verify"]);
@@ -129,6 +131,22 @@ describe("a Python repository, the operator's venv active", () => {
       expect(p.projection().items.x!.status).toBe("failed");
       expect(git(p.root, "for-each-ref", "--format=%(refname)", "refs/heads/loop/t/landed")).toBe("");
       await p.finish();
+    },
+    240_000,
+  );
+
+  test.concurrent(
+    "a setup that fails in Python: the reason quotes the traceback's exception, then the last lines",
+    async () => {
+      const setup = `${PY} -m venv --without-pip .venv && python3 -c 'import calc_build_backend_missing'; s=$?; echo 'cleaning up'; echo 'removing .venv/build'; echo 'note: this error originates from a subprocess'; echo 'See above for output.'; exit $s`;
+      const p = pythonProject({ gitignore: ".loop/\n.venv/\n", runner: "true", setup });
+      projects.push(p);
+      activated(p, join(p.aux, "operator-venv"));
+      await p.runUntil((x) => x.action === "paused", { codes: [0, 1], what: "paused" });
+      const fault = p.eventsOf("environment_fault")[0]!;
+      expect(fault.payload.kind).toBe("setup_failed");
+      expect(String(fault.payload.reason)).toContain("workspace.setup exited 1: ModuleNotFoundError: No module named 'calc_build_backend_missing' / … / removing .venv/build / note: this error originates from a subprocess / See above for output.");
+      expect(p.projection().items.x).toMatchObject({ status: "pending", failures: 0 });
     },
     240_000,
   );
