@@ -154,7 +154,7 @@ describe("a Python repository, the operator's venv active", () => {
   test.concurrent(
     "an agent exiting 3 that changed nothing is not passed, though the verify passes on the base: agent_failed, each attempt",
     async () => {
-      const p = pythonProject({ gitignore: ".loop/\n.venv/\n", runner: "echo 'cannot read the task' >&2; exit 3", maxAttempts: 2 });
+      const p = pythonProject({ gitignore: ".loop/\n.venv/\n", runner: "echo 'cannot read the task' >&2; exit 3", maxAttempts: 2, verify: "true" });
       projects.push(p);
       activated(p, join(p.aux, "operator-venv"));
       await p.runToDrain({ codes: [0, 1] });
