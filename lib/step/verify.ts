@@ -315,7 +315,12 @@ function spawnReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOut
   if ("refused" in box) return record(ctx, it, notRun(attempt.n, box.refused));
   // Its checkout's own environment on top (docs/runners.md#the-items-own-environment), said in the session folder for `loop logs --verify`.
   const envRule = { ...verifyRule(ctx.def, { behindGateway: it.def.network !== undefined }), place: checkoutPlace(ctx, s.worktree) };
-  writeEnvironmentReport(s.sessionDir, envRule);
+  try {
+    writeEnvironmentReport(s.sessionDir, envRule);
+  } catch (err) {
+    // Only what `loop logs --verify` shows: the verify runs without it.
+    ctx.options.log.warn(`${it.id}: the report of the verify's environment was not written: ${(err as Error).message}`);
+  }
   let started: ReturnType<typeof startVerify>;
   try {
     started = startVerify({
