@@ -5,7 +5,7 @@
 // `loop run`'s environment (VIRTUAL_ENV, its bin first on PATH), its .pth naming the main checkout's
 // src: the verify must test the item's own code in the item's own environment.
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { demoDefinition, git, Project } from "../helpers/project.ts";
 
@@ -147,6 +147,26 @@ describe("a Python repository, the operator's venv active", () => {
       expect(fault.payload.kind).toBe("setup_failed");
       expect(String(fault.payload.reason)).toContain("workspace.setup exited 1: ModuleNotFoundError: No module named 'calc_build_backend_missing' / … / removing .venv/build / note: this error originates from a subprocess / See above for output.");
       expect(p.projection().items.x).toMatchObject({ status: "pending", failures: 0 });
+    },
+    240_000,
+  );
+
+  test.concurrent(
+    "an agent CLI installed only in the operator's venv (aider with pip, say) is still started, by its path, though its bin is off the agent's PATH",
+    async () => {
+      const p = new Project(demoDefinition([{ id: "x", prompt: "p", runner: "agent", verify: "test -s done.txt" }], { defaults: { landing: "none", maxAttempts: 1 }, runners: { agent: { command: ["venv-agent"] } } }), {
+        files: { ...FILES, ".gitignore": ".loop/\n" },
+        env: {},
+      });
+      projects.push(p);
+      const operator = join(p.aux, "operator-venv");
+      activated(p, operator);
+      writeFileSync(join(operator, "bin", "venv-agent"), '#!/bin/sh\necho "$PATH" > done.txt\n', { mode: 0o755 });
+      await p.runToDrain({ codes: [0, 1] });
+      expect(p.projection().items.x!.status).toBe("passed");
+      expect(p.eventsOf("session_started", "x")[0]!.payload.argv).toEqual([join(operator, "bin", "venv-agent")]);
+      expect(git(p.root, "show", "loop/t/item/x:done.txt")).not.toContain(operator);
+      await p.finish();
     },
     240_000,
   );
