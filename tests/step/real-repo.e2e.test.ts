@@ -122,6 +122,26 @@ describe("on a real repository", () => {
   );
 
   test.concurrent(
+    "under an `npm run` of the main checkout (its node_modules/.bin on PATH, npm's variables set), the verify's bare `tool` is the checkout's node_modules/.bin's and no npm variable reaches it",
+    async () => {
+      const tool = (says: string) => `mkdir -p node_modules/.bin && printf '#!/bin/sh\\necho ${says}\\n' > node_modules/.bin/tool && chmod +x node_modules/.bin/tool`;
+      const p = new Project(
+        demoDefinition([{ id: "a", prompt: "@demo write a.txt a\n@demo commit a", verify: 'test "$(tool)" = own && test -z "$npm_package_json$INIT_CWD"' }], { defaults: { landing: "none", maxAttempts: 1 }, workspace: { setup: tool("own") } }),
+        { files: { ".gitignore": ".loop/\nnode_modules/\n", "package.json": '{ "name": "app", "version": "1.0.0" }\n' }, env: {} },
+      );
+      projects.push(p);
+      expect(Bun.spawnSync(["sh", "-c", tool("main")], { cwd: p.root }).exitCode).toBe(0);
+      Object.assign(p.env, { PATH: `${p.root}/node_modules/.bin:/usr/bin:/bin`, npm_package_json: join(p.root, "package.json"), INIT_CWD: p.root, npm_lifecycle_event: "loop" });
+      expect((await p.runToDrain()).reason, p.history()).toBe("Succeeded");
+      const logs = await p.loop(["logs", "a", "--verify"]);
+      expect(logs.stderr).toContain(`taken off PATH: ${p.root}/node_modules/.bin`);
+      expect(logs.stderr).toContain("npm_package_json (npm_run)");
+      await p.finish();
+    },
+    240_000,
+  );
+
+  test.concurrent(
     "resuming after a fixed setup whose loop.json was committed (the base moved) moves nothing aside: the branch loop made at the old base, with no session's commit on it, starts again at the new base, silently",
     () =>
       scenario(
