@@ -3,7 +3,7 @@
 import { DESCRIPTIONS } from "../lib/shared/tools.ts";
 import { defineTool, main, resolveRoot, resolveStateRoot } from "../lib/shared/cli.ts";
 import { EXIT, UsageError } from "../lib/shared/errors.ts";
-import { attemptLive, findFeedback, findLog, findRefusals, logFacts, printLog } from "../lib/reports/logs.ts";
+import { attemptLive, findFeedback, findLog, findRefusals, logFacts, printLog, verifyEnvironment } from "../lib/reports/logs.ts";
 import { printable, printableText } from "../lib/shared/printable.ts";
 
 export const tool = defineTool({
@@ -71,6 +71,8 @@ export const tool = defineTool({
       ctx.outJson({ schema: "loop/logs@1", item: target.item, attempt: target.attempt, attempts: target.attempts, kind: target.kind, path: target.path, ...logFacts(target) });
       return EXIT.ok;
     }
+    // Which environment the verify ran with: on stderr, names and PATH only (docs/cli/loop-logs.md).
+    if (target.kind === "verify") for (const line of verifyEnvironment(target) ?? []) ctx.log.info(printable(line));
     // Raw to a pipe (it is the agent's own output; people grep it), escaped on a terminal.
     const decoder = new TextDecoder();
     const write = ctx.stdoutIsTTY ? (b: Uint8Array) => ctx.outRaw(printableText(decoder.decode(b, { stream: true }))) : (b: Uint8Array) => ctx.outRaw(b);

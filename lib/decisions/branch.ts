@@ -9,6 +9,8 @@ type BranchPlan =
   | { kind: "reuse"; start: string }
   /** No branch: made at the start point's commit. */
   | { kind: "create"; start: string }
+  /** A branch no session worked on that holds nothing the start point does not (loop made it at an older base, a launch cut short): started again at the start point's commit, silently. */
+  | { kind: "restart"; start: string; found: string }
   /** A branch no session of this item worked on (another agent's, left from anything): renamed away, then made at the start point's commit. */
   | { kind: "move_aside"; start: string; found: string };
 
@@ -16,12 +18,15 @@ type BranchPlan =
  * `inherited`: the start recorded by the latest attempt of this epoch whose session started on the
  * branch (its agent's work is on it), else null. `startCommit`: the start point's commit now.
  * `branchHead`: the branch's commit, null when there is none. A branch exactly at the start point
- * is what loop itself made (a launch cut short after making it) and is used as it is.
+ * is what loop itself made (a launch cut short after making it) and is used as it is. One the start
+ * point contains (`headInStart`: every commit on it is the base's; loop made it at an older base,
+ * and its setup failed before any session started) holds no one's work: it starts again there.
  */
-export function branchAtLaunch(o: { inherited: string | null; startCommit: string; branchHead: string | null }): BranchPlan {
+export function branchAtLaunch(o: { inherited: string | null; startCommit: string; branchHead: string | null; headInStart?: boolean }): BranchPlan {
   if (o.inherited !== null && o.branchHead !== null) return { kind: "reuse", start: o.inherited };
   if (o.branchHead === null) return { kind: "create", start: o.startCommit };
   if (o.branchHead === o.startCommit) return { kind: "reuse", start: o.startCommit };
+  if (o.headInStart) return { kind: "restart", start: o.startCommit, found: o.branchHead };
   return { kind: "move_aside", start: o.startCommit, found: o.branchHead };
 }
 

@@ -5,6 +5,8 @@
 // what loop.json's `environment.secrets` names) and loop's model keys (which only a session's gateway
 // holds) never pass, whatever the policy; under "clean" only what is declared passes, with PATH,
 // HOME, locale, TMPDIR. A child given its working directory gets PWD naming it, and no OLDPWD.
+// An item's setup, agent and verify get their checkout's own environment on top (item-environment.ts).
+import { type CheckoutPlace, itemEnvironment } from "./item-environment.ts";
 
 /** `environment.policy`: everything but loop's secrets (the default), or only what is declared. */
 type EnvPolicy = "inherit" | "clean";
@@ -111,6 +113,8 @@ export interface EnvRule {
   keep: string[];
   /** What never passes. */
   drop: string[];
+  /** An item's setup, agent or verify: its checkout's place (item-environment.ts): nothing pointing into another checkout, the checkout's own tools first. */
+  place?: CheckoutPlace;
 }
 
 /**
@@ -125,7 +129,8 @@ export function childEnvironment(parent: Record<string, string | undefined>, rul
     if (rule.policy === "clean" && !matchesAny(CLEAN_BASE, name) && !matchesAny(rule.keep, name)) continue;
     out[name] = value;
   }
-  return o.cwd === undefined ? out : atDirectory(out, o.cwd);
+  const own = rule.place ? itemEnvironment(out, rule.place).env : out;
+  return o.cwd === undefined ? own : atDirectory(own, o.cwd);
 }
 
 /** `env` for a process started in `cwd`: PWD names it, OLDPWD is gone. */

@@ -132,6 +132,16 @@ export function moveBranchAside(o: { repo: string; branch: string; aside: string
   if (r.code !== 0) throw new GitError(["update-ref", "--stdin"], r.code, r.stderr);
 }
 
+/**
+ * Move `branch` from `from` to `to` (one compare-and-swap: a branch that moved meanwhile is left
+ * alone and GitError says so). For a branch holding nothing `to` does not (lib/decisions/branch.ts restart).
+ */
+export function restartBranch(o: { repo: string; branch: string; from: string; to: string }): void {
+  disarmRefTraps({ commonDir: commonGitDir(o.repo), refs: [`refs/heads/${o.branch}`] });
+  const r = gitTry(o.repo, ["update-ref", "--no-deref", "-m", "loop: the item branch, started again at its start point", `refs/heads/${o.branch}`, o.to, o.from]);
+  if (r.code !== 0) throw new GitError(["update-ref", `refs/heads/${o.branch}`], r.code, r.stderr);
+}
+
 function realpathOrSelf(p: string): string {
   try {
     return realpathSync(p);

@@ -4,7 +4,7 @@
 // it counts the output it has printed, and after the file is replaced it goes on from the same
 // place in the new one, printing one marker for whatever was dropped before it got there.
 import { closeSync, constants as fsConstants, fstatSync, openSync, readSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { readItem, readLoopRow, withReadSnapshot } from "../log/snapshot.ts";
 import { isInFlight } from "../log/vocabulary.ts";
 import type { ItemState } from "../log/projection.ts";
@@ -13,7 +13,7 @@ import { resolveSelectorsIn } from "../definition/selectors.ts";
 import { sessionDir } from "../shared/paths.ts";
 import { readJsonOrNull } from "../shared/fsutil.ts";
 import { UnknownItemError, UsageError } from "../shared/errors.ts";
-import { SESSION_FILES } from "../supervisor/session-wrapper.ts";
+import { SESSION_FILES, VERIFY_FILES } from "../supervisor/session-wrapper.ts";
 import { type GatewayRefusal, readRefusals } from "../supervisor/gateway-files.ts";
 import { cutOf, DEFAULT_OUTPUT_CAP, markerLine, outputLayout } from "../supervisor/output-log.ts";
 import { sessionAlive } from "../supervisor/liveness.ts";
@@ -267,4 +267,24 @@ class LogReader {
       this.position += n;
     }
   }
+}
+
+/**
+ * The environment the attempt's verify ran with, as loop wrote it at its start (VERIFY_FILES.environment):
+ * lines to show, or null when none was written. The folder is the agent's to write without the
+ * sandbox: only strings are taken, and the caller escapes them.
+ */
+export function verifyEnvironment(t: LogTarget): string[] | null {
+  const r = readJsonOrNull<Record<string, unknown>>(join(dirname(t.path), VERIFY_FILES.environment));
+  if (!r || typeof r !== "object") return null;
+  const strings = (x: unknown) => (Array.isArray(x) ? x.filter((s): s is string => typeof s === "string") : []);
+  const dropped = (Array.isArray(r.dropped) ? r.dropped : []).flatMap((d: { name?: unknown; why?: unknown }) => (typeof d?.name === "string" && typeof d.why === "string" ? [`${d.name} (${d.why})`] : []));
+  return [
+    `the verify ran with: ${strings(r.names).join(" ")}`,
+    ...(typeof r.PATH === "string" ? [`  PATH=${r.PATH}`] : []),
+    ...(typeof r.VIRTUAL_ENV === "string" ? [`  VIRTUAL_ENV=${r.VIRTUAL_ENV}`] : []),
+    ...(dropped.length ? [`  dropped (the item's environment is its own): ${dropped.join(", ")}`] : []),
+    ...strings(r.removed).map((e) => `  taken off ${e}`),
+    ...(strings(r.withheld).length ? [`  withheld (the environment policy, loop's keys): ${strings(r.withheld).join(" ")}`] : []),
+  ];
 }

@@ -25,6 +25,7 @@ import { runSetup } from "../supervisor/setup-command.ts";
 import { SESSION_FILES } from "../supervisor/session-wrapper.ts";
 import { ATTEMPT_GIT, checkoutProducts, forgetCheckout, productStampsOf, type ProductsRecord, treeFiles } from "./airlock.ts";
 import { repoOf, type StepContext } from "./context.ts";
+import { checkoutPlace } from "./checkout-place.ts";
 
 /** The verify's own git folder in the session folder (read-only to it). */
 export const VERIFY_GIT = "verify-git";
@@ -135,7 +136,8 @@ export async function prepareCheckout(ctx: StepContext, it: ItemState, o: Prepar
       command,
       cwd: o.worktree,
       env: { LOOP_ITEM: it.id, LOOP_ATTEMPT: String(o.attempt), LOOP_WORKDIR: o.worktree },
-      envRule: verifyRule(ctx.def, { behindGateway: true }),
+      // Its own environment: nothing of the operator's active one, its venv's and node_modules' bin first (docs/runners.md#the-items-own-environment).
+      envRule: { ...verifyRule(ctx.def, { behindGateway: true }), place: checkoutPlace(ctx, o.worktree, { forSetup: true }) },
       logPath,
       timeoutMs,
       sandbox: o.sandbox ? setupSandbox(ctx, o.sandbox(), { gitDir, sessionDir: o.dir }) : null,

@@ -10,11 +10,13 @@ import { dirname, join, relative } from "node:path";
 import { itemBranch } from "../definition/branches.ts";
 import { buildRunnerCommand, provenConversation } from "../definition/runners.ts";
 import { agentRule, gatewayUpstream } from "../definition/child-environment.ts";
+import { itemEnvironment } from "../definition/item-environment.ts";
 import type { ItemState, Projection, SessionRecord } from "../log/projection.ts";
 import { GitError } from "../shared/errors.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { sliceText, writeFileAtomic } from "../shared/fsutil.ts";
 import { sessionDir, worktreeDir } from "../shared/paths.ts";
+import { checkoutPlace } from "./checkout-place.ts";
 import { append, loopView, ownedRefChanges, projection, repoOf, type StepContext, type StepOutcome, warnMovedAside } from "./context.ts";
 import { describeRefChange, restoreCommand } from "../repo/owned-refs.ts";
 import { ensureAgentExcludes, probeLaunchFault, programFiles, resolveProgram } from "./machine-probe.ts";
@@ -29,7 +31,7 @@ import { selfArgv, selfFiles } from "../supervisor/self.ts";
 import { chainOption } from "./chain.ts";
 import { readOutputHead, sessionMark, startSession, tmuxSessionName } from "../supervisor/sessions.ts";
 import { SESSION_FILES } from "../supervisor/session-wrapper.ts";
-import { ensureBranch, moveBranchAside } from "../repo/workspace.ts";
+import { ensureBranch, isAncestor, moveBranchAside, restartBranch } from "../repo/workspace.ts";
 import { attemptGitDir, objectProofs, prepareCheckout } from "./checkout.ts";
 import { recordObjectStore } from "../repo/object-store.ts";
 import { asideBranchName, branchAtLaunch } from "../decisions/branch.ts";
@@ -231,6 +233,13 @@ async function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, 
   );
   const program = resolveProgram(cmd.argv[0]!, { PATH: sessionPath(ctx.options.env), cwd: worktree });
   if (program.state === "missing" || program.state === "not_executable") throw new FaultError(programFault({ runner: it.def.runner, program: cmd.argv[0]!, fact: program }));
+  // The agent's environment leaves the operator's active venv off PATH (an agent CLI may be installed
+  // there): a program found only on what was taken off is named by its path.
+  const place = checkoutPlace(ctx, worktree);
+  if (program.state === "found" && !cmd.argv[0]!.includes("/")) {
+    const own = itemEnvironment({ ...ctx.options.env, PATH: sessionPath(ctx.options.env) } as Record<string, string>, place).env.PATH ?? "";
+    if (Bun.which(cmd.argv[0]!, { PATH: own }) !== program.path) cmd.argv[0] = program.path;
+  }
   // verify:false asks for "a change on the branch" made by this attempt, not an earlier one.
   writeFileAtomic(join(dir, "start-head"), made.head + "\n");
   // Where a runner reports its usage (docs/runners.md#reporting-usage): created empty, the agent's to write.
@@ -276,7 +285,8 @@ async function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, 
     tmuxName: ctx.def.tmux ? tmuxSessionName(ctx.def.name, it.id, n, it.epoch) : null,
     mark: sessionMark({ sessionId }),
     // Never loop's secrets; under the "clean" policy only what is declared (docs/runners.md#the-environment).
-    envRule: agentRule(ctx.def, it.def.runner),
+    // Its checkout's own environment on top (docs/runners.md#the-items-own-environment).
+    envRule: { ...agentRule(ctx.def, it.def.runner), place },
     ...chainOption(ctx, dir, it),
     ...(gateway ? { gateway, upstream: gatewayUpstream(ctx.options.env) } : {}),
     scope: { role: "session", loopName: ctx.def.name, item: it.id, epoch: it.epoch, attempt: n, stateRoot: ctx.options.stateRoot },
@@ -311,7 +321,9 @@ function branchForAttempt(ctx: StepContext, it: ItemState, o: { repo: string; br
   if (startCommit === null || symbolicBranchTarget(o.repo, o.branch) !== null) return null;
   const inherited = [...it.attempts].reverse().find((a) => a.start !== undefined && a.startedAt !== null)?.start ?? null;
   const branchHead = branchExists(o.repo, o.branch) ? revParse(o.repo, `refs/heads/${o.branch}`) : null;
-  const plan = branchAtLaunch({ inherited, startCommit, branchHead });
+  const headInStart = inherited === null && branchHead !== null && branchHead !== startCommit && isAncestor(o.repo, branchHead, startCommit);
+  const plan = branchAtLaunch({ inherited, startCommit, branchHead, headInStart });
+  if (plan.kind === "restart") restartBranch({ repo: o.repo, branch: o.branch, from: plan.found, to: plan.start });
   if (plan.kind !== "move_aside") return { start: plan.start, aside: null, base: startCommit };
   const aside = asideBranchName(ctx.def.name, it.id, it.epoch, o.attempt, (name) => branchExists(o.repo, name));
   moveBranchAside({ repo: o.repo, branch: o.branch, aside, head: plan.found, worktree: o.worktree });

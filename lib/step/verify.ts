@@ -40,6 +40,7 @@ import { describeRefused, MAX_OBJECT_BYTES } from "../repo/object-import.ts";
 import { airlock, type AirlockResult, checkoutProducts, describeFound, productStampsOf } from "./airlock.ts";
 import { changedProducts } from "../repo/products.ts";
 import { checkoutForVerify, objectProofs, VERIFY_GIT } from "./checkout.ts";
+import { checkoutPlace, writeEnvironmentReport } from "./checkout-place.ts";
 import { checkoutAtPlace, SandboxRefusedError, sandboxRequest, sessionPath } from "./sandbox-request.ts";
 import { drainedReason, faultReason, sandboxFault, systemError } from "../decisions/faults.ts";
 import { probeSandbox, type SandboxProbe, type SandboxRequest } from "../supervisor/sandbox.ts";
@@ -313,6 +314,14 @@ function spawnReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOut
   const box = verifySandbox(ctx, it, { readOnly: [...products, ...guarded.mounts].map((p) => join(s.worktree, p)) });
   if ("paused" in box) return box.paused;
   if ("refused" in box) return record(ctx, it, notRun(attempt.n, box.refused));
+  // Its checkout's own environment on top (docs/runners.md#the-items-own-environment), said in the session folder for `loop logs --verify`.
+  const envRule = { ...verifyRule(ctx.def, { behindGateway: it.def.network !== undefined }), place: checkoutPlace(ctx, s.worktree) };
+  try {
+    writeEnvironmentReport(s.sessionDir, envRule);
+  } catch (err) {
+    // Only what `loop logs --verify` shows: the verify runs without it.
+    ctx.options.log.warn(`${it.id}: the report of the verify's environment was not written: ${(err as Error).message}`);
+  }
   let started: ReturnType<typeof startVerify>;
   try {
     started = startVerify({
@@ -322,7 +331,7 @@ function spawnReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOut
       env: { LOOP_ITEM: it.id, LOOP_ATTEMPT: String(attempt.n), LOOP_WORKDIR: s.worktree },
       mark: sessionMark(s),
       // Never loop's secrets; under the "clean" policy only what is declared (docs/runners.md#the-environment).
-      envRule: verifyRule(ctx.def, { behindGateway: it.def.network !== undefined }),
+      envRule,
       ...chainOption(ctx, s.sessionDir, it),
       // A scope of its own, as its session has: under a oneshot step's unit it would die with the step.
       scope: { loopName: ctx.def.name, item: it.id, epoch: it.epoch, attempt: attempt.n, stateRoot: ctx.options.stateRoot },

@@ -113,6 +113,8 @@ export const VERIFY_FILES = {
   output: SESSION_FILES.verify,
   /** The sandboxed verify's private object folder: what it writes there is never imported. */
   objects: "verify-objects",
+  /** What environment it ran with, by name (lib/step/checkout-place.ts writeEnvironmentReport; `loop logs --verify`). */
+  environment: "verify-environment.json",
 } as const;
 
 /** What a wrapper reads and writes: an agent session's files, or a verify run's. */

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { childEnvironment, type EnvRule } from "../definition/child-environment.ts";
 import { formatDuration } from "../definition/duration.ts";
-import { readTextOrNull, tail } from "../shared/fsutil.ts";
+import { readTextOrNull, sliceText } from "../shared/fsutil.ts";
 import { killGroup } from "../shared/process.ts";
 import { type SandboxRequest, sandboxArgv, sandboxSpec } from "./sandbox.ts";
 import type { GatewayRequest } from "./gateway-files.ts";
@@ -84,9 +84,36 @@ export async function runSetup(o: {
 
 function outputTail(path: string): string {
   try {
-    const t = tail(readTextOrNull(path, { noLinks: true }) ?? "", 3, 300).trim();
-    return t ? `: ${t.split("\n").join(" / ")}` : "";
+    return setupQuote(readTextOrNull(path, { noLinks: true }) ?? "");
   } catch {
     return "";
   }
+}
+
+/** A line that says what failed: a tool's `error:`/`ERROR:`/`fatal:` (cargo's `error[E0432]:`), npm's `npm ERR!`, an exception's `SomethingError: …`. */
+const ERROR_LINE = /(^|[\s:])(error(\[[A-Za-z0-9]+\])?|ERROR|Error|fatal|FATAL):|npm ERR!|^[A-Za-z_][\w.]*(Error|Exception)(: |$)/;
+
+/**
+ * What a failed setup's reason quotes of its output (pure): the first line that reads as an error
+ * (a Python traceback's is its last line, the exception) and then the last lines, ` / ` between
+ * them, `…` where lines were left out; "" for no output.
+ */
+export function setupQuote(text: string, o: { last?: number; maxChars?: number } = {}): string {
+  const lines = text.replace(/\r/g, "").split("\n").map((l) => l.trimEnd()).filter((l) => l.trim() !== "");
+  if (!lines.length) return "";
+  const lastN = o.last ?? 3;
+  const start = Math.max(0, lines.length - lastN);
+  let first = -1;
+  for (let i = 0; i < lines.length && first < 0; i++) {
+    if (/^Traceback \(most recent call last\):/.test(lines[i]!)) {
+      // The exception is the first line after the frames that is not indented.
+      let j = i + 1;
+      while (j < lines.length && /^\s/.test(lines[j]!)) j++;
+      if (j < lines.length) first = j;
+    } else if (ERROR_LINE.test(lines[i]!.trim())) first = i;
+  }
+  const cut = (l: string) => sliceText(l.trim(), 0, 300);
+  const quoted = first >= 0 && first < start ? [cut(lines[first]!), ...(first < start - 1 ? ["…"] : []), ...lines.slice(start).map(cut)] : lines.slice(start).map(cut);
+  const said = quoted.join(" / ");
+  return `: ${said.length > (o.maxChars ?? 800) ? sliceText(said, 0, o.maxChars ?? 800) + "…" : said}`;
 }

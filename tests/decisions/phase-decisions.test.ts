@@ -70,6 +70,11 @@ describe("branchAtLaunch", () => {
   test("a first launch finds the branch anywhere else: moved aside, made again at the start point", () => {
     expect(branchAtLaunch({ inherited: null, startCommit: S, branchHead: "9".repeat(40) })).toEqual({ kind: "move_aside", start: S, found: "9".repeat(40) });
   });
+  test("a first launch finds the branch at a commit the start point contains (loop made it at an older base; its setup failed): started again at the start point, nothing aside", () => {
+    expect(branchAtLaunch({ inherited: null, startCommit: S, branchHead: "9".repeat(40), headInStart: true })).toEqual({ kind: "restart", start: S, found: "9".repeat(40) });
+    // A branch a session worked on is built on, wherever it is.
+    expect(branchAtLaunch({ inherited: "1".repeat(40), startCommit: S, branchHead: "9".repeat(40), headInStart: true })).toEqual({ kind: "reuse", start: "1".repeat(40) });
+  });
   test("the aside name is beside the item branches and never reused", () => {
     const taken = new Set(["loop/t/aside/b/e0-a1"]);
     expect(asideBranchName("t", "b", 0, 1, (n) => taken.has(n))).toBe("loop/t/aside/b/e0-a1-2");

@@ -24,6 +24,8 @@ export const STEERING = [
   "NO_COLOR",
   "FORCE_COLOR",
   "CI",
+  // The caller's active virtualenv: an item's environment drops it (lib/definition/item-environment.ts).
+  "VIRTUAL_ENV",
   // Where loop puts worktrees by default (lib/shared/paths.ts worktreesRoot): set below to a test folder.
   "XDG_STATE_HOME",
   // Where git finds the repository: set inside a git hook, they would send every test's git

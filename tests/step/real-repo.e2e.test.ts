@@ -124,6 +124,63 @@ describe("on a real repository", () => {
     240_000,
   );
 
+  test.concurrent(
+    "under an `npm run` of the main checkout (its node_modules/.bin on PATH, npm's variables set), the verify's bare `tool` is the checkout's node_modules/.bin's and no npm variable reaches it",
+    async () => {
+      const tool = (says: string) => `mkdir -p node_modules/.bin && printf '#!/bin/sh\\necho ${says}\\n' > node_modules/.bin/tool && chmod +x node_modules/.bin/tool`;
+      const p = new Project(
+        demoDefinition([{ id: "a", prompt: "@demo write a.txt a\n@demo commit a", verify: 'test "$(tool)" = own && test -z "$npm_package_json$INIT_CWD"' }], { defaults: { landing: "none", maxAttempts: 1 }, workspace: { setup: tool("own") } }),
+        { files: { ".gitignore": ".loop/\nnode_modules/\n", "package.json": '{ "name": "app", "version": "1.0.0" }\n' }, env: {} },
+      );
+      projects.push(p);
+      expect(Bun.spawnSync(["sh", "-c", tool("main")], { cwd: p.root }).exitCode).toBe(0);
+      Object.assign(p.env, { PATH: `${p.root}/node_modules/.bin:/usr/bin:/bin`, npm_package_json: join(p.root, "package.json"), INIT_CWD: p.root, npm_lifecycle_event: "loop" });
+      expect((await p.runToDrain()).reason, p.history()).toBe("Succeeded");
+      const logs = await p.loop(["logs", "a", "--verify"]);
+      expect(logs.stderr).toContain(`taken off PATH: ${p.root}/node_modules/.bin`);
+      expect(logs.stderr).toContain("npm_package_json (npm_run)");
+      await p.finish();
+    },
+    240_000,
+  );
+
+  test.concurrent(
+    "resuming after a fixed setup whose loop.json was committed (the base moved) moves nothing aside: the branch loop made at the old base, with no session's commit on it, starts again at the new base, silently",
+    () =>
+      scenario(
+        demoDefinition([{ id: "a", prompt: "@demo write a.txt a\n@demo commit a", verify: "test -s a.txt && test -s prepared.txt" }], { workspace: { setup: "echo 'ERROR: No matching distribution found for nosuch'; echo 'See above for output.'; exit 1" } }),
+        {},
+        async (p) => {
+          const oldBase = git(p.root, "rev-parse", "main");
+          await p.runUntil((x) => x.action === "paused", { codes: [0, 1], what: "paused" });
+          const fault = p.eventsOf("environment_fault")[0]!;
+          // The line that says what failed, then the last lines.
+          expect(String(fault.payload.reason)).toContain("workspace.setup exited 1: ERROR: No matching distribution found for nosuch / See above for output.");
+          expect(git(p.root, "rev-parse", "loop/t/item/a")).toBe(oldBase);
+          const def = JSON.parse(readFileSync(join(p.root, "loop.json"), "utf8"));
+          def.workspace.setup = "echo ready > prepared.txt";
+          writeFileSync(join(p.root, "loop.json"), JSON.stringify(def));
+          gitOk(p.root, "commit", "-q", "-am", "fix the setup");
+          const newBase = git(p.root, "rev-parse", "main");
+          await p.ctl(["resume"]);
+          const stderr: string[] = [];
+          for (let i = 0; i < 150; i++) {
+            const r = await p.run();
+            stderr.push(r.stderr);
+            if (r.action === "drained") break;
+            await Bun.sleep(150);
+          }
+          expect(p.projection().items.a!.status).toBe("passed");
+          expect(stderr.join("")).not.toContain("moved to");
+          expect(git(p.root, "for-each-ref", "--format=%(refname)", "refs/heads/loop/t/aside")).toBe("");
+          const started = p.eventsOf("session_started", "a").at(-1)!;
+          expect(started.payload).toMatchObject({ start: newBase, branchAside: null });
+          expect(git(p.root, "rev-parse", "loop/t/item/a^")).toBe(newBase);
+        },
+      ),
+    240_000,
+  );
+
   for (const landing of ["none", "merge"])
     test.concurrent(
       `a 10-item stacked backlog with landing ${landing} builds each item on the one before`,
