@@ -23,7 +23,7 @@ afterEach(() => {
 /** A fake over a bare repository whose main has one commit, and a branch `feature` one ahead. */
 function fake(): { gh: FakeGitHub; head: string } {
   const dir = mkdtempSync(join(tmpdir(), "loop-gh-client-"));
-  const { fake: gh, head } = fakeWithFeature(dir, (work) => startFakeGitHub({ seedFrom: work, dir }));
+  const { fake: gh, head } = fakeWithFeature(dir, (copyOf) => startFakeGitHub({ copyOf, dir }));
   open.push(gh);
   return { gh, head };
 }

@@ -25,7 +25,7 @@ afterEach(() => {
 /** A fake over a bare repository whose main has one commit, and a branch `feature` one ahead. */
 function fake(project = "acme/platform/api"): { gl: FakeGitLab; head: string; work: string } {
   const dir = mkdtempSync(join(tmpdir(), "loop-gl-client-"));
-  const { fake: gl, head, work } = fakeWithFeature(dir, (work) => startFakeGitLab({ project, seedFrom: work, dir }));
+  const { fake: gl, head, work } = fakeWithFeature(dir, (copyOf) => startFakeGitLab({ project, copyOf, dir }));
   open.push(gl);
   return { gl, head, work };
 }

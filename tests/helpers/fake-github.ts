@@ -20,7 +20,7 @@ import { join } from "node:path";
 import { githubOpenApi } from "./github-openapi.ts";
 import * as shape from "./github-shapes.ts";
 import type { CheckRunFields, ReviewCommentFields, ReviewFields, ShapeContext, StatusFields } from "./github-shapes.ts";
-import { run, tryRun } from "./fake-git.ts";
+import { bareRemote, run, tryRun } from "./fake-git.ts";
 
 export type { AnnotationFields, CheckConclusion, CheckRunFields, StatusFields } from "./github-shapes.ts";
 
@@ -182,14 +182,14 @@ export function presetChecks(mode: ChecksMode): ChecksList {
 }
 
 /**
- * Start the fake. `seedFrom`: a repository whose `main` is pushed to the bare remote first.
+ * Start the fake. `seedFrom`: a repository whose `main` is pushed to the bare remote first;
+ * `copyOf`: a bare repository copied as the remote instead (tests/helpers/repo.ts fakeWithFeature).
  * `validate` (default true): check every exchange against GitHub's description (the demo turns it off).
  */
-export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: string; dir?: string; validate?: boolean; clockLagMs?: number } = {}): FakeGitHub {
+export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: string; copyOf?: string; dir?: string; validate?: boolean; clockLagMs?: number } = {}): FakeGitHub {
   const owner = o.owner ?? "acme";
   const bare = join(o.dir ?? mkdtempSync(join(tmpdir(), "loop-fake-gh-")), "remote.git");
-  run(tmpdir(), ["init", "-q", "--bare", "-b", "main", bare]);
-  if (o.seedFrom) run(o.seedFrom, ["push", "-q", bare, "main:main"]);
+  bareRemote(bare, o);
   const checker = o.validate === false ? null : githubOpenApi();
   // A clock that never repeats a second: every comment created or edited has its own updated_at,
   // as the order of `since` listings depends on it.
