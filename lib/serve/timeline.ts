@@ -13,7 +13,7 @@ interface Bar {
   to: number;
 }
 
-export interface Wait extends Bar {
+interface Wait extends Bar {
   title: string;
 }
 

@@ -4,7 +4,7 @@
 // notes read incrementally (system notes left out, quick actions as GitLab treats them), write
 // access by role, merge requests and their detailed_merge_status, pipelines and statuses on every
 // page, the merge with its sha, rate limits, refusals explained, deadlines.
-import { describeFailure } from "../../lib/forge/provider.ts";
+import { type ConditionalCache, describeFailure, type ForgeChecks, type ProviderOptions } from "../../lib/forge/provider.ts";
 import { afterEach, describe, expect, test } from "bun:test";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -12,7 +12,6 @@ import { join } from "node:path";
 import { GitLabProvider, parseSearch } from "../../lib/forge/gitlab.ts";
 import { identityGate, mergeGate } from "../../lib/forge/merge-gate.ts";
 import { commentIntent } from "../../lib/forge/comments.ts";
-import type { ConditionalCache, ForgeChecks, ProviderOptions } from "../../lib/forge/provider.ts";
 import { type FakeGitLab, startFakeGitLab } from "../helpers/fake-gitlab.ts";
 import { fakeWithFeature } from "../helpers/repo.ts";
 

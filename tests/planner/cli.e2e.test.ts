@@ -3,9 +3,8 @@
 // unknown runner, cycle, hostile text), loop add in every loop state and against concurrent edits,
 // and the export/add round trip.
 import { describe, expect, test } from "bun:test";
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { existsSync } from "node:fs";
 import { BUN, LOOP, Project, cliEnv, type DefinitionInput } from "../helpers/project.ts";
 import { inTmuxPane, onTerminal } from "../helpers/tty.ts";
 import { appendItems } from "../../lib/planner/append.ts";
