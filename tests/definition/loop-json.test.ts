@@ -683,7 +683,7 @@ describe("parseStrictJson (lib/definition/json-strict.ts)", () => {
     expect(() => parseStrictJson(text)).toThrow("expected a string without unpaired surrogate escapes");
   });
 
-  test("a string of several megabytes is a string, plain or full of escapes (issue 36: it was 'expected a complete string')", () => {
+  test("a string of several megabytes is a string, plain or full of escapes (docs/loop-json.md#the-file; it was once 'expected a complete string')", () => {
     const plain = "p".repeat(3_000_000);
     const escaped = 'a\\"\u00e9\n'.repeat(400_000);
     const text = JSON.stringify({ name: "big", items: [{ id: "a", prompt: plain }, { id: "b", prompt: escaped }] });

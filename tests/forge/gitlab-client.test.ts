@@ -356,7 +356,7 @@ describe("search", () => {
   });
 });
 
-describe("for issue 22's reactions", () => {
+describe("what reactions read (docs/forge.md#reactions)", () => {
   test("a failed pipeline's failed jobs: name, failure_reason and the tail of the log, bounded; a commit status that is no job says nothing", async () => {
     const { gl, head } = fake();
     const log = `${"x".repeat(5000)}\nERROR: test_login failed\n`;
@@ -386,7 +386,7 @@ describe("for issue 22's reactions", () => {
   });
 });
 
-describe("a hostile or unusual GitLab (issue 34)", () => {
+describe("a hostile or unusual GitLab (docs/forge.md#listings, #bounds)", () => {
   const OFF_HOST = "https://gitlab.external.invalid";
   const hundredGreenOneRed = () => ({ pipelines: [{ status: "success" }], statuses: [...Array.from({ length: 100 }, (_, i) => ({ name: `ok-${i}`, status: "success" })), { name: "job-101", status: "failed" }] });
 
