@@ -7,7 +7,7 @@
 import { dirname, join, normalize } from "node:path";
 import ts from "typescript";
 
-export interface Source {
+interface Source {
   /** The path relative to the repository. */
   file: string;
   text: string;
