@@ -12,8 +12,7 @@ import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { jsonText, stateDocument } from "../lib/log/documents.ts";
 import { stateView, statusReport } from "../lib/reports/status.ts";
-import { headOf, readProjection } from "../lib/log/snapshot.ts";
-import { readItemRows, readLoopRow, withReadSnapshot } from "../lib/log/snapshot.ts";
+import { headOf, readItemRows, readLoopRow, readProjection, withReadSnapshot } from "../lib/log/snapshot.ts";
 
 const { values } = parseArgs({
   args: process.argv.slice(2),

@@ -16,8 +16,6 @@ import { loadDefinition } from "../definition/loop-json.ts";
 import type { CtlVerb } from "../log/vocabulary.ts";
 
 export const DESTRUCTIVE_VERBS: readonly CtlVerb[] = ["stop", "skip", "cancel"];
-/** Verbs that act on the loop when no --work-item is given. */
-export const LOOP_VERBS: readonly CtlVerb[] = ["start", "pause", "resume", "stop"];
 /** Verbs that need --work-item. */
 export const ITEM_VERBS: readonly CtlVerb[] = ["skip", "retry", "cancel", "reply"];
 

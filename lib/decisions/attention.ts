@@ -3,8 +3,7 @@
 // show them with the commands that put each right. Computed once, here, from what both the step's
 // projection and the status document hold (AttentionInput); decided by the loop's typed cause and
 // the items' records, never by a reason's words. Pure.
-import type { ItemState, LoopCause, LoopState, Projection } from "../log/projection.ts";
-import { itemOf } from "../log/projection.ts";
+import { itemOf, type ItemState, type LoopCause, type LoopState, type Projection } from "../log/projection.ts";
 import { type DrainOutcome, drainsAs, ITEM_STATUSES, type ItemStatus, LANDING_OUTCOMES, type LandingOutcome, landed } from "../log/vocabulary.ts";
 import { activeItems } from "./next-work.ts";
 

@@ -7,7 +7,7 @@ import type { TokenCounts } from "../log/events.ts";
 import { type AttemptRecord, type AttemptUsage, hourOf, type ItemState, type LoopUsage, totalTokens } from "../log/projection.ts";
 
 /** What was spent: tokens and micro-dollars, each null when nothing of it is known. */
-export interface Spend {
+interface Spend {
   tokens: number | null;
   microUsd: number | null;
 }
@@ -40,7 +40,7 @@ export function loopSpend(u: LoopUsage | undefined, now: number): { total: Spend
   return { total, daily: { tokens: total.tokens === null ? null : tokens, microUsd: total.microUsd === null ? null : microUsd } };
 }
 
-export type Unit = "tokens" | "usd";
+type Unit = "tokens" | "usd";
 
 /** A limit reached: the unit, what was spent and the limit (micro-dollars for usd). */
 interface Reached {

@@ -3,11 +3,8 @@
 // (tests/decisions/decide.test.ts). lib/control/ctl.ts carries a plan out under the lease; a step's
 // forge comments carry it out in the step. It sits below both, beside the step's other decisions.
 import type { EventDraft } from "../log/events.ts";
-import type { ItemStatus } from "../log/vocabulary.ts";
-import type { Projection } from "../log/projection.ts";
-import { isInFlight, isSettled } from "../log/vocabulary.ts";
-import { itemOf } from "../log/projection.ts";
-import type { CtlVerb } from "../log/vocabulary.ts";
+import { type CtlVerb, isInFlight, isSettled, type ItemStatus } from "../log/vocabulary.ts";
+import { itemOf, type Projection } from "../log/projection.ts";
 import { RefusedError, UsageError } from "../shared/errors.ts";
 import { blockedBecauseOf, blockingDependency, gateItem } from "./next-work.ts";
 import { pausedByQuestionOf } from "./attention.ts";

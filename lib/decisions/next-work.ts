@@ -1,12 +1,10 @@
 // Which item runs next, which pending items can never run, how the loop drains. Pure: a projection
 // (or the launch rules' view of an item, GateItem) in, a decision out; lib/step/ carries it out.
-import type { ItemState, Projection } from "../log/projection.ts";
-import type { ItemStatus, SettleCode } from "../log/vocabulary.ts";
+import { itemOf, type ItemState, type Projection } from "../log/projection.ts";
+import { type DrainOutcome, drainsAs, isInFlight, isSettled, type ItemStatus, type SettleCode } from "../log/vocabulary.ts";
 
 /** Why a pending item is settled blocked by a dependency (item_settled's code). */
 type BlockedCode = Extract<SettleCode, "dependency_failed" | "dependency_unknown" | "dependency_removed">;
-import { type DrainOutcome, drainsAs, isInFlight, isSettled } from "../log/vocabulary.ts";
-import { itemOf } from "../log/projection.ts";
 
 export type NextWork =
   | { kind: "launch"; item: string }

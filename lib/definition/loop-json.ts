@@ -3,8 +3,7 @@
 import { readRegularFile } from "../shared/fsutil.ts";
 import { join } from "node:path";
 import { parseStrictJson } from "./json-strict.ts";
-import { JsonSyntaxError } from "../shared/errors.ts";
-import { DefinitionError, type DefinitionIssue } from "../shared/errors.ts";
+import { DefinitionError, type DefinitionIssue, JsonSyntaxError } from "../shared/errors.ts";
 import type { NormDefinition } from "./normalized.ts";
 import { byItem, normalizeDefinition } from "./normalize.ts";
 

@@ -20,7 +20,7 @@ export interface Signal {
 }
 
 /** What the landing saw on this turn, from the forge and git. */
-export interface Seen {
+interface Seen {
   /** The sha loop pushed for the attempt: every signal is about it. */
   head: string;
   /** The checks on `head` that failed. */

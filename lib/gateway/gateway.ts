@@ -61,7 +61,7 @@ export interface ProxyRefusal {
 }
 
 /** Why a model request is refused, as a code a step reads (never the sentence) and the sentence for people. */
-export type ModelRefusalCode = "endpoint_not_allowed" | "budget_exhausted" | "budget_in_flight" | "answers_cut_off" | "no_model_api";
+type ModelRefusalCode = "endpoint_not_allowed" | "budget_exhausted" | "budget_in_flight" | "answers_cut_off" | "no_model_api";
 export interface ModelRefusal {
   code: ModelRefusalCode;
   reason: string;

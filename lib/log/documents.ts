@@ -13,7 +13,7 @@ export function counts(p: Projection): Record<string, number> {
   return c;
 }
 
-export function lastVerify(p: Projection, id: string) {
+function lastVerify(p: Projection, id: string) {
   const it = p.items[id]!;
   for (let i = it.attempts.length - 1; i >= 0; i--) {
     const v = it.attempts[i]!.verify;

@@ -97,7 +97,7 @@ interface WatcherStop {
 }
 
 /** How a landing ended (landing_finished). */
-export interface LandingRecord {
+interface LandingRecord {
   outcome: LandingOutcome;
   /** Why it ended so: decisions read this, never `reason`. */
   code: LandingCode;

@@ -67,17 +67,6 @@ export function itemRow(it: ItemState, table: ItemTable): string | null {
   }
 }
 
-/** Split one item into the rows of each table; null means "no row". */
-export function itemRows(it: ItemState): Record<ItemTable, string | null> {
-  return {
-    proj_items: itemRow(it, "proj_items"),
-    proj_sessions: itemRow(it, "proj_sessions"),
-    proj_control: itemRow(it, "proj_control"),
-    proj_ledgers: itemRow(it, "proj_ledgers"),
-    proj_workspaces: itemRow(it, "proj_workspaces"),
-  };
-}
-
 /**
  * The canonical text of an item order, by the array: every append rewrites the loop row, and the
  * order (every item's id) changes only with a definition import, which makes a new array (the

@@ -173,7 +173,7 @@ function collectRows(db: Database, rowsOf: (table: ItemTable) => [string, string
 
 /** An item from its rows; a required row missing, or a row that is not JSON, is damage (corrupt_store). */
 function itemOfRows(id: string, rows: Record<ItemTable, string | null>): ItemState {
-  // Every item has these three rows (rows.ts itemRows); a missing one is damage, not a default.
+  // Every item has these three rows (rows.ts itemRow); a missing one is damage, not a default.
   for (const t of REQUIRED_TABLES) if (rows[t] === null) throw new StoreError("corrupt_store", `projection rows for "${id}" have no ${t} row`);
   return parsed(() => itemFromRows(rows), `of "${id}"`);
 }

@@ -7,7 +7,7 @@
 // Import-free: read verbs load it at start-up.
 
 /** Where a status sits in an item's life. */
-export type Phase = "waiting" | "in_flight" | "settled" | "withdrawn";
+type Phase = "waiting" | "in_flight" | "settled" | "withdrawn";
 
 /** Every status an item can have, in the order of its life, with its phase. */
 const STATUS_PHASES = {
@@ -179,7 +179,7 @@ export type VerifyCode = (typeof VERIFY_CODES)[number];
  * The merge gate's refusals, which a landing through a forge ends `blocked` with (lib/forge/merge-gate.ts
  * decides them; docs/forge.md#what-each-code-means says each).
  */
-export const FORGE_BLOCK_CODES = [
+const FORGE_BLOCK_CODES = [
   /** The pull request was closed without merging. */
   "closed",
   /** It no longer merges into its base (a conflict). */

@@ -111,7 +111,7 @@ export const ANSWER_JSON_SCHEMA = {
   },
 } as const;
 
-export type Checked = { ok: true; answer: Answer; warnings: Warning[] } | { ok: false; problems: string[] };
+type Checked = { ok: true; answer: Answer; warnings: Warning[] } | { ok: false; problems: string[] };
 
 /** Validate a parsed answer: every problem with its path, or the draft (unknown runners dropped, with a warning each). */
 export function checkAnswer(raw: unknown, ctx: AnswerContext): Checked {
@@ -164,7 +164,7 @@ export function checkAnswer(raw: unknown, ctx: AnswerContext): Checked {
   return { ok: true, answer: { outcome: a.outcome, reason: a.reason?.trim() ? a.reason : null, items }, warnings };
 }
 
-export type Parsed = { ok: true; value: unknown } | { ok: false; why: "empty" | "truncated" | "unparseable"; message: string };
+type Parsed = { ok: true; value: unknown } | { ok: false; why: "empty" | "truncated" | "unparseable"; message: string };
 
 /** The answer text as JSON; a text that stops inside the document is "truncated" (never retried: it would be paid for again, and cut again). */
 export function parseAnswerText(text: string): Parsed {

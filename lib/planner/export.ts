@@ -1,9 +1,8 @@
 // `loop export`: loop.json's items with their status in the log (read-only), filtered by status.
 import { UsageError } from "../shared/errors.ts";
-import type { ItemStatus } from "../log/vocabulary.ts";
+import { ITEM_STATUSES as STATUSES, type ItemStatus } from "../log/vocabulary.ts";
 import { itemRecords, loadLoopDefinition } from "./loop-file.ts";
 import type { fullUsage, loopUsage } from "../log/documents.ts";
-import { ITEM_STATUSES as STATUSES } from "../log/vocabulary.ts";
 
 interface ExportedItem {
   id: string;

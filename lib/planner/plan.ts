@@ -8,7 +8,7 @@ import { buildPlannerPrompt, type PlanContext } from "./prompt.ts";
 import { qualityWarnings } from "./quality.ts";
 import { dataBlock } from "./untrusted.ts";
 
-export interface Draft {
+interface Draft {
   outcome: Answer["outcome"];
   reason: string | null;
   items: DraftItem[];

@@ -11,7 +11,7 @@ import type { CommandRunner } from "../definition/normalized.ts";
 import { childEnvironment, type EnvRule } from "../definition/child-environment.ts";
 
 /** More answer than this is not a plan: the planner is cut off and the answer judged truncated. */
-export const MAX_ANSWER_BYTES = 4 * 2 ** 20;
+const MAX_ANSWER_BYTES = 4 * 2 ** 20;
 /** Default deadline for one planner call; LOOP_PLAN_TIMEOUT (a duration: "90s", "20m") overrides it. */
 const DEFAULT_TIMEOUT = "15m";
 

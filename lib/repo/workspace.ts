@@ -259,7 +259,7 @@ export function startPointFor({ repo, landing, base, target }: { repo: string; l
 }
 
 /** Worktrees and the branch each has checked out. */
-export function checkedOut(repo: string): { path: string; branch: string | null }[] {
+function checkedOut(repo: string): { path: string; branch: string | null }[] {
   const out: { path: string; branch: string | null }[] = [];
   let cur: { path: string; branch: string | null } | null = null;
   for (const line of git(repo, ["worktree", "list", "--porcelain"]).split("\n")) {

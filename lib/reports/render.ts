@@ -10,7 +10,7 @@ import { drainsAs, isInFlight, ITEM_STATUSES, type ItemStatus } from "../log/voc
 /** Width on screen: the tool's own colour codes take none (data never carries any: printable). */
 const visible = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, "").length;
 
-export function table(header: string[], rows: string[][]): string {
+function table(header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(visible(h), ...rows.map((r) => visible(r[i] ?? ""))));
   const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c + " ".repeat(widths[i]! - visible(c)))).join("  ").trimEnd();
   return [line(header), ...rows.map(line)].join("\n");

@@ -36,7 +36,7 @@ import { hostname } from "node:os";
 import { readRefusals } from "../supervisor/gateway-files.ts";
 
 /** A finding of status: its code is one of STATUS_FINDING_CODES (lib/log/integrity.ts). */
-export type Finding = AnyFinding<StatusFindingCode>;
+type Finding = AnyFinding<StatusFindingCode>;
 
 
 type StateDocument = ReturnType<typeof stateDocument>;
@@ -233,7 +233,7 @@ const CHECKS_BY_CODE: Record<string, "passing" | "pending" | "failing" | "none">
   merge_refused: "passing",
   merged: "passing",
 };
-export function checksOf(outcome: string | null, code: string | null): "passing" | "pending" | "failing" | "none" | "unknown" {
+function checksOf(outcome: string | null, code: string | null): "passing" | "pending" | "failing" | "none" | "unknown" {
   if (outcome === "merged") return "passing";
   return (code !== null && Object.hasOwn(CHECKS_BY_CODE, code) ? CHECKS_BY_CODE[code] : undefined) ?? "unknown";
 }

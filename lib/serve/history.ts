@@ -31,12 +31,12 @@ export type PhaseKind = (typeof PHASE_KINDS)[number];
  * event is folded (the log's ISO 8601 text is exact to the ms; parsing it on every render would be
  * most of the render: bench/README.md, loop serve).
  */
-export interface Span {
+interface Span {
   from: number;
   to: number | null;
 }
 
-export interface Phase extends Span {
+interface Phase extends Span {
   kind: PhaseKind;
 }
 

@@ -19,7 +19,7 @@ export function itemHref(name: string, id: string): string {
   return `/loops/${seg(name)}/items/${seg(id)}`;
 }
 
-export interface Shell {
+interface Shell {
   title: string;
   /** Breadcrumbs: [text, href | null]. */
   crumbs: [string, string | null][];

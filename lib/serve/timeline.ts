@@ -14,7 +14,7 @@ interface Bar {
   to: number;
 }
 
-export interface Wait extends Bar {
+interface Wait extends Bar {
   title: string;
 }
 

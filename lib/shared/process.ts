@@ -49,7 +49,7 @@ export function pidAlive(pid: number): boolean {
  * Does any live (non-zombie) process belong to the group? kill(-pgid, 0) also counts zombies,
  * which a container's init may leave unreaped for seconds, so on Linux /proc is read instead.
  */
-export function groupAlive(pgid: number): boolean {
+function groupAlive(pgid: number): boolean {
   if (HAVE_PROC) {
     for (const name of readdirSync("/proc")) {
       if (name.charCodeAt(0) > 57) continue; // not a pid

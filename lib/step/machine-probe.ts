@@ -49,7 +49,7 @@ function runnerProgram(def: Pick<NormDefinition, "runners">, runner: string, o: 
 }
 
 /** git's verdict on the identity commits would get (`git var` fails exactly where `git commit` would). */
-export function gitIdentity(repo: string): { ok: true } | { ok: false; detail: string } {
+function gitIdentity(repo: string): { ok: true } | { ok: false; detail: string } {
   for (const v of ["GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT"]) {
     const r = gitTry(repo, ["var", v]);
     if (r.code !== 0) {

@@ -6,8 +6,7 @@
 import { linkSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { BusyError } from "../shared/errors.ts";
 import { readTextOrNull } from "../shared/fsutil.ts";
-import { pidAlive } from "../shared/process.ts";
-import { processStartTime } from "../shared/process.ts";
+import { pidAlive, processStartTime } from "../shared/process.ts";
 
 export interface RunPid {
   pid: number;

@@ -6,8 +6,7 @@
 // loop.json invalid for a moment are; anything else ends the watch with its error.
 import { existsSync } from "node:fs";
 import { formatDuration } from "../definition/duration.ts";
-import { EXIT } from "../shared/errors.ts";
-import { BusyError, DefinitionError } from "../shared/errors.ts";
+import { BusyError, DefinitionError, EXIT } from "../shared/errors.ts";
 import { statePaths } from "../shared/paths.ts";
 import { ensureStateRoot } from "../shared/state-root.ts";
 import { projectOf, refuseForeignStateRoot } from "../log/ownership.ts";

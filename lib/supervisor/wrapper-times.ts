@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { readJsonOrNull } from "../shared/fsutil.ts";
 import { type WrapperKind, wrapperFiles } from "./session-wrapper.ts";
 
-export interface WrapperTimes {
+interface WrapperTimes {
   started: string | null;
   ended: string | null;
 }

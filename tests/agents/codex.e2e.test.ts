@@ -96,7 +96,7 @@ describe.skipIf(bin === null)("codex as loop's agent", () => {
   );
 
   test(
-    "inside one endless turn, where codex itself reports nothing (issue 32 defect 3), its gateway's figure grows request by request: loop status shows the tokens served so far, and loop ctl stop ends it",
+    "inside one endless turn, where codex itself reports nothing (docs/runners.md#codex-behind-the-gateway), its gateway's figure grows request by request: loop status shows the tokens served so far, and loop ctl stop ends it",
     async () => {
       const fake = await startFakeOpenAI(codexEndless(900));
       try {

@@ -7,7 +7,6 @@ import { closeSync, constants as fsConstants, existsSync, mkdtempSync, openSync,
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { Store } from "../../lib/log/store.ts";
-import { materialize } from "../../lib/log/materialize.ts";
 import { buildStore } from "../helpers/store.ts";
 import { definition, itemDef } from "../helpers/events.ts";
 import { TOOLS } from "../../cmd/tools.ts";
@@ -15,6 +14,7 @@ import { BUN, type Env, LOOP, REPO, runInProcess as run, runLoopSync as cli } fr
 import { testEnv } from "../helpers/env.ts";
 import { onTerminal } from "../helpers/tty.ts";
 import { makeRepo } from "../helpers/repo.ts";
+import { seededItem, seededRepo } from "../helpers/seeded-repo.ts";
 
 const LOOP_STATUS = join(REPO, "cmd", "loop-status.ts");
 const PKG_VERSION: string = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")).version;
@@ -55,53 +55,6 @@ function gitRepo(): string {
 /** Run under a pseudo-terminal (stdin, stdout and stderr are one TTY); returns everything it printed. */
 function cliOnTty(args: string[], opts: { cwd?: string; env?: Env } = {}) {
   return onTerminal([BUN, LOOP, ...args], { cwd: opts.cwd ?? REPO, env: testEnv({ TERM: "xterm-256color", ...opts.env }) }).ended();
-}
-
-const item = (id: string, ref: string | null = null) => ({
-  id,
-  ref,
-  prompt: `work on ${id}`,
-  dependsOn: [],
-  verify: "true",
-  runner: "demo",
-  model: null,
-  maxAttempts: 2,
-  timeouts: { launch: 300_000, stall: 3_600_000, verify: 900_000 },
-});
-
-/** A repo after `loop init`, with a definition of the given items imported into its log. */
-async function seededRepo(items: ReturnType<typeof item>[]): Promise<string> {
-  const repo = gitRepo();
-  const r = await run(["init", "--json"], { cwd: repo });
-  expect(r.code).toBe(0);
-  const stateRoot = join(repo, ".loop");
-  const store = Store.open(stateRoot, { actor: "test" });
-  try {
-    store.append([
-      {
-        type: "definition_imported",
-        payload: {
-          revision: 1,
-          hash: "0".repeat(64),
-          name: "cli-test",
-          settings: {
-            landing: "none",
-            base: "main",
-            target: "loop/cli-test/landed",
-            tmux: false,
-            keepCheckoutOnClose: false,
-            requireStartCommand: false,
-            runners: {},
-          },
-          items,
-        },
-      },
-    ]);
-    materialize(stateRoot, store);
-  } finally {
-    store.close();
-  }
-  return repo;
 }
 
 function jsonError(stderr: string): { error: { code: string; message: string } } {
@@ -460,8 +413,8 @@ describe("status and replay", () => {
   });
 
   test("a JSON document over 64 KiB reaches a pipe whole", async () => {
-    const items = Array.from({ length: 400 }, (_, i) => item(`item-${i}`, `github:acme/api#${i + 1}`));
-    const repo = await seededRepo(items);
+    const items = Array.from({ length: 400 }, (_, i) => seededItem(`item-${i}`, `github:acme/api#${i + 1}`));
+    const repo = await seededRepo(items, temps);
     const r = cli(["status"], { cwd: repo });
     expect(r.code).toBe(0);
     expect(r.stdout.length).toBeGreaterThan(64 * 1024);
@@ -471,7 +424,7 @@ describe("status and replay", () => {
 
 describe("the actor", () => {
   test("without $LOOP_ACTOR, $USER or $LOGNAME, events name the uid's user, never `unknown`", async () => {
-    const repo = await seededRepo([item("alpha")]);
+    const repo = await seededRepo([seededItem("alpha")], temps);
     const env = { LOOP_ACTOR: undefined, USER: undefined, LOGNAME: undefined };
     expect(cli(["ctl", "pause", "--json"], { cwd: repo, env }).code).toBe(0);
     const want = spawnSync("id", ["-un"], { encoding: "utf8" }).stdout.trim();
@@ -506,7 +459,7 @@ describe("colour", () => {
   });
 
   test("on a TTY with NO_COLOR, status text has no ANSI", async () => {
-    const repo = await seededRepo([item("alpha"), item("beta")]);
+    const repo = await seededRepo([seededItem("alpha"), seededItem("beta")], temps);
     const r = await cliOnTty(["status"], { cwd: repo, env: { NO_COLOR: "1" } });
     expect(r.code).toBe(0);
     expect(r.text).toContain("alpha");
@@ -514,7 +467,7 @@ describe("colour", () => {
   });
 
   test("piped, nothing is coloured even on a colour terminal", async () => {
-    const repo = await seededRepo([item("alpha")]);
+    const repo = await seededRepo([seededItem("alpha")], temps);
     for (const args of [["status", "--text"], ["replay", "--text"], ["status", "--help"], ["status", "--no-such-flag"]]) {
       const r = cli(args, { cwd: repo, env: { TERM: "xterm-256color", NO_COLOR: undefined } });
       expect(r.stdout).not.toMatch(ANSI);
@@ -533,7 +486,7 @@ describe("the confirmation prompt", () => {
   }
 
   test("Ctrl-C exits 130 (interrupted), No and Escape exit 3 (declined); nothing is changed either way", async () => {
-    const repo = await seededRepo([item("alpha")]);
+    const repo = await seededRepo([seededItem("alpha")], temps);
     const db = readFileSync(join(repo, ".loop", "loop.db"));
     for (const [keys, code] of [["\x03", 130], ["n\r", 3], ["\x1b", 3]] as const) {
       const r = await answerPrompt(repo, keys);

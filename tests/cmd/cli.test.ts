@@ -8,8 +8,6 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync,
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { VERSION } from "../../lib/shared/version.ts";
-import { Store } from "../../lib/log/store.ts";
-import { materialize } from "../../lib/log/materialize.ts";
 import { TOOLS } from "../../cmd/tools.ts";
 import { CONTRACT_TOOLS, invokedName, isCompiled, toolFromName, versionRequest } from "../../cmd/loop.ts";
 import { type ArgsSpec, commonArgs, parseArgv, writeWhole } from "../../lib/shared/cli.ts";
@@ -17,6 +15,7 @@ import { UsageError } from "../../lib/shared/errors.ts";
 import { REPO, runInProcess as run } from "../helpers/cli.ts";
 import { testEnv } from "../helpers/env.ts";
 import { git, makeRepo } from "../helpers/repo.ts";
+import { seededItem, seededRepo } from "../helpers/seeded-repo.ts";
 
 const PKG_VERSION: string = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")).version;
 /** `--version --json` from source: this checkout's commit, asked of git here independently. */
@@ -50,53 +49,6 @@ function gitRepo(): string {
   const { dir, root } = makeRepo("loop-cli-repo-");
   temps.push(dir);
   return root;
-}
-
-const item = (id: string, ref: string | null = null) => ({
-  id,
-  ref,
-  prompt: `work on ${id}`,
-  dependsOn: [],
-  verify: "true",
-  runner: "demo",
-  model: null,
-  maxAttempts: 2,
-  timeouts: { launch: 300_000, stall: 3_600_000, verify: 900_000 },
-});
-
-/** A repo after `loop init`, with a definition of the given items imported into its log. */
-async function seededRepo(items: ReturnType<typeof item>[]): Promise<string> {
-  const repo = gitRepo();
-  const r = await run(["init", "--json"], { cwd: repo });
-  expect(r.code).toBe(0);
-  const stateRoot = join(repo, ".loop");
-  const store = Store.open(stateRoot, { actor: "test" });
-  try {
-    store.append([
-      {
-        type: "definition_imported",
-        payload: {
-          revision: 1,
-          hash: "0".repeat(64),
-          name: "cli-test",
-          settings: {
-            landing: "none",
-            base: "main",
-            target: "loop/cli-test/landed",
-            tmux: false,
-            keepCheckoutOnClose: false,
-            requireStartCommand: false,
-            runners: {},
-          },
-          items,
-        },
-      },
-    ]);
-    materialize(stateRoot, store);
-  } finally {
-    store.close();
-  }
-  return repo;
 }
 
 function jsonError(stderr: string): { error: { code: string; message: string } } {
@@ -422,7 +374,7 @@ describe("status and replay", () => {
   });
 
   test("a repeated --work-item collects every value", async () => {
-    const repo = await seededRepo([item("alpha"), item("beta", "github:acme/api#7"), item("gamma"), item("delta")]);
+    const repo = await seededRepo([seededItem("alpha"), seededItem("beta", "github:acme/api#7"), seededItem("gamma"), seededItem("delta")], temps);
     const all = JSON.parse((await run(["status"], { cwd: repo })).stdout);
     expect(all.items.map((i: { id: string }) => i.id)).toEqual(["alpha", "beta", "gamma", "delta"]);
     const r = await run(["status", "--work-item", "gamma", "--work-item", "github:acme/api#0007"], { cwd: repo });
@@ -435,7 +387,7 @@ describe("status and replay", () => {
   });
 
   test("an invalid --work-item ref aborts the whole command: exit 2, nothing on stdout", async () => {
-    const repo = await seededRepo([item("alpha"), item("beta")]);
+    const repo = await seededRepo([seededItem("alpha"), seededItem("beta")], temps);
     for (const bad of ["github:acme/../api#1", "github:acme/api#1 ", "github:acme/api", "-alpha"]) {
       const r = await run(["status", `--work-item=${bad}`, "--work-item", "alpha"], { cwd: repo });
       expect(r.code).toBe(2);
@@ -445,7 +397,7 @@ describe("status and replay", () => {
   });
 
   test("a --work-item naming no item of the loop: exit 2, nothing on stdout", async () => {
-    const repo = await seededRepo([item("alpha")]);
+    const repo = await seededRepo([seededItem("alpha")], temps);
     const r = await run(["status", "--work-item", "alpha", "--work-item", "nope"], { cwd: repo });
     expect(r.code).toBe(2);
     expect(r.stdout).toBe("");

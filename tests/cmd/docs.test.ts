@@ -10,7 +10,7 @@ import { dirname, join, relative, resolve } from "node:path";
 import { TOOLS } from "../../cmd/tools.ts";
 import { CONTRACT_TOOLS } from "../../cmd/loop.ts";
 import { commonArgs, renderHelp } from "../../lib/shared/cli.ts";
-import { EXIT } from "../../lib/shared/errors.ts";
+import { DefinitionError, EXIT, RefError } from "../../lib/shared/errors.ts";
 import { EVENT_TYPES } from "../../lib/log/events.ts";
 import { LANDING_CODES, SETTLE_CODES, VERIFY_CODES } from "../../lib/log/vocabulary.ts";
 import { FINDING_CODES } from "../../lib/reports/replay.ts";
@@ -18,11 +18,9 @@ import { STATUS_FINDING_CODES } from "../../lib/log/integrity.ts";
 import type { ResetReport } from "../../lib/control/reset.ts";
 import { ACCEPTED_KEYS } from "../../lib/definition/schema.ts";
 import { DEFAULT_GUARDS } from "../../lib/definition/normalized.ts";
-import { DefinitionError } from "../../lib/shared/errors.ts";
 import { normalizeDefinition } from "../../lib/definition/normalize.ts";
 import { parseDefinitionText } from "../../lib/definition/loop-json.ts";
 import { itemIdFromRef, parseRef } from "../../lib/definition/refs.ts";
-import { RefError } from "../../lib/shared/errors.ts";
 import { parseDuration } from "../../lib/definition/duration.ts";
 import { type Attack, MODES } from "../attacks/attack.ts";
 import { CORPUS } from "../attacks/corpus.ts";
@@ -455,7 +453,7 @@ describe("environment variables", () => {
         if (e.isDirectory()) walk(p);
         else if (e.name.endsWith(".ts"))
           for (const m of readFileSync(p, "utf8").matchAll(/\bLOOP_[A-Z][A-Z_]*\b/g))
-            // A constant of the code's own (`export const LOOP_VERBS`) is not a variable.
+            // A constant of the code's own (`export const LOOP_MARKER`) is not a variable.
             if (!new RegExp(`const ${m[0]}\\b`).test(readFileSync(p, "utf8"))) names.add(m[0]);
       }
     };

@@ -2,7 +2,7 @@
 // agents are the demo runner or a shell script that hangs. Each scenario ends with `loop status`
 // and `loop replay` exiting 0 and no session process left. Every ctl event must carry the acting
 // user ($LOOP_ACTOR) as its actor; `loop run` steps act as "cron@test".
-import { worktreesOf } from "../helpers/env.ts";
+import { testEnv, worktreesOf } from "../helpers/env.ts";
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -11,7 +11,6 @@ import { Store } from "../../lib/log/store.ts";
 import { demoDefinition, git, pollUntil, type Project, scenario } from "../helpers/project.ts";
 import { snapshotTree } from "../helpers/fs.ts";
 import { LOOP } from "../helpers/cli.ts";
-import { testEnv } from "../helpers/env.ts";
 import { onTerminal } from "../helpers/tty.ts";
 
 const T = 120_000;

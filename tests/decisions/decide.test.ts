@@ -9,10 +9,9 @@ import type { CtlVerb } from "../../lib/log/vocabulary.ts";
 import { RefusedError, UsageError } from "../../lib/shared/errors.ts";
 import { type AfterSession, afterFailure, afterSession, failedReason } from "../../lib/decisions/attempt.ts";
 import { blockedBecauseOf, type NextWork, nextWork } from "../../lib/decisions/next-work.ts";
-import { ASK_EXIT_GRACE_MS, classifySession } from "../../lib/decisions/session-verdict.ts";
+import { ASK_EXIT_GRACE_MS, classifySession, type SessionObservation } from "../../lib/decisions/session-verdict.ts";
 import { classifyVerify, classifyVerifyStart, verdictPasses, type VerifyObservation, type VerifyStartObservation, verifyExitVerdict, verifyReason, type VerifyVerdict } from "../../lib/decisions/verify-verdict.ts";
 import { waitingReasons, waitView } from "../../lib/decisions/wait-reasons.ts";
-import type { SessionObservation } from "../../lib/decisions/session-verdict.ts";
 import { fold } from "../../lib/log/reducer.ts";
 import type { ItemState, Projection } from "../../lib/log/projection.ts";
 import {

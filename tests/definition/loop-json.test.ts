@@ -3,14 +3,13 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ACCEPTED_KEYS } from "../../lib/definition/schema.ts";
-import { DefinitionError } from "../../lib/shared/errors.ts";
+import { DefinitionError, JsonSyntaxError } from "../../lib/shared/errors.ts";
 import { KNOWN_RUNNERS, type NormDefinition } from "../../lib/definition/normalized.ts";
 import { branchNameProblem, itemBranch } from "../../lib/definition/branches.ts";
 import { definitionHash, normalizeDefinition } from "../../lib/definition/normalize.ts";
 import { loadDefinition, parseDefinitionText } from "../../lib/definition/loop-json.ts";
 import { formatDuration, parseDuration } from "../../lib/definition/duration.ts";
 import { formatJsonPath, parseStrictJson } from "../../lib/definition/json-strict.ts";
-import { JsonSyntaxError } from "../../lib/shared/errors.ts";
 import { RESERVED_RUNNER_NAMES } from "../../lib/definition/runners.ts";
 
 const MIN = 60_000;
@@ -687,7 +686,7 @@ describe("parseStrictJson (lib/definition/json-strict.ts)", () => {
     expect(() => parseStrictJson(text)).toThrow("expected a string without unpaired surrogate escapes");
   });
 
-  test("a string of several megabytes is a string, plain or full of escapes (issue 36: it was 'expected a complete string')", () => {
+  test("a string of several megabytes is a string, plain or full of escapes (docs/loop-json.md#the-file; it was once 'expected a complete string')", () => {
     const plain = "p".repeat(3_000_000);
     const escaped = 'a\\"\u00e9\n'.repeat(400_000);
     const text = JSON.stringify({ name: "big", items: [{ id: "a", prompt: plain }, { id: "b", prompt: escaped }] });

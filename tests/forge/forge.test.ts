@@ -1,15 +1,13 @@
 // lib/forge: the GitHub client against the fake GitHub (a real HTTP server on 127.0.0.1 over a real
 // bare repository), and the pure rules: untrusted text, comment intents, authorization, merge gate.
-import { describeFailure } from "../../lib/forge/provider.ts";
+import { type ConditionalCache, describeFailure, type ForgePull } from "../../lib/forge/provider.ts";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { authorized, commentCursor, commentIntent, CURSOR_MARGIN_MS, isLoopsOwn, LOOP_MARKER, loopComment } from "../../lib/forge/comments.ts";
-import { GitHubProvider } from "../../lib/forge/github.ts";
+import { GitHubProvider, notMergeableIsWait } from "../../lib/forge/github.ts";
 import { definitionLock, environmentLock, failureGate, identityGate, mergeGate } from "../../lib/forge/merge-gate.ts";
-import { notMergeableIsWait } from "../../lib/forge/github.ts";
-import type { ConditionalCache, ForgePull } from "../../lib/forge/provider.ts";
 import { capped, fenced, sanitizeLine } from "../../lib/forge/untrusted.ts";
 import { cleanText } from "../../lib/shared/untrusted-text.ts";
 import { type FakeGitHub, startFakeGitHub } from "../helpers/fake-github.ts";

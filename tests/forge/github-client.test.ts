@@ -7,10 +7,9 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { GitHubProvider } from "../../lib/forge/github.ts";
+import { GitHubProvider, notMergeableIsWait } from "../../lib/forge/github.ts";
 import { mergeGate } from "../../lib/forge/merge-gate.ts";
 import { MAX_ANSWER_VALUES, MAX_STEP_ANSWER_BYTES } from "../../lib/forge/bounds.ts";
-import { notMergeableIsWait } from "../../lib/forge/github.ts";
 import type { ForgeChecks, ProviderOptions } from "../../lib/forge/provider.ts";
 import { type CheckConclusion, type FakeGitHub, startFakeGitHub } from "../helpers/fake-github.ts";
 import { fakeWithFeature } from "../helpers/repo.ts";
@@ -23,7 +22,7 @@ afterEach(() => {
 /** A fake over a bare repository whose main has one commit, and a branch `feature` one ahead. */
 function fake(): { gh: FakeGitHub; head: string } {
   const dir = mkdtempSync(join(tmpdir(), "loop-gh-client-"));
-  const { fake: gh, head } = fakeWithFeature(dir, (work) => startFakeGitHub({ seedFrom: work, dir }));
+  const { fake: gh, head } = fakeWithFeature(dir, (copyOf) => startFakeGitHub({ copyOf, dir }));
   open.push(gh);
   return { gh, head };
 }
@@ -52,7 +51,7 @@ const ALL_CONCLUSIONS: [CheckConclusion, "passing" | "failing"][] = [
   ["action_required", "failing"],
 ];
 
-describe("for issue 22's reactions", () => {
+describe("what reactions read (docs/forge.md#reactions)", () => {
   test("a failed check run's output (title, summary, text's tail) and annotations; a failed status's description; a check without a handle says nothing", async () => {
     const { gh, head } = fake();
     gh.switches.checks = {
@@ -87,7 +86,7 @@ describe("for issue 22's reactions", () => {
   });
 });
 
-describe("checks (issue 25 defects 1-2, issue 18 defect 4)", () => {
+describe("checks (docs/forge.md#checks)", () => {
   test.each(ALL_CONCLUSIONS)("a check run concluded %s is %s", async (conclusion, verdict) => {
     const { gh, head } = fake();
     gh.switches.checks = { runs: [{ name: "job", status: "completed", conclusion }], statuses: [] };
@@ -177,7 +176,7 @@ describe("checks (issue 25 defects 1-2, issue 18 defect 4)", () => {
   });
 });
 
-describe("issues that moved, went or never were (issue 25 defect 3, issue 18 defect 10)", () => {
+describe("issues that moved, went or never were (docs/forge.md#items-from-issues, #redirects)", () => {
   test("transferred: 301 to another repository's issue → gone, saying where", async () => {
     const { gh } = fake();
     gh.addIssue({ number: 5 });
@@ -230,7 +229,7 @@ describe("issues that moved, went or never were (issue 25 defect 3, issue 18 def
   });
 });
 
-describe("pull requests (issue 25 defects 4 and 7)", () => {
+describe("pull requests (docs/forge.md#pull-requests-github-refuses-to-open, #what-each-code-means)", () => {
   test("a refused draft and a branch with nothing to merge are refusals, each with its own code", async () => {
     const { gh } = fake();
     gh.switches.draftsRefused = true;
@@ -297,7 +296,7 @@ describe("pull requests (issue 25 defects 4 and 7)", () => {
   });
 });
 
-describe("search and permissions (issue 25 defects 5 and 6)", () => {
+describe("search and permissions (docs/forge.md#issues-for-the-planner, #comments)", () => {
   test("another repository's results (repo: qualifiers are ORed) are dropped and said; an incomplete search is said", async () => {
     const { gh } = fake();
     gh.addIssue({ number: 1, title: "ours", labels: ["bug"] });
@@ -324,7 +323,7 @@ describe("search and permissions (issue 25 defects 5 and 6)", () => {
   });
 });
 
-describe("deadlines (issue 18 defect 6)", () => {
+describe("deadlines (docs/forge.md#deadlines)", () => {
   test("a request that never answers is a `network` failure at the deadline, not a hang", async () => {
     const { gh } = fake();
     gh.switches.hang = (r) => r.method === "PUT";
@@ -334,7 +333,7 @@ describe("deadlines (issue 18 defect 6)", () => {
   });
 });
 
-describe("comment listings (issue 18 defect 7)", () => {
+describe("comment listings (docs/forge.md#listings)", () => {
   test("read in the order of edits from the cursor; a listing longer than loop reads is cut and says so; the next listing from the last edit read holds the rest", async () => {
     const { gh } = fake();
     const spam = Array.from({ length: 1001 }, (_, i) => gh.addComment({ issue: 1, login: "spammer", body: `spam ${i}` }));
@@ -366,7 +365,7 @@ describe("comment listings (issue 18 defect 7)", () => {
   });
 });
 
-describe("a hostile GitHub (issue 34)", () => {
+describe("a hostile GitHub (docs/forge.md#bounds, #redirects)", () => {
   test("review feedback whose next page is on another host: not read (no request, no token there) and `cut`", async () => {
     const { gh } = fake();
     gh.pulls.set(9, { number: 9, title: "t", body: "", head: "feature", base: "main", draft: false, state: "open", merged: false, merge_commit_sha: null });

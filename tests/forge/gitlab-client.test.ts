@@ -4,7 +4,7 @@
 // notes read incrementally (system notes left out, quick actions as GitLab treats them), write
 // access by role, merge requests and their detailed_merge_status, pipelines and statuses on every
 // page, the merge with its sha, rate limits, refusals explained, deadlines.
-import { describeFailure } from "../../lib/forge/provider.ts";
+import { type ConditionalCache, describeFailure, type ForgeChecks, type ProviderOptions } from "../../lib/forge/provider.ts";
 import { afterEach, describe, expect, test } from "bun:test";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -12,7 +12,6 @@ import { join } from "node:path";
 import { GitLabProvider, parseSearch } from "../../lib/forge/gitlab.ts";
 import { identityGate, mergeGate } from "../../lib/forge/merge-gate.ts";
 import { commentIntent } from "../../lib/forge/comments.ts";
-import type { ConditionalCache, ForgeChecks, ProviderOptions } from "../../lib/forge/provider.ts";
 import { type FakeGitLab, startFakeGitLab } from "../helpers/fake-gitlab.ts";
 import { fakeWithFeature } from "../helpers/repo.ts";
 
@@ -25,7 +24,7 @@ afterEach(() => {
 /** A fake over a bare repository whose main has one commit, and a branch `feature` one ahead. */
 function fake(project = "acme/platform/api"): { gl: FakeGitLab; head: string; work: string } {
   const dir = mkdtempSync(join(tmpdir(), "loop-gl-client-"));
-  const { fake: gl, head, work } = fakeWithFeature(dir, (work) => startFakeGitLab({ project, seedFrom: work, dir }));
+  const { fake: gl, head, work } = fakeWithFeature(dir, (copyOf) => startFakeGitLab({ project, copyOf, dir }));
   open.push(gl);
   return { gl, head, work };
 }
@@ -357,7 +356,7 @@ describe("search", () => {
   });
 });
 
-describe("for issue 22's reactions", () => {
+describe("what reactions read (docs/forge.md#reactions)", () => {
   test("a failed pipeline's failed jobs: name, failure_reason and the tail of the log, bounded; a commit status that is no job says nothing", async () => {
     const { gl, head } = fake();
     const log = `${"x".repeat(5000)}\nERROR: test_login failed\n`;
@@ -387,7 +386,7 @@ describe("for issue 22's reactions", () => {
   });
 });
 
-describe("a hostile or unusual GitLab (issue 34)", () => {
+describe("a hostile or unusual GitLab (docs/forge.md#listings, #bounds)", () => {
   const OFF_HOST = "https://gitlab.external.invalid";
   const hundredGreenOneRed = () => ({ pipelines: [{ status: "success" }], statuses: [...Array.from({ length: 100 }, (_, i) => ({ name: `ok-${i}`, status: "success" })), { name: "job-101", status: "failed" }] });
 

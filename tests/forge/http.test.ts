@@ -5,8 +5,7 @@
 import { describe, expect, test } from "bun:test";
 import { type Answer, type Dialect, ForgeHttp, linkTarget, scrubToken } from "../../lib/forge/http.ts";
 import { MAX_ANSWER_BYTES, MAX_PAGES } from "../../lib/forge/bounds.ts";
-import type { CachedAnswer, ConditionalCache, ProviderOptions } from "../../lib/forge/provider.ts";
-import { commitIdOf } from "../../lib/forge/provider.ts";
+import { type CachedAnswer, commitIdOf, type ConditionalCache, type ProviderOptions } from "../../lib/forge/provider.ts";
 
 const API = "https://forge.invalid/api";
 const TOKEN = "s3cret-t0ken";

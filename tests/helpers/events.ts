@@ -1,8 +1,7 @@
 // Synthetic event logs for pure reducer tests. Events are sealed exactly as the store seals them:
 // the payload is stored as canonical JSON, the hash is sha256 over hashInput(row, payloadText), and
 // each event's prev_hash is the previous event's hash (GENESIS_HASH for seq 1).
-import { canonicalJson, sha256Hex } from "../../lib/log/canonical.ts";
-import { GENESIS_HASH } from "../../lib/log/canonical.ts";
+import { canonicalJson, GENESIS_HASH, sha256Hex } from "../../lib/log/canonical.ts";
 import {
   type EventDraft,
   type NormItemPayload,

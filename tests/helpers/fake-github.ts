@@ -19,8 +19,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { githubOpenApi } from "./github-openapi.ts";
 import * as shape from "./github-shapes.ts";
-import type { CheckRunFields, ReviewCommentFields, ReviewFields, ShapeContext, StatusFields } from "./github-shapes.ts";
-import { run, tryRun } from "./fake-git.ts";
+import { bareRemote, run, tryRun } from "./fake-git.ts";
 
 export type { AnnotationFields, CheckConclusion, CheckRunFields, StatusFields } from "./github-shapes.ts";
 
@@ -54,8 +53,8 @@ export interface FakePull {
 export type ChecksMode = "passing" | "pending" | "failing" | "none";
 /** Explicit check runs and commit statuses. */
 export interface ChecksList {
-  runs: CheckRunFields[];
-  statuses: StatusFields[];
+  runs: shape.CheckRunFields[];
+  statuses: shape.StatusFields[];
 }
 export type ChecksSpec = ChecksMode | ChecksList;
 
@@ -88,7 +87,7 @@ export interface FakeSwitches {
    * output and annotations) beside the passing `lint` and `ci/legacy`; every later head passes (a
    * fix pushed to the PR goes green). Null: `checks` decides.
    */
-  ciFailsOnce: CheckRunFields | null;
+  ciFailsOnce: shape.CheckRunFields | null;
   /** The PR's head is behind its base and protection requires it up to date: mergeable_state behind, and a merge is refused (405). */
   behind: boolean;
   /** On the next merge call: push a new commit to the head branch and answer 409. */
@@ -139,12 +138,12 @@ export interface FakeGitHub {
   pulls: Map<number, FakePull>;
   permissions: Map<string, FakePermission>;
   /** Reviews and review comments (comments on the diff) of pull requests. */
-  reviews: ReviewFields[];
-  reviewComments: ReviewCommentFields[];
+  reviews: shape.ReviewFields[];
+  reviewComments: shape.ReviewCommentFields[];
   /** A reviewer submits a review of pull request `pull` on its current head. */
-  addReview(o: { pull: number; login: string; state: ReviewFields["state"]; body: string }): ReviewFields;
+  addReview(o: { pull: number; login: string; state: shape.ReviewFields["state"]; body: string }): shape.ReviewFields;
   /** A reviewer comments on a line of pull request `pull`'s diff (in a review of its own, state COMMENTED). */
-  addReviewComment(o: { pull: number; login: string; body: string; path: string; line: number }): ReviewCommentFields;
+  addReviewComment(o: { pull: number; login: string; body: string; path: string; line: number }): shape.ReviewCommentFields;
   /** Issues of other repositories ("owner/repo" → issues) the search finds when asked for them (repo: qualifiers are ORed, as on GitHub). */
   foreign: Map<string, FakeIssue[]>;
   switches: FakeSwitches;
@@ -182,14 +181,14 @@ export function presetChecks(mode: ChecksMode): ChecksList {
 }
 
 /**
- * Start the fake. `seedFrom`: a repository whose `main` is pushed to the bare remote first.
+ * Start the fake. `seedFrom`: a repository whose `main` is pushed to the bare remote first;
+ * `copyOf`: a bare repository copied as the remote instead (tests/helpers/repo.ts fakeWithFeature).
  * `validate` (default true): check every exchange against GitHub's description (the demo turns it off).
  */
-export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: string; dir?: string; validate?: boolean; clockLagMs?: number } = {}): FakeGitHub {
+export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: string; copyOf?: string; dir?: string; validate?: boolean; clockLagMs?: number } = {}): FakeGitHub {
   const owner = o.owner ?? "acme";
   const bare = join(o.dir ?? mkdtempSync(join(tmpdir(), "loop-fake-gh-")), "remote.git");
-  run(tmpdir(), ["init", "-q", "--bare", "-b", "main", bare]);
-  if (o.seedFrom) run(o.seedFrom, ["push", "-q", bare, "main:main"]);
+  bareRemote(bare, o);
   const checker = o.validate === false ? null : githubOpenApi();
   // A clock that never repeats a second: every comment created or edited has its own updated_at,
   // as the order of `since` listings depends on it.
@@ -266,13 +265,13 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
     },
     addReview(o) {
       const p = f.pulls.get(o.pull)!;
-      const r: ReviewFields = { id: nextReview++, pull: o.pull, login: o.login, state: o.state, body: o.body, commit: f.headOf(p.head) ?? "0".repeat(40) };
+      const r: shape.ReviewFields = { id: nextReview++, pull: o.pull, login: o.login, state: o.state, body: o.body, commit: f.headOf(p.head) ?? "0".repeat(40) };
       f.reviews.push(r);
       return r;
     },
     addReviewComment(o) {
       const review = f.addReview({ pull: o.pull, login: o.login, state: "COMMENTED", body: "" });
-      const c: ReviewCommentFields = { id: nextReview++, pull: o.pull, review: review.id, login: o.login, body: o.body, path: o.path, line: o.line, commit: review.commit };
+      const c: shape.ReviewCommentFields = { id: nextReview++, pull: o.pull, review: review.id, login: o.login, body: o.body, path: o.path, line: o.line, commit: review.commit };
       f.reviewComments.push(c);
       return c;
     },
@@ -292,7 +291,7 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
     },
   };
 
-  const ctx = (): ShapeContext => ({ api: f.url, owner, repo: f.switches.renamedTo ?? f.repo, repoId: f.repoId });
+  const ctx = (): shape.ShapeContext => ({ api: f.url, owner, repo: f.switches.renamedTo ?? f.repo, repoId: f.repoId });
   const checksFor = (sha: string): ChecksList => {
     const once = f.switches.ciFailsOnce;
     if (once && !f.switches.checksBySha.has(sha)) {
@@ -487,7 +486,7 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
       else want.words.push(t.toLowerCase());
     }
     const mine = `${owner}/${f.switches.renamedTo ?? f.repo}`.toLowerCase();
-    type Found = { c: ShapeContext; kind: "issue" | "pr"; i: FakeIssue };
+    type Found = { c: shape.ShapeContext; kind: "issue" | "pr"; i: FakeIssue };
     const pool: Found[] = [];
     if (want.repos.length === 0 || want.repos.includes(mine)) {
       for (const i of f.issues.values()) pool.push({ c: ctx(), kind: "issue", i });

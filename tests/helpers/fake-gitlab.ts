@@ -22,7 +22,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gitlabRest } from "./gitlab-rest.ts";
-import { run, tryRun } from "./fake-git.ts";
+import { bareRemote, run, tryRun } from "./fake-git.ts";
 
 export interface FakeGlIssue {
   iid: number;
@@ -212,11 +212,10 @@ function hashId(s: string): number {
   return 1000 + h;
 }
 
-export function startFakeGitLab(o: { project?: string; seedFrom?: string; dir?: string; validate?: boolean; clockLagMs?: number } = {}): FakeGitLab {
+export function startFakeGitLab(o: { project?: string; seedFrom?: string; copyOf?: string; dir?: string; validate?: boolean; clockLagMs?: number } = {}): FakeGitLab {
   const projectPath = o.project ?? "acme/api";
   const bare = join(o.dir ?? mkdtempSync(join(tmpdir(), "loop-fake-gl-")), "remote.git");
-  run(tmpdir(), ["init", "-q", "--bare", "-b", "main", bare]);
-  if (o.seedFrom) run(o.seedFrom, ["push", "-q", bare, "main:main"]);
+  bareRemote(bare, o);
   const checker = o.validate === false ? null : gitlabRest();
   let clock = 0;
   const now = () => {

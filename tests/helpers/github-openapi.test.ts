@@ -111,7 +111,7 @@ describe("the fake under every switch: every operation the client uses, nothing 
 
   test("a sweep", async () => {
     const dir = mkdtempSync(join(tmpdir(), "loop-openapi-"));
-    const { fake: gh, head } = fakeWithFeature(dir, (work) => startFakeGitHub({ seedFrom: work, dir }), ["feature:feature", "feature:feature2"]);
+    const { fake: gh, head } = fakeWithFeature(dir, (copyOf) => startFakeGitHub({ copyOf, dir }), ["feature:feature", "feature:feature2"]);
     open.push(gh);
     const c = new GitHubProvider({
       settings: { provider: "github", repo: "acme/api", apiUrl: gh.apiUrl, remote: "origin", tokenEnv: "T", authorizedUsers: [], authorizeWriters: false, pollInterval: 1 },

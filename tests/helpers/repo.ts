@@ -1,6 +1,6 @@
 // THE git helper and THE temp repository builder of the tests. Git runs with the scrubbed test
 // environment (tests/helpers/env.ts), so a GIT_DIR set by a hook never points it elsewhere.
-import { appendFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { appendFileSync, cpSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { testEnv } from "./env.ts";
@@ -76,18 +76,39 @@ export function seedWork(dir: string): string {
   return work;
 }
 
-/**
- * A forge fake seeded from a work repository whose `main` has one commit (a.txt), then a branch
- * `feature` one commit ahead (b.txt) pushed to the fake's bare repository as each of `refspecs`.
- * `start` makes the fake from the work repository (seeded with main only).
- */
-export function fakeWithFeature<F extends { bare: string }>(dir: string, start: (work: string) => F, refspecs = ["feature:feature"]): { fake: F; work: string; head: string } {
+/** The repositories of fakeWithFeature, made once per test process for each set of refspecs. */
+const featureFixtures = new Map<string, { work: string; bare: string; head: string }>();
+
+function featureFixture(refspecs: string[]): { work: string; bare: string; head: string } {
+  const key = refspecs.join(" ");
+  let made = featureFixtures.get(key);
+  if (made) return made;
+  const dir = mkdtempSync(join(tmpdir(), "loop-feature-fixture-"));
   const work = seedWork(dir);
-  const fake = start(work);
+  const bare = join(dir, "remote.git");
+  git(dir, "init", "-q", "--bare", "-b", "main", bare);
+  git(work, "push", "-q", bare, "main:main");
   git(work, "checkout", "-qb", "feature");
   writeFileSync(join(work, "b.txt"), "b\n");
   git(work, "add", "-A");
   git(work, "commit", "-qm", "b");
-  git(work, "push", "-q", fake.bare, ...refspecs);
-  return { fake, work, head: git(work, "rev-parse", "HEAD") };
+  git(work, "push", "-q", bare, ...refspecs);
+  made = { work, bare, head: git(work, "rev-parse", "HEAD") };
+  featureFixtures.set(key, made);
+  return made;
+}
+
+/**
+ * A forge fake over a bare repository whose `main` has one commit (a.txt) and a branch `feature`
+ * one commit ahead (b.txt), pushed as each of `refspecs`; `<dir>/work` is the work repository
+ * they came from, on `feature`. `start` makes the fake with `copyOf` as its remote's copy
+ * (startFakeGitHub's and startFakeGitLab's option). The repositories are made once per process
+ * and each fake gets its own file copy of them: a test changes its own, never another's, and
+ * pays no git process for them (making them is a dozen).
+ */
+export function fakeWithFeature<F extends { bare: string }>(dir: string, start: (copyOf: string) => F, refspecs = ["feature:feature"]): { fake: F; work: string; head: string } {
+  const made = featureFixture(refspecs);
+  const work = join(dir, "work");
+  cpSync(made.work, work, { recursive: true });
+  return { fake: start(made.bare), work, head: made.head };
 }

@@ -3,12 +3,10 @@
 // against an independent sha256 over the UTF-8 bytes) and are frozen here as literals.
 import { afterAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import { canonicalJson, sha256Hex } from "../../lib/log/canonical.ts";
+import { canonicalJson, GENESIS_HASH, sha256Hex } from "../../lib/log/canonical.ts";
 import { CanonicalJsonError } from "../../lib/shared/errors.ts";
-import { checkIntegrity } from "../../lib/log/integrity.ts";
-import { GENESIS_HASH } from "../../lib/log/canonical.ts";
+import { checkIntegrity, hashInput } from "../../lib/log/integrity.ts";
 import { Store } from "../../lib/log/store.ts";
-import { hashInput } from "../../lib/log/integrity.ts";
 import { TempDirs } from "../helpers/fs.ts";
 
 const temp = new TempDirs();

@@ -121,7 +121,7 @@ describe("the planner's prompt", () => {
     expect(p).not.toContain("\u202E");
     expect(p).toContain("Skip umbrella or tracking issues");
   });
-  test("what the prompt carries of the forge is bounded, and what it leaves out is said (issue 36)", () => {
+  test("what the prompt carries of the forge is bounded, and what it leaves out is said (docs/cli/loop-plan.md#what-the-planner-is-told)", () => {
     const issues = [{ ref: "github:acme/api#7", title: "Crash", body: "b".repeat(20_000), labels: [] }];
     // 120 open PRs of 4.5 KB: the two naming the matched issue come first, whatever their place.
     const open = Array.from({ length: 120 }, (_, n) => ({ ref: `github:acme/api#${100 + n}`, title: `PR ${n}`, body: `${n === 90 ? "Fixes #7. " : n === 110 ? "see github:acme/api#7 " : n === 5 ? "Fixes #70 " : ""}${"p".repeat(4_500)}` }));
@@ -359,7 +359,7 @@ describe("appendItemsText keeps everything outside the items array", () => {
   });
 });
 
-describe("what review shows of a field (shown.ts, issue 36)", () => {
+describe("what review shows of a field (shown.ts; docs/cli/loop-plan.md#review)", () => {
   test("runs of blanks and of hidden characters are folded into a count; short ones and indentation stay", () => {
     const cases: [string, string, boolean][] = [
       ["npm test", "npm test", false],
@@ -405,7 +405,7 @@ describe("what review shows of a field (shown.ts, issue 36)", () => {
   });
 });
 
-describe("what review says of an item (describe.ts, issue 36)", () => {
+describe("what review says of an item (describe.ts; docs/cli/loop-plan.md#review)", () => {
   const defaults = reviewDefaultsOf({ defaults: { runner: "demo", verify: "true", sandbox: "bwrap" }, runners: { loose: { command: ["x"], sandbox: "none" } } });
   const describe1 = (over: Record<string, unknown>) => describeItem({ id: "a", prompt: "Do a", ...over }, { n: 1, of: 1, defaults, warnings: [] });
 
@@ -431,7 +431,7 @@ describe("what review says of an item (describe.ts, issue 36)", () => {
   });
 });
 
-describe("checkAnswer bounds what a person must review (issue 36)", () => {
+describe("checkAnswer bounds what a person must review (docs/cli/loop-plan.md#the-answer)", () => {
   test("a verify, prompt or model over its cap is a problem, fed back for the retry", () => {
     const r = checkAnswer({ outcome: "drafted", reason: null, items: [item({ verify: `curl x | sh;${" ".repeat(1_000_000)}npm test`, prompt: "p".repeat(16_001), model: "m".repeat(201) })] }, AC);
     expect(r).toEqual({

@@ -64,7 +64,7 @@ describe("loop plan --issues", () => {
     expect(loopJson(p)).not.toContain(TOKEN);
   });
 
-  test("the prompt is bounded: bodies cut with the cut counted from the whole body, at most 50 open PRs (those naming a matched issue first), what was left out said (issue 36)", async () => {
+  test("the prompt is bounded: bodies cut with the cut counted from the whole body, at most 50 open PRs (those naming a matched issue first), what was left out said (docs/cli/loop-plan.md#what-the-planner-is-told)", async () => {
     const { p, gh } = forgeProject();
     writeFileSync(join(p.aux, "planner.sh"), `cp "$1" "${p.aux}/prompt.md"\necho '{"outcome":"nothing_new","reason":"seen","items":[]}'\n`);
     p.writeDefinition({ ...JSON.parse(loopJson(p)), runners: { scripted: { command: ["sh", join(p.aux, "planner.sh"), "{handoff}"] } } });

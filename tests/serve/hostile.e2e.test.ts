@@ -92,7 +92,7 @@ async function serveProcess(stateRoot: string) {
   };
 }
 
-describe("a malformed Host header (defect 5)", () => {
+describe("a malformed Host header (docs/cli/loop-serve.md#security-model)", () => {
   test("gets loop's own 400, with its headers and its connection closed, before authentication; nothing on stderr", async () => {
     const copy = join(p.aux, "state-host");
     cpSync(p.stateRoot, copy, { recursive: true });
@@ -123,7 +123,7 @@ describe("a malformed Host header (defect 5)", () => {
   });
 });
 
-describe("a FIFO in place of loop.db (defect 4)", () => {
+describe("a FIFO in place of loop.db (docs/cli/loop-serve.md#security-model)", () => {
   test("`loop serve` goes on answering (503 corrupt_store, loop_up 0) and reads the store again once it is back", async () => {
     const copy = join(p.aux, "state-fifo");
     cpSync(p.stateRoot, copy, { recursive: true });
@@ -171,7 +171,7 @@ describe("the server's own loop (in process)", () => {
   });
   afterAll(async () => served?.stop());
 
-  test("a session folder replaced by a link to another folder is not followed: the item page shows none of its files (defect 6)", async () => {
+  test("a session folder replaced by a link to another folder is not followed: the item page shows none of its files (docs/cli/loop-serve.md#security-model)", async () => {
     const session = p.sessionDir("a", 1);
     const before = await (await fetch(new URL("/loops/h/items/a", served.url))).text();
     expect(before).toContain("<summary>handoff</summary>");

@@ -7,7 +7,6 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import * as errors from "../../lib/shared/errors.ts";
-import { ERROR_CODES, type ErrorCode, EXIT, LoopError, type ExitCode, type StoreErrorCode } from "../../lib/shared/errors.ts";
 import { classifyError } from "../../lib/shared/cli.ts";
 
 const REPO = resolve(import.meta.dir, "..", "..");
@@ -18,47 +17,47 @@ type ErrorClass = Exclude<{ [K in keyof Exports]: Exports[K] extends abstract ne
 
 interface Row {
   error: Error;
-  code: ErrorCode;
-  exit: ExitCode;
+  code: errors.ErrorCode;
+  exit: errors.ExitCode;
 }
 
-const STORE_EXITS: Record<StoreErrorCode, ExitCode> = {
-  missing_store: EXIT.usage,
-  store_missing: EXIT.usage,
-  corrupt_store: EXIT.usage,
-  outdated_store: EXIT.usage,
-  foreign_store: EXIT.usage,
-  io_error: EXIT.problem,
-  store_locked: EXIT.problem,
-  invalid_event: EXIT.problem,
-  duplicate_event: EXIT.problem,
-  seq_conflict: EXIT.problem,
+const STORE_EXITS: Record<errors.StoreErrorCode, errors.ExitCode> = {
+  missing_store: errors.EXIT.usage,
+  store_missing: errors.EXIT.usage,
+  corrupt_store: errors.EXIT.usage,
+  outdated_store: errors.EXIT.usage,
+  foreign_store: errors.EXIT.usage,
+  io_error: errors.EXIT.problem,
+  store_locked: errors.EXIT.problem,
+  invalid_event: errors.EXIT.problem,
+  duplicate_event: errors.EXIT.problem,
+  seq_conflict: errors.EXIT.problem,
 };
 
 // The codes and exits as they were when the classes were mapped by an instanceof ladder in cli.ts:
 // they are a contract (docs/cli/*.md), so this table is written out, not derived.
 const TABLE: Record<ErrorClass, Row[]> = {
-  UsageError: [{ error: new errors.UsageError("unknown option --x"), code: "usage", exit: EXIT.usage }],
-  DeclinedError: [{ error: new errors.DeclinedError("declined"), code: "declined", exit: EXIT.declined }],
-  InterruptedError: [{ error: new errors.InterruptedError("interrupted at the prompt"), code: "interrupted", exit: EXIT.interrupted }],
-  BusyError: [{ error: new errors.BusyError("busy"), code: "busy", exit: EXIT.busy }],
-  BusyLease: [{ error: new errors.BusyLease({ pid: 42, host: "build1", started: "2026-01-01T00:00:00Z" }), code: "busy", exit: EXIT.busy }],
-  LeaseLostError: [{ error: new errors.LeaseLostError("lease lost"), code: "busy", exit: EXIT.busy }],
-  RefusedError: [{ error: new errors.RefusedError("passed"), code: "refused", exit: EXIT.problem }],
-  RefError: [{ error: new errors.RefError("bad ref", "gh:x"), code: "invalid_ref", exit: EXIT.usage }],
-  UnknownItemError: [{ error: new errors.UnknownItemError("no item nope"), code: "unknown_item", exit: EXIT.usage }],
-  DefinitionError: [{ error: new errors.DefinitionError([{ path: "items[0]", message: "bad" }], "loop.json"), code: "invalid_definition", exit: EXIT.usage }],
-  StoreError: (Object.entries(STORE_EXITS) as [StoreErrorCode, ExitCode][]).map(([code, exit]) => ({ error: new errors.StoreError(code, code), code, exit })),
-  IllegalEventError: [{ error: new errors.IllegalEventError(7, "item_status", "nope"), code: "illegal_event_sequence", exit: EXIT.problem }],
-  GitError: [{ error: new errors.GitError(["merge"], 128, "fatal: no"), code: "git_error", exit: EXIT.problem }],
+  UsageError: [{ error: new errors.UsageError("unknown option --x"), code: "usage", exit: errors.EXIT.usage }],
+  DeclinedError: [{ error: new errors.DeclinedError("declined"), code: "declined", exit: errors.EXIT.declined }],
+  InterruptedError: [{ error: new errors.InterruptedError("interrupted at the prompt"), code: "interrupted", exit: errors.EXIT.interrupted }],
+  BusyError: [{ error: new errors.BusyError("busy"), code: "busy", exit: errors.EXIT.busy }],
+  BusyLease: [{ error: new errors.BusyLease({ pid: 42, host: "build1", started: "2026-01-01T00:00:00Z" }), code: "busy", exit: errors.EXIT.busy }],
+  LeaseLostError: [{ error: new errors.LeaseLostError("lease lost"), code: "busy", exit: errors.EXIT.busy }],
+  RefusedError: [{ error: new errors.RefusedError("passed"), code: "refused", exit: errors.EXIT.problem }],
+  RefError: [{ error: new errors.RefError("bad ref", "gh:x"), code: "invalid_ref", exit: errors.EXIT.usage }],
+  UnknownItemError: [{ error: new errors.UnknownItemError("no item nope"), code: "unknown_item", exit: errors.EXIT.usage }],
+  DefinitionError: [{ error: new errors.DefinitionError([{ path: "items[0]", message: "bad" }], "loop.json"), code: "invalid_definition", exit: errors.EXIT.usage }],
+  StoreError: (Object.entries(STORE_EXITS) as [errors.StoreErrorCode, errors.ExitCode][]).map(([code, exit]) => ({ error: new errors.StoreError(code, code), code, exit })),
+  IllegalEventError: [{ error: new errors.IllegalEventError(7, "item_status", "nope"), code: "illegal_event_sequence", exit: errors.EXIT.problem }],
+  GitError: [{ error: new errors.GitError(["merge"], 128, "fatal: no"), code: "git_error", exit: errors.EXIT.problem }],
   // Translated by their callers before they reach a tool; one that does not is a bug.
-  JsonSyntaxError: [{ error: new errors.JsonSyntaxError("invalid JSON at line 1, column 1", 1, 1), code: "internal", exit: EXIT.internal }],
-  CanonicalJsonError: [{ error: new errors.CanonicalJsonError("undefined in array", "a[0]"), code: "internal", exit: EXIT.internal }],
-  UnsupportedSchemaError: [{ error: new errors.UnsupportedSchemaError("schema type x"), code: "internal", exit: EXIT.internal }],
-  PlannerError: [{ error: new errors.PlannerError("truncated answer"), code: "planner_failed", exit: EXIT.problem }],
-  ForgeError: [{ error: new errors.ForgeError("forge: no answer"), code: "forge_failed", exit: EXIT.problem }],
-  DemoDirectiveError: [{ error: new errors.DemoDirectiveError(3, "empty @demo directive"), code: "internal", exit: EXIT.internal }],
-  StartError: [{ error: new errors.StartError("tmux new-session failed: no server"), code: "internal", exit: EXIT.internal }],
+  JsonSyntaxError: [{ error: new errors.JsonSyntaxError("invalid JSON at line 1, column 1", 1, 1), code: "internal", exit: errors.EXIT.internal }],
+  CanonicalJsonError: [{ error: new errors.CanonicalJsonError("undefined in array", "a[0]"), code: "internal", exit: errors.EXIT.internal }],
+  UnsupportedSchemaError: [{ error: new errors.UnsupportedSchemaError("schema type x"), code: "internal", exit: errors.EXIT.internal }],
+  PlannerError: [{ error: new errors.PlannerError("truncated answer"), code: "planner_failed", exit: errors.EXIT.problem }],
+  ForgeError: [{ error: new errors.ForgeError("forge: no answer"), code: "forge_failed", exit: errors.EXIT.problem }],
+  DemoDirectiveError: [{ error: new errors.DemoDirectiveError(3, "empty @demo directive"), code: "internal", exit: errors.EXIT.internal }],
+  StartError: [{ error: new errors.StartError("tmux new-session failed: no server"), code: "internal", exit: errors.EXIT.internal }],
 };
 
 /** `| \`code\` | exit | …` rows of docs/errors.md. */
@@ -79,8 +78,8 @@ describe("every error class carries its code and exit", () => {
 
   const rows = Object.entries(TABLE).flatMap(([name, rs]) => rs.map((r) => ({ name, ...r })));
   test.each(rows)("$name: $code, exit $exit", ({ error, code, exit }) => {
-    expect(error).toBeInstanceOf(LoopError);
-    const e = error as LoopError;
+    expect(error).toBeInstanceOf(errors.LoopError);
+    const e = error as errors.LoopError;
     expect({ code: e.code, exit: e.exit }).toEqual({ code, exit });
     expect(classifyError(error)).toEqual({ code, exit, message: error.message });
   });
@@ -92,12 +91,12 @@ describe("every error class carries its code and exit", () => {
   });
 
   test("docs/errors.md lists exactly ERROR_CODES, and no code that nothing gives; the contract's exit-code table lists every exit code", () => {
-    expect([...documentedCodes().keys()].sort()).toEqual([...ERROR_CODES].sort());
+    expect([...documentedCodes().keys()].sort()).toEqual([...errors.ERROR_CODES].sort());
     const given = new Set<string>([...rows.map((r) => r.code), "io_error", "internal"]);
-    expect(ERROR_CODES.filter((c) => !given.has(c))).toEqual([]);
+    expect(errors.ERROR_CODES.filter((c) => !given.has(c))).toEqual([]);
     const md = readFileSync(join(REPO, "docs/cli/README.md"), "utf8");
     const exits = new Set([...md.matchAll(/^\|\s*(\d+)\s*\|/gm)].map((m) => Number(m[1])));
-    expect(Object.values(EXIT).filter((x) => !exits.has(x))).toEqual([]);
+    expect(Object.values(errors.EXIT).filter((x) => !exits.has(x))).toEqual([]);
   });
 });
 
@@ -110,7 +109,7 @@ describe("classifyError: anything that is not a LoopError", () => {
       err = e;
     }
     expect(err).toBeDefined();
-    expect(classifyError(err)).toEqual({ code: "io_error", exit: EXIT.problem, message: (err as Error).message });
+    expect(classifyError(err)).toEqual({ code: "io_error", exit: errors.EXIT.problem, message: (err as Error).message });
   });
 
   test.each([
@@ -118,6 +117,6 @@ describe("classifyError: anything that is not a LoopError", () => {
     ["a thrown string", "boom"],
     ["an errno-like code without a system call", Object.assign(new Error("boom"), { code: "ENOENT" })],
   ])("%s is internal, exit 70", (_name, err) => {
-    expect(classifyError(err)).toEqual({ code: "internal", exit: EXIT.internal, message: "boom" });
+    expect(classifyError(err)).toEqual({ code: "internal", exit: errors.EXIT.internal, message: "boom" });
   });
 });

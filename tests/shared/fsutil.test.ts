@@ -1,7 +1,6 @@
 // Cutting text from outside (agent and verify output, prompts): never half a surrogate pair, which
 // canonical JSON refuses, so an event carrying it could never be recorded.
-import { describe, expect, test } from "bun:test";
-import { afterAll } from "bun:test";
+import { afterAll, describe, expect, test } from "bun:test";
 import { chownSync, linkSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { readRegularFile, sliceText, tail } from "../../lib/shared/fsutil.ts";

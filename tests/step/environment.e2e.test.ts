@@ -216,7 +216,7 @@ describe("environment faults spend no attempt", () => {
   );
 });
 
-describe("what a new operator meets first (issue 17)", () => {
+describe("what a new operator meets first (docs/runners.md#environment-faults)", () => {
   const two = threeItems.slice(0, 2);
   const placeholder = two.map(({ verify: _, ...it }) => it);
 

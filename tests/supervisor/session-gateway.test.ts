@@ -7,10 +7,9 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { admission, agentVariables, CUT_OFF_LIMIT, type GatewayLedger, startSessionGateway } from "../../lib/supervisor/session-gateway.ts";
-import { GATEWAY_FILES } from "../../lib/supervisor/gateway-files.ts";
+import { GATEWAY_FILES, readGatewayStop, readRefusals } from "../../lib/supervisor/gateway-files.ts";
 import { priced } from "../../lib/definition/usage-parsers.ts";
 import { type FakeAnthropic, say, startFakeAnthropic, steps } from "../helpers/fake-anthropic.ts";
-import { readGatewayStop, readRefusals } from "../../lib/supervisor/gateway-files.ts";
 import { TempDirs } from "../helpers/fs.ts";
 
 const temp = new TempDirs();

@@ -3,10 +3,9 @@
 // forge cache, a file under the state root holding what is not truth but saves requests (ETags
 // and their bodies, the comment cursor, when a rate limit ends). Losing the file costs requests,
 // never correctness: what was acted on is in the log.
-import { describeFailure, RATE_LIMIT_CAP_MS } from "../../forge/provider.ts";
+import { type ConditionalCache, describeFailure, type ForgeFailure, type ForgeProvider, RATE_LIMIT_CAP_MS } from "../../forge/provider.ts";
 import { statSync } from "node:fs";
 import { join } from "node:path";
-import type { ConditionalCache, ForgeFailure, ForgeProvider } from "../../forge/provider.ts";
 import { openForge } from "../../forge/open.ts";
 import { authorized, isLogin } from "../../forge/comments.ts";
 import { readJsonOrNull, writeFileAtomic } from "../../shared/fsutil.ts";

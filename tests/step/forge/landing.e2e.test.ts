@@ -298,7 +298,7 @@ describe.each(FORGES)("%s", (_name, make) => {
     });
   });
 
-  describe("a merge lands only what loop verified and pushed, only while both locks hold (issue 18)", () => {
+  describe("a merge lands only what loop verified and pushed, only while both locks hold (docs/forge.md#the-locks-and-what-a-merge-lands)", () => {
     const green = { LOOP_ALLOW_AUTO_MERGE: "1" };
     const statusOf = async (p: Project, item: string) => JSON.parse((await p.loop(["status", "--json"])).stdout).items.find((i: { id: string }) => i.id === item);
 
@@ -434,7 +434,7 @@ function ghProject(o: { landing: "pr" | "merge"; items?: unknown[]; env?: Record
   return { p, gh: f.raw as FakeGitHub };
 }
 
-describe("GitHub as it really answers (issue 25; issue 18 defects 4 and 6)", () => {
+describe("GitHub as it really answers (docs/forge.md#landing)", () => {
   const green = { LOOP_ALLOW_AUTO_MERGE: "1" };
   const one = (n = 1) => [{ ref: `github:acme/api#${n}`, prompt: "x\n@demo write a.txt a\n@demo attempt 1 commit a" }];
 
@@ -604,7 +604,7 @@ describe("GitHub as it really answers (issue 25; issue 18 defects 4 and 6)", () 
   });
 });
 
-describe("GitLab as it answers (issue 24)", () => {
+describe("GitLab as it answers (docs/forge.md#landing-on-gitlab)", () => {
   const green = { LOOP_ALLOW_AUTO_MERGE: "1" };
   const glProject = (o: { landing: "pr" | "merge"; items?: (f: FakeForge) => unknown[]; env?: Record<string, string>; launchTimeout?: string }) => {
     const { p, f } = forgeProject(gitlab, o);
