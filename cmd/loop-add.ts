@@ -11,6 +11,10 @@ import { renderAdd } from "../lib/planner/render.ts";
 export const tool = defineTool({
   name: "loop-add",
   description: DESCRIPTIONS.add,
+  examples: [
+    ["loop add \"Fix the login redirect\" --id fix-login", "append one item"],
+    ["loop export --text | loop add --from-file - --yes", "append items from the text format"],
+  ],
   args: {
     prompt: { type: "positional", description: "the new item's prompt (or --from-file, --from-issues)", valueHint: "prompt" },
     id: { type: "string", description: "the item's id (default: from --ref, else a slug of the prompt)", valueHint: "id" },

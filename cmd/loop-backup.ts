@@ -10,6 +10,10 @@ import { printable } from "../lib/shared/printable.ts";
 export const tool = defineTool({
   name: "loop-backup",
   description: DESCRIPTIONS.backup,
+  examples: [
+    ["loop backup --file /backups/loop-$(date +%F).db", "a consistent copy of the store while steps run"],
+    ["loop backup --file /backups/loop.db --json", "the same, answering in JSON"],
+  ],
   args: {
     file: { type: "positional", description: "the new file to write the copy to (never overwritten)", valueHint: "file", required: true },
   },

@@ -14,6 +14,11 @@ import { printable } from "../lib/shared/printable.ts";
 export const tool = defineTool({
   name: "loop-ctl",
   description: DESCRIPTIONS.ctl,
+  examples: [
+    ["loop ctl pause", "no new launch until resumed"],
+    ["loop ctl reply --work-item fix-login \"use the v2 API\"", "answer an agent's question"],
+    ["loop ctl retry --all-failed --yes", "run every failed item again"],
+  ],
   args: {
     verb: { type: "positional", description: `one of: ${CTL_VERBS.join(", ")}`, valueHint: "verb", required: true },
     answer: { type: "positional", description: "the answer, for reply", valueHint: "text" },

@@ -10,6 +10,10 @@ import { printableText } from "../lib/shared/printable.ts";
 export const tool = defineTool({
   name: "loop-export",
   description: DESCRIPTIONS.export,
+  examples: [
+    ["loop export --json", "every item with its status and spend"],
+    ["loop export --status failed --text", "the failed items as lines `loop add --from-file` reads"],
+  ],
   args: {
     status: { type: "string", multiple: true, description: "only items in this status (pending, passed, failed, …); repeatable", valueHint: "status" },
   },

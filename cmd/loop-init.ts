@@ -12,6 +12,10 @@ import { actorName } from "../lib/shared/actor.ts";
 export const tool = defineTool({
   name: "loop-init",
   description: DESCRIPTIONS.init,
+  examples: [
+    ["loop init", "write loop.json (with a guessed verify and setup) and the store here"],
+    ["loop init --force --json", "write it again, answering in JSON"],
+  ],
   args: {
     force: { type: "boolean", description: "overwrite an existing loop.json" },
     nested: { type: "boolean", description: "allow a loop inside a directory that already has one (never inside a state root)" },

@@ -9,6 +9,11 @@ import { printable, printableText } from "../lib/shared/printable.ts";
 export const tool = defineTool({
   name: "loop-logs",
   description: DESCRIPTIONS.logs,
+  examples: [
+    ["loop logs fix-login", "the latest attempt's agent output"],
+    ["loop logs fix-login --verify --attempt 1", "attempt 1's verify output"],
+    ["loop logs fix-login --follow", "follow the running agent's output"],
+  ],
   args: {
     item: { type: "positional", description: "the work item, by id or forge ref", valueHint: "item", required: true },
     attempt: { type: "string", description: "which attempt (default: the latest)", valueHint: "n" },

@@ -11,6 +11,10 @@ import { renderPlan } from "../lib/planner/render.ts";
 export const tool = defineTool({
   name: "loop-plan",
   description: DESCRIPTIONS.plan,
+  examples: [
+    ["loop plan \"add rate limiting to the API\"", "draft items with a planner agent, review them, append them"],
+    ["loop plan --issues --max-items 5 --yes", "draft from the forge's open issues, without review"],
+  ],
   args: {
     brief: { type: "positional", description: "what to draft items for (or --brief-file)", valueHint: "brief" },
     "brief-file": { type: "string", description: "read the brief from a file (- for stdin)", valueHint: "path|-" },

@@ -10,6 +10,10 @@ import { projectOf } from "../lib/log/ownership.ts";
 export const tool = defineTool({
   name: "loop-replay",
   description: DESCRIPTIONS.replay,
+  examples: [
+    ["loop replay", "fold the whole log again and prove the projection and state.json"],
+    ["loop replay --expect-head 1234:<hash>", "also prove the log's head is one you wrote down"],
+  ],
   args: {
     "expect-head": {
       type: "string",

@@ -13,6 +13,10 @@ import { renderReset } from "../lib/control/reset-render.ts";
 export const tool = defineTool({
   name: "loop-reset",
   description: DESCRIPTIONS.reset,
+  examples: [
+    ["loop reset --work-item fix-login --dry-run", "show what resetting an item would erase"],
+    ["loop reset --work-item fix-login --yes", "erase it, so it starts over"],
+  ],
   args: {
     ...workItemArg,
     all: { type: "boolean", description: "every item the store holds any state for (and no other)" },

@@ -15,6 +15,11 @@ import { takeOwnEnvironment } from "../lib/step/own-environment.ts";
 export const tool = defineTool({
   name: "loop-run",
   description: DESCRIPTIONS.run,
+  examples: [
+    ["loop run", "take one step: launch, observe, verify or land, whatever is next"],
+    ["* * * * * cd /srv/api && loop run --quiet", "the crontab line: a step a minute, silent until something needs a person"],
+    ["loop run --watch --interval 10s", "keep stepping in the foreground until the loop drains or pauses"],
+  ],
   args: {
     watch: { type: "boolean", description: "repeat steps in the foreground until the loop drains or pauses" },
     interval: { type: "string", description: "wait between --watch steps (default 30s)", valueHint: "duration" },

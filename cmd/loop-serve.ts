@@ -10,6 +10,10 @@ import { makeUndumpable } from "../lib/supervisor/undumpable.ts";
 export const tool = defineTool({
   name: "loop-serve",
   description: DESCRIPTIONS.serve,
+  examples: [
+    ["loop serve", "the live page of this loop on 127.0.0.1"],
+    ["loop serve --root /srv/api --root /srv/web --listen 127.0.0.1:8080", "one page for several loops"],
+  ],
   args: {
     root: { type: "string", multiple: true, description: "a project root to serve; repeatable, one loop each (default: nearest ancestor holding loop.json, else the cwd)", valueHint: "dir" },
     listen: { type: "string", description: `where to listen (default ${DEFAULT_LISTEN}; port 0 picks a free port)`, valueHint: "host:port" },

@@ -10,6 +10,11 @@ import { projectOf } from "../lib/log/ownership.ts";
 export const tool = defineTool({
   name: "loop-status",
   description: DESCRIPTIONS.status,
+  examples: [
+    ["loop status", "the loop and every item, checked against the log"],
+    ["loop status --work-item fix-login --json", "one item, as JSON"],
+    ["loop status --check || page-me", "page someone when the loop needs a person"],
+  ],
   args: {
     ...workItemArg,
     check: { type: "boolean", description: "exit 1 also when the loop needs a person (attention is not empty), as `loop run` does: for `loop status --check || page-me`" },

@@ -137,7 +137,9 @@ export interface Tool<S extends ArgsSpec = ArgsSpec> {
   name: string;
   description: string;
   args: S;
-  /** Extra help text printed after the options (exit codes, examples). */
+  /** Two or three commands and what each does, first in --help (clig.dev: people read examples first). */
+  examples: readonly (readonly [command: string, what: string])[];
+  /** Extra help text printed after the options (exit codes, notes). */
   footer?: string;
   run(args: Parsed<S> & Parsed<typeof commonArgs>, ctx: Context): Promise<number> | number;
 }
@@ -168,8 +170,14 @@ export async function renderHelp(tool: Tool, color: boolean, prog: string = tool
   }
   const { renderUsage } = await import("citty"); // only --help needs it
   let text = await renderUsage({ meta: { name: prog, version: VERSION, description: tool.description }, args: argsDef });
+  // The examples first, right under the usage line; then the options.
+  const examples = `EXAMPLES\n\n${tool.examples.map(([c, what]) => `  ${c}\n      ${what}`).join("\n")}\n\n`;
+  const at = text.search(/^\S*OPTIONS/m);
+  text = at >= 0 ? text.slice(0, at) + examples + text.slice(at) : text + "\n" + examples;
   if (tool.footer) text += `\n\n${tool.footer.trim()}\n`;
   if (!color) text = text.replace(ANSI, "");
+  // citty pads the option table to the terminal's width: no line ends in blanks.
+  text = text.replace(/[ \t]+$/gm, "");
   return text.endsWith("\n") ? text : text + "\n";
 }
 

@@ -94,9 +94,27 @@ describe("one page per tool, flags in step with --help", () => {
       expect(existsSync(join(REPO, page))).toBe(true);
     });
 
+    test(`\`loop ${name} --help\` leads with two or three examples of its own flags, and no line ends in blanks`, async () => {
+      const help = await renderHelp(tool, false);
+      expect(help.indexOf("EXAMPLES")).toBeGreaterThan(0);
+      expect(help.indexOf("\nEXAMPLES\n")).toBeLessThan(help.indexOf("\nOPTIONS\n"));
+      expect(tool.examples.length).toBeGreaterThanOrEqual(2);
+      expect(tool.examples.length).toBeLessThanOrEqual(3);
+      // Each example runs this tool, with flags it has: an example never teaches a flag that is gone.
+      const known = new Set(Object.entries({ ...commonArgs, ...tool.args }).flatMap(([k, a]) => [`--${k}`, ...((a as { short?: string }).short ? [`-${(a as { short: string }).short}`] : [])]));
+      for (const [command] of tool.examples) {
+        const own = command.split(/\s*(?:\|\||\||&&)\s*/).find((part) => part.includes(`loop ${name}`));
+        expect({ command, runs: own !== undefined }).toEqual({ command, runs: true });
+        const flags = (own!.match(/(?<=\s)--?[a-z][a-z-]*/g) ?? []).filter((f) => !known.has(f));
+        expect({ command, unknown: flags }).toEqual({ command, unknown: [] });
+      }
+      expect(help.split("\n").filter((l) => /[ \t]$/.test(l))).toEqual([]);
+    });
+
     test(`${page}: every flag in \`loop ${name} --help\` is in the page's flags table, and vice versa`, async () => {
       const help = await renderHelp(tool, false);
-      const inHelp = flagsIn(help);
+      // The options' table and what follows it: the examples are checked on their own (above).
+      const inHelp = flagsIn(help.slice(help.indexOf("\nOPTIONS\n")));
       expect(inHelp.size).toBeGreaterThan(0);
       expect(inHelp.has("--help")).toBe(true);
       const md = existsSync(join(REPO, page)) ? read(page) : "";
