@@ -10,6 +10,7 @@
 import { readRegularFile } from "../shared/fsutil.ts";
 import { headOf, loopRecordOf, readControlFlags, readLease, readLoopRow, readProjection, withReadSnapshot } from "../log/snapshot.ts";
 import { statePaths, worktreesRoot } from "../shared/paths.ts";
+import { trashOf, trashReport } from "../shared/trash.ts";
 import { fullUsage, jsonText, loopUsage, stateDocument, usd } from "../log/documents.ts";
 import { loopSpend } from "../decisions/budget.ts";
 import { jsonDiff } from "./diff.ts";
@@ -146,7 +147,7 @@ export function statusReport(
       schema: "loop/status@1",
       healthy: findings.length === 0,
       // Where this loop's worktrees and landing checkout live (docs/state.md#where-worktrees-live).
-      loop: { ...doc.loop, seq: lr.seq, logSeq: head.seq, counts: doc.counts, usage: usageOf(doc, loop), budget: budgetOf(loop), worktrees: worktreesRoot(stateRoot, env) },
+      loop: { ...doc.loop, seq: lr.seq, logSeq: head.seq, counts: doc.counts, usage: usageOf(doc, loop), budget: budgetOf(loop), worktrees: worktreesRoot(stateRoot, env), trash: trashReport(trashOf(worktreesRoot(stateRoot, env))) },
       // What needs a person (the conditions `loop run` exits 1 for), each with the commands that put it right.
       attention: attentionOf(attentionInputOf(doc, loop.drainedSeq, pullSign)).map(({ kind, item, reason, fix }) => ({ kind, item, reason, fix })),
       autoMerge: autoMergeOf(loop, env),
