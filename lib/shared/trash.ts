@@ -45,7 +45,7 @@ export function moveToTrash(path: string, trash: string, name: string, bytes: nu
   }
 }
 
-export interface TrashReport {
+interface TrashReport {
   /** Folders (or files) waiting to be deleted. */
   entries: number;
   /** What they held when moved, as far as loop knew (bytes); entries of unknown size are not in it. */
@@ -85,7 +85,7 @@ function safeRead(path: string): string {
   }
 }
 
-export interface SweepResult {
+interface SweepResult {
   /** Files, links and folders deleted in this sweep. */
   deleted: number;
   /** Whether the trash is empty now. */
