@@ -204,6 +204,12 @@ try {
 } finally {
   if (!values.keep) {
     spawnSync(BIN, ["ctl", "stop", "--yes", "--json", "--root", root], { cwd: root, env: { ...env, LOOP_KILL_GRACE_MS: "200" } });
-    rmSync(resolve(root, ".."), { recursive: true, force: true });
+    // The last chained step may still be finishing (its sweep, its files): removed again until it is gone.
+    const base = resolve(root, "..");
+    for (let i = 0; i < 20 && existsSync(base); i++) {
+      spawnSync("rm", ["-rf", base]);
+      if (existsSync(base)) await Bun.sleep(500);
+    }
+    if (existsSync(base)) process.stderr.write(`could not remove ${base}\n`);
   } else process.stderr.write(`kept ${root}\n`);
 }
