@@ -10,6 +10,7 @@
 import { readRegularFile } from "../shared/fsutil.ts";
 import { headOf, loopRecordOf, readControlFlags, readLease, readLoopRow, readProjection, withReadSnapshot } from "../log/snapshot.ts";
 import { statePaths, worktreesRoot } from "../shared/paths.ts";
+import { trashOf, trashReport } from "../shared/trash.ts";
 import { fullUsage, jsonText, loopUsage, stateDocument, usd } from "../log/documents.ts";
 import { loopSpend } from "../decisions/budget.ts";
 import { jsonDiff } from "./diff.ts";
@@ -174,7 +175,7 @@ export function statusReport(
       schema: "loop/status@1",
       healthy: findings.length === 0,
       // Where this loop's worktrees and landing checkout live (docs/state.md#where-worktrees-live).
-      loop: { ...doc.loop, seq: lr.seq, logSeq: head.seq, counts: doc.counts, usage: usageOf(doc, loop), budget: budgetOf(loop), worktrees: worktreesRoot(stateRoot, env), step, definition },
+      loop: { ...doc.loop, seq: lr.seq, logSeq: head.seq, counts: doc.counts, usage: usageOf(doc, loop), budget: budgetOf(loop), worktrees: worktreesRoot(stateRoot, env), trash: trashReport(trashOf(worktreesRoot(stateRoot, env))), step, definition },
       // What needs a person (the conditions `loop run` exits 1 for, and a loop.json every step refuses), each with the commands that put it right.
       attention,
       autoMerge: autoMergeOf(loop, env),

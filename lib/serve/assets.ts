@@ -7,7 +7,7 @@
 
 export const CSS = `
 :root { --fg: #1d2330; --muted: #667085; --bg: #ffffff; --alt: #f5f7fa; --line: #d9dee7;
-  --launching: #b8c4d6; --agent: #3b82f6; --verify: #a855f7; --landing: #14b8a6; --checks: #f59e0b; --rework: #ec4899; --step: #e5e7eb; --closing: #99f6e4;
+  --launching: #b8c4d6; --agent: #3b82f6; --verify: #a855f7; --landing: #14b8a6; --checks: #f59e0b; --rework: #ec4899; --step: #e5e7eb; --closing: #99f6e4; --setup: #64748b; --airlock: #fcd34d;
   --passed: #16a34a; --failed: #dc2626; --warn: #d97706; }
 * { box-sizing: border-box; }
 body { margin: 0; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--fg); background: var(--bg); }
@@ -48,7 +48,7 @@ svg.timeline .outcome .st-needs_input { fill: var(--warn); }
 .ph-launching { fill: var(--launching); background: var(--launching); } .ph-agent { fill: var(--agent); background: var(--agent); }
 .ph-verify { fill: var(--verify); background: var(--verify); } .ph-landing { fill: var(--landing); background: var(--landing); }
 .ph-checks { fill: var(--checks); background: var(--checks); } .ph-rework { fill: var(--rework); background: var(--rework); }
-.ph-step { fill: var(--step); background: var(--step); } .ph-closing { fill: var(--closing); background: var(--closing); }
+.ph-step { fill: var(--step); background: var(--step); } .ph-closing { fill: var(--closing); background: var(--closing); } .ph-setup { fill: var(--setup); background: var(--setup); } .ph-airlock { fill: var(--airlock); background: var(--airlock); }
 .end-passed { fill: var(--passed); background: var(--passed); } .end-failed, .end-blocked, .end-landing_blocked { fill: var(--failed); background: var(--failed); }
 .end-requeued, .end-skipped, .end-cancelled, .end-reset { fill: #6b7280; background: #6b7280; }
 .att-passed { fill: var(--passed); } .att-failed, .att-blocked, .att-landing_blocked { fill: var(--failed); }

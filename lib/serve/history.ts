@@ -23,7 +23,7 @@ interface LogEvent {
 }
 
 /** The phases an attempt's bar is split into (docs/cli/loop-serve.md#the-timeline). */
-export const PHASE_KINDS = ["launching", "agent", "step", "verify", "landing", "checks", "closing", "rework"] as const;
+export const PHASE_KINDS = ["launching", "setup", "agent", "step", "airlock", "verify", "landing", "checks", "closing", "rework"] as const;
 export type PhaseKind = (typeof PHASE_KINDS)[number];
 
 /**
@@ -68,6 +68,8 @@ export interface AttemptHistory {
   /** The agent's output log (session_started). */
   log: string | null;
   reservedAt: number;
+  /** When `workspace.setup` ran in the launch (workspace_prepared's `setup.ms`, ending at that event), where it ran. */
+  setup: { from: number; to: number } | null;
   startedAt: number | null;
   /** How the agent's session ended (session_ended, launch_failed, needs_input, environment_fault). */
   end: { at: number; verdict: string; exitCode: number | null; signal: string | null; reason: string } | null;
@@ -255,6 +257,7 @@ const HANDLERS: Record<string, Handler> = {
       sessionDir: str(p.sessionDir),
       log: null,
       reservedAt: t,
+      setup: null,
       startedAt: null,
       end: null,
       ran: { from: null, to: null },
@@ -268,6 +271,12 @@ const HANDLERS: Record<string, Handler> = {
       abandonedAt: null,
       extraPhases: [],
     });
+  },
+  workspace_prepared(h, e, it, t) {
+    const a = it && attemptOf(it, e.payload?.attempt);
+    const ms = num((e.payload?.setup as { ms?: unknown } | null | undefined)?.ms);
+    if (!a || ms === null || ms < 0) return;
+    a.setup = { from: Math.max(a.reservedAt, t - ms), to: t };
   },
   session_started(h, e, it, t) {
     const a = it && attemptOf(it, e.payload?.attempt);
@@ -435,9 +444,10 @@ function first(...ts: (number | null | undefined)[]): number | null {
 }
 
 /**
- * An attempt's phases, in order: launching (reserved → the agent started), the agent (its start →
- * its end, as its wrapper saw them where recorded, else the events that record them), waiting for a
- * step (the agent's end as its wrapper saw it → the step that saw it; the verify's likewise), verify
+ * An attempt's phases, in order: launching (reserved → the agent started; setup, where it ran, drawn
+ * apart inside it), the agent (its start → its end, as its wrapper saw them where recorded, else the
+ * events that record them), waiting for a step (the agent's end as its wrapper saw it → the step that
+ * saw it; the verify's likewise), the airlock (that step → the verify reserved), verify
  * (reserved → the command's end, else its verdict), landing (a passing verdict → a pull request or
  * the landing), checks (the pull request → the landing), closing (the landing → the session closed:
  * the worktree's removal), then the phases of their own (reworks). A phase the log has no end for
@@ -448,11 +458,22 @@ export function phasesOf(a: AttemptHistory): Phase[] {
   const out: Phase[] = [];
   const agentFrom = first(a.ran.from, a.startedAt);
   const agentTo = first(a.ran.to, a.end?.at, stop);
-  out.push({ kind: "launching", from: a.reservedAt, to: first(agentFrom, a.end?.at, stop) });
+  const launched = first(agentFrom, a.end?.at, stop);
+  // Setup, within the launch: the launch's own work before and after it stays "launching".
+  if (a.setup) {
+    out.push({ kind: "launching", from: a.reservedAt, to: a.setup.from });
+    out.push({ kind: "setup", from: a.setup.from, to: a.setup.to });
+    out.push({ kind: "launching", from: a.setup.to, to: launched });
+  } else out.push({ kind: "launching", from: a.reservedAt, to: launched });
   if (agentFrom !== null) out.push({ kind: "agent", from: agentFrom, to: agentTo });
   const v = a.verify;
   // The agent's end as its wrapper saw it, and the step that saw it: the wait between them is cron's.
   if (a.ran.to !== null && a.end && a.end.at > a.ran.to) out.push({ kind: "step", from: a.ran.to, to: a.end.at });
+  // The agent exited: the airlock (its leftovers sealed, its objects imported and proven, the gates) until the verify is reserved (or its verdict given without one).
+  if (a.end?.verdict === "exited") {
+    const to = first(v?.reservedAt, stop);
+    if (to === null || to > a.end.at) out.push({ kind: "airlock", from: a.end.at, to });
+  }
   if (v?.reservedAt && v.reservedAt !== v.finishedAt) {
     const ended = v.ran.to !== null && v.finishedAt !== null && v.finishedAt > v.ran.to ? v.ran.to : null;
     out.push({ kind: "verify", from: v.reservedAt, to: first(ended, v.finishedAt, stop) });

@@ -57,8 +57,10 @@ export const MAX_ROWS = 2000;
 
 const PHASE_NAMES: Record<PhaseKind, string> = {
   launching: "launching",
+  setup: "setup",
   agent: "agent running",
   step: "waiting for a step",
+  airlock: "airlock (seal, import, proofs)",
   verify: "verify",
   landing: "landing",
   checks: "waiting on checks",

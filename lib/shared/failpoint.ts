@@ -66,6 +66,7 @@ export const EFFECT_POINTS = [
   "budget:before_close",
   "watch:after_proof",
   "relocate:after_move",
+  "trash:after_move",
 ] as const;
 
 export type CommitLabel = (typeof COMMIT_LABELS)[number];

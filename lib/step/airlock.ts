@@ -4,7 +4,7 @@
 // item branch to it. Used by the verify phase and by the close path (which ctl and reset use too),
 // so it takes plain values, not a step's context. Also what loop keeps of a checkout: its stamps
 // (lib/repo/tree-sync.ts) and what setup made there.
-import { existsSync, rmSync } from "node:fs";
+import { existsSync, lstatSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { ProductStamps } from "../repo/products.ts";
 import { commonGitDir, gitTry, revParse, symbolicBranchTarget } from "../repo/git.ts";
@@ -40,9 +40,27 @@ export interface ProductsRecord {
   stamps?: ProductStamps;
 }
 
+/**
+ * The item's products record, parsed once per version of the file: a step reads it four times
+ * between the agent's exit and the verify, and with a dependency folder's ten thousand stamps each
+ * parse costs tens of ms. The file is only ever replaced whole (written aside, renamed): a new version
+ * has a new inode. Shared: callers do not change what it returns.
+ */
+let lastRecord: { path: string; key: string; record: ProductsRecord | null } | null = null;
+function productsRecord(stateRoot: string, item: string): ProductsRecord | null {
+  const path = treeFiles(stateRoot, item).products;
+  const st = lstatSync(path, { bigint: true, throwIfNoEntry: false });
+  if (!st?.isFile()) return null;
+  const key = `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+  if (lastRecord?.path === path && lastRecord.key === key) return lastRecord.record;
+  const record = readJsonOrNull<ProductsRecord>(path);
+  lastRecord = { path, key, record };
+  return record;
+}
+
 /** The stamps of what setup made in the item's checkout, or null (none recorded). */
 export function productStampsOf(stateRoot: string, item: string): ProductStamps | null {
-  const r = readJsonOrNull<ProductsRecord>(treeFiles(stateRoot, item).products);
+  const r = productsRecord(stateRoot, item);
   return r?.version === 1 && r.stamps && typeof r.stamps === "object" ? r.stamps : null;
 }
 
@@ -51,7 +69,7 @@ export function productStampsOf(stateRoot: string, item: string): ProductStamps 
  * another command than `command`.
  */
 export function checkoutProducts(stateRoot: string, item: string, command?: string): string[] | null {
-  const r = readJsonOrNull<ProductsRecord>(treeFiles(stateRoot, item).products);
+  const r = productsRecord(stateRoot, item);
   if (!r || r.version !== 1 || !Array.isArray(r.paths) || (command !== undefined && r.command !== command)) return null;
   return r.paths.filter((p): p is string => typeof p === "string");
 }

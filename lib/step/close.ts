@@ -5,9 +5,10 @@
 // what was left in it first), and return the events that record it, for the caller to append
 // together with whatever else its decision implies (atomically).
 import { existsSync, lstatSync, rmSync } from "node:fs";
-import { join } from "node:path";
-import { readTextOrNull } from "../shared/fsutil.ts";
-import { airlock, airlockReason, ATTEMPT_GIT, forgetCheckout } from "./airlock.ts";
+import { basename, dirname, join } from "node:path";
+import { readJsonOrNull, readTextOrNull } from "../shared/fsutil.ts";
+import { moveToTrash, trashOf } from "../shared/trash.ts";
+import { airlock, airlockReason, ATTEMPT_GIT, forgetCheckout, productStampsOf, treeFiles } from "./airlock.ts";
 import type { EventDraft } from "../log/events.ts";
 import type { ItemState } from "../log/projection.ts";
 import { endSessionProcesses } from "../supervisor/end.ts";
@@ -73,15 +74,32 @@ export async function retireCheckout(o: { repo: string; stateRoot: string; env: 
     const failed = await sealLeftovers(o);
     if (failed) return { removed: false, kept: `kept ${o.worktree}: ${failed}; remove it by hand once it is safe` };
   }
-  removeCheckout(o.repo, o.worktree);
+  removeCheckout(o.repo, o.worktree, checkoutBytes(o.stateRoot, o.it.id));
   forgetCheckout(o.stateRoot, o.it.id);
   return { removed: !lstatSync(o.worktree, { throwIfNoEntry: false }), kept: null };
 }
 
-/** Remove a checkout folder, never following a link in it (and a linked worktree an older loop made, unregistered). */
-function removeCheckout(repo: string, wt: string): void {
-  rmSync(wt, { recursive: true, force: true });
+/**
+ * Take a checkout folder away: renamed into the worktrees folder's trash (deleted later, a bounded
+ * piece per step: lib/shared/trash.ts), or deleted at once where no rename can take it (another file
+ * system); never following a link in it. A linked worktree an older loop made is unregistered.
+ */
+function removeCheckout(repo: string, wt: string, bytes: number | null): void {
+  if (!moveToTrash(wt, trashOf(dirname(wt)), basename(wt), bytes)) rmSync(wt, { recursive: true, force: true });
+  failpoint("trash:after_move");
   gitTry(repo, ["worktree", "prune"]);
+}
+
+/** What a checkout held as far as loop knows (the files it wrote, what setup made), from its stamps; null when it has none. */
+function checkoutBytes(stateRoot: string, item: string): number | null {
+  const tree = readJsonOrNull<{ files?: Record<string, unknown[]> }>(treeFiles(stateRoot, item).stamps);
+  const products = productStampsOf(stateRoot, item);
+  if (!tree?.files && !products) return null;
+  let bytes = 0;
+  for (const s of Object.values(tree?.files ?? {})) bytes += Number(s?.[2]) || 0;
+  // A product's stamp: kind:mode:size:… (a folder's has no size).
+  for (const s of Object.values(products ?? {})) if (typeof s === "string" && !s.startsWith("d:")) bytes += Number(s.split(":")[2]) || 0;
+  return bytes;
 }
 
 function verifyBegan(it: ItemState, attempt: number): boolean {

@@ -27,6 +27,7 @@ import { selfArgv } from "../supervisor/self.ts";
 import { launchAttempt } from "./launch.ts";
 import { relocateWorktrees } from "./relocate.ts";
 import { worktreesRoot } from "../shared/paths.ts";
+import { sweepTrash, trashOf } from "../shared/trash.ts";
 import { listBranches, repoTop } from "../repo/workspace.ts";
 import { observeLaunching, observeRunning } from "./observe.ts";
 import { verifyAttempt } from "./verify.ts";
@@ -322,12 +323,35 @@ export async function runStep(options: StepOptions): Promise<RunResult> {
   const space = diskSpace(options.stateRoot);
   const full = space !== null && space.free < LOW_SPACE_BYTES ? space : null;
   if (full) releaseReserve(options.stateRoot);
+  let r: RunResult;
   try {
-    const r = await stepWith(options, src, full);
+    r = await stepWith(options, src, full);
     if (!full) ensureReserve(options.stateRoot, space);
-    return r;
   } catch (err) {
     throw unrecorded(err, options.stateRoot) ?? err;
+  }
+  sweepAfterStep(options, r);
+  return r;
+}
+
+/** A step's share of deleting what waits in the trash (lib/shared/trash.ts): bounded, so no step waits on a large folder. */
+const SWEEP_MS = 1_000;
+const SWEEP_ENTRIES = 50_000;
+
+/**
+ * Once the lease is given back (the next step need not wait for it): delete a bounded piece of what
+ * earlier steps moved to the trash, finishing whatever a killed one left. A failure is a warning of
+ * the step: what is left stays for the next sweep.
+ */
+function sweepAfterStep(options: StepOptions, r: RunResult): void {
+  const trash = trashOf(worktreesRoot(options.stateRoot, options.env));
+  try {
+    const swept = sweepTrash(trash, { deadline: performance.now() + SWEEP_MS, budget: SWEEP_ENTRIES });
+    if (swept.deleted) options.log.info(`deleted ${swept.deleted} files and folders of finished checkouts (${trash})${swept.done ? "" : "; the rest waits for the next step"}`);
+  } catch (err) {
+    const w = `could not delete what waits in ${trash}: ${(err as Error).message}; the next step tries again`;
+    r.warnings.push(w);
+    options.log.warn(w);
   }
 }
 

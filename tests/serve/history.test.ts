@@ -45,7 +45,7 @@ describe("an attempt's phases", () => {
     b.push(settled({ item: "a", attempt: 1, outcome: "passed", reason: "verify passed" }), { type: "session_closed", item: "a", payload: { attempt: 1, how: "not_running", worktreeRemoved: true, reason: "item passed" } });
     const a = fold(b).items.get("a")!.attempts[0]!;
     // Closing: the landing → the session closed (the worktree's removal, in the settling step).
-    expect(phases(a)).toEqual(["launching 4→5", "agent 5→6", "verify 7→9", "landing 9→10", "closing 10→12"]);
+    expect(phases(a)).toEqual(["launching 4→5", "agent 5→6", "airlock 6→7", "verify 7→9", "landing 9→10", "closing 10→12"]);
     expect(a.outcome).toEqual({ at: at(b, 10), kind: "passed", code: "passed", reason: "verify passed" });
     expect(a.verify).toMatchObject({ passed: true, command: "bun test", code: "passed", reason: "verify passed", tail: "3 pass" });
     expect(a.landing?.outcome).toBe("merged");
@@ -63,11 +63,27 @@ describe("an attempt's phases", () => {
     b.push({ ...v, payload: { ...v.payload, times: { started: iso(7.5), ended: iso(8.25) } } }); // 9
     // A time outside its phase (planted in the wrapper's file) is not drawn.
     const a = fold(b).items.get("a")!.attempts[0]!;
-    expect(phases(a)).toEqual(["launching 4→5.1", "agent 5.1→5.17", "step 5.17→6", "verify 7→8.25", "step 8.25→9", "landing 9→…"]);
+    expect(phases(a)).toEqual(["launching 4→5.1", "agent 5.1→5.17", "step 5.17→6", "airlock 6→7", "verify 7→8.25", "step 8.25→9", "landing 9→…"]);
     const bad = new LogBuilder();
     bad.push(definition(1, [itemDef("a")]), loopStarted, launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }));
     bad.push(endedAt({ started: iso(1), ended: "not a time" }));
-    expect(phases(fold(bad).items.get("a")!.attempts[0]!)).toEqual(["launching 4→5", "agent 5→6"]);
+    expect(phases(fold(bad).items.get("a")!.attempts[0]!)).toEqual(["launching 4→5", "agent 5→6", "airlock 6→…"]);
+  });
+
+  test("setup is drawn apart inside the launch, and the airlock between the agent's exit and the verify; while the airlock runs it is open", () => {
+    const b = new LogBuilder();
+    b.push(definition(1, [itemDef("a")]), loopStarted, launch({ item: "a", attempt: 1 })); // 2, 3, 4
+    // The launch's setup ran 0.5 s, ending at the event (5).
+    b.push({ type: "workspace_prepared", item: "a", payload: { attempt: 1, builtOn: null, setup: { ms: 500, log: "/x/setup.log" } } });
+    b.push(started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1 })); // 6, 7
+    expect(phases(fold(b).items.get("a")!.attempts[0]!)).toEqual(["launching 4→4.5", "setup 4.5→5", "launching 5→6", "agent 6→7", "airlock 7→…"]);
+    b.push(verifyReserved({ item: "a", attempt: 1 })); // 8
+    expect(phases(fold(b).items.get("a")!.attempts[0]!)).toEqual(["launching 4→4.5", "setup 4.5→5", "launching 5→6", "agent 6→7", "airlock 7→8", "verify 8→…"]);
+    // A setup longer than the launch so far (a clock that moved) starts no earlier than the reservation.
+    const c = new LogBuilder();
+    c.push(definition(1, [itemDef("a")]), loopStarted, launch({ item: "a", attempt: 1 }));
+    c.push({ type: "workspace_prepared", item: "a", payload: { attempt: 1, builtOn: null, setup: { ms: 60_000, log: "/x/setup.log" } } });
+    expect(phases(fold(c).items.get("a")!.attempts[0]!)).toEqual(["launching 4→4", "setup 4→5", "launching 5→…"]);
   });
 
   test("an attempt in flight has an open phase (`to` null)", () => {
@@ -77,7 +93,7 @@ describe("an attempt's phases", () => {
     b.push(started({ item: "a", attempt: 1 }));
     expect(phases(fold(b).items.get("a")!.attempts[0]!)).toEqual(["launching 4→5", "agent 5→…"]);
     b.push(ended({ item: "a", attempt: 1 }), verifyReserved({ item: "a", attempt: 1 }));
-    expect(phases(fold(b).items.get("a")!.attempts[0]!)).toEqual(["launching 4→5", "agent 5→6", "verify 7→…"]);
+    expect(phases(fold(b).items.get("a")!.attempts[0]!)).toEqual(["launching 4→5", "agent 5→6", "airlock 6→7", "verify 7→…"]);
   });
 
   test("a failed verify then a retry: two attempts, the first failed, the second passed", () => {
@@ -87,7 +103,7 @@ describe("an attempt's phases", () => {
     const [one, two] = h.items.get("a")!.attempts;
     expect([one!.outcome?.kind, two!.outcome?.kind]).toEqual(["failed", "passed"]);
     // verify: false-style verdict (no verify_reserved): no verify phase, a passing verdict then landing.
-    expect(phasesOf(two!).map((p) => p.kind)).toEqual(["launching", "agent", "landing", "closing"]);
+    expect(phasesOf(two!).map((p) => p.kind)).toEqual(["launching", "agent", "airlock", "landing", "closing"]);
     expect(h.attempts).toBe(2);
   });
 
@@ -98,7 +114,7 @@ describe("an attempt's phases", () => {
     b.push({ type: "forge_landing_waiting", item: "a", payload: { attempt: 1, code: "checks_pending", reason: "checks are running", head: "abc" } }); // 9
     b.push({ type: "landing_finished", item: "a", payload: { attempt: 1, outcome: "merged", branch: "b", target: "main", commit: "m", code: "merged", reason: "merged #7" } }); // 10
     const a = fold(b).items.get("a")!.attempts[0]!;
-    expect(phases(a)).toEqual(["launching 4→5", "agent 5→6", "landing 7→8", "checks 8→10"]);
+    expect(phases(a)).toEqual(["launching 4→5", "agent 5→6", "airlock 6→7", "landing 7→8", "checks 8→10"]);
     expect(a.pr).toMatchObject({ number: 7, url: "https://github.com/o/r/pull/7" });
     expect(a.landingWaits).toEqual([{ at: at(b, 8), code: "checks_pending", reason: "checks are running" }]);
     expect(a.pr?.label).toBe("#7");
