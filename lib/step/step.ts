@@ -347,7 +347,7 @@ function sweepAfterStep(options: StepOptions, r: RunResult): void {
   const trash = trashOf(worktreesRoot(options.stateRoot, options.env));
   try {
     const swept = sweepTrash(trash, { deadline: performance.now() + SWEEP_MS, budget: SWEEP_ENTRIES });
-    if (swept.deleted) options.log.info(`deleted ${swept.deleted} files and folders of finished checkouts (${trash})${swept.done ? "" : "; the rest waits for the next step"}`);
+    if (swept.deleted) options.log.debug(`deleted ${swept.deleted} files and folders of finished checkouts (${trash})${swept.done ? "" : "; the rest waits for the next step"}`);
   } catch (err) {
     const w = `could not delete what waits in ${trash}: ${(err as Error).message}; the next step tries again`;
     r.warnings.push(w);
