@@ -35,6 +35,8 @@ const listenArg = args.indexOf("--listen");
 const listen = listenArg >= 0 ? args[listenArg + 1]! : "127.0.0.1:0";
 const dirArg = args.indexOf("--dir");
 const root = dirArg >= 0 ? resolve(args[dirArg + 1]!) : mkdtempSync(join(tmpdir(), "loop-demo-"));
+/** What the demo leaves behind: nothing, unless --keep (or a --dir of the user's own). */
+const kept = keep || dirArg >= 0;
 mkdirSync(root, { recursive: true });
 const loop = [process.execPath, join(import.meta.dir, "..", "cmd", "loop.ts")];
 
@@ -46,7 +48,7 @@ function sh(cmd: string[], opts: { cwd?: string; quiet?: boolean } = {}) {
 
 const say = (s: string) => process.stderr.write(`\n== ${s}\n`);
 
-say(`demo repository: ${root}`);
+say(`demo repository: ${root} (${kept ? "kept at the end" : "deleted at the end; --keep keeps it"})`);
 sh(["git", "init", "-q", "-b", "main"]);
 sh(["git", "config", "user.email", "demo@loop.invalid"]);
 sh(["git", "config", "user.name", "loop demo"]);
@@ -71,12 +73,15 @@ interface DemoForge {
   /** The fake CI fails on this head: a `build` check whose output says why. */
   makeRed(sha: string): void;
   stop(): void;
+  /** Its folder (the bare repository the remote is). */
+  dir: string;
 }
 let gh: DemoForge | null = null;
 const env: Record<string, string> = { NO_COLOR: "1" };
 let forgeSection = "";
 if (forgeKind === "github") {
-  const f = startFakeGitHub({ owner: "acme", repo: "tiny", dir: mkdtempSync(join(tmpdir(), "loop-demo-gh-")) });
+  const forgeDir = mkdtempSync(join(tmpdir(), "loop-demo-gh-"));
+  const f = startFakeGitHub({ owner: "acme", repo: "tiny", dir: forgeDir });
   f.addIssue({ number: 2, title: "Add a license", body: "MIT, please. <!-- invisible on GitHub, and stripped by loop -->" });
   f.addComment({ issue: 2, login: "alice", body: "Keep it short." });
   f.switches.checks = "pending";
@@ -95,10 +100,16 @@ if (forgeKind === "github") {
         runs: [{ name: "build", status: "completed", conclusion: "failure", output: { title: "CONTRIBUTING.md must say how to run the checks", summary: "docs-lint: CONTRIBUTING.md does not mention `sh check.sh`" }, annotations: [{ path: "CONTRIBUTING.md", line: 1, level: "failure", message: "mention sh check.sh" }] }],
         statuses: [],
       }),
-    stop: () => f.stop(),
+    stop: () => {
+      f.stop();
+      // The fake forge's folder (its bare repository) is the demo's too: gone with it, unless kept.
+      if (!kept) rmSync(forgeDir, { recursive: true, force: true });
+    },
+    dir: forgeDir,
   };
 } else if (forgeKind === "gitlab") {
-  const f = startFakeGitLab({ project: "acme/tools/tiny", dir: mkdtempSync(join(tmpdir(), "loop-demo-gl-")) });
+  const forgeDir = mkdtempSync(join(tmpdir(), "loop-demo-gl-"));
+  const f = startFakeGitLab({ project: "acme/tools/tiny", dir: forgeDir });
   f.addIssue({ iid: 2, title: "Add a license", description: "MIT, please. <!-- invisible on GitLab, and stripped by loop -->" });
   f.addNote({ issue: 2, login: "alice", body: "Keep it short." });
   f.switches.checks = "pending";
@@ -113,7 +124,12 @@ if (forgeKind === "github") {
     green: (sha) => f.switches.checksBySha.get(sha) === "succeeded",
     makeGreen: (sha) => void f.switches.checksBySha.set(sha, "succeeded"),
     makeRed: (sha) => void f.switches.checksBySha.set(sha, { pipelines: [{ status: "failed", source: "push" }], statuses: [{ name: "build", status: "failed", reason: "script_failure", log: "$ docs-lint\nCONTRIBUTING.md does not mention `sh check.sh`\n" }] }),
-    stop: () => f.stop(),
+    stop: () => {
+      f.stop();
+      // The fake forge's folder (its bare repository) is the demo's too: gone with it, unless kept.
+      if (!kept) rmSync(forgeDir, { recursive: true, force: true });
+    },
+    dir: forgeDir,
   };
 }
 if (gh) {
@@ -219,10 +235,11 @@ async function startServe(): Promise<void> {
     process.stderr.write(`loop serve did not start (exit ${await proc.exited})\n`);
     process.exit(1);
   }
-  const page = JSON.parse(first).loops[0].url as string;
+  page = JSON.parse(first).loops[0].url as string;
   say(`the loop's page, live: ${page}`);
   process.stdout.write(`${page}\n`);
 }
+let page: string | null = null;
 
 say("loop init is not needed when loop.json exists; `loop run` creates the store. Stepping as cron would:");
 for (let tick = 1; tick <= 40; tick++) {
@@ -258,7 +275,8 @@ if (gh) {
 say("loop export --text (the backlog in the text format `loop add --from-file` reads):");
 process.stdout.write((await loopCmd(["export", "--text"])).stdout);
 if (server) {
-  say("the page stays up; Ctrl-C ends the demo");
+  // Last, where it is seen: everything above scrolled it away.
+  say(`the loop's page stays up at ${page}; Ctrl-C ends the demo`);
   await new Promise<void>((resolve) => {
     process.once("SIGINT", resolve);
     process.once("SIGTERM", resolve);
@@ -267,6 +285,8 @@ if (server) {
   await server.exited;
 }
 gh?.stop();
-if (!keep && dirArg < 0) rmSync(root, { recursive: true, force: true });
-else process.stderr.write(`\nkept ${root}\n`);
+if (!kept) {
+  rmSync(root, { recursive: true, force: true });
+  process.stderr.write(`\ndeleted the demo repository ${root}${gh ? ` and the fake ${gh.name}'s folder ${gh.dir}` : ""} (--keep keeps them)\n`);
+} else process.stderr.write(`\nkept ${root}${gh ? ` and the fake ${gh.name}'s folder ${gh.dir}` : ""}\n`);
 process.exitCode = status.status === 0 && replay.status === 0 ? 0 : 1;

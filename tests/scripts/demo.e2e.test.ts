@@ -3,6 +3,7 @@
 // merge request is merged (loop pushes to forge.gitUrl, the fake's bare repository, never to a
 // remote of .git/config).
 import { describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { BUN } from "../helpers/cli.ts";
 
@@ -17,6 +18,11 @@ describe("npm run demo", () => {
         const out = r.stdout.toString() + r.stderr.toString();
         expect({ code: r.exitCode, tail: r.exitCode === 0 ? "" : out.slice(-3000) }).toEqual({ code: 0, tail: "" });
         expect(out).toMatch(/loop demo · drained \(Succeeded\)/);
+        // What it made is gone, and it says so, naming --keep (the fake forge's folder too).
+        const deleted = /deleted the demo repository (\S+)(?: and the fake \w+'s folder (\S+))? \(--keep keeps them\)/.exec(r.stderr.toString());
+        expect({ said: deleted !== null, forgeFolder: Boolean(deleted?.[2]) }).toEqual({ said: true, forgeFolder: args.length > 0 });
+        expect([deleted![1]!, ...(deleted![2] ? [deleted![2]] : [])].filter((d) => existsSync(d))).toEqual([]);
+        expect(r.stderr.toString()).toContain("(deleted at the end; --keep keeps it)");
         if (args.length) {
           const requests = out.split("\n").filter((l) => /^(PR #|MR !)\d+ /.test(l));
           expect(requests.length).toBe(4);
