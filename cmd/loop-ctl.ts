@@ -8,7 +8,7 @@ import { applyCtl, DESTRUCTIVE_VERBS, ITEM_VERBS } from "../lib/control/ctl.ts";
 import { CTL_VERBS, type CtlVerb } from "../lib/log/vocabulary.ts";
 import { planCtl, planRetryAll } from "../lib/decisions/ctl-plan.ts";
 import { resolveSelectors } from "../lib/definition/selectors.ts";
-import { confirmOrRefuse } from "../lib/control/confirm.ts";
+import { confirmOrRefuse, wordToType } from "../lib/control/confirm.ts";
 import { printable } from "../lib/shared/printable.ts";
 
 export const tool = defineTool({
@@ -62,9 +62,12 @@ export const tool = defineTool({
         const ids = resolveSelectors(p, args["work-item"]);
         return planCtl(p, verb, ids, { text: args.answer ?? null, reason: args.reason ?? null, actor, keepCheckout: keep });
       },
-      confirm: async (actions) => {
+      confirm: async (actions, loopName) => {
         if (!DESTRUCTIVE_VERBS.includes(verb)) return;
-        await confirmOrRefuse({ yes: args.yes, stdinIsTTY: ctx.stdinIsTTY, what: actions.map((a) => a.effect), command: `loop ctl ${verb}` });
+        // It ends paid sessions: on a terminal the operator types the item's id (the loop's name for the loop or several), not just "y".
+        const items = actions.map((a) => a.item);
+        const typeToConfirm = items.includes(null) ? { word: loopName, what: "the loop's name" } : wordToType(items as string[], loopName);
+        await confirmOrRefuse({ yes: args.yes, stdinIsTTY: ctx.stdinIsTTY, what: actions.map((a) => a.effect), command: `loop ctl ${verb}`, typeToConfirm });
       },
     });
     // A checkout kept because its changes could not be committed needs a person: say so on stderr too.

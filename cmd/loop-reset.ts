@@ -6,7 +6,7 @@ import { confirmArgs, defineTool, main, resolveRoot, resolveStateRoot, workItemA
 import { EXIT, UsageError } from "../lib/shared/errors.ts";
 import { actorName } from "../lib/shared/actor.ts";
 import { resolveSelectors } from "../lib/definition/selectors.ts";
-import { confirmOrRefuse } from "../lib/control/confirm.ts";
+import { confirmOrRefuse, wordToType } from "../lib/control/confirm.ts";
 import { resetExitCode, runReset } from "../lib/control/reset.ts";
 import { renderReset } from "../lib/control/reset-render.ts";
 
@@ -49,8 +49,8 @@ export const tool = defineTool({
           stdinIsTTY: ctx.stdinIsTTY,
           command,
           what: [...plan.items.flatMap((x) => [...x.effects, ...x.stays.map((s) => `stays: ${s}`)]), ...plan.warnings.map((w) => `warning: ${w}`)],
-          // --all on a terminal: the operator types the loop's name, not just "y".
-          typeToConfirm: args.all ? plan.loopName : undefined,
+          // It cannot be undone: on a terminal the operator types the item's id (several, or --all: the loop's name), not just "y".
+          typeToConfirm: args.all ? { word: plan.loopName, what: "the loop's name" } : wordToType(plan.items.map((x) => x.item), plan.loopName),
         }),
       warn: (w) => ctx.log.warn(w),
     });

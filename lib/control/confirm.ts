@@ -9,8 +9,12 @@ export async function confirmOrRefuse(o: {
   stdinIsTTY: boolean;
   what: string[];
   command: string;
-  /** Ask the operator to type this (the loop's name, for `loop reset --all`) instead of a yes/no. */
-  typeToConfirm?: string;
+  /**
+   * For what cannot be undone (deleting logs, archiving branches, ending a paid session): the
+   * operator types this word (`what` names it: "the item's id", "the loop's name") instead of a
+   * yes/no, which one stray key would give.
+   */
+  typeToConfirm?: { word: string; what: string };
 }): Promise<void> {
   if (o.yes) return;
   if (!o.stdinIsTTY)
@@ -28,16 +32,22 @@ export async function confirmOrRefuse(o: {
   try {
     answer =
       o.typeToConfirm !== undefined
-        ? await clack.text({ message: `Type the loop's name (${printable(o.typeToConfirm)}) to go ahead`, placeholder: "", output: process.stderr })
+        ? await clack.text({ message: `Type ${o.typeToConfirm.what} (${printable(o.typeToConfirm.word)}) to go ahead`, placeholder: "", output: process.stderr })
         : await clack.confirm({ message: "Go ahead?", initialValue: false, output: process.stderr });
   } finally {
     process.stdin.off("data", watch);
   }
   if (clack.isCancel(answer) && interrupted) throw new InterruptedError("interrupted; nothing was changed");
   if (o.typeToConfirm !== undefined) {
-    if (clack.isCancel(answer) || typeof answer !== "string" || answer.trim() !== o.typeToConfirm)
-      throw new DeclinedError("the name typed is not the loop's; nothing was changed");
+    if (clack.isCancel(answer)) throw new DeclinedError("declined; nothing was changed");
+    if (typeof answer !== "string" || answer.trim() !== o.typeToConfirm.word) throw new DeclinedError(`declined: what was typed is not ${o.typeToConfirm.what}; nothing was changed`);
     return;
   }
   if (clack.isCancel(answer) || answer !== true) throw new DeclinedError("declined; nothing was changed");
+}
+
+/** What the operator types to confirm acting on `items` of the loop `loopName`: the one item's id, else the loop's name. */
+export function wordToType(items: readonly string[], loopName: string): { word: string; what: string } {
+  const one = [...new Set(items)];
+  return one.length === 1 ? { word: one[0]!, what: "the item's id" } : { word: loopName, what: "the loop's name" };
 }

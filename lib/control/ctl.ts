@@ -35,7 +35,8 @@ export async function applyCtl(o: {
   actor: string;
   env: Record<string, string | undefined>;
   plan: (p: Projection) => PlannedAction[];
-  confirm: (actions: PlannedAction[]) => Promise<void>;
+  /** `loopName`: what the operator types to confirm acting on the loop itself (lib/control/confirm.ts). */
+  confirm: (actions: PlannedAction[], loopName: string) => Promise<void>;
   verb: CtlVerb;
   dryRun: boolean;
 }): Promise<CtlResult> {
@@ -54,7 +55,7 @@ export async function applyCtl(o: {
     before: async ({ p }) => {
       const actions = o.plan(p);
       if (o.dryRun || actions.every((a) => a.noop)) return result(actions);
-      await o.confirm(actions.filter((a) => !a.noop));
+      await o.confirm(actions.filter((a) => !a.noop), p.loop.name ?? definitionName(o.root) ?? "");
       return null;
     },
     under: async (w) => {

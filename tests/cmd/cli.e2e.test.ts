@@ -480,7 +480,7 @@ describe("the confirmation prompt", () => {
   /** `loop ctl skip` on a terminal: answer the prompt with `keys` once it shows. */
   async function answerPrompt(repo: string, keys: string) {
     const tty = onTerminal([process.execPath, LOOP, "ctl", "skip", "--work-item", "alpha"], { cwd: repo, env: testEnv({ TERM: "xterm-256color", NO_COLOR: "1" }) });
-    await tty.waitFor("Go ahead?");
+    await tty.waitFor("Type the item's id (alpha)");
     tty.write(keys);
     return tty.ended();
   }
@@ -491,7 +491,7 @@ describe("the confirmation prompt", () => {
     for (const [keys, code] of [["\x03", 130], ["n\r", 3], ["\x1b", 3]] as const) {
       const r = await answerPrompt(repo, keys);
       expect({ keys, code: r.code }).toEqual({ keys, code });
-      expect(r.text).toContain(code === 130 ? "interrupted; nothing was changed" : "declined; nothing was changed");
+      expect(r.text).toContain(code === 130 ? "interrupted; nothing was changed" : keys === "n\r" ? "declined: what was typed is not the item's id; nothing was changed" : "declined; nothing was changed");
     }
     expect(readFileSync(join(repo, ".loop", "loop.db")).equals(db)).toBe(true);
   });

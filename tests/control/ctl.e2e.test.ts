@@ -518,7 +518,7 @@ describe("confirmation on a terminal", () => {
       await p.run(); // creates the store, launches alpha
       for (const keys of ["n\r", "\x03"]) {
         const tty = onTerminal([process.execPath, LOOP, "ctl", "skip", "--work-item", "alpha"], { cwd: p.root, env: testEnv({ TERM: "xterm-256color", NO_COLOR: "1" }) });
-        await tty.waitFor("Go ahead?");
+        await tty.waitFor("Type the item's id (alpha)");
         tty.write(keys);
         const { text } = await tty.ended();
         // Terminal control sequences (the prompt gives the cursor back) are not part of the line.

@@ -622,7 +622,7 @@ async function exitCodeOf(rc: string): Promise<number> {
 
 describe.skipIf(!HAVE_TMUX)(HAVE_TMUX ? "loop reset on a terminal" : "loop reset on a terminal (SKIPPED: no tmux)", () => {
   test.concurrent(
-    "without --yes a terminal is shown the plan and asked (default No: exit 3, nothing changed); yes resets; --all asks for the loop's name",
+    "without --yes a terminal is shown the plan and asked to type the item's id (Enter alone: exit 3, nothing changed); the id resets; --all asks for the loop's name",
     () =>
       // Given two passed items a and b
       scenario(demoDefinition([{ id: "a", prompt: "x" }, { id: "b", prompt: "y" }]), {}, async (p) => {
@@ -633,7 +633,7 @@ describe.skipIf(!HAVE_TMUX)(HAVE_TMUX ? "loop reset on a terminal" : "loop reset
           const refs = branches(p);
           // When reset runs on a terminal and the operator just presses Enter
           const no = term.start(["--work-item", "a"]);
-          await pollUntil(() => term.screen(no.name).includes("Go ahead?"), "the prompt");
+          await pollUntil(() => term.screen(no.name).includes("Type the item's id (a)"), "the prompt");
           // Then the plan was shown before the question
           expect(term.screen(no.name)).toContain("loop reset will:");
           expect(term.screen(no.name)).toContain("archive branch loop/t/item/a as loop/t/reset/a/e0");
@@ -642,10 +642,18 @@ describe.skipIf(!HAVE_TMUX)(HAVE_TMUX ? "loop reset on a terminal" : "loop reset
           expect(await exitCodeOf(no.rc)).toBe(3);
           expect(snapshotTree(p.stateRoot)).toEqual(tree);
           expect(branches(p)).toEqual(refs);
-          // When the operator answers y
+          // When the operator answers y: one key is not enough for what cannot be undone
+          const y = term.start(["--work-item", "a"]);
+          await pollUntil(() => term.screen(y.name).includes("Type the item's id (a)"), "the prompt");
+          term.tmux("send-keys", "-t", `=${y.name}:`, "-l", "y");
+          term.tmux("send-keys", "-t", `=${y.name}:`, "Enter");
+          expect(await exitCodeOf(y.rc)).toBe(3);
+          expect(snapshotTree(p.stateRoot)).toEqual(tree);
+          // When the operator types the item's id
           const yes = term.start(["--work-item", "a"]);
-          await pollUntil(() => term.screen(yes.name).includes("Go ahead?"), "the prompt");
-          term.tmux("send-keys", "-t", `=${yes.name}:`, "y");
+          await pollUntil(() => term.screen(yes.name).includes("Type the item's id (a)"), "the prompt");
+          term.tmux("send-keys", "-t", `=${yes.name}:`, "-l", "a");
+          term.tmux("send-keys", "-t", `=${yes.name}:`, "Enter");
           // Then a is reset (exit 0) and the text report says so
           expect(await exitCodeOf(yes.rc)).toBe(0);
           await pollUntil(() => term.screen(yes.name).includes("reset 1 item(s)"), "the report");
