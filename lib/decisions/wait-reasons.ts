@@ -24,7 +24,7 @@ export interface Waiting {
 }
 
 interface WaitView {
-  loop: { state: LoopState; reason: string | null; current: string | null; requireStartCommand: boolean };
+  loop: { state: LoopState; reason: string | null; current: string | null; requireStartCommand: boolean; currentPhase?: string | null };
   /** Every item, in presentation order. */
   items: GateItem[];
 }
@@ -92,7 +92,8 @@ export function waitingReasons(v: WaitView): Map<string, Waiting> {
     }
     if (L.current !== null) {
       const cur = byId.get(L.current);
-      out.set(it.id, { reason: "queued", detail: `waits for the item in flight, ${L.current}${cur ? ` (${cur.status})` : ""}`, dependencies: [] });
+      // Its word as the in-flight item's row says it (verifying, landing), not the log's `ended`.
+      out.set(it.id, { reason: "queued", detail: `waits for the item in flight, ${L.current}${cur ? ` (${L.currentPhase ?? cur.status})` : ""}`, dependencies: [] });
       continue;
     }
     if (first === null) {

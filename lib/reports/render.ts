@@ -1,7 +1,7 @@
 // Text renderings of the JSON reports, for people at a terminal. Plain columns, no ANSI unless
 // the caller says color is wanted.
 import { dollarsText } from "../shared/money.ts";
-import { shownStatus, type StatusReport } from "./status.ts";
+import { shownCounts, shownStatus, type StatusReport } from "./status.ts";
 import type { ReplayReport } from "./replay.ts";
 import { printable } from "../shared/printable.ts";
 import { autoMergeSentence } from "../forge/auto-merge.ts";
@@ -39,7 +39,7 @@ export function renderStatus(r: StatusReport, color: boolean): string {
   );
   if (L.reason) out.push(`reason: ${p(L.reason)}`);
   if (L.current) out.push(`current: ${p(L.current)}`);
-  const counts = Object.entries(L.counts).map(([k, v]) => `${p(v)} ${p(k)}`).join(", ");
+  const counts = Object.entries(shownCounts(L.counts, r.items)).map(([k, v]) => `${p(v)} ${p(k)}`).join(", ");
   if (counts) out.push(`items: ${counts}`);
   if (r.autoMerge) out.push(p(autoMergeSentence(r.autoMerge)));
   // Checkouts moved aside, deleted a bounded piece per step (docs/state.md#the-trash).
@@ -59,9 +59,9 @@ export function renderStatus(r: StatusReport, color: boolean): string {
           `${p(it.failures)} (gives up at ${p(it.maxAttempts)})`,
           // Tokens and dollars over its attempts; "unknown" when its agent reported none.
           spendCell(it.usage, p),
-          // A closed session's pid names nothing any more: the runner only.
+          // A closed session's pid names nothing any more, nor an ended agent's: the runner only.
           it.session
-            ? it.session.closed
+            ? it.session.closed || (it.status === "ended" && !it.session.alive)
               ? p(it.session.runner)
               : `${p(it.session.runner)} ${it.session.tmux ? `tmux ${p(it.session.tmux)}` : it.session.pid !== null ? `pid ${p(it.session.pid)}` : "-"}${it.session.alive ? " alive" : ""}`
             : "-",

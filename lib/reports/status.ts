@@ -98,8 +98,11 @@ export function statusReport(
     if (project && !foreign) findings.push(...refFindings(db, doc, loop, project.repo));
     const byId = new Map(doc.items.map((it) => [it.id, it]));
     const selected = workItems.length ? resolveSelectorsIn(doc.items, workItems).map((id) => byId.get(id)!) : doc.items;
-    const waiting = waitingOf(db, doc, loop);
     const facts = attemptFacts(db, selected);
+    // What the item in flight is doing (verifying, landing), as its row says: one word for one state.
+    const cur = doc.loop.current ? byId.get(doc.loop.current) : undefined;
+    const curFacts = cur && cur.status === "ended" ? (facts.get(cur.id) ?? attemptFacts(db, [cur]).get(cur.id)) : undefined;
+    const waiting = waitingOf(db, doc, loop, curFacts?.phase ?? null);
     // "#12" for a GitHub pull request, "!12" for a GitLab merge request.
     const pullSign = pullTerms(loop.settings?.forge?.provider).sign;
     const items = selected.map((it) => {
@@ -365,12 +368,12 @@ function attemptFacts(db: Database, items: readonly { id: string; attempts: numb
  * control.requireStartCommand, is read from the projection rows of the same snapshot (the control
  * rows only when some item is pending).
  */
-function waitingOf(db: Database, doc: StateDocument, loop: LoopRecord): Map<string, Waiting> {
+function waitingOf(db: Database, doc: StateDocument, loop: LoopRecord, currentPhase: string | null): Map<string, Waiting> {
   const pending = doc.items.some((it) => it.status === "pending");
   const flags = pending ? readControlFlags(db) : new Map<string, { held: boolean; started: boolean }>();
   const requireStartCommand = loop.settings?.requireStartCommand ?? false;
   return waitingReasons({
-    loop: { state: doc.loop.state as LoopState, reason: doc.loop.reason, current: doc.loop.current, requireStartCommand },
+    loop: { state: doc.loop.state as LoopState, reason: doc.loop.reason, current: doc.loop.current, requireStartCommand, currentPhase },
     items: doc.items.map((it) => ({
       id: it.id,
       status: it.status as ItemStatus,
@@ -440,4 +443,17 @@ export function stateView(
 /** The status a person is shown: an `ended` attempt's phase (`verifying`, `landing`) when it has one. */
 export function shownStatus(it: { status: string; phase?: AttemptPhase | null }): string {
   return it.status === "ended" && it.phase ? it.phase : it.status;
+}
+
+/** Items per status as people read them: an `ended` item whose verify runs or which lands counts under its phase (shownStatus), as its row says. */
+export function shownCounts(counts: Record<string, number>, items: readonly { status: string; phase?: AttemptPhase | null }[]): Record<string, number> {
+  const out = { ...counts };
+  for (const it of items) {
+    const shown = shownStatus(it);
+    if (shown === it.status || !out[it.status]) continue;
+    out[it.status]!--;
+    if (out[it.status] === 0) delete out[it.status];
+    out[shown] = (out[shown] ?? 0) + 1;
+  }
+  return out;
 }

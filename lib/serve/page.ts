@@ -4,7 +4,7 @@
 // the status document, the history and the file slices, and these functions turn them into HTML.
 // Every word from the log or a file goes through `html` (html.ts), which escapes it.
 import { html, line, type Markup, safeHref, seg, trusted } from "./html.ts";
-import { shownStatus, type StatusReport } from "../reports/status.ts";
+import { shownCounts, shownStatus, type StatusReport } from "../reports/status.ts";
 import { type AttemptHistory, type History, type ItemHistory, phasesOf } from "./history.ts";
 import { legend, reworksOf, timelineOf, timelineSvg, usageText } from "./timeline.ts";
 import type { FileSlice } from "./files.ts";
@@ -76,7 +76,7 @@ function loopHeader(name: string, s: StatusReport, h: History): Markup {
   const attention = s.attention.map(
     (a) => html`<div class="attention" role="alert" data-kind="${a.kind}"><strong>Needs a person (${a.kind})</strong>: ${line(a.reason)}<div class="fix">To fix: ${a.fix.map((c, i) => html`${i ? " then " : ""}<code>${line(c)}</code>`)}</div></div>`,
   );
-  const counts = Object.entries(s.loop.counts).map(([st, n]) => html`<li class="count st-${st}"><b>${n}</b> ${st}</li>`);
+  const counts = Object.entries(shownCounts(s.loop.counts, s.items)).map(([st, n]) => html`<li class="count st-${st}"><b>${n}</b> ${st}</li>`);
   return html`<header class="loop" data-state="${s.loop.state}">
 <h1>${s.loop.name ?? name} <span class="state state-${s.loop.state}">${s.loop.state}</span>${s.loop.outcome ? html` <span class="outcome-${s.loop.outcome}">${s.loop.outcome}</span>` : ""}</h1>
 ${s.loop.reason ? html`<p class="reason">${line(s.loop.reason)}</p>` : ""}

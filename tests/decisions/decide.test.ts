@@ -12,6 +12,7 @@ import { blockedBecauseOf, type NextWork, nextWork } from "../../lib/decisions/n
 import { ASK_EXIT_GRACE_MS, classifySession, type SessionObservation } from "../../lib/decisions/session-verdict.ts";
 import { classifyVerify, classifyVerifyStart, verdictPasses, type VerifyObservation, type VerifyStartObservation, verifyExitVerdict, verifyReason, type VerifyVerdict } from "../../lib/decisions/verify-verdict.ts";
 import { waitingReasons, waitView } from "../../lib/decisions/wait-reasons.ts";
+import { shownCounts } from "../../lib/reports/status.ts";
 import { fold } from "../../lib/log/reducer.ts";
 import type { ItemState, Projection } from "../../lib/log/projection.ts";
 import {
@@ -140,6 +141,16 @@ describe("nextWork", () => {
     expect(nextWork(p)).toEqual({ kind: "block", items: [{ id: "b", reason: 'dependency "a" was removed from the definition', code: "dependency_removed" }] });
     b.push(settled({ item: "b", attempt: 0, outcome: "skipped" }), ...passingAttempt({ item: "c" }));
     expect(nextWork(fold(b.events))).toEqual({ kind: "drain", outcome: "Succeeded" });
+  });
+});
+
+describe("one word for one state (docs/cli/loop-status.md#text)", () => {
+  test("an ended item whose verify runs waits others as `verifying`, and counts as it in the counts line", () => {
+    const view = { loop: { state: "running" as const, reason: null, current: "a", requireStartCommand: false, currentPhase: "verifying" }, items: [{ id: "a", status: "ended" as const, held: false, started: false, dependsOn: [] }, { id: "b", status: "pending" as const, held: false, started: false, dependsOn: [] }] };
+    expect(waitingReasons(view).get("b")?.detail).toBe("waits for the item in flight, a (verifying)");
+    expect(shownCounts({ ended: 1, pending: 1 }, [{ status: "ended", phase: "verifying" }, { status: "pending", phase: null }])).toEqual({ pending: 1, verifying: 1 });
+    // A report of some items only: the others' counts stay as the log says.
+    expect(shownCounts({ ended: 2 }, [{ status: "ended", phase: "landing" }])).toEqual({ ended: 1, landing: 1 });
   });
 });
 
