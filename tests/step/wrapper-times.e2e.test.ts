@@ -34,12 +34,13 @@ describe("the wrappers' times", () => {
         // The projection's session end is the agent's own.
         const st = JSON.parse((await p.loop(["status", "--json"])).stdout).items[0];
         expect(st.session.endedAt).toBe(times.ended);
-        // The timeline: the agent until its own end, then the wait for the step; the verify likewise.
+        // The timeline: the agent until its own end, then the wait for the step, the airlock (seal,
+        // import, proofs: docs/cli/loop-serve.md) until the verify is reserved; the verify likewise.
         const h = foldEvents(p.events().map((e) => ({ ...e, payload: e.payload })) as never);
         const kinds = phasesOf(h.items.get("a")!.attempts[0]!).map((x) => x.kind);
-        expect(kinds.slice(0, 5)).toEqual(["launching", "agent", "step", "verify", "step"]);
+        expect(kinds.slice(0, 6)).toEqual(["launching", "agent", "step", "airlock", "verify", "step"]);
         // Then the landing and the close (the worktree's removal), each as long as it took.
-        expect(kinds.slice(5).every((k) => k === "landing" || k === "closing")).toBe(true);
+        expect(kinds.slice(6).every((k) => k === "landing" || k === "closing")).toBe(true);
         const agent = phasesOf(h.items.get("a")!.attempts[0]!).find((x) => x.kind === "agent")!;
         expect(agent.to).toBe(Date.parse(times.ended!));
       }),
