@@ -276,7 +276,7 @@ say("loop export --text (the backlog in the text format `loop add --from-file` r
 process.stdout.write((await loopCmd(["export", "--text"])).stdout);
 if (server) {
   // Last, where it is seen: everything above scrolled it away.
-  say(`the loop's page stays up at ${page}; Ctrl-C ends the demo`);
+  say(`the page stays up at ${page}; Ctrl-C ends the demo`);
   await new Promise<void>((resolve) => {
     process.once("SIGINT", resolve);
     process.once("SIGTERM", resolve);
