@@ -165,7 +165,8 @@ export function statusReport(
       };
     });
     // loop.json as it is now, against the revision the log imported (null: run for a copy, no root).
-    const definition = root === null ? null : definitionOnDisk(db, { root, loop, itemIds: doc.items.map((it) => it.id) }, judge);
+    // Only for the project the store belongs to: a copy checked elsewhere (a backup) has no loop.json of its own there.
+    const definition = root === null || project === null || foreign ? null : definitionOnDisk(db, { root, loop, itemIds: doc.items.map((it) => it.id) }, judge);
     const attention = attentionOf(attentionInputOf(doc, loop.drainedSeq, pullSign)).map(({ kind, item, reason, fix }) => ({ kind: kind as AttentionKind, item, reason, fix }));
     if (definition?.state === "invalid")
       attention.unshift({

@@ -47,7 +47,12 @@ export async function runSetup(o: {
         // Loaded only for a list: a server's modules cost every other setup's start.
         const { startSessionGateway } = await import("./session-gateway.ts");
         const gateway: GatewayRequest = { standIn: `loop-setup-${crypto.randomUUID().replaceAll("-", "")}`, allow: o.sandbox.allow, proxyOnly: true, socketDir };
-        proxy = await startSessionGateway({ dir: o.sandbox.sessionDir, request: gateway, env: {}, role: "setup", say: (line) => writeSync(fd, line) });
+        try {
+          proxy = await startSessionGateway({ dir: o.sandbox.sessionDir, request: gateway, env: {}, role: "setup", say: (line) => writeSync(fd, line) });
+        } catch (err) {
+          rmSync(socketDir, { recursive: true, force: true });
+          return { ok: false, ms: Date.now() - started, reason: `could not start the proxy of its network (workspace.setupNetwork): ${(err as Error).message}` };
+        }
         // The bridge comes first inside, as for a session: it serves the proxy on the sandbox's loopback.
         inner = [...selfArgv(), "__bridge", socketDir, "--", ...inner];
         request = { ...request!, programs: [...(request!.programs ?? []), ...selfFiles()], gatewaySockets: socketDir };
