@@ -165,8 +165,9 @@ export function attentionOf({ loop, items }: AttentionInput): Attention[] {
     out.push({
       kind: "failed",
       item: null,
-      reason: `the loop drained Failed: ${names}`,
-      fix: ["loop ctl retry --all-failed", "or `loop reset --work-item <id>` to start an item over"],
+      // `fix` is steps in order, each a command: the other way out is said in the reason, not as a step.
+      reason: `the loop drained Failed: ${names} (to start one item over instead: loop reset --work-item <id>)`,
+      fix: ["loop ctl retry --all-failed"],
       slot: "failed",
       key: `failed:${loop.drainedSeq}`,
     });

@@ -195,7 +195,8 @@ export function compareProjection(db: Database, p: Projection): ReplayFinding[] 
 export function compareFiles(stateRoot: string, p: Projection): ReplayFinding[] {
   const paths = statePaths(stateRoot);
   const out: ReplayFinding[] = [];
-  const state = readRegularFile(paths.stateJson);
+  // Loop's own files, never followed: a link planted in their place is reported, not read.
+  const state = readRegularFile(paths.stateJson, { noLinks: true });
   const expected = stateDocument(p);
   if (state.kind === "absent") out.push({ code: "state_file_missing", message: "state.json is missing" });
   else if (state.kind === "error") out.push({ code: "unreadable_state_file", message: `state.json cannot be read: ${state.message}` });
@@ -209,7 +210,7 @@ export function compareFiles(stateRoot: string, p: Projection): ReplayFinding[] 
       if (diffs.length === 0) out.push({ code: "state_field_mismatch", message: "state.json has the right values but not the exact bytes of the canonical document" });
     } else out.push({ code: "unreadable_state_file", message: `state.json is not valid JSON: ${parsed.message}` });
   }
-  const term = readRegularFile(paths.terminal);
+  const term = readRegularFile(paths.terminal, { noLinks: true });
   const expectedTerm = terminalDocument(p);
   if (term.kind === "error") {
     out.push({ code: "unreadable_terminal_file", message: `terminal_state.json cannot be read: ${term.message}` });

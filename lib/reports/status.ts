@@ -412,8 +412,9 @@ export function stateView(
   expectedSha: string,
   projection: () => Projection,
 ): { doc: StateDocument; findings: Finding[] } {
-  // Read, not mapped: Bun.mmap opens the file for writing, and a read verb must not.
-  const file = readRegularFile(path);
+  // Read, not mapped: Bun.mmap opens the file for writing, and a read verb must not. Never followed:
+  // a link in its place would show the target's words in a finding.
+  const file = readRegularFile(path, { noLinks: true });
   if (file.kind !== "ok")
     return {
       doc: stateDocument(projection()),

@@ -103,8 +103,9 @@ export function checkAccess(req: { headers: Headers; url: URL }, token: string |
     if (!isLoopback(name)) return { ok: false, status: 421, message: `the Host header ${JSON.stringify(host)} is not a loopback name: this server answers only requests addressed to this machine` };
     return { ok: true, setCookie: false };
   }
-  const auth = req.headers.get("authorization");
-  if (auth?.startsWith("Bearer ") && sameSecret(auth.slice(7), token)) return { ok: true, setCookie: false };
+  // The scheme's name is case-insensitive (RFC 9110 §11.1): `bearer` and `BEARER` are `Bearer`.
+  const auth = /^bearer +(\S+) *$/i.exec(req.headers.get("authorization") ?? "");
+  if (auth && sameSecret(auth[1]!, token)) return { ok: true, setCookie: false };
   const expected = tokenCookie(token, port);
   const cookie = cookieValue(req.headers.get("cookie"), expected.name);
   if (cookie !== null && sameSecret(cookie, expected.value)) return { ok: true, setCookie: false };

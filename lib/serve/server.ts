@@ -346,6 +346,8 @@ export function startServer(o: ServeOptions): Served {
       const url = requestUrl(req.url);
       if (!url) return refuse(400, "bad_request", "the request's target is not a path");
       if (req.method !== "GET" && req.method !== "HEAD") return refuse(405, "method_not_allowed", `${req.method} is not served: loop serve is read-only (GET and HEAD only)`, { Allow: "GET, HEAD" });
+      // Refused, not ignored, as docs/cli/loop-serve.md says: a body on a read is a client that means something else.
+      if (hasBody(req.headers)) return refuse(400, "bad_request", `a ${req.method} request carries no body: loop serve reads none`);
       const access: Access = checkAccess({ headers: req.headers, url }, o.token, server.port!);
       if (!access.ok) return refuse(access.status, access.status === 401 ? "unauthorized" : "misdirected_request", access.message, access.status === 401 ? { "WWW-Authenticate": 'Bearer realm="loop serve"' } : {});
       if (access.setCookie) {
@@ -354,7 +356,7 @@ export function startServer(o: ServeOptions): Served {
         const cookie = tokenCookie(o.token!, server.port!);
         return new Response(null, {
           status: 303,
-          headers: { ...SECURITY_HEADERS, Location: url.pathname + url.search, "Set-Cookie": `${cookie.name}=${cookie.value}; HttpOnly; SameSite=Strict; Path=/` },
+          headers: { ...SECURITY_HEADERS, Location: sameOriginPath(url), "Set-Cookie": `${cookie.name}=${cookie.value}; HttpOnly; SameSite=Strict; Path=/` },
         });
       }
       let res: Response;
@@ -429,4 +431,18 @@ function requestUrl(raw: string): URL | null {
   } catch {
     return null;
   }
+}
+
+/** Whether a request says it has a body: a length above 0, or a chunked (or any other) transfer coding. */
+function hasBody(headers: Headers): boolean {
+  const length = headers.get("content-length");
+  return headers.has("transfer-encoding") || (length !== null && length.trim() !== "0");
+}
+
+/**
+ * The redirect's target, always on this server: a path that begins with two slashes (`//evil.com/`)
+ * would be read by a browser as another host, so leading slashes collapse to one.
+ */
+function sameOriginPath(url: URL): string {
+  return "/" + url.pathname.replace(/^[/\\]+/, "") + url.search;
 }

@@ -352,7 +352,7 @@ describe("attention: when the loop needs a person", () => {
     const p = foldOf(...conflicted, { type: "item_settled", item: "b", payload: { attempt: 0, outcome: "skipped", code: "operator_skipped", reason: "x" } }, drained("Failed", { failed: 1, skipped: 1 }));
     expect(kinds(p)).toEqual(["landing a", "failed"]);
     expect(attention(p).map((a) => a.key)).toEqual(["landing:a:e0:a1", `failed:${p.loop.drainedSeq}`]);
-    expect(attention(p)[1]!.reason).toBe("the loop drained Failed: a failed");
+    expect(attention(p)[1]!.reason).toBe("the loop drained Failed: a failed (to start one item over instead: loop reset --work-item <id>)");
   });
   test("a landing blocked on the forge (landing_blocked, its PR left open); in the Failed drain's list too", () => {
     const blocked: EventDraft[] = [
@@ -371,7 +371,7 @@ describe("attention: when the loop needs a person", () => {
     expect(attention(p)[0]!.reason).toContain("pull/3 left open");
     const d = foldOf(...blocked, { type: "item_settled", item: "b", payload: { attempt: 0, outcome: "skipped", code: "operator_skipped", reason: "x" } }, drained("Failed", { landing_blocked: 1, skipped: 1 }));
     expect(kinds(d)).toEqual(["landing a", "failed"]);
-    expect(attention(d)[1]!.reason).toBe("the loop drained Failed: a landing_blocked");
+    expect(attention(d)[1]!.reason).toBe("the loop drained Failed: a landing_blocked (to start one item over instead: loop reset --work-item <id>)");
   });
   test("it reads only the item in flight, the items whose landing did not land, and once drained Failed those a drain counts as Failed: a view of those alone gives the same answer", () => {
     const conflicted = (item: string): EventDraft[] => [

@@ -3,7 +3,7 @@
 // same report; a file that differs is a finding and never what status reports. And the store-layout
 // upgrade that changed the document: read verbs refuse an older store, writers upgrade it.
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { materialize } from "../../lib/log/materialize.ts";
 import { compareProjection, replayReport } from "../../lib/reports/replay.ts";
@@ -84,6 +84,24 @@ describe("the state document status reports from", () => {
     expect(r.findings.map((f) => f.code)).toEqual(["unreadable_state_file"]);
     expect(r.findings[0]!.message).toContain("cannot be read");
     expect(r.items.map((it) => it.id)).toEqual(["a", "b", "c"]);
+  });
+
+  test("a state.json that is a link is never followed: neither status nor replay shows a word of its target (docs/cli/loop-serve.md#what-it-shows)", async () => {
+    const root = midRun();
+    const path = join(root, "state.json");
+    const secret = join(root, "..", `secret-${Date.now()}.json`);
+    writeFileSync(secret, JSON.stringify({ AWS_SECRET_ACCESS_KEY: "hunter2-xyzzy" }));
+    rmSync(path);
+    symlinkSync(secret, path);
+    const r = statusReport(root);
+    expect(r.findings.map((f) => f.code)).toEqual(["unreadable_state_file"]);
+    expect(r.findings[0]!.message).toContain("symbolic link");
+    const replay = await replayReport(root);
+    const shown = JSON.stringify([r, replay]);
+    expect(shown).not.toContain("AWS_SECRET");
+    expect(shown).not.toContain("hunter2");
+    expect(replay.findings.map((f) => f.code)).toContain("unreadable_state_file");
+    rmSync(secret);
   });
 
   test("a missing, an empty, a non-UTF-8 and a BOM-prefixed state.json are each reported, never read as the document", async () => {

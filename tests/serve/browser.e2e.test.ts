@@ -74,7 +74,9 @@ describe.skipIf(!HAVE_CHROMIUM)(HAVE_CHROMIUM ? "in Chromium" : `in Chromium (SK
     expect(rows.find((r) => r.id === "retry")!.attempts).toEqual(["end end-failed", "end end-passed"]);
     expect(rows.find((r) => r.id === "after-bad")!.attempts).toEqual([]);
     // The Failed drain's banner, with the command that fixes it.
-    expect(await page.locator(".attention[data-kind=failed] .fix code").first().textContent()).toBe("loop ctl retry --all-failed");
+    // One step, a command, with no stray backticks or a dangling "then or".
+    expect(await page.locator(".attention[data-kind=failed] .fix code").allTextContents()).toEqual(["loop ctl retry --all-failed"]);
+    expect(await page.locator(".attention[data-kind=failed]").textContent()).not.toMatch(/`|then or/);
     await page.close();
   });
 

@@ -174,6 +174,24 @@ describe("safe by construction", () => {
       }
   });
 
+  test("a GET or HEAD that carries a body is refused, not read (docs/cli/loop-serve.md#security-model)", async () => {
+    const { connect } = await import("node:net");
+    const { port } = new URL(served.url);
+    for (const head of ["Content-Length: 2", "Transfer-Encoding: chunked"]) {
+      const answer = await new Promise<string>((resolve, reject) => {
+        const sock = connect(Number(port), "127.0.0.1");
+        let got = "";
+        sock.on("data", (d) => (got += d.toString()));
+        sock.on("end", () => resolve(got));
+        sock.on("error", reject);
+        sock.write(`GET /api/loops/t/status HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n${head}\r\n\r\n${head.startsWith("Content") ? "{}" : "2\r\n{}\r\n0\r\n\r\n"}`);
+      });
+      expect([head, answer.split("\r\n")[0]]).toEqual([head, "HTTP/1.1 400 Bad Request"]);
+      expect(answer).toContain("carries no body");
+    }
+    expect((await get("/api/loops/t/status")).status).toBe(200);
+  });
+
   test("HEAD: the headers without the body; a stream asked with HEAD takes no client's place", async () => {
     const res = await get("/loops/t/", { method: "HEAD" });
     expect(res.status).toBe(200);
@@ -208,6 +226,15 @@ describe("safe by construction", () => {
       expect(viaQuery.headers.get("set-cookie")).not.toContain(token);
       expect((await at("/loops/t/", { headers: { cookie: `loop_serve_token_${s.port}=${cookie.value}` } })).status).toBe(200);
       expect((await at("/loops/t/", { headers: { cookie: `loop_serve_token=${token}` } })).status).toBe(401);
+      // The scheme's name is case-insensitive.
+      for (const scheme of ["bearer", "BEARER", "bEaReR"])
+        expect([scheme, (await at("/api/loops/t/status", { headers: { authorization: `${scheme} ${token}` } })).status]).toEqual([scheme, 200]);
+      expect((await at("/api/loops/t/status", { headers: { authorization: `Basic ${token}` } })).status).toBe(401);
+      // The redirect that drops the token stays on this server: `//evil.com/` would be another host to a browser.
+      for (const [path, location] of [["//evil.com/", "/evil.com/"], ["///evil.com/x?y=1", "/evil.com/x?y=1"], ["/%2F%2Fevil.com/", "/%2F%2Fevil.com/"]] as const) {
+        const res = await fetch(`${s.url.replace(/\/$/, "")}${path}${path.includes("?") ? "&" : "?"}token=${token}`, { redirect: "manual" });
+        expect([path, res.status, res.headers.get("location")]).toEqual([path, 303, location]);
+      }
     } finally {
       await s.stop();
     }

@@ -468,7 +468,7 @@ describe("operators hear about trouble", () => {
           ["environment", "loop t: paused by an environment fault (bad)"],
           ["failed", "loop t: drained Failed"],
         ]);
-        expect(sent(p)[1].reason).toBe("the loop drained Failed: bad failed");
+        expect(sent(p)[1].reason).toBe("the loop drained Failed: bad failed (to start one item over instead: loop reset --work-item <id>)");
         // A drained Failed loop needs a person on every tick, and is announced once.
         const later = await cron(p);
         expect({ code: later.code, sent: sent(p).length }).toEqual({ code: 1, sent: 2 });
