@@ -58,9 +58,17 @@ interface LoopSummary {
 export function indexMain(loops: LoopSummary[]): Markup {
   const rows = loops.map((l) => {
     const s = l.status;
-    return html`<tr><td><a href="${loopHref(l.name)}">${l.name}</a></td><td>${s ? html`<span class="state state-${s.loop.state}">${s.loop.state}</span>` : html`<span class="state state-error">${l.error?.code ?? "error"}</span>`}</td><td>${s ? countsText(s.loop.counts) : line(l.error?.message)}</td><td class="path">${l.root}</td></tr>`;
+    return html`<tr><td><a href="${loopHref(l.name)}">${l.name}</a></td><td>${s ? html`<span class="state state-${s.loop.state}">${s.loop.state}</span>${s.loop.reason ? html` <span class="reason">${line(s.loop.reason)}</span>` : ""}` : html`<span class="state state-error">${l.error?.code ?? "error"}</span>`}</td><td>${s ? countsText(s.loop.counts) : line(l.error?.message)}</td><td class="path">${l.root}</td></tr>`;
   });
   return html`<h1>Loops</h1><table class="items"><thead><tr><th>loop</th><th>state</th><th>items</th><th>root</th></tr></thead><tbody>${rows}</tbody></table>`;
+}
+
+/**
+ * An item's attempts in words: made, and failed out of the budget (`3/2` read as "three of two"). A reset
+ * starts the count again; its number is said, so a count below an earlier one is not a mystery.
+ */
+function attemptsText(it: StatusReport["items"][number]): string {
+  return `${it.attempts} made, ${it.failures} of ${it.maxAttempts} failed${it.epoch ? ` (since reset ${it.epoch})` : ""}`;
 }
 
 function countsText(counts: Record<string, number>): string {
@@ -92,14 +100,14 @@ export function loopMain(name: string, s: StatusReport, h: History, now: number,
   const legendItems = legend().map((l) => html`<li><svg width="14" height="10" aria-hidden="true"><rect class="${l.cls}" width="14" height="10"${l.cls.startsWith("wait") ? trusted(` fill="url(#hatch)"`) : ""}/></svg> ${l.name}</li>`);
   const rows = s.items.map(
     (it) =>
-      html`<tr data-item="${it.id}"><td><a href="${itemHref(name, it.id)}">${it.id}</a></td><td><span class="st st-${it.status}">${shownStatus(it)}</span></td><td>${it.attempts}/${it.maxAttempts}${it.epoch ? html` (epoch ${it.epoch})` : ""}</td><td>${it.waiting ? line(it.waiting.detail) : html`${codeOf(it.code)}${line(it.reason)}`}</td></tr>`,
+      html`<tr data-item="${it.id}"><td><a href="${itemHref(name, it.id)}">${it.id}</a></td><td><span class="st st-${it.status}">${shownStatus(it)}</span></td><td class="attempts">${attemptsText(it)}</td><td class="spend">${usageText((it as { usage?: unknown }).usage) ?? "—"}</td><td>${it.waiting ? line(it.waiting.detail) : html`${codeOf(it.code)}${line(it.reason)}`}</td></tr>`,
   );
   return html`${loopHeader(name, s, h)}
 <section class="timeline-box" aria-label="timeline"><h2>Timeline <small>(UTC)</small></h2>
 <div class="scroll">${trusted(timelineSvg(t, { width }))}</div>
 ${t.omitted ? html`<p class="note">${t.omitted} more items are not drawn; <a href="/api/loops/${seg(name)}/status">the status document</a> has them all.</p>` : ""}
 <ul class="legend">${legendItems}<li><span class="end-passed legend-end"></span> passed</li><li><span class="end-failed legend-end"></span> failed</li></ul></section>
-<section aria-label="items"><h2>Items</h2><table class="items"><thead><tr><th>item</th><th>status</th><th>attempts</th><th>reason</th></tr></thead><tbody>${rows}</tbody></table></section>`;
+<section aria-label="items"><h2>Items</h2><table class="items"><thead><tr><th>item</th><th>status</th><th>attempts</th><th>spend</th><th>reason</th></tr></thead><tbody>${rows}</tbody></table></section>`;
 }
 
 // ---------------------------------------------------------------------------------------------

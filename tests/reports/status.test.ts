@@ -86,7 +86,7 @@ describe("the state document status reports from", () => {
     expect(r.items.map((it) => it.id)).toEqual(["a", "b", "c"]);
   });
 
-  test("a state.json that is a link is never followed: neither status nor replay shows a word of its target (docs/cli/loop-serve.md#what-it-shows)", async () => {
+  test("a state.json that is a link is never followed: neither status nor replay shows a word of its target (docs/cli/loop-serve.md#security-model)", async () => {
     const root = midRun();
     const path = join(root, "state.json");
     const secret = join(root, "..", `secret-${Date.now()}.json`);

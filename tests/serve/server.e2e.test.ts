@@ -118,6 +118,28 @@ describe("the pages", () => {
     const retryRow = page.slice(page.indexOf(`data-item="retry"`), page.indexOf(`data-item="bad"`));
     expect([...retryRow.matchAll(/<rect class="end end-(\w+)"/g)].map((m) => m[1])).toEqual(["failed", "passed"]);
     expect(res.headers.get("x-loop-seq")).toBe(String(p.head()));
+    // The items table says attempts in words (never `2/2`) and each item's spend, as status has them.
+    const status = await json("/api/loops/t/status");
+    for (const it of status.items) {
+      const row = page.slice(page.indexOf(`<tr data-item="${it.id}">`)).split("</tr>")[0]!;
+      expect([it.id, row.match(/<td class="attempts">([^<]*)</)![1]]).toEqual([it.id, `${it.attempts} made, ${it.failures} of ${it.maxAttempts} failed`]);
+      expect(row).toContain(`<td class="spend">${it.usage ? "" : "—"}`);
+    }
+    expect(status.items.find((it: any) => it.id === "retry").attempts).toBe(2);
+  });
+
+  test("the index names a paused loop's reason, escaped", async () => {
+    const paused = new Project(servedDefinition());
+    await paused.run();
+    expect((await paused.ctl(["pause", "--reason", "deploy <freeze> until Monday"])).code).toBe(0);
+    const s = startServe({ loops: [{ root: paused.root, stateRoot: paused.stateRoot }], listen: "127.0.0.1:0", token: undefined, env: testEnv() });
+    try {
+      const page = await (await fetch(s.url)).text();
+      expect(page).toContain(`<span class="state state-paused">paused</span> <span class="reason">deploy &lt;freeze&gt; until Monday</span>`);
+    } finally {
+      await s.stop();
+      paused.dispose();
+    }
   });
 
   test("the fragment is the page's main, for the script to swap in; drawn once per state of the log", async () => {
