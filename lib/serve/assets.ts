@@ -1,9 +1,15 @@
 // The page's stylesheet and its one small script, served from the binary itself (/assets/…): the
 // Content-Security-Policy allows scripts and styles from this origin only, so nothing inline runs.
 //
-// The script: one EventSource per page. On `head` (the log grew) it fetches the page's fragment and
+// The script: live updates for the page. On `head` (the log grew) it fetches the page's fragment and
 // swaps `main`; on `tail` it appends the running attempt's new output to the live tail, as text.
 // Without JavaScript the page is whole as served, and refreshes itself every 15 s (<noscript>).
+//
+// A browser opens at most six HTTP/1.1 connections to one host, and a stream holds one for as long as
+// the page is open: with one EventSource per tab, the seventh tab's page never loaded. So the streams
+// live in one SharedWorker per browser (WORKER_JS), shared by every tab that asks for the same stream,
+// and at most MAX_STREAMS of them: past that a tab polls its fragment, and asks again for a stream as
+// tabs close. Where there is no SharedWorker, a tab holds its own stream, as before.
 
 export const CSS = `
 :root { --fg: #1d2330; --muted: #667085; --bg: #ffffff; --alt: #f5f7fa; --line: #d9dee7;
@@ -102,17 +108,14 @@ export const JS = `"use strict";
   if (tail) {
     url += (url.indexOf("?") < 0 ? "?" : "&") + "attempt=" + encodeURIComponent(tail.getAttribute("data-attempt") || "") + "&offset=" + encodeURIComponent(tail.getAttribute("data-offset") || "0");
   }
-  var es = new EventSource(url, { withCredentials: true });
-  es.onopen = function () { say("live · seq " + body.getAttribute("data-seq")); };
-  es.onerror = function () { say("reconnecting…"); };
-  es.addEventListener("head", function (ev) {
-    var d = JSON.parse(ev.data);
+  function onHead(data) {
+    var d = JSON.parse(data);
     if (String(d.seq) !== body.getAttribute("data-seq")) refresh();
-  });
-  es.addEventListener("tail", function (ev) {
+  }
+  function onTail(data) {
     var t = document.getElementById("live-tail");
     if (!t) return;
-    var d = JSON.parse(ev.data);
+    var d = JSON.parse(data);
     var note = document.getElementById("live-note");
     if (d.ended) { if (note) note.textContent = "The attempt ended."; return; }
     var atEnd = t.scrollTop + t.clientHeight >= t.scrollHeight - 4;
@@ -123,8 +126,92 @@ export const JS = `"use strict";
     t.textContent = text.length > cap ? text.slice(text.length - cap) : text;
     if (note) note.textContent = "";
     if (atEnd) t.scrollTop = t.scrollHeight;
-  });
+  }
+  var polling = null;
+  function poll(on) {
+    body.setAttribute("data-live", on ? "polling" : "stream");
+    if (on && !polling) polling = setInterval(function () { if (document.visibilityState === "visible") refresh(); }, 5000);
+    if (!on && polling) { clearInterval(polling); polling = null; }
+  }
+  var worker = null;
+  try { if (window.SharedWorker) worker = new SharedWorker(body.getAttribute("data-worker") || "/assets/stream.js", { name: "loop-serve-streams" }); } catch (e) { worker = null; }
+  if (worker) {
+    var port = worker.port;
+    port.onmessage = function (m) {
+      var d = m.data || {};
+      if (d.type === "open") { poll(false); say("live · seq " + body.getAttribute("data-seq")); }
+      else if (d.type === "error") say("reconnecting…");
+      else if (d.type === "head") onHead(d.data);
+      else if (d.type === "tail") onTail(d.data);
+      else if (d.type === "full") { poll(true); say("polling every 5 s (" + d.max + " live streams are open in this browser)"); }
+    };
+    port.start();
+    port.postMessage({ subscribe: url });
+    // The worker cannot see a tab close: a tab says it is alive, and asks again for a stream while it polls.
+    setInterval(function () { port.postMessage(polling ? { subscribe: url } : { alive: url }); }, 5000);
+    window.addEventListener("pagehide", function () { port.postMessage({ leave: url }); });
+  } else {
+    var es = new EventSource(url, { withCredentials: true });
+    body.setAttribute("data-live", "stream");
+    es.onopen = function () { say("live · seq " + body.getAttribute("data-seq")); };
+    es.onerror = function () { say("reconnecting…"); };
+    es.addEventListener("head", function (ev) { onHead(ev.data); });
+    es.addEventListener("tail", function (ev) { onTail(ev.data); });
+  }
   // Running bars grow with time, not only with events.
   setInterval(function () { if (document.visibilityState === "visible") refresh(); }, 30000);
 })();
+`;
+
+/** How many streams one browser holds at most: two of its six connections to a host stay free for pages. */
+const MAX_STREAMS = 4;
+
+/**
+ * The SharedWorker every tab of one browser shares: one EventSource per distinct stream address, its
+ * events handed to each tab that asked for it. A tab that stops saying it is alive for 20 s is gone
+ * (a port has no close event), and a stream no tab wants is closed.
+ */
+export const WORKER_JS = `"use strict";
+var MAX = ${MAX_STREAMS};
+var streams = {};
+function count() { var n = 0; for (var k in streams) n++; return n; }
+function send(s, msg) { s.ports.forEach(function (p) { p.postMessage(msg); }); }
+function drop(url, port) {
+  var s = streams[url];
+  if (!s) return;
+  s.ports = s.ports.filter(function (p) { return p !== port; });
+  if (s.ports.length === 0) { s.es.close(); delete streams[url]; }
+}
+function join(url, port) {
+  var s = streams[url];
+  if (!s) {
+    if (count() >= MAX) { port.postMessage({ type: "full", max: MAX }); return; }
+    var es = new EventSource(url, { withCredentials: true });
+    s = streams[url] = { es: es, ports: [], seen: new Map(), open: false };
+    es.onopen = function () { s.open = true; send(s, { type: "open" }); };
+    es.onerror = function () { s.open = false; send(s, { type: "error" }); };
+    es.addEventListener("head", function (ev) { send(s, { type: "head", data: ev.data }); });
+    es.addEventListener("tail", function (ev) { send(s, { type: "tail", data: ev.data }); });
+  }
+  if (s.ports.indexOf(port) < 0) s.ports.push(port);
+  s.seen.set(port, Date.now());
+  if (s.open) port.postMessage({ type: "open" });
+}
+onconnect = function (c) {
+  var port = c.ports[0];
+  port.onmessage = function (m) {
+    var d = m.data || {};
+    if (typeof d.subscribe === "string") join(d.subscribe, port);
+    else if (typeof d.alive === "string" && streams[d.alive]) streams[d.alive].seen.set(port, Date.now());
+    else if (typeof d.leave === "string") drop(d.leave, port);
+  };
+  port.start();
+};
+setInterval(function () {
+  var now = Date.now();
+  for (var url in streams) {
+    var s = streams[url];
+    s.ports.slice().forEach(function (p) { if (now - (s.seen.get(p) || 0) > 20000) { s.seen.delete(p); drop(url, p); } });
+  }
+}, 5000);
 `;

@@ -11,6 +11,7 @@ import type { FileSlice } from "./files.ts";
 
 export const ASSET_CSS = "/assets/serve.css";
 export const ASSET_JS = "/assets/serve.js";
+export const ASSET_WORKER = "/assets/stream.js";
 
 export function loopHref(name: string): string {
   return `/loops/${seg(name)}/`;
@@ -34,7 +35,7 @@ interface Shell {
 /** The whole document around a page's `main`. */
 export function shell(s: Shell): string {
   const crumbs = s.crumbs.map(([text, href], i) => html`${i ? " › " : ""}${href ? html`<a href="${href}">${text}</a>` : html`<span>${text}</span>`}`);
-  const live = s.live ? html` data-stream="${s.live.stream}" data-fragment="${s.live.fragment}" data-seq="${s.live.seq}"` : "";
+  const live = s.live ? html` data-stream="${s.live.stream}" data-fragment="${s.live.fragment}" data-seq="${s.live.seq}" data-worker="${ASSET_WORKER}"` : "";
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${s.title}</title><link rel="stylesheet" href="${ASSET_CSS}"><script src="${ASSET_JS}" defer></script>

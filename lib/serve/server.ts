@@ -7,7 +7,7 @@
 // each store a few times a second (a stat), folds new events, tells the connected pages, and feeds
 // item pages the output of the attempt in flight.
 import { StoreError } from "../shared/errors.ts";
-import { CSS, JS } from "./assets.ts";
+import { CSS, JS, WORKER_JS } from "./assets.ts";
 import { type Access, baseUrl, checkAccess, hostProblem, type Listen, tokenCookie } from "./access.ts";
 import { readSlice } from "./files.ts";
 import { SESSION_FILES } from "../supervisor/session-wrapper.ts";
@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { sessionDir } from "../shared/paths.ts";
 import type { AttemptHistory, ItemHistory } from "./history.ts";
 import { metricsText } from "./metrics.ts";
-import { ASSET_CSS, ASSET_JS, type AttemptFiles, attemptKey, errorMain, indexMain, itemHref, itemMain, liveTail, loopHref, loopMain, shell } from "./page.ts";
+import { ASSET_CSS, ASSET_JS, ASSET_WORKER, type AttemptFiles, attemptKey, errorMain, indexMain, itemHref, itemMain, liveTail, loopHref, loopMain, shell } from "./page.ts";
 import { html, seg, trusted } from "./html.ts";
 import type { LoopSource } from "./source.ts";
 import { SseHub, type TailTarget } from "./sse.ts";
@@ -316,6 +316,7 @@ export function startServer(o: ServeOptions): Served {
     if (url.pathname === "/") return index(req, url, parts);
     if (url.pathname === ASSET_CSS) return respond(CSS, 200, "text/css; charset=utf-8", { "Cache-Control": "max-age=300" });
     if (url.pathname === ASSET_JS) return respond(JS, 200, "text/javascript; charset=utf-8", { "Cache-Control": "max-age=300" });
+    if (url.pathname === ASSET_WORKER) return respond(WORKER_JS, 200, "text/javascript; charset=utf-8", { "Cache-Control": "max-age=300" });
     if (url.pathname === "/metrics") return metrics(req, url, parts);
     // Browsers ask for it on every page: say there is none without an error in their console.
     if (url.pathname === "/favicon.ico") return respond(null, 204, "image/x-icon", { "Cache-Control": "max-age=86400" });

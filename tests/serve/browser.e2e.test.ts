@@ -138,6 +138,44 @@ describe.skipIf(!HAVE_CHROMIUM)(HAVE_CHROMIUM ? "in Chromium" : `in Chromium (SK
     }
   });
 
+  test("eight tabs of one browser all load and all follow the loop: the streams are shared, and past four a tab polls (docs/cli/loop-serve.md#live-updates)", async () => {
+    const many = new Project((q) =>
+      demoDefinition([{ id: "gated", prompt: "wait for the gate", runner: "gated" }, ...[1, 2, 3, 4, 5].map((n) => ({ id: `n${n}`, prompt: `n${n}\n@demo write n${n}.txt a` }))], {
+        name: "many",
+        runners: { gated: { command: ["sh", "-c", `while [ ! -e '${join(q.aux, "gate")}' ]; do sleep 0.1; done`] } },
+      }),
+    );
+    let s: Awaited<ReturnType<typeof serve>> | null = null;
+    const pages: Page[] = [];
+    try {
+      expect((await many.run()).action).toBe("launched");
+      s = await serve(many);
+      // Two loop pages (one stream) and six item pages (a stream each): more streams than one browser may hold.
+      const addresses = [s.url, s.url, ...["gated", "n1", "n2", "n3", "n4", "n5"].map((id) => new URL(`items/${id}`, s!.url).href)];
+      for (const address of addresses) {
+        const page = await browser.context.newPage();
+        pages.push(page);
+        const res = await page.goto(address, { timeout: 20_000 });
+        expect(res!.status()).toBe(200);
+        await page.evaluate(() => ((window as any).__marker = "not reloaded"));
+      }
+      const modes = await Promise.all(pages.map((p) => p.waitForFunction(() => document.body.getAttribute("data-live"), undefined, { timeout: 15_000 }).then((h) => h.jsonValue())));
+      // Seven distinct streams asked for: the first four held (the two loop pages share one), the rest poll.
+      expect(modes.slice(0, 5)).toEqual(["stream", "stream", "stream", "stream", "stream"]);
+      expect(modes.slice(5)).toEqual(["polling", "polling", "polling"]);
+      writeFileSync(join(many.aux, "gate"), "");
+      await many.runToDrain();
+      for (const page of pages) {
+        await page.waitForSelector(`header[data-state="drained"], header.item[data-status="passed"]`, { timeout: 20_000 });
+        expect(await page.evaluate(() => (window as any).__marker)).toBe("not reloaded");
+      }
+    } finally {
+      for (const page of pages) await page.close();
+      if (s) expect(await s.stop()).toBe(130);
+      many.dispose();
+    }
+  }, 180_000);
+
   test("the page and an item's live output update while steps run, without a reload", async () => {
     // One item behind a gate the test opens (a command runner that prints, waits, prints), then one
     // the demo agent does.
