@@ -102,7 +102,7 @@ module.exports = {
       name: "step-imports-only-below",
       severity: "error",
       from: { path: "^lib/step/" },
-      to: { path: "^(lib|cmd)/", pathNot: "^lib/(step|forge|supervisor|gateway|repo|decisions|definition|log|shared)/" },
+      to: { path: "^(lib|cmd)/", pathNot: "^lib/(step|notify|forge|supervisor|gateway|repo|decisions|definition|log|shared)/" },
     },
     {
       // The read verbs' reports and the operator's controls are siblings over the step: neither
@@ -139,6 +139,13 @@ module.exports = {
       to: { path: "^(lib|cmd)/", pathNot: "^lib/(planner|step|forge|supervisor|repo|decisions|definition|log|shared)/" },
     },
     {
+      // What a notification channel is sent, and the sending: above the decisions, beside the forge.
+      name: "notify-imports-only-below",
+      severity: "error",
+      from: { path: "^lib/notify/" },
+      to: { path: "^(lib|cmd)/", pathNot: "^lib/(notify|decisions|definition|log|shared)/" },
+    },
+    {
       // Every library module sits in a folder placed in these rules: a new folder of lib/ (the forge,
       // the planner) must be given its place in the direction before it may import anything (and
       // the rules above already keep every placed folder from importing it).
@@ -146,7 +153,7 @@ module.exports = {
       severity: "error",
       from: {
         path: "^lib/",
-        pathNot: "^lib/(shared|log|definition|decisions|repo|forge|gateway|supervisor|step|reports|control|planner|serve)/",
+        pathNot: "^lib/(shared|log|definition|decisions|repo|forge|gateway|supervisor|step|notify|reports|control|planner|serve)/",
       },
       to: {},
     },

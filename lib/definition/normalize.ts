@@ -11,6 +11,7 @@ import { type CommandRunner, DEFAULTS, type Guards, type LandingMode, type Limit
 import { FORGE_DEFAULTS, KIND } from "./forge-kinds.ts";
 import { normalizeNetwork } from "./network.ts";
 import { defaultTarget } from "./branches.ts";
+import { DEFAULT_CHANNEL_TIMEOUT_MS, NOTIFY_EVENTS } from "./channels.ts";
 import { formatPath, RawDefaults, RawDefinition } from "./schema.ts";
 import { checkMeaning, isObj, type Resolved } from "./semantics.ts";
 
@@ -120,7 +121,22 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
     ...(raw.protect?.length ? { protect: [...new Set(raw.protect)] } : {}),
     ...(forge ? { forge } : {}),
     ...loopSpendOf(raw),
-    notify: raw.notify ? { command: raw.notify.command, timeout: raw.notify.timeout ?? parseDuration(DEFAULTS.notifyTimeout) } : null,
+    notify: raw.notify
+      ? {
+          command: raw.notify.command ?? null,
+          timeout: raw.notify.timeout ?? parseDuration(DEFAULTS.notifyTimeout),
+          channels: (raw.notify.channels ?? []).map((c, i) => ({
+            id: `${c.kind}-${i + 1}`,
+            kind: c.kind,
+            url: c.url ?? null,
+            urlFrom: c.urlFrom ?? null,
+            secretFrom: c.secretFrom ?? null,
+            events: c.events ? [...new Set(c.events)] : [...NOTIFY_EVENTS],
+            timeout: c.timeout ?? DEFAULT_CHANNEL_TIMEOUT_MS,
+          })),
+          pageUrl: raw.notify.pageUrl ?? null,
+        }
+      : null,
     environment,
     items,
   };

@@ -5,6 +5,7 @@ import type { NormEnvironment } from "./child-environment.ts";
 import type { ReactionDecision, ReactionSignal } from "../log/vocabulary.ts";
 import type { ForgeKind } from "./forge-kinds.ts";
 import type { NetworkPolicy } from "./network.ts";
+import type { ChannelKind, NotifyEvent } from "./channels.ts";
 
 export interface Timeouts {
   launch: number;
@@ -99,8 +100,26 @@ export interface NormForge {
 export type LandingMode = "none" | "merge" | "pr";
 /** The command run when the loop needs a person (docs/operations.md#hearing-about-trouble). */
 export interface NotifyDef {
-  command: string[];
+  /** The operator's command, or null when only channels tell people. */
+  command: string[] | null;
   /** Milliseconds it may run before its process group is killed. */
+  timeout: number;
+  channels: ChannelDef[];
+  /** Where people open the loop's page (`loop serve` behind its address), linked from a channel's message; or null. */
+  pageUrl: string | null;
+}
+/** One of `notify.channels` (docs/operations.md#notification-channels). */
+export interface ChannelDef {
+  /** `<kind>-<n>`, its place in the list from 1: how the log names it. */
+  id: string;
+  kind: ChannelKind;
+  /** The address, or the variable of loop's environment that holds it. */
+  url: string | null;
+  urlFrom: string | null;
+  /** The variable holding the key the body is signed with (webhook only). */
+  secretFrom: string | null;
+  events: NotifyEvent[];
+  /** Milliseconds one send may take. */
   timeout: number;
 }
 export interface NormDefinition {

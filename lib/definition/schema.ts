@@ -8,6 +8,7 @@ import { protectPatternProblem } from "./protect.ts";
 import { ENV_PATTERN } from "./child-environment.ts";
 import { REACTION_DECISIONS } from "../log/vocabulary.ts";
 import { MAX_NOTIFY_TIMEOUT_MS, RUNNER_PLACEHOLDERS } from "./normalized.ts";
+import { CHANNEL_KINDS, channelUrlProblem, MAX_CHANNEL_TIMEOUT_MS, MAX_CHANNELS, NOTIFY_EVENTS } from "./channels.ts";
 import { apiUrlProblem, FORGE_KINDS, gitUrlProblem, isForgeLogin } from "./forge-kinds.ts";
 import { MAX_NETWORK_ENTRIES, networkEntryProblem } from "./network.ts";
 import { didYouMean } from "../shared/suggest.ts";
@@ -137,18 +138,46 @@ const RawEnvironment = section({
 });
 const ProtectPattern = v.pipe(v.string("must be a string (a glob)"), problem<string>(protectPatternProblem));
 
-const RawNotify = section({
-  command: v.pipe(
-    v.array(v.pipe(v.string("must be a string"), v.check((s) => s !== "", "must not be empty")), "must be an array of strings"),
-    v.minLength(1, "must name a program to run"),
-  ),
-  timeout: v.optional(
+/** A variable of loop's environment that holds a secret (a webhook's address, a signing key): never the value itself. */
+const SecretVar = v.pipe(v.string("must be a string"), v.check((s) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(s), "must be an environment variable name (the value stays out of loop.json)"));
+const RawChannelSection = section({
+  kind: v.picklist(CHANNEL_KINDS, `must be one of ${CHANNEL_KINDS.map((k) => `"${k}"`).join(", ")}`),
+  url: v.optional(v.pipe(v.string("must be a string"), problem<string>(channelUrlProblem))),
+  urlFrom: v.optional(SecretVar),
+  secretFrom: v.optional(SecretVar),
+  events: v.optional(
     v.pipe(
-      Duration,
-      v.check((ms) => ms <= MAX_NOTIFY_TIMEOUT_MS, "must be at most 5m (the step waits for it)"),
+      v.array(v.picklist(NOTIFY_EVENTS, `must be one of ${NOTIFY_EVENTS.map((k) => `"${k}"`).join(", ")}`), "must be an array of event names"),
+      v.minLength(1, "must name at least one event (leave it out for all)"),
     ),
   ),
+  timeout: v.optional(v.pipe(Duration, v.check((ms) => ms <= MAX_CHANNEL_TIMEOUT_MS, "must be at most 30s (a send never holds a step longer)"))),
 });
+const RawChannel = v.pipe(
+  RawChannelSection,
+  v.check((c) => (c.url === undefined) !== (c.urlFrom === undefined), 'must have one of "url" (the address) or "urlFrom" (the variable that holds it)'),
+  v.check((c) => c.secretFrom === undefined || c.kind === "webhook", '"secretFrom" signs a webhook\'s body: slack and ntfy take none'),
+);
+const RawNotifySection = section({
+    command: v.optional(
+      v.pipe(
+        v.array(v.pipe(v.string("must be a string"), v.check((s) => s !== "", "must not be empty")), "must be an array of strings"),
+        v.minLength(1, "must name a program to run"),
+      ),
+    ),
+    timeout: v.optional(
+      v.pipe(
+        Duration,
+        v.check((ms) => ms <= MAX_NOTIFY_TIMEOUT_MS, "must be at most 5m (the step waits for it)"),
+      ),
+    ),
+    channels: v.optional(v.pipe(v.array(RawChannel, "must be an array of channels"), v.maxLength(MAX_CHANNELS, `must hold at most ${MAX_CHANNELS} channels`))),
+  pageUrl: v.optional(v.pipe(v.string("must be a string"), v.check((s) => /^https?:\/\/[^\s]+$/.test(s) && URL.canParse(s), "must be an http or https address (the loop's page, as people open it)"))),
+});
+const RawNotify = v.pipe(
+  RawNotifySection,
+  v.check((n) => n.command !== undefined || (n.channels?.length ?? 0) > 0, 'must have a "command" or at least one of "channels"'),
+);
 
 /** US dollars: a positive number, at most a billion, kept to the millionth. */
 const Usd = v.pipe(
@@ -270,7 +299,8 @@ export const ACCEPTED_KEYS: Readonly<Record<string, readonly string[]>> = {
   sessions: RawSessions.keys,
   workspace: RawWorkspace.keys,
   forge: RawForge.keys,
-  notify: RawNotify.keys,
+  notify: RawNotifySection.keys,
+  channel: RawChannelSection.keys,
   environment: RawEnvironment.keys,
   reactions: RawReactions.keys,
   budget: RawBudget.keys,

@@ -287,7 +287,19 @@ export const PAYLOADS = {
     reason: Str,
     feedback: Str,
   }),
-  notified: v.strictObject({ slot: Str, key: Str, kind: Str, ok: v.boolean(), exitCode: v.nullable(Int), reason: Str }),
+  // A send to a channel names it (`channel`), moves its cursor in the log when it says so, and when it
+  // failed says when it may be tried again (`retryAt`). Absent for the command, and before channels.
+  notified: v.strictObject({
+    slot: Str,
+    key: Str,
+    kind: Str,
+    ok: v.boolean(),
+    exitCode: v.nullable(Int),
+    reason: Str,
+    channel: v.optional(Str),
+    cursor: v.optional(Int),
+    retryAt: v.optional(v.nullable(Str)),
+  }),
   // What an attempt has used so far (docs/spend.md): a running figure at most once per tick, the final one at its session's end.
   usage_recorded: v.strictObject({
     attempt: Pos,

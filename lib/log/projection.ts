@@ -167,6 +167,16 @@ export interface LoopUsage {
   hours: { hour: string; tokens: number; microUsd: number }[];
 }
 
+/** A notification channel as the log has it (docs/operations.md#notification-channels). */
+export interface ChannelState {
+  /** The last event of the log it was told of, or decided it need not be told of. */
+  cursor: number;
+  /** Sends that failed in a row, the time it may be tried again, and the last failure's words. */
+  failures: number;
+  retryAt: string | null;
+  lastError: string | null;
+}
+
 export function emptyLoopUsage(): LoopUsage {
   return { sessions: 0, withTokens: 0, withUsd: 0, tokens: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, microUsd: 0, hours: [] };
 }
@@ -318,6 +328,8 @@ export interface LoopRecord {
   fault: { kind: string; seq: number } | null;
   /** The last condition needing a person that `notify` was run for, by slot (lib/step/notify.ts). */
   notified: Record<string, string>;
+  /** Each notification channel's place in the log and health, by its id; absent until one was used (lib/step/notify.ts). */
+  channels?: Record<string, ChannelState>;
   /** What the agents used (docs/spend.md); absent until the first session starts. */
   usage?: LoopUsage;
   /** While the loop is paused by its budget: which, and the seq of the event (budget_stopped). */

@@ -476,7 +476,19 @@ const HANDLERS: Handlers = {
   },
   lease_taken_over() {},
   notified(p, e) {
-    p.loop.notified[e.payload.slot] = e.payload.key;
+    const { channel, slot, key, ok, cursor } = e.payload;
+    if (channel === undefined) {
+      p.loop.notified[slot] = key;
+      return;
+    }
+    const channels = (p.loop.channels ??= {});
+    const st = (channels[channel] ??= { cursor: 0, failures: 0, retryAt: null, lastError: null });
+    if (cursor !== undefined) st.cursor = Math.max(st.cursor, cursor);
+    if (ok) {
+      // A condition sent is not sent again; an outcome's place is its cursor.
+      if (slot !== "") p.loop.notified[`${channel}|${slot}`] = key;
+      Object.assign(st, { failures: 0, retryAt: null, lastError: null });
+    } else Object.assign(st, { failures: st.failures + 1, retryAt: e.payload.retryAt ?? null, lastError: e.payload.reason });
   },
   work_item_reset(p, e, fail) {
     const it = need(p, e, fail);

@@ -12,7 +12,7 @@ import { reduceInto, touchedItems } from "./reducer.ts";
 import { putItem, writeProjection } from "./rows.ts";
 import { BUDGET_STOPPED, createTables, LANDING_OF, OPEN_SESSION, rebuildTables, STATUS_OF } from "./store-schema.ts";
 import { leaseFreed, leaseLost, newLease, writeLease } from "./lease.ts";
-import type { EventRow } from "./integrity.ts";
+import { EVENT_COLUMNS, type EventRow } from "./integrity.ts";
 import { checkSchema, dbPath, refuseLostStore, headOf, type Lease, openWith, readItems, readLease, readProjection, readProjectionHead, SCHEMA_VERSION, schemaVersion, storeError } from "./snapshot.ts";
 import type { ItemStatus, LandingOutcome } from "./vocabulary.ts";
 import { assertOwnership, noWorkYet, type ProjectIdentity, rebind, sameBinding } from "./ownership.ts";
@@ -245,6 +245,14 @@ export class Store {
   loopView(): Pick<Projection, "seq" | "hash" | "loop" | "order"> {
     const { p } = this.cached();
     return { seq: p.seq, hash: p.hash, loop: p.loop, order: p.order };
+  }
+
+  /** Events of these types after `seq`, in order, at most `limit` (notification channels read the items' outcomes so). */
+  eventsAfter<T extends StoredEvent["type"]>(seq: number, types: readonly T[], limit: number): Extract<StoredEvent, { type: T }>[] {
+    const rows = this.db
+      .query(`SELECT ${EVENT_COLUMNS} FROM events WHERE seq > ? AND type IN (${types.map(() => "?").join(",")}) ORDER BY seq LIMIT ?`)
+      .all(seq, ...types, limit) as EventRow[];
+    return rows.map((r) => rowToEvent(r) as Extract<StoredEvent, { type: T }>);
   }
 
   /** One item, read alone unless the whole projection already is (shared: read it only). */

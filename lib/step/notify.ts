@@ -16,6 +16,7 @@ import { append, itemNow, loopView, type StepContext } from "./context.ts";
 import { type Attention, ATTENTION_STATUSES, type AttentionInput, attentionItem, attentionOf, UNLANDED_OUTCOMES } from "../decisions/attention.ts";
 import { pullTerms } from "../forge/provider.ts";
 import { childEnvironment, type EnvRule, toolRule } from "../definition/child-environment.ts";
+import { channelsPhase, type NotifyReport } from "./notify-channels.ts";
 
 /** What attention reads (lib/decisions/attention.ts AttentionInput), as the store has it now: the loop, and only the items it looks at. */
 export function stepAttentionInput(ctx: StepContext): AttentionInput {
@@ -27,13 +28,6 @@ export function stepAttentionInput(ctx: StepContext): AttentionInput {
   return { loop, items: [...(cur && !items.some((it) => it.id === cur.id) ? [cur] : []), ...items].map((it) => attentionItem(it, sign)) };
 }
 
-/** What one notification did, as the step's result lists it. */
-export interface NotifyReport {
-  kind: Attention["kind"];
-  item: string | null;
-  ok: boolean;
-  reason: string;
-}
 
 /** The document a notify command reads on stdin. */
 interface NotifyDocument {
@@ -83,10 +77,16 @@ function notifyDocument(o: { a: Attention; p: Pick<Projection, "seq" | "loop">; 
   };
 }
 
-/** Run the notify command for every condition not notified yet, and record each. */
+/** Run the notify command for every condition not notified yet, and send the channels theirs; record each. */
 export async function notifyPhase(ctx: StepContext): Promise<NotifyReport[]> {
   const def = ctx.def.notify;
   if (!def) return [];
+  const reports = def.command ? await commandPhase(ctx, { ...def, command: def.command }) : [];
+  if (def.channels.length) reports.push(...(await channelsPhase(ctx, def.channels, def.pageUrl, attentionOf(stepAttentionInput(ctx)))));
+  return reports;
+}
+
+async function commandPhase(ctx: StepContext, def: NotifyDef & { command: string[] }): Promise<NotifyReport[]> {
   const reports: NotifyReport[] = [];
   const { seq, loop } = loopView(ctx);
   const p = { seq, loop };
@@ -99,7 +99,7 @@ export async function notifyPhase(ctx: StepContext): Promise<NotifyReport[]> {
     const r = await runNotify(def, { doc, cwd: ctx.options.root, logPath: join(ctx.options.stateRoot, "notify.log"), env: ctx.options.env, rule: toolRule(ctx.def) });
     append(ctx, [{ type: "notified", item: a.item, payload: { slot: a.slot, key: a.key, kind: a.kind, ok: r.ok, exitCode: r.exitCode, reason: r.reason } }], "notify");
     if (!r.ok) ctx.options.log.warn(`notify (${a.kind}${a.item ? ` ${a.item}` : ""}) failed: ${r.reason}; the loop goes on, and it is not run again for this`);
-    reports.push({ kind: a.kind, item: a.item, ok: r.ok, reason: r.reason });
+    reports.push({ channel: null, kind: a.kind, item: a.item, ok: r.ok, reason: r.reason });
   }
   return reports;
 }
@@ -114,7 +114,7 @@ interface NotifyRun {
  * Run `def.command` (no shell) in its own process group with `doc` on stdin, its output in
  * `logPath` (overwritten each time); past `def.timeout` the group is killed.
  */
-async function runNotify(def: NotifyDef, o: { doc: NotifyDocument; cwd: string; logPath: string; env: Record<string, string | undefined>; rule: EnvRule }): Promise<NotifyRun> {
+async function runNotify(def: NotifyDef & { command: string[] }, o: { doc: NotifyDocument; cwd: string; logPath: string; env: Record<string, string | undefined>; rule: EnvRule }): Promise<NotifyRun> {
   // Created afresh: never written through a link (or into a FIFO) found under its name.
   rmSync(o.logPath, { force: true });
   const fd = openSync(o.logPath, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, 0o644);

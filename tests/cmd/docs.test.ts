@@ -206,6 +206,7 @@ describe("docs/loop-json.md documents loop.json as the code reads it", () => {
     sessions: /^##\s+sessions\s*$/,
     workspace: /^##\s+workspace\s*$/,
     notify: /^##\s+notify\s*$/,
+    channel: /^###\s+channels\s*$/,
     item: /^##\s+items\s*$/,
     forge: /^##\s+forge\s*$/,
     environment: /^##\s+environment\s*$/,

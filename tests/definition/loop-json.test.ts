@@ -802,6 +802,7 @@ describe("JSON Schema", () => {
     ["workspace", () => schema.properties.workspace],
     ["forge", () => schema.properties.forge],
     ["notify", () => schema.properties.notify],
+    ["channel", () => schema.$defs.channel],
     ["environment", () => schema.properties.environment],
     ["reactions", () => schema.$defs.reactions],
     ["budget", () => schema.$defs.budget],
@@ -815,7 +816,7 @@ describe("JSON Schema", () => {
 
   test("covers every section the validator has", () => {
     expect(Object.keys(ACCEPTED_KEYS).sort()).toEqual(
-      ["budget", "control", "daily", "defaults", "definition", "environment", "forge", "guards", "item", "loopBudget", "notify", "price", "reactions", "runner", "sessions", "timeouts", "workspace"],
+      ["budget", "channel", "control", "daily", "defaults", "definition", "environment", "forge", "guards", "item", "loopBudget", "notify", "price", "reactions", "runner", "sessions", "timeouts", "workspace"],
     );
   });
 
@@ -943,6 +944,8 @@ describe("notify", () => {
     expect(normalizeDefinition({ name: "x", notify: { command: ["mail", "-s", "loop", "ops@example.com"] }, items: [] }).notify).toEqual({
       command: ["mail", "-s", "loop", "ops@example.com"],
       timeout: 30_000,
+      channels: [],
+      pageUrl: null,
     });
     expect(normalizeDefinition({ name: "x", notify: { command: ["x"], timeout: "2m" }, items: [] }).notify!.timeout).toBe(2 * MIN);
     expect(normalizeDefinition({ name: "x", items: [] }).notify).toBeNull();
@@ -950,7 +953,7 @@ describe("notify", () => {
 
   test("braces are literal (a jq program), never placeholders", () => {
     const def = normalizeDefinition({ name: "x", notify: { command: ["sh", "-c", "jq '{text: .subject}' | curl -d @- \"$HOOK\""] }, items: [] });
-    expect(def.notify!.command[2]).toContain("{text: .subject}");
+    expect(def.notify!.command![2]).toContain("{text: .subject}");
   });
 
   test.each([
@@ -959,9 +962,39 @@ describe("notify", () => {
     ["not an array", { command: "mail" }, "notify.command", "must be an array of strings"],
     ["a timeout over 5m", { command: ["x"], timeout: "10m" }, "notify.timeout", "must be at most 5m (the step waits for it)"],
     ["a zero timeout", { command: ["x"], timeout: "0s" }, "notify.timeout", 'invalid duration "0s": must be greater than zero'],
-    ["an unknown key", { command: ["x"], on: ["failed"] }, "notify.on", "unknown key (allowed: command, timeout, $comment)"],
+    ["an unknown key", { command: ["x"], on: ["failed"] }, "notify.on", "unknown key (allowed: command, timeout, channels, pageUrl, $comment)"],
+    ["neither a command nor a channel", {}, "notify", 'must have a "command" or at least one of "channels"'],
+    ["no channel", { channels: [] }, "notify", 'must have a "command" or at least one of "channels"'],
+    ["an unknown kind", { channels: [{ kind: "discord", url: "https://x.example/h" }] }, "notify.channels[0].kind", 'must be one of "webhook", "slack", "ntfy"'],
+    ["neither url nor urlFrom", { channels: [{ kind: "slack" }] }, "notify.channels[0]", 'must have one of "url" (the address) or "urlFrom" (the variable that holds it)'],
+    ["both url and urlFrom", { channels: [{ kind: "slack", url: "https://x.example/h", urlFrom: "HOOK" }] }, "notify.channels[0]", 'must have one of "url" (the address) or "urlFrom" (the variable that holds it)'],
+    ["plain http elsewhere", { channels: [{ kind: "webhook", url: "http://hooks.example.com/x" }] }, "notify.channels[0].url", "must be https (http only to 127.0.0.1 or localhost)"],
+    ["credentials in the url", { channels: [{ kind: "webhook", url: "https://u:p@hooks.example.com/x" }] }, "notify.channels[0].url", "must not hold credentials (put a secret address in a variable and name it in urlFrom)"],
+    ["a secret on slack", { channels: [{ kind: "slack", urlFrom: "HOOK", secretFrom: "KEY" }] }, "notify.channels[0]", `"secretFrom" signs a webhook's body: slack and ntfy take none`],
+    ["a variable that is not a name", { channels: [{ kind: "webhook", urlFrom: "$HOOK" }] }, "notify.channels[0].urlFrom", "must be an environment variable name (the value stays out of loop.json)"],
+    ["an unknown event", { channels: [{ kind: "ntfy", url: "https://ntfy.sh/t", events: ["done"] }] }, "notify.channels[0].events[0]", 'must be one of "attention", "passed", "failed", "landed", "budget_80", "budget_100", "review"'],
+    ["no events", { channels: [{ kind: "ntfy", url: "https://ntfy.sh/t", events: [] }] }, "notify.channels[0].events", "must name at least one event (leave it out for all)"],
+    ["a timeout over 30s", { channels: [{ kind: "ntfy", url: "https://ntfy.sh/t", timeout: "1m" }] }, "notify.channels[0].timeout", "must be at most 30s (a send never holds a step longer)"],
+    ["a page address that is not one", { command: ["x"], pageUrl: "loop.example.com" }, "notify.pageUrl", "must be an http or https address (the loop's page, as people open it)"],
   ])("%s", (_name, notify, path, message) => {
     expect(issuesOf({ name: "x", notify, items: [] })).toContainEqual({ path, message });
+  });
+
+  test("channels: each named by its kind and place, every event unless it names some, 10s to send (docs/operations.md#notification-channels)", () => {
+    const def = normalizeDefinition({
+      name: "x",
+      notify: { channels: [{ kind: "slack", urlFrom: "SLACK_HOOK" }, { kind: "webhook", url: "https://hooks.example.com/loop", secretFrom: "HOOK_KEY", events: ["failed", "attention", "failed"], timeout: "3s" }], pageUrl: "https://loop.example.com/loops/x/" },
+      items: [],
+    });
+    expect(def.notify).toEqual({
+      command: null,
+      timeout: 30_000,
+      channels: [
+        { id: "slack-1", kind: "slack", url: null, urlFrom: "SLACK_HOOK", secretFrom: null, events: ["attention", "passed", "failed", "landed", "budget_80", "budget_100", "review"], timeout: 10_000 },
+        { id: "webhook-2", kind: "webhook", url: "https://hooks.example.com/loop", urlFrom: null, secretFrom: "HOOK_KEY", events: ["failed", "attention"], timeout: 3_000 },
+      ],
+      pageUrl: "https://loop.example.com/loops/x/",
+    });
   });
 
   test("is not part of the imported definition's identity: changing it re-imports nothing", () => {

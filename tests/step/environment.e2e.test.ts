@@ -443,7 +443,7 @@ describe("operators hear about trouble", () => {
         p.writeDefinition(def("nope"));
         const r = await cron(p);
         expect(r.code).toBe(1);
-        expect(r.doc.notifications).toEqual([{ kind: "environment", item: "bad", ok: true, reason: "exit 0" }]);
+        expect(r.doc.notifications).toEqual([{ channel: null, kind: "environment", item: "bad", ok: true, reason: "exit 0" }]);
         const [doc] = sent(p);
         expect(doc).toMatchObject({
           schema: "loop/notify@1",
