@@ -7,6 +7,8 @@ import { CHAINED_STEP_VAR } from "../lib/step/chain.ts";
 import { quietPrints, runStep, type RunResult, stepExitCode } from "../lib/step/step.ts";
 import { watchSteps } from "../lib/step/watch.ts";
 import { renderRun } from "../lib/reports/render-run.ts";
+import { reviewLines } from "../lib/decisions/review.ts";
+import { printable } from "../lib/shared/printable.ts";
 import { actorName } from "../lib/shared/actor.ts";
 import { parseDuration } from "../lib/definition/duration.ts";
 import { makeUndumpable } from "../lib/supervisor/undumpable.ts";
@@ -53,6 +55,8 @@ export const tool = defineTool({
     // A watcher that stops because the loop needs a person prints that last step all the same: it says why it stopped.
     const render = (r: RunResult) => {
       if (args.quiet && !quietPrints(r) && !(args.watch && !args.forever && stepExitCode(r) !== 0)) return;
+      // control.review: the review, on stderr, whatever the format (docs/cli/loop-run.md#review).
+      if (r.review) ctx.log.warn(["the loop waits for review; nothing was launched:", ...reviewLines(r.review).map((l) => `  ${printable(l)}`)].join("\n"));
       if (ctx.format === "json") ctx.outJson(r);
       else ctx.out(renderRun(r));
     };

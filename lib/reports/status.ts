@@ -206,7 +206,7 @@ function networkOf(s: Record<string, unknown> | null): { refused: number; budget
 export function attentionInputOf(doc: StateDocument, drainedSeq: number | null, pullSign: string): AttentionInput {
   const l = doc.loop;
   return {
-    loop: { state: l.state, reason: l.reason, cause: l.cause, outcome: l.outcome, drainedSeq, current: l.current },
+    loop: { state: l.state, reason: l.reason, cause: l.cause, outcome: l.outcome, drainedSeq, current: l.current, ...(l.review ? { review: l.review } : {}) },
     items: doc.items
       .filter((it) => it.status !== "withdrawn")
       .map((it) => ({

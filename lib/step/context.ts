@@ -18,7 +18,7 @@ import { lastLanded, ownedRefs, type RefChange, readRefs, refChanges } from "../
 import { amount } from "../decisions/budget.ts";
 
 
-export type RunAction = "launched" | "waiting" | "paused" | "stopped" | "drained" | "idle" | "busy" | "progressed";
+export type RunAction = "launched" | "waiting" | "review" | "paused" | "stopped" | "drained" | "idle" | "busy" | "progressed";
 
 /** Where a step stopped, and why: the head of its result. */
 export interface StepOutcome {
