@@ -55,8 +55,8 @@ export function reviewOf(p: Projection): LoopReview {
       maxSpend: perItem[i] === null ? null : perItem[i]! / 1e6,
     })),
     landing: { mode: landing, effect: landingEffect(landing, p) },
-    sandbox: summary(items, (it) => (it.sandbox === "bwrap" ? "in the sandbox (bubblewrap)" : "without the sandbox: as your user, with your files and keys in reach")),
-    network: summary(items, (it) => `network ${netText(it.network)}`),
+    sandbox: summary(items, (it) => (it.sandbox === "bwrap" ? "in the sandbox (bubblewrap)" : "no sandbox: the agent runs as your user, with your files in reach")),
+    network: summary(items, (it) => netText(it.network)),
     budgets: { loop: budgetView(lb), daily: budgetView(lb?.daily) },
     maxSpend: bound === null ? null : bound / 1e6,
     maxSpendText:
@@ -116,12 +116,12 @@ function landingEffect(mode: "none" | "merge" | "pr", p: Projection): string {
 function summary(items: readonly Item[], say: (it: Item) => string): string {
   if (items.length === 0) return "no items";
   const all = new Set(items.map(say));
-  if (all.size === 1) return `every item ${[...all][0]}`;
-  return items.map((it) => `${it.id} ${say(it)}`).join("; ");
+  if (all.size === 1) return `${[...all][0]}, for every item`;
+  return items.map((it) => `${it.id}: ${say(it)}`).join("; ");
 }
 
 function netText(n: "none" | string[] | undefined): string {
-  return n === undefined ? "open" : n === "none" ? "none" : n.join(", ");
+  return n === undefined ? "open (the network as it is)" : n === "none" ? "none" : `only ${n.join(", ")}`;
 }
 
 /** The most an item can spend, in micro-dollars: its dollar budget, or its tokens at its model's dearest price; null when unbounded or unpriced. */

@@ -203,6 +203,8 @@ function summarize(e: StoredEvent): string {
     }
     case "definition_imported":
       return `revision ${e.payload.revision}: ${e.payload.items.length} items`;
+    case "review_required":
+      return `waits for review: ${e.payload.reasons.map((r) => r.code).join(", ")}`;
     default:
       return e.type;
   }
