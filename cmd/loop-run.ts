@@ -55,8 +55,8 @@ export const tool = defineTool({
     // A watcher that stops because the loop needs a person prints that last step all the same: it says why it stopped.
     const render = (r: RunResult) => {
       if (args.quiet && !quietPrints(r) && !(args.watch && !args.forever && stepExitCode(r) !== 0)) return;
-      // control.review: the review, on stderr, whatever the format (docs/cli/loop-run.md#review).
-      if (r.review) ctx.log.warn(["the loop waits for review; nothing was launched:", ...reviewLines(r.review).map((l) => `  ${printable(l)}`)].join("\n"));
+      // control.review: the review, on stderr, whatever the format (docs/cli/loop-run.md#review-and-start); a watcher says it once.
+      if (r.review && (!args.watch || r.attentionChanged)) ctx.log.warn(["the loop waits for review; nothing was launched:", ...reviewLines(r.review).map((l) => `  ${printable(l)}`)].join("\n"));
       if (ctx.format === "json") ctx.outJson(r);
       else ctx.out(renderRun(r));
     };
