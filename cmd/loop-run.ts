@@ -29,7 +29,7 @@ export const tool = defineTool({
     quiet: { type: "boolean", short: "q", description: "no result for a step that exits 0, nor for one that finds what the last step reported; only warnings and errors on stderr" },
   },
   footer:
-    "Exit codes: 0 step done and all is well (including recorded item failures and no-ops), 1 an\nenvironment error, or the loop needs a person (paused on a question or by an environment fault,\na landing failed, drained Failed), 2 invalid loop.json or usage, 75 busy (another step holds the\nlease, this step lost it, or another --watch is running), 130 interrupted (--watch).\nWith --quiet a step that exits 0 prints no result (cron stays silent until something is wrong),\nnor does one that finds the loop needing a person for what the previous step reported (exit 1 still).",
+    "Exit codes: 0 step done and all is well (including recorded item failures and no-ops), 1 an\nenvironment error, or the loop needs a person (waiting for review: `loop ctl start`; paused on a\nquestion or by an environment fault, a landing failed, drained Failed), 2 invalid loop.json or usage, 75 busy (another step holds the\nlease, this step lost it, or another --watch is running), 130 interrupted (--watch).\nWith --quiet a step that exits 0 prints no result (cron stays silent until something is wrong),\nnor does one that finds the loop needing a person for what the previous step reported (exit 1 still).",
   async run(args, ctx) {
     // Loop's keys are in this process's environment and memory, and the agents run as its user: no
     // process of theirs may read them (docs/threat-model.md#where-each-secret-lives).
