@@ -6,13 +6,14 @@ import { reviewOnImport, type ReviewedDefinition, widening } from "../../lib/dec
 import { reviewOf } from "../../lib/decisions/review.ts";
 import { fold } from "../../lib/log/reducer.ts";
 import type { NormItemPayload, SettingsPayload } from "../../lib/log/events.ts";
+import type { ReviewReason } from "../../lib/log/projection.ts";
 import { itemDef, LogBuilder, SETTINGS } from "../helpers/events.ts";
 
 type Item = ReviewedDefinition["items"][number];
 const item = (id: string, over: Partial<Item> = {}): Item => ({ id, runner: "claude", model: "opus", sandbox: "bwrap", network: "none", verifyNetwork: "none", ...over });
 const def = (settings: Partial<ReviewedDefinition["settings"]>, items: Item[]): ReviewedDefinition => ({ settings: { landing: "none", runners: {}, review: true, ...settings }, items });
 const BASE = def({ budget: { microUsd: 10_000_000, daily: { tokens: 1_000_000 } } }, [item("a", { budget: { tokens: 500_000 } }), item("b", { budget: { tokens: 500_000 } })]);
-const codes = (prev: ReviewedDefinition, next: ReviewedDefinition) => widening(prev, next).map((r) => r.code);
+const codes = (prev: ReviewedDefinition, next: ReviewedDefinition): string[] => widening(prev, next).map((r) => r.code);
 
 describe("widening: what a change lets the loop do that it could not", () => {
   const cases: [string, ReviewedDefinition, string[]][] = [
@@ -55,7 +56,7 @@ describe("widening: what a change lets the loop do that it could not", () => {
 });
 
 describe("reviewOnImport: what an import records for a review", () => {
-  const notStarted = { code: "not_started", detail: "no person has started this loop since control.review was turned on" };
+  const notStarted: ReviewReason = { code: "not_started", detail: "no person has started this loop since control.review was turned on" };
   test("a first import under control.review waits for the first review", () => {
     expect(reviewOnImport({ prev: null, next: BASE, review: undefined })).toEqual([notStarted]);
   });
