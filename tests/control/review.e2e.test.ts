@@ -40,7 +40,8 @@ const launched = (r: ReturnType<typeof cli>) => r.json.transitions.filter((t: { 
 
 describe("review and start, through the binary", () => {
   test("init turns review on and warns of the demo runner; the first run launches nothing, exits 1 and prints the review; ctl start --yes starts it", () => {
-    const { root, init } = freshLoop();
+    // notify hears of it as of every other condition that needs a person.
+    const { root, init } = freshLoop(withTop('"notify": { "command": ["sh", "-c", "cat >> notified.jsonl"] }'));
     expect(readFileSync(join(root, "loop.json"), "utf8")).toContain('"review": true');
     expect(init.json.runner).toBe("demo");
     expect(init.json.warnings.join("\n")).toContain('no agent CLI (claude, codex, aider) is on PATH, so loop.json says "runner": "demo"');
@@ -55,8 +56,11 @@ describe("review and start, through the binary", () => {
     expect(first.json.review.maxSpend).toBeNull();
     // The review on stderr: the scale, the landing said plainly, the spend, the command.
     for (const s of ["2 items to run:", "write-hello: demo (its default model)", "nothing is merged", "most it can spend: no budget: unbounded", "to start it: loop ctl start"]) expect(first.stderr).toContain(s);
-    // Again: still nothing launches, and status says why, as attention of kind review.
+    const notified = () => readFileSync(join(root, "notified.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    expect(notified().map((d: { kind: string }) => d.kind)).toEqual(["review"]);
+    // Again: still nothing launches (nor is anyone told twice), and status says why, as attention of kind review.
     expect(launched(cli(["run", "--json"], root))).toBe(0);
+    expect(notified()).toHaveLength(1);
     const status = cli(["status", "--json"], root);
     expect(status.json.attention.map((a: { kind: string }) => a.kind)).toEqual(["review"]);
     expect(status.json.loop.review.waiting.reasons.map((r: { code: string }) => r.code)).toEqual(["not_started"]);
