@@ -2,7 +2,7 @@
 // what it will run (each item's runner and model), what its landing does to the repository, where it
 // runs (sandbox, network), its budgets and the most it can spend, and why it waits. Built from the
 // projection alone (the imported definition: what a step will run), so `loop run` and `loop ctl start`
-// show the same. Pure (tests/decisions/review.test.ts).
+// show the same. Pure (tests/decisions/widening.test.ts).
 import type { NormItemPayload } from "../log/events.ts";
 import type { Projection, ReviewReason } from "../log/projection.ts";
 import { isSettled } from "../log/vocabulary.ts";
@@ -72,10 +72,10 @@ export function definitionOfLog(p: Projection): ReviewedDefinition {
   return { settings: p.loop.settings!, items: p.order.map((id) => p.items[id]!).filter((it) => it.inDefinition).map((it) => it.def) };
 }
 
-/** The review for people, one line each (loop run's stderr, loop ctl start's prompt). */
-export function reviewLines(r: LoopReview): string[] {
+/** The review for people, one line each (loop run's stderr, loop ctl start's prompt; `started`: what `--yes` started). */
+export function reviewLines(r: LoopReview, o: { started?: boolean } = {}): string[] {
   return [
-    ...(r.reasons.length ? [`waits for review: ${r.reasons.map((x) => `${x.code} (${x.detail})`).join("; ")}`] : []),
+    ...(r.reasons.length ? [`${o.started ? "it waited for review" : "waits for review"}: ${r.reasons.map((x) => `${x.code} (${x.detail})`).join("; ")}`] : []),
     `${r.items.length} item${r.items.length === 1 ? "" : "s"} to run:`,
     ...r.items.map((it) => `  ${it.id}: ${runnerName(it)}${it.budget ? `, budget ${budgetText(it.budget)}` : ""}`),
     `landing: ${r.landing.effect}`,
@@ -83,7 +83,7 @@ export function reviewLines(r: LoopReview): string[] {
     `network: ${r.network}`,
     `budgets: ${r.budgets.loop ? `the loop ${budgetText(r.budgets.loop)}` : "no loop budget"}${r.budgets.daily ? `, daily ${budgetText(r.budgets.daily)}` : ""}`,
     `most it can spend: ${r.maxSpendText}`,
-    `to start it: ${r.start}`,
+    ...(o.started ? [] : [`to start it: ${r.start}`]),
   ];
 }
 

@@ -81,11 +81,8 @@ function importDefinition(ctx: StepContext, parsed: ParsedDefinition | null): vo
     const prev = loop.settings ? definitionOfLog(projection(ctx)) : null;
     // In the import's own transaction: a crash between the two would forget to ask.
     const reasons = reviewOnImport({ prev, next: imported, review: loop.review });
+    // What it asks for is the step's result (action `review`, attention, the review on stderr), not a warning.
     append(ctx, [{ type: "definition_imported", payload: imported }, ...(reasons ? [{ type: "review_required" as const, payload: { revision: imported.revision, reasons } }] : [])], "import");
-    if (reasons) {
-      const w = `the loop waits for review before it launches anything (${reasons.map((r) => r.code).join(", ")}); \`loop ctl start\` shows the review and starts it`;
-      ctx.warnings.push(w);
-    }
     // A loop paused by an environment fault keeps the fault's own "To fix" words; a new loop.json may
     // be that fix, which only a person can tell: say so, and how to go on.
     if (loop.state === "paused" && loop.cause?.kind === "fault") {
