@@ -374,7 +374,7 @@ function waitingOf(db: Database, doc: StateDocument, loop: LoopRecord, currentPh
   const flags = pending ? readControlFlags(db) : new Map<string, { held: boolean; started: boolean }>();
   const requireStartCommand = loop.settings?.requireStartCommand ?? false;
   return waitingReasons({
-    loop: { state: doc.loop.state as LoopState, reason: doc.loop.reason, current: doc.loop.current, requireStartCommand, currentPhase },
+    loop: { state: doc.loop.state as LoopState, reason: doc.loop.reason, current: doc.loop.current, requireStartCommand, currentPhase, review: !!doc.loop.review?.waiting },
     items: doc.items.map((it) => ({
       id: it.id,
       status: it.status as ItemStatus,

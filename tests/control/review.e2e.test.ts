@@ -64,6 +64,7 @@ describe("review and start, through the binary", () => {
     const status = cli(["status", "--json"], root);
     expect(status.json.attention.map((a: { kind: string }) => a.kind)).toEqual(["review"]);
     expect(status.json.loop.review.waiting.reasons.map((r: { code: string }) => r.code)).toEqual(["not_started"]);
+    expect(status.json.items.map((it: { waiting: { reason: string } }) => it.waiting.reason)).toEqual(["loop_review", "loop_review"]);
 
     // Off a terminal, without --yes: refused, nothing recorded.
     const refused = cli(["ctl", "start"], root);
