@@ -10,6 +10,7 @@ import { planCtl, planRetryAll } from "../lib/decisions/ctl-plan.ts";
 import { resolveSelectors } from "../lib/definition/selectors.ts";
 import { confirmOrRefuse, wordToType } from "../lib/control/confirm.ts";
 import { printable } from "../lib/shared/printable.ts";
+import { reviewLines } from "../lib/decisions/review.ts";
 
 export const tool = defineTool({
   name: "loop-ctl",
@@ -32,6 +33,7 @@ export const tool = defineTool({
     "Verbs: start [--work-item X] · pause [--reason R] · resume · stop [--work-item X] · skip --work-item X",
     "       retry (--work-item X | --all-failed | --all-blocked) · cancel --work-item X · reply --work-item X <text>",
     "stop, skip and cancel end live sessions: they need --yes, or a confirmation on a terminal.",
+    "start of a loop waiting for review (control.review) shows the review and asks the same way.",
     "Exit codes: 0 done or nothing to do, 1 refused (e.g. retry of a passed item), 2 usage,",
     "3 declined at the prompt, 75 a step holds the lease (try again).",
   ].join("\n"),
@@ -62,7 +64,12 @@ export const tool = defineTool({
         const ids = resolveSelectors(p, args["work-item"]);
         return planCtl(p, verb, ids, { text: args.answer ?? null, reason: args.reason ?? null, actor, keepCheckout: keep });
       },
-      confirm: async (actions, loopName) => {
+      confirm: async (actions, loopName, review) => {
+        // control.review: the start of a loop waiting for review shows the review and asks (docs/cli/loop-ctl.md#review-and-start).
+        if (review) {
+          await confirmOrRefuse({ yes: args.yes, stdinIsTTY: ctx.stdinIsTTY, what: [...reviewLines(review), ...actions.map((a) => a.effect)], command: "loop ctl start", why: "starts paid agent sessions" });
+          return;
+        }
         if (!DESTRUCTIVE_VERBS.includes(verb)) return;
         // It ends paid sessions: on a terminal the operator types the item's id (the loop's name for the loop or several), not just "y".
         const items = actions.map((a) => a.item);
@@ -72,6 +79,8 @@ export const tool = defineTool({
     });
     // A checkout kept because its changes could not be committed needs a person: say so on stderr too.
     for (const c of r.closed) if (c.kept) ctx.log.warn(`${c.item}: ${c.kept}`);
+    // The review started, on stderr (--yes skips the prompt that would have shown it).
+    if (r.review && args.yes) ctx.log.info(["the review of what was started:", ...reviewLines(r.review, { started: true }).map((l) => `  ${printable(l)}`)].join("\n"));
     if (ctx.format === "json") ctx.outJson(r);
     else
       ctx.out(

@@ -7,6 +7,8 @@ import { CHAINED_STEP_VAR } from "../lib/step/chain.ts";
 import { quietPrints, runStep, type RunResult, stepExitCode } from "../lib/step/step.ts";
 import { watchSteps } from "../lib/step/watch.ts";
 import { renderRun } from "../lib/reports/render-run.ts";
+import { reviewLines } from "../lib/decisions/review.ts";
+import { printable } from "../lib/shared/printable.ts";
 import { actorName } from "../lib/shared/actor.ts";
 import { parseDuration } from "../lib/definition/duration.ts";
 import { makeUndumpable } from "../lib/supervisor/undumpable.ts";
@@ -27,7 +29,7 @@ export const tool = defineTool({
     quiet: { type: "boolean", short: "q", description: "no result for a step that exits 0, nor for one that finds what the last step reported; only warnings and errors on stderr" },
   },
   footer:
-    "Exit codes: 0 step done and all is well (including recorded item failures and no-ops), 1 an\nenvironment error, or the loop needs a person (paused on a question or by an environment fault,\na landing failed, drained Failed), 2 invalid loop.json or usage, 75 busy (another step holds the\nlease, this step lost it, or another --watch is running), 130 interrupted (--watch).\nWith --quiet a step that exits 0 prints no result (cron stays silent until something is wrong),\nnor does one that finds the loop needing a person for what the previous step reported (exit 1 still).",
+    "Exit codes: 0 step done and all is well (including recorded item failures and no-ops), 1 an\nenvironment error, or the loop needs a person (waiting for review: `loop ctl start`; paused on a\nquestion or by an environment fault, a landing failed, drained Failed), 2 invalid loop.json or usage, 75 busy (another step holds the\nlease, this step lost it, or another --watch is running), 130 interrupted (--watch).\nWith --quiet a step that exits 0 prints no result (cron stays silent until something is wrong),\nnor does one that finds the loop needing a person for what the previous step reported (exit 1 still).",
   async run(args, ctx) {
     // Loop's keys are in this process's environment and memory, and the agents run as its user: no
     // process of theirs may read them (docs/threat-model.md#where-each-secret-lives).
@@ -53,6 +55,8 @@ export const tool = defineTool({
     // A watcher that stops because the loop needs a person prints that last step all the same: it says why it stopped.
     const render = (r: RunResult) => {
       if (args.quiet && !quietPrints(r) && !(args.watch && !args.forever && stepExitCode(r) !== 0)) return;
+      // control.review: the review, on stderr, whatever the format (docs/cli/loop-run.md#review-and-start); a watcher says it once.
+      if (r.review && (!args.watch || r.attentionChanged)) ctx.log.warn(["the loop waits for review; nothing was launched:", ...reviewLines(r.review).map((l) => `  ${printable(l)}`)].join("\n"));
       if (ctx.format === "json") ctx.outJson(r);
       else ctx.out(renderRun(r));
     };

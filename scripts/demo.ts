@@ -180,6 +180,8 @@ writeFileSync(
   // The demo loop. \`loop plan\` and \`loop add\` append to "items" and leave the rest of this file as it is.
   "name": "demo",
   "defaults": { "runner": "demo", "verify": "sh check.sh", "maxAttempts": 2, "timeouts": { "launch": "1m", "stall": "5m", "verify": "1m" }, "landing": "merge" },${forgeSection}
+  // As loop init writes it: nothing launches until a person has read the review and run \`loop ctl start\`.
+  "control": { "review": true },
   "items": []
 }
 `,
@@ -241,7 +243,21 @@ async function startServe(): Promise<void> {
 }
 let page: string | null = null;
 
-say("loop init is not needed when loop.json exists; `loop run` creates the store. Stepping as cron would:");
+say("loop init is not needed when loop.json exists; `loop run` creates the store. With control.review on, the first step launches nothing: it prints the review and exits 1:");
+const first = await loopCmd(["run", "--text"]);
+process.stderr.write(`${first.stdout}${first.stderr}`);
+if (first.status !== 1 || !first.stdout.startsWith("review")) {
+  process.stderr.write(`loop run did not wait for review (exit ${first.status})\n`);
+  process.exit(1);
+}
+say("loop ctl start --yes (the demo starts the loop itself; at a terminal `loop ctl start` shows the review and asks):");
+const started = await loopCmd(["ctl", "start", "--yes", "--text"]);
+process.stderr.write(`${started.stdout}${started.stderr}`);
+if (started.status !== 0) {
+  process.stderr.write(`loop ctl start failed with exit ${started.status}\n`);
+  process.exit(1);
+}
+say("stepping as cron would:");
 for (let tick = 1; tick <= 40; tick++) {
   advanceChecks();
   const r = await loopCmd(["run", "--text"]);

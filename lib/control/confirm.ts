@@ -9,6 +9,8 @@ export async function confirmOrRefuse(o: {
   stdinIsTTY: boolean;
   what: string[];
   command: string;
+  /** Why it asks, in the refusal off a terminal: "is destructive" unless said otherwise ("starts paid sessions"). */
+  why?: string;
   /**
    * For what cannot be undone (deleting logs, archiving branches, ending a paid session): the
    * operator types this word (`what` names it: "the item's id", "the loop's name") instead of a
@@ -18,7 +20,7 @@ export async function confirmOrRefuse(o: {
 }): Promise<void> {
   if (o.yes) return;
   if (!o.stdinIsTTY)
-    throw new UsageError(`${o.command} is destructive and stdin is not a terminal: pass --yes to do it (or --dry-run to see it). Nothing was changed.`);
+    throw new UsageError(`${o.command} ${o.why ?? "is destructive"} and stdin is not a terminal: pass --yes to do it (or --dry-run to see it). Nothing was changed.`);
   process.stderr.write(`${o.command} will:\n${o.what.map((w) => `  - ${printable(w)}`).join("\n")}\n`);
   const clack = await import("@clack/prompts"); // only a terminal prompt needs it
   // The prompt reads the terminal raw, so Ctrl-C arrives as a byte, not as SIGINT; clack reports it

@@ -14,6 +14,7 @@ import { BusyError, DefinitionError } from "../shared/errors.ts";
 import { projectOf } from "../log/ownership.ts";
 import { loadDefinition } from "../definition/loop-json.ts";
 import type { CtlVerb } from "../log/vocabulary.ts";
+import { type LoopReview, reviewOf } from "../decisions/review.ts";
 
 export const DESTRUCTIVE_VERBS: readonly CtlVerb[] = ["stop", "skip", "cancel"];
 /** Verbs that need --work-item. */
@@ -26,6 +27,13 @@ interface CtlResult {
   actions: { item: string | null; effect: string; noop: boolean }[];
   closed: Omit<CloseReport, "events">[];
   transitions: { seq: number; type: string; item: string | null }[];
+  /** `loop ctl start` of a loop waiting for review (control.review): the review it starts (lib/decisions/review.ts). */
+  review?: LoopReview;
+}
+
+/** The review a plan acts on: the loop's, when the plan records a person's start after it. */
+function reviewedBy(p: Projection, actions: readonly PlannedAction[]): LoopReview | null {
+  return actions.some((a) => !a.noop && a.events.some((e) => e.type === "loop_reviewed")) ? reviewOf(p) : null;
 }
 
 /** Carry out a plan: planned from a read-only snapshot, confirmed, planned again and carried out under the lease. */
@@ -36,12 +44,15 @@ export async function applyCtl(o: {
   env: Record<string, string | undefined>;
   plan: (p: Projection) => PlannedAction[];
   /** `loopName`: what the operator types to confirm acting on the loop itself (lib/control/confirm.ts). */
-  confirm: (actions: PlannedAction[], loopName: string) => Promise<void>;
+  confirm: (actions: PlannedAction[], loopName: string, review: LoopReview | null) => Promise<void>;
   verb: CtlVerb;
   dryRun: boolean;
 }): Promise<CtlResult> {
   const summary = (actions: PlannedAction[]) => actions.map((a) => ({ item: a.item, effect: a.effect, noop: a.noop }));
-  const result = (actions: PlannedAction[]): CtlResult => ({ schema: "loop/ctl@1", verb: o.verb, dryRun: o.dryRun, actions: summary(actions), closed: [], transitions: [] });
+  const result = (actions: PlannedAction[], p: Projection): CtlResult => {
+    const review = reviewedBy(p, actions);
+    return { schema: "loop/ctl@1", verb: o.verb, dryRun: o.dryRun, actions: summary(actions), closed: [], transitions: [], ...(review ? { review } : {}) };
+  };
   // A full disk is said as such (the step's words), never as SQLite's I/O error.
   const diskFull = (err: unknown) => {
     throw unrecorded(err, o.stateRoot, { who: `\`loop ctl ${o.verb}\` could record nothing`, then: "then run it again" }) ?? err;
@@ -54,15 +65,15 @@ export async function applyCtl(o: {
     busy: (h) => new BusyError(`a \`loop run\` step holds the lease (pid ${h.pid} on ${h.host}); nothing was done, try again`),
     before: async ({ p }) => {
       const actions = o.plan(p);
-      if (o.dryRun || actions.every((a) => a.noop)) return result(actions);
-      await o.confirm(actions.filter((a) => !a.noop), p.loop.name ?? definitionName(o.root) ?? "");
+      if (o.dryRun || actions.every((a) => a.noop)) return result(actions, p);
+      await o.confirm(actions.filter((a) => !a.noop), p.loop.name ?? definitionName(o.root) ?? "", reviewedBy(p, actions));
       return null;
     },
     under: async (w) => {
       // The state may have moved since the prompt.
       const p = w.store.projection();
       const final = o.plan(p);
-      const r = result(final);
+      const r = result(final, p);
       const repo = final.some((a) => a.close) ? repoTop(o.root) : "";
       const events: EventDraft[] = [];
       for (const a of final) {

@@ -138,7 +138,9 @@ function initTemplate(o: { name: string; runner: string; base: string; verify: s
   // an agent could edit (package.json's test script, pyproject.toml's test settings: docs/threat-model.md#what-to-protect).
   "protect": ${JSON.stringify(o.protect)},
   "runners": {},
-  "control": { "requireStartCommand": false },
+  // review: nothing launches until you read the review (\`loop run\` prints it) and run \`loop ctl start\`;
+  // a change that widens what the loop may do (landing, budgets, network, sandbox, runners) asks again (docs/loop-json.md#control).
+  "control": { "requireStartCommand": false, "review": true },
   "sessions": { "tmux": false },
   "workspace": {${setup}
     "keepCheckoutOnClose": false,
@@ -256,6 +258,11 @@ export function initProject(
   if (!probe.ok)
     warnings.push(
       `the sandbox cannot be made on this machine (${probe.message}), so loop.json says "sandbox": "none": each agent then runs as your user, can write loop's database, every branch and your checkout, and read every file and process of that user (docs/threat-model.md). Install bubblewrap (and allow unprivileged user namespaces for a user other than root), then set "sandbox": "bwrap"`,
+    );
+  // Nothing on PATH to do the work: the items' prompts would go to the built-in stand-in.
+  if (runner === "demo")
+    warnings.push(
+      `no agent CLI (${AGENT_CLIS.join(", ")}) is on PATH, so loop.json says "runner": "demo": the built-in demo agent, a stand-in that does no real work with your prompts. Install one and set "runner" in loop.json. Nothing launches until you start the loop: \`loop run\` prints its review (the items, their runner and model, the landing, the sandbox and network, the budgets and the most it can spend) and \`loop ctl start\` starts it`,
     );
   // `git init` alone names a branch that no commit has made yet: every launch would pause on it.
   if (!hasAnyCommit(root))

@@ -8,7 +8,7 @@ import { type DrainOutcome, drainsAs, ITEM_STATUSES, type ItemStatus, LANDING_OU
 import { activeItems } from "./next-work.ts";
 
 /** `definition` is `loop status`'s alone: a loop.json every step refuses, which the log cannot show (lib/reports/definition-on-disk.ts). */
-export type AttentionKind = "question" | "environment" | "failed" | "landing" | "budget" | "definition";
+export type AttentionKind = "review" | "question" | "environment" | "failed" | "landing" | "budget" | "definition";
 
 export interface Attention {
   kind: AttentionKind;
@@ -32,6 +32,8 @@ interface AttentionLoop {
   /** The seq of loop_drained while drained (the key of a Failed drain). */
   drainedSeq: number | null;
   current: string | null;
+  /** control.review: why the loop waits for a person's review, and the seq of its review_required (absent: none ever asked). */
+  review?: { waiting: { reasons: readonly { code: string; detail: string }[]; seq: number } | null };
 }
 
 /** An item as attention reads it: from the projection (attentionItem) or from state.json's item. */
@@ -106,7 +108,8 @@ export function shellWord(s: string): string {
 }
 
 /**
- * The conditions that need a person, in this order: the loop paused on an agent's question or by an
+ * The conditions that need a person, in this order: the loop waiting for a review before it launches
+ * anything (control.review: never started, or its definition widened), the loop paused on an agent's question or by an
  * environment fault, a budget reached (the loop paused by its own, items settled failed by theirs),
  * items whose landing failed (a merge conflict, a target checked out elsewhere) or was blocked on the
  * forge (`landing_blocked`: a refusal, red checks past the deadline, auto-merge not allowed; its PR
@@ -117,6 +120,16 @@ export function attentionOf({ loop, items }: AttentionInput): Attention[] {
   const out: Attention[] = [];
   const byId = new Map(items.map((it) => [it.id, it]));
   const cause = loop.state === "paused" ? loop.cause : null;
+  const review = loop.review?.waiting;
+  if (review)
+    out.push({
+      kind: "review",
+      item: null,
+      reason: `the loop waits for review before it launches anything: ${review.reasons.map((r) => `${r.code} (${r.detail})`).join("; ")}`,
+      fix: ["loop ctl start (shows the review and starts the loop)"],
+      slot: "review",
+      key: `review:${review.seq}`,
+    });
   if (cause?.kind === "question") {
     const it = byId.get(cause.item);
     const n = it ? `e${it.epoch}:a${it.attempts}` : `s${cause.seq}`;

@@ -33,10 +33,17 @@ export function planCtl(p: Projection, verb: CtlVerb, items: string[], o: { text
   if (items.length === 0) {
     const st = p.loop.state;
     switch (verb) {
-      case "start":
+      case "start": {
+        // control.review: the start a review waits for (docs/cli/loop-ctl.md#review-and-start), then the loop's own start or resume.
+        const waiting = p.loop.review?.waiting;
+        if (waiting) {
+          const then: EventDraft[] = st === "new" ? [{ type: "loop_started", payload: {} }] : st === "paused" || st === "stopped" ? [{ type: "loop_resumed", payload: {} }] : [];
+          return [loopAction(`start the loop after its review (revision ${p.loop.revision})${st === "paused" || st === "stopped" ? `, resuming the ${st} loop` : ""}`, [{ type: "loop_reviewed", payload: { revision: p.loop.revision } }, ...then])];
+        }
         if (st === "new") return [loopAction("start the loop", [{ type: "loop_started", payload: {} }])];
         if (st === "paused" || st === "stopped") return [loopAction(`resume the ${st} loop`, [{ type: "loop_resumed", payload: {} }])];
         return [loopAction(`the loop is already ${st}`, [], true)];
+      }
       case "resume":
         if (st === "paused" || st === "stopped") return [loopAction(`resume the ${st} loop`, [{ type: "loop_resumed", payload: {} }])];
         return [loopAction(`the loop is ${st}, not paused or stopped`, [], true)];

@@ -45,7 +45,7 @@ const MAX_MESSAGES_PER_STEP = 10;
 function conditionEvents(kind: NotifyCondition["kind"]): NotifyEvent[] {
   if (kind === "budget_80") return ["budget_80"];
   if (kind === "budget") return ["attention", "budget_100"];
-  if ((kind as string) === "review") return ["attention", "review"];
+  if (kind === "review") return ["attention", "review"];
   return ["attention"];
 }
 

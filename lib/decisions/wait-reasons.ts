@@ -11,6 +11,7 @@ type WaitReason =
   | "dependency"
   | "loop_paused"
   | "loop_stopped"
+  | "loop_review"
   | "queued"
   | "next"
   | "question";
@@ -24,7 +25,7 @@ export interface Waiting {
 }
 
 interface WaitView {
-  loop: { state: LoopState; reason: string | null; current: string | null; requireStartCommand: boolean; currentPhase?: string | null };
+  loop: { state: LoopState; reason: string | null; current: string | null; requireStartCommand: boolean; currentPhase?: string | null; review?: boolean };
   /** Every item, in presentation order. */
   items: GateItem[];
 }
@@ -32,7 +33,7 @@ interface WaitView {
 /** The view of a projection (the step's own; status builds the same from state.json). */
 export function waitView(p: Projection): WaitView {
   return {
-    loop: { state: p.loop.state, reason: p.loop.reason, current: p.loop.current, requireStartCommand: p.loop.settings?.requireStartCommand ?? false },
+    loop: { state: p.loop.state, reason: p.loop.reason, current: p.loop.current, requireStartCommand: p.loop.settings?.requireStartCommand ?? false, review: !!p.loop.review?.waiting },
     items: p.order.map((id) => gateItem(p.items[id]!)),
   };
 }
@@ -88,6 +89,11 @@ export function waitingReasons(v: WaitView): Map<string, Waiting> {
     if (loopHalt) {
       const why = L.reason ? `: ${L.reason}` : "";
       out.set(it.id, { reason: loopHalt === "paused" ? "loop_paused" : "loop_stopped", detail: `the loop is ${loopHalt}${why} (\`loop ctl resume\` goes on)`, dependencies: [] });
+      continue;
+    }
+    // control.review: nothing launches until a person starts the loop.
+    if (L.review) {
+      out.set(it.id, { reason: "loop_review", detail: "the loop waits for review: `loop ctl start` shows it and starts the loop", dependencies: [] });
       continue;
     }
     if (L.current !== null) {

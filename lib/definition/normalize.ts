@@ -117,6 +117,7 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
     ...(raw.workspace?.setupNetwork !== undefined ? { setupNetwork: normalizeNetwork(raw.workspace.setupNetwork) ?? ("open" as const) } : {}),
     ...(raw.workspace?.stacked ? { stacked: true as const } : {}),
     requireStartCommand: raw.control?.requireStartCommand ?? false,
+    ...(raw.control?.review ? { review: true as const } : {}),
     runners,
     ...(raw.protect?.length ? { protect: [...new Set(raw.protect)] } : {}),
     ...(forge ? { forge } : {}),

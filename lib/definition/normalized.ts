@@ -146,6 +146,12 @@ export interface NormDefinition {
    */
   stacked?: true;
   requireStartCommand: boolean;
+  /**
+   * control.review: nothing launches until a person started the loop after its review, and a change
+   * that widens what it may do waits for a review again (docs/loop-json.md#control). Present only
+   * when true, so a definition without it (and its hash) is as before.
+   */
+  review?: true;
   /** Command runners from loop.json; none is named like a built-in runner. */
   runners: Record<string, CommandRunner>;
   /**

@@ -237,7 +237,7 @@ const RawItem = section({
   budget: v.optional(RawBudget),
 });
 
-const RawControl = section({ requireStartCommand: v.optional(Bool) });
+const RawControl = section({ requireStartCommand: v.optional(Bool), review: v.optional(Bool) });
 const RawSessions = section({ tmux: v.optional(Bool) });
 const RawWorkspace = section({
   keepCheckoutOnClose: v.optional(Bool),

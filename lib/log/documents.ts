@@ -43,6 +43,10 @@ export function stateDocument(p: Projection) {
       current: p.loop.current,
       outcome: p.loop.outcome,
       usage: loopUsage(p.loop),
+      // control.review's record (docs/cli/loop-status.md), field by field; absent until a review was first asked for, so older stores' state.json stays the same text.
+      ...(p.loop.review
+        ? { review: { waiting: p.loop.review.waiting ? { reasons: p.loop.review.waiting.reasons.map((r) => ({ code: r.code, detail: r.detail })), seq: p.loop.review.waiting.seq } : null, reviewed: p.loop.review.reviewed } }
+        : {}),
     },
     counts: counts(p),
     items: p.order.map((id) => {

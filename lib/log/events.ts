@@ -3,7 +3,7 @@
 // docs/events.md documents each one; tests/cmd/docs.test.ts keeps the two lists equal.
 import * as v from "valibot";
 import { type Check, compileCheck } from "./schema-check.ts";
-import { CONTROL_VERBS, DRAIN_OUTCOMES, END_VERDICTS, LANDING_CODES, LANDING_OUTCOMES, type LandingCode, REACTION_DECISIONS, REACTION_SIGNALS, SETTLE_CODES, type SettleCode, SETTLED_OUTCOMES, VERIFY_CODES, type VerifyCode } from "./vocabulary.ts";
+import { CONTROL_VERBS, DRAIN_OUTCOMES, REVIEW_CODES, END_VERDICTS, LANDING_CODES, LANDING_OUTCOMES, type LandingCode, REACTION_DECISIONS, REACTION_SIGNALS, SETTLE_CODES, type SettleCode, SETTLED_OUTCOMES, VERIFY_CODES, type VerifyCode } from "./vocabulary.ts";
 
 const Str = v.string();
 const NStr = v.nullable(v.string());
@@ -52,6 +52,8 @@ const Settings = v.strictObject({
   tmux: v.boolean(),
   keepCheckoutOnClose: v.boolean(),
   requireStartCommand: v.boolean(),
+  // Present only when control.review is on (docs/loop-json.md#control).
+  review: v.optional(v.literal(true)),
   runners: v.record(Str, v.strictObject({ command: v.array(Str) })),
   // Present only when loop.json names protected paths (docs/loop-json.md#protect).
   protect: v.optional(v.array(Str)),
@@ -171,6 +173,10 @@ export const PAYLOADS = {
     items: v.array(NormItemSchema),
   }),
   loop_started: v.strictObject({}),
+  // The loop waits for a person's review before it launches anything (docs/events.md#review_required).
+  review_required: v.strictObject({ revision: Pos, reasons: v.array(v.strictObject({ code: v.picklist(REVIEW_CODES), detail: Str })) }),
+  // A person reviewed the definition of `revision` and started the loop (`loop ctl start`).
+  loop_reviewed: v.strictObject({ revision: Pos }),
   // `cause` (absent in logs written before it existed): the question of the item in flight, or a person's verb.
   loop_paused: v.strictObject({
     reason: Str,

@@ -3,7 +3,7 @@
 // pure reads only; what an event does to it is lib/log/reducer.ts.
 import type { NormItemPayload, Payload, SettingsPayload, TokenCounts, UsageSource } from "./events.ts";
 import { GENESIS_HASH } from "./canonical.ts";
-import type { AttemptEndVerdict, ControlVerb, DrainOutcome, ItemStatus, LandingCode, LandingOutcome, ReactionDecision, SettleCode, VerifyCode } from "./vocabulary.ts";
+import type { AttemptEndVerdict, ControlVerb, DrainOutcome, ItemStatus, LandingCode, LandingOutcome, ReactionDecision, ReviewCode, SettleCode, VerifyCode } from "./vocabulary.ts";
 
 export type LoopState = "new" | "running" | "paused" | "stopped" | "drained";
 
@@ -334,6 +334,18 @@ export interface LoopRecord {
   usage?: LoopUsage;
   /** While the loop is paused by its budget: which, and the seq of the event (budget_stopped). */
   budgetStop?: (BudgetStop & { seq: number }) | null;
+  /**
+   * control.review (docs/loop-json.md#control); absent until the first review_required. `waiting`:
+   * why nothing launches until a person starts the loop (`loop ctl start`), and the seq of the
+   * review_required; `reviewed`: the revision a person last started it at.
+   */
+  review?: { waiting: { reasons: ReviewReason[]; seq: number } | null; reviewed: number | null };
+}
+
+/** One reason a loop waits for review: its typed code, and what changed, for people. */
+export interface ReviewReason {
+  code: ReviewCode;
+  detail: string;
 }
 
 export interface Projection {

@@ -147,6 +147,15 @@ const HANDLERS: Handlers = {
     p.loop.reason = null;
     p.loop.startedAt = e.ts;
   },
+  review_required(p, e, fail) {
+    if (e.payload.revision !== p.loop.revision) fail("revision_order", `review_required of revision ${e.payload.revision}, the loop is at ${p.loop.revision}`);
+    p.loop.review = { waiting: { reasons: e.payload.reasons, seq: e.seq }, reviewed: p.loop.review?.reviewed ?? null };
+  },
+  loop_reviewed(p, e, fail) {
+    if (!p.loop.review?.waiting) fail("loop_state", "loop_reviewed while the loop waits for no review");
+    if (e.payload.revision !== p.loop.revision) fail("revision_order", `loop_reviewed of revision ${e.payload.revision}, the loop is at ${p.loop.revision}`);
+    p.loop.review = { waiting: null, reviewed: e.payload.revision };
+  },
   loop_paused(p, e, fail) {
     if (p.loop.state === "paused") fail("loop_state", "loop_paused while already paused");
     leaveDrained(p);

@@ -96,6 +96,31 @@ export type ControlVerb = Exclude<CtlVerb, (typeof LOOP_ONLY_VERBS)[number]>;
 export const CONTROL_VERBS = CTL_VERBS.filter((v): v is ControlVerb => !(LOOP_ONLY_VERBS as readonly string[]).includes(v));
 
 /**
+ * Why a loop waits for a person's review before it launches anything (docs/loop-json.md#control,
+ * `review_required`'s reasons): it was never started, or its definition widened what it may do
+ * (lib/decisions/widening.ts).
+ */
+export const REVIEW_CODES = [
+  /** control.review is on and no person has started the loop since. */
+  "not_started",
+  /** landing now does more to the repository (none → pr → merge). */
+  "landing_widened",
+  /** A budget was raised. */
+  "budget_raised",
+  /** A budget was removed (nothing bounds that spend any more). */
+  "budget_removed",
+  /** A session, verify or setup may reach more of the network. */
+  "network_widened",
+  /** An item no longer runs in the sandbox. */
+  "sandbox_off",
+  /** A runner or model no item used before, or a runner's command changed. */
+  "runner_added",
+  /** control.review was turned off. */
+  "review_off",
+] as const;
+export type ReviewCode = (typeof REVIEW_CODES)[number];
+
+/**
  * What happened on a pull request that loop can react to (docs/forge.md#reactions), each named as
  * loop.json's `reactions` names it: the checks on loop's head failed, an authorized reviewer asked
  * for changes (or commented on the diff), the PR no longer merges into its base.

@@ -206,7 +206,7 @@ function networkOf(s: Record<string, unknown> | null): { refused: number; budget
 export function attentionInputOf(doc: StateDocument, drainedSeq: number | null, pullSign: string): AttentionInput {
   const l = doc.loop;
   return {
-    loop: { state: l.state, reason: l.reason, cause: l.cause, outcome: l.outcome, drainedSeq, current: l.current },
+    loop: { state: l.state, reason: l.reason, cause: l.cause, outcome: l.outcome, drainedSeq, current: l.current, ...(l.review ? { review: l.review } : {}) },
     items: doc.items
       .filter((it) => it.status !== "withdrawn")
       .map((it) => ({
@@ -374,7 +374,7 @@ function waitingOf(db: Database, doc: StateDocument, loop: LoopRecord, currentPh
   const flags = pending ? readControlFlags(db) : new Map<string, { held: boolean; started: boolean }>();
   const requireStartCommand = loop.settings?.requireStartCommand ?? false;
   return waitingReasons({
-    loop: { state: doc.loop.state as LoopState, reason: doc.loop.reason, current: doc.loop.current, requireStartCommand, currentPhase },
+    loop: { state: doc.loop.state as LoopState, reason: doc.loop.reason, current: doc.loop.current, requireStartCommand, currentPhase, review: !!doc.loop.review?.waiting },
     items: doc.items.map((it) => ({
       id: it.id,
       status: it.status as ItemStatus,

@@ -208,6 +208,14 @@ const HANDLERS: Record<string, Handler> = {
     h.order = [...defs.map((d) => d?.id).filter((id): id is string => typeof id === "string"), ...h.order.filter((id) => !ids.has(id))];
   },
   loop_started() {},
+  // control.review: nothing launches from the ask until a person starts the loop.
+  review_required(h, e, _it, t) {
+    const reasons: any[] = Array.isArray(e.payload?.reasons) ? e.payload.reasons : [];
+    openLoopWait(h, "paused", `waits for review: ${reasons.map((r) => str(r?.code) ?? "?").join(", ")}`, t);
+  },
+  loop_reviewed(h, _e, _it, t) {
+    closeLoopWait(h, t);
+  },
   loop_paused(h, e, _it, t) {
     openLoopWait(h, "paused", str(e.payload?.reason) ?? "paused", t);
   },

@@ -18,7 +18,7 @@ import { lastLanded, ownedRefs, type RefChange, readRefs, refChanges } from "../
 import { amount } from "../decisions/budget.ts";
 
 
-export type RunAction = "launched" | "waiting" | "paused" | "stopped" | "drained" | "idle" | "busy" | "progressed";
+export type RunAction = "launched" | "waiting" | "review" | "paused" | "stopped" | "drained" | "idle" | "busy" | "progressed";
 
 /** Where a step stopped, and why: the head of its result. */
 export interface StepOutcome {
@@ -203,6 +203,8 @@ function summarize(e: StoredEvent): string {
     }
     case "definition_imported":
       return `revision ${e.payload.revision}: ${e.payload.items.length} items`;
+    case "review_required":
+      return `waits for review: ${e.payload.reasons.map((r) => r.code).join(", ")}`;
     default:
       return e.type;
   }

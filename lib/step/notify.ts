@@ -50,6 +50,7 @@ interface NotifyDocument {
 }
 
 const SUBJECTS: Record<Attention["kind"], string> = {
+  review: "waits for review before it launches anything",
   question: "an agent asked a question",
   environment: "paused by an environment fault",
   landing: "a landing failed",

@@ -21,6 +21,8 @@ import { afterSession } from "../decisions/attempt.ts";
 import { landingRoute } from "../decisions/landing.ts";
 import { type Attention, attentionOf } from "../decisions/attention.ts";
 import { hasOpenWork, nextWork } from "../decisions/next-work.ts";
+import { reviewOnImport } from "../decisions/widening.ts";
+import { definitionOfLog, type LoopReview, reviewOf } from "../decisions/review.ts";
 import { definitionWarnings } from "./machine-probe.ts";
 import { notifyPhase, stepAttentionInput } from "./notify.ts";
 import type { NotifyReport } from "./notify-channels.ts";
@@ -54,6 +56,8 @@ export interface RunResult extends StepOutcome {
    * for such a tick (docs/cli/loop-run.md#flags).
    */
   attentionChanged: boolean;
+  /** While the loop waits for review (control.review), the review (lib/decisions/review.ts): what `loop ctl start` starts. Absent otherwise. */
+  review?: LoopReview;
   /** Environment errors met during the step (the step still recorded what it could). */
   errors: string[];
   /** What may need fixing but stopped nothing (checks made when loop.json was imported). */
@@ -73,7 +77,13 @@ function importDefinition(ctx: StepContext, parsed: ParsedDefinition | null): vo
   if (!parsed) return;
   const { loop } = loopView(ctx);
   if (loop.definitionHash !== definitionHash(parsed.def)) {
-    append(ctx, [{ type: "definition_imported", payload: importedDefinition(parsed.def, loop.revision + 1) }], "import");
+    const imported = importedDefinition(parsed.def, loop.revision + 1);
+    // control.review (docs/loop-json.md#control): the definition as it was, to tell what the change widens.
+    const prev = loop.settings ? definitionOfLog(projection(ctx)) : null;
+    // In the import's own transaction: a crash between the two would forget to ask.
+    const reasons = reviewOnImport({ prev, next: imported, review: loop.review });
+    // What it asks for is the step's result (action `review`, attention, the review on stderr), not a warning.
+    append(ctx, [{ type: "definition_imported", payload: imported }, ...(reasons ? [{ type: "review_required" as const, payload: { revision: imported.revision, reasons } }] : [])], "import");
     // A loop paused by an environment fault keeps the fault's own "To fix" words; a new loop.json may
     // be that fix, which only a person can tell: say so, and how to go on.
     if (loop.state === "paused" && loop.cause?.kind === "fault") {
@@ -103,7 +113,8 @@ async function advanceLoop(ctx: StepContext): Promise<StepOutcome> {
     // Read afresh every turn: `loop ctl` may have recorded something since. While an item is in
     // flight the step reads the loop and that item only, whatever the size of the backlog.
     const { loop } = loopView(ctx);
-    if (loop.state === "new") {
+    // A loop waiting for its first review stays new: `loop ctl start` starts it (docs/cli/loop-ctl.md#review-and-start).
+    if (loop.state === "new" && !loop.review?.waiting) {
       append(ctx, [{ type: "loop_started", payload: {} }], "start");
       continue;
     }
@@ -122,6 +133,9 @@ async function advanceLoop(ctx: StepContext): Promise<StepOutcome> {
       importDefinition(ctx, parsed);
       continue;
     }
+    // Nothing in flight and a review asked for: nothing launches until a person starts the loop.
+    if (loop.review?.waiting)
+      return { action: "review", item: null, reason: `waits for review (${loop.review.waiting.reasons.map((r) => r.code).join(", ")}): \`loop ctl start\` shows it and starts the loop` };
     // Nothing in flight: what comes next is decided over every item.
     const p = projection(ctx);
     if (p.loop.state === "drained") {
@@ -394,6 +408,7 @@ async function stepWith(options: StepOptions, src: DefinitionSource, full: DiskS
       errors: ctx.errors,
       warnings: ctx.warnings,
       notifications,
+      ...(loop.review?.waiting ? { review: reviewOf(projection(ctx)) } : {}),
     };
   } finally {
     store.close();

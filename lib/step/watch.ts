@@ -44,7 +44,7 @@ export interface WatchOptions {
 }
 
 /** Where a watch ends unless `forever`. */
-const SETTLED_ACTIONS: readonly RunAction[] = ["drained", "paused", "stopped"];
+const SETTLED_ACTIONS: readonly RunAction[] = ["drained", "paused", "stopped", "review"];
 
 /**
  * Watch the loop. Returns the exit code: the last step's (stepExitCode: 1 with environment errors

@@ -3,7 +3,7 @@
 // signals. Usage, output format and exit codes in process: cli.test.ts.
 import { afterAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { closeSync, constants as fsConstants, existsSync, mkdtempSync, openSync, readFileSync, readSync, realpathSync, rmSync } from "node:fs";
+import { closeSync, constants as fsConstants, existsSync, mkdtempSync, openSync, readFileSync, readSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { Store } from "../../lib/log/store.ts";
@@ -267,7 +267,11 @@ describe("loop init", () => {
     expect(doc.created).toContain(doc.schemaFile);
     expect(JSON.parse(readFileSync(doc.schemaFile, "utf8"))).toEqual(JSON.parse(readFileSync(join(REPO, "schema", "loop.schema.json"), "utf8")));
     expect(readFileSync(join(repo, "loop.json"), "utf8")).toContain('"$schema": "./.loop/loop.schema.json",');
-    // The template with its $schema is a valid definition: a step imports it.
+    // The template with its $schema is a valid definition: a step imports it, and waits for its review (control.review).
+    const waits = cli(["run", "--json"], { cwd: repo });
+    expect(waits.code).toBe(1);
+    expect(JSON.parse(waits.stdout).action).toBe("review");
+    expect(cli(["ctl", "start", "--yes", "--json"], { cwd: repo }).code).toBe(0);
     const run = cli(["run", "--json"], { cwd: repo });
     expect(run.code).toBe(0);
     expect(JSON.parse(run.stdout).action).toBe("drained");
@@ -310,6 +314,9 @@ describe("status and replay", () => {
   test("a watcher whose stdout is full says so once, while it runs, never a stack per tick", async () => {
     const repo = gitRepo();
     expect((await run(["init"], { cwd: repo })).code).toBe(0);
+    // Without control.review: a loop waiting for review prints its review on stderr, which is not what this is about.
+    const def = join(repo, "loop.json");
+    writeFileSync(def, readFileSync(def, "utf8").replace('"review": true', '"review": false'));
     const child = Bun.spawn(["bash", "-c", `exec "$0" "$1" run --watch --forever --interval 50ms --json >/dev/full`, process.execPath, LOOP], {
       cwd: repo,
       env: testEnv(),

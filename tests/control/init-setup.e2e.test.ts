@@ -53,7 +53,11 @@ describe("loop init proposes the setup it can see a need for", () => {
     const text = readFileSync(join(root, "loop.json"), "utf8");
     expect(text).toContain('"setup": "npm ci --prefer-offline --no-audit --no-fund",');
     expect(text).toContain("Guessed from package-lock.json");
-    // A valid definition with the setup in it: a step imports it.
+    // A valid definition with the setup in it: a step imports it, and waits for its review (control.review).
+    const waits = cli(["run", "--json"], { cwd: root });
+    expect(waits.code, waits.stderr).toBe(1);
+    expect(JSON.parse(waits.stdout).action).toBe("review");
+    expect(cli(["ctl", "start", "--yes", "--json"], { cwd: root }).code).toBe(0);
     const run = cli(["run", "--json"], { cwd: root });
     expect(run.code, run.stderr).toBe(0);
     expect(JSON.parse(run.stdout).action).toBe("drained");

@@ -538,6 +538,20 @@ describe("planCtl", () => {
       expect(noop).toEqual([{ item: null, effect: "the loop is already running", noop: true, close: null, events: [] }]);
       expect(plan(log([], [{ type: "loop_drained", payload: { outcome: "Succeeded", counts: {} } }]), "start")[0]!.noop).toBe(true);
     });
+    test("start of a loop waiting for review (control.review): loop_reviewed, then started or resumed; resume leaves the review waiting", () => {
+      const asks = (revision: number): EventDraft => ({ type: "review_required", payload: { revision, reasons: [{ code: "not_started", detail: "x" }] } });
+      const fresh = newLoop();
+      fresh.push(asks(1));
+      const a = plan(fresh, "start");
+      expect(types(a)).toEqual(["loop_reviewed", "loop_started"]);
+      expect(a[0]!.events[0]).toEqual({ type: "loop_reviewed", payload: { revision: 1 } });
+      expect(carryOut(fresh, a).loop).toMatchObject({ state: "running", review: { waiting: null, reviewed: 1 } });
+      const running = log(ids("a"), [asks(1)]);
+      expect(types(plan(running, "start"))).toEqual(["loop_reviewed"]);
+      const paused = log(ids("a"), [asks(1), { type: "loop_paused", payload: { reason: "x" } }]);
+      expect(types(plan(paused, "start"))).toEqual(["loop_reviewed", "loop_resumed"]);
+      expect(carryOut(paused, plan(paused, "resume")).loop.review?.waiting?.reasons).toHaveLength(1);
+    });
     test("resume: only a paused or stopped loop", () => {
       expect(types(plan(log(ids("a"), [{ type: "loop_paused", payload: { reason: "x" } }]), "resume"))).toEqual(["loop_resumed"]);
       expect(types(plan(log(ids("a"), [{ type: "loop_stopped", payload: { reason: "x" } }]), "resume"))).toEqual(["loop_resumed"]);

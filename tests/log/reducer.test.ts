@@ -620,3 +620,35 @@ describe("a watcher's stop (watcher_stopped) and what died with it", () => {
     expect(fold(log.events).items.a!.attempts[0]!.drain?.running).toBe("verify");
   });
 });
+
+describe("control.review: review_required and loop_reviewed", () => {
+  const asks = (revision: number, code: "not_started" | "landing_widened" = "not_started"): EventDraft => ({ type: "review_required", payload: { revision, reasons: [{ code, detail: code }] } });
+  const reviewed = (revision: number): EventDraft => ({ type: "loop_reviewed", payload: { revision } });
+
+  test("a review asked for waits until a person's start of the same revision; the start is remembered", () => {
+    const log = new LogBuilder();
+    log.push(definition(1, [itemDef("a")]), asks(1));
+    expect(fold(log.events).loop.review).toEqual({ waiting: { reasons: [{ code: "not_started", detail: "not_started" }], seq: 3 }, reviewed: null });
+    expectIllegal(log, log.next(reviewed(2)), "revision_order");
+    log.push(reviewed(1), loopStarted);
+    const p = fold(log.events);
+    expect(p.loop.review).toEqual({ waiting: null, reviewed: 1 });
+    expect(p.loop.state).toBe("running");
+    // A widening later asks again, and keeps the revision last started.
+    log.push(definition(2, [itemDef("a")]), asks(2, "landing_widened"));
+    expect(fold(log.events).loop.review).toEqual({ waiting: { reasons: [{ code: "landing_widened", detail: "landing_widened" }], seq: 7 }, reviewed: 1 });
+  });
+
+  test("a start with no review waiting, and a review of another revision, are illegal", () => {
+    const log = new LogBuilder();
+    log.push(definition(1, [itemDef("a")]));
+    expectIllegal(log, log.next(reviewed(1)), "loop_state");
+    expectIllegal(log, log.next(asks(2)), "revision_order");
+  });
+
+  test("a log without them folds as before: no review record", () => {
+    const log = new LogBuilder();
+    log.push(definition(1, [itemDef("a")]), loopStarted);
+    expect(fold(log.events).loop.review).toBeUndefined();
+  });
+});

@@ -35,6 +35,8 @@ const SAMPLES: Record<EventType, unknown> = {
   },
   definition_imported: definition(1, [itemDef("a"), itemDef("b", { dependsOn: ["a"], ref: "github:acme/api#7", verify: false })]).payload,
   loop_started: loopStarted.payload,
+  review_required: { revision: 1, reasons: [{ code: "not_started", detail: "never started" }] },
+  loop_reviewed: { revision: 1 },
   loop_paused: { reason: "needs input" },
   loop_resumed: {},
   loop_stopped: { reason: "stopped by alice" },
