@@ -115,6 +115,8 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
     ...(raw.workspace?.setup !== undefined ? { setup: raw.workspace.setup } : {}),
     ...(raw.workspace?.setupNetwork !== undefined ? { setupNetwork: normalizeNetwork(raw.workspace.setupNetwork) ?? ("open" as const) } : {}),
     ...(raw.workspace?.stacked ? { stacked: true as const } : {}),
+    // The default verify, checked once on the base (lib/step/base-verify.ts) unless turned off.
+    ...(typeof d.verify === "string" && raw.workspace?.baseVerify !== false ? { baseVerify: d.verify } : {}),
     requireStartCommand: raw.control?.requireStartCommand ?? false,
     runners,
     ...(raw.protect?.length ? { protect: [...new Set(raw.protect)] } : {}),

@@ -126,6 +126,12 @@ export interface NormDefinition {
    * Present only when true, so a definition without it (and its hash) is as before.
    */
   stacked?: true;
+  /**
+   * The default verify (`defaults.verify`), run once on the base tree before the first attempt and
+   * again when it or `setup` changes (docs/loop-json.md#workspace, lib/step/base-verify.ts). Absent
+   * without a default verify command or with `workspace.baseVerify: false`.
+   */
+  baseVerify?: string;
   requireStartCommand: boolean;
   /** Command runners from loop.json; none is named like a built-in runner. */
   runners: Record<string, CommandRunner>;

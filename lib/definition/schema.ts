@@ -217,6 +217,7 @@ const RawWorkspace = section({
   setup: v.optional(NonBlank),
   setupNetwork: v.optional(Network),
   stacked: v.optional(Bool),
+  baseVerify: v.optional(Bool),
 });
 
 
