@@ -37,7 +37,7 @@ describe("the verify on the base", () => {
         const st = JSON.parse((await p.loop(["status", "--json"])).stdout);
         expect(st.loop.cause).toMatchObject({ kind: "fault", fault: "base_verify_failed", item: null });
         expect(st.loop.baseVerify).toMatchObject({ status: "failed", verify: VERIFY, setup: null, code: "failed", exitCode: 1 });
-        expect((await p.loop(["status"])).stdout).toContain("verify on the base: failed");
+        expect((await p.loop(["status", "--text"])).stdout).toContain("verify on the base: failed (checking / Error: DONE.md is missing / one more line)");
 
         // A plain resume runs it again (a person fixed something, or not): paused again.
         await p.ctl(["resume"]);
@@ -94,21 +94,23 @@ describe("the verify on the base", () => {
     240_000,
   );
 
-  test.concurrent("a step killed at base_verify:after_start is taken over: the next step runs it again and the items proceed", () =>
-    scenario(demoDefinition([{ id: "a", prompt: "@demo write a.txt a" }], { defaults: { verify: "test -f README.md" }, workspace: { baseVerify: true } }), {}, async (p) => {
-      let killed = false;
-      for (let i = 0; i < 20 && !killed; i++) {
-        const r = await p.loop(["run", "--json"], { LOOP_FAILPOINT: "base_verify:after_start" });
-        if (r.code === 137) killed = true;
-      }
-      expect(killed).toBe(true);
-      expect(p.eventsOf("base_verify_started")).toHaveLength(1);
-      expect(p.eventsOf("base_verify_finished")).toHaveLength(0);
-      expect(p.projection().loop.baseVerify).toMatchObject({ status: "running" });
-      expect((await p.runToDrain()).reason, p.history()).toBe("Succeeded");
-      expect(p.eventsOf("base_verify_started")).toHaveLength(2);
-      expect(p.eventsOf("base_verify_finished").map((e) => e.payload.code)).toEqual(["passed"]);
-      expect(p.eventsOf("launch_reserved")).toHaveLength(1);
-    }),
+  test.concurrent.each([["base_verify:before_commit", 0], ["base_verify:after_commit", 1], ["base_verify:after_start", 1]] as const)(
+    "a step killed at %s is taken over: the next step runs the base verify (again) and the items proceed",
+    (fp, recorded) =>
+      scenario(demoDefinition([{ id: "a", prompt: "@demo write a.txt a" }], { defaults: { verify: "test -f README.md" }, workspace: { baseVerify: true } }), {}, async (p) => {
+        let killed = false;
+        for (let i = 0; i < 20 && !killed; i++) {
+          const r = await p.loop(["run", "--json"], { LOOP_FAILPOINT: fp });
+          if (r.code === 137) killed = true;
+        }
+        expect(killed).toBe(true);
+        expect(p.eventsOf("base_verify_started")).toHaveLength(recorded);
+        expect(p.eventsOf("base_verify_finished")).toHaveLength(0);
+        if (recorded) expect(p.projection().loop.baseVerify).toMatchObject({ status: "running" });
+        expect((await p.runToDrain()).reason, p.history()).toBe("Succeeded");
+        expect(p.eventsOf("base_verify_started")).toHaveLength(recorded + 1);
+        expect(p.eventsOf("base_verify_finished").map((e) => e.payload.code)).toEqual(["passed"]);
+        expect(p.eventsOf("launch_reserved")).toHaveLength(1);
+      }),
   240_000);
 });
