@@ -6,7 +6,7 @@ import type { BaseVerifyCode } from "../log/vocabulary.ts";
 import type { EnvironmentFault } from "./faults.ts";
 
 /** Whether to run it: not (off, or done for this key: passed or accepted), or run (again: `takeover` when a step was cut short during the last). */
-export type BaseVerifyNeed = { kind: "none" } | { kind: "run"; takeover: boolean };
+type BaseVerifyNeed = { kind: "none" } | { kind: "run"; takeover: boolean };
 
 /**
  * `key` names the pair of the default verify and `workspace.setup` (null: no base verify). A run

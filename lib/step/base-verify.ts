@@ -33,7 +33,7 @@ import { sandboxRequest, sessionPath } from "./sandbox-request.ts";
 const BASE_DIR = "_base";
 
 /** The key of the pair a base verify holds for: the default verify and workspace.setup. */
-export function baseVerifyKey(verify: string, setup: string | null): string {
+function baseVerifyKey(verify: string, setup: string | null): string {
   return sha256Hex(canonicalJson({ verify, setup })).slice(0, 16);
 }
 
