@@ -113,6 +113,7 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
     tmux: raw.sessions?.tmux ?? false,
     keepCheckoutOnClose: raw.workspace?.keepCheckoutOnClose ?? false,
     ...(raw.workspace?.setup !== undefined ? { setup: raw.workspace.setup } : {}),
+    ...(raw.workspace?.setupKey !== undefined ? { setupKey: [...raw.workspace.setupKey] } : {}),
     ...(raw.workspace?.setupNetwork !== undefined ? { setupNetwork: normalizeNetwork(raw.workspace.setupNetwork) ?? ("open" as const) } : {}),
     ...(raw.workspace?.stacked ? { stacked: true as const } : {}),
     // The default verify, checked once on the base (lib/step/base-verify.ts) unless turned off.

@@ -117,6 +117,11 @@ export interface NormDefinition {
    */
   setup?: string;
   /**
+   * workspace.setupKey: the paths setup's products are made from (docs/loop-json.md#workspace); absent,
+   * the manifests and lockfiles at the root (lib/repo/products.ts setupKey).
+   */
+  setupKey?: string[];
+  /**
    * workspace.setupNetwork, what setup reaches in the sandbox: "open" (the network as it is), "none",
    * or a list; absent, the registries (lib/definition/network.ts setupAllowList).
    */

@@ -63,6 +63,7 @@ const Settings = v.strictObject({
   // Present only when loop.json sets them (docs/loop-json.md#workspace).
   setup: v.optional(Str),
   setupNetwork: v.optional(v.union([v.literal("open"), v.literal("none"), v.array(Str)])),
+  setupKey: v.optional(v.array(Str)),
   stacked: v.optional(v.literal(true)),
   // The default verify checked on the base (absent without one, or with workspace.baseVerify false).
   baseVerify: v.optional(Str),
