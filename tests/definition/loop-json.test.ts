@@ -351,6 +351,7 @@ describe("errors, each at its path", () => {
     ["unknown defaults key", (d) => (d.defaults.retries = 1), "defaults.retries", "unknown key (allowed: runner, model, verify, maxAttempts, timeouts, landing, sandbox, network, verifyNetwork, budget, $comment)"],
     ["unknown timeouts key", (d) => (d.items[0].timeouts = { idle: "1m" }), "items[0].timeouts.idle", "unknown key (allowed: launch, stall, verify, landing, setup, $comment)"],
     ["unknown workspace key", (d) => (d.workspace = { dir: "x" }), "workspace.dir", "unknown key (allowed: keepCheckoutOnClose, base, target, setup, setupNetwork, stacked, baseVerify, setupKey, $comment)"],
+    ["setupKey outside the repository", (d) => (d.workspace = { setup: "npm ci", setupKey: ["../x"] }), "workspace.setupKey[0]", "must be a path inside the repository (no leading /, no ..)"],
     ["$schema inside an item", (d) => (d.items[0].$schema = "x"), "items[0].$schema", "unknown key (allowed: id, ref, prompt, dependsOn, verify, runner, model, maxAttempts, timeouts, reactions, budget, $comment)"],
     ["$comment not a string", (d) => (d.$comment = 1), "$comment", '"$comment" must be a string'],
     ["invalid item id", (d) => (d.items[1].id = "A b"), "items[1].id", `must be ${ID_RULE}`],
