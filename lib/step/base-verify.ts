@@ -14,6 +14,7 @@ import { setupAllowList } from "../definition/network.ts";
 import { canonicalJson, sha256Hex } from "../log/canonical.ts";
 import type { ItemState } from "../log/projection.ts";
 import { baseVerifyFault, baseVerifyNeed } from "../decisions/base-verify.ts";
+import { launchErrorFault } from "../decisions/faults.ts";
 import { revParse } from "../repo/git.ts";
 import { makeAttemptGitDir } from "../repo/attempt-git.ts";
 import { syncTree } from "../repo/tree-sync.ts";
@@ -60,7 +61,18 @@ export async function checkBase(ctx: StepContext, it: ItemState): Promise<StepOu
   const worktree = join(ctx.worktrees, BASE_DIR);
   append(ctx, [{ type: "base_verify_started", payload: { key: key!, verify: verify!, setup, base, commit, dir } }], "base_verify");
   failpoint("base_verify:after_start");
-  const r = await runOnBase(ctx, it, { verify: verify!, setup, commit, dir, worktree, bwrap: box?.ok ? box.bwrap : null });
+  let r: BaseRun;
+  try {
+    r = await runOnBase(ctx, it, { verify: verify!, setup, commit, dir, worktree, bwrap: box?.ok ? box.bwrap : null });
+  } catch (err) {
+    // The machine's fault (git, the disk, a folder), judged by its type as a launch's: the loop pauses,
+    // the run stays "running" and runs again once resumed. Anything else is a bug in loop, thrown on.
+    const fault = launchErrorFault(err);
+    if (!fault) throw err;
+    retire(worktree);
+    append(ctx, [{ type: "environment_fault", payload: { kind: fault.kind, attempt: null, reason: `the verify on the base: ${fault.message}`, fix: fault.fix } }], "base_verify");
+    return { action: "paused", item: null, reason: loopView(ctx).loop.reason };
+  }
   retire(worktree);
   const quote = printable(r.quote);
   const log = r.code === "setup_failed" ? join(dir, "setup.log") : join(dir, "verify.log");
