@@ -94,6 +94,21 @@ describe("the verify on the base", () => {
     240_000,
   );
 
+  if (Bun.which("bwrap"))
+    test.concurrent(
+      "in the sandbox: setup and the verify run there (the state root hidden from them), a verify that needs no network passes, the item proceeds",
+      () =>
+        scenario(
+          (p) => demoDefinition([{ id: "a", prompt: "@demo write a.txt a" }], { defaults: { verify: `test -s prepared.txt && test ! -e ${p.stateRoot}/loop.db`, sandbox: "bwrap" }, workspace: { baseVerify: true, setup: `test ! -e ${p.stateRoot}/loop.db && echo yes > prepared.txt` } }),
+          {},
+          async (p) => {
+            expect((await p.runToDrain()).reason, p.history()).toBe("Succeeded");
+            expect(p.eventsOf("base_verify_finished").map((e) => e.payload.code)).toEqual(["passed"]);
+          },
+        ),
+      240_000,
+    );
+
   test.concurrent.each([["base_verify:before_commit", 0], ["base_verify:after_commit", 1], ["base_verify:after_start", 1]] as const)(
     "a step killed at %s is taken over: the next step runs the base verify (again) and the items proceed",
     (fp, recorded) =>
