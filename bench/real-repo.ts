@@ -186,7 +186,10 @@ const t0 = performance.now();
 try {
   await drain(root, env);
   const total = performance.now() - t0;
-  const rows = phases(events(root));
+  const all = events(root);
+  const rows = phases(all);
+  // The verify on the base (docs/cli/loop-run.md#the-verify-on-the-base): setup and the verify once, before the first launch.
+  const base = all.find((e) => e.type === "base_verify_finished");
   const sum = (f: (r: (typeof rows)[number]) => number) => rows.reduce((s, r) => s + f(r), 0);
   const wall = sum((r) => r.wall);
   const own = wall - sum((r) => r.work);
@@ -199,6 +202,8 @@ try {
     `|---|---:|---:|---:|---:|${PHASES.map(() => "---:").join("|")}|`,
     ...rows.map((r) => `| ${r.item} | ${s(r.wall)} | ${s(r.work)} | ${s(r.wall - r.work)} | ${(((r.wall - r.work) / r.wall) * 100).toFixed(1)}% | ${PHASES.map((p) => s(r.parts[p])).join(" | ")} |`),
     `| **mean** | ${s(wall / rows.length)} | ${s(sum((r) => r.work) / rows.length)} | **${s(own / rows.length)}** | **${((own / wall) * 100).toFixed(1)}%** | ${PHASES.map((p) => s(sum((r) => r.parts[p]) / rows.length)).join(" | ")} |`,
+    "",
+    base ? `verify on the base (once, before the first launch, not in the items' figures): ${s(Number((base.payload as { ms: number }).ms))} s, ${(base.payload as { code: string }).code}` : "verify on the base: none",
   ];
   console.log(lines.join("\n"));
 } finally {

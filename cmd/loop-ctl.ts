@@ -34,6 +34,7 @@ export const tool = defineTool({
     "       retry (--work-item X | --all-failed | --all-blocked) · cancel --work-item X · reply --work-item X <text>",
     "stop, skip and cancel end live sessions: they need --yes, or a confirmation on a terminal.",
     "start of a loop waiting for review (control.review) shows the review and asks the same way.",
+    "resume --yes, when the verify failed on the base, accepts that failure for this verify and setup.",
     "Exit codes: 0 done or nothing to do, 1 refused (e.g. retry of a passed item), 2 usage,",
     "3 declined at the prompt, 75 a step holds the lease (try again).",
   ].join("\n"),
@@ -62,7 +63,7 @@ export const tool = defineTool({
         // Chosen from the projection each time the plan is made: again under the lease.
         if (bulk.length) return planRetryAll(p, bulk, { actor, keepCheckout: keep });
         const ids = resolveSelectors(p, args["work-item"]);
-        return planCtl(p, verb, ids, { text: args.answer ?? null, reason: args.reason ?? null, actor, keepCheckout: keep });
+        return planCtl(p, verb, ids, { text: args.answer ?? null, reason: args.reason ?? null, actor, keepCheckout: keep, accept: args.yes });
       },
       confirm: async (actions, loopName, review) => {
         // control.review: the start of a loop waiting for review shows the review and asks (docs/cli/loop-ctl.md#review-and-start).

@@ -21,7 +21,11 @@ export interface PlannedAction {
   events: EventDraft[];
 }
 
-export function planCtl(p: Projection, verb: CtlVerb, items: string[], o: { text?: string | null; reason?: string | null; actor: string; keepCheckout: boolean }): PlannedAction[] {
+/**
+ * `accept` (`loop ctl resume --yes`): a loop paused because the default verify failed on the base is
+ * resumed with that failure accepted for its verify and setup (base_verify_accepted), not run again.
+ */
+export function planCtl(p: Projection, verb: CtlVerb, items: string[], o: { text?: string | null; reason?: string | null; actor: string; keepCheckout: boolean; accept?: boolean }): PlannedAction[] {
   const out: PlannedAction[] = [];
   const loopAction = (effect: string, events: EventDraft[], noop = false): PlannedAction => ({ item: null, effect, noop, close: null, events });
   const control = (id: string, text: string | null = null): EventDraft => ({ type: "control_recorded", item: id, payload: { verb: verb as never, text } });
@@ -44,9 +48,14 @@ export function planCtl(p: Projection, verb: CtlVerb, items: string[], o: { text
         if (st === "paused" || st === "stopped") return [loopAction(`resume the ${st} loop`, [{ type: "loop_resumed", payload: {} }])];
         return [loopAction(`the loop is already ${st}`, [], true)];
       }
-      case "resume":
-        if (st === "paused" || st === "stopped") return [loopAction(`resume the ${st} loop`, [{ type: "loop_resumed", payload: {} }])];
-        return [loopAction(`the loop is ${st}, not paused or stopped`, [], true)];
+      case "resume": {
+        if (st !== "paused" && st !== "stopped") return [loopAction(`the loop is ${st}, not paused or stopped`, [], true)];
+        const base = p.loop.baseVerify;
+        const onBase = st === "paused" && p.loop.cause?.kind === "fault" && p.loop.cause.fault === "base_verify_failed" && base?.status === "failed";
+        if (onBase && o.accept)
+          return [loopAction(`accept the failure of the verify on the base (${JSON.stringify(base.verify)}) for this verify and setup, and resume the loop`, [{ type: "base_verify_accepted", payload: { key: base.key } }, { type: "loop_resumed", payload: {} }])];
+        return [loopAction(`resume the ${st} loop${onBase ? " (the verify on the base runs again; --yes accepts its failure)" : ""}`, [{ type: "loop_resumed", payload: {} }])];
+      }
       case "pause":
         if (st === "paused") return [loopAction("the loop is already paused", [], true)];
         return [loopAction("pause the loop", [{ type: "loop_paused", payload: { reason: o.reason ?? `paused by ${o.actor}`, cause: { kind: "operator", verb: "pause" } } }])];

@@ -25,6 +25,7 @@ export type FaultKind =
   | "launch_interrupted"
   | "setup_failed"
   | "setup_missing"
+  | "base_verify_failed"
   | "object_store_tampered";
 
 export interface EnvironmentFault {

@@ -114,8 +114,11 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
     tmux: raw.sessions?.tmux ?? false,
     keepCheckoutOnClose: raw.workspace?.keepCheckoutOnClose ?? false,
     ...(raw.workspace?.setup !== undefined ? { setup: raw.workspace.setup } : {}),
+    ...(raw.workspace?.setupKey !== undefined ? { setupKey: [...raw.workspace.setupKey] } : {}),
     ...(raw.workspace?.setupNetwork !== undefined ? { setupNetwork: normalizeNetwork(raw.workspace.setupNetwork) ?? ("open" as const) } : {}),
     ...(raw.workspace?.stacked ? { stacked: true as const } : {}),
+    // The default verify, checked once on the base (lib/step/base-verify.ts) unless turned off.
+    ...(typeof d.verify === "string" && raw.workspace?.baseVerify !== false ? { baseVerify: d.verify } : {}),
     requireStartCommand: raw.control?.requireStartCommand ?? false,
     ...(raw.control?.review ? { review: true as const } : {}),
     runners,

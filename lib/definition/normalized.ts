@@ -136,6 +136,11 @@ export interface NormDefinition {
    */
   setup?: string;
   /**
+   * workspace.setupKey: the paths setup's products are made from (docs/loop-json.md#workspace); absent,
+   * the manifests and lockfiles at the root (lib/repo/products.ts setupKey).
+   */
+  setupKey?: string[];
+  /**
    * workspace.setupNetwork, what setup reaches in the sandbox: "open" (the network as it is), "none",
    * or a list; absent, the registries (lib/definition/network.ts setupAllowList).
    */
@@ -145,6 +150,12 @@ export interface NormDefinition {
    * Present only when true, so a definition without it (and its hash) is as before.
    */
   stacked?: true;
+  /**
+   * The default verify (`defaults.verify`), run once on the base tree before the first attempt and
+   * again when it or `setup` changes (docs/loop-json.md#workspace, lib/step/base-verify.ts). Absent
+   * without a default verify command or with `workspace.baseVerify: false`.
+   */
+  baseVerify?: string;
   requireStartCommand: boolean;
   /**
    * control.review: nothing launches until a person started the loop after its review, and a change

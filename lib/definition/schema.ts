@@ -246,6 +246,8 @@ const RawWorkspace = section({
   setup: v.optional(NonBlank),
   setupNetwork: v.optional(Network),
   stacked: v.optional(Bool),
+  baseVerify: v.optional(Bool),
+  setupKey: v.optional(v.pipe(v.array(v.pipe(NonBlank, v.check((p) => !p.startsWith("/") && !p.split("/").includes(".."), "must be a path inside the repository (no leading /, no ..)")), "must be a list of paths"), v.minLength(1, "must name at least one path"))),
 });
 
 

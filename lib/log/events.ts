@@ -3,7 +3,7 @@
 // docs/events.md documents each one; tests/cmd/docs.test.ts keeps the two lists equal.
 import * as v from "valibot";
 import { type Check, compileCheck } from "./schema-check.ts";
-import { CONTROL_VERBS, DRAIN_OUTCOMES, REVIEW_CODES, END_VERDICTS, LANDING_CODES, LANDING_OUTCOMES, type LandingCode, REACTION_DECISIONS, REACTION_SIGNALS, SETTLE_CODES, type SettleCode, SETTLED_OUTCOMES, VERIFY_CODES, type VerifyCode } from "./vocabulary.ts";
+import { BASE_VERIFY_CODES, CONTROL_VERBS, DRAIN_OUTCOMES, REVIEW_CODES, END_VERDICTS, LANDING_CODES, LANDING_OUTCOMES, type LandingCode, REACTION_DECISIONS, REACTION_SIGNALS, SETTLE_CODES, type SettleCode, SETTLED_OUTCOMES, VERIFY_CODES, type VerifyCode } from "./vocabulary.ts";
 
 const Str = v.string();
 const NStr = v.nullable(v.string());
@@ -65,7 +65,10 @@ const Settings = v.strictObject({
   // Present only when loop.json sets them (docs/loop-json.md#workspace).
   setup: v.optional(Str),
   setupNetwork: v.optional(v.union([v.literal("open"), v.literal("none"), v.array(Str)])),
+  setupKey: v.optional(v.array(Str)),
   stacked: v.optional(v.literal(true)),
+  // The default verify checked on the base (absent without one, or with workspace.baseVerify false).
+  baseVerify: v.optional(Str),
 });
 
 /** What `loop reset` did with an item's checkout. */
@@ -316,6 +319,20 @@ export const PAYLOADS = {
     usdFrom: v.nullable(v.picklist(["agent", "prices"])),
     note: NStr,
   }),
+  // The default verify run once on the base tree (docs/events.md#base_verify_started): before the
+  // loop's first attempt and again when `verify` or `workspace.setup` change; `key` names that pair.
+  base_verify_started: v.strictObject({ key: Str, verify: Str, setup: NStr, base: Str, commit: Str, dir: Str }),
+  base_verify_finished: v.strictObject({
+    key: Str,
+    code: v.picklist(BASE_VERIFY_CODES),
+    exitCode: v.nullable(Int),
+    quote: Str,
+    log: Str,
+    ms: NonNeg,
+    reason: Str,
+  }),
+  // A person accepted the base's failed verify (`loop ctl resume --yes`): not asked again for the same key.
+  base_verify_accepted: v.strictObject({ key: Str }),
   // A budget was reached (docs/spend.md#at-a-limit): an item's (it settles failed) or the loop's (it pauses).
   budget_stopped: v.strictObject({
     attempt: NonNeg,

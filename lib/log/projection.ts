@@ -3,7 +3,7 @@
 // pure reads only; what an event does to it is lib/log/reducer.ts.
 import type { NormItemPayload, Payload, SettingsPayload, TokenCounts, UsageSource } from "./events.ts";
 import { GENESIS_HASH } from "./canonical.ts";
-import type { AttemptEndVerdict, ControlVerb, DrainOutcome, ItemStatus, LandingCode, LandingOutcome, ReactionDecision, ReviewCode, SettleCode, VerifyCode } from "./vocabulary.ts";
+import type { AttemptEndVerdict, BaseVerifyCode, ControlVerb, DrainOutcome, ItemStatus, LandingCode, LandingOutcome, ReactionDecision, ReviewCode, SettleCode, VerifyCode } from "./vocabulary.ts";
 
 export type LoopState = "new" | "running" | "paused" | "stopped" | "drained";
 
@@ -340,12 +340,34 @@ export interface LoopRecord {
    * review_required; `reviewed`: the revision a person last started it at.
    */
   review?: { waiting: { reasons: ReviewReason[]; seq: number } | null; reviewed: number | null };
+  /** The default verify on the base tree (lib/step/base-verify.ts); absent until the first is started. */
+  baseVerify?: BaseVerifyRecord;
 }
 
 /** One reason a loop waits for review: its typed code, and what changed, for people. */
 export interface ReviewReason {
   code: ReviewCode;
   detail: string;
+}
+
+/** The last run of the default verify on the base tree, for the pair of verify and setup `key` names. */
+export interface BaseVerifyRecord {
+  key: string;
+  /** running: started, not finished (a step cut short there; the next runs it again). accepted: failed, and a person accepted it. */
+  status: "running" | "passed" | "failed" | "accepted";
+  verify: string;
+  setup: string | null;
+  /** The commit of the base it ran on. */
+  commit: string;
+  startedAt: string;
+  finishedAt: string | null;
+  code: BaseVerifyCode | null;
+  exitCode: number | null;
+  /** The telling lines of its output (lib/supervisor/setup-command.ts setupQuote). */
+  quote: string | null;
+  log: string | null;
+  /** Who accepted a failure, when one did. */
+  acceptedBy: string | null;
 }
 
 export interface Projection {

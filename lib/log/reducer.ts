@@ -7,6 +7,7 @@ import { IllegalEventError } from "../shared/errors.ts";
 import { type ItemStatus, IN_FLIGHT, isSettled, type SettleCode, SETTLED_OUTCOMES } from "./vocabulary.ts";
 import { FORGE_HANDLERS } from "./reducer-forge.ts";
 import { SPEND_HANDLERS } from "./reducer-spend.ts";
+import { BASE_HANDLERS } from "./reducer-base.ts";
 import { currentAttempt, type Fail, type Handlers, need, needStatus } from "./reducer-rules.ts";
 import { landingCodeOf, settleCodeOf, verifyCodeOf } from "./legacy-codes.ts";
 import { currentAttemptOf, emptyLoopUsage, emptyProjection, type ItemState, itemOf, type OwnerRecord, type Projection, recordedPieces } from "./projection.ts";
@@ -94,6 +95,7 @@ function leaveDrained(p: Projection) {
 const HANDLERS: Handlers = {
   ...FORGE_HANDLERS,
   ...SPEND_HANDLERS,
+  ...BASE_HANDLERS,
   store_opened(p, e, fail) {
     if (e.seq !== 1) fail("store_opened_first", "store_opened may only be the first event");
   },

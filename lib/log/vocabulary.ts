@@ -131,6 +131,17 @@ export type ReactionSignal = (typeof REACTION_SIGNALS)[number];
 export const REACTION_DECISIONS = ["retry", "block"] as const;
 export type ReactionDecision = (typeof REACTION_DECISIONS)[number];
 
+/** What the default verify on the base tree came to (docs/events.md#base_verify_finished). */
+export const BASE_VERIFY_CODES = [
+  /** Setup (if any) and the verify passed on the base tree. */
+  "passed",
+  /** The verify exited non-zero, was killed or outlived its deadline on the base tree. */
+  "failed",
+  /** `workspace.setup` failed on the base tree: the verify did not run. */
+  "setup_failed",
+] as const;
+export type BaseVerifyCode = (typeof BASE_VERIFY_CODES)[number];
+
 /**
  * Why a verify_finished verdict is what it is (docs/events.md#verify_finished): decisions, status and
  * the page read this code; the `reason` beside it is a sentence for people, rendered from the code and

@@ -5,7 +5,10 @@
 // cannot be set back by a process, only moved forward by a write), and compared again before a
 // verify and before a checkout is reused: walked with lstat, nothing followed or opened.
 import { type BigIntStats, lstatSync, readdirSync } from "node:fs";
+import { createHash } from "node:crypto";
 import { join } from "node:path";
+import { GitError } from "../shared/errors.ts";
+import { gitTry } from "./git.ts";
 
 /** Relative path → the stamp of what is there (type, mode, size, inode, modification and change times). */
 export type ProductStamps = Record<string, string>;
@@ -43,4 +46,30 @@ export function changedProducts(dir: string, paths: readonly string[], recorded:
   for (const [rel, s] of Object.entries(now)) if (recorded[rel] !== s) changed.add(rel);
   for (const rel of Object.keys(recorded)) if (!(rel in now)) changed.add(rel);
   return [...changed].sort();
+}
+
+/** What setup's products are made from when loop.json names nothing (`workspace.setupKey`): the manifests and lockfiles at the root. */
+const DEFAULT_INPUTS = /^(package\.json|package-lock\.json|npm-shrinkwrap\.json|pnpm-lock\.yaml|yarn\.lock|bun\.lockb?|\.npmrc|pyproject\.toml|setup\.py|setup\.cfg|requirements[^/]*\.txt|uv\.lock|poetry\.lock|Pipfile(\.lock)?|Cargo\.toml|Cargo\.lock|go\.mod|go\.sum|Gemfile(\.lock)?)$/;
+
+/**
+ * The setup key of `commit` (docs/loop-json.md#workspace): a hash of the setup command and the blob
+ * ids, at that commit, of what it is made from (`paths`, each a file or folder of the repository,
+ * taken literally; without them, the manifests and lockfiles at the root). Read from loop's own git
+ * (objects only, no work tree): what an agent wrote in a checkout never counts. Two commits with
+ * the same key give setup the same inputs, so what it made for one serves the other.
+ */
+export function setupKey(o: { repo: string; commit: string; command: string; paths?: readonly string[] }): string {
+  const args = o.paths ? ["--literal-pathspecs", "ls-tree", "-r", "-z", "--full-tree", o.commit, "--", ...o.paths] : ["ls-tree", "-z", "--full-tree", o.commit];
+  const r = gitTry(o.repo, args);
+  if (r.code !== 0) throw new GitError(args, r.code, r.stderr);
+  const inputs = r.stdout
+    .split("\0")
+    .filter(Boolean)
+    .map((line) => {
+      const tab = line.indexOf("\t");
+      return [line.slice(tab + 1), line.slice(0, tab).split(" ")[2] ?? ""] as const;
+    })
+    .filter(([path]) => o.paths !== undefined || DEFAULT_INPUTS.test(path))
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return createHash("sha256").update(JSON.stringify({ command: o.command, inputs })).digest("hex").slice(0, 32);
 }

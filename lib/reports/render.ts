@@ -42,6 +42,9 @@ export function renderStatus(r: StatusReport, color: boolean): string {
   const counts = Object.entries(shownCounts(L.counts, r.items)).map(([k, v]) => `${p(v)} ${p(k)}`).join(", ");
   if (counts) out.push(`items: ${counts}`);
   if (r.autoMerge) out.push(p(autoMergeSentence(r.autoMerge)));
+  // The default verify on the base tree (docs/cli/loop-run.md#the-verify-on-the-base): said once it ran.
+  const bv = L.baseVerify;
+  if (bv) out.push(`verify on the base: ${p(bv.status)}${bv.status === "accepted" ? ` by ${p(bv.acceptedBy)}` : ""}${bv.quote ? ` (${p(bv.quote)})` : ""}${bv.status === "failed" || bv.status === "accepted" ? ` · ${p(bv.log)}` : ""}`);
   // Checkouts moved aside, deleted a bounded piece per step (docs/state.md#the-trash).
   const t = L.trash;
   if (t?.entries) out.push(`to delete: ${p(t.entries)} folder(s), ${t.bytes >= 2 ** 20 ? `${(t.bytes / 2 ** 20).toFixed(0)} MiB` : `${Math.ceil(t.bytes / 1024)} KiB`}${t.unknown ? ` (${p(t.unknown)} of unknown size)` : ""}, by the next steps`);

@@ -34,6 +34,7 @@ export const COMMIT_LABELS = [
   "budget",
   "watch",
   "relocate",
+  "base_verify",
 ] as const;
 
 /** Points around side effects. */
@@ -67,6 +68,7 @@ export const EFFECT_POINTS = [
   "watch:after_proof",
   "relocate:after_move",
   "trash:after_move",
+  "base_verify:after_start",
 ] as const;
 
 export type CommitLabel = (typeof COMMIT_LABELS)[number];

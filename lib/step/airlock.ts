@@ -38,6 +38,8 @@ export interface ProductsRecord {
   paths: string[];
   /** Every entry of them as setup left it (lib/repo/products.ts); absent in older records (nothing compared). */
   stamps?: ProductStamps;
+  /** The setup key of the start point it ran on (lib/repo/products.ts setupKey); absent in older records (not compared). */
+  key?: string;
 }
 
 /**
@@ -66,11 +68,13 @@ export function productStampsOf(stateRoot: string, item: string): ProductStamps 
 
 /**
  * What setup made in the item's checkout: null when it has not run there, or (with `command`) ran
- * another command than `command`.
+ * another command than `command`, or (with `key`) ran on other inputs (lib/repo/products.ts setupKey).
  */
-export function checkoutProducts(stateRoot: string, item: string, command?: string): string[] | null {
+export function checkoutProducts(stateRoot: string, item: string, command?: string, key?: string | null): string[] | null {
   const r = productsRecord(stateRoot, item);
   if (!r || r.version !== 1 || !Array.isArray(r.paths) || (command !== undefined && r.command !== command)) return null;
+  // Made from other inputs (a lockfile changed since): setup runs again.
+  if (key && r.key !== undefined && r.key !== key) return null;
   return r.paths.filter((p): p is string => typeof p === "string");
 }
 

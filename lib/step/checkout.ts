@@ -15,7 +15,7 @@ import { setupAllowList } from "../definition/network.ts";
 import { FaultError } from "../decisions/faults.ts";
 import type { ItemState } from "../log/projection.ts";
 import { makeAttemptGitDir } from "../repo/attempt-git.ts";
-import { changedProducts, stampProducts } from "../repo/products.ts";
+import { changedProducts, setupKey, stampProducts } from "../repo/products.ts";
 import { claimFolder, syncTree } from "../repo/tree-sync.ts";
 import { linkedWorktreeRegistration } from "../repo/workspace.ts";
 import { writeFileAtomic } from "../shared/fsutil.ts";
@@ -109,7 +109,9 @@ export async function prepareCheckout(ctx: StepContext, it: ItemState, o: Prepar
     claimFolder(files.stamps);
     mkdirSync(o.worktree);
   }
-  let products = existed ? checkoutProducts(ctx.options.stateRoot, it.id, ctx.def.setup ?? "") : null;
+  // What setup's products are made from at this start point (workspace.setupKey, else the lockfiles).
+  const key = ctx.def.setup === undefined ? null : setupKey({ repo: o.repo, commit: o.startCommit, command: ctx.def.setup, ...(ctx.def.setupKey ? { paths: ctx.def.setupKey } : {}) });
+  let products = existed ? checkoutProducts(ctx.options.stateRoot, it.id, ctx.def.setup ?? "", key) : null;
   // What setup made is reused only as setup left it: one an earlier attempt changed (without the
   // sandbox it can) is removed and made again, never handed to the next agent or verify.
   const stamps = products ? productStampsOf(ctx.options.stateRoot, it.id) : null;
@@ -152,7 +154,7 @@ export async function prepareCheckout(ctx: StepContext, it: ItemState, o: Prepar
     const surveyed = syncTree({ repo: o.repo, dir: o.worktree, commit: o.startCommit, keep: [], stampsFile: files.stamps, untracked: "report" });
     products = surveyed.untracked;
     setupChanged = surveyed.restored;
-    const record: ProductsRecord = { version: 1, command, paths: products, stamps: stampProducts(o.worktree, products) };
+    const record: ProductsRecord = { version: 1, command, paths: products, stamps: stampProducts(o.worktree, products), ...(key ? { key } : {}) };
     writeFileAtomic(files.products, JSON.stringify(record) + "\n");
     setup = { ms: r.ms, log: logPath };
   }

@@ -28,6 +28,7 @@ import { notifyPhase, stepAttentionInput } from "./notify.ts";
 import type { NotifyReport } from "./notify-channels.ts";
 import { selfArgv } from "../supervisor/self.ts";
 import { launchAttempt } from "./launch.ts";
+import { checkBase } from "./base-verify.ts";
 import { relocateWorktrees } from "./relocate.ts";
 import { worktreesRoot } from "../shared/paths.ts";
 import { sweepTrash, trashOf } from "../shared/trash.ts";
@@ -157,6 +158,9 @@ async function advanceLoop(ctx: StepContext): Promise<StepOutcome> {
       return { action: "drained", item: null, reason: next.outcome };
     }
     if (next.kind === "idle") return { action: "idle", item: null, reason: next.reason };
+    // The default verify on the base, once per verify and setup: failing, the loop waits for a person, nothing spent.
+    const base = await checkBase(ctx, p.items[next.item]!);
+    if (base) return base;
     // Budgets before every launch (docs/spend.md): an item whose own is spent settles failed, and the
     // loop pauses when its own (or what is left of it) cannot cover the attempt.
     const overBudget = beforeLaunch({ item: p.items[next.item]!, usage: p.loop.usage, budget: ctx.def.budget, now: Date.now() });

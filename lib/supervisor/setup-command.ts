@@ -13,7 +13,8 @@ import { type SandboxRequest, sandboxArgv, sandboxSpec } from "./sandbox.ts";
 import type { GatewayRequest } from "./gateway-files.ts";
 import { selfArgv, selfFiles } from "./self.ts";
 
-type SetupRun = { ok: true; ms: number } | { ok: false; ms: number; reason: string };
+/** How it ended: `exitCode` null when it was killed or never ran; `quote` the telling lines of its output (setupQuote), "" on a pass. */
+type SetupRun = { ok: true; ms: number } | { ok: false; ms: number; reason: string; exitCode: number | null; quote: string };
 
 export async function runSetup(o: {
   command: string;
@@ -30,6 +31,8 @@ export async function runSetup(o: {
    * through a proxy-only gateway, as a verify's list is.
    */
   sandbox?: { request: SandboxRequest; sessionDir: string; allow?: string[] } | null;
+  /** Told the process group's id once it runs (the base verify records it, for the step that takes a cut-short one over). */
+  onSpawn?: (pgid: number) => void;
 }): Promise<SetupRun> {
   const started = Date.now();
   // Created afresh: never written through a link (or into a FIFO) found under its name.
@@ -51,7 +54,7 @@ export async function runSetup(o: {
           proxy = await startSessionGateway({ dir: o.sandbox.sessionDir, request: gateway, env: {}, role: "setup", say: (line) => writeSync(fd, line) });
         } catch (err) {
           rmSync(socketDir, { recursive: true, force: true });
-          return { ok: false, ms: Date.now() - started, reason: `could not start the proxy of its network (workspace.setupNetwork): ${(err as Error).message}` };
+          return { ok: false, ms: Date.now() - started, reason: `could not start the proxy of its network (workspace.setupNetwork): ${(err as Error).message}`, exitCode: null, quote: "" };
         }
         // The bridge comes first inside, as for a session: it serves the proxy on the sandbox's loopback.
         inner = [...selfArgv(), "__bridge", socketDir, "--", ...inner];
@@ -65,8 +68,9 @@ export async function runSetup(o: {
         stdio: ["ignore", fd, fd],
       });
     } catch (err) {
-      return { ok: false, ms: Date.now() - started, reason: `could not run sh: ${(err as Error).message}` };
+      return { ok: false, ms: Date.now() - started, reason: `could not run sh: ${(err as Error).message}`, exitCode: null, quote: "" };
     }
+    o.onSpawn?.(child.pid);
     const timer = setTimeout(() => {
       timedOut = true;
       void killGroup(child.pid, 2000);
@@ -77,9 +81,10 @@ export async function runSetup(o: {
     await killGroup(child.pid, 0);
     const ms = Date.now() - started;
     const last = outputTail(o.logPath);
-    if (timedOut) return { ok: false, ms, reason: `timed out after ${formatDuration(o.timeoutMs)}${last}` };
-    if (child.signalCode) return { ok: false, ms, reason: `killed by ${child.signalCode}${last}` };
-    if (child.exitCode !== 0) return { ok: false, ms, reason: `exited ${child.exitCode}${last}` };
+    const failed = { ok: false as const, ms, exitCode: child.signalCode || timedOut ? null : child.exitCode, quote: last.replace(/^: /, "") };
+    if (timedOut) return { ...failed, reason: `timed out after ${formatDuration(o.timeoutMs)}${last}` };
+    if (child.signalCode) return { ...failed, reason: `killed by ${child.signalCode}${last}` };
+    if (child.exitCode !== 0) return { ...failed, reason: `exited ${child.exitCode}${last}` };
     return { ok: true, ms };
   } finally {
     await proxy?.stop();

@@ -61,7 +61,20 @@ export function makeRepo(o: string | RepoOptions = {}): { dir: string; root: str
 
 /** Write <root>/loop.json: an object as pretty JSON, a string as it is. */
 export function writeLoopJson(root: string, def: unknown): void {
-  writeFileSync(join(root, "loop.json"), typeof def === "string" ? def : JSON.stringify(def, null, 2) + "\n");
+  writeFileSync(join(root, "loop.json"), typeof def === "string" ? def : JSON.stringify(withoutBaseVerify(def), null, 2) + "\n");
+}
+
+/**
+ * Most scenarios' verify fails until their items land (`test -s DONE.md`): the verify on the base
+ * (docs/cli/loop-run.md#the-verify-on-the-base) would pause them before their first launch. A
+ * definition object that does not say is written with `workspace.baseVerify: false`; the tests of
+ * the base verify set it.
+ */
+function withoutBaseVerify(def: unknown): unknown {
+  if (typeof def !== "object" || def === null || Array.isArray(def) || !("items" in def)) return def;
+  const d = def as { workspace?: Record<string, unknown> };
+  if (d.workspace !== undefined && (typeof d.workspace !== "object" || d.workspace === null || "baseVerify" in d.workspace)) return def;
+  return { ...d, workspace: { ...(d.workspace ?? {}), baseVerify: false } };
 }
 
 /** A work repository `<dir>/work` to seed a forge fake from: branch `main`, one commit (a.txt). */

@@ -71,6 +71,9 @@ const SAMPLES: Record<EventType, unknown> = {
   notified: { slot: "environment", key: "environment:12", kind: "environment", ok: false, exitCode: 3, reason: "notify exited 3" },
   usage_recorded: { attempt: 1, final: false, source: "claude", tokens: { input: 10, output: 20, cacheRead: 300, cacheWrite: 40 }, microUsd: 12_345, usdFrom: "agent", note: null },
   budget_stopped: { attempt: 1, scope: "item", window: "total", unit: "tokens", spent: 1200, limit: 1000, reason: "spent 1,200 tokens of 1,000" },
+  base_verify_started: { key: "0123456789abcdef", verify: "npm test", setup: "npm ci", base: "main", commit: "a".repeat(40), dir: "/state/base-verify" },
+  base_verify_finished: { key: "0123456789abcdef", code: "failed", exitCode: 1, quote: "Error: nope", log: "/state/base-verify/verify.log", ms: 1200, reason: "the verify exited 1: Error: nope" },
+  base_verify_accepted: { key: "0123456789abcdef" },
 };
 
 const VALUES: unknown[] = [

@@ -5,7 +5,8 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { changedProducts, stampProducts } from "../../lib/repo/products.ts";
+import { changedProducts, setupKey, stampProducts } from "../../lib/repo/products.ts";
+import { git, makeRepo } from "../helpers/repo.ts";
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
@@ -42,5 +43,36 @@ describe("the stamps of what setup made", () => {
     rmSync(join(dir, "vendor", "lib", "a.js"));
     symlinkSync("/etc/passwd", join(dir, "vendor", "lib", "a.js"));
     expect(changedProducts(dir, ["vendor", ".venv-marker"], stamps)).toEqual([".venv-marker", "vendor/checker.sh", "vendor/lib/a.js", "vendor/lib/b.js"]);
+  });
+});
+
+describe("setupKey: what setup's products are made from, at a commit", () => {
+  const { dir, root } = makeRepo({ prefix: "loop-setupkey-", files: { "package.json": "{}\n", "package-lock.json": "{\"v\":1}\n", "src/a.js": "1\n", "deps/list.txt": "x\n" } });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const commit = (files: Record<string, string>): string => {
+    for (const [name, text] of Object.entries(files)) writeFileSync(join(root, name), text);
+    git(root, "add", "-A");
+    git(root, "commit", "-qm", "change");
+    return git(root, "rev-parse", "HEAD").trim();
+  };
+  const first = git(root, "rev-parse", "HEAD").trim();
+
+  test("the same lockfiles give the same key, whatever else changed; a changed lockfile or command another", () => {
+    const code = commit({ "src/a.js": "2\n" });
+    const lock = commit({ "package-lock.json": "{\"v\":2}\n" });
+    const k = (c: string, command = "npm ci") => setupKey({ repo: root, commit: c, command });
+    expect(k(code)).toBe(k(first));
+    expect(k(lock)).not.toBe(k(first));
+    expect(k(first, "npm install")).not.toBe(k(first));
+  });
+
+  test("workspace.setupKey's paths replace the lockfiles: a file or a folder, taken literally", () => {
+    const listed = commit({ "deps/list.txt": "y\n" });
+    const before = git(root, "rev-parse", "HEAD~1").trim();
+    const k = (c: string) => setupKey({ repo: root, commit: c, command: "make deps", paths: ["deps"] });
+    expect(k(listed)).not.toBe(k(before));
+    expect(setupKey({ repo: root, commit: listed, command: "npm ci" })).toBe(setupKey({ repo: root, commit: before, command: "npm ci" }));
+    // A glob is a name, not a pattern: it matches nothing here, so the key holds only the command.
+    expect(setupKey({ repo: root, commit: listed, command: "x", paths: ["dep*"] })).toBe(setupKey({ repo: root, commit: first, command: "x", paths: ["dep*"] }));
   });
 });

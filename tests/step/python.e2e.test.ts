@@ -188,4 +188,41 @@ describe("a Python repository, the operator's venv active", () => {
     },
     240_000,
   );
+
+  test.concurrent(
+    "a verify failing on the base (the item's test of what it adds): the loop waits with the exception quoted and no attempt spent; resume --yes accepts it and the item passes",
+    async () => {
+      // Setup makes the checkout's own venv, its editable install naming the checkout's src (offline).
+      const setup = `${PY} -m venv --without-pip .venv && echo "$PWD/src" > "$(.venv/bin/python3 -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/_editable_calc.pth"`;
+      const agent = "printf 'def add(a, b):\\n    return a + b\\n\\n\\ndef sub(a, b):\\n    return a - b\\n' > src/calc/__init__.py";
+      const p = new Project(
+        demoDefinition([{ id: "x", prompt: "add sub", runner: "agent" }], {
+          defaults: { verify: VERIFY, landing: "merge", maxAttempts: 1 },
+          runners: { agent: { command: ["sh", "-c", agent] } },
+          workspace: { setup, baseVerify: true },
+        }),
+        { files: { ...FILES, "tests/test_sub.py": "import unittest\nimport calc\n\n\nclass S(unittest.TestCase):\n    def test_sub(self):\n        self.assertEqual(calc.sub(3, 1), 2)\n", ".gitignore": ".loop/\n.venv/\n" }, env: {} },
+      );
+      projects.push(p);
+      activated(p, join(p.aux, "operator-venv"));
+      await p.runUntil((x) => x.action === "paused", { codes: [0, 1], what: "paused" });
+      const fin = p.eventsOf("base_verify_finished")[0]!;
+      expect(fin.payload).toMatchObject({ code: "failed", exitCode: 1 });
+      // unittest's line naming the test that errored, then its last lines.
+      expect(String(fin.payload.quote)).toStartWith("ERROR: test_sub (test_sub.S.test_sub)");
+      expect(String(fin.payload.quote)).toEndWith("FAILED (errors=1)");
+      expect(readFileSync(String(fin.payload.log), "utf8")).toContain("AttributeError: module 'calc' has no attribute 'sub'");
+      // The base's own venv and code: the calc the verify imported is the base checkout's.
+      expect(readFileSync(String(fin.payload.log), "utf8")).toMatch(/calc from \S*_base\/src\/calc\/__init__\.py/);
+      expect(p.eventsOf("environment_fault")[0]!.payload.kind).toBe("base_verify_failed");
+      expect(p.eventsOf("launch_reserved")).toHaveLength(0);
+      expect(p.projection().items.x).toMatchObject({ status: "pending", failures: 0, attempts: [] });
+      expect((await p.ctl(["resume", "--yes"])).code).toBe(0);
+      await p.runToDrain({ codes: [0, 1] });
+      expect(p.projection().items.x!.status, p.history()).toBe("passed");
+      expect(p.eventsOf("base_verify_started")).toHaveLength(1);
+      await p.finish();
+    },
+    240_000,
+  );
 });
