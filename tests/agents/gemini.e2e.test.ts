@@ -2,7 +2,8 @@
 // docs/runners.md gives (there is no `gemini` preset yet), against a fake of Gemini's API on
 // 127.0.0.1 (tests/helpers/fake-gemini.ts) that is loop's GOOGLE_GEMINI_BASE_URL: every session goes
 // through its gateway, which meters Gemini's usageMetadata. An item passes with the tokens the fake
-// served (its router's side request included), and an agent that gives up ends `gave_up`. Skipped,
+// served (its router's side request included), a token budget stops it at the gateway, and an agent
+// that gives up ends `gave_up`. Skipped,
 // said once, without the CLI (`npm run agents:install`).
 import { describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
@@ -71,6 +72,31 @@ describe.skipIf(bin === null)("gemini as loop's agent (a command runner)", () =>
             expect(it.attempts[0]!.usage).toMatchObject({ source: "gateway", tokens: geminiServed(fake.turns) });
           },
         );
+      } finally {
+        await fake.stop();
+      }
+    },
+    SLOW,
+  );
+
+  test(
+    "a token budget stops an endless session at the gateway: the request after the one that reached it is refused, the item settles budget_exhausted, the figure the fake's to the token",
+    async () => {
+      const LIMIT = 6_000;
+      const fake = await startFakeGemini(() => ({ shell: "echo again" }));
+      try {
+        await scenario(demoDefinition([{ id: "a", prompt: "Loop.", verify: "false", budget: { tokens: LIMIT }, maxAttempts: 1 }], { defaults: { runner: "gem" }, runners: { gem: GEMINI_RUNNER } }), {}, async (p) => {
+          Object.assign(p.env, agentEnv(p, fake));
+          await p.runUntil((_r, q) => q.projection().items.a!.status === "failed", { what: "the item failed", maxPolls: 400, codes: [0, 1] });
+          const it = p.projection().items.a!;
+          expect(it.settleCode).toBe("budget_exhausted");
+          const recorded = it.attempts[0]!.usage!.tokens!;
+          expect(recorded).toEqual(geminiServed(fake.turns));
+          const sum = (t: typeof recorded) => t.input + t.output + t.cacheRead + t.cacheWrite;
+          // Within one model request of the limit: the last answer served crossed it, and nothing after it was.
+          expect(sum(recorded)).toBeGreaterThanOrEqual(LIMIT);
+          expect(sum(recorded) - sum(geminiServed(fake.turns.slice(-1)))).toBeLessThan(LIMIT);
+        });
       } finally {
         await fake.stop();
       }
