@@ -44,7 +44,7 @@ while (!text.includes("\n")) text += new TextDecoder().decode((await reader.read
 const upstream = `http://127.0.0.1:${Number(text.trim())}`;
 
 const tokens = { n: 0 };
-const g = await startGateway({ upstreams: { anthropic: upstream, openai: upstream }, keys: { anthropic: "real" }, standIn: "stand-in", allow: undefined, onModelCall: (c) => (tokens.n += c.usage.output) });
+const g = await startGateway({ upstreams: { anthropic: upstream, openai: upstream, gemini: upstream }, keys: { anthropic: "real" }, standIn: "stand-in", allow: undefined, onModelCall: (c) => (tokens.n += c.usage.output) });
 
 // A request the size of a Claude Code turn's (88 KB in the runs of lib/gateway/endpoints.ts, a long conversation more).
 const BIG = JSON.stringify({ model: "claude-x", max_tokens: 32000, stream: true, messages: [{ role: "user", content: "x".repeat(128 * 1024) }] });
@@ -85,7 +85,7 @@ await g.stop();
 const starts: number[] = [];
 for (let i = 0; i < 31; i++) {
   const t0 = Bun.nanoseconds();
-  const h = await startGateway({ upstreams: { anthropic: upstream, openai: upstream }, keys: {}, standIn: "s", allow: "none" });
+  const h = await startGateway({ upstreams: { anthropic: upstream, openai: upstream, gemini: upstream }, keys: {}, standIn: "s", allow: "none" });
   await h.stop();
   starts.push((Bun.nanoseconds() - t0) / 1e6);
 }

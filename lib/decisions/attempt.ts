@@ -5,7 +5,7 @@ import { landed, type SettleCode } from "../log/vocabulary.ts";
 import { identicalFailure, identicalFailureReason } from "./guards.ts";
 
 /** What an attempt that failed settles its item as, when it is the last one allowed. */
-type FailedCode = Extract<SettleCode, "session_failed" | "verify_failed">;
+type FailedCode = Extract<SettleCode, "session_failed" | "verify_failed" | "gave_up">;
 
 /**
  * What an attempt whose session has ended needs next, read from what the log already holds: each
@@ -29,6 +29,8 @@ export function afterSession(it: ItemState): AfterSession {
   if (end.verdict === "launch_interrupted" || end.verdict === "drained") return { kind: "requeue", reason: end.reason, drained: end.verdict === "drained" };
   if (end.verdict !== "exited") return { kind: "fail", reason: end.reason, code: "session_failed" };
   if (!attempt.verify) return { kind: "verify" };
+  // The agent gave up (docs/runners.md#giving-up): never retried blindly, it waits for a person.
+  if (!attempt.verify.passed && attempt.verify.code === "gave_up") return { kind: "fail", reason: attempt.verify.reason, code: "gave_up" };
   if (!attempt.verify.passed) return { kind: "fail", reason: `verify failed: ${attempt.verify.reason}`, code: "verify_failed" };
   // The attempt's own landing: an earlier attempt's (a retry after landing_blocked or a conflict) says nothing of this one.
   if (!attempt.landing) return { kind: "land" };
@@ -46,6 +48,8 @@ export function afterFailure(it: ItemState): "retry" | "settle_failed" {
  * identicalFailure guard): a third try would spend money on nothing.
  */
 export function afterFailureOf(it: ItemState, o: { identicalFailure: boolean; reason: string; code: FailedCode }): { decision: "retry" } | { decision: "settle_failed"; reason: string; code: FailedCode | "identical_failure" } {
+  // An agent that gave up is not tried again with the same prompt: a person retries (with an edited prompt), skips or resets it.
+  if (o.code === "gave_up") return { decision: "settle_failed", reason: `${o.reason} (attempt ${requireAttempt(it).n}; not retried: a person decides)`, code: "gave_up" };
   const planned = afterFailure(it);
   const same = planned === "retry" && o.identicalFailure ? identicalFailure(it.attempts) : null;
   if (planned === "retry" && !same) return { decision: "retry" };

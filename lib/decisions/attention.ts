@@ -4,11 +4,11 @@
 // projection and the status document hold (AttentionInput); decided by the loop's typed cause and
 // the items' records, never by a reason's words. Pure.
 import { itemOf, type ItemState, type LoopCause, type LoopState, type Projection } from "../log/projection.ts";
-import { type DrainOutcome, drainsAs, ITEM_STATUSES, type ItemStatus, LANDING_OUTCOMES, type LandingOutcome, landed } from "../log/vocabulary.ts";
+import { type DrainOutcome, drainsAs, ITEM_STATUSES, type ItemStatus, LANDING_OUTCOMES, type LandingOutcome, landed, type SettleCode } from "../log/vocabulary.ts";
 import { activeItems } from "./next-work.ts";
 
 /** `definition` is `loop status`'s alone: a loop.json every step refuses, which the log cannot show (lib/reports/definition-on-disk.ts). */
-export type AttentionKind = "review" | "question" | "environment" | "failed" | "landing" | "budget" | "definition";
+export type AttentionKind = "review" | "question" | "environment" | "failed" | "landing" | "budget" | "gave_up" | "definition";
 
 export interface Attention {
   kind: AttentionKind;
@@ -41,6 +41,8 @@ interface AttentionItem {
   id: string;
   status: ItemStatus;
   reason: string | null;
+  /** Why it settled (item_settled's code), or null while it is not settled. */
+  code: SettleCode | null;
   epoch: number;
   /** How many attempts the item has (its current one's number). */
   attempts: number;
@@ -76,6 +78,7 @@ export function attentionItem(it: ItemState, pullSign = "#"): AttentionItem {
     id: it.id,
     status: it.status,
     reason: it.reason,
+    code: it.settleCode,
     epoch: it.epoch,
     attempts: it.attempts.length,
     question: it.question,
@@ -113,7 +116,7 @@ export function shellWord(s: string): string {
  * environment fault, a budget reached (the loop paused by its own, items settled failed by theirs),
  * items whose landing failed (a merge conflict, a target checked out elsewhere) or was blocked on the
  * forge (`landing_blocked`: a refusal, red checks past the deadline, auto-merge not allowed; its PR
- * is left open for a person), the loop drained `Failed`. An operator's own pause or stop needs
+ * is left open for a person), items whose agent gave up, the loop drained `Failed`. An operator's own pause or stop needs
  * nobody else.
  */
 export function attentionOf({ loop, items }: AttentionInput): Attention[] {
@@ -156,6 +159,21 @@ export function attentionOf({ loop, items }: AttentionInput): Attention[] {
         fix: [`raise the budget of ${it.id} (items[].budget or defaults.budget) in loop.json`, `loop ctl retry --work-item ${shellWord(it.id)}`],
         slot: `budget:${it.id}`,
         key: `budget:${it.id}:e${it.epoch}:a${it.attempts}`,
+      });
+  // An agent that gave up (docs/runners.md#giving-up): never retried blindly, a person decides.
+  for (const it of items)
+    if (it.status === "failed" && it.code === "gave_up")
+      out.push({
+        kind: "gave_up",
+        item: it.id,
+        reason: `${it.id}: ${it.reason ?? "the agent gave up"}`,
+        fix: [
+          `read its reason and its branch (loop logs --verify ${shellWord(it.id)}), edit its prompt in loop.json if need be, then loop ctl retry --work-item ${shellWord(it.id)}`,
+          `or loop ctl skip --work-item ${shellWord(it.id)}`,
+          `or loop reset --work-item ${shellWord(it.id)} to start it over`,
+        ],
+        slot: `gave_up:${it.id}`,
+        key: `gave_up:${it.id}:e${it.epoch}:a${it.attempts}`,
       });
   // Settled failed or landing_blocked because of its landing (a merge that conflicted or failed, a
   // pull request blocked): settle.ts settles a landing that did not land as exactly these.

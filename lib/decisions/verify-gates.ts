@@ -44,6 +44,8 @@ export interface GateFacts {
   ownedRefs?: string[] | GitFailed;
   /** `verify: false` only: the commits the attempt made on its branch. */
   commits?: number | GitFailed;
+  /** What the agent wrote in $LOOP_GIVE_UP_FILE, cleaned and capped; null: it did not give up. */
+  gaveUp?: string | null;
 }
 
 export type GateFact = keyof GateFacts;
@@ -104,6 +106,10 @@ export function verifyGate(f: GateFacts, o: GateOptions): VerifyGate {
   if (failed(f.airlock)) return refuse({ code: "git_failed", check: "leftovers", message: f.airlock.gitFailed });
   if ("code" in f.airlock) return refuse(f.airlock);
   const { head, startHead } = f.airlock;
+  // 3b. An agent that gave up: what it did is on the branch (the airlock wrote it) for a person to
+  // read, and nothing else is judged: no verify runs, and the attempt never lands.
+  if (f.gaveUp === undefined) return gather("gaveUp");
+  if (f.gaveUp !== null) return refuse({ code: "gave_up", text: f.gaveUp });
   // 4. Protected paths: its start commit kept, no protected path changed, whatever its verify would say.
   if (f.protectedPaths === undefined) return gather("protectedPaths");
   if (failed(f.protectedPaths)) return refuse({ code: "git_failed", check: "protected_paths", message: f.protectedPaths.gitFailed });

@@ -11,7 +11,7 @@ import { MAX_NOTIFY_TIMEOUT_MS, RUNNER_PLACEHOLDERS } from "./normalized.ts";
 import { CHANNEL_KINDS, channelUrlProblem, MAX_CHANNEL_TIMEOUT_MS, MAX_CHANNELS, NOTIFY_EVENTS } from "./channels.ts";
 import { apiUrlProblem, FORGE_KINDS, gitUrlProblem, isForgeLogin } from "./forge-kinds.ts";
 import { MAX_NETWORK_ENTRIES, networkEntryProblem } from "./network.ts";
-import { didYouMean } from "../shared/suggest.ts";
+import { closest, didYouMean } from "../shared/suggest.ts";
 import { branchNameProblem } from "./branches.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -93,16 +93,19 @@ const RunnerName = v.pipe(v.string("must be a string"), v.check(isItemId, `runne
 const Branch = v.pipe(v.string("must be a string"), problem<string>(branchNameProblem));
 const Bool = v.boolean("must be true or false");
 
+// Brace text other than loop's placeholders is left as it is (`curl -w '%{http_code}'`, `${HOME}`, a
+// jq program): only a lowercase name a typo away from a placeholder (`{promt}`, `{modle}`) is refused,
+// since it would reach the agent as those very characters.
 const CommandArg = v.pipe(
   v.string("must be a string"),
   v.check((s) => s !== "", "must not be empty"),
   problem<string>((arg) => {
-    const unknown = [...arg.matchAll(/\{([A-Za-z0-9_]+)\}/g)]
-      .map((m) => m[1]!)
-      .filter((p) => !RUNNER_PLACEHOLDERS.includes(p));
-    if (unknown.length === 0) return undefined;
+    const typos = [...arg.matchAll(/\{([a-z0-9_]+)\}/g)]
+      .map((m) => ({ name: m[1]!, meant: RUNNER_PLACEHOLDERS.includes(m[1]!) ? null : closest(m[1]!, RUNNER_PLACEHOLDERS) }))
+      .filter((t) => t.meant !== null);
+    if (typos.length === 0) return undefined;
     const known = RUNNER_PLACEHOLDERS.map((p) => `{${p}}`).join(", ");
-    return `unknown placeholder ${unknown.map((p) => `{${p}}`).join(", ")} (known: ${known})`;
+    return `${typos.map((t) => `{${t.name}} is not a placeholder (did you mean {${t.meant}}?)`).join("; ")} (known: ${known}; other brace text is left as it is)`;
   }),
 );
 /** "open", "none", or a list of "host:port" entries (docs/loop-json.md#network). */

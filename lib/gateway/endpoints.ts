@@ -23,14 +23,18 @@
 //   Codex 0.171.0        POST /responses (streamed, no max_output_tokens, store false) only: its
 //                        models endpoint (GET /models) is not asked with loop's provider.
 //   aider (not run here) Chat Completions through litellm: POST /chat/completions.
+//   Gemini CLI 0.61      (as a command runner; from the issue's notes and Gemini's API reference, not
+//                        recorded here) POST /v1beta/models/{model}:streamGenerateContent?alt=sse and
+//                        :generateContent (its router's side request, on a second model); :countTokens
+//                        and the model list are free.
 
-type Provider = "anthropic" | "openai";
+type Provider = "anthropic" | "openai" | "gemini";
 
 export interface Endpoint {
   /** Billed: its answer is metered (and held against the budget while in flight); free: costs nothing. */
   billed: boolean;
   /** Which answer it gives, for the worst case: the Messages API, OpenAI Responses, or Chat Completions. */
-  api: "messages" | "responses" | "chat" | null;
+  api: "messages" | "responses" | "chat" | "gemini" | null;
 }
 
 /** The allow-list: provider → [method, path pattern below the provider's base, endpoint]. */
@@ -51,7 +55,26 @@ const ALLOWED: Readonly<Record<Provider, readonly [string, RegExp, Endpoint][]>>
     ["GET", /^\/models$/, { billed: false, api: null }],
     ["GET", /^\/models\/[A-Za-z0-9._:@-]{1,200}$/, { billed: false, api: null }],
   ],
+  // Gemini's API (ai.google.dev/api): the model is in the path; v1 and v1beta alike.
+  gemini: [
+    ["POST", GEMINI_CALL("generateContent"), { billed: true, api: "gemini" }],
+    ["POST", GEMINI_CALL("streamGenerateContent"), { billed: true, api: "gemini" }],
+    // Free (ai.google.dev: countTokens is not billed).
+    ["POST", GEMINI_CALL("countTokens"), { billed: false, api: null }],
+    ["GET", /^\/v1(?:beta)?\/models$/, { billed: false, api: null }],
+    ["GET", /^\/v1(?:beta)?\/models\/[A-Za-z0-9._@-]{1,200}$/, { billed: false, api: null }],
+  ],
 };
+
+/** A Gemini model method's path: `/v1beta/models/<model>:<method>`. */
+function GEMINI_CALL(method: string): RegExp {
+  return new RegExp(`^/v1(?:beta)?/models/[A-Za-z0-9._@-]{1,200}:${method}$`);
+}
+
+/** The model a Gemini path names (`/v1beta/models/gemini-2.5-pro:generateContent` → `gemini-2.5-pro`), or null. */
+export function geminiModelOf(path: string): string | null {
+  return /^\/v1(?:beta)?\/models\/([A-Za-z0-9._@-]{1,200}):/.exec(path)?.[1] ?? null;
+}
 
 /** The endpoint a request is for, or null: not one the gateway forwards. `path` is below the provider's base, without the query. */
 export function endpointOf(provider: Provider, method: string, path: string): Endpoint | null {
@@ -96,7 +119,7 @@ const count = (x: unknown): number | null => (typeof x === "number" && Number.is
  * generated) is refused. A body that is not a JSON object is forwarded as it is: the provider
  * refuses it, and nothing is billed.
  */
-export function readRequest(api: NonNullable<Endpoint["api"]>, bytes: Uint8Array): ReadRequest {
+export function readRequest(api: NonNullable<Endpoint["api"]>, bytes: Uint8Array, pathModel: string | null = null): ReadRequest {
   let doc: Record<string, unknown> | null = null;
   try {
     const parsed: unknown = JSON.parse(new TextDecoder().decode(bytes));
@@ -105,8 +128,13 @@ export function readRequest(api: NonNullable<Endpoint["api"]>, bytes: Uint8Array
     // not JSON: the provider's 400
   }
   const input = bytes.length + INPUT_MARGIN;
-  if (!doc) return { worst: { model: null, input, output: DEFAULT_MAX_OUTPUT }, body: bytes };
-  const model = typeof doc.model === "string" && doc.model.length <= 200 ? doc.model : null;
+  if (!doc) return { worst: { model: pathModel, input, output: DEFAULT_MAX_OUTPUT }, body: bytes };
+  const model = typeof doc.model === "string" && doc.model.length <= 200 ? doc.model : pathModel;
+  if (api === "gemini") {
+    // generationConfig.maxOutputTokens × candidateCount; thinking tokens are billed as output too, within the same bound.
+    const config = doc.generationConfig && typeof doc.generationConfig === "object" ? (doc.generationConfig as Record<string, unknown>) : {};
+    return { worst: { model, input, output: (count(config.maxOutputTokens) ?? DEFAULT_MAX_OUTPUT) * (count(config.candidateCount) ?? 1) }, body: bytes };
+  }
   if (api === "responses" && doc.background === true) return { refused: "a background response is generated and billed after its answer, which says nothing of what it used" };
   const limit = api === "messages" ? count(doc.max_tokens) : api === "responses" ? count(doc.max_output_tokens) : count(doc.max_completion_tokens) ?? count(doc.max_tokens);
   const choices = api === "chat" ? (count(doc.n) ?? 1) : 1;

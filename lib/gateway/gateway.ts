@@ -1,7 +1,7 @@
 // A session's gateway (docs/threat-model.md#the-gateway): the one way out of a session, outside
 // its sandbox, living as long as the session.
 //   - The model APIs as a reverse proxy: `/anthropic/…` to loop's Anthropic upstream, `/openai/…`
-//     to its OpenAI one, only the endpoints of lib/gateway/endpoints.ts (what it can meter, and
+//     to its OpenAI one, `/gemini/…` to Gemini's API, only the endpoints of lib/gateway/endpoints.ts (what it can meter, and
 //     what costs nothing); the answer streamed back unchanged while lib/gateway/meter.ts reads
 //     what it used, request by request. A billed answer that ends without its final figure (the
 //     agent hung up, the upstream stopped) is charged its worst case, never less than it is billed.
@@ -15,13 +15,13 @@
 //     through only what the session's allow-list names; a refusal is reported (host, port, time).
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { networkAllows, type NetworkPolicy } from "../definition/network.ts";
-import { type Endpoint, endpointOf, readRequest, type WorstCase } from "./endpoints.ts";
+import { type Endpoint, endpointOf, geminiModelOf, readRequest, type WorstCase } from "./endpoints.ts";
 import { type MeteredUsage, UsageMeter } from "./meter.ts";
 
-type Provider = "anthropic" | "openai";
+type Provider = "anthropic" | "openai" | "gemini";
 
 /** Where loop's own model traffic goes unless loop's environment says otherwise. */
-export const DEFAULT_UPSTREAMS: Readonly<Record<Provider, string>> = { anthropic: "https://api.anthropic.com", openai: "https://api.openai.com/v1" };
+export const DEFAULT_UPSTREAMS: Readonly<Record<Provider, string>> = { anthropic: "https://api.anthropic.com", openai: "https://api.openai.com/v1", gemini: "https://generativelanguage.googleapis.com" };
 
 export interface ModelCall {
   provider: Provider;
@@ -107,11 +107,17 @@ const RETRY_AFTER_S = 10;
 
 const STATUS: Record<ModelRefusalCode, number> = { endpoint_not_allowed: 403, budget_exhausted: 403, budget_in_flight: 429, answers_cut_off: 403, no_model_api: 403 };
 
-/** An error in the provider's own shape: Anthropic's `{type: "error", error: {type, message}}`, OpenAI's `{error: {message, type, param, code}}`. */
+/** An error in the provider's own shape: Anthropic's `{type: "error", error: {type, message}}`, OpenAI's `{error: {message, type, param, code}}`, Gemini's `{error: {code, message, status}}`. */
 function providerError(provider: Provider, status: number, message: string, code: string | null = null): Response {
   const anthropic = { 401: "authentication_error", 403: "permission_error", 429: "rate_limit_error" }[status as 401] ?? "api_error";
   const openai = status === 429 ? { type: "requests", code: "rate_limit_exceeded" } : { type: status === 403 && code?.startsWith("budget") ? "insufficient_quota" : "invalid_request_error", code };
-  const body = provider === "anthropic" ? { type: "error", error: { type: anthropic, message } } : { error: { message, type: openai.type, param: null, code: openai.code } };
+  const gemini = { 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 429: "RESOURCE_EXHAUSTED" }[status as 401] ?? "UNAVAILABLE";
+  const body =
+    provider === "anthropic"
+      ? { type: "error", error: { type: anthropic, message } }
+      : provider === "gemini"
+        ? { error: { code: status, message, status: gemini } }
+        : { error: { message, type: openai.type, param: null, code: openai.code } };
   return Response.json(body, { status, ...(status === 429 ? { headers: { "retry-after": String(RETRY_AFTER_S) } } : {}) });
 }
 
@@ -126,7 +132,7 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
   const proxyUnix = o.unix ? await startProxy(o, now, o.unix.proxy) : null;
   const port = model.port!;
   return {
-    modelUrl: { anthropic: `http://127.0.0.1:${port}/anthropic`, openai: `http://127.0.0.1:${port}/openai` },
+    modelUrl: { anthropic: `http://127.0.0.1:${port}/anthropic`, openai: `http://127.0.0.1:${port}/openai`, gemini: `http://127.0.0.1:${port}/gemini` },
     proxyUrl: `http://127.0.0.1:${proxy.port}`,
     modelPort: port,
     proxyPort: proxy.port,
@@ -162,8 +168,8 @@ function figureOf(o: { endpoint: Endpoint; status: number | null; meter: UsageMe
 
 async function modelRequest(o: GatewayOptions, now: () => number, open: Set<() => void>, req: Request): Promise<Response> {
   const url = new URL(req.url);
-  const m = /^\/(anthropic|openai)(\/.*)?$/.exec(url.pathname);
-  if (!m) return new Response("loop gateway: the model APIs are under /anthropic and /openai\n", { status: 404 });
+  const m = /^\/(anthropic|openai|gemini)(\/.*)?$/.exec(url.pathname);
+  if (!m) return new Response("loop gateway: the model APIs are under /anthropic, /openai and /gemini\n", { status: 404 });
   const provider = m[1] as Provider;
   const path = m[2] ?? "/";
   const method = req.method;
@@ -180,12 +186,12 @@ async function modelRequest(o: GatewayOptions, now: () => number, open: Set<() =
   });
   // The answer is read as it streams: ask for it uncompressed.
   headers.set("accept-encoding", "identity");
-  const standIn = swapCredential(provider, headers, o.standIn, o.keys[provider]);
-  if (standIn === "no-key") return providerError(provider, 401, `loop: the stand-in key needs loop's ${provider === "anthropic" ? "ANTHROPIC_API_KEY" : "OPENAI_API_KEY"}, and loop's environment has none`);
+  const standIn = swapCredential(provider, headers, o.standIn, o.keys[provider], url.searchParams);
+  if (standIn === "no-key") return providerError(provider, 401, `loop: the stand-in key needs loop's ${KEY_VARIABLE[provider]}, and loop's environment has none`);
   let body: Uint8Array | undefined = method === "GET" || method === "HEAD" ? undefined : new Uint8Array(await req.arrayBuffer());
   let worst: WorstCase | null = null;
   if (endpoint.billed) {
-    const read = readRequest(endpoint.api!, body ?? new Uint8Array());
+    const read = readRequest(endpoint.api!, body ?? new Uint8Array(), provider === "gemini" ? geminiModelOf(path) : null);
     if (read.refused !== undefined) return refuse({ code: "endpoint_not_allowed", reason: `${method} ${path}: ${read.refused}` });
     worst = read.worst;
     body = read.body;
@@ -258,16 +264,26 @@ async function modelRequest(o: GatewayOptions, now: () => number, open: Set<() =
   return new Response(piped, { status: upstream.status, statusText: upstream.statusText, headers: out });
 }
 
-/** Replace the stand-in by loop's key where it is; "swapped", "passed" (another credential, or none), or "no-key". */
-function swapCredential(provider: Provider, headers: Headers, standIn: string, key: string | undefined): "swapped" | "passed" | "no-key" {
+/** The variable of loop's environment that holds each provider's key. */
+const KEY_VARIABLE: Record<Provider, string> = { anthropic: "ANTHROPIC_API_KEY", openai: "OPENAI_API_KEY", gemini: "GEMINI_API_KEY" };
+
+/**
+ * Replace the stand-in by loop's key where it is; "swapped", "passed" (another credential, or none),
+ * or "no-key". Gemini's key travels in `x-goog-api-key` or the `key` query parameter (`query`, changed in place).
+ */
+function swapCredential(provider: Provider, headers: Headers, standIn: string, key: string | undefined, query: URLSearchParams): "swapped" | "passed" | "no-key" {
   const bearer = headers.get("authorization");
   const apiKey = headers.get("x-api-key");
-  const carries = apiKey === standIn || bearer === `Bearer ${standIn}`;
+  const google = headers.get("x-goog-api-key");
+  const carries = apiKey === standIn || bearer === `Bearer ${standIn}` || (provider === "gemini" && (google === standIn || query.get("key") === standIn));
   if (!carries) return "passed";
   if (!key) return "no-key";
   headers.delete("authorization");
   headers.delete("x-api-key");
+  headers.delete("x-goog-api-key");
+  query.delete("key");
   if (provider === "anthropic") headers.set("x-api-key", key);
+  else if (provider === "gemini") headers.set("x-goog-api-key", key);
   else headers.set("authorization", `Bearer ${key}`);
   return "swapped";
 }
@@ -393,6 +409,8 @@ export function gatewayEnv(g: Pick<Gateway, "modelUrl" | "proxyUrl">, standIn: s
     ANTHROPIC_API_KEY: standIn,
     OPENAI_BASE_URL: g.modelUrl.openai,
     OPENAI_API_KEY: standIn,
+    // Gemini CLI's base URL (its key is not loop's to hold yet: GEMINI_API_KEY passes as the policy says).
+    GOOGLE_GEMINI_BASE_URL: g.modelUrl.gemini,
     HTTP_PROXY: proxy,
     HTTPS_PROXY: proxy,
     ALL_PROXY: proxy,

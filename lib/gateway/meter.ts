@@ -4,7 +4,10 @@
 // the whole usage), OpenAI Chat Completions (the last chunk's `usage`, when asked for), or the same
 // answers unstreamed (one JSON body with `usage`); and whether the answer gave its final figure
 // (Anthropic's last `message_delta`, with its stop reason; OpenAI's `response.completed`; the chat
-// usage chunk; a whole body), without which the gateway charges the request's worst case. Pure and
+// usage chunk; a whole body), without which the gateway charges the request's worst case. Gemini's
+// `generateContent` and `streamGenerateContent` answers carry `usageMetadata` (streamed: in the
+// chunks, cumulative; final in the chunk whose candidate names its finishReason; unstreamed without
+// `alt=sse`: a JSON array of those chunks, read whole). Pure and
 // incremental: fed the bytes in the pieces they arrive in, it never holds more than one unfinished
 // line of an event stream.
 
@@ -25,8 +28,23 @@ type Said = "none" | "partial" | "final";
 
 /** Usage from one provider document (an event's data or a whole body), merged into `u`. */
 function readUsage(doc: unknown, u: MeteredUsage): Said {
+  // Gemini's streamGenerateContent without alt=sse: one JSON array of the chunks.
+  if (Array.isArray(doc)) return doc.reduce<Said>((said, c) => strongest(said, readUsage(c, u)), "none");
   const d = obj(doc);
   if (!d) return "none";
+  // Gemini: usageMetadata { promptTokenCount (cached included), cachedContentTokenCount, candidatesTokenCount, thoughtsTokenCount, toolUsePromptTokenCount }.
+  const gemini = obj(d.usageMetadata);
+  if (gemini) {
+    const cached = n(gemini.cachedContentTokenCount);
+    const prompt = n(gemini.promptTokenCount) + n(gemini.toolUsePromptTokenCount);
+    u.cacheRead = Math.min(cached, prompt);
+    u.input = prompt - u.cacheRead;
+    // Thinking is billed as output; candidatesTokenCount leaves it out.
+    u.output = n(gemini.candidatesTokenCount) + n(gemini.thoughtsTokenCount);
+    u.cacheWrite = 0;
+    const finished = Array.isArray(d.candidates) && d.candidates.some((c) => typeof obj(c)?.finishReason === "string");
+    return finished ? "final" : "partial";
+  }
   // Anthropic: message_start { message: { usage } }, message_delta { usage } (output is cumulative).
   if (d.type === "message_start") {
     const usage = obj(obj(d.message)?.usage);
@@ -63,6 +81,11 @@ function readUsage(doc: unknown, u: MeteredUsage): Said {
   return readOpenAiUsage(usage, u);
 }
 
+const RANK: Record<Said, number> = { none: 0, partial: 1, final: 2 };
+function strongest(a: Said, b: Said): Said {
+  return RANK[b] > RANK[a] ? b : a;
+}
+
 function readOpenAiUsage(usage: Record<string, unknown> | null, u: MeteredUsage): Said {
   if (!usage) return "none";
   // Responses: input_tokens (cached ones included), output_tokens; Chat: prompt_tokens, completion_tokens.
@@ -83,6 +106,8 @@ function readOpenAiUsage(usage: Record<string, unknown> | null, u: MeteredUsage)
 function modelOf(doc: unknown): string | null {
   const d = obj(doc);
   if (!d) return null;
+  // Gemini names the model that answered as modelVersion.
+  if (typeof d.modelVersion === "string" && d.modelVersion.length > 0 && d.modelVersion.length <= 200) return d.modelVersion;
   const holder = d.type === "message_start" ? obj(d.message) : typeof d.type === "string" && d.type.startsWith("response.") ? obj(d.response) : d;
   const m = holder?.model;
   return typeof m === "string" && m.length > 0 && m.length <= 200 ? m : null;
@@ -131,7 +156,7 @@ export class UsageMeter {
       try {
         const doc = JSON.parse(this.body.join("") + this.decoder.decode());
         this.said(readUsage(doc, this.usage));
-        this.model ??= modelOf(doc);
+        this.model ??= Array.isArray(doc) ? (doc.map(modelOf).find((m) => m !== null) ?? null) : modelOf(doc);
       } catch {
         // not JSON: an error page, nothing used
       }

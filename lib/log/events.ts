@@ -285,6 +285,8 @@ export const PAYLOADS = {
   forge_thread_baselined: v.union([BASELINED, v.strictObject({ ...BASELINED.entries, through: NStr })]),
   forge_comment_handled: v.union([HANDLED, v.strictObject({ ...HANDLED.entries, createdAt: Str })]),
   forge_question_posted: v.strictObject({ attempt: Pos, issue: Pos, commentId: Pos }),
+  // An item whose agent gave up, said on its issue once per attempt (docs/runners.md#giving-up).
+  forge_gave_up_posted: v.strictObject({ attempt: Pos, issue: Pos, commentId: Pos }),
   // A reaction to what happened on the attempt's pull request (docs/forge.md#reactions): the signals
   // seen on `head` (each with the key that keeps it from triggering twice), what was decided, and
   // the bounded, fenced digest the next attempt is given ("" when it blocked).

@@ -278,6 +278,8 @@ export interface ForgeRecord {
   messages: { id: number; login: string; text: string; at: string }[];
   /** The question posted on the issue for the current needs_input, by attempt. */
   questionPosted: { attempt: number; commentId: number } | null;
+  /** That the agent gave up, posted on the issue, by attempt; absent until it was (and in older logs). */
+  gaveUpPosted?: { attempt: number; commentId: number };
 }
 
 export function emptyForge(): ForgeRecord {

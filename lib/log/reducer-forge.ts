@@ -4,7 +4,7 @@
 import { emptyForge } from "./projection.ts";
 import { currentAttempt, type Handlers, need, needStatus } from "./reducer-rules.ts";
 
-type ForgeEvent = "forge_pr_recorded" | "forge_landing_waiting" | "forge_thread_baselined" | "forge_comment_handled" | "forge_reaction_recorded" | "forge_question_posted";
+type ForgeEvent = "forge_pr_recorded" | "forge_landing_waiting" | "forge_thread_baselined" | "forge_comment_handled" | "forge_reaction_recorded" | "forge_question_posted" | "forge_gave_up_posted";
 
 export const FORGE_HANDLERS: Pick<Handlers, ForgeEvent> = {
   forge_pr_recorded(p, e, fail) {
@@ -72,5 +72,11 @@ export const FORGE_HANDLERS: Pick<Handlers, ForgeEvent> = {
     needStatus(it, ["needs_input"], e, fail);
     const f = (it.forge ??= emptyForge());
     f.questionPosted = { attempt: e.payload.attempt, commentId: e.payload.commentId };
+  },
+  forge_gave_up_posted(p, e, fail) {
+    const it = need(p, e, fail);
+    if (it.status !== "failed" || it.settleCode !== "gave_up") fail("not_gave_up", `"${it.id}" did not settle gave_up`);
+    const f = (it.forge ??= emptyForge());
+    f.gaveUpPosted = { attempt: e.payload.attempt, commentId: e.payload.commentId };
   },
 };

@@ -204,6 +204,8 @@ export const VERIFY_CODES = [
   "change_too_large",
   /** The agent exited non-zero and changed nothing. */
   "agent_failed",
+  /** The agent gave up, with its reason in $LOOP_GIVE_UP_FILE: no verify, its work kept on the branch and never landed. */
+  "gave_up",
   /** The verify command changed a protected path. */
   "protected_changed_by_verify",
   /** The verify command moved the attempt's branch. */
@@ -295,6 +297,8 @@ export const SETTLE_CODES = [
   "session_failed",
   /** Two failed attempts in a row failed the same way: the retries are stopped early. */
   "identical_failure",
+  /** Its agent gave up with a reason ($LOOP_GIVE_UP_FILE): never retried blindly, it waits for a person (retry, skip or reset). */
+  "gave_up",
   /** Its own budget is spent. */
   "budget_exhausted",
   /** Its session hung up on too many model answers before their usage: its gateway stopped it (docs/spend.md#the-gateway). */

@@ -50,6 +50,7 @@ const WHAT: Record<string, string> = {
   budget: "a budget was reached",
   budget_80: "80% of a budget is spent",
   review: "waits for review before it starts",
+  gave_up: "an agent gave up",
   definition: "loop.json is invalid",
   passed: "an item passed",
   landed: "an item landed",

@@ -364,6 +364,7 @@ const HANDLERS: Record<string, Handler> = {
   forge_thread_baselined() {},
   forge_comment_handled() {},
   forge_question_posted() {},
+  forge_gave_up_posted() {},
   landing_finished(h, e, it, t) {
     const a = it && attemptOf(it, e.payload?.attempt);
     if (!a) return;

@@ -14,7 +14,7 @@ interface LoopMetrics {
   lastWrite: number | null;
 }
 
-const ATTENTION_KINDS: AttentionKind[] = ["review", "question", "environment", "budget", "landing", "failed", "definition"];
+const ATTENTION_KINDS: AttentionKind[] = ["review", "question", "environment", "budget", "landing", "gave_up", "failed", "definition"];
 const LOOP_STATES = ["new", "running", "paused", "stopped", "drained"];
 
 /** A label value as the format wants it: backslash, double quote and line feed escaped. */

@@ -24,11 +24,13 @@ interface HandoffInput {
   attempt: number;
   branch: string;
   askFile: string;
+  /** Where the agent writes why it gives up ($LOOP_GIVE_UP_FILE, docs/runners.md#giving-up). */
+  giveUpFile: string;
   /** The forge issue's title, body and thread, already fenced as untrusted text (lib/step/forge/issue-context.ts). */
   forgeContext?: string | null;
 }
 
-export function buildHandoff({ p, item, attempt, branch, askFile, forgeContext = null }: HandoffInput): string {
+export function buildHandoff({ p, item, attempt, branch, askFile, giveUpFile, forgeContext = null }: HandoffInput): string {
   const it = p.items[item]!;
   const ids = p.order.filter((id) => p.items[id]!.status !== "withdrawn");
   const pos = ids.indexOf(item) + 1;
@@ -76,6 +78,11 @@ export function buildHandoff({ p, item, attempt, branch, askFile, forgeContext =
   if (it.def.verify === false) lines.push("- There is no verify command: the item passes if you exit 0 and the branch has a change.");
   else lines.push(`- The item passes only if this command exits 0 in the worktree: \`${it.def.verify}\``);
   lines.push(`- If you need a decision from a person, write the question to the file named by $LOOP_ASK_FILE (${askFile}) and exit.`);
+  lines.push(
+    `- If you cannot do this task honestly (the task and its tests disagree, something it needs is missing, the task is wrong), giving up is an acceptable outcome: write your reason to the file named by $LOOP_GIVE_UP_FILE (${giveUpFile}) and exit. ` +
+      "Your commits stay on the branch for a person to read, and a person decides what happens next. " +
+      "Editing or weakening the tests, special-casing the inputs they check, or claiming success without doing the work is not acceptable.",
+  );
   return lines.join("\n") + "\n";
 }
 

@@ -200,7 +200,8 @@ async function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, 
     for (const odd of recordObjectStore({ repo, proofs: objectProofs(ctx) })) ctx.options.log.warn(`${it.id}: the repository's object store before the attempt: ${odd}`);
   const handoffPath = join(dir, SESSION_FILES.handoff);
   const askFile = join(dir, SESSION_FILES.ask);
-  const handoff = buildHandoff({ p: reserved, item: it.id, attempt: n, branch, askFile, forgeContext: plan.forgeContext });
+  const giveUpFile = join(dir, SESSION_FILES.giveUp);
+  const handoff = buildHandoff({ p: reserved, item: it.id, attempt: n, branch, askFile, giveUpFile, forgeContext: plan.forgeContext });
   writeFileAtomic(handoffPath, handoff);
   // A reply resumes the previous conversation only where it is proven to exist; else it goes in
   // this attempt's handoff (which lists every reply) to a fresh session.
@@ -255,6 +256,7 @@ async function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, 
     LOOP_HANDOFF: handoffPath,
     LOOP_WORKDIR: worktree,
     LOOP_ASK_FILE: askFile,
+    LOOP_GIVE_UP_FILE: giveUpFile,
     LOOP_SESSION_ID: sessionId,
     LOOP_MODEL: it.def.model ?? "",
     // Comments from the issue thread for a running agent (docs/runners.md); the file may not exist yet.
@@ -291,7 +293,7 @@ async function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, 
     ...(gateway ? { gateway, upstream: gatewayUpstream(ctx.options.env) } : {}),
     scope: { role: "session", loopName: ctx.def.name, item: it.id, epoch: it.epoch, attempt: n, stateRoot: ctx.options.stateRoot },
     ...(plan.bwrap
-      ? { sandbox: { ...request!(), gitDir: { path: gitDir, writable: true }, readOnly: prepared.products.map((p) => join(worktree, p)), writable: [askFile, usageFile, ...(cmd.writes ?? [])], programs: [...sandboxPrograms(it.def.runner, program), ...(gateway ? selfFiles() : [])], ...(home ? { configHome: { dir: home.home, readOnly: home.readOnly } } : {}) } }
+      ? { sandbox: { ...request!(), gitDir: { path: gitDir, writable: true }, readOnly: prepared.products.map((p) => join(worktree, p)), writable: [askFile, giveUpFile, usageFile, ...(cmd.writes ?? [])], programs: [...sandboxPrograms(it.def.runner, program), ...(gateway ? selfFiles() : [])], ...(home ? { configHome: { dir: home.home, readOnly: home.readOnly } } : {}) } }
       : {}),
   });
   // Atomic: a step killed mid-write must not leave a half file that adoption then misreads.

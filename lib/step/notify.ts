@@ -56,6 +56,7 @@ const SUBJECTS: Record<Attention["kind"], string> = {
   landing: "a landing failed",
   failed: "drained Failed",
   budget: "a budget was reached",
+  gave_up: "an agent gave up",
   // `loop status`'s alone (a step that cannot read loop.json notifies nobody): here for completeness.
   definition: "loop.json is invalid",
 };

@@ -20,7 +20,7 @@ export async function settleAttempt(ctx: StepContext, it: ItemState, o: { landed
 }
 
 /** The attempt failed: close its session, then try again or settle the item failed (its attempts are spent). */
-export async function failAttempt(ctx: StepContext, it: ItemState, failed: { reason: string; code: "session_failed" | "verify_failed" }): Promise<void> {
+export async function failAttempt(ctx: StepContext, it: ItemState, failed: { reason: string; code: "session_failed" | "verify_failed" | "gave_up" }): Promise<void> {
   const attempt = requireAttempt(it);
   const { reason } = failed;
   const c = await closeInStep(ctx, { it, reason, removeCheckout: false });

@@ -21,7 +21,8 @@ import { GitError, StartError } from "../shared/errors.ts";
 import type { VerifyCode } from "../log/vocabulary.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { markCarried } from "../shared/process.ts";
-import { readJsonOrNull, readTextOrNull, writeFileAtomic } from "../shared/fsutil.ts";
+import { readJsonOrNull, readRegularFile, readTextOrNull, writeFileAtomic } from "../shared/fsutil.ts";
+import { capped } from "../forge/untrusted.ts";
 import { GIT_EXEC_FILE, gitExecReport, gitExecSnapshot } from "../repo/git-exec.ts";
 import { tamperedObjects } from "../repo/object-store.ts";
 import { endSessionProcesses, endVerifyRun } from "../supervisor/end.ts";
@@ -179,11 +180,37 @@ async function gather(ctx: StepContext, it: ItemState, facts: GateFacts, fact: G
     case "ownedRefs":
       facts.ownedRefs = orGitFailed(() => ownedRefChanges(ctx, projection(ctx)).map(describeRefChange));
       return;
+    case "gaveUp":
+      facts.gaveUp = gaveUpReason(ctx, it);
+      return;
     case "commits":
       failpoint("verify:before");
       facts.commits = orGitFailed(() => commitsOfAttempt(ctx, it));
       return;
   }
+}
+
+/** How much of a give-up reason is kept (characters, after cleaning): recorded in the log and the verify log. */
+const GAVE_UP_CAP = 4000;
+
+/**
+ * What the agent wrote in $LOOP_GIVE_UP_FILE, cleaned of hidden characters and capped, or null: it
+ * did not give up. Read as the ask file is (docs/runners.md#the-ask-file-protocol): only the file
+ * the agent wrote itself, never through a link, a FIFO or another user's file, which is said and
+ * counts as no giving up.
+ */
+function gaveUpReason(ctx: StepContext, it: ItemState): string | null {
+  const path = join(it.session!.sessionDir, SESSION_FILES.giveUp);
+  const read = readRegularFile(path, { maxBytes: 64 * 1024, truncate: true, noLinks: true });
+  if (read.kind === "error") {
+    const line = `${it.id}: attempt ${requireAttempt(it).n}: its give-up file ${path} was not read: ${read.message}`;
+    ctx.warnings.push(line);
+    ctx.options.log.warn(line);
+    return null;
+  }
+  if (read.kind !== "ok") return null;
+  const text = capped(read.bytes.toString("utf8"), GAVE_UP_CAP).trim();
+  return text === "" ? null : text;
 }
 
 async function orGitFailedAsync<T>(f: () => Promise<T>): Promise<T | { gitFailed: string }> {

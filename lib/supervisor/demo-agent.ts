@@ -7,6 +7,7 @@
 //   @demo commit <message...>        git add -A && git commit -m <message>
 //   @demo merge <ref>                git merge <ref>, conflicts resolved to this branch's side (a rework after a conflict)
 //   @demo ask <question...>          write the question to LOOP_ASK_FILE and stop (exit 0)
+//   @demo give-up <reason...>        write the reason to LOOP_GIVE_UP_FILE and stop (exit 0)
 //   @demo sleep <seconds>            wait
 //   @demo exit <code>                stop with that exit code
 //   @demo print <text...>            print the text on stdout
@@ -59,6 +60,7 @@ type DemoDirective =
   | { verb: "commit"; message: string }
   | { verb: "merge"; ref: string }
   | { verb: "ask"; question: string }
+  | { verb: "give-up"; reason: string }
   | { verb: "sleep"; seconds: number }
   | { verb: "exit"; code: number }
   | { verb: "print"; text: string }
@@ -129,6 +131,9 @@ function parseOne(body: string, line: number): { attempt: number | null; directi
     case "ask":
       if (rest === "") throw new DemoDirectiveError(line, "ask needs a question");
       return { attempt, directive: { verb, question: decodeText(rest) } };
+    case "give-up":
+      if (rest === "") throw new DemoDirectiveError(line, "give-up needs a reason");
+      return { attempt, directive: { verb, reason: decodeText(rest) } };
     case "sleep": {
       if (!/^[0-9]+(?:\.[0-9]+)?$/.test(rest)) throw new DemoDirectiveError(line, `sleep needs a number of seconds, got "${rest}"`);
       return { attempt, directive: { verb, seconds: Number(rest) } };
@@ -292,6 +297,17 @@ export async function runDemoAgent(
           return fail(`line ${line}: ask: cannot write ${askFile}: ${(e as Error).message}`, 1);
         }
         out(`demo: ask ${JSON.stringify(d.question)} (stopping for input)`);
+        return 0;
+      }
+      case "give-up": {
+        const file = env.LOOP_GIVE_UP_FILE;
+        if (!file) return fail(`line ${line}: give-up: LOOP_GIVE_UP_FILE is not set`);
+        try {
+          writeFileSync(resolve(cwd, file), `${d.reason}\n`);
+        } catch (e) {
+          return fail(`line ${line}: give-up: cannot write ${file}: ${(e as Error).message}`, 1);
+        }
+        out(`demo: give-up ${JSON.stringify(d.reason)} (stopping)`);
         return 0;
       }
       case "sleep":

@@ -83,7 +83,7 @@ export async function startSessionGateway(o: {
   const dir = o.request.socketDir;
   const sockets = dir ? { model: join(dir, GATEWAY_SOCKETS.model), proxy: join(dir, GATEWAY_SOCKETS.proxy) } : null;
   const g = await startGateway({
-    upstreams: { anthropic: o.env.ANTHROPIC_BASE_URL || DEFAULT_UPSTREAMS.anthropic, openai: o.env.OPENAI_BASE_URL || DEFAULT_UPSTREAMS.openai },
+    upstreams: { anthropic: o.env.ANTHROPIC_BASE_URL || DEFAULT_UPSTREAMS.anthropic, openai: o.env.OPENAI_BASE_URL || DEFAULT_UPSTREAMS.openai, gemini: o.env.GOOGLE_GEMINI_BASE_URL || DEFAULT_UPSTREAMS.gemini },
     keys: { anthropic: o.env.ANTHROPIC_API_KEY || undefined, openai: o.env.OPENAI_API_KEY || undefined },
     standIn: o.request.standIn,
     allow: o.request.allow ?? undefined,
@@ -136,9 +136,9 @@ export async function startSessionGateway(o: {
 }
 
 /** Where the bridge serves the gateway inside the sandbox (lib/supervisor/bridge.ts). */
-function bridgeUrls(): { modelUrl: Record<"anthropic" | "openai", string>; proxyUrl: string } {
+function bridgeUrls(): { modelUrl: Record<"anthropic" | "openai" | "gemini", string>; proxyUrl: string } {
   const at = `http://${BRIDGE_HOST}`;
-  return { modelUrl: { anthropic: `${at}:${BRIDGE_PORTS.model}/anthropic`, openai: `${at}:${BRIDGE_PORTS.model}/openai` }, proxyUrl: `${at}:${BRIDGE_PORTS.proxy}` };
+  return { modelUrl: { anthropic: `${at}:${BRIDGE_PORTS.model}/anthropic`, openai: `${at}:${BRIDGE_PORTS.model}/openai`, gemini: `${at}:${BRIDGE_PORTS.model}/gemini` }, proxyUrl: `${at}:${BRIDGE_PORTS.proxy}` };
 }
 
 const PROXY_VARS = ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy", "NO_PROXY", "no_proxy"] as const;

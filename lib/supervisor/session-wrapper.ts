@@ -90,6 +90,8 @@ export const SESSION_FILES = {
   exit: "exit.json",
   output: "output.log",
   ask: "ask.txt",
+  /** Where an agent that gives up writes why ($LOOP_GIVE_UP_FILE, docs/runners.md#giving-up). */
+  giveUp: "give-up.txt",
   handoff: "handoff.md",
   verify: "verify.log",
   /** workspace.setup's output, when the launch ran it (docs/loop-json.md#workspace). */

@@ -67,7 +67,7 @@ export function readSessionUsage(o: { dir: string; source: Exclude<UsageSource, 
   if (metered.figure!.microUsd !== null) return metered;
   // Some answer had no price: the CLI's own dollars (claude's total_cost_usd), if it printed them, over unknown.
   const cli = own().figure?.microUsd ?? null;
-  return cli !== null ? { figure: { ...metered.figure!, microUsd: cli }, note: metered.note, usdFrom: "agent" } : metered;
+  return cli !== null ? { figure: { ...metered.figure!, microUsd: cli }, note: metered.note, usdFrom: "agent", gateway: true } : metered;
 }
 
 /** The sum of what the session's gateway metered (GATEWAY_FILES.usage), or null when it metered nothing (no gateway). */

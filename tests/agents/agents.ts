@@ -13,6 +13,8 @@ export const AGENTS = {
   claude: join(MODULES, "@anthropic-ai/claude-code/bin/claude.exe"),
   "claude-2.1.197": join(MODULES, "claude-code-2.1.197/bin/claude.exe"),
   codex: join(MODULES, "@openai/codex/bin/codex.js"),
+  gemini: join(MODULES, "@google/gemini-cli/bundle/gemini.js"),
+  opencode: join(MODULES, "opencode-ai/bin/opencode.exe"),
 } as const;
 export type AgentName = keyof typeof AGENTS;
 
@@ -32,7 +34,7 @@ export function agentBin(name: AgentName): string | null {
 }
 
 /** A folder holding `as` → the CLI, to put first on an agent's PATH (the presets run `claude`, `codex`). */
-export function agentPath(dir: string, name: AgentName, as: "claude" | "codex"): string {
+export function agentPath(dir: string, name: AgentName, as: "claude" | "codex" | "gemini" | "opencode"): string {
   const bin = join(dir, "agent-bin");
   mkdirSync(bin, { recursive: true });
   symlinkSync(agentBin(name)!, join(bin, as));

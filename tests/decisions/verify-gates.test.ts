@@ -12,13 +12,14 @@ const withoutCommand = { command: false, exitCode: 0, noProgressGuard: true, pro
 const HEAD = "h".repeat(40);
 
 /** Every gate's fact when it passes. */
-const CLEAN: Required<GateFacts> = { worktree: "present", store: [], airlock: { head: HEAD, startHead: "s".repeat(40) }, protectedPaths: null, changes: { paths: ["src/a.py"], bytes: 10 }, products: [], ownedRefs: [], commits: 1 };
+const CLEAN: Required<GateFacts> = { worktree: "present", store: [], airlock: { head: HEAD, startHead: "s".repeat(40) }, gaveUp: null, protectedPaths: null, changes: { paths: ["src/a.py"], bytes: 10 }, products: [], ownedRefs: [], commits: 1 };
 
 /** The gates, in order, each with a fact that refuses and the code it refuses with. */
 const GATES: { fact: GateFact; refusing: GateFacts[GateFact]; code: string }[] = [
   { fact: "worktree", refusing: "missing", code: "worktree_missing" },
   { fact: "store", refusing: ["objects/12/3456"], code: "object_store_tampered" },
   { fact: "airlock", refusing: { code: "seal_failed", reason: "git add failed", timedOut: false }, code: "seal_failed" },
+  { fact: "gaveUp", refusing: "the spec says 302 and the test says 200", code: "gave_up" },
   { fact: "protectedPaths", refusing: { code: "protected_path_changed", branch: "loop/t/item/a", paths: ["tests/check.sh"], start: "main", from: "main" }, code: "protected_path_changed" },
   { fact: "changes", refusing: { paths: [".venv/pyvenv.cfg"], bytes: 10 }, code: "setup_output_committed" },
   { fact: "products", refusing: ["vendor/checker.sh"], code: "setup_output_changed" },
@@ -40,13 +41,13 @@ function walk(options: Parameters<typeof verifyGate>[1], answer: (fact: GateFact
 describe("verifyGate: the gates before a verify, in order", () => {
   test("the facts are gathered in this order, each once, and a clean attempt runs its verify", () => {
     const r = walk(withCommand, (f) => CLEAN[f]);
-    expect(r.asked).toEqual(["worktree", "store", "airlock", "protectedPaths", "changes", "products", "ownedRefs"]);
+    expect(r.asked).toEqual(["worktree", "store", "airlock", "gaveUp", "protectedPaths", "changes", "products", "ownedRefs"]);
     expect(r.decision).toEqual({ kind: "run", head: HEAD });
   });
 
   test("verify: false counts the attempt's commits last, after every gate", () => {
     const r = walk(withoutCommand, (f) => CLEAN[f]);
-    expect(r.asked).toEqual(["worktree", "store", "airlock", "protectedPaths", "changes", "products", "ownedRefs", "commits"]);
+    expect(r.asked).toEqual(["worktree", "store", "airlock", "gaveUp", "protectedPaths", "changes", "products", "ownedRefs", "commits"]);
     expect(r.decision).toEqual({ kind: "judged", verdict: { code: "no_command_passed", commits: 1 }, noProgress: false });
   });
 
@@ -82,6 +83,15 @@ describe("verifyGate: the gates before a verify, in order", () => {
     const r = walk(withCommand, (f) => (f === "worktree" ? { replaced: message } : CLEAN[f]));
     expect(r.asked).toEqual(["worktree"]);
     expect(r.decision).toEqual({ kind: "refuse", verdict: { code: "worktree_replaced", at: "checkout", message } });
+  });
+
+  test("an agent that gave up: gave_up with its words, after the airlock wrote its work to the branch, whatever its exit and even without a verify command", () => {
+    const text = "The spec and the test disagree.";
+    for (const o of [withCommand, { ...withCommand, exitCode: 1 }, withoutCommand]) {
+      const r = walk(o, (f) => (f === "gaveUp" ? text : CLEAN[f]));
+      expect(r.asked).toEqual(["worktree", "store", "airlock", "gaveUp"]);
+      expect(r.decision).toEqual({ kind: "refuse", verdict: { code: "gave_up", text } });
+    }
   });
 
   test("a branch without its start commit is the protected-path gate's own refusal", () => {

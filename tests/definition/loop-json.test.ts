@@ -385,7 +385,7 @@ describe("errors, each at its path", () => {
       "unknown placeholder",
       (d) => (d.runners = { mine: { command: ["m", "--p={promt}", "{}", '{"json":1}'] } }),
       "runners.mine.command[1]",
-      "unknown placeholder {promt} (known: {prompt}, {handoff}, {workdir}, {model}, {session_id})",
+      "{promt} is not a placeholder (did you mean {prompt}?) (known: {prompt}, {handoff}, {workdir}, {model}, {session_id}; other brace text is left as it is)",
     ],
     ["no verify and no default", (d) => ((d.defaults = {}), (d.items[1].verify = false)), "items[0].verify", NO_VERIFY],
     ["defaults not an object", (d) => (d.defaults = []), "defaults", "expected an object, got an array"],
@@ -550,7 +550,7 @@ describe("every problem at once", () => {
       name: "Bad Name",
       extra: true,
       defaults: { maxAttempts: 0, timeouts: { launch: "soon" } },
-      runners: { mine: { command: ["x", "{nope}"] } },
+      runners: { mine: { command: ["x", "{modle}"] } },
       items: [
         { id: "a", prompt: "", dependsOn: ["ghost", "b"] },
         { id: "b", prompt: "p", dependsOn: ["a"], runner: "zzz", verify: false },
@@ -951,6 +951,15 @@ describe("notify", () => {
     });
     expect(normalizeDefinition({ name: "x", notify: { command: ["x"], timeout: "2m" }, items: [] }).notify!.timeout).toBe(2 * MIN);
     expect(normalizeDefinition({ name: "x", items: [] }).notify).toBeNull();
+  });
+
+  test("a runner's brace text other than a placeholder is left as it is (curl's %{http_code}, ${HOME}, {PROMPT}); a typo of one is refused", () => {
+    const command = ["sh", "-c", "curl -w '%{http_code}' \"${HOME}\" {PROMPT} { prompt } {other}", "{prompt}"];
+    expect(normalizeDefinition({ name: "x", runners: { mine: { command } }, items: [] }).runners.mine!.command).toEqual(command);
+    expect(issuesOf({ name: "x", runners: { mine: { command: ["m", "--model={modle}"] } }, items: [] })).toContainEqual({
+      path: "runners.mine.command[1]",
+      message: "{modle} is not a placeholder (did you mean {model}?) (known: {prompt}, {handoff}, {workdir}, {model}, {session_id}; other brace text is left as it is)",
+    });
   });
 
   test("braces are literal (a jq program), never placeholders", () => {

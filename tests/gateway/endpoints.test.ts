@@ -1,7 +1,7 @@
 // The gateway's allow-list and what a billed request may cost at most (lib/gateway/endpoints.ts),
 // and what the meter calls a final figure (lib/gateway/meter.ts), as data.
 import { describe, expect, test } from "bun:test";
-import { DEFAULT_MAX_OUTPUT, endpointOf, INPUT_MARGIN, readRequest } from "../../lib/gateway/endpoints.ts";
+import { DEFAULT_MAX_OUTPUT, endpointOf, geminiModelOf, INPUT_MARGIN, readRequest } from "../../lib/gateway/endpoints.ts";
 import { UsageMeter } from "../../lib/gateway/meter.ts";
 
 const sse = (events: [string, unknown][]) => events.map(([e, d]) => `event: ${e}\ndata: ${JSON.stringify(d)}\n\n`).join("");
@@ -25,6 +25,19 @@ describe("the allow-list and a request's worst case, as data", () => {
     expect(endpointOf("openai", "POST", "/chat/completions")).toEqual({ billed: true, api: "chat" });
     for (const [p, m, path] of [["anthropic", "GET", "/v1/messages"], ["anthropic", "POST", "/v1/messages/batches"], ["anthropic", "POST", "/v1/files"], ["anthropic", "POST", "/v1/complete"], ["openai", "POST", "/batches"], ["openai", "GET", "/responses/resp_1"], ["openai", "POST", "/embeddings"], ["openai", "POST", "/responses/"]] as const)
       expect({ p, m, path, e: endpointOf(p, m, path) }).toEqual({ p, m, path, e: null });
+  });
+
+  test("Gemini: generateContent and streamGenerateContent billed, countTokens and the model list free, the model read from the path; anything else refused", () => {
+    expect(endpointOf("gemini", "POST", "/v1beta/models/gemini-2.5-pro:streamGenerateContent")).toEqual({ billed: true, api: "gemini" });
+    expect(endpointOf("gemini", "POST", "/v1/models/gemini-2.5-flash:generateContent")).toEqual({ billed: true, api: "gemini" });
+    expect(endpointOf("gemini", "POST", "/v1beta/models/gemini-2.5-pro:countTokens")).toEqual({ billed: false, api: null });
+    expect(endpointOf("gemini", "GET", "/v1beta/models")).toEqual({ billed: false, api: null });
+    for (const [m, path] of [["POST", "/v1beta/cachedContents"], ["POST", "/v1beta/models/x:batchGenerateContent"], ["POST", "/upload/v1beta/files"], ["POST", "/v1beta/models/x:embedContent"], ["GET", "/v1beta/models/x:generateContent"]] as const)
+      expect({ m, path, e: endpointOf("gemini", m, path) }).toEqual({ m, path, e: null });
+    expect(geminiModelOf("/v1beta/models/gemini-2.5-pro:generateContent")).toBe("gemini-2.5-pro");
+    const doc = { contents: [], generationConfig: { maxOutputTokens: 900, candidateCount: 2 } };
+    expect(readRequest("gemini", new TextEncoder().encode(JSON.stringify(doc)), "gemini-2.5-pro")).toMatchObject({ worst: { model: "gemini-2.5-pro", output: 1800 } });
+    expect(readRequest("gemini", new TextEncoder().encode("{}"), "m")).toMatchObject({ worst: { model: "m", output: DEFAULT_MAX_OUTPUT } });
   });
 
   test("readRequest: the output limit each API names (× n for chat), else the largest any model writes; the input at the request's size and a margin", () => {

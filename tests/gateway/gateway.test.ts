@@ -65,7 +65,7 @@ async function gateway(o: { allow?: Parameters<typeof startGateway>[0]["allow"];
   const refusals: ProxyRefusal[] = [];
   const modelRefusals: string[] = [];
   const g = await startGateway({
-    upstreams: { anthropic: api.url, openai: `${api.url}/v1` },
+    upstreams: { anthropic: api.url, openai: `${api.url}/v1`, gemini: api.url },
     keys: { anthropic: REAL_KEY, openai: REAL_OPENAI },
     standIn: STAND_IN,
     allow: o.allow,

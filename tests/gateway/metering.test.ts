@@ -28,6 +28,15 @@ const TAIL = sse([
   ["message_delta", { type: "message_delta", delta: { stop_reason: "end_turn", stop_sequence: null }, usage: { output_tokens: 5000 } }],
   ["message_stop", { type: "message_stop" }],
 ]);
+/** A Gemini stream (ai.google.dev/api/generate-content): usageMetadata in each chunk, cumulative; the last names its finishReason. promptTokenCount counts the cached tokens; candidatesTokenCount leaves thinking out. */
+const GEMINI_CHUNKS = [
+  { candidates: [{ content: { role: "model", parts: [{ text: "Working" }] }, index: 0 }], usageMetadata: { promptTokenCount: 900, cachedContentTokenCount: 600, candidatesTokenCount: 2, totalTokenCount: 902 }, modelVersion: "gemini-x-001" },
+  {
+    candidates: [{ content: { role: "model", parts: [{ text: " done." }] }, finishReason: "STOP", index: 0 }],
+    usageMetadata: { promptTokenCount: 900, cachedContentTokenCount: 600, candidatesTokenCount: 40, thoughtsTokenCount: 25, totalTokenCount: 965 },
+    modelVersion: "gemini-x-001",
+  },
+];
 const MESSAGE = { id: "msg_2", type: "message", role: "assistant", model: "claude-x", content: [{ type: "text", text: "hi" }], stop_reason: "end_turn", usage: { input_tokens: 10, output_tokens: 20, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 } };
 
 /**
@@ -39,6 +48,7 @@ const MESSAGE = { id: "msg_2", type: "message", role: "assistant", model: "claud
  */
 function upstream() {
   const seen: { method: string; path: string; body: string }[] = [];
+  const seenKeys: string[] = [];
   const server = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
@@ -58,6 +68,14 @@ function upstream() {
         if (doc.stream_options?.include_usage) text += chunk({ choices: [], usage: { prompt_tokens: 700, completion_tokens: 80, prompt_tokens_details: { cached_tokens: 600 } } });
         return new Response(text + "data: [DONE]\n\n", { headers: events });
       }
+      const gemini = /^\/v1beta\/models\/([^:]+):(generateContent|streamGenerateContent)$/.exec(url.pathname);
+      if (gemini) {
+        seenKeys.push(req.headers.get("x-goog-api-key") ?? `query:${url.searchParams.get("key")}`);
+        if (gemini[2] === "generateContent") return Response.json(GEMINI_CHUNKS.at(-1));
+        if (mode === "cut") return new Response(`data: ${JSON.stringify(GEMINI_CHUNKS[0])}\r\n\r\n`, { headers: events });
+        if (url.searchParams.get("alt") === "sse") return new Response(GEMINI_CHUNKS.map((c) => `data: ${JSON.stringify(c)}\r\n\r\n`).join(""), { headers: events });
+        return Response.json(GEMINI_CHUNKS);
+      }
       if (url.pathname !== "/v1/messages") return new Response("no", { status: 404 });
       if (mode === "bad") return Response.json({ type: "error", error: { type: "invalid_request_error", message: "no" } }, { status: 400 });
       if (mode === "slow") return Bun.sleep(300).then(() => Response.json(MESSAGE));
@@ -71,7 +89,7 @@ function upstream() {
     },
   });
   stops.push(() => server.stop(true));
-  return { url: `http://127.0.0.1:${server.port}`, seen };
+  return { url: `http://127.0.0.1:${server.port}`, seen, seenKeys };
 }
 
 async function gateway() {
@@ -79,8 +97,8 @@ async function gateway() {
   const calls: ModelCall[] = [];
   const refused: { provider: string; method: string; path: string; code: string }[] = [];
   const g = await startGateway({
-    upstreams: { anthropic: api.url, openai: `${api.url}/v1` },
-    keys: { anthropic: KEY, openai: KEY },
+    upstreams: { anthropic: api.url, openai: `${api.url}/v1`, gemini: api.url },
+    keys: { anthropic: KEY, openai: KEY, gemini: KEY },
     standIn: STAND_IN,
     allow: "none",
     onModelCall: (c) => calls.push(c),
@@ -192,5 +210,41 @@ describe("only what the gateway can meter is forwarded", () => {
     }
     await until(() => calls.length === 2);
     for (const c of calls) expect(c).toMatchObject({ basis: "usage", usage: { input: 100, cacheRead: 600, output: 80, cacheWrite: 0 } });
+  });
+});
+
+describe("Gemini's API (usageMetadata)", () => {
+  const GEMINI_REQUEST = JSON.stringify({ contents: [{ role: "user", parts: [{ text: "go" }] }], generationConfig: { maxOutputTokens: 2000 } });
+  const exact = { input: 300, cacheRead: 600, cacheWrite: 0, output: 65 };
+  const postGemini = (url: string, headers: Record<string, string> = { "x-goog-api-key": STAND_IN }) => fetch(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: GEMINI_REQUEST });
+
+  test("streamed (alt=sse), as a JSON array, and unstreamed: metered exactly, cached tokens apart, thinking counted as output, the model as the answer names it", async () => {
+    const { g, calls } = await gateway();
+    for (const path of ["/v1beta/models/gemini-x:streamGenerateContent?alt=sse", "/v1beta/models/gemini-x:streamGenerateContent", "/v1beta/models/gemini-x:generateContent"]) {
+      const r = await postGemini(`${g.modelUrl.gemini}${path}`);
+      expect(r.status).toBe(200);
+      await r.text();
+    }
+    await until(() => calls.length >= 3);
+    for (const c of calls) expect(c).toMatchObject({ provider: "gemini", basis: "usage", model: "gemini-x-001", usage: exact, standIn: true });
+  });
+
+  test("loop's key replaces the stand-in, in the header or the key query parameter; a cut-off stream is charged maxOutputTokens", async () => {
+    const { g, api, calls } = await gateway();
+    await (await postGemini(`${g.modelUrl.gemini}/v1beta/models/gemini-x:generateContent?key=${STAND_IN}`, {})).text();
+    await (await postGemini(`${g.modelUrl.gemini}/v1beta/models/gemini-x:generateContent`)).text();
+    expect(api.seenKeys).toEqual([KEY, KEY]);
+    await (await postGemini(`${g.modelUrl.gemini}/v1beta/models/gemini-x:streamGenerateContent?alt=sse&mode=cut`)).text();
+    await until(() => calls.length >= 3);
+    expect(calls[2]).toMatchObject({ basis: "worst_case", usage: { output: 2000 }, model: "gemini-x-001" });
+  });
+
+  test("an endpoint it cannot meter is refused in Gemini's error shape, and never reaches the upstream", async () => {
+    const { g, api, refused } = await gateway();
+    const r = await fetch(`${g.modelUrl.gemini}/v1beta/cachedContents`, { method: "POST", headers: { "x-goog-api-key": STAND_IN }, body: "{}" });
+    expect(r.status).toBe(403);
+    expect(await r.json()).toMatchObject({ error: { code: 403, status: "PERMISSION_DENIED" } });
+    expect(refused).toMatchObject([{ provider: "gemini", code: "endpoint_not_allowed" }]);
+    expect(api.seen.filter((s) => s.path.includes("cachedContents"))).toEqual([]);
   });
 });

@@ -44,6 +44,7 @@ export const STEERING = [
   // A session gateway's upstreams and loop's model keys (lib/supervisor/session-gateway.ts): a caller's would reach a real API.
   "ANTHROPIC_BASE_URL",
   "OPENAI_BASE_URL",
+  "GOOGLE_GEMINI_BASE_URL",
   "ANTHROPIC_API_KEY",
   "OPENAI_API_KEY",
   // Added to on an open network, for the gateway's loopback (lib/supervisor/session-gateway.ts): the caller's would show in the agent's.

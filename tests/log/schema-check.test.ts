@@ -67,6 +67,7 @@ const SAMPLES: Record<EventType, unknown> = {
   forge_thread_baselined: { issue: 7, highWater: 1002, comments: 3 },
   forge_comment_handled: { issue: 7, commentId: 1003, login: "alice", action: "control", detail: "/loop retry" },
   forge_question_posted: { attempt: 1, issue: 7, commentId: 1004 },
+  forge_gave_up_posted: { attempt: 1, issue: 7, commentId: 1005 },
   forge_reaction_recorded: { attempt: 1, head: "b".repeat(40), signals: [{ kind: "checksFailed", key: "checksFailed:bbbb", summary: "check run build concluded failure" }], decision: "retry", reason: "checks failed", feedback: "```text\nbuild\n```" },
   notified: { slot: "environment", key: "environment:12", kind: "environment", ok: false, exitCode: 3, reason: "notify exited 3" },
   usage_recorded: { attempt: 1, final: false, source: "claude", tokens: { input: 10, output: 20, cacheRead: 300, cacheWrite: 40 }, microUsd: 12_345, usdFrom: "agent", note: null },

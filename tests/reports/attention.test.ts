@@ -36,6 +36,17 @@ const cases: { name: string; drafts: EventDraft[]; fix: RegExp | null }[] = [
   },
   { name: "a merge conflict", drafts: [...passedVerify, landing("conflict"), settled({ item: "a", attempt: 1, outcome: "failed", reason: "merge conflict" })], fix: /loop ctl retry --work-item a$/ },
   { name: "a landing blocked on the forge", drafts: [...passedVerify, landing("blocked"), settled({ item: "a", attempt: 1, outcome: "landing_blocked", reason: "checks red" })], fix: /loop ctl retry --work-item a$/ },
+  {
+    name: "an agent that gave up",
+    drafts: [
+      launch({ item: "a", attempt: 1 }),
+      started({ item: "a", attempt: 1 }),
+      ended({ item: "a", attempt: 1 }),
+      { type: "verify_finished", item: "a", payload: { attempt: 1, passed: false, exitCode: null, timedOut: false, sha256: null, tail: "gave_up: …", log: null, code: "gave_up", noProgress: false, reason: "gave_up: the agent gave up: the spec is wrong" } },
+      settled({ item: "a", attempt: 1, outcome: "failed", reason: "gave_up: the agent gave up: the spec is wrong (attempt 1; not retried: a person decides)", code: "gave_up" }),
+    ],
+    fix: /loop ctl retry --work-item a \| or loop ctl skip --work-item a \| or loop reset --work-item a to start it over$/,
+  },
   { name: "a Failed drain", drafts: [...failingAttempt({ item: "a", attempt: 1, last: true }), settled({ item: "b", attempt: 0, outcome: "blocked", reason: "dependency failed" }), drained("Failed", { failed: 1, blocked: 1 })], fix: /^loop ctl retry --all-failed/ },
 ];
 

@@ -7,6 +7,7 @@ import { appendFileSync, linkSync, mkdirSync, symlinkSync, writeFileSync } from 
 import { join } from "node:path";
 import { CappedLog, markerLine, MIN_OUTPUT_CAP, outputLayout } from "../../lib/supervisor/output-log.ts";
 import { SESSION_FILES } from "../../lib/supervisor/session-wrapper.ts";
+import { GATEWAY_FILES } from "../../lib/supervisor/gateway-files.ts";
 import { readSessionUsage, USAGE_CURSOR } from "../../lib/supervisor/usage-reader.ts";
 import { TempDirs } from "../helpers/fs.ts";
 
@@ -168,5 +169,19 @@ describe("LOOP_USAGE_FILE", () => {
 
   test("no file: unknown, and nothing said (a runner that reports nothing)", () => {
     expect(readSessionUsage({ dir: session(), source: "usage_file", final: true })).toEqual({ figure: null, note: null });
+  });
+});
+
+describe("behind a gateway", () => {
+  const metered = (usage: Record<string, number>, extra: Record<string, unknown> = {}) => j({ kind: "model", usage, ...extra });
+
+  test("the gateway's figure is the gateway's, priced or not, even when the agent's own dollars fill in a missing price", () => {
+    const dir = session();
+    writeFileSync(join(dir, GATEWAY_FILES.usage), metered({ input: 100, output: 20, cacheRead: 0, cacheWrite: 0 }, { model: "m", microUsd: 7 }));
+    writeFileSync(join(dir, SESSION_FILES.usage), j({ input_tokens: 5, output_tokens: 5, usd: 0.5 }));
+    expect(readSessionUsage({ dir, source: "usage_file", final: true })).toMatchObject({ gateway: true, usdFrom: "prices", figure: { tokens: { input: 100, output: 20 }, microUsd: 7 } });
+    // One answer without a price: the agent's dollars, the gateway's tokens, still the gateway's figure.
+    writeFileSync(join(dir, GATEWAY_FILES.usage), metered({ input: 100, output: 20, cacheRead: 0, cacheWrite: 0 }, { model: "unpriced" }));
+    expect(readSessionUsage({ dir, source: "usage_file", final: true })).toMatchObject({ gateway: true, usdFrom: "agent", figure: { tokens: { input: 100, output: 20 }, microUsd: 500_000 } });
   });
 });

@@ -35,6 +35,7 @@ export async function pollComments(ctx: StepContext): Promise<void> {
   const link = await forgeLink(ctx);
   if (!link) return;
   await postQuestions(ctx, link);
+  await postGaveUp(ctx, link);
   if (link.limited()) return;
   if (Date.now() - link.cache.comments.polledAt < ctx.def.forge!.pollInterval) return;
   if (!(await baselineNew(ctx, link))) return;
@@ -228,6 +229,29 @@ async function postQuestions(ctx: StepContext, link: ForgeLink): Promise<void> {
     const text = `The agent working on \`${id}\` (attempt ${it.attempts.length}) asks:\n\n${it.question.split("\n").map((l) => `> ${l}`).join("\n")}\n\nThe first comment from an authorized user after this one is taken as the reply.`;
     const posted = await answer(ctx, link, { kind: "issue", number: issue }, text);
     if (posted !== null) append(ctx, [{ type: "forge_question_posted", item: id, payload: { attempt: it.attempts.length, issue, commentId: posted } }], "forge");
+  }
+}
+
+/**
+ * Say on its issue, once per attempt, that an item's agent gave up (docs/runners.md#giving-up): its
+ * reason (the agent's words, cleaned, capped and quoted as untrusted) and what a person can do.
+ */
+async function postGaveUp(ctx: StepContext, link: ForgeLink): Promise<void> {
+  const p = projection(ctx);
+  for (const id of p.order) {
+    const it = p.items[id]!;
+    const issue = issueOf(it);
+    const attempt = it.attempts.at(-1);
+    if (it.status !== "failed" || it.settleCode !== "gave_up" || issue === null || !attempt?.verify) continue;
+    if (it.forge?.gaveUpPosted?.attempt === attempt.n || link.limited()) continue;
+    const text =
+      `The agent working on \`${id}\` gave up on attempt ${attempt.n}. Its work is kept on its branch, never landed, and it is not retried until a person decides: ` +
+      "edit its prompt and `/loop retry`, or `/loop skip`.\n\n" +
+      // Loop's own sentence with the agent's words fenced as untrusted text (lib/decisions/verify-verdict.ts),
+      // quoted as a question is: no line starts with `/`, so nothing the agent wrote is a quick action.
+      attempt.verify.tail.split("\n").map((l) => `> ${l}`).join("\n");
+    const posted = await answer(ctx, link, { kind: "issue", number: issue }, text);
+    if (posted !== null) append(ctx, [{ type: "forge_gave_up_posted", item: id, payload: { attempt: attempt.n, issue, commentId: posted } }], "forge");
   }
 }
 

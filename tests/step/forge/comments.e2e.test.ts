@@ -124,6 +124,23 @@ describe.each(FORGES)("%s", (_name, make) => {
     await p.finish();
   });
 
+  test("an agent that gave up is said on the issue once, with its reason fenced; a /loop retry from alice runs it again", async () => {
+    const { p, f } = project(make, { items: (f) => [{ ref: f.ref(1), prompt: "x\n@demo attempt 1 give-up the spec and the test disagree\n@demo attempt 2 write a.txt a", maxAttempts: 3 }] });
+    await p.runUntil((_r, q) => q.projection().items["api-1"]!.status === "failed", { what: "gave up", codes: [0, 1] });
+    await p.run([1]); // posts it
+    await p.run([1]); // and only once
+    const said = f.loopComments();
+    expect(said).toHaveLength(1);
+    expect(said[0]!).toContain("gave up on attempt 1");
+    expect(said[0]!).toContain("> ```text\n> the spec and the test disagree\n> ```");
+    expect(p.eventsOf("forge_gave_up_posted")).toHaveLength(1);
+    f.addComment({ issue: 1, login: "alice", body: "/loop retry" });
+    const r = await p.runToDrain();
+    expect(r.loop.outcome).toBe("Succeeded");
+    expect(p.projection().items["api-1"]!.status).toBe("passed");
+    await p.finish();
+  });
+
   test("authorizeWriters widens to write permission read from the forge; one repository listing per poll interval", async () => {
     const { p, f } = project(make, { items: (f) => [{ ref: f.ref(1), prompt: "x" }, { ref: f.ref(2), prompt: "y" }], forge: { authorizeWriters: true, pollInterval: "1h" }, control: { requireStartCommand: true } });
     f.setWriter("bob", true);
