@@ -20,7 +20,8 @@ export function isE2e(path: string): boolean {
 
 /** Every test file under tests/ (relative paths, sorted). */
 export function testFiles(root = ROOT): string[] {
-  return [...new Glob("tests/**/*.test.ts").scanSync({ cwd: root, onlyFiles: true })].sort();
+  // Never a dependency's own tests (the agent CLIs installed under tests/agents/node_modules bring some), as `bun test` skips them.
+  return [...new Glob("tests/**/*.test.ts").scanSync({ cwd: root, onlyFiles: true })].filter((f) => !f.split("/").includes("node_modules")).sort();
 }
 
 /** The test files of one tier. */
