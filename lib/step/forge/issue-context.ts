@@ -9,7 +9,7 @@ import { parseRef } from "../../definition/refs.ts";
 import { fenced, sanitizeLine } from "../../forge/untrusted.ts";
 import type { ForgeComment, ForgeFailure } from "../../forge/provider.ts";
 import { formatDuration } from "../../definition/duration.ts";
-import type { ItemState } from "../../log/projection.ts";
+import { compareCommentIds, type ItemState } from "../../log/projection.ts";
 import type { SettleCode } from "../../log/vocabulary.ts";
 import { append, type StepContext } from "../context.ts";
 import { forgeLink, type ForgeLink } from "./link.ts";
@@ -87,7 +87,7 @@ async function readIssue(link: ForgeLink, number: number): Promise<Read> {
     launch: (ctx, it) => {
       const all = comments.value.items;
       if (it.forge?.highWater == null) {
-        const highWater = Math.max(0, ...all.map((c) => c.id));
+        const highWater = all.map((c) => c.id).reduce((a, b) => (compareCommentIds(b, a) > 0 ? b : a), "0");
         append(ctx, [{ type: "forge_thread_baselined", item: it.id, payload: { issue: number, highWater, comments: all.length } }], "forge");
       }
       const shown = thread;
