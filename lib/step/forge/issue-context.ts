@@ -6,6 +6,7 @@
 // from the first failed read, the item settles blocked with the last failure. The first sight of
 // the thread baselines it: the comments already there are context, never new deliveries.
 import { parseRef } from "../../definition/refs.ts";
+import { isKeyedTracker } from "../../definition/tracker-kinds.ts";
 import { fenced, sanitizeLine } from "../../forge/untrusted.ts";
 import type { ForgeComment, ForgeFailure } from "../../forge/provider.ts";
 import { formatDuration } from "../../definition/duration.ts";
@@ -25,9 +26,15 @@ type ForgeLaunch =
 const THREAD_COMMENTS = 20;
 const COMMENT_CAP = 4_000;
 
-/** The issue number an item's ref names, or null (no ref; definition checks keep refs to the forge's repository). */
+/**
+ * The forge issue number an item's ref names, or null: no ref, or a ref of a tracker that is not the
+ * forge (Linear, Jira: docs/trackers.md), whose issues the forge knows nothing of. Definition checks
+ * keep a forge's refs to its repository.
+ */
 export function issueOf(it: ItemState): number | null {
-  return it.def.ref ? parseRef(it.def.ref).number : null;
+  if (!it.def.ref) return null;
+  const ref = parseRef(it.def.ref);
+  return isKeyedTracker(ref.provider) ? null : ref.number;
 }
 
 export async function prepareForgeLaunch(ctx: StepContext, it: ItemState): Promise<ForgeLaunch> {
