@@ -4,9 +4,9 @@
 
 /** Where items and their conversation live: a forge's own issues, Linear, Jira, or loop.json alone. */
 export const TRACKER_KINDS = ["github", "gitlab", "linear", "jira", "none"] as const;
-export type TrackerKind = (typeof TRACKER_KINDS)[number];
+type TrackerKind = (typeof TRACKER_KINDS)[number];
 /** The trackers that are not a forge: their refs are `<kind>:<KEY>-<number>` (lib/definition/refs.ts). */
-export const KEYED_TRACKERS = ["linear", "jira"] as const;
+const KEYED_TRACKERS = ["linear", "jira"] as const;
 export type KeyedTracker = (typeof KEYED_TRACKERS)[number];
 
 export const TRACKER_KIND: Record<KeyedTracker, { apiUrl: string | null; tokenEnv: string; key: RegExp; keyRule: string; user: RegExp; userRule: string }> = {

@@ -28,7 +28,7 @@ import {
 } from "./provider.ts";
 import { sanitizeLine } from "./untrusted.ts";
 
-export interface LinearOptions {
+interface LinearOptions {
   settings: NormTracker;
   /** The key, read by the caller from the variable settings.tokenEnv names; never logged. */
   token: string | null;
@@ -237,7 +237,7 @@ export class LinearTracker implements Tracker {
 }
 
 /** A Linear comment's id as loop keeps it: `<createdAt>~<uuid>`, so ids sort as the comments were made (docs/trackers.md#comment-ids). */
-export function linearCommentId(createdAt: string, id: string): CommentId {
+function linearCommentId(createdAt: string, id: string): CommentId {
   return `${createdAt}~${id}`;
 }
 

@@ -252,7 +252,7 @@ export interface Tracker {
 }
 
 /** The code host: where the code lands (push, pull requests, checks, reviews, merge). */
-export interface CodeHost {
+interface CodeHost {
   /** What the forge calls what loop opens: "pull request" (GitHub), "merge request" (GitLab). */
   readonly pullNoun: string;
   /** The pull request (any state) whose head is `branch` of this repository, open first, else the newest; null if none. */
