@@ -139,9 +139,9 @@ export function atDirectory(env: Record<string, string>, cwd: string): Record<st
   return { ...rest, PWD: cwd };
 }
 
-/** Loop's own secrets for a definition: the built-in ones, the forge token's variable, and `environment.secrets`. */
-export function loopSecrets(def: { forge?: { tokenEnv: string }; environment: NormEnvironment }): string[] {
-  return [...new Set([...BUILTIN_SECRETS, ...(def.forge ? [def.forge.tokenEnv] : []), ...def.environment.secrets])];
+/** Loop's own secrets for a definition: the built-in ones, the forge's and the tracker's token variables, and `environment.secrets`. */
+export function loopSecrets(def: DefLike): string[] {
+  return [...new Set([...BUILTIN_SECRETS, ...(def.forge ? [def.forge.tokenEnv] : []), ...(def.tracker ? [def.tracker.tokenEnv] : []), ...def.environment.secrets])];
 }
 
 /** What a runner declares it needs: a preset's documented variables, a command runner's `environment`, the demo nothing. */
@@ -150,7 +150,7 @@ export function runnerEnvironment(runner: string, env: NormEnvironment): string[
   return Object.hasOwn(env.runners, runner) ? [...env.runners[runner]!] : [];
 }
 
-type DefLike = { forge?: { tokenEnv: string }; environment: NormEnvironment };
+type DefLike = { forge?: { tokenEnv: string }; tracker?: { tokenEnv: string }; environment: NormEnvironment };
 
 /** What a session's gateway is handed of loop's environment (privately: session-wrapper.ts WrapperPrivate): the model keys and their upstreams. */
 export function gatewayUpstream(env: Record<string, string | undefined>): Record<string, string> {

@@ -7,8 +7,9 @@ import { canonicalJson, sha256Hex } from "../log/canonical.ts";
 import { parseDuration } from "./duration.ts";
 import { DEFAULT_ENVIRONMENT, type NormEnvironment } from "./child-environment.ts";
 import { DefinitionError, type DefinitionIssue } from "../shared/errors.ts";
-import { type CommandRunner, DEFAULTS, type Guards, type LandingMode, type Limit, type NormDefinition, type NormForge, type NormItem, type NormReactions, type Sandbox, type Timeouts } from "./normalized.ts";
+import { type CommandRunner, DEFAULTS, type Guards, type LandingMode, type Limit, type NormDefinition, type NormForge, type NormItem, type NormReactions, type NormTracker, type Sandbox, type Timeouts } from "./normalized.ts";
 import { FORGE_DEFAULTS, KIND } from "./forge-kinds.ts";
+import { isKeyedTracker, TRACKER_KIND, TRACKER_MOVES } from "./tracker-kinds.ts";
 import { normalizeNetwork } from "./network.ts";
 import { defaultTarget } from "./branches.ts";
 import { DEFAULT_CHANNEL_TIMEOUT_MS, NOTIFY_EVENTS } from "./channels.ts";
@@ -106,6 +107,25 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
     authorizeWriters: f.authorizeWriters ?? false,
     pollInterval: f.pollInterval ?? parseDuration(FORGE_DEFAULTS.pollInterval),
   };
+  const t = raw.tracker;
+  // semantics.ts has made sure a keyed tracker has its key (and Jira its site and email).
+  const tracker: NormTracker | undefined =
+    t && isKeyedTracker(t.provider)
+      ? {
+          provider: t.provider,
+          apiUrl: (t.apiUrl ?? TRACKER_KIND[t.provider].apiUrl ?? "").replace(/\/+$/, ""),
+          tokenEnv: t.tokenEnv ?? TRACKER_KIND[t.provider].tokenEnv,
+          tokenKind: t.provider === "jira" ? "basic" : (t.tokenKind ?? "personal"),
+          ...(t.provider === "jira" && t.email ? { email: t.email } : {}),
+          key: (t.provider === "linear" ? t.team : t.project) ?? "",
+          states: t.states ?? [],
+          labels: t.labels ?? [],
+          ...(t.provider === "jira" && t.jql ? { jql: t.jql } : {}),
+          moveTo: Object.fromEntries(TRACKER_MOVES.flatMap((m) => (t.moveTo?.[m] !== undefined ? [[m, t.moveTo[m]]] : []))),
+          authorizedUsers: t.authorizedUsers ?? [],
+          pollInterval: t.pollInterval ?? parseDuration(FORGE_DEFAULTS.pollInterval),
+        }
+      : undefined;
   return {
     name: raw.name,
     landing: d.landing ?? DEFAULTS.landing,
@@ -124,6 +144,8 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
     runners,
     ...(raw.protect?.length ? { protect: [...new Set(raw.protect)] } : {}),
     ...(forge ? { forge } : {}),
+    ...(tracker ? { tracker } : {}),
+    ...(t?.provider === "none" ? { trackerNone: true as const } : {}),
     ...loopSpendOf(raw),
     notify: raw.notify
       ? {

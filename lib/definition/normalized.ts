@@ -4,6 +4,7 @@ import { RESERVED_RUNNER_NAMES } from "./runners.ts";
 import type { NormEnvironment } from "./child-environment.ts";
 import type { ReactionDecision, ReactionSignal } from "../log/vocabulary.ts";
 import type { ForgeKind } from "./forge-kinds.ts";
+import type { KeyedTracker, TrackerMove } from "./tracker-kinds.ts";
 import type { NetworkPolicy } from "./network.ts";
 import type { ChannelKind, NotifyEvent } from "./channels.ts";
 
@@ -97,6 +98,35 @@ export interface NormForge {
   /** Milliseconds between two reads of the repository's comments. */
   pollInterval: number;
 }
+/**
+ * loop.json's `tracker` section for Linear or Jira, normalized (docs/trackers.md). A tracker of
+ * "github" or "gitlab" is the forge itself and "none" is loop.json alone: neither is kept here, so a
+ * definition that names its forge's own tracker (or none at all) hashes as before.
+ */
+export interface NormTracker {
+  provider: KeyedTracker;
+  /** Linear: the GraphQL endpoint; Jira: the site (https://<site>.atlassian.net). */
+  apiUrl: string;
+  tokenEnv: string;
+  /** Linear: a personal API key (bare) or an OAuth token (Bearer). Jira: always "basic" (email:token). */
+  tokenKind: "personal" | "oauth" | "basic";
+  /** Jira: the account email the token belongs to (Basic auth); absent for Linear. */
+  email?: string;
+  /** The Linear team's key, or the Jira project's key: every ref is `<provider>:<key>-<number>`. */
+  key: string;
+  /** The workflow states (by name) an issue must be in to be taken; empty: any not completed or canceled. */
+  states: string[];
+  /** Labels an issue must carry (all of them) to be taken. */
+  labels: string[];
+  /** Jira: more JQL, ANDed to the project and states (loop.json's `jql`); absent for Linear. */
+  jql?: string;
+  /** Where loop moves an issue (state names): when its attempt launches, when it lands, when it is reset. */
+  moveTo: Partial<Record<TrackerMove, string>>;
+  /** Who may give loop orders in comments: Linear user ids or emails, Jira account ids. */
+  authorizedUsers: string[];
+  /** Milliseconds between two reads of the tracker's comments. */
+  pollInterval: number;
+}
 export type LandingMode = "none" | "merge" | "pr";
 /** The command run when the loop needs a person (docs/operations.md#hearing-about-trouble). */
 export interface NotifyDef {
@@ -172,6 +202,10 @@ export interface NormDefinition {
   protect?: string[];
   /** Absent without a `forge` section (and then nothing forge-related runs). */
   forge?: NormForge;
+  /** Linear or Jira (docs/trackers.md); absent when the forge is the tracker, or loop.json alone is. */
+  tracker?: NormTracker;
+  /** Present only when loop.json's tracker is "none": the forge's issues and comments are not read. */
+  trackerNone?: true;
   /** The loop's budget; absent without one (docs/spend.md). */
   budget?: LoopBudget;
   /** Prices by model name; absent without any (then dollars come only from the agents). */

@@ -1,5 +1,6 @@
 // Work-item refs (docs/loop-json.md#work-item-refs): `<provider>:[<host>/]<owner>/<repo>#<number>`;
-// a GitLab project's path may be nested (`gitlab:[<host>/]group/subgroup/project#<iid>`).
+// a GitLab project's path may be nested (`gitlab:[<host>/]group/subgroup/project#<iid>`); a
+// tracker's issue is named by its key (`linear:ENG-123`, `jira:PROJ-42`: docs/trackers.md#refs).
 // Refs come from the command line and loop.json, so anything outside the grammar is rejected with
 // a message naming the offending part; nothing is ever sanitized. The canonical form is the
 // identity used for deduplication. No path is built from a ref: paths come from item ids.
@@ -9,8 +10,9 @@ export interface WorkItemRef {
   provider: string;
   /** Lowercased host with optional `:port`; null when absent or the provider's default. */
   host: string | null;
-  /** The namespace: a GitHub owner, or a GitLab group path (`group/subgroup`, slashes included). */
+  /** The namespace: a GitHub owner, or a GitLab group path (`group/subgroup`, slashes included); "" for a tracker's key. */
   owner: string;
+  /** The repository, or a tracker's team or project key (`ENG`, `PROJ`). */
   repo: string;
   number: number;
   canonical: string;
@@ -67,6 +69,7 @@ export function parseRef(input: string): WorkItemRef {
   if (!PROVIDER.test(provider)) fail(`provider ${quote(provider)} must match [a-z][a-z0-9-]*`);
 
   const rest = input.slice(colon + 1);
+  if (KEYED.has(provider)) return keyedRef(provider, rest, fail);
   const hash = rest.indexOf("#");
   if (hash < 0) fail(`missing '#<number>' (expected ${REF_SHAPE})`);
   const path = rest.slice(0, hash);
@@ -105,6 +108,21 @@ export function parseRef(input: string): WorkItemRef {
 
   const canonical = `${refPrefix({ provider, host, path: `${owner}/${repo}` })}#${number}`;
   return { provider, host, owner, repo, number, canonical };
+}
+
+/** Trackers whose issues are named `<KEY>-<number>` (lib/definition/tracker-kinds.ts KEYED_TRACKERS). */
+const KEYED = new Set(["linear", "jira"]);
+
+/** `linear:ENG-123`, `jira:PROJ-42`: the key in capitals (as the tracker shows it), the number at least 1. */
+function keyedRef(provider: string, rest: string, fail: (why: string) => never): WorkItemRef {
+  const m = /^([A-Za-z][A-Za-z0-9_]*)-([0-9]+)$/.exec(rest);
+  if (!m) return fail(`a ${provider} issue is <KEY>-<number> (expected ${provider}:ENG-123)`);
+  const key = m[1]!.toUpperCase();
+  if (key.length > 10) fail(`key ${quote(m[1]!)} is longer than 10 characters`);
+  const number = Number(m[2]!);
+  if (number < 1) fail("number must be at least 1");
+  if (!Number.isSafeInteger(number)) fail(`number must be at most ${Number.MAX_SAFE_INTEGER}`);
+  return { provider, host: null, owner: "", repo: key, number, canonical: `${provider}:${key}-${number}` };
 }
 
 /**

@@ -10,6 +10,7 @@ import { REACTION_DECISIONS } from "../log/vocabulary.ts";
 import { MAX_NOTIFY_TIMEOUT_MS, RUNNER_PLACEHOLDERS } from "./normalized.ts";
 import { CHANNEL_KINDS, channelUrlProblem, MAX_CHANNEL_TIMEOUT_MS, MAX_CHANNELS, NOTIFY_EVENTS } from "./channels.ts";
 import { apiUrlProblem, FORGE_KINDS, gitUrlProblem, isForgeLogin } from "./forge-kinds.ts";
+import { LINEAR_TOKEN_KINDS, TRACKER_KINDS } from "./tracker-kinds.ts";
 import { MAX_NETWORK_ENTRIES, networkEntryProblem } from "./network.ts";
 import { closest, didYouMean } from "../shared/suggest.ts";
 import { branchNameProblem } from "./branches.ts";
@@ -273,6 +274,28 @@ const RawForge = section({
   pollInterval: v.optional(Duration),
 });
 
+// A name as the tracker shows it (a workflow state, a label): one line, no control characters.
+const TrackerName = v.pipe(
+  v.string("must be a string"),
+  v.check((s) => s.trim() !== "" && s.length <= 100 && !/[\x00-\x1f\x7f]/.test(s), "must be a name of one line, at most 100 characters"),
+);
+const RawMoveTo = section({ started: v.optional(TrackerName), completed: v.optional(TrackerName), reset: v.optional(TrackerName) });
+const RawTracker = section({
+  provider: v.picklist(TRACKER_KINDS, 'must be "github", "gitlab", "linear", "jira" or "none"'),
+  apiUrl: v.optional(v.pipe(v.string("must be a string"), problem<string>(apiUrlProblem))),
+  tokenEnv: v.optional(v.pipe(v.string("must be a string"), v.check((s) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(s), "must be the name of an environment variable (the token itself never goes in loop.json)"))),
+  tokenKind: v.optional(v.picklist(LINEAR_TOKEN_KINDS, 'must be "personal" or "oauth"')),
+  email: v.optional(v.pipe(v.string("must be a string"), v.check((s) => /^[^\s@]{1,64}@[^\s@]{1,190}$/.test(s), "must be an email address"))),
+  team: v.optional(v.string("must be a string")),
+  project: v.optional(v.string("must be a string")),
+  states: v.optional(v.array(TrackerName, "must be an array of state names")),
+  labels: v.optional(v.array(TrackerName, "must be an array of label names")),
+  jql: v.optional(v.pipe(v.string("must be a string"), v.check((s) => s.trim() !== "" && s.length <= 2000 && !/[\x00-\x1f\x7f]/.test(s), "must be one line of JQL, at most 2000 characters"))),
+  moveTo: v.optional(RawMoveTo),
+  authorizedUsers: v.optional(v.array(v.string("must be a string"), "must be an array of users")),
+  pollInterval: v.optional(Duration),
+});
+
 export const RawDefinition = section({
   $schema: v.optional(v.string('"$schema" must be a string')),
   name: Name,
@@ -282,6 +305,7 @@ export const RawDefinition = section({
   sessions: v.optional(RawSessions),
   workspace: v.optional(RawWorkspace),
   forge: v.optional(RawForge),
+  tracker: v.optional(RawTracker),
   notify: v.optional(RawNotify),
   protect: v.optional(v.array(ProtectPattern, "must be an array of globs")),
   environment: v.optional(RawEnvironment),
@@ -304,6 +328,8 @@ export const ACCEPTED_KEYS: Readonly<Record<string, readonly string[]>> = {
   sessions: RawSessions.keys,
   workspace: RawWorkspace.keys,
   forge: RawForge.keys,
+  tracker: RawTracker.keys,
+  moveTo: RawMoveTo.keys,
   notify: RawNotifySection.keys,
   channel: RawChannelSection.keys,
   environment: RawEnvironment.keys,

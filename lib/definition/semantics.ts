@@ -9,6 +9,7 @@ import { hasHidden, hiddenIn } from "../shared/untrusted-text.ts";
 import { closest } from "../shared/suggest.ts";
 import { DEFAULTS, KNOWN_RUNNERS } from "./normalized.ts";
 import { FORGE_KINDS, forgeHost, type ForgeKind, isForgeLogin, KIND } from "./forge-kinds.ts";
+import { isKeyedTracker, TRACKER_KIND } from "./tracker-kinds.ts";
 import { branchNameProblem, branchNameReason, defaultTarget, itemBranch } from "./branches.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -141,13 +142,15 @@ export function checkMeaning(raw: Obj, add: Add): Resolved[] {
 
 /**
  * Loop's own secrets never reach what it starts: a variable named as one (built in, the forge's
- * tokenEnv, environment.secrets) cannot also be declared for a runner or passed (a pattern that
+ * and the tracker's tokenEnv, environment.secrets) cannot also be declared for a runner or passed (a pattern that
  * matches one is fine: the secret is still dropped).
  */
 function checkEnvironment(raw: Obj, add: Add): void {
   const env = isObj(raw.environment) ? raw.environment : {};
   const forge = isObj(raw.forge) ? raw.forge : {};
   const secrets = new Set<string>([...BUILTIN_SECRETS, typeof forge.tokenEnv === "string" ? forge.tokenEnv : raw.forge !== undefined ? "GITHUB_TOKEN" : ""]);
+  const tracker = isObj(raw.tracker) ? raw.tracker : {};
+  if (isKeyedTracker(tracker.provider)) secrets.add(typeof tracker.tokenEnv === "string" ? tracker.tokenEnv : TRACKER_KIND[tracker.provider].tokenEnv);
   if (Array.isArray(env.secrets)) for (const s of env.secrets) if (typeof s === "string") secrets.add(s);
   const check = (path: string, list: unknown) => {
     if (!Array.isArray(list)) return;
@@ -166,6 +169,22 @@ function checkEnvironment(raw: Obj, add: Add): void {
  * forge to open the PR on.
  */
 function checkForge(raw: Obj, resolved: Resolved[], add: Add): void {
+  // With a tracker of its own (Linear, Jira), refs name its issues, not the forge's (checkTracker).
+  if (isObj(raw.tracker) && isKeyedTracker(raw.tracker.provider)) {
+    checkTracker(raw.tracker, resolved, add);
+    return checkForge({ ...raw, tracker: undefined }, [], add);
+  }
+  if (isObj(raw.tracker) && (raw.tracker.provider === "github" || raw.tracker.provider === "gitlab")) {
+    const forge = isObj(raw.forge) ? raw.forge : null;
+    if (forge?.provider !== raw.tracker.provider)
+      add("tracker.provider", `"${raw.tracker.provider}" is the forge's own tracker: it needs a "forge" section whose provider is "${raw.tracker.provider}"${forge ? ` (forge.provider is ${JSON.stringify(forge.provider)})` : ""}`);
+    for (const k of Object.keys(raw.tracker)) if (k !== "provider" && k !== "$comment") add(`tracker.${k}`, `does not apply to the forge's own tracker (it is set in "forge")`);
+  }
+  if (isObj(raw.tracker) && raw.tracker.provider === "none") {
+    for (const k of Object.keys(raw.tracker)) if (k !== "provider" && k !== "$comment") add(`tracker.${k}`, 'does not apply to "none" (items come from loop.json alone)');
+    resolved.forEach((r, i) => r.ref !== null && add(`items[${i}].ref`, 'names an issue, but the tracker is "none": items come from loop.json alone (remove the ref, or name the tracker)'));
+    return checkForge({ ...raw, tracker: undefined }, [], add);
+  }
   const defaults = isObj(raw.defaults) ? raw.defaults : {};
   const forge = isObj(raw.forge) ? raw.forge : null;
   if (raw.forge === undefined) {
@@ -195,6 +214,38 @@ function checkForge(raw: Obj, resolved: Resolved[], add: Add): void {
     const canonical = `${refPrefix({ provider: parsed.provider, host: parsed.host, path: `${parsed.owner}/${parsed.repo}`.toLowerCase() })}#`;
     if (canonical !== want)
       add(`items[${i}].ref`, `${JSON.stringify(r.ref)} is not an issue of the forge's repository (forge.repo ${JSON.stringify(forge.repo)}${host ? ` on ${host}` : ""}): refs of a loop with a forge must be ${want}<number>`);
+  });
+}
+
+/**
+ * Rules of a loop with Linear or Jira as its tracker (docs/trackers.md): its key (team or project),
+ * Jira's site and email, users of its shape, and every ref one of its issues, `<provider>:<KEY>-<n>`.
+ */
+function checkTracker(t: Obj, resolved: Resolved[], add: Add): void {
+  const kind = t.provider as "linear" | "jira";
+  const rule = TRACKER_KIND[kind];
+  const keyField = kind === "linear" ? "team" : "project";
+  const other = kind === "linear" ? "project" : "team";
+  if (t[other] !== undefined) add(`tracker.${other}`, `does not apply to ${kind} (its key is "${keyField}")`);
+  if (kind === "linear") {
+    if (t.email !== undefined) add("tracker.email", "does not apply to linear (its key alone authenticates)");
+    if (t.jql !== undefined) add("tracker.jql", 'does not apply to linear (its filter is "team", "states" and "labels")');
+  } else {
+    if (t.tokenKind !== undefined) add("tracker.tokenKind", "does not apply to jira (Basic auth with email and API token)");
+    if (t.apiUrl === undefined) add("tracker.apiUrl", "required for jira: the site, https://<site>.atlassian.net");
+    if (t.email === undefined) add("tracker.email", "required for jira: the Atlassian account email its API token belongs to");
+  }
+  const key = t[keyField];
+  if (key === undefined) add(`tracker.${keyField}`, `required for ${kind}: ${rule.keyRule}`);
+  else if (typeof key === "string" && !rule.key.test(key)) add(`tracker.${keyField}`, `must be ${rule.keyRule}`);
+  if (Array.isArray(t.authorizedUsers))
+    t.authorizedUsers.forEach((u, i) => {
+      if (typeof u === "string" && !rule.user.test(u)) add(`tracker.authorizedUsers[${i}]`, `must be ${rule.userRule}`);
+    });
+  if (typeof key !== "string" || !rule.key.test(key)) return;
+  const want = `${kind}:${key}-`;
+  resolved.forEach((r, i) => {
+    if (r.ref !== null && !r.ref.startsWith(want)) add(`items[${i}].ref`, `${JSON.stringify(r.ref)} is not an issue of the tracker (tracker.${keyField} ${JSON.stringify(key)}): refs of a loop with a ${kind} tracker must be ${want}<number>`);
   });
 }
 

@@ -9,6 +9,7 @@
 // is http.ts's, which this client composes. The token goes into one header and nowhere else: every
 // message has it scrubbed. GitHub's vocabulary (check conclusions, status states, 422 messages,
 // roles) stops here: callers get the provider-neutral results of provider.ts.
+import type { CommentId } from "../log/projection.ts";
 import {
   type CheckAnnotation,
   type CheckFailure,
@@ -21,6 +22,7 @@ import {
   type ForgeIssueFound,
   type ForgeListing,
   type ForgeProvider,
+  numericCommentId,
   type ForgePull,
   type ForgePullSummary,
   type ForgeResult,
@@ -186,7 +188,7 @@ export class GitHubProvider implements ForgeProvider {
     // Ordered by last edit, read from `since` on, one keyset page at a time: a page starts where the
     // last one ended (its last comment's updated_at), so an edit made while reading never shifts a
     // comment out of sight; a page that holds only one instant (ties) goes on by page number.
-    const byId = new Map<number, ForgeComment>();
+    const byId = new Map<string, ForgeComment>();
     let from = since;
     let page = 1;
     let notModified = true;
@@ -209,12 +211,12 @@ export class GitHubProvider implements ForgeProvider {
     return { ok: true, value: { items: [...byId.values()], cut: true, notModified } };
   }
 
-  async createComment(thread: ForgeThread, body: string): Promise<ForgeResult<{ id: number; url: string }>> {
+  async createComment(thread: ForgeThread, body: string): Promise<ForgeResult<{ id: CommentId; url: string }>> {
     const path = `${this.#repoPath}/issues/${thread.number}/comments`;
     const a = await this.#http.request("POST", path, { body: { body } });
     if ("ok" in a) return a;
     if (a.status !== 201) return this.#http.fail("POST", path, a);
-    return { ok: true, value: { id: a.body.id, url: String(a.body.html_url ?? "") } };
+    return { ok: true, value: { id: numericCommentId(a.body?.id), url: String(a.body.html_url ?? "") } };
   }
 
   async canWrite(login: string): Promise<ForgeResult<boolean>> {
@@ -436,7 +438,7 @@ function pullRefusal(body: Json): PullRefusal {
 
 function comment(c: Json, issue: number): ForgeComment {
   return {
-    id: Number(c.id),
+    id: numericCommentId(c.id),
     thread: { kind: "issue", number: issue },
     login: String(c.user?.login ?? ""),
     body: String(c.body ?? ""),

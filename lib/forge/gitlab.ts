@@ -14,6 +14,7 @@
 // is no listing of a project's notes: loop asks which of its threads changed since the cursor (an
 // issues and a merge requests listing with `updated_after`; saving a note touches its issue or merge
 // request) and reads those threads' notes, newest edit first, down to the cursor.
+import { type CommentId, compareCommentIds } from "../log/projection.ts";
 import {
   type CheckFailure,
   type CheckVerdict,
@@ -25,6 +26,7 @@ import {
   type ForgeIssueFound,
   type ForgeListing,
   type ForgeProvider,
+  numericCommentId,
   type ForgePull,
   type ForgePullSummary,
   type ForgeResult,
@@ -234,7 +236,7 @@ export class GitLabProvider implements ForgeProvider {
       out.push(...r.items);
       cut ||= r.cut;
     }
-    const items = out.sort((x, y) => x.updatedAt.localeCompare(y.updatedAt) || x.id - y.id);
+    const items = out.sort((x, y) => x.updatedAt.localeCompare(y.updatedAt) || compareCommentIds(x.id, y.id));
     return { ok: true, value: { items, cut, notModified: notModified && changed.length === 0 } };
   }
 
@@ -251,12 +253,12 @@ export class GitLabProvider implements ForgeProvider {
     return { items: notes(r.items, thread).filter((c) => c.updatedAt >= since).reverse(), cut: r.cut };
   }
 
-  async createComment(thread: ForgeThread, body: string): Promise<ForgeResult<{ id: number; url: string }>> {
+  async createComment(thread: ForgeThread, body: string): Promise<ForgeResult<{ id: CommentId; url: string }>> {
     const path = `${this.#thread(thread)}/notes`;
     const a = await this.#http.request("POST", path, { body: { body } });
     if ("ok" in a) return a;
     if (a.status !== 201) return this.#http.fail("POST", path, a);
-    return { ok: true, value: { id: Number(a.body?.id), url: "" } };
+    return { ok: true, value: { id: numericCommentId(a.body?.id), url: "" } };
   }
 
   async canWrite(login: string): Promise<ForgeResult<boolean>> {
@@ -480,7 +482,7 @@ function messageOf(body: Json): string {
 function notes(list: Json[], thread: ForgeThread): ForgeComment[] {
   return list
     .filter((n) => n && n.system !== true)
-    .map((n) => ({ id: Number(n.id), thread, login: String(n.author?.username ?? ""), body: String(n.body ?? ""), createdAt: normalTime(n.created_at) ?? "", updatedAt: normalTime(n.updated_at ?? n.created_at) ?? "" }));
+    .map((n) => ({ id: numericCommentId(n.id), thread, login: String(n.author?.username ?? ""), body: String(n.body ?? ""), createdAt: normalTime(n.created_at) ?? "", updatedAt: normalTime(n.updated_at ?? n.created_at) ?? "" }));
 }
 
 /** A time as UTC ISO 8601 with milliseconds (GitLab answers in the instance's time zone), so times compare as strings. */

@@ -92,7 +92,8 @@ export class ForgeHttp {
   /** Bytes of answers read so far (MAX_STEP_ANSWER_BYTES): a ForgeHttp lives for one step. */
   #readBytes = 0;
 
-  constructor(o: ProviderOptions, dialect: Dialect) {
+  /** `settings`: a forge's, or a tracker's (lib/forge/linear.ts): only its apiUrl is read. */
+  constructor(o: Omit<ProviderOptions, "settings"> & { settings: ProviderOptions["settings"] | { apiUrl: string } }, dialect: Dialect) {
     this.base = o.settings.apiUrl.replace(/\/+$/, "");
     this.#dialect = dialect;
     this.#token = o.token;

@@ -7,6 +7,7 @@
 // untrusted text (lib/forge/untrusted.ts).
 
 import type { NormForge } from "../definition/normalized.ts";
+import type { CommentId } from "../log/projection.ts";
 
 /** How the loop reaches its forge: loop.json's `forge` section, normalized (lib/definition/normalized.ts). */
 export type ForgeSettings = NormForge;
@@ -47,8 +48,12 @@ export interface ForgeThread {
 }
 
 export interface ForgeComment {
-  /** Ids only increase, across an item's issue and pull request threads alike (one high-water mark covers both). */
-  id: number;
+  /**
+   * The tracker's own id, a string (docs/trackers.md#comment-ids). Ids only increase in the order
+   * of compareCommentIds, across an item's issue and pull request threads alike (one high-water
+   * mark covers both).
+   */
+  id: CommentId;
   /** The thread the comment is on. */
   thread: ForgeThread;
   login: string;
@@ -211,17 +216,20 @@ export interface CachedAnswer {
   link?: string | null;
 }
 
-export interface ForgeProvider {
-  readonly settings: ForgeSettings;
-  /** What the forge calls what loop opens: "pull request" (GitHub), "merge request" (GitLab). */
-  readonly pullNoun: string;
-  /** The same string for two threads the forge numbers alike (GitHub: an issue and a pull request share numbers). */
+/**
+ * The tracker: where items and their conversation live (docs/trackers.md). Issues (found by a
+ * search, read one by one), the comments on them (the control channel: keywords, questions and
+ * replies) and who may give loop orders there. GitHub and GitLab are trackers and code hosts at once;
+ * Linear (lib/forge/linear.ts) is a tracker only.
+ */
+export interface Tracker {
+  /** The same string for two threads the tracker numbers alike (GitHub: an issue and a pull request share numbers). */
   threadKey(thread: ForgeThread): string;
-  /** How people name a thread: "#12", or "!12" for a GitLab merge request. */
+  /** How people name a thread: "#12", "!12" for a GitLab merge request, "ENG-12" for a Linear issue. */
   threadLabel(thread: ForgeThread): string;
   /** The issue, or why it is gone; a pull request's number is not an issue. */
   getIssue(number: number): Promise<ForgeResult<IssueLookup>>;
-  /** The comments of one thread, oldest first, the forge's own notes (system notes) left out (capped: see the provider; the newest are always read). */
+  /** The comments of one thread, oldest first, the tracker's own notes (system notes) left out (capped: see the provider; the newest are always read). */
   listThreadComments(thread: ForgeThread): Promise<ForgeResult<ForgeListing<ForgeComment>>>;
   /**
    * Comments created or edited at or after `since`, on `threads` at least (a provider may return
@@ -231,13 +239,22 @@ export interface ForgeProvider {
    * remain, to be read from the last one's `updatedAt`.
    */
   listComments(o: { since: string; threads: ForgeThread[] }): Promise<ForgeResult<ForgeListing<ForgeComment> & { notModified: boolean }>>;
-  createComment(thread: ForgeThread, body: string): Promise<ForgeResult<{ id: number; url: string }>>;
+  createComment(thread: ForgeThread, body: string): Promise<ForgeResult<{ id: CommentId; url: string }>>;
   /**
-   * Whether the user may write to the repository (authorizeWriters): GitHub, a base role of write,
+   * Whether the user may give loop orders (authorizeWriters): GitHub, a base role of write,
    * maintain or admin (never a custom role's name); GitLab, a project member with at least the
-   * Developer role. A user the forge does not know is `false`, an answer, not a failure.
+   * Developer role; Linear, a user loop.json's tracker names. A user the tracker does not know is
+   * `false`, an answer, not a failure.
    */
   canWrite(login: string): Promise<ForgeResult<boolean>>;
+  /** Open issues (never pull requests) matching `search`, in the tracker's own search syntax (Linear: loop.json's filter, `search` ignored). */
+  searchOpenIssues(search: string): Promise<ForgeResult<IssueSearch>>;
+}
+
+/** The code host: where the code lands (push, pull requests, checks, reviews, merge). */
+interface CodeHost {
+  /** What the forge calls what loop opens: "pull request" (GitHub), "merge request" (GitLab). */
+  readonly pullNoun: string;
   /** The pull request (any state) whose head is `branch` of this repository, open first, else the newest; null if none. */
   findPull(branch: string): Promise<ForgeResult<ForgePull | null>>;
   createPull(o: { title: string; body: string; head: string; base: string; draft: boolean }): Promise<ForgeResult<CreatePullOutcome>>;
@@ -263,10 +280,13 @@ export interface ForgeProvider {
    * discussions. Conditional requests; `cut` when there were more than the provider reads.
    */
   reviewFeedback(number: number): Promise<ForgeResult<ForgeListing<ReviewFeedback>>>;
-  /** Open issues (never pull requests) of the repository matching `search`, in the forge's own search syntax. */
-  searchOpenIssues(search: string): Promise<ForgeResult<IssueSearch>>;
   /** The open pull requests of the repository, up to the provider's page cap; `cut` when there were more. */
   openPulls(): Promise<ForgeResult<ForgeListing<ForgePullSummary>>>;
+}
+
+/** A GitHub or GitLab provider: the tracker and the code host in one, as loop.json's `forge` names it. */
+export interface ForgeProvider extends Tracker, CodeHost {
+  readonly settings: ForgeSettings;
 }
 
 export type FetchLike = (input: string, init?: RequestInit) => Promise<Response>;
@@ -323,6 +343,15 @@ export function describeFailure(f: ForgeFailure): string {
  */
 export function pullTerms(provider: string | null | undefined): { noun: string; short: string; sign: string } {
   return provider === "gitlab" ? { noun: "merge request", short: "MR", sign: "!" } : { noun: "pull request", short: "PR", sign: "#" };
+}
+
+/**
+ * A GitHub, GitLab or Jira comment id as loop keeps it: the decimal string of a positive integer.
+ * Anything else (a forge's hostile or broken answer) is "0", at or below every mark, so never acted on.
+ */
+export function numericCommentId(x: unknown): CommentId {
+  const n = typeof x === "string" && /^[0-9]{1,15}$/.test(x) ? Number(x) : x;
+  return typeof n === "number" && Number.isSafeInteger(n) && n > 0 ? String(n) : "0";
 }
 
 /** A commit id as a forge reported it: 40 (SHA-1) or 64 (SHA-256) hex digits, else null (never "undefined" or ""). */

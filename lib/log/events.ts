@@ -142,10 +142,13 @@ const LAUNCH_RESERVED = v.strictObject({
   sessionId: Str,
 });
 
-const BASELINED = v.strictObject({ issue: Pos, highWater: Int, comments: Int });
+// A comment id (docs/trackers.md#comment-ids): a number in logs written before trackers, the
+// tracker's own string since; the reducer reads both as strings (projection.ts commentIdOf).
+const CommentIdField = v.union([Pos, v.pipe(Str, v.minLength(1), v.maxLength(200))]);
+const BASELINED = v.strictObject({ issue: Pos, highWater: v.union([Int, v.pipe(Str, v.minLength(1), v.maxLength(200))]), comments: Int });
 const HANDLED = v.strictObject({
   issue: Pos,
-  commentId: Pos,
+  commentId: CommentIdField,
   login: Str,
   action: v.picklist(["control", "reply", "message", "refused"]),
   detail: Str,
@@ -284,9 +287,9 @@ export const PAYLOADS = {
   // `createdAt` (the comment's) were added later: where the log's comment cursor starts (reducer readFrom).
   forge_thread_baselined: v.union([BASELINED, v.strictObject({ ...BASELINED.entries, through: NStr })]),
   forge_comment_handled: v.union([HANDLED, v.strictObject({ ...HANDLED.entries, createdAt: Str })]),
-  forge_question_posted: v.strictObject({ attempt: Pos, issue: Pos, commentId: Pos }),
+  forge_question_posted: v.strictObject({ attempt: Pos, issue: Pos, commentId: CommentIdField }),
   // An item whose agent gave up, said on its issue once per attempt (docs/runners.md#giving-up).
-  forge_gave_up_posted: v.strictObject({ attempt: Pos, issue: Pos, commentId: Pos }),
+  forge_gave_up_posted: v.strictObject({ attempt: Pos, issue: Pos, commentId: CommentIdField }),
   // A reaction to what happened on the attempt's pull request (docs/forge.md#reactions): the signals
   // seen on `head` (each with the key that keeps it from triggering twice), what was decided, and
   // the bounded, fenced digest the next attempt is given ("" when it blocked).

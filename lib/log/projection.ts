@@ -262,8 +262,12 @@ export interface ForgeRecord {
   pr: { number: number; url: string; head: string; draft: boolean } | null;
   /** The current attempt's landing wait (AttemptRecord.landingWait), as refreshItemView derives it. */
   landing: LandingWait | null;
-  /** The comment high-water mark: comments with ids at or below it are never acted on. Null: not seen yet (first sight). */
-  highWater: number | null;
+  /**
+   * The comment high-water mark: comments with ids at or below it (compareCommentIds) are never
+   * acted on. Null: not seen yet (first sight). A tracker's own id, as a string; logs written
+   * before trackers recorded numbers, read as their decimal strings.
+   */
+  highWater: CommentId | null;
   /**
    * Where a listing of the item's comments starts so that it misses none above the mark: every
    * comment on its threads created before this time is at or below `highWater` (ids grow with
@@ -273,13 +277,37 @@ export interface ForgeRecord {
    */
   readFrom: string | null;
   /** The last comment acted on. */
-  lastComment: { id: number; login: string; action: Payload<"forge_comment_handled">["action"]; detail: string; at: string } | null;
+  lastComment: { id: CommentId; login: string; action: Payload<"forge_comment_handled">["action"]; detail: string; at: string } | null;
   /** Authorized comments for the agent (inbox and the next handoff), oldest first. */
-  messages: { id: number; login: string; text: string; at: string }[];
+  messages: { id: CommentId; login: string; text: string; at: string }[];
   /** The question posted on the issue for the current needs_input, by attempt. */
-  questionPosted: { attempt: number; commentId: number } | null;
+  questionPosted: { attempt: number; commentId: CommentId } | null;
   /** That the agent gave up, posted on the issue, by attempt; absent until it was (and in older logs). */
-  gaveUpPosted?: { attempt: number; commentId: number };
+  gaveUpPosted?: { attempt: number; commentId: CommentId };
+}
+
+/**
+ * A comment's id as its tracker gives it, a string whose order is the order of the comments
+ * (docs/trackers.md#comment-ids): GitHub's, GitLab's and Jira's are decimal numbers; Linear's are
+ * `<createdAt>~<uuid>`, which sort as text.
+ */
+export type CommentId = string;
+
+/** The order of two comment ids: decimal strings by value, anything else as text (code units). */
+export function compareCommentIds(a: CommentId, b: CommentId): number {
+  const da = /^[0-9]+$/.test(a);
+  const db = /^[0-9]+$/.test(b);
+  if (da && db) {
+    const x = a.replace(/^0+(?=.)/, "");
+    const y = b.replace(/^0+(?=.)/, "");
+    return x.length - y.length || (x < y ? -1 : x > y ? 1 : 0);
+  }
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** An id as the log holds it: a number in logs written before trackers (upcast here), a string since. */
+export function commentIdOf(x: number | string): CommentId {
+  return typeof x === "number" ? String(x) : x;
 }
 
 export function emptyForge(): ForgeRecord {

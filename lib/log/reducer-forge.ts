@@ -1,7 +1,7 @@
 // The reducer's handlers of a forge's events (docs/forge.md): pull requests recorded, landing
 // waits, comment threads baselined and handled, reactions, questions posted. Part of the one
 // definition of what the log means (reducer.ts spreads them into its table).
-import { emptyForge } from "./projection.ts";
+import { commentIdOf, compareCommentIds, emptyForge } from "./projection.ts";
 import { currentAttempt, type Handlers, need, needStatus } from "./reducer-rules.ts";
 
 type ForgeEvent = "forge_pr_recorded" | "forge_landing_waiting" | "forge_thread_baselined" | "forge_comment_handled" | "forge_reaction_recorded" | "forge_question_posted" | "forge_gave_up_posted";
@@ -35,7 +35,7 @@ export const FORGE_HANDLERS: Pick<Handlers, ForgeEvent> = {
     const it = need(p, e, fail);
     const f = (it.forge ??= emptyForge());
     if (f.highWater !== null) fail("already_baselined", `thread of "${it.id}" baselined twice in one epoch`);
-    f.highWater = e.payload.highWater;
+    f.highWater = commentIdOf(e.payload.highWater);
     // A baseline recorded before `through` was: its own time, after the listing it was made from.
     f.readFrom = e.payload.through ?? e.ts;
   },
@@ -44,13 +44,14 @@ export const FORGE_HANDLERS: Pick<Handlers, ForgeEvent> = {
     const f = it.forge;
     if (!f || f.highWater === null) fail("not_baselined", `comment on "${it.id}" handled before its thread was baselined`);
     const pl = e.payload;
-    // Each comment is acted on once: ids only go up.
-    if (pl.commentId <= f!.highWater!) fail("comment_seen", `comment ${pl.commentId} is at or below the high-water mark ${f!.highWater}`);
-    f!.highWater = pl.commentId;
+    // Each comment is acted on once: ids only go up (in the tracker's order of its ids).
+    const id = commentIdOf(pl.commentId);
+    if (compareCommentIds(id, f!.highWater!) <= 0) fail("comment_seen", `comment ${id} is at or below the high-water mark ${f!.highWater}`);
+    f!.highWater = id;
     // A comment handled before `createdAt` was recorded leaves the start where it was (earlier: safe).
     if (pl.createdAt !== undefined) f!.readFrom = pl.createdAt;
-    f!.lastComment = { id: pl.commentId, login: pl.login, action: pl.action, detail: pl.detail, at: e.ts };
-    if (pl.action === "message") f!.messages.push({ id: pl.commentId, login: pl.login, text: pl.detail, at: e.ts });
+    f!.lastComment = { id, login: pl.login, action: pl.action, detail: pl.detail, at: e.ts };
+    if (pl.action === "message") f!.messages.push({ id, login: pl.login, text: pl.detail, at: e.ts });
   },
   forge_reaction_recorded(p, e, fail) {
     const it = need(p, e, fail);
@@ -71,12 +72,12 @@ export const FORGE_HANDLERS: Pick<Handlers, ForgeEvent> = {
     const it = need(p, e, fail);
     needStatus(it, ["needs_input"], e, fail);
     const f = (it.forge ??= emptyForge());
-    f.questionPosted = { attempt: e.payload.attempt, commentId: e.payload.commentId };
+    f.questionPosted = { attempt: e.payload.attempt, commentId: commentIdOf(e.payload.commentId) };
   },
   forge_gave_up_posted(p, e, fail) {
     const it = need(p, e, fail);
     if (it.status !== "failed" || it.settleCode !== "gave_up") fail("not_gave_up", `"${it.id}" did not settle gave_up`);
     const f = (it.forge ??= emptyForge());
-    f.gaveUpPosted = { attempt: e.payload.attempt, commentId: e.payload.commentId };
+    f.gaveUpPosted = { attempt: e.payload.attempt, commentId: commentIdOf(e.payload.commentId) };
   },
 };

@@ -132,6 +132,11 @@ class Gen {
         return `if (!Number.isSafeInteger(${x})) return false;`;
       case "min_value":
         return `if (!(${x} >= ${this.param(a.requirement)})) return false;`;
+      // A string's or an array's length, as valibot reads it (comment ids: docs/trackers.md#comment-ids).
+      case "min_length":
+        return `if (!(${x}.length >= ${this.param(a.requirement)})) return false;`;
+      case "max_length":
+        return `if (!(${x}.length <= ${this.param(a.requirement)})) return false;`;
       default:
         throw new UnsupportedSchemaError(`validation "${a.type}"`);
     }

@@ -26,12 +26,13 @@ import { ITEM_TABLES, itemFromRows, type ItemTable, parseControlBody, parseLoopB
  * carry their usage, the loop record its sums and a budget pause, an item a budget stop (indexed).
  * 8: the loop record carries `cause`, why it is paused or stopped. 9: verdicts carry their codes: an
  * attempt's verify (`code`, `noProgress`) and landing (`code`), a settled item its `settleCode`, each
- * given to an older log's events by the fold (lib/log/legacy-codes.ts).
+ * given to an older log's events by the fold (lib/log/legacy-codes.ts). 10: comment ids are strings
+ * (a tracker's own ids, docs/trackers.md#comment-ids); an older log's numbers are read as theirs.
  * Writers upgrade older stores on open by folding the log again and
  * rewriting the tables (`migrate`); read verbs never write, so they refuse an older store with
  * `outdated_store` until a writer has opened it.
  */
-export const SCHEMA_VERSION = 9;
+export const SCHEMA_VERSION = 10;
 
 export function dbPath(stateRoot: string): string {
   return join(stateRoot, "loop.db");

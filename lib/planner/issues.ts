@@ -1,9 +1,12 @@
 // Where `loop plan --issues` and `loop add --from-issues` get their issues: an injectable source, so
-// the planner does not depend on how a forge is reached. The real one is loop.json's "forge" section
-// (lib/forge/, docs/forge.md#issues-for-the-planner); without that section both flags refuse (exit 2).
+// the planner does not depend on how a forge is reached. The real one is loop.json's tracker: a
+// Linear "tracker" section (docs/trackers.md#linear: its filter selects the issues, the search is
+// not Linear's), else the "forge" section (lib/forge/, docs/forge.md#issues-for-the-planner);
+// without either both flags refuse (exit 2), and so does a tracker loop cannot search yet (Jira) or
+// "none".
 import { forgeHost } from "../definition/forge-kinds.ts";
 import { loadDefinition } from "../definition/loop-json.ts";
-import type { NormForge } from "../definition/normalized.ts";
+import type { NormForge, NormTracker } from "../definition/normalized.ts";
 import { refPrefix } from "../definition/refs.ts";
 import { describeFailure, type ForgeResult } from "../forge/provider.ts";
 import { sanitizeLine } from "../forge/untrusted.ts";
@@ -14,8 +17,8 @@ import type { Issue, PullRequest } from "./prompt.ts";
 import type { DefaultRepo } from "./text-format.ts";
 
 export interface IssueSource {
-  /** Where `#N` points (the forge's repository). */
-  repo: DefaultRepo;
+  /** Where `#N` points (the forge's repository); null for a tracker whose refs are keys (`linear:ENG-5`). */
+  repo: DefaultRepo | null;
   /** The open issues matching a search (the forge's own search syntax). */
   searchOpenIssues(search: string): Promise<Issue[]>;
   /** The open pull requests (GitLab: merge requests), so the planner can skip issues one already covers. */
@@ -29,13 +32,39 @@ export interface IssueSource {
  * section names, in `env`.
  */
 export function configuredIssueSource(root: string, env: Record<string, string | undefined> = {}, warn: (message: string) => void = () => {}): IssueSource | null {
-  let forge: NormForge | undefined;
+  let def;
   try {
-    forge = loadDefinition(root).forge;
+    def = loadDefinition(root);
   } catch {
     return null;
   }
-  return forge ? forgeIssueSource(forge, env[forge.tokenEnv] || null, { warn, timeoutMs: forgeTimeout(env, warn) }) : null;
+  const forge = def.forge ? forgeIssueSource(def.forge, env[def.forge.tokenEnv] || null, { warn, timeoutMs: forgeTimeout(env, warn) }) : null;
+  if (def.tracker) return trackerIssueSource(def.tracker, env[def.tracker.tokenEnv] || null, forge, { warn, timeoutMs: forgeTimeout(env, warn) });
+  if (def.trackerNone) return null;
+  return forge;
+}
+
+/**
+ * An IssueSource over a Linear tracker: the issues loop.json's filter selects (the search given is
+ * not Linear's, and is said to be ignored when it is not empty), refs `linear:<team>-<n>`; the open
+ * pull requests are the forge's, when there is one. Jira is refused: its client is not built yet.
+ */
+function trackerIssueSource(settings: NormTracker, token: string | null, forge: IssueSource | null, o: { warn: (message: string) => void; timeoutMs?: number | undefined }): IssueSource {
+  const where = `the ${settings.provider} issues of ${settings.key}`;
+  return {
+    repo: null,
+    async searchOpenIssues(search) {
+      if (settings.provider !== "linear") throw new UsageError(`issues from ${settings.provider} are not read yet (docs/trackers.md#jira); nothing was done`);
+      if (search.trim() !== "") o.warn(`tracker: ${JSON.stringify(sanitizeLine(search, 80))} is not used: Linear's issues are the ones loop.json's tracker selects (team, states, labels)`);
+      const { LinearTracker } = await import("../forge/linear.ts");
+      const found = need(await new LinearTracker({ settings, token, ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}) }).searchOpenIssues(search), `reading ${where}`, "tracker");
+      for (const note of found.notes) o.warn(`tracker: reading ${where}: ${note}`);
+      return found.issues.map((i) => ({ ref: `${settings.provider}:${settings.key}-${i.number}`, title: sanitizeLine(i.title, 200), body: cleanText(i.body), labels: i.labels.map((l) => sanitizeLine(l, 50)) }));
+    },
+    async openPullRequests() {
+      return forge ? forge.openPullRequests() : [];
+    },
+  };
 }
 
 /**
@@ -76,14 +105,14 @@ function forgeIssueSource(settings: NormForge, token: string | null, o: { warn?:
   };
 }
 
-function need<T>(r: ForgeResult<T>, what: string): T {
+function need<T>(r: ForgeResult<T>, what: string, who = "forge"): T {
   if (r.ok) return r.value;
-  throw new ForgeError(`forge: ${what} failed: ${describeFailure(r)}; nothing was written`);
+  throw new ForgeError(`${who}: ${what} failed: ${describeFailure(r)}; nothing was written`);
 }
 
 /** The source a flag needs, or the exit-2 refusal naming the missing section. */
 export function requireIssueSource(source: IssueSource | null, flag: string): IssueSource {
   if (source === null)
-    throw new UsageError(`${flag} needs a "forge" section in loop.json (which forge and repository to search), and this loop.json has none; nothing was done`);
+    throw new UsageError(`${flag} needs a "forge" section in loop.json (which forge and repository to search) or a "tracker" loop can search (linear), and this loop.json has neither; nothing was done`);
   return source;
 }

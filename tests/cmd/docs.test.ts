@@ -209,6 +209,8 @@ describe("docs/loop-json.md documents loop.json as the code reads it", () => {
     channel: /^###\s+channels\s*$/,
     item: /^##\s+items\s*$/,
     forge: /^##\s+forge\s*$/,
+    tracker: /^##\s+tracker\s*$/,
+    moveTo: /^###\s+moveTo\s*$/,
     environment: /^##\s+environment\s*$/,
     reactions: /^##\s+reactions\s*$/,
     budget: /^###\s+budget\s*$/,

@@ -343,7 +343,7 @@ describe("errors, each at its path", () => {
     ["missing items", (d) => delete d.items, "items", "required"],
     ["items not an array", (d) => (d.items = {}), "items", "must be an array of items"],
     ["item not an object", (d) => (d.items[1] = "b"), "items[1]", "expected an object, got \"b\""],
-    ["unknown top-level key", (d) => (d.itmes = []), "itmes", 'unknown key; did you mean "items"? (allowed: $schema, name, defaults, runners, control, sessions, workspace, forge, notify, protect, environment, reactions, budget, prices, guards, items, $comment)'],
+    ["unknown top-level key", (d) => (d.itmes = []), "itmes", 'unknown key; did you mean "items"? (allowed: $schema, name, defaults, runners, control, sessions, workspace, forge, tracker, notify, protect, environment, reactions, budget, prices, guards, items, $comment)'],
     ["unknown item key", (d) => (d.items[0].depends = []), "items[0].depends", 'unknown key; did you mean "dependsOn"? (allowed: id, ref, prompt, dependsOn, verify, runner, model, maxAttempts, timeouts, reactions, budget, $comment)'],
     // One problem, not two: the items' "no verify command and no default" would follow from the typo.
     ["defaults.verify misspelt", (d) => ((d.defaults.verfy = d.defaults.verify), delete d.defaults.verify), "defaults.verfy", 'unknown key; did you mean "verify"? (allowed: runner, model, verify, maxAttempts, timeouts, landing, sandbox, network, verifyNetwork, budget, $comment)'],
@@ -803,6 +803,8 @@ describe("JSON Schema", () => {
     ["sessions", () => schema.properties.sessions],
     ["workspace", () => schema.properties.workspace],
     ["forge", () => schema.properties.forge],
+    ["tracker", () => schema.properties.tracker],
+    ["moveTo", () => schema.properties.tracker.properties.moveTo],
     ["notify", () => schema.properties.notify],
     ["channel", () => schema.$defs.channel],
     ["environment", () => schema.properties.environment],
@@ -818,7 +820,7 @@ describe("JSON Schema", () => {
 
   test("covers every section the validator has", () => {
     expect(Object.keys(ACCEPTED_KEYS).sort()).toEqual(
-      ["budget", "channel", "control", "daily", "defaults", "definition", "environment", "forge", "guards", "item", "loopBudget", "notify", "price", "reactions", "runner", "sessions", "timeouts", "workspace"],
+      ["budget", "channel", "control", "daily", "defaults", "definition", "environment", "forge", "guards", "item", "loopBudget", "moveTo", "notify", "price", "reactions", "runner", "sessions", "timeouts", "tracker", "workspace"],
     );
   });
 
@@ -837,6 +839,7 @@ describe("JSON Schema", () => {
     walk(schema.properties.sessions, "sessions");
     walk(schema.properties.workspace, "workspace");
     walk(schema.properties.forge, "forge");
+    walk(schema.properties.tracker, "tracker");
     expect(missing).toEqual([]);
   });
 

@@ -361,7 +361,7 @@ describe("comment listings (docs/forge.md#listings)", () => {
     const r = await client(gh).listThreadComments({ kind: "issue", number: 9 });
     if (!r.ok) throw new Error(JSON.stringify(r));
     expect(r.value.cut).toBe(true);
-    expect(Math.max(...r.value.items.map((x) => x.id))).toBe(all.at(-1)!.id);
+    expect(Math.max(...r.value.items.map((x) => Number(x.id)))).toBe(all.at(-1)!.id);
   });
 });
 

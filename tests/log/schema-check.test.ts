@@ -164,7 +164,7 @@ describe("compileCheck answers as valibot's is", () => {
       v.strictObject({ a: v.exactOptional(v.string()) }),
       v.strictObject({ a: v.optional(v.string(), "default") }),
       v.object({ a: v.string() }),
-      v.pipe(v.string(), v.minLength(1)),
+      v.pipe(v.string(), v.regex(/x/)),
       v.nullable(v.string(), "default"),
       v.date(),
     ])

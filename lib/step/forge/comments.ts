@@ -20,7 +20,7 @@ import type { ForgeComment, ForgeProvider, ForgeThread } from "../../forge/provi
 import { fenced, TEXT_CAP, capped, sanitizeLine } from "../../forge/untrusted.ts";
 import type { EventDraft } from "../../log/events.ts";
 import { isInFlight, isSettled } from "../../log/vocabulary.ts";
-import type { ItemState, Projection } from "../../log/projection.ts";
+import { type CommentId, compareCommentIds, type ItemState, type Projection } from "../../log/projection.ts";
 import { writeFileAtomic } from "../../shared/fsutil.ts";
 import { append, closeInStep, projection, type StepContext } from "../context.ts";
 import { issueOf } from "./issue-context.ts";
@@ -47,7 +47,7 @@ export async function pollComments(ctx: StepContext): Promise<void> {
   if (since === null) return; // no item has a thread to read
   const r = await link.provider.listComments({ since, threads });
   if (!r.ok) return void link.failed(r);
-  const comments = [...r.value.items].sort((a, b) => a.id - b.id);
+  const comments = [...r.value.items].sort((a, b) => compareCommentIds(a.id, b.id));
   // The cursor moves as each comment is acted on (or needs nothing), never past one not yet done:
   // a step that stops mid-batch (a bug, a lost lease) saves where it got to. A comment left for
   // later (a permission that could not be read) holds it, with every later one on the same item.
@@ -122,11 +122,11 @@ async function baselineNew(ctx: StepContext, link: ForgeLink): Promise<boolean> 
         return false;
       }
       // A cut listing still holds the thread's newest page: the mark is right, the count a floor.
-      for (const c of list.value.items) if (!newest || c.id > newest.id) newest = c;
+      for (const c of list.value.items) if (!newest || compareCommentIds(c.id, newest.id) > 0) newest = c;
       comments += list.value.items.length;
     }
     // `through`: where this item's comments are read from, on the forge's clock (reducer readFrom).
-    const payload = { issue: threads[0]!.number, highWater: newest?.id ?? 0, comments, through: newest?.createdAt ?? null };
+    const payload = { issue: threads[0]!.number, highWater: newest?.id ?? "0", comments, through: newest?.createdAt ?? null };
     append(ctx, [{ type: "forge_thread_baselined", item: id, payload }], "forge");
   }
   return true;
@@ -140,7 +140,7 @@ async function handle(ctx: StepContext, link: ForgeLink, c: ForgeComment): Promi
   if (!id) return "done";
   const it = p.items[id]!;
   const mark = it.forge?.highWater;
-  if (mark == null || c.id <= mark) return "done"; // seen, or an edited old comment
+  if (mark == null || compareCommentIds(c.id, mark) <= 0) return "done"; // seen, or an edited old comment
   const allowed = await link.authorized(c.login);
   if (allowed === null) {
     ctx.options.log.warn(`forge: comment ${c.id} on ${link.provider.threadLabel(c.thread)} by ${sanitizeLine(c.login, 40)} waits: the author's permission could not be read; asked again on a later step`);
@@ -209,7 +209,7 @@ async function command(ctx: StepContext, link: ForgeLink, o: { it: ItemState; c:
 }
 
 /** A marked comment from loop; a failure to post is said, not fatal (the decision is already recorded). */
-async function answer(ctx: StepContext, link: ForgeLink, thread: ForgeThread, text: string): Promise<number | null> {
+async function answer(ctx: StepContext, link: ForgeLink, thread: ForgeThread, text: string): Promise<CommentId | null> {
   const r = await link.provider.createComment(thread, loopComment(text, ctx.def.name));
   if (!r.ok) {
     ctx.options.log.warn(`forge: could not comment on ${link.provider.threadLabel(thread)}: ${link.failed(r)}`);

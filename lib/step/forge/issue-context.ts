@@ -6,10 +6,11 @@
 // from the first failed read, the item settles blocked with the last failure. The first sight of
 // the thread baselines it: the comments already there are context, never new deliveries.
 import { parseRef } from "../../definition/refs.ts";
+import { isKeyedTracker } from "../../definition/tracker-kinds.ts";
 import { fenced, sanitizeLine } from "../../forge/untrusted.ts";
 import type { ForgeComment, ForgeFailure } from "../../forge/provider.ts";
 import { formatDuration } from "../../definition/duration.ts";
-import type { ItemState } from "../../log/projection.ts";
+import { compareCommentIds, type ItemState } from "../../log/projection.ts";
 import type { SettleCode } from "../../log/vocabulary.ts";
 import { append, type StepContext } from "../context.ts";
 import { forgeLink, type ForgeLink } from "./link.ts";
@@ -25,9 +26,15 @@ type ForgeLaunch =
 const THREAD_COMMENTS = 20;
 const COMMENT_CAP = 4_000;
 
-/** The issue number an item's ref names, or null (no ref; definition checks keep refs to the forge's repository). */
+/**
+ * The forge issue number an item's ref names, or null: no ref, or a ref of a tracker that is not the
+ * forge (Linear, Jira: docs/trackers.md), whose issues the forge knows nothing of. Definition checks
+ * keep a forge's refs to its repository.
+ */
 export function issueOf(it: ItemState): number | null {
-  return it.def.ref ? parseRef(it.def.ref).number : null;
+  if (!it.def.ref) return null;
+  const ref = parseRef(it.def.ref);
+  return isKeyedTracker(ref.provider) ? null : ref.number;
 }
 
 export async function prepareForgeLaunch(ctx: StepContext, it: ItemState): Promise<ForgeLaunch> {
@@ -87,7 +94,7 @@ async function readIssue(link: ForgeLink, number: number): Promise<Read> {
     launch: (ctx, it) => {
       const all = comments.value.items;
       if (it.forge?.highWater == null) {
-        const highWater = Math.max(0, ...all.map((c) => c.id));
+        const highWater = all.map((c) => c.id).reduce((a, b) => (compareCommentIds(b, a) > 0 ? b : a), "0");
         append(ctx, [{ type: "forge_thread_baselined", item: it.id, payload: { issue: number, highWater, comments: all.length } }], "forge");
       }
       const shown = thread;

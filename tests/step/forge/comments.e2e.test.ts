@@ -67,7 +67,7 @@ describe.each(FORGES)("%s", (_name, make) => {
     const handled = p.eventsOf("forge_comment_handled");
     expect(handled.map((e) => e.payload.action)).toEqual(["control"]);
     // Edited old comment: `since` returns it again; it is never acted on twice.
-    f.editComment(handled[0]!.payload.commentId, "/loop start (edited)");
+    f.editComment(Number(handled[0]!.payload.commentId), "/loop start (edited)");
     const before = p.head();
     await p.run();
     expect(p.eventsOf("control_recorded")).toHaveLength(1);
@@ -202,7 +202,7 @@ describe.each(FORGES)("%s", (_name, make) => {
     const old = f.addComment({ pull: pr, login: "alice", body: "/loop pause" }); // before first sight: context
     expect((await p.run()).action).toBe("waiting");
     const baselined = p.eventsOf("forge_thread_baselined").map((e) => e.payload);
-    expect(baselined).toEqual([{ issue: pr, highWater: old.id, comments: 1, through: expect.any(String) }]);
+    expect(baselined).toEqual([{ issue: pr, highWater: String(old.id), comments: 1, through: expect.any(String) }]);
     // Its comments are read from the newest one's creation, on the forge's clock.
     expect(Date.parse(baselined[0]!.through!)).toBe(Date.parse(old.createdAt));
     expect(p.eventsOf("loop_paused")).toHaveLength(0);
