@@ -24,6 +24,11 @@ export interface LoopReview {
   maxSpend: number | null;
   /** How maxSpend was reached, or "no budget: unbounded". */
   maxSpendText: string;
+  /**
+   * The default verify on the base (docs/cli/loop-run.md#the-verify-on-the-base): the command, and how
+   * its last run for this verify and setup went (`pending` before one ran); null when it is off.
+   */
+  baseVerify: { verify: string; status: "pending" | "running" | "passed" | "failed" | "accepted"; quote: string | null } | null;
   /** The one command that starts the loop. */
   start: "loop ctl start";
 }
@@ -63,9 +68,27 @@ export function reviewOf(p: Projection): LoopReview {
       bound === null
         ? "no budget: unbounded (set budget.usd, or items' budgets with prices, in loop.json to bound it)"
         : `at most $${usdText(bound)} (${[loopBound !== null ? `the loop's budget: $${usdText(loopBound)}` : null, sum !== null ? `the items' budgets summed: $${usdText(sum)}` : null].filter(Boolean).join("; ")}, at the prices in loop.json)`,
+    baseVerify: baseVerifyView(p),
     start: "loop ctl start",
   };
 }
+
+/** What the review says of the verify on the base: the last run's, when it was of the verify and setup in force. */
+function baseVerifyView(p: Projection): LoopReview["baseVerify"] {
+  const verify = p.loop.settings?.baseVerify;
+  if (verify === undefined) return null;
+  const last = p.loop.baseVerify;
+  const current = last && last.verify === verify && last.setup === (p.loop.settings?.setup ?? null);
+  return current ? { verify, status: last.status, quote: last.quote } : { verify, status: "pending", quote: null };
+}
+
+const BASE_VERIFY_SAID: Record<NonNullable<LoopReview["baseVerify"]>["status"], string> = {
+  pending: "runs once before the first launch; if it fails, nothing launches and the loop waits for you",
+  running: "running",
+  passed: "passed",
+  failed: "FAILED: nothing launches until you fix it, or accept it with `loop ctl resume --yes`",
+  accepted: "failed, and accepted (the backlog's verify is meant to fail until its items land)",
+};
 
 /** The definition the log holds, as a review reads it (lib/decisions/widening.ts). */
 export function definitionOfLog(p: Projection): ReviewedDefinition {
@@ -83,6 +106,7 @@ export function reviewLines(r: LoopReview, o: { started?: boolean } = {}): strin
     `network: ${r.network}`,
     `budgets: ${r.budgets.loop ? `the loop ${budgetText(r.budgets.loop)}` : "no loop budget"}${r.budgets.daily ? `, daily ${budgetText(r.budgets.daily)}` : ""}`,
     `most it can spend: ${r.maxSpendText}`,
+    ...(r.baseVerify ? [`verify on the base (${JSON.stringify(r.baseVerify.verify)}): ${BASE_VERIFY_SAID[r.baseVerify.status]}${r.baseVerify.quote ? ` (${r.baseVerify.quote})` : ""}`] : []),
     ...(o.started ? [] : [`to start it: ${r.start}`]),
   ];
 }

@@ -3,7 +3,7 @@
 // review itself with the most the loop can spend (lib/decisions/review.ts reviewOf), over a folded log.
 import { describe, expect, test } from "bun:test";
 import { reviewOnImport, type ReviewedDefinition, widening } from "../../lib/decisions/widening.ts";
-import { reviewOf } from "../../lib/decisions/review.ts";
+import { reviewLines, reviewOf } from "../../lib/decisions/review.ts";
 import { fold } from "../../lib/log/reducer.ts";
 import type { NormItemPayload, SettingsPayload } from "../../lib/log/events.ts";
 import type { ReviewReason } from "../../lib/log/projection.ts";
@@ -114,6 +114,18 @@ describe("reviewOf: the most the loop can spend is its budgets at the operator's
     const r = reviewOf(projection({}, [itemDef("a", { model: "opus", budget: { tokens: 100 } }), itemDef("b", { budget: { microUsd: 1_000_000 } })]));
     expect(r.maxSpend).toBeNull();
     expect(r.maxSpendText).toStartWith("no budget: unbounded");
+  });
+  test("the verify on the base: pending before it ran, then how it went for this verify and setup (docs/cli/loop-run.md#the-verify-on-the-base)", () => {
+    expect(reviewOf(projection({}, [itemDef("a")])).baseVerify).toBeNull();
+    expect(reviewOf(projection({ baseVerify: "npm test" }, [itemDef("a")])).baseVerify).toEqual({ verify: "npm test", status: "pending", quote: null });
+    const log = new LogBuilder();
+    log.push({ type: "definition_imported", payload: { revision: 1, hash: "h1", name: "t", settings: { ...SETTINGS, baseVerify: "npm test" }, items: [itemDef("a")] } });
+    log.push({ type: "loop_started", payload: {} });
+    log.push({ type: "base_verify_started", payload: { key: "k1", verify: "npm test", setup: null, base: "main", commit: "c".repeat(40), dir: "/x" } });
+    log.push({ type: "base_verify_finished", payload: { key: "k1", code: "failed", exitCode: 1, quote: "FAIL src/a.test.js", log: "/x/verify.log", ms: 10 } });
+    const r = reviewOf(fold(log.events));
+    expect(r.baseVerify).toEqual({ verify: "npm test", status: "failed", quote: "FAIL src/a.test.js" });
+    expect(reviewLines(r).at(-2)).toBe('verify on the base ("npm test"): FAILED: nothing launches until you fix it, or accept it with `loop ctl resume --yes` (FAIL src/a.test.js)');
   });
   test("the landing says plainly what it does to the repository", () => {
     expect(reviewOf(projection({}, [itemDef("a")])).landing.effect).toContain("nothing is merged");
