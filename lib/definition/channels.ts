@@ -1,5 +1,6 @@
 // Where `loop run` tells people (loop.json `notify.channels`, docs/operations.md#notification-channels):
 // the kinds of channel, the events a channel may ask for, and which addresses are accepted.
+import { httpsProblem } from "./forge-kinds.ts";
 
 /** A generic JSON webhook, a Slack incoming webhook, an ntfy topic. */
 export const CHANNEL_KINDS = ["webhook", "slack", "ntfy"] as const;
@@ -28,7 +29,5 @@ export function channelUrlProblem(s: string): string | undefined {
   }
   if (u.username || u.password) return "must not hold credentials (put a secret address in a variable and name it in urlFrom)";
   if (u.hash) return "must not have a fragment";
-  if (u.protocol === "https:") return undefined;
-  if (u.protocol === "http:" && ["127.0.0.1", "localhost", "[::1]"].includes(u.hostname)) return undefined;
-  return "must be https (http only to 127.0.0.1 or localhost)";
+  return httpsProblem(u);
 }

@@ -45,6 +45,11 @@ export function apiUrlProblem(s: string): string | undefined {
   }
   if (u.username || u.password) return "must not hold credentials (name the token's variable in tokenEnv)";
   if (u.search || u.hash) return "must not have a query or fragment";
+  return httpsProblem(u);
+}
+
+/** An address loop sends a secret to: https, or plain http to this machine only (a test's fake, a local relay). */
+export function httpsProblem(u: URL): string | undefined {
   if (u.protocol === "https:") return undefined;
   if (u.protocol === "http:" && ["127.0.0.1", "localhost", "[::1]"].includes(u.hostname)) return undefined;
   return "must be https (http only to 127.0.0.1 or localhost)";

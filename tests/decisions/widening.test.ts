@@ -122,7 +122,7 @@ describe("reviewOf: the most the loop can spend is its budgets at the operator's
     log.push({ type: "definition_imported", payload: { revision: 1, hash: "h1", name: "t", settings: { ...SETTINGS, baseVerify: "npm test" }, items: [itemDef("a")] } });
     log.push({ type: "loop_started", payload: {} });
     log.push({ type: "base_verify_started", payload: { key: "k1", verify: "npm test", setup: null, base: "main", commit: "c".repeat(40), dir: "/x" } });
-    log.push({ type: "base_verify_finished", payload: { key: "k1", code: "failed", exitCode: 1, quote: "FAIL src/a.test.js", log: "/x/verify.log", ms: 10 } });
+    log.push({ type: "base_verify_finished", payload: { key: "k1", code: "failed", exitCode: 1, quote: "FAIL src/a.test.js", log: "/x/verify.log", ms: 10, reason: "the verify failed on the base" } });
     const r = reviewOf(fold(log.events));
     expect(r.baseVerify).toEqual({ verify: "npm test", status: "failed", quote: "FAIL src/a.test.js" });
     expect(reviewLines(r).at(-2)).toBe('verify on the base ("npm test"): FAILED: nothing launches until you fix it, or accept it with `loop ctl resume --yes` (FAIL src/a.test.js)');
