@@ -42,6 +42,9 @@ export function renderStatus(r: StatusReport, color: boolean): string {
   const counts = Object.entries(shownCounts(L.counts, r.items)).map(([k, v]) => `${p(v)} ${p(k)}`).join(", ");
   if (counts) out.push(`items: ${counts}`);
   if (r.autoMerge) out.push(p(autoMergeSentence(r.autoMerge)));
+  // A notification channel that fails: said until it answers again (docs/operations.md#notification-channels).
+  for (const c of L.channels ?? [])
+    if (c.failures > 0) out.push(`notify channel ${p(c.id)}: ${c.failures} failed send${c.failures === 1 ? "" : "s"} in a row (${p(c.lastError ?? "?")}); tried again after ${p(c.retryAt ?? "?")}`);
   // The default verify on the base tree (docs/cli/loop-run.md#the-verify-on-the-base): said once it ran.
   const bv = L.baseVerify;
   if (bv) out.push(`verify on the base: ${p(bv.status)}${bv.status === "accepted" ? ` by ${p(bv.acceptedBy)}` : ""}${bv.quote ? ` (${p(bv.quote)})` : ""}${bv.status === "failed" || bv.status === "accepted" ? ` · ${p(bv.log)}` : ""}`);

@@ -179,7 +179,7 @@ export function statusReport(
       schema: "loop/status@1",
       healthy: findings.length === 0,
       // Where this loop's worktrees and landing checkout live (docs/state.md#where-worktrees-live).
-      loop: { ...doc.loop, seq: lr.seq, logSeq: head.seq, counts: doc.counts, usage: usageOf(doc, loop), budget: budgetOf(loop), worktrees: worktreesRoot(stateRoot, env), trash: trashReport(trashOf(worktreesRoot(stateRoot, env))), baseVerify: baseVerifyOf(loop), step, definition },
+      loop: { ...doc.loop, seq: lr.seq, logSeq: head.seq, counts: doc.counts, usage: usageOf(doc, loop), budget: budgetOf(loop), worktrees: worktreesRoot(stateRoot, env), trash: trashReport(trashOf(worktreesRoot(stateRoot, env))), baseVerify: baseVerifyOf(loop), channels: channelsOf(loop), step, definition },
       // What needs a person (the conditions `loop run` exits 1 for, and a loop.json every step refuses), each with the commands that put it right.
       attention,
       autoMerge: autoMergeOf(loop, env),
@@ -252,17 +252,24 @@ function reworksLeft(it: { maxAttempts: number; failures: number }): number {
   return Math.max(0, it.maxAttempts - it.failures - 1);
 }
 
-/**
- * The loop's usage (docs/spend.md): state.json's figures over every attempt, and the rolling day's
- * (whole hours up to now, from the loop record of the projection row: it depends on the clock, so
- * state.json does not hold it).
- */
 /** The default verify's last run on the base tree (docs/cli/loop-status.md), or null before the first. */
 function baseVerifyOf(loop: LoopRecord) {
   const b = loop.baseVerify;
   return b ? { status: b.status, verify: b.verify, setup: b.setup, commit: b.commit, startedAt: b.startedAt, finishedAt: b.finishedAt, code: b.code, exitCode: b.exitCode, quote: b.quote, log: b.log, acceptedBy: b.acceptedBy } : null;
 }
 
+/** The notification channels as the log has them (docs/operations.md#notification-channels), by id; [] before one was used. */
+function channelsOf(loop: LoopRecord) {
+  return Object.entries(loop.channels ?? {})
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([id, c]) => ({ id, cursor: c.cursor, failures: c.failures, retryAt: c.retryAt, lastError: c.lastError }));
+}
+
+/**
+ * The loop's usage (docs/spend.md): state.json's figures over every attempt, and the rolling day's
+ * (whole hours up to now, from the loop record of the projection row: it depends on the clock, so
+ * state.json does not hold it).
+ */
 function usageOf(doc: StateDocument, loop: LoopRecord) {
   const day = loopSpend(loop.usage, Date.now()).daily;
   return { ...(doc.loop.usage ?? loopUsage(loop)), daily: { tokens: day.tokens, usd: usd(day.microUsd) } };

@@ -211,6 +211,17 @@ describe("notification channels", () => {
       expect(channels["webhook-1"]).toMatchObject({ failures: 1, lastError: "no answer within 1s" });
       expect(Date.parse(channels["ntfy-2"]!.retryAt!)).toBeGreaterThan(Date.now());
       expect(channels["webhook-4"]).toMatchObject({ failures: 0, retryAt: null });
+      // Status says which channel fails and why, until it answers again.
+      const st = JSON.parse((await p.loop(["status", "--json", "--root", p.root])).stdout);
+      expect(st.loop.channels.map((c: any) => [c.id, c.failures, c.lastError])).toEqual([
+        ["ntfy-2", 1, "answered HTTP 500"],
+        ["webhook-1", 1, "no answer within 1s"],
+        ["webhook-3", 1, "NOT_SET_ANYWHERE is not set in loop run's environment"],
+        ["webhook-4", 0, null],
+      ]);
+      const text = (await p.loop(["status", "--text", "--root", p.root])).stdout;
+      expect(text).toContain("notify channel webhook-1: 1 failed send in a row (no answer within 1s); tried again after ");
+      expect(text).not.toContain("notify channel webhook-4");
     } finally {
       p.dispose();
     }
