@@ -39,7 +39,7 @@ describe("loop.json on disk (docs/cli/loop-status.md#loopjson-on-disk)", () => {
       expect(text.stdout).toContain("defaults.verfy");
 
       // Fixed, with an item added: valid, not yet imported; the next step imports it.
-      writeFileSync(join(p.root, "loop.json"), JSON.stringify(demoDefinition([{ id: "a", prompt: "A." }, { id: "b", prompt: "B." }]), null, 2));
+      p.writeDefinition(demoDefinition([{ id: "a", prompt: "A." }, { id: "b", prompt: "B." }]));
       const changed = await status(p, "--check");
       expect({ code: changed.code, definition: changed.doc.loop.definition, attention: changed.doc.attention }).toEqual({
         code: 0,
