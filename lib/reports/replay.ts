@@ -5,7 +5,7 @@
 //   projections, so nondeterminism in the reducer shows up as a difference between them.
 // Then the projection tables, state.json and terminal_state.json are compared with the fold.
 import { closeSync, constants, fstatSync, openSync, readFileSync, readSync } from "node:fs";
-import { readRegularFile } from "../shared/fsutil.ts";
+import { ownerOf, readRegularFile } from "../shared/fsutil.ts";
 import type { Database } from "bun:sqlite";
 import { payloadProblem, type StoredEvent } from "../log/events.ts";
 import { emptyProjection, itemOf, type Projection } from "../log/projection.ts";
@@ -195,8 +195,10 @@ export function compareProjection(db: Database, p: Projection): ReplayFinding[] 
 export function compareFiles(stateRoot: string, p: Projection): ReplayFinding[] {
   const paths = statePaths(stateRoot);
   const out: ReplayFinding[] = [];
-  // Loop's own files, never followed: a link planted in their place is reported, not read.
-  const state = readRegularFile(paths.stateJson, { noLinks: true });
+  // Loop's own files, never followed: a link planted in their place is reported, not read. They
+  // belong to whoever runs the loop, which may not be who reads the report (root, say).
+  const owner = ownerOf(stateRoot);
+  const state = readRegularFile(paths.stateJson, { noLinks: true, owner });
   const expected = stateDocument(p);
   if (state.kind === "absent") out.push({ code: "state_file_missing", message: "state.json is missing" });
   else if (state.kind === "error") out.push({ code: "unreadable_state_file", message: `state.json cannot be read: ${state.message}` });
@@ -210,7 +212,7 @@ export function compareFiles(stateRoot: string, p: Projection): ReplayFinding[] 
       if (diffs.length === 0) out.push({ code: "state_field_mismatch", message: "state.json has the right values but not the exact bytes of the canonical document" });
     } else out.push({ code: "unreadable_state_file", message: `state.json is not valid JSON: ${parsed.message}` });
   }
-  const term = readRegularFile(paths.terminal, { noLinks: true });
+  const term = readRegularFile(paths.terminal, { noLinks: true, owner });
   const expectedTerm = terminalDocument(p);
   if (term.kind === "error") {
     out.push({ code: "unreadable_terminal_file", message: `terminal_state.json cannot be read: ${term.message}` });

@@ -7,7 +7,7 @@
 // one sequential file instead of every projection row, which in a large log are spread over the
 // whole database file. Otherwise it renders the document from the projection tables and reports
 // how the file differs.
-import { readRegularFile } from "../shared/fsutil.ts";
+import { ownerOf, readRegularFile } from "../shared/fsutil.ts";
 import { headOf, loopRecordOf, readControlFlags, readLease, readLoopRow, readProjection, withReadSnapshot } from "../log/snapshot.ts";
 import { statePaths, worktreesRoot } from "../shared/paths.ts";
 import { trashOf, trashReport } from "../shared/trash.ts";
@@ -74,7 +74,7 @@ export function statusReport(
       findings.push({ code: "projection_ahead", seq: head.seq, message: `projection is at seq ${lr.seq}, beyond the log head ${head.seq}` });
     else if (lr.hash !== head.hash)
       findings.push({ code: "projection_hash_mismatch", seq: lr.seq, message: `projection hash differs from the log's at seq ${lr.seq}` });
-    const view = stateView(statePaths(stateRoot).stateJson, lr.state_sha, () => readProjection(db));
+    const view = stateView(statePaths(stateRoot).stateJson, lr.state_sha, () => readProjection(db), ownerOf(stateRoot));
     // A step writes state.json after its last event: while one runs, the file may be a step behind
     // the log, which is not a divergence. It is judged once no step holds the lease.
     const step = stepRunning(db);
@@ -425,10 +425,12 @@ export function stateView(
   path: string,
   expectedSha: string,
   projection: () => Projection,
+  owner?: number,
 ): { doc: StateDocument; findings: Finding[] } {
   // Read, not mapped: Bun.mmap opens the file for writing, and a read verb must not. Never followed:
-  // a link in its place would show the target's words in a finding.
-  const file = readRegularFile(path, { noLinks: true });
+  // a link in its place would show the target's words in a finding. It belongs to whoever runs the
+  // loop (`owner`), who may not be who reads the report.
+  const file = readRegularFile(path, { noLinks: true, owner });
   if (file.kind !== "ok")
     return {
       doc: stateDocument(projection()),

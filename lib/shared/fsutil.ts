@@ -74,9 +74,11 @@ type FileRead = { kind: "absent" } | { kind: "error"; message: string } | { kind
  * `noLinks`, for a file someone else writes for loop to record (the agent's ask file): the file
  * itself must not be a symbolic link (opened with O_NOFOLLOW), nor a hard link to another file
  * (one link), and must belong to this user; the descriptor must be the file that was checked.
- * Otherwise an agent could have loop record, say, /etc/passwd as its question.
+ * Otherwise an agent could have loop record, say, /etc/passwd as its question. `owner` names the
+ * uid the file must belong to instead of this user's: a report run by root over a loop that runs as
+ * another user reads that user's files, and only theirs.
  */
-export function readRegularFile(path: string, o: { maxBytes?: number; truncate?: boolean; noLinks?: boolean } = {}): FileRead {
+export function readRegularFile(path: string, o: { maxBytes?: number; truncate?: boolean; noLinks?: boolean; owner?: number } = {}): FileRead {
   const maxBytes = o.maxBytes ?? 256 * 2 ** 20;
   const notRegular: FileRead = { kind: "error", message: "not a regular file" };
   let fd: number;
@@ -97,8 +99,9 @@ export function readRegularFile(path: string, o: { maxBytes?: number; truncate?:
     if (o.noLinks) {
       if (st.dev !== checked.dev || st.ino !== checked.ino) return { kind: "error", message: "it was replaced while it was being opened" };
       if (st.nlink !== 1) return { kind: "error", message: `it has ${st.nlink} links (a hard link to another file)` };
-      const uid = process.getuid?.();
-      if (uid !== undefined && st.uid !== uid) return { kind: "error", message: `it belongs to uid ${st.uid}, not to this user (uid ${uid})` };
+      const uid = o.owner ?? process.getuid?.();
+      if (uid !== undefined && st.uid !== uid)
+        return { kind: "error", message: o.owner === undefined ? `it belongs to uid ${st.uid}, not to this user (uid ${uid})` : `it belongs to uid ${st.uid}, not to the owner of the state folder (uid ${uid})` };
     }
     if (st.size > maxBytes && !o.truncate) return { kind: "error", message: `larger than ${maxBytes} bytes (${st.size})` };
     const size = Math.min(st.size, maxBytes);
@@ -114,6 +117,15 @@ export function readRegularFile(path: string, o: { maxBytes?: number; truncate?:
     return { kind: "error", message: (err as Error).message };
   } finally {
     closeSync(fd);
+  }
+}
+
+/** Who owns `dir` (not followed), for reading the files a loop run by that user wrote; undefined when it cannot be told. */
+export function ownerOf(dir: string): number | undefined {
+  try {
+    return lstatSync(dir).uid;
+  } catch {
+    return undefined;
   }
 }
 
