@@ -40,21 +40,25 @@ export function actorOf(headers: Headers, token: string | null): string {
   return /^bearer /i.test(headers.get("authorization") ?? "") ? `api:token-${id}` : `page:token-${id}`;
 }
 
-/**
- * Why a write is refused (403), or null: its origin is not this server's, or, carried by the
- * browser's credential, it lacks the CSRF token of its session. `sent`: the body's `csrf`.
- */
-export function writeProblem(headers: Headers, o: { token: string | null; port: number; secret: string; sent: unknown }): string | null {
+/** Why a write is refused (403) for where it comes from, or null: a browser says its page's origin, and it must be this server's. */
+export function originProblem(headers: Headers): string | null {
   const host = headers.get("host");
   const origin = headers.get("origin");
   const site = headers.get("sec-fetch-site");
   if (origin !== null && (host === null || origin.toLowerCase() !== `http://${host.toLowerCase()}`))
     return `a write from ${JSON.stringify(origin)} is refused: actions are taken from this server's own pages only`;
   if (site !== null && site !== "same-origin") return `a write from another site (Sec-Fetch-Site: ${site}) is refused: actions are taken from this server's own pages only`;
-  const bearer = o.token !== null && /^bearer /i.test(headers.get("authorization") ?? "");
-  if (bearer) return null;
+  return null;
+}
+
+/**
+ * Why a write is refused (403) for its proof, or null: a script's Bearer token is one; a browser's
+ * credential (its cookie, or loopback) needs the page's CSRF token of its session. `sent`: the body's `csrf`.
+ */
+export function csrfProblem(headers: Headers, o: { token: string | null; port: number; secret: string; sent: unknown }): string | null {
+  if (o.token !== null && /^bearer /i.test(headers.get("authorization") ?? "")) return null;
+  if (headers.get("origin") === null && headers.get("sec-fetch-site") === null) return "a write needs the Origin header of a browser, or `Authorization: Bearer <token>` from a script";
   const want = csrfFor(headers, o.token, o.port, o.secret);
-  if (origin === null && site === null) return "a write needs the Origin header of a browser, or `Authorization: Bearer <token>` from a script";
   if (want === null || typeof o.sent !== "string" || !same(o.sent, want)) return "the page's CSRF token is missing or not this session's: reload the page and try again";
   return null;
 }

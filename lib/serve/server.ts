@@ -9,7 +9,7 @@
 // each store a few times a second (a stat), folds new events, tells the connected pages, and feeds
 // item pages the output of the attempt in flight.
 import { LoopError, StoreError } from "../shared/errors.ts";
-import { actorOf, csrfFor, newCsrfSecret, writeProblem } from "./csrf.ts";
+import { actorOf, csrfFor, csrfProblem, newCsrfSecret, originProblem } from "./csrf.ts";
 import { itemActionForms, loopActionForms } from "./action-forms.ts";
 import { CSS, JS, WORKER_JS } from "./assets.ts";
 import { type Access, baseUrl, checkAccess, hostProblem, type Listen, tokenCookie } from "./access.ts";
@@ -187,6 +187,8 @@ export function startServer(o: ServeOptions): Served {
   async function actionRoute(req: Request, name: string | undefined, server: Bun.Server<undefined>): Promise<Response> {
     const src = byName.get(name ?? "");
     if (!src) return jsonError(404, "not_found", `no loop named ${JSON.stringify(name ?? "")} is served here (GET /api/loops lists them)`);
+    const fromElsewhere = originProblem(req.headers);
+    if (fromElsewhere) return refuse(403, "forbidden", fromElsewhere);
     const type = (req.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
     // A form of another site can post text/plain without asking; JSON it cannot.
     if (type !== "application/json") return refuse(415, "unsupported_media_type", "an action's body is JSON: send Content-Type: application/json");
@@ -195,7 +197,7 @@ export function startServer(o: ServeOptions): Served {
     const text = await req.text();
     if (text.length > LIMITS.actionBody) return refuse(413, "payload_too_large", `an action's body is at most ${LIMITS.actionBody} bytes`);
     const body = actionRequest(text);
-    const csrfWrong = writeProblem(req.headers, { token: o.token, port: server.port!, secret: csrfSecret, sent: typeof body === "string" ? undefined : body.csrf });
+    const csrfWrong = csrfProblem(req.headers, { token: o.token, port: server.port!, secret: csrfSecret, sent: typeof body === "string" ? undefined : body.csrf });
     if (csrfWrong) return refuse(403, "forbidden", csrfWrong);
     if (typeof body === "string") return jsonError(400, "usage", body);
     try {
