@@ -190,6 +190,30 @@ describe("docs/architecture.md agrees with the code", () => {
     expect(named.sort()).toEqual(["proj_loop", ...ITEM_TABLES].sort());
   });
 
+  test("`loop serve --read-only` never loads the writer: only the actions, imported when it takes them, reach it", () => {
+    // The static imports of a file, followed through lib/ (a dynamic import() loads only when it runs).
+    const transpiler = new Bun.Transpiler({ loader: "ts" });
+    const scan = (file: string) => transpiler.scanImports(readFileSync(join(REPO, file), "utf8").replace(/^#!.*/, ""));
+    const closure = (entry: string): Set<string> => {
+      const seen = new Set<string>();
+      const todo = [entry];
+      while (todo.length) {
+        const file = todo.pop()!;
+        if (seen.has(file)) continue;
+        seen.add(file);
+        for (const imp of scan(file)) if (imp.kind === "import-statement" && imp.path.startsWith(".") && imp.path.endsWith(".ts")) todo.push(join(dirname(file), imp.path));
+      }
+      return seen;
+    };
+    const served = closure("cmd/loop-serve.ts");
+    expect(served.has("lib/log/store.ts")).toBe(false);
+    expect([...served].filter((f) => f.startsWith("lib/control/"))).toEqual([]);
+    // The actions are the dynamic import, under the --read-only test, and they do reach the writer.
+    expect(scan("cmd/loop-serve.ts").filter((i) => i.kind === "dynamic-import").map((i) => i.path)).toEqual(["../lib/serve/actions.ts"]);
+    expect(readFileSync(join(REPO, "cmd/loop-serve.ts"), "utf8")).toContain(`const act = args["read-only"] ? undefined : (await import("../lib/serve/actions.ts"))`);
+    expect(closure("lib/serve/actions.ts").has("lib/log/store.ts")).toBe(true);
+  });
+
   test("what a tool loads before it knows whether the loop has a forge is the list the forge's invariant gives", () => {
     // The static imports of each tool, followed through lib/ (a dynamic import() is not followed: it
     // loads only when it runs). Of lib/forge/ and lib/step/forge/ only these may be among them.
