@@ -29,7 +29,7 @@ export interface CtlRequest {
  * (`--yes`, or the prompt), or by the word a page or script sends (`confirm`: the item's id, or the
  * loop's name), checked here with the word the terminal would have asked for.
  */
-export type Confirmation = { kind: "terminal"; yes: boolean; stdinIsTTY: boolean } | { kind: "typed"; word: string | null };
+type Confirmation = { kind: "terminal"; yes: boolean; stdinIsTTY: boolean } | { kind: "typed"; word: string | null };
 
 /** The checks a request passes before anything is read: bad input changes nothing (exit 2). */
 export function checkCtlRequest(r: CtlRequest): CtlVerb {

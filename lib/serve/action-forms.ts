@@ -7,7 +7,7 @@ import { html, type Markup, seg } from "./html.ts";
 import { isSettled, type ItemStatus } from "../log/vocabulary.ts";
 import type { StatusReport } from "../reports/status.ts";
 
-export function actionsHref(loop: string): string {
+function actionsHref(loop: string): string {
   return `/api/loops/${seg(loop)}/actions`;
 }
 

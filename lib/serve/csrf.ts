@@ -23,7 +23,7 @@ function sessionOf(headers: Headers, token: string | null, port: number): string
   return cookieValue(headers.get("cookie"), tokenCookie(token, port).name);
 }
 
-export function csrfToken(secret: string, session: string): string {
+function csrfToken(secret: string, session: string): string {
   return createHmac("sha256", secret).update(`loop serve actions for ${session}`).digest("hex");
 }
 

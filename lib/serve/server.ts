@@ -42,7 +42,7 @@ const LIMITS = {
 } as const;
 
 /** What an action asks (docs/cli/loop-serve.md#actions): the body of POST /api/loops/<name>/actions, checked. */
-export interface ActionRequest {
+interface ActionRequest {
   verb: string;
   item?: string;
   text?: string;
