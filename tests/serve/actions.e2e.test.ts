@@ -9,8 +9,8 @@ import { type Browser, CHROMIUM, HAVE_CHROMIUM, launchBrowser } from "../helpers
 import { demoDefinition, Project } from "../helpers/project.ts";
 
 /** `loop serve` over a project, as a real process: the loop page's address it printed first, and the server's. */
-async function serve(p: Project, extra: string[] = []): Promise<{ url: string; base: string; doc: any; stop: () => Promise<number> }> {
-  const proc = p.spawn(["serve", "--root", p.root, "--listen", "127.0.0.1:0", "--json", ...extra]);
+async function serve(p: Project, extra: string[] = [], env: Record<string, string> = {}): Promise<{ url: string; base: string; doc: any; stop: () => Promise<number> }> {
+  const proc = p.spawn(["serve", "--root", p.root, "--listen", "127.0.0.1:0", "--json", ...extra], env);
   const reader = proc.stdout.getReader();
   let out = "";
   while (!out.includes("\n")) {
@@ -215,4 +215,59 @@ describe.skipIf(!HAVE_CHROMIUM)(HAVE_CHROMIUM ? "actions in Chromium" : `actions
       expect(await ro.stop()).toBe(130);
     }
   });
+
+  test("with a token: the page's action is page:token-<id>, a script's Bearer one api:token-<id>; the token is never recorded", async () => {
+    const token = "a-token-for-the-actions-test-0123";
+    const id = new Bun.CryptoHasher("sha256").update(token).digest("hex").slice(0, 8);
+    const ts = await serve(p, [], { LOOP_SERVE_TOKEN: token });
+    try {
+      const page = await browser.context.newPage();
+      // Once with ?token=: the cookie, and the page without it in its address.
+      await page.goto(`${ts.url}?token=${token}`);
+      expect(page.url()).toBe(ts.url);
+      const verb = (await page.locator("form.act").evaluateAll((fs) => fs.map((f) => f.getAttribute("data-verb")))).includes("pause") ? "pause" : "resume";
+      expect((await act(page, verb)).ok).toBe("1");
+      expect(p.events().at(-1)!.actor).toBe(`page:token-${id}`);
+      await page.close();
+      // A script: the Bearer token is its proof, no Origin, no CSRF token.
+      const r = await fetch(`${ts.base}api/loops/t/actions`, { method: "POST", headers: { "Content-Type": "application/json", Authorization: `Bearer ${token}` }, body: JSON.stringify({ verb: verb === "pause" ? "resume" : "pause" }) });
+      const doc = (await r.json()) as any;
+      expect([r.status, doc.schema, doc.actions.length]).toEqual([200, "loop/ctl@1", 1]);
+      expect(p.events().at(-1)!.actor).toBe(`api:token-${id}`);
+      // Without the token: 401, nothing done.
+      const head = p.head();
+      const none = await fetch(`${ts.base}api/loops/t/actions`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ verb: "pause" }) });
+      expect(none.status).toBe(401);
+      expect(p.head()).toBe(head);
+      expect(JSON.stringify(p.events())).not.toContain(token);
+    } finally {
+      expect(await ts.stop()).toBe(130);
+    }
+  });
+});
+
+describe.skipIf(!HAVE_CHROMIUM)(HAVE_CHROMIUM ? "start after review, in Chromium" : `start after review (SKIPPED: ${CHROMIUM} is missing)`, () => {
+  test("a loop waiting for review shows why and a Start button; pressing it records the review's start", async () => {
+    const p = new Project(demoDefinition([{ id: "one", prompt: "@demo write one.txt x", verify: "test -f one.txt" }], { control: { review: true } }));
+    const browser = await launchBrowser();
+    let served: Awaited<ReturnType<typeof serve>> | undefined;
+    try {
+      await p.run([1]);
+      served = await serve(p);
+      const page = await browser.context.newPage();
+      await page.goto(served.url);
+      expect(await page.locator(".attention[data-kind=review]").count()).toBe(1);
+      expect(await page.locator("form.act").evaluateAll((fs) => fs.map((f) => f.getAttribute("data-verb")))).toEqual(["start", "pause"]);
+      const started = await act(page, "start");
+      expect(started.ok).toBe("1");
+      expect(started.text).toMatch(/^start: start the loop after its review \(revision \d+\)/);
+      const e = p.events().filter((x) => x.type === "loop_reviewed");
+      expect(e.map((x) => x.actor)).toEqual(["page:loopback"]);
+      await page.locator(".attention[data-kind=review]").waitFor({ state: "detached" });
+    } finally {
+      if (served) expect(await served.stop()).toBe(130);
+      await browser.close();
+      p.dispose();
+    }
+  }, 120_000);
 });
