@@ -37,7 +37,13 @@ export function csrfFor(headers: Headers, token: string | null, port: number, se
 export function actorOf(headers: Headers, token: string | null): string {
   if (token === null) return "page:loopback";
   const id = new Bun.CryptoHasher("sha256").update(token).digest("hex").slice(0, 8);
-  return /^bearer /i.test(headers.get("authorization") ?? "") ? `api:token-${id}` : `page:token-${id}`;
+  return bearerOf(headers, token) ? `api:token-${id}` : `page:token-${id}`;
+}
+
+/** Whether the request carries the token itself, as `Authorization: Bearer` (a script's proof; the scheme in any case). */
+function bearerOf(headers: Headers, token: string | null): boolean {
+  const m = /^bearer +(\S+) *$/i.exec(headers.get("authorization") ?? "");
+  return token !== null && m !== null && same(m[1]!, token);
 }
 
 /** Why a write is refused (403) for where it comes from, or null: a browser says its page's origin, and it must be this server's. */
@@ -56,7 +62,7 @@ export function originProblem(headers: Headers): string | null {
  * credential (its cookie, or loopback) needs the page's CSRF token of its session. `sent`: the body's `csrf`.
  */
 export function csrfProblem(headers: Headers, o: { token: string | null; port: number; secret: string; sent: unknown }): string | null {
-  if (o.token !== null && /^bearer /i.test(headers.get("authorization") ?? "")) return null;
+  if (bearerOf(headers, o.token)) return null;
   if (headers.get("origin") === null && headers.get("sec-fetch-site") === null) return "a write needs the Origin header of a browser, or `Authorization: Bearer <token>` from a script";
   const want = csrfFor(headers, o.token, o.port, o.secret);
   if (want === null || typeof o.sent !== "string" || !same(o.sent, want)) return "the page's CSRF token is missing or not this session's: reload the page and try again";

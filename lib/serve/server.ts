@@ -432,7 +432,11 @@ export function startServer(o: ServeOptions): Served {
       if (!url) return refuse(400, "bad_request", "the request's target is not a path");
       if (o.act && req.method === "POST" && actionName(url) !== null) {
         const access = checkAccess({ headers: req.headers, url }, o.token, server.port!);
-        if (!access.ok || access.setCookie) return refuse(access.ok ? 401 : access.status, access.ok || access.status === 401 ? "unauthorized" : "misdirected_request", access.ok ? "an action's token comes in a header or the page's cookie, not in its address" : access.message);
+        if (!access.ok || access.setCookie) {
+          const status = access.ok ? 401 : access.status;
+          const message = access.ok ? "an action's token comes in a header or the page's cookie, not in its address" : access.message;
+          return refuse(status, status === 401 ? "unauthorized" : "misdirected_request", message, status === 401 ? { "WWW-Authenticate": 'Bearer realm="loop serve"' } : {});
+        }
         return actionRoute(req, actionName(url)!, server).catch((err) => {
           const p = storeProblem(err);
           o.log?.(`internal error answering POST ${url.pathname}: ${p.message}`);
