@@ -5,7 +5,8 @@
 // --read-only): the token, this origin and the page's CSRF token (csrf.ts) first, then a bounded JSON body.
 //
 // Every response carries a strict Content-Security-Policy (scripts and styles from this origin only,
-// nothing inline, no frames, no forms), and the access rules of access.ts. The poll loop looks at
+// nothing inline, no frames, no form that submits itself: the actions' forms are posted by the
+// page's script), and the access rules of access.ts. The poll loop looks at
 // each store a few times a second (a stat), folds new events, tells the connected pages, and feeds
 // item pages the output of the attempt in flight.
 import { LoopError, StoreError } from "../shared/errors.ts";
