@@ -56,19 +56,20 @@ export type Act = (loop: { root: string; stateRoot: string }, a: ActionRequest, 
 
 const ACTION_KEYS = ["verb", "item", "text", "reason", "confirm", "csrf"] as const;
 
-/** The body's fields, or what is wrong with it. */
-function actionRequest(text: string): { a: ActionRequest; csrf: unknown } | string {
+/** The body's fields, or what is wrong with them; and its `csrf`, checked before anything else is said about it. */
+function actionRequest(text: string): { a: ActionRequest; csrf: unknown } | { problem: string; csrf: unknown } {
   let doc: unknown;
   try {
     doc = JSON.parse(text);
   } catch {
-    return "the body is not JSON: expected {\"verb\": …, \"item\"?: …, \"text\"?: …, \"confirm\"?: …}";
+    return { problem: "the body is not JSON: expected {\"verb\": …, \"item\"?: …, \"text\"?: …, \"confirm\"?: …}", csrf: undefined };
   }
-  if (typeof doc !== "object" || doc === null || Array.isArray(doc)) return "the body is not a JSON object";
+  if (typeof doc !== "object" || doc === null || Array.isArray(doc)) return { problem: "the body is not a JSON object", csrf: undefined };
   const d = doc as Record<string, unknown>;
-  for (const k of Object.keys(d)) if (!(ACTION_KEYS as readonly string[]).includes(k)) return `unknown field ${JSON.stringify(k)} (fields: ${ACTION_KEYS.join(", ")})`;
-  for (const k of ACTION_KEYS) if (d[k] !== undefined && typeof d[k] !== "string") return `${k} must be a string`;
-  if (typeof d.verb !== "string") return "verb is required";
+  const problem = (p: string) => ({ problem: p, csrf: d.csrf });
+  for (const k of Object.keys(d)) if (!(ACTION_KEYS as readonly string[]).includes(k)) return problem(`unknown field ${JSON.stringify(k)} (fields: ${ACTION_KEYS.join(", ")})`);
+  for (const k of ACTION_KEYS) if (d[k] !== undefined && typeof d[k] !== "string") return problem(`${k} must be a string`);
+  if (typeof d.verb !== "string") return problem("verb is required");
   const a: ActionRequest = { verb: d.verb };
   for (const k of ["item", "text", "reason", "confirm"] as const) if (typeof d[k] === "string") a[k] = d[k];
   return { a, csrf: d.csrf };
@@ -198,9 +199,9 @@ export function startServer(o: ServeOptions): Served {
     const text = await req.text();
     if (text.length > LIMITS.actionBody) return refuse(413, "payload_too_large", `an action's body is at most ${LIMITS.actionBody} bytes`);
     const body = actionRequest(text);
-    const csrfWrong = csrfProblem(req.headers, { token: o.token, port: server.port!, secret: csrfSecret, sent: typeof body === "string" ? undefined : body.csrf });
+    const csrfWrong = csrfProblem(req.headers, { token: o.token, port: server.port!, secret: csrfSecret, sent: body.csrf });
     if (csrfWrong) return refuse(403, "forbidden", csrfWrong);
-    if (typeof body === "string") return jsonError(400, "usage", body);
+    if ("problem" in body) return jsonError(400, "usage", body.problem);
     try {
       const doc = await o.act!({ root: src.root, stateRoot: src.stateRoot }, body.a, actorOf(req.headers, o.token));
       // The page updates through its live stream: look at the store now rather than at the next tick of the poll.

@@ -195,6 +195,30 @@ describe.skipIf(!HAVE_CHROMIUM)(HAVE_CHROMIUM ? "actions in Chromium" : `actions
     expect(p.head()).toBe(head);
   });
 
+  test("the API answers with loop ctl's own errors, and a malformed request changes nothing", async () => {
+    const page = await (await fetch(served.url)).text();
+    const csrf = /<meta name="loop-csrf" content="([0-9a-f]{64})">/.exec(page)![1]!;
+    const origin = served.base.replace(/\/$/, "");
+    const post = (body: unknown, headers: Record<string, string> = {}) =>
+      fetch(`${served.base}api/loops/t/actions`, { method: "POST", headers: { "Content-Type": "application/json", Origin: origin, ...headers }, body: typeof body === "string" ? body : JSON.stringify(body) });
+    const head = p.head();
+    const answer = async (r: Response) => [r.status, ((await r.json()) as any).error];
+    // The same words as the command line's, for the same mistake.
+    const cli = await p.ctl(["reply", "--work-item", "q"]);
+    expect(cli.code).toBe(2);
+    expect(await answer(await post({ verb: "reply", item: "q", csrf }))).toEqual([400, { code: "usage", message: JSON.parse(cli.stderr.trim().split("\n").at(-1)!).error.message }]);
+    expect(await answer(await post({ verb: "frobnicate", csrf }))).toEqual([400, { code: "usage", message: 'unknown verb "frobnicate" (verbs: start, pause, resume, stop, skip, retry, cancel, reply)' }]);
+    expect(await answer(await post({ verb: "retry", item: "nope", csrf }))).toMatchObject([400, { code: "unknown_item" }]);
+    // What cannot be undone needs its word; the answer names it.
+    expect(await answer(await post({ verb: "stop", item: "q", csrf }))).toMatchObject([400, { code: "usage", message: expect.stringContaining('confirm with the item\'s id, "q"') }]);
+    expect(await answer(await post({ verb: "pause", csrf, extra: "x" }))).toMatchObject([400, { code: "usage", message: expect.stringContaining('unknown field "extra"') }]);
+    // A body that is not JSON carries no CSRF token that can be read: a browser's request is refused as such.
+    expect(await answer(await post(`{"verb":"pause","csrf":"${csrf}"`))).toMatchObject([403, { code: "forbidden" }]);
+    expect(await answer(await post({ verb: "pause", csrf }, { "Content-Type": "text/plain" }))).toMatchObject([415, { code: "unsupported_media_type" }]);
+    expect(await answer(await post({ verb: "reply", item: "q", text: "x".repeat(20_000), csrf }))).toMatchObject([413, { code: "payload_too_large" }]);
+    expect(p.head()).toBe(head);
+  });
+
   test("--read-only: the page shows no action, and a POST is answered 405", async () => {
     const ro = await serve(p, ["--read-only"]);
     try {
