@@ -1,7 +1,7 @@
 // The direction of imports, checked by dependency-cruiser:
 //   cmd/ → lib/control, lib/reports, lib/planner → lib/step → lib/forge, lib/supervisor, lib/repo
 //   → lib/decisions → lib/definition → lib/log → lib/shared;  and lib/serve (loop serve) → lib/reports
-//   and below, never reaching the writer lib/log/store.ts
+//   and below, never reaching the writer lib/log/store.ts but through lib/serve/actions.ts (→ lib/control)
 // A folder imports its own files and the folders to its right, nothing else. `npm run lint:imports`
 // runs it; tests/architecture.test.ts runs it from `npm test`, and proves on a copy of the tree that
 // it fails on a planted upward import, cycle, sibling import, import of cmd/, effect in a decision and
@@ -115,18 +115,37 @@ module.exports = {
     {
       // The web page (loop serve) sits beside the read verbs and may use them (the status document is
       // its header and its API), and everything below; no other folder imports it, and it never
-      // imports control, the planner or cmd/.
+      // imports control, the planner or cmd/ — but for lib/serve/actions.ts, below.
       name: "serve-imports-only-reports-and-below",
       severity: "error",
-      from: { path: "^lib/serve/" },
+      from: { path: "^lib/serve/", pathNot: "^lib/serve/actions\\.ts$" },
       to: { path: "^(lib|cmd)/", pathNot: "^lib/(serve|reports|step|forge|supervisor|repo|decisions|definition|log|shared)/" },
     },
     {
-      // A server that runs for days over a live loop must never hold a writer: not even by way of
-      // another module (the writer opens the store read-write, and would load on every request).
+      // The page's actions are `loop ctl`'s own function (lib/control/ctl-request.ts): one write path,
+      // with the command's checks, confirmation, events and errors. lib/serve/actions.ts is the one
+      // module of the page that may import control, and so reach the writer.
+      name: "serve-actions-import-control-and-below",
+      severity: "error",
+      from: { path: "^lib/serve/actions\\.ts$" },
+      to: { path: "^(lib|cmd)/", pathNot: "^lib/(serve|control|reports|step|forge|supervisor|repo|decisions|definition|log|shared)/" },
+    },
+    {
+      // No module of the page imports the actions: `loop serve` loads them (a dynamic import in
+      // cmd/loop-serve.ts) and hands them to the server, only when it is not --read-only.
+      name: "serve-never-imports-its-actions",
+      severity: "error",
+      from: { path: "^lib/serve/", pathNot: "^lib/serve/actions\\.ts$" },
+      to: { path: "^lib/serve/actions\\.ts$" },
+    },
+    {
+      // A server that runs for days over a live loop holds no writer unless it takes actions: not
+      // even by way of another module (the writer opens the store read-write, and would load on every
+      // request). The actions (lib/serve/actions.ts) are the one way in, loaded by `loop serve` only
+      // without --read-only (docs/architecture.md, tests/architecture.test.ts).
       name: "serve-never-reaches-the-writer",
       severity: "error",
-      from: { path: "^lib/serve/" },
+      from: { path: "^lib/serve/", pathNot: "^lib/serve/actions\\.ts$" },
       to: { path: "^lib/log/store\\.ts$", reachable: true },
     },
     {

@@ -1,5 +1,6 @@
 #!/usr/bin/env bun
-// loop serve: a read-only web page of one or more loops, with JSON APIs and Prometheus metrics.
+// loop serve: a web page of one or more loops, with JSON APIs, Prometheus metrics and the page's
+// actions (`loop ctl`'s verbs); --read-only serves no action, and never loads the writer.
 import { DESCRIPTIONS } from "../lib/shared/tools.ts";
 import { defineTool, resolveRoot, resolveStateRoot, main } from "../lib/shared/cli.ts";
 import { EXIT, UsageError } from "../lib/shared/errors.ts";
@@ -18,6 +19,7 @@ export const tool = defineTool({
     root: { type: "string", multiple: true, description: "a project root to serve; repeatable, one loop each (default: nearest ancestor holding loop.json, else the cwd)", valueHint: "dir" },
     listen: { type: "string", description: `where to listen (default ${DEFAULT_LISTEN}; port 0 picks a free port)`, valueHint: "host:port" },
     token: { type: "string", description: `the token every request must carry (default $${TOKEN_ENV}); required to listen beyond loopback`, valueHint: "token" },
+    "read-only": { type: "boolean", description: "serve no actions: the page shows none, POST is refused (405), the writer is never loaded" },
   },
   footer:
     "Prints the address on stdout (first line), serves until SIGINT or SIGTERM.\nExit codes: 130 stopped by a signal, 1 cannot listen, 2 usage (a token missing for a non-loopback address; missing, corrupt or outdated store).",
@@ -32,11 +34,13 @@ export const tool = defineTool({
       const root = resolveRoot(r, ctx.cwd);
       return { root, stateRoot: resolveStateRoot({ root, flag: args["state-root"], env: ctx.env, cwd: ctx.cwd }) };
     });
-    const served = startServe({ loops, listen: args.listen ?? DEFAULT_LISTEN, token: args.token, env: ctx.env, log: (m) => ctx.log.warn(m) });
+    // The writer is loaded only for a server that takes actions: a read-only one never holds it (docs/architecture.md).
+    const act = args["read-only"] ? undefined : (await import("../lib/serve/actions.ts")).actionsWith(ctx.env);
+    const served = startServe({ loops, listen: args.listen ?? DEFAULT_LISTEN, token: args.token, env: ctx.env, log: (m) => ctx.log.warn(m), act });
     const doc = served.document;
     // The first line of stdout is the address (port 0: the one picked), written before serving on.
     await ctx.outRaw(ctx.format === "json" ? JSON.stringify(doc) + "\n" : `${doc.url}\n${doc.loops.map((l) => `${l.name}: ${l.url}  (${l.root})`).join("\n")}\n`);
-    ctx.log.info(`loop serve: ${doc.loops.length} loop${doc.loops.length === 1 ? "" : "s"} on ${doc.url}${doc.token ? " (token required)" : ""}; Ctrl-C stops`);
+    ctx.log.info(`loop serve: ${doc.loops.length} loop${doc.loops.length === 1 ? "" : "s"} on ${doc.url}${doc.token ? " (token required)" : ""}${doc.actions ? ", actions on" : ", read-only"}; Ctrl-C stops`);
     await new Promise<void>((resolve) => {
       process.once("SIGINT", resolve);
       process.once("SIGTERM", resolve);

@@ -60,6 +60,7 @@ const PLANTS: [string, string][] = [
   ["lib/serve/html.ts", `import { confirmOrRefuse } from "../control/confirm.ts";`], // the web page importing control
   ["lib/serve/files.ts", `import { runStep } from "../step/step.ts";`], // the web page reaching the writer through the tick
   ["lib/reports/render.ts", `import { escapeText } from "../serve/html.ts";`], // a read verb importing the web page
+  ["lib/serve/serve.ts", `import { actionsWith } from "./actions.ts";`], // the server loading its actions itself (so --read-only would hold the writer)
 ];
 /** Files created in the copy: a folder not placed in the rules, importing upward (nothing else would stop it), and lib/ importing cmd/. */
 const NEW_FILES: [string, string][] = [
@@ -122,7 +123,9 @@ describe("the direction of imports", () => {
       // The writer reached from lib/serve: named once per serve module that reaches it, each with the way.
       const reach = found.filter((v) => v.startsWith("serve-never-reaches-the-writer:"));
       expect(reach).toContain("serve-never-reaches-the-writer: lib/serve/files.ts → lib/log/store.ts lib/step/step.ts → lib/log/store.ts");
-      expect(reach.every((v) => v.includes("lib/step/step.ts → lib/log/store.ts"))).toBe(true);
+      // And from the server's start-up, through the actions it must never import itself (--read-only would then hold the writer).
+      expect(reach).toContain("serve-never-reaches-the-writer: lib/serve/serve.ts → lib/log/store.ts lib/serve/actions.ts → lib/control/ctl-request.ts → lib/control/ctl.ts → lib/log/writer.ts → lib/log/store.ts");
+      expect(reach.filter((v) => !v.startsWith("serve-never-reaches-the-writer: lib/serve/serve.ts ")).every((v) => v.includes("lib/step/step.ts → lib/log/store.ts"))).toBe(true);
       expect(found.filter((v) => !v.startsWith("no-cycles:") && !reach.includes(v)).sort()).toEqual([
         "cmd-imported-only-by-cmd-tests-scripts-bench: lib/step/planted.ts → cmd/registry.ts",
         "decisions-import-nothing-effectful: lib/decisions/guards.ts → fs",
@@ -135,6 +138,7 @@ describe("the direction of imports", () => {
         "reports-and-control-import-only-below: lib/reports/diff.ts → lib/control/confirm.ts",
         "reports-and-control-import-only-below: lib/reports/render.ts → lib/serve/html.ts",
         "serve-imports-only-reports-and-below: lib/serve/html.ts → lib/control/confirm.ts",
+        "serve-never-imports-its-actions: lib/serve/serve.ts → lib/serve/actions.ts",
         "step-imports-only-below: lib/step/planted.ts → cmd/registry.ts",
         "supervisor-imports-only-below: lib/supervisor/liveness.ts → lib/repo/git.ts",
         "supervisor-imports-only-below: lib/supervisor/self.ts → lib/forge/open.ts",
@@ -188,6 +192,30 @@ describe("docs/architecture.md agrees with the code", () => {
     const principle = /^1\. \*\*The event log is the truth\.\*\*[\s\S]*?(?=^2\. )/m.exec(md)?.[0] ?? "";
     const named = [...principle.matchAll(/`(proj_[a-z_]+)`/g)].map((m) => m[1]!);
     expect(named.sort()).toEqual(["proj_loop", ...ITEM_TABLES].sort());
+  });
+
+  test("`loop serve --read-only` never loads the writer: only the actions, imported when it takes them, reach it", () => {
+    // The static imports of a file, followed through lib/ (a dynamic import() loads only when it runs).
+    const transpiler = new Bun.Transpiler({ loader: "ts" });
+    const scan = (file: string) => transpiler.scanImports(readFileSync(join(REPO, file), "utf8").replace(/^#!.*/, ""));
+    const closure = (entry: string): Set<string> => {
+      const seen = new Set<string>();
+      const todo = [entry];
+      while (todo.length) {
+        const file = todo.pop()!;
+        if (seen.has(file)) continue;
+        seen.add(file);
+        for (const imp of scan(file)) if (imp.kind === "import-statement" && imp.path.startsWith(".") && imp.path.endsWith(".ts")) todo.push(join(dirname(file), imp.path));
+      }
+      return seen;
+    };
+    const served = closure("cmd/loop-serve.ts");
+    expect(served.has("lib/log/store.ts")).toBe(false);
+    expect([...served].filter((f) => f.startsWith("lib/control/"))).toEqual([]);
+    // The actions are the dynamic import, under the --read-only test, and they do reach the writer.
+    expect(scan("cmd/loop-serve.ts").filter((i) => i.kind === "dynamic-import").map((i) => i.path)).toEqual(["../lib/serve/actions.ts"]);
+    expect(readFileSync(join(REPO, "cmd/loop-serve.ts"), "utf8")).toContain(`const act = args["read-only"] ? undefined : (await import("../lib/serve/actions.ts"))`);
+    expect(closure("lib/serve/actions.ts").has("lib/log/store.ts")).toBe(true);
   });
 
   test("what a tool loads before it knows whether the loop has a forge is the list the forge's invariant gives", () => {

@@ -20,7 +20,7 @@ export const DESTRUCTIVE_VERBS: readonly CtlVerb[] = ["stop", "skip", "cancel"];
 /** Verbs that need --work-item. */
 export const ITEM_VERBS: readonly CtlVerb[] = ["skip", "retry", "cancel", "reply"];
 
-interface CtlResult {
+export interface CtlResult {
   schema: "loop/ctl@1";
   verb: CtlVerb;
   dryRun: boolean;

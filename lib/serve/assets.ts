@@ -76,6 +76,8 @@ ul.phases { list-style: none; padding: 0; margin: 4px 0; color: #374151; font-si
 .swatch { display: inline-block; width: 10px; height: 10px; margin-right: 6px; border-radius: 2px; }
 .question { font-weight: 600; }
 .error { color: var(--failed); }
+.actions { display: flex; flex-wrap: wrap; gap: 8px; margin: 8px 0; } form.act { display: inline-flex; gap: 4px; margin: 0; }
+.act-result { margin: 0; padding: 4px 16px; background: var(--alt); } .act-result:empty { display: none; } .act-result[data-ok="0"] { color: var(--failed); }
 `;
 
 export const JS = `"use strict";
@@ -160,6 +162,36 @@ export const JS = `"use strict";
   }
   // Running bars grow with time, not only with events.
   setInterval(function () { if (document.visibilityState === "visible") refresh(); }, 30000);
+})();
+// The page's actions (a server without --read-only): each form posts its verb as JSON with the page's
+// CSRF token, and says what was done or why it was refused; the live stream then redraws the page.
+(function () {
+  var meta = document.querySelector('meta[name="loop-csrf"]');
+  var out = document.getElementById("act-result");
+  if (!meta || !out || !window.fetch) return;
+  document.addEventListener("submit", function (ev) {
+    var f = ev.target;
+    if (!f || !f.classList || !f.classList.contains("act")) return;
+    ev.preventDefault();
+    var body = { verb: f.getAttribute("data-verb"), csrf: meta.getAttribute("content") };
+    var item = f.getAttribute("data-item");
+    if (item !== null) body.item = item;
+    ["text", "confirm"].forEach(function (k) { var i = f.elements.namedItem(k); if (i && i.value !== "") body[k] = i.value; });
+    var button = f.querySelector("button");
+    if (button) button.disabled = true;
+    out.removeAttribute("data-ok");
+    out.textContent = body.verb + "…";
+    fetch(f.getAttribute("data-action"), { method: "POST", credentials: "same-origin", headers: { "Content-Type": "application/json", Accept: "application/json" }, body: JSON.stringify(body) })
+      .then(function (r) { return r.json().then(function (d) { return { ok: r.ok, d: d }; }); })
+      .then(function (x) {
+        out.setAttribute("data-ok", x.ok ? "1" : "0");
+        if (!x.ok) { out.textContent = body.verb + " refused: " + ((x.d.error && x.d.error.message) || "no reason given"); return; }
+        var done = (x.d.actions || []).map(function (a) { return (a.noop ? "no-op: " : "") + a.effect; });
+        out.textContent = body.verb + ": " + (done.join("; ") || "done");
+      })
+      .catch(function (e) { out.setAttribute("data-ok", "0"); out.textContent = body.verb + " failed: " + e.message; })
+      .then(function () { if (button) button.disabled = false; });
+  });
 })();
 `;
 

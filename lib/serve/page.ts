@@ -30,6 +30,8 @@ interface Shell {
   /** Content after `main` that the refresh leaves alone (the live tail). */
   after?: Markup;
   footer: Markup;
+  /** The CSRF token of the page's actions (lib/serve/csrf.ts); absent on a read-only server. */
+  csrf?: string | null;
 }
 
 /** The whole document around a page's `main`. */
@@ -39,9 +41,9 @@ export function shell(s: Shell): string {
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${s.title}</title><link rel="stylesheet" href="${ASSET_CSS}"><script src="${ASSET_JS}" defer></script>
-<noscript><meta http-equiv="refresh" content="15"></noscript></head>
+${s.csrf ? html`<meta name="loop-csrf" content="${s.csrf}">` : ""}<noscript><meta http-equiv="refresh" content="15"></noscript></head>
 <body${live}><nav class="crumbs">${crumbs}<span id="conn" class="conn" aria-live="polite"></span></nav>
-<main id="live">${s.main}</main>${s.after ?? ""}
+${s.csrf ? html`<p id="act-result" class="act-result" role="status" aria-live="polite"></p>` : ""}<main id="live">${s.main}</main>${s.after ?? ""}
 <footer>${s.footer}</footer></body></html>
 `.text;
 }

@@ -16,6 +16,8 @@ interface ServeRequest {
   pollMs?: ServeOptions["pollMs"];
   now?: ServeOptions["now"];
   log?: ServeOptions["log"];
+  /** The page's actions (lib/serve/actions.ts), loaded by the caller; absent: read-only. */
+  act?: ServeOptions["act"];
 }
 
 /** What `loop serve` prints first (`loop/serve@1`, docs/cli/loop-serve.md#output). */
@@ -24,6 +26,8 @@ interface ServeDocument {
   url: string;
   listen: string;
   token: boolean;
+  /** Whether the page and POST /api/loops/<name>/actions take actions (false under --read-only). */
+  actions: boolean;
   loops: { name: string; root: string; stateRoot: string; url: string }[];
 }
 
@@ -48,7 +52,7 @@ export function startServe(r: ServeRequest): Served & { document: ServeDocument;
   }
   let served: Served;
   try {
-    served = startServer({ sources, listen, token, pollMs: r.pollMs, now: r.now, log: r.log });
+    served = startServer({ sources, listen, token, pollMs: r.pollMs, now: r.now, log: r.log, act: r.act });
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     // An address in use or not this machine's: the environment's fault (io_error, exit 1), said with the address.
@@ -61,6 +65,7 @@ export function startServe(r: ServeRequest): Served & { document: ServeDocument;
     url: served.url,
     listen: `${listen.host.includes(":") ? `[${listen.host}]` : listen.host}:${served.port}`,
     token: token !== null,
+    actions: r.act !== undefined,
     loops: sources.map((s) => ({ name: s.name, root: s.root, stateRoot: s.stateRoot, url: new URL(loopHref(s.name), served.url).href })),
   };
   return { ...served, document, sources };

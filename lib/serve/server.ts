@@ -1,12 +1,17 @@
 // `loop serve`'s HTTP server (Bun's own): the pages, the JSON APIs, /metrics and the live updates,
-// over one or more loops, reading each only through its read snapshot. Read-only by construction:
-// GET and HEAD are the only methods, no handler writes anything, and the sources hold no writer.
+// over one or more loops, reading each only through its read snapshot. GET and HEAD never write, and
+// the sources hold no writer. The one write is POST /api/loops/<name>/actions, served only when
+// `loop serve` hands in `act` (lib/serve/actions.ts, `loop ctl`'s own function; never under
+// --read-only): the token, this origin and the page's CSRF token (csrf.ts) first, then a bounded JSON body.
 //
 // Every response carries a strict Content-Security-Policy (scripts and styles from this origin only,
-// nothing inline, no frames, no forms), and the access rules of access.ts. The poll loop looks at
+// nothing inline, no frames, no form that submits itself: the actions' forms are posted by the
+// page's script), and the access rules of access.ts. The poll loop looks at
 // each store a few times a second (a stat), folds new events, tells the connected pages, and feeds
 // item pages the output of the attempt in flight.
-import { StoreError } from "../shared/errors.ts";
+import { LoopError, StoreError } from "../shared/errors.ts";
+import { actorOf, csrfFor, csrfProblem, newCsrfSecret, originProblem } from "./csrf.ts";
+import { itemActionForms, loopActionForms } from "./action-forms.ts";
 import { CSS, JS, WORKER_JS } from "./assets.ts";
 import { type Access, baseUrl, checkAccess, hostProblem, type Listen, tokenCookie } from "./access.ts";
 import { readSlice } from "./files.ts";
@@ -33,7 +38,50 @@ const LIMITS = {
   handoff: 64 * 1024,
   /** Characters the live tail keeps in the page. */
   liveTail: 64 * 1024,
+  /** Bytes of an action's JSON body (a reply's text is most of it). */
+  actionBody: 16 * 1024,
 } as const;
+
+/** What an action asks (docs/cli/loop-serve.md#actions): the body of POST /api/loops/<name>/actions, checked. */
+interface ActionRequest {
+  verb: string;
+  item?: string;
+  text?: string;
+  reason?: string;
+  confirm?: string;
+}
+
+/** Carries out an action on a loop as `actor`, answering `loop ctl --json`'s document (lib/serve/actions.ts). */
+export type Act = (loop: { root: string; stateRoot: string }, a: ActionRequest, actor: string) => Promise<unknown>;
+
+const ACTION_KEYS = ["verb", "item", "text", "reason", "confirm", "csrf"] as const;
+
+/** The body's fields, or what is wrong with them; and its `csrf`, checked before anything else is said about it. */
+function actionRequest(text: string): { a: ActionRequest; csrf: unknown } | { problem: string; csrf: unknown } {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch {
+    return { problem: "the body is not JSON: expected {\"verb\": …, \"item\"?: …, \"text\"?: …, \"confirm\"?: …}", csrf: undefined };
+  }
+  if (typeof doc !== "object" || doc === null || Array.isArray(doc)) return { problem: "the body is not a JSON object", csrf: undefined };
+  const d = doc as Record<string, unknown>;
+  const problem = (p: string) => ({ problem: p, csrf: d.csrf });
+  for (const k of Object.keys(d)) if (!(ACTION_KEYS as readonly string[]).includes(k)) return problem(`unknown field ${JSON.stringify(k)} (fields: ${ACTION_KEYS.join(", ")})`);
+  for (const k of ACTION_KEYS) if (d[k] !== undefined && typeof d[k] !== "string") return problem(`${k} must be a string`);
+  if (typeof d.verb !== "string") return problem("verb is required");
+  const a: ActionRequest = { verb: d.verb };
+  for (const k of ["item", "text", "reason", "confirm"] as const) if (typeof d[k] === "string") a[k] = d[k];
+  return { a, csrf: d.csrf };
+}
+
+/** The HTTP status of an error of `loop ctl`: its error code decides (docs/cli/loop-serve.md#actions). */
+function actionStatus(err: LoopError): number {
+  if (err.code === "refused") return 409;
+  if (err.code === "busy") return 503;
+  if (err.code === "usage" || err.code === "declined" || err.code === "invalid_ref" || err.code === "unknown_item") return 400;
+  return err instanceof StoreError ? 503 : 500;
+}
 
 export const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
@@ -55,6 +103,8 @@ export interface ServeOptions {
   /** How often the stores are looked at (default 250 ms). */
   pollMs?: number;
   maxClients?: number;
+  /** Carries out the page's actions; absent: a read-only server (--read-only) serves none and shows none. */
+  act?: Act;
   now?: () => number;
   /** Where the server says what went wrong while serving (a store that became unreadable, an internal error): stderr for the command. */
   log?: (message: string) => void;
@@ -106,9 +156,11 @@ export function startServer(o: ServeOptions): Served {
   const now = o.now ?? Date.now;
   const byName = new Map(o.sources.map((s) => [s.name, s]));
   const hub = new SseHub(o.maxClients ?? LIMITS.sseClients);
+  const csrfSecret = newCsrfSecret();
+  const footerWord = o.act ? "actions on" : "read-only";
 
   const page = (title: string, crumbs: [string, string | null][], main: ReturnType<typeof html>, status = 200) =>
-    htmlResponse(shell({ title, crumbs, live: null, main, footer: html`loop serve · read-only` }), status);
+    htmlResponse(shell({ title, crumbs, live: null, main, footer: html`loop serve · ${footerWord}` }), status);
   const notFound = (req: Request, what: string) =>
     wantsJson(req) ? jsonError(404, "not_found", what) : page("Not found", [["loops", "/"]], errorMain("Not found", what), 404);
 
@@ -133,6 +185,34 @@ export function startServer(o: ServeOptions): Served {
     return { text, hit: false };
   }
 
+  /** POST /api/loops/<name>/actions: the access rules passed; the origin and CSRF token, the body, then `loop ctl`'s function. */
+  async function actionRoute(req: Request, name: string | undefined, server: Bun.Server<undefined>): Promise<Response> {
+    const src = byName.get(name ?? "");
+    if (!src) return jsonError(404, "not_found", `no loop named ${JSON.stringify(name ?? "")} is served here (GET /api/loops lists them)`);
+    const fromElsewhere = originProblem(req.headers);
+    if (fromElsewhere) return refuse(403, "forbidden", fromElsewhere);
+    const type = (req.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
+    // A form of another site can post text/plain without asking; JSON it cannot.
+    if (type !== "application/json") return refuse(415, "unsupported_media_type", "an action's body is JSON: send Content-Type: application/json");
+    const length = Number(req.headers.get("content-length") ?? "NaN");
+    if (!Number.isSafeInteger(length) || length > LIMITS.actionBody) return refuse(413, "payload_too_large", `an action's body is at most ${LIMITS.actionBody} bytes, with its Content-Length`);
+    const text = await req.text();
+    if (text.length > LIMITS.actionBody) return refuse(413, "payload_too_large", `an action's body is at most ${LIMITS.actionBody} bytes`);
+    const body = actionRequest(text);
+    const csrfWrong = csrfProblem(req.headers, { token: o.token, port: server.port!, secret: csrfSecret, sent: body.csrf });
+    if (csrfWrong) return refuse(403, "forbidden", csrfWrong);
+    if ("problem" in body) return jsonError(400, "usage", body.problem);
+    try {
+      const doc = await o.act!({ root: src.root, stateRoot: src.stateRoot }, body.a, actorOf(req.headers, o.token));
+      // The page updates through its live stream: look at the store now rather than at the next tick of the poll.
+      queueMicrotask(poll);
+      return jsonResponse(doc);
+    } catch (err) {
+      if (!(err instanceof LoopError)) throw err;
+      return respond(JSON.stringify({ error: { code: err.code, message: err.message } }) + "\n", actionStatus(err), "application/json; charset=utf-8", err.code === "busy" ? { "Retry-After": "2" } : {});
+    }
+  }
+
   const loopPage: Route = (req, url, [, name]) => {
     const src = loopOf(req, name);
     if (src instanceof Response) return src;
@@ -145,20 +225,25 @@ export function startServer(o: ServeOptions): Served {
     }
     const main = cachedLoopMain(src, status);
     const seqHeader = { "X-Loop-Seq": String(status.loop.logSeq), "X-Loop-Render": main.hit ? "cached" : "rendered" };
-    if (url.searchParams.get("fragment") === "1") return htmlResponse(main.text, 200, seqHeader);
+    const acts = o.act ? loopActionForms(src.name, status).text : "";
+    if (url.searchParams.get("fragment") === "1") return htmlResponse(acts + main.text, 200, seqHeader);
     return htmlResponse(
       shell({
         title: `${status.loop.name ?? src.name} · ${status.loop.state}`,
         crumbs: [["loops", "/"], [src.name, null]],
         live: { stream: `/loops/${seg(src.name)}/stream`, fragment: `${loopHref(src.name)}?fragment=1`, seq: status.loop.logSeq },
         // Our own drawing (loopMain escaped what it put in), kept as text between requests.
-        main: trusted(main.text),
-        footer: html`loop serve · read-only · <a href="/api/loops/${seg(src.name)}/status">status JSON</a> · <a href="/api/loops/${seg(src.name)}/events?after=0">events</a> · <a href="/metrics">metrics</a>`,
+        main: trusted(acts + main.text),
+        csrf: csrfOf(req, server),
+        footer: html`loop serve · ${footerWord} · <a href="/api/loops/${seg(src.name)}/status">status JSON</a> · <a href="/api/loops/${seg(src.name)}/events?after=0">events</a> · <a href="/metrics">metrics</a>`,
       }),
       200,
       seqHeader,
     );
   };
+
+  /** The page's CSRF token, when the server takes actions (csrf.ts). */
+  const csrfOf = (req: Request, server: Bun.Server<undefined>) => (o.act ? csrfFor(req.headers, o.token, server.port!, csrfSecret) : null);
 
   const itemPage: Route = (req, url, [, name, , id]) => {
     const src = loopOf(req, name);
@@ -181,7 +266,7 @@ export function startServer(o: ServeOptions): Served {
         output: a.log ? readSlice(attemptFile(root, id, a, SESSION_FILES.output), { root, max: LIMITS.outputTail }) : null,
         verify: a.verify?.log ? readSlice(attemptFile(root, id, a, SESSION_FILES.verify), { root, max: LIMITS.verifyTail }) : null,
       });
-    const main = itemMain({ loop: src.name, item, history: h ?? null, files });
+    const main = html`${o.act ? itemActionForms(src.name, item) : ""}${itemMain({ loop: src.name, item, history: h ?? null, files })}`;
     const seqHeader = { "X-Loop-Seq": String(status.loop.logSeq) };
     if (url.searchParams.get("fragment") === "1") return htmlResponse(main.text, 200, seqHeader);
     const running = runningAttempt(h);
@@ -194,8 +279,9 @@ export function startServer(o: ServeOptions): Served {
         crumbs: [["loops", "/"], [src.name, loopHref(src.name)], [id, null]],
         live: { stream: `/loops/${seg(src.name)}/stream?item=${seg(id)}`, fragment: `${itemHref(src.name, id)}?fragment=1`, seq: status.loop.logSeq },
         main,
+        csrf: csrfOf(req, server),
         after: liveTail(tail, LIMITS.liveTail),
-        footer: html`loop serve · read-only · <a href="/api/loops/${seg(src.name)}/status">status JSON</a>`,
+        footer: html`loop serve · ${footerWord} · <a href="/api/loops/${seg(src.name)}/status">status JSON</a>`,
       }),
       200,
       seqHeader,
@@ -338,14 +424,27 @@ export function startServer(o: ServeOptions): Served {
     port: o.listen.port,
     // Never Bun's development error page (source lines, the working directory, an inline script): every answer is loop's own.
     development: false,
-    // Requests carry no body: anything sent is refused before it is read.
-    maxRequestBodySize: 1024,
+    // Requests carry no body but an action's: anything else sent is refused before it is read.
+    maxRequestBodySize: LIMITS.actionBody,
     async fetch(req, server) {
       // The Host header first: a malformed one must not reach anything that parses the address.
       const hostWrong = hostProblem(req.headers.get("host"));
       if (hostWrong) return refuse(400, "bad_request", hostWrong);
       const url = requestUrl(req.url);
       if (!url) return refuse(400, "bad_request", "the request's target is not a path");
+      if (o.act && req.method === "POST" && actionName(url) !== null) {
+        const access = checkAccess({ headers: req.headers, url }, o.token, server.port!);
+        if (!access.ok || access.setCookie) {
+          const status = access.ok ? 401 : access.status;
+          const message = access.ok ? "an action's token comes in a header or the page's cookie, not in its address" : access.message;
+          return refuse(status, status === 401 ? "unauthorized" : "misdirected_request", message, status === 401 ? { "WWW-Authenticate": 'Bearer realm="loop serve"' } : {});
+        }
+        return actionRoute(req, actionName(url)!, server).catch((err) => {
+          const p = storeProblem(err);
+          o.log?.(`internal error answering POST ${url.pathname}: ${p.message}`);
+          return jsonError(500, "internal", p.message);
+        });
+      }
       if (req.method !== "GET" && req.method !== "HEAD") return refuse(405, "method_not_allowed", `${req.method} is not served: loop serve is read-only (GET and HEAD only)`, { Allow: "GET, HEAD" });
       // Refused, not ignored, as docs/cli/loop-serve.md says: a body on a read is a client that means something else.
       if (hasBody(req.headers)) return refuse(400, "bad_request", `a ${req.method} request carries no body: loop serve reads none`);
@@ -429,6 +528,17 @@ function wantsJson(req: Request): boolean {
 function requestUrl(raw: string): URL | null {
   try {
     return raw.startsWith("/") ? new URL(raw, "http://loop-serve.invalid") : new URL(raw);
+  } catch {
+    return null;
+  }
+}
+
+/** The loop's name of an actions address (`/api/loops/<name>/actions`), or null. */
+function actionName(url: URL): string | null {
+  const m = /^\/api\/loops\/([^/]+)\/actions$/.exec(url.pathname);
+  if (!m) return null;
+  try {
+    return decodeURIComponent(m[1]!);
   } catch {
     return null;
   }

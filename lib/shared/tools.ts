@@ -12,7 +12,7 @@ export const DESCRIPTIONS = {
   add: "Append work items to loop.json (by hand, from a text file, or from forge issues), editing only its items array",
   export: "Print loop.json's work items with their status, as JSON or as the text format loop add reads",
   backup: "Copy loop.db to a new file: a consistent point-in-time backup, taken without stopping the loop",
-  serve: "Serve a read-only web page of the loop (a live timeline of every item's attempts), JSON APIs and Prometheus metrics",
+  serve: "Serve a web page of the loop (a live timeline of every item's attempts, loop ctl's verbs unless --read-only), JSON APIs and Prometheus metrics",
 } as const;
 
 export type ToolName = keyof typeof DESCRIPTIONS;

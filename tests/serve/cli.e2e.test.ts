@@ -64,7 +64,7 @@ describe("serving", () => {
     expect(doc.loops[0].url).toBe(`${doc.url}loops/one/`);
     expect(r.fetched?.status).toBe(200);
     expect(r.code).toBe(130);
-    expect(r.stderr.trim().split("\n")).toEqual([`loop serve: 1 loop on ${doc.url}; Ctrl-C stops`]);
+    expect(r.stderr.trim().split("\n")).toEqual([`loop serve: 1 loop on ${doc.url}, actions on; Ctrl-C stops`]);
   });
 
   test("--text: the first line is the address; SIGINT stops it too", async () => {

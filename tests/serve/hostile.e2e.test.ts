@@ -118,7 +118,7 @@ describe("a malformed Host header (docs/cli/loop-serve.md#security-model)", () =
       expect((await s.get("/api/loops")).status).toBe(200);
     } finally {
       const stderr = await s.stop();
-      expect(stderr.trim().split("\n")).toEqual([expect.stringMatching(/^loop serve: 1 loop on http:\/\/127\.0\.0\.1:\d+\/ \(token required\); Ctrl-C stops$/)]);
+      expect(stderr.trim().split("\n")).toEqual([expect.stringMatching(/^loop serve: 1 loop on http:\/\/127\.0\.0\.1:\d+\/ \(token required\), actions on; Ctrl-C stops$/)]);
     }
   });
 });
