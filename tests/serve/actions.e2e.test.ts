@@ -215,7 +215,8 @@ describe.skipIf(!HAVE_CHROMIUM)(HAVE_CHROMIUM ? "actions in Chromium" : `actions
     // A body that is not JSON carries no CSRF token that can be read: a browser's request is refused as such.
     expect(await answer(await post(`{"verb":"pause","csrf":"${csrf}"`))).toMatchObject([403, { code: "forbidden" }]);
     expect(await answer(await post({ verb: "pause", csrf }, { "Content-Type": "text/plain" }))).toMatchObject([415, { code: "unsupported_media_type" }]);
-    expect(await answer(await post({ verb: "reply", item: "q", text: "x".repeat(20_000), csrf }))).toMatchObject([413, { code: "payload_too_large" }]);
+    // Too large: the server's own limit (maxRequestBodySize) answers before loop's code reads a byte.
+    expect((await post({ verb: "reply", item: "q", text: "x".repeat(20_000), csrf })).status).toBe(413);
     expect(p.head()).toBe(head);
   });
 
