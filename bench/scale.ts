@@ -13,7 +13,7 @@
 //   - replay's peak RSS on the largest root.
 // The sizes run round-robin (each round: every size once), so a disturbance of this shared machine
 // hits them alike; the verdicts are ratios to the smallest size. Prints a markdown table.
-import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { readSessionUsage, USAGE_CURSOR } from "../lib/supervisor/usage-reader.ts";
 import { SESSION_FILES } from "../lib/supervisor/session-wrapper.ts";
-import { type UsageSource } from "../lib/log/events.ts";
+import type { UsageSource } from "../lib/log/events.ts";
 
 const { values } = parseArgs({ args: process.argv.slice(2), options: { runs: { type: "string" }, dir: { type: "string" } }, strict: true });
 const RUNS = Number(values.runs ?? 31);

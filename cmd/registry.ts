@@ -5,6 +5,7 @@ import { DESCRIPTIONS, type ToolName } from "../lib/shared/tools.ts";
 
 export { DESCRIPTIONS, type ToolName };
 
+// biome-ignore lint/suspicious/noExplicitAny: a tool's options are its own type; the registry holds every tool
 const LOADERS: Record<ToolName, () => Promise<{ tool: Tool<any> }>> = {
   init: () => import("./loop-init.ts"),
   run: () => import("./loop-run.ts"),
@@ -24,6 +25,7 @@ export function isTool(name: string): name is ToolName {
   return Object.hasOwn(DESCRIPTIONS, name);
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: a tool's options are its own type; the registry holds every tool
 export async function loadTool(name: ToolName): Promise<Tool<any>> {
   return (await LOADERS[name]()).tool;
 }

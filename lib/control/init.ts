@@ -122,7 +122,7 @@ function initTemplate(o: { name: string; runner: string; base: string; verify: s
     // The agent CLI that works each item: claude, codex, aider, demo, or a runner defined below.
     "runner": ${JSON.stringify(o.runner)},
     "model": null,
-    // An item passes only when this command exits 0 in its worktree.${o.verify ? "" : "\n    // No test command was found: replace \"exit 1\" with yours (\`loop run\` launches nothing until then)."}
+    // An item passes only when this command exits 0 in its worktree.${o.verify ? "" : "\n    // No test command was found: replace \"exit 1\" with yours (`loop run` launches nothing until then)."}
     "verify": ${JSON.stringify(verify)},
     "maxAttempts": 2,
     "timeouts": { "launch": "5m", "stall": "60m", "verify": "15m" },

@@ -13,7 +13,7 @@ import { isKeyedTracker, TRACKER_KIND, TRACKER_MOVES } from "./tracker-kinds.ts"
 import { normalizeNetwork } from "./network.ts";
 import { defaultTarget } from "./branches.ts";
 import { DEFAULT_CHANNEL_TIMEOUT_MS, NOTIFY_EVENTS } from "./channels.ts";
-import { formatPath, RawDefaults, RawDefinition } from "./schema.ts";
+import { formatPath, type RawDefaults, RawDefinition } from "./schema.ts";
 import { checkMeaning, isObj, type Resolved } from "./semantics.ts";
 
 // ---------------------------------------------------------------------------------------------

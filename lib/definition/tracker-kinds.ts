@@ -4,7 +4,6 @@
 
 /** Where items and their conversation live: a forge's own issues, Linear, Jira, or loop.json alone. */
 export const TRACKER_KINDS = ["github", "gitlab", "linear", "jira", "none"] as const;
-type TrackerKind = (typeof TRACKER_KINDS)[number];
 /** The trackers that are not a forge: their refs are `<kind>:<KEY>-<number>` (lib/definition/refs.ts). */
 const KEYED_TRACKERS = ["linear", "jira"] as const;
 export type KeyedTracker = (typeof KEYED_TRACKERS)[number];

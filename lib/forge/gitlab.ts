@@ -408,7 +408,7 @@ export class GitLabProvider implements ForgeProvider {
     for (const d of r.items) {
       const ns: Json[] = Array.isArray(d?.notes) ? d.notes : [];
       const first = ns[0];
-      if (!first || first.type !== "DiffNote" || first.system === true) continue;
+      if (first?.type !== "DiffNote" || first.system === true) continue;
       if (!ns.some((n) => n.resolvable === true && n.resolved !== true)) continue;
       const path = typeof first.position?.new_path === "string" ? first.position.new_path : typeof first.position?.old_path === "string" ? first.position.old_path : null;
       const line = Number.isSafeInteger(first.position?.new_line) ? Number(first.position.new_line) : Number.isSafeInteger(first.position?.old_line) ? Number(first.position.old_line) : null;

@@ -12,6 +12,7 @@ import { MAX_ANSWER_BYTES, MAX_ANSWER_VALUES, MAX_PAGES, MAX_STEP_ANSWER_BYTES }
 const MAX_REDIRECTS = 3;
 const REDIRECTS = [301, 302, 307, 308];
 
+// biome-ignore lint/suspicious/noExplicitAny: a forge's answer is read field by field, each checked where it is used
 export type Json = any;
 
 export interface Answer {

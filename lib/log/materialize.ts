@@ -70,6 +70,7 @@ const END_CLOSE = " -->\n";
 /** How much of RUNLOG.md's end is read to find the last complete block (the file grows forever). */
 const TAIL_BYTES = 256 * 1024;
 
+// biome-ignore lint/suspicious/noExplicitAny: a payload of any event type, written as JSON
 export function runlogBlock(e: { seq: number; ts: string; type: string; actor: string; item: string | null; payload: any }): string {
   const pl = e.payload;
   const what = e.type === "item_settled" ? pl.outcome : `requeued`;

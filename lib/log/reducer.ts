@@ -167,7 +167,7 @@ const HANDLERS: Handlers = {
     const c = e.payload.cause;
     if (c?.kind === "question") {
       const it = itemOf(p, c.item);
-      if (!it || it.status !== "needs_input") fail("item_status", `loop_paused by a question of "${c.item}", which is ${it ? it.status : "not an item"}`);
+      if (it?.status !== "needs_input") fail("item_status", `loop_paused by a question of "${c.item}", which is ${it ? it.status : "not an item"}`);
       p.loop.cause = { kind: "question", item: c.item, seq: e.seq };
     } else if (c?.kind === "operator") p.loop.cause = { kind: "operator", verb: c.verb, seq: e.seq };
     else {

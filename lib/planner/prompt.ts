@@ -55,7 +55,7 @@ export function pullsForPrompt(issues: readonly Issue[], pulls: readonly PullReq
   });
   const escape = (x: string) => x.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
   const named = names.length ? new RegExp(`(?:${names.map(escape).join("|")})(?!\\d)`) : null;
-  const mentions = (p: PullRequest) => named !== null && named.test(`${p.title}\n${p.body}`);
+  const mentions = (p: PullRequest) => named?.test(`${p.title}\n${p.body}`);
   const ordered = [...pulls.filter(mentions), ...pulls.filter((p) => !mentions(p))];
   return { pulls: ordered.slice(0, FORGE_CAPS.pulls), leftOut: Math.max(0, ordered.length - FORGE_CAPS.pulls) };
 }

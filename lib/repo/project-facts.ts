@@ -91,7 +91,7 @@ export function commitRoot(repo: string, commit: string): { names: string[]; rea
     }
   const read: ReadFile = (name, max) => {
     const e = entries.get(name);
-    if (!e || e.type !== "blob") return null;
+    if (e?.type !== "blob") return null;
     const size = gitTry(repo, ["cat-file", "-s", e.id]);
     if (size.code !== 0 || Number(size.stdout.trim()) > max) return null;
     const blob = gitTry(repo, ["cat-file", "blob", e.id]);

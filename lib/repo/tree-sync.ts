@@ -251,6 +251,7 @@ function matches(want: TreeEntry, abs: string, st: import("node:fs").BigIntStats
   if (exec !== (want.mode === "100755") || Number(st.size) !== want.size) return false;
   if (byBytes) return hashFile(abs, want) === want.oid;
   const now = stampOf(want.oid, st);
+  // biome-ignore lint/complexity/useOptionalChain: the chain would make the answer undefined, not false
   return stamp !== undefined && stamp.every((v, i) => i === 5 || v === now[i]) && ((stamp[5] & 0o111) !== 0) === exec;
 }
 

@@ -19,6 +19,7 @@ interface LogEvent {
   type: string;
   actor: string;
   item: string | null;
+  // biome-ignore lint/suspicious/noExplicitAny: the page's own fold of the log (issue 47 part 2 types it over the event union)
   payload: any;
 }
 
@@ -196,6 +197,7 @@ const HANDLERS: Record<string, Handler> = {
   definition_imported(h, e, _it, t) {
     h.name = str(e.payload?.name) ?? h.name;
     h.provider = str(e.payload?.settings?.forge?.provider) ?? h.provider;
+    // biome-ignore lint/suspicious/noExplicitAny: the page's own fold of the log (issue 47 part 2 types it over the event union)
     const defs: any[] = Array.isArray(e.payload?.items) ? e.payload.items : [];
     const ids = new Set<string>();
     for (const d of defs) {
@@ -210,6 +212,7 @@ const HANDLERS: Record<string, Handler> = {
   loop_started() {},
   // control.review: nothing launches from the ask until a person starts the loop.
   review_required(h, e, _it, t) {
+    // biome-ignore lint/suspicious/noExplicitAny: the page's own fold of the log (issue 47 part 2 types it over the event union)
     const reasons: any[] = Array.isArray(e.payload?.reasons) ? e.payload.reasons : [];
     openLoopWait(h, "paused", `waits for review: ${reasons.map((r) => str(r?.code) ?? "?").join(", ")}`, t);
   },

@@ -7,6 +7,7 @@ import { printable, printableText } from "../shared/printable.ts";
 /** Markup built by `html` (or a constant of ours): interpolated as it is. */
 export class Markup {
   /** Makes the type nominal: an object that merely has a `text` is not Markup. */
+  // biome-ignore lint/correctness/noUnusedPrivateClassMembers: read by no one: it makes Markup nominal
   private readonly markup = true;
   constructor(readonly text: string) {}
   toString(): string {

@@ -31,6 +31,7 @@ export function readTextOrNull(path: string, o?: { maxBytes?: number; truncate?:
 }
 
 /** A JSON file under the state root (never read through a link; see readRegularFile's noLinks), or null. */
+// biome-ignore lint/suspicious/noExplicitAny: the caller names the document's type and checks it
 export function readJsonOrNull<T = any>(path: string): T | null {
   const t = readTextOrNull(path, { noLinks: true });
   if (t === null) return null;

@@ -209,7 +209,7 @@ export function markedProcesses(marks: Iterable<string>, proc: ProcView = LIVE_P
   const spare = selfAndAncestors();
   const out: MarkedProcess[] = [];
   /** Reads one process: "unsettled" for an empty environment that may yet be laid out. */
-  const read = (pid: string): "unsettled" | void => {
+  const read = (pid: string): "unsettled" | undefined => {
     const environ = proc.environ(pid);
     if (environ === null) return;
     const mark = environ.length > 0 ? marksIn(environ).find((m) => want.has(m)) : undefined;

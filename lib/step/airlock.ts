@@ -72,7 +72,7 @@ export function productStampsOf(stateRoot: string, item: string): ProductStamps 
  */
 export function checkoutProducts(stateRoot: string, item: string, command?: string, key?: string | null): string[] | null {
   const r = productsRecord(stateRoot, item);
-  if (!r || r.version !== 1 || !Array.isArray(r.paths) || (command !== undefined && r.command !== command)) return null;
+  if (r?.version !== 1 || !Array.isArray(r.paths) || (command !== undefined && r.command !== command)) return null;
   // Made from other inputs (a lockfile changed since): setup runs again.
   if (key && r.key !== undefined && r.key !== key) return null;
   return r.paths.filter((p): p is string => typeof p === "string");

@@ -7,7 +7,7 @@ import type { ParsedDefinition, StepDefinition } from "./definition.ts";
 import type { EventDraft, StoredEvent } from "../log/events.ts";
 import type { ItemState, Projection } from "../log/projection.ts";
 import type { Store } from "../log/store.ts";
-import { type Lease } from "../log/snapshot.ts";
+import type { Lease } from "../log/snapshot.ts";
 import type { Writer } from "../log/writer.ts";
 import type { CommitLabel } from "../shared/failpoint.ts";
 import { type StatePaths, statePaths, worktreesRoot } from "../shared/paths.ts";

@@ -14,7 +14,7 @@ import { printable } from "../shared/printable.ts";
 import { claimRunPid, releaseRunPid, type RunPid, selfRunPid } from "./run-pid.ts";
 import { recordOwnStop, writeStopProof } from "./drain.ts";
 import { preflight, type RunResult, stepExitCode } from "./step.ts";
-import { type RunAction } from "./context.ts";
+import type { RunAction } from "./context.ts";
 
 export interface WatchOptions {
   /** The project root: checked before anything is created (preflight); once it is gone, the watcher stops. */

@@ -15,7 +15,7 @@ import { cutOf, DEFAULT_OUTPUT_CAP, outputLayout } from "./output-log.ts";
 import { SESSION_FILES } from "./session-wrapper.ts";
 import { GATEWAY_FILES } from "./gateway-files.ts";
 import { feedLines, figureOf, finishLines, initialState, type LogSource, noteOf, type ParseState, parseUsageFile, type UsageFigure } from "../definition/usage-parsers.ts";
-import { type TokenCounts, type UsageSource } from "../log/events.ts";
+import type { TokenCounts, UsageSource } from "../log/events.ts";
 
 /** The record of what was read, beside the session's other files. */
 export const USAGE_CURSOR = "usage.json";
@@ -105,7 +105,7 @@ function readGatewayUsage(dir: string): UsageRead | null {
 function cursorOf(dir: string, source: UsageSource): Cursor | null {
   const c = readJsonOrNull<Cursor>(join(dir, USAGE_CURSOR));
   // A record of another shape (an older one, or not loop's) is read afresh.
-  if (!c || c.v !== 1 || c.source !== source || typeof c.offset !== "number" || !Number.isSafeInteger(c.offset) || c.offset < 0) return null;
+  if (c?.v !== 1 || c.source !== source || typeof c.offset !== "number" || !Number.isSafeInteger(c.offset) || c.offset < 0) return null;
   return c;
 }
 

@@ -7,7 +7,7 @@ import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Store } from "../../lib/log/store.ts";
 import { pidAlive } from "../../lib/shared/process.ts";
-import { makeRepo, writeLoopJson } from "../helpers/repo.ts";
+import { makeRepo } from "../helpers/repo.ts";
 import { runInProcess as run } from "../helpers/cli.ts";
 
 const dirs: string[] = [];

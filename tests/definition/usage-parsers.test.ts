@@ -5,7 +5,7 @@
 // other output between, resumed conversations, and text printed to make the figure lower.
 import { describe, expect, test } from "bun:test";
 import { feedLines, figureOf, finishLines, initialState, type LogSource, noteOf, parseUsageFile, priced, sum, usageSourceOf } from "../../lib/definition/usage-parsers.ts";
-import { type TokenCounts } from "../../lib/log/events.ts";
+import type { TokenCounts } from "../../lib/log/events.ts";
 
 const SID = "6f1c2d3e-0000-4000-8000-000000000001";
 const MODEL = "claude-sonnet-4-5-20250929";

@@ -5,7 +5,7 @@
 // only its own keys, and reference what the binary expects: its flags (parsed by loop run's own
 // argument spec), the environment variables it reads, the state root's paths.
 import { afterAll, describe, expect, test } from "bun:test";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgv, allArgs } from "../../lib/shared/cli.ts";
 import { statePaths } from "../../lib/shared/paths.ts";

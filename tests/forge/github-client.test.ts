@@ -248,7 +248,7 @@ describe("pull requests (docs/forge.md#pull-requests-github-refuses-to-open, #wh
     const c = client(gh);
     await c.createPull({ title: "t", body: "b", head: "feature", base: "main", draft: false });
     const found = await c.findPull("feature");
-    expect(found.ok && found.value && found.value.mergeability.kind).toBe("wait");
+    expect(found.ok && found.value?.mergeability.kind).toBe("wait");
   });
 
   test("behind: the gate asks for the merge; a base that must be up to date refuses it, and that is not a wait", async () => {

@@ -2,12 +2,12 @@
 // the payload is stored as canonical JSON, the hash is sha256 over hashInput(row, payloadText), and
 // each event's prev_hash is the previous event's hash (GENESIS_HASH for seq 1).
 import { canonicalJson, GENESIS_HASH, sha256Hex } from "../../lib/log/canonical.ts";
-import {
-  type EventDraft,
-  type NormItemPayload,
-  type Payload,
-  type SettingsPayload,
-  type StoredEvent,
+import type {
+  EventDraft,
+  NormItemPayload,
+  Payload,
+  SettingsPayload,
+  StoredEvent,
 } from "../../lib/log/events.ts";
 import { type EventRowBase, hashInput } from "../../lib/log/integrity.ts";
 import type { SettleCode } from "../../lib/log/vocabulary.ts";

@@ -225,7 +225,7 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; copyOf
   };
   let nextNote = 5000;
   let nextMr = 1;
-  let nextPipeline = 300;
+  const nextPipeline = 300;
   const hanging = new Set<() => void>();
   const projectId = 77;
   const f: FakeGitLab = {

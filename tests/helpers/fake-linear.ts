@@ -185,7 +185,7 @@ export class FakeLinear {
     if (f.number?.eq !== undefined && f.number.eq !== i.number) return false;
     if (f.number?.in !== undefined && !f.number.in.includes(i.number)) return false;
     if (f.state?.name?.in !== undefined && !f.state.name.in.includes(state.name)) return false;
-    if (f.state?.type?.nin !== undefined && f.state.type.nin.includes(state.type)) return false;
+    if (f.state?.type?.nin?.includes(state.type)) return false;
     if (f.labels?.some?.name?.eq !== undefined && !i.labels.includes(f.labels.some.name.eq)) return false;
     if (Array.isArray(f.and) && !f.and.every((g: Json) => this.#issueMatches(i, g))) return false;
     return true;

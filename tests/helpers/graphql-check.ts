@@ -488,7 +488,7 @@ export function parseOperation(query: string): { root: "Query" | "Mutation"; fie
     const out: Selected[] = [];
     p.expect("{");
     while (!p.peek("}")) {
-      let key = p.name();
+      const key = p.name();
       let name = key;
       if (p.peek(":")) {
         p.next();

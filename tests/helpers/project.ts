@@ -21,9 +21,9 @@ import type { RunResult } from "../../lib/step/step.ts";
 import { repairRunlog } from "../../lib/log/materialize.ts";
 import { rowToEvent } from "../../lib/log/store.ts";
 import { dbPath, headOf, iterateEvents, readProjection, withReadSnapshot } from "../../lib/log/snapshot.ts";
-import { type EventRow } from "../../lib/log/integrity.ts";
+import type { EventRow } from "../../lib/log/integrity.ts";
 import { markedProcesses } from "../../lib/shared/process.ts";
-import { BUN, type CmdResult, type Env, finish, LOOP, type RunResult as CliResult, runLoop, spawnLoop } from "./cli.ts";
+import { BUN, type CmdResult, type Env, LOOP, type RunResult as CliResult, runLoop, spawnLoop } from "./cli.ts";
 import { testEnv, worktreesOf } from "./env.ts";
 import { git, gitOk, initRepo, makeRepo, writeLoopJson } from "./repo.ts";
 

@@ -74,7 +74,7 @@ function importsOf(file: string, sf: ts.SourceFile): Pick<Module, "imports" | "r
   const exportsOf = new Map<string, string>();
   const resolve = (spec: ts.Expression | undefined) => {
     const s = spec && stringOf(spec);
-    return s && s.startsWith(".") ? normalize(join(dirname(file), s)) : null;
+    return s?.startsWith(".") ? normalize(join(dirname(file), s)) : null;
   };
   for (const st of sf.statements) {
     if (ts.isImportDeclaration(st)) {

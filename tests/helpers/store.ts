@@ -4,7 +4,7 @@ import type { EventDraft } from "../../lib/log/events.ts";
 import { materialize } from "../../lib/log/materialize.ts";
 import { Store } from "../../lib/log/store.ts";
 import { dbPath } from "../../lib/log/snapshot.ts";
-import { type EventRow } from "../../lib/log/integrity.ts";
+import type { EventRow } from "../../lib/log/integrity.ts";
 import {
   control,
   definition,

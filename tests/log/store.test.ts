@@ -67,7 +67,7 @@ const DEF: EventDraft = definition(1, [itemDef("a"), itemDef("b")]);
 
 describe("the log", () => {
   test("a new store has 16 KiB pages; an existing store keeps the page size it was created with", () => {
-    const { root, store } = newStore();
+    const { store } = newStore();
     expect(store.db.query("PRAGMA page_size").get()).toEqual({ page_size: PAGE_SIZE });
     store.close();
     open.splice(open.indexOf(store), 1);

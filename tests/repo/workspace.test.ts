@@ -4,7 +4,6 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { GitError } from "../../lib/shared/errors.ts";
 import { checkoutBranch, checkWorktree, ensureBranch, ensureWorktree, landMerge, ReplacedError } from "../../lib/repo/workspace.ts";
 import { gitExecSnapshot } from "../../lib/repo/git-exec.ts";
 import { git, makeRepo } from "../helpers/project.ts";

@@ -9,7 +9,6 @@ import { replayReport } from "../../lib/reports/replay.ts";
 import { statusReport } from "../../lib/reports/status.ts";
 import { Store } from "../../lib/log/store.ts";
 import { dbPath } from "../../lib/log/snapshot.ts";
-import { StoreError } from "../../lib/shared/errors.ts";
 import { snapshotTree, TempDirs } from "../helpers/fs.ts";
 import { buildStore, realisticDrafts } from "../helpers/store.ts";
 import { REPO, runLoopSync } from "../helpers/cli.ts";

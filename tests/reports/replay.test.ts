@@ -15,7 +15,7 @@ import { fold } from "../../lib/log/reducer.ts";
 import { foldAndCheck, replayReport as replayReportIn } from "../../lib/reports/replay.ts";
 import { rowToEvent, Store } from "../../lib/log/store.ts";
 import { dbPath } from "../../lib/log/snapshot.ts";
-import { type EventRow } from "../../lib/log/integrity.ts";
+import type { EventRow } from "../../lib/log/integrity.ts";
 import { rechain, seal, started } from "../helpers/events.ts";
 import { TempDirs } from "../helpers/fs.ts";
 import { buildStore, readRows, realisticDrafts, tamper } from "../helpers/store.ts";

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { demoDefinition, pollUntil, Project, scenario, shq } from "../helpers/project.ts";
+import { demoDefinition, pollUntil, type Project, scenario, shq } from "../helpers/project.ts";
 
 const HAVE_TMUX = spawnSync("tmux", ["-V"], { encoding: "utf8" }).status === 0;
 const TIMEOUT = 120_000; // a bound for real processes on 2 cores, not an expectation

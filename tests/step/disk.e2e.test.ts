@@ -43,7 +43,7 @@ describe("the session wrapper on a disk that refuses every write (/dev/full)", (
 });
 
 describe("a real full disk (a tmpfs)", () => {
-  test.skipIf(!process.getuid || process.getuid() !== 0)(
+  test.skipIf(process.getuid?.() !== 0)(
     "the issue's case through loop run: the state root on a small tmpfs, an agent printing more than it holds; the loop pauses saying the disk is full and where, notify runs, no attempt is spent; freed and resumed, the agent's real exit 0 is recorded and the item passes; with the reserve spent, a full disk is said as such and status is not healthy",
     async () => {
       if (!tmpfs.available()) return;

@@ -95,7 +95,7 @@ afterAll(() => {
 });
 
 describe("a real full disk (a tmpfs)", () => {
-  test.skipIf(!process.getuid || process.getuid() !== 0)("writeWhenRoom waits for room, then writes; CappedLog says where output was lost", async () => {
+  test.skipIf(process.getuid?.() !== 0)("writeWhenRoom waits for room, then writes; CappedLog says where output was lost", async () => {
     if (!tmpfs.available()) return;
     const dir = tmpfs.mount("64k");
     const log = new CappedLog(join(dir, "output.log"), 1 << 20);

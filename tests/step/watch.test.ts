@@ -9,7 +9,7 @@ import { BusyError, DefinitionError, UsageError } from "../../lib/shared/errors.
 import { readRunPid } from "../../lib/step/run-pid.ts";
 import { readStopProof } from "../../lib/step/drain.ts";
 import type { RunResult } from "../../lib/step/step.ts";
-import { type RunAction } from "../../lib/step/context.ts";
+import type { RunAction } from "../../lib/step/context.ts";
 import { watchSteps, type WatchOptions } from "../../lib/step/watch.ts";
 import { TempDirs } from "../helpers/fs.ts";
 import { demoDefinition } from "../helpers/project.ts";

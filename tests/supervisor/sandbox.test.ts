@@ -1,11 +1,11 @@
 // The sandbox's command line (lib/supervisor/sandbox.ts): sandboxArgv is pure, its order is the
 // security (later mounts cover earlier ones), and sandboxSpec reads a real worktree's git layout.
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { sandboxArgv, sandboxSpec, type SandboxSpec } from "../../lib/supervisor/sandbox.ts";
 import { sandboxRequest } from "../../lib/step/sandbox-request.ts";
-import { git, makeRepo } from "../helpers/repo.ts";
+import { makeRepo } from "../helpers/repo.ts";
 
 const SPEC: SandboxSpec = {
   bwrap: "/usr/bin/bwrap",

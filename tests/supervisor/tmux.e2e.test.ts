@@ -23,8 +23,8 @@ import {
 const HAVE_TMUX = spawnSync("tmux", ["-V"], { encoding: "utf8" }).status === 0;
 if (!HAVE_TMUX) console.warn("tests/supervisor/tmux.e2e.test.ts: SKIPPED — `tmux -V` failed (tmux is not installed); CI installs tmux");
 
-let sockets: string[] = [];
-let dirs: string[] = [];
+const sockets: string[] = [];
+const dirs: string[] = [];
 let counter = 0;
 
 /** Where tmux keeps the socket of `-L name` (the server does not always remove it when killed). */

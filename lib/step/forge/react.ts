@@ -11,7 +11,7 @@ import type { EventDraft } from "../../log/events.ts";
 import type { ForgeBlockCode } from "../../log/vocabulary.ts";
 import { type ItemState, requireAttempt } from "../../log/projection.ts";
 import type { CheckFailure, ForgeCheck, ForgeChecks, ForgePull, ReviewFeedback } from "../../forge/provider.ts";
-import { decideReaction, FEEDBACK_BOUNDS, newSignals, type Reactions, reactionFeedback, type Signal } from "../../forge/reactions.ts";
+import { decideReaction, FEEDBACK_BOUNDS, newSignals, type Reactions, reactionFeedback } from "../../forge/reactions.ts";
 import { reactionsOf } from "../../definition/normalize.ts";
 import { sanitizeLine } from "../../forge/untrusted.ts";
 import { failpoint } from "../../shared/failpoint.ts";
