@@ -4,6 +4,7 @@
 // lib/step/machine-probe.ts, and these functions only judge them; a fault met inside an effect is
 // thrown there as a FaultError, and launchErrorFault judges an error by its type, never its words.
 import { GitError, StartError } from "../shared/errors.ts";
+import { faultSentence } from "../log/vocabulary.ts";
 
 export type FaultKind =
   | "base_missing"
@@ -382,5 +383,5 @@ export function drainedReason(o: { stop: WatcherStopFact | undefined; what: "ses
 
 /** The loop's pause reason for a fault: what is wrong, then how to fix it. */
 export function faultReason(f: EnvironmentFault, item: string | null, doing: "launching" | "verifying" = "launching"): string {
-  return `environment fault${item ? ` ${doing} ${item}` : ""}: ${f.message}. To fix: ${f.fix}`;
+  return faultSentence({ reason: f.message, fix: f.fix, item, doing });
 }

@@ -4,7 +4,7 @@
 // owns, so a million-event replay does not copy the whole state per event. Both run the same code.
 import type { NormItemPayload, StoredEvent } from "./events.ts";
 import { IllegalEventError } from "../shared/errors.ts";
-import { type ItemStatus, IN_FLIGHT, isSettled, type SettleCode, SETTLED_OUTCOMES } from "./vocabulary.ts";
+import { faultSentence, type ItemStatus, IN_FLIGHT, isSettled, type SettleCode, SETTLED_OUTCOMES } from "./vocabulary.ts";
 import { FORGE_HANDLERS } from "./reducer-forge.ts";
 import { SPEND_HANDLERS } from "./reducer-spend.ts";
 import { BASE_HANDLERS } from "./reducer-base.ts";
@@ -332,8 +332,7 @@ const HANDLERS: Handlers = {
     p.loop.state = "paused";
     // setup_missing is met by a verify, recorded once its attempt is given back (the item pending again).
     const verifying = p.items[e.item ?? ""]?.status === "ended" || pl.kind === "setup_missing";
-    const doing = e.item ? ` ${verifying ? "verifying" : "launching"} ${e.item}` : "";
-    p.loop.reason = `environment fault${doing}: ${pl.reason}. To fix: ${pl.fix}`;
+    p.loop.reason = faultSentence({ reason: pl.reason, fix: pl.fix, item: e.item, doing: verifying ? "verifying" : "launching" });
     p.loop.fault = { kind: pl.kind, seq: e.seq };
     p.loop.cause = { kind: "fault", fault: pl.kind, item: e.item, fix: pl.fix, seq: e.seq };
   },

@@ -323,3 +323,11 @@ export const SETTLE_CODES = [
   "issue_unreadable",
 ] as const;
 export type SettleCode = (typeof SETTLE_CODES)[number];
+
+/**
+ * The loop's pause reason for an environment fault, as the reducer records it and every reader
+ * (decisions, the page's timeline) says it: what is wrong, then how to fix it.
+ */
+export function faultSentence(o: { reason: string; fix: string; item: string | null; doing: "launching" | "verifying" }): string {
+  return `environment fault${o.item ? ` ${o.doing} ${o.item}` : ""}: ${o.reason}. To fix: ${o.fix}`;
+}

@@ -10,17 +10,23 @@
 // stop the page.
 import { pullTerms } from "../forge/provider.ts";
 import { landingCodeOf, settleCodeOf, verifyCodeOf } from "../log/legacy-codes.ts";
-import type { LandingCode, SettleCode, VerifyCode } from "../log/vocabulary.ts";
+import type { EventType, NormItemPayload, Payload } from "../log/events.ts";
+import { faultSentence, type LandingCode, type SettleCode, type VerifyCode } from "../log/vocabulary.ts";
 
-/** An event as read from the log, its payload parsed. */
+/** An event as read from the log, its payload parsed (any version's: the fold reads each field it uses defensively). */
 interface LogEvent {
   seq: number;
   ts: string;
   type: string;
   actor: string;
   item: string | null;
-  // biome-ignore lint/suspicious/noExplicitAny: the page's own fold of the log (issue 47 part 2 types it over the event union)
-  payload: any;
+  payload: unknown;
+}
+
+/** An event of one type as the fold sees it: a payload of that type's schema, any field of which an older writer may not have written. */
+interface LogEventOf<T extends EventType> extends LogEvent {
+  type: T;
+  payload: Partial<Payload<T>> | null | undefined;
 }
 
 /** The phases an attempt's bar is split into (docs/cli/loop-serve.md#the-timeline). */
@@ -182,14 +188,15 @@ function num(v: unknown): number | null {
   return typeof v === "number" ? v : null;
 }
 
-type Handler = (h: History, e: LogEvent, it: ItemHistory | null, t: number) => void;
+type Handler<T extends EventType> = (h: History, e: LogEventOf<T>, it: ItemHistory | null, t: number) => void;
 
 /**
- * What each event type means for the timeline. A later event type (a forge reaction's rework, spend)
- * is one more entry here: a rework pushes a `{kind: "rework", from, to}` onto its attempt's
- * `extraPhases` and closes it when the rework ends.
+ * What each event type means for the timeline: every type of the log's vocabulary has its entry (a
+ * new event type fails the typecheck until the page knows it), its payload typed by its schema. A
+ * rework pushes a `{kind: "rework", from, to}` onto its attempt's `extraPhases` and closes it when
+ * the rework ends.
  */
-const HANDLERS: Record<string, Handler> = {
+const HANDLERS: { [T in EventType]: Handler<T> } = {
   store_opened() {},
   store_bound() {},
   lease_taken_over() {},
@@ -197,8 +204,7 @@ const HANDLERS: Record<string, Handler> = {
   definition_imported(h, e, _it, t) {
     h.name = str(e.payload?.name) ?? h.name;
     h.provider = str(e.payload?.settings?.forge?.provider) ?? h.provider;
-    // biome-ignore lint/suspicious/noExplicitAny: the page's own fold of the log (issue 47 part 2 types it over the event union)
-    const defs: any[] = Array.isArray(e.payload?.items) ? e.payload.items : [];
+    const defs: Partial<NormItemPayload>[] = Array.isArray(e.payload?.items) ? e.payload.items : [];
     const ids = new Set<string>();
     for (const d of defs) {
       if (typeof d?.id !== "string") continue;
@@ -212,8 +218,7 @@ const HANDLERS: Record<string, Handler> = {
   loop_started() {},
   // control.review: nothing launches from the ask until a person starts the loop.
   review_required(h, e, _it, t) {
-    // biome-ignore lint/suspicious/noExplicitAny: the page's own fold of the log (issue 47 part 2 types it over the event union)
-    const reasons: any[] = Array.isArray(e.payload?.reasons) ? e.payload.reasons : [];
+    const reasons: Partial<Payload<"review_required">["reasons"][number]>[] = Array.isArray(e.payload?.reasons) ? e.payload.reasons : [];
     openLoopWait(h, "paused", `waits for review: ${reasons.map((r) => str(r?.code) ?? "?").join(", ")}`, t);
   },
   loop_reviewed(h, _e, _it, t) {
@@ -238,14 +243,14 @@ const HANDLERS: Record<string, Handler> = {
   },
   environment_fault(h, e, it, t) {
     const reason = str(e.payload?.reason) ?? "environment fault";
-    if (it) {
-      const a = attemptOf(it, e.payload?.attempt ?? undefined);
-      if (a && e.payload?.attempt != null) {
-        a.end = { at: t, verdict: "environment_fault", exitCode: null, signal: null, reason };
-        a.outcome = { at: t, kind: "requeued", code: null, reason: `environment fault (${str(e.payload?.kind) ?? "?"})` };
-      }
+    // As the reducer reads it: an attempt whose agent had ended waits for its verify; a reserved one never ran.
+    const a = it ? attemptOf(it, e.payload?.attempt ?? undefined) : null;
+    const verifying = (a !== null && a.end !== null) || e.payload?.kind === "setup_missing";
+    if (a && e.payload?.attempt != null && !verifying) {
+      a.end = { at: t, verdict: "environment_fault", exitCode: null, signal: null, reason };
+      a.outcome = { at: t, kind: "requeued", code: null, reason: `environment fault (${str(e.payload?.kind) ?? "?"})` };
     }
-    openLoopWait(h, "environment", `environment fault: ${reason}${e.payload?.fix ? `. To fix: ${e.payload.fix}` : ""}`, t);
+    openLoopWait(h, "environment", faultSentence({ reason, fix: str(e.payload?.fix) ?? "", item: e.item, doing: verifying ? "verifying" : "launching" }), t);
   },
   control_recorded(h, e, it, t) {
     it?.controls.push({ at: t, actor: e.actor, verb: str(e.payload?.verb) ?? "?" });
@@ -339,7 +344,7 @@ const HANDLERS: Record<string, Handler> = {
       passed: p.passed === true,
       exitCode: num(p.exitCode),
       timedOut: p.timedOut === true,
-      code: typeof p.reason === "string" ? verifyCodeOf(p).code : null,
+      code: typeof p.reason === "string" ? verifyCodeOf(p as Payload<"verify_finished">).code : null,
       reason: str(p.reason),
       tail: str(p.tail),
       log: str(p.log) ?? a.verify.log,
@@ -364,6 +369,13 @@ const HANDLERS: Record<string, Handler> = {
     if (!a) return;
     a.landingWaits.push({ at: t, code: str(e.payload?.code) ?? "?", reason: str(e.payload?.reason) ?? "" });
   },
+  // The worktree's move aside, a stopped watcher and the verify on the base are status's to say: a
+  // failed base verify pauses the loop by the environment_fault recorded with it.
+  worktree_moved() {},
+  watcher_stopped() {},
+  base_verify_started() {},
+  base_verify_finished() {},
+  base_verify_accepted() {},
   forge_thread_baselined() {},
   forge_comment_handled() {},
   forge_question_posted() {},
@@ -372,7 +384,7 @@ const HANDLERS: Record<string, Handler> = {
     const a = it && attemptOf(it, e.payload?.attempt);
     if (!a) return;
     const p = e.payload ?? {};
-    const code = typeof p.reason === "string" && typeof p.outcome === "string" ? landingCodeOf(p) : null;
+    const code = typeof p.reason === "string" && typeof p.outcome === "string" ? landingCodeOf(p as Payload<"landing_finished">) : null;
     a.landing = { at: t, outcome: str(p.outcome) ?? "?", code, target: str(p.target), commit: str(p.commit), reason: str(p.reason) ?? "" };
   },
   item_requeued(h, e, it, t) {
@@ -390,7 +402,7 @@ const HANDLERS: Record<string, Handler> = {
     // An attempt without an outcome is the one in flight (every requeue gives the one before its
     // outcome): a settlement ends it. An item settled while pending has none such.
     if (a && a.outcome === null && a.abandonedAt === null)
-      a.outcome = { at: t, kind, code: typeof e.payload?.reason === "string" ? (settleCodeOf(e.payload) ?? null) : null, reason: str(e.payload?.reason) ?? "" };
+      a.outcome = { at: t, kind, code: typeof e.payload?.reason === "string" ? (settleCodeOf(e.payload as Payload<"item_settled">) ?? null) : null, reason: str(e.payload?.reason) ?? "" };
   },
   session_closed(h, e, it, t) {
     const a = it && attemptOf(it, e.payload?.attempt);
@@ -436,12 +448,13 @@ export function foldEvent(h: History, e: LogEvent & { hash?: string }): void {
   if (e.hash !== undefined) h.hash = e.hash;
   h.firstTs ??= t;
   h.lastTs = t;
-  const handler = Object.hasOwn(HANDLERS, e.type) ? HANDLERS[e.type]! : null;
-  if (!handler) {
+  if (!Object.hasOwn(HANDLERS, e.type)) {
+    // A newer writer's event: counted, and said on the page (timeline.ts), never a stop.
     h.unknown[e.type] = (h.unknown[e.type] ?? 0) + 1;
     return;
   }
-  handler(h, e, e.item === null ? null : item(h, e.item), t);
+  const handler = HANDLERS[e.type as EventType] as Handler<EventType>;
+  handler(h, e as LogEventOf<EventType>, e.item === null ? null : item(h, e.item), t);
 }
 
 export function foldEvents(events: Iterable<LogEvent & { hash?: string }>, h: History = emptyHistory()): History {

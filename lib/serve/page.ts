@@ -109,8 +109,17 @@ export function loopMain(name: string, s: StatusReport, h: History, now: number,
 <section class="timeline-box" aria-label="timeline"><h2>Timeline <small>(UTC)</small></h2>
 <div class="scroll">${trusted(timelineSvg(t, { width }))}</div>
 ${t.omitted ? html`<p class="note">${t.omitted} more items are not drawn; <a href="/api/loops/${seg(name)}/status">the status document</a> has them all.</p>` : ""}
+${unknownNote(h)}
 <ul class="legend">${legendItems}<li><span class="end-passed legend-end"></span> passed</li><li><span class="end-failed legend-end"></span> failed</li></ul></section>
 <section aria-label="items"><h2>Items</h2><table class="items"><thead><tr><th>item</th><th>status</th><th>attempts</th><th>spend</th><th>reason</th></tr></thead><tbody>${rows}</tbody></table></section>`;
+}
+
+/** Events of types this version does not know (a newer `loop run` wrote them): not drawn, and said. */
+export function unknownNote(h: History): Markup | "" {
+  const types = Object.entries(h.unknown);
+  if (types.length === 0) return "";
+  const said = types.map(([type, n]) => `${type} ×${n}`).join(", ");
+  return html`<p class="note" data-unknown-events>The log holds events this version of loop does not know, not drawn: ${line(said)}. A newer <code>loop serve</code> draws them.</p>`;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 import { describe, expect, test } from "bun:test";
 import { type AttemptHistory, foldEvents, type History, phasesOf } from "../../lib/serve/history.ts";
 import type { EventDraft } from "../../lib/log/events.ts";
+import { unknownNote } from "../../lib/serve/page.ts";
 import {
   definition,
   drained,
@@ -174,7 +175,19 @@ describe("waits", () => {
     expect(a.end?.verdict).toBe("environment_fault");
     expect(a.outcome).toMatchObject({ kind: "requeued" });
     expect(phases(a)).toEqual(["launching 4→5"]);
-    expect(h.waits).toEqual([{ kind: "environment", label: "environment fault: claude is not on PATH. To fix: install it, then `loop ctl resume`", from: at(b, 4), to: null }]);
+    // The words the reducer gives the loop's pause (lib/log/vocabulary.ts faultSentence), one sentence for both.
+    expect(h.waits).toEqual([{ kind: "environment", label: "environment fault launching a: claude is not on PATH. To fix: install it, then `loop ctl resume`", from: at(b, 4), to: null }]);
+  });
+
+  test("an environment fault met before the verify (its sandbox) leaves the ended attempt waiting for it, as the reducer does", () => {
+    const b = new LogBuilder();
+    b.push(definition(1, [itemDef("a")]), loopStarted, launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1 }));
+    b.push({ type: "environment_fault", item: "a", payload: { kind: "sandbox_unavailable", attempt: 1, reason: "bwrap cannot make a namespace", fix: "allow user namespaces" } });
+    const h = fold(b);
+    const a = h.items.get("a")!.attempts[0]!;
+    expect(a.end?.verdict).toBe("exited");
+    expect(a.outcome).toBeNull();
+    expect(h.waits.map((w) => w.label)).toEqual(["environment fault verifying a: bwrap cannot make a namespace. To fix: allow user namespaces"]);
   });
 
   test("stop then resume: one stopped wait", () => {
@@ -219,6 +232,11 @@ describe("epochs, order and what the fold does not know", () => {
     const h = foldEvents(events);
     expect(h.unknown).toEqual({ forge_rework_requested: 1 });
     expect(h.seq).toBe(4);
+    // The loop's page says so, each type escaped (a type is a store's text, not the page's markup).
+    expect(String(unknownNote(h))).toContain("events this version of loop does not know, not drawn: forge_rework_requested ×1");
+    const odd = foldEvents([...events, { ...events[3]!, seq: 5, type: "<img src=x>" as never }]);
+    expect(String(unknownNote(odd))).toContain("&lt;img src=x&gt; ×1");
+    expect(unknownNote(fold(b))).toBe("");
   });
 
   test("a blocked item settles without an attempt, and a drained loop closes nothing it should not", () => {
