@@ -241,8 +241,8 @@ export class JiraTracker implements Tracker {
     if (issue.value.body?.fields?.status?.name === state) return { ok: true, value: { kind: "moved" } };
     const t = await this.#call("GET", `/rest/api/3/issue/${key}/transitions`, 200);
     if (!t.ok) return t;
-    const transitions: Json[] = Array.isArray(t.value.body?.transitions) ? t.value.body.transitions.filter((x: Json) => x && typeof x.id === "string") : [];
-    const found = transitions.find((x) => x.to?.name === state && x.isAvailable !== false);
+    const transitions: Json[] = Array.isArray(t.value.body?.transitions) ? t.value.body.transitions.filter((x: Json) => x && typeof x.id === "string" && x.isAvailable !== false) : [];
+    const found = transitions.find((x) => x.to?.name === state);
     if (!found) {
       const from = sanitizeLine(String(issue.value.body?.fields?.status?.name ?? "?"), 60);
       const legal = transitions.map((x) => JSON.stringify(sanitizeLine(String(x.to?.name ?? "?"), 60))).join(", ") || "none";

@@ -148,7 +148,7 @@ describe("Jira", () => {
     expect(await client(f).moveIssue(99, "Done")).toMatchObject({ ok: false, kind: "http", status: 404 });
   });
 
-  test("429: Retry-After seconds, else X-RateLimit-Reset, else a minute; Jira's limit named", async () => {
+  test("429: Retry-After seconds, else X-RateLimit-Reset, else a minute; Jira's limit named; a 503 waits only when it says Retry-After", async () => {
     const f = fake();
     const now = Date.parse("2026-03-01T10:00:00Z");
     f.switches.rateLimited = 3;
@@ -160,6 +160,15 @@ describe("Jira", () => {
     expect(await client(f, {}, { now: () => now }).getIssue(1)).toMatchObject({ ok: false, kind: "rate_limited", retryAt: now + 300_000 });
     f.switches.rateLimitReset = null;
     expect(await client(f, {}, { now: () => now }).getIssue(1)).toMatchObject({ ok: false, kind: "rate_limited", retryAt: now + 60_000 });
+    f.switches.rateLimitStatus = 503;
+    f.switches.retryAfter = "5";
+    f.switches.rateLimited = 1;
+    expect(await client(f, {}, { now: () => now }).getIssue(1)).toMatchObject({ ok: false, kind: "rate_limited", retryAt: now + 5_000 });
+    f.switches.rateLimited = 1;
+    f.switches.retryAfter = null;
+    const shed = await client(f, {}, { now: () => now }).getIssue(1);
+    expect(shed).toMatchObject({ ok: false, kind: "http", status: 503 });
+    expect(!shed.ok && shed.message).toContain("Jira: Rate limit exceeded.");
   });
 
   test("Basic email:token; a wrong or missing token fails, named, and never said", async () => {

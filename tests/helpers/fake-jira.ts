@@ -77,6 +77,8 @@ export class FakeJira {
     rateLimited: 0,
     retryAfter: "30" as string | null,
     rateLimitReset: null as string | null,
+    /** 429, or 503 (Jira's answer when it sheds load, with Retry-After). */
+    rateLimitStatus: 429,
     /** Searches always say there is a next page, with the same token. */
     endlessToken: false,
     /** Issues (and comments) per page at most, whatever maxResults asks. */
@@ -160,7 +162,7 @@ export class FakeJira {
       const h: Record<string, string> = { "ratelimit-reason": "jira-burst-based", "x-ratelimit-limit": "100", "x-ratelimit-remaining": "0" };
       if (this.switches.retryAfter !== null) h["retry-after"] = this.switches.retryAfter;
       if (this.switches.rateLimitReset !== null) h["x-ratelimit-reset"] = this.switches.rateLimitReset;
-      return answer(429, { errorMessages: ["Rate limit exceeded."] }, h);
+      return answer(this.switches.rateLimitStatus, { errorMessages: ["Rate limit exceeded."] }, h);
     }
     return this.#route(req.method, url, body, answer);
   }
