@@ -1,14 +1,14 @@
 // Where `loop plan --issues` and `loop add --from-issues` get their issues: an injectable source, so
 // the planner does not depend on how a forge is reached. The real one is loop.json's tracker: a
 // Linear "tracker" section (docs/trackers.md#linear: its filter selects the issues, the search is
-// not Linear's), else the "forge" section (lib/forge/, docs/forge.md#issues-for-the-planner);
-// without either both flags refuse (exit 2), and so does a tracker loop cannot search yet (Jira) or
-// "none".
+// not Linear's) or a Jira one (docs/trackers.md#jira: its filter as JQL, the search more JQL ANDed
+// to it), else the "forge" section (lib/forge/, docs/forge.md#issues-for-the-planner); without
+// either both flags refuse (exit 2), and so does "none".
 import { forgeHost } from "../definition/forge-kinds.ts";
 import { loadDefinition } from "../definition/loop-json.ts";
 import type { NormForge, NormTracker } from "../definition/normalized.ts";
 import { refPrefix } from "../definition/refs.ts";
-import { describeFailure, type ForgeResult } from "../forge/provider.ts";
+import { describeFailure, type ForgeResult, type Tracker } from "../forge/provider.ts";
 import { sanitizeLine } from "../forge/untrusted.ts";
 import { cleanText } from "../shared/untrusted-text.ts";
 import { ForgeError, UsageError } from "../shared/errors.ts";
@@ -45,19 +45,28 @@ export function configuredIssueSource(root: string, env: Record<string, string |
 }
 
 /**
- * An IssueSource over a Linear tracker: the issues loop.json's filter selects (the search given is
- * not Linear's, and is said to be ignored when it is not empty), refs `linear:<team>-<n>`; the open
- * pull requests are the forge's, when there is one. Jira is refused: its client is not built yet.
+ * An IssueSource over a Linear or Jira tracker: the issues loop.json's filter selects, refs
+ * `<provider>:<key>-<n>`; the open pull requests are the forge's, when there is one. Linear: the
+ * search given is not Linear's, and is said to be ignored when it is not empty. Jira: the search is
+ * JQL, ANDed to the filter's. Each client loads only when asked.
  */
 function trackerIssueSource(settings: NormTracker, token: string | null, forge: IssueSource | null, o: { warn: (message: string) => void; timeoutMs?: number | undefined }): IssueSource {
   const where = `the ${settings.provider} issues of ${settings.key}`;
+  const timeout = o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {};
   return {
     repo: null,
     async searchOpenIssues(search) {
-      if (settings.provider !== "linear") throw new UsageError(`issues from ${settings.provider} are not read yet (docs/trackers.md#jira); nothing was done`);
-      if (search.trim() !== "") o.warn(`tracker: ${JSON.stringify(sanitizeLine(search, 80))} is not used: Linear's issues are the ones loop.json's tracker selects (team, states, labels)`);
-      const { LinearTracker } = await import("../forge/linear.ts");
-      const found = need(await new LinearTracker({ settings, token, ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}) }).searchOpenIssues(search), `reading ${where}`, "tracker");
+      let tracker: Pick<Tracker, "searchOpenIssues">;
+      if (settings.provider === "jira") {
+        const { JiraTracker } = await import("../forge/jira.ts");
+        tracker = new JiraTracker({ settings, token, ...timeout });
+      } else {
+        if (search.trim() !== "") o.warn(`tracker: ${JSON.stringify(sanitizeLine(search, 80))} is not used: Linear's issues are the ones loop.json's tracker selects (team, states, labels)`);
+        const { LinearTracker } = await import("../forge/linear.ts");
+        tracker = new LinearTracker({ settings, token, ...timeout });
+      }
+      const what = settings.provider === "jira" && search.trim() !== "" ? `reading ${where} matching ${JSON.stringify(sanitizeLine(search, 200))}` : `reading ${where}`;
+      const found = need(await tracker.searchOpenIssues(search), what, "tracker");
       for (const note of found.notes) o.warn(`tracker: reading ${where}: ${note}`);
       return found.issues.map((i) => ({ ref: `${settings.provider}:${settings.key}-${i.number}`, title: sanitizeLine(i.title, 200), body: cleanText(i.body), labels: i.labels.map((l) => sanitizeLine(l, 50)) }));
     },
@@ -113,6 +122,6 @@ function need<T>(r: ForgeResult<T>, what: string, who = "forge"): T {
 /** The source a flag needs, or the exit-2 refusal naming the missing section. */
 export function requireIssueSource(source: IssueSource | null, flag: string): IssueSource {
   if (source === null)
-    throw new UsageError(`${flag} needs a "forge" section in loop.json (which forge and repository to search) or a "tracker" loop can search (linear), and this loop.json has neither; nothing was done`);
+    throw new UsageError(`${flag} needs a "forge" section in loop.json (which forge and repository to search) or a "tracker" loop can search (linear, jira), and this loop.json has neither; nothing was done`);
   return source;
 }

@@ -2,7 +2,7 @@
 // point against the fake Linear (tests/helpers/fake-linear.ts, every request checked against
 // Linear's published schema): the issues loop.json's filter selects become items with refs
 // `linear:ENG-<n>`, their text cleaned; a team Linear does not have is exit 1 naming tracker.team,
-// nothing written, the key never said; Jira is refused (not built yet).
+// nothing written, the key never said; a tracker of "none" is refused.
 import { afterEach, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -54,14 +54,14 @@ describe("loop add --from-issues from Linear", () => {
     expect(r.stderr + r.stdout).not.toContain(KEY);
   });
 
-  test("Jira's issues are not read yet: refused (exit 2), nothing written", async () => {
-    const p = new Project({ name: "t", defaults: { verify: "true" }, items: [] }, { env: { JIRA_API_TOKEN: KEY } });
+  test('a tracker of "none" has no issues to search: refused (exit 2), nothing written', async () => {
+    const p = new Project({ name: "t", defaults: { verify: "true" }, items: [] });
     try {
-      p.writeDefinition({ name: "t", defaults: { verify: "true" }, tracker: { provider: "jira", apiUrl: "http://127.0.0.1:9", email: "bot@acme.dev", project: "PROJ" }, items: [] });
+      p.writeDefinition({ name: "t", defaults: { verify: "true" }, tracker: { provider: "none" }, items: [] });
       const before = loopJson(p);
       const r = await p.loop(["add", "--from-issues", "x", "--yes", "--json"]);
       expect(r.code).toBe(2);
-      expect(JSON.parse(r.stderr).error.message).toContain("not read yet");
+      expect(JSON.parse(r.stderr).error.message).toContain('needs a "forge" section');
       expect(loopJson(p)).toBe(before);
     } finally {
       p.dispose();
