@@ -6,7 +6,7 @@
 // the conversation the CLI saved (CONVERSATION_STORE beside it) and removes the home: nothing the
 // agent wrote there is ever read again by a CLI but a resumed conversation's transcript.
 import { lstatSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { isAbsolute, join } from "node:path";
+import { dirname, isAbsolute, join } from "node:path";
 import { readRegularFile } from "../shared/fsutil.ts";
 
 /** The session's config home, in its session folder. */
@@ -21,6 +21,8 @@ interface Layout {
   operator: (env: Record<string, string | undefined>) => string | null;
   /** Files of it copied in (a signed-in CLI's credentials). */
   credentials: readonly string[];
+  /** Files loop writes in it, by their path in it: the settings an unattended run needs (gemini's). */
+  settings?: Readonly<Record<string, unknown>>;
 }
 
 const home = (env: Record<string, string | undefined>, sub: string) => (env.HOME && isAbsolute(env.HOME) ? join(env.HOME, sub) : null);
@@ -32,13 +34,34 @@ const LAYOUTS: Readonly<Record<string, Layout>> = {
   claude: { variables: ["CLAUDE_CONFIG_DIR"], operator: (env) => env.CLAUDE_CONFIG_DIR || home(env, ".claude"), credentials: [".credentials.json"] },
   // Codex 0.171: $CODEX_HOME (config.toml, auth.json, sessions/, its databases); a ChatGPT sign-in or an API key saved by `codex login`: auth.json.
   codex: { variables: ["CODEX_HOME", "CODEX_SQLITE_HOME"], operator: (env) => env.CODEX_HOME || home(env, ".codex"), credentials: ["auth.json"] },
+  // Gemini CLI 0.61: $GEMINI_CLI_HOME stands for the home, its files under .gemini/ (settings.json,
+  // projects.json, tmp/<project>/chats/). Behind the gateway it uses an API key (the stand-in), so no
+  // sign-in is copied; its settings say so (else it exits 41), and turn off its usage statistics
+  // (play.googleapis.com) and update check.
+  gemini: {
+    variables: ["GEMINI_CLI_HOME"],
+    operator: () => null,
+    credentials: [],
+    settings: {
+      ".gemini/settings.json": {
+        security: { auth: { selectedType: "gemini-api-key" } },
+        privacy: { usageStatisticsEnabled: false },
+        general: { disableAutoUpdate: true, disableUpdateNag: true },
+      },
+    },
+  },
 };
 
-/** The conversation files a CLI saves, by the folder they are under and their depth below it: claude's `projects/<cwd>/<id>.jsonl`, codex's `sessions/<y>/<m>/<d>/rollout-…-<id>.jsonl`. */
-const CONVERSATIONS: readonly { under: string; depth: number }[] = [
-  { under: "projects", depth: 2 },
-  { under: "sessions", depth: 4 },
-];
+/**
+ * The conversation files a CLI saves, by the folder they are under and their depth below it: claude's
+ * `projects/<cwd>/<id>.jsonl`, codex's `sessions/<y>/<m>/<d>/rollout-…-<id>.jsonl`, gemini's
+ * `.gemini/tmp/<project>/chats/session-<time>-<id's first 8>.jsonl`.
+ */
+export const CONVERSATIONS: Readonly<Record<"claude" | "codex" | "gemini", { under: string; depth: number }>> = {
+  claude: { under: "projects", depth: 2 },
+  codex: { under: "sessions", depth: 4 },
+  gemini: { under: ".gemini/tmp", depth: 3 },
+};
 
 /** At most this much of one credentials or conversation file is copied. */
 const MAX_FILE = 256 * 2 ** 20;
@@ -62,6 +85,10 @@ export function prepareConfigHome(o: { runner: string; dir: string; env: Record<
     if (r.kind !== "ok") continue;
     writeFileSync(join(at, name), r.bytes, { mode: 0o400 });
     readOnly.push(join(at, name));
+  }
+  for (const [rel, doc] of Object.entries(layout.settings ?? {})) {
+    mkdirSync(dirname(join(at, rel)), { recursive: true, mode: 0o700 });
+    writeFileSync(join(at, rel), JSON.stringify(doc, null, 2) + "\n", { mode: 0o600 });
   }
   if (o.resumeFrom) copyConversations(storeOf(o.resumeFrom), at);
   return { env: Object.fromEntries(layout.variables.map((v) => [v, at])), home: at, readOnly };
@@ -102,7 +129,7 @@ export function storeOf(dir: string): string {
 
 /** Copy the conversation files under `from` into `to`, the same paths: regular files only, never through a link. */
 function copyConversations(from: string, to: string): void {
-  for (const c of CONVERSATIONS)
+  for (const c of Object.values(CONVERSATIONS))
     for (const rel of jsonlFiles(from, c.under, c.depth)) {
       const r = readRegularFile(join(from, rel), { maxBytes: MAX_FILE, noLinks: true });
       if (r.kind !== "ok") continue;
