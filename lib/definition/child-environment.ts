@@ -71,7 +71,7 @@ const AGENT_COMMON: readonly string[] = [
  * variable reference, Codex's config-file/environment-variables page, aider's options and API-key
  * pages): provider keys, endpoints, cloud providers' credentials, config homes.
  */
-const PRESET_ENVIRONMENT: Readonly<Record<"claude" | "codex" | "aider" | "gemini", readonly string[]>> = {
+const PRESET_ENVIRONMENT: Readonly<Record<"claude" | "codex" | "aider" | "gemini" | "opencode", readonly string[]>> = {
   // ANTHROPIC_API_KEY / _AUTH_TOKEN / _BASE_URL / _MODEL…, CLAUDE_CONFIG_DIR and CLAUDE_CODE_*
   // (Bedrock, Vertex, Foundry switches, CLAUDE_CODE_OAUTH_TOKEN), Bedrock's AWS_*, Vertex's
   // CLOUD_ML_REGION, VERTEX_REGION_* and Google credentials, IS_SANDBOX (root in a sandbox).
@@ -86,6 +86,9 @@ const PRESET_ENVIRONMENT: Readonly<Record<"claude" | "codex" | "aider" | "gemini
   // GEMINI_* (GEMINI_API_KEY, GEMINI_CLI_HOME, GEMINI_MODEL, …), GOOGLE_GEMINI_BASE_URL, and Vertex's
   // GOOGLE_API_KEY, GOOGLE_CLOUD_PROJECT / _LOCATION, GOOGLE_GENAI_USE_VERTEXAI, Google credentials.
   gemini: [...AGENT_COMMON, "GEMINI_*", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_APPLICATION_CREDENTIALS"],
+  // OPENCODE_* (OPENCODE_CONFIG, _CONFIG_CONTENT, _DISABLE_*, …), and the providers it reaches through
+  // the gateway: ANTHROPIC_*, OPENAI_*.
+  opencode: [...AGENT_COMMON, "OPENCODE_*", "ANTHROPIC_*", "OPENAI_*"],
   aider: [...AGENT_COMMON, "AIDER_*", "*_API_KEY", "*_API_BASE", "*_API_VERSION", "OPENAI_*", "ANTHROPIC_*", "AZURE_*", "VERTEXAI_*", "GOOGLE_APPLICATION_CREDENTIALS", "AWS_*", "OLLAMA_*"],
 };
 

@@ -101,7 +101,7 @@ function aiderChatHistoryPath(handoffPath: string): string {
   return join(dirname(handoffPath), "aider.chat.history.md");
 }
 
-export const PRESETS: Record<"claude" | "codex" | "aider" | "gemini", RunnerPreset> = {
+export const PRESETS: Record<"claude" | "codex" | "aider" | "gemini" | "opencode", RunnerPreset> = {
   // Claude Code, print mode.
   //   -p / --print                       non-interactive: run the prompt, print, exit. Print mode also
   //                                      skips the workspace-trust dialog.
@@ -239,6 +239,24 @@ export const PRESETS: Record<"claude" | "codex" | "aider" | "gemini", RunnerPres
     },
   },
 
+  // opencode 1.18, `opencode run`. Its config (the providers at the session's gateway, every
+  // permission allowed, no sharing, no update) is in OPENCODE_CONFIG_CONTENT, and its data, config,
+  // cache and state folders in the session's own config home (lib/supervisor/config-home.ts).
+  //   run                                non-interactive: send the message, work, exit.
+  //   --format json                      a JSON event per line as it works (log growth), each step's
+  //                                      tokens in its step_finish.
+  //   --pure                             no external plugins (it would install them from npm).
+  //   --model <provider/model>           only when a model is configured (opencode names models so).
+  //   -- <prompt>                        the handoff text as the message, after `--`.
+  // Its conversation is in its database, in the session's config home, which is not kept: a reply
+  // goes to a fresh session, in its handoff.
+  opencode: {
+    describe: "opencode run, JSON events, every permission allowed in its config",
+    build(ctx) {
+      return { argv: ["opencode", "run", "--format", "json", "--pure", ...modelFlag("--model", ctx.model), "--", inlinePrompt(ctx)], conversationId: null, supportsResume: false };
+    },
+  },
+
   // aider, scripted with one message.
   //   --message-file <handoff.md>        send the handoff as one message, apply the edits, exit (a file,
   //                                      so no command-line size limit applies).
@@ -330,7 +348,7 @@ function placeholderValues(ctx: LaunchContext): Record<PlaceholderName, string> 
 }
 
 /**
- * Resolve a runner name to the argv to launch. Built-ins first (claude, codex, aider, gemini, demo), then the
+ * Resolve a runner name to the argv to launch. Built-ins first (claude, codex, aider, gemini, opencode, demo), then the
  * `runners` of loop.json. `demoArgv` is how to invoke the built-in demo agent, e.g.
  * [process.execPath, "cmd/loop.ts", "__demo-agent"]. Command runners and demo cannot resume: a reply
  * to them is delivered through the next session's handoff.

@@ -23,7 +23,20 @@ interface Layout {
   credentials: readonly string[];
   /** Files loop writes in it, by their path in it: the settings an unattended run needs (gemini's). */
   settings?: Readonly<Record<string, unknown>>;
+  /** More variables for the agent, given the home's path (opencode's folders and config). */
+  extra?: (at: string) => Record<string, string>;
 }
+
+/** opencode's config for a session (docs/runners.md#opencode). */
+const OPENCODE_CONFIG = {
+  autoupdate: false,
+  share: "disabled",
+  permission: "allow",
+  provider: {
+    anthropic: { options: { baseURL: "{env:ANTHROPIC_BASE_URL}/v1", apiKey: "{env:ANTHROPIC_API_KEY}" } },
+    openai: { options: { baseURL: "{env:OPENAI_BASE_URL}", apiKey: "{env:OPENAI_API_KEY}" } },
+  },
+};
 
 const home = (env: Record<string, string | undefined>, sub: string) => (env.HOME && isAbsolute(env.HOME) ? join(env.HOME, sub) : null);
 
@@ -49,6 +62,28 @@ const LAYOUTS: Readonly<Record<string, Layout>> = {
         general: { disableAutoUpdate: true, disableUpdateNag: true },
       },
     },
+  },
+  // opencode 1.18: its folders are XDG's (data: its database of conversations; config, cache,
+  // state), each made a folder of the home; its config is OPENCODE_CONFIG_CONTENT (a project's own
+  // opencode.json still merges in, as the repository's own settings). Anthropic's and OpenAI's
+  // providers at the gateway's base URLs with the stand-in keys ({env:…}: read by opencode when it
+  // starts, after the wrapper set them); every permission allowed (nobody can answer); no sharing,
+  // no update, no fetch of models.opencode.ai, no default plugins.
+  opencode: {
+    variables: [],
+    operator: () => null,
+    credentials: [],
+    extra: (at) => ({
+      XDG_DATA_HOME: join(at, "data"),
+      XDG_CONFIG_HOME: join(at, "config"),
+      XDG_CACHE_HOME: join(at, "cache"),
+      XDG_STATE_HOME: join(at, "state"),
+      OPENCODE_CONFIG_CONTENT: JSON.stringify(OPENCODE_CONFIG),
+      OPENCODE_DISABLE_AUTOUPDATE: "1",
+      OPENCODE_DISABLE_MODELS_FETCH: "1",
+      OPENCODE_DISABLE_DEFAULT_PLUGINS: "1",
+      OPENCODE_DISABLE_SHARE: "1",
+    }),
   },
 };
 
@@ -91,7 +126,7 @@ export function prepareConfigHome(o: { runner: string; dir: string; env: Record<
     writeFileSync(join(at, rel), JSON.stringify(doc, null, 2) + "\n", { mode: 0o600 });
   }
   if (o.resumeFrom) copyConversations(storeOf(o.resumeFrom), at);
-  return { env: Object.fromEntries(layout.variables.map((v) => [v, at])), home: at, readOnly };
+  return { env: { ...Object.fromEntries(layout.variables.map((v) => [v, at])), ...layout.extra?.(at) }, home: at, readOnly };
 }
 
 /**

@@ -178,6 +178,20 @@ describe("presets", () => {
       argv: ["gemini", "--resume", "conv-1", ...GEMINI_COMMON, `--prompt=${resumePrompt(REPLY_FILE)}`],
       conversationId: "conv-1",
     },
+    {
+      name: "opencode",
+      runner: "opencode",
+      ctx: CTX,
+      argv: ["opencode", "run", "--format", "json", "--pure", "--", CTX.prompt],
+      conversationId: null,
+    },
+    {
+      name: "opencode with model, and on a reply the same fresh run (it does not resume)",
+      runner: "opencode",
+      ctx: { ...resumed, model: "anthropic/claude-sonnet-4-5" },
+      argv: ["opencode", "run", "--format", "json", "--pure", "--model", "anthropic/claude-sonnet-4-5", "--", CTX.prompt],
+      conversationId: null,
+    },
   ];
 
   for (const c of cases) {
@@ -185,7 +199,7 @@ describe("presets", () => {
       const cmd = PRESETS[c.runner].build(c.ctx);
       expect(cmd.argv).toEqual(c.argv);
       expect(cmd.conversationId).toBe(c.conversationId);
-      expect(cmd.supportsResume).toBe(true);
+      expect(cmd.supportsResume).toBe(c.runner !== "opencode");
       // buildRunnerCommand dispatches to the same preset, whatever the command runners say.
       expect(buildRunnerCommand(c.runner, c.ctx, { other: { command: ["x"] } }, ["demo"])).toEqual(cmd);
     });
@@ -203,7 +217,7 @@ describe("presets", () => {
 
   test("a prompt starting with a dash stays one positional argument after --", () => {
     const ctx = { ...CTX, prompt: "--help me" };
-    for (const name of ["claude", "codex"] as const) {
+    for (const name of ["claude", "codex", "opencode"] as const) {
       const { argv } = PRESETS[name].build(ctx);
       expect(argv.slice(-2)).toEqual(["--", "--help me"]);
     }
@@ -213,7 +227,7 @@ describe("presets", () => {
 
   test("an oversized handoff is not inlined: the agent is pointed at handoff.md", () => {
     const ctx = { ...CTX, prompt: "x".repeat(MAX_INLINE_PROMPT_BYTES + 1) };
-    for (const name of ["claude", "codex", "gemini"] as const) {
+    for (const name of ["claude", "codex", "gemini", "opencode"] as const) {
       const last = PRESETS[name].build(ctx).argv.at(-1) ?? "";
       expect(last.length).toBeLessThan(1000);
       expect(last).toContain(HANDOFF);

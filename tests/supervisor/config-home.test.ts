@@ -79,6 +79,24 @@ describe("prepareConfigHome", () => {
     });
   });
 
+  test("opencode: its XDG folders in the home, its config (providers at the gateway's URLs, the stand-in keys, every permission allowed) and its outside traffic off, by variables", () => {
+    const dir = temp.make();
+    const h = prepareConfigHome({ runner: "opencode", dir, env: { HOME: operatorHome() } })!;
+    expect(tree(h.home)).toEqual([]);
+    const { OPENCODE_CONFIG_CONTENT: config, ...rest } = h.env;
+    expect(rest).toEqual({
+      XDG_DATA_HOME: join(h.home, "data"),
+      XDG_CONFIG_HOME: join(h.home, "config"),
+      XDG_CACHE_HOME: join(h.home, "cache"),
+      XDG_STATE_HOME: join(h.home, "state"),
+      OPENCODE_DISABLE_AUTOUPDATE: "1",
+      OPENCODE_DISABLE_MODELS_FETCH: "1",
+      OPENCODE_DISABLE_DEFAULT_PLUGINS: "1",
+      OPENCODE_DISABLE_SHARE: "1",
+    });
+    expect(JSON.parse(config!)).toMatchObject({ permission: "allow", share: "disabled", autoupdate: false, provider: { anthropic: { options: { baseURL: "{env:ANTHROPIC_BASE_URL}/v1", apiKey: "{env:ANTHROPIC_API_KEY}" } } } });
+  });
+
   test("an operator with no credentials (an API key, held by the gateway): an empty home; aider, the demo and command runners: none", () => {
     const dir = temp.make();
     expect(tree(prepareConfigHome({ runner: "claude", dir, env: { HOME: temp.make() } })!.home)).toEqual([]);
