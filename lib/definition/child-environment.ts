@@ -31,7 +31,7 @@ export const BUILTIN_SECRETS: readonly string[] = ["GITHUB_TOKEN", "GH_TOKEN", "
  * Loop's model keys: held by a session's gateway (lib/supervisor/session-gateway.ts), which swaps the
  * agent's stand-in for them; no process loop starts gets them in its environment.
  */
-export const MODEL_KEYS: readonly string[] = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"];
+export const MODEL_KEYS: readonly string[] = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY"];
 
 /** What every child gets under "clean": where programs are, the home, the locale, the temporary folder. */
 const CLEAN_BASE: readonly string[] = ["PATH", "HOME", "LANG", "LANGUAGE", "LC_*", "TMPDIR"];
@@ -71,7 +71,7 @@ const AGENT_COMMON: readonly string[] = [
  * variable reference, Codex's config-file/environment-variables page, aider's options and API-key
  * pages): provider keys, endpoints, cloud providers' credentials, config homes.
  */
-const PRESET_ENVIRONMENT: Readonly<Record<"claude" | "codex" | "aider", readonly string[]>> = {
+const PRESET_ENVIRONMENT: Readonly<Record<"claude" | "codex" | "aider" | "gemini" | "opencode", readonly string[]>> = {
   // ANTHROPIC_API_KEY / _AUTH_TOKEN / _BASE_URL / _MODEL…, CLAUDE_CONFIG_DIR and CLAUDE_CODE_*
   // (Bedrock, Vertex, Foundry switches, CLAUDE_CODE_OAUTH_TOKEN), Bedrock's AWS_*, Vertex's
   // CLOUD_ML_REGION, VERTEX_REGION_* and Google credentials, IS_SANDBOX (root in a sandbox).
@@ -83,6 +83,12 @@ const PRESET_ENVIRONMENT: Readonly<Record<"claude" | "codex" | "aider", readonly
   // AIDER_* (every option), and the providers' keys and endpoints litellm reads (OPENAI_API_KEY,
   // ANTHROPIC_API_KEY, DEEPSEEK_API_KEY, OPENROUTER_API_KEY, GEMINI_API_KEY, …, OLLAMA_API_BASE),
   // Azure's, Vertex's (VERTEXAI_PROJECT, VERTEXAI_LOCATION, Google credentials), Bedrock's AWS_*.
+  // GEMINI_* (GEMINI_API_KEY, GEMINI_CLI_HOME, GEMINI_MODEL, …), GOOGLE_GEMINI_BASE_URL, and Vertex's
+  // GOOGLE_API_KEY, GOOGLE_CLOUD_PROJECT / _LOCATION, GOOGLE_GENAI_USE_VERTEXAI, Google credentials.
+  gemini: [...AGENT_COMMON, "GEMINI_*", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_APPLICATION_CREDENTIALS"],
+  // OPENCODE_* (OPENCODE_CONFIG, _CONFIG_CONTENT, _DISABLE_*, …), and the providers it reaches through
+  // the gateway: ANTHROPIC_*, OPENAI_*.
+  opencode: [...AGENT_COMMON, "OPENCODE_*", "ANTHROPIC_*", "OPENAI_*"],
   aider: [...AGENT_COMMON, "AIDER_*", "*_API_KEY", "*_API_BASE", "*_API_VERSION", "OPENAI_*", "ANTHROPIC_*", "AZURE_*", "VERTEXAI_*", "GOOGLE_APPLICATION_CREDENTIALS", "AWS_*", "OLLAMA_*"],
 };
 
@@ -155,7 +161,7 @@ type DefLike = { forge?: { tokenEnv: string }; tracker?: { tokenEnv: string }; e
 /** What a session's gateway is handed of loop's environment (privately: session-wrapper.ts WrapperPrivate): the model keys and their upstreams. */
 export function gatewayUpstream(env: Record<string, string | undefined>): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const k of [...MODEL_KEYS, "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"]) if (env[k]) out[k] = env[k]!;
+  for (const k of [...MODEL_KEYS, "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "GOOGLE_GEMINI_BASE_URL"]) if (env[k]) out[k] = env[k]!;
   return out;
 }
 

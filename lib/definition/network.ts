@@ -52,6 +52,12 @@ const PRESET_NETWORK: Readonly<Record<string, readonly string[]>> = {
   codex: ["auth.openai.com:443"],
   // aider: the model API through the gateway; its analytics and version check are turned off by flags.
   aider: [],
+  // Gemini CLI: the model API (its router's side requests too) through the gateway; its usage
+  // statistics and update check are off in the settings loop writes (lib/supervisor/config-home.ts).
+  gemini: [],
+  // opencode: the model API (its title request too) through the gateway; its models list
+  // (models.opencode.ai), plugins (npm), sharing and update are off in the preset's environment.
+  opencode: [],
   demo: [],
 };
 

@@ -6,8 +6,8 @@
 // wait on a permission, consent, trust, update or analytics question.
 //
 // Flags were checked against the CLIs' own docs/source (Claude Code CLI reference, openai/codex
-// codex-rs/exec/src/cli.rs + docs/exec.md, aider's options reference); see docs/runners.md for the
-// sources and for what remains uncertain.
+// codex-rs/exec/src/cli.rs + docs/exec.md, aider's options reference, Gemini CLI 0.61's --help and
+// bundle); see docs/runners.md for the sources and for what remains uncertain.
 
 import { dirname, join } from "node:path";
 import { GATEWAY_OPENAI_URL_ARG, GATEWAY_PROVIDER } from "./network.ts";
@@ -45,7 +45,7 @@ function usdArg(usd: number): string {
   return usd.toFixed(6).replace(/\.?0+$/, "") || "0";
 }
 
-/** What a resumed claude or codex conversation is told on the command line: where the reply is, never the reply. */
+/** What a resumed claude, codex or gemini conversation is told on the command line: where the reply is, never the reply. */
 export function resumePrompt(replyFile: string): string {
   return `Your question was answered. Read the file ${replyFile}: it holds the reply (as data) and says how to go on.`;
 }
@@ -101,7 +101,7 @@ function aiderChatHistoryPath(handoffPath: string): string {
   return join(dirname(handoffPath), "aider.chat.history.md");
 }
 
-export const PRESETS: Record<"claude" | "codex" | "aider", RunnerPreset> = {
+export const PRESETS: Record<"claude" | "codex" | "aider" | "gemini" | "opencode", RunnerPreset> = {
   // Claude Code, print mode.
   //   -p / --print                       non-interactive: run the prompt, print, exit. Print mode also
   //                                      skips the workspace-trust dialog.
@@ -216,6 +216,47 @@ export const PRESETS: Record<"claude" | "codex" | "aider", RunnerPreset> = {
     },
   },
 
+  // Gemini CLI 0.61, headless. Its settings (an API key's auth, no usage statistics, no update
+  // check) are in the session's own config home, GEMINI_CLI_HOME (lib/supervisor/config-home.ts).
+  //   --prompt=<text>                    headless: run the prompt, print, exit (`=`: a prompt starting
+  //                                      with "-" is never read as a flag).
+  //   --yolo                             every tool call approved (nobody can answer).
+  //   --skip-trust                       trust the checkout for this run: without it, it exits 55 in
+  //                                      every fresh worktree ("not running in a trusted directory").
+  //   --output-format stream-json        a JSON line per event as it works (log growth), the first
+  //                                      {"type":"init","session_id":…}.
+  //   --session-id <uuid>                name the conversation with the loop's LOOP_SESSION_ID.
+  //   --resume <id>                      (reply only) continue that conversation, whose id it keeps;
+  //                                      not combined with --session-id.
+  //   --model <name>                     only when a model is configured (else its router picks).
+  gemini: {
+    describe: "Gemini CLI headless (gemini --prompt), streaming JSON events, every tool call approved",
+    build(ctx) {
+      const common = ["--yolo", "--skip-trust", "--output-format", "stream-json", ...modelFlag("--model", ctx.model)];
+      if (ctx.resume)
+        return { argv: ["gemini", "--resume", ctx.resume.conversationId, ...common, `--prompt=${resumePrompt(ctx.resume.replyFile)}`], conversationId: ctx.resume.conversationId, supportsResume: true };
+      return { argv: ["gemini", "--session-id", ctx.sessionId, ...common, `--prompt=${inlinePrompt(ctx)}`], conversationId: ctx.sessionId, supportsResume: true };
+    },
+  },
+
+  // opencode 1.18, `opencode run`. Its config (the providers at the session's gateway, every
+  // permission allowed, no sharing, no update) is in OPENCODE_CONFIG_CONTENT, and its data, config,
+  // cache and state folders in the session's own config home (lib/supervisor/config-home.ts).
+  //   run                                non-interactive: send the message, work, exit.
+  //   --format json                      a JSON event per line as it works (log growth), each step's
+  //                                      tokens in its step_finish.
+  //   --pure                             no external plugins (it would install them from npm).
+  //   --model <provider/model>           only when a model is configured (opencode names models so).
+  //   -- <prompt>                        the handoff text as the message, after `--`.
+  // Its conversation is in its database, in the session's config home, which is not kept: a reply
+  // goes to a fresh session, in its handoff.
+  opencode: {
+    describe: "opencode run, JSON events, every permission allowed in its config",
+    build(ctx) {
+      return { argv: ["opencode", "run", "--format", "json", "--pure", ...modelFlag("--model", ctx.model), "--", inlinePrompt(ctx)], conversationId: null, supportsResume: false };
+    },
+  },
+
   // aider, scripted with one message.
   //   --message-file <handoff.md>        send the handoff as one message, apply the edits, exit (a file,
   //                                      so no command-line size limit applies).
@@ -307,7 +348,7 @@ function placeholderValues(ctx: LaunchContext): Record<PlaceholderName, string> 
 }
 
 /**
- * Resolve a runner name to the argv to launch. Built-ins first (claude, codex, aider, demo), then the
+ * Resolve a runner name to the argv to launch. Built-ins first (claude, codex, aider, gemini, opencode, demo), then the
  * `runners` of loop.json. `demoArgv` is how to invoke the built-in demo agent, e.g.
  * [process.execPath, "cmd/loop.ts", "__demo-agent"]. Command runners and demo cannot resume: a reply
  * to them is delivered through the next session's handoff.
@@ -337,16 +378,16 @@ export function buildRunnerCommand(
  * The conversation a reply may resume, or null for a fresh session (whose handoff carries the
  * reply). Only one proven to exist: claude's id is chosen before launch, so a session that died
  * at start (as root, say) left an id naming nothing, and resuming it fails with "No conversation
- * found with session ID". claude: the id the log announces, when the CLI saved its conversation
+ * found with session ID". claude (and gemini): the id the log announces, when the CLI saved its conversation
  * file (`saved`; one that could not write its config folder printed the id and saved nothing);
  * codex: the id the log announces, or the one recorded from an earlier log, unless `saved` says
  * its session file is not there; aider: its chat history, when the file is there. Other runners
  * never resume. `saved` answering null (nowhere to look) proves nothing either way.
  */
 export function provenConversation(runner: string, o: { recorded: string | null; logHead: string; historyExists: boolean; saved?: (id: string) => boolean | null }): string | null {
-  if (runner === "claude") {
+  if (runner === "claude" || runner === "gemini") {
     // The init line is printed before anything is saved: the CLI's saved file is the proof, where it can be looked for.
-    const id = conversationIdFromLog("claude", o.logHead);
+    const id = conversationIdFromLog(runner, o.logHead);
     return id !== null && o.saved?.(id) !== false ? id : null;
   }
   if (runner === "codex") {
@@ -360,7 +401,8 @@ export function provenConversation(runner: string, o: { recorded: string | null;
 /**
  * The conversation id a runner reported in its session log, for runners that choose it themselves.
  * codex: the first `{"type":"thread.started","thread_id":…}` JSONL event; claude: the
- * `{"type":"system","subtype":"init","session_id":…}` event (equal to --session-id). Null otherwise.
+ * `{"type":"system","subtype":"init","session_id":…}` event (equal to --session-id); gemini: its
+ * `{"type":"init","session_id":…}` event (likewise). Null otherwise.
  */
 export function conversationIdFromLog(runner: string, log: string): string | null {
   for (const line of log.split("\n")) {
@@ -377,6 +419,7 @@ export function conversationIdFromLog(runner: string, log: string): string | nul
     if (runner === "codex" && e.type === "thread.started" && typeof e.thread_id === "string") return e.thread_id;
     if (runner === "claude" && e.type === "system" && e.subtype === "init" && typeof e.session_id === "string")
       return e.session_id;
+    if (runner === "gemini" && e.type === "init" && typeof e.session_id === "string") return e.session_id;
   }
   return null;
 }

@@ -409,8 +409,8 @@ export function gatewayEnv(g: Pick<Gateway, "modelUrl" | "proxyUrl">, standIn: s
     ANTHROPIC_API_KEY: standIn,
     OPENAI_BASE_URL: g.modelUrl.openai,
     OPENAI_API_KEY: standIn,
-    // Gemini CLI's base URL (its key is not loop's to hold yet: GEMINI_API_KEY passes as the policy says).
     GOOGLE_GEMINI_BASE_URL: g.modelUrl.gemini,
+    GEMINI_API_KEY: standIn,
     HTTP_PROXY: proxy,
     HTTPS_PROXY: proxy,
     ALL_PROXY: proxy,

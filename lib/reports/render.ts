@@ -168,8 +168,8 @@ function spendLines(r: StatusReport, p: (v: unknown) => string): string[] {
   return out;
 }
 
-/** Runners whose agent CLI loop reads the usage of: they report nothing through LOOP_USAGE_FILE. */
-const READ_FROM_OUTPUT = ["claude", "codex", "aider"];
+/** Runners whose usage loop reads itself (their output, or gemini's and opencode's gateway): they report nothing through LOOP_USAGE_FILE. */
+const READ_FROM_OUTPUT = ["claude", "codex", "aider", "gemini", "opencode"];
 
 /**
  * The one line on usage nobody reported (instead of a word on every row): how many attempts, which

@@ -6,7 +6,7 @@
 // the conversation the CLI saved (CONVERSATION_STORE beside it) and removes the home: nothing the
 // agent wrote there is ever read again by a CLI but a resumed conversation's transcript.
 import { lstatSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { isAbsolute, join } from "node:path";
+import { dirname, isAbsolute, join } from "node:path";
 import { readRegularFile } from "../shared/fsutil.ts";
 
 /** The session's config home, in its session folder. */
@@ -21,7 +21,22 @@ interface Layout {
   operator: (env: Record<string, string | undefined>) => string | null;
   /** Files of it copied in (a signed-in CLI's credentials). */
   credentials: readonly string[];
+  /** Files loop writes in it, by their path in it: the settings an unattended run needs (gemini's). */
+  settings?: Readonly<Record<string, unknown>>;
+  /** More variables for the agent, given the home's path (opencode's folders and config). */
+  extra?: (at: string) => Record<string, string>;
 }
+
+/** opencode's config for a session (docs/runners.md#opencode). */
+const OPENCODE_CONFIG = {
+  autoupdate: false,
+  share: "disabled",
+  permission: "allow",
+  provider: {
+    anthropic: { options: { baseURL: "{env:ANTHROPIC_BASE_URL}/v1", apiKey: "{env:ANTHROPIC_API_KEY}" } },
+    openai: { options: { baseURL: "{env:OPENAI_BASE_URL}", apiKey: "{env:OPENAI_API_KEY}" } },
+  },
+};
 
 const home = (env: Record<string, string | undefined>, sub: string) => (env.HOME && isAbsolute(env.HOME) ? join(env.HOME, sub) : null);
 
@@ -32,13 +47,56 @@ const LAYOUTS: Readonly<Record<string, Layout>> = {
   claude: { variables: ["CLAUDE_CONFIG_DIR"], operator: (env) => env.CLAUDE_CONFIG_DIR || home(env, ".claude"), credentials: [".credentials.json"] },
   // Codex 0.171: $CODEX_HOME (config.toml, auth.json, sessions/, its databases); a ChatGPT sign-in or an API key saved by `codex login`: auth.json.
   codex: { variables: ["CODEX_HOME", "CODEX_SQLITE_HOME"], operator: (env) => env.CODEX_HOME || home(env, ".codex"), credentials: ["auth.json"] },
+  // Gemini CLI 0.61: $GEMINI_CLI_HOME stands for the home, its files under .gemini/ (settings.json,
+  // projects.json, tmp/<project>/chats/). Behind the gateway it uses an API key (the stand-in), so no
+  // sign-in is copied; its settings say so (else it exits 41), and turn off its usage statistics
+  // (play.googleapis.com) and update check.
+  gemini: {
+    variables: ["GEMINI_CLI_HOME"],
+    operator: () => null,
+    credentials: [],
+    settings: {
+      ".gemini/settings.json": {
+        security: { auth: { selectedType: "gemini-api-key" } },
+        privacy: { usageStatisticsEnabled: false },
+        general: { disableAutoUpdate: true, disableUpdateNag: true },
+      },
+    },
+  },
+  // opencode 1.18: its folders are XDG's (data: its database of conversations; config, cache,
+  // state), each made a folder of the home; its config is OPENCODE_CONFIG_CONTENT (a project's own
+  // opencode.json still merges in, as the repository's own settings). Anthropic's and OpenAI's
+  // providers at the gateway's base URLs with the stand-in keys ({env:…}: read by opencode when it
+  // starts, after the wrapper set them); every permission allowed (nobody can answer); no sharing,
+  // no update, no fetch of models.opencode.ai, no default plugins.
+  opencode: {
+    variables: [],
+    operator: () => null,
+    credentials: [],
+    extra: (at) => ({
+      XDG_DATA_HOME: join(at, "data"),
+      XDG_CONFIG_HOME: join(at, "config"),
+      XDG_CACHE_HOME: join(at, "cache"),
+      XDG_STATE_HOME: join(at, "state"),
+      OPENCODE_CONFIG_CONTENT: JSON.stringify(OPENCODE_CONFIG),
+      OPENCODE_DISABLE_AUTOUPDATE: "1",
+      OPENCODE_DISABLE_MODELS_FETCH: "1",
+      OPENCODE_DISABLE_DEFAULT_PLUGINS: "1",
+      OPENCODE_DISABLE_SHARE: "1",
+    }),
+  },
 };
 
-/** The conversation files a CLI saves, by the folder they are under and their depth below it: claude's `projects/<cwd>/<id>.jsonl`, codex's `sessions/<y>/<m>/<d>/rollout-…-<id>.jsonl`. */
-const CONVERSATIONS: readonly { under: string; depth: number }[] = [
-  { under: "projects", depth: 2 },
-  { under: "sessions", depth: 4 },
-];
+/**
+ * The conversation files a CLI saves, by the folder they are under and their depth below it: claude's
+ * `projects/<cwd>/<id>.jsonl`, codex's `sessions/<y>/<m>/<d>/rollout-…-<id>.jsonl`, gemini's
+ * `.gemini/tmp/<project>/chats/session-<time>-<id's first 8>.jsonl`.
+ */
+export const CONVERSATIONS: Readonly<Record<"claude" | "codex" | "gemini", { under: string; depth: number }>> = {
+  claude: { under: "projects", depth: 2 },
+  codex: { under: "sessions", depth: 4 },
+  gemini: { under: ".gemini/tmp", depth: 3 },
+};
 
 /** At most this much of one credentials or conversation file is copied. */
 const MAX_FILE = 256 * 2 ** 20;
@@ -63,8 +121,12 @@ export function prepareConfigHome(o: { runner: string; dir: string; env: Record<
     writeFileSync(join(at, name), r.bytes, { mode: 0o400 });
     readOnly.push(join(at, name));
   }
+  for (const [rel, doc] of Object.entries(layout.settings ?? {})) {
+    mkdirSync(dirname(join(at, rel)), { recursive: true, mode: 0o700 });
+    writeFileSync(join(at, rel), JSON.stringify(doc, null, 2) + "\n", { mode: 0o600 });
+  }
   if (o.resumeFrom) copyConversations(storeOf(o.resumeFrom), at);
-  return { env: Object.fromEntries(layout.variables.map((v) => [v, at])), home: at, readOnly };
+  return { env: { ...Object.fromEntries(layout.variables.map((v) => [v, at])), ...layout.extra?.(at) }, home: at, readOnly };
 }
 
 /**
@@ -102,7 +164,7 @@ export function storeOf(dir: string): string {
 
 /** Copy the conversation files under `from` into `to`, the same paths: regular files only, never through a link. */
 function copyConversations(from: string, to: string): void {
-  for (const c of CONVERSATIONS)
+  for (const c of Object.values(CONVERSATIONS))
     for (const rel of jsonlFiles(from, c.under, c.depth)) {
       const r = readRegularFile(join(from, rel), { maxBytes: MAX_FILE, noLinks: true });
       if (r.kind !== "ok") continue;

@@ -3,17 +3,20 @@
 // that cannot write its config folder prints it and saves nothing. What a session saved is in its
 // session folder (lib/supervisor/config-home.ts: kept there when it ended, or its config home as left).
 import { basename } from "node:path";
-import { jsonlFiles, storeOf } from "./config-home.ts";
+import { CONVERSATIONS, jsonlFiles, storeOf } from "./config-home.ts";
 
 /**
  * Did the session in `dir` save conversation `id`? Claude Code keeps one as
- * `projects/<the cwd, spelled as a name>/<id>.jsonl`, Codex as `sessions/<y>/<m>/<d>/rollout-<time>-<id>.jsonl`.
+ * `projects/<the cwd, spelled as a name>/<id>.jsonl`, Codex as `sessions/<y>/<m>/<d>/rollout-<time>-<id>.jsonl`,
+ * Gemini CLI as `.gemini/tmp/<project>/chats/session-<time>-<the id's first 8 characters>.jsonl`.
  * null for a runner that saves none there.
  */
 export function conversationSaved(runner: string, dir: string, id: string): boolean | null {
-  if (!/^[A-Za-z0-9-]+$/.test(id)) return runner === "claude" || runner === "codex" ? false : null;
-  const store = storeOf(dir);
-  if (runner === "claude") return jsonlFiles(store, "projects", 2).some((f) => basename(f) === `${id}.jsonl`);
-  if (runner === "codex") return jsonlFiles(store, "sessions", 4).some((f) => basename(f).startsWith("rollout-") && basename(f).endsWith(`-${id}.jsonl`));
-  return null;
+  if (runner !== "claude" && runner !== "codex" && runner !== "gemini") return null;
+  if (!/^[A-Za-z0-9-]+$/.test(id)) return false;
+  const { under, depth } = CONVERSATIONS[runner];
+  const files = jsonlFiles(storeOf(dir), under, depth).map((f) => basename(f));
+  if (runner === "claude") return files.includes(`${id}.jsonl`);
+  if (runner === "codex") return files.some((f) => f.startsWith("rollout-") && f.endsWith(`-${id}.jsonl`));
+  return id.length >= 8 && files.some((f) => f.startsWith("session-") && f.endsWith(`-${id.slice(0, 8)}.jsonl`));
 }

@@ -84,7 +84,7 @@ export async function startSessionGateway(o: {
   const sockets = dir ? { model: join(dir, GATEWAY_SOCKETS.model), proxy: join(dir, GATEWAY_SOCKETS.proxy) } : null;
   const g = await startGateway({
     upstreams: { anthropic: o.env.ANTHROPIC_BASE_URL || DEFAULT_UPSTREAMS.anthropic, openai: o.env.OPENAI_BASE_URL || DEFAULT_UPSTREAMS.openai, gemini: o.env.GOOGLE_GEMINI_BASE_URL || DEFAULT_UPSTREAMS.gemini },
-    keys: { anthropic: o.env.ANTHROPIC_API_KEY || undefined, openai: o.env.OPENAI_API_KEY || undefined },
+    keys: { anthropic: o.env.ANTHROPIC_API_KEY || undefined, openai: o.env.OPENAI_API_KEY || undefined, gemini: o.env.GEMINI_API_KEY || undefined },
     standIn: o.request.standIn,
     allow: o.request.allow ?? undefined,
     admit: (w) => {
@@ -127,7 +127,7 @@ export async function startSessionGateway(o: {
   // In the sandbox the agent reaches the gateway on its own loopback, through the bridge.
   const env = sockets ? gatewayEnv(bridgeUrls(), o.request.standIn, BRIDGE_HOST) : gatewayEnv(g, o.request.standIn);
   return {
-    env: agentVariables(env, { open: o.request.allow === null, held: { ANTHROPIC_API_KEY: Boolean(o.env.ANTHROPIC_API_KEY), OPENAI_API_KEY: Boolean(o.env.OPENAI_API_KEY) }, noProxy: o.env.NO_PROXY ?? o.env.no_proxy }),
+    env: agentVariables(env, { open: o.request.allow === null, held: { ANTHROPIC_API_KEY: Boolean(o.env.ANTHROPIC_API_KEY), OPENAI_API_KEY: Boolean(o.env.OPENAI_API_KEY), GEMINI_API_KEY: Boolean(o.env.GEMINI_API_KEY) }, noProxy: o.env.NO_PROXY ?? o.env.no_proxy }),
     async stop() {
       await g.stop();
       if (dir) rmSync(dir, { recursive: true, force: true });
@@ -149,9 +149,9 @@ const PROXY_VARS = ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "htt
  * the gateway's loopback added to NO_PROXY so that a proxy of the operator's never carries the model
  * requests. And the CLIs' traffic of their own turned off (NONESSENTIAL_TRAFFIC_OFF).
  */
-export function agentVariables(all: Record<string, string>, o: { open: boolean; held: Record<"ANTHROPIC_API_KEY" | "OPENAI_API_KEY", boolean>; noProxy?: string }): Record<string, string> {
+export function agentVariables(all: Record<string, string>, o: { open: boolean; held: Partial<Record<"ANTHROPIC_API_KEY" | "OPENAI_API_KEY" | "GEMINI_API_KEY", boolean>>; noProxy?: string }): Record<string, string> {
   const env: Record<string, string> = { ...NONESSENTIAL_TRAFFIC_OFF, ...all };
-  for (const k of ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"] as const) if (!o.held[k]) delete env[k];
+  for (const k of ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY"] as const) if (!o.held[k]) delete env[k];
   if (o.open) {
     for (const k of PROXY_VARS) delete env[k];
     const noProxy = [...new Set([...(o.noProxy ?? "").split(",").map((h) => h.trim()).filter(Boolean), ...(all.NO_PROXY ?? "").split(",")])].join(",");

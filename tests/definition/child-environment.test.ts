@@ -100,7 +100,7 @@ describe("rules from a definition", () => {
 
   test("loop's secrets: the built-in ones, the forge's tokenEnv, environment.secrets; loop's keys add the model keys", () => {
     expect(loopSecrets(def).sort()).toEqual(["DEPLOY_KEY", "FORGE_PAT", "GH_TOKEN", "GITHUB_TOKEN", "GITLAB_TOKEN", "LOOP_ALLOW_AUTO_MERGE"]);
-    expect(loopKeys(def).sort()).toEqual(["ANTHROPIC_API_KEY", "DEPLOY_KEY", "FORGE_PAT", "GH_TOKEN", "GITHUB_TOKEN", "GITLAB_TOKEN", "LOOP_ALLOW_AUTO_MERGE", "OPENAI_API_KEY"]);
+    expect(loopKeys(def).sort()).toEqual(["ANTHROPIC_API_KEY", "DEPLOY_KEY", "FORGE_PAT", "GEMINI_API_KEY", "GH_TOKEN", "GITHUB_TOKEN", "GITLAB_TOKEN", "LOOP_ALLOW_AUTO_MERGE", "OPENAI_API_KEY"]);
   });
 
   test("an agent gets pass and its runner's declared variables, never a model key (its gateway gives it a stand-in); a verify command gets pass only", () => {
@@ -129,10 +129,13 @@ describe("rules from a definition", () => {
 
   test("a gateway is handed the model keys and their upstreams, nothing else", () => {
     expect(gatewayUpstream({ ...PARENT, ANTHROPIC_BASE_URL: "https://a.example", OPENAI_BASE_URL: "" })).toEqual({ ANTHROPIC_API_KEY: "sk-ant", OPENAI_API_KEY: "sk-oai", ANTHROPIC_BASE_URL: "https://a.example" });
+    // Gemini's key and upstream likewise: the gemini preset's model requests go through the gateway, which holds the key.
+    expect(gatewayUpstream({ GEMINI_API_KEY: "g-key", GOOGLE_GEMINI_BASE_URL: "https://g.example", GOOGLE_API_KEY: "other" })).toEqual({ GEMINI_API_KEY: "g-key", GOOGLE_GEMINI_BASE_URL: "https://g.example" });
   });
 
   test("each preset declares its providers' keys and config homes; the demo and unknown runners nothing", () => {
     expect(runnerEnvironment("claude", DEFAULT_ENVIRONMENT)).toEqual(expect.arrayContaining(["ANTHROPIC_*", "CLAUDE_*", "IS_SANDBOX", "HTTPS_PROXY"]));
+    expect(runnerEnvironment("gemini", DEFAULT_ENVIRONMENT)).toEqual(expect.arrayContaining(["GEMINI_*", "GOOGLE_GEMINI_BASE_URL", "HTTPS_PROXY"]));
     expect(runnerEnvironment("codex", DEFAULT_ENVIRONMENT)).toEqual(expect.arrayContaining(["CODEX_*", "OPENAI_*"]));
     expect(runnerEnvironment("aider", DEFAULT_ENVIRONMENT)).toEqual(expect.arrayContaining(["AIDER_*", "*_API_KEY"]));
     expect(runnerEnvironment("demo", DEFAULT_ENVIRONMENT)).toEqual([]);

@@ -46,6 +46,7 @@ const AIDER_QUIET = [
   "--no-stream",
 ];
 const CLAUDE_COMMON = ["claude", "-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages", "--dangerously-skip-permissions"];
+const GEMINI_COMMON = ["--yolo", "--skip-trust", "--output-format", "stream-json"];
 const CODEX_COMMON = ["codex", "exec", "--json", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check", "--disable", "unbounded_connection_retries"];
 
 describe("presets", () => {
@@ -156,6 +157,41 @@ describe("presets", () => {
       ],
       conversationId: "/srv/app/.loop/sessions/fix-login/1/aider.chat.history.md",
     },
+    {
+      name: "gemini",
+      runner: "gemini",
+      ctx: CTX,
+      argv: ["gemini", "--session-id", SID, ...GEMINI_COMMON, `--prompt=${CTX.prompt}`],
+      conversationId: SID,
+    },
+    {
+      name: "gemini with model",
+      runner: "gemini",
+      ctx: withModel,
+      argv: ["gemini", "--session-id", SID, ...GEMINI_COMMON, "--model", "sonnet", `--prompt=${CTX.prompt}`],
+      conversationId: SID,
+    },
+    {
+      name: "gemini resume: the conversation's id, loop's pointer to the reply's file, never the reply",
+      runner: "gemini",
+      ctx: resumed,
+      argv: ["gemini", "--resume", "conv-1", ...GEMINI_COMMON, `--prompt=${resumePrompt(REPLY_FILE)}`],
+      conversationId: "conv-1",
+    },
+    {
+      name: "opencode",
+      runner: "opencode",
+      ctx: CTX,
+      argv: ["opencode", "run", "--format", "json", "--pure", "--", CTX.prompt],
+      conversationId: null,
+    },
+    {
+      name: "opencode with model, and on a reply the same fresh run (it does not resume)",
+      runner: "opencode",
+      ctx: { ...resumed, model: "anthropic/claude-sonnet-4-5" },
+      argv: ["opencode", "run", "--format", "json", "--pure", "--model", "anthropic/claude-sonnet-4-5", "--", CTX.prompt],
+      conversationId: null,
+    },
   ];
 
   for (const c of cases) {
@@ -163,7 +199,7 @@ describe("presets", () => {
       const cmd = PRESETS[c.runner].build(c.ctx);
       expect(cmd.argv).toEqual(c.argv);
       expect(cmd.conversationId).toBe(c.conversationId);
-      expect(cmd.supportsResume).toBe(true);
+      expect(cmd.supportsResume).toBe(c.runner !== "opencode");
       // buildRunnerCommand dispatches to the same preset, whatever the command runners say.
       expect(buildRunnerCommand(c.runner, c.ctx, { other: { command: ["x"] } }, ["demo"])).toEqual(cmd);
     });
@@ -181,15 +217,17 @@ describe("presets", () => {
 
   test("a prompt starting with a dash stays one positional argument after --", () => {
     const ctx = { ...CTX, prompt: "--help me" };
-    for (const name of ["claude", "codex"] as const) {
+    for (const name of ["claude", "codex", "opencode"] as const) {
       const { argv } = PRESETS[name].build(ctx);
       expect(argv.slice(-2)).toEqual(["--", "--help me"]);
     }
+    // gemini's is the value of --prompt=, one element: never read as a flag.
+    expect(PRESETS.gemini.build(ctx).argv.at(-1)).toBe("--prompt=--help me");
   });
 
   test("an oversized handoff is not inlined: the agent is pointed at handoff.md", () => {
     const ctx = { ...CTX, prompt: "x".repeat(MAX_INLINE_PROMPT_BYTES + 1) };
-    for (const name of ["claude", "codex"] as const) {
+    for (const name of ["claude", "codex", "gemini", "opencode"] as const) {
       const last = PRESETS[name].build(ctx).argv.at(-1) ?? "";
       expect(last.length).toBeLessThan(1000);
       expect(last).toContain(HANDOFF);
@@ -275,7 +313,7 @@ describe("buildRunnerCommand", () => {
   });
 
   test("unknown runner throws, naming it", () => {
-    expect(() => buildRunnerCommand("gemini", CTX, runners, [])).toThrow(/unknown runner "gemini"/);
+    expect(() => buildRunnerCommand("qwen", CTX, runners, [])).toThrow(/unknown runner "qwen"/);
     expect(() => buildRunnerCommand("toString", CTX, runners, [])).toThrow(/unknown runner "toString"/);
     expect(() => buildRunnerCommand("constructor", CTX, {}, [])).toThrow(/unknown runner "constructor"/);
   });
@@ -289,6 +327,11 @@ describe("conversationIdFromLog", () => {
   test("codex thread.started", () => {
     const log = 'noise\n{"type":"thread.started","thread_id":"0199a213-81c0-7800-8aa1-bbab2a035a53"}\n{"type":"turn.started"}\n';
     expect(conversationIdFromLog("codex", log)).toBe("0199a213-81c0-7800-8aa1-bbab2a035a53");
+  });
+  test("gemini init event", () => {
+    const log = `Warning: 256-color support not detected.\n{"type":"init","timestamp":"2026-12-07T12:46:16.786Z","session_id":"${SID}","model":"auto"}\n`;
+    expect(conversationIdFromLog("gemini", log)).toBe(SID);
+    expect(conversationIdFromLog("claude", log)).toBeNull();
   });
   test("claude init event", () => {
     const log = `{"type":"system","subtype":"init","session_id":"${SID}"}\n`;
@@ -484,5 +527,12 @@ describe("a conversation a reply may resume", () => {
     // Nowhere to look (no $HOME): the line is taken as it was.
     expect(provenConversation("claude", { recorded: id, logHead: init, historyExists: false, saved: () => null })).toBe(id);
     expect(provenConversation("claude", { recorded: id, logHead: "", historyExists: false, saved: () => true })).toBeNull();
+  });
+  test("gemini: likewise, the id its init line announces when its chat file was saved", () => {
+    const id = "11111111-2222-3333-4444-555555555555";
+    const line = `{"type":"init","session_id":"${id}","model":"auto"}\n`;
+    expect(provenConversation("gemini", { recorded: id, logHead: line, historyExists: false, saved: () => true })).toBe(id);
+    expect(provenConversation("gemini", { recorded: id, logHead: line, historyExists: false, saved: () => false })).toBeNull();
+    expect(provenConversation("gemini", { recorded: id, logHead: "", historyExists: false, saved: () => true })).toBeNull();
   });
 });

@@ -164,10 +164,10 @@ describe("the Containerfile", () => {
   });
 
   test("one build argument per agent CLI loop has a runner for, empty by default, each installing its CLI", () => {
-    const ARG_OF: Record<keyof typeof PRESETS, string> = { claude: "CLAUDE_CODE_VERSION", codex: "CODEX_VERSION", aider: "AIDER_VERSION" };
+    const ARG_OF: Record<keyof typeof PRESETS, string> = { claude: "CLAUDE_CODE_VERSION", codex: "CODEX_VERSION", aider: "AIDER_VERSION", gemini: "GEMINI_CLI_VERSION", opencode: "OPENCODE_VERSION" };
     expect(Object.keys(ARG_OF).sort()).toEqual(Object.keys(PRESETS).sort());
     const install = [...runs(AGENTS), ...runs(FINAL)].join("\n");
-    const PACKAGE: Record<string, string> = { claude: "@anthropic-ai/claude-code@", codex: "@openai/codex@", aider: "aider-chat==" };
+    const PACKAGE: Record<string, string> = { claude: "@anthropic-ai/claude-code@", codex: "@openai/codex@", aider: "aider-chat==", gemini: "@google/gemini-cli@", opencode: "opencode-ai@" };
     for (const [runner, arg] of Object.entries(ARG_OF)) {
       expect({ arg, value: { ...AGENTS.args, ...FINAL.args }[arg] }).toEqual({ arg, value: "" });
       expect(install).toContain(`if [ -n "\${${arg}}" ]; then`);

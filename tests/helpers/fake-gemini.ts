@@ -18,6 +18,8 @@ interface GeminiTurn {
   replied: boolean;
   /** The whole request's text, for what the conversation holds. */
   text: string;
+  /** The key it carried (`x-goog-api-key`, else the `key` query parameter), or null. */
+  key: string | null;
   usage: GeminiUsage;
 }
 
@@ -46,7 +48,7 @@ export async function startFakeGemini(script: (t: { text: string; replied: boole
       if (!m || req.method !== "POST") return Response.json({ error: { code: 404, message: "not found", status: "NOT_FOUND" } }, { status: 404 });
       const replied = text.includes('"functionResponse"');
       const usage = { ...USAGE };
-      turns.push({ path: url.pathname, replied, text, usage });
+      turns.push({ path: url.pathname, replied, text, key: req.headers.get("x-goog-api-key") ?? url.searchParams.get("key"), usage });
       const answer = (parts: unknown[]) => ({
         candidates: [{ content: { role: "model", parts }, finishReason: "STOP", index: 0 }],
         usageMetadata: { ...usage, totalTokenCount: usage.promptTokenCount + usage.candidatesTokenCount + usage.thoughtsTokenCount },

@@ -63,6 +63,40 @@ describe("prepareConfigHome", () => {
     expect(readFileSync(join(h.home, "auth.json"), "utf8")).toBe("{}");
   });
 
+  test("gemini: GEMINI_CLI_HOME names a home holding only the settings loop writes (an API key's auth, no usage statistics, no update check), nothing of the operator's ~/.gemini", () => {
+    const home = operatorHome();
+    write(join(home, ".gemini", "settings.json"), '{"hooks":{"SessionStart":[]}}');
+    write(join(home, ".gemini", "oauth_creds.json"), "{}");
+    const dir = temp.make();
+    const h = prepareConfigHome({ runner: "gemini", dir, env: { HOME: home } })!;
+    expect(h.env).toEqual({ GEMINI_CLI_HOME: h.home });
+    expect(tree(h.home)).toEqual([".gemini/settings.json"]);
+    expect(h.readOnly).toEqual([]);
+    expect(JSON.parse(readFileSync(join(h.home, ".gemini", "settings.json"), "utf8"))).toEqual({
+      security: { auth: { selectedType: "gemini-api-key" } },
+      privacy: { usageStatisticsEnabled: false },
+      general: { disableAutoUpdate: true, disableUpdateNag: true },
+    });
+  });
+
+  test("opencode: its XDG folders in the home, its config (providers at the gateway's URLs, the stand-in keys, every permission allowed) and its outside traffic off, by variables", () => {
+    const dir = temp.make();
+    const h = prepareConfigHome({ runner: "opencode", dir, env: { HOME: operatorHome() } })!;
+    expect(tree(h.home)).toEqual([]);
+    const { OPENCODE_CONFIG_CONTENT: config, ...rest } = h.env;
+    expect(rest).toEqual({
+      XDG_DATA_HOME: join(h.home, "data"),
+      XDG_CONFIG_HOME: join(h.home, "config"),
+      XDG_CACHE_HOME: join(h.home, "cache"),
+      XDG_STATE_HOME: join(h.home, "state"),
+      OPENCODE_DISABLE_AUTOUPDATE: "1",
+      OPENCODE_DISABLE_MODELS_FETCH: "1",
+      OPENCODE_DISABLE_DEFAULT_PLUGINS: "1",
+      OPENCODE_DISABLE_SHARE: "1",
+    });
+    expect(JSON.parse(config!)).toMatchObject({ permission: "allow", share: "disabled", autoupdate: false, provider: { anthropic: { options: { baseURL: "{env:ANTHROPIC_BASE_URL}/v1", apiKey: "{env:ANTHROPIC_API_KEY}" } } } });
+  });
+
   test("an operator with no credentials (an API key, held by the gateway): an empty home; aider, the demo and command runners: none", () => {
     const dir = temp.make();
     expect(tree(prepareConfigHome({ runner: "claude", dir, env: { HOME: temp.make() } })!.home)).toEqual([]);
@@ -89,6 +123,8 @@ describe("keepConversation (the wrapper, when the session ends)", () => {
     write(join(at, "projects", "-w-a", "memory", "deep.jsonl"), "not a conversation");
     write(join(at, "sessions", "2026", "12", "06", "rollout-x-id-2.jsonl"), "codex turns");
     write(join(at, "sessions", "loose.jsonl"), "not at its depth");
+    write(join(at, ".gemini", "tmp", "a", "chats", "session-2026-12-07T12-46-0b7a2a64.jsonl"), "gemini turns");
+    write(join(at, ".gemini", "settings.json"), "{}");
     // A link the agent left, to a file it wants loop to copy where the next session reads it.
     symlinkSync(join(at, ".credentials.json"), join(at, "projects", "-w-a", "id-3.jsonl"));
     // And a folder of links to the operator's own: neither walked into nor removed through.
@@ -98,13 +134,17 @@ describe("keepConversation (the wrapper, when the session ends)", () => {
     symlinkSync(operators, join(at, "gone"));
     keepConversation(dir);
     expect(existsSync(at)).toBe(false);
-    expect(tree(join(dir, CONVERSATION_STORE))).toEqual(["projects/-w-a/id-1.jsonl", "sessions/2026/12/06/rollout-x-id-2.jsonl"]);
+    expect(tree(join(dir, CONVERSATION_STORE))).toEqual([".gemini/tmp/a/chats/session-2026-12-07T12-46-0b7a2a64.jsonl", "projects/-w-a/id-1.jsonl", "sessions/2026/12/06/rollout-x-id-2.jsonl"]);
     expect(tree(operators)).toEqual(["keep.jsonl"]);
     expect(conversationSaved("claude", dir, "id-1")).toBe(true);
     expect(conversationSaved("claude", dir, "id-3")).toBe(false);
     expect(conversationSaved("codex", dir, "id-2")).toBe(true);
     expect(conversationSaved("codex", dir, "id-9")).toBe(false);
     expect(conversationSaved("aider", dir, "id-1")).toBeNull();
+    // Gemini names its file by the id's first 8 characters.
+    expect(conversationSaved("gemini", dir, "0b7a2a64-6f36-4c5e-9a53-3e2a1f0c9d11")).toBe(true);
+    expect(conversationSaved("gemini", dir, "0b7a2a65-6f36-4c5e-9a53-3e2a1f0c9d11")).toBe(false);
+    expect(conversationSaved("gemini", dir, "0b7a")).toBe(false);
   });
 
   test("a home replaced by a link is removed, never followed; a session without one is left as it is", () => {
