@@ -12,14 +12,13 @@ import { existsSync, lstatSync, mkdirSync, readdirSync, realpathSync, renameSync
 import { basename, dirname, join } from "node:path";
 import { verifyRule } from "../definition/child-environment.ts";
 import { setupAllowList } from "../definition/network.ts";
-import { FaultError } from "../decisions/faults.ts";
 import type { ItemState } from "../log/projection.ts";
 import { makeAttemptGitDir } from "../repo/attempt-git.ts";
 import { changedProducts, setupKey, stampProducts } from "../repo/products.ts";
 import { claimFolder, syncTree } from "../repo/tree-sync.ts";
 import { linkedWorktreeRegistration } from "../repo/workspace.ts";
 import { writeFileAtomic } from "../shared/fsutil.ts";
-import { StartError } from "../shared/errors.ts";
+import { FaultError, StartError } from "../shared/errors.ts";
 import type { SandboxRequest } from "../supervisor/sandbox.ts";
 import { runSetup } from "../supervisor/setup-command.ts";
 import { SESSION_FILES } from "../supervisor/session-wrapper.ts";

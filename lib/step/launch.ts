@@ -12,7 +12,7 @@ import { buildRunnerCommand, provenConversation } from "../definition/runners.ts
 import { agentRule, gatewayUpstream } from "../definition/child-environment.ts";
 import { itemEnvironment } from "../definition/item-environment.ts";
 import type { ItemState, Projection, SessionRecord } from "../log/projection.ts";
-import { GitError } from "../shared/errors.ts";
+import { FaultError, GitError } from "../shared/errors.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { sliceText, writeFileAtomic } from "../shared/fsutil.ts";
 import { sessionDir, worktreeDir } from "../shared/paths.ts";
@@ -24,7 +24,7 @@ import { sandboxRequest, sessionPath } from "./sandbox-request.ts";
 import { probeSandbox } from "../supervisor/sandbox.ts";
 import { conversationSaved } from "../supervisor/saved-conversation.ts";
 import { prepareConfigHome } from "../supervisor/config-home.ts";
-import { type EnvironmentFault, FaultError, launchErrorFault, ownedRefFault, programFault, type ProgramFact } from "../decisions/faults.ts";
+import { type EnvironmentFault, launchErrorFault, ownedRefFault, programFault, type ProgramFact } from "../decisions/faults.ts";
 import { branchExists, revParse, symbolicBranchTarget } from "../repo/git.ts";
 import { buildHandoff, buildReplyMessage, REPLY_FILE } from "./handoff.ts";
 import { selfArgv, selfFiles } from "../supervisor/self.ts";
