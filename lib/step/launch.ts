@@ -20,7 +20,7 @@ import { checkoutPlace } from "./checkout-place.ts";
 import { append, loopView, ownedRefChanges, projection, repoOf, type StepContext, type StepOutcome, warnMovedAside } from "./context.ts";
 import { describeRefChange, restoreCommand } from "../repo/owned-refs.ts";
 import { ensureAgentExcludes, probeLaunchFault, programFiles, resolveProgram } from "./machine-probe.ts";
-import { sandboxRequest, sessionPath } from "./sandbox-request.ts";
+import { sandboxRequest, sessionPath } from "../writer/sandbox-request.ts";
 import { probeSandbox } from "../supervisor/sandbox.ts";
 import { conversationSaved } from "../supervisor/saved-conversation.ts";
 import { prepareConfigHome } from "../supervisor/config-home.ts";
