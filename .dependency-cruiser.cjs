@@ -1,6 +1,6 @@
 // The direction of imports, checked by dependency-cruiser:
-//   cmd/ → lib/control, lib/reports, lib/planner → lib/step → lib/forge, lib/supervisor, lib/repo
-//   → lib/decisions → lib/definition → lib/log → lib/shared;  and lib/serve (loop serve) → lib/reports
+//   cmd/ → lib/control, lib/reports, lib/planner → lib/step → lib/forge, lib/writer (→ lib/supervisor,
+//   lib/repo) → lib/decisions → lib/definition → lib/log → lib/shared;  and lib/serve (loop serve) → lib/reports
 //   and below, never reaching the writer lib/log/store.ts but through lib/serve/actions.ts (→ lib/control)
 // A folder imports its own files and the folders to its right, nothing else. `npm run lint:imports`
 // runs it; tests/architecture.test.ts runs it from `npm test`, and proves on a copy of the tree that
@@ -98,11 +98,21 @@ module.exports = {
       to: { path: "^(lib|cmd)/", pathNot: "^lib/(supervisor|gateway|decisions|definition|log|shared)/" },
     },
     {
+      // The services of the verbs that write (the close path and the airlock's passage it seals
+      // leftovers through, run.pid, a full disk's wording): used by the tick and by `loop ctl`,
+      // `loop reset` and `loop add` alike, so they sit below the tick and never import it, nor the
+      // forge (a sibling), nor the verbs above.
+      name: "writer-imports-only-below",
+      severity: "error",
+      from: { path: "^lib/writer/" },
+      to: { path: "^(lib|cmd)/", pathNot: "^lib/(writer|supervisor|gateway|repo|decisions|definition|log|shared)/" },
+    },
+    {
       // A step decides and acts on the definition and the log; reports and control sit above it.
       name: "step-imports-only-below",
       severity: "error",
       from: { path: "^lib/step/" },
-      to: { path: "^(lib|cmd)/", pathNot: "^lib/(step|notify|forge|supervisor|gateway|repo|decisions|definition|log|shared)/" },
+      to: { path: "^(lib|cmd)/", pathNot: "^lib/(step|writer|notify|forge|supervisor|gateway|repo|decisions|definition|log|shared)/" },
     },
     {
       // The read verbs' reports and the operator's controls are siblings over the step: neither
@@ -110,7 +120,7 @@ module.exports = {
       name: "reports-and-control-import-only-below",
       severity: "error",
       from: { path: "^lib/(reports|control)/" },
-      to: { path: "^(lib|cmd)/", pathNot: ["^lib/(step|forge|supervisor|repo|decisions|definition|log|shared)/", "^lib/$1/"] },
+      to: { path: "^(lib|cmd)/", pathNot: ["^lib/(step|writer|forge|supervisor|repo|decisions|definition|log|shared)/", "^lib/$1/"] },
     },
     {
       // The web page (loop serve) sits beside the read verbs and may use them (the status document is
@@ -119,7 +129,7 @@ module.exports = {
       name: "serve-imports-only-reports-and-below",
       severity: "error",
       from: { path: "^lib/serve/", pathNot: "^lib/serve/actions\\.ts$" },
-      to: { path: "^(lib|cmd)/", pathNot: "^lib/(serve|reports|step|forge|supervisor|repo|decisions|definition|log|shared)/" },
+      to: { path: "^(lib|cmd)/", pathNot: "^lib/(serve|reports|step|writer|forge|supervisor|repo|decisions|definition|log|shared)/" },
     },
     {
       // The page's actions are `loop ctl`'s own function (lib/control/ctl-request.ts): one write path,
@@ -128,7 +138,7 @@ module.exports = {
       name: "serve-actions-import-control-and-below",
       severity: "error",
       from: { path: "^lib/serve/actions\\.ts$" },
-      to: { path: "^(lib|cmd)/", pathNot: "^lib/(serve|control|reports|step|forge|supervisor|repo|decisions|definition|log|shared)/" },
+      to: { path: "^(lib|cmd)/", pathNot: "^lib/(serve|control|reports|step|writer|forge|supervisor|repo|decisions|definition|log|shared)/" },
     },
     {
       // No module of the page imports the actions: `loop serve` loads them (a dynamic import in
@@ -155,7 +165,7 @@ module.exports = {
       name: "planner-imports-only-below",
       severity: "error",
       from: { path: "^lib/planner/" },
-      to: { path: "^(lib|cmd)/", pathNot: "^lib/(planner|step|forge|supervisor|repo|decisions|definition|log|shared)/" },
+      to: { path: "^(lib|cmd)/", pathNot: "^lib/(planner|step|writer|forge|supervisor|repo|decisions|definition|log|shared)/" },
     },
     {
       // What a notification channel is sent, and the sending: above the decisions, beside the forge.
@@ -172,7 +182,7 @@ module.exports = {
       severity: "error",
       from: {
         path: "^lib/",
-        pathNot: "^lib/(shared|log|definition|decisions|repo|forge|gateway|supervisor|step|notify|reports|control|planner|serve)/",
+        pathNot: "^lib/(shared|log|definition|decisions|repo|forge|gateway|supervisor|writer|step|notify|reports|control|planner|serve)/",
       },
       to: {},
     },

@@ -4,8 +4,8 @@
 // sessions are ended through the one close path, and every event is appended in one transaction.
 import type { EventDraft } from "../log/events.ts";
 import type { Projection } from "../log/projection.ts";
-import { closeSession, type CloseReport } from "../step/close.ts";
-import { unrecorded } from "../step/disk-fault.ts";
+import { closeSession, type CloseReport } from "../writer/close.ts";
+import { unrecorded } from "../writer/disk-fault.ts";
 import type { PlannedAction } from "../decisions/ctl-plan.ts";
 import { graceMs } from "../supervisor/sessions.ts";
 import { repoTop } from "../repo/workspace.ts";

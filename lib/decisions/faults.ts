@@ -3,7 +3,7 @@
 // names the fault and how to fix it, and `loop run` exits 1. Pure: the facts are probed by
 // lib/step/machine-probe.ts, and these functions only judge them; a fault met inside an effect is
 // thrown there as a FaultError, and launchErrorFault judges an error by its type, never its words.
-import { GitError, StartError } from "../shared/errors.ts";
+import { FaultError, GitError, StartError } from "../shared/errors.ts";
 import { faultSentence } from "../log/vocabulary.ts";
 
 export type FaultKind =
@@ -257,18 +257,6 @@ export function ownedRefFault(o: { changes: string[]; restore: string[]; items: 
     message: `refs loop owns are not where it left them: ${o.changes.join("; ")}`,
     fix: `find out who changed them (an agent without the sandbox can), then put them back (${o.restore.join("; ")}; commits worth keeping go on a branch of your own first)${reset}, ${RESUME}`,
   };
-}
-
-/**
- * An environment fault met where it arises, inside an effect (a program the runner names missing in
- * the worktree, the start point gone, a link where the session folder goes): thrown, and recorded by
- * the launch as the fault it carries.
- */
-export class FaultError extends Error {
-  override name = "FaultError";
-  constructor(readonly fault: EnvironmentFault) {
-    super(fault.message);
-  }
 }
 
 /**

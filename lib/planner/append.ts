@@ -10,7 +10,7 @@ import { chmodSync, closeSync, fsyncSync, openSync, renameSync, statSync, unlink
 import { BusyError, DefinitionError, RefusedError } from "../shared/errors.ts";
 import { parseDefinitionText } from "../definition/loop-json.ts";
 import { isItemId, itemIdFromRef, parseRef } from "../definition/refs.ts";
-import { claimRunPid, releaseRunPid, selfRunPid } from "../step/run-pid.ts";
+import { claimRunPid, releaseRunPid, selfRunPid } from "../writer/run-pid.ts";
 import { readRegularFile } from "../shared/fsutil.ts";
 import { appendItemsText } from "./edit.ts";
 import { readLoopFile, sha256 } from "./loop-file.ts";

@@ -1,12 +1,12 @@
 // Worktrees, branches and landing, as git effects. Each function is idempotent, so a step that
 // was killed half-way can call it again.
-import { FaultError, startPointFault } from "../decisions/faults.ts";
+import { startPointFault } from "../decisions/faults.ts";
 import { existsSync, lstatSync, readdirSync, realpathSync, renameSync, rmSync, statSync } from "node:fs";
 import { readRegularFile, readTextOrNull } from "../shared/fsutil.ts";
 import { basename, dirname, join, relative, resolve } from "node:path";
 import { branchExists, commonGitDir, git, gitTry, revParse, symbolicBranchTarget } from "./git.ts";
 import { disarmRefTraps } from "./ref-traps.ts";
-import { GitError } from "../shared/errors.ts";
+import { FaultError, GitError } from "../shared/errors.ts";
 import type { LandingCode } from "../log/vocabulary.ts";
 
 /**

@@ -5,7 +5,7 @@
 // needs room for its -shm file and WAL frames), a step keeps a reserve file in the state root while
 // there is room, and gives it back the moment it finds the disk full. The judgement of what an
 // error means is pure (diskFullCause); the rest look at the disk. Recording the fault in a step is
-// lib/step/disk-fault.ts (this module stays light: loop status loads it).
+// lib/writer/disk-fault.ts (this module stays light: loop status loads it).
 import { closeSync, existsSync, fsyncSync, openSync, renameSync, rmSync, statfsSync, statSync, writeSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 

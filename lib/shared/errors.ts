@@ -284,6 +284,22 @@ export class StartError extends LoopError {
   readonly exit = EXIT.internal;
 }
 
+/**
+ * An environment fault (docs/cli/loop-run.md#environment-faults) met where it arises, inside an
+ * effect (a program the runner names missing in the worktree, the start point gone, a link where the
+ * session folder goes): thrown, and recorded by the launch as the fault it carries
+ * (lib/decisions/faults.ts words the fault and gives it its kind). One that reaches a tool
+ * untranslated is a bug.
+ */
+export class FaultError<F extends { kind: string; message: string; fix: string } = { kind: string; message: string; fix: string }> extends LoopError {
+  override name = "FaultError";
+  readonly code = "internal";
+  readonly exit = EXIT.internal;
+  constructor(readonly fault: F) {
+    super(fault.message);
+  }
+}
+
 /** The user interrupted the command (Ctrl-C at a prompt): exit 130, like a shell's SIGINT. */
 export class InterruptedError extends LoopError {
   override name = "InterruptedError";

@@ -28,7 +28,7 @@ import { runSetup } from "../supervisor/setup-command.ts";
 import { selfFiles } from "../supervisor/self.ts";
 import { checkoutPlace } from "./checkout-place.ts";
 import { append, loopView, repoOf, type StepContext, type StepOutcome } from "./context.ts";
-import { sandboxRequest, sessionPath } from "./sandbox-request.ts";
+import { sandboxRequest, sessionPath } from "../writer/sandbox-request.ts";
 
 /** The base's checkout, beside the items' (an item's id never starts with "_"). */
 const BASE_DIR = "_base";

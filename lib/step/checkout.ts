@@ -5,25 +5,24 @@
 //   files, on the agent's side of the wall (the sandbox when the item has one, no key), and what it
 //   made is recorded (the products: kept, never committed, read-only to the agent and the verify);
 //   the attempt gets a private git folder of its own (lib/repo/attempt-git.ts);
-// - after the agent: the passage itself (lib/step/airlock.ts);
+// - after the agent: the passage itself (lib/writer/airlock.ts);
 // - before the verify: the checkout is made to hold exactly that commit again (whatever the agent
 //   left that the commit does not hold is gone), with a read-only git folder of its own.
 import { existsSync, lstatSync, mkdirSync, readdirSync, realpathSync, renameSync, rmSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { verifyRule } from "../definition/child-environment.ts";
 import { setupAllowList } from "../definition/network.ts";
-import { FaultError } from "../decisions/faults.ts";
 import type { ItemState } from "../log/projection.ts";
 import { makeAttemptGitDir } from "../repo/attempt-git.ts";
 import { changedProducts, setupKey, stampProducts } from "../repo/products.ts";
 import { claimFolder, syncTree } from "../repo/tree-sync.ts";
 import { linkedWorktreeRegistration } from "../repo/workspace.ts";
 import { writeFileAtomic } from "../shared/fsutil.ts";
-import { StartError } from "../shared/errors.ts";
+import { FaultError, StartError } from "../shared/errors.ts";
 import type { SandboxRequest } from "../supervisor/sandbox.ts";
 import { runSetup } from "../supervisor/setup-command.ts";
 import { SESSION_FILES } from "../supervisor/session-wrapper.ts";
-import { ATTEMPT_GIT, checkoutProducts, forgetCheckout, productStampsOf, type ProductsRecord, treeFiles } from "./airlock.ts";
+import { ATTEMPT_GIT, checkoutProducts, forgetCheckout, productStampsOf, type ProductsRecord, treeFiles } from "../writer/airlock.ts";
 import { repoOf, type StepContext } from "./context.ts";
 import { checkoutPlace } from "./checkout-place.ts";
 

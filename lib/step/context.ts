@@ -11,7 +11,7 @@ import type { Lease } from "../log/snapshot.ts";
 import type { Writer } from "../log/writer.ts";
 import type { CommitLabel } from "../shared/failpoint.ts";
 import { type StatePaths, statePaths, worktreesRoot } from "../shared/paths.ts";
-import { closeSession, type CloseReport } from "./close.ts";
+import { closeSession, type CloseReport } from "../writer/close.ts";
 import { graceMs } from "../supervisor/sessions.ts";
 import { repoTop } from "../repo/workspace.ts";
 import { lastLanded, ownedRefs, type RefChange, readRefs, refChanges } from "../repo/owned-refs.ts";

@@ -18,7 +18,7 @@ import { BusyLease } from "../shared/errors.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { readJsonOrNull, writeFileAtomic } from "../shared/fsutil.ts";
 import { statePaths } from "../shared/paths.ts";
-import { type RunPid, watcherAlive } from "./run-pid.ts";
+import { type RunPid, watcherAlive } from "../writer/run-pid.ts";
 
 /** What watcher-stop.json holds: which watcher, stopped by what, when. */
 interface StopProof extends RunPid {

@@ -12,7 +12,7 @@ import type { NormDefinition } from "../definition/normalized.ts";
 import { buildRunnerCommand, PRESETS } from "../definition/runners.ts";
 import { probeProgramInSandbox, type SandboxProbe } from "../supervisor/sandbox.ts";
 import { branchExists, gitTry, hasAnyCommit, revParse } from "../repo/git.ts";
-import { sessionPath } from "./sandbox-request.ts";
+import { sessionPath } from "../writer/sandbox-request.ts";
 import { probeScopeRequirement } from "../supervisor/scope.ts";
 import { aiderCanChooseModel, type AiderModelFacts, type EnvironmentFault, isVerifyPlaceholder, launchFault, type ProgramFact, sandboxStartFault, VERIFY_PLACEHOLDER } from "../decisions/faults.ts";
 
@@ -179,7 +179,7 @@ function sandboxStart(o: { bwrap: string; path: string; PATH: string; env: Recor
       writeFileAtomic(file, JSON.stringify(Object.fromEntries([[key, new Date().toISOString()], ...kept])) + "\n", { sync: false });
     } catch {
       // Not remembered (a full disk, a read-only state root): the next launch probes again, and a
-      // full disk is the step's to find and say (lib/step/disk-fault.ts), not the probe's.
+      // full disk is the step's to find and say (lib/step/disk-full.ts), not the probe's.
     }
   }
   return null;

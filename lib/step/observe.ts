@@ -15,7 +15,7 @@ import { tmuxHasSession } from "../supervisor/tmux.ts";
 import { markCarried } from "../shared/process.ts";
 import { whileRunning } from "../decisions/budget.ts";
 import { recordRunningUsage, stopForBudget, stopForCutOffs } from "./spend.ts";
-import { usageDraft } from "./usage-draft.ts";
+import { usageDraft } from "../writer/usage-draft.ts";
 import { modelRoute } from "../definition/network.ts";
 
 /** A reserved attempt whose start is not recorded: adopt the wrapper, wait for it, or fail the launch. */

@@ -8,7 +8,7 @@ import type { ItemState } from "../log/projection.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { append, closeInStep, type StepContext, type StepOutcome } from "./context.ts";
 import type { BudgetVerdict } from "../decisions/budget.ts";
-import { usageDraft } from "./usage-draft.ts";
+import { usageDraft } from "../writer/usage-draft.ts";
 import { readGatewayStop } from "../supervisor/gateway-files.ts";
 
 /** Record the running attempt's figure when it changed (at most once a tick: the step observes once). */

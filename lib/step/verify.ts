@@ -38,11 +38,11 @@ import type { SessionMechanism } from "../supervisor/scope.ts";
 import { commitsAhead, startPointFor } from "../repo/workspace.ts";
 import { protectedEntries, protectedPathVerdict } from "./protect.ts";
 import { describeRefused, MAX_OBJECT_BYTES } from "../repo/object-import.ts";
-import { airlock, type AirlockResult, checkoutProducts, describeFound, productStampsOf } from "./airlock.ts";
+import { airlock, type AirlockResult, checkoutProducts, describeFound, productStampsOf } from "../writer/airlock.ts";
 import { changedProducts } from "../repo/products.ts";
 import { checkoutForVerify, objectProofs, VERIFY_GIT } from "./checkout.ts";
 import { checkoutPlace, writeEnvironmentReport } from "./checkout-place.ts";
-import { checkoutAtPlace, SandboxRefusedError, sandboxRequest, sessionPath } from "./sandbox-request.ts";
+import { checkoutAtPlace, SandboxRefusedError, sandboxRequest, sessionPath } from "../writer/sandbox-request.ts";
 import { drainedReason, faultReason, sandboxFault, systemError } from "../decisions/faults.ts";
 import { probeSandbox, type SandboxProbe, type SandboxRequest } from "../supervisor/sandbox.ts";
 import type { GatewayRequest } from "../supervisor/gateway-files.ts";
@@ -68,7 +68,7 @@ export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<St
   const attempt = requireAttempt(it);
   const run = attempt.verifyRun;
   if (run) return run.pid === null ? resumeReserved(ctx, it, run) : observeVerify(ctx, it, run);
-  // The seal runs in the agent's sandbox (lib/step/airlock.ts), so the sandbox must be usable before
+  // The seal runs in the agent's sandbox (lib/writer/airlock.ts), so the sandbox must be usable before
   // the gates, as before the reservation: if not, the loop pauses and the attempt waits untouched.
   const unusable = sandboxPaused(ctx, it);
   if (unusable) return unusable;

@@ -1,6 +1,6 @@
 // `loop run --watch`: steps in the foreground, one per interval, until the loop drains, pauses or
 // stops (or, with `forever`, until a signal). The watcher owns the state root's run.pid (one
-// watcher per loop, lib/step/run-pid.ts), SIGINT/SIGTERM (proof of the stop at once, the step at
+// watcher per loop, lib/writer/run-pid.ts), SIGINT/SIGTERM (proof of the stop at once, the step at
 // hand finished, the stop recorded, exit 130: lib/step/drain.ts), the
 // wait between turns, and which failures of a turn are worth another turn: a busy lease and a
 // loop.json invalid for a moment are; anything else ends the watch with its error.
@@ -11,7 +11,7 @@ import { statePaths } from "../shared/paths.ts";
 import { ensureStateRoot } from "../shared/state-root.ts";
 import { projectOf, refuseForeignStateRoot } from "../log/ownership.ts";
 import { printable } from "../shared/printable.ts";
-import { claimRunPid, releaseRunPid, type RunPid, selfRunPid } from "./run-pid.ts";
+import { claimRunPid, releaseRunPid, type RunPid, selfRunPid } from "../writer/run-pid.ts";
 import { recordOwnStop, writeStopProof } from "./drain.ts";
 import { preflight, type RunResult, stepExitCode } from "./step.ts";
 import type { RunAction } from "./context.ts";

@@ -1,6 +1,6 @@
 // Ending an attempt's processes, whatever the tick decided: the session's group or tmux session, its
 // systemd scope's cgroup, the attempt's verify command, and every process that carries the session's
-// mark. The close path (lib/step/close.ts) and loop reset call it; it knows nothing of worktrees or events.
+// mark. The close path (lib/writer/close.ts) and loop reset call it; it knows nothing of worktrees or events.
 import { currentAttemptOf, type ItemState } from "../log/projection.ts";
 import { endMarked, type MarkedProcess } from "../shared/process.ts";
 import { adoptable, endSession, sessionMark } from "./sessions.ts";

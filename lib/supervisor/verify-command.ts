@@ -4,7 +4,7 @@
 // killed step leaves it running and recorded. Like a session, it runs in a systemd scope of its own
 // where there is systemd (lib/supervisor/scope.ts, role verify: verify-scope.json beside the session's
 // scope.json): a oneshot step's unit would otherwise take it down when the step ends. Later steps
-// observe it from outside, and the close path (lib/step/close.ts) ends it, scope and all. The full
+// observe it from outside, and the close path (lib/writer/close.ts) ends it, scope and all. The full
 // log is kept; its sha256 and tail go into verify_finished.
 //
 // The exit status is a file the agent could write too (same user, or code the verify runs), so it

@@ -235,7 +235,7 @@ export const LOOP_ATTACKS: readonly Attack[] = [
     expect: ["exit 0"],
   },
 
-  // ---- Keys and what outlives a session (issue 42)
+  // ---- Keys and what outlives a session (docs/threat-model.md#where-each-secret-lives)
   {
     id: "setup-runs-agent-code",
     title: "attempt 1 commits a setup.sh that copies its ancestors' key variables, and breaks .git so the checkout is made anew; workspace.setup runs it",

@@ -1,8 +1,8 @@
-// The GitHub client against answers shaped as GitHub gives them (issue 25; issue 18 defects 4, 6,
-// 7, 10): the fake GitHub, whose every answer is checked against GitHub's official description
-// (a violation fails the test at stop), switched into each real-world case; and, for what the
-// description does not list but GitHub's documentation does (the `stale` and `startup_failure`
-// conclusions, a redirect to another host), a scripted fetch.
+// The GitHub client against answers shaped as GitHub gives them (docs/forge.md#landing,
+// docs/forge.md#what-each-code-means): the fake GitHub, whose every answer is checked against
+// GitHub's official description (a violation fails the test at stop), switched into each
+// real-world case; and, for what the description does not list but GitHub's documentation does (the
+// `stale` and `startup_failure` conclusions, a redirect to another host), a scripted fetch.
 import { afterEach, describe, expect, test } from "bun:test";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";

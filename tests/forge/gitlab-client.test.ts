@@ -331,7 +331,7 @@ describe("merge requests", () => {
     expect(merged.ok && merged.value.kind).toBe("merged");
     expect(gl.merges).toEqual([{ iid: 1, sha: head }]);
     const after = await c.getPull(1);
-    // Merged with the head loop pushed, into the base: recorded merged (issue 18's identity rules hold on GitLab too).
+    // Merged with the head loop pushed, into the base: recorded merged (the identity rules of docs/forge.md#landing-on-gitlab).
     expect(after.ok && identityGate(after.value, { head, base: "main", headIsAncestor: false })).toEqual({ kind: "merged", sha: expect.stringMatching(/^[0-9a-f]{40}$/) });
     expect(after.ok && identityGate(after.value, { head, base: "release", headIsAncestor: false })).toMatchObject({ kind: "block", code: "merged_elsewhere", reason: expect.stringContaining("merge request !1 was merged into main, not release") });
   });

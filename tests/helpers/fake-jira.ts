@@ -186,7 +186,7 @@ export class FakeJira {
         return answer(200, { comments: all.slice(startAt, startAt + max).map((c) => this.#commentObj(c)), maxResults: max, startAt, total: all.length });
       }
       if (m[2] === "/comment" && method === "POST") {
-        if (!body?.body || body.body.type !== "doc") return answer(400, { errorMessages: [], errors: { comment: "Comment body is not valid ADF." } });
+        if (body?.body?.type !== "doc") return answer(400, { errorMessages: [], errors: { comment: "Comment body is not valid ADF." } });
         return answer(201, this.#commentObj(this.addComment({ issue: i.number, body: body.body, author: this.me })));
       }
       if (m[2] === "/transitions" && method === "GET") return answer(200, { transitions: (this.workflow[i.status] ?? []).map((t) => this.#transitionObj(t)) });

@@ -52,7 +52,7 @@ export interface FakeForge {
   /** Every merge call answers this status (a server error, a validation failure). */
   failMerges(status: 500 | 422): void;
   /**
-   * CI that fails once (issue 22): the first head checks are asked for fails a `build` check whose
+   * CI that fails once (docs/forge.md#reactions): the first head checks are asked for fails a `build` check whose
    * output names what failed (GitHub: the check run's title, summary and an annotation; GitLab: the
    * job's failure reason and log); every later head (a fix pushed to the PR) passes.
    */

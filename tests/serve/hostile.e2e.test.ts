@@ -1,4 +1,4 @@
-// What `loop serve` opens and answers when the requests or the state root are hostile (issue 36):
+// What `loop serve` opens and answers when the requests or the state root are hostile (docs/cli/loop-serve.md#security-model):
 // a malformed Host header gets loop's own answer, never Bun's development page; a refusal closes its
 // connection; a FIFO in place of loop.db blocks nothing (nor `loop status`); a session folder an
 // agent replaced by a link is not followed. Real processes, real sockets, a real loop's state root.

@@ -58,6 +58,8 @@ const TABLE: Record<ErrorClass, Row[]> = {
   ForgeError: [{ error: new errors.ForgeError("forge: no answer"), code: "forge_failed", exit: errors.EXIT.problem }],
   DemoDirectiveError: [{ error: new errors.DemoDirectiveError(3, "empty @demo directive"), code: "internal", exit: errors.EXIT.internal }],
   StartError: [{ error: new errors.StartError("tmux new-session failed: no server"), code: "internal", exit: errors.EXIT.internal }],
+  // Translated by the launch into the environment fault it carries (lib/decisions/faults.ts launchErrorFault).
+  FaultError: [{ error: new errors.FaultError({ kind: "base_missing", message: "the start point main is gone", fix: "fetch it" }), code: "internal", exit: errors.EXIT.internal }],
 };
 
 /** `| \`code\` | exit | …` rows of docs/errors.md. */

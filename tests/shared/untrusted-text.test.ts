@@ -127,7 +127,7 @@ describe("the fence", () => {
   });
 });
 
-// The acceptance of issue 30: one hidden-character set and one fence in lib/.
+// One hidden-character set and one fence in lib/ (docs/threat-model.md#outside-text).
 describe("one definition of hostile text in lib/", () => {
   const files = (dir: string): string[] =>
     readdirSync(join(REPO, dir)).flatMap((n) => (statSync(join(REPO, dir, n)).isDirectory() ? files(`${dir}/${n}`) : n.endsWith(".ts") ? [`${dir}/${n}`] : []));

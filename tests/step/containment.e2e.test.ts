@@ -1,4 +1,4 @@
-// The agent cannot rewrite its own proof (issue 19, defects 1-5), played by shell-script agents
+// The agent cannot rewrite its own proof (docs/threat-model.md#what-loop-checks), played by shell-script agents
 // through the real entry point (`bun cmd/loop.ts run`), real git, real processes:
 //   1. a verify result written by anyone but the recorded verify's wrapper is never accepted;
 //   2. the session's processes are ended before verify starts, and exactly the verified commit lands;

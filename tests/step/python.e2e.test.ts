@@ -1,4 +1,4 @@
-// Any repository, not only Node (issue 50; docs/operations.md#on-a-real-repository): a small Python
+// Any repository, not only Node (docs/operations.md#on-a-real-repository): a small Python
 // package made here (src layout), with the real interpreter and venvs made offline
 // (`python3 -m venv --without-pip`; an editable install is a .pth file in the venv's site-packages
 // naming a checkout's src, which is what `pip install -e` leaves). The operator's venv is active in

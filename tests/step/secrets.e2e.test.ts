@@ -1,4 +1,4 @@
-// Loop's keys stay loop's (issue 18, containment), through the real entry point: an agent, its verify
+// Loop's keys stay loop's (docs/threat-model.md#where-each-secret-lives), through the real entry point: an agent, its verify
 // command and a planner that dump their environment see none of loop's secrets (GITHUB_TOKEN,
 // GH_TOKEN, LOOP_ALLOW_AUTO_MERGE, the forge's tokenEnv, loop.json's environment.secrets), under each
 // policy: "inherit" passes everything else, "clean" only PATH, HOME, locale, TMPDIR and what is

@@ -12,7 +12,7 @@ import { Store } from "../../lib/log/store.ts";
 import { statusReport } from "../../lib/reports/status.ts";
 import { renderStatus } from "../../lib/reports/render.ts";
 import { itemOf } from "../../lib/log/projection.ts";
-import { readRunPid } from "../../lib/step/run-pid.ts";
+import { readRunPid } from "../../lib/writer/run-pid.ts";
 
 const T = 120_000;
 const hang = { command: ["sh", "-c", "echo start; sleep 600"] };

@@ -6,7 +6,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { BusyError, DefinitionError, UsageError } from "../../lib/shared/errors.ts";
-import { readRunPid } from "../../lib/step/run-pid.ts";
+import { readRunPid } from "../../lib/writer/run-pid.ts";
 import { readStopProof } from "../../lib/step/drain.ts";
 import type { RunResult } from "../../lib/step/step.ts";
 import type { RunAction } from "../../lib/step/context.ts";

@@ -1,4 +1,4 @@
-// No orphans (issue 11, item 12): the close path ends every process a session started, including
+// No orphans (docs/cli/loop-ctl.md#verbs): the close path ends every process a session started, including
 // one that left the session's process group. The agent here daemonizes a child (a double fork and
 // setsid: its own session and process group, reparented away from the wrapper), then hangs or
 // exits; each test proves the daemon is outside the group (killGroup alone cannot reach it) and

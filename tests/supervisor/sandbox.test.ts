@@ -4,7 +4,7 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { sandboxArgv, sandboxSpec, type SandboxSpec } from "../../lib/supervisor/sandbox.ts";
-import { sandboxRequest } from "../../lib/step/sandbox-request.ts";
+import { sandboxRequest } from "../../lib/writer/sandbox-request.ts";
 import { makeRepo } from "../helpers/repo.ts";
 
 const SPEC: SandboxSpec = {

@@ -5,7 +5,7 @@
 // event per idle tick, needs LOOP_ALLOW_AUTO_MERGE=1 read at merge time, merges with the head sha,
 // and blocks (status landing_blocked, dependents blocked, the loop drains) on what waiting cannot
 // fix. Failpoints inside landing prove no duplicate PR, no double merge, no lost record. Then what
-// only one forge does: GitHub's answers (issue 25), GitLab's detailed_merge_status and project paths.
+// only one forge does: GitHub's answers (docs/forge.md#pull-requests-github-refuses-to-open), GitLab's detailed_merge_status and project paths.
 import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";

@@ -1,4 +1,4 @@
-// Reactions (issue 22; issue 24 item 5), end to end: the real CLI against the fake GitHub and the
+// Reactions (docs/forge.md#reactions), end to end: the real CLI against the fake GitHub and the
 // fake GitLab from one table (tests/helpers/forges.ts), each over a real bare repository, landing
 // `merge` with both locks open. What happens on the pull request loop waits to merge — CI failing,
 // an authorized reviewer asking for changes, a base that moves and conflicts — goes back to the

@@ -1,4 +1,4 @@
-// run.pid, the one `loop run --watch` of a state root (lib/step/run-pid.ts), on real files and real
+// run.pid, the one `loop run --watch` of a state root (lib/writer/run-pid.ts), on real files and real
 // processes: a live watcher's file is never taken or removed by another; a dead one's is replaced,
 // including when its pid now belongs to an unrelated process.
 import { afterAll, describe, expect, test } from "bun:test";
@@ -6,7 +6,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { BusyError } from "../../lib/shared/errors.ts";
 import { processStartTime } from "../../lib/shared/process.ts";
-import { claimRunPid, readRunPid, releaseRunPid, type RunPid, selfRunPid, watcherAlive } from "../../lib/step/run-pid.ts";
+import { claimRunPid, readRunPid, releaseRunPid, type RunPid, selfRunPid, watcherAlive } from "../../lib/writer/run-pid.ts";
 import { TempDirs } from "../helpers/fs.ts";
 
 const temp = new TempDirs();
