@@ -20,7 +20,7 @@ import { type ProjectIdentity, projectOf } from "../log/ownership.ts";
 import { withLease } from "../log/writer.ts";
 import type { Lease } from "../log/snapshot.ts";
 
-const AGENT_CLIS = ["claude", "codex", "aider"] as const;
+const AGENT_CLIS = ["claude", "codex", "gemini", "opencode", "aider"] as const;
 
 function findOnPath(cmd: string, pathEnv: string | undefined): boolean {
   for (const dir of (pathEnv ?? "").split(delimiter)) {
@@ -119,7 +119,7 @@ function initTemplate(o: { name: string; runner: string; base: string; verify: s
   "$schema": ${JSON.stringify(o.schema)},
   "name": ${JSON.stringify(o.name)},
   "defaults": {
-    // The agent CLI that works each item: claude, codex, aider, demo, or a runner defined below.
+    // The agent CLI that works each item: claude, codex, gemini, opencode, aider, demo, or a runner defined below.
     "runner": ${JSON.stringify(o.runner)},
     "model": null,
     // An item passes only when this command exits 0 in its worktree.${o.verify ? "" : "\n    // No test command was found: replace \"exit 1\" with yours (`loop run` launches nothing until then)."}

@@ -44,7 +44,7 @@ describe("review and start, through the binary", () => {
     const { root, init } = freshLoop(withTop('"notify": { "command": ["sh", "-c", "cat >> notified.jsonl"] }'));
     expect(readFileSync(join(root, "loop.json"), "utf8")).toContain('"review": true');
     expect(init.json.runner).toBe("demo");
-    expect(init.json.warnings.join("\n")).toContain('no agent CLI (claude, codex, aider) is on PATH, so loop.json says "runner": "demo"');
+    expect(init.json.warnings.join("\n")).toContain('no agent CLI (claude, codex, gemini, opencode, aider) is on PATH, so loop.json says "runner": "demo"');
     expect(init.json.warnings.join("\n")).toContain("`loop ctl start`");
 
     const first = cli(["run", "--json"], root);

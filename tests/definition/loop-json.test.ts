@@ -246,7 +246,7 @@ describe("valid definitions", () => {
   });
 
   test("the built-in runners are the ones lib/definition/runners.ts reserves", () => {
-    expect([...KNOWN_RUNNERS]).toEqual(["claude", "codex", "aider", "demo"]);
+    expect([...KNOWN_RUNNERS]).toEqual(["claude", "codex", "gemini", "opencode", "aider", "demo"]);
     expect(KNOWN_RUNNERS).toEqual(RESERVED_RUNNER_NAMES);
   });
 
@@ -322,7 +322,7 @@ describe("errors, each at its path", () => {
   const ID_RULE = "lowercase letters, digits and '-', with single '.' or '_' between them, at most 64 characters";
   const NO_VERIFY =
     'no verify command and no default (set "verify": false to accept an agent exit 0 with a change on its branch)';
-  const RUNNERS = "claude, codex, aider, demo";
+  const RUNNERS = "claude, codex, gemini, opencode, aider, demo";
   const cases: [string, (d: any) => void, string, string][] = [
     ["missing name", (d) => delete d.name, "name", "required"],
     ["name not a string", (d) => (d.name = 3), "name", "must be a string"],
@@ -537,7 +537,7 @@ describe("errors, each at its path", () => {
     expect((err as DefinitionError).file).toBe("conf/loop.json");
     expect((err as Error).message).toBe(
       [
-        `conf/loop.json: items[0].runner: unknown runner "nope" (known: claude, codex, aider, demo)`,
+        `conf/loop.json: items[0].runner: unknown runner "nope" (known: claude, codex, gemini, opencode, aider, demo)`,
         `conf/loop.json: items[1].dependsOn[0]: unknown item "x"`,
       ].join("\n"),
     );
