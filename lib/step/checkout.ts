@@ -164,8 +164,14 @@ export async function prepareCheckout(ctx: StepContext, it: ItemState, o: Prepar
       writeFileAtomic(files.products, JSON.stringify(record) + "\n");
       setup = { ms: r.ms, log: logPath, reusedFrom: null };
       // Kept for the next items with the same key, copied before the agent starts (lib/step/kept-products.ts).
+      // Only a saving: when it cannot be made, the next item runs setup.
       if (key) {
-        const why = keepProducts({ stateRoot: ctx.options.stateRoot, worktrees: ctx.worktrees, worktree: o.worktree, key, command, item: it.id, paths: products, stamps: record.stamps! });
+        let why: string | null;
+        try {
+          why = keepProducts({ stateRoot: ctx.options.stateRoot, worktrees: ctx.worktrees, worktree: o.worktree, key, command, item: it.id, paths: products, stamps: record.stamps! });
+        } catch (err) {
+          why = (err as Error).message;
+        }
         if (why) ctx.options.log.info(`${it.id}: what workspace.setup made is not kept for the next items (${why}); setup runs in each checkout`);
       }
     }

@@ -95,8 +95,16 @@ function boundToPlace(dir: string, stamps: ProductStamps): string | null {
   return null;
 }
 
-/** Move every kept folder but `except` to the trash (a copy cut short, an older key's). */
-function trashOthers(worktrees: string, except: string | null): void {
+/** What a kept copy holds as far as its record knows (bytes), for `loop status`'s trash figure. */
+function recordBytes(r: KeptRecord | null): number | null {
+  if (!r) return null;
+  let bytes = 0;
+  for (const st of Object.values(r.stamps)) if (typeof st === "string" && !st.startsWith("d:")) bytes += Number(st.split(":")[2]) || 0;
+  return bytes;
+}
+
+/** Move every kept folder to the trash (a copy cut short, an older key's); `known`: the one the record named. */
+function trashAll(worktrees: string, known: KeptRecord | null): void {
   const root = keptRoot(worktrees);
   let names: string[];
   try {
@@ -104,7 +112,10 @@ function trashOthers(worktrees: string, except: string | null): void {
   } catch {
     return;
   }
-  for (const name of names) if (name !== except && !moveToTrash(join(root, name), trashOf(worktrees), `setup-${name}`, null)) rmSync(join(root, name), { recursive: true, force: true });
+  for (const name of names) {
+    const bytes = known?.key === name ? recordBytes(known) : null;
+    if (!moveToTrash(join(root, name), trashOf(worktrees), `setup-${name}`, bytes)) rmSync(join(root, name), { recursive: true, force: true });
+  }
 }
 
 /**
@@ -114,8 +125,9 @@ function trashOthers(worktrees: string, except: string | null): void {
  */
 export function keepProducts(o: { stateRoot: string; worktrees: string; worktree: string; key: string; command: string; item: string; paths: string[]; stamps: ProductStamps }): string | null {
   // The old record first: from here on nothing trusts the old copy.
+  const old = readRecord(o.stateRoot);
   rmSync(recordPath(o.stateRoot), { force: true });
-  trashOthers(o.worktrees, null);
+  trashAll(o.worktrees, old);
   const bound = boundToPlace(o.worktree, o.stamps);
   if (bound) return `what it made names its checkout's path: ${bound}`;
   const dir = join(keptRoot(o.worktrees), o.key);
@@ -123,7 +135,7 @@ export function keepProducts(o: { stateRoot: string; worktrees: string; worktree
     mkdirSync(dir, { recursive: true });
     copyPaths(o.worktree, dir, o.paths);
   } catch (err) {
-    trashOthers(o.worktrees, null);
+    trashAll(o.worktrees, null);
     return `the copy failed: ${(err as Error).message}`;
   }
   const record: KeptRecord = { version: 1, key: o.key, command: o.command, madeBy: o.item, paths: o.paths, stamps: stampProducts(dir, o.paths) };
@@ -156,9 +168,9 @@ export function reuseProducts(o: { stateRoot: string; worktrees: string; worktre
 
 /** Drop the kept copy (moved to the trash), or only the one `item`'s setup made; returns whether one was dropped. */
 export function forgetKept(stateRoot: string, worktrees: string, item?: string): boolean {
-  const r = readJsonOrNull<KeptRecord>(recordPath(stateRoot));
+  const r = readRecord(stateRoot);
   if (item !== undefined && r?.madeBy !== item) return false;
   rmSync(recordPath(stateRoot), { force: true });
-  trashOthers(worktrees, null);
+  trashAll(worktrees, r);
   return r !== null;
 }
