@@ -2,18 +2,23 @@
 // bench/chain.ts: how fast a backlog of instant items drains under a once-a-minute cron, with
 // chained steps (docs/cli/loop-run.md#chained-steps) and without (LOOP_CHAIN=off). The minute is
 // simulated: a tick runs, then the bench waits `--minute` real seconds (instant agents and verifies
-// end well within it) before the next tick, until the loop drains. It counts the ticks and, with
-// chaining, the real time from the first tick to the drain. Prints a markdown table.
-//   bun bench/chain.ts [--items 10] [--minute 10] [--bin dist/loop]   (without --bin: bun cmd/loop.ts)
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+// end well within it) before the next tick, until the loop drains; with chaining the minute is a real
+// one (the wrappers' chained steps, not the ticks, carry the backlog). It counts the ticks and, with
+// chaining, the real time from the first tick to the drain, and from the event log loop's own time
+// per item (the first reservation to the drain, less each agent's and verify's own run, per item).
+// Prints a markdown table.
+//   bun bench/chain.ts [--items 10] [--minute 10] [--modes off,on] [--bin dist/loop]   (without --bin: bun cmd/loop.ts)
+import { Database } from "bun:sqlite";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { spawnSync } from "node:child_process";
 
-const { values } = parseArgs({ args: process.argv.slice(2), options: { items: { type: "string" }, minute: { type: "string" }, bin: { type: "string" } }, strict: true });
+const { values } = parseArgs({ args: process.argv.slice(2), options: { items: { type: "string" }, minute: { type: "string" }, modes: { type: "string" }, bin: { type: "string" } }, strict: true });
 const ITEMS = Number(values.items ?? 10);
 const MINUTE_MS = Number(values.minute ?? 10) * 1000;
+const MODES = (values.modes ?? "off,on").split(",").map((m) => m.trim() === "on");
 const LOOP = values.bin ? [resolve(values.bin)] : [process.execPath, join(import.meta.dir, "..", "cmd", "loop.ts")];
 
 function sh(cwd: string, ...cmd: string[]): string {
@@ -46,7 +51,26 @@ function status(root: string): { state: string; passed: number } {
   return { state: doc.loop.state, passed: doc.items.filter((i: { status: string }) => i.status === "passed").length };
 }
 
-async function drain(chain: boolean): Promise<{ ticks: number; drainedMs: number; passed: number }> {
+/**
+ * From the log: the first launch's reservation to the drain, per item, and what of it was loop's own
+ * (less each agent's and each verify's run as their wrappers timed them).
+ */
+function ownTime(root: string): { perItemMs: number; ownMs: number } {
+  const db = new Database(join(root, ".loop", "loop.db"), { readonly: true });
+  try {
+    const evs = (db.query("SELECT ts, type, payload FROM events ORDER BY seq").all() as { ts: string; type: string; payload: string }[]).map((r) => ({ ts: Date.parse(r.ts), type: r.type, payload: JSON.parse(r.payload) }));
+    const first = evs.find((e) => e.type === "launch_reserved")!.ts;
+    const last = evs.find((e) => e.type === "loop_drained")?.ts ?? evs.at(-1)!.ts;
+    const span = (t: { started?: string; ended?: string } | undefined) => (t?.started && t.ended ? Date.parse(t.ended) - Date.parse(t.started) : 0);
+    let work = 0;
+    for (const e of evs) if (e.type === "session_ended" || e.type === "verify_finished") work += span(e.payload.times);
+    return { perItemMs: (last - first) / ITEMS, ownMs: (last - first - work) / ITEMS };
+  } finally {
+    db.close();
+  }
+}
+
+async function drain(chain: boolean): Promise<{ ticks: number; drainedMs: number; passed: number; perItemMs: number; ownMs: number }> {
   const root = prepare();
   const env = { ...process.env, LOOP_CHAIN: chain ? "on" : "off", NO_COLOR: "1" };
   const t0 = performance.now();
@@ -55,10 +79,10 @@ async function drain(chain: boolean): Promise<{ ticks: number; drainedMs: number
       const r = spawnSync(LOOP[0]!, [...LOOP.slice(1), "run", "--quiet", "--root", root], { cwd: root, env, encoding: "utf8" });
       if (r.status !== 0 && r.status !== 75) throw new Error(`loop run exited ${r.status}: ${r.stderr}`);
       // The simulated minute: watched closely, so the drain's own moment is seen.
-      const until = performance.now() + MINUTE_MS;
+      const until = performance.now() + (chain ? 60_000 : MINUTE_MS);
       while (performance.now() < until) {
         const s = status(root);
-        if (s.state === "drained") return { ticks: tick, drainedMs: performance.now() - t0, passed: s.passed };
+        if (s.state === "drained") return { ticks: tick, drainedMs: performance.now() - t0, passed: s.passed, ...ownTime(root) };
         await Bun.sleep(100);
       }
     }
@@ -69,16 +93,18 @@ async function drain(chain: boolean): Promise<{ ticks: number; drainedMs: number
   }
 }
 
+const load = () => readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(", ");
 const rows: string[] = [];
-for (const chain of [false, true]) {
+for (const chain of MODES) {
   const r = await drain(chain);
-  // Under a real one-minute cron: every tick but the last costs a minute; the last, what it took.
-  const cronMinutes = r.ticks - 1 + (r.drainedMs - (r.ticks - 1) * MINUTE_MS) / 60_000;
+  // Under a real one-minute cron: without chaining every tick but the last costs a minute, the last
+  // what it took; with chaining (real minutes between ticks) the real time from the first tick.
+  const cronMinutes = chain ? r.drainedMs / 60_000 : r.ticks - 1 + (r.drainedMs - (r.ticks - 1) * MINUTE_MS) / 60_000;
   rows.push(
-    `| ${chain ? "on" : "off"} | ${ITEMS} | ${r.passed} | ${r.ticks} | ${(r.ticks / ITEMS).toFixed(2)} | ${chain ? `${(r.drainedMs / 1000).toFixed(1)} s` : "—"} | ${(ITEMS / cronMinutes).toFixed(1)} |`,
+    `| ${chain ? "on" : "off"} | ${ITEMS} | ${r.passed} | ${r.ticks} | ${(r.ticks / ITEMS).toFixed(2)} | ${chain ? `${(r.drainedMs / 1000).toFixed(1)} s` : "—"} | ${(ITEMS / cronMinutes).toFixed(1)} | ${chain ? `${(r.perItemMs / 1000).toFixed(2)} s` : "—"} | ${chain ? `${(r.ownMs / 1000).toFixed(2)} s` : "—"} | ${load()} |`,
   );
   process.stderr.write(`chain ${chain ? "on" : "off"}: ${r.ticks} ticks\n`);
 }
-console.log("| chaining | items | passed | ticks to drain | ticks per item | first tick → drained (real) | items per minute (1-minute cron) |");
-console.log("|---|---|---|---|---|---|---|");
+console.log("| chaining | items | passed | ticks to drain | ticks per item | first tick → drained (real) | items per minute (1-minute cron) | wall per item | loop's own per item | load (1, 5, 15 min) at the end |");
+console.log("|---|---|---|---|---|---|---|---|---|---|");
 for (const r of rows) console.log(r);

@@ -7,7 +7,9 @@
 // only starts the first one and polls `loop status`). The figures come from the event log: each
 // item's phases, from its launch's reservation to the next item's (the last: to the drain), and
 // loop's own time = wall-clock − agent − setup − verify (what the work itself takes).
-//   bun bench/real-repo.ts [--items 4] [--objects 20000] [--deps 10000] [--verify-s 2] [--bin dist/loop] [--keep]
+// `--setup-sleep-s`: setup also sleeps that long (what a real `npm ci` spends besides writing its files:
+// resolving, reading its cache, running scripts), to see what running it once per setup key saves.
+//   bun bench/real-repo.ts [--items 4] [--objects 20000] [--deps 10000] [--setup-sleep-s 0] [--verify-s 2] [--bin dist/loop] [--keep]
 import { Database } from "bun:sqlite";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
@@ -18,13 +20,14 @@ import { spawnSync } from "node:child_process";
 
 const { values } = parseArgs({
   args: process.argv.slice(2),
-  options: { items: { type: "string" }, objects: { type: "string" }, deps: { type: "string" }, "verify-s": { type: "string" }, bin: { type: "string" }, keep: { type: "boolean" } },
+  options: { items: { type: "string" }, objects: { type: "string" }, deps: { type: "string" }, "setup-sleep-s": { type: "string" }, "verify-s": { type: "string" }, bin: { type: "string" }, keep: { type: "boolean" } },
   strict: true,
 });
 const ITEMS = Number(values.items ?? 4);
 const OBJECTS = Number(values.objects ?? 20_000);
 const DEPS = Number(values.deps ?? 10_000);
 const VERIFY_S = Number(values["verify-s"] ?? 2);
+const SETUP_SLEEP_S = Number(values["setup-sleep-s"] ?? 0);
 const BIN = resolve(values.bin ?? join(import.meta.dir, "..", "dist", "loop"));
 
 function sh(cwd: string, cmd: string[], env?: Record<string, string | undefined>): string {
@@ -81,7 +84,7 @@ function prepare(): { root: string; env: Record<string, string | undefined> } {
       // A small change to one file the repository has, committed as an agent would.
       edit: { command: ["sh", "-c", 'n="${LOOP_ITEM#item-}"; echo "// $LOOP_ITEM" >> "src/m$n/f$n.ts" && git add -A && git commit -qm "$LOOP_ITEM"'] },
     },
-    workspace: { setup: `node setup.js ${DEPS}` },
+    workspace: { setup: `node setup.js ${DEPS}${SETUP_SLEEP_S > 0 ? ` && sleep ${SETUP_SLEEP_S}` : ""}` },
     items: Array.from({ length: ITEMS }, (_, i) => ({ id: `item-${i + 1}`, prompt: `change file ${i + 1}` })),
   };
   writeFileSync(join(root, "loop.json"), JSON.stringify(def, null, 2));
@@ -195,8 +198,11 @@ try {
   const own = wall - sum((r) => r.work);
   const s = (ms: number) => (ms / 1000).toFixed(2);
   const load = sh(root, ["cat", "/proc/loadavg"]).split(" ").slice(0, 3).join(" ");
+  // Setup once per setup key (docs/operations.md#setup-once-per-lockfile): where it ran, where what it made was copied.
+  const prepared = all.filter((e) => e.type === "workspace_prepared" && e.payload.setup);
+  const copied = prepared.filter((e) => typeof (e.payload.setup as { reusedFrom?: unknown }).reusedFrom === "string").length;
   const lines = [
-    `${rows.length} items, ${OBJECTS} objects, ${DEPS}-file setup, verify sleep ${VERIFY_S}; binary ${BIN}; load ${load}; bench wall ${s(total)} s`,
+    `${rows.length} items, ${OBJECTS} objects, ${DEPS}-file setup${SETUP_SLEEP_S ? ` + sleep ${SETUP_SLEEP_S}` : ""}, verify sleep ${VERIFY_S}; binary ${BIN}; load ${load}; bench wall ${s(total)} s; setup ran ${prepared.length - copied}×, copied ${copied}×`,
     "",
     `| item | wall s | setup+agent+verify s | loop's own s | share | ${PHASES.join(" | ")} |`,
     `|---|---:|---:|---:|---:|${PHASES.map(() => "---:").join("|")}|`,

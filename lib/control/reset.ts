@@ -20,6 +20,7 @@ import { definitionName } from "./ctl.ts";
 import { graceMs, sessionMark } from "../supervisor/sessions.ts";
 import { archiveBranches, checkoutBranch, listBranches } from "../repo/workspace.ts";
 import { forgetCheckout } from "../writer/airlock.ts";
+import { forgetKept } from "../step/kept-products.ts";
 import { systemError } from "../decisions/faults.ts";
 import { makeAttemptGitDir } from "../repo/attempt-git.ts";
 import { checkoutDiffers } from "../step/checkout.ts";
@@ -250,6 +251,12 @@ async function carryOut(o: ResetOptions, w: Writer, p: Projection, plan: ResetPl
         Object.assign(c, { outcome: "kept", why: (err as Error).message });
         fail(x, "workspace", err);
       }
+    }
+    // What its setup made, kept for the next items (lib/step/kept-products.ts), goes with it: moved to the trash.
+    try {
+      forgetKept(o.stateRoot, worktreesRoot(o.stateRoot, o.env), x.item);
+    } catch (err) {
+      fail(x, "workspace", err);
     }
     if (x.deleteSessionDir) {
       const dir = join(statePaths(o.stateRoot).sessions, x.item);

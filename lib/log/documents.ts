@@ -68,6 +68,8 @@ export function stateDocument(p: Projection) {
         worktree: it.workspace?.present ? it.workspace.worktree : null,
         // What the branch was created from (docs/cli/loop-status.md), field by field as below.
         builtOn: it.workspace?.builtOn ? { ref: it.workspace.builtOn.ref, commit: it.workspace.builtOn.commit } : null,
+        // How what setup made came into the checkout there now: run, or copied from what another item's setup made.
+        setup: it.workspace?.present && it.workspace.setup ? { ms: it.workspace.setup.ms, reusedFrom: it.workspace.setup.reusedFrom } : null,
         question: it.question,
         session: it.session
           ? {

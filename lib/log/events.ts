@@ -214,7 +214,8 @@ export const PAYLOADS = {
   workspace_prepared: v.strictObject({
     attempt: Pos,
     builtOn: v.nullable(v.strictObject({ ref: Str, commit: Str })),
-    setup: v.nullable(v.strictObject({ ms: NonNeg, log: Str })),
+    // `reusedFrom`: the item whose setup made what was copied in instead of running it (null: it ran); absent in older logs.
+    setup: v.nullable(v.strictObject({ ms: NonNeg, log: Str, reusedFrom: v.optional(v.nullable(Str)) })),
   }),
   environment_fault: v.strictObject({ kind: Str, attempt: v.nullable(Pos), reason: Str, fix: Str }),
   session_ended: v.strictObject({

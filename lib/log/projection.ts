@@ -241,8 +241,11 @@ export interface ItemState {
   started: boolean;
   // session and workspace
   session: SessionRecord | null;
-  /** `builtOn`: what the branch was created from (workspace_prepared); absent until recorded. */
-  workspace: { branch: string; worktree: string; present: boolean; builtOn?: { ref: string; commit: string } } | null;
+  /**
+   * `builtOn`: what the branch was created from (workspace_prepared); absent until recorded.
+   * `setup`: how what setup made came into the checkout (workspace_prepared): run (`reusedFrom` null) or copied from the item named; absent until recorded, gone with the checkout.
+   */
+  workspace: { branch: string; worktree: string; present: boolean; builtOn?: { ref: string; commit: string }; setup?: { ms: number; reusedFrom: string | null } } | null;
   /** The current attempt's landing record (AttemptRecord.landing), as refreshItemView derives it. */
   landing: LandingRecord | null;
   /** Null until the item has a forge side (a loop without a forge never gives it one). */

@@ -255,7 +255,9 @@ const HANDLERS: Handlers = {
     };
     // What the branch was built on stays while the branch does (a later attempt reuses it).
     const builtOn = it.workspace?.branch === pl.branch ? it.workspace.builtOn : undefined;
-    it.workspace = { branch: pl.branch, worktree: pl.worktree, present: true, ...(builtOn ? { builtOn } : {}) };
+    // So does how setup's products came into the checkout, while the checkout does.
+    const setup = it.workspace?.present && it.workspace.worktree === pl.worktree ? it.workspace.setup : undefined;
+    it.workspace = { branch: pl.branch, worktree: pl.worktree, present: true, ...(builtOn ? { builtOn } : {}), ...(setup ? { setup } : {}) };
     // A new attempt lands anew (its landing and landing wait are its own); its PR (if any) is kept, to be reused.
     it.status = "launching";
     it.reason = null;
@@ -290,6 +292,9 @@ const HANDLERS: Handlers = {
     needStatus(it, ["launching"], e, fail);
     currentAttempt(it, e.payload.attempt, e, fail);
     if (e.payload.builtOn && it.workspace) it.workspace.builtOn = { ref: e.payload.builtOn.ref, commit: e.payload.builtOn.commit };
+    // Only logs that say whether setup ran or was copied (older ones leave the projection as it was).
+    const s = e.payload.setup;
+    if (s && s.reusedFrom !== undefined && it.workspace) it.workspace.setup = { ms: s.ms, reusedFrom: s.reusedFrom };
   },
   launch_failed(p, e, fail) {
     const it = need(p, e, fail);
@@ -457,7 +462,10 @@ const HANDLERS: Handlers = {
     if (s!.closed) fail("already_closed", `session of "${it.id}" attempt ${s!.attempt} already closed`);
     s!.closed = { how: e.payload.how, reason: e.payload.reason, at: e.ts, ...(e.payload.head !== undefined ? { head: e.payload.head } : {}) };
     s!.endedAt ??= e.ts;
-    if (e.payload.worktreeRemoved && it.workspace) it.workspace.present = false;
+    if (e.payload.worktreeRemoved && it.workspace) {
+      it.workspace.present = false;
+      delete it.workspace.setup;
+    }
   },
   loop_drained(p, e, fail) {
     if (p.loop.state !== "running") fail("loop_state", `loop_drained needs running, it is ${p.loop.state}`);

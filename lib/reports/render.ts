@@ -208,6 +208,7 @@ function inFlight(it: StatusReport["items"][number], p: (v: unknown) => string):
   if (current?.log) out.push(`  log:      ${p(current.log)}  (\`loop logs ${p(it.id)} --follow\`)`);
   if (it.worktree) out.push(`  worktree: ${p(it.worktree)}`);
   if (it.builtOn) out.push(`  built on: ${p(it.builtOn.ref)} (${p(it.builtOn.commit.slice(0, 12))})`);
+  if (it.setup) out.push(`  setup:    ${it.setup.reusedFrom === null ? "ran" : `reused from ${p(it.setup.reusedFrom)}`} (${p((it.setup.ms / 1000).toFixed(1))} s)`);
   if (current?.attach) out.push(`  attach:   ${p(current.attach)}`);
   return out;
 }

@@ -133,6 +133,8 @@ export function statusReport(
         worktree: it.worktree,
         // What the item's branch was created from: a ref and its commit (docs/cli/loop-status.md).
         builtOn: it.builtOn ?? null,
+        // How what setup made came into its checkout: run there, or copied from what another item's setup made.
+        setup: it.setup ?? null,
         session: s
           ? {
               ...s,

@@ -68,6 +68,7 @@ export const EFFECT_POINTS = [
   "watch:after_proof",
   "relocate:after_move",
   "trash:after_move",
+  "setup:during_copy",
   "base_verify:after_start",
 ] as const;
 

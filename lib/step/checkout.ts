@@ -15,6 +15,7 @@ import { setupAllowList } from "../definition/network.ts";
 import type { ItemState } from "../log/projection.ts";
 import { makeAttemptGitDir } from "../repo/attempt-git.ts";
 import { changedProducts, setupKey, stampProducts } from "../repo/products.ts";
+import { keepProducts, reuseProducts } from "./kept-products.ts";
 import { claimFolder, syncTree } from "../repo/tree-sync.ts";
 import { linkedWorktreeRegistration } from "../repo/workspace.ts";
 import { writeFileAtomic } from "../shared/fsutil.ts";
@@ -82,8 +83,8 @@ interface Prepared {
   movedAside: string | null;
   /** What setup made (kept, never committed). */
   products: string[];
-  /** Setup's run, when it ran now. */
-  setup: { ms: number; log: string } | null;
+  /** Setup's run, when it ran now, or the copy of what an earlier item's setup made (`reusedFrom`: that item). */
+  setup: { ms: number; log: string; reusedFrom: string | null } | null;
   /** Tracked files setup changed (written back from the commit), for a warning. */
   setupChanged: string[];
 }
@@ -110,7 +111,7 @@ export async function prepareCheckout(ctx: StepContext, it: ItemState, o: Prepar
   }
   // What setup's products are made from at this start point (workspace.setupKey, else the lockfiles).
   const key = ctx.def.setup === undefined ? null : setupKey({ repo: o.repo, commit: o.startCommit, command: ctx.def.setup, ...(ctx.def.setupKey ? { paths: ctx.def.setupKey } : {}) });
-  let products = existed ? checkoutProducts(ctx.options.stateRoot, it.id, ctx.def.setup ?? "", key) : null;
+  let products: string[] | null = existed ? checkoutProducts(ctx.options.stateRoot, it.id, ctx.def.setup ?? "", key) : null;
   // What setup made is reused only as setup left it: one an earlier attempt changed (without the
   // sandbox it can) is removed and made again, never handed to the next agent or verify.
   const stamps = products ? productStampsOf(ctx.options.stateRoot, it.id) : null;
@@ -126,39 +127,83 @@ export async function prepareCheckout(ctx: StepContext, it: ItemState, o: Prepar
     // On the start point's files, never on what an agent wrote (docs/threat-model.md#the-airlock).
     syncTree({ repo: o.repo, dir: o.worktree, commit: o.startCommit, keep: [], stampsFile: files.stamps, untracked: "remove" });
     rmSync(files.products, { force: true });
-    const gitDir = join(o.dir, "setup-git");
-    rmSync(gitDir, { recursive: true, force: true });
-    makeAttemptGitDir({ repo: o.repo, gitDir, worktree: o.worktree, branch: o.branch, head: o.startCommit, refs: {}, excludes: [] });
-    const timeoutMs = it.def.timeouts.setup ?? 10 * 60_000;
-    const logPath = join(o.dir, SESSION_FILES.setup);
-    ctx.store.assertLease();
-    ctx.store.renewLease(ctx.lease, timeoutMs + 10 * 60_000);
-    const r = await runSetup({
-      command,
-      cwd: o.worktree,
-      env: { LOOP_ITEM: it.id, LOOP_ATTEMPT: String(o.attempt), LOOP_WORKDIR: o.worktree },
-      // Its own environment: nothing of the operator's active one, its venv's and node_modules' bin first (docs/runners.md#the-items-own-environment).
-      envRule: { ...verifyRule(ctx.def, { behindGateway: true }), place: checkoutPlace(ctx, o.worktree, { forSetup: true }) },
-      logPath,
-      timeoutMs,
-      sandbox: o.sandbox ? setupSandbox(ctx, o.sandbox(), { gitDir, sessionDir: o.dir }) : null,
-    });
-    if (!r.ok)
-      throw new FaultError({
-        kind: "setup_failed",
-        message: `workspace.setup ${r.reason} in ${o.worktree} (its output: ${logPath}, \`loop logs --setup --work-item ${it.id}\`)`,
-        fix: "fix the setup command in loop.json or what it needs on this machine (a registry, a cache, a tool), then `loop ctl resume`",
+    const reused = key ? reuseKept(ctx, it, { ...o, key, command, files }) : null;
+    if (reused) {
+      products = reused.products;
+      setup = reused.setup;
+    } else {
+      const gitDir = join(o.dir, "setup-git");
+      rmSync(gitDir, { recursive: true, force: true });
+      makeAttemptGitDir({ repo: o.repo, gitDir, worktree: o.worktree, branch: o.branch, head: o.startCommit, refs: {}, excludes: [] });
+      const timeoutMs = it.def.timeouts.setup ?? 10 * 60_000;
+      const logPath = join(o.dir, SESSION_FILES.setup);
+      ctx.store.assertLease();
+      ctx.store.renewLease(ctx.lease, timeoutMs + 10 * 60_000);
+      const r = await runSetup({
+        command,
+        cwd: o.worktree,
+        env: { LOOP_ITEM: it.id, LOOP_ATTEMPT: String(o.attempt), LOOP_WORKDIR: o.worktree },
+        // Its own environment: nothing of the operator's active one, its venv's and node_modules' bin first (docs/runners.md#the-items-own-environment).
+        envRule: { ...verifyRule(ctx.def, { behindGateway: true }), place: checkoutPlace(ctx, o.worktree, { forSetup: true }) },
+        logPath,
+        timeoutMs,
+        sandbox: o.sandbox ? setupSandbox(ctx, o.sandbox(), { gitDir, sessionDir: o.dir }) : null,
       });
-    // What it made: everything the start point does not hold. A tracked file it changed is written back.
-    const surveyed = syncTree({ repo: o.repo, dir: o.worktree, commit: o.startCommit, keep: [], stampsFile: files.stamps, untracked: "report" });
-    products = surveyed.untracked;
-    setupChanged = surveyed.restored;
-    const record: ProductsRecord = { version: 1, command, paths: products, stamps: stampProducts(o.worktree, products), ...(key ? { key } : {}) };
-    writeFileAtomic(files.products, JSON.stringify(record) + "\n");
-    setup = { ms: r.ms, log: logPath };
+      if (!r.ok)
+        throw new FaultError({
+          kind: "setup_failed",
+          message: `workspace.setup ${r.reason} in ${o.worktree} (its output: ${logPath}, \`loop logs --setup --work-item ${it.id}\`)`,
+          fix: "fix the setup command in loop.json or what it needs on this machine (a registry, a cache, a tool), then `loop ctl resume`",
+        });
+      // What it made: everything the start point does not hold. A tracked file it changed is written back.
+      const surveyed = syncTree({ repo: o.repo, dir: o.worktree, commit: o.startCommit, keep: [], stampsFile: files.stamps, untracked: "report" });
+      products = surveyed.untracked;
+      setupChanged = surveyed.restored;
+      const record: ProductsRecord = { version: 1, command, paths: products, stamps: stampProducts(o.worktree, products), ...(key ? { key } : {}) };
+      writeFileAtomic(files.products, JSON.stringify(record) + "\n");
+      setup = { ms: r.ms, log: logPath, reusedFrom: null };
+      // Kept for the next items with the same key, copied before the agent starts (lib/step/kept-products.ts).
+      // Only a saving: when it cannot be made, the next item runs setup.
+      if (key) {
+        let why: string | null;
+        try {
+          why = keepProducts({ stateRoot: ctx.options.stateRoot, worktrees: ctx.worktrees, worktree: o.worktree, key, command, item: it.id, paths: products, stamps: record.stamps! });
+        } catch (err) {
+          why = (err as Error).message;
+        }
+        if (why) ctx.options.log.info(`${it.id}: what workspace.setup made is not kept for the next items (${why}); setup runs in each checkout`);
+      }
+    }
   }
   syncTree({ repo: o.repo, dir: o.worktree, commit: o.head, keep: products, stampsFile: files.stamps, untracked: "remove" });
   return { movedAside, products, setup, setupChanged };
+}
+
+/**
+ * What an earlier item's setup made for the same setup key, copied into the checkout from loop's
+ * kept copy (lib/step/kept-products.ts) and recorded as this checkout's products; null when there
+ * is none to take (setup runs). A copy that fails is removed and setup runs.
+ */
+function reuseKept(
+  ctx: StepContext,
+  it: ItemState,
+  o: PrepareOptions & { key: string; command: string; files: { stamps: string; products: string } },
+): { products: string[]; setup: NonNullable<Prepared["setup"]> } | null {
+  const started = performance.now();
+  let got: ReturnType<typeof reuseProducts>;
+  try {
+    got = reuseProducts({ stateRoot: ctx.options.stateRoot, worktrees: ctx.worktrees, worktree: o.worktree, key: o.key, command: o.command });
+  } catch (err) {
+    ctx.options.log.warn(`${it.id}: copying what workspace.setup made for an earlier item failed (${(err as Error).message}); setup runs`);
+    syncTree({ repo: o.repo, dir: o.worktree, commit: o.startCommit, keep: [], stampsFile: o.files.stamps, untracked: "remove" });
+    return null;
+  }
+  if (!got) return null;
+  const record: ProductsRecord = { version: 1, command: o.command, paths: got.paths, stamps: stampProducts(o.worktree, got.paths), key: o.key };
+  writeFileAtomic(o.files.products, JSON.stringify(record) + "\n");
+  const log = join(o.dir, SESSION_FILES.setup);
+  writeFileAtomic(log, `loop: workspace.setup not run: what it made for ${got.madeBy} (setup key ${o.key}) was copied into this checkout: ${got.paths.join(", ")}\n`);
+  return { products: got.paths, setup: { ms: Math.round(performance.now() - started), log, reusedFrom: got.madeBy } };
 }
 
 /**

@@ -414,12 +414,14 @@ const REACTION_FAILPOINTS = ["reaction:after_seen", "reaction:before_commit", "r
 const RELOCATE_FAILPOINTS = ["relocate:after_move", "relocate:before_commit", "relocate:after_commit"];
 /** A kill between a checkout's move to the trash and its sweep, proved by tests/step/trash.e2e.test.ts (the next step's sweep). */
 const TRASH_FAILPOINTS = ["trash:after_move"];
+/** A kill inside the copy of what setup made (kept for the next items, or copied into one's checkout), proved by tests/step/setup-once.e2e.test.ts. */
+const SETUP_FAILPOINTS = ["setup:during_copy"];
 /** A kill during the verify on the base, proved by tests/step/base-verify.e2e.test.ts (a loop that runs one). */
 const BASE_VERIFY_FAILPOINTS = ["base_verify:after_start", "base_verify:before_commit", "base_verify:after_commit"];
 
 /** Which scenario proves each failpoint: the first loop command that passes the point dies there. */
 const CASES: [string, ScenarioName][] = [
-  ...EFFECT_POINTS.filter((n) => !FORGE_FAILPOINTS.includes(n) && !REACTION_FAILPOINTS.includes(n) && !RELOCATE_FAILPOINTS.includes(n) && !TRASH_FAILPOINTS.includes(n) && !BASE_VERIFY_FAILPOINTS.includes(n) && !n.startsWith("reset:") && !n.startsWith("budget:") && !n.startsWith("watch:")).map((n): [string, ScenarioName] => [n, "main"]),
+  ...EFFECT_POINTS.filter((n) => !FORGE_FAILPOINTS.includes(n) && !REACTION_FAILPOINTS.includes(n) && !RELOCATE_FAILPOINTS.includes(n) && !TRASH_FAILPOINTS.includes(n) && !SETUP_FAILPOINTS.includes(n) && !BASE_VERIFY_FAILPOINTS.includes(n) && !n.startsWith("reset:") && !n.startsWith("budget:") && !n.startsWith("watch:")).map((n): [string, ScenarioName] => [n, "main"]),
   ...labels(["import", "start", "drain", "reserve", "session_started", "session_ended", "requeue", "verify_reserve", "verify_started", "verify", "landing", "settle"]).map((n): [string, ScenarioName] => [n, "main"]),
   ...[...labels(["ctl"]), "close:before_kill", "close:after_kill", "close:after_worktree"].map((n): [string, ScenarioName] => [n, "ctl-stop-verify"]),
   ...["ctl:before_commit", "close:after_kill"].map((n): [string, ScenarioName] => [n, "ctl-stop-verify-run-first"]),
@@ -467,9 +469,11 @@ describe("failpoints", () => {
     for (const n of RELOCATE_FAILPOINTS) expect(relocateTest, n).toContain(`"${n}"`);
     const trashTest = readFileSync(join(REPO, "tests", "step", "trash.e2e.test.ts"), "utf8");
     for (const n of TRASH_FAILPOINTS) expect(trashTest, n).toContain(`"${n}"`);
+    const setupTest = readFileSync(join(REPO, "tests", "step", "setup-once.e2e.test.ts"), "utf8");
+    for (const n of SETUP_FAILPOINTS) expect(setupTest, n).toContain(`"${n}"`);
     const baseTest = readFileSync(join(REPO, "tests", "step", "base-verify.e2e.test.ts"), "utf8");
     for (const n of BASE_VERIFY_FAILPOINTS) expect(baseTest, n).toContain(`"${n}"`);
-    const covered = new Set([...CASES.map(([n]) => n), ...FORGE_FAILPOINTS, ...REACTION_FAILPOINTS, ...RELOCATE_FAILPOINTS, ...TRASH_FAILPOINTS, ...BASE_VERIFY_FAILPOINTS]);
+    const covered = new Set([...CASES.map(([n]) => n), ...FORGE_FAILPOINTS, ...REACTION_FAILPOINTS, ...RELOCATE_FAILPOINTS, ...TRASH_FAILPOINTS, ...SETUP_FAILPOINTS, ...BASE_VERIFY_FAILPOINTS]);
     expect([...covered].sort()).toEqual([...FAILPOINTS].sort());
     const keys = CASES.map(([n, s]) => `${n} ${s}`);
     expect(new Set(keys).size).toBe(keys.length);
