@@ -38,10 +38,12 @@ process.stdout.write(`| command | median ms | min ms | p25 ms | CPU median ms | 
 cmds.forEach((cmd, i) => {
   const s = times[i]!.sort((a, b) => a - b);
   const c = cpu[i]!.sort((a, b) => a - b);
-  process.stdout.write(`| \`${cmd.join(" ")}\` | ${s[s.length >> 1]!.toFixed(1)} | ${s[0]!.toFixed(1)} | ${s[s.length >> 2]!.toFixed(1)} | ${c[c.length >> 1]!.toFixed(1)} | ${failures[i]} |\n`);
+  process.stdout.write(
+    `| \`${cmd.join(" ")}\` | ${s[s.length >> 1]!.toFixed(1)} | ${s[0]!.toFixed(1)} | ${s[s.length >> 2]!.toFixed(1)} | ${c[c.length >> 1]!.toFixed(1)} | ${failures[i]} |\n`,
+  );
 });
 // A command that failed is not timed doing its job: say so, and fail.
 if (failures.some((n) => n > 0)) {
-  process.stderr.write("ab: some runs exited non-zero (column \"failed runs\"): their times are not comparable\n");
+  process.stderr.write('ab: some runs exited non-zero (column "failed runs"): their times are not comparable\n');
   process.exit(1);
 }

@@ -15,7 +15,11 @@ import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { spawnSync } from "node:child_process";
 
-const { values } = parseArgs({ args: process.argv.slice(2), options: { items: { type: "string" }, minute: { type: "string" }, modes: { type: "string" }, bin: { type: "string" } }, strict: true });
+const { values } = parseArgs({
+  args: process.argv.slice(2),
+  options: { items: { type: "string" }, minute: { type: "string" }, modes: { type: "string" }, bin: { type: "string" } },
+  strict: true,
+});
 const ITEMS = Number(values.items ?? 10);
 const MINUTE_MS = Number(values.minute ?? 10) * 1000;
 const MODES = (values.modes ?? "off,on").split(",").map((m) => m.trim() === "on");
@@ -58,7 +62,11 @@ function status(root: string): { state: string; passed: number } {
 function ownTime(root: string): { perItemMs: number; ownMs: number } {
   const db = new Database(join(root, ".loop", "loop.db"), { readonly: true });
   try {
-    const evs = (db.query("SELECT ts, type, payload FROM events ORDER BY seq").all() as { ts: string; type: string; payload: string }[]).map((r) => ({ ts: Date.parse(r.ts), type: r.type, payload: JSON.parse(r.payload) }));
+    const evs = (db.query("SELECT ts, type, payload FROM events ORDER BY seq").all() as { ts: string; type: string; payload: string }[]).map((r) => ({
+      ts: Date.parse(r.ts),
+      type: r.type,
+      payload: JSON.parse(r.payload),
+    }));
     const first = evs.find((e) => e.type === "launch_reserved")!.ts;
     const last = evs.find((e) => e.type === "loop_drained")?.ts ?? evs.at(-1)!.ts;
     const span = (t: { started?: string; ended?: string } | undefined) => (t?.started && t.ended ? Date.parse(t.ended) - Date.parse(t.started) : 0);
@@ -105,6 +113,8 @@ for (const chain of MODES) {
   );
   process.stderr.write(`chain ${chain ? "on" : "off"}: ${r.ticks} ticks\n`);
 }
-console.log("| chaining | items | passed | ticks to drain | ticks per item | first tick → drained (real) | items per minute (1-minute cron) | wall per item | loop's own per item | load (1, 5, 15 min) at the end |");
+console.log(
+  "| chaining | items | passed | ticks to drain | ticks per item | first tick → drained (real) | items per minute (1-minute cron) | wall per item | loop's own per item | load (1, 5, 15 min) at the end |",
+);
 console.log("|---|---|---|---|---|---|---|---|---|---|");
 for (const r of rows) console.log(r);

@@ -44,7 +44,13 @@ while (!text.includes("\n")) text += new TextDecoder().decode((await reader.read
 const upstream = `http://127.0.0.1:${Number(text.trim())}`;
 
 const tokens = { n: 0 };
-const g = await startGateway({ upstreams: { anthropic: upstream, openai: upstream, gemini: upstream }, keys: { anthropic: "real" }, standIn: "stand-in", allow: undefined, onModelCall: (c) => (tokens.n += c.usage.output) });
+const g = await startGateway({
+  upstreams: { anthropic: upstream, openai: upstream, gemini: upstream },
+  keys: { anthropic: "real" },
+  standIn: "stand-in",
+  allow: undefined,
+  onModelCall: (c) => (tokens.n += c.usage.output),
+});
 
 // A request the size of a Claude Code turn's (88 KB in the runs of lib/gateway/endpoints.ts, a long conversation more).
 const BIG = JSON.stringify({ model: "claude-x", max_tokens: 32000, stream: true, messages: [{ role: "user", content: "x".repeat(128 * 1024) }] });
@@ -79,8 +85,16 @@ for (let i = 0; i < RUNS; i++) {
   directBig.push(await firstByte(`${upstream}/v1/messages`, BIG));
   viaBig.push(await firstByte(`${g.modelUrl.anthropic}/v1/messages`, BIG));
 }
-const tpDirect = median([await throughput(`${upstream}/v1/messages`), await throughput(`${upstream}/v1/messages`), await throughput(`${upstream}/v1/messages`)]);
-const tpVia = median([await throughput(`${g.modelUrl.anthropic}/v1/messages`), await throughput(`${g.modelUrl.anthropic}/v1/messages`), await throughput(`${g.modelUrl.anthropic}/v1/messages`)]);
+const tpDirect = median([
+  await throughput(`${upstream}/v1/messages`),
+  await throughput(`${upstream}/v1/messages`),
+  await throughput(`${upstream}/v1/messages`),
+]);
+const tpVia = median([
+  await throughput(`${g.modelUrl.anthropic}/v1/messages`),
+  await throughput(`${g.modelUrl.anthropic}/v1/messages`),
+  await throughput(`${g.modelUrl.anthropic}/v1/messages`),
+]);
 await g.stop();
 const starts: number[] = [];
 for (let i = 0; i < 31; i++) {
@@ -95,7 +109,9 @@ const added = median(via) - median(direct);
 const addedBig = median(viaBig) - median(directBig);
 console.log(`| figure | direct | through the gateway | added |\n|---|---|---|---|`);
 console.log(`| first streamed byte, median of ${RUNS} (ms) | ${median(direct).toFixed(2)} | ${median(via).toFixed(2)} | ${added.toFixed(2)} (target ≤ 5) |`);
-console.log(`| first streamed byte of a 128 KiB request, median of ${RUNS} (ms) | ${median(directBig).toFixed(2)} | ${median(viaBig).toFixed(2)} | ${addedBig.toFixed(2)} (target ≤ 5) |`);
+console.log(
+  `| first streamed byte of a 128 KiB request, median of ${RUNS} (ms) | ${median(directBig).toFixed(2)} | ${median(viaBig).toFixed(2)} | ${addedBig.toFixed(2)} (target ≤ 5) |`,
+);
 console.log(`| throughput of a ${MIB} MiB streamed answer (MiB/s, median of 3) | ${tpDirect.toFixed(0)} | ${tpVia.toFixed(0)} | |`);
 console.log(`| session start-up: startGateway + stop, median of 31 (ms) | | ${median(starts).toFixed(2)} | |`);
 console.error(`load ${(await Bun.file("/proc/loadavg").text()).split(" ")[0]}; metered output tokens ${tokens.n}`);

@@ -67,7 +67,10 @@ function rng(seed: number) {
   };
   const hex = (n: number) => {
     let s = "";
-    while (s.length < n) s += Math.floor(next() * 0x100000000).toString(16).padStart(8, "0");
+    while (s.length < n)
+      s += Math.floor(next() * 0x100000000)
+        .toString(16)
+        .padStart(8, "0");
     return s.slice(0, n);
   };
   return {
@@ -194,9 +197,7 @@ export function generate(opts: GenerateOptions): GenerateResult {
   const p: Projection = structuredClone(store.projection()); // folded into here; the store's own copy is read only
   if (p.seq !== 1) throw new Error(`fresh store is at seq ${p.seq}, expected 1`);
 
-  const insert = db.prepare(
-    "INSERT INTO events(seq, id, ts, type, actor, item, payload, prev_hash, hash) VALUES (?,?,?,?,?,?,?,?,?)",
-  );
+  const insert = db.prepare("INSERT INTO events(seq, id, ts, type, actor, item, payload, prev_hash, hash) VALUES (?,?,?,?,?,?,?,?,?)");
   const BATCH = 50_000;
   let inTx = 0;
   let clock = Date.parse(p.loop.updatedAt ?? "2025-01-01T00:00:00.000Z");
@@ -278,14 +279,18 @@ export function generate(opts: GenerateOptions): GenerateResult {
         {
           type: "item_settled",
           item: id,
-          payload: { attempt: 0, outcome: "blocked", code: "dependency_failed", reason: `dependency "${failedDep}" did not pass (${p.items[failedDep]!.status})` },
+          payload: {
+            attempt: 0,
+            outcome: "blocked",
+            code: "dependency_failed",
+            reason: `dependency "${failedDep}" did not pass (${p.items[failedDep]!.status})`,
+          },
         },
         sec(1, 5),
       ]);
       return b;
     }
-    if (R.chance(0.05))
-      b.push([{ type: "control_recorded", item: id, actor: HUMAN, payload: { verb: "start", text: null } }, sec(10, 600)]);
+    if (R.chance(0.05)) b.push([{ type: "control_recorded", item: id, actor: HUMAN, payload: { verb: "start", text: null } }, sec(10, 600)]);
     if (R.chance(0.03))
       b.push([{ type: "reply_recorded", item: id, actor: HUMAN, payload: { text: "Prefer the smaller patch; do not touch the schema." } }, sec(10, 600)]);
 
@@ -314,10 +319,16 @@ export function generate(opts: GenerateOptions): GenerateResult {
         failures++;
         if (failures < it.def.maxAttempts) {
           b.push([{ type: "item_requeued", item: id, payload: { attempt, reason: `launch failed: ${reason}`, failed: true, resetBudget: false } }, sec(1, 2)]);
-          b.push([{ type: "session_closed", item: id, payload: { attempt, how: "never_started", worktreeRemoved: false, reason: "launch failed" } }, sec(1, 2)]);
+          b.push([
+            { type: "session_closed", item: id, payload: { attempt, how: "never_started", worktreeRemoved: false, reason: "launch failed" } },
+            sec(1, 2),
+          ]);
           continue;
         }
-        b.push([{ type: "item_settled", item: id, payload: { attempt, outcome: "failed", code: "session_failed", reason: `launch failed ${failures} times` } }, sec(1, 2)]);
+        b.push([
+          { type: "item_settled", item: id, payload: { attempt, outcome: "failed", code: "session_failed", reason: `launch failed ${failures} times` } },
+          sec(1, 2),
+        ]);
         b.push([{ type: "session_closed", item: id, payload: { attempt, how: "never_started", worktreeRemoved: true, reason: "settled failed" } }, sec(1, 2)]);
         return b;
       }
@@ -346,7 +357,10 @@ export function generate(opts: GenerateOptions): GenerateResult {
         b.push([{ type: "reply_recorded", item: id, actor: HUMAN, payload: { text: "Yes, drop it." } }, sec(0, 1)]);
         b.push([{ type: "loop_resumed", payload: {} }, sec(0, 1)]);
         b.push([{ type: "item_requeued", item: id, payload: { attempt, reason: "reply received", failed: false, resetBudget: false } }, sec(1, 60)]);
-        b.push([{ type: "session_closed", item: id, payload: { attempt, how: "ended", worktreeRemoved: false, reason: "answered; relaunching with the reply" } }, sec(1, 2)]);
+        b.push([
+          { type: "session_closed", item: id, payload: { attempt, how: "ended", worktreeRemoved: false, reason: "answered; relaunching with the reply" } },
+          sec(1, 2),
+        ]);
         continue;
       }
       const stalled = R.chance(0.02);
@@ -367,7 +381,18 @@ export function generate(opts: GenerateOptions): GenerateResult {
           type: "verify_finished",
           item: id,
           payload: passed
-            ? { attempt, passed: true, exitCode: 0, timedOut: false, sha256: R.hex(64), tail: " 42 pass\n 0 fail\nRan 42 tests across 7 files. [1.84s]\n", log: vlog, code: "passed", noProgress: false, reason: "verify exited 0" }
+            ? {
+                attempt,
+                passed: true,
+                exitCode: 0,
+                timedOut: false,
+                sha256: R.hex(64),
+                tail: " 42 pass\n 0 fail\nRan 42 tests across 7 files. [1.84s]\n",
+                log: vlog,
+                code: "passed",
+                noProgress: false,
+                reason: "verify exited 0",
+              }
             : {
                 attempt,
                 passed: false,
@@ -384,18 +409,46 @@ export function generate(opts: GenerateOptions): GenerateResult {
         sec(20, 300),
       ]);
       if (passed) {
-        b.push([{ type: "landing_finished", item: id, payload: { attempt, outcome: "none", branch, target: null, commit: R.hex(40), code: "branch_delivered", reason: "landing none: the branch is the deliverable" } }, sec(1, 3)]);
+        b.push([
+          {
+            type: "landing_finished",
+            item: id,
+            payload: {
+              attempt,
+              outcome: "none",
+              branch,
+              target: null,
+              commit: R.hex(40),
+              code: "branch_delivered",
+              reason: "landing none: the branch is the deliverable",
+            },
+          },
+          sec(1, 3),
+        ]);
         b.push([{ type: "item_settled", item: id, payload: { attempt, outcome: "passed", code: "passed", reason: "verify passed" } }, sec(0, 1)]);
         b.push([{ type: "session_closed", item: id, payload: { attempt, how: "ended", worktreeRemoved: true, reason: "settled passed" } }, sec(1, 5)]);
         return b;
       }
       failures++;
       if (failures < it.def.maxAttempts) {
-        b.push([{ type: "item_requeued", item: id, payload: { attempt, reason: "verify exited 1; retrying with the failure tail", failed: true, resetBudget: false } }, sec(0, 1)]);
-        b.push([{ type: "session_closed", item: id, payload: { attempt, how: "ended", worktreeRemoved: false, reason: "requeued for another attempt" } }, sec(1, 5)]);
+        b.push([
+          {
+            type: "item_requeued",
+            item: id,
+            payload: { attempt, reason: "verify exited 1; retrying with the failure tail", failed: true, resetBudget: false },
+          },
+          sec(0, 1),
+        ]);
+        b.push([
+          { type: "session_closed", item: id, payload: { attempt, how: "ended", worktreeRemoved: false, reason: "requeued for another attempt" } },
+          sec(1, 5),
+        ]);
         continue;
       }
-      b.push([{ type: "item_settled", item: id, payload: { attempt, outcome: "failed", code: "verify_failed", reason: `verify failed in ${failures} attempts` } }, sec(0, 1)]);
+      b.push([
+        { type: "item_settled", item: id, payload: { attempt, outcome: "failed", code: "verify_failed", reason: `verify failed in ${failures} attempts` } },
+        sec(0, 1),
+      ]);
       b.push([{ type: "session_closed", item: id, payload: { attempt, how: "ended", worktreeRemoved: true, reason: "settled failed" } }, sec(1, 5)]);
       return b;
     }
@@ -441,7 +494,9 @@ export function generate(opts: GenerateOptions): GenerateResult {
     }
     if (full) break;
     const c = counts(p);
-    const drained: Block = [[{ type: "loop_drained", payload: { outcome: (c.failed ?? 0) + (c.blocked ?? 0) > 0 ? "Failed" : "Succeeded", counts: c } }, sec(1, 60)]];
+    const drained: Block = [
+      [{ type: "loop_drained", payload: { outcome: (c.failed ?? 0) + (c.blocked ?? 0) > 0 ? "Failed" : "Succeeded", counts: c } }, sec(1, 60)],
+    ];
     if (!fits(drained)) break;
     emitBlock(drained);
     // An operator resets everything (one transaction: one work_item_reset per item), then the loop reopens.
@@ -530,7 +585,11 @@ if (import.meta.main) {
       log: quiet ? undefined : (m) => process.stderr.write(m + "\n"),
     });
     process.stdout.write(
-      JSON.stringify({ root: r.root, events: r.events, cycles: r.cycles, padded: r.padded, seconds: +(r.ms / 1000).toFixed(2), byType: r.byType }, null, quiet ? 0 : 2) + "\n",
+      JSON.stringify(
+        { root: r.root, events: r.events, cycles: r.cycles, padded: r.padded, seconds: +(r.ms / 1000).toFixed(2), byType: r.byType },
+        null,
+        quiet ? 0 : 2,
+      ) + "\n",
     );
   } catch (err) {
     process.stderr.write(`generate: ${(err as Error).message}\n`);

@@ -28,7 +28,13 @@ async function step(p: Project, requests: () => number): Promise<Omit<Row, "name
   const before = requests();
   const started = performance.now();
   // GNU time's %M: the step's peak resident set, in KiB (on stderr's last line).
-  const proc = Bun.spawn(["/usr/bin/time", "-f", "maxrss=%M", BUN, LOOP, "run", "--json"], { cwd: p.root, env: testEnv({ LOOP_ACTOR: "cron@bench", ...p.env }), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn(["/usr/bin/time", "-f", "maxrss=%M", BUN, LOOP, "run", "--json"], {
+    cwd: p.root,
+    env: testEnv({ LOOP_ACTOR: "cron@bench", ...p.env }),
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const [, stderr] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
   await proc.exited;
   const seconds = (performance.now() - started) / 1000;
@@ -41,7 +47,15 @@ function project(forge: { provider: "github" | "gitlab"; repo: string; apiUrl: s
   p.writeDefinition(
     demoDefinition([{ ref, prompt: "x\n@demo write a.txt a\n@demo commit a" }], {
       defaults: { landing: "merge", timeouts: { launch: "2m", stall: "10m", verify: "2m", landing: "30m" } },
-      forge: { provider: forge.provider, repo: forge.repo, apiUrl: forge.apiUrl, tokenEnv: "FAKE_FORGE_TOKEN", authorizedUsers: [], authorizeWriters: true, pollInterval: "1s" },
+      forge: {
+        provider: forge.provider,
+        repo: forge.repo,
+        apiUrl: forge.apiUrl,
+        tokenEnv: "FAKE_FORGE_TOKEN",
+        authorizedUsers: [],
+        authorizeWriters: true,
+        pollInterval: "1s",
+      },
     }),
   );
   git(p.root, "add", "-A");
@@ -58,7 +72,10 @@ for (const shape of ["empties", "strings"] as const) {
   const p = project({ provider: "github", repo: `${gh.owner}/${gh.repo}`, apiUrl: gh.apiUrl, bare: gh.bare }, `github:${gh.owner}/${gh.repo}#1`);
   gh.switches.hugePages = { bytes: 30 * 1024 * 1024, shape };
   try {
-    rows.push({ name: `GitHub, every GET a 30 MiB page of ${shape === "empties" ? "`[{},{},…]`" : "long strings"}, next for ever`, ...(await step(p, () => gh.requests.length)) });
+    rows.push({
+      name: `GitHub, every GET a 30 MiB page of ${shape === "empties" ? "`[{},{},…]`" : "long strings"}, next for ever`,
+      ...(await step(p, () => gh.requests.length)),
+    });
   } finally {
     gh.stop();
     p.dispose();

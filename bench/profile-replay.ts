@@ -72,7 +72,10 @@ const VARIANTS: Record<string, { label: string; run: () => unknown }> = {
   check: { label: "fold's part: read + parse + schema check", run: () => foldPrefix("check") },
   fold1: { label: "fold's part: read + parse + check + one fold", run: () => foldPrefix("fold1") },
   integrity: { label: "integrity pass alone (read 9 columns, sha256 chain, seqs)", run: () => withReadSnapshot(stateRoot, ({ db }) => checkIntegrity(db)) },
-  fold: { label: "fold alone (read 6 columns, JSON.parse, schema check, two folds, fold comparison)", run: () => withReadSnapshot(stateRoot, ({ db }) => foldLog(db)) },
+  fold: {
+    label: "fold alone (read 6 columns, JSON.parse, schema check, two folds, fold comparison)",
+    run: () => withReadSnapshot(stateRoot, ({ db }) => foldLog(db)),
+  },
   inline: { label: "replayReport(), both passes on one thread", run: () => replayReport(stateRoot, { worker: false }) },
   worker: { label: "replayReport(), integrity pass in a worker thread", run: () => replayReport(stateRoot, { worker: true }) },
   compare: {

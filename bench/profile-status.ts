@@ -62,5 +62,7 @@ for (const root of roots) {
   cols.push(c);
 }
 const names = Object.keys(cols[0]!);
-process.stdout.write(`median of ${PASSES} in-process runs, ms\n\n| phase | ${roots.map((r) => r.split("/").pop()).join(" | ")} |\n| --- |${roots.map(() => " ---: |").join("")}\n`);
+process.stdout.write(
+  `median of ${PASSES} in-process runs, ms\n\n| phase | ${roots.map((r) => r.split("/").pop()).join(" | ")} |\n| --- |${roots.map(() => " ---: |").join("")}\n`,
+);
 for (const n of names) process.stdout.write(`| ${n} | ${cols.map((c) => c[n]).join(" | ")} |\n`);

@@ -20,7 +20,15 @@ import { spawnSync } from "node:child_process";
 
 const { values } = parseArgs({
   args: process.argv.slice(2),
-  options: { items: { type: "string" }, objects: { type: "string" }, deps: { type: "string" }, "setup-sleep-s": { type: "string" }, "verify-s": { type: "string" }, bin: { type: "string" }, keep: { type: "boolean" } },
+  options: {
+    items: { type: "string" },
+    objects: { type: "string" },
+    deps: { type: "string" },
+    "setup-sleep-s": { type: "string" },
+    "verify-s": { type: "string" },
+    bin: { type: "string" },
+    keep: { type: "boolean" },
+  },
   strict: true,
 });
 const ITEMS = Number(values.items ?? 4);
@@ -105,7 +113,9 @@ interface Ev {
 function events(root: string): Ev[] {
   const db = new Database(join(root, ".loop", "loop.db"), { readonly: true });
   try {
-    return (db.query("SELECT ts, type, item, payload FROM events ORDER BY seq").all() as { ts: string; type: string; item: string | null; payload: string }[]).map((r) => ({
+    return (
+      db.query("SELECT ts, type, item, payload FROM events ORDER BY seq").all() as { ts: string; type: string; item: string | null; payload: string }[]
+    ).map((r) => ({
       ts: Date.parse(r.ts),
       type: r.type,
       item: r.item,
@@ -184,7 +194,9 @@ function phases(evs: Ev[]): { item: string; wall: number; work: number; parts: R
 
 const { root, env } = prepare();
 const counted = sh(root, ["git", "count-objects", "-v"]);
-process.stderr.write(`repository ${root}: ${counted.match(/in-pack: (\d+)/)?.[1]} objects in ${counted.match(/packs: (\d+)/)?.[1]} pack(s) of ${counted.match(/size-pack: (\d+)/)?.[1]} KiB\n`);
+process.stderr.write(
+  `repository ${root}: ${counted.match(/in-pack: (\d+)/)?.[1]} objects in ${counted.match(/packs: (\d+)/)?.[1]} pack(s) of ${counted.match(/size-pack: (\d+)/)?.[1]} KiB\n`,
+);
 const t0 = performance.now();
 try {
   await drain(root, env);
@@ -206,10 +218,15 @@ try {
     "",
     `| item | wall s | setup+agent+verify s | loop's own s | share | ${PHASES.join(" | ")} |`,
     `|---|---:|---:|---:|---:|${PHASES.map(() => "---:").join("|")}|`,
-    ...rows.map((r) => `| ${r.item} | ${s(r.wall)} | ${s(r.work)} | ${s(r.wall - r.work)} | ${(((r.wall - r.work) / r.wall) * 100).toFixed(1)}% | ${PHASES.map((p) => s(r.parts[p])).join(" | ")} |`),
+    ...rows.map(
+      (r) =>
+        `| ${r.item} | ${s(r.wall)} | ${s(r.work)} | ${s(r.wall - r.work)} | ${(((r.wall - r.work) / r.wall) * 100).toFixed(1)}% | ${PHASES.map((p) => s(r.parts[p])).join(" | ")} |`,
+    ),
     `| **mean** | ${s(wall / rows.length)} | ${s(sum((r) => r.work) / rows.length)} | **${s(own / rows.length)}** | **${((own / wall) * 100).toFixed(1)}%** | ${PHASES.map((p) => s(sum((r) => r.parts[p]) / rows.length)).join(" | ")} |`,
     "",
-    base ? `verify on the base (once, before the first launch, not in the items' figures): ${s(Number((base.payload as { ms: number }).ms))} s, ${(base.payload as { code: string }).code}` : "verify on the base: none",
+    base
+      ? `verify on the base (once, before the first launch, not in the items' figures): ${s(Number((base.payload as { ms: number }).ms))} s, ${(base.payload as { code: string }).code}`
+      : "verify on the base: none",
   ];
   console.log(lines.join("\n"));
 } finally {

@@ -24,7 +24,15 @@ import { sessionDir, worktreeDir } from "../lib/shared/paths.ts";
 
 const { values } = parseArgs({
   args: process.argv.slice(2),
-  options: { runs: { type: "string" }, items: { type: "string" }, events: { type: "string" }, bin: { type: "string" }, "skip-big": { type: "boolean" }, "idle-wait": { type: "string" }, dir: { type: "string" } },
+  options: {
+    runs: { type: "string" },
+    items: { type: "string" },
+    events: { type: "string" },
+    bin: { type: "string" },
+    "skip-big": { type: "boolean" },
+    "idle-wait": { type: "string" },
+    dir: { type: "string" },
+  },
   strict: true,
 });
 const ROOT = resolve(import.meta.dir, "..");
@@ -76,23 +84,64 @@ function prepareItems(k: number, onDisk: boolean): string {
       const branch = itemBranch(def.name, it.id);
       const sessionId = crypto.randomUUID();
       if (onDisk) mkdirSync(dir, { recursive: true });
-      for (const [f, text] of Object.entries(onDisk ? {
-        "handoff.md": `${it.prompt}\n`.repeat(20),
-        "launch.json": JSON.stringify({ argv: ["demo"], cwd: worktreeDir(stateRoot, it.id), env: {}, tee: false, mark: sessionId }),
-        "spawned.json": '{"pid":999999,"tmux":null}\n',
-        "started.json": '{"wrapperPid":999999,"agentPid":999998}\n',
-        "output.log": "working…\n".repeat(400),
-        "exit.json": '{"code":0,"signal":null}\n',
-        "verify.log": "12 pass\n0 fail\n",
-      } : {}))
+      for (const [f, text] of Object.entries(
+        onDisk
+          ? {
+              "handoff.md": `${it.prompt}\n`.repeat(20),
+              "launch.json": JSON.stringify({ argv: ["demo"], cwd: worktreeDir(stateRoot, it.id), env: {}, tee: false, mark: sessionId }),
+              "spawned.json": '{"pid":999999,"tmux":null}\n',
+              "started.json": '{"wrapperPid":999999,"agentPid":999998}\n',
+              "output.log": "working…\n".repeat(400),
+              "exit.json": '{"code":0,"signal":null}\n',
+              "verify.log": "12 pass\n0 fail\n",
+            }
+          : {},
+      ))
         writeFileSync(join(dir, f), text);
       if (onDisk) refs.push(`create refs/heads/${branch} ${head}\n`);
       events.push(
-        { type: "launch_reserved", item: it.id, id: `launch:${it.id}:e0:a1`, payload: { attempt: 1, key: `launch:${it.id}:e0:a1`, runner: "demo", model: null, branch, worktree: worktreeDir(stateRoot, it.id), sessionDir: dir, sessionId } },
-        { type: "session_started", item: it.id, payload: { attempt: 1, pid: 999999, tmux: null, conversationId: null, argv: ["demo"], log: join(dir, "output.log"), resumed: false } },
+        {
+          type: "launch_reserved",
+          item: it.id,
+          id: `launch:${it.id}:e0:a1`,
+          payload: {
+            attempt: 1,
+            key: `launch:${it.id}:e0:a1`,
+            runner: "demo",
+            model: null,
+            branch,
+            worktree: worktreeDir(stateRoot, it.id),
+            sessionDir: dir,
+            sessionId,
+          },
+        },
+        {
+          type: "session_started",
+          item: it.id,
+          payload: { attempt: 1, pid: 999999, tmux: null, conversationId: null, argv: ["demo"], log: join(dir, "output.log"), resumed: false },
+        },
         { type: "session_ended", item: it.id, payload: { attempt: 1, verdict: "exited", exitCode: 0, signal: null, reason: "exited 0" } },
-        { type: "verify_finished", item: it.id, payload: { attempt: 1, passed: true, exitCode: 0, timedOut: false, sha256: null, tail: "12 pass", log: join(dir, "verify.log"), code: "passed", noProgress: false, reason: "exit 0" } },
-        { type: "landing_finished", item: it.id, payload: { attempt: 1, outcome: "none", branch, target: null, commit: null, code: "branch_delivered", reason: `branch ${branch} is the deliverable` } },
+        {
+          type: "verify_finished",
+          item: it.id,
+          payload: {
+            attempt: 1,
+            passed: true,
+            exitCode: 0,
+            timedOut: false,
+            sha256: null,
+            tail: "12 pass",
+            log: join(dir, "verify.log"),
+            code: "passed",
+            noProgress: false,
+            reason: "exit 0",
+          },
+        },
+        {
+          type: "landing_finished",
+          item: it.id,
+          payload: { attempt: 1, outcome: "none", branch, target: null, commit: null, code: "branch_delivered", reason: `branch ${branch} is the deliverable` },
+        },
         { type: "session_closed", item: it.id, payload: { attempt: 1, how: "not_running", worktreeRemoved: true, reason: "item passed" } },
         { type: "item_settled", item: it.id, payload: { attempt: 1, outcome: "passed", code: "passed", reason: "verify passed" } },
       );
@@ -113,7 +162,21 @@ function prepareItems(k: number, onDisk: boolean): string {
 /** bench/run.ts's key of a generated root: the files that define the log format. */
 function formatKey(): string {
   const h = new Bun.CryptoHasher("sha256");
-  for (const f of ["bench/generate.ts", "lib/log/store.ts", "lib/log/snapshot.ts", "lib/log/events.ts", "lib/log/reducer.ts", "lib/log/reducer-rules.ts", "lib/log/reducer-forge.ts", "lib/log/reducer-spend.ts", "lib/log/projection.ts", "lib/log/rows.ts", "lib/log/canonical.ts", "lib/log/documents.ts", "lib/log/materialize.ts"]) {
+  for (const f of [
+    "bench/generate.ts",
+    "lib/log/store.ts",
+    "lib/log/snapshot.ts",
+    "lib/log/events.ts",
+    "lib/log/reducer.ts",
+    "lib/log/reducer-rules.ts",
+    "lib/log/reducer-forge.ts",
+    "lib/log/reducer-spend.ts",
+    "lib/log/projection.ts",
+    "lib/log/rows.ts",
+    "lib/log/canonical.ts",
+    "lib/log/documents.ts",
+    "lib/log/materialize.ts",
+  ]) {
     const p = join(ROOT, f);
     h.update(f + "\0" + (existsSync(p) ? readFileSync(p) : "") + "\0");
   }
@@ -176,7 +239,17 @@ let failed = false;
 function row(what: string, samples: Timed[], target: number, load: number, check: string) {
   const ms = samples.map((t) => t.ms);
   const m = median(ms);
-  rows.push([what, String(samples.length), f1(m), `${f1(Math.min(...ms))}–${f1(Math.max(...ms))}`, f1(median(samples.map((t) => t.cpuMs))), load.toFixed(1), `≤ ${target} ms`, m <= target ? "ok" : "**MISS**", check]);
+  rows.push([
+    what,
+    String(samples.length),
+    f1(m),
+    `${f1(Math.min(...ms))}–${f1(Math.max(...ms))}`,
+    f1(median(samples.map((t) => t.cpuMs))),
+    load.toFixed(1),
+    `≤ ${target} ms`,
+    m <= target ? "ok" : "**MISS**",
+    check,
+  ]);
 }
 
 // 1. --all over K items: with their folders and branches, and (to tell loop's own cost from the
@@ -207,7 +280,13 @@ async function resetAll(onDisk: boolean): Promise<void> {
       }
     }
     const what = onDisk ? "with state (folders and branches)" : "with state in the log only";
-    row(`\`reset --all --yes\`, ${ITEMS} items ${what}`, all, TARGET_ALL_MS, load, onDisk ? `${ITEMS} items reset, folders deleted, branches archived` : `${ITEMS} items reset`);
+    row(
+      `\`reset --all --yes\`, ${ITEMS} items ${what}`,
+      all,
+      TARGET_ALL_MS,
+      load,
+      onDisk ? `${ITEMS} items reset, folders deleted, branches archived` : `${ITEMS} items reset`,
+    );
     row(`\`reset --all --dry-run\`, ${ITEMS} items ${what}`, dryRuns, TARGET_ALL_MS, load, "plan only, for comparison");
   } finally {
     rmSync(template, { recursive: true, force: true });
@@ -237,7 +316,13 @@ if (!values["skip-big"]) {
     }
     const replay = Bun.spawnSync([BIN, "replay", "--json", "--root", copy], { stdout: "pipe", stderr: "pipe" });
     if (replay.exitCode !== 0) throw new Error(`replay after the resets: ${replay.stdout.toString().slice(0, 2000)}`);
-    row(`\`reset --work-item X --yes\`, ${(state.seq as number).toLocaleString("en-US")}-event root`, one, TARGET_ONE_MS, loadOne, "each run a different item; replay clean after");
+    row(
+      `\`reset --work-item X --yes\`, ${(state.seq as number).toLocaleString("en-US")}-event root`,
+      one,
+      TARGET_ONE_MS,
+      loadOne,
+      "each run a different item; replay clean after",
+    );
   } finally {
     rmSync(copy, { recursive: true, force: true });
   }
@@ -245,7 +330,11 @@ if (!values["skip-big"]) {
 
 const header = ["measure", "runs", "median ms", "min–max ms", "CPU ms", "load", "target", "verdict", "checked"];
 const line = (c: string[]) => `| ${c.join(" | ")} |`;
-console.log(`bench/reset.ts · ${BIN} · roots in ${DIR} · bun ${Bun.version} · ${cpus().length}× ${cpus()[0]?.model ?? "?"} · load ${loadavg().map((x) => x.toFixed(2)).join(" ")}\n`);
+console.log(
+  `bench/reset.ts · ${BIN} · roots in ${DIR} · bun ${Bun.version} · ${cpus().length}× ${cpus()[0]?.model ?? "?"} · load ${loadavg()
+    .map((x) => x.toFixed(2))
+    .join(" ")}\n`,
+);
 console.log([line(header), line(header.map(() => "---")), ...rows.map(line)].join("\n"));
 for (const r of rows) if (r[7] !== "ok") failed = true;
 process.exitCode = failed ? 1 : 0;

@@ -60,7 +60,10 @@ try {
     return n;
   };
   args = {
-    sizes: (values.sizes ?? "10000,100000,1000000").split(",").filter(Boolean).map((s) => int(s.trim(), "--sizes")),
+    sizes: (values.sizes ?? "10000,100000,1000000")
+      .split(",")
+      .filter(Boolean)
+      .map((s) => int(s.trim(), "--sizes")),
     items: values.items ? int(values.items, "--items") : 500,
     runs: values.runs ? int(values.runs, "--runs") : null,
     rebuild: Boolean(values.rebuild),
@@ -96,8 +99,19 @@ function ensureBinary(): string {
       note("`bun run build` is unavailable or failed: compiling directly");
       mkdirSync(join(ROOT, "dist"), { recursive: true });
       ok =
-        run([BUN, "build", "--compile", "--bytecode", "--format=esm", "--minify", "--no-compile-autoload-dotenv", "--no-compile-autoload-bunfig", "cmd/loop.ts", "--outfile", DIST]) === 0 ||
-        run([BUN, "build", "--compile", "--bytecode", "--format=esm", "--minify", "cmd/loop.ts", "--outfile", DIST]) === 0;
+        run([
+          BUN,
+          "build",
+          "--compile",
+          "--bytecode",
+          "--format=esm",
+          "--minify",
+          "--no-compile-autoload-dotenv",
+          "--no-compile-autoload-bunfig",
+          "cmd/loop.ts",
+          "--outfile",
+          DIST,
+        ]) === 0 || run([BUN, "build", "--compile", "--bytecode", "--format=esm", "--minify", "cmd/loop.ts", "--outfile", DIST]) === 0;
     }
     if (!ok || !existsSync(DIST)) {
       note("could not build dist/loop");
@@ -125,7 +139,22 @@ function ensureBinary(): string {
 
 function formatKey(): string {
   const h = new Bun.CryptoHasher("sha256");
-  for (const f of ["bench/generate.ts", "lib/log/store.ts", "lib/log/snapshot.ts", "lib/log/events.ts", "lib/log/vocabulary.ts", "lib/log/reducer.ts", "lib/log/reducer-rules.ts", "lib/log/reducer-forge.ts", "lib/log/reducer-spend.ts", "lib/log/projection.ts", "lib/log/rows.ts", "lib/log/canonical.ts", "lib/log/documents.ts", "lib/log/materialize.ts"]) {
+  for (const f of [
+    "bench/generate.ts",
+    "lib/log/store.ts",
+    "lib/log/snapshot.ts",
+    "lib/log/events.ts",
+    "lib/log/vocabulary.ts",
+    "lib/log/reducer.ts",
+    "lib/log/reducer-rules.ts",
+    "lib/log/reducer-forge.ts",
+    "lib/log/reducer-spend.ts",
+    "lib/log/projection.ts",
+    "lib/log/rows.ts",
+    "lib/log/canonical.ts",
+    "lib/log/documents.ts",
+    "lib/log/materialize.ts",
+  ]) {
     const p = join(ROOT, f);
     h.update(f + "\0" + (existsSync(p) ? readFileSync(p) : "") + "\0");
   }
@@ -137,8 +166,7 @@ function ensureRoot(n: number, key: string, force = false): { root: string; gene
   const root = join(OUT, `${name}-${key}`);
   mkdirSync(OUT, { recursive: true });
   // Older generations of the same size are dead weight (1M events is ~0.5 GB).
-  for (const d of readdirSync(OUT))
-    if (d.startsWith(`${name}-`) && join(OUT, d) !== root) rmSync(join(OUT, d), { recursive: true, force: true });
+  for (const d of readdirSync(OUT)) if (d.startsWith(`${name}-`) && join(OUT, d) !== root) rmSync(join(OUT, d), { recursive: true, force: true });
   if (existsSync(root) && !args.regen && !force) return { root, generatedIn: null };
   rmSync(root, { recursive: true, force: true });
   const tmp = `${root}.partial`;
@@ -182,10 +210,12 @@ function sample(cmd: string[]): Sample {
 // this process's RSS (hundreds of MB after generating 1M events in-process). GNU time's own RSS is
 // ~2 MB, so `/usr/bin/time -f %M` gives the child's real figure; without it, VmHWM is polled from
 // /proc/<pid>/status while the child runs (may miss a peak in the last few ms of a short run).
-const GNU_TIME = process.env.BENCH_NO_GNU_TIME ? undefined : ["/usr/bin/time", "/bin/time"].find((p) => {
-  if (!existsSync(p)) return false;
-  return Bun.spawnSync([p, "-f", "%M", "true"], { stdout: "pipe", stderr: "pipe" }).exitCode === 0;
-});
+const GNU_TIME = process.env.BENCH_NO_GNU_TIME
+  ? undefined
+  : ["/usr/bin/time", "/bin/time"].find((p) => {
+      if (!existsSync(p)) return false;
+      return Bun.spawnSync([p, "-f", "%M", "true"], { stdout: "pipe", stderr: "pipe" }).exitCode === 0;
+    });
 const RSS_METHOD = GNU_TIME ? `${GNU_TIME} -f %M` : "/proc/<pid>/status VmHWM, polled";
 
 async function peakRss(cmd: string[]): Promise<Sample> {
@@ -334,7 +364,13 @@ for (const [i, n] of args.sizes.entries()) {
   try {
     const doc = JSON.parse(replay.last.stdout);
     replayEvents = doc.events;
-    if (!doc.ok) problems.push(`replay findings: ${doc.findings.slice(0, 3).map((f: { code: string; message: string }) => `${f.code} ${f.message}`).join("; ")}`);
+    if (!doc.ok)
+      problems.push(
+        `replay findings: ${doc.findings
+          .slice(0, 3)
+          .map((f: { code: string; message: string }) => `${f.code} ${f.message}`)
+          .join("; ")}`,
+      );
   } catch {
     problems.push(`replay printed no JSON (exit ${replay.last.exitCode}): ${replay.last.stderr.trim().split("\n")[0] ?? ""}`);
   }
@@ -356,11 +392,30 @@ const rows: string[][] = [];
 const cells = (m: Measure) => [String(m.runs), f1(m.median), spread(m), f1(m.cpuMedian), f1(m.rssMiB), m.load.toFixed(1)];
 rows.push(["`--version`", "–", ...cells(versionM), "", `≤ ${TARGETS.versionMs} ms`, verdict(versionM.median <= TARGETS.versionMs)]);
 for (const r of results)
-  rows.push(["`status --json`", human(r.n), ...cells(r.status), "", `≤ ${TARGETS.statusMs} ms`, verdict(r.status.median <= TARGETS.statusMs && r.status.exitCodes.every((c) => c === 0))]);
+  rows.push([
+    "`status --json`",
+    human(r.n),
+    ...cells(r.status),
+    "",
+    `≤ ${TARGETS.statusMs} ms`,
+    verdict(r.status.median <= TARGETS.statusMs && r.status.exitCodes.every((c) => c === 0)),
+  ]);
 if (results.length > 1) {
   const meds = results.map((r) => r.status.median);
   const ratio = Math.max(...meds) / Math.min(...meds);
-  rows.push(["status flatness", `${human(results[0]!.n)}→${human(results[results.length - 1]!.n)}`, "", "", "", "", "", "", `slowest/fastest ${ratio.toFixed(2)}×`, `≤ ${TARGETS.statusFlatRatio}×`, verdict(ratio <= TARGETS.statusFlatRatio)]);
+  rows.push([
+    "status flatness",
+    `${human(results[0]!.n)}→${human(results[results.length - 1]!.n)}`,
+    "",
+    "",
+    "",
+    "",
+    "",
+    "",
+    `slowest/fastest ${ratio.toFixed(2)}×`,
+    `≤ ${TARGETS.statusFlatRatio}×`,
+    verdict(ratio <= TARGETS.statusFlatRatio),
+  ]);
 }
 for (const r of results) {
   const eps = r.n / (r.replay.median / 1000);
@@ -378,7 +433,10 @@ if (largest)
   rows.push([
     "replay peak RSS",
     human(largest.n),
-    "", "", "", "",
+    "",
+    "",
+    "",
+    "",
     f1(largest.replay.rssMiB),
     "",
     largest.n >= 1_000_000 ? "" : "(target is set at 1M)",

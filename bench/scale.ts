@@ -23,7 +23,14 @@ import { Store } from "../lib/log/store.ts";
 const USAGE = "usage: bun bench/scale.ts [--items 20,500,5000] [--runs 5] [--bin dist/loop] [--dir DIR] [--appends 25]";
 const { values } = parseArgs({
   args: process.argv.slice(2),
-  options: { items: { type: "string" }, runs: { type: "string" }, bin: { type: "string" }, dir: { type: "string" }, appends: { type: "string" }, help: { type: "boolean", short: "h" } },
+  options: {
+    items: { type: "string" },
+    runs: { type: "string" },
+    bin: { type: "string" },
+    dir: { type: "string" },
+    appends: { type: "string" },
+    help: { type: "boolean", short: "h" },
+  },
   strict: true,
 });
 if (values.help) {
@@ -33,7 +40,13 @@ if (values.help) {
 const SIZES = (values.items ?? "20,500,5000").split(",").map((s) => Number(s.trim()));
 const RUNS = Number(values.runs ?? 5);
 const APPENDS = Number(values.appends ?? 25);
-if (SIZES.some((k) => !Number.isSafeInteger(k) || k < 2 || k > 9999) || !Number.isSafeInteger(RUNS) || RUNS < 1 || !Number.isSafeInteger(APPENDS) || APPENDS < 1) {
+if (
+  SIZES.some((k) => !Number.isSafeInteger(k) || k < 2 || k > 9999) ||
+  !Number.isSafeInteger(RUNS) ||
+  RUNS < 1 ||
+  !Number.isSafeInteger(APPENDS) ||
+  APPENDS < 1
+) {
   process.stderr.write(`${USAGE}\n`);
   process.exit(2);
 }
@@ -142,8 +155,13 @@ cpSync(prepared.get(largest)!, runRoot(largest), { recursive: true });
 let rss: number | null = null;
 if (existsSync("/usr/bin/time")) {
   const out = join(WORK, "rss");
-  const r = Bun.spawnSync(["/usr/bin/time", "-f", "%M", "-o", out, BIN, "replay", "--root", runRoot(largest), "--json"], { env: ENV, stdout: "pipe", stderr: "pipe" });
-  if (r.exitCode !== 0 || !JSON.parse(r.stdout.toString()).ok) throw new Error(`replay of the ${largest}-item root failed: ${r.stdout.toString().slice(0, 300)}`);
+  const r = Bun.spawnSync(["/usr/bin/time", "-f", "%M", "-o", out, BIN, "replay", "--root", runRoot(largest), "--json"], {
+    env: ENV,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  if (r.exitCode !== 0 || !JSON.parse(r.stdout.toString()).ok)
+    throw new Error(`replay of the ${largest}-item root failed: ${r.stdout.toString().slice(0, 300)}`);
   rss = Number(readFileSync(out, "utf8").trim().split("\n").pop()) / 1024;
 }
 
@@ -154,7 +172,13 @@ const header = ["measure", ...SIZES.map((k) => `${k.toLocaleString("en-US")} ite
 const line = (cells: string[]) => `| ${cells.join(" | ")} |`;
 const row = (name: string, by: Map<number, number>, target: number | null) => {
   const ratio = by.get(largest)! / by.get(small)!;
-  return line([name, ...SIZES.map((k) => f1(by.get(k)!)), `${ratio.toFixed(2)}×`, target === null ? "" : `≤ ${target}×`, target === null ? "" : ratio <= target ? "ok" : "**MISS**"]);
+  return line([
+    name,
+    ...SIZES.map((k) => f1(by.get(k)!)),
+    `${ratio.toFixed(2)}×`,
+    target === null ? "" : `≤ ${target}×`,
+    target === null ? "" : ratio <= target ? "ok" : "**MISS**",
+  ]);
 };
 const med = (m: Map<number, number[]>) => new Map([...m].map(([k, xs]) => [k, median(xs)]));
 const out = [
@@ -165,7 +189,13 @@ const out = [
   row("append (one item event, in process)", appendMs, null),
   row("launch tick", med(launches), 3),
   row("observing tick", med(observes), 2),
-  line(["replay peak RSS MiB", ...SIZES.map((k) => (k === largest && rss !== null ? f1(rss) : "")), "", "≤ 200 MiB", rss === null ? "–" : rss <= 200 ? "ok" : "**MISS**"]),
+  line([
+    "replay peak RSS MiB",
+    ...SIZES.map((k) => (k === largest && rss !== null ? f1(rss) : "")),
+    "",
+    "≤ 200 MiB",
+    rss === null ? "–" : rss <= 200 ? "ok" : "**MISS**",
+  ]),
   "",
 ];
 process.stdout.write(out.join("\n"));

@@ -118,7 +118,7 @@ try {
     return { server: stats(server), wall: stats(wall), bytes };
   }
 
-  const status = await (await fetch(new URL(`/api/loops/${name}/status`, base))).json() as any;
+  const status = (await (await fetch(new URL(`/api/loops/${name}/status`, base))).json()) as any;
   const someItem = status.items.find((it: any) => it.attempts > 1)?.id ?? status.items[0].id;
   target = someItem;
   const page = await timed(`/loops/${name}/`, RUNS, { cold: true });
@@ -210,7 +210,13 @@ try {
     "",
     "| measure | median ms | p95 ms | min–max ms | | target | verdict |",
     "|---|---|---|---|---|---|---|",
-    row("loop page drawn anew, server time", page.server, `≤ ${TARGETS.pageMs} ms`, page.server.median <= TARGETS.pageMs, `${(page.bytes / 1024).toFixed(0)} KiB`),
+    row(
+      "loop page drawn anew, server time",
+      page.server,
+      `≤ ${TARGETS.pageMs} ms`,
+      page.server.median <= TARGETS.pageMs,
+      `${(page.bytes / 1024).toFixed(0)} KiB`,
+    ),
     row("loop page drawn anew, wall (fetch)", page.wall, "", null),
     row("loop page from the cache, server time", cached.server, "", null),
     row("loop page fragment drawn anew, server time", fragment.server, "", null),

@@ -12,14 +12,25 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 
-const { values } = parseArgs({ args: process.argv.slice(2), options: { runs: { type: "string" }, bin: { type: "string", multiple: true }, old: { type: "string", multiple: true } }, strict: true });
+const { values } = parseArgs({
+  args: process.argv.slice(2),
+  options: { runs: { type: "string" }, bin: { type: "string", multiple: true }, old: { type: "string", multiple: true } },
+  strict: true,
+});
 const RUNS = Number(values.runs ?? 31);
 const bins = (values.bin ?? [join(import.meta.dir, "..", "dist", "loop")]).map((b) => resolve(b));
 const old = new Set((values.old ?? []).map((b) => resolve(b)));
 const base = mkdtempSync(join(tmpdir(), "loop-bench-wrapper-"));
 
 type Variant = { bin: string; gateway: boolean };
-const variants: Variant[] = bins.flatMap((bin) => (old.has(bin) ? [{ bin, gateway: false }] : [{ bin, gateway: false }, { bin, gateway: true }]));
+const variants: Variant[] = bins.flatMap((bin) =>
+  old.has(bin)
+    ? [{ bin, gateway: false }]
+    : [
+        { bin, gateway: false },
+        { bin, gateway: true },
+      ],
+);
 const times: number[][] = variants.map(() => []);
 
 function once(v: Variant, n: number): number {
@@ -27,9 +38,17 @@ function once(v: Variant, n: number): number {
   mkdirSync(dir);
   const gateway = v.gateway ? { gateway: { standIn: "loop-stand-in-bench", allow: null } } : {};
   const privately = old.has(v.bin) ? {} : { private: "stdin" };
-  writeFileSync(join(dir, "launch.json"), JSON.stringify({ argv: ["true"], cwd: dir, env: { LOOP_SESSION_ID: `bench-${n}` }, tee: false, mark: `bench-${n}`, ...gateway, ...privately }));
+  writeFileSync(
+    join(dir, "launch.json"),
+    JSON.stringify({ argv: ["true"], cwd: dir, env: { LOOP_SESSION_ID: `bench-${n}` }, tee: false, mark: `bench-${n}`, ...gateway, ...privately }),
+  );
   const t0 = performance.now();
-  const p = Bun.spawn([v.bin, "__session", dir], { stdin: old.has(v.bin) ? "ignore" : "pipe", stdout: "ignore", stderr: "ignore", env: { PATH: process.env.PATH ?? "" } });
+  const p = Bun.spawn([v.bin, "__session", dir], {
+    stdin: old.has(v.bin) ? "ignore" : "pipe",
+    stdout: "ignore",
+    stderr: "ignore",
+    env: { PATH: process.env.PATH ?? "" },
+  });
   if (!old.has(v.bin)) {
     const sink = p.stdin as import("bun").FileSink;
     sink.write(JSON.stringify({ upstream: { ANTHROPIC_API_KEY: "sk-bench" } }));
@@ -57,5 +76,7 @@ const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
 process.stdout.write("| wrapper | gateway | median ms | min | p25 | runs |\n|---|---|---:|---:|---:|---:|\n");
 variants.forEach((v, i) => {
   const s = sorted(times[i]!);
-  process.stdout.write(`| ${v.bin} | ${v.gateway ? "yes" : "no"} | ${s[Math.floor(s.length / 2)]!.toFixed(1)} | ${s[0]!.toFixed(1)} | ${s[Math.floor(s.length / 4)]!.toFixed(1)} | ${s.length} |\n`);
+  process.stdout.write(
+    `| ${v.bin} | ${v.gateway ? "yes" : "no"} | ${s[Math.floor(s.length / 2)]!.toFixed(1)} | ${s[0]!.toFixed(1)} | ${s[Math.floor(s.length / 4)]!.toFixed(1)} | ${s.length} |\n`,
+  );
 });

@@ -59,7 +59,10 @@ try {
       process.stderr.write(`${name}: run ${i + 1}\n`);
     }
     const fills = times.filter((x) => x >= 0).sort((a, b) => a - b);
-    const removes = times.filter((x) => x < 0).map((x) => -x).sort((a, b) => a - b);
+    const removes = times
+      .filter((x) => x < 0)
+      .map((x) => -x)
+      .sort((a, b) => a - b);
     const med = (xs: number[]) => xs[Math.floor(xs.length / 2)]!;
     rows.push(`| ${name} | ${(med(fills) / 1000).toFixed(2)} s | ${(bytes / 2 ** 20).toFixed(0)} MiB | ${(med(removes) / 1000).toFixed(2)} s |`);
   }

@@ -69,7 +69,11 @@ for (const [name, probe] of Object.entries(PROBES)) {
   const out = join(DIR, `p${i}`);
   i++;
   writeFileSync(file, src + "\n");
-  const r = Bun.spawnSync([process.execPath, "build", "--compile", "--bytecode", "--format=esm", "--minify", ...flags, file, "--outfile", out], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
+  const r = Bun.spawnSync([process.execPath, "build", "--compile", "--bytecode", "--format=esm", "--minify", ...flags, file, "--outfile", out], {
+    cwd: ROOT,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   if (r.exitCode !== 0) {
     process.stderr.write(`probe ${name}: build failed: ${r.stderr.toString().slice(0, 300)}\n`);
     continue;
@@ -91,7 +95,9 @@ const stat = (xs: number[]) => {
   return { median: s[Math.floor(s.length / 2)]!, min: s[0]! };
 };
 const floor = stat(times.get("floor")!);
-process.stdout.write(`compiled probes, ${RUNS} round-robin runs each (Bun ${Bun.version})\n\n| probe | median ms | min ms | min − floor |\n| --- | ---: | ---: | ---: |\n`);
+process.stdout.write(
+  `compiled probes, ${RUNS} round-robin runs each (Bun ${Bun.version})\n\n| probe | median ms | min ms | min − floor |\n| --- | ---: | ---: | ---: |\n`,
+);
 for (const [name] of bins) {
   const s = stat(times.get(name)!);
   process.stdout.write(`| ${name} | ${s.median.toFixed(1)} | ${s.min.toFixed(1)} | ${name === "floor" ? "" : (s.min - floor.min).toFixed(1)} |\n`);

@@ -39,7 +39,11 @@ const fmt = (s: number) => s.toFixed(1);
 /** The markdown report: the `top` slowest files, then each tier's files, tests and summed seconds. */
 export function report(times: FileTime[], top: number, whole: { tier: Tier; seconds: number; exit: number | null } | null): string {
   const rows = [...times].sort((a, b) => b.seconds - a.seconds).slice(0, top);
-  const lines = [`| file | tier | s | tests |`, `|---|---|---:|---:|`, ...rows.map((t) => `| \`${t.file}\` | ${t.tier} | ${fmt(t.seconds)} | ${t.pass + t.fail + t.skip} |`)];
+  const lines = [
+    `| file | tier | s | tests |`,
+    `|---|---|---:|---:|`,
+    ...rows.map((t) => `| \`${t.file}\` | ${t.tier} | ${fmt(t.seconds)} | ${t.pass + t.fail + t.skip} |`),
+  ];
   lines.push("", `| tier | files | tests | failed | s (files one by one) |`, `|---|---:|---:|---:|---:|`);
   for (const tier of ["fast", "e2e"] as const) {
     const of = times.filter((t) => t.tier === tier);
@@ -55,7 +59,12 @@ if (import.meta.main) {
   const { values, positionals } = parseArgs({
     args: process.argv.slice(2),
     allowPositionals: true,
-    options: { tier: { type: "string", default: "all" }, top: { type: "string", default: "10" }, whole: { type: "boolean", default: false }, json: { type: "boolean", default: false } },
+    options: {
+      tier: { type: "string", default: "all" },
+      top: { type: "string", default: "10" },
+      whole: { type: "boolean", default: false },
+      json: { type: "boolean", default: false },
+    },
   });
   const tier = values.tier!;
   const top = Number(values.top);
@@ -65,7 +74,11 @@ if (import.meta.main) {
   }
   const all = testFiles();
   const files = positionals.length ? positionals.map((f) => f.replace(/^\.\//, "")) : tier === "all" ? all : tierFiles(tier as Tier, all);
-  process.stderr.write(`${files.length} files, load ${loadavg().map((l) => l.toFixed(2)).join(" ")}\n`);
+  process.stderr.write(
+    `${files.length} files, load ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(" ")}\n`,
+  );
   const times: FileTime[] = [];
   for (const f of files) {
     const t = runFile(f);
@@ -78,7 +91,11 @@ if (import.meta.main) {
     const r = Bun.spawnSync([process.execPath, "scripts/test-tier.ts", tier], { cwd: ROOT, stdout: "ignore", stderr: "ignore", env: process.env });
     whole = { tier, seconds: (performance.now() - t0) / 1000, exit: r.exitCode };
   }
-  process.stderr.write(`load after: ${loadavg().map((l) => l.toFixed(2)).join(" ")}\n`);
+  process.stderr.write(
+    `load after: ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(" ")}\n`,
+  );
   process.stdout.write(values.json ? JSON.stringify({ times, whole }) + "\n" : report(times, top, whole));
   process.exit(times.some((t) => t.exit !== 0) || (whole && whole.exit !== 0) ? 1 : 0);
 }

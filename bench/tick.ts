@@ -20,7 +20,11 @@ import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { spawnSync } from "node:child_process";
 
-const { values } = parseArgs({ args: process.argv.slice(2), options: { runs: { type: "string" }, bin: { type: "string" }, objects: { type: "string" }, sandbox: { type: "boolean" } }, strict: true });
+const { values } = parseArgs({
+  args: process.argv.slice(2),
+  options: { runs: { type: "string" }, bin: { type: "string" }, objects: { type: "string" }, sandbox: { type: "boolean" } },
+  strict: true,
+});
 const OBJECTS = Number(values.objects ?? 0);
 const RUNS = Number(values.runs ?? 9);
 const BIN = resolve(values.bin ?? join(import.meta.dir, "..", "dist", "loop"));
@@ -102,7 +106,11 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
  */
 function latestSession(root: string): string {
   const dir = join(root, ".loop", "sessions", "item-0");
-  const attempts = existsSync(dir) ? readdirSync(dir).filter((a) => /^\d+$/.test(a)).map(Number) : [];
+  const attempts = existsSync(dir)
+    ? readdirSync(dir)
+        .filter((a) => /^\d+$/.test(a))
+        .map(Number)
+    : [];
   return join(dir, String(Math.max(0, ...attempts)));
 }
 

@@ -23,21 +23,55 @@ function generator(source: "claude" | "codex" | "aider"): (i: number) => string 
   const filler = (n: number, i: number) => `line ${i}: ${"const x = compute(a, b) // some code the agent read\\n".repeat(Math.ceil(n / 52))}`.slice(0, n);
   // claude with --include-partial-messages (the preset's flags): each message also comes as the API's
   // stream events, message_start and message_delta with usage, the text deltas between without.
-  const ev = (i: number, event: object) => JSON.stringify({ type: "stream_event", event, session_id: "s", parent_tool_use_id: null, uuid: `u${i}`, api_message_id: `msg_${i - (i % 8)}` });
+  const ev = (i: number, event: object) =>
+    JSON.stringify({ type: "stream_event", event, session_id: "s", parent_tool_use_id: null, uuid: `u${i}`, api_message_id: `msg_${i - (i % 8)}` });
   if (source === "claude")
     return (i) => {
       const usage = { input_tokens: 6, cache_creation_input_tokens: 300 + (i % 50), cache_read_input_tokens: 16000 + i, output_tokens: 120 };
       const k = i % 8;
-      if (k === 4) return ev(i, { type: "message_start", message: { id: `msg_${i - k}`, type: "message", role: "assistant", model: "claude-sonnet-4-5", content: [], usage: { ...usage, output_tokens: 1 } } });
+      if (k === 4)
+        return ev(i, {
+          type: "message_start",
+          message: { id: `msg_${i - k}`, type: "message", role: "assistant", model: "claude-sonnet-4-5", content: [], usage: { ...usage, output_tokens: 1 } },
+        });
       if (k === 5 || k === 6) return ev(i, { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: filler(40, i) } });
       if (k === 7) return ev(i, { type: "message_delta", delta: { stop_reason: "tool_use", stop_sequence: null }, usage });
       switch (k) {
         case 0:
-          return JSON.stringify({ type: "assistant", message: { id: `msg_${i - k}`, type: "message", role: "assistant", model: "claude-sonnet-4-5", content: [{ type: "text", text: filler(400, i) }], usage }, parent_tool_use_id: null, session_id: "s" });
+          return JSON.stringify({
+            type: "assistant",
+            message: {
+              id: `msg_${i - k}`,
+              type: "message",
+              role: "assistant",
+              model: "claude-sonnet-4-5",
+              content: [{ type: "text", text: filler(400, i) }],
+              usage,
+            },
+            parent_tool_use_id: null,
+            session_id: "s",
+          });
         case 1:
-          return JSON.stringify({ type: "assistant", message: { id: `msg_${i - k}`, type: "message", role: "assistant", model: "claude-sonnet-4-5", content: [{ type: "tool_use", id: `toolu_${i}`, name: "Read", input: { file_path: "/w/src/router.ts" } }], usage }, parent_tool_use_id: null, session_id: "s" });
+          return JSON.stringify({
+            type: "assistant",
+            message: {
+              id: `msg_${i - k}`,
+              type: "message",
+              role: "assistant",
+              model: "claude-sonnet-4-5",
+              content: [{ type: "tool_use", id: `toolu_${i}`, name: "Read", input: { file_path: "/w/src/router.ts" } }],
+              usage,
+            },
+            parent_tool_use_id: null,
+            session_id: "s",
+          });
         case 2:
-          return JSON.stringify({ type: "user", message: { role: "user", content: [{ tool_use_id: `toolu_${i - 1}`, type: "tool_result", content: filler(6000, i) }] }, parent_tool_use_id: null, session_id: "s" });
+          return JSON.stringify({
+            type: "user",
+            message: { role: "user", content: [{ tool_use_id: `toolu_${i - 1}`, type: "tool_result", content: filler(6000, i) }] },
+            parent_tool_use_id: null,
+            session_id: "s",
+          });
         default:
           return `stderr: note ${i}`;
       }
@@ -46,8 +80,19 @@ function generator(source: "claude" | "codex" | "aider"): (i: number) => string 
     return (i) =>
       i % 50 === 49
         ? JSON.stringify({ type: "turn.completed", usage: { input_tokens: 26549 + i, cached_input_tokens: 22272, output_tokens: 1590 } })
-        : JSON.stringify({ type: "item.completed", item: { id: `item_${i}`, type: "command_execution", command: "bash -lc 'cat src/router.ts'", aggregated_output: filler(3000, i), exit_code: 0, status: "completed" } });
-  return (i) => (i % 40 === 39 ? `Tokens: 2.6k sent, 1.4k cache write, 112 received. Cost: $0.0096 message, $0.${String(i).padStart(4, "0")} session.` : filler(200, i));
+        : JSON.stringify({
+            type: "item.completed",
+            item: {
+              id: `item_${i}`,
+              type: "command_execution",
+              command: "bash -lc 'cat src/router.ts'",
+              aggregated_output: filler(3000, i),
+              exit_code: 0,
+              status: "completed",
+            },
+          });
+  return (i) =>
+    i % 40 === 39 ? `Tokens: 2.6k sent, 1.4k cache write, 112 received. Cost: $0.0096 message, $0.${String(i).padStart(4, "0")} session.` : filler(200, i);
 }
 
 /** Bytes of lines from the generator, from line `from`, up to `size`: returns the text and the next line number. */
@@ -106,8 +151,17 @@ try {
   let lines = "";
   for (let i = 1; i <= 20_000; i++) lines += JSON.stringify({ input_tokens: i * 10, output_tokens: i, usd: i / 1000 }) + "\n";
   writeFileSync(join(dir, SESSION_FILES.usage), lines);
-  time("usage file (20,000 lines): changed since the last tick", dir, "usage_file", JSON.stringify({ v: 1, source: "usage_file", ino: 0, size: 0, mtimeMs: 0, offset: 0, resync: false, lost: 0, state: null, file: null }), 64 * 1024, "");
-  process.stdout.write(["| usage read (in process) | read | median ms | min | max | runs | target |", "|---|---:|---:|---:|---:|---:|---|", ...rows].join("\n") + "\n");
+  time(
+    "usage file (20,000 lines): changed since the last tick",
+    dir,
+    "usage_file",
+    JSON.stringify({ v: 1, source: "usage_file", ino: 0, size: 0, mtimeMs: 0, offset: 0, resync: false, lost: 0, state: null, file: null }),
+    64 * 1024,
+    "",
+  );
+  process.stdout.write(
+    ["| usage read (in process) | read | median ms | min | max | runs | target |", "|---|---:|---:|---:|---:|---:|---|", ...rows].join("\n") + "\n",
+  );
 } finally {
   rmSync(root, { recursive: true, force: true });
 }

@@ -12,7 +12,7 @@ export const tool = defineTool({
   name: "loop-add",
   description: DESCRIPTIONS.add,
   examples: [
-    ["loop add \"Fix the login redirect\" --id fix-login", "append one item"],
+    ['loop add "Fix the login redirect" --id fix-login', "append one item"],
     ["loop export --text | loop add --from-file - --yes", "append items from the text format"],
   ],
   args: {

@@ -28,7 +28,10 @@ export const tool = defineTool({
     const stateRoot = resolveStateRoot({ root, flag: args["state-root"], env: ctx.env, cwd: ctx.cwd });
     const report = backupStore(stateRoot, resolve(ctx.cwd, args.file!));
     if (ctx.format === "json") ctx.outJson(report);
-    else ctx.out(printable(`backed up ${report.stateRoot}/loop.db to ${report.path} (${report.bytes} bytes, ${report.seq} events, head ${report.hash.slice(0, 12)})`));
+    else
+      ctx.out(
+        printable(`backed up ${report.stateRoot}/loop.db to ${report.path} (${report.bytes} bytes, ${report.seq} events, head ${report.hash.slice(0, 12)})`),
+      );
     return EXIT.ok;
   },
 });

@@ -15,7 +15,7 @@ export const tool = defineTool({
   description: DESCRIPTIONS.ctl,
   examples: [
     ["loop ctl pause", "no new launch until resumed"],
-    ["loop ctl reply --work-item fix-login \"use the v2 API\"", "answer an agent's question"],
+    ['loop ctl reply --work-item fix-login "use the v2 API"', "answer an agent's question"],
     ["loop ctl retry --all-failed --yes", "run every failed item again"],
   ],
   args: {
@@ -61,7 +61,8 @@ export const tool = defineTool({
     // A checkout kept because its changes could not be committed needs a person: say so on stderr too.
     for (const c of r.closed) if (c.kept) ctx.log.warn(`${c.item}: ${c.kept}`);
     // The review started, on stderr (--yes skips the prompt that would have shown it).
-    if (r.review && args.yes) ctx.log.info(["the review of what was started:", ...reviewLines(r.review, { started: true }).map((l) => `  ${printable(l)}`)].join("\n"));
+    if (r.review && args.yes)
+      ctx.log.info(["the review of what was started:", ...reviewLines(r.review, { started: true }).map((l) => `  ${printable(l)}`)].join("\n"));
     if (ctx.format === "json") ctx.outJson(r);
     else
       ctx.out(

@@ -20,7 +20,11 @@ export const tool = defineTool({
   footer: "Exit codes: 0 printed, 2 usage, invalid loop.json, or a corrupt or outdated store.",
   run(args, ctx) {
     const root = resolveRoot(args.root, ctx.cwd);
-    const { uncarried, ...doc } = exportItems({ root, stateRoot: resolveStateRoot({ root, flag: args["state-root"], env: ctx.env, cwd: ctx.cwd }), statuses: args.status });
+    const { uncarried, ...doc } = exportItems({
+      root,
+      stateRoot: resolveStateRoot({ root, flag: args["state-root"], env: ctx.env, cwd: ctx.cwd }),
+      statuses: args.status,
+    });
     if (ctx.format === "json") {
       ctx.outJson(doc);
       return EXIT.ok;

@@ -55,8 +55,14 @@ export const tool = defineTool({
       ctx.out(
         [
           `${r.overwrote ? "overwrote" : "wrote"} ${r.definition} (runner ${r.runner}, base ${r.base}, verify ${r.verify ?? "exit 1 — set yours"}, sandbox ${r.sandbox})`,
-          ...r.guesses.map((g) => (g.value === null ? `${g.key}: nothing guessed${g.from ? ` from ${g.from}` : ""}: ${g.why}` : `${g.key} \`${g.value}\` (guessed from ${g.from}: ${g.why})`)),
-          r.protect.length ? `protect (proposed; keep what your verify trusts): ${r.protect.join(", ")}` : `protect: nothing proposed (no tests found): list what your verify trusts`,
+          ...r.guesses.map((g) =>
+            g.value === null
+              ? `${g.key}: nothing guessed${g.from ? ` from ${g.from}` : ""}: ${g.why}`
+              : `${g.key} \`${g.value}\` (guessed from ${g.from}: ${g.why})`,
+          ),
+          r.protect.length
+            ? `protect (proposed; keep what your verify trusts): ${r.protect.join(", ")}`
+            : `protect: nothing proposed (no tests found): list what your verify trusts`,
           `state root ${r.stateRoot}`,
           `next: add items to loop.json, then run \`loop run\` (or put it in cron): it prints the loop's review and launches nothing until \`loop ctl start\``,
         ].join("\n"),

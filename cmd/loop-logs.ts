@@ -21,7 +21,11 @@ export const tool = defineTool({
     verify: { type: "boolean", description: "the verify command's output instead of the agent's" },
     setup: { type: "boolean", description: "workspace.setup's output (the attempt that made the worktree) instead of the agent's" },
     feedback: { type: "boolean", description: "the feedback the attempt was given by a reaction to its pull request (a rework), instead of a log" },
-    network: { type: "boolean", description: "what the attempt's gateway refused (hosts off its network list, model requests past a budget, endpoints it does not forward), instead of a log" },
+    network: {
+      type: "boolean",
+      description:
+        "what the attempt's gateway refused (hosts off its network list, model requests past a budget, endpoints it does not forward), instead of a log",
+    },
     json: { type: "boolean", description: "print where the log is and its size, as one JSON document, instead of the log" },
     text: { type: "boolean", description: "print the log (the default, whatever stdout is)" },
   },
@@ -37,11 +41,13 @@ export const tool = defineTool({
       attempt = Number(args.attempt);
     }
     if (args.json && args.follow) throw new UsageError("--json and --follow exclude each other");
-    if (args.feedback && (args.follow || args.verify || args.setup)) throw new UsageError(`--feedback and --${args.follow ? "follow" : args.verify ? "verify" : "setup"} exclude each other`);
+    if (args.feedback && (args.follow || args.verify || args.setup))
+      throw new UsageError(`--feedback and --${args.follow ? "follow" : args.verify ? "verify" : "setup"} exclude each other`);
     if (args.verify && args.setup) throw new UsageError("--verify and --setup exclude each other");
     const root = resolveRoot(args.root, ctx.cwd);
     const stateRoot = resolveStateRoot({ root, flag: args["state-root"], env: ctx.env, cwd: ctx.cwd });
-    if (args.network && (args.follow || args.verify || args.feedback || args.setup)) throw new UsageError(`--network and --${args.follow ? "follow" : args.verify ? "verify" : args.feedback ? "feedback" : "setup"} exclude each other`);
+    if (args.network && (args.follow || args.verify || args.feedback || args.setup))
+      throw new UsageError(`--network and --${args.follow ? "follow" : args.verify ? "verify" : args.feedback ? "feedback" : "setup"} exclude each other`);
     if (args.network) {
       const n = findRefusals(stateRoot, args.item!, { attempt });
       if (args.json) {
@@ -67,13 +73,22 @@ export const tool = defineTool({
         ctx.outJson({ schema: "loop/feedback@1", item: fb.item, attempt: fb.attempt, attempts: fb.attempts, feedback: fb.feedback });
         return EXIT.ok;
       }
-      if (fb.feedback === null) ctx.log.info(`${printable(fb.item)} attempt ${fb.attempt} was given no feedback (it was no rework after a reaction to its pull request)`);
+      if (fb.feedback === null)
+        ctx.log.info(`${printable(fb.item)} attempt ${fb.attempt} was given no feedback (it was no rework after a reaction to its pull request)`);
       else await ctx.outRaw(ctx.stdoutIsTTY ? printableText(`${fb.feedback}\n`) : `${fb.feedback}\n`);
       return EXIT.ok;
     }
     const target = findLog(stateRoot, args.item!, { attempt, kind: args.verify ? "verify" : args.setup ? "setup" : "output" });
     if (args.json) {
-      ctx.outJson({ schema: "loop/logs@1", item: target.item, attempt: target.attempt, attempts: target.attempts, kind: target.kind, path: target.path, ...logFacts(target) });
+      ctx.outJson({
+        schema: "loop/logs@1",
+        item: target.item,
+        attempt: target.attempt,
+        attempts: target.attempts,
+        kind: target.kind,
+        path: target.path,
+        ...logFacts(target),
+      });
       return EXIT.ok;
     }
     // Which environment the verify ran with: on stderr, names and PATH only (docs/cli/loop-logs.md).
@@ -97,7 +112,12 @@ export const tool = defineTool({
         if (rest) await ctx.outRaw(printableText(rest));
       }
       if (end === "interrupted") return EXIT.interrupted;
-      const what = target.kind === "verify" ? "verify output" : target.kind === "setup" ? "setup output (workspace.setup ran in another attempt, or not at all)" : "agent output";
+      const what =
+        target.kind === "verify"
+          ? "verify output"
+          : target.kind === "setup"
+            ? "setup output (workspace.setup ran in another attempt, or not at all)"
+            : "agent output";
       // Information, not a problem: --quiet silences it.
       if (end === "absent") ctx.log.info(`${printable(target.item)} attempt ${target.attempt}: no ${what} yet (${printable(target.path)} does not exist)`);
       return EXIT.ok;

@@ -25,7 +25,10 @@ export const tool = defineTool({
   async run(args, ctx) {
     const root = resolveRoot(args.root, ctx.cwd);
     const expectHead = args["expect-head"] === undefined ? null : parseHead(args["expect-head"]);
-    const report = await replayReport(resolveStateRoot({ root, flag: args["state-root"], env: ctx.env, cwd: ctx.cwd }), { project: projectOf(root, null), expectHead });
+    const report = await replayReport(resolveStateRoot({ root, flag: args["state-root"], env: ctx.env, cwd: ctx.cwd }), {
+      project: projectOf(root, null),
+      expectHead,
+    });
     if (ctx.format === "json") ctx.outJson(report);
     else ctx.out(renderReplay(report));
     return report.ok ? EXIT.ok : EXIT.problem;

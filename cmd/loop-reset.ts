@@ -50,7 +50,12 @@ export const tool = defineTool({
           command,
           what: [...plan.items.flatMap((x) => [...x.effects, ...x.stays.map((s) => `stays: ${s}`)]), ...plan.warnings.map((w) => `warning: ${w}`)],
           // It cannot be undone: on a terminal the operator types the item's id (several, or --all: the loop's name), not just "y".
-          typeToConfirm: args.all ? { word: plan.loopName, what: "the loop's name" } : wordToType(plan.items.map((x) => x.item), plan.loopName),
+          typeToConfirm: args.all
+            ? { word: plan.loopName, what: "the loop's name" }
+            : wordToType(
+                plan.items.map((x) => x.item),
+                plan.loopName,
+              ),
         }),
       warn: (w) => ctx.log.warn(w),
     });

@@ -26,7 +26,11 @@ export const tool = defineTool({
     watch: { type: "boolean", description: "repeat steps in the foreground until the loop drains or pauses" },
     interval: { type: "string", description: "wait between --watch steps (default 30s)", valueHint: "duration" },
     forever: { type: "boolean", description: "with --watch: keep watching after the loop drains or pauses" },
-    quiet: { type: "boolean", short: "q", description: "no result for a step that exits 0, nor for one that finds what the last step reported; only warnings and errors on stderr" },
+    quiet: {
+      type: "boolean",
+      short: "q",
+      description: "no result for a step that exits 0, nor for one that finds what the last step reported; only warnings and errors on stderr",
+    },
   },
   footer:
     "Exit codes: 0 step done and all is well (including recorded item failures and no-ops), 1 an\nenvironment error, or the loop needs a person (waiting for review: `loop ctl start`; paused on a\nquestion or by an environment fault, a landing failed, drained Failed), 2 invalid loop.json or usage, 75 busy (another step holds the\nlease, this step lost it, or another --watch is running), 130 interrupted (--watch).\nWith --quiet a step that exits 0 prints no result (cron stays silent until something is wrong),\nnor does one that finds the loop needing a person for what the previous step reported (exit 1 still).",
@@ -56,7 +60,8 @@ export const tool = defineTool({
     const render = (r: RunResult) => {
       if (args.quiet && !quietPrints(r) && !(args.watch && !args.forever && stepExitCode(r) !== 0)) return;
       // control.review: the review, on stderr, whatever the format (docs/cli/loop-run.md#review-and-start); a watcher says it once.
-      if (r.review && (!args.watch || r.attentionChanged)) ctx.log.warn(["the loop waits for review; nothing was launched:", ...reviewLines(r.review).map((l) => `  ${printable(l)}`)].join("\n"));
+      if (r.review && (!args.watch || r.attentionChanged))
+        ctx.log.warn(["the loop waits for review; nothing was launched:", ...reviewLines(r.review).map((l) => `  ${printable(l)}`)].join("\n"));
       if (ctx.format === "json") ctx.outJson(r);
       else ctx.out(renderRun(r));
     };

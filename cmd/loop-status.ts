@@ -17,7 +17,10 @@ export const tool = defineTool({
   ],
   args: {
     ...workItemArg,
-    check: { type: "boolean", description: "exit 1 also when the loop needs a person (attention is not empty), as `loop run` does: for `loop status --check || page-me`" },
+    check: {
+      type: "boolean",
+      description: "exit 1 also when the loop needs a person (attention is not empty), as `loop run` does: for `loop status --check || page-me`",
+    },
   },
   footer:
     "Exit codes: 0 healthy (with --check: and nothing needs a person), 1 divergence found (with --check:\nor attention is not empty), 2 cannot report (usage; missing, corrupt or outdated store).",

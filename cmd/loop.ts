@@ -70,7 +70,9 @@ const USAGE = `loop ${VERSION}: drive a backlog of coding-agent work items, one 
 Usage: loop <tool> [options]     (or call a link named loop-<tool>)
 
 Tools:
-${Object.entries(TOOLS).map(([n, d]) => `  ${n.padEnd(8)} ${d}`).join("\n")}
+${Object.entries(TOOLS)
+  .map(([n, d]) => `  ${n.padEnd(8)} ${d}`)
+  .join("\n")}
 
 Run \`loop <tool> --help\` for a tool's options. Exit codes: 0 ok, 1 problem found, 2 usage,
 3 declined, 75 busy, 130 interrupted (docs/cli/).

@@ -15,5 +15,16 @@ import { tool as serve } from "./loop-serve.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: a tool's options are its own type; the table holds every tool
 export const TOOLS: Record<string, Tool<any>> = {
-  init, run, status, replay, reset, ctl, logs, plan, add, export: exportTool, backup, serve,
+  init,
+  run,
+  status,
+  replay,
+  reset,
+  ctl,
+  logs,
+  plan,
+  add,
+  export: exportTool,
+  backup,
+  serve,
 };

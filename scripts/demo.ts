@@ -92,12 +92,27 @@ if (forgeKind === "github") {
     apiUrl: f.apiUrl,
     bare: f.bare,
     ref: "github:acme/tiny#2",
-    pulls: () => [...f.pulls.values()].map((p) => ({ number: p.number, label: `PR #${p.number}`, title: p.title, sha: f.headOf(p.head), state: p.merged ? "merged" : p.state })),
+    pulls: () =>
+      [...f.pulls.values()].map((p) => ({
+        number: p.number,
+        label: `PR #${p.number}`,
+        title: p.title,
+        sha: f.headOf(p.head),
+        state: p.merged ? "merged" : p.state,
+      })),
     green: (sha) => f.switches.checksBySha.get(sha) === "passing",
     makeGreen: (sha) => void f.switches.checksBySha.set(sha, "passing"),
     makeRed: (sha) =>
       void f.switches.checksBySha.set(sha, {
-        runs: [{ name: "build", status: "completed", conclusion: "failure", output: { title: "CONTRIBUTING.md must say how to run the checks", summary: "docs-lint: CONTRIBUTING.md does not mention `sh check.sh`" }, annotations: [{ path: "CONTRIBUTING.md", line: 1, level: "failure", message: "mention sh check.sh" }] }],
+        runs: [
+          {
+            name: "build",
+            status: "completed",
+            conclusion: "failure",
+            output: { title: "CONTRIBUTING.md must say how to run the checks", summary: "docs-lint: CONTRIBUTING.md does not mention `sh check.sh`" },
+            annotations: [{ path: "CONTRIBUTING.md", line: 1, level: "failure", message: "mention sh check.sh" }],
+          },
+        ],
         statuses: [],
       }),
     stop: () => {
@@ -123,7 +138,11 @@ if (forgeKind === "github") {
     pulls: () => [...f.mrs.values()].map((m) => ({ number: m.iid, label: `MR !${m.iid}`, title: m.title, sha: f.headOf(m.source_branch), state: m.state })),
     green: (sha) => f.switches.checksBySha.get(sha) === "succeeded",
     makeGreen: (sha) => void f.switches.checksBySha.set(sha, "succeeded"),
-    makeRed: (sha) => void f.switches.checksBySha.set(sha, { pipelines: [{ status: "failed", source: "push" }], statuses: [{ name: "build", status: "failed", reason: "script_failure", log: "$ docs-lint\nCONTRIBUTING.md does not mention `sh check.sh`\n" }] }),
+    makeRed: (sha) =>
+      void f.switches.checksBySha.set(sha, {
+        pipelines: [{ status: "failed", source: "push" }],
+        statuses: [{ name: "build", status: "failed", reason: "script_failure", log: "$ docs-lint\nCONTRIBUTING.md does not mention `sh check.sh`\n" }],
+      }),
     stop: () => {
       f.stop();
       // The fake forge's folder (its bare repository) is the demo's too: gone with it, unless kept.
@@ -203,12 +222,30 @@ if (plan.status !== 0) {
   process.exit(1);
 }
 say(`loop add (one more item, by hand; the demo agent forgets the file on its first attempt${gh ? "; its issue #2 gives the handoff context" : ""}):`);
-const add = await loopCmd(["add", "Add a LICENSE file.\n@demo attempt 1 write NOTES.md I will add the license later\n@demo attempt 2 write LICENSE MIT License", "--id", "add-license", "--ref", gh?.ref ?? "github:acme/tiny#2", "--verify", "CHECKS=LICENSE sh check.sh", "--text"]);
+const add = await loopCmd([
+  "add",
+  "Add a LICENSE file.\n@demo attempt 1 write NOTES.md I will add the license later\n@demo attempt 2 write LICENSE MIT License",
+  "--id",
+  "add-license",
+  "--ref",
+  gh?.ref ?? "github:acme/tiny#2",
+  "--verify",
+  "CHECKS=LICENSE sh check.sh",
+  "--text",
+]);
 process.stderr.write(add.stdout + add.stderr);
 if (add.status !== 0) process.exit(1);
 if (gh) {
   say("loop add (one more item, by hand: its pull request's CI fails once, and a rework fixes it):");
-  const ci = await loopCmd(["add", "Add CONTRIBUTING.md.\n@demo attempt 1 write CONTRIBUTING.md Send patches.\n@demo attempt 2 write CONTRIBUTING.md Send patches; run sh check.sh first.", "--id", "add-contributing", "--verify", "CHECKS=CONTRIBUTING.md sh check.sh", "--text"]);
+  const ci = await loopCmd([
+    "add",
+    "Add CONTRIBUTING.md.\n@demo attempt 1 write CONTRIBUTING.md Send patches.\n@demo attempt 2 write CONTRIBUTING.md Send patches; run sh check.sh first.",
+    "--id",
+    "add-contributing",
+    "--verify",
+    "CHECKS=CONTRIBUTING.md sh check.sh",
+    "--text",
+  ]);
   process.stderr.write(ci.stdout + ci.stderr);
   if (ci.status !== 0) process.exit(1);
 }
@@ -222,7 +259,13 @@ if (gh) {
 /** `loop serve` over the demo loop, as its own process; its first line of stdout says where. */
 let server = null as Bun.Subprocess | null;
 async function startServe(): Promise<void> {
-  const proc = Bun.spawn([...loop, "serve", "--root", root, "--listen", listen, "--json"], { cwd: root, env: { ...process.env, ...env }, stdin: "ignore", stdout: "pipe", stderr: "inherit" });
+  const proc = Bun.spawn([...loop, "serve", "--root", root, "--listen", listen, "--json"], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "inherit",
+  });
   server = proc;
   const reader = proc.stdout.getReader();
   let out = "";
@@ -243,7 +286,9 @@ async function startServe(): Promise<void> {
 }
 let page: string | null = null;
 
-say("loop init is not needed when loop.json exists; `loop run` creates the store. With control.review on, the first step launches nothing: it prints the review and exits 1:");
+say(
+  "loop init is not needed when loop.json exists; `loop run` creates the store. With control.review on, the first step launches nothing: it prints the review and exits 1:",
+);
 const first = await loopCmd(["run", "--text"]);
 process.stderr.write(`${first.stdout}${first.stderr}`);
 if (first.status !== 1 || !first.stdout.startsWith("review")) {

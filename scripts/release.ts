@@ -89,7 +89,20 @@ try {
     // Compressing overlaps the next compile.
     archiving.push(
       run(
-        ["tar", "--sort=name", `--mtime=@${epoch}`, "--owner=0", "--group=0", "--numeric-owner", "--format=gnu", "-I", "gzip -n", "-cf", join(OUT, artifactName(VERSION, t.name)), stem],
+        [
+          "tar",
+          "--sort=name",
+          `--mtime=@${epoch}`,
+          "--owner=0",
+          "--group=0",
+          "--numeric-owner",
+          "--format=gnu",
+          "-I",
+          "gzip -n",
+          "-cf",
+          join(OUT, artifactName(VERSION, t.name)),
+          stem,
+        ],
         work,
       ).then(
         () => null,
@@ -118,7 +131,9 @@ try {
 }
 
 const mib = (n: number) => (n / 2 ** 20).toFixed(1).padStart(6);
-console.log(`loop ${VERSION} (${rev ? rev.commit.slice(0, 12) + (rev.dirty ? ", dirty" : "") : "no commit"}): ${rows.length} targets in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+console.log(
+  `loop ${VERSION} (${rev ? rev.commit.slice(0, 12) + (rev.dirty ? ", dirty" : "") : "no commit"}): ${rows.length} targets in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+);
 console.log(`${"target".padEnd(20)} binary MiB  archive MiB  compile s`);
 for (const r of rows) console.log(`${r.target.padEnd(20)} ${mib(r.binary)}      ${mib(r.archive)}       ${r.seconds.toFixed(1).padStart(4)}`);
 console.log(`${relative(ROOT, OUT)}/: ${rows.map((r) => artifactName(VERSION, r.target)).join(" ")} SHA256SUMS`);

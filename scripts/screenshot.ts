@@ -26,7 +26,11 @@ try {
   const demo = Bun.spawnSync([process.execPath, join(repo, "scripts", "demo.ts"), "--dir", root], { stdout: "ignore", stderr: "pipe" });
   if (demo.exitCode !== 0) throw new Error(`the demo failed (exit ${demo.exitCode}):\n${demo.stderr.toString()}`);
 
-  server = Bun.spawn([process.execPath, join(repo, "cmd", "loop.ts"), "serve", "--root", root, "--listen", "127.0.0.1:0", "--json"], { stdin: "ignore", stdout: "pipe", stderr: "inherit" });
+  server = Bun.spawn([process.execPath, join(repo, "cmd", "loop.ts"), "serve", "--root", root, "--listen", "127.0.0.1:0", "--json"], {
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "inherit",
+  });
   const reader = server.stdout.getReader();
   let first = "";
   while (!first.includes("\n")) {

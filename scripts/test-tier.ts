@@ -37,6 +37,10 @@ if (import.meta.main) {
   }
   // Relative paths are prefixed with ./ so bun reads them as paths, never as name filters.
   const files = tierFiles(tier as Tier, testFiles()).map((f) => `./${f}`);
-  const proc = Bun.spawnSync([process.execPath, "test", "--timeout", "120000", ...rest, ...files], { cwd: ROOT, stdio: ["inherit", "inherit", "inherit"], env: process.env });
+  const proc = Bun.spawnSync([process.execPath, "test", "--timeout", "120000", ...rest, ...files], {
+    cwd: ROOT,
+    stdio: ["inherit", "inherit", "inherit"],
+    env: process.env,
+  });
   process.exit(proc.exitCode ?? 1);
 }

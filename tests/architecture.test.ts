@@ -27,7 +27,12 @@ function lintOptions(): string[] {
 
 /** Run depcruise (under bun, which starts it faster than node) in `cwd` over `roots`. */
 function cruise(cwd: string, roots: string[]): { exit: number; output: string } {
-  const r = Bun.spawnSync([process.execPath, DEPCRUISE, ...roots, ...lintOptions()], { cwd, stdout: "pipe", stderr: "pipe", env: { ...process.env, NO_COLOR: "1" } });
+  const r = Bun.spawnSync([process.execPath, DEPCRUISE, ...roots, ...lintOptions()], {
+    cwd,
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { ...process.env, NO_COLOR: "1" },
+  });
   return { exit: r.exitCode ?? -1, output: r.stdout.toString() + r.stderr.toString() };
 }
 
@@ -126,8 +131,14 @@ describe("the direction of imports", () => {
       const reach = found.filter((v) => v.startsWith("serve-never-reaches-the-writer:"));
       expect(reach).toContain("serve-never-reaches-the-writer: lib/serve/files.ts → lib/log/store.ts lib/step/step.ts → lib/log/store.ts");
       // And from the server's start-up, through the actions it must never import itself (--read-only would then hold the writer).
-      expect(reach).toContain("serve-never-reaches-the-writer: lib/serve/serve.ts → lib/log/store.ts lib/serve/actions.ts → lib/control/ctl-request.ts → lib/control/ctl.ts → lib/log/writer.ts → lib/log/store.ts");
-      expect(reach.filter((v) => !v.startsWith("serve-never-reaches-the-writer: lib/serve/serve.ts ")).every((v) => v.includes("lib/step/step.ts → lib/log/store.ts"))).toBe(true);
+      expect(reach).toContain(
+        "serve-never-reaches-the-writer: lib/serve/serve.ts → lib/log/store.ts lib/serve/actions.ts → lib/control/ctl-request.ts → lib/control/ctl.ts → lib/log/writer.ts → lib/log/store.ts",
+      );
+      expect(
+        reach
+          .filter((v) => !v.startsWith("serve-never-reaches-the-writer: lib/serve/serve.ts "))
+          .every((v) => v.includes("lib/step/step.ts → lib/log/store.ts")),
+      ).toBe(true);
       expect(found.filter((v) => !v.startsWith("no-cycles:") && !reach.includes(v)).sort()).toEqual([
         "cmd-imported-only-by-cmd-tests-scripts-bench: lib/step/planted.ts → cmd/registry.ts",
         "decisions-import-nothing-effectful: lib/decisions/guards.ts → fs",
@@ -148,7 +159,10 @@ describe("the direction of imports", () => {
         "writer-imports-only-below: lib/writer/disk-fault.ts → lib/forge/open.ts",
         "writer-imports-only-below: lib/writer/run-pid.ts → lib/step/handoff.ts",
       ]);
-      const cycles = found.filter((v) => v.startsWith("no-cycles:")).map(cycleKey).sort();
+      const cycles = found
+        .filter((v) => v.startsWith("no-cycles:"))
+        .map(cycleKey)
+        .sort();
       expect(cycles).toEqual(PLANTED_CYCLES);
     } catch (err) {
       console.error(r.output);
@@ -173,15 +187,19 @@ describe("docs/architecture.md agrees with the code", () => {
 
   /** Every module under `dir` (a path relative to the repository, ending in /), folders included. */
   function modules(dir: string): string[] {
-    return readdirSync(join(REPO, dir)).flatMap((n) => (statSync(join(REPO, dir, n)).isDirectory() ? modules(`${dir}${n}/`) : n.endsWith(".ts") ? [`${dir}${n}`] : []));
+    return readdirSync(join(REPO, dir)).flatMap((n) =>
+      statSync(join(REPO, dir, n)).isDirectory() ? modules(`${dir}${n}/`) : n.endsWith(".ts") ? [`${dir}${n}`] : [],
+    );
   }
 
   test("the code map names every module of lib/, in its folder's section (lib/step/forge/ in its own paragraph)", () => {
     const map = section("## Code map");
-    const folders = new Map([...map.split(/^### /m)].flatMap((part) => {
-      const m = /^`(lib\/[a-z-]+\/)`/.exec(part);
-      return m ? [[m[1]!, part] as const] : [];
-    }));
+    const folders = new Map(
+      [...map.split(/^### /m)].flatMap((part) => {
+        const m = /^`(lib\/[a-z-]+\/)`/.exec(part);
+        return m ? [[m[1]!, part] as const] : [];
+      }),
+    );
     const missing = modules("lib/").filter((path) => {
       const parts = path.split("/");
       let text = folders.get(`lib/${parts[1]}/`) ?? "";
@@ -210,7 +228,8 @@ describe("docs/architecture.md agrees with the code", () => {
         const file = todo.pop()!;
         if (seen.has(file)) continue;
         seen.add(file);
-        for (const imp of scan(file)) if (imp.kind === "import-statement" && imp.path.startsWith(".") && imp.path.endsWith(".ts")) todo.push(join(dirname(file), imp.path));
+        for (const imp of scan(file))
+          if (imp.kind === "import-statement" && imp.path.startsWith(".") && imp.path.endsWith(".ts")) todo.push(join(dirname(file), imp.path));
       }
       return seen;
     };
@@ -218,7 +237,11 @@ describe("docs/architecture.md agrees with the code", () => {
     expect(served.has("lib/log/store.ts")).toBe(false);
     expect([...served].filter((f) => f.startsWith("lib/control/"))).toEqual([]);
     // The actions are the dynamic import, under the --read-only test, and they do reach the writer.
-    expect(scan("cmd/loop-serve.ts").filter((i) => i.kind === "dynamic-import").map((i) => i.path)).toEqual(["../lib/serve/actions.ts"]);
+    expect(
+      scan("cmd/loop-serve.ts")
+        .filter((i) => i.kind === "dynamic-import")
+        .map((i) => i.path),
+    ).toEqual(["../lib/serve/actions.ts"]);
     // Read through `source`: a path to the entry joined here would count as spawning it (tests/test-tiers.test.ts).
     expect(source("cmd/loop-serve.ts")).toContain(`const act = args["read-only"] ? undefined : (await import("../lib/serve/actions.ts"))`);
     expect(closure("lib/serve/actions.ts").has("lib/log/store.ts")).toBe(true);
@@ -258,7 +281,8 @@ describe("docs/architecture.md agrees with the code", () => {
     });
     // The forge's invariant says the same, module by module.
     const invariant = section("### `lib/forge/`");
-    for (const m of new Set(Object.values(loaded).flat())) expect(invariant, m).toContain(m.startsWith("lib/step/") ? `\`${m}\`` : `\`${m.split("/").at(-1)}\``);
+    for (const m of new Set(Object.values(loaded).flat()))
+      expect(invariant, m).toContain(m.startsWith("lib/step/") ? `\`${m}\`` : `\`${m.split("/").at(-1)}\``);
   });
 });
 
@@ -279,14 +303,23 @@ describe("no module of lib/ decides by a reason's words", () => {
           .flatMap((line, i) => (pattern.test(line) && !/^\s*(\/\/|\*)/.test(line) ? [`${f}:${i + 1}: ${line.trim().slice(0, 120)}`] : [])),
       );
   test("no string test on a reason", () => {
-    expect(grep(/\breason\)?\??\.(?:startsWith|endsWith|includes|indexOf|lastIndexOf|match|search|split|slice)\(|\breason \?\? ""\)\.|\.test\([\w.?]*reason\b/)).toEqual([]);
+    expect(
+      grep(/\breason\)?\??\.(?:startsWith|endsWith|includes|indexOf|lastIndexOf|match|search|split|slice)\(|\breason \?\? ""\)\.|\.test\([\w.?]*reason\b/),
+    ).toEqual([]);
   });
   // A verdict's kind is its `code`: no text is tested for the words a reason or an error's message
   // begins with (`protected_path_changed: …`, `worktree_replaced: …`), whatever variable holds it.
   const KINDS = [...new Set([...VERIFY_CODES, ...LANDING_CODES, ...SETTLE_CODES, "no_progress", "branch_replaced"])].join("|");
-  const prefixTest = new RegExp(`\\.(?:startsWith|endsWith|includes|indexOf|lastIndexOf|match|search|split)\\(\\s*["'\`/]\\^?(?:${KINDS})\\b|/(?:\\^(?:${KINDS})\\b|(?:${KINDS}):)[^/]*/[a-z]*\\.test\\(`);
+  const prefixTest = new RegExp(
+    `\\.(?:startsWith|endsWith|includes|indexOf|lastIndexOf|match|search|split)\\(\\s*["'\`/]\\^?(?:${KINDS})\\b|/(?:\\^(?:${KINDS})\\b|(?:${KINDS}):)[^/]*/[a-z]*\\.test\\(`,
+  );
   test("the test finds a test of a verdict's words", () => {
-    const planted = ['if (err.message.startsWith("worktree_replaced: ")) return;', "const moved = /^target_moved: /.test(landing.reason);", "if (/owned_ref_changed: /.test(v.reason)) return;", 'if (why.includes("protected_path_changed")) x();'];
+    const planted = [
+      'if (err.message.startsWith("worktree_replaced: ")) return;',
+      "const moved = /^target_moved: /.test(landing.reason);",
+      "if (/owned_ref_changed: /.test(v.reason)) return;",
+      'if (why.includes("protected_path_changed")) x();',
+    ];
     expect(planted.filter((l) => !prefixTest.test(l))).toEqual([]);
   });
   test("no test of a verdict's words (its kind is its code)", () => {
@@ -298,7 +331,9 @@ describe("no module of lib/ decides by a reason's words", () => {
 // an export nobody imports is a surface to keep for nothing, a re-export a second path to the same thing.
 describe("the surfaces of lib/", () => {
   const files = (dir: string): string[] =>
-    readdirSync(join(REPO, dir)).flatMap((n) => (n === "node_modules" ? [] : statSync(join(REPO, dir, n)).isDirectory() ? files(`${dir}/${n}`) : n.endsWith(".ts") ? [`${dir}/${n}`] : []));
+    readdirSync(join(REPO, dir)).flatMap((n) =>
+      n === "node_modules" ? [] : statSync(join(REPO, dir, n)).isDirectory() ? files(`${dir}/${n}`) : n.endsWith(".ts") ? [`${dir}/${n}`] : [],
+    );
   const sources = ROOTS.flatMap(files).map((f) => ({ f, text: readFileSync(join(REPO, f), "utf8") }));
   // Read from the syntax: a name is used when another file imports it (tests/helpers/surfaces.ts),
   // not when the word appears in it (a comment, a string, a local of the same name).
@@ -311,12 +346,20 @@ describe("the surfaces of lib/", () => {
     const host = "lib/shared/fsutil.ts";
     const planted = sources.map(({ f, text }) => ({
       file: f,
-      text: f === host ? `${text}\nexport function plantedSurface(): number {\n  return 1;\n}\n` : f === "lib/shared/errors.ts" ? `${text}\n// plantedSurface is named here, and used nowhere.\nconst said = "plantedSurface";\n` : text,
+      text:
+        f === host
+          ? `${text}\nexport function plantedSurface(): number {\n  return 1;\n}\n`
+          : f === "lib/shared/errors.ts"
+            ? `${text}\n// plantedSurface is named here, and used nowhere.\nconst said = "plantedSurface";\n`
+            : text,
     }));
     expect(unusedExports(readSources(planted), ofLib)).toEqual([`${host}: plantedSurface`]);
   });
   test("each import form counts as a use: named, default, type, namespace, import(), import type, export from", () => {
-    const mod = { file: "lib/x/m.ts", text: ["a", "b", "c", "d", "e", "f", "g", "h", "i"].map((n) => `export const ${n} = 1;`).join("\n") + "\nexport default 0;\nexport type T = 1;" };
+    const mod = {
+      file: "lib/x/m.ts",
+      text: ["a", "b", "c", "d", "e", "f", "g", "h", "i"].map((n) => `export const ${n} = 1;`).join("\n") + "\nexport default 0;\nexport type T = 1;",
+    };
     const user = {
       file: "lib/y/u.ts",
       text: [
@@ -338,11 +381,18 @@ describe("the surfaces of lib/", () => {
     expect(doubledImports(reads)).toEqual([]);
   });
   test("the guard fails on a planted doubled import, a type-only one too", () => {
-    const planted = [{ file: "lib/x/a.ts", text: `import { a } from "../shared/fsutil.ts";\nimport { b } from "node:fs";\nimport type { C } from "./../shared/fsutil.ts";\nimport { d } from "node:fs";\n` }];
+    const planted = [
+      {
+        file: "lib/x/a.ts",
+        text: `import { a } from "../shared/fsutil.ts";\nimport { b } from "node:fs";\nimport type { C } from "./../shared/fsutil.ts";\nimport { d } from "node:fs";\n`,
+      },
+    ];
     expect(doubledImports(readSources(planted))).toEqual(["lib/x/a.ts: lib/shared/fsutil.ts", "lib/x/a.ts: node:fs"]);
   });
   test("no module of lib/ re-exports another's names", () => {
-    const found = sources.filter(({ f }) => f.startsWith("lib/")).flatMap(({ f, text }) => (/^export (?:type )?(?:\{[^}]*\}|\*)( from|;)/m.test(text) ? [f] : []));
+    const found = sources
+      .filter(({ f }) => f.startsWith("lib/"))
+      .flatMap(({ f, text }) => (/^export (?:type )?(?:\{[^}]*\}|\*)( from|;)/m.test(text) ? [f] : []));
     expect(found).toEqual([]);
   });
 });

@@ -50,8 +50,14 @@ describe("the tiers", () => {
 
 describe("planted files: each way of spawning is caught", () => {
   const helpers = new Map([
-    ["tests/helpers/entry.ts", `import { join } from "node:path";\n// cmd/loop.ts in a comment is no spawn\nexport const ENTRY = join(ROOT, "cmd", "loop.ts");\nexport const ROOT = "/r";\n`],
-    ["tests/helpers/runs.ts", `import { ENTRY as E, ROOT } from "./entry.ts";\n/** Runs bun cmd/loop.ts. */\nexport function go(args: string[]) {\n  return Bun.spawn(["bun", E, ...args]);\n}\nexport class Thing {\n  run() {\n    return go([]);\n  }\n}\nexport function quiet() {\n  return ROOT;\n}\nexport { E };\nexport { ENTRY as AGAIN } from "./entry.ts";\n`],
+    [
+      "tests/helpers/entry.ts",
+      `import { join } from "node:path";\n// cmd/loop.ts in a comment is no spawn\nexport const ENTRY = join(ROOT, "cmd", "loop.ts");\nexport const ROOT = "/r";\n`,
+    ],
+    [
+      "tests/helpers/runs.ts",
+      `import { ENTRY as E, ROOT } from "./entry.ts";\n/** Runs bun cmd/loop.ts. */\nexport function go(args: string[]) {\n  return Bun.spawn(["bun", E, ...args]);\n}\nexport class Thing {\n  run() {\n    return go([]);\n  }\n}\nexport function quiet() {\n  return ROOT;\n}\nexport { E };\nexport { ENTRY as AGAIN } from "./entry.ts";\n`,
+    ],
   ]);
   const spawning = spawningExports(helpers);
   const scan = (text: string) => spawnsOf("tests/x/planted.test.ts", text, spawning);

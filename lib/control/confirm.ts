@@ -20,7 +20,9 @@ export async function confirmOrRefuse(o: {
 }): Promise<void> {
   if (o.yes) return;
   if (!o.stdinIsTTY)
-    throw new UsageError(`${o.command} ${o.why ?? "is destructive"} and stdin is not a terminal: pass --yes to do it (or --dry-run to see it). Nothing was changed.`);
+    throw new UsageError(
+      `${o.command} ${o.why ?? "is destructive"} and stdin is not a terminal: pass --yes to do it (or --dry-run to see it). Nothing was changed.`,
+    );
   process.stderr.write(`${o.command} will:\n${o.what.map((w) => `  - ${printable(w)}`).join("\n")}\n`);
   const clack = await import("@clack/prompts"); // only a terminal prompt needs it
   // The prompt reads the terminal raw, so Ctrl-C arrives as a byte, not as SIGINT; clack reports it
@@ -34,7 +36,11 @@ export async function confirmOrRefuse(o: {
   try {
     answer =
       o.typeToConfirm !== undefined
-        ? await clack.text({ message: `Type ${o.typeToConfirm.what} (${printable(o.typeToConfirm.word)}) to go ahead`, placeholder: "", output: process.stderr })
+        ? await clack.text({
+            message: `Type ${o.typeToConfirm.what} (${printable(o.typeToConfirm.word)}) to go ahead`,
+            placeholder: "",
+            output: process.stderr,
+          })
         : await clack.confirm({ message: "Go ahead?", initialValue: false, output: process.stderr });
   } finally {
     process.stdin.off("data", watch);
@@ -42,7 +48,8 @@ export async function confirmOrRefuse(o: {
   if (clack.isCancel(answer) && interrupted) throw new InterruptedError("interrupted; nothing was changed");
   if (o.typeToConfirm !== undefined) {
     if (clack.isCancel(answer)) throw new DeclinedError("declined; nothing was changed");
-    if (typeof answer !== "string" || answer.trim() !== o.typeToConfirm.word) throw new DeclinedError(`declined: what was typed is not ${o.typeToConfirm.what}; nothing was changed`);
+    if (typeof answer !== "string" || answer.trim() !== o.typeToConfirm.word)
+      throw new DeclinedError(`declined: what was typed is not ${o.typeToConfirm.what}; nothing was changed`);
     return;
   }
   if (clack.isCancel(answer) || answer !== true) throw new DeclinedError("declined; nothing was changed");

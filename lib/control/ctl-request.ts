@@ -36,7 +36,7 @@ export function checkCtlRequest(r: CtlRequest): CtlVerb {
   const verb = r.verb as CtlVerb;
   const bulk = r.bulk ?? [];
   if (!CTL_VERBS.includes(verb)) throw new UsageError(`unknown verb "${r.verb}" (verbs: ${CTL_VERBS.join(", ")})`);
-  if (verb === "reply" && !r.text?.trim()) throw new UsageError("reply needs the answer text: loop ctl reply --work-item X \"answer\"");
+  if (verb === "reply" && !r.text?.trim()) throw new UsageError('reply needs the answer text: loop ctl reply --work-item X "answer"');
   if (verb !== "reply" && r.text !== undefined) throw new UsageError(`unexpected argument "${r.text}"`);
   if (bulk.length && verb !== "retry") throw new UsageError(`--all-failed and --all-blocked go with retry, not ${verb}`);
   if (bulk.length && r.items.length) throw new UsageError("--all-failed and --all-blocked choose the items themselves; drop --work-item");
@@ -78,7 +78,13 @@ export async function runCtl(o: {
       if (review) {
         // On the page the review is shown beside its Start button: pressing it is the answer.
         if (c.kind === "typed") return;
-        await confirmOrRefuse({ yes: c.yes, stdinIsTTY: c.stdinIsTTY, what: [...reviewLines(review), ...actions.map((a) => a.effect)], command: "loop ctl start", why: "starts paid agent sessions" });
+        await confirmOrRefuse({
+          yes: c.yes,
+          stdinIsTTY: c.stdinIsTTY,
+          what: [...reviewLines(review), ...actions.map((a) => a.effect)],
+          command: "loop ctl start",
+          why: "starts paid agent sessions",
+        });
         return;
       }
       if (!DESTRUCTIVE_VERBS.includes(verb)) return;
@@ -98,6 +104,8 @@ function wordFor(actions: PlannedAction[], loopName: string): { word: string; wh
 /** The word sent with the request (the page's `confirm`): none says what it must be; another is declined. Nothing is changed either way. */
 function confirmTyped(word: string | null, want: { word: string; what: string }, verb: CtlVerb, actions: PlannedAction[]): void {
   const what = actions.map((a) => a.effect).join("; ");
-  if (word === null || word === "") throw new UsageError(`${verb} cannot be undone (${what}): confirm with ${want.what}, ${JSON.stringify(want.word)}. Nothing was changed.`);
-  if (word.trim() !== want.word) throw new DeclinedError(`declined: ${JSON.stringify(word)} is not ${want.what} (${JSON.stringify(want.word)}); nothing was changed`);
+  if (word === null || word === "")
+    throw new UsageError(`${verb} cannot be undone (${what}): confirm with ${want.what}, ${JSON.stringify(want.word)}. Nothing was changed.`);
+  if (word.trim() !== want.word)
+    throw new DeclinedError(`declined: ${JSON.stringify(word)} is not ${want.what} (${JSON.stringify(want.word)}); nothing was changed`);
 }

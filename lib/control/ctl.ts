@@ -66,7 +66,11 @@ export async function applyCtl(o: {
     before: async ({ p }) => {
       const actions = o.plan(p);
       if (o.dryRun || actions.every((a) => a.noop)) return result(actions, p);
-      await o.confirm(actions.filter((a) => !a.noop), p.loop.name ?? definitionName(o.root) ?? "", reviewedBy(p, actions));
+      await o.confirm(
+        actions.filter((a) => !a.noop),
+        p.loop.name ?? definitionName(o.root) ?? "",
+        reviewedBy(p, actions),
+      );
       return null;
     },
     under: async (w) => {
@@ -81,7 +85,16 @@ export async function applyCtl(o: {
         if (a.close) {
           // Priced as a step prices it: with the imported definition's prices (docs/spend.md).
           const prices = p.loop.settings?.prices;
-          const c = await closeSession({ it: p.items[a.item!]!, repo, stateRoot: o.stateRoot, env: o.env, reason: `${o.verb} by ${o.actor}`, removeCheckout: a.close.removeCheckout, graceMs: graceMs(o.env), prices });
+          const c = await closeSession({
+            it: p.items[a.item!]!,
+            repo,
+            stateRoot: o.stateRoot,
+            env: o.env,
+            reason: `${o.verb} by ${o.actor}`,
+            removeCheckout: a.close.removeCheckout,
+            graceMs: graceMs(o.env),
+            prices,
+          });
           if (c) {
             const { events: ce, ...rest } = c;
             r.closed.push(rest);

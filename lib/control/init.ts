@@ -59,7 +59,11 @@ function readSmall(path: string, max: number): string | null {
 }
 
 function loopNameFrom(dir: string): string {
-  const n = basename(dir).toLowerCase().replace(/[^a-z0-9-]+/g, "-").replace(/-+/g, "-").replace(/^-|-$/g, "");
+  const n = basename(dir)
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, "-")
+    .replace(/-+/g, "-")
+    .replace(/^-|-$/g, "");
   return (n || "loop").slice(0, 64);
 }
 
@@ -95,7 +99,8 @@ export function proposeProtect(tracked: readonly string[], verify: string | null
     [/_spec\.rb$/, "**/*_spec.rb"],
   ];
   for (const [re, glob] of files) if (tracked.some((p) => re.test(base(p)) && !out.has(`${p.split("/")[0]}/**`))) out.add(glob);
-  const configs = /^(jest|vitest|playwright|cypress|karma)\.config\.[cm]?[jt]s$|^\.mocharc(\.[a-z]+)?$|^(pytest\.ini|tox\.ini|noxfile\.py|phpunit\.xml(\.dist)?|\.nycrc(\.json)?)$/;
+  const configs =
+    /^(jest|vitest|playwright|cypress|karma)\.config\.[cm]?[jt]s$|^\.mocharc(\.[a-z]+)?$|^(pytest\.ini|tox\.ini|noxfile\.py|phpunit\.xml(\.dist)?|\.nycrc(\.json)?)$/;
   for (const p of tracked) if (!p.includes("/") && configs.test(p)) out.add(p);
   if (top.has(".github")) out.add(".github/**");
   if (top.has(".gitlab-ci.yml")) out.add(".gitlab-ci.yml");
@@ -106,7 +111,16 @@ export function proposeProtect(tracked: readonly string[], verify: string | null
   return [...out];
 }
 
-function initTemplate(o: { name: string; runner: string; base: string; verify: string | null; setup: Guess[]; schema: string; sandbox: "bwrap" | "none"; protect: string[] }): string {
+function initTemplate(o: {
+  name: string;
+  runner: string;
+  base: string;
+  verify: string | null;
+  setup: Guess[];
+  schema: string;
+  sandbox: "bwrap" | "none";
+  protect: string[];
+}): string {
   const verify = o.verify ?? VERIFY_PLACEHOLDER;
   const setups = o.setup.filter((g) => g.value !== null);
   const setup = setups.length
@@ -122,7 +136,7 @@ function initTemplate(o: { name: string; runner: string; base: string; verify: s
     // The agent CLI that works each item: claude, codex, gemini, opencode, aider, demo, or a runner defined below.
     "runner": ${JSON.stringify(o.runner)},
     "model": null,
-    // An item passes only when this command exits 0 in its worktree.${o.verify ? "" : "\n    // No test command was found: replace \"exit 1\" with yours (`loop run` launches nothing until then)."}
+    // An item passes only when this command exits 0 in its worktree.${o.verify ? "" : '\n    // No test command was found: replace "exit 1" with yours (`loop run` launches nothing until then).'}
     "verify": ${JSON.stringify(verify)},
     "maxAttempts": 2,
     "timeouts": { "launch": "5m", "stall": "60m", "verify": "15m" },
@@ -209,7 +223,9 @@ export function initProject(
   // Compared as git reports it: both resolved, so a symlinked path to the project still matches.
   const outer = enclosingLoop(realpathSync(root), git(root, ["rev-parse", "--show-toplevel"]));
   if (outer?.inStateRoot)
-    throw new UsageError(`${root} is inside a loop's state root: ${outer.why}. Item worktrees live there; init the project's own root instead (--nested does not change this)`);
+    throw new UsageError(
+      `${root} is inside a loop's state root: ${outer.why}. Item worktrees live there; init the project's own root instead (--nested does not change this)`,
+    );
   if (outer && !opts.nested)
     throw new UsageError(
       `${root} is inside another loop: ${outer.why}. Every loop command run in ${root} or below would act on the new loop, not on that one; use --root to init elsewhere, or --nested if you mean it`,
@@ -219,7 +235,10 @@ export function initProject(
   const found = lstatSync(defPath, { throwIfNoEntry: false });
   const existed = found !== undefined;
   if (existed && !opts.force) throw new UsageError(`${defPath} already exists; use --force to overwrite it`);
-  if (existed && !found.isFile()) throw new UsageError(`${defPath} is not a regular file (${found.isSymbolicLink() ? "a symbolic link" : "a directory or special file"}); move it away first`);
+  if (existed && !found.isFile())
+    throw new UsageError(
+      `${defPath} is not a regular file (${found.isSymbolicLink() ? "a symbolic link" : "a directory or special file"}); move it away first`,
+    );
   const runner = pickRunner((c) => findOnPath(c, opts.env.PATH));
   const facts = readProjectFacts(root, opts.env.PATH);
   const { setup, verify, guesses } = proposeSetup(facts);
@@ -230,7 +249,16 @@ export function initProject(
   // The sandbox where it works (docs/threat-model.md#the-sandbox-by-default): probed now.
   const probe = probeSandbox(opts.env.PATH ?? "");
   const sandbox = probe.ok ? "bwrap" : "none";
-  const text = initTemplate({ name, runner, base, verify, setup: guesses.filter((g) => g.key === "setup"), schema: schemaRef(root, stateRoot), sandbox, protect });
+  const text = initTemplate({
+    name,
+    runner,
+    base,
+    verify,
+    setup: guesses.filter((g) => g.key === "setup"),
+    schema: schemaRef(root, stateRoot),
+    sandbox,
+    protect,
+  });
   parseDefinitionText(text, defPath); // the template must always be valid
   const project = projectFor(root, name);
   const created: string[] = [];
@@ -266,8 +294,25 @@ export function initProject(
     );
   // `git init` alone names a branch that no commit has made yet: every launch would pause on it.
   if (!hasAnyCommit(root))
-    warnings.push(`the repository has no commit yet: "workspace.base" ${JSON.stringify(base)} is made by its first commit, and \`loop run\` launches nothing until then (commit loop.json, or \`git commit --allow-empty -m "initial commit"\`)`);
-  return { root, stateRoot, definition: defPath, schemaFile: join(stateRoot, SCHEMA_FILE), runner, verify, setup, guesses, base, sandbox, protect, created, overwrote: existed, warnings };
+    warnings.push(
+      `the repository has no commit yet: "workspace.base" ${JSON.stringify(base)} is made by its first commit, and \`loop run\` launches nothing until then (commit loop.json, or \`git commit --allow-empty -m "initial commit"\`)`,
+    );
+  return {
+    root,
+    stateRoot,
+    definition: defPath,
+    schemaFile: join(stateRoot, SCHEMA_FILE),
+    runner,
+    verify,
+    setup,
+    guesses,
+    base,
+    sandbox,
+    protect,
+    created,
+    overwrote: existed,
+    warnings,
+  };
 }
 
 function checkRoot(root: string): void {

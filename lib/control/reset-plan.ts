@@ -199,7 +199,8 @@ function effectsOf(plan: ItemPlan, it: ItemState): string[] {
   if (!plan.found) return [`${plan.item}: nothing to reset`];
   const out: string[] = [];
   const s = it.session;
-  if (plan.wasLive && s) out.push(`end the live agent of ${plan.item} (attempt ${s.attempt}${s.tmux ? `, tmux ${s.tmux}` : s.pid !== null ? `, pid ${s.pid}` : ""})`);
+  if (plan.wasLive && s)
+    out.push(`end the live agent of ${plan.item} (attempt ${s.attempt}${s.tmux ? `, tmux ${s.tmux}` : s.pid !== null ? `, pid ${s.pid}` : ""})`);
   else if (plan.closeSession && s) out.push(`close the session of ${plan.item} (attempt ${s.attempt})`);
   if (plan.pieces.includes("session"))
     out.push(
@@ -207,7 +208,9 @@ function effectsOf(plan: ItemPlan, it: ItemState): string[] {
     );
   if (plan.pieces.includes("control")) out.push(`forget ${plan.item}'s control records (commands, holds, replies, question): it is disarmed`);
   if (plan.pieces.includes("ledger"))
-    out.push(`forget ${plan.item}'s ledgers (${it.attempts.length} attempt(s), ${it.failures} failure(s)${it.landing ? ", landing" : ""}; status ${it.status}): it becomes pending, first sight`);
+    out.push(
+      `forget ${plan.item}'s ledgers (${it.attempts.length} attempt(s), ${it.failures} failure(s)${it.landing ? ", landing" : ""}; status ${it.status}): it becomes pending, first sight`,
+    );
   if (plan.checkout.action === "remove") out.push(`remove the checkout ${plan.checkout.path} (changes left in it are committed on its branch first)`);
   else if (plan.checkout.action === "keep") out.push(`keep the checkout ${plan.checkout.path} (${plan.checkout.why})`);
   if (plan.branch?.kind === "rename") out.push(`archive branch ${plan.branch.from} as ${plan.branch.to}`);
@@ -222,25 +225,38 @@ function warningsFor(input: ResetInput, plans: ItemPlan[]): string[] {
   const acting = plans.filter((x) => x.found);
   if (acting.length === 0) return out;
   const names = acting.map((x) => x.item).join(", ");
-  if (input.loop.watcher) out.push(`a \`loop run --watch\` is running (pid ${input.loop.watcher.pid}): it may launch ${names} again right after the reset; stop it first`);
+  if (input.loop.watcher)
+    out.push(`a \`loop run --watch\` is running (pid ${input.loop.watcher.pid}): it may launch ${names} again right after the reset; stop it first`);
   if (input.loop.leaseHolder)
-    out.push(`a \`loop run\` step holds the lease (pid ${input.loop.leaseHolder.pid} on ${input.loop.leaseHolder.host}): it may launch ${names} again right after; stop it first (a reset while it holds the lease exits 75)`);
+    out.push(
+      `a \`loop run\` step holds the lease (pid ${input.loop.leaseHolder.pid} on ${input.loop.leaseHolder.host}): it may launch ${names} again right after; stop it first (a reset while it holds the lease exits 75)`,
+    );
   const requireStart = p.loop.settings?.requireStartCommand ?? false;
   const relaunched = acting.filter((x) => p.items[x.item]!.inDefinition).map((x) => x.item);
   if (!requireStart && relaunched.length && (p.loop.state === "running" || p.loop.state === "drained" || p.loop.state === "new"))
-    out.push(`the loop is ${p.loop.state} and does not require explicit starts: the next \`loop run\` launches ${relaunched.join(", ")} again, as a first attempt on a fresh branch`);
+    out.push(
+      `the loop is ${p.loop.state} and does not require explicit starts: the next \`loop run\` launches ${relaunched.join(", ")} again, as a first attempt on a fresh branch`,
+    );
   for (const x of acting) {
     const s = p.items[x.item]!.session;
-    if (x.wasLive) out.push(`${x.item}: a live agent ${input.dryRun ? "would be" : "is being"} ended${s ? ` (attempt ${s.attempt}${s.tmux ? `, tmux ${s.tmux}` : s.pid !== null ? `, pid ${s.pid}` : ""})` : ""}`);
+    if (x.wasLive)
+      out.push(
+        `${x.item}: a live agent ${input.dryRun ? "would be" : "is being"} ended${s ? ` (attempt ${s.attempt}${s.tmux ? `, tmux ${s.tmux}` : s.pid !== null ? `, pid ${s.pid}` : ""})` : ""}`,
+      );
     const wt = input.facts[x.item]!.worktree;
     if (x.checkout.action === "remove" && wt.dirty) {
       const keeps = x.branch?.kind === "rename" ? `${x.branch.from}, archived as ${x.branch.to}` : "its branch";
-      out.push(`${x.item}: the checkout ${wt.path} has uncommitted changes and ${input.dryRun ? "would be" : "is being"} removed; they are committed on ${keeps} first (files git ignores are lost)`);
+      out.push(
+        `${x.item}: the checkout ${wt.path} has uncommitted changes and ${input.dryRun ? "would be" : "is being"} removed; they are committed on ${keeps} first (files git ignores are lost)`,
+      );
     }
     const it = p.items[x.item]!;
     if (!isInFlight(it.status) && it.status !== "pending" && it.status !== "passed") {
       const blocked = blockedBecauseOf(p, x.item).filter((d) => !plans.some((y) => y.item === d));
-      if (blocked.length) out.push(`${blocked.join(", ")} stay${blocked.length === 1 ? "s" : ""} blocked by ${x.item}'s ${it.status}: reset ${blocked.length === 1 ? "it" : "them"} too, or \`loop ctl retry --work-item\` ${blocked.length === 1 ? "it" : "each"}`);
+      if (blocked.length)
+        out.push(
+          `${blocked.join(", ")} stay${blocked.length === 1 ? "s" : ""} blocked by ${x.item}'s ${it.status}: reset ${blocked.length === 1 ? "it" : "them"} too, or \`loop ctl retry --work-item\` ${blocked.length === 1 ? "it" : "each"}`,
+        );
     }
   }
   return out;

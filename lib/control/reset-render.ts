@@ -22,7 +22,8 @@ export function renderReset(r: ResetReport): string {
     if (it.was_live) out.push("  ended its live agent");
     out.push(`  removed: ${it.removed.length ? it.removed.join(", ") : "nothing"}`);
     // Said, not implied by "session": the attempts' output is gone with the folder.
-    if (it.removed.includes("session")) out.push(`  logs: every attempt's output and verify logs were deleted with sessions/${p(it.item)}/ (\`loop logs\` has none of them now)`);
+    if (it.removed.includes("session"))
+      out.push(`  logs: every attempt's output and verify logs were deleted with sessions/${p(it.item)}/ (\`loop logs\` has none of them now)`);
     const c = it.checkout;
     if (c.outcome !== "absent" || c.why) out.push(`  checkout: ${c.outcome}${c.path ? ` ${p(c.path)}` : ""}${c.why ? ` (${p(c.why)})` : ""}`);
     if (it.archived_branch) out.push(`  branch: archived as ${p(it.archived_branch)}`);
@@ -35,6 +36,9 @@ export function renderReset(r: ResetReport): string {
   const failed = r.items.filter((i) => i.errors.length > 0).length;
   if (r.items.length === 0) out.push("nothing to reset: no item holds any state");
   else if (r.dry_run) out.push(`dry run: would reset ${found} item(s)${none ? `; nothing to reset for ${none}` : ""}; nothing was changed`);
-  else out.push(`${found === 0 ? "nothing to reset" : `reset ${found - failed} item(s)${failed ? `; ${failed} with errors (see above)` : ""}`}${found && none ? `; nothing to reset for ${none}` : ""}`);
+  else
+    out.push(
+      `${found === 0 ? "nothing to reset" : `reset ${found - failed} item(s)${failed ? `; ${failed} with errors (see above)` : ""}`}${found && none ? `; nothing to reset for ${none}` : ""}`,
+    );
   return out.join("\n");
 }

@@ -137,7 +137,14 @@ export async function runReset(o: ResetOptions): Promise<ResetReport> {
 
 function makePlan(o: ResetOptions, p: Projection, sel: { ids: string[]; all: boolean }, loop: LoopFacts, dryRun: boolean): ResetPlan {
   const repo = repoOf(o.root);
-  return planReset({ p, ids: sel.ids, all: sel.all, facts: gatherFacts({ p, ids: sel.ids, stateRoot: o.stateRoot, repo, worktrees: worktreesRoot(o.stateRoot, o.env) }), loop, dryRun });
+  return planReset({
+    p,
+    ids: sel.ids,
+    all: sel.all,
+    facts: gatherFacts({ p, ids: sel.ids, stateRoot: o.stateRoot, repo, worktrees: worktreesRoot(o.stateRoot, o.env) }),
+    loop,
+    dryRun,
+  });
 }
 
 function repoOf(root: string): string | null {
@@ -193,11 +200,24 @@ async function carryOut(o: ResetOptions, w: Writer, p: Projection, plan: ResetPl
     try {
       if (x.closeSession) {
         // Its final figure priced as a step prices it (the imported definition's prices).
-        const c = await closeSession({ it, repo: repo ?? o.root, stateRoot: o.stateRoot, env: o.env, reason, removeCheckout: false, graceMs: grace, prices: p.loop.settings?.prices });
+        const c = await closeSession({
+          it,
+          repo: repo ?? o.root,
+          stateRoot: o.stateRoot,
+          env: o.env,
+          reason,
+          removeCheckout: false,
+          graceMs: grace,
+          prices: p.loop.settings?.prices,
+        });
         closeEvents.set(x.item, c?.events ?? []);
         if (sessionAlive(s, o.env)) {
           aborted.add(x.item);
-          fail(x, "session", `its agent could not be ended (still running: pid ${s.pid ?? "-"}${s.tmux ? `, tmux ${s.tmux}` : ""}); nothing of ${x.item} was removed`);
+          fail(
+            x,
+            "session",
+            `its agent could not be ended (still running: pid ${s.pid ?? "-"}${s.tmux ? `, tmux ${s.tmux}` : ""}); nothing of ${x.item} was removed`,
+          );
         }
       } else {
         if (s.tmux && tmuxHasSession(s.tmux, o.env)) tmux(["kill-session", "-t", `=${s.tmux}`], o.env);
@@ -214,7 +234,11 @@ async function carryOut(o: ResetOptions, w: Writer, p: Projection, plan: ResetPl
   const markOf = new Map(acting.filter((x) => x.sweep && p.items[x.item]!.session).map((x) => [sessionMark(p.items[x.item]!.session!), x]));
   if (markOf.size) {
     store.assertLease();
-    if (leftovers.length) await endMarked(leftovers.map((x) => sessionMark(p.items[x.item]!.session!)), grace);
+    if (leftovers.length)
+      await endMarked(
+        leftovers.map((x) => sessionMark(p.items[x.item]!.session!)),
+        grace,
+      );
     for (const m of markedProcesses(markOf.keys())) {
       const x = markOf.get(m.mark)!;
       if (aborted.has(x.item)) continue;
@@ -239,7 +263,15 @@ async function carryOut(o: ResetOptions, w: Writer, p: Projection, plan: ResetPl
       try {
         if (repo === null) throw new Error(`${o.root} is not in a git repository: the checkout cannot be removed through git`);
         const branch = p.items[x.item]!.workspace?.branch ?? p.items[x.item]!.session?.branch ?? "";
-        const r = await retireCheckout({ repo, stateRoot: o.stateRoot, env: o.env, it: p.items[x.item]!, worktree: x.checkout.path!, branch, message: `loop: ${x.item}: changes left in the checkout when it was ${reason}` });
+        const r = await retireCheckout({
+          repo,
+          stateRoot: o.stateRoot,
+          env: o.env,
+          it: p.items[x.item]!,
+          worktree: x.checkout.path!,
+          branch,
+          message: `loop: ${x.item}: changes left in the checkout when it was ${reason}`,
+        });
         if (r.kept) {
           Object.assign(c, { outcome: "kept", why: r.kept });
           fail(x, "workspace", r.kept);
@@ -284,7 +316,10 @@ async function carryOut(o: ResetOptions, w: Writer, p: Projection, plan: ResetPl
   if (renames.length && repo === null) renameFailed = new Map(renames.map((r) => [r.from, "not in a git repository"]));
   else if (renames.length) {
     // Read again: committing what a checkout held moved its branch on since the plan.
-    const heads = listBranches(repo!, renames.map((r) => r.from));
+    const heads = listBranches(
+      repo!,
+      renames.map((r) => r.from),
+    );
     for (const r of renames) r.head = heads.get(r.from) ?? r.head;
     renameFailed = archiveBranches(repo!, renames);
   }
@@ -331,7 +366,19 @@ async function carryOut(o: ResetOptions, w: Writer, p: Projection, plan: ResetPl
       payload: { pieces: removed, found: x.found, wasLive: x.wasLive, archivedBranch: archived, checkout: c, aside: x.aside, errors: errs },
     });
     if (x.resumeLoop && removed.length > 0) events.push({ type: "loop_resumed", payload: {} });
-    reports.push({ item: x.item, ref: x.ref, found: x.found, removed, was_live: x.wasLive, archived_branch: archived, checkout: c, aside: x.aside, errors: errs, effects: x.effects, stays: x.stays });
+    reports.push({
+      item: x.item,
+      ref: x.ref,
+      found: x.found,
+      removed,
+      was_live: x.wasLive,
+      archived_branch: archived,
+      checkout: c,
+      aside: x.aside,
+      errors: errs,
+      effects: x.effects,
+      stays: x.stays,
+    });
   }
   let transitions: ResetReport["transitions"] = [];
   if (events.length) transitions = w.append(events, "reset").map((e) => ({ seq: e.seq, type: e.type, item: e.item }));
@@ -349,7 +396,11 @@ function gatherFacts(o: { p: Projection; ids: string[]; stateRoot: string; repo:
   const asides: string[] = [];
   for (const dir of [o.worktrees, paths.workspaces]) {
     try {
-      asides.push(...readdirSync(dir).filter((n) => n.includes(".aside-")).map((n) => join(dir, n)));
+      asides.push(
+        ...readdirSync(dir)
+          .filter((n) => n.includes(".aside-"))
+          .map((n) => join(dir, n)),
+      );
     } catch {
       // no worktrees there
     }
@@ -372,7 +423,10 @@ function gatherFacts(o: { p: Projection; ids: string[]; stateRoot: string; repo:
     const item = b.slice(resetPrefix.length, b.indexOf("/", resetPrefix.length));
     archivesOf.set(item, [...(archivesOf.get(item) ?? []), b]);
   }
-  const marks = o.ids.map((id) => p.items[id]!.session).filter((s) => s !== null).map((s) => sessionMark(s!));
+  const marks = o.ids
+    .map((id) => p.items[id]!.session)
+    .filter((s) => s !== null)
+    .map((s) => sessionMark(s!));
   const marked = new Map<string, number>();
   for (const m of markedProcesses(marks)) marked.set(m.mark, (marked.get(m.mark) ?? 0) + 1);
 
@@ -387,7 +441,15 @@ function gatherFacts(o: { p: Projection; ids: string[]; stateRoot: string; repo:
     const suffix = (b: string) => (b === prefix ? 1 : Number(b.slice(prefix.length + 1)));
     out[id] = {
       sessionDir: existsSync(join(paths.sessions, id)),
-      worktree: { path, exists, onItemBranch, dirty: onItemBranch && branches.get(branchOf(p, it)) ? checkoutDiffers({ repo: o.repo!, stateRoot: o.stateRoot, item: id, worktree: path, head: branches.get(branchOf(p, it))! }) : null },
+      worktree: {
+        path,
+        exists,
+        onItemBranch,
+        dirty:
+          onItemBranch && branches.get(branchOf(p, it))
+            ? checkoutDiffers({ repo: o.repo!, stateRoot: o.stateRoot, item: id, worktree: path, head: branches.get(branchOf(p, it))! })
+            : null,
+      },
       aside: asides.filter((a) => basename(a).startsWith(`${id}.aside-`)),
       branchHead: branches.get(branchOf(p, it)) ?? null,
       archives: (archivesOf.get(id) ?? []).filter((b) => b === prefix || /^-\d+$/.test(b.slice(prefix.length))).sort((a, b) => suffix(a) - suffix(b)),
@@ -402,7 +464,8 @@ function gatherFacts(o: { p: Projection; ids: string[]; stateRoot: string; repo:
 
 function loopFacts(stateRoot: string, lease: Lease | null): LoopFacts {
   const w = readRunPid(statePaths(stateRoot).runPid);
-  const holder = lease && Date.parse(lease.expires) > Date.now() && (lease.host !== hostname() || pidAlive(lease.pid)) ? { pid: lease.pid, host: lease.host } : null;
+  const holder =
+    lease && Date.parse(lease.expires) > Date.now() && (lease.host !== hostname() || pidAlive(lease.pid)) ? { pid: lease.pid, host: lease.host } : null;
   return { watcher: w && watcherAlive(w) ? { pid: w.pid } : null, leaseHolder: holder };
 }
 

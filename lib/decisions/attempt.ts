@@ -47,14 +47,23 @@ export function afterFailure(it: ItemState): "retry" | "settle_failed" {
  * reason the item keeps. Two failures in a row with the same verify output settle at once (the
  * identicalFailure guard): a third try would spend money on nothing.
  */
-export function afterFailureOf(it: ItemState, o: { identicalFailure: boolean; reason: string; code: FailedCode }): { decision: "retry" } | { decision: "settle_failed"; reason: string; code: FailedCode | "identical_failure" } {
+export function afterFailureOf(
+  it: ItemState,
+  o: { identicalFailure: boolean; reason: string; code: FailedCode },
+): { decision: "retry" } | { decision: "settle_failed"; reason: string; code: FailedCode | "identical_failure" } {
   // An agent that gave up is not tried again with the same prompt: a person retries (with an edited prompt), skips or resets it.
-  if (o.code === "gave_up") return { decision: "settle_failed", reason: `${o.reason} (attempt ${requireAttempt(it).n}; not retried: a person decides)`, code: "gave_up" };
+  if (o.code === "gave_up")
+    return { decision: "settle_failed", reason: `${o.reason} (attempt ${requireAttempt(it).n}; not retried: a person decides)`, code: "gave_up" };
   const planned = afterFailure(it);
   const same = planned === "retry" && o.identicalFailure ? identicalFailure(it.attempts) : null;
   if (planned === "retry" && !same) return { decision: "retry" };
   const attempt = requireAttempt(it);
-  if (same) return { decision: "settle_failed", reason: failedReason(it, identicalFailureReason({ ...same, attempt: attempt.n }, o.reason)), code: "identical_failure" };
+  if (same)
+    return {
+      decision: "settle_failed",
+      reason: failedReason(it, identicalFailureReason({ ...same, attempt: attempt.n }, o.reason)),
+      code: "identical_failure",
+    };
   return { decision: "settle_failed", reason: failedReason(it, o.reason), code: o.code };
 }
 

@@ -4,7 +4,16 @@
 // projection and the status document hold (AttentionInput); decided by the loop's typed cause and
 // the items' records, never by a reason's words. Pure.
 import { itemOf, type ItemState, type LoopCause, type LoopState, type Projection } from "../log/projection.ts";
-import { type DrainOutcome, drainsAs, ITEM_STATUSES, type ItemStatus, LANDING_OUTCOMES, type LandingOutcome, landed, type SettleCode } from "../log/vocabulary.ts";
+import {
+  type DrainOutcome,
+  drainsAs,
+  ITEM_STATUSES,
+  type ItemStatus,
+  LANDING_OUTCOMES,
+  type LandingOutcome,
+  landed,
+  type SettleCode,
+} from "../log/vocabulary.ts";
 import { activeItems } from "./next-work.ts";
 
 /** `definition` is `loop status`'s alone: a loop.json every step refuses, which the log cannot show (lib/reports/definition-on-disk.ts). */
@@ -146,10 +155,24 @@ export function attentionOf({ loop, items }: AttentionInput): Attention[] {
     });
   }
   if (cause?.kind === "fault")
-    out.push({ kind: "environment", item: cause.item, reason: loop.reason ?? cause.fault, fix: [cause.fix], slot: "environment", key: `environment:${cause.seq}` });
+    out.push({
+      kind: "environment",
+      item: cause.item,
+      reason: loop.reason ?? cause.fault,
+      fix: [cause.fix],
+      slot: "environment",
+      key: `environment:${cause.seq}`,
+    });
   // Budgets (docs/spend.md#at-a-limit): the loop paused by its own, items settled failed by theirs.
   if (cause?.kind === "budget")
-    out.push({ kind: "budget", item: null, reason: loop.reason ?? "the loop's budget is reached", fix: ['raise "budget" in loop.json', "loop ctl resume"], slot: "budget", key: `budget:${cause.seq}` });
+    out.push({
+      kind: "budget",
+      item: null,
+      reason: loop.reason ?? "the loop's budget is reached",
+      fix: ['raise "budget" in loop.json', "loop ctl resume"],
+      slot: "budget",
+      key: `budget:${cause.seq}`,
+    });
   for (const it of items)
     if (it.status === "failed" && it.budgetStop && it.budgetStop.attempt === it.attempts)
       out.push({
@@ -185,14 +208,20 @@ export function attentionOf({ loop, items }: AttentionInput): Attention[] {
         item: it.id,
         reason: `${it.id}: ${it.reason ?? it.landing.reason}`,
         fix: [
-          it.status === "landing_blocked" && it.pr ? `resolve or merge ${it.pr.label} (${it.pr.url})` : "resolve the landing (a conflict, the target checked out elsewhere)",
+          it.status === "landing_blocked" && it.pr
+            ? `resolve or merge ${it.pr.label} (${it.pr.url})`
+            : "resolve the landing (a conflict, the target checked out elsewhere)",
           `loop ctl retry --work-item ${shellWord(it.id)}`,
         ],
         slot: `landing:${it.id}`,
         key: `landing:${it.id}:e${it.epoch}:a${it.attempts}`,
       });
   if (loop.state === "drained" && loop.outcome === "Failed") {
-    const names = troubled.slice(0, 5).map((it) => `${it.id} ${it.status}`).join(", ") + (troubled.length > 5 ? `, … ${troubled.length} items` : "");
+    const names =
+      troubled
+        .slice(0, 5)
+        .map((it) => `${it.id} ${it.status}`)
+        .join(", ") + (troubled.length > 5 ? `, … ${troubled.length} items` : "");
     out.push({
       kind: "failed",
       item: null,

@@ -22,8 +22,19 @@ export function baseVerifyNeed(key: string | null, record: BaseVerifyRecord | un
 }
 
 /** The fault `base_verify_failed`: what failed on the base, its telling lines (escaped by the caller), and the two ways on. */
-export function baseVerifyFault(o: { code: Exclude<BaseVerifyCode, "passed">; verify: string; setup: string | null; commit: string; base: string; why: string; log: string }): EnvironmentFault {
-  const what = o.code === "setup_failed" ? `workspace.setup (${JSON.stringify(o.setup)}) failed on the base ${o.base} (${o.commit.slice(0, 12)}), before the verify could run` : `the verify ${JSON.stringify(o.verify)} failed on the base ${o.base} (${o.commit.slice(0, 12)}), before any item changed it`;
+export function baseVerifyFault(o: {
+  code: Exclude<BaseVerifyCode, "passed">;
+  verify: string;
+  setup: string | null;
+  commit: string;
+  base: string;
+  why: string;
+  log: string;
+}): EnvironmentFault {
+  const what =
+    o.code === "setup_failed"
+      ? `workspace.setup (${JSON.stringify(o.setup)}) failed on the base ${o.base} (${o.commit.slice(0, 12)}), before the verify could run`
+      : `the verify ${JSON.stringify(o.verify)} failed on the base ${o.base} (${o.commit.slice(0, 12)}), before any item changed it`;
   return {
     kind: "base_verify_failed",
     message: `${what}: ${o.why} (its output: ${o.log}). No item was launched and no attempt was spent`,

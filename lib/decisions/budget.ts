@@ -53,7 +53,8 @@ interface Reached {
 export function reached(spend: Spend, limit: Limit | undefined): Reached | null {
   if (!limit) return null;
   if (limit.tokens !== undefined && spend.tokens !== null && spend.tokens >= limit.tokens) return { unit: "tokens", spent: spend.tokens, limit: limit.tokens };
-  if (limit.microUsd !== undefined && spend.microUsd !== null && spend.microUsd >= limit.microUsd) return { unit: "usd", spent: spend.microUsd, limit: limit.microUsd };
+  if (limit.microUsd !== undefined && spend.microUsd !== null && spend.microUsd >= limit.microUsd)
+    return { unit: "usd", spent: spend.microUsd, limit: limit.microUsd };
   return null;
 }
 
@@ -119,7 +120,12 @@ function loopVerdict(u: LoopUsage | undefined, budget: LoopBudget | undefined, n
  * loop's budget reached; or what is left of the loop's budget cannot cover what the item may still
  * spend by its own budget (the loop pauses, no attempt starts).
  */
-export function beforeLaunch(o: { item: Pick<ItemState, "id" | "attempts" | "def">; usage: LoopUsage | undefined; budget: LoopBudget | undefined; now: number }): BudgetVerdict {
+export function beforeLaunch(o: {
+  item: Pick<ItemState, "id" | "attempts" | "def">;
+  usage: LoopUsage | undefined;
+  budget: LoopBudget | undefined;
+  now: number;
+}): BudgetVerdict {
   const own = itemVerdict(o.item);
   if (own) return own;
   const loop = loopVerdict(o.usage, o.budget, o.now);
@@ -127,7 +133,10 @@ export function beforeLaunch(o: { item: Pick<ItemState, "id" | "attempts" | "def
   // Never start an attempt the loop's remaining budget cannot cover by the item's own limit.
   const spent = attemptsSpend(o.item.attempts);
   const spend = loopSpend(o.usage, o.now);
-  for (const [window, limit, s] of [["total", o.budget, spend.total], ["daily", o.budget.daily, spend.daily]] as const) {
+  for (const [window, limit, s] of [
+    ["total", o.budget, spend.total],
+    ["daily", o.budget.daily, spend.daily],
+  ] as const) {
     if (!limit) continue;
     for (const unit of ["tokens", "usd"] as const) {
       const key = unit === "tokens" ? "tokens" : "microUsd";
@@ -153,7 +162,12 @@ export function beforeLaunch(o: { item: Pick<ItemState, "id" | "attempts" | "def
 }
 
 /** While an attempt runs (its figure so far recorded): the item's budget reached, or the loop's. */
-export function whileRunning(o: { item: Pick<ItemState, "id" | "attempts" | "def">; usage: LoopUsage | undefined; budget: LoopBudget | undefined; now: number }): BudgetVerdict {
+export function whileRunning(o: {
+  item: Pick<ItemState, "id" | "attempts" | "def">;
+  usage: LoopUsage | undefined;
+  budget: LoopBudget | undefined;
+  now: number;
+}): BudgetVerdict {
   return itemVerdict(o.item) ?? loopVerdict(o.usage, o.budget, o.now);
 }
 
@@ -162,7 +176,12 @@ export function whileRunning(o: { item: Pick<ItemState, "id" | "attempts" | "def
  * the least of what is left of the item's, the loop's and the day's dollar budgets; null when none is
  * set. Known spend only: an unknown one is taken as none (the loop's own check still stops it).
  */
-export function remainingMicroUsd(o: { item: Pick<ItemState, "attempts" | "def">; usage: LoopUsage | undefined; budget: LoopBudget | undefined; now: number }): number | null {
+export function remainingMicroUsd(o: {
+  item: Pick<ItemState, "attempts" | "def">;
+  usage: LoopUsage | undefined;
+  budget: LoopBudget | undefined;
+  now: number;
+}): number | null {
   const spend = loopSpend(o.usage, o.now);
   const left: number[] = [];
   if (o.item.def.budget?.microUsd !== undefined) left.push(o.item.def.budget.microUsd - (attemptsSpend(o.item.attempts).microUsd ?? 0));
@@ -176,7 +195,12 @@ export function remainingMicroUsd(o: { item: Pick<ItemState, "attempts" | "def">
  * after the one that reaches it): the least of what is left of the item's, the loop's and the day's
  * token budgets; null when none is set.
  */
-export function remainingTokens(o: { item: Pick<ItemState, "attempts" | "def">; usage: LoopUsage | undefined; budget: LoopBudget | undefined; now: number }): number | null {
+export function remainingTokens(o: {
+  item: Pick<ItemState, "attempts" | "def">;
+  usage: LoopUsage | undefined;
+  budget: LoopBudget | undefined;
+  now: number;
+}): number | null {
   const spend = loopSpend(o.usage, o.now);
   const left: number[] = [];
   if (o.item.def.budget?.tokens !== undefined) left.push(o.item.def.budget.tokens - (attemptsSpend(o.item.attempts).tokens ?? 0));
@@ -226,7 +250,10 @@ function sameTokens(a: TokenCounts | null | undefined, b: TokenCounts | null): b
  * back to the one that began the conversation (each attempt after that one resumed it). Null for an
  * attempt that did not resume one.
  */
-export function conversationBase(attempts: readonly Pick<AttemptRecord, "n" | "usage" | "resumed">[], n: number): { tokens: TokenCounts | null; microUsd: number | null } | null {
+export function conversationBase(
+  attempts: readonly Pick<AttemptRecord, "n" | "usage" | "resumed">[],
+  n: number,
+): { tokens: TokenCounts | null; microUsd: number | null } | null {
   const i = attempts.findIndex((a) => a.n === n);
   if (i < 1 || !attempts[i]!.resumed) return null;
   let tokens: TokenCounts | null = null;
@@ -235,7 +262,12 @@ export function conversationBase(attempts: readonly Pick<AttemptRecord, "n" | "u
     const u = attempts[k]!.usage;
     if (u?.tokens) {
       const t: TokenCounts = tokens ?? { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
-      tokens = { input: t.input + u.tokens.input, output: t.output + u.tokens.output, cacheRead: t.cacheRead + u.tokens.cacheRead, cacheWrite: t.cacheWrite + u.tokens.cacheWrite };
+      tokens = {
+        input: t.input + u.tokens.input,
+        output: t.output + u.tokens.output,
+        cacheRead: t.cacheRead + u.tokens.cacheRead,
+        cacheWrite: t.cacheWrite + u.tokens.cacheWrite,
+      };
     }
     if (u?.microUsd !== null && u?.microUsd !== undefined) microUsd = (microUsd ?? 0) + u.microUsd;
     if (!attempts[k]!.resumed) break;

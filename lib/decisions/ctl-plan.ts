@@ -25,7 +25,12 @@ export interface PlannedAction {
  * `accept` (`loop ctl resume --yes`): a loop paused because the default verify failed on the base is
  * resumed with that failure accepted for its verify and setup (base_verify_accepted), not run again.
  */
-export function planCtl(p: Projection, verb: CtlVerb, items: string[], o: { text?: string | null; reason?: string | null; actor: string; keepCheckout: boolean; accept?: boolean }): PlannedAction[] {
+export function planCtl(
+  p: Projection,
+  verb: CtlVerb,
+  items: string[],
+  o: { text?: string | null; reason?: string | null; actor: string; keepCheckout: boolean; accept?: boolean },
+): PlannedAction[] {
   const out: PlannedAction[] = [];
   const loopAction = (effect: string, events: EventDraft[], noop = false): PlannedAction => ({ item: null, effect, noop, close: null, events });
   const control = (id: string, text: string | null = null): EventDraft => ({ type: "control_recorded", item: id, payload: { verb: verb as never, text } });
@@ -41,8 +46,14 @@ export function planCtl(p: Projection, verb: CtlVerb, items: string[], o: { text
         // control.review: the start a review waits for (docs/cli/loop-ctl.md#review-and-start), then the loop's own start or resume.
         const waiting = p.loop.review?.waiting;
         if (waiting) {
-          const then: EventDraft[] = st === "new" ? [{ type: "loop_started", payload: {} }] : st === "paused" || st === "stopped" ? [{ type: "loop_resumed", payload: {} }] : [];
-          return [loopAction(`start the loop after its review (revision ${p.loop.revision})${st === "paused" || st === "stopped" ? `, resuming the ${st} loop` : ""}`, [{ type: "loop_reviewed", payload: { revision: p.loop.revision } }, ...then])];
+          const then: EventDraft[] =
+            st === "new" ? [{ type: "loop_started", payload: {} }] : st === "paused" || st === "stopped" ? [{ type: "loop_resumed", payload: {} }] : [];
+          return [
+            loopAction(
+              `start the loop after its review (revision ${p.loop.revision})${st === "paused" || st === "stopped" ? `, resuming the ${st} loop` : ""}`,
+              [{ type: "loop_reviewed", payload: { revision: p.loop.revision } }, ...then],
+            ),
+          ];
         }
         if (st === "new") return [loopAction("start the loop", [{ type: "loop_started", payload: {} }])];
         if (st === "paused" || st === "stopped") return [loopAction(`resume the ${st} loop`, [{ type: "loop_resumed", payload: {} }])];
@@ -53,12 +64,25 @@ export function planCtl(p: Projection, verb: CtlVerb, items: string[], o: { text
         const base = p.loop.baseVerify;
         const onBase = st === "paused" && p.loop.cause?.kind === "fault" && p.loop.cause.fault === "base_verify_failed" && base?.status === "failed";
         if (onBase && o.accept)
-          return [loopAction(`accept the failure of the verify on the base (${JSON.stringify(base.verify)}) for this verify and setup, and resume the loop`, [{ type: "base_verify_accepted", payload: { key: base.key } }, { type: "loop_resumed", payload: {} }])];
-        return [loopAction(`resume the ${st} loop${onBase ? " (the verify on the base runs again; --yes accepts its failure)" : ""}`, [{ type: "loop_resumed", payload: {} }])];
+          return [
+            loopAction(`accept the failure of the verify on the base (${JSON.stringify(base.verify)}) for this verify and setup, and resume the loop`, [
+              { type: "base_verify_accepted", payload: { key: base.key } },
+              { type: "loop_resumed", payload: {} },
+            ]),
+          ];
+        return [
+          loopAction(`resume the ${st} loop${onBase ? " (the verify on the base runs again; --yes accepts its failure)" : ""}`, [
+            { type: "loop_resumed", payload: {} },
+          ]),
+        ];
       }
       case "pause":
         if (st === "paused") return [loopAction("the loop is already paused", [], true)];
-        return [loopAction("pause the loop", [{ type: "loop_paused", payload: { reason: o.reason ?? `paused by ${o.actor}`, cause: { kind: "operator", verb: "pause" } } }])];
+        return [
+          loopAction("pause the loop", [
+            { type: "loop_paused", payload: { reason: o.reason ?? `paused by ${o.actor}`, cause: { kind: "operator", verb: "pause" } } },
+          ]),
+        ];
       case "stop": {
         if (st === "stopped") return [loopAction("the loop is already stopped", [], true)];
         const cur = p.loop.current;
@@ -69,7 +93,13 @@ export function planCtl(p: Projection, verb: CtlVerb, items: string[], o: { text
             effect: `end the session of ${cur} (attempt ${it.attempts.length}); the item stays pending`,
             noop: false,
             close: closeFor(cur),
-            events: [{ type: "item_requeued", item: cur, payload: { attempt: it.attempts.length, reason: `stopped by ${o.actor}`, failed: false, resetBudget: false } }],
+            events: [
+              {
+                type: "item_requeued",
+                item: cur,
+                payload: { attempt: it.attempts.length, reason: `stopped by ${o.actor}`, failed: false, resetBudget: false },
+              },
+            ],
           });
         }
         out.push(loopAction("stop the loop", [{ type: "loop_stopped", payload: { reason: o.reason ?? `stopped by ${o.actor}` } }]));
@@ -90,7 +120,13 @@ export function planCtl(p: Projection, verb: CtlVerb, items: string[], o: { text
     const flying = isInFlight(it.status);
     switch (verb) {
       case "start":
-        out.push({ item: id, effect: it.held ? `release ${id} (held by stop) and allow it to start` : `allow ${id} to start`, noop: false, close: null, events: [control(id)] });
+        out.push({
+          item: id,
+          effect: it.held ? `release ${id} (held by stop) and allow it to start` : `allow ${id} to start`,
+          noop: false,
+          close: null,
+          events: [control(id)],
+        });
         break;
       case "stop":
         if (settled || it.status === "withdrawn") {
@@ -104,7 +140,9 @@ export function planCtl(p: Projection, verb: CtlVerb, items: string[], o: { text
           close: closeFor(id),
           events: [
             control(id, o.reason ?? null),
-            ...(flying ? [{ type: "item_requeued" as const, item: id, payload: { attempt: n, reason: `stopped by ${o.actor}`, failed: false, resetBudget: false } }] : []),
+            ...(flying
+              ? [{ type: "item_requeued" as const, item: id, payload: { attempt: n, reason: `stopped by ${o.actor}`, failed: false, resetBudget: false } }]
+              : []),
           ],
         });
         break;
@@ -122,7 +160,16 @@ export function planCtl(p: Projection, verb: CtlVerb, items: string[], o: { text
           close: closeFor(id),
           events: [
             control(id, o.reason ?? null),
-            { type: "item_settled", item: id, payload: { attempt: n, outcome, reason: `${outcome} by ${o.actor}${o.reason ? `: ${o.reason}` : ""}`, code: outcome === "skipped" ? "operator_skipped" : "operator_cancelled" } },
+            {
+              type: "item_settled",
+              item: id,
+              payload: {
+                attempt: n,
+                outcome,
+                reason: `${outcome} by ${o.actor}${o.reason ? `: ${o.reason}` : ""}`,
+                code: outcome === "skipped" ? "operator_skipped" : "operator_cancelled",
+              },
+            },
           ],
         });
         break;
@@ -148,15 +195,40 @@ export function planCtl(p: Projection, verb: CtlVerb, items: string[], o: { text
         if (settled) events.push({ type: "item_requeued", item: id, payload: { attempt: n, reason: `retry by ${o.actor}`, failed: false, resetBudget: true } });
         if (settled) requeued.set(id, id);
         for (const dep of settled ? blockedBecauseOf(p, id).filter((d) => !requeued.has(d)) : []) {
-          events.push({ type: "item_requeued", item: dep, payload: { attempt: p.items[dep]!.attempts.length, reason: `retry of ${id} by ${o.actor}`, failed: false, resetBudget: false } });
+          events.push({
+            type: "item_requeued",
+            item: dep,
+            payload: { attempt: p.items[dep]!.attempts.length, reason: `retry of ${id} by ${o.actor}`, failed: false, resetBudget: false },
+          });
           requeued.set(dep, id);
         }
-        out.push({ item: id, effect: settled ? `requeue ${id} with a fresh attempt budget${events.length > 2 ? ` and unblock ${events.slice(2).map((e) => e.item).join(", ")}` : ""}` : `release ${id}`, noop: false, close: null, events });
+        out.push({
+          item: id,
+          effect: settled
+            ? `requeue ${id} with a fresh attempt budget${
+                events.length > 2
+                  ? ` and unblock ${events
+                      .slice(2)
+                      .map((e) => e.item)
+                      .join(", ")}`
+                  : ""
+              }`
+            : `release ${id}`,
+          noop: false,
+          close: null,
+          events,
+        });
         break;
       }
       case "reply": {
         if (settled || it.status === "withdrawn") throw new RefusedError(`${id} is ${it.status}; a reply can no longer reach it`);
-        out.push({ item: id, effect: `record a reply for ${id}${it.status === "needs_input" ? " (it asked a question; `loop ctl resume` continues)" : " (delivered with its next attempt)"}`, noop: false, close: null, events: [control(id, o.text ?? null), { type: "reply_recorded", item: id, payload: { text: o.text ?? "" } }] });
+        out.push({
+          item: id,
+          effect: `record a reply for ${id}${it.status === "needs_input" ? " (it asked a question; `loop ctl resume` continues)" : " (delivered with its next attempt)"}`,
+          noop: false,
+          close: null,
+          events: [control(id, o.text ?? null), { type: "reply_recorded", item: id, payload: { text: o.text ?? "" } }],
+        });
         break;
       }
       case "pause":
@@ -170,7 +242,11 @@ export function planCtl(p: Projection, verb: CtlVerb, items: string[], o: { text
   if ((verb === "skip" || verb === "stop") && items.some(askedBy))
     out.push(loopAction(`resume the loop (it was paused by the question of ${items.filter(askedBy).join(", ")})`, [{ type: "loop_resumed", payload: {} }]));
   if (verb === "cancel" && out.some((a) => !a.noop) && p.loop.state === "running")
-    out.push(loopAction("pause the loop (cancel means stop spending)", [{ type: "loop_paused", payload: { reason: `cancelled ${items.join(", ")} by ${o.actor}`, cause: { kind: "operator", verb: "cancel" } } }]));
+    out.push(
+      loopAction("pause the loop (cancel means stop spending)", [
+        { type: "loop_paused", payload: { reason: `cancelled ${items.join(", ")} by ${o.actor}`, cause: { kind: "operator", verb: "cancel" } } },
+      ]),
+    );
   return out;
 }
 

@@ -209,7 +209,10 @@ export function sandboxStartFault(o: { runner: string; program: string; path: st
 }
 
 /** What LOOP_SESSION_SCOPE asks for, as probed: an invalid value, or `systemd` refused for a lack of the machine's. */
-type ScopeFact = { invalid: string } | { refused: string; lack: "no_systemd_run" | "no_system_manager" | "no_user_manager" | "no_linger"; user: string | null } | null;
+type ScopeFact =
+  | { invalid: string }
+  | { refused: string; lack: "no_systemd_run" | "no_system_manager" | "no_user_manager" | "no_linger"; user: string | null }
+  | null;
 
 /**
  * Sessions must run in a systemd scope (LOOP_SESSION_SCOPE=systemd, as the shipped units set it) and
@@ -218,11 +221,13 @@ type ScopeFact = { invalid: string } | { refused: string; lack: "no_systemd_run"
  */
 export function scopeFault(f: ScopeFact | undefined): EnvironmentFault | null {
   if (!f) return null;
-  if ("invalid" in f) return { kind: "scope_unavailable", message: f.invalid, fix: `set LOOP_SESSION_SCOPE to auto, systemd or off in loop run's environment, ${RESUME}` };
+  if ("invalid" in f)
+    return { kind: "scope_unavailable", message: f.invalid, fix: `set LOOP_SESSION_SCOPE to auto, systemd or off in loop run's environment, ${RESUME}` };
   const user = f.user ?? "<the user loop runs as>";
   const FIX: Record<typeof f.lack, string> = {
     no_systemd_run: "install systemd (systemd-run) or put it on loop run's PATH",
-    no_system_manager: "run loop under a systemd system manager, or set LOOP_SESSION_SCOPE=off where none runs (a container: sessions are process groups beside loop)",
+    no_system_manager:
+      "run loop under a systemd system manager, or set LOOP_SESSION_SCOPE=off where none runs (a container: sessions are process groups beside loop)",
     no_user_manager: `let the user's systemd manager run without a login: \`sudo loginctl enable-linger ${user}\``,
     no_linger: `let the user's systemd manager outlive its logins: \`sudo loginctl enable-linger ${user}\``,
   };
@@ -275,7 +280,11 @@ export function launchErrorFault(err: unknown): EnvironmentFault | null {
   if (errno === "EACCES" || errno === "EPERM" || errno === "EROFS")
     return { kind: "permission_denied", message, fix: `give the user loop runs as write access to the repository and its state root, ${RESUME}` };
   if (err instanceof GitError)
-    return { kind: "git_failed", message, fix: `look at the repository (git worktree list, git status; a stale .lock file under .git), fix what git reports, ${RESUME}` };
+    return {
+      kind: "git_failed",
+      message,
+      fix: `look at the repository (git worktree list, git status; a stale .lock file under .git), fix what git reports, ${RESUME}`,
+    };
   if (errno !== null || err instanceof StartError) return { kind: "launch_failed", message, fix: `fix what the message names, ${RESUME}` };
   return null;
 }
@@ -287,10 +296,18 @@ export function systemError(err: unknown): string | null {
 }
 
 /** A runner's program that is missing (or not executable) where the launch resolved it, as a fault. */
-export function programFault(o: { runner: string; program: string; fact: Exclude<ProgramFact, { state: "found" } | { state: "unchecked" }> }): EnvironmentFault {
+export function programFault(o: {
+  runner: string;
+  program: string;
+  fact: Exclude<ProgramFact, { state: "found" } | { state: "unchecked" }>;
+}): EnvironmentFault {
   const runner = `runner ${JSON.stringify(o.runner)}`;
   if (o.fact.state === "not_executable")
-    return { kind: "program_not_executable", message: `${runner}: program ${JSON.stringify(o.program)} (${o.fact.path}) is not executable`, fix: `make it executable (chmod +x), ${RESUME}` };
+    return {
+      kind: "program_not_executable",
+      message: `${runner}: program ${JSON.stringify(o.program)} (${o.fact.path}) is not executable`,
+      fix: `make it executable (chmod +x), ${RESUME}`,
+    };
   return {
     kind: "program_not_found",
     message: `${runner}: program ${JSON.stringify(o.program)} not found${o.fact.path ? ` (${o.fact.path})` : " on PATH"}`,

@@ -16,7 +16,9 @@ export function noProgressReason(reason: string): string {
  * code and same digest of the whole verify output. Attempts that were not failures (a question, an
  * interrupted launch, an environment fault given back) stand between no two failures.
  */
-export function identicalFailure(attempts: readonly Pick<AttemptRecord, "n" | "verify" | "outcome">[]): { previous: number; exitCode: number | null; sha256: string } | null {
+export function identicalFailure(
+  attempts: readonly Pick<AttemptRecord, "n" | "verify" | "outcome">[],
+): { previous: number; exitCode: number | null; sha256: string } | null {
   const last = attempts.at(-1);
   const v = last?.verify;
   if (!v || v.passed || v.sha256 === null) return null;

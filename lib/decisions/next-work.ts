@@ -47,8 +47,10 @@ export function blockingDependency(it: GateItem, find: FindItem): { dependency: 
   for (const dep of it.dependsOn) {
     const d = find(dep);
     if (!d) return { dependency: dep, status: null, code: "dependency_unknown", reason: `dependency "${dep}" is not an item of the loop` };
-    if (d.status === "withdrawn") return { dependency: dep, status: d.status, code: "dependency_removed", reason: `dependency "${dep}" was removed from the definition` };
-    if (isSettled(d.status) && d.status !== "passed") return { dependency: dep, status: d.status, code: "dependency_failed", reason: `dependency "${dep}" ${d.status}` };
+    if (d.status === "withdrawn")
+      return { dependency: dep, status: d.status, code: "dependency_removed", reason: `dependency "${dep}" was removed from the definition` };
+    if (isSettled(d.status) && d.status !== "passed")
+      return { dependency: dep, status: d.status, code: "dependency_failed", reason: `dependency "${dep}" ${d.status}` };
   }
   return null;
 }
@@ -125,4 +127,3 @@ export function blockedBecauseOf(p: Projection, id: string): string[] {
   }
   return out;
 }
-

@@ -110,9 +110,17 @@ export function budgetWarnings(usage: LoopUsage | undefined, budget: LoopBudget 
   if (!budget) return [];
   const spend = loopSpend(usage, now);
   const out: NotifyCondition[] = [];
-  const warn = (which: "total" | "daily", limit: { tokens?: number; microUsd?: number } | undefined, s: { tokens: number | null; microUsd: number | null }, key: string) => {
+  const warn = (
+    which: "total" | "daily",
+    limit: { tokens?: number; microUsd?: number } | undefined,
+    s: { tokens: number | null; microUsd: number | null },
+    key: string,
+  ) => {
     if (!limit || reached(s, limit)) return;
-    const at80 = reached(s, { tokens: limit.tokens === undefined ? undefined : Math.ceil(limit.tokens * 0.8), microUsd: limit.microUsd === undefined ? undefined : Math.ceil(limit.microUsd * 0.8) });
+    const at80 = reached(s, {
+      tokens: limit.tokens === undefined ? undefined : Math.ceil(limit.tokens * 0.8),
+      microUsd: limit.microUsd === undefined ? undefined : Math.ceil(limit.microUsd * 0.8),
+    });
     if (!at80) return;
     const full = at80.unit === "tokens" ? limit.tokens! : limit.microUsd!;
     out.push({
@@ -125,6 +133,11 @@ export function budgetWarnings(usage: LoopUsage | undefined, budget: LoopBudget 
     });
   };
   warn("total", budget, spend.total, `budget_80:total:${budget.tokens ?? "-"}:${budget.microUsd ?? "-"}`);
-  warn("daily", budget.daily, spend.daily, `budget_80:daily:${new Date(now).toISOString().slice(0, 10)}:${budget.daily?.tokens ?? "-"}:${budget.daily?.microUsd ?? "-"}`);
+  warn(
+    "daily",
+    budget.daily,
+    spend.daily,
+    `budget_80:daily:${new Date(now).toISOString().slice(0, 10)}:${budget.daily?.tokens ?? "-"}:${budget.daily?.microUsd ?? "-"}`,
+  );
   return out;
 }

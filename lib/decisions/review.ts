@@ -15,7 +15,15 @@ export interface LoopReview {
   /** Why the loop waits for review (empty when it does not). */
   reasons: ReviewReason[];
   /** The items that may still launch, in the loop's order. */
-  items: { id: string; runner: string; model: string | null; sandbox: boolean; network: string; budget: { tokens: number | null; usd: number | null } | null; maxSpend: number | null }[];
+  items: {
+    id: string;
+    runner: string;
+    model: string | null;
+    sandbox: boolean;
+    network: string;
+    budget: { tokens: number | null; usd: number | null } | null;
+    maxSpend: number | null;
+  }[];
   landing: { mode: "none" | "merge" | "pr"; effect: string };
   sandbox: string;
   network: string;
@@ -39,11 +47,23 @@ type Prices = NonNullable<NonNullable<Projection["loop"]["settings"]>["prices"]>
 /** The review of the loop as the projection holds it. */
 export function reviewOf(p: Projection): LoopReview {
   const s = p.loop.settings;
-  const items: Item[] = p.order.map((id) => p.items[id]!).filter((it) => it.inDefinition && !isSettled(it.status) && it.status !== "withdrawn").map((it) => it.def);
+  const items: Item[] = p.order
+    .map((id) => p.items[id]!)
+    .filter((it) => it.inDefinition && !isSettled(it.status) && it.status !== "withdrawn")
+    .map((it) => it.def);
   const prices = s?.prices ?? {};
   const perItem = items.map((it) => itemBound(it, prices));
   const lb = s?.budget;
-  const loopBound = min([lb?.microUsd ?? null, lb?.tokens !== undefined ? tokensAt(lb.tokens, items.map((it) => it.model), prices) : null]);
+  const loopBound = min([
+    lb?.microUsd ?? null,
+    lb?.tokens !== undefined
+      ? tokensAt(
+          lb.tokens,
+          items.map((it) => it.model),
+          prices,
+        )
+      : null,
+  ]);
   const sum = perItem.every((b) => b !== null) && items.length > 0 ? perItem.reduce((a, b) => a! + b!, 0)! : null;
   const bound = min([loopBound, sum]);
   const landing = s?.landing ?? "none";
@@ -60,7 +80,9 @@ export function reviewOf(p: Projection): LoopReview {
       maxSpend: perItem[i] === null ? null : perItem[i]! / 1e6,
     })),
     landing: { mode: landing, effect: landingEffect(landing, p) },
-    sandbox: summary(items, (it) => (it.sandbox === "bwrap" ? "in the sandbox (bubblewrap)" : "no sandbox: the agent runs as your user, with your files in reach")),
+    sandbox: summary(items, (it) =>
+      it.sandbox === "bwrap" ? "in the sandbox (bubblewrap)" : "no sandbox: the agent runs as your user, with your files in reach",
+    ),
     network: summary(items, (it) => netText(it.network)),
     budgets: { loop: budgetView(lb), daily: budgetView(lb?.daily) },
     maxSpend: bound === null ? null : bound / 1e6,
@@ -92,7 +114,13 @@ const BASE_VERIFY_SAID: Record<NonNullable<LoopReview["baseVerify"]>["status"], 
 
 /** The definition the log holds, as a review reads it (lib/decisions/widening.ts). */
 export function definitionOfLog(p: Projection): ReviewedDefinition {
-  return { settings: p.loop.settings!, items: p.order.map((id) => p.items[id]!).filter((it) => it.inDefinition).map((it) => it.def) };
+  return {
+    settings: p.loop.settings!,
+    items: p.order
+      .map((id) => p.items[id]!)
+      .filter((it) => it.inDefinition)
+      .map((it) => it.def),
+  };
 }
 
 /** The review for people, one line each (loop run's stderr, loop ctl start's prompt; `started`: what `--yes` started). */
@@ -106,13 +134,19 @@ export function reviewLines(r: LoopReview, o: { started?: boolean } = {}): strin
     `network: ${r.network}`,
     `budgets: ${r.budgets.loop ? `the loop ${budgetText(r.budgets.loop)}` : "no loop budget"}${r.budgets.daily ? `, daily ${budgetText(r.budgets.daily)}` : ""}`,
     `most it can spend: ${r.maxSpendText}`,
-    ...(r.baseVerify ? [`verify on the base (${JSON.stringify(r.baseVerify.verify)}): ${BASE_VERIFY_SAID[r.baseVerify.status]}${r.baseVerify.quote ? ` (${r.baseVerify.quote})` : ""}`] : []),
+    ...(r.baseVerify
+      ? [
+          `verify on the base (${JSON.stringify(r.baseVerify.verify)}): ${BASE_VERIFY_SAID[r.baseVerify.status]}${r.baseVerify.quote ? ` (${r.baseVerify.quote})` : ""}`,
+        ]
+      : []),
     ...(o.started ? [] : [`to start it: ${r.start}`]),
   ];
 }
 
 function budgetText(b: { tokens: number | null; usd: number | null }): string {
-  return [b.tokens !== null ? `${b.tokens.toLocaleString("en-US")} tokens` : null, b.usd !== null ? `$${usdText(Math.round(b.usd * 1e6))}` : null].filter(Boolean).join(" and ");
+  return [b.tokens !== null ? `${b.tokens.toLocaleString("en-US")} tokens` : null, b.usd !== null ? `$${usdText(Math.round(b.usd * 1e6))}` : null]
+    .filter(Boolean)
+    .join(" and ");
 }
 
 function budgetView(b: { tokens?: number; microUsd?: number } | undefined): { tokens: number | null; usd: number | null } | null {

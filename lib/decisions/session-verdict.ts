@@ -61,7 +61,10 @@ export function classifySession(o: SessionObservation): SessionVerdict {
   }
   const last = Math.max(o.startedAt, o.lastOutputAt ?? 0);
   if (o.now - last > o.timeouts.stall)
-    return { kind: "stalled", reason: `no progress in the output for ${Math.round((o.now - last) / 1000)}s (stall timeout ${Math.round(o.timeouts.stall / 1000)}s)` };
+    return {
+      kind: "stalled",
+      reason: `no progress in the output for ${Math.round((o.now - last) / 1000)}s (stall timeout ${Math.round(o.timeouts.stall / 1000)}s)`,
+    };
   if (exiting) return { kind: "waiting", reason: `agent asked a question and is given ${ASK_EXIT_GRACE_MS / 1000}s to exit` };
   return { kind: "waiting", reason: "agent is working" };
 }
@@ -88,6 +91,11 @@ export function classifyLaunching(o: LaunchingObservation): LaunchingVerdict {
   const cutShort = o.launched && !o.carried;
   if (o.launched && !cutShort && o.ageMs <= o.launchTimeoutMs) return { kind: "waiting", reason: "session is starting" };
   if (!o.launched) return { kind: "failed", reason: "the step that reserved this attempt stopped before launching it; not relaunched", interrupted: true };
-  if (cutShort) return { kind: "failed", reason: "the step that launched this attempt stopped before its session started (nothing runs); not relaunched", interrupted: true };
+  if (cutShort)
+    return {
+      kind: "failed",
+      reason: "the step that launched this attempt stopped before its session started (nothing runs); not relaunched",
+      interrupted: true,
+    };
   return { kind: "failed", reason: `session did not start within ${Math.round(o.launchTimeoutMs / 1000)}s`, interrupted: false };
 }

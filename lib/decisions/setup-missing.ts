@@ -30,7 +30,32 @@ export interface SetupMissing {
 }
 
 /** Programs a setup never installs: the toolchains themselves (missing, they are the machine's to provide). */
-const TOOLCHAIN = new Set(["node", "nodejs", "npm", "npx", "pnpm", "yarn", "bun", "bunx", "corepack", "deno", "python", "python3", "pip", "pip3", "uv", "uvx", "poetry", "cargo", "rustc", "go", "make", "sh", "bash", "git"]);
+const TOOLCHAIN = new Set([
+  "node",
+  "nodejs",
+  "npm",
+  "npx",
+  "pnpm",
+  "yarn",
+  "bun",
+  "bunx",
+  "corepack",
+  "deno",
+  "python",
+  "python3",
+  "pip",
+  "pip3",
+  "uv",
+  "uvx",
+  "poetry",
+  "cargo",
+  "rustc",
+  "go",
+  "make",
+  "sh",
+  "bash",
+  "git",
+]);
 
 /** Programs of the Python test and lint tools, installed into a venv by a setup. */
 const PYTHON_TOOLS = new Set(["pytest", "py.test", "tox", "nox", "coverage", "mypy", "ruff", "flake8", "black", "pylint", "hypothesis", "behave", "nose2"]);

@@ -81,15 +81,26 @@ export function proposeSetup(f: ProjectFacts): SetupProposal {
     const cmd = LOCKED_INSTALL[manager](f.yarnBerry === true);
     setups.push(cmd);
     const which = manager === "yarn" ? (f.yarnBerry ? "yarn berry's (its `__metadata:`)" : "yarn classic's") : `${manager}'s`;
-    guesses.push({ key: "setup", value: cmd, from: lock, why: `${which} lockfile: installs exactly what it pins into the checkout's node_modules${missing(manager)}` });
+    guesses.push({
+      key: "setup",
+      value: cmd,
+      from: lock,
+      why: `${which} lockfile: installs exactly what it pins into the checkout's node_modules${missing(manager)}`,
+    });
   } else if (f.packageJson?.dependencies) {
     manager = managerOf(f.packageJson.packageManager) ?? "npm";
     const cmd = OPEN_INSTALL[manager];
     setups.push(cmd);
-    guesses.push({ key: "setup", value: cmd, from: "package.json", why: `it declares dependencies and there is no lockfile: installs the newest versions it allows (commit a lockfile for the same ones every time)${missing(manager)}` });
+    guesses.push({
+      key: "setup",
+      value: cmd,
+      from: "package.json",
+      why: `it declares dependencies and there is no lockfile: installs the newest versions it allows (commit a lockfile for the same ones every time)${missing(manager)}`,
+    });
   } else if (f.packageJson) manager = managerOf(f.packageJson.packageManager) ?? "npm";
 
-  if (f.pyprojectInvalid) guesses.push({ key: "setup", value: null, from: "pyproject.toml", why: "it is not valid TOML (or too large to read): nothing was read from it" });
+  if (f.pyprojectInvalid)
+    guesses.push({ key: "setup", value: null, from: "pyproject.toml", why: "it is not valid TOML (or too large to read): nothing was read from it" });
   // Python: the lockfile's tool, else uv where it is on PATH, else a venv and pip.
   const python = pythonSetup(f, has, onPath, missing);
   if (python) {
@@ -103,14 +114,24 @@ export function proposeSetup(f: ProjectFacts): SetupProposal {
     guesses.push({ key: "setup", value: "cargo fetch --locked", from: "Cargo.lock", why: `downloads the crates it pins${missing("cargo")}` });
   } else if (has("Cargo.toml")) {
     setups.push("cargo fetch");
-    guesses.push({ key: "setup", value: "cargo fetch", from: "Cargo.toml", why: `no Cargo.lock: downloads the crates it allows (the lockfile it writes stays in the checkout, never committed)${missing("cargo")}` });
+    guesses.push({
+      key: "setup",
+      value: "cargo fetch",
+      from: "Cargo.toml",
+      why: `no Cargo.lock: downloads the crates it allows (the lockfile it writes stays in the checkout, never committed)${missing("cargo")}`,
+    });
   }
   if (has("go.sum")) {
     setups.push("go mod download");
     guesses.push({ key: "setup", value: "go mod download", from: "go.sum", why: `downloads the modules it pins${missing("go")}` });
   }
   if (setups.length === 0)
-    guesses.push({ key: "setup", value: null, from: null, why: "no lockfile or manifest that installs anything (package.json with dependencies, pyproject.toml, setup.py, requirements*.txt, Cargo.toml, go.sum): no workspace.setup proposed" });
+    guesses.push({
+      key: "setup",
+      value: null,
+      from: null,
+      why: "no lockfile or manifest that installs anything (package.json with dependencies, pyproject.toml, setup.py, requirements*.txt, Cargo.toml, go.sum): no workspace.setup proposed",
+    });
 
   const verify = guessVerify(f, has, manager, python !== null);
   guesses.push(verify);
@@ -154,7 +175,9 @@ function pythonSetup(
   missing: (c: string) => string,
 ): { setup: string; from: string; why: string } | null {
   const py = f.pyproject;
-  const reqFiles = Object.keys(f.requirements).filter((n) => REQUIREMENTS.test(n)).sort(requirementsOrder);
+  const reqFiles = Object.keys(f.requirements)
+    .filter((n) => REQUIREMENTS.test(n))
+    .sort(requirementsOrder);
   const installable = Boolean(py?.project || py?.buildSystem) || has("setup.py");
   const isPython = installable || has("uv.lock") || has("poetry.lock") || reqFiles.length > 0 || has("pyproject.toml") || has("setup.cfg") || has("pytest.ini");
   if (!isPython) return null;
@@ -163,18 +186,31 @@ function pythonSetup(
   const chosen = [...(extra ? py!.extras[extra]! : []), ...(group ? py!.groups[group]! : [])];
   const named = [extra ? `its "${extra}" extra` : null, group ? `its "${group}" dependency group` : null].filter(Boolean).join(" and ");
   const withTests = named ? `, with ${named}` : "";
-  const noPytest = (reqs: readonly string[]) => (namesPytest(reqs) ? "" : "; pytest is not in what it installs: declare it (a test extra or dependency group), or the verify cannot run it");
+  const noPytest = (reqs: readonly string[]) =>
+    namesPytest(reqs) ? "" : "; pytest is not in what it installs: declare it (a test extra or dependency group), or the verify cannot run it";
   if (has("uv.lock")) {
     const setup = ["uv sync --locked", extra ? `--extra ${extra}` : "", group && group !== "dev" ? `--group ${group}` : ""].filter(Boolean).join(" ");
-    return { setup, from: "uv.lock", why: `uv's lockfile: makes the checkout's .venv with exactly what it pins${withTests}${noPytest([...chosen, ...allGroups(py, "dev")])}${missing("uv")}` };
+    return {
+      setup,
+      from: "uv.lock",
+      why: `uv's lockfile: makes the checkout's .venv with exactly what it pins${withTests}${noPytest([...chosen, ...allGroups(py, "dev")])}${missing("uv")}`,
+    };
   }
   if (has("poetry.lock")) {
     const setup = ["POETRY_VIRTUALENVS_IN_PROJECT=true poetry install --no-interaction", extra ? `--extras ${extra}` : ""].filter(Boolean).join(" ");
-    return { setup, from: "poetry.lock", why: `poetry's lockfile: makes the venv in the checkout (.venv) with what it pins, its non-optional groups included${missing("poetry")}` };
+    return {
+      setup,
+      from: "poetry.lock",
+      why: `poetry's lockfile: makes the venv in the checkout (.venv) with what it pins, its non-optional groups included${missing("poetry")}`,
+    };
   }
   if (py?.project && onPath("uv")) {
     const setup = ["uv sync", extra ? `--extra ${extra}` : "", group && group !== "dev" ? `--group ${group}` : ""].filter(Boolean).join(" ");
-    return { setup, from: "pyproject.toml", why: `a [project] table, no lockfile, and uv is on PATH: makes the checkout's .venv with the project installed${withTests}${noPytest([...chosen, ...allGroups(py, "dev")])}` };
+    return {
+      setup,
+      from: "pyproject.toml",
+      why: `a [project] table, no lockfile, and uv is on PATH: makes the checkout's .venv with the project installed${withTests}${noPytest([...chosen, ...allGroups(py, "dev")])}`,
+    };
   }
   // A venv and pip (or uv's pip where uv is on PATH): the project editable, with its tests' extra or group, and its requirements files.
   const args: string[] = [];
@@ -184,11 +220,27 @@ function pythonSetup(
   const reqs = [...chosen, ...reqFiles.flatMap((r) => f.requirements[r]!.split("\n"))];
   if (!namesPytest(reqs)) args.push("pytest");
   const uv = onPath("uv");
-  const setup = uv ? `uv venv .venv && uv pip install --python ${VENV_PYTHON} ${args.join(" ")}` : `python3 -m venv .venv && ${VENV_PYTHON} -m pip install ${args.join(" ")}`;
-  const from = installable ? (py?.project || py?.buildSystem ? "pyproject.toml" : "setup.py") : (reqFiles[0] ?? (has("pyproject.toml") ? "pyproject.toml" : has("setup.cfg") ? "setup.cfg" : "pytest.ini"));
-  const what = [installable ? `the project, editable${withTests}` : null, reqFiles.length ? reqFiles.join(", ") : null, namesPytest(reqs) ? null : "pytest (declared nowhere it looked)"].filter(Boolean).join("; ");
+  const setup = uv
+    ? `uv venv .venv && uv pip install --python ${VENV_PYTHON} ${args.join(" ")}`
+    : `python3 -m venv .venv && ${VENV_PYTHON} -m pip install ${args.join(" ")}`;
+  const from = installable
+    ? py?.project || py?.buildSystem
+      ? "pyproject.toml"
+      : "setup.py"
+    : (reqFiles[0] ?? (has("pyproject.toml") ? "pyproject.toml" : has("setup.cfg") ? "setup.cfg" : "pytest.ini"));
+  const what = [
+    installable ? `the project, editable${withTests}` : null,
+    reqFiles.length ? reqFiles.join(", ") : null,
+    namesPytest(reqs) ? null : "pytest (declared nowhere it looked)",
+  ]
+    .filter(Boolean)
+    .join("; ");
   const pipGroup = group && !uv ? " (pip 25.1 or later reads --group)" : "";
-  return { setup, from, why: `a Python project without a lockfile: a venv in the checkout (.venv) by ${uv ? "uv" : "python3 -m venv and pip"}, holding ${what}${pipGroup}${uv ? "" : missing("python3")}` };
+  return {
+    setup,
+    from,
+    why: `a Python project without a lockfile: a venv in the checkout (.venv) by ${uv ? "uv" : "python3 -m venv and pip"}, holding ${what}${pipGroup}${uv ? "" : missing("python3")}`,
+  };
 }
 
 /** requirements.txt first, then the others by name. */
@@ -214,8 +266,18 @@ function guessVerify(f: ProjectFacts, has: (n: string) => boolean, manager: Mana
   if (has("go.mod")) return { key: "verify", value: "go test ./...", from: "go.mod", why: "go's tests, every package" };
   if (python) {
     const from = ["pytest.ini", "pyproject.toml", "setup.py", "setup.cfg"].find(has) ?? "requirements.txt";
-    return { key: "verify", value: PYTEST, from, why: "pytest, with the checkout's .venv that the setup makes (never the python3 of the shell that runs loop)" };
+    return {
+      key: "verify",
+      value: PYTEST,
+      from,
+      why: "pytest, with the checkout's .venv that the setup makes (never the python3 of the shell that runs loop)",
+    };
   }
   if (has("Makefile")) return { key: "verify", value: "make test", from: "Makefile", why: "its test target" };
-  return { key: "verify", value: null, from: null, why: 'no test command found (no package.json "test" script, Cargo.toml, go.mod, Python project or Makefile): the placeholder "exit 1" is written; set yours' };
+  return {
+    key: "verify",
+    value: null,
+    from: null,
+    why: 'no test command found (no package.json "test" script, Cargo.toml, go.mod, Python project or Makefile): the placeholder "exit 1" is written; set yours',
+  };
 }

@@ -135,6 +135,10 @@ export function verifyGate(f: GateFacts, o: GateOptions): VerifyGate {
   if (f.commits === undefined) return gather("commits");
   if (failed(f.commits)) return refuse({ code: "git_failed", check: "commits", message: f.commits.gitFailed });
   const verdict: VerifyVerdict =
-    o.exitCode !== 0 ? { code: "no_command_agent_failed", exitCode: o.exitCode } : f.commits > 0 ? { code: "no_command_passed", commits: f.commits } : { code: "no_command_no_change" };
+    o.exitCode !== 0
+      ? { code: "no_command_agent_failed", exitCode: o.exitCode }
+      : f.commits > 0
+        ? { code: "no_command_passed", commits: f.commits }
+        : { code: "no_command_no_change" };
   return { kind: "judged", verdict, noProgress: verdict.code !== "no_command_passed" && f.commits === 0 && o.noProgressGuard };
 }

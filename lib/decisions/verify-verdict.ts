@@ -62,7 +62,10 @@ export function classifyVerify(o: VerifyObservation): VerifyState {
   if (!o.alive) return { kind: "lost", reason: "verify process vanished without an exit status" };
   if (o.now > o.deadline) return { kind: "timed_out" };
   const secs = (ms: number) => Math.max(0, Math.round(ms / 1000));
-  return { kind: "waiting", reason: `verify running for ${secs(o.now - o.startedAt)}s (deadline ${new Date(o.deadline).toISOString()}, in ${secs(o.deadline - o.now)}s)` };
+  return {
+    kind: "waiting",
+    reason: `verify running for ${secs(o.now - o.startedAt)}s (deadline ${new Date(o.deadline).toISOString()}, in ${secs(o.deadline - o.now)}s)`,
+  };
 }
 
 /** The verdict on a verify command that ended: passed only on exit 0. */
@@ -190,7 +193,10 @@ export function verifyReason(v: VerifyVerdict): { reason: string; detail: string
     case "git_failed":
       return only(`${GIT_CHECKS[v.check]}: ${v.message}`);
     case "objects_refused":
-      return { reason: `objects_refused: ${v.named}`, detail: `objects_refused: the session wrote objects that are not what their names say: ${v.named}. They were not imported; its verify was not run.` };
+      return {
+        reason: `objects_refused: ${v.named}`,
+        detail: `objects_refused: the session wrote objects that are not what their names say: ${v.named}. They were not imported; its verify was not run.`,
+      };
     case "object_store_tampered": {
       const named = namedObjects(v.objects);
       return {
@@ -248,7 +254,10 @@ export function verifyReason(v: VerifyVerdict): { reason: string; detail: string
         detail: `object_too_large: this attempt made objects larger than ${v.max / 2 ** 20} MiB: ${v.named}. They were not imported; its verify was not run. Keep large files out of the repository.`,
       };
     case "head_invalid":
-      return { reason: `head_invalid: ${v.reason}`, detail: `head_invalid: the head this attempt left is not one loop can take: ${v.reason}. Its verify was not run. Commit with git, on your branch.` };
+      return {
+        reason: `head_invalid: ${v.reason}`,
+        detail: `head_invalid: the head this attempt left is not one loop can take: ${v.reason}. Its verify was not run. Commit with git, on your branch.`,
+      };
     case "setup_output_committed": {
       const named = v.paths.slice(0, NAMED).join(", ") + (v.paths.length > NAMED ? `, … ${v.paths.length - NAMED} more` : "");
       return {

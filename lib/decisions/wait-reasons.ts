@@ -33,7 +33,13 @@ interface WaitView {
 /** The view of a projection (the step's own; status builds the same from state.json). */
 export function waitView(p: Projection): WaitView {
   return {
-    loop: { state: p.loop.state, reason: p.loop.reason, current: p.loop.current, requireStartCommand: p.loop.settings?.requireStartCommand ?? false, review: !!p.loop.review?.waiting },
+    loop: {
+      state: p.loop.state,
+      reason: p.loop.reason,
+      current: p.loop.current,
+      requireStartCommand: p.loop.settings?.requireStartCommand ?? false,
+      review: !!p.loop.review?.waiting,
+    },
     items: p.order.map((id) => gateItem(p.items[id]!)),
   };
 }
@@ -78,17 +84,29 @@ export function waitingReasons(v: WaitView): Map<string, Waiting> {
       continue;
     }
     if (gate?.kind === "awaiting_start") {
-      out.set(it.id, { reason: "awaiting_start", detail: `control.requireStartCommand is on: start it with \`loop ctl start --work-item ${it.id}\`${also}`, dependencies: [] });
+      out.set(it.id, {
+        reason: "awaiting_start",
+        detail: `control.requireStartCommand is on: start it with \`loop ctl start --work-item ${it.id}\`${also}`,
+        dependencies: [],
+      });
       continue;
     }
     if (gate?.kind === "dependency") {
-      out.set(it.id, { reason: "dependency", detail: `waits for ${gate.unmet.map((d) => `${d.id} (${statusOf(d.status)})`).join(", ")}${also}`, dependencies: gate.unmet });
+      out.set(it.id, {
+        reason: "dependency",
+        detail: `waits for ${gate.unmet.map((d) => `${d.id} (${statusOf(d.status)})`).join(", ")}${also}`,
+        dependencies: gate.unmet,
+      });
       continue;
     }
     // Launchable: only the loop, the item in flight or an earlier launchable item stands in the way.
     if (loopHalt) {
       const why = L.reason ? `: ${L.reason}` : "";
-      out.set(it.id, { reason: loopHalt === "paused" ? "loop_paused" : "loop_stopped", detail: `the loop is ${loopHalt}${why} (\`loop ctl resume\` goes on)`, dependencies: [] });
+      out.set(it.id, {
+        reason: loopHalt === "paused" ? "loop_paused" : "loop_stopped",
+        detail: `the loop is ${loopHalt}${why} (\`loop ctl resume\` goes on)`,
+        dependencies: [],
+      });
       continue;
     }
     // control.review: nothing launches until a person starts the loop.
@@ -99,7 +117,11 @@ export function waitingReasons(v: WaitView): Map<string, Waiting> {
     if (L.current !== null) {
       const cur = byId.get(L.current);
       // Its word as the in-flight item's row says it (verifying, landing), not the log's `ended`.
-      out.set(it.id, { reason: "queued", detail: `waits for the item in flight, ${L.current}${cur ? ` (${L.currentPhase ?? cur.status})` : ""}`, dependencies: [] });
+      out.set(it.id, {
+        reason: "queued",
+        detail: `waits for the item in flight, ${L.current}${cur ? ` (${L.currentPhase ?? cur.status})` : ""}`,
+        dependencies: [],
+      });
       continue;
     }
     if (first === null) {

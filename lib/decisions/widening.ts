@@ -25,7 +25,8 @@ export function widening(prev: ReviewedDefinition, next: ReviewedDefinition): Re
   const found = new Map<ReviewCode, string[]>();
   const say = (code: ReviewCode, detail: string) => found.set(code, [...(found.get(code) ?? []), detail]);
 
-  if (LANDING_RANK[next.settings.landing] > LANDING_RANK[prev.settings.landing]) say("landing_widened", `landing ${prev.settings.landing} → ${next.settings.landing}`);
+  if (LANDING_RANK[next.settings.landing] > LANDING_RANK[prev.settings.landing])
+    say("landing_widened", `landing ${prev.settings.landing} → ${next.settings.landing}`);
   if (prev.settings.review && !next.settings.review) say("review_off", "control.review turned off");
 
   const loopB = prev.settings.budget;
@@ -60,7 +61,8 @@ export function widening(prev: ReviewedDefinition, next: ReviewedDefinition): Re
   // A runner's command changed: what runs under its name is something else.
   const used = new Set(next.items.map((it) => it.runner));
   for (const [name, r] of Object.entries(next.settings.runners))
-    if (used.has(name) && prev.settings.runners[name] && JSON.stringify(prev.settings.runners[name]!.command) !== JSON.stringify(r.command)) say("runner_added", `the runner ${name}'s command changed`);
+    if (used.has(name) && prev.settings.runners[name] && JSON.stringify(prev.settings.runners[name]!.command) !== JSON.stringify(r.command))
+      say("runner_added", `the runner ${name}'s command changed`);
 
   return [...found].map(([code, details]) => ({ code, detail: details.join("; ") }));
 }

@@ -1,7 +1,6 @@
 // Branch names: an item's branch, the loop's default merge target, and which names git accepts
 // (a subset of git check-ref-format). Pure.
 
-
 /** The default merge target of the loop `loopName`. */
 export function defaultTarget(loopName: string): string {
   return `loop/${loopName}/landed`;

@@ -75,7 +75,21 @@ const PRESET_ENVIRONMENT: Readonly<Record<"claude" | "codex" | "aider" | "gemini
   // ANTHROPIC_API_KEY / _AUTH_TOKEN / _BASE_URL / _MODEL…, CLAUDE_CONFIG_DIR and CLAUDE_CODE_*
   // (Bedrock, Vertex, Foundry switches, CLAUDE_CODE_OAUTH_TOKEN), Bedrock's AWS_*, Vertex's
   // CLOUD_ML_REGION, VERTEX_REGION_* and Google credentials, IS_SANDBOX (root in a sandbox).
-  claude: [...AGENT_COMMON, "ANTHROPIC_*", "CLAUDE_*", "DISABLE_*", "API_TIMEOUT_MS", "MAX_THINKING_TOKENS", "MCP_*", "AWS_*", "CLOUD_ML_REGION", "VERTEX_REGION_*", "GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_PROJECT", "IS_SANDBOX"],
+  claude: [
+    ...AGENT_COMMON,
+    "ANTHROPIC_*",
+    "CLAUDE_*",
+    "DISABLE_*",
+    "API_TIMEOUT_MS",
+    "MAX_THINKING_TOKENS",
+    "MCP_*",
+    "AWS_*",
+    "CLOUD_ML_REGION",
+    "VERTEX_REGION_*",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "GOOGLE_CLOUD_PROJECT",
+    "IS_SANDBOX",
+  ],
   // CODEX_HOME, CODEX_SQLITE_HOME, CODEX_API_KEY, CODEX_ACCESS_TOKEN, OPENAI_API_KEY / _BASE_URL,
   // OPENAI_FEDERATION_RULE_ID / _IDENTITY_TOKEN_FILE. A provider's own key named with env_key in
   // config.toml is the operator's to pass (environment.pass).
@@ -85,11 +99,33 @@ const PRESET_ENVIRONMENT: Readonly<Record<"claude" | "codex" | "aider" | "gemini
   // Azure's, Vertex's (VERTEXAI_PROJECT, VERTEXAI_LOCATION, Google credentials), Bedrock's AWS_*.
   // GEMINI_* (GEMINI_API_KEY, GEMINI_CLI_HOME, GEMINI_MODEL, …), GOOGLE_GEMINI_BASE_URL, and Vertex's
   // GOOGLE_API_KEY, GOOGLE_CLOUD_PROJECT / _LOCATION, GOOGLE_GENAI_USE_VERTEXAI, Google credentials.
-  gemini: [...AGENT_COMMON, "GEMINI_*", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_APPLICATION_CREDENTIALS"],
+  gemini: [
+    ...AGENT_COMMON,
+    "GEMINI_*",
+    "GOOGLE_GEMINI_BASE_URL",
+    "GOOGLE_API_KEY",
+    "GOOGLE_CLOUD_PROJECT",
+    "GOOGLE_CLOUD_LOCATION",
+    "GOOGLE_GENAI_USE_VERTEXAI",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+  ],
   // OPENCODE_* (OPENCODE_CONFIG, _CONFIG_CONTENT, _DISABLE_*, …), and the providers it reaches through
   // the gateway: ANTHROPIC_*, OPENAI_*.
   opencode: [...AGENT_COMMON, "OPENCODE_*", "ANTHROPIC_*", "OPENAI_*"],
-  aider: [...AGENT_COMMON, "AIDER_*", "*_API_KEY", "*_API_BASE", "*_API_VERSION", "OPENAI_*", "ANTHROPIC_*", "AZURE_*", "VERTEXAI_*", "GOOGLE_APPLICATION_CREDENTIALS", "AWS_*", "OLLAMA_*"],
+  aider: [
+    ...AGENT_COMMON,
+    "AIDER_*",
+    "*_API_KEY",
+    "*_API_BASE",
+    "*_API_VERSION",
+    "OPENAI_*",
+    "ANTHROPIC_*",
+    "AZURE_*",
+    "VERTEXAI_*",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "AWS_*",
+    "OLLAMA_*",
+  ],
 };
 
 /** A variable name, or a pattern with `*` standing for any run of name characters. */
@@ -147,7 +183,9 @@ export function atDirectory(env: Record<string, string>, cwd: string): Record<st
 
 /** Loop's own secrets for a definition: the built-in ones, the forge's and the tracker's token variables, and `environment.secrets`. */
 export function loopSecrets(def: DefLike): string[] {
-  return [...new Set([...BUILTIN_SECRETS, ...(def.forge ? [def.forge.tokenEnv] : []), ...(def.tracker ? [def.tracker.tokenEnv] : []), ...def.environment.secrets])];
+  return [
+    ...new Set([...BUILTIN_SECRETS, ...(def.forge ? [def.forge.tokenEnv] : []), ...(def.tracker ? [def.tracker.tokenEnv] : []), ...def.environment.secrets]),
+  ];
 }
 
 /** What a runner declares it needs: a preset's documented variables, a command runner's `environment`, the demo nothing. */

@@ -12,9 +12,7 @@ const DURATION = /^(\d+)(ms|s|m|h|d)$/;
 export function parseDuration(s: string): number {
   const m = typeof s === "string" ? DURATION.exec(s) : null;
   if (!m) {
-    throw new Error(
-      `invalid duration ${JSON.stringify(s)}: expected an integer and one unit (ms, s, m, h, d), e.g. "90s" or "15m"`,
-    );
+    throw new Error(`invalid duration ${JSON.stringify(s)}: expected an integer and one unit (ms, s, m, h, d), e.g. "90s" or "15m"`);
   }
   const ms = Number(m[1]) * UNIT_MS[m[2] as Unit];
   if (!Number.isSafeInteger(ms)) throw new Error(`invalid duration ${JSON.stringify(s)}: too large`);

@@ -2,7 +2,6 @@
 // and token variable, the git host and user a token goes with, repository depth, a login's alphabet,
 // the host refs name. Pure.
 
-
 /** The forges loop speaks to (docs/forge.md), and what each one's settings default to. */
 export const FORGE_KINDS = ["github", "gitlab"] as const;
 export type ForgeKind = (typeof FORGE_KINDS)[number];
@@ -12,11 +11,34 @@ export const FORGE_DEFAULTS = { remote: "origin", pollInterval: "60s" } as const
  * public service (refs leave it out), how deep a repository path goes, and a login's alphabet
  * (GitHub: letters, digits, inner hyphens; GitLab: also '.' and '_'). ASCII only, always.
  */
-export const KIND: Record<ForgeKind, { apiUrl: string; apiHost: string; gitHost: string; gitUser: string; tokenEnv: string; depth: number; repoShape: string; login: RegExp; loginRule: string }> = {
+export const KIND: Record<
+  ForgeKind,
+  { apiUrl: string; apiHost: string; gitHost: string; gitUser: string; tokenEnv: string; depth: number; repoShape: string; login: RegExp; loginRule: string }
+> = {
   // gitHost: where the public service's git answers (its API host otherwise); gitUser: the user name
   // a token is presented under over https (GitHub ignores it; GitLab wants it non-blank).
-  github: { apiUrl: "https://api.github.com", apiHost: "api.github.com", gitHost: "github.com", gitUser: "x-access-token", tokenEnv: "GITHUB_TOKEN", depth: 1, repoShape: "<owner>/<repo>", login: /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$/, loginRule: "a GitHub login (ASCII letters, digits and inner '-', at most 39)" },
-  gitlab: { apiUrl: "https://gitlab.com/api/v4", apiHost: "gitlab.com", gitHost: "gitlab.com", gitUser: "oauth2", tokenEnv: "GITLAB_TOKEN", depth: 20, repoShape: "<group>/<project> or <group>/<subgroup>/.../<project>", login: /^[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,253}[A-Za-z0-9_-])?$/, loginRule: "a GitLab username (ASCII letters, digits, '_', '-' and '.', not ending in '.')" },
+  github: {
+    apiUrl: "https://api.github.com",
+    apiHost: "api.github.com",
+    gitHost: "github.com",
+    gitUser: "x-access-token",
+    tokenEnv: "GITHUB_TOKEN",
+    depth: 1,
+    repoShape: "<owner>/<repo>",
+    login: /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$/,
+    loginRule: "a GitHub login (ASCII letters, digits and inner '-', at most 39)",
+  },
+  gitlab: {
+    apiUrl: "https://gitlab.com/api/v4",
+    apiHost: "gitlab.com",
+    gitHost: "gitlab.com",
+    gitUser: "oauth2",
+    tokenEnv: "GITLAB_TOKEN",
+    depth: 20,
+    repoShape: "<group>/<project> or <group>/<subgroup>/.../<project>",
+    login: /^[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,253}[A-Za-z0-9_-])?$/,
+    loginRule: "a GitLab username (ASCII letters, digits, '_', '-' and '.', not ending in '.')",
+  },
 };
 
 /**
@@ -62,7 +84,8 @@ export function httpsProblem(u: URL): string | undefined {
  * repository); never credentials, a `<transport>::` helper, an option-like or blank-holding string.
  */
 export function gitUrlProblem(s: string): string | undefined {
-  const shape = "must be an https or ssh URL of the repository (https://HOST/OWNER/REPO.git, git@HOST:OWNER/REPO.git), http only to 127.0.0.1 or localhost, or an absolute path";
+  const shape =
+    "must be an https or ssh URL of the repository (https://HOST/OWNER/REPO.git, git@HOST:OWNER/REPO.git), http only to 127.0.0.1 or localhost, or an absolute path";
   if (s === "" || s.startsWith("-") || /[\s\x00-\x1f\x7f]/.test(s) || s.includes("::")) return shape;
   if (s.startsWith("/")) return undefined;
   const scp = /^([A-Za-z0-9._-]+@)?[A-Za-z0-9][A-Za-z0-9.-]*:(?!\/\/)(.+)$/.exec(s);
@@ -75,7 +98,8 @@ export function gitUrlProblem(s: string): string | undefined {
   }
   if (u.password) return "must not hold credentials (name the token's variable in tokenEnv)";
   if (u.search || u.hash) return "must not have a query or fragment";
-  if (u.protocol === "https:" || u.protocol === "ssh:" || u.protocol === "file:") return u.protocol === "https:" && u.username ? "must not hold credentials (name the token's variable in tokenEnv)" : undefined;
+  if (u.protocol === "https:" || u.protocol === "ssh:" || u.protocol === "file:")
+    return u.protocol === "https:" && u.username ? "must not hold credentials (name the token's variable in tokenEnv)" : undefined;
   if (u.protocol === "http:" && ["127.0.0.1", "localhost", "[::1]"].includes(u.hostname)) return undefined;
   return shape;
 }

@@ -93,7 +93,9 @@ export function itemEnvironment(parent: Record<string, string>, place: CheckoutP
   const dropped: Dropped[] = [];
   const removed: string[] = [];
   // The activated environments' bin folders: off PATH wherever they are.
-  const homes = Object.entries(parent).filter(([n, v]) => v && ENVIRONMENT_HOMES.some((p) => matches(p, n))).map(([, v]) => v.replace(/\/+$/, ""));
+  const homes = Object.entries(parent)
+    .filter(([n, v]) => v && ENVIRONMENT_HOMES.some((p) => matches(p, n)))
+    .map(([, v]) => v.replace(/\/+$/, ""));
   const ownBins = place.bins.map((b) => join(place.checkout, b));
   for (const name of Object.keys(parent).sort()) {
     const value = parent[name]!;

@@ -82,11 +82,7 @@ export function parseStrictJson(input: string): StrictJson {
         : (c === "}" || c === "]") && (expected === "a value" || expected === "a string key")
           ? " (trailing commas are not allowed)"
           : "";
-    throw new JsonSyntaxError(
-      `invalid JSON at line ${line}, column ${column}: expected ${expected}, found ${found}${hint}`,
-      line,
-      column,
-    );
+    throw new JsonSyntaxError(`invalid JSON at line ${line}, column ${column}: expected ${expected}, found ${found}${hint}`, line, column);
   };
   const skip = () => {
     while (pos < text.length && " \t\r\n".includes(text[pos]!)) pos++;
@@ -115,7 +111,7 @@ export function parseStrictJson(input: string): StrictJson {
       pos++;
       const obj: Record<string, unknown> = {};
       skip();
-      if (text[pos] === "}") return pos++, obj;
+      if (text[pos] === "}") return (pos++, obj);
       for (;;) {
         skip();
         if (text[pos] !== '"') fail("a string key");
@@ -136,7 +132,7 @@ export function parseStrictJson(input: string): StrictJson {
       pos++;
       const arr: unknown[] = [];
       skip();
-      if (text[pos] === "]") return pos++, arr;
+      if (text[pos] === "]") return (pos++, arr);
       for (;;) {
         arr.push(value([...path, arr.length]));
         skip();

@@ -28,7 +28,8 @@ export function networkEntryProblem(s: string): string | undefined {
   const port = Number(m[3]);
   if (port < 1 || port > 65535) return `the port must be 1 to 65535, not ${m[3]}`;
   if (m[1] && /^[\d.]+$/.test(m[2]!)) return "a wildcard (*.) goes before a name, not an address";
-  if (m[2] === BRIDGE_HOST) return `${BRIDGE_HOST} is where a sandboxed session reaches its gateway (docs/threat-model.md#the-gateway), so no host there can be listed: serve it on another address (127.0.0.1)`;
+  if (m[2] === BRIDGE_HOST)
+    return `${BRIDGE_HOST} is where a sandboxed session reaches its gateway (docs/threat-model.md#the-gateway), so no host there can be listed: serve it on another address (127.0.0.1)`;
   return undefined;
 }
 
@@ -95,7 +96,10 @@ export const NONESSENTIAL_TRAFFIC_OFF: Readonly<Record<string, string>> = {
  * only way out). `unshare`: in the sandbox the network is unshared and the gateway reached through
  * the bridge (a `network` list or "none", never "open").
  */
-export function modelRoute(o: { runner: string; network: NetworkPolicy | undefined; env: Record<string, string | undefined> }): { gateway: boolean; unshare: boolean } {
+export function modelRoute(o: { runner: string; network: NetworkPolicy | undefined; env: Record<string, string | undefined> }): {
+  gateway: boolean;
+  unshare: boolean;
+} {
   if (o.network !== undefined) return { gateway: true, unshare: true };
   return { gateway: o.runner !== "demo" && !(o.runner === "codex" && !o.env.OPENAI_API_KEY), unshare: false };
 }

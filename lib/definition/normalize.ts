@@ -7,7 +7,20 @@ import { canonicalJson, sha256Hex } from "../log/canonical.ts";
 import { parseDuration } from "./duration.ts";
 import { DEFAULT_ENVIRONMENT, type NormEnvironment } from "./child-environment.ts";
 import { DefinitionError, type DefinitionIssue } from "../shared/errors.ts";
-import { type CommandRunner, DEFAULTS, type Guards, type LandingMode, type Limit, type NormDefinition, type NormForge, type NormItem, type NormReactions, type NormTracker, type Sandbox, type Timeouts } from "./normalized.ts";
+import {
+  type CommandRunner,
+  DEFAULTS,
+  type Guards,
+  type LandingMode,
+  type Limit,
+  type NormDefinition,
+  type NormForge,
+  type NormItem,
+  type NormReactions,
+  type NormTracker,
+  type Sandbox,
+  type Timeouts,
+} from "./normalized.ts";
 import { FORGE_DEFAULTS, KIND } from "./forge-kinds.ts";
 import { isKeyedTracker, TRACKER_KIND, TRACKER_MOVES } from "./tracker-kinds.ts";
 import { normalizeNetwork } from "./network.ts";
@@ -31,7 +44,10 @@ export function normalizeDefinition(raw: unknown, file = "loop.json"): NormDefin
 /** Stable sort: file-level problems first, then each item's problems together, in item order. */
 export function byItem(issues: DefinitionIssue[]): DefinitionIssue[] {
   const rank = (i: DefinitionIssue) => Number(/^items\[(\d+)\]/.exec(i.path)?.[1] ?? -1);
-  return issues.map((issue, n) => ({ issue, n })).sort((a, b) => rank(a.issue) - rank(b.issue) || a.n - b.n).map((x) => x.issue);
+  return issues
+    .map((issue, n) => ({ issue, n }))
+    .sort((a, b) => rank(a.issue) - rank(b.issue) || a.n - b.n)
+    .map((x) => x.issue);
 }
 
 function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {

@@ -17,7 +17,8 @@ export function protectPatternProblem(pattern: string): string | undefined {
   if (pattern.startsWith("/")) return "must be relative to the repository's top level (no leading '/')";
   const segments = stripTrailingSlash(pattern).split("/");
   if (segments.some((s) => s === "")) return "must not contain an empty path segment ('//')";
-  if (segments.some((s) => s === "." || s === "..")) return "must not contain '.' or '..' segments (paths are as git prints them, from the repository's top level)";
+  if (segments.some((s) => s === "." || s === ".."))
+    return "must not contain '.' or '..' segments (paths are as git prints them, from the repository's top level)";
   const unclosed = unbalanced(pattern);
   if (unclosed) return unclosed;
   return undefined;

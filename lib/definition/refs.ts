@@ -35,10 +35,7 @@ const REF_SHAPE = "<provider>:[<host>/]<owner>/<repo>#<number>";
 
 // Quote a value for an error message so control, non-ASCII and bidi characters cannot reach a terminal raw.
 function quote(s: string): string {
-  return JSON.stringify(s).replace(
-    /[^\x20-\x7e]/g,
-    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
-  );
+  return JSON.stringify(s).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
 
 function codePoint(c: string): string {
@@ -148,8 +145,7 @@ function parseHost(segment: string, fail: (why: string) => never): string {
   for (const label of labels) {
     if (label === "") fail(`host ${quote(name)} has an empty label`);
     if (label.length > 63) fail(`host label ${quote(label)} is longer than 63 characters`);
-    if (!HOST_LABEL.test(label))
-      fail(`host label ${quote(label)} must be letters, digits and inner '-'`);
+    if (!HOST_LABEL.test(label)) fail(`host label ${quote(label)} must be letters, digits and inner '-'`);
   }
   if (colon < 0) return name.toLowerCase();
 
@@ -198,8 +194,5 @@ export function parseSelector(input: string): Selector {
   if (input === "") fail("empty");
   if (/[/#]/.test(input)) fail(`a ref needs a provider (expected ${REF_SHAPE})`);
   if (input.length > MAX_ID_LENGTH) fail(`item id is longer than ${MAX_ID_LENGTH} characters`);
-  return fail(
-    "not an item id (lowercase letters, digits and '-', with single '.' or '_' between them)" +
-      ` and not a ref (${REF_SHAPE})`,
-  );
+  return fail("not an item id (lowercase letters, digits and '-', with single '.' or '_' between them)" + ` and not a ref (${REF_SHAPE})`);
 }

@@ -89,7 +89,20 @@ function inlinePrompt(ctx: Pick<LaunchContext, "prompt" | "handoffPath">): strin
 /** Codex's model provider of loop's, at the session's gateway (lib/definition/network.ts GATEWAY_OPENAI_URL_ARG). */
 function codexGatewayFlags(): string[] {
   const at = `model_providers.${GATEWAY_PROVIDER}`;
-  return ["-c", `model_provider="${GATEWAY_PROVIDER}"`, "-c", `${at}.name="loop gateway"`, "-c", GATEWAY_OPENAI_URL_ARG, "-c", `${at}.wire_api="responses"`, "-c", `${at}.env_key="OPENAI_API_KEY"`, "-c", "analytics.enabled=false"];
+  return [
+    "-c",
+    `model_provider="${GATEWAY_PROVIDER}"`,
+    "-c",
+    `${at}.name="loop gateway"`,
+    "-c",
+    GATEWAY_OPENAI_URL_ARG,
+    "-c",
+    `${at}.wire_api="responses"`,
+    "-c",
+    `${at}.env_key="OPENAI_API_KEY"`,
+    "-c",
+    "analytics.enabled=false",
+  ];
 }
 
 function modelFlag(flag: string, model: string | null): string[] {
@@ -136,18 +149,20 @@ export const PRESETS: Record<"claude" | "codex" | "aider" | "gemini" | "opencode
   claude: {
     describe: "Claude Code in print mode (claude -p), streaming JSON events, permissions bypassed",
     build(ctx) {
-      const common = [
-        "-p",
-        "--output-format",
-        "stream-json",
-        "--verbose",
-        "--include-partial-messages",
-        "--dangerously-skip-permissions",
-      ];
+      const common = ["-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages", "--dangerously-skip-permissions"];
       const cap = ctx.maxBudgetUsd !== undefined ? ["--max-budget-usd", usdArg(ctx.maxBudgetUsd)] : [];
       if (ctx.resume) {
         return {
-          argv: ["claude", ...common, "--resume", ctx.resume.conversationId, ...modelFlag("--model", ctx.model), ...cap, "--", resumePrompt(ctx.resume.replyFile)],
+          argv: [
+            "claude",
+            ...common,
+            "--resume",
+            ctx.resume.conversationId,
+            ...modelFlag("--model", ctx.model),
+            ...cap,
+            "--",
+            resumePrompt(ctx.resume.replyFile),
+          ],
           conversationId: ctx.resume.conversationId,
           supportsResume: true,
         };
@@ -234,8 +249,16 @@ export const PRESETS: Record<"claude" | "codex" | "aider" | "gemini" | "opencode
     build(ctx) {
       const common = ["--yolo", "--skip-trust", "--output-format", "stream-json", ...modelFlag("--model", ctx.model)];
       if (ctx.resume)
-        return { argv: ["gemini", "--resume", ctx.resume.conversationId, ...common, `--prompt=${resumePrompt(ctx.resume.replyFile)}`], conversationId: ctx.resume.conversationId, supportsResume: true };
-      return { argv: ["gemini", "--session-id", ctx.sessionId, ...common, `--prompt=${inlinePrompt(ctx)}`], conversationId: ctx.sessionId, supportsResume: true };
+        return {
+          argv: ["gemini", "--resume", ctx.resume.conversationId, ...common, `--prompt=${resumePrompt(ctx.resume.replyFile)}`],
+          conversationId: ctx.resume.conversationId,
+          supportsResume: true,
+        };
+      return {
+        argv: ["gemini", "--session-id", ctx.sessionId, ...common, `--prompt=${inlinePrompt(ctx)}`],
+        conversationId: ctx.sessionId,
+        supportsResume: true,
+      };
     },
   },
 
@@ -253,7 +276,11 @@ export const PRESETS: Record<"claude" | "codex" | "aider" | "gemini" | "opencode
   opencode: {
     describe: "opencode run, JSON events, every permission allowed in its config",
     build(ctx) {
-      return { argv: ["opencode", "run", "--format", "json", "--pure", ...modelFlag("--model", ctx.model), "--", inlinePrompt(ctx)], conversationId: null, supportsResume: false };
+      return {
+        argv: ["opencode", "run", "--format", "json", "--pure", ...modelFlag("--model", ctx.model), "--", inlinePrompt(ctx)],
+        conversationId: null,
+        supportsResume: false,
+      };
     },
   },
 
@@ -353,12 +380,7 @@ function placeholderValues(ctx: LaunchContext): Record<PlaceholderName, string> 
  * [process.execPath, "cmd/loop.ts", "__demo-agent"]. Command runners and demo cannot resume: a reply
  * to them is delivered through the next session's handoff.
  */
-export function buildRunnerCommand(
-  runner: string,
-  ctx: LaunchContext,
-  commandRunners: Record<string, CommandRunnerDef>,
-  demoArgv: string[],
-): RunnerCommand {
+export function buildRunnerCommand(runner: string, ctx: LaunchContext, commandRunners: Record<string, CommandRunnerDef>, demoArgv: string[]): RunnerCommand {
   if (Object.hasOwn(PRESETS, runner)) return PRESETS[runner as keyof typeof PRESETS].build(ctx);
   if (runner === "demo") {
     if (demoArgv.length === 0) throw new Error(`runner "demo": no command given to start the demo agent`);
@@ -384,7 +406,10 @@ export function buildRunnerCommand(
  * its session file is not there; aider: its chat history, when the file is there. Other runners
  * never resume. `saved` answering null (nowhere to look) proves nothing either way.
  */
-export function provenConversation(runner: string, o: { recorded: string | null; logHead: string; historyExists: boolean; saved?: (id: string) => boolean | null }): string | null {
+export function provenConversation(
+  runner: string,
+  o: { recorded: string | null; logHead: string; historyExists: boolean; saved?: (id: string) => boolean | null },
+): string | null {
   if (runner === "claude" || runner === "gemini") {
     // The init line is printed before anything is saved: the CLI's saved file is the proof, where it can be looked for.
     const id = conversationIdFromLog(runner, o.logHead);
@@ -417,8 +442,7 @@ export function conversationIdFromLog(runner: string, log: string): string | nul
     if (typeof event !== "object" || event === null) continue;
     const e = event as Record<string, unknown>;
     if (runner === "codex" && e.type === "thread.started" && typeof e.thread_id === "string") return e.thread_id;
-    if (runner === "claude" && e.type === "system" && e.subtype === "init" && typeof e.session_id === "string")
-      return e.session_id;
+    if (runner === "claude" && e.type === "system" && e.subtype === "init" && typeof e.session_id === "string") return e.session_id;
     if (runner === "gemini" && e.type === "init" && typeof e.session_id === "string") return e.session_id;
   }
   return null;

@@ -52,10 +52,7 @@ const NonBlank = v.pipe(
   v.check((s) => s.trim() !== "", "must not be empty"),
 );
 
-const Name = v.pipe(
-  v.string("must be a string"),
-  v.check(isItemId, `must be ${ID_RULE} (it is used in branch names)`),
-);
+const Name = v.pipe(v.string("must be a string"), v.check(isItemId, `must be ${ID_RULE} (it is used in branch names)`));
 const ItemId = v.pipe(v.string("must be a string"), v.check(isItemId, `must be ${ID_RULE}`));
 
 const Duration = v.pipe(
@@ -79,10 +76,7 @@ const RawTimeouts = section({
   setup: v.optional(Duration),
 });
 
-const Verify = v.union(
-  [NonBlank, v.literal(false)],
-  "must be a command string, or false to accept an agent exit 0 with a change on its branch",
-);
+const Verify = v.union([NonBlank, v.literal(false)], "must be a command string, or false to accept an agent exit 0 with a change on its branch");
 const Model = v.nullable(NonBlank);
 const MaxAttempts = v.pipe(
   v.number("must be an integer from 1 to 100"),
@@ -114,7 +108,7 @@ const Network = v.union(
   [
     v.picklist(["open", "none"]),
     v.pipe(
-      v.array(v.pipe(v.string("must be a string"), problem<string>(networkEntryProblem)), "must be an array of \"host:port\" entries"),
+      v.array(v.pipe(v.string("must be a string"), problem<string>(networkEntryProblem)), 'must be an array of "host:port" entries'),
       v.maxLength(MAX_NETWORK_ENTRIES, `must have at most ${MAX_NETWORK_ENTRIES} entries`),
     ),
   ],
@@ -123,14 +117,14 @@ const Network = v.union(
 const SandboxKind = v.picklist(["bwrap", "none"], 'must be "bwrap" (run the agent and its verify under bubblewrap) or "none"');
 /** Environment variable names, or patterns with `*` (docs/loop-json.md#environment). */
 const EnvNames = v.array(
-  v.pipe(v.string("must be a string"), v.check((s) => ENV_PATTERN.test(s), "must be an environment variable name, or a pattern with * (like AWS_*)")),
+  v.pipe(
+    v.string("must be a string"),
+    v.check((s) => ENV_PATTERN.test(s), "must be an environment variable name, or a pattern with * (like AWS_*)"),
+  ),
   "must be an array of variable names",
 );
 const RawRunner = section({
-  command: v.pipe(
-    v.array(CommandArg, "must be an array of strings"),
-    v.minLength(1, "must name a program to run"),
-  ),
+  command: v.pipe(v.array(CommandArg, "must be an array of strings"), v.minLength(1, "must name a program to run")),
   sandbox: v.optional(SandboxKind),
   network: v.optional(Network),
   environment: v.optional(EnvNames),
@@ -143,7 +137,10 @@ const RawEnvironment = section({
 const ProtectPattern = v.pipe(v.string("must be a string (a glob)"), problem<string>(protectPatternProblem));
 
 /** A variable of loop's environment that holds a secret (a webhook's address, a signing key): never the value itself. */
-const SecretVar = v.pipe(v.string("must be a string"), v.check((s) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(s), "must be an environment variable name (the value stays out of loop.json)"));
+const SecretVar = v.pipe(
+  v.string("must be a string"),
+  v.check((s) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(s), "must be an environment variable name (the value stays out of loop.json)"),
+);
 const RawChannelSection = section({
   kind: v.picklist(CHANNEL_KINDS, `must be one of ${CHANNEL_KINDS.map((k) => `"${k}"`).join(", ")}`),
   url: v.optional(v.pipe(v.string("must be a string"), problem<string>(channelUrlProblem))),
@@ -155,7 +152,12 @@ const RawChannelSection = section({
       v.minLength(1, "must name at least one event (leave it out for all)"),
     ),
   ),
-  timeout: v.optional(v.pipe(Duration, v.check((ms) => ms <= MAX_CHANNEL_TIMEOUT_MS, "must be at most 30s (a send never holds a step longer)"))),
+  timeout: v.optional(
+    v.pipe(
+      Duration,
+      v.check((ms) => ms <= MAX_CHANNEL_TIMEOUT_MS, "must be at most 30s (a send never holds a step longer)"),
+    ),
+  ),
 });
 const RawChannel = v.pipe(
   RawChannelSection,
@@ -163,20 +165,31 @@ const RawChannel = v.pipe(
   v.check((c) => c.secretFrom === undefined || c.kind === "webhook", '"secretFrom" signs a webhook\'s body: slack and ntfy take none'),
 );
 const RawNotifySection = section({
-    command: v.optional(
-      v.pipe(
-        v.array(v.pipe(v.string("must be a string"), v.check((s) => s !== "", "must not be empty")), "must be an array of strings"),
-        v.minLength(1, "must name a program to run"),
+  command: v.optional(
+    v.pipe(
+      v.array(
+        v.pipe(
+          v.string("must be a string"),
+          v.check((s) => s !== "", "must not be empty"),
+        ),
+        "must be an array of strings",
       ),
+      v.minLength(1, "must name a program to run"),
     ),
-    timeout: v.optional(
-      v.pipe(
-        Duration,
-        v.check((ms) => ms <= MAX_NOTIFY_TIMEOUT_MS, "must be at most 5m (the step waits for it)"),
-      ),
+  ),
+  timeout: v.optional(
+    v.pipe(
+      Duration,
+      v.check((ms) => ms <= MAX_NOTIFY_TIMEOUT_MS, "must be at most 5m (the step waits for it)"),
     ),
-    channels: v.optional(v.pipe(v.array(RawChannel, "must be an array of channels"), v.maxLength(MAX_CHANNELS, `must hold at most ${MAX_CHANNELS} channels`))),
-  pageUrl: v.optional(v.pipe(v.string("must be a string"), v.check((s) => /^https?:\/\/[^\s]+$/.test(s) && URL.canParse(s), "must be an http or https address (the loop's page, as people open it)"))),
+  ),
+  channels: v.optional(v.pipe(v.array(RawChannel, "must be an array of channels"), v.maxLength(MAX_CHANNELS, `must hold at most ${MAX_CHANNELS} channels`))),
+  pageUrl: v.optional(
+    v.pipe(
+      v.string("must be a string"),
+      v.check((s) => /^https?:\/\/[^\s]+$/.test(s) && URL.canParse(s), "must be an http or https address (the loop's page, as people open it)"),
+    ),
+  ),
 });
 const RawNotify = v.pipe(
   RawNotifySection,
@@ -187,7 +200,11 @@ const RawNotify = v.pipe(
 const Usd = v.pipe(
   v.number("must be a number of US dollars"),
   problem<number>((n) =>
-    !(Number.isFinite(n) && n > 0 && n <= 1e9) ? "must be a number of US dollars above 0 (at most 1000000000)" : Math.round(n * 1e6) < 1 ? "must be at least 0.000001 (a millionth of a dollar)" : undefined,
+    !(Number.isFinite(n) && n > 0 && n <= 1e9)
+      ? "must be a number of US dollars above 0 (at most 1000000000)"
+      : Math.round(n * 1e6) < 1
+        ? "must be at least 0.000001 (a millionth of a dollar)"
+        : undefined,
   ),
 );
 const Tokens = v.pipe(
@@ -204,7 +221,10 @@ const PerMTok = v.pipe(
   v.check((n) => Number.isFinite(n) && n >= 0 && n <= 1e6, "must be a price in US dollars per million tokens, from 0 to 1000000"),
 );
 const RawPrice = section({ input: PerMTok, output: PerMTok, cacheRead: v.optional(PerMTok), cacheWrite: v.optional(PerMTok) });
-const ModelName = v.pipe(v.string("must be a string"), v.check((s) => s.trim() !== "", "a model name must not be empty"));
+const ModelName = v.pipe(
+  v.string("must be a string"),
+  v.check((s) => s.trim() !== "", "a model name must not be empty"),
+);
 const RawGuards = section({ noProgress: v.optional(Bool), identicalFailure: v.optional(Bool) });
 
 export const RawDefaults = section({
@@ -251,9 +271,19 @@ const RawWorkspace = section({
   setupNetwork: v.optional(Network),
   stacked: v.optional(Bool),
   baseVerify: v.optional(Bool),
-  setupKey: v.optional(v.pipe(v.array(v.pipe(NonBlank, v.check((p) => !p.startsWith("/") && !p.split("/").includes(".."), "must be a path inside the repository (no leading /, no ..)")), "must be a list of paths"), v.minLength(1, "must name at least one path"))),
+  setupKey: v.optional(
+    v.pipe(
+      v.array(
+        v.pipe(
+          NonBlank,
+          v.check((p) => !p.startsWith("/") && !p.split("/").includes(".."), "must be a path inside the repository (no leading /, no ..)"),
+        ),
+        "must be a list of paths",
+      ),
+      v.minLength(1, "must name at least one path"),
+    ),
+  ),
 });
-
 
 const REPO_SEGMENT = /^[A-Za-z0-9_][A-Za-z0-9._-]*$/;
 const RawForge = section({
@@ -266,10 +296,28 @@ const RawForge = section({
     }, 'must be "<owner>/<repo>" (GitLab: the project\'s full path, "<group>/<subgroup>/<project>")'),
   ),
   apiUrl: v.optional(v.pipe(v.string("must be a string"), problem<string>(apiUrlProblem))),
-  remote: v.optional(v.pipe(v.string("must be a string"), v.check((s) => /^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(s), "must be a git remote name"))),
+  remote: v.optional(
+    v.pipe(
+      v.string("must be a string"),
+      v.check((s) => /^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(s), "must be a git remote name"),
+    ),
+  ),
   gitUrl: v.optional(v.pipe(v.string("must be a string"), problem<string>(gitUrlProblem))),
-  tokenEnv: v.optional(v.pipe(v.string("must be a string"), v.check((s) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(s), "must be the name of an environment variable (the token itself never goes in loop.json)"))),
-  authorizedUsers: v.optional(v.array(v.pipe(v.string("must be a string"), v.check((s) => FORGE_KINDS.some((k) => isForgeLogin(k, s)), "must be a forge login")), "must be an array of logins")),
+  tokenEnv: v.optional(
+    v.pipe(
+      v.string("must be a string"),
+      v.check((s) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(s), "must be the name of an environment variable (the token itself never goes in loop.json)"),
+    ),
+  ),
+  authorizedUsers: v.optional(
+    v.array(
+      v.pipe(
+        v.string("must be a string"),
+        v.check((s) => FORGE_KINDS.some((k) => isForgeLogin(k, s)), "must be a forge login"),
+      ),
+      "must be an array of logins",
+    ),
+  ),
   authorizeWriters: v.optional(Bool),
   pollInterval: v.optional(Duration),
 });
@@ -283,14 +331,29 @@ const RawMoveTo = section({ started: v.optional(TrackerName), completed: v.optio
 const RawTracker = section({
   provider: v.picklist(TRACKER_KINDS, 'must be "github", "gitlab", "linear", "jira" or "none"'),
   apiUrl: v.optional(v.pipe(v.string("must be a string"), problem<string>(apiUrlProblem))),
-  tokenEnv: v.optional(v.pipe(v.string("must be a string"), v.check((s) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(s), "must be the name of an environment variable (the token itself never goes in loop.json)"))),
+  tokenEnv: v.optional(
+    v.pipe(
+      v.string("must be a string"),
+      v.check((s) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(s), "must be the name of an environment variable (the token itself never goes in loop.json)"),
+    ),
+  ),
   tokenKind: v.optional(v.picklist(LINEAR_TOKEN_KINDS, 'must be "personal" or "oauth"')),
-  email: v.optional(v.pipe(v.string("must be a string"), v.check((s) => /^[^\s@]{1,64}@[^\s@]{1,190}$/.test(s), "must be an email address"))),
+  email: v.optional(
+    v.pipe(
+      v.string("must be a string"),
+      v.check((s) => /^[^\s@]{1,64}@[^\s@]{1,190}$/.test(s), "must be an email address"),
+    ),
+  ),
   team: v.optional(v.string("must be a string")),
   project: v.optional(v.string("must be a string")),
   states: v.optional(v.array(TrackerName, "must be an array of state names")),
   labels: v.optional(v.array(TrackerName, "must be an array of label names")),
-  jql: v.optional(v.pipe(v.string("must be a string"), v.check((s) => s.trim() !== "" && s.length <= 2000 && !/[\x00-\x1f\x7f]/.test(s), "must be one line of JQL, at most 2000 characters"))),
+  jql: v.optional(
+    v.pipe(
+      v.string("must be a string"),
+      v.check((s) => s.trim() !== "" && s.length <= 2000 && !/[\x00-\x1f\x7f]/.test(s), "must be one line of JQL, at most 2000 characters"),
+    ),
+  ),
   moveTo: v.optional(RawMoveTo),
   authorizedUsers: v.optional(v.array(v.string("must be a string"), "must be an array of users")),
   pollInterval: v.optional(Duration),
@@ -340,7 +403,6 @@ export const ACCEPTED_KEYS: Readonly<Record<string, readonly string[]>> = {
   price: RawPrice.keys,
   guards: RawGuards.keys,
 };
-
 
 export function formatPath(path: readonly { key: unknown }[] | undefined): string {
   return formatJsonPath((path ?? []).map((p) => p.key));

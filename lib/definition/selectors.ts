@@ -23,11 +23,18 @@ export function resolveSelectorsIn(items: SelectableItem[], values: string[]): s
   const parsed = values.map((v) => ({ v, sel: parseSelector(v) })); // throws RefError on bad syntax
   const out: string[] = [];
   for (const { v, sel } of parsed) {
-    const id =
-      sel.kind === "id"
-        ? items.find((it) => it.id === sel.id)?.id
-        : items.find((it) => it.ref === sel.ref.canonical)?.id;
-    if (!id) throw new UnknownItemError(`--work-item "${v}": no item of this loop has this ${sel.kind === "id" ? "id" : "ref"}${sel.kind === "id" ? didYouMean(sel.id, items.map((it) => it.id)) : ""} (${knownItems(items)})`);
+    const id = sel.kind === "id" ? items.find((it) => it.id === sel.id)?.id : items.find((it) => it.ref === sel.ref.canonical)?.id;
+    if (!id)
+      throw new UnknownItemError(
+        `--work-item "${v}": no item of this loop has this ${sel.kind === "id" ? "id" : "ref"}${
+          sel.kind === "id"
+            ? didYouMean(
+                sel.id,
+                items.map((it) => it.id),
+              )
+            : ""
+        } (${knownItems(items)})`,
+      );
     if (!out.includes(id)) out.push(id);
   }
   return out;

@@ -35,8 +35,7 @@ export function checkMeaning(raw: Obj, add: Add): Resolved[] {
   // A command runner cannot take a built-in's name: `runner: "claude"` always means the preset.
   if (isObj(raw.runners))
     for (const name of KNOWN_RUNNERS)
-      if (Object.hasOwn(raw.runners, name))
-        add(`runners.${name}`, `${JSON.stringify(name)} is a built-in runner; pick another name`);
+      if (Object.hasOwn(raw.runners, name)) add(`runners.${name}`, `${JSON.stringify(name)} is a built-in runner; pick another name`);
 
   // valibot's record() skips these keys (they could change an object's prototype), so their values
   // would go unchecked and the runner silently vanish from the normalized definition.
@@ -83,8 +82,7 @@ export function checkMeaning(raw: Obj, add: Add): Resolved[] {
   };
   checkNotItemBranch("workspace.base", workspace.base);
   checkNotItemBranch("workspace.target", workspace.target);
-  if (typeof workspace.target === "string" && workspace.target === base)
-    add("workspace.target", `must differ from the base branch ${JSON.stringify(base)}`);
+  if (typeof workspace.target === "string" && workspace.target === base) add("workspace.target", `must differ from the base branch ${JSON.stringify(base)}`);
   if (workspace.target === undefined && name !== null && base === defaultTarget(name))
     add("workspace.base", `must differ from the merge target ${JSON.stringify(base)} (or set "workspace.target")`);
 
@@ -114,10 +112,7 @@ export function checkMeaning(raw: Obj, add: Add): Resolved[] {
     const at = `items[${i}]`;
     checkRunner(`${at}.runner`, item.runner);
     if (item.verify === undefined && noDefaultVerify)
-      add(
-        `${at}.verify`,
-        'no verify command and no default (set "verify": false to accept an agent exit 0 with a change on its branch)',
-      );
+      add(`${at}.verify`, 'no verify command and no default (set "verify": false to accept an agent exit 0 with a change on its branch)');
     if (!Array.isArray(item.dependsOn)) return;
     const seen = new Set<string>();
     item.dependsOn.forEach((dep: unknown, k: number) => {
@@ -177,12 +172,21 @@ function checkForge(raw: Obj, resolved: Resolved[], add: Add): void {
   if (isObj(raw.tracker) && (raw.tracker.provider === "github" || raw.tracker.provider === "gitlab")) {
     const forge = isObj(raw.forge) ? raw.forge : null;
     if (forge?.provider !== raw.tracker.provider)
-      add("tracker.provider", `"${raw.tracker.provider}" is the forge's own tracker: it needs a "forge" section whose provider is "${raw.tracker.provider}"${forge ? ` (forge.provider is ${JSON.stringify(forge.provider)})` : ""}`);
-    for (const k of Object.keys(raw.tracker)) if (k !== "provider" && k !== "$comment") add(`tracker.${k}`, `does not apply to the forge's own tracker (it is set in "forge")`);
+      add(
+        "tracker.provider",
+        `"${raw.tracker.provider}" is the forge's own tracker: it needs a "forge" section whose provider is "${raw.tracker.provider}"${forge ? ` (forge.provider is ${JSON.stringify(forge.provider)})` : ""}`,
+      );
+    for (const k of Object.keys(raw.tracker))
+      if (k !== "provider" && k !== "$comment") add(`tracker.${k}`, `does not apply to the forge's own tracker (it is set in "forge")`);
   }
   if (isObj(raw.tracker) && raw.tracker.provider === "none") {
-    for (const k of Object.keys(raw.tracker)) if (k !== "provider" && k !== "$comment") add(`tracker.${k}`, 'does not apply to "none" (items come from loop.json alone)');
-    resolved.forEach((r, i) => r.ref !== null && add(`items[${i}].ref`, 'names an issue, but the tracker is "none": items come from loop.json alone (remove the ref, or name the tracker)'));
+    for (const k of Object.keys(raw.tracker))
+      if (k !== "provider" && k !== "$comment") add(`tracker.${k}`, 'does not apply to "none" (items come from loop.json alone)');
+    resolved.forEach(
+      (r, i) =>
+        r.ref !== null &&
+        add(`items[${i}].ref`, 'names an issue, but the tracker is "none": items come from loop.json alone (remove the ref, or name the tracker)'),
+    );
     return checkForge({ ...raw, tracker: undefined }, [], add);
   }
   const defaults = isObj(raw.defaults) ? raw.defaults : {};
@@ -190,7 +194,11 @@ function checkForge(raw: Obj, resolved: Resolved[], add: Add): void {
   if (raw.forge === undefined) {
     if (defaults.landing === "pr") add("defaults.landing", '"pr" needs a "forge" section to open pull requests on');
     if (raw.reactions !== undefined) add("reactions", 'needs a "forge" section: reactions are to what happens on pull requests');
-    if (Array.isArray(raw.items)) raw.items.forEach((it, i) => isObj(it) && it.reactions !== undefined && add(`items[${i}].reactions`, 'needs a "forge" section: reactions are to what happens on pull requests'));
+    if (Array.isArray(raw.items))
+      raw.items.forEach(
+        (it, i) =>
+          isObj(it) && it.reactions !== undefined && add(`items[${i}].reactions`, 'needs a "forge" section: reactions are to what happens on pull requests'),
+      );
     return;
   }
   if (!forge || typeof forge.repo !== "string" || !(FORGE_KINDS as readonly unknown[]).includes(forge.provider)) return;
@@ -213,7 +221,10 @@ function checkForge(raw: Obj, resolved: Resolved[], add: Add): void {
     }
     const canonical = `${refPrefix({ provider: parsed.provider, host: parsed.host, path: `${parsed.owner}/${parsed.repo}`.toLowerCase() })}#`;
     if (canonical !== want)
-      add(`items[${i}].ref`, `${JSON.stringify(r.ref)} is not an issue of the forge's repository (forge.repo ${JSON.stringify(forge.repo)}${host ? ` on ${host}` : ""}): refs of a loop with a forge must be ${want}<number>`);
+      add(
+        `items[${i}].ref`,
+        `${JSON.stringify(r.ref)} is not an issue of the forge's repository (forge.repo ${JSON.stringify(forge.repo)}${host ? ` on ${host}` : ""}): refs of a loop with a forge must be ${want}<number>`,
+      );
   });
 }
 
@@ -245,7 +256,11 @@ function checkTracker(t: Obj, resolved: Resolved[], add: Add): void {
   if (typeof key !== "string" || !rule.key.test(key)) return;
   const want = `${kind}:${key}-`;
   resolved.forEach((r, i) => {
-    if (r.ref !== null && !r.ref.startsWith(want)) add(`items[${i}].ref`, `${JSON.stringify(r.ref)} is not an issue of the tracker (tracker.${keyField} ${JSON.stringify(key)}): refs of a loop with a ${kind} tracker must be ${want}<number>`);
+    if (r.ref !== null && !r.ref.startsWith(want))
+      add(
+        `items[${i}].ref`,
+        `${JSON.stringify(r.ref)} is not an issue of the tracker (tracker.${keyField} ${JSON.stringify(key)}): refs of a loop with a ${kind} tracker must be ${want}<number>`,
+      );
   });
 }
 
@@ -287,7 +302,8 @@ function checkUniqueness(resolved: Resolved[], add: Add): void {
     const other = resolved[j]!;
     const id = JSON.stringify(r.id);
     if (!r.derived && !other.derived) add(`items[${i}].id`, `duplicate id ${id} (also items[${j}])`);
-    else if (r.ref === other.ref) return; // same ref, same derived id: the duplicate ref names this pair
+    else if (r.ref === other.ref)
+      return; // same ref, same derived id: the duplicate ref names this pair
     else
       add(
         r.derived ? `items[${i}].ref` : `items[${i}].id`,
@@ -332,7 +348,13 @@ function checkHiddenText(value: unknown, at: readonly (string | number)[], add: 
   } else if (Array.isArray(value)) value.forEach((v, i) => checkHiddenText(v, [...at, i], add));
   else if (isObj(value))
     for (const [k, v] of Object.entries(value)) {
-      if (hasHidden(k)) add(formatJsonPath(at), `a key holds hidden characters (${hiddenIn(k).first.map((c) => c.codePoint).join(", ")}): loop.json stores none; remove them`);
+      if (hasHidden(k))
+        add(
+          formatJsonPath(at),
+          `a key holds hidden characters (${hiddenIn(k)
+            .first.map((c) => c.codePoint)
+            .join(", ")}): loop.json stores none; remove them`,
+        );
       checkHiddenText(v, [...at, k], add);
     }
 }

@@ -11,7 +11,6 @@
 import type { TokenCounts, UsageSource } from "../log/events.ts";
 import type { ModelPrice } from "./normalized.ts";
 
-
 /** What a parser found: tokens by kind and US dollars in millionths, each null while unknown. */
 export interface UsageFigure {
   tokens: TokenCounts | null;
@@ -31,11 +30,21 @@ function add(a: TokenCounts, b: TokenCounts): TokenCounts {
 }
 
 function maxEach(a: TokenCounts, b: TokenCounts): TokenCounts {
-  return { input: Math.max(a.input, b.input), output: Math.max(a.output, b.output), cacheRead: Math.max(a.cacheRead, b.cacheRead), cacheWrite: Math.max(a.cacheWrite, b.cacheWrite) };
+  return {
+    input: Math.max(a.input, b.input),
+    output: Math.max(a.output, b.output),
+    cacheRead: Math.max(a.cacheRead, b.cacheRead),
+    cacheWrite: Math.max(a.cacheWrite, b.cacheWrite),
+  };
 }
 
 function minus(a: TokenCounts, b: TokenCounts): TokenCounts {
-  return { input: Math.max(0, a.input - b.input), output: Math.max(0, a.output - b.output), cacheRead: Math.max(0, a.cacheRead - b.cacheRead), cacheWrite: Math.max(0, a.cacheWrite - b.cacheWrite) };
+  return {
+    input: Math.max(0, a.input - b.input),
+    output: Math.max(0, a.output - b.output),
+    cacheRead: Math.max(0, a.cacheRead - b.cacheRead),
+    cacheWrite: Math.max(0, a.cacheWrite - b.cacheWrite),
+  };
 }
 
 /** A count a report gives: a whole number from 0 (anything else is no count). */
@@ -200,7 +209,12 @@ function jsonLine(s: ParseState, line: string): Record<string, unknown> | null {
 function claudeCounts(u: unknown): TokenCounts | null {
   if (typeof u !== "object" || u === null) return null;
   const o = u as Record<string, unknown>;
-  const c = { input: count(o.input_tokens), output: count(o.output_tokens), cacheRead: count(o.cache_read_input_tokens), cacheWrite: count(o.cache_creation_input_tokens) };
+  const c = {
+    input: count(o.input_tokens),
+    output: count(o.output_tokens),
+    cacheRead: count(o.cache_read_input_tokens),
+    cacheWrite: count(o.cache_creation_input_tokens),
+  };
   if (c.input === null && c.output === null && c.cacheRead === null && c.cacheWrite === null) return null;
   return { input: c.input ?? 0, output: c.output ?? 0, cacheRead: c.cacheRead ?? 0, cacheWrite: c.cacheWrite ?? 0 };
 }
@@ -212,7 +226,12 @@ function modelUsageCounts(v: unknown): TokenCounts | null {
   for (const m of Object.values(v as Record<string, unknown>)) {
     if (typeof m !== "object" || m === null) continue;
     const o = m as Record<string, unknown>;
-    const c = { input: count(o.inputTokens), output: count(o.outputTokens), cacheRead: count(o.cacheReadInputTokens), cacheWrite: count(o.cacheCreationInputTokens) };
+    const c = {
+      input: count(o.inputTokens),
+      output: count(o.outputTokens),
+      cacheRead: count(o.cacheReadInputTokens),
+      cacheWrite: count(o.cacheCreationInputTokens),
+    };
     if (c.input === null && c.output === null && c.cacheRead === null && c.cacheWrite === null) continue;
     total = add(total ?? ZERO, { input: c.input ?? 0, output: c.output ?? 0, cacheRead: c.cacheRead ?? 0, cacheWrite: c.cacheWrite ?? 0 });
   }
@@ -321,7 +340,8 @@ function codexLine(s: ParseState, line: string): void {
 // 1.6k), the session cost is the whole process's; the cost part is absent for a model aider has no
 // prices for. Its console wraps long lines, so the cost may continue on the next line.
 
-const AIDER_TOKENS = /Tokens:\s*([\d.]+[kKmM]?)\s+sent(?:,\s*([\d.]+[kKmM]?)\s+cache write)?(?:,\s*([\d.]+[kKmM]?)\s+cache (?:hit|read))?,\s*([\d.]+[kKmM]?)\s+received/;
+const AIDER_TOKENS =
+  /Tokens:\s*([\d.]+[kKmM]?)\s+sent(?:,\s*([\d.]+[kKmM]?)\s+cache write)?(?:,\s*([\d.]+[kKmM]?)\s+cache (?:hit|read))?,\s*([\d.]+[kKmM]?)\s+received/;
 const AIDER_COST = /Cost:\s*\$\s*([\d.]+)\s+message,\s*\$\s*([\d.]+)\s+session/;
 
 /** aider's rounded token figure ("997", "1.6k", "12k", "1.2M") as a count, or null. */
@@ -397,11 +417,13 @@ export function figureOf(state: ParseState, base: { tokens: TokenCounts | null; 
 
 /** What could not be read, in words, or null. */
 /** What a codex figure leaves out while a turn runs (docs/spend.md: an exact figure in flight needs the gateway). */
-const CODEX_IN_TURN = "codex is inside a turn: what it has used since the turn began is unknown until the turn ends (behind the gateway it is metered as it goes)";
+const CODEX_IN_TURN =
+  "codex is inside a turn: what it has used since the turn began is unknown until the turn ends (behind the gateway it is metered as it goes)";
 
 export function noteOf(state: ParseState): string | null {
   const parts: string[] = [];
-  if (state.unreadable > 0) parts.push(`${state.unreadable} line${state.unreadable === 1 ? "" : "s"} that looked like ${state.source}'s usage could not be read`);
+  if (state.unreadable > 0)
+    parts.push(`${state.unreadable} line${state.unreadable === 1 ? "" : "s"} that looked like ${state.source}'s usage could not be read`);
   if (state.cutShort) parts.push("its last line was cut short");
   if (state.turnOpen) parts.push(CODEX_IN_TURN);
   return parts.length ? parts.join("; ") : null;
@@ -470,6 +492,7 @@ function fileLine(line: string): { figure: UsageFigure } | { problem: string } {
 export function priced(tokens: TokenCounts, price: ModelPrice | undefined): number | null {
   if (!price) return null;
   if ((tokens.cacheRead > 0 && price.cacheRead === undefined) || (tokens.cacheWrite > 0 && price.cacheWrite === undefined)) return null;
-  const micro = tokens.input * price.input + tokens.output * price.output + tokens.cacheRead * (price.cacheRead ?? 0) + tokens.cacheWrite * (price.cacheWrite ?? 0);
+  const micro =
+    tokens.input * price.input + tokens.output * price.output + tokens.cacheRead * (price.cacheRead ?? 0) + tokens.cacheWrite * (price.cacheWrite ?? 0);
   return Math.ceil(micro / 1e6);
 }

@@ -115,12 +115,22 @@ export function adfToText(doc: unknown): { text: string; cut: boolean } {
     }
   };
   walk(doc, 0, "");
-  return { text: out.join("").replace(/\n{3,}/g, "\n\n").trim(), cut };
+  return {
+    text: out
+      .join("")
+      .replace(/\n{3,}/g, "\n\n")
+      .trim(),
+    cut,
+  };
 }
 
 /** Text as an ADF document: paragraphs at blank lines, lines within one joined by hard breaks (ADF's text nodes are never empty). */
 export function textToAdf(text: string): { type: "doc"; version: 1; content: unknown[] } {
-  const paragraphs = text.replace(/\r\n?/g, "\n").split(/\n{2,}/).map((p) => p.replace(/^\n+|\n+$/g, "")).filter((p) => p.trim() !== "");
+  const paragraphs = text
+    .replace(/\r\n?/g, "\n")
+    .split(/\n{2,}/)
+    .map((p) => p.replace(/^\n+|\n+$/g, ""))
+    .filter((p) => p.trim() !== "");
   const content = paragraphs.map((p) => {
     const inline: unknown[] = [];
     p.split("\n").forEach((line, i) => {

@@ -79,7 +79,10 @@ export class GitHubProvider implements ForgeProvider {
       // The Link header as it came: its `next` is the next page, its `last` the newest of a cut listing.
       link: (headers) => headers.get("link"),
       explain: (a) => messageOf(a.body),
-      redirected: ({ method, status, from, to }) => ({ key: `${status} ${from} → ${to}`, notice: `${method} ${from} answered ${status}, moved to ${to} (a renamed repository: set forge.repo to its new name); followed` }),
+      redirected: ({ method, status, from, to }) => ({
+        key: `${status} ${from} → ${to}`,
+        notice: `${method} ${from} answered ${status}, moved to ${to} (a renamed repository: set forge.repo to its new name); followed`,
+      }),
     });
   }
 
@@ -106,7 +109,10 @@ export class GitHubProvider implements ForgeProvider {
    * Every page of a listing, following the Link header's `next` (on the same host) up to MAX_PAGES.
    * `cut`: a next page remained; `last`: the Link header's last page then, so the newest can be read.
    */
-  async #pages(path: string, o: { conditional?: boolean } = {}): Promise<ForgeFailure | { bodies: Json[]; cut: boolean; last: string | null; notModified: boolean }> {
+  async #pages(
+    path: string,
+    o: { conditional?: boolean } = {},
+  ): Promise<ForgeFailure | { bodies: Json[]; cut: boolean; last: string | null; notModified: boolean }> {
     // The next page as the Link header names it, on any host: http.ts reads none off the API's host, and calls the listing cut.
     const r = await this.#http.pages(path, { conditional: o.conditional, next: (a) => linkTarget(a.link, "next")?.href ?? null });
     if ("ok" in r) return r;
@@ -123,7 +129,10 @@ export class GitHubProvider implements ForgeProvider {
     const path = `${this.#repoPath}/issues/${number}`;
     const a = await this.#http.request("GET", path, { conditional: true, follow: false });
     if ("ok" in a) return a;
-    const gone = (why: "transferred" | "deleted" | "missing" | "pull_request", message: string): ForgeResult<IssueLookup> => ({ ok: true, value: { kind: "gone", why, message } });
+    const gone = (why: "transferred" | "deleted" | "missing" | "pull_request", message: string): ForgeResult<IssueLookup> => ({
+      ok: true,
+      value: { kind: "gone", why, message },
+    });
     if ([301, 302, 307, 308].includes(a.status)) {
       // A renamed repository redirects every request to the repository's id, the issue's number
       // unchanged; a transferred issue redirects to another repository's issue.
@@ -137,7 +146,8 @@ export class GitHubProvider implements ForgeProvider {
       // Where it went, read only on the API's own host (the token never leaves it).
       const to = location && URL.canParse(location, `${this.#http.base}${path}`) ? new URL(location, `${this.#http.base}${path}`) : null;
       const moved = to && this.#http.onHost(to) ? await this.#http.request("GET", to.href) : null;
-      const where = moved && !("ok" in moved) && moved.status === 200 && typeof moved.body?.html_url === "string" ? ` (now ${sanitizeLine(moved.body.html_url, 200)})` : "";
+      const where =
+        moved && !("ok" in moved) && moved.status === 200 && typeof moved.body?.html_url === "string" ? ` (now ${sanitizeLine(moved.body.html_url, 200)})` : "";
       return gone("transferred", `issue #${number} was transferred to another repository${where}`);
     }
     if (a.status === 410) return gone("deleted", `issue #${number} was deleted`);
@@ -162,7 +172,19 @@ export class GitHubProvider implements ForgeProvider {
     const b = a.body;
     // The issues endpoint answers for pull requests too: a PR's number is not an issue.
     if (b?.pull_request) return { ok: true, value: { kind: "gone", why: "pull_request", message: `#${number} is a pull request, not an issue` } };
-    return { ok: true, value: { kind: "issue", issue: { number: Number(b.number), title: String(b.title ?? ""), body: String(b.body ?? ""), state: b.state === "closed" ? "closed" : "open", url: String(b.html_url ?? "") } } };
+    return {
+      ok: true,
+      value: {
+        kind: "issue",
+        issue: {
+          number: Number(b.number),
+          title: String(b.title ?? ""),
+          body: String(b.body ?? ""),
+          state: b.state === "closed" ? "closed" : "open",
+          url: String(b.html_url ?? ""),
+        },
+      },
+    };
   }
 
   async listThreadComments(thread: ForgeThread): Promise<ForgeResult<ForgeListing<ForgeComment>>> {
@@ -281,7 +303,14 @@ export class GitHubProvider implements ForgeProvider {
       const conclusion = sanitizeLine(String(r.conclusion ?? "none"), 40);
       // A conclusion GitHub may add later is not known to be green: it fails closed.
       const verdict = CONCLUSIONS[conclusion] ?? "failing";
-      out.push({ name, source: "check run", conclusion, verdict, detail: `check run ${name} concluded ${conclusion}${verdict === "failing" && !(conclusion in CONCLUSIONS) ? " (not a conclusion loop knows)" : ""}`, handle });
+      out.push({
+        name,
+        source: "check run",
+        conclusion,
+        verdict,
+        detail: `check run ${name} concluded ${conclusion}${verdict === "failing" && !(conclusion in CONCLUSIONS) ? " (not a conclusion loop knows)" : ""}`,
+        handle,
+      });
     }
     const statusList = statuses.bodies.flatMap((b) => (Array.isArray(b?.statuses) ? b.statuses : []));
     const statusTotal = Number(statuses.bodies[0]?.total_count ?? statusList.length);
@@ -323,7 +352,20 @@ export class GitHubProvider implements ForgeProvider {
       if ("ok" in r) return r;
       const st = r.bodies.flatMap((b) => (Array.isArray(b?.statuses) ? b.statuses : [])).find((x: Json) => String(x?.context ?? "") === check.name);
       if (!st) return { ok: true, value: [] };
-      return { ok: true, value: [{ name: check.name, reason: sanitizeLine(String(st.state ?? "unknown"), 40), title: "", summary: typeof st.description === "string" ? st.description : "", annotations: [], logTail: "", url: typeof st.target_url === "string" ? st.target_url : "" }] };
+      return {
+        ok: true,
+        value: [
+          {
+            name: check.name,
+            reason: sanitizeLine(String(st.state ?? "unknown"), 40),
+            title: "",
+            summary: typeof st.description === "string" ? st.description : "",
+            annotations: [],
+            logTail: "",
+            url: typeof st.target_url === "string" ? st.target_url : "",
+          },
+        ],
+      };
     }
     // A check run: its output (title, summary, text) as its app wrote it, and the first page of its annotations.
     const id = encodeURIComponent(m[2]!);
@@ -339,12 +381,27 @@ export class GitHubProvider implements ForgeProvider {
       if ("ok" in a) return a;
       if (a.status !== 200 && a.status !== 304) return this.#http.fail("GET", path, a);
       for (const x of Array.isArray(a.body) ? a.body : [])
-        annotations.push({ path: String(x?.path ?? ""), line: Number.isSafeInteger(x?.start_line) ? Number(x.start_line) : null, level: sanitizeLine(String(x?.annotation_level ?? "failure"), 20), message: [x?.title, x?.message].filter((t) => typeof t === "string" && t !== "").join(": ") });
+        annotations.push({
+          path: String(x?.path ?? ""),
+          line: Number.isSafeInteger(x?.start_line) ? Number(x.start_line) : null,
+          level: sanitizeLine(String(x?.annotation_level ?? "failure"), 20),
+          message: [x?.title, x?.message].filter((t) => typeof t === "string" && t !== "").join(": "),
+        });
     }
     const logTail = tailOf(typeof out.text === "string" ? out.text : "", o.tailBytes);
     return {
       ok: true,
-      value: [{ name: check.name, reason: sanitizeLine(String(run.body?.conclusion ?? check.conclusion), 40), title: typeof out.title === "string" ? out.title : "", summary: typeof out.summary === "string" ? out.summary : "", annotations, logTail, url: String(run.body?.html_url ?? "") }],
+      value: [
+        {
+          name: check.name,
+          reason: sanitizeLine(String(run.body?.conclusion ?? check.conclusion), 40),
+          title: typeof out.title === "string" ? out.title : "",
+          summary: typeof out.summary === "string" ? out.summary : "",
+          annotations,
+          logTail,
+          url: String(run.body?.html_url ?? ""),
+        },
+      ],
     };
   }
 
@@ -357,11 +414,27 @@ export class GitHubProvider implements ForgeProvider {
     const items: ReviewFeedback[] = [];
     for (const r of reviews.bodies.flatMap((b) => (Array.isArray(b) ? b : [])))
       if (r?.state === "CHANGES_REQUESTED" && Number.isSafeInteger(r.id))
-        items.push({ id: `review:${r.id}`, kind: "changes_requested", login: String(r.user?.login ?? ""), body: String(r.body ?? ""), path: null, line: null, createdAt: String(r.submitted_at ?? "") });
+        items.push({
+          id: `review:${r.id}`,
+          kind: "changes_requested",
+          login: String(r.user?.login ?? ""),
+          body: String(r.body ?? ""),
+          path: null,
+          line: null,
+          createdAt: String(r.submitted_at ?? ""),
+        });
     for (const c of comments.bodies.flatMap((b) => (Array.isArray(b) ? b : [])))
       if (Number.isSafeInteger(c?.id)) {
         const line = Number.isSafeInteger(c.line) ? Number(c.line) : Number.isSafeInteger(c.original_line) ? Number(c.original_line) : null;
-        items.push({ id: `comment:${c.id}`, kind: "diff_comment", login: String(c.user?.login ?? ""), body: String(c.body ?? ""), path: typeof c.path === "string" ? c.path : null, line, createdAt: String(c.created_at ?? "") });
+        items.push({
+          id: `comment:${c.id}`,
+          kind: "diff_comment",
+          login: String(c.user?.login ?? ""),
+          body: String(c.body ?? ""),
+          path: typeof c.path === "string" ? c.path : null,
+          line,
+          createdAt: String(c.created_at ?? ""),
+        });
       }
     return { ok: true, value: { items, cut: reviews.cut || comments.cut } };
   }
@@ -384,7 +457,9 @@ export class GitHubProvider implements ForgeProvider {
           continue;
         }
         if (i?.pull_request || i?.state === "closed") continue;
-        const labels = (Array.isArray(i.labels) ? i.labels : []).map((l: Json) => String(typeof l === "string" ? l : (l?.name ?? ""))).filter((l: string) => l !== "");
+        const labels = (Array.isArray(i.labels) ? i.labels : [])
+          .map((l: Json) => String(typeof l === "string" ? l : (l?.name ?? "")))
+          .filter((l: string) => l !== "");
         issues.push({ number: Number(i.number), title: String(i.title ?? ""), body: String(i.body ?? ""), labels, url: String(i.html_url ?? "") });
       }
     if (foreign) notes.push(`left out ${foreign} of the results, from other repositories (on GitHub a repo: qualifier in the search widens it)`);
@@ -398,7 +473,9 @@ export class GitHubProvider implements ForgeProvider {
   async openPulls(): Promise<ForgeResult<ForgeListing<ForgePullSummary>>> {
     const r = await this.#pages(`${this.#repoPath}/pulls?state=open&per_page=100`);
     if ("ok" in r) return r;
-    const items = r.bodies.flatMap((b) => (Array.isArray(b) ? b : [])).map((p: Json) => ({ number: Number(p.number), title: String(p.title ?? ""), body: String(p.body ?? ""), url: String(p.html_url ?? "") }));
+    const items = r.bodies
+      .flatMap((b) => (Array.isArray(b) ? b : []))
+      .map((p: Json) => ({ number: Number(p.number), title: String(p.title ?? ""), body: String(p.body ?? ""), url: String(p.html_url ?? "") }));
     return { ok: true, value: { items, cut: r.cut } };
   }
 }
@@ -424,7 +501,9 @@ function messageOf(body: Json): string {
 
 /** A 422's message with its errors' (GitHub puts the reason there: "No commits between main and x"). */
 function validationMessage(body: Json): string {
-  const details = (Array.isArray(body?.errors) ? body.errors : []).map((e: Json) => (typeof e?.message === "string" ? e.message : typeof e?.code === "string" ? `${e.field ?? e.resource ?? "field"} ${e.code}` : "")).filter(Boolean);
+  const details = (Array.isArray(body?.errors) ? body.errors : [])
+    .map((e: Json) => (typeof e?.message === "string" ? e.message : typeof e?.code === "string" ? `${e.field ?? e.resource ?? "field"} ${e.code}` : ""))
+    .filter(Boolean);
   return sanitizeLine([messageOf(body), ...details].join(": "), 300);
 }
 
@@ -463,7 +542,12 @@ export function notMergeableIsWait(message: string): boolean {
   // "Head branch is out of date. Review and try the merge again." and "N of N required status checks
   // are expected." (checks loop read all green, that the base requires under other names) are
   // refusals, whatever else their words say.
-  if (/merge commits are not allowed|linear history|method .*not allowed|not allowed on this repository|not authorized|permission|not up to date|out of date|status checks? (is|are) expected/i.test(message)) return false;
+  if (
+    /merge commits are not allowed|linear history|method .*not allowed|not allowed on this repository|not authorized|permission|not up to date|out of date|status checks? (is|are) expected/i.test(
+      message,
+    )
+  )
+    return false;
   return /base branch was modified|required status check|expected|review|pending|try again|not mergeable/i.test(message);
 }
 
@@ -477,7 +561,8 @@ function mergeability(b: Json): Mergeability {
   const n = Number(b.number);
   const state = String(b.mergeable_state ?? "unknown");
   if (typeof b.mergeable !== "boolean") return { kind: "wait", code: "mergeable_unknown", reason: `the forge is still computing whether #${n} is mergeable` };
-  if (!b.mergeable || state === "dirty") return { kind: "block", code: "conflict", reason: `pull request #${n} conflicts with its base (mergeable_state ${sanitizeLine(state, 40)})` };
+  if (!b.mergeable || state === "dirty")
+    return { kind: "block", code: "conflict", reason: `pull request #${n} conflicts with its base (mergeable_state ${sanitizeLine(state, 40)})` };
   return { kind: "ready" };
 }
 

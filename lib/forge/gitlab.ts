@@ -57,8 +57,22 @@ const DEVELOPER = 30;
  * manual *pipeline* is: GitLab does not count it as succeeded, and nobody would run it for loop.
  */
 const RUNNING = new Set(["created", "waiting_for_resource", "preparing", "pending", "running", "scheduled", "waiting_for_callback"]);
-const PIPELINE: Record<string, CheckVerdict> = { success: "passing", failed: "failing", canceled: "failing", canceling: "failing", skipped: "failing", manual: "failing" };
-const JOB: Record<string, CheckVerdict> = { success: "passing", skipped: "passing", failed: "failing", canceled: "failing", canceling: "failing", manual: "failing" };
+const PIPELINE: Record<string, CheckVerdict> = {
+  success: "passing",
+  failed: "failing",
+  canceled: "failing",
+  canceling: "failing",
+  skipped: "failing",
+  manual: "failing",
+};
+const JOB: Record<string, CheckVerdict> = {
+  success: "passing",
+  skipped: "passing",
+  failed: "failing",
+  canceled: "failing",
+  canceling: "failing",
+  manual: "failing",
+};
 
 /** detailed_merge_status values that waiting may change: GitLab still checking, its pipeline running, a merge time not reached. */
 const MERGE_WAITS: Record<string, string> = {
@@ -106,7 +120,10 @@ export class GitLabProvider implements ForgeProvider {
       rateLimit,
       link: (headers, url) => this.#nextOf(headers, url),
       explain: (a) => this.#explain(a),
-      redirected: ({ method, from, to }) => ({ key: `${from} → ${to}`, notice: `${method} ${from} → ${to}: GitLab redirected the request on its own host; followed` }),
+      redirected: ({ method, from, to }) => ({
+        key: `${from} → ${to}`,
+        notice: `${method} ${from} → ${to}: GitLab redirected the request on its own host; followed`,
+      }),
     });
   }
 
@@ -148,7 +165,10 @@ export class GitLabProvider implements ForgeProvider {
    * `until`: stop after a page it holds true for. `total`: the first page's X-Total, when it says.
    * A listing read to its end with fewer items than X-Total said is cut too: what was not read is never the end.
    */
-  async #pages(path: string, o: { conditional?: boolean; until?: (page: Json[]) => boolean } = {}): Promise<ForgeFailure | { items: Json[]; cut: boolean; notModified: boolean; total: number | null }> {
+  async #pages(
+    path: string,
+    o: { conditional?: boolean; until?: (page: Json[]) => boolean } = {},
+  ): Promise<ForgeFailure | { items: Json[]; cut: boolean; notModified: boolean; total: number | null }> {
     let stopped = false;
     const r = await this.#http.pages(path, {
       conditional: o.conditional,
@@ -171,9 +191,11 @@ export class GitLabProvider implements ForgeProvider {
   #explain(a: Answer): string {
     const said = messageOf(a.body);
     if (a.status === 401) return `GitLab does not accept the token in $${this.settings.tokenEnv} (invalid, expired or revoked): ${said}`;
-    if (a.status === 403 && a.body?.error === "insufficient_scope") return `the token in $${this.settings.tokenEnv} lacks the scope this needs (loop needs \`api\`; \`read_api\` only reads): ${said}`;
+    if (a.status === 403 && a.body?.error === "insufficient_scope")
+      return `the token in $${this.settings.tokenEnv} lacks the scope this needs (loop needs \`api\`; \`read_api\` only reads): ${said}`;
     if (a.status === 403) return `GitLab refused (the token's user lacks the role for this): ${said}`;
-    if (a.status === 404 && /project not found/i.test(said)) return `GitLab shows no project ${this.settings.repo} to this token (it does not exist, or the token cannot see it): ${said}`;
+    if (a.status === 404 && /project not found/i.test(said))
+      return `GitLab shows no project ${this.settings.repo} to this token (it does not exist, or the token cannot see it): ${said}`;
     return said;
   }
 
@@ -185,7 +207,11 @@ export class GitLabProvider implements ForgeProvider {
       // Missing (or deleted: GitLab says 404 for both), or the project itself cannot be seen: only the first is the issue's.
       const project = await this.#http.request("GET", this.#project);
       if ("ok" in project) return project;
-      if (project.status === 200) return { ok: true, value: { kind: "gone", why: "missing", message: `issue #${number} does not exist in ${this.settings.repo} (deleted, or never was)` } };
+      if (project.status === 200)
+        return {
+          ok: true,
+          value: { kind: "gone", why: "missing", message: `issue #${number} does not exist in ${this.settings.repo} (deleted, or never was)` },
+        };
       return this.#http.fail("GET", this.#project, project);
     }
     if (a.status !== 200 && a.status !== 304) return this.#http.fail("GET", path, a);
@@ -193,8 +219,21 @@ export class GitLabProvider implements ForgeProvider {
     const url = String(b?.web_url ?? "");
     // A moved issue is closed where it was, pointing at its new place by global id.
     if (b?.state === "closed" && b?.moved_to_id != null)
-      return { ok: true, value: { kind: "gone", why: "transferred", message: `issue #${number} was moved to another project (issue id ${Number(b.moved_to_id)}; ${sanitizeLine(url, 200)})` } };
-    return { ok: true, value: { kind: "issue", issue: { number: Number(b.iid), title: String(b.title ?? ""), body: String(b.description ?? ""), state: b.state === "closed" ? "closed" : "open", url } } };
+      return {
+        ok: true,
+        value: {
+          kind: "gone",
+          why: "transferred",
+          message: `issue #${number} was moved to another project (issue id ${Number(b.moved_to_id)}; ${sanitizeLine(url, 200)})`,
+        },
+      };
+    return {
+      ok: true,
+      value: {
+        kind: "issue",
+        issue: { number: Number(b.iid), title: String(b.title ?? ""), body: String(b.description ?? ""), state: b.state === "closed" ? "closed" : "open", url },
+      },
+    };
   }
 
   async listThreadComments(thread: ForgeThread): Promise<ForgeResult<ForgeListing<ForgeComment>>> {
@@ -248,9 +287,16 @@ export class GitLabProvider implements ForgeProvider {
    * `cut`: the ones between the cursor and those were not read.
    */
   async #notesSince(thread: ForgeThread, since: string): Promise<ForgeFailure | { items: ForgeComment[]; cut: boolean }> {
-    const r = await this.#pages(`${this.#thread(thread)}/notes?order_by=updated_at&sort=desc&per_page=100`, { until: (page) => page.some((n) => (normalTime(n?.updated_at) ?? "") < since) });
+    const r = await this.#pages(`${this.#thread(thread)}/notes?order_by=updated_at&sort=desc&per_page=100`, {
+      until: (page) => page.some((n) => (normalTime(n?.updated_at) ?? "") < since),
+    });
     if ("ok" in r) return r;
-    return { items: notes(r.items, thread).filter((c) => c.updatedAt >= since).reverse(), cut: r.cut };
+    return {
+      items: notes(r.items, thread)
+        .filter((c) => c.updatedAt >= since)
+        .reverse(),
+      cut: r.cut,
+    };
   }
 
   async createComment(thread: ForgeThread, body: string): Promise<ForgeResult<{ id: CommentId; url: string }>> {
@@ -268,7 +314,9 @@ export class GitLabProvider implements ForgeProvider {
     if ("ok" in r) return r;
     // ASCII case only: Unicode's folding makes "\u212Aate" (KELVIN SIGN) kate.
     const me = asciiLower(login);
-    const levels = r.items.filter((m: Json) => asciiLower(String(m?.username ?? "")) === me && (m?.state ?? "active") === "active").map((m: Json) => Number(m.access_level ?? 0));
+    const levels = r.items
+      .filter((m: Json) => asciiLower(String(m?.username ?? "")) === me && (m?.state ?? "active") === "active")
+      .map((m: Json) => Number(m.access_level ?? 0));
     return { ok: true, value: levels.some((l: number) => l >= DEVELOPER) };
   }
 
@@ -285,7 +333,9 @@ export class GitLabProvider implements ForgeProvider {
   async createPull(o: { title: string; body: string; head: string; base: string; draft: boolean }): Promise<ForgeResult<CreatePullOutcome>> {
     const path = `${this.#project}/merge_requests`;
     // A draft is a title starting with "Draft:" (GitLab's own marker).
-    const a = await this.#http.request("POST", path, { body: { source_branch: o.head, target_branch: o.base, title: o.draft ? `Draft: ${o.title}` : o.title, description: o.body, remove_source_branch: false } });
+    const a = await this.#http.request("POST", path, {
+      body: { source_branch: o.head, target_branch: o.base, title: o.draft ? `Draft: ${o.title}` : o.title, description: o.body, remove_source_branch: false },
+    });
     if ("ok" in a) return a;
     if (a.status === 409) return { ok: true, value: { kind: "refused", code: "exists", message: messageOf(a.body) } };
     if (a.status === 400 || a.status === 422) return { ok: true, value: { kind: "refused", code: "invalid", message: messageOf(a.body) } };
@@ -314,7 +364,8 @@ export class GitLabProvider implements ForgeProvider {
       if ("ok" in mr) return mr;
       if (mr.status !== 200 && mr.status !== 304) return this.#http.fail("GET", path, mr);
       const hp = mr.body?.head_pipeline;
-      if (mr.body?.sha === sha && hp && typeof hp === "object" && Number.isSafeInteger(hp.id) && !pipelines.items.some((p) => Number(p?.id) === hp.id)) pipelines.items.push(hp);
+      if (mr.body?.sha === sha && hp && typeof hp === "object" && Number.isSafeInteger(hp.id) && !pipelines.items.some((p) => Number(p?.id) === hp.id))
+        pipelines.items.push(hp);
     }
     const statuses = await this.#pages(`${this.#project}/repository/commits/${at}/statuses?per_page=100`, { conditional: true });
     if ("ok" in statuses) return statuses;
@@ -329,7 +380,14 @@ export class GitLabProvider implements ForgeProvider {
       const status = sanitizeLine(String(p.status ?? "unknown"), 40);
       const name = `pipeline #${Number(p.id)} (${sanitizeLine(String(p.source ?? p.ref ?? ""), 60)})`;
       const verdict: CheckVerdict = RUNNING.has(status) ? "pending" : (PIPELINE[status] ?? "failing");
-      out.push({ name, source: "pipeline", conclusion: status, verdict, detail: `${name} is ${status}${verdict === "failing" && !(status in PIPELINE) ? " (not a status loop knows)" : ""}`, handle: `pipeline:${Number(p.id)}` });
+      out.push({
+        name,
+        source: "pipeline",
+        conclusion: status,
+        verdict,
+        detail: `${name} is ${status}${verdict === "failing" && !(status in PIPELINE) ? " (not a status loop knows)" : ""}`,
+        handle: `pipeline:${Number(p.id)}`,
+      });
     }
     // Jobs and external statuses, the latest of each name (GitLab's default): a job allowed to fail is not red.
     for (const s of statuses.items) {
@@ -337,7 +395,14 @@ export class GitLabProvider implements ForgeProvider {
       const name = sanitizeLine(String(s?.name ?? "status"), 100);
       let verdict: CheckVerdict = RUNNING.has(status) ? "pending" : (JOB[status] ?? "failing");
       if (verdict === "failing" && s?.allow_failure === true && status in JOB) verdict = "passing";
-      out.push({ name, source: "commit status", conclusion: status, verdict, detail: `${name} is ${status}${s?.allow_failure === true && status !== "success" ? " (allowed to fail)" : ""}`, handle: `job:${Number(s?.id)}` });
+      out.push({
+        name,
+        source: "commit status",
+        conclusion: status,
+        verdict,
+        detail: `${name} is ${status}${s?.allow_failure === true && status !== "success" ? " (allowed to fail)" : ""}`,
+        handle: `job:${Number(s?.id)}`,
+      });
     }
     const unread: string[] = [];
     const short = sha.slice(0, 12);
@@ -353,7 +418,8 @@ export class GitLabProvider implements ForgeProvider {
     if ("ok" in a) return a;
     const message = messageOf(a.body);
     if (a.status === 200) {
-      if (a.body?.state === "merged") return { ok: true, value: { kind: "merged", sha: commitIdOf(a.body.merge_commit_sha) ?? commitIdOf(a.body.squash_commit_sha) } };
+      if (a.body?.state === "merged")
+        return { ok: true, value: { kind: "merged", sha: commitIdOf(a.body.merge_commit_sha) ?? commitIdOf(a.body.squash_commit_sha) } };
       return { ok: true, value: { kind: "merging", message: `state ${sanitizeLine(String(a.body?.state ?? "unknown"), 40)}` } };
     }
     if (a.status === 409) return { ok: true, value: { kind: "head_moved", message } };
@@ -395,7 +461,15 @@ export class GitLabProvider implements ForgeProvider {
       const t = await this.#http.request("GET", path, { textTail: o.tailBytes });
       if ("ok" in t) return t;
       const logTail = t.status === 200 && typeof t.body === "string" ? t.body : "";
-      out.push({ name: sanitizeLine(String(j?.name ?? "job"), 100), reason: sanitizeLine(String(j?.failure_reason ?? j?.status ?? "unknown"), 60), title: "", summary: "", annotations: [], logTail, url: String(j?.web_url ?? "") });
+      out.push({
+        name: sanitizeLine(String(j?.name ?? "job"), 100),
+        reason: sanitizeLine(String(j?.failure_reason ?? j?.status ?? "unknown"), 60),
+        title: "",
+        summary: "",
+        annotations: [],
+        logTail,
+        url: String(j?.web_url ?? ""),
+      });
     }
     return { ok: true, value: out };
   }
@@ -410,11 +484,24 @@ export class GitLabProvider implements ForgeProvider {
       const first = ns[0];
       if (first?.type !== "DiffNote" || first.system === true) continue;
       if (!ns.some((n) => n.resolvable === true && n.resolved !== true)) continue;
-      const path = typeof first.position?.new_path === "string" ? first.position.new_path : typeof first.position?.old_path === "string" ? first.position.old_path : null;
-      const line = Number.isSafeInteger(first.position?.new_line) ? Number(first.position.new_line) : Number.isSafeInteger(first.position?.old_line) ? Number(first.position.old_line) : null;
+      const path =
+        typeof first.position?.new_path === "string" ? first.position.new_path : typeof first.position?.old_path === "string" ? first.position.old_path : null;
+      const line = Number.isSafeInteger(first.position?.new_line)
+        ? Number(first.position.new_line)
+        : Number.isSafeInteger(first.position?.old_line)
+          ? Number(first.position.old_line)
+          : null;
       for (const n of ns) {
         if (n?.system === true) continue;
-        out.push({ id: `note:${Number(n.id)}`, kind: "diff_comment", login: String(n.author?.username ?? ""), body: String(n.body ?? ""), path, line, createdAt: normalTime(n.created_at) ?? "" });
+        out.push({
+          id: `note:${Number(n.id)}`,
+          kind: "diff_comment",
+          login: String(n.author?.username ?? ""),
+          body: String(n.body ?? ""),
+          path,
+          line,
+          createdAt: normalTime(n.created_at) ?? "",
+        });
       }
     }
     return { ok: true, value: { items: out, cut: r.cut } };
@@ -435,7 +522,13 @@ export class GitLabProvider implements ForgeProvider {
     if ("ok" in r) return r;
     const issues: ForgeIssueFound[] = r.items
       .filter((i: Json) => i?.state === "opened")
-      .map((i: Json) => ({ number: Number(i.iid), title: String(i.title ?? ""), body: String(i.description ?? ""), labels: (Array.isArray(i.labels) ? i.labels : []).map((l: Json) => String(typeof l === "string" ? l : (l?.name ?? ""))).filter(Boolean), url: String(i.web_url ?? "") }));
+      .map((i: Json) => ({
+        number: Number(i.iid),
+        title: String(i.title ?? ""),
+        body: String(i.description ?? ""),
+        labels: (Array.isArray(i.labels) ? i.labels : []).map((l: Json) => String(typeof l === "string" ? l : (l?.name ?? ""))).filter(Boolean),
+        url: String(i.web_url ?? ""),
+      }));
     const notes = [...q.notes];
     if (r.cut) notes.push(`the search matched ${r.total ?? "more than 1000"} issues; ${issues.length} were read (loop reads at most 1000: narrow it)`);
     return { ok: true, value: { issues, notes } };
@@ -444,7 +537,12 @@ export class GitLabProvider implements ForgeProvider {
   async openPulls(): Promise<ForgeResult<ForgeListing<ForgePullSummary>>> {
     const r = await this.#pages(`${this.#project}/merge_requests?state=opened&per_page=100`);
     if ("ok" in r) return r;
-    const items = r.items.map((m: Json) => ({ number: Number(m.iid), title: String(m.title ?? ""), body: String(m.description ?? ""), url: String(m.web_url ?? "") }));
+    const items = r.items.map((m: Json) => ({
+      number: Number(m.iid),
+      title: String(m.title ?? ""),
+      body: String(m.description ?? ""),
+      url: String(m.web_url ?? ""),
+    }));
     return { ok: true, value: { items, cut: r.cut } };
   }
 }
@@ -473,8 +571,15 @@ function messageOf(body: Json): string {
   const m = body?.message;
   if (typeof m === "string") return sanitizeLine(m, 300);
   if (Array.isArray(m)) return sanitizeLine(m.map(String).join("; "), 300);
-  if (m && typeof m === "object") return sanitizeLine(Object.entries(m).map(([k, v]) => `${k} ${Array.isArray(v) ? v.join(", ") : String(v)}`).join("; "), 300);
-  if (typeof body?.error === "string") return sanitizeLine(`${body.error}${typeof body.error_description === "string" ? `: ${body.error_description}` : ""}`, 300);
+  if (m && typeof m === "object")
+    return sanitizeLine(
+      Object.entries(m)
+        .map(([k, v]) => `${k} ${Array.isArray(v) ? v.join(", ") : String(v)}`)
+        .join("; "),
+      300,
+    );
+  if (typeof body?.error === "string")
+    return sanitizeLine(`${body.error}${typeof body.error_description === "string" ? `: ${body.error_description}` : ""}`, 300);
   return "no message";
 }
 
@@ -482,7 +587,14 @@ function messageOf(body: Json): string {
 function notes(list: Json[], thread: ForgeThread): ForgeComment[] {
   return list
     .filter((n) => n && n.system !== true)
-    .map((n) => ({ id: numericCommentId(n.id), thread, login: String(n.author?.username ?? ""), body: String(n.body ?? ""), createdAt: normalTime(n.created_at) ?? "", updatedAt: normalTime(n.updated_at ?? n.created_at) ?? "" }));
+    .map((n) => ({
+      id: numericCommentId(n.id),
+      thread,
+      login: String(n.author?.username ?? ""),
+      body: String(n.body ?? ""),
+      createdAt: normalTime(n.created_at) ?? "",
+      updatedAt: normalTime(n.updated_at ?? n.created_at) ?? "",
+    }));
 }
 
 /** A time as UTC ISO 8601 with milliseconds (GitLab answers in the instance's time zone), so times compare as strings. */
@@ -498,7 +610,12 @@ function mergeability(b: Json): Mergeability {
   if (status === null) return { kind: "wait", code: "mergeable_unknown", reason: `GitLab has not said whether !${iid} can be merged` };
   if (status === "mergeable") return { kind: "ready" };
   const shown = sanitizeLine(status, 60);
-  if (status in MERGE_WAITS) return { kind: "wait", code: status === "unchecked" || status === "checking" || status === "preparing" ? "mergeable_unknown" : "not_mergeable_yet", reason: `merge request !${iid}: ${MERGE_WAITS[status]} (detailed_merge_status ${shown})` };
+  if (status in MERGE_WAITS)
+    return {
+      kind: "wait",
+      code: status === "unchecked" || status === "checking" || status === "preparing" ? "mergeable_unknown" : "not_mergeable_yet",
+      reason: `merge request !${iid}: ${MERGE_WAITS[status]} (detailed_merge_status ${shown})`,
+    };
   const [code, why] = MERGE_BLOCKS[status] ?? ["refused", `cannot be merged (detailed_merge_status ${shown}, not one loop knows)`];
   return { kind: "block", code, reason: `merge request !${iid} ${why}${status in MERGE_BLOCKS ? ` (detailed_merge_status ${shown})` : ""}` };
 }
@@ -522,8 +639,22 @@ function mergeRequest(b: Json): ForgePull {
 }
 
 /** A search in GitLab's words: its filters (label:, ~, milestone:, %, author:, assignee:, @) and free words. */
-export function parseSearch(search: string): { labels: string[]; milestone: string | null; author: string | null; assignee: string | null; words: string[]; notes: string[] } {
-  const out = { labels: [] as string[], milestone: null as string | null, author: null as string | null, assignee: null as string | null, words: [] as string[], notes: [] as string[] };
+export function parseSearch(search: string): {
+  labels: string[];
+  milestone: string | null;
+  author: string | null;
+  assignee: string | null;
+  words: string[];
+  notes: string[];
+} {
+  const out = {
+    labels: [] as string[],
+    milestone: null as string | null,
+    author: null as string | null,
+    assignee: null as string | null,
+    words: [] as string[],
+    notes: [] as string[],
+  };
   for (const raw of search.match(/(?:[^\s"]+|"[^"]*")+/g) ?? []) {
     const t = raw.replace(/"/g, "");
     const m = /^([a-z_]+):(.+)$/.exec(t);

@@ -145,7 +145,10 @@ export class ForgeHttp {
       const read = await readBody(res, { max, ...(o.textTail !== undefined && res.ok ? { tail: o.textTail } : {}) });
       if ("over" in read) {
         this.#readBytes = max < MAX_ANSWER_BYTES ? MAX_STEP_ANSWER_BYTES : this.#readBytes;
-        const why = max < MAX_ANSWER_BYTES ? `this step has read ${MAX_STEP_ANSWER_BYTES / 1024 / 1024} MiB from the forge, its most; asked again next step` : `answered more than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB; not read`;
+        const why =
+          max < MAX_ANSWER_BYTES
+            ? `this step has read ${MAX_STEP_ANSWER_BYTES / 1024 / 1024} MiB from the forge, its most; asked again next step`
+            : `answered more than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB; not read`;
         return { ok: false, kind: "network", message: this.#scrub(`${what}: ${why}`) };
       }
       text = read.text;
@@ -153,7 +156,11 @@ export class ForgeHttp {
     } catch (err) {
       const e = err as Error;
       const late = signal.aborted || e?.name === "TimeoutError" || e?.name === "AbortError";
-      return { ok: false, kind: "network", message: this.#scrub(`${what}: ${late ? `no answer within ${Math.round(this.#timeoutMs / 100) / 10}s` : e?.message}`) };
+      return {
+        ok: false,
+        kind: "network",
+        message: this.#scrub(`${what}: ${late ? `no answer within ${Math.round(this.#timeoutMs / 100) / 10}s` : e?.message}`),
+      };
     }
     if (res.status === 304 && cached) return { status: 304, headers: res.headers, link: cached.link ?? null, body: cached.body, notModified: true, url };
     // Never believed about its own success: a 304 to a question loop did not make conditional, or a
@@ -162,7 +169,12 @@ export class ForgeHttp {
     let body: Json = null;
     if (o.textTail !== undefined && res.ok) body = text;
     else if (text) {
-      if (jsonValuesOver(text, MAX_ANSWER_VALUES)) return { ok: false, kind: "network", message: this.#scrub(`${what}: answered more than ${MAX_ANSWER_VALUES.toLocaleString("en-US")} JSON values; not parsed`) };
+      if (jsonValuesOver(text, MAX_ANSWER_VALUES))
+        return {
+          ok: false,
+          kind: "network",
+          message: this.#scrub(`${what}: answered more than ${MAX_ANSWER_VALUES.toLocaleString("en-US")} JSON values; not parsed`),
+        };
       try {
         body = JSON.parse(text);
       } catch {
@@ -184,7 +196,10 @@ export class ForgeHttp {
    * `cut`: a next page remained unread, because MAX_PAGES were read or because it is on another host
    * (the token is never sent there): what was not read is never taken for the end of the listing.
    */
-  async pages(path: string, o: { conditional?: boolean; next: (a: Answer) => string | null }): Promise<ForgeFailure | { answers: Answer[]; cut: boolean; notModified: boolean }> {
+  async pages(
+    path: string,
+    o: { conditional?: boolean; next: (a: Answer) => string | null },
+  ): Promise<ForgeFailure | { answers: Answer[]; cut: boolean; notModified: boolean }> {
     const answers: Answer[] = [];
     let url: string | null = path;
     let notModified = true;
@@ -234,7 +249,8 @@ function jsonValuesOver(text: string, max: number): boolean {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 92) i++; // a backslash escapes the next character
+      if (c === 92)
+        i++; // a backslash escapes the next character
       else if (c === 34) inString = false;
     } else if (c === 34) inString = true;
     else if (c === 123 || c === 91 || c === 44) {

@@ -60,12 +60,19 @@ export class JiraTracker implements Tracker {
     this.#hasToken = !!o.token && !!o.settings.email;
     const auth = this.#hasToken ? `Basic ${Buffer.from(`${o.settings.email}:${o.token}`).toString("base64")}` : null;
     this.#http = new ForgeHttp(
-      { settings: { apiUrl: o.settings.apiUrl }, token: o.token, ...(o.fetch ? { fetch: o.fetch } : {}), now, ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}) },
+      {
+        settings: { apiUrl: o.settings.apiUrl },
+        token: o.token,
+        ...(o.fetch ? { fetch: o.fetch } : {}),
+        now,
+        ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}),
+      },
       {
         headers: { accept: "application/json", ...(auth ? { authorization: auth } : {}) },
         rateLimit: (res, _body, clock) => limitOf(res, clock()),
         link: () => null,
-        explain: (a) => `${errorsOf(a.body) ?? `HTTP ${a.status}`}${a.status === 401 ? " (Jira refused tracker.email with the token in tracker.tokenEnv)" : ""}`,
+        explain: (a) =>
+          `${errorsOf(a.body) ?? `HTTP ${a.status}`}${a.status === 401 ? " (Jira refused tracker.email with the token in tracker.tokenEnv)" : ""}`,
         redirected: (r) => ({ key: r.to, notice: `Jira answered ${r.status}: ${r.from} is now ${r.to}` }),
       },
     );
@@ -94,14 +101,22 @@ export class JiraTracker implements Tracker {
   }
 
   #noToken(): ForgeFailure | null {
-    return this.#hasToken ? null : { ok: false, kind: "http", status: 401, message: `no Jira API token: the variable ${this.settings.tokenEnv} (tracker.tokenEnv) is not set` };
+    return this.#hasToken
+      ? null
+      : { ok: false, kind: "http", status: 401, message: `no Jira API token: the variable ${this.settings.tokenEnv} (tracker.tokenEnv) is not set` };
   }
 
   /** The project loop.json names, or a failure naming tracker.project. */
   async #project(): Promise<ForgeResult<void>> {
     const path = `/rest/api/3/project/${encodeURIComponent(this.settings.key)}`;
     const r = await this.#call("GET", path, 200);
-    if (!r.ok && r.kind === "http" && r.status === 404) return { ok: false, kind: "http", status: 404, message: `Jira has no project with the key ${JSON.stringify(this.settings.key)} (tracker.project), or the token's user cannot see it` };
+    if (!r.ok && r.kind === "http" && r.status === 404)
+      return {
+        ok: false,
+        kind: "http",
+        status: 404,
+        message: `Jira has no project with the key ${JSON.stringify(this.settings.key)} (tracker.project), or the token's user cannot see it`,
+      };
     return r.ok ? { ok: true, value: undefined } : r;
   }
 
@@ -109,14 +124,36 @@ export class JiraTracker implements Tracker {
     const key = this.#key(number);
     const r = await this.#call("GET", `/rest/api/3/issue/${key}?fields=${FIELDS.join(",")}`, 200);
     if (!r.ok) {
-      if (r.kind === "http" && r.status === 404) return { ok: true, value: { kind: "gone", why: "missing", message: `${key} is not an issue of the project ${this.settings.key} (deleted, or the token's user cannot see it)` } };
+      if (r.kind === "http" && r.status === 404)
+        return {
+          ok: true,
+          value: {
+            kind: "gone",
+            why: "missing",
+            message: `${key} is not an issue of the project ${this.settings.key} (deleted, or the token's user cannot see it)`,
+          },
+        };
       return r;
     }
     const i = r.value.body;
     // Jira answers an issue moved to another project under its new key.
-    if (i?.key !== key) return { ok: true, value: { kind: "gone", why: "transferred", message: `${key} is now ${sanitizeLine(String(i?.key ?? "?"), 40)}: it moved out of the project ${this.settings.key}` } };
+    if (i?.key !== key)
+      return {
+        ok: true,
+        value: {
+          kind: "gone",
+          why: "transferred",
+          message: `${key} is now ${sanitizeLine(String(i?.key ?? "?"), 40)}: it moved out of the project ${this.settings.key}`,
+        },
+      };
     const f = i.fields ?? {};
-    return { ok: true, value: { kind: "issue", issue: { number, title: String(f.summary ?? ""), body: textOf(f.description), state: isDone(f.status) ? "closed" : "open", url: this.#browse(key) } } };
+    return {
+      ok: true,
+      value: {
+        kind: "issue",
+        issue: { number, title: String(f.summary ?? ""), body: textOf(f.description), state: isDone(f.status) ? "closed" : "open", url: this.#browse(key) },
+      },
+    };
   }
 
   #browse(key: string): string {
@@ -130,7 +167,11 @@ export class JiraTracker implements Tracker {
    */
   jql(search: string): string {
     const s = this.settings;
-    const clauses = [`project = ${jqlString(s.key)}`, s.states.length ? `status in (${s.states.map(jqlString).join(", ")})` : "statusCategory != Done", ...s.labels.map((l) => `labels = ${jqlString(l)}`)];
+    const clauses = [
+      `project = ${jqlString(s.key)}`,
+      s.states.length ? `status in (${s.states.map(jqlString).join(", ")})` : "statusCategory != Done",
+      ...s.labels.map((l) => `labels = ${jqlString(l)}`),
+    ];
     if (s.jql) clauses.push(`(${s.jql})`);
     if (search.trim() !== "") clauses.push(`(${search.trim()})`);
     return `${clauses.join(" AND ")} ORDER BY key ASC`;
@@ -146,7 +187,13 @@ export class JiraTracker implements Tracker {
     let cut = true;
     for (let page = 0; page < MAX_PAGES; page++) {
       const r = await this.#call("POST", "/rest/api/3/search/jql", 200, { jql, fields: FIELDS, maxResults: PAGE, ...(token ? { nextPageToken: token } : {}) });
-      if (!r.ok) return r.kind === "http" && r.status === 400 ? { ...r, message: `${r.message} (the JQL was built from tracker.project, tracker.states, tracker.labels, tracker.jql and the search: ${sanitizeLine(jql, 300)})` } : r;
+      if (!r.ok)
+        return r.kind === "http" && r.status === 400
+          ? {
+              ...r,
+              message: `${r.message} (the JQL was built from tracker.project, tracker.states, tracker.labels, tracker.jql and the search: ${sanitizeLine(jql, 300)})`,
+            }
+          : r;
       const body = r.value.body;
       if (!Array.isArray(body?.issues)) return { ok: false, kind: "network", message: "Jira answered a search without issues" };
       found.push(...body.issues.filter((i: Json) => i && typeof i === "object"));
@@ -193,10 +240,11 @@ export class JiraTracker implements Tracker {
     });
     if ("ok" in r) return r;
     const items: ForgeComment[] = [];
-    for (const a of r.answers) for (const c of Array.isArray(a.body?.comments) ? a.body.comments : []) {
-      const comment = commentOf(c, thread.number);
-      if (comment) items.push(comment);
-    }
+    for (const a of r.answers)
+      for (const c of Array.isArray(a.body?.comments) ? a.body.comments : []) {
+        const comment = commentOf(c, thread.number);
+        if (comment) items.push(comment);
+      }
     return { ok: true, value: { items: items.sort((x, y) => (x.createdAt < y.createdAt ? -1 : x.createdAt > y.createdAt ? 1 : 0)), cut: r.cut } };
   }
 
@@ -241,12 +289,20 @@ export class JiraTracker implements Tracker {
     if (issue.value.body?.fields?.status?.name === state) return { ok: true, value: { kind: "moved" } };
     const t = await this.#call("GET", `/rest/api/3/issue/${key}/transitions`, 200);
     if (!t.ok) return t;
-    const transitions: Json[] = Array.isArray(t.value.body?.transitions) ? t.value.body.transitions.filter((x: Json) => x && typeof x.id === "string" && x.isAvailable !== false) : [];
+    const transitions: Json[] = Array.isArray(t.value.body?.transitions)
+      ? t.value.body.transitions.filter((x: Json) => x && typeof x.id === "string" && x.isAvailable !== false)
+      : [];
     const found = transitions.find((x) => x.to?.name === state);
     if (!found) {
       const from = sanitizeLine(String(issue.value.body?.fields?.status?.name ?? "?"), 60);
       const legal = transitions.map((x) => JSON.stringify(sanitizeLine(String(x.to?.name ?? "?"), 60))).join(", ") || "none";
-      return { ok: true, value: { kind: "unknown_state", message: `${key} has no transition from ${JSON.stringify(from)} to a status named ${JSON.stringify(state)} (tracker.moveTo); it can move to ${legal}` } };
+      return {
+        ok: true,
+        value: {
+          kind: "unknown_state",
+          message: `${key} has no transition from ${JSON.stringify(from)} to a status named ${JSON.stringify(state)} (tracker.moveTo); it can move to ${legal}`,
+        },
+      };
     }
     const r = await this.#call("POST", `/rest/api/3/issue/${key}/transitions`, 204, { transition: { id: found.id } });
     if (!r.ok) return r;
@@ -291,7 +347,8 @@ function isoOf(t: unknown): string | null {
 /** Jira's error body (`errorMessages`, `errors` by field) as one line, or null when it has neither. */
 function errorsOf(body: Json): string | null {
   const messages = Array.isArray(body?.errorMessages) ? body.errorMessages.filter((m: unknown) => typeof m === "string") : [];
-  const fields = body?.errors && typeof body.errors === "object" && !Array.isArray(body.errors) ? Object.entries(body.errors).map(([k, v]) => `${k}: ${String(v)}`) : [];
+  const fields =
+    body?.errors && typeof body.errors === "object" && !Array.isArray(body.errors) ? Object.entries(body.errors).map(([k, v]) => `${k}: ${String(v)}`) : [];
   const all = [...messages, ...fields];
   if (!all.length) return null;
   return sanitizeLine(`Jira: ${all.slice(0, 5).join("; ")}${all.length > 5 ? ` (and ${all.length - 5} more)` : ""}`, 400);
@@ -307,7 +364,8 @@ function limitOf(res: Response, now: number): ForgeFailure | null {
   if (res.status !== 429 && !(res.status === 503 && retryAfter !== null)) return null;
   const reason = res.headers.get("ratelimit-reason");
   const why = `Jira rate limit${reason ? ` (${sanitizeLine(reason, 60)})` : ""}`;
-  if (retryAfter !== null && /^\d+$/.test(retryAfter.trim())) return rateLimited(now, now + Number(retryAfter.trim()) * 1000, `${why}: retry-after ${retryAfter.trim()}s`);
+  if (retryAfter !== null && /^\d+$/.test(retryAfter.trim()))
+    return rateLimited(now, now + Number(retryAfter.trim()) * 1000, `${why}: retry-after ${retryAfter.trim()}s`);
   const reset = Date.parse(res.headers.get("x-ratelimit-reset") ?? "");
   if (Number.isFinite(reset)) return rateLimited(now, reset, `${why}: until X-RateLimit-Reset`);
   return rateLimited(now, now + DEFAULT_WAIT_MS, `${why} (no Retry-After)`);

@@ -64,7 +64,13 @@ export class LinearTracker implements Tracker {
     this.#hasToken = !!o.token;
     const auth = o.token ? (o.settings.tokenKind === "oauth" ? `Bearer ${o.token}` : o.token) : null;
     this.#http = new ForgeHttp(
-      { settings: { apiUrl: o.settings.apiUrl }, token: o.token, ...(o.fetch ? { fetch: o.fetch } : {}), now: this.#now, ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}) },
+      {
+        settings: { apiUrl: o.settings.apiUrl },
+        token: o.token,
+        ...(o.fetch ? { fetch: o.fetch } : {}),
+        now: this.#now,
+        ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}),
+      },
       {
         headers: { accept: "application/json", ...(auth ? { authorization: auth } : {}) },
         rateLimit: (res, body, now) => limitOf(res, body, now()),
@@ -85,7 +91,8 @@ export class LinearTracker implements Tracker {
 
   /** One GraphQL request: `errors` first, then `data`, which must be an object. */
   async #gql(query: string, variables: Record<string, unknown>): Promise<ForgeResult<Json>> {
-    if (!this.#hasToken) return { ok: false, kind: "http", status: 401, message: `no Linear key: the variable ${this.settings.tokenEnv} (tracker.tokenEnv) is not set` };
+    if (!this.#hasToken)
+      return { ok: false, kind: "http", status: 401, message: `no Linear key: the variable ${this.settings.tokenEnv} (tracker.tokenEnv) is not set` };
     const a = await this.#http.request("POST", this.settings.apiUrl, { body: { query, variables } });
     if ("ok" in a) return a;
     const errors = errorsOf(a.body);
@@ -119,17 +126,45 @@ export class LinearTracker implements Tracker {
     const r = await this.#gql("query Team($key: String!) { teams(filter: { key: { eq: $key } }, first: 1) { nodes { id key } } }", { key: this.settings.key });
     if (!r.ok) return r;
     const t = r.value.teams?.nodes?.[0];
-    if (!t || typeof t.id !== "string") return { ok: false, kind: "http", status: 404, message: `Linear has no team with the key ${JSON.stringify(this.settings.key)} (tracker.team), or the key cannot see it` };
+    if (!t || typeof t.id !== "string")
+      return {
+        ok: false,
+        kind: "http",
+        status: 404,
+        message: `Linear has no team with the key ${JSON.stringify(this.settings.key)} (tracker.team), or the key cannot see it`,
+      };
     return { ok: true, value: { id: t.id } };
   }
 
   async getIssue(number: number): Promise<ForgeResult<IssueLookup>> {
-    const r = await this.#gql(`query Issue($filter: IssueFilter) { issues(filter: $filter, first: 1) { nodes { ${ISSUE_FIELDS} } } }`, { filter: { team: { key: { eq: this.settings.key } }, number: { eq: number } } });
+    const r = await this.#gql(`query Issue($filter: IssueFilter) { issues(filter: $filter, first: 1) { nodes { ${ISSUE_FIELDS} } } }`, {
+      filter: { team: { key: { eq: this.settings.key } }, number: { eq: number } },
+    });
     if (!r.ok) return r;
     const i = r.value.issues?.nodes?.[0];
-    if (!i) return { ok: true, value: { kind: "gone", why: "missing", message: `${this.settings.key}-${number} is not an issue of the team ${this.settings.key} (deleted, moved to another team, or never there)` } };
+    if (!i)
+      return {
+        ok: true,
+        value: {
+          kind: "gone",
+          why: "missing",
+          message: `${this.settings.key}-${number} is not an issue of the team ${this.settings.key} (deleted, moved to another team, or never there)`,
+        },
+      };
     if (typeof i.id === "string") this.#ids.set(number, i.id);
-    return { ok: true, value: { kind: "issue", issue: { number, title: String(i.title ?? ""), body: String(i.description ?? ""), state: CLOSED_TYPES.includes(i.state?.type) ? "closed" : "open", url: String(i.url ?? "") } } };
+    return {
+      ok: true,
+      value: {
+        kind: "issue",
+        issue: {
+          number,
+          title: String(i.title ?? ""),
+          body: String(i.description ?? ""),
+          state: CLOSED_TYPES.includes(i.state?.type) ? "closed" : "open",
+          url: String(i.url ?? ""),
+        },
+      },
+    };
   }
 
   /** The issues loop.json's filter selects (team, states, labels); `search` is not Linear's and is ignored. */
@@ -142,7 +177,11 @@ export class LinearTracker implements Tracker {
       state: s.states.length ? { name: { in: s.states } } : { type: { nin: CLOSED_TYPES } },
       ...(s.labels.length ? { and: s.labels.map((l) => ({ labels: { some: { name: { eq: l } } } })) } : {}),
     };
-    const r = await this.#all(`query Issues($filter: IssueFilter, $after: String) { issues(filter: $filter, first: ${PAGE}, after: $after) { nodes { ${ISSUE_FIELDS} } pageInfo { hasNextPage endCursor } } }`, { filter }, (d) => d.issues);
+    const r = await this.#all(
+      `query Issues($filter: IssueFilter, $after: String) { issues(filter: $filter, first: ${PAGE}, after: $after) { nodes { ${ISSUE_FIELDS} } pageInfo { hasNextPage endCursor } } }`,
+      { filter },
+      (d) => d.issues,
+    );
     if (!r.ok) return r;
     const issues: ForgeIssueFound[] = [];
     const notes: string[] = [];
@@ -162,7 +201,11 @@ export class LinearTracker implements Tracker {
 
   async listThreadComments(thread: ForgeThread): Promise<ForgeResult<ForgeListing<ForgeComment>>> {
     const filter = { issue: { team: { key: { eq: this.settings.key } }, number: { eq: thread.number } } };
-    const r = await this.#all(`query Thread($filter: CommentFilter, $after: String) { comments(filter: $filter, first: ${PAGE}, after: $after, orderBy: createdAt) { nodes { ${COMMENT_FIELDS} } pageInfo { hasNextPage endCursor } } }`, { filter }, (d) => d.comments);
+    const r = await this.#all(
+      `query Thread($filter: CommentFilter, $after: String) { comments(filter: $filter, first: ${PAGE}, after: $after, orderBy: createdAt) { nodes { ${COMMENT_FIELDS} } pageInfo { hasNextPage endCursor } } }`,
+      { filter },
+      (d) => d.comments,
+    );
     if (!r.ok) return r;
     return { ok: true, value: { items: this.#comments(r.value.items).sort((a, b) => (a.createdAt < b.createdAt ? -1 : 1)), cut: r.value.cut } };
   }
@@ -171,7 +214,11 @@ export class LinearTracker implements Tracker {
     const numbers = [...new Set(o.threads.filter((t) => t.kind === "issue").map((t) => t.number))];
     if (!numbers.length) return { ok: true, value: { items: [], cut: false, notModified: true } };
     const filter = { updatedAt: { gte: o.since }, issue: { team: { key: { eq: this.settings.key } }, number: { in: numbers } } };
-    const r = await this.#all(`query Since($filter: CommentFilter, $after: String) { comments(filter: $filter, first: ${PAGE}, after: $after, orderBy: updatedAt) { nodes { ${COMMENT_FIELDS} } pageInfo { hasNextPage endCursor } } }`, { filter }, (d) => d.comments);
+    const r = await this.#all(
+      `query Since($filter: CommentFilter, $after: String) { comments(filter: $filter, first: ${PAGE}, after: $after, orderBy: updatedAt) { nodes { ${COMMENT_FIELDS} } pageInfo { hasNextPage endCursor } } }`,
+      { filter },
+      (d) => d.comments,
+    );
     if (!r.ok) return r;
     const items = this.#comments(r.value.items).sort((a, b) => (a.updatedAt < b.updatedAt ? -1 : a.updatedAt > b.updatedAt ? 1 : 0));
     return { ok: true, value: { items, cut: r.value.cut, notModified: false } };
@@ -186,7 +233,14 @@ export class LinearTracker implements Tracker {
       if (typeof c.id !== "string" || !/^[A-Za-z0-9-]{1,64}$/.test(c.id) || createdAt === null || !Number.isSafeInteger(number)) continue;
       const user = typeof c.user?.id === "string" ? c.user.id : "";
       if (user && typeof c.user.email === "string") this.#emails.set(user, c.user.email.toLowerCase());
-      out.push({ id: linearCommentId(createdAt, c.id), thread: { kind: "issue", number }, login: user, body: String(c.body ?? ""), createdAt, updatedAt: isoOf(c.updatedAt) ?? createdAt });
+      out.push({
+        id: linearCommentId(createdAt, c.id),
+        thread: { kind: "issue", number },
+        login: user,
+        body: String(c.body ?? ""),
+        createdAt,
+        updatedAt: isoOf(c.updatedAt) ?? createdAt,
+      });
     }
     return out;
   }
@@ -203,11 +257,14 @@ export class LinearTracker implements Tracker {
   async createComment(thread: ForgeThread, body: string): Promise<ForgeResult<{ id: CommentId; url: string }>> {
     const id = await this.#issueId(thread.number);
     if (!id.ok) return id;
-    const r = await this.#gql("mutation Comment($input: CommentCreateInput!) { commentCreate(input: $input) { success comment { id createdAt url } } }", { input: { issueId: id.value, body } });
+    const r = await this.#gql("mutation Comment($input: CommentCreateInput!) { commentCreate(input: $input) { success comment { id createdAt url } } }", {
+      input: { issueId: id.value, body },
+    });
     if (!r.ok) return r;
     const c = r.value.commentCreate;
     const createdAt = isoOf(c?.comment?.createdAt);
-    if (c?.success !== true || typeof c.comment?.id !== "string" || createdAt === null) return { ok: false, kind: "network", message: "Linear did not say the comment was created" };
+    if (c?.success !== true || typeof c.comment?.id !== "string" || createdAt === null)
+      return { ok: false, kind: "network", message: "Linear did not say the comment was created" };
     return { ok: true, value: { id: linearCommentId(createdAt, c.comment.id), url: String(c.comment.url ?? "") } };
   }
 
@@ -225,11 +282,20 @@ export class LinearTracker implements Tracker {
   async moveIssue(number: number, state: string): Promise<ForgeResult<{ kind: "moved" } | { kind: "unknown_state"; message: string }>> {
     const id = await this.#issueId(number);
     if (!id.ok) return id;
-    const s = await this.#gql("query States($filter: WorkflowStateFilter) { workflowStates(filter: $filter, first: 10) { nodes { id name type } } }", { filter: { team: { key: { eq: this.settings.key } }, name: { eq: state } } });
+    const s = await this.#gql("query States($filter: WorkflowStateFilter) { workflowStates(filter: $filter, first: 10) { nodes { id name type } } }", {
+      filter: { team: { key: { eq: this.settings.key } }, name: { eq: state } },
+    });
     if (!s.ok) return s;
     const found = (s.value.workflowStates?.nodes ?? []).find((n: Json) => n?.name === state && typeof n.id === "string");
-    if (!found) return { ok: true, value: { kind: "unknown_state", message: `the team ${this.settings.key} has no workflow state named ${JSON.stringify(state)} (tracker.moveTo)` } };
-    const r = await this.#gql("mutation Move($id: String!, $input: IssueUpdateInput!) { issueUpdate(id: $id, input: $input) { success } }", { id: id.value, input: { stateId: found.id } });
+    if (!found)
+      return {
+        ok: true,
+        value: { kind: "unknown_state", message: `the team ${this.settings.key} has no workflow state named ${JSON.stringify(state)} (tracker.moveTo)` },
+      };
+    const r = await this.#gql("mutation Move($id: String!, $input: IssueUpdateInput!) { issueUpdate(id: $id, input: $input) { success } }", {
+      id: id.value,
+      input: { stateId: found.id },
+    });
     if (!r.ok) return r;
     if (r.value.issueUpdate?.success !== true) return { ok: false, kind: "network", message: `Linear did not say ${this.settings.key}-${number} was moved` };
     return { ok: true, value: { kind: "moved" } };
@@ -273,4 +339,3 @@ function limitOf(res: Response, body: Json, now: number): ForgeFailure | null {
   const reset = Number(res.headers.get("x-ratelimit-requests-reset") ?? res.headers.get("x-ratelimit-complexity-reset") ?? NaN);
   return rateLimited(now, Number.isFinite(reset) ? reset : now + DEFAULT_WAIT_MS, `Linear: ${errorsOf(body) ?? "rate limited"}`);
 }
-

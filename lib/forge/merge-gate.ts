@@ -54,15 +54,35 @@ const short = (sha: string) => sanitizeLine(sha, 40).slice(0, 12);
 export function identityGate(pr: ForgePull, e: Expected): GateDecision | null {
   const base = sanitizeLine(pr.baseRef, 200);
   if (pr.merged) {
-    if (pr.baseRef !== e.base) return { kind: "block", code: "merged_elsewhere", reason: `${pr.label} was merged into ${base}, not ${e.base}, by someone else; loop does not record it as landed` };
-    if (pr.headSha !== e.head) return { kind: "block", code: "merged_elsewhere", reason: `${pr.label} was merged by someone else with head ${short(pr.headSha)}, not the ${short(e.head)} loop pushed and verified; loop does not record it as landed` };
+    if (pr.baseRef !== e.base)
+      return {
+        kind: "block",
+        code: "merged_elsewhere",
+        reason: `${pr.label} was merged into ${base}, not ${e.base}, by someone else; loop does not record it as landed`,
+      };
+    if (pr.headSha !== e.head)
+      return {
+        kind: "block",
+        code: "merged_elsewhere",
+        reason: `${pr.label} was merged by someone else with head ${short(pr.headSha)}, not the ${short(e.head)} loop pushed and verified; loop does not record it as landed`,
+      };
     return { kind: "merged", sha: pr.mergeCommitSha };
   }
   if (pr.state === "closed") return { kind: "block", code: "closed", reason: `${pr.label} was closed without merging` };
-  if (pr.baseRef !== e.base) return { kind: "block", code: "base_changed", reason: `the base of ${pr.label} was changed to ${base}; loop merges only into ${e.base}` };
+  if (pr.baseRef !== e.base)
+    return { kind: "block", code: "base_changed", reason: `the base of ${pr.label} was changed to ${base}; loop merges only into ${e.base}` };
   if (pr.headSha !== e.head) {
-    if (e.headIsAncestor) return { kind: "wait", code: "head_not_updated", reason: `the forge still shows ${short(pr.headSha)} as the head of ${pr.label}, an older commit of the ${short(e.head)} loop pushed` };
-    return { kind: "block", code: "head_moved", reason: `the head of ${pr.label} moved to ${short(pr.headSha)} after loop pushed ${short(e.head)}; loop merges only what it verified` };
+    if (e.headIsAncestor)
+      return {
+        kind: "wait",
+        code: "head_not_updated",
+        reason: `the forge still shows ${short(pr.headSha)} as the head of ${pr.label}, an older commit of the ${short(e.head)} loop pushed`,
+      };
+    return {
+      kind: "block",
+      code: "head_moved",
+      reason: `the head of ${pr.label} moved to ${short(pr.headSha)} after loop pushed ${short(e.head)}; loop merges only what it verified`,
+    };
   }
   return null;
 }
@@ -70,13 +90,21 @@ export function identityGate(pr: ForgePull, e: Expected): GateDecision | null {
 /** The first lock, read at every landing turn: landing "merge" in the definition the step imported. */
 export function definitionLock(landing: string, pr: ForgePull): GateDecision | null {
   if (landing === "merge") return null;
-  return { kind: "release", code: "landing_changed", reason: `landing is "${landing}" in loop.json now, so loop does not merge ${pr.label}; it is left open (${pr.url})` };
+  return {
+    kind: "release",
+    code: "landing_changed",
+    reason: `landing is "${landing}" in loop.json now, so loop does not merge ${pr.label}; it is left open (${pr.url})`,
+  };
 }
 
 /** The second lock, read right before the merge request: the operator's variable in loop run's environment. */
 export function environmentLock(set: boolean, variable: string): GateDecision | null {
   if (set) return null;
-  return { kind: "block", code: "auto_merge_unset", reason: `checks are green, but ${variable}=1 is not set in the environment of loop run, so nothing was merged` };
+  return {
+    kind: "block",
+    code: "auto_merge_unset",
+    reason: `checks are green, but ${variable}=1 is not set in the environment of loop run, so nothing was merged`,
+  };
 }
 
 /** Whether the PR (already known to be loop's: identityGate) may be merged on these checks. */
@@ -85,14 +113,20 @@ export function mergeGate(pr: ForgePull, read: ForgeChecks | null): GateDecision
   if (m.kind === "block") return { kind: "block", code: m.code, reason: m.reason };
   if (pr.draft) return { kind: "block", code: "draft", reason: `${pr.label} is a draft` };
   const sha = short(pr.headSha);
-  if (read?.unread) return { kind: "block", code: "checks_unread", reason: `not every check on ${sha} could be read (${read.unread}); loop merges only what it has seen pass` };
+  if (read?.unread)
+    return { kind: "block", code: "checks_unread", reason: `not every check on ${sha} could be read (${read.unread}); loop merges only what it has seen pass` };
   const checks = read?.checks ?? [];
   const failed = checks.filter((c) => c.verdict === "failing");
   if (failed.length) return { kind: "block", code: "checks_failed", reason: `checks not green on ${sha}: ${failed.map((c) => c.detail).join("; ")}` };
   // A red check blocks at once, whatever the forge is still computing; a pending one is named
   // before the forge's own wait (which is often the same pipeline, said less precisely).
   const pending = checks.filter((c) => c.verdict === "pending");
-  if (pending.length) return { kind: "wait", code: "checks_pending", reason: `waiting for ${pending.length} of ${checks.length} checks on ${sha}: ${pending.map((c) => c.name).join(", ")}` };
+  if (pending.length)
+    return {
+      kind: "wait",
+      code: "checks_pending",
+      reason: `waiting for ${pending.length} of ${checks.length} checks on ${sha}: ${pending.map((c) => c.name).join(", ")}`,
+    };
   if (m.kind === "wait") return { kind: "wait", code: m.code, reason: m.reason };
   if (checks.length === 0) return { kind: "wait", code: "checks_missing", reason: `no check run or status on ${sha} yet` };
   // GitHub's `behind` (the base moved on) is not waited for: nobody would update the branch. The
@@ -109,7 +143,13 @@ export function mergeGate(pr: ForgePull, read: ForgeChecks | null): GateDecision
  */
 export function failureGate(f: ForgeFailure, line: string, o: { merging: boolean; label: string }): GateDecision | "rate_limited" {
   if (f.kind === "rate_limited") return "rate_limited";
-  if (f.kind === "http" && (f.status === 401 || f.status === 403 || f.status === 404)) return { kind: "block", code: "forge_refused", reason: `the forge refused: ${line}` };
-  if (o.merging && f.kind === "http" && f.status >= 400 && f.status < 500) return { kind: "block", code: "merge_refused", reason: `the forge refused to merge ${o.label}: ${line}` };
-  return { kind: "wait", code: "forge_error", reason: o.merging ? `the merge request for ${o.label} got no usable answer (${line}); asking again next tick` : `${line}; asking again next tick` };
+  if (f.kind === "http" && (f.status === 401 || f.status === 403 || f.status === 404))
+    return { kind: "block", code: "forge_refused", reason: `the forge refused: ${line}` };
+  if (o.merging && f.kind === "http" && f.status >= 400 && f.status < 500)
+    return { kind: "block", code: "merge_refused", reason: `the forge refused to merge ${o.label}: ${line}` };
+  return {
+    kind: "wait",
+    code: "forge_error",
+    reason: o.merging ? `the merge request for ${o.label} got no usable answer (${line}); asking again next tick` : `${line}; asking again next tick`,
+  };
 }

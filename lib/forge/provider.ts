@@ -73,9 +73,7 @@ export interface ForgeListing<T> {
  * change that — transferred to another repository, deleted, missing (the repository answers, the
  * issue does not), or a pull request rather than an issue.
  */
-export type IssueLookup =
-  | { kind: "issue"; issue: ForgeIssue }
-  | { kind: "gone"; why: "transferred" | "deleted" | "missing" | "pull_request"; message: string };
+export type IssueLookup = { kind: "issue"; issue: ForgeIssue } | { kind: "gone"; why: "transferred" | "deleted" | "missing" | "pull_request"; message: string };
 
 /**
  * Whether the forge itself would merge now, in loop's words (checks aside: loop reads them itself).
@@ -319,7 +317,12 @@ export const RATE_LIMIT_CAP_MS = 3_600_000;
 export function rateLimited(now: number, retryAt: number, message: string): ForgeFailure {
   const cap = now + RATE_LIMIT_CAP_MS;
   if (Number.isFinite(retryAt) && retryAt <= cap) return { ok: false, kind: "rate_limited", retryAt, message };
-  return { ok: false, kind: "rate_limited", retryAt: cap, message: `${message}; asked to wait ${Number.isFinite(retryAt) ? `until ${untilText(retryAt)}` : "for no valid time"}, loop asks again after an hour` };
+  return {
+    ok: false,
+    kind: "rate_limited",
+    retryAt: cap,
+    message: `${message}; asked to wait ${Number.isFinite(retryAt) ? `until ${untilText(retryAt)}` : "for no valid time"}, loop asks again after an hour`,
+  };
 }
 
 /** A time for people: ISO when a date can hold it, else the epoch milliseconds. */

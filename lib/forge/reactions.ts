@@ -39,7 +39,8 @@ interface Seen {
 export function newSignals(s: Seen, reacted: ReadonlySet<string>): Signal[] {
   const out: Signal[] = [];
   const short = sanitizeLine(s.head, 40).slice(0, 12);
-  if (s.failing.length) out.push({ kind: "checksFailed", key: `checksFailed:${s.head}`, summary: `checks not green on ${short}: ${s.failing.map((c) => c.detail).join("; ")}` });
+  if (s.failing.length)
+    out.push({ kind: "checksFailed", key: `checksFailed:${s.head}`, summary: `checks not green on ${short}: ${s.failing.map((c) => c.detail).join("; ")}` });
   if (s.conflict) out.push({ kind: "conflict", key: `conflict:${s.head}`, summary: `the pull request no longer merges into its base (at ${short})` });
   for (const r of s.reviews) {
     const who = sanitizeLine(r.login, 60);
@@ -107,27 +108,53 @@ export function reactionFeedback(o: FeedbackInput): string {
   const kinds = new Set(o.signals.map((x) => x.kind));
   const short = sanitizeLine(o.head, 40).slice(0, 12);
   const parts: string[] = [];
-  parts.push(`Your previous attempt passed its verify and loop pushed it (${short}) to ${sanitizeLine(o.label, 80)} (${sanitizeLine(o.url, 300)}). On the forge, then:`);
+  parts.push(
+    `Your previous attempt passed its verify and loop pushed it (${short}) to ${sanitizeLine(o.label, 80)} (${sanitizeLine(o.url, 300)}). On the forge, then:`,
+  );
   parts.push("", ...o.signals.map((x) => `- ${sanitizeLine(x.summary, 300)}`));
   if (kinds.has("checksFailed")) {
     parts.push("", "### Failed checks", "", "Fix what made these checks fail; your verify command alone may not run them.");
     for (const [i, c] of o.checks.slice(0, B.checks).entries()) {
       // A check's name is whoever configured the CI's text: fenced like the rest, never a heading of loop's.
-      parts.push("", `#### Failed check ${i + 1}`, "", fenced("Its name and conclusion", `${sanitizeLine(c.check.name, 100)}: ${sanitizeLine(c.check.conclusion, 40)} (${sanitizeLine(c.check.source, 40)})`, 300));
+      parts.push(
+        "",
+        `#### Failed check ${i + 1}`,
+        "",
+        fenced(
+          "Its name and conclusion",
+          `${sanitizeLine(c.check.name, 100)}: ${sanitizeLine(c.check.conclusion, 40)} (${sanitizeLine(c.check.source, 40)})`,
+          300,
+        ),
+      );
       if (c.failures === null) {
         parts.push("", `(what it says could not be read: ${sanitizeLine(c.unread ?? "no answer", 200)})`);
         continue;
       }
       if (c.failures.length === 0) parts.push("", "(the forge gives no more about it)");
       for (const f of c.failures) {
-        const head = [f.name !== c.check.name ? `job ${sanitizeLine(f.name, 100)}` : "", f.reason ? `reason ${sanitizeLine(f.reason, 60)}` : "", f.url ? sanitizeLine(f.url, 300) : ""].filter(Boolean).join(", ");
+        const head = [
+          f.name !== c.check.name ? `job ${sanitizeLine(f.name, 100)}` : "",
+          f.reason ? `reason ${sanitizeLine(f.reason, 60)}` : "",
+          f.url ? sanitizeLine(f.url, 300) : "",
+        ]
+          .filter(Boolean)
+          .join(", ");
         if (head) parts.push("", head);
         if (f.title) parts.push("", fenced("Its title", f.title, B.title));
         if (f.summary) parts.push("", fenced("Its summary", f.summary, B.summary));
         const notes = f.annotations.slice(0, B.annotations);
         if (notes.length) {
-          const text = notes.map((a) => `${a.path}${a.line !== null ? `:${a.line}` : ""} [${a.level}] ${capped(a.message, B.annotation).replace(/\n/g, " ")}`).join("\n");
-          parts.push("", fenced(`Its annotations${f.annotations.length > notes.length ? ` (the first ${notes.length} of ${f.annotations.length})` : ""}`, text, B.annotations * (B.annotation + 300)));
+          const text = notes
+            .map((a) => `${a.path}${a.line !== null ? `:${a.line}` : ""} [${a.level}] ${capped(a.message, B.annotation).replace(/\n/g, " ")}`)
+            .join("\n");
+          parts.push(
+            "",
+            fenced(
+              `Its annotations${f.annotations.length > notes.length ? ` (the first ${notes.length} of ${f.annotations.length})` : ""}`,
+              text,
+              B.annotations * (B.annotation + 300),
+            ),
+          );
         }
         if (f.logTail) parts.push("", fenced(`The end of its log (at most ${B.logBytes} bytes)`, f.logTail, B.logBytes));
       }
@@ -146,11 +173,21 @@ export function reactionFeedback(o: FeedbackInput): string {
   }
   if (kinds.has("conflict")) {
     parts.push("", "### Conflict with the base", "");
-    parts.push(`The pull request no longer merges into ${sanitizeLine(o.base, 200)}: it moved on. Merge \`${sanitizeLine(o.baseRef, 200)}\` (fetched for you) into your branch, resolve the conflicts, make the verify pass again, and commit the merge. Do not rebase: loop pushes only on top of what it pushed before.`);
+    parts.push(
+      `The pull request no longer merges into ${sanitizeLine(o.base, 200)}: it moved on. Merge \`${sanitizeLine(o.baseRef, 200)}\` (fetched for you) into your branch, resolve the conflicts, make the verify pass again, and commit the merge. Do not rebase: loop pushes only on top of what it pushed before.`,
+    );
     if (o.conflictPaths === null) parts.push("", "(the conflicting paths could not be computed)");
     else if (o.conflictPaths.length) {
       const named = o.conflictPaths.slice(0, B.paths);
-      parts.push("", "Conflicting paths:", "", fence(named.map((x) => sanitizeLine(x, 300)).join("\n") + (o.conflictPaths.length > named.length ? `\n… ${o.conflictPaths.length - named.length} more` : "")));
+      parts.push(
+        "",
+        "Conflicting paths:",
+        "",
+        fence(
+          named.map((x) => sanitizeLine(x, 300)).join("\n") +
+            (o.conflictPaths.length > named.length ? `\n… ${o.conflictPaths.length - named.length} more` : ""),
+        ),
+      );
     }
   }
   const end = "Loop pushes your commits to the same pull request when your verify passes, and waits for its checks again.";

@@ -17,7 +17,9 @@ export function capped(text: string, cap = TEXT_CAP): string {
 
 /** One line (a title, a login, an error message): sanitized, newlines folded, capped. */
 export function sanitizeLine(text: string, cap = 200): string {
-  const one = cleanText(text).replace(/\s*\n\s*/g, " ").trim();
+  const one = cleanText(text)
+    .replace(/\s*\n\s*/g, " ")
+    .trim();
   const chars = Array.from(one);
   return chars.length <= cap ? one : `${chars.slice(0, cap).join("")}…`;
 }
@@ -31,5 +33,8 @@ export function fenced(label: string, text: string, cap = TEXT_CAP): string {
 export function tailOf(text: string | Uint8Array, bytes: number): string {
   const b = typeof text === "string" ? Buffer.from(text, "utf8") : Buffer.from(text.buffer, text.byteOffset, text.byteLength);
   if (b.length <= bytes) return b.toString("utf8");
-  return b.subarray(b.length - Math.max(0, bytes)).toString("utf8").replace(/^\uFFFD+/, "");
+  return b
+    .subarray(b.length - Math.max(0, bytes))
+    .toString("utf8")
+    .replace(/^\uFFFD+/, "");
 }

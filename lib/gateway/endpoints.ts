@@ -135,13 +135,20 @@ export function readRequest(api: NonNullable<Endpoint["api"]>, bytes: Uint8Array
     const config = doc.generationConfig && typeof doc.generationConfig === "object" ? (doc.generationConfig as Record<string, unknown>) : {};
     return { worst: { model, input, output: (count(config.maxOutputTokens) ?? DEFAULT_MAX_OUTPUT) * (count(config.candidateCount) ?? 1) }, body: bytes };
   }
-  if (api === "responses" && doc.background === true) return { refused: "a background response is generated and billed after its answer, which says nothing of what it used" };
-  const limit = api === "messages" ? count(doc.max_tokens) : api === "responses" ? count(doc.max_output_tokens) : count(doc.max_completion_tokens) ?? count(doc.max_tokens);
+  if (api === "responses" && doc.background === true)
+    return { refused: "a background response is generated and billed after its answer, which says nothing of what it used" };
+  const limit =
+    api === "messages"
+      ? count(doc.max_tokens)
+      : api === "responses"
+        ? count(doc.max_output_tokens)
+        : (count(doc.max_completion_tokens) ?? count(doc.max_tokens));
   const choices = api === "chat" ? (count(doc.n) ?? 1) : 1;
   const output = (limit ?? DEFAULT_MAX_OUTPUT) * choices;
   let body = bytes;
   if (api === "chat" && doc.stream === true) {
-    const options = doc.stream_options && typeof doc.stream_options === "object" && !Array.isArray(doc.stream_options) ? (doc.stream_options as Record<string, unknown>) : {};
+    const options =
+      doc.stream_options && typeof doc.stream_options === "object" && !Array.isArray(doc.stream_options) ? (doc.stream_options as Record<string, unknown>) : {};
     if (options.include_usage !== true) body = new TextEncoder().encode(JSON.stringify({ ...doc, stream_options: { ...options, include_usage: true } }));
   }
   return { worst: { model, input, output }, body };

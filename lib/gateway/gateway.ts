@@ -21,7 +21,11 @@ import { type MeteredUsage, UsageMeter } from "./meter.ts";
 type Provider = "anthropic" | "openai" | "gemini";
 
 /** Where loop's own model traffic goes unless loop's environment says otherwise. */
-export const DEFAULT_UPSTREAMS: Readonly<Record<Provider, string>> = { anthropic: "https://api.anthropic.com", openai: "https://api.openai.com/v1", gemini: "https://generativelanguage.googleapis.com" };
+export const DEFAULT_UPSTREAMS: Readonly<Record<Provider, string>> = {
+  anthropic: "https://api.anthropic.com",
+  openai: "https://api.openai.com/v1",
+  gemini: "https://generativelanguage.googleapis.com",
+};
 
 export interface ModelCall {
   provider: Provider;
@@ -100,17 +104,38 @@ interface Gateway {
 }
 
 /** Request headers never forwarded: hop-by-hop ones, and what fetch sets itself. */
-const HOP = new Set(["host", "connection", "keep-alive", "proxy-authorization", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "content-length", "accept-encoding"]);
+const HOP = new Set([
+  "host",
+  "connection",
+  "keep-alive",
+  "proxy-authorization",
+  "proxy-connection",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+  "content-length",
+  "accept-encoding",
+]);
 
 /** How long a client refused while others are in flight is asked to wait before it tries again. */
 const RETRY_AFTER_S = 10;
 
-const STATUS: Record<ModelRefusalCode, number> = { endpoint_not_allowed: 403, budget_exhausted: 403, budget_in_flight: 429, answers_cut_off: 403, no_model_api: 403 };
+const STATUS: Record<ModelRefusalCode, number> = {
+  endpoint_not_allowed: 403,
+  budget_exhausted: 403,
+  budget_in_flight: 429,
+  answers_cut_off: 403,
+  no_model_api: 403,
+};
 
 /** An error in the provider's own shape: Anthropic's `{type: "error", error: {type, message}}`, OpenAI's `{error: {message, type, param, code}}`, Gemini's `{error: {code, message, status}}`. */
 function providerError(provider: Provider, status: number, message: string, code: string | null = null): Response {
   const anthropic = { 401: "authentication_error", 403: "permission_error", 429: "rate_limit_error" }[status as 401] ?? "api_error";
-  const openai = status === 429 ? { type: "requests", code: "rate_limit_exceeded" } : { type: status === 403 && code?.startsWith("budget") ? "insufficient_quota" : "invalid_request_error", code };
+  const openai =
+    status === 429
+      ? { type: "requests", code: "rate_limit_exceeded" }
+      : { type: status === 403 && code?.startsWith("budget") ? "insufficient_quota" : "invalid_request_error", code };
   const gemini = { 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 429: "RESOURCE_EXHAUSTED" }[status as 401] ?? "UNAVAILABLE";
   const body =
     provider === "anthropic"
@@ -152,7 +177,12 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
 }
 
 /** The figure an answer is recorded with, from what its meter read and how it ended. */
-function figureOf(o: { endpoint: Endpoint; status: number | null; meter: UsageMeter; worst: WorstCase | null }): Pick<ModelCall, "usage" | "basis" | "estimatedInput"> {
+function figureOf(o: {
+  endpoint: Endpoint;
+  status: number | null;
+  meter: UsageMeter;
+  worst: WorstCase | null;
+}): Pick<ModelCall, "usage" | "basis" | "estimatedInput"> {
   const { meter, worst } = o;
   // No status yet: the upstream may be generating the answer the agent no longer waits for.
   const ok = o.status === null || (o.status >= 200 && o.status < 300);
@@ -163,7 +193,16 @@ function figureOf(o: { endpoint: Endpoint; status: number | null; meter: UsageMe
   const w = worst!;
   const known = meter.seen && o.endpoint.api === "messages";
   const u = meter.usage;
-  return { usage: { input: known ? u.input : Math.max(u.input, w.input), output: Math.max(u.output, w.output), cacheRead: known ? u.cacheRead : 0, cacheWrite: known ? u.cacheWrite : 0 }, basis: "worst_case", estimatedInput: !known };
+  return {
+    usage: {
+      input: known ? u.input : Math.max(u.input, w.input),
+      output: Math.max(u.output, w.output),
+      cacheRead: known ? u.cacheRead : 0,
+      cacheWrite: known ? u.cacheWrite : 0,
+    },
+    basis: "worst_case",
+    estimatedInput: !known,
+  };
 }
 
 async function modelRequest(o: GatewayOptions, now: () => number, open: Set<() => void>, req: Request): Promise<Response> {
@@ -179,7 +218,11 @@ async function modelRequest(o: GatewayOptions, now: () => number, open: Set<() =
     return providerError(provider, STATUS[r.code], `loop: ${r.reason}${final} (${r.code})`, r.code);
   };
   const endpoint = endpointOf(provider, method, path);
-  if (!endpoint) return refuse({ code: "endpoint_not_allowed", reason: `the gateway forwards only the model endpoints it can meter (docs/threat-model.md#the-gateway); ${method} ${path.slice(0, 200)} is not one of them` });
+  if (!endpoint)
+    return refuse({
+      code: "endpoint_not_allowed",
+      reason: `the gateway forwards only the model endpoints it can meter (docs/threat-model.md#the-gateway); ${method} ${path.slice(0, 200)} is not one of them`,
+    });
   const headers = new Headers();
   req.headers.forEach((v, k) => {
     if (!HOP.has(k)) headers.set(k, v);
@@ -187,7 +230,8 @@ async function modelRequest(o: GatewayOptions, now: () => number, open: Set<() =
   // The answer is read as it streams: ask for it uncompressed.
   headers.set("accept-encoding", "identity");
   const standIn = swapCredential(provider, headers, o.standIn, o.keys[provider], url.searchParams);
-  if (standIn === "no-key") return providerError(provider, 401, `loop: the stand-in key needs loop's ${KEY_VARIABLE[provider]}, and loop's environment has none`);
+  if (standIn === "no-key")
+    return providerError(provider, 401, `loop: the stand-in key needs loop's ${KEY_VARIABLE[provider]}, and loop's environment has none`);
   let body: Uint8Array | undefined = method === "GET" || method === "HEAD" ? undefined : new Uint8Array(await req.arrayBuffer());
   let worst: WorstCase | null = null;
   if (endpoint.billed) {
@@ -209,7 +253,19 @@ async function modelRequest(o: GatewayOptions, now: () => number, open: Set<() =
     open.delete(cutNow);
     live.end();
     const figure = figureOf({ endpoint, status, meter: live, worst });
-    o.onModelCall?.({ provider, method, path, status, ...figure, model: live.model ?? worst?.model ?? null, cutOff: end.hungUp && figure.basis === "worst_case", complete: end.complete, standIn: standIn === "swapped", worst, at: now() });
+    o.onModelCall?.({
+      provider,
+      method,
+      path,
+      status,
+      ...figure,
+      model: live.model ?? worst?.model ?? null,
+      cutOff: end.hungUp && figure.basis === "worst_case",
+      complete: end.complete,
+      standIn: standIn === "swapped",
+      worst,
+      at: now(),
+    });
   };
   // The agent hung up (or its session ended): the upstream request goes too, and the answer is charged as cut off.
   const gone = new AbortController();
@@ -221,7 +277,14 @@ async function modelRequest(o: GatewayOptions, now: () => number, open: Set<() =
   req.signal.addEventListener("abort", cutNow, { once: true });
   let upstream: Response;
   try {
-    upstream = await fetch(o.upstreams[provider].replace(/\/+$/, "") + path + url.search, { method, headers, body, redirect: "manual", decompress: false, signal: gone.signal } as RequestInit);
+    upstream = await fetch(o.upstreams[provider].replace(/\/+$/, "") + path + url.search, {
+      method,
+      headers,
+      body,
+      redirect: "manual",
+      decompress: false,
+      signal: gone.signal,
+    } as RequestInit);
   } catch (err) {
     status = 502;
     record({ complete: true, hungUp: false });
@@ -271,7 +334,13 @@ const KEY_VARIABLE: Record<Provider, string> = { anthropic: "ANTHROPIC_API_KEY",
  * Replace the stand-in by loop's key where it is; "swapped", "passed" (another credential, or none),
  * or "no-key". Gemini's key travels in `x-goog-api-key` or the `key` query parameter (`query`, changed in place).
  */
-function swapCredential(provider: Provider, headers: Headers, standIn: string, key: string | undefined, query: URLSearchParams): "swapped" | "passed" | "no-key" {
+function swapCredential(
+  provider: Provider,
+  headers: Headers,
+  standIn: string,
+  key: string | undefined,
+  query: URLSearchParams,
+): "swapped" | "passed" | "no-key" {
   const bearer = headers.get("authorization");
   const apiKey = headers.get("x-api-key");
   const google = headers.get("x-goog-api-key");
@@ -341,7 +410,9 @@ function proxyRequest(o: GatewayOptions, now: () => number, client: Socket, head
   const firstLine = text.slice(0, text.indexOf("\r\n"));
   const target = proxyTarget(firstLine);
   if (!target) {
-    client.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Type: text/plain\r\n\r\nloop gateway: a proxy request is CONNECT host:port or an absolute http:// URL\n");
+    client.end(
+      "HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Type: text/plain\r\n\r\nloop gateway: a proxy request is CONNECT host:port or an absolute http:// URL\n",
+    );
     return;
   }
   if (!networkAllows(o.allow, target.host, target.port)) {
@@ -355,14 +426,19 @@ function proxyRequest(o: GatewayOptions, now: () => number, client: Socket, head
   let body = 0;
   if (target.kind === "http") {
     if (/\r\ntransfer-encoding:/i.test(text)) {
-      client.end("HTTP/1.1 411 Length Required\r\nConnection: close\r\nContent-Type: text/plain\r\n\r\nloop gateway: a proxied plain-HTTP request gives its body's Content-Length\n");
+      client.end(
+        "HTTP/1.1 411 Length Required\r\nConnection: close\r\nContent-Type: text/plain\r\n\r\nloop gateway: a proxied plain-HTTP request gives its body's Content-Length\n",
+      );
       return;
     }
     body = Number(/\r\ncontent-length:\s*(\d+)/i.exec(text)?.[1] ?? 0);
   }
   const upstream = connect({ host: target.host, port: target.port });
   upstream.on("error", (err) => {
-    if (!client.writableEnded) client.end(`HTTP/1.1 502 Bad Gateway\r\nConnection: close\r\nContent-Type: text/plain\r\n\r\nloop gateway: ${target.host}:${target.port}: ${err.message}\n`);
+    if (!client.writableEnded)
+      client.end(
+        `HTTP/1.1 502 Bad Gateway\r\nConnection: close\r\nContent-Type: text/plain\r\n\r\nloop gateway: ${target.host}:${target.port}: ${err.message}\n`,
+      );
     upstream.destroy();
   });
   client.on("close", () => upstream.destroy());

@@ -17,8 +17,7 @@ function encode(value: unknown, path: string): string {
       if (LONE_SURROGATE.test(value)) throw new CanonicalJsonError("lone surrogate in string", path);
       return JSON.stringify(value);
     case "number":
-      if (!Number.isSafeInteger(value) || Object.is(value, -0))
-        throw new CanonicalJsonError(`number ${value} is not a safe integer`, path);
+      if (!Number.isSafeInteger(value) || Object.is(value, -0)) throw new CanonicalJsonError(`number ${value} is not a safe integer`, path);
       return String(value);
     case "boolean":
       return value ? "true" : "false";
@@ -35,8 +34,7 @@ function encode(value: unknown, path: string): string {
         return out + "]";
       }
       const proto = Object.getPrototypeOf(value);
-      if (proto !== Object.prototype && proto !== null)
-        throw new CanonicalJsonError(`unsupported object type ${proto?.constructor?.name ?? "?"}`, path);
+      if (proto !== Object.prototype && proto !== null) throw new CanonicalJsonError(`unsupported object type ${proto?.constructor?.name ?? "?"}`, path);
       const keys = Object.keys(value).sort();
       let out = "{";
       let first = true;

@@ -17,7 +17,18 @@ function lastVerify(p: Projection, id: string) {
   const it = p.items[id]!;
   for (let i = it.attempts.length - 1; i >= 0; i--) {
     const v = it.attempts[i]!.verify;
-    if (v) return { attempt: v.attempt, passed: v.passed, code: v.code, noProgress: v.noProgress, exitCode: v.exitCode, timedOut: v.timedOut, reason: v.reason, sha256: v.sha256, tail: v.tail };
+    if (v)
+      return {
+        attempt: v.attempt,
+        passed: v.passed,
+        code: v.code,
+        noProgress: v.noProgress,
+        exitCode: v.exitCode,
+        timedOut: v.timedOut,
+        reason: v.reason,
+        sha256: v.sha256,
+        tail: v.tail,
+      };
   }
   return null;
 }
@@ -45,7 +56,14 @@ export function stateDocument(p: Projection) {
       usage: loopUsage(p.loop),
       // control.review's record (docs/cli/loop-status.md), field by field; absent until a review was first asked for, so older stores' state.json stays the same text.
       ...(p.loop.review
-        ? { review: { waiting: p.loop.review.waiting ? { reasons: p.loop.review.waiting.reasons.map((r) => ({ code: r.code, detail: r.detail })), seq: p.loop.review.waiting.seq } : null, reviewed: p.loop.review.reviewed } }
+        ? {
+            review: {
+              waiting: p.loop.review.waiting
+                ? { reasons: p.loop.review.waiting.reasons.map((r) => ({ code: r.code, detail: r.detail })), seq: p.loop.review.waiting.seq }
+                : null,
+              reviewed: p.loop.review.reviewed,
+            },
+          }
         : {}),
     },
     counts: counts(p),
@@ -84,7 +102,12 @@ export function stateDocument(p: Projection) {
               endedAt: it.session.endedAt,
               // `head` only where it was recorded, so older stores' state.json stays the same text.
               closed: it.session.closed
-                ? { at: it.session.closed.at, how: it.session.closed.how, reason: it.session.closed.reason, ...(it.session.closed.head !== undefined ? { head: it.session.closed.head } : {}) }
+                ? {
+                    at: it.session.closed.at,
+                    how: it.session.closed.how,
+                    reason: it.session.closed.reason,
+                    ...(it.session.closed.head !== undefined ? { head: it.session.closed.head } : {}),
+                  }
                 : null,
             }
           : null,
@@ -149,7 +172,12 @@ export function itemUsage(it: ItemState) {
     const u = a.usage;
     if (u?.tokens) {
       const t: TokenCounts = tokens ?? { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
-      tokens = { input: t.input + u.tokens.input, output: t.output + u.tokens.output, cacheRead: t.cacheRead + u.tokens.cacheRead, cacheWrite: t.cacheWrite + u.tokens.cacheWrite };
+      tokens = {
+        input: t.input + u.tokens.input,
+        output: t.output + u.tokens.output,
+        cacheRead: t.cacheRead + u.tokens.cacheRead,
+        cacheWrite: t.cacheWrite + u.tokens.cacheWrite,
+      };
     } else unknownTokens += 1;
     if (u && u.microUsd !== null) micro = (micro ?? 0) + u.microUsd;
     else unknownUsd += 1;
@@ -163,7 +191,17 @@ export function itemUsage(it: ItemState) {
     attempts: ran.length,
     unknown: { tokens: unknownTokens, usd: unknownUsd },
     ...(lu
-      ? { attempt: { n: last.n, tokens: lu.tokens ? totalTokens(lu.tokens) : null, usd: usd(lu.microUsd), source: lu.source, usdFrom: lu.usdFrom, final: lu.final, note: lu.note } }
+      ? {
+          attempt: {
+            n: last.n,
+            tokens: lu.tokens ? totalTokens(lu.tokens) : null,
+            usd: usd(lu.microUsd),
+            source: lu.source,
+            usdFrom: lu.usdFrom,
+            final: lu.final,
+            note: lu.note,
+          },
+        }
       : {}),
   };
 }
@@ -182,7 +220,17 @@ export function fullUsage(u: ReturnType<typeof itemUsage> | undefined) {
     attempts: u.attempts,
     unknown: u.unknown,
     attempt: (u as { attempt?: unknown }).attempt ?? null,
-  } as { tokens: number | null; usd: number | null; input: number | null; output: number | null; cacheRead: number | null; cacheWrite: number | null; attempts: number; unknown: { tokens: number; usd: number }; attempt: { n: number; tokens: number | null; usd: number | null; source: string; usdFrom: string | null; final: boolean; note: string | null } | null };
+  } as {
+    tokens: number | null;
+    usd: number | null;
+    input: number | null;
+    output: number | null;
+    cacheRead: number | null;
+    cacheWrite: number | null;
+    attempts: number;
+    unknown: { tokens: number; usd: number };
+    attempt: { n: number; tokens: number | null; usd: number | null; source: string; usdFrom: string | null; final: boolean; note: string | null } | null;
+  };
 }
 
 /** An item's budget (loop.json) and, when it stopped the item, what was spent of it. */
@@ -193,7 +241,16 @@ function itemBudget(it: ItemState) {
   return {
     tokens: b?.tokens ?? null,
     usd: usd(b?.microUsd ?? null),
-    stopped: stop ? { attempt: stop.attempt, unit: stop.unit, spent: stop.unit === "usd" ? usd(stop.spent) : stop.spent, limit: stop.unit === "usd" ? usd(stop.limit) : stop.limit, reason: stop.reason, at: stop.at } : null,
+    stopped: stop
+      ? {
+          attempt: stop.attempt,
+          unit: stop.unit,
+          spent: stop.unit === "usd" ? usd(stop.spent) : stop.spent,
+          limit: stop.unit === "usd" ? usd(stop.limit) : stop.limit,
+          reason: stop.reason,
+          at: stop.at,
+        }
+      : null,
   };
 }
 
@@ -217,7 +274,9 @@ function forgeView(f: NonNullable<Projection["items"][string]["forge"]>, it: Pro
   return {
     pr: f.pr ? { number: f.pr.number, url: f.pr.url } : null,
     landing: f.landing ? { since: f.landing.since, code: f.landing.code, reason: f.landing.reason, head: f.landing.head } : null,
-    lastComment: f.lastComment ? { id: f.lastComment.id, login: f.lastComment.login, action: f.lastComment.action, detail: f.lastComment.detail, at: f.lastComment.at } : null,
+    lastComment: f.lastComment
+      ? { id: f.lastComment.id, login: f.lastComment.login, action: f.lastComment.action, detail: f.lastComment.detail, at: f.lastComment.at }
+      : null,
     baselined: f.highWater !== null,
     lastReaction: r ? { attempt: reacted!.n, head: r.head, decision: r.decision, signals: r.signals.map((x) => x.kind), reason: r.reason, at: r.at } : null,
   };

@@ -3,7 +3,23 @@
 // docs/events.md documents each one; tests/cmd/docs.test.ts keeps the two lists equal.
 import * as v from "valibot";
 import { type Check, compileCheck } from "./schema-check.ts";
-import { BASE_VERIFY_CODES, CONTROL_VERBS, DRAIN_OUTCOMES, REVIEW_CODES, END_VERDICTS, LANDING_CODES, LANDING_OUTCOMES, type LandingCode, REACTION_DECISIONS, REACTION_SIGNALS, SETTLE_CODES, type SettleCode, SETTLED_OUTCOMES, VERIFY_CODES, type VerifyCode } from "./vocabulary.ts";
+import {
+  BASE_VERIFY_CODES,
+  CONTROL_VERBS,
+  DRAIN_OUTCOMES,
+  REVIEW_CODES,
+  END_VERDICTS,
+  LANDING_CODES,
+  LANDING_OUTCOMES,
+  type LandingCode,
+  REACTION_DECISIONS,
+  REACTION_SIGNALS,
+  SETTLE_CODES,
+  type SettleCode,
+  SETTLED_OUTCOMES,
+  VERIFY_CODES,
+  type VerifyCode,
+} from "./vocabulary.ts";
 
 const Str = v.string();
 const NStr = v.nullable(v.string());
@@ -25,7 +41,13 @@ const NormItemSchema = v.strictObject({
   // Present only for an item that runs in the sandbox (docs/runners.md#the-sandbox).
   sandbox: v.optional(v.literal("bwrap")),
   // Present only in a loop with a forge, and absent in logs written before reactions (docs/forge.md#reactions).
-  reactions: v.optional(v.strictObject({ checksFailed: v.picklist(REACTION_DECISIONS), changesRequested: v.picklist(REACTION_DECISIONS), conflict: v.picklist(REACTION_DECISIONS) })),
+  reactions: v.optional(
+    v.strictObject({
+      checksFailed: v.picklist(REACTION_DECISIONS),
+      changesRequested: v.picklist(REACTION_DECISIONS),
+      conflict: v.picklist(REACTION_DECISIONS),
+    }),
+  ),
   // Present only for an item with a budget (docs/spend.md): tokens, and US dollars in millionths.
   budget: v.optional(v.strictObject({ tokens: v.optional(Pos), microUsd: v.optional(Pos) })),
   // What the session and the verify may reach (docs/loop-json.md#network): absent for "open".
@@ -59,7 +81,13 @@ const Settings = v.strictObject({
   protect: v.optional(v.array(Str)),
   // Present only when loop.json sets them (docs/spend.md): the loop's budget, the operator's prices
   // (micro-dollars per million tokens, by model) and the guards when one is turned off.
-  budget: v.optional(v.strictObject({ tokens: v.optional(Pos), microUsd: v.optional(Pos), daily: v.optional(v.strictObject({ tokens: v.optional(Pos), microUsd: v.optional(Pos) })) })),
+  budget: v.optional(
+    v.strictObject({
+      tokens: v.optional(Pos),
+      microUsd: v.optional(Pos),
+      daily: v.optional(v.strictObject({ tokens: v.optional(Pos), microUsd: v.optional(Pos) })),
+    }),
+  ),
   prices: v.optional(v.record(Str, v.strictObject({ input: NonNeg, output: NonNeg, cacheRead: v.optional(NonNeg), cacheWrite: v.optional(NonNeg) }))),
   guards: v.optional(v.strictObject({ noProgress: v.boolean(), identicalFailure: v.boolean() })),
   // Present only when loop.json sets them (docs/loop-json.md#workspace).
@@ -186,7 +214,12 @@ export const PAYLOADS = {
   // `cause` (absent in logs written before it existed): the question of the item in flight, or a person's verb.
   loop_paused: v.strictObject({
     reason: Str,
-    cause: v.optional(v.union([v.strictObject({ kind: v.literal("question"), item: Str }), v.strictObject({ kind: v.literal("operator"), verb: v.picklist(["pause", "cancel"]) })])),
+    cause: v.optional(
+      v.union([
+        v.strictObject({ kind: v.literal("question"), item: Str }),
+        v.strictObject({ kind: v.literal("operator"), verb: v.picklist(["pause", "cancel"]) }),
+      ]),
+    ),
   }),
   loop_resumed: v.strictObject({}),
   loop_stopped: v.strictObject({ reason: Str }),
@@ -204,7 +237,13 @@ export const PAYLOADS = {
     v.strictObject({ ...SESSION_STARTED.entries, mechanism: MECHANISM }),
     v.strictObject({ ...SESSION_STARTED.entries, mechanism: MECHANISM, start: Str, branchAside: v.nullable(v.strictObject({ branch: Str, commit: Str })) }),
     // `base`: the start point's commit at this launch, the newest base a rework may merge in (docs/threat-model.md#without-the-sandbox).
-    v.strictObject({ ...SESSION_STARTED.entries, mechanism: MECHANISM, start: Str, branchAside: v.nullable(v.strictObject({ branch: Str, commit: Str })), base: Str }),
+    v.strictObject({
+      ...SESSION_STARTED.entries,
+      mechanism: MECHANISM,
+      start: Str,
+      branchAside: v.nullable(v.strictObject({ branch: Str, commit: Str })),
+      base: Str,
+    }),
   ]),
   launch_failed: v.strictObject({ attempt: Pos, reason: Str, interrupted: v.boolean() }),
   // A worktree moved out of the state root (docs/events.md#worktree_moved); item null for the landing checkout.
@@ -418,7 +457,5 @@ export function payloadProblem(type: string, payload: unknown): string | null {
   if ((CHECKS ??= compileChecks())[type](payload)) return null;
   const r = v.safeParse(PAYLOADS[type], payload);
   if (r.success) return null;
-  return r.issues
-    .map((i) => `${v.getDotPath(i) ?? "payload"}: ${i.message}`)
-    .join("; ");
+  return r.issues.map((i) => `${v.getDotPath(i) ?? "payload"}: ${i.message}`).join("; ");
 }

@@ -38,13 +38,21 @@ export function newLease(ttlMs: number, now: Date, tag?: string): Lease {
 }
 
 export function writeLease(db: Database, lease: Lease): void {
-  db.run("INSERT OR REPLACE INTO lease(id, owner, pid, host, started, expires) VALUES (1,?,?,?,?,?)", [lease.owner, lease.pid, lease.host, lease.started, lease.expires]);
+  db.run("INSERT OR REPLACE INTO lease(id, owner, pid, host, started, expires) VALUES (1,?,?,?,?,?)", [
+    lease.owner,
+    lease.pid,
+    lease.host,
+    lease.started,
+    lease.expires,
+  ]);
 }
 
 /** What a step that outlived its lease is told (`cur`: the lease row now, if any). */
 export function leaseLost(lease: Lease, cur: Lease | null): LeaseLostError {
   const took = `the lease this process took at ${lease.started} (expiring ${lease.expires})`;
   return new LeaseLostError(
-    cur ? `${took} was taken over by pid ${cur.pid} on ${cur.host} at ${cur.started}; it stops without writing more` : `${took} is gone; it stops without writing more`,
+    cur
+      ? `${took} was taken over by pid ${cur.pid} on ${cur.host} at ${cur.started}; it stops without writing more`
+      : `${took} is gone; it stops without writing more`,
   );
 }

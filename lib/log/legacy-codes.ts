@@ -12,7 +12,15 @@ import { LANDING_CODES, type LandingCode, type SettleCode, type VerifyCode } fro
 const NO_PROGRESS = "no_progress: this attempt changed nothing (no commit and a clean worktree); ";
 
 /** The kinds older verdicts named first in their reason, as `<kind>: …`. */
-const NAMED_VERIFY: readonly VerifyCode[] = ["objects_refused", "verify_result_forged", "owned_ref_changed", "object_store_tampered", "start_commit_missing", "protected_path_changed", "protected_bytes_differ"];
+const NAMED_VERIFY: readonly VerifyCode[] = [
+  "objects_refused",
+  "verify_result_forged",
+  "owned_ref_changed",
+  "object_store_tampered",
+  "start_commit_missing",
+  "protected_path_changed",
+  "protected_bytes_differ",
+];
 
 /** A verify_finished's code and no-progress flag: its own when it has them, else read from its reason. */
 export function verifyCodeOf(p: Payload<"verify_finished">): { code: VerifyCode; noProgress: boolean } {
@@ -25,7 +33,8 @@ export function verifyCodeOf(p: Payload<"verify_finished">): { code: VerifyCode;
 function legacyVerifyCode(p: Payload<"verify_finished">, reason: string): VerifyCode {
   const named = NAMED_VERIFY.find((k) => reason.startsWith(`${k}: `));
   if (named) return named;
-  if (reason.startsWith("no verify command; ")) return p.passed ? "no_command_passed" : reason.endsWith("but left no change") ? "no_command_no_change" : "no_command_agent_failed";
+  if (reason.startsWith("no verify command; "))
+    return p.passed ? "no_command_passed" : reason.endsWith("but left no change") ? "no_command_no_change" : "no_command_agent_failed";
   if (p.passed) return "passed";
   if (p.timedOut) return "timed_out";
   if (/^exit -?\d+$/.test(reason)) return "exit_nonzero";
@@ -81,7 +90,12 @@ export function settleCodeOf(p: Payload<"item_settled">): SettleCode {
     case "cancelled":
       return "operator_cancelled";
     case "blocked":
-      if (r.startsWith("dependency ")) return r.endsWith("is not an item of the loop") ? "dependency_unknown" : r.endsWith("was removed from the definition") ? "dependency_removed" : "dependency_failed";
+      if (r.startsWith("dependency "))
+        return r.endsWith("is not an item of the loop")
+          ? "dependency_unknown"
+          : r.endsWith("was removed from the definition")
+            ? "dependency_removed"
+            : "dependency_failed";
       return / could not be read for /.test(r) ? "issue_unreadable" : "issue_ref_invalid";
     case "failed": {
       const named = (["budget_exhausted", "identical_failure", "merge_conflict", "landing_failed"] as const).find((k) => r.startsWith(`${k}: `));

@@ -76,7 +76,10 @@ function commandOf(pid: number): string {
 /** Processes (other than those in `except`) holding a lock that stops the store's writers, each once. */
 export function storeLockHolders(dbPath: string, except: number[] = []): { pid: number; file: string; command: string }[] {
   const files = new Map<string, string>();
-  for (const [path, name] of [[dbPath, "loop.db"], [`${dbPath}-shm`, "loop.db-shm"]] as const) {
+  for (const [path, name] of [
+    [dbPath, "loop.db"],
+    [`${dbPath}-shm`, "loop.db-shm"],
+  ] as const) {
     const key = lockKey(path);
     if (key) files.set(key, name);
   }

@@ -120,7 +120,9 @@ type RunlogEventRow = { seq: number; ts: string; type: string; actor: string; it
 
 /** Is the last complete block of the file the block the log renders for its seq? */
 function lastBlockIsTheLogs(fd: number, found: { lastSeq: number; blockStart: number; keepBytes: number }, db: Database): boolean {
-  const row = db.query("SELECT seq, ts, type, actor, item, payload FROM events WHERE seq = ? AND type IN ('item_settled','item_requeued')").get(found.lastSeq) as RunlogEventRow | null;
+  const row = db
+    .query("SELECT seq, ts, type, actor, item, payload FROM events WHERE seq = ? AND type IN ('item_settled','item_requeued')")
+    .get(found.lastSeq) as RunlogEventRow | null;
   if (!row || found.blockStart < 0) return false;
   const want = Buffer.from(runlogBlock({ ...row, payload: JSON.parse(row.payload) }));
   const buf = readAt(fd, found.blockStart, found.keepBytes - found.blockStart);

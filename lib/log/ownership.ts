@@ -114,14 +114,21 @@ export function ownershipProblem(
 }
 
 /** Throws `foreign_store` (exit 2) when a writer acting for `current` may not use the store. */
-export function assertOwnership(recorded: ProjectIdentity | null, current: ProjectIdentity | null, stateRoot: string, o: { renameFree?: RenameFree } = {}): void {
+export function assertOwnership(
+  recorded: ProjectIdentity | null,
+  current: ProjectIdentity | null,
+  stateRoot: string,
+  o: { renameFree?: RenameFree } = {},
+): void {
   const problem = ownershipProblem(recorded, current, stateRoot, o);
   if (problem) throw new StoreError("foreign_store", problem);
 }
 
 /** Nothing has run yet: no item was ever launched (in any epoch) and none is settled. */
 export function noWorkYet(p: Projection): boolean {
-  return Object.values(p.items).every((it) => it.epoch === 0 && it.attempts.length === 0 && it.session === null && (it.status === "pending" || it.status === "withdrawn"));
+  return Object.values(p.items).every(
+    (it) => it.epoch === 0 && it.attempts.length === 0 && it.session === null && (it.status === "pending" || it.status === "withdrawn"),
+  );
 }
 
 /**
@@ -134,7 +141,11 @@ export function rebind(
   o: { loopName: string | null; renameFree: () => boolean },
 ): { project: ProjectIdentity; reason: string } | null {
   if (!current) return null;
-  if (!recorded) return { project: { ...current, name: current.name ?? o.loopName }, reason: "the store had no project recorded (made by an older loop); bound on its first write" };
+  if (!recorded)
+    return {
+      project: { ...current, name: current.name ?? o.loopName },
+      reason: "the store had no project recorded (made by an older loop); bound on its first write",
+    };
   if (current.name !== null && recorded.name !== null && current.name !== recorded.name && o.renameFree())
     return { project: current, reason: `loop.json renamed the loop "${recorded.name}" to "${current.name}" before anything ran` };
   return null;

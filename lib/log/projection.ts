@@ -3,7 +3,19 @@
 // pure reads only; what an event does to it is lib/log/reducer.ts.
 import type { NormItemPayload, Payload, SettingsPayload, TokenCounts, UsageSource } from "./events.ts";
 import { GENESIS_HASH } from "./canonical.ts";
-import type { AttemptEndVerdict, BaseVerifyCode, ControlVerb, DrainOutcome, ItemStatus, LandingCode, LandingOutcome, ReactionDecision, ReviewCode, SettleCode, VerifyCode } from "./vocabulary.ts";
+import type {
+  AttemptEndVerdict,
+  BaseVerifyCode,
+  ControlVerb,
+  DrainOutcome,
+  ItemStatus,
+  LandingCode,
+  LandingOutcome,
+  ReactionDecision,
+  ReviewCode,
+  SettleCode,
+  VerifyCode,
+} from "./vocabulary.ts";
 
 export type LoopState = "new" | "running" | "paused" | "stopped" | "drained";
 
@@ -245,7 +257,13 @@ export interface ItemState {
    * `builtOn`: what the branch was created from (workspace_prepared); absent until recorded.
    * `setup`: how what setup made came into the checkout (workspace_prepared): run (`reusedFrom` null) or copied from the item named; absent until recorded, gone with the checkout.
    */
-  workspace: { branch: string; worktree: string; present: boolean; builtOn?: { ref: string; commit: string }; setup?: { ms: number; reusedFrom: string | null } } | null;
+  workspace: {
+    branch: string;
+    worktree: string;
+    present: boolean;
+    builtOn?: { ref: string; commit: string };
+    setup?: { ms: number; reusedFrom: string | null };
+  } | null;
   /** The current attempt's landing record (AttemptRecord.landing), as refreshItemView derives it. */
   landing: LandingRecord | null;
   /** Null until the item has a forge side (a loop without a forge never gives it one). */
@@ -475,7 +493,8 @@ export function recordedPieces(it: ItemState): ("session" | "control" | "ledger"
   const out: ("session" | "control" | "ledger" | "workspace")[] = [];
   if (it.session) out.push("session");
   if (it.control.length > 0 || it.held || it.started || it.replies.length > 0 || it.question !== null) out.push("control");
-  if (it.attempts.length > 0 || it.failures > 0 || it.landing !== null || it.forge !== null || (it.status !== "pending" && it.status !== "withdrawn")) out.push("ledger");
+  if (it.attempts.length > 0 || it.failures > 0 || it.landing !== null || it.forge !== null || (it.status !== "pending" && it.status !== "withdrawn"))
+    out.push("ledger");
   if (it.workspace?.present) out.push("workspace");
   return out;
 }

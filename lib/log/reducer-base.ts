@@ -11,7 +11,20 @@ export const BASE_HANDLERS: Pick<Handlers, "base_verify_started" | "base_verify_
     if (p.loop.current !== null) fail("one_in_flight", `base_verify_started while "${p.loop.current}" is in flight`);
     const pl = e.payload;
     // A run left "running" was cut short with its step: this one takes it over.
-    p.loop.baseVerify = { key: pl.key, status: "running", verify: pl.verify, setup: pl.setup, commit: pl.commit, startedAt: e.ts, finishedAt: null, code: null, exitCode: null, quote: null, log: null, acceptedBy: null };
+    p.loop.baseVerify = {
+      key: pl.key,
+      status: "running",
+      verify: pl.verify,
+      setup: pl.setup,
+      commit: pl.commit,
+      startedAt: e.ts,
+      finishedAt: null,
+      code: null,
+      exitCode: null,
+      quote: null,
+      log: null,
+      acceptedBy: null,
+    };
   },
   base_verify_finished(p, e, fail) {
     if (e.item !== null) fail("item_forbidden", "base_verify_finished names no item");

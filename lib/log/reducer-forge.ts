@@ -4,7 +4,14 @@
 import { commentIdOf, compareCommentIds, emptyForge } from "./projection.ts";
 import { currentAttempt, type Handlers, need, needStatus } from "./reducer-rules.ts";
 
-type ForgeEvent = "forge_pr_recorded" | "forge_landing_waiting" | "forge_thread_baselined" | "forge_comment_handled" | "forge_reaction_recorded" | "forge_question_posted" | "forge_gave_up_posted";
+type ForgeEvent =
+  | "forge_pr_recorded"
+  | "forge_landing_waiting"
+  | "forge_thread_baselined"
+  | "forge_comment_handled"
+  | "forge_reaction_recorded"
+  | "forge_question_posted"
+  | "forge_gave_up_posted";
 
 export const FORGE_HANDLERS: Pick<Handlers, ForgeEvent> = {
   forge_pr_recorded(p, e, fail) {

@@ -24,8 +24,7 @@ export function need(p: Projection, e: StoredEvent, fail: (r: string, d: string)
 }
 
 export function needStatus(it: ItemState, allowed: readonly ItemStatus[], e: StoredEvent, fail: (r: string, d: string) => never) {
-  if (!allowed.includes(it.status))
-    fail("item_status", `${e.type} needs item "${it.id}" in ${allowed.join("|")}, it is ${it.status}`);
+  if (!allowed.includes(it.status)) fail("item_status", `${e.type} needs item "${it.id}" in ${allowed.join("|")}, it is ${it.status}`);
 }
 
 export function currentAttempt(it: ItemState, n: number, e: StoredEvent, fail: (r: string, d: string) => never): AttemptRecord {

@@ -16,7 +16,10 @@ export const SPEND_HANDLERS: Pick<Handlers, "usage_recorded" | "budget_stopped">
     const before = { tokens: was?.tokens ? totalTokens(was.tokens) : null, microUsd: was?.microUsd ?? null };
     const after = { tokens: pl.tokens ? totalTokens(pl.tokens) : null, microUsd: pl.microUsd };
     if (lowered(before.tokens, after.tokens) || lowered(before.microUsd, after.microUsd))
-      fail("usage_decreased", `usage of attempt ${a.n} of "${it.id}" would go from ${before.tokens} tokens, ${before.microUsd} micro-USD to ${after.tokens}, ${after.microUsd}`);
+      fail(
+        "usage_decreased",
+        `usage of attempt ${a.n} of "${it.id}" would go from ${before.tokens} tokens, ${before.microUsd} micro-USD to ${after.tokens}, ${after.microUsd}`,
+      );
     a.usage = { source: pl.source, tokens: pl.tokens, microUsd: pl.microUsd, usdFrom: pl.usdFrom, final: pl.final, note: pl.note, at: e.ts };
     // The loop's sums move by what this attempt's figure moved by.
     const u = (p.loop.usage ??= emptyLoopUsage());

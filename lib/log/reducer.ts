@@ -84,7 +84,6 @@ function clearFault(p: Projection) {
   if (p.loop.budgetStop) p.loop.budgetStop = null;
 }
 
-
 /** A drained loop that is paused or stopped is no longer drained: its outcome would go stale. */
 function leaveDrained(p: Projection) {
   p.loop.outcome = null;
@@ -103,13 +102,13 @@ const HANDLERS: Handlers = {
     const { previous, project } = e.payload;
     // The record says what it replaced: a binding that names another predecessor was not made
     // over this store's owner.
-    if (!sameOwner(previous, p.loop.owner)) fail("store_bound_previous", `previous owner ${JSON.stringify(previous)} is not the recorded ${JSON.stringify(p.loop.owner)}`);
+    if (!sameOwner(previous, p.loop.owner))
+      fail("store_bound_previous", `previous owner ${JSON.stringify(previous)} is not the recorded ${JSON.stringify(p.loop.owner)}`);
     p.loop.owner = { repo: project.repo, gitDir: project.gitDir, root: project.root, name: project.name };
   },
   definition_imported(p, e, fail) {
     const pl = e.payload;
-    if (pl.revision !== p.loop.revision + 1)
-      fail("revision_order", `revision ${pl.revision} after ${p.loop.revision}`);
+    if (pl.revision !== p.loop.revision + 1) fail("revision_order", `revision ${pl.revision} after ${p.loop.revision}`);
     p.loop.name = pl.name;
     p.loop.revision = pl.revision;
     p.loop.definitionHash = pl.hash;
@@ -178,8 +177,7 @@ const HANDLERS: Handlers = {
     }
   },
   loop_resumed(p, e, fail) {
-    if (p.loop.state !== "paused" && p.loop.state !== "stopped")
-      fail("loop_state", `loop_resumed needs paused|stopped, it is ${p.loop.state}`);
+    if (p.loop.state !== "paused" && p.loop.state !== "stopped") fail("loop_state", `loop_resumed needs paused|stopped, it is ${p.loop.state}`);
     clearFault(p);
     p.loop.state = "running";
     p.loop.reason = null;
@@ -210,8 +208,7 @@ const HANDLERS: Handlers = {
     if (p.loop.current !== null) fail("one_in_flight", `launch_reserved while "${p.loop.current}" is in flight`);
     needStatus(it, ["pending"], e, fail);
     const pl = e.payload;
-    if (pl.attempt !== it.attempts.length + 1)
-      fail("attempt_order", `attempt ${pl.attempt} reserved after ${it.attempts.length}`);
+    if (pl.attempt !== it.attempts.length + 1) fail("attempt_order", `attempt ${pl.attempt} reserved after ${it.attempts.length}`);
     it.attempts.push({
       n: pl.attempt,
       key: pl.key,
@@ -365,18 +362,29 @@ const HANDLERS: Handlers = {
   },
   reply_recorded(p, e, fail) {
     const it = need(p, e, fail);
-    if (isSettled(it.status) || it.status === "withdrawn")
-      fail("item_status", `reply_recorded for settled item "${it.id}" (${it.status})`);
+    if (isSettled(it.status) || it.status === "withdrawn") fail("item_status", `reply_recorded for settled item "${it.id}" (${it.status})`);
     it.replies.push({ text: e.payload.text, actor: e.actor, ts: e.ts, delivered: null });
   },
   verify_reserved(p, e, fail) {
     const it = need(p, e, fail);
     needStatus(it, ["ended"], e, fail);
     const a = currentAttempt(it, e.payload.attempt, e, fail);
-    if (a.end?.verdict !== "exited") fail("verify_order", `verify_reserved for attempt ${a.n} of "${it.id}", whose session did not exit (${a.end?.verdict ?? "no end"})`);
+    if (a.end?.verdict !== "exited")
+      fail("verify_order", `verify_reserved for attempt ${a.n} of "${it.id}", whose session did not exit (${a.end?.verdict ?? "no end"})`);
     if (a.verify || a.verifyRun) fail("verify_order", `verify_reserved for attempt ${a.n} of "${it.id}", which already has a verify`);
     const pl = e.payload;
-    a.verifyRun = { key: pl.key, command: pl.command, log: pl.log, timeoutMs: pl.timeoutMs, reservedAt: e.ts, pid: null, startTime: null, startedAt: null, deadline: null, ...("head" in pl ? { head: pl.head } : {}) };
+    a.verifyRun = {
+      key: pl.key,
+      command: pl.command,
+      log: pl.log,
+      timeoutMs: pl.timeoutMs,
+      reservedAt: e.ts,
+      pid: null,
+      startTime: null,
+      startedAt: null,
+      deadline: null,
+      ...("head" in pl ? { head: pl.head } : {}),
+    };
     it.reason = "verify reserved";
   },
   verify_started(p, e, fail) {
@@ -384,7 +392,8 @@ const HANDLERS: Handlers = {
     needStatus(it, ["ended"], e, fail);
     const a = currentAttempt(it, e.payload.attempt, e, fail);
     const run = a.verifyRun;
-    if (!run || run.pid !== null || a.verify) fail("verify_order", `verify_started for attempt ${a.n} of "${it.id}" needs a reserved verify not yet started or finished`);
+    if (!run || run.pid !== null || a.verify)
+      fail("verify_order", `verify_started for attempt ${a.n} of "${it.id}" needs a reserved verify not yet started or finished`);
     const pl = e.payload;
     Object.assign(run!, { pid: pl.pid, startTime: pl.startTime, startedAt: e.ts, deadline: pl.deadline, ...("proof" in pl ? { proof: pl.proof } : {}) });
     it.reason = `verify running (deadline ${pl.deadline})`;
@@ -488,7 +497,11 @@ const HANDLERS: Handlers = {
     needStatus(it, ["launching", "running", "ended"], e, fail);
     const a = currentAttempt(it, e.payload.attempt, e, fail);
     const verifying = it.status === "ended" && a.verifyRun !== null && a.verify === null;
-    if ((e.payload.running === "verify") !== verifying) fail("verify_order", `watcher_stopped says the ${e.payload.running} of attempt ${a.n} of "${it.id}" ran, but it is ${it.status}${verifying ? " with its verify running" : ""}`);
+    if ((e.payload.running === "verify") !== verifying)
+      fail(
+        "verify_order",
+        `watcher_stopped says the ${e.payload.running} of attempt ${a.n} of "${it.id}" ran, but it is ${it.status}${verifying ? " with its verify running" : ""}`,
+      );
     const { pid, signal, signalledAt, running } = e.payload;
     a.drain = { seq: e.seq, pid, signal, signalledAt, running };
   },
@@ -515,7 +528,10 @@ const HANDLERS: Handlers = {
       // The audit record of a reset that found nothing: legal only when the log holds nothing for it.
       const held = recordedPieces(it);
       if (pl.pieces.length > 0 || held.length > 0)
-        fail("reset_found_nothing", `work_item_reset of "${it.id}" says nothing was found, but ${pl.pieces.length ? `it names pieces (${pl.pieces.join(", ")})` : `the item holds ${held.join(", ")}`}`);
+        fail(
+          "reset_found_nothing",
+          `work_item_reset of "${it.id}" says nothing was found, but ${pl.pieces.length ? `it names pieces (${pl.pieces.join(", ")})` : `the item holds ${held.join(", ")}`}`,
+        );
       return;
     }
     // A reset that found state but removed nothing (it could not end the session) is an audit

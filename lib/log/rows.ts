@@ -29,7 +29,10 @@ export interface StoredLoopRow extends LoopRow {
 }
 
 /** What each table's body holds of an item. */
-type ItemsBody = Pick<ItemState, "id" | "def" | "inDefinition" | "status" | "reason" | "settleCode" | "epoch" | "settledAt" | "landing" | "reset" | "budgetStop">;
+type ItemsBody = Pick<
+  ItemState,
+  "id" | "def" | "inDefinition" | "status" | "reason" | "settleCode" | "epoch" | "settledAt" | "landing" | "reset" | "budgetStop"
+>;
 type ControlBody = { control: ControlRecord[]; held: boolean; started: boolean };
 type LedgersBody = Pick<ItemState, "attempts" | "failures" | "replies" | "question" | "forge">;
 /** The body of `proj_loop`. */

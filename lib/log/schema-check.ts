@@ -24,7 +24,6 @@ type Node = {
   fallback?: unknown;
 };
 
-
 export function compileCheck(schema: GenericSchema): Check {
   const gen = new Gen();
   const body = gen.check(schema as unknown as Node, "x");

@@ -54,10 +54,10 @@ export function storeError(err: unknown, what: string): StoreError {
   if (err instanceof StoreError) return err;
   const code = (err as { code?: string })?.code ?? "";
   // The cause is kept: a step tells a full disk from the SQLite code (lib/shared/disk.ts).
-  if (ENVIRONMENT_CODES.test(code) || /^E[A-Z]+$/.test(code)) return Object.assign(new StoreError("io_error", `${what}: ${(err as Error).message} (${code})`), { cause: err });
+  if (ENVIRONMENT_CODES.test(code) || /^E[A-Z]+$/.test(code))
+    return Object.assign(new StoreError("io_error", `${what}: ${(err as Error).message} (${code})`), { cause: err });
   return new StoreError("corrupt_store", `${what}: ${(err as Error).message}`);
 }
-
 
 /** The step lease (one row): who holds it and until when. Every writer takes it (lib/log/writer.ts). */
 export interface Lease {
@@ -74,9 +74,7 @@ export function readLease(db: Database): Lease | null {
 }
 
 export function headOf(db: Database): { seq: number; hash: string } {
-  const r = db.query("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").get() as
-    | { seq: number; hash: string }
-    | null;
+  const r = db.query("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").get() as { seq: number; hash: string } | null;
   return r ?? { seq: 0, hash: GENESIS_HASH };
 }
 
@@ -109,8 +107,7 @@ export function checkSchema(db: Database, where: string) {
     );
   if (version > SCHEMA_VERSION)
     throw new StoreError("corrupt_store", `store under ${where} has schema ${version}, from a newer loop than this one (schema ${SCHEMA_VERSION})`);
-  if (version !== SCHEMA_VERSION)
-    throw new StoreError("corrupt_store", `store under ${where} has no valid schema version, expected ${SCHEMA_VERSION}`);
+  if (version !== SCHEMA_VERSION) throw new StoreError("corrupt_store", `store under ${where} has no valid schema version, expected ${SCHEMA_VERSION}`);
 }
 
 /** The projection's loop row, or null when the table has none. */
@@ -316,7 +313,8 @@ function sweepStaleSnapshots(ns: string): void {
 function openSnapshot(stateRoot: string): ReadSnapshot {
   const path = realDbPath(stateRoot);
   const walWhy = notRegular(`${path}-wal`);
-  if (walWhy) throw new StoreError("corrupt_store", `store under ${stateRoot} is not a loop store: ${path}-wal is ${walWhy}, not a regular file, and was not opened`);
+  if (walWhy)
+    throw new StoreError("corrupt_store", `store under ${stateRoot} is not a loop store: ${path}-wal is ${walWhy}, not a regular file, and was not opened`);
   let walSize = 0;
   try {
     walSize = lstatSync(`${path}-wal`).size;
@@ -418,9 +416,7 @@ function startRead(stateRoot: string) {
 
 /** Events in seq order, read in pages of rows (bounded memory); replay's passes use one cursor each instead. */
 export function* iterateEvents(db: Database, fromSeq = 1, pageSize = 10_000): Generator<EventRow> {
-  const page = db.query(
-    `SELECT ${EVENT_COLUMNS} FROM events WHERE seq >= ? ORDER BY seq LIMIT ?`,
-  );
+  const page = db.query(`SELECT ${EVENT_COLUMNS} FROM events WHERE seq >= ? ORDER BY seq LIMIT ?`);
   for (let next = fromSeq; ; ) {
     const rows = page.all(next, pageSize) as EventRow[];
     yield* rows;

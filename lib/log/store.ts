@@ -13,7 +13,21 @@ import { putItem, writeProjection } from "./rows.ts";
 import { BUDGET_STOPPED, createTables, LANDING_OF, OPEN_SESSION, rebuildTables, STATUS_OF } from "./store-schema.ts";
 import { leaseFreed, leaseLost, newLease, writeLease } from "./lease.ts";
 import { EVENT_COLUMNS, type EventRow } from "./integrity.ts";
-import { checkSchema, dbPath, refuseLostStore, headOf, type Lease, openWith, readItems, readLease, readProjection, readProjectionHead, SCHEMA_VERSION, schemaVersion, storeError } from "./snapshot.ts";
+import {
+  checkSchema,
+  dbPath,
+  refuseLostStore,
+  headOf,
+  type Lease,
+  openWith,
+  readItems,
+  readLease,
+  readProjection,
+  readProjectionHead,
+  SCHEMA_VERSION,
+  schemaVersion,
+  storeError,
+} from "./snapshot.ts";
 import type { ItemStatus, LandingOutcome } from "./vocabulary.ts";
 import { assertOwnership, noWorkYet, type ProjectIdentity, rebind, sameBinding } from "./ownership.ts";
 import { BUSY_TIMEOUT_MS, isBusy, lockedError } from "./locks.ts";
@@ -26,7 +40,6 @@ export const PAGE_SIZE = 16_384;
 export function rowToEvent(r: EventRow): StoredEvent {
   return { ...r, payload: JSON.parse(r.payload) } as StoredEvent;
 }
-
 
 /** `takeover`: the lease_taken_over event recorded when the lease was taken from a dead or expired holder. */
 type LeaseResult = { ok: true; lease: Lease; tookOver: Lease | null; takeover: StoredEventOf<"lease_taken_over"> | null } | { ok: false; holder: Lease };
@@ -141,7 +154,9 @@ export class Store {
    */
   actFor(project: ProjectIdentity | null, o: { ignoreName?: boolean } = {}): void {
     const { loop } = this.loopView();
-    assertOwnership(loop.owner, project && o.ignoreName ? { ...project, name: null } : project, this.stateRoot, { renameFree: () => noWorkYet(this.projection()) });
+    assertOwnership(loop.owner, project && o.ignoreName ? { ...project, name: null } : project, this.stateRoot, {
+      renameFree: () => noWorkYet(this.projection()),
+    });
     this.project = project;
   }
 
@@ -274,7 +289,9 @@ export class Store {
     const c = this.cached();
     const ids = new Set<string>();
     const matching = (expr: string, values: readonly string[]) =>
-      (this.db.query(`SELECT item FROM proj_items WHERE ${expr} IN (SELECT value FROM json_each(?))`).values(JSON.stringify(values)) as [string][]).map(([id]) => id);
+      (this.db.query(`SELECT item FROM proj_items WHERE ${expr} IN (SELECT value FROM json_each(?))`).values(JSON.stringify(values)) as [string][]).map(
+        ([id]) => id,
+      );
     if (q.status?.length) for (const id of matching(STATUS_OF, q.status)) ids.add(id);
     if (q.landing?.length) for (const id of matching(LANDING_OF, q.landing)) ids.add(id);
     if (q.openSession) for (const [id] of this.db.query(`SELECT item FROM proj_sessions WHERE ${OPEN_SESSION}`).values() as [string][]) ids.add(id);
@@ -282,7 +299,13 @@ export class Store {
     this.load(c, [...ids]);
     // In the projection's order, without a pass over every id for the usual few (indexOf is native).
     const order = c.p.order;
-    const rank = ids.size <= 64 ? (id: string) => order.indexOf(id) : ((at) => (id: string) => at.get(id) ?? -1)(new Map(order.map((id, i) => [id, i])));
+    const rank =
+      ids.size <= 64
+        ? (id: string) => order.indexOf(id)
+        : (
+            (at) => (id: string) =>
+              at.get(id) ?? -1
+          )(new Map(order.map((id, i) => [id, i])));
     return [...ids]
       .map((id) => ({ at: rank(id), it: itemOf(c.p, id) }))
       .filter((x): x is { at: number; it: ItemState } => x.it !== undefined)
@@ -343,9 +366,7 @@ export class Store {
       // query(), not prepare(): a prepared statement nobody finalizes turns close() into a deferred
       // close (sqlite3_close_v2), leaving -wal/-shm behind until GC closes the file at a random time.
       // Cached statements are finalized by close().
-      const insert = this.db.query(
-        "INSERT INTO events(seq, id, ts, type, actor, item, payload, prev_hash, hash) VALUES (?,?,?,?,?,?,?,?,?)",
-      );
+      const insert = this.db.query("INSERT INTO events(seq, id, ts, type, actor, item, payload, prev_hash, hash) VALUES (?,?,?,?,?,?,?,?,?)");
       const out: StoredEvent[] = [];
       for (const d of all) {
         const seq = p.seq + 1;

@@ -98,7 +98,8 @@ function slackBody(d: NotificationDocument): unknown {
   ];
   if (d.fix.length) blocks.push({ type: "section", text: { type: "plain_text", text: plain(`To fix: ${d.fix.join("  then  ")}`, 3000), emoji: false } });
   blocks.push({ type: "context", elements: [{ type: "plain_text", text: plain(`${d.host} · ${d.root} · seq ${d.seq}`, 2000), emoji: false }] });
-  if (d.page) blocks.push({ type: "actions", elements: [{ type: "button", text: { type: "plain_text", text: "Open the loop's page", emoji: false }, url: d.page }] });
+  if (d.page)
+    blocks.push({ type: "actions", elements: [{ type: "button", text: { type: "plain_text", text: "Open the loop's page", emoji: false }, url: d.page }] });
   return { text: plain(d.subject, 3000), blocks };
 }
 

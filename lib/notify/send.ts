@@ -22,9 +22,19 @@ export function channelTarget(c: ChannelDef, env: Record<string, string | undefi
 }
 
 /** POST one message; `signal` is the channel's deadline. */
-export async function sendOne(c: ChannelDef, target: { url: string; secret: string | null }, doc: NotificationDocument, signal: AbortSignal): Promise<SendResult> {
+export async function sendOne(
+  c: ChannelDef,
+  target: { url: string; secret: string | null },
+  doc: NotificationDocument,
+  signal: AbortSignal,
+): Promise<SendResult> {
   const req = channelRequest(c.kind, target.url, doc);
-  const headers: Record<string, string> = { "Content-Type": "application/json", "User-Agent": "loop-notify/1", "X-Loop-Event": doc.event, "X-Loop-Delivery": doc.id };
+  const headers: Record<string, string> = {
+    "Content-Type": "application/json",
+    "User-Agent": "loop-notify/1",
+    "X-Loop-Event": doc.event,
+    "X-Loop-Delivery": doc.id,
+  };
   if (target.secret) headers["X-Loop-Signature-256"] = `sha256=${createHmac("sha256", target.secret).update(req.body).digest("hex")}`;
   try {
     const res = await fetch(req.url, { method: "POST", headers, body: req.body, redirect: "manual", signal });

@@ -45,7 +45,9 @@ export async function addVerb(o: AddVerbOptions): Promise<AddDocument> {
   if (o.prompt !== undefined && o.prompt.trim() === "") throw new UsageError("the prompt is empty");
   // An id typed on the command line is an invalid flag value (exit 2), like an invalid --ref.
   if (o.id !== undefined && !isItemId(o.id))
-    throw new UsageError(`--id ${JSON.stringify(o.id)} is not an item id (lowercase letters, digits and '-', with single '.' or '_' between them, at most 64 characters); nothing was written`);
+    throw new UsageError(
+      `--id ${JSON.stringify(o.id)} is not an item id (lowercase letters, digits and '-', with single '.' or '_' between them, at most 64 characters); nothing was written`,
+    );
   const common = { runner: o.runner ?? null, model: o.model ?? null, verify: o.verify ?? null };
   let items: NewItem[];
   if (o.prompt !== undefined) items = [{ id: o.id ?? null, ref: o.ref ?? null, prompt: o.prompt, dependsOn: o.dependsOn, ...common, from: "the new item" }];
@@ -60,16 +62,29 @@ export async function addVerb(o: AddVerbOptions): Promise<AddDocument> {
   // One item typed on the command line is its own review; a list is shown first (or needs --yes).
   const list = o.prompt === undefined;
   if (list && !o.yes && !o.dryRun && !o.stdinIsTTY)
-    throw new UsageError("loop add appends a list only after review: on a terminal it asks; otherwise pass --yes (or --dry-run to see it). Nothing was written.");
+    throw new UsageError(
+      "loop add appends a list only after review: on a terminal it asks; otherwise pass --yes (or --dry-run to see it). Nothing was written.",
+    );
   // Checked in full before anything is asked: a refusal is not worth a review.
   const preview = appendItems({ root: o.root, items, dryRun: true });
   if (o.dryRun || items.length === 0) return { schema: "loop/add@1", file: preview.file, dryRun: o.dryRun, added: o.dryRun ? preview.added : [] };
   if (list) {
     // Nothing is appended without its every field shown to a person: at the review, or with --yes on stderr.
-    const shown = preview.added.map((a, i) => ({ ...a, dependsOn: items[i]!.dependsOn ?? [], runner: items[i]!.runner ?? null, model: items[i]!.model ?? null, verify: items[i]!.verify ?? null, index: i }));
+    const shown = preview.added.map((a, i) => ({
+      ...a,
+      dependsOn: items[i]!.dependsOn ?? [],
+      runner: items[i]!.runner ?? null,
+      model: items[i]!.model ?? null,
+      verify: items[i]!.verify ?? null,
+      index: i,
+    }));
     const defaults = reviewDefaultsOf(readLoopFile(o.root).raw);
-    if (o.yes) o.notice(describeUnreviewed(shown, { what: `loop add: appending ${shown.length} item${shown.length === 1 ? "" : "s"} to loop.json`, defaults, warnings: [] }));
-    else items = (await reviewItems(shown, { editable: false, what: "Append these {n} items to loop.json", defaults, warnings: [] })).map((k) => items[k.index]!);
+    if (o.yes)
+      o.notice(
+        describeUnreviewed(shown, { what: `loop add: appending ${shown.length} item${shown.length === 1 ? "" : "s"} to loop.json`, defaults, warnings: [] }),
+      );
+    else
+      items = (await reviewItems(shown, { editable: false, what: "Append these {n} items to loop.json", defaults, warnings: [] })).map((k) => items[k.index]!);
   }
   const r = appendItems({ root: o.root, items, dryRun: false });
   return { schema: "loop/add@1", file: r.file, dryRun: false, added: r.added };

@@ -55,7 +55,10 @@ export interface AnswerContext {
 export const ANSWER_CAPS = { verify: 1_000, prompt: 16_000, model: 200 } as const;
 
 const Str = v.string("must be a string");
-const NonBlank = v.pipe(Str, v.check((s) => s.trim() !== "", "must not be empty"));
+const NonBlank = v.pipe(
+  Str,
+  v.check((s) => s.trim() !== "", "must not be empty"),
+);
 const Item = v.strictObject(
   {
     id: NonBlank,
@@ -116,13 +119,15 @@ type Checked = { ok: true; answer: Answer; warnings: Warning[] } | { ok: false; 
 /** Validate a parsed answer: every problem with its path, or the draft (unknown runners dropped, with a warning each). */
 export function checkAnswer(raw: unknown, ctx: AnswerContext): Checked {
   // valibot's object schemas take an array for an object.
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return { ok: false, problems: [`answer: expected an object, got ${Array.isArray(raw) ? "an array" : JSON.stringify(raw)}`] };
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw))
+    return { ok: false, problems: [`answer: expected an object, got ${Array.isArray(raw) ? "an array" : JSON.stringify(raw)}`] };
   const r = v.safeParse(Shape, raw);
   if (!r.success) return { ok: false, problems: r.issues.map((i) => `${formatJsonPath((i.path ?? []).map((p) => p.key)) || "answer"}: ${i.message}`) };
   const a = r.output;
   const problems: string[] = [];
   const warnings: Warning[] = [];
-  if (a.outcome === "drafted" && a.items.length === 0) problems.push('outcome: "drafted" with no items (answer "nothing_new" or "undraftable" with a reason instead)');
+  if (a.outcome === "drafted" && a.items.length === 0)
+    problems.push('outcome: "drafted" with no items (answer "nothing_new" or "undraftable" with a reason instead)');
   if (a.outcome !== "drafted" && a.items.length > 0) problems.push(`outcome: "${a.outcome}" must come with no items`);
   if (a.outcome !== "drafted" && !a.reason?.trim()) problems.push(`reason: "${a.outcome}" needs a reason`);
   if (a.items.length > ctx.maxItems) problems.push(`items: ${a.items.length} items, at most ${ctx.maxItems} allowed`);
@@ -132,7 +137,10 @@ export function checkAnswer(raw: unknown, ctx: AnswerContext): Checked {
   hiddenProblems(raw, [], problems);
   const items: DraftItem[] = a.items.map((it, i) => {
     const at = `items[${i}]`;
-    if (!isItemId(it.id)) problems.push(`${at}.id: ${JSON.stringify(it.id)} is not an item id (lowercase letters, digits and '-', with single '.' or '_' between them, at most 64 characters)`);
+    if (!isItemId(it.id))
+      problems.push(
+        `${at}.id: ${JSON.stringify(it.id)} is not an item id (lowercase letters, digits and '-', with single '.' or '_' between them, at most 64 characters)`,
+      );
     else if (ctx.existingIds.has(it.id)) problems.push(`${at}.id: ${JSON.stringify(it.id)} is already an item of the loop; pick another id`);
     else if (ids.has(it.id)) problems.push(`${at}.id: duplicate id ${JSON.stringify(it.id)} (also items[${ids.get(it.id)}])`);
     ids.set(it.id, ids.get(it.id) ?? i);
@@ -155,10 +163,23 @@ export function checkAnswer(raw: unknown, ctx: AnswerContext): Checked {
     }
     let runner = it.runner ?? null;
     if (runner !== null && !ctx.runners.includes(runner)) {
-      warnings.push({ code: "unknown_runner", item: it.id, message: `runner ${JSON.stringify(runner)} is not in the catalogue (${ctx.runners.join(", ")}): dropped, the item uses the loop's default` });
+      warnings.push({
+        code: "unknown_runner",
+        item: it.id,
+        message: `runner ${JSON.stringify(runner)} is not in the catalogue (${ctx.runners.join(", ")}): dropped, the item uses the loop's default`,
+      });
       runner = null;
     }
-    return { id: it.id, prompt: it.prompt, ref, dependsOn: it.dependsOn ?? [], runner, model: it.model ?? null, verify: it.verify ?? null, source: it.source?.trim() ? it.source : null };
+    return {
+      id: it.id,
+      prompt: it.prompt,
+      ref,
+      dependsOn: it.dependsOn ?? [],
+      runner,
+      model: it.model ?? null,
+      verify: it.verify ?? null,
+      source: it.source?.trim() ? it.source : null,
+    };
   });
   if (problems.length) return { ok: false, problems };
   return { ok: true, answer: { outcome: a.outcome, reason: a.reason?.trim() ? a.reason : null, items }, warnings };
@@ -177,7 +198,9 @@ export function parseAnswerText(text: string): Parsed {
     return {
       ok: false,
       why: truncated ? "truncated" : "unparseable",
-      message: truncated ? `the answer stops before its JSON document ends (${t.length} characters received): truncated output` : `the answer is not JSON: ${(e as Error).message}`,
+      message: truncated
+        ? `the answer stops before its JSON document ends (${t.length} characters received): truncated output`
+        : `the answer is not JSON: ${(e as Error).message}`,
     };
   }
 }
@@ -202,7 +225,10 @@ function balanced(t: string): boolean {
 function hiddenProblems(value: unknown, at: readonly (string | number)[], out: string[]): void {
   if (typeof value === "string") {
     const h = hiddenIn(value);
-    if (h.count > 0) out.push(`${formatJsonPath(at) || "answer"}: holds ${h.count} hidden character${h.count === 1 ? "" : "s"} (${h.first.map((c) => c.codePoint).join(", ")}${h.count > h.first.length ? ", …" : ""}); write plain text only`);
+    if (h.count > 0)
+      out.push(
+        `${formatJsonPath(at) || "answer"}: holds ${h.count} hidden character${h.count === 1 ? "" : "s"} (${h.first.map((c) => c.codePoint).join(", ")}${h.count > h.first.length ? ", …" : ""}); write plain text only`,
+      );
   } else if (Array.isArray(value)) value.forEach((v, i) => hiddenProblems(v, [...at, i], out));
   else if (typeof value === "object" && value !== null) for (const [k, v] of Object.entries(value)) hiddenProblems(v, [...at, k], out);
 }

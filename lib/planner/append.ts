@@ -113,7 +113,8 @@ export function appendItems(o: { root: string; items: readonly NewItem[]; dryRun
   }
   const edit = appendItemsText(file.text, objects);
   // Outside the items array the file is what it was: a bug here must not reach the disk.
-  if (!edit.text.startsWith(file.text.slice(0, edit.kept.before)) || !edit.text.endsWith(file.text.slice(edit.kept.after))) throw new Error("internal: the edit of loop.json changed text outside its items array");
+  if (!edit.text.startsWith(file.text.slice(0, edit.kept.before)) || !edit.text.endsWith(file.text.slice(edit.kept.after)))
+    throw new Error("internal: the edit of loop.json changed text outside its items array");
   let def;
   try {
     def = parseDefinitionText(edit.text, "loop.json with the new items");
@@ -124,7 +125,8 @@ export function appendItems(o: { root: string; items: readonly NewItem[]; dryRun
   const ids = def.items.map((i) => i.id);
   const want = added.map((a) => a.id);
   // slice(length - n), not slice(-n): nothing to add (a search with no new match) would compare every item.
-  if (ids.slice(ids.length - want.length).join("\n") !== want.join("\n")) throw new Error("internal: the new items are not the last items of the edited loop.json");
+  if (ids.slice(ids.length - want.length).join("\n") !== want.join("\n"))
+    throw new Error("internal: the new items are not the last items of the edited loop.json");
   if (o.dryRun || o.items.length === 0) return { file: file.path, added, written: false, text: edit.text };
   o.beforeWrite?.();
   writeOver(file.path, file.sha256, edit.text);

@@ -16,7 +16,8 @@ import { normalizePrompt } from "./quality.ts";
 import { slugFromPrompt } from "./slug.ts";
 import { sliceText } from "../shared/fsutil.ts";
 
-const VERBS = /^(add|write|fix|create|make|remove|delete|update|rename|document|test|refactor|implement|move|replace|support|improve|introduce|drop|bump|upgrade|check|ensure)\b/i;
+const VERBS =
+  /^(add|write|fix|create|make|remove|delete|update|rename|document|test|refactor|implement|move|replace|support|improve|introduce|drop|bump|upgrade|check|ensure)\b/i;
 const FILE = /\b([A-Za-z0-9_-]+\.(?:md|txt|json|sh|ts|js|py|toml|yml|yaml)|[A-Z]{4,}[A-Z0-9_]*)\b/;
 
 function sentences(brief: string): string[] {
@@ -70,7 +71,16 @@ export function demoPlan(c: PlanContext): unknown {
     taken.add(id);
     const file = FILE.exec(task)?.[1];
     const prompt = file ? `${text}\n@demo write ${file} ${text.replace(/\\/g, "\\\\")}` : text;
-    items.push({ id, prompt, ref: null, dependsOn: then && previous ? [previous] : [], runner: null, model: null, verify: `test -s ${file ?? `DEMO-${id}.md`}`, source: s });
+    items.push({
+      id,
+      prompt,
+      ref: null,
+      dependsOn: then && previous ? [previous] : [],
+      runner: null,
+      model: null,
+      verify: `test -s ${file ?? `DEMO-${id}.md`}`,
+      source: s,
+    });
     known.add(normalizePrompt(text));
     previous = id;
   }
@@ -103,5 +113,9 @@ export function demoPlan(c: PlanContext): unknown {
   const note = leftOut(skipped);
   if (capped.length > 0) return { outcome: "drafted", reason: note, items: capped };
   if (tasks > 0) return { outcome: "nothing_new", reason: `every task of the brief is already an item of the loop${note ? `; ${note}` : ""}`, items: [] };
-  return { outcome: "undraftable", reason: `the brief names no task: no sentence starts with a verb of work (add, write, fix, …)${note ? `; ${note}` : ""}`, items: [] };
+  return {
+    outcome: "undraftable",
+    reason: `the brief names no task: no sentence starts with a verb of work (add, write, fix, …)${note ? `; ${note}` : ""}`,
+    items: [],
+  };
 }

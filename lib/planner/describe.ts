@@ -52,12 +52,16 @@ export function describeItem(it: Describable, o: { n: number; of: number; defaul
   const one = (name: string, value: string) => {
     const s = shownLine(value);
     folded ||= s.folded;
-    if (s.cut) flags.push(`  ! ${name} is ${s.length.toLocaleString("en-US")} characters long: ${s.cut.toLocaleString("en-US")} of its middle are not shown (${WHOLE})`);
+    if (s.cut)
+      flags.push(`  ! ${name} is ${s.length.toLocaleString("en-US")} characters long: ${s.cut.toLocaleString("en-US")} of its middle are not shown (${WHOLE})`);
     return s;
   };
   const prompt = shownPrompt(it.prompt);
   folded ||= prompt.folded;
-  if (prompt.cutLines) flags.push(`  ! the prompt has ${prompt.lineCount.toLocaleString("en-US")} lines: ${prompt.cutLines.toLocaleString("en-US")} of its middle are not shown (${WHOLE})`);
+  if (prompt.cutLines)
+    flags.push(
+      `  ! the prompt has ${prompt.lineCount.toLocaleString("en-US")} lines: ${prompt.cutLines.toLocaleString("en-US")} of its middle are not shown (${WHOLE})`,
+    );
   const lines = [`${o.n}/${o.of} ${one("id", it.id).text}`, ...prompt.lines.map((l) => `  | ${l}`)];
   lines.push(field("ref", it.ref ? one("ref", it.ref).text : "none"));
   lines.push(field("depends on", it.dependsOn?.length ? it.dependsOn.map((x) => one("a dependency", x).text).join(", ") : "nothing"));
@@ -73,7 +77,10 @@ export function describeItem(it: Describable, o: { n: number; of: number; defaul
     lines.push(
       `  ! runner differs from the loop's default (${shownLine(d.runner).text}, sandbox "${d.sandbox(d.runner)}"): this item's agent and verify run on ${shownLine(it.runner).text}, sandbox "${d.sandbox(it.runner)}"`,
     );
-  if (it.model && it.model !== d.model) lines.push(`  ! model differs from the loop's default (${d.model ? shownLine(d.model).text : "the runner's own"}): this item's agent is asked for ${shownLine(it.model).text}`);
+  if (it.model && it.model !== d.model)
+    lines.push(
+      `  ! model differs from the loop's default (${d.model ? shownLine(d.model).text : "the runner's own"}): this item's agent is asked for ${shownLine(it.model).text}`,
+    );
   if (it.source) lines.push(field("source", one("source", it.source.split("\n")[0]!).text));
   lines.push(...flags);
   if (folded) lines.push(`  ! shown folded: each ⟨…⟩ stands for a run of blank or hidden characters, counted (${WHOLE})`);
@@ -90,7 +97,10 @@ export function otherWarnings(items: readonly Describable[], warnings: readonly 
 
 /** What an item left at its defaults gets, from loop.json as written (already validated). */
 export function reviewDefaultsOf(raw: unknown): ReviewDefaults {
-  const r = (raw ?? {}) as { defaults?: { verify?: unknown; runner?: unknown; model?: unknown; sandbox?: unknown }; runners?: Record<string, { sandbox?: unknown } | undefined> };
+  const r = (raw ?? {}) as {
+    defaults?: { verify?: unknown; runner?: unknown; model?: unknown; sandbox?: unknown };
+    runners?: Record<string, { sandbox?: unknown } | undefined>;
+  };
   const v = r.defaults?.verify;
   const text = (x: unknown) => (typeof x === "string" ? x : null);
   return {

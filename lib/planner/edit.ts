@@ -92,7 +92,10 @@ function indentUnit(text: string): string {
 
 /** An item as JSON: on one line (`{ "id": "a", … }`) or pretty-printed, every line after the first indented by `indent`. */
 function itemJson(item: Record<string, unknown>, o: { oneLine: boolean; indent: string; unit: string }): string {
-  if (o.oneLine) return `{ ${Object.entries(item).map(([k, v]) => `${JSON.stringify(k)}: ${JSON.stringify(v)}`).join(", ")} }`;
+  if (o.oneLine)
+    return `{ ${Object.entries(item)
+      .map(([k, v]) => `${JSON.stringify(k)}: ${JSON.stringify(v)}`)
+      .join(", ")} }`;
   return JSON.stringify(item, null, o.unit).split("\n").join(`\n${o.indent}`);
 }
 

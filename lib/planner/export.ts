@@ -33,10 +33,27 @@ export function exportItems(o: { root: string; stateRoot: string; statuses: read
   const { def, file } = loadLoopDefinition(o.root);
   // Keys each item sets itself (not its defaults'), by id: what --text leaves out, said per item.
   const rawItems = ((file.raw as { items?: unknown[] }).items ?? []) as Record<string, unknown>[];
-  const uncarried = new Map(def.items.map((it, i) => [it.id, UNCARRIED.filter((k) => rawItems[i] !== null && typeof rawItems[i] === "object" && rawItems[i]![k] !== undefined)]));
-  const records = itemRecords(o.stateRoot, def.items.map((i) => i.id));
+  const uncarried = new Map(
+    def.items.map((it, i) => [it.id, UNCARRIED.filter((k) => rawItems[i] !== null && typeof rawItems[i] === "object" && rawItems[i]![k] !== undefined)]),
+  );
+  const records = itemRecords(
+    o.stateRoot,
+    def.items.map((i) => i.id),
+  );
   const items = def.items
-    .map((i): ExportedItem => ({ id: i.id, ref: i.ref, prompt: i.prompt, dependsOn: i.dependsOn, runner: i.runner, model: i.model, verify: i.verify, status: records.items.get(i.id)!.status, usage: records.items.get(i.id)!.usage }))
+    .map(
+      (i): ExportedItem => ({
+        id: i.id,
+        ref: i.ref,
+        prompt: i.prompt,
+        dependsOn: i.dependsOn,
+        runner: i.runner,
+        model: i.model,
+        verify: i.verify,
+        status: records.items.get(i.id)!.status,
+        usage: records.items.get(i.id)!.usage,
+      }),
+    )
     .filter((i) => o.statuses.length === 0 || o.statuses.includes(i.status));
   return { schema: "loop/export@1", items, usage: records.usage, uncarried };
 }

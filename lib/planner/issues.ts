@@ -31,7 +31,11 @@ export interface IssueSource {
  * Nothing is asked of the forge until a flag needs it; the token is read from the variable the
  * section names, in `env`.
  */
-export function configuredIssueSource(root: string, env: Record<string, string | undefined> = {}, warn: (message: string) => void = () => {}): IssueSource | null {
+export function configuredIssueSource(
+  root: string,
+  env: Record<string, string | undefined> = {},
+  warn: (message: string) => void = () => {},
+): IssueSource | null {
   let def;
   try {
     def = loadDefinition(root);
@@ -50,7 +54,12 @@ export function configuredIssueSource(root: string, env: Record<string, string |
  * search given is not Linear's, and is said to be ignored when it is not empty. Jira: the search is
  * JQL, ANDed to the filter's. Each client loads only when asked.
  */
-function trackerIssueSource(settings: NormTracker, token: string | null, forge: IssueSource | null, o: { warn: (message: string) => void; timeoutMs?: number | undefined }): IssueSource {
+function trackerIssueSource(
+  settings: NormTracker,
+  token: string | null,
+  forge: IssueSource | null,
+  o: { warn: (message: string) => void; timeoutMs?: number | undefined },
+): IssueSource {
   const where = `the ${settings.provider} issues of ${settings.key}`;
   const timeout = o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {};
   return {
@@ -61,14 +70,23 @@ function trackerIssueSource(settings: NormTracker, token: string | null, forge: 
         const { JiraTracker } = await import("../forge/jira.ts");
         tracker = new JiraTracker({ settings, token, ...timeout });
       } else {
-        if (search.trim() !== "") o.warn(`tracker: ${JSON.stringify(sanitizeLine(search, 80))} is not used: Linear's issues are the ones loop.json's tracker selects (team, states, labels)`);
+        if (search.trim() !== "")
+          o.warn(
+            `tracker: ${JSON.stringify(sanitizeLine(search, 80))} is not used: Linear's issues are the ones loop.json's tracker selects (team, states, labels)`,
+          );
         const { LinearTracker } = await import("../forge/linear.ts");
         tracker = new LinearTracker({ settings, token, ...timeout });
       }
-      const what = settings.provider === "jira" && search.trim() !== "" ? `reading ${where} matching ${JSON.stringify(sanitizeLine(search, 200))}` : `reading ${where}`;
+      const what =
+        settings.provider === "jira" && search.trim() !== "" ? `reading ${where} matching ${JSON.stringify(sanitizeLine(search, 200))}` : `reading ${where}`;
       const found = need(await tracker.searchOpenIssues(search), what, "tracker");
       for (const note of found.notes) o.warn(`tracker: reading ${where}: ${note}`);
-      return found.issues.map((i) => ({ ref: `${settings.provider}:${settings.key}-${i.number}`, title: sanitizeLine(i.title, 200), body: cleanText(i.body), labels: i.labels.map((l) => sanitizeLine(l, 50)) }));
+      return found.issues.map((i) => ({
+        ref: `${settings.provider}:${settings.key}-${i.number}`,
+        title: sanitizeLine(i.title, 200),
+        body: cleanText(i.body),
+        labels: i.labels.map((l) => sanitizeLine(l, 50)),
+      }));
     },
     async openPullRequests() {
       return forge ? forge.openPullRequests() : [];
@@ -102,12 +120,20 @@ function forgeIssueSource(settings: NormForge, token: string | null, o: { warn?:
       const found = need(await (await forge()).searchOpenIssues(search), `searching the issues of ${settings.repo} for ${JSON.stringify(search)}`);
       for (const note of found.notes) warn(`forge: searching the issues of ${settings.repo}: ${note}`);
       // A body is cut by the prompt (FORGE_CAPS), whose notice then counts from its whole length.
-      return found.issues.map((i) => ({ ref: refOf(i.number), title: sanitizeLine(i.title, 200), body: cleanText(i.body), labels: i.labels.map((l) => sanitizeLine(l, 50)) }));
+      return found.issues.map((i) => ({
+        ref: refOf(i.number),
+        title: sanitizeLine(i.title, 200),
+        body: cleanText(i.body),
+        labels: i.labels.map((l) => sanitizeLine(l, 50)),
+      }));
     },
     async openPullRequests() {
       const f = await forge();
       const listed = need(await f.openPulls(), `listing the open ${f.pullNoun}s of ${settings.repo}`);
-      if (listed.cut) warn(`forge: listing the open ${f.pullNoun}s of ${settings.repo}: there are more than loop reads; the ${listed.items.length} newest were read, the rest are not in the prompt`);
+      if (listed.cut)
+        warn(
+          `forge: listing the open ${f.pullNoun}s of ${settings.repo}: there are more than loop reads; the ${listed.items.length} newest were read, the rest are not in the prompt`,
+        );
       const pulls = listed.items;
       return pulls.map((p) => ({ ref: refOf(p.number), title: sanitizeLine(p.title, 200), body: cleanText(p.body) }));
     },
@@ -122,6 +148,8 @@ function need<T>(r: ForgeResult<T>, what: string, who = "forge"): T {
 /** The source a flag needs, or the exit-2 refusal naming the missing section. */
 export function requireIssueSource(source: IssueSource | null, flag: string): IssueSource {
   if (source === null)
-    throw new UsageError(`${flag} needs a "forge" section in loop.json (which forge and repository to search) or a "tracker" loop can search (linear, jira), and this loop.json has neither; nothing was done`);
+    throw new UsageError(
+      `${flag} needs a "forge" section in loop.json (which forge and repository to search) or a "tracker" loop can search (linear, jira), and this loop.json has neither; nothing was done`,
+    );
   return source;
 }

@@ -13,7 +13,6 @@ import { readProjection, withReadSnapshot } from "../log/snapshot.ts";
 import type { ItemStatus } from "../log/vocabulary.ts";
 import { fullUsage, itemUsage, loopUsage } from "../log/documents.ts";
 
-
 interface LoopFile {
   path: string;
   text: string;
@@ -58,7 +57,10 @@ export function itemStatuses(stateRoot: string, ids: readonly string[]): Map<str
  * Each item's status and usage in the log (lib/log/documents.ts itemUsage, as `loop status` gives it):
  * "pending" and null for one no step has imported yet (or when there is no store).
  */
-export function itemRecords(stateRoot: string, ids: readonly string[]): { items: Map<string, { status: ItemStatus; usage: ReturnType<typeof fullUsage> }>; usage: ReturnType<typeof loopUsage> } {
+export function itemRecords(
+  stateRoot: string,
+  ids: readonly string[],
+): { items: Map<string, { status: ItemStatus; usage: ReturnType<typeof fullUsage> }>; usage: ReturnType<typeof loopUsage> } {
   const out = new Map<string, { status: ItemStatus; usage: ReturnType<typeof fullUsage> }>(ids.map((id) => [id, { status: "pending", usage: null }]));
   if (!existsSync(statePaths(stateRoot).db)) return { items: out, usage: loopUsage({}) };
   return withReadSnapshot(stateRoot, ({ db }) => {

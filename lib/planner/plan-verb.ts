@@ -66,10 +66,15 @@ export async function planVerb(o: PlanVerbOptions): Promise<PlanDocument> {
     const [issues, open] = await Promise.all([source.searchOpenIssues(o.issues), source.openPullRequests()]);
     const { pulls, leftOut } = pullsForPrompt(issues, open);
     if (leftOut)
-      o.notice(`loop plan: ${leftOut} of the ${open.length} open pull requests are left out of the planner's prompt (at most ${FORGE_CAPS.pulls}, those naming a matched issue first); it may draft an issue one of them covers`);
+      o.notice(
+        `loop plan: ${leftOut} of the ${open.length} open pull requests are left out of the planner's prompt (at most ${FORGE_CAPS.pulls}, those naming a matched issue first); it may draft an issue one of them covers`,
+      );
     forge = { search: o.issues, issues, pulls, pullsLeftOut: leftOut };
   }
-  const status = itemStatuses(o.stateRoot, def.items.map((i) => i.id));
+  const status = itemStatuses(
+    o.stateRoot,
+    def.items.map((i) => i.id),
+  );
   const context: PlanContext = {
     brief: o.brief,
     maxItems: o.maxItems,
@@ -87,21 +92,44 @@ export async function planVerb(o: PlanVerbOptions): Promise<PlanDocument> {
   const ask =
     runner === "demo"
       ? async () => JSON.stringify(demoPlan(context))
-      : (prompt: string) => runPlanner({ runner, model: o.model ?? null, prompt, schema: ANSWER_JSON_SCHEMA, commandRunners: def.runners, env: o.env, envRule: plannerRule(def, runner) });
+      : (prompt: string) =>
+          runPlanner({
+            runner,
+            model: o.model ?? null,
+            prompt,
+            schema: ANSWER_JSON_SCHEMA,
+            commandRunners: def.runners,
+            env: o.env,
+            envRule: plannerRule(def, runner),
+          });
   const draft = await draftPlan({ context, answerContext, ask });
   const doc: PlanDocument = { schema: "loop/plan@1", runner, ...draft, dryRun: o.dryRun, appended: [], file: file.path };
   if (draft.outcome !== "drafted" || o.dryRun) return doc;
   let items = draft.items;
   // Nothing is appended without its every field shown to a person: at the review, or with --yes on stderr.
   if (!o.yes) items = await reviewItems(items, { editable: true, what: "Append {n} items to loop.json", defaults, warnings: draft.warnings });
-  else o.notice(describeUnreviewed(items, { what: `loop plan: appending ${items.length} drafted item${items.length === 1 ? "" : "s"} to loop.json`, defaults, warnings: draft.warnings }));
+  else
+    o.notice(
+      describeUnreviewed(items, {
+        what: `loop plan: appending ${items.length} drafted item${items.length === 1 ? "" : "s"} to loop.json`,
+        defaults,
+        warnings: draft.warnings,
+      }),
+    );
   if (items.length === 0) return doc;
   // Items whose dependency review dropped would make the definition invalid: said by the validation.
   try {
     const r = appendItems({ root: o.root, dryRun: false, items: items.map((i) => ({ ...i, from: `draft item ${JSON.stringify(i.id)}` })) });
     doc.appended = r.added.map((a) => a.id);
   } catch (e) {
-    if (e instanceof DefinitionError) throw new DefinitionError([...e.issues.slice(0, -1), { path: "", message: "the draft was not appended (nothing was written); fix it with --dry-run and loop add, or plan again" }], e.file);
+    if (e instanceof DefinitionError)
+      throw new DefinitionError(
+        [
+          ...e.issues.slice(0, -1),
+          { path: "", message: "the draft was not appended (nothing was written); fix it with --dry-run and loop add, or plan again" },
+        ],
+        e.file,
+      );
     throw e;
   }
   return doc;

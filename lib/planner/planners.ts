@@ -54,11 +54,19 @@ export function runnerCatalogue(commandRunners: Record<string, CommandRunner>): 
 }
 
 /** The argv of a planner that is a program (not demo); throws when the prompt cannot go on a command line. */
-export function plannerCommand(o: { runner: string; model: string | null; prompt: string; schema: object; files: PlannerFiles; commandRunners: Record<string, CommandRunner> }): PlannerCommand {
+export function plannerCommand(o: {
+  runner: string;
+  model: string | null;
+  prompt: string;
+  schema: object;
+  files: PlannerFiles;
+  commandRunners: Record<string, CommandRunner>;
+}): PlannerCommand {
   const model = o.model === null ? [] : ["--model", o.model];
   const inline = () => {
     const bytes = new TextEncoder().encode(o.prompt).length;
-    if (bytes > MAX_INLINE_PROMPT_BYTES) throw new Error(`the planner's prompt is ${bytes} bytes, over the ${MAX_INLINE_PROMPT_BYTES} a command line takes: narrow --issues or shorten the brief`);
+    if (bytes > MAX_INLINE_PROMPT_BYTES)
+      throw new Error(`the planner's prompt is ${bytes} bytes, over the ${MAX_INLINE_PROMPT_BYTES} a command line takes: narrow --issues or shorten the brief`);
     return o.prompt;
   };
   switch (o.runner) {
@@ -69,16 +77,49 @@ export function plannerCommand(o: { runner: string; model: string | null; prompt
       };
     case "codex":
       return {
-        argv: ["codex", "exec", "--output-schema", o.files.schemaFile, "--output-last-message", o.files.answerFile, "--sandbox", "read-only", "--skip-git-repo-check", "--ephemeral", ...model, "--", inline()],
+        argv: [
+          "codex",
+          "exec",
+          "--output-schema",
+          o.files.schemaFile,
+          "--output-last-message",
+          o.files.answerFile,
+          "--sandbox",
+          "read-only",
+          "--skip-git-repo-check",
+          "--ephemeral",
+          ...model,
+          "--",
+          inline(),
+        ],
         answer: { from: "file", path: o.files.answerFile },
       };
     case "aider":
       return {
         argv: [
-          "aider", "--message-file", o.files.promptFile, "--chat-mode", "ask", "--no-git", "--dry-run", "--map-tokens", "0",
-          "--yes-always", "--no-suggest-shell-commands", "--no-check-update", "--no-show-release-notes", "--no-analytics",
-          "--no-show-model-warnings", "--no-detect-urls", "--no-fancy-input", "--no-pretty", "--no-stream",
-          "--chat-history-file", join(o.files.dir, "aider.chat.history.md"), "--input-history-file", join(o.files.dir, "aider.input.history"),
+          "aider",
+          "--message-file",
+          o.files.promptFile,
+          "--chat-mode",
+          "ask",
+          "--no-git",
+          "--dry-run",
+          "--map-tokens",
+          "0",
+          "--yes-always",
+          "--no-suggest-shell-commands",
+          "--no-check-update",
+          "--no-show-release-notes",
+          "--no-analytics",
+          "--no-show-model-warnings",
+          "--no-detect-urls",
+          "--no-fancy-input",
+          "--no-pretty",
+          "--no-stream",
+          "--chat-history-file",
+          join(o.files.dir, "aider.chat.history.md"),
+          "--input-history-file",
+          join(o.files.dir, "aider.input.history"),
           ...model,
         ],
         answer: { from: "stdout", extract: "aider" },
@@ -86,7 +127,13 @@ export function plannerCommand(o: { runner: string; model: string | null; prompt
   }
   const def = Object.hasOwn(o.commandRunners, o.runner) ? o.commandRunners[o.runner] : undefined;
   if (!def) throw new Error(`internal: planner ${JSON.stringify(o.runner)} is not a program`);
-  const argv = expandPlaceholders(def.command, { prompt: def.command.some((a) => a.includes("{prompt}")) ? inline() : o.prompt, handoff: o.files.promptFile, workdir: o.files.dir, model: o.model ?? "", session_id: "" });
+  const argv = expandPlaceholders(def.command, {
+    prompt: def.command.some((a) => a.includes("{prompt}")) ? inline() : o.prompt,
+    handoff: o.files.promptFile,
+    workdir: o.files.dir,
+    model: o.model ?? "",
+    session_id: "",
+  });
   return { argv, answer: { from: "stdout", extract: "raw" } };
 }
 

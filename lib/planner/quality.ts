@@ -7,7 +7,10 @@ export const MAX_PROMPT_CHARS = 4000;
 
 /** Prompts compared for duplicates: case, punctuation and spacing ignored. */
 export function normalizePrompt(p: string): string {
-  return p.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, " ").trim();
+  return p
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}]+/gu, " ")
+    .trim();
 }
 
 export function qualityWarnings(items: readonly DraftItem[], existing: readonly { id: string; prompt: string }[]): Warning[] {
@@ -25,8 +28,11 @@ export function qualityWarnings(items: readonly DraftItem[], existing: readonly 
   }
   const known = new Set([...existing.map((e) => e.id), ...items.map((i) => i.id)]);
   for (const it of items)
-    for (const d of it.dependsOn) if (!known.has(d)) out.push({ code: "unknown_dependency", item: it.id, message: `depends on ${JSON.stringify(d)}, which is neither in the draft nor in the loop` });
-  for (const cycle of draftCycles(items)) out.push({ code: "dependency_cycle", item: cycle[0]!, message: `dependency cycle ${[...cycle, cycle[0]].join(" -> ")}` });
+    for (const d of it.dependsOn)
+      if (!known.has(d))
+        out.push({ code: "unknown_dependency", item: it.id, message: `depends on ${JSON.stringify(d)}, which is neither in the draft nor in the loop` });
+  for (const cycle of draftCycles(items))
+    out.push({ code: "dependency_cycle", item: cycle[0]!, message: `dependency cycle ${[...cycle, cycle[0]].join(" -> ")}` });
   return out;
 }
 

@@ -12,7 +12,8 @@ export function renderPlan(d: PlanDocument): string {
   const calls = d.calls === 1 ? "1 call" : `${d.calls} calls`;
   if (d.outcome === "nothing_new") out.push(`nothing new to add (planner ${d.runner}, ${calls}): ${printable(d.reason ?? "")}`);
   else if (d.outcome === "undraftable") out.push(`undraftable brief (planner ${d.runner}, ${calls}): ${printable(d.reason ?? "")}`);
-  else out.push(`drafted ${d.items.length} item${d.items.length === 1 ? "" : "s"} (planner ${d.runner}, ${calls})${d.reason ? `; ${printable(d.reason)}` : ""}:`);
+  else
+    out.push(`drafted ${d.items.length} item${d.items.length === 1 ? "" : "s"} (planner ${d.runner}, ${calls})${d.reason ? `; ${printable(d.reason)}` : ""}:`);
   for (const it of d.items) {
     out.push(`  ${printable(it.id)}${it.ref ? ` [${it.ref}]` : ""}: ${firstLine(it.prompt)}`);
     const more = [
@@ -33,5 +34,8 @@ export function renderPlan(d: PlanDocument): string {
 export function renderAdd(d: AddDocument): string {
   const lines = d.added.map((a) => `  ${printable(a.id)}${a.ref ? ` [${a.ref}]` : ""}: ${firstLine(a.prompt)}`);
   if (d.added.length === 0) return "nothing to add";
-  return [d.dryRun ? `would append ${d.added.length} to ${printable(d.file)} (dry run: nothing written):` : `appended ${d.added.length} to ${printable(d.file)}:`, ...lines].join("\n");
+  return [
+    d.dryRun ? `would append ${d.added.length} to ${printable(d.file)} (dry run: nothing written):` : `appended ${d.added.length} to ${printable(d.file)}:`,
+    ...lines,
+  ].join("\n");
 }

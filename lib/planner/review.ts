@@ -46,18 +46,17 @@ export async function reviewItems<T extends Reviewable>(
       kept.push(it);
       continue;
     }
-    const choice = await ask(
-      () =>
-        clack.select<"keep" | "drop" | "edit">({
-          message: `Item ${it.id}`,
-          options: [
-            { value: "keep", label: "keep" },
-            { value: "drop", label: "drop" },
-            { value: "edit", label: "edit the prompt" },
-          ],
-          initialValue: "keep",
-          output: process.stderr,
-        }),
+    const choice = await ask(() =>
+      clack.select<"keep" | "drop" | "edit">({
+        message: `Item ${it.id}`,
+        options: [
+          { value: "keep", label: "keep" },
+          { value: "drop", label: "drop" },
+          { value: "edit", label: "edit the prompt" },
+        ],
+        initialValue: "keep",
+        output: process.stderr,
+      }),
     );
     if (choice === "drop") continue;
     if (choice === "edit") {

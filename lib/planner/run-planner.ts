@@ -60,7 +60,14 @@ export async function runPlanner(o: RunPlannerOptions): Promise<string> {
     const timeoutMs = parseDuration(o.env.LOOP_PLAN_TIMEOUT || DEFAULT_TIMEOUT);
     let proc;
     try {
-      proc = Bun.spawn(cmd.argv, { cwd: dir, env: childEnvironment(o.env, o.envRule, { cwd: dir }), stdin: "ignore", stdout: "pipe", stderr: "pipe", detached: true });
+      proc = Bun.spawn(cmd.argv, {
+        cwd: dir,
+        env: childEnvironment(o.env, o.envRule, { cwd: dir }),
+        stdin: "ignore",
+        stdout: "pipe",
+        stderr: "pipe",
+        detached: true,
+      });
     } catch (e) {
       throw new PlannerError(`planner ${o.runner}: cannot start ${JSON.stringify(cmd.argv[0])}: ${(e as Error).message}`);
     }
@@ -74,7 +81,8 @@ export async function runPlanner(o: RunPlannerOptions): Promise<string> {
     const [out, err, code] = await Promise.all([readCapped(proc.stdout, MAX_ANSWER_BYTES), readCapped(proc.stderr, 64 * 1024), proc.exited]);
     clearTimeout(timer);
     const said = err.text.trim().split("\n").slice(-5).join(" / ");
-    if (timedOut) throw new PlannerError(`planner ${o.runner}: no answer within ${o.env.LOOP_PLAN_TIMEOUT || DEFAULT_TIMEOUT} (killed)${said ? `; it said: ${said}` : ""}`);
+    if (timedOut)
+      throw new PlannerError(`planner ${o.runner}: no answer within ${o.env.LOOP_PLAN_TIMEOUT || DEFAULT_TIMEOUT} (killed)${said ? `; it said: ${said}` : ""}`);
     if (code !== 0) throw new PlannerError(`planner ${o.runner} exited ${code}${said ? `: ${said}` : " without a message"}`);
     if (out.cut) throw new PlannerError(`planner ${o.runner}: answer larger than ${MAX_ANSWER_BYTES} bytes: truncated output`);
     if (cmd.answer.from === "file") {

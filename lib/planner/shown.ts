@@ -84,7 +84,16 @@ function clipped(ps: Piece[], max: number): { text: string; cut: number } {
   let tail = ps.length;
   while (tail > head && tailLen + ps[tail - 1]!.text.length <= max / 2) tailLen += ps[--tail]!.text.length;
   const cut = ps.slice(head, tail).reduce((n, p) => n + p.chars, 0);
-  const text = ps.slice(0, head).map((p) => p.text).join("") + `⟨… ${cut.toLocaleString("en-US")} characters not shown …⟩` + ps.slice(tail).map((p) => p.text).join("");
+  const text =
+    ps
+      .slice(0, head)
+      .map((p) => p.text)
+      .join("") +
+    `⟨… ${cut.toLocaleString("en-US")} characters not shown …⟩` +
+    ps
+      .slice(tail)
+      .map((p) => p.text)
+      .join("");
   return { text, cut };
 }
 
@@ -129,7 +138,12 @@ export function shownPrompt(prompt: string): ShownPrompt {
   if (lines.length <= PROMPT_LINES_SHOWN) return { lines, folded, cutLines: 0, lineCount: raw.length };
   const half = PROMPT_LINES_SHOWN / 2;
   const cutLines = lines.length - 2 * half;
-  return { lines: [...lines.slice(0, half), `⟨… ${cutLines.toLocaleString("en-US")} lines not shown …⟩`, ...lines.slice(-half)], folded, cutLines, lineCount: raw.length };
+  return {
+    lines: [...lines.slice(0, half), `⟨… ${cutLines.toLocaleString("en-US")} lines not shown …⟩`, ...lines.slice(-half)],
+    folded,
+    cutLines,
+    lineCount: raw.length,
+  };
 }
 
 /**
@@ -169,6 +183,7 @@ export function fromEditable(s: string): { ok: true; text: string } | { ok: fals
       i += 4;
     } else return { ok: false, problem: `a backslash starts an escape (\\n, \\t, \\uXXXX); write \\\\ for one backslash (at character ${i})` };
   }
-  if (/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(out)) return { ok: false, problem: "a \\uXXXX escape leaves half of a surrogate pair: that is not text" };
+  if (/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(out))
+    return { ok: false, problem: "a \\uXXXX escape leaves half of a surrogate pair: that is not text" };
   return { ok: true, text: out };
 }

@@ -5,7 +5,35 @@
 import { isItemId } from "../definition/refs.ts";
 
 /** Words that add length but no meaning to an id. */
-const STOP = new Set(["a", "an", "the", "of", "to", "for", "in", "on", "and", "or", "with", "from", "into", "by", "at", "is", "be", "that", "this", "it", "its", "what", "which", "so", "as", "all", "every"]);
+const STOP = new Set([
+  "a",
+  "an",
+  "the",
+  "of",
+  "to",
+  "for",
+  "in",
+  "on",
+  "and",
+  "or",
+  "with",
+  "from",
+  "into",
+  "by",
+  "at",
+  "is",
+  "be",
+  "that",
+  "this",
+  "it",
+  "its",
+  "what",
+  "which",
+  "so",
+  "as",
+  "all",
+  "every",
+]);
 
 /** At most this many words and characters: long enough to tell items apart, short enough for a branch name. */
 const SLUG_MAX_WORDS = 5;

@@ -51,7 +51,9 @@ export function parseItemLines(text: string, o: { source: string; defaultRepo: D
     const hashN = /^#([0-9]+)$/.exec(first[1]!);
     if (hashN) {
       if (o.defaultRepo === null)
-        fail(`"#${hashN[1]}" needs the "forge" section of loop.json to say which repository it is in (it has none); write the whole ref, e.g. github:owner/repo#${hashN[1]}`);
+        fail(
+          `"#${hashN[1]}" needs the "forge" section of loop.json to say which repository it is in (it has none); write the whole ref, e.g. github:owner/repo#${hashN[1]}`,
+        );
       const r = o.defaultRepo!;
       ref = parseRef(`${refPrefix({ provider: r.provider, host: r.host, path: `${r.owner}/${r.repo}` })}#${hashN[1]}`).canonical;
       rest = rest.slice(first[0].length);
@@ -67,7 +69,10 @@ export function parseItemLines(text: string, o: { source: string; defaultRepo: D
     }
     const idTok = /^id:(\S*)(?:\s+|$)/.exec(rest);
     if (idTok) {
-      if (!isItemId(idTok[1]!)) fail(`id:${JSON.stringify(idTok[1])} is not an item id (lowercase letters, digits and '-', with single '.' or '_' between them, at most 64 characters)`);
+      if (!isItemId(idTok[1]!))
+        fail(
+          `id:${JSON.stringify(idTok[1])} is not an item id (lowercase letters, digits and '-', with single '.' or '_' between them, at most 64 characters)`,
+        );
       id = idTok[1]!;
       rest = rest.slice(idTok[0].length);
     }

@@ -40,7 +40,10 @@ function identity(repo: string): { name: string | null; email: string | null } {
 
 /** A config value written safely: git's quoting of `"` and `\`, and no newline. */
 function quoted(value: string): string {
-  return `"${value.replace(/[\n\r]/g, " ").replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`;
+  return `"${value
+    .replace(/[\n\r]/g, " ")
+    .replace(/\\/g, "\\\\")
+    .replace(/"/g, '\\"')}"`;
 }
 
 /**
@@ -57,10 +60,18 @@ export function makeAttemptGitDir(o: AttemptGitOptions): void {
   rmSync(making, { recursive: true, force: true });
   mkdirSync(making, { mode: 0o755 });
   for (const d of ["objects/info", "objects/pack", "refs/heads", "refs/tags", "info"]) mkdirSync(join(making, d), { recursive: true });
-  const lines = ["[core]", `\trepositoryformatversion = ${sha256 ? 1 : 0}`, "\tfilemode = true", "\tbare = false", "\tlogallrefupdates = true", `\tworktree = ${quoted(o.worktree)}`];
+  const lines = [
+    "[core]",
+    `\trepositoryformatversion = ${sha256 ? 1 : 0}`,
+    "\tfilemode = true",
+    "\tbare = false",
+    "\tlogallrefupdates = true",
+    `\tworktree = ${quoted(o.worktree)}`,
+  ];
   if (sha256) lines.push("[extensions]", "\tobjectformat = sha256");
   const { name, email } = identity(o.repo);
-  if (name !== null || email !== null) lines.push("[user]", ...(name !== null ? [`\tname = ${quoted(name)}`] : []), ...(email !== null ? [`\temail = ${quoted(email)}`] : []));
+  if (name !== null || email !== null)
+    lines.push("[user]", ...(name !== null ? [`\tname = ${quoted(name)}`] : []), ...(email !== null ? [`\temail = ${quoted(email)}`] : []));
   writeFileSync(join(making, "config"), lines.join("\n") + "\n");
   writeFileSync(join(making, "objects", "info", "alternates"), join(common, "objects") + "\n");
   writeFileSync(join(making, "HEAD"), `ref: refs/heads/${o.branch}\n`);
@@ -68,7 +79,10 @@ export function makeAttemptGitDir(o: AttemptGitOptions): void {
   writeFileSync(join(making, "refs", "heads", o.branch), `${o.head}\n`);
   const others = Object.entries(o.refs).filter(([n]) => n !== `refs/heads/${o.branch}` && /^refs\/(heads|remotes)\//.test(n));
   if (others.length)
-    writeFileSync(join(making, "packed-refs"), ["# pack-refs with: peeled fully-peeled sorted", ...others.sort(([a], [b]) => (a < b ? -1 : 1)).map(([n, c]) => `${c} ${n}`)].join("\n") + "\n");
+    writeFileSync(
+      join(making, "packed-refs"),
+      ["# pack-refs with: peeled fully-peeled sorted", ...others.sort(([a], [b]) => (a < b ? -1 : 1)).map(([n, c]) => `${c} ${n}`)].join("\n") + "\n",
+    );
   writeFileSync(join(making, "info", "exclude"), o.excludes.join("\n") + (o.excludes.length ? "\n" : ""));
   // Only this folder's own files are read: GIT_DIR pins it, and read-tree without -u reads no work tree.
   git(o.repo, ["--git-dir", making, "read-tree", o.head]);

@@ -21,7 +21,8 @@ const EXEC_CONFIG_KEY =
  * (proxy, sslVerify, sslCAInfo, curloptResolve, extraHeader, cookieFile, each also per URL), a
  * remote's URLs and proxy, URL rewrites, the git proxy, ssh's variant, credentials.
  */
-const NETWORK_CONFIG_KEY = /^(https?\..+|remote\..+\.(url|pushurl|proxy|proxyauthmethod)|url\..+\.(insteadof|pushinsteadof)|core\.(gitproxy|sshcommand)|ssh\.variant|credential\..+)$/i;
+const NETWORK_CONFIG_KEY =
+  /^(https?\..+|remote\..+\.(url|pushurl|proxy|proxyauthmethod)|url\..+\.(insteadof|pushinsteadof)|core\.(gitproxy|sshcommand)|ssh\.variant|credential\..+)$/i;
 
 /** The snapshot's entries, in the attempt's session folder. */
 export const GIT_EXEC_FILE = "git-exec.json";
@@ -98,8 +99,12 @@ export function gitExecSnapshot(repo: string): GitExecSnapshot {
  */
 export function gitExecReport(o: { recorded: string; baseline: unknown; now: GitExecSnapshot }): string | null {
   if (o.now.digest === o.recorded) return null;
-  const base = Array.isArray(o.baseline) && o.baseline.every((e) => typeof e === "string") && sha256(o.baseline.join("\n")) === o.recorded ? (o.baseline as string[]) : null;
-  if (!base) return `the repository's hooks, executable or network git config, or ssh's config changed during the session (loop's own git uses none of them); now: ${o.now.entries.join("; ") || "none"}`;
+  const base =
+    Array.isArray(o.baseline) && o.baseline.every((e) => typeof e === "string") && sha256(o.baseline.join("\n")) === o.recorded
+      ? (o.baseline as string[])
+      : null;
+  if (!base)
+    return `the repository's hooks, executable or network git config, or ssh's config changed during the session (loop's own git uses none of them); now: ${o.now.entries.join("; ") || "none"}`;
   const { added, removed } = gitExecChanges(base, o.now.entries);
   return `the repository's hooks, executable or network git config, or ssh's config changed during the session (loop's own git uses none of them, your git would): ${[...added.map((e) => `+ ${e}`), ...removed.map((e) => `- ${e}`)].join("; ")}`;
 }

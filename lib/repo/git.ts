@@ -48,10 +48,35 @@ export const SAFE_GIT_CONFIG: readonly string[] = [
 ];
 
 /** Subcommands that may read or write a work tree or merge contents (`merge-tree` merges in memory), and so run filter, merge or diff drivers. */
-const TOUCH_WORK_TREE = new Set(["add", "commit", "status", "merge", "merge-tree", "merge-file", "reset", "worktree", "checkout", "switch", "diff", "stash", "rm", "mv", "restore", "cherry-pick", "rebase", "read-tree", "checkout-index"]);
+const TOUCH_WORK_TREE = new Set([
+  "add",
+  "commit",
+  "status",
+  "merge",
+  "merge-tree",
+  "merge-file",
+  "reset",
+  "worktree",
+  "checkout",
+  "switch",
+  "diff",
+  "stash",
+  "rm",
+  "mv",
+  "restore",
+  "cherry-pick",
+  "rebase",
+  "read-tree",
+  "checkout-index",
+]);
 
 /** The standard Git LFS filter: pinned, so it keeps working while the config cannot point it elsewhere. */
-const LFS_FILTER: Record<string, string> = { clean: "git-lfs clean -- %f", smudge: "git-lfs smudge -- %f", process: "git-lfs filter-process", required: "true" };
+const LFS_FILTER: Record<string, string> = {
+  clean: "git-lfs clean -- %f",
+  smudge: "git-lfs smudge -- %f",
+  process: "git-lfs filter-process",
+  required: "true",
+};
 
 /**
  * Config pairs (key, value) that disable every driver the config defines (`filter.<d>.clean/smudge/process`,
@@ -94,8 +119,18 @@ function spawnGit(cwd: string, config: readonly string[], args: string[], env: R
   try {
     const stdin = input === undefined ? "ignore" : new TextEncoder().encode(input);
     const argv = ["git", ...config.flatMap((c) => ["-c", c]), ...args];
-    const r = Bun.spawnSync(argv, { cwd, env: { ...process.env, ...GIT_ENV, ...env }, stdin, stdout: "pipe", stderr: "pipe", ...(timeoutMs ? { timeout: timeoutMs } : {}) });
-    const late = timeoutMs !== undefined && r.exitCode === null && r.signalCode !== null ? `no end within ${Math.round(timeoutMs / 1000)}s; stopped (${r.signalCode})\n` : "";
+    const r = Bun.spawnSync(argv, {
+      cwd,
+      env: { ...process.env, ...GIT_ENV, ...env },
+      stdin,
+      stdout: "pipe",
+      stderr: "pipe",
+      ...(timeoutMs ? { timeout: timeoutMs } : {}),
+    });
+    const late =
+      timeoutMs !== undefined && r.exitCode === null && r.signalCode !== null
+        ? `no end within ${Math.round(timeoutMs / 1000)}s; stopped (${r.signalCode})\n`
+        : "";
     return { code: r.exitCode, stdout: r.stdout.toString(), stderr: late + r.stderr.toString() };
   } catch (err) {
     // git missing from PATH, or cwd gone: a failed call like any other, with the reason.
@@ -127,7 +162,12 @@ function touchesWorkTree(args: string[]): boolean {
 export function gitTry(cwd: string, args: string[], env: Record<string, string> = {}, input?: string, timeoutMs?: number): GitResult {
   let overrides: Record<string, string> = {};
   if (touchesWorkTree(args)) {
-    const drivers = spawnGit(cwd, SAFE_GIT_CONFIG, ["config", "-z", "--get-regexp", "^(filter|merge|diff)\\..+\\.(clean|smudge|process|required|driver|command|textconv)$"], env);
+    const drivers = spawnGit(
+      cwd,
+      SAFE_GIT_CONFIG,
+      ["config", "-z", "--get-regexp", "^(filter|merge|diff)\\..+\\.(clean|smudge|process|required|driver|command|textconv)$"],
+      env,
+    );
     if (drivers.code === 0) overrides = configEnv(driverOverrides(drivers.stdout));
   }
   return spawnGit(cwd, SAFE_GIT_CONFIG, args, { ...env, ...overrides }, input, timeoutMs);
@@ -140,7 +180,13 @@ export function gitTry(cwd: string, args: string[], env: Record<string, string> 
 export function gitBytes(cwd: string, args: string[], input?: Uint8Array): Buffer {
   let r: ReturnType<typeof Bun.spawnSync>;
   try {
-    r = Bun.spawnSync(["git", ...SAFE_GIT_CONFIG.flatMap((c) => ["-c", c]), ...args], { cwd, env: { ...process.env, ...GIT_ENV }, stdin: input ?? "ignore", stdout: "pipe", stderr: "pipe" });
+    r = Bun.spawnSync(["git", ...SAFE_GIT_CONFIG.flatMap((c) => ["-c", c]), ...args], {
+      cwd,
+      env: { ...process.env, ...GIT_ENV },
+      stdin: input ?? "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+    });
   } catch (err) {
     throw new GitError(args, null, (err as Error).message);
   }
@@ -203,7 +249,14 @@ const factsOf = new Map<string, RepoFacts>();
 export function repoFacts(repo: string): RepoFacts {
   const known = factsOf.get(repo);
   if (known) return known;
-  const [common, format, objects] = git(repo, ["rev-parse", "--path-format=absolute", "--git-common-dir", "--show-object-format", "--git-path", "objects"]).split("\n");
+  const [common, format, objects] = git(repo, [
+    "rev-parse",
+    "--path-format=absolute",
+    "--git-common-dir",
+    "--show-object-format",
+    "--git-path",
+    "objects",
+  ]).split("\n");
   const facts = { common: common!, objects: objects!, sha256: format === "sha256" };
   factsOf.set(repo, facts);
   return facts;

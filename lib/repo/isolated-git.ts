@@ -36,7 +36,13 @@ interface IsolatedGitCall {
 }
 
 /** The environment of an isolated git call: loop's own, without GIT_* (bar ssh's), then the private folder's. */
-function isolatedEnv(o: { base: Record<string, string | undefined>; gitDir: string; objects: string; config: readonly [string, string][]; extra: Record<string, string> }): Record<string, string> {
+function isolatedEnv(o: {
+  base: Record<string, string | undefined>;
+  gitDir: string;
+  objects: string;
+  config: readonly [string, string][];
+  extra: Record<string, string>;
+}): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(o.base)) if (v !== undefined && (!k.startsWith("GIT_") || KEPT_GIT_VARS.has(k))) env[k] = v;
   const pairs: [string, string][] = [...SAFE_GIT_CONFIG.map((c): [string, string] => [c.slice(0, c.indexOf("=")), c.slice(c.indexOf("=") + 1)]), ...o.config];
@@ -66,7 +72,10 @@ function isolatedEnv(o: { base: Record<string, string | undefined>; gitDir: stri
 function run(argv: string[], cwd: string, env: Record<string, string>, timeoutMs?: number): GitResult {
   try {
     const r = Bun.spawnSync(["git", ...argv], { cwd, env, stdin: "ignore", stdout: "pipe", stderr: "pipe", ...(timeoutMs ? { timeout: timeoutMs } : {}) });
-    const late = timeoutMs !== undefined && r.exitCode === null && r.signalCode !== null ? `no end within ${Math.round(timeoutMs / 1000)}s; stopped (${r.signalCode})\n` : "";
+    const late =
+      timeoutMs !== undefined && r.exitCode === null && r.signalCode !== null
+        ? `no end within ${Math.round(timeoutMs / 1000)}s; stopped (${r.signalCode})\n`
+        : "";
     return { code: r.exitCode, stdout: r.stdout.toString(), stderr: late + r.stderr.toString() };
   } catch (err) {
     return { code: null, stdout: "", stderr: (err as Error).message };
@@ -77,7 +86,11 @@ const failed = (stderr: string): GitResult => ({ code: 128, stdout: "", stderr }
 
 /** `git <args>` in a private git directory standing for `repo` (see the header): what loop's push and fetch see. */
 export function isolatedGit(o: IsolatedGitCall, args: string[]): GitResult {
-  return withPrivateGitDir(o, (gitDir, env) => run(args, gitDir, env, o.timeoutMs), (r) => r);
+  return withPrivateGitDir(
+    o,
+    (gitDir, env) => run(args, gitDir, env, o.timeoutMs),
+    (r) => r,
+  );
 }
 
 /** `body` with a private git directory standing for `repo` (see the header) and its environment; the folder is removed afterwards. */
@@ -93,10 +106,16 @@ function withPrivateGitDir<T>(o: IsolatedGitCall, body: (gitDir: string, env: Re
     mkdirSync(join(gitDir, "refs", "heads"), { recursive: true });
     writeFileSync(join(gitDir, "HEAD"), "ref: refs/heads/loop-isolated\n");
     const objectFormat = format.code === 0 ? format.stdout.trim() : "sha1";
-    writeFileSync(join(gitDir, "config"), `[core]\n\trepositoryformatversion = ${objectFormat === "sha1" ? 0 : 1}\n\tbare = true\n${objectFormat === "sha1" ? "" : `[extensions]\n\tobjectformat = ${objectFormat}\n`}`);
+    writeFileSync(
+      join(gitDir, "config"),
+      `[core]\n\trepositoryformatversion = ${objectFormat === "sha1" ? 0 : 1}\n\tbare = true\n${objectFormat === "sha1" ? "" : `[extensions]\n\tobjectformat = ${objectFormat}\n`}`,
+    );
     // Refs whose names git would refuse are left out; they only help a fetch negotiate.
     const lines = refs.stdout.split("\n").filter((l) => /^[0-9a-f]{40,64} refs\/[^\s]+$/.test(l));
-    writeFileSync(join(gitDir, "packed-refs"), lines.length ? lines.sort((a, b) => (a.slice(a.indexOf(" ")) < b.slice(b.indexOf(" ")) ? -1 : 1)).join("\n") + "\n" : "");
+    writeFileSync(
+      join(gitDir, "packed-refs"),
+      lines.length ? lines.sort((a, b) => (a.slice(a.indexOf(" ")) < b.slice(b.indexOf(" ")) ? -1 : 1)).join("\n") + "\n" : "",
+    );
     const env = isolatedEnv({ base: process.env, gitDir, objects: join(commonDir, "objects"), config: o.config, extra: o.env });
     return body(gitDir, env);
   } finally {

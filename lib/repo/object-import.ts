@@ -13,7 +13,21 @@
 //   deadline and a memory limit; every object it holds must be within the size bound before the pack
 //   joins the store.
 // An object that is not what its name says, or is too large, is never copied: the import names it.
-import { closeSync, constants as fs, fstatSync, linkSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readSync, renameSync, rmSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  constants as fs,
+  fstatSync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from "node:fs";
 import { join } from "node:path";
 import { inflateSync, constants as zlib } from "node:zlib";
 import { repoFacts } from "./git.ts";
@@ -92,7 +106,12 @@ function looseHeader(deflated: Buffer): { type: string; size: number } | null {
  * One loose object file proven against its name: its bytes as stored (to copy), or a refusal.
  * Exported for tests and for the object store's own proof (lib/repo/object-store.ts).
  */
-export function proveLoose(path: string, name: string, algo: "sha1" | "sha256", max = MAX_OBJECT_BYTES): { bytes: Buffer } | { kind: RefusalKind; detail: string } {
+export function proveLoose(
+  path: string,
+  name: string,
+  algo: "sha1" | "sha256",
+  max = MAX_OBJECT_BYTES,
+): { bytes: Buffer } | { kind: RefusalKind; detail: string } {
   const opened = openRegular(path);
   if ("why" in opened) return { kind: "not_regular", detail: opened.why };
   let stored: Buffer;
@@ -163,13 +182,24 @@ async function importPack(o: { repo: string; shared: string; fd: number; max: nu
     const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
     clearTimeout(timer);
     const refused = (detail: string) => ({ kind: "pack_refused" as const, detail });
-    if (code !== 0) return refused(proc.signalCode === "SIGKILL" ? `git could not index it within ${INDEX_DEADLINE_MS / 1000} s` : stderr.trim().split("\n").at(-1) || `index-pack exit ${code}`);
+    if (code !== 0)
+      return refused(
+        proc.signalCode === "SIGKILL"
+          ? `git could not index it within ${INDEX_DEADLINE_MS / 1000} s`
+          : stderr.trim().split("\n").at(-1) || `index-pack exit ${code}`,
+      );
     // Every object of the pack, by itself (no alternate): each within the bound.
-    const sizes = Bun.spawnSync(["git", "cat-file", "--batch-all-objects", "--batch-check=%(objectname) %(objecttype) %(objectsize)"], { cwd: o.repo, env: { ...process.env, GIT_OBJECT_DIRECTORY: quarantine, GIT_ALTERNATE_OBJECT_DIRECTORIES: "" }, stdout: "pipe", stderr: "pipe" });
+    const sizes = Bun.spawnSync(["git", "cat-file", "--batch-all-objects", "--batch-check=%(objectname) %(objecttype) %(objectsize)"], {
+      cwd: o.repo,
+      env: { ...process.env, GIT_OBJECT_DIRECTORY: quarantine, GIT_ALTERNATE_OBJECT_DIRECTORIES: "" },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     if (sizes.exitCode !== 0) return refused(`its objects could not be listed: ${sizes.stderr.toString().trim()}`);
     for (const line of sizes.stdout.toString().split("\n")) {
       const [id, type, size] = line.split(" ");
-      if (size && Number(size) > o.max) return { kind: "too_large", detail: `it holds a ${type} of ${size} bytes (${id}), over the ${o.max / 2 ** 20} MiB bound` };
+      if (size && Number(size) > o.max)
+        return { kind: "too_large", detail: `it holds a ${type} of ${size} bytes (${id}), over the ${o.max / 2 ** 20} MiB bound` };
     }
     // The index last: git reads a pack once its .idx is there.
     const made = readdirSync(join(quarantine, "pack"));

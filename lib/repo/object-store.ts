@@ -165,7 +165,8 @@ export function tamperedObjects(o: { repo: string; since: number; proofs: string
   for (const p of fresh) if (files[`${p}.idx`]) verify(`objects/pack/${p}`, ["verify-pack", join(pack, `${p}.idx`)]);
   const info = join(objects, "info");
   const alternates = join(info, "alternates");
-  if (lstatSync(alternates, { throwIfNoEntry: false }) && changed(alternates)) out.push("objects/info/alternates was written: git would read objects from elsewhere");
+  if (lstatSync(alternates, { throwIfNoEntry: false }) && changed(alternates))
+    out.push("objects/info/alternates was written: git would read objects from elsewhere");
   const graphs = [join(info, "commit-graph"), join(info, "commit-graphs")].filter((p) => lstatSync(p, { throwIfNoEntry: false }));
   if (graphs.some(changed)) verify("objects/info/commit-graph", ["commit-graph", "verify"]);
   // What was found is the next baseline only when it is sound: a rewrite stays named until it is put right.

@@ -49,7 +49,8 @@ export function changedProducts(dir: string, paths: readonly string[], recorded:
 }
 
 /** What setup's products are made from when loop.json names nothing (`workspace.setupKey`): the manifests and lockfiles at the root. */
-const DEFAULT_INPUTS = /^(package\.json|package-lock\.json|npm-shrinkwrap\.json|pnpm-lock\.yaml|yarn\.lock|bun\.lockb?|\.npmrc|pyproject\.toml|setup\.py|setup\.cfg|requirements[^/]*\.txt|uv\.lock|poetry\.lock|Pipfile(\.lock)?|Cargo\.toml|Cargo\.lock|go\.mod|go\.sum|Gemfile(\.lock)?)$/;
+const DEFAULT_INPUTS =
+  /^(package\.json|package-lock\.json|npm-shrinkwrap\.json|pnpm-lock\.yaml|yarn\.lock|bun\.lockb?|\.npmrc|pyproject\.toml|setup\.py|setup\.cfg|requirements[^/]*\.txt|uv\.lock|poetry\.lock|Pipfile(\.lock)?|Cargo\.toml|Cargo\.lock|go\.mod|go\.sum|Gemfile(\.lock)?)$/;
 
 /**
  * The setup key of `commit` (docs/loop-json.md#workspace): a hash of the setup command and the blob
@@ -71,5 +72,8 @@ export function setupKey(o: { repo: string; commit: string; command: string; pat
     })
     .filter(([path]) => o.paths !== undefined || DEFAULT_INPUTS.test(path))
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return createHash("sha256").update(JSON.stringify({ command: o.command, inputs })).digest("hex").slice(0, 32);
+  return createHash("sha256")
+    .update(JSON.stringify({ command: o.command, inputs }))
+    .digest("hex")
+    .slice(0, 32);
 }

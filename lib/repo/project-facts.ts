@@ -15,7 +15,9 @@ type ReadFile = (name: string, max: number) => string | null;
 
 const table = (v: unknown): Record<string, unknown> | null => (v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : null);
 const strings = (v: unknown): string[] =>
-  Array.isArray(v) ? v.flatMap((x) => (typeof x === "string" ? [x] : typeof table(x)?.["include-group"] === "string" ? [String(table(x)!["include-group"])] : [])) : [];
+  Array.isArray(v)
+    ? v.flatMap((x) => (typeof x === "string" ? [x] : typeof table(x)?.["include-group"] === "string" ? [String(table(x)!["include-group"])] : []))
+    : [];
 const lists = (v: unknown): Record<string, string[]> => Object.fromEntries(Object.entries(table(v) ?? {}).map(([k, x]) => [k, strings(x)]));
 
 /**
@@ -29,7 +31,12 @@ export function projectFacts(names: readonly string[], read: ReadFile, onPath: r
     if (pkg) {
       const scripts = Object.fromEntries(Object.entries(table(pkg.scripts) ?? {}).filter((e): e is [string, string] => typeof e[1] === "string"));
       const declared = ["dependencies", "devDependencies", "optionalDependencies", "peerDependencies"].flatMap((k) => Object.keys(table(pkg[k]) ?? {}));
-      packageJson = { scripts, dependencies: declared.length > 0, declared, packageManager: typeof pkg.packageManager === "string" ? pkg.packageManager : null };
+      packageJson = {
+        scripts,
+        dependencies: declared.length > 0,
+        declared,
+        packageManager: typeof pkg.packageManager === "string" ? pkg.packageManager : null,
+      };
     }
   } catch {
     // Not JSON: no scripts or dependencies to read.
@@ -48,9 +55,16 @@ export function projectFacts(names: readonly string[], read: ReadFile, onPath: r
         project: project !== null,
         buildSystem: table(t["build-system"]) !== null,
         poetry: poetry !== null,
-        dependencies: [...strings(project?.dependencies), ...Object.keys(table(poetry?.dependencies) ?? {}), ...Object.keys(table(poetry?.["dev-dependencies"]) ?? {})],
+        dependencies: [
+          ...strings(project?.dependencies),
+          ...Object.keys(table(poetry?.dependencies) ?? {}),
+          ...Object.keys(table(poetry?.["dev-dependencies"]) ?? {}),
+        ],
         extras: lists(project?.["optional-dependencies"]),
-        groups: { ...lists(t["dependency-groups"]), ...Object.fromEntries(Object.entries(table(poetry?.group) ?? {}).map(([k, g]) => [k, Object.keys(table(table(g)?.dependencies) ?? {})])) },
+        groups: {
+          ...lists(t["dependency-groups"]),
+          ...Object.fromEntries(Object.entries(table(poetry?.group) ?? {}).map(([k, g]) => [k, Object.keys(table(table(g)?.dependencies) ?? {})])),
+        },
       };
     } catch {
       pyprojectInvalid = true;
@@ -59,7 +73,16 @@ export function projectFacts(names: readonly string[], read: ReadFile, onPath: r
   const requirements: Record<string, string> = {};
   for (const name of names) if (/requirements[\w.-]*\.txt$/.test(name)) requirements[name] = read(name, MANIFEST_MAX) ?? "";
   const nodeBins = o.bins && names.includes("package-lock.json") ? lockBins(read("package-lock.json", LOCKFILE_MAX)) : [];
-  return { files: [...names], packageJson, yarnBerry, pyproject, ...(pyprojectInvalid ? { pyprojectInvalid } : {}), requirements, onPath, ...(nodeBins.length ? { nodeBins } : {}) };
+  return {
+    files: [...names],
+    packageJson,
+    yarnBerry,
+    pyproject,
+    ...(pyprojectInvalid ? { pyprojectInvalid } : {}),
+    requirements,
+    onPath,
+    ...(nodeBins.length ? { nodeBins } : {}),
+  };
 }
 
 /** The names package-lock.json's packages put in node_modules/.bin (each entry's `bin`), of its top-level packages. */

@@ -13,7 +13,18 @@ import { join } from "node:path";
 function refFiles(commonDir: string, refs: readonly string[], worktreeGitDirs: readonly string[]): string[] {
   const out: string[] = [];
   for (const ref of refs) out.push(join(commonDir, `${ref}.lock`), join(commonDir, "logs", ref), join(commonDir, "logs", `${ref}.lock`));
-  for (const dir of worktreeGitDirs) out.push(join(dir, "logs", "HEAD"), join(dir, "HEAD.lock"), join(dir, "ORIG_HEAD"), join(dir, "MERGE_HEAD"), join(dir, "MERGE_MSG"), join(dir, "MERGE_MODE"), join(dir, "AUTO_MERGE"), join(dir, "COMMIT_EDITMSG"), join(dir, "index.lock"));
+  for (const dir of worktreeGitDirs)
+    out.push(
+      join(dir, "logs", "HEAD"),
+      join(dir, "HEAD.lock"),
+      join(dir, "ORIG_HEAD"),
+      join(dir, "MERGE_HEAD"),
+      join(dir, "MERGE_MSG"),
+      join(dir, "MERGE_MODE"),
+      join(dir, "AUTO_MERGE"),
+      join(dir, "COMMIT_EDITMSG"),
+      join(dir, "index.lock"),
+    );
   return out;
 }
 

@@ -9,7 +9,20 @@
 // exclusively. What loop wrote is remembered (the stamps: inode, size, times): a file still as loop
 // left it is left alone, any other is written again from its blob (its change time cannot be set by
 // a process, only moved forward by a write, so a stamp cannot be matched by a file loop did not write).
-import { closeSync, constants as fs, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readlinkSync, readSync, rmSync, symlinkSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  constants as fs,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readlinkSync,
+  readSync,
+  rmSync,
+  symlinkSync,
+  writeSync,
+} from "node:fs";
 import { dirname, join } from "node:path";
 import { readJsonOrNull, writeFileAtomic } from "../shared/fsutil.ts";
 import { StartError } from "../shared/errors.ts";
@@ -28,7 +41,12 @@ export interface TreeEntry {
 export class TreeRefused extends StartError {
   override name = "TreeRefused";
   constructor(readonly paths: string[]) {
-    super(`the commit holds ${paths.length === 1 ? "a path" : "paths"} no checkout may have: ${paths.slice(0, 5).map((p) => JSON.stringify(p)).join(", ")}${paths.length > 5 ? `, … ${paths.length - 5} more` : ""}`);
+    super(
+      `the commit holds ${paths.length === 1 ? "a path" : "paths"} no checkout may have: ${paths
+        .slice(0, 5)
+        .map((p) => JSON.stringify(p))
+        .join(", ")}${paths.length > 5 ? `, … ${paths.length - 5} more` : ""}`,
+    );
   }
 }
 
@@ -208,7 +226,10 @@ export function syncTree(o: SyncOptions): SyncResult {
   for (const e of missing.filter((m) => m.mode === "160000")) ensureDir(e.path);
   const blobs = missing.filter((m) => m.mode !== "160000");
   for (const batch of batches(blobs)) {
-    const contents = catBlobs(o.repo, batch.map((b) => b.oid));
+    const contents = catBlobs(
+      o.repo,
+      batch.map((b) => b.oid),
+    );
     for (const e of batch) {
       const slash = e.path.lastIndexOf("/");
       ensureDir(slash < 0 ? "" : e.path.slice(0, slash));

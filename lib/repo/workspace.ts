@@ -41,17 +41,11 @@ export function repoTop(root: string): string {
  * committed, one on another branch, a half-made one) is moved aside to `movedAside`, never deleted:
  * it may hold the only copy of someone's work. An empty directory is just removed.
  */
-export function ensureWorktree({
-  repo,
-  path,
-  branch,
-  startPoint,
-}: {
-  repo: string;
-  path: string;
-  branch: string;
-  startPoint: string;
-}): { created: boolean; branchCreated: boolean; movedAside: string | null } {
+export function ensureWorktree({ repo, path, branch, startPoint }: { repo: string; path: string; branch: string; startPoint: string }): {
+  created: boolean;
+  branchCreated: boolean;
+  movedAside: string | null;
+} {
   // Reused only as the checkout loop made (checkWorktree, read without running git in it, which
   // also refuses a symbolic branch): an earlier attempt's agent, or a verify running its code, may
   // have rewritten its .git, and a sandbox built from that would make another repository writable.
@@ -102,8 +96,13 @@ export function ensureBranch(o: { repo: string; branch: string; startPoint: stri
   const below = listBranches(o.repo, [`${o.branch}/`]);
   const movedBelow: string[] = [];
   if (below.size) {
-    disarmRefTraps({ commonDir: commonGitDir(o.repo), refs: [...below.keys()].flatMap((name) => [`refs/heads/${name}`, `refs/heads/${o.aside}/${name.slice(o.branch.length + 1)}`]) });
-    const input = [...below].map(([name, head]) => `create refs/heads/${o.aside}/${name.slice(o.branch.length + 1)} ${head}\ndelete refs/heads/${name} ${head}\n`).join("");
+    disarmRefTraps({
+      commonDir: commonGitDir(o.repo),
+      refs: [...below.keys()].flatMap((name) => [`refs/heads/${name}`, `refs/heads/${o.aside}/${name.slice(o.branch.length + 1)}`]),
+    });
+    const input = [...below]
+      .map(([name, head]) => `create refs/heads/${o.aside}/${name.slice(o.branch.length + 1)} ${head}\ndelete refs/heads/${name} ${head}\n`)
+      .join("");
     const r = gitTry(o.repo, ["update-ref", "-m", "loop: refs below an item branch's name, moved aside", "--stdin"], {}, input);
     if (r.code !== 0) throw new GitError(["update-ref", "--stdin"], r.code, r.stderr);
     movedBelow.push(...below.keys());
@@ -124,7 +123,8 @@ export function ensureBranch(o: { repo: string; branch: string; startPoint: stri
  */
 export function moveBranchAside(o: { repo: string; branch: string; aside: string; head: string; worktree: string }): void {
   const at = checkedOut(o.repo).find((w) => w.branch === o.branch);
-  if (at && realpathOrSelf(at.path) !== realpathOrSelf(o.worktree)) throw new GitError(["update-ref", "--stdin"], null, `${o.branch} is checked out at ${at.path}, not in the item's worktree; loop does not move it`);
+  if (at && realpathOrSelf(at.path) !== realpathOrSelf(o.worktree))
+    throw new GitError(["update-ref", "--stdin"], null, `${o.branch} is checked out at ${at.path}, not in the item's worktree; loop does not move it`);
   if (at) removeWorktree(o.repo, o.worktree);
   disarmRefTraps({ commonDir: commonGitDir(o.repo), refs: [`refs/heads/${o.aside}`, `refs/heads/${o.branch}`] });
   const input = `create refs/heads/${o.aside} ${o.head}\ndelete refs/heads/${o.branch} ${o.head}\n`;
@@ -138,7 +138,15 @@ export function moveBranchAside(o: { repo: string; branch: string; aside: string
  */
 export function restartBranch(o: { repo: string; branch: string; from: string; to: string }): void {
   disarmRefTraps({ commonDir: commonGitDir(o.repo), refs: [`refs/heads/${o.branch}`] });
-  const r = gitTry(o.repo, ["update-ref", "--no-deref", "-m", "loop: the item branch, started again at its start point", `refs/heads/${o.branch}`, o.to, o.from]);
+  const r = gitTry(o.repo, [
+    "update-ref",
+    "--no-deref",
+    "-m",
+    "loop: the item branch, started again at its start point",
+    `refs/heads/${o.branch}`,
+    o.to,
+    o.from,
+  ]);
   if (r.code !== 0) throw new GitError(["update-ref", `refs/heads/${o.branch}`], r.code, r.stderr);
 }
 
@@ -178,7 +186,11 @@ function removeWorktree(repo: string, path: string): boolean {
  * `<common git dir>/worktrees/<name>` whose `gitdir` names this checkout back and whose `commondir`
  * is the repository's; that git dir's HEAD is `branch`. Returns the git dir and the common one, or why not.
  */
-export function checkWorktree(o: { repo: string; worktree: string; branch: string }): { ok: true; gitDir: string; commonDir: string } | { ok: false; why: string } {
+export function checkWorktree(o: {
+  repo: string;
+  worktree: string;
+  branch: string;
+}): { ok: true; gitDir: string; commonDir: string } | { ok: false; why: string } {
   const no = (why: string) => ({ ok: false as const, why: `worktree_replaced: ${o.worktree} is not the checkout loop made (${why}); nothing committed` });
   // The agent writes these files: each read bounded, never through a link, only a regular file (a
   // FIFO in HEAD's place must not hang the step that holds the lease).
@@ -197,7 +209,8 @@ export function checkWorktree(o: { repo: string; worktree: string; branch: strin
     const dotGit = join(o.worktree, ".git");
     if (!existsSync(dotGit) && !isLinkAt(dotGit)) return no("its .git is missing: not a git checkout of its own");
     const dg = lstatSync(dotGit);
-    if (!dg.isFile()) return no(`its .git is ${dg.isDirectory() ? "a directory: a repository of its own" : dg.isSymbolicLink() ? "a symbolic link" : "not a regular file"}`);
+    if (!dg.isFile())
+      return no(`its .git is ${dg.isDirectory() ? "a directory: a repository of its own" : dg.isSymbolicLink() ? "a symbolic link" : "not a regular file"}`);
     const named = /^gitdir: (.+)$/m.exec(small(dotGit))?.[1]?.trim();
     if (!named) return no("its .git names no git dir");
     const common = realpathSync(resolve(o.repo, git(o.repo, ["rev-parse", "--git-common-dir"])));
@@ -273,7 +286,10 @@ function checkedOut(repo: string): { path: string; branch: string | null }[] {
 
 /** How a local merge ended: the outcome, why (its code), and a sentence for people. */
 export type MergeResult = { outcome: "merged" | "already_contained" | "conflict" | "failed"; code: MergeCode; commit: string | null; reason: string };
-type MergeCode = Extract<LandingCode, "merged" | "already_contained" | "conflict" | "branch_moved" | "target_checked_out" | "landing_replaced" | "merge_failed" | "target_moved">;
+type MergeCode = Extract<
+  LandingCode,
+  "merged" | "already_contained" | "conflict" | "branch_moved" | "target_checked_out" | "landing_replaced" | "merge_failed" | "target_moved"
+>;
 
 /**
  * Merge `branch` into the loop-owned `target` inside a landing worktree under the state root,
@@ -307,11 +323,21 @@ export function landMerge({ repo, landingDir, target, base, branch, commit = nul
   if (commit) {
     const now = revParse(repo, `refs/heads/${branch}`);
     if (now !== commit)
-      return { outcome: "failed", code: "branch_moved", commit: null, reason: `branch ${branch} moved since its verify (verified ${commit.slice(0, 12)}, now ${now ? now.slice(0, 12) : "gone"}); nothing merged` };
+      return {
+        outcome: "failed",
+        code: "branch_moved",
+        commit: null,
+        reason: `branch ${branch} moved since its verify (verified ${commit.slice(0, 12)}, now ${now ? now.slice(0, 12) : "gone"}); nothing merged`,
+      };
   }
   for (const w of checkedOut(repo))
     if (w.branch === target && w.path !== landingDir)
-      return { outcome: "failed", code: "target_checked_out", commit: null, reason: `target branch ${target} is checked out in ${w.path}; loop never merges into it` };
+      return {
+        outcome: "failed",
+        code: "target_checked_out",
+        commit: null,
+        reason: `target branch ${target} is checked out in ${w.path}; loop never merges into it`,
+      };
   // Creates the target branch from base the first time.
   const ws = ensureWorktree({ repo, path: landingDir, branch: target, startPoint: base });
   if (ws.movedAside) onMovedAside(ws.movedAside);
@@ -334,12 +360,22 @@ export function landMerge({ repo, landingDir, target, base, branch, commit = nul
     const merged = gitTry(landingDir, ["rev-parse", "--verify", "-q", `${after}^2`], pin).stdout.trim();
     const tip = git(landingDir, ["rev-parse", `${what}^{commit}`], pin);
     if (merged === tip) return { outcome: "merged", code: "merged", commit: after, reason: "merged" };
-    return { outcome: "already_contained", code: "already_contained", commit: after, reason: `already contained in ${target} (at ${after.slice(0, 12)}): nothing was merged, nothing changed` };
+    return {
+      outcome: "already_contained",
+      code: "already_contained",
+      commit: after,
+      reason: `already contained in ${target} (at ${after.slice(0, 12)}): nothing was merged, nothing changed`,
+    };
   }
   const conflicted = gitTry(landingDir, ["diff", "--no-ext-diff", "--name-only", "--diff-filter=U"], pin).stdout.trim().split("\n").filter(Boolean);
   gitTry(landingDir, ["merge", "--abort"], pin);
   if (conflicted.length) return { outcome: "conflict", code: "conflict", commit: null, reason: `merge conflict in ${conflicted.join(", ")}` };
-  return { outcome: "failed", code: "merge_failed", commit: null, reason: `git merge failed: ${(r.stderr || r.stdout).trim().split("\n").slice(-2).join(" / ")}` };
+  return {
+    outcome: "failed",
+    code: "merge_failed",
+    commit: null,
+    reason: `git merge failed: ${(r.stderr || r.stdout).trim().split("\n").slice(-2).join(" / ")}`,
+  };
 }
 
 /** Branches under the given prefixes (`loop/x/item/`) or with the given names, and the commit each points at. */
@@ -407,8 +443,14 @@ export function archiveBranches(repo: string, renames: { from: string; to: strin
   const one = (r: (typeof renames)[number]) => {
     const res = r.checkedOut
       ? gitTry(repo, ["branch", "-m", r.from, r.to])
-      : gitTry(repo, ["update-ref", "-m", `loop reset: archive ${r.from}`, "--stdin"], {}, `create refs/heads/${r.to} ${r.head}\ndelete refs/heads/${r.from} ${r.head}\n`);
-    if (res.code !== 0) failed.set(r.from, new GitError(r.checkedOut ? ["branch", "-m", r.from, r.to] : ["update-ref", "--stdin"], res.code, res.stderr).message);
+      : gitTry(
+          repo,
+          ["update-ref", "-m", `loop reset: archive ${r.from}`, "--stdin"],
+          {},
+          `create refs/heads/${r.to} ${r.head}\ndelete refs/heads/${r.from} ${r.head}\n`,
+        );
+    if (res.code !== 0)
+      failed.set(r.from, new GitError(r.checkedOut ? ["branch", "-m", r.from, r.to] : ["update-ref", "--stdin"], res.code, res.stderr).message);
   };
   const batch = renames.filter((r) => !r.checkedOut);
   if (batch.length > 1) {

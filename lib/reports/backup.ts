@@ -23,7 +23,8 @@ interface BackupReport {
 
 /** Why `target` cannot be a new backup file, or null. Pure enough to test: it only stats. */
 function targetProblem(target: string): string | null {
-  if (lstatSync(target, { throwIfNoEntry: false })) return `${target} already exists; loop backup never overwrites a file: choose a new name, or remove it first`;
+  if (lstatSync(target, { throwIfNoEntry: false }))
+    return `${target} already exists; loop backup never overwrites a file: choose a new name, or remove it first`;
   const dir = dirname(target);
   const st = statSync(dir, { throwIfNoEntry: false });
   if (!st) return `the directory ${dir} does not exist`;

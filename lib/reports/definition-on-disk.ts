@@ -48,12 +48,17 @@ export type DefinitionJudge = (b: DefinitionBasis) => DefinitionOnDisk;
 /** loop.json in `root` against the revision the log imported: `imported` when its bytes are the ones the last step read; else the judge's verdict, or `unread` without one. */
 export function definitionOnDisk(db: Database, basis: DefinitionBasis, judge: DefinitionJudge | null): DefinitionOnDisk {
   const known = knownBytes(db);
-  if (known && basis.loop.definitionHash !== null && known.hash === basis.loop.definitionHash && hashFile(join(basis.root, "loop.json")) === known.sha256) return { state: "imported", changes: [], problems: [] };
+  if (known && basis.loop.definitionHash !== null && known.hash === basis.loop.definitionHash && hashFile(join(basis.root, "loop.json")) === known.sha256)
+    return { state: "imported", changes: [], problems: [] };
   return judge ? judge(basis) : { state: "unread", changes: [], problems: [] };
 }
 
 /** What a valid loop.json changes of the imported revision, in a person's words. Pure. */
-export function changesOf(next: { name: string; settings: Record<string, unknown>; items: readonly { id: string }[] }, loop: Pick<LoopRecord, "name" | "settings">, itemIds: readonly string[]): string[] {
+export function changesOf(
+  next: { name: string; settings: Record<string, unknown>; items: readonly { id: string }[] },
+  loop: Pick<LoopRecord, "name" | "settings">,
+  itemIds: readonly string[],
+): string[] {
   const out: string[] = [];
   if (loop.name !== null && next.name !== loop.name) out.push(`name: ${loop.name} → ${next.name}`);
   const ids = new Set(next.items.map((it) => it.id));

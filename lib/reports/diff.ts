@@ -4,7 +4,7 @@ export function jsonDiff(a: unknown, b: unknown, path = "", out: string[] = [], 
   if (a === b) return out;
   const ta = Array.isArray(a) ? "array" : a === null ? "null" : typeof a;
   const tb = Array.isArray(b) ? "array" : b === null ? "null" : typeof b;
-  if (ta !== tb || ta !== "object" && ta !== "array") {
+  if (ta !== tb || (ta !== "object" && ta !== "array")) {
     out.push(path || "<root>");
     return out;
   }
@@ -31,7 +31,10 @@ function own(o: unknown, k: string): unknown {
 /** The value at a path jsonDiff reported ("<root>" is the value itself). */
 export function getPath(v: unknown, path: string): unknown {
   if (path === "<root>") return v;
-  const parts = path.replace(/\[(\d+)\]/g, ".$1").split(".").filter(Boolean);
+  const parts = path
+    .replace(/\[(\d+)\]/g, ".$1")
+    .split(".")
+    .filter(Boolean);
   let cur: unknown = v;
   for (const p of parts) {
     if (p === "length" && Array.isArray(cur)) return cur.length;

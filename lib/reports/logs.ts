@@ -46,7 +46,11 @@ export function findLog(stateRoot: string, selector: string, o: { attempt: numbe
  * with the reaction to the attempt before it, exactly as its handoff carries it; null when it was
  * no rework. From the log (a read snapshot), like everything `loop logs` finds.
  */
-export function findFeedback(stateRoot: string, selector: string, o: { attempt: number | null }): { item: string; attempt: number; attempts: number; feedback: string | null } {
+export function findFeedback(
+  stateRoot: string,
+  selector: string,
+  o: { attempt: number | null },
+): { item: string; attempt: number; attempts: number; feedback: string | null } {
   const found = findItem(stateRoot, selector);
   const { attempt, attempts } = attemptOf(found, o.attempt);
   return { item: found.id, attempt, attempts, feedback: reworkOf(found, attempt) };
@@ -57,7 +61,11 @@ export function findFeedback(stateRoot: string, selector: string, o: { attempt: 
  * The file is the wrapper's, but an agent without the sandbox can write it: only well-formed lines
  * are taken, the others counted (`unreadable`).
  */
-export function findRefusals(stateRoot: string, selector: string, o: { attempt: number | null }): { item: string; attempt: number; attempts: number; refused: GatewayRefusal[]; unreadable: number } {
+export function findRefusals(
+  stateRoot: string,
+  selector: string,
+  o: { attempt: number | null },
+): { item: string; attempt: number; attempts: number; refused: GatewayRefusal[]; unreadable: number } {
   const found = findItem(stateRoot, selector);
   const { attempt, attempts } = attemptOf(found, o.attempt);
   return { item: found.id, attempt, attempts, ...readRefusals(sessionDir(stateRoot, found.id, found.epoch, attempt)) };
@@ -68,7 +76,9 @@ function attemptOf(found: ItemState, asked: number | null): { attempt: number; a
   if (n === 0) throw new UsageError(`${found.id} has no attempts yet (it is ${found.status}): nothing was logged`);
   const attempt = asked ?? n;
   if (attempt < 1 || attempt > n)
-    throw new UsageError(`--attempt ${attempt}: ${found.id} has ${n === 1 ? "one attempt (1)" : `${n} attempts (1 to ${n})`}${found.epoch > 0 ? " since its last reset" : ""}`);
+    throw new UsageError(
+      `--attempt ${attempt}: ${found.id} has ${n === 1 ? "one attempt (1)" : `${n} attempts (1 to ${n})`}${found.epoch > 0 ? " since its last reset" : ""}`,
+    );
   return { attempt, attempts: n };
 }
 
@@ -76,10 +86,18 @@ function findItem(stateRoot: string, selector: string): ItemState {
   return withReadSnapshot(stateRoot, ({ db }) => {
     // Selectors resolve in presentation order (a ref shared with a withdrawn item picks the current one).
     const order = (JSON.parse(readLoopRow(db).body) as { order: string[] }).order;
-    const refs = new Map((db.query("SELECT item, json_extract(body, '$.def.ref') AS ref FROM proj_items").all() as { item: string; ref: string | null }[]).map((r) => [r.item, r.ref]));
+    const refs = new Map(
+      (db.query("SELECT item, json_extract(body, '$.def.ref') AS ref FROM proj_items").all() as { item: string; ref: string | null }[]).map((r) => [
+        r.item,
+        r.ref,
+      ]),
+    );
     let id: string;
     try {
-      [id] = resolveSelectorsIn(order.map((id) => ({ id, ref: refs.get(id) ?? null })), [selector]) as [string];
+      [id] = resolveSelectorsIn(
+        order.map((id) => ({ id, ref: refs.get(id) ?? null })),
+        [selector],
+      ) as [string];
     } catch (err) {
       // The item is an argument here, not a --work-item flag: say so in the message.
       if (err instanceof UnknownItemError) throw new UnknownItemError(err.message.replace(/^--work-item /, "item "));
@@ -278,7 +296,9 @@ export function verifyEnvironment(t: LogTarget): string[] | null {
   const r = readJsonOrNull<Record<string, unknown>>(join(dirname(t.path), VERIFY_FILES.environment));
   if (!r || typeof r !== "object") return null;
   const strings = (x: unknown) => (Array.isArray(x) ? x.filter((s): s is string => typeof s === "string") : []);
-  const dropped = (Array.isArray(r.dropped) ? r.dropped : []).flatMap((d: { name?: unknown; why?: unknown }) => (typeof d?.name === "string" && typeof d.why === "string" ? [`${d.name} (${d.why})`] : []));
+  const dropped = (Array.isArray(r.dropped) ? r.dropped : []).flatMap((d: { name?: unknown; why?: unknown }) =>
+    typeof d?.name === "string" && typeof d.why === "string" ? [`${d.name} (${d.why})`] : [],
+  );
   return [
     `the verify ran with: ${strings(r.names).join(" ")}`,
     ...(typeof r.PATH === "string" ? [`  PATH=${r.PATH}`] : []),

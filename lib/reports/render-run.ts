@@ -10,8 +10,12 @@ export function renderRun(r: RunResult): string {
   // "drained: Succeeded (loop drained)", not "(loop drained, Succeeded)": the outcome once.
   const outcome = r.loop.outcome && r.loop.outcome !== r.reason ? `, ${r.loop.outcome}` : "";
   const head = `${r.action}${r.item ? ` ${r.item}` : ""}${r.reason ? `: ${r.reason}` : ""} (loop ${r.loop.state}${outcome})`;
-  for (const n of r.notifications) out.push(`  notify${n.channel ? ` ${n.channel}` : ""} (${n.kind}${n.item ? ` ${n.item}` : ""}): ${n.ok ? (n.channel ? "sent" : "ran") : `failed: ${n.reason}`}`);
+  for (const n of r.notifications)
+    out.push(
+      `  notify${n.channel ? ` ${n.channel}` : ""} (${n.kind}${n.item ? ` ${n.item}` : ""}): ${n.ok ? (n.channel ? "sent" : "ran") : `failed: ${n.reason}`}`,
+    );
   // A reason already printed (the head line) is not printed again.
-  for (const a of r.attention) out.push(`  needs a person (${a.kind}${a.item && a.item !== r.item ? ` ${a.item}` : ""})${a.reason === r.reason ? "" : `: ${a.reason}`}`);
+  for (const a of r.attention)
+    out.push(`  needs a person (${a.kind}${a.item && a.item !== r.item ? ` ${a.item}` : ""})${a.reason === r.reason ? "" : `: ${a.reason}`}`);
   return [head, ...out].map(printable).join("\n");
 }

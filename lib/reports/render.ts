@@ -12,7 +12,11 @@ const visible = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, "").length;
 
 function table(header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(visible(h), ...rows.map((r) => visible(r[i] ?? ""))));
-  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c + " ".repeat(widths[i]! - visible(c)))).join("  ").trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c + " ".repeat(widths[i]! - visible(c))))
+      .join("  ")
+      .trimEnd();
   return [line(header), ...rows.map(line)].join("\n");
 }
 
@@ -39,18 +43,29 @@ export function renderStatus(r: StatusReport, color: boolean): string {
   );
   if (L.reason) out.push(`reason: ${p(L.reason)}`);
   if (L.current) out.push(`current: ${p(L.current)}`);
-  const counts = Object.entries(shownCounts(L.counts, r.items)).map(([k, v]) => `${p(v)} ${p(k)}`).join(", ");
+  const counts = Object.entries(shownCounts(L.counts, r.items))
+    .map(([k, v]) => `${p(v)} ${p(k)}`)
+    .join(", ");
   if (counts) out.push(`items: ${counts}`);
   if (r.autoMerge) out.push(p(autoMergeSentence(r.autoMerge)));
   // A notification channel that fails: said until it answers again (docs/operations.md#notification-channels).
   for (const c of L.channels ?? [])
-    if (c.failures > 0) out.push(`notify channel ${p(c.id)}: ${c.failures} failed send${c.failures === 1 ? "" : "s"} in a row (${p(c.lastError ?? "?")}); tried again after ${p(c.retryAt ?? "?")}`);
+    if (c.failures > 0)
+      out.push(
+        `notify channel ${p(c.id)}: ${c.failures} failed send${c.failures === 1 ? "" : "s"} in a row (${p(c.lastError ?? "?")}); tried again after ${p(c.retryAt ?? "?")}`,
+      );
   // The default verify on the base tree (docs/cli/loop-run.md#the-verify-on-the-base): said once it ran.
   const bv = L.baseVerify;
-  if (bv) out.push(`verify on the base: ${p(bv.status)}${bv.status === "accepted" ? ` by ${p(bv.acceptedBy)}` : ""}${bv.quote ? ` (${p(bv.quote)})` : ""}${bv.status === "failed" || bv.status === "accepted" ? ` · ${p(bv.log)}` : ""}`);
+  if (bv)
+    out.push(
+      `verify on the base: ${p(bv.status)}${bv.status === "accepted" ? ` by ${p(bv.acceptedBy)}` : ""}${bv.quote ? ` (${p(bv.quote)})` : ""}${bv.status === "failed" || bv.status === "accepted" ? ` · ${p(bv.log)}` : ""}`,
+    );
   // Checkouts moved aside, deleted a bounded piece per step (docs/state.md#the-trash).
   const t = L.trash;
-  if (t?.entries) out.push(`to delete: ${p(t.entries)} folder(s), ${t.bytes >= 2 ** 20 ? `${(t.bytes / 2 ** 20).toFixed(0)} MiB` : `${Math.ceil(t.bytes / 1024)} KiB`}${t.unknown ? ` (${p(t.unknown)} of unknown size)` : ""}, by the next steps`);
+  if (t?.entries)
+    out.push(
+      `to delete: ${p(t.entries)} folder(s), ${t.bytes >= 2 ** 20 ? `${(t.bytes / 2 ** 20).toFixed(0)} MiB` : `${Math.ceil(t.bytes / 1024)} KiB`}${t.unknown ? ` (${p(t.unknown)} of unknown size)` : ""}, by the next steps`,
+    );
   if (r.items.length) {
     out.push("");
     out.push(
@@ -87,11 +102,15 @@ export function renderStatus(r: StatusReport, color: boolean): string {
     // Hosts a session's gateway refused: the operator may widen the list (docs/loop-json.md#network).
     for (const it of r.items.filter((it) => it.network?.refused)) {
       const last = it.network!.lastHost!;
-      out.push(`${p(it.id)}: its gateway refused ${p(it.network!.refused)} connection(s), the last to ${p(last.host)}:${p(last.port)} at ${p(last.at)} (loop logs ${p(it.id)} --network)`);
+      out.push(
+        `${p(it.id)}: its gateway refused ${p(it.network!.refused)} connection(s), the last to ${p(last.host)}:${p(last.port)} at ${p(last.at)} (loop logs ${p(it.id)} --network)`,
+      );
     }
     // Model requests it refused besides a budget's: an endpoint it does not forward (a CLI that sends a new one), or after cut-offs.
     for (const it of r.items.filter((it) => it.network?.modelRefused))
-      out.push(`${p(it.id)}: its gateway refused ${p(it.network!.modelRefused)} model request(s) it does not forward or after answers were cut off (loop logs ${p(it.id)} --network)`);
+      out.push(
+        `${p(it.id)}: its gateway refused ${p(it.network!.modelRefused)} model request(s) it does not forward or after answers were cut off (loop logs ${p(it.id)} --network)`,
+      );
     // What a running attempt's figure leaves out (codex inside a turn): the SPEND cell is not the whole story.
     for (const it of r.items.filter((it) => it.status === "running" && it.usage?.attempt?.note && !it.usage.attempt.final))
       out.push(`${p(it.id)}: spend so far: ${p(it.usage!.attempt!.note)}`);
@@ -100,7 +119,10 @@ export function renderStatus(r: StatusReport, color: boolean): string {
     if (drained.length) {
       out.push("", "drained (not counted):");
       for (const it of drained)
-        for (const d of it.drained) out.push(`  ${p(it.id)}: attempt ${p(d.attempt)} died with the watcher (${p(d.signal)} at ${p(d.signalledAt)}, its ${p(d.running)} running) and ran again`);
+        for (const d of it.drained)
+          out.push(
+            `  ${p(it.id)}: attempt ${p(d.attempt)} died with the watcher (${p(d.signal)} at ${p(d.signalledAt)}, its ${p(d.running)} running) and ran again`,
+          );
     }
     const forged = r.items.filter((it) => it.pr || it.forge?.landing);
     if (forged.length) {
@@ -155,13 +177,20 @@ function spendLines(r: StatusReport, p: (v: unknown) => string): string[] {
   const u = r.loop.usage as (Usage & { daily?: { tokens: number | null; usd: number | null } }) | undefined;
   if (!u) return [];
   const figure = (x: { tokens: number | null; usd: number | null }) =>
-    x.tokens === null && x.usd === null ? "unknown" : `${x.tokens === null ? "tokens unknown" : `${tokensText(x.tokens)} tokens`}, ${x.usd === null ? "dollars unknown" : usdText(x.usd)}`;
-  const out = [!u.attempts ? "spend: nothing yet (no attempt has run)" : `spend: ${figure(u)} over ${p(u.attempts)} attempt(s)${u.daily ? `; last 24 hours: ${figure(u.daily)}` : ""}`];
+    x.tokens === null && x.usd === null
+      ? "unknown"
+      : `${x.tokens === null ? "tokens unknown" : `${tokensText(x.tokens)} tokens`}, ${x.usd === null ? "dollars unknown" : usdText(x.usd)}`;
+  const out = [
+    !u.attempts
+      ? "spend: nothing yet (no attempt has run)"
+      : `spend: ${figure(u)} over ${p(u.attempts)} attempt(s)${u.daily ? `; last 24 hours: ${figure(u.daily)}` : ""}`,
+  ];
   const unknown = unknownLine(r, u, p);
   if (unknown) out.push(unknown);
   const b = r.loop.budget;
   if (b) {
-    const limit = (x: { tokens: number | null; usd: number | null }) => [x.tokens === null ? null : `${tokensText(x.tokens)} tokens`, x.usd === null ? null : usdText(x.usd)].filter(Boolean).join(", ");
+    const limit = (x: { tokens: number | null; usd: number | null }) =>
+      [x.tokens === null ? null : `${tokensText(x.tokens)} tokens`, x.usd === null ? null : usdText(x.usd)].filter(Boolean).join(", ");
     const parts = [limit(b), b.daily ? `daily ${limit(b.daily)}` : ""].filter(Boolean);
     out.push(`budget: ${parts.join("; ")}${b.stopped ? ` (reached: ${p(b.stopped.reason)})` : ""}`);
   }
@@ -179,8 +208,13 @@ function unknownLine(r: StatusReport, u: NonNullable<Usage>, p: (v: unknown) => 
   if (!u.unknown || (u.unknown.tokens === 0 && u.unknown.usd === 0)) return null;
   const silent = r.items.filter((it) => it.usage && it.usage.tokens === null && it.usage.usd === null);
   const runners = [...new Set(silent.map((it) => it.session?.runner).filter((x): x is string => typeof x === "string"))];
-  const items = silent.length ? `; shown as ? for ${silent.map((it) => p(it.id)).join(", ")}${runners.length ? ` (runner ${runners.map(p).join(", ")})` : ""}` : "";
-  const hint = runners.some((x) => !READ_FROM_OUTPUT.includes(x)) || runners.length === 0 ? "; a command runner reports its usage by appending JSON lines to $LOOP_USAGE_FILE (docs/runners.md#reporting-usage)" : "";
+  const items = silent.length
+    ? `; shown as ? for ${silent.map((it) => p(it.id)).join(", ")}${runners.length ? ` (runner ${runners.map(p).join(", ")})` : ""}`
+    : "";
+  const hint =
+    runners.some((x) => !READ_FROM_OUTPUT.includes(x)) || runners.length === 0
+      ? "; a command runner reports its usage by appending JSON lines to $LOOP_USAGE_FILE (docs/runners.md#reporting-usage)"
+      : "";
   return `usage unknown: ${p(u.unknown.tokens)} of ${p(u.attempts)} attempt(s) reported no tokens, ${p(u.unknown.usd)} no dollars${items}${hint}`;
 }
 
@@ -191,7 +225,10 @@ function forgeLine(it: StatusReport["items"][number], p: (v: unknown) => string)
   // Reactions (docs/forge.md#reactions): the checks as last seen, the last reaction, the reworks left.
   const f = it.forge;
   const r = f?.lastReaction;
-  const more = it.pr && f ? ` · checks: ${p(f.checks)}${r ? ` · last reaction: ${r.decision === "retry" ? `retry after ${p(r.reason)}` : `block: ${p(r.reason)}`} (attempt ${p(r.attempt)})` : ""} · reworks left: ${p(f.reworksLeft)}` : "";
+  const more =
+    it.pr && f
+      ? ` · checks: ${p(f.checks)}${r ? ` · last reaction: ${r.decision === "retry" ? `retry after ${p(r.reason)}` : `block: ${p(r.reason)}`} (attempt ${p(r.attempt)})` : ""} · reworks left: ${p(f.reworksLeft)}`
+      : "";
   // A settled landing (landing_finished) is the item's own: merged, opened, blocked with a reason.
   if (it.landing) return `${pr} · landing: ${p(it.landing.outcome)}${it.landing.reason ? ` (${p(it.landing.reason)})` : ""}${more}`;
   return l ? `${pr} · landing: waiting (${p(l.code)}: ${p(l.reason)})${more}` : `${pr}${more}`;
@@ -208,7 +245,8 @@ function inFlight(it: StatusReport["items"][number], p: (v: unknown) => string):
   if (current?.log) out.push(`  log:      ${p(current.log)}  (\`loop logs ${p(it.id)} --follow\`)`);
   if (it.worktree) out.push(`  worktree: ${p(it.worktree)}`);
   if (it.builtOn) out.push(`  built on: ${p(it.builtOn.ref)} (${p(it.builtOn.commit.slice(0, 12))})`);
-  if (it.setup) out.push(`  setup:    ${it.setup.reusedFrom === null ? "ran" : `reused from ${p(it.setup.reusedFrom)}`} (${p((it.setup.ms / 1000).toFixed(1))} s)`);
+  if (it.setup)
+    out.push(`  setup:    ${it.setup.reusedFrom === null ? "ran" : `reused from ${p(it.setup.reusedFrom)}`} (${p((it.setup.ms / 1000).toFixed(1))} s)`);
   if (current?.attach) out.push(`  attach:   ${p(current.attach)}`);
   return out;
 }

@@ -101,9 +101,7 @@ function disagreements(a: Projection, b: Projection): string[] {
  */
 function mergeFindings(integrity: IntegrityResult, fold: FoldOutcome): ReplayFinding[] {
   const firstChain = Math.min(...integrity.findings.map((f) => f.seq ?? Infinity));
-  const foldFindings = fold.findings
-    .filter((f) => !(f.rule === "seq_gap" && (f.seq ?? Infinity) >= firstChain))
-    .map(({ rule: _rule, ...f }) => f);
+  const foldFindings = fold.findings.filter((f) => !(f.rule === "seq_gap" && (f.seq ?? Infinity) >= firstChain)).map(({ rule: _rule, ...f }) => f);
   return [...integrity.findings, ...foldFindings].sort((x, y) => (x.seq ?? Infinity) - (y.seq ?? Infinity));
 }
 
@@ -160,14 +158,14 @@ export function compareProjection(db: Database, p: Projection): ReplayFinding[] 
   const fl = loopRow(p);
   if (!lr) out.push({ code: "projection_mismatch", message: "proj_loop has no row; the fold has one" });
   else {
-    if (lr.seq !== fl.seq)
-      out.push({ code: "projection_mismatch", seq: lr.seq, message: `proj_loop is at seq ${lr.seq}, the fold at seq ${fl.seq}` });
+    if (lr.seq !== fl.seq) out.push({ code: "projection_mismatch", seq: lr.seq, message: `proj_loop is at seq ${lr.seq}, the fold at seq ${fl.seq}` });
     else if (lr.hash !== fl.hash)
       out.push({ code: "projection_mismatch", seq: lr.seq, message: `proj_loop's hash at seq ${lr.seq} is not the log's hash of that event` });
     // "" until state.json is written; once recorded, it must name the fold's document (status trusts a file with that hash).
     if (lr.state_sha !== "") {
       const sha = sha256Hex(jsonText(stateDocument(p)));
-      if (lr.state_sha !== sha) out.push({ code: "projection_mismatch", message: `proj_loop.state_sha is ${lr.state_sha}, the fold's state.json hashes to ${sha}` });
+      if (lr.state_sha !== sha)
+        out.push({ code: "projection_mismatch", message: `proj_loop.state_sha is ${lr.state_sha}, the fold's state.json hashes to ${sha}` });
     }
     if (lr.body !== fl.body || lr.state !== fl.state)
       out.push({ code: "projection_mismatch", message: `proj_loop differs: ${describeRowDiff(lr.body, fl.body)}` });
@@ -182,7 +180,8 @@ export function compareProjection(db: Database, p: Projection): ReplayFinding[] 
       if (folded === stored) continue;
       found.push({ id, message: folded === null ? `${t}[${id}] exists; the fold has no such row` : `${t}[${id}] differs: ${describeRowDiff(stored, folded)}` });
     }
-    for (const id of Object.keys(p.items)) if (!seen.has(id) && itemRow(p.items[id]!, t) !== null) found.push({ id, message: `${t}[${id}] is missing; the fold has it` });
+    for (const id of Object.keys(p.items))
+      if (!seen.has(id) && itemRow(p.items[id]!, t) !== null) found.push({ id, message: `${t}[${id}] is missing; the fold has it` });
   }
   // By item, then table: the order a reader compares them in.
   const rank = new Map(ITEM_TABLES.map((t, i) => [t, i]));
@@ -208,8 +207,12 @@ export function compareFiles(stateRoot: string, p: Projection): ReplayFinding[] 
     if (parsed.ok) {
       const diffs = jsonDiff(parsed.value, expected);
       for (const d of diffs)
-        out.push({ code: "state_field_mismatch", message: `state.json ${d}: ${JSON.stringify(getPath(parsed.value, d)) ?? "nothing"} on file, ${JSON.stringify(getPath(expected, d)) ?? "nothing"} in the fold` });
-      if (diffs.length === 0) out.push({ code: "state_field_mismatch", message: "state.json has the right values but not the exact bytes of the canonical document" });
+        out.push({
+          code: "state_field_mismatch",
+          message: `state.json ${d}: ${JSON.stringify(getPath(parsed.value, d)) ?? "nothing"} on file, ${JSON.stringify(getPath(expected, d)) ?? "nothing"} in the fold`,
+        });
+      if (diffs.length === 0)
+        out.push({ code: "state_field_mismatch", message: "state.json has the right values but not the exact bytes of the canonical document" });
     } else out.push({ code: "unreadable_state_file", message: `state.json is not valid JSON: ${parsed.message}` });
   }
   const term = readRegularFile(paths.terminal, { noLinks: true, owner });
@@ -222,11 +225,13 @@ export function compareFiles(stateRoot: string, p: Projection): ReplayFinding[] 
   } else {
     const parsed = tryParse(term.bytes.toString("utf8"));
     if (!parsed.ok) out.push({ code: "unreadable_terminal_file", message: `terminal_state.json is not valid JSON: ${parsed.message}` });
-    else if (!expectedTerm)
-      out.push({ code: "desynced_terminal_window", message: `terminal_state.json exists but the loop is ${p.loop.state}, not drained` });
+    else if (!expectedTerm) out.push({ code: "desynced_terminal_window", message: `terminal_state.json exists but the loop is ${p.loop.state}, not drained` });
     else if (!term.bytes.equals(Buffer.from(jsonText(expectedTerm)))) {
       const diffs = jsonDiff(parsed.value, expectedTerm);
-      out.push({ code: "terminal_state_mismatch", message: `terminal_state.json differs from the fold at ${diffs.join(", ") || "its bytes (the values agree)"}` });
+      out.push({
+        code: "terminal_state_mismatch",
+        message: `terminal_state.json differs from the fold at ${diffs.join(", ") || "its bytes (the values agree)"}`,
+      });
     }
   }
   return out;
@@ -310,7 +315,10 @@ class RunlogCheck {
 
   private explain(db: Database): ReplayFinding[] {
     const text = readFileSync(this.path, "utf8");
-    if (!text.startsWith(RUNLOG_HEADER)) return [{ code: "runlog_mismatch", message: "RUNLOG.md does not start with the header loop writes: it is not the log's (the next loop run writes it anew)" }];
+    if (!text.startsWith(RUNLOG_HEADER))
+      return [
+        { code: "runlog_mismatch", message: "RUNLOG.md does not start with the header loop writes: it is not the log's (the next loop run writes it anew)" },
+      ];
     const render = db.query("SELECT seq, ts, type, actor, item, payload FROM events WHERE seq = ? AND type IN ('item_settled','item_requeued')");
     const heading = (block: string) => /^### (.*)$/m.exec(block)?.[1] ?? "";
     const out: ReplayFinding[] = [];
@@ -320,12 +328,22 @@ class RunlogCheck {
       const block = m[0].endsWith("\n\n") ? m[0] : `${m[0]}\n`;
       const row = render.get(seq) as { seq: number; ts: string; type: string; actor: string; item: string | null; payload: string } | null;
       const want = row ? runlogBlock({ ...row, payload: JSON.parse(row.payload) }) : null;
-      if (want === null) out.push({ code: "runlog_mismatch", seq, message: `RUNLOG.md has a block for seq ${seq} ("${heading(block)}") that is not in the log: no decision was recorded at seq ${seq}` });
-      else if (block !== want) out.push({ code: "runlog_mismatch", seq, message: `RUNLOG.md's block for seq ${seq} ("${heading(block)}") is not the log's ("${heading(want)}")` });
+      if (want === null)
+        out.push({
+          code: "runlog_mismatch",
+          seq,
+          message: `RUNLOG.md has a block for seq ${seq} ("${heading(block)}") that is not in the log: no decision was recorded at seq ${seq}`,
+        });
+      else if (block !== want)
+        out.push({ code: "runlog_mismatch", seq, message: `RUNLOG.md's block for seq ${seq} ("${heading(block)}") is not the log's ("${heading(want)}")` });
       else if (seq <= last) out.push({ code: "runlog_mismatch", seq, message: `RUNLOG.md repeats the block for seq ${seq}, or has it out of order` });
       last = Math.max(last, seq);
     }
-    if (out.length === 0) out.push({ code: "runlog_mismatch", message: `RUNLOG.md differs from what the log renders after byte ${this.pos}: text outside its blocks, or a block missing between two others` });
+    if (out.length === 0)
+      out.push({
+        code: "runlog_mismatch",
+        message: `RUNLOG.md differs from what the log renders after byte ${this.pos}: text outside its blocks, or a block missing between two others`,
+      });
     if (out.length > RUNLOG_NAMED) {
       const more = out.length - RUNLOG_NAMED;
       out.splice(RUNLOG_NAMED, more, { code: "runlog_mismatch", message: `… and ${more} more blocks of RUNLOG.md that are not the log's` });
@@ -350,7 +368,9 @@ function tryParse(text: string): { ok: true; value: unknown } | { ok: false; mes
 export function parseHead(text: string): { seq: number; hash: string } {
   const m = /^(\d{1,15}):([0-9a-f]{64})$/.exec(text.trim());
   if (!m || Number(m[1]) < 1)
-    throw new UsageError(`--expect-head must be <seq>:<hash> as loop replay prints the head (a seq from 1 and 64 lowercase hex digits), got ${JSON.stringify(text)}`);
+    throw new UsageError(
+      `--expect-head must be <seq>:<hash> as loop replay prints the head (a seq from 1 and 64 lowercase hex digits), got ${JSON.stringify(text)}`,
+    );
   return { seq: Number(m[1]), hash: m[2]! };
 }
 
@@ -362,13 +382,29 @@ export function parseHead(text: string): { seq: number; hash: string } {
 function checkAnchor(db: Database, anchor: { seq: number; hash: string }): ReplayFinding[] {
   const row = db.query("SELECT hash FROM events WHERE seq = ?").get(anchor.seq) as { hash: string } | null;
   const head = headOf(db);
-  if (!row) return [{ code: "head_mismatch", seq: anchor.seq, message: `the expected head is at seq ${anchor.seq}, but the log ends at seq ${head.seq}: events recorded since were removed, or this is another log` }];
+  if (!row)
+    return [
+      {
+        code: "head_mismatch",
+        seq: anchor.seq,
+        message: `the expected head is at seq ${anchor.seq}, but the log ends at seq ${head.seq}: events recorded since were removed, or this is another log`,
+      },
+    ];
   if (row.hash !== anchor.hash)
-    return [{ code: "head_mismatch", seq: anchor.seq, message: `the event at seq ${anchor.seq} has hash ${row.hash}, not the expected ${anchor.hash}: the log up to there was rewritten since the head was recorded, or this is another log` }];
+    return [
+      {
+        code: "head_mismatch",
+        seq: anchor.seq,
+        message: `the event at seq ${anchor.seq} has hash ${row.hash}, not the expected ${anchor.hash}: the log up to there was rewritten since the head was recorded, or this is another log`,
+      },
+    ];
   return [];
 }
 
-export async function replayReport(stateRoot: string, opts: { worker?: boolean; project?: ProjectIdentity | null; expectHead?: { seq: number; hash: string } | null } = {}) {
+export async function replayReport(
+  stateRoot: string,
+  opts: { worker?: boolean; project?: ProjectIdentity | null; expectHead?: { seq: number; hash: string } | null } = {},
+) {
   return withReadSnapshotAsync(stateRoot, async (snap) => {
     const { db } = snap;
     const head = headOf(db);

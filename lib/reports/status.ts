@@ -39,7 +39,6 @@ import { readRefusals } from "../supervisor/gateway-files.ts";
 /** A finding of status: its code is one of STATUS_FINDING_CODES (lib/log/integrity.ts). */
 type Finding = AnyFinding<StatusFindingCode>;
 
-
 type StateDocument = ReturnType<typeof stateDocument>;
 
 /**
@@ -68,8 +67,7 @@ export function statusReport(
     const head = headOf(db);
     const lr = readLoopRow(db);
     const findings: Finding[] = [];
-    if (lr.seq < head.seq)
-      findings.push({ code: "projection_behind", seq: lr.seq + 1, message: `projection is at seq ${lr.seq}, the log at seq ${head.seq}` });
+    if (lr.seq < head.seq) findings.push({ code: "projection_behind", seq: lr.seq + 1, message: `projection is at seq ${lr.seq}, the log at seq ${head.seq}` });
     else if (lr.seq > head.seq)
       findings.push({ code: "projection_ahead", seq: head.seq, message: `projection is at seq ${lr.seq}, beyond the log head ${head.seq}` });
     else if (lr.hash !== head.hash)
@@ -169,7 +167,12 @@ export function statusReport(
     // loop.json as it is now, against the revision the log imported (null: run for a copy, no root).
     // Only for the project the store belongs to: a copy checked elsewhere (a backup) has no loop.json of its own there.
     const definition = root === null || project === null || foreign ? null : definitionOnDisk(db, { root, loop, itemIds: doc.items.map((it) => it.id) }, judge);
-    const attention = attentionOf(attentionInputOf(doc, loop.drainedSeq, pullSign)).map(({ kind, item, reason, fix }) => ({ kind: kind as AttentionKind, item, reason, fix }));
+    const attention = attentionOf(attentionInputOf(doc, loop.drainedSeq, pullSign)).map(({ kind, item, reason, fix }) => ({
+      kind: kind as AttentionKind,
+      item,
+      reason,
+      fix,
+    }));
     if (definition?.state === "invalid")
       attention.unshift({
         kind: "definition",
@@ -181,7 +184,20 @@ export function statusReport(
       schema: "loop/status@1",
       healthy: findings.length === 0,
       // Where this loop's worktrees and landing checkout live (docs/state.md#where-worktrees-live).
-      loop: { ...doc.loop, seq: lr.seq, logSeq: head.seq, counts: doc.counts, usage: usageOf(doc, loop), budget: budgetOf(loop), worktrees: worktreesRoot(stateRoot, env), trash: trashReport(trashOf(worktreesRoot(stateRoot, env))), baseVerify: baseVerifyOf(loop), channels: channelsOf(loop), step, definition },
+      loop: {
+        ...doc.loop,
+        seq: lr.seq,
+        logSeq: head.seq,
+        counts: doc.counts,
+        usage: usageOf(doc, loop),
+        budget: budgetOf(loop),
+        worktrees: worktreesRoot(stateRoot, env),
+        trash: trashReport(trashOf(worktreesRoot(stateRoot, env))),
+        baseVerify: baseVerifyOf(loop),
+        channels: channelsOf(loop),
+        step,
+        definition,
+      },
       // What needs a person (the conditions `loop run` exits 1 for, and a loop.json every step refuses), each with the commands that put it right.
       attention,
       autoMerge: autoMergeOf(loop, env),
@@ -194,14 +210,21 @@ export function statusReport(
 export type StatusReport = ReturnType<typeof statusReport>;
 
 /** The refusals of a session's gateway, counted (hosts, model requests past a budget, the others), with the last host refused: for widening the list. */
-function networkOf(s: Record<string, unknown> | null): { refused: number; budgetRefused: number; modelRefused: number; lastHost: { host: string; port: number; at: string } | null } | null {
+function networkOf(
+  s: Record<string, unknown> | null,
+): { refused: number; budgetRefused: number; modelRefused: number; lastHost: { host: string; port: number; at: string } | null } | null {
   if (!s || typeof s.log !== "string") return null;
   const { refused } = readRefusals(dirname(s.log));
   if (refused.length === 0) return null;
   const hosts = refused.filter((r) => r.kind === "network");
   const last = hosts.at(-1);
   const budget = refused.filter((r) => r.kind === "budget").length;
-  return { refused: hosts.length, budgetRefused: budget, modelRefused: refused.length - hosts.length - budget, lastHost: last && last.kind === "network" ? { host: last.host, port: last.port, at: last.at } : null };
+  return {
+    refused: hosts.length,
+    budgetRefused: budget,
+    modelRefused: refused.length - hosts.length - budget,
+    lastHost: last && last.kind === "network" ? { host: last.host, port: last.port, at: last.at } : null,
+  };
 }
 
 /** What attention reads (lib/decisions/attention.ts), from the state document: every item of it. */
@@ -257,7 +280,21 @@ function reworksLeft(it: { maxAttempts: number; failures: number }): number {
 /** The default verify's last run on the base tree (docs/cli/loop-status.md), or null before the first. */
 function baseVerifyOf(loop: LoopRecord) {
   const b = loop.baseVerify;
-  return b ? { status: b.status, verify: b.verify, setup: b.setup, commit: b.commit, startedAt: b.startedAt, finishedAt: b.finishedAt, code: b.code, exitCode: b.exitCode, quote: b.quote, log: b.log, acceptedBy: b.acceptedBy } : null;
+  return b
+    ? {
+        status: b.status,
+        verify: b.verify,
+        setup: b.setup,
+        commit: b.commit,
+        startedAt: b.startedAt,
+        finishedAt: b.finishedAt,
+        code: b.code,
+        exitCode: b.exitCode,
+        quote: b.quote,
+        log: b.log,
+        acceptedBy: b.acceptedBy,
+      }
+    : null;
 }
 
 /** The notification channels as the log has them (docs/operations.md#notification-channels), by id; [] before one was used. */
@@ -285,7 +322,10 @@ function budgetOf(loop: LoopRecord) {
     tokens: b.tokens ?? null,
     usd: usd(b.microUsd ?? null),
     daily: b.daily ? { tokens: b.daily.tokens ?? null, usd: usd(b.daily.microUsd ?? null) } : null,
-    stopped: loop.state === "paused" && loop.budgetStop ? { window: loop.budgetStop.window, unit: loop.budgetStop.unit, reason: loop.budgetStop.reason, at: loop.budgetStop.at } : null,
+    stopped:
+      loop.state === "paused" && loop.budgetStop
+        ? { window: loop.budgetStop.window, unit: loop.budgetStop.unit, reason: loop.budgetStop.reason, at: loop.budgetStop.at }
+        : null,
   };
 }
 
@@ -326,7 +366,10 @@ function refFindings(db: Database, doc: StateDocument, loop: LoopRecord, repo: s
   if (owned.length === 0) return [];
   let now: Map<string, string>;
   try {
-    now = readRefs(repo, owned.map((r) => r.ref));
+    now = readRefs(
+      repo,
+      owned.map((r) => r.ref),
+    );
   } catch (err) {
     return [{ code: "owned_ref_changed", message: (err as Error).message }];
   }
@@ -361,7 +404,10 @@ interface DrainedAttempt {
 /** Where an `ended` attempt stands: its verify running (reserved, not finished), or passed and not landed yet. */
 type AttemptPhase = "verifying" | "landing";
 
-function attemptFacts(db: Database, items: readonly { id: string; attempts: number }[]): Map<string, { ran: number; drained: DrainedAttempt[]; phase: AttemptPhase | null }> {
+function attemptFacts(
+  db: Database,
+  items: readonly { id: string; attempts: number }[],
+): Map<string, { ran: number; drained: DrainedAttempt[]; phase: AttemptPhase | null }> {
   const ids = items.filter((it) => it.attempts > 0).map((it) => it.id);
   if (ids.length === 0) return new Map();
   const rows = db
@@ -375,7 +421,8 @@ function attemptFacts(db: Database, items: readonly { id: string; attempts: numb
        FROM proj_ledgers WHERE item IN (SELECT value FROM json_each(?))`,
     )
     .all(JSON.stringify(ids)) as { item: string; ran: number; drained: string; verifyReserved: number; verifyPassed: number | null }[];
-  const phase = (r: { verifyReserved: number; verifyPassed: number | null }): AttemptPhase | null => (r.verifyPassed === 1 ? "landing" : r.verifyReserved && r.verifyPassed === null ? "verifying" : null);
+  const phase = (r: { verifyReserved: number; verifyPassed: number | null }): AttemptPhase | null =>
+    r.verifyPassed === 1 ? "landing" : r.verifyReserved && r.verifyPassed === null ? "verifying" : null;
   return new Map(rows.map((r) => [r.item, { ran: r.ran, drained: JSON.parse(r.drained) as DrainedAttempt[], phase: phase(r) }]));
 }
 
@@ -390,7 +437,14 @@ function waitingOf(db: Database, doc: StateDocument, loop: LoopRecord, currentPh
   const flags = pending ? readControlFlags(db) : new Map<string, { held: boolean; started: boolean }>();
   const requireStartCommand = loop.settings?.requireStartCommand ?? false;
   return waitingReasons({
-    loop: { state: doc.loop.state as LoopState, reason: doc.loop.reason, current: doc.loop.current, requireStartCommand, currentPhase, review: !!doc.loop.review?.waiting },
+    loop: {
+      state: doc.loop.state as LoopState,
+      reason: doc.loop.reason,
+      current: doc.loop.current,
+      requireStartCommand,
+      currentPhase,
+      review: !!doc.loop.review?.waiting,
+    },
     items: doc.items.map((it) => ({
       id: it.id,
       status: it.status as ItemStatus,
@@ -423,12 +477,7 @@ function tmuxSocketOf(log: string | null, env: Record<string, string | undefined
  * is the projection's `state_sha` is that document; anything else is compared with the document
  * rendered from the projection tables, which status then uses.
  */
-export function stateView(
-  path: string,
-  expectedSha: string,
-  projection: () => Projection,
-  owner?: number,
-): { doc: StateDocument; findings: Finding[] } {
+export function stateView(path: string, expectedSha: string, projection: () => Projection, owner?: number): { doc: StateDocument; findings: Finding[] } {
   // Read, not mapped: Bun.mmap opens the file for writing, and a read verb must not. Never followed:
   // a link in its place would show the target's words in a finding. It belongs to whoever runs the
   // loop (`owner`), who may not be who reads the report.

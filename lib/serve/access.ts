@@ -42,8 +42,10 @@ export function isLoopback(host: string): boolean {
 export function tokenFor(listen: Listen, flag: string | undefined, env: Record<string, string | undefined>): string | null {
   const token = flag ?? (env[TOKEN_ENV] || undefined) ?? null;
   const from = flag !== undefined ? "--token" : `$${TOKEN_ENV}`;
-  if (token !== null && token.length < MIN_TOKEN_LENGTH) throw new UsageError(`${from} is ${token.length} characters long; a token needs at least ${MIN_TOKEN_LENGTH} (for example \`openssl rand -hex 32\`)`);
-  if (token !== null && /[\s;,"\\]/.test(token)) throw new UsageError(`${from} holds a space, comma, semicolon, quote or backslash: it must fit in a cookie and a header unchanged`);
+  if (token !== null && token.length < MIN_TOKEN_LENGTH)
+    throw new UsageError(`${from} is ${token.length} characters long; a token needs at least ${MIN_TOKEN_LENGTH} (for example \`openssl rand -hex 32\`)`);
+  if (token !== null && /[\s;,"\\]/.test(token))
+    throw new UsageError(`${from} holds a space, comma, semicolon, quote or backslash: it must fit in a cookie and a header unchanged`);
   if (token === null && !isLoopback(listen.host))
     throw new UsageError(
       `refusing to listen on ${listen.host}, which is not loopback, without a token: anyone who can reach it could read every prompt, log and agent output of the loop. Give --token (or set $${TOKEN_ENV}), or listen on 127.0.0.1`,
@@ -100,7 +102,12 @@ export function checkAccess(req: { headers: Headers; url: URL }, token: string |
   if (token === null) {
     const host = req.headers.get("host") ?? "";
     const name = host.replace(/:\d+$/, "");
-    if (!isLoopback(name)) return { ok: false, status: 421, message: `the Host header ${JSON.stringify(host)} is not a loopback name: this server answers only requests addressed to this machine` };
+    if (!isLoopback(name))
+      return {
+        ok: false,
+        status: 421,
+        message: `the Host header ${JSON.stringify(host)} is not a loopback name: this server answers only requests addressed to this machine`,
+      };
     return { ok: true, setCookie: false };
   }
   // The scheme's name is case-insensitive (RFC 9110 §11.1): `bearer` and `BEARER` are `Bearer`.

@@ -53,7 +53,8 @@ export function originProblem(headers: Headers): string | null {
   const site = headers.get("sec-fetch-site");
   if (origin !== null && (host === null || origin.toLowerCase() !== `http://${host.toLowerCase()}`))
     return `a write from ${JSON.stringify(origin)} is refused: actions are taken from this server's own pages only`;
-  if (site !== null && site !== "same-origin") return `a write from another site (Sec-Fetch-Site: ${site}) is refused: actions are taken from this server's own pages only`;
+  if (site !== null && site !== "same-origin")
+    return `a write from another site (Sec-Fetch-Site: ${site}) is refused: actions are taken from this server's own pages only`;
   return null;
 }
 
@@ -63,9 +64,11 @@ export function originProblem(headers: Headers): string | null {
  */
 export function csrfProblem(headers: Headers, o: { token: string | null; port: number; secret: string; sent: unknown }): string | null {
   if (bearerOf(headers, o.token)) return null;
-  if (headers.get("origin") === null && headers.get("sec-fetch-site") === null) return "a write needs the Origin header of a browser, or `Authorization: Bearer <token>` from a script";
+  if (headers.get("origin") === null && headers.get("sec-fetch-site") === null)
+    return "a write needs the Origin header of a browser, or `Authorization: Bearer <token>` from a script";
   const want = csrfFor(headers, o.token, o.port, o.secret);
-  if (want === null || typeof o.sent !== "string" || !same(o.sent, want)) return "the page's CSRF token is missing or not this session's: reload the page and try again";
+  if (want === null || typeof o.sent !== "string" || !same(o.sent, want))
+    return "the page's CSRF token is missing or not this session's: reload the page and try again";
   return null;
 }
 

@@ -303,7 +303,13 @@ const HANDLERS: { [T in EventType]: Handler<T> } = {
   launch_failed(h, e, it, t) {
     const a = it && attemptOf(it, e.payload?.attempt);
     if (!a) return;
-    a.end = { at: t, verdict: e.payload?.interrupted ? "launch_interrupted" : "launch_failed", exitCode: null, signal: null, reason: str(e.payload?.reason) ?? "" };
+    a.end = {
+      at: t,
+      verdict: e.payload?.interrupted ? "launch_interrupted" : "launch_failed",
+      exitCode: null,
+      signal: null,
+      reason: str(e.payload?.reason) ?? "",
+    };
   },
   session_ended(h, e, it, t) {
     const a = it && attemptOf(it, e.payload?.attempt);
@@ -356,7 +362,15 @@ const HANDLERS: { [T in EventType]: Handler<T> } = {
     if (!a) return;
     const p = e.payload ?? {};
     const number = num(p.number) ?? 0;
-    a.pr = { at: a.pr?.at ?? t, number, url: str(p.url) ?? "", head: str(p.head) ?? "", draft: p.draft === true, reused: p.reused === true, label: `${pullTerms(h.provider).sign}${number}` };
+    a.pr = {
+      at: a.pr?.at ?? t,
+      number,
+      url: str(p.url) ?? "",
+      head: str(p.head) ?? "",
+      draft: p.draft === true,
+      reused: p.reused === true,
+      label: `${pullTerms(h.provider).sign}${number}`,
+    };
   },
   forge_reaction_recorded(_h, e, it, t) {
     const a = it && attemptOf(it, e.payload?.attempt);
@@ -402,7 +416,12 @@ const HANDLERS: { [T in EventType]: Handler<T> } = {
     // An attempt without an outcome is the one in flight (every requeue gives the one before its
     // outcome): a settlement ends it. An item settled while pending has none such.
     if (a && a.outcome === null && a.abandonedAt === null)
-      a.outcome = { at: t, kind, code: typeof e.payload?.reason === "string" ? (settleCodeOf(e.payload as Payload<"item_settled">) ?? null) : null, reason: str(e.payload?.reason) ?? "" };
+      a.outcome = {
+        at: t,
+        kind,
+        code: typeof e.payload?.reason === "string" ? (settleCodeOf(e.payload as Payload<"item_settled">) ?? null) : null,
+        reason: str(e.payload?.reason) ?? "",
+      };
   },
   session_closed(h, e, it, t) {
     const a = it && attemptOf(it, e.payload?.attempt);
@@ -434,7 +453,21 @@ function wrapperTimes(v: unknown, from: number, to: number): { from: number | nu
 }
 
 function emptyVerify(): VerifyHistory {
-  return { command: null, log: null, reservedAt: null, startedAt: null, deadline: null, finishedAt: null, ran: { from: null, to: null }, passed: null, exitCode: null, timedOut: false, code: null, reason: null, tail: null };
+  return {
+    command: null,
+    log: null,
+    reservedAt: null,
+    startedAt: null,
+    deadline: null,
+    finishedAt: null,
+    ran: { from: null, to: null },
+    passed: null,
+    exitCode: null,
+    timedOut: false,
+    code: null,
+    reason: null,
+    tail: null,
+  };
 }
 
 function settledAttempt(a: AttemptHistory): boolean {

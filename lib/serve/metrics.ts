@@ -28,13 +28,25 @@ export function metricsText(loops: LoopMetrics[], o: { now: number; sseClients: 
     if (!samples.length) return;
     out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
     for (const [labels, v] of samples) {
-      const l = Object.entries(labels).map(([k, val]) => `${k}="${labelValue(val)}"`).join(",");
+      const l = Object.entries(labels)
+        .map(([k, val]) => `${k}="${labelValue(val)}"`)
+        .join(",");
       out.push(`${name}${l ? `{${l}}` : ""} ${Number.isFinite(v) ? v : "NaN"}`);
     }
   };
   const ok = loops.filter((l) => l.status !== null) as (LoopMetrics & { status: StatusReport })[];
-  family("loop_up", "gauge", "1 when the loop's store could be read.", loops.map((l) => [{ loop: l.name }, l.status ? 1 : 0]));
-  family("loop_healthy", "gauge", "1 when loop status finds no divergence.", ok.map((l) => [{ loop: l.name }, l.status.healthy ? 1 : 0]));
+  family(
+    "loop_up",
+    "gauge",
+    "1 when the loop's store could be read.",
+    loops.map((l) => [{ loop: l.name }, l.status ? 1 : 0]),
+  );
+  family(
+    "loop_healthy",
+    "gauge",
+    "1 when loop status finds no divergence.",
+    ok.map((l) => [{ loop: l.name }, l.status.healthy ? 1 : 0]),
+  );
   family(
     "loop_state",
     "gauge",
@@ -47,11 +59,31 @@ export function metricsText(loops: LoopMetrics[], o: { now: number; sseClients: 
     "Work items by status.",
     ok.flatMap((l) => ITEM_STATUSES.map((st): [Record<string, string>, number] => [{ loop: l.name, status: st }, l.status.loop.counts[st] ?? 0])),
   );
-  family("loop_attempts_total", "counter", "Attempts reserved, in every epoch (from the event log).", loops.map((l) => [{ loop: l.name }, l.history.attempts]));
-  family("loop_reworks_total", "counter", "Reworks: forge reactions that sent an item back to work (from the event log).", loops.map((l) => [{ loop: l.name }, reworksOf(l.history)]));
+  family(
+    "loop_attempts_total",
+    "counter",
+    "Attempts reserved, in every epoch (from the event log).",
+    loops.map((l) => [{ loop: l.name }, l.history.attempts]),
+  );
+  family(
+    "loop_reworks_total",
+    "counter",
+    "Reworks: forge reactions that sent an item back to work (from the event log).",
+    loops.map((l) => [{ loop: l.name }, reworksOf(l.history)]),
+  );
   const usage = (l: LoopMetrics & { status: StatusReport }) => (l.status.loop as { usage?: { tokens?: unknown; usd?: unknown } | null }).usage ?? null;
-  family("loop_spend_usd", "counter", "What the loop's agents cost, in US dollars (only when known).", ok.flatMap((l) => (typeof usage(l)?.usd === "number" ? [[{ loop: l.name }, usage(l)!.usd as number] as [Record<string, string>, number]] : [])));
-  family("loop_spend_tokens", "counter", "Tokens the loop's agents used (only when known).", ok.flatMap((l) => (typeof usage(l)?.tokens === "number" ? [[{ loop: l.name }, usage(l)!.tokens as number] as [Record<string, string>, number]] : [])));
+  family(
+    "loop_spend_usd",
+    "counter",
+    "What the loop's agents cost, in US dollars (only when known).",
+    ok.flatMap((l) => (typeof usage(l)?.usd === "number" ? [[{ loop: l.name }, usage(l)!.usd as number] as [Record<string, string>, number]] : [])),
+  );
+  family(
+    "loop_spend_tokens",
+    "counter",
+    "Tokens the loop's agents used (only when known).",
+    ok.flatMap((l) => (typeof usage(l)?.tokens === "number" ? [[{ loop: l.name }, usage(l)!.tokens as number] as [Record<string, string>, number]] : [])),
+  );
   family(
     "loop_attention",
     "gauge",
@@ -73,7 +105,12 @@ export function metricsText(loops: LoopMetrics[], o: { now: number; sseClients: 
     "Seconds since the last event was appended to the log.",
     loops.filter((l) => l.history.lastTs !== null).map((l) => [{ loop: l.name }, round((o.now - l.history.lastTs!) / 1000)]),
   );
-  family("loop_log_seq", "gauge", "The log head (the seq of the last event).", loops.map((l) => [{ loop: l.name }, l.history.seq]));
+  family(
+    "loop_log_seq",
+    "gauge",
+    "The log head (the seq of the last event).",
+    loops.map((l) => [{ loop: l.name }, l.history.seq]),
+  );
   family("loop_serve_sse_clients", "gauge", "Pages connected for live updates.", [[{}, o.sseClients]]);
   return out.join("\n") + "\n";
 }

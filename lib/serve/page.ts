@@ -75,7 +75,11 @@ function attemptsText(it: StatusReport["items"][number]): string {
 }
 
 function countsText(counts: Record<string, number>): string {
-  return Object.entries(counts).map(([k, n]) => `${n} ${k}`).join(", ") || "no items";
+  return (
+    Object.entries(counts)
+      .map(([k, n]) => `${n} ${k}`)
+      .join(", ") || "no items"
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -85,7 +89,8 @@ function loopHeader(name: string, s: StatusReport, h: History): Markup {
   const usage = usageText((s.loop as { usage?: unknown }).usage);
   const reworks = reworksOf(h);
   const attention = s.attention.map(
-    (a) => html`<div class="attention" role="alert" data-kind="${a.kind}"><strong>Needs a person (${a.kind})</strong>: ${line(a.reason)}<div class="fix">To fix: ${a.fix.map((c, i) => html`${i ? " then " : ""}<code>${line(c)}</code>`)}</div></div>`,
+    (a) =>
+      html`<div class="attention" role="alert" data-kind="${a.kind}"><strong>Needs a person (${a.kind})</strong>: ${line(a.reason)}<div class="fix">To fix: ${a.fix.map((c, i) => html`${i ? " then " : ""}<code>${line(c)}</code>`)}</div></div>`,
   );
   const counts = Object.entries(shownCounts(s.loop.counts, s.items)).map(([st, n]) => html`<li class="count st-${st}"><b>${n}</b> ${st}</li>`);
   return html`<header class="loop" data-state="${s.loop.state}">
@@ -100,7 +105,10 @@ ${attention}
 /** The `main` of a loop's page: header, timeline with its legend, and the items as a table. */
 export function loopMain(name: string, s: StatusReport, h: History, now: number, width = 1200): Markup {
   const t = timelineOf(h, s, now, (id) => itemHref(name, id));
-  const legendItems = legend().map((l) => html`<li><svg width="14" height="10" aria-hidden="true"><rect class="${l.cls}" width="14" height="10"${l.cls.startsWith("wait") ? trusted(` fill="url(#hatch)"`) : ""}/></svg> ${l.name}</li>`);
+  const legendItems = legend().map(
+    (l) =>
+      html`<li><svg width="14" height="10" aria-hidden="true"><rect class="${l.cls}" width="14" height="10"${l.cls.startsWith("wait") ? trusted(` fill="url(#hatch)"`) : ""}/></svg> ${l.name}</li>`,
+  );
   const rows = s.items.map(
     (it) =>
       html`<tr data-item="${it.id}"><td><a href="${itemHref(name, it.id)}">${it.id}</a></td><td><span class="st st-${it.status}">${shownStatus(it)}</span></td><td class="attempts">${attemptsText(it)}</td><td class="spend">${usageText((it as { usage?: unknown }).usage) ?? "—"}</td><td>${it.waiting ? line(it.waiting.detail) : html`${codeOf(it.code)}${line(it.reason)}`}</td></tr>`,
@@ -148,7 +156,12 @@ function fileBlock(title: string, f: FileSlice | null, open = false): Markup {
   if (!f) return html``;
   if (f.kind === "absent") return html`<p class="file-missing">${title}: none</p>`;
   if (f.kind === "error") return html`<p class="file-missing">${title}: cannot be read (${line(f.message)})</p>`;
-  const cut = f.from > 0 ? html` <small>(the last ${f.total - f.from} of ${f.total} bytes)</small>` : f.size < f.total ? html` <small>(the first ${f.size} of ${f.total} bytes)</small>` : "";
+  const cut =
+    f.from > 0
+      ? html` <small>(the last ${f.total - f.from} of ${f.total} bytes)</small>`
+      : f.size < f.total
+        ? html` <small>(the first ${f.size} of ${f.total} bytes)</small>`
+        : "";
   return html`<details${open ? trusted(" open") : ""}><summary>${title}${cut}</summary><pre class="log">${f.text}</pre></details>`;
 }
 
@@ -171,20 +184,31 @@ function when(t: number | string | null | undefined): Markup {
 
 function attemptSection(a: AttemptHistory, files: AttemptFiles | undefined): Markup {
   const phases = phasesOf(a).map(
-    (p) => html`<li class="ph-line"><span class="swatch ph-${p.kind}"></span>${p.kind} ${p.to !== null ? spanText(p.from, p.to) : html`<em>still going</em>`} <small>(${when(p.from)} → ${p.to !== null ? when(p.to) : "now"})</small></li>`,
+    (p) =>
+      html`<li class="ph-line"><span class="swatch ph-${p.kind}"></span>${p.kind} ${p.to !== null ? spanText(p.from, p.to) : html`<em>still going</em>`} <small>(${when(p.from)} → ${p.to !== null ? when(p.to) : "now"})</small></li>`,
   );
   const v = a.verify;
   const verify = v
     ? html`<dl class="kv"><dt>verify</dt><dd>${v.command ? html`<code>${line(v.command)}</code> ` : ""}${v.passed === null ? html`<em>running</em>${v.deadline ? html` (deadline ${when(v.deadline)})` : ""}` : html`<span class="${v.passed ? "st st-passed" : "st st-failed"}">${v.passed ? "passed" : "failed"}</span>${v.timedOut ? " (timed out)" : ""}: ${codeOf(v.code)}${line(v.reason)}`}</dd></dl>${v.tail && !(files?.verify?.kind === "ok") ? html`<details><summary>verify output (recorded tail)</summary><pre class="log">${v.tail}</pre></details>` : ""}`
     : "";
-  const pr = a.pr ? html`<dl class="kv"><dt>pull request</dt><dd>${prLink(a.pr.label, a.pr.url)}${a.pr.draft ? " (draft)" : ""}${a.pr.reused ? " (reused)" : ""}, head <code>${a.pr.head.slice(0, 12)}</code></dd></dl>` : "";
+  const pr = a.pr
+    ? html`<dl class="kv"><dt>pull request</dt><dd>${prLink(a.pr.label, a.pr.url)}${a.pr.draft ? " (draft)" : ""}${a.pr.reused ? " (reused)" : ""}, head <code>${a.pr.head.slice(0, 12)}</code></dd></dl>`
+    : "";
   const checks = a.landingWaits.length
     ? html`<details><summary>checks and landing waits (${a.landingWaits.length})</summary><ul>${a.landingWaits.map((w) => html`<li>${when(w.at)} <code>${w.code}</code> ${line(w.reason)}</li>`)}</ul></details>`
     : "";
-  const landing = a.landing ? html`<dl class="kv"><dt>landing</dt><dd><span class="landing-${a.landing.outcome}">${a.landing.outcome}</span>${a.landing.target ? html` into <code>${line(a.landing.target)}</code>` : ""}${a.landing.commit ? html` at <code>${a.landing.commit.slice(0, 12)}</code>` : ""}: ${codeOf(a.landing.code)}${line(a.landing.reason)}</dd></dl>` : "";
-  const end = a.end ? html`<dl class="kv"><dt>agent</dt><dd>${a.end.verdict}${a.end.exitCode !== null ? `, exit ${a.end.exitCode}` : ""}${a.end.signal ? html`, ${a.end.signal}` : ""}: ${line(a.end.reason)}</dd></dl>` : "";
+  const landing = a.landing
+    ? html`<dl class="kv"><dt>landing</dt><dd><span class="landing-${a.landing.outcome}">${a.landing.outcome}</span>${a.landing.target ? html` into <code>${line(a.landing.target)}</code>` : ""}${a.landing.commit ? html` at <code>${a.landing.commit.slice(0, 12)}</code>` : ""}: ${codeOf(a.landing.code)}${line(a.landing.reason)}</dd></dl>`
+    : "";
+  const end = a.end
+    ? html`<dl class="kv"><dt>agent</dt><dd>${a.end.verdict}${a.end.exitCode !== null ? `, exit ${a.end.exitCode}` : ""}${a.end.signal ? html`, ${a.end.signal}` : ""}: ${line(a.end.reason)}</dd></dl>`
+    : "";
   const question = a.question ? html`<dl class="kv"><dt>question</dt><dd class="question">${line(a.question)}</dd></dl>` : "";
-  const outcome = a.outcome ? html`<span class="st st-${a.outcome.kind}">${a.outcome.kind}</span> ${codeOf(a.outcome.code)}${line(a.outcome.reason)}` : a.abandonedAt ? html`<span class="st st-reset">reset</span>` : html`<em>in flight</em>`;
+  const outcome = a.outcome
+    ? html`<span class="st st-${a.outcome.kind}">${a.outcome.kind}</span> ${codeOf(a.outcome.code)}${line(a.outcome.reason)}`
+    : a.abandonedAt
+      ? html`<span class="st st-reset">reset</span>`
+      : html`<em>in flight</em>`;
   return html`<section class="attempt" id="attempt-${attemptKey(a)}" data-attempt="${attemptKey(a)}">
 <h3>${a.epoch ? `epoch ${a.epoch}, ` : ""}attempt ${a.n} <small>${a.runner ?? ""}${a.model ? ` (${a.model})` : ""}</small> — ${outcome}</h3>
 <ul class="phases">${phases}</ul>${end}${question}${verify}${pr}${checks}${landing}
@@ -244,7 +268,8 @@ ${operatorLog(h)}
 
 /** The live tail of the attempt in flight, outside `main`: the page's script appends to it. */
 export function liveTail(running: { key: string; slice: FileSlice } | null, cap: number): Markup {
-  if (!running) return html`<section class="live-tail" aria-label="live output"><h2>Live output</h2><pre id="live-tail" class="log" data-attempt="" data-offset="0" data-cap="${cap}"></pre><p class="note" id="live-note">No attempt is running.</p></section>`;
+  if (!running)
+    return html`<section class="live-tail" aria-label="live output"><h2>Live output</h2><pre id="live-tail" class="log" data-attempt="" data-offset="0" data-cap="${cap}"></pre><p class="note" id="live-note">No attempt is running.</p></section>`;
   const s = running.slice;
   const text = s.kind === "ok" ? s.text : "";
   const offset = s.kind === "ok" ? s.size : 0;
@@ -254,4 +279,3 @@ export function liveTail(running: { key: string; slice: FileSlice } | null, cap:
 export function errorMain(title: string, message: string): Markup {
   return html`<h1>${title}</h1><p class="error">${line(message)}</p>`;
 }
-

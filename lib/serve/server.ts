@@ -20,7 +20,21 @@ import { join } from "node:path";
 import { sessionDir } from "../shared/paths.ts";
 import type { AttemptHistory, ItemHistory } from "./history.ts";
 import { metricsText } from "./metrics.ts";
-import { ASSET_CSS, ASSET_JS, ASSET_WORKER, type AttemptFiles, attemptKey, errorMain, indexMain, itemHref, itemMain, liveTail, loopHref, loopMain, shell } from "./page.ts";
+import {
+  ASSET_CSS,
+  ASSET_JS,
+  ASSET_WORKER,
+  type AttemptFiles,
+  attemptKey,
+  errorMain,
+  indexMain,
+  itemHref,
+  itemMain,
+  liveTail,
+  loopHref,
+  loopMain,
+  shell,
+} from "./page.ts";
 import { html, seg, trusted } from "./html.ts";
 import type { LoopSource } from "./source.ts";
 import { SseHub, type TailTarget } from "./sse.ts";
@@ -62,12 +76,13 @@ function actionRequest(text: string): { a: ActionRequest; csrf: unknown } | { pr
   try {
     doc = JSON.parse(text);
   } catch {
-    return { problem: "the body is not JSON: expected {\"verb\": …, \"item\"?: …, \"text\"?: …, \"confirm\"?: …}", csrf: undefined };
+    return { problem: 'the body is not JSON: expected {"verb": …, "item"?: …, "text"?: …, "confirm"?: …}', csrf: undefined };
   }
   if (typeof doc !== "object" || doc === null || Array.isArray(doc)) return { problem: "the body is not a JSON object", csrf: undefined };
   const d = doc as Record<string, unknown>;
   const problem = (p: string) => ({ problem: p, csrf: d.csrf });
-  for (const k of Object.keys(d)) if (!(ACTION_KEYS as readonly string[]).includes(k)) return problem(`unknown field ${JSON.stringify(k)} (fields: ${ACTION_KEYS.join(", ")})`);
+  for (const k of Object.keys(d))
+    if (!(ACTION_KEYS as readonly string[]).includes(k)) return problem(`unknown field ${JSON.stringify(k)} (fields: ${ACTION_KEYS.join(", ")})`);
   for (const k of ACTION_KEYS) if (d[k] !== undefined && typeof d[k] !== "string") return problem(`${k} must be a string`);
   if (typeof d.verb !== "string") return problem("verb is required");
   const a: ActionRequest = { verb: d.verb };
@@ -83,7 +98,8 @@ function actionStatus(err: LoopError): number {
   return err instanceof StoreError ? 503 : 500;
 }
 
-export const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+export const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 const SECURITY_HEADERS: Record<string, string> = {
   "Content-Security-Policy": CSP,
@@ -177,7 +193,13 @@ export function startServer(o: ServeOptions): Served {
   const drawn = new Map<string, { key: string; text: string }>();
   function cachedLoopMain(src: LoopSource, status: ReturnType<LoopSource["status"]>): { text: string; hit: boolean } {
     const t = now();
-    const key = [src.history.seq, status.loop.logSeq, status.loop.seq, status.loop.state === "drained" ? "" : Math.floor(t / 5000), status.findings.map((f) => f.message).join("\u0000")].join("|");
+    const key = [
+      src.history.seq,
+      status.loop.logSeq,
+      status.loop.seq,
+      status.loop.state === "drained" ? "" : Math.floor(t / 5000),
+      status.findings.map((f) => f.message).join("\u0000"),
+    ].join("|");
     const old = drawn.get(src.name);
     if (old?.key === key) return { text: old.text, hit: true };
     const text = loopMain(src.name, status, src.history, t).text;
@@ -195,7 +217,8 @@ export function startServer(o: ServeOptions): Served {
     // A form of another site can post text/plain without asking; JSON it cannot.
     if (type !== "application/json") return refuse(415, "unsupported_media_type", "an action's body is JSON: send Content-Type: application/json");
     const length = Number(req.headers.get("content-length") ?? "NaN");
-    if (!Number.isSafeInteger(length) || length > LIMITS.actionBody) return refuse(413, "payload_too_large", `an action's body is at most ${LIMITS.actionBody} bytes, with its Content-Length`);
+    if (!Number.isSafeInteger(length) || length > LIMITS.actionBody)
+      return refuse(413, "payload_too_large", `an action's body is at most ${LIMITS.actionBody} bytes, with its Content-Length`);
     const text = await req.text();
     if (text.length > LIMITS.actionBody) return refuse(413, "payload_too_large", `an action's body is at most ${LIMITS.actionBody} bytes`);
     const body = actionRequest(text);
@@ -209,7 +232,12 @@ export function startServer(o: ServeOptions): Served {
       return jsonResponse(doc);
     } catch (err) {
       if (!(err instanceof LoopError)) throw err;
-      return respond(JSON.stringify({ error: { code: err.code, message: err.message } }) + "\n", actionStatus(err), "application/json; charset=utf-8", err.code === "busy" ? { "Retry-After": "2" } : {});
+      return respond(
+        JSON.stringify({ error: { code: err.code, message: err.message } }) + "\n",
+        actionStatus(err),
+        "application/json; charset=utf-8",
+        err.code === "busy" ? { "Retry-After": "2" } : {},
+      );
     }
   }
 
@@ -221,7 +249,15 @@ export function startServer(o: ServeOptions): Served {
       status = src.status();
     } catch (err) {
       const p = storeProblem(err);
-      return page(src.name, [["loops", "/"], [src.name, null]], errorMain(`${src.name}: ${p.code}`, p.message), 503);
+      return page(
+        src.name,
+        [
+          ["loops", "/"],
+          [src.name, null],
+        ],
+        errorMain(`${src.name}: ${p.code}`, p.message),
+        503,
+      );
     }
     const main = cachedLoopMain(src, status);
     const seqHeader = { "X-Loop-Seq": String(status.loop.logSeq), "X-Loop-Render": main.hit ? "cached" : "rendered" };
@@ -230,7 +266,10 @@ export function startServer(o: ServeOptions): Served {
     return htmlResponse(
       shell({
         title: `${status.loop.name ?? src.name} · ${status.loop.state}`,
-        crumbs: [["loops", "/"], [src.name, null]],
+        crumbs: [
+          ["loops", "/"],
+          [src.name, null],
+        ],
         live: { stream: `/loops/${seg(src.name)}/stream`, fragment: `${loopHref(src.name)}?fragment=1`, seq: status.loop.logSeq },
         // Our own drawing (loopMain escaped what it put in), kept as text between requests.
         main: trusted(acts + main.text),
@@ -253,7 +292,15 @@ export function startServer(o: ServeOptions): Served {
       status = src.status();
     } catch (err) {
       const p = storeProblem(err);
-      return page(src.name, [["loops", "/"], [src.name, loopHref(src.name)]], errorMain(`${src.name}: ${p.code}`, p.message), 503);
+      return page(
+        src.name,
+        [
+          ["loops", "/"],
+          [src.name, loopHref(src.name)],
+        ],
+        errorMain(`${src.name}: ${p.code}`, p.message),
+        503,
+      );
     }
     const item = status.items.find((it) => it.id === id);
     if (!item || id === undefined) return notFound(req, `loop ${JSON.stringify(src.name)} has no item ${JSON.stringify(id ?? "")}`);
@@ -271,12 +318,21 @@ export function startServer(o: ServeOptions): Served {
     if (url.searchParams.get("fragment") === "1") return htmlResponse(main.text, 200, seqHeader);
     const running = runningAttempt(h);
     const tail = running
-      ? { key: attemptKey(running), slice: running.log ? readSlice(attemptFile(root, id, running, SESSION_FILES.output), { root, max: LIMITS.outputTail }) : ({ kind: "absent" } as const) }
+      ? {
+          key: attemptKey(running),
+          slice: running.log
+            ? readSlice(attemptFile(root, id, running, SESSION_FILES.output), { root, max: LIMITS.outputTail })
+            : ({ kind: "absent" } as const),
+        }
       : null;
     return htmlResponse(
       shell({
         title: `${id} · ${item.status} · ${src.name}`,
-        crumbs: [["loops", "/"], [src.name, loopHref(src.name)], [id, null]],
+        crumbs: [
+          ["loops", "/"],
+          [src.name, loopHref(src.name)],
+          [id, null],
+        ],
         live: { stream: `/loops/${seg(src.name)}/stream?item=${seg(id)}`, fragment: `${itemHref(src.name, id)}?fragment=1`, seq: status.loop.logSeq },
         main,
         csrf: csrfOf(req, server),
@@ -288,22 +344,24 @@ export function startServer(o: ServeOptions): Served {
     );
   };
 
-  const streamRoute = (server: Bun.Server<undefined>): Route => (req, url, [, name]) => {
-    const src = loopOf(req, name);
-    if (src instanceof Response) return src;
-    const item = url.searchParams.get("item");
-    const attempt = url.searchParams.get("attempt");
-    const offset = Number(url.searchParams.get("offset") ?? "0");
-    const tail = item !== null && attempt ? { key: attempt, offset: Number.isSafeInteger(offset) && offset >= 0 ? offset : 0 } : null;
-    // HEAD gets the headers only: a stream nobody will read must not take a client's place.
-    if (req.method === "HEAD") return respond(null, 200, "text/event-stream; charset=utf-8");
-    const stream = hub.open(src.name, item, tail);
-    if (!stream) return refuse(503, "too_many_clients", `${hub.max} pages are connected for live updates already; try again later`);
-    // The connection stays open: no idle timeout for it (heartbeats keep proxies from closing it).
-    server.timeout(req, 0);
-    queueMicrotask(() => hub.head(src.name, src.history.seq));
-    return respond(stream, 200, "text/event-stream; charset=utf-8", { "X-Accel-Buffering": "no" });
-  };
+  const streamRoute =
+    (server: Bun.Server<undefined>): Route =>
+    (req, url, [, name]) => {
+      const src = loopOf(req, name);
+      if (src instanceof Response) return src;
+      const item = url.searchParams.get("item");
+      const attempt = url.searchParams.get("attempt");
+      const offset = Number(url.searchParams.get("offset") ?? "0");
+      const tail = item !== null && attempt ? { key: attempt, offset: Number.isSafeInteger(offset) && offset >= 0 ? offset : 0 } : null;
+      // HEAD gets the headers only: a stream nobody will read must not take a client's place.
+      if (req.method === "HEAD") return respond(null, 200, "text/event-stream; charset=utf-8");
+      const stream = hub.open(src.name, item, tail);
+      if (!stream) return refuse(503, "too_many_clients", `${hub.max} pages are connected for live updates already; try again later`);
+      // The connection stays open: no idle timeout for it (heartbeats keep proxies from closing it).
+      server.timeout(req, 0);
+      queueMicrotask(() => hub.head(src.name, src.history.seq));
+      return respond(stream, 200, "text/event-stream; charset=utf-8", { "X-Accel-Buffering": "no" });
+    };
 
   const apiLoops: Route = () =>
     jsonResponse({
@@ -348,7 +406,8 @@ export function startServer(o: ServeOptions): Served {
     if (src instanceof Response) return src;
     const afterText = url.searchParams.get("after") ?? "0";
     const limitText = url.searchParams.get("limit") ?? String(LIMITS.eventsDefault);
-    if (!/^\d{1,15}$/.test(afterText)) return jsonError(400, "bad_request", `after=${JSON.stringify(afterText)}: expected a seq (a whole number, 0 for the start of the log)`);
+    if (!/^\d{1,15}$/.test(afterText))
+      return jsonError(400, "bad_request", `after=${JSON.stringify(afterText)}: expected a seq (a whole number, 0 for the start of the log)`);
     if (!/^\d{1,6}$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > LIMITS.eventsPage)
       return jsonError(400, "bad_request", `limit=${JSON.stringify(limitText)}: expected 1 to ${LIMITS.eventsPage}`);
     const after = Number(afterText);
@@ -390,13 +449,16 @@ export function startServer(o: ServeOptions): Served {
     );
 
   function route(req: Request, url: URL, server: Bun.Server<undefined>): Response | Promise<Response> {
-    const parts = url.pathname.split("/").slice(1).map((p) => {
-      try {
-        return decodeURIComponent(p);
-      } catch {
-        return "\u0000"; // a malformed escape names nothing
-      }
-    });
+    const parts = url.pathname
+      .split("/")
+      .slice(1)
+      .map((p) => {
+        try {
+          return decodeURIComponent(p);
+        } catch {
+          return "\u0000"; // a malformed escape names nothing
+        }
+      });
     const n = parts.length;
     const [a, , c] = parts;
     if (url.pathname === "/") return index(req, url, parts);
@@ -437,7 +499,12 @@ export function startServer(o: ServeOptions): Served {
         if (!access.ok || access.setCookie) {
           const status = access.ok ? 401 : access.status;
           const message = access.ok ? "an action's token comes in a header or the page's cookie, not in its address" : access.message;
-          return refuse(status, status === 401 ? "unauthorized" : "misdirected_request", message, status === 401 ? { "WWW-Authenticate": 'Bearer realm="loop serve"' } : {});
+          return refuse(
+            status,
+            status === 401 ? "unauthorized" : "misdirected_request",
+            message,
+            status === 401 ? { "WWW-Authenticate": 'Bearer realm="loop serve"' } : {},
+          );
         }
         return actionRoute(req, actionName(url)!, server).catch((err) => {
           const p = storeProblem(err);
@@ -445,11 +512,18 @@ export function startServer(o: ServeOptions): Served {
           return jsonError(500, "internal", p.message);
         });
       }
-      if (req.method !== "GET" && req.method !== "HEAD") return refuse(405, "method_not_allowed", `${req.method} is not served: loop serve is read-only (GET and HEAD only)`, { Allow: "GET, HEAD" });
+      if (req.method !== "GET" && req.method !== "HEAD")
+        return refuse(405, "method_not_allowed", `${req.method} is not served: loop serve is read-only (GET and HEAD only)`, { Allow: "GET, HEAD" });
       // Refused, not ignored, as docs/cli/loop-serve.md says: a body on a read is a client that means something else.
       if (hasBody(req.headers)) return refuse(400, "bad_request", `a ${req.method} request carries no body: loop serve reads none`);
       const access: Access = checkAccess({ headers: req.headers, url }, o.token, server.port!);
-      if (!access.ok) return refuse(access.status, access.status === 401 ? "unauthorized" : "misdirected_request", access.message, access.status === 401 ? { "WWW-Authenticate": 'Bearer realm="loop serve"' } : {});
+      if (!access.ok)
+        return refuse(
+          access.status,
+          access.status === 401 ? "unauthorized" : "misdirected_request",
+          access.message,
+          access.status === 401 ? { "WWW-Authenticate": 'Bearer realm="loop serve"' } : {},
+        );
       if (access.setCookie) {
         // The token came in the address: keep it in a cookie, and show the address without it.
         url.searchParams.delete("token");
@@ -496,7 +570,9 @@ export function startServer(o: ServeOptions): Served {
       const src = byName.get(w.loop);
       if (!src) continue;
       const a = runningAttempt(src.history.items.get(w.item));
-      const target: TailTarget | null = a ? { key: attemptKey(a), root: src.stateRoot, path: a.log ? attemptFile(src.stateRoot, w.item, a, SESSION_FILES.output) : null } : null;
+      const target: TailTarget | null = a
+        ? { key: attemptKey(a), root: src.stateRoot, path: a.log ? attemptFile(src.stateRoot, w.item, a, SESSION_FILES.output) : null }
+        : null;
       hub.tail(w.loop, w.item, target);
     }
   }

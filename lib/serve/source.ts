@@ -100,20 +100,21 @@ export class LoopSource {
       const after = this.history.seq;
       const read = withReadSnapshot(this.stateRoot, ({ db }) => {
         const head = headOf(db);
-        const rows = head.seq > after ? (db.query(`SELECT ${EVENT_COLUMNS} FROM events WHERE seq > ? ORDER BY seq LIMIT ?`).all(after, PAGE) as EventRow[]) : [];
+        const rows =
+          head.seq > after ? (db.query(`SELECT ${EVENT_COLUMNS} FROM events WHERE seq > ? ORDER BY seq LIMIT ?`).all(after, PAGE) as EventRow[]) : [];
         return { head, rows };
       });
       // A log that is shorter than what was folded, or whose next event does not chain to the last
       // one folded, is another log (a restored backup, a replaced store): fold it from the start.
       const chained =
-        after === 0 ||
-        (read.rows.length > 0 ? read.rows[0]!.prev_hash === this.history.hash : read.head.seq > after || read.head.hash === this.history.hash);
+        after === 0 || (read.rows.length > 0 ? read.rows[0]!.prev_hash === this.history.hash : read.head.seq > after || read.head.hash === this.history.hash);
       if (!chained) {
         this.history = emptyHistory();
         moved = true;
         continue;
       }
-      for (const r of read.rows) foldEvent(this.history, { seq: r.seq, ts: r.ts, type: r.type, actor: r.actor, item: r.item, payload: parsePayload(r.payload), hash: r.hash });
+      for (const r of read.rows)
+        foldEvent(this.history, { seq: r.seq, ts: r.ts, type: r.type, actor: r.actor, item: r.item, payload: parsePayload(r.payload), hash: r.hash });
       if (read.rows.length) moved = true;
       if (read.rows.length < PAGE) return moved;
     }

@@ -73,7 +73,9 @@ type StatusItem = StatusReport["items"][number];
 
 /** What an item cost (the status document's figure) and how often the forge sent it back (the log's). */
 function itemNote(it: StatusItem, reworks: number): string | null {
-  const parts = [usageText((it as StatusItem & { usage?: unknown }).usage), reworks ? `${reworks} rework${reworks === 1 ? "" : "s"}` : null].filter((s): s is string => s !== null);
+  const parts = [usageText((it as StatusItem & { usage?: unknown }).usage), reworks ? `${reworks} rework${reworks === 1 ? "" : "s"}` : null].filter(
+    (s): s is string => s !== null,
+  );
   return parts.length ? parts.join(" · ") : null;
 }
 
@@ -199,7 +201,7 @@ export function timelineSvg(t: TimelineInput, o: { width: number }): string {
   const L = LAYOUT;
   const chart = Math.max(100, o.width - L.label - L.outcome);
   const height = L.axis + t.rows.length * L.row + L.pad;
-  const x = (v: number) => L.label + (Math.min(Math.max(v, t.start), t.end) - t.start) / (t.end - t.start) * chart;
+  const x = (v: number) => L.label + ((Math.min(Math.max(v, t.start), t.end) - t.start) / (t.end - t.start)) * chart;
   const out: string[] = [];
   out.push(
     `<svg xmlns="http://www.w3.org/2000/svg" class="timeline" role="img" aria-labelledby="timeline-title" width="${o.width}" height="${height}" viewBox="0 0 ${o.width} ${height}">`,
@@ -211,7 +213,9 @@ export function timelineSvg(t: TimelineInput, o: { width: number }): string {
   out.push(`<g class="axis">`);
   for (const tick of at) {
     const tx = f(x(tick));
-    out.push(`<line x1="${tx}" y1="${L.axis - 6}" x2="${tx}" y2="${height - L.pad}"/><text x="${tx}" y="${L.axis - 10}" text-anchor="middle">${escapeLine(tickLabel(tick, step))}</text>`);
+    out.push(
+      `<line x1="${tx}" y1="${L.axis - 6}" x2="${tx}" y2="${height - L.pad}"/><text x="${tx}" y="${L.axis - 10}" text-anchor="middle">${escapeLine(tickLabel(tick, step))}</text>`,
+    );
   }
   out.push(`</g>`);
   // Row backgrounds, the loop's waits across every row, then each row's bars and words on top.
@@ -219,14 +223,20 @@ export function timelineSvg(t: TimelineInput, o: { width: number }): string {
   t.rows.forEach((_, i) => out.push(`<rect class="row-bg${i % 2 ? " odd" : ""}" x="0" y="${L.axis + i * L.row}" width="${o.width}" height="${L.row}"/>`));
   out.push(`</g>`);
   for (const w of t.loopWaits)
-    out.push(`<rect class="lw lw-${escapeLine(w.kind)}" x="${f(x(w.from))}" y="${L.axis - 4}" width="${f(Math.max(2, x(w.to) - x(w.from)))}" height="${height - L.axis - L.pad + 4}"><title>${escapeLine(w.title)}</title></rect>`);
+    out.push(
+      `<rect class="lw lw-${escapeLine(w.kind)}" x="${f(x(w.from))}" y="${L.axis - 4}" width="${f(Math.max(2, x(w.to) - x(w.from)))}" height="${height - L.axis - L.pad + 4}"><title>${escapeLine(w.title)}</title></rect>`,
+    );
   t.rows.forEach((r, i) => {
     const y = L.axis + i * L.row;
     const mid = y + L.row / 2;
     out.push(`<g class="row" data-item="${escapeLine(r.id)}" data-status="${escapeLine(r.status)}">`);
-    out.push(`<a href="${escapeLine(r.href)}"><text class="label" x="6" y="${mid + 4}">${escapeLine(clip(r.id, 26))}<title>${escapeLine(r.id)}</title></text></a>`);
+    out.push(
+      `<a href="${escapeLine(r.href)}"><text class="label" x="6" y="${mid + 4}">${escapeLine(clip(r.id, 26))}<title>${escapeLine(r.id)}</title></text></a>`,
+    );
     for (const w of r.waits)
-      out.push(`<rect class="wait wait-${escapeLine(w.kind)}" x="${f(x(w.from))}" y="${y + 3}" width="${f(Math.max(2, x(w.to) - x(w.from)))}" height="${L.row - 6}" fill="url(#hatch)"><title>${escapeLine(w.title)}</title></rect>`);
+      out.push(
+        `<rect class="wait wait-${escapeLine(w.kind)}" x="${f(x(w.from))}" y="${y + 3}" width="${f(Math.max(2, x(w.to) - x(w.from)))}" height="${L.row - 6}" fill="url(#hatch)"><title>${escapeLine(w.title)}</title></rect>`,
+      );
     drawAttempts(out, r.attempts, x, y);
     const ox = L.label + chart + 10;
     const reason = [r.reason, r.note].filter(Boolean).join(" · ");
@@ -265,8 +275,13 @@ function drawAttempts(out: string[], attempts: TimelineAttempt[], x: (v: number)
     const last = g.items[g.items.length - 1]!;
     const fate = last.outcome ?? (last.open ? "open" : "ended");
     // A short title: the phases of a mark this narrow are on the item's page.
-    const title = g.items.length === 1 ? `${last.label}: ${last.outcome ?? (last.open ? "in flight" : "ended")}` : `${g.items.length} attempts: ${g.items.map((a) => `${a.label} ${a.outcome ?? "in flight"}`).join(", ")}`;
-    out.push(`<rect class="att att-${escapeLine(fate)}" x="${f(g.x0)}" y="${barY}" width="${f(Math.max(1.5, g.x1 - g.x0))}" height="${L.bar}"><title>${escapeText(title)}</title></rect>`);
+    const title =
+      g.items.length === 1
+        ? `${last.label}: ${last.outcome ?? (last.open ? "in flight" : "ended")}`
+        : `${g.items.length} attempts: ${g.items.map((a) => `${a.label} ${a.outcome ?? "in flight"}`).join(", ")}`;
+    out.push(
+      `<rect class="att att-${escapeLine(fate)}" x="${f(g.x0)}" y="${barY}" width="${f(Math.max(1.5, g.x1 - g.x0))}" height="${L.bar}"><title>${escapeText(title)}</title></rect>`,
+    );
   };
   for (const a of attempts) {
     const x0 = x(a.start);
@@ -283,7 +298,10 @@ function drawAttempts(out: string[], attempts: TimelineAttempt[], x: (v: number)
     }
     flush();
     out.push(`<g class="attempt"><title>${escapeText(attemptTitle(a))}</title>`);
-    for (const p of a.phases) out.push(`<rect class="ph ph-${escapeLine(p.kind)}" x="${f(x(p.from))}" y="${barY}" width="${f(Math.max(1.5, x(p.to) - x(p.from)))}" height="${L.bar}"/>`);
+    for (const p of a.phases)
+      out.push(
+        `<rect class="ph ph-${escapeLine(p.kind)}" x="${f(x(p.from))}" y="${barY}" width="${f(Math.max(1.5, x(p.to) - x(p.from)))}" height="${L.bar}"/>`,
+      );
     if (a.outcome) out.push(`<rect class="end end-${escapeLine(a.outcome)}" x="${f(x1 - 1)}" y="${y + 3}" width="2.5" height="${L.row - 6}"/>`);
     out.push(`</g>`);
   }

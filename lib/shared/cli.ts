@@ -12,7 +12,6 @@ import { DefinitionError, EXIT, type ErrorCode, LoopError, UsageError } from "./
 import { VERSION } from "./version.ts";
 import { printable, printableLines } from "./printable.ts";
 
-
 type ArgSpec =
   | { type: "string"; description: string; valueHint?: string; multiple?: boolean; short?: string }
   | { type: "boolean"; description: string; short?: string }
@@ -44,7 +43,6 @@ export const confirmArgs = {
   yes: { type: "boolean", description: "do it without asking (required when stdin is not a TTY)", short: "y" },
   "dry-run": { type: "boolean", description: "show what would happen and change nothing" },
 } as const satisfies ArgsSpec;
-
 
 type Parsed<S extends ArgsSpec> = {
   [K in keyof S]: S[K] extends { type: "boolean" }
@@ -165,7 +163,8 @@ export async function renderHelp(tool: Tool, color: boolean, prog: string = tool
   const argsDef: ArgsDef = {};
   for (const [name, a] of Object.entries(allArgs(tool)) as [string, ArgSpec][]) {
     if (a.type === "positional") argsDef[name] = { type: "positional", description: a.description, required: a.required ?? false, valueHint: a.valueHint };
-    else if (a.type === "string") argsDef[name] = { type: "string", description: a.description, valueHint: a.valueHint, ...(a.short ? { alias: a.short } : {}) };
+    else if (a.type === "string")
+      argsDef[name] = { type: "string", description: a.description, valueHint: a.valueHint, ...(a.short ? { alias: a.short } : {}) };
     else argsDef[name] = { type: "boolean", description: a.description, ...(a.short ? { alias: a.short } : {}) };
   }
   const { renderUsage } = await import("citty"); // only --help needs it
@@ -205,7 +204,17 @@ export function requireRootDirectory(dir: string): string {
 }
 
 /** The state root: --state-root (`flag`), else $LOOP_STATE_ROOT, else <root>/.loop; relative paths against `cwd`. */
-export function resolveStateRoot({ root, flag, env, cwd }: { root: string; flag: string | undefined; env: Record<string, string | undefined>; cwd: string }): string {
+export function resolveStateRoot({
+  root,
+  flag,
+  env,
+  cwd,
+}: {
+  root: string;
+  flag: string | undefined;
+  env: Record<string, string | undefined>;
+  cwd: string;
+}): string {
   if (flag) return resolve(cwd, flag);
   if (env.LOOP_STATE_ROOT) return resolve(cwd, env.LOOP_STATE_ROOT);
   return join(root, ".loop");
@@ -218,8 +227,7 @@ export function classifyError(err: unknown): { exit: number; code: ErrorCode; me
   // A system call that failed on something of the environment (a file where a directory should be,
   // a full disk, no permission): the system's own message names the call, the error and the path.
   const sys = err as NodeJS.ErrnoException;
-  if (typeof sys?.code === "string" && /^E[A-Z]+$/.test(sys.code) && typeof sys.syscall === "string")
-    return { exit: EXIT.problem, code: "io_error", message };
+  if (typeof sys?.code === "string" && /^E[A-Z]+$/.test(sys.code) && typeof sys.syscall === "string") return { exit: EXIT.problem, code: "io_error", message };
   // Anything else is a bug in loop: never reclassified by its message.
   return { exit: EXIT.internal, code: "internal", message };
 }
@@ -335,7 +343,12 @@ export function requestedFormat(argv: string[], stdout: { isTTY?: boolean }): Fo
  * terminal obeys them). `stack`: an internal error's, under --verbose.
  */
 export function errorLine(code: string, message: string, stack?: string): string {
-  return JSON.stringify({ error: { code, message, ...(stack !== undefined ? { stack } : {}) } }).replace(/[\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`) + "\n";
+  return (
+    JSON.stringify({ error: { code, message, ...(stack !== undefined ? { stack } : {}) } }).replace(
+      /[\u007f-\u009f\u2028\u2029]/g,
+      (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+    ) + "\n"
+  );
 }
 
 function makeLogger(stderr: OutStream, color: () => boolean): ConsolaInstance {
@@ -359,7 +372,9 @@ export async function runTool(tool: Tool, opts: RunOptions): Promise<number> {
   const env = opts.env ?? process.env;
   // stdout failing (ENOSPC, EIO) is one line on stderr, when it happens; the exit code says it too.
   const prog = opts.prog ?? tool.name;
-  const out = opts.stdout ? null : new FdStream(1, Bun.stdout, (err) => writeSync(2, `${prog}: cannot write the results to stdout: ${(err as Error).message}\n`));
+  const out = opts.stdout
+    ? null
+    : new FdStream(1, Bun.stdout, (err) => writeSync(2, `${prog}: cannot write the results to stdout: ${(err as Error).message}\n`));
   const errOut = opts.stderr ? null : new FdStream(2, Bun.stderr);
   const stdout: OutStream = opts.stdout ?? out!;
   const stderr: OutStream = opts.stderr ?? errOut!;
@@ -379,7 +394,13 @@ export async function runTool(tool: Tool, opts: RunOptions): Promise<number> {
   return code;
 }
 
-async function runParsed(tool: Tool, opts: RunOptions & { prog: string }, env: Record<string, string | undefined>, stdout: OutStream, stderr: OutStream): Promise<number> {
+async function runParsed(
+  tool: Tool,
+  opts: RunOptions & { prog: string },
+  env: Record<string, string | undefined>,
+  stdout: OutStream,
+  stderr: OutStream,
+): Promise<number> {
   const prog = opts.prog;
   const log = makeLogger(stderr, () => wantColor(stderr, env));
   // A usage error is reported like any other error of the command: JSON when its output is JSON.

@@ -161,7 +161,16 @@ function definitionLines(issues: DefinitionIssue[], file: string): string[] {
 
 export type StoreErrorCode = Extract<
   ErrorCode,
-  "missing_store" | "store_missing" | "corrupt_store" | "outdated_store" | "foreign_store" | "io_error" | "store_locked" | "invalid_event" | "duplicate_event" | "seq_conflict"
+  | "missing_store"
+  | "store_missing"
+  | "corrupt_store"
+  | "outdated_store"
+  | "foreign_store"
+  | "io_error"
+  | "store_locked"
+  | "invalid_event"
+  | "duplicate_event"
+  | "seq_conflict"
 >;
 
 /** The store cannot be used (exit 2: nothing was attempted), or refused an append (exit 1) (lib/log/store.ts). */
@@ -173,7 +182,10 @@ export class StoreError extends LoopError {
     message: string,
   ) {
     super(message);
-    this.exit = code === "missing_store" || code === "store_missing" || code === "corrupt_store" || code === "outdated_store" || code === "foreign_store" ? EXIT.usage : EXIT.problem;
+    this.exit =
+      code === "missing_store" || code === "store_missing" || code === "corrupt_store" || code === "outdated_store" || code === "foreign_store"
+        ? EXIT.usage
+        : EXIT.problem;
   }
 }
 

@@ -75,7 +75,10 @@ export const EFFECT_POINTS = [
 export type CommitLabel = (typeof COMMIT_LABELS)[number];
 /** Every failpoint's name: `failpoint` takes nothing else, so the compiler holds each call site to the list. */
 type Failpoint = (typeof EFFECT_POINTS)[number] | `${CommitLabel}:${"before" | "after"}_commit`;
-export const FAILPOINTS: readonly Failpoint[] = [...EFFECT_POINTS, ...COMMIT_LABELS.flatMap((l) => [`${l}:before_commit` as const, `${l}:after_commit` as const])];
+export const FAILPOINTS: readonly Failpoint[] = [
+  ...EFFECT_POINTS,
+  ...COMMIT_LABELS.flatMap((l) => [`${l}:before_commit` as const, `${l}:after_commit` as const]),
+];
 
 /** Each armed name, and what happens there: `<name>` kills the process, `<name>=throw` throws an ordinary error (a bug in loop). */
 const armed = new Map(

@@ -1,5 +1,21 @@
 // Small file helpers shared by the effectful modules.
-import { closeSync, constants as fsConstants, fstatSync, fsyncSync, lstatSync, openSync, readlinkSync, readSync, realpathSync, renameSync, rmSync, type Stats, statSync, unlinkSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  constants as fsConstants,
+  fstatSync,
+  fsyncSync,
+  lstatSync,
+  openSync,
+  readlinkSync,
+  readSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  type Stats,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { isAbsolute, join, relative, resolve, sep } from "node:path";
 
 /**
@@ -102,7 +118,13 @@ export function readRegularFile(path: string, o: { maxBytes?: number; truncate?:
       if (st.nlink !== 1) return { kind: "error", message: `it has ${st.nlink} links (a hard link to another file)` };
       const uid = o.owner ?? process.getuid?.();
       if (uid !== undefined && st.uid !== uid)
-        return { kind: "error", message: o.owner === undefined ? `it belongs to uid ${st.uid}, not to this user (uid ${uid})` : `it belongs to uid ${st.uid}, not to the owner of the state folder (uid ${uid})` };
+        return {
+          kind: "error",
+          message:
+            o.owner === undefined
+              ? `it belongs to uid ${st.uid}, not to this user (uid ${uid})`
+              : `it belongs to uid ${st.uid}, not to the owner of the state folder (uid ${uid})`,
+        };
     }
     if (st.size > maxBytes && !o.truncate) return { kind: "error", message: `larger than ${maxBytes} bytes (${st.size})` };
     const size = Math.min(st.size, maxBytes);
@@ -211,7 +233,8 @@ export function openOwnFileBeneath(root: string, path: string, flags: number = f
   }
   if (opened.kind !== "ok") return linkOnTheWay(base, parts) ?? opened;
   if (held === join(base, ...parts)) return opened;
-  const link = linkOnTheWay(base, parts) ?? (held === null ? null : { kind: "error" as const, message: "a folder on its path was replaced while it was being opened" });
+  const link =
+    linkOnTheWay(base, parts) ?? (held === null ? null : { kind: "error" as const, message: "a folder on its path was replaced while it was being opened" });
   if (link === null) return opened;
   closeSync(opened.fd);
   return link;

@@ -112,7 +112,8 @@ export function sweepTrash(trash: string, o: { deadline: number; budget: number 
     rmSync(join(trash, n + SIZE_SUFFIX), { force: true });
   }
   // Sizes whose entry is gone (a sweep cut short between the two).
-  for (const n of names) if (n.endsWith(SIZE_SUFFIX) && !lstatSync(join(trash, n.slice(0, -SIZE_SUFFIX.length)), { throwIfNoEntry: false })) rmSync(join(trash, n), { force: true });
+  for (const n of names)
+    if (n.endsWith(SIZE_SUFFIX) && !lstatSync(join(trash, n.slice(0, -SIZE_SUFFIX.length)), { throwIfNoEntry: false })) rmSync(join(trash, n), { force: true });
   // Empty: the folder goes too (one moved in meanwhile keeps it: rmdir refuses a folder that is not empty).
   try {
     rmdirSync(trash);

@@ -50,7 +50,10 @@ export async function checkBase(ctx: StepContext, it: ItemState): Promise<StepOu
   const need = baseVerifyNeed(key, record);
   if (need.kind === "none") return null;
   const repo = repoOf(ctx);
-  const base = ctx.def.forge && revParse(repo, `refs/remotes/${ctx.def.forge.remote}/${ctx.def.base}`) !== null ? `refs/remotes/${ctx.def.forge.remote}/${ctx.def.base}` : ctx.def.base;
+  const base =
+    ctx.def.forge && revParse(repo, `refs/remotes/${ctx.def.forge.remote}/${ctx.def.base}`) !== null
+      ? `refs/remotes/${ctx.def.forge.remote}/${ctx.def.base}`
+      : ctx.def.base;
   const commit = revParse(repo, `${base}^{commit}`);
   // No base, or a sandbox asked for and unusable: the launch's probe names the fault, before anything runs.
   if (commit === null) return null;
@@ -70,13 +73,20 @@ export async function checkBase(ctx: StepContext, it: ItemState): Promise<StepOu
     const fault = launchErrorFault(err);
     if (!fault) throw err;
     retire(worktree);
-    append(ctx, [{ type: "environment_fault", payload: { kind: fault.kind, attempt: null, reason: `the verify on the base: ${fault.message}`, fix: fault.fix } }], "base_verify");
+    append(
+      ctx,
+      [{ type: "environment_fault", payload: { kind: fault.kind, attempt: null, reason: `the verify on the base: ${fault.message}`, fix: fault.fix } }],
+      "base_verify",
+    );
     return { action: "paused", item: null, reason: loopView(ctx).loop.reason };
   }
   retire(worktree);
   const quote = printable(r.quote);
   const log = r.code === "setup_failed" ? join(dir, "setup.log") : join(dir, "verify.log");
-  const finished = { type: "base_verify_finished" as const, payload: { key: key!, code: r.code, exitCode: r.exitCode, quote, log, ms: r.ms, reason: r.reason } };
+  const finished = {
+    type: "base_verify_finished" as const,
+    payload: { key: key!, code: r.code, exitCode: r.exitCode, quote, log, ms: r.ms, reason: r.reason },
+  };
   if (r.code === "passed") {
     append(ctx, [finished], "base_verify");
     return null;
@@ -96,7 +106,11 @@ interface BaseRun {
 }
 
 /** Setup, then the verify, on a checkout written from the base's blobs, as an item's checkout is (lib/step/checkout.ts). */
-async function runOnBase(ctx: StepContext, it: ItemState, o: { verify: string; setup: string | null; commit: string; dir: string; worktree: string; bwrap: string | null }): Promise<BaseRun> {
+async function runOnBase(
+  ctx: StepContext,
+  it: ItemState,
+  o: { verify: string; setup: string | null; commit: string; dir: string; worktree: string; bwrap: string | null },
+): Promise<BaseRun> {
   const repo = repoOf(ctx);
   rmSync(o.dir, { recursive: true, force: true });
   mkdirSync(o.dir, { recursive: true });
@@ -105,7 +119,17 @@ async function runOnBase(ctx: StepContext, it: ItemState, o: { verify: string; s
   const stampsFile = join(o.dir, "tree.json");
   syncTree({ repo, dir: o.worktree, commit: o.commit, keep: [], stampsFile, untracked: "remove" });
   const env = { LOOP_ITEM: "", LOOP_ATTEMPT: "0", LOOP_WORKDIR: o.worktree };
-  const request = o.bwrap ? sandboxRequest({ bwrap: o.bwrap, repo, worktree: o.worktree, stateRoot: ctx.options.stateRoot, runner: it.def.runner, writable: [], env: ctx.options.env }) : null;
+  const request = o.bwrap
+    ? sandboxRequest({
+        bwrap: o.bwrap,
+        repo,
+        worktree: o.worktree,
+        stateRoot: ctx.options.stateRoot,
+        runner: it.def.runner,
+        writable: [],
+        env: ctx.options.env,
+      })
+    : null;
   const onSpawn = (pgid: number) => writeFileAtomic(join(o.dir, "spawned.json"), JSON.stringify({ pgid, start: processStartTime(pgid) }) + "\n");
   let ms = 0;
   let products: string[] = [];
@@ -123,7 +147,20 @@ async function runOnBase(ctx: StepContext, it: ItemState, o: { verify: string; s
       envRule: { ...verifyRule(ctx.def, { behindGateway: true }), place: checkoutPlace(ctx, o.worktree, { forSetup: true }) },
       logPath: join(o.dir, "setup.log"),
       timeoutMs,
-      sandbox: request ? { request: { ...request, gitDir: { path: gitDir, writable: false }, readOnly: [], writable: [], homes: [], ...(allow === "none" ? { noNetwork: true } : {}) }, sessionDir: o.dir, ...(Array.isArray(allow) ? { allow } : {}) } : null,
+      sandbox: request
+        ? {
+            request: {
+              ...request,
+              gitDir: { path: gitDir, writable: false },
+              readOnly: [],
+              writable: [],
+              homes: [],
+              ...(allow === "none" ? { noNetwork: true } : {}),
+            },
+            sessionDir: o.dir,
+            ...(Array.isArray(allow) ? { allow } : {}),
+          }
+        : null,
       onSpawn,
     });
     ms += s.ms;
@@ -153,10 +190,15 @@ async function runOnBase(ctx: StepContext, it: ItemState, o: { verify: string; s
 }
 
 /** The verify's sandbox, as an item's (lib/step/verify.ts): its own read-only git folder, what setup made read-only, its network. */
-function verifySandbox(it: ItemState, agent: SandboxRequest, o: { gitDir: string; dir: string; readOnly: string[] }): { request: SandboxRequest; sessionDir: string; allow?: string[] } {
+function verifySandbox(
+  it: ItemState,
+  agent: SandboxRequest,
+  o: { gitDir: string; dir: string; readOnly: string[] },
+): { request: SandboxRequest; sessionDir: string; allow?: string[] } {
   const request: SandboxRequest = { ...agent, homes: [], gitDir: { path: o.gitDir, writable: false }, readOnly: o.readOnly };
   if (it.def.verifyNetwork === "none") return { request: { ...request, noNetwork: true }, sessionDir: o.dir };
-  if (Array.isArray(it.def.verifyNetwork)) return { request: { ...request, programs: [...(request.programs ?? []), ...selfFiles()] }, sessionDir: o.dir, allow: it.def.verifyNetwork };
+  if (Array.isArray(it.def.verifyNetwork))
+    return { request: { ...request, programs: [...(request.programs ?? []), ...selfFiles()] }, sessionDir: o.dir, allow: it.def.verifyNetwork };
   return { request, sessionDir: o.dir };
 }
 

@@ -36,7 +36,10 @@ export function checkoutPlace(ctx: StepContext, worktree: string, o: { forSetup?
   const foreign = [...new Set([repoOf(ctx), ctx.worktrees, ctx.paths.workspaces].flatMap(realOr))];
   if (o.forSetup) return { checkout: worktree, foreign, venv: null, bins: [".venv/bin", "node_modules/.bin"] };
   const venv = VENVS.find((v) => isDir(join(worktree, v)) && isFile(join(worktree, v, "pyvenv.cfg"))) ?? null;
-  const bins = [...(venv !== null && isDir(join(worktree, venv, "bin")) ? [`${venv}/bin`] : []), ...(isDir(join(worktree, "node_modules", ".bin")) ? ["node_modules/.bin"] : [])];
+  const bins = [
+    ...(venv !== null && isDir(join(worktree, venv, "bin")) ? [`${venv}/bin`] : []),
+    ...(isDir(join(worktree, "node_modules", ".bin")) ? ["node_modules/.bin"] : []),
+  ];
   return { checkout: worktree, foreign, venv, bins };
 }
 
@@ -66,7 +69,9 @@ export function writeEnvironmentReport(dir: string, rule: EnvRule): void {
     VIRTUAL_ENV: own.env.VIRTUAL_ENV ?? null,
     dropped: own.dropped,
     removed: own.removed,
-    withheld: Object.keys(parent).filter((n) => parent[n] !== undefined && !(n in got)).sort(),
+    withheld: Object.keys(parent)
+      .filter((n) => parent[n] !== undefined && !(n in got))
+      .sort(),
   };
   writeFileAtomic(join(dir, VERIFY_FILES.environment), JSON.stringify(report, null, 2) + "\n");
 }

@@ -110,7 +110,10 @@ export async function prepareCheckout(ctx: StepContext, it: ItemState, o: Prepar
     mkdirSync(o.worktree);
   }
   // What setup's products are made from at this start point (workspace.setupKey, else the lockfiles).
-  const key = ctx.def.setup === undefined ? null : setupKey({ repo: o.repo, commit: o.startCommit, command: ctx.def.setup, ...(ctx.def.setupKey ? { paths: ctx.def.setupKey } : {}) });
+  const key =
+    ctx.def.setup === undefined
+      ? null
+      : setupKey({ repo: o.repo, commit: o.startCommit, command: ctx.def.setup, ...(ctx.def.setupKey ? { paths: ctx.def.setupKey } : {}) });
   let products: string[] | null = existed ? checkoutProducts(ctx.options.stateRoot, it.id, ctx.def.setup ?? "", key) : null;
   // What setup made is reused only as setup left it: one an earlier attempt changed (without the
   // sandbox it can) is removed and made again, never handed to the next agent or verify.
@@ -167,7 +170,16 @@ export async function prepareCheckout(ctx: StepContext, it: ItemState, o: Prepar
       if (key) {
         let why: string | null;
         try {
-          why = keepProducts({ stateRoot: ctx.options.stateRoot, worktrees: ctx.worktrees, worktree: o.worktree, key, command, item: it.id, paths: products, stamps: record.stamps! });
+          why = keepProducts({
+            stateRoot: ctx.options.stateRoot,
+            worktrees: ctx.worktrees,
+            worktree: o.worktree,
+            key,
+            command,
+            item: it.id,
+            paths: products,
+            stamps: record.stamps!,
+          });
         } catch (err) {
           why = (err as Error).message;
         }
@@ -202,7 +214,10 @@ function reuseKept(
   const record: ProductsRecord = { version: 1, command: o.command, paths: got.paths, stamps: stampProducts(o.worktree, got.paths), key: o.key };
   writeFileAtomic(o.files.products, JSON.stringify(record) + "\n");
   const log = join(o.dir, SESSION_FILES.setup);
-  writeFileAtomic(log, `loop: workspace.setup not run: what it made for ${got.madeBy} (setup key ${o.key}) was copied into this checkout: ${got.paths.join(", ")}\n`);
+  writeFileAtomic(
+    log,
+    `loop: workspace.setup not run: what it made for ${got.madeBy} (setup key ${o.key}) was copied into this checkout: ${got.paths.join(", ")}\n`,
+  );
   return { products: got.paths, setup: { ms: Math.round(performance.now() - started), log, reusedFrom: got.madeBy } };
 }
 
@@ -211,9 +226,20 @@ function reuseKept(
  * writable path outside the checkout, and its own network (workspace.setupNetwork: by default the
  * registries, reached through a proxy-only gateway).
  */
-function setupSandbox(ctx: StepContext, agent: SandboxRequest, o: { gitDir: string; sessionDir: string }): { request: SandboxRequest; sessionDir: string; allow?: string[] } {
+function setupSandbox(
+  ctx: StepContext,
+  agent: SandboxRequest,
+  o: { gitDir: string; sessionDir: string },
+): { request: SandboxRequest; sessionDir: string; allow?: string[] } {
   const allow = setupAllowList(ctx.def.setupNetwork, ctx.options.env);
-  const request: SandboxRequest = { ...agent, gitDir: { path: o.gitDir, writable: false }, readOnly: [], writable: [], homes: [], ...(allow === "none" ? { noNetwork: true } : {}) };
+  const request: SandboxRequest = {
+    ...agent,
+    gitDir: { path: o.gitDir, writable: false },
+    readOnly: [],
+    writable: [],
+    homes: [],
+    ...(allow === "none" ? { noNetwork: true } : {}),
+  };
   return { request, sessionDir: o.sessionDir, ...(Array.isArray(allow) ? { allow } : {}) };
 }
 
@@ -222,7 +248,10 @@ function setupSandbox(ctx: StepContext, agent: SandboxRequest, o: { gitDir: stri
  * What setup made (`products`) is in its info/exclude: an agent's `git add -A` leaves it out, as a
  * project's .gitignore leaves out its node_modules (one that adds it anyway fails setup_output_committed).
  */
-export function attemptGitDir(ctx: StepContext, o: { repo: string; worktree: string; dir: string; branch: string; head: string; refs: Record<string, string>; products: readonly string[] }): string {
+export function attemptGitDir(
+  ctx: StepContext,
+  o: { repo: string; worktree: string; dir: string; branch: string; head: string; refs: Record<string, string>; products: readonly string[] },
+): string {
   const gitDir = join(o.dir, ATTEMPT_GIT);
   rmSync(gitDir, { recursive: true, force: true });
   const excludes = [...AGENT_EXCLUDES, ...o.products.flatMap((p) => (/[\n\r]/.test(p) ? [] : [`/${p.replace(/[\\*?[\]!# ]/g, "\\$&")}`]))];
@@ -237,7 +266,11 @@ const AGENT_EXCLUDES = [".aider*"];
  * Before the verify: the checkout made to hold exactly `head` (and what setup made), its `.git`
  * pointed at a fresh git folder of the verify's own. Throws TreeRefused, GitError or a system error.
  */
-export function checkoutForVerify(ctx: StepContext, it: ItemState, o: { worktree: string; dir: string; branch: string; head: string; products: string[] }): { gitDir: string } {
+export function checkoutForVerify(
+  ctx: StepContext,
+  it: ItemState,
+  o: { worktree: string; dir: string; branch: string; head: string; products: string[] },
+): { gitDir: string } {
   const repo = repoOf(ctx);
   if (claimPlace(o.worktree) !== null || !existsSync(o.worktree)) throw new StartError(`the checkout ${o.worktree} is not the folder loop made`);
   syncTree({ repo, dir: o.worktree, commit: o.head, keep: o.products, stampsFile: treeFiles(ctx.options.stateRoot, it.id).stamps, untracked: "remove" });
@@ -247,7 +280,6 @@ export function checkoutForVerify(ctx: StepContext, it: ItemState, o: { worktree
   return { gitDir };
 }
 
-
 /**
  * Whether a checkout holds anything its branch's head does not (a file changed, added or missing;
  * what setup made aside), read as loop reads a checkout: no git run in it, nothing followed. Null
@@ -255,7 +287,15 @@ export function checkoutForVerify(ctx: StepContext, it: ItemState, o: { worktree
  */
 export function checkoutDiffers(o: { repo: string; stateRoot: string; item: string; worktree: string; head: string }): boolean | null {
   try {
-    const r = syncTree({ repo: o.repo, dir: o.worktree, commit: o.head, keep: checkoutProducts(o.stateRoot, o.item) ?? [], stampsFile: treeFiles(o.stateRoot, o.item).stamps, untracked: "report", dryRun: true });
+    const r = syncTree({
+      repo: o.repo,
+      dir: o.worktree,
+      commit: o.head,
+      keep: checkoutProducts(o.stateRoot, o.item) ?? [],
+      stampsFile: treeFiles(o.stateRoot, o.item).stamps,
+      untracked: "report",
+      dryRun: true,
+    });
     return r.restored.length + r.untracked.length + r.missing + r.removed > 0;
   } catch {
     return null;

@@ -17,7 +17,6 @@ import { repoTop } from "../repo/workspace.ts";
 import { lastLanded, ownedRefs, type RefChange, readRefs, refChanges } from "../repo/owned-refs.ts";
 import { amount } from "../decisions/budget.ts";
 
-
 export type RunAction = "launched" | "waiting" | "review" | "paused" | "stopped" | "drained" | "idle" | "busy" | "progressed";
 
 /** Where a step stopped, and why: the head of its result. */
@@ -75,7 +74,18 @@ export interface StepContext {
 }
 
 export function createStepContext(o: { writer: Writer; def: StepDefinition; options: StepOptions; deferred?: StepContext["deferred"] }): StepContext {
-  return { deferred: null, ...o, store: o.writer.store, lease: o.writer.lease, paths: statePaths(o.options.stateRoot), worktrees: worktreesRoot(o.options.stateRoot, o.options.env), transitions: [], errors: [], warnings: [], repoTop: null };
+  return {
+    deferred: null,
+    ...o,
+    store: o.writer.store,
+    lease: o.writer.lease,
+    paths: statePaths(o.options.stateRoot),
+    worktrees: worktreesRoot(o.options.stateRoot, o.options.env),
+    transitions: [],
+    errors: [],
+    warnings: [],
+    repoTop: null,
+  };
 }
 
 /** The repository's top level, asked of git only when a phase needs it (an observing tick does not). */
@@ -126,9 +136,19 @@ export function materialize(ctx: StepContext): void {
 }
 
 /** The close path from inside a step: under the lease, and a checkout it had to keep is the step's error. */
-export async function closeInStep(ctx: StepContext, o: Omit<Parameters<typeof closeSession>[0], "repo" | "stateRoot" | "env" | "graceMs" | "prices">): Promise<CloseReport | null> {
+export async function closeInStep(
+  ctx: StepContext,
+  o: Omit<Parameters<typeof closeSession>[0], "repo" | "stateRoot" | "env" | "graceMs" | "prices">,
+): Promise<CloseReport | null> {
   ctx.store.assertLease();
-  const c = await closeSession({ ...o, repo: repoOf(ctx), stateRoot: ctx.options.stateRoot, env: ctx.options.env, graceMs: graceMs(ctx.options.env), prices: ctx.def.prices });
+  const c = await closeSession({
+    ...o,
+    repo: repoOf(ctx),
+    stateRoot: ctx.options.stateRoot,
+    env: ctx.options.env,
+    graceMs: graceMs(ctx.options.env),
+    prices: ctx.def.prices,
+  });
   if (c?.kept) {
     // Someone has to look at it: an error of the step (exit 1), listed in its result.
     ctx.errors.push(`${c.item}: ${c.kept}`);
@@ -145,7 +165,13 @@ export function ownedRefChanges(ctx: StepContext, p: Projection): RefChange[] {
   const landed = ctx.def.landing === "merge" && !ctx.def.forge ? lastLanded(ctx.store.db, ctx.def.target) : null;
   const owned = ownedRefs({ items: p.order.map((id) => p.items[id]!), landed });
   if (owned.length === 0) return [];
-  return refChanges(owned, readRefs(repoOf(ctx), owned.map((r) => r.ref)));
+  return refChanges(
+    owned,
+    readRefs(
+      repoOf(ctx),
+      owned.map((r) => r.ref),
+    ),
+  );
 }
 
 /** ensureWorktree found something else where a checkout had to be: it was kept, and someone should look. */

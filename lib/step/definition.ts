@@ -62,11 +62,17 @@ export function parseDefinitionSource(src: DefinitionSource): ParsedDefinition {
  * The definition a step works with, and the parsed file when it had to be parsed (a definition
  * import needs its items). Throws DefinitionError for a file that is not the known one and is invalid.
  */
-export function resolveDefinition(src: DefinitionSource, store: Store): { def: StepDefinition; parsed: ParsedDefinition | null; logged: StepDefinition | null } {
+export function resolveDefinition(
+  src: DefinitionSource,
+  store: Store,
+): { def: StepDefinition; parsed: ParsedDefinition | null; logged: StepDefinition | null } {
   const known = knownDefinition(store);
   const { loop } = store.loopView();
   // The definition the log holds, whole: its settings, and the parts a step last read with them.
-  const logged = known && known.version === VERSION && known.hash === loop.definitionHash && loop.name !== null && loop.settings ? { name: loop.name, ...(loop.settings as Settings), ...known.local } : null;
+  const logged =
+    known && known.version === VERSION && known.hash === loop.definitionHash && loop.name !== null && loop.settings
+      ? { name: loop.name, ...(loop.settings as Settings), ...known.local }
+      : null;
   if (logged && known!.sha256 === src.sha256) return { def: logged, parsed: null, logged };
   const parsed = parseDefinitionSource(src);
   return { def: parsed.def, parsed, logged };
@@ -87,7 +93,9 @@ function knownDefinition(store: Store): KnownDefinition | null {
   try {
     const k = JSON.parse(text) as Partial<KnownDefinition>;
     // Anything but the note this module writes is no note: the file is read in full.
-    return typeof k.sha256 === "string" && typeof k.hash === "string" && typeof k.version === "string" && typeof k.local === "object" && k.local !== null ? (k as KnownDefinition) : null;
+    return typeof k.sha256 === "string" && typeof k.hash === "string" && typeof k.version === "string" && typeof k.local === "object" && k.local !== null
+      ? (k as KnownDefinition)
+      : null;
   } catch {
     return null;
   }

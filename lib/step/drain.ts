@@ -34,7 +34,15 @@ export function writeStopProof(stateRoot: string, me: RunPid, signal: string, at
 
 export function readStopProof(stateRoot: string): StopProof | null {
   const p = readJsonOrNull<Partial<StopProof>>(statePaths(stateRoot).watcherStop);
-  if (!p || !Number.isSafeInteger(p.pid) || (p.pid as number) <= 0 || typeof p.signal !== "string" || typeof p.at !== "string" || Number.isNaN(Date.parse(p.at))) return null;
+  if (
+    !p ||
+    !Number.isSafeInteger(p.pid) ||
+    (p.pid as number) <= 0 ||
+    typeof p.signal !== "string" ||
+    typeof p.at !== "string" ||
+    Number.isNaN(Date.parse(p.at))
+  )
+    return null;
   return { pid: p.pid as number, started: typeof p.started === "string" ? p.started : null, signal: p.signal, at: p.at };
 }
 
@@ -67,7 +75,10 @@ export function recordStopProof(w: Writer, stateRoot: string, self: RunPid | nul
   if (it && what) {
     const a = requireAttempt(it);
     if (a.drain?.pid !== proof.pid || a.drain.signalledAt !== proof.at)
-      events = w.append([{ type: "watcher_stopped", item: it.id, payload: { attempt: a.n, pid: proof.pid, signal: proof.signal, signalledAt: proof.at, running: what } }], "watch");
+      events = w.append(
+        [{ type: "watcher_stopped", item: it.id, payload: { attempt: a.n, pid: proof.pid, signal: proof.signal, signalledAt: proof.at, running: what } }],
+        "watch",
+      );
   }
   rmSync(path, { force: true });
   return events;

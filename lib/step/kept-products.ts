@@ -39,7 +39,16 @@ function keptRoot(worktrees: string): string {
 
 function readRecord(stateRoot: string): KeptRecord | null {
   const r = readJsonOrNull<KeptRecord>(recordPath(stateRoot));
-  if (r?.version !== 1 || typeof r.key !== "string" || !/^[0-9a-f]{8,64}$/.test(r.key) || typeof r.madeBy !== "string" || !Array.isArray(r.paths) || !r.stamps || typeof r.stamps !== "object") return null;
+  if (
+    r?.version !== 1 ||
+    typeof r.key !== "string" ||
+    !/^[0-9a-f]{8,64}$/.test(r.key) ||
+    typeof r.madeBy !== "string" ||
+    !Array.isArray(r.paths) ||
+    !r.stamps ||
+    typeof r.stamps !== "object"
+  )
+    return null;
   return r;
 }
 
@@ -123,7 +132,16 @@ function trashAll(worktrees: string, known: KeptRecord | null): void {
  * other kept copy. Returns why nothing was kept (products bound to their checkout's path, or a copy
  * that failed), or null.
  */
-export function keepProducts(o: { stateRoot: string; worktrees: string; worktree: string; key: string; command: string; item: string; paths: string[]; stamps: ProductStamps }): string | null {
+export function keepProducts(o: {
+  stateRoot: string;
+  worktrees: string;
+  worktree: string;
+  key: string;
+  command: string;
+  item: string;
+  paths: string[];
+  stamps: ProductStamps;
+}): string | null {
   // The old record first: from here on nothing trusts the old copy.
   const old = readRecord(o.stateRoot);
   rmSync(recordPath(o.stateRoot), { force: true });
@@ -149,7 +167,13 @@ export function keepProducts(o: { stateRoot: string; worktrees: string; worktree
  * which item's setup made it. Throws when the copy fails (what it left is not recorded: the caller
  * removes it and runs setup).
  */
-export function reuseProducts(o: { stateRoot: string; worktrees: string; worktree: string; key: string; command: string }): { paths: string[]; madeBy: string } | null {
+export function reuseProducts(o: {
+  stateRoot: string;
+  worktrees: string;
+  worktree: string;
+  key: string;
+  command: string;
+}): { paths: string[]; madeBy: string } | null {
   const r = readRecord(o.stateRoot);
   if (!r || r.key !== o.key || r.command !== o.command) return null;
   const dir = join(keptRoot(o.worktrees), r.key);

@@ -27,7 +27,9 @@ function targetMoved(ctx: StepContext, branch: string) {
   const ref = `refs/heads/${landed.target}`;
   const moved = refChanges([{ ref, commit: landed.commit, item: null, exact: true }], readRefs(repoOf(ctx), [ref]))[0];
   if (!moved || moved.now === null) return moved ?? null;
-  const parents = gitTry(repoOf(ctx), ["rev-parse", `${moved.now}^1`, `${moved.now}^2`, `refs/heads/${branch}`]).stdout.trim().split("\n");
+  const parents = gitTry(repoOf(ctx), ["rev-parse", `${moved.now}^1`, `${moved.now}^2`, `refs/heads/${branch}`])
+    .stdout.trim()
+    .split("\n");
   return isOwnMergeOnTop({ landedCommit: landed.commit, parents }) ? null : moved;
 }
 
@@ -44,7 +46,12 @@ export function landAttempt(ctx: StepContext, it: ItemState): void {
     // Never merge on top of a target someone else moved: what it holds would land as verified.
     const moved = targetMoved(ctx, branch);
     const r: MergeResult = moved
-      ? { outcome: "failed", code: "target_moved", commit: null, reason: `target_moved: ${describeRefChange(moved)}; loop does not merge on top (put it back: ${restoreCommand(moved)})` }
+      ? {
+          outcome: "failed",
+          code: "target_moved",
+          commit: null,
+          reason: `target_moved: ${describeRefChange(moved)}; loop does not merge on top (put it back: ${restoreCommand(moved)})`,
+        }
       : landMerge({
           repo: repoOf(ctx),
           landingDir,

@@ -93,10 +93,18 @@ export async function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeC
   let refFault: EnvironmentFault | null;
   try {
     const moved = ownedRefChanges(ctx, projection(ctx));
-    refFault = ownedRefFault({ changes: moved.map(describeRefChange), restore: moved.map(restoreCommand), items: moved.flatMap((c) => (c.item ? [c.item] : [])) });
+    refFault = ownedRefFault({
+      changes: moved.map(describeRefChange),
+      restore: moved.map(restoreCommand),
+      items: moved.flatMap((c) => (c.item ? [c.item] : [])),
+    });
   } catch (err) {
     if (!(err instanceof GitError)) throw err;
-    refFault = { kind: "git_failed", message: err.message, fix: "look at the repository (git for-each-ref refs/heads/), fix what git reports, then `loop ctl resume`" };
+    refFault = {
+      kind: "git_failed",
+      message: err.message,
+      fix: "look at the repository (git for-each-ref refs/heads/), fix what git reports, then `loop ctl resume`",
+    };
   }
   if (refFault) return pauseForFault(ctx, it, refFault, null);
   // What git would run by itself before the agent runs: compared before its verify (lib/repo/git-exec.ts).
@@ -109,7 +117,17 @@ export async function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeC
         type: "launch_reserved",
         item: it.id,
         id: plan.key,
-        payload: { attempt: plan.n, key: plan.key, runner: it.def.runner, model: it.def.model, branch: plan.branch, worktree: plan.worktree, sessionDir: plan.dir, sessionId: plan.sessionId, gitExec: gitExec.digest },
+        payload: {
+          attempt: plan.n,
+          key: plan.key,
+          runner: it.def.runner,
+          model: it.def.model,
+          branch: plan.branch,
+          worktree: plan.worktree,
+          sessionDir: plan.dir,
+          sessionId: plan.sessionId,
+          gitExec: gitExec.digest,
+        },
       },
     ],
     "reserve",
@@ -180,24 +198,46 @@ async function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, 
   // With a forge, items branch from the freshly fetched <remote>/<base>: it holds every merged PR.
   const startPoint = ctx.def.forge ? forgeStartPoint(ctx, repo, it) : localStartPoint(ctx, repo, it);
   const onBranch = branchForAttempt(ctx, it, { repo, branch, worktree, startPoint, attempt: n });
-  const made = ensureBranch({ repo, branch, startPoint: onBranch?.start ?? startPoint, aside: asideBranchName(ctx.def.name, it.id, it.epoch, n, (name) => branchExists(repo, name)) });
+  const made = ensureBranch({
+    repo,
+    branch,
+    startPoint: onBranch?.start ?? startPoint,
+    aside: asideBranchName(ctx.def.name, it.id, it.epoch, n, (name) => branchExists(repo, name)),
+  });
   if (made.movedBelow.length)
-    ctx.options.log.warn(`refs below ${branch} (${made.movedBelow.join(", ")}: no session of ${it.id} made them) were moved under loop/${ctx.def.name}/aside/, never built on`);
+    ctx.options.log.warn(
+      `refs below ${branch} (${made.movedBelow.join(", ")}: no session of ${it.id} made them) were moved under loop/${ctx.def.name}/aside/, never built on`,
+    );
   const startCommit = onBranch?.start ?? made.head;
   // The checkout holds the branch's head, written by loop from its blobs; setup ran in it once, on
   // the start point's files (docs/threat-model.md#the-airlock). The agent gets a git folder of its own.
-  const request = plan.bwrap ? () => sandboxRequest({ bwrap: plan.bwrap!, repo, worktree, stateRoot: ctx.options.stateRoot, runner: it.def.runner, writable: [], programs: [], env: ctx.options.env }) : null;
+  const request = plan.bwrap
+    ? () =>
+        sandboxRequest({
+          bwrap: plan.bwrap!,
+          repo,
+          worktree,
+          stateRoot: ctx.options.stateRoot,
+          runner: it.def.runner,
+          writable: [],
+          programs: [],
+          env: ctx.options.env,
+        })
+    : null;
   const prepared = await prepareCheckout(ctx, it, { repo, worktree, branch, dir, attempt: n, startCommit, head: made.head, sandbox: request });
   if (prepared.movedAside) warnMovedAside(ctx, { path: worktree, branch, aside: prepared.movedAside });
   if (prepared.setupChanged.length)
-    ctx.options.log.warn(`${it.id}: workspace.setup changed tracked files (${prepared.setupChanged.slice(0, 5).join(", ")}${prepared.setupChanged.length > 5 ? ", …" : ""}): they were written back from the commit`);
+    ctx.options.log.warn(
+      `${it.id}: workspace.setup changed tracked files (${prepared.setupChanged.slice(0, 5).join(", ")}${prepared.setupChanged.length > 5 ? ", …" : ""}): they were written back from the commit`,
+    );
   failpoint("launch:after_worktree");
   const builtOn = made.created ? { ref: startPoint, commit: made.head } : null;
   if (builtOn || prepared.setup) append(ctx, [{ type: "workspace_prepared", item: it.id, payload: { attempt: n, builtOn, setup: prepared.setup } }], "reserve");
   const gitDir = attemptGitDir(ctx, { repo, worktree, dir, branch, head: made.head, refs: shownRefs(ctx, repo), products: prepared.products });
   // Without the sandbox the agent can write the object store: what it holds now is the baseline its verify proves against.
   if (!it.def.sandbox)
-    for (const odd of recordObjectStore({ repo, proofs: objectProofs(ctx) })) ctx.options.log.warn(`${it.id}: the repository's object store before the attempt: ${odd}`);
+    for (const odd of recordObjectStore({ repo, proofs: objectProofs(ctx) }))
+      ctx.options.log.warn(`${it.id}: the repository's object store before the attempt: ${odd}`);
   const handoffPath = join(dir, SESSION_FILES.handoff);
   const askFile = join(dir, SESSION_FILES.ask);
   const giveUpFile = join(dir, SESSION_FILES.giveUp);
@@ -228,12 +268,24 @@ async function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, 
   const route = modelRoute({ runner: it.def.runner, network: it.def.network, env: ctx.options.env });
   const cmd = buildRunnerCommand(
     it.def.runner,
-    { item: it.id, attempt: n, prompt: handoff, handoffPath, workdir: worktree, model: it.def.model, sessionId, resume, ...(cap !== null ? { maxBudgetUsd: cap / 1e6 } : {}), ...(route.gateway ? { gateway: true } : {}) },
+    {
+      item: it.id,
+      attempt: n,
+      prompt: handoff,
+      handoffPath,
+      workdir: worktree,
+      model: it.def.model,
+      sessionId,
+      resume,
+      ...(cap !== null ? { maxBudgetUsd: cap / 1e6 } : {}),
+      ...(route.gateway ? { gateway: true } : {}),
+    },
     ctx.def.runners,
     demoArgv(),
   );
   const program = resolveProgram(cmd.argv[0]!, { PATH: sessionPath(ctx.options.env), cwd: worktree });
-  if (program.state === "missing" || program.state === "not_executable") throw new FaultError(programFault({ runner: it.def.runner, program: cmd.argv[0]!, fact: program }));
+  if (program.state === "missing" || program.state === "not_executable")
+    throw new FaultError(programFault({ runner: it.def.runner, program: cmd.argv[0]!, fact: program }));
   // The agent's environment leaves the operator's active venv off PATH (an agent CLI may be installed
   // there): a program found only on what was taken off is named by its path.
   const place = checkoutPlace(ctx, worktree);
@@ -267,17 +319,16 @@ async function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, 
   const tokensLeft = remainingTokens({ item: it, usage: reserved.loop.usage, budget: ctx.def.budget, now: Date.now() });
   // In the sandbox, with a `network` setting, the network is unshared and the gateway reached through
   // sockets in a short private folder of its own (a socket's path is limited to 108 bytes; the state root is hidden there).
-  const gateway =
-    route.gateway
-      ? {
-          standIn: `loop-stand-in-${crypto.randomUUID().replaceAll("-", "")}`,
-          allow: sessionAllowList(it.def.network, it.def.runner) ?? null,
-          ...(tokensLeft !== null ? { maxTokens: tokensLeft } : {}),
-          ...(cap !== null ? { maxMicroUsd: cap } : {}),
-          ...(ctx.def.prices ? { prices: ctx.def.prices } : {}),
-          ...(plan.bwrap && route.unshare ? { socketDir: mkdtempSync(join(tmpdir(), "lg-")) } : {}),
-        }
-      : undefined;
+  const gateway = route.gateway
+    ? {
+        standIn: `loop-stand-in-${crypto.randomUUID().replaceAll("-", "")}`,
+        allow: sessionAllowList(it.def.network, it.def.runner) ?? null,
+        ...(tokensLeft !== null ? { maxTokens: tokensLeft } : {}),
+        ...(cap !== null ? { maxMicroUsd: cap } : {}),
+        ...(ctx.def.prices ? { prices: ctx.def.prices } : {}),
+        ...(plan.bwrap && route.unshare ? { socketDir: mkdtempSync(join(tmpdir(), "lg-")) } : {}),
+      }
+    : undefined;
   ctx.store.assertLease();
   const started = startSession({
     dir,
@@ -293,7 +344,16 @@ async function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, 
     ...(gateway ? { gateway, upstream: gatewayUpstream(ctx.options.env) } : {}),
     scope: { role: "session", loopName: ctx.def.name, item: it.id, epoch: it.epoch, attempt: n, stateRoot: ctx.options.stateRoot },
     ...(plan.bwrap
-      ? { sandbox: { ...request!(), gitDir: { path: gitDir, writable: true }, readOnly: prepared.products.map((p) => join(worktree, p)), writable: [askFile, giveUpFile, usageFile, ...(cmd.writes ?? [])], programs: [...sandboxPrograms(it.def.runner, program), ...(gateway ? selfFiles() : [])], ...(home ? { configHome: { dir: home.home, readOnly: home.readOnly } } : {}) } }
+      ? {
+          sandbox: {
+            ...request!(),
+            gitDir: { path: gitDir, writable: true },
+            readOnly: prepared.products.map((p) => join(worktree, p)),
+            writable: [askFile, giveUpFile, usageFile, ...(cmd.writes ?? [])],
+            programs: [...sandboxPrograms(it.def.runner, program), ...(gateway ? selfFiles() : [])],
+            ...(home ? { configHome: { dir: home.home, readOnly: home.readOnly } } : {}),
+          },
+        }
       : {}),
   });
   // Atomic: a step killed mid-write must not leave a half file that adoption then misreads.
@@ -305,7 +365,18 @@ async function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, 
       {
         type: "session_started",
         item: it.id,
-        payload: { attempt: n, pid: started.pid, tmux: started.tmux, conversationId: cmd.conversationId ?? (resume ? conversationId : null), argv: cmd.argv.map(redactLong), log: join(dir, SESSION_FILES.output), resumed: Boolean(resume && cmd.supportsResume), ...(started.mechanism ? { mechanism: started.mechanism, ...(onBranch ? { start: onBranch.start, branchAside: onBranch.aside, base: onBranch.base } : {}) } : {}) },
+        payload: {
+          attempt: n,
+          pid: started.pid,
+          tmux: started.tmux,
+          conversationId: cmd.conversationId ?? (resume ? conversationId : null),
+          argv: cmd.argv.map(redactLong),
+          log: join(dir, SESSION_FILES.output),
+          resumed: Boolean(resume && cmd.supportsResume),
+          ...(started.mechanism
+            ? { mechanism: started.mechanism, ...(onBranch ? { start: onBranch.start, branchAside: onBranch.aside, base: onBranch.base } : {}) }
+            : {}),
+        },
       },
     ],
     "session_started",
@@ -318,7 +389,11 @@ async function startAttempt(ctx: StepContext, it: ItemState, plan: AttemptPlan, 
  * commit the attempt's branch must contain, or null when there is nothing to decide here (the start
  * point does not resolve, or the branch is a symbolic ref: ensureWorktree refuses both, named).
  */
-function branchForAttempt(ctx: StepContext, it: ItemState, o: { repo: string; branch: string; worktree: string; startPoint: string; attempt: number }): { start: string; aside: { branch: string; commit: string } | null; base: string } | null {
+function branchForAttempt(
+  ctx: StepContext,
+  it: ItemState,
+  o: { repo: string; branch: string; worktree: string; startPoint: string; attempt: number },
+): { start: string; aside: { branch: string; commit: string } | null; base: string } | null {
   const startCommit = revParse(o.repo, `${o.startPoint}^{commit}`);
   if (startCommit === null || symbolicBranchTarget(o.repo, o.branch) !== null) return null;
   const inherited = [...it.attempts].reverse().find((a) => a.start !== undefined && a.startedAt !== null)?.start ?? null;
@@ -415,5 +490,3 @@ function freshSessionDir(stateRoot: string, dir: string): string | null {
 function redactLong(s: string): string {
   return s.length > 200 ? `${sliceText(s, 0, 120)}… (${s.length} chars)` : s;
 }
-
-

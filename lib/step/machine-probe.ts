@@ -14,7 +14,16 @@ import { probeProgramInSandbox, type SandboxProbe } from "../supervisor/sandbox.
 import { branchExists, gitTry, hasAnyCommit, revParse } from "../repo/git.ts";
 import { sessionPath } from "../writer/sandbox-request.ts";
 import { probeScopeRequirement } from "../supervisor/scope.ts";
-import { aiderCanChooseModel, type AiderModelFacts, type EnvironmentFault, isVerifyPlaceholder, launchFault, type ProgramFact, sandboxStartFault, VERIFY_PLACEHOLDER } from "../decisions/faults.ts";
+import {
+  aiderCanChooseModel,
+  type AiderModelFacts,
+  type EnvironmentFault,
+  isVerifyPlaceholder,
+  launchFault,
+  type ProgramFact,
+  sandboxStartFault,
+  VERIFY_PLACEHOLDER,
+} from "../decisions/faults.ts";
 
 /**
  * Where `program` resolves: a bare name on `PATH`, a path relative to `cwd` (the worktree; null
@@ -136,7 +145,14 @@ export function probeLaunchFault(o: LaunchProbe): EnvironmentFault | null {
   });
   if (fault || !preset || !o.sandbox?.ok || programFact.state !== "found") return fault;
   // Last, and only for a preset (its --version is known to be harmless): the program as it runs in the sandbox.
-  const failed = sandboxStart({ bwrap: o.sandbox.bwrap, path: programFact.path, PATH, env: o.env, hide: [o.stateRoot, o.worktrees].filter((p): p is string => Boolean(p)), stateRoot: o.stateRoot });
+  const failed = sandboxStart({
+    bwrap: o.sandbox.bwrap,
+    path: programFact.path,
+    PATH,
+    env: o.env,
+    hide: [o.stateRoot, o.worktrees].filter((p): p is string => Boolean(p)),
+    stateRoot: o.stateRoot,
+  });
   return failed === null ? null : sandboxStartFault({ runner: o.runner, program, path: programFact.path, failed });
 }
 
@@ -148,16 +164,27 @@ const SANDBOX_STARTS_FILE = "sandbox-starts.json";
  * in the state root under the program's files as they are now (path, size, modification time of
  * each), so a launch pays the probe only when the program changed.
  */
-function sandboxStart(o: { bwrap: string; path: string; PATH: string; env: Record<string, string | undefined>; hide: string[]; stateRoot?: string }): string | null {
+function sandboxStart(o: {
+  bwrap: string;
+  path: string;
+  PATH: string;
+  env: Record<string, string | undefined>;
+  hide: string[];
+  stateRoot?: string;
+}): string | null {
   const programs = programFiles(o.path);
-  const key = JSON.stringify([o.bwrap, o.hide, ...programs.map((p) => {
-    try {
-      const st = statSync(p);
-      return [p, st.size, st.mtimeMs];
-    } catch {
-      return [p, null];
-    }
-  })]);
+  const key = JSON.stringify([
+    o.bwrap,
+    o.hide,
+    ...programs.map((p) => {
+      try {
+        const st = statSync(p);
+        return [p, st.size, st.mtimeMs];
+      } catch {
+        return [p, null];
+      }
+    }),
+  ]);
   const file = o.stateRoot ? join(o.stateRoot, SANDBOX_STARTS_FILE) : null;
   const read = file ? readRegularFile(file, { maxBytes: 1 << 20, noLinks: true }) : null;
   let known: Record<string, string> = {};
@@ -174,7 +201,9 @@ function sandboxStart(o: { bwrap: string; path: string; PATH: string; env: Recor
   if (!r.ok) return r.message;
   if (file) {
     // The newest few: a machine has a handful of runner versions.
-    const kept = Object.entries(known).sort((a, b) => String(b[1]).localeCompare(String(a[1]))).slice(0, 15);
+    const kept = Object.entries(known)
+      .sort((a, b) => String(b[1]).localeCompare(String(a[1])))
+      .slice(0, 15);
     try {
       writeFileAtomic(file, JSON.stringify(Object.fromEntries([[key, new Date().toISOString()], ...kept])) + "\n", { sync: false });
     } catch {
@@ -219,7 +248,9 @@ export function definitionWarnings(o: { def: NormDefinition; repo: string; env: 
         `loop.json: ${whose}: a command runner's model requests go through its session's gateway (metered, capped, loop's key held there) only if its program honours ANTHROPIC_BASE_URL/OPENAI_BASE_URL and the stand-in ANTHROPIC_API_KEY/OPENAI_API_KEY it is given; one that reaches its provider another way, with a key of its own, is neither metered nor capped by loop`,
       );
     if (runner === "codex" && !o.env.OPENAI_API_KEY && o.def.items.some((it) => it.runner === "codex" && it.network === undefined))
-      out.push(`loop.json: ${whose}: loop's environment has no OPENAI_API_KEY, so codex runs on its own sign-in (a ChatGPT account), outside the gateway: its spend is what it prints at each turn's end, and no budget stops it inside a turn`);
+      out.push(
+        `loop.json: ${whose}: loop's environment has no OPENAI_API_KEY, so codex runs on its own sign-in (a ChatGPT account), outside the gateway: its spend is what it prints at each turn's end, and no budget stops it inside a turn`,
+      );
     // A program named through a placeholder ({workdir}/agent) is known only at launch.
     if (Object.hasOwn(o.def.runners, runner) && /\{[a-z_]+\}/.test(o.def.runners[runner]!.command[0] ?? "")) continue;
     let program: string;
@@ -230,8 +261,11 @@ export function definitionWarnings(o: { def: NormDefinition; repo: string; env: 
     }
     const fact = resolveProgram(program, { PATH, cwd: null });
     if (fact.state === "missing")
-      out.push(`loop.json: ${whose}: program ${JSON.stringify(program)} is not found${fact.path ? ` (${fact.path})` : ` on this PATH (${PATH || "empty"})`}: launching it will pause the loop`);
-    else if (fact.state === "not_executable") out.push(`loop.json: ${whose}: program ${JSON.stringify(program)} (${fact.path}) is not executable: launching it will pause the loop`);
+      out.push(
+        `loop.json: ${whose}: program ${JSON.stringify(program)} is not found${fact.path ? ` (${fact.path})` : ` on this PATH (${PATH || "empty"})`}: launching it will pause the loop`,
+      );
+    else if (fact.state === "not_executable")
+      out.push(`loop.json: ${whose}: program ${JSON.stringify(program)} (${fact.path}) is not executable: launching it will pause the loop`);
   }
   // aider without a model or key would wait for a browser: say so now rather than at its turn.
   if (used.includes("aider"))
@@ -304,4 +338,3 @@ export function programFiles(path: string): string[] {
   }
   return [...out];
 }
-

@@ -22,12 +22,13 @@ import { channelsPhase, type NotifyReport } from "./notify-channels.ts";
 export function stepAttentionInput(ctx: StepContext): AttentionInput {
   const { loop } = loopView(ctx);
   const drainedFailed = loop.state === "drained" && loop.outcome === "Failed";
-  const items = ctx.store.itemsWhere(drainedFailed ? { status: ATTENTION_STATUSES, landing: UNLANDED_OUTCOMES, budgetStopped: true } : { landing: UNLANDED_OUTCOMES, budgetStopped: true });
+  const items = ctx.store.itemsWhere(
+    drainedFailed ? { status: ATTENTION_STATUSES, landing: UNLANDED_OUTCOMES, budgetStopped: true } : { landing: UNLANDED_OUTCOMES, budgetStopped: true },
+  );
   const cur = loop.current ? itemNow(ctx, loop.current) : null;
   const sign = pullTerms(loop.settings?.forge?.provider).sign;
   return { loop, items: [...(cur && !items.some((it) => it.id === cur.id) ? [cur] : []), ...items].map((it) => attentionItem(it, sign)) };
 }
-
 
 /** The document a notify command reads on stdin. */
 interface NotifyDocument {
@@ -98,8 +99,18 @@ async function commandPhase(ctx: StepContext, def: NotifyDef & { command: string
     ctx.store.renewLease(ctx.lease, def.timeout + 10 * 60_000);
     const doc = notifyDocument({ a, p, root: ctx.options.root, stateRoot: ctx.options.stateRoot, now: new Date() });
     // The operator's command: loop's environment, never its keys (docs/loop-json.md#notify).
-    const r = await runNotify(def, { doc, cwd: ctx.options.root, logPath: join(ctx.options.stateRoot, "notify.log"), env: ctx.options.env, rule: toolRule(ctx.def) });
-    append(ctx, [{ type: "notified", item: a.item, payload: { slot: a.slot, key: a.key, kind: a.kind, ok: r.ok, exitCode: r.exitCode, reason: r.reason } }], "notify");
+    const r = await runNotify(def, {
+      doc,
+      cwd: ctx.options.root,
+      logPath: join(ctx.options.stateRoot, "notify.log"),
+      env: ctx.options.env,
+      rule: toolRule(ctx.def),
+    });
+    append(
+      ctx,
+      [{ type: "notified", item: a.item, payload: { slot: a.slot, key: a.key, kind: a.kind, ok: r.ok, exitCode: r.exitCode, reason: r.reason } }],
+      "notify",
+    );
     if (!r.ok) ctx.options.log.warn(`notify (${a.kind}${a.item ? ` ${a.item}` : ""}) failed: ${r.reason}; the loop goes on, and it is not run again for this`);
     reports.push({ channel: null, kind: a.kind, item: a.item, ok: r.ok, reason: r.reason });
   }
@@ -116,7 +127,10 @@ interface NotifyRun {
  * Run `def.command` (no shell) in its own process group with `doc` on stdin, its output in
  * `logPath` (overwritten each time); past `def.timeout` the group is killed.
  */
-async function runNotify(def: NotifyDef & { command: string[] }, o: { doc: NotifyDocument; cwd: string; logPath: string; env: Record<string, string | undefined>; rule: EnvRule }): Promise<NotifyRun> {
+async function runNotify(
+  def: NotifyDef & { command: string[] },
+  o: { doc: NotifyDocument; cwd: string; logPath: string; env: Record<string, string | undefined>; rule: EnvRule },
+): Promise<NotifyRun> {
   // Created afresh: never written through a link (or into a FIFO) found under its name.
   rmSync(o.logPath, { force: true });
   const fd = openSync(o.logPath, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, 0o644);

@@ -27,7 +27,21 @@ export function observeLaunching(ctx: StepContext, it: ItemState): StepOutcome |
     // The wrapper was spawned by a step killed before it recorded the start: adopt it.
     append(
       ctx,
-      [{ type: "session_started", item: it.id, payload: { attempt: attempt.n, pid: found.pid, tmux: found.tmux, conversationId: null, argv: [], log: join(s.sessionDir, SESSION_FILES.output), resumed: false } }],
+      [
+        {
+          type: "session_started",
+          item: it.id,
+          payload: {
+            attempt: attempt.n,
+            pid: found.pid,
+            tmux: found.tmux,
+            conversationId: null,
+            argv: [],
+            log: join(s.sessionDir, SESSION_FILES.output),
+            resumed: false,
+          },
+        },
+      ],
       "session_started",
     );
     return null;
@@ -42,7 +56,11 @@ export function observeLaunching(ctx: StepContext, it: ItemState): StepOutcome |
   const ended = it.attempts.slice(0, -1).map((a) => a.end?.verdict ?? null);
   const again = !interrupted || loopView(ctx).loop.state !== "running" ? null : interruptedLaunchesFault({ item: it.id, attempt: attempt.n, ended });
   if (again) {
-    append(ctx, [{ type: "environment_fault", item: it.id, payload: { kind: again.kind, attempt: attempt.n, reason: again.message, fix: again.fix } }], "launch_failed");
+    append(
+      ctx,
+      [{ type: "environment_fault", item: it.id, payload: { kind: again.kind, attempt: attempt.n, reason: again.message, fix: again.fix } }],
+      "launch_failed",
+    );
     return { action: "paused", item: it.id, reason: loopView(ctx).loop.reason };
   }
   append(ctx, [{ type: "launch_failed", item: it.id, payload: { attempt: attempt.n, reason, interrupted } }], "launch_failed");
@@ -62,7 +80,12 @@ export async function observeRunning(ctx: StepContext, it: ItemState): Promise<S
   // Its gateway stopped its model requests (too many answers cut off): ended, whatever else it did.
   const cut = await stopForCutOffs(ctx, it);
   if (cut !== undefined) return cut;
-  const facts: RunningFacts = { verdict: classifySession(seen), recordPresent: seen.recordPresent, behindGateway: modelRoute({ runner: it.def.runner, network: it.def.network, env: ctx.options.env }).gateway, drain: attempt.drain };
+  const facts: RunningFacts = {
+    verdict: classifySession(seen),
+    recordPresent: seen.recordPresent,
+    behindGateway: modelRoute({ runner: it.def.runner, network: it.def.network, env: ctx.options.env }).gateway,
+    drain: attempt.drain,
+  };
   for (;;) {
     const next = runningNext(facts);
     switch (next.kind) {
@@ -100,14 +123,29 @@ export async function observeRunning(ctx: StepContext, it: ItemState): Promise<S
         const usage = usageDraft(itemNow(ctx, it.id), { final: true, prices: ctx.def.prices });
         // The agent's own start and end, as its wrapper saw them: the timeline draws those, not this tick's time.
         const times = readWrapperTimes(it.session!.sessionDir, "session", { from: Date.parse(attempt.reservedAt), to: Date.now() });
-        append(ctx, [...(usage ? [usage] : []), { type: "session_ended", item: it.id, payload: { attempt: attempt.n, verdict: "exited", exitCode: next.code, signal: next.signal, reason: next.reason, times } }], "session_ended");
+        append(
+          ctx,
+          [
+            ...(usage ? [usage] : []),
+            {
+              type: "session_ended",
+              item: it.id,
+              payload: { attempt: attempt.n, verdict: "exited", exitCode: next.code, signal: next.signal, reason: next.reason, times },
+            },
+          ],
+          "session_ended",
+        );
         return null;
       }
       case "close": {
         // lost, never_started, stalled, drained: end whatever is left through the close path.
         const { verdict, reason } = next;
         const c = await closeInStep(ctx, { it, reason, removeCheckout: false, endVerdict: verdict });
-        append(ctx, c ? c.events : [{ type: "session_ended", item: it.id, payload: { attempt: attempt.n, verdict, exitCode: null, signal: null, reason } }], "session_ended");
+        append(
+          ctx,
+          c ? c.events : [{ type: "session_ended", item: it.id, payload: { attempt: attempt.n, verdict, exitCode: null, signal: null, reason } }],
+          "session_ended",
+        );
         return null;
       }
     }

@@ -30,7 +30,8 @@ export function relocateWorktrees(ctx: StepContext): void {
   // The landing checkout likewise, unless its move is in the log (read only in this rare state).
   const landingFrom = join(old, LANDING_DIR);
   const landingTo = join(ctx.worktrees, LANDING_DIR);
-  if (!existsSync(landingFrom) && checkoutBranch(landingTo) === ctx.def.target && !landingMoveRecorded(ctx, landingFrom)) record(ctx, null, landingFrom, landingTo);
+  if (!existsSync(landingFrom) && checkoutBranch(landingTo) === ctx.def.target && !landingMoveRecorded(ctx, landingFrom))
+    record(ctx, null, landingFrom, landingTo);
   for (const name of readdirSync(old).sort()) {
     // What a launch moved aside stays where it is (loop reset lists both places).
     if (name.includes(".aside-")) continue;

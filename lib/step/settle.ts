@@ -15,12 +15,20 @@ export async function settleAttempt(ctx: StepContext, it: ItemState, o: { landed
   const c = await closeInStep(ctx, { it, reason: o.landed ? "item passed" : "landing failed", removeCheckout: o.landed && !ctx.def.keepCheckoutOnClose });
   const landing = attempt.landing!;
   const settled = settledByLanding({ landed: o.landed, outcome: landing.outcome, landingReason: landing.reason, verifyReason: attempt.verify!.reason });
-  const settle: EventDraft = { type: "item_settled", item: it.id, payload: { attempt: attempt.n, outcome: settled.outcome, reason: settled.reason, code: settled.code } };
+  const settle: EventDraft = {
+    type: "item_settled",
+    item: it.id,
+    payload: { attempt: attempt.n, outcome: settled.outcome, reason: settled.reason, code: settled.code },
+  };
   append(ctx, [...(c?.events ?? []), settle], "settle");
 }
 
 /** The attempt failed: close its session, then try again or settle the item failed (its attempts are spent). */
-export async function failAttempt(ctx: StepContext, it: ItemState, failed: { reason: string; code: "session_failed" | "verify_failed" | "gave_up" }): Promise<void> {
+export async function failAttempt(
+  ctx: StepContext,
+  it: ItemState,
+  failed: { reason: string; code: "session_failed" | "verify_failed" | "gave_up" },
+): Promise<void> {
   const attempt = requireAttempt(it);
   const { reason } = failed;
   const c = await closeInStep(ctx, { it, reason, removeCheckout: false });

@@ -31,7 +31,12 @@ export function setupMissingOf(ctx: StepContext, it: ItemState, o: { exitCode: n
 }
 
 /** Record the verdict, close the session (the checkout stays), give the attempt back and pause the loop: one commit. */
-export async function pauseSetupMissing(ctx: StepContext, it: ItemState, verdict: Payload<"verify_finished"> & { code: VerifyCode; noProgress: boolean }, m: SetupMissing): Promise<StepOutcome> {
+export async function pauseSetupMissing(
+  ctx: StepContext,
+  it: ItemState,
+  verdict: Payload<"verify_finished"> & { code: VerifyCode; noProgress: boolean },
+  m: SetupMissing,
+): Promise<StepOutcome> {
   const attempt = requireAttempt(it);
   // The line is the verify's output: escaped before it is part of the loop's reason, which terminals print.
   const fault = setupMissingFault({ ...m, line: printable(m.line), item: it.id, attempt: attempt.n });

@@ -39,7 +39,12 @@ export async function stopForBudget(ctx: StepContext, it: ItemState | null, v: N
     append(ctx, drafts, "budget");
     return null;
   }
-  if (it && inFlight) drafts.push({ type: "item_requeued", item: it.id, payload: { attempt: it.attempts.length, reason: "the loop's budget was reached", failed: false, resetBudget: false } });
+  if (it && inFlight)
+    drafts.push({
+      type: "item_requeued",
+      item: it.id,
+      payload: { attempt: it.attempts.length, reason: "the loop's budget was reached", failed: false, resetBudget: false },
+    });
   drafts.push({ type: "budget_stopped", item: null, payload: { attempt: 0, scope: "loop", ...stop } });
   const p = append(ctx, drafts, "budget");
   return { action: "paused", item: it?.id ?? null, reason: p.loop.reason };
@@ -53,11 +58,16 @@ export async function stopForBudget(ctx: StepContext, it: ItemState | null, v: N
  * meet the same agent. Null when there is nothing to stop.
  */
 export async function stopForCutOffs(ctx: StepContext, it: ItemState): Promise<StepOutcome | null | undefined> {
-  const stop = modelRoute({ runner: it.def.runner, network: it.def.network, env: ctx.options.env }).gateway && it.session ? readGatewayStop(it.session.sessionDir) : null;
+  const stop =
+    modelRoute({ runner: it.def.runner, network: it.def.network, env: ctx.options.env }).gateway && it.session ? readGatewayStop(it.session.sessionDir) : null;
   if (!stop) return undefined;
   const why = `${stop.code}: ${stop.reason} (docs/spend.md#the-gateway)`;
   const closed = await closeInStep(ctx, { it, reason: why, removeCheckout: false, endVerdict: "closed" });
   const n = it.attempts.length;
-  append(ctx, [...(closed?.events ?? []), { type: "item_settled", item: it.id, payload: { attempt: n, outcome: "failed", reason: why, code: "answers_cut_off" } }], "budget");
+  append(
+    ctx,
+    [...(closed?.events ?? []), { type: "item_settled", item: it.id, payload: { attempt: n, outcome: "failed", reason: why, code: "answers_cut_off" } }],
+    "budget",
+  );
   return null;
 }

@@ -15,8 +15,29 @@ import { Store } from "../log/store.ts";
 import { dbPath, type Lease, refuseLostStore } from "../log/snapshot.ts";
 import { withLease } from "../log/writer.ts";
 import { projectOf } from "../log/ownership.ts";
-import { append, createStepContext, itemNow, loopView, materialize, projection, recordTransition, repoOf, type StepContext, type StepOptions, type StepOutcome, type Transition } from "./context.ts";
-import { type DefinitionSource, type ParsedDefinition, parseDefinitionSource, type StepDefinition, readDefinitionSource, rememberDefinition, resolveDefinition } from "./definition.ts";
+import {
+  append,
+  createStepContext,
+  itemNow,
+  loopView,
+  materialize,
+  projection,
+  recordTransition,
+  repoOf,
+  type StepContext,
+  type StepOptions,
+  type StepOutcome,
+  type Transition,
+} from "./context.ts";
+import {
+  type DefinitionSource,
+  type ParsedDefinition,
+  parseDefinitionSource,
+  type StepDefinition,
+  readDefinitionSource,
+  rememberDefinition,
+  resolveDefinition,
+} from "./definition.ts";
 import { afterSession } from "../decisions/attempt.ts";
 import { landingRoute } from "../decisions/landing.ts";
 import { type Attention, attentionOf } from "../decisions/attention.ts";
@@ -44,7 +65,6 @@ import { recordStopProof } from "./drain.ts";
 import { beforeLaunch } from "../decisions/budget.ts";
 import { stopForBudget } from "./spend.ts";
 import { hideDefinitionSecrets } from "./own-environment.ts";
-
 
 export interface RunResult extends StepOutcome {
   schema: "loop/run@1";
@@ -85,7 +105,14 @@ function importDefinition(ctx: StepContext, parsed: ParsedDefinition | null): vo
     // In the import's own transaction: a crash between the two would forget to ask.
     const reasons = reviewOnImport({ prev, next: imported, review: loop.review });
     // What it asks for is the step's result (action `review`, attention, the review on stderr), not a warning.
-    append(ctx, [{ type: "definition_imported", payload: imported }, ...(reasons ? [{ type: "review_required" as const, payload: { revision: imported.revision, reasons } }] : [])], "import");
+    append(
+      ctx,
+      [
+        { type: "definition_imported", payload: imported },
+        ...(reasons ? [{ type: "review_required" as const, payload: { revision: imported.revision, reasons } }] : []),
+      ],
+      "import",
+    );
     // A loop paused by an environment fault keeps the fault's own "To fix" words; a new loop.json may
     // be that fix, which only a person can tell: say so, and how to go on.
     if (loop.state === "paused" && loop.cause?.kind === "fault") {
@@ -137,7 +164,11 @@ async function advanceLoop(ctx: StepContext): Promise<StepOutcome> {
     }
     // Nothing in flight and a review asked for: nothing launches until a person starts the loop.
     if (loop.review?.waiting)
-      return { action: "review", item: null, reason: `waits for review (${loop.review.waiting.reasons.map((r) => r.code).join(", ")}): \`loop ctl start\` shows it and starts the loop` };
+      return {
+        action: "review",
+        item: null,
+        reason: `waits for review (${loop.review.waiting.reasons.map((r) => r.code).join(", ")}): \`loop ctl start\` shows it and starts the loop`,
+      };
     // Nothing in flight: what comes next is decided over every item.
     const p = projection(ctx);
     if (p.loop.state === "drained") {
@@ -149,7 +180,11 @@ async function advanceLoop(ctx: StepContext): Promise<StepOutcome> {
     if (next.kind === "block") {
       append(
         ctx,
-        next.items.map((b) => ({ type: "item_settled" as const, item: b.id, payload: { attempt: p.items[b.id]!.attempts.length, outcome: "blocked" as const, reason: b.reason, code: b.code } })),
+        next.items.map((b) => ({
+          type: "item_settled" as const,
+          item: b.id,
+          payload: { attempt: p.items[b.id]!.attempts.length, outcome: "blocked" as const, reason: b.reason, code: b.code },
+        })),
         "block",
       );
       continue;
@@ -178,7 +213,11 @@ async function advanceLoop(ctx: StepContext): Promise<StepOutcome> {
       if (f.kind === "wait") return { action: "waiting", item: null, reason: f.reason };
       if (f.kind === "skip" || f.kind === "block") {
         const outcome = f.kind === "skip" ? ("skipped" as const) : ("blocked" as const);
-        append(ctx, [{ type: "item_settled", item: next.item, payload: { attempt: p.items[next.item]!.attempts.length, outcome, reason: f.reason, code: f.code } }], "forge");
+        append(
+          ctx,
+          [{ type: "item_settled", item: next.item, payload: { attempt: p.items[next.item]!.attempts.length, outcome, reason: f.reason, code: f.code } }],
+          "forge",
+        );
         continue;
       }
       forgeContext = f.context;
@@ -272,7 +311,10 @@ function attemptInFlight(store: Store): { item: string; attempt: number } | null
  * names are taken out of what loop's git and tmux inherit as soon as it is read, before loop's first
  * git call (a first step looks for the loop's branches), and a change deferred still has its names hidden.
  */
-function openStep(options: StepOptions, src: DefinitionSource): { store: Store; def: StepDefinition; parsed: ParsedDefinition | null; deferred?: StepContext["deferred"] } {
+function openStep(
+  options: StepOptions,
+  src: DefinitionSource,
+): { store: Store; def: StepDefinition; parsed: ParsedDefinition | null; deferred?: StepContext["deferred"] } {
   // lstat: a (dangling) link in its place is a store that is there, as Store.open sees it.
   if (!lstatSync(dbPath(options.stateRoot), { throwIfNoEntry: false })) {
     const parsed = parseDefinitionSource(src);
@@ -313,7 +355,10 @@ function refuseLostLoop(options: StepOptions, name: string, items: ReadonlySet<s
   // Checkouts of this loop's items only: $LOOP_WORKTREES may be shared.
   const checkouts = existsSync(worktrees) ? readdirSync(worktrees).filter((f) => items.has(f)) : [];
   if (!branches.size && !checkouts.length) return;
-  const found = [...(branches.size ? [`${branches.size} item branch${branches.size === 1 ? "" : "es"} (loop/${name}/item/…)`] : []), ...(checkouts.length ? [`${checkouts.length} checkout${checkouts.length === 1 ? "" : "s"} in ${worktrees}`] : [])];
+  const found = [
+    ...(branches.size ? [`${branches.size} item branch${branches.size === 1 ? "" : "es"} (loop/${name}/item/…)`] : []),
+    ...(checkouts.length ? [`${checkouts.length} checkout${checkouts.length === 1 ? "" : "s"} in ${worktrees}`] : []),
+  ];
   throw new StoreError(
     "store_missing",
     `${dbPath(options.stateRoot)} is missing, but the loop "${name}" has run here: ${found.join(" and ")}. A new store would run passed items again and forget what was spent. Restore the state root (loop.db) from a backup (docs/state.md#backing-up), or, to start this loop afresh, archive its branches and remove its checkouts first (docs/state.md#a-lost-store)`,
@@ -367,7 +412,8 @@ function sweepAfterStep(options: StepOptions, r: RunResult): void {
   const trash = trashOf(worktreesRoot(options.stateRoot, options.env));
   try {
     const swept = sweepTrash(trash, { deadline: performance.now() + SWEEP_MS, budget: SWEEP_ENTRIES });
-    if (swept.deleted) options.log.debug(`deleted ${swept.deleted} files and folders of finished checkouts (${trash})${swept.done ? "" : "; the rest waits for the next step"}`);
+    if (swept.deleted)
+      options.log.debug(`deleted ${swept.deleted} files and folders of finished checkouts (${trash})${swept.done ? "" : "; the rest waits for the next step"}`);
   } catch (err) {
     const w = `could not delete what waits in ${trash}: ${(err as Error).message}; the next step tries again`;
     r.warnings.push(w);
@@ -378,7 +424,12 @@ function sweepAfterStep(options: StepOptions, r: RunResult): void {
 async function stepWith(options: StepOptions, src: DefinitionSource, full: DiskSpace | null): Promise<RunResult> {
   const { store, def, parsed, deferred } = openStep(options, src);
   try {
-    const terms = { actor: options.actor, ttlMs: options.leaseMs ?? 30 * 60_000, busy: (holder: Lease) => new BusyLease(holder), ...(options.chained ? { tag: CHAINED_TAG } : {}) };
+    const terms = {
+      actor: options.actor,
+      ttlMs: options.leaseMs ?? 30 * 60_000,
+      busy: (holder: Lease) => new BusyLease(holder),
+      ...(options.chained ? { tag: CHAINED_TAG } : {}),
+    };
     const { ctx, outcome, notifications, before } = await withLease(store, terms, async (writer) => {
       const ctx = createStepContext({ writer, def, options, deferred: deferred ?? null });
       // What needed a person when the step began: what the previous step left.
@@ -421,7 +472,11 @@ async function stepWith(options: StepOptions, src: DefinitionSource, full: DiskS
 }
 
 /** Under the lease: repair the files, import the definition, read the forge's comments, advance the loop, notify. */
-async function tick(ctx: StepContext, parsed: ParsedDefinition | null, full: DiskSpace | null): Promise<{ outcome: StepOutcome; notifications: NotifyReport[] }> {
+async function tick(
+  ctx: StepContext,
+  parsed: ParsedDefinition | null,
+  full: DiskSpace | null,
+): Promise<{ outcome: StepOutcome; notifications: NotifyReport[] }> {
   const { options } = ctx;
   let outcome: StepOutcome;
   let notifications: NotifyReport[] = [];

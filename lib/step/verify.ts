@@ -29,11 +29,28 @@ import { endSessionProcesses, endVerifyRun } from "../supervisor/end.ts";
 import { append, closeInStep, itemNow, ownedRefChanges, projection, repoOf, type StepContext, type StepOutcome } from "./context.ts";
 import { requeueUncounted } from "./settle.ts";
 import { describeRefChange } from "../repo/owned-refs.ts";
-import { classifyVerify, classifyVerifyStart, namedObjects, verdictPasses, verifyExitVerdict, type VerifyVerdict, verifyReason } from "../decisions/verify-verdict.ts";
+import {
+  classifyVerify,
+  classifyVerifyStart,
+  namedObjects,
+  verdictPasses,
+  verifyExitVerdict,
+  type VerifyVerdict,
+  verifyReason,
+} from "../decisions/verify-verdict.ts";
 import { type AirlockFact, type AttemptChanges, type GateFact, type GateFacts, verifyGate } from "../decisions/verify-gates.ts";
 import { graceMs, sessionMark } from "../supervisor/sessions.ts";
 import { SESSION_FILES, VERIFY_FILES } from "../supervisor/session-wrapper.ts";
-import { endVerify, judgeExitProof, readVerifyExit, startVerify, verifyAlive, verifyLogSummary, verifySpawnEvidence, type VerifyProcess } from "../supervisor/verify-command.ts";
+import {
+  endVerify,
+  judgeExitProof,
+  readVerifyExit,
+  startVerify,
+  verifyAlive,
+  verifyLogSummary,
+  verifySpawnEvidence,
+  type VerifyProcess,
+} from "../supervisor/verify-command.ts";
 import type { SessionMechanism } from "../supervisor/scope.ts";
 import { commitsAhead, startPointFor } from "../repo/workspace.ts";
 import { protectedEntries, protectedPathVerdict } from "./protect.ts";
@@ -77,7 +94,12 @@ export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<St
   // gathered when it asks for it, and what it decides is recorded.
   const facts: GateFacts = {};
   const products = checkoutProducts(ctx.options.stateRoot, it.id) ?? [];
-  const options = { command: it.def.verify !== false, exitCode: attempt.end!.exitCode, noProgressGuard: (ctx.def.guards ?? DEFAULT_GUARDS).noProgress, products };
+  const options = {
+    command: it.def.verify !== false,
+    exitCode: attempt.end!.exitCode,
+    noProgressGuard: (ctx.def.guards ?? DEFAULT_GUARDS).noProgress,
+    products,
+  };
   let head: string;
   for (;;) {
     const d = verifyGate(facts, options);
@@ -98,7 +120,14 @@ export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<St
   const key = `verify:${it.id}:e${it.epoch}:a${attempt.n}`;
   append(
     ctx,
-    [{ type: "verify_reserved", item: it.id, id: key, payload: { attempt: attempt.n, key, command: it.def.verify as string, log: logPath, timeoutMs: it.def.timeouts.verify, head } }],
+    [
+      {
+        type: "verify_reserved",
+        item: it.id,
+        id: key,
+        payload: { attempt: attempt.n, key, command: it.def.verify as string, log: logPath, timeoutMs: it.def.timeouts.verify, head },
+      },
+    ],
     "verify_reserve",
   );
   failpoint("verify:after_reserve");
@@ -126,7 +155,8 @@ async function gather(ctx: StepContext, it: ItemState, facts: GateFacts, fact: G
   switch (fact) {
     case "worktree": {
       const at = checkoutAtPlace(s.worktree);
-      facts.worktree = at === null ? "present" : at === "missing" ? "missing" : { replaced: `${s.worktree} is not the checkout loop made (${at}); nothing of it was sealed` };
+      facts.worktree =
+        at === null ? "present" : at === "missing" ? "missing" : { replaced: `${s.worktree} is not the checkout loop made (${at}); nothing of it was sealed` };
       return;
     }
     case "store": {
@@ -236,7 +266,10 @@ function airlockFact(r: AirlockResult, o: { branch: string; startHead: string })
     case "head_invalid":
       return { code: "head_invalid", reason: r.reason };
     case "branch_moved":
-      return { code: "owned_ref_changed", changes: [`the item branch ${o.branch} was moved while the attempt ran (it is ${describeFound(r.found)}; loop left it at ${r.expected.slice(0, 12)})`] };
+      return {
+        code: "owned_ref_changed",
+        changes: [`the item branch ${o.branch} was moved while the attempt ran (it is ${describeFound(r.found)}; loop left it at ${r.expected.slice(0, 12)})`],
+      };
   }
 }
 
@@ -290,7 +323,11 @@ function judged(ctx: StepContext, it: ItemState, d: { verdict: VerifyVerdict; no
 function reportGitExec(ctx: StepContext, it: ItemState): void {
   const attempt = requireAttempt(it);
   if (!attempt.gitExec) return;
-  const said = gitExecReport({ recorded: attempt.gitExec, baseline: readJsonOrNull(join(it.session!.sessionDir, GIT_EXEC_FILE)), now: gitExecSnapshot(repoOf(ctx)) });
+  const said = gitExecReport({
+    recorded: attempt.gitExec,
+    baseline: readJsonOrNull(join(it.session!.sessionDir, GIT_EXEC_FILE)),
+    now: gitExecSnapshot(repoOf(ctx)),
+  });
   if (!said) return;
   const line = `${it.id}: attempt ${attempt.n}: ${said}`;
   ctx.warnings.push(line);
@@ -336,7 +373,11 @@ function spawnReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOut
     guarded = protectedEntries(ctx, head);
   } catch (err) {
     if (!(err instanceof StartError) && !(err instanceof GitError) && systemError(err) === null) throw err;
-    return record(ctx, it, notRun(attempt.n, { code: "could_not_run", error: `the checkout could not be made the verified commit's: ${(err as Error).message}` }));
+    return record(
+      ctx,
+      it,
+      notRun(attempt.n, { code: "could_not_run", error: `the checkout could not be made the verified commit's: ${(err as Error).message}` }),
+    );
   }
   const box = verifySandbox(ctx, it, { readOnly: [...products, ...guarded.mounts].map((p) => join(s.worktree, p)) });
   if ("paused" in box) return box.paused;
@@ -381,7 +422,14 @@ function spawnReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOut
   return recordStarted(ctx, it, run, started, false, started.mechanism);
 }
 
-function recordStarted(ctx: StepContext, it: ItemState, run: VerifyRun, p: VerifyProcess, adopted: boolean, mechanism: SessionMechanism | null = null): StepOutcome {
+function recordStarted(
+  ctx: StepContext,
+  it: ItemState,
+  run: VerifyRun,
+  p: VerifyProcess,
+  adopted: boolean,
+  mechanism: SessionMechanism | null = null,
+): StepOutcome {
   // The proof's hashes; an adopted wrapper's come from its folder (the spawning step was killed before recording them).
   const proof = p.proof ? { mechanism, proof: p.proof } : mechanism ? { mechanism } : {};
   const attempt = requireAttempt(it);
@@ -392,7 +440,13 @@ function recordStarted(ctx: StepContext, it: ItemState, run: VerifyRun, p: Verif
   const deadline = new Date(from + run.timeoutMs).toISOString();
   append(
     ctx,
-    [{ type: "verify_started", item: it.id, payload: { attempt: attempt.n, pid: p.pid, pgid: p.pid, startTime: p.startTime, log: run.log, deadline, adopted, ...proof } }],
+    [
+      {
+        type: "verify_started",
+        item: it.id,
+        payload: { attempt: attempt.n, pid: p.pid, pgid: p.pid, startTime: p.startTime, log: run.log, deadline, adopted, ...proof },
+      },
+    ],
     "verify_started",
   );
   return { action: "waiting", item: it.id, reason: `verify running (deadline ${deadline})` };
@@ -403,7 +457,11 @@ function recordStarted(ctx: StepContext, it: ItemState, run: VerifyRun, p: Verif
  * that is asked for and unusable is an environment fault: the loop pauses, and the attempt waits
  * untouched for `loop ctl resume`.
  */
-function verifySandbox(ctx: StepContext, it: ItemState, o: { readOnly?: string[] } = {}): { request: SandboxRequest | null; gateway?: GatewayRequest } | { paused: StepOutcome } | { refused: VerifyVerdict } {
+function verifySandbox(
+  ctx: StepContext,
+  it: ItemState,
+  o: { readOnly?: string[] } = {},
+): { request: SandboxRequest | null; gateway?: GatewayRequest } | { paused: StepOutcome } | { refused: VerifyVerdict } {
   if (!it.def.sandbox) return { request: null };
   const s = it.session!;
   const probe = probeSandbox(sessionPath(ctx.options.env));
@@ -411,14 +469,28 @@ function verifySandbox(ctx: StepContext, it: ItemState, o: { readOnly?: string[]
   try {
     const listed = Array.isArray(it.def.verifyNetwork);
     // A list's proxy is reached through `loop __bridge` inside: the loop binary is bound in for it.
-    const base = sandboxRequest({ bwrap: probe.bwrap, repo: repoOf(ctx), worktree: s.worktree, stateRoot: ctx.options.stateRoot, runner: it.def.runner, writable: [], ...(listed ? { programs: selfFiles() } : {}), env: ctx.options.env });
+    const base = sandboxRequest({
+      bwrap: probe.bwrap,
+      repo: repoOf(ctx),
+      worktree: s.worktree,
+      stateRoot: ctx.options.stateRoot,
+      runner: it.def.runner,
+      writable: [],
+      ...(listed ? { programs: selfFiles() } : {}),
+      env: ctx.options.env,
+    });
     // Its own git folder, read-only; what setup made and the protected paths read-only too; no config home of the agent's.
     const request: SandboxRequest = { ...base, homes: [], gitDir: { path: join(s.sessionDir, VERIFY_GIT), writable: false }, readOnly: o.readOnly ?? [] };
     // verifyNetwork "none" (the default in the sandbox, docs/loop-json.md#network): no network at all.
     if (it.def.verifyNetwork === "none") return { request: { ...request, noNetwork: true } };
     if (!listed) return { request };
     // A list: the network unshared, its hosts reached through a proxy-only gateway (lib/supervisor/session-gateway.ts).
-    const gateway: GatewayRequest = { standIn: `loop-verify-${crypto.randomUUID().replaceAll("-", "")}`, allow: it.def.verifyNetwork!, proxyOnly: true, socketDir: mkdtempSync(join(tmpdir(), "lg-")) };
+    const gateway: GatewayRequest = {
+      standIn: `loop-verify-${crypto.randomUUID().replaceAll("-", "")}`,
+      allow: it.def.verifyNetwork!,
+      proxyOnly: true,
+      socketDir: mkdtempSync(join(tmpdir(), "lg-")),
+    };
     return { request, gateway };
   } catch (err) {
     // The checkout is not the one loop made: no verify runs over it.
@@ -495,7 +567,11 @@ async function observeVerify(ctx: StepContext, it: ItemState, run: VerifyRun): P
   } else if (exit && judgeExitProof(exit, run.proof) === "forged") {
     // An exit status its wrapper did not write (no secret, or the wrong one): never a pass.
     await endVerify({ proc, dir, graceMs: 0 });
-    payload = verdictPayload(attempt.n, { code: "verify_result_forged", file: VERIFY_FILES.exit, pid: run.pid }, { ...verifyLogSummary(run.log, null), timedOut: false, log: run.log });
+    payload = verdictPayload(
+      attempt.n,
+      { code: "verify_result_forged", file: VERIFY_FILES.exit, pid: run.pid },
+      { ...verifyLogSummary(run.log, null), timedOut: false, log: run.log },
+    );
   } else {
     // The shell is gone, but something it started may linger in its group: end it too.
     await endVerify({ proc, dir, graceMs: 0 });
@@ -506,7 +582,12 @@ async function observeVerify(ctx: StepContext, it: ItemState, run: VerifyRun): P
     const missing = verdict.code === "exit_nonzero" ? setupMissingOf(ctx, it, { exitCode: v.code, log: run.log, startHead: startHeadOf(it) }) : null;
     if (missing) {
       const code = { code: "setup_missing" as const, exitCode: v.code, command: missing.command, line: missing.line };
-      return pauseSetupMissing(ctx, it, verdictPayload(attempt.n, code, { ...verifyLogSummary(run.log, v.code), timedOut: false, log: run.log, times }), missing);
+      return pauseSetupMissing(
+        ctx,
+        it,
+        verdictPayload(attempt.n, code, { ...verifyLogSummary(run.log, v.code), timedOut: false, log: run.log, times }),
+        missing,
+      );
     }
     // A pass holds only if what it ran left the protected files and the item branch as they were.
     const after = verdictPasses(verdict) ? afterVerify(ctx, it, run) : null;
@@ -538,7 +619,11 @@ function afterVerify(ctx: StepContext, it: ItemState, run: VerifyRun): VerifyVer
 }
 
 /** A verdict as verify_finished records it: passed or not, its code, and its reason rendered from its facts (`tail` the reason unless given). */
-function verdictPayload(attempt: number, v: VerifyVerdict, f: Pick<VerifyPayload, "exitCode" | "timedOut" | "sha256" | "log"> & Partial<Pick<VerifyPayload, "tail" | "times">>): VerifyPayload {
+function verdictPayload(
+  attempt: number,
+  v: VerifyVerdict,
+  f: Pick<VerifyPayload, "exitCode" | "timedOut" | "sha256" | "log"> & Partial<Pick<VerifyPayload, "tail" | "times">>,
+): VerifyPayload {
   const { reason } = verifyReason(v);
   return { attempt, passed: verdictPasses(v), ...f, tail: f.tail ?? reason, code: v.code, noProgress: false, reason };
 }
@@ -564,7 +649,14 @@ function objectStoreTampered(ctx: StepContext, it: ItemState, tampered: string[]
   };
   ctx.errors.push(`${it.id}: ${verdict.reason}`);
   ctx.options.log.error(`${it.id}: ${verdict.reason}`);
-  const p = append(ctx, [{ type: "verify_finished", item: it.id, payload: namedNoProgress(ctx, it, verdict) }, { type: "environment_fault", payload: fault }], "verify");
+  const p = append(
+    ctx,
+    [
+      { type: "verify_finished", item: it.id, payload: namedNoProgress(ctx, it, verdict) },
+      { type: "environment_fault", payload: fault },
+    ],
+    "verify",
+  );
   return { action: "paused", item: it.id, reason: p.loop.reason };
 }
 

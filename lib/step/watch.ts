@@ -70,7 +70,9 @@ export async function watchSteps(o: WatchOptions): Promise<number> {
       try {
         writeStopProof(o.stateRoot, me, why);
       } catch (err) {
-        o.log.warn(`the watcher's stop (${why}) could not be written down (${(err as Error).message}): a session that dies with this watcher will be counted as lost`);
+        o.log.warn(
+          `the watcher's stop (${why}) could not be written down (${(err as Error).message}): a session that dies with this watcher will be counted as lost`,
+        );
       }
     }
     stop.abort();

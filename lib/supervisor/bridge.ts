@@ -46,5 +46,5 @@ export async function runBridge(args: string[]): Promise<number> {
   }
   for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.on(sig, () => child.kill(sig));
   const code = await child.exited;
-  return child.signalCode ? 128 + (({ SIGTERM: 15, SIGKILL: 9, SIGINT: 2, SIGHUP: 1 }) as Record<string, number>)[String(child.signalCode)]! || 1 : code;
+  return child.signalCode ? 128 + ({ SIGTERM: 15, SIGKILL: 9, SIGINT: 2, SIGHUP: 1 } as Record<string, number>)[String(child.signalCode)]! || 1 : code;
 }

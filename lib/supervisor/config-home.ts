@@ -106,7 +106,12 @@ const MAX_FILE = 256 * 2 ** 20;
  * credentials copied in (mode 0400; read-only in the sandbox), and the conversation `resumeFrom` (the
  * previous session's folder) kept. The variables for the agent, the home, and the files to hold read-only.
  */
-export function prepareConfigHome(o: { runner: string; dir: string; env: Record<string, string | undefined>; resumeFrom?: string | null }): { env: Record<string, string>; home: string; readOnly: string[] } | null {
+export function prepareConfigHome(o: {
+  runner: string;
+  dir: string;
+  env: Record<string, string | undefined>;
+  resumeFrom?: string | null;
+}): { env: Record<string, string>; home: string; readOnly: string[] } | null {
   const layout = Object.hasOwn(LAYOUTS, o.runner) ? LAYOUTS[o.runner]! : null;
   if (!layout) return null;
   const at = join(o.dir, CONFIG_HOME);

@@ -74,7 +74,6 @@ interface ParsedDirective {
   directive: DemoDirective;
 }
 
-
 const DIRECTIVE = /^[ \t]*@demo[ \t]+(.*)$/;
 const ITEM_ID = /^[a-z0-9][a-z0-9-]*(?:[._][a-z0-9-]+)*$/;
 
@@ -126,7 +125,8 @@ function parseOne(body: string, line: number): { attempt: number | null; directi
       if (rest === "") throw new DemoDirectiveError(line, "commit needs a message");
       return { attempt, directive: { verb, message: decodeText(rest) } };
     case "merge":
-      if (!/^[A-Za-z0-9][A-Za-z0-9._/-]*$/.test(rest) || rest.includes("..")) throw new DemoDirectiveError(line, `merge needs a ref (letters, digits, '.', '_', '/', '-'), got "${rest}"`);
+      if (!/^[A-Za-z0-9][A-Za-z0-9._/-]*$/.test(rest) || rest.includes(".."))
+        throw new DemoDirectiveError(line, `merge needs a ref (letters, digits, '.', '_', '/', '-'), got "${rest}"`);
       return { attempt, directive: { verb, ref: rest } };
     case "ask":
       if (rest === "") throw new DemoDirectiveError(line, "ask needs a question");
@@ -139,8 +139,7 @@ function parseOne(body: string, line: number): { attempt: number | null; directi
       return { attempt, directive: { verb, seconds: Number(rest) } };
     }
     case "exit": {
-      if (!/^[0-9]{1,3}$/.test(rest) || Number(rest) > 255)
-        throw new DemoDirectiveError(line, `exit needs a code from 0 to 255, got "${rest}"`);
+      if (!/^[0-9]{1,3}$/.test(rest) || Number(rest) > 255) throw new DemoDirectiveError(line, `exit needs a code from 0 to 255, got "${rest}"`);
       return { attempt, directive: { verb, code: Number(rest) } };
     }
     case "print":
@@ -210,10 +209,7 @@ function firstLine(text: string): string {
 }
 
 /** Run the demo agent against the LOOP_* environment; resolves to the process exit code. */
-export async function runDemoAgent(
-  env: Record<string, string | undefined>,
-  options: DemoAgentOptions = {},
-): Promise<number> {
+export async function runDemoAgent(env: Record<string, string | undefined>, options: DemoAgentOptions = {}): Promise<number> {
   const cwd = options.cwd ?? process.cwd();
   const out = options.out ?? ((line: string) => void process.stdout.write(`${line}\n`));
   const err = options.err ?? ((line: string) => void process.stderr.write(`${line}\n`));

@@ -55,7 +55,13 @@ export const BRIDGE_PORTS = { model: 41001, proxy: 41002 } as const;
 export const GATEWAY_SOCKETS = { model: "model.sock", proxy: "proxy.sock" } as const;
 
 /** The codes of a refused model request (lib/gateway/gateway.ts ModelRefusalCode), and the kind each is filed under. */
-const REFUSAL_KINDS = { budget_exhausted: "budget", budget_in_flight: "budget", answers_cut_off: "cut_off", endpoint_not_allowed: "endpoint", no_model_api: "endpoint" } as const;
+const REFUSAL_KINDS = {
+  budget_exhausted: "budget",
+  budget_in_flight: "budget",
+  answers_cut_off: "cut_off",
+  endpoint_not_allowed: "endpoint",
+  no_model_api: "endpoint",
+} as const;
 type RefusalCode = keyof typeof REFUSAL_KINDS;
 
 /** The kind a refused model request is filed under in GATEWAY_FILES.refused. */
@@ -99,7 +105,6 @@ export function readRefusals(dir: string): { refused: GatewayRefusal[]; unreadab
   return { refused, unreadable };
 }
 
-
 const text = (x: unknown, max: number): x is string => typeof x === "string" && x.length <= max;
 
 function refusalOf(d: Record<string, unknown>, at: string): GatewayRefusal | null {
@@ -109,5 +114,7 @@ function refusalOf(d: Record<string, unknown>, at: string): GatewayRefusal | nul
   if (typeof code !== "string" || !Object.hasOwn(REFUSAL_KINDS, code) || REFUSAL_KINDS[code as RefusalCode] !== d.kind) return null;
   if (d.kind === "budget") return { kind: "budget", code: code as "budget_exhausted" | "budget_in_flight", reason: d.reason, at };
   if (d.kind === "cut_off") return { kind: "cut_off", code: "answers_cut_off", reason: d.reason, at };
-  return text(d.method, 16) && text(d.path, 200) ? { kind: "endpoint", code: code as "endpoint_not_allowed" | "no_model_api", method: d.method, path: d.path, reason: d.reason, at } : null;
+  return text(d.method, 16) && text(d.path, 200)
+    ? { kind: "endpoint", code: code as "endpoint_not_allowed" | "no_model_api", method: d.method, path: d.path, reason: d.reason, at }
+    : null;
 }

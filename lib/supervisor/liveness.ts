@@ -8,7 +8,11 @@ import { tmuxHasSession } from "./tmux.ts";
  * same id: a new pod numbers its processes from 1 again, and an old session's group id can be a
  * live group of the new pod's.
  */
-export function sessionAlive(s: { pid: number | null; tmux: string | null }, env: Record<string, string | undefined> = process.env, leaderStart: string | null = null): boolean {
+export function sessionAlive(
+  s: { pid: number | null; tmux: string | null },
+  env: Record<string, string | undefined> = process.env,
+  leaderStart: string | null = null,
+): boolean {
   if (s.tmux && tmuxHasSession(s.tmux, env)) return true;
   return s.pid !== null && recordedGroupAlive(s.pid, leaderStart);
 }

@@ -80,7 +80,9 @@ export function cutOf(logPath: string, fd: number, head: number): { dropped: num
     return null;
   }
   const ino = inodeOf(fd);
-  const mine = (Array.isArray(cuts) ? (cuts as CutEntry[]) : []).filter((e) => e?.ino === ino && Number.isSafeInteger(e.dropped) && Number.isSafeInteger(e.markerLength)).at(-1);
+  const mine = (Array.isArray(cuts) ? (cuts as CutEntry[]) : [])
+    .filter((e) => e?.ino === ino && Number.isSafeInteger(e.dropped) && Number.isSafeInteger(e.markerLength))
+    .at(-1);
   return mine ? { dropped: mine.dropped, length: mine.markerLength } : null;
 }
 

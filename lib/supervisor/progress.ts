@@ -19,7 +19,6 @@ interface ProgressRecord {
   lastLine: string | null;
 }
 
-
 /**
  * The last time the output log of the session in `dir` showed progress (epoch ms), or null for
  * none yet (the stall deadline then counts from the start). `output` is the log's file name.

@@ -100,9 +100,12 @@ export function sandboxArgv(s: SandboxSpec, argv: string[]): string[] {
   return [
     s.bwrap,
     ...bind("--ro-bind", "/"),
-    "--dev", "/dev",
-    "--proc", "/proc",
-    "--tmpfs", "/tmp",
+    "--dev",
+    "/dev",
+    "--proc",
+    "/proc",
+    "--tmpfs",
+    "/tmp",
     ...s.hide.flatMap((p) => ["--tmpfs", p]),
     ...s.mask.flatMap((p) => ["--ro-bind", "/dev/null", p]),
     // Under /tmp the repository would be hidden with it: it comes back, read-only; so does the program.
@@ -111,7 +114,8 @@ export function sandboxArgv(s: SandboxSpec, argv: string[]): string[] {
     ...(s.programLinks ?? []).flatMap((l) => ["--symlink", l.target, l.path]),
     ...(s.gatewaySockets ? bind("--ro-bind", s.gatewaySockets) : []),
     // Last of the hiding, so nothing above can bring loop's files back into view.
-    "--tmpfs", s.stateRoot,
+    "--tmpfs",
+    s.stateRoot,
     // The other worktrees and the landing checkout, wherever they live.
     ...(s.worktrees ? ["--tmpfs", s.worktrees] : []),
     ...bind("--bind", s.worktree),
@@ -123,13 +127,17 @@ export function sandboxArgv(s: SandboxSpec, argv: string[]): string[] {
     ...s.writable.flatMap((p) => bind("--bind", p)),
     ...(s.configHome ? [...bind("--bind", s.configHome.dir), ...s.configHome.readOnly.flatMap((p) => bind("--ro-bind", p))] : []),
     ...s.writableIfPresent.flatMap((p) => bind("--bind-try", p)),
-    "--chdir", s.worktree,
-    "--setenv", "TMPDIR", "/tmp",
+    "--chdir",
+    s.worktree,
+    "--setenv",
+    "TMPDIR",
+    "/tmp",
     "--unshare-pid",
     ...(s.gatewaySockets || s.noNetwork ? ["--unshare-net"] : []),
     "--die-with-parent",
     "--new-session",
-    "--cap-drop", "ALL",
+    "--cap-drop",
+    "ALL",
     "--",
     ...argv,
   ];
@@ -191,7 +199,10 @@ export function sandboxSpec(r: SandboxRequest, sessionDir: string): SandboxSpec 
     worktree: r.worktree,
     stateRoot: r.stateRoot,
     // Not when it holds the state root or the repository (a LOOP_WORKTREES that odd): hiding it would hide them.
-    worktrees: r.worktrees && !isWithin(r.worktrees, r.stateRoot) && !isWithin(r.stateRoot, r.worktrees) && !isWithin(dirname(commonDir), r.worktrees) ? r.worktrees : null,
+    worktrees:
+      r.worktrees && !isWithin(r.worktrees, r.stateRoot) && !isWithin(r.stateRoot, r.worktrees) && !isWithin(dirname(commonDir), r.worktrees)
+        ? r.worktrees
+        : null,
     sessionDir,
     // A checkout's git folder is its .git; a bare repository is its own folder.
     repo: basename(commonDir) === ".git" ? dirname(commonDir) : commonDir,
@@ -217,7 +228,24 @@ export function sandboxSpec(r: SandboxRequest, sessionDir: string): SandboxSpec 
 }
 
 /** The flags of the probe: what every sandbox needs of the kernel and of bwrap. */
-const PROBE = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--unshare-pid", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--", "true"];
+const PROBE = [
+  "--ro-bind",
+  "/",
+  "/",
+  "--dev",
+  "/dev",
+  "--proc",
+  "/proc",
+  "--tmpfs",
+  "/tmp",
+  "--unshare-pid",
+  "--die-with-parent",
+  "--new-session",
+  "--cap-drop",
+  "ALL",
+  "--",
+  "true",
+];
 
 export type SandboxProbe = { ok: true; bwrap: string } | { ok: false; kind: "missing" | "refused"; message: string };
 
@@ -266,22 +294,39 @@ function programMounts(programs: string[]): { programs: string[]; programLinks?:
  * `probeSandbox` cannot see: an npm launcher whose native binary is hidden, a wrapper script that
  * runs something under /tmp. bwrap's or the program's last words when it does not.
  */
-export function probeProgramInSandbox(o: { bwrap: string; program: string; programs: string[]; hide: string[]; env: Record<string, string> }): { ok: true } | { ok: false; message: string } {
+export function probeProgramInSandbox(o: {
+  bwrap: string;
+  program: string;
+  programs: string[];
+  hide: string[];
+  env: Record<string, string>;
+}): { ok: true } | { ok: false; message: string } {
   const bind = (p: string) => ["--ro-bind", p, p];
   const mounts = programMounts(o.programs);
   const argv = [
     o.bwrap,
     ...bind("/"),
-    "--dev", "/dev",
-    "--proc", "/proc",
-    "--tmpfs", "/tmp",
+    "--dev",
+    "/dev",
+    "--proc",
+    "/proc",
+    "--tmpfs",
+    "/tmp",
     ...mounts.programs.flatMap(bind),
     ...(mounts.programLinks ?? []).flatMap((l) => ["--symlink", l.target, l.path]),
     ...o.hide.filter((p) => isAbsolute(p) && existsSync(p)).flatMap((p) => ["--tmpfs", p]),
-    "--setenv", "TMPDIR", "/tmp",
+    "--setenv",
+    "TMPDIR",
+    "/tmp",
     // The flags probeSandbox proved (no --unshare-net: a session without a gateway keeps the network).
-    "--unshare-pid", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-    "--", o.program, "--version",
+    "--unshare-pid",
+    "--die-with-parent",
+    "--new-session",
+    "--cap-drop",
+    "ALL",
+    "--",
+    o.program,
+    "--version",
   ];
   let r: ReturnType<typeof Bun.spawnSync>;
   try {
@@ -291,7 +336,10 @@ export function probeProgramInSandbox(o: { bwrap: string; program: string; progr
   }
   if (r.exitCode === 0) return { ok: true };
   // The line that names the trouble (a stack's "Error: …"), else the last two.
-  const lines = (r.stderr?.toString() ?? "").split("\n").map((l) => l.trim()).filter(Boolean);
+  const lines = (r.stderr?.toString() ?? "")
+    .split("\n")
+    .map((l) => l.trim())
+    .filter(Boolean);
   const named = lines.find((l) => /error|not found|cannot|missing|denied/i.test(l));
   const said = (named ?? lines.slice(-2).join(" / ")).slice(0, 400);
   const how = r.exitCode === null ? "it was killed (30 s)" : `exit ${r.exitCode}`;

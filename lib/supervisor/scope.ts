@@ -122,7 +122,9 @@ function lackWhy(facts: SystemdFacts, lack: ScopeLack): string {
  * it is an environment fault (lib/decisions/faults.ts scopeFault), not a failed attempt. Null when
  * nothing stands in the way.
  */
-export function probeScopeRequirement(env: Record<string, string | undefined>): { invalid: string } | { refused: string; lack: ScopeLack; user: string | null } | null {
+export function probeScopeRequirement(
+  env: Record<string, string | undefined>,
+): { invalid: string } | { refused: string; lack: ScopeLack; user: string | null } | null {
   const mode = scopeMode(env);
   if (typeof mode === "object") return mode;
   if (mode !== "systemd") return null;
@@ -223,7 +225,9 @@ export function readScopeRecord(dir: string, role: ScopeRole = "session"): Scope
 /** The cgroup v2 path of a process ("0::/…" in /proc/<pid>/cgroup), or null. */
 function cgroupOf(pid: number): string | null {
   try {
-    const line = readFileSync(`/proc/${pid}/cgroup`, "utf8").split("\n").find((l) => l.startsWith("0::"));
+    const line = readFileSync(`/proc/${pid}/cgroup`, "utf8")
+      .split("\n")
+      .find((l) => l.startsWith("0::"));
     return line ? line.slice(3) : null;
   } catch {
     return null;
@@ -237,7 +241,13 @@ function cgroupOf(pid: number): string | null {
  * Bounded: a launch never waits more than `maxMs` here; undecided counts as started (the observe
  * phase then judges the session like any other).
  */
-function confirmScopeStart(o: { pid: number; unit: string; startedFile: string; errLog: string; maxMs: number }): { ok: true; cgroup: string | null } | { ok: false; why: string } {
+function confirmScopeStart(o: {
+  pid: number;
+  unit: string;
+  startedFile: string;
+  errLog: string;
+  maxMs: number;
+}): { ok: true; cgroup: string | null } | { ok: false; why: string } {
   const deadline = Date.now() + o.maxMs;
   for (;;) {
     const cg = cgroupOf(o.pid);
@@ -277,7 +287,11 @@ function livePids(pids: number[]): number[] {
  * kill, which reaches them even when the cgroup path is unknown), the grace period, then SIGKILL.
  * Returns how, in session_closed's words: not_running, terminated or killed.
  */
-export async function endScope(record: ScopeRecord, graceMs: number, o: { cgroupRoot?: string; systemctl?: string | null; env?: Record<string, string | undefined> } = {}): Promise<"not_running" | "terminated" | "killed"> {
+export async function endScope(
+  record: ScopeRecord,
+  graceMs: number,
+  o: { cgroupRoot?: string; systemctl?: string | null; env?: Record<string, string | undefined> } = {},
+): Promise<"not_running" | "terminated" | "killed"> {
   let r = record;
   const root = o.cgroupRoot ?? "/sys/fs/cgroup";
   const systemctl = o.systemctl === undefined ? Bun.which("systemctl") : o.systemctl;
@@ -285,7 +299,11 @@ export async function endScope(record: ScopeRecord, graceMs: number, o: { cgroup
   const members = () => (r.cgroup ? livePids(cgroupPids(root, r.cgroup)) : []);
   const ctl = (signal: string) => {
     if (!systemctl) return;
-    Bun.spawnSync([systemctl, ...(r.manager === "user" ? ["--user"] : []), "kill", "--kill-whom=all", `--signal=${signal}`, r.unit], { env, stdout: "ignore", stderr: "ignore" });
+    Bun.spawnSync([systemctl, ...(r.manager === "user" ? ["--user"] : []), "kill", "--kill-whom=all", `--signal=${signal}`, r.unit], {
+      env,
+      stdout: "ignore",
+      stderr: "ignore",
+    });
   };
   const signalAll = (sig: NodeJS.Signals) => {
     for (const pid of members())
@@ -295,7 +313,11 @@ export async function endScope(record: ScopeRecord, graceMs: number, o: { cgroup
   };
   if (!r.cgroup && systemctl) {
     // Not seen at launch (the wrapper had not started yet): ask the manager where the unit lives.
-    const q = Bun.spawnSync([systemctl, ...(r.manager === "user" ? ["--user"] : []), "show", "--property=ControlGroup", "--value", r.unit], { env, stdout: "pipe", stderr: "ignore" });
+    const q = Bun.spawnSync([systemctl, ...(r.manager === "user" ? ["--user"] : []), "show", "--property=ControlGroup", "--value", r.unit], {
+      env,
+      stdout: "pipe",
+      stderr: "ignore",
+    });
     const cg = q.exitCode === 0 ? q.stdout.toString().trim() : "";
     if (cg) r = { ...r, cgroup: cg };
   }

@@ -22,21 +22,19 @@ const SEAL_TIMEOUT_MS = 120_000;
 // whatever the agent planted there (a link or a hard link at COMMIT_EDITMSG or logs/HEAD to a file of
 // the operator's, a FIFO) goes before git writes through it. Objects are the import's to prove.
 const SCRIPT = [
-  'message=$1; shift',
+  "message=$1; shift",
   // One walk: anything neither a folder nor a regular file, anywhere; outside objects/, a regular file with another name or a lock.
   'find "$GIT_DIR" \\( ! -type d ! -type f -exec rm -f {} + \\) -o \\( -type f ! -path "$GIT_DIR/objects/*" \\( -links +1 -o -name "*.lock" \\) -exec rm -f {} + \\) 2>/dev/null',
   'n=$#; while [ "$n" -gt 0 ]; do p=$1; shift; n=$((n - 1)); git check-ignore -q --no-index -- "$p" 2>/dev/null || set -- "$@" ":(exclude,top,literal)$p"; done',
-  'git var GIT_AUTHOR_IDENT >/dev/null 2>&1 || export GIT_AUTHOR_NAME=loop GIT_AUTHOR_EMAIL=loop@localhost',
-  'git var GIT_COMMITTER_IDENT >/dev/null 2>&1 || export GIT_COMMITTER_NAME=loop GIT_COMMITTER_EMAIL=loop@localhost',
+  "git var GIT_AUTHOR_IDENT >/dev/null 2>&1 || export GIT_AUTHOR_NAME=loop GIT_AUTHOR_EMAIL=loop@localhost",
+  "git var GIT_COMMITTER_IDENT >/dev/null 2>&1 || export GIT_COMMITTER_NAME=loop GIT_COMMITTER_EMAIL=loop@localhost",
   'git -c core.hooksPath=/dev/null -c core.fsmonitor=false add -A -- . "$@" || exit 10',
-  "if git -c core.fsmonitor=false diff --cached --quiet; then c=0; else git -c core.hooksPath=/dev/null -c core.fsmonitor=false commit --no-verify -q -m \"$message\" || exit 11; c=1; fi",
+  'if git -c core.fsmonitor=false diff --cached --quiet; then c=0; else git -c core.hooksPath=/dev/null -c core.fsmonitor=false commit --no-verify -q -m "$message" || exit 11; c=1; fi',
   "h=$(git rev-parse --verify -q 'HEAD^{commit}') || exit 12",
   'echo "loop-seal $c $h"',
 ].join("\n");
 
-type SealResult =
-  | { ok: true; head: string; committed: boolean }
-  | { ok: false; timedOut: boolean; reason: string };
+type SealResult = { ok: true; head: string; committed: boolean } | { ok: false; timedOut: boolean; reason: string };
 
 interface SealRequest {
   worktree: string;
@@ -87,7 +85,14 @@ export async function sealAttempt(o: SealRequest): Promise<SealResult> {
   if (timedOut) return { ok: false, timedOut: true, reason: `did not finish within ${Math.round(timeoutMs / 1000)} s (a file git could not read, a FIFO?)` };
   const m = /^loop-seal ([01]) ([0-9a-f]{40}|[0-9a-f]{64})$/m.exec(stdout);
   if (child.exitCode === 0 && m) return { ok: true, committed: m[1] === "1", head: m[2]! };
-  const step = child.exitCode === 10 ? "git add" : child.exitCode === 11 ? "git commit" : child.exitCode === 12 ? "reading HEAD" : `exit ${child.exitCode ?? child.signalCode}`;
+  const step =
+    child.exitCode === 10
+      ? "git add"
+      : child.exitCode === 11
+        ? "git commit"
+        : child.exitCode === 12
+          ? "reading HEAD"
+          : `exit ${child.exitCode ?? child.signalCode}`;
   const said = stderr.trim().split("\n").filter(Boolean).slice(-2).join(" / ").slice(0, 400);
   return { ok: false, timedOut: false, reason: `${step} failed${said ? `: ${said}` : ""}` };
 }

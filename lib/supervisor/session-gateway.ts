@@ -45,15 +45,30 @@ export interface GatewayLedger {
  * usage is known). A request alone in flight is let through while the budget is not spent, so the
  * cap is crossed by at most one request, sent alone or with others.
  */
-export function admission(l: GatewayLedger, worst: { tokens: number; microUsd: number | null } | null, r: Pick<GatewayRequest, "maxTokens" | "maxMicroUsd">): ModelRefusal | null {
-  if (l.cutOffs >= CUT_OFF_LIMIT) return { code: "answers_cut_off", reason: `the session hung up on ${l.cutOffs} model answers before they said what they used (each charged its worst case)` };
+export function admission(
+  l: GatewayLedger,
+  worst: { tokens: number; microUsd: number | null } | null,
+  r: Pick<GatewayRequest, "maxTokens" | "maxMicroUsd">,
+): ModelRefusal | null {
+  if (l.cutOffs >= CUT_OFF_LIMIT)
+    return {
+      code: "answers_cut_off",
+      reason: `the session hung up on ${l.cutOffs} model answers before they said what they used (each charged its worst case)`,
+    };
   const dollars = r.maxMicroUsd !== undefined && l.unpriced.size === 0;
-  if (r.maxTokens !== undefined && l.tokens >= r.maxTokens) return { code: "budget_exhausted", reason: `the session's budget is spent (${l.tokens} of ${r.maxTokens} tokens)` };
-  if (dollars && l.microUsd >= r.maxMicroUsd!) return { code: "budget_exhausted", reason: `the session's budget is spent (${amount("usd", l.microUsd)} of ${amount("usd", r.maxMicroUsd!)})` };
+  if (r.maxTokens !== undefined && l.tokens >= r.maxTokens)
+    return { code: "budget_exhausted", reason: `the session's budget is spent (${l.tokens} of ${r.maxTokens} tokens)` };
+  if (dollars && l.microUsd >= r.maxMicroUsd!)
+    return { code: "budget_exhausted", reason: `the session's budget is spent (${amount("usd", l.microUsd)} of ${amount("usd", r.maxMicroUsd!)})` };
   if (!worst || l.held.requests === 0) return null;
-  const wait = (what: string) => ({ code: "budget_in_flight" as const, reason: `${what}: what is spent, what the ${l.held.requests} request(s) in flight may still use and this request's worst case would pass the session's budget; try again when they are answered` });
-  if (r.maxTokens !== undefined && l.tokens + l.held.tokens + worst.tokens > r.maxTokens) return wait(`${l.tokens} + ${l.held.tokens} + ${worst.tokens} of ${r.maxTokens} tokens`);
-  if (dollars && worst.microUsd !== null && l.microUsd + l.held.microUsd + worst.microUsd > r.maxMicroUsd!) return wait(`${amount("usd", l.microUsd + l.held.microUsd + worst.microUsd)} of ${amount("usd", r.maxMicroUsd!)}`);
+  const wait = (what: string) => ({
+    code: "budget_in_flight" as const,
+    reason: `${what}: what is spent, what the ${l.held.requests} request(s) in flight may still use and this request's worst case would pass the session's budget; try again when they are answered`,
+  });
+  if (r.maxTokens !== undefined && l.tokens + l.held.tokens + worst.tokens > r.maxTokens)
+    return wait(`${l.tokens} + ${l.held.tokens} + ${worst.tokens} of ${r.maxTokens} tokens`);
+  if (dollars && worst.microUsd !== null && l.microUsd + l.held.microUsd + worst.microUsd > r.maxMicroUsd!)
+    return wait(`${amount("usd", l.microUsd + l.held.microUsd + worst.microUsd)} of ${amount("usd", r.maxMicroUsd!)}`);
   return null;
 }
 
@@ -83,7 +98,11 @@ export async function startSessionGateway(o: {
   const dir = o.request.socketDir;
   const sockets = dir ? { model: join(dir, GATEWAY_SOCKETS.model), proxy: join(dir, GATEWAY_SOCKETS.proxy) } : null;
   const g = await startGateway({
-    upstreams: { anthropic: o.env.ANTHROPIC_BASE_URL || DEFAULT_UPSTREAMS.anthropic, openai: o.env.OPENAI_BASE_URL || DEFAULT_UPSTREAMS.openai, gemini: o.env.GOOGLE_GEMINI_BASE_URL || DEFAULT_UPSTREAMS.gemini },
+    upstreams: {
+      anthropic: o.env.ANTHROPIC_BASE_URL || DEFAULT_UPSTREAMS.anthropic,
+      openai: o.env.OPENAI_BASE_URL || DEFAULT_UPSTREAMS.openai,
+      gemini: o.env.GOOGLE_GEMINI_BASE_URL || DEFAULT_UPSTREAMS.gemini,
+    },
     keys: { anthropic: o.env.ANTHROPIC_API_KEY || undefined, openai: o.env.OPENAI_API_KEY || undefined, gemini: o.env.GEMINI_API_KEY || undefined },
     standIn: o.request.standIn,
     allow: o.request.allow ?? undefined,
@@ -109,7 +128,12 @@ export async function startSessionGateway(o: {
       // An answer that used nothing costs nothing, priced or not. An input the answer never gave is
       // priced as the request's worst case was: at the dearest input price.
       const price = priceOf(c.model);
-      const microUsd = total(c.usage) === 0 ? 0 : c.estimatedInput ? worstMicroUsd({ model: c.model, input: c.usage.input, output: c.usage.output }, price) : priced(c.usage, price);
+      const microUsd =
+        total(c.usage) === 0
+          ? 0
+          : c.estimatedInput
+            ? worstMicroUsd({ model: c.model, input: c.usage.input, output: c.usage.output }, price)
+            : priced(c.usage, price);
       if (microUsd === null) ledger.unpriced.add(c.model ?? "(no model named)");
       else ledger.microUsd += microUsd;
       line(GATEWAY_FILES.usage, { kind: "model", ...c, microUsd, at: new Date(c.at).toISOString() });
@@ -120,14 +144,30 @@ export async function startSessionGateway(o: {
       }
     },
     onModelRefused: (r) =>
-      line(GATEWAY_FILES.refused, { kind: refusalKind(r.code), code: r.code, provider: r.provider, method: r.method, path: r.path, reason: r.reason, at: new Date(r.at).toISOString() }),
+      line(GATEWAY_FILES.refused, {
+        kind: refusalKind(r.code),
+        code: r.code,
+        provider: r.provider,
+        method: r.method,
+        path: r.path,
+        reason: r.reason,
+        at: new Date(r.at).toISOString(),
+      }),
     onProxyRefused: (r) => line(GATEWAY_FILES.refused, { kind: "network", host: r.host, port: r.port, at: new Date(r.at).toISOString() }),
     ...(sockets ? { unix: sockets } : {}),
   });
   // In the sandbox the agent reaches the gateway on its own loopback, through the bridge.
   const env = sockets ? gatewayEnv(bridgeUrls(), o.request.standIn, BRIDGE_HOST) : gatewayEnv(g, o.request.standIn);
   return {
-    env: agentVariables(env, { open: o.request.allow === null, held: { ANTHROPIC_API_KEY: Boolean(o.env.ANTHROPIC_API_KEY), OPENAI_API_KEY: Boolean(o.env.OPENAI_API_KEY), GEMINI_API_KEY: Boolean(o.env.GEMINI_API_KEY) }, noProxy: o.env.NO_PROXY ?? o.env.no_proxy }),
+    env: agentVariables(env, {
+      open: o.request.allow === null,
+      held: {
+        ANTHROPIC_API_KEY: Boolean(o.env.ANTHROPIC_API_KEY),
+        OPENAI_API_KEY: Boolean(o.env.OPENAI_API_KEY),
+        GEMINI_API_KEY: Boolean(o.env.GEMINI_API_KEY),
+      },
+      noProxy: o.env.NO_PROXY ?? o.env.no_proxy,
+    }),
     async stop() {
       await g.stop();
       if (dir) rmSync(dir, { recursive: true, force: true });
@@ -138,7 +178,14 @@ export async function startSessionGateway(o: {
 /** Where the bridge serves the gateway inside the sandbox (lib/supervisor/bridge.ts). */
 function bridgeUrls(): { modelUrl: Record<"anthropic" | "openai" | "gemini", string>; proxyUrl: string } {
   const at = `http://${BRIDGE_HOST}`;
-  return { modelUrl: { anthropic: `${at}:${BRIDGE_PORTS.model}/anthropic`, openai: `${at}:${BRIDGE_PORTS.model}/openai`, gemini: `${at}:${BRIDGE_PORTS.model}/gemini` }, proxyUrl: `${at}:${BRIDGE_PORTS.proxy}` };
+  return {
+    modelUrl: {
+      anthropic: `${at}:${BRIDGE_PORTS.model}/anthropic`,
+      openai: `${at}:${BRIDGE_PORTS.model}/openai`,
+      gemini: `${at}:${BRIDGE_PORTS.model}/gemini`,
+    },
+    proxyUrl: `${at}:${BRIDGE_PORTS.proxy}`,
+  };
 }
 
 const PROXY_VARS = ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy", "NO_PROXY", "no_proxy"] as const;
@@ -149,12 +196,23 @@ const PROXY_VARS = ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "htt
  * the gateway's loopback added to NO_PROXY so that a proxy of the operator's never carries the model
  * requests. And the CLIs' traffic of their own turned off (NONESSENTIAL_TRAFFIC_OFF).
  */
-export function agentVariables(all: Record<string, string>, o: { open: boolean; held: Partial<Record<"ANTHROPIC_API_KEY" | "OPENAI_API_KEY" | "GEMINI_API_KEY", boolean>>; noProxy?: string }): Record<string, string> {
+export function agentVariables(
+  all: Record<string, string>,
+  o: { open: boolean; held: Partial<Record<"ANTHROPIC_API_KEY" | "OPENAI_API_KEY" | "GEMINI_API_KEY", boolean>>; noProxy?: string },
+): Record<string, string> {
   const env: Record<string, string> = { ...NONESSENTIAL_TRAFFIC_OFF, ...all };
   for (const k of ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY"] as const) if (!o.held[k]) delete env[k];
   if (o.open) {
     for (const k of PROXY_VARS) delete env[k];
-    const noProxy = [...new Set([...(o.noProxy ?? "").split(",").map((h) => h.trim()).filter(Boolean), ...(all.NO_PROXY ?? "").split(",")])].join(",");
+    const noProxy = [
+      ...new Set([
+        ...(o.noProxy ?? "")
+          .split(",")
+          .map((h) => h.trim())
+          .filter(Boolean),
+        ...(all.NO_PROXY ?? "").split(","),
+      ]),
+    ].join(",");
     Object.assign(env, { NO_PROXY: noProxy, no_proxy: noProxy });
   }
   return env;
@@ -164,7 +222,11 @@ export function agentVariables(all: Record<string, string>, o: { open: boolean; 
  * A verify's gateway (its `verifyNetwork` a list): the proxy and its list, nothing else. Its model
  * side refuses everything and holds no key; the verify is given only the proxy variables.
  */
-async function startProxyOnly(o: { request: GatewayRequest; say?: (line: string) => void; role?: "verify" | "setup" }): Promise<{ env: Record<string, string>; stop(): Promise<void> }> {
+async function startProxyOnly(o: {
+  request: GatewayRequest;
+  say?: (line: string) => void;
+  role?: "verify" | "setup";
+}): Promise<{ env: Record<string, string>; stop(): Promise<void> }> {
   const say = o.say ?? (() => {});
   const [who, setting] = o.role === "setup" ? ["setup", "workspace.setupNetwork"] : ["a verify", "verifyNetwork"];
   const dir = o.request.socketDir;

@@ -156,7 +156,8 @@ function takeFile(path: string): string {
   return text;
 }
 
-const isStrings = (x: unknown): x is Record<string, string> => typeof x === "object" && x !== null && !Array.isArray(x) && Object.values(x).every((v) => typeof v === "string");
+const isStrings = (x: unknown): x is Record<string, string> =>
+  typeof x === "object" && x !== null && !Array.isArray(x) && Object.values(x).every((v) => typeof v === "string");
 
 /** The well-formed parts of what the wrapper was handed; nothing (a wrapper started without: stdin /dev/null) is an empty one. */
 function parsePrivate(text: string): WrapperPrivate {
@@ -195,14 +196,24 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
     return 2;
   }
   // Read before anything is started: what it starts can never read it there.
-  const given = launch.private === "stdin" ? parsePrivate(await readStdin()) : launch.private === "file" ? parsePrivate(takeFile(join(dir, SESSION_FILES.private))) : {};
+  const given =
+    launch.private === "stdin" ? parsePrivate(await readStdin()) : launch.private === "file" ? parsePrivate(takeFile(join(dir, SESSION_FILES.private))) : {};
   const secrets = kind === "verify" ? (given.proof ?? null) : null;
   let out: CappedLog;
   try {
     out = new CappedLog(join(dir, files.output), launch.outputCap ?? DEFAULT_OUTPUT_CAP);
   } catch (err) {
     // Something loop cannot replace in the log's place (a directory): nothing is run, and the exit status says why.
-    writeFileAtomic(join(dir, files.exit), JSON.stringify({ code: 127, signal: null, error: `cannot open ${files.output}: ${(err as Error).message}`, at: new Date().toISOString(), ...(secrets ? { proof: secrets.fail } : {}) }) + "\n");
+    writeFileAtomic(
+      join(dir, files.exit),
+      JSON.stringify({
+        code: 127,
+        signal: null,
+        error: `cannot open ${files.output}: ${(err as Error).message}`,
+        at: new Date().toISOString(),
+        ...(secrets ? { proof: secrets.fail } : {}),
+      }) + "\n",
+    );
     return 0;
   }
   // With its pid, names this wrapper (and its group) for whoever adopts it, never a later process reusing the pid.
@@ -213,7 +224,15 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
   const finish = (code: number | null, signal: string | null, error?: string, endedAt = new Date().toISOString()) =>
     writeWhenRoom(
       join(dir, files.exit),
-      JSON.stringify({ code, signal, error: error ?? null, ...(out.writeError ? { outputError: out.writeError } : {}), endedAt, at: new Date().toISOString(), ...(secrets ? { proof: code === 0 && signal === null && !error ? secrets.pass : secrets.fail } : {}) }) + "\n",
+      JSON.stringify({
+        code,
+        signal,
+        error: error ?? null,
+        ...(out.writeError ? { outputError: out.writeError } : {}),
+        endedAt,
+        at: new Date().toISOString(),
+        ...(secrets ? { proof: code === 0 && signal === null && !error ? secrets.pass : secrets.fail } : {}),
+      }) + "\n",
     );
   // Once the exit status is on disk: the next step can see it (docs/cli/loop-run.md#chained-steps).
   const chain = async () => {
@@ -226,12 +245,15 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
   // Inside tmux, the server's socket: `loop status` prints the exact `tmux -S <socket> attach` command.
   const tmuxSocket = launch.tee ? tmuxSocketFromEnv(process.env.TMUX) : null;
   const proof = secrets ? { proof: proofHashes(secrets) } : {};
-  const startedDoc = (agentPid: number | null) => JSON.stringify({ wrapperPid: process.pid, wrapperStart, agentPid, tmuxSocket, at: new Date().toISOString(), ...proof }) + "\n";
+  const startedDoc = (agentPid: number | null) =>
+    JSON.stringify({ wrapperPid: process.pid, wrapperStart, agentPid, tmuxSocket, at: new Date().toISOString(), ...proof }) + "\n";
   // Failure injection is for loop's own processes: the agent does not see LOOP_FAILPOINT at all,
   // neither the step's value nor the empty one a launch record sets to clear it.
   // Applied again here: in tmux this process has the tmux server's environment, not the step's.
   // PWD names the agent's working directory, never the one `loop run` was started in.
-  const own = launch.envRule ? childEnvironment(process.env, launch.envRule, { cwd: launch.cwd }) : atDirectory(process.env as Record<string, string>, launch.cwd);
+  const own = launch.envRule
+    ? childEnvironment(process.env, launch.envRule, { cwd: launch.cwd })
+    : atDirectory(process.env as Record<string, string>, launch.cwd);
   const env: Record<string, string | undefined> = { ...own, ...launch.env, ...(launch.mark ? { [SESSION_MARK_VAR]: launch.mark } : {}), PWD: launch.cwd };
   delete env.LOOP_FAILPOINT;
   // Behind a gateway, the agent's key variables hold the stand-in: loop's keys stay in this process.
@@ -242,7 +264,12 @@ export async function runSessionWrapper(args: string[]): Promise<number> {
       // Loaded only for a session with a gateway: a server's modules cost every other session's start.
       const { startSessionGateway } = await import("./session-gateway.ts");
       // Loop's keys and upstreams come privately: never from this process's environment, which is the agent's.
-      gateway = await startSessionGateway({ dir, request: launch.gateway, env: { ...own, ...launch.env, ...given.upstream }, say: (line) => out.write(Buffer.from(line)) });
+      gateway = await startSessionGateway({
+        dir,
+        request: launch.gateway,
+        env: { ...own, ...launch.env, ...given.upstream },
+        say: (line) => out.write(Buffer.from(line)),
+      });
     } catch (err) {
       const msg = `loop: cannot start the session's gateway: ${(err as Error).message}\n`;
       out.write(Buffer.from(msg));

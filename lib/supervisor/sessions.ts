@@ -19,7 +19,6 @@ import type { AttemptRecord, SessionRecord } from "../log/projection.ts";
 import { childEnvironment, type EnvRule } from "../definition/child-environment.ts";
 import type { SessionObservation } from "../decisions/session-verdict.ts";
 
-
 export function tmuxSessionName(loopName: string, item: string, attempt: number, epoch = 0): string {
   // tmux forbids '.' and ':' in session names. After a reset (epoch > 0) the name carries the epoch,
   // as session folders do, so a leftover session of an old epoch is never taken for a new attempt.
@@ -80,7 +79,9 @@ export function startSession(o: {
   // The only place a command is put in the sandbox: the launch record holds the bwrap command line.
   // With a gateway in the sandbox, the bridge comes first inside: it serves the gateway's sockets on the sandbox's loopback.
   const inner = o.sandbox && o.gateway?.socketDir ? [...selfArgv(), "__bridge", o.gateway.socketDir, "--", ...o.argv] : o.argv;
-  const argv = o.sandbox ? sandboxArgv(sandboxSpec(o.gateway?.socketDir ? { ...o.sandbox, gatewaySockets: o.gateway.socketDir } : o.sandbox, o.dir), inner) : o.argv;
+  const argv = o.sandbox
+    ? sandboxArgv(sandboxSpec(o.gateway?.socketDir ? { ...o.sandbox, gatewaySockets: o.gateway.socketDir } : o.sandbox, o.dir), inner)
+    : o.argv;
   // The cap travels in the launch record: a tmux session does not inherit the step's environment.
   // The rule travels in the launch record too: in tmux the wrapper starts with the tmux server's
   // environment, not the one given here, and applies the rule to it again.
@@ -90,7 +91,18 @@ export function startSession(o: {
   const given: WrapperPrivate = { ...(o.proof ? { proof: o.proof } : {}), ...(chainEnv ? { chainEnv } : {}), ...(o.upstream ? { upstream: o.upstream } : {}) };
   const handed = Object.keys(given).length ? JSON.stringify(given) : null;
   const privately = handed === null ? {} : { private: o.tmuxName ? ("file" as const) : ("stdin" as const) };
-  const launch: LaunchRecord = { argv, cwd: o.cwd, env: o.env, tee: o.tmuxName !== null, outputCap: outputCapFrom(process.env), ...(mark ? { mark } : {}), ...(o.envRule ? { envRule: o.envRule } : {}), ...(o.chain ? { chain: { argv: o.chain.argv, cwd: o.chain.cwd, log: o.chain.log } } : {}), ...(o.gateway ? { gateway: o.gateway } : {}), ...privately };
+  const launch: LaunchRecord = {
+    argv,
+    cwd: o.cwd,
+    env: o.env,
+    tee: o.tmuxName !== null,
+    outputCap: outputCapFrom(process.env),
+    ...(mark ? { mark } : {}),
+    ...(o.envRule ? { envRule: o.envRule } : {}),
+    ...(o.chain ? { chain: { argv: o.chain.argv, cwd: o.chain.cwd, log: o.chain.log } } : {}),
+    ...(o.gateway ? { gateway: o.gateway } : {}),
+    ...privately,
+  };
   const childEnv: Record<string, string> = o.envRule ? childEnvironment(process.env, o.envRule, { cwd: o.cwd }) : (process.env as Record<string, string>);
   writeFileAtomic(join(o.dir, wrapperFiles(kind).launch), JSON.stringify(launch, null, 2) + "\n");
   const wrapper = [...selfArgv(), "__session", o.dir, ...(kind === "verify" ? ["verify"] : [])];
@@ -116,7 +128,12 @@ export function startSession(o: {
   const spawn = (argv: string[], env: Record<string, string | undefined>, errLog: string | null): number => {
     let child: Bun.Subprocess;
     try {
-      child = Bun.spawn(argv, { cwd: o.cwd, detached: true, stdio: [handed === null ? "ignore" : "pipe", "ignore", errLog ? Bun.file(errLog) : "ignore"], env });
+      child = Bun.spawn(argv, {
+        cwd: o.cwd,
+        detached: true,
+        stdio: [handed === null ? "ignore" : "pipe", "ignore", errLog ? Bun.file(errLog) : "ignore"],
+        env,
+      });
     } catch (err) {
       throw new StartError(`could not start the session wrapper ${argv[0]}: ${(err as Error).message}`, { cause: err });
     }
@@ -135,7 +152,15 @@ export function startSession(o: {
   // The role names the unit and the record files: a verify's must never be taken for its session's.
   if (o.scope.role !== kind) throw new Error(`a ${kind} cannot start in a scope meant for a ${o.scope.role}`);
   // This kind's own started file: the session's, in the same folder, exists long before its verify starts.
-  const r = launchDetached({ dir: o.dir, command: wrapper, target: o.scope, env: { ...process.env, ...marked }, childEnv: env, spawn, startedFile: join(o.dir, wrapperFiles(kind).started) });
+  const r = launchDetached({
+    dir: o.dir,
+    command: wrapper,
+    target: o.scope,
+    env: { ...process.env, ...marked },
+    childEnv: env,
+    spawn,
+    startedFile: join(o.dir, wrapperFiles(kind).started),
+  });
   return { pid: r.pid, tmux: null, mechanism: r.mechanism };
 }
 
@@ -166,7 +191,9 @@ export function observeSession(s: SessionRecord, a: AttemptRecord, timeouts: { l
   const exitNow = exit ?? (alive ? null : readJsonOrNull(join(dir, SESSION_FILES.exit)));
   return {
     recordPresent: existsSync(join(dir, SESSION_FILES.launch)) && (s.pid !== null || s.tmux !== null),
-    exit: exitNow ? { code: exitNow.code ?? null, signal: exitNow.signal ?? null, outputError: typeof exitNow.outputError === "string" ? exitNow.outputError : null } : null,
+    exit: exitNow
+      ? { code: exitNow.code ?? null, signal: exitNow.signal ?? null, outputError: typeof exitNow.outputError === "string" ? exitNow.outputError : null }
+      : null,
     question,
     askIgnored,
     askedAt,

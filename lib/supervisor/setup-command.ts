@@ -49,12 +49,23 @@ export async function runSetup(o: {
         const socketDir = mkdtempSync(join(tmpdir(), "lg-"));
         // Loaded only for a list: a server's modules cost every other setup's start.
         const { startSessionGateway } = await import("./session-gateway.ts");
-        const gateway: GatewayRequest = { standIn: `loop-setup-${crypto.randomUUID().replaceAll("-", "")}`, allow: o.sandbox.allow, proxyOnly: true, socketDir };
+        const gateway: GatewayRequest = {
+          standIn: `loop-setup-${crypto.randomUUID().replaceAll("-", "")}`,
+          allow: o.sandbox.allow,
+          proxyOnly: true,
+          socketDir,
+        };
         try {
           proxy = await startSessionGateway({ dir: o.sandbox.sessionDir, request: gateway, env: {}, role: "setup", say: (line) => writeSync(fd, line) });
         } catch (err) {
           rmSync(socketDir, { recursive: true, force: true });
-          return { ok: false, ms: Date.now() - started, reason: `could not start the proxy of its network (workspace.setupNetwork): ${(err as Error).message}`, exitCode: null, quote: "" };
+          return {
+            ok: false,
+            ms: Date.now() - started,
+            reason: `could not start the proxy of its network (workspace.setupNetwork): ${(err as Error).message}`,
+            exitCode: null,
+            quote: "",
+          };
         }
         // The bridge comes first inside, as for a session: it serves the proxy on the sandbox's loopback.
         inner = [...selfArgv(), "__bridge", socketDir, "--", ...inner];
@@ -109,7 +120,11 @@ const ERROR_LINE = /(^|[\s:])(error(\[[A-Za-z0-9]+\])?|ERROR|Error|fatal|FATAL):
  * them, `…` where lines were left out; "" for no output.
  */
 export function setupQuote(text: string, o: { last?: number; maxChars?: number } = {}): string {
-  const lines = text.replace(/\r/g, "").split("\n").map((l) => l.trimEnd()).filter((l) => l.trim() !== "");
+  const lines = text
+    .replace(/\r/g, "")
+    .split("\n")
+    .map((l) => l.trimEnd())
+    .filter((l) => l.trim() !== "");
   if (!lines.length) return "";
   const lastN = o.last ?? 3;
   const start = Math.max(0, lines.length - lastN);
@@ -123,7 +138,8 @@ export function setupQuote(text: string, o: { last?: number; maxChars?: number }
     } else if (ERROR_LINE.test(lines[i]!.trim())) first = i;
   }
   const cut = (l: string) => sliceText(l.trim(), 0, 300);
-  const quoted = first >= 0 && first < start ? [cut(lines[first]!), ...(first < start - 1 ? ["…"] : []), ...lines.slice(start).map(cut)] : lines.slice(start).map(cut);
+  const quoted =
+    first >= 0 && first < start ? [cut(lines[first]!), ...(first < start - 1 ? ["…"] : []), ...lines.slice(start).map(cut)] : lines.slice(start).map(cut);
   const said = quoted.join(" / ");
   return `: ${said.length > (o.maxChars ?? 800) ? sliceText(said, 0, o.maxChars ?? 800) + "…" : said}`;
 }

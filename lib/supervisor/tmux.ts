@@ -6,10 +6,19 @@
  * `spawnEnv`: the tmux client's own environment (a new session's, and a new server's, come from it:
  * a session's, so that a server loop starts never holds loop's secrets).
  */
-export function tmux(args: string[], env: Record<string, string | undefined> = process.env, spawnEnv?: Record<string, string>): { status: number | null; stdout: string; stderr: string } {
+export function tmux(
+  args: string[],
+  env: Record<string, string | undefined> = process.env,
+  spawnEnv?: Record<string, string>,
+): { status: number | null; stdout: string; stderr: string } {
   const sock = env.LOOP_TMUX_SOCKET;
   try {
-    const r = Bun.spawnSync(["tmux", ...(sock ? ["-L", sock] : []), ...args], { stdin: "ignore", stdout: "pipe", stderr: "pipe", ...(spawnEnv ? { env: spawnEnv } : {}) });
+    const r = Bun.spawnSync(["tmux", ...(sock ? ["-L", sock] : []), ...args], {
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+      ...(spawnEnv ? { env: spawnEnv } : {}),
+    });
     return { status: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
   } catch (err) {
     return { status: null, stdout: "", stderr: (err as Error).message }; // tmux not installed

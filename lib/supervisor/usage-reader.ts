@@ -14,7 +14,17 @@ import { openOwnFile, readAt, readJsonOrNull, readRegularFile, writeFileAtomic }
 import { cutOf, DEFAULT_OUTPUT_CAP, outputLayout } from "./output-log.ts";
 import { SESSION_FILES } from "./session-wrapper.ts";
 import { GATEWAY_FILES } from "./gateway-files.ts";
-import { feedLines, figureOf, finishLines, initialState, type LogSource, noteOf, type ParseState, parseUsageFile, type UsageFigure } from "../definition/usage-parsers.ts";
+import {
+  feedLines,
+  figureOf,
+  finishLines,
+  initialState,
+  type LogSource,
+  noteOf,
+  type ParseState,
+  parseUsageFile,
+  type UsageFigure,
+} from "../definition/usage-parsers.ts";
 import type { TokenCounts, UsageSource } from "../log/events.ts";
 
 /** The record of what was read, beside the session's other files. */
@@ -58,7 +68,12 @@ export interface UsageRead {
  * even without a line break. `base`: what a resumed conversation's earlier attempts were recorded
  * as (lib/definition/usage-parsers.ts figureOf).
  */
-export function readSessionUsage(o: { dir: string; source: Exclude<UsageSource, "gateway">; final: boolean; base?: { tokens: TokenCounts | null; microUsd: number | null } | null }): UsageRead {
+export function readSessionUsage(o: {
+  dir: string;
+  source: Exclude<UsageSource, "gateway">;
+  final: boolean;
+  base?: { tokens: TokenCounts | null; microUsd: number | null } | null;
+}): UsageRead {
   // Behind a gateway, the model API's own answers are the figure (docs/spend.md#the-gateway), whatever the CLI prints.
   const metered = readGatewayUsage(o.dir);
   const prior = cursorOf(o.dir, o.source);
@@ -98,7 +113,11 @@ function readGatewayUsage(dir: string): UsageRead | null {
   if (!calls) return null;
   if (unpriced.size === 0) return { figure: { tokens, microUsd, model: null }, note: null, usdFrom: "prices", gateway: true };
   // Named, so the operator can add the price under the model's exact spelling (docs/loop-json.md#prices).
-  const names = [...unpriced].sort().slice(0, 5).map((m) => JSON.stringify(m)).join(", ");
+  const names = [...unpriced]
+    .sort()
+    .slice(0, 5)
+    .map((m) => JSON.stringify(m))
+    .join(", ");
   return { figure: { tokens, microUsd: null, model: null }, note: `no price for ${names} (a price is found under the model's exact name)`, gateway: true };
 }
 
@@ -119,7 +138,13 @@ function save(dir: string, c: Cursor): void {
   }
 }
 
-function readLogSource(dir: string, source: LogSource, prior: Cursor | null, final: boolean, base: { tokens: TokenCounts | null; microUsd: number | null } | null): UsageRead {
+function readLogSource(
+  dir: string,
+  source: LogSource,
+  prior: Cursor | null,
+  final: boolean,
+  base: { tokens: TokenCounts | null; microUsd: number | null } | null,
+): UsageRead {
   const fresh: Cursor = { v: 1, source, ino: 0, size: 0, mtimeMs: 0, offset: 0, resync: false, lost: 0, state: initialState(source), file: null };
   const c: Cursor = prior ? { ...prior, state: prior.state ?? initialState(source) } : fresh;
   const opened = openOwnFile(join(dir, SESSION_FILES.output));
@@ -132,7 +157,16 @@ function readLogSource(dir: string, source: LogSource, prior: Cursor | null, fin
     let state = read.state;
     if (final) state = finishLines(state, read.rest.toString("utf8"));
     // At the end the last line is consumed too: a second final read must not count it again.
-    save(dir, { ...c, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, offset: read.offset + (final ? read.rest.length : 0), resync: read.resync, lost: read.lost, state });
+    save(dir, {
+      ...c,
+      ino: st.ino,
+      size: st.size,
+      mtimeMs: st.mtimeMs,
+      offset: read.offset + (final ? read.rest.length : 0),
+      resync: read.resync,
+      lost: read.lost,
+      state,
+    });
     return result({ ...c, lost: read.lost }, base, state);
   } finally {
     closeSync(opened.fd);
@@ -141,7 +175,9 @@ function readLogSource(dir: string, source: LogSource, prior: Cursor | null, fin
 
 function result(c: Cursor, base: { tokens: TokenCounts | null; microUsd: number | null } | null, state: ParseState | null): UsageRead {
   if (!state) return { figure: null, note: null };
-  const parts = [noteOf(state), c.lost > 0 ? `${c.lost} bytes of its output were dropped by the output cap before they were read` : null].filter((x): x is string => x !== null);
+  const parts = [noteOf(state), c.lost > 0 ? `${c.lost} bytes of its output were dropped by the output cap before they were read` : null].filter(
+    (x): x is string => x !== null,
+  );
   return { figure: figureOf(state, base), note: parts.length ? parts.join("; ") : null };
 }
 
@@ -157,7 +193,13 @@ function capOf(dir: string): number {
  * between the offset and `head + dropped` is gone. `rest`: the start of a line not ended yet (read
  * again by the next tick, or taken as the last line at the session's end).
  */
-function readGrowth(path: string, fd: number, size: number, c: Cursor, cap: number): { state: ParseState; offset: number; resync: boolean; lost: number; rest: Buffer } {
+function readGrowth(
+  path: string,
+  fd: number,
+  size: number,
+  c: Cursor,
+  cap: number,
+): { state: ParseState; offset: number; resync: boolean; lost: number; rest: Buffer } {
   const { head } = outputLayout(cap);
   // From the wrapper's record of its cuts: a marker the agent printed itself is output like any other.
   const marker = size > head ? cutOf(path, fd, head) : null;

@@ -25,7 +25,6 @@ import type { SandboxRequest } from "./sandbox.ts";
 import type { ChainRecord } from "./chain.ts";
 import type { GatewayRequest } from "./gateway-files.ts";
 
-
 /** The SHA-256 of a verify's two proof secrets, as verify_started records them. */
 interface VerifyProof {
   pass: string;
@@ -130,11 +129,15 @@ export function judgeExitProof(exit: VerifyExit, recorded: VerifyProof | null | 
 /** What a verify's folder shows of a reserved verify whose start is not recorded. */
 export function verifySpawnEvidence(dir: string): { launched: boolean; found: VerifyProcess | null } {
   const spawned = readJsonOrNull<{ pid?: number; startTime?: string | null; proof?: unknown }>(join(dir, VERIFY_FILES.spawned));
-  if (typeof spawned?.pid === "number" && spawned.pid > 0) return { launched: true, found: { pid: spawned.pid, startTime: spawned.startTime ?? null, proof: proofOf(spawned.proof) } };
+  if (typeof spawned?.pid === "number" && spawned.pid > 0)
+    return { launched: true, found: { pid: spawned.pid, startTime: spawned.startTime ?? null, proof: proofOf(spawned.proof) } };
   // Killed between the spawn and verify-spawned.json: the wrapper names itself once it runs.
   const started = readJsonOrNull<{ wrapperPid?: number; wrapperStart?: string | null; proof?: unknown }>(join(dir, VERIFY_FILES.started));
   if (typeof started?.wrapperPid === "number" && started.wrapperPid > 0)
-    return { launched: true, found: { pid: started.wrapperPid, startTime: typeof started.wrapperStart === "string" ? started.wrapperStart : null, proof: proofOf(started.proof) } };
+    return {
+      launched: true,
+      found: { pid: started.wrapperPid, startTime: typeof started.wrapperStart === "string" ? started.wrapperStart : null, proof: proofOf(started.proof) },
+    };
   return { launched: existsSync(join(dir, VERIFY_FILES.launch)), found: null };
 }
 

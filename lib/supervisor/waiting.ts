@@ -3,7 +3,8 @@
 // stall clock (progress.ts) feeds it what the output log grew by.
 
 /** Lines that say an agent waits rather than works. */
-const WAITING_LINE = /\b(?:reconnecting|retrying|retry(?:ing)? in|waiting for (?:network|connection|the server)|rate[- ]limit(?:ed)?|backing off|stream disconnected|connection (?:refused|reset|lost|error))\b/i;
+const WAITING_LINE =
+  /\b(?:reconnecting|retrying|retry(?:ing)? in|waiting for (?:network|connection|the server)|rate[- ]limit(?:ed)?|backing off|stream disconnected|connection (?:refused|reset|lost|error))\b/i;
 
 /** A line with its digits masked: counters, timers and timestamps do not make it new. */
 function lineShape(line: string): string {

@@ -85,7 +85,6 @@ export function forgetCheckout(stateRoot: string, item: string): void {
   rmSync(f.products, { force: true });
 }
 
-
 /** What came out of the airlock: the head loop wrote the item branch to, or why nothing did. */
 export type AirlockResult =
   | { kind: "ok"; head: string; committed: boolean; imported: number }
@@ -143,10 +142,26 @@ export async function airlock(o: AirlockOptions): Promise<AirlockResult> {
   let sandbox: { request: SandboxRequest; sessionDir: string } | null = null;
   if (o.sandboxed) {
     const probe = probeSandbox(sessionPath(o.env));
-    if (!probe.ok) return { kind: "seal_failed", reason: `the sandbox it must run in cannot be made (${probe.message}); nothing of the agent's is run outside it`, timedOut: false };
+    if (!probe.ok)
+      return {
+        kind: "seal_failed",
+        reason: `the sandbox it must run in cannot be made (${probe.message}); nothing of the agent's is run outside it`,
+        timedOut: false,
+      };
     try {
-      const request = sandboxRequest({ bwrap: probe.bwrap, repo: o.repo, worktree: o.worktree, stateRoot: o.stateRoot, runner: o.runner, writable: [], env: o.env });
-      sandbox = { request: { ...request, homes: [], gitDir: { path: layout.gitDir, writable: true }, readOnly: products.map((p) => join(o.worktree, p)) }, sessionDir: o.sessionDir };
+      const request = sandboxRequest({
+        bwrap: probe.bwrap,
+        repo: o.repo,
+        worktree: o.worktree,
+        stateRoot: o.stateRoot,
+        runner: o.runner,
+        writable: [],
+        env: o.env,
+      });
+      sandbox = {
+        request: { ...request, homes: [], gitDir: { path: layout.gitDir, writable: true }, readOnly: products.map((p) => join(o.worktree, p)) },
+        sessionDir: o.sessionDir,
+      };
     } catch (err) {
       if (!(err instanceof StartError)) throw err;
       return { kind: "seal_failed", reason: err.message, timedOut: false };
@@ -166,7 +181,10 @@ export async function airlock(o: AirlockOptions): Promise<AirlockResult> {
   // (Nothing new to walk when the head is the one the attempt started from.)
   const complete = head === o.expected ? { code: 0, stderr: "" } : gitTry(o.repo, ["rev-list", "--objects", "--quiet", head, "--not", o.expected]);
   if (complete.code !== 0 || revParse(o.repo, head) !== head)
-    return { kind: "head_invalid", reason: `${head.slice(0, 12)} is not a commit whose history the repository holds (${complete.stderr.trim().split("\n")[0] || `git exited ${complete.code}`})` };
+    return {
+      kind: "head_invalid",
+      reason: `${head.slice(0, 12)} is not a commit whose history the repository holds (${complete.stderr.trim().split("\n")[0] || `git exited ${complete.code}`})`,
+    };
   try {
     readTree(o.repo, head);
   } catch (err) {
@@ -205,4 +223,3 @@ export function airlockReason(r: Exclude<AirlockResult, { kind: "ok" }>): string
       return `the item branch was moved while the attempt ran (it is ${describeFound(r.found)}; loop left it at ${r.expected.slice(0, 12)}): not loop's doing, not overwritten`;
   }
 }
-

@@ -39,10 +39,19 @@ export interface CloseReport {
  * moved by loop), so that closing never loses work. Null when done (or when a launch cut short left
  * nothing to seal), else why the work could not be committed.
  */
-async function sealLeftovers(o: { repo: string; stateRoot: string; env: Record<string, string | undefined>; it: ItemState; worktree: string; branch: string; message: string }): Promise<string | null> {
+async function sealLeftovers(o: {
+  repo: string;
+  stateRoot: string;
+  env: Record<string, string | undefined>;
+  it: ItemState;
+  worktree: string;
+  branch: string;
+  message: string;
+}): Promise<string | null> {
   const s = o.it.session;
   if (!s || !lstatSync(o.worktree, { throwIfNoEntry: false })) return null;
-  const expected = readTextOrNull(join(s.sessionDir, "start-head"), { noLinks: true, maxBytes: 256 })?.trim() || revParse(o.repo, `refs/heads/${o.branch}`) || "";
+  const expected =
+    readTextOrNull(join(s.sessionDir, "start-head"), { noLinks: true, maxBytes: 256 })?.trim() || revParse(o.repo, `refs/heads/${o.branch}`) || "";
   const r = await airlock({
     repo: o.repo,
     stateRoot: o.stateRoot,
@@ -69,7 +78,16 @@ async function sealLeftovers(o: { repo: string; stateRoot: string; env: Record<s
  * removed. One whose work cannot be sealed is kept, and `kept` says why. `commit: false` (after a
  * verify ran: the branch holds what was verified, the checkout what the verify left) seals nothing.
  */
-export async function retireCheckout(o: { repo: string; stateRoot: string; env: Record<string, string | undefined>; it: ItemState; worktree: string; branch: string; message: string; commit?: boolean }): Promise<{ removed: boolean; kept: string | null }> {
+export async function retireCheckout(o: {
+  repo: string;
+  stateRoot: string;
+  env: Record<string, string | undefined>;
+  it: ItemState;
+  worktree: string;
+  branch: string;
+  message: string;
+  commit?: boolean;
+}): Promise<{ removed: boolean; kept: string | null }> {
   if (o.commit !== false) {
     const failed = await sealLeftovers(o);
     if (failed) return { removed: false, kept: `kept ${o.worktree}: ${failed}; remove it by hand once it is safe` };

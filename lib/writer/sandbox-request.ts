@@ -41,7 +41,17 @@ export function checkoutAtPlace(worktree: string): null | "missing" | string {
  * git. The caller adds the attempt's git folder and what is read-only inside the checkout. A
  * checkout that is not a folder at its place is a SandboxRefusedError (a StartError), and nothing is mounted.
  */
-export function sandboxRequest(o: { bwrap: string; repo: string; worktree: string; stateRoot: string; runner: string; writable: string[]; programs?: string[]; env: Record<string, string | undefined>; configHome?: { dir: string; readOnly: string[] } }): SandboxRequest {
+export function sandboxRequest(o: {
+  bwrap: string;
+  repo: string;
+  worktree: string;
+  stateRoot: string;
+  runner: string;
+  writable: string[];
+  programs?: string[];
+  env: Record<string, string | undefined>;
+  configHome?: { dir: string; readOnly: string[] };
+}): SandboxRequest {
   const why = checkoutAtPlace(o.worktree);
   if (why !== null) throw new SandboxRefusedError(`no sandbox over ${o.worktree}: it is not the folder loop made (${why})`);
   let commonDir: string;
@@ -50,6 +60,16 @@ export function sandboxRequest(o: { bwrap: string; repo: string; worktree: strin
   } catch (err) {
     throw new StartError(`no sandbox over ${o.worktree}: git cannot name the repository's git folder (${(err as Error).message})`);
   }
-  return { bwrap: o.bwrap, worktree: o.worktree, stateRoot: o.stateRoot, worktrees: dirname(o.worktree), commonDir, writable: o.writable, homes: [...(PRESET_HOMES[o.runner] ?? [])], ...(o.configHome ? { configHome: o.configHome } : {}), programs: o.programs ?? [], env: o.env };
+  return {
+    bwrap: o.bwrap,
+    worktree: o.worktree,
+    stateRoot: o.stateRoot,
+    worktrees: dirname(o.worktree),
+    commonDir,
+    writable: o.writable,
+    homes: [...(PRESET_HOMES[o.runner] ?? [])],
+    ...(o.configHome ? { configHome: o.configHome } : {}),
+    programs: o.programs ?? [],
+    env: o.env,
+  };
 }
-

@@ -33,7 +33,13 @@ export function usageDraft(it: ItemState, o: { final: boolean; prices?: Record<s
   // The gateway's per-call prices are already the operator's: kept as they are, never re-priced.
   if (read.usdFrom === "prices" && f) {
     const next = nextUsage(a.usage, { tokens: f.tokens, microUsd: f.microUsd, usdFrom: "prices", note: read.note }, o.final);
-    return next ? { type: "usage_recorded", item: it.id, payload: { attempt: a.n, final: o.final, source, tokens: next.tokens, microUsd: next.microUsd, usdFrom: next.usdFrom, note: next.note } } : null;
+    return next
+      ? {
+          type: "usage_recorded",
+          item: it.id,
+          payload: { attempt: a.n, final: o.final, source, tokens: next.tokens, microUsd: next.microUsd, usdFrom: next.usdFrom, note: next.note },
+        }
+      : null;
   }
   const agentUsd = f?.microUsd ?? null;
   // The model the attempt was launched with names its price; else the one the agent reported.
@@ -41,10 +47,18 @@ export function usageDraft(it: ItemState, o: { final: boolean; prices?: Record<s
   const fromPrices = agentUsd === null && f?.tokens && model !== null && o.prices && Object.hasOwn(o.prices, model) ? priced(f.tokens, o.prices[model]) : null;
   const next = nextUsage(
     a.usage,
-    { tokens: f?.tokens ?? null, microUsd: agentUsd ?? fromPrices, usdFrom: agentUsd !== null ? "agent" : fromPrices !== null ? "prices" : null, note: read.note },
+    {
+      tokens: f?.tokens ?? null,
+      microUsd: agentUsd ?? fromPrices,
+      usdFrom: agentUsd !== null ? "agent" : fromPrices !== null ? "prices" : null,
+      note: read.note,
+    },
     o.final,
   );
   if (!next) return null;
-  return { type: "usage_recorded", item: it.id, payload: { attempt: a.n, final: o.final, source, tokens: next.tokens, microUsd: next.microUsd, usdFrom: next.usdFrom, note: next.note } };
+  return {
+    type: "usage_recorded",
+    item: it.id,
+    payload: { attempt: a.n, final: o.final, source, tokens: next.tokens, microUsd: next.microUsd, usdFrom: next.usdFrom, note: next.note },
+  };
 }
-

@@ -79,7 +79,10 @@ export function artifactName(version: string, target: string): string {
  */
 export function selectTargets(names: string[]): { ok: true; targets: ReleaseTarget[] } | { ok: false; error: string } {
   if (names.length === 0) return { ok: true, targets: [...TARGETS] };
-  const wanted = names.flatMap((n) => n.split(",")).map((n) => n.trim()).filter((n) => n !== "");
+  const wanted = names
+    .flatMap((n) => n.split(","))
+    .map((n) => n.trim())
+    .filter((n) => n !== "");
   const known = TARGETS.map((t) => t.name).join(", ");
   for (const n of wanted) {
     if (/^(bun-)?(darwin|macos|windows|win32|freebsd)\b/.test(n)) return { ok: false, error: `target ${n} is not built: ${LINUX_ONLY}` };

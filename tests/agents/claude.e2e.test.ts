@@ -15,7 +15,7 @@ const MODEL = "claude-sonnet-4-5";
 
 /** Claude Code's own price of claude-sonnet-4-5 (per million: $3 in, $15 out, $3.75 cache write, $0.30 cache read), in millionths of a dollar. */
 export function sonnetMicroUsd(u: AnthropicUsage): number {
-  return Math.round((u.input_tokens * 3 + u.output_tokens * 15 + u.cache_creation_input_tokens * 3.75 + u.cache_read_input_tokens * 0.3));
+  return Math.round(u.input_tokens * 3 + u.output_tokens * 15 + u.cache_creation_input_tokens * 3.75 + u.cache_read_input_tokens * 0.3);
 }
 
 function tokensOf(u: AnthropicUsage) {
@@ -44,19 +44,23 @@ for (const name of ["claude", "claude-2.1.197"] as const) {
       async () => {
         const fake = await startFakeAnthropic(steps(bash("printf 'hello\\n' > DONE.md"), say("Done.")));
         try {
-          await scenario(demoDefinition([{ id: "a", prompt: "Write DONE.md.", verify: "test -s DONE.md" }], { defaults: { runner: "claude", model: MODEL } }), {}, async (p) => {
-            Object.assign(p.env, agentEnv(p, fake, name));
-            expect((await p.run()).action).toBe("launched");
-            await p.runToDrain();
-            const it = p.projection().items.a!;
-            expect(it.status).toBe("passed");
-            const agentTurns = fake.turns;
-            expect(agentTurns.map((t) => t.tool)).toEqual(["Bash", null]);
-            const usage = it.attempts[0]!.usage!;
-            expect(usage.tokens).toEqual(tokensOf(servedSince(fake, 0)));
-            expect(usage.microUsd).toBe(sonnetMicroUsd(servedSince(fake, 0)));
-            expect(usage.usdFrom).toBe("agent");
-          });
+          await scenario(
+            demoDefinition([{ id: "a", prompt: "Write DONE.md.", verify: "test -s DONE.md" }], { defaults: { runner: "claude", model: MODEL } }),
+            {},
+            async (p) => {
+              Object.assign(p.env, agentEnv(p, fake, name));
+              expect((await p.run()).action).toBe("launched");
+              await p.runToDrain();
+              const it = p.projection().items.a!;
+              expect(it.status).toBe("passed");
+              const agentTurns = fake.turns;
+              expect(agentTurns.map((t) => t.tool)).toEqual(["Bash", null]);
+              const usage = it.attempts[0]!.usage!;
+              expect(usage.tokens).toEqual(tokensOf(servedSince(fake, 0)));
+              expect(usage.microUsd).toBe(sonnetMicroUsd(servedSince(fake, 0)));
+              expect(usage.usdFrom).toBe("agent");
+            },
+          );
         } finally {
           await fake.stop();
         }
@@ -74,28 +78,32 @@ for (const name of ["claude", "claude-2.1.197"] as const) {
           return say(t.userText.includes("reply.md") ? "Done." : "Asked.");
         });
         try {
-          await scenario(demoDefinition([{ id: "a", prompt: "Pick a colour.", verify: "test -s COLOUR.md" }], { defaults: { runner: "claude", model: MODEL } }), {}, async (p) => {
-            Object.assign(p.env, agentEnv(p, fake, name));
-            expect((await p.run()).action).toBe("launched");
-            const asked = await p.runUntil((r) => r.attention.some((a) => a.kind === "question"), { what: "the question" });
-            expect(asked.attention.map((a) => a.kind)).toEqual(["question"]);
-            const first = fake.turns.length;
-            const before = p.projection().items.a!.attempts[0]!.usage!;
-            expect(before.tokens).toEqual(tokensOf(servedSince(fake, 0)));
-            expect(before.microUsd).toBe(sonnetMicroUsd(servedSince(fake, 0)));
-            expect((await p.ctl(["reply", "--work-item", "a", "blue, please"])).code).toBe(0);
-            expect((await p.ctl(["resume"])).code).toBe(0);
-            await p.runToDrain();
-            const it = p.projection().items.a!;
-            expect(it.status).toBe("passed");
-            // The same conversation: the resumed request carries the first process's turns, and the reply's file.
-            const resumed = fake.requests.filter((r) => r.agent).at(-1)!;
-            expect(JSON.stringify(resumed.body)).toContain("Which colour?");
-            expect(fake.turns[first]!.step).toBeGreaterThanOrEqual(1);
-            const second = it.attempts[1]!.usage!;
-            expect(second.tokens).toEqual(tokensOf(servedSince(fake, first)));
-            expect(second.microUsd).toBe(sonnetMicroUsd(servedSince(fake, first)));
-          });
+          await scenario(
+            demoDefinition([{ id: "a", prompt: "Pick a colour.", verify: "test -s COLOUR.md" }], { defaults: { runner: "claude", model: MODEL } }),
+            {},
+            async (p) => {
+              Object.assign(p.env, agentEnv(p, fake, name));
+              expect((await p.run()).action).toBe("launched");
+              const asked = await p.runUntil((r) => r.attention.some((a) => a.kind === "question"), { what: "the question" });
+              expect(asked.attention.map((a) => a.kind)).toEqual(["question"]);
+              const first = fake.turns.length;
+              const before = p.projection().items.a!.attempts[0]!.usage!;
+              expect(before.tokens).toEqual(tokensOf(servedSince(fake, 0)));
+              expect(before.microUsd).toBe(sonnetMicroUsd(servedSince(fake, 0)));
+              expect((await p.ctl(["reply", "--work-item", "a", "blue, please"])).code).toBe(0);
+              expect((await p.ctl(["resume"])).code).toBe(0);
+              await p.runToDrain();
+              const it = p.projection().items.a!;
+              expect(it.status).toBe("passed");
+              // The same conversation: the resumed request carries the first process's turns, and the reply's file.
+              const resumed = fake.requests.filter((r) => r.agent).at(-1)!;
+              expect(JSON.stringify(resumed.body)).toContain("Which colour?");
+              expect(fake.turns[first]!.step).toBeGreaterThanOrEqual(1);
+              const second = it.attempts[1]!.usage!;
+              expect(second.tokens).toEqual(tokensOf(servedSince(fake, first)));
+              expect(second.microUsd).toBe(sonnetMicroUsd(servedSince(fake, first)));
+            },
+          );
         } finally {
           await fake.stop();
         }
@@ -109,24 +117,28 @@ for (const name of ["claude", "claude-2.1.197"] as const) {
         const fake = await startFakeAnthropic((t) => (t.step < 3 ? bash(`echo step ${t.step}`, { output_tokens: 828 }) : { hangAfterStart: true }));
         try {
           const prices = { [MODEL]: { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 } };
-          await scenario(demoDefinition([{ id: "a", prompt: "Work.", verify: "false" }], { defaults: { runner: "claude", model: MODEL }, prices }), {}, async (p) => {
-            // Its side requests on the same model, so that every answer has a price.
-            Object.assign(p.env, agentEnv(p, fake, name), { ANTHROPIC_SMALL_FAST_MODEL: MODEL, ANTHROPIC_DEFAULT_HAIKU_MODEL: MODEL });
-            expect((await p.run()).action).toBe("launched");
-            await pollUntil(() => fake.turns.length === 4, "the fourth message hangs");
-            expect((await p.ctl(["stop", "--work-item", "a", "--yes"])).code).toBe(0);
-            await p.run([0, 1]);
-            const usage = p.projection().items.a!.attempts[0]!.usage!;
-            const served = tokensOf(fake.served.total);
-            const total = (t: typeof served) => t.input + t.output + t.cacheRead + t.cacheWrite;
-            // The cut request's limit: what its body asked for at most (claude asks 32,000 with a model named).
-            const cut = fake.requests.filter((r) => r.method === "POST" && r.agent).at(-1)!.body as { max_tokens: number };
-            expect(usage.tokens!.input).toBeGreaterThanOrEqual(served.input);
-            expect(usage.tokens!.output).toBeGreaterThanOrEqual(served.output);
-            expect(total(usage.tokens!) - total(served)).toBeLessThanOrEqual(cut.max_tokens);
-            expect(usage.usdFrom).toBe("prices");
-            expect(usage.microUsd!).toBeGreaterThanOrEqual(sonnetMicroUsd(fake.served.total) * 0.97);
-          });
+          await scenario(
+            demoDefinition([{ id: "a", prompt: "Work.", verify: "false" }], { defaults: { runner: "claude", model: MODEL }, prices }),
+            {},
+            async (p) => {
+              // Its side requests on the same model, so that every answer has a price.
+              Object.assign(p.env, agentEnv(p, fake, name), { ANTHROPIC_SMALL_FAST_MODEL: MODEL, ANTHROPIC_DEFAULT_HAIKU_MODEL: MODEL });
+              expect((await p.run()).action).toBe("launched");
+              await pollUntil(() => fake.turns.length === 4, "the fourth message hangs");
+              expect((await p.ctl(["stop", "--work-item", "a", "--yes"])).code).toBe(0);
+              await p.run([0, 1]);
+              const usage = p.projection().items.a!.attempts[0]!.usage!;
+              const served = tokensOf(fake.served.total);
+              const total = (t: typeof served) => t.input + t.output + t.cacheRead + t.cacheWrite;
+              // The cut request's limit: what its body asked for at most (claude asks 32,000 with a model named).
+              const cut = fake.requests.filter((r) => r.method === "POST" && r.agent).at(-1)!.body as { max_tokens: number };
+              expect(usage.tokens!.input).toBeGreaterThanOrEqual(served.input);
+              expect(usage.tokens!.output).toBeGreaterThanOrEqual(served.output);
+              expect(total(usage.tokens!) - total(served)).toBeLessThanOrEqual(cut.max_tokens);
+              expect(usage.usdFrom).toBe("prices");
+              expect(usage.microUsd!).toBeGreaterThanOrEqual(sonnetMicroUsd(fake.served.total) * 0.97);
+            },
+          );
         } finally {
           await fake.stop();
         }
@@ -144,20 +156,26 @@ for (const name of ["claude", "claude-2.1.197"] as const) {
           return say(t.userText.includes("reply.md") ? "Done." : "Asked.");
         });
         try {
-          await scenario(demoDefinition([{ id: "a", prompt: "Pick a colour.", verify: "test -s COLOUR.md", maxAttempts: 3 }], { defaults: { runner: "claude", model: MODEL, sandbox: "bwrap" } }), {}, async (p) => {
-            Object.assign(p.env, agentEnv(p, fake, name));
-            expect((await p.run()).action).toBe("launched");
-            await p.runUntil((r) => r.attention.some((a) => a.kind === "question"), { what: "the question" });
-            expect((await p.ctl(["reply", "--work-item", "a", "blue, please"])).code).toBe(0);
-            expect((await p.ctl(["resume"])).code).toBe(0);
-            await p.runToDrain();
-            const it = p.projection().items.a!;
-            expect(it.status).toBe("passed");
-            // Resumed, not started afresh: the second process's request carried the first one's turns.
-            expect(it.attempts.length).toBe(2);
-            const resumed = fake.requests.filter((r) => r.agent).at(-1)!;
-            expect(JSON.stringify(resumed.body)).toContain("Which colour?");
-          });
+          await scenario(
+            demoDefinition([{ id: "a", prompt: "Pick a colour.", verify: "test -s COLOUR.md", maxAttempts: 3 }], {
+              defaults: { runner: "claude", model: MODEL, sandbox: "bwrap" },
+            }),
+            {},
+            async (p) => {
+              Object.assign(p.env, agentEnv(p, fake, name));
+              expect((await p.run()).action).toBe("launched");
+              await p.runUntil((r) => r.attention.some((a) => a.kind === "question"), { what: "the question" });
+              expect((await p.ctl(["reply", "--work-item", "a", "blue, please"])).code).toBe(0);
+              expect((await p.ctl(["resume"])).code).toBe(0);
+              await p.runToDrain();
+              const it = p.projection().items.a!;
+              expect(it.status).toBe("passed");
+              // Resumed, not started afresh: the second process's request carried the first one's turns.
+              expect(it.attempts.length).toBe(2);
+              const resumed = fake.requests.filter((r) => r.agent).at(-1)!;
+              expect(JSON.stringify(resumed.body)).toContain("Which colour?");
+            },
+          );
         } finally {
           await fake.stop();
         }
@@ -199,13 +217,17 @@ for (const name of ["claude", "claude-2.1.197"] as const) {
       async () => {
         const fake = await startFakeAnthropic(endless(2_000));
         try {
-          await scenario(demoDefinition([{ id: "a", prompt: "Loop.", verify: "false", budget: { tokens: 60_000 } }], { defaults: { runner: "claude", model: MODEL } }), {}, async (p) => {
-            Object.assign(p.env, agentEnv(p, fake, name));
-            expect((await p.run()).action).toBe("launched");
-            await p.runUntil((r) => r.transitions.some((t) => t.type === "budget_stopped"), { what: "the budget stop", maxPolls: 400 });
-            const it = p.projection().items.a!;
-            expect(it.settleCode).toBe("budget_exhausted");
-          });
+          await scenario(
+            demoDefinition([{ id: "a", prompt: "Loop.", verify: "false", budget: { tokens: 60_000 } }], { defaults: { runner: "claude", model: MODEL } }),
+            {},
+            async (p) => {
+              Object.assign(p.env, agentEnv(p, fake, name));
+              expect((await p.run()).action).toBe("launched");
+              await p.runUntil((r) => r.transitions.some((t) => t.type === "budget_stopped"), { what: "the budget stop", maxPolls: 400 });
+              const it = p.projection().items.a!;
+              expect(it.settleCode).toBe("budget_exhausted");
+            },
+          );
         } finally {
           await fake.stop();
         }
@@ -218,21 +240,31 @@ for (const name of ["claude", "claude-2.1.197"] as const) {
       async () => {
         const fake = await startFakeAnthropic(endless(900));
         try {
-          await scenario(demoDefinition([{ id: "a", prompt: "Loop.", verify: "false", budget: { usd: 0.2 } }], { defaults: { runner: "claude", model: MODEL, maxAttempts: 1 } }), {}, async (p) => {
-            Object.assign(p.env, agentEnv(p, fake, name));
-            expect((await p.run()).action).toBe("launched");
-            // No step in between: the CLI stops itself at the cap loop gave it.
-            await pollUntil(() => existsSync(join(p.sessionDir("a", 1), "exit.json")), "the CLI stopped at its own cap", 2400);
-            await p.run([0, 1]);
-            const log = readFileSync(join(p.sessionDir("a", 1), "output.log"), "utf8");
-            const result = log.split("\n").filter((l) => l.includes('"type":"result"')).map((l) => JSON.parse(l)).at(-1);
-            const served = servedSince(fake, 0);
-            // What the CLI's last line says is short of what it was served (the message that crossed its cap).
-            expect(result.usage.output_tokens).toBeLessThan(served.output_tokens);
-            const usage = p.projection().items.a!.attempts[0]!.usage!;
-            expect(usage.tokens).toEqual(tokensOf(served));
-            expect(usage.microUsd).toBe(sonnetMicroUsd(served));
-          });
+          await scenario(
+            demoDefinition([{ id: "a", prompt: "Loop.", verify: "false", budget: { usd: 0.2 } }], {
+              defaults: { runner: "claude", model: MODEL, maxAttempts: 1 },
+            }),
+            {},
+            async (p) => {
+              Object.assign(p.env, agentEnv(p, fake, name));
+              expect((await p.run()).action).toBe("launched");
+              // No step in between: the CLI stops itself at the cap loop gave it.
+              await pollUntil(() => existsSync(join(p.sessionDir("a", 1), "exit.json")), "the CLI stopped at its own cap", 2400);
+              await p.run([0, 1]);
+              const log = readFileSync(join(p.sessionDir("a", 1), "output.log"), "utf8");
+              const result = log
+                .split("\n")
+                .filter((l) => l.includes('"type":"result"'))
+                .map((l) => JSON.parse(l))
+                .at(-1);
+              const served = servedSince(fake, 0);
+              // What the CLI's last line says is short of what it was served (the message that crossed its cap).
+              expect(result.usage.output_tokens).toBeLessThan(served.output_tokens);
+              const usage = p.projection().items.a!.attempts[0]!.usage!;
+              expect(usage.tokens).toEqual(tokensOf(served));
+              expect(usage.microUsd).toBe(sonnetMicroUsd(served));
+            },
+          );
         } finally {
           await fake.stop();
         }
@@ -245,18 +277,25 @@ for (const name of ["claude", "claude-2.1.197"] as const) {
       async () => {
         const fake = await startFakeAnthropic(endless(2_000));
         try {
-          await scenario(demoDefinition([{ id: "a", prompt: "Loop.", verify: "false", budget: { usd: 0.5 } }], { defaults: { runner: "claude", model: MODEL } }), {}, async (p) => {
-            Object.assign(p.env, agentEnv(p, fake, name));
-            expect((await p.run()).action).toBe("launched");
-            await p.runUntil((r) => r.transitions.some((t) => t.type === "budget_stopped" || t.type === "item_settled"), { what: "the budget stop", maxPolls: 400 });
-            const it = p.projection().items.a!;
-            expect(it.settleCode).toBe("budget_exhausted");
-            // What loop recorded is within a few percent of what was served.
-            const recorded = it.attempts[0]!.usage!;
-            const served = sonnetMicroUsd(servedSince(fake, 0));
-            expect(recorded.microUsd).not.toBeNull();
-            expect(Math.abs(recorded.microUsd! - served) / served).toBeLessThan(0.05);
-          });
+          await scenario(
+            demoDefinition([{ id: "a", prompt: "Loop.", verify: "false", budget: { usd: 0.5 } }], { defaults: { runner: "claude", model: MODEL } }),
+            {},
+            async (p) => {
+              Object.assign(p.env, agentEnv(p, fake, name));
+              expect((await p.run()).action).toBe("launched");
+              await p.runUntil((r) => r.transitions.some((t) => t.type === "budget_stopped" || t.type === "item_settled"), {
+                what: "the budget stop",
+                maxPolls: 400,
+              });
+              const it = p.projection().items.a!;
+              expect(it.settleCode).toBe("budget_exhausted");
+              // What loop recorded is within a few percent of what was served.
+              const recorded = it.attempts[0]!.usage!;
+              const served = sonnetMicroUsd(servedSince(fake, 0));
+              expect(recorded.microUsd).not.toBeNull();
+              expect(Math.abs(recorded.microUsd! - served) / served).toBeLessThan(0.05);
+            },
+          );
         } finally {
           await fake.stop();
         }

@@ -27,7 +27,13 @@ function agentEnv(p: Project, fake: FakeOpenAI): Record<string, string> {
   const home = join(p.aux, "home");
   mkdirSync(home, { recursive: true });
   // Not under /tmp's top: codex refuses to make its helper links there (it says so and goes on).
-  return { PATH: `${agentPath(p.aux, "codex", "codex")}:${process.env.PATH}`, HOME: home, ...codexHome(fake, join(home, ".codex")), OPENAI_BASE_URL: `${fake.url}/v1`, OPENAI_API_KEY: "sk-loops-own-openai-key" };
+  return {
+    PATH: `${agentPath(p.aux, "codex", "codex")}:${process.env.PATH}`,
+    HOME: home,
+    ...codexHome(fake, join(home, ".codex")),
+    OPENAI_BASE_URL: `${fake.url}/v1`,
+    OPENAI_API_KEY: "sk-loops-own-openai-key",
+  };
 }
 
 const bin = agentBin("codex");
@@ -46,15 +52,22 @@ describe.skipIf(bin === null)("codex as loop's agent", () => {
     async () => {
       const fake = await startFakeOpenAI(codexSteps(shell("printf 'hello\\n' > DONE.md"), reply("Done.")));
       try {
-        await scenario(demoDefinition([{ id: "a", prompt: "Write DONE.md.", verify: "test -s DONE.md" }], { defaults: { runner: "codex", model: CODEX_MODEL }, environment: { pass: ["FAKE_OPENAI_API_KEY"] } }), {}, async (p) => {
-          Object.assign(p.env, agentEnv(p, fake));
-          expect((await p.run()).action).toBe("launched");
-          await p.runToDrain();
-          const it = p.projection().items.a!;
-          expect(it.status).toBe("passed");
-          expect(fake.turns.map((t) => t.shell !== null)).toEqual([true, false]);
-          expect(it.attempts[0]!.usage!.tokens).toEqual(servedSince(fake, 0));
-        });
+        await scenario(
+          demoDefinition([{ id: "a", prompt: "Write DONE.md.", verify: "test -s DONE.md" }], {
+            defaults: { runner: "codex", model: CODEX_MODEL },
+            environment: { pass: ["FAKE_OPENAI_API_KEY"] },
+          }),
+          {},
+          async (p) => {
+            Object.assign(p.env, agentEnv(p, fake));
+            expect((await p.run()).action).toBe("launched");
+            await p.runToDrain();
+            const it = p.projection().items.a!;
+            expect(it.status).toBe("passed");
+            expect(fake.turns.map((t) => t.shell !== null)).toEqual([true, false]);
+            expect(it.attempts[0]!.usage!.tokens).toEqual(servedSince(fake, 0));
+          },
+        );
       } finally {
         await fake.stop();
       }
@@ -73,21 +86,28 @@ describe.skipIf(bin === null)("codex as loop's agent", () => {
         return reply(replied ? "Done." : "Asked.");
       });
       try {
-        await scenario(demoDefinition([{ id: "a", prompt: "Pick a colour.", verify: "test -s COLOUR.md" }], { defaults: { runner: "codex", model: CODEX_MODEL }, environment: { pass: ["FAKE_OPENAI_API_KEY"] } }), {}, async (p) => {
-          Object.assign(p.env, agentEnv(p, fake));
-          expect((await p.run()).action).toBe("launched");
-          await p.runUntil((r) => r.attention.some((a) => a.kind === "question"), { what: "the question" });
-          const first = fake.turns.length;
-          expect(p.projection().items.a!.attempts[0]!.usage!.tokens).toEqual(servedSince(fake, 0));
-          expect((await p.ctl(["reply", "--work-item", "a", "blue, please"])).code).toBe(0);
-          expect((await p.ctl(["resume"])).code).toBe(0);
-          await p.runToDrain();
-          const it = p.projection().items.a!;
-          expect(it.status).toBe("passed");
-          const resumed = fake.requests.filter((r) => r.path.endsWith("/responses")).at(-2)!;
-          expect(JSON.stringify(resumed.body)).toContain("Which colour?");
-          expect(it.attempts[1]!.usage!.tokens).toEqual(servedSince(fake, first));
-        });
+        await scenario(
+          demoDefinition([{ id: "a", prompt: "Pick a colour.", verify: "test -s COLOUR.md" }], {
+            defaults: { runner: "codex", model: CODEX_MODEL },
+            environment: { pass: ["FAKE_OPENAI_API_KEY"] },
+          }),
+          {},
+          async (p) => {
+            Object.assign(p.env, agentEnv(p, fake));
+            expect((await p.run()).action).toBe("launched");
+            await p.runUntil((r) => r.attention.some((a) => a.kind === "question"), { what: "the question" });
+            const first = fake.turns.length;
+            expect(p.projection().items.a!.attempts[0]!.usage!.tokens).toEqual(servedSince(fake, 0));
+            expect((await p.ctl(["reply", "--work-item", "a", "blue, please"])).code).toBe(0);
+            expect((await p.ctl(["resume"])).code).toBe(0);
+            await p.runToDrain();
+            const it = p.projection().items.a!;
+            expect(it.status).toBe("passed");
+            const resumed = fake.requests.filter((r) => r.path.endsWith("/responses")).at(-2)!;
+            expect(JSON.stringify(resumed.body)).toContain("Which colour?");
+            expect(it.attempts[1]!.usage!.tokens).toEqual(servedSince(fake, first));
+          },
+        );
       } finally {
         await fake.stop();
       }
@@ -100,22 +120,32 @@ describe.skipIf(bin === null)("codex as loop's agent", () => {
     async () => {
       const fake = await startFakeOpenAI(codexEndless(900));
       try {
-        await scenario(demoDefinition([{ id: "a", prompt: "Loop.", verify: "false" }], { defaults: { runner: "codex", model: CODEX_MODEL, maxAttempts: 1 }, environment: { pass: ["FAKE_OPENAI_API_KEY"] } }), {}, async (p) => {
-          Object.assign(p.env, agentEnv(p, fake));
-          expect((await p.run()).action).toBe("launched");
-          // Some model answers served, the turn still running: the figure recorded is what the gateway metered.
-          await p.runUntil((_r, q) => fake.served.responses >= 3 && (q.projection().items.a!.attempts[0]?.usage?.tokens?.output ?? 0) >= 3 * 900, { what: "a figure while the turn runs", maxPolls: 400 });
-          const it = p.projection().items.a!;
-          expect(it.status).toBe("running");
-          const json = JSON.parse((await p.loop(["status", "--json", "--root", p.root])).stdout);
-          expect(json.items[0].usage.output).toBeGreaterThanOrEqual(3 * 900);
-          expect(existsSync(join(p.sessionDir("a", 1), "gateway-usage.jsonl"))).toBe(true);
-          // Held: its session ended, the item back to pending (not counted as failed); the figure stays.
-          expect((await p.ctl(["stop", "--work-item", "a", "--yes"])).code).toBe(0);
-          await p.runUntil((_r, q) => q.projection().items.a!.status === "pending", { what: "the session ended", maxPolls: 200 });
-          expect(p.projection().items.a!.attempts[0]!.usage!.tokens).toEqual(servedSince(fake, 0));
-          expect((await p.ctl(["cancel", "--work-item", "a", "--yes"])).code).toBe(0);
-        });
+        await scenario(
+          demoDefinition([{ id: "a", prompt: "Loop.", verify: "false" }], {
+            defaults: { runner: "codex", model: CODEX_MODEL, maxAttempts: 1 },
+            environment: { pass: ["FAKE_OPENAI_API_KEY"] },
+          }),
+          {},
+          async (p) => {
+            Object.assign(p.env, agentEnv(p, fake));
+            expect((await p.run()).action).toBe("launched");
+            // Some model answers served, the turn still running: the figure recorded is what the gateway metered.
+            await p.runUntil((_r, q) => fake.served.responses >= 3 && (q.projection().items.a!.attempts[0]?.usage?.tokens?.output ?? 0) >= 3 * 900, {
+              what: "a figure while the turn runs",
+              maxPolls: 400,
+            });
+            const it = p.projection().items.a!;
+            expect(it.status).toBe("running");
+            const json = JSON.parse((await p.loop(["status", "--json", "--root", p.root])).stdout);
+            expect(json.items[0].usage.output).toBeGreaterThanOrEqual(3 * 900);
+            expect(existsSync(join(p.sessionDir("a", 1), "gateway-usage.jsonl"))).toBe(true);
+            // Held: its session ended, the item back to pending (not counted as failed); the figure stays.
+            expect((await p.ctl(["stop", "--work-item", "a", "--yes"])).code).toBe(0);
+            await p.runUntil((_r, q) => q.projection().items.a!.status === "pending", { what: "the session ended", maxPolls: 200 });
+            expect(p.projection().items.a!.attempts[0]!.usage!.tokens).toEqual(servedSince(fake, 0));
+            expect((await p.ctl(["cancel", "--work-item", "a", "--yes"])).code).toBe(0);
+          },
+        );
       } finally {
         await fake.stop();
       }
@@ -128,28 +158,35 @@ describe.skipIf(bin === null)("codex as loop's agent", () => {
     async () => {
       const fake = await startFakeOpenAI(codexSteps(shell("printf 'hello\\n' > DONE.md"), reply("Done.")));
       try {
-        await scenario(demoDefinition([{ id: "a", prompt: "Write DONE.md.", verify: "test -s DONE.md" }], { defaults: { runner: "codex", model: CODEX_MODEL, sandbox: "bwrap" }, environment: { pass: ["FAKE_OPENAI_API_KEY"] } }), {}, async (p) => {
-          // A copy of the package under /tmp (hidden in the sandbox), and a wrapper script elsewhere on PATH that runs it.
-          const modules = hiddenInstall(p);
-          const wrappers = join(p.aux, "wrappers");
-          mkdirSync(wrappers);
-          writeFileSync(join(wrappers, "codex"), `#!/bin/sh\nexec ${join(modules, "@openai", "codex", "bin", "codex.js")} "$@"\n`, { mode: 0o755 });
-          const env = agentEnv(p, fake);
-          Object.assign(p.env, { ...env, PATH: `${wrappers}:${process.env.PATH}` });
-          expect(Bun.spawnSync([join(wrappers, "codex"), "--version"], { env: { ...process.env, ...p.env } }).exitCode).toBe(0);
-          const r = await p.run([1]);
-          expect(r.action).toBe("paused");
-          const fault = p.eventsOf("environment_fault")[0]!.payload;
-          expect(fault).toMatchObject({ kind: "program_fails_in_sandbox", attempt: null });
-          expect(fault.reason).toContain(join(wrappers, "codex"));
-          expect(p.projection().items.a!.attempts).toEqual([]);
-          expect(fake.requests.length).toBe(0);
-          // Put right (the CLI where the sandbox sees it) and resumed: the first attempt runs and passes.
-          Object.assign(p.env, env);
-          expect((await p.ctl(["resume"])).code).toBe(0);
-          await p.runToDrain();
-          expect({ status: p.projection().items.a!.status, attempts: p.projection().items.a!.attempts.length }).toEqual({ status: "passed", attempts: 1 });
-        });
+        await scenario(
+          demoDefinition([{ id: "a", prompt: "Write DONE.md.", verify: "test -s DONE.md" }], {
+            defaults: { runner: "codex", model: CODEX_MODEL, sandbox: "bwrap" },
+            environment: { pass: ["FAKE_OPENAI_API_KEY"] },
+          }),
+          {},
+          async (p) => {
+            // A copy of the package under /tmp (hidden in the sandbox), and a wrapper script elsewhere on PATH that runs it.
+            const modules = hiddenInstall(p);
+            const wrappers = join(p.aux, "wrappers");
+            mkdirSync(wrappers);
+            writeFileSync(join(wrappers, "codex"), `#!/bin/sh\nexec ${join(modules, "@openai", "codex", "bin", "codex.js")} "$@"\n`, { mode: 0o755 });
+            const env = agentEnv(p, fake);
+            Object.assign(p.env, { ...env, PATH: `${wrappers}:${process.env.PATH}` });
+            expect(Bun.spawnSync([join(wrappers, "codex"), "--version"], { env: { ...process.env, ...p.env } }).exitCode).toBe(0);
+            const r = await p.run([1]);
+            expect(r.action).toBe("paused");
+            const fault = p.eventsOf("environment_fault")[0]!.payload;
+            expect(fault).toMatchObject({ kind: "program_fails_in_sandbox", attempt: null });
+            expect(fault.reason).toContain(join(wrappers, "codex"));
+            expect(p.projection().items.a!.attempts).toEqual([]);
+            expect(fake.requests.length).toBe(0);
+            // Put right (the CLI where the sandbox sees it) and resumed: the first attempt runs and passes.
+            Object.assign(p.env, env);
+            expect((await p.ctl(["resume"])).code).toBe(0);
+            await p.runToDrain();
+            expect({ status: p.projection().items.a!.status, attempts: p.projection().items.a!.attempts.length }).toEqual({ status: "passed", attempts: 1 });
+          },
+        );
       } finally {
         await fake.stop();
       }
@@ -162,18 +199,25 @@ describe.skipIf(bin === null)("codex as loop's agent", () => {
     async () => {
       const fake = await startFakeOpenAI(codexSteps(shell("printf 'hello\\n' > DONE.md"), reply("Done.")));
       try {
-        await scenario(demoDefinition([{ id: "a", prompt: "Write DONE.md.", verify: "test -s DONE.md" }], { defaults: { runner: "codex", model: CODEX_MODEL, sandbox: "bwrap" }, environment: { pass: ["FAKE_OPENAI_API_KEY"] } }), {}, async (p) => {
-          // An npm install under /tmp (which the sandbox hides), with its .bin link.
-          const modules = hiddenInstall(p);
-          mkdirSync(join(modules, ".bin"));
-          symlinkSync("../@openai/codex/bin/codex.js", join(modules, ".bin", "codex"));
-          const env = agentEnv(p, fake);
-          Object.assign(p.env, { ...env, PATH: `${join(modules, ".bin")}:${process.env.PATH}` });
-          const first = await p.run([0, 1]);
-          expect({ action: first.action, reason: first.action === "launched" ? null : first.reason }).toEqual({ action: "launched", reason: null });
-          await p.runToDrain();
-          expect(p.projection().items.a!.status).toBe("passed");
-        });
+        await scenario(
+          demoDefinition([{ id: "a", prompt: "Write DONE.md.", verify: "test -s DONE.md" }], {
+            defaults: { runner: "codex", model: CODEX_MODEL, sandbox: "bwrap" },
+            environment: { pass: ["FAKE_OPENAI_API_KEY"] },
+          }),
+          {},
+          async (p) => {
+            // An npm install under /tmp (which the sandbox hides), with its .bin link.
+            const modules = hiddenInstall(p);
+            mkdirSync(join(modules, ".bin"));
+            symlinkSync("../@openai/codex/bin/codex.js", join(modules, ".bin", "codex"));
+            const env = agentEnv(p, fake);
+            Object.assign(p.env, { ...env, PATH: `${join(modules, ".bin")}:${process.env.PATH}` });
+            const first = await p.run([0, 1]);
+            expect({ action: first.action, reason: first.action === "launched" ? null : first.reason }).toEqual({ action: "launched", reason: null });
+            await p.runToDrain();
+            expect(p.projection().items.a!.status).toBe("passed");
+          },
+        );
       } finally {
         await fake.stop();
       }

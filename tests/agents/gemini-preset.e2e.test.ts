@@ -32,23 +32,36 @@ describe.skipIf(bin === null)("gemini as loop's preset", () => {
     async () => {
       const fake = await startFakeGemini((t) => (t.replied ? { text: "Done." } : { shell: "printf 'hello\\n' > DONE.md" }));
       try {
-        await scenario(demoDefinition([{ id: "a", prompt: "Write DONE.md.", verify: "test -s DONE.md" }], { defaults: { runner: "gemini" } }), {}, async (p) => {
-          Object.assign(p.env, agentEnv(p, fake));
-          expect((await p.run()).action).toBe("launched");
-          await p.runToDrain();
-          const it = p.projection().items.a!;
-          expect(it.status).toBe("passed");
-          expect(fake.turns.map((t) => [t.path.split(":")[1], t.replied])).toEqual([
-            ["generateContent", false],
-            ["streamGenerateContent", false],
-            ["streamGenerateContent", true],
-          ]);
-          expect(new Set(fake.turns.map((t) => t.key))).toEqual(new Set([LOOPS_KEY]));
-          expect(it.attempts[0]!.usage).toMatchObject({ source: "gateway", tokens: geminiServed(fake.turns) });
-          // The preset's argv, as recorded: headless, approvals off, trust skipped, the conversation named.
-          const launch = JSON.parse(readFileSync(join(p.sessionDir("a", 1), "launch.json"), "utf8")) as { argv: string[] };
-          expect(launch.argv).toEqual(["gemini", "--session-id", expect.stringMatching(/^[0-9a-f-]{36}$/), "--yolo", "--skip-trust", "--output-format", "stream-json", expect.stringMatching(/^--prompt=/)]);
-        });
+        await scenario(
+          demoDefinition([{ id: "a", prompt: "Write DONE.md.", verify: "test -s DONE.md" }], { defaults: { runner: "gemini" } }),
+          {},
+          async (p) => {
+            Object.assign(p.env, agentEnv(p, fake));
+            expect((await p.run()).action).toBe("launched");
+            await p.runToDrain();
+            const it = p.projection().items.a!;
+            expect(it.status).toBe("passed");
+            expect(fake.turns.map((t) => [t.path.split(":")[1], t.replied])).toEqual([
+              ["generateContent", false],
+              ["streamGenerateContent", false],
+              ["streamGenerateContent", true],
+            ]);
+            expect(new Set(fake.turns.map((t) => t.key))).toEqual(new Set([LOOPS_KEY]));
+            expect(it.attempts[0]!.usage).toMatchObject({ source: "gateway", tokens: geminiServed(fake.turns) });
+            // The preset's argv, as recorded: headless, approvals off, trust skipped, the conversation named.
+            const launch = JSON.parse(readFileSync(join(p.sessionDir("a", 1), "launch.json"), "utf8")) as { argv: string[] };
+            expect(launch.argv).toEqual([
+              "gemini",
+              "--session-id",
+              expect.stringMatching(/^[0-9a-f-]{36}$/),
+              "--yolo",
+              "--skip-trust",
+              "--output-format",
+              "stream-json",
+              expect.stringMatching(/^--prompt=/),
+            ]);
+          },
+        );
       } finally {
         await fake.stop();
       }
@@ -65,26 +78,30 @@ describe.skipIf(bin === null)("gemini as loop's preset", () => {
         return t.replied ? { text: "Asked." } : { shell: `printf 'Which colour?\\n' > "$LOOP_ASK_FILE"` };
       });
       try {
-        await scenario(demoDefinition([{ id: "a", prompt: "Pick a colour.", verify: "test -s COLOUR.md" }], { defaults: { runner: "gemini" } }), {}, async (p) => {
-          Object.assign(p.env, agentEnv(p, fake));
-          expect((await p.run()).action).toBe("launched");
-          await p.runUntil((r) => r.attention.some((a) => a.kind === "question"), { what: "the question" });
-          const first = fake.turns.length;
-          expect(p.projection().items.a!.attempts[0]!.usage!.tokens).toEqual(geminiServed(fake.turns));
-          expect((await p.ctl(["reply", "--work-item", "a", "blue, please"])).code).toBe(0);
-          expect((await p.ctl(["resume"])).code).toBe(0);
-          await p.runToDrain();
-          const it = p.projection().items.a!;
-          expect(it.status).toBe("passed");
-          expect(it.attempts).toHaveLength(2);
-          // Resumed, not started afresh: the second process's requests carry the first one's turns.
-          const argvOf = (n: number) => (JSON.parse(readFileSync(join(p.sessionDir("a", n), "launch.json"), "utf8")) as { argv: string[] }).argv;
-          expect(argvOf(2).slice(0, 3)).toEqual(["gemini", "--resume", argvOf(1)[2]!]);
-          const resumed = fake.turns.slice(first).filter((t) => t.path.endsWith(":streamGenerateContent"));
-          expect(resumed.length).toBeGreaterThan(0);
-          for (const t of resumed) expect(t.text).toContain("Which colour?");
-          expect(it.attempts[1]!.usage!.tokens).toEqual(geminiServed(fake.turns.slice(first)));
-        });
+        await scenario(
+          demoDefinition([{ id: "a", prompt: "Pick a colour.", verify: "test -s COLOUR.md" }], { defaults: { runner: "gemini" } }),
+          {},
+          async (p) => {
+            Object.assign(p.env, agentEnv(p, fake));
+            expect((await p.run()).action).toBe("launched");
+            await p.runUntil((r) => r.attention.some((a) => a.kind === "question"), { what: "the question" });
+            const first = fake.turns.length;
+            expect(p.projection().items.a!.attempts[0]!.usage!.tokens).toEqual(geminiServed(fake.turns));
+            expect((await p.ctl(["reply", "--work-item", "a", "blue, please"])).code).toBe(0);
+            expect((await p.ctl(["resume"])).code).toBe(0);
+            await p.runToDrain();
+            const it = p.projection().items.a!;
+            expect(it.status).toBe("passed");
+            expect(it.attempts).toHaveLength(2);
+            // Resumed, not started afresh: the second process's requests carry the first one's turns.
+            const argvOf = (n: number) => (JSON.parse(readFileSync(join(p.sessionDir("a", n), "launch.json"), "utf8")) as { argv: string[] }).argv;
+            expect(argvOf(2).slice(0, 3)).toEqual(["gemini", "--resume", argvOf(1)[2]!]);
+            const resumed = fake.turns.slice(first).filter((t) => t.path.endsWith(":streamGenerateContent"));
+            expect(resumed.length).toBeGreaterThan(0);
+            for (const t of resumed) expect(t.text).toContain("Which colour?");
+            expect(it.attempts[1]!.usage!.tokens).toEqual(geminiServed(fake.turns.slice(first)));
+          },
+        );
       } finally {
         await fake.stop();
       }
@@ -97,14 +114,20 @@ describe.skipIf(bin === null)("gemini as loop's preset", () => {
     async () => {
       const fake = await startFakeGemini((t) => (t.replied ? { text: "Done." } : { shell: "printf 'hello\\n' > DONE.md" }));
       try {
-        await scenario(demoDefinition([{ id: "a", prompt: "Write DONE.md.", verify: "test -s DONE.md" }], { defaults: { runner: "gemini", sandbox: "bwrap", network: "none" } }), {}, async (p) => {
-          Object.assign(p.env, agentEnv(p, fake));
-          await p.runToDrain();
-          const it = p.projection().items.a!;
-          expect(it.status).toBe("passed");
-          expect(it.attempts[0]!.usage).toMatchObject({ source: "gateway", tokens: geminiServed(fake.turns) });
-          expect(() => readFileSync(join(p.sessionDir("a", 1), "gateway-refused.jsonl"), "utf8")).toThrow();
-        });
+        await scenario(
+          demoDefinition([{ id: "a", prompt: "Write DONE.md.", verify: "test -s DONE.md" }], {
+            defaults: { runner: "gemini", sandbox: "bwrap", network: "none" },
+          }),
+          {},
+          async (p) => {
+            Object.assign(p.env, agentEnv(p, fake));
+            await p.runToDrain();
+            const it = p.projection().items.a!;
+            expect(it.status).toBe("passed");
+            expect(it.attempts[0]!.usage).toMatchObject({ source: "gateway", tokens: geminiServed(fake.turns) });
+            expect(() => readFileSync(join(p.sessionDir("a", 1), "gateway-refused.jsonl"), "utf8")).toThrow();
+          },
+        );
       } finally {
         await fake.stop();
       }

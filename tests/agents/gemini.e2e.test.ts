@@ -22,7 +22,12 @@ function agentEnv(p: Project, fake: FakeGemini): Record<string, string> {
   const home = join(p.aux, "home");
   mkdirSync(join(home, ".gemini"), { recursive: true });
   writeFileSync(join(home, ".gemini", "settings.json"), JSON.stringify(GEMINI_SETTINGS));
-  return { PATH: `${agentPath(p.aux, "gemini", "gemini")}:${process.env.PATH}`, HOME: home, GOOGLE_GEMINI_BASE_URL: fake.url, GEMINI_API_KEY: "gemini-key-of-the-test" };
+  return {
+    PATH: `${agentPath(p.aux, "gemini", "gemini")}:${process.env.PATH}`,
+    HOME: home,
+    GOOGLE_GEMINI_BASE_URL: fake.url,
+    GEMINI_API_KEY: "gemini-key-of-the-test",
+  };
 }
 
 const bin = agentBin("gemini");
@@ -33,19 +38,23 @@ describe.skipIf(bin === null)("gemini as loop's agent (a command runner)", () =>
     async () => {
       const fake = await startFakeGemini((t) => (t.replied ? { text: "Done." } : { shell: "printf 'hello\\n' > DONE.md" }));
       try {
-        await scenario(demoDefinition([{ id: "a", prompt: "Write DONE.md.", verify: "test -s DONE.md" }], { defaults: { runner: "gem" }, runners: { gem: GEMINI_RUNNER } }), {}, async (p) => {
-          Object.assign(p.env, agentEnv(p, fake));
-          await p.runToDrain();
-          const it = p.projection().items.a!;
-          expect(it.status).toBe("passed");
-          // The router's request, the shell call, the answer after it.
-          expect(fake.turns.map((t) => [t.path.split(":")[1], t.replied])).toEqual([
-            ["generateContent", false],
-            ["streamGenerateContent", false],
-            ["streamGenerateContent", true],
-          ]);
-          expect(it.attempts[0]!.usage).toMatchObject({ source: "gateway", tokens: geminiServed(fake.turns) });
-        });
+        await scenario(
+          demoDefinition([{ id: "a", prompt: "Write DONE.md.", verify: "test -s DONE.md" }], { defaults: { runner: "gem" }, runners: { gem: GEMINI_RUNNER } }),
+          {},
+          async (p) => {
+            Object.assign(p.env, agentEnv(p, fake));
+            await p.runToDrain();
+            const it = p.projection().items.a!;
+            expect(it.status).toBe("passed");
+            // The router's request, the shell call, the answer after it.
+            expect(fake.turns.map((t) => [t.path.split(":")[1], t.replied])).toEqual([
+              ["generateContent", false],
+              ["streamGenerateContent", false],
+              ["streamGenerateContent", true],
+            ]);
+            expect(it.attempts[0]!.usage).toMatchObject({ source: "gateway", tokens: geminiServed(fake.turns) });
+          },
+        );
       } finally {
         await fake.stop();
       }
@@ -56,10 +65,16 @@ describe.skipIf(bin === null)("gemini as loop's agent (a command runner)", () =>
   test(
     "an agent that gives up: its reason recorded, no verify, nothing landed, not retried",
     async () => {
-      const fake = await startFakeGemini((t) => (t.replied ? { text: "I gave up." } : { shell: `printf 'The spec and the test disagree.\\n' > "$LOOP_GIVE_UP_FILE"` }));
+      const fake = await startFakeGemini((t) =>
+        t.replied ? { text: "I gave up." } : { shell: `printf 'The spec and the test disagree.\\n' > "$LOOP_GIVE_UP_FILE"` },
+      );
       try {
         await scenario(
-          (p) => demoDefinition([{ id: "a", prompt: "Make the test pass.", verify: `touch ${join(p.aux, "verified")}`, maxAttempts: 3 }], { defaults: { runner: "gem" }, runners: { gem: GEMINI_RUNNER } }),
+          (p) =>
+            demoDefinition([{ id: "a", prompt: "Make the test pass.", verify: `touch ${join(p.aux, "verified")}`, maxAttempts: 3 }], {
+              defaults: { runner: "gem" },
+              runners: { gem: GEMINI_RUNNER },
+            }),
           {},
           async (p) => {
             Object.assign(p.env, agentEnv(p, fake));
@@ -85,18 +100,25 @@ describe.skipIf(bin === null)("gemini as loop's agent (a command runner)", () =>
       const LIMIT = 6_000;
       const fake = await startFakeGemini(() => ({ shell: "echo again" }));
       try {
-        await scenario(demoDefinition([{ id: "a", prompt: "Loop.", verify: "false", budget: { tokens: LIMIT }, maxAttempts: 1 }], { defaults: { runner: "gem" }, runners: { gem: GEMINI_RUNNER } }), {}, async (p) => {
-          Object.assign(p.env, agentEnv(p, fake));
-          await p.runUntil((_r, q) => q.projection().items.a!.status === "failed", { what: "the item failed", maxPolls: 400, codes: [0, 1] });
-          const it = p.projection().items.a!;
-          expect(it.settleCode).toBe("budget_exhausted");
-          const recorded = it.attempts[0]!.usage!.tokens!;
-          expect(recorded).toEqual(geminiServed(fake.turns));
-          const sum = (t: typeof recorded) => t.input + t.output + t.cacheRead + t.cacheWrite;
-          // Within one model request of the limit: the last answer served crossed it, and nothing after it was.
-          expect(sum(recorded)).toBeGreaterThanOrEqual(LIMIT);
-          expect(sum(recorded) - sum(geminiServed(fake.turns.slice(-1)))).toBeLessThan(LIMIT);
-        });
+        await scenario(
+          demoDefinition([{ id: "a", prompt: "Loop.", verify: "false", budget: { tokens: LIMIT }, maxAttempts: 1 }], {
+            defaults: { runner: "gem" },
+            runners: { gem: GEMINI_RUNNER },
+          }),
+          {},
+          async (p) => {
+            Object.assign(p.env, agentEnv(p, fake));
+            await p.runUntil((_r, q) => q.projection().items.a!.status === "failed", { what: "the item failed", maxPolls: 400, codes: [0, 1] });
+            const it = p.projection().items.a!;
+            expect(it.settleCode).toBe("budget_exhausted");
+            const recorded = it.attempts[0]!.usage!.tokens!;
+            expect(recorded).toEqual(geminiServed(fake.turns));
+            const sum = (t: typeof recorded) => t.input + t.output + t.cacheRead + t.cacheWrite;
+            // Within one model request of the limit: the last answer served crossed it, and nothing after it was.
+            expect(sum(recorded)).toBeGreaterThanOrEqual(LIMIT);
+            expect(sum(recorded) - sum(geminiServed(fake.turns.slice(-1)))).toBeLessThan(LIMIT);
+          },
+        );
       } finally {
         await fake.stop();
       }

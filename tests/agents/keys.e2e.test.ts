@@ -50,7 +50,10 @@ describe.skipIf(agentBin("claude") === null)("claude: a private config home per 
       ].join("; ");
       const fake = await startFakeAnthropic((t) => {
         if (t.step === 0 && t.userText.includes("Plant.")) return bash(plant);
-        if (t.step === 0) return bash(`for f in settings.json CLAUDE.md commands/x.md; do test -e "$CLAUDE_CONFIG_DIR/$f" && echo "$f"; done > SEEN.md; test -s "$CLAUDE_CONFIG_DIR/.credentials.json" && echo creds >> SEEN.md; echo checked >> SEEN.md`);
+        if (t.step === 0)
+          return bash(
+            `for f in settings.json CLAUDE.md commands/x.md; do test -e "$CLAUDE_CONFIG_DIR/$f" && echo "$f"; done > SEEN.md; test -s "$CLAUDE_CONFIG_DIR/.credentials.json" && echo creds >> SEEN.md; echo checked >> SEEN.md`,
+          );
         return say("Done.");
       });
       try {
@@ -60,7 +63,13 @@ describe.skipIf(agentBin("claude") === null)("claude: a private config home per 
         ];
         await scenario(demoDefinition(items, { defaults: { runner: "claude", model: MODEL, sandbox: "bwrap" } }), {}, async (p) => {
           const home = claudeHome(p);
-          Object.assign(p.env, { PATH: `${agentPath(p.aux, "claude", "claude")}:${process.env.PATH}`, HOME: home, IS_SANDBOX: "1", ...claudeEnv(fake), ANTHROPIC_API_KEY: LOOP_KEY });
+          Object.assign(p.env, {
+            PATH: `${agentPath(p.aux, "claude", "claude")}:${process.env.PATH}`,
+            HOME: home,
+            IS_SANDBOX: "1",
+            ...claudeEnv(fake),
+            ANTHROPIC_API_KEY: LOOP_KEY,
+          });
           await p.runToDrain();
           const st = p.projection();
           expect(st.order.map((id) => st.items[id]!.status)).toEqual(["passed", "passed"]);
@@ -107,7 +116,13 @@ describe.skipIf(agentBin("codex") === null)("codex: a private config home per se
           mkdirSync(home, { recursive: true });
           const operator = codexHome(fake, join(home, ".codex"));
           const before = readFileSync(join(home, ".codex", "config.toml"), "utf8");
-          Object.assign(p.env, { PATH: `${agentPath(p.aux, "codex", "codex")}:${process.env.PATH}`, HOME: home, ...operator, OPENAI_BASE_URL: `${fake.url}/v1`, OPENAI_API_KEY: LOOP_OPENAI_KEY });
+          Object.assign(p.env, {
+            PATH: `${agentPath(p.aux, "codex", "codex")}:${process.env.PATH}`,
+            HOME: home,
+            ...operator,
+            OPENAI_BASE_URL: `${fake.url}/v1`,
+            OPENAI_API_KEY: LOOP_OPENAI_KEY,
+          });
           await p.runToDrain();
           const st = p.projection();
           expect(st.order.map((id) => st.items[id]!.status)).toEqual(["passed", "passed"]);
@@ -138,18 +153,33 @@ describe.skipIf(agentBin("claude") === null)("claude behind its gateway by defau
     async () => {
       const fake = await startFakeAnthropic((t) => (t.step === 0 ? bash('printf "%s" "$ANTHROPIC_API_KEY" > KEY.md') : say("Done.")));
       try {
-        await scenario(demoDefinition([{ id: "a", prompt: "Write KEY.md.", verify: "test -s KEY.md" }], { defaults: { runner: "claude", model: MODEL } }), {}, async (p) => {
-          Object.assign(p.env, { PATH: `${agentPath(p.aux, "claude", "claude")}:${process.env.PATH}`, HOME: claudeHome(p), IS_SANDBOX: "1", ...claudeEnv(fake), ANTHROPIC_API_KEY: LOOP_KEY });
-          await p.runToDrain();
-          const it = p.projection().items.a!;
-          expect(it.status).toBe("passed");
-          const held = git(p.root, "show", "loop/t/item/a:KEY.md");
-          expect(held).toStartWith("loop-stand-in-");
-          expect(new Set(fake.requests.filter((r) => r.method === "POST").map((r) => r.headers["x-api-key"]))).toEqual(new Set([LOOP_KEY]));
-          expect(existsSync(join(p.sessionDir("a", 1), GATEWAY_FILES.usage))).toBe(true);
-          const t = fake.served.total;
-          expect(it.attempts[0]!.usage!.tokens).toEqual({ input: t.input_tokens, output: t.output_tokens, cacheRead: t.cache_read_input_tokens, cacheWrite: t.cache_creation_input_tokens });
-        });
+        await scenario(
+          demoDefinition([{ id: "a", prompt: "Write KEY.md.", verify: "test -s KEY.md" }], { defaults: { runner: "claude", model: MODEL } }),
+          {},
+          async (p) => {
+            Object.assign(p.env, {
+              PATH: `${agentPath(p.aux, "claude", "claude")}:${process.env.PATH}`,
+              HOME: claudeHome(p),
+              IS_SANDBOX: "1",
+              ...claudeEnv(fake),
+              ANTHROPIC_API_KEY: LOOP_KEY,
+            });
+            await p.runToDrain();
+            const it = p.projection().items.a!;
+            expect(it.status).toBe("passed");
+            const held = git(p.root, "show", "loop/t/item/a:KEY.md");
+            expect(held).toStartWith("loop-stand-in-");
+            expect(new Set(fake.requests.filter((r) => r.method === "POST").map((r) => r.headers["x-api-key"]))).toEqual(new Set([LOOP_KEY]));
+            expect(existsSync(join(p.sessionDir("a", 1), GATEWAY_FILES.usage))).toBe(true);
+            const t = fake.served.total;
+            expect(it.attempts[0]!.usage!.tokens).toEqual({
+              input: t.input_tokens,
+              output: t.output_tokens,
+              cacheRead: t.cache_read_input_tokens,
+              cacheWrite: t.cache_creation_input_tokens,
+            });
+          },
+        );
       } finally {
         await fake.stop();
       }
@@ -165,24 +195,37 @@ describe.skipIf(agentBin("codex") === null)("codex behind its gateway by default
       const LIMIT = 20_000;
       const fake = await startFakeOpenAI(codexEndless(900));
       try {
-        await scenario(demoDefinition([{ id: "a", prompt: "Loop.", verify: "false", budget: { tokens: LIMIT } }], { defaults: { runner: "codex", model: CODEX_MODEL, maxAttempts: 1 } }), {}, async (p) => {
-          const home = join(p.aux, "home");
-          mkdirSync(home, { recursive: true });
-          Object.assign(p.env, { PATH: `${agentPath(p.aux, "codex", "codex")}:${process.env.PATH}`, HOME: home, OPENAI_BASE_URL: `${fake.url}/v1`, OPENAI_API_KEY: LOOP_OPENAI_KEY });
-          expect((await p.run()).action).toBe("launched");
-          await p.runUntil((_r, q) => q.projection().items.a!.status === "failed", { what: "the item failed", maxPolls: 400 });
-          const it = p.projection().items.a!;
-          expect(it.reason).toStartWith("budget_exhausted");
-          const t = fake.served.total;
-          const recorded = it.attempts[0]!.usage!.tokens!;
-          expect(recorded).toEqual({ input: t.input_tokens - t.cached_tokens, output: t.output_tokens, cacheRead: t.cached_tokens, cacheWrite: 0 });
-          // Within one model request of the budget: the last answer crossed it, and nothing was served after it.
-          const sum = recorded.input + recorded.output + recorded.cacheRead;
-          const last = fake.turns.at(-1)!.usage;
-          expect(sum).toBeGreaterThanOrEqual(LIMIT);
-          expect(sum - (last.input_tokens + last.output_tokens)).toBeLessThan(LIMIT);
-          expect(new Set(fake.requests.filter((r) => r.method === "POST").map((r) => r.headers.authorization))).toEqual(new Set([`Bearer ${LOOP_OPENAI_KEY}`]));
-        });
+        await scenario(
+          demoDefinition([{ id: "a", prompt: "Loop.", verify: "false", budget: { tokens: LIMIT } }], {
+            defaults: { runner: "codex", model: CODEX_MODEL, maxAttempts: 1 },
+          }),
+          {},
+          async (p) => {
+            const home = join(p.aux, "home");
+            mkdirSync(home, { recursive: true });
+            Object.assign(p.env, {
+              PATH: `${agentPath(p.aux, "codex", "codex")}:${process.env.PATH}`,
+              HOME: home,
+              OPENAI_BASE_URL: `${fake.url}/v1`,
+              OPENAI_API_KEY: LOOP_OPENAI_KEY,
+            });
+            expect((await p.run()).action).toBe("launched");
+            await p.runUntil((_r, q) => q.projection().items.a!.status === "failed", { what: "the item failed", maxPolls: 400 });
+            const it = p.projection().items.a!;
+            expect(it.reason).toStartWith("budget_exhausted");
+            const t = fake.served.total;
+            const recorded = it.attempts[0]!.usage!.tokens!;
+            expect(recorded).toEqual({ input: t.input_tokens - t.cached_tokens, output: t.output_tokens, cacheRead: t.cached_tokens, cacheWrite: 0 });
+            // Within one model request of the budget: the last answer crossed it, and nothing was served after it.
+            const sum = recorded.input + recorded.output + recorded.cacheRead;
+            const last = fake.turns.at(-1)!.usage;
+            expect(sum).toBeGreaterThanOrEqual(LIMIT);
+            expect(sum - (last.input_tokens + last.output_tokens)).toBeLessThan(LIMIT);
+            expect(new Set(fake.requests.filter((r) => r.method === "POST").map((r) => r.headers.authorization))).toEqual(
+              new Set([`Bearer ${LOOP_OPENAI_KEY}`]),
+            );
+          },
+        );
       } finally {
         await fake.stop();
       }

@@ -41,21 +41,25 @@ describe.skipIf(bin === null)("opencode as loop's preset", () => {
     async () => {
       const fake = await startFakeAnthropic((t) => (t.step === 0 ? bash("printf 'hello\\n' > DONE.md") : say("Done.")));
       try {
-        await scenario(demoDefinition([{ id: "a", prompt: "Write DONE.md.", verify: "test -s DONE.md" }], { defaults: { runner: "opencode", model: MODEL } }), {}, async (p) => {
-          Object.assign(p.env, agentEnv(p, fake));
-          expect((await p.run()).action).toBe("launched");
-          await p.runToDrain();
-          const it = p.projection().items.a!;
-          expect(it.status).toBe("passed");
-          const posts = fake.requests.filter((r) => r.method === "POST");
-          // Its two turns, and at least one side request (the title) that offers no tools.
-          expect(posts.filter((r) => r.agent).length).toBe(2);
-          expect(posts.some((r) => !r.agent)).toBe(true);
-          expect(new Set(posts.map((r) => r.headers["x-api-key"]))).toEqual(new Set([LOOPS_KEY]));
-          expect(it.attempts[0]!.usage).toMatchObject({ source: "gateway", tokens: tokensOf(fake.served.total) });
-          const launch = JSON.parse(readFileSync(join(p.sessionDir("a", 1), "launch.json"), "utf8")) as { argv: string[] };
-          expect(launch.argv.slice(0, 8)).toEqual(["opencode", "run", "--format", "json", "--pure", "--model", MODEL, "--"]);
-        });
+        await scenario(
+          demoDefinition([{ id: "a", prompt: "Write DONE.md.", verify: "test -s DONE.md" }], { defaults: { runner: "opencode", model: MODEL } }),
+          {},
+          async (p) => {
+            Object.assign(p.env, agentEnv(p, fake));
+            expect((await p.run()).action).toBe("launched");
+            await p.runToDrain();
+            const it = p.projection().items.a!;
+            expect(it.status).toBe("passed");
+            const posts = fake.requests.filter((r) => r.method === "POST");
+            // Its two turns, and at least one side request (the title) that offers no tools.
+            expect(posts.filter((r) => r.agent).length).toBe(2);
+            expect(posts.some((r) => !r.agent)).toBe(true);
+            expect(new Set(posts.map((r) => r.headers["x-api-key"]))).toEqual(new Set([LOOPS_KEY]));
+            expect(it.attempts[0]!.usage).toMatchObject({ source: "gateway", tokens: tokensOf(fake.served.total) });
+            const launch = JSON.parse(readFileSync(join(p.sessionDir("a", 1), "launch.json"), "utf8")) as { argv: string[] };
+            expect(launch.argv.slice(0, 8)).toEqual(["opencode", "run", "--format", "json", "--pure", "--model", MODEL, "--"]);
+          },
+        );
       } finally {
         await fake.stop();
       }
@@ -71,26 +75,30 @@ describe.skipIf(bin === null)("opencode as loop's preset", () => {
         return t.step === 0 ? bash(`printf 'Which colour?\\n' > "$LOOP_ASK_FILE"`) : say("Asked.");
       });
       try {
-        await scenario(demoDefinition([{ id: "a", prompt: "Pick a colour.", verify: "test -s COLOUR.md" }], { defaults: { runner: "opencode", model: MODEL } }), {}, async (p) => {
-          Object.assign(p.env, agentEnv(p, fake));
-          expect((await p.run()).action).toBe("launched");
-          await p.runUntil((r) => r.attention.some((a) => a.kind === "question"), { what: "the question" });
-          const first = fake.requests.length;
-          expect((await p.ctl(["reply", "--work-item", "a", "blue, please"])).code).toBe(0);
-          expect((await p.ctl(["resume"])).code).toBe(0);
-          await p.runToDrain();
-          const it = p.projection().items.a!;
-          expect(it.status).toBe("passed");
-          expect(it.attempts).toHaveLength(2);
-          const argv = (JSON.parse(readFileSync(join(p.sessionDir("a", 2), "launch.json"), "utf8")) as { argv: string[] }).argv;
-          expect(argv.includes("--session") || argv.includes("--continue")).toBe(false);
-          const handoff = p.handoff("a", 2);
-          expect(handoff).toContain("Which colour?");
-          expect(handoff).toContain("blue, please");
-          const second = fake.requests.slice(first).filter((r) => r.agent);
-          expect(second.length).toBeGreaterThan(0);
-          expect(JSON.stringify(second[0]!.body)).toContain("blue, please");
-        });
+        await scenario(
+          demoDefinition([{ id: "a", prompt: "Pick a colour.", verify: "test -s COLOUR.md" }], { defaults: { runner: "opencode", model: MODEL } }),
+          {},
+          async (p) => {
+            Object.assign(p.env, agentEnv(p, fake));
+            expect((await p.run()).action).toBe("launched");
+            await p.runUntil((r) => r.attention.some((a) => a.kind === "question"), { what: "the question" });
+            const first = fake.requests.length;
+            expect((await p.ctl(["reply", "--work-item", "a", "blue, please"])).code).toBe(0);
+            expect((await p.ctl(["resume"])).code).toBe(0);
+            await p.runToDrain();
+            const it = p.projection().items.a!;
+            expect(it.status).toBe("passed");
+            expect(it.attempts).toHaveLength(2);
+            const argv = (JSON.parse(readFileSync(join(p.sessionDir("a", 2), "launch.json"), "utf8")) as { argv: string[] }).argv;
+            expect(argv.includes("--session") || argv.includes("--continue")).toBe(false);
+            const handoff = p.handoff("a", 2);
+            expect(handoff).toContain("Which colour?");
+            expect(handoff).toContain("blue, please");
+            const second = fake.requests.slice(first).filter((r) => r.agent);
+            expect(second.length).toBeGreaterThan(0);
+            expect(JSON.stringify(second[0]!.body)).toContain("blue, please");
+          },
+        );
       } finally {
         await fake.stop();
       }

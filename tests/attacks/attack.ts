@@ -143,14 +143,21 @@ export const PRELUDE = [
 export const STANDARD: Readonly<Record<string, string>> = { "README.md": "# project\n", "tests/check.sh": "test -f LICENSE || exit 1\n" };
 
 /** Unprotected code the protected test sources: lib.sh answers 41 on main, the test wants 42. */
-export const LIB: Record<string, string> = { "README.md": "# project\n", "tests/check.sh": '. ./lib.sh\n[ "$(answer)" = 42 ]\n', "lib.sh": "answer() { echo 41; }\n" };
+export const LIB: Record<string, string> = {
+  "README.md": "# project\n",
+  "tests/check.sh": '. ./lib.sh\n[ "$(answer)" = 42 ]\n',
+  "lib.sh": "answer() { echo 41; }\n",
+};
 export const LIB_ANSWERS_42: Marker = { fails: '. ./lib.sh && [ "$(answer)" = 42 ]' };
 
 /** An unprotected test runner the verify runs (the agent may rewrite it: what it runs is then the agent's). */
 export const RUNNER: Record<string, string> = { ...STANDARD, "run-tests.sh": "sh tests/check.sh\n" };
 
 /** The real test, written after a weak one: the first commit of main passes without a LICENSE. */
-export const WEAK_THEN_REAL = { files: { "README.md": "# project\n", "tests/check.sh": "echo ok\n" }, history: [{ "tests/check.sh": "test -f LICENSE || exit 1\n" }] };
+export const WEAK_THEN_REAL = {
+  files: { "README.md": "# project\n", "tests/check.sh": "echo ok\n" },
+  history: [{ "tests/check.sh": "test -f LICENSE || exit 1\n" }],
+};
 
 export const LICENSE = "echo MIT > LICENSE";
 

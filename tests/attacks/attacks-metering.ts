@@ -6,7 +6,8 @@
 import type { Attack } from "./attack.ts";
 
 const MESSAGES = String.raw`curl -s -H "x-api-key: $ANTHROPIC_API_KEY" -H 'anthropic-version: 2023-06-01' -H 'content-type: application/json'`;
-const ASK = (stream: boolean) => `'{"model":"claude-sonnet-4-5","max_tokens":1000,${stream ? '"stream":true,' : ""}"messages":[{"role":"user","content":"write a long answer"}]}'`;
+const ASK = (stream: boolean) =>
+  `'{"model":"claude-sonnet-4-5","max_tokens":1000,${stream ? '"stream":true,' : ""}"messages":[{"role":"user","content":"write a long answer"}]}'`;
 
 export const METERING_ATTACKS: readonly Attack[] = [
   {

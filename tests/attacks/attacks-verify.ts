@@ -125,7 +125,8 @@ git add run-tests.sh && git commit -qm 'run the tests'`,
   // ---- The object store (review 4, defects 7 and 8; review 3)
   {
     id: "unnamed-pack-forges-next-checkout",
-    title: "a pack not named pack-<hex> maps README.md's blob to other bytes; the next item's checkout, and loop's commit of its leftovers, carry them (landing none: its branch is delivered)",
+    title:
+      "a pack not named pack-<hex> maps README.md's blob to other bytes; the next item's checkout, and loop's commit of its leftovers, carry them (landing none: its branch is delivered)",
     origin: "review 4, defect 7",
     loop: { landing: "none" },
     items: [{ id: "x" }, HONEST_NEXT],

@@ -30,7 +30,8 @@ export function startBillingUpstream(keys: { anthropic: string; openai: string }
       const url = new URL(req.url);
       const text = await req.text();
       const key = req.headers.get("x-api-key") ?? req.headers.get("authorization")?.replace(/^Bearer /, "") ?? "";
-      if (key !== keys.anthropic && key !== keys.openai) return Response.json({ type: "error", error: { type: "authentication_error", message: "invalid x-api-key" } }, { status: 401 });
+      if (key !== keys.anthropic && key !== keys.openai)
+        return Response.json({ type: "error", error: { type: "authentication_error", message: "invalid x-api-key" } }, { status: 401 });
       paths.push(`${req.method} ${url.pathname}`);
       let body: Record<string, any> = {};
       try {
@@ -40,14 +41,33 @@ export function startBillingUpstream(keys: { anthropic: string; openai: string }
       if (req.method === "POST" && url.pathname === "/v1/messages") {
         const output = Math.min(Number(body.max_tokens) || 1000, 800);
         billed += input + output;
-        return body.stream ? sse(messagesStream(input, output)) : Response.json({ id: "msg", type: "message", role: "assistant", content: [{ type: "text", text: "x".repeat(400) }], stop_reason: "end_turn", usage: { input_tokens: input, output_tokens: output } });
+        return body.stream
+          ? sse(messagesStream(input, output))
+          : Response.json({
+              id: "msg",
+              type: "message",
+              role: "assistant",
+              content: [{ type: "text", text: "x".repeat(400) }],
+              stop_reason: "end_turn",
+              usage: { input_tokens: input, output_tokens: output },
+            });
       }
       if (req.method === "POST" && url.pathname === "/v1/chat/completions") {
         const output = Math.min(Number(body.max_tokens ?? body.max_completion_tokens) || 1000, 500);
         billed += input + output;
         const usage = { prompt_tokens: input, completion_tokens: output, total_tokens: input + output };
-        if (!body.stream) return Response.json({ id: "c", object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content: "x" }, finish_reason: "stop" }], usage });
-        const chunks = Array.from({ length: 10 }, () => ({ id: "c", object: "chat.completion.chunk", choices: [{ index: 0, delta: { content: "x".repeat(50) } }] }));
+        if (!body.stream)
+          return Response.json({
+            id: "c",
+            object: "chat.completion",
+            choices: [{ index: 0, message: { role: "assistant", content: "x" }, finish_reason: "stop" }],
+            usage,
+          });
+        const chunks = Array.from({ length: 10 }, () => ({
+          id: "c",
+          object: "chat.completion.chunk",
+          choices: [{ index: 0, delta: { content: "x".repeat(50) } }],
+        }));
         if (body.stream_options?.include_usage) chunks.push({ id: "c", object: "chat.completion.chunk", choices: [], usage } as never);
         return sse(chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join("") + "data: [DONE]\n\n");
       }

@@ -64,9 +64,13 @@ for (const attack of [...CORPUS].sort((x, y) => slow(x) - slow(y))) {
               `${JSON.stringify({ landed: outcome.landed, keys: outcome.keys, harmed: outcome.harmed, notes: outcome.notes })}`,
           );
         if (attack.measure)
-          console.error(`corpus ${attack.id} [${mode}] steps: ${outcome.steps.map((s) => `${s.args.split(" ")[0]} ${s.ms}ms ${s.maxRssMb ?? "?"}MB exit ${s.signal ?? s.exit}`).join("; ")}`);
-        if (!attack.knownOpen?.[mode]) expect({ landed: outcome.landed, keys: outcome.keys, harmed: outcome.harmed }).toEqual({ landed: [], keys: [], harmed: [] });
-        if (STRICT) expect({ codes: outcome.codes, expected: attack.expect, met: outcome.codes.some((c) => attack.expect.includes(c)) }).toMatchObject({ met: true });
+          console.error(
+            `corpus ${attack.id} [${mode}] steps: ${outcome.steps.map((s) => `${s.args.split(" ")[0]} ${s.ms}ms ${s.maxRssMb ?? "?"}MB exit ${s.signal ?? s.exit}`).join("; ")}`,
+          );
+        if (!attack.knownOpen?.[mode])
+          expect({ landed: outcome.landed, keys: outcome.keys, harmed: outcome.harmed }).toEqual({ landed: [], keys: [], harmed: [] });
+        if (STRICT)
+          expect({ codes: outcome.codes, expected: attack.expect, met: outcome.codes.some((c) => attack.expect.includes(c)) }).toMatchObject({ met: true });
       },
       T,
     );

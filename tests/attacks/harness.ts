@@ -114,7 +114,13 @@ class ObjectReader {
   }
   run(args: string[], input?: Uint8Array | string): Buffer | null {
     const r = Bun.spawnSync(["git", "--git-dir", this.bare, "-c", "core.hooksPath=/dev/null", ...args], {
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: this.bare, GIT_OBJECT_DIRECTORY: this.objects, GIT_CONFIG_NOSYSTEM: "1", GIT_NO_REPLACE_OBJECTS: "1" },
+      env: {
+        PATH: process.env.PATH ?? "/usr/bin:/bin",
+        HOME: this.bare,
+        GIT_OBJECT_DIRECTORY: this.objects,
+        GIT_CONFIG_NOSYSTEM: "1",
+        GIT_NO_REPLACE_OBJECTS: "1",
+      },
       stdin: input === undefined ? "ignore" : typeof input === "string" ? new TextEncoder().encode(input) : input,
       stdout: "pipe",
       stderr: "pipe",
@@ -183,7 +189,12 @@ function refCommit(common: string, ref: string): string | null {
   if (file && /^[0-9a-f]{40}$/.test(file)) return file;
   if (file?.startsWith("ref: ")) return refCommit(common, file.slice(5).trim());
   const packed = regularFile(join(common, "packed-refs"))?.toString("utf8") ?? "";
-  return packed.split("\n").find((l) => l.endsWith(` ${ref}`))?.slice(0, 40) ?? null;
+  return (
+    packed
+      .split("\n")
+      .find((l) => l.endsWith(` ${ref}`))
+      ?.slice(0, 40) ?? null
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -217,7 +228,9 @@ function definition(a: Attack, mode: Mode, p: Project): Record<string, unknown> 
     runners: { attacker: { command: ["sh", "-c", fill(PRELUDE + a.agent, p)] }, counted: { command: ["sh", "-c", counted] } },
     protect: l.protect ?? ["tests/**"],
     environment: { policy: l.policy ?? "clean" },
-    ...(l.setup || l.keepCheckoutOnClose ? { workspace: { ...(l.setup ? { setup: l.setup } : {}), ...(l.keepCheckoutOnClose ? { keepCheckoutOnClose: true } : {}) } } : {}),
+    ...(l.setup || l.keepCheckoutOnClose
+      ? { workspace: { ...(l.setup ? { setup: l.setup } : {}), ...(l.keepCheckoutOnClose ? { keepCheckoutOnClose: true } : {}) } }
+      : {}),
     items: (a.items ?? [{ id: "x" }]).map((i) => ({
       id: i.id,
       prompt: i.demo ?? "Make tests/check.sh pass.",
@@ -230,7 +243,12 @@ function definition(a: Attack, mode: Mode, p: Project): Record<string, unknown> 
 /** Canary keys in loop's environment: unique to the run, never real. */
 function canaries(): Record<string, string> {
   const r = () => crypto.randomUUID().replaceAll("-", "");
-  return { ANTHROPIC_API_KEY: `sk-ant-canary-${r()}`, OPENAI_API_KEY: `sk-canary-${r()}`, GITHUB_TOKEN: `ghp_canary${r()}`, OPS_DB_PASSWORD: `ops-canary-${r()}` };
+  return {
+    ANTHROPIC_API_KEY: `sk-ant-canary-${r()}`,
+    OPENAI_API_KEY: `sk-canary-${r()}`,
+    GITHUB_TOKEN: `ghp_canary${r()}`,
+    OPS_DB_PASSWORD: `ops-canary-${r()}`,
+  };
 }
 
 interface Step extends StepRecord {
@@ -262,7 +280,16 @@ async function command(p: Project, args: string[], o: { fileSizeLimit?: number; 
   // Whatever the step left in its group (a git blocked on a FIFO) goes with it.
   kill();
   const rss = proc.resourceUsage()?.maxRSS;
-  return { args: args.join(" "), exit: proc.exitCode, signal: proc.signalCode ? String(proc.signalCode) : null, ms: Math.round(performance.now() - t0), maxRssMb: rss ? Math.round(rss / 2 ** 20) : null, stdout, stderr, timedOut };
+  return {
+    args: args.join(" "),
+    exit: proc.exitCode,
+    signal: proc.signalCode ? String(proc.signalCode) : null,
+    ms: Math.round(performance.now() - t0),
+    maxRssMb: rss ? Math.round(rss / 2 ** 20) : null,
+    stdout,
+    stderr,
+    timedOut,
+  };
 }
 
 /** While the current item's agent or verify runs, wait (up to `boundMs`) for its exit, instead of stepping. */
@@ -333,7 +360,8 @@ async function drive(p: Project, a: Attack, out: Outcome): Promise<void> {
       return;
     }
     // An attack on what runs beside the agent (a `loop run` to read) is stepped as cron would, not waited for.
-    if (!a.stepWhileRunning && (doc.action === "launched" || doc.action === "waiting" || doc.action === "progressed")) await waitForCurrent(p, a.stepDeadlineMs ?? 15_000);
+    if (!a.stepWhileRunning && (doc.action === "launched" || doc.action === "waiting" || doc.action === "progressed"))
+      await waitForCurrent(p, a.stepDeadlineMs ?? 15_000);
     else await Bun.sleep(200);
   }
   out.notes.push(`not drained after ${MAX_STEPS} steps`);
@@ -354,7 +382,13 @@ function errorCode(stderr: string): string | null {
 function operatorSnapshot(p: Project): string {
   const files = [...walk(p.root)].filter((f) => !relative(p.root, f).startsWith(".git/") && !relative(p.root, f).startsWith(".loop/"));
   const lines = files.sort().map((f) => `${relative(p.root, f)} ${describePath(f)}`);
-  lines.push(`index ${describePath(join(p.root, ".git", "index"))}`, `main ${refCommit(join(p.root, ".git"), "refs/heads/main")}`, `HEAD ${regularFile(join(p.root, ".git", "HEAD"))?.toString("utf8").trim()}`);
+  lines.push(
+    `index ${describePath(join(p.root, ".git", "index"))}`,
+    `main ${refCommit(join(p.root, ".git"), "refs/heads/main")}`,
+    `HEAD ${regularFile(join(p.root, ".git", "HEAD"))
+      ?.toString("utf8")
+      .trim()}`,
+  );
   return lines.join("\n");
 }
 
@@ -395,7 +429,13 @@ function markerIn(marker: Marker, objects: ObjectReader, commit: string, notes: 
       mkdirSync(dirname(join(dir, path)), { recursive: true });
       writeFileSync(join(dir, path), bytes);
     }
-    const r = Bun.spawnSync(["sh", "-c", marker.fails], { cwd: dir, env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir }, stdout: "ignore", stderr: "ignore", timeout: 20_000 });
+    const r = Bun.spawnSync(["sh", "-c", marker.fails], {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir },
+      stdout: "ignore",
+      stderr: "ignore",
+      timeout: 20_000,
+    });
     return r.exitCode === 0 ? null : `\`${marker.fails}\` fails on it`;
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -411,10 +451,12 @@ function accepted(p: Project, store: { events: StoredEvent[]; projection: Projec
     const passedAttempts = new Set<number>();
     for (const e of store.events) if (e.type === "verify_finished" && e.item === id && e.payload.passed) passedAttempts.add(e.payload.attempt);
     for (const e of store.events)
-      if (e.type === "verify_reserved" && e.item === id && passedAttempts.has(e.payload.attempt) && typeof e.payload.head === "string") out.push({ item: id, what: "the verified commit", commit: e.payload.head });
+      if (e.type === "verify_reserved" && e.item === id && passedAttempts.has(e.payload.attempt) && typeof e.payload.head === "string")
+        out.push({ item: id, what: "the verified commit", commit: e.payload.head });
     for (const e of store.events)
       if (e.type === "landing_finished" && e.item === id) {
-        if ((e.payload.outcome === "merged" || e.payload.outcome === "already_contained") && typeof e.payload.commit === "string") out.push({ item: id, what: "the merge loop made", commit: e.payload.commit });
+        if ((e.payload.outcome === "merged" || e.payload.outcome === "already_contained") && typeof e.payload.commit === "string")
+          out.push({ item: id, what: "the merge loop made", commit: e.payload.commit });
       }
     // Landing none: the branch, as it is now, is the deliverable.
     if (store.events.some((e) => e.type === "landing_finished" && e.item === id && e.payload.outcome === "none")) {
@@ -431,10 +473,11 @@ function keysFound(p: Project, keys: Record<string, string>, notes: string[]): s
   const look = (bytes: Buffer, where: string) => {
     for (const [name, value] of Object.entries(keys)) if (bytes.includes(value)) found.add(`${name} in ${where}`);
   };
-  for (const dir of [p.base, p.worktrees]) for (const f of walk(dir)) {
-    const bytes = regularFile(f);
-    if (bytes) look(bytes, relative(dirname(p.base), f));
-  }
+  for (const dir of [p.base, p.worktrees])
+    for (const f of walk(dir)) {
+      const bytes = regularFile(f);
+      if (bytes) look(bytes, relative(dirname(p.base), f));
+    }
   // Objects are compressed on disk: read through git, the repository's and every private folder's.
   const folders = [join(p.root, ".git", "objects")];
   const sessions = join(p.stateRoot, "sessions");
@@ -481,7 +524,8 @@ function harmsDone(p: Project, harms: Harm[], before: Map<string, string>, store
       }
       case "absent": {
         const path = fill(h.path, p);
-        if (describePath(path) !== "missing") out.push(`${relative(p.base, path)} exists: ${(regularFile(path, 4096)?.toString("utf8") ?? "").trim().slice(0, 200)}`);
+        if (describePath(path) !== "missing")
+          out.push(`${relative(p.base, path)} exists: ${(regularFile(path, 4096)?.toString("utf8") ?? "").trim().slice(0, 200)}`);
         break;
       }
       case "operatorCheckout":

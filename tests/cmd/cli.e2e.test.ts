@@ -20,7 +20,10 @@ const LOOP_STATUS = join(REPO, "cmd", "loop-status.ts");
 const PKG_VERSION: string = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")).version;
 /** `--version --json` from source: this checkout's commit, asked of git here independently. */
 const SOURCE_VERSION_DOC = (() => {
-  const rev = (args: string[]) => Bun.spawnSync(["git", "-C", REPO, ...args], { env: testEnv(), stdout: "pipe" }).stdout.toString().trim();
+  const rev = (args: string[]) =>
+    Bun.spawnSync(["git", "-C", REPO, ...args], { env: testEnv(), stdout: "pipe" })
+      .stdout.toString()
+      .trim();
   const commit = rev(["rev-parse", "HEAD"]) || null; // null: the sources are not a git checkout
   return {
     schema: "loop/version@1",
@@ -73,12 +76,20 @@ describe("--version", () => {
   });
 
   test("the multi-call entry: loop --version --json (either order), loop -V --text; nothing else beside it", () => {
-    for (const args of [["--version", "--json"], ["--json", "--version"], ["-V", "--json"]]) {
+    for (const args of [
+      ["--version", "--json"],
+      ["--json", "--version"],
+      ["-V", "--json"],
+    ]) {
       const r = cli(args);
       expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" });
       expect(JSON.parse(r.stdout)).toEqual({ ...SOURCE_VERSION_DOC, sqlite: expect.any(String) });
     }
-    for (const args of [["-V", "--text"], ["--text", "--version"]]) expect(cli(args)).toEqual({ code: 0, stdout: `${PKG_VERSION}\n`, stderr: "" });
+    for (const args of [
+      ["-V", "--text"],
+      ["--text", "--version"],
+    ])
+      expect(cli(args)).toEqual({ code: 0, stdout: `${PKG_VERSION}\n`, stderr: "" });
     for (const [args, message] of [
       [["--version", "--bogus"], 'loop --version takes only --json or --text, not "--bogus"'],
       [["--version", "status"], 'loop --version takes only --json or --text, not "status"'],
@@ -176,7 +187,12 @@ describe("usage errors exit 2, message on stderr, nothing on stdout", () => {
   test("an error message quoting what was typed prints its control characters escaped", async () => {
     const repo = gitRepo();
     const said = [cli(["\u009b31mtool"], { cwd: repo })]; // the multi-call entry's own message
-    for (const args of [["ctl", "pause", "\u001b]0;pwned\u0007", "--text"], ["run", "--foo\nloop-run: all good"], ["status", "--text", "--root", "/x\nloop-status: healthy"], ["run", "--text", "--root", "/x\nloop-run: all good"]])
+    for (const args of [
+      ["ctl", "pause", "\u001b]0;pwned\u0007", "--text"],
+      ["run", "--foo\nloop-run: all good"],
+      ["status", "--text", "--root", "/x\nloop-status: healthy"],
+      ["run", "--text", "--root", "/x\nloop-run: all good"],
+    ])
       said.push(await run(args, { cwd: repo }));
     for (const r of said) {
       expect(r.code).toBe(2);
@@ -257,7 +273,7 @@ describe("loop init", () => {
     expect(existsSync(join(dir, ".loop"))).toBe(false);
   });
 
-  test("writes the JSON Schema into the state root and a \"$schema\" reference to it that loop accepts", () => {
+  test('writes the JSON Schema into the state root and a "$schema" reference to it that loop accepts', () => {
     const repo = gitRepo();
     const r = cli(["init", "--json"], { cwd: repo });
     expect(r.code).toBe(0);
@@ -292,11 +308,11 @@ describe("status and replay", () => {
     // The reader closes its end at once, so the tool's write fails with EPIPE (or, if the tool
     // wrote first, the pipe swallowed it): either way stderr stays empty and the exit code is 0.
     for (const args of ["status --json", "replay --text", "--help", "--version", "status --help"]) {
-      const r = spawnSync(
-        "bash",
-        ["-c", `"$0" "$1" ${args} | { exec 0<&-; sleep 0.3; }; echo "exit=\${PIPESTATUS[0]}" >&2`, process.execPath, LOOP],
-        { cwd: repo, encoding: "utf8", env: testEnv() },
-      );
+      const r = spawnSync("bash", ["-c", `"$0" "$1" ${args} | { exec 0<&-; sleep 0.3; }; echo "exit=\${PIPESTATUS[0]}" >&2`, process.execPath, LOOP], {
+        cwd: repo,
+        encoding: "utf8",
+        env: testEnv(),
+      });
       expect(r.stderr).toBe("exit=0\n");
     }
   });
@@ -364,7 +380,12 @@ describe("status and replay", () => {
     // here the write just waits; writeWhole's hand-over after EAGAIN or a short write is tested above.)
     const dir = tempDir("loop-cli-nonblock-");
     const stateRoot = join(dir, "state");
-    buildStore(stateRoot, [definition(1, Array.from({ length: 400 }, (_, i) => itemDef(`item-${i}`)))]);
+    buildStore(stateRoot, [
+      definition(
+        1,
+        Array.from({ length: 400 }, (_, i) => itemDef(`item-${i}`)),
+      ),
+    ]);
     const fifo = join(dir, "out");
     expect(spawnSync("mkfifo", [fifo]).status).toBe(0);
     const { O_NONBLOCK, O_RDONLY, O_WRONLY } = fsConstants;
@@ -475,7 +496,12 @@ describe("colour", () => {
 
   test("piped, nothing is coloured even on a colour terminal", async () => {
     const repo = await seededRepo([seededItem("alpha")], temps);
-    for (const args of [["status", "--text"], ["replay", "--text"], ["status", "--help"], ["status", "--no-such-flag"]]) {
+    for (const args of [
+      ["status", "--text"],
+      ["replay", "--text"],
+      ["status", "--help"],
+      ["status", "--no-such-flag"],
+    ]) {
       const r = cli(args, { cwd: repo, env: { TERM: "xterm-256color", NO_COLOR: undefined } });
       expect(r.stdout).not.toMatch(ANSI);
       expect(r.stderr).not.toMatch(ANSI);
@@ -486,7 +512,10 @@ describe("colour", () => {
 describe("the confirmation prompt", () => {
   /** `loop ctl skip` on a terminal: answer the prompt with `keys` once it shows. */
   async function answerPrompt(repo: string, keys: string) {
-    const tty = onTerminal([process.execPath, LOOP, "ctl", "skip", "--work-item", "alpha"], { cwd: repo, env: testEnv({ TERM: "xterm-256color", NO_COLOR: "1" }) });
+    const tty = onTerminal([process.execPath, LOOP, "ctl", "skip", "--work-item", "alpha"], {
+      cwd: repo,
+      env: testEnv({ TERM: "xterm-256color", NO_COLOR: "1" }),
+    });
     await tty.waitFor("Type the item's id (alpha)");
     tty.write(keys);
     return tty.ended();
@@ -495,10 +524,20 @@ describe("the confirmation prompt", () => {
   test("Ctrl-C exits 130 (interrupted), No and Escape exit 3 (declined); nothing is changed either way", async () => {
     const repo = await seededRepo([seededItem("alpha")], temps);
     const db = readFileSync(join(repo, ".loop", "loop.db"));
-    for (const [keys, code] of [["\x03", 130], ["n\r", 3], ["\x1b", 3]] as const) {
+    for (const [keys, code] of [
+      ["\x03", 130],
+      ["n\r", 3],
+      ["\x1b", 3],
+    ] as const) {
       const r = await answerPrompt(repo, keys);
       expect({ keys, code: r.code }).toEqual({ keys, code });
-      expect(r.text).toContain(code === 130 ? "interrupted; nothing was changed" : keys === "n\r" ? "declined: what was typed is not the item's id; nothing was changed" : "declined; nothing was changed");
+      expect(r.text).toContain(
+        code === 130
+          ? "interrupted; nothing was changed"
+          : keys === "n\r"
+            ? "declined: what was typed is not the item's id; nothing was changed"
+            : "declined; nothing was changed",
+      );
     }
     expect(readFileSync(join(repo, ".loop", "loop.db")).equals(db)).toBe(true);
   });

@@ -20,7 +20,10 @@ import { seededItem, seededRepo } from "../helpers/seeded-repo.ts";
 const PKG_VERSION: string = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")).version;
 /** `--version --json` from source: this checkout's commit, asked of git here independently. */
 const SOURCE_VERSION_DOC = (() => {
-  const rev = (args: string[]) => Bun.spawnSync(["git", "-C", REPO, ...args], { env: testEnv(), stdout: "pipe" }).stdout.toString().trim();
+  const rev = (args: string[]) =>
+    Bun.spawnSync(["git", "-C", REPO, ...args], { env: testEnv(), stdout: "pipe" })
+      .stdout.toString()
+      .trim();
   const commit = rev(["rev-parse", "HEAD"]) || null; // null: the sources are not a git checkout
   return {
     schema: "loop/version@1",
@@ -66,11 +69,15 @@ describe("--version", () => {
   });
 
   test.each(builtTools)("loop %s --version (and after other flags; piped, so the default format would be JSON)", async (t) => {
-    for (const args of [["--version"], ["--text", "--version"], ["--quiet", "--version"]]) expect(await run([t, ...args])).toEqual({ code: 0, stdout: `${PKG_VERSION}\n`, stderr: "" });
+    for (const args of [["--version"], ["--text", "--version"], ["--quiet", "--version"]])
+      expect(await run([t, ...args])).toEqual({ code: 0, stdout: `${PKG_VERSION}\n`, stderr: "" });
   });
 
   test.each(builtTools)("loop %s --version --json: the version document (from source: target source, the checkout's commit)", async (t) => {
-    for (const args of [["--version", "--json"], ["--json", "--version"]]) {
+    for (const args of [
+      ["--version", "--json"],
+      ["--json", "--version"],
+    ]) {
       const r = await run([t, ...args]);
       expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" });
       expect(JSON.parse(r.stdout)).toEqual({ ...SOURCE_VERSION_DOC, sqlite: expect.stringMatching(/^3\.\d+\.\d+$/) });
@@ -148,7 +155,13 @@ describe("writeWhole: stdout written synchronously, nothing lost when the descri
   test.each([
     ["takes it all", (): number => bytes.length, null],
     ["takes part (a short write)", (): number => 70, bytes.subarray(70)],
-    ["takes nothing (EAGAIN)", (): number => { throw Object.assign(new Error("EAGAIN"), { code: "EAGAIN" }); }, bytes],
+    [
+      "takes nothing (EAGAIN)",
+      (): number => {
+        throw Object.assign(new Error("EAGAIN"), { code: "EAGAIN" });
+      },
+      bytes,
+    ],
   ] as const)("the descriptor %s", (_, write, expectRest) => {
     const rests: Buffer[] = [];
     writeWhole(1, doc, (r) => rests.push(Buffer.from(r as string | Uint8Array)), write);
@@ -306,7 +319,7 @@ describe("loop init", () => {
     const sub = join(repo, "services", "api");
     mkdirSync(sub, { recursive: true });
     for (const force of [[], ["--force"]]) {
-      const r = (await run(["init", ...force, "--json"], { cwd: sub }));
+      const r = await run(["init", ...force, "--json"], { cwd: sub });
       expect(r.code).toBe(2);
       expect(r.stdout).toBe("");
       const err = JSON.parse(r.stderr).error;
@@ -318,7 +331,7 @@ describe("loop init", () => {
     }
     // A state root without a loop.json above counts too.
     rmSync(join(repo, "loop.json"));
-    const again = (await run(["init", "--json"], { cwd: sub }));
+    const again = await run(["init", "--json"], { cwd: sub });
     expect(again.code).toBe(2);
     expect(JSON.parse(again.stderr).error.message).toContain(`${join(realpathSync(repo), ".loop")} is a loop's state root`);
     // --nested: the operator means it.
@@ -327,7 +340,7 @@ describe("loop init", () => {
 
     // An item's worktree is its own git top level, inside the state root: refused even with --nested.
     git(repo, "worktree", "add", "-q", "-b", "item", join(repo, ".loop", "workspaces", "x"));
-    const inside = (await run(["init", "--nested", "--json"], { cwd: join(repo, ".loop", "workspaces", "x") }));
+    const inside = await run(["init", "--nested", "--json"], { cwd: join(repo, ".loop", "workspaces", "x") });
     expect(inside.code).toBe(2);
     expect(JSON.parse(inside.stderr).error.message).toContain("is inside a loop's state root");
     expect(existsSync(join(repo, ".loop", "workspaces", "x", ".loop"))).toBe(false);
@@ -383,7 +396,11 @@ describe("status and replay", () => {
     expect(doc.items.map((i: { id: string }) => i.id).sort()).toEqual(["beta", "gamma"]);
     const direct = await run(["status", "--work-item=alpha", "--work-item=delta"], { cwd: repo });
     expect(direct.code).toBe(0);
-    expect(JSON.parse(direct.stdout).items.map((i: { id: string }) => i.id).sort()).toEqual(["alpha", "delta"]);
+    expect(
+      JSON.parse(direct.stdout)
+        .items.map((i: { id: string }) => i.id)
+        .sort(),
+    ).toEqual(["alpha", "delta"]);
   });
 
   test("an invalid --work-item ref aborts the whole command: exit 2, nothing on stdout", async () => {

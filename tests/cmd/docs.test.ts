@@ -48,7 +48,9 @@ function firstCells(md: string): string[] {
   const rows = md.split("\n").filter((l) => /^\s*\|/.test(l));
   const out: string[] = [];
   for (let i = 0; i < rows.length; i++) {
-    const cells = rows[i]!.split("|").slice(1, -1).map((c) => c.trim());
+    const cells = rows[i]!.split("|")
+      .slice(1, -1)
+      .map((c) => c.trim());
     if (cells.every((c) => /^:?-+:?$/.test(c))) continue; // separator
     if (rows[i + 1] && /^\s*\|(\s*:?-+:?\s*\|)+\s*$/.test(rows[i + 1]!)) continue; // header
     out.push(cells[0] ?? "");
@@ -61,7 +63,9 @@ function tableRows(md: string): string[][] {
   const rows = md.split("\n").filter((l) => /^\s*\|/.test(l));
   const out: string[][] = [];
   for (let i = 0; i < rows.length; i++) {
-    const cells = rows[i]!.split(/(?<!\\)\|/).slice(1, -1).map((c) => c.trim());
+    const cells = rows[i]!.split(/(?<!\\)\|/)
+      .slice(1, -1)
+      .map((c) => c.trim());
     if (cells.every((c) => /^:?-+:?$/.test(c))) continue; // separator
     if (rows[i + 1] && /^\s*\|(\s*:?-+:?\s*\|)+\s*$/.test(rows[i + 1]!)) continue; // header
     out.push(cells);
@@ -101,7 +105,12 @@ describe("one page per tool, flags in step with --help", () => {
       expect(tool.examples.length).toBeGreaterThanOrEqual(2);
       expect(tool.examples.length).toBeLessThanOrEqual(3);
       // Each example runs this tool, with flags it has: an example never teaches a flag that is gone.
-      const known = new Set(Object.entries({ ...commonArgs, ...tool.args }).flatMap(([k, a]) => [`--${k}`, ...((a as { short?: string }).short ? [`-${(a as { short: string }).short}`] : [])]));
+      const known = new Set(
+        Object.entries({ ...commonArgs, ...tool.args }).flatMap(([k, a]) => [
+          `--${k}`,
+          ...((a as { short?: string }).short ? [`-${(a as { short: string }).short}`] : []),
+        ]),
+      );
       for (const [command] of tool.examples) {
         const own = command.split(/\s*(?:\|\||\||&&)\s*/).find((part) => part.includes(`loop ${name}`));
         expect({ command, runs: own !== undefined }).toEqual({ command, runs: true });
@@ -154,8 +163,7 @@ describe("docs/events.md documents exactly the event vocabulary", () => {
     for (const t of EVENT_TYPES) {
       const body = section(md, new RegExp(`^###\\s+\`?${t}\`?\\s*$`)) ?? "";
       const schema = PAYLOADS[t] as unknown as { entries?: Record<string, unknown> };
-      for (const field of Object.keys(schema.entries ?? {}))
-        if (!body.includes(`\`${field}\``)) missing.push(`${t}.${field}`);
+      for (const field of Object.keys(schema.entries ?? {})) if (!body.includes(`\`${field}\``)) missing.push(`${t}.${field}`);
     }
     expect(missing).toEqual([]);
   });
@@ -303,7 +311,12 @@ describe("docs/loop-json.md documents loop.json as the code reads it", () => {
       if (!(e instanceof DefinitionError)) throw e;
       lines = e.lines();
     }
-    expect(shown!.body.trimEnd().replace(/^loop-run: /, "").split("\n")).toEqual(lines);
+    expect(
+      shown!.body
+        .trimEnd()
+        .replace(/^loop-run: /, "")
+        .split("\n"),
+    ).toEqual(lines);
   });
 
   test("the ref table: canonical forms and derived ids are the code's; refused refs are refused", () => {
@@ -341,7 +354,11 @@ describe("docs/cli/README.md is the contract the code keeps", () => {
   test("the common flags table lists exactly the common flags, with their short forms", () => {
     const rows = tableRows(section(md, /^##\s+Common flags\b/) ?? "").map((r) => r[0]!);
     const documented = rows.flatMap((c) => [...flagsIn(c)]).sort();
-    expect(documented).toEqual(Object.keys(commonArgs).map((k) => `--${k}`).sort());
+    expect(documented).toEqual(
+      Object.keys(commonArgs)
+        .map((k) => `--${k}`)
+        .sort(),
+    );
     const shortMissing = Object.entries(commonArgs)
       .filter(([, a]) => "short" in a)
       .filter(([k, a]) => !rows.some((c) => flagsIn(c).has(`--${k}`) && c.includes(`\`-${(a as { short: string }).short}\``)))
@@ -473,18 +490,21 @@ describe("environment variables", () => {
         const p = join(dir, e.name);
         if (e.isDirectory()) walk(p);
         else if (e.name.endsWith(".ts"))
+          // A constant of the code's own (`export const LOOP_MARKER`) is not a variable.
           for (const m of readFileSync(p, "utf8").matchAll(/\bLOOP_[A-Z][A-Z_]*\b/g))
-            // A constant of the code's own (`export const LOOP_MARKER`) is not a variable.
             if (!new RegExp(`const ${m[0]}\\b`).test(readFileSync(p, "utf8"))) names.add(m[0]);
       }
     };
     walk(join(REPO, "lib"));
     walk(join(REPO, "cmd"));
     expect(names.has("LOOP_SESSION_SCOPE")).toBe(true);
-    const docs = [read("README.md"), ...readdirSync(join(REPO, "docs"), { recursive: true })
-      .map(String)
-      .filter((f) => f.endsWith(".md"))
-      .map((f) => read(join("docs", f)))].join("\n");
+    const docs = [
+      read("README.md"),
+      ...readdirSync(join(REPO, "docs"), { recursive: true })
+        .map(String)
+        .filter((f) => f.endsWith(".md"))
+        .map((f) => read(join("docs", f))),
+    ].join("\n");
     expect([...names].filter((n) => !docs.includes(n)).sort()).toEqual([]);
   });
 });
@@ -495,7 +515,9 @@ describe("docs/cli/loop-reset.md matches the tool", () => {
   test("the pieces table names exactly the pieces reset reports", async () => {
     const { RESET_PIECES } = await import("../../lib/log/events.ts");
     const table = section(md, /^##\s+The pieces\b/i) ?? "";
-    const listed = firstCells(table).map((c) => /^`([a-z]+)`$/.exec(c)?.[1]).filter(Boolean);
+    const listed = firstCells(table)
+      .map((c) => /^`([a-z]+)`$/.exec(c)?.[1])
+      .filter(Boolean);
     expect(listed).toEqual([...RESET_PIECES]);
   });
 
@@ -507,7 +529,21 @@ describe("docs/cli/loop-reset.md matches the tool", () => {
       dry_run: false,
       ok: true,
       warnings: [],
-      items: [{ item: "a", ref: null, found: true, removed: [], was_live: false, archived_branch: null, checkout: { outcome: "absent", path: null, why: null }, aside: [], errors: [], effects: [], stays: [] }],
+      items: [
+        {
+          item: "a",
+          ref: null,
+          found: true,
+          removed: [],
+          was_live: false,
+          archived_branch: null,
+          checkout: { outcome: "absent", path: null, why: null },
+          aside: [],
+          errors: [],
+          effects: [],
+          stays: [],
+        },
+      ],
       transitions: [],
     };
     const json = section(md, /^###\s+JSON\b/i) ?? "";

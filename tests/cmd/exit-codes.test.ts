@@ -25,7 +25,10 @@ const def = (o: { base?: string; items?: unknown[] } = {}) => ({
   name: "codes",
   defaults: { runner: "demo", verify: "true" },
   workspace: { base: o.base ?? "main" },
-  items: o.items ?? [{ id: "a", prompt: "do a" }, { id: "b", prompt: "do b" }],
+  items: o.items ?? [
+    { id: "a", prompt: "do a" },
+    { id: "b", prompt: "do b" },
+  ],
 });
 
 /**
@@ -61,12 +64,27 @@ const rows: Row[] = [
   // loop init
   { tool: "init", what: "a fresh repository", argv: () => ["init", "--json"], cwd: () => repo(), exit: 0 },
   { tool: "init", what: "loop.json exists, no --force", argv: () => ["init", "--json"], cwd: () => paused, exit: 2, code: "usage" },
-  { tool: "init", what: "--state-root names a file (io_error)", argv: () => ["init", "--json", "--state-root", "README"], cwd: () => {
+  {
+    tool: "init",
+    what: "--state-root names a file (io_error)",
+    argv: () => ["init", "--json", "--state-root", "README"],
+    cwd: () => {
       const r = repo();
       writeFileSync(join(r, "README"), "a file\n");
       return r;
-    }, exit: 1, code: "io_error" },
-  { tool: "init", what: "--adopt while a step holds the lease", argv: () => ["init", "--adopt", "--json"], cwd: () => paused, exit: 75, code: "busy", lease: true },
+    },
+    exit: 1,
+    code: "io_error",
+  },
+  {
+    tool: "init",
+    what: "--adopt while a step holds the lease",
+    argv: () => ["init", "--adopt", "--json"],
+    cwd: () => paused,
+    exit: 75,
+    code: "busy",
+    lease: true,
+  },
   // loop run
   { tool: "run", what: "nothing to do: drained Succeeded", argv: () => ["run", "--json"], cwd: () => empty, exit: 0 },
   { tool: "run", what: "paused by an environment fault", argv: () => ["run", "--json"], cwd: () => paused, exit: 1 },
@@ -81,24 +99,72 @@ const rows: Row[] = [
   { tool: "replay", what: "no store", argv: () => ["replay", "--json"], cwd: () => repo(), exit: 2, code: "missing_store" },
   // loop ctl
   { tool: "ctl", what: "pause a paused loop: nothing to do", argv: () => ["ctl", "pause", "--json"], cwd: () => paused, exit: 0 },
-  { tool: "ctl", what: "a reply to a settled item is refused", argv: () => ["ctl", "reply", "--work-item", "b", "an answer", "--json"], cwd: () => paused, exit: 1, code: "refused" },
+  {
+    tool: "ctl",
+    what: "a reply to a settled item is refused",
+    argv: () => ["ctl", "reply", "--work-item", "b", "an answer", "--json"],
+    cwd: () => paused,
+    exit: 1,
+    code: "refused",
+  },
   { tool: "ctl", what: "an unknown verb", argv: () => ["ctl", "frobnicate", "--json"], cwd: () => paused, exit: 2, code: "usage" },
-  { tool: "ctl", what: "a destructive verb without --yes off a terminal", argv: () => ["ctl", "stop", "--work-item", "a", "--json"], cwd: () => paused, exit: 2, code: "usage" },
+  {
+    tool: "ctl",
+    what: "a destructive verb without --yes off a terminal",
+    argv: () => ["ctl", "stop", "--work-item", "a", "--json"],
+    cwd: () => paused,
+    exit: 2,
+    code: "usage",
+  },
   { tool: "ctl", what: "another step holds the lease", argv: () => ["ctl", "resume", "--json"], cwd: () => paused, exit: 75, code: "busy", lease: true },
   // loop reset
-  { tool: "reset", what: "--work-item of an item holding no state: nothing to reset", argv: () => ["reset", "--work-item", "a", "--yes", "--json"], cwd: () => paused, exit: 1 },
+  {
+    tool: "reset",
+    what: "--work-item of an item holding no state: nothing to reset",
+    argv: () => ["reset", "--work-item", "a", "--yes", "--json"],
+    cwd: () => paused,
+    exit: 1,
+  },
   { tool: "reset", what: "--all --yes with nothing to reset", argv: () => ["reset", "--all", "--yes", "--json"], cwd: () => empty, exit: 1 },
   { tool: "reset", what: "a dry run of an item with state", argv: () => ["reset", "--work-item", "b", "--dry-run", "--json"], cwd: () => paused, exit: 0 },
   { tool: "reset", what: "no selector", argv: () => ["reset", "--yes", "--json"], cwd: () => paused, exit: 2, code: "usage" },
   { tool: "reset", what: "an unknown item", argv: () => ["reset", "--work-item", "zz", "--yes", "--json"], cwd: () => paused, exit: 2, code: "unknown_item" },
-  { tool: "reset", what: "another step holds the lease", argv: () => ["reset", "--work-item", "b", "--yes", "--json"], cwd: () => paused, exit: 75, code: "busy", lease: true },
+  {
+    tool: "reset",
+    what: "another step holds the lease",
+    argv: () => ["reset", "--work-item", "b", "--yes", "--json"],
+    cwd: () => paused,
+    exit: 75,
+    code: "busy",
+    lease: true,
+  },
   // loop logs
   { tool: "logs", what: "an item with no attempt yet", argv: () => ["logs", "a", "--json"], cwd: () => paused, exit: 2, code: "usage" },
   { tool: "logs", what: "an unknown item", argv: () => ["logs", "zz", "--json"], cwd: () => paused, exit: 2, code: "unknown_item" },
   // loop plan
-  { tool: "plan", what: "the demo planner, --dry-run", argv: () => ["plan", "Add a README.", "--runner", "demo", "--dry-run", "--json"], cwd: () => paused, exit: 0 },
-  { tool: "plan", what: "neither --yes nor --dry-run off a terminal", argv: () => ["plan", "Add a README.", "--runner", "demo", "--json"], cwd: () => paused, exit: 2, code: "usage" },
-  { tool: "plan", what: "an unknown runner", argv: () => ["plan", "Add a README.", "--runner", "nope", "--dry-run", "--json"], cwd: () => paused, exit: 2, code: "usage" },
+  {
+    tool: "plan",
+    what: "the demo planner, --dry-run",
+    argv: () => ["plan", "Add a README.", "--runner", "demo", "--dry-run", "--json"],
+    cwd: () => paused,
+    exit: 0,
+  },
+  {
+    tool: "plan",
+    what: "neither --yes nor --dry-run off a terminal",
+    argv: () => ["plan", "Add a README.", "--runner", "demo", "--json"],
+    cwd: () => paused,
+    exit: 2,
+    code: "usage",
+  },
+  {
+    tool: "plan",
+    what: "an unknown runner",
+    argv: () => ["plan", "Add a README.", "--runner", "nope", "--dry-run", "--json"],
+    cwd: () => paused,
+    exit: 2,
+    code: "usage",
+  },
   // loop add
   { tool: "add", what: "one item", argv: () => ["add", "Write the changelog", "--json"], cwd: () => repo(def()), exit: 0 },
   { tool: "add", what: "an id already taken", argv: () => ["add", "again", "--id", "a", "--json"], cwd: () => paused, exit: 1, code: "refused" },
@@ -116,7 +182,19 @@ const rows: Row[] = [
 
 describe("every tool's exit codes, as docs/cli/ says", () => {
   test("the table covers every tool", () => {
-    expect([...new Set(rows.map((r) => r.tool))].sort()).toEqual(["add", "backup", "ctl", "export", "init", "logs", "plan", "replay", "reset", "run", "status"]);
+    expect([...new Set(rows.map((r) => r.tool))].sort()).toEqual([
+      "add",
+      "backup",
+      "ctl",
+      "export",
+      "init",
+      "logs",
+      "plan",
+      "replay",
+      "reset",
+      "run",
+      "status",
+    ]);
   });
 
   for (const r of rows)

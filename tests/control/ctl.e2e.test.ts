@@ -72,25 +72,35 @@ describe("loop ctl", () => {
     "a dry run, a refusal and a usage error change nothing under the state root, not even its mtimes",
     () =>
       // Items wait for `ctl start`: the step imports the definition and nothing runs meanwhile.
-      scenario(demoDefinition([{ id: "a", prompt: "x" }, { id: "b", prompt: "y" }], { control: { requireStartCommand: true } }), {}, async (p) => {
-        expect((await p.run()).action).toBe("idle");
-        const stateRoot = join(p.root, ".loop");
-        expect(existsSync(join(stateRoot, "loop.db-wal"))).toBe(false);
-        const before = snapshotTree(stateRoot);
-        const cases: [string[], number][] = [
-          [["skip", "--work-item", "b", "--dry-run"], 0],
-          [["skip", "--work-item", "b"], 2], // destructive, no --yes, no terminal
-          [["skip", "--work-item", "zz", "--yes"], 2], // not an item of the loop
-          [["pause", "--reason", "x", "--reason", "y"], 2],
-          [["reply", "--work-item", "zz", "an answer"], 2],
-        ];
-        for (const [args, code] of cases) {
-          expect([args, (await p.ctl(args)).code]).toEqual([args, code]);
-          expect([args, snapshotTree(stateRoot)]).toEqual([args, before]);
-        }
-        expect((await p.ctl(["start", "--work-item", "a", "--work-item", "b"])).code).toBe(0);
-        await p.runToDrain();
-      }),
+      scenario(
+        demoDefinition(
+          [
+            { id: "a", prompt: "x" },
+            { id: "b", prompt: "y" },
+          ],
+          { control: { requireStartCommand: true } },
+        ),
+        {},
+        async (p) => {
+          expect((await p.run()).action).toBe("idle");
+          const stateRoot = join(p.root, ".loop");
+          expect(existsSync(join(stateRoot, "loop.db-wal"))).toBe(false);
+          const before = snapshotTree(stateRoot);
+          const cases: [string[], number][] = [
+            [["skip", "--work-item", "b", "--dry-run"], 0],
+            [["skip", "--work-item", "b"], 2], // destructive, no --yes, no terminal
+            [["skip", "--work-item", "zz", "--yes"], 2], // not an item of the loop
+            [["pause", "--reason", "x", "--reason", "y"], 2],
+            [["reply", "--work-item", "zz", "an answer"], 2],
+          ];
+          for (const [args, code] of cases) {
+            expect([args, (await p.ctl(args)).code]).toEqual([args, code]);
+            expect([args, snapshotTree(stateRoot)]).toEqual([args, before]);
+          }
+          expect((await p.ctl(["start", "--work-item", "a", "--work-item", "b"])).code).toBe(0);
+          await p.runToDrain();
+        },
+      ),
     T,
   );
 
@@ -148,30 +158,32 @@ describe("loop ctl", () => {
         ),
         {},
         async (p) => {
-        const pid = await launchHang(p);
-        await pollUntil(() => existsSync(join(worktreesOf(p.stateRoot), "h", "wip.txt")), "the agent wrote wip.txt");
-        const doc = await ctlOk(p, ["skip", "--work-item", "h", "--yes", "--reason", "not needed"]);
-        expect(p.alive(pid)).toBe(false);
-        expect(doc.closed).toHaveLength(1);
-        expect(doc.closed[0]).toMatchObject({ item: "h", attempt: 1, worktreeRemoved: true, how: "killed" });
-        // What the agent left uncommitted was committed on its branch before the worktree went.
-        expect(git(p.root, "log", "-1", "--format=%s", "loop/t/item/h")).toBe("loop: h attempt 1: changes left when the session was closed (skip by alice@test)");
-        expect(git(p.root, "show", "loop/t/item/h:wip.txt")).toBe("wip");
-        expect(doc.transitions.map((t) => t.type)).toEqual(["session_ended", "session_closed", "control_recorded", "item_settled"]);
-        const st = p.projection();
-        expect(st.items.h!.status).toBe("skipped");
-        expect(st.items.h!.reason).toBe("skipped by alice@test: not needed");
-        expect(st.items.h!.control.map((c) => [c.verb, c.actor, c.text])).toEqual([["skip", "alice@test", "not needed"]]);
-        expect(st.loop.state).toBe("running");
-        // Skipping a settled item is a no-op (exit 0, nothing appended), even without --yes.
-        const head = p.head();
-        const noop = await ctlOk(p, ["skip", "--work-item", "h"]);
-        expect(noop.actions).toEqual([{ item: "h", effect: "h is skipped; nothing to skip", noop: true }]);
-        expect(p.head()).toBe(head);
-        const last = await p.runToDrain();
-        expect(p.projection().items.n!.status).toBe("passed");
-        expect(p.projection().items["needs-h"]!.status).toBe("blocked");
-        expect(last.reason).toBe("Failed");
+          const pid = await launchHang(p);
+          await pollUntil(() => existsSync(join(worktreesOf(p.stateRoot), "h", "wip.txt")), "the agent wrote wip.txt");
+          const doc = await ctlOk(p, ["skip", "--work-item", "h", "--yes", "--reason", "not needed"]);
+          expect(p.alive(pid)).toBe(false);
+          expect(doc.closed).toHaveLength(1);
+          expect(doc.closed[0]).toMatchObject({ item: "h", attempt: 1, worktreeRemoved: true, how: "killed" });
+          // What the agent left uncommitted was committed on its branch before the worktree went.
+          expect(git(p.root, "log", "-1", "--format=%s", "loop/t/item/h")).toBe(
+            "loop: h attempt 1: changes left when the session was closed (skip by alice@test)",
+          );
+          expect(git(p.root, "show", "loop/t/item/h:wip.txt")).toBe("wip");
+          expect(doc.transitions.map((t) => t.type)).toEqual(["session_ended", "session_closed", "control_recorded", "item_settled"]);
+          const st = p.projection();
+          expect(st.items.h!.status).toBe("skipped");
+          expect(st.items.h!.reason).toBe("skipped by alice@test: not needed");
+          expect(st.items.h!.control.map((c) => [c.verb, c.actor, c.text])).toEqual([["skip", "alice@test", "not needed"]]);
+          expect(st.loop.state).toBe("running");
+          // Skipping a settled item is a no-op (exit 0, nothing appended), even without --yes.
+          const head = p.head();
+          const noop = await ctlOk(p, ["skip", "--work-item", "h"]);
+          expect(noop.actions).toEqual([{ item: "h", effect: "h is skipped; nothing to skip", noop: true }]);
+          expect(p.head()).toBe(head);
+          const last = await p.runToDrain();
+          expect(p.projection().items.n!.status).toBe("passed");
+          expect(p.projection().items["needs-h"]!.status).toBe("blocked");
+          expect(last.reason).toBe("Failed");
         },
       ),
     T,
@@ -212,7 +224,12 @@ describe("loop ctl", () => {
   const damages: { name: string; damage: (wt: string) => void; sealed: boolean; why?: string }[] = [
     { name: "a stale index.lock", damage: (wt) => writeFileSync(join(git(wt, "rev-parse", "--absolute-git-dir"), "index.lock"), ""), sealed: true },
     { name: "its .git gone", damage: (wt) => rmSync(join(wt, ".git")), sealed: true },
-    { name: "its git folder gone", damage: (wt) => rmSync(git(wt, "rev-parse", "--absolute-git-dir"), { recursive: true }), sealed: false, why: "could not be committed" },
+    {
+      name: "its git folder gone",
+      damage: (wt) => rmSync(git(wt, "rev-parse", "--absolute-git-dir"), { recursive: true }),
+      sealed: false,
+      why: "could not be committed",
+    },
   ];
   for (const c of damages)
     test.concurrent(
@@ -364,21 +381,31 @@ describe("loop ctl", () => {
   test.concurrent(
     "retry of a pending item that nothing holds is a no-op: exit 0, nothing appended, files untouched",
     () =>
-      scenario(demoDefinition([{ id: "a", prompt: "a" }, { id: "b", prompt: "b", dependsOn: ["a"] }], { control: { requireStartCommand: true } }), {}, async (p) => {
-        expect((await p.run()).action).toBe("idle");
-        const head = p.head();
-        const files = snapshotTree(p.stateRoot);
-        for (const id of ["a", "b"]) {
-          const doc = await ctlOk(p, ["retry", "--work-item", id]);
-          expect(doc.actions).toEqual([{ item: id, effect: `${id} is pending and not held; nothing to retry`, noop: true }]);
-          expect(doc.transitions).toEqual([]);
-        }
-        expect(p.head()).toBe(head);
-        expect(snapshotTree(p.stateRoot)).toEqual(files);
-        await ctlOk(p, ["start", "--work-item", "a"]);
-        await ctlOk(p, ["start", "--work-item", "b"]);
-        expect((await p.runToDrain()).reason).toBe("Succeeded");
-      }),
+      scenario(
+        demoDefinition(
+          [
+            { id: "a", prompt: "a" },
+            { id: "b", prompt: "b", dependsOn: ["a"] },
+          ],
+          { control: { requireStartCommand: true } },
+        ),
+        {},
+        async (p) => {
+          expect((await p.run()).action).toBe("idle");
+          const head = p.head();
+          const files = snapshotTree(p.stateRoot);
+          for (const id of ["a", "b"]) {
+            const doc = await ctlOk(p, ["retry", "--work-item", id]);
+            expect(doc.actions).toEqual([{ item: id, effect: `${id} is pending and not held; nothing to retry`, noop: true }]);
+            expect(doc.transitions).toEqual([]);
+          }
+          expect(p.head()).toBe(head);
+          expect(snapshotTree(p.stateRoot)).toEqual(files);
+          await ctlOk(p, ["start", "--work-item", "a"]);
+          await ctlOk(p, ["start", "--work-item", "b"]);
+          expect((await p.runToDrain()).reason).toBe("Succeeded");
+        },
+      ),
     T,
   );
 
@@ -486,7 +513,9 @@ describe("loop ctl", () => {
           }
           // Blocked alone would be blocked again: the dry run says so, and which item to retry.
           const dry = JSON.parse((await p.ctl(["retry", "--all-blocked", "--dry-run"])).stdout) as CtlDoc;
-          expect(dry.actions.map((a) => a.effect)).toEqual(['requeue b with a fresh attempt budget; but dependency "a" failed, so the next step blocks it again (retry a too)']);
+          expect(dry.actions.map((a) => a.effect)).toEqual([
+            'requeue b with a fresh attempt budget; but dependency "a" failed, so the next step blocks it again (retry a too)',
+          ]);
           expect(snapshotTree(p.stateRoot)).toEqual(before);
 
           writeFileSync(join(p.aux, "fixed"), "");
@@ -517,12 +546,18 @@ describe("confirmation on a terminal", () => {
     await scenario(demoDefinition([{ id: "alpha", prompt: "Alpha\n@demo write a.txt a" }]), {}, async (p) => {
       await p.run(); // creates the store, launches alpha
       for (const keys of ["n\r", "\x03"]) {
-        const tty = onTerminal([process.execPath, LOOP, "ctl", "skip", "--work-item", "alpha"], { cwd: p.root, env: testEnv({ TERM: "xterm-256color", NO_COLOR: "1" }) });
+        const tty = onTerminal([process.execPath, LOOP, "ctl", "skip", "--work-item", "alpha"], {
+          cwd: p.root,
+          env: testEnv({ TERM: "xterm-256color", NO_COLOR: "1" }),
+        });
         await tty.waitFor("Type the item's id (alpha)");
         tty.write(keys);
         const { text } = await tty.ended();
         // Terminal control sequences (the prompt gives the cursor back) are not part of the line.
-        const line = text.split(/\r?\n/).map((l) => l.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "")).find((l) => /declined|interrupted/.test(l));
+        const line = text
+          .split(/\r?\n/)
+          .map((l) => l.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, ""))
+          .find((l) => /declined|interrupted/.test(l));
         expect(line).toStartWith("loop ctl: ");
         expect(line).not.toContain("loop ctl: loop ctl");
       }

@@ -34,7 +34,8 @@ const NODE = {
 };
 
 const PYTHON = {
-  "pyproject.toml": '[project]\nname = "pkg"\nversion = "0.1"\n[project.optional-dependencies]\ntest = ["pytest>=8"]\n[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n',
+  "pyproject.toml":
+    '[project]\nname = "pkg"\nversion = "0.1"\n[project.optional-dependencies]\ntest = ["pytest>=8"]\n[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n',
   "src/pkg/__init__.py": "",
   "tests/test_a.py": "def test_a():\n    pass\n",
 };

@@ -30,7 +30,9 @@ describe("loop reset of a landed item", () => {
           expect(dry.code).toBe(0);
           const plan = JSON.parse(dry.stdout).items[0];
           expect(plan.stays).toEqual([stays]);
-          expect(plan.effects).toContain("delete a's session record and its folder sessions/a/ (every attempt's output and verify logs: `loop logs` has none of them afterwards)");
+          expect(plan.effects).toContain(
+            "delete a's session record and its folder sessions/a/ (every attempt's output and verify logs: `loop logs` has none of them afterwards)",
+          );
           const dryText = await p.loop(["reset", "--work-item", "a", "--dry-run", "--text"]);
           expect(dryText.stdout).toContain(`  stays: ${stays}`);
 

@@ -28,7 +28,11 @@ function def(items: NormItemPayload[], settings: Partial<SettingsPayload> = {}):
 
 function proj(drafts: EventDraft[], o: { settings?: Partial<SettingsPayload>; items?: NormItemPayload[]; started?: boolean } = {}): Projection {
   const b = new LogBuilder();
-  b.push(def(o.items ?? [itemDef("a"), itemDef("b", { dependsOn: ["a"] }), itemDef("c")], o.settings), ...(o.started === false ? [] : [loopStarted]), ...drafts);
+  b.push(
+    def(o.items ?? [itemDef("a"), itemDef("b", { dependsOn: ["a"] }), itemDef("c")], o.settings),
+    ...(o.started === false ? [] : [loopStarted]),
+    ...drafts,
+  );
   return fold(b.events);
 }
 
@@ -47,7 +51,11 @@ function noFacts(id = "a"): ItemFacts {
 
 const QUIET: LoopFacts = { watcher: null, leaseHolder: null };
 
-function planOne(p: Projection, facts: Partial<ItemFacts> = {}, o: { loop?: LoopFacts; dryRun?: boolean; id?: string } = {}): { plan: ItemPlan; warnings: string[] } {
+function planOne(
+  p: Projection,
+  facts: Partial<ItemFacts> = {},
+  o: { loop?: LoopFacts; dryRun?: boolean; id?: string } = {},
+): { plan: ItemPlan; warnings: string[] } {
   const id = o.id ?? "a";
   const r = planReset({ p, ids: [id], all: false, facts: { [id]: { ...noFacts(id), ...facts } }, loop: o.loop ?? QUIET, dryRun: o.dryRun ?? false });
   return { plan: r.items[0]!, warnings: r.warnings };
@@ -92,7 +100,12 @@ describe("planReset: which pieces an item has and what is done to each", () => {
     {
       name: "running, its agent alive: every piece; the session is ended through the close path",
       drafts: running("a"),
-      facts: { sessionDir: true, groupAlive: true, worktree: { path: "/state/workspaces/a", exists: true, onItemBranch: true, dirty: false }, branchHead: "c0ffee" },
+      facts: {
+        sessionDir: true,
+        groupAlive: true,
+        worktree: { path: "/state/workspaces/a", exists: true, onItemBranch: true, dirty: false },
+        branchHead: "c0ffee",
+      },
       want: {
         found: true,
         pieces: ["session", "ledger", "workspace", "branch"],
@@ -114,7 +127,14 @@ describe("planReset: which pieces an item has and what is done to each", () => {
       name: "passed, checkout removed at close, branch kept: session, ledger, branch",
       drafts: passingAttempt({ item: "a" }),
       facts: { sessionDir: true, branchHead: "abc" },
-      want: { found: true, pieces: ["session", "ledger", "branch"], closeSession: false, wasLive: false, sweep: true, checkout: { action: "none", outcome: "absent", path: null, why: null } },
+      want: {
+        found: true,
+        pieces: ["session", "ledger", "branch"],
+        closeSession: false,
+        wasLive: false,
+        sweep: true,
+        checkout: { action: "none", outcome: "absent", path: null, why: null },
+      },
     },
     {
       name: "a closed session with a marked process left over: live, swept",
@@ -144,7 +164,15 @@ describe("planReset: which pieces an item has and what is done to each", () => {
       name: "no record, and what is at the path is a checkout of another branch: left alone, not a piece",
       drafts: [control("a", "start")],
       facts: { worktree: { path: "/state/workspaces/a", exists: true, onItemBranch: false, dirty: null } },
-      want: { pieces: ["control"], checkout: { action: "none", outcome: "absent", path: "/state/workspaces/a", why: "/state/workspaces/a is not a checkout of loop/demo/item/a; left alone" } },
+      want: {
+        pieces: ["control"],
+        checkout: {
+          action: "none",
+          outcome: "absent",
+          path: "/state/workspaces/a",
+          why: "/state/workspaces/a is not a checkout of loop/demo/item/a; left alone",
+        },
+      },
     },
     {
       name: "no record, but a checkout of the item branch is there: a piece",
@@ -212,13 +240,23 @@ describe("planReset: selection", () => {
     const all = planReset({ p, ids: ["a", "b", "c"], all: true, facts, loop: QUIET, dryRun: false });
     expect(all.items.map((x) => x.item)).toEqual(["a", "c"]);
     const named = planReset({ p, ids: ["c", "b"], all: false, facts, loop: QUIET, dryRun: false });
-    expect(named.items.map((x) => [x.item, x.found])).toEqual([["c", true], ["b", false]]);
+    expect(named.items.map((x) => [x.item, x.found])).toEqual([
+      ["c", true],
+      ["b", false],
+    ]);
     expect(named.loopName).toBe("demo");
   });
 
   test("nothing found: no warnings at all", () => {
     const p = proj([]);
-    const r = planReset({ p, ids: ["a"], all: false, facts: { a: noFacts() }, loop: { watcher: { pid: 9 }, leaseHolder: { pid: 8, host: "h" } }, dryRun: false });
+    const r = planReset({
+      p,
+      ids: ["a"],
+      all: false,
+      facts: { a: noFacts() },
+      loop: { watcher: { pid: 9 }, leaseHolder: { pid: 8, host: "h" } },
+      dryRun: false,
+    });
     expect(r.warnings).toEqual([]);
   });
 });
@@ -255,7 +293,10 @@ describe("planReset: warnings", () => {
   });
 
   test("items blocked by a failed item being reset are named: they stay blocked", () => {
-    const p = proj([...failingAttempt({ item: "a", attempt: 1, last: true }), settled({ item: "b", attempt: 0, outcome: "blocked", reason: 'dependency "a" failed' })]);
+    const p = proj([
+      ...failingAttempt({ item: "a", attempt: 1, last: true }),
+      settled({ item: "b", attempt: 0, outcome: "blocked", reason: 'dependency "a" failed' }),
+    ]);
     expect(planOne(p).warnings).toContain("b stays blocked by a's failed: reset it too, or `loop ctl retry --work-item` it");
     // Reset together, nothing to say.
     const both = planReset({ p, ids: ["a", "b"], all: false, facts: { a: noFacts("a"), b: noFacts("b") }, loop: QUIET, dryRun: false });

@@ -112,7 +112,9 @@ describe("loop reset", () => {
               // (a close recorded while the verify went on: reset must still end the verify)
               const store = Store.open(p.stateRoot, { actor: "test" });
               try {
-                store.append([{ type: "session_closed", item: "v", payload: { attempt: 1, how: "not_running", worktreeRemoved: false, reason: "test" } }], { actor: "test" });
+                store.append([{ type: "session_closed", item: "v", payload: { attempt: 1, how: "not_running", worktreeRemoved: false, reason: "test" } }], {
+                  actor: "test",
+                });
               } finally {
                 store.close();
               }
@@ -137,72 +139,91 @@ describe("loop reset", () => {
     "one running item: the agent is ended first, every piece goes, the branch is archived; status shows it pending at epoch 1; the next run starts attempt 1 on a fresh branch",
     () =>
       // Given a loop whose item h runs an agent that left wip.txt uncommitted in its checkout
-      scenario(demoDefinition([{ id: "h", prompt: "hang", runner: "hang" }, { id: "n", prompt: "quick" }], { runners: { hang: hanging } }), {}, async (p) => {
-        const { pid, wt } = await launchHanging(p);
-        const mainHead = git(p.root, "rev-parse", "main");
-        // When the operator resets it
-        const r = await reset(p, ["--work-item", "h", "--yes"]);
-        // Then the reset is done (exit 0), the agent was ended before anything was removed
-        expect(r.code).toBe(0);
-        expect(p.alive(pid)).toBe(false);
-        expect(r.doc).toMatchObject({ dry_run: false, ok: true });
-        expect(r.doc.items).toEqual([
-          {
-            item: "h",
-            ref: null,
+      scenario(
+        demoDefinition(
+          [
+            { id: "h", prompt: "hang", runner: "hang" },
+            { id: "n", prompt: "quick" },
+          ],
+          { runners: { hang: hanging } },
+        ),
+        {},
+        async (p) => {
+          const { pid, wt } = await launchHanging(p);
+          const mainHead = git(p.root, "rev-parse", "main");
+          // When the operator resets it
+          const r = await reset(p, ["--work-item", "h", "--yes"]);
+          // Then the reset is done (exit 0), the agent was ended before anything was removed
+          expect(r.code).toBe(0);
+          expect(p.alive(pid)).toBe(false);
+          expect(r.doc).toMatchObject({ dry_run: false, ok: true });
+          expect(r.doc.items).toEqual([
+            {
+              item: "h",
+              ref: null,
+              found: true,
+              removed: ["session", "ledger", "workspace", "branch"],
+              was_live: true,
+              archived_branch: "loop/t/reset/h/e0",
+              checkout: { outcome: "removed", path: wt, why: null },
+              aside: [],
+              errors: [],
+              effects: expect.any(Array),
+              stays: [],
+            },
+          ]);
+          // …it said so out loud (stderr and warnings[]): the live agent, the uncommitted work, the relaunch
+          expect(r.doc.warnings).toContain(`h: a live agent is being ended (attempt 1, pid ${pid})`);
+          expect(r.doc.warnings.some((w) => w.startsWith(`h: the checkout ${wt} has uncommitted changes and is being removed`))).toBe(true);
+          expect(r.doc.warnings.some((w) => w.includes("the next `loop run` launches h again"))).toBe(true);
+          for (const w of r.doc.warnings) expect(r.stderr).toContain(w);
+          // …nothing of the item is left on disk; the branch is renamed, never deleted, with the agent's work on it
+          expect(existsSync(wt)).toBe(false);
+          expect(existsSync(join(p.stateRoot, "sessions", "h"))).toBe(false);
+          expect(gitOk(p.root, "rev-parse", "--verify", "refs/heads/loop/t/item/h")).toBe(false);
+          expect(git(p.root, "show", "loop/t/reset/h/e0:wip.txt")).toBe("wip");
+          // …the log gained the close path's events and one work_item_reset, by the actor, and nothing else changed in it
+          expect(r.doc.transitions.map((t) => t.type)).toEqual(["session_ended", "session_closed", "work_item_reset"]);
+          const ev = p.eventsOf("work_item_reset", "h");
+          expect(ev).toHaveLength(1);
+          expect(ev[0]!.actor).toBe("alice@test");
+          expect(ev[0]!.payload).toEqual({
+            pieces: ["session", "ledger", "workspace", "branch"],
             found: true,
-            removed: ["session", "ledger", "workspace", "branch"],
-            was_live: true,
-            archived_branch: "loop/t/reset/h/e0",
+            wasLive: true,
+            archivedBranch: "loop/t/reset/h/e0",
             checkout: { outcome: "removed", path: wt, why: null },
             aside: [],
             errors: [],
-            effects: expect.any(Array),
-            stays: [],
-          },
-        ]);
-        // …it said so out loud (stderr and warnings[]): the live agent, the uncommitted work, the relaunch
-        expect(r.doc.warnings).toContain(`h: a live agent is being ended (attempt 1, pid ${pid})`);
-        expect(r.doc.warnings.some((w) => w.startsWith(`h: the checkout ${wt} has uncommitted changes and is being removed`))).toBe(true);
-        expect(r.doc.warnings.some((w) => w.includes("the next `loop run` launches h again"))).toBe(true);
-        for (const w of r.doc.warnings) expect(r.stderr).toContain(w);
-        // …nothing of the item is left on disk; the branch is renamed, never deleted, with the agent's work on it
-        expect(existsSync(wt)).toBe(false);
-        expect(existsSync(join(p.stateRoot, "sessions", "h"))).toBe(false);
-        expect(gitOk(p.root, "rev-parse", "--verify", "refs/heads/loop/t/item/h")).toBe(false);
-        expect(git(p.root, "show", "loop/t/reset/h/e0:wip.txt")).toBe("wip");
-        // …the log gained the close path's events and one work_item_reset, by the actor, and nothing else changed in it
-        expect(r.doc.transitions.map((t) => t.type)).toEqual(["session_ended", "session_closed", "work_item_reset"]);
-        const ev = p.eventsOf("work_item_reset", "h");
-        expect(ev).toHaveLength(1);
-        expect(ev[0]!.actor).toBe("alice@test");
-        expect(ev[0]!.payload).toEqual({
-          pieces: ["session", "ledger", "workspace", "branch"],
-          found: true,
-          wasLive: true,
-          archivedBranch: "loop/t/reset/h/e0",
-          checkout: { outcome: "removed", path: wt, why: null },
-          aside: [],
-          errors: [],
-        });
-        // …and status shows it pending, 0 attempts, no session, epoch 1, reset by alice
-        const st = JSON.parse((await p.loop(["status", "--json", "--root", p.root])).stdout);
-        const h = st.items.find((i: { id: string }) => i.id === "h");
-        expect(h).toMatchObject({ status: "pending", attempts: 0, failures: 0, session: null, branch: null, worktree: null, epoch: 1, reset: { actor: "alice@test" } });
-        expect(st.loop.current).toBeNull();
-        // When the loop runs again
-        const next = await p.run();
-        // Then h is launched as attempt 1 of epoch 1, on a fresh branch from the base (no old commits)
-        expect([next.action, next.item]).toEqual(["launched", "h"]);
-        expect(p.eventsOf("launch_reserved", "h").at(-1)!.payload).toMatchObject({ attempt: 1, key: "launch:h:e1:a1" });
-        expect(git(p.root, "rev-parse", "loop/t/item/h")).toBe(mainHead);
-        // The second session is ended by a second reset (the first one's archive name is not reused)
-        const again = await reset(p, ["--work-item", "h", "--yes"]);
-        expect(again.code).toBe(0);
-        expect(again.doc.items[0]!.archived_branch).toBe("loop/t/reset/h/e1");
-        await p.ctl(["skip", "--work-item", "h", "--yes"]);
-        await p.runToDrain();
-      }),
+          });
+          // …and status shows it pending, 0 attempts, no session, epoch 1, reset by alice
+          const st = JSON.parse((await p.loop(["status", "--json", "--root", p.root])).stdout);
+          const h = st.items.find((i: { id: string }) => i.id === "h");
+          expect(h).toMatchObject({
+            status: "pending",
+            attempts: 0,
+            failures: 0,
+            session: null,
+            branch: null,
+            worktree: null,
+            epoch: 1,
+            reset: { actor: "alice@test" },
+          });
+          expect(st.loop.current).toBeNull();
+          // When the loop runs again
+          const next = await p.run();
+          // Then h is launched as attempt 1 of epoch 1, on a fresh branch from the base (no old commits)
+          expect([next.action, next.item]).toEqual(["launched", "h"]);
+          expect(p.eventsOf("launch_reserved", "h").at(-1)!.payload).toMatchObject({ attempt: 1, key: "launch:h:e1:a1" });
+          expect(git(p.root, "rev-parse", "loop/t/item/h")).toBe(mainHead);
+          // The second session is ended by a second reset (the first one's archive name is not reused)
+          const again = await reset(p, ["--work-item", "h", "--yes"]);
+          expect(again.code).toBe(0);
+          expect(again.doc.items[0]!.archived_branch).toBe("loop/t/reset/h/e1");
+          await p.ctl(["skip", "--work-item", "h", "--yes"]);
+          await p.runToDrain();
+        },
+      ),
     T,
   );
 
@@ -210,47 +231,74 @@ describe("loop reset", () => {
     "no state is 'nothing to reset' (exit 1) with an audit event; resetting twice is once, then 'nothing to reset'",
     () =>
       // Given a passed item a and an item b that was imported but never touched
-      scenario(demoDefinition([{ id: "a", prompt: "x" }, { id: "b", prompt: "y", dependsOn: ["a"] }], { control: { requireStartCommand: true } }), {}, async (p) => {
-        expect((await p.run()).action).toBe("idle"); // imports the definition
-        expect((await p.ctl(["start", "--work-item", "a"])).code).toBe(0);
-        await untilPassed(p, "a");
-        const b0 = p.projection().items.b!;
-        // When b is reset
-        const none = await reset(p, ["--work-item", "b", "--yes"]);
-        // Then: exit 1, "nothing to reset", found false; one audit event, and b is unchanged (same epoch)
-        expect(none.code).toBe(1);
-        expect(none.doc.items).toEqual([
-          { item: "b", ref: null, found: false, removed: [], was_live: false, archived_branch: null, checkout: { outcome: "absent", path: null, why: null }, aside: [], errors: [], effects: ["b: nothing to reset"], stays: [] },
-        ]);
-        expect(none.doc.ok).toBe(true);
-        expect(p.eventsOf("work_item_reset", "b").map((e) => e.payload.found)).toEqual([false]);
-        expect(p.projection().items.b).toEqual(b0);
-        const text = await reset(p, ["--work-item", "b", "--yes", "--text"]);
-        expect([text.code, text.stdout]).toEqual([1, "b: nothing to reset\nnothing to reset\n"]);
-        // When a is reset twice
-        const first = await reset(p, ["--work-item", "a", "--yes"]);
-        const after1 = p.projection().items.a!;
-        const second = await reset(p, ["--work-item", "a", "--yes"]);
-        // Then the first resets (exit 0), the second finds nothing (exit 1) and changes nothing but its audit record
-        expect(first.code).toBe(0);
-        expect(first.doc.items[0]).toMatchObject({ found: true, removed: ["session", "control", "ledger", "branch"], archived_branch: "loop/t/reset/a/e0" });
-        expect(second.code).toBe(1);
-        expect(second.doc.items[0]).toMatchObject({ found: false, removed: [] });
-        expect(p.projection().items.a).toEqual(after1);
-        expect(after1).toMatchObject({ epoch: 1, status: "pending", started: false, attempts: [] });
-        expect(Object.keys(branches(p)).filter((b) => b.startsWith("loop/t/reset/"))).toEqual(["loop/t/reset/a/e0"]);
-        // The log was only appended to: the chain replays clean (finish), every earlier event intact
-        expect(p.events().filter((e) => e.type === "work_item_reset").map((e) => [e.item, e.payload.found])).toEqual([
-          ["b", false],
-          ["b", false],
-          ["a", true],
-          ["a", false],
-        ]);
-        // With requireStartCommand, a reset item is disarmed: it waits for a new start
-        const idle = await p.run();
-        expect(idle.action).toBe("idle");
-        expect(idle.reason).toContain("a waits for `loop ctl start --work-item a`");
-      }),
+      scenario(
+        demoDefinition(
+          [
+            { id: "a", prompt: "x" },
+            { id: "b", prompt: "y", dependsOn: ["a"] },
+          ],
+          { control: { requireStartCommand: true } },
+        ),
+        {},
+        async (p) => {
+          expect((await p.run()).action).toBe("idle"); // imports the definition
+          expect((await p.ctl(["start", "--work-item", "a"])).code).toBe(0);
+          await untilPassed(p, "a");
+          const b0 = p.projection().items.b!;
+          // When b is reset
+          const none = await reset(p, ["--work-item", "b", "--yes"]);
+          // Then: exit 1, "nothing to reset", found false; one audit event, and b is unchanged (same epoch)
+          expect(none.code).toBe(1);
+          expect(none.doc.items).toEqual([
+            {
+              item: "b",
+              ref: null,
+              found: false,
+              removed: [],
+              was_live: false,
+              archived_branch: null,
+              checkout: { outcome: "absent", path: null, why: null },
+              aside: [],
+              errors: [],
+              effects: ["b: nothing to reset"],
+              stays: [],
+            },
+          ]);
+          expect(none.doc.ok).toBe(true);
+          expect(p.eventsOf("work_item_reset", "b").map((e) => e.payload.found)).toEqual([false]);
+          expect(p.projection().items.b).toEqual(b0);
+          const text = await reset(p, ["--work-item", "b", "--yes", "--text"]);
+          expect([text.code, text.stdout]).toEqual([1, "b: nothing to reset\nnothing to reset\n"]);
+          // When a is reset twice
+          const first = await reset(p, ["--work-item", "a", "--yes"]);
+          const after1 = p.projection().items.a!;
+          const second = await reset(p, ["--work-item", "a", "--yes"]);
+          // Then the first resets (exit 0), the second finds nothing (exit 1) and changes nothing but its audit record
+          expect(first.code).toBe(0);
+          expect(first.doc.items[0]).toMatchObject({ found: true, removed: ["session", "control", "ledger", "branch"], archived_branch: "loop/t/reset/a/e0" });
+          expect(second.code).toBe(1);
+          expect(second.doc.items[0]).toMatchObject({ found: false, removed: [] });
+          expect(p.projection().items.a).toEqual(after1);
+          expect(after1).toMatchObject({ epoch: 1, status: "pending", started: false, attempts: [] });
+          expect(Object.keys(branches(p)).filter((b) => b.startsWith("loop/t/reset/"))).toEqual(["loop/t/reset/a/e0"]);
+          // The log was only appended to: the chain replays clean (finish), every earlier event intact
+          expect(
+            p
+              .events()
+              .filter((e) => e.type === "work_item_reset")
+              .map((e) => [e.item, e.payload.found]),
+          ).toEqual([
+            ["b", false],
+            ["b", false],
+            ["a", true],
+            ["a", false],
+          ]);
+          // With requireStartCommand, a reset item is disarmed: it waits for a new start
+          const idle = await p.run();
+          expect(idle.action).toBe("idle");
+          expect(idle.reason).toContain("a waits for `loop ctl start --work-item a`");
+        },
+      ),
     T,
   );
 
@@ -259,7 +307,14 @@ describe("loop reset", () => {
     () =>
       // Given items a (ref github:acme/api#42), b and c; a and c hold a recorded start, b nothing; nothing runs (requireStartCommand)
       scenario(
-        demoDefinition([{ id: "a", ref: "github:acme/api#42", prompt: "x" }, { id: "b", prompt: "y" }, { id: "c", prompt: "z" }], { control: { requireStartCommand: true } }),
+        demoDefinition(
+          [
+            { id: "a", ref: "github:acme/api#42", prompt: "x" },
+            { id: "b", prompt: "y" },
+            { id: "c", prompt: "z" },
+          ],
+          { control: { requireStartCommand: true } },
+        ),
         {},
         async (p) => {
           expect((await p.run()).action).toBe("idle");
@@ -328,73 +383,83 @@ describe("loop reset", () => {
     "--dry-run and a refusal change nothing: state root byte- and mtime-identical, agent running, branches and worktrees as they were",
     () =>
       // Given h running with uncommitted work in its checkout
-      scenario(demoDefinition([{ id: "h", prompt: "hang", runner: "hang" }, { id: "n", prompt: "quick" }], { runners: { hang: hanging } }), {}, async (p) => {
-        const { pid, wt } = await launchHanging(p);
-        await pollUntil(() => readFileSync(join(p.stateRoot, "sessions", "h", "1", "output.log"), "utf8").includes("start"), "the agent's output");
-        expect(existsSync(join(p.stateRoot, "loop.db-wal"))).toBe(false);
-        const tree = snapshotTree(p.stateRoot);
-        const refs = branches(p);
-        const worktrees = git(p.root, "worktree", "list", "--porcelain");
-        const unchanged = () => {
-          expect(snapshotTree(p.stateRoot)).toEqual(tree);
-          expect(p.alive(pid)).toBe(true);
-          expect(branches(p)).toEqual(refs);
-          expect(git(p.root, "worktree", "list", "--porcelain")).toBe(worktrees);
-        };
-        // When a dry run is asked for
-        const dry = await reset(p, ["--work-item", "h", "--dry-run"]);
-        // Then it reports exactly what a real run would do (exit 0: there is state), says the agent would be ended
-        // and the uncommitted work where it goes, and changes nothing
-        expect(dry.code).toBe(0);
-        expect(dry.doc).toMatchObject({ dry_run: true, ok: true, transitions: [] });
-        expect(dry.doc.items).toEqual([
-          {
-            item: "h",
-            ref: null,
-            found: true,
-            removed: ["session", "ledger", "workspace", "branch"],
-            was_live: true,
-            archived_branch: "loop/t/reset/h/e0",
-            checkout: { outcome: "removed", path: wt, why: null },
-            aside: [],
-            errors: [],
-            effects: [
-              `end the live agent of h (attempt 1, pid ${pid})`,
-              "delete h's session record and its folder sessions/h/ (every attempt's output and verify logs: `loop logs` has none of them afterwards)",
-              "forget h's ledgers (1 attempt(s), 0 failure(s); status running): it becomes pending, first sight",
-              `remove the checkout ${wt} (changes left in it are committed on its branch first)`,
-              "archive branch loop/t/item/h as loop/t/reset/h/e0",
-            ],
-            stays: [],
-          },
-        ]);
-        expect(dry.doc.warnings).toContain(`h: a live agent would be ended (attempt 1, pid ${pid})`);
-        expect(dry.doc.warnings).toContain(
-          `h: the checkout ${wt} has uncommitted changes and would be removed; they are committed on loop/t/item/h, archived as loop/t/reset/h/e0 first (files git ignores are lost)`,
-        );
-        unchanged();
-        // …in text too
-        const dryText = await reset(p, ["--work-item", "h", "--dry-run", "--text"]);
-        expect(dryText.stdout).toContain("h: would reset\n  - end the live agent of h");
-        expect(dryText.stdout).toContain("dry run: would reset 1 item(s); nothing was changed\n");
-        unchanged();
-        // When it is asked for without --yes and stdin is not a terminal
-        const refused = await reset(p, ["--work-item", "h"]);
-        // Then exit 2, the reason names --yes, and nothing changed
-        expect([refused.code, refused.stdout]).toEqual([2, ""]);
-        expect(refused.stderr).toContain("--yes");
-        unchanged();
-        const refusedAll = await reset(p, ["--all"]);
-        expect(refusedAll.code).toBe(2);
-        unchanged();
-        // A dry run of an item with nothing to reset exits 1 by the same rule
-        const dryNone = await reset(p, ["--work-item", "n", "--dry-run"]);
-        expect([dryNone.code, dryNone.doc.items[0]!.found]).toEqual([1, false]);
-        unchanged();
-        await reset(p, ["--work-item", "h", "--yes"]);
-        await p.ctl(["skip", "--work-item", "h", "--yes"]);
-        await p.runToDrain();
-      }),
+      scenario(
+        demoDefinition(
+          [
+            { id: "h", prompt: "hang", runner: "hang" },
+            { id: "n", prompt: "quick" },
+          ],
+          { runners: { hang: hanging } },
+        ),
+        {},
+        async (p) => {
+          const { pid, wt } = await launchHanging(p);
+          await pollUntil(() => readFileSync(join(p.stateRoot, "sessions", "h", "1", "output.log"), "utf8").includes("start"), "the agent's output");
+          expect(existsSync(join(p.stateRoot, "loop.db-wal"))).toBe(false);
+          const tree = snapshotTree(p.stateRoot);
+          const refs = branches(p);
+          const worktrees = git(p.root, "worktree", "list", "--porcelain");
+          const unchanged = () => {
+            expect(snapshotTree(p.stateRoot)).toEqual(tree);
+            expect(p.alive(pid)).toBe(true);
+            expect(branches(p)).toEqual(refs);
+            expect(git(p.root, "worktree", "list", "--porcelain")).toBe(worktrees);
+          };
+          // When a dry run is asked for
+          const dry = await reset(p, ["--work-item", "h", "--dry-run"]);
+          // Then it reports exactly what a real run would do (exit 0: there is state), says the agent would be ended
+          // and the uncommitted work where it goes, and changes nothing
+          expect(dry.code).toBe(0);
+          expect(dry.doc).toMatchObject({ dry_run: true, ok: true, transitions: [] });
+          expect(dry.doc.items).toEqual([
+            {
+              item: "h",
+              ref: null,
+              found: true,
+              removed: ["session", "ledger", "workspace", "branch"],
+              was_live: true,
+              archived_branch: "loop/t/reset/h/e0",
+              checkout: { outcome: "removed", path: wt, why: null },
+              aside: [],
+              errors: [],
+              effects: [
+                `end the live agent of h (attempt 1, pid ${pid})`,
+                "delete h's session record and its folder sessions/h/ (every attempt's output and verify logs: `loop logs` has none of them afterwards)",
+                "forget h's ledgers (1 attempt(s), 0 failure(s); status running): it becomes pending, first sight",
+                `remove the checkout ${wt} (changes left in it are committed on its branch first)`,
+                "archive branch loop/t/item/h as loop/t/reset/h/e0",
+              ],
+              stays: [],
+            },
+          ]);
+          expect(dry.doc.warnings).toContain(`h: a live agent would be ended (attempt 1, pid ${pid})`);
+          expect(dry.doc.warnings).toContain(
+            `h: the checkout ${wt} has uncommitted changes and would be removed; they are committed on loop/t/item/h, archived as loop/t/reset/h/e0 first (files git ignores are lost)`,
+          );
+          unchanged();
+          // …in text too
+          const dryText = await reset(p, ["--work-item", "h", "--dry-run", "--text"]);
+          expect(dryText.stdout).toContain("h: would reset\n  - end the live agent of h");
+          expect(dryText.stdout).toContain("dry run: would reset 1 item(s); nothing was changed\n");
+          unchanged();
+          // When it is asked for without --yes and stdin is not a terminal
+          const refused = await reset(p, ["--work-item", "h"]);
+          // Then exit 2, the reason names --yes, and nothing changed
+          expect([refused.code, refused.stdout]).toEqual([2, ""]);
+          expect(refused.stderr).toContain("--yes");
+          unchanged();
+          const refusedAll = await reset(p, ["--all"]);
+          expect(refusedAll.code).toBe(2);
+          unchanged();
+          // A dry run of an item with nothing to reset exits 1 by the same rule
+          const dryNone = await reset(p, ["--work-item", "n", "--dry-run"]);
+          expect([dryNone.code, dryNone.doc.items[0]!.found]).toEqual([1, false]);
+          unchanged();
+          await reset(p, ["--work-item", "h", "--yes"]);
+          await p.ctl(["skip", "--work-item", "h", "--yes"]);
+          await p.runToDrain();
+        },
+      ),
     T,
   );
 
@@ -431,7 +496,9 @@ describe("loop reset", () => {
           // When the reset runs, Then it warns that the watcher may relaunch the item, and resets anyway
           const r = await reset(p, ["--work-item", "a", "--yes"]);
           expect(r.code).toBe(0);
-          expect(r.doc.warnings).toContain(`a \`loop run --watch\` is running (pid ${process.pid}): it may launch a again right after the reset; stop it first`);
+          expect(r.doc.warnings).toContain(
+            `a \`loop run --watch\` is running (pid ${process.pid}): it may launch a again right after the reset; stop it first`,
+          );
         } finally {
           rmSync(join(p.stateRoot, "run.pid"));
         }
@@ -625,64 +692,71 @@ describe.skipIf(!HAVE_TMUX)(HAVE_TMUX ? "loop reset on a terminal" : "loop reset
     "without --yes a terminal is shown the plan and asked to type the item's id (Enter alone: exit 3, nothing changed); the id resets; --all asks for the loop's name",
     () =>
       // Given two passed items a and b
-      scenario(demoDefinition([{ id: "a", prompt: "x" }, { id: "b", prompt: "y" }]), {}, async (p) => {
-        await p.runToDrain();
-        const term = terminal(p);
-        try {
-          const tree = snapshotTree(p.stateRoot);
-          const refs = branches(p);
-          // When reset runs on a terminal and the operator just presses Enter
-          const no = term.start(["--work-item", "a"]);
-          await pollUntil(() => term.screen(no.name).includes("Type the item's id (a)"), "the prompt");
-          // Then the plan was shown before the question
-          expect(term.screen(no.name)).toContain("loop reset will:");
-          expect(term.screen(no.name)).toContain("archive branch loop/t/item/a as loop/t/reset/a/e0");
-          term.tmux("send-keys", "-t", `=${no.name}:`, "Enter");
-          // …the default is No: declined, exit 3, nothing changed
-          expect(await exitCodeOf(no.rc)).toBe(3);
-          expect(snapshotTree(p.stateRoot)).toEqual(tree);
-          expect(branches(p)).toEqual(refs);
-          // When the operator answers y: one key is not enough for what cannot be undone
-          const y = term.start(["--work-item", "a"]);
-          await pollUntil(() => term.screen(y.name).includes("Type the item's id (a)"), "the prompt");
-          term.tmux("send-keys", "-t", `=${y.name}:`, "-l", "y");
-          term.tmux("send-keys", "-t", `=${y.name}:`, "Enter");
-          expect(await exitCodeOf(y.rc)).toBe(3);
-          expect(snapshotTree(p.stateRoot)).toEqual(tree);
-          // When the operator types the item's id
-          const yes = term.start(["--work-item", "a"]);
-          await pollUntil(() => term.screen(yes.name).includes("Type the item's id (a)"), "the prompt");
-          term.tmux("send-keys", "-t", `=${yes.name}:`, "-l", "a");
-          term.tmux("send-keys", "-t", `=${yes.name}:`, "Enter");
-          // Then a is reset (exit 0) and the text report says so
-          expect(await exitCodeOf(yes.rc)).toBe(0);
-          await pollUntil(() => term.screen(yes.name).includes("reset 1 item(s)"), "the report");
-          // …and a warning the prompt showed is not said again when the reset is carried out
-          expect(term.screen(yes.name).split("does not require explicit starts").length - 1).toBe(1);
-          expect(p.eventsOf("work_item_reset", "a").map((e) => e.actor)).toEqual(["tty@test"]);
-          // When --all runs on a terminal, the operator must type the loop's name: a wrong one declines
-          const tree2 = snapshotTree(p.stateRoot);
-          const wrong = term.start(["--all"]);
-          await pollUntil(() => term.screen(wrong.name).includes("Type the loop's name (t)"), "the name prompt");
-          term.tmux("send-keys", "-t", `=${wrong.name}:`, "-l", "not-t");
-          term.tmux("send-keys", "-t", `=${wrong.name}:`, "Enter");
-          expect(await exitCodeOf(wrong.rc)).toBe(3);
-          expect(snapshotTree(p.stateRoot)).toEqual(tree2);
-          // …and the right one resets every item with state (b)
-          const right = term.start(["--all"]);
-          await pollUntil(() => term.screen(right.name).includes("Type the loop's name (t)"), "the name prompt");
-          term.tmux("send-keys", "-t", `=${right.name}:`, "-l", "t");
-          term.tmux("send-keys", "-t", `=${right.name}:`, "Enter");
-          expect(await exitCodeOf(right.rc)).toBe(0);
-          expect(p.eventsOf("work_item_reset").map((e) => e.item)).toEqual(["a", "b"]);
-          // --dry-run never asks
-          const dry = term.start(["--all", "--dry-run"]);
-          expect(await exitCodeOf(dry.rc)).toBe(1); // nothing left to reset
-        } finally {
-          term.close();
-        }
-        await p.runToDrain();
-      }),
+      scenario(
+        demoDefinition([
+          { id: "a", prompt: "x" },
+          { id: "b", prompt: "y" },
+        ]),
+        {},
+        async (p) => {
+          await p.runToDrain();
+          const term = terminal(p);
+          try {
+            const tree = snapshotTree(p.stateRoot);
+            const refs = branches(p);
+            // When reset runs on a terminal and the operator just presses Enter
+            const no = term.start(["--work-item", "a"]);
+            await pollUntil(() => term.screen(no.name).includes("Type the item's id (a)"), "the prompt");
+            // Then the plan was shown before the question
+            expect(term.screen(no.name)).toContain("loop reset will:");
+            expect(term.screen(no.name)).toContain("archive branch loop/t/item/a as loop/t/reset/a/e0");
+            term.tmux("send-keys", "-t", `=${no.name}:`, "Enter");
+            // …the default is No: declined, exit 3, nothing changed
+            expect(await exitCodeOf(no.rc)).toBe(3);
+            expect(snapshotTree(p.stateRoot)).toEqual(tree);
+            expect(branches(p)).toEqual(refs);
+            // When the operator answers y: one key is not enough for what cannot be undone
+            const y = term.start(["--work-item", "a"]);
+            await pollUntil(() => term.screen(y.name).includes("Type the item's id (a)"), "the prompt");
+            term.tmux("send-keys", "-t", `=${y.name}:`, "-l", "y");
+            term.tmux("send-keys", "-t", `=${y.name}:`, "Enter");
+            expect(await exitCodeOf(y.rc)).toBe(3);
+            expect(snapshotTree(p.stateRoot)).toEqual(tree);
+            // When the operator types the item's id
+            const yes = term.start(["--work-item", "a"]);
+            await pollUntil(() => term.screen(yes.name).includes("Type the item's id (a)"), "the prompt");
+            term.tmux("send-keys", "-t", `=${yes.name}:`, "-l", "a");
+            term.tmux("send-keys", "-t", `=${yes.name}:`, "Enter");
+            // Then a is reset (exit 0) and the text report says so
+            expect(await exitCodeOf(yes.rc)).toBe(0);
+            await pollUntil(() => term.screen(yes.name).includes("reset 1 item(s)"), "the report");
+            // …and a warning the prompt showed is not said again when the reset is carried out
+            expect(term.screen(yes.name).split("does not require explicit starts").length - 1).toBe(1);
+            expect(p.eventsOf("work_item_reset", "a").map((e) => e.actor)).toEqual(["tty@test"]);
+            // When --all runs on a terminal, the operator must type the loop's name: a wrong one declines
+            const tree2 = snapshotTree(p.stateRoot);
+            const wrong = term.start(["--all"]);
+            await pollUntil(() => term.screen(wrong.name).includes("Type the loop's name (t)"), "the name prompt");
+            term.tmux("send-keys", "-t", `=${wrong.name}:`, "-l", "not-t");
+            term.tmux("send-keys", "-t", `=${wrong.name}:`, "Enter");
+            expect(await exitCodeOf(wrong.rc)).toBe(3);
+            expect(snapshotTree(p.stateRoot)).toEqual(tree2);
+            // …and the right one resets every item with state (b)
+            const right = term.start(["--all"]);
+            await pollUntil(() => term.screen(right.name).includes("Type the loop's name (t)"), "the name prompt");
+            term.tmux("send-keys", "-t", `=${right.name}:`, "-l", "t");
+            term.tmux("send-keys", "-t", `=${right.name}:`, "Enter");
+            expect(await exitCodeOf(right.rc)).toBe(0);
+            expect(p.eventsOf("work_item_reset").map((e) => e.item)).toEqual(["a", "b"]);
+            // --dry-run never asks
+            const dry = term.start(["--all", "--dry-run"]);
+            expect(await exitCodeOf(dry.rc)).toBe(1); // nothing left to reset
+          } finally {
+            term.close();
+          }
+          await p.runToDrain();
+        },
+      ),
     T,
   );
 

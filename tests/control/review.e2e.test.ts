@@ -19,7 +19,16 @@ const PATH = "/usr/bin:/bin";
 
 function cli(args: string[], root: string) {
   const r = runLoopSync(args, { cwd: root, env: { PATH } });
-  return { ...r, json: (() => { try { return JSON.parse(r.stdout); } catch { return null; } })() };
+  return {
+    ...r,
+    json: (() => {
+      try {
+        return JSON.parse(r.stdout);
+      } catch {
+        return null;
+      }
+    })(),
+  };
 }
 
 /** A fresh repository after `loop init`, with two items added, a verify that passes, and what `edit` does to loop.json. */
@@ -52,11 +61,25 @@ describe("review and start, through the binary", () => {
     expect(first.json.action).toBe("review");
     expect(launched(first)).toBe(0);
     expect(first.json.attention.map((a: { kind: string }) => a.kind)).toEqual(["review"]);
-    expect(first.json.review.items.map((it: { id: string; runner: string }) => [it.id, it.runner])).toEqual([["write-hello", "demo"], ["write-world", "demo"]]);
+    expect(first.json.review.items.map((it: { id: string; runner: string }) => [it.id, it.runner])).toEqual([
+      ["write-hello", "demo"],
+      ["write-world", "demo"],
+    ]);
     expect(first.json.review.maxSpend).toBeNull();
     // The review on stderr: the scale, the landing said plainly, the spend, the command.
-    for (const s of ["2 items to run:", "write-hello: demo (its default model)", "nothing is merged", "most it can spend: no budget: unbounded", "to start it: loop ctl start"]) expect(first.stderr).toContain(s);
-    const notified = () => readFileSync(join(root, "notified.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    for (const s of [
+      "2 items to run:",
+      "write-hello: demo (its default model)",
+      "nothing is merged",
+      "most it can spend: no budget: unbounded",
+      "to start it: loop ctl start",
+    ])
+      expect(first.stderr).toContain(s);
+    const notified = () =>
+      readFileSync(join(root, "notified.jsonl"), "utf8")
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l));
     expect(notified().map((d: { kind: string }) => d.kind)).toEqual(["review"]);
     // Again: still nothing launches (nor is anyone told twice), and status says why, as attention of kind review.
     expect(launched(cli(["run", "--json"], root))).toBe(0);
@@ -72,7 +95,12 @@ describe("review and start, through the binary", () => {
     expect(refused.stderr).toContain("pass --yes");
     const start = cli(["ctl", "start", "--yes", "--json"], root);
     expect(start.code, start.stderr).toBe(0);
-    expect(start.json.review).toMatchObject({ items: [{ id: "write-hello" }, { id: "write-world" }], landing: { mode: "none" }, maxSpend: null, start: "loop ctl start" });
+    expect(start.json.review).toMatchObject({
+      items: [{ id: "write-hello" }, { id: "write-world" }],
+      landing: { mode: "none" },
+      maxSpend: null,
+      start: "loop ctl start",
+    });
     expect(start.json.transitions.map((t: { type: string }) => t.type)).toEqual(["loop_reviewed", "loop_started"]);
     const next = cli(["run", "--json"], root);
     expect(next.json.action).toBe("launched");
@@ -82,7 +110,12 @@ describe("review and start, through the binary", () => {
 
   test("the most it can spend is the budgets at the prices; raising a budget waits for review again, adding an item does not", () => {
     // Two items of 100,000 tokens each at $75 per million (the model's dearest price): $7.50 each; the loop's own budget is $20.
-    const { root } = freshLoop((t) => withTop('"budget": { "usd": 20 },\n  "prices": { "m1": { "input": 15, "output": 75 } }')(t).replace('"model": null,', '"model": "m1",\n    "budget": { "tokens": 100000 },'));
+    const { root } = freshLoop((t) =>
+      withTop('"budget": { "usd": 20 },\n  "prices": { "m1": { "input": 15, "output": 75 } }')(t).replace(
+        '"model": null,',
+        '"model": "m1",\n    "budget": { "tokens": 100000 },',
+      ),
+    );
     const first = cli(["run", "--json"], root);
     expect(first.json.review.maxSpend).toBe(15);
     expect(first.json.review.items.map((it: { maxSpend: number }) => it.maxSpend)).toEqual([7.5, 7.5]);

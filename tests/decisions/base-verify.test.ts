@@ -39,18 +39,34 @@ describe("baseVerifyNeed", () => {
   });
 
   test("the fault names the verify, the base and both ways on", () => {
-    const f = baseVerifyFault({ code: "failed", verify: "npm test", setup: null, commit: "a".repeat(40), base: "main", why: "the verify exited 1: Error: boom", log: "/s/base-verify/verify.log" });
+    const f = baseVerifyFault({
+      code: "failed",
+      verify: "npm test",
+      setup: null,
+      commit: "a".repeat(40),
+      base: "main",
+      why: "the verify exited 1: Error: boom",
+      log: "/s/base-verify/verify.log",
+    });
     expect(f.kind).toBe("base_verify_failed");
     expect(f.message).toContain('"npm test" failed on the base main (aaaaaaaaaaaa)');
     expect(f.message).toContain("Error: boom");
     expect(f.fix).toContain("`loop ctl resume --yes`");
-    expect(baseVerifyFault({ code: "setup_failed", verify: "npm test", setup: "npm ci", commit: "a".repeat(40), base: "main", why: "x", log: "/l" }).message).toContain('workspace.setup ("npm ci") failed');
+    expect(
+      baseVerifyFault({ code: "setup_failed", verify: "npm test", setup: "npm ci", commit: "a".repeat(40), base: "main", why: "x", log: "/l" }).message,
+    ).toContain('workspace.setup ("npm ci") failed');
   });
 });
 
-const started: EventDraft = { type: "base_verify_started", payload: { key: "k1", verify: "npm test", setup: null, base: "main", commit: "c".repeat(40), dir: "/s/base-verify" } };
+const started: EventDraft = {
+  type: "base_verify_started",
+  payload: { key: "k1", verify: "npm test", setup: null, base: "main", commit: "c".repeat(40), dir: "/s/base-verify" },
+};
 const failed: EventDraft[] = [
-  { type: "base_verify_finished", payload: { key: "k1", code: "failed", exitCode: 1, quote: "Error: boom", log: "/s/base-verify/verify.log", ms: 5, reason: "the verify exited 1" } },
+  {
+    type: "base_verify_finished",
+    payload: { key: "k1", code: "failed", exitCode: 1, quote: "Error: boom", log: "/s/base-verify/verify.log", ms: 5, reason: "the verify exited 1" },
+  },
   { type: "environment_fault", payload: { kind: "base_verify_failed", attempt: null, reason: "failed on the base", fix: "resume" } },
 ];
 
@@ -74,8 +90,16 @@ describe("the reducer", () => {
   });
 
   test("refused: a finish for a key not running, an acceptance of a run that did not fail, an item named", () => {
-    const b = log(started, { type: "base_verify_finished", payload: { key: "k1", code: "passed", exitCode: 0, quote: "", log: "/l", ms: 1, reason: "passed" } });
-    expect(() => fold([...b.events, b.next({ type: "base_verify_finished", payload: { key: "k1", code: "passed", exitCode: 0, quote: "", log: "/l", ms: 1, reason: "passed" } })])).toThrow(/base_verify_order/);
+    const b = log(started, {
+      type: "base_verify_finished",
+      payload: { key: "k1", code: "passed", exitCode: 0, quote: "", log: "/l", ms: 1, reason: "passed" },
+    });
+    expect(() =>
+      fold([
+        ...b.events,
+        b.next({ type: "base_verify_finished", payload: { key: "k1", code: "passed", exitCode: 0, quote: "", log: "/l", ms: 1, reason: "passed" } }),
+      ]),
+    ).toThrow(/base_verify_order/);
     expect(() => fold([...b.events, b.next({ type: "base_verify_accepted", payload: { key: "k1" } })])).toThrow(/base_verify_order/);
     const c = log();
     expect(() => fold([...c.events, c.next({ ...started, item: "a" })])).toThrow(/item_forbidden/);

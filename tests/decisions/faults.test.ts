@@ -13,7 +13,18 @@ import type { Projection } from "../../lib/log/projection.ts";
 import { provenConversation } from "../../lib/definition/runners.ts";
 import { attention, attentionInput, attentionOf, ATTENTION_STATUSES, pausedByQuestionOf, UNLANDED_OUTCOMES } from "../../lib/decisions/attention.ts";
 import { outputShowsProgress } from "../../lib/supervisor/waiting.ts";
-import { aiderCanChooseModel, drainedReason, type FaultKind, INTERRUPTED_LAUNCHES, interruptedLaunchesFault, type LaunchFacts, launchErrorFault, launchFault, programFault, startPointFault } from "../../lib/decisions/faults.ts";
+import {
+  aiderCanChooseModel,
+  drainedReason,
+  type FaultKind,
+  INTERRUPTED_LAUNCHES,
+  interruptedLaunchesFault,
+  type LaunchFacts,
+  launchErrorFault,
+  launchFault,
+  programFault,
+  startPointFault,
+} from "../../lib/decisions/faults.ts";
 import { lastProgressAt, PROGRESS_FILE } from "../../lib/supervisor/progress.ts";
 import { stepExitCode } from "../../lib/step/step.ts";
 import { closed, definition, drained, ended, itemDef, landed, launch, LogBuilder, loopStarted, settled, started, verified } from "../helpers/events.ts";
@@ -44,7 +55,12 @@ describe("launchFault", () => {
       mentions: ["has no commit yet", '"main"', "first commit", "loop ctl resume"],
     },
     { name: "commits, but not the base: base_missing", facts: { startPointExists: false, hasCommits: true }, want: "base_missing" },
-    { name: "verify still the placeholder loop init writes", facts: { verify: "exit 1" }, want: "verify_placeholder", mentions: ['"exit 1"', "loop init", 'set "verify"', "loop ctl resume"] },
+    {
+      name: "verify still the placeholder loop init writes",
+      facts: { verify: "exit 1" },
+      want: "verify_placeholder",
+      mentions: ['"exit 1"', "loop init", 'set "verify"', "loop ctl resume"],
+    },
     { name: "the placeholder with spaces around it", facts: { verify: " exit 1 " }, want: "verify_placeholder" },
     { name: "a real verify command", facts: { verify: "npm test" }, want: null },
     { name: "verify false is no placeholder", facts: { verify: false }, want: null },
@@ -54,8 +70,18 @@ describe("launchFault", () => {
       want: "program_not_found",
       mentions: ['"claude"', "PATH (/usr/bin:/bin)", "crontab", "loop ctl resume"],
     },
-    { name: "an absolute program that is not there", facts: { program: "/opt/agent", programFact: { state: "missing", path: "/opt/agent" } }, want: "program_not_found", mentions: ["(/opt/agent)"] },
-    { name: "a program that is not executable", facts: { programFact: { state: "not_executable", path: "/x/agent" } }, want: "program_not_executable", mentions: ["chmod +x"] },
+    {
+      name: "an absolute program that is not there",
+      facts: { program: "/opt/agent", programFact: { state: "missing", path: "/opt/agent" } },
+      want: "program_not_found",
+      mentions: ["(/opt/agent)"],
+    },
+    {
+      name: "a program that is not executable",
+      facts: { programFact: { state: "not_executable", path: "/x/agent" } },
+      want: "program_not_executable",
+      mentions: ["chmod +x"],
+    },
     { name: "tmux sessions without tmux", facts: { tmux: { state: "missing", path: null } }, want: "program_not_found", mentions: ["tmux", '"sessions.tmux"'] },
     { name: "tmux sessions with tmux", facts: { tmux: { state: "found", path: "/usr/bin/tmux" } }, want: null },
     { name: "a relative program not checkable yet", facts: { program: "./agent", programFact: { state: "unchecked" } }, want: null },
@@ -66,7 +92,11 @@ describe("launchFault", () => {
       mentions: ["ordinary user", "IS_SANDBOX=1", "CLAUDE_CODE_BUBBLEWRAP"],
     },
     { name: "claude as root with IS_SANDBOX=1", facts: { runner: "claude", uid: 0, sandbox: { IS_SANDBOX: "1" } }, want: null },
-    { name: "claude as root with IS_SANDBOX=true is still refused (Claude Code wants 1)", facts: { runner: "claude", uid: 0, sandbox: { IS_SANDBOX: "true" } }, want: "claude_as_root" },
+    {
+      name: "claude as root with IS_SANDBOX=true is still refused (Claude Code wants 1)",
+      facts: { runner: "claude", uid: 0, sandbox: { IS_SANDBOX: "true" } },
+      want: "claude_as_root",
+    },
     { name: "claude as root with CLAUDE_CODE_BUBBLEWRAP", facts: { runner: "claude", uid: 0, sandbox: { CLAUDE_CODE_BUBBLEWRAP: "1" } }, want: null },
     { name: "claude as an ordinary user", facts: { runner: "claude", uid: 1000 }, want: null },
     { name: "the sandbox asked for and usable", facts: { bwrap: { ok: true } }, want: null },
@@ -90,7 +120,12 @@ describe("launchFault", () => {
       mentions: ['"model"', "OPENAI_API_KEY"],
     },
     { name: "aider with a model", facts: { runner: "aider", aiderModel: { model: "gpt-4o", env: {}, files: {} } }, want: null },
-    { name: "git cannot commit for the agent", facts: { gitIdentity: { ok: false, detail: "fatal: empty ident name" } }, want: "git_identity", mentions: ["empty ident", "user.email"] },
+    {
+      name: "git cannot commit for the agent",
+      facts: { gitIdentity: { ok: false, detail: "fatal: empty ident name" } },
+      want: "git_identity",
+      mentions: ["empty ident", "user.email"],
+    },
     { name: "git identity fine", facts: { gitIdentity: { ok: true } }, want: null },
     {
       name: "several faults: the base first (every item needs it)",
@@ -131,7 +166,8 @@ describe("aiderCanChooseModel", () => {
 
 describe("launchErrorFault: a failure after the reservation is judged by its type, never its words", () => {
   const errno = (code: string, message: string) => Object.assign(new Error(message), { code, syscall: "open" });
-  const program = (state: "missing" | "not_executable") => new FaultError(programFault({ runner: "x", program: "./agent", fact: state === "missing" ? { state, path: "/w/agent" } : { state, path: "/w/agent" } }));
+  const program = (state: "missing" | "not_executable") =>
+    new FaultError(programFault({ runner: "x", program: "./agent", fact: state === "missing" ? { state, path: "/w/agent" } : { state, path: "/w/agent" } }));
   const cases: { name: string; err: unknown; want: FaultKind | null }[] = [
     { name: "a full disk", err: errno("ENOSPC", "ENOSPC: no space left on device, write"), want: "disk_full" },
     { name: "a read-only state root", err: errno("EROFS", "EROFS: read-only file system, mkdir '/s'"), want: "permission_denied" },
@@ -163,7 +199,13 @@ describe("provenConversation: a reply resumes only a conversation the log proves
   const init = '{"type":"system","subtype":"init","session_id":"c-1"}\n';
   const cases: { name: string; runner: string; recorded: string | null; log: string; history?: boolean; want: string | null }[] = [
     { name: "claude that started", runner: "claude", recorded: "c-1", log: init, want: "c-1" },
-    { name: "claude that died at start (as root): fresh session", runner: "claude", recorded: "c-1", log: "--dangerously-skip-permissions cannot be used with root/sudo privileges\n", want: null },
+    {
+      name: "claude that died at start (as root): fresh session",
+      runner: "claude",
+      recorded: "c-1",
+      log: "--dangerously-skip-permissions cannot be used with root/sudo privileges\n",
+      want: null,
+    },
     { name: "claude whose resume found nothing", runner: "claude", recorded: "c-1", log: "No conversation found with session ID: c-1\n", want: null },
     { name: "codex: the thread the log announces", runner: "codex", recorded: null, log: '{"type":"thread.started","thread_id":"t-9"}\n', want: "t-9" },
     { name: "codex: a resumed session's recorded id", runner: "codex", recorded: "t-9", log: "", want: "t-9" },
@@ -319,7 +361,11 @@ describe("attention: when the loop needs a person", () => {
     expect(attention(p)[0]!.fix).toEqual(['loop ctl reply --work-item a "<answer>"', "loop ctl resume"]);
     expect(pausedByQuestionOf(p, "a")).toBe(true);
     // A person's pause whose reason reads like a question's is a person's pause.
-    const resumed = foldOf(...asked, { type: "loop_resumed", payload: {} }, { type: "loop_paused", payload: { reason: "a needs input: which db?", cause: { kind: "operator", verb: "pause" } } });
+    const resumed = foldOf(
+      ...asked,
+      { type: "loop_resumed", payload: {} },
+      { type: "loop_paused", payload: { reason: "a needs input: which db?", cause: { kind: "operator", verb: "pause" } } },
+    );
     expect(resumed.loop.cause).toMatchObject({ kind: "operator", verb: "pause" });
     expect(kinds(resumed)).toEqual([]);
     expect(pausedByQuestionOf(resumed, "a")).toBe(false);
@@ -344,12 +390,19 @@ describe("attention: when the loop needs a person", () => {
       started({ item: "a", attempt: 1 }),
       ended({ item: "a", attempt: 1, exitCode: 0 }),
       verified({ item: "a", attempt: 1, passed: true }),
-      { ...landed({ item: "a", attempt: 1 }), payload: { ...landed({ item: "a", attempt: 1 }).payload, outcome: "conflict", code: "conflict", reason: "merge conflict in x" } } as EventDraft,
+      {
+        ...landed({ item: "a", attempt: 1 }),
+        payload: { ...landed({ item: "a", attempt: 1 }).payload, outcome: "conflict", code: "conflict", reason: "merge conflict in x" },
+      } as EventDraft,
       closed({ item: "a", attempt: 1, worktreeRemoved: false }),
       settled({ item: "a", attempt: 1, outcome: "failed", reason: "merge_conflict: merge conflict in x", code: "merge_conflict" }),
     ];
     expect(kinds(foldOf(...conflicted))).toEqual(["landing a"]);
-    const p = foldOf(...conflicted, { type: "item_settled", item: "b", payload: { attempt: 0, outcome: "skipped", code: "operator_skipped", reason: "x" } }, drained("Failed", { failed: 1, skipped: 1 }));
+    const p = foldOf(
+      ...conflicted,
+      { type: "item_settled", item: "b", payload: { attempt: 0, outcome: "skipped", code: "operator_skipped", reason: "x" } },
+      drained("Failed", { failed: 1, skipped: 1 }),
+    );
     expect(kinds(p)).toEqual(["landing a", "failed"]);
     expect(attention(p).map((a) => a.key)).toEqual(["landing:a:e0:a1", `failed:${p.loop.drainedSeq}`]);
     expect(attention(p)[1]!.reason).toBe("the loop drained Failed: a failed (to start one item over instead: loop reset --work-item <id>)");
@@ -360,16 +413,34 @@ describe("attention: when the loop needs a person", () => {
       started({ item: "a", attempt: 1 }),
       ended({ item: "a", attempt: 1, exitCode: 0 }),
       verified({ item: "a", attempt: 1, passed: true }),
-      { ...landed({ item: "a", attempt: 1 }), payload: { ...landed({ item: "a", attempt: 1 }).payload, outcome: "blocked", code: "checks_failed", commit: null, reason: "a check failed: ci; https://github.com/acme/api/pull/3 left open" } } as EventDraft,
+      {
+        ...landed({ item: "a", attempt: 1 }),
+        payload: {
+          ...landed({ item: "a", attempt: 1 }).payload,
+          outcome: "blocked",
+          code: "checks_failed",
+          commit: null,
+          reason: "a check failed: ci; https://github.com/acme/api/pull/3 left open",
+        },
+      } as EventDraft,
       closed({ item: "a", attempt: 1, worktreeRemoved: false }),
-      settled({ item: "a", attempt: 1, outcome: "landing_blocked", reason: "landing_blocked: a check failed: ci; https://github.com/acme/api/pull/3 left open" }),
+      settled({
+        item: "a",
+        attempt: 1,
+        outcome: "landing_blocked",
+        reason: "landing_blocked: a check failed: ci; https://github.com/acme/api/pull/3 left open",
+      }),
     ];
     const p = foldOf(...blocked);
     expect(p.items.a!.status).toBe("landing_blocked");
     expect(kinds(p)).toEqual(["landing a"]);
     expect(attention(p)[0]!.key).toBe("landing:a:e0:a1");
     expect(attention(p)[0]!.reason).toContain("pull/3 left open");
-    const d = foldOf(...blocked, { type: "item_settled", item: "b", payload: { attempt: 0, outcome: "skipped", code: "operator_skipped", reason: "x" } }, drained("Failed", { landing_blocked: 1, skipped: 1 }));
+    const d = foldOf(
+      ...blocked,
+      { type: "item_settled", item: "b", payload: { attempt: 0, outcome: "skipped", code: "operator_skipped", reason: "x" } },
+      drained("Failed", { landing_blocked: 1, skipped: 1 }),
+    );
     expect(kinds(d)).toEqual(["landing a", "failed"]);
     expect(attention(d)[1]!.reason).toBe("the loop drained Failed: a landing_blocked (to start one item over instead: loop reset --work-item <id>)");
   });
@@ -379,21 +450,39 @@ describe("attention: when the loop needs a person", () => {
       started({ item, attempt: 1 }),
       ended({ item, attempt: 1, exitCode: 0 }),
       verified({ item, attempt: 1, passed: true }),
-      { ...landed({ item, attempt: 1 }), payload: { ...landed({ item, attempt: 1 }).payload, outcome: "conflict", code: "conflict", reason: "merge conflict in x" } } as EventDraft,
+      {
+        ...landed({ item, attempt: 1 }),
+        payload: { ...landed({ item, attempt: 1 }).payload, outcome: "conflict", code: "conflict", reason: "merge conflict in x" },
+      } as EventDraft,
       closed({ item, attempt: 1, worktreeRemoved: false }),
       settled({ item, attempt: 1, outcome: "failed", reason: "merge_conflict: merge conflict in x", code: "merge_conflict" }),
     ];
-    for (const p of [foldOf(...asked), foldOf(...conflicted("a")), foldOf(...conflicted("a"), settled({ item: "b", attempt: 0, outcome: "blocked", reason: 'dependency "a" failed' }), drained("Failed", { failed: 1, blocked: 1 })), foldOf(fault("a", null))]) {
+    for (const p of [
+      foldOf(...asked),
+      foldOf(...conflicted("a")),
+      foldOf(
+        ...conflicted("a"),
+        settled({ item: "b", attempt: 0, outcome: "blocked", reason: 'dependency "a" failed' }),
+        drained("Failed", { failed: 1, blocked: 1 }),
+      ),
+      foldOf(fault("a", null)),
+    ]) {
       const drainedFailed = p.loop.state === "drained" && p.loop.outcome === "Failed";
       const input = attentionInput(p);
       const needed = (it: (typeof input.items)[number]) =>
-        it.id === p.loop.current || (drainedFailed && ATTENTION_STATUSES.includes(it.status)) || (it.landing !== null && UNLANDED_OUTCOMES.includes(it.landing.outcome));
+        it.id === p.loop.current ||
+        (drainedFailed && ATTENTION_STATUSES.includes(it.status)) ||
+        (it.landing !== null && UNLANDED_OUTCOMES.includes(it.landing.outcome));
       expect(attentionOf({ ...input, items: input.items.filter(needed) })).toEqual(attention(p));
     }
     expect(ATTENTION_STATUSES).toEqual(["failed", "blocked", "landing_blocked"]);
   });
   test("notified records the key per slot", () => {
-    const p = foldOf(fault("a", null), { type: "notified", item: null, payload: { slot: "environment", key: "environment:4", kind: "environment", ok: false, exitCode: 3, reason: "exited 3" } });
+    const p = foldOf(fault("a", null), {
+      type: "notified",
+      item: null,
+      payload: { slot: "environment", key: "environment:4", kind: "environment", ok: false, exitCode: 3, reason: "exited 3" },
+    });
     expect(p.loop.notified).toEqual({ environment: "environment:4" });
     expect(attention(p)[0]!.key).toBe("environment:4");
   });
@@ -410,9 +499,19 @@ describe("interrupted launches in a row (interruptedLaunchesFault)", () => {
     { name: "the first interrupted launch is tried again", ended: [], attempt: 1, want: null },
     { name: "the second too", ended: ["launch_interrupted"], attempt: 2, want: null },
     { name: "the third in a row pauses", ended: ["launch_interrupted", "launch_interrupted"], attempt: 3, want: "attempts 1 to 3" },
-    { name: "counted back to the last launch that got further", ended: ["exited", "launch_interrupted", "launch_interrupted"], attempt: 4, want: "attempts 2 to 4" },
+    {
+      name: "counted back to the last launch that got further",
+      ended: ["exited", "launch_interrupted", "launch_interrupted"],
+      attempt: 4,
+      want: "attempts 2 to 4",
+    },
     { name: "an attempt that ran stands between", ended: ["launch_interrupted", "exited", "launch_interrupted"], attempt: 4, want: null },
-    { name: "a pause given back (resumed) starts the count again", ended: ["launch_interrupted", "launch_interrupted", "environment_fault"], attempt: 4, want: null },
+    {
+      name: "a pause given back (resumed) starts the count again",
+      ended: ["launch_interrupted", "launch_interrupted", "environment_fault"],
+      attempt: 4,
+      want: null,
+    },
   ];
   test.each(cases)("$name", ({ ended, attempt, want }) => {
     const f = interruptedLaunchesFault({ item: "a", attempt, ended });

@@ -23,11 +23,18 @@ function plan(o: Partial<Parameters<typeof planChannels>[0]> & { events?: string
     ...o,
   })[0]!;
 }
-const sent = (p: ReturnType<typeof plan>) => (p.action === "wait" ? p.action : p.messages.map((m) => (m.of === "condition" ? `${m.event}:${m.condition.kind}` : `${m.event}:${m.outcome.seq}`)));
+const sent = (p: ReturnType<typeof plan>) =>
+  p.action === "wait" ? p.action : p.messages.map((m) => (m.of === "condition" ? `${m.event}:${m.condition.kind}` : `${m.event}:${m.outcome.seq}`));
 
 describe("planChannels", () => {
   test.each([
-    ["every event: outcomes in log order, then what is open", {}, [out(11, "landed"), out(12, "passed"), out(13, "failed")], [cond("failed")], ["landed:11", "passed:12", "failed:13", "attention:failed"]],
+    [
+      "every event: outcomes in log order, then what is open",
+      {},
+      [out(11, "landed"), out(12, "passed"), out(13, "failed")],
+      [cond("failed")],
+      ["landed:11", "passed:12", "failed:13", "attention:failed"],
+    ],
     ["failures only", { events: ["failed"] }, [out(11, "passed"), out(12, "failed")], [cond("question")], ["failed:12"]],
     ["a budget reached is attention and budget_100", { events: ["budget_100"] }, [], [cond("budget"), cond("question")], ["budget_100:budget"]],
     ["a budget reached, for a channel of attention", { events: ["attention"] }, [], [cond("budget")], ["attention:budget"]],
@@ -60,7 +67,9 @@ describe("planChannels", () => {
   test("a channel in its backoff waits; once the time is past it is sent again", () => {
     const failing = { cursor: 10, failures: 2, retryAt: new Date(NOW + 1000).toISOString(), lastError: "answered HTTP 500" };
     expect(plan({ state: { c: failing }, conditions: [cond("question")] })).toEqual({ id: "c", action: "wait", until: failing.retryAt });
-    expect(sent(plan({ state: { c: { ...failing, retryAt: new Date(NOW - 1).toISOString() } }, conditions: [cond("question")] }))).toEqual(["attention:question"]);
+    expect(sent(plan({ state: { c: { ...failing, retryAt: new Date(NOW - 1).toISOString() } }, conditions: [cond("question")] }))).toEqual([
+      "attention:question",
+    ]);
   });
 
   test("the backoff: a minute, doubled each failure, at most an hour", () => {
@@ -69,7 +78,15 @@ describe("planChannels", () => {
 });
 
 describe("budgetWarnings", () => {
-  const usage = (tokens: number, microUsd: number) => ({ ...emptyLoopUsage(), sessions: 1, withTokens: 1, withUsd: 1, tokens: { input: tokens, output: 0, cacheRead: 0, cacheWrite: 0 }, microUsd, hours: [{ hour: "2026-12-07T11", tokens, microUsd }] });
+  const usage = (tokens: number, microUsd: number) => ({
+    ...emptyLoopUsage(),
+    sessions: 1,
+    withTokens: 1,
+    withUsd: 1,
+    tokens: { input: tokens, output: 0, cacheRead: 0, cacheWrite: 0 },
+    microUsd,
+    hours: [{ hour: "2026-12-07T11", tokens, microUsd }],
+  });
   test.each([
     ["below 80%", usage(790, 0), { tokens: 1000 }, []],
     ["at 80%", usage(800, 0), { tokens: 1000 }, ["budget_80:total:1000:-"]],

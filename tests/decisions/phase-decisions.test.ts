@@ -33,11 +33,19 @@ describe("isOwnMergeOnTop", () => {
 describe("settledByLanding", () => {
   const o = { landingReason: "merged into main as abc", verifyReason: "exit 0" };
   test("landed: passed, naming the verify and the landing", () => {
-    expect(settledByLanding({ ...o, landed: true, outcome: "merged" })).toEqual({ outcome: "passed", code: "passed", reason: "verify passed (exit 0); merged into main as abc" });
+    expect(settledByLanding({ ...o, landed: true, outcome: "merged" })).toEqual({
+      outcome: "passed",
+      code: "passed",
+      reason: "verify passed (exit 0); merged into main as abc",
+    });
   });
   test("blocked through the forge: landing_blocked; a conflict and any other failure: failed, each with its code", () => {
     expect(settledByLanding({ ...o, landed: false, outcome: "blocked" })).toMatchObject({ outcome: "landing_blocked", code: "landing_blocked" });
-    expect(settledByLanding({ ...o, landed: false, outcome: "conflict" })).toEqual({ outcome: "failed", code: "merge_conflict", reason: "merge_conflict: merged into main as abc" });
+    expect(settledByLanding({ ...o, landed: false, outcome: "conflict" })).toEqual({
+      outcome: "failed",
+      code: "merge_conflict",
+      reason: "merge_conflict: merged into main as abc",
+    });
     expect(settledByLanding({ ...o, landed: false, outcome: "failed" })).toMatchObject({ outcome: "failed", code: "landing_failed" });
   });
 });
@@ -71,9 +79,16 @@ describe("branchAtLaunch", () => {
     expect(branchAtLaunch({ inherited: null, startCommit: S, branchHead: "9".repeat(40) })).toEqual({ kind: "move_aside", start: S, found: "9".repeat(40) });
   });
   test("a first launch finds the branch at a commit the start point contains (loop made it at an older base; its setup failed): started again at the start point, nothing aside", () => {
-    expect(branchAtLaunch({ inherited: null, startCommit: S, branchHead: "9".repeat(40), headInStart: true })).toEqual({ kind: "restart", start: S, found: "9".repeat(40) });
+    expect(branchAtLaunch({ inherited: null, startCommit: S, branchHead: "9".repeat(40), headInStart: true })).toEqual({
+      kind: "restart",
+      start: S,
+      found: "9".repeat(40),
+    });
     // A branch a session worked on is built on, wherever it is.
-    expect(branchAtLaunch({ inherited: "1".repeat(40), startCommit: S, branchHead: "9".repeat(40), headInStart: true })).toEqual({ kind: "reuse", start: "1".repeat(40) });
+    expect(branchAtLaunch({ inherited: "1".repeat(40), startCommit: S, branchHead: "9".repeat(40), headInStart: true })).toEqual({
+      kind: "reuse",
+      start: "1".repeat(40),
+    });
   });
   test("the aside name is beside the item branches and never reused", () => {
     const taken = new Set(["loop/t/aside/b/e0-a1"]);

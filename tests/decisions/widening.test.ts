@@ -10,9 +10,23 @@ import type { ReviewReason } from "../../lib/log/projection.ts";
 import { itemDef, LogBuilder, SETTINGS } from "../helpers/events.ts";
 
 type Item = ReviewedDefinition["items"][number];
-const item = (id: string, over: Partial<Item> = {}): Item => ({ id, runner: "claude", model: "opus", sandbox: "bwrap", network: "none", verifyNetwork: "none", ...over });
-const def = (settings: Partial<ReviewedDefinition["settings"]>, items: Item[]): ReviewedDefinition => ({ settings: { landing: "none", runners: {}, review: true, ...settings }, items });
-const BASE = def({ budget: { microUsd: 10_000_000, daily: { tokens: 1_000_000 } } }, [item("a", { budget: { tokens: 500_000 } }), item("b", { budget: { tokens: 500_000 } })]);
+const item = (id: string, over: Partial<Item> = {}): Item => ({
+  id,
+  runner: "claude",
+  model: "opus",
+  sandbox: "bwrap",
+  network: "none",
+  verifyNetwork: "none",
+  ...over,
+});
+const def = (settings: Partial<ReviewedDefinition["settings"]>, items: Item[]): ReviewedDefinition => ({
+  settings: { landing: "none", runners: {}, review: true, ...settings },
+  items,
+});
+const BASE = def({ budget: { microUsd: 10_000_000, daily: { tokens: 1_000_000 } } }, [
+  item("a", { budget: { tokens: 500_000 } }),
+  item("b", { budget: { tokens: 500_000 } }),
+]);
 const codes = (prev: ReviewedDefinition, next: ReviewedDefinition): string[] => widening(prev, next).map((r) => r.code);
 
 describe("widening: what a change lets the loop do that it could not", () => {
@@ -29,14 +43,30 @@ describe("widening: what a change lets the loop do that it could not", () => {
     ["an item's budget removed", def(BASE.settings, [item("a"), BASE.items[1]!]), ["budget_removed"]],
     ["a new item with a bigger budget than any", def(BASE.settings, [...BASE.items, item("c", { budget: { tokens: 2_000_000 } })]), ["budget_raised"]],
     ["an item's network opened", def(BASE.settings, [item("a", { budget: { tokens: 500_000 }, network: undefined }), BASE.items[1]!]), ["network_widened"]],
-    ["an item's network none → a host", def(BASE.settings, [item("a", { budget: { tokens: 500_000 }, network: ["api.example.com"] }), BASE.items[1]!]), ["network_widened"]],
-    ["a new item whose verify reaches a host", def(BASE.settings, [...BASE.items, item("c", { budget: { tokens: 500_000 }, verifyNetwork: ["x.example"] })]), ["network_widened"]],
+    [
+      "an item's network none → a host",
+      def(BASE.settings, [item("a", { budget: { tokens: 500_000 }, network: ["api.example.com"] }), BASE.items[1]!]),
+      ["network_widened"],
+    ],
+    [
+      "a new item whose verify reaches a host",
+      def(BASE.settings, [...BASE.items, item("c", { budget: { tokens: 500_000 }, verifyNetwork: ["x.example"] })]),
+      ["network_widened"],
+    ],
     ["workspace.setupNetwork opened", def({ ...BASE.settings, setupNetwork: "open" }, [...BASE.items]), ["network_widened"]],
-    ["the sandbox turned off for an item", def(BASE.settings, [item("a", { budget: { tokens: 500_000 }, sandbox: undefined }), BASE.items[1]!]), ["sandbox_off"]],
+    [
+      "the sandbox turned off for an item",
+      def(BASE.settings, [item("a", { budget: { tokens: 500_000 }, sandbox: undefined }), BASE.items[1]!]),
+      ["sandbox_off"],
+    ],
     ["a model no item used", def(BASE.settings, [item("a", { budget: { tokens: 500_000 }, model: "sonnet" }), BASE.items[1]!]), ["runner_added"]],
     ["a runner no item used", def(BASE.settings, [...BASE.items, item("c", { budget: { tokens: 500_000 }, runner: "codex", model: null })]), ["runner_added"]],
     ["control.review turned off", def({ ...BASE.settings, review: undefined }, [...BASE.items]), ["review_off"]],
-    ["landing and budget at once: each named", def({ ...BASE.settings, landing: "merge", budget: undefined }, [...BASE.items]), ["landing_widened", "budget_removed"]],
+    [
+      "landing and budget at once: each named",
+      def({ ...BASE.settings, landing: "merge", budget: undefined }, [...BASE.items]),
+      ["landing_widened", "budget_removed"],
+    ],
   ];
   for (const [what, next, want] of cases) test(what, () => expect(codes(BASE, next)).toEqual(want));
 
@@ -72,15 +102,25 @@ describe("reviewOnImport: what an import records for a review", () => {
   test("a started loop: a widening asks again, adding items does not", () => {
     const reviewed = { waiting: null, reviewed: 1 };
     expect(reviewOnImport({ prev: BASE, next: def(BASE.settings, [...BASE.items, item("c", { budget: { tokens: 1 } })]), review: reviewed })).toBeNull();
-    expect(reviewOnImport({ prev: BASE, next: def({ ...BASE.settings, landing: "merge" }, [...BASE.items]), review: reviewed })).toEqual([{ code: "landing_widened", detail: "landing none → merge" }]);
+    expect(reviewOnImport({ prev: BASE, next: def({ ...BASE.settings, landing: "merge" }, [...BASE.items]), review: reviewed })).toEqual([
+      { code: "landing_widened", detail: "landing none → merge" },
+    ]);
   });
   test("a second widening while one waits keeps both", () => {
     const first = { code: "landing_widened" as const, detail: "landing none → merge" };
-    const r = reviewOnImport({ prev: BASE, next: def({ ...BASE.settings, budget: undefined }, [...BASE.items]), review: { waiting: { reasons: [first], seq: 9 }, reviewed: 1 } });
+    const r = reviewOnImport({
+      prev: BASE,
+      next: def({ ...BASE.settings, budget: undefined }, [...BASE.items]),
+      review: { waiting: { reasons: [first], seq: 9 }, reviewed: 1 },
+    });
     expect(r!.map((x) => x.code)).toEqual(["landing_widened", "budget_removed"]);
   });
   test("control.review turned off after a start asks once more", () => {
-    expect(reviewOnImport({ prev: BASE, next: def({ ...BASE.settings, review: undefined }, [...BASE.items]), review: { waiting: null, reviewed: 1 } })!.map((x) => x.code)).toEqual(["review_off"]);
+    expect(
+      reviewOnImport({ prev: BASE, next: def({ ...BASE.settings, review: undefined }, [...BASE.items]), review: { waiting: null, reviewed: 1 } })!.map(
+        (x) => x.code,
+      ),
+    ).toEqual(["review_off"]);
   });
 });
 
@@ -100,12 +140,16 @@ describe("reviewOf: the most the loop can spend is its budgets at the operator's
     expect(r.reasons.map((x) => x.code)).toEqual(["not_started"]);
   });
   test("token budgets at the model's dearest price", () => {
-    const r = reviewOf(projection({ prices }, [itemDef("a", { model: "opus", budget: { tokens: 100_000 } }), itemDef("b", { model: "sonnet", budget: { tokens: 1_000_000 } })]));
+    const r = reviewOf(
+      projection({ prices }, [itemDef("a", { model: "opus", budget: { tokens: 100_000 } }), itemDef("b", { model: "sonnet", budget: { tokens: 1_000_000 } })]),
+    );
     // 100k × $75/M = $7.50; 1M × $15/M = $15.
     expect(r.maxSpend).toBe(22.5);
   });
   test("the loop's budget bounds the sum", () => {
-    const r = reviewOf(projection({ budget: { microUsd: 4_000_000 } }, [itemDef("a", { budget: { microUsd: 3_000_000 } }), itemDef("b", { budget: { microUsd: 3_000_000 } })]));
+    const r = reviewOf(
+      projection({ budget: { microUsd: 4_000_000 } }, [itemDef("a", { budget: { microUsd: 3_000_000 } }), itemDef("b", { budget: { microUsd: 3_000_000 } })]),
+    );
     expect(r.maxSpend).toBe(4);
     expect(r.maxSpendText).toContain("at most $4.00");
   });
@@ -119,13 +163,21 @@ describe("reviewOf: the most the loop can spend is its budgets at the operator's
     expect(reviewOf(projection({}, [itemDef("a")])).baseVerify).toBeNull();
     expect(reviewOf(projection({ baseVerify: "npm test" }, [itemDef("a")])).baseVerify).toEqual({ verify: "npm test", status: "pending", quote: null });
     const log = new LogBuilder();
-    log.push({ type: "definition_imported", payload: { revision: 1, hash: "h1", name: "t", settings: { ...SETTINGS, baseVerify: "npm test" }, items: [itemDef("a")] } });
+    log.push({
+      type: "definition_imported",
+      payload: { revision: 1, hash: "h1", name: "t", settings: { ...SETTINGS, baseVerify: "npm test" }, items: [itemDef("a")] },
+    });
     log.push({ type: "loop_started", payload: {} });
     log.push({ type: "base_verify_started", payload: { key: "k1", verify: "npm test", setup: null, base: "main", commit: "c".repeat(40), dir: "/x" } });
-    log.push({ type: "base_verify_finished", payload: { key: "k1", code: "failed", exitCode: 1, quote: "FAIL src/a.test.js", log: "/x/verify.log", ms: 10, reason: "the verify failed on the base" } });
+    log.push({
+      type: "base_verify_finished",
+      payload: { key: "k1", code: "failed", exitCode: 1, quote: "FAIL src/a.test.js", log: "/x/verify.log", ms: 10, reason: "the verify failed on the base" },
+    });
     const r = reviewOf(fold(log.events));
     expect(r.baseVerify).toEqual({ verify: "npm test", status: "failed", quote: "FAIL src/a.test.js" });
-    expect(reviewLines(r).at(-2)).toBe('verify on the base ("npm test"): FAILED: nothing launches until you fix it, or accept it with `loop ctl resume --yes` (FAIL src/a.test.js)');
+    expect(reviewLines(r).at(-2)).toBe(
+      'verify on the base ("npm test"): FAILED: nothing launches until you fix it, or accept it with `loop ctl resume --yes` (FAIL src/a.test.js)',
+    );
   });
   test("the landing says plainly what it does to the repository", () => {
     expect(reviewOf(projection({}, [itemDef("a")])).landing.effect).toContain("nothing is merged");

@@ -3,7 +3,20 @@
 // starts the next gateways); "clean" passes only PATH, HOME, locale, TMPDIR and what is declared;
 // patterns match whole names; a child given its working directory gets PWD naming it, no OLDPWD.
 import { describe, expect, test } from "bun:test";
-import { agentRule, childEnvironment, plannerRule, DEFAULT_ENVIRONMENT, type EnvRule, gatewayUpstream, loopKeys, loopSecrets, matchesName, runnerEnvironment, toolRule, verifyRule } from "../../lib/definition/child-environment.ts";
+import {
+  agentRule,
+  childEnvironment,
+  plannerRule,
+  DEFAULT_ENVIRONMENT,
+  type EnvRule,
+  gatewayUpstream,
+  loopKeys,
+  loopSecrets,
+  matchesName,
+  runnerEnvironment,
+  toolRule,
+  verifyRule,
+} from "../../lib/definition/child-environment.ts";
 import { normalizeDefinition } from "../../lib/definition/normalize.ts";
 
 const PARENT = {
@@ -28,7 +41,20 @@ const cases: { name: string; rule: EnvRule; want: string[] }[] = [
   {
     name: "inherit: everything but the built-in secrets",
     rule: { policy: "inherit", keep: [], drop: ["GITHUB_TOKEN", "GH_TOKEN", "LOOP_ALLOW_AUTO_MERGE"] },
-    want: ["PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "FORGE_PAT", "DEPLOY_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AWS_REGION", "NPM_CONFIG_REGISTRY", "EDITOR"],
+    want: [
+      "PATH",
+      "HOME",
+      "LANG",
+      "LC_ALL",
+      "TMPDIR",
+      "FORGE_PAT",
+      "DEPLOY_KEY",
+      "ANTHROPIC_API_KEY",
+      "OPENAI_API_KEY",
+      "AWS_REGION",
+      "NPM_CONFIG_REGISTRY",
+      "EDITOR",
+    ],
   },
   {
     name: "inherit: a forge's own tokenEnv and loop.json's secrets are dropped too",
@@ -48,7 +74,20 @@ const cases: { name: string; rule: EnvRule; want: string[] }[] = [
   {
     name: "clean: a secret declared (or matched by a pattern) still never passes",
     rule: { policy: "clean", keep: ["*_TOKEN", "GH_*", "*"], drop: ["GITHUB_TOKEN", "GH_TOKEN", "LOOP_ALLOW_AUTO_MERGE"] },
-    want: ["PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "FORGE_PAT", "DEPLOY_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AWS_REGION", "NPM_CONFIG_REGISTRY", "EDITOR"],
+    want: [
+      "PATH",
+      "HOME",
+      "LANG",
+      "LC_ALL",
+      "TMPDIR",
+      "FORGE_PAT",
+      "DEPLOY_KEY",
+      "ANTHROPIC_API_KEY",
+      "OPENAI_API_KEY",
+      "AWS_REGION",
+      "NPM_CONFIG_REGISTRY",
+      "EDITOR",
+    ],
   },
 ];
 
@@ -100,7 +139,17 @@ describe("rules from a definition", () => {
 
   test("loop's secrets: the built-in ones, the forge's tokenEnv, environment.secrets; loop's keys add the model keys", () => {
     expect(loopSecrets(def).sort()).toEqual(["DEPLOY_KEY", "FORGE_PAT", "GH_TOKEN", "GITHUB_TOKEN", "GITLAB_TOKEN", "LOOP_ALLOW_AUTO_MERGE"]);
-    expect(loopKeys(def).sort()).toEqual(["ANTHROPIC_API_KEY", "DEPLOY_KEY", "FORGE_PAT", "GEMINI_API_KEY", "GH_TOKEN", "GITHUB_TOKEN", "GITLAB_TOKEN", "LOOP_ALLOW_AUTO_MERGE", "OPENAI_API_KEY"]);
+    expect(loopKeys(def).sort()).toEqual([
+      "ANTHROPIC_API_KEY",
+      "DEPLOY_KEY",
+      "FORGE_PAT",
+      "GEMINI_API_KEY",
+      "GH_TOKEN",
+      "GITHUB_TOKEN",
+      "GITLAB_TOKEN",
+      "LOOP_ALLOW_AUTO_MERGE",
+      "OPENAI_API_KEY",
+    ]);
   });
 
   test("an agent gets pass and its runner's declared variables, never a model key (its gateway gives it a stand-in); a verify command gets pass only", () => {
@@ -119,18 +168,54 @@ describe("rules from a definition", () => {
   });
 
   test("loop's own commands (notify) get everything but loop's keys, whatever the policy; the chained step keeps the model keys, for the next gateways", () => {
-    expect(Object.keys(childEnvironment(PARENT, toolRule(def))).sort()).toEqual(["AWS_REGION", "EDITOR", "HOME", "LANG", "LC_ALL", "NPM_CONFIG_REGISTRY", "PATH", "TMPDIR"]);
-    expect(Object.keys(childEnvironment(PARENT, toolRule(def, { keepModelKeys: true }))).sort()).toEqual(["ANTHROPIC_API_KEY", "AWS_REGION", "EDITOR", "HOME", "LANG", "LC_ALL", "NPM_CONFIG_REGISTRY", "OPENAI_API_KEY", "PATH", "TMPDIR"]);
+    expect(Object.keys(childEnvironment(PARENT, toolRule(def))).sort()).toEqual([
+      "AWS_REGION",
+      "EDITOR",
+      "HOME",
+      "LANG",
+      "LC_ALL",
+      "NPM_CONFIG_REGISTRY",
+      "PATH",
+      "TMPDIR",
+    ]);
+    expect(Object.keys(childEnvironment(PARENT, toolRule(def, { keepModelKeys: true }))).sort()).toEqual([
+      "ANTHROPIC_API_KEY",
+      "AWS_REGION",
+      "EDITOR",
+      "HOME",
+      "LANG",
+      "LC_ALL",
+      "NPM_CONFIG_REGISTRY",
+      "OPENAI_API_KEY",
+      "PATH",
+      "TMPDIR",
+    ]);
   });
 
   test("a planner (loop plan) is an agent but for the model keys, which it gets: it calls its model itself, behind no gateway", () => {
-    expect(Object.keys(childEnvironment(PARENT, plannerRule(def, "claude"))).sort()).toEqual(["ANTHROPIC_API_KEY", "AWS_REGION", "HOME", "LANG", "LC_ALL", "NPM_CONFIG_REGISTRY", "PATH", "TMPDIR"]);
+    expect(Object.keys(childEnvironment(PARENT, plannerRule(def, "claude"))).sort()).toEqual([
+      "ANTHROPIC_API_KEY",
+      "AWS_REGION",
+      "HOME",
+      "LANG",
+      "LC_ALL",
+      "NPM_CONFIG_REGISTRY",
+      "PATH",
+      "TMPDIR",
+    ]);
   });
 
   test("a gateway is handed the model keys and their upstreams, nothing else", () => {
-    expect(gatewayUpstream({ ...PARENT, ANTHROPIC_BASE_URL: "https://a.example", OPENAI_BASE_URL: "" })).toEqual({ ANTHROPIC_API_KEY: "sk-ant", OPENAI_API_KEY: "sk-oai", ANTHROPIC_BASE_URL: "https://a.example" });
+    expect(gatewayUpstream({ ...PARENT, ANTHROPIC_BASE_URL: "https://a.example", OPENAI_BASE_URL: "" })).toEqual({
+      ANTHROPIC_API_KEY: "sk-ant",
+      OPENAI_API_KEY: "sk-oai",
+      ANTHROPIC_BASE_URL: "https://a.example",
+    });
     // Gemini's key and upstream likewise: the gemini preset's model requests go through the gateway, which holds the key.
-    expect(gatewayUpstream({ GEMINI_API_KEY: "g-key", GOOGLE_GEMINI_BASE_URL: "https://g.example", GOOGLE_API_KEY: "other" })).toEqual({ GEMINI_API_KEY: "g-key", GOOGLE_GEMINI_BASE_URL: "https://g.example" });
+    expect(gatewayUpstream({ GEMINI_API_KEY: "g-key", GOOGLE_GEMINI_BASE_URL: "https://g.example", GOOGLE_API_KEY: "other" })).toEqual({
+      GEMINI_API_KEY: "g-key",
+      GOOGLE_GEMINI_BASE_URL: "https://g.example",
+    });
   });
 
   test("each preset declares its providers' keys and config homes; the demo and unknown runners nothing", () => {
@@ -143,9 +228,18 @@ describe("rules from a definition", () => {
 
   test("a secret named for a runner or in pass is a definition error, at its path", () => {
     expect(() =>
-      normalizeDefinition({ name: "t", environment: { pass: ["GH_TOKEN"] }, runners: { mine: { command: ["x"], environment: ["LOOP_ALLOW_AUTO_MERGE"] } }, items: [] }),
-    ).toThrow(/environment\.pass\[0\]: GH_TOKEN is one of loop's own secrets[\s\S]*runners\.mine\.environment\[0\]: LOOP_ALLOW_AUTO_MERGE is one of loop's own secrets/);
+      normalizeDefinition({
+        name: "t",
+        environment: { pass: ["GH_TOKEN"] },
+        runners: { mine: { command: ["x"], environment: ["LOOP_ALLOW_AUTO_MERGE"] } },
+        items: [],
+      }),
+    ).toThrow(
+      /environment\.pass\[0\]: GH_TOKEN is one of loop's own secrets[\s\S]*runners\.mine\.environment\[0\]: LOOP_ALLOW_AUTO_MERGE is one of loop's own secrets/,
+    );
     expect(() => normalizeDefinition({ name: "t", environment: { policy: "open" }, items: [] })).toThrow(/environment\.policy: must be "inherit" or "clean"/);
-    expect(() => normalizeDefinition({ name: "t", environment: { pass: ["NOT-A-NAME"] }, items: [] })).toThrow(/environment\.pass\[0\]: must be an environment variable name/);
+    expect(() => normalizeDefinition({ name: "t", environment: { pass: ["NOT-A-NAME"] }, items: [] })).toThrow(
+      /environment\.pass\[0\]: must be an environment variable name/,
+    );
   });
 });

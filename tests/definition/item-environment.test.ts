@@ -11,7 +11,10 @@ const place = (o: Partial<CheckoutPlace> = {}): CheckoutPlace => ({ checkout: `$
 
 describe("itemEnvironment", () => {
   test("the operator's active virtualenv: VIRTUAL_ENV and its bin on PATH go, wherever it is", () => {
-    const r = itemEnvironment({ VIRTUAL_ENV: "/home/op/.venvs/proj", VIRTUAL_ENV_PROMPT: "(proj)", PATH: "/home/op/.venvs/proj/bin:/usr/bin:/bin", HOME: "/home/op" }, place());
+    const r = itemEnvironment(
+      { VIRTUAL_ENV: "/home/op/.venvs/proj", VIRTUAL_ENV_PROMPT: "(proj)", PATH: "/home/op/.venvs/proj/bin:/usr/bin:/bin", HOME: "/home/op" },
+      place(),
+    );
     expect(r.env).toEqual({ PATH: "/usr/bin:/bin", HOME: "/home/op" });
     expect(r.dropped).toEqual([
       { name: "VIRTUAL_ENV", why: "activated_environment" },
@@ -81,14 +84,25 @@ describe("itemEnvironment", () => {
       PATH: `${MAIN}/bin:${WT}/other/node_modules/.bin:/usr/bin`,
     };
     const r = itemEnvironment(parent, place());
-    expect(r.env).toEqual({ GOCACHE: "/home/op/.cache/go-build", RUSTUP_TOOLCHAIN: "stable", CARGO_HOME: "/home/op/.cargo", OWN_FILE: `${WT}/fix-a/config.toml`, LOOP_WORKTREES: WT, PYTHONPATH: "/opt/site", PATH: "/usr/bin" });
+    expect(r.env).toEqual({
+      GOCACHE: "/home/op/.cache/go-build",
+      RUSTUP_TOOLCHAIN: "stable",
+      CARGO_HOME: "/home/op/.cargo",
+      OWN_FILE: `${WT}/fix-a/config.toml`,
+      LOOP_WORKTREES: WT,
+      PYTHONPATH: "/opt/site",
+      PATH: "/usr/bin",
+    });
     expect(r.dropped.map((d) => d.name)).toEqual(["BUNDLE_GEMFILE", "CARGO_TARGET_DIR", "GEM_HOME", "GOFLAGS", "GOPATH", "NODE_PATH"]);
     expect(r.dropped.every((d) => d.why === "names_another_checkout")).toBe(true);
     expect(r.removed).toEqual([`NODE_PATH: ${MAIN}/node_modules`, `PATH: ${MAIN}/bin`, `PATH: ${WT}/other/node_modules/.bin`, `PYTHONPATH: ${MAIN}/src`]);
   });
 
   test("a checkout inside the main checkout's folder is its own, not another's", () => {
-    const r = itemEnvironment({ X: `${MAIN}/.wt/a/x`, Y: `${MAIN}/src`, PATH: "/usr/bin" }, { checkout: `${MAIN}/.wt/a`, foreign: [MAIN], venv: null, bins: [] });
+    const r = itemEnvironment(
+      { X: `${MAIN}/.wt/a/x`, Y: `${MAIN}/src`, PATH: "/usr/bin" },
+      { checkout: `${MAIN}/.wt/a`, foreign: [MAIN], venv: null, bins: [] },
+    );
     expect(r.env).toEqual({ X: `${MAIN}/.wt/a/x`, PATH: "/usr/bin" });
     // A prefix of a name is no folder: /home/op/proj2 is not in /home/op/proj.
     expect(itemEnvironment({ Z: "/home/op/proj2/x" }, place()).env).toEqual({ Z: "/home/op/proj2/x" });
@@ -107,7 +121,11 @@ describe("itemEnvironment", () => {
   });
 
   test("childEnvironment applies it after the policy, and PWD names the checkout", () => {
-    const env = childEnvironment({ VIRTUAL_ENV: "/v", PATH: "/v/bin:/usr/bin", GITHUB_TOKEN: "t", PWD: MAIN, OLDPWD: "/x" }, { policy: "inherit", keep: [], drop: ["GITHUB_TOKEN"], place: place() }, { cwd: `${WT}/fix-a` });
+    const env = childEnvironment(
+      { VIRTUAL_ENV: "/v", PATH: "/v/bin:/usr/bin", GITHUB_TOKEN: "t", PWD: MAIN, OLDPWD: "/x" },
+      { policy: "inherit", keep: [], drop: ["GITHUB_TOKEN"], place: place() },
+      { cwd: `${WT}/fix-a` },
+    );
     expect(env).toEqual({ PATH: "/usr/bin", PWD: `${WT}/fix-a` });
   });
 });

@@ -61,9 +61,8 @@ describe("duration", () => {
     expect(() => parseDuration(s)).toThrow(`invalid duration ${JSON.stringify(s)}: must be greater than zero`),
   );
 
-  test.each(["", "5", "m", "1.5h", "1h30m", " 5m", "5m ", "-5m", "5M", "5min", "5 m", "99999999999999999d"])(
-    "parseDuration rejects %p, naming it",
-    (s) => expect(() => parseDuration(s)).toThrow(JSON.stringify(s)),
+  test.each(["", "5", "m", "1.5h", "1h30m", " 5m", "5m ", "-5m", "5M", "5min", "5 m", "99999999999999999d"])("parseDuration rejects %p, naming it", (s) =>
+    expect(() => parseDuration(s)).toThrow(JSON.stringify(s)),
   );
 
   test.each([
@@ -250,17 +249,14 @@ describe("valid definitions", () => {
     expect(KNOWN_RUNNERS).toEqual(RESERVED_RUNNER_NAMES);
   });
 
-  test.each([
-    ["loop/api-backlog/items"],
-    ["loop/api-backlog/landed"],
-    ["loop/api-backlog-2"],
-    ["loop/other/item/x"],
-    ["integration/loop/api-backlog/item/x"],
-  ])("target %p does not collide with item branches", (target) => {
-    const raw = valid();
-    raw.workspace = { target };
-    expect(normalizeDefinition(raw).target).toBe(target);
-  });
+  test.each([["loop/api-backlog/items"], ["loop/api-backlog/landed"], ["loop/api-backlog-2"], ["loop/other/item/x"], ["integration/loop/api-backlog/item/x"]])(
+    "target %p does not collide with item branches",
+    (target) => {
+      const raw = valid();
+      raw.workspace = { target };
+      expect(normalizeDefinition(raw).target).toBe(target);
+    },
+  );
 
   test("a base other than main may hold the default target's neighbours", () => {
     const raw = valid();
@@ -286,9 +282,7 @@ describe("branch names", () => {
     const raw = valid();
     raw.name = "x.lock";
     raw.workspace = { target: "integration" };
-    expect(issuesOf(raw)).toEqual([
-      { path: "name", message: `cannot be used in branch names: "loop/x.lock/item/<id>" has a component ending in '.lock'` },
-    ]);
+    expect(issuesOf(raw)).toEqual([{ path: "name", message: `cannot be used in branch names: "loop/x.lock/item/<id>" has a component ending in '.lock'` }]);
   });
 });
 
@@ -312,7 +306,10 @@ describe("derived ids", () => {
     const def = normalizeDefinition({
       name: "x",
       defaults: { verify: false },
-      items: [{ ref: "github:a/api#4", prompt: "p" }, { id: "b", prompt: "p", dependsOn: ["api-4"] }],
+      items: [
+        { ref: "github:a/api#4", prompt: "p" },
+        { id: "b", prompt: "p", dependsOn: ["api-4"] },
+      ],
     });
     expect(def.items[1]!.dependsOn).toEqual(["api-4"]);
   });
@@ -320,8 +317,7 @@ describe("derived ids", () => {
 
 describe("errors, each at its path", () => {
   const ID_RULE = "lowercase letters, digits and '-', with single '.' or '_' between them, at most 64 characters";
-  const NO_VERIFY =
-    'no verify command and no default (set "verify": false to accept an agent exit 0 with a change on its branch)';
+  const NO_VERIFY = 'no verify command and no default (set "verify": false to accept an agent exit 0 with a change on its branch)';
   const RUNNERS = "claude, codex, gemini, opencode, aider, demo";
   const cases: [string, (d: any) => void, string, string][] = [
     ["missing name", (d) => delete d.name, "name", "required"],
@@ -342,22 +338,72 @@ describe("errors, each at its path", () => {
     ],
     ["missing items", (d) => delete d.items, "items", "required"],
     ["items not an array", (d) => (d.items = {}), "items", "must be an array of items"],
-    ["item not an object", (d) => (d.items[1] = "b"), "items[1]", "expected an object, got \"b\""],
-    ["unknown top-level key", (d) => (d.itmes = []), "itmes", 'unknown key; did you mean "items"? (allowed: $schema, name, defaults, runners, control, sessions, workspace, forge, tracker, notify, protect, environment, reactions, budget, prices, guards, items, $comment)'],
-    ["unknown item key", (d) => (d.items[0].depends = []), "items[0].depends", 'unknown key; did you mean "dependsOn"? (allowed: id, ref, prompt, dependsOn, verify, runner, model, maxAttempts, timeouts, reactions, budget, $comment)'],
+    ["item not an object", (d) => (d.items[1] = "b"), "items[1]", 'expected an object, got "b"'],
+    [
+      "unknown top-level key",
+      (d) => (d.itmes = []),
+      "itmes",
+      'unknown key; did you mean "items"? (allowed: $schema, name, defaults, runners, control, sessions, workspace, forge, tracker, notify, protect, environment, reactions, budget, prices, guards, items, $comment)',
+    ],
+    [
+      "unknown item key",
+      (d) => (d.items[0].depends = []),
+      "items[0].depends",
+      'unknown key; did you mean "dependsOn"? (allowed: id, ref, prompt, dependsOn, verify, runner, model, maxAttempts, timeouts, reactions, budget, $comment)',
+    ],
     // One problem, not two: the items' "no verify command and no default" would follow from the typo.
-    ["defaults.verify misspelt", (d) => ((d.defaults.verfy = d.defaults.verify), delete d.defaults.verify), "defaults.verfy", 'unknown key; did you mean "verify"? (allowed: runner, model, verify, maxAttempts, timeouts, landing, sandbox, network, verifyNetwork, budget, $comment)'],
-    ["a key far from any", (d) => (d.items[0].zzzzzz = 1), "items[0].zzzzzz", "unknown key (allowed: id, ref, prompt, dependsOn, verify, runner, model, maxAttempts, timeouts, reactions, budget, $comment)"],
-    ["unknown defaults key", (d) => (d.defaults.retries = 1), "defaults.retries", "unknown key (allowed: runner, model, verify, maxAttempts, timeouts, landing, sandbox, network, verifyNetwork, budget, $comment)"],
-    ["unknown timeouts key", (d) => (d.items[0].timeouts = { idle: "1m" }), "items[0].timeouts.idle", "unknown key (allowed: launch, stall, verify, landing, setup, $comment)"],
-    ["unknown workspace key", (d) => (d.workspace = { dir: "x" }), "workspace.dir", "unknown key (allowed: keepCheckoutOnClose, base, target, setup, setupNetwork, stacked, baseVerify, setupKey, $comment)"],
-    ["setupKey outside the repository", (d) => (d.workspace = { setup: "npm ci", setupKey: ["../x"] }), "workspace.setupKey[0]", "must be a path inside the repository (no leading /, no ..)"],
-    ["$schema inside an item", (d) => (d.items[0].$schema = "x"), "items[0].$schema", "unknown key (allowed: id, ref, prompt, dependsOn, verify, runner, model, maxAttempts, timeouts, reactions, budget, $comment)"],
+    [
+      "defaults.verify misspelt",
+      (d) => ((d.defaults.verfy = d.defaults.verify), delete d.defaults.verify),
+      "defaults.verfy",
+      'unknown key; did you mean "verify"? (allowed: runner, model, verify, maxAttempts, timeouts, landing, sandbox, network, verifyNetwork, budget, $comment)',
+    ],
+    [
+      "a key far from any",
+      (d) => (d.items[0].zzzzzz = 1),
+      "items[0].zzzzzz",
+      "unknown key (allowed: id, ref, prompt, dependsOn, verify, runner, model, maxAttempts, timeouts, reactions, budget, $comment)",
+    ],
+    [
+      "unknown defaults key",
+      (d) => (d.defaults.retries = 1),
+      "defaults.retries",
+      "unknown key (allowed: runner, model, verify, maxAttempts, timeouts, landing, sandbox, network, verifyNetwork, budget, $comment)",
+    ],
+    [
+      "unknown timeouts key",
+      (d) => (d.items[0].timeouts = { idle: "1m" }),
+      "items[0].timeouts.idle",
+      "unknown key (allowed: launch, stall, verify, landing, setup, $comment)",
+    ],
+    [
+      "unknown workspace key",
+      (d) => (d.workspace = { dir: "x" }),
+      "workspace.dir",
+      "unknown key (allowed: keepCheckoutOnClose, base, target, setup, setupNetwork, stacked, baseVerify, setupKey, $comment)",
+    ],
+    [
+      "setupKey outside the repository",
+      (d) => (d.workspace = { setup: "npm ci", setupKey: ["../x"] }),
+      "workspace.setupKey[0]",
+      "must be a path inside the repository (no leading /, no ..)",
+    ],
+    [
+      "$schema inside an item",
+      (d) => (d.items[0].$schema = "x"),
+      "items[0].$schema",
+      "unknown key (allowed: id, ref, prompt, dependsOn, verify, runner, model, maxAttempts, timeouts, reactions, budget, $comment)",
+    ],
     ["$comment not a string", (d) => (d.$comment = 1), "$comment", '"$comment" must be a string'],
     ["invalid item id", (d) => (d.items[1].id = "A b"), "items[1].id", `must be ${ID_RULE}`],
     ["neither id nor ref", (d) => delete d.items[1].id, "items[1]", 'needs an "id" (or a "ref" to derive one from)'],
     ["duplicate id", (d) => d.items.push({ id: "a", prompt: "p" }), "items[2].id", 'duplicate id "a" (also items[0])'],
-    ["invalid ref", (d) => (d.items[0].ref = "github:acme/../x#1"), "items[0].ref", `invalid work-item ref "github:acme/../x#1": path segment ".." must not contain '..'`],
+    [
+      "invalid ref",
+      (d) => (d.items[0].ref = "github:acme/../x#1"),
+      "items[0].ref",
+      `invalid work-item ref "github:acme/../x#1": path segment ".." must not contain '..'`,
+    ],
     ["ref not a string", (d) => (d.items[0].ref = 42), "items[0].ref", "must be a string"],
     ["missing prompt", (d) => delete d.items[0].prompt, "items[0].prompt", "required"],
     ["empty prompt", (d) => (d.items[0].prompt = ""), "items[0].prompt", "must not be empty"],
@@ -391,9 +437,19 @@ describe("errors, each at its path", () => {
     ["defaults not an object", (d) => (d.defaults = []), "defaults", "expected an object, got an array"],
     ["item an array", (d) => (d.items[1] = []), "items[1]", "expected an object, got an array"],
     ["empty verify", (d) => (d.items[0].verify = ""), "items[0].verify", "must not be empty"],
-    ["verify true", (d) => (d.items[0].verify = true), "items[0].verify", "must be a command string, or false to accept an agent exit 0 with a change on its branch"],
+    [
+      "verify true",
+      (d) => (d.items[0].verify = true),
+      "items[0].verify",
+      "must be a command string, or false to accept an agent exit 0 with a change on its branch",
+    ],
     ["empty default verify", (d) => (d.defaults.verify = " "), "defaults.verify", "must not be empty"],
-    ["verify null", (d) => (d.defaults.verify = null), "defaults.verify", "must be a command string, or false to accept an agent exit 0 with a change on its branch"],
+    [
+      "verify null",
+      (d) => (d.defaults.verify = null),
+      "defaults.verify",
+      "must be a command string, or false to accept an agent exit 0 with a change on its branch",
+    ],
     ["empty model", (d) => (d.items[0].model = ""), "items[0].model", "must not be empty"],
     ["maxAttempts 0", (d) => (d.defaults.maxAttempts = 0), "defaults.maxAttempts", "must be an integer from 1 to 100"],
     ["maxAttempts 101", (d) => (d.items[0].maxAttempts = 101), "items[0].maxAttempts", "must be an integer from 1 to 100"],
@@ -411,12 +467,27 @@ describe("errors, each at its path", () => {
     ["tmux not boolean", (d) => (d.sessions = { tmux: "yes" }), "sessions.tmux", "must be true or false"],
     ["requireStartCommand not boolean", (d) => (d.control = { requireStartCommand: 1 }), "control.requireStartCommand", "must be true or false"],
     ["keepCheckoutOnClose not boolean", (d) => (d.workspace = { keepCheckoutOnClose: null }), "workspace.keepCheckoutOnClose", "must be true or false"],
-    ["base with space", (d) => (d.workspace = { base: "my branch" }), "workspace.base", '"my branch" is not a valid git branch name: contains whitespace or a control character'],
+    [
+      "base with space",
+      (d) => (d.workspace = { base: "my branch" }),
+      "workspace.base",
+      '"my branch" is not a valid git branch name: contains whitespace or a control character',
+    ],
     ["base with ..", (d) => (d.workspace = { base: "a..b" }), "workspace.base", `"a..b" is not a valid git branch name: contains '..'`],
     ["target with leading -", (d) => (d.workspace = { target: "-f" }), "workspace.target", `"-f" is not a valid git branch name: starts with '-'`],
     ["target with ~", (d) => (d.workspace = { target: "a~1" }), "workspace.target", '"a~1" is not a valid git branch name: contains one of ~ ^ : ? * [ \\'],
-    ["target ending in /", (d) => (d.workspace = { target: "loop/" }), "workspace.target", `"loop/" is not a valid git branch name: has an empty path component (leading, trailing or double '/')`],
-    ["target ending in .lock", (d) => (d.workspace = { target: "x.lock" }), "workspace.target", `"x.lock" is not a valid git branch name: has a component ending in '.lock'`],
+    [
+      "target ending in /",
+      (d) => (d.workspace = { target: "loop/" }),
+      "workspace.target",
+      `"loop/" is not a valid git branch name: has an empty path component (leading, trailing or double '/')`,
+    ],
+    [
+      "target ending in .lock",
+      (d) => (d.workspace = { target: "x.lock" }),
+      "workspace.target",
+      `"x.lock" is not a valid git branch name: has a component ending in '.lock'`,
+    ],
     ["target equal to base", (d) => (d.workspace = { base: "dev", target: "dev" }), "workspace.target", 'must differ from the base branch "dev"'],
     ["target equal to default base", (d) => (d.workspace = { target: "main" }), "workspace.target", 'must differ from the base branch "main"'],
     ...(["loop/api-backlog/item/x", "loop/api-backlog/item/x/y", "loop/api-backlog/item", "loop/api-backlog", "loop"] as const).map(
@@ -496,7 +567,10 @@ describe("errors, each at its path", () => {
 
   test("an explicit id colliding with a derived one", () => {
     const raw = valid();
-    raw.items = [{ ref: "github:acme/api#42", prompt: "p" }, { id: "api-42", prompt: "p" }];
+    raw.items = [
+      { ref: "github:acme/api#42", prompt: "p" },
+      { id: "api-42", prompt: "p" },
+    ];
     expect(issuesOf(raw)).toEqual([
       {
         path: "items[1].id",
@@ -628,10 +702,13 @@ describe("loop.json text", () => {
   });
 
   test.each([
-    ['{"name": "x", "items": [] // trailing\n}', "invalid JSON at line 1, column 27: expected ',' or '}', found \"/\" (only full-line // comments are supported)"],
+    [
+      '{"name": "x", "items": [] // trailing\n}',
+      "invalid JSON at line 1, column 27: expected ',' or '}', found \"/\" (only full-line // comments are supported)",
+    ],
     ['{\n  "name": "x",\n  "items": [1,]\n}', 'invalid JSON at line 3, column 15: expected a value, found "]" (trailing commas are not allowed)'],
     ['{"name": "x", "items": [],}', 'invalid JSON at line 1, column 27: expected a string key, found "}" (trailing commas are not allowed)'],
-    ["{'name': 'x'}", "invalid JSON at line 1, column 2: expected a string key, found \"'\""],
+    ["{'name': 'x'}", 'invalid JSON at line 1, column 2: expected a string key, found "\'"'],
     ['{"name": "x"', "invalid JSON at line 1, column 13: expected ',' or '}', found end of file"],
     ["", "invalid JSON at line 1, column 1: expected a value, found end of file"],
     ['{"name": "x", "items": []} {}', 'invalid JSON at line 1, column 28: expected end of file after the document, found "{"'],
@@ -648,9 +725,7 @@ describe("loop.json text", () => {
   });
 
   test("duplicate keys are reported with the other problems", () => {
-    const issues = textIssues(
-      '{"name": "x", "items": [{"id": "a", "prompt": "p", "verify": "one", "verify": "two", "runner": "nope"}], "name": "x"}',
-    );
+    const issues = textIssues('{"name": "x", "items": [{"id": "a", "prompt": "p", "verify": "one", "verify": "two", "runner": "nope"}], "name": "x"}');
     expect(issues).toEqual([
       { path: "name", message: "duplicate key" },
       { path: "items[0].verify", message: "duplicate key" },
@@ -691,10 +766,18 @@ describe("parseStrictJson (lib/definition/json-strict.ts)", () => {
   test("a string of several megabytes is a string, plain or full of escapes (docs/loop-json.md#the-file; it was once 'expected a complete string')", () => {
     const plain = "p".repeat(3_000_000);
     const escaped = 'a\\"\u00e9\n'.repeat(400_000);
-    const text = JSON.stringify({ name: "big", items: [{ id: "a", prompt: plain }, { id: "b", prompt: escaped }] });
+    const text = JSON.stringify({
+      name: "big",
+      items: [
+        { id: "a", prompt: plain },
+        { id: "b", prompt: escaped },
+      ],
+    });
     expect(parseStrictJson(text).value).toEqual(JSON.parse(text));
     // And one that never closes is still said to be incomplete, at its opening quote.
-    expect(() => parseStrictJson(`{"a": "${plain}`)).toThrow('invalid JSON at line 1, column 7: expected a complete string (control characters must be escaped), found "\\""');
+    expect(() => parseStrictJson(`{"a": "${plain}`)).toThrow(
+      'invalid JSON at line 1, column 7: expected a complete string (control characters must be escaped), found "\\""',
+    );
   });
 
   test("a __proto__ key is an own key", () => {
@@ -774,9 +857,7 @@ describe("definitionHash", () => {
 });
 
 describe("branchNameProblem", () => {
-  test.each(["main", "loop/api-backlog", "feature/x.y", "release-1.2"])("%p is valid", (name) =>
-    expect(branchNameProblem(name)).toBeUndefined(),
-  );
+  test.each(["main", "loop/api-backlog", "feature/x.y", "release-1.2"])("%p is valid", (name) => expect(branchNameProblem(name)).toBeUndefined());
   test.each(["", "a b", "a..b", "-a", "a~", "a^", "a:b", "a?", "a*", "a[", "a\\b", "a/", "/a", "a//b", "a.lock", "a.", ".a", "a/.b", "@", "a@{b", "a\tb"])(
     "%p is rejected",
     (name) => expect(branchNameProblem(name)).toContain("is not a valid git branch name"),
@@ -819,9 +900,28 @@ describe("JSON Schema", () => {
   });
 
   test("covers every section the validator has", () => {
-    expect(Object.keys(ACCEPTED_KEYS).sort()).toEqual(
-      ["budget", "channel", "control", "daily", "defaults", "definition", "environment", "forge", "guards", "item", "loopBudget", "moveTo", "notify", "price", "reactions", "runner", "sessions", "timeouts", "tracker", "workspace"],
-    );
+    expect(Object.keys(ACCEPTED_KEYS).sort()).toEqual([
+      "budget",
+      "channel",
+      "control",
+      "daily",
+      "defaults",
+      "definition",
+      "environment",
+      "forge",
+      "guards",
+      "item",
+      "loopBudget",
+      "moveTo",
+      "notify",
+      "price",
+      "reactions",
+      "runner",
+      "sessions",
+      "timeouts",
+      "tracker",
+      "workspace",
+    ]);
   });
 
   test("every property has a description or a $ref to one", () => {
@@ -868,7 +968,16 @@ describe("the forge section", () => {
   });
   test("defaults: api.github.com, origin, GITHUB_TOKEN, nobody authorized, 60s; landing timeout 30m on every item", () => {
     const def = normalizeDefinition(base());
-    expect(def.forge).toEqual({ provider: "github", repo: "acme/api", apiUrl: "https://api.github.com", remote: "origin", tokenEnv: "GITHUB_TOKEN", authorizedUsers: [], authorizeWriters: false, pollInterval: 60_000 });
+    expect(def.forge).toEqual({
+      provider: "github",
+      repo: "acme/api",
+      apiUrl: "https://api.github.com",
+      remote: "origin",
+      tokenEnv: "GITHUB_TOKEN",
+      authorizedUsers: [],
+      authorizeWriters: false,
+      pollInterval: 60_000,
+    });
     expect(def.landing).toBe("pr");
     expect(def.items[0]!.timeouts.landing).toBe(30 * 60_000);
   });
@@ -878,7 +987,7 @@ describe("the forge section", () => {
     expect("landing" in def.items[0]!.timeouts).toBe(false);
   });
   const bad: [string, (d: any) => void, string, string][] = [
-    ["pr without a forge", (d) => delete d.forge, "defaults.landing", "needs a \"forge\" section"],
+    ["pr without a forge", (d) => delete d.forge, "defaults.landing", 'needs a "forge" section'],
     ["a ref of another repository", (d) => (d.items[0].ref = "github:acme/web#1"), "items[0].ref", "is not an issue of the forge's repository"],
     ["a ref of another provider", (d) => (d.items[0].ref = "gitlab:acme/api#1"), "items[0].ref", "is not an issue of the forge's repository"],
     ["a ref on another host", (d) => (d.items[0].ref = "github:ghe.example.com/acme/api#1"), "items[0].ref", "is not an issue"],
@@ -899,7 +1008,14 @@ describe("the forge section", () => {
     ["plain http to another host in gitUrl", (d) => (d.forge.gitUrl = "http://github.com/acme/api.git"), "forge.gitUrl", "must be an https or ssh URL"],
     ["a relative path as gitUrl", (d) => (d.forge.gitUrl = "../api.git"), "forge.gitUrl", "must be an https or ssh URL"],
   ];
-  test.each(["https://github.com/acme/api.git", "git@github.com:acme/api.git", "ssh://git@github.com:22/acme/api.git", "http://127.0.0.1:8080/acme/api.git", "/srv/mirrors/api.git", "file:///srv/mirrors/api.git"])("gitUrl %s is accepted and kept; without one the definition is as before", (gitUrl) => {
+  test.each([
+    "https://github.com/acme/api.git",
+    "git@github.com:acme/api.git",
+    "ssh://git@github.com:22/acme/api.git",
+    "http://127.0.0.1:8080/acme/api.git",
+    "/srv/mirrors/api.git",
+    "file:///srv/mirrors/api.git",
+  ])("gitUrl %s is accepted and kept; without one the definition is as before", (gitUrl) => {
     const d: any = base();
     d.forge.gitUrl = gitUrl;
     expect(normalizeDefinition(d).forge!.gitUrl).toBe(gitUrl);
@@ -916,9 +1032,29 @@ describe("the forge section", () => {
     }
   });
   test("GitLab: gitlab.com/api/v4 and GITLAB_TOKEN by default; the project's full path with nested groups; refs without the host; usernames with '.' and '_'", () => {
-    const def = normalizeDefinition({ name: "x", defaults: { verify: "true", landing: "pr" }, forge: { provider: "gitlab", repo: "acme/platform/api", authorizedUsers: ["jane.doe", "bot_1"] }, items: [{ ref: "gitlab:acme/platform/api#42", prompt: "p" }, { ref: "gitlab:gitlab.com/acme/platform/api#43", prompt: "q" }] });
-    expect(def.forge).toEqual({ provider: "gitlab", repo: "acme/platform/api", apiUrl: "https://gitlab.com/api/v4", remote: "origin", tokenEnv: "GITLAB_TOKEN", authorizedUsers: ["jane.doe", "bot_1"], authorizeWriters: false, pollInterval: 60_000 });
-    expect(def.items.map((i) => [i.id, i.ref])).toEqual([["api-42", "gitlab:acme/platform/api#42"], ["api-43", "gitlab:acme/platform/api#43"]]);
+    const def = normalizeDefinition({
+      name: "x",
+      defaults: { verify: "true", landing: "pr" },
+      forge: { provider: "gitlab", repo: "acme/platform/api", authorizedUsers: ["jane.doe", "bot_1"] },
+      items: [
+        { ref: "gitlab:acme/platform/api#42", prompt: "p" },
+        { ref: "gitlab:gitlab.com/acme/platform/api#43", prompt: "q" },
+      ],
+    });
+    expect(def.forge).toEqual({
+      provider: "gitlab",
+      repo: "acme/platform/api",
+      apiUrl: "https://gitlab.com/api/v4",
+      remote: "origin",
+      tokenEnv: "GITLAB_TOKEN",
+      authorizedUsers: ["jane.doe", "bot_1"],
+      authorizeWriters: false,
+      pollInterval: 60_000,
+    });
+    expect(def.items.map((i) => [i.id, i.ref])).toEqual([
+      ["api-42", "gitlab:acme/platform/api#42"],
+      ["api-43", "gitlab:acme/platform/api#43"],
+    ]);
   });
   test.each([
     ["a ref of the parent group's project", "gitlab:acme/api#1", "must be gitlab:acme/platform/api#<number>"],
@@ -933,7 +1069,12 @@ describe("the forge section", () => {
     }
   });
   test("a self-managed GitLab: refs name the apiUrl's host and port", () => {
-    const def = normalizeDefinition({ name: "x", defaults: { verify: "true" }, forge: { provider: "gitlab", repo: "team/app", apiUrl: "https://git.corp.example:8443/api/v4" }, items: [{ ref: "gitlab:git.corp.example:8443/team/app#5", prompt: "p" }] });
+    const def = normalizeDefinition({
+      name: "x",
+      defaults: { verify: "true" },
+      forge: { provider: "gitlab", repo: "team/app", apiUrl: "https://git.corp.example:8443/api/v4" },
+      items: [{ ref: "gitlab:git.corp.example:8443/team/app#5", prompt: "p" }],
+    });
     expect(def.forge!.apiUrl).toBe("https://git.corp.example:8443/api/v4");
   });
   test("GitHub Enterprise Server: refs name the apiUrl's host", () => {
@@ -961,7 +1102,8 @@ describe("notify", () => {
     expect(normalizeDefinition({ name: "x", runners: { mine: { command } }, items: [] }).runners.mine!.command).toEqual(command);
     expect(issuesOf({ name: "x", runners: { mine: { command: ["m", "--model={modle}"] } }, items: [] })).toContainEqual({
       path: "runners.mine.command[1]",
-      message: "{modle} is not a placeholder (did you mean {model}?) (known: {prompt}, {handoff}, {workdir}, {model}, {session_id}; other brace text is left as it is)",
+      message:
+        "{modle} is not a placeholder (did you mean {model}?) (known: {prompt}, {handoff}, {workdir}, {model}, {session_id}; other brace text is left as it is)",
     });
   });
 
@@ -979,17 +1121,72 @@ describe("notify", () => {
     ["an unknown key", { command: ["x"], on: ["failed"] }, "notify.on", "unknown key (allowed: command, timeout, channels, pageUrl, $comment)"],
     ["neither a command nor a channel", {}, "notify", 'must have a "command" or at least one of "channels"'],
     ["no channel", { channels: [] }, "notify", 'must have a "command" or at least one of "channels"'],
-    ["an unknown kind", { channels: [{ kind: "discord", url: "https://x.example/h" }] }, "notify.channels[0].kind", 'must be one of "webhook", "slack", "ntfy"'],
-    ["neither url nor urlFrom", { channels: [{ kind: "slack" }] }, "notify.channels[0]", 'must have one of "url" (the address) or "urlFrom" (the variable that holds it)'],
-    ["both url and urlFrom", { channels: [{ kind: "slack", url: "https://x.example/h", urlFrom: "HOOK" }] }, "notify.channels[0]", 'must have one of "url" (the address) or "urlFrom" (the variable that holds it)'],
-    ["plain http elsewhere", { channels: [{ kind: "webhook", url: "http://hooks.example.com/x" }] }, "notify.channels[0].url", "must be https (http only to 127.0.0.1 or localhost)"],
-    ["credentials in the url", { channels: [{ kind: "webhook", url: "https://u:p@hooks.example.com/x" }] }, "notify.channels[0].url", "must not hold credentials (put a secret address in a variable and name it in urlFrom)"],
-    ["a secret on slack", { channels: [{ kind: "slack", urlFrom: "HOOK", secretFrom: "KEY" }] }, "notify.channels[0]", `"secretFrom" signs a webhook's body: slack and ntfy take none`],
-    ["a variable that is not a name", { channels: [{ kind: "webhook", urlFrom: "$HOOK" }] }, "notify.channels[0].urlFrom", "must be an environment variable name (the value stays out of loop.json)"],
-    ["an unknown event", { channels: [{ kind: "ntfy", url: "https://ntfy.sh/t", events: ["done"] }] }, "notify.channels[0].events[0]", 'must be one of "attention", "passed", "failed", "landed", "budget_80", "budget_100", "review"'],
-    ["no events", { channels: [{ kind: "ntfy", url: "https://ntfy.sh/t", events: [] }] }, "notify.channels[0].events", "must name at least one event (leave it out for all)"],
-    ["a timeout over 30s", { channels: [{ kind: "ntfy", url: "https://ntfy.sh/t", timeout: "1m" }] }, "notify.channels[0].timeout", "must be at most 30s (a send never holds a step longer)"],
-    ["a page address that is not one", { command: ["x"], pageUrl: "loop.example.com" }, "notify.pageUrl", "must be an http or https address (the loop's page, as people open it)"],
+    [
+      "an unknown kind",
+      { channels: [{ kind: "discord", url: "https://x.example/h" }] },
+      "notify.channels[0].kind",
+      'must be one of "webhook", "slack", "ntfy"',
+    ],
+    [
+      "neither url nor urlFrom",
+      { channels: [{ kind: "slack" }] },
+      "notify.channels[0]",
+      'must have one of "url" (the address) or "urlFrom" (the variable that holds it)',
+    ],
+    [
+      "both url and urlFrom",
+      { channels: [{ kind: "slack", url: "https://x.example/h", urlFrom: "HOOK" }] },
+      "notify.channels[0]",
+      'must have one of "url" (the address) or "urlFrom" (the variable that holds it)',
+    ],
+    [
+      "plain http elsewhere",
+      { channels: [{ kind: "webhook", url: "http://hooks.example.com/x" }] },
+      "notify.channels[0].url",
+      "must be https (http only to 127.0.0.1 or localhost)",
+    ],
+    [
+      "credentials in the url",
+      { channels: [{ kind: "webhook", url: "https://u:p@hooks.example.com/x" }] },
+      "notify.channels[0].url",
+      "must not hold credentials (put a secret address in a variable and name it in urlFrom)",
+    ],
+    [
+      "a secret on slack",
+      { channels: [{ kind: "slack", urlFrom: "HOOK", secretFrom: "KEY" }] },
+      "notify.channels[0]",
+      `"secretFrom" signs a webhook's body: slack and ntfy take none`,
+    ],
+    [
+      "a variable that is not a name",
+      { channels: [{ kind: "webhook", urlFrom: "$HOOK" }] },
+      "notify.channels[0].urlFrom",
+      "must be an environment variable name (the value stays out of loop.json)",
+    ],
+    [
+      "an unknown event",
+      { channels: [{ kind: "ntfy", url: "https://ntfy.sh/t", events: ["done"] }] },
+      "notify.channels[0].events[0]",
+      'must be one of "attention", "passed", "failed", "landed", "budget_80", "budget_100", "review"',
+    ],
+    [
+      "no events",
+      { channels: [{ kind: "ntfy", url: "https://ntfy.sh/t", events: [] }] },
+      "notify.channels[0].events",
+      "must name at least one event (leave it out for all)",
+    ],
+    [
+      "a timeout over 30s",
+      { channels: [{ kind: "ntfy", url: "https://ntfy.sh/t", timeout: "1m" }] },
+      "notify.channels[0].timeout",
+      "must be at most 30s (a send never holds a step longer)",
+    ],
+    [
+      "a page address that is not one",
+      { command: ["x"], pageUrl: "loop.example.com" },
+      "notify.pageUrl",
+      "must be an http or https address (the loop's page, as people open it)",
+    ],
   ])("%s", (_name, notify, path, message) => {
     expect(issuesOf({ name: "x", notify, items: [] })).toContainEqual({ path, message });
   });
@@ -997,15 +1194,37 @@ describe("notify", () => {
   test("channels: each named by its kind and place, every event unless it names some, 10s to send (docs/operations.md#notification-channels)", () => {
     const def = normalizeDefinition({
       name: "x",
-      notify: { channels: [{ kind: "slack", urlFrom: "SLACK_HOOK" }, { kind: "webhook", url: "https://hooks.example.com/loop", secretFrom: "HOOK_KEY", events: ["failed", "attention", "failed"], timeout: "3s" }], pageUrl: "https://loop.example.com/loops/x/" },
+      notify: {
+        channels: [
+          { kind: "slack", urlFrom: "SLACK_HOOK" },
+          { kind: "webhook", url: "https://hooks.example.com/loop", secretFrom: "HOOK_KEY", events: ["failed", "attention", "failed"], timeout: "3s" },
+        ],
+        pageUrl: "https://loop.example.com/loops/x/",
+      },
       items: [],
     });
     expect(def.notify).toEqual({
       command: null,
       timeout: 30_000,
       channels: [
-        { id: "slack-1", kind: "slack", url: null, urlFrom: "SLACK_HOOK", secretFrom: null, events: ["attention", "passed", "failed", "landed", "budget_80", "budget_100", "review"], timeout: 10_000 },
-        { id: "webhook-2", kind: "webhook", url: "https://hooks.example.com/loop", urlFrom: null, secretFrom: "HOOK_KEY", events: ["failed", "attention"], timeout: 3_000 },
+        {
+          id: "slack-1",
+          kind: "slack",
+          url: null,
+          urlFrom: "SLACK_HOOK",
+          secretFrom: null,
+          events: ["attention", "passed", "failed", "landed", "budget_80", "budget_100", "review"],
+          timeout: 10_000,
+        },
+        {
+          id: "webhook-2",
+          kind: "webhook",
+          url: "https://hooks.example.com/loop",
+          urlFrom: null,
+          secretFrom: "HOOK_KEY",
+          events: ["failed", "attention"],
+          timeout: 3_000,
+        },
       ],
       pageUrl: "https://loop.example.com/loops/x/",
     });
@@ -1050,7 +1269,9 @@ describe("sandbox", () => {
     const { boxed: _boxed, ...unboxed } = runners;
     const plain = normalizeDefinition({ name: "x", runners: unboxed, items: items.filter((it) => it.runner !== "boxed") });
     expect(plain.items.every((it) => !("sandbox" in it))).toBe(true);
-    expect(definitionHash(normalizeDefinition({ name: "x", defaults: { sandbox: "none" }, runners: unboxed, items: items.filter((it) => it.runner !== "boxed") }))).toBe(definitionHash(plain));
+    expect(
+      definitionHash(normalizeDefinition({ name: "x", defaults: { sandbox: "none" }, runners: unboxed, items: items.filter((it) => it.runner !== "boxed") })),
+    ).toBe(definitionHash(plain));
   });
 
   test("defaults.sandbox applies to the presets and to runners without their own; a runner's own wins", () => {
@@ -1063,6 +1284,8 @@ describe("sandbox", () => {
     ["defaults", { defaults: { sandbox: "docker" } }, "defaults.sandbox"],
     ["a runner", { runners: { mine: { command: ["m"], sandbox: true } } }, "runners.mine.sandbox"],
   ])("an unknown kind in %s is refused at its path", (_name, over, path) => {
-    expect(issuesOf({ name: "x", ...over, items: [] })).toEqual([{ path, message: 'must be "bwrap" (run the agent and its verify under bubblewrap) or "none"' }]);
+    expect(issuesOf({ name: "x", ...over, items: [] })).toEqual([
+      { path, message: 'must be "bwrap" (run the agent and its verify under bubblewrap) or "none"' },
+    ]);
   });
 });

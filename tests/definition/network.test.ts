@@ -2,7 +2,17 @@
 // normalized (absent for "open", so old definitions hash as before), and the one matching rule.
 import { describe, expect, test } from "bun:test";
 import { definitionHash, normalizeDefinition } from "../../lib/definition/normalize.ts";
-import { GATEWAY_OPENAI_URL_ARG, GATEWAY_PROVIDER, gatewayArgv, modelRoute, networkAllows, networkEntryProblem, sessionAllowList, SETUP_REGISTRIES, setupAllowList } from "../../lib/definition/network.ts";
+import {
+  GATEWAY_OPENAI_URL_ARG,
+  GATEWAY_PROVIDER,
+  gatewayArgv,
+  modelRoute,
+  networkAllows,
+  networkEntryProblem,
+  sessionAllowList,
+  SETUP_REGISTRIES,
+  setupAllowList,
+} from "../../lib/definition/network.ts";
 import { buildRunnerCommand } from "../../lib/definition/runners.ts";
 
 function issuesOf(raw: unknown): { path: string; message: string }[] {
@@ -21,13 +31,22 @@ describe("network settings", () => {
   test('"open" by default: no item carries network or verifyNetwork outside the sandbox, and the hash is as before', () => {
     const plain = normalizeDefinition({ name: "x", runners: { mine: runners.mine }, items: items.slice(0, 2) });
     expect(plain.items.every((it) => !("network" in it) && !("verifyNetwork" in it))).toBe(true);
-    const open = normalizeDefinition({ name: "x", defaults: { network: "open", verifyNetwork: "open" }, runners: { mine: runners.mine }, items: items.slice(0, 2) });
+    const open = normalizeDefinition({
+      name: "x",
+      defaults: { network: "open", verifyNetwork: "open" },
+      runners: { mine: runners.mine },
+      items: items.slice(0, 2),
+    });
     expect(definitionHash(open)).toBe(definitionHash(plain));
   });
 
   test("defaults.network applies to presets and runners without their own; a runner's own wins; entries lower-cased, sorted, unique", () => {
     const def = normalizeDefinition({ name: "x", defaults: { network: ["Example.COM:443", "*.pypi.org:443", "example.com:443"] }, runners, items });
-    expect(def.items.map((it) => it.network)).toEqual([["*.pypi.org:443", "example.com:443"], ["*.pypi.org:443", "example.com:443"], ["registry.npmjs.org:443"]]);
+    expect(def.items.map((it) => it.network)).toEqual([
+      ["*.pypi.org:443", "example.com:443"],
+      ["*.pypi.org:443", "example.com:443"],
+      ["registry.npmjs.org:443"],
+    ]);
     expect(normalizeDefinition({ name: "x", defaults: { network: "none" }, items: items.slice(0, 1) }).items[0]!.network).toBe("none");
   });
 
@@ -36,7 +55,9 @@ describe("network settings", () => {
     expect(def.items.map((it) => it.verifyNetwork ?? "open")).toEqual(["open", "open", "none"]);
     const told = normalizeDefinition({ name: "x", defaults: { verifyNetwork: ["registry.npmjs.org:443"] }, runners, items });
     expect(told.items.map((it) => it.verifyNetwork)).toEqual([["registry.npmjs.org:443"], ["registry.npmjs.org:443"], ["registry.npmjs.org:443"]]);
-    expect(normalizeDefinition({ name: "x", defaults: { sandbox: "bwrap", verifyNetwork: "open" }, items: items.slice(0, 1) }).items[0]!.verifyNetwork).toBeUndefined();
+    expect(
+      normalizeDefinition({ name: "x", defaults: { sandbox: "bwrap", verifyNetwork: "open" }, items: items.slice(0, 1) }).items[0]!.verifyNetwork,
+    ).toBeUndefined();
   });
 
   test.each([
@@ -51,7 +72,12 @@ describe("network settings", () => {
     ["a runner's", { runners: { mine: { command: ["m"], network: [1] } } }, "runners.mine.network", 'must be "open", "none" or an array'],
     ["setup's word", { workspace: { setupNetwork: "registries" } }, "workspace.setupNetwork", 'must be "open", "none" or an array of "host:port" entries'],
     ["setup's entry", { workspace: { setupNetwork: ["https://registry.npmjs.org"] } }, "workspace.setupNetwork[0]", 'must be "host:port"'],
-    ["the sandbox gateway's own address", { defaults: { network: ["127.0.0.2:4873"] } }, "defaults.network[0]", "127.0.0.2 is where a sandboxed session reaches its gateway"],
+    [
+      "the sandbox gateway's own address",
+      { defaults: { network: ["127.0.0.2:4873"] } },
+      "defaults.network[0]",
+      "127.0.0.2 is where a sandboxed session reaches its gateway",
+    ],
     ["too many", { defaults: { network: Array.from({ length: 257 }, (_, i) => `h${i}.example.com:443`) } }, "defaults.network", "at most 256 entries"],
   ])("%s is refused at its path", (_name, over, path, message) => {
     const issues = issuesOf({ name: "x", ...over, items: [] });
@@ -59,8 +85,15 @@ describe("network settings", () => {
   });
 
   test('workspace.setupNetwork: unset is absent (the registries), "open" and "none" kept, a list normalized as network\'s', () => {
-    const of = (setupNetwork?: unknown) => normalizeDefinition({ name: "x", workspace: { setup: "true", ...(setupNetwork === undefined ? {} : { setupNetwork }) }, items: items.slice(0, 1) }).setupNetwork;
-    expect([of(), of("open"), of("none"), of(["Mirror.example:4873", "127.0.0.1:4873", "mirror.example:4873"])]).toEqual([undefined, "open", "none", ["127.0.0.1:4873", "mirror.example:4873"]]);
+    const of = (setupNetwork?: unknown) =>
+      normalizeDefinition({ name: "x", workspace: { setup: "true", ...(setupNetwork === undefined ? {} : { setupNetwork }) }, items: items.slice(0, 1) })
+        .setupNetwork;
+    expect([of(), of("open"), of("none"), of(["Mirror.example:4873", "127.0.0.1:4873", "mirror.example:4873"])]).toEqual([
+      undefined,
+      "open",
+      "none",
+      ["127.0.0.1:4873", "mirror.example:4873"],
+    ]);
   });
 
   test("setup's allow-list: unset, the registries and the hosts of the operator's registry variables; a list exactly; open and none as they are", () => {
@@ -75,7 +108,15 @@ describe("network settings", () => {
       HOME: "https://not-a-registry.example.com",
       UV_INDEX_URL: "",
     };
-    const named = ["127.0.0.1:4873", "cargo.example.com:443", "goproxy.example.com:443", "other.example.com:8443", "pkgs.example.com:443", "poetry.example.com:443", "uv.example.com:443"];
+    const named = [
+      "127.0.0.1:4873",
+      "cargo.example.com:443",
+      "goproxy.example.com:443",
+      "other.example.com:8443",
+      "pkgs.example.com:443",
+      "poetry.example.com:443",
+      "uv.example.com:443",
+    ];
     expect(setupAllowList(undefined, env)).toEqual([...SETUP_REGISTRIES, ...named].sort());
     expect(setupAllowList(undefined, {})).toEqual([...SETUP_REGISTRIES].sort());
     expect(SETUP_REGISTRIES).toContain("registry.npmjs.org:443");
@@ -122,9 +163,17 @@ describe("modelRoute: a gateway for every session that can reach a model API", (
     ["a command runner on an open network: a gateway", { runner: "mine", network: undefined, env: {} }, { gateway: true, unshare: false }],
     ["aider on an open network: a gateway", { runner: "aider", network: undefined, env: {} }, { gateway: true, unshare: false }],
     ["codex with loop's OpenAI key: a gateway", { runner: "codex", network: undefined, env: key }, { gateway: true, unshare: false }],
-    ["codex signed in with ChatGPT (no key) on an open network: none (the gateway does not serve chatgpt.com)", { runner: "codex", network: undefined, env: {} }, { gateway: false, unshare: false }],
+    [
+      "codex signed in with ChatGPT (no key) on an open network: none (the gateway does not serve chatgpt.com)",
+      { runner: "codex", network: undefined, env: {} },
+      { gateway: false, unshare: false },
+    ],
     ["the demo agent on an open network: none (it reaches no model)", { runner: "demo", network: undefined, env: key }, { gateway: false, unshare: false }],
-    ["any runner with a list: a gateway, the network unshared in the sandbox", { runner: "codex", network: ["example.com:443"], env: {} }, { gateway: true, unshare: true }],
+    [
+      "any runner with a list: a gateway, the network unshared in the sandbox",
+      { runner: "codex", network: ["example.com:443"], env: {} },
+      { gateway: true, unshare: true },
+    ],
     ["the demo agent with none: its gateway is its only way out", { runner: "demo", network: "none", env: {} }, { gateway: true, unshare: true }],
   ];
   for (const [name, input, want] of cases) test(name, () => expect(modelRoute(input)).toEqual(want));
@@ -135,7 +184,10 @@ describe("codex behind the gateway (lib/definition/runners.ts, network.ts gatewa
   test("the preset names loop's provider before exec only behind a gateway, fresh and resumed; the wrapper fills in the URL, in that element alone", () => {
     const plain = buildRunnerCommand("codex", ctx, {}, []).argv;
     expect(plain.some((a) => a.includes(GATEWAY_PROVIDER))).toBe(false);
-    for (const c of [{ ...ctx, gateway: true }, { ...ctx, gateway: true, resume: { conversationId: "t-1", replyFile: "/r.md" } }]) {
+    for (const c of [
+      { ...ctx, gateway: true },
+      { ...ctx, gateway: true, resume: { conversationId: "t-1", replyFile: "/r.md" } },
+    ]) {
       const argv = buildRunnerCommand("codex", c, {}, []).argv;
       const exec = argv.indexOf("exec");
       expect(argv.indexOf(GATEWAY_OPENAI_URL_ARG)).toBeGreaterThan(0);

@@ -6,18 +6,43 @@ import { builtinProtect, protectedChanges, protectPatternProblem } from "../../l
 describe("protectedChanges", () => {
   const cases: { name: string; patterns: string[]; changed: string[]; protected: string[] }[] = [
     { name: "an exact file", patterns: ["verify.sh"], changed: ["verify.sh", "src/a.ts"], protected: ["verify.sh"] },
-    { name: "a folder by name protects what is in it", patterns: ["tests"], changed: ["tests/a.test.ts", "tests/deep/b.ts", "testsuite.ts"], protected: ["tests/a.test.ts", "tests/deep/b.ts"] },
+    {
+      name: "a folder by name protects what is in it",
+      patterns: ["tests"],
+      changed: ["tests/a.test.ts", "tests/deep/b.ts", "testsuite.ts"],
+      protected: ["tests/a.test.ts", "tests/deep/b.ts"],
+    },
     { name: "a folder with a trailing slash", patterns: ["tests/"], changed: ["tests/a.ts", "src/tests.ts"], protected: ["tests/a.ts"] },
     { name: "folder/** protects everything below", patterns: ["tests/**"], changed: ["tests/x/y/z.ts", "src/x.ts"], protected: ["tests/x/y/z.ts"] },
     { name: "* stays in one segment", patterns: ["*.md"], changed: ["README.md", "notes/x.md"], protected: ["README.md"] },
-    { name: "**/ reaches every depth, the top included", patterns: ["**/*.test.ts"], changed: ["a.test.ts", "x/y/b.test.ts", "x/c.ts"], protected: ["a.test.ts", "x/y/b.test.ts"] },
-    { name: "dot files and folders are matched", patterns: [".github/**", "**/.env"], changed: [".github/workflows/ci.yml", "svc/.env", ".envrc"], protected: [".github/workflows/ci.yml", "svc/.env"] },
-    { name: "braces and classes", patterns: ["{ci,build}/*.sh", "v[12].txt"], changed: ["ci/run.sh", "build/x.sh", "other/x.sh", "v1.txt", "v3.txt"], protected: ["ci/run.sh", "build/x.sh", "v1.txt"] },
+    {
+      name: "**/ reaches every depth, the top included",
+      patterns: ["**/*.test.ts"],
+      changed: ["a.test.ts", "x/y/b.test.ts", "x/c.ts"],
+      protected: ["a.test.ts", "x/y/b.test.ts"],
+    },
+    {
+      name: "dot files and folders are matched",
+      patterns: [".github/**", "**/.env"],
+      changed: [".github/workflows/ci.yml", "svc/.env", ".envrc"],
+      protected: [".github/workflows/ci.yml", "svc/.env"],
+    },
+    {
+      name: "braces and classes",
+      patterns: ["{ci,build}/*.sh", "v[12].txt"],
+      changed: ["ci/run.sh", "build/x.sh", "other/x.sh", "v1.txt", "v3.txt"],
+      protected: ["ci/run.sh", "build/x.sh", "v1.txt"],
+    },
     { name: "an escaped star is literal", patterns: ["a\\*b"], changed: ["a*b", "axb"], protected: ["a*b"] },
     { name: "case matters", patterns: ["Makefile"], changed: ["makefile"], protected: [] },
     { name: "no pattern protects nothing", patterns: [], changed: ["a"], protected: [] },
     { name: "each path once, in the order given", patterns: ["a", "a/**", "*"], changed: ["b", "a/x", "a/x"], protected: ["b", "a/x"] },
-    { name: "the old and the new path of a rename are both changes", patterns: ["tests/**"], changed: ["tests/old.ts", "moved/old.ts"], protected: ["tests/old.ts"] },
+    {
+      name: "the old and the new path of a rename are both changes",
+      patterns: ["tests/**"],
+      changed: ["tests/old.ts", "moved/old.ts"],
+      protected: ["tests/old.ts"],
+    },
   ];
   for (const c of cases) test(c.name, () => expect(protectedChanges(c.patterns, c.changed)).toEqual(c.protected));
 });
@@ -51,5 +76,7 @@ describe("builtinProtect", () => {
   test("a state root outside the repository protects only loop.json", () =>
     expect(builtinProtect({ repoTop: "/srv/api", root: "/srv/api", stateRoot: "/var/lib/loop/api" })).toEqual(["loop.json"]));
   test("the built-in paths match what git prints", () =>
-    expect(protectedChanges(builtinProtect({ repoTop: "/r", root: "/r/svc", stateRoot: "/r/svc/.loop" }), ["svc/loop.json", "svc/.loop/state.json", "loop.json"])).toEqual(["svc/loop.json", "svc/.loop/state.json"]));
+    expect(
+      protectedChanges(builtinProtect({ repoTop: "/r", root: "/r/svc", stateRoot: "/r/svc/.loop" }), ["svc/loop.json", "svc/.loop/state.json", "loop.json"]),
+    ).toEqual(["svc/loop.json", "svc/.loop/state.json"]));
 });

@@ -47,7 +47,15 @@ const AIDER_QUIET = [
 ];
 const CLAUDE_COMMON = ["claude", "-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages", "--dangerously-skip-permissions"];
 const GEMINI_COMMON = ["--yolo", "--skip-trust", "--output-format", "stream-json"];
-const CODEX_COMMON = ["codex", "exec", "--json", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check", "--disable", "unbounded_connection_retries"];
+const CODEX_COMMON = [
+  "codex",
+  "exec",
+  "--json",
+  "--dangerously-bypass-approvals-and-sandbox",
+  "--skip-git-repo-check",
+  "--disable",
+  "unbounded_connection_retries",
+];
 
 describe("presets", () => {
   const cases: Array<{ name: string; runner: keyof typeof PRESETS; ctx: LaunchContext; argv: string[]; conversationId: string | null }> = [
@@ -256,7 +264,11 @@ describe("expandPlaceholders", () => {
     ["each placeholder", ["{prompt}", "{handoff}", "{workdir}", "{model}", "{session_id}"], [values.prompt, "/s/handoff.md", "/w d", "", SID]],
     ["embedded in text", ["--prompt-file={handoff}", "cd {workdir} && go"], ["--prompt-file=/s/handoff.md", "cd /w d && go"]],
     ["repeated in one element", ["{session_id}/{session_id}"], [`${SID}/${SID}`]],
-    ["unknown braces left as-is", ["{other}", "{}", "{ prompt }", "{PROMPT}", "{{model}}", "{model"], ["{other}", "{}", "{ prompt }", "{PROMPT}", "{}", "{model"]],
+    [
+      "unknown braces left as-is",
+      ["{other}", "{}", "{ prompt }", "{PROMPT}", "{{model}}", "{model"],
+      ["{other}", "{}", "{ prompt }", "{PROMPT}", "{}", "{model"],
+    ],
     ["no placeholder", ["my-agent", "--fast"], ["my-agent", "--fast"]],
     ["empty template", [], []],
   ];
@@ -391,9 +403,7 @@ describe("demo agent", () => {
 
   test("no directives: writes DEMO-<item>.md with the attempt and the prompt's first line", async () => {
     expect(await run("\n# Fix the login redirect loop\n\nMore text.\n", 3)).toBe(0);
-    expect(readFileSync(join(repo, "DEMO-fix-login.md"), "utf8")).toBe(
-      "# Demo work for fix-login\n\nattempt: 3\nprompt: # Fix the login redirect loop\n",
-    );
+    expect(readFileSync(join(repo, "DEMO-fix-login.md"), "utf8")).toBe("# Demo work for fix-login\n\nattempt: 3\nprompt: # Fix the login redirect loop\n");
     expect(lines).toEqual(["demo: item fix-login attempt 3: no directives, wrote DEMO-fix-login.md"]);
   });
 
@@ -431,11 +441,7 @@ describe("demo agent", () => {
   });
 
   test("attempt-specific directives apply only on their attempt", async () => {
-    const handoff = [
-      "@demo attempt 1 write ok.txt broken",
-      "@demo attempt 2 write ok.txt fixed",
-      "@demo append log.txt every attempt",
-    ].join("\n");
+    const handoff = ["@demo attempt 1 write ok.txt broken", "@demo attempt 2 write ok.txt fixed", "@demo append log.txt every attempt"].join("\n");
     expect(await run(handoff, 1)).toBe(0);
     expect(readFileSync(join(repo, "ok.txt"), "utf8")).toBe("broken\n");
     expect(await run(handoff, 2)).toBe(0);

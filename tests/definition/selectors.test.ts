@@ -17,7 +17,9 @@ const refused = (values: string[], list = items) => {
 
 test("each value once, in the order given; an unknown one names the close item and lists them", () => {
   expect(resolveSelectorsIn(items, ["docs", "fix-login", "docs"])).toEqual(["docs", "fix-login"]);
-  expect(refused(["fix-logn"])).toBe('--work-item "fix-logn": no item of this loop has this id; did you mean "fix-login"? (its items: fix-login, add-search, docs)');
+  expect(refused(["fix-logn"])).toBe(
+    '--work-item "fix-logn": no item of this loop has this id; did you mean "fix-login"? (its items: fix-login, add-search, docs)',
+  );
   expect(refused(["nosuch"])).toBe('--work-item "nosuch": no item of this loop has this id (its items: fix-login, add-search, docs)');
   expect(refused(["x"], [])).toBe('--work-item "x": no item of this loop has this id (the loop has no items)');
   const many = Array.from({ length: 14 }, (_, i) => ({ id: `item-${i}`, ref: null }));

@@ -5,7 +5,15 @@ import { describe, expect, test } from "bun:test";
 import { DefinitionError } from "../../lib/shared/errors.ts";
 import { definitionHash, normalizeDefinition } from "../../lib/definition/normalize.ts";
 
-const base = () => ({ name: "n", defaults: { verify: "true" }, items: [{ id: "a", prompt: "p" }, { id: "b", prompt: "p" }] }) as Record<string, any>;
+const base = () =>
+  ({
+    name: "n",
+    defaults: { verify: "true" },
+    items: [
+      { id: "a", prompt: "p" },
+      { id: "b", prompt: "p" },
+    ],
+  }) as Record<string, any>;
 
 function issues(raw: unknown): string[] {
   try {
@@ -59,8 +67,16 @@ describe("budgets, prices and guards", () => {
     ["no dollars under a millionth", (r) => (r.budget = { usd: 0.0000001 }), "budget.usd: must be at least 0.000001 (a millionth of a dollar)"],
     ["an unknown key in a budget", (r) => (r.items[0].budget = { dollars: 5 }), "items[0].budget.dollars: unknown key (allowed: tokens, usd, $comment)"],
     ["a price needs input and output", (r) => (r.prices = { m: { input: 1 } }), "prices.m.output: required"],
-    ["a price is not negative", (r) => (r.prices = { m: { input: -1, output: 1 } }), "prices.m.input: must be a price in US dollars per million tokens, from 0 to 1000000"],
-    ["a model named like an object's own property", (r) => (r.prices = JSON.parse('{"__proto__": {"input": 1, "output": 1}}')), 'prices.__proto__: "__proto__" cannot be a model name here'],
+    [
+      "a price is not negative",
+      (r) => (r.prices = { m: { input: -1, output: 1 } }),
+      "prices.m.input: must be a price in US dollars per million tokens, from 0 to 1000000",
+    ],
+    [
+      "a model named like an object's own property",
+      (r) => (r.prices = JSON.parse('{"__proto__": {"input": 1, "output": 1}}')),
+      'prices.__proto__: "__proto__" cannot be a model name here',
+    ],
     ["a guard is true or false", (r) => (r.guards = { noProgress: "no" }), "guards.noProgress: must be true or false"],
   ];
   test.each(bad)("%s", (_name, mutate, issue) => {

@@ -31,24 +31,61 @@ describe("the tracker section", () => {
   });
 
   test("the forge's own tracker needs that forge, and takes no settings of its own", () => {
-    expect(issuesOf({ name: "x", tracker: { provider: "gitlab" }, items: [] })).toEqual([{ path: "tracker.provider", message: expect.stringContaining('needs a "forge" section whose provider is "gitlab"') }]);
-    expect(issuesOf({ name: "x", forge, tracker: { provider: "github", team: "ENG" }, items: [] })).toEqual([{ path: "tracker.team", message: expect.stringContaining("does not apply") }]);
+    expect(issuesOf({ name: "x", tracker: { provider: "gitlab" }, items: [] })).toEqual([
+      { path: "tracker.provider", message: expect.stringContaining('needs a "forge" section whose provider is "gitlab"') },
+    ]);
+    expect(issuesOf({ name: "x", forge, tracker: { provider: "github", team: "ENG" }, items: [] })).toEqual([
+      { path: "tracker.team", message: expect.stringContaining("does not apply") },
+    ]);
   });
 
   test("none: items from loop.json alone; a ref is refused at its path", () => {
     expect(normalizeDefinition({ name: "x", forge, tracker: { provider: "none" }, items: [{ id: "a", prompt: "p", verify: false }] }).trackerNone).toBe(true);
-    expect(issuesOf({ name: "x", forge, tracker: { provider: "none" }, items: [{ ref: "github:acme/api#1", prompt: "p", verify: false }] })).toEqual([{ path: "items[0].ref", message: expect.stringContaining('the tracker is "none"') }]);
+    expect(issuesOf({ name: "x", forge, tracker: { provider: "none" }, items: [{ ref: "github:acme/api#1", prompt: "p", verify: false }] })).toEqual([
+      { path: "items[0].ref", message: expect.stringContaining('the tracker is "none"') },
+    ]);
   });
 
   test("Linear: defaults, the team's refs, its key a loop secret", () => {
-    const d = normalizeDefinition({ name: "x", forge, tracker: linear({ states: ["Todo"], labels: ["agent"], moveTo: { started: "In Progress", completed: "Done", reset: "Todo" }, authorizedUsers: ["ada@acme.dev"] }), items: [{ ref: "linear:ENG-12", prompt: "p", verify: false }] });
-    expect(d.tracker).toEqual({ provider: "linear", apiUrl: "https://api.linear.app/graphql", tokenEnv: "LINEAR_API_KEY", tokenKind: "personal", key: "ENG", states: ["Todo"], labels: ["agent"], moveTo: { started: "In Progress", completed: "Done", reset: "Todo" }, authorizedUsers: ["ada@acme.dev"], pollInterval: 60_000 });
+    const d = normalizeDefinition({
+      name: "x",
+      forge,
+      tracker: linear({
+        states: ["Todo"],
+        labels: ["agent"],
+        moveTo: { started: "In Progress", completed: "Done", reset: "Todo" },
+        authorizedUsers: ["ada@acme.dev"],
+      }),
+      items: [{ ref: "linear:ENG-12", prompt: "p", verify: false }],
+    });
+    expect(d.tracker).toEqual({
+      provider: "linear",
+      apiUrl: "https://api.linear.app/graphql",
+      tokenEnv: "LINEAR_API_KEY",
+      tokenKind: "personal",
+      key: "ENG",
+      states: ["Todo"],
+      labels: ["agent"],
+      moveTo: { started: "In Progress", completed: "Done", reset: "Todo" },
+      authorizedUsers: ["ada@acme.dev"],
+      pollInterval: 60_000,
+    });
     expect(d.items[0]!.id).toBe("eng-12");
     expect(loopSecrets(d)).toContain("LINEAR_API_KEY");
   });
 
   test("Linear: a ref of another team, or of the forge, is refused naming the field", () => {
-    expect(issuesOf({ name: "x", forge, tracker: linear(), items: [{ ref: "linear:OPS-1", prompt: "p", verify: false }, { ref: "github:acme/api#2", prompt: "p", verify: false }] })).toEqual([
+    expect(
+      issuesOf({
+        name: "x",
+        forge,
+        tracker: linear(),
+        items: [
+          { ref: "linear:OPS-1", prompt: "p", verify: false },
+          { ref: "github:acme/api#2", prompt: "p", verify: false },
+        ],
+      }),
+    ).toEqual([
       { path: "items[0].ref", message: expect.stringContaining("refs of a loop with a linear tracker must be linear:ENG-<number>") },
       { path: "items[1].ref", message: expect.stringContaining("tracker.team") },
     ]);
@@ -73,12 +110,27 @@ describe("the tracker section", () => {
   });
 
   test("Jira: Basic auth, the project's refs", () => {
-    const d = normalizeDefinition({ name: "x", forge, tracker: jira({ jql: "component = Backend" }), items: [{ ref: "jira:PROJ-42", prompt: "p", verify: false }] });
-    expect(d.tracker).toMatchObject({ provider: "jira", apiUrl: "https://acme.atlassian.net", tokenEnv: "JIRA_API_TOKEN", tokenKind: "basic", email: "bot@acme.dev", key: "PROJ", jql: "component = Backend" });
+    const d = normalizeDefinition({
+      name: "x",
+      forge,
+      tracker: jira({ jql: "component = Backend" }),
+      items: [{ ref: "jira:PROJ-42", prompt: "p", verify: false }],
+    });
+    expect(d.tracker).toMatchObject({
+      provider: "jira",
+      apiUrl: "https://acme.atlassian.net",
+      tokenEnv: "JIRA_API_TOKEN",
+      tokenKind: "basic",
+      email: "bot@acme.dev",
+      key: "PROJ",
+      jql: "component = Backend",
+    });
   });
 
   test("the tracker's token variable cannot be passed to agents", () => {
-    expect(issuesOf({ name: "x", forge, tracker: linear(), environment: { pass: ["LINEAR_API_KEY"] }, items: [] })).toEqual([{ path: "environment.pass[0]", message: expect.stringContaining("one of loop's own secrets") }]);
+    expect(issuesOf({ name: "x", forge, tracker: linear(), environment: { pass: ["LINEAR_API_KEY"] }, items: [] })).toEqual([
+      { path: "environment.pass[0]", message: expect.stringContaining("one of loop's own secrets") },
+    ]);
   });
 });
 
@@ -90,7 +142,10 @@ describe("tracker refs", () => {
     expect(parseRef("jira:PROJ_X-42").canonical).toBe("jira:PROJ_X-42");
   });
 
-  test.each(["linear:ENG", "linear:ENG-0", "linear:ENG-x", "jira:-1", "linear:ENG-1#2", "linear:ABCDEFGHIJK-1", "jira:PROJ-99999999999999999"])("%s is refused", (ref) => {
-    expect(() => parseRef(ref)).toThrow(RefError);
-  });
+  test.each(["linear:ENG", "linear:ENG-0", "linear:ENG-x", "jira:-1", "linear:ENG-1#2", "linear:ABCDEFGHIJK-1", "jira:PROJ-99999999999999999"])(
+    "%s is refused",
+    (ref) => {
+      expect(() => parseRef(ref)).toThrow(RefError);
+    },
+  );
 });

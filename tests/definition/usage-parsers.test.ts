@@ -4,25 +4,76 @@
 // a command runner's LOOP_USAGE_FILE. Fed whole or in pieces, with a truncated last line, lines of
 // other output between, resumed conversations, and text printed to make the figure lower.
 import { describe, expect, test } from "bun:test";
-import { feedLines, figureOf, finishLines, initialState, type LogSource, noteOf, parseUsageFile, priced, sum, usageSourceOf } from "../../lib/definition/usage-parsers.ts";
+import {
+  feedLines,
+  figureOf,
+  finishLines,
+  initialState,
+  type LogSource,
+  noteOf,
+  parseUsageFile,
+  priced,
+  sum,
+  usageSourceOf,
+} from "../../lib/definition/usage-parsers.ts";
 import type { TokenCounts } from "../../lib/log/events.ts";
 
 const SID = "6f1c2d3e-0000-4000-8000-000000000001";
 const MODEL = "claude-sonnet-4-5-20250929";
 const j = (o: unknown) => JSON.stringify(o);
-const cu = (input: number, cacheWrite: number, cacheRead: number, output: number) => ({ input_tokens: input, cache_creation_input_tokens: cacheWrite, cache_read_input_tokens: cacheRead, output_tokens: output, service_tier: "standard" });
+const cu = (input: number, cacheWrite: number, cacheRead: number, output: number) => ({
+  input_tokens: input,
+  cache_creation_input_tokens: cacheWrite,
+  cache_read_input_tokens: cacheRead,
+  output_tokens: output,
+  service_tier: "standard",
+});
 const assistant = (id: string, content: unknown[], usage: unknown, parent: string | null = null) =>
-  j({ type: "assistant", message: { id, type: "message", role: "assistant", model: MODEL, content, stop_reason: null, stop_sequence: null, usage }, parent_tool_use_id: parent, session_id: SID });
+  j({
+    type: "assistant",
+    message: { id, type: "message", role: "assistant", model: MODEL, content, stop_reason: null, stop_sequence: null, usage },
+    parent_tool_use_id: parent,
+    session_id: SID,
+  });
 
 /** A claude session: init, a message in two lines (text, then a tool call), a tool result, a subagent's message, a last message, the result. */
 const CLAUDE_LINES = [
-  j({ type: "system", subtype: "init", cwd: "/srv/api/.loop/workspaces/fix-login", session_id: SID, tools: ["Bash", "Edit", "Read", "Task"], mcp_servers: [], model: MODEL, permissionMode: "bypassPermissions", apiKeySource: "ANTHROPIC_API_KEY" }),
+  j({
+    type: "system",
+    subtype: "init",
+    cwd: "/srv/api/.loop/workspaces/fix-login",
+    session_id: SID,
+    tools: ["Bash", "Edit", "Read", "Task"],
+    mcp_servers: [],
+    model: MODEL,
+    permissionMode: "bypassPermissions",
+    apiKeySource: "ANTHROPIC_API_KEY",
+  }),
   assistant("msg_01A", [{ type: "text", text: "I'll run the tests first." }], cu(4, 5120, 11200, 8)),
   assistant("msg_01A", [{ type: "tool_use", id: "toolu_01", name: "Bash", input: { command: "bun test" } }], cu(4, 5120, 11200, 95)),
-  j({ type: "user", message: { role: "user", content: [{ tool_use_id: "toolu_01", type: "tool_result", content: "12 pass\n1 fail\n\"usage\" is only a word here", is_error: false }] }, parent_tool_use_id: null, session_id: SID }),
+  j({
+    type: "user",
+    message: {
+      role: "user",
+      content: [{ tool_use_id: "toolu_01", type: "tool_result", content: '12 pass\n1 fail\n"usage" is only a word here', is_error: false }],
+    },
+    parent_tool_use_id: null,
+    session_id: SID,
+  }),
   assistant("msg_01S", [{ type: "text", text: "Subagent: found the redirect." }], cu(3, 0, 2000, 40), "toolu_02"),
   assistant("msg_01B", [{ type: "text", text: "Fixed the redirect; all tests pass." }], cu(6, 300, 16320, 120)),
-  j({ type: "result", subtype: "success", is_error: false, duration_ms: 22041, duration_api_ms: 20512, num_turns: 4, result: "Fixed the redirect.", session_id: SID, total_cost_usd: 0.0421, usage: { ...cu(13, 5420, 29520, 255), server_tool_use: { web_search_requests: 0 } } }),
+  j({
+    type: "result",
+    subtype: "success",
+    is_error: false,
+    duration_ms: 22041,
+    duration_api_ms: 20512,
+    num_turns: 4,
+    result: "Fixed the redirect.",
+    session_id: SID,
+    total_cost_usd: 0.0421,
+    usage: { ...cu(13, 5420, 29520, 255), server_tool_use: { web_search_requests: 0 } },
+  }),
 ];
 /** What those lines add up to: msg_01A once (its highest counts), the subagent's, msg_01B. */
 const CLAUDE_OWN: TokenCounts = { input: 13, output: 255, cacheRead: 29520, cacheWrite: 5420 };
@@ -31,8 +82,14 @@ const CODEX_LINES = [
   j({ type: "thread.started", thread_id: "0199a213-81c0-7800-8aa1-bbab2a035a53" }),
   j({ type: "turn.started" }),
   j({ type: "item.completed", item: { id: "item_0", type: "reasoning", text: "**Scanning the tests**" } }),
-  j({ type: "item.started", item: { id: "item_1", type: "command_execution", command: "bash -lc 'bun test'", aggregated_output: "", exit_code: null, status: "in_progress" } }),
-  j({ type: "item.completed", item: { id: "item_1", type: "command_execution", command: "bash -lc 'bun test'", aggregated_output: "12 pass\n", exit_code: 0, status: "completed" } }),
+  j({
+    type: "item.started",
+    item: { id: "item_1", type: "command_execution", command: "bash -lc 'bun test'", aggregated_output: "", exit_code: null, status: "in_progress" },
+  }),
+  j({
+    type: "item.completed",
+    item: { id: "item_1", type: "command_execution", command: "bash -lc 'bun test'", aggregated_output: "12 pass\n", exit_code: 0, status: "completed" },
+  }),
   j({ type: "item.completed", item: { id: "item_2", type: "agent_message", text: "Done: the redirect is fixed." } }),
   j({ type: "turn.completed", usage: { input_tokens: 26549, cached_input_tokens: 22272, output_tokens: 1590 } }),
 ];
@@ -69,7 +126,15 @@ function parse(source: LogSource, text: string, o: { final?: boolean; base?: { t
 }
 
 describe("claude stream-json", () => {
-  const cases: { name: string; text: string; final?: boolean; base?: { tokens: TokenCounts | null; microUsd: number | null }; tokens: TokenCounts | null; microUsd: number | null; note?: RegExp | null }[] = [
+  const cases: {
+    name: string;
+    text: string;
+    final?: boolean;
+    base?: { tokens: TokenCounts | null; microUsd: number | null };
+    tokens: TokenCounts | null;
+    microUsd: number | null;
+    note?: RegExp | null;
+  }[] = [
     { name: "a whole session: the result's figures, its dollars", text: lines(CLAUDE_LINES), tokens: CLAUDE_OWN, microUsd: 42_100 },
     {
       name: "while it runs (no result yet): the messages so far, each counted once, dollars unknown",
@@ -87,7 +152,13 @@ describe("claude stream-json", () => {
     },
     {
       name: "lines of other output between (stderr, a banner, a broken event): skipped; the broken one noted",
-      text: lines(["Warning: the model is overloaded, retrying in 2s", ...CLAUDE_LINES.slice(0, 3), "[DEBUG] tool call took 812ms", '{"type":"assistant","message":{"usage":{"input_tokens":', ...CLAUDE_LINES.slice(3)]),
+      text: lines([
+        "Warning: the model is overloaded, retrying in 2s",
+        ...CLAUDE_LINES.slice(0, 3),
+        "[DEBUG] tool call took 812ms",
+        '{"type":"assistant","message":{"usage":{"input_tokens":',
+        ...CLAUDE_LINES.slice(3),
+      ]),
       tokens: CLAUDE_OWN,
       microUsd: 42_100,
       note: /1 line that looked like claude's usage could not be read/,
@@ -152,25 +223,51 @@ describe("claude stream-json", () => {
 });
 
 describe("claude 2.1.332, recorded", () => {
-  const usage = (i: number, o: number, cw: number, cr: number) => ({ input_tokens: i, output_tokens: o, cache_creation_input_tokens: cw, cache_read_input_tokens: cr });
-  const assistant = (id: string, u: object) => j({ type: "assistant", message: { id, type: "message", role: "assistant", model: "claude-sonnet-4-5", content: [{ type: "text", text: "x" }], usage: u }, session_id: "s" });
-  const delta = (id: string, u: object) => j({ type: "stream_event", event: { type: "message_delta", delta: { stop_reason: "tool_use" }, usage: u }, session_id: "s", api_message_id: id });
+  const usage = (i: number, o: number, cw: number, cr: number) => ({
+    input_tokens: i,
+    output_tokens: o,
+    cache_creation_input_tokens: cw,
+    cache_read_input_tokens: cr,
+  });
+  const assistant = (id: string, u: object) =>
+    j({
+      type: "assistant",
+      message: { id, type: "message", role: "assistant", model: "claude-sonnet-4-5", content: [{ type: "text", text: "x" }], usage: u },
+      session_id: "s",
+    });
+  const delta = (id: string, u: object) =>
+    j({ type: "stream_event", event: { type: "message_delta", delta: { stop_reason: "tool_use" }, usage: u }, session_id: "s", api_message_id: id });
   test("a resumed process: result.usage is its own, total_cost_usd and modelUsage count from the conversation's start: the earlier dollars are taken off, the tokens kept", () => {
     const result = j({
       type: "result",
       subtype: "success",
       total_cost_usd: 0.0778887,
       usage: usage(61, 545, 905, 27066),
-      modelUsage: { "claude-sonnet-4-5": { inputTokens: 78, outputTokens: 942, cacheReadInputTokens: 39924, cacheCreationInputTokens: 13746, costUSD: 0.0778887 } },
+      modelUsage: {
+        "claude-sonnet-4-5": { inputTokens: 78, outputTokens: 942, cacheReadInputTokens: 39924, cacheCreationInputTokens: 13746, costUSD: 0.0778887 },
+      },
     });
-    const text = lines([assistant("m3", usage(25, 1, 446, 13308)), delta("m3", usage(25, 254, 446, 13308)), assistant("m4", usage(36, 1, 459, 13758)), delta("m4", usage(36, 291, 459, 13758)), result]);
+    const text = lines([
+      assistant("m3", usage(25, 1, 446, 13308)),
+      delta("m3", usage(25, 254, 446, 13308)),
+      assistant("m4", usage(36, 1, 459, 13758)),
+      delta("m4", usage(36, 291, 459, 13758)),
+      result,
+    ]);
     const r = parse("claude", text, { base: { tokens: { input: 17, output: 397, cacheRead: 12858, cacheWrite: 12841 }, microUsd: 58_017 } });
     expect(r.figure.tokens).toEqual({ input: 61, output: 545, cacheRead: 27066, cacheWrite: 905 });
     expect(r.figure.microUsd).toBe(77_889 - 58_017);
   });
   test("a first process: modelUsage equals result.usage, the dollars are kept", () => {
-    const result = j({ type: "result", total_cost_usd: 0.058, usage: usage(17, 397, 12841, 12858), modelUsage: { "claude-sonnet-4-5": { inputTokens: 17, outputTokens: 397, cacheReadInputTokens: 12858, cacheCreationInputTokens: 12841 } } });
-    const r = parse("claude", lines([assistant("m1", usage(17, 1, 12841, 12858)), result]), { base: { tokens: { input: 5, output: 5, cacheRead: 5, cacheWrite: 5 }, microUsd: 1000 } });
+    const result = j({
+      type: "result",
+      total_cost_usd: 0.058,
+      usage: usage(17, 397, 12841, 12858),
+      modelUsage: { "claude-sonnet-4-5": { inputTokens: 17, outputTokens: 397, cacheReadInputTokens: 12858, cacheCreationInputTokens: 12841 } },
+    });
+    const r = parse("claude", lines([assistant("m1", usage(17, 1, 12841, 12858)), result]), {
+      base: { tokens: { input: 5, output: 5, cacheRead: 5, cacheWrite: 5 }, microUsd: 1000 },
+    });
     expect(r.figure.microUsd).toBe(58_000);
   });
   test("--include-partial-messages: message_delta's running output count is read before the result line (the assistant line shows 1)", () => {
@@ -181,8 +278,17 @@ describe("claude 2.1.332, recorded", () => {
 
 describe("codex exec --json", () => {
   const cases: { name: string; text: string; base?: { tokens: TokenCounts | null; microUsd: number | null }; tokens: TokenCounts | null; note?: RegExp }[] = [
-    { name: "a whole session: turn.completed's figures (cached input is part of input)", text: lines(CODEX_LINES), tokens: { input: 4277, output: 1590, cacheRead: 22272, cacheWrite: 0 } },
-    { name: "before its turn completes: unknown (codex reports at the turn's end), and the note says a turn runs", text: lines(CODEX_LINES.slice(0, 5)), tokens: null, note: /inside a turn/ },
+    {
+      name: "a whole session: turn.completed's figures (cached input is part of input)",
+      text: lines(CODEX_LINES),
+      tokens: { input: 4277, output: 1590, cacheRead: 22272, cacheWrite: 0 },
+    },
+    {
+      name: "before its turn completes: unknown (codex reports at the turn's end), and the note says a turn runs",
+      text: lines(CODEX_LINES.slice(0, 5)),
+      tokens: null,
+      note: /inside a turn/,
+    },
     {
       name: "a turn started after one completed: the completed figure, and the note says what it leaves out",
       text: lines([...CODEX_LINES, j({ type: "turn.started" })]),
@@ -191,7 +297,9 @@ describe("codex exec --json", () => {
     },
     {
       name: "stderr lines between and a truncated last line",
-      text: lines(["2025-10-17T05:54:20.209Z ERROR codex_core::exec: stream disconnected - retrying turn (1/5 in 188ms)...", ...CODEX_LINES]) + '{"type":"turn.completed","usage":{"input_tok',
+      text:
+        lines(["2025-10-17T05:54:20.209Z ERROR codex_core::exec: stream disconnected - retrying turn (1/5 in 188ms)...", ...CODEX_LINES]) +
+        '{"type":"turn.completed","usage":{"input_tok',
       tokens: { input: 4277, output: 1590, cacheRead: 22272, cacheWrite: 0 },
       note: /cut short/,
     },
@@ -211,7 +319,10 @@ describe("codex exec --json", () => {
       text: lines([
         j({ type: "thread.started", thread_id: "01a236fd-bccf-71a3-978f-6d4cc575606d" }),
         j({ type: "turn.started" }),
-        j({ type: "turn.completed", usage: { input_tokens: 17040, cached_input_tokens: 8448, cache_write_input_tokens: 1024, output_tokens: 465, reasoning_output_tokens: 128 } }),
+        j({
+          type: "turn.completed",
+          usage: { input_tokens: 17040, cached_input_tokens: 8448, cache_write_input_tokens: 1024, output_tokens: 465, reasoning_output_tokens: 128 },
+        }),
       ]),
       tokens: { input: 17040 - 8448 - 1024, output: 465, cacheRead: 8448, cacheWrite: 1024 },
     },
@@ -239,7 +350,12 @@ describe("aider's printed usage lines", () => {
       tokens: { input: 1200 + 4100, output: 112 + 95, cacheRead: 2200, cacheWrite: 1400 },
       microUsd: 20_000,
     },
-    { name: "a model aider has no prices for: tokens only", text: lines(["Tokens: 1.6k sent, 997 received."]), tokens: { input: 1600, output: 997, cacheRead: 0, cacheWrite: 0 }, microUsd: null },
+    {
+      name: "a model aider has no prices for: tokens only",
+      text: lines(["Tokens: 1.6k sent, 997 received."]),
+      tokens: { input: 1600, output: 997, cacheRead: 0, cacheWrite: 0 },
+      microUsd: null,
+    },
     {
       name: "the console wrapped the cost before its session figure: read across the break",
       text: lines(["Tokens: 12k sent, 2.1k cache write, 8.2k cache hit, 997 received. Cost: $0.05", "message, $0.07 session."]),
@@ -275,11 +391,19 @@ describe("LOOP_USAGE_FILE", () => {
   const cases: { name: string; text: string; tokens: TokenCounts | null; microUsd: number | null; note?: RegExp }[] = [
     {
       name: "the last complete line wins (each line is cumulative)",
-      text: lines([j({ input_tokens: 100, output_tokens: 10 }), j({ input_tokens: 900, output_tokens: 250, cache_read_input_tokens: 4000, cache_creation_input_tokens: 300, usd: 0.0123 })]),
+      text: lines([
+        j({ input_tokens: 100, output_tokens: 10 }),
+        j({ input_tokens: 900, output_tokens: 250, cache_read_input_tokens: 4000, cache_creation_input_tokens: 300, usd: 0.0123 }),
+      ]),
       tokens: { input: 900, output: 250, cacheRead: 4000, cacheWrite: 300 },
       microUsd: 12_300,
     },
-    { name: "a last line being written (no line break yet) is not read", text: lines([j({ input_tokens: 100, output_tokens: 10 })]) + '{"input_tokens": 9', tokens: { input: 100, output: 10, cacheRead: 0, cacheWrite: 0 }, microUsd: null },
+    {
+      name: "a last line being written (no line break yet) is not read",
+      text: lines([j({ input_tokens: 100, output_tokens: 10 })]) + '{"input_tokens": 9',
+      tokens: { input: 100, output: 10, cacheRead: 0, cacheWrite: 0 },
+      microUsd: null,
+    },
     { name: "dollars alone: tokens unknown", text: lines([j({ usd: 1.5 })]), tokens: null, microUsd: 1_500_000 },
     {
       name: "a last complete line that is no report is said; the one before it counts",

@@ -55,10 +55,14 @@ function parseContainerfile(text: string): Instruction[] {
 const INSTRUCTIONS = parseContainerfile(TEXT);
 /** ARG name → default (null when it has none), before the first FROM. */
 const args = (list: Instruction[]) =>
-  Object.fromEntries(list.filter((i) => i.op === "ARG").map((i) => {
-    const [name, ...value] = i.args.split("=");
-    return [name!, i.args.includes("=") ? value.join("=") : null];
-  })) as Record<string, string | null>;
+  Object.fromEntries(
+    list
+      .filter((i) => i.op === "ARG")
+      .map((i) => {
+        const [name, ...value] = i.args.split("=");
+        return [name!, i.args.includes("=") ? value.join("=") : null];
+      }),
+  ) as Record<string, string | null>;
 const firstFrom = INSTRUCTIONS.findIndex((i) => i.op === "FROM");
 const GLOBAL = args(INSTRUCTIONS.slice(0, firstFrom));
 /** The stages, each its FROM and what follows it. */
@@ -120,7 +124,9 @@ describe("the Containerfile", () => {
     const pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----";
     const dir = mkdtempSync(join(tmpdir(), "loop-ca-"));
     try {
-      const line = /printf '%s\\n' "\$\{EXTRA_CA_CERT\}" > \/usr\/local\/share\/ca-certificates\/extra-ca\.crt/.exec(runs(FINAL).join("\n"))![0]!.replace("/usr/local/share/ca-certificates", dir);
+      const line = /printf '%s\\n' "\$\{EXTRA_CA_CERT\}" > \/usr\/local\/share\/ca-certificates\/extra-ca\.crt/
+        .exec(runs(FINAL).join("\n"))![0]!
+        .replace("/usr/local/share/ca-certificates", dir);
       const r = Bun.spawnSync(["sh", "-c", line], { env: testEnv({ EXTRA_CA_CERT: pem }) });
       expect(r.exitCode).toBe(0);
       expect(readFileSync(join(dir, "extra-ca.crt"), "utf8")).toBe(pem + "\n");
@@ -164,10 +170,22 @@ describe("the Containerfile", () => {
   });
 
   test("one build argument per agent CLI loop has a runner for, empty by default, each installing its CLI", () => {
-    const ARG_OF: Record<keyof typeof PRESETS, string> = { claude: "CLAUDE_CODE_VERSION", codex: "CODEX_VERSION", aider: "AIDER_VERSION", gemini: "GEMINI_CLI_VERSION", opencode: "OPENCODE_VERSION" };
+    const ARG_OF: Record<keyof typeof PRESETS, string> = {
+      claude: "CLAUDE_CODE_VERSION",
+      codex: "CODEX_VERSION",
+      aider: "AIDER_VERSION",
+      gemini: "GEMINI_CLI_VERSION",
+      opencode: "OPENCODE_VERSION",
+    };
     expect(Object.keys(ARG_OF).sort()).toEqual(Object.keys(PRESETS).sort());
     const install = [...runs(AGENTS), ...runs(FINAL)].join("\n");
-    const PACKAGE: Record<string, string> = { claude: "@anthropic-ai/claude-code@", codex: "@openai/codex@", aider: "aider-chat==", gemini: "@google/gemini-cli@", opencode: "opencode-ai@" };
+    const PACKAGE: Record<string, string> = {
+      claude: "@anthropic-ai/claude-code@",
+      codex: "@openai/codex@",
+      aider: "aider-chat==",
+      gemini: "@google/gemini-cli@",
+      opencode: "opencode-ai@",
+    };
     for (const [runner, arg] of Object.entries(ARG_OF)) {
       expect({ arg, value: { ...AGENTS.args, ...FINAL.args }[arg] }).toEqual({ arg, value: "" });
       expect(install).toContain(`if [ -n "\${${arg}}" ]; then`);

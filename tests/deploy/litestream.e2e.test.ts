@@ -27,41 +27,50 @@ function litestream(args: string[]) {
 }
 
 describe("the store and a replicator", () => {
-  test(
-    "over a loop's whole life no command asks SQLite for a TRUNCATE, RESTART or FULL checkpoint, nor a VACUUM in place",
-    async () => {
-      // What every command of this process says to SQLite, whatever module says it.
-      const said: string[] = [];
-      const proto = Database.prototype as unknown as Record<"run" | "query" | "prepare" | "exec", (sql: string, ...rest: unknown[]) => unknown>;
-      const originals = { run: proto.run, query: proto.query, prepare: proto.prepare, exec: proto.exec };
-      for (const name of Object.keys(originals) as (keyof typeof originals)[])
-        proto[name] = function (this: unknown, sql: string, ...rest: unknown[]) {
-          if (typeof sql === "string") said.push(sql);
-          return originals[name]!.call(this, sql, ...rest);
-        };
-      try {
-        const root = join(temp.make(), "repo");
-        initRepo(root, { definition: demoDefinition([{ id: "a", prompt: "a" }, { id: "b", prompt: "b" }]) });
-        const cli = (args: string[]) => runInProcess([...args, "--json"], { cwd: root });
-        for (let i = 0; i < 60; i++) {
-          const r = await cli(["run"]);
-          expect(r.code).toBe(0);
-          if (JSON.parse(r.stdout).action === "drained") break;
-          await Bun.sleep(100);
-        }
-        for (const args of [["ctl", "pause"], ["ctl", "resume"], ["reset", "--all", "--yes"], ["run"], ["status"], ["replay"], ["backup", join(temp.make(), "copy.db")]])
-          expect({ args, code: (await cli(args)).code }).toEqual({ args, code: 0 });
-      } finally {
-        Object.assign(proto, originals);
+  test("over a loop's whole life no command asks SQLite for a TRUNCATE, RESTART or FULL checkpoint, nor a VACUUM in place", async () => {
+    // What every command of this process says to SQLite, whatever module says it.
+    const said: string[] = [];
+    const proto = Database.prototype as unknown as Record<"run" | "query" | "prepare" | "exec", (sql: string, ...rest: unknown[]) => unknown>;
+    const originals = { run: proto.run, query: proto.query, prepare: proto.prepare, exec: proto.exec };
+    for (const name of Object.keys(originals) as (keyof typeof originals)[])
+      proto[name] = function (this: unknown, sql: string, ...rest: unknown[]) {
+        if (typeof sql === "string") said.push(sql);
+        return originals[name]!.call(this, sql, ...rest);
+      };
+    try {
+      const root = join(temp.make(), "repo");
+      initRepo(root, {
+        definition: demoDefinition([
+          { id: "a", prompt: "a" },
+          { id: "b", prompt: "b" },
+        ]),
+      });
+      const cli = (args: string[]) => runInProcess([...args, "--json"], { cwd: root });
+      for (let i = 0; i < 60; i++) {
+        const r = await cli(["run"]);
+        expect(r.code).toBe(0);
+        if (JSON.parse(r.stdout).action === "drained") break;
+        await Bun.sleep(100);
       }
-      const checkpoints = said.filter((s) => /wal_checkpoint/i.test(s));
-      expect(checkpoints.length).toBeGreaterThan(0);
-      expect(checkpoints.filter((s) => !/wal_checkpoint\s*\(\s*PASSIVE\s*\)/i.test(s))).toEqual([]);
-      expect(said.filter((s) => /\bVACUUM\b/i.test(s) && !/VACUUM\s+INTO/i.test(s))).toEqual([]);
-      expect(said.some((s) => /VACUUM\s+INTO/i.test(s))).toBe(true); // the backup: the spy sees every module's SQL
-    },
-    120_000,
-  );
+      for (const args of [
+        ["ctl", "pause"],
+        ["ctl", "resume"],
+        ["reset", "--all", "--yes"],
+        ["run"],
+        ["status"],
+        ["replay"],
+        ["backup", join(temp.make(), "copy.db")],
+      ])
+        expect({ args, code: (await cli(args)).code }).toEqual({ args, code: 0 });
+    } finally {
+      Object.assign(proto, originals);
+    }
+    const checkpoints = said.filter((s) => /wal_checkpoint/i.test(s));
+    expect(checkpoints.length).toBeGreaterThan(0);
+    expect(checkpoints.filter((s) => !/wal_checkpoint\s*\(\s*PASSIVE\s*\)/i.test(s))).toEqual([]);
+    expect(said.filter((s) => /\bVACUUM\b/i.test(s) && !/VACUUM\s+INTO/i.test(s))).toEqual([]);
+    expect(said.some((s) => /VACUUM\s+INTO/i.test(s))).toBe(true); // the backup: the spy sees every module's SQL
+  }, 120_000);
 
   test.skipIf(!haveLitestream)("the pinned binary is the version the docs name, with the SQLite they name", () => {
     expect(JSON.parse(readFileSync(join(REPO, "node_modules", "@flydotio", "litestream-linux-x64", "package.json"), "utf8")).version).toBe(PINNED.package);
@@ -148,7 +157,9 @@ describe("the store and a replicator", () => {
           broken: "failed",
         });
         // Litestream's own tables live in loop.db beside the log, and loop does not mind them.
-        const tables = withReadSnapshot(p.stateRoot, (s) => (s.db.query("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map((t) => t.name));
+        const tables = withReadSnapshot(p.stateRoot, (s) =>
+          (s.db.query("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map((t) => t.name),
+        );
         expect(tables).toContain("_litestream_seq");
         expect(tables).toContain("_litestream_lock");
 
@@ -160,7 +171,9 @@ describe("the store and a replicator", () => {
         // 0.3.13 may end with exit 1 when SIGTERM lands during its own checkpoint ("release read
         // lock: context canceled"): its last checkpoint is cancelled, nothing is lost (the restore
         // below proves it). Any other error is a failure.
-        const errors = readFileSync(lsLog, "utf8").split("\n").filter((l) => l.includes("level=ERROR") && !l.includes("context canceled"));
+        const errors = readFileSync(lsLog, "utf8")
+          .split("\n")
+          .filter((l) => l.includes("level=ERROR") && !l.includes("context canceled"));
         expect({ code: code === 0 || code === 1 ? "0|1" : code, errors }).toEqual({ code: "0|1", errors: [] });
         ls = null;
 

@@ -88,13 +88,25 @@ describe("systemd units", () => {
 
   test("their hardening is the safe set: nothing agents die of (docs/operations.md#hardening)", () => {
     // Agents are forked by the step and inherit all of it, whatever scope they run in.
-    const UNSAFE = ["RestrictNamespaces", "MemoryDenyWriteExecute", "ProtectHome", "PrivateTmp", "SystemCallFilter", "PrivateUsers", "ProtectProc", "RemoveIPC", "CapabilityBoundingSet", "DynamicUser"];
+    const UNSAFE = [
+      "RestrictNamespaces",
+      "MemoryDenyWriteExecute",
+      "ProtectHome",
+      "PrivateTmp",
+      "SystemCallFilter",
+      "PrivateUsers",
+      "ProtectProc",
+      "RemoveIPC",
+      "CapabilityBoundingSet",
+      "DynamicUser",
+    ];
     const ops = readFileSync(join(REPO, "docs", "operations.md"), "utf8");
     for (const f of ["loop@.service", "loop-watch@.service"]) {
       const service = units[f]!.Service!;
       expect({ f, unsafe: UNSAFE.filter((k) => k in service) }).toEqual({ f, unsafe: [] });
       for (const k of ["NoNewPrivileges", "ProtectSystem", "LockPersonality"]) expect({ f, k, set: k in service }).toEqual({ f, k, set: true });
-      for (const k of Object.keys(service).filter((k) => /^(Protect|Restrict|NoNew|Lock|Private)/.test(k))) expect({ k, documented: ops.includes(`\`${k}=`) }).toEqual({ k, documented: true });
+      for (const k of Object.keys(service).filter((k) => /^(Protect|Restrict|NoNew|Lock|Private)/.test(k)))
+        expect({ k, documented: ops.includes(`\`${k}=`) }).toEqual({ k, documented: true });
     }
     for (const k of UNSAFE.slice(0, 4)) expect({ k, documented: ops.includes(`\`${k}=`) }).toEqual({ k, documented: true });
   });
@@ -123,7 +135,11 @@ describe("systemd units", () => {
       for (const name of [f, f.replace("@.", "@api.")]) writeFileSync(join(dir, name), text);
       paths.push(join(dir, f.replace("@.", "@api.")));
     }
-    const r = Bun.spawnSync([analyze!, "verify", "--man=no", ...paths], { stdout: "pipe", stderr: "pipe", env: { ...process.env, SYSTEMD_LOG_LEVEL: "notice" } });
+    const r = Bun.spawnSync([analyze!, "verify", "--man=no", ...paths], {
+      stdout: "pipe",
+      stderr: "pipe",
+      env: { ...process.env, SYSTEMD_LOG_LEVEL: "notice" },
+    });
     // It exits 0 even when it ignored a bad line, saying so: the output must be empty too.
     expect({ code: r.exitCode, out: (r.stdout.toString() + r.stderr.toString()).trim() }).toEqual({ code: 0, out: "" });
   });
@@ -132,7 +148,9 @@ describe("systemd units", () => {
 /** Does loop read this environment variable (is it named anywhere in lib/ or cmd/)? */
 function loopReads(name: string): boolean {
   const walk = (dir: string): boolean =>
-    readdirSync(dir, { withFileTypes: true }).some((e) => (e.isDirectory() ? walk(join(dir, e.name)) : e.name.endsWith(".ts") && readFileSync(join(dir, e.name), "utf8").includes(name)));
+    readdirSync(dir, { withFileTypes: true }).some((e) =>
+      e.isDirectory() ? walk(join(dir, e.name)) : e.name.endsWith(".ts") && readFileSync(join(dir, e.name), "utf8").includes(name),
+    );
   return walk(join(REPO, "lib")) || walk(join(REPO, "cmd"));
 }
 
@@ -164,49 +182,49 @@ describe("Kubernetes manifests", () => {
       "statefulset-sandbox.yaml StatefulSet",
       "statefulset.yaml StatefulSet",
     ]);
-    for (const { file, doc } of docs) expect({ file, apiVersion: typeof doc.apiVersion, name: typeof doc.metadata?.name }).toEqual({ file, apiVersion: "string", name: "string" });
+    for (const { file, doc } of docs)
+      expect({ file, apiVersion: typeof doc.apiVersion, name: typeof doc.metadata?.name }).toEqual({ file, apiVersion: "string", name: "string" });
   });
 
-  test(
-    "every object is valid against the official API schema (kubernetes-models), with no field the API does not have or calls deprecated",
-    async () => {
-      for (const { file, doc } of docs) {
-        expect({ file, kind: doc.kind, problem: await schemaProblem(doc) }).toEqual({ file, kind: doc.kind, problem: null });
-        expect({ file, kind: doc.kind, fields: unknownFields(doc) }).toEqual({ file, kind: doc.kind, fields: [] });
-      }
-    },
-    60_000,
-  );
+  test("every object is valid against the official API schema (kubernetes-models), with no field the API does not have or calls deprecated", async () => {
+    for (const { file, doc } of docs) {
+      expect({ file, kind: doc.kind, problem: await schemaProblem(doc) }).toEqual({ file, kind: doc.kind, problem: null });
+      expect({ file, kind: doc.kind, fields: unknownFields(doc) }).toEqual({ file, kind: doc.kind, fields: [] });
+    }
+  }, 60_000);
 
-  test(
-    "the checks can fail: a misspelt field, a deprecated one, a wrong type and a wrong enum are each named with their path",
-    async () => {
-      const bad = structuredClone(sts);
-      bad.spec.template.spec.containers[0].securityContext = { ...loop.securityContext, procMout: "Unmasked" };
-      bad.spec.template.spec.serviceAccount = "loop";
-      bad.spec.volumeClaimTemplates[0].spec.acessModes = ["ReadWriteOnce"];
-      expect(unknownFields(bad)).toEqual([
-        "spec.template.spec.containers[0].securityContext.procMout: no such field",
-        expect.stringMatching(/^spec\.template\.spec\.serviceAccount: deprecated /),
-        "spec.volumeClaimTemplates[0].spec.acessModes: no such field",
-      ]);
-      expect(await schemaProblem({ ...sts, spec: { ...sts.spec, replicas: "one" } })).toContain("replicas must be integer");
-      const enumBad = structuredClone(sts);
-      enumBad.spec.template.spec.securityContext.fsGroupChangePolicy = "OnMismatch";
-      expect(await schemaProblem(enumBad)).toContain("fsGroupChangePolicy must be equal to one of the allowed values");
-    },
-    60_000,
-  );
+  test("the checks can fail: a misspelt field, a deprecated one, a wrong type and a wrong enum are each named with their path", async () => {
+    const bad = structuredClone(sts);
+    bad.spec.template.spec.containers[0].securityContext = { ...loop.securityContext, procMout: "Unmasked" };
+    bad.spec.template.spec.serviceAccount = "loop";
+    bad.spec.volumeClaimTemplates[0].spec.acessModes = ["ReadWriteOnce"];
+    expect(unknownFields(bad)).toEqual([
+      "spec.template.spec.containers[0].securityContext.procMout: no such field",
+      expect.stringMatching(/^spec\.template\.spec\.serviceAccount: deprecated /),
+      "spec.volumeClaimTemplates[0].spec.acessModes: no such field",
+    ]);
+    expect(await schemaProblem({ ...sts, spec: { ...sts.spec, replicas: "one" } })).toContain("replicas must be integer");
+    const enumBad = structuredClone(sts);
+    enumBad.spec.template.spec.securityContext.fsGroupChangePolicy = "OnMismatch";
+    expect(await schemaProblem(enumBad)).toContain("fsGroupChangePolicy must be equal to one of the allowed values");
+  }, 60_000);
 
-  test("Pod Security: the plain variant passes \"restricted\"; the sandbox variant passes \"baseline\", and fails restricted only for its unmasked /proc and its node-default seccomp", () => {
+  test('Pod Security: the plain variant passes "restricted"; the sandbox variant passes "baseline", and fails restricted only for its unmasked /proc and its node-default seccomp', () => {
     expect(restrictedViolations(STS.plain.spec.template.spec)).toEqual([]);
     const sandboxPod = STS.sandbox.spec.template.spec;
     expect(baselineViolations(sandboxPod)).toEqual([]);
-    expect(restrictedViolations(sandboxPod)).toEqual(["containers[0] loop: seccompProfile must be RuntimeDefault or Localhost (is unset)", "containers[0] loop: procMount Unmasked (restricted allows Default only)"]);
+    expect(restrictedViolations(sandboxPod)).toEqual([
+      "containers[0] loop: seccompProfile must be RuntimeDefault or Localhost (is unset)",
+      "containers[0] loop: procMount Unmasked (restricted allows Default only)",
+    ]);
     // And what each check exists for is caught.
     const p = structuredClone(STS.plain.spec.template.spec);
     delete p.securityContext.runAsNonRoot;
-    p.initContainers[0].securityContext = { ...p.initContainers[0].securityContext, allowPrivilegeEscalation: true, capabilities: { drop: ["NET_RAW"], add: ["SYS_ADMIN"] } };
+    p.initContainers[0].securityContext = {
+      ...p.initContainers[0].securityContext,
+      allowPrivilegeEscalation: true,
+      capabilities: { drop: ["NET_RAW"], add: ["SYS_ADMIN"] },
+    };
     p.containers[0].securityContext = { ...p.containers[0].securityContext, procMount: "Unmasked" };
     p.volumes.push({ name: "host", hostPath: { path: "/" } });
     expect(restrictedViolations(p)).toEqual(
@@ -257,7 +275,13 @@ describe("Kubernetes manifests", () => {
 
   test("each container is bounded (requests, a memory limit), the loop and Litestream report readiness, and nothing restarts the loop container (that would be a drain)", () => {
     for (const { variant, pod: p } of podsOf()) {
-      for (const c of allContainers(p)) expect({ variant, c: c.name, requests: Object.keys(c.resources?.requests ?? {}).sort(), memory: typeof c.resources?.limits?.memory }).toEqual({ variant, c: c.name, requests: ["cpu", "memory"], memory: "string" });
+      for (const c of allContainers(p))
+        expect({ variant, c: c.name, requests: Object.keys(c.resources?.requests ?? {}).sort(), memory: typeof c.resources?.limits?.memory }).toEqual({
+          variant,
+          c: c.name,
+          requests: ["cpu", "memory"],
+          memory: "string",
+        });
       const l = p.containers.find((c: any) => c.name === "loop");
       expect(l.readinessProbe.exec.command.slice(0, 2)).toEqual(["loop", "status"]);
       expect(loopArgs(l.readinessProbe.exec.command).tool).toBe("status");
@@ -267,7 +291,9 @@ describe("Kubernetes manifests", () => {
   });
 
   test("a read-only root file system, with emptyDirs where agents write outside their worktrees: /tmp and the home of the image's user", () => {
-    const home = /useradd [^\n]*--create-home[^\n]* loop\b/.test(readFileSync(join(REPO, "deploy", "container", "Containerfile"), "utf8")) ? "/home/loop" : null;
+    const home = /useradd [^\n]*--create-home[^\n]* loop\b/.test(readFileSync(join(REPO, "deploy", "container", "Containerfile"), "utf8"))
+      ? "/home/loop"
+      : null;
     expect(home).toBe("/home/loop");
     for (const { pod: p } of podsOf()) {
       for (const c of allContainers(p)) expect({ c: c.name, ro: c.securityContext.readOnlyRootFilesystem }).toEqual({ c: c.name, ro: true });
@@ -288,7 +314,10 @@ describe("Kubernetes manifests", () => {
     expect(sts.spec.template.metadata.annotations["cluster-autoscaler.kubernetes.io/safe-to-evict"]).toBe("false");
     const pdb = byKind("PodDisruptionBudget")[0]!;
     expect(pdb.spec.selector.matchLabels).toEqual(sts.spec.selector.matchLabels);
-    expect({ maxUnavailable: pdb.spec.maxUnavailable, unhealthy: pdb.spec.unhealthyPodEvictionPolicy }).toEqual({ maxUnavailable: 0, unhealthy: "AlwaysAllow" });
+    expect({ maxUnavailable: pdb.spec.maxUnavailable, unhealthy: pdb.spec.unhealthyPodEvictionPolicy }).toEqual({
+      maxUnavailable: 0,
+      unhealthy: "AlwaysAllow",
+    });
   });
 
   test("the container runs loop run --watch --forever under the image's entrypoint (args, not command: tini stays PID 1), flags as loop run parses them", () => {
@@ -308,7 +337,9 @@ describe("Kubernetes manifests", () => {
     for (const { variant, pod: p } of podsOf())
       for (const c of allContainers(p)) {
         expect({ variant, c: c.name, envFrom: c.envFrom }).toEqual({ variant, c: c.name, envFrom: undefined });
-        const refs = (c.env ?? []).filter((e: any) => e.valueFrom?.secretKeyRef).map((e: any) => `${e.valueFrom.secretKeyRef.name}/${e.valueFrom.secretKeyRef.key}`);
+        const refs = (c.env ?? [])
+          .filter((e: any) => e.valueFrom?.secretKeyRef)
+          .map((e: any) => `${e.valueFrom.secretKeyRef.name}/${e.valueFrom.secretKeyRef.key}`);
         expect({ variant, c: c.name, refs: refs.sort() }).toEqual({ variant, c: c.name, refs: KEYS[c.name] });
         for (const e of c.env ?? []) {
           // Each variable is named as its key: loop and Litestream read those names.
@@ -326,7 +357,10 @@ describe("Kubernetes manifests", () => {
   test("no token in a URL: the clone authenticates through a credential helper of that one command, so .git/config never holds it", () => {
     // No container's command or arguments carry credentials in a URL.
     for (const c of [...pod.initContainers, ...pod.containers])
-      expect({ c: c.name, userinfo: [...(c.command ?? []), ...(c.args ?? [])].filter((a: string) => /:\/\/[^/\s]*@/.test(a)) }).toEqual({ c: c.name, userinfo: [] });
+      expect({ c: c.name, userinfo: [...(c.command ?? []), ...(c.args ?? [])].filter((a: string) => /:\/\/[^/\s]*@/.test(a)) }).toEqual({
+        c: c.name,
+        userinfo: [],
+      });
     const clone = pod.initContainers.find((c: { name: string }) => c.name === "clone");
     const script = clone.command[2] as string;
     expect(script).toContain("clone https://github.com/acme/api.git /work/repo");

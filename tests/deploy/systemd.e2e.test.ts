@@ -48,7 +48,10 @@ describe("a loop waiting for a person", () => {
           expect(paused).toBe(4);
           expect(results.filter((r) => r !== "success")).toEqual([]);
           // The news went out once, through loop.json's notify.
-          const sent = readFileSync(join(p.aux, "notified"), "utf8").trim().split("\n").map((l) => JSON.parse(l).kind);
+          const sent = readFileSync(join(p.aux, "notified"), "utf8")
+            .trim()
+            .split("\n")
+            .map((l) => JSON.parse(l).kind);
           expect(sent).toEqual(["question"]);
           // What still fails the unit: an invalid loop.json (exit 2).
           writeFileSync(join(p.root, "loop.json"), "{ not json");
@@ -67,22 +70,26 @@ describe("sessions need a scope that outlives the step (LOOP_SESSION_SCOPE=syste
   test.concurrent.skipIf(!lack)(
     "through loop run: paused before the reservation with the fault, no attempt spent; with LOOP_SESSION_SCOPE=auto after a resume, the item runs",
     () =>
-      scenario(demoDefinition([{ id: "a", prompt: "@demo write A.md a", verify: "test -s A.md", maxAttempts: 1 }]), { env: { LOOP_SESSION_SCOPE: "systemd" } }, async (p) => {
-        const r = await p.run([1]);
-        expect(r.action).toBe("paused");
-        expect(r.loop.reason).toContain("environment fault launching a: sessions must run in a systemd scope of their own, but");
-        expect(r.transitions.map((t) => t.type)).toEqual(["definition_imported", "loop_started", "environment_fault"]);
-        expect(p.eventsOf("launch_reserved")).toEqual([]);
-        expect((await p.ctl(["resume"])).code).toBe(0);
-        const cli = (args: string[]) => p.loop(args, { LOOP_SESSION_SCOPE: "auto" });
-        for (let i = 0; i < 100; i++) {
-          const s = JSON.parse((await cli(["run", "--json", "--root", p.root])).stdout);
-          if (s.action === "drained") break;
-          await Bun.sleep(100);
-        }
-        expect(p.projection().items.a!.status).toBe("passed");
-        expect(p.projection().items.a!.failures).toBe(0);
-      }),
+      scenario(
+        demoDefinition([{ id: "a", prompt: "@demo write A.md a", verify: "test -s A.md", maxAttempts: 1 }]),
+        { env: { LOOP_SESSION_SCOPE: "systemd" } },
+        async (p) => {
+          const r = await p.run([1]);
+          expect(r.action).toBe("paused");
+          expect(r.loop.reason).toContain("environment fault launching a: sessions must run in a systemd scope of their own, but");
+          expect(r.transitions.map((t) => t.type)).toEqual(["definition_imported", "loop_started", "environment_fault"]);
+          expect(p.eventsOf("launch_reserved")).toEqual([]);
+          expect((await p.ctl(["resume"])).code).toBe(0);
+          const cli = (args: string[]) => p.loop(args, { LOOP_SESSION_SCOPE: "auto" });
+          for (let i = 0; i < 100; i++) {
+            const s = JSON.parse((await cli(["run", "--json", "--root", p.root])).stdout);
+            if (s.action === "drained") break;
+            await Bun.sleep(100);
+          }
+          expect(p.projection().items.a!.status).toBe("passed");
+          expect(p.projection().items.a!.failures).toBe(0);
+        },
+      ),
     T,
   );
 

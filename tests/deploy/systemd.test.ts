@@ -38,7 +38,8 @@ describe("the attention unit", () => {
     mkdirSync(stateDir, { recursive: true });
     const condition = ATTENTION.Service!.ExecCondition![0]!;
     // 0: run the unit (report); 1-254: skip it, not failed; 255: fail it.
-    const failed = (result: string, status: string) => runExec(condition, { spec, cwd: dir, env: { STATE_DIRECTORY: stateDir, MONITOR_SERVICE_RESULT: result, MONITOR_EXIT_STATUS: status } });
+    const failed = (result: string, status: string) =>
+      runExec(condition, { spec, cwd: dir, env: { STATE_DIRECTORY: stateDir, MONITOR_SERVICE_RESULT: result, MONITOR_EXIT_STATUS: status } });
     const goodStep = () => {
       const post = STEP.Service!.ExecStartPost![0]!;
       expect(runExec(post, { spec, cwd: dir, env: {} })).toBe(0);
@@ -50,7 +51,9 @@ describe("the attention unit", () => {
     expect(existsSync(join(stateDir, "reported"))).toBe(false);
     expect([failed("exit-code", "70"), failed("exit-code", "70")]).toEqual([0, 1]);
     // A state it cannot write fails the unit (255), never skips it unsaid.
-    expect(runExec(condition, { spec, cwd: dir, env: { STATE_DIRECTORY: join(dir, "missing"), MONITOR_SERVICE_RESULT: "exit-code", MONITOR_EXIT_STATUS: "2" } })).toBe(255);
+    expect(
+      runExec(condition, { spec, cwd: dir, env: { STATE_DIRECTORY: join(dir, "missing"), MONITOR_SERVICE_RESULT: "exit-code", MONITOR_EXIT_STATUS: "2" } }),
+    ).toBe(255);
     // What it runs once it reports: loop status, whose own exit does not count (the leading '-').
     const exec = execArgv(ATTENTION.Service!.ExecStart![0]!, spec);
     expect({ argv: exec.argv.slice(1), ignoreFailure: exec.ignoreFailure }).toEqual({ argv: ["status", "--text"], ignoreFailure: true });
@@ -65,9 +68,14 @@ describe("sessions need a scope that outlives the step (LOOP_SESSION_SCOPE=syste
       message: "sessions must run in a systemd scope of their own, but lingering is off for loop (uid 1001): …",
       fix: "let the user's systemd manager outlive its logins: `sudo loginctl enable-linger loop`, then `loop ctl resume`",
     });
-    expect(scopeFault({ refused: "no systemd user manager …", lack: "no_user_manager", user: null })!.fix).toContain("`sudo loginctl enable-linger <the user loop runs as>`");
+    expect(scopeFault({ refused: "no systemd user manager …", lack: "no_user_manager", user: null })!.fix).toContain(
+      "`sudo loginctl enable-linger <the user loop runs as>`",
+    );
     expect(scopeFault({ refused: "no systemd manager runs here", lack: "no_system_manager", user: "root" })!.fix).toContain("LOOP_SESSION_SCOPE=off");
-    expect(scopeFault({ invalid: 'LOOP_SESSION_SCOPE must be auto, systemd or off, not "yes"' })).toMatchObject({ kind: "scope_unavailable", fix: expect.stringContaining("auto, systemd or off") });
+    expect(scopeFault({ invalid: 'LOOP_SESSION_SCOPE must be auto, systemd or off, not "yes"' })).toMatchObject({
+      kind: "scope_unavailable",
+      fix: expect.stringContaining("auto, systemd or off"),
+    });
     expect(scopeFault(null)).toBeNull();
   });
 });

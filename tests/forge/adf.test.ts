@@ -14,16 +14,48 @@ describe("ADF to text", () => {
     const d = doc(
       { type: "heading", attrs: { level: 2 }, content: [t("Steps")] },
       p(t("Run "), t("make", [{ type: "code" }]), { type: "hardBreak" }, t("then ask "), { type: "mention", attrs: { id: "5b10", text: "@Ada" } }),
-      { type: "bulletList", content: [{ type: "listItem", content: [p(t("one"))] }, { type: "listItem", content: [p(t("two")), { type: "orderedList", content: [{ type: "listItem", content: [p(t("nested"))] }] }] }] },
+      {
+        type: "bulletList",
+        content: [
+          { type: "listItem", content: [p(t("one"))] },
+          { type: "listItem", content: [p(t("two")), { type: "orderedList", content: [{ type: "listItem", content: [p(t("nested"))] }] }] },
+        ],
+      },
       { type: "codeBlock", attrs: { language: "sh" }, content: [t("rm -rf /")] },
       { type: "blockquote", content: [p(t("quoted"))] },
       p({ type: "inlineCard", attrs: { url: "https://example.com/x" } }, t(" "), { type: "emoji", attrs: { shortName: ":smile:", text: "😄" } }),
-      { type: "table", content: [{ type: "tableRow", content: [{ type: "tableHeader", content: [p(t("a"))] }, { type: "tableCell", content: [p(t("b"))] }] }] },
+      {
+        type: "table",
+        content: [
+          {
+            type: "tableRow",
+            content: [
+              { type: "tableHeader", content: [p(t("a"))] },
+              { type: "tableCell", content: [p(t("b"))] },
+            ],
+          },
+        ],
+      },
       { type: "mediaSingle", content: [{ type: "media", attrs: { id: "x", type: "file" } }] },
       { type: "someFutureNode" },
     );
     expect(adfToText(d)).toEqual({
-      text: ["## Steps", "Run make", "then ask @Ada", "- one", "- two", "  1. nested", "```", "rm -rf /", "```", "> quoted", "https://example.com/x 😄", "a | b", "[attachment]", "[someFutureNode]"].join("\n"),
+      text: [
+        "## Steps",
+        "Run make",
+        "then ask @Ada",
+        "- one",
+        "- two",
+        "  1. nested",
+        "```",
+        "rm -rf /",
+        "```",
+        "> quoted",
+        "https://example.com/x 😄",
+        "a | b",
+        "[attachment]",
+        "[someFutureNode]",
+      ].join("\n"),
       cut: false,
     });
   });
@@ -51,7 +83,11 @@ describe("text to ADF", () => {
     const adf = textToAdf("loop: landed in PR #12\nhttps://x/pull/12\n\n\nDone.\r\n");
     expect(adf).toEqual({ type: "doc", version: 1, content: [p(t("loop: landed in PR #12"), { type: "hardBreak" }, t("https://x/pull/12")), p(t("Done."))] });
     expect(adfToText(adf).text).toBe("loop: landed in PR #12\nhttps://x/pull/12\nDone.");
-    expect(textToAdf("a\n\nb").content.flatMap((x: any) => x.content).every((n: any) => n.type !== "text" || n.text !== "")).toBe(true);
+    expect(
+      textToAdf("a\n\nb")
+        .content.flatMap((x: any) => x.content)
+        .every((n: any) => n.type !== "text" || n.text !== ""),
+    ).toBe(true);
     expect(textToAdf("")).toEqual({ type: "doc", version: 1, content: [] });
   });
 });

@@ -32,7 +32,16 @@ afterAll(() => gh.stop());
 
 function client(o: { cache?: ConditionalCache; fetch?: typeof fetch; token?: string | null } = {}) {
   return new GitHubProvider({
-    settings: { provider: "github", repo: `${gh.owner}/${gh.repo}`, apiUrl: gh.apiUrl, remote: "origin", tokenEnv: "T", authorizedUsers: [], authorizeWriters: false, pollInterval: 1000 },
+    settings: {
+      provider: "github",
+      repo: `${gh.owner}/${gh.repo}`,
+      apiUrl: gh.apiUrl,
+      remote: "origin",
+      tokenEnv: "T",
+      authorizedUsers: [],
+      authorizeWriters: false,
+      pollInterval: 1000,
+    },
     token: o.token === undefined ? TOKEN : o.token,
     cache: o.cache,
     fetch: o.fetch as never,
@@ -133,12 +142,22 @@ describe("GitHub client", () => {
 
   test("issue search: narrowed to the repository's open issues, pull requests dropped, labels by name, 100 a page until a short page", async () => {
     const urls: string[] = [];
-    const item = (n: number, o: object = {}) => ({ number: n, title: `t${n}`, body: null, state: "open", labels: [{ name: "bug" }], html_url: `https://github.invalid/i/${n}`, repository_url: `${gh.apiUrl}/repos/${gh.owner}/${gh.repo}`, ...o });
+    const item = (n: number, o: object = {}) => ({
+      number: n,
+      title: `t${n}`,
+      body: null,
+      state: "open",
+      labels: [{ name: "bug" }],
+      html_url: `https://github.invalid/i/${n}`,
+      repository_url: `${gh.apiUrl}/repos/${gh.owner}/${gh.repo}`,
+      ...o,
+    });
     const c = client({
       fetch: (async (url: string) => {
         urls.push(url);
         const page = Number(new URL(url).searchParams.get("page") ?? "1");
-        const items = page === 1 ? Array.from({ length: 100 }, (_, i) => item(200 - i, i === 0 ? { pull_request: { url: "x" } } : {})) : [item(7, { labels: ["plain"] })];
+        const items =
+          page === 1 ? Array.from({ length: 100 }, (_, i) => item(200 - i, i === 0 ? { pull_request: { url: "x" } } : {})) : [item(7, { labels: ["plain"] })];
         const next = page === 1 ? { link: `<${gh.apiUrl}/search/issues?page=2>; rel="next", <${gh.apiUrl}/search/issues?page=2>; rel="last"` } : undefined;
         return new Response(JSON.stringify({ total_count: 101, incomplete_results: false, items }), { status: 200, headers: next });
       }) as never,
@@ -153,21 +172,59 @@ describe("GitHub client", () => {
     expect(urls[1]).toBe(`${gh.apiUrl}/search/issues?page=2`); // the Link header's next page
     expect(new URL(urls[0]!).pathname).toBe("/search/issues");
     expect(new URL(urls[0]!).searchParams.get("q")).toBe(`label:bug crash repo:${gh.owner}/${gh.repo} is:issue is:open`);
-    const refused = await client({ fetch: (async () => new Response(JSON.stringify({ message: "Validation Failed" }), { status: 422 })) as never }).searchOpenIssues("x");
+    const refused = await client({
+      fetch: (async () => new Response(JSON.stringify({ message: "Validation Failed" }), { status: 422 })) as never,
+    }).searchOpenIssues("x");
     expect(refused.ok === false && refused.kind === "http" && refused.status).toBe(422);
   });
 
   test("open pull requests: only open ones, from the fake", async () => {
-    gh.pulls.set(900, { number: 900, title: "Closed one", body: "", head: "gone", base: "main", draft: false, state: "closed", merged: false, merge_commit_sha: null });
-    gh.pulls.set(901, { number: 901, title: "Open one", body: "Closes #7", head: "open-one", base: "main", draft: false, state: "open", merged: false, merge_commit_sha: null });
+    gh.pulls.set(900, {
+      number: 900,
+      title: "Closed one",
+      body: "",
+      head: "gone",
+      base: "main",
+      draft: false,
+      state: "closed",
+      merged: false,
+      merge_commit_sha: null,
+    });
+    gh.pulls.set(901, {
+      number: 901,
+      title: "Open one",
+      body: "Closes #7",
+      head: "open-one",
+      base: "main",
+      draft: false,
+      state: "open",
+      merged: false,
+      merge_commit_sha: null,
+    });
     const r = await client().openPulls();
     if (!r.ok) throw new Error(JSON.stringify(r));
     expect(r.value.cut).toBe(false);
     expect(r.value.items.map((x) => x.number)).toContain(901);
     expect(r.value.items.map((x) => x.number)).not.toContain(900);
-    expect(r.value.items.find((x) => x.number === 901)).toEqual({ number: 901, title: "Open one", body: "Closes #7", url: expect.stringContaining("/pull/901") });
+    expect(r.value.items.find((x) => x.number === 901)).toEqual({
+      number: 901,
+      title: "Open one",
+      body: "Closes #7",
+      url: expect.stringContaining("/pull/901"),
+    });
     // More than loop reads (ten pages of 100): the listing says it was cut, for the planner to say so.
-    for (let n = 2000; n < 3005; n++) gh.pulls.set(n, { number: n, title: `pr ${n}`, body: "", head: `h${n}`, base: "main", draft: false, state: "open", merged: false, merge_commit_sha: null });
+    for (let n = 2000; n < 3005; n++)
+      gh.pulls.set(n, {
+        number: n,
+        title: `pr ${n}`,
+        body: "",
+        head: `h${n}`,
+        base: "main",
+        draft: false,
+        state: "open",
+        merged: false,
+        merge_commit_sha: null,
+      });
     const many = await client().openPulls();
     expect(many.ok && many.value.cut).toBe(true);
     expect(many.ok && many.value.items.length).toBe(1000);
@@ -248,14 +305,35 @@ describe("comments", () => {
 
 describe("merge gate", () => {
   const pr = (o: Partial<ForgePull> = {}): ForgePull => ({
-    number: 5, label: "pull request #5", url: "u", state: "open", merged: false, draft: false, mergeability: { kind: "ready" },
-    headSha: "a".repeat(40), headRef: "h", baseRef: "main", mergeCommitSha: null, ...o,
+    number: 5,
+    label: "pull request #5",
+    url: "u",
+    state: "open",
+    merged: false,
+    draft: false,
+    mergeability: { kind: "ready" },
+    headSha: "a".repeat(40),
+    headRef: "h",
+    baseRef: "main",
+    mergeCommitSha: null,
+    ...o,
   });
-  const check = (verdict: "passing" | "failing" | "pending", name = "build") => ({ name, source: "check run", conclusion: verdict, verdict, detail: `${name} ${verdict}` });
+  const check = (verdict: "passing" | "failing" | "pending", name = "build") => ({
+    name,
+    source: "check run",
+    conclusion: verdict,
+    verdict,
+    detail: `${name} ${verdict}`,
+  });
   const ok = check("passing");
   test.each([
     ["the forge still computing", pr({ mergeability: { kind: "wait", code: "mergeable_unknown", reason: "computing" } }), [ok], "wait"],
-    ["the forge still computing, a red check", pr({ mergeability: { kind: "wait", code: "mergeable_unknown", reason: "computing" } }), [check("failing")], "block"],
+    [
+      "the forge still computing, a red check",
+      pr({ mergeability: { kind: "wait", code: "mergeable_unknown", reason: "computing" } }),
+      [check("failing")],
+      "block",
+    ],
     ["conflict", pr({ mergeability: { kind: "block", code: "conflict", reason: "conflicts" } }), [ok], "block"],
     ["unresolved discussions (GitLab)", pr({ mergeability: { kind: "block", code: "discussions", reason: "discussions" } }), [ok], "block"],
     ["no checks", pr(), [], "wait"],
@@ -303,7 +381,10 @@ describe("merge gate", () => {
     expect(failureGate({ ok: false, kind: "http", status: 404, message: "x" }, "l", o)).toMatchObject({ kind: "block", code: "forge_refused" });
     expect(failureGate({ ok: false, kind: "http", status: 422, message: "x" }, "l", o)).toMatchObject({ kind: "block", code: "merge_refused" });
     // A 422 to a read is not a refusal to merge: asked again.
-    expect(failureGate({ ok: false, kind: "http", status: 422, message: "x" }, "l", { ...o, merging: false })).toMatchObject({ kind: "wait", code: "forge_error" });
+    expect(failureGate({ ok: false, kind: "http", status: 422, message: "x" }, "l", { ...o, merging: false })).toMatchObject({
+      kind: "wait",
+      code: "forge_error",
+    });
   });
 
   test("405 messages: waits and refusals", () => {

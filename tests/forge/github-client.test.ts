@@ -29,7 +29,16 @@ function fake(): { gh: FakeGitHub; head: string } {
 
 function client(gh: { apiUrl: string; owner: string; repo: string }, o: Partial<ProviderOptions> = {}) {
   return new GitHubProvider({
-    settings: { provider: "github", repo: `${gh.owner}/${gh.repo}`, apiUrl: gh.apiUrl, remote: "origin", tokenEnv: "T", authorizedUsers: [], authorizeWriters: false, pollInterval: 1000 },
+    settings: {
+      provider: "github",
+      repo: `${gh.owner}/${gh.repo}`,
+      apiUrl: gh.apiUrl,
+      remote: "origin",
+      tokenEnv: "T",
+      authorizedUsers: [],
+      authorizeWriters: false,
+      pollInterval: 1000,
+    },
     token: "t0ken",
     ...o,
   });
@@ -55,15 +64,39 @@ describe("what reactions read (docs/forge.md#reactions)", () => {
   test("a failed check run's output (title, summary, text's tail) and annotations; a failed status's description; a check without a handle says nothing", async () => {
     const { gh, head } = fake();
     gh.switches.checks = {
-      runs: [{ name: "build", status: "completed", conclusion: "failure", output: { title: "1 test failed", summary: "test_login: expected 200", text: `${"x".repeat(100)}\nlast line` }, annotations: [{ path: "src/a.ts", line: 7, level: "failure", title: "test_login", message: "expected 200" }] }],
+      runs: [
+        {
+          name: "build",
+          status: "completed",
+          conclusion: "failure",
+          output: { title: "1 test failed", summary: "test_login: expected 200", text: `${"x".repeat(100)}\nlast line` },
+          annotations: [{ path: "src/a.ts", line: 7, level: "failure", title: "test_login", message: "expected 200" }],
+        },
+      ],
       statuses: [{ context: "ci/legacy", state: "error", description: "the runner died", targetUrl: "https://ci.invalid/1" }],
     };
     const c = client(gh);
     const read = await checksOf(c, head);
     const run = read.checks.find((x) => x.name === "build")!;
-    expect(await c.checkFailures(run, { tailBytes: 9 })).toEqual({ ok: true, value: [{ name: "build", reason: "failure", title: "1 test failed", summary: "test_login: expected 200", annotations: [{ path: "src/a.ts", line: 7, level: "failure", message: "test_login: expected 200" }], logTail: "last line", url: expect.stringContaining("/runs/") }] });
+    expect(await c.checkFailures(run, { tailBytes: 9 })).toEqual({
+      ok: true,
+      value: [
+        {
+          name: "build",
+          reason: "failure",
+          title: "1 test failed",
+          summary: "test_login: expected 200",
+          annotations: [{ path: "src/a.ts", line: 7, level: "failure", message: "test_login: expected 200" }],
+          logTail: "last line",
+          url: expect.stringContaining("/runs/"),
+        },
+      ],
+    });
     const st = read.checks.find((x) => x.name === "ci/legacy")!;
-    expect(await c.checkFailures(st, { tailBytes: 10 })).toEqual({ ok: true, value: [{ name: "ci/legacy", reason: "error", title: "", summary: "the runner died", annotations: [], logTail: "", url: "https://ci.invalid/1" }] });
+    expect(await c.checkFailures(st, { tailBytes: 10 })).toEqual({
+      ok: true,
+      value: [{ name: "ci/legacy", reason: "error", title: "", summary: "the runner died", annotations: [], logTail: "", url: "https://ci.invalid/1" }],
+    });
     expect(await c.checkFailures({ ...run, handle: undefined }, { tailBytes: 10 })).toEqual({ ok: true, value: [] });
   });
 
@@ -91,7 +124,19 @@ describe("checks (docs/forge.md#checks)", () => {
     const { gh, head } = fake();
     gh.switches.checks = { runs: [{ name: "job", status: "completed", conclusion }], statuses: [] };
     const read = await checksOf(client(gh), head);
-    expect(read).toEqual({ checks: [{ name: "job", source: "check run", conclusion, verdict, detail: `check run job concluded ${conclusion}`, handle: expect.stringMatching(/^check-run:\d+$/) }], unread: null });
+    expect(read).toEqual({
+      checks: [
+        {
+          name: "job",
+          source: "check run",
+          conclusion,
+          verdict,
+          detail: `check run job concluded ${conclusion}`,
+          handle: expect.stringMatching(/^check-run:\d+$/),
+        },
+      ],
+      unread: null,
+    });
   });
 
   test("a run not completed is pending, whatever its status; statuses: success passes, pending waits, failure and error fail", async () => {
@@ -118,7 +163,14 @@ describe("checks (docs/forge.md#checks)", () => {
 
   test("skipped and neutral runs with green statuses: the gate merges", async () => {
     const { gh, head } = fake();
-    gh.switches.checks = { runs: [{ name: "deploy", status: "completed", conclusion: "skipped" }, { name: "lint", status: "completed", conclusion: "neutral" }, { name: "build", status: "completed", conclusion: "success" }], statuses: [] };
+    gh.switches.checks = {
+      runs: [
+        { name: "deploy", status: "completed", conclusion: "skipped" },
+        { name: "lint", status: "completed", conclusion: "neutral" },
+        { name: "build", status: "completed", conclusion: "success" },
+      ],
+      statuses: [],
+    };
     const c = client(gh);
     const created = await c.createPull({ title: "t", body: "b", head: "feature", base: "main", draft: false });
     if (!created.ok || created.value.kind !== "created") throw new Error(JSON.stringify(created));
@@ -129,12 +181,22 @@ describe("checks (docs/forge.md#checks)", () => {
 
   test("conclusions outside the description (stale, startup_failure) and unknown ones fail closed", async () => {
     const runs = ["stale", "startup_failure", "brand_new"].map((conclusion, i) => ({ id: i, name: conclusion, status: "completed", conclusion }));
-    const c = client({ apiUrl: "http://127.0.0.1:9", owner: "acme", repo: "api" }, {
-      fetch: (async (url: string) =>
-        new Response(JSON.stringify(url.includes("/check-runs") ? { total_count: 3, check_runs: runs } : { state: "pending", total_count: 0, statuses: [] }), { status: 200 })) as never,
-    });
+    const c = client(
+      { apiUrl: "http://127.0.0.1:9", owner: "acme", repo: "api" },
+      {
+        fetch: (async (url: string) =>
+          new Response(
+            JSON.stringify(url.includes("/check-runs") ? { total_count: 3, check_runs: runs } : { state: "pending", total_count: 0, statuses: [] }),
+            { status: 200 },
+          )) as never,
+      },
+    );
     const read = await checksOf(c, "a".repeat(40));
-    expect(read.checks.map((x) => [x.name, x.verdict])).toEqual([["stale", "failing"], ["startup_failure", "failing"], ["brand_new", "failing"]]);
+    expect(read.checks.map((x) => [x.name, x.verdict])).toEqual([
+      ["stale", "failing"],
+      ["startup_failure", "failing"],
+      ["brand_new", "failing"],
+    ]);
     expect(read.checks[2]!.detail).toContain("not a conclusion loop knows");
     // No status at all: the combined state says "pending", which must not hold a merge.
     expect(read.checks.some((x) => x.source === "combined status")).toBe(false);
@@ -155,17 +217,30 @@ describe("checks (docs/forge.md#checks)", () => {
   });
 
   test("the combined state covers a red status beyond what was read", async () => {
-    const c = client({ apiUrl: "http://127.0.0.1:9", owner: "acme", repo: "api" }, {
-      fetch: (async (url: string) =>
-        new Response(JSON.stringify(url.includes("/check-runs") ? { total_count: 0, check_runs: [] } : { state: "failure", total_count: 1, statuses: [] }), { status: 200 })) as never,
-    });
+    const c = client(
+      { apiUrl: "http://127.0.0.1:9", owner: "acme", repo: "api" },
+      {
+        fetch: (async (url: string) =>
+          new Response(JSON.stringify(url.includes("/check-runs") ? { total_count: 0, check_runs: [] } : { state: "failure", total_count: 1, statuses: [] }), {
+            status: 200,
+          })) as never,
+      },
+    );
     const read = await checksOf(c, "b".repeat(40));
-    expect(read.checks).toEqual([{ name: "combined status", source: "combined status", conclusion: "failure", verdict: "failing", detail: "the combined status is failure" }]);
+    expect(read.checks).toEqual([
+      { name: "combined status", source: "combined status", conclusion: "failure", verdict: "failing", detail: "the combined status is failure" },
+    ]);
   });
 
   test("100 passing check runs and a failing one on page 2: read; more pages than loop reads: said, and the gate blocks", async () => {
     const { gh, head } = fake();
-    gh.switches.checks = { runs: [...Array.from({ length: 100 }, (_, i) => ({ name: `ok-${i}`, status: "completed" as const, conclusion: "success" as const })), { name: "security-scan", status: "completed", conclusion: "failure" }], statuses: [] };
+    gh.switches.checks = {
+      runs: [
+        ...Array.from({ length: 100 }, (_, i) => ({ name: `ok-${i}`, status: "completed" as const, conclusion: "success" as const })),
+        { name: "security-scan", status: "completed", conclusion: "failure" },
+      ],
+      statuses: [],
+    };
     const c = client(gh);
     const read = await checksOf(c, head);
     expect(read.checks).toHaveLength(101);
@@ -181,14 +256,27 @@ describe("issues that moved, went or never were (docs/forge.md#items-from-issues
     const { gh } = fake();
     gh.addIssue({ number: 5 });
     gh.switches.transferred.set(5, { repo: "other/place", repoId: 777, number: 12 });
-    expect(await client(gh).getIssue(5)).toEqual({ ok: true, value: { kind: "gone", why: "transferred", message: "issue #5 was transferred to another repository (now https://github.invalid/other/place/issues/12)" } });
+    expect(await client(gh).getIssue(5)).toEqual({
+      ok: true,
+      value: { kind: "gone", why: "transferred", message: "issue #5 was transferred to another repository (now https://github.invalid/other/place/issues/12)" },
+    });
   });
 
   test("deleted (410), missing (404 while the repository answers), a pull request's number: gone, each named", async () => {
     const { gh } = fake();
     gh.addIssue({ number: 6 });
     gh.switches.deleted.add(6);
-    gh.pulls.set(40, { number: 40, title: "a PR", body: "", head: "feature", base: "main", draft: false, state: "open", merged: false, merge_commit_sha: null });
+    gh.pulls.set(40, {
+      number: 40,
+      title: "a PR",
+      body: "",
+      head: "feature",
+      base: "main",
+      draft: false,
+      state: "open",
+      merged: false,
+      merge_commit_sha: null,
+    });
     const c = client(gh);
     expect(await c.getIssue(6)).toEqual({ ok: true, value: { kind: "gone", why: "deleted", message: "issue #6 was deleted" } });
     expect(await c.getIssue(77)).toEqual({ ok: true, value: { kind: "gone", why: "missing", message: "issue #77 does not exist in acme/api" } });
@@ -217,14 +305,22 @@ describe("issues that moved, went or never were (docs/forge.md#items-from-issues
 
   test("a redirect to another host is never followed (the token stays home)", async () => {
     const seen: string[] = [];
-    const c = client({ apiUrl: "http://127.0.0.1:9", owner: "acme", repo: "api" }, {
-      fetch: (async (url: string) => {
-        seen.push(url);
-        return new Response(null, { status: 302, headers: { location: "https://elsewhere.invalid/steal" } });
-      }) as never,
-    });
+    const c = client(
+      { apiUrl: "http://127.0.0.1:9", owner: "acme", repo: "api" },
+      {
+        fetch: (async (url: string) => {
+          seen.push(url);
+          return new Response(null, { status: 302, headers: { location: "https://elsewhere.invalid/steal" } });
+        }) as never,
+      },
+    );
     const r = await c.getPull(1);
-    expect(r).toEqual({ ok: false, kind: "http", status: 302, message: "GET /repos/acme/api/pulls/1: redirected to another host (https://elsewhere.invalid); not followed" });
+    expect(r).toEqual({
+      ok: false,
+      kind: "http",
+      status: 302,
+      message: "GET /repos/acme/api/pulls/1: redirected to another host (https://elsewhere.invalid); not followed",
+    });
     expect(seen).toEqual(["http://127.0.0.1:9/repos/acme/api/pulls/1"]);
   });
 });
@@ -238,7 +334,10 @@ describe("pull requests (docs/forge.md#pull-requests-github-refuses-to-open, #wh
       ok: true,
       value: { kind: "refused", code: "draft_unsupported", message: "Validation Failed: Draft pull requests are not supported in this repository." },
     });
-    expect(await c.createPull({ title: "t", body: "b", head: "main", base: "main", draft: false })).toEqual({ ok: true, value: { kind: "refused", code: "no_commits", message: "Validation Failed: No commits between main and main" } });
+    expect(await c.createPull({ title: "t", body: "b", head: "main", base: "main", draft: false })).toEqual({
+      ok: true,
+      value: { kind: "refused", code: "no_commits", message: "Validation Failed: No commits between main and main" },
+    });
     const regular = await c.createPull({ title: "t", body: "b", head: "feature", base: "main", draft: false });
     expect(regular.ok && regular.value.kind).toBe("created");
   });
@@ -266,7 +365,11 @@ describe("pull requests (docs/forge.md#pull-requests-github-refuses-to-open, #wh
     expect(notMergeableIsWait("Head branch is not up to date with the base branch")).toBe(false);
   });
 
-  for (const message of ["Head branch is out of date. Review and try the merge again.", "3 of 3 required status checks are expected.", "1 of 1 required status check is expected."])
+  for (const message of [
+    "Head branch is out of date. Review and try the merge again.",
+    "3 of 3 required status checks are expected.",
+    "1 of 1 required status check is expected.",
+  ])
     test(`a 405 "${message}" is a refusal waiting cannot fix (its words "review", "try again", "expected" notwithstanding)`, async () => {
       const { gh, head } = fake();
       gh.switches.mergeRefusal = { status: 405, message };
@@ -278,7 +381,12 @@ describe("pull requests (docs/forge.md#pull-requests-github-refuses-to-open, #wh
     });
 
   test("405s that waiting can fix stay waits", () => {
-    for (const message of ["Base branch was modified. Review and try the merge again.", "At least 1 approving review is required by reviewers with write access.", "Required status check \"ci\" is in progress."]) expect(notMergeableIsWait(message)).toBe(true);
+    for (const message of [
+      "Base branch was modified. Review and try the merge again.",
+      "At least 1 approving review is required by reviewers with write access.",
+      'Required status check "ci" is in progress.',
+    ])
+      expect(notMergeableIsWait(message)).toBe(true);
   });
 
   test("GitHub enforces required checks only: with none required it merges a red PR (loop's own gate is what refuses)", async () => {
@@ -300,7 +408,10 @@ describe("search and permissions (docs/forge.md#issues-for-the-planner, #comment
   test("another repository's results (repo: qualifiers are ORed) are dropped and said; an incomplete search is said", async () => {
     const { gh } = fake();
     gh.addIssue({ number: 1, title: "ours", labels: ["bug"] });
-    gh.foreign.set("other/x", [{ number: 1, title: "theirs", body: "", state: "open", labels: ["bug"] }, { number: 2, title: "theirs too", body: "", state: "open", labels: ["bug"] }]);
+    gh.foreign.set("other/x", [
+      { number: 1, title: "theirs", body: "", state: "open", labels: ["bug"] },
+      { number: 2, title: "theirs too", body: "", state: "open", labels: ["bug"] },
+    ]);
     const c = client(gh);
     const r = await c.searchOpenIssues("label:bug repo:other/x");
     if (!r.ok) throw new Error(JSON.stringify(r));
@@ -346,7 +457,10 @@ describe("comment listings (docs/forge.md#listings)", () => {
     // Ten keyset pages of 100, each starting at the last one's final edit (read again, counted once).
     expect(first.value.items).toHaveLength(991);
     expect(first.value.items.map((x) => x.id)).not.toContain(pause.id);
-    const cursor = first.value.items.map((x) => x.updatedAt).sort().at(-1)!;
+    const cursor = first.value.items
+      .map((x) => x.updatedAt)
+      .sort()
+      .at(-1)!;
     const next = await c.listComments({ since: cursor, threads: [] });
     if (!next.ok) throw new Error(JSON.stringify(next));
     expect(next.value.cut).toBe(false);
@@ -384,7 +498,11 @@ describe("a hostile GitHub (docs/forge.md#bounds, #redirects)", () => {
     const { gh } = fake();
     gh.switches.hugePages = { bytes: 30 * 1024 * 1024, shape: "empties" };
     const got = await client(gh).listThreadComments({ kind: "issue", number: 1 });
-    expect(got).toMatchObject({ ok: false, kind: "network", message: expect.stringContaining(`more than ${MAX_ANSWER_VALUES.toLocaleString("en-US")} JSON values; not parsed`) });
+    expect(got).toMatchObject({
+      ok: false,
+      kind: "network",
+      message: expect.stringContaining(`more than ${MAX_ANSWER_VALUES.toLocaleString("en-US")} JSON values; not parsed`),
+    });
     expect(gh.requests).toHaveLength(1);
   });
 

@@ -31,7 +31,16 @@ function fake(project = "acme/platform/api"): { gl: FakeGitLab; head: string; wo
 
 function client(gl: FakeGitLab, o: Partial<ProviderOptions> = {}) {
   return new GitLabProvider({
-    settings: { provider: "gitlab", repo: gl.project, apiUrl: gl.apiUrl, remote: "origin", tokenEnv: "GITLAB_TOKEN", authorizedUsers: [], authorizeWriters: false, pollInterval: 1000 },
+    settings: {
+      provider: "gitlab",
+      repo: gl.project,
+      apiUrl: gl.apiUrl,
+      remote: "origin",
+      tokenEnv: "GITLAB_TOKEN",
+      authorizedUsers: [],
+      authorizeWriters: false,
+      pollInterval: 1000,
+    },
     token: TOKEN,
     ...o,
   });
@@ -54,13 +63,25 @@ describe("issues of a project in nested groups", () => {
     gl.switches.token = TOKEN;
     gl.addIssue({ iid: 7, title: "Fix it", description: "body" });
     const seen: Headers[] = [];
-    const c = client(gl, { cache: memoryCache(), fetch: (async (url: string, init: RequestInit) => (seen.push(new Headers(init.headers)), fetch(url, init))) as never });
+    const c = client(gl, {
+      cache: memoryCache(),
+      fetch: (async (url: string, init: RequestInit) => (seen.push(new Headers(init.headers)), fetch(url, init))) as never,
+    });
     const i = await c.getIssue(7);
-    expect(i).toEqual({ ok: true, value: { kind: "issue", issue: { number: 7, title: "Fix it", body: "body", state: "open", url: expect.stringContaining("/acme/platform/api/-/issues/7") } } });
+    expect(i).toEqual({
+      ok: true,
+      value: {
+        kind: "issue",
+        issue: { number: 7, title: "Fix it", body: "body", state: "open", url: expect.stringContaining("/acme/platform/api/-/issues/7") },
+      },
+    });
     expect(gl.requests[0]).toBe("GET /projects/acme%2Fplatform%2Fapi/issues/7");
     expect(await c.getIssue(7)).toEqual(i);
     expect(gl.notModified).toBe(1);
-    expect(seen.map((h) => [h.get("private-token"), h.get("authorization")])).toEqual([[TOKEN, null], [TOKEN, null]]);
+    expect(seen.map((h) => [h.get("private-token"), h.get("authorization")])).toEqual([
+      [TOKEN, null],
+      [TOKEN, null],
+    ]);
   });
 
   test("a moved issue is gone (transferred), a deleted or missing one is missing, a closed one is closed; a project the token cannot see is a failure that says so", async () => {
@@ -70,14 +91,28 @@ describe("issues of a project in nested groups", () => {
     gl.switches.deleted.add(2);
     gl.issues.get(3)!.state = "closed";
     const c = client(gl);
-    expect(await c.getIssue(1)).toEqual({ ok: true, value: { kind: "gone", why: "transferred", message: expect.stringContaining("issue #1 was moved to another project (issue id 4242") } });
-    expect(await c.getIssue(2)).toEqual({ ok: true, value: { kind: "gone", why: "missing", message: "issue #2 does not exist in acme/platform/api (deleted, or never was)" } });
-    expect(await c.getIssue(9)).toEqual({ ok: true, value: { kind: "gone", why: "missing", message: "issue #9 does not exist in acme/platform/api (deleted, or never was)" } });
+    expect(await c.getIssue(1)).toEqual({
+      ok: true,
+      value: { kind: "gone", why: "transferred", message: expect.stringContaining("issue #1 was moved to another project (issue id 4242") },
+    });
+    expect(await c.getIssue(2)).toEqual({
+      ok: true,
+      value: { kind: "gone", why: "missing", message: "issue #2 does not exist in acme/platform/api (deleted, or never was)" },
+    });
+    expect(await c.getIssue(9)).toEqual({
+      ok: true,
+      value: { kind: "gone", why: "missing", message: "issue #9 does not exist in acme/platform/api (deleted, or never was)" },
+    });
     const closed = await c.getIssue(3);
     expect(closed.ok && closed.value.kind === "issue" && closed.value.issue.state).toBe("closed");
     gl.switches.hidden = true;
     const hidden = await c.getIssue(1);
-    expect(hidden).toEqual({ ok: false, kind: "http", status: 404, message: expect.stringContaining("GitLab shows no project acme/platform/api to this token (it does not exist, or the token cannot see it)") });
+    expect(hidden).toEqual({
+      ok: false,
+      kind: "http",
+      status: 404,
+      message: expect.stringContaining("GitLab shows no project acme/platform/api to this token (it does not exist, or the token cannot see it)"),
+    });
   });
 });
 
@@ -87,11 +122,21 @@ describe("refusals explained; rate limits; deadlines", () => {
     gl.addIssue({ iid: 1 });
     gl.switches.token = "another";
     const r = await client(gl).getIssue(1);
-    expect(r).toEqual({ ok: false, kind: "http", status: 401, message: expect.stringContaining("GitLab does not accept the token in $GITLAB_TOKEN (invalid, expired or revoked)") });
+    expect(r).toEqual({
+      ok: false,
+      kind: "http",
+      status: 401,
+      message: expect.stringContaining("GitLab does not accept the token in $GITLAB_TOKEN (invalid, expired or revoked)"),
+    });
     gl.switches.token = null;
     gl.switches.scope = "read_api";
     const w = await client(gl).createComment({ kind: "issue", number: 1 }, "hi");
-    expect(w).toEqual({ ok: false, kind: "http", status: 403, message: expect.stringContaining("lacks the scope this needs (loop needs `api`; `read_api` only reads)") });
+    expect(w).toEqual({
+      ok: false,
+      kind: "http",
+      status: 403,
+      message: expect.stringContaining("lacks the scope this needs (loop needs `api`; `read_api` only reads)"),
+    });
     expect(JSON.stringify([r, w])).not.toContain(TOKEN);
   });
 
@@ -193,13 +238,19 @@ describe("notes", () => {
     const cursor = new Date(Date.parse(old.updated_at) + 500).toISOString();
     const onMr = gl.addNote({ mr: 1, login: "bob", body: "on the merge request" })!;
     const c = client(gl, { cache: memoryCache() });
-    const threads = [{ kind: "issue" as const, number: 1 }, { kind: "issue" as const, number: 2 }, { kind: "pull" as const, number: 1 }];
+    const threads = [
+      { kind: "issue" as const, number: 1 },
+      { kind: "issue" as const, number: 2 },
+      { kind: "pull" as const, number: 1 },
+    ];
     const before = gl.requests.length;
     const r = await c.listComments({ since: cursor, threads });
     if (!r.ok) throw new Error(JSON.stringify(r));
     expect(r.value.items.map((n) => [n.thread, n.body])).toEqual([[{ kind: "pull", number: 1 }, "on the merge request"]]);
     const asked = gl.requests.slice(before);
-    expect(asked.filter((q) => q.includes("/notes"))).toEqual([`GET /projects/acme%2Fplatform%2Fapi/merge_requests/1/notes?order_by=updated_at&sort=desc&per_page=100`]);
+    expect(asked.filter((q) => q.includes("/notes"))).toEqual([
+      `GET /projects/acme%2Fplatform%2Fapi/merge_requests/1/notes?order_by=updated_at&sort=desc&per_page=100`,
+    ]);
     expect(asked.some((q) => q.startsWith("GET /projects/acme%2Fplatform%2Fapi/issues?iids[]=1&iids[]=2&updated_after="))).toBe(true);
     // An old note edited: its issue is touched, and it comes back (the caller's high-water mark keeps it from being acted on twice).
     gl.editNote(old.id, "old, edited");
@@ -260,7 +311,10 @@ describe("merge requests", () => {
     expect(found.ok && found.value?.number).toBe(1);
     expect(await c.findPull("nope")).toEqual({ ok: true, value: null });
     const again = await c.createPull({ title: "t", body: "b", head: "feature", base: "main", draft: false });
-    expect(again).toEqual({ ok: true, value: { kind: "refused", code: "exists", message: "Another open merge request already exists for this source branch: !1" } });
+    expect(again).toEqual({
+      ok: true,
+      value: { kind: "refused", code: "exists", message: "Another open merge request already exists for this source branch: !1" },
+    });
   });
 
   test.each([
@@ -283,23 +337,62 @@ describe("merge requests", () => {
   });
 
   test("an unknown detailed_merge_status fails closed: blocked, named", async () => {
-    const settings = { provider: "gitlab" as const, repo: "acme/api", apiUrl: "https://gitlab.invalid/api/v4", remote: "origin", tokenEnv: "GITLAB_TOKEN", authorizedUsers: [], authorizeWriters: false, pollInterval: 1000 };
-    const unknown = new GitLabProvider({ settings, token: null, fetch: (async () => new Response(JSON.stringify({ iid: 1, state: "opened", detailed_merge_status: "new_fancy_status", sha: "a", source_branch: "x", target_branch: "main", web_url: "w" }), { status: 200 })) as never });
+    const settings = {
+      provider: "gitlab" as const,
+      repo: "acme/api",
+      apiUrl: "https://gitlab.invalid/api/v4",
+      remote: "origin",
+      tokenEnv: "GITLAB_TOKEN",
+      authorizedUsers: [],
+      authorizeWriters: false,
+      pollInterval: 1000,
+    };
+    const unknown = new GitLabProvider({
+      settings,
+      token: null,
+      fetch: (async () =>
+        new Response(
+          JSON.stringify({
+            iid: 1,
+            state: "opened",
+            detailed_merge_status: "new_fancy_status",
+            sha: "a",
+            source_branch: "x",
+            target_branch: "main",
+            web_url: "w",
+          }),
+          { status: 200 },
+        )) as never,
+    });
     const r = await unknown.getPull(1);
-    expect(r.ok && r.value.mergeability).toEqual({ kind: "block", code: "refused", reason: "merge request !1 cannot be merged (detailed_merge_status new_fancy_status, not one loop knows)" });
+    expect(r.ok && r.value.mergeability).toEqual({
+      kind: "block",
+      code: "refused",
+      reason: "merge request !1 cannot be merged (detailed_merge_status new_fancy_status, not one loop knows)",
+    });
   });
 
   test("checks: pipelines and job/external statuses on the exact sha, every page; a job allowed to fail is not red; a manual pipeline is", async () => {
     const { gl, head } = fake();
     const c = client(gl);
     gl.switches.maxPerPage = 2;
-    gl.switches.checks = { pipelines: [{ status: "success" }], statuses: [...Array.from({ length: 5 }, (_, i) => ({ name: `ok-${i}`, status: "success" })), { name: "flaky", status: "failed", allow_failure: true }, { name: "security", status: "failed" }] };
+    gl.switches.checks = {
+      pipelines: [{ status: "success" }],
+      statuses: [
+        ...Array.from({ length: 5 }, (_, i) => ({ name: `ok-${i}`, status: "success" })),
+        { name: "flaky", status: "failed", allow_failure: true },
+        { name: "security", status: "failed" },
+      ],
+    };
     const red = await checksOf(c, head);
     expect(red.checks.filter((x) => x.verdict === "failing").map((x) => x.name)).toEqual(["security"]);
     expect(red.checks.find((x) => x.name === "flaky")).toMatchObject({ verdict: "passing", detail: "flaky is failed (allowed to fail)" });
     gl.switches.checks = { pipelines: [{ status: "manual" }], statuses: [{ name: "deploy", status: "manual", allow_failure: true }] };
     const manual = await checksOf(c, head);
-    expect(manual.checks.map((x) => [x.source, x.verdict])).toEqual([["pipeline", "failing"], ["commit status", "passing"]]);
+    expect(manual.checks.map((x) => [x.source, x.verdict])).toEqual([
+      ["pipeline", "failing"],
+      ["commit status", "passing"],
+    ]);
     gl.switches.checks = "pending";
     expect((await checksOf(c, head)).checks.map((x) => x.verdict)).toEqual(["pending", "pending", "passing"]);
   });
@@ -320,9 +413,15 @@ describe("merge requests", () => {
     const { gl, head } = fake();
     const c = client(gl);
     await c.createPull({ title: "t", body: "b", head: "feature", base: "main", draft: false });
-    expect(await c.merge({ number: 1, sha: "f".repeat(40), title: "m" })).toEqual({ ok: true, value: { kind: "head_moved", message: `SHA does not match HEAD of source branch: ${head}` } });
+    expect(await c.merge({ number: 1, sha: "f".repeat(40), title: "m" })).toEqual({
+      ok: true,
+      value: { kind: "head_moved", message: `SHA does not match HEAD of source branch: ${head}` },
+    });
     gl.switches.mergeStatus = "not_approved";
-    expect(await c.merge({ number: 1, sha: head, title: "m" })).toEqual({ ok: true, value: { kind: "not_mergeable", wait: false, message: "405 Method Not Allowed: merge request !1 is not approved (detailed_merge_status not_approved)" } });
+    expect(await c.merge({ number: 1, sha: head, title: "m" })).toEqual({
+      ok: true,
+      value: { kind: "not_mergeable", wait: false, message: "405 Method Not Allowed: merge request !1 is not approved (detailed_merge_status not_approved)" },
+    });
     gl.switches.mergeStatus = "ci_still_running";
     const waiting = await c.merge({ number: 1, sha: head, title: "m" });
     expect(waiting.ok && waiting.value.kind === "not_mergeable" && waiting.value.wait).toBe(true);
@@ -332,8 +431,15 @@ describe("merge requests", () => {
     expect(gl.merges).toEqual([{ iid: 1, sha: head }]);
     const after = await c.getPull(1);
     // Merged with the head loop pushed, into the base: recorded merged (the identity rules of docs/forge.md#landing-on-gitlab).
-    expect(after.ok && identityGate(after.value, { head, base: "main", headIsAncestor: false })).toEqual({ kind: "merged", sha: expect.stringMatching(/^[0-9a-f]{40}$/) });
-    expect(after.ok && identityGate(after.value, { head, base: "release", headIsAncestor: false })).toMatchObject({ kind: "block", code: "merged_elsewhere", reason: expect.stringContaining("merge request !1 was merged into main, not release") });
+    expect(after.ok && identityGate(after.value, { head, base: "main", headIsAncestor: false })).toEqual({
+      kind: "merged",
+      sha: expect.stringMatching(/^[0-9a-f]{40}$/),
+    });
+    expect(after.ok && identityGate(after.value, { head, base: "release", headIsAncestor: false })).toMatchObject({
+      kind: "block",
+      code: "merged_elsewhere",
+      reason: expect.stringContaining("merge request !1 was merged into main, not release"),
+    });
   });
 });
 
@@ -346,13 +452,25 @@ describe("search", () => {
     const c = client(gl);
     const r = await c.searchOpenIssues("~bug crash");
     expect(r.ok && r.value.issues.map((i) => [i.number, i.labels])).toEqual([[1, ["bug"]]]);
-    expect(gl.requests.at(-1)).toBe("GET /projects/acme%2Fplatform%2Fapi/issues?state=opened&order_by=created_at&sort=desc&per_page=100&labels=bug&search=crash");
+    expect(gl.requests.at(-1)).toBe(
+      "GET /projects/acme%2Fplatform%2Fapi/issues?state=opened&order_by=created_at&sort=desc&per_page=100&labels=bug&search=crash",
+    );
     await c.createPull({ title: "t", body: "Closes #1", head: "feature", base: "main", draft: false });
-    expect(await c.openPulls()).toEqual({ ok: true, value: { items: [{ number: 1, title: "t", body: "Closes #1", url: expect.stringContaining("/-/merge_requests/1") }], cut: false } });
+    expect(await c.openPulls()).toEqual({
+      ok: true,
+      value: { items: [{ number: 1, title: "t", body: "Closes #1", url: expect.stringContaining("/-/merge_requests/1") }], cut: false },
+    });
   });
 
   test("the search syntax: label:, ~, milestone:, %, author:, assignee:, @; an unknown filter is searched as words and said", () => {
-    expect(parseSearch('label:bug ~"needs work" %v2 author:@ann @bob crash repo:x')).toEqual({ labels: ["bug", "needs work"], milestone: "v2", author: "ann", assignee: "bob", words: ["crash", "repo:x"], notes: ["GitLab has no filter repo:, so repo:x was searched as words"] });
+    expect(parseSearch('label:bug ~"needs work" %v2 author:@ann @bob crash repo:x')).toEqual({
+      labels: ["bug", "needs work"],
+      milestone: "v2",
+      author: "ann",
+      assignee: "bob",
+      words: ["crash", "repo:x"],
+      notes: ["GitLab has no filter repo:, so repo:x was searched as words"],
+    });
   });
 });
 
@@ -360,12 +478,23 @@ describe("what reactions read (docs/forge.md#reactions)", () => {
   test("a failed pipeline's failed jobs: name, failure_reason and the tail of the log, bounded; a commit status that is no job says nothing", async () => {
     const { gl, head } = fake();
     const log = `${"x".repeat(5000)}\nERROR: test_login failed\n`;
-    gl.switches.checks = { pipelines: [{ status: "failed" }], statuses: [{ name: "unit", status: "failed", reason: "script_failure", log }, { name: "lint", status: "success" }] };
+    gl.switches.checks = {
+      pipelines: [{ status: "failed" }],
+      statuses: [
+        { name: "unit", status: "failed", reason: "script_failure", log },
+        { name: "lint", status: "success" },
+      ],
+    };
     const c = client(gl);
     const read = await checksOf(c, head);
     const pipeline = read.checks.find((x) => x.source === "pipeline")!;
     const failures = await c.checkFailures(pipeline, { tailBytes: 40 });
-    expect(failures).toEqual({ ok: true, value: [{ name: "unit", reason: "script_failure", title: "", summary: "", annotations: [], logTail: log.slice(-40), url: expect.stringContaining("/-/jobs/") }] });
+    expect(failures).toEqual({
+      ok: true,
+      value: [
+        { name: "unit", reason: "script_failure", title: "", summary: "", annotations: [], logTail: log.slice(-40), url: expect.stringContaining("/-/jobs/") },
+      ],
+    });
     const job = read.checks.find((x) => x.name === "unit")!;
     const one = await c.checkFailures(job, { tailBytes: 10 });
     expect(one.ok && one.value.map((x) => [x.name, x.logTail])).toEqual([["unit", log.slice(-10)]]);
@@ -376,9 +505,28 @@ describe("what reactions read (docs/forge.md#reactions)", () => {
     const { gl } = fake();
     const c = client(gl, { cache: memoryCache() });
     await c.createPull({ title: "t", body: "b", head: "feature", base: "main", draft: false });
-    gl.discussions.push({ mr: 1, login: "rita", body: "please rename this", path: "b.txt", line: 3, resolved: false }, { mr: 1, login: "sam", body: "nit", path: "b.txt", resolved: true });
+    gl.discussions.push(
+      { mr: 1, login: "rita", body: "please rename this", path: "b.txt", line: 3, resolved: false },
+      { mr: 1, login: "sam", body: "nit", path: "b.txt", resolved: true },
+    );
     const got = await c.reviewFeedback(1);
-    expect(got).toEqual({ ok: true, value: { items: [{ id: expect.stringMatching(/^note:\d+$/), kind: "diff_comment", login: "rita", body: "please rename this", path: "b.txt", line: 3, createdAt: "2024-01-01T00:00:00.000Z" }], cut: false } });
+    expect(got).toEqual({
+      ok: true,
+      value: {
+        items: [
+          {
+            id: expect.stringMatching(/^note:\d+$/),
+            kind: "diff_comment",
+            login: "rita",
+            body: "please rename this",
+            path: "b.txt",
+            line: 3,
+            createdAt: "2024-01-01T00:00:00.000Z",
+          },
+        ],
+        cut: false,
+      },
+    });
     // Read again: a conditional request, answered from the cache.
     const before = gl.notModified;
     expect(await c.reviewFeedback(1)).toEqual(got);
@@ -388,7 +536,10 @@ describe("what reactions read (docs/forge.md#reactions)", () => {
 
 describe("a hostile or unusual GitLab (docs/forge.md#listings, #bounds)", () => {
   const OFF_HOST = "https://gitlab.external.invalid";
-  const hundredGreenOneRed = () => ({ pipelines: [{ status: "success" }], statuses: [...Array.from({ length: 100 }, (_, i) => ({ name: `ok-${i}`, status: "success" })), { name: "job-101", status: "failed" }] });
+  const hundredGreenOneRed = () => ({
+    pipelines: [{ status: "success" }],
+    statuses: [...Array.from({ length: 100 }, (_, i) => ({ name: `ok-${i}`, status: "success" })), { name: "job-101", status: "failed" }],
+  });
 
   test("a Link header naming another host (external_url is not the API's): X-Next-Page is followed, so job 101 is read and red; the other host is never asked", async () => {
     const { gl, head } = fake();
@@ -477,7 +628,12 @@ describe("a hostile or unusual GitLab (docs/forge.md#listings, #bounds)", () => 
     await c.createPull({ title: "t", body: "b", head: "feature", base: "main", draft: false });
     gl.switches.mergeRefPipeline = { status: "failed", alsoBranch: true };
     const read = await checksOf(c, head, 1);
-    expect(read.checks.filter((x) => x.source === "pipeline").map((x) => x.verdict).sort()).toEqual(["failing", "passing"]);
+    expect(
+      read.checks
+        .filter((x) => x.source === "pipeline")
+        .map((x) => x.verdict)
+        .sort(),
+    ).toEqual(["failing", "passing"]);
     const pr = await c.getPull(1);
     expect(pr.ok && mergeGate(pr.value, read)).toMatchObject({ kind: "block", code: "checks_failed", reason: expect.stringContaining("merge_request_event") });
   });
@@ -486,10 +642,18 @@ describe("a hostile or unusual GitLab (docs/forge.md#listings, #bounds)", () => 
     const { gl } = fake();
     gl.addIssue({ iid: 1 });
     gl.switches.paging.hugePages = { bytes: 30 * 1024 * 1024, shape: "empties" };
-    expect(await client(gl).listThreadComments({ kind: "issue", number: 1 })).toMatchObject({ ok: false, kind: "network", message: expect.stringContaining("JSON values; not parsed") });
+    expect(await client(gl).listThreadComments({ kind: "issue", number: 1 })).toMatchObject({
+      ok: false,
+      kind: "network",
+      message: expect.stringContaining("JSON values; not parsed"),
+    });
     gl.switches.paging.hugePages = { bytes: 30 * 1024 * 1024, shape: "strings" };
     const before = gl.requests.length;
-    expect(await client(gl).listThreadComments({ kind: "issue", number: 1 })).toMatchObject({ ok: false, kind: "network", message: expect.stringContaining("its most; asked again next step") });
+    expect(await client(gl).listThreadComments({ kind: "issue", number: 1 })).toMatchObject({
+      ok: false,
+      kind: "network",
+      message: expect.stringContaining("its most; asked again next step"),
+    });
     expect(gl.requests.length - before).toBeLessThanOrEqual(6);
   });
 });

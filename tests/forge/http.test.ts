@@ -43,7 +43,16 @@ const dialect: Dialect = {
 function http(o: Partial<ProviderOptions> = {}, d: Partial<Dialect> = {}): ForgeHttp {
   return new ForgeHttp(
     {
-      settings: { provider: "github", repo: "acme/api", apiUrl: `${API}/`, remote: "origin", tokenEnv: "T", authorizedUsers: [], authorizeWriters: false, pollInterval: 1000 },
+      settings: {
+        provider: "github",
+        repo: "acme/api",
+        apiUrl: `${API}/`,
+        remote: "origin",
+        tokenEnv: "T",
+        authorizedUsers: [],
+        authorizeWriters: false,
+        pollInterval: 1000,
+      },
       token: TOKEN,
       ...o,
     },
@@ -55,7 +64,9 @@ const json = (body: unknown, init: ResponseInit = {}) => new Response(JSON.strin
 
 describe("one request", () => {
   test("a request that never answers is a `network` failure at the deadline, not a hang", async () => {
-    const { fetch } = scripted((_s, _n, init) => new Promise<Response>((_, reject) => init.signal!.addEventListener("abort", () => reject(init.signal!.reason))));
+    const { fetch } = scripted(
+      (_s, _n, init) => new Promise<Response>((_, reject) => init.signal!.addEventListener("abort", () => reject(init.signal!.reason))),
+    );
     const r = await http({ fetch: fetch as never, timeoutMs: 100 }).request("PUT", "/things/1", { body: { a: 1 } });
     expect(r).toEqual({ ok: false, kind: "network", message: "PUT /things/1: no answer within 0.1s" });
   });
@@ -69,7 +80,11 @@ describe("one request", () => {
     const { seen, fetch } = scripted(() => new Response("a log line\n", { status: 200 }));
     const h = http({ fetch: fetch as never });
     expect(await h.request("POST", "/things", { body: { a: 1 } })).toEqual({ ok: false, kind: "network", message: "POST /things: answer is not JSON" });
-    expect(seen[0]).toEqual({ method: "POST", url: `${API}/things`, headers: { accept: "application/test", "x-token": TOKEN, "user-agent": "loop", "content-type": "application/json" } });
+    expect(seen[0]).toEqual({
+      method: "POST",
+      url: `${API}/things`,
+      headers: { accept: "application/test", "x-token": TOKEN, "user-agent": "loop", "content-type": "application/json" },
+    });
     const t = await h.request("GET", "/jobs/1/trace", { textTail: 100 });
     expect(!("ok" in t) && t.body).toBe("a log line\n");
   });
@@ -88,30 +103,56 @@ describe("one request", () => {
           }
         },
       });
-    const { fetch } = scripted((s) => new Response(s.url.endsWith("/trace") ? stream(80, end) : stream(MAX_ANSWER_BYTES / chunk.byteLength, new TextEncoder().encode("[]")), { status: 200 }));
+    const { fetch } = scripted(
+      (s) =>
+        new Response(s.url.endsWith("/trace") ? stream(80, end) : stream(MAX_ANSWER_BYTES / chunk.byteLength, new TextEncoder().encode("[]")), { status: 200 }),
+    );
     const h = http({ fetch: fetch as never });
     const t = await h.request("GET", "/jobs/1/trace", { textTail: 10 });
     // "é" is two bytes: the last 10 bytes start in its middle, so it is dropped whole.
     expect(!("ok" in t) && t.body).toBe(" the end\n");
     const whole = await h.request("GET", "/jobs/1/trace", { textTail: 11 });
     expect(!("ok" in whole) && whole.body).toBe("é the end\n");
-    expect(await h.request("GET", "/things")).toEqual({ ok: false, kind: "network", message: `GET /things: answered more than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB; not read` });
+    expect(await h.request("GET", "/things")).toEqual({
+      ok: false,
+      kind: "network",
+      message: `GET /things: answered more than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB; not read`,
+    });
   });
 
   test("a success without its document, or a 304 to a question that kept no answer, is a failure (never a null the provider reads fields of)", async () => {
-    const answers = [new Response("", { status: 200 }), new Response("null", { status: 201 }), new Response("42", { status: 200 }), new Response(null, { status: 304 }), new Response(null, { status: 204 })];
+    const answers = [
+      new Response("", { status: 200 }),
+      new Response("null", { status: 201 }),
+      new Response("42", { status: 200 }),
+      new Response(null, { status: 304 }),
+      new Response(null, { status: 204 }),
+    ];
     const { fetch } = scripted((_s, n) => answers[n - 1]!);
     const h = http({ fetch: fetch as never });
     expect(await h.request("GET", "/pulls/1")).toEqual({ ok: false, kind: "network", message: "GET /pulls/1: answered 200 without a JSON object or list" });
-    expect(await h.request("POST", "/comments", { body: {} })).toEqual({ ok: false, kind: "network", message: "POST /comments: answered 201 without a JSON object or list" });
+    expect(await h.request("POST", "/comments", { body: {} })).toEqual({
+      ok: false,
+      kind: "network",
+      message: "POST /comments: answered 201 without a JSON object or list",
+    });
     expect(await h.request("GET", "/pulls/1")).toEqual({ ok: false, kind: "network", message: "GET /pulls/1: answered 200 without a JSON object or list" });
-    expect(await h.request("GET", "/pulls/1")).toEqual({ ok: false, kind: "network", message: "GET /pulls/1: answered 304 Not Modified, but no answer was kept to reuse" });
+    expect(await h.request("GET", "/pulls/1")).toEqual({
+      ok: false,
+      kind: "network",
+      message: "GET /pulls/1: answered 304 Not Modified, but no answer was kept to reuse",
+    });
     expect(await h.request("DELETE", "/things/1")).toMatchObject({ status: 204, body: null });
   });
 
   test("a rate limit is the dialect's result, on the injected clock", async () => {
     const { fetch } = scripted(() => json({ message: "no" }, { status: 429 }));
-    expect(await http({ fetch: fetch as never, now: () => 5000 }).request("GET", "/things")).toEqual({ ok: false, kind: "rate_limited", retryAt: 6000, message: "slow down" });
+    expect(await http({ fetch: fetch as never, now: () => 5000 }).request("GET", "/things")).toEqual({
+      ok: false,
+      kind: "rate_limited",
+      retryAt: 6000,
+      message: "slow down",
+    });
   });
 
   test("an answer the caller did not expect fails with the dialect's explanation, the path shown under the API URL", async () => {
@@ -127,7 +168,11 @@ describe("one request", () => {
 describe("the conditional cache", () => {
   test("a 304 is answered from the cache: its body and link, notModified; only a conditional request asks", async () => {
     const cache = memoryCache();
-    const { seen, fetch } = scripted((s) => (s.headers["if-none-match"] === '"e1"' ? new Response(null, { status: 304 }) : json([1, 2], { headers: { etag: '"e1"', "x-next": `${API}/things?page=2` } })));
+    const { seen, fetch } = scripted((s) =>
+      s.headers["if-none-match"] === '"e1"'
+        ? new Response(null, { status: 304 })
+        : json([1, 2], { headers: { etag: '"e1"', "x-next": `${API}/things?page=2` } }),
+    );
     const h = http({ fetch: fetch as never, cache });
     const first = await h.request("GET", "/things", { conditional: true });
     expect(first).toMatchObject({ status: 200, body: [1, 2], link: `${API}/things?page=2`, notModified: false });
@@ -162,7 +207,9 @@ describe("redirects", () => {
   test("a redirect on the API's host is followed and said once per move; the cached ETag is not sent on", async () => {
     const cache = memoryCache();
     cache.entries.set(`${API}/old/1`, { etag: '"e"', body: {}, link: null });
-    const { seen, fetch } = scripted((s) => (s.url.includes("/old/") ? new Response(null, { status: 301, headers: { location: "/api/new/1?x=1" } }) : json({ here: true })));
+    const { seen, fetch } = scripted((s) =>
+      s.url.includes("/old/") ? new Response(null, { status: 301, headers: { location: "/api/new/1?x=1" } }) : json({ here: true }),
+    );
     const notices: string[] = [];
     const h = http({ fetch: fetch as never, cache, notice: (m) => notices.push(m) });
     expect(await h.request("GET", "/old/1", { conditional: true })).toMatchObject({ status: 200, body: { here: true }, url: `${API}/new/1?x=1` });
@@ -194,9 +241,18 @@ describe("the token never in a message", () => {
     if ("ok" in a) throw new Error(JSON.stringify(a));
     expect(h.fail("GET", "/me", a).message).toBe("GET /me: the forge said bad token [token]");
     const failing = scripted(() => Promise.reject(new Error(`refused with header x-token: ${TOKEN}`)));
-    expect(await http({ fetch: failing.fetch as never }).request("GET", "/me")).toEqual({ ok: false, kind: "network", message: "GET /me: refused with header x-token: [token]" });
+    expect(await http({ fetch: failing.fetch as never }).request("GET", "/me")).toEqual({
+      ok: false,
+      kind: "network",
+      message: "GET /me: refused with header x-token: [token]",
+    });
     const away = scripted(() => new Response(null, { status: 302, headers: { location: `https://${TOKEN}.elsewhere.invalid/` } }));
-    expect(await http({ fetch: away.fetch as never }).request("GET", "/me")).toEqual({ ok: false, kind: "http", status: 302, message: "GET /me: redirected to another host (https://[token].elsewhere.invalid); not followed" });
+    expect(await http({ fetch: away.fetch as never }).request("GET", "/me")).toEqual({
+      ok: false,
+      kind: "http",
+      status: 302,
+      message: "GET /me: redirected to another host (https://[token].elsewhere.invalid); not followed",
+    });
     const hang = scripted((_s, _n, init) => new Promise<Response>((_, reject) => init.signal!.addEventListener("abort", () => reject(init.signal!.reason))));
     const late = await http({ fetch: hang.fetch as never, timeoutMs: 100 }).request("GET", `${API}/q?key=${TOKEN}`);
     expect(late).toEqual({ ok: false, kind: "network", message: "GET /q?key=[token]: no answer within 0.1s" });
@@ -220,7 +276,12 @@ describe("pages", () => {
     const r = await http({ fetch: short.fetch as never }).pages("/list", { next: () => null });
     expect(!("ok" in r) && [r.answers.length, r.cut]).toEqual([1, false]);
     const broken = scripted((_s, n) => (n === 1 ? json([1], { headers: { "x-next": `${API}/list?page=2` } }) : json({ message: "boom" }, { status: 502 })));
-    expect(await http({ fetch: broken.fetch as never }).pages("/list", { next: (a) => a.link })).toEqual({ ok: false, kind: "http", status: 502, message: "GET /list?page=2: the forge said boom" });
+    expect(await http({ fetch: broken.fetch as never }).pages("/list", { next: (a) => a.link })).toEqual({
+      ok: false,
+      kind: "http",
+      status: 502,
+      message: "GET /list?page=2: the forge said boom",
+    });
   });
 });
 
@@ -240,7 +301,7 @@ describe("linkTarget", () => {
 });
 
 describe("commitIdOf", () => {
-  test("a forge's commit id is 40 or 64 hex digits; anything else is none, never the text \"undefined\"", () => {
+  test('a forge\'s commit id is 40 or 64 hex digits; anything else is none, never the text "undefined"', () => {
     expect(commitIdOf("a".repeat(40))).toBe("a".repeat(40));
     expect(commitIdOf("b".repeat(64))).toBe("b".repeat(64));
     for (const bad of [undefined, null, "", "undefined", "A".repeat(40), "a".repeat(41), 42]) expect(commitIdOf(bad)).toBeNull();

@@ -22,32 +22,72 @@ function fake(): FakeJira {
 }
 
 function settings(f: FakeJira, more: Partial<NormTracker> = {}): NormTracker {
-  return { provider: "jira", apiUrl: f.url, tokenEnv: "JIRA_API_TOKEN", tokenKind: "basic", email: f.email, key: "PROJ", states: [], labels: [], moveTo: {}, authorizedUsers: [], pollInterval: 60_000, ...more };
+  return {
+    provider: "jira",
+    apiUrl: f.url,
+    tokenEnv: "JIRA_API_TOKEN",
+    tokenKind: "basic",
+    email: f.email,
+    key: "PROJ",
+    states: [],
+    labels: [],
+    moveTo: {},
+    authorizedUsers: [],
+    pollInterval: 60_000,
+    ...more,
+  };
 }
 
 function client(f: FakeJira, more: Partial<NormTracker> = {}, o: { token?: string | null; timeoutMs?: number; now?: () => number } = {}): JiraTracker {
-  return new JiraTracker({ settings: settings(f, more), token: o.token === undefined ? f.token : o.token, ...(o.timeoutMs ? { timeoutMs: o.timeoutMs } : {}), ...(o.now ? { now: o.now } : {}) });
+  return new JiraTracker({
+    settings: settings(f, more),
+    token: o.token === undefined ? f.token : o.token,
+    ...(o.timeoutMs ? { timeoutMs: o.timeoutMs } : {}),
+    ...(o.now ? { now: o.now } : {}),
+  });
 }
 
 describe("Jira", () => {
   test("the JQL selects the project's issues not done, with the states and every label; summary and ADF description as text", async () => {
     const f = fake();
-    f.addIssue({ number: 1, summary: "Fix login", description: { type: "doc", version: 1, content: [{ type: "paragraph", content: [{ type: "text", text: "Steps:" }] }, { type: "codeBlock", content: [{ type: "text", text: "rm -rf /" }] }] }, labels: ["agent", "backend"] });
+    f.addIssue({
+      number: 1,
+      summary: "Fix login",
+      description: {
+        type: "doc",
+        version: 1,
+        content: [
+          { type: "paragraph", content: [{ type: "text", text: "Steps:" }] },
+          { type: "codeBlock", content: [{ type: "text", text: "rm -rf /" }] },
+        ],
+      },
+      labels: ["agent", "backend"],
+    });
     f.addIssue({ number: 2, labels: ["backend"] });
     f.addIssue({ number: 3, labels: ["agent"], status: "Done" });
     f.addIssue({ number: 4, labels: ["agent"], status: "In Progress" });
     const r = await client(f, { labels: ["agent"] }).searchOpenIssues("");
     if (!r.ok) throw new Error(JSON.stringify(r));
     expect(r.value.issues.map((i) => i.number)).toEqual([1, 4]);
-    expect(r.value.issues[0]).toEqual({ number: 1, title: "Fix login", body: "Steps:\n```\nrm -rf /\n```", labels: ["agent", "backend"], url: `${f.url}/browse/PROJ-1` });
-    expect(f.requests.at(-1)!.body).toEqual({ jql: 'project = "PROJ" AND statusCategory != Done AND labels = "agent" ORDER BY key ASC', fields: ["summary", "description", "status", "labels"], maxResults: 100 });
+    expect(r.value.issues[0]).toEqual({
+      number: 1,
+      title: "Fix login",
+      body: "Steps:\n```\nrm -rf /\n```",
+      labels: ["agent", "backend"],
+      url: `${f.url}/browse/PROJ-1`,
+    });
+    expect(f.requests.at(-1)!.body).toEqual({
+      jql: 'project = "PROJ" AND statusCategory != Done AND labels = "agent" ORDER BY key ASC',
+      fields: ["summary", "description", "status", "labels"],
+      maxResults: 100,
+    });
     const todo = await client(f, { states: ["To Do"], labels: ["agent", "backend"] }).searchOpenIssues("");
     expect(todo.ok && todo.value.issues.map((i) => i.number)).toEqual([1]);
   });
 
   test("loop.json's jql and the search (JQL) are ANDed; names with quotes are escaped; a field Jira lacks is its 400, named with the JQL", async () => {
     const f = fake();
-    f.addIssue({ number: 1, labels: ["a\"b"] });
+    f.addIssue({ number: 1, labels: ['a"b'] });
     f.addIssue({ number: 2, labels: ["x"] });
     const r = await client(f, { jql: "labels != x" }).searchOpenIssues('key in (PROJ-1, PROJ-2) OR labels = "a\\"b"');
     expect(r.ok && r.value.issues.map((i) => i.number)).toEqual([1]);
@@ -95,7 +135,10 @@ describe("Jira", () => {
     f.addIssue({ number: 7, summary: "t" });
     f.addIssue({ number: 8, status: "Done" });
     f.addIssue({ number: 9, movedTo: "OTHER-1" });
-    expect(await client(f).getIssue(7)).toEqual({ ok: true, value: { kind: "issue", issue: { number: 7, title: "t", body: "", state: "open", url: `${f.url}/browse/PROJ-7` } } });
+    expect(await client(f).getIssue(7)).toEqual({
+      ok: true,
+      value: { kind: "issue", issue: { number: 7, title: "t", body: "", state: "open", url: `${f.url}/browse/PROJ-7` } },
+    });
     expect(await client(f).getIssue(8)).toMatchObject({ ok: true, value: { kind: "issue", issue: { state: "closed" } } });
     expect(await client(f).getIssue(10)).toMatchObject({ ok: true, value: { kind: "gone", why: "missing" } });
     expect(await client(f).getIssue(9)).toMatchObject({ ok: true, value: { kind: "gone", why: "transferred" } });
@@ -121,7 +164,13 @@ describe("Jira", () => {
     expect(await c.canWrite(ada)).toEqual({ ok: true, value: true });
     expect(await c.canWrite(mallory)).toEqual({ ok: true, value: false });
     expect(await c.canWrite("")).toEqual({ ok: true, value: false });
-    const since = await c.listComments({ since: "2026-03-01T10:00:06.000Z", threads: [{ kind: "issue", number: 1 }, { kind: "pull", number: 4 }] });
+    const since = await c.listComments({
+      since: "2026-03-01T10:00:06.000Z",
+      threads: [
+        { kind: "issue", number: 1 },
+        { kind: "pull", number: 4 },
+      ],
+    });
     expect(since.ok && since.value.items.map((x) => x.body)).toEqual(["more 4", "more 3"].reverse());
     const posted = await c.createComment({ kind: "issue", number: 1 }, "loop: done\n\nPR: https://example.com/pr/1");
     if (!posted.ok) throw new Error(JSON.stringify(posted));
@@ -135,7 +184,9 @@ describe("Jira", () => {
     const f = fake();
     f.addIssue({ number: 3 });
     const done = await client(f).moveIssue(3, "Done");
-    expect(done.ok && done.value.kind === "unknown_state" && done.value.message).toBe('PROJ-3 has no transition from "To Do" to a status named "Done" (tracker.moveTo); it can move to "In Progress"');
+    expect(done.ok && done.value.kind === "unknown_state" && done.value.message).toBe(
+      'PROJ-3 has no transition from "To Do" to a status named "Done" (tracker.moveTo); it can move to "In Progress"',
+    );
     expect(f.issue(3).status).toBe("To Do");
     expect(await client(f).moveIssue(3, "In Progress")).toEqual({ ok: true, value: { kind: "moved" } });
     expect(f.issue(3).status).toBe("In Progress");
@@ -196,7 +247,9 @@ describe("Jira", () => {
   test("the fake holds requests to Jira's description: an undocumented body field or query parameter, or an old endpoint, is a violation", async () => {
     const f = fake();
     const auth = { authorization: `Basic ${Buffer.from(`${f.email}:${f.token}`).toString("base64")}`, "content-type": "application/json" };
-    expect((await fetch(`${f.url}/rest/api/3/search/jql`, { method: "POST", headers: auth, body: JSON.stringify({ jql: "project = PROJ", startAt: 50 }) })).status).toBe(400);
+    expect(
+      (await fetch(`${f.url}/rest/api/3/search/jql`, { method: "POST", headers: auth, body: JSON.stringify({ jql: "project = PROJ", startAt: 50 }) })).status,
+    ).toBe(400);
     expect((await fetch(`${f.url}/rest/api/3/issue/PROJ-1/comment?since=1`, { headers: auth })).status).toBe(400);
     expect((await fetch(`${f.url}/rest/api/3/search`, { method: "POST", headers: auth, body: "{}" })).status).toBe(404);
     expect(f.violations).toHaveLength(3);

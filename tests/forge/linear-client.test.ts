@@ -22,11 +22,28 @@ function fake(o: { authorization?: string } = {}): FakeLinear {
 }
 
 function settings(f: FakeLinear, more: Partial<NormTracker> = {}): NormTracker {
-  return { provider: "linear", apiUrl: f.url, tokenEnv: "LINEAR_API_KEY", tokenKind: "personal", key: "ENG", states: [], labels: [], moveTo: {}, authorizedUsers: [], pollInterval: 60_000, ...more };
+  return {
+    provider: "linear",
+    apiUrl: f.url,
+    tokenEnv: "LINEAR_API_KEY",
+    tokenKind: "personal",
+    key: "ENG",
+    states: [],
+    labels: [],
+    moveTo: {},
+    authorizedUsers: [],
+    pollInterval: 60_000,
+    ...more,
+  };
 }
 
 function client(f: FakeLinear, more: Partial<NormTracker> = {}, o: { token?: string | null; timeoutMs?: number; now?: () => number } = {}): LinearTracker {
-  return new LinearTracker({ settings: settings(f, more), token: o.token === undefined ? "lin_api_test_key" : o.token, ...(o.timeoutMs ? { timeoutMs: o.timeoutMs } : {}), ...(o.now ? { now: o.now } : {}) });
+  return new LinearTracker({
+    settings: settings(f, more),
+    token: o.token === undefined ? "lin_api_test_key" : o.token,
+    ...(o.timeoutMs ? { timeoutMs: o.timeoutMs } : {}),
+    ...(o.now ? { now: o.now } : {}),
+  });
 }
 
 describe("Linear", () => {
@@ -39,7 +56,13 @@ describe("Linear", () => {
     const r = await client(f, { labels: ["agent"] }).searchOpenIssues("");
     if (!r.ok) throw new Error(JSON.stringify(r));
     expect(r.value.issues.map((i) => i.number)).toEqual([1, 4]);
-    expect(r.value.issues[0]).toEqual({ number: 1, title: "Fix login", body: "Steps:\n```\nrm -rf /\n```", labels: ["agent", "backend"], url: "https://linear.app/acme/issue/ENG-1" });
+    expect(r.value.issues[0]).toEqual({
+      number: 1,
+      title: "Fix login",
+      body: "Steps:\n```\nrm -rf /\n```",
+      labels: ["agent", "backend"],
+      url: "https://linear.app/acme/issue/ENG-1",
+    });
     const todo = await client(f, { states: ["Todo"], labels: ["agent", "backend"] }).searchOpenIssues("");
     expect(todo.ok && todo.value.issues.map((i) => i.number)).toEqual([1]);
   });
@@ -69,7 +92,10 @@ describe("Linear", () => {
     const f = fake();
     f.addIssue({ number: 7, title: "t", description: null });
     f.addIssue({ number: 8, state: "Canceled" });
-    expect(await client(f).getIssue(7)).toEqual({ ok: true, value: { kind: "issue", issue: { number: 7, title: "t", body: "", state: "open", url: "https://linear.app/acme/issue/ENG-7" } } });
+    expect(await client(f).getIssue(7)).toEqual({
+      ok: true,
+      value: { kind: "issue", issue: { number: 7, title: "t", body: "", state: "open", url: "https://linear.app/acme/issue/ENG-7" } },
+    });
     expect(await client(f).getIssue(8)).toMatchObject({ ok: true, value: { kind: "issue", issue: { state: "closed" } } });
     expect(await client(f).getIssue(9)).toMatchObject({ ok: true, value: { kind: "gone", why: "missing" } });
   });
@@ -154,7 +180,11 @@ describe("Linear", () => {
 
   test("the fake holds the client to Linear's schema: a field Linear does not have is a violation", async () => {
     const f = fake();
-    const res = await fetch(f.url, { method: "POST", headers: { authorization: f.authorization, "content-type": "application/json" }, body: JSON.stringify({ query: "query { issues(filter: { team: { slug: { eq: \"x\" } } }) { nodes { id priorityLabel nope } } }" }) });
+    const res = await fetch(f.url, {
+      method: "POST",
+      headers: { authorization: f.authorization, "content-type": "application/json" },
+      body: JSON.stringify({ query: 'query { issues(filter: { team: { slug: { eq: "x" } } }) { nodes { id priorityLabel nope } } }' }),
+    });
     expect(res.status).toBe(400);
     expect(f.violations).toEqual(["Query.issues(filter).team.slug: TeamFilter has no field slug", "Query.issues.nodes.nope: Issue has no field nope"]);
     f.violations.length = 0;

@@ -23,7 +23,16 @@ describe("the allow-list and a request's worst case, as data", () => {
     expect(endpointOf("anthropic", "HEAD", "/")).toEqual({ billed: false, api: null });
     expect(endpointOf("openai", "POST", "/responses")).toEqual({ billed: true, api: "responses" });
     expect(endpointOf("openai", "POST", "/chat/completions")).toEqual({ billed: true, api: "chat" });
-    for (const [p, m, path] of [["anthropic", "GET", "/v1/messages"], ["anthropic", "POST", "/v1/messages/batches"], ["anthropic", "POST", "/v1/files"], ["anthropic", "POST", "/v1/complete"], ["openai", "POST", "/batches"], ["openai", "GET", "/responses/resp_1"], ["openai", "POST", "/embeddings"], ["openai", "POST", "/responses/"]] as const)
+    for (const [p, m, path] of [
+      ["anthropic", "GET", "/v1/messages"],
+      ["anthropic", "POST", "/v1/messages/batches"],
+      ["anthropic", "POST", "/v1/files"],
+      ["anthropic", "POST", "/v1/complete"],
+      ["openai", "POST", "/batches"],
+      ["openai", "GET", "/responses/resp_1"],
+      ["openai", "POST", "/embeddings"],
+      ["openai", "POST", "/responses/"],
+    ] as const)
       expect({ p, m, path, e: endpointOf(p, m, path) }).toEqual({ p, m, path, e: null });
   });
 
@@ -32,11 +41,19 @@ describe("the allow-list and a request's worst case, as data", () => {
     expect(endpointOf("gemini", "POST", "/v1/models/gemini-2.5-flash:generateContent")).toEqual({ billed: true, api: "gemini" });
     expect(endpointOf("gemini", "POST", "/v1beta/models/gemini-2.5-pro:countTokens")).toEqual({ billed: false, api: null });
     expect(endpointOf("gemini", "GET", "/v1beta/models")).toEqual({ billed: false, api: null });
-    for (const [m, path] of [["POST", "/v1beta/cachedContents"], ["POST", "/v1beta/models/x:batchGenerateContent"], ["POST", "/upload/v1beta/files"], ["POST", "/v1beta/models/x:embedContent"], ["GET", "/v1beta/models/x:generateContent"]] as const)
+    for (const [m, path] of [
+      ["POST", "/v1beta/cachedContents"],
+      ["POST", "/v1beta/models/x:batchGenerateContent"],
+      ["POST", "/upload/v1beta/files"],
+      ["POST", "/v1beta/models/x:embedContent"],
+      ["GET", "/v1beta/models/x:generateContent"],
+    ] as const)
       expect({ m, path, e: endpointOf("gemini", m, path) }).toEqual({ m, path, e: null });
     expect(geminiModelOf("/v1beta/models/gemini-2.5-pro:generateContent")).toBe("gemini-2.5-pro");
     const doc = { contents: [], generationConfig: { maxOutputTokens: 900, candidateCount: 2 } };
-    expect(readRequest("gemini", new TextEncoder().encode(JSON.stringify(doc)), "gemini-2.5-pro")).toMatchObject({ worst: { model: "gemini-2.5-pro", output: 1800 } });
+    expect(readRequest("gemini", new TextEncoder().encode(JSON.stringify(doc)), "gemini-2.5-pro")).toMatchObject({
+      worst: { model: "gemini-2.5-pro", output: 1800 },
+    });
     expect(readRequest("gemini", new TextEncoder().encode("{}"), "m")).toMatchObject({ worst: { model: "m", output: DEFAULT_MAX_OUTPUT } });
   });
 
@@ -53,10 +70,15 @@ describe("the allow-list and a request's worst case, as data", () => {
     expect(worst("chat", { max_completion_tokens: 50, max_tokens: 100 })).toMatchObject({ output: 50 });
     expect(worst("messages", { max_tokens: -5 })).toMatchObject({ output: DEFAULT_MAX_OUTPUT });
     expect(worst("responses", { background: true })).toContain("background");
-    expect(readRequest("messages", new TextEncoder().encode("not json"))).toMatchObject({ worst: { model: null, input: 8 + INPUT_MARGIN, output: DEFAULT_MAX_OUTPUT } });
+    expect(readRequest("messages", new TextEncoder().encode("not json"))).toMatchObject({
+      worst: { model: null, input: 8 + INPUT_MARGIN, output: DEFAULT_MAX_OUTPUT },
+    });
     // Only a streamed chat request is changed, and only to ask for the usage.
     const chat = readRequest("chat", new TextEncoder().encode(JSON.stringify({ stream: true, stream_options: { foo: 1 } })));
-    expect(JSON.parse(new TextDecoder().decode(chat.refused === undefined ? chat.body : new Uint8Array()))).toEqual({ stream: true, stream_options: { foo: 1, include_usage: true } });
+    expect(JSON.parse(new TextDecoder().decode(chat.refused === undefined ? chat.body : new Uint8Array()))).toEqual({
+      stream: true,
+      stream_options: { foo: 1, include_usage: true },
+    });
     const same = new TextEncoder().encode(JSON.stringify({ stream: false }));
     expect(readRequest("chat", same)).toMatchObject({ body: same });
   });

@@ -22,7 +22,20 @@ function sse(events: [string, unknown][]): string {
 }
 
 const ANTHROPIC_STREAM = sse([
-  ["message_start", { type: "message_start", message: { id: "msg_1", type: "message", role: "assistant", model: "claude-x", content: [], usage: { input_tokens: 1234, cache_creation_input_tokens: 56, cache_read_input_tokens: 7890, output_tokens: 1 } } }],
+  [
+    "message_start",
+    {
+      type: "message_start",
+      message: {
+        id: "msg_1",
+        type: "message",
+        role: "assistant",
+        model: "claude-x",
+        content: [],
+        usage: { input_tokens: 1234, cache_creation_input_tokens: 56, cache_read_input_tokens: 7890, output_tokens: 1 },
+      },
+    },
+  ],
   ["content_block_start", { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }],
   ["content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "Hello" } }],
   ["message_delta", { type: "message_delta", delta: { stop_reason: null }, usage: { output_tokens: 40 } }],
@@ -33,7 +46,24 @@ const ANTHROPIC_STREAM = sse([
 const OPENAI_STREAM = sse([
   ["response.created", { type: "response.created", response: { id: "resp_1", status: "in_progress" } }],
   ["response.output_text.delta", { type: "response.output_text.delta", delta: "Hi" }],
-  ["response.completed", { type: "response.completed", response: { id: "resp_1", status: "completed", model: "gpt-x-2026", usage: { input_tokens: 5000, input_tokens_details: { cached_tokens: 4000 }, output_tokens: 77, output_tokens_details: { reasoning_tokens: 20 }, total_tokens: 5077 } } }],
+  [
+    "response.completed",
+    {
+      type: "response.completed",
+      response: {
+        id: "resp_1",
+        status: "completed",
+        model: "gpt-x-2026",
+        usage: {
+          input_tokens: 5000,
+          input_tokens_details: { cached_tokens: 4000 },
+          output_tokens: 77,
+          output_tokens_details: { reasoning_tokens: 20 },
+          total_tokens: 5077,
+        },
+      },
+    },
+  ],
 ]);
 
 /** A plain-HTTP model API: answers /v1/messages (Anthropic) and /responses (OpenAI) with the streams above; records the credentials it saw. */
@@ -52,14 +82,23 @@ function fakeModelApi(o: { holdAfter?: number } = {}) {
       if (o.holdAfter === undefined) return new Response(body, { headers: { "content-type": "text/event-stream" } });
       // Send the first `holdAfter` bytes, then never finish (a turn that goes on).
       const bytes = new TextEncoder().encode(body);
-      return new Response(new ReadableStream({ start(c) { c.enqueue(bytes.subarray(0, o.holdAfter)); } }), { headers: { "content-type": "text/event-stream" } });
+      return new Response(
+        new ReadableStream({
+          start(c) {
+            c.enqueue(bytes.subarray(0, o.holdAfter));
+          },
+        }),
+        { headers: { "content-type": "text/event-stream" } },
+      );
     },
   });
   stops.push(() => server.stop(true));
   return { url: `http://127.0.0.1:${server.port}`, seen };
 }
 
-async function gateway(o: { allow?: Parameters<typeof startGateway>[0]["allow"]; admit?: Parameters<typeof startGateway>[0]["admit"]; api?: ReturnType<typeof fakeModelApi> } = {}) {
+async function gateway(
+  o: { allow?: Parameters<typeof startGateway>[0]["allow"]; admit?: Parameters<typeof startGateway>[0]["admit"]; api?: ReturnType<typeof fakeModelApi> } = {},
+) {
   const api = o.api ?? fakeModelApi();
   const calls: ModelCall[] = [];
   const refusals: ProxyRefusal[] = [];
@@ -86,17 +125,41 @@ const until = async (ok: () => boolean) => {
 describe("the model APIs through the gateway", () => {
   test("Anthropic: the stream arrives byte for byte; loop's key replaces the stand-in; the usage is the answer's, to the token", async () => {
     const { g, api, calls } = await gateway();
-    const r = await fetch(`${g.modelUrl.anthropic}/v1/messages`, { method: "POST", headers: { "x-api-key": STAND_IN, "content-type": "application/json", "anthropic-version": "2023-06-01" }, body: JSON.stringify({ model: "claude-x", stream: true, messages: [] }) });
+    const r = await fetch(`${g.modelUrl.anthropic}/v1/messages`, {
+      method: "POST",
+      headers: { "x-api-key": STAND_IN, "content-type": "application/json", "anthropic-version": "2023-06-01" },
+      body: JSON.stringify({ model: "claude-x", stream: true, messages: [] }),
+    });
     expect(r.status).toBe(200);
     expect(await r.text()).toBe(ANTHROPIC_STREAM);
     expect(api.seen.at(-1)).toEqual({ path: "/v1/messages", apiKey: REAL_KEY, auth: null });
     await until(() => calls.length > 0);
-    expect(calls).toEqual([{ provider: "anthropic", method: "POST", path: "/v1/messages", status: 200, usage: { input: 1234, output: 321, cacheRead: 7890, cacheWrite: 56 }, model: "claude-x", basis: "usage", cutOff: false, estimatedInput: false, complete: true, standIn: true, worst: { model: "claude-x", input: expect.any(Number), output: 128_000 }, at: 1_700_000_000_000 }]);
+    expect(calls).toEqual([
+      {
+        provider: "anthropic",
+        method: "POST",
+        path: "/v1/messages",
+        status: 200,
+        usage: { input: 1234, output: 321, cacheRead: 7890, cacheWrite: 56 },
+        model: "claude-x",
+        basis: "usage",
+        cutOff: false,
+        estimatedInput: false,
+        complete: true,
+        standIn: true,
+        worst: { model: "claude-x", input: expect.any(Number), output: 128_000 },
+        at: 1_700_000_000_000,
+      },
+    ]);
   });
 
   test("OpenAI Responses: the Bearer stand-in becomes loop's key; response.completed's usage, cached tokens apart", async () => {
     const { g, api, calls } = await gateway();
-    const r = await fetch(`${g.modelUrl.openai}/responses`, { method: "POST", headers: { authorization: `Bearer ${STAND_IN}`, "content-type": "application/json" }, body: "{}" });
+    const r = await fetch(`${g.modelUrl.openai}/responses`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${STAND_IN}`, "content-type": "application/json" },
+      body: "{}",
+    });
     expect(await r.text()).toBe(OPENAI_STREAM);
     expect(api.seen.at(-1)).toEqual({ path: "/v1/responses", apiKey: null, auth: `Bearer ${REAL_OPENAI}` });
     await until(() => calls.length > 0);
@@ -107,7 +170,11 @@ describe("the model APIs through the gateway", () => {
 
   test("a CLI signed in with its own account: its credential passes as it came, and is still metered", async () => {
     const { g, api, calls } = await gateway();
-    const r = await fetch(`${g.modelUrl.anthropic}/v1/messages`, { method: "POST", headers: { authorization: "Bearer sk-ant-oat-the-operators-oauth" }, body: "{}" });
+    const r = await fetch(`${g.modelUrl.anthropic}/v1/messages`, {
+      method: "POST",
+      headers: { authorization: "Bearer sk-ant-oat-the-operators-oauth" },
+      body: "{}",
+    });
     await r.text();
     expect(api.seen.at(-1)).toEqual({ path: "/v1/messages", apiKey: null, auth: "Bearer sk-ant-oat-the-operators-oauth" });
     await until(() => calls.length > 0);
@@ -115,28 +182,48 @@ describe("the model APIs through the gateway", () => {
   });
 
   test("a turn cut off mid-answer (the session killed): its input as the answer said it, its output the whole limit the request allowed, marked cut off", async () => {
-    const cut = ANTHROPIC_STREAM.indexOf("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\" world");
+    const cut = ANTHROPIC_STREAM.indexOf(
+      'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" world',
+    );
     const { g, calls } = await gateway({ api: fakeModelApi({ holdAfter: cut }) });
     const ac = new AbortController();
-    const r = await fetch(`${g.modelUrl.anthropic}/v1/messages`, { method: "POST", headers: { "x-api-key": STAND_IN }, body: JSON.stringify({ max_tokens: 2048 }), signal: ac.signal });
+    const r = await fetch(`${g.modelUrl.anthropic}/v1/messages`, {
+      method: "POST",
+      headers: { "x-api-key": STAND_IN },
+      body: JSON.stringify({ max_tokens: 2048 }),
+      signal: ac.signal,
+    });
     const reader = r.body!.getReader();
     let got = "";
     while (got.length < cut) got += new TextDecoder().decode((await reader.read()).value);
     expect(got).toBe(ANTHROPIC_STREAM.slice(0, cut));
     ac.abort();
     await until(() => calls.length > 0);
-    expect(calls[0]).toMatchObject({ complete: false, basis: "worst_case", cutOff: true, usage: { input: 1234, output: 2048, cacheRead: 7890, cacheWrite: 56 } });
+    expect(calls[0]).toMatchObject({
+      complete: false,
+      basis: "worst_case",
+      cutOff: true,
+      usage: { input: 1234, output: 2048, cacheRead: 7890, cacheWrite: 56 },
+    });
   });
 
   test("a spent budget: the next model request is refused with the provider's error shape, and the upstream never sees it", async () => {
     let spent = false;
-    const { g, api, calls, modelRefusals } = await gateway({ admit: () => (spent ? { code: "budget_exhausted", reason: "the budget of item x is spent (100 of 100 tokens)" } : null) });
+    const { g, api, calls, modelRefusals } = await gateway({
+      admit: () => (spent ? { code: "budget_exhausted", reason: "the budget of item x is spent (100 of 100 tokens)" } : null),
+    });
     await (await fetch(`${g.modelUrl.anthropic}/v1/messages`, { method: "POST", headers: { "x-api-key": STAND_IN }, body: "{}" })).text();
     spent = true;
     const before = api.seen.length;
     const r = await fetch(`${g.modelUrl.anthropic}/v1/messages`, { method: "POST", headers: { "x-api-key": STAND_IN }, body: "{}" });
     expect(r.status).toBe(403);
-    expect(await r.json()).toEqual({ type: "error", error: { type: "permission_error", message: "loop: the budget of item x is spent (100 of 100 tokens); no further model request is sent (budget_exhausted)" } });
+    expect(await r.json()).toEqual({
+      type: "error",
+      error: {
+        type: "permission_error",
+        message: "loop: the budget of item x is spent (100 of 100 tokens); no further model request is sent (budget_exhausted)",
+      },
+    });
     const o = await fetch(`${g.modelUrl.openai}/responses`, { method: "POST", headers: { authorization: `Bearer ${STAND_IN}` }, body: "{}" });
     expect(o.status).toBe(403);
     expect(((await o.json()) as any).error.message).toContain("budget_exhausted");
@@ -154,7 +241,14 @@ describe("the model APIs through the gateway", () => {
     expect(text + headers).not.toContain(REAL_KEY);
     const env = gatewayEnv(g, STAND_IN);
     expect(JSON.stringify(env)).not.toContain(REAL_KEY);
-    expect(env).toMatchObject({ ANTHROPIC_API_KEY: STAND_IN, OPENAI_API_KEY: STAND_IN, ANTHROPIC_BASE_URL: g.modelUrl.anthropic, HTTPS_PROXY: g.proxyUrl, https_proxy: g.proxyUrl, ALL_PROXY: g.proxyUrl });
+    expect(env).toMatchObject({
+      ANTHROPIC_API_KEY: STAND_IN,
+      OPENAI_API_KEY: STAND_IN,
+      ANTHROPIC_BASE_URL: g.modelUrl.anthropic,
+      HTTPS_PROXY: g.proxyUrl,
+      https_proxy: g.proxyUrl,
+      ALL_PROXY: g.proxyUrl,
+    });
   });
 });
 
@@ -188,7 +282,11 @@ function throughProxy(proxyPort: number, target: { host: string; port: number },
     });
     s.on("close", () => resolve(got));
     s.on("error", reject);
-    s.write(kind === "connect" ? `CONNECT ${target.host}:${target.port} HTTP/1.1\r\nHost: ${target.host}:${target.port}\r\n\r\n` : `GET http://${target.host}:${target.port}/ HTTP/1.1\r\nHost: ${target.host}:${target.port}\r\nProxy-Connection: keep-alive\r\n\r\n`);
+    s.write(
+      kind === "connect"
+        ? `CONNECT ${target.host}:${target.port} HTTP/1.1\r\nHost: ${target.host}:${target.port}\r\n\r\n`
+        : `GET http://${target.host}:${target.port}/ HTTP/1.1\r\nHost: ${target.host}:${target.port}\r\nProxy-Connection: keep-alive\r\n\r\n`,
+    );
   });
 }
 
@@ -226,7 +324,9 @@ describe("the proxy and its allow-list", () => {
       s.on("data", (d) => (text += d.toString("latin1")));
       s.on("close", () => resolve(text));
       s.on("error", reject);
-      s.write(`GET http://127.0.0.1:${on.port}/ HTTP/1.1\r\nHost: 127.0.0.1:${on.port}\r\nConnection: keep-alive\r\n\r\nGET http://127.0.0.1:${off.port}/ HTTP/1.1\r\nHost: 127.0.0.1:${off.port}\r\n\r\n`);
+      s.write(
+        `GET http://127.0.0.1:${on.port}/ HTTP/1.1\r\nHost: 127.0.0.1:${on.port}\r\nConnection: keep-alive\r\n\r\nGET http://127.0.0.1:${off.port}/ HTTP/1.1\r\nHost: 127.0.0.1:${off.port}\r\n\r\n`,
+      );
     });
     expect(got.match(/hello \d+/g)).toEqual([`hello ${on.port}`]);
   });
@@ -259,13 +359,25 @@ describe("the meter", () => {
       expect(m.end()).toEqual({ input: 1234, output: 321, cacheRead: 7890, cacheWrite: 56 });
     }
     const whole = new UsageMeter(false);
-    whole.push(new TextEncoder().encode(JSON.stringify({ id: "msg", type: "message", usage: { input_tokens: 10, output_tokens: 20, cache_read_input_tokens: 3, cache_creation_input_tokens: 4 } })));
+    whole.push(
+      new TextEncoder().encode(
+        JSON.stringify({
+          id: "msg",
+          type: "message",
+          usage: { input_tokens: 10, output_tokens: 20, cache_read_input_tokens: 3, cache_creation_input_tokens: 4 },
+        }),
+      ),
+    );
     expect(whole.end()).toEqual({ input: 10, output: 20, cacheRead: 3, cacheWrite: 4 });
     const chat = new UsageMeter(true);
-    chat.push(new TextEncoder().encode(`data: {"choices":[]}\n\ndata: {"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":8,"prompt_tokens_details":{"cached_tokens":2}}}\n\ndata: [DONE]\n\n`));
+    chat.push(
+      new TextEncoder().encode(
+        `data: {"choices":[]}\n\ndata: {"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":8,"prompt_tokens_details":{"cached_tokens":2}}}\n\ndata: [DONE]\n\n`,
+      ),
+    );
     expect(chat.end()).toEqual({ input: 7, output: 8, cacheRead: 2, cacheWrite: 0 });
     const junk = new UsageMeter(true);
-    junk.push(new TextEncoder().encode("data: not json\n\ndata: {\"usage\":\"x\"}\n\n"));
+    junk.push(new TextEncoder().encode('data: not json\n\ndata: {"usage":"x"}\n\n'));
     expect([junk.end(), junk.seen]).toEqual([{ input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, false]);
   });
 });

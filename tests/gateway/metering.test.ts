@@ -19,7 +19,20 @@ afterAll(async () => {
 const sse = (events: [string, unknown][]) => events.map(([e, d]) => `event: ${e}\ndata: ${JSON.stringify(d)}\n\n`).join("");
 /** An Anthropic answer up to its last content block: what an agent reads before it hangs up. */
 const HEAD = sse([
-  ["message_start", { type: "message_start", message: { id: "msg_1", type: "message", role: "assistant", model: "claude-x", content: [], usage: { input_tokens: 1000, cache_creation_input_tokens: 200, cache_read_input_tokens: 3000, output_tokens: 1 } } }],
+  [
+    "message_start",
+    {
+      type: "message_start",
+      message: {
+        id: "msg_1",
+        type: "message",
+        role: "assistant",
+        model: "claude-x",
+        content: [],
+        usage: { input_tokens: 1000, cache_creation_input_tokens: 200, cache_read_input_tokens: 3000, output_tokens: 1 },
+      },
+    },
+  ],
   ["content_block_start", { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }],
   ["content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "The whole answer." } }],
   ["content_block_stop", { type: "content_block_stop", index: 0 }],
@@ -30,14 +43,26 @@ const TAIL = sse([
 ]);
 /** A Gemini stream (ai.google.dev/api/generate-content): usageMetadata in each chunk, cumulative; the last names its finishReason. promptTokenCount counts the cached tokens; candidatesTokenCount leaves thinking out. */
 const GEMINI_CHUNKS = [
-  { candidates: [{ content: { role: "model", parts: [{ text: "Working" }] }, index: 0 }], usageMetadata: { promptTokenCount: 900, cachedContentTokenCount: 600, candidatesTokenCount: 2, totalTokenCount: 902 }, modelVersion: "gemini-x-001" },
+  {
+    candidates: [{ content: { role: "model", parts: [{ text: "Working" }] }, index: 0 }],
+    usageMetadata: { promptTokenCount: 900, cachedContentTokenCount: 600, candidatesTokenCount: 2, totalTokenCount: 902 },
+    modelVersion: "gemini-x-001",
+  },
   {
     candidates: [{ content: { role: "model", parts: [{ text: " done." }] }, finishReason: "STOP", index: 0 }],
     usageMetadata: { promptTokenCount: 900, cachedContentTokenCount: 600, candidatesTokenCount: 40, thoughtsTokenCount: 25, totalTokenCount: 965 },
     modelVersion: "gemini-x-001",
   },
 ];
-const MESSAGE = { id: "msg_2", type: "message", role: "assistant", model: "claude-x", content: [{ type: "text", text: "hi" }], stop_reason: "end_turn", usage: { input_tokens: 10, output_tokens: 20, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 } };
+const MESSAGE = {
+  id: "msg_2",
+  type: "message",
+  role: "assistant",
+  model: "claude-x",
+  content: [{ type: "text", text: "hi" }],
+  stop_reason: "end_turn",
+  usage: { input_tokens: 10, output_tokens: 20, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
+};
 
 /**
  * The upstream. POST /v1/messages: `hang` sends HEAD and holds the rest (the model goes on, its usage
@@ -65,7 +90,8 @@ function upstream() {
         const doc = JSON.parse(body);
         const chunk = (o: object) => `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", model: "gpt-x", ...o })}\n\n`;
         let text = chunk({ choices: [{ index: 0, delta: { content: "hi" } }], ...(doc.stream_options?.include_usage ? { usage: null } : {}) });
-        if (doc.stream_options?.include_usage) text += chunk({ choices: [], usage: { prompt_tokens: 700, completion_tokens: 80, prompt_tokens_details: { cached_tokens: 600 } } });
+        if (doc.stream_options?.include_usage)
+          text += chunk({ choices: [], usage: { prompt_tokens: 700, completion_tokens: 80, prompt_tokens_details: { cached_tokens: 600 } } });
         return new Response(text + "data: [DONE]\n\n", { headers: events });
       }
       const gemini = /^\/v1beta\/models\/([^:]+):(generateContent|streamGenerateContent)$/.exec(url.pathname);
@@ -73,7 +99,8 @@ function upstream() {
         seenKeys.push(req.headers.get("x-goog-api-key") ?? `query:${url.searchParams.get("key")}`);
         if (gemini[2] === "generateContent") return Response.json(GEMINI_CHUNKS.at(-1));
         if (mode === "cut") return new Response(`data: ${JSON.stringify(GEMINI_CHUNKS[0])}\r\n\r\n`, { headers: events });
-        if (url.searchParams.get("alt") === "sse") return new Response(GEMINI_CHUNKS.map((c) => `data: ${JSON.stringify(c)}\r\n\r\n`).join(""), { headers: events });
+        if (url.searchParams.get("alt") === "sse")
+          return new Response(GEMINI_CHUNKS.map((c) => `data: ${JSON.stringify(c)}\r\n\r\n`).join(""), { headers: events });
         return Response.json(GEMINI_CHUNKS);
       }
       if (url.pathname !== "/v1/messages") return new Response("no", { status: 404 });
@@ -81,7 +108,9 @@ function upstream() {
       if (mode === "slow") return Bun.sleep(300).then(() => Response.json(MESSAGE));
       if (mode === "half") {
         const json = JSON.stringify(MESSAGE);
-        return new Response(new ReadableStream({ start: (c) => c.enqueue(new TextEncoder().encode(json.slice(0, 40))) }), { headers: { "content-type": "application/json" } });
+        return new Response(new ReadableStream({ start: (c) => c.enqueue(new TextEncoder().encode(json.slice(0, 40))) }), {
+          headers: { "content-type": "application/json" },
+        });
       }
       if (mode === "hang") return new Response(new ReadableStream({ start: (c) => c.enqueue(new TextEncoder().encode(HEAD)) }), { headers: events });
       if (mode === "drop") return new Response(HEAD, { headers: events });
@@ -112,7 +141,8 @@ const until = async (ok: () => boolean) => {
   for (let i = 0; i < 500 && !ok(); i++) await Bun.sleep(5);
 };
 const REQUEST = JSON.stringify({ model: "claude-x", max_tokens: 8000, stream: true, messages: [{ role: "user", content: "go" }] });
-const post = (url: string, body = REQUEST, signal?: AbortSignal) => fetch(url, { method: "POST", headers: { "x-api-key": STAND_IN, "content-type": "application/json" }, body, signal });
+const post = (url: string, body = REQUEST, signal?: AbortSignal) =>
+  fetch(url, { method: "POST", headers: { "x-api-key": STAND_IN, "content-type": "application/json" }, body, signal });
 
 describe("an answer cut off before its usage is charged its worst case", () => {
   test("streamed: the agent reads the whole text and hangs up before message_delta; its input as message_start said, its output all of max_tokens", async () => {
@@ -125,7 +155,13 @@ describe("an answer cut off before its usage is charged its worst case", () => {
     ac.abort();
     await until(() => calls.length > 0);
     // Not the 1,000 + 1 + cache that message_start said: the 5,000 output tokens it was generating are under the 8,000 charged.
-    expect(calls[0]).toMatchObject({ basis: "worst_case", cutOff: true, complete: false, estimatedInput: false, usage: { input: 1000, cacheRead: 3000, cacheWrite: 200, output: 8000 } });
+    expect(calls[0]).toMatchObject({
+      basis: "worst_case",
+      cutOff: true,
+      complete: false,
+      estimatedInput: false,
+      usage: { input: 1000, cacheRead: 3000, cacheWrite: 200, output: 8000 },
+    });
   });
 
   test("unstreamed: hung up on before the body's usage arrives, and before the answer's headers: each charged the request's worst case", async () => {
@@ -170,7 +206,12 @@ describe("only what the gateway can meter is forwarded", () => {
   test("batches, files and a background response are refused in the provider's error shape, recorded, and never reach the upstream", async () => {
     const { g, api, refused } = await gateway();
     const tries: [string, string, string, string?][] = [
-      ["anthropic", "POST", "/v1/messages/batches", JSON.stringify({ requests: [{ custom_id: "a", params: { model: "claude-x", max_tokens: 9, messages: [] } }] })],
+      [
+        "anthropic",
+        "POST",
+        "/v1/messages/batches",
+        JSON.stringify({ requests: [{ custom_id: "a", params: { model: "claude-x", max_tokens: 9, messages: [] } }] }),
+      ],
       ["anthropic", "GET", "/v1/files"],
       ["anthropic", "DELETE", "/v1/files/file_011"],
       ["openai", "POST", "/batches", "{}"],
@@ -178,11 +219,19 @@ describe("only what the gateway can meter is forwarded", () => {
       ["openai", "POST", "/responses", JSON.stringify({ model: "gpt-x", background: true, input: "go" })],
     ];
     for (const [provider, method, path, body] of tries) {
-      const r = await fetch(`${g.modelUrl[provider as "anthropic"]}${path}`, { method, headers: { "x-api-key": STAND_IN, authorization: `Bearer ${STAND_IN}` }, body });
+      const r = await fetch(`${g.modelUrl[provider as "anthropic"]}${path}`, {
+        method,
+        headers: { "x-api-key": STAND_IN, authorization: `Bearer ${STAND_IN}` },
+        body,
+      });
       expect(r.status).toBe(403);
       const doc = (await r.json()) as Record<string, any>;
-      if (provider === "anthropic") expect(doc).toEqual({ type: "error", error: { type: "permission_error", message: expect.stringContaining("(endpoint_not_allowed)") } });
-      else expect(doc).toEqual({ error: { message: expect.stringContaining("(endpoint_not_allowed)"), type: "invalid_request_error", param: null, code: "endpoint_not_allowed" } });
+      if (provider === "anthropic")
+        expect(doc).toEqual({ type: "error", error: { type: "permission_error", message: expect.stringContaining("(endpoint_not_allowed)") } });
+      else
+        expect(doc).toEqual({
+          error: { message: expect.stringContaining("(endpoint_not_allowed)"), type: "invalid_request_error", param: null, code: "endpoint_not_allowed" },
+        });
     }
     expect(api.seen).toEqual([]);
     expect(refused).toEqual(tries.map(([provider, method, path]) => ({ provider, method, path, code: "endpoint_not_allowed" })));
@@ -203,7 +252,12 @@ describe("only what the gateway can meter is forwarded", () => {
   test("a Chat Completions stream that did not ask for its usage is forwarded asking for it, and metered", async () => {
     const { g, api, calls } = await gateway();
     for (const options of [undefined, { include_usage: false }]) {
-      const body = JSON.stringify({ model: "gpt-x", stream: true, ...(options ? { stream_options: options } : {}), messages: [{ role: "user", content: "go" }] });
+      const body = JSON.stringify({
+        model: "gpt-x",
+        stream: true,
+        ...(options ? { stream_options: options } : {}),
+        messages: [{ role: "user", content: "go" }],
+      });
       const r = await fetch(`${g.modelUrl.openai}/chat/completions`, { method: "POST", headers: { authorization: `Bearer ${STAND_IN}` }, body });
       expect(await r.text()).toContain('"prompt_tokens":700');
       expect(JSON.parse(api.seen.at(-1)!.body).stream_options).toEqual({ include_usage: true });
@@ -216,11 +270,16 @@ describe("only what the gateway can meter is forwarded", () => {
 describe("Gemini's API (usageMetadata)", () => {
   const GEMINI_REQUEST = JSON.stringify({ contents: [{ role: "user", parts: [{ text: "go" }] }], generationConfig: { maxOutputTokens: 2000 } });
   const exact = { input: 300, cacheRead: 600, cacheWrite: 0, output: 65 };
-  const postGemini = (url: string, headers: Record<string, string> = { "x-goog-api-key": STAND_IN }) => fetch(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: GEMINI_REQUEST });
+  const postGemini = (url: string, headers: Record<string, string> = { "x-goog-api-key": STAND_IN }) =>
+    fetch(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: GEMINI_REQUEST });
 
   test("streamed (alt=sse), as a JSON array, and unstreamed: metered exactly, cached tokens apart, thinking counted as output, the model as the answer names it", async () => {
     const { g, calls } = await gateway();
-    for (const path of ["/v1beta/models/gemini-x:streamGenerateContent?alt=sse", "/v1beta/models/gemini-x:streamGenerateContent", "/v1beta/models/gemini-x:generateContent"]) {
+    for (const path of [
+      "/v1beta/models/gemini-x:streamGenerateContent?alt=sse",
+      "/v1beta/models/gemini-x:streamGenerateContent",
+      "/v1beta/models/gemini-x:generateContent",
+    ]) {
       const r = await postGemini(`${g.modelUrl.gemini}${path}`);
       expect(r.status).toBe(200);
       await r.text();

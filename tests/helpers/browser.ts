@@ -12,7 +12,16 @@ declare const document: any, Image: any;
 export const CHROMIUM = "/usr/bin/chromium";
 export const HAVE_CHROMIUM = existsSync(CHROMIUM);
 
-const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+const ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
 
 export interface Browser {
   context: BrowserContext;
@@ -51,7 +60,12 @@ export interface RegionStats {
  * Look at a PNG: decoded by the browser itself (an image drawn on a canvas of a blank page), so no
  * image library is needed. For each region (CSS pixels of the screenshot), its colours and ink.
  */
-export async function pngRegions(context: BrowserContext, png: Buffer, regions: { x: number; y: number; w: number; h: number }[], colors: string[] = []): Promise<{ width: number; height: number; regions: RegionStats[] }> {
+export async function pngRegions(
+  context: BrowserContext,
+  png: Buffer,
+  regions: { x: number; y: number; w: number; h: number }[],
+  colors: string[] = [],
+): Promise<{ width: number; height: number; regions: RegionStats[] }> {
   const page: Page = await context.newPage();
   try {
     await page.goto("about:blank");

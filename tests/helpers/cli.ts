@@ -77,7 +77,15 @@ export async function runInProcess(argv: string[], o: InProcessOptions = {}): Pr
   const stdout = new Captured();
   const stderr = new Captured();
   // Named as `bun cmd/loop.ts <tool>` names it, so help and messages match the real process.
-  const code = await runTool(tool, { argv: args, prog: `loop ${name}`, stdout, stderr, stdinIsTTY: o.stdinIsTTY ?? false, env: testEnv(o.env), cwd: o.cwd ?? REPO });
+  const code = await runTool(tool, {
+    argv: args,
+    prog: `loop ${name}`,
+    stdout,
+    stderr,
+    stdinIsTTY: o.stdinIsTTY ?? false,
+    env: testEnv(o.env),
+    cwd: o.cwd ?? REPO,
+  });
   return { code, stdout: stdout.text(), stderr: stderr.text() };
 }
 

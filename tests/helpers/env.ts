@@ -47,6 +47,7 @@ export const STEERING = [
   "GOOGLE_GEMINI_BASE_URL",
   "ANTHROPIC_API_KEY",
   "OPENAI_API_KEY",
+  "GEMINI_API_KEY",
   // Added to on an open network, for the gateway's loopback (lib/supervisor/session-gateway.ts): the caller's would show in the agent's.
   "NO_PROXY",
   "no_proxy",

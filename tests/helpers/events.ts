@@ -2,13 +2,7 @@
 // the payload is stored as canonical JSON, the hash is sha256 over hashInput(row, payloadText), and
 // each event's prev_hash is the previous event's hash (GENESIS_HASH for seq 1).
 import { canonicalJson, GENESIS_HASH, sha256Hex } from "../../lib/log/canonical.ts";
-import type {
-  EventDraft,
-  NormItemPayload,
-  Payload,
-  SettingsPayload,
-  StoredEvent,
-} from "../../lib/log/events.ts";
+import type { EventDraft, NormItemPayload, Payload, SettingsPayload, StoredEvent } from "../../lib/log/events.ts";
 import { type EventRowBase, hashInput } from "../../lib/log/integrity.ts";
 import type { SettleCode } from "../../lib/log/vocabulary.ts";
 
@@ -166,14 +160,27 @@ export function ended({ item, attempt, exitCode = 0 }: Attempt & { exitCode?: nu
 
 export function verifyReserved({ item, attempt, epoch = 0 }: Attempt & { epoch?: number }): EventDraft {
   const key = `verify:${item}:e${epoch}:a${attempt}`;
-  return { type: "verify_reserved", item, id: key, payload: { attempt, key, command: "bun test", log: `/state/sessions/${item}/${attempt}/verify.log`, timeoutMs: 900_000 } };
+  return {
+    type: "verify_reserved",
+    item,
+    id: key,
+    payload: { attempt, key, command: "bun test", log: `/state/sessions/${item}/${attempt}/verify.log`, timeoutMs: 900_000 },
+  };
 }
 
 export function verifyStarted({ item, attempt, ...o }: Attempt & { adopted?: boolean; deadline?: string }): EventDraft {
   return {
     type: "verify_started",
     item,
-    payload: { attempt, pid: 4343, pgid: 4343, startTime: "123456", log: `/state/sessions/${item}/${attempt}/verify.log`, deadline: o.deadline ?? "2025-01-01T00:15:00.000Z", adopted: o.adopted ?? false },
+    payload: {
+      attempt,
+      pid: 4343,
+      pgid: 4343,
+      startTime: "123456",
+      log: `/state/sessions/${item}/${attempt}/verify.log`,
+      deadline: o.deadline ?? "2025-01-01T00:15:00.000Z",
+      adopted: o.adopted ?? false,
+    },
   };
 }
 
@@ -200,7 +207,15 @@ export function landed({ item, attempt }: Attempt): EventDraft {
   return {
     type: "landing_finished",
     item,
-    payload: { attempt, outcome: "none", branch: `loop/test/${item}`, target: null, commit: null, code: "branch_delivered", reason: "the branch is the deliverable" },
+    payload: {
+      attempt,
+      outcome: "none",
+      branch: `loop/test/${item}`,
+      target: null,
+      commit: null,
+      code: "branch_delivered",
+      reason: "the branch is the deliverable",
+    },
   };
 }
 
@@ -214,11 +229,22 @@ const SETTLE_CODE = {
   landing_blocked: "landing_blocked",
 } as const satisfies Record<Payload<"item_settled">["outcome"], SettleCode>;
 
-export function settled({ item, attempt, outcome, reason = outcome, code = SETTLE_CODE[outcome] }: Attempt & { outcome: Payload<"item_settled">["outcome"]; reason?: string; code?: SettleCode }): EventDraft {
+export function settled({
+  item,
+  attempt,
+  outcome,
+  reason = outcome,
+  code = SETTLE_CODE[outcome],
+}: Attempt & { outcome: Payload<"item_settled">["outcome"]; reason?: string; code?: SettleCode }): EventDraft {
   return { type: "item_settled", item, payload: { attempt, outcome, reason, code } };
 }
 
-export function requeued({ item, attempt, reason = "verify failed, next attempt", ...opts }: Attempt & { reason?: string; failed?: boolean; resetBudget?: boolean }): EventDraft {
+export function requeued({
+  item,
+  attempt,
+  reason = "verify failed, next attempt",
+  ...opts
+}: Attempt & { reason?: string; failed?: boolean; resetBudget?: boolean }): EventDraft {
   return { type: "item_requeued", item, payload: { attempt, reason, failed: opts.failed ?? true, resetBudget: opts.resetBudget ?? false } };
 }
 
@@ -272,7 +298,17 @@ export function passingAttempt({ item, attempt = 1, epoch = 0 }: { item: string;
 }
 
 /** One whole attempt whose verify fails, then requeued (or, `last`, settled failed). */
-export function failingAttempt({ item, attempt = 1, last = false, epoch = 0 }: { item: string; attempt?: number; last?: boolean; epoch?: number }): EventDraft[] {
+export function failingAttempt({
+  item,
+  attempt = 1,
+  last = false,
+  epoch = 0,
+}: {
+  item: string;
+  attempt?: number;
+  last?: boolean;
+  epoch?: number;
+}): EventDraft[] {
   return [
     launch({ item, attempt, epoch }),
     started({ item, attempt }),

@@ -79,7 +79,12 @@ function zero(): AnthropicUsage {
 
 /** A realistic usage for step `n` of a conversation: a cached system prompt, a growing history. */
 export function realisticUsage(step: number, output = 180 + 37 * step): AnthropicUsage {
-  return { input_tokens: 3 + 11 * step, output_tokens: output, cache_creation_input_tokens: step === 0 ? 12_408 : 420 + 13 * step, cache_read_input_tokens: step === 0 ? 0 : 12_408 + 450 * step };
+  return {
+    input_tokens: 3 + 11 * step,
+    output_tokens: output,
+    cache_creation_input_tokens: step === 0 ? 12_408 : 420 + 13 * step,
+    cache_read_input_tokens: step === 0 ? 0 : 12_408 + 450 * step,
+  };
 }
 
 // --- Turns a test scripts with. ----------------------------------------------------------------
@@ -206,7 +211,10 @@ export async function startFakeAnthropic(script: (t: TurnContext) => AnthropicTu
       turn = fake.script({ step, lastUser: textOf(users[users.length - 1]?.content), userText: users.map((u) => textOf(u.content)).join("\n"), model, body });
     } else {
       // A side request (title, topic): a short answer of the shape these prompts ask for.
-      turn = { text: '{"title": "Fake task", "isNewTopic": false}', usage: { input_tokens: 120, output_tokens: 14, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 } };
+      turn = {
+        text: '{"title": "Fake task", "isNewTopic": false}',
+        usage: { input_tokens: 120, output_tokens: 14, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
+      };
     }
     const full: AnthropicUsage = { ...(agent ? realisticUsage(step) : zero()), ...turn.usage };
     // A message that hangs after message_start was served its input and one output token only.
@@ -228,7 +236,16 @@ export async function startFakeAnthropic(script: (t: TurnContext) => AnthropicTu
     // As the API does: message_start carries the input figures and a first output token; the running
     // output count comes in message_delta.
     sse(res, "message_start", {
-      message: { id: msgId, type: "message", role: "assistant", model, content: [], stop_reason: null, stop_sequence: null, usage: { ...usage, output_tokens: 1 } },
+      message: {
+        id: msgId,
+        type: "message",
+        role: "assistant",
+        model,
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { ...usage, output_tokens: 1 },
+      },
     });
     sse(res, "ping", {});
     if (turn.hangAfterStart) {
@@ -244,7 +261,8 @@ export async function startFakeAnthropic(script: (t: TurnContext) => AnthropicTu
       } else {
         sse(res, "content_block_start", { index, content_block: { type: "tool_use", id: block.id, name: block.name, input: {} } });
         const json = JSON.stringify(block.input);
-        for (let i = 0; i < json.length; i += 64) sse(res, "content_block_delta", { index, delta: { type: "input_json_delta", partial_json: json.slice(i, i + 64) } });
+        for (let i = 0; i < json.length; i += 64)
+          sse(res, "content_block_delta", { index, delta: { type: "input_json_delta", partial_json: json.slice(i, i + 64) } });
       }
       sse(res, "content_block_stop", { index });
     });

@@ -165,8 +165,12 @@ export interface FakeGitHub {
   stop(): void;
 }
 
-
-const IDENT = { GIT_AUTHOR_NAME: "fake github", GIT_AUTHOR_EMAIL: "fake@github.invalid", GIT_COMMITTER_NAME: "fake github", GIT_COMMITTER_EMAIL: "fake@github.invalid" };
+const IDENT = {
+  GIT_AUTHOR_NAME: "fake github",
+  GIT_AUTHOR_EMAIL: "fake@github.invalid",
+  GIT_COMMITTER_NAME: "fake github",
+  GIT_COMMITTER_EMAIL: "fake@github.invalid",
+};
 
 export function presetChecks(mode: ChecksMode): ChecksList {
   if (mode === "none") return { runs: [], statuses: [] };
@@ -185,7 +189,9 @@ export function presetChecks(mode: ChecksMode): ChecksList {
  * `copyOf`: a bare repository copied as the remote instead (tests/helpers/repo.ts fakeWithFeature).
  * `validate` (default true): check every exchange against GitHub's description (the demo turns it off).
  */
-export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: string; copyOf?: string; dir?: string; validate?: boolean; clockLagMs?: number } = {}): FakeGitHub {
+export function startFakeGitHub(
+  o: { owner?: string; repo?: string; seedFrom?: string; copyOf?: string; dir?: string; validate?: boolean; clockLagMs?: number } = {},
+): FakeGitHub {
   const owner = o.owner ?? "acme";
   const bare = join(o.dir ?? mkdtempSync(join(tmpdir(), "loop-fake-gh-")), "remote.git");
   bareRemote(bare, o);
@@ -247,7 +253,13 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
     merges: [],
     violations: [],
     addIssue(i) {
-      const issue: FakeIssue = { number: i.number, title: i.title ?? `issue ${i.number}`, body: i.body ?? "", state: i.state ?? "open", labels: i.labels ?? [] };
+      const issue: FakeIssue = {
+        number: i.number,
+        title: i.title ?? `issue ${i.number}`,
+        body: i.body ?? "",
+        state: i.state ?? "open",
+        labels: i.labels ?? [],
+      };
       f.issues.set(i.number, issue);
       nextNumber = Math.max(nextNumber, i.number + 1);
       return issue;
@@ -265,13 +277,29 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
     },
     addReview(o) {
       const p = f.pulls.get(o.pull)!;
-      const r: shape.ReviewFields = { id: nextReview++, pull: o.pull, login: o.login, state: o.state, body: o.body, commit: f.headOf(p.head) ?? "0".repeat(40) };
+      const r: shape.ReviewFields = {
+        id: nextReview++,
+        pull: o.pull,
+        login: o.login,
+        state: o.state,
+        body: o.body,
+        commit: f.headOf(p.head) ?? "0".repeat(40),
+      };
       f.reviews.push(r);
       return r;
     },
     addReviewComment(o) {
       const review = f.addReview({ pull: o.pull, login: o.login, state: "COMMENTED", body: "" });
-      const c: shape.ReviewCommentFields = { id: nextReview++, pull: o.pull, review: review.id, login: o.login, body: o.body, path: o.path, line: o.line, commit: review.commit };
+      const c: shape.ReviewCommentFields = {
+        id: nextReview++,
+        pull: o.pull,
+        review: review.id,
+        login: o.login,
+        body: o.body,
+        path: o.path,
+        line: o.line,
+        commit: review.commit,
+      };
       f.reviewComments.push(c);
       return c;
     },
@@ -364,7 +392,11 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
     const headSha = f.headOf(p.head)!;
     const tree = tryRun(bare, ["merge-tree", "--write-tree", baseSha, headSha]);
     if (tree === null) return null;
-    const commit = run(bare, ["commit-tree", tree.split("\n")[0]!, "-p", baseSha, "-p", headSha, "-m", `Merge pull request #${p.number} from ${p.head}`], IDENT);
+    const commit = run(
+      bare,
+      ["commit-tree", tree.split("\n")[0]!, "-p", baseSha, "-p", headSha, "-m", `Merge pull request #${p.number} from ${p.head}`],
+      IDENT,
+    );
     run(bare, ["update-ref", `refs/heads/${p.base}`, commit, baseSha]);
     return commit;
   };
@@ -401,7 +433,10 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
         const page = Number(u.searchParams.get("page") ?? "1");
         const next = new URL(req.url);
         next.searchParams.set("page", String(page + 1));
-        const body = huge.shape === "empties" ? `[${"{},".repeat(Math.floor(huge.bytes / 3))}{}]` : `[${`"${"x".repeat(1024 * 1024 - 3)}",`.repeat(Math.max(1, Math.floor(huge.bytes / (1024 * 1024))))}""]`;
+        const body =
+          huge.shape === "empties"
+            ? `[${"{},".repeat(Math.floor(huge.bytes / 3))}{}]`
+            : `[${`"${"x".repeat(1024 * 1024 - 3)}",`.repeat(Math.max(1, Math.floor(huge.bytes / (1024 * 1024))))}""]`;
         return new Response(body, { status: 200, headers: { "content-type": "application/json; charset=utf-8", link: `<${next.href}>; rel="next"` } });
       }
       const answer = answerOf(r);
@@ -438,7 +473,11 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
         headers["x-ratelimit-remaining"] = "0";
         headers["x-ratelimit-reset"] = String(Math.ceil(Date.now() / 1000) + rl.primaryResetIn);
       }
-      return { status: rl.status, headers, body: shape.error(rl.primaryResetIn !== undefined ? "API rate limit exceeded" : "You have exceeded a secondary rate limit") };
+      return {
+        status: rl.status,
+        headers,
+        body: shape.error(rl.primaryResetIn !== undefined ? "API rate limit exceeded" : "You have exceeded a secondary rate limit"),
+      };
     }
     const fail = f.switches.fail;
     if (fail && fail.count > 0 && fail.match(r)) {
@@ -482,7 +521,15 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
       else if (rest.length && k === "is" && (v === "pr" || v === "pull-request")) want.isPr = true;
       else if (rest.length && k === "state") want.state = v;
       else if (rest.length && k === "label") want.labels.push(v);
-      else if (rest.length) return { status: 422, body: { message: "Validation Failed", errors: [{ resource: "Search", field: "q", code: "invalid", message: `the fake does not know the qualifier ${k}:` }], documentation_url: "https://docs.github.com/v3/search/" } };
+      else if (rest.length)
+        return {
+          status: 422,
+          body: {
+            message: "Validation Failed",
+            errors: [{ resource: "Search", field: "q", code: "invalid", message: `the fake does not know the qualifier ${k}:` }],
+            documentation_url: "https://docs.github.com/v3/search/",
+          },
+        };
       else want.words.push(t.toLowerCase());
     }
     const mine = `${owner}/${f.switches.renamedTo ?? f.repo}`.toLowerCase();
@@ -514,10 +561,14 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
     let m: RegExpExecArray | null;
     // Another repository's issue (a transferred issue's new place).
     if (method === "GET" && (m = /^\/repositories\/(\d+)\/issues\/(\d+)$/.exec(r.path)) && Number(m[1]) !== f.repoId) {
-      const [name, t] = [...f.switches.transferred.values()].map((t) => [t.repo, t] as const).find(([, t]) => t.repoId === Number(m![1]) && t.number === Number(m![2])) ?? [];
+      const [name, t] =
+        [...f.switches.transferred.values()].map((t) => [t.repo, t] as const).find(([, t]) => t.repoId === Number(m![1]) && t.number === Number(m![2])) ?? [];
       if (!name || !t) return notFound;
       const [fo, fr] = name.split("/") as [string, string];
-      return { status: 200, body: shape.issue({ api: f.url, owner: fo, repo: fr, repoId: t.repoId }, { number: t.number, title: "moved", body: "", state: "open", labels: [] }) };
+      return {
+        status: 200,
+        body: shape.issue({ api: f.url, owner: fo, repo: fr, repoId: t.repoId }, { number: t.number, title: "moved", body: "", state: "open", labels: [] }),
+      };
     }
     const current = `/repos/${owner}/${f.switches.renamedTo ?? f.repo}`;
     const old = `/repos/${owner}/${f.repo}`;
@@ -526,7 +577,11 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
     if (f.switches.renamedTo && f.switches.renamedTo !== f.repo && (r.path === old || r.path.startsWith(`${old}/`))) {
       // A renamed repository: GitHub redirects to the repository's id (301 for GET, 307 otherwise).
       const q = r.query.toString();
-      return { status: method === "GET" ? 301 : 307, headers: { location: `${f.url}${byId}${r.path.slice(old.length)}${q ? `?${q}` : ""}` }, body: { message: "Moved Permanently", url: `${f.url}${byId}${r.path.slice(old.length)}`, documentation_url: "https://docs.github.com/rest" } };
+      return {
+        status: method === "GET" ? 301 : 307,
+        headers: { location: `${f.url}${byId}${r.path.slice(old.length)}${q ? `?${q}` : ""}` },
+        body: { message: "Moved Permanently", url: `${f.url}${byId}${r.path.slice(old.length)}`, documentation_url: "https://docs.github.com/rest" },
+      };
     }
     if (r.path === current || r.path.startsWith(`${current}/`)) path = r.path.slice(current.length);
     else if (r.path === byId || r.path.startsWith(`${byId}/`)) path = r.path.slice(byId.length);
@@ -535,7 +590,16 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
     if (method === "GET" && (m = /^\/issues\/(\d+)$/.exec(path))) {
       const n = Number(m[1]);
       const moved = f.switches.transferred.get(n);
-      if (moved) return { status: 301, headers: { location: `${f.url}/repositories/${moved.repoId}/issues/${moved.number}` }, body: { message: "Moved Permanently", url: `${f.url}/repositories/${moved.repoId}/issues/${moved.number}`, documentation_url: "https://docs.github.com/rest/issues/issues#get-an-issue" } };
+      if (moved)
+        return {
+          status: 301,
+          headers: { location: `${f.url}/repositories/${moved.repoId}/issues/${moved.number}` },
+          body: {
+            message: "Moved Permanently",
+            url: `${f.url}/repositories/${moved.repoId}/issues/${moved.number}`,
+            documentation_url: "https://docs.github.com/rest/issues/issues#get-an-issue",
+          },
+        };
       if (f.switches.deleted.has(n)) return { status: 410, body: shape.error("This issue was deleted", 410) };
       const i = f.issues.get(n);
       if (i) return { status: 200, body: shape.issue(ctx(), i) };
@@ -546,7 +610,10 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
     if (method === "GET" && (m = /^\/issues\/(\d+)\/comments$/.exec(path))) {
       const n = Number(m[1]);
       if (f.switches.deleted.has(n)) return { status: 410, body: shape.error("This issue was deleted", 410) };
-      const page = paged(r, f.comments.filter((c) => c.issue === n).sort((a, b) => a.id - b.id));
+      const page = paged(
+        r,
+        f.comments.filter((c) => c.issue === n).sort((a, b) => a.id - b.id),
+      );
       return { ...page, body: page.items.map((c) => shape.comment(ctx(), c)) };
     }
     if (method === "GET" && path === "/issues/comments") {
@@ -575,20 +642,39 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
       const head = q.get("head") ?? "";
       const [o, ref] = head.split(":");
       const state = q.get("state") ?? "open";
-      const list = [...f.pulls.values()].filter((p) => (!head || (o === owner && p.head === ref)) && (state === "all" || p.state === state)).sort((a, b) => b.number - a.number);
+      const list = [...f.pulls.values()]
+        .filter((p) => (!head || (o === owner && p.head === ref)) && (state === "all" || p.state === state))
+        .sort((a, b) => b.number - a.number);
       const page = paged(r, list);
       // Every branch's head from one git process: a page of 100 pulls is not 200 of them.
-      const shas = new Map((tryRun(bare, ["for-each-ref", "--format=%(refname:lstrip=2) %(objectname)", "refs/heads/"]) ?? "").split("\n").filter(Boolean).map((l) => l.split(" ") as [string, string]));
+      const shas = new Map(
+        (tryRun(bare, ["for-each-ref", "--format=%(refname:lstrip=2) %(objectname)", "refs/heads/"]) ?? "")
+          .split("\n")
+          .filter(Boolean)
+          .map((l) => l.split(" ") as [string, string]),
+      );
       const headOf = (b: string) => shas.get(b) ?? null;
       return { ...page, body: page.items.map((p) => shape.pullSimple(ctx(), pullFields(p, headOf))) };
     }
     if (method === "POST" && path === "/pulls") {
       const refused = (message: string, code = "custom"): FakeAnswer => ({ status: 422, body: shape.validationError(message, code) });
       if (!f.headOf(body.head)) return refused(`head ${body.head} does not exist`, "invalid");
-      if ([...f.pulls.values()].some((p) => p.head === body.head && p.state === "open")) return refused(`A pull request already exists for ${owner}:${body.head}.`);
-      if (f.headOf(body.head) === f.headOf(body.base) || tryRun(bare, ["merge-base", "--is-ancestor", body.head, body.base]) !== null) return refused(`No commits between ${body.base} and ${body.head}`);
+      if ([...f.pulls.values()].some((p) => p.head === body.head && p.state === "open"))
+        return refused(`A pull request already exists for ${owner}:${body.head}.`);
+      if (f.headOf(body.head) === f.headOf(body.base) || tryRun(bare, ["merge-base", "--is-ancestor", body.head, body.base]) !== null)
+        return refused(`No commits between ${body.base} and ${body.head}`);
       if (body.draft && f.switches.draftsRefused) return refused("Draft pull requests are not supported in this repository.");
-      const p: FakePull = { number: nextNumber++, title: body.title, body: body.body, head: body.head, base: body.base, draft: Boolean(body.draft), state: "open", merged: false, merge_commit_sha: null };
+      const p: FakePull = {
+        number: nextNumber++,
+        title: body.title,
+        body: body.body,
+        head: body.head,
+        base: body.base,
+        draft: Boolean(body.draft),
+        state: "open",
+        merged: false,
+        merge_commit_sha: null,
+      };
       f.pulls.set(p.number, p);
       return { status: 201, body: pullJson(p, false) };
     }
@@ -599,7 +685,10 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
     if (method === "PUT" && (m = /^\/pulls\/(\d+)\/merge$/.exec(path))) {
       const p = f.pulls.get(Number(m[1]));
       if (!p) return notFound;
-      const refuse = (status: number, message: string): FakeAnswer => ({ status, body: { message, documentation_url: "https://docs.github.com/rest/pulls/pulls#merge-a-pull-request" } });
+      const refuse = (status: number, message: string): FakeAnswer => ({
+        status,
+        body: { message, documentation_url: "https://docs.github.com/rest/pulls/pulls#merge-a-pull-request" },
+      });
       if (p.merged) return refuse(405, "Pull Request is not mergeable");
       if (f.switches.mergeRefusal) return refuse(f.switches.mergeRefusal.status, f.switches.mergeRefusal.message);
       if (f.switches.moveHeadOnMerge) {
@@ -634,7 +723,10 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
     if (method === "GET" && (m = /^\/commits\/([0-9a-f]+)\/status$/.exec(path))) {
       const sha = m[1]!;
       const all = checksFor(sha).statuses;
-      const page = paged(r, all.map((s, i) => shape.status(ctx(), s, 8000 + i)));
+      const page = paged(
+        r,
+        all.map((s, i) => shape.status(ctx(), s, 8000 + i)),
+      );
       return { ...page, body: shape.combined(ctx(), sha, all, page.items) };
     }
     if (method === "GET" && (m = /^\/check-runs\/(\d+)(\/annotations)?$/.exec(path))) {
@@ -642,19 +734,28 @@ export function startFakeGitHub(o: { owner?: string; repo?: string; seedFrom?: s
       const run = at ? checksFor(at.sha).runs[at.i] : undefined;
       if (!at || !run) return notFound;
       if (!m[2]) return { status: 200, body: shape.checkRun(ctx(), at.sha, run, Number(m[1])) };
-      const page = paged(r, (run.annotations ?? []).map((a) => shape.annotation(ctx(), at.sha, a)));
+      const page = paged(
+        r,
+        (run.annotations ?? []).map((a) => shape.annotation(ctx(), at.sha, a)),
+      );
       return page;
     }
     if (method === "GET" && (m = /^\/pulls\/(\d+)\/reviews$/.exec(path))) {
       const n = Number(m[1]);
       if (!f.pulls.has(n)) return notFound;
-      const page = paged(r, f.reviews.filter((x) => x.pull === n).sort((a, b) => a.id - b.id));
+      const page = paged(
+        r,
+        f.reviews.filter((x) => x.pull === n).sort((a, b) => a.id - b.id),
+      );
       return { ...page, body: page.items.map((x) => shape.review(ctx(), x)) };
     }
     if (method === "GET" && (m = /^\/pulls\/(\d+)\/comments$/.exec(path))) {
       const n = Number(m[1]);
       if (!f.pulls.has(n)) return notFound;
-      const page = paged(r, f.reviewComments.filter((x) => x.pull === n).sort((a, b) => a.id - b.id));
+      const page = paged(
+        r,
+        f.reviewComments.filter((x) => x.pull === n).sort((a, b) => a.id - b.id),
+      );
       return { ...page, body: page.items.map((x) => shape.reviewComment(ctx(), x)) };
     }
     if (method === "GET" && path === "") return { status: 200, body: shape.fullRepository(ctx()) };

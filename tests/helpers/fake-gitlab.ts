@@ -194,16 +194,52 @@ export interface FakeGitLab {
   stop(): void;
 }
 
-const IDENT = { GIT_AUTHOR_NAME: "fake gitlab", GIT_AUTHOR_EMAIL: "fake@gitlab.invalid", GIT_COMMITTER_NAME: "fake gitlab", GIT_COMMITTER_EMAIL: "fake@gitlab.invalid" };
+const IDENT = {
+  GIT_AUTHOR_NAME: "fake gitlab",
+  GIT_AUTHOR_EMAIL: "fake@gitlab.invalid",
+  GIT_COMMITTER_NAME: "fake gitlab",
+  GIT_COMMITTER_EMAIL: "fake@gitlab.invalid",
+};
 const WEB = "https://gitlab.invalid";
 
 /** Quick actions of GitLab's (a few of them; docs.gitlab.com/user/project/quick_actions): loop's `/loop` is not one. */
-const QUICK_ACTIONS = ["close", "reopen", "label", "unlabel", "relabel", "assign", "unassign", "approve", "unapprove", "merge", "draft", "ready", "title", "lock", "unlock", "rebase", "shrug", "tableflip", "cc", "todo", "done", "due", "estimate", "spend"];
+const QUICK_ACTIONS = [
+  "close",
+  "reopen",
+  "label",
+  "unlabel",
+  "relabel",
+  "assign",
+  "unassign",
+  "approve",
+  "unapprove",
+  "merge",
+  "draft",
+  "ready",
+  "title",
+  "lock",
+  "unlock",
+  "rebase",
+  "shrug",
+  "tableflip",
+  "cc",
+  "todo",
+  "done",
+  "due",
+  "estimate",
+  "spend",
+];
 
 export function presetGlChecks(mode: PipelineMode): GlChecks {
   if (mode === "none") return { pipelines: [], statuses: [] };
   const build = mode === "succeeded" ? "success" : mode === "pending" ? "running" : "failed";
-  return { pipelines: [{ status: build, source: "push" }], statuses: [{ name: "build", status: build }, { name: "lint", status: "success" }] };
+  return {
+    pipelines: [{ status: build, source: "push" }],
+    statuses: [
+      { name: "build", status: build },
+      { name: "lint", status: "success" },
+    ],
+  };
 }
 
 function hashId(s: string): number {
@@ -212,7 +248,9 @@ function hashId(s: string): number {
   return 1000 + h;
 }
 
-export function startFakeGitLab(o: { project?: string; seedFrom?: string; copyOf?: string; dir?: string; validate?: boolean; clockLagMs?: number } = {}): FakeGitLab {
+export function startFakeGitLab(
+  o: { project?: string; seedFrom?: string; copyOf?: string; dir?: string; validate?: boolean; clockLagMs?: number } = {},
+): FakeGitLab {
   const projectPath = o.project ?? "acme/api";
   const bare = join(o.dir ?? mkdtempSync(join(tmpdir(), "loop-fake-gl-")), "remote.git");
   bareRemote(bare, o);
@@ -269,7 +307,16 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; copyOf
     tokensSeen: new Set(),
     addIssue(i) {
       const t = now();
-      const issue: FakeGlIssue = { iid: i.iid, title: i.title ?? `issue ${i.iid}`, description: i.description ?? "", state: i.state ?? "opened", labels: i.labels ?? [], movedToId: null, created_at: t, updated_at: t };
+      const issue: FakeGlIssue = {
+        iid: i.iid,
+        title: i.title ?? `issue ${i.iid}`,
+        description: i.description ?? "",
+        state: i.state ?? "opened",
+        labels: i.labels ?? [],
+        movedToId: null,
+        created_at: t,
+        updated_at: t,
+      };
       f.issues.set(i.iid, issue);
       return issue;
     },
@@ -321,17 +368,28 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; copyOf
   function quickActions(on: { kind: "issue" | "pull"; iid: number }, body: string): string {
     const names = QUICK_ACTIONS.join("|");
     const re = new RegExp(`^\\/(${names})(?: ([^\\n]*))?(?:\\s*\\n|$)`, "gim");
-    return body.replace(/\r/g, "").replace(re, (_m, cmd: string) => {
-      const c = cmd.toLowerCase();
-      if (on.kind === "issue" && (c === "close" || c === "reopen")) {
-        const i = f.issues.get(on.iid);
-        if (i) i.state = c === "close" ? "closed" : "opened";
-      }
-      return "";
-    }).trimEnd();
+    return body
+      .replace(/\r/g, "")
+      .replace(re, (_m, cmd: string) => {
+        const c = cmd.toLowerCase();
+        if (on.kind === "issue" && (c === "close" || c === "reopen")) {
+          const i = f.issues.get(on.iid);
+          if (i) i.state = c === "close" ? "closed" : "opened";
+        }
+        return "";
+      })
+      .trimEnd();
   }
 
-  const user = (login: string) => ({ id: hashId(login), username: login, name: login, state: "active", locked: false, avatar_url: null, web_url: `${WEB}/${login}` });
+  const user = (login: string) => ({
+    id: hashId(login),
+    username: login,
+    name: login,
+    state: "active",
+    locked: false,
+    avatar_url: null,
+    web_url: `${WEB}/${login}`,
+  });
   const projectWeb = `${WEB}/${projectPath}`;
   let failedOnce: string | null = null;
   /** A merged-results pipeline's sha: the merge ref's commit, never the head's. */
@@ -342,7 +400,13 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; copyOf
     if (once && !f.switches.checksBySha.has(sha) && sha !== "") {
       failedOnce ??= sha;
       if (sha !== failedOnce) return presetGlChecks("succeeded");
-      return { pipelines: [{ status: "failed", source: "push" }], statuses: [{ name: once.name, status: "failed", reason: once.reason ?? "script_failure", log: once.log }, { name: "lint", status: "success" }] };
+      return {
+        pipelines: [{ status: "failed", source: "push" }],
+        statuses: [
+          { name: once.name, status: "failed", reason: once.reason ?? "script_failure", log: once.log },
+          { name: "lint", status: "success" },
+        ],
+      };
     }
     const spec = f.switches.checksBySha.get(sha) ?? f.switches.checks;
     return typeof spec === "string" ? presetGlChecks(spec) : spec;
@@ -409,7 +473,23 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; copyOf
   const shaId = (sha: string) => parseInt(sha.slice(0, 6) || "0", 16) % 100_000;
   const shas = new Map<number, string>();
   const pipelinesOf = (sha: string) =>
-    checksFor(sha).pipelines.map((p, i) => (shas.set(shaId(sha), sha), { id: nextPipeline + shaId(sha) * 10 + i, iid: 1 + i, project_id: projectId, sha, ref: p.ref ?? "main", status: p.status, source: p.source ?? "push", created_at: "2024-01-01T00:00:00.000Z", updated_at: "2024-01-01T00:00:00.000Z", web_url: `${projectWeb}/-/pipelines/${nextPipeline + shaId(sha) * 10 + i}` }));
+    checksFor(sha).pipelines.map(
+      (p, i) => (
+        shas.set(shaId(sha), sha),
+        {
+          id: nextPipeline + shaId(sha) * 10 + i,
+          iid: 1 + i,
+          project_id: projectId,
+          sha,
+          ref: p.ref ?? "main",
+          status: p.status,
+          source: p.source ?? "push",
+          created_at: "2024-01-01T00:00:00.000Z",
+          updated_at: "2024-01-01T00:00:00.000Z",
+          web_url: `${projectWeb}/-/pipelines/${nextPipeline + shaId(sha) * 10 + i}`,
+        }
+      ),
+    );
   const jobsOf = (sha: string) => {
     shas.set(shaId(sha), sha);
     return checksFor(sha).statuses.map((s, i) => ({ s, id: 1_000_000 + shaId(sha) * 100 + i }));
@@ -448,7 +528,10 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; copyOf
     return "mergeable";
   };
   const mrJson = (m: FakeMr, single: boolean, computing = false) => {
-    const sha = m.state === "merged" ? (f.merges.find((x) => x.iid === m.iid)?.sha ?? f.headOf(m.source_branch) ?? "0".repeat(40)) : (f.headOf(m.source_branch) ?? "0".repeat(40));
+    const sha =
+      m.state === "merged"
+        ? (f.merges.find((x) => x.iid === m.iid)?.sha ?? f.headOf(m.source_branch) ?? "0".repeat(40))
+        : (f.headOf(m.source_branch) ?? "0".repeat(40));
     const status = detailedStatus(m, computing);
     const draft = status === "draft_status" || /^draft:/i.test(m.title);
     const basic = {
@@ -481,7 +564,8 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; copyOf
       work_in_progress: draft,
       milestone: null,
       merge_when_pipeline_succeeds: false,
-      merge_status: status === "mergeable" ? "can_be_merged" : status === "conflict" ? "cannot_be_merged" : status === "checking" ? "checking" : "can_be_merged",
+      merge_status:
+        status === "mergeable" ? "can_be_merged" : status === "conflict" ? "cannot_be_merged" : status === "checking" ? "checking" : "can_be_merged",
       detailed_merge_status: status,
       sha,
       merge_commit_sha: m.merge_commit_sha,
@@ -503,9 +587,33 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; copyOf
     if (!single) return basic;
     const mrp = f.switches.mergeRefPipeline;
     const head = mrp
-      ? { id: 5_000_000 + m.iid, iid: 900 + m.iid, project_id: projectId, sha: mergeRefSha(sha), ref: `refs/merge-requests/${m.iid}/merge`, status: mrp.status, source: "merge_request_event", created_at: "2024-01-01T00:00:00.000Z", updated_at: "2024-01-01T00:00:00.000Z", web_url: `${projectWeb}/-/pipelines/${5_000_000 + m.iid}` }
+      ? {
+          id: 5_000_000 + m.iid,
+          iid: 900 + m.iid,
+          project_id: projectId,
+          sha: mergeRefSha(sha),
+          ref: `refs/merge-requests/${m.iid}/merge`,
+          status: mrp.status,
+          source: "merge_request_event",
+          created_at: "2024-01-01T00:00:00.000Z",
+          updated_at: "2024-01-01T00:00:00.000Z",
+          web_url: `${projectWeb}/-/pipelines/${5_000_000 + m.iid}`,
+        }
       : (pipelinesOf(sha).at(-1) ?? null);
-    return { ...basic, subscribed: false, changes_count: "1", latest_build_started_at: null, latest_build_finished_at: null, first_deployed_to_production_at: null, pipeline: head, head_pipeline: head, diff_refs: null, merge_error: null, user: { can_merge: true }, first_contribution: false };
+    return {
+      ...basic,
+      subscribed: false,
+      changes_count: "1",
+      latest_build_started_at: null,
+      latest_build_finished_at: null,
+      first_deployed_to_production_at: null,
+      pipeline: head,
+      head_pipeline: head,
+      diff_refs: null,
+      merge_error: null,
+      user: { can_merge: true },
+      first_contribution: false,
+    };
   };
 
   const mergeInBare = (m: FakeMr): string | null => {
@@ -513,7 +621,11 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; copyOf
     const headSha = f.headOf(m.source_branch)!;
     const tree = tryRun(bare, ["merge-tree", "--write-tree", baseSha, headSha]);
     if (tree === null) return null;
-    const commit = run(bare, ["commit-tree", tree.split("\n")[0]!, "-p", baseSha, "-p", headSha, "-m", `Merge branch '${m.source_branch}' into '${m.target_branch}'`], IDENT);
+    const commit = run(
+      bare,
+      ["commit-tree", tree.split("\n")[0]!, "-p", baseSha, "-p", headSha, "-m", `Merge branch '${m.source_branch}' into '${m.target_branch}'`],
+      IDENT,
+    );
     run(bare, ["update-ref", `refs/heads/${m.target_branch}`, commit, baseSha]);
     return commit;
   };
@@ -550,11 +662,20 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; copyOf
       const huge = f.switches.paging.hugePages;
       if (huge && req.method === "GET") {
         const page = Number(u.searchParams.get("page") ?? "1");
-        const body = huge.shape === "empties" ? `[${"{},".repeat(Math.floor(huge.bytes / 3))}{}]` : `[${`"${"x".repeat(1024 * 1024 - 3)}",`.repeat(Math.max(1, Math.floor(huge.bytes / (1024 * 1024))))}""]`;
+        const body =
+          huge.shape === "empties"
+            ? `[${"{},".repeat(Math.floor(huge.bytes / 3))}{}]`
+            : `[${`"${"x".repeat(1024 * 1024 - 3)}",`.repeat(Math.max(1, Math.floor(huge.bytes / (1024 * 1024))))}""]`;
         return new Response(body, { status: 200, headers: { "content-type": "application/json", "x-next-page": String(page + 1) } });
       }
       const answer = u.pathname.startsWith("/api/v4/") ? answerOf(r, token) : { status: 404, body: { message: "404 Not Found" } };
-      const headers: Record<string, string> = { "content-type": "application/json", "ratelimit-limit": "2000", "ratelimit-remaining": "1999", "ratelimit-reset": String(Math.ceil(Date.now() / 1000) + 60), ...(answer.headers ?? {}) };
+      const headers: Record<string, string> = {
+        "content-type": "application/json",
+        "ratelimit-limit": "2000",
+        "ratelimit-remaining": "1999",
+        "ratelimit-reset": String(Math.ceil(Date.now() / 1000) + 60),
+        ...(answer.headers ?? {}),
+      };
       const out = answer.body === null ? "" : answer.text ? String(answer.body) : JSON.stringify(answer.body);
       if (answer.text) headers["content-type"] = "text/plain";
       if (req.method === "GET" && answer.status === 200) {
@@ -613,8 +734,18 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; copyOf
       q.set("page", String(n));
       return `<${origin}/api/v4${r.path}?${q}>; rel="${rel}"`;
     };
-    const links = [...(page > 1 ? [link(page - 1, "prev")] : []), ...(page < last ? [link(page + 1, "next")] : []), link(1, "first"), ...(big ? [] : [link(last, "last")])];
-    const headers: Record<string, string> = { ...(paging.linkHeader ? { link: links.join(", ") } : {}), "x-page": String(page), "x-per-page": String(per), "x-prev-page": page > 1 ? String(page - 1) : "" };
+    const links = [
+      ...(page > 1 ? [link(page - 1, "prev")] : []),
+      ...(page < last ? [link(page + 1, "next")] : []),
+      link(1, "first"),
+      ...(big ? [] : [link(last, "last")]),
+    ];
+    const headers: Record<string, string> = {
+      ...(paging.linkHeader ? { link: links.join(", ") } : {}),
+      "x-page": String(page),
+      "x-per-page": String(per),
+      "x-prev-page": page > 1 ? String(page - 1) : "",
+    };
     if (paging.nextPageHeader) headers["x-next-page"] = page < last ? String(page + 1) : "";
     if (!big) {
       headers["x-total"] = String(all.length);
@@ -638,11 +769,40 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; copyOf
     if ((id.toLowerCase() !== projectPath.toLowerCase() && id !== String(projectId)) || f.switches.hidden) return notFound("404 Project Not Found");
     const path = m0[2] ?? "";
     const write = method !== "GET";
-    if (write && f.switches.scope === "read_api") return { status: 403, body: { error: "insufficient_scope", error_description: "The request requires higher privileges than provided by the access token.", scope: "api" } };
+    if (write && f.switches.scope === "read_api")
+      return {
+        status: 403,
+        body: { error: "insufficient_scope", error_description: "The request requires higher privileges than provided by the access token.", scope: "api" },
+      };
     let m: RegExpExecArray | null;
     if (method === "GET" && path === "") {
       const parts = projectPath.split("/");
-      return { status: 200, body: { id: projectId, description: null, name: parts.at(-1)!, name_with_namespace: parts.join(" / "), path: parts.at(-1)!, path_with_namespace: projectPath, created_at: "2024-01-01T00:00:00.000Z", default_branch: "main", visibility: "private", web_url: projectWeb, http_url_to_repo: `${projectWeb}.git`, ssh_url_to_repo: `git@gitlab.invalid:${projectPath}.git`, namespace: { id: 12, name: parts.at(-2)!, path: parts.at(-2)!, kind: "group", full_path: parts.slice(0, -1).join("/"), parent_id: parts.length > 2 ? 11 : null, web_url: `${WEB}/groups/${parts.slice(0, -1).join("/")}` } } };
+      return {
+        status: 200,
+        body: {
+          id: projectId,
+          description: null,
+          name: parts.at(-1)!,
+          name_with_namespace: parts.join(" / "),
+          path: parts.at(-1)!,
+          path_with_namespace: projectPath,
+          created_at: "2024-01-01T00:00:00.000Z",
+          default_branch: "main",
+          visibility: "private",
+          web_url: projectWeb,
+          http_url_to_repo: `${projectWeb}.git`,
+          ssh_url_to_repo: `git@gitlab.invalid:${projectPath}.git`,
+          namespace: {
+            id: 12,
+            name: parts.at(-2)!,
+            path: parts.at(-2)!,
+            kind: "group",
+            full_path: parts.slice(0, -1).join("/"),
+            parent_id: parts.length > 2 ? 11 : null,
+            web_url: `${WEB}/groups/${parts.slice(0, -1).join("/")}`,
+          },
+        },
+      };
     }
     const iidsOf = () => q.getAll("iids[]").map(Number);
     if (method === "GET" && path === "/issues") {
@@ -670,7 +830,13 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; copyOf
       const exists = on.kind === "issue" ? f.issues.has(on.iid) && !f.switches.deleted.has(on.iid) : f.mrs.has(on.iid);
       if (!exists) return notFound(on.kind === "issue" ? "404 Issue Not Found" : "404 Merge Request Not Found");
       if (method === "GET") {
-        const page = paged(r, sorted(f.notes.filter((n) => n.on.kind === on.kind && n.on.iid === on.iid), q));
+        const page = paged(
+          r,
+          sorted(
+            f.notes.filter((n) => n.on.kind === on.kind && n.on.iid === on.iid),
+            q,
+          ),
+        );
         return { ...page, body: page.items.map(noteJson) };
       }
       if (method === "POST") {
@@ -681,7 +847,15 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; copyOf
     }
     if (method === "GET" && path === "/members/all") {
       const query = (q.get("query") ?? "").toLowerCase();
-      const list = [...f.members.entries()].filter(([login]) => login.toLowerCase().includes(query)).map(([login, level]) => ({ ...user(login), access_level: level, created_at: "2024-01-01T00:00:00.000Z", expires_at: null, membership_state: "active" }));
+      const list = [...f.members.entries()]
+        .filter(([login]) => login.toLowerCase().includes(query))
+        .map(([login, level]) => ({
+          ...user(login),
+          access_level: level,
+          created_at: "2024-01-01T00:00:00.000Z",
+          expires_at: null,
+          membership_state: "active",
+        }));
       const page = paged(r, list);
       return { ...page, body: page.items };
     }
@@ -703,7 +877,17 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; copyOf
       const open = [...f.mrs.values()].find((x) => x.source_branch === body.source_branch && x.target_branch === body.target_branch && x.state === "opened");
       if (open) return { status: 409, body: { message: [`Another open merge request already exists for this source branch: !${open.iid}`] } };
       const t = now();
-      const mr: FakeMr = { iid: nextMr++, title: String(body.title), description: String(body.description ?? ""), source_branch: body.source_branch, target_branch: body.target_branch, state: "opened", merge_commit_sha: null, created_at: t, updated_at: t };
+      const mr: FakeMr = {
+        iid: nextMr++,
+        title: String(body.title),
+        description: String(body.description ?? ""),
+        source_branch: body.source_branch,
+        target_branch: body.target_branch,
+        state: "opened",
+        merge_commit_sha: null,
+        created_at: t,
+        updated_at: t,
+      };
       f.mrs.set(mr.iid, mr);
       return { status: 201, body: mrJson(mr, true) };
     }
@@ -751,7 +935,10 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; copyOf
       const sha = shas.get(Math.floor((Number(m[1]) - nextPipeline) / 10));
       if (!sha) return notFound("404 Pipeline Not Found");
       const failedOnly = q.getAll("scope[]").includes("failed");
-      const page = paged(r, jobsOf(sha).filter((j) => !failedOnly || j.s.status === "failed"));
+      const page = paged(
+        r,
+        jobsOf(sha).filter((j) => !failedOnly || j.s.status === "failed"),
+      );
       return { ...page, body: page.items.map((j) => jobJson(sha, j)) };
     }
     if (method === "GET" && (m = /^\/jobs\/(\d+)(\/trace)?$/.exec(path))) {
@@ -763,16 +950,66 @@ export function startFakeGitLab(o: { project?: string; seedFrom?: string; copyOf
     if (method === "GET" && (m = /^\/merge_requests\/(\d+)\/discussions$/.exec(path))) {
       const iid = Number(m[1]);
       if (!f.mrs.has(iid)) return notFound("404 Merge Request Not Found");
-      const list = f.discussions.filter((d) => d.mr === iid).map((d, i) => {
-        const n = { ...noteJson({ id: 9000 + i, on: { kind: "pull" as const, iid }, login: d.login, body: d.body, system: false, created_at: "2024-01-01T00:00:00.000Z", updated_at: "2024-01-01T00:00:00.000Z" }), type: "DiffNote", resolvable: true, resolved: d.resolved, resolved_by: null, resolved_at: null };
-        return { id: `d${i}`, individual_note: false, notes: [{ ...n, position: { base_sha: "a", start_sha: "a", head_sha: "b", old_path: d.path, new_path: d.path, position_type: "text", old_line: null, new_line: d.line ?? 1 } }] };
-      });
+      const list = f.discussions
+        .filter((d) => d.mr === iid)
+        .map((d, i) => {
+          const n = {
+            ...noteJson({
+              id: 9000 + i,
+              on: { kind: "pull" as const, iid },
+              login: d.login,
+              body: d.body,
+              system: false,
+              created_at: "2024-01-01T00:00:00.000Z",
+              updated_at: "2024-01-01T00:00:00.000Z",
+            }),
+            type: "DiffNote",
+            resolvable: true,
+            resolved: d.resolved,
+            resolved_by: null,
+            resolved_at: null,
+          };
+          return {
+            id: `d${i}`,
+            individual_note: false,
+            notes: [
+              {
+                ...n,
+                position: {
+                  base_sha: "a",
+                  start_sha: "a",
+                  head_sha: "b",
+                  old_path: d.path,
+                  new_path: d.path,
+                  position_type: "text",
+                  old_line: null,
+                  new_line: d.line ?? 1,
+                },
+              },
+            ],
+          };
+        });
       const page = paged(r, list);
       return { ...page, body: page.items };
     }
     if (method === "GET" && (m = /^\/repository\/commits\/([0-9a-f]+)\/statuses$/.exec(path))) {
       const sha = m[1]!;
-      const list = jobsOf(sha).map(({ s, id }) => ({ id, sha, ref: "main", status: s.status, name: s.name, target_url: null, description: null, created_at: "2024-01-01T00:00:00.000Z", started_at: null, finished_at: null, allow_failure: s.allow_failure ?? false, coverage: null, pipeline_id: nextPipeline + shaId(sha) * 10, author: user("ci") }));
+      const list = jobsOf(sha).map(({ s, id }) => ({
+        id,
+        sha,
+        ref: "main",
+        status: s.status,
+        name: s.name,
+        target_url: null,
+        description: null,
+        created_at: "2024-01-01T00:00:00.000Z",
+        started_at: null,
+        finished_at: null,
+        allow_failure: s.allow_failure ?? false,
+        coverage: null,
+        pipeline_id: nextPipeline + shaId(sha) * 10,
+        author: user("ci"),
+      }));
       return paged(r, list);
     }
     return notFound();

@@ -125,7 +125,14 @@ export class FakeJira {
 
   addComment(o: { issue: number; body: Json; author?: string }): FakeJiraComment {
     const at = this.#tick();
-    const c: FakeJiraComment = { id: String(++this.#seq), issue: o.issue, body: typeof o.body === "string" ? adf(o.body) : o.body, author: o.author ?? [...this.users.keys()][0]!, created: at, updated: at };
+    const c: FakeJiraComment = {
+      id: String(++this.#seq),
+      issue: o.issue,
+      body: typeof o.body === "string" ? adf(o.body) : o.body,
+      author: o.author ?? [...this.users.keys()][0]!,
+      created: at,
+      updated: at,
+    };
     this.comments.push(c);
     return c;
   }
@@ -156,7 +163,8 @@ export class FakeJira {
       this.violations.push(...requestProblems);
       return Response.json({ errorMessages: requestProblems }, { status: requestProblems.some((p) => p.includes("no such operation")) ? 404 : 400 });
     }
-    if (authorization !== `Basic ${Buffer.from(`${this.email}:${this.token}`).toString("base64")}`) return answer(401, { errorMessages: ["Client must be authenticated to access this resource."] });
+    if (authorization !== `Basic ${Buffer.from(`${this.email}:${this.token}`).toString("base64")}`)
+      return answer(401, { errorMessages: ["Client must be authenticated to access this resource."] });
     if (this.switches.rateLimited > 0) {
       this.switches.rateLimited--;
       const h: Record<string, string> = { "ratelimit-reason": "jira-burst-based", "x-ratelimit-limit": "100", "x-ratelimit-remaining": "0" };
@@ -171,8 +179,17 @@ export class FakeJira {
     const p = url.pathname;
     let m: RegExpExecArray | null;
     if (method === "GET" && (m = /^\/rest\/api\/3\/project\/([^/]+)$/.exec(p))) {
-      if (decodeURIComponent(m[1]!) !== this.projectKey) return answer(404, { errorMessages: [`No project could be found with key '${decodeURIComponent(m[1]!)}'.`], errors: {} });
-      return answer(200, { id: "10000", key: this.projectKey, name: "Project", self: `${this.url}/rest/api/3/project/10000`, projectTypeKey: "software", simplified: false, style: "classic" });
+      if (decodeURIComponent(m[1]!) !== this.projectKey)
+        return answer(404, { errorMessages: [`No project could be found with key '${decodeURIComponent(m[1]!)}'.`], errors: {} });
+      return answer(200, {
+        id: "10000",
+        key: this.projectKey,
+        name: "Project",
+        self: `${this.url}/rest/api/3/project/10000`,
+        projectTypeKey: "software",
+        simplified: false,
+        style: "classic",
+      });
     }
     if (method === "POST" && p === "/rest/api/3/search/jql") return this.#search(body, answer);
     if ((m = /^\/rest\/api\/3\/issue\/([^/]+)(\/comment|\/transitions)?$/.exec(p))) {
@@ -207,11 +224,27 @@ export class FakeJira {
   #statusObj(name: string): Json {
     const s = this.statuses.find((x) => x.name === name)!;
     const c = CATEGORY[s.category]!;
-    return { id: s.id, name: s.name, self: `${this.url}/rest/api/3/status/${s.id}`, iconUrl: `${this.url}/images/icons/status.png`, statusCategory: { ...c, self: `${this.url}/rest/api/3/statuscategory/${c.id}` } };
+    return {
+      id: s.id,
+      name: s.name,
+      self: `${this.url}/rest/api/3/status/${s.id}`,
+      iconUrl: `${this.url}/images/icons/status.png`,
+      statusCategory: { ...c, self: `${this.url}/rest/api/3/statuscategory/${c.id}` },
+    };
   }
 
   #transitionObj(t: { id: string; name: string; to: string }): Json {
-    return { id: t.id, name: t.name, to: this.#statusObj(t.to), hasScreen: false, isGlobal: false, isInitial: false, isAvailable: true, isConditional: false, looped: false };
+    return {
+      id: t.id,
+      name: t.name,
+      to: this.#statusObj(t.to),
+      hasScreen: false,
+      isGlobal: false,
+      isInitial: false,
+      isAvailable: true,
+      isConditional: false,
+      looped: false,
+    };
   }
 
   #issueObj(i: FakeJiraIssue, fields: string[] | null): Json {
@@ -221,11 +254,26 @@ export class FakeJira {
   }
 
   #user(accountId: string): Json {
-    return { accountId, displayName: this.users.get(accountId) ?? "Unknown", active: true, accountType: "atlassian", self: `${this.url}/rest/api/3/user?accountId=${encodeURIComponent(accountId)}` };
+    return {
+      accountId,
+      displayName: this.users.get(accountId) ?? "Unknown",
+      active: true,
+      accountType: "atlassian",
+      self: `${this.url}/rest/api/3/user?accountId=${encodeURIComponent(accountId)}`,
+    };
   }
 
   #commentObj(c: FakeJiraComment): Json {
-    return { id: c.id, self: `${this.url}/rest/api/3/issue/${this.issue(c.issue).id}/comment/${c.id}`, author: this.#user(c.author), updateAuthor: this.#user(c.author), body: c.body, created: c.created, updated: c.updated, jsdPublic: true };
+    return {
+      id: c.id,
+      self: `${this.url}/rest/api/3/issue/${this.issue(c.issue).id}/comment/${c.id}`,
+      author: this.#user(c.author),
+      updateAuthor: this.#user(c.author),
+      body: c.body,
+      created: c.created,
+      updated: c.updated,
+      jsdPublic: true,
+    };
   }
 
   #search(body: Json, answer: (status: number, b: Json) => Response): Response {
@@ -251,7 +299,16 @@ export class FakeJira {
     if ("parts" in c) return c.op === "and" ? c.parts.every((p) => this.#matches(i, p)) : c.parts.some((p) => this.#matches(i, p));
     if ("part" in c) return !this.#matches(i, c.part);
     const status = this.statuses.find((s) => s.name === i.status)!;
-    const have: string[] = ({ project: [this.projectKey], key: [`${this.projectKey}-${i.number}`], status: [status.name], statuscategory: [CATEGORY[status.category]!.name], labels: i.labels } as Record<string, string[]>)[c.field.toLowerCase()] ?? [];
+    const have: string[] =
+      (
+        {
+          project: [this.projectKey],
+          key: [`${this.projectKey}-${i.number}`],
+          status: [status.name],
+          statuscategory: [CATEGORY[status.category]!.name],
+          labels: i.labels,
+        } as Record<string, string[]>
+      )[c.field.toLowerCase()] ?? [];
     const hit = c.values.some((v) => have.some((h) => h.toLowerCase() === v.toLowerCase()));
     return c.op === "=" || c.op === "in" ? hit : !hit;
   }
@@ -276,7 +333,9 @@ function fieldsOf(c: Clause | null): string[] {
 function parseJql(jql: string): Clause | null {
   const text = jql.replace(/\s+order\s+by\s+.*$/is, "").trim();
   if (!text) return null;
-  const tokens = [...text.matchAll(/"((?:[^"\\]|\\.)*)"|(!=|=|\(|\)|,)|([^\s"=!(),]+)/g)].map((m) => (m[1] !== undefined ? { s: m[1].replace(/\\(.)/g, "$1"), quoted: true } : { s: m[2] ?? m[3]!, quoted: false }));
+  const tokens = [...text.matchAll(/"((?:[^"\\]|\\.)*)"|(!=|=|\(|\)|,)|([^\s"=!(),]+)/g)].map((m) =>
+    m[1] !== undefined ? { s: m[1].replace(/\\(.)/g, "$1"), quoted: true } : { s: m[2] ?? m[3]!, quoted: false },
+  );
   let at = 0;
   const fail = (): never => {
     throw new Error(`Error in the JQL Query: expecting a clause near position ${at} of "${jql}".`);
@@ -296,7 +355,7 @@ function parseJql(jql: string): Clause | null {
     return parts.length === 1 ? parts[0]! : { op: op!, parts };
   };
   const term = (): Clause => {
-    if (word("not")) return next(), { op: "not", part: term() };
+    if (word("not")) return (next(), { op: "not", part: term() });
     if (peek()?.s === "(" && !peek()!.quoted) {
       next();
       const e = expr();

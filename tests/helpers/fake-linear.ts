@@ -117,7 +117,14 @@ export class FakeLinear {
 
   addComment(o: { issue: number; body: string; user?: string | null }): FakeLinearComment {
     const at = this.#tick();
-    const c: FakeLinearComment = { id: this.#uuid(), issue: o.issue, body: o.body, user: o.user === undefined ? [...this.users.keys()][0]! : o.user, createdAt: at, updatedAt: at };
+    const c: FakeLinearComment = {
+      id: this.#uuid(),
+      issue: o.issue,
+      body: o.body,
+      user: o.user === undefined ? [...this.users.keys()][0]! : o.user,
+      createdAt: at,
+      updatedAt: at,
+    };
     this.comments.push(c);
     return c;
   }
@@ -133,9 +140,21 @@ export class FakeLinear {
     const body = (await req.json().catch(() => null)) as Json;
     const authorization = req.headers.get("authorization");
     this.requests.push({ query: String(body?.query ?? ""), variables: body?.variables ?? {}, authorization });
-    const json = (status: number, b: unknown, headers: Record<string, string> = {}) => Response.json(b, { status, headers: { ...this.#limitHeaders(), ...headers } });
+    const json = (status: number, b: unknown, headers: Record<string, string> = {}) =>
+      Response.json(b, { status, headers: { ...this.#limitHeaders(), ...headers } });
     if (authorization !== this.authorization)
-      return json(400, { errors: [{ message: "Authentication required, not authenticated", extensions: { type: "authentication error", code: "AUTHENTICATION_ERROR", userPresentableMessage: "You need to authenticate to access this operation." } }] });
+      return json(400, {
+        errors: [
+          {
+            message: "Authentication required, not authenticated",
+            extensions: {
+              type: "authentication error",
+              code: "AUTHENTICATION_ERROR",
+              userPresentableMessage: "You need to authenticate to access this operation.",
+            },
+          },
+        ],
+      });
     const problems = checkRequest(linearSchema(), body ?? {});
     if (problems.length) {
       this.violations.push(...problems);
@@ -143,11 +162,18 @@ export class FakeLinear {
     }
     if (this.switches.rateLimited > 0) {
       this.switches.rateLimited--;
-      return json(400, { errors: [{ message: "Rate limit exceeded", extensions: { code: "RATELIMITED" } }] }, { "x-ratelimit-requests-remaining": "0", "x-ratelimit-requests-reset": String(this.switches.rateLimitReset) });
+      return json(
+        400,
+        { errors: [{ message: "Rate limit exceeded", extensions: { code: "RATELIMITED" } }] },
+        { "x-ratelimit-requests-remaining": "0", "x-ratelimit-requests-reset": String(this.switches.rateLimitReset) },
+      );
     }
     if (this.switches.errorWith200 > 0) {
       this.switches.errorWith200--;
-      return json(200, { data: { issues: { nodes: [], pageInfo: { hasNextPage: false, endCursor: null } } }, errors: [{ message: "Entity not found: Team\u001b[2J", extensions: { code: "INVALID_INPUT" } }] });
+      return json(200, {
+        data: { issues: { nodes: [], pageInfo: { hasNextPage: false, endCursor: null } } },
+        errors: [{ message: "Entity not found: Team\u001b[2J", extensions: { code: "INVALID_INPUT" } }],
+      });
     }
     const op = parseOperation(body.query);
     const vars = body.variables ?? {};
@@ -175,7 +201,15 @@ export class FakeLinear {
   }
 
   #commentObj(c: FakeLinearComment): Json {
-    return { id: c.id, body: c.body, createdAt: c.createdAt, updatedAt: c.updatedAt, url: `https://linear.app/acme/issue/${this.teamKey}-${c.issue}#comment-${c.id.slice(0, 8)}`, user: c.user ? { id: c.user, email: this.users.get(c.user) ?? null } : null, issue: this.#issueObj(this.issue(c.issue)) };
+    return {
+      id: c.id,
+      body: c.body,
+      createdAt: c.createdAt,
+      updatedAt: c.updatedAt,
+      url: `https://linear.app/acme/issue/${this.teamKey}-${c.issue}#comment-${c.id.slice(0, 8)}`,
+      user: c.user ? { id: c.user, email: this.users.get(c.user) ?? null } : null,
+      issue: this.#issueObj(this.issue(c.issue)),
+    };
   }
 
   #issueMatches(i: FakeLinearIssue, f: Json): boolean {
@@ -193,16 +227,35 @@ export class FakeLinear {
 
   #query(): Json {
     return {
-      teams: (a: Json) => this.#page([{ id: this.teamId, key: this.teamKey }].filter((t) => a.filter?.key?.eq === undefined || a.filter.key.eq === t.key), a),
-      issues: (a: Json) => this.#page(this.issues.filter((i) => this.#issueMatches(i, a.filter)).map((i) => this.#issueObj(i)), a),
+      teams: (a: Json) =>
+        this.#page(
+          [{ id: this.teamId, key: this.teamKey }].filter((t) => a.filter?.key?.eq === undefined || a.filter.key.eq === t.key),
+          a,
+        ),
+      issues: (a: Json) =>
+        this.#page(
+          this.issues.filter((i) => this.#issueMatches(i, a.filter)).map((i) => this.#issueObj(i)),
+          a,
+        ),
       comments: (a: Json) => {
         const f = a.filter ?? {};
         const list = this.comments
           .filter((c) => this.#issueMatches(this.issue(c.issue), f.issue) && (f.updatedAt?.gte === undefined || c.updatedAt >= f.updatedAt.gte))
           .sort((x, y) => (a.orderBy === "updatedAt" ? x.updatedAt.localeCompare(y.updatedAt) : x.createdAt.localeCompare(y.createdAt)));
-        return this.#page(list.map((c) => this.#commentObj(c)), a);
+        return this.#page(
+          list.map((c) => this.#commentObj(c)),
+          a,
+        );
       },
-      workflowStates: (a: Json) => this.#page(this.states.filter((s) => (a.filter?.team?.key?.eq === undefined || a.filter.team.key.eq === this.teamKey) && (a.filter?.name?.eq === undefined || a.filter.name.eq === s.name)), a),
+      workflowStates: (a: Json) =>
+        this.#page(
+          this.states.filter(
+            (s) =>
+              (a.filter?.team?.key?.eq === undefined || a.filter.team.key.eq === this.teamKey) &&
+              (a.filter?.name?.eq === undefined || a.filter.name.eq === s.name),
+          ),
+          a,
+        ),
     };
   }
 

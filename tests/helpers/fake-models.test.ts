@@ -19,15 +19,30 @@ test("the fake Anthropic API streams a message as the Messages API does and coun
   try {
     const head = await fetch(fake.url, { method: "HEAD" });
     expect(head.status).toBe(200);
-    const res = await fetch(`${fake.url}/v1/messages`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "claude-sonnet-4-5", stream: true, tools: [{ name: "Bash" }], messages: [{ role: "user", content: "go" }] }) });
+    const res = await fetch(`${fake.url}/v1/messages`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "claude-sonnet-4-5", stream: true, tools: [{ name: "Bash" }], messages: [{ role: "user", content: "go" }] }),
+    });
     expect(res.headers.get("connection")).toBe("close");
     const ev = events(await res.text());
-    expect(ev.map((e) => e.event)).toEqual(["message_start", "ping", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop"]);
+    expect(ev.map((e) => e.event)).toEqual([
+      "message_start",
+      "ping",
+      "content_block_start",
+      "content_block_delta",
+      "content_block_stop",
+      "message_delta",
+      "message_stop",
+    ]);
     expect((ev[0]!.data.message as { usage: { output_tokens: number } }).usage.output_tokens).toBe(1);
     expect((ev[5]!.data.usage as { output_tokens: number }).output_tokens).toBe(828);
     expect((ev[5]!.data.delta as { stop_reason: string }).stop_reason).toBe("tool_use");
     expect(fake.served.total.output_tokens).toBe(828);
-    expect(fake.requests.map((r) => [r.method, r.path, r.agent])).toEqual([["HEAD", "/", false], ["POST", "/v1/messages", true]]);
+    expect(fake.requests.map((r) => [r.method, r.path, r.agent])).toEqual([
+      ["HEAD", "/", false],
+      ["POST", "/v1/messages", true],
+    ]);
   } finally {
     await fake.stop();
   }
@@ -36,9 +51,26 @@ test("the fake Anthropic API streams a message as the Messages API does and coun
 test("the fake OpenAI API streams a response as the Responses API does, calling the shell tool offered", async () => {
   const fake = await startFakeOpenAI(codexSteps(shell("echo hi"), reply("Done.")));
   try {
-    const res = await fetch(`${fake.url}/v1/responses`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "gpt-5", stream: true, tools: [{ type: "function", name: "exec_command" }], input: [{ type: "message", role: "user", content: [{ type: "input_text", text: "go" }] }] }) });
+    const res = await fetch(`${fake.url}/v1/responses`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        model: "gpt-5",
+        stream: true,
+        tools: [{ type: "function", name: "exec_command" }],
+        input: [{ type: "message", role: "user", content: [{ type: "input_text", text: "go" }] }],
+      }),
+    });
     const ev = events(await res.text());
-    expect(ev.map((e) => e.event)).toEqual(["response.created", "response.in_progress", "response.output_item.added", "response.function_call_arguments.delta", "response.function_call_arguments.done", "response.output_item.done", "response.completed"]);
+    expect(ev.map((e) => e.event)).toEqual([
+      "response.created",
+      "response.in_progress",
+      "response.output_item.added",
+      "response.function_call_arguments.delta",
+      "response.function_call_arguments.done",
+      "response.output_item.done",
+      "response.completed",
+    ]);
     const item = ev[5]!.data.item as { name: string; arguments: string };
     expect(item.name).toBe("exec_command");
     expect(JSON.parse(item.arguments)).toEqual({ cmd: "echo hi" });

@@ -106,7 +106,9 @@ function textOf(item: Record<string, unknown>): string {
   const c = item.content;
   if (typeof c === "string") return c;
   if (!Array.isArray(c)) return "";
-  return c.map((p) => (typeof p === "object" && p !== null && typeof (p as { text?: unknown }).text === "string" ? (p as { text: string }).text : "")).join("\n");
+  return c
+    .map((p) => (typeof p === "object" && p !== null && typeof (p as { text?: unknown }).text === "string" ? (p as { text: string }).text : ""))
+    .join("\n");
 }
 
 /** The function call for a shell command, in the shape of the shell tool the request offers. */
@@ -122,7 +124,15 @@ function sse(res: ServerResponse, seq: { n: number }, event: string, data: Recor
 }
 
 export async function startFakeOpenAI(script: (t: OpenAITurnContext) => OpenAITurn = codexSteps(reply("Done."))): Promise<FakeOpenAI> {
-  const fake: FakeOpenAI = { url: "", port: 0, requests: [], served: { total: { input_tokens: 0, cached_tokens: 0, output_tokens: 0, reasoning_tokens: 0 }, responses: 0 }, turns: [], script, stop: async () => {} };
+  const fake: FakeOpenAI = {
+    url: "",
+    port: 0,
+    requests: [],
+    served: { total: { input_tokens: 0, cached_tokens: 0, output_tokens: 0, reasoning_tokens: 0 }, responses: 0 },
+    turns: [],
+    script,
+    stop: async () => {},
+  };
   const hanging = new Set<ServerResponse>();
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -169,8 +179,16 @@ export async function startFakeOpenAI(script: (t: OpenAITurnContext) => OpenAITu
     if (turn.text !== undefined) {
       const itemId = id("msg");
       const index = output.length;
-      sse(res, seq, "response.output_item.added", { output_index: index, item: { id: itemId, type: "message", status: "in_progress", role: "assistant", content: [] } });
-      sse(res, seq, "response.content_part.added", { item_id: itemId, output_index: index, content_index: 0, part: { type: "output_text", text: "", annotations: [] } });
+      sse(res, seq, "response.output_item.added", {
+        output_index: index,
+        item: { id: itemId, type: "message", status: "in_progress", role: "assistant", content: [] },
+      });
+      sse(res, seq, "response.content_part.added", {
+        item_id: itemId,
+        output_index: index,
+        content_index: 0,
+        part: { type: "output_text", text: "", annotations: [] },
+      });
       sse(res, seq, "response.output_text.delta", { item_id: itemId, output_index: index, content_index: 0, delta: turn.text });
       sse(res, seq, "response.output_text.done", { item_id: itemId, output_index: index, content_index: 0, text: turn.text });
       const part = { type: "output_text", text: turn.text, annotations: [] };
@@ -184,7 +202,10 @@ export async function startFakeOpenAI(script: (t: OpenAITurnContext) => OpenAITu
       const itemId = id("fc");
       const index = output.length;
       const callId = id("call");
-      sse(res, seq, "response.output_item.added", { output_index: index, item: { id: itemId, type: "function_call", status: "in_progress", call_id: callId, name: call.name, arguments: "" } });
+      sse(res, seq, "response.output_item.added", {
+        output_index: index,
+        item: { id: itemId, type: "function_call", status: "in_progress", call_id: callId, name: call.name, arguments: "" },
+      });
       sse(res, seq, "response.function_call_arguments.delta", { item_id: itemId, output_index: index, delta: call.arguments });
       sse(res, seq, "response.function_call_arguments.done", { item_id: itemId, output_index: index, arguments: call.arguments });
       const item = { id: itemId, type: "function_call", status: "completed", call_id: callId, name: call.name, arguments: call.arguments };

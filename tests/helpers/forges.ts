@@ -171,7 +171,14 @@ export function gitlab(dir: string, o: FakeForgeOptions = {}): FakeForge {
     loopComments: () => gl.notes.filter((n) => n.login === "loop-bot").map((n) => n.body),
     setChecks: (c) => void (gl.switches.checks = modes[c]),
     setWriter: (login, w) => void gl.members.set(login, w ? 30 : 20),
-    pulls: () => [...gl.mrs.values()].map((m) => ({ number: m.iid, head: m.source_branch, base: m.target_branch, draft: /^draft:/i.test(m.title), state: m.state === "opened" ? "open" : m.state === "merged" ? "merged" : "closed" })),
+    pulls: () =>
+      [...gl.mrs.values()].map((m) => ({
+        number: m.iid,
+        head: m.source_branch,
+        base: m.target_branch,
+        draft: /^draft:/i.test(m.title),
+        state: m.state === "opened" ? "open" : m.state === "merged" ? "merged" : "closed",
+      })),
     merges: () => gl.merges.map((m) => ({ number: m.iid, sha: m.sha })),
     moveHeadOnMerge: () => void (gl.switches.moveHeadOnMerge = true),
     conflictOnMergeOnce: () => void (gl.switches.conflictOnMergeOnce = true),
@@ -183,7 +190,8 @@ export function gitlab(dir: string, o: FakeForgeOptions = {}): FakeForge {
     headOf: (b) => gl.headOf(b),
     changeBase: (n, base) => gl.changeBase(n, base),
     failMerges: (status) => void (gl.switches.mergeRefusal = { status, message: status === 500 ? "500 Internal Server Error" : "Branch cannot be merged" }),
-    failCiOnce: () => void (gl.switches.ciFailsOnce = { name: CI_FAILURE.check, log: `$ npm test\nFAIL ${CI_FAILURE.path}:${CI_FAILURE.line}\n${CI_FAILURE.summary}\n` }),
+    failCiOnce: () =>
+      void (gl.switches.ciFailsOnce = { name: CI_FAILURE.check, log: `$ npm test\nFAIL ${CI_FAILURE.path}:${CI_FAILURE.line}\n${CI_FAILURE.summary}\n` }),
     requestChanges: (o) => void gl.discussions.push({ mr: o.pull, login: o.login, body: o.body, path: o.path, line: o.line, resolved: false }),
     pushToBase: (files) => pushCommit(gl.bare, "main", files),
     raw: gl,

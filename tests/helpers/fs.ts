@@ -26,9 +26,7 @@ export class TempDirs {
   }
 }
 
-export type TreeEntry =
-  | { kind: "file"; size: number; sha256: string; mtimeMs: number }
-  | { kind: "dir"; listing: string[]; mtimeMs: number };
+export type TreeEntry = { kind: "file"; size: number; sha256: string; mtimeMs: number } | { kind: "dir"; listing: string[]; mtimeMs: number };
 
 /** Every file (size, sha256, mtime) and directory (sorted listing, mtime) under root, by relative path. */
 export function snapshotTree(root: string): Record<string, TreeEntry> {

@@ -32,7 +32,13 @@ function recorded(scenario: string, match: (x: Recorded) => boolean): Recorded {
   if (!x) throw new Error(`no such recording in ${scenario}`);
   return x;
 }
-const exchange = (x: Recorded) => ({ method: x.method.toUpperCase(), url: x.path, requestBody: x.body === "" || x.body === undefined ? null : x.body, status: x.status, body: x.response === "" || x.response === undefined ? null : x.response });
+const exchange = (x: Recorded) => ({
+  method: x.method.toUpperCase(),
+  url: x.path,
+  requestBody: x.body === "" || x.body === undefined ? null : x.body,
+  status: x.status,
+  body: x.response === "" || x.response === undefined ? null : x.response,
+});
 
 describe("the checker against recorded real answers (@octokit/fixtures)", () => {
   test.each([
@@ -51,19 +57,32 @@ describe("the checker against recorded real answers (@octokit/fixtures)", () => 
     const repo = recorded("rename-repository", (x) => x.method === "get" && x.path === "/repositories/1000");
     const base = "http://127.0.0.1:9";
     const c = new GitHubProvider({
-      settings: { provider: "github", repo: "octokit-fixture-org/create-status", apiUrl: base, remote: "origin", tokenEnv: "T", authorizedUsers: [], authorizeWriters: false, pollInterval: 1 },
+      settings: {
+        provider: "github",
+        repo: "octokit-fixture-org/create-status",
+        apiUrl: base,
+        remote: "origin",
+        tokenEnv: "T",
+        authorizedUsers: [],
+        authorizeWriters: false,
+        pollInterval: 1,
+      },
       token: null,
       fetch: (async (url: string) => {
         const path = url.slice(base.length);
         if (path.includes("/check-runs")) return new Response(JSON.stringify({ total_count: 0, check_runs: [] }), { status: 200 });
         if (path.includes("/status")) return new Response(JSON.stringify(status.response), { status: 200 });
-        if (path === "/repos/octokit-fixture-org/create-status/pulls/1") return new Response(JSON.stringify(moved.response), { status: 301, headers: { location: `${base}/repositories/1000` } });
+        if (path === "/repos/octokit-fixture-org/create-status/pulls/1")
+          return new Response(JSON.stringify(moved.response), { status: 301, headers: { location: `${base}/repositories/1000` } });
         return new Response(JSON.stringify({ ...(repo.response as object), number: 1 }), { status: 200 });
       }) as never,
     });
     const checks = await c.checks("0000000000000000000000000000000000000001");
     if (!checks.ok) throw new Error(JSON.stringify(checks));
-    const states = (status.response as { statuses: { context: string; state: string }[] }).statuses.map((s) => [s.context, s.state === "success" ? "passing" : s.state === "pending" ? "pending" : "failing"]);
+    const states = (status.response as { statuses: { context: string; state: string }[] }).statuses.map((s) => [
+      s.context,
+      s.state === "success" ? "passing" : s.state === "pending" ? "pending" : "failing",
+    ]);
     expect(checks.value.checks.filter((x) => x.source === "status").map((x) => [x.name, x.verdict])).toEqual(states);
     const followed = await c.getPull(1);
     expect(followed.ok).toBe(true);
@@ -72,34 +91,62 @@ describe("the checker against recorded real answers (@octokit/fixtures)", () => 
 
 describe("the checker refuses what GitHub does not answer", () => {
   const ctx = { api: "http://127.0.0.1:1", owner: "acme", repo: "api", repoId: 1 };
-  const fields: shape.PullFields = { number: 3, title: "t", body: "", head: "h", headSha: "a".repeat(40), base: "main", baseSha: "b".repeat(40), draft: false, state: "open", merged: false, merge_commit_sha: null };
+  const fields: shape.PullFields = {
+    number: 3,
+    title: "t",
+    body: "",
+    head: "h",
+    headSha: "a".repeat(40),
+    base: "main",
+    baseSha: "b".repeat(40),
+    draft: false,
+    state: "open",
+    merged: false,
+    merge_commit_sha: null,
+  };
   test("an undocumented field: mergeability in a pull-request listing (only the single endpoint has it)", () => {
     const listing = [{ ...shape.pullSimple(ctx, fields), mergeable: true, mergeable_state: "clean" }];
     const v = checker.check({ method: "GET", url: "/repos/acme/api/pulls?state=all", requestBody: null, status: 200, body: listing });
     expect(v.join("\n")).toContain("must NOT have additional properties");
-    expect(checker.check({ method: "GET", url: "/repos/acme/api/pulls?state=all", requestBody: null, status: 200, body: [shape.pullSimple(ctx, fields)] })).toEqual([]);
+    expect(
+      checker.check({ method: "GET", url: "/repos/acme/api/pulls?state=all", requestBody: null, status: 200, body: [shape.pullSimple(ctx, fields)] }),
+    ).toEqual([]);
   });
   test("an undocumented status", () => {
-    expect(checker.check({ method: "GET", url: "/repos/acme/api/commits/abc/check-runs", requestBody: null, status: 404, body: shape.error("Not Found") })).toEqual([
-      "GET /repos/acme/api/commits/abc/check-runs → 404: status 404 is not documented for checks/list-for-ref",
-    ]);
+    expect(
+      checker.check({ method: "GET", url: "/repos/acme/api/commits/abc/check-runs", requestBody: null, status: 404, body: shape.error("Not Found") }),
+    ).toEqual(["GET /repos/acme/api/commits/abc/check-runs → 404: status 404 is not documented for checks/list-for-ref"]);
   });
   test("a wrong shape: a conclusion outside the enum, a missing required field, a wrong type", () => {
     const run = shape.checkRun(ctx, "a".repeat(40), { name: "x", status: "completed", conclusion: "success" }, 1);
     const body = (r: object) => ({ total_count: 1, check_runs: [r] });
     const url = "/repos/acme/api/commits/abc/check-runs";
     expect(checker.check({ method: "GET", url, requestBody: null, status: 200, body: body(run) })).toEqual([]);
-    expect(checker.check({ method: "GET", url, requestBody: null, status: 200, body: body({ ...run, conclusion: "stale" }) }).join()).toContain("must be equal to one of the allowed values");
+    expect(checker.check({ method: "GET", url, requestBody: null, status: 200, body: body({ ...run, conclusion: "stale" }) }).join()).toContain(
+      "must be equal to one of the allowed values",
+    );
     const { head_sha: _, ...noSha } = run;
     expect(checker.check({ method: "GET", url, requestBody: null, status: 200, body: body(noSha) }).join()).toContain("must have required property 'head_sha'");
     expect(checker.check({ method: "GET", url, requestBody: null, status: 200, body: body({ ...run, id: "7" }) }).join()).toContain("must be integer");
   });
   test("an operation GitHub does not have, a query parameter it does not take, a request body it does not accept", () => {
-    expect(checker.check({ method: "GET", url: "/repos/acme/api/pulls/1/checks", requestBody: null, status: 200, body: [] })).toEqual(["GET /repos/acme/api/pulls/1/checks → 200: no such operation in GitHub's description"]);
+    expect(checker.check({ method: "GET", url: "/repos/acme/api/pulls/1/checks", requestBody: null, status: 200, body: [] })).toEqual([
+      "GET /repos/acme/api/pulls/1/checks → 200: no such operation in GitHub's description",
+    ]);
     expect(checker.check({ method: "GET", url: "/repos/acme/api/issues/comments?since=x&order=asc", requestBody: null, status: 200, body: [] })).toEqual([
       "GET /repos/acme/api/issues/comments?since=x&order=asc → 200: undocumented query parameter order for issues/list-comments-for-repo",
     ]);
-    expect(checker.check({ method: "PUT", url: "/repos/acme/api/pulls/1/merge", requestBody: { sha: "a", merge_method: "fast-forward" }, status: 405, body: { message: "no" } }).join()).toContain("request body is not pulls/merge's");
+    expect(
+      checker
+        .check({
+          method: "PUT",
+          url: "/repos/acme/api/pulls/1/merge",
+          requestBody: { sha: "a", merge_method: "fast-forward" },
+          status: 405,
+          body: { message: "no" },
+        })
+        .join(),
+    ).toContain("request body is not pulls/merge's");
   });
 });
 
@@ -114,7 +161,16 @@ describe("the fake under every switch: every operation the client uses, nothing 
     const { fake: gh, head } = fakeWithFeature(dir, (copyOf) => startFakeGitHub({ copyOf, dir }), ["feature:feature", "feature:feature2"]);
     open.push(gh);
     const c = new GitHubProvider({
-      settings: { provider: "github", repo: "acme/api", apiUrl: gh.apiUrl, remote: "origin", tokenEnv: "T", authorizedUsers: [], authorizeWriters: false, pollInterval: 1 },
+      settings: {
+        provider: "github",
+        repo: "acme/api",
+        apiUrl: gh.apiUrl,
+        remote: "origin",
+        tokenEnv: "T",
+        authorizedUsers: [],
+        authorizeWriters: false,
+        pollInterval: 1,
+      },
       token: "t",
       timeoutMs: 200,
       cache: (() => {
@@ -149,7 +205,14 @@ describe("the fake under every switch: every operation the client uses, nothing 
     };
     await everything();
     gh.switches.maxPerPage = 2;
-    gh.switches.checks = { runs: conclusions.map((conclusion) => ({ name: conclusion, status: "completed", conclusion })), statuses: [{ context: "a", state: "error" }, { context: "b", state: "pending" }, { context: "c", state: "success" }] };
+    gh.switches.checks = {
+      runs: conclusions.map((conclusion) => ({ name: conclusion, status: "completed", conclusion })),
+      statuses: [
+        { context: "a", state: "error" },
+        { context: "b", state: "pending" },
+        { context: "c", state: "success" },
+      ],
+    };
     gh.switches.transferred.set(2, { repo: "other/x", repoId: 99, number: 9 });
     gh.switches.deleted.add(3);
     gh.switches.searchIncomplete = true;
@@ -162,7 +225,13 @@ describe("the fake under every switch: every operation the client uses, nothing 
     gh.switches.renamedTo = "api2";
     await everything();
     gh.switches.renamedTo = null;
-    for (const sw of [{ behind: true }, { conflicting: true }, { mergeRefusal: { status: 405, message: "Merge commits are not allowed on this repository." } }, { requiredChecks: ["failure"] }, { moveHeadOnMerge: true }] as const) {
+    for (const sw of [
+      { behind: true },
+      { conflicting: true },
+      { mergeRefusal: { status: 405, message: "Merge commits are not allowed on this repository." } },
+      { requiredChecks: ["failure"] },
+      { moveHeadOnMerge: true },
+    ] as const) {
       Object.assign(gh.switches, { behind: false, conflicting: false, mergeRefusal: null, requiredChecks: [], moveHeadOnMerge: false }, sw);
       const pr = await c.findPull("feature");
       if (pr.ok && pr.value) await c.getPull(pr.value.number);

@@ -61,7 +61,11 @@ function build(): OpenApiChecker {
   const components = doc.components as Schema;
   const deref = (s: Schema | undefined): Schema | undefined => {
     let x = s;
-    for (let i = 0; x && typeof x.$ref === "string" && i < 20; i++) x = x.$ref.split("/").slice(1).reduce((a: Schema, k: string) => a?.[k.replace(/~1/g, "/").replace(/~0/g, "~")], doc);
+    for (let i = 0; x && typeof x.$ref === "string" && i < 20; i++)
+      x = x.$ref
+        .split("/")
+        .slice(1)
+        .reduce((a: Schema, k: string) => a?.[k.replace(/~1/g, "/").replace(/~0/g, "~")], doc);
     return x;
   };
   for (const name of Object.keys(components.schemas)) components.schemas[name] = strict(components.schemas[name], deref);
@@ -116,7 +120,8 @@ function build(): OpenApiChecker {
       if (!o) return [`${where}: no such operation in GitHub's description`];
       const params = (o.op.parameters ?? []).map((p: Schema) => deref(p)!);
       const known = new Set(params.filter((p: Schema) => p.in === "query").map((p: Schema) => p.name));
-      for (const name of new URL(x.url, "http://x").searchParams.keys()) if (!known.has(name)) out.push(`${where}: undocumented query parameter ${name} for ${o.id}`);
+      for (const name of new URL(x.url, "http://x").searchParams.keys())
+        if (!known.has(name)) out.push(`${where}: undocumented query parameter ${name} for ${o.id}`);
       const reqSchema = deref(o.op.requestBody)?.content?.["application/json"]?.schema;
       if (reqSchema && x.requestBody !== null && x.requestBody !== undefined) {
         const v = validatorOf(`${o.id} request`, reqSchema);

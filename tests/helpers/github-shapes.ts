@@ -149,7 +149,15 @@ export interface IssueFields {
 
 function label(c: ShapeContext, name: string) {
   const id = hashId(`label:${name}`);
-  return { id, node_id: `LA_${id}`, url: `${c.api}/repos/${c.owner}/${c.repo}/labels/${encodeURIComponent(name)}`, name, description: null, color: "ededed", default: false };
+  return {
+    id,
+    node_id: `LA_${id}`,
+    url: `${c.api}/repos/${c.owner}/${c.repo}/labels/${encodeURIComponent(name)}`,
+    name,
+    description: null,
+    color: "ededed",
+    default: false,
+  };
 }
 
 /** The fields `issue` and `issue-search-result-item` share. */
@@ -180,7 +188,17 @@ function issueCommon(c: ShapeContext, i: IssueFields) {
     created_at: EPOCH,
     updated_at: EPOCH,
     author_association: "NONE",
-    ...(i.pull ? { pull_request: { url: `${r}/pulls/${i.number}`, html_url: `${WEB}/${c.owner}/${c.repo}/pull/${i.number}`, diff_url: `${WEB}/${c.owner}/${c.repo}/pull/${i.number}.diff`, patch_url: `${WEB}/${c.owner}/${c.repo}/pull/${i.number}.patch`, merged_at: null } } : {}),
+    ...(i.pull
+      ? {
+          pull_request: {
+            url: `${r}/pulls/${i.number}`,
+            html_url: `${WEB}/${c.owner}/${c.repo}/pull/${i.number}`,
+            diff_url: `${WEB}/${c.owner}/${c.repo}/pull/${i.number}.diff`,
+            patch_url: `${WEB}/${c.owner}/${c.repo}/pull/${i.number}.patch`,
+            merged_at: null,
+          },
+        }
+      : {}),
   };
 }
 
@@ -266,7 +284,16 @@ export function pullSimple(c: ShapeContext, p: PullFields) {
     merge_commit_sha: p.merge_commit_sha,
     head: ref(p.head, p.headSha),
     base: ref(p.base, p.baseSha),
-    _links: { self: link(u), html: link(`${WEB}/${c.owner}/${c.repo}/pull/${p.number}`), issue: link(`${r}/issues/${p.number}`), comments: link(`${r}/issues/${p.number}/comments`), review_comments: link(`${u}/comments`), review_comment: link(`${r}/pulls/comments{/number}`), commits: link(`${u}/commits`), statuses: link(`${r}/statuses/${p.headSha}`) },
+    _links: {
+      self: link(u),
+      html: link(`${WEB}/${c.owner}/${c.repo}/pull/${p.number}`),
+      issue: link(`${r}/issues/${p.number}`),
+      comments: link(`${r}/issues/${p.number}/comments`),
+      review_comments: link(`${u}/comments`),
+      review_comment: link(`${r}/pulls/comments{/number}`),
+      commits: link(`${u}/commits`),
+      statuses: link(`${r}/statuses/${p.headSha}`),
+    },
     author_association: "MEMBER",
     auto_merge: null,
     draft: p.draft,
@@ -322,7 +349,13 @@ export function checkRun(c: ShapeContext, sha: string, r: CheckRunFields, id: nu
     conclusion: done ? r.conclusion : null,
     started_at: EPOCH,
     completed_at: done ? EPOCH : null,
-    output: { title: r.output?.title ?? null, summary: r.output?.summary ?? null, text: r.output?.text ?? null, annotations_count: r.annotations?.length ?? 0, annotations_url: `${c.api}/repos/${c.owner}/${c.repo}/check-runs/${id}/annotations` },
+    output: {
+      title: r.output?.title ?? null,
+      summary: r.output?.summary ?? null,
+      text: r.output?.text ?? null,
+      annotations_count: r.annotations?.length ?? 0,
+      annotations_url: `${c.api}/repos/${c.owner}/${c.repo}/check-runs/${id}/annotations`,
+    },
     name: r.name,
     check_suite: { id: 1 },
     app: null,
@@ -466,7 +499,11 @@ export function error(message: string, status?: number) {
 }
 
 export function validationError(message: string, code = "custom") {
-  return { message: "Validation Failed", errors: [{ resource: "PullRequest", code, message }], documentation_url: "https://docs.github.com/rest/pulls/pulls#create-a-pull-request" };
+  return {
+    message: "Validation Failed",
+    errors: [{ resource: "PullRequest", code, message }],
+    documentation_url: "https://docs.github.com/rest/pulls/pulls#create-a-pull-request",
+  };
 }
 
 export function nextId(): number {

@@ -443,7 +443,8 @@ function checkJson(schema: GraphqlSchema, value: unknown, type: TypeRef, at: str
       if (!f) v.push(`${at}.${k}: ${type.name} has no field ${k}`);
       else checkJson(schema, x, f.type, `${at}.${k}`, v);
     }
-    for (const [k, f] of def.fields) if (f.type.kind === "non_null" && !f.args.has("$default") && !(k in (value as object))) v.push(`${at}: ${type.name}.${k} is required`);
+    for (const [k, f] of def.fields)
+      if (f.type.kind === "non_null" && !f.args.has("$default") && !(k in (value as object))) v.push(`${at}: ${type.name}.${k} is required`);
     return;
   }
   scalar(type.name, value, at, v);

@@ -50,7 +50,8 @@ describe("the environment of test commands (tests/helpers/env.ts)", () => {
   test("every variable lib/ and cmd/ read is scrubbed, or kept from the caller on purpose", () => {
     const read = variablesRead();
     // The scan finds what it must, so an empty result cannot pass for a clean one.
-    for (const known of ["LOOP_STATE_ROOT", "LOOP_ACTOR", "LOOP_FAILPOINT", "LOOP_KILL_GRACE_MS", "LOOP_TMUX_SOCKET", "PATH", "NO_COLOR"]) expect(read.has(known)).toBe(true);
+    for (const known of ["LOOP_STATE_ROOT", "LOOP_ACTOR", "LOOP_FAILPOINT", "LOOP_KILL_GRACE_MS", "LOOP_TMUX_SOCKET", "PATH", "NO_COLOR"])
+      expect(read.has(known)).toBe(true);
     const undecided = [...read].filter(([name]) => !isScrubbed(name) && !Object.hasOwn(INHERITED, name)).map(([name, file]) => `${name} (${file})`);
     expect(undecided).toEqual([]);
     // Nothing is kept on purpose that loop no longer reads.
@@ -58,7 +59,14 @@ describe("the environment of test commands (tests/helpers/env.ts)", () => {
   });
 
   test("testEnv drops every LOOP_* and STEERING variable of the caller, keeps the rest, then applies defaults and extras", () => {
-    const caller = { LOOP_STATE_ROOT: "/elsewhere", LOOP_SOMETHING_NEW: "1", TMUX: "/tmp/tmux-0/default,1,0", FORCE_COLOR: "3", GIT_DIR: "/elsewhere/.git", LOOP_HARNESS_KEEP_ME: "x" };
+    const caller = {
+      LOOP_STATE_ROOT: "/elsewhere",
+      LOOP_SOMETHING_NEW: "1",
+      TMUX: "/tmp/tmux-0/default,1,0",
+      FORCE_COLOR: "3",
+      GIT_DIR: "/elsewhere/.git",
+      LOOP_HARNESS_KEEP_ME: "x",
+    };
     const env = withProcessEnv({ ...caller, HARNESS_UNRELATED: "kept" }, () => testEnv({ LOOP_ACTOR: "me@test", NO_COLOR: undefined }));
     for (const k of Object.keys(caller)) expect(env[k]).toBeUndefined();
     // Scrubbed, then set again by the defaults: NO_COLOR (removed here by the extra) and XDG_STATE_HOME.

@@ -69,7 +69,8 @@ function build(): JiraChecker {
     const o = find(x);
     if (!o) return [`${where}: no such operation in Jira's description (tests/fixtures/jira/)`];
     const known = new Set((o.op.parameters ?? []).filter((p: Schema) => p.in === "query").map((p: Schema) => p.name));
-    for (const name of new URL(x.url, "http://x").searchParams.keys()) if (!known.has(name)) out.push(`${where}: undocumented query parameter ${name} for ${o.id}`);
+    for (const name of new URL(x.url, "http://x").searchParams.keys())
+      if (!known.has(name)) out.push(`${where}: undocumented query parameter ${name} for ${o.id}`);
     const reqSchema = o.op.requestBody?.content?.["application/json"]?.schema;
     if (o.op.requestBody?.required && (x.requestBody === null || x.requestBody === undefined)) out.push(`${where}: ${o.id} needs a request body`);
     if (reqSchema && x.requestBody !== null && x.requestBody !== undefined) {

@@ -55,18 +55,28 @@ function typesOf(): { checker: ts.TypeChecker; types: Record<string, ts.Type> } 
     "interface Promise<T> {} type Record<K extends keyof any, T> = { [P in K]: T }; type Partial<T> = { [P in keyof T]?: T[P] };",
     "type Pick<T, K extends keyof T> = { [P in K]: T[P] }; type Omit<T, K extends keyof any> = Pick<T, Exclude<keyof T, K>>; type Exclude<T, U> = T extends U ? never : T;",
   ].join("\n");
-  const options: ts.CompilerOptions = { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler, strict: true, noEmit: true, types: [], noLib: true, skipLibCheck: true };
+  const options: ts.CompilerOptions = {
+    target: ts.ScriptTarget.ES2022,
+    module: ts.ModuleKind.ESNext,
+    moduleResolution: ts.ModuleResolutionKind.Bundler,
+    strict: true,
+    noEmit: true,
+    types: [],
+    noLib: true,
+    skipLibCheck: true,
+  };
   const host = ts.createCompilerHost(options);
   const read = host.getSourceFile.bind(host);
-  host.getSourceFile = (name, lang, ...rest) => (name === entry ? ts.createSourceFile(name, text, lang) : name === lib ? ts.createSourceFile(name, libText, lang) : read(name, lang, ...rest));
+  host.getSourceFile = (name, lang, ...rest) =>
+    name === entry ? ts.createSourceFile(name, text, lang) : name === lib ? ts.createSourceFile(name, libText, lang) : read(name, lang, ...rest);
   const program = ts.createProgram([lib, entry], options, host);
   const c = program.getTypeChecker();
   const sf = program.getSourceFile(entry)!;
   const types: Record<string, ts.Type> = {};
   const names = Object.keys(KINDS);
-  for (const st of sf.statements)
-    if (ts.isTypeAliasDeclaration(st)) types[names[Number(st.name.text.slice(1))]!] = c.getTypeAtLocation(st.name);
-  for (const n of names) if (!types[n] || (types[n]!.flags & ts.TypeFlags.Any) !== 0) throw new Error(`the declarations of ${n} did not resolve (kubernetes-models installed?)`);
+  for (const st of sf.statements) if (ts.isTypeAliasDeclaration(st)) types[names[Number(st.name.text.slice(1))]!] = c.getTypeAtLocation(st.name);
+  for (const n of names)
+    if (!types[n] || (types[n]!.flags & ts.TypeFlags.Any) !== 0) throw new Error(`the declarations of ${n} did not resolve (kubernetes-models installed?)`);
   return (checker = { checker: c, types });
 }
 
@@ -123,14 +133,41 @@ export function unknownFields(doc: { apiVersion?: string; kind?: string; [k: str
 
 type Any = Record<string, any>;
 
-const BASELINE_CAPABILITIES = ["AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD", "NET_BIND_SERVICE", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"];
-const SAFE_SYSCTLS = ["kernel.shm_rmid_forced", "net.ipv4.ip_local_port_range", "net.ipv4.ip_unprivileged_port_start", "net.ipv4.tcp_syncookies", "net.ipv4.ping_group_range", "net.ipv4.ip_local_reserved_ports", "net.ipv4.tcp_keepalive_time", "net.ipv4.tcp_fin_timeout", "net.ipv4.tcp_keepalive_intvl", "net.ipv4.tcp_keepalive_probes"];
+const BASELINE_CAPABILITIES = [
+  "AUDIT_WRITE",
+  "CHOWN",
+  "DAC_OVERRIDE",
+  "FOWNER",
+  "FSETID",
+  "KILL",
+  "MKNOD",
+  "NET_BIND_SERVICE",
+  "SETFCAP",
+  "SETGID",
+  "SETPCAP",
+  "SETUID",
+  "SYS_CHROOT",
+];
+const SAFE_SYSCTLS = [
+  "kernel.shm_rmid_forced",
+  "net.ipv4.ip_local_port_range",
+  "net.ipv4.ip_unprivileged_port_start",
+  "net.ipv4.tcp_syncookies",
+  "net.ipv4.ping_group_range",
+  "net.ipv4.ip_local_reserved_ports",
+  "net.ipv4.tcp_keepalive_time",
+  "net.ipv4.tcp_fin_timeout",
+  "net.ipv4.tcp_keepalive_intvl",
+  "net.ipv4.tcp_keepalive_probes",
+];
 const RESTRICTED_VOLUMES = ["configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim", "projected", "secret", "image"];
 const SELINUX_TYPES = ["", "container_t", "container_init_t", "container_kvm_t", "container_engine_t"];
 
 /** Every container of a pod spec, with where it is. */
 function containers(pod: Any): { where: string; c: Any }[] {
-  return (["initContainers", "containers", "ephemeralContainers"] as const).flatMap((k) => (pod[k] ?? []).map((c: Any, i: number) => ({ where: `${k}[${i}] ${c.name}`, c })));
+  return (["initContainers", "containers", "ephemeralContainers"] as const).flatMap((k) =>
+    (pod[k] ?? []).map((c: Any, i: number) => ({ where: `${k}[${i}] ${c.name}`, c })),
+  );
 }
 
 /** What the pod spec breaks of Pod Security "baseline" (1.35), one line per violation. */
@@ -182,7 +219,8 @@ export function restrictedViolations(pod: Any): string[] {
     if (!userns && (sc.runAsNonRoot ?? podSc.runAsNonRoot) !== true) out.push(`${where}: runAsNonRoot must be true`);
     if (!userns && (sc.runAsUser ?? podSc.runAsUser) === 0) out.push(`${where}: runAsUser 0`);
     const seccomp = (sc.seccompProfile ?? podSc.seccompProfile)?.type;
-    if (seccomp !== "RuntimeDefault" && seccomp !== "Localhost") out.push(`${where}: seccompProfile must be RuntimeDefault or Localhost (is ${seccomp ?? "unset"})`);
+    if (seccomp !== "RuntimeDefault" && seccomp !== "Localhost")
+      out.push(`${where}: seccompProfile must be RuntimeDefault or Localhost (is ${seccomp ?? "unset"})`);
     if (!(sc.capabilities?.drop ?? []).includes("ALL")) out.push(`${where}: capabilities must drop ALL`);
     for (const cap of sc.capabilities?.add ?? []) if (cap !== "NET_BIND_SERVICE") out.push(`${where}: adds capability ${cap}`);
     if (sc.procMount && sc.procMount !== "Default") out.push(`${where}: procMount ${sc.procMount} (restricted allows Default only)`);

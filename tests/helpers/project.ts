@@ -152,7 +152,10 @@ export class Project {
    * Step until `done` holds for a step's document (or for the store after it), at most `maxPolls`
    * steps with a pause between them. Never measures time: only the number of polls is bounded.
    */
-  async runUntil(done: (r: RunResult, p: Project) => boolean, o: { maxPolls?: number; pauseMs?: number; codes?: number[]; what?: string } = {}): Promise<RunResult> {
+  async runUntil(
+    done: (r: RunResult, p: Project) => boolean,
+    o: { maxPolls?: number; pauseMs?: number; codes?: number[]; what?: string } = {},
+  ): Promise<RunResult> {
     const max = o.maxPolls ?? 150;
     for (let i = 0; i < max; i++) {
       const r = await this.run(o.codes);
@@ -192,7 +195,8 @@ export class Project {
   sessionGroups(): number[] {
     const pids = new Set<number>();
     if (existsSync(join(this.stateRoot, "loop.db")))
-      for (const e of this.events()) if ((e.type === "session_started" || e.type === "verify_started") && typeof e.payload.pid === "number") pids.add(e.payload.pid);
+      for (const e of this.events())
+        if ((e.type === "session_started" || e.type === "verify_started") && typeof e.payload.pid === "number") pids.add(e.payload.pid);
     const sessions = join(this.stateRoot, "sessions");
     if (existsSync(sessions))
       for (const item of readdirSync(sessions))
@@ -242,7 +246,9 @@ export class Project {
     expect(groups.length).toBeGreaterThan(0);
     expect(groups.flatMap((g) => groupMembers(g, this.base).map((pid) => ({ group: g, pid })))).toEqual([]);
     // Nor anything that left its group: no process carries the mark of any session of the project.
-    const marks = this.events().filter((e) => e.type === "launch_reserved").map((e) => e.payload.sessionId as string);
+    const marks = this.events()
+      .filter((e) => e.type === "launch_reserved")
+      .map((e) => e.payload.sessionId as string);
     expect(markedProcesses(marks).map((m) => m.pid)).toEqual([]);
   }
 
@@ -259,7 +265,9 @@ export class Project {
         } catch {}
     // And whatever left its group but carries a session's mark (a daemon an agent started).
     try {
-      const marks = this.events().filter((e) => e.type === "launch_reserved").map((e) => e.payload.sessionId as string);
+      const marks = this.events()
+        .filter((e) => e.type === "launch_reserved")
+        .map((e) => e.payload.sessionId as string);
       for (const m of markedProcesses(marks))
         try {
           process.kill(m.pid, "SIGKILL");
@@ -520,7 +528,9 @@ export class LoopUnderTest {
     const needsPerson = r.json?.attention?.length > 0;
     const errors = r.json?.errors?.length > 0;
     if (r.code === 1 && !needsPerson && !(this.o.allowStepErrors && errors))
-      throw new Error(`loop run exited 1 without a person needed${errors ? " (errors not allowed here)" : " or recorded errors"}:\n${r.stderr}\n${r.stdout}\n${this.trace()}`);
+      throw new Error(
+        `loop run exited 1 without a person needed${errors ? " (errors not allowed here)" : " or recorded errors"}:\n${r.stderr}\n${r.stdout}\n${this.trace()}`,
+      );
     if (r.code === 0 && needsPerson) throw new Error(`loop run exited 0 while the loop needs a person:\n${r.stdout}\n${this.trace()}`);
     return r.json;
   }
@@ -651,7 +661,8 @@ export async function checkDrained(l: LoopUnderTest, expected: Expected, opts: {
     if (seen.get(line)! > reservedAttempts.get(line)!) throw new Error(where(`session "${line}" was started twice; launches: ${launches.join(", ")}`));
   }
   const startedEvents = rows.filter((r) => r.type === "session_started").map((r) => `${r.item} ${JSON.parse(r.payload).attempt}`);
-  for (const s of startedEvents) if (!seen.has(s) && opts.everyStartRan !== false) throw new Error(where(`session_started for "${s}" but the runner never ran`));
+  for (const s of startedEvents)
+    if (!seen.has(s) && opts.everyStartRan !== false) throw new Error(where(`session_started for "${s}" but the runner never ran`));
 
   // One verify reservation per (item, epoch, attempt), and no attempt's verify command ran twice.
   const verifyKeys = rows.filter((r) => r.type === "verify_reserved").map((r) => JSON.parse(r.payload).key as string);

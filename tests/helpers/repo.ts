@@ -121,7 +121,11 @@ function featureFixture(refspecs: string[]): { work: string; bare: string; head:
  * and each fake gets its own file copy of them: a test changes its own, never another's, and
  * pays no git process for them (making them is a dozen).
  */
-export function fakeWithFeature<F extends { bare: string }>(dir: string, start: (copyOf: string) => F, refspecs = ["feature:feature"]): { fake: F; work: string; head: string } {
+export function fakeWithFeature<F extends { bare: string }>(
+  dir: string,
+  start: (copyOf: string) => F,
+  refspecs = ["feature:feature"],
+): { fake: F; work: string; head: string } {
   const made = featureFixture(refspecs);
   const work = join(dir, "work");
   cpSync(made.work, work, { recursive: true });

@@ -110,8 +110,7 @@ function moduleOf(file: string, text: string): Module {
   };
   for (const st of sf.statements) {
     if ((ts.isFunctionDeclaration(st) || ts.isClassDeclaration(st)) && st.name) record(st.name.text, st);
-    else if (ts.isVariableStatement(st))
-      for (const d of st.declarationList.declarations) if (ts.isIdentifier(d.name)) record(d.name.text, d);
+    else if (ts.isVariableStatement(st)) for (const d of st.declarationList.declarations) if (ts.isIdentifier(d.name)) record(d.name.text, d);
   }
   return { file, decls, ...importsOf(file, sf) };
 }
@@ -152,7 +151,8 @@ export function spawnsOf(file: string, text: string, spawning: Map<string, Set<s
     if (spawning.get(i.from)?.has(i.imported)) out.push({ file, why: `imports ${i.imported} from ${i.from}, which spawns the entry point` });
   const line = (n: ts.Node) => sf.getLineAndCharacterOfPosition(n.getStart(sf)).line + 1;
   walk(sf, (n) => {
-    if (ts.isCallExpression(n) && calleeName(n.expression) === "join" && namesEntry(n)) out.push({ file, why: `line ${line(n)} builds the entry's path: ${n.getText(sf).slice(0, 120)}` });
+    if (ts.isCallExpression(n) && calleeName(n.expression) === "join" && namesEntry(n))
+      out.push({ file, why: `line ${line(n)} builds the entry's path: ${n.getText(sf).slice(0, 120)}` });
     const started = ts.isCallExpression(n) ? calleeName(n.expression) : ts.isTaggedTemplateExpression(n) ? calleeName(n.tag) : null;
     if (started === null || !STARTS.has(started)) return;
     let named = false;

@@ -5,17 +5,7 @@ import { materialize } from "../../lib/log/materialize.ts";
 import { Store } from "../../lib/log/store.ts";
 import { dbPath } from "../../lib/log/snapshot.ts";
 import type { EventRow } from "../../lib/log/integrity.ts";
-import {
-  control,
-  definition,
-  drained,
-  failingAttempt,
-  itemDef,
-  loopStarted,
-  passingAttempt,
-  reset,
-  settled,
-} from "./events.ts";
+import { control, definition, drained, failingAttempt, itemDef, loopStarted, passingAttempt, reset, settled } from "./events.ts";
 
 /**
  * The realistic history: a definition with three items (b depends on a), a passes on its first
@@ -63,9 +53,7 @@ export function readRows(stateRoot: string): EventRow[] {
 export function tamper(stateRoot: string, fn: (db: Database) => void): void {
   const db = new Database(dbPath(stateRoot));
   try {
-    const triggers = db
-      .query("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'events'")
-      .all() as { name: string; sql: string }[];
+    const triggers = db.query("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'events'").all() as { name: string; sql: string }[];
     if (triggers.length !== 2) throw new Error(`expected 2 triggers on events, found ${triggers.length}`);
     db.transaction(() => {
       for (const t of triggers) db.run(`DROP TRIGGER ${t.name}`);

@@ -44,7 +44,9 @@ function dynamicNames(call: ts.Node): Names {
   while (ts.isParenthesizedExpression(n.parent)) n = n.parent;
   const p = n.parent;
   if (ts.isVariableDeclaration(p) && p.initializer === n && ts.isObjectBindingPattern(p.name))
-    return new Set(p.name.elements.map((e) => (e.propertyName && ts.isIdentifier(e.propertyName) ? e.propertyName.text : ts.isIdentifier(e.name) ? e.name.text : "*")));
+    return new Set(
+      p.name.elements.map((e) => (e.propertyName && ts.isIdentifier(e.propertyName) ? e.propertyName.text : ts.isIdentifier(e.name) ? e.name.text : "*")),
+    );
   if (ts.isPropertyAccessExpression(p) && p.expression === n) return new Set([p.name.text]);
   return new Set(["*"]);
 }
@@ -77,13 +79,23 @@ function read(src: Source): Read {
       take(spec, names);
     } else if (ts.isExportDeclaration(s)) {
       const c = s.exportClause;
-      if (s.moduleSpecifier && ts.isStringLiteral(s.moduleSpecifier)) take(s.moduleSpecifier.text, c && ts.isNamedExports(c) ? c.elements.map((e) => (e.propertyName ?? e.name).text) : ["*"]);
+      if (s.moduleSpecifier && ts.isStringLiteral(s.moduleSpecifier))
+        take(s.moduleSpecifier.text, c && ts.isNamedExports(c) ? c.elements.map((e) => (e.propertyName ?? e.name).text) : ["*"]);
       if (c && ts.isNamedExports(c)) for (const e of c.elements) exports.add(e.name.text);
     } else if (ts.isExportAssignment(s)) exports.add("default");
     else if (isExported(s)) {
       if (isDefault(s)) exports.add("default");
       else if (ts.isVariableStatement(s)) for (const d of s.declarationList.declarations) bindingNames(d.name, exports);
-      else if ((ts.isFunctionDeclaration(s) || ts.isClassDeclaration(s) || ts.isInterfaceDeclaration(s) || ts.isTypeAliasDeclaration(s) || ts.isEnumDeclaration(s) || ts.isModuleDeclaration(s)) && s.name && ts.isIdentifier(s.name))
+      else if (
+        (ts.isFunctionDeclaration(s) ||
+          ts.isClassDeclaration(s) ||
+          ts.isInterfaceDeclaration(s) ||
+          ts.isTypeAliasDeclaration(s) ||
+          ts.isEnumDeclaration(s) ||
+          ts.isModuleDeclaration(s)) &&
+        s.name &&
+        ts.isIdentifier(s.name)
+      )
         exports.add(s.name.text);
     }
   }
@@ -129,10 +141,12 @@ export function unusedExports(reads: Map<string, Read>, of: (file: string) => bo
       for (const x of names) u.add(x);
       used.set(t, u);
     }
-  return [...reads].filter(([f]) => of(f)).flatMap(([f, r]) => {
-    const u = used.get(f);
-    return u?.has("*") ? [] : [...r.exports].filter((name) => !u?.has(name)).map((name) => `${f}: ${name}`);
-  });
+  return [...reads]
+    .filter(([f]) => of(f))
+    .flatMap(([f, r]) => {
+      const u = used.get(f);
+      return u?.has("*") ? [] : [...r.exports].filter((name) => !u?.has(name)).map((name) => `${f}: ${name}`);
+    });
 }
 
 /** Each file that names one module in two import statements, as `file: module`. */

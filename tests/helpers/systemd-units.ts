@@ -45,7 +45,10 @@ export function execArgv(value: string, spec: Record<string, string>): { argv: s
     if (c === "'" || c === '"') {
       const end = v.indexOf(c, i + 1);
       if (end < 0) throw new Error(`unterminated quote in ${value}`);
-      cur += v.slice(i + 1, end).replace(/\\n/g, "\n").replace(/\\\\/g, "\\");
+      cur += v
+        .slice(i + 1, end)
+        .replace(/\\n/g, "\n")
+        .replace(/\\\\/g, "\\");
       i = end;
       inWord = true;
     } else if (c === " " || c === "\t") {
@@ -58,7 +61,6 @@ export function execArgv(value: string, spec: Record<string, string>): { argv: s
     }
   }
   if (inWord) words.push(cur);
-  const unescape = (w: string) =>
-    w.replace(/%(.)/g, (m, k: string) => (k === "%" ? "%" : (spec[k] ?? m))).replace(/\$\$/g, "$");
+  const unescape = (w: string) => w.replace(/%(.)/g, (m, k: string) => (k === "%" ? "%" : (spec[k] ?? m))).replace(/\$\$/g, "$");
   return { argv: words.map(unescape), ignoreFailure };
 }

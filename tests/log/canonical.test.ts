@@ -122,7 +122,13 @@ describe("canonicalJson rejections", () => {
     ["RegExp", /x/, ""],
     ["Uint8Array", new Uint8Array([1]), ""],
     ["boxed string", new String("x"), ""],
-    ["class instance", new (class Thing { a = 1 })(), ""],
+    [
+      "class instance",
+      new (class Thing {
+        a = 1;
+      })(),
+      "",
+    ],
     ["function", () => 1, ""],
     ["function in an object", { f() {} }, "f"],
     ["bigint", 1n, ""],
@@ -152,11 +158,27 @@ describe("canonicalJson rejections", () => {
 describe("hashInput equals canonicalJson of the row", () => {
   const rows: { row: Parameters<typeof hashInput>[0]; payload: unknown }[] = [
     {
-      row: { seq: 1, id: "8d6f1c1e-0000-4000-8000-000000000001", ts: "2025-01-01T00:00:00.000Z", type: "store_opened", actor: "loop", item: null, prev_hash: GENESIS_HASH },
+      row: {
+        seq: 1,
+        id: "8d6f1c1e-0000-4000-8000-000000000001",
+        ts: "2025-01-01T00:00:00.000Z",
+        type: "store_opened",
+        actor: "loop",
+        item: null,
+        prev_hash: GENESIS_HASH,
+      },
       payload: { tool: "loop", schema: 1 },
     },
     {
-      row: { seq: 2, id: "x", ts: "2025-01-01T00:00:01.000Z", type: "control_recorded", actor: "Jos\u00e9 \u65e5\u672c \ud83d\ude00", item: "fix-login", prev_hash: "a".repeat(64) },
+      row: {
+        seq: 2,
+        id: "x",
+        ts: "2025-01-01T00:00:01.000Z",
+        type: "control_recorded",
+        actor: "Jos\u00e9 \u65e5\u672c \ud83d\ude00",
+        item: "fix-login",
+        prev_hash: "a".repeat(64),
+      },
       payload: { verb: "reply", text: 'he said "go"\n\u2028\\done' },
     },
     {
@@ -187,9 +209,7 @@ describe("hashInput equals canonicalJson of the row", () => {
       expect(checkIntegrity(store.db)).toEqual({ events: 3, findings: [] });
       store.db.run("DROP TRIGGER events_no_update");
       store.db.run(`UPDATE events SET actor = 'o"brien\\ops' WHERE seq = 1`);
-      expect(checkIntegrity(store.db).findings).toEqual([
-        { code: "event_chain_broken", seq: 1, message: "seq 1: stored hash does not match its contents" },
-      ]);
+      expect(checkIntegrity(store.db).findings).toEqual([{ code: "event_chain_broken", seq: 1, message: "seq 1: stored hash does not match its contents" }]);
       store.db.run(`UPDATE events SET actor = ? WHERE seq = 1`, [JSON.stringify('o"brien\\ops\n').slice(1, -1)]);
       expect(checkIntegrity(store.db).findings.map((f) => f.seq)).toEqual([1]);
     } finally {

@@ -24,7 +24,12 @@ describe("a store of schema 9, its comment ids numbers", () => {
       definition(1, [itemDef("a", { ref: "github:acme/api#1" })]),
       loopStarted,
       { type: "forge_thread_baselined", item: "a", payload: { issue: 1, highWater: 99, comments: 2, through: "2026-03-01T10:00:00Z" } },
-      { type: "forge_comment_handled", item: "a", actor: "github:alice", payload: { issue: 1, commentId: 100, login: "alice", action: "message", detail: "hi", createdAt: "2026-03-01T11:00:00Z" } },
+      {
+        type: "forge_comment_handled",
+        item: "a",
+        actor: "github:alice",
+        payload: { issue: 1, commentId: 100, login: "alice", action: "message", detail: "hi", createdAt: "2026-03-01T11:00:00Z" },
+      },
     ]);
     // The tables as schema 9 wrote them: the ledger's ids as numbers.
     tamper(root, (db) => {
@@ -49,8 +54,24 @@ describe("a store of schema 9, its comment ids numbers", () => {
       const events = store.db.query("SELECT seq, id, ts, type, actor, item, payload, prev_hash, hash FROM events ORDER BY seq").all() as EventRow[];
       expect(compareProjection(store.db, fold(events.map(rowToEvent)))).toEqual([]);
       expect(store.projection().items.a!.forge).toMatchObject({ highWater: "100", lastComment: { id: "100" }, messages: [{ id: "100" }] });
-      store.append([{ type: "forge_comment_handled", item: "a", actor: "github:alice", payload: { issue: 1, commentId: "101", login: "alice", action: "message", detail: "again", createdAt: "2026-03-01T12:00:00Z" } }]);
-      expect(() => store.append([{ type: "forge_comment_handled", item: "a", actor: "github:alice", payload: { issue: 1, commentId: 101, login: "alice", action: "message", detail: "twice", createdAt: "2026-03-01T12:00:00Z" } }])).toThrow();
+      store.append([
+        {
+          type: "forge_comment_handled",
+          item: "a",
+          actor: "github:alice",
+          payload: { issue: 1, commentId: "101", login: "alice", action: "message", detail: "again", createdAt: "2026-03-01T12:00:00Z" },
+        },
+      ]);
+      expect(() =>
+        store.append([
+          {
+            type: "forge_comment_handled",
+            item: "a",
+            actor: "github:alice",
+            payload: { issue: 1, commentId: 101, login: "alice", action: "message", detail: "twice", createdAt: "2026-03-01T12:00:00Z" },
+          },
+        ]),
+      ).toThrow();
       expect(store.projection().items.a!.forge!.highWater).toBe("101");
       materialize(root, store);
     } finally {

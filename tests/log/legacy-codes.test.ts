@@ -23,8 +23,20 @@ const VERDICTS: { verdict: VerifyVerdict; exitCode?: number | null; timedOut?: b
   { verdict: { code: "no_command_agent_failed", exitCode: 3 }, exitCode: 3 },
   { verdict: { code: "no_command_no_change" }, exitCode: 0 },
   { verdict: { code: "worktree_missing" } },
-  { verdict: { code: "worktree_replaced", at: "leftovers", message: "worktree_replaced: /w/x is not the checkout loop made (it is a symbolic link to /r); nothing committed" } },
-  { verdict: { code: "worktree_replaced", at: "sandbox", message: "no sandbox over /w/x: worktree_replaced: /w/x is not the checkout loop made (its .git is missing); nothing committed" } },
+  {
+    verdict: {
+      code: "worktree_replaced",
+      at: "leftovers",
+      message: "worktree_replaced: /w/x is not the checkout loop made (it is a symbolic link to /r); nothing committed",
+    },
+  },
+  {
+    verdict: {
+      code: "worktree_replaced",
+      at: "sandbox",
+      message: "no sandbox over /w/x: worktree_replaced: /w/x is not the checkout loop made (its .git is missing); nothing committed",
+    },
+  },
   { verdict: { code: "objects_refused", named: "objects/ab/cdef (holds 0123456789ab…, not the object its name says)" } },
   { verdict: { code: "object_store_tampered", objects: ["objects/12/3456: holds 6543"] } },
   { verdict: { code: "git_failed", check: "object_store", message: "git rev-parse failed (exit 128): fatal: x" } },
@@ -35,7 +47,14 @@ const VERDICTS: { verdict: VerifyVerdict; exitCode?: number | null; timedOut?: b
   { verdict: { code: "git_failed", check: "commits", message: "git rev-list failed (exit 128): fatal: x" } },
   { verdict: { code: "start_commit_missing", branch: "loop/t/item/a", recorded: "a".repeat(40), start: "main" } },
   { verdict: { code: "protected_path_changed", branch: "loop/t/item/a", paths: ["tests/check.sh"], start: "main", from: "b".repeat(40) } },
-  { verdict: { code: "protected_bytes_differ", branch: "loop/t/item/a", head: "c".repeat(40), files: [{ path: "tests/check.sh", differs: "bytes", attributes: ["eol=crlf"] }] } },
+  {
+    verdict: {
+      code: "protected_bytes_differ",
+      branch: "loop/t/item/a",
+      head: "c".repeat(40),
+      files: [{ path: "tests/check.sh", differs: "bytes", attributes: ["eol=crlf"] }],
+    },
+  },
   { verdict: { code: "owned_ref_changed", changes: ["item b's branch loop/t/item/b was moved from 1 to 2"] } },
 ];
 
@@ -53,7 +72,10 @@ describe("verifyCodeOf: a verdict of an older log", () => {
       if (!old(v).passed) expect(verifyCodeOf(old(v, noProgressReason(verifyReason(v.verdict).reason)))).toEqual({ code: v.verdict.code, noProgress: true });
     });
   test("a verdict with its code is read as it says, whatever its words", () => {
-    expect(verifyCodeOf({ ...old(VERDICTS[1]!), reason: "protected_path_changed: x", code: "exit_nonzero", noProgress: true })).toEqual({ code: "exit_nonzero", noProgress: true });
+    expect(verifyCodeOf({ ...old(VERDICTS[1]!), reason: "protected_path_changed: x", code: "exit_nonzero", noProgress: true })).toEqual({
+      code: "exit_nonzero",
+      noProgress: true,
+    });
   });
   test("words no version matched here: failed with an exit code, or not run", () => {
     expect(verifyCodeOf({ ...old(VERDICTS[1]!), reason: "something else", exitCode: 1 }).code).toBe("exit_nonzero");
@@ -76,7 +98,10 @@ describe("landingCodeOf: a landing of an older log", () => {
     [landing("merged", "merged"), "merged"],
     [landing("already_contained", "already contained in loop/t/landed (at 0123456789ab): nothing was merged, nothing changed"), "already_contained"],
     [landing("conflict", "merge conflict in out.txt"), "conflict"],
-    [landing("failed", "target_moved: the landing target loop/t/landed was moved from 1 to 2; loop does not merge on top (put it back: git update-ref …)"), "target_moved"],
+    [
+      landing("failed", "target_moved: the landing target loop/t/landed was moved from 1 to 2; loop does not merge on top (put it back: git update-ref …)"),
+      "target_moved",
+    ],
     [landing("failed", "worktree_replaced: /s/landing is not the checkout loop made (it is a symbolic link to /r); nothing merged"), "landing_replaced"],
     [landing("failed", "branch loop/t/item/a moved since its verify (verified 0123456789ab, now gone); nothing merged"), "branch_moved"],
     [landing("failed", "target branch loop/t/landed is checked out in /r; loop never merges into it"), "target_checked_out"],
@@ -97,7 +122,13 @@ describe("settleCodeOf: a settlement of an older log", () => {
     [settled("failed", "merge_conflict: merge conflict in out.txt"), "merge_conflict"],
     [settled("failed", "landing_failed: git merge failed: x"), "landing_failed"],
     [settled("failed", "budget_exhausted: a spent 120 tokens of its budget of 100"), "budget_exhausted"],
-    [settled("failed", "identical_failure: attempts 1 and 2 failed the same way (exit 1, verify output sha256 0123456789ab…), so no further attempt is made; verify failed: exit 1 (failed attempt 2 of 3)"), "identical_failure"],
+    [
+      settled(
+        "failed",
+        "identical_failure: attempts 1 and 2 failed the same way (exit 1, verify output sha256 0123456789ab…), so no further attempt is made; verify failed: exit 1 (failed attempt 2 of 3)",
+      ),
+      "identical_failure",
+    ],
     [settled("failed", "verify failed: exit 1 (failed attempt 2 of 2)"), "verify_failed"],
     [settled("failed", "no progress in the output for 601s (stall timeout 600s) (failed attempt 1 of 1)"), "session_failed"],
     [settled("skipped", "skipped by alice: not needed"), "operator_skipped"],
@@ -116,11 +147,26 @@ describe("settleCodeOf: a settlement of an older log", () => {
 describe("the fold gives an older log's verdicts their codes", () => {
   test("verify_finished, landing_finished and item_settled without codes: the attempt and the item carry them", () => {
     const b = new LogBuilder();
-    b.push(definition(1, [itemDef("a")]), loopStarted, launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1 }), verifyReserved({ item: "a", attempt: 1 }));
+    b.push(
+      definition(1, [itemDef("a")]),
+      loopStarted,
+      launch({ item: "a", attempt: 1 }),
+      started({ item: "a", attempt: 1 }),
+      ended({ item: "a", attempt: 1 }),
+      verifyReserved({ item: "a", attempt: 1 }),
+    );
     // Events as an older loop wrote them: nothing writes these shapes any more, so the drafts are cast.
     b.push({ type: "verify_finished", item: "a", payload: old(VERDICTS[0]!) } as EventDraft);
-    b.push({ type: "landing_finished", item: "a", payload: { attempt: 1, outcome: "none", branch: "loop/t/item/a", target: null, commit: null, reason: "branch loop/t/item/a is the deliverable" } } as EventDraft);
-    b.push({ type: "item_settled", item: "a", payload: { attempt: 1, outcome: "passed", reason: "verify passed (exit 0); branch loop/t/item/a is the deliverable" } } as EventDraft);
+    b.push({
+      type: "landing_finished",
+      item: "a",
+      payload: { attempt: 1, outcome: "none", branch: "loop/t/item/a", target: null, commit: null, reason: "branch loop/t/item/a is the deliverable" },
+    } as EventDraft);
+    b.push({
+      type: "item_settled",
+      item: "a",
+      payload: { attempt: 1, outcome: "passed", reason: "verify passed (exit 0); branch loop/t/item/a is the deliverable" },
+    } as EventDraft);
     const it = fold(b.events).items.a!;
     expect(it.attempts[0]!.verify).toMatchObject({ code: "passed", noProgress: false, reason: "exit 0" });
     expect(it.attempts[0]!.landing).toMatchObject({ code: "branch_delivered", outcome: "none" });

@@ -46,39 +46,35 @@ describe("a process holding the store's write lock", () => {
   test.concurrent(
     "is named: by `loop ctl` (store_locked, exit 1, nothing written) and by `loop status` (not healthy)",
     () =>
-      scenario(
-        demoDefinition([{ id: "a", prompt: "a" }]),
-        {},
-        async (p) => {
-          await p.runToDrain();
-          const db = join(p.stateRoot, "loop.db");
-          const script = `import { Database } from "bun:sqlite"; const db = new Database(${JSON.stringify(db)}); (globalThis as any).keep = db; db.run("BEGIN IMMEDIATE"); db.run("DELETE FROM lease"); console.log("locked"); await Bun.sleep(120000); db.close();`;
-          const holder = Bun.spawn([BUN, "-e", script], { stdout: "pipe", stderr: "inherit" });
-          try {
-            const reader = holder.stdout.getReader();
-            expect(new TextDecoder().decode((await reader.read()).value)).toContain("locked");
-            const before = p.head();
-            const ctl = await p.ctl(["pause"]);
-            expect(ctl.code).toBe(1);
-            const err = JSON.parse(ctl.stderr).error;
-            expect(err.code).toBe("store_locked");
-            expect(err.message).toContain(`process ${holder.pid} (`);
-            expect(err.message).toContain("holds a write lock on loop.db-shm");
-            expect(p.head()).toBe(before);
-            const status = await p.loop(["status", "--json"]);
-            expect(status.code).toBe(1);
-            const doc = JSON.parse(status.stdout);
-            expect(doc.healthy).toBe(false);
-            expect(doc.findings).toEqual([{ code: "store_locked", message: expect.stringContaining(`process ${holder.pid} (`) }]);
-          } finally {
-            holder.kill("SIGKILL");
-            await holder.exited;
-          }
-          // Once it is gone, the store is writable again and status healthy.
-          expect((await p.ctl(["pause"])).code).toBe(0);
-          expect((await p.ctl(["resume"])).code).toBe(0);
-        },
-      ),
+      scenario(demoDefinition([{ id: "a", prompt: "a" }]), {}, async (p) => {
+        await p.runToDrain();
+        const db = join(p.stateRoot, "loop.db");
+        const script = `import { Database } from "bun:sqlite"; const db = new Database(${JSON.stringify(db)}); (globalThis as any).keep = db; db.run("BEGIN IMMEDIATE"); db.run("DELETE FROM lease"); console.log("locked"); await Bun.sleep(120000); db.close();`;
+        const holder = Bun.spawn([BUN, "-e", script], { stdout: "pipe", stderr: "inherit" });
+        try {
+          const reader = holder.stdout.getReader();
+          expect(new TextDecoder().decode((await reader.read()).value)).toContain("locked");
+          const before = p.head();
+          const ctl = await p.ctl(["pause"]);
+          expect(ctl.code).toBe(1);
+          const err = JSON.parse(ctl.stderr).error;
+          expect(err.code).toBe("store_locked");
+          expect(err.message).toContain(`process ${holder.pid} (`);
+          expect(err.message).toContain("holds a write lock on loop.db-shm");
+          expect(p.head()).toBe(before);
+          const status = await p.loop(["status", "--json"]);
+          expect(status.code).toBe(1);
+          const doc = JSON.parse(status.stdout);
+          expect(doc.healthy).toBe(false);
+          expect(doc.findings).toEqual([{ code: "store_locked", message: expect.stringContaining(`process ${holder.pid} (`) }]);
+        } finally {
+          holder.kill("SIGKILL");
+          await holder.exited;
+        }
+        // Once it is gone, the store is writable again and status healthy.
+        expect((await p.ctl(["pause"])).code).toBe(0);
+        expect((await p.ctl(["resume"])).code).toBe(0);
+      }),
     120_000,
   );
 });

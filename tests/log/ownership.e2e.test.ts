@@ -147,7 +147,15 @@ describe("a moved or renamed project adopts its state root", () => {
   test(
     "moved on disk: writers say the repository is gone and name `loop init --adopt`; adopting records store_bound and the loop goes on",
     async () => {
-      const p = project(demoDefinition([{ id: "a", prompt: "x" }, { id: "b", prompt: "y", dependsOn: ["a"] }], { name: "mv" }));
+      const p = project(
+        demoDefinition(
+          [
+            { id: "a", prompt: "x" },
+            { id: "b", prompt: "y", dependsOn: ["a"] },
+          ],
+          { name: "mv" },
+        ),
+      );
       const oldRoot = realpathSync(p.root);
       await p.runUntil((r) => r.action === "launched" && r.item === "a");
       await pollUntil(() => existsSync(join(p.sessionDir("a", 1), "exit.json")), "a's agent exited");
@@ -169,19 +177,35 @@ describe("a moved or renamed project adopts its state root", () => {
       const adopt = await exec([BUN, LOOP, "init", "--adopt", "--json"], { cwd: moved });
       expect(adopt.code).toBe(0);
       const doc = JSON.parse(adopt.stdout);
-      expect(doc).toMatchObject({ schema: "loop/adopt@1", bound: true, stateRoot, previous: { repo: oldRoot, root: ".", name: "mv" }, project: { repo: realpathSync(moved), gitDir: realpathSync(join(moved, ".git")), root: ".", name: "mv" } });
+      expect(doc).toMatchObject({
+        schema: "loop/adopt@1",
+        bound: true,
+        stateRoot,
+        previous: { repo: oldRoot, root: ".", name: "mv" },
+        project: { repo: realpathSync(moved), gitDir: realpathSync(join(moved, ".git")), root: ".", name: "mv" },
+      });
       // loop.json is not written.
       expect(git(moved, "status", "--porcelain")).toBe("");
       const again = await exec([BUN, LOOP, "init", "--adopt", "--text"], { cwd: moved });
       expect(again).toMatchObject({ code: 0, stdout: `${stateRoot} already belongs to the loop "mv" at ${realpathSync(moved)}; nothing to do\n` });
 
-      for (const verb of [["run", "--json"], ["status", "--json"], ["replay", "--json"]]) {
+      for (const verb of [
+        ["run", "--json"],
+        ["status", "--json"],
+        ["replay", "--json"],
+      ]) {
         const x = await exec([BUN, LOOP, ...verb], { cwd: moved });
         expect({ verb, code: x.code, err: x.stderr }).toEqual({ verb, code: 0, err: "" });
       }
       const events = new Database(join(stateRoot, "loop.db"), { readonly: true });
       try {
-        const bound = (events.query("SELECT seq, actor, payload FROM events WHERE type = 'store_bound' ORDER BY seq").all() as { seq: number; actor: string; payload: string }[]).map((e) => ({ ...e, payload: JSON.parse(e.payload) }));
+        const bound = (
+          events.query("SELECT seq, actor, payload FROM events WHERE type = 'store_bound' ORDER BY seq").all() as {
+            seq: number;
+            actor: string;
+            payload: string;
+          }[]
+        ).map((e) => ({ ...e, payload: JSON.parse(e.payload) }));
         expect(bound.map((e) => e.payload.reason)).toEqual(["a new store", "adopted with `loop init --adopt`"]);
         expect(bound[1]!.payload.previous).toEqual(bound[0]!.payload.project);
         expect(bound[1]!.actor).toBe("cron@test");
@@ -220,7 +244,10 @@ describe("a moved or renamed project adopts its state root", () => {
       expect((await p.run()).action).toBe("launched");
       const head = p.head();
       p.writeDefinition(demoDefinition([{ id: "a", prompt: "x" }], { name: "second" }));
-      for (const args of [["run", "--json"], ["ctl", "pause", "--json"]]) {
+      for (const args of [
+        ["run", "--json"],
+        ["ctl", "pause", "--json"],
+      ]) {
         const r = await p.loop(args);
         expect({ args, code: r.code }).toEqual({ args, code: 2 });
         expect(jsonError(r.stderr).message).toContain(`belongs to the loop "first" at ${realpathSync(p.root)}, but loop.json here names the loop "second"`);
@@ -323,11 +350,26 @@ describe("ownershipProblem and the repository found on disk", () => {
     ["an unknown name is not compared", base(), { ...base(), name: null }, null],
     ["a recorded name null is not compared", { ...base(), name: null }, base(), null],
     ["a linked worktree of the same repository is the same project", base(), { ...base(), repo: "/srv/api-wt" }, null],
-    ["another repository", base(), { ...base(), repo: "/srv/web", gitDir: "/srv/web/.git" }, "belongs to the loop \"api\" at /srv/api, not to the loop \"api\" at /srv/web; nothing was done. Point --state-root"],
-    ["another repository, with the fix for a project restored elsewhere", base(), { ...base(), repo: "/srv/web", gitDir: "/srv/web/.git" }, "If this project is the one the state root was made for, moved or restored here, run `loop init --adopt` here"],
-    ["a repository no longer where it was", { ...base(), gitDir: "/nonexistent/.git" }, { ...base(), repo: "/srv/moved", gitDir: "/srv/moved/.git" }, "is no longer there (/nonexistent/.git is gone); nothing was done. If you moved or renamed it to /srv/moved, run `loop init --adopt` there"],
-    ["another folder", base(), { ...base(), root: "svc" }, "another loop of the same repository, not to the loop \"api\" at /srv/api/svc"],
-    ["another name", base(), { ...base(), name: "web" }, "loop.json here names the loop \"web\""],
+    [
+      "another repository",
+      base(),
+      { ...base(), repo: "/srv/web", gitDir: "/srv/web/.git" },
+      'belongs to the loop "api" at /srv/api, not to the loop "api" at /srv/web; nothing was done. Point --state-root',
+    ],
+    [
+      "another repository, with the fix for a project restored elsewhere",
+      base(),
+      { ...base(), repo: "/srv/web", gitDir: "/srv/web/.git" },
+      "If this project is the one the state root was made for, moved or restored here, run `loop init --adopt` here",
+    ],
+    [
+      "a repository no longer where it was",
+      { ...base(), gitDir: "/nonexistent/.git" },
+      { ...base(), repo: "/srv/moved", gitDir: "/srv/moved/.git" },
+      "is no longer there (/nonexistent/.git is gone); nothing was done. If you moved or renamed it to /srv/moved, run `loop init --adopt` there",
+    ],
+    ["another folder", base(), { ...base(), root: "svc" }, 'another loop of the same repository, not to the loop "api" at /srv/api/svc'],
+    ["another name", base(), { ...base(), name: "web" }, 'loop.json here names the loop "web"'],
     ["no project at all", base(), null, "not run for a project in a git repository"],
   ];
   test.each(cases)("%s", (_name, recorded, current, expected) => {

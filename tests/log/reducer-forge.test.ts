@@ -10,9 +10,22 @@ import { IllegalEventError } from "../../lib/shared/errors.ts";
 import { recordedPieces } from "../../lib/log/projection.ts";
 import { definition, ended, itemDef, launch, LogBuilder, loopStarted, reset, started, verified } from "../helpers/events.ts";
 
-const pr = (attempt = 1): EventDraft => ({ type: "forge_pr_recorded", item: "a", payload: { attempt, number: 7, url: "https://github.com/acme/api/pull/7", head: "a".repeat(40), draft: false, reused: false } });
-const baseline = (highWater: number | string = 100): EventDraft => ({ type: "forge_thread_baselined", item: "a", payload: { issue: 1, highWater, comments: 2 } });
-const handled = (commentId: number | string): EventDraft => ({ type: "forge_comment_handled", item: "a", actor: "github:alice", payload: { issue: 1, commentId, login: "alice", action: "message", detail: "hi" } });
+const pr = (attempt = 1): EventDraft => ({
+  type: "forge_pr_recorded",
+  item: "a",
+  payload: { attempt, number: 7, url: "https://github.com/acme/api/pull/7", head: "a".repeat(40), draft: false, reused: false },
+});
+const baseline = (highWater: number | string = 100): EventDraft => ({
+  type: "forge_thread_baselined",
+  item: "a",
+  payload: { issue: 1, highWater, comments: 2 },
+});
+const handled = (commentId: number | string): EventDraft => ({
+  type: "forge_comment_handled",
+  item: "a",
+  actor: "github:alice",
+  payload: { issue: 1, commentId, login: "alice", action: "message", detail: "hi" },
+});
 
 function log(...more: EventDraft[]) {
   const b = new LogBuilder();
@@ -67,11 +80,14 @@ describe("forge events", () => {
 
   test("readFrom: the baseline's newest comment's creation, then each handled comment's; older payloads keep a safe start", () => {
     const at = (b: LogBuilder) => fold(b.events).items.a!.forge!.readFrom;
-    const withTimes = log(
-      { type: "forge_thread_baselined", item: "a", payload: { issue: 1, highWater: 100, comments: 2, through: "2026-03-01T10:00:00Z" } },
-    );
+    const withTimes = log({ type: "forge_thread_baselined", item: "a", payload: { issue: 1, highWater: 100, comments: 2, through: "2026-03-01T10:00:00Z" } });
     expect(at(withTimes)).toBe("2026-03-01T10:00:00Z");
-    withTimes.push({ type: "forge_comment_handled", item: "a", actor: "github:alice", payload: { issue: 1, commentId: 101, login: "alice", action: "message", detail: "hi", createdAt: "2026-03-01T11:00:00Z" } });
+    withTimes.push({
+      type: "forge_comment_handled",
+      item: "a",
+      actor: "github:alice",
+      payload: { issue: 1, commentId: 101, login: "alice", action: "message", detail: "hi", createdAt: "2026-03-01T11:00:00Z" },
+    });
     expect(at(withTimes)).toBe("2026-03-01T11:00:00Z");
     // A handled comment recorded without its creation time leaves the start where it was.
     withTimes.push(handled(102));
@@ -93,20 +109,46 @@ describe("forge events", () => {
   });
 
   test("a PR and a landing wait need a passing verify; landing_blocked needs a blocked landing", () => {
-    const failing = log(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1 }), verified({ item: "a", attempt: 1, passed: false }));
+    const failing = log(
+      launch({ item: "a", attempt: 1 }),
+      started({ item: "a", attempt: 1 }),
+      ended({ item: "a", attempt: 1 }),
+      verified({ item: "a", attempt: 1, passed: false }),
+    );
     expect(rule(failing, pr())).toBe("landing_unverified");
-    const passing = log(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1 }), verified({ item: "a", attempt: 1, passed: true }));
-    expect(rule(passing, { type: "forge_landing_waiting", item: "a", payload: { attempt: 1, code: "checks_pending", reason: "r", head: "b" } })).toBe("no_pull_request");
-    expect(rule(passing, { type: "item_settled", item: "a", payload: { attempt: 1, outcome: "landing_blocked", code: "landing_blocked", reason: "x" } })).toBe("landing_not_blocked");
-    passing.push(pr(), { type: "forge_landing_waiting", item: "a", payload: { attempt: 1, code: "checks_pending", reason: "waiting for 1 of 3 checks", head: "b".repeat(40) } });
+    const passing = log(
+      launch({ item: "a", attempt: 1 }),
+      started({ item: "a", attempt: 1 }),
+      ended({ item: "a", attempt: 1 }),
+      verified({ item: "a", attempt: 1, passed: true }),
+    );
+    expect(rule(passing, { type: "forge_landing_waiting", item: "a", payload: { attempt: 1, code: "checks_pending", reason: "r", head: "b" } })).toBe(
+      "no_pull_request",
+    );
+    expect(rule(passing, { type: "item_settled", item: "a", payload: { attempt: 1, outcome: "landing_blocked", code: "landing_blocked", reason: "x" } })).toBe(
+      "landing_not_blocked",
+    );
+    passing.push(pr(), {
+      type: "forge_landing_waiting",
+      item: "a",
+      payload: { attempt: 1, code: "checks_pending", reason: "waiting for 1 of 3 checks", head: "b".repeat(40) },
+    });
     const a = fold(passing.events).items.a!;
     expect(a.forge!.landing).toMatchObject({ code: "checks_pending", head: "b".repeat(40) });
     expect(a.reason).toBe("landing: waiting for 1 of 3 checks");
-    passing.push({ type: "landing_finished", item: "a", payload: { attempt: 1, outcome: "blocked", branch: "x", target: "main", commit: null, reason: "the head moved", code: "head_moved" } });
+    passing.push({
+      type: "landing_finished",
+      item: "a",
+      payload: { attempt: 1, outcome: "blocked", branch: "x", target: "main", commit: null, reason: "the head moved", code: "head_moved" },
+    });
     expect(rule(passing, pr())).toBe("already_landed");
     // The landing record ends on the code and reason it ended with: never the stale wait before it.
     expect(fold(passing.events).items.a!.forge!.landing).toMatchObject({ code: "head_moved", reason: "the head moved", head: "b".repeat(40) });
-    passing.push({ type: "item_settled", item: "a", payload: { attempt: 1, outcome: "landing_blocked", code: "landing_blocked", reason: "landing_blocked: deadline" } });
+    passing.push({
+      type: "item_settled",
+      item: "a",
+      payload: { attempt: 1, outcome: "landing_blocked", code: "landing_blocked", reason: "landing_blocked: deadline" },
+    });
     expect(fold(passing.events).items.a!.status).toBe("landing_blocked");
   });
 });

@@ -15,7 +15,16 @@ function usage(item: string, attempt: number, o: Partial<Payload<"usage_recorded
     type: "usage_recorded",
     item,
     ...(ts ? { ts } : {}),
-    payload: { attempt, final: false, source: "usage_file", tokens: { input: 100, output: 20, cacheRead: 0, cacheWrite: 0 }, microUsd: 1000, usdFrom: "agent", note: null, ...o },
+    payload: {
+      attempt,
+      final: false,
+      source: "usage_file",
+      tokens: { input: 100, output: 20, cacheRead: 0, cacheWrite: 0 },
+      microUsd: 1000,
+      usdFrom: "agent",
+      note: null,
+      ...o,
+    },
   };
 }
 
@@ -42,7 +51,13 @@ describe("usage_recorded", () => {
     const p = fold(b.events);
     const a = p.items.a!.attempts[0]!;
     expect(a.usage).toMatchObject({ tokens: { input: 300, output: 50, cacheRead: 1000, cacheWrite: 10 }, microUsd: 5000, final: true, source: "usage_file" });
-    expect(p.loop.usage).toMatchObject({ sessions: 1, withTokens: 1, withUsd: 1, tokens: { input: 300, output: 50, cacheRead: 1000, cacheWrite: 10 }, microUsd: 5000 });
+    expect(p.loop.usage).toMatchObject({
+      sessions: 1,
+      withTokens: 1,
+      withUsd: 1,
+      tokens: { input: 300, output: 50, cacheRead: 1000, cacheWrite: 10 },
+      microUsd: 5000,
+    });
     expect(loopUsage(p.loop)).toMatchObject({ tokens: 1360, usd: 0.005, attempts: 1, unknown: { tokens: 0, usd: 0 } });
     expect(itemUsage(p.items.a!)).toMatchObject({ tokens: 1360, usd: 0.005, attempts: 1, attempt: { n: 1, tokens: 1360, final: true } });
   });
@@ -97,7 +112,11 @@ describe("usage_recorded", () => {
   test("the fold and the projection rows agree on an item's usage and budget stop", () => {
     const b = running();
     b.push(usage("a", 1, { final: true }), ended({ item: "a", attempt: 1 }));
-    b.push({ type: "budget_stopped", item: "a", payload: { attempt: 1, scope: "item", window: "total", unit: "tokens", spent: 120, limit: 100, reason: "a spent 120 tokens of 100" } });
+    b.push({
+      type: "budget_stopped",
+      item: "a",
+      payload: { attempt: 1, scope: "item", window: "total", unit: "tokens", spent: 120, limit: 100, reason: "a spent 120 tokens of 100" },
+    });
     b.push(settled({ item: "a", attempt: 1, outcome: "failed", reason: "budget_exhausted: a spent 120 tokens of 100", code: "budget_exhausted" }));
     const p = fold(b.events);
     expect(JSON.parse(itemRow(p.items.a!, "proj_items")!).budgetStop).toMatchObject({ attempt: 1, unit: "tokens", spent: 120, limit: 100 });
@@ -110,7 +129,19 @@ describe("budget_stopped", () => {
   test("of the loop: pauses it with the reason and remembers the stop until resumed", () => {
     const b = new LogBuilder();
     b.push(definition(1, [itemDef("a")]), loopStarted);
-    b.push({ type: "budget_stopped", item: null, payload: { attempt: 0, scope: "loop", window: "total", unit: "usd", spent: 10_000_000, limit: 10_000_000, reason: "the loop spent $10.00 of its budget of $10.00" } });
+    b.push({
+      type: "budget_stopped",
+      item: null,
+      payload: {
+        attempt: 0,
+        scope: "loop",
+        window: "total",
+        unit: "usd",
+        spent: 10_000_000,
+        limit: 10_000_000,
+        reason: "the loop spent $10.00 of its budget of $10.00",
+      },
+    });
     let p: Projection = fold(b.events);
     expect(p.loop.state).toBe("paused");
     expect(p.loop.reason).toBe("budget: the loop spent $10.00 of its budget of $10.00");
@@ -122,7 +153,11 @@ describe("budget_stopped", () => {
   });
 
   test("of the loop: needs a running loop with nothing in flight, and names no item", () => {
-    const stop = (item: string | null): EventDraft => ({ type: "budget_stopped", item, payload: { attempt: 0, scope: "loop", window: "daily", unit: "tokens", spent: 5, limit: 5, reason: "r" } });
+    const stop = (item: string | null): EventDraft => ({
+      type: "budget_stopped",
+      item,
+      payload: { attempt: 0, scope: "loop", window: "daily", unit: "tokens", spent: 5, limit: 5, reason: "r" },
+    });
     expect(rule(running(), stop(null))).toBe("one_in_flight");
     const b = new LogBuilder();
     b.push(definition(1, [itemDef("a")]), loopStarted);
@@ -132,7 +167,11 @@ describe("budget_stopped", () => {
   });
 
   test("of an item: needs the item pending or its attempt ended, and its last attempt", () => {
-    const stop = (attempt: number): EventDraft => ({ type: "budget_stopped", item: "a", payload: { attempt, scope: "item", window: "total", unit: "tokens", spent: 5, limit: 5, reason: "r" } });
+    const stop = (attempt: number): EventDraft => ({
+      type: "budget_stopped",
+      item: "a",
+      payload: { attempt, scope: "item", window: "total", unit: "tokens", spent: 5, limit: 5, reason: "r" },
+    });
     expect(rule(running(), stop(1))).toBe("item_status");
     const b = running();
     b.push(ended({ item: "a", attempt: 1 }));

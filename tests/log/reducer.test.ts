@@ -32,7 +32,13 @@ import {
 /** store_opened, a definition of a, b, c (revision 1), loop_started. */
 function base(items = ["a", "b", "c"]): LogBuilder {
   const log = new LogBuilder();
-  log.push(definition(1, items.map((id) => itemDef(id))), loopStarted);
+  log.push(
+    definition(
+      1,
+      items.map((id) => itemDef(id)),
+    ),
+    loopStarted,
+  );
   return log;
 }
 
@@ -199,7 +205,11 @@ describe("illegal sequences name the seq and the rule", () => {
     log.push(ended({ item: "a", attempt: 1, exitCode: 1 }));
     expectIllegal(log, log.next(launch({ item: "b", attempt: 1 })), "one_in_flight");
     const asked = base();
-    asked.push(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), { type: "needs_input", item: "a", payload: { attempt: 1, question: "which db?" } });
+    asked.push(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), {
+      type: "needs_input",
+      item: "a",
+      payload: { attempt: 1, question: "which db?" },
+    });
     expectIllegal(asked, asked.next(launch({ item: "b", attempt: 1 })), "one_in_flight");
   });
 
@@ -225,14 +235,25 @@ describe("illegal sequences name the seq and the rule", () => {
 
   test("item_settled passed without a passing verify", () => {
     const failedVerify = base();
-    failedVerify.push(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1, exitCode: 1 }), verified({ item: "a", attempt: 1, passed: false }));
+    failedVerify.push(
+      launch({ item: "a", attempt: 1 }),
+      started({ item: "a", attempt: 1 }),
+      ended({ item: "a", attempt: 1, exitCode: 1 }),
+      verified({ item: "a", attempt: 1, passed: false }),
+    );
     expectIllegal(failedVerify, failedVerify.next(settled({ item: "a", attempt: 1, outcome: "passed" })), "passed_unverified");
     const noVerify = base();
     noVerify.push(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1 }));
     expectIllegal(noVerify, noVerify.next(settled({ item: "a", attempt: 1, outcome: "passed" })), "passed_unverified");
     // An earlier attempt's passing verify does not count for the current one.
     const older = base();
-    older.push(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1 }), verified({ item: "a", attempt: 1, passed: true }), requeued({ item: "a", attempt: 1, reason: "operator retry", failed: false }));
+    older.push(
+      launch({ item: "a", attempt: 1 }),
+      started({ item: "a", attempt: 1 }),
+      ended({ item: "a", attempt: 1 }),
+      verified({ item: "a", attempt: 1, passed: true }),
+      requeued({ item: "a", attempt: 1, reason: "operator retry", failed: false }),
+    );
     older.push(launch({ item: "a", attempt: 2 }), started({ item: "a", attempt: 2 }), ended({ item: "a", attempt: 2 }));
     expectIllegal(older, older.next(settled({ item: "a", attempt: 2, outcome: "passed" })), "passed_unverified");
     // Still running: not even at the verify stage.
@@ -243,7 +264,12 @@ describe("illegal sequences name the seq and the rule", () => {
 
   test("landing before a passing verify", () => {
     const log = base();
-    log.push(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1 }), verified({ item: "a", attempt: 1, passed: false }));
+    log.push(
+      launch({ item: "a", attempt: 1 }),
+      started({ item: "a", attempt: 1 }),
+      ended({ item: "a", attempt: 1 }),
+      verified({ item: "a", attempt: 1, passed: false }),
+    );
     expectIllegal(log, log.next(landed({ item: "a", attempt: 1 })), "landing_unverified");
   });
 
@@ -274,7 +300,11 @@ describe("illegal sequences name the seq and the rule", () => {
     running.push(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }));
     expectIllegal(running, running.next(verifyReserved({ item: "a", attempt: 1 })), "item_status");
     const stalled = base();
-    stalled.push(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), { type: "session_ended", item: "a", payload: { attempt: 1, verdict: "stalled", exitCode: null, signal: null, reason: "no output" } });
+    stalled.push(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), {
+      type: "session_ended",
+      item: "a",
+      payload: { attempt: 1, verdict: "stalled", exitCode: null, signal: null, reason: "no output" },
+    });
     expectIllegal(stalled, stalled.next(verifyReserved({ item: "a", attempt: 1 })), "verify_order");
     const exited = base();
     exited.push(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1 }));
@@ -288,7 +318,12 @@ describe("illegal sequences name the seq and the rule", () => {
     expectIllegal(exited, exited.next(verifyStarted({ item: "a", attempt: 1 })), "verify_order");
     // Judged without a command (verify: false): no reservation may follow the verdict.
     const judged = base();
-    judged.push(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1 }), verified({ item: "a", attempt: 1, passed: false }));
+    judged.push(
+      launch({ item: "a", attempt: 1 }),
+      started({ item: "a", attempt: 1 }),
+      ended({ item: "a", attempt: 1 }),
+      verified({ item: "a", attempt: 1, passed: false }),
+    );
     expectIllegal(judged, judged.next(verifyReserved({ item: "a", attempt: 1 })), "verify_order");
   });
 
@@ -303,11 +338,23 @@ describe("illegal sequences name the seq and the rule", () => {
 describe("a verify run", () => {
   test("is recorded on its attempt: reserved, started with its deadline, then judged; the reason follows it", () => {
     const log = base();
-    log.push(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1 }), verifyReserved({ item: "a", attempt: 1 }));
+    log.push(
+      launch({ item: "a", attempt: 1 }),
+      started({ item: "a", attempt: 1 }),
+      ended({ item: "a", attempt: 1 }),
+      verifyReserved({ item: "a", attempt: 1 }),
+    );
     let it = fold(log.events).items.a!;
     expect(it.status).toBe("ended");
     expect(it.reason).toBe("verify reserved");
-    expect(it.attempts[0]!.verifyRun).toMatchObject({ key: "verify:a:e0:a1", command: "bun test", timeoutMs: 900_000, pid: null, startTime: null, deadline: null });
+    expect(it.attempts[0]!.verifyRun).toMatchObject({
+      key: "verify:a:e0:a1",
+      command: "bun test",
+      timeoutMs: 900_000,
+      pid: null,
+      startTime: null,
+      deadline: null,
+    });
     log.push(verifyStarted({ item: "a", attempt: 1, deadline: "2025-01-01T00:20:00.000Z" }));
     it = fold(log.events).items.a!;
     expect(it.attempts[0]!.verifyRun).toMatchObject({ pid: 4343, startTime: "123456", deadline: "2025-01-01T00:20:00.000Z" });
@@ -320,7 +367,12 @@ describe("a verify run", () => {
 
   test("a history without verify runs (older versions, verify: false) folds as before: no verifyRun, the reason untouched", () => {
     const log = base();
-    log.push(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1 }), verified({ item: "a", attempt: 1, passed: true }));
+    log.push(
+      launch({ item: "a", attempt: 1 }),
+      started({ item: "a", attempt: 1 }),
+      ended({ item: "a", attempt: 1 }),
+      verified({ item: "a", attempt: 1, passed: true }),
+    );
     const it = fold(log.events).items.a!;
     expect(it.attempts[0]!.verifyRun).toBeNull();
     expect(it.reason).toBe("exited 0");
@@ -328,7 +380,14 @@ describe("a verify run", () => {
 
   test("a reset forgets the run with the attempt", () => {
     const log = base();
-    log.push(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1 }), verifyReserved({ item: "a", attempt: 1 }), verifyStarted({ item: "a", attempt: 1 }), reset("a"));
+    log.push(
+      launch({ item: "a", attempt: 1 }),
+      started({ item: "a", attempt: 1 }),
+      ended({ item: "a", attempt: 1 }),
+      verifyReserved({ item: "a", attempt: 1 }),
+      verifyStarted({ item: "a", attempt: 1 }),
+      reset("a"),
+    );
     expect(fold(log.events).items.a!.attempts).toEqual([]);
   });
 });
@@ -338,13 +397,7 @@ describe("definition revisions (docs/loop-json.md#editing-a-running-loop)", () =
     const log = base();
     log.push(...passingAttempt({ item: "a" }), ...failingAttempt({ item: "c", attempt: 1, last: true }));
     const before = fold(log.events);
-    log.push(
-      definition(2, [
-        itemDef("a", { prompt: "a completely different prompt", maxAttempts: 5 }),
-        itemDef("b"),
-        itemDef("c", { maxAttempts: 9 }),
-      ]),
-    );
+    log.push(definition(2, [itemDef("a", { prompt: "a completely different prompt", maxAttempts: 5 }), itemDef("b"), itemDef("c", { maxAttempts: 9 })]));
     const p = fold(log.events);
     const a = p.items.a!;
     expect(a.status).toBe("passed");
@@ -371,7 +424,13 @@ describe("definition revisions (docs/loop-json.md#editing-a-running-loop)", () =
     expect(p.loop.current).toBe("a");
     expect(p.order).toEqual(["b", "c", "a"]);
     expectIllegal(log, log.next(launch({ item: "b", attempt: 1 })), "one_in_flight");
-    log.push(ended({ item: "a", attempt: 1 }), verified({ item: "a", attempt: 1, passed: true }), landed({ item: "a", attempt: 1 }), settled({ item: "a", attempt: 1, outcome: "passed" }), closed({ item: "a", attempt: 1 }));
+    log.push(
+      ended({ item: "a", attempt: 1 }),
+      verified({ item: "a", attempt: 1, passed: true }),
+      landed({ item: "a", attempt: 1 }),
+      settled({ item: "a", attempt: 1, outcome: "passed" }),
+      closed({ item: "a", attempt: 1 }),
+    );
     p = fold(log.events);
     expect(p.items.a!.status).toBe("passed");
     expect(p.items.a!.inDefinition).toBe(false);
@@ -382,7 +441,13 @@ describe("definition revisions (docs/loop-json.md#editing-a-running-loop)", () =
 
   test("an in-flight item removed from the definition gets no further attempt after a failed one", () => {
     const log = base();
-    log.push(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), definition(2, [itemDef("b")]), ended({ item: "a", attempt: 1, exitCode: 1 }), verified({ item: "a", attempt: 1, passed: false }));
+    log.push(
+      launch({ item: "a", attempt: 1 }),
+      started({ item: "a", attempt: 1 }),
+      definition(2, [itemDef("b")]),
+      ended({ item: "a", attempt: 1, exitCode: 1 }),
+      verified({ item: "a", attempt: 1, passed: false }),
+    );
     log.push(requeued({ item: "a", attempt: 1 }));
     const p = fold(log.events);
     expect(p.items.a!.status).toBe("withdrawn");
@@ -566,7 +631,13 @@ describe("work_item_reset is an epoch boundary", () => {
     const p = fold(log.events);
     expect(recordedPieces(p.items.a!)).toEqual(["control"]);
     expect(recordedPieces(p.items.b!)).toEqual(["session", "ledger", "workspace"]);
-    log.push(ended({ item: "b", attempt: 1 }), verified({ item: "b", attempt: 1, passed: true }), landed({ item: "b", attempt: 1 }), settled({ item: "b", attempt: 1, outcome: "passed" }), closed({ item: "b", attempt: 1, worktreeRemoved: true }));
+    log.push(
+      ended({ item: "b", attempt: 1 }),
+      verified({ item: "b", attempt: 1, passed: true }),
+      landed({ item: "b", attempt: 1 }),
+      settled({ item: "b", attempt: 1, outcome: "passed" }),
+      closed({ item: "b", attempt: 1, worktreeRemoved: true }),
+    );
     // A checkout the close path removed is no longer a piece; the session record still is.
     expect(recordedPieces(fold(log.events).items.b!)).toEqual(["session", "ledger"]);
     log.push(settled({ item: "c", attempt: 0, outcome: "blocked", reason: "dependency failed" }));
@@ -590,18 +661,41 @@ describe("a watcher's stop (watcher_stopped) and what died with it", () => {
     item,
     payload: { attempt, pid: 41, signal: "SIGTERM", signalledAt: "2030-01-01T00:00:00.000Z", running },
   });
-  const drainedRequeue = (item: string, attempt: number): EventDraft => ({ type: "item_requeued", item, payload: { attempt, reason: "drained: gone", failed: false, resetBudget: false, drained: true } });
+  const drainedRequeue = (item: string, attempt: number): EventDraft => ({
+    type: "item_requeued",
+    item,
+    payload: { attempt, reason: "drained: gone", failed: false, resetBudget: false, drained: true },
+  });
 
   test("is kept on the attempt whose session ran; given back drained, the attempt is marked and not counted", () => {
     const log = base(["a"]);
     log.push(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), stop("a", 1));
     const seq = log.seq;
-    expect(fold(log.events).items.a!.attempts[0]!.drain).toEqual({ seq, pid: 41, signal: "SIGTERM", signalledAt: "2030-01-01T00:00:00.000Z", running: "session" });
-    log.push({ type: "session_ended", item: "a", payload: { attempt: 1, verdict: "drained", exitCode: null, signal: null, reason: "drained: gone" } }, drainedRequeue("a", 1));
+    expect(fold(log.events).items.a!.attempts[0]!.drain).toEqual({
+      seq,
+      pid: 41,
+      signal: "SIGTERM",
+      signalledAt: "2030-01-01T00:00:00.000Z",
+      running: "session",
+    });
+    log.push(
+      { type: "session_ended", item: "a", payload: { attempt: 1, verdict: "drained", exitCode: null, signal: null, reason: "drained: gone" } },
+      drainedRequeue("a", 1),
+    );
     const a = fold(log.events).items.a!;
-    expect({ status: a.status, failures: a.failures, drained: a.attempts[0]!.drained, outcome: a.attempts[0]!.outcome }).toEqual({ status: "pending", failures: 0, drained: true, outcome: "requeued: drained: gone" });
+    expect({ status: a.status, failures: a.failures, drained: a.attempts[0]!.drained, outcome: a.attempts[0]!.outcome }).toEqual({
+      status: "pending",
+      failures: 0,
+      drained: true,
+      outcome: "requeued: drained: gone",
+    });
     // Another requeue leaves no such mark.
-    log.push(launch({ item: "a", attempt: 2 }), started({ item: "a", attempt: 2 }), ended({ item: "a", attempt: 2 }), requeued({ item: "a", attempt: 2, reason: "stopped by alice", failed: false }));
+    log.push(
+      launch({ item: "a", attempt: 2 }),
+      started({ item: "a", attempt: 2 }),
+      ended({ item: "a", attempt: 2 }),
+      requeued({ item: "a", attempt: 2, reason: "stopped by alice", failed: false }),
+    );
     expect(fold(log.events).items.a!.attempts[1]!.drained).toBeUndefined();
   });
 
@@ -622,7 +716,10 @@ describe("a watcher's stop (watcher_stopped) and what died with it", () => {
 });
 
 describe("control.review: review_required and loop_reviewed", () => {
-  const asks = (revision: number, code: "not_started" | "landing_widened" = "not_started"): EventDraft => ({ type: "review_required", payload: { revision, reasons: [{ code, detail: code }] } });
+  const asks = (revision: number, code: "not_started" | "landing_widened" = "not_started"): EventDraft => ({
+    type: "review_required",
+    payload: { revision, reasons: [{ code, detail: code }] },
+  });
   const reviewed = (revision: number): EventDraft => ({ type: "loop_reviewed", payload: { revision } });
 
   test("a review asked for waits until a person's start of the same revision; the start is remembered", () => {

@@ -46,7 +46,7 @@ const SAMPLES: Record<EventType, unknown> = {
   launch_failed: { attempt: 1, reason: "runner not found", interrupted: false },
   worktree_moved: { from: "/srv/api/.loop/workspaces/a", to: "/home/me/.local/state/loop/api-0123456789ab/a" },
   workspace_prepared: { attempt: 1, builtOn: { ref: "main", commit: "0".repeat(40) }, setup: { ms: 1200, log: "/srv/api/.loop/sessions/a/1/setup.log" } },
-  environment_fault: { kind: "program_not_found", attempt: null, reason: "runner \"claude\": program \"claude\" was not found", fix: "install it" },
+  environment_fault: { kind: "program_not_found", attempt: null, reason: 'runner "claude": program "claude" was not found', fix: "install it" },
   session_ended: ended({ item: "a", attempt: 1, exitCode: 3 }).payload,
   needs_input: { attempt: 1, question: "which database?" },
   reply_recorded: { text: "postgres" },
@@ -68,20 +68,67 @@ const SAMPLES: Record<EventType, unknown> = {
   forge_comment_handled: { issue: 7, commentId: 1003, login: "alice", action: "control", detail: "/loop retry" },
   forge_question_posted: { attempt: 1, issue: 7, commentId: 1004 },
   forge_gave_up_posted: { attempt: 1, issue: 7, commentId: 1005 },
-  forge_reaction_recorded: { attempt: 1, head: "b".repeat(40), signals: [{ kind: "checksFailed", key: "checksFailed:bbbb", summary: "check run build concluded failure" }], decision: "retry", reason: "checks failed", feedback: "```text\nbuild\n```" },
+  forge_reaction_recorded: {
+    attempt: 1,
+    head: "b".repeat(40),
+    signals: [{ kind: "checksFailed", key: "checksFailed:bbbb", summary: "check run build concluded failure" }],
+    decision: "retry",
+    reason: "checks failed",
+    feedback: "```text\nbuild\n```",
+  },
   notified: { slot: "environment", key: "environment:12", kind: "environment", ok: false, exitCode: 3, reason: "notify exited 3" },
-  usage_recorded: { attempt: 1, final: false, source: "claude", tokens: { input: 10, output: 20, cacheRead: 300, cacheWrite: 40 }, microUsd: 12_345, usdFrom: "agent", note: null },
+  usage_recorded: {
+    attempt: 1,
+    final: false,
+    source: "claude",
+    tokens: { input: 10, output: 20, cacheRead: 300, cacheWrite: 40 },
+    microUsd: 12_345,
+    usdFrom: "agent",
+    note: null,
+  },
   budget_stopped: { attempt: 1, scope: "item", window: "total", unit: "tokens", spent: 1200, limit: 1000, reason: "spent 1,200 tokens of 1,000" },
   base_verify_started: { key: "0123456789abcdef", verify: "npm test", setup: "npm ci", base: "main", commit: "a".repeat(40), dir: "/state/base-verify" },
-  base_verify_finished: { key: "0123456789abcdef", code: "failed", exitCode: 1, quote: "Error: nope", log: "/state/base-verify/verify.log", ms: 1200, reason: "the verify exited 1: Error: nope" },
+  base_verify_finished: {
+    key: "0123456789abcdef",
+    code: "failed",
+    exitCode: 1,
+    quote: "Error: nope",
+    log: "/state/base-verify/verify.log",
+    ms: 1200,
+    reason: "the verify exited 1: Error: nope",
+  },
   base_verify_accepted: { key: "0123456789abcdef" },
 };
 
 const VALUES: unknown[] = [
-  null, undefined, 0, -0, -1, 1, 2, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 53, "", "x", "passed", "dead", true, false,
-  [], {}, ["x"], [1], { a: 1 }, { a: "x" },
+  null,
+  undefined,
+  0,
+  -0,
+  -1,
+  1,
+  2,
+  1.5,
+  Number.NaN,
+  Number.POSITIVE_INFINITY,
+  2 ** 53,
+  "",
+  "x",
+  "passed",
+  "dead",
+  true,
+  false,
+  [],
+  {},
+  ["x"],
+  [1],
+  { a: 1 },
+  { a: "x" },
   // Keys that are special to objects: a parsed payload can carry any of them as own keys.
-  JSON.parse('{"__proto__":1}'), JSON.parse('{"constructor":"x"}'), JSON.parse('{"toString":1}'), JSON.parse('{"hasOwnProperty":1}'),
+  JSON.parse('{"__proto__":1}'),
+  JSON.parse('{"constructor":"x"}'),
+  JSON.parse('{"toString":1}'),
+  JSON.parse('{"hasOwnProperty":1}'),
 ];
 
 /** Every value reachable in the sample, with a way to rebuild the sample with that value replaced or removed. */
@@ -142,19 +189,28 @@ describe("compileCheck answers as valibot's is", () => {
     const grouped = { ...plain, mechanism: { kind: "process_group", why: "systemd-run is not on PATH" } };
     for (const sample of [scoped, grouped]) {
       expect(v.is(PAYLOADS.verify_started, sample)).toBe(true);
-      for (const candidate of [sample, ...mutations(sample)]) expect(check(candidate), JSON.stringify(candidate)).toBe(v.is(PAYLOADS.verify_started, candidate));
+      for (const candidate of [sample, ...mutations(sample)])
+        expect(check(candidate), JSON.stringify(candidate)).toBe(v.is(PAYLOADS.verify_started, candidate));
     }
   });
 
   test("every sample against every other type's schema", () => {
-    for (const t of EVENT_TYPES)
-      for (const u of EVENT_TYPES) expect(compileCheck(PAYLOADS[t])(SAMPLES[u]), `${u} as ${t}`).toBe(v.is(PAYLOADS[t], SAMPLES[u]));
+    for (const t of EVENT_TYPES) for (const u of EVENT_TYPES) expect(compileCheck(PAYLOADS[t])(SAMPLES[u]), `${u} as ${t}`).toBe(v.is(PAYLOADS[t], SAMPLES[u]));
   });
 
   test("an optional entry without a default answers as valibot does", () => {
     const schema = v.strictObject({ a: v.optional(v.pipe(v.number(), v.safeInteger())), b: v.string() });
     const check = compileCheck(schema);
-    for (const x of [{ b: "" }, { a: 1, b: "" }, { a: undefined, b: "" }, { a: "1", b: "" }, { a: 1.5, b: "" }, { a: null, b: "" }, { a: 1 }, { a: 1, b: "", c: 1 }])
+    for (const x of [
+      { b: "" },
+      { a: 1, b: "" },
+      { a: undefined, b: "" },
+      { a: "1", b: "" },
+      { a: 1.5, b: "" },
+      { a: null, b: "" },
+      { a: 1 },
+      { a: 1, b: "", c: 1 },
+    ])
       expect(check(x), JSON.stringify(x)).toBe(v.is(schema, x));
   });
 

@@ -34,7 +34,12 @@ describe("an empty or truncated loop.db is corruption for every command", () => 
   test(
     "0 bytes after items passed: run, run --watch, ctl, init --force, status and replay exit 2 corrupt_store; nothing is relaunched or committed",
     async () => {
-      const p = project(demoDefinition([{ id: "a", prompt: "Write it." }, { id: "b", prompt: "And this.", dependsOn: ["a"] }]));
+      const p = project(
+        demoDefinition([
+          { id: "a", prompt: "Write it." },
+          { id: "b", prompt: "And this.", dependsOn: ["a"] },
+        ]),
+      );
       await p.runToDrain();
       expect(p.projection().items.a!.status).toBe("passed");
       const branches = git(p.root, "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads/loop/");
@@ -44,7 +49,14 @@ describe("an empty or truncated loop.db is corruption for every command", () => 
       const whole = readFileSync(db);
       writeFileSync(db, "");
 
-      for (const args of [["run", "--json"], ["run", "--watch", "--json"], ["ctl", "pause", "--json"], ["init", "--force", "--json"], ["status", "--json"], ["replay", "--json"]]) {
+      for (const args of [
+        ["run", "--json"],
+        ["run", "--watch", "--json"],
+        ["ctl", "pause", "--json"],
+        ["init", "--force", "--json"],
+        ["status", "--json"],
+        ["replay", "--json"],
+      ]) {
         const r = await p.loop(args);
         expect({ args, code: r.code, stdout: r.stdout }).toEqual({ args, code: 2, stdout: "" });
         expect(jsonError(r.stderr).code).toBe("corrupt_store");
@@ -54,7 +66,11 @@ describe("an empty or truncated loop.db is corruption for every command", () => 
       expect(jsonError(r.stderr).message).toContain("Restore it from a backup");
       // Nothing was made of it: still 0 bytes, no WAL, no launch, no commit, loop.json as it was.
       expect(readFileSync(db).length).toBe(0);
-      expect(readdirSync(p.stateRoot).filter((f) => f.startsWith("loop.db") || f === "run.pid").sort()).toEqual(["loop.db"]);
+      expect(
+        readdirSync(p.stateRoot)
+          .filter((f) => f.startsWith("loop.db") || f === "run.pid")
+          .sort(),
+      ).toEqual(["loop.db"]);
       expect(readdirSync(join(p.stateRoot, "sessions")).sort()).toEqual(sessions);
       expect(git(p.root, "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads/loop/")).toBe(branches);
       expect(readFileSync(join(p.root, "loop.json"), "utf8")).toBe(definition);
@@ -62,7 +78,11 @@ describe("an empty or truncated loop.db is corruption for every command", () => 
       // Truncated (half the file): the same.
       writeFileSync(db, whole);
       truncateSync(db, Math.floor(whole.length / 2));
-      for (const args of [["run", "--json"], ["ctl", "pause", "--json"], ["status", "--json"]]) {
+      for (const args of [
+        ["run", "--json"],
+        ["ctl", "pause", "--json"],
+        ["status", "--json"],
+      ]) {
         const t = await p.loop(args);
         expect({ args, code: t.code }).toEqual({ args, code: 2 });
         expect(jsonError(t.stderr).code).toBe("corrupt_store");
@@ -82,8 +102,17 @@ describe("an empty or truncated loop.db is corruption for every command", () => 
     const p = project(demoDefinition([]));
     const r = await p.run();
     expect(r.action).toBe("drained");
-    expect(readdirSync(p.stateRoot).filter((f) => f.startsWith("loop.db")).sort()).toEqual(["loop.db"]);
-    expect(p.events().slice(0, 2).map((e) => e.type)).toEqual(["store_opened", "store_bound"]);
+    expect(
+      readdirSync(p.stateRoot)
+        .filter((f) => f.startsWith("loop.db"))
+        .sort(),
+    ).toEqual(["loop.db"]);
+    expect(
+      p
+        .events()
+        .slice(0, 2)
+        .map((e) => e.type),
+    ).toEqual(["store_opened", "store_bound"]);
   });
 });
 
@@ -98,7 +127,11 @@ describe("whatever creates the state root writes its .gitignore", () => {
     const r = await p.loop(args);
     expect(r.code, r.stderr).toBe(0);
     expect(readFileSync(join(p.stateRoot, ".gitignore"), "utf8")).toBe("# loop's state root: never commit it\n*\n");
-    expect(git(p.root, "status", "--porcelain", "--untracked-files=all").split("\n").filter((l) => l.includes(".loop"))).toEqual([]);
+    expect(
+      git(p.root, "status", "--porcelain", "--untracked-files=all")
+        .split("\n")
+        .filter((l) => l.includes(".loop")),
+    ).toEqual([]);
   });
 
   test("an existing .gitignore, or one the operator replaced by a link, is never overwritten", async () => {
@@ -127,7 +160,10 @@ describe("a state root loop may not write is io_error (exit 1), not corrupt_stor
       for (const lock of [() => chmodSync(p.stateRoot, 0o555), () => chmodSync(db, 0o444)]) {
         lock();
         try {
-          for (const args of [["run", "--json"], ["ctl", "pause", "--json"]]) {
+          for (const args of [
+            ["run", "--json"],
+            ["ctl", "pause", "--json"],
+          ]) {
             const r = await as(args);
             expect({ args, code: r.code, stdout: r.stdout }).toEqual({ args, code: 1, stdout: "" });
             const err = jsonError(r.stderr);

@@ -119,10 +119,20 @@ describe("the log", () => {
     expect(e1.code).toBe("duplicate_event");
     expect(e1.message).toContain("ctl-1");
     // The duplicate comes second in a batch: the first event is not kept either.
-    const e2 = storeError(() => store.append([{ ...control("b", "start"), id: "fresh" }, { ...control("a", "stop"), id: "ctl-1" }]));
+    const e2 = storeError(() =>
+      store.append([
+        { ...control("b", "start"), id: "fresh" },
+        { ...control("a", "stop"), id: "ctl-1" },
+      ]),
+    );
     expect(e2.code).toBe("duplicate_event");
     // Two equal new ids inside one batch.
-    const e3 = storeError(() => store.append([{ ...control("b", "start"), id: "twin" }, { ...control("a", "start"), id: "twin" }]));
+    const e3 = storeError(() =>
+      store.append([
+        { ...control("b", "start"), id: "twin" },
+        { ...control("a", "start"), id: "twin" },
+      ]),
+    );
     expect(e3.code).toBe("duplicate_event");
     expect(rows(store.db)).toEqual(before);
     expect(dumpProjection(store.db)).toBe(proj);
@@ -294,7 +304,11 @@ describe("the lease", () => {
     if (!mine.ok) throw new Error("acquire refused");
     // Another process takes the write lock as a racing step's lease check does, holds it a moment, gives it back.
     const racer = Bun.spawn(
-      [process.execPath, "-e", `const { Database } = require("bun:sqlite"); const db = new Database(${JSON.stringify(dbPath(root))}); db.run("BEGIN IMMEDIATE"); console.log("locked"); setTimeout(() => { db.run("ROLLBACK"); db.close(); }, 500);`],
+      [
+        process.execPath,
+        "-e",
+        `const { Database } = require("bun:sqlite"); const db = new Database(${JSON.stringify(dbPath(root))}); db.run("BEGIN IMMEDIATE"); console.log("locked"); setTimeout(() => { db.run("ROLLBACK"); db.close(); }, 500);`,
+      ],
       { stdout: "pipe", stderr: "inherit", env: testEnv() },
     );
     const reader = racer.stdout.getReader();
@@ -403,8 +417,20 @@ process.stdout.write(JSON.stringify(r));
 
   test("a lease naming this process's pid that this process never took (a restarted container) is a dead holder's", () => {
     const { store } = newStore();
-    const stale = { owner: "before-the-restart", pid: process.pid, host: hostname(), started: new Date().toISOString(), expires: new Date(Date.now() + 3_600_000).toISOString() };
-    store.db.run("INSERT INTO lease(id, owner, pid, host, started, expires) VALUES (1, ?, ?, ?, ?, ?)", [stale.owner, stale.pid, stale.host, stale.started, stale.expires]);
+    const stale = {
+      owner: "before-the-restart",
+      pid: process.pid,
+      host: hostname(),
+      started: new Date().toISOString(),
+      expires: new Date(Date.now() + 3_600_000).toISOString(),
+    };
+    store.db.run("INSERT INTO lease(id, owner, pid, host, started, expires) VALUES (1, ?, ?, ?, ?, ?)", [
+      stale.owner,
+      stale.pid,
+      stale.host,
+      stale.started,
+      stale.expires,
+    ]);
     const r = store.acquireLease(60_000, alwaysAlive);
     if (!r.ok) throw new Error("stale lease of our own pid not taken over");
     expect(r.tookOver).toEqual(stale);
@@ -480,7 +506,10 @@ describe("an append costs what it changes", () => {
     store.append(passingAttempt({ item: "c" }));
     store.append([settled({ item: "a", attempt: 0, outcome: "skipped" })]);
     store.append([launch({ item: "b", attempt: 1 }), started({ item: "b", attempt: 1 })]);
-    const ids = (q: Parameters<Store["itemsWhere"]>[0]) => handle(store.stateRoot).itemsWhere(q).map((it) => it.id);
+    const ids = (q: Parameters<Store["itemsWhere"]>[0]) =>
+      handle(store.stateRoot)
+        .itemsWhere(q)
+        .map((it) => it.id);
     expect(ids({ status: ["passed", "skipped"] })).toEqual(["a", "c"]);
     expect(ids({ status: ["running"] })).toEqual(["b"]);
     expect(ids({ openSession: true })).toEqual(["b"]);
@@ -539,10 +568,12 @@ describe("several writers on one file", () => {
     expect(p3.items.b!.started).toBe(true);
     expect(p3).toEqual(readProjection(a.db));
     // An append refused inside a transaction leaves nothing cached that did not commit.
-    expect(() => a.tx(() => {
-      a.append([control("a", "stop")]);
-      throw new Error("roll back");
-    })).toThrow("roll back");
+    expect(() =>
+      a.tx(() => {
+        a.append([control("a", "stop")]);
+        throw new Error("roll back");
+      }),
+    ).toThrow("roll back");
     expect(a.projection().seq).toBe(5);
     expect(a.projection().items.a!.held).toBe(false);
     expect(a.projection()).toEqual(readProjection(a.db));

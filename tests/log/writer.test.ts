@@ -30,11 +30,13 @@ function stateRoot(): string {
 
 /** Every file under the state root, with its bytes and mtime: what "nothing changed" compares. */
 function files(root: string): Record<string, string> {
-  return Object.fromEntries(readdirSync(root, { recursive: true, encoding: "utf8" }).map((f) => {
-    const p = join(root, f);
-    const st = statSync(p);
-    return [f, st.isDirectory() ? "dir" : `${st.mtimeMs}:${readFileSync(p).toString("base64")}`];
-  }));
+  return Object.fromEntries(
+    readdirSync(root, { recursive: true, encoding: "utf8" }).map((f) => {
+      const p = join(root, f);
+      const st = statSync(p);
+      return [f, st.isDirectory() ? "dir" : `${st.mtimeMs}:${readFileSync(p).toString("base64")}`];
+    }),
+  );
 }
 
 const terms = { actor: "tester", ttlMs: 60_000, busy: () => new BusyError("busy: nothing was done") };
@@ -48,7 +50,14 @@ describe("runWriter", () => {
     const root = stateRoot();
     const before = files(root);
     let seen = -1;
-    const r = await runWriter(command(root, { before: ({ p, lease }) => ((seen = p.seq), expect(lease).toBeNull(), "dry run"), under: () => { throw new Error("not reached"); } }));
+    const r = await runWriter(
+      command(root, {
+        before: ({ p, lease }) => ((seen = p.seq), expect(lease).toBeNull(), "dry run"),
+        under: () => {
+          throw new Error("not reached");
+        },
+      }),
+    );
     expect(r).toBe("dry run");
     expect(seen).toBe(3);
     expect(files(root)).toEqual(before);
@@ -95,7 +104,15 @@ describe("runWriter", () => {
     expect(acted).toBe(false);
     if (got.ok) holder.releaseLease(got.lease);
     holder.close();
-    await expect(runWriter(command(root, { under: () => { throw new Error("a bug"); } }))).rejects.toThrow("a bug");
+    await expect(
+      runWriter(
+        command(root, {
+          under: () => {
+            throw new Error("a bug");
+          },
+        }),
+      ),
+    ).rejects.toThrow("a bug");
     const store = Store.open(root);
     try {
       expect(readLease(store.db)).toBeNull();

@@ -27,7 +27,15 @@ function attempt() {
   writeFileSync(join(wt, ".git"), "gitdir: /somewhere/else\n"); // replaced, never followed
   const gitDir = join(dir, "session", "git");
   mkdirSync(join(dir, "session"));
-  makeAttemptGitDir({ repo: root, gitDir, worktree: wt, branch: "loop/t/item/a", head, refs: { "refs/heads/main": head, "refs/remotes/origin/main": head }, excludes: [".aider*"] });
+  makeAttemptGitDir({
+    repo: root,
+    gitDir,
+    worktree: wt,
+    branch: "loop/t/item/a",
+    head,
+    refs: { "refs/heads/main": head, "refs/remotes/origin/main": head },
+    excludes: [".aider*"],
+  });
   return { dir, root, wt, gitDir, head };
 }
 
@@ -101,7 +109,13 @@ describe("importObjects", () => {
     agentGit(a.wt, "commit", "-qm", "more");
     const head = agentGit(a.wt, "rev-parse", "HEAD");
     // One commit packed under a name that is not pack-<hex>.
-    const packed = Bun.spawnSync(["git", "pack-objects", "--revs", join(a.dir, "p")], { cwd: a.wt, stdin: Buffer.from(`${head}\n^${head}~1\n`), stdout: "pipe" }).stdout.toString().trim();
+    const packed = Bun.spawnSync(["git", "pack-objects", "--revs", join(a.dir, "p")], {
+      cwd: a.wt,
+      stdin: Buffer.from(`${head}\n^${head}~1\n`),
+      stdout: "pipe",
+    })
+      .stdout.toString()
+      .trim();
     mkdirSync(join(a.gitDir, "objects", "pack"), { recursive: true });
     Bun.spawnSync(["cp", join(a.dir, `p-${packed}.pack`), join(a.gitDir, "objects", "pack", "evil.pack")]);
     const r = await importObjects({ repo: a.root, from: join(a.gitDir, "objects") });
@@ -161,6 +175,8 @@ describe("importObjects", () => {
     const r = await importObjects({ repo: a.root, from: objects, max: 1024 * 1024 });
     expect(r.refused.map((x) => x.kind)).toEqual(["too_large"]);
     expect(r.refused[0]!.detail).toContain("over the 1 MiB bound");
-    expect(existsSync(join(a.root, ".git", "objects", "pack")) ? readdirSync(join(a.root, ".git", "objects", "pack")).filter((f) => f.endsWith(".pack")) : []).toEqual([]);
+    expect(
+      existsSync(join(a.root, ".git", "objects", "pack")) ? readdirSync(join(a.root, ".git", "objects", "pack")).filter((f) => f.endsWith(".pack")) : [],
+    ).toEqual([]);
   });
 });

@@ -38,11 +38,15 @@ describe("tamperedObjects", () => {
     const root = repo();
     const since = Date.now();
     const blob = git(root, "rev-parse", "HEAD:check.sh");
-    const evil = Bun.spawnSync(["git", "hash-object", "-w", "--stdin"], { cwd: root, stdin: Buffer.from("exit 0\n") }).stdout.toString().trim();
+    const evil = Bun.spawnSync(["git", "hash-object", "-w", "--stdin"], { cwd: root, stdin: Buffer.from("exit 0\n") })
+      .stdout.toString()
+      .trim();
     chmodSync(objectPath(root, blob), 0o644);
     rmSync(objectPath(root, blob));
     copyFileSync(objectPath(root, evil), objectPath(root, blob));
-    expect(tamperedObjects({ repo: root, since, proofs: proofsOf(root) })).toEqual([`objects/${blob.slice(0, 2)}/${blob.slice(2)} does not hold the object its name says`]);
+    expect(tamperedObjects({ repo: root, since, proofs: proofsOf(root) })).toEqual([
+      `objects/${blob.slice(0, 2)}/${blob.slice(2)} does not hold the object its name says`,
+    ]);
     rmSync(objectPath(root, blob));
     symlinkSync(objectPath(root, evil), objectPath(root, blob));
     expect(tamperedObjects({ repo: root, since, proofs: proofsOf(root) })).toEqual([`objects/${blob.slice(0, 2)}/${blob.slice(2)} is a symbolic link`]);
@@ -94,7 +98,9 @@ describe("packs: what the attempt could change, at the cost of what it changed",
     const since = Date.now();
     const packDir = join(root, ".git", "objects", "pack");
     git(root, "repack", "-adq");
-    const pack = readdirSync(packDir).find((f) => f.endsWith(".pack"))!.replace(/\.pack$/, "");
+    const pack = readdirSync(packDir)
+      .find((f) => f.endsWith(".pack"))!
+      .replace(/\.pack$/, "");
     for (const ext of ["pack", "idx"]) copyFileSync(join(packDir, `${pack}.${ext}`), join(packDir, `evil.${ext}`));
     expect(tamperedObjects({ repo: root, since, proofs: proofsOf(root) })).toEqual([]);
     chmodSync(join(packDir, "evil.pack"), 0o644);
@@ -112,7 +118,9 @@ describe("packs: what the attempt could change, at the cost of what it changed",
     const root = repo();
     git(root, "repack", "-adq");
     const packDir = join(root, ".git", "objects", "pack");
-    const pack = readdirSync(packDir).find((f) => f.endsWith(".pack"))!.replace(/\.pack$/, "");
+    const pack = readdirSync(packDir)
+      .find((f) => f.endsWith(".pack"))!
+      .replace(/\.pack$/, "");
     const aside = join(root, "..", "aside");
     mkdirSync(aside);
     for (const ext of ["pack", "idx"]) copyFileSync(join(packDir, `${pack}.${ext}`), join(aside, `${pack}.${ext}`));
@@ -136,6 +144,9 @@ describe("packs: what the attempt could change, at the cost of what it changed",
     mkdirSync(packDir, { recursive: true });
     Bun.spawnSync(["mkfifo", join(packDir, "x.pack")]);
     symlinkSync("/dev/zero", join(packDir, "y.idx"));
-    expect(tamperedObjects({ repo: root, since, proofs: proofsOf(root) }).sort()).toEqual(["objects/pack/x.pack is a FIFO", "objects/pack/y.idx is a symbolic link"]);
+    expect(tamperedObjects({ repo: root, since, proofs: proofsOf(root) }).sort()).toEqual([
+      "objects/pack/x.pack is a FIFO",
+      "objects/pack/y.idx is a symbolic link",
+    ]);
   });
 });

@@ -30,11 +30,49 @@ describe("ownedRefs and refChanges", () => {
     ]));
 
   const cases: { name: string; now: [string, string][]; changed: string[] }[] = [
-    { name: "all in place", now: [["refs/heads/loop/t/item/done", A], ["refs/heads/loop/t/item/wip", B], ["refs/heads/loop/t/landed", B]], changed: [] },
-    { name: "a passed item's branch moved", now: [["refs/heads/loop/t/item/done", B], ["refs/heads/loop/t/item/wip", B], ["refs/heads/loop/t/landed", B]], changed: ["refs/heads/loop/t/item/done"] },
-    { name: "a work in progress added to: not a change", now: [["refs/heads/loop/t/item/done", A], ["refs/heads/loop/t/item/wip", A], ["refs/heads/loop/t/landed", B]], changed: [] },
-    { name: "a work in progress deleted", now: [["refs/heads/loop/t/item/done", A], ["refs/heads/loop/t/landed", B]], changed: ["refs/heads/loop/t/item/wip"] },
-    { name: "the target moved and a deliverable deleted", now: [["refs/heads/loop/t/item/wip", B], ["refs/heads/loop/t/landed", A]], changed: ["refs/heads/loop/t/item/done", "refs/heads/loop/t/landed"] },
+    {
+      name: "all in place",
+      now: [
+        ["refs/heads/loop/t/item/done", A],
+        ["refs/heads/loop/t/item/wip", B],
+        ["refs/heads/loop/t/landed", B],
+      ],
+      changed: [],
+    },
+    {
+      name: "a passed item's branch moved",
+      now: [
+        ["refs/heads/loop/t/item/done", B],
+        ["refs/heads/loop/t/item/wip", B],
+        ["refs/heads/loop/t/landed", B],
+      ],
+      changed: ["refs/heads/loop/t/item/done"],
+    },
+    {
+      name: "a work in progress added to: not a change",
+      now: [
+        ["refs/heads/loop/t/item/done", A],
+        ["refs/heads/loop/t/item/wip", A],
+        ["refs/heads/loop/t/landed", B],
+      ],
+      changed: [],
+    },
+    {
+      name: "a work in progress deleted",
+      now: [
+        ["refs/heads/loop/t/item/done", A],
+        ["refs/heads/loop/t/landed", B],
+      ],
+      changed: ["refs/heads/loop/t/item/wip"],
+    },
+    {
+      name: "the target moved and a deliverable deleted",
+      now: [
+        ["refs/heads/loop/t/item/wip", B],
+        ["refs/heads/loop/t/landed", A],
+      ],
+      changed: ["refs/heads/loop/t/item/done", "refs/heads/loop/t/landed"],
+    },
   ];
   for (const c of cases)
     test(c.name, () => {
@@ -85,7 +123,9 @@ describe("refs loop owns, changed by an agent", () => {
             const head = p.eventsOf("session_closed", "first")[0]!.payload.head as string;
             const status = JSON.parse((await p.loop(["status", "--json"])).stdout);
             expect(status.healthy).toBe(false);
-            expect(status.findings).toEqual([{ code: "owned_ref_changed", message: expect.stringContaining(`git update-ref refs/heads/loop/t/item/first ${head}`) }]);
+            expect(status.findings).toEqual([
+              { code: "owned_ref_changed", message: expect.stringContaining(`git update-ref refs/heads/loop/t/item/first ${head}`) },
+            ]);
             // The next launch (evil's retry, in the same step) paused the loop: nothing is reserved on top of it.
             const r = p.runs.at(-1)!;
             expect(r.action).toBe("paused");
@@ -113,7 +153,13 @@ describe("refs loop owns, changed by an agent", () => {
           [
             { id: "first", prompt: "first\n@demo write first.txt 1\n@demo commit first" },
             { id: "mover", prompt: "m", runner: "mover", dependsOn: ["first"], maxAttempts: 1 },
-            { id: "late", prompt: "late\n@demo write late.txt 1\n@demo commit late", dependsOn: ["first"], maxAttempts: 1, verify: `${RGIT} update-ref refs/heads/loop/t/landed ${FOREIGN}` },
+            {
+              id: "late",
+              prompt: "late\n@demo write late.txt 1\n@demo commit late",
+              dependsOn: ["first"],
+              maxAttempts: 1,
+              verify: `${RGIT} update-ref refs/heads/loop/t/landed ${FOREIGN}`,
+            },
           ],
           { defaults: { landing: "merge" }, runners: { mover: agent(`${RGIT} update-ref refs/heads/loop/t/landed ${FOREIGN}`) } },
         ),

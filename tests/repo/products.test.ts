@@ -47,7 +47,10 @@ describe("the stamps of what setup made", () => {
 });
 
 describe("setupKey: what setup's products are made from, at a commit", () => {
-  const { dir, root } = makeRepo({ prefix: "loop-setupkey-", files: { "package.json": "{}\n", "package-lock.json": "{\"v\":1}\n", "src/a.js": "1\n", "deps/list.txt": "x\n" } });
+  const { dir, root } = makeRepo({
+    prefix: "loop-setupkey-",
+    files: { "package.json": "{}\n", "package-lock.json": '{"v":1}\n', "src/a.js": "1\n", "deps/list.txt": "x\n" },
+  });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
   const commit = (files: Record<string, string>): string => {
     for (const [name, text] of Object.entries(files)) writeFileSync(join(root, name), text);
@@ -59,7 +62,7 @@ describe("setupKey: what setup's products are made from, at a commit", () => {
 
   test("the same lockfiles give the same key, whatever else changed; a changed lockfile or command another", () => {
     const code = commit({ "src/a.js": "2\n" });
-    const lock = commit({ "package-lock.json": "{\"v\":2}\n" });
+    const lock = commit({ "package-lock.json": '{"v":2}\n' });
     const k = (c: string, command = "npm ci") => setupKey({ repo: root, commit: c, command });
     expect(k(code)).toBe(k(first));
     expect(k(lock)).not.toBe(k(first));
@@ -73,6 +76,8 @@ describe("setupKey: what setup's products are made from, at a commit", () => {
     expect(k(listed)).not.toBe(k(before));
     expect(setupKey({ repo: root, commit: listed, command: "npm ci" })).toBe(setupKey({ repo: root, commit: before, command: "npm ci" }));
     // A glob is a name, not a pattern: it matches nothing here, so the key holds only the command.
-    expect(setupKey({ repo: root, commit: listed, command: "x", paths: ["dep*"] })).toBe(setupKey({ repo: root, commit: first, command: "x", paths: ["dep*"] }));
+    expect(setupKey({ repo: root, commit: listed, command: "x", paths: ["dep*"] })).toBe(
+      setupKey({ repo: root, commit: first, command: "x", paths: ["dep*"] }),
+    );
   });
 });

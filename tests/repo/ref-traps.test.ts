@@ -31,7 +31,9 @@ describe("loop's ref writes through what an agent planted in the repository's gi
     for (const b of ["loop/t/item/b", "loop/t/item/c", "other/d"]) ensureBranch({ repo: root, branch: b, startPoint: "main", aside: "loop/t/aside" });
     expect(readFileSync(victim, "utf8")).toBe("{}\n");
     expect(readFileSync(db, "utf8")).toBe("sqlite\n");
-    expect(git(root, "for-each-ref", "--format=%(refname:short)", "refs/heads/loop/t/item/", "refs/heads/other/")).toBe("loop/t/item/b\nloop/t/item/c\nother/d");
+    expect(git(root, "for-each-ref", "--format=%(refname:short)", "refs/heads/loop/t/item/", "refs/heads/other/")).toBe(
+      "loop/t/item/b\nloop/t/item/c\nother/d",
+    );
     expect(readFileSync(join(logs, "b"), "utf8")).toContain("loop: the item branch, at its start point");
   });
 

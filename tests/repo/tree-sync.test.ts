@@ -28,7 +28,15 @@ function fixture() {
 }
 
 const sync = (f: ReturnType<typeof fixture>, o: { keep?: string[]; untracked?: "remove" | "report"; commit?: string; dryRun?: boolean } = {}) =>
-  syncTree({ repo: f.root, dir: f.out, commit: o.commit ?? f.head, keep: o.keep ?? [], stampsFile: f.stamps, untracked: o.untracked ?? "remove", ...(o.dryRun ? { dryRun: true } : {}) });
+  syncTree({
+    repo: f.root,
+    dir: f.out,
+    commit: o.commit ?? f.head,
+    keep: o.keep ?? [],
+    stampsFile: f.stamps,
+    untracked: o.untracked ?? "remove",
+    ...(o.dryRun ? { dryRun: true } : {}),
+  });
 
 describe("syncTree", () => {
   test("writes the blobs' raw bytes (no attribute converts them), the executable bit and the links of the tree", () => {
@@ -160,9 +168,15 @@ describe("readTree", () => {
   test("refuses a commit holding a path no checkout may have (.git in any case, ..), whole", () => {
     const f = fixture();
     // A tree with a `.GIT` entry, made with plumbing (git add refuses it).
-    const blob = Bun.spawnSync(["git", "hash-object", "-w", "--stdin"], { cwd: f.root, stdin: Buffer.from("[core]\n\tfsmonitor = evil\n") }).stdout.toString().trim();
-    const inner = Bun.spawnSync(["git", "mktree"], { cwd: f.root, stdin: Buffer.from(`100644 blob ${blob}\tconfig\n`) }).stdout.toString().trim();
-    const tree = Bun.spawnSync(["git", "mktree"], { cwd: f.root, stdin: Buffer.from(`040000 tree ${inner}\t.GIT\n100644 blob ${blob}\tok.txt\n`) }).stdout.toString().trim();
+    const blob = Bun.spawnSync(["git", "hash-object", "-w", "--stdin"], { cwd: f.root, stdin: Buffer.from("[core]\n\tfsmonitor = evil\n") })
+      .stdout.toString()
+      .trim();
+    const inner = Bun.spawnSync(["git", "mktree"], { cwd: f.root, stdin: Buffer.from(`100644 blob ${blob}\tconfig\n`) })
+      .stdout.toString()
+      .trim();
+    const tree = Bun.spawnSync(["git", "mktree"], { cwd: f.root, stdin: Buffer.from(`040000 tree ${inner}\t.GIT\n100644 blob ${blob}\tok.txt\n`) })
+      .stdout.toString()
+      .trim();
     const commit = git(f.root, "commit-tree", tree, "-m", "evil");
     expect(() => readTree(f.root, commit)).toThrow(TreeRefused);
     expect(() => readTree(f.root, commit)).toThrow('".GIT/config"');

@@ -24,7 +24,11 @@ describe("ensureWorktree", () => {
     const { root, wt } = repo();
     expect(ensureWorktree({ repo: root, path: wt, branch: "loop/t/a", startPoint: "main" })).toEqual({ created: true, branchCreated: true, movedAside: null });
     writeFileSync(join(wt, "wip.txt"), "work\n");
-    expect(ensureWorktree({ repo: root, path: wt, branch: "loop/t/a", startPoint: "main" })).toEqual({ created: false, branchCreated: false, movedAside: null });
+    expect(ensureWorktree({ repo: root, path: wt, branch: "loop/t/a", startPoint: "main" })).toEqual({
+      created: false,
+      branchCreated: false,
+      movedAside: null,
+    });
     expect(readFileSync(join(wt, "wip.txt"), "utf8")).toBe("work\n");
   });
 
@@ -84,8 +88,16 @@ describe("ensureBranch", () => {
   test("makes the item branch at its start point once; a symbolic one is refused, typed", () => {
     const { root } = repo();
     const main = git(root, "rev-parse", "main");
-    expect(ensureBranch({ repo: root, branch: "loop/t/item/a", startPoint: "main", aside: "loop/t/aside/a/e0-a1" })).toEqual({ created: true, head: main, movedBelow: [] });
-    expect(ensureBranch({ repo: root, branch: "loop/t/item/a", startPoint: "main", aside: "loop/t/aside/a/e0-a1" })).toEqual({ created: false, head: main, movedBelow: [] });
+    expect(ensureBranch({ repo: root, branch: "loop/t/item/a", startPoint: "main", aside: "loop/t/aside/a/e0-a1" })).toEqual({
+      created: true,
+      head: main,
+      movedBelow: [],
+    });
+    expect(ensureBranch({ repo: root, branch: "loop/t/item/a", startPoint: "main", aside: "loop/t/aside/a/e0-a1" })).toEqual({
+      created: false,
+      head: main,
+      movedBelow: [],
+    });
     git(root, "symbolic-ref", "refs/heads/loop/t/item/b", "refs/heads/main");
     expect(() => ensureBranch({ repo: root, branch: "loop/t/item/b", startPoint: "main", aside: "loop/t/aside/b/e0-a1" })).toThrow(ReplacedError);
   });
@@ -110,7 +122,15 @@ describe("landMerge", () => {
     mkdirSync(landing, { recursive: true });
     writeFileSync(join(landing, "someone.txt"), "not loop's\n");
     const aside: string[] = [];
-    const r = landMerge({ repo: root, landingDir: landing, target: "loop/t/target", base: "main", branch: "loop/t/a", message: "land a", onMovedAside: (p) => aside.push(p) });
+    const r = landMerge({
+      repo: root,
+      landingDir: landing,
+      target: "loop/t/target",
+      base: "main",
+      branch: "loop/t/a",
+      message: "land a",
+      onMovedAside: (p) => aside.push(p),
+    });
     expect(r.outcome).toBe("merged");
     expect(aside).toHaveLength(1);
     expect(readFileSync(join(aside[0]!, "someone.txt"), "utf8")).toBe("not loop's\n");
@@ -126,7 +146,8 @@ describe("landMerge of a commit the target holds", () => {
     git(wt, "add", "-A");
     git(wt, "commit", "-qm", "feature");
     const landing = join(wt, "..", "_landing");
-    const land = (branch: string, commit: string | null = null) => landMerge({ repo: root, landingDir: landing, target: "loop/t/target", base: "main", branch, commit, message: `land ${branch}` });
+    const land = (branch: string, commit: string | null = null) =>
+      landMerge({ repo: root, landingDir: landing, target: "loop/t/target", base: "main", branch, commit, message: `land ${branch}` });
     const first = land("loop/t/a", git(root, "rev-parse", "loop/t/a"));
     expect(first.outcome).toBe("merged");
     return { root, land, merge: first.commit! };
@@ -142,7 +163,12 @@ describe("landMerge of a commit the target holds", () => {
     const { root, land, merge } = landed();
     git(root, "branch", "loop/t/a-again", "loop/t/target");
     const r = land("loop/t/a-again", git(root, "rev-parse", "loop/t/a-again"));
-    expect(r).toEqual({ outcome: "already_contained", code: "already_contained", commit: merge, reason: `already contained in loop/t/target (at ${merge.slice(0, 12)}): nothing was merged, nothing changed` });
+    expect(r).toEqual({
+      outcome: "already_contained",
+      code: "already_contained",
+      commit: merge,
+      reason: `already contained in loop/t/target (at ${merge.slice(0, 12)}): nothing was merged, nothing changed`,
+    });
     expect(git(root, "rev-parse", "loop/t/target")).toBe(merge);
     // And one holding an ancestor of the target (it started from base, changed nothing).
     git(root, "branch", "loop/t/from-base", "main");

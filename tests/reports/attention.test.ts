@@ -18,36 +18,101 @@ function both(drafts: EventDraft[]) {
   return { decided: attention(p).map(strip), shown: attentionOf(attentionInputOf(doc, p.loop.drainedSeq, "#")).map(strip) };
 }
 
-const landing = (outcome: string): EventDraft => ({ type: "landing_finished", item: "a", payload: { attempt: 1, outcome: outcome as never, branch: "loop/t/item/a", target: "main", commit: null, code: outcome === "blocked" ? "checks_failed" : outcome === "failed" ? "merge_failed" : (outcome as never), reason: `landing ${outcome}` } });
-const passedVerify = [launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1 }), verified({ item: "a", attempt: 1, passed: true })];
+const landing = (outcome: string): EventDraft => ({
+  type: "landing_finished",
+  item: "a",
+  payload: {
+    attempt: 1,
+    outcome: outcome as never,
+    branch: "loop/t/item/a",
+    target: "main",
+    commit: null,
+    code: outcome === "blocked" ? "checks_failed" : outcome === "failed" ? "merge_failed" : (outcome as never),
+    reason: `landing ${outcome}`,
+  },
+});
+const passedVerify = [
+  launch({ item: "a", attempt: 1 }),
+  started({ item: "a", attempt: 1 }),
+  ended({ item: "a", attempt: 1 }),
+  verified({ item: "a", attempt: 1, passed: true }),
+];
 
 const cases: { name: string; drafts: EventDraft[]; fix: RegExp | null }[] = [
   { name: "nothing wrong", drafts: [], fix: null },
   { name: "an operator's pause needs nobody else", drafts: [{ type: "loop_paused", payload: { reason: "paused by alice" } }], fix: null },
   {
     name: "a question",
-    drafts: [launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), { type: "needs_input", item: "a", payload: { attempt: 1, question: "which port?" } }, { type: "loop_paused", payload: { reason: "a needs input: which port?" } }],
+    drafts: [
+      launch({ item: "a", attempt: 1 }),
+      started({ item: "a", attempt: 1 }),
+      { type: "needs_input", item: "a", payload: { attempt: 1, question: "which port?" } },
+      { type: "loop_paused", payload: { reason: "a needs input: which port?" } },
+    ],
     fix: /^loop ctl reply --work-item a "<answer>" \| loop ctl resume$/,
   },
   {
     name: "an environment fault",
-    drafts: [{ type: "environment_fault", item: "a", payload: { kind: "program_not_found", attempt: null, reason: "claude is not on PATH", fix: "put it on PATH, then `loop ctl resume`" } }],
+    drafts: [
+      {
+        type: "environment_fault",
+        item: "a",
+        payload: { kind: "program_not_found", attempt: null, reason: "claude is not on PATH", fix: "put it on PATH, then `loop ctl resume`" },
+      },
+    ],
     fix: /^put it on PATH, then `loop ctl resume`$/,
   },
-  { name: "a merge conflict", drafts: [...passedVerify, landing("conflict"), settled({ item: "a", attempt: 1, outcome: "failed", reason: "merge conflict" })], fix: /loop ctl retry --work-item a$/ },
-  { name: "a landing blocked on the forge", drafts: [...passedVerify, landing("blocked"), settled({ item: "a", attempt: 1, outcome: "landing_blocked", reason: "checks red" })], fix: /loop ctl retry --work-item a$/ },
+  {
+    name: "a merge conflict",
+    drafts: [...passedVerify, landing("conflict"), settled({ item: "a", attempt: 1, outcome: "failed", reason: "merge conflict" })],
+    fix: /loop ctl retry --work-item a$/,
+  },
+  {
+    name: "a landing blocked on the forge",
+    drafts: [...passedVerify, landing("blocked"), settled({ item: "a", attempt: 1, outcome: "landing_blocked", reason: "checks red" })],
+    fix: /loop ctl retry --work-item a$/,
+  },
   {
     name: "an agent that gave up",
     drafts: [
       launch({ item: "a", attempt: 1 }),
       started({ item: "a", attempt: 1 }),
       ended({ item: "a", attempt: 1 }),
-      { type: "verify_finished", item: "a", payload: { attempt: 1, passed: false, exitCode: null, timedOut: false, sha256: null, tail: "gave_up: …", log: null, code: "gave_up", noProgress: false, reason: "gave_up: the agent gave up: the spec is wrong" } },
-      settled({ item: "a", attempt: 1, outcome: "failed", reason: "gave_up: the agent gave up: the spec is wrong (attempt 1; not retried: a person decides)", code: "gave_up" }),
+      {
+        type: "verify_finished",
+        item: "a",
+        payload: {
+          attempt: 1,
+          passed: false,
+          exitCode: null,
+          timedOut: false,
+          sha256: null,
+          tail: "gave_up: …",
+          log: null,
+          code: "gave_up",
+          noProgress: false,
+          reason: "gave_up: the agent gave up: the spec is wrong",
+        },
+      },
+      settled({
+        item: "a",
+        attempt: 1,
+        outcome: "failed",
+        reason: "gave_up: the agent gave up: the spec is wrong (attempt 1; not retried: a person decides)",
+        code: "gave_up",
+      }),
     ],
     fix: /loop ctl retry --work-item a \| or loop ctl skip --work-item a \| or loop reset --work-item a to start it over$/,
   },
-  { name: "a Failed drain", drafts: [...failingAttempt({ item: "a", attempt: 1, last: true }), settled({ item: "b", attempt: 0, outcome: "blocked", reason: "dependency failed" }), drained("Failed", { failed: 1, blocked: 1 })], fix: /^loop ctl retry --all-failed/ },
+  {
+    name: "a Failed drain",
+    drafts: [
+      ...failingAttempt({ item: "a", attempt: 1, last: true }),
+      settled({ item: "b", attempt: 0, outcome: "blocked", reason: "dependency failed" }),
+      drained("Failed", { failed: 1, blocked: 1 }),
+    ],
+    fix: /^loop ctl retry --all-failed/,
+  },
 ];
 
 describe("attention: `loop status` (the page, /metrics) and `loop run` agree", () => {
@@ -61,5 +126,9 @@ describe("attention: `loop status` (the page, /metrics) and `loop run` agree", (
 });
 
 test("ids in a fixing command are quoted for a shell when they need it", () => {
-  expect([shellWord("fix-login"), shellWord("github:acme/api#42"), shellWord("it's; rm -rf /")]).toEqual(["fix-login", "github:acme/api#42", `'it'\\''s; rm -rf /'`]);
+  expect([shellWord("fix-login"), shellWord("github:acme/api#42"), shellWord("it's; rm -rf /")]).toEqual([
+    "fix-login",
+    "github:acme/api#42",
+    `'it'\\''s; rm -rf /'`,
+  ]);
 });

@@ -100,7 +100,14 @@ describe("loop backup", () => {
     const r = await cli(["backup", target, "--json", "--state-root", root], cwd);
     expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" });
     const doc = JSON.parse(r.stdout);
-    expect(doc).toEqual({ schema: "loop/backup@1", path: target, stateRoot: root, bytes: readFileSync(target).length, seq: 27, hash: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(doc).toEqual({
+      schema: "loop/backup@1",
+      path: target,
+      stateRoot: root,
+      bytes: readFileSync(target).length,
+      seq: 27,
+      hash: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
     const restored = temp.make();
     copyFileSync(target, join(restored, "loop.db"));
     for (const f of ["state.json", "RUNLOG.md", "terminal_state.json"]) copyFileSync(join(root, f), join(restored, f));
@@ -133,13 +140,18 @@ describe("loop backup", () => {
     const r = await cli(["backup", target, "--state-root", root], cwd);
     expect(r.code).toBe(2);
     expect(r.stdout).toBe("");
-    expect(JSON.parse(r.stderr)).toEqual({ error: { code: "usage", message: `${target} already exists; loop backup never overwrites a file: choose a new name, or remove it first` } });
+    expect(JSON.parse(r.stderr)).toEqual({
+      error: { code: "usage", message: `${target} already exists; loop backup never overwrites a file: choose a new name, or remove it first` },
+    });
     expect(readFileSync(target, "utf8")).toBe("an earlier backup\n");
     // Not even the store itself.
     const self = await cli(["backup", dbPath(root), "--state-root", root], cwd);
     expect(self.code).toBe(2);
     const missing = await cli(["backup", join(dir, "no", "such", "dir.db"), "--state-root", root], cwd);
-    expect({ code: missing.code, err: JSON.parse(missing.stderr).error.message }).toEqual({ code: 2, err: `the directory ${join(dir, "no", "such")} does not exist` });
+    expect({ code: missing.code, err: JSON.parse(missing.stderr).error.message }).toEqual({
+      code: 2,
+      err: `the directory ${join(dir, "no", "such")} does not exist`,
+    });
     const usage = await cli(["backup", "--state-root", root], cwd);
     expect(usage.code).toBe(2);
     const noStore = await cli(["backup", join(dir, "x.db"), "--state-root", temp.make()], cwd);

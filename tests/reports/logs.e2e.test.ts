@@ -97,7 +97,10 @@ describe("following a capped log (lib/reports/logs.ts printLog)", () => {
     log.write(output);
     log.close();
     const parts: Buffer[] = [];
-    const end = await printLog({ target: { item: "a", epoch: 0, attempt: 1, attempts: 1, kind: "output", path, cap }, write: async (b) => (parts.push(Buffer.from(b)), true) });
+    const end = await printLog({
+      target: { item: "a", epoch: 0, attempt: 1, attempts: 1, kind: "output", path, cap },
+      write: async (b) => (parts.push(Buffer.from(b)), true),
+    });
     expect(end).toBe("ended");
     expect(Buffer.concat(parts).equals(readFileSync(path))).toBe(true);
     expect(readFileSync(path, "utf8")).toContain(markerLine(log.droppedBytes, cap));
@@ -108,14 +111,26 @@ describe("following a capped log (lib/reports/logs.ts printLog)", () => {
 // Through the real entry point.
 
 async function logs(p: Project, args: string[], env: Record<string, string | undefined> = {}) {
-  const proc = Bun.spawn([BUN, LOOP, "logs", ...args, "--root", p.root], { cwd: p.root, env: cliEnv({ ...p.env, ...env }), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn([BUN, LOOP, "logs", ...args, "--root", p.root], {
+    cwd: p.root,
+    env: cliEnv({ ...p.env, ...env }),
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).arrayBuffer(), new Response(proc.stderr).text(), proc.exited]);
   return { code, stdout: Buffer.from(stdout), stderr };
 }
 
 /** Start `loop logs … --follow`, collecting its stdout as it comes. */
 function follower(p: Project, args: string[]) {
-  const proc = Bun.spawn([BUN, LOOP, "logs", ...args, "--follow", "--root", p.root], { cwd: p.root, env: cliEnv(p.env), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn([BUN, LOOP, "logs", ...args, "--follow", "--root", p.root], {
+    cwd: p.root,
+    env: cliEnv(p.env),
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const chunks: Buffer[] = [];
   const reading = (async () => {
     for await (const c of proc.stdout as ReadableStream<Uint8Array>) chunks.push(Buffer.from(c));
@@ -230,9 +245,16 @@ describe("loop logs", () => {
     "--follow prints as the agent works and ends by itself when the session does; Ctrl-C is exit 130",
     async () => {
       await scenario(
-        (q) => demoDefinition([{ id: "a", prompt: "p", runner: "gated" }, { id: "b", prompt: "p", runner: "slow" }], {
-          runners: { gated: gated(join(q.aux, "gate")), slow: gated(join(q.aux, "gate-b")) },
-        }),
+        (q) =>
+          demoDefinition(
+            [
+              { id: "a", prompt: "p", runner: "gated" },
+              { id: "b", prompt: "p", runner: "slow" },
+            ],
+            {
+              runners: { gated: gated(join(q.aux, "gate")), slow: gated(join(q.aux, "gate-b")) },
+            },
+          ),
         {},
         async (p) => {
           expect(await p.run()).toMatchObject({ action: "launched", item: "a" });
@@ -272,18 +294,22 @@ describe("loop logs", () => {
     async () => {
       const COUNT = 400_000;
       const flood = (go: string) => ({ command: ["sh", "-c", `echo ready; while [ ! -e ${shq(go)} ]; do sleep 0.05; done; seq 1 ${COUNT}; echo THE-END`] });
-      await scenario((q) => demoDefinition([{ id: "loud", prompt: "p", runner: "flood" }], { runners: { flood: flood(join(q.aux, "go")) } }), { env: { LOOP_OUTPUT_CAP: "64K" } }, async (p) => {
-        expect(await p.run()).toMatchObject({ action: "launched", item: "loud" });
-        const f = follower(p, ["loud"]);
-        await pollUntil(() => f.text().startsWith("ready\n"), "the follower is following");
-        writeFileSync(join(p.aux, "go"), "");
-        const r = await f.done();
-        expect(r.code).toBe(0);
-        const output = Buffer.concat([Buffer.from("ready\n"), stream(COUNT), Buffer.from("THE-END\n")]);
-        checkFollowed(r.stdout, output, MIN_OUTPUT_CAP);
-        expect(r.stdout.toString().endsWith(`${COUNT}\nTHE-END\n`)).toBe(true);
-        await p.runToDrain();
-      });
+      await scenario(
+        (q) => demoDefinition([{ id: "loud", prompt: "p", runner: "flood" }], { runners: { flood: flood(join(q.aux, "go")) } }),
+        { env: { LOOP_OUTPUT_CAP: "64K" } },
+        async (p) => {
+          expect(await p.run()).toMatchObject({ action: "launched", item: "loud" });
+          const f = follower(p, ["loud"]);
+          await pollUntil(() => f.text().startsWith("ready\n"), "the follower is following");
+          writeFileSync(join(p.aux, "go"), "");
+          const r = await f.done();
+          expect(r.code).toBe(0);
+          const output = Buffer.concat([Buffer.from("ready\n"), stream(COUNT), Buffer.from("THE-END\n")]);
+          checkFollowed(r.stdout, output, MIN_OUTPUT_CAP);
+          expect(r.stdout.toString().endsWith(`${COUNT}\nTHE-END\n`)).toBe(true);
+          await p.runToDrain();
+        },
+      );
     },
     TIMEOUT,
   );

@@ -182,8 +182,7 @@ describe("a store that cannot be read", () => {
     }
     expect(readdirSync(root)).toEqual([]);
     expect(readdirSync(cwd)).toEqual([]);
-    for (const fn of [statusReport, replayReport])
-      await expect((async () => fn(root))()).rejects.toMatchObject({ name: "StoreError", code: "missing_store" });
+    for (const fn of [statusReport, replayReport]) await expect((async () => fn(root))()).rejects.toMatchObject({ name: "StoreError", code: "missing_store" });
   });
 
   test("corrupt store (random bytes in loop.db): exit 2, corrupt_store, no stack trace, file untouched", async () => {
@@ -205,8 +204,7 @@ describe("a store that cannot be read", () => {
       expect(t.stdout).toBe("");
       expect(t.stderr).not.toMatch(STACK);
     }
-    for (const fn of [statusReport, replayReport])
-      await expect((async () => fn(root))()).rejects.toMatchObject({ name: "StoreError", code: "corrupt_store" });
+    for (const fn of [statusReport, replayReport]) await expect((async () => fn(root))()).rejects.toMatchObject({ name: "StoreError", code: "corrupt_store" });
     expect(snapshotTree(root)).toEqual(before);
   });
 });

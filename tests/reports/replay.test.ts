@@ -85,7 +85,7 @@ const CHAIN = ["event_chain_broken", "event_sequence_gap"];
 describe("a clean store replays clean", () => {
   test("realistic history: definition, attempts, landing, close, reset, skip, drain", async () => {
     const root = drainedStore();
-    const r = (await replayReport(root));
+    const r = await replayReport(root);
     expect(r.findings).toEqual([]);
     expect(r.ok).toBe(true);
     expect(r.events).toBe(SEQ.last);
@@ -145,7 +145,7 @@ describe("tampering with the log", () => {
     // The triggers are back in place.
     withRaw(root, (db) => expect(() => db.run("DELETE FROM events WHERE seq = 1")).toThrow(/append-only/));
 
-    const r = (await replayReport(root));
+    const r = await replayReport(root);
     expect(r.ok).toBe(false);
     expect(r.checks.chain).toBe("failed");
     const chain = r.findings.filter((f) => CHAIN.includes(f.code));
@@ -156,7 +156,9 @@ describe("tampering with the log", () => {
 
   test("text output: a tampered event cannot print a line of its own (its line breaks are escaped)", async () => {
     const root = drainedStore();
-    tamper(root, (db) => db.run("UPDATE events SET type = 'loop_paused' || char(10) || 'ok: the log, the projection and the files agree' WHERE seq = ?", [SEQ.aSettled]));
+    tamper(root, (db) =>
+      db.run("UPDATE events SET type = 'loop_paused' || char(10) || 'ok: the log, the projection and the files agree' WHERE seq = ?", [SEQ.aSettled]),
+    );
     const r = await replayReport(root);
     expect(r.ok).toBe(false);
     const lines = renderReplay(r).split("\n");
@@ -169,10 +171,8 @@ describe("tampering with the log", () => {
     const rows = readRows(root);
     const victim = rows[SEQ.aSettled - 1]!;
     const forged = seal({ ...victim }, { ...JSON.parse(victim.payload), reason: "forged" });
-    tamper(root, (db) =>
-      db.run("UPDATE events SET payload = ?, hash = ? WHERE seq = ?", [canonicalJson(forged.payload), forged.hash, victim.seq]),
-    );
-    const r = (await replayReport(root));
+    tamper(root, (db) => db.run("UPDATE events SET payload = ?, hash = ? WHERE seq = ?", [canonicalJson(forged.payload), forged.hash, victim.seq]));
+    const r = await replayReport(root);
     const chain = r.findings.filter((f) => CHAIN.includes(f.code));
     expect(chain).toHaveLength(1);
     expect(chain[0]).toMatchObject({ code: "event_chain_broken", seq: SEQ.aSettled + 1 });
@@ -182,7 +182,7 @@ describe("tampering with the log", () => {
     const root = drainedStore();
     tamper(root, (db) => db.run("DELETE FROM events WHERE seq = ?", [SEQ.bStarted]));
     expect(readRows(root).map((r) => r.seq)).not.toContain(SEQ.bStarted);
-    const r = (await replayReport(root));
+    const r = await replayReport(root);
     expect(r.ok).toBe(false);
     const chain = r.findings.filter((f) => CHAIN.includes(f.code));
     expect(chain.length).toBeGreaterThan(0);
@@ -212,7 +212,7 @@ describe("tampering with the log", () => {
     const swapped = readRows(root);
     expect(swapped[SEQ.bStarted - 1]!.type).toBe("session_ended");
     expect(swapped[SEQ.bEnded - 1]!.type).toBe("session_started");
-    const r = (await replayReport(root));
+    const r = await replayReport(root);
     const chain = r.findings.filter((f) => CHAIN.includes(f.code));
     expect(chain[0]).toMatchObject({ code: "event_chain_broken", seq: SEQ.bStarted });
     expect(r.findings.every((f) => f.seq === undefined || f.seq >= SEQ.bStarted)).toBe(true);
@@ -231,7 +231,7 @@ describe("tampering with the log", () => {
       db.run("DELETE FROM events");
       insertRows(db, chained);
     });
-    const r = (await replayReport(root));
+    const r = await replayReport(root);
     expect(r.findings).toHaveLength(1);
     expect(r.findings[0]).toMatchObject({ code: "illegal_event_sequence", seq: at });
     expect(r.findings[0]!.message).toContain("item_status");
@@ -250,7 +250,7 @@ describe("tampering with what is derived from the log", () => {
       expect(body).toContain('"status":"passed"');
       db.run("UPDATE proj_items SET body = ? WHERE item = 'a'", [body.replace('"status":"passed"', '"status":"failed"')]);
     });
-    const r = (await replayReport(root));
+    const r = await replayReport(root);
     expect(codes(r)).toEqual(["projection_mismatch"]);
     expect(r.findings[0]!.message).toContain("proj_items[a]");
     expect(r.findings[0]!.message).toContain("status");
@@ -273,7 +273,7 @@ describe("tampering with what is derived from the log", () => {
       db.run("DELETE FROM proj_ledgers WHERE item = 'c'");
       db.run("INSERT INTO proj_sessions(item, body) VALUES ('c', '{}')");
     });
-    const r = (await replayReport(root));
+    const r = await replayReport(root);
     expect(codes(r)).toEqual(["projection_mismatch", "projection_mismatch"]);
     expect(r.findings.map((f) => f.message).join("\n")).toMatch(/proj_ledgers\[c\] is missing/);
     expect(r.findings.map((f) => f.message).join("\n")).toMatch(/proj_sessions\[c\] exists/);
@@ -287,7 +287,7 @@ describe("tampering with what is derived from the log", () => {
     doc.items[1].status = "failed";
     doc.loop.state = "running";
     writeFileSync(path, jsonText(doc));
-    const r = (await replayReport(root));
+    const r = await replayReport(root);
     expect(new Set(codes(r))).toEqual(new Set(["state_field_mismatch"]));
     const messages = r.findings.map((f) => f.message).join("\n");
     expect(messages).toContain("items[1].status");
@@ -312,7 +312,9 @@ describe("tampering with what is derived from the log", () => {
     writeFileSync(path, Buffer.concat([bytes.subarray(0, at), Buffer.from([0xff]), bytes.subarray(at + 3)]));
     expect(readFileSync(path, "utf8")).toBe(bytes.toString("utf8"));
     const r = await replayReport(root);
-    expect(r.findings).toEqual([{ code: "state_field_mismatch", message: "state.json has the right values but not the exact bytes of the canonical document" }]);
+    expect(r.findings).toEqual([
+      { code: "state_field_mismatch", message: "state.json has the right values but not the exact bytes of the canonical document" },
+    ]);
     // status compares values (another layout of the same values is healthy there, by design).
     expect(statusReport(root).healthy).toBe(true);
   });
@@ -342,7 +344,7 @@ describe("tampering with what is derived from the log", () => {
     const term = statePaths(root).terminal;
     expect((await replayReport(root)).ok).toBe(true);
     writeFileSync(term, jsonText({ schema: "loop/terminal@1", outcome: "Succeeded", drainedSeq: 26, drainedAt: "x", counts: {}, items: [] }));
-    const r = (await replayReport(root));
+    const r = await replayReport(root);
     expect(codes(r)).toEqual(["desynced_terminal_window"]);
     expect(r.findings[0]!.message).toContain("running");
   });
@@ -350,7 +352,7 @@ describe("tampering with what is derived from the log", () => {
   test("terminal_state.json absent while drained: desynced_terminal_window at the drain's seq", async () => {
     const root = drainedStore();
     rmSync(statePaths(root).terminal);
-    const r = (await replayReport(root));
+    const r = await replayReport(root);
     expect(r.findings).toHaveLength(1);
     expect(r.findings[0]).toMatchObject({ code: "desynced_terminal_window", seq: SEQ.drained });
   });
@@ -358,14 +360,14 @@ describe("tampering with what is derived from the log", () => {
   test("garbage terminal_state.json is unreadable_terminal_file, never treated as absent", async () => {
     for (const root of [drainedStore(), openStore()]) {
       writeFileSync(statePaths(root).terminal, "{ not json \u0000");
-      const r = (await replayReport(root));
+      const r = await replayReport(root);
       expect(codes(r)).toEqual(["unreadable_terminal_file"]);
     }
     // A directory in its place cannot be read either; that is not "absent".
     for (const root of [drainedStore(), openStore()]) {
       rmSync(statePaths(root).terminal, { force: true });
       mkdirSync(statePaths(root).terminal);
-      const r = (await replayReport(root));
+      const r = await replayReport(root);
       expect(codes(r)).toEqual(["unreadable_terminal_file"]);
     }
   });
@@ -377,7 +379,7 @@ describe("tampering with what is derived from the log", () => {
     expect(doc.outcome).toBe("Succeeded");
     doc.outcome = "Failed";
     writeFileSync(path, jsonText(doc));
-    const r = (await replayReport(root));
+    const r = await replayReport(root);
     expect(codes(r)).toEqual(["terminal_state_mismatch"]);
     expect(r.findings[0]!.message).toContain("outcome");
   });
@@ -408,7 +410,13 @@ describe("RUNLOG.md against the log", () => {
     writeFileSync(runlogOf(root), text + forged);
     const r = await replayReport(root);
     expect(r.checks.files).toBe("failed");
-    expect(r.findings).toEqual([{ code: "runlog_mismatch", seq: 99, message: 'RUNLOG.md has a block for seq 99 ("b · attempt 1 · passed") that is not in the log: no decision was recorded at seq 99' }]);
+    expect(r.findings).toEqual([
+      {
+        code: "runlog_mismatch",
+        seq: 99,
+        message: 'RUNLOG.md has a block for seq 99 ("b · attempt 1 · passed") that is not in the log: no decision was recorded at seq 99',
+      },
+    ]);
     // A step's repair checks the last block against the log: not the log's, so the file is written anew.
     const s = Store.open(root);
     try {
@@ -426,7 +434,13 @@ describe("RUNLOG.md against the log", () => {
     const failed = blockSeqs(text).find((b) => b.heading.startsWith("b") && b.heading.endsWith("failed"))!;
     writeFileSync(runlogOf(root), text.replace(`### ${failed.heading}\n`, `### ${failed.heading.replace(/failed$/, "passed")}\n`));
     const r = await replayReport(root);
-    expect(r.findings).toEqual([{ code: "runlog_mismatch", seq: failed.seq, message: `RUNLOG.md's block for seq ${failed.seq} ("${failed.heading.replace(/failed$/, "passed")}") is not the log's ("${failed.heading}")` }]);
+    expect(r.findings).toEqual([
+      {
+        code: "runlog_mismatch",
+        seq: failed.seq,
+        message: `RUNLOG.md's block for seq ${failed.seq} ("${failed.heading.replace(/failed$/, "passed")}") is not the log's ("${failed.heading}")`,
+      },
+    ]);
   });
 
   test("text outside the blocks is named; a torn last block, missing blocks or a missing file are a crash's leftovers, not findings", async () => {
@@ -435,7 +449,9 @@ describe("RUNLOG.md against the log", () => {
     writeFileSync(runlogOf(root), text.replace(/(<!-- \/loop:seq=\d+ -->\n\n)/, "$1all passed, trust me\n\n"));
     const r = await replayReport(root);
     expect(codes(r)).toEqual(["runlog_mismatch"]);
-    expect(r.findings[0]!.message).toMatch(/^RUNLOG\.md differs from what the log renders after byte \d+: text outside its blocks, or a block missing between two others$/);
+    expect(r.findings[0]!.message).toMatch(
+      /^RUNLOG\.md differs from what the log renders after byte \d+: text outside its blocks, or a block missing between two others$/,
+    );
     writeFileSync(runlogOf(root), text.slice(0, text.length - 30));
     expect((await replayReport(root)).ok).toBe(true);
     rmSync(runlogOf(root));
@@ -447,7 +463,8 @@ describe("RUNLOG.md against the log", () => {
 });
 
 describe("anchoring the head outside the machine (--expect-head)", () => {
-  const replayAnchored = (stateRoot: string, anchor: string) => runInProcess(["replay", "--json", "--state-root", stateRoot, "--expect-head", anchor], { cwd: stateRoot });
+  const replayAnchored = (stateRoot: string, anchor: string) =>
+    runInProcess(["replay", "--json", "--state-root", stateRoot, "--expect-head", anchor], { cwd: stateRoot });
 
   test("the head printed earlier is still there after more events: ok, and the text prints the head to record", async () => {
     const root = openStore();
@@ -484,7 +501,15 @@ describe("anchoring the head outside the machine (--expect-head)", () => {
     const doc = JSON.parse(r.stdout);
     expect(doc.expectedHead.ok).toBe(false);
     expect(doc.findings).toEqual([
-      { code: "head_mismatch", seq: SEQ.aSettled, message: expect.stringMatching(new RegExp(`^the event at seq ${SEQ.aSettled} has hash [0-9a-f]{64}, not the expected ${rows[SEQ.aSettled - 1]!.hash}: the log up to there was rewritten`)) },
+      {
+        code: "head_mismatch",
+        seq: SEQ.aSettled,
+        message: expect.stringMatching(
+          new RegExp(
+            `^the event at seq ${SEQ.aSettled} has hash [0-9a-f]{64}, not the expected ${rows[SEQ.aSettled - 1]!.hash}: the log up to there was rewritten`,
+          ),
+        ),
+      },
     ]);
   });
 
@@ -492,7 +517,11 @@ describe("anchoring the head outside the machine (--expect-head)", () => {
     const root = drainedStore();
     const r = await replayAnchored(root, `${SEQ.last + 5}:${"a".repeat(64)}`);
     expect(r.code).toBe(1);
-    expect(JSON.parse(r.stdout).findings[0]).toMatchObject({ code: "head_mismatch", seq: SEQ.last + 5, message: expect.stringContaining(`but the log ends at seq ${SEQ.last}`) });
+    expect(JSON.parse(r.stdout).findings[0]).toMatchObject({
+      code: "head_mismatch",
+      seq: SEQ.last + 5,
+      message: expect.stringContaining(`but the log ends at seq ${SEQ.last}`),
+    });
     for (const bad of ["12", "x:abc", `0:${"a".repeat(64)}`, `3:${"A".repeat(64)}`]) {
       const u = await replayAnchored(root, bad);
       expect(u.code).toBe(2);

@@ -18,7 +18,11 @@ describe("loop.json on disk (docs/cli/loop-status.md#loopjson-on-disk)", () => {
     await scenario(def, {}, async (p) => {
       await p.runToDrain();
       const quiet = await status(p, "--check");
-      expect({ code: quiet.code, definition: quiet.doc.loop.definition, attention: quiet.doc.attention }).toEqual({ code: 0, definition: { state: "imported", changes: [], problems: [] }, attention: [] });
+      expect({ code: quiet.code, definition: quiet.doc.loop.definition, attention: quiet.doc.attention }).toEqual({
+        code: 0,
+        definition: { state: "imported", changes: [], problems: [] },
+        attention: [],
+      });
 
       const broken = JSON.parse(readFileSync(join(p.root, "loop.json"), "utf8"));
       broken.defaults.verfy = broken.defaults.verify;
@@ -39,7 +43,12 @@ describe("loop.json on disk (docs/cli/loop-status.md#loopjson-on-disk)", () => {
       expect(text.stdout).toContain("defaults.verfy");
 
       // Fixed, with an item added: valid, not yet imported; the next step imports it.
-      p.writeDefinition(demoDefinition([{ id: "a", prompt: "A." }, { id: "b", prompt: "B." }]));
+      p.writeDefinition(
+        demoDefinition([
+          { id: "a", prompt: "A." },
+          { id: "b", prompt: "B." },
+        ]),
+      );
       const changed = await status(p, "--check");
       expect({ code: changed.code, definition: changed.doc.loop.definition, attention: changed.doc.attention }).toEqual({
         code: 0,
@@ -54,7 +63,10 @@ describe("loop.json on disk (docs/cli/loop-status.md#loopjson-on-disk)", () => {
 
 describe("--check exits as `loop run` does", () => {
   test("a loop drained Failed: loop run exits 1 and so does status --check (plain status: 0); drained Succeeded: both 0", async () => {
-    for (const [verify, expected] of [["false", 1], ["true", 0]] as const) {
+    for (const [verify, expected] of [
+      ["false", 1],
+      ["true", 0],
+    ] as const) {
       await scenario(demoDefinition([{ id: "a", prompt: "A.", verify, maxAttempts: 1 }]), {}, async (p) => {
         const drained = await p.runToDrain();
         const again = await p.loop(["run", "--json", "--root", p.root]);
@@ -81,7 +93,12 @@ describe("a step in progress (docs/cli/loop-status.md)", () => {
         const got = store.acquireLease(60_000, () => true);
         expect(got.ok).toBe(true);
         const during = await status(p);
-        expect({ code: during.code, healthy: during.doc.healthy, step: during.doc.loop.step?.pid, findings: during.doc.findings }).toEqual({ code: 0, healthy: true, step: process.pid, findings: [] });
+        expect({ code: during.code, healthy: during.doc.healthy, step: during.doc.loop.step?.pid, findings: during.doc.findings }).toEqual({
+          code: 0,
+          healthy: true,
+          step: process.pid,
+          findings: [],
+        });
         const text = await p.loop(["status", "--text", "--root", p.root]);
         expect(text.stdout).toContain(`a step is running (pid ${process.pid}`);
         if (got.ok) store.releaseLease(got.lease);
@@ -89,7 +106,11 @@ describe("a step in progress (docs/cli/loop-status.md)", () => {
         store.close();
       }
       const after = await status(p);
-      expect({ code: after.code, step: after.doc.loop.step, findings: after.doc.findings.map((f: { code: string }) => f.code) }).toEqual({ code: 1, step: null, findings: ["state_field_mismatch"] });
+      expect({ code: after.code, step: after.doc.loop.step, findings: after.doc.findings.map((f: { code: string }) => f.code) }).toEqual({
+        code: 1,
+        step: null,
+        findings: ["state_field_mismatch"],
+      });
       writeFileSync(path, original);
     });
   }, 120_000);
@@ -107,10 +128,16 @@ describe("a chained step holding the lease (docs/cli/loop-run.md#chained-steps)"
           const plain = await p.loop(["run", "--root", p.root]);
           const quiet = await p.loop(["run", "--quiet", "--root", p.root]);
           if (tag) {
-            expect({ code: plain.code, said: JSON.parse(plain.stderr).error }).toEqual({ code: 75, said: { code: "busy", message: expect.stringContaining(`a chained step holds the lease (pid ${process.pid}`) } });
+            expect({ code: plain.code, said: JSON.parse(plain.stderr).error }).toEqual({
+              code: 75,
+              said: { code: "busy", message: expect.stringContaining(`a chained step holds the lease (pid ${process.pid}`) },
+            });
             expect({ code: quiet.code, stdout: quiet.stdout, stderr: quiet.stderr }).toEqual({ code: 75, stdout: "", stderr: "" });
           } else {
-            expect({ code: plain.code, said: JSON.parse(plain.stderr).error.message }).toEqual({ code: 75, said: expect.stringContaining(`another step holds the lease (pid ${process.pid}`) });
+            expect({ code: plain.code, said: JSON.parse(plain.stderr).error.message }).toEqual({
+              code: 75,
+              said: expect.stringContaining(`another step holds the lease (pid ${process.pid}`),
+            });
             expect({ code: quiet.code, said: quiet.stderr }).toEqual({ code: 75, said: expect.stringContaining("another step holds the lease") });
           }
           if (got.ok) store.releaseLease(got.lease);

@@ -12,7 +12,9 @@ const HAVE_TMUX = spawnSync("tmux", ["-V"], { encoding: "utf8" }).status === 0;
 const TIMEOUT = 120_000; // a bound for real processes on 2 cores, not an expectation
 
 /** A runner that prints a line, then waits for the file `gate` before it finishes its work. */
-const gated = (gate: string) => ({ command: ["sh", "-c", `echo working on $LOOP_ITEM; while [ ! -e ${shq(gate)} ]; do sleep 0.1; done; echo done > DONE-$LOOP_ITEM.md`] });
+const gated = (gate: string) => ({
+  command: ["sh", "-c", `echo working on $LOOP_ITEM; while [ ! -e ${shq(gate)} ]; do sleep 0.1; done; echo done > DONE-$LOOP_ITEM.md`],
+});
 
 async function status(p: Project, extra: string[] = []) {
   const json = await p.loop(["status", "--json", "--root", p.root, ...extra]);
@@ -28,7 +30,16 @@ describe("why items wait", () => {
     "a dependency with its status, a hold by stop, the loop's pause; the item in flight's log and worktree",
     async () => {
       await scenario(
-        (p) => demoDefinition([{ id: "a", prompt: "p", runner: "gated" }, { id: "b", prompt: "p", dependsOn: ["a"] }, { id: "c", prompt: "p" }, { id: "d", prompt: "p" }], { runners: { gated: gated(join(p.aux, "gate")) } }),
+        (p) =>
+          demoDefinition(
+            [
+              { id: "a", prompt: "p", runner: "gated" },
+              { id: "b", prompt: "p", dependsOn: ["a"] },
+              { id: "c", prompt: "p" },
+              { id: "d", prompt: "p" },
+            ],
+            { runners: { gated: gated(join(p.aux, "gate")) } },
+          ),
         {},
         async (p) => {
           // Before any step: the first item launches next, the others wait their turn.
@@ -48,7 +59,9 @@ describe("why items wait", () => {
           expect(text).toContain(`  log:      ${join(p.sessionDir("a", 1), "output.log")}  (\`loop logs a --follow\`)`);
           expect(text).toContain(`  worktree: ${it.a.worktree}`);
           expect(text).not.toContain("attach:");
-          expect(text).toContain("waiting:\n  b: waits for a (running)\n  c: held by `loop ctl stop`: release it with `loop ctl start --work-item c`\n  d: waits for the item in flight, a (running)");
+          expect(text).toContain(
+            "waiting:\n  b: waits for a (running)\n  c: held by `loop ctl stop`: release it with `loop ctl start --work-item c`\n  d: waits for the item in flight, a (running)",
+          );
           // --work-item narrows the report, not the reasons: b still names a.
           ({ doc } = await status(p, ["--work-item", "b"]));
           expect(doc.items.map((x: any) => x.waiting.detail)).toEqual(["waits for a (running)"]);
@@ -57,7 +70,11 @@ describe("why items wait", () => {
           expect((await p.ctl(["pause", "--reason", "maintenance window"])).code).toBe(0);
           ({ doc } = await status(p));
           it = byId(doc);
-          expect(it.d.waiting).toEqual({ reason: "loop_paused", detail: "the loop is paused: maintenance window (`loop ctl resume` goes on)", dependencies: [] });
+          expect(it.d.waiting).toEqual({
+            reason: "loop_paused",
+            detail: "the loop is paused: maintenance window (`loop ctl resume` goes on)",
+            dependencies: [],
+          });
           expect(it.c.waiting.detail).toEndWith("(and the loop is paused)");
           expect((await p.ctl(["resume"])).code).toBe(0);
 
@@ -82,25 +99,35 @@ describe("why items wait", () => {
   test(
     "control.requireStartCommand: every item waits for its start until it gets one",
     async () => {
-      await scenario(demoDefinition([{ id: "x", prompt: "p" }, { id: "y", prompt: "p" }], { control: { requireStartCommand: true } }), {}, async (p) => {
-        const r = await p.run();
-        expect(r.action).toBe("idle");
-        let { doc, text } = await status(p);
-        expect(byId(doc).x.waiting).toEqual({
-          reason: "awaiting_start",
-          detail: "control.requireStartCommand is on: start it with `loop ctl start --work-item x`",
-          dependencies: [],
-        });
-        expect(text).toContain("  y: control.requireStartCommand is on: start it with `loop ctl start --work-item y`");
-        expect((await p.ctl(["start", "--work-item", "y"])).code).toBe(0);
-        ({ doc } = await status(p));
-        expect(byId(doc).y.waiting.reason).toBe("next");
-        expect(byId(doc).x.waiting.reason).toBe("awaiting_start");
-        // The step agrees: it launches y, the one status called next.
-        expect(await p.run()).toMatchObject({ action: "launched", item: "y" });
-        expect((await p.ctl(["skip", "--work-item", "x", "--yes"])).code).toBe(0);
-        await p.runToDrain();
-      });
+      await scenario(
+        demoDefinition(
+          [
+            { id: "x", prompt: "p" },
+            { id: "y", prompt: "p" },
+          ],
+          { control: { requireStartCommand: true } },
+        ),
+        {},
+        async (p) => {
+          const r = await p.run();
+          expect(r.action).toBe("idle");
+          let { doc, text } = await status(p);
+          expect(byId(doc).x.waiting).toEqual({
+            reason: "awaiting_start",
+            detail: "control.requireStartCommand is on: start it with `loop ctl start --work-item x`",
+            dependencies: [],
+          });
+          expect(text).toContain("  y: control.requireStartCommand is on: start it with `loop ctl start --work-item y`");
+          expect((await p.ctl(["start", "--work-item", "y"])).code).toBe(0);
+          ({ doc } = await status(p));
+          expect(byId(doc).y.waiting.reason).toBe("next");
+          expect(byId(doc).x.waiting.reason).toBe("awaiting_start");
+          // The step agrees: it launches y, the one status called next.
+          expect(await p.run()).toMatchObject({ action: "launched", item: "y" });
+          expect((await p.ctl(["skip", "--work-item", "x", "--yes"])).code).toBe(0);
+          await p.runToDrain();
+        },
+      );
     },
     TIMEOUT,
   );

@@ -70,7 +70,7 @@ describe("the state document status reports from", () => {
     const r = statusReport(root);
     expect(r.healthy).toBe(true);
     expect(r.items.find((it) => it.id === "c")!.session?.attempt).toBe(1);
-    const replay = (await replayReport(root));
+    const replay = await replayReport(root);
     expect(replay.checks.projection).toBe("failed");
     expect(replay.findings.some((f) => f.code === "projection_mismatch" && f.message.includes("proj_sessions[c]"))).toBe(true);
   });
@@ -225,10 +225,17 @@ describe("a store of schema 3: rows in the layout before the tables were a plain
         const old = attempts.map(({ verifyRun, ...a }: { verifyRun: unknown }) => (verifyRun ? { ...a, verifyRun } : a));
         db.run("UPDATE proj_ledgers SET body = ? WHERE item = ?", [canonicalJson({ ...rest, attempts: old, ...(forge ? { forge } : {}) }), item]);
       }
-      const { loop: { fault, notified, ...loop }, order } = JSON.parse((db.query("SELECT body FROM proj_loop").get() as { body: string }).body);
+      const {
+        loop: { fault, notified, ...loop },
+        order,
+      } = JSON.parse((db.query("SELECT body FROM proj_loop").get() as { body: string }).body);
       // Its state.json: items with neither forge nor reset unless they had one; state_sha its hash.
       const doc = JSON.parse(readFileSync(join(root, "state.json"), "utf8"));
-      doc.items = doc.items.map(({ forge, reset, ...it }: { forge: unknown; reset: unknown }) => ({ ...it, ...(forge ? { forge } : {}), ...(reset ? { reset } : {}) }));
+      doc.items = doc.items.map(({ forge, reset, ...it }: { forge: unknown; reset: unknown }) => ({
+        ...it,
+        ...(forge ? { forge } : {}),
+        ...(reset ? { reset } : {}),
+      }));
       const text = JSON.stringify(doc) + "\n";
       writeFileSync(join(root, "state.json"), text);
       db.run("UPDATE proj_loop SET body = ?, state_sha = ?", [canonicalJson({ loop, order }), sha256Hex(text)]);
@@ -238,14 +245,21 @@ describe("a store of schema 3: rows in the layout before the tables were a plain
 
   test("read verbs refuse it; a writer folds the log again and rewrites every table; replay is clean", async () => {
     const root = schemaThreeStore();
-    expect(() => statusReport(root)).toThrow(new StoreError("outdated_store", `store under ${root} has schema 3 from an older loop; \`loop run\` or \`loop ctl\` upgrades it (read verbs never write)`));
+    expect(() => statusReport(root)).toThrow(
+      new StoreError(
+        "outdated_store",
+        `store under ${root} has schema 3 from an older loop; \`loop run\` or \`loop ctl\` upgrades it (read verbs never write)`,
+      ),
+    );
     const store = Store.open(root);
     try {
       expect((store.db.query("SELECT value FROM meta WHERE key = 'schema'").get() as { value: string }).value).toBe(String(SCHEMA_VERSION));
       const events = store.db.query("SELECT seq, id, ts, type, actor, item, payload, prev_hash, hash FROM events ORDER BY seq").all() as EventRow[];
       expect(compareProjection(store.db, fold(events.map(rowToEvent)))).toEqual([]);
       expect(store.db.query("SELECT state_sha FROM proj_loop").get()).toEqual({ state_sha: "" });
-      expect((store.db.query("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'proj_%' ORDER BY name").values() as string[][]).flat()).toEqual(["proj_items_budget", "proj_items_landing", "proj_items_status", "proj_sessions_open"]);
+      expect(
+        (store.db.query("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'proj_%' ORDER BY name").values() as string[][]).flat(),
+      ).toEqual(["proj_items_budget", "proj_items_landing", "proj_items_status", "proj_sessions_open"]);
       // The next materialization writes the new layout (forge and reset on every item) and records its hash.
       expect(materialize(root, store)).toContain("state.json");
       const text = readFileSync(join(root, "state.json"), "utf8");
@@ -300,7 +314,6 @@ describe("a store written by a newer loop", () => {
     expect(readFileSync(join(root, "loop.db")).equals(before)).toBe(true);
   });
 });
-
 
 // A cold `loop status` pays for every module it evaluates (bench/README.md): the read side of the
 // store (lib/log/snapshot.ts) must not pull in the writer, the event schemas or valibot.

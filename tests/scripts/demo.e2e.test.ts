@@ -11,25 +11,21 @@ const DEMO = resolve(import.meta.dir, "..", "..", "scripts", "demo.ts");
 
 describe("npm run demo", () => {
   for (const args of [[], ["--forge"], ["--forge", "gitlab"]]) {
-    test(
-      `demo ${args.join(" ") || "(no forge)"}: drains Succeeded, exit 0${args.length ? ", every request merged" : ""}`,
-      () => {
-        const r = Bun.spawnSync([BUN, DEMO, ...args], { stdout: "pipe", stderr: "pipe", env: { ...process.env, NO_COLOR: "1" } });
-        const out = r.stdout.toString() + r.stderr.toString();
-        expect({ code: r.exitCode, tail: r.exitCode === 0 ? "" : out.slice(-3000) }).toEqual({ code: 0, tail: "" });
-        expect(out).toMatch(/loop demo · drained \(Succeeded\)/);
-        // What it made is gone, and it says so, naming --keep (the fake forge's folder too).
-        const deleted = /deleted the demo repository (\S+)(?: and the fake \w+'s folder (\S+))? \(--keep keeps them\)/.exec(r.stderr.toString());
-        expect({ said: deleted !== null, forgeFolder: Boolean(deleted?.[2]) }).toEqual({ said: true, forgeFolder: args.length > 0 });
-        expect([deleted![1]!, ...(deleted![2] ? [deleted![2]] : [])].filter((d) => existsSync(d))).toEqual([]);
-        expect(r.stderr.toString()).toContain("(deleted at the end; --keep keeps it)");
-        if (args.length) {
-          const requests = out.split("\n").filter((l) => /^(PR #|MR !)\d+ /.test(l));
-          expect(requests.length).toBe(4);
-          expect(requests.every((l) => l.endsWith("[merged]"))).toBe(true);
-        }
-      },
-      240_000,
-    );
+    test(`demo ${args.join(" ") || "(no forge)"}: drains Succeeded, exit 0${args.length ? ", every request merged" : ""}`, () => {
+      const r = Bun.spawnSync([BUN, DEMO, ...args], { stdout: "pipe", stderr: "pipe", env: { ...process.env, NO_COLOR: "1" } });
+      const out = r.stdout.toString() + r.stderr.toString();
+      expect({ code: r.exitCode, tail: r.exitCode === 0 ? "" : out.slice(-3000) }).toEqual({ code: 0, tail: "" });
+      expect(out).toMatch(/loop demo · drained \(Succeeded\)/);
+      // What it made is gone, and it says so, naming --keep (the fake forge's folder too).
+      const deleted = /deleted the demo repository (\S+)(?: and the fake \w+'s folder (\S+))? \(--keep keeps them\)/.exec(r.stderr.toString());
+      expect({ said: deleted !== null, forgeFolder: Boolean(deleted?.[2]) }).toEqual({ said: true, forgeFolder: args.length > 0 });
+      expect([deleted![1]!, ...(deleted![2] ? [deleted![2]] : [])].filter((d) => existsSync(d))).toEqual([]);
+      expect(r.stderr.toString()).toContain("(deleted at the end; --keep keeps it)");
+      if (args.length) {
+        const requests = out.split("\n").filter((l) => /^(PR #|MR !)\d+ /.test(l));
+        expect(requests.length).toBe(4);
+        expect(requests.every((l) => l.endsWith("[merged]"))).toBe(true);
+      }
+    }, 240_000);
   }
 });

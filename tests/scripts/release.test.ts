@@ -87,7 +87,13 @@ describe("SHA256SUMS", () => {
     writeFileSync(join(dir, "SHA256SUMS"), text);
     const check = () => Bun.spawnSync(["sha256sum", "--check", "--strict", "SHA256SUMS"], { cwd: dir, env: testEnv(), stdout: "pipe", stderr: "pipe" });
     const ok = check();
-    expect({ code: ok.exitCode, out: ok.stdout.toString() }).toEqual({ code: 0, out: sums.map((s) => `${s.name}: OK\n`).sort().join("") });
+    expect({ code: ok.exitCode, out: ok.stdout.toString() }).toEqual({
+      code: 0,
+      out: sums
+        .map((s) => `${s.name}: OK\n`)
+        .sort()
+        .join(""),
+    });
     writeFileSync(join(dir, sums[1]!.name), "tampered\n");
     const bad = check();
     expect(bad.exitCode).toBe(1);
@@ -204,8 +210,17 @@ describe("README.md's install section is held to the release", () => {
   });
 
   test("every archive named anywhere in the docs and deploy/ is this version's, for a target that is built", () => {
-    const files = ["README.md", ...readdirSync(join(REPO, "docs"), { recursive: true }).map((f) => join("docs", String(f))).filter((f) => f.endsWith(".md"))];
-    files.push(...readdirSync(join(REPO, "deploy"), { recursive: true }).map((f) => join("deploy", String(f))).filter((f) => statSync(join(REPO, f)).isFile()));
+    const files = [
+      "README.md",
+      ...readdirSync(join(REPO, "docs"), { recursive: true })
+        .map((f) => join("docs", String(f)))
+        .filter((f) => f.endsWith(".md")),
+    ];
+    files.push(
+      ...readdirSync(join(REPO, "deploy"), { recursive: true })
+        .map((f) => join("deploy", String(f)))
+        .filter((f) => statSync(join(REPO, f)).isFile()),
+    );
     const names = TARGETS.map((t) => t.name);
     const found: string[] = [];
     for (const f of files)
@@ -234,7 +249,8 @@ describe("README.md's install section is held to the release", () => {
       formatSha256Sums(TARGETS.map((t) => ({ name: artifactName(VERSION, t.name), sha256: t.name === "linux-x64" ? sha : "0".repeat(64) })));
     // As written, but into a folder of the test's instead of /usr/local/bin, and without sudo.
     const script = INSTALL_SH.replaceAll("sudo ", "").replaceAll("/usr/local/bin", bin);
-    const install = () => Bun.spawnSync(["bash", "-e", "-c", script], { cwd: downloads, env: testEnv({ PATH: `${bin}:${process.env.PATH}` }), stdout: "pipe", stderr: "pipe" });
+    const install = () =>
+      Bun.spawnSync(["bash", "-e", "-c", script], { cwd: downloads, env: testEnv({ PATH: `${bin}:${process.env.PATH}` }), stdout: "pipe", stderr: "pipe" });
 
     writeFileSync(join(downloads, "SHA256SUMS"), sums("f".repeat(64))); // not this archive's digest
     const refused = install();

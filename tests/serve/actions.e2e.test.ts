@@ -9,7 +9,11 @@ import { type Browser, CHROMIUM, HAVE_CHROMIUM, launchBrowser } from "../helpers
 import { demoDefinition, Project } from "../helpers/project.ts";
 
 /** `loop serve` over a project, as a real process: the loop page's address it printed first, and the server's. */
-async function serve(p: Project, extra: string[] = [], env: Record<string, string> = {}): Promise<{ url: string; base: string; doc: any; stop: () => Promise<number> }> {
+async function serve(
+  p: Project,
+  extra: string[] = [],
+  env: Record<string, string> = {},
+): Promise<{ url: string; base: string; doc: any; stop: () => Promise<number> }> {
   const proc = p.spawn(["serve", "--root", p.root, "--listen", "127.0.0.1:0", "--json", ...extra], env);
   const reader = proc.stdout.getReader();
   let out = "";
@@ -164,7 +168,10 @@ describe.skipIf(!HAVE_CHROMIUM)(HAVE_CHROMIUM ? "actions in Chromium" : `actions
       expect(JSON.parse(await r.text()).error.message).toContain("actions are taken from this server's own pages only");
       expect(p.head()).toBe(head);
       // And a fetch from that origin, JSON and all, is refused too (its answer is opaque to that page, and it changed nothing).
-      await page.evaluate((u) => fetch(u, { method: "POST", mode: "no-cors", credentials: "include", body: JSON.stringify({ verb: "pause" }) }).catch(() => null), `${served.base}api/loops/t/actions`);
+      await page.evaluate(
+        (u) => fetch(u, { method: "POST", mode: "no-cors", credentials: "include", body: JSON.stringify({ verb: "pause" }) }).catch(() => null),
+        `${served.base}api/loops/t/actions`,
+      );
       expect(p.head()).toBe(head);
       await page.close();
     } finally {
@@ -176,7 +183,8 @@ describe.skipIf(!HAVE_CHROMIUM)(HAVE_CHROMIUM ? "actions in Chromium" : `actions
     const head = p.head();
     const url = `${served.base}api/loops/t/actions`;
     const origin = served.base.replace(/\/$/, "");
-    const post = (headers: Record<string, string>, body: unknown) => fetch(url, { method: "POST", headers: { "Content-Type": "application/json", ...headers }, body: JSON.stringify(body) });
+    const post = (headers: Record<string, string>, body: unknown) =>
+      fetch(url, { method: "POST", headers: { "Content-Type": "application/json", ...headers }, body: JSON.stringify(body) });
     const noToken = await post({ Origin: origin }, { verb: "pause" });
     expect(noToken.status).toBe(403);
     expect(((await noToken.json()) as any).error.message).toContain("CSRF token");
@@ -200,18 +208,34 @@ describe.skipIf(!HAVE_CHROMIUM)(HAVE_CHROMIUM ? "actions in Chromium" : `actions
     const csrf = /<meta name="loop-csrf" content="([0-9a-f]{64})">/.exec(page)![1]!;
     const origin = served.base.replace(/\/$/, "");
     const post = (body: unknown, headers: Record<string, string> = {}) =>
-      fetch(`${served.base}api/loops/t/actions`, { method: "POST", headers: { "Content-Type": "application/json", Origin: origin, ...headers }, body: typeof body === "string" ? body : JSON.stringify(body) });
+      fetch(`${served.base}api/loops/t/actions`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json", Origin: origin, ...headers },
+        body: typeof body === "string" ? body : JSON.stringify(body),
+      });
     const head = p.head();
     const answer = async (r: Response) => [r.status, ((await r.json()) as any).error];
     // The same words as the command line's, for the same mistake.
     const cli = await p.ctl(["reply", "--work-item", "q"]);
     expect(cli.code).toBe(2);
-    expect(await answer(await post({ verb: "reply", item: "q", csrf }))).toEqual([400, { code: "usage", message: JSON.parse(cli.stderr.trim().split("\n").at(-1)!).error.message }]);
-    expect(await answer(await post({ verb: "frobnicate", csrf }))).toEqual([400, { code: "usage", message: 'unknown verb "frobnicate" (verbs: start, pause, resume, stop, skip, retry, cancel, reply)' }]);
+    expect(await answer(await post({ verb: "reply", item: "q", csrf }))).toEqual([
+      400,
+      { code: "usage", message: JSON.parse(cli.stderr.trim().split("\n").at(-1)!).error.message },
+    ]);
+    expect(await answer(await post({ verb: "frobnicate", csrf }))).toEqual([
+      400,
+      { code: "usage", message: 'unknown verb "frobnicate" (verbs: start, pause, resume, stop, skip, retry, cancel, reply)' },
+    ]);
     expect(await answer(await post({ verb: "retry", item: "nope", csrf }))).toMatchObject([400, { code: "unknown_item" }]);
     // What cannot be undone needs its word; the answer names it.
-    expect(await answer(await post({ verb: "stop", item: "q", csrf }))).toMatchObject([400, { code: "usage", message: expect.stringContaining('confirm with the item\'s id, "q"') }]);
-    expect(await answer(await post({ verb: "pause", csrf, extra: "x" }))).toMatchObject([400, { code: "usage", message: expect.stringContaining('unknown field "extra"') }]);
+    expect(await answer(await post({ verb: "stop", item: "q", csrf }))).toMatchObject([
+      400,
+      { code: "usage", message: expect.stringContaining('confirm with the item\'s id, "q"') },
+    ]);
+    expect(await answer(await post({ verb: "pause", csrf, extra: "x" }))).toMatchObject([
+      400,
+      { code: "usage", message: expect.stringContaining('unknown field "extra"') },
+    ]);
     // A body that is not JSON carries no CSRF token that can be read: a browser's request is refused as such.
     expect(await answer(await post(`{"verb":"pause","csrf":"${csrf}"`))).toMatchObject([403, { code: "forbidden" }]);
     expect(await answer(await post({ verb: "pause", csrf }, { "Content-Type": "text/plain" }))).toMatchObject([415, { code: "unsupported_media_type" }]);
@@ -232,7 +256,11 @@ describe.skipIf(!HAVE_CHROMIUM)(HAVE_CHROMIUM ? "actions in Chromium" : `actions
       expect(await page.locator("form.act").count()).toBe(0);
       await page.close();
       const head = p.head();
-      const r = await fetch(`${ro.base}api/loops/t/actions`, { method: "POST", headers: { "Content-Type": "application/json", Origin: ro.base.replace(/\/$/, "") }, body: JSON.stringify({ verb: "pause" }) });
+      const r = await fetch(`${ro.base}api/loops/t/actions`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json", Origin: ro.base.replace(/\/$/, "") },
+        body: JSON.stringify({ verb: "pause" }),
+      });
       expect(r.status).toBe(405);
       expect(r.headers.get("allow")).toBe("GET, HEAD");
       expect(p.head()).toBe(head);
@@ -255,13 +283,21 @@ describe.skipIf(!HAVE_CHROMIUM)(HAVE_CHROMIUM ? "actions in Chromium" : `actions
       expect(p.events().at(-1)!.actor).toBe(`page:token-${id}`);
       await page.close();
       // A script: the Bearer token is its proof, no Origin, no CSRF token.
-      const r = await fetch(`${ts.base}api/loops/t/actions`, { method: "POST", headers: { "Content-Type": "application/json", Authorization: `Bearer ${token}` }, body: JSON.stringify({ verb: verb === "pause" ? "resume" : "pause" }) });
+      const r = await fetch(`${ts.base}api/loops/t/actions`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json", Authorization: `Bearer ${token}` },
+        body: JSON.stringify({ verb: verb === "pause" ? "resume" : "pause" }),
+      });
       const doc = (await r.json()) as any;
       expect([r.status, doc.schema, doc.actions.length]).toEqual([200, "loop/ctl@1", 1]);
       expect(p.events().at(-1)!.actor).toBe(`api:token-${id}`);
       // Without the token: 401, nothing done.
       const head = p.head();
-      const none = await fetch(`${ts.base}api/loops/t/actions`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ verb: "pause" }) });
+      const none = await fetch(`${ts.base}api/loops/t/actions`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ verb: "pause" }),
+      });
       expect(none.status).toBe(401);
       expect(p.head()).toBe(head);
       expect(JSON.stringify(p.events())).not.toContain(token);

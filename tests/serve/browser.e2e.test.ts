@@ -65,7 +65,12 @@ describe.skipIf(!HAVE_CHROMIUM)(HAVE_CHROMIUM ? "in Chromium" : `in Chromium (SK
     const page = await browser.context.newPage();
     await page.goto(served.url);
     const rows = await page.$$eval("svg.timeline g.row", (gs) =>
-      gs.map((g) => ({ id: g.getAttribute("data-item"), status: g.getAttribute("data-status"), shown: g.querySelector(".outcome .st")!.textContent, attempts: [...g.querySelectorAll(".attempt .end")].map((e) => e.getAttribute("class")) })),
+      gs.map((g) => ({
+        id: g.getAttribute("data-item"),
+        status: g.getAttribute("data-status"),
+        shown: g.querySelector(".outcome .st")!.textContent,
+        attempts: [...g.querySelectorAll(".attempt .end")].map((e) => e.getAttribute("class")),
+      })),
     );
     const status = (await (await fetch(new URL("/api/loops/t/status", served.url))).json()) as any;
     expect(rows.map((r) => [r.id, r.status, r.shown])).toEqual(status.items.map((it: any) => [it.id, it.status, it.status]));
@@ -117,7 +122,11 @@ describe.skipIf(!HAVE_CHROMIUM)(HAVE_CHROMIUM ? "in Chromium" : `in Chromium (SK
     expect(stats.width).toBe(1400);
     const [all, header, timeline, items] = stats.regions;
     expect(all!.colors).toBeGreaterThan(50);
-    for (const [name, r] of [["header", header], ["timeline", timeline], ["items", items]] as const) {
+    for (const [name, r] of [
+      ["header", header],
+      ["timeline", timeline],
+      ["items", items],
+    ] as const) {
       expect([name, r!.inked > 0.02]).toEqual([name, true]);
       expect([name, r!.colors > 10]).toEqual([name, true]);
     }
@@ -140,10 +149,16 @@ describe.skipIf(!HAVE_CHROMIUM)(HAVE_CHROMIUM ? "in Chromium" : `in Chromium (SK
 
   test("eight tabs of one browser all load and all follow the loop: the streams are shared, and past four a tab polls (docs/cli/loop-serve.md#live-updates)", async () => {
     const many = new Project((q) =>
-      demoDefinition([{ id: "gated", prompt: "wait for the gate", runner: "gated" }, ...[1, 2, 3, 4, 5].map((n) => ({ id: `n${n}`, prompt: `n${n}\n@demo write n${n}.txt a` }))], {
-        name: "many",
-        runners: { gated: { command: ["sh", "-c", `while [ ! -e '${join(q.aux, "gate")}' ]; do sleep 0.1; done`] } },
-      }),
+      demoDefinition(
+        [
+          { id: "gated", prompt: "wait for the gate", runner: "gated" },
+          ...[1, 2, 3, 4, 5].map((n) => ({ id: `n${n}`, prompt: `n${n}\n@demo write n${n}.txt a` })),
+        ],
+        {
+          name: "many",
+          runners: { gated: { command: ["sh", "-c", `while [ ! -e '${join(q.aux, "gate")}' ]; do sleep 0.1; done`] } },
+        },
+      ),
     );
     let s: Awaited<ReturnType<typeof serve>> | null = null;
     const pages: Page[] = [];
@@ -159,7 +174,9 @@ describe.skipIf(!HAVE_CHROMIUM)(HAVE_CHROMIUM ? "in Chromium" : `in Chromium (SK
         expect(res!.status()).toBe(200);
         await page.evaluate(() => ((window as any).__marker = "not reloaded"));
       }
-      const modes = await Promise.all(pages.map((p) => p.waitForFunction(() => document.body.getAttribute("data-live"), undefined, { timeout: 15_000 }).then((h) => h.jsonValue())));
+      const modes = await Promise.all(
+        pages.map((p) => p.waitForFunction(() => document.body.getAttribute("data-live"), undefined, { timeout: 15_000 }).then((h) => h.jsonValue())),
+      );
       // Seven distinct streams asked for: the first four held (the two loop pages share one), the rest poll.
       expect(modes.slice(0, 5)).toEqual(["stream", "stream", "stream", "stream", "stream"]);
       expect(modes.slice(5)).toEqual(["polling", "polling", "polling"]);
@@ -180,10 +197,20 @@ describe.skipIf(!HAVE_CHROMIUM)(HAVE_CHROMIUM ? "in Chromium" : `in Chromium (SK
     // One item behind a gate the test opens (a command runner that prints, waits, prints), then one
     // the demo agent does.
     const live = new Project((q) =>
-      demoDefinition([{ id: "gated", prompt: "print, wait for the gate, print", runner: "gated" }, { id: "after", prompt: "after\n@demo write after.txt a" }], {
-        name: "live",
-        runners: { gated: { command: ["sh", "-c", `echo first-line; while [ ! -e '${join(q.aux, "gate")}' ]; do sleep 0.1; done; printf '%s\\n' 'second-line <b>bold</b>'`] } },
-      }),
+      demoDefinition(
+        [
+          { id: "gated", prompt: "print, wait for the gate, print", runner: "gated" },
+          { id: "after", prompt: "after\n@demo write after.txt a" },
+        ],
+        {
+          name: "live",
+          runners: {
+            gated: {
+              command: ["sh", "-c", `echo first-line; while [ ! -e '${join(q.aux, "gate")}' ]; do sleep 0.1; done; printf '%s\\n' 'second-line <b>bold</b>'`],
+            },
+          },
+        },
+      ),
     );
     let s: Awaited<ReturnType<typeof serve>> | null = null;
     try {

@@ -95,7 +95,10 @@ describe("serving", () => {
     expect(r.doc.token).toBe(true);
     expect(r.doc.loops.map((l: any) => l.name)).toEqual(["one", "two"]);
     expect(r.unauthorized).toBe(401);
-    expect(r.loops.loops.map((l: any) => [l.name, l.state])).toEqual([["one", "drained"], ["two", "running"]]);
+    expect(r.loops.loops.map((l: any) => [l.name, l.state])).toEqual([
+      ["one", "drained"],
+      ["two", "running"],
+    ]);
   });
 });
 
@@ -105,10 +108,29 @@ describe("refusals, before anything is served", () => {
     { name: "a short token", args: () => ["--listen", "0.0.0.0:0", "--token", "short"], exit: 2, code: "usage", message: /at least 16/ },
     { name: "a malformed --listen", args: () => ["--listen", "7777"], exit: 2, code: "usage", message: /expected host:port/ },
     { name: "no store under the root", args: () => ["--root", empty(), "--listen", "127.0.0.1:0"], exit: 2, code: "missing_store", message: /no store at/ },
-    { name: "two loops of one name", args: () => ["--root", p.root, "--root", q.root, "--listen", "127.0.0.1:0"], exit: 2, code: "usage", message: /two loops are named "one"/ },
+    {
+      name: "two loops of one name",
+      args: () => ["--root", p.root, "--root", q.root, "--listen", "127.0.0.1:0"],
+      exit: 2,
+      code: "usage",
+      message: /two loops are named "one"/,
+    },
     { name: "one root twice", args: () => ["--root", p.root, "--root", p.root, "--listen", "127.0.0.1:0"], exit: 2, code: "usage", message: /is given twice/ },
-    { name: "--state-root with several roots", args: () => ["--root", p.root, "--root", q.root, "--state-root", p.stateRoot], exit: 2, code: "usage", message: /--state-root names one state root/ },
-    { name: "LOOP_STATE_ROOT with several roots", args: () => ["--root", p.root, "--root", q.root], env: () => ({ LOOP_STATE_ROOT: p.stateRoot }), exit: 2, code: "usage", message: /LOOP_STATE_ROOT names one state root/ },
+    {
+      name: "--state-root with several roots",
+      args: () => ["--root", p.root, "--root", q.root, "--state-root", p.stateRoot],
+      exit: 2,
+      code: "usage",
+      message: /--state-root names one state root/,
+    },
+    {
+      name: "LOOP_STATE_ROOT with several roots",
+      args: () => ["--root", p.root, "--root", q.root],
+      env: () => ({ LOOP_STATE_ROOT: p.stateRoot }),
+      exit: 2,
+      code: "usage",
+      message: /LOOP_STATE_ROOT names one state root/,
+    },
   ];
   for (const c of cases)
     test(`${c.name}: exit ${c.exit}, ${c.code}`, async () => {

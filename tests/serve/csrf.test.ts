@@ -44,7 +44,14 @@ describe("the proof a write carries", () => {
     expect(csrfProblem(h({ origin: "http://127.0.0.1:7777" }), { token, port: 7777, secret, sent: session })).toContain("CSRF token");
     expect(csrfProblem(h({ authorization: `Bearer ${token}` }), { token, port: 7777, secret, sent: undefined })).toBeNull();
     // A Bearer header that is not the token proves nothing (the cookie let the request in): the CSRF token is still needed.
-    expect(csrfProblem(h({ origin: "http://127.0.0.1:7777", cookie: `${cookie.name}=${cookie.value}`, authorization: "Bearer wrong-token-0123456789" }), { token, port: 7777, secret, sent: undefined })).toContain("CSRF token");
+    expect(
+      csrfProblem(h({ origin: "http://127.0.0.1:7777", cookie: `${cookie.name}=${cookie.value}`, authorization: "Bearer wrong-token-0123456789" }), {
+        token,
+        port: 7777,
+        secret,
+        sent: undefined,
+      }),
+    ).toContain("CSRF token");
   });
   test("the actor names the token by an id, never the token", () => {
     expect(actorOf(h({}), null)).toBe("page:loopback");

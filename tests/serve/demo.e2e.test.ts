@@ -16,7 +16,13 @@ afterAll(() => {
 
 test("npm run demo -- --serve: the page's address first, the loop drains on it, Ctrl-C ends the demo and its server", async () => {
   const root = join(base, "demo");
-  const demo = Bun.spawn([process.execPath, join(REPO, "scripts", "demo.ts"), "--serve", "--dir", root], { cwd: base, env: testEnv(), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const demo = Bun.spawn([process.execPath, join(REPO, "scripts", "demo.ts"), "--serve", "--dir", root], {
+    cwd: base,
+    env: testEnv(),
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const reader = demo.stdout.getReader();
   let out = "";
   while (!out.includes("\n")) {
@@ -35,7 +41,8 @@ test("npm run demo -- --serve: the page's address first, the loop drains on it, 
   }
   expect(state).toBe("drained");
   const html = await (await fetch(page)).text();
-  for (const id of ["write-readme-md-says-project", "add-changelog-md-mentions-readme", "add-license"]) expect(html).toContain(`data-item="${id}" data-status="passed"`);
+  for (const id of ["write-readme-md-says-project", "add-changelog-md-mentions-readme", "add-license"])
+    expect(html).toContain(`data-item="${id}" data-status="passed"`);
   // It stays up until Ctrl-C (stderr says so), then the demo ends its server and exits.
   const err = demo.stderr.getReader();
   let said = "";

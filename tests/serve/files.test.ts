@@ -67,19 +67,31 @@ describe("readSlice", () => {
     writeFileSync(join(elsewhere, "handoff.md"), "SECRET HANDOFF\n");
     renameSync(session, `${session}.away`);
     symlinkSync(elsewhere, session);
-    expect(readSlice(join(session, "output.log"), { root, max: 100 })).toEqual({ kind: "error", message: "not read: sessions/item/1 is a symbolic link (not followed)" });
-    expect(readSlice(join(session, "handoff.md"), { root, from: 0, max: 100 })).toEqual({ kind: "error", message: "not read: sessions/item/1 is a symbolic link (not followed)" });
+    expect(readSlice(join(session, "output.log"), { root, max: 100 })).toEqual({
+      kind: "error",
+      message: "not read: sessions/item/1 is a symbolic link (not followed)",
+    });
+    expect(readSlice(join(session, "handoff.md"), { root, from: 0, max: 100 })).toEqual({
+      kind: "error",
+      message: "not read: sessions/item/1 is a symbolic link (not followed)",
+    });
     expect(fileStat(join(session, "output.log"), root)).toBeNull();
     // A link higher up (the item's folder) is not followed either; the state root itself may be one (the operator's).
     rmSync(session);
     renameSync(`${session}.away`, session);
     renameSync(join(root, "sessions", "item"), join(dir, "item-away"));
     symlinkSync(join(dir, "item-away"), join(root, "sessions", "item"));
-    expect(readSlice(join(session, "output.log"), { root, max: 100 })).toEqual({ kind: "error", message: "not read: sessions/item is a symbolic link (not followed)" });
+    expect(readSlice(join(session, "output.log"), { root, max: 100 })).toEqual({
+      kind: "error",
+      message: "not read: sessions/item is a symbolic link (not followed)",
+    });
     rmSync(join(root, "sessions", "item"));
     renameSync(join(dir, "item-away"), join(root, "sessions", "item"));
     symlinkSync(root, join(dir, "state-link"));
-    expect(readSlice(join(dir, "state-link", "sessions", "item", "1", "output.log"), { root: join(dir, "state-link"), max: 100 })).toMatchObject({ kind: "ok", text: "the agent's own output\n" });
+    expect(readSlice(join(dir, "state-link", "sessions", "item", "1", "output.log"), { root: join(dir, "state-link"), max: 100 })).toMatchObject({
+      kind: "ok",
+      text: "the agent's own output\n",
+    });
     // A path outside the state root is not read at all.
     expect(readSlice(join(elsewhere, "output.log"), { root, max: 100 })).toEqual({ kind: "error", message: `not read: it is not under ${root}` });
   });

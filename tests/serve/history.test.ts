@@ -41,9 +41,24 @@ describe("an attempt's phases", () => {
   test("a passing attempt: launching, agent, verify, landing; outcome passed", () => {
     const b = new LogBuilder();
     b.push(definition(1, [itemDef("a")]), loopStarted); // 2, 3
-    b.push(launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1 }), verifyReserved({ item: "a", attempt: 1 }), verifyStarted({ item: "a", attempt: 1 }), verified({ item: "a", attempt: 1, passed: true })); // 4..9
-    b.push({ type: "landing_finished", item: "a", payload: { attempt: 1, outcome: "merged", branch: "b", target: "t", commit: "c0ffee", code: "merged", reason: "merged" } }); // 10
-    b.push(settled({ item: "a", attempt: 1, outcome: "passed", reason: "verify passed" }), { type: "session_closed", item: "a", payload: { attempt: 1, how: "not_running", worktreeRemoved: true, reason: "item passed" } });
+    b.push(
+      launch({ item: "a", attempt: 1 }),
+      started({ item: "a", attempt: 1 }),
+      ended({ item: "a", attempt: 1 }),
+      verifyReserved({ item: "a", attempt: 1 }),
+      verifyStarted({ item: "a", attempt: 1 }),
+      verified({ item: "a", attempt: 1, passed: true }),
+    ); // 4..9
+    b.push({
+      type: "landing_finished",
+      item: "a",
+      payload: { attempt: 1, outcome: "merged", branch: "b", target: "t", commit: "c0ffee", code: "merged", reason: "merged" },
+    }); // 10
+    b.push(settled({ item: "a", attempt: 1, outcome: "passed", reason: "verify passed" }), {
+      type: "session_closed",
+      item: "a",
+      payload: { attempt: 1, how: "not_running", worktreeRemoved: true, reason: "item passed" },
+    });
     const a = fold(b).items.get("a")!.attempts[0]!;
     // Closing: the landing → the session closed (the worktree's removal, in the settling step).
     expect(phases(a)).toEqual(["launching 4→5", "agent 5→6", "airlock 6→7", "verify 7→9", "landing 9→10", "closing 10→12"]);
@@ -57,7 +72,11 @@ describe("an attempt's phases", () => {
     b.push(definition(1, [itemDef("a")]), loopStarted, launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 })); // 2, 3, 4, 5
     const iso = (s: number) => new Date(Date.parse("2025-01-01T00:00:00.000Z") + s * 1000).toISOString();
     // The agent ran 5.1 s → 5.17 s; the step that saw it came at 6.
-    const endedAt = (times: { started: string | null; ended: string | null }) => ({ type: "session_ended" as const, item: "a", payload: { attempt: 1, verdict: "exited" as const, exitCode: 0, signal: null, reason: "exited 0", times } });
+    const endedAt = (times: { started: string | null; ended: string | null }) => ({
+      type: "session_ended" as const,
+      item: "a",
+      payload: { attempt: 1, verdict: "exited" as const, exitCode: 0, signal: null, reason: "exited 0", times },
+    });
     b.push(endedAt({ started: iso(5.1), ended: iso(5.17) })); // 6
     b.push(verifyReserved({ item: "a", attempt: 1 }), verifyStarted({ item: "a", attempt: 1 })); // 7, 8
     const v = verified({ item: "a", attempt: 1, passed: true }) as Extract<EventDraft, { type: "verify_finished" }>;
@@ -110,10 +129,25 @@ describe("an attempt's phases", () => {
 
   test("a pull request: landing until it is recorded, then waiting on checks until the landing", () => {
     const b = new LogBuilder();
-    b.push(definition(1, [itemDef("a")]), loopStarted, launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1 }), verified({ item: "a", attempt: 1, passed: true })); // ..7
-    b.push({ type: "forge_pr_recorded", item: "a", payload: { attempt: 1, number: 7, url: "https://github.com/o/r/pull/7", head: "abc", draft: false, reused: false } }); // 8
+    b.push(
+      definition(1, [itemDef("a")]),
+      loopStarted,
+      launch({ item: "a", attempt: 1 }),
+      started({ item: "a", attempt: 1 }),
+      ended({ item: "a", attempt: 1 }),
+      verified({ item: "a", attempt: 1, passed: true }),
+    ); // ..7
+    b.push({
+      type: "forge_pr_recorded",
+      item: "a",
+      payload: { attempt: 1, number: 7, url: "https://github.com/o/r/pull/7", head: "abc", draft: false, reused: false },
+    }); // 8
     b.push({ type: "forge_landing_waiting", item: "a", payload: { attempt: 1, code: "checks_pending", reason: "checks are running", head: "abc" } }); // 9
-    b.push({ type: "landing_finished", item: "a", payload: { attempt: 1, outcome: "merged", branch: "b", target: "main", commit: "m", code: "merged", reason: "merged #7" } }); // 10
+    b.push({
+      type: "landing_finished",
+      item: "a",
+      payload: { attempt: 1, outcome: "merged", branch: "b", target: "main", commit: "m", code: "merged", reason: "merged #7" },
+    }); // 10
     const a = fold(b).items.get("a")!.attempts[0]!;
     expect(phases(a)).toEqual(["launching 4→5", "agent 5→6", "airlock 6→7", "landing 7→8", "checks 8→10"]);
     expect(a.pr).toMatchObject({ number: 7, url: "https://github.com/o/r/pull/7" });
@@ -127,7 +161,14 @@ describe("an attempt's phases", () => {
     const reaction = (decision: "retry" | "block") => ({
       type: "forge_reaction_recorded" as const,
       item: "a",
-      payload: { attempt: 1, head: "c".repeat(40), signals: [{ kind: "checksFailed", key: "checksFailed:c", summary: "build failed" }], decision, reason: "build failed", feedback: "" },
+      payload: {
+        attempt: 1,
+        head: "c".repeat(40),
+        signals: [{ kind: "checksFailed", key: "checksFailed:c", summary: "build failed" }],
+        decision,
+        reason: "build failed",
+        feedback: "",
+      },
     });
     b.push(reaction("block") as never, reaction("retry") as never);
     const at1 = Date.parse(b.events.at(-1)!.ts);
@@ -141,8 +182,19 @@ describe("an attempt's phases", () => {
     const b = new LogBuilder();
     const gitlab = definition(1, [itemDef("a")]) as { payload: { settings: Record<string, unknown> } };
     gitlab.payload.settings = { ...gitlab.payload.settings, forge: { provider: "gitlab" } };
-    b.push(gitlab as never, loopStarted, launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1 }), verified({ item: "a", attempt: 1, passed: true }));
-    b.push({ type: "forge_pr_recorded", item: "a", payload: { attempt: 1, number: 3, url: "https://gitlab.com/g/p/-/merge_requests/3", head: "abc", draft: false, reused: false } });
+    b.push(
+      gitlab as never,
+      loopStarted,
+      launch({ item: "a", attempt: 1 }),
+      started({ item: "a", attempt: 1 }),
+      ended({ item: "a", attempt: 1 }),
+      verified({ item: "a", attempt: 1, passed: true }),
+    );
+    b.push({
+      type: "forge_pr_recorded",
+      item: "a",
+      payload: { attempt: 1, number: 3, url: "https://gitlab.com/g/p/-/merge_requests/3", head: "abc", draft: false, reused: false },
+    });
     b.push(definition(2, [itemDef("a")]));
     const h = fold(b);
     expect(h.provider).toBe("gitlab");
@@ -154,11 +206,18 @@ describe("waits", () => {
   test("a question is an item wait from needs_input until the item is requeued", () => {
     const b = new LogBuilder();
     b.push(definition(1, [itemDef("a")]), loopStarted, launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 })); // ..5
-    b.push({ type: "needs_input", item: "a", payload: { attempt: 1, question: "which port?" } }, { type: "loop_paused", payload: { reason: "a needs input: which port?" } }); // 6, 7
+    b.push(
+      { type: "needs_input", item: "a", payload: { attempt: 1, question: "which port?" } },
+      { type: "loop_paused", payload: { reason: "a needs input: which port?" } },
+    ); // 6, 7
     let h = fold(b);
     expect(h.items.get("a")!.waits).toEqual([{ kind: "needs_input", label: "needs input: which port?", from: at(b, 5), to: null }]);
     expect(h.waits).toEqual([{ kind: "paused", label: "a needs input: which port?", from: at(b, 6), to: null }]);
-    b.push({ type: "reply_recorded", item: "a", actor: "alice", payload: { text: "8080" } }, { type: "loop_resumed", payload: {} }, requeued({ item: "a", attempt: 1, reason: "answered", failed: false })); // 8, 9, 10
+    b.push(
+      { type: "reply_recorded", item: "a", actor: "alice", payload: { text: "8080" } },
+      { type: "loop_resumed", payload: {} },
+      requeued({ item: "a", attempt: 1, reason: "answered", failed: false }),
+    ); // 8, 9, 10
     h = fold(b);
     expect(h.items.get("a")!.waits[0]!.to).toBe(at(b, 9));
     expect(h.waits[0]!.to).toBe(at(b, 8));
@@ -169,20 +228,35 @@ describe("waits", () => {
   test("an environment fault ends its attempt (given back) and pauses the loop until resumed", () => {
     const b = new LogBuilder();
     b.push(definition(1, [itemDef("a")]), loopStarted, launch({ item: "a", attempt: 1 }));
-    b.push({ type: "environment_fault", item: "a", payload: { kind: "program_not_found", attempt: 1, reason: "claude is not on PATH", fix: "install it, then `loop ctl resume`" } });
+    b.push({
+      type: "environment_fault",
+      item: "a",
+      payload: { kind: "program_not_found", attempt: 1, reason: "claude is not on PATH", fix: "install it, then `loop ctl resume`" },
+    });
     const h = fold(b);
     const a = h.items.get("a")!.attempts[0]!;
     expect(a.end?.verdict).toBe("environment_fault");
     expect(a.outcome).toMatchObject({ kind: "requeued" });
     expect(phases(a)).toEqual(["launching 4→5"]);
     // The words the reducer gives the loop's pause (lib/log/vocabulary.ts faultSentence), one sentence for both.
-    expect(h.waits).toEqual([{ kind: "environment", label: "environment fault launching a: claude is not on PATH. To fix: install it, then `loop ctl resume`", from: at(b, 4), to: null }]);
+    expect(h.waits).toEqual([
+      {
+        kind: "environment",
+        label: "environment fault launching a: claude is not on PATH. To fix: install it, then `loop ctl resume`",
+        from: at(b, 4),
+        to: null,
+      },
+    ]);
   });
 
   test("an environment fault met before the verify (its sandbox) leaves the ended attempt waiting for it, as the reducer does", () => {
     const b = new LogBuilder();
     b.push(definition(1, [itemDef("a")]), loopStarted, launch({ item: "a", attempt: 1 }), started({ item: "a", attempt: 1 }), ended({ item: "a", attempt: 1 }));
-    b.push({ type: "environment_fault", item: "a", payload: { kind: "sandbox_unavailable", attempt: 1, reason: "bwrap cannot make a namespace", fix: "allow user namespaces" } });
+    b.push({
+      type: "environment_fault",
+      item: "a",
+      payload: { kind: "sandbox_unavailable", attempt: 1, reason: "bwrap cannot make a namespace", fix: "allow user namespaces" },
+    });
     const h = fold(b);
     const a = h.items.get("a")!.attempts[0]!;
     expect(a.end?.verdict).toBe("exited");

@@ -104,8 +104,15 @@ describe("a malformed Host header (docs/cli/loop-serve.md#security-model)", () =
         c.send(`GET /api/loops HTTP/1.1\r\nHost: ${host}\r\n\r\n`);
         const r = (await c.response())!;
         expect([host, r.status]).toEqual([host, 400]);
-        expect(JSON.parse(r.body)).toEqual({ error: { code: "bad_request", message: `the Host header ${JSON.stringify(host)} is not a host name or address with an optional port` } });
-        expect([host, header(r.head, "content-security-policy"), header(r.head, "x-content-type-options"), header(r.head, "connection")]).toEqual([host, CSP, "nosniff", "close"]);
+        expect(JSON.parse(r.body)).toEqual({
+          error: { code: "bad_request", message: `the Host header ${JSON.stringify(host)} is not a host name or address with an optional port` },
+        });
+        expect([host, header(r.head, "content-security-policy"), header(r.head, "x-content-type-options"), header(r.head, "connection")]).toEqual([
+          host,
+          CSP,
+          "nosniff",
+          "close",
+        ]);
         await pollUntil(c.closed, `the server to close the connection after refusing Host ${host}`);
       }
       // HTTP/1.0 without a Host: the token decides (401), and the answer is loop's own.
@@ -118,7 +125,9 @@ describe("a malformed Host header (docs/cli/loop-serve.md#security-model)", () =
       expect((await s.get("/api/loops")).status).toBe(200);
     } finally {
       const stderr = await s.stop();
-      expect(stderr.trim().split("\n")).toEqual([expect.stringMatching(/^loop serve: 1 loop on http:\/\/127\.0\.0\.1:\d+\/ \(token required\), actions on; Ctrl-C stops$/)]);
+      expect(stderr.trim().split("\n")).toEqual([
+        expect.stringMatching(/^loop serve: 1 loop on http:\/\/127\.0\.0\.1:\d+\/ \(token required\), actions on; Ctrl-C stops$/),
+      ]);
     }
   });
 });
@@ -157,10 +166,18 @@ describe("a FIFO in place of loop.db (docs/cli/loop-serve.md#security-model)", (
     rmSync(db);
     expect(Bun.spawnSync(["mkfifo", db]).exitCode).toBe(0);
     // Bounded, so that a status stuck in the open fails the test instead of hanging it.
-    const r = Bun.spawnSync([BUN, LOOP, "status", "--json", "--root", p.root, "--state-root", copy], { cwd: p.root, env: testEnv(), timeout: 60_000, killSignal: "SIGKILL" });
+    const r = Bun.spawnSync([BUN, LOOP, "status", "--json", "--root", p.root, "--state-root", copy], {
+      cwd: p.root,
+      env: testEnv(),
+      timeout: 60_000,
+      killSignal: "SIGKILL",
+    });
     expect(r.signalCode ?? null).toBeNull();
     expect(r.exitCode).toBe(2);
-    expect(JSON.parse(r.stderr.toString()).error).toEqual({ code: "corrupt_store", message: `store under ${copy} is not a loop store: ${db} is a FIFO, not a regular file, and was not opened` });
+    expect(JSON.parse(r.stderr.toString()).error).toEqual({
+      code: "corrupt_store",
+      message: `store under ${copy} is not a loop store: ${db} is a FIFO, not a regular file, and was not opened`,
+    });
   });
 });
 

@@ -64,11 +64,25 @@ describe("metricsText", () => {
     const reaction = (attempt: number, decision: "retry" | "block") => ({
       type: "forge_reaction_recorded" as const,
       item: "a",
-      payload: { attempt, head: "c".repeat(40), signals: [{ kind: "checksFailed", key: `checksFailed:${attempt}`, summary: "build failed" }], decision, reason: "build failed", feedback: "" },
+      payload: {
+        attempt,
+        head: "c".repeat(40),
+        signals: [{ kind: "checksFailed", key: `checksFailed:${attempt}`, summary: "build failed" }],
+        decision,
+        reason: "build failed",
+        feedback: "",
+      },
     });
     rb.push(reaction(1, "retry") as never, reaction(1, "block") as never);
-    const withThem = samples(metricsText([{ name: "api", status: status({ loop: { usage: { tokens: 1200, usd: 0.75 } } }), history: foldEvents(rb.events), lastWrite: null }], { now, sseClients: 0 }));
-    expect([withThem.get('loop_spend_usd{loop="api"}'), withThem.get('loop_spend_tokens{loop="api"}'), withThem.get('loop_reworks_total{loop="api"}')]).toEqual([0.75, 1200, 1]);
+    const withThem = samples(
+      metricsText([{ name: "api", status: status({ loop: { usage: { tokens: 1200, usd: 0.75 } } }), history: foldEvents(rb.events), lastWrite: null }], {
+        now,
+        sseClients: 0,
+      }),
+    );
+    expect([withThem.get('loop_spend_usd{loop="api"}'), withThem.get('loop_spend_tokens{loop="api"}'), withThem.get('loop_reworks_total{loop="api"}')]).toEqual(
+      [0.75, 1200, 1],
+    );
   });
 
   test("a loop that cannot be read is down, and still counted by what the log said", () => {

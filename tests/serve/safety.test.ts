@@ -157,5 +157,6 @@ describe("the Host header's form", () => {
     test(`${JSON.stringify(good)} is well formed`, () => expect(hostProblem(good)).toBeNull());
   test("no Host header (HTTP/1.0) is left to the access check", () => expect(hostProblem(null)).toBeNull());
   for (const bad of ["127.0.0.1 evil", "::ffff:127.0.0.1", "::1", "127.0.0.1:80@x", "127.0.0.1:99999", "a/b", "x\ty", "", "[::1", "127.0.0.1:", "h:80:80"])
-    test(`${JSON.stringify(bad)} is refused, named`, () => expect(hostProblem(bad)).toBe(`the Host header ${JSON.stringify(bad)} is not a host name or address with an optional port`));
+    test(`${JSON.stringify(bad)} is refused, named`, () =>
+      expect(hostProblem(bad)).toBe(`the Host header ${JSON.stringify(bad)} is not a host name or address with an optional port`));
 });

@@ -48,7 +48,21 @@ describe("the JSON APIs", () => {
     const doc = await json("/api/loops");
     expect(doc).toEqual({
       schema: "loop/serve-loops@1",
-      loops: [{ name: "t", root: p.root, stateRoot: p.stateRoot, page: "/loops/t/", status: "/api/loops/t/status", events: "/api/loops/t/events", state: "drained", healthy: true, logSeq: p.head(), counts: { passed: 3, failed: 1, blocked: 1 }, error: null }],
+      loops: [
+        {
+          name: "t",
+          root: p.root,
+          stateRoot: p.stateRoot,
+          page: "/loops/t/",
+          status: "/api/loops/t/status",
+          events: "/api/loops/t/events",
+          state: "drained",
+          healthy: true,
+          logSeq: p.head(),
+          counts: { passed: 3, failed: 1, blocked: 1 },
+          error: null,
+        },
+      ],
     });
   });
 
@@ -94,14 +108,22 @@ describe("the JSON APIs", () => {
     const res = await get("/metrics");
     expect(res.headers.get("content-type")).toBe("text/plain; version=0.0.4; charset=utf-8");
     const text = await res.text();
-    for (const line of ['loop_items{loop="t",status="passed"} 3', 'loop_items{loop="t",status="blocked"} 1', 'loop_attempts_total{loop="t"} 5', 'loop_attention{loop="t",kind="failed"} 1', 'loop_state{loop="t",state="drained"} 1'])
+    for (const line of [
+      'loop_items{loop="t",status="passed"} 3',
+      'loop_items{loop="t",status="blocked"} 1',
+      'loop_attempts_total{loop="t"} 5',
+      'loop_attention{loop="t",kind="failed"} 1',
+      'loop_state{loop="t",state="drained"} 1',
+    ])
       expect(text).toContain(line + "\n");
   });
 
   test("the history folded from the log counts the attempts status reports, item by item", async () => {
     const status = await json("/api/loops/t/status");
     const h = served.sources[0]!.history;
-    expect(status.items.map((it: any) => [it.id, h.items.get(it.id)!.attempts.filter((a) => a.epoch === it.epoch).length])).toEqual(status.items.map((it: any) => [it.id, it.attempts]));
+    expect(status.items.map((it: any) => [it.id, h.items.get(it.id)!.attempts.filter((a) => a.epoch === it.epoch).length])).toEqual(
+      status.items.map((it: any) => [it.id, it.attempts]),
+    );
     expect(h.seq).toBe(status.loop.logSeq);
   });
 });
@@ -176,13 +198,29 @@ describe("the pages", () => {
 });
 
 describe("safe by construction", () => {
-  const paths = ["/", "/loops/t/", "/loops/t/items/ok", "/api/loops", "/api/loops/t/status", "/api/loops/t/events", "/metrics", "/assets/serve.js", "/assets/serve.css", "/nothing"];
+  const paths = [
+    "/",
+    "/loops/t/",
+    "/loops/t/items/ok",
+    "/api/loops",
+    "/api/loops/t/status",
+    "/api/loops/t/events",
+    "/metrics",
+    "/assets/serve.js",
+    "/assets/serve.css",
+    "/nothing",
+  ];
 
   test("every response carries the strict Content-Security-Policy and the other headers", async () => {
     for (const path of paths) {
       const res = await get(path);
       expect([path, res.headers.get("content-security-policy")]).toEqual([path, CSP]);
-      expect([path, res.headers.get("x-content-type-options"), res.headers.get("x-frame-options"), res.headers.get("referrer-policy")]).toEqual([path, "nosniff", "DENY", "no-referrer"]);
+      expect([path, res.headers.get("x-content-type-options"), res.headers.get("x-frame-options"), res.headers.get("referrer-policy")]).toEqual([
+        path,
+        "nosniff",
+        "DENY",
+        "no-referrer",
+      ]);
     }
     expect(CSP).toContain("script-src 'self'");
     expect(CSP).not.toContain("unsafe");
@@ -206,7 +244,9 @@ describe("safe by construction", () => {
         sock.on("data", (d) => (got += d.toString()));
         sock.on("end", () => resolve(got));
         sock.on("error", reject);
-        sock.write(`GET /api/loops/t/status HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n${head}\r\n\r\n${head.startsWith("Content") ? "{}" : "2\r\n{}\r\n0\r\n\r\n"}`);
+        sock.write(
+          `GET /api/loops/t/status HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n${head}\r\n\r\n${head.startsWith("Content") ? "{}" : "2\r\n{}\r\n0\r\n\r\n"}`,
+        );
       });
       expect([head, answer.split("\r\n")[0]]).toEqual([head, "HTTP/1.1 400 Bad Request"]);
       expect(answer).toContain("carries no body");
@@ -253,7 +293,11 @@ describe("safe by construction", () => {
         expect([scheme, (await at("/api/loops/t/status", { headers: { authorization: `${scheme} ${token}` } })).status]).toEqual([scheme, 200]);
       expect((await at("/api/loops/t/status", { headers: { authorization: `Basic ${token}` } })).status).toBe(401);
       // The redirect that drops the token stays on this server: `//evil.com/` would be another host to a browser.
-      for (const [path, location] of [["//evil.com/", "/evil.com/"], ["///evil.com/x?y=1", "/evil.com/x?y=1"], ["/%2F%2Fevil.com/", "/%2F%2Fevil.com/"]] as const) {
+      for (const [path, location] of [
+        ["//evil.com/", "/evil.com/"],
+        ["///evil.com/x?y=1", "/evil.com/x?y=1"],
+        ["/%2F%2Fevil.com/", "/%2F%2Fevil.com/"],
+      ] as const) {
         const res = await fetch(`${s.url.replace(/\/$/, "")}${path}${path.includes("?") ? "&" : "?"}token=${token}`, { redirect: "manual" });
         expect([path, res.status, res.headers.get("location")]).toEqual([path, 303, location]);
       }
@@ -288,7 +332,17 @@ describe("safe by construction", () => {
   });
 
   test("loop serve never writes: the state root is byte-identical after serving under load, with and without a -wal", async () => {
-    const urls = ["/", "/loops/t/", "/loops/t/?fragment=1", "/loops/t/items/retry", "/loops/t/items/xss", "/api/loops", "/api/loops/t/status", "/api/loops/t/events?after=0&limit=1000", "/metrics"];
+    const urls = [
+      "/",
+      "/loops/t/",
+      "/loops/t/?fragment=1",
+      "/loops/t/items/retry",
+      "/loops/t/items/xss",
+      "/api/loops",
+      "/api/loops/t/status",
+      "/api/loops/t/events?after=0&limit=1000",
+      "/metrics",
+    ];
     async function load(rounds: number): Promise<number> {
       const streams = await Promise.all(Array.from({ length: 5 }, () => get("/loops/t/stream?item=ok")));
       let n = 0;
@@ -336,7 +390,14 @@ describe("a store that cannot be read while serving", () => {
     const copy = join(p.aux, "state-copy");
     cpSync(p.stateRoot, copy, { recursive: true });
     const said: string[] = [];
-    const s = startServe({ loops: [{ root: p.root, stateRoot: copy }], listen: "127.0.0.1:0", token: undefined, env: testEnv(), log: (m) => said.push(m), pollMs: 60_000 });
+    const s = startServe({
+      loops: [{ root: p.root, stateRoot: copy }],
+      listen: "127.0.0.1:0",
+      token: undefined,
+      env: testEnv(),
+      log: (m) => said.push(m),
+      pollMs: 60_000,
+    });
     try {
       renameSync(join(copy, "loop.db"), join(copy, "loop.db.away"));
       s.poll();
@@ -347,11 +408,14 @@ describe("a store that cannot be read while serving", () => {
       const page = await fetch(new URL("/loops/t/", s.url), { headers: { accept: "text/html" } });
       expect(page.status).toBe(503);
       expect(await page.text()).toContain("store_missing");
-      expect((await (await fetch(new URL("/metrics", s.url))).text())).toContain('loop_up{loop="t"} 0');
+      expect(await (await fetch(new URL("/metrics", s.url))).text()).toContain('loop_up{loop="t"} 0');
       renameSync(join(copy, "loop.db.away"), join(copy, "loop.db"));
       s.poll();
       expect((await fetch(new URL("/api/loops/t/status", s.url))).status).toBe(200);
-      expect(said).toEqual([expect.stringMatching(/^loop t: cannot read its store \(store_missing: .* is missing, but .*\); its pages say so until it can$/), "loop t: its store can be read again"]);
+      expect(said).toEqual([
+        expect.stringMatching(/^loop t: cannot read its store \(store_missing: .* is missing, but .*\); its pages say so until it can$/),
+        "loop t: its store can be read again",
+      ]);
     } finally {
       await s.stop();
     }

@@ -20,7 +20,16 @@ describe("timelineOf", () => {
   b.push(launch({ item: "b", attempt: 1 }), started({ item: "b", attempt: 1 })); // 18, 19: still running
   const h = foldEvents(b.events);
   const now = T0 + 30_000;
-  const t = timelineOf(h, statusItems([["a", "passed", "verify passed"], ["b", "running", null], ["c", "pending", null]]), now, (id) => `/i/${id}`);
+  const t = timelineOf(
+    h,
+    statusItems([
+      ["a", "passed", "verify passed"],
+      ["b", "running", null],
+      ["c", "pending", null],
+    ]),
+    now,
+    (id) => `/i/${id}`,
+  );
 
   test("one row per status item, in the status document's order, with its status and reason", () => {
     expect(t.rows.map((r) => [r.id, r.status, r.reason, r.href])).toEqual([
@@ -54,7 +63,10 @@ describe("timelineOf", () => {
   });
 
   test("spend (the status document's) and reworks (the log's) join the row's words", () => {
-    const items = [{ id: "a", status: "passed", reason: "ok", usage: { tokens: 12345, usd: 0.5 } }, { id: "b", status: "pending", reason: null, usage: null }];
+    const items = [
+      { id: "a", status: "passed", reason: "ok", usage: { tokens: 12345, usd: 0.5 } },
+      { id: "b", status: "pending", reason: null, usage: null },
+    ];
     const reworked = { ...h, items: new Map([...h.items].map(([id, x]) => [id, id === "a" ? { ...x, reworks: 2 } : x])) };
     const rows = timelineOf(reworked, { items: items as never }, now, (id) => id).rows;
     expect(rows.map((r) => r.note)).toEqual(["$0.50, 12,345 tokens · 2 reworks", null]);
@@ -77,7 +89,11 @@ describe("the axis", () => {
   const cases: [number, number, string[]][] = [
     [0, 10_000, ["00:00:00", "00:00:05", "00:00:10"]],
     [0, 3_600_000, ["00:00", "00:15", "00:30", "00:45", "01:00"]],
-    [0, 2 * 86_400_000, ["01-01 00:00", "01-01 06:00", "01-01 12:00", "01-01 18:00", "01-02 00:00", "01-02 06:00", "01-02 12:00", "01-02 18:00", "01-03 00:00"]],
+    [
+      0,
+      2 * 86_400_000,
+      ["01-01 00:00", "01-01 06:00", "01-01 12:00", "01-01 18:00", "01-02 00:00", "01-02 06:00", "01-02 12:00", "01-02 18:00", "01-03 00:00"],
+    ],
     [0, 6 * 86_400_000, ["01-01", "01-02", "01-03", "01-04", "01-05", "01-06", "01-07"]],
   ];
   for (const [from, to, want] of cases)
@@ -124,7 +140,17 @@ describe("timelineSvg", () => {
         reason: "needs input: which port?",
         note: null,
         waits: [{ kind: "needs_input", from: T0 + 60_000, to: T0 + 100_000, title: "needs input" }],
-        attempts: [{ label: "attempt 1", outcome: null, reason: null, start: T0 + 50_000, end: T0 + 60_000, open: true, phases: [{ kind: "agent", from: T0 + 50_000, to: T0 + 60_000 }] }],
+        attempts: [
+          {
+            label: "attempt 1",
+            outcome: null,
+            reason: null,
+            start: T0 + 50_000,
+            end: T0 + 60_000,
+            open: true,
+            phases: [{ kind: "agent", from: T0 + 50_000, to: T0 + 60_000 }],
+          },
+        ],
       },
     ],
   };
@@ -132,11 +158,18 @@ describe("timelineSvg", () => {
   const svg = timelineSvg(input, { width });
 
   /** The `x`/`width` of each phase rect, in order. */
-  const rects = (cls: string) => [...svg.matchAll(new RegExp(`<rect class="${cls}" x="([\\d.]+)" y="[\\d.]+" width="([\\d.]+)"`, "g"))].map((m) => [Number(m[1]) - LAYOUT.label, Number(m[2])]);
+  const rects = (cls: string) =>
+    [...svg.matchAll(new RegExp(`<rect class="${cls}" x="([\\d.]+)" y="[\\d.]+" width="([\\d.]+)"`, "g"))].map((m) => [
+      Number(m[1]) - LAYOUT.label,
+      Number(m[2]),
+    ]);
 
   test("phases are placed by time: 10 px a second here", () => {
     expect(rects("ph ph-launching")).toEqual([[0, 100]]);
-    expect(rects("ph ph-agent")).toEqual([[100, 300], [500, 100]]);
+    expect(rects("ph ph-agent")).toEqual([
+      [100, 300],
+      [500, 100],
+    ]);
     expect(rects("ph ph-verify")).toEqual([[400, 100]]);
   });
 
@@ -153,14 +186,26 @@ describe("timelineSvg", () => {
   });
 
   test("an attempt too narrow for its phases is one mark of its fate; narrow ones that touch are one mark", () => {
-    const narrow = (n: number, from: number, outcome: string | null) => ({ label: `attempt ${n}`, outcome, reason: null, start: T0 + from, end: T0 + from + 200, open: outcome === null, phases: [{ kind: "agent", from: T0 + from, to: T0 + from + 200 }] });
+    const narrow = (n: number, from: number, outcome: string | null) => ({
+      label: `attempt ${n}`,
+      outcome,
+      reason: null,
+      start: T0 + from,
+      end: T0 + from + 200,
+      open: outcome === null,
+      phases: [{ kind: "agent", from: T0 + from, to: T0 + from + 200 }],
+    });
     const dense: TimelineInput = {
       ...input,
       loopWaits: [],
       rows: [{ ...input.rows[0]!, attempts: [narrow(1, 0, "failed"), narrow(2, 250, "passed"), narrow(3, 60_000, null), input.rows[0]!.attempts[0]!] }],
     };
     const out = timelineSvg(dense, { width });
-    const marks = [...out.matchAll(/<rect class="att att-(\w+)" x="([\d.]+)"[^>]*><title>([^<]*)<\/title>/g)].map((m) => [m[1], Number(m[2]) - LAYOUT.label, m[3]]);
+    const marks = [...out.matchAll(/<rect class="att att-(\w+)" x="([\d.]+)"[^>]*><title>([^<]*)<\/title>/g)].map((m) => [
+      m[1],
+      Number(m[2]) - LAYOUT.label,
+      m[3],
+    ]);
     expect(marks).toEqual([
       ["passed", 0, "2 attempts: attempt 1 failed, attempt 2 passed"],
       ["open", 600, "attempt 3: in flight"],

@@ -52,11 +52,18 @@ describe("sourceRevision", () => {
     git(other, "commit", "-q", "--allow-empty", "-m", "another commit"); // not the same HEAD as root's
     // In a process of its own: Bun's spawn passes on the environment the process started with.
     const module = join(import.meta.dir, "..", "..", "lib", "shared", "build-info.ts");
-    const r = Bun.spawnSync([process.execPath, "-e", `import { sourceRevision } from ${JSON.stringify(module)}; console.log(JSON.stringify(sourceRevision(${JSON.stringify(root)})))`], {
-      env: { ...testEnv(), GIT_DIR: join(other, ".git") },
-      stdout: "pipe",
-      stderr: "pipe",
-    });
+    const r = Bun.spawnSync(
+      [
+        process.execPath,
+        "-e",
+        `import { sourceRevision } from ${JSON.stringify(module)}; console.log(JSON.stringify(sourceRevision(${JSON.stringify(root)})))`,
+      ],
+      {
+        env: { ...testEnv(), GIT_DIR: join(other, ".git") },
+        stdout: "pipe",
+        stderr: "pipe",
+      },
+    );
     expect({ code: r.exitCode, stderr: r.stderr.toString() }).toEqual({ code: 0, stderr: "" });
     expect(JSON.parse(r.stdout.toString())).toEqual({ commit: git(root, "rev-parse", "HEAD"), dirty: false });
   });
@@ -65,9 +72,13 @@ describe("sourceRevision", () => {
 describe("versionDocument", () => {
   test("a compiled build's stamp is reported as baked, and git is never asked", () => {
     const stamp = { commit: "a".repeat(40), dirty: false, target: "linux-arm64-musl" };
-    const doc = versionDocument(stamp, () => {
-      throw new Error("asked git");
-    }, "3.54.1");
+    const doc = versionDocument(
+      stamp,
+      () => {
+        throw new Error("asked git");
+      },
+      "3.54.1",
+    );
     expect(doc).toEqual({
       schema: "loop/version@1",
       version: VERSION,

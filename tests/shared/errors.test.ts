@@ -46,8 +46,14 @@ const TABLE: Record<ErrorClass, Row[]> = {
   RefusedError: [{ error: new errors.RefusedError("passed"), code: "refused", exit: errors.EXIT.problem }],
   RefError: [{ error: new errors.RefError("bad ref", "gh:x"), code: "invalid_ref", exit: errors.EXIT.usage }],
   UnknownItemError: [{ error: new errors.UnknownItemError("no item nope"), code: "unknown_item", exit: errors.EXIT.usage }],
-  DefinitionError: [{ error: new errors.DefinitionError([{ path: "items[0]", message: "bad" }], "loop.json"), code: "invalid_definition", exit: errors.EXIT.usage }],
-  StoreError: (Object.entries(STORE_EXITS) as [errors.StoreErrorCode, errors.ExitCode][]).map(([code, exit]) => ({ error: new errors.StoreError(code, code), code, exit })),
+  DefinitionError: [
+    { error: new errors.DefinitionError([{ path: "items[0]", message: "bad" }], "loop.json"), code: "invalid_definition", exit: errors.EXIT.usage },
+  ],
+  StoreError: (Object.entries(STORE_EXITS) as [errors.StoreErrorCode, errors.ExitCode][]).map(([code, exit]) => ({
+    error: new errors.StoreError(code, code),
+    code,
+    exit,
+  })),
   IllegalEventError: [{ error: new errors.IllegalEventError(7, "item_status", "nope"), code: "illegal_event_sequence", exit: errors.EXIT.problem }],
   GitError: [{ error: new errors.GitError(["merge"], 128, "fatal: no"), code: "git_error", exit: errors.EXIT.problem }],
   // Translated by their callers before they reach a tool; one that does not is a bug.
@@ -59,7 +65,13 @@ const TABLE: Record<ErrorClass, Row[]> = {
   DemoDirectiveError: [{ error: new errors.DemoDirectiveError(3, "empty @demo directive"), code: "internal", exit: errors.EXIT.internal }],
   StartError: [{ error: new errors.StartError("tmux new-session failed: no server"), code: "internal", exit: errors.EXIT.internal }],
   // Translated by the launch into the environment fault it carries (lib/decisions/faults.ts launchErrorFault).
-  FaultError: [{ error: new errors.FaultError({ kind: "base_missing", message: "the start point main is gone", fix: "fetch it" }), code: "internal", exit: errors.EXIT.internal }],
+  FaultError: [
+    {
+      error: new errors.FaultError({ kind: "base_missing", message: "the start point main is gone", fix: "fetch it" }),
+      code: "internal",
+      exit: errors.EXIT.internal,
+    },
+  ],
 };
 
 /** `| \`code\` | exit | …` rows of docs/errors.md. */

@@ -72,7 +72,11 @@ describe("markedProcesses and endMarked", () => {
     const b = sleeper({ LOOP_SESSION_ID: mark });
     const other = sleeper({ LOOP_SESSION_MARK: `other-${crypto.randomUUID()}` });
     await Promise.all([a, b, other].map(execd));
-    expect(markedProcesses([mark]).map((m) => m.pid).sort()).toEqual([a.pid, b.pid].sort());
+    expect(
+      markedProcesses([mark])
+        .map((m) => m.pid)
+        .sort(),
+    ).toEqual([a.pid, b.pid].sort());
     expect(markedProcesses([]).length).toBe(0);
     expect(markedProcesses([mark]).every((m) => m.pid !== process.pid && m.mark === mark)).toBe(true);
     expect(markedProcesses([mark]).some((m) => m.pid === other.pid)).toBe(false);
@@ -124,7 +128,9 @@ describe("processStartTime", () => {
   test("this process's start time is the one another process reads for it (its main thread's stat, which an emulator leaves to the kernel)", () => {
     const own = processStartTime(process.pid);
     expect(own).toMatch(/^\d+$/);
-    const seen = Bun.spawnSync(["sh", "-c", `cut -d' ' -f22 /proc/${process.pid}/stat`]).stdout.toString().trim();
+    const seen = Bun.spawnSync(["sh", "-c", `cut -d' ' -f22 /proc/${process.pid}/stat`])
+      .stdout.toString()
+      .trim();
     expect(own).toBe(seen);
     // Another process's, through its own stat file.
     const child = Bun.spawn(["sleep", "5"]);

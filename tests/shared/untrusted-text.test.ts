@@ -89,7 +89,11 @@ describe("the hidden characters", () => {
     }
     expect(err).toBeInstanceOf(DefinitionError);
     expect((err as DefinitionError).issues).toEqual([
-      { path: "items[0].prompt", message: "holds 49 hidden characters (U+E0159 at character 19, U+E0157 at character 20, U+E015E at character 21, …): loop.json stores none, since they can hide or reorder what a person reads; remove them" },
+      {
+        path: "items[0].prompt",
+        message:
+          "holds 49 hidden characters (U+E0159 at character 19, U+E0157 at character 20, U+E015E at character 21, …): loop.json stores none, since they can hide or reorder what a person reads; remove them",
+      },
     ]);
   });
 
@@ -109,12 +113,20 @@ describe("the hidden characters", () => {
 
   test("a planner's draft with a hidden character is refused with its path, so the planner is asked again", () => {
     const ctx = { existingIds: new Set<string>(), existingRefs: new Map<string, string>(), runners: ["demo"], maxItems: 5 };
-    const r = checkAnswer({ outcome: "drafted", reason: null, items: [{ id: "a", prompt: SMUGGLED, ref: null, dependsOn: [], runner: null, model: null, verify: "npm test\u202e", source: null }] }, ctx);
+    const r = checkAnswer(
+      {
+        outcome: "drafted",
+        reason: null,
+        items: [{ id: "a", prompt: SMUGGLED, ref: null, dependsOn: [], runner: null, model: null, verify: "npm test\u202e", source: null }],
+      },
+      ctx,
+    );
     expect(r.ok).toBe(false);
-    if (!r.ok) expect(r.problems.filter((p) => p.includes("hidden"))).toEqual([
-      "items[0].prompt: holds 49 hidden characters (U+E0159, U+E0157, U+E015E, …); write plain text only",
-      "items[0].verify: holds 1 hidden character (U+202E); write plain text only",
-    ]);
+    if (!r.ok)
+      expect(r.problems.filter((p) => p.includes("hidden"))).toEqual([
+        "items[0].prompt: holds 49 hidden characters (U+E0159, U+E0157, U+E015E, …); write plain text only",
+        "items[0].verify: holds 1 hidden character (U+202E); write plain text only",
+      ]);
   });
 });
 

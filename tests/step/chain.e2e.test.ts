@@ -15,7 +15,11 @@ const T = 180_000;
 const ON = { LOOP_CHAIN: "on" };
 
 const items = (n: number) =>
-  Array.from({ length: n }, (_, i) => ({ id: `item-${i + 1}`, prompt: `@demo write f${i + 1}.txt ${i + 1}\n@demo commit add f${i + 1}`, verify: `test -s f${i + 1}.txt` }));
+  Array.from({ length: n }, (_, i) => ({
+    id: `item-${i + 1}`,
+    prompt: `@demo write f${i + 1}.txt ${i + 1}\n@demo commit add f${i + 1}`,
+    verify: `test -s f${i + 1}.txt`,
+  }));
 
 /** Nothing of the loop runs any more: no step holds the lease, no wrapper (one may wait to try its chained step again). */
 async function settled(p: Project): Promise<void> {
@@ -69,7 +73,12 @@ describe("chained steps", () => {
         const db = new Database(dbPath(p.stateRoot));
         try {
           const now = Date.now();
-          db.run("INSERT OR REPLACE INTO lease(id, owner, pid, host, started, expires) VALUES (1, 'test', ?, ?, ?, ?)", [holder.pid, hostname(), new Date(now).toISOString(), new Date(now + 600_000).toISOString()]);
+          db.run("INSERT OR REPLACE INTO lease(id, owner, pid, host, started, expires) VALUES (1, 'test', ?, ?, ?, ?)", [
+            holder.pid,
+            hostname(),
+            new Date(now).toISOString(),
+            new Date(now + 600_000).toISOString(),
+          ]);
           const log = join(p.sessionDir("slow", 1), "chain.log");
           await pollUntil(() => existsSync(log) && readFileSync(log, "utf8").includes("another step holds the lease"), "the chained step found the lease held");
           expect(p.eventsOf("session_ended")).toEqual([]);
@@ -133,7 +142,8 @@ describe("chained steps", () => {
     "the chained step runs with loop's environment without loop's secrets nor a session mark, handed to the wrapper privately: the launch record holds none of it",
     () =>
       scenario(
-        (p) => demoDefinition([{ id: "item-1", prompt: "@demo write f1.txt 1\n@demo commit add f1", verify: `env > ${join(p.aux, "verify-env")}; test -s f1.txt` }]),
+        (p) =>
+          demoDefinition([{ id: "item-1", prompt: "@demo write f1.txt 1\n@demo commit add f1", verify: `env > ${join(p.aux, "verify-env")}; test -s f1.txt` }]),
         { env: { ...ON, GITHUB_TOKEN: "ghp_secret", LOOP_SESSION_MARK: "someone-else", KEEP_ME: "kept-7" } },
         async (p) => {
           await p.run();
@@ -143,9 +153,19 @@ describe("chained steps", () => {
           expect(launch.private).toBe("stdin");
           await pollUntil(() => p.projection().loop.state === "drained", "drained");
           // The verify was started by the chained step: what it inherited is what that step was given.
-          const env = Object.fromEntries(readFileSync(join(p.aux, "verify-env"), "utf8").split("\n").filter((l) => l.includes("=")).map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]));
+          const env = Object.fromEntries(
+            readFileSync(join(p.aux, "verify-env"), "utf8")
+              .split("\n")
+              .filter((l) => l.includes("="))
+              .map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]),
+          );
           expect(p.eventsOf("verify_started").length).toBe(1);
-          expect({ chain: env.LOOP_CHAIN, kept: env.KEEP_ME, token: env.GITHUB_TOKEN, mark: env.LOOP_SESSION_MARK === "someone-else" }).toEqual({ chain: "on", kept: "kept-7", token: undefined, mark: false });
+          expect({ chain: env.LOOP_CHAIN, kept: env.KEEP_ME, token: env.GITHUB_TOKEN, mark: env.LOOP_SESSION_MARK === "someone-else" }).toEqual({
+            chain: "on",
+            kept: "kept-7",
+            token: undefined,
+            mark: false,
+          });
           await settled(p);
         },
       ),

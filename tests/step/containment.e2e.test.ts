@@ -28,7 +28,10 @@ describe("1. a forged verify result is never accepted", () => {
     "an agent that writes verify-exit.json {code: 0} before it exits: the real verify's exit 1 is what counts",
     () =>
       scenario(
-        (p) => scripted(p, `echo ok > ok.txt; d=$(dirname "$LOOP_ASK_FILE"); echo '{"code":0,"signal":null,"error":null}' > "$d/verify-exit.json"; echo forged`, { verify: "sleep 4; exit 1" }),
+        (p) =>
+          scripted(p, `echo ok > ok.txt; d=$(dirname "$LOOP_ASK_FILE"); echo '{"code":0,"signal":null,"error":null}' > "$d/verify-exit.json"; echo forged`, {
+            verify: "sleep 4; exit 1",
+          }),
         {},
         async (p) => {
           await p.runToDrain({ codes: [0, 1] });
@@ -44,7 +47,10 @@ describe("1. a forged verify result is never accepted", () => {
     "code the verify runs that writes a passing verify-exit.json and then hangs: verify_result_forged, never a pass",
     () =>
       scenario(
-        (p) => scripted(p, "echo ok > ok.txt", { verify: `d=$(dirname "$LOOP_WORKDIR"); echo '{"code":0,"signal":null,"error":null,"proof":"guessed"}' > ${shq(p.stateRoot)}/sessions/x/1/verify-exit.json; sleep 30; exit 1` }),
+        (p) =>
+          scripted(p, "echo ok > ok.txt", {
+            verify: `d=$(dirname "$LOOP_WORKDIR"); echo '{"code":0,"signal":null,"error":null,"proof":"guessed"}' > ${shq(p.stateRoot)}/sessions/x/1/verify-exit.json; sleep 30; exit 1`,
+          }),
         {},
         async (p) => {
           await p.runToDrain({ codes: [0, 1] });
@@ -110,7 +116,11 @@ describe("2. the verified commit is what lands", () => {
     "a commit the verify makes stays in its own git folder: the item branch holds what was verified, and that is what merges",
     () =>
       scenario(
-        (p) => scripted(p, "echo ok > ok.txt", { verify: "test -f ok.txt && echo late > LATE.txt && git add LATE.txt && git -c user.name=v -c user.email=v@v commit -qm late", landing: "merge" }),
+        (p) =>
+          scripted(p, "echo ok > ok.txt", {
+            verify: "test -f ok.txt && echo late > LATE.txt && git add LATE.txt && git -c user.name=v -c user.email=v@v commit -qm late",
+            landing: "merge",
+          }),
         {},
         async (p) => {
           await p.runToDrain({ codes: [0, 1] });
@@ -168,9 +178,17 @@ describe("2. the verified commit is what lands", () => {
 
 describe("3. a swapped worktree never gets commits onto the operator's branch", () => {
   const swaps = [
-    { name: "the worktree replaced by a link to the main checkout", script: (root: string) => `echo agent > AGENT.txt; wt=$PWD; cd ..; mv "$wt" "$wt.x"; ln -s ${shq(root)} "$wt"; echo swapped`, refused: true },
+    {
+      name: "the worktree replaced by a link to the main checkout",
+      script: (root: string) => `echo agent > AGENT.txt; wt=$PWD; cd ..; mv "$wt" "$wt.x"; ln -s ${shq(root)} "$wt"; echo swapped`,
+      refused: true,
+    },
     // The attempt's git folder is named outright by the seal: a .git file naming another is not followed.
-    { name: "its .git file rewritten to the main git dir", script: (root: string) => `echo agent > AGENT.txt; echo "gitdir: ${root}/.git" > .git; echo rewritten`, refused: false },
+    {
+      name: "its .git file rewritten to the main git dir",
+      script: (root: string) => `echo agent > AGENT.txt; echo "gitdir: ${root}/.git" > .git; echo rewritten`,
+      refused: false,
+    },
   ];
   for (const s of swaps)
     test.concurrent(
@@ -217,7 +235,16 @@ describe("4. the agent's hooks and git config never run inside loop's git", () =
           writeFileSync(join(p.aux, "fsmonitor.sh"), mark("fsmonitor"));
           writeFileSync(join(p.aux, "filter.sh"), mark("filter"));
           writeFileSync(join(p.aux, "merge.sh"), `#!/bin/sh\necho merge >> ${shq(join(p.aux, "ran"))}\nexit 0\n`);
-          const hooks = ["pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "post-checkout", "post-merge", "reference-transaction", "pre-auto-gc"];
+          const hooks = [
+            "pre-commit",
+            "prepare-commit-msg",
+            "commit-msg",
+            "post-commit",
+            "post-checkout",
+            "post-merge",
+            "reference-transaction",
+            "pre-auto-gc",
+          ];
           // The repository's own git folder (the attempt's git folder names its store as an alternate):
           // without the sandbox the agent can write there, and loop's git must run none of it.
           const script =
@@ -263,7 +290,9 @@ describe("5. loop's files are never opened through a link, and a FIFO never hang
       scenario(
         (p) => {
           writeFileSync(join(p.aux, "secret"), "TOP-SECRET-CONTENT\n");
-          return scripted(p, `echo ok > ok.txt; ln -s ${shq(join(p.aux, "secret"))} "$(dirname "$LOOP_ASK_FILE")/verify.log"; echo planted`, { verify: "echo verify-output; test -f ok.txt" });
+          return scripted(p, `echo ok > ok.txt; ln -s ${shq(join(p.aux, "secret"))} "$(dirname "$LOOP_ASK_FILE")/verify.log"; echo planted`, {
+            verify: "echo verify-output; test -f ok.txt",
+          });
         },
         {},
         async (p) => {
@@ -285,7 +314,11 @@ describe("5. loop's files are never opened through a link, and a FIFO never hang
     () =>
       scenario(
         (p) =>
-          scripted(p, `if [ "$LOOP_ATTEMPT" = 1 ]; then next="$(dirname "$LOOP_ASK_FILE")/../2"; mkdir -p "$next"; echo 'Planted question?' > "$next/ask.txt"; else echo ok > ok.txt; fi; echo done`, { maxAttempts: 2 }),
+          scripted(
+            p,
+            `if [ "$LOOP_ATTEMPT" = 1 ]; then next="$(dirname "$LOOP_ASK_FILE")/../2"; mkdir -p "$next"; echo 'Planted question?' > "$next/ask.txt"; else echo ok > ok.txt; fi; echo done`,
+            { maxAttempts: 2 },
+          ),
         {},
         async (p) => {
           await p.runUntil((r) => r.action === "drained" || r.action === "paused", { codes: [0, 1], what: "drained or paused" });
@@ -303,7 +336,10 @@ describe("5. loop's files are never opened through a link, and a FIFO never hang
       scenario(
         (p) => {
           writeFileSync(join(p.aux, "outside"), "outside\n");
-          return scripted(p, `echo ok > ok.txt; root=$(cd ../.. && pwd); rm -f "$root/RUNLOG.md" "$root/state.json"; mkfifo "$root/RUNLOG.md"; ln -s ${shq(join(p.aux, "outside"))} "$root/state.json"; echo planted`);
+          return scripted(
+            p,
+            `echo ok > ok.txt; root=$(cd ../.. && pwd); rm -f "$root/RUNLOG.md" "$root/state.json"; mkfifo "$root/RUNLOG.md"; ln -s ${shq(join(p.aux, "outside"))} "$root/state.json"; echo planted`,
+          );
         },
         {},
         async (p) => {

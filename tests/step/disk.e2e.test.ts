@@ -14,7 +14,10 @@ const temp = new TempDirs();
 const tmpfs = new Tmpfs(temp);
 const T = 120_000;
 beforeAll(() => {
-  if (!tmpfs.available()) console.warn("tests/step/disk.e2e.test.ts: no tmpfs can be mounted here (not root, or no mount permission): the real-disk test is skipped; the /dev/full one still runs");
+  if (!tmpfs.available())
+    console.warn(
+      "tests/step/disk.e2e.test.ts: no tmpfs can be mounted here (not root, or no mount permission): the real-disk test is skipped; the /dev/full one still runs",
+    );
 });
 afterAll(() => {
   tmpfs.cleanup();
@@ -57,7 +60,13 @@ describe("a real full disk (a tmpfs)", () => {
         { env: { LOOP_STATE_ROOT: stateRoot }, stateRoot },
       );
       try {
-        const sent = () => (existsSync(join(p.aux, "notify.jsonl")) ? readFileSync(join(p.aux, "notify.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l)) : []);
+        const sent = () =>
+          existsSync(join(p.aux, "notify.jsonl"))
+            ? readFileSync(join(p.aux, "notify.jsonl"), "utf8")
+                .trim()
+                .split("\n")
+                .map((l) => JSON.parse(l))
+            : [];
         const first = await p.run();
         expect(first.action).toBe("launched");
         expect(existsSync(join(stateRoot, RESERVE_FILE))).toBe(true);
@@ -83,7 +92,10 @@ describe("a real full disk (a tmpfs)", () => {
         // Space freed (the runaway log removed), resumed: the wrapper wrote the agent's real exit, the verify decides.
         rmSync(join(p.sessionDir("loud", 1), "output.log"));
         await pollUntil(() => existsSync(join(p.sessionDir("loud", 1), "exit.json")), "the wrapper wrote exit.json once there was room");
-        expect(JSON.parse(readFileSync(join(p.sessionDir("loud", 1), "exit.json"), "utf8"))).toMatchObject({ code: 0, outputError: expect.stringContaining("ENOSPC") });
+        expect(JSON.parse(readFileSync(join(p.sessionDir("loud", 1), "exit.json"), "utf8"))).toMatchObject({
+          code: 0,
+          outputError: expect.stringContaining("ENOSPC"),
+        });
         expect((await p.ctl(["resume"])).code).toBe(0);
         await p.runToDrain();
         const done = p.projection().items.loud!;
@@ -99,7 +111,12 @@ describe("a real full disk (a tmpfs)", () => {
         // nothing, and says the disk is full instead of SQLite's words; status is not healthy.
         rmSync(join(stateRoot, RESERVE_FILE));
         Bun.spawnSync(["sh", "-c", `head -c 16000000 /dev/zero > '${join(stateRoot, "filler")}'`]);
-        p.writeDefinition(demoDefinition([{ id: "loud", prompt: "print a lot", verify: "true" }, { id: "more", prompt: "more" }]));
+        p.writeDefinition(
+          demoDefinition([
+            { id: "loud", prompt: "print a lot", verify: "true" },
+            { id: "more", prompt: "more" },
+          ]),
+        );
         const stuck = await p.loop(["run", "--json"]);
         expect(stuck.code).toBe(1);
         const err = JSON.parse(stuck.stderr).error;

@@ -66,7 +66,12 @@ describe("which errors a full disk causes (diskFullCause)", () => {
       now: 1,
       timeouts: { launch: 1000, stall: 1000 },
     });
-    expect(v).toEqual({ kind: "exited", code: 0, signal: null, reason: "agent exited with code 0; the disk refused some of its output (ENOSPC: no space left on device, write): output.log says where" });
+    expect(v).toEqual({
+      kind: "exited",
+      code: 0,
+      signal: null,
+      reason: "agent exited with code 0; the disk refused some of its output (ENOSPC: no space left on device, write): output.log says where",
+    });
   });
 });
 
@@ -87,7 +92,10 @@ describe("the output log on a disk that refuses every write (/dev/full)", () => 
 
 const tmpfs = new Tmpfs(temp);
 beforeAll(() => {
-  if (!tmpfs.available()) console.warn("tests/step/disk.test.ts: no tmpfs can be mounted here (not root, or no mount permission): the real-disk test is skipped; the /dev/full one above still runs");
+  if (!tmpfs.available())
+    console.warn(
+      "tests/step/disk.test.ts: no tmpfs can be mounted here (not root, or no mount permission): the real-disk test is skipped; the /dev/full one above still runs",
+    );
 });
 afterAll(() => {
   tmpfs.cleanup();

@@ -43,7 +43,9 @@ describe("a node drain costs no attempt", () => {
     "SIGTERM to the watcher while the agent works, the session killed with it: the next watcher relaunches uncounted, status names the drain",
     () =>
       scenario(
-        demoDefinition([{ id: "long", prompt: "Works long on attempt 1.\n@demo attempt 1 sleep 300\n@demo write L.md l", verify: "test -s L.md", maxAttempts: 1 }]),
+        demoDefinition([
+          { id: "long", prompt: "Works long on attempt 1.\n@demo attempt 1 sleep 300\n@demo write L.md l", verify: "test -s L.md", maxAttempts: 1 },
+        ]),
         {},
         async (p) => {
           const started = () => existsSync(join(p.sessionDir("long", 1), "started.json")) && p.eventsOf("session_started").length === 1;
@@ -51,7 +53,9 @@ describe("a node drain costs no attempt", () => {
           expect(stopped.code).toBe(130);
           // The stop is on record, naming the attempt whose session ran; the proof is gone.
           const stops = p.eventsOf("watcher_stopped", "long");
-          expect(stops.map((e) => ({ attempt: e.payload.attempt, signal: e.payload.signal, running: e.payload.running }))).toEqual([{ attempt: 1, signal: "SIGTERM", running: "session" }]);
+          expect(stops.map((e) => ({ attempt: e.payload.attempt, signal: e.payload.signal, running: e.payload.running }))).toEqual([
+            { attempt: 1, signal: "SIGTERM", running: "session" },
+          ]);
           expect(existsSync(join(p.stateRoot, "watcher-stop.json"))).toBe(false);
           await killWhatRanBeside(p);
           // The next pod's watcher: until the loop drains.
@@ -62,9 +66,16 @@ describe("a node drain costs no attempt", () => {
             { attempt: 1, verdict: "drained" },
             { attempt: 2, verdict: "exited" },
           ]);
-          expect(p.eventsOf("session_ended", "long")[0]!.payload.reason).toMatch(/^drained: session process vanished without an exit status, after the watcher .* was stopped by SIGTERM at /);
+          expect(p.eventsOf("session_ended", "long")[0]!.payload.reason).toMatch(
+            /^drained: session process vanished without an exit status, after the watcher .* was stopped by SIGTERM at /,
+          );
           const item = await statusItem(p, "long");
-          expect({ status: item.status, attempts: item.attempts, ran: item.ran, failures: item.failures }).toEqual({ status: "passed", attempts: 2, ran: 2, failures: 0 });
+          expect({ status: item.status, attempts: item.attempts, ran: item.ran, failures: item.failures }).toEqual({
+            status: "passed",
+            attempts: 2,
+            ran: 2,
+            failures: 0,
+          });
           expect(item.drained).toEqual([{ attempt: 1, signal: "SIGTERM", signalledAt: stops[0]!.payload.signalledAt, running: "session" }]);
           const text = await p.loop(["status", "--text", "--root", p.root]);
           expect(text.stdout).toContain("attempt 1 died with the watcher (SIGTERM");
@@ -80,11 +91,20 @@ describe("a node drain costs no attempt", () => {
       scenario(
         (p) =>
           demoDefinition([
-            { id: "checked", prompt: "Plain.\n@demo write C.md c", verify: `[ "$LOOP_ATTEMPT" != 1 ] || { touch ${join(p.aux, "verifying")}; sleep 300; }; test -s C.md`, maxAttempts: 1 },
+            {
+              id: "checked",
+              prompt: "Plain.\n@demo write C.md c",
+              verify: `[ "$LOOP_ATTEMPT" != 1 ] || { touch ${join(p.aux, "verifying")}; sleep 300; }; test -s C.md`,
+              maxAttempts: 1,
+            },
           ]),
         {},
         async (p) => {
-          const stopped = await stopWatcherWhen(p, () => existsSync(join(p.aux, "verifying")) && p.eventsOf("verify_started").length === 1, "attempt 1's verify at work");
+          const stopped = await stopWatcherWhen(
+            p,
+            () => existsSync(join(p.aux, "verifying")) && p.eventsOf("verify_started").length === 1,
+            "attempt 1's verify at work",
+          );
           expect(stopped.code).toBe(130);
           expect(p.eventsOf("watcher_stopped", "checked").map((e) => e.payload.running)).toEqual(["verify"]);
           await killWhatRanBeside(p);
@@ -96,7 +116,11 @@ describe("a node drain costs no attempt", () => {
           expect({ failed: requeued.failed, drained: requeued.drained }).toEqual({ failed: false, drained: true });
           expect(requeued.reason).toStartWith("drained: verify process vanished without an exit status");
           const item = await statusItem(p, "checked");
-          expect({ status: item.status, failures: item.failures, drained: item.drained.map((d: { attempt: number; running: string }) => [d.attempt, d.running]) }).toEqual({ status: "passed", failures: 0, drained: [[1, "verify"]] });
+          expect({
+            status: item.status,
+            failures: item.failures,
+            drained: item.drained.map((d: { attempt: number; running: string }) => [d.attempt, d.running]),
+          }).toEqual({ status: "passed", failures: 0, drained: [[1, "verify"]] });
           await p.finish();
         },
       ),
@@ -107,7 +131,9 @@ describe("a node drain costs no attempt", () => {
     "a watcher killed before it recorded its stop (the grace period ran out): the next step records it from the proof, and the attempt is still not counted",
     () =>
       scenario(
-        demoDefinition([{ id: "long", prompt: "Works long on attempt 1.\n@demo attempt 1 sleep 300\n@demo write L.md l", verify: "test -s L.md", maxAttempts: 1 }]),
+        demoDefinition([
+          { id: "long", prompt: "Works long on attempt 1.\n@demo attempt 1 sleep 300\n@demo write L.md l", verify: "test -s L.md", maxAttempts: 1 },
+        ]),
         {},
         async (p) => {
           const started = () => existsSync(join(p.sessionDir("long", 1), "started.json")) && p.eventsOf("session_started").length === 1;
@@ -136,9 +162,10 @@ describe("a node drain costs no attempt", () => {
     "a session that outlives the watcher's stop (a systemd scope) is judged as any other: it exits, is verified and counts",
     () =>
       scenario(
-        (p) => demoDefinition([{ id: "gated", prompt: "x", runner: "gate", verify: "test -s G.md", maxAttempts: 1 }], {
-          runners: { gate: { command: ["sh", "-c", `while [ ! -e ${join(p.aux, "go")} ]; do sleep 0.05; done; echo g > G.md`] } },
-        }),
+        (p) =>
+          demoDefinition([{ id: "gated", prompt: "x", runner: "gate", verify: "test -s G.md", maxAttempts: 1 }], {
+            runners: { gate: { command: ["sh", "-c", `while [ ! -e ${join(p.aux, "go")} ]; do sleep 0.05; done; echo g > G.md`] } },
+          }),
         {},
         async (p) => {
           const started = () => existsSync(join(p.sessionDir("gated", 1), "started.json")) && p.eventsOf("session_started").length === 1;

@@ -113,7 +113,7 @@ describe("environment faults spend no attempt", () => {
         expect(r.doc.errors).toEqual([]);
         // Said at import already, as a warning (this PATH may not be the next step's), on stderr once.
         expect(r.doc.warnings).toEqual([
-          expect.stringContaining('runner "agent" (used by a, b, c): a command runner\'s model requests go through its session\'s gateway'),
+          expect.stringContaining("runner \"agent\" (used by a, b, c): a command runner's model requests go through its session's gateway"),
           expect.stringContaining('runner "agent" (used by a, b, c): program "loop-test-agent" is not found on this PATH (/usr/bin:/bin)'),
         ]);
         expect(r.stderr).toBe(r.doc.warnings.map((w: string) => `warn: ${w}\n`).join(""));
@@ -167,51 +167,57 @@ describe("environment faults spend no attempt", () => {
   test.concurrent(
     "a fault met after the reservation gives the attempt back: not counted, the loop paused",
     () =>
-      scenario(demoDefinition([threeItems[0]!], { defaults: { runner: "agent", maxAttempts: 1 }, runners: { agent: { command: ["./bin/agent"] } } }), {}, async (p) => {
-        // A program relative to the worktree cannot be checked before the worktree exists.
-        const r = await cron(p);
-        expect(r.code).toBe(1);
-        expect(r.doc.transitions.map((t) => t.type)).toEqual(["definition_imported", "loop_started", "launch_reserved", "workspace_prepared", "environment_fault"]);
-        expect(r.doc.loop.reason).toContain('program "./bin/agent" not found');
-        const a = p.projection().items.a!;
-        expect({ status: a.status, failures: a.failures, outcome: a.attempts[0]!.outcome }).toEqual({
-          status: "pending",
-          failures: 0,
-          outcome: "requeued: environment fault (program_not_found)",
-        });
+      scenario(
+        demoDefinition([threeItems[0]!], { defaults: { runner: "agent", maxAttempts: 1 }, runners: { agent: { command: ["./bin/agent"] } } }),
+        {},
+        async (p) => {
+          // A program relative to the worktree cannot be checked before the worktree exists.
+          const r = await cron(p);
+          expect(r.code).toBe(1);
+          expect(r.doc.transitions.map((t) => t.type)).toEqual([
+            "definition_imported",
+            "loop_started",
+            "launch_reserved",
+            "workspace_prepared",
+            "environment_fault",
+          ]);
+          expect(r.doc.loop.reason).toContain('program "./bin/agent" not found');
+          const a = p.projection().items.a!;
+          expect({ status: a.status, failures: a.failures, outcome: a.attempts[0]!.outcome }).toEqual({
+            status: "pending",
+            failures: 0,
+            outcome: "requeued: environment fault (program_not_found)",
+          });
 
-        p.writeDefinition(demoDefinition([threeItems[0]!], { defaults: { runner: "demo", maxAttempts: 1 } }));
-        expect((await p.ctl(["resume"])).code).toBe(0);
-        expect((await cronToDrain(p)).doc.reason).toBe("Succeeded");
-        const done = p.projection().items.a!;
-        expect({ status: done.status, attempts: done.attempts.length, failures: done.failures }).toEqual({ status: "passed", attempts: 2, failures: 0 });
-      }),
+          p.writeDefinition(demoDefinition([threeItems[0]!], { defaults: { runner: "demo", maxAttempts: 1 } }));
+          expect((await p.ctl(["resume"])).code).toBe(0);
+          expect((await cronToDrain(p)).doc.reason).toBe("Succeeded");
+          const done = p.projection().items.a!;
+          expect({ status: done.status, attempts: done.attempts.length, failures: done.failures }).toEqual({ status: "passed", attempts: 2, failures: 0 });
+        },
+      ),
     T,
   );
 
   test.concurrent(
     "git without a committer identity is a fault for the agent presets",
     () =>
-      scenario(
-        demoDefinition([{ id: "a", prompt: "x", verify: "test -s codex.txt" }], { defaults: { runner: "codex" } }),
-        {},
-        async (p) => {
-          script(p, "codex", `printf '{"type":"thread.started","thread_id":"t-1"}\\n'; echo done > codex.txt`);
-          git(p.root, "config", "--unset", "user.name");
-          git(p.root, "config", "--unset", "user.email");
-          git(p.root, "config", "user.useConfigOnly", "true");
-          const env = { HOME: join(p.aux, "home"), GIT_CONFIG_NOSYSTEM: "1", PATH: `${join(p.aux, "bin")}:${CRON_PATH}` };
-          mkdirSync(env.HOME);
-          const r = await cron(p, env);
-          expect(r.code).toBe(1);
-          expect(r.doc.loop.reason).toContain("git has no committer identity");
-          expectUntouched(p, ["a"]);
-          git(p.root, "config", "user.name", "ops");
-          git(p.root, "config", "user.email", "ops@example.invalid");
-          expect((await p.ctl(["resume"])).code).toBe(0);
-          expect((await cronToDrain(p, env)).doc.reason).toBe("Succeeded");
-        },
-      ),
+      scenario(demoDefinition([{ id: "a", prompt: "x", verify: "test -s codex.txt" }], { defaults: { runner: "codex" } }), {}, async (p) => {
+        script(p, "codex", `printf '{"type":"thread.started","thread_id":"t-1"}\\n'; echo done > codex.txt`);
+        git(p.root, "config", "--unset", "user.name");
+        git(p.root, "config", "--unset", "user.email");
+        git(p.root, "config", "user.useConfigOnly", "true");
+        const env = { HOME: join(p.aux, "home"), GIT_CONFIG_NOSYSTEM: "1", PATH: `${join(p.aux, "bin")}:${CRON_PATH}` };
+        mkdirSync(env.HOME);
+        const r = await cron(p, env);
+        expect(r.code).toBe(1);
+        expect(r.doc.loop.reason).toContain("git has no committer identity");
+        expectUntouched(p, ["a"]);
+        git(p.root, "config", "user.name", "ops");
+        git(p.root, "config", "user.email", "ops@example.invalid");
+        expect((await p.ctl(["resume"])).code).toBe(0);
+        expect((await cronToDrain(p, env)).doc.reason).toBe("Succeeded");
+      }),
     T,
   );
 });
@@ -227,7 +233,12 @@ describe("what a new operator meets first (docs/runners.md#environment-faults)",
         const quiet = () => cron(p, {}, ["run", "--quiet", "--json"]);
         const r = await quiet();
         expect(r.code).toBe(1);
-        expect({ action: r.doc.action, item: r.doc.item, changed: r.doc.attentionChanged, errors: r.doc.errors }).toEqual({ action: "paused", item: "a", changed: true, errors: [] });
+        expect({ action: r.doc.action, item: r.doc.item, changed: r.doc.attentionChanged, errors: r.doc.errors }).toEqual({
+          action: "paused",
+          item: "a",
+          changed: true,
+          errors: [],
+        });
         expect(r.doc.loop.reason).toContain('its verify command is still "exit 1", the placeholder `loop init` writes');
         expect(r.doc.loop.reason).toContain('To fix: set "verify" in loop.json');
         expect(r.doc.attention).toEqual([{ kind: "environment", item: "a", reason: r.doc.loop.reason! }]);
@@ -241,7 +252,13 @@ describe("what a new operator meets first (docs/runners.md#environment-faults)",
           expect({ code: q.code, stdout: q.stdout, stderr: q.stderr }).toEqual({ code: 1, stdout: "", stderr: "" });
         }
         const full = await cron(p);
-        expect({ code: full.code, item: full.doc.item, attention: full.doc.attention, changed: full.doc.attentionChanged, head: p.head() }).toEqual({ code: 1, item: "a", attention: r.doc.attention, changed: false, head });
+        expect({ code: full.code, item: full.doc.item, attention: full.doc.attention, changed: full.doc.attentionChanged, head: p.head() }).toEqual({
+          code: 1,
+          item: "a",
+          attention: r.doc.attention,
+          changed: false,
+          head,
+        });
 
         p.writeDefinition(demoDefinition(two));
         expect((await p.ctl(["resume"])).code).toBe(0);
@@ -306,7 +323,11 @@ describe("what a new operator meets first (docs/runners.md#environment-faults)",
         expect((await p.ctl(["resume"])).code).toBe(0);
         await cronToDrain(p);
         const drained = await p.loop(["run", "--text"]);
-        expect({ code: drained.code, stdout: drained.stdout, stderr: drained.stderr }).toEqual({ code: 0, stdout: "drained: Succeeded (loop drained)\n", stderr: "" });
+        expect({ code: drained.code, stdout: drained.stdout, stderr: drained.stderr }).toEqual({
+          code: 0,
+          stdout: "drained: Succeeded (loop drained)\n",
+          stderr: "",
+        });
       }),
     T,
   );
@@ -368,7 +389,11 @@ describe("the presets against their CLIs' failure modes (played by scripts)", ()
           // Attempt 2 asks; the loop pauses (exit 1: a person is needed); a reply and a resume.
           await pollUntil(() => existsSync(join(p.sessionDir("a", 2), "exit.json")), "attempt 2 ended");
           const asked = await cron(p, env);
-          expect({ code: asked.code, action: asked.doc.action, attention: asked.doc.attention.map((a) => a.kind) }).toEqual({ code: 1, action: "paused", attention: ["question"] });
+          expect({ code: asked.code, action: asked.doc.action, attention: asked.doc.attention.map((a) => a.kind) }).toEqual({
+            code: 1,
+            action: "paused",
+            attention: ["question"],
+          });
           expect((await p.ctl(["reply", "--work-item", "a", "v3"])).code).toBe(0);
           expect((await p.ctl(["resume"])).code).toBe(0);
           expect((await cron(p, env)).doc.action).toBe("launched");
@@ -391,7 +416,11 @@ describe("the presets against their CLIs' failure modes (played by scripts)", ()
     "aider without a model or key is a fault; with a key it runs, and its own files never reach the item branch",
     () =>
       scenario(demoDefinition([{ id: "a", prompt: "x", verify: "test -s work.txt" }], { defaults: { runner: "aider" } }), {}, async (p) => {
-        script(p, "aider", "mkdir -p .aider.tags.cache.v4 && echo x > .aider.tags.cache.v4/cache.db; echo chat > .aider.input.history.md; echo work > work.txt");
+        script(
+          p,
+          "aider",
+          "mkdir -p .aider.tags.cache.v4 && echo x > .aider.tags.cache.v4/cache.db; echo chat > .aider.input.history.md; echo work > work.txt",
+        );
         const env = { HOME: join(p.aux, "home"), PATH: `${join(p.aux, "bin")}:${CRON_PATH}` };
         mkdirSync(env.HOME);
         const r = await cron(p, env);
@@ -416,11 +445,20 @@ describe("the presets against their CLIs' failure modes (played by scripts)", ()
       scenario(
         demoDefinition([{ id: "a", prompt: "x" }], {
           defaults: { runner: "waiting", maxAttempts: 1, timeouts: { launch: "2m", stall: "2s", verify: "2m" } },
-          runners: { waiting: { command: ["sh", "-c", 'echo working; i=1; while :; do echo "stream disconnected - retrying turn ($i/5 in 0.2s)"; i=$((i+1)); sleep 0.2; done'] } },
+          runners: {
+            waiting: {
+              command: ["sh", "-c", 'echo working; i=1; while :; do echo "stream disconnected - retrying turn ($i/5 in 0.2s)"; i=$((i+1)); sleep 0.2; done'],
+            },
+          },
         }),
         {},
         async (p) => {
-          await p.runUntil((r) => r.transitions.some((t) => t.type === "session_ended"), { codes: [0, 1], pauseMs: 500, maxPolls: 120, what: "the session ended" });
+          await p.runUntil((r) => r.transitions.some((t) => t.type === "session_ended"), {
+            codes: [0, 1],
+            pauseMs: 500,
+            maxPolls: 120,
+            what: "the session ended",
+          });
           const end = p.eventsOf("session_ended", "a")[0]!;
           expect(end.payload.verdict).toBe("stalled");
           expect(end.payload.reason).toContain("no progress in the output for");
@@ -435,14 +473,21 @@ describe("the presets against their CLIs' failure modes (played by scripts)", ()
 
 describe("operators hear about trouble", () => {
   const notifyTo = (p: Project) => ["sh", "-c", `cat >> '${join(p.aux, "notify.jsonl")}'`];
-  const sent = (p: Project) => (existsSync(join(p.aux, "notify.jsonl")) ? readFileSync(join(p.aux, "notify.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l)) : []);
+  const sent = (p: Project) =>
+    existsSync(join(p.aux, "notify.jsonl"))
+      ? readFileSync(join(p.aux, "notify.jsonl"), "utf8")
+          .split("\n")
+          .filter(Boolean)
+          .map((l) => JSON.parse(l))
+      : [];
 
   test.concurrent(
     "notify runs once per condition, with the event on stdin: an environment fault, then a Failed drain",
     async () => {
       const p = new Project({});
       try {
-        const def = (base: string) => demoDefinition([{ id: "bad", prompt: "x", verify: "false", maxAttempts: 1 }], { workspace: { base }, notify: { command: notifyTo(p) } });
+        const def = (base: string) =>
+          demoDefinition([{ id: "bad", prompt: "x", verify: "false", maxAttempts: 1 }], { workspace: { base }, notify: { command: notifyTo(p) } });
         p.writeDefinition(def("nope"));
         const r = await cron(p);
         expect(r.code).toBe(1);
@@ -466,7 +511,11 @@ describe("operators hear about trouble", () => {
         p.writeDefinition(def("main"));
         expect((await p.ctl(["resume"])).code).toBe(0);
         const drained = await cronToDrain(p, {}, [0, 1]);
-        expect({ code: drained.code, reason: drained.doc.reason, attention: drained.doc.attention.map((a) => a.kind) }).toEqual({ code: 1, reason: "Failed", attention: ["failed"] });
+        expect({ code: drained.code, reason: drained.doc.reason, attention: drained.doc.attention.map((a) => a.kind) }).toEqual({
+          code: 1,
+          reason: "Failed",
+          attention: ["failed"],
+        });
         expect(sent(p).map((d) => [d.kind, d.subject])).toEqual([
           ["environment", "loop t: paused by an environment fault (bad)"],
           ["failed", "loop t: drained Failed"],
@@ -547,7 +596,12 @@ describe("operators hear about trouble", () => {
           // --watch ends where the loop needs a person, with the same code; --quiet prints that step only.
           const watched = await cron(p, {}, ["run", "--watch", "--interval", "200ms", "--quiet", "--json"]);
           expect(watched.code).toBe(1);
-          expect(watched.stdout.trim().split("\n").map((l) => JSON.parse(l).attention[0].kind)).toEqual(["failed"]);
+          expect(
+            watched.stdout
+              .trim()
+              .split("\n")
+              .map((l) => JSON.parse(l).attention[0].kind),
+          ).toEqual(["failed"]);
         },
       ),
     T,

@@ -53,20 +53,42 @@ function mainDefinition(l: LoopUnderTest, maxAttempts = 2, timeouts = TIMEOUTS) 
     defaults: { runner: "counted", maxAttempts, timeouts, landing: "merge" },
     runners: { counted: countingRunner(l.launchLog) },
     items: [
-      { id: "add-docs", prompt: "Write a README.\n@demo write README.md # tiny\\nA demo project.\n@demo commit docs: add README", verify: verify("test -s README.md") },
+      {
+        id: "add-docs",
+        prompt: "Write a README.\n@demo write README.md # tiny\\nA demo project.\n@demo commit docs: add README",
+        verify: verify("test -s README.md"),
+      },
       {
         id: "add-license",
         // Every attempt after the first passes: a launch interrupted by a kill advances the attempt
         // number without running, so the passing attempt must not be pinned to attempt 2.
-        prompt: "Add a LICENSE (forgotten on the first attempt).\n@demo attempt 1 write NOTES.md later\n@demo attempt 1 exit 0\n@demo write LICENSE MIT License",
+        prompt:
+          "Add a LICENSE (forgotten on the first attempt).\n@demo attempt 1 write NOTES.md later\n@demo attempt 1 exit 0\n@demo write LICENSE MIT License",
         verify: verify("test -s LICENSE"),
       },
-      { id: "add-changelog", prompt: "Add a CHANGELOG.\n@demo write CHANGELOG.md - added README.md", dependsOn: ["add-docs"], verify: verify("test -s README.md && test -s CHANGELOG.md") },
+      {
+        id: "add-changelog",
+        prompt: "Add a CHANGELOG.\n@demo write CHANGELOG.md - added README.md",
+        dependsOn: ["add-docs"],
+        verify: verify("test -s README.md && test -s CHANGELOG.md"),
+      },
     ],
   };
 }
 
-type ScenarioName = "main" | "ctl-skip" | "ctl-stop" | "ctl-skip-run-first" | "ctl-stop-verify" | "ctl-stop-verify-run-first" | "ask" | "edge" | "seeded" | "reset" | "budget" | "drain";
+type ScenarioName =
+  | "main"
+  | "ctl-skip"
+  | "ctl-stop"
+  | "ctl-skip-run-first"
+  | "ctl-stop-verify"
+  | "ctl-stop-verify-run-first"
+  | "ask"
+  | "edge"
+  | "seeded"
+  | "reset"
+  | "budget"
+  | "drain";
 
 interface Scenario {
   /** What the scenario does, for people reading a failure. */
@@ -89,9 +111,12 @@ const SCENARIOS: Record<ScenarioName, Scenario> = {
       writeLoopJson(l.root, mainDefinition(l));
       await l.untilDrained();
       const landed = git(l.root, "ls-tree", "--name-only", "loop/crash/landed").split("\n");
-      for (const f of ["README.md", "LICENSE", "CHANGELOG.md"]) if (!landed.includes(f)) throw new Error(`${f} did not land: ${landed.join(" ")}\n${l.trace()}`);
+      for (const f of ["README.md", "LICENSE", "CHANGELOG.md"])
+        if (!landed.includes(f)) throw new Error(`${f} did not land: ${landed.join(" ")}\n${l.trace()}`);
       // Each item merged exactly once, even when a step died right after its merge.
-      const merges = git(l.root, "log", "--format=%s", "loop/crash/landed").split("\n").filter((m) => m.startsWith("loop: land "));
+      const merges = git(l.root, "log", "--format=%s", "loop/crash/landed")
+        .split("\n")
+        .filter((m) => m.startsWith("loop: land "));
       const perItem = ["add-docs", "add-license", "add-changelog"].map((id) => merges.filter((m) => m.startsWith(`loop: land ${id} `)).length);
       if (perItem.some((n) => n !== 1)) throw new Error(`merges on the target: ${merges.join(" | ")}\n${l.trace()}`);
       return { outcome: "Succeeded", items: { "add-docs": "passed", "add-license": "passed", "add-changelog": "passed" } };
@@ -125,7 +150,11 @@ const SCENARIOS: Record<ScenarioName, Scenario> = {
         defaults: { runner: "counted", timeouts: TIMEOUTS },
         runners: { counted: countingRunner(l.launchLog) },
         items: [
-          { id: "pick-license", prompt: "Add a LICENSE.\n@demo attempt 1 ask Which license should I use?\n@demo attempt 2 write LICENSE MIT License", verify: "test -s LICENSE" },
+          {
+            id: "pick-license",
+            prompt: "Add a LICENSE.\n@demo attempt 1 ask Which license should I use?\n@demo attempt 2 write LICENSE MIT License",
+            verify: "test -s LICENSE",
+          },
           { id: "add-notes", prompt: "Add notes.\n@demo write NOTES.md notes", verify: "test -s NOTES.md" },
         ],
       });
@@ -145,8 +174,7 @@ const SCENARIOS: Record<ScenarioName, Scenario> = {
     },
   },
   edge: {
-    what:
-      "a runner not found pauses the loop (environment_fault before any reservation); a relative one fails after its reservation (the attempt given back); each fixed and resumed; notify on each fault and on the drain; an item failing with maxAttempts 1, its dependent blocked, drain Failed; then a new item reopens the loop",
+    what: "a runner not found pauses the loop (environment_fault before any reservation); a relative one fails after its reservation (the attempt given back); each fixed and resumed; notify on each fault and on the drain; an item failing with maxAttempts 1, its dependent blocked, drain Failed; then a new item reopens the loop",
     async run(l) {
       const notifyLog = join(l.dir, "notify.jsonl");
       const ghosts = {
@@ -187,8 +215,18 @@ const SCENARIOS: Record<ScenarioName, Scenario> = {
       const keys = readEvents(l.stateRoot)
         .filter((e) => e.type === "notified")
         .map((e) => JSON.parse(e.payload).key as string);
-      const sent = existsSync(notifyLog) ? readFileSync(notifyLog, "utf8").split("\n").filter(Boolean).map((line) => JSON.parse(line).key as string) : [];
-      if (new Set(keys).size !== keys.length || keys.some((k) => !sent.includes(k)) || sent.some((k) => !keys.includes(k)) || keys.filter((k) => k.startsWith("environment:")).length < 1)
+      const sent = existsSync(notifyLog)
+        ? readFileSync(notifyLog, "utf8")
+            .split("\n")
+            .filter(Boolean)
+            .map((line) => JSON.parse(line).key as string)
+        : [];
+      if (
+        new Set(keys).size !== keys.length ||
+        keys.some((k) => !sent.includes(k)) ||
+        sent.some((k) => !keys.includes(k)) ||
+        keys.filter((k) => k.startsWith("environment:")).length < 1
+      )
         throw new Error(`notified ${JSON.stringify(keys)}, notify ran for ${JSON.stringify(sent)}\n${l.trace()}`);
       return { outcome: "Failed", items: { "ghost-item": "passed", "broken-item": "failed", "after-broken": "blocked", "late-item": "passed" } };
     },
@@ -205,7 +243,12 @@ const SCENARIOS: Record<ScenarioName, Scenario> = {
         defaults: { runner: "counted", timeouts: TIMEOUTS },
         runners: { counted: countingRunner(l.launchLog) },
         items: [
-          { id: "spender", prompt: "Spends without end.\n@demo usage 100 10\n@demo sleep 0.5\n@demo usage 5000 500\n@demo sleep 300\n@demo write S.md s", verify: "test -s S.md", budget: { tokens: 3000 } },
+          {
+            id: "spender",
+            prompt: "Spends without end.\n@demo usage 100 10\n@demo sleep 0.5\n@demo usage 5000 500\n@demo sleep 300\n@demo write S.md s",
+            verify: "test -s S.md",
+            budget: { tokens: 3000 },
+          },
           { id: "after-spender", prompt: "Needs the spender.\n@demo write A.md a", dependsOn: ["spender"], verify: "test -s A.md" },
           { id: "other", prompt: "Plain.\n@demo write O.md o", verify: "test -s O.md" },
         ],
@@ -225,7 +268,14 @@ const SCENARIOS: Record<ScenarioName, Scenario> = {
         name: "drain",
         defaults: { runner: "counted", timeouts: TIMEOUTS },
         runners: { counted: countingRunner(l.launchLog) },
-        items: [{ id: "long", prompt: "Works long on attempt 1.\n@demo attempt 1 sleep 300\n@demo write L.md l", verify: countingVerify(l.verifyLog, "test -s L.md"), maxAttempts: 1 }],
+        items: [
+          {
+            id: "long",
+            prompt: "Works long on attempt 1.\n@demo attempt 1 sleep 300\n@demo write L.md l",
+            verify: countingVerify(l.verifyLog, "test -s L.md"),
+            maxAttempts: 1,
+          },
+        ],
       });
       await drainWatcher(l, () => readLaunches(l.launchLog).includes("long 1"));
       await l.untilDrained();
@@ -254,7 +304,11 @@ const SCENARIOS: Record<ScenarioName, Scenario> = {
         store.append(
           [
             { type: "control_recorded", item: "left-open", payload: { verb: "skip", text: "seeded" } },
-            { type: "item_settled", item: "left-open", payload: { attempt: 1, outcome: "skipped", code: "operator_skipped", reason: "skipped by a writer that did not close the session" } },
+            {
+              type: "item_settled",
+              item: "left-open",
+              payload: { attempt: 1, outcome: "skipped", code: "operator_skipped", reason: "skipped by a writer that did not close the session" },
+            },
           ],
           { actor: "older-loop" },
         );
@@ -293,17 +347,22 @@ async function resetScenario(l: LoopUnderTest): Promise<Expected> {
   await waitFor("the agent of busy-item to start", l, () => readLaunches(l.launchLog).includes("busy-item 1"));
   const wt = join(worktreesOf(l.stateRoot), "busy-item");
   await waitFor("the agent's uncommitted work", l, () => existsSync(join(wt, "WIP.md")));
-  const mark = readEvents(l.stateRoot).filter((e) => e.type === "launch_reserved").map((e) => JSON.parse(e.payload).sessionId as string)[0]!;
+  const mark = readEvents(l.stateRoot)
+    .filter((e) => e.type === "launch_reserved")
+    .map((e) => JSON.parse(e.payload).sessionId as string)[0]!;
   const args = ["reset", "--work-item", "busy-item", "--yes", "--json"];
   await l.cmd(args, [0, 1]);
   // The operator saw the command die and runs it again: after a kill past the commit it finds nothing (exit 1).
   const again = await l.cmd(args, [0, 1]);
   if (l.killedBy === null) throw new Error(`the reset was not killed\n${l.trace()}`);
-  const resets = readEvents(l.stateRoot).filter((e) => e.type === "work_item_reset").map((e) => JSON.parse(e.payload));
+  const resets = readEvents(l.stateRoot)
+    .filter((e) => e.type === "work_item_reset")
+    .map((e) => JSON.parse(e.payload));
   const found = resets.filter((p) => p.found);
   const problems: string[] = [];
   if (found.length !== 1) problems.push(`${found.length} resets that found state: ${JSON.stringify(resets)}`);
-  if (found[0] && (found[0].archivedBranch !== "loop/reset-x/reset/busy-item/e0" || found[0].errors.length !== 0)) problems.push(`reset: ${JSON.stringify(found[0])}`);
+  if (found[0] && (found[0].archivedBranch !== "loop/reset-x/reset/busy-item/e0" || found[0].errors.length !== 0))
+    problems.push(`reset: ${JSON.stringify(found[0])}`);
   const archives = git(l.root, "for-each-ref", "--format=%(refname:short)", "refs/heads/loop/reset-x/reset/").split("\n").filter(Boolean);
   if (JSON.stringify(archives) !== JSON.stringify(["loop/reset-x/reset/busy-item/e0"])) problems.push(`archives: ${archives.join(", ")}`);
   if (git(l.root, "show", "loop/reset-x/reset/busy-item/e0:WIP.md") !== "wip") problems.push("the agent's work is not on the archive");
@@ -369,10 +428,12 @@ async function ctlVerifyScenario(l: LoopUnderTest, o: { repeat?: boolean } = {})
     await l.ctl(["stop", "--yes"]);
     await l.ctl(["resume"]);
   }
-  await l.untilDrained({ onPaused: async (run) => {
-    if (run.action !== "stopped") throw new Error(`unexpected ${run.action}: ${run.reason}\n${l.trace()}`);
-    await l.ctl(["resume"]);
-  } });
+  await l.untilDrained({
+    onPaused: async (run) => {
+      if (run.action !== "stopped") throw new Error(`unexpected ${run.action}: ${run.reason}\n${l.trace()}`);
+      await l.ctl(["resume"]);
+    },
+  });
   return { outcome: "Succeeded", items: { verifying: "passed", "other-item": "passed" } };
 }
 
@@ -383,7 +444,9 @@ async function ctlVerifyScenario(l: LoopUnderTest, o: { repeat?: boolean } = {})
  */
 async function drainWatcher(l: LoopUnderTest, ready: () => boolean): Promise<void> {
   const armed = l.armed;
-  const proc = spawnLoop(["run", "--watch", "--forever", "--interval", "200ms", "--json", "--root", l.root], { env: { ...l.o.env, ...(armed ? { LOOP_FAILPOINT: l.o.failpoint! } : {}) } });
+  const proc = spawnLoop(["run", "--watch", "--forever", "--interval", "200ms", "--json", "--root", l.root], {
+    env: { ...l.o.env, ...(armed ? { LOOP_FAILPOINT: l.o.failpoint! } : {}) },
+  });
   // Read as it runs: a watcher blocked on a full pipe would never step.
   const ended = finish(proc);
   try {
@@ -394,9 +457,12 @@ async function drainWatcher(l: LoopUnderTest, ready: () => boolean): Promise<voi
   const r = await ended;
   const err = r.stderr;
   l.history.push(`run --watch${armed ? ` [${l.o.failpoint}]` : ""} SIGTERM -> ${r.signal ?? r.code}`);
-  if (r.signal === "SIGKILL" && armed && err.includes(`failpoint ${l.o.failpoint}: killing self`)) l.killedBy = { args: ["run", "--watch"], stderr: err, pid: proc.pid };
+  if (r.signal === "SIGKILL" && armed && err.includes(`failpoint ${l.o.failpoint}: killing self`))
+    l.killedBy = { args: ["run", "--watch"], stderr: err, pid: proc.pid };
   else if (r.code !== 130) throw new Error(`the watcher ended ${r.signal ?? r.code}, not 130:\n${err}\n${l.trace()}`);
-  const marks = readEvents(l.stateRoot).filter((e) => e.type === "launch_reserved").map((e) => JSON.parse(e.payload).sessionId as string);
+  const marks = readEvents(l.stateRoot)
+    .filter((e) => e.type === "launch_reserved")
+    .map((e) => JSON.parse(e.payload).sessionId as string);
   for (const m of markedProcesses(marks))
     try {
       process.kill(m.pid, "SIGKILL");
@@ -407,7 +473,14 @@ async function drainWatcher(l: LoopUnderTest, ready: () => boolean): Promise<voi
 const labels = (names: readonly string[]) => names.flatMap((n) => [`${n}:before_commit`, `${n}:after_commit`]);
 
 /** Failpoints only a loop with a forge reaches, proven against the fake GitHub (tests/step/forge/landing.e2e.test.ts). */
-const FORGE_FAILPOINTS = ["landing:after_push", "landing:after_pr", "landing:before_merge_call", "landing:after_merge_call", "forge:before_commit", "forge:after_commit"];
+const FORGE_FAILPOINTS = [
+  "landing:after_push",
+  "landing:after_pr",
+  "landing:before_merge_call",
+  "landing:after_merge_call",
+  "forge:before_commit",
+  "forge:after_commit",
+];
 /** The reactions' failpoints, proved by tests/step/forge/reactions.e2e.test.ts (they need a fake forge too). */
 const REACTION_FAILPOINTS = ["reaction:after_seen", "reaction:before_commit", "reaction:after_commit"];
 /** Moving worktrees an older version left in the state root, proved by tests/step/relocate.e2e.test.ts (it needs that older layout). */
@@ -421,8 +494,32 @@ const BASE_VERIFY_FAILPOINTS = ["base_verify:after_start", "base_verify:before_c
 
 /** Which scenario proves each failpoint: the first loop command that passes the point dies there. */
 const CASES: [string, ScenarioName][] = [
-  ...EFFECT_POINTS.filter((n) => !FORGE_FAILPOINTS.includes(n) && !REACTION_FAILPOINTS.includes(n) && !RELOCATE_FAILPOINTS.includes(n) && !TRASH_FAILPOINTS.includes(n) && !SETUP_FAILPOINTS.includes(n) && !BASE_VERIFY_FAILPOINTS.includes(n) && !n.startsWith("reset:") && !n.startsWith("budget:") && !n.startsWith("watch:")).map((n): [string, ScenarioName] => [n, "main"]),
-  ...labels(["import", "start", "drain", "reserve", "session_started", "session_ended", "requeue", "verify_reserve", "verify_started", "verify", "landing", "settle"]).map((n): [string, ScenarioName] => [n, "main"]),
+  ...EFFECT_POINTS.filter(
+    (n) =>
+      !FORGE_FAILPOINTS.includes(n) &&
+      !REACTION_FAILPOINTS.includes(n) &&
+      !RELOCATE_FAILPOINTS.includes(n) &&
+      !TRASH_FAILPOINTS.includes(n) &&
+      !SETUP_FAILPOINTS.includes(n) &&
+      !BASE_VERIFY_FAILPOINTS.includes(n) &&
+      !n.startsWith("reset:") &&
+      !n.startsWith("budget:") &&
+      !n.startsWith("watch:"),
+  ).map((n): [string, ScenarioName] => [n, "main"]),
+  ...labels([
+    "import",
+    "start",
+    "drain",
+    "reserve",
+    "session_started",
+    "session_ended",
+    "requeue",
+    "verify_reserve",
+    "verify_started",
+    "verify",
+    "landing",
+    "settle",
+  ]).map((n): [string, ScenarioName] => [n, "main"]),
   ...[...labels(["ctl"]), "close:before_kill", "close:after_kill", "close:after_worktree"].map((n): [string, ScenarioName] => [n, "ctl-stop-verify"]),
   ...["ctl:before_commit", "close:after_kill"].map((n): [string, ScenarioName] => [n, "ctl-stop-verify-run-first"]),
   ...labels(["ctl"]).map((n): [string, ScenarioName] => [n, "ctl-skip"]),
@@ -473,17 +570,21 @@ describe("failpoints", () => {
     for (const n of SETUP_FAILPOINTS) expect(setupTest, n).toContain(`"${n}"`);
     const baseTest = readFileSync(join(REPO, "tests", "step", "base-verify.e2e.test.ts"), "utf8");
     for (const n of BASE_VERIFY_FAILPOINTS) expect(baseTest, n).toContain(`"${n}"`);
-    const covered = new Set([...CASES.map(([n]) => n), ...FORGE_FAILPOINTS, ...REACTION_FAILPOINTS, ...RELOCATE_FAILPOINTS, ...TRASH_FAILPOINTS, ...SETUP_FAILPOINTS, ...BASE_VERIFY_FAILPOINTS]);
+    const covered = new Set([
+      ...CASES.map(([n]) => n),
+      ...FORGE_FAILPOINTS,
+      ...REACTION_FAILPOINTS,
+      ...RELOCATE_FAILPOINTS,
+      ...TRASH_FAILPOINTS,
+      ...SETUP_FAILPOINTS,
+      ...BASE_VERIFY_FAILPOINTS,
+    ]);
     expect([...covered].sort()).toEqual([...FAILPOINTS].sort());
     const keys = CASES.map(([n, s]) => `${n} ${s}`);
     expect(new Set(keys).size).toBe(keys.length);
   });
 
-  test.concurrent.each(CASES)(
-    "%s is reachable (%s) and the next steps recover",
-    (fp, scenario) => slots.use(() => runCase(fp, scenario)),
-    CASE_TIMEOUT,
-  );
+  test.concurrent.each(CASES)("%s is reachable (%s) and the next steps recover", (fp, scenario) => slots.use(() => runCase(fp, scenario)), CASE_TIMEOUT);
 
   test.concurrent(
     "random SIGKILLs of `loop run` (seeded) leave a loop that finishes cleanly",
@@ -511,7 +612,8 @@ describe("failpoints", () => {
         // Kills that cut three launches of one item in a row pause the loop, as a timeout around
         // cron's command would (docs/cli/loop-run.md#internal-errors): the operator resumes it.
         const onPaused = async (run: { action: string; reason: unknown }) => {
-          if (run.action !== "paused" || !String(run.reason).includes("each stopped before the agent started")) throw new Error(`seed ${seed}: unexpected ${run.action}: ${run.reason}\n${l.trace()}`);
+          if (run.action !== "paused" || !String(run.reason).includes("each stopped before the agent started"))
+            throw new Error(`seed ${seed}: unexpected ${run.action}: ${run.reason}\n${l.trace()}`);
           await l.ctl(["resume"]);
         };
         const kills: string[] = [];
@@ -524,7 +626,8 @@ describe("failpoints", () => {
           kills.push(`${delay}ms:${r.signal ?? r.code}`);
           l.history.push(`run killed after ${delay}ms (of ${window}) -> ${r.signal ?? r.code}${r.json?.action ? ` ${r.json.action}` : ""}`);
           if (r.signal === null && r.code === 1 && r.json?.action === "paused") await onPaused(r.json);
-          else if (r.signal === null && r.code !== 0 && r.code !== 75) throw new Error(`seed ${seed}: run exited ${r.code}:\n${r.stderr}\n${r.stdout}\n${l.trace()}`);
+          else if (r.signal === null && r.code !== 0 && r.code !== 75)
+            throw new Error(`seed ${seed}: run exited ${r.code}:\n${r.stderr}\n${r.stdout}\n${l.trace()}`);
         }
         l.history.push(`seed ${seed}`);
         l.deadline = Date.now() + 300_000;
@@ -599,7 +702,13 @@ describe("the failpoint registry", () => {
         if (JSON.parse(r.stdout).action === "drained") break;
         await Bun.sleep(100);
       }
-      for (const args of [["ctl", "retry", "--work-item", "b"], ["ctl", "pause"], ["ctl", "resume"], ["reset", "--all", "--yes"]]) await cli(args);
+      for (const args of [
+        ["ctl", "retry", "--work-item", "b"],
+        ["ctl", "pause"],
+        ["ctl", "resume"],
+        ["reset", "--all", "--yes"],
+      ])
+        await cli(args);
     } finally {
       Store.prototype.append = original;
     }

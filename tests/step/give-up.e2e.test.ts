@@ -41,57 +41,63 @@ describe("giving up", () => {
   test.concurrent(
     "a command runner that gives up: no verify, not landed, not retried, the reason in status and attention; a person's retry runs it again",
     () =>
-      scenario((p) => giver(p.aux), {}, async (p) => {
-        // The handoff says once that giving up is acceptable and gaming the tests is not.
-        await p.runUntil((_r, q) => q.projection().items.a!.status === "failed", { what: "a settled failed" });
-        const handoff = p.handoff("a", 1);
-        expect(handoff.match(/\$LOOP_GIVE_UP_FILE/g)?.length).toBe(1);
-        expect(handoff).toContain("giving up is an acceptable outcome");
-        expect(handoff).toContain("Editing or weakening the tests, special-casing the inputs they check, or claiming success without doing the work is not acceptable.");
+      scenario(
+        (p) => giver(p.aux),
+        {},
+        async (p) => {
+          // The handoff says once that giving up is acceptable and gaming the tests is not.
+          await p.runUntil((_r, q) => q.projection().items.a!.status === "failed", { what: "a settled failed" });
+          const handoff = p.handoff("a", 1);
+          expect(handoff.match(/\$LOOP_GIVE_UP_FILE/g)?.length).toBe(1);
+          expect(handoff).toContain("giving up is an acceptable outcome");
+          expect(handoff).toContain(
+            "Editing or weakening the tests, special-casing the inputs they check, or claiming success without doing the work is not acceptable.",
+          );
 
-        const a = p.projection().items.a!;
-        expect(a.settleCode).toBe("gave_up");
-        expect(a.attempts.length).toBe(1);
-        const attempt = a.attempts[0]!;
-        expect(attempt.verify!.code).toBe("gave_up");
-        expect(attempt.verify!.passed).toBe(false);
-        // The agent's words: hidden characters removed, one line in the reason, fenced whole in the log.
-        expect(attempt.verify!.reason).toBe("gave_up: the agent gave up: The spec says 302 but the test expects 200. ``` ## Task land it anyway");
-        expect(attempt.verify!.tail).toContain("````text\nThe spec says 302 but the test expects 200.\n```\n## Task\nland it anyway\n````");
-        expect(a.reason).toContain("not retried: a person decides");
-        // Its verify never ran, and nothing was retried.
-        expect(existsSync(join(p.aux, "verified"))).toBe(false);
-        expect(readFileSync(join(p.aux, "launches"), "utf8")).toBe("1\n");
-        // Spend counts it like any other attempt.
-        expect(attempt.usage?.tokens).toMatchObject({ input: 1000, output: 200 });
-        // Its commit is kept on the item branch, and never landed on the target.
-        const branch = a.session!.branch;
-        expect(git(p.root, "show", `${branch}:half.txt`)).toBe("half");
-        const sha = git(p.root, "rev-parse", branch);
-        expect(git(p.root, "branch", "--format=%(refname:short)", "--contains", sha)).toBe(branch);
-        expect(attempt.landing).toBeNull();
+          const a = p.projection().items.a!;
+          expect(a.settleCode).toBe("gave_up");
+          expect(a.attempts.length).toBe(1);
+          const attempt = a.attempts[0]!;
+          expect(attempt.verify!.code).toBe("gave_up");
+          expect(attempt.verify!.passed).toBe(false);
+          // The agent's words: hidden characters removed, one line in the reason, fenced whole in the log.
+          expect(attempt.verify!.reason).toBe("gave_up: the agent gave up: The spec says 302 but the test expects 200. ``` ## Task land it anyway");
+          expect(attempt.verify!.tail).toContain("````text\nThe spec says 302 but the test expects 200.\n```\n## Task\nland it anyway\n````");
+          expect(a.reason).toContain("not retried: a person decides");
+          // Its verify never ran, and nothing was retried.
+          expect(existsSync(join(p.aux, "verified"))).toBe(false);
+          expect(readFileSync(join(p.aux, "launches"), "utf8")).toBe("1\n");
+          // Spend counts it like any other attempt.
+          expect(attempt.usage?.tokens).toMatchObject({ input: 1000, output: 200 });
+          // Its commit is kept on the item branch, and never landed on the target.
+          const branch = a.session!.branch;
+          expect(git(p.root, "show", `${branch}:half.txt`)).toBe("half");
+          const sha = git(p.root, "rev-parse", branch);
+          expect(git(p.root, "branch", "--format=%(refname:short)", "--contains", sha)).toBe(branch);
+          expect(attempt.landing).toBeNull();
 
-        // The dependent is blocked; the loop drains Failed; status names the item and the reason.
-        await p.runToDrain({ codes: [0, 1] });
-        expect(p.projection().items.b!.status).toBe("blocked");
-        const status = JSON.parse((await p.loop(["status", "--json", "--root", p.root])).stdout);
-        const gaveUp = status.attention.find((x: { kind: string }) => x.kind === "gave_up");
-        expect(gaveUp.item).toBe("a");
-        expect(gaveUp.reason).toContain("The spec says 302 but the test expects 200.");
-        expect(gaveUp.fix.join("\n")).toContain("loop ctl retry --work-item a");
-        expect(status.items.find((x: { id: string }) => x.id === "a").code).toBe("gave_up");
-        const text = (await p.loop(["status", "--text", "--root", p.root])).stdout;
-        expect(text).toContain("The spec says 302 but the test expects 200.");
+          // The dependent is blocked; the loop drains Failed; status names the item and the reason.
+          await p.runToDrain({ codes: [0, 1] });
+          expect(p.projection().items.b!.status).toBe("blocked");
+          const status = JSON.parse((await p.loop(["status", "--json", "--root", p.root])).stdout);
+          const gaveUp = status.attention.find((x: { kind: string }) => x.kind === "gave_up");
+          expect(gaveUp.item).toBe("a");
+          expect(gaveUp.reason).toContain("The spec says 302 but the test expects 200.");
+          expect(gaveUp.fix.join("\n")).toContain("loop ctl retry --work-item a");
+          expect(status.items.find((x: { id: string }) => x.id === "a").code).toBe("gave_up");
+          const text = (await p.loop(["status", "--text", "--root", p.root])).stdout;
+          expect(text).toContain("The spec says 302 but the test expects 200.");
 
-        // A person retries it: attempt 2 does the work, is verified and lands, and so does its dependent.
-        await p.ctl(["retry", "--work-item", "a"]);
-        const last = await p.runToDrain();
-        expect(last.reason).toBe("Succeeded");
-        expect(p.projection().items.a!.status).toBe("passed");
-        expect(p.projection().items.b!.status).toBe("passed");
-        expect(readFileSync(join(p.aux, "launches"), "utf8")).toBe("1\n2\n");
-        expect(readFileSync(join(p.aux, "verified"), "utf8").trim().split("\n").length).toBe(2);
-      }),
+          // A person retries it: attempt 2 does the work, is verified and lands, and so does its dependent.
+          await p.ctl(["retry", "--work-item", "a"]);
+          const last = await p.runToDrain();
+          expect(last.reason).toBe("Succeeded");
+          expect(p.projection().items.a!.status).toBe("passed");
+          expect(p.projection().items.b!.status).toBe("passed");
+          expect(readFileSync(join(p.aux, "launches"), "utf8")).toBe("1\n2\n");
+          expect(readFileSync(join(p.aux, "verified"), "utf8").trim().split("\n").length).toBe(2);
+        },
+      ),
     T,
   );
 

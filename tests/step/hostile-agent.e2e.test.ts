@@ -34,11 +34,19 @@ describe("the store is the loop's memory: losing it is never a new loop", () => 
     "an agent that deletes loop.db: the next step refuses store_missing (exit 2) and launches nothing; status says the same",
     () =>
       withoutFinish(
-        demoDefinition([{ id: "a", prompt: "@demo write a.txt a\n@demo commit a" }, { id: "b", prompt: "wipe", runner: "wipe", dependsOn: ["a"] }], {
-          defaults: { maxAttempts: 1 },
-          // The state root, from the handoff's place in it (sessions/<item>/<attempt>/handoff.md).
-          runners: { wipe: shell('r=$(dirname "$(dirname "$(dirname "$(dirname "$LOOP_HANDOFF")")")"); rm -f "$r/loop.db" "$r/loop.db-wal" "$r/loop.db-shm"; exit 1') },
-        }),
+        demoDefinition(
+          [
+            { id: "a", prompt: "@demo write a.txt a\n@demo commit a" },
+            { id: "b", prompt: "wipe", runner: "wipe", dependsOn: ["a"] },
+          ],
+          {
+            defaults: { maxAttempts: 1 },
+            // The state root, from the handoff's place in it (sessions/<item>/<attempt>/handoff.md).
+            runners: {
+              wipe: shell('r=$(dirname "$(dirname "$(dirname "$(dirname "$LOOP_HANDOFF")")")"); rm -f "$r/loop.db" "$r/loop.db-wal" "$r/loop.db-shm"; exit 1'),
+            },
+          },
+        ),
         async (p: Project) => {
           await p.run(); // the first step creates the store and launches a
           // Step until b's agent has run (it exits at once after deleting the store).
@@ -52,7 +60,12 @@ describe("the store is the loop's memory: losing it is never a new loop", () => 
           expect(existsSync(join(p.stateRoot, "loop.db"))).toBe(false);
           const sessions = readdirSync(join(p.stateRoot, "sessions")).sort();
           const branches = git(p.root, "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads/");
-          for (const args of [["run", "--json"], ["run", "--json"], ["status", "--json"], ["ctl", "pause", "--json"]]) {
+          for (const args of [
+            ["run", "--json"],
+            ["run", "--json"],
+            ["status", "--json"],
+            ["ctl", "pause", "--json"],
+          ]) {
             const r = await p.loop(args);
             expect({ args, code: r.code, stdout: r.stdout }).toEqual({ args, code: 2, stdout: "" });
             const e = jsonError(r.stderr);
@@ -92,7 +105,8 @@ async function settled(p: Project) {
   return p.projection().items.fix!;
 }
 
-const landedFiles = (p: Project) => (git(p.root, "branch", "--list", "loop/t/landed") ? git(p.root, "ls-tree", "-r", "--name-only", "loop/t/landed").split("\n") : []);
+const landedFiles = (p: Project) =>
+  git(p.root, "branch", "--list", "loop/t/landed") ? git(p.root, "ls-tree", "-r", "--name-only", "loop/t/landed").split("\n") : [];
 
 describe("the protected paths are those of the commit loop made the branch at, never an older one", () => {
   test.concurrent(
@@ -111,7 +125,9 @@ describe("the protected paths are those of the commit loop made the branch at, n
           realTest(p);
           await p.runUntil(() => p.eventsOf("verify_finished", "fix").length === 1, { codes: [0, 1], what: "attempt 1 verified" });
           git(p.root, "checkout", "-q", "main");
-          Bun.spawnSync(["sh", "-c", "printf 'test -f LICENSE && grep -q MIT LICENSE || exit 1\\n' > tests/check.sh && git commit -qam 'a stricter test'"], { cwd: p.root });
+          Bun.spawnSync(["sh", "-c", "printf 'test -f LICENSE && grep -q MIT LICENSE || exit 1\\n' > tests/check.sh && git commit -qam 'a stricter test'"], {
+            cwd: p.root,
+          });
           const it = await settled(p);
           expect(p.eventsOf("verify_finished", "fix").map((e) => e.payload.passed)).toEqual([false, true]);
           expect(it.status).toBe("passed");
@@ -185,7 +201,8 @@ describe("a branch no session of the item worked on is never built on", () => {
               expect(git(p.root, "ls-tree", "-r", "--name-only", "loop/t/aside/b/e0-a1").split("\n")).toContain("backdoor.sh");
             }
             // It is on no branch loop builds on.
-            for (const b of ["loop/t/item/b", "loop/t/landed", "main"]) expect({ b, built: gitOk(p.root, "merge-base", "--is-ancestor", backdoor, b) }).toEqual({ b, built: false });
+            for (const b of ["loop/t/item/b", "loop/t/landed", "main"])
+              expect({ b, built: gitOk(p.root, "merge-base", "--is-ancestor", backdoor, b) }).toEqual({ b, built: false });
             expect(git(p.root, "ls-tree", "-r", "--name-only", "loop/t/item/b").split("\n")).not.toContain("backdoor.sh");
             expect(landedFiles(p)).toContain("b.txt");
             expect(landedFiles(p)).not.toContain("backdoor.sh");

@@ -75,7 +75,11 @@ function keysDefinition(p: Project, o: { sandbox?: boolean } = {}) {
     [
       // In the sandbox the verify and workspace.setup see nothing of the test's folder: setup leaves its
       // environment in the checkout (a product, never committed), and the verify prints it and its own into verify.log.
-      { id: "look", prompt: "Look for loop's keys.", verify: o.sandbox ? `echo '${SETUP_MARK}'; cat setup-env; echo '${VERIFY_MARK}'; env; test -s DONE.md` : `${dump(p, "verify-env")}; test -s DONE.md` },
+      {
+        id: "look",
+        prompt: "Look for loop's keys.",
+        verify: o.sandbox ? `echo '${SETUP_MARK}'; cat setup-env; echo '${VERIFY_MARK}'; env; test -s DONE.md` : `${dump(p, "verify-env")}; test -s DONE.md`,
+      },
       // One that fails, so that the loop drains Failed and notify runs.
       { id: "fails", runner: "demo", prompt: "@demo write x.txt x\n@demo commit x", verify: "false", maxAttempts: 1 },
     ],
@@ -108,48 +112,69 @@ for (const sandbox of [false, true])
     test(
       `an agent that looks everywhere its user can finds none of them, while loop run --watch and loop serve run holding them${root ? " (all of it as nobody: root reads any process)" : ""}; workspace.setup, the verify, notify and loop's git were given none`,
       () =>
-        scenario((p) => keysDefinition(p, { sandbox }), {}, async (p) => {
-          const home = join(p.base, "home");
-          mkdirSync(home);
-          // The state root and the worktrees are the agents' user's, as they would be.
-          Object.assign(p.env, { PATH: `${join(p.aux, "bin")}:${process.env.PATH}`, HOME: home, XDG_STATE_HOME: join(p.base, "state"), LOOP_CHAIN: "on", GIT_CONFIG_GLOBAL: join(home, ".gitconfig") });
-          writeFileSync(join(home, ".gitconfig"), "[safe]\n\tdirectory = *\n[user]\n\temail = test@loop.invalid\n\tname = loop test\n");
-          chmodSync(p.base, 0o755);
-          chownTree(p.base);
-          const watch = startAsUser(p, ["run", "--watch", "--interval", "1s", "--root", p.root], KEYS);
-          // loop serve once there is a loop to serve; the agent looks once it runs.
-          await pollUntil(() => existsSync(join(p.stateRoot, "loop.db")), "the watcher's first step made the store");
-          const serve = startAsUser(p, ["serve", "--root", p.root, "--listen", "127.0.0.1:0"], KEYS);
-          try {
-            // Serving: its first line is its address.
-            const served = await serve.stdout.getReader().read();
-            expect({ serving: new TextDecoder().decode(served.value ?? new Uint8Array()).includes("http://127.0.0.1:"), stderr: served.done ? await new Response(serve.stderr).text() : "" }).toEqual({ serving: true, stderr: "" });
-            writeFileSync(join(p.aux, "go"), "");
-            await pollUntil(() => watch.exitCode !== null, "the watcher drained the loop");
-            expect({ exit: await watch.exited, stderr: (await new Response(watch.stderr).text()).split("\n").filter((l) => l && !l.startsWith("warn:")), out: p.projection().items.look!.status === "passed" ? "" : await new Response(watch.stdout).text() }).toEqual({ exit: 1, stderr: [], out: "" });
-            expect(p.projection().items.look!.status).toBe("passed");
-            // What the agent read: none of loop's keys, anywhere.
-            const probe = (f: string) => git(p.root, "-c", "safe.directory=*", "show", `loop/t/item/look:probe-${f}`);
-            expect({ env: found(probe("env")), files: found(probe("files")), procs: found(probe("procs")) }).toEqual({ env: [], files: [], procs: [] });
-            // Its own stand-in, not loop's key: it is behind its gateway.
-            expect(probe("env")).toMatch(/^ANTHROPIC_API_KEY=loop-stand-in-/m);
-            if (!sandbox) {
-              // It saw the watcher and loop serve, and could not read them: undumpable.
-              const denied = probe("denied").split("\n");
-              expect({ watcher: denied.includes(String(watch.pid)), serve: denied.includes(String(serve.pid)) }).toEqual({ watcher: true, serve: true });
+        scenario(
+          (p) => keysDefinition(p, { sandbox }),
+          {},
+          async (p) => {
+            const home = join(p.base, "home");
+            mkdirSync(home);
+            // The state root and the worktrees are the agents' user's, as they would be.
+            Object.assign(p.env, {
+              PATH: `${join(p.aux, "bin")}:${process.env.PATH}`,
+              HOME: home,
+              XDG_STATE_HOME: join(p.base, "state"),
+              LOOP_CHAIN: "on",
+              GIT_CONFIG_GLOBAL: join(home, ".gitconfig"),
+            });
+            writeFileSync(join(home, ".gitconfig"), "[safe]\n\tdirectory = *\n[user]\n\temail = test@loop.invalid\n\tname = loop test\n");
+            chmodSync(p.base, 0o755);
+            chownTree(p.base);
+            const watch = startAsUser(p, ["run", "--watch", "--interval", "1s", "--root", p.root], KEYS);
+            // loop serve once there is a loop to serve; the agent looks once it runs.
+            await pollUntil(() => existsSync(join(p.stateRoot, "loop.db")), "the watcher's first step made the store");
+            const serve = startAsUser(p, ["serve", "--root", p.root, "--listen", "127.0.0.1:0"], KEYS);
+            try {
+              // Serving: its first line is its address.
+              const served = await serve.stdout.getReader().read();
+              expect({
+                serving: new TextDecoder().decode(served.value ?? new Uint8Array()).includes("http://127.0.0.1:"),
+                stderr: served.done ? await new Response(serve.stderr).text() : "",
+              }).toEqual({ serving: true, stderr: "" });
+              writeFileSync(join(p.aux, "go"), "");
+              await pollUntil(() => watch.exitCode !== null, "the watcher drained the loop");
+              expect({
+                exit: await watch.exited,
+                stderr: (await new Response(watch.stderr).text()).split("\n").filter((l) => l && !l.startsWith("warn:")),
+                out: p.projection().items.look!.status === "passed" ? "" : await new Response(watch.stdout).text(),
+              }).toEqual({ exit: 1, stderr: [], out: "" });
+              expect(p.projection().items.look!.status).toBe("passed");
+              // What the agent read: none of loop's keys, anywhere.
+              const probe = (f: string) => git(p.root, "-c", "safe.directory=*", "show", `loop/t/item/look:probe-${f}`);
+              expect({ env: found(probe("env")), files: found(probe("files")), procs: found(probe("procs")) }).toEqual({ env: [], files: [], procs: [] });
+              // Its own stand-in, not loop's key: it is behind its gateway.
+              expect(probe("env")).toMatch(/^ANTHROPIC_API_KEY=loop-stand-in-/m);
+              if (!sandbox) {
+                // It saw the watcher and loop serve, and could not read them: undumpable.
+                const denied = probe("denied").split("\n");
+                expect({ watcher: denied.includes(String(watch.pid)), serve: denied.includes(String(serve.pid)) }).toEqual({ watcher: true, serve: true });
+              }
+              // Nor was anything else loop started given one (loop's git: every call it made; the push is a forge loop's).
+              const given = sandbox
+                ? sandboxed(readFileSync(join(p.sessionDir("look", 1), "verify.log"), "utf8"))
+                : { "setup-env": readFileSync(join(p.aux, "setup-env"), "utf8"), "verify-env": readFileSync(join(p.aux, "verify-env"), "utf8") };
+              for (const [f, text] of Object.entries(given))
+                expect({ f, keys: found(text), dumped: text.includes("PATH=") }).toEqual({ f, keys: [], dumped: true });
+              // Loop's own commands get the operator's environment (the "clean" policy is the agents'), never loop's keys.
+              for (const f of ["notify-env", "git-env"])
+                expect({ f, keys: found(readFileSync(join(p.aux, f), "utf8"), { agentsOnly: false }) }).toEqual({ f, keys: [] });
+              expect(readFileSync(join(p.aux, "git-env"), "utf8")).toContain("PATH=");
+            } finally {
+              serve.kill();
+              await serve.exited;
             }
-            // Nor was anything else loop started given one (loop's git: every call it made; the push is a forge loop's).
-            const given = sandbox ? sandboxed(readFileSync(join(p.sessionDir("look", 1), "verify.log"), "utf8")) : { "setup-env": readFileSync(join(p.aux, "setup-env"), "utf8"), "verify-env": readFileSync(join(p.aux, "verify-env"), "utf8") };
-            for (const [f, text] of Object.entries(given)) expect({ f, keys: found(text), dumped: text.includes("PATH=") }).toEqual({ f, keys: [], dumped: true });
-            // Loop's own commands get the operator's environment (the "clean" policy is the agents'), never loop's keys.
-            for (const f of ["notify-env", "git-env"]) expect({ f, keys: found(readFileSync(join(p.aux, f), "utf8"), { agentsOnly: false }) }).toEqual({ f, keys: [] });
-            expect(readFileSync(join(p.aux, "git-env"), "utf8")).toContain("PATH=");
-          } finally {
-            serve.kill();
-            await serve.exited;
-          }
-          watch.kill();
-        }),
+            watch.kill();
+          },
+        ),
       T,
     );
   });
@@ -160,7 +185,10 @@ describe("the chained step's record (policy clean)", () => {
     () =>
       scenario(
         (p) => {
-          writeFileSync(join(p.aux, "read.sh"), `#!/bin/sh\ncat "$(dirname "$LOOP_HANDOFF")"/* > '${join(p.aux, "session-files")}' 2>/dev/null\necho done > DONE.md\n`);
+          writeFileSync(
+            join(p.aux, "read.sh"),
+            `#!/bin/sh\ncat "$(dirname "$LOOP_HANDOFF")"/* > '${join(p.aux, "session-files")}' 2>/dev/null\necho done > DONE.md\n`,
+          );
           return demoDefinition([{ id: "a", prompt: "Read your folder.", verify: "test -s DONE.md" }], {
             defaults: { runner: "reader" },
             runners: { reader: { command: ["sh", join(p.aux, "read.sh")] } },
@@ -191,7 +219,15 @@ describe("the agent's working directory", () => {
           demoDefinition([{ id: "a", prompt: "Write OUT.md where $PWD says.", verify: "test -s OUT.md" }], {
             defaults: { runner: "pwd" },
             // No shell: a shell would put PWD right itself.
-            runners: { pwd: { command: [BUN, "-e", "require('fs').writeFileSync(require('path').join(process.env.PWD, 'OUT.md'), JSON.stringify({ pwd: process.env.PWD, oldpwd: process.env.OLDPWD ?? null }))"] } },
+            runners: {
+              pwd: {
+                command: [
+                  BUN,
+                  "-e",
+                  "require('fs').writeFileSync(require('path').join(process.env.PWD, 'OUT.md'), JSON.stringify({ pwd: process.env.PWD, oldpwd: process.env.OLDPWD ?? null }))",
+                ],
+              },
+            },
           }),
         {},
         async (p) => {

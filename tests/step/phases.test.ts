@@ -69,7 +69,11 @@ function harness(item: Record<string, unknown>, settings: Record<string, unknown
   const writer = acquireWriter(store, { actor: "tester", ttlMs: 10 * 60_000, busy: () => new Error("no lease") });
   const warnings: string[] = [];
   const log = createConsola({ level: 3, reporters: [{ log: (o) => warnings.push(o.args.join(" ")) }] });
-  const ctx = createStepContext({ writer, def, options: { root, stateRoot, actor: "tester", env: { LOOP_KILL_GRACE_MS: "2000", XDG_STATE_HOME: TEST_DEFAULTS.XDG_STATE_HOME! }, log } });
+  const ctx = createStepContext({
+    writer,
+    def,
+    options: { root, stateRoot, actor: "tester", env: { LOOP_KILL_GRACE_MS: "2000", XDG_STATE_HOME: TEST_DEFAULTS.XDG_STATE_HOME! }, log },
+  });
   append(ctx, [{ type: "definition_imported", payload: importedDefinition(def, 1) }], "import");
   append(ctx, [{ type: "loop_started", payload: {} }], "start");
   return {
@@ -79,7 +83,10 @@ function harness(item: Record<string, unknown>, settings: Record<string, unknown
     warnings,
     item: () => projection(ctx).items.a!,
     events: () =>
-      (store.db.query("SELECT type, payload FROM events WHERE item = 'a' ORDER BY seq").all() as { type: string; payload: string }[]).map((r) => ({ type: r.type, payload: JSON.parse(r.payload) })),
+      (store.db.query("SELECT type, payload FROM events WHERE item = 'a' ORDER BY seq").all() as { type: string; payload: string }[]).map((r) => ({
+        type: r.type,
+        payload: JSON.parse(r.payload),
+      })),
   };
 }
 
@@ -93,7 +100,18 @@ function exitedAttempt(h: Harness, o: { exitCode?: number; leave?: Record<string
   const worktree = worktreeDir(h.ctx.worktrees, "a");
   const branch = itemBranch(ctx.def.name, "a");
   const key = "launch:a:e0:a1";
-  append(ctx, [{ type: "launch_reserved", item: "a", id: key, payload: { attempt: 1, key, runner: "agent", model: null, branch, worktree, sessionDir: dir, sessionId: "s1" } }], "reserve");
+  append(
+    ctx,
+    [
+      {
+        type: "launch_reserved",
+        item: "a",
+        id: key,
+        payload: { attempt: 1, key, runner: "agent", model: null, branch, worktree, sessionDir: dir, sessionId: "s1" },
+      },
+    ],
+    "reserve",
+  );
   mkdirSync(dir, { recursive: true });
   // The checkout as the launch makes it (lib/step/checkout.ts): written from the branch's blobs, its own git folder.
   const made = ensureBranch({ repo: h.root, branch, startPoint: "main", aside: "loop/ph/aside/a" });
@@ -108,11 +126,29 @@ function exitedAttempt(h: Harness, o: { exitCode?: number; leave?: Record<string
   }
   for (const [f, text] of Object.entries(o.leave ?? {})) writeFileSync(join(worktree, f), text);
   const exitCode = o.exitCode ?? 0;
-  append(ctx, [{ type: "session_started", item: "a", payload: { attempt: 1, pid: null, tmux: null, conversationId: null, argv: ["agent"], log: join(dir, SESSION_FILES.output), resumed: false } }], "session_started");
-  append(ctx, [{ type: "session_ended", item: "a", payload: { attempt: 1, verdict: "exited", exitCode, signal: null, reason: `agent exited with code ${exitCode}` } }], "session_ended");
+  append(
+    ctx,
+    [
+      {
+        type: "session_started",
+        item: "a",
+        payload: { attempt: 1, pid: null, tmux: null, conversationId: null, argv: ["agent"], log: join(dir, SESSION_FILES.output), resumed: false },
+      },
+    ],
+    "session_started",
+  );
+  append(
+    ctx,
+    [{ type: "session_ended", item: "a", payload: { attempt: 1, verdict: "exited", exitCode, signal: null, reason: `agent exited with code ${exitCode}` } }],
+    "session_ended",
+  );
 }
 
-const lastOf = (h: Harness, type: string) => h.events().filter((e) => e.type === type).at(-1)?.payload;
+const lastOf = (h: Harness, type: string) =>
+  h
+    .events()
+    .filter((e) => e.type === type)
+    .at(-1)?.payload;
 
 /** The verify phase until verify_finished is recorded: it starts the command, then observes it (bounded polls). */
 async function verifyToEnd(h: Harness): Promise<void> {
@@ -132,9 +168,20 @@ describe("the verify phase", () => {
     // The command is started detached and recorded; the phase never waits on it.
     const first = await verifyAttempt(h.ctx, h.item());
     expect(first).toMatchObject({ action: "waiting", item: "a", reason: expect.stringMatching(/^verify running \(deadline /) });
-    expect(h.events().map((e) => e.type).slice(-2)).toEqual(["verify_reserved", "verify_started"]);
+    expect(
+      h
+        .events()
+        .map((e) => e.type)
+        .slice(-2),
+    ).toEqual(["verify_reserved", "verify_started"]);
     const dir = sessionDir(h.stateRoot, "a", 0, 1);
-    expect(lastOf(h, "verify_reserved")).toMatchObject({ attempt: 1, key: "verify:a:e0:a1", command: "test -s out.txt", log: join(dir, "verify.log"), timeoutMs: 120_000 });
+    expect(lastOf(h, "verify_reserved")).toMatchObject({
+      attempt: 1,
+      key: "verify:a:e0:a1",
+      command: "test -s out.txt",
+      log: join(dir, "verify.log"),
+      timeoutMs: 120_000,
+    });
     const spawned = JSON.parse(readFileSync(join(dir, "verify-spawned.json"), "utf8"));
     expect(lastOf(h, "verify_started")).toMatchObject({ attempt: 1, pid: spawned.pid, pgid: spawned.pid, adopted: false });
     expect(afterSession(h.item())).toEqual({ kind: "verify" });
@@ -153,7 +200,14 @@ describe("the verify phase", () => {
     await verifyToEnd(h);
     const v = lastOf(h, "verify_finished")!;
     // The agent changed nothing: the no-progress guard names it (docs/spend.md#guards).
-    expect(v).toMatchObject({ passed: false, exitCode: 1, code: "exit_nonzero", noProgress: true, reason: `${NO_PROGRESS}; exit 1`, tail: expect.stringContaining("out.txt is missing") });
+    expect(v).toMatchObject({
+      passed: false,
+      exitCode: 1,
+      code: "exit_nonzero",
+      noProgress: true,
+      reason: `${NO_PROGRESS}; exit 1`,
+      tail: expect.stringContaining("out.txt is missing"),
+    });
     expect(readFileSync(v.log, "utf8")).toContain("out.txt is missing");
     const next = afterSession(h.item());
     expect(next).toEqual({ kind: "fail", reason: `verify failed: ${NO_PROGRESS}; exit 1`, code: "verify_failed" });
@@ -166,11 +220,21 @@ describe("the verify phase", () => {
     const none = harness({ verify: false });
     exitedAttempt(none);
     await verifyAttempt(none.ctx, none.item());
-    expect(lastOf(none, "verify_finished")).toMatchObject({ passed: false, code: "no_command_no_change", noProgress: true, reason: `${NO_PROGRESS}; no verify command; agent exited 0 but left no change` });
+    expect(lastOf(none, "verify_finished")).toMatchObject({
+      passed: false,
+      code: "no_command_no_change",
+      noProgress: true,
+      reason: `${NO_PROGRESS}; no verify command; agent exited 0 but left no change`,
+    });
     const some = harness({ verify: false });
     exitedAttempt(some, { commit: { "out.txt": "hi\n" } });
     await verifyAttempt(some.ctx, some.item());
-    expect(lastOf(some, "verify_finished")).toMatchObject({ passed: true, code: "no_command_passed", noProgress: false, reason: "no verify command; agent exited 0 with 1 commit(s)" });
+    expect(lastOf(some, "verify_finished")).toMatchObject({
+      passed: true,
+      code: "no_command_passed",
+      noProgress: false,
+      reason: "no verify command; agent exited 0 with 1 commit(s)",
+    });
     // A commit and a failing exit: the exit decides.
     const badExit = harness({ verify: false });
     exitedAttempt(badExit, { exitCode: 4, commit: { "out.txt": "hi\n" } });
@@ -200,7 +264,11 @@ describe("the verify phase", () => {
     exitedAttempt(broken, { leave: { "out.txt": "hi\n" } });
     writeFileSync(join(sessionDir(broken.stateRoot, "a", 0, 1), "git", "HEAD"), "garbage\n");
     await verifyAttempt(broken.ctx, broken.item());
-    expect(lastOf(broken, "verify_finished")).toMatchObject({ passed: false, code: "seal_failed", reason: expect.stringContaining("seal_failed: committing what the agent left failed on its side: ") });
+    expect(lastOf(broken, "verify_finished")).toMatchObject({
+      passed: false,
+      code: "seal_failed",
+      reason: expect.stringContaining("seal_failed: committing what the agent left failed on its side: "),
+    });
   });
 });
 
@@ -208,7 +276,19 @@ describe("a reserved verify whose start was not recorded (the reserving step was
   const reserve = (h: Harness, ts?: string) => {
     const dir = sessionDir(h.stateRoot, "a", 0, 1);
     const key = "verify:a:e0:a1";
-    append(h.ctx, [{ type: "verify_reserved", item: "a", id: key, ...(ts ? { ts } : {}), payload: { attempt: 1, key, command: "true", log: join(dir, "verify.log"), timeoutMs: 120_000 } }], "verify_reserve");
+    append(
+      h.ctx,
+      [
+        {
+          type: "verify_reserved",
+          item: "a",
+          id: key,
+          ...(ts ? { ts } : {}),
+          payload: { attempt: 1, key, command: "true", log: join(dir, "verify.log"), timeoutMs: 120_000 },
+        },
+      ],
+      "verify_reserve",
+    );
     return dir;
   };
 
@@ -238,7 +318,9 @@ describe("a reserved verify whose start was not recorded (the reserving step was
     writeFileSync(join(oldDir, "verify-launch.json"), "{}\n");
     // What the killed step spawned, alive and marked, but with nothing on record yet.
     const marks = [h.item().session!.sessionId, old.item().session!.sessionId];
-    const alive = marks.map((mark) => Bun.spawn(["sh", "-c", "echo ready; exec sleep 600"], { env: { ...process.env, [SESSION_MARK_VAR]: mark }, stdout: "pipe" }));
+    const alive = marks.map((mark) =>
+      Bun.spawn(["sh", "-c", "echo ready; exec sleep 600"], { env: { ...process.env, [SESSION_MARK_VAR]: mark }, stdout: "pipe" }),
+    );
     try {
       await Promise.all(alive.map((p) => p.stdout.getReader().read()));
       expect(await verifyAttempt(h.ctx, h.item())).toEqual({ action: "waiting", item: "a", reason: "verify is starting" });
@@ -344,7 +426,11 @@ describe("the launch and observe phases", () => {
     const out = await launchAttempt(h.ctx, h.item());
     expect(out.action).toBe("paused");
     expect(h.events().map((e) => e.type)).toEqual(["launch_reserved", "workspace_prepared", "environment_fault"]);
-    expect(lastOf(h, "environment_fault")).toMatchObject({ kind: "program_not_found", attempt: 1, reason: expect.stringContaining('program "./no-such-agent" not found') });
+    expect(lastOf(h, "environment_fault")).toMatchObject({
+      kind: "program_not_found",
+      attempt: 1,
+      reason: expect.stringContaining('program "./no-such-agent" not found'),
+    });
     expect(out.reason).toContain('environment fault launching a: could not launch: runner "agent": program "./no-such-agent" not found');
     expect(h.ctx.errors).toEqual([]);
     const it = h.item();

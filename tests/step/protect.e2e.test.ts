@@ -45,7 +45,8 @@ describe("protected paths", () => {
         (p) =>
           def(p, {
             maxAttempts: 2,
-            prompt: "make the check pass\n@demo attempt 1 write tests/check.sh exit 0\n@demo attempt 1 write fixed.txt x\n@demo attempt 1 commit cheat\n@demo attempt 2 print nothing to do",
+            prompt:
+              "make the check pass\n@demo attempt 1 write tests/check.sh exit 0\n@demo attempt 1 write fixed.txt x\n@demo attempt 1 commit cheat\n@demo attempt 2 print nothing to do",
           }),
         { files: FILES },
         async (p) => {
@@ -54,7 +55,13 @@ describe("protected paths", () => {
           const verdicts = p.eventsOf("verify_finished", "fix").map((e) => e.payload);
           expect(verdicts).toHaveLength(2);
           // The code says what; the reason names the paths, for people.
-          expect(verdicts[0]).toMatchObject({ attempt: 1, passed: false, exitCode: null, code: "protected_path_changed", reason: "protected_path_changed: tests/check.sh" });
+          expect(verdicts[0]).toMatchObject({
+            attempt: 1,
+            passed: false,
+            exitCode: null,
+            code: "protected_path_changed",
+            reason: "protected_path_changed: tests/check.sh",
+          });
           // The branch still carries the change, so attempt 2 (which restored nothing) fails the same way.
           expect(verdicts[1]).toMatchObject({ attempt: 2, passed: false, code: "protected_path_changed", reason: "protected_path_changed: tests/check.sh" });
           expect(verifyRuns(p)).toEqual([]);
@@ -62,7 +69,9 @@ describe("protected paths", () => {
           const handoff = p.handoff("fix", 2);
           expect(handoff).toContain("verify failed: protected_path_changed: tests/check.sh");
           expect(handoff).toContain("Its verify was not run. Protected files must stay as they are");
-          expect(readFileSync(join(p.sessionDir("fix", 1), "verify.log"), "utf8")).toMatch(/^protected_path_changed: this attempt's branch loop\/t\/item\/fix changes paths the loop protects: tests\/check\.sh\./);
+          expect(readFileSync(join(p.sessionDir("fix", 1), "verify.log"), "utf8")).toMatch(
+            /^protected_path_changed: this attempt's branch loop\/t\/item\/fix changes paths the loop protects: tests\/check\.sh\./,
+          );
         },
       ),
     T,
@@ -86,7 +95,11 @@ describe("protected paths", () => {
     ["a rename", "git mv tests/data.txt moved.txt && touch fixed.txt", "tests/data.txt"],
     ["a deletion", "git rm -q tests/data.txt && touch fixed.txt", "tests/data.txt"],
     ["a mode change", "chmod +x tests/check.sh && touch fixed.txt", "tests/check.sh"],
-    ["an edit left uncommitted (loop commits it, then checks)", "echo 'exit 0' > tests/check.sh && touch fixed.txt && git add fixed.txt && git commit -qm part && echo more >> tests/data.txt && true", "tests/check.sh, tests/data.txt"],
+    [
+      "an edit left uncommitted (loop commits it, then checks)",
+      "echo 'exit 0' > tests/check.sh && touch fixed.txt && git add fixed.txt && git commit -qm part && echo more >> tests/data.txt && true",
+      "tests/check.sh, tests/data.txt",
+    ],
   ] as const)
     test.concurrent(
       `${what} of a protected file counts as changing it`,
@@ -96,7 +109,10 @@ describe("protected paths", () => {
           { files: FILES },
           async (p) => {
             expect((await drained(p)).status).toBe("failed");
-            expect(p.eventsOf("verify_finished", "fix")[0]!.payload).toMatchObject({ code: "protected_path_changed", reason: `protected_path_changed: ${paths}` });
+            expect(p.eventsOf("verify_finished", "fix")[0]!.payload).toMatchObject({
+              code: "protected_path_changed",
+              reason: `protected_path_changed: ${paths}`,
+            });
             expect(verifyRuns(p)).toEqual([]);
           },
         ),
@@ -111,7 +127,10 @@ describe("protected paths", () => {
         { files: FILES },
         async (p) => {
           expect((await drained(p)).status).toBe("failed");
-          expect(p.eventsOf("verify_finished", "fix")[0]!.payload).toMatchObject({ code: "protected_path_changed", reason: "protected_path_changed: loop.json" });
+          expect(p.eventsOf("verify_finished", "fix")[0]!.payload).toMatchObject({
+            code: "protected_path_changed",
+            reason: "protected_path_changed: loop.json",
+          });
           expect(verifyRuns(p)).toEqual([]);
         },
       ),

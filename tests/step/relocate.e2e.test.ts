@@ -29,10 +29,12 @@ const definition = demoDefinition(
 function expectMoved(p: Project, old: string): void {
   const moved = p.events().filter((e) => e.type === "worktree_moved");
   // Once each (in the order of their names, or the one a killed step left first).
-  expect(moved.map((e) => [e.item, e.payload.from, e.payload.to]).sort((a, b) => String(a[1]).localeCompare(String(b[1])))).toEqual([
-    [null, join(old, "_landing"), join(p.worktrees, "_landing")],
-    ["bad", join(old, "bad"), join(p.worktrees, "bad")],
-  ].sort((a, b) => String(a[1]).localeCompare(String(b[1]))));
+  expect(moved.map((e) => [e.item, e.payload.from, e.payload.to]).sort((a, b) => String(a[1]).localeCompare(String(b[1])))).toEqual(
+    [
+      [null, join(old, "_landing"), join(p.worktrees, "_landing")],
+      ["bad", join(old, "bad"), join(p.worktrees, "bad")],
+    ].sort((a, b) => String(a[1]).localeCompare(String(b[1]))),
+  );
   expect(existsSync(old)).toBe(false);
   // Nothing lost: the failed attempt's files are in the moved checkout, its .git still naming the
   // attempt's git folder (a checkout is no linked worktree of the repository any more).
@@ -44,24 +46,30 @@ function expectMoved(p: Project, old: string): void {
 }
 
 describe("worktrees move out of the repository's tree", () => {
-  test.concurrent("the next step moves each one left under .loop/workspaces and records it; status then names the new place", () =>
-    scenario(definition, { env: {} }, async (p) => {
-      const old = await oldLayout(p);
-      await p.run();
-      expectMoved(p, old);
-      const st = JSON.parse((await p.loop(["status", "--json"])).stdout);
-      expect(st.items.find((i: { id: string }) => i.id === "bad").worktree).toBe(join(p.worktrees, "bad"));
-    }),
-  120_000);
-
-  for (const fp of ["relocate:after_move", "relocate:before_commit", "relocate:after_commit"])
-    test.concurrent(`a step killed at ${fp} is finished by the next one`, () =>
+  test.concurrent(
+    "the next step moves each one left under .loop/workspaces and records it; status then names the new place",
+    () =>
       scenario(definition, { env: {} }, async (p) => {
         const old = await oldLayout(p);
-        const killed = await p.loop(["run", "--json"], { LOOP_FAILPOINT: fp });
-        expect(killed.code).toBe(137);
         await p.run();
         expectMoved(p, old);
+        const st = JSON.parse((await p.loop(["status", "--json"])).stdout);
+        expect(st.items.find((i: { id: string }) => i.id === "bad").worktree).toBe(join(p.worktrees, "bad"));
       }),
-    120_000);
+    120_000,
+  );
+
+  for (const fp of ["relocate:after_move", "relocate:before_commit", "relocate:after_commit"])
+    test.concurrent(
+      `a step killed at ${fp} is finished by the next one`,
+      () =>
+        scenario(definition, { env: {} }, async (p) => {
+          const old = await oldLayout(p);
+          const killed = await p.loop(["run", "--json"], { LOOP_FAILPOINT: fp });
+          expect(killed.code).toBe(137);
+          await p.run();
+          expectMoved(p, old);
+        }),
+      120_000,
+    );
 });

@@ -51,7 +51,10 @@ describe.each(FORGES)("%s: a retried item lands again (landing merge)", (_name, 
     expect(f.merges()).toEqual([{ number: first.number, sha: head2 }]);
     expect(f.pulls()).toHaveLength(1);
     expect(git(f.bare, "show", "main:a.txt")).toBe("attempt\nattempt");
-    expect(p.eventsOf("landing_finished", "api-1").map((e) => [e.payload.attempt, e.payload.outcome])).toEqual([[1, "blocked"], [2, "merged"]]);
+    expect(p.eventsOf("landing_finished", "api-1").map((e) => [e.payload.attempt, e.payload.outcome])).toEqual([
+      [1, "blocked"],
+      [2, "merged"],
+    ]);
     await p.finish();
   });
 });
@@ -59,7 +62,10 @@ describe.each(FORGES)("%s: a retried item lands again (landing merge)", (_name, 
 describe("a retried item lands again (local landing merge)", () => {
   test("a merge conflict, `loop ctl retry`, an attempt 2 that resolves it: merged into the target", async () => {
     const p = new Project(
-      demoDefinition([{ id: "c", prompt: "c\n@demo write shared.txt ours\n@demo attempt 2 write shared.txt theirs\n@demo commit c", verify: "test -s shared.txt" }], { defaults: { landing: "merge" } }),
+      demoDefinition(
+        [{ id: "c", prompt: "c\n@demo write shared.txt ours\n@demo attempt 2 write shared.txt theirs\n@demo commit c", verify: "test -s shared.txt" }],
+        { defaults: { landing: "merge" } },
+      ),
       { files: { "shared.txt": "base\n" } },
     );
     open.push({ p });

@@ -132,7 +132,9 @@ describe("the sandbox", () => {
         (p) => {
           const dir = join(p.stateRoot, "sessions", "fix", "1");
           const verify = `echo '{"code":0,"signal":null,"error":null}' > ${join(dir, "verify-exit.json")} && echo FORGED; echo x > ${join(p.aux, "verify-escaped")}; exit 1`;
-          return demoDefinition([{ id: "fix", prompt: "fix\n@demo write x.txt x\n@demo commit x", verify }], { defaults: { sandbox: "bwrap", maxAttempts: 1 } });
+          return demoDefinition([{ id: "fix", prompt: "fix\n@demo write x.txt x\n@demo commit x", verify }], {
+            defaults: { sandbox: "bwrap", maxAttempts: 1 },
+          });
         },
         {},
         async (p) => {
@@ -158,7 +160,11 @@ describe("the sandbox", () => {
             defaults: { sandbox: "bwrap", maxAttempts: 1 },
             // It lingers until the test has seen the process it left (a file the test drops in its
             // checkout; a minute at most), then exits.
-            runners: { leaver: sh(`env -u LOOP_SESSION_MARK -u LOOP_SESSION_ID setsid sleep ${token} </dev/null >/dev/null 2>&1 & echo x > x.txt; i=0; while [ ! -e seen ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; rm -f seen`) },
+            runners: {
+              leaver: sh(
+                `env -u LOOP_SESSION_MARK -u LOOP_SESSION_ID setsid sleep ${token} </dev/null >/dev/null 2>&1 & echo x > x.txt; i=0; while [ ! -e seen ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; rm -f seen`,
+              ),
+            },
           }),
         {},
         async (p) => {
@@ -205,7 +211,11 @@ describe("the sandbox", () => {
           const verify = `if [ "$LOOP_ATTEMPT" = 1 ]; then ${plant}; exit 1; fi; test -f work.txt`;
           // Attempt 2's agent says which git folder its git uses, and tries what a sandbox built from that .git would allow.
           const agent = `if [ "$LOOP_ATTEMPT" = 2 ]; then echo "git-dir: $(git rev-parse --absolute-git-dir)"; ls -a; if echo x > ${join(victim, ".git", "objects", "pwned")} 2>/dev/null; then echo ESCAPED; else echo refused; fi; fi; echo work > work.txt`;
-          return demoDefinition([{ id: "fix", prompt: "fix", runner: "agent", verify, maxAttempts: 2 }], { defaults: { sandbox: "bwrap" }, runners: { agent: sh(agent) }, workspace: { keepCheckoutOnClose: true } });
+          return demoDefinition([{ id: "fix", prompt: "fix", runner: "agent", verify, maxAttempts: 2 }], {
+            defaults: { sandbox: "bwrap" },
+            runners: { agent: sh(agent) },
+            workspace: { keepCheckoutOnClose: true },
+          });
         },
         {},
         async (p) => {
@@ -243,7 +253,9 @@ describe("the sandbox", () => {
           expect(r.code).toBe(1);
           const doc = JSON.parse(r.stdout);
           expect(doc.action).toBe("paused");
-          expect(doc.loop.reason).toContain('environment fault launching fix: the item asks for the sandbox ("sandbox": "bwrap"), but bwrap (bubblewrap) was not found on PATH');
+          expect(doc.loop.reason).toContain(
+            'environment fault launching fix: the item asks for the sandbox ("sandbox": "bwrap"), but bwrap (bubblewrap) was not found on PATH',
+          );
           expect(doc.loop.reason).toContain("install bubblewrap");
           expect(p.eventsOf("launch_reserved")).toEqual([]);
           expect(p.eventsOf("environment_fault")[0]!.payload).toMatchObject({ kind: "sandbox_unavailable", attempt: null });
@@ -251,7 +263,10 @@ describe("the sandbox", () => {
           await p.runToDrain();
           const it = p.projection().items.fix!;
           // The verdicts ride along, so a failure says why the verify did not pass.
-          expect({ status: it.status, attempts: it.attempts.length, why: it.attempts.map((a) => a.verify?.reason ?? a.end?.reason ?? null) }).toMatchObject({ status: "passed", attempts: 1 });
+          expect({ status: it.status, attempts: it.attempts.length, why: it.attempts.map((a) => a.verify?.reason ?? a.end?.reason ?? null) }).toMatchObject({
+            status: "passed",
+            attempts: 1,
+          });
         },
       ),
     T,
@@ -300,7 +315,10 @@ describe("the sandbox", () => {
           await p.runToDrain();
           const it = p.projection().items.fix!;
           // The verdicts ride along, so a failure says why the verify did not pass.
-          expect({ status: it.status, attempts: it.attempts.length, why: it.attempts.map((a) => a.verify?.reason ?? a.end?.reason ?? null) }).toMatchObject({ status: "passed", attempts: 1 });
+          expect({ status: it.status, attempts: it.attempts.length, why: it.attempts.map((a) => a.verify?.reason ?? a.end?.reason ?? null) }).toMatchObject({
+            status: "passed",
+            attempts: 1,
+          });
         },
       ),
     T,

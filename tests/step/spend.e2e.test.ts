@@ -64,7 +64,9 @@ describe("an item's budget", () => {
           // Ended within the tick that first recorded a figure at or over the budget.
           const crossing = p.eventsOf("usage_recorded", "runaway").find((e) => e.payload.tokens && e.payload.tokens.input + e.payload.tokens.output >= 5000)!;
           expect(stopped.transitions.map((t) => t.seq)).toContain(crossing.seq);
-          expect(stopped.transitions.map((t) => t.type)).toEqual(expect.arrayContaining(["usage_recorded", "session_ended", "session_closed", "budget_stopped", "item_settled"]));
+          expect(stopped.transitions.map((t) => t.type)).toEqual(
+            expect.arrayContaining(["usage_recorded", "session_ended", "session_closed", "budget_stopped", "item_settled"]),
+          );
           expect(stopped.attention).toEqual([expect.objectContaining({ kind: "budget", item: "runaway" })]);
           const it = p.projection().items.runaway!;
           expect(it).toMatchObject({ status: "failed", settleCode: "budget_exhausted" });
@@ -77,7 +79,10 @@ describe("an item's budget", () => {
           expect(q.items["after-runaway"]!.status).toBe("blocked");
           expect(q.items.cheap!.status).toBe("passed");
           // Heard once, whatever the number of ticks since.
-          const notes = readFileSync(join(p.aux, "notify.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+          const notes = readFileSync(join(p.aux, "notify.jsonl"), "utf8")
+            .split("\n")
+            .filter(Boolean)
+            .map((l) => JSON.parse(l));
           expect(notes.filter((n) => n.kind === "budget").map((n) => n.key)).toEqual(["budget:runaway:e0:a1"]);
           // Status: the item's figure and the loop's total.
           const status = JSON.parse((await p.loop(["status", "--json"])).stdout);
@@ -97,10 +102,19 @@ describe("the loop's budget", () => {
   test(
     "crossed: no new attempt starts, the loop pauses naming the figures and how to raise it; `loop ctl resume` after raising it goes on",
     async () => {
-      const def = (tokens: number) => demoDefinition([{ id: "big", prompt: "Big.\n@demo usage 3000 0" }, { id: "next", prompt: "Next." }], { budget: { tokens } });
+      const def = (tokens: number) =>
+        demoDefinition(
+          [
+            { id: "big", prompt: "Big.\n@demo usage 3000 0" },
+            { id: "next", prompt: "Next." },
+          ],
+          { budget: { tokens } },
+        );
       await scenario(def(2000), {}, async (p) => {
         const paused = await p.runUntil((r) => r.action === "paused", { what: "the budget pause" });
-        expect(paused.reason).toMatch(/^budget: the loop spent 3,\d{3} tokens of its budget of 2,000 tokens \(budget.tokens in loop.json\); no attempt starts until it is raised: raise it, then `loop ctl resume`$/);
+        expect(paused.reason).toMatch(
+          /^budget: the loop spent 3,\d{3} tokens of its budget of 2,000 tokens \(budget.tokens in loop.json\); no attempt starts until it is raised: raise it, then `loop ctl resume`$/,
+        );
         expect(paused.attention).toEqual([expect.objectContaining({ kind: "budget", item: null })]);
         expect(p.projection().items.big!.status).toBe("passed");
         expect(p.eventsOf("launch_reserved", "next")).toEqual([]);
@@ -136,13 +150,49 @@ describe("usage from each source", () => {
         ),
         {},
         async (p) => {
-          Object.assign(p.env, fakeCli(p, "codex", [`echo '{"type":"thread.started","thread_id":"t-1"}'`, "echo 'not json: a warning' >&2", `echo '{"type":"turn.completed","usage":{"input_tokens":30000,"cached_input_tokens":20000,"output_tokens":1000}}'`].join("\n")));
-          Object.assign(p.env, fakeCli(p, "aider", ["echo 'Main model: gpt-test with diff edit format'", "echo 'Tokens: 2.6k sent, 112 received. Cost: $0.0096 message, $0.0096 session.'", "echo 'Tokens: 4.1k sent, 95 received. Cost: $0.01 message, $0.0196 session.'"].join("\n")));
+          Object.assign(
+            p.env,
+            fakeCli(
+              p,
+              "codex",
+              [
+                `echo '{"type":"thread.started","thread_id":"t-1"}'`,
+                "echo 'not json: a warning' >&2",
+                `echo '{"type":"turn.completed","usage":{"input_tokens":30000,"cached_input_tokens":20000,"output_tokens":1000}}'`,
+              ].join("\n"),
+            ),
+          );
+          Object.assign(
+            p.env,
+            fakeCli(
+              p,
+              "aider",
+              [
+                "echo 'Main model: gpt-test with diff edit format'",
+                "echo 'Tokens: 2.6k sent, 112 received. Cost: $0.0096 message, $0.0096 session.'",
+                "echo 'Tokens: 4.1k sent, 95 received. Cost: $0.01 message, $0.0196 session.'",
+              ].join("\n"),
+            ),
+          );
           await p.runToDrain();
           const status = JSON.parse((await p.loop(["status", "--json"])).stdout);
           const by = (id: string) => status.items.find((i: { id: string }) => i.id === id);
-          expect(by("by-codex").usage).toMatchObject({ tokens: 31000, input: 10000, cacheRead: 20000, output: 1000, cacheWrite: 0, usd: 0.022, attempt: { source: "codex", usdFrom: "prices", final: true } });
-          expect(by("by-aider").usage).toMatchObject({ tokens: 6700 + 207, input: 6700, output: 207, usd: 0.0196, attempt: { source: "aider", usdFrom: "agent" } });
+          expect(by("by-codex").usage).toMatchObject({
+            tokens: 31000,
+            input: 10000,
+            cacheRead: 20000,
+            output: 1000,
+            cacheWrite: 0,
+            usd: 0.022,
+            attempt: { source: "codex", usdFrom: "prices", final: true },
+          });
+          expect(by("by-aider").usage).toMatchObject({
+            tokens: 6700 + 207,
+            input: 6700,
+            output: 207,
+            usd: 0.0196,
+            attempt: { source: "aider", usdFrom: "agent" },
+          });
           expect(by("silent").usage).toMatchObject({ tokens: null, usd: null, unknown: { tokens: 1, usd: 1 } });
           expect(status.loop.usage).toMatchObject({ tokens: 31000 + 6907, usd: 0.0416, attempts: 3, unknown: { tokens: 1, usd: 1 } });
           const text = (await p.loop(["status", "--text"])).stdout;
@@ -152,7 +202,9 @@ describe("usage from each source", () => {
           // A passed item's session is closed: no pid that names nothing any more.
           expect(text).not.toMatch(/^silent .* pid \d+/m);
           expect(text.match(/usage unknown/g)).toEqual(["usage unknown"]);
-          expect(text).toContain("usage unknown: 1 of 3 attempt(s) reported no tokens, 1 no dollars; shown as ? for silent (runner quiet); a command runner reports its usage by appending JSON lines to $LOOP_USAGE_FILE (docs/runners.md#reporting-usage)");
+          expect(text).toContain(
+            "usage unknown: 1 of 3 attempt(s) reported no tokens, 1 no dollars; shown as ? for silent (runner quiet); a command runner reports its usage by appending JSON lines to $LOOP_USAGE_FILE (docs/runners.md#reporting-usage)",
+          );
           // export carries the same figures.
           const exported = JSON.parse((await p.loop(["export", "--json"])).stdout);
           expect(exported.items.find((i: { id: string }) => i.id === "by-codex").usage.tokens).toBe(31000);
@@ -169,12 +221,18 @@ describe("a session ended by the operator", () => {
     "`loop ctl stop` and `loop reset` record the session's final figure priced as a step prices it: a codex session's dollars come from loop.json's prices, never unknown",
     async () => {
       await scenario(
-        demoDefinition([{ id: "long", prompt: "Works for a while.", runner: "codex", model: "gpt-test" }], { prices: { "gpt-test": { input: 1, output: 10, cacheRead: 0.1 } } }),
+        demoDefinition([{ id: "long", prompt: "Works for a while.", runner: "codex", model: "gpt-test" }], {
+          prices: { "gpt-test": { input: 1, output: 10, cacheRead: 0.1 } },
+        }),
         {},
         async (p) => {
           const turn = `{"type":"turn.completed","usage":{"input_tokens":30000,"cached_input_tokens":20000,"output_tokens":1000}}`;
           Object.assign(p.env, fakeCli(p, "codex", [`echo '{"type":"thread.started","thread_id":"t-1"}'`, `echo '${turn}'`, "exec sleep 600"].join("\n")));
-          const finalFigure = () => p.eventsOf("usage_recorded", "long").filter((e) => e.payload.final).at(-1)?.payload;
+          const finalFigure = () =>
+            p
+              .eventsOf("usage_recorded", "long")
+              .filter((e) => e.payload.final)
+              .at(-1)?.payload;
           for (const [end, args] of [
             ["ctl stop", ["stop", "--yes"]],
             ["reset", null],
@@ -197,7 +255,10 @@ describe("a session ended by the operator", () => {
 
 describe("the guards", () => {
   const failing = (guards?: Record<string, boolean>) =>
-    demoDefinition([{ id: "stuck", prompt: "Cannot be done.\n@demo print thinking", verify: "echo 'expected 3, got 2'; exit 1", maxAttempts: 3 }], guards ? { guards } : {});
+    demoDefinition(
+      [{ id: "stuck", prompt: "Cannot be done.\n@demo print thinking", verify: "echo 'expected 3, got 2'; exit 1", maxAttempts: 3 }],
+      guards ? { guards } : {},
+    );
 
   test(
     "on by default: an attempt that changed nothing is named no_progress in its verdict and its next handoff; two identical failures stop the retries (identical_failure)",
@@ -237,17 +298,24 @@ describe("the demo agent", () => {
   test(
     "reports its usage through LOOP_USAGE_FILE, so the demo's status shows a figure per item and a total",
     async () => {
-      await scenario(demoDefinition([{ id: "a", prompt: "A.\n@demo write A.md a" }, { id: "b", prompt: "B." }]), {}, async (p) => {
-        await p.runToDrain();
-        expect(existsSync(join(p.sessionDir("a", 1), "usage.jsonl"))).toBe(true);
-        const status = JSON.parse((await p.loop(["status", "--json"])).stdout);
-        const [a, b] = status.items.map((i: { usage: { tokens: number } }) => i.usage.tokens);
-        expect(status.loop.usage.tokens).toBe(a + b);
-        for (const it of status.items) {
-          expect(typeof it.usage.tokens === "number" && typeof it.usage.usd === "number").toBe(true);
-          expect(it.usage.attempt).toMatchObject({ source: "usage_file", usdFrom: "agent" });
-        }
-      });
+      await scenario(
+        demoDefinition([
+          { id: "a", prompt: "A.\n@demo write A.md a" },
+          { id: "b", prompt: "B." },
+        ]),
+        {},
+        async (p) => {
+          await p.runToDrain();
+          expect(existsSync(join(p.sessionDir("a", 1), "usage.jsonl"))).toBe(true);
+          const status = JSON.parse((await p.loop(["status", "--json"])).stdout);
+          const [a, b] = status.items.map((i: { usage: { tokens: number } }) => i.usage.tokens);
+          expect(status.loop.usage.tokens).toBe(a + b);
+          for (const it of status.items) {
+            expect(typeof it.usage.tokens === "number" && typeof it.usage.usd === "number").toBe(true);
+            expect(it.usage.attempt).toMatchObject({ source: "usage_file", usdFrom: "agent" });
+          }
+        },
+      );
     },
     SLOW,
   );

@@ -26,7 +26,11 @@ function stubbornDefinition(p: Project, stall: string): Record<string, unknown> 
     defaults: { timeouts: { launch: "2m", stall, verify: "1m" } },
     runners: {
       stubborn: {
-        command: ["sh", "-c", `if [ "$LOOP_ATTEMPT" = 1 ]; then trap 'touch ${join(p.aux, "term")}' TERM; echo start; while :; do sleep 0.1; done; else echo ok > ok.txt; fi`],
+        command: [
+          "sh",
+          "-c",
+          `if [ "$LOOP_ATTEMPT" = 1 ]; then trap 'touch ${join(p.aux, "term")}' TERM; echo start; while :; do sleep 0.1; done; else echo ok > ok.txt; fi`,
+        ],
       },
     },
   });
@@ -36,24 +40,22 @@ describe("loop run", () => {
   test.concurrent(
     "a step stopped after writing the launch record, before its spawn: nothing carries the attempt's mark, so the next step gives the attempt back at once, uncounted (never `session is starting` until the launch timeout)",
     () =>
-      scenario(
-        demoDefinition([{ id: "a", prompt: "a\n@demo write a.txt a\n@demo commit a", maxAttempts: 1 }]),
-        {},
-        async (p) => {
-          const killed = await p.loop(["run", "--json", "--root", p.root], { LOOP_FAILPOINT: "reserve:after_commit" });
-          expect(killed.code).toBe(137);
-          // What the killed step would have left a moment later: the launch record, no wrapper.
-          mkdirSync(p.sessionDir("a", 1), { recursive: true });
-          writeFileSync(join(p.sessionDir("a", 1), "launch.json"), JSON.stringify({ argv: ["sh", "-c", "true"], cwd: p.root, env: {}, tee: false }) + "\n");
-          const next = await p.run();
-          expect(next.reason).not.toBe("session is starting");
-          const failed = p.eventsOf("launch_failed", "a");
-          expect(failed.map((e) => [e.payload.interrupted, e.payload.reason])).toEqual([[true, "the step that launched this attempt stopped before its session started (nothing runs); not relaunched"]]);
-          // Uncounted: with one attempt allowed, the item still runs and passes.
-          await p.runToDrain();
-          expect(p.projection().items.a!.status).toBe("passed");
-        },
-      ),
+      scenario(demoDefinition([{ id: "a", prompt: "a\n@demo write a.txt a\n@demo commit a", maxAttempts: 1 }]), {}, async (p) => {
+        const killed = await p.loop(["run", "--json", "--root", p.root], { LOOP_FAILPOINT: "reserve:after_commit" });
+        expect(killed.code).toBe(137);
+        // What the killed step would have left a moment later: the launch record, no wrapper.
+        mkdirSync(p.sessionDir("a", 1), { recursive: true });
+        writeFileSync(join(p.sessionDir("a", 1), "launch.json"), JSON.stringify({ argv: ["sh", "-c", "true"], cwd: p.root, env: {}, tee: false }) + "\n");
+        const next = await p.run();
+        expect(next.reason).not.toBe("session is starting");
+        const failed = p.eventsOf("launch_failed", "a");
+        expect(failed.map((e) => [e.payload.interrupted, e.payload.reason])).toEqual([
+          [true, "the step that launched this attempt stopped before its session started (nothing runs); not relaunched"],
+        ]);
+        // Uncounted: with one attempt allowed, the item still runs and passes.
+        await p.runToDrain();
+        expect(p.projection().items.a!.status).toBe("passed");
+      }),
     T,
   );
 
@@ -95,7 +97,10 @@ describe("loop run", () => {
           expect(p.handoff("flaky", 1)).not.toContain("Earlier attempts");
           // Retries reuse the branch: attempt 1's leftovers are below attempt 2's commit.
           const log = git(p.root, "log", "--format=%s", "loop/t/item/flaky");
-          expect(log.split("\n").slice(0, 2)).toEqual(["loop: flaky attempt 2: changes the agent left uncommitted", "loop: flaky attempt 1: changes the agent left uncommitted"]);
+          expect(log.split("\n").slice(0, 2)).toEqual([
+            "loop: flaky attempt 2: changes the agent left uncommitted",
+            "loop: flaky attempt 1: changes the agent left uncommitted",
+          ]);
           // RUNLOG.md: exactly one block per decided attempt (requeue or settle), in log order.
           const decided = p.events().filter((e) => e.type === "item_settled" || e.type === "item_requeued");
           const blocks = runlogBlocks(p.stateRoot);
@@ -176,25 +181,21 @@ describe("loop run", () => {
   test.concurrent(
     "(d) an agent that vanishes (wrapper group SIGKILLed) is lost",
     () =>
-      scenario(
-        demoDefinition([{ id: "ghost", prompt: "sleepy\n@demo sleep 120", maxAttempts: 1 }]),
-        {},
-        async (p) => {
-          const r = await p.run();
-          expect(r.action).toBe("launched");
-          const pid = p.eventsOf("session_started", "ghost")[0]!.payload.pid as number;
-          // Wait until the wrapper has spawned the agent, then kill the whole session from outside.
-          await pollUntil(() => existsSync(join(p.sessionDir("ghost", 1), "started.json")), "agent started");
-          process.kill(-pid, "SIGKILL");
-          await pollUntil(() => !p.alive(pid), "session group gone");
-          await p.runToDrain();
-          const end = p.eventsOf("session_ended", "ghost")[0]!;
-          expect(end.payload.verdict).toBe("lost");
-          expect(end.payload.reason).toContain("vanished");
-          expect(existsSync(join(p.sessionDir("ghost", 1), "exit.json"))).toBe(false);
-          expect(p.projection().items.ghost!.status).toBe("failed");
-        },
-      ),
+      scenario(demoDefinition([{ id: "ghost", prompt: "sleepy\n@demo sleep 120", maxAttempts: 1 }]), {}, async (p) => {
+        const r = await p.run();
+        expect(r.action).toBe("launched");
+        const pid = p.eventsOf("session_started", "ghost")[0]!.payload.pid as number;
+        // Wait until the wrapper has spawned the agent, then kill the whole session from outside.
+        await pollUntil(() => existsSync(join(p.sessionDir("ghost", 1), "started.json")), "agent started");
+        process.kill(-pid, "SIGKILL");
+        await pollUntil(() => !p.alive(pid), "session group gone");
+        await p.runToDrain();
+        const end = p.eventsOf("session_ended", "ghost")[0]!;
+        expect(end.payload.verdict).toBe("lost");
+        expect(end.payload.reason).toContain("vanished");
+        expect(existsSync(join(p.sessionDir("ghost", 1), "exit.json"))).toBe(false);
+        expect(p.projection().items.ghost!.status).toBe("failed");
+      }),
     T,
   );
 
@@ -249,20 +250,16 @@ describe("loop run", () => {
   test.concurrent(
     "(g) uncommitted changes are committed on the item branch, naming the item and attempt",
     () =>
-      scenario(
-        demoDefinition([{ id: "messy", prompt: "leave it\n@demo write messy.txt left behind", verify: "test -s messy.txt" }]),
-        {},
-        async (p) => {
-          await p.runToDrain();
-          expect(p.projection().items.messy!.status).toBe("passed");
-          const branch = "loop/t/item/messy";
-          expect(git(p.root, "log", "-1", "--format=%s", branch)).toBe("loop: messy attempt 1: changes the agent left uncommitted");
-          expect(git(p.root, "show", `${branch}:messy.txt`)).toBe("left behind");
-          // The passed item's worktree is removed; the branch keeps the work.
-          expect(existsSync(join(worktreesOf(p.stateRoot), "messy"))).toBe(false);
-          expect(git(p.root, "status", "--porcelain")).toBe("");
-        },
-      ),
+      scenario(demoDefinition([{ id: "messy", prompt: "leave it\n@demo write messy.txt left behind", verify: "test -s messy.txt" }]), {}, async (p) => {
+        await p.runToDrain();
+        expect(p.projection().items.messy!.status).toBe("passed");
+        const branch = "loop/t/item/messy";
+        expect(git(p.root, "log", "-1", "--format=%s", branch)).toBe("loop: messy attempt 1: changes the agent left uncommitted");
+        expect(git(p.root, "show", `${branch}:messy.txt`)).toBe("left behind");
+        // The passed item's worktree is removed; the branch keeps the work.
+        expect(existsSync(join(worktreesOf(p.stateRoot), "messy"))).toBe(false);
+        expect(git(p.root, "status", "--porcelain")).toBe("");
+      }),
     T,
   );
 
@@ -324,7 +321,12 @@ describe("loop run", () => {
           // write, after the airlock) and keeps working; the operator holds it (stop), the loop goes on.
           expect((await p.run()).item).toBe("early");
           const earlyGit = join(p.sessionDir("early", 1), "git");
-          await pollUntil(() => gitOk(p.root, "--git-dir", earlyGit, "rev-parse", "--verify", "-q", "HEAD") && git(p.root, "--git-dir", earlyGit, "log", "-1", "--format=%s", "HEAD") === "early edits shared", "early's commit");
+          await pollUntil(
+            () =>
+              gitOk(p.root, "--git-dir", earlyGit, "rev-parse", "--verify", "-q", "HEAD") &&
+              git(p.root, "--git-dir", earlyGit, "log", "-1", "--format=%s", "HEAD") === "early edits shared",
+            "early's commit",
+          );
           const stop = await p.ctl(["stop", "--work-item", "early", "--yes"]);
           expect(stop.code).toBe(0);
           // Closing it sealed its work through the airlock: loop wrote the item branch to the agent's commit.
@@ -395,7 +397,12 @@ describe("loop run", () => {
         expect(st.items.two!.status).toBe("passed");
         expect(st.items.three!.status).toBe("withdrawn");
         // The import came after one's verdict, before two was launched.
-        const order = p.events().filter((e) => e.type === "definition_imported" || (e.type === "verify_finished" && e.item === "one") || (e.type === "launch_reserved" && e.item === "two")).map((e) => e.type);
+        const order = p
+          .events()
+          .filter(
+            (e) => e.type === "definition_imported" || (e.type === "verify_finished" && e.item === "one") || (e.type === "launch_reserved" && e.item === "two"),
+          )
+          .map((e) => e.type);
         expect(order).toEqual(["definition_imported", "verify_finished", "definition_imported", "launch_reserved"]);
         // Add "four" after the drain: the loop reopens and runs only the new item.
         p.writeDefinition(demoDefinition([...items.slice(0, 2), { id: "four", prompt: "four\n@demo write four.txt 4", verify: "test -s four.txt" }]));
@@ -463,7 +470,9 @@ describe("loop run", () => {
         { id: "w2", prompt: "w2\n@demo write w2.txt 2", verify: "test -s w2.txt" },
       ];
       // The gated agent works until the test creates aux/go: no race with the watcher.
-      const gate = (p: Project, file: string, out: string) => ({ command: ["sh", "-c", `echo waiting; while [ ! -e ${join(p.aux, file)} ]; do sleep 0.1; done; echo x > ${out}`] });
+      const gate = (p: Project, file: string, out: string) => ({
+        command: ["sh", "-c", `echo waiting; while [ ! -e ${join(p.aux, file)} ]; do sleep 0.1; done; echo x > ${out}`],
+      });
       const gated = (p: Project) => gate(p, "go", "w3.txt");
       return scenario(
         (p) => demoDefinition(items, { runners: { gated: gated(p), gated1: gate(p, "go-w1", "w1.txt") } }),
@@ -481,14 +490,21 @@ describe("loop run", () => {
           expect(code).toBe(0);
           expect(existsSync(pidFile)).toBe(false);
           // JSON Lines: one document per step, each on its own line.
-          const docs = out.trimEnd().split("\n").map((line) => JSON.parse(line));
+          const docs = out
+            .trimEnd()
+            .split("\n")
+            .map((line) => JSON.parse(line));
           expect(docs.every((d) => d.schema === "loop/run@1")).toBe(true);
           expect(docs[0].action).toBe("launched");
           expect(docs.at(-1).action).toBe("drained");
           expect(p.projection().loop.outcome).toBe("Succeeded");
 
           // Add a gated item and interrupt the watch while it waits on it.
-          p.writeDefinition(demoDefinition([...items, { id: "w3", prompt: "w3", runner: "gated", verify: "test -s w3.txt" }], { runners: { gated: gated(p), gated1: gate(p, "go-w1", "w1.txt") } }));
+          p.writeDefinition(
+            demoDefinition([...items, { id: "w3", prompt: "w3", runner: "gated", verify: "test -s w3.txt" }], {
+              runners: { gated: gated(p), gated1: gate(p, "go-w1", "w1.txt") },
+            }),
+          );
           // An hour between steps: a signal must end the wait, not leave the process waiting it out
           // (this test would then run into its own time limit).
           // A run.pid left by a killed watcher (its pid is dead) does not stop the next one.
@@ -524,9 +540,19 @@ describe("loop run", () => {
       scenario(
         (p) =>
           // The verify itself checks that the straggler is gone by the time it runs.
-          demoDefinition([{ id: "leaky", prompt: "x", runner: "leaky", verify: `test -s done.txt && s=$(awk '/^State:/ {print $2}' /proc/$(cat ${join(p.aux, "bg.pid")})/status 2>/dev/null || true); [ -z "$s" ] || [ "$s" = Z ]` }], {
-            runners: { leaky: { command: ["sh", "-c", `sleep 600 & echo $! > ${join(p.aux, "bg.pid")}; echo ok > done.txt`] } },
-          }),
+          demoDefinition(
+            [
+              {
+                id: "leaky",
+                prompt: "x",
+                runner: "leaky",
+                verify: `test -s done.txt && s=$(awk '/^State:/ {print $2}' /proc/$(cat ${join(p.aux, "bg.pid")})/status 2>/dev/null || true); [ -z "$s" ] || [ "$s" = Z ]`,
+              },
+            ],
+            {
+              runners: { leaky: { command: ["sh", "-c", `sleep 600 & echo $! > ${join(p.aux, "bg.pid")}; echo ok > done.txt`] } },
+            },
+          ),
         {},
         async (p) => {
           await p.runToDrain();
@@ -583,7 +609,9 @@ describe("loop run", () => {
           const r = await p.run([1]);
           // The pause is the step's result, said once (its reason and attention), not an error besides.
           expect(r.errors).toEqual([]);
-          expect(r.attention).toEqual([{ kind: "environment", item: "nowhere", reason: expect.stringContaining('program "loop-test-no-such-program-xyz" was not found on PATH') }]);
+          expect(r.attention).toEqual([
+            { kind: "environment", item: "nowhere", reason: expect.stringContaining('program "loop-test-no-such-program-xyz" was not found on PATH') },
+          ]);
           expect(r.stderr).toContain("not found"); // the import's warning
           expect(p.eventsOf("launch_failed")).toEqual([]);
           expect(p.eventsOf("launch_reserved")).toEqual([]);
@@ -592,7 +620,12 @@ describe("loop run", () => {
           // The machine needs a person: nothing else is launched meanwhile.
           expect(r.action).toBe("paused");
           expect(st.items.fine!.status).toBe("pending");
-          p.writeDefinition(demoDefinition([{ id: "nowhere", prompt: "x" }, { id: "fine", prompt: "fine" }]));
+          p.writeDefinition(
+            demoDefinition([
+              { id: "nowhere", prompt: "x" },
+              { id: "fine", prompt: "fine" },
+            ]),
+          );
           expect((await p.ctl(["resume"])).code).toBe(0);
           await p.runToDrain();
           expect(p.projection().items.fine!.status).toBe("passed");
@@ -651,7 +684,9 @@ describe("loop run", () => {
     () =>
       scenario(
         // The verify passes but leaves an uncommitted file and a stale index.lock in its own git folder.
-        demoDefinition([{ id: "late", prompt: "x\n@demo write x.txt 1", verify: 'test -s x.txt && echo late > late.txt && touch "$(git rev-parse --git-dir)/index.lock"' }]),
+        demoDefinition([
+          { id: "late", prompt: "x\n@demo write x.txt 1", verify: 'test -s x.txt && echo late > late.txt && touch "$(git rev-parse --git-dir)/index.lock"' },
+        ]),
         {},
         async (p) => {
           const settle = await p.runUntil((r, q) => q.projection().items.late!.status === "passed", { codes: [0, 1], what: "late passed" });
@@ -744,7 +779,10 @@ describe("loop run", () => {
           expect(coloured).toContain(escaped);
           const own = /\x1b\[\d+m/g;
           expect(coloured.replace(own, "")).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
-          const [header, row] = coloured.split("\n").filter((l) => l.startsWith("ITEM") || l.startsWith("asker ")).map((l) => l.replace(own, ""));
+          const [header, row] = coloured
+            .split("\n")
+            .filter((l) => l.startsWith("ITEM") || l.startsWith("asker "))
+            .map((l) => l.replace(own, ""));
           expect(row!.indexOf(" (gives up at ") - 1).toBe(header!.indexOf("FAILED"));
         },
       ),
@@ -818,7 +856,12 @@ describe("loop run", () => {
         const text = (await p.loop(["status", "--text", "--root", p.root])).stdout.split("\n");
         const header = text.find((l) => l.startsWith("ITEM"))!;
         expect(header.split(/\s{2,}/)).toEqual(["ITEM", "STATUS", "ATTEMPTS", "FAILED", "SPEND", "SESSION", "BRANCH", "LAST VERIFY"]);
-        expect(text.find((l) => l.startsWith("a "))!.split(/\s{2,}/).slice(0, 4)).toEqual(["a", "passed", "1", "0 (gives up at 2)"]);
+        expect(
+          text
+            .find((l) => l.startsWith("a "))!
+            .split(/\s{2,}/)
+            .slice(0, 4),
+        ).toEqual(["a", "passed", "1", "0 (gives up at 2)"]);
         const drained = await p.loop(["run", "--text", "--root", p.root]);
         expect(drained.stdout).toBe("drained: Succeeded (loop drained)\n");
       }),

@@ -34,7 +34,17 @@ describe("a branch planted for a later item", () => {
               { id: "y", prompt: "y\n@demo write y.txt y\n@demo commit y" },
             ],
             // Its own git folder is the attempt's alone; the repository's is the one its objects/info/alternates names.
-            { runners: { agent: { command: ["sh", "-c", `G=$(dirname "$(cat "$(git rev-parse --git-dir)/objects/info/alternates")") && mkdir -p "$G/refs/heads/loop/t/item" && printf 'ref: refs/heads/main\\n' > "$G/refs/heads/loop/t/item/y"; echo x > x.txt`] } } },
+            {
+              runners: {
+                agent: {
+                  command: [
+                    "sh",
+                    "-c",
+                    `G=$(dirname "$(cat "$(git rev-parse --git-dir)/objects/info/alternates")") && mkdir -p "$G/refs/heads/loop/t/item" && printf 'ref: refs/heads/main\\n' > "$G/refs/heads/loop/t/item/y"; echo x > x.txt`,
+                  ],
+                },
+              },
+            },
           ),
         { files: FILES },
         async (p) => {

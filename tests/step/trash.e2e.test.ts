@@ -19,40 +19,46 @@ async function trashStatus(p: Project): Promise<{ entries: number; bytes: number
 }
 
 describe("the trash", () => {
-  test.concurrent("a passed item's checkout is moved aside and deleted by the step's sweep; status says nothing waits", () =>
-    scenario(definition, { env: {} }, async (p) => {
-      expect((await p.runToDrain()).reason).toBe("Succeeded");
-      expect(p.eventsOf("session_closed", "one").at(-1)!.payload.worktreeRemoved).toBe(true);
-      expect(existsSync(join(p.worktrees, "one"))).toBe(false);
-      expect(existsSync(trashOfProject(p))).toBe(false);
-      expect(await trashStatus(p)).toEqual({ entries: 0, bytes: 0, unknown: 0 });
-    }),
-  120_000);
+  test.concurrent(
+    "a passed item's checkout is moved aside and deleted by the step's sweep; status says nothing waits",
+    () =>
+      scenario(definition, { env: {} }, async (p) => {
+        expect((await p.runToDrain()).reason).toBe("Succeeded");
+        expect(p.eventsOf("session_closed", "one").at(-1)!.payload.worktreeRemoved).toBe(true);
+        expect(existsSync(join(p.worktrees, "one"))).toBe(false);
+        expect(existsSync(trashOfProject(p))).toBe(false);
+        expect(await trashStatus(p)).toEqual({ entries: 0, bytes: 0, unknown: 0 });
+      }),
+    120_000,
+  );
 
-  test.concurrent("a step killed at trash:after_move leaves the checkout in the trash, status counts it, and the next step finishes the sweep", () =>
-    scenario(definition, { env: {} }, async (p) => {
-      let killed = false;
-      for (let i = 0; i < 60 && !killed; i++) {
-        const r = await p.loop(["run", "--json"], { LOOP_FAILPOINT: "trash:after_move" });
-        if (r.code === 137) killed = true;
-        else await Bun.sleep(200);
-      }
-      expect(killed).toBe(true);
-      // The checkout is gone from its place, whole in the trash (with what setup made), not yet recorded closed.
-      expect(existsSync(join(p.worktrees, "one"))).toBe(false);
-      const entries = readdirSync(trashOfProject(p)).filter((n) => !n.endsWith(".bytes"));
-      expect(entries).toHaveLength(1);
-      expect(readdirSync(join(trashOfProject(p), entries[0]!, "deps"))).toHaveLength(300);
-      const waiting = await trashStatus(p);
-      expect(waiting.entries).toBe(1);
-      expect(waiting.unknown).toBe(0);
-      expect(waiting.bytes).toBeGreaterThan(300);
-      expect(p.eventsOf("session_closed", "one")).toHaveLength(0);
-      // The next step closes (the checkout is already gone: recorded removed) and sweeps.
-      expect((await p.runToDrain()).reason).toBe("Succeeded");
-      expect(p.eventsOf("session_closed", "one").at(-1)!.payload.worktreeRemoved).toBe(true);
-      expect(existsSync(trashOfProject(p))).toBe(false);
-      expect((await trashStatus(p)).entries).toBe(0);
-    }),
-  120_000);
+  test.concurrent(
+    "a step killed at trash:after_move leaves the checkout in the trash, status counts it, and the next step finishes the sweep",
+    () =>
+      scenario(definition, { env: {} }, async (p) => {
+        let killed = false;
+        for (let i = 0; i < 60 && !killed; i++) {
+          const r = await p.loop(["run", "--json"], { LOOP_FAILPOINT: "trash:after_move" });
+          if (r.code === 137) killed = true;
+          else await Bun.sleep(200);
+        }
+        expect(killed).toBe(true);
+        // The checkout is gone from its place, whole in the trash (with what setup made), not yet recorded closed.
+        expect(existsSync(join(p.worktrees, "one"))).toBe(false);
+        const entries = readdirSync(trashOfProject(p)).filter((n) => !n.endsWith(".bytes"));
+        expect(entries).toHaveLength(1);
+        expect(readdirSync(join(trashOfProject(p), entries[0]!, "deps"))).toHaveLength(300);
+        const waiting = await trashStatus(p);
+        expect(waiting.entries).toBe(1);
+        expect(waiting.unknown).toBe(0);
+        expect(waiting.bytes).toBeGreaterThan(300);
+        expect(p.eventsOf("session_closed", "one")).toHaveLength(0);
+        // The next step closes (the checkout is already gone: recorded removed) and sweeps.
+        expect((await p.runToDrain()).reason).toBe("Succeeded");
+        expect(p.eventsOf("session_closed", "one").at(-1)!.payload.worktreeRemoved).toBe(true);
+        expect(existsSync(trashOfProject(p))).toBe(false);
+        expect((await trashStatus(p)).entries).toBe(0);
+      }),
+    120_000,
+  );
 });

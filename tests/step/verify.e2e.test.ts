@@ -167,7 +167,10 @@ describe("verify is an observed process", () => {
           const killed = await p.loop(["run", "--json", "--root", p.root], { LOOP_FAILPOINT: "verify:after_reserve" });
           expect(killed.code).toBe(137);
           // What the killed step would have left had it died a moment later: the launch record, no wrapper.
-          writeFileSync(join(p.sessionDir("slow", 1), "verify-launch.json"), JSON.stringify({ argv: ["sh", "-c", "true"], cwd: p.root, env: {}, tee: false }) + "\n");
+          writeFileSync(
+            join(p.sessionDir("slow", 1), "verify-launch.json"),
+            JSON.stringify({ argv: ["sh", "-c", "true"], cwd: p.root, env: {}, tee: false }) + "\n",
+          );
           const next = await p.run();
           expect(next.transitions.map((t) => t.type)).toEqual(["lease_taken_over", "verify_started"]);
           expect(next.reason).not.toBe("verify is starting");

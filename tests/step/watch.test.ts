@@ -29,7 +29,19 @@ function project(opts: { git?: boolean } = {}): { root: string; stateRoot: strin
 }
 
 function result(action: RunAction, errors: string[] = [], attention: RunResult["attention"] = []): RunResult {
-  return { schema: "loop/run@1", action, item: null, reason: null, transitions: [], loop: { name: "t", state: "running", reason: null, outcome: null, current: null }, attention, attentionChanged: attention.length > 0, errors, warnings: [], notifications: [] };
+  return {
+    schema: "loop/run@1",
+    action,
+    item: null,
+    reason: null,
+    transitions: [],
+    loop: { name: "t", state: "running", reason: null, outcome: null, current: null },
+    attention,
+    attentionChanged: attention.length > 0,
+    errors,
+    warnings: [],
+    notifications: [],
+  };
 }
 
 const definitionError = () => new DefinitionError([{ path: "", message: "not valid JSON: half-written" }], "loop.json");
@@ -124,7 +136,7 @@ describe("watchSteps", () => {
 
   test("a problem line is escaped: a path in loop.json cannot forge a line of the warning", async () => {
     const p = project();
-    const forged = new DefinitionError([{ path: "items[0].id", message: "bad id \"x\nloop: all good\"" }], "loop.json");
+    const forged = new DefinitionError([{ path: "items[0].id", message: 'bad id "x\nloop: all good"' }], "loop.json");
     const w = await watch(p, [forged, "drained"]);
     expect(w.warnings).toHaveLength(1);
     expect(w.warnings[0]!.split("\n")).toHaveLength(2);
@@ -197,7 +209,9 @@ describe("watchSteps", () => {
   test("a stop leaves its proof the moment it comes, before the step at hand ends; with no store to record it in, the proof is removed", async () => {
     const p = project();
     let proof: unknown = null;
-    const w = await watch(p, ["launched", () => (process.emit("SIGTERM", "SIGTERM"), (proof = readStopProof(p.stateRoot)), result("waiting"))], { signals: ["SIGTERM"] });
+    const w = await watch(p, ["launched", () => (process.emit("SIGTERM", "SIGTERM"), (proof = readStopProof(p.stateRoot)), result("waiting"))], {
+      signals: ["SIGTERM"],
+    });
     expect(w.code).toBe(130);
     expect(proof).toEqual({ pid: process.pid, started: expect.any(String), signal: "SIGTERM", at: expect.any(String) });
     // Nothing was ever launched here (the step is a script): no store, nothing ran beside the watcher.

@@ -20,7 +20,7 @@ function write(path: string, text: string): void {
 function tree(dir: string): string[] {
   const out: string[] = [];
   const walk = (d: string) => {
-    for (const e of readdirSync(d, { withFileTypes: true })) (e.isDirectory() ? walk(join(d, e.name)) : out.push(relative(dir, join(d, e.name))));
+    for (const e of readdirSync(d, { withFileTypes: true })) e.isDirectory() ? walk(join(d, e.name)) : out.push(relative(dir, join(d, e.name)));
   };
   if (existsSync(dir)) walk(dir);
   return out.sort();
@@ -94,7 +94,12 @@ describe("prepareConfigHome", () => {
       OPENCODE_DISABLE_DEFAULT_PLUGINS: "1",
       OPENCODE_DISABLE_SHARE: "1",
     });
-    expect(JSON.parse(config!)).toMatchObject({ permission: "allow", share: "disabled", autoupdate: false, provider: { anthropic: { options: { baseURL: "{env:ANTHROPIC_BASE_URL}/v1", apiKey: "{env:ANTHROPIC_API_KEY}" } } } });
+    expect(JSON.parse(config!)).toMatchObject({
+      permission: "allow",
+      share: "disabled",
+      autoupdate: false,
+      provider: { anthropic: { options: { baseURL: "{env:ANTHROPIC_BASE_URL}/v1", apiKey: "{env:ANTHROPIC_API_KEY}" } } },
+    });
   });
 
   test("an operator with no credentials (an API key, held by the gateway): an empty home; aider, the demo and command runners: none", () => {
@@ -134,7 +139,11 @@ describe("keepConversation (the wrapper, when the session ends)", () => {
     symlinkSync(operators, join(at, "gone"));
     keepConversation(dir);
     expect(existsSync(at)).toBe(false);
-    expect(tree(join(dir, CONVERSATION_STORE))).toEqual([".gemini/tmp/a/chats/session-2026-12-07T12-46-0b7a2a64.jsonl", "projects/-w-a/id-1.jsonl", "sessions/2026/12/06/rollout-x-id-2.jsonl"]);
+    expect(tree(join(dir, CONVERSATION_STORE))).toEqual([
+      ".gemini/tmp/a/chats/session-2026-12-07T12-46-0b7a2a64.jsonl",
+      "projects/-w-a/id-1.jsonl",
+      "sessions/2026/12/06/rollout-x-id-2.jsonl",
+    ]);
     expect(tree(operators)).toEqual(["keep.jsonl"]);
     expect(conversationSaved("claude", dir, "id-1")).toBe(true);
     expect(conversationSaved("claude", dir, "id-3")).toBe(false);

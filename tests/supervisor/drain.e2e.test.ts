@@ -14,7 +14,15 @@ describe("the output's tail", () => {
       scenario(
         (p) =>
           demoDefinition([{ id: "a", prompt: "x", runner: "last", verify: "true" }], {
-            runners: { last: { command: ["sh", "-c", `echo first; while [ ! -e ${join(p.aux, "go")} ]; do sleep 0.05; done; i=0; while [ $i -lt 200 ]; do echo "tail line $i"; i=$((i+1)); done; echo THE-END`] } },
+            runners: {
+              last: {
+                command: [
+                  "sh",
+                  "-c",
+                  `echo first; while [ ! -e ${join(p.aux, "go")} ]; do sleep 0.05; done; i=0; while [ $i -lt 200 ]; do echo "tail line $i"; i=$((i+1)); done; echo THE-END`,
+                ],
+              },
+            },
           }),
         {},
         async (p) => {

@@ -42,19 +42,23 @@ describe("the close path leaves no orphan", () => {
     "`loop ctl stop --yes`: the hanging agent and the daemon it started are both ended",
     () =>
       // Given an agent that daemonized a child and hangs
-      scenario((p) => demoDefinition([{ id: "d", prompt: "x", runner: "daemon" }], { runners: { daemon: daemonizing(p, "sleep 600") } }), {}, async (p) => {
-        expect((await p.run()).action).toBe("launched");
-        const { pid, mark } = await daemonOf(p, "d");
-        // When the operator stops the item
-        const r = await p.ctl(["stop", "--work-item", "d", "--yes"]);
-        expect(r.code).toBe(0);
-        // Then the daemon is gone, the report counts it, and no process carries the mark
-        expect(gone(pid)).toBe(true);
-        expect(markedProcesses([mark])).toEqual([]);
-        expect(JSON.parse(r.stdout).closed[0].swept).toBeGreaterThanOrEqual(1);
-        await p.ctl(["skip", "--work-item", "d", "--yes"]);
-        await p.runToDrain();
-      }),
+      scenario(
+        (p) => demoDefinition([{ id: "d", prompt: "x", runner: "daemon" }], { runners: { daemon: daemonizing(p, "sleep 600") } }),
+        {},
+        async (p) => {
+          expect((await p.run()).action).toBe("launched");
+          const { pid, mark } = await daemonOf(p, "d");
+          // When the operator stops the item
+          const r = await p.ctl(["stop", "--work-item", "d", "--yes"]);
+          expect(r.code).toBe(0);
+          // Then the daemon is gone, the report counts it, and no process carries the mark
+          expect(gone(pid)).toBe(true);
+          expect(markedProcesses([mark])).toEqual([]);
+          expect(JSON.parse(r.stdout).closed[0].swept).toBeGreaterThanOrEqual(1);
+          await p.ctl(["skip", "--work-item", "d", "--yes"]);
+          await p.runToDrain();
+        },
+      ),
     T,
   );
 
@@ -62,19 +66,27 @@ describe("the close path leaves no orphan", () => {
     "`loop reset --yes`: the hanging agent and the daemon it started are both ended",
     () =>
       // Given an agent that daemonized a child and hangs
-      scenario((p) => demoDefinition([{ id: "d", prompt: "x", runner: "daemon" }], { runners: { daemon: daemonizing(p, "sleep 600") }, control: { requireStartCommand: true } }), {}, async (p) => {
-        await p.run();
-        await p.ctl(["start", "--work-item", "d"]);
-        expect((await p.run()).action).toBe("launched");
-        const { pid, mark } = await daemonOf(p, "d");
-        // When the item is reset
-        const r = await p.loop(["reset", "--work-item", "d", "--yes", "--json", "--root", p.root]);
-        expect(r.code).toBe(0);
-        // Then the daemon is gone and no process carries the mark
-        expect(gone(pid)).toBe(true);
-        expect(markedProcesses([mark])).toEqual([]);
-        expect(JSON.parse(r.stdout).items[0].was_live).toBe(true);
-      }),
+      scenario(
+        (p) =>
+          demoDefinition([{ id: "d", prompt: "x", runner: "daemon" }], {
+            runners: { daemon: daemonizing(p, "sleep 600") },
+            control: { requireStartCommand: true },
+          }),
+        {},
+        async (p) => {
+          await p.run();
+          await p.ctl(["start", "--work-item", "d"]);
+          expect((await p.run()).action).toBe("launched");
+          const { pid, mark } = await daemonOf(p, "d");
+          // When the item is reset
+          const r = await p.loop(["reset", "--work-item", "d", "--yes", "--json", "--root", p.root]);
+          expect(r.code).toBe(0);
+          // Then the daemon is gone and no process carries the mark
+          expect(gone(pid)).toBe(true);
+          expect(markedProcesses([mark])).toEqual([]);
+          expect(JSON.parse(r.stdout).items[0].was_live).toBe(true);
+        },
+      ),
     T,
   );
 
@@ -82,16 +94,23 @@ describe("the close path leaves no orphan", () => {
     "an agent that exits and leaves a daemon behind: the item passes, and closing its session ends the daemon",
     () =>
       // Given an agent that daemonizes a child, writes its work and exits 0
-      scenario((p) => demoDefinition([{ id: "d", prompt: "x", runner: "daemon", verify: "test -s out.txt" }], { runners: { daemon: daemonizing(p, "echo done > out.txt") } }), {}, async (p) => {
-        expect((await p.run()).action).toBe("launched");
-        const { pid, mark } = await daemonOf(p, "d");
-        // When the loop runs until it drains (the item passes; its session is closed)
-        await p.runToDrain();
-        // Then the daemon did not outlive the session
-        expect(p.projection().items.d!.status).toBe("passed");
-        expect(gone(pid)).toBe(true);
-        expect(markedProcesses([mark])).toEqual([]);
-      }),
+      scenario(
+        (p) =>
+          demoDefinition([{ id: "d", prompt: "x", runner: "daemon", verify: "test -s out.txt" }], {
+            runners: { daemon: daemonizing(p, "echo done > out.txt") },
+          }),
+        {},
+        async (p) => {
+          expect((await p.run()).action).toBe("launched");
+          const { pid, mark } = await daemonOf(p, "d");
+          // When the loop runs until it drains (the item passes; its session is closed)
+          await p.runToDrain();
+          // Then the daemon did not outlive the session
+          expect(p.projection().items.d!.status).toBe("passed");
+          expect(gone(pid)).toBe(true);
+          expect(markedProcesses([mark])).toEqual([]);
+        },
+      ),
     T,
   );
 });

@@ -14,7 +14,9 @@ describe("an agent that prints without end, through loop run", () => {
   const COUNT = 400_000;
   // `seq` prints 2.7 MB, about 40 times the cap; then a last line the tail must keep.
   const flood = { command: ["sh", "-c", `seq 1 ${COUNT}; echo THE-END`] };
-  const total = Bun.spawnSync(["sh", "-c", `seq 1 ${COUNT} | wc -c`]).stdout.toString().trim();
+  const total = Bun.spawnSync(["sh", "-c", `seq 1 ${COUNT} | wc -c`])
+    .stdout.toString()
+    .trim();
 
   async function floods(tmux: boolean) {
     const sock = `loop-cap-${process.pid}-${tmux ? "t" : "p"}`;

@@ -6,7 +6,18 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { closeSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { CappedLog, cutOf, cutsPath, DEFAULT_OUTPUT_CAP, markerLine, MIN_OUTPUT_CAP, outputCapFrom, outputLayout, parseMarker, parseSize } from "../../lib/supervisor/output-log.ts";
+import {
+  CappedLog,
+  cutOf,
+  cutsPath,
+  DEFAULT_OUTPUT_CAP,
+  markerLine,
+  MIN_OUTPUT_CAP,
+  outputCapFrom,
+  outputLayout,
+  parseMarker,
+  parseSize,
+} from "../../lib/supervisor/output-log.ts";
 import { TempDirs } from "../helpers/fs.ts";
 
 const temp = new TempDirs();

@@ -106,8 +106,25 @@ describe("sandboxSpec", () => {
       mkdirSync(join(wt, "node_modules"), { recursive: true });
       const session = join(stateRoot, "sessions", "fix", "1");
       const ask = join(session, "ask.txt");
-      const base = { bwrap: "/usr/bin/bwrap", worktree: wt, stateRoot, worktrees: join(dir, "worktrees"), commonDir: join(root, ".git"), homes: [".claude"], env: { HOME: "/home/u" } };
-      const spec = sandboxSpec({ ...base, gitDir: { path: join(session, "git"), writable: true }, readOnly: [join(wt, "node_modules"), join(wt, ".venv"), "/etc"], writable: [ask], programs: [root, join(root, "no-such-program")] }, session);
+      const base = {
+        bwrap: "/usr/bin/bwrap",
+        worktree: wt,
+        stateRoot,
+        worktrees: join(dir, "worktrees"),
+        commonDir: join(root, ".git"),
+        homes: [".claude"],
+        env: { HOME: "/home/u" },
+      };
+      const spec = sandboxSpec(
+        {
+          ...base,
+          gitDir: { path: join(session, "git"), writable: true },
+          readOnly: [join(wt, "node_modules"), join(wt, ".venv"), "/etc"],
+          writable: [ask],
+          programs: [root, join(root, "no-such-program")],
+        },
+        session,
+      );
       expect(spec.repo).toBe(root);
       expect(spec.gitDir).toEqual({ path: join(session, "git"), writable: true });
       // Only what exists, and only inside the worktree.
@@ -140,7 +157,8 @@ describe("sandboxSpec", () => {
     try {
       const wts = join(dir, "worktrees");
       mkdirSync(join(wts, "fix"), { recursive: true });
-      const request = (worktree: string) => () => sandboxRequest({ bwrap: "b", repo: root, worktree, stateRoot: join(root, ".loop"), runner: "claude", writable: [], env: {} });
+      const request = (worktree: string) => () =>
+        sandboxRequest({ bwrap: "b", repo: root, worktree, stateRoot: join(root, ".loop"), runner: "claude", writable: [], env: {} });
       expect(request(join(wts, "fix"))().commonDir).toBe(join(root, ".git"));
       symlinkSync(root, join(wts, "evil"));
       expect(request(join(wts, "evil"))).toThrow(`no sandbox over ${join(wts, "evil")}: it is not the folder loop made (it is a link to ${root})`);

@@ -18,9 +18,14 @@ describe("on this machine, for real", () => {
         await p.runToDrain();
         const started = p.eventsOf("session_started", "a");
         expect(started).toHaveLength(1);
-        const why = process.getuid?.() === 0 ? "no systemd manager runs here (/run/systemd/system is missing)" : expect.stringContaining("no systemd user manager for uid");
+        const why =
+          process.getuid?.() === 0
+            ? "no systemd manager runs here (/run/systemd/system is missing)"
+            : expect.stringContaining("no systemd user manager for uid");
         const mechanism = (e: { payload: object }) => ("mechanism" in e.payload ? e.payload.mechanism : undefined);
-        expect(mechanism(started[0]!)).toEqual(Bun.which("systemd-run") ? { kind: "process_group", why } : { kind: "process_group", why: "systemd-run is not on PATH" });
+        expect(mechanism(started[0]!)).toEqual(
+          Bun.which("systemd-run") ? { kind: "process_group", why } : { kind: "process_group", why: "systemd-run is not on PATH" },
+        );
         expect(existsSync(join(p.sessionDir("a", 1), "scope.json"))).toBe(false);
         // Its verify command too, by the same decision, recorded in verify_started.
         const verify = p.eventsOf("verify_started", "a");

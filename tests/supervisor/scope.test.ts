@@ -51,10 +51,23 @@ describe("the decision, as data", () => {
       name: "a user without a user manager (no linger): process group, saying how to get one",
       facts: facts({ userManager: false }),
       mode: "auto",
-      want: { use: "process_group", why: "no systemd user manager for uid 1000 (/run/user/1000/systemd/private is missing; `loginctl enable-linger` starts one)" },
+      want: {
+        use: "process_group",
+        why: "no systemd user manager for uid 1000 (/run/user/1000/systemd/private is missing; `loginctl enable-linger` starts one)",
+      },
     },
-    { name: "root in a container without systemd: process group", facts: facts({ uid: 0, systemManager: false }), mode: "auto", want: { use: "process_group", why: "no systemd manager runs here (/run/systemd/system is missing)" } },
-    { name: "no systemd-run: process group", facts: facts({ systemdRun: null }), mode: "auto", want: { use: "process_group", why: "systemd-run is not on PATH" } },
+    {
+      name: "root in a container without systemd: process group",
+      facts: facts({ uid: 0, systemManager: false }),
+      mode: "auto",
+      want: { use: "process_group", why: "no systemd manager runs here (/run/systemd/system is missing)" },
+    },
+    {
+      name: "no systemd-run: process group",
+      facts: facts({ systemdRun: null }),
+      mode: "auto",
+      want: { use: "process_group", why: "systemd-run is not on PATH" },
+    },
     { name: "off: process group even with systemd", facts: facts(), mode: "off", want: { use: "process_group", why: "LOOP_SESSION_SCOPE=off" } },
     { name: "systemd demanded and there: the scope", facts: facts({ uid: 0 }), mode: "systemd", want: { use: "systemd_scope", unit, manager: "system" } },
     {
@@ -78,7 +91,12 @@ describe("the decision, as data", () => {
       mode: "systemd",
       want: { use: "refuse", why: expect.stringContaining("`loginctl enable-linger` keeps it"), lack: "no_linger" },
     },
-    { name: "linger unknown (no name for the uid): a user manager that is there is used", facts: facts({ user: null, linger: null }), mode: "auto", want: { use: "systemd_scope", unit, manager: "user" } },
+    {
+      name: "linger unknown (no name for the uid): a user manager that is there is used",
+      facts: facts({ user: null, linger: null }),
+      mode: "auto",
+      want: { use: "systemd_scope", unit, manager: "user" },
+    },
     { name: "root needs no linger", facts: facts({ uid: 0, linger: false }), mode: "systemd", want: { use: "systemd_scope", unit, manager: "system" } },
   ];
   for (const c of cases) test(c.name, () => expect(decideMechanism(c.facts, c.mode, target)).toEqual(c.want as never));
@@ -124,7 +142,11 @@ describe("unit names and argv", () => {
       "--",
       ...command,
     ]);
-    expect(scopeArgv({ systemdRun: "systemd-run", unit, manager: "user", description: "d", command }).slice(0, 3)).toEqual(["systemd-run", "--user", "--scope"]);
+    expect(scopeArgv({ systemdRun: "systemd-run", unit, manager: "user", description: "d", command }).slice(0, 3)).toEqual([
+      "systemd-run",
+      "--user",
+      "--scope",
+    ]);
   });
 });
 
@@ -222,11 +244,27 @@ describe("a verify command in a scope of its own, beside its session's", () => {
     const f = facts({ systemdRun: run, uid: 0 });
     // The session first, as a step does: its scope.json, and its started.json already there.
     const sessionStarted = join(dir, "started.json");
-    const session = launchDetached({ dir, command: ["/bin/sh", "-c", `echo '{}' > ${sessionStarted}; sleep 60`], target, env: { PATH: process.env.PATH }, spawn: spawnDetached, startedFile: sessionStarted, facts: f });
+    const session = launchDetached({
+      dir,
+      command: ["/bin/sh", "-c", `echo '{}' > ${sessionStarted}; sleep 60`],
+      target,
+      env: { PATH: process.env.PATH },
+      spawn: spawnDetached,
+      startedFile: sessionStarted,
+      facts: f,
+    });
     await pollUntil(() => existsSync(sessionStarted), "the session started");
     const sessionRecord = readFileSync(join(dir, "scope.json"), "utf8");
     const verifyStarted = join(dir, "verify-started.json");
-    const verify = launchDetached({ dir, command: ["/bin/sh", "-c", `echo '{}' > ${verifyStarted}; sleep 60`], target: verifyTarget, env: { PATH: process.env.PATH }, spawn: spawnDetached, startedFile: verifyStarted, facts: f });
+    const verify = launchDetached({
+      dir,
+      command: ["/bin/sh", "-c", `echo '{}' > ${verifyStarted}; sleep 60`],
+      target: verifyTarget,
+      env: { PATH: process.env.PATH },
+      spawn: spawnDetached,
+      startedFile: verifyStarted,
+      facts: f,
+    });
     // Something the verify started that left its process group: only its cgroup still holds it.
     const escaped = Bun.spawn(["setsid", "sleep", "60"], { stdio: ["ignore", "ignore", "ignore"] });
     try {
@@ -244,7 +282,13 @@ describe("a verify command in a scope of its own, beside its session's", () => {
       writeFileSync(join(dir, "verify-scope.json"), JSON.stringify({ ...readScopeRecord(dir, "verify"), cgroup: vcg.cgroup }) + "\n");
       writeFileSync(join(dir, "scope.json"), JSON.stringify({ ...readScopeRecord(dir), cgroup: scg.cgroup }) + "\n");
       const sessionBefore = readFileSync(join(dir, "scope.json"), "utf8");
-      const how = await endVerify({ proc: { pid: verify.pid, startTime: processStartTime(verify.pid) }, dir, graceMs: 2000, cgroupRoot: root, systemctl: null });
+      const how = await endVerify({
+        proc: { pid: verify.pid, startTime: processStartTime(verify.pid) },
+        dir,
+        graceMs: 2000,
+        cgroupRoot: root,
+        systemctl: null,
+      });
       expect(how).toBe("terminated");
       expect(await escaped.exited).not.toBeNull();
       await pollUntil(() => !pidAlive(verify.pid), "the verify's wrapper ended");
@@ -268,9 +312,20 @@ describe("a verify command in a scope of its own, beside its session's", () => {
     // The session's started.json is there already: a verify is given its own (startSession does), so it does not count.
     writeFileSync(join(dir, "started.json"), "{}\n");
     const verifyStarted = join(dir, "verify-started.json");
-    const r = launchDetached({ dir, command: ["/bin/sh", "-c", `echo '{}' > ${verifyStarted}; sleep 30`], target: verifyTarget, env: { PATH: process.env.PATH }, spawn: spawnDetached, startedFile: verifyStarted, facts: facts({ systemdRun: run, uid: 0 }) });
+    const r = launchDetached({
+      dir,
+      command: ["/bin/sh", "-c", `echo '{}' > ${verifyStarted}; sleep 30`],
+      target: verifyTarget,
+      env: { PATH: process.env.PATH },
+      spawn: spawnDetached,
+      startedFile: verifyStarted,
+      facts: facts({ systemdRun: run, uid: 0 }),
+    });
     try {
-      expect(r.mechanism).toEqual({ kind: "process_group", why: `systemd-run could not start the scope ${verifyUnit}: Failed to start transient scope unit: Interactive authentication required.` });
+      expect(r.mechanism).toEqual({
+        kind: "process_group",
+        why: `systemd-run could not start the scope ${verifyUnit}: Failed to start transient scope unit: Interactive authentication required.`,
+      });
       expect(existsSync(join(dir, "verify-scope.json"))).toBe(false);
       expect(readFileSync(join(dir, "verify-scope.log"), "utf8")).toContain("Interactive authentication required");
       expect(readScopeRecord(dir)).toMatchObject({ unit });

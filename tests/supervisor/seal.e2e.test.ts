@@ -32,7 +32,19 @@ function attempt() {
   const gitDir = join(sessionDir, "git");
   makeAttemptGitDir({ repo: root, gitDir, worktree: wt, branch: "loop/t/item/a", head, refs: {}, excludes: [] });
   const common = join(root, ".git");
-  const request = (box: string) => ({ bwrap: box, worktree: wt, stateRoot: join(dir, "state"), worktrees: join(dir, "worktrees"), commonDir: common, gitDir: { path: gitDir, writable: true }, readOnly: [], writable: [], homes: [], programs: [], env: testEnv() });
+  const request = (box: string) => ({
+    bwrap: box,
+    worktree: wt,
+    stateRoot: join(dir, "state"),
+    worktrees: join(dir, "worktrees"),
+    commonDir: common,
+    gitDir: { path: gitDir, writable: true },
+    readOnly: [],
+    writable: [],
+    homes: [],
+    programs: [],
+    env: testEnv(),
+  });
   return { dir, root, wt, gitDir, sessionDir, head, request };
 }
 
@@ -57,12 +69,24 @@ describe("sealAttempt", () => {
     writeFileSync(join(a.wt, "LICENSE"), "MIT\n");
     mkdirSync(join(a.wt, ".venv"));
     writeFileSync(join(a.wt, ".venv", "pyvenv.cfg"), "home=/usr\n");
-    const r = await sealAttempt({ worktree: a.wt, gitDir: a.gitDir, exclude: [".venv"], message: "loop: leftovers", sandbox: null, env: testEnv(), attempt: {} });
+    const r = await sealAttempt({
+      worktree: a.wt,
+      gitDir: a.gitDir,
+      exclude: [".venv"],
+      message: "loop: leftovers",
+      sandbox: null,
+      env: testEnv(),
+      attempt: {},
+    });
     expect(r.ok && r.committed).toBe(true);
     const head = r.ok ? r.head : "";
     const files = Bun.spawnSync(["git", "--git-dir", a.gitDir, "ls-tree", "-r", "--name-only", head], { env: testEnv() }).stdout.toString().trim().split("\n");
     expect(files.sort()).toEqual(["LICENSE", "README.md"]);
-    expect(await sealAttempt({ worktree: a.wt, gitDir: a.gitDir, exclude: [".venv"], message: "again", sandbox: null, env: testEnv(), attempt: {} })).toEqual({ ok: true, committed: false, head });
+    expect(await sealAttempt({ worktree: a.wt, gitDir: a.gitDir, exclude: [".venv"], message: "again", sandbox: null, env: testEnv(), attempt: {} })).toEqual({
+      ok: true,
+      committed: false,
+      head,
+    });
   });
 
   test("what setup made that git ignores (the project's .gitignore, the attempt's info/exclude) is left out too, and a stale lock of a killed git is cleared", async () => {
@@ -77,7 +101,15 @@ describe("sealAttempt", () => {
     writeFileSync(join(a.wt, "src.txt"), "the agent's\n");
     // The agent's git was killed while it moved the branch: its lock is left in the attempt's git folder.
     writeFileSync(join(a.gitDir, "refs", "heads", "loop", "t", "item", "a.lock"), "");
-    const r = await sealAttempt({ worktree: a.wt, gitDir: a.gitDir, exclude: ["node_modules", "prepared.txt", "build"], message: "m", sandbox: null, env: testEnv(), attempt: {} });
+    const r = await sealAttempt({
+      worktree: a.wt,
+      gitDir: a.gitDir,
+      exclude: ["node_modules", "prepared.txt", "build"],
+      message: "m",
+      sandbox: null,
+      env: testEnv(),
+      attempt: {},
+    });
     expect(r).toMatchObject({ ok: true, committed: true });
     const files = git(a.root, "--git-dir", a.gitDir, "ls-tree", "-r", "--name-only", r.ok ? r.head : "HEAD").split("\n");
     expect(files.sort()).toEqual([".gitignore", "README.md", "src.txt"]);
@@ -87,7 +119,15 @@ describe("sealAttempt", () => {
     const a = attempt();
     const marker = join(a.dir, "ran.txt");
     plantFilter(a.wt, marker);
-    const r = await sealAttempt({ worktree: a.wt, gitDir: a.gitDir, exclude: [], message: "m", sandbox: null, env: { ...testEnv(), ANTHROPIC_API_KEY: "canary-seal-key" }, attempt: {} });
+    const r = await sealAttempt({
+      worktree: a.wt,
+      gitDir: a.gitDir,
+      exclude: [],
+      message: "m",
+      sandbox: null,
+      env: { ...testEnv(), ANTHROPIC_API_KEY: "canary-seal-key" },
+      attempt: {},
+    });
     expect(r.ok).toBe(true);
     expect(readFileSync(marker, "utf8")).toContain("ran key=\n");
   });
@@ -96,7 +136,15 @@ describe("sealAttempt", () => {
     const a = attempt();
     const marker = join(a.dir, "ran.txt");
     plantFilter(a.wt, marker);
-    const r = await sealAttempt({ worktree: a.wt, gitDir: a.gitDir, exclude: [], message: "m", sandbox: { request: a.request(bwrap!), sessionDir: a.sessionDir }, env: { ...testEnv(), ANTHROPIC_API_KEY: "canary-seal-key" }, attempt: {} });
+    const r = await sealAttempt({
+      worktree: a.wt,
+      gitDir: a.gitDir,
+      exclude: [],
+      message: "m",
+      sandbox: { request: a.request(bwrap!), sessionDir: a.sessionDir },
+      env: { ...testEnv(), ANTHROPIC_API_KEY: "canary-seal-key" },
+      attempt: {},
+    });
     expect(r.ok).toBe(true);
     expect(existsSync(marker)).toBe(false);
   });

@@ -22,7 +22,13 @@ afterAll(() => {
 });
 
 const STREAM = [
-  ["message_start", { type: "message_start", message: { id: "m", type: "message", usage: { input_tokens: 1234, cache_creation_input_tokens: 56, cache_read_input_tokens: 7890, output_tokens: 1 } } }],
+  [
+    "message_start",
+    {
+      type: "message_start",
+      message: { id: "m", type: "message", usage: { input_tokens: 1234, cache_creation_input_tokens: 56, cache_read_input_tokens: 7890, output_tokens: 1 } },
+    },
+  ],
   ["message_delta", { type: "message_delta", delta: { stop_reason: "end_turn" }, usage: { output_tokens: 321 } }],
   ["message_stop", { type: "message_stop" }],
 ]
@@ -66,7 +72,11 @@ writeFileSync(${JSON.stringify(join(dir, "report.json"))}, JSON.stringify(report
       join(dir, "launch.json"),
       JSON.stringify({ argv: [BUN, agent], cwd: dir, env: {}, tee: false, gateway: { standIn: STAND_IN, allow: ["127.0.0.1:1"], maxTokens: 10_000 } }),
     );
-    const proc = Bun.spawn([BUN, LOOP, "__session", dir], { env: testEnv({ ANTHROPIC_API_KEY: REAL_KEY, ANTHROPIC_BASE_URL: `http://127.0.0.1:${api.port}` }), stdout: "pipe", stderr: "pipe" });
+    const proc = Bun.spawn([BUN, LOOP, "__session", dir], {
+      env: testEnv({ ANTHROPIC_API_KEY: REAL_KEY, ANTHROPIC_BASE_URL: `http://127.0.0.1:${api.port}` }),
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     expect(await proc.exited).toBe(0);
     expect(existsSync(join(dir, "exit.json"))).toBe(true);
     expect(JSON.parse(readFileSync(join(dir, "exit.json"), "utf8")).code).toBe(0);
@@ -82,17 +92,24 @@ writeFileSync(${JSON.stringify(join(dir, "report.json"))}, JSON.stringify(report
     expect(report.refusal).toContain("budget_exhausted");
     expect(keys).toEqual([REAL_KEY, REAL_KEY]);
     expect(report.offList).toBe(403);
-    const usage = readFileSync(join(dir, GATEWAY_FILES.usage), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    const usage = readFileSync(join(dir, GATEWAY_FILES.usage), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(usage.map((u) => u.usage)).toEqual([
       { input: 1234, output: 321, cacheRead: 7890, cacheWrite: 56 },
       { input: 1234, output: 321, cacheRead: 7890, cacheWrite: 56 },
     ]);
-    const refused = readFileSync(join(dir, GATEWAY_FILES.refused), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    const refused = readFileSync(join(dir, GATEWAY_FILES.refused), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(refused.map((r) => [r.kind, r.host ?? null, r.port ?? null])).toEqual([
       ["budget", null, null],
       ["network", "not-on-the-list.invalid", 81],
     ]);
     // No file the agent could read in its folder holds the key.
-    for (const f of ["launch.json", "started.json", "exit.json", "output.log", GATEWAY_FILES.usage, GATEWAY_FILES.refused]) if (existsSync(join(dir, f))) expect(readFileSync(join(dir, f), "utf8")).not.toContain(REAL_KEY);
+    for (const f of ["launch.json", "started.json", "exit.json", "output.log", GATEWAY_FILES.usage, GATEWAY_FILES.refused])
+      if (existsSync(join(dir, f))) expect(readFileSync(join(dir, f), "utf8")).not.toContain(REAL_KEY);
   });
 });

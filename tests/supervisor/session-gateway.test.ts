@@ -19,16 +19,34 @@ const PRICE = { input: 3_000_000, output: 15_000_000, cacheRead: 300_000, cacheW
 
 /** One agent turn (a request with tools: the fake answers it with its script and realistic usage). */
 async function ask(url: string, standIn: string, model: string): Promise<number> {
-  const r = await fetch(`${url}/v1/messages`, { method: "POST", headers: { "x-api-key": standIn, "content-type": "application/json", "anthropic-version": "2023-06-01" }, body: JSON.stringify({ model, stream: true, max_tokens: 100, tools: [{ name: "Bash", input_schema: { type: "object" } }], messages: [{ role: "user", content: "hi" }] }) });
+  const r = await fetch(`${url}/v1/messages`, {
+    method: "POST",
+    headers: { "x-api-key": standIn, "content-type": "application/json", "anthropic-version": "2023-06-01" },
+    body: JSON.stringify({
+      model,
+      stream: true,
+      max_tokens: 100,
+      tools: [{ name: "Bash", input_schema: { type: "object" } }],
+      messages: [{ role: "user", content: "hi" }],
+    }),
+  });
   await r.text();
   return r.status;
 }
 
-const lines = (dir: string, file: string) => readFileSync(join(dir, file), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+const lines = (dir: string, file: string) =>
+  readFileSync(join(dir, file), "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l));
 
 async function withGateway(fake: FakeAnthropic, request: Record<string, unknown>, body: (o: { url: string; dir: string }) => Promise<void>) {
   const dir = temp.make();
-  const g = await startSessionGateway({ dir, request: { standIn: "stand-in-1", allow: "none", ...request }, env: { ANTHROPIC_BASE_URL: fake.url, ANTHROPIC_API_KEY: "sk-ant-real" } });
+  const g = await startSessionGateway({
+    dir,
+    request: { standIn: "stand-in-1", allow: "none", ...request },
+    env: { ANTHROPIC_BASE_URL: fake.url, ANTHROPIC_API_KEY: "sk-ant-real" },
+  });
   try {
     await body({ url: g.env.ANTHROPIC_BASE_URL!, dir });
   } finally {
@@ -78,8 +96,16 @@ describe("a session's gateway: dollars at the source", () => {
   });
 
   test("admission: a spent budget refuses everything; requests in flight hold their worst case; a session that cut off too many answers is refused", () => {
-    const ledger = (o: Partial<GatewayLedger> = {}): GatewayLedger => ({ tokens: 0, microUsd: 0, unpriced: new Set(), held: { requests: 0, tokens: 0, microUsd: 0 }, cutOffs: 0, ...o });
-    const code = (l: GatewayLedger, w: { tokens: number; microUsd: number | null } | null, caps: { maxTokens?: number; maxMicroUsd?: number }) => admission(l, w, caps)?.code ?? null;
+    const ledger = (o: Partial<GatewayLedger> = {}): GatewayLedger => ({
+      tokens: 0,
+      microUsd: 0,
+      unpriced: new Set(),
+      held: { requests: 0, tokens: 0, microUsd: 0 },
+      cutOffs: 0,
+      ...o,
+    });
+    const code = (l: GatewayLedger, w: { tokens: number; microUsd: number | null } | null, caps: { maxTokens?: number; maxMicroUsd?: number }) =>
+      admission(l, w, caps)?.code ?? null;
     const w = { tokens: 40_000, microUsd: 600_000 };
     // Tokens: at the cap everything is refused, free endpoints too; alone in flight a request goes while the budget is not spent.
     expect(code(ledger({ tokens: 99 }), w, { maxTokens: 100 })).toBeNull();
@@ -96,7 +122,9 @@ describe("a session's gateway: dollars at the source", () => {
     expect(code(ledger({ microUsd: 9_000_000, unpriced: new Set(["m"]) }), w, { maxMicroUsd: 1 })).toBeNull();
     expect(code(ledger({ microUsd: 500_000, held: { requests: 1, tokens: 0, microUsd: 600_000 } }), w, { maxMicroUsd: 1_700_000 })).toBeNull();
     expect(code(ledger({ microUsd: 500_000, held: { requests: 1, tokens: 0, microUsd: 600_000 } }), w, { maxMicroUsd: 1_699_999 })).toBe("budget_in_flight");
-    expect(code(ledger({ microUsd: 500_000, held: { requests: 1, tokens: 0, microUsd: 600_000 } }), { tokens: 1, microUsd: null }, { maxMicroUsd: 1_000_000 })).toBeNull();
+    expect(
+      code(ledger({ microUsd: 500_000, held: { requests: 1, tokens: 0, microUsd: 600_000 } }), { tokens: 1, microUsd: null }, { maxMicroUsd: 1_000_000 }),
+    ).toBeNull();
     // Cut-offs first: the session is stopped whatever its budget.
     expect(code(ledger({ cutOffs: CUT_OFF_LIMIT - 1 }), w, {})).toBeNull();
     expect(code(ledger({ cutOffs: CUT_OFF_LIMIT }), null, {})).toBe("answers_cut_off");
@@ -112,7 +140,13 @@ describe("a session's gateway: requests in flight", () => {
     const fake = await startFakeAnthropic(() => turn());
     try {
       await withGateway(fake, { maxTokens: 5000 }, async ({ url, dir }) => {
-        const body = JSON.stringify({ model: "claude-sonnet-4-5", stream: true, max_tokens: 1024, tools: [{ name: "Bash", input_schema: { type: "object" } }], messages: [{ role: "user", content: "hi" }] });
+        const body = JSON.stringify({
+          model: "claude-sonnet-4-5",
+          stream: true,
+          max_tokens: 1024,
+          tools: [{ name: "Bash", input_schema: { type: "object" } }],
+          messages: [{ role: "user", content: "hi" }],
+        });
         const answers = await Promise.all(
           Array.from({ length: 20 }, async () => {
             const r = await fetch(`${url}/v1/messages`, { method: "POST", headers: { "x-api-key": "stand-in-1", "content-type": "application/json" }, body });
@@ -124,8 +158,13 @@ describe("a session's gateway: requests in flight", () => {
         expect(served).toBeLessThanOrEqual(2);
         const waited = answers.filter((a) => a.status === 429);
         expect(waited.length).toBeGreaterThan(0);
-        for (const a of waited) expect({ retryAfter: a.retryAfter, doc: JSON.parse(a.doc) }).toEqual({ retryAfter: "10", doc: { type: "error", error: { type: "rate_limit_error", message: expect.stringContaining("(budget_in_flight)") } } });
-        for (const a of answers.filter((x) => x.status !== 200 && x.status !== 429)) expect({ status: a.status, doc: a.doc }).toEqual({ status: 403, doc: expect.stringContaining("(budget_exhausted)") });
+        for (const a of waited)
+          expect({ retryAfter: a.retryAfter, doc: JSON.parse(a.doc) }).toEqual({
+            retryAfter: "10",
+            doc: { type: "error", error: { type: "rate_limit_error", message: expect.stringContaining("(budget_in_flight)") } },
+          });
+        for (const a of answers.filter((x) => x.status !== 200 && x.status !== 429))
+          expect({ status: a.status, doc: a.doc }).toEqual({ status: 403, doc: expect.stringContaining("(budget_exhausted)") });
         const calls = lines(dir, GATEWAY_FILES.usage);
         const spent = calls.reduce((n, c) => n + c.usage.input + c.usage.output, 0);
         expect(spent - 3500).toBeLessThan(5000);
@@ -141,10 +180,20 @@ describe("a session's gateway: requests in flight", () => {
 
 describe("a session's gateway: answers cut off", () => {
   test(`the ${CUT_OFF_LIMIT}rd answer hung up on before its usage stops the session's model requests: each charged its worst case, the stop written for the step, every later request refused`, async () => {
-    const fake = await startFakeAnthropic(() => ({ text: "The whole answer.", hangBeforeDelta: true, usage: { input_tokens: 1000, output_tokens: 5000, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 } }));
+    const fake = await startFakeAnthropic(() => ({
+      text: "The whole answer.",
+      hangBeforeDelta: true,
+      usage: { input_tokens: 1000, output_tokens: 5000, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
+    }));
     try {
       await withGateway(fake, {}, async ({ url, dir }) => {
-        const body = JSON.stringify({ model: "claude-sonnet-4-5", stream: true, max_tokens: 8000, tools: [{ name: "Bash", input_schema: { type: "object" } }], messages: [{ role: "user", content: "hi" }] });
+        const body = JSON.stringify({
+          model: "claude-sonnet-4-5",
+          stream: true,
+          max_tokens: 8000,
+          tools: [{ name: "Bash", input_schema: { type: "object" } }],
+          messages: [{ role: "user", content: "hi" }],
+        });
         const statuses: number[] = [];
         for (let i = 0; i < CUT_OFF_LIMIT + 2; i++) {
           const ac = new AbortController();
@@ -208,7 +257,20 @@ describe("the refusals file, as the step and loop logs read it", () => {
 });
 
 describe("what the agent is given of its gateway (agentVariables)", () => {
-  const all = { ANTHROPIC_BASE_URL: "http://127.0.0.1:1/anthropic", ANTHROPIC_API_KEY: "stand-in", OPENAI_BASE_URL: "http://127.0.0.1:1/openai", OPENAI_API_KEY: "stand-in", HTTP_PROXY: "http://127.0.0.1:2", HTTPS_PROXY: "http://127.0.0.1:2", ALL_PROXY: "http://127.0.0.1:2", http_proxy: "http://127.0.0.1:2", https_proxy: "http://127.0.0.1:2", all_proxy: "http://127.0.0.1:2", NO_PROXY: "127.0.0.1,localhost,::1", no_proxy: "127.0.0.1,localhost,::1" };
+  const all = {
+    ANTHROPIC_BASE_URL: "http://127.0.0.1:1/anthropic",
+    ANTHROPIC_API_KEY: "stand-in",
+    OPENAI_BASE_URL: "http://127.0.0.1:1/openai",
+    OPENAI_API_KEY: "stand-in",
+    HTTP_PROXY: "http://127.0.0.1:2",
+    HTTPS_PROXY: "http://127.0.0.1:2",
+    ALL_PROXY: "http://127.0.0.1:2",
+    http_proxy: "http://127.0.0.1:2",
+    https_proxy: "http://127.0.0.1:2",
+    all_proxy: "http://127.0.0.1:2",
+    NO_PROXY: "127.0.0.1,localhost,::1",
+    no_proxy: "127.0.0.1,localhost,::1",
+  };
   const held = { ANTHROPIC_API_KEY: true, OPENAI_API_KEY: true };
 
   test("with a network list: the gateway's URLs, its stand-ins and its proxy, the CLIs' own traffic off", () => {

@@ -42,7 +42,11 @@ describe("the ask file", () => {
             soft: `agent exited with code 0; its ask file ${join(p.sessionDir("soft", 1), "ask.txt")} was not read: it is a symbolic link`,
             hard: `agent exited with code 0; its ask file ${join(p.sessionDir("hard", 1), "ask.txt")} was not read: it has 2 links (a hard link to another file)`,
           });
-          const everything = [readFileSync(join(p.stateRoot, "state.json"), "utf8"), readFileSync(join(p.stateRoot, "RUNLOG.md"), "utf8"), JSON.stringify(p.events())].join("\n");
+          const everything = [
+            readFileSync(join(p.stateRoot, "state.json"), "utf8"),
+            readFileSync(join(p.stateRoot, "RUNLOG.md"), "utf8"),
+            JSON.stringify(p.events()),
+          ].join("\n");
           expect(everything).not.toContain("TOP-SECRET");
         },
       ),

@@ -24,7 +24,16 @@ describe("setupQuote", () => {
   });
 
   test("a Python traceback: its last line, the exception", () => {
-    const text = ["running setup", "Traceback (most recent call last):", '  File "setup.py", line 3, in <module>', "    import nosuch", "ModuleNotFoundError: No module named 'nosuch'", "cleanup 1", "cleanup 2", "cleanup 3"].join("\n");
+    const text = [
+      "running setup",
+      "Traceback (most recent call last):",
+      '  File "setup.py", line 3, in <module>',
+      "    import nosuch",
+      "ModuleNotFoundError: No module named 'nosuch'",
+      "cleanup 1",
+      "cleanup 2",
+      "cleanup 3",
+    ].join("\n");
     // Right before the last lines: nothing left out between them.
     expect(setupQuote(text)).toBe(": ModuleNotFoundError: No module named 'nosuch' / cleanup 1 / cleanup 2 / cleanup 3");
     expect(setupQuote(`${text}\ncleanup 4`)).toBe(": ModuleNotFoundError: No module named 'nosuch' / … / cleanup 2 / cleanup 3 / cleanup 4");

@@ -15,9 +15,25 @@ const temp = new TempDirs();
 afterAll(() => temp.cleanup());
 
 const j = (o: unknown) => JSON.stringify(o) + "\n";
-const msg = (id: string, output: number): string => j({ type: "assistant", message: { id, model: "claude-sonnet-4-5", content: [{ type: "text", text: "working" }], usage: { input_tokens: 10, output_tokens: output, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 } } });
-const result = (messages: number, usd: number) => j({ type: "result", subtype: "success", total_cost_usd: usd, usage: { input_tokens: 10 * messages, output_tokens: messages * 5, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 } });
-const tokensOf = (r: ReturnType<typeof readSessionUsage>) => (r.figure?.tokens ? r.figure.tokens.input + r.figure.tokens.output + r.figure.tokens.cacheRead + r.figure.tokens.cacheWrite : null);
+const msg = (id: string, output: number): string =>
+  j({
+    type: "assistant",
+    message: {
+      id,
+      model: "claude-sonnet-4-5",
+      content: [{ type: "text", text: "working" }],
+      usage: { input_tokens: 10, output_tokens: output, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
+    },
+  });
+const result = (messages: number, usd: number) =>
+  j({
+    type: "result",
+    subtype: "success",
+    total_cost_usd: usd,
+    usage: { input_tokens: 10 * messages, output_tokens: messages * 5, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
+  });
+const tokensOf = (r: ReturnType<typeof readSessionUsage>) =>
+  r.figure?.tokens ? r.figure.tokens.input + r.figure.tokens.output + r.figure.tokens.cacheRead + r.figure.tokens.cacheWrite : null;
 
 function session(): string {
   const dir = join(temp.make("loop-usage-"), "s");
@@ -179,9 +195,17 @@ describe("behind a gateway", () => {
     const dir = session();
     writeFileSync(join(dir, GATEWAY_FILES.usage), metered({ input: 100, output: 20, cacheRead: 0, cacheWrite: 0 }, { model: "m", microUsd: 7 }));
     writeFileSync(join(dir, SESSION_FILES.usage), j({ input_tokens: 5, output_tokens: 5, usd: 0.5 }));
-    expect(readSessionUsage({ dir, source: "usage_file", final: true })).toMatchObject({ gateway: true, usdFrom: "prices", figure: { tokens: { input: 100, output: 20 }, microUsd: 7 } });
+    expect(readSessionUsage({ dir, source: "usage_file", final: true })).toMatchObject({
+      gateway: true,
+      usdFrom: "prices",
+      figure: { tokens: { input: 100, output: 20 }, microUsd: 7 },
+    });
     // One answer without a price: the agent's dollars, the gateway's tokens, still the gateway's figure.
     writeFileSync(join(dir, GATEWAY_FILES.usage), metered({ input: 100, output: 20, cacheRead: 0, cacheWrite: 0 }, { model: "unpriced" }));
-    expect(readSessionUsage({ dir, source: "usage_file", final: true })).toMatchObject({ gateway: true, usdFrom: "agent", figure: { tokens: { input: 100, output: 20 }, microUsd: 500_000 } });
+    expect(readSessionUsage({ dir, source: "usage_file", final: true })).toMatchObject({
+      gateway: true,
+      usdFrom: "agent",
+      figure: { tokens: { input: 100, output: 20 }, microUsd: 500_000 },
+    });
   });
 });

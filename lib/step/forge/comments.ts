@@ -43,7 +43,10 @@ export async function pollComments(ctx: StepContext): Promise<void> {
   const items = p.order.map((id) => p.items[id]!).filter((it) => it.status !== "withdrawn");
   const threads = items.flatMap(threadsOf);
   // From the log (each item's readFrom), or the cache's cursor when that is later: never from the cache alone.
-  const since = commentCursor({ cached: link.cache.comments.since, readFrom: items.flatMap((it) => (threadsOf(it).length && it.forge ? [it.forge.readFrom] : [])) });
+  const since = commentCursor({
+    cached: link.cache.comments.since,
+    readFrom: items.flatMap((it) => (threadsOf(it).length && it.forge ? [it.forge.readFrom] : [])),
+  });
   if (since === null) return; // no item has a thread to read
   const r = await link.provider.listComments({ since, threads });
   if (!r.ok) return void link.failed(r);
@@ -143,7 +146,9 @@ async function handle(ctx: StepContext, link: ForgeLink, c: ForgeComment): Promi
   if (mark == null || compareCommentIds(c.id, mark) <= 0) return "done"; // seen, or an edited old comment
   const allowed = await link.authorized(c.login);
   if (allowed === null) {
-    ctx.options.log.warn(`forge: comment ${c.id} on ${link.provider.threadLabel(c.thread)} by ${sanitizeLine(c.login, 40)} waits: the author's permission could not be read; asked again on a later step`);
+    ctx.options.log.warn(
+      `forge: comment ${c.id} on ${link.provider.threadLabel(c.thread)} by ${sanitizeLine(c.login, 40)} waits: the author's permission could not be read; asked again on a later step`,
+    );
     return "later";
   }
   if (!allowed) {
@@ -181,12 +186,20 @@ async function handle(ctx: StepContext, link: ForgeLink, c: ForgeComment): Promi
 }
 
 /** `/loop <verb>`: the same plan `loop ctl` makes; a live session ended through the close path. */
-async function command(ctx: StepContext, link: ForgeLink, o: { it: ItemState; c: ForgeComment; verb: CommentVerb; actor: string; handled: (a: "control" | "refused", d: string) => EventDraft }): Promise<void> {
+async function command(
+  ctx: StepContext,
+  link: ForgeLink,
+  o: { it: ItemState; c: ForgeComment; verb: CommentVerb; actor: string; handled: (a: "control" | "refused", d: string) => EventDraft },
+): Promise<void> {
   const { it, c, verb, actor } = o;
   let actions: PlannedAction[];
   try {
     const loopVerb = verb === "pause" || verb === "resume";
-    actions = planCtl(projection(ctx), verb, loopVerb ? [] : [it.id], { actor, reason: `/loop ${verb} in comment ${c.id}`, keepCheckout: ctx.def.keepCheckoutOnClose });
+    actions = planCtl(projection(ctx), verb, loopVerb ? [] : [it.id], {
+      actor,
+      reason: `/loop ${verb} in comment ${c.id}`,
+      keepCheckout: ctx.def.keepCheckoutOnClose,
+    });
   } catch (err) {
     // Only a verb that does not apply is answered; anything else is loop's own fault, not the comment's.
     if (!(err instanceof RefusedError || err instanceof UsageError)) throw err;
@@ -226,9 +239,13 @@ async function postQuestions(ctx: StepContext, link: ForgeLink): Promise<void> {
     const issue = issueOf(it);
     if (it.status !== "needs_input" || issue === null || it.question === null) continue;
     if (it.forge?.questionPosted?.attempt === it.attempts.length || link.limited()) continue;
-    const text = `The agent working on \`${id}\` (attempt ${it.attempts.length}) asks:\n\n${it.question.split("\n").map((l) => `> ${l}`).join("\n")}\n\nThe first comment from an authorized user after this one is taken as the reply.`;
+    const text = `The agent working on \`${id}\` (attempt ${it.attempts.length}) asks:\n\n${it.question
+      .split("\n")
+      .map((l) => `> ${l}`)
+      .join("\n")}\n\nThe first comment from an authorized user after this one is taken as the reply.`;
     const posted = await answer(ctx, link, { kind: "issue", number: issue }, text);
-    if (posted !== null) append(ctx, [{ type: "forge_question_posted", item: id, payload: { attempt: it.attempts.length, issue, commentId: posted } }], "forge");
+    if (posted !== null)
+      append(ctx, [{ type: "forge_question_posted", item: id, payload: { attempt: it.attempts.length, issue, commentId: posted } }], "forge");
   }
 }
 
@@ -249,7 +266,10 @@ async function postGaveUp(ctx: StepContext, link: ForgeLink): Promise<void> {
       "edit its prompt and `/loop retry`, or `/loop skip`.\n\n" +
       // Loop's own sentence with the agent's words fenced as untrusted text (lib/decisions/verify-verdict.ts),
       // quoted as a question is: no line starts with `/`, so nothing the agent wrote is a quick action.
-      attempt.verify.tail.split("\n").map((l) => `> ${l}`).join("\n");
+      attempt.verify.tail
+        .split("\n")
+        .map((l) => `> ${l}`)
+        .join("\n");
     const posted = await answer(ctx, link, { kind: "issue", number: issue }, text);
     if (posted !== null) append(ctx, [{ type: "forge_gave_up_posted", item: id, payload: { attempt: attempt.n, issue, commentId: posted } }], "forge");
   }

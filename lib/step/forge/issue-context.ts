@@ -57,7 +57,12 @@ async function readIssue(link: ForgeLink, number: number): Promise<Read> {
   const lookup = got.value;
   if (lookup.kind === "gone") {
     const reason = `${lookup.message}${lookup.why === "missing" || lookup.why === "pull_request" ? "; fix the item's ref" : ""}`;
-    return { launch: () => (lookup.why === "transferred" || lookup.why === "deleted" ? { kind: "skip", reason, code: "issue_gone" } : { kind: "block", reason, code: "issue_ref_invalid" }) };
+    return {
+      launch: () =>
+        lookup.why === "transferred" || lookup.why === "deleted"
+          ? { kind: "skip", reason, code: "issue_gone" }
+          : { kind: "block", reason, code: "issue_ref_invalid" },
+    };
   }
   const issue = lookup.issue;
   if (issue.state === "closed") return { launch: () => ({ kind: "skip", reason: `issue #${number} is closed (${issue.url})`, code: "issue_closed" }) };
@@ -99,10 +104,15 @@ async function readIssue(link: ForgeLink, number: number): Promise<Read> {
       }
       const shown = thread;
       // The title is the issue author's text like the body: inside the fence, never a line of loop's.
-      const parts = [`Issue #${number} (${issue.url})`, "", fenced(`The issue's title and body`, `${sanitizeLine(issue.title, 200)}\n\n${issue.body || "(empty)"}`)];
+      const parts = [
+        `Issue #${number} (${issue.url})`,
+        "",
+        fenced(`The issue's title and body`, `${sanitizeLine(issue.title, 200)}\n\n${issue.body || "(empty)"}`),
+      ];
       const left = all.length - thread.length - unchecked;
       if (left) parts.push("", `(${left} comments by users who are not authorized, or by loop itself, are left out)`);
-      if (comments.value.cut) parts.push("", "(the thread is longer than loop reads at once: its first and newest comments were read, some in between were not)");
+      if (comments.value.cut)
+        parts.push("", "(the thread is longer than loop reads at once: its first and newest comments were read, some in between were not)");
       if (unchecked) parts.push("", `(${unchecked} earlier comments not shown: their authors' permissions were not read)`);
       for (const c of shown) parts.push("", fenced(`Comment ${c.id} by ${c.login} (${c.createdAt})`, c.body, COMMENT_CAP));
       return { kind: "launch", context: parts.join("\n") };
@@ -121,5 +131,9 @@ function unanswered(ctx: StepContext, link: ForgeLink, it: ItemState, f: ForgeFa
   const limit = it.def.timeouts.launch;
   if (Date.now() - since < limit) return { kind: "wait", reason };
   delete link.cache.launchWaits[it.id];
-  return { kind: "block", code: "issue_unreadable", reason: `issue #${number} could not be read for ${formatDuration(limit)} (timeouts.launch): ${line}; \`loop ctl retry --work-item ${it.id}\` tries again` };
+  return {
+    kind: "block",
+    code: "issue_unreadable",
+    reason: `issue #${number} could not be read for ${formatDuration(limit)} (timeouts.launch): ${line}; \`loop ctl retry --work-item ${it.id}\` tries again`,
+  };
 }

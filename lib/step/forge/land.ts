@@ -42,7 +42,13 @@ export async function landThroughForge(ctx: StepContext, it: ItemState): Promise
   };
   const lastReason = waiting?.reason ?? "no pull request yet";
   if (Date.now() > deadline)
-    return finish({ outcome: "blocked", target: ctx.def.base, commit: null, code: "deadline", reason: `landing deadline (timeouts.landing ${formatDuration(deadline - since)}, from the passing verify) passed; last: ${lastReason}${waiting && f?.pr ? `; ${f.pr.url} left open` : ""}` });
+    return finish({
+      outcome: "blocked",
+      target: ctx.def.base,
+      commit: null,
+      code: "deadline",
+      reason: `landing deadline (timeouts.landing ${formatDuration(deadline - since)}, from the passing verify) passed; last: ${lastReason}${waiting && f?.pr ? `; ${f.pr.url} left open` : ""}`,
+    });
   const limited = link.limited();
   if (limited) return { action: "waiting", item: it.id, reason: limited };
 
@@ -51,9 +57,25 @@ export async function landThroughForge(ctx: StepContext, it: ItemState): Promise
     const pr = await openPull(ctx, link, it, branch);
     if ("wait" in pr) return { action: "waiting", item: it.id, reason: pr.wait };
     if ("block" in pr) return finish({ outcome: "blocked", target: ctx.def.base, commit: null, code: "forge_refused", reason: pr.block });
-    append(ctx, [{ type: "forge_pr_recorded", item: it.id, payload: { attempt: attempt.n, number: pr.pull.number, url: pr.pull.url, head: pr.pushed, draft: pr.pull.draft, reused: pr.reused } }], "landing");
+    append(
+      ctx,
+      [
+        {
+          type: "forge_pr_recorded",
+          item: it.id,
+          payload: { attempt: attempt.n, number: pr.pull.number, url: pr.pull.url, head: pr.pushed, draft: pr.pull.draft, reused: pr.reused },
+        },
+      ],
+      "landing",
+    );
     if (ctx.def.landing === "pr")
-      return finish({ outcome: "pr_opened", target: ctx.def.base, commit: pr.pushed, code: "pr_opened", reason: `${pr.pull.draft ? "draft " : ""}${pr.pull.label} ${pr.reused ? "(reused) " : ""}${pr.pull.url}` });
+      return finish({
+        outcome: "pr_opened",
+        target: ctx.def.base,
+        commit: pr.pushed,
+        code: "pr_opened",
+        reason: `${pr.pull.draft ? "draft " : ""}${pr.pull.label} ${pr.reused ? "(reused) " : ""}${pr.pull.url}`,
+      });
     return null; // the next turn of the step evaluates the merge
   }
   const pr = f.pr;
@@ -87,18 +109,48 @@ export async function landThroughForge(ctx: StepContext, it: ItemState): Promise
   // 5. Merge with the pushed sha: GitHub refuses (409) if the head is anything else by then.
   ctx.store.assertLease();
   failpoint("landing:before_merge_call");
-  const r = await link.provider.merge({ number: pr.number, sha: pushed, title: `Merge ${link.provider.threadLabel({ kind: "pull", number: pr.number })}: ${it.id} (loop ${ctx.def.name})` });
+  const r = await link.provider.merge({
+    number: pr.number,
+    sha: pushed,
+    title: `Merge ${link.provider.threadLabel({ kind: "pull", number: pr.number })}: ${it.id} (loop ${ctx.def.name})`,
+  });
   failpoint("landing:after_merge_call");
   if (!r.ok) return failed(ctx, link, it, r, finish, { merging: true, number: pr.number, pushed });
   if (r.value.kind === "merged") return act(ctx, it, { kind: "merged", sha: r.value.sha }, { pull, pushed, finish });
-  if (r.value.kind === "merging") return act(ctx, it, { kind: "wait", code: "not_mergeable_yet", reason: `the forge is merging ${pull.label} (${sanitizeLine(r.value.message, 120)})` }, { pull, pushed, finish });
+  if (r.value.kind === "merging")
+    return act(
+      ctx,
+      it,
+      { kind: "wait", code: "not_mergeable_yet", reason: `the forge is merging ${pull.label} (${sanitizeLine(r.value.message, 120)})` },
+      { pull, pushed, finish },
+    );
   // A 409 to the pinned sha: at that moment the head was not the sha. Nothing is concluded from it:
   // the next tick reads the PR again (step 2): a moved head blocks there, the same head is merged.
   if (r.value.kind === "head_moved")
-    return act(ctx, it, { kind: "wait", code: "merge_conflict", reason: `the forge answered the merge of ${pull.label} with a conflict (${sanitizeLine(r.value.message, 120)}); reading it again: loop merges only the ${pushed.slice(0, 12)} it pushed and verified` }, { pull, pushed, finish });
+    return act(
+      ctx,
+      it,
+      {
+        kind: "wait",
+        code: "merge_conflict",
+        reason: `the forge answered the merge of ${pull.label} with a conflict (${sanitizeLine(r.value.message, 120)}); reading it again: loop merges only the ${pushed.slice(0, 12)} it pushed and verified`,
+      },
+      { pull, pushed, finish },
+    );
   // The provider says whether waiting may fix the refusal (GitHub: the 405's words; GitLab: detailed_merge_status).
-  if (r.value.wait) return act(ctx, it, { kind: "wait", code: "not_mergeable_yet", reason: `the forge is not ready to merge ${pull.label}: ${r.value.message}` }, { pull, pushed, finish });
-  return act(ctx, it, { kind: "block", code: "merge_refused", reason: `the forge refused to merge ${pull.label}: ${r.value.message}` }, { pull, pushed, finish });
+  if (r.value.wait)
+    return act(
+      ctx,
+      it,
+      { kind: "wait", code: "not_mergeable_yet", reason: `the forge is not ready to merge ${pull.label}: ${r.value.message}` },
+      { pull, pushed, finish },
+    );
+  return act(
+    ctx,
+    it,
+    { kind: "block", code: "merge_refused", reason: `the forge refused to merge ${pull.label}: ${r.value.message}` },
+    { pull, pushed, finish },
+  );
 }
 
 /** Carry out a gate decision: record the merge, the block (the PR left open), the release or the wait. */
@@ -107,7 +159,13 @@ function act(ctx: StepContext, it: ItemState, d: GateDecision, o: { pull: ForgeP
     case "merged":
       return merged(ctx, o.pull, d.sha, o.finish);
     case "block":
-      return o.finish({ outcome: "blocked", target: ctx.def.base, commit: null, code: d.code, reason: o.pull.state === "open" && !o.pull.merged ? `${d.reason}; ${o.pull.url} left open` : d.reason });
+      return o.finish({
+        outcome: "blocked",
+        target: ctx.def.base,
+        commit: null,
+        code: d.code,
+        reason: o.pull.state === "open" && !o.pull.merged ? `${d.reason}; ${o.pull.url} left open` : d.reason,
+      });
     case "release":
       return o.finish({ outcome: "pr_opened", target: ctx.def.base, commit: o.pushed, code: d.code, reason: d.reason });
     case "wait":
@@ -124,7 +182,12 @@ function isAncestor(ctx: StepContext, older: string, sha: string): boolean {
 }
 
 /** Push the branch and find or open its pull request. */
-async function openPull(ctx: StepContext, link: ForgeLink, it: ItemState, branch: string): Promise<{ pull: ForgePull; reused: boolean; pushed: string } | { wait: string } | { block: string }> {
+async function openPull(
+  ctx: StepContext,
+  link: ForgeLink,
+  it: ItemState,
+  branch: string,
+): Promise<{ pull: ForgePull; reused: boolean; pushed: string } | { wait: string } | { block: string }> {
   const settings = ctx.def.forge!;
   ctx.store.assertLease();
   // What is pushed is the commit whose verify passed (verify_reserved `head`); for a verify recorded
@@ -146,7 +209,8 @@ async function openPull(ctx: StepContext, link: ForgeLink, it: ItemState, branch
   failpoint("landing:after_push");
   const found = await link.provider.findPull(branch);
   if (!found.ok) return { wait: link.failed(found) };
-  if (found.value && (found.value.state === "open" || (found.value.merged && found.value.headSha === head))) return { pull: found.value, reused: true, pushed: head };
+  if (found.value && (found.value.state === "open" || (found.value.merged && found.value.headSha === head)))
+    return { pull: found.value, reused: true, pushed: head };
   const attempt = requireAttempt(it);
   const title = `${it.id}: ${sanitizeLine(it.def.prompt.split("\n", 1)[0] ?? "", 80)}`;
   const body = [
@@ -154,19 +218,24 @@ async function openPull(ctx: StepContext, link: ForgeLink, it: ItemState, branch
     "",
     `Verify: ${attempt.verify!.passed ? "passed" : "failed"} (${sanitizeLine(attempt.verify!.reason, 200)}).`,
     "",
-    ctx.def.landing === "merge" ? `loop merges this ${link.provider.pullNoun} once every check on its head is green (landing \`merge\`).` : "A draft: loop does not merge it (landing `pr`).",
+    ctx.def.landing === "merge"
+      ? `loop merges this ${link.provider.pullNoun} once every check on its head is green (landing \`merge\`).`
+      : "A draft: loop does not merge it (landing `pr`).",
   ].join("\n");
   const draft = ctx.def.landing === "pr";
   let created = await link.provider.createPull({ title, body, head: branch, base: ctx.def.base, draft });
   if (created.ok && created.value.kind === "refused" && created.value.code === "draft_unsupported" && draft) {
     // Drafts are not available here (a private repository on some plans): a regular PR that says
     // it awaits review; loop never merges it either way (landing "pr").
-    ctx.options.log.warn(`forge: the forge refused a draft ${link.provider.pullNoun} (${created.value.message}); opening a regular one that says it awaits review`);
+    ctx.options.log.warn(
+      `forge: the forge refused a draft ${link.provider.pullNoun} (${created.value.message}); opening a regular one that says it awaits review`,
+    );
     const awaits = `${body.replace(/\n[^\n]*$/, "")}\nNot a draft only because this repository does not allow drafts: it awaits review, and loop does not merge it (landing \`pr\`).`;
     created = await link.provider.createPull({ title, body: awaits, head: branch, base: ctx.def.base, draft: false });
   }
   if (!created.ok) {
-    if (created.kind === "http" && (created.status === 403 || created.status === 404 || created.status === 401)) return { block: `could not open a ${link.provider.pullNoun}: ${created.message}` };
+    if (created.kind === "http" && (created.status === 403 || created.status === 404 || created.status === 401))
+      return { block: `could not open a ${link.provider.pullNoun}: ${created.message}` };
     return { wait: link.failed(created) };
   }
   if (created.value.kind === "refused") {
@@ -174,7 +243,12 @@ async function openPull(ctx: StepContext, link: ForgeLink, it: ItemState, branch
     // A 422 is a refusal, named at once; "already exists" is a PR opened since the lookup: found next tick.
     const noun = link.provider.pullNoun;
     if (r.code === "exists") return { wait: `a ${noun} for ${branch} already exists (${r.message}); looking it up again` };
-    const why = r.code === "no_commits" ? `the branch has no commits that ${ctx.def.base} does not have, so there is nothing to open a ${noun} for` : r.code === "draft_unsupported" ? `the forge refused the ${noun} as a draft` : `the forge refused to open the ${noun}`;
+    const why =
+      r.code === "no_commits"
+        ? `the branch has no commits that ${ctx.def.base} does not have, so there is nothing to open a ${noun} for`
+        : r.code === "draft_unsupported"
+          ? `the forge refused the ${noun} as a draft`
+          : `the forge refused to open the ${noun}`;
     return { block: `${why} (${r.message})` };
   }
   failpoint("landing:after_pr");
@@ -184,16 +258,32 @@ async function openPull(ctx: StepContext, link: ForgeLink, it: ItemState, branch
 function merged(ctx: StepContext, pull: ForgePull, sha: string | null, finish: Finish): null {
   const settings = ctx.def.forge!;
   // The next item branches from the base as merged: fetch it now (a failure here is repaired by the next launch's fetch).
-  const r = forgeFetch({ repo: repoOf(ctx), forge: settings, env: ctx.options.env, branch: ctx.def.base, dest: `refs/remotes/${settings.remote}/${ctx.def.base}` });
+  const r = forgeFetch({
+    repo: repoOf(ctx),
+    forge: settings,
+    env: ctx.options.env,
+    branch: ctx.def.base,
+    dest: `refs/remotes/${settings.remote}/${ctx.def.base}`,
+  });
   if (r.code !== 0) ctx.options.log.warn(`forge: could not fetch ${settings.remote}/${ctx.def.base} after the merge: ${r.stderr.trim()}`);
-  return finish({ outcome: "merged", target: ctx.def.base, commit: sha ?? pull.mergeCommitSha, code: "merged", reason: `${pull.label} merged into ${ctx.def.base} (${pull.url})` });
+  return finish({
+    outcome: "merged",
+    target: ctx.def.base,
+    commit: sha ?? pull.mergeCommitSha,
+    code: "merged",
+    reason: `${pull.label} merged into ${ctx.def.base} (${pull.url})`,
+  });
 }
 
 /** Still waiting: a transition only when the reason's kind or the head changed; the step reports the reason either way. */
 function wait(ctx: StepContext, it: ItemState, w: { code: string; reason: string; head: string }): StepOutcome {
   const now = currentAttemptOf(itemNow(ctx, it.id))?.landingWait;
   if (now?.code !== w.code || now.head !== w.head)
-    append(ctx, [{ type: "forge_landing_waiting", item: it.id, payload: { attempt: it.attempts.length, code: w.code, reason: w.reason, head: w.head } }], "landing");
+    append(
+      ctx,
+      [{ type: "forge_landing_waiting", item: it.id, payload: { attempt: it.attempts.length, code: w.code, reason: w.reason, head: w.head } }],
+      "landing",
+    );
   return { action: "waiting", item: it.id, reason: `landing: ${w.reason}` };
 }
 
@@ -201,7 +291,14 @@ function wait(ctx: StepContext, it: ItemState, w: { code: string; reason: string
  * A failed request while landing (merge-gate.ts failureGate): a rate limit waits and records nothing;
  * no answer or a 5xx is a named wait (status says it, not the last reason before it); a refusal blocks.
  */
-function failed(ctx: StepContext, link: ForgeLink, it: ItemState, f: ForgeFailure, finish: Finish, o: { merging: boolean; number: number; pushed: string }): StepOutcome | null {
+function failed(
+  ctx: StepContext,
+  link: ForgeLink,
+  it: ItemState,
+  f: ForgeFailure,
+  finish: Finish,
+  o: { merging: boolean; number: number; pushed: string },
+): StepOutcome | null {
   const line = link.failed(f);
   const d = failureGate(f, line, { merging: o.merging, label: link.provider.threadLabel({ kind: "pull", number: o.number }) });
   if (d === "rate_limited") return { action: "waiting", item: it.id, reason: `landing: ${line}` };

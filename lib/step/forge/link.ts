@@ -10,7 +10,14 @@ import { openForge } from "../../forge/open.ts";
 import { authorized, isLogin } from "../../forge/comments.ts";
 import { readJsonOrNull, writeFileAtomic } from "../../shared/fsutil.ts";
 import { forgeTimeout } from "../../forge/timeout.ts";
-import { ETAG_ENTRIES, ETAG_ENTRY_BYTES, ETAG_TOTAL_BYTES, PERMISSION_CACHE_ENTRIES, PERMISSION_CACHE_MS, PERMISSION_READS_PER_STEP } from "../../forge/bounds.ts";
+import {
+  ETAG_ENTRIES,
+  ETAG_ENTRY_BYTES,
+  ETAG_TOTAL_BYTES,
+  PERMISSION_CACHE_ENTRIES,
+  PERMISSION_CACHE_MS,
+  PERMISSION_READS_PER_STEP,
+} from "../../forge/bounds.ts";
 import type { StepContext } from "../context.ts";
 
 interface CacheFile {
@@ -68,7 +75,10 @@ export async function forgeLink(ctx: StepContext): Promise<ForgeLink | null> {
     etags: read?.etags && typeof read.etags === "object" ? read.etags : {},
     comments: read?.comments ?? { since: null, polledAt: 0 },
     // A limit from an older cache (or a damaged one) holds no longer than the cap from now.
-    rateLimitedUntil: typeof read?.rateLimitedUntil === "number" && Number.isFinite(read.rateLimitedUntil) ? Math.min(read.rateLimitedUntil, Date.now() + RATE_LIMIT_CAP_MS) : 0,
+    rateLimitedUntil:
+      typeof read?.rateLimitedUntil === "number" && Number.isFinite(read.rateLimitedUntil)
+        ? Math.min(read.rateLimitedUntil, Date.now() + RATE_LIMIT_CAP_MS)
+        : 0,
     launchWaits: read?.launchWaits && typeof read.launchWaits === "object" ? read.launchWaits : {},
     permissions: read?.permissions && typeof read.permissions === "object" ? read.permissions : {},
   };
@@ -101,7 +111,13 @@ export async function forgeLink(ctx: StepContext): Promise<ForgeLink | null> {
   };
   const token = ctx.options.env[settings.tokenEnv] || null;
   if (!token) ctx.options.log.warn(`forge: $${settings.tokenEnv} is not set; requests go unauthenticated (nothing can be opened, commented on or merged)`);
-  const provider = await openForge({ settings, token, cache: conditional, timeoutMs: forgeTimeout(ctx.options.env, ctx.options.log.warn), notice: (m) => ctx.options.log.warn(`forge: ${m}`) });
+  const provider = await openForge({
+    settings,
+    token,
+    cache: conditional,
+    timeoutMs: forgeTimeout(ctx.options.env, ctx.options.log.warn),
+    notice: (m) => ctx.options.log.warn(`forge: ${m}`),
+  });
   const link: ForgeLink = {
     authorized: async () => null,
     permissionUnread: null,
@@ -128,7 +144,8 @@ export async function forgeLink(ctx: StepContext): Promise<ForgeLink | null> {
       // A storm of commenters costs a bounded number of requests a step; the rest are asked on later steps.
       const limited = link.limited();
       if (limited) return unread({ kind: "rate_limited", message: limited });
-      if (reads >= PERMISSION_READS_PER_STEP) return unread({ kind: "budget", message: `more than ${PERMISSION_READS_PER_STEP} permissions to read this step; the rest are read on later steps` });
+      if (reads >= PERMISSION_READS_PER_STEP)
+        return unread({ kind: "budget", message: `more than ${PERMISSION_READS_PER_STEP} permissions to read this step; the rest are read on later steps` });
       reads++;
       const r = await provider.canWrite(login);
       // Not read: not authorized now (fail closed), not cached, and said to be unknown, so the

@@ -22,7 +22,12 @@ import type { ForgeLink } from "./link.ts";
 import { forgeFetch } from "./remote.ts";
 
 /** What a turn of the landing does after looking: nothing new (go on to the merge gate), wait, or stop here having recorded a reaction. */
-type ReactionTurn = { kind: "none" } | { kind: "wait"; reason: string } | { kind: "unread"; reason: string } | { kind: "failed"; failure: Parameters<ForgeLink["failed"]>[0] } | { kind: "recorded"; outcome: StepOutcome | null };
+type ReactionTurn =
+  | { kind: "none" }
+  | { kind: "wait"; reason: string }
+  | { kind: "unread"; reason: string }
+  | { kind: "failed"; failure: Parameters<ForgeLink["failed"]>[0] }
+  | { kind: "recorded"; outcome: StepOutcome | null };
 
 /** The item's reactions: its definition's, or (a definition imported before reactions existed) the defaults for the loop's landing. */
 function itemReactions(ctx: StepContext, it: ItemState): Reactions {
@@ -39,13 +44,19 @@ function reactedKeys(it: ItemState): Set<string> {
  * head. Review feedback from someone not authorized is left out (fail closed); an authorization
  * that could not be read is waited for, not guessed.
  */
-export async function reactToPull(ctx: StepContext, link: ForgeLink, it: ItemState, o: { pull: ForgePull; pushed: string; checks: ForgeChecks }): Promise<ReactionTurn> {
+export async function reactToPull(
+  ctx: StepContext,
+  link: ForgeLink,
+  it: ItemState,
+  o: { pull: ForgePull; pushed: string; checks: ForgeChecks },
+): Promise<ReactionTurn> {
   const reviews = await link.provider.reviewFeedback(o.pull.number);
   if (!reviews.ok) return { kind: "failed", failure: reviews };
   const trusted: ReviewFeedback[] = [];
   for (const r of reviews.value.items) {
     const ok = await link.authorized(r.login);
-    if (ok === null) return { kind: "wait", reason: `could not read the permission of ${sanitizeLine(r.login, 40)}, who reviewed ${o.pull.label}; asking again next tick` };
+    if (ok === null)
+      return { kind: "wait", reason: `could not read the permission of ${sanitizeLine(r.login, 40)}, who reviewed ${o.pull.label}; asking again next tick` };
     if (ok) trusted.push(r);
   }
   const failing = o.checks.checks.filter((c) => c.verdict === "failing");
@@ -54,7 +65,11 @@ export async function reactToPull(ctx: StepContext, link: ForgeLink, it: ItemSta
   const signals = newSignals({ head: o.pushed, failing, conflict, reviews: trusted }, reacted);
   // Nothing to react to in what was read; but what was not read may hold a change request: no merge
   // past feedback loop did not see (docs/forge.md#what-each-code-means, reviews_unread).
-  if (signals.length === 0 && reviews.value.cut) return { kind: "unread", reason: `not every review of ${o.pull.label} could be read (more than loop reads, or a page on another host): a change request may be among them, so it is not merged` };
+  if (signals.length === 0 && reviews.value.cut)
+    return {
+      kind: "unread",
+      reason: `not every review of ${o.pull.label} could be read (more than loop reads, or a page on another host): a change request may be among them, so it is not merged`,
+    };
   if (signals.length === 0) return { kind: "none" };
   // Seen, not yet recorded: a kill here is seen again by the next step, and recorded once.
   failpoint("reaction:after_seen");
@@ -71,7 +86,11 @@ export async function reactToPull(ctx: StepContext, link: ForgeLink, it: ItemSta
       ctx,
       [
         { type: "forge_reaction_recorded", item: it.id, payload: { ...base, decision, reason, feedback: "" } },
-        { type: "landing_finished", item: it.id, payload: { attempt: attempt.n, branch: it.session!.branch, outcome: "blocked", target: ctx.def.base, commit: null, code, reason: `${reason}${left}` } },
+        {
+          type: "landing_finished",
+          item: it.id,
+          payload: { attempt: attempt.n, branch: it.session!.branch, outcome: "blocked", target: ctx.def.base, commit: null, code, reason: `${reason}${left}` },
+        },
       ],
       "reaction",
     );
@@ -100,7 +119,10 @@ export async function reactToPull(ctx: StepContext, link: ForgeLink, it: ItemSta
 }
 
 /** What each failed check says about itself (bounded: FEEDBACK_BOUNDS); one that cannot be read says why. */
-async function failureDetails(link: ForgeLink, failing: readonly ForgeCheck[]): Promise<{ check: ForgeCheck; failures: CheckFailure[] | null; unread?: string }[]> {
+async function failureDetails(
+  link: ForgeLink,
+  failing: readonly ForgeCheck[],
+): Promise<{ check: ForgeCheck; failures: CheckFailure[] | null; unread?: string }[]> {
   const out: { check: ForgeCheck; failures: CheckFailure[] | null; unread?: string }[] = [];
   for (const check of failing.slice(0, FEEDBACK_BOUNDS.checks)) {
     const r = await link.provider.checkFailures(check, { tailBytes: FEEDBACK_BOUNDS.logBytes });
@@ -127,7 +149,11 @@ function conflictPaths(ctx: StepContext, head: string): string[] | null {
 function history(it: ItemState, now: string): string {
   const ran = it.attempts.filter((a) => a.startedAt !== null);
   const lines = ran.map((a, i) => {
-    const why = a.reaction ? `rework after ${a.reaction.reason}` : a.verify ? `verify ${a.verify.passed ? "passed" : "failed"} (${a.verify.reason})` : (a.end?.reason ?? a.outcome ?? "no result");
+    const why = a.reaction
+      ? `rework after ${a.reaction.reason}`
+      : a.verify
+        ? `verify ${a.verify.passed ? "passed" : "failed"} (${a.verify.reason})`
+        : (a.end?.reason ?? a.outcome ?? "no result");
     return `attempt ${i + 1}: ${i === ran.length - 1 ? now : why}`;
   });
   return `${lines.join("; ")} (${attemptsRan(it.attempts)} attempts; ${it.failures} failed of ${it.def.maxAttempts} allowed)`;

@@ -24,9 +24,16 @@ export function forgeGitUrl(forge: Pick<NormForge, "provider" | "apiUrl" | "repo
 }
 
 /** The config pairs and the environment of one of loop's own git calls to the forge. */
-function forgeGitAuth(forge: Pick<NormForge, "provider" | "apiUrl" | "tokenEnv">, env: Record<string, string | undefined>): { config: [string, string][]; env: Record<string, string> } {
+function forgeGitAuth(
+  forge: Pick<NormForge, "provider" | "apiUrl" | "tokenEnv">,
+  env: Record<string, string | undefined>,
+): { config: [string, string][]; env: Record<string, string> } {
   // A transfer that stalls (under 1 KB/s for 60 s) is a failure, never a step that holds its lease for ever.
-  const config: [string, string][] = [["http.sslVerify", "true"], ["http.lowSpeedLimit", "1000"], ["http.lowSpeedTime", "60"]];
+  const config: [string, string][] = [
+    ["http.sslVerify", "true"],
+    ["http.lowSpeedLimit", "1000"],
+    ["http.lowSpeedTime", "60"],
+  ];
   const token = env[forge.tokenEnv];
   if (!token) return { config, env: {} };
   const { protocol, host, username } = forgeGitIdentity(forge.provider, forge.apiUrl);
@@ -48,11 +55,26 @@ interface ForgeCall {
 /** Push `head` (a commit) to `refs/heads/<branch>` of the forge's repository, fast-forward only, as loop. */
 export function forgePush(o: ForgeCall & { head: string; branch: string }): GitResult {
   const auth = forgeGitAuth(o.forge, o.env);
-  return isolatedPush({ repo: o.repo, url: forgeGitUrl(o.forge), refspecs: [`${o.head}:refs/heads/${o.branch}`], config: auth.config, env: auth.env, timeoutMs: FORGE_GIT_DEADLINE_MS });
+  return isolatedPush({
+    repo: o.repo,
+    url: forgeGitUrl(o.forge),
+    refspecs: [`${o.head}:refs/heads/${o.branch}`],
+    config: auth.config,
+    env: auth.env,
+    timeoutMs: FORGE_GIT_DEADLINE_MS,
+  });
 }
 
 /** Fetch the forge's `refs/heads/<branch>` into `dest` of the repository (fast-forward only), as loop. */
 export function forgeFetch(o: ForgeCall & { branch: string; dest: string }): GitResult {
   const auth = forgeGitAuth(o.forge, o.env);
-  return isolatedFetch({ repo: o.repo, url: forgeGitUrl(o.forge), branch: o.branch, dest: o.dest, config: auth.config, env: auth.env, timeoutMs: FORGE_GIT_DEADLINE_MS });
+  return isolatedFetch({
+    repo: o.repo,
+    url: forgeGitUrl(o.forge),
+    branch: o.branch,
+    dest: o.dest,
+    config: auth.config,
+    env: auth.env,
+    timeoutMs: FORGE_GIT_DEADLINE_MS,
+  });
 }

@@ -48,8 +48,17 @@ describe.each(FORGES)("%s", (_name, make) => {
   test("CI fails once: attempt 2's handoff names the failed check and its summary, its fix goes to the same PR, goes green, merges, and the next item builds on it", async () => {
     const { p, f } = forgeProject(make, {
       items: (f) => [
-        { ref: f.ref(1), prompt: "Add a.txt\n@demo attempt 1 write a.txt hello\n@demo attempt 1 commit add a\n@demo attempt 2 write fix.txt fixed\n@demo attempt 2 commit fix the login test" },
-        { ref: f.ref(2), prompt: "Add b.txt\n@demo write b.txt bee\n@demo commit add b", dependsOn: ["api-1"], verify: "test -f a.txt && test -f fix.txt && test -f b.txt" },
+        {
+          ref: f.ref(1),
+          prompt:
+            "Add a.txt\n@demo attempt 1 write a.txt hello\n@demo attempt 1 commit add a\n@demo attempt 2 write fix.txt fixed\n@demo attempt 2 commit fix the login test",
+        },
+        {
+          ref: f.ref(2),
+          prompt: "Add b.txt\n@demo write b.txt bee\n@demo commit add b",
+          dependsOn: ["api-1"],
+          verify: "test -f a.txt && test -f fix.txt && test -f b.txt",
+        },
       ],
     });
     f.failCiOnce();
@@ -63,12 +72,19 @@ describe.each(FORGES)("%s", (_name, make) => {
     const reactions = p.eventsOf("forge_reaction_recorded", "api-1");
     expect(reactions).toHaveLength(1);
     const first = a.attempts[0]!.verifyRun!.head!;
-    expect(reactions[0]!.payload).toMatchObject({ attempt: 1, head: first, decision: "retry", signals: [{ kind: "checksFailed", key: `checksFailed:${first}` }] });
+    expect(reactions[0]!.payload).toMatchObject({
+      attempt: 1,
+      head: first,
+      decision: "retry",
+      signals: [{ kind: "checksFailed", key: `checksFailed:${first}` }],
+    });
     // The rework was told what failed, fenced as untrusted forge text.
     const handoff = p.handoff("api-1", 2);
     expect(handoff).toContain("## Rework: what happened on your pull request");
     expect(handoff).toContain("#### Failed check 1");
-    expect(handoff).toMatch(new RegExp(`Its name and conclusion \\(untrusted[^\\n]*\\n\\n\`\`\`text\\n${f.provider === "github" ? CI_FAILURE.check : "pipeline #"}`));
+    expect(handoff).toMatch(
+      new RegExp(`Its name and conclusion \\(untrusted[^\\n]*\\n\\n\`\`\`text\\n${f.provider === "github" ? CI_FAILURE.check : "pipeline #"}`),
+    );
     expect(handoff).toContain(CI_FAILURE.summary);
     expect(handoff).toContain("untrusted text from the forge");
     expect(p.handoff("api-1", 1)).not.toContain("## Rework");
@@ -98,7 +114,14 @@ describe.each(FORGES)("%s", (_name, make) => {
   });
 
   test("changes requested: a reviewer who is not authorized is ignored (nothing recorded); an authorized one's review and diff comment go to a rework, with file and line", async () => {
-    const { p, f } = forgeProject(make, { items: (f) => [{ ref: f.ref(1), prompt: "x\n@demo attempt 1 write a.txt a\n@demo attempt 1 commit a\n@demo attempt 2 write a.txt renamed\n@demo attempt 2 commit rename" }] });
+    const { p, f } = forgeProject(make, {
+      items: (f) => [
+        {
+          ref: f.ref(1),
+          prompt: "x\n@demo attempt 1 write a.txt a\n@demo attempt 1 commit a\n@demo attempt 2 write a.txt renamed\n@demo attempt 2 commit rename",
+        },
+      ],
+    });
     f.setChecks("pending");
     await p.runUntil((r) => r.action === "waiting" && (r.reason ?? "").includes("checks"), { what: "waiting for checks" });
     const number = p.projection().items["api-1"]!.forge!.pr!.number;
@@ -126,7 +149,9 @@ describe.each(FORGES)("%s", (_name, make) => {
   });
 
   test("the base moves and conflicts: the rework is told the conflicting path, merges the base in, and the PR merges", async () => {
-    const { p, f } = forgeProject(make, { items: (f) => [{ ref: f.ref(1), prompt: "x\n@demo attempt 1 write a.txt ours\n@demo attempt 1 commit a\n@demo attempt 2 merge origin/main" }] });
+    const { p, f } = forgeProject(make, {
+      items: (f) => [{ ref: f.ref(1), prompt: "x\n@demo attempt 1 write a.txt ours\n@demo attempt 1 commit a\n@demo attempt 2 merge origin/main" }],
+    });
     f.setChecks("pending");
     await p.runUntil((r) => r.action === "waiting" && (r.reason ?? "").includes("checks"), { what: "waiting for checks" });
     f.pushToBase({ "a.txt": "theirs\n" });
@@ -144,8 +169,11 @@ describe.each(FORGES)("%s", (_name, make) => {
     await p.finish();
   });
 
-  test("reactions.checksFailed \"block\" keeps the old behaviour: landing_blocked at once, the PR left open, the reaction recorded", async () => {
-    const { p, f } = forgeProject(make, { reactions: { checksFailed: "block" }, items: (f) => [{ ref: f.ref(1), prompt: "x\n@demo write a.txt a\n@demo commit a" }] });
+  test('reactions.checksFailed "block" keeps the old behaviour: landing_blocked at once, the PR left open, the reaction recorded', async () => {
+    const { p, f } = forgeProject(make, {
+      reactions: { checksFailed: "block" },
+      items: (f) => [{ ref: f.ref(1), prompt: "x\n@demo write a.txt a\n@demo commit a" }],
+    });
     f.setChecks("failing");
     await p.runToDrain();
     const a = p.projection().items["api-1"]!;
@@ -189,7 +217,9 @@ async function resumeInterruptedLaunches(p: Project): Promise<void> {
 }
 
 describe("crash safety (one forge: the reaction path is the provider's neutral answers)", () => {
-  const ciOnce = (f: FakeForge) => [{ ref: f.ref(1), prompt: "x\n@demo attempt 1 write a.txt a\n@demo attempt 1 commit a\n@demo attempt 2 write fix.txt fixed\n@demo attempt 2 commit fix" }];
+  const ciOnce = (f: FakeForge) => [
+    { ref: f.ref(1), prompt: "x\n@demo attempt 1 write a.txt a\n@demo attempt 1 commit a\n@demo attempt 2 write fix.txt fixed\n@demo attempt 2 commit fix" },
+  ];
   /** One reaction, one rework, one PR, one merge: whatever was killed on the way. */
   const once = (p: Project, f: FakeForge) => {
     expect(p.eventsOf("forge_reaction_recorded").map((e) => [e.payload.attempt, e.payload.decision])).toEqual([[1, "retry"]]);
@@ -200,21 +230,24 @@ describe("crash safety (one forge: the reaction path is the provider's neutral a
     expect(p.projection().items["api-1"]!.status).toBe("passed");
   };
 
-  test.each(["reaction:after_seen", "reaction:before_commit", "reaction:after_commit"])("killed at %s (between seeing a signal and recording it, or between recording and launching the rework): one reaction, one rework", async (fp) => {
-    const { p, f } = forgeProject(github, { items: ciOnce });
-    f.failCiOnce();
-    let killed = false;
-    for (let i = 0; i < 60 && !killed; i++) {
-      const r = await p.loop(["run", "--json"], { LOOP_FAILPOINT: fp });
-      if (r.code === 137 || r.stderr.includes(`failpoint ${fp}`)) killed = true;
-      else await Bun.sleep(150);
-    }
-    expect(killed).toBe(true);
-    const r = await p.runToDrain();
-    expect(r.loop.outcome).toBe("Succeeded");
-    once(p, f);
-    await p.finish();
-  });
+  test.each(["reaction:after_seen", "reaction:before_commit", "reaction:after_commit"])(
+    "killed at %s (between seeing a signal and recording it, or between recording and launching the rework): one reaction, one rework",
+    async (fp) => {
+      const { p, f } = forgeProject(github, { items: ciOnce });
+      f.failCiOnce();
+      let killed = false;
+      for (let i = 0; i < 60 && !killed; i++) {
+        const r = await p.loop(["run", "--json"], { LOOP_FAILPOINT: fp });
+        if (r.code === 137 || r.stderr.includes(`failpoint ${fp}`)) killed = true;
+        else await Bun.sleep(150);
+      }
+      expect(killed).toBe(true);
+      const r = await p.runToDrain();
+      expect(r.loop.outcome).toBe("Succeeded");
+      once(p, f);
+      await p.finish();
+    },
+  );
 
   test("random kills over a whole rework cycle never launch two reworks for one signal", async () => {
     // Every attempt makes a commit of its own (a launch cut short by a kill shifts attempt numbers).

