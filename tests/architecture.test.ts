@@ -396,3 +396,28 @@ describe("the surfaces of lib/", () => {
     expect(found).toEqual([]);
   });
 });
+
+describe("the formatter and the linter (biome.jsonc, `npm run lint` in .ci/run)", () => {
+  const BIOME = join(REPO, "node_modules/.bin/biome");
+  /** `biome ci` with this repository's settings over a folder holding `files`. */
+  function biomeCi(files: Record<string, string>): { code: number; out: string } {
+    const dir = mkdtempSync(join(tmpdir(), "loop-biome-"));
+    try {
+      writeFileSync(join(dir, "biome.jsonc"), readFileSync(join(REPO, "biome.jsonc"), "utf8").replace(/"vcs": \{[^}]*\}/, `"vcs": { "enabled": false }`));
+      for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+      const r = Bun.spawnSync([BIOME, "ci", "--colors=off", "--error-on-warnings", "."], { cwd: dir, stdout: "pipe", stderr: "pipe" });
+      return { code: r.exitCode, out: r.stdout.toString() + r.stderr.toString() };
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  test("a formatted, clean file passes; an unformatted one, and one the linter refuses, fail CI", () => {
+    expect(biomeCi({ "a.ts": `export const a = { b: 1 };\n` }).code).toBe(0);
+    const unformatted = biomeCi({ "a.ts": `export const a = {b:1}\n` });
+    expect(unformatted.code).not.toBe(0);
+    expect(unformatted.out).toContain("a.ts format");
+    const linted = biomeCi({ "a.ts": `import { readFileSync } from "node:fs";\nexport const a = 1;\n` });
+    expect(linted.code).not.toBe(0);
+    expect(linted.out).toContain("noUnusedImports");
+  });
+});
