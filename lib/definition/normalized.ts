@@ -79,7 +79,11 @@ export interface Guards {
   noProgress: boolean;
   identicalFailure: boolean;
 }
-export const DEFAULT_GUARDS: Readonly<Guards> = { noProgress: true, identicalFailure: true };
+const DEFAULT_GUARDS: Readonly<Guards> = { noProgress: true, identicalFailure: true };
+/** The guards in force: loop.json's, or both on. `guards` stays optional on the definition so that one which says nothing keeps its hash. */
+export function guardsOf(def: { guards?: Guards }): Readonly<Guards> {
+  return def.guards ?? DEFAULT_GUARDS;
+}
 export interface CommandRunner {
   command: string[];
 }

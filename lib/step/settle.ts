@@ -7,7 +7,7 @@ import { type ItemState, requireAttempt } from "../log/projection.ts";
 import { append, closeInStep, loopView, type StepContext } from "./context.ts";
 import { afterFailureOf } from "../decisions/attempt.ts";
 import { settledByLanding } from "../decisions/landing.ts";
-import { DEFAULT_GUARDS } from "../definition/normalized.ts";
+import { guardsOf } from "../definition/normalized.ts";
 
 /** Verified and landed (or not): close the session and settle the item passed (or failed, when landing failed). */
 export async function settleAttempt(ctx: StepContext, it: ItemState, o: { landed: boolean }): Promise<void> {
@@ -32,7 +32,7 @@ export async function failAttempt(
   const attempt = requireAttempt(it);
   const { reason } = failed;
   const c = await closeInStep(ctx, { it, reason, removeCheckout: false });
-  const after = afterFailureOf(it, { identicalFailure: (ctx.def.guards ?? DEFAULT_GUARDS).identicalFailure, reason, code: failed.code });
+  const after = afterFailureOf(it, { identicalFailure: guardsOf(ctx.def).identicalFailure, reason, code: failed.code });
   const next: EventDraft =
     after.decision === "retry"
       ? { type: "item_requeued", item: it.id, payload: { attempt: attempt.n, reason, failed: true, resetBudget: false } }

@@ -69,7 +69,7 @@ import { differingFiles } from "../repo/tree-sync.ts";
 import { verifyRule } from "../definition/child-environment.ts";
 import { chainOption } from "./chain.ts";
 import { readWrapperTimes } from "../supervisor/wrapper-times.ts";
-import { DEFAULT_GUARDS } from "../definition/normalized.ts";
+import { guardsOf } from "../definition/normalized.ts";
 import { noProgressReason } from "../decisions/guards.ts";
 import { pauseSetupMissing, setupMissingOf } from "./setup-missing.ts";
 
@@ -97,7 +97,7 @@ export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<St
   const options = {
     command: it.def.verify !== false,
     exitCode: attempt.end!.exitCode,
-    noProgressGuard: (ctx.def.guards ?? DEFAULT_GUARDS).noProgress,
+    noProgressGuard: guardsOf(ctx.def).noProgress,
     products,
   };
   let head: string;
@@ -345,7 +345,7 @@ function record(ctx: StepContext, it: ItemState, payload: VerifyPayload, o: { na
  * its verify run on the very commit the attempt started from, says so first.
  */
 function namedNoProgress(ctx: StepContext, it: ItemState, payload: VerifyPayload): VerifyPayload {
-  if (payload.passed || !(ctx.def.guards ?? DEFAULT_GUARDS).noProgress) return payload;
+  if (payload.passed || !guardsOf(ctx.def).noProgress) return payload;
   const a = requireAttempt(it);
   const head = a.verifyRun?.head;
   const start = readTextOrNull(join(it.session!.sessionDir, "start-head"), { noLinks: true })?.trim();

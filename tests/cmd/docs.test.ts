@@ -17,7 +17,7 @@ import { FINDING_CODES } from "../../lib/reports/replay.ts";
 import { STATUS_FINDING_CODES } from "../../lib/log/integrity.ts";
 import type { ResetReport } from "../../lib/control/reset.ts";
 import { ACCEPTED_KEYS } from "../../lib/definition/schema.ts";
-import { DEFAULT_GUARDS } from "../../lib/definition/normalized.ts";
+import { guardsOf } from "../../lib/definition/normalized.ts";
 import { normalizeDefinition } from "../../lib/definition/normalize.ts";
 import { parseDefinitionText } from "../../lib/definition/loop-json.ts";
 import { itemIdFromRef, parseRef } from "../../lib/definition/refs.ts";
@@ -272,8 +272,8 @@ describe("docs/loop-json.md documents loop.json as the code reads it", () => {
       ["forge", "authorizeWriters", withForge.forge!.authorizeWriters],
       ["forge", "pollInterval", withForge.forge!.pollInterval, ms],
       ["notify", "timeout", normalizeDefinition({ name: "n", notify: { command: ["x"] }, items: [] }).notify!.timeout, ms],
-      ["guards", "noProgress", (def.guards ?? DEFAULT_GUARDS).noProgress],
-      ["guards", "identicalFailure", (def.guards ?? DEFAULT_GUARDS).identicalFailure],
+      ["guards", "noProgress", guardsOf(def).noProgress],
+      ["guards", "identicalFailure", guardsOf(def).identicalFailure],
     ];
     const wrong = expected.flatMap(([table, key, value, read = (x: unknown) => x, part = (c: string) => c]) => {
       const cell = part(rowsOf(table).find((r) => unquote(r[0]!) === key)?.[2] ?? "");
