@@ -4,7 +4,7 @@
 // loads it (a dynamic import) only when it takes actions, so a `--read-only` server never loads the
 // writer (.dependency-cruiser.cjs, tests/architecture.test.ts).
 import { runCtl } from "../control/ctl-request.ts";
-import type { Act } from "./server.ts";
+import type { Act } from "./action-request.ts";
 
 /** The actions of a server whose sessions end with `env` (the server's own: grace periods, as `loop ctl` reads them). */
 export function actionsWith(env: Record<string, string | undefined>): Act {

@@ -15,13 +15,11 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Payload } from "../log/events.ts";
 import { type ItemState, requireAttempt, type VerifyRun } from "../log/projection.ts";
 import { GitError, StartError } from "../shared/errors.ts";
-import type { VerifyCode } from "../log/vocabulary.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { markCarried } from "../shared/process.ts";
-import { readJsonOrNull, readRegularFile, readTextOrNull, writeFileAtomic } from "../shared/fsutil.ts";
+import { readJsonOrNull, readRegularFile, readTextOrNull } from "../shared/fsutil.ts";
 import { capped } from "../forge/untrusted.ts";
 import { GIT_EXEC_FILE, gitExecReport, gitExecSnapshot } from "../repo/git-exec.ts";
 import { tamperedObjects } from "../repo/object-store.ts";
@@ -29,15 +27,7 @@ import { endSessionProcesses, endVerifyRun } from "../supervisor/end.ts";
 import { append, closeInStep, itemNow, ownedRefChanges, projection, repoOf, type StepContext, type StepOutcome } from "./context.ts";
 import { requeueUncounted } from "./settle.ts";
 import { describeRefChange } from "../repo/owned-refs.ts";
-import {
-  classifyVerify,
-  classifyVerifyStart,
-  namedObjects,
-  verdictPasses,
-  verifyExitVerdict,
-  type VerifyVerdict,
-  verifyReason,
-} from "../decisions/verify-verdict.ts";
+import { classifyVerify, classifyVerifyStart, verdictPasses, verifyExitVerdict, type VerifyVerdict } from "../decisions/verify-verdict.ts";
 import { type AirlockFact, type AttemptChanges, type GateFact, type GateFacts, verifyGate } from "../decisions/verify-gates.ts";
 import { graceMs, sessionMark } from "../supervisor/sessions.ts";
 import { SESSION_FILES, VERIFY_FILES } from "../supervisor/session-wrapper.ts";
@@ -70,11 +60,8 @@ import { verifyRule } from "../definition/child-environment.ts";
 import { chainOption } from "./chain.ts";
 import { readWrapperTimes } from "../supervisor/wrapper-times.ts";
 import { guardsOf } from "../definition/normalized.ts";
-import { noProgressReason } from "../decisions/guards.ts";
 import { pauseSetupMissing, setupMissingOf } from "./setup-missing.ts";
-
-/** A verify_finished payload as this phase writes it: with its code and the no-progress flag (an older log's may lack them). */
-type VerifyPayload = Payload<"verify_finished"> & { code: VerifyCode; noProgress: boolean };
+import { judged, notRun, record, refuse, verdictPayload, type VerifyPayload } from "./verify-record.ts";
 
 /**
  * Verify the current attempt of `it` (its session ended with an exit): start its verify command,
@@ -302,23 +289,6 @@ function attemptChanges(repo: string, o: { from: string; to: string }): AttemptC
   return { paths, bytes };
 }
 
-/** An attempt a gate refused: no verify runs; the verdict says why (and, for a check that found something, so does the verify log). */
-function refuse(ctx: StepContext, it: ItemState, v: VerifyVerdict, logPath: string): StepOutcome | null {
-  const attempt = requireAttempt(it);
-  const said = verifyReason(v);
-  if (said.detail === null) return record(ctx, it, notRun(attempt.n, v));
-  const payload = refused(attempt.n, v, logPath);
-  return v.code === "object_store_tampered" ? objectStoreTampered(ctx, it, v.objects, payload) : record(ctx, it, payload);
-}
-
-/** `verify: false`: the verdict judged from the agent's exit and the attempt's commits, named by the no-progress guard when it changed nothing. */
-function judged(ctx: StepContext, it: ItemState, d: { verdict: VerifyVerdict; noProgress: boolean }, logPath: string): null {
-  const attempt = requireAttempt(it);
-  const payload = verdictPayload(attempt.n, d.verdict, { exitCode: attempt.end!.exitCode, timedOut: false, sha256: null, log: logPath });
-  writeFileAtomic(logPath, payload.reason + "\n");
-  return d.noProgress ? record(ctx, it, noProgress(payload), { named: true }) : record(ctx, it, payload);
-}
-
 /** A hook or executable git config the session planted is said (a warning of the step): loop never runs it, the operator's git would. */
 function reportGitExec(ctx: StepContext, it: ItemState): void {
   const attempt = requireAttempt(it);
@@ -332,29 +302,6 @@ function reportGitExec(ctx: StepContext, it: ItemState): void {
   const line = `${it.id}: attempt ${attempt.n}: ${said}`;
   ctx.warnings.push(line);
   ctx.options.log.warn(line);
-}
-
-/** Record the verdict; `named`: the no-progress guard has already named it. */
-function record(ctx: StepContext, it: ItemState, payload: VerifyPayload, o: { named?: boolean } = {}): null {
-  append(ctx, [{ type: "verify_finished", item: it.id, payload: o.named ? payload : namedNoProgress(ctx, it, payload) }], "verify");
-  return null;
-}
-
-/**
- * The no-progress guard (docs/spend.md#guards): a failed verdict on an attempt that changed nothing,
- * its verify run on the very commit the attempt started from, says so first.
- */
-function namedNoProgress(ctx: StepContext, it: ItemState, payload: VerifyPayload): VerifyPayload {
-  if (payload.passed || !guardsOf(ctx.def).noProgress) return payload;
-  const a = requireAttempt(it);
-  const head = a.verifyRun?.head;
-  const start = readTextOrNull(join(it.session!.sessionDir, "start-head"), { noLinks: true })?.trim();
-  return head && start && head === start ? noProgress(payload) : payload;
-}
-
-/** A failed verdict the no-progress guard names: flagged, and its reason says so first. */
-function noProgress(payload: VerifyPayload): VerifyPayload {
-  return { ...payload, noProgress: true, reason: noProgressReason(payload.reason) };
 }
 
 /** Start the reserved verify (the first and only start of this reservation) and record it. */
@@ -616,54 +563,6 @@ function afterVerify(ctx: StepContext, it: ItemState, run: VerifyRun): VerifyVer
     return { code: "git_failed", check: "protected_paths", message: err.message };
   }
   return changed.length ? { code: "protected_changed_by_verify", paths: changed } : null;
-}
-
-/** A verdict as verify_finished records it: passed or not, its code, and its reason rendered from its facts (`tail` the reason unless given). */
-function verdictPayload(
-  attempt: number,
-  v: VerifyVerdict,
-  f: Pick<VerifyPayload, "exitCode" | "timedOut" | "sha256" | "log"> & Partial<Pick<VerifyPayload, "tail" | "times">>,
-): VerifyPayload {
-  const { reason } = verifyReason(v);
-  return { attempt, passed: verdictPasses(v), ...f, tail: f.tail ?? reason, code: v.code, noProgress: false, reason };
-}
-
-/** An attempt a check before its verify refused (protected paths, the refs loop owns, …): no verify runs; the log says why. */
-function refused(attempt: number, v: VerifyVerdict, logPath: string): VerifyPayload {
-  const detail = verifyReason(v).detail!;
-  writeFileAtomic(logPath, detail + "\n"); // a fresh file: never through a link the agent left there
-  return verdictPayload(attempt, v, { exitCode: null, timedOut: false, sha256: null, tail: detail, log: logPath });
-}
-
-/**
- * Objects of the repository rewritten during the attempt: the attempt fails (its verify never runs)
- * and, in the same commit, the loop pauses: every later item would build on the damaged store.
- */
-function objectStoreTampered(ctx: StepContext, it: ItemState, tampered: string[], verdict: VerifyPayload): StepOutcome {
-  const attempt = requireAttempt(it);
-  const fault = {
-    kind: "object_store_tampered",
-    attempt: null,
-    reason: `the repository's object store was rewritten during ${it.id}'s attempt ${attempt.n}: ${namedObjects(tampered)}`,
-    fix: "check the repository with `git fsck --full` and restore the objects it names from a backup or another clone (`loop status` lists the items whose branches hold them), then `loop ctl resume`",
-  };
-  ctx.errors.push(`${it.id}: ${verdict.reason}`);
-  ctx.options.log.error(`${it.id}: ${verdict.reason}`);
-  const p = append(
-    ctx,
-    [
-      { type: "verify_finished", item: it.id, payload: namedNoProgress(ctx, it, verdict) },
-      { type: "environment_fault", payload: fault },
-    ],
-    "verify",
-  );
-  return { action: "paused", item: it.id, reason: p.loop.reason };
-}
-
-/** A verify that could not run: failed, with the reason as all there is to show (a missing worktree shows nothing). */
-function notRun(attempt: number, v: VerifyVerdict): VerifyPayload {
-  const { reason } = verifyReason(v);
-  return verdictPayload(attempt, v, { exitCode: null, timedOut: false, sha256: null, tail: v.code === "worktree_missing" ? "" : reason, log: null });
 }
 
 /** Commits this attempt made on the item branch: counted from the head it started at (start-head). */
