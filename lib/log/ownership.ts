@@ -193,3 +193,9 @@ export function ownershipFinding(
   const problem = ownershipProblem(recorded, current, stateRoot, o);
   return problem ? { code: "foreign_store", message: problem.replace("; nothing was done", "") } : null;
 }
+
+/** A store_bound payload: the identity's fields only, whatever else the object carries. */
+export function bindPayload(project: ProjectIdentity, previous: ProjectIdentity | null, reason: string) {
+  const { repo, gitDir, root, name } = project;
+  return { project: { repo, gitDir, root, name }, previous, reason };
+}
