@@ -244,9 +244,10 @@ const HANDLERS: { [T in EventType]: Handler<T> } = {
   environment_fault(h, e, it, t) {
     const reason = str(e.payload?.reason) ?? "environment fault";
     // As the reducer reads it: an attempt whose agent had ended waits for its verify; a reserved one never ran.
-    const a = it ? attemptOf(it, e.payload?.attempt ?? undefined) : null;
+    // A fault that names no attempt was met before a reservation: the item waits to launch.
+    const a = it && e.payload?.attempt != null ? attemptOf(it, e.payload.attempt) : null;
     const verifying = (a !== null && a.end !== null) || e.payload?.kind === "setup_missing";
-    if (a && e.payload?.attempt != null && !verifying) {
+    if (a && !verifying) {
       a.end = { at: t, verdict: "environment_fault", exitCode: null, signal: null, reason };
       a.outcome = { at: t, kind: "requeued", code: null, reason: `environment fault (${str(e.payload?.kind) ?? "?"})` };
     }

@@ -262,6 +262,17 @@ describe("waits", () => {
     expect(a.end?.verdict).toBe("exited");
     expect(a.outcome).toBeNull();
     expect(h.waits.map((w) => w.label)).toEqual(["environment fault verifying a: bwrap cannot make a namespace. To fix: allow user namespaces"]);
+    // One met before the next attempt's reservation (none named) is a launch's, whatever the last attempt did.
+    const next = new LogBuilder();
+    next.push(definition(1, [itemDef("a")]), loopStarted, ...failingAttempt({ item: "a", attempt: 1 }));
+    next.push({
+      type: "environment_fault",
+      item: "a",
+      payload: { kind: "program_not_found", attempt: null, reason: "claude is not on PATH", fix: "install it" },
+    });
+    const h2 = fold(next);
+    expect(h2.waits.at(-1)?.label).toBe("environment fault launching a: claude is not on PATH. To fix: install it");
+    expect(h2.items.get("a")!.attempts[0]!.end?.verdict).toBe("exited");
   });
 
   test("stop then resume: one stopped wait", () => {
