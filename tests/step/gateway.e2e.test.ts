@@ -139,6 +139,9 @@ for (let i = 0; i < 9; i++) {
   const ac = new AbortController();
   const r = await fetch(process.env.ANTHROPIC_BASE_URL + "/v1/messages", { method: "POST", headers: { "x-api-key": process.env.ANTHROPIC_API_KEY }, body, signal: ac.signal });
   statuses.push(r.status);
+  // Written after every answer: the step ends the session once it reads the gateway's stop, which
+  // on a loaded machine can come before the ninth request.
+  writeFileSync(${JSON.stringify(join(p.aux, "report.json"))}, JSON.stringify({ statuses }));
   if (r.status !== 200) { await r.text(); continue; }
   const reader = r.body.getReader();
   let got = "";
@@ -146,7 +149,6 @@ for (let i = 0; i < 9; i++) {
   ac.abort();
   await Bun.sleep(50);
 }
-writeFileSync(${JSON.stringify(join(p.aux, "report.json"))}, JSON.stringify({ statuses }));
 `,
         );
         return demoDefinition([{ id: "x", prompt: "Call the model.", runner: "caller", budget: { tokens: 20_000 } }], {
@@ -171,17 +173,24 @@ writeFileSync(${JSON.stringify(join(p.aux, "report.json"))}, JSON.stringify({ st
         expect(recorded.source).toBe("gateway");
         expect(recorded.tokens).toEqual({ input: 3000, output: 24_000, cacheRead: 0, cacheWrite: 0 });
         expect(recorded.tokens!.input + recorded.tokens!.output).toBeGreaterThanOrEqual(t.input_tokens + t.output_tokens);
-        const report = JSON.parse(readFileSync(join(p.aux, "report.json"), "utf8"));
-        expect(report.statuses).toEqual([200, 200, 200, 403, 403, 403, 403, 403, 403]);
+        // Three answers, then refusals until the agent's ninth request or the step ending the session.
+        const statuses: number[] = JSON.parse(readFileSync(join(p.aux, "report.json"), "utf8")).statuses;
+        expect(statuses.slice(0, 3)).toEqual([200, 200, 200]);
+        expect(statuses.slice(3).every((s) => s === 403)).toBe(true);
+        const seen = statuses.length - 3;
         const shown = await p.loop(["logs", "x", "--network"]);
-        expect(shown.stdout.trim().split("\n")).toHaveLength(6);
-        expect(shown.stdout).toContain(
-          "refused a model request: the session hung up on 3 model answers before they said what they used (each charged its worst case) (answers_cut_off)",
-        );
+        const lines = shown.stdout.trim() ? shown.stdout.trim().split("\n") : [];
+        // A refusal is recorded before its answer reaches the agent, which can be ended before it hears it.
+        expect(lines.length).toBeGreaterThanOrEqual(seen);
+        expect(lines.length).toBeLessThanOrEqual(seen + 1);
+        for (const line of lines)
+          expect(line).toContain(
+            "refused a model request: the session hung up on 3 model answers before they said what they used (each charged its worst case) (answers_cut_off)",
+          );
         const status = JSON.parse((await p.loop(["status", "--json"])).stdout);
-        expect(status.items[0].network).toMatchObject({ refused: 0, budgetRefused: 0, modelRefused: 6 });
+        expect(status.items[0].network).toMatchObject({ refused: 0, budgetRefused: 0, modelRefused: lines.length });
         expect((await p.loop(["status", "--text"])).stdout).toContain(
-          "x: its gateway refused 6 model request(s) it does not forward or after answers were cut off (loop logs x --network)",
+          `x: its gateway refused ${lines.length} model request(s) it does not forward or after answers were cut off (loop logs x --network)`,
         );
       },
     );
