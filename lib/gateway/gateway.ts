@@ -442,7 +442,12 @@ function proxyRequest(o: GatewayOptions, now: () => number, client: Socket, head
     upstream.destroy();
   });
   client.on("close", () => upstream.destroy());
-  upstream.on("close", () => client.destroy());
+  // An upstream that ended (a mirror answering `Connection: close`) has had the pipe end the client:
+  // what the client has not read yet is still to be written, so the socket is not destroyed under it.
+  // One cut off (no end) cuts the client off too.
+  upstream.on("close", () => {
+    if (!client.writableEnded) client.destroy();
+  });
   upstream.on("connect", () => {
     if (target.kind === "connect") {
       client.write("HTTP/1.1 200 Connection Established\r\n\r\n");

@@ -9,6 +9,7 @@
 // The same layout, read-only, gives a verify a git folder of its own at the verified commit.
 import { closeSync, constants as fs, lstatSync, mkdirSync, openSync, renameSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
+import { GitError } from "../shared/errors.ts";
 import { git, gitTry, repoFacts } from "./git.ts";
 
 interface AttemptGitOptions {
@@ -101,4 +102,19 @@ function pointWorktree(worktree: string, gitDir: string): void {
   } finally {
     closeSync(fd);
   }
+}
+
+/**
+ * Give the index of a fresh attempt git folder the stat data of the checkout loop wrote (read-tree
+ * leaves it empty): without it every tracked file looks changed to git's plumbing, and an agent's
+ * `git apply --index`, `git diff-files` or `git diff-index` fails or lies (`does not match index`)
+ * until something ran `git status`. Loop's git reads the checkout's tracked files here (stat, and the
+ * content of each whose stat is not recorded yet), with loop's safe config and every driver disabled:
+ * nothing the checkout holds is run. A file that differs stays marked changed, as git would have it.
+ */
+export function refreshAttemptIndex(o: { gitDir: string; worktree: string }): void {
+  const args = ["update-index", "-q", "--refresh"];
+  const r = gitTry(o.worktree, args, { GIT_DIR: o.gitDir, GIT_WORK_TREE: o.worktree });
+  // Exit 1: some file differs from the index (it stays marked); anything else is git failing.
+  if (r.code !== 0 && r.code !== 1) throw new GitError(args, r.code, r.stderr);
 }

@@ -68,6 +68,7 @@ const TOUCH_WORK_TREE = new Set([
   "rebase",
   "read-tree",
   "checkout-index",
+  "update-index",
 ]);
 
 /** The standard Git LFS filter: pinned, so it keeps working while the config cannot point it elsewhere. */

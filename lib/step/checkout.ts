@@ -13,7 +13,7 @@ import { basename, dirname, join } from "node:path";
 import { verifyRule } from "../definition/child-environment.ts";
 import { setupAllowList } from "../definition/network.ts";
 import type { ItemState } from "../log/projection.ts";
-import { makeAttemptGitDir } from "../repo/attempt-git.ts";
+import { makeAttemptGitDir, refreshAttemptIndex } from "../repo/attempt-git.ts";
 import { changedProducts, setupKey, stampProducts } from "../repo/products.ts";
 import { keepProducts, reuseProducts } from "./kept-products.ts";
 import { claimFolder, syncTree } from "../repo/tree-sync.ts";
@@ -256,6 +256,8 @@ export function attemptGitDir(
   rmSync(gitDir, { recursive: true, force: true });
   const excludes = [...AGENT_EXCLUDES, ...o.products.flatMap((p) => (/[\n\r]/.test(p) ? [] : [`/${p.replace(/[\\*?[\]!# ]/g, "\\$&")}`]))];
   makeAttemptGitDir({ repo: o.repo, gitDir, worktree: o.worktree, branch: o.branch, head: o.head, refs: o.refs, excludes });
+  // The checkout is loop's (its files written from the head, what setup made excluded): the agent's index says so.
+  refreshAttemptIndex({ gitDir, worktree: o.worktree });
   return gitDir;
 }
 

@@ -5,7 +5,10 @@
 // upstream's answer said, to the token; the real key never reaches the agent's side; a spent budget
 // is refused before the upstream sees the request; the allow-list lets through only what it names.
 import { afterAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
 import { connect, createServer, type Server } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { type ModelCall, type ProxyRefusal, startGateway, gatewayEnv, proxyTarget } from "../../lib/gateway/gateway.ts";
 import { UsageMeter } from "../../lib/gateway/meter.ts";
 
@@ -97,7 +100,12 @@ function fakeModelApi(o: { holdAfter?: number } = {}) {
 }
 
 async function gateway(
-  o: { allow?: Parameters<typeof startGateway>[0]["allow"]; admit?: Parameters<typeof startGateway>[0]["admit"]; api?: ReturnType<typeof fakeModelApi> } = {},
+  o: {
+    allow?: Parameters<typeof startGateway>[0]["allow"];
+    admit?: Parameters<typeof startGateway>[0]["admit"];
+    api?: ReturnType<typeof fakeModelApi>;
+    unix?: Parameters<typeof startGateway>[0]["unix"];
+  } = {},
 ) {
   const api = o.api ?? fakeModelApi();
   const calls: ModelCall[] = [];
@@ -109,6 +117,7 @@ async function gateway(
     standIn: STAND_IN,
     allow: o.allow,
     admit: o.admit,
+    unix: o.unix,
     onModelCall: (c) => calls.push(c),
     onModelRefused: (r) => modelRefusals.push(r.reason),
     onProxyRefused: (r) => refusals.push(r),
@@ -329,6 +338,58 @@ describe("the proxy and its allow-list", () => {
       );
     });
     expect(got.match(/hello \d+/g)).toEqual([`hello ${on.port}`]);
+  });
+
+  test("a download arrives whole, through CONNECT and plain HTTP, to a client that reads slower than the server sends and closes", async () => {
+    // On the proxy's Unix socket, as the sandbox's bridge reaches it: less is buffered there than on loopback TCP.
+    // A package mirror answering with a wheel and closing (python3 -m http.server does): what the
+    // proxy still holds for the slow client when the server has closed must reach it (issue 50: pip's
+    // wheels cut short, "THESE PACKAGES DO NOT MATCH THE HASHES").
+    const body = Buffer.alloc(4 << 20);
+    for (let i = 0; i < body.length; i++) body[i] = (i * 7919) & 0xff;
+    const server: Server = createServer((s) => {
+      s.once("data", () => {
+        s.write(`HTTP/1.1 200 OK\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`);
+        s.end(body);
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+    stops.push(() => new Promise<void>((r) => server.close(() => r())));
+    const port = (server.address() as { port: number }).port;
+    const dir = mkdtempSync(join(tmpdir(), "loop-gw-"));
+    stops.push(async () => rmSync(dir, { recursive: true, force: true }));
+    const proxySocket = join(dir, "proxy.sock");
+    const { g } = await gateway({ allow: [`127.0.0.1:${port}`], unix: { model: join(dir, "model.sock"), proxy: proxySocket } });
+    expect(g.proxyPort).toBeGreaterThan(0);
+    const slowly = (kind: "connect" | "http") =>
+      new Promise<Buffer>((resolve, reject) => {
+        const s = connect(proxySocket);
+        const chunks: Buffer[] = [];
+        let tunnelled = kind === "http";
+        s.on("data", (d: Buffer) => {
+          if (!tunnelled) {
+            tunnelled = true;
+            s.write(`GET / HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`);
+            return;
+          }
+          chunks.push(d);
+          s.pause();
+          setTimeout(() => s.resume(), 1);
+        });
+        s.on("close", () => resolve(Buffer.concat(chunks)));
+        s.on("error", reject);
+        s.write(
+          kind === "connect"
+            ? `CONNECT 127.0.0.1:${port} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`
+            : `GET http://127.0.0.1:${port}/ HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`,
+        );
+      });
+    for (const kind of ["http", "connect"] as const) {
+      const got = await slowly(kind);
+      const at = got.indexOf("\r\n\r\n") + 4;
+      expect(got.length - at).toBe(body.length);
+      expect(got.subarray(at).equals(body)).toBe(true);
+    }
   });
 
   test('"none" refuses everything; open lets everything through', async () => {

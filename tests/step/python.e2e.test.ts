@@ -177,6 +177,20 @@ describe("a Python repository, the operator's venv active", () => {
     await p.finish();
   }, 240_000);
 
+  test.concurrent("an agent that replays a patch with git's plumbing (git apply --index, as a script replaying upstream commits does) finds its index matching the checkout loop wrote", async () => {
+    const patch =
+      "--- a/src/calc/__init__.py\n+++ b/src/calc/__init__.py\n@@ -1,2 +1,6 @@\n def add(a, b):\n     return a + b\n+\n+\n+def mul(a, b):\n+    return a * b\n";
+    const runner = `git diff-files --name-only >&2; git diff-files --quiet || exit 1; printf -- '${patch}' | git apply --index`;
+    const setup = `${PY} -m venv --without-pip .venv && echo "$PWD/src" > "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/_item_calc.pth"`;
+    const p = pythonProject({ gitignore: ".loop/\n.venv/\n", runner, setup });
+    projects.push(p);
+    activated(p, join(p.aux, "operator-venv"));
+    await p.runToDrain({ codes: [0] });
+    expect(p.projection().items.x!.status).toBe("passed");
+    expect(git(p.root, "show", "loop/t/landed:src/calc/__init__.py")).toContain("def mul(a, b):");
+    await p.finish();
+  }, 240_000);
+
   test.concurrent("an agent exiting 3 that changed nothing is not passed, though the verify passes on the base: agent_failed, each attempt", async () => {
     const p = pythonProject({ gitignore: ".loop/\n.venv/\n", runner: "echo 'cannot read the task' >&2; exit 3", maxAttempts: 2, verify: "true" });
     projects.push(p);
