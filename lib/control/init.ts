@@ -8,7 +8,7 @@ import { currentBranch, git, gitTry, hasAnyCommit, isWorkTree } from "../repo/gi
 import { probeSandbox } from "../supervisor/sandbox.ts";
 import { VERIFY_PLACEHOLDER } from "../decisions/faults.ts";
 import { type Guess, type ProjectFacts, proposeSetup } from "../decisions/setup-proposal.ts";
-import { projectFacts } from "../repo/project-facts.ts";
+import { projectFacts, REQUIREMENTS_DIR } from "../repo/project-facts.ts";
 import SCHEMA from "../../schema/loop.schema.json";
 import { statePaths } from "../shared/paths.ts";
 import { Store } from "../log/store.ts";
@@ -43,6 +43,13 @@ function readProjectFacts(root: string, pathEnv: string | undefined): ProjectFac
     names = readdirSync(root);
   } catch {
     // An unreadable root was refused before; nothing to guess from.
+  }
+  try {
+    // A real folder only (never followed): its requirements files are read beside the root's.
+    if (names.includes(REQUIREMENTS_DIR) && lstatSync(join(root, REQUIREMENTS_DIR)).isDirectory())
+      names.push(...readdirSync(join(root, REQUIREMENTS_DIR)).map((n) => `${REQUIREMENTS_DIR}/${n}`));
+  } catch {
+    // Unreadable: nothing more to guess from.
   }
   const onPath = SETUP_PROGRAMS.filter((c) => findOnPath(c, pathEnv));
   return projectFacts(names, (name, max) => readSmall(join(root, name), max), onPath);

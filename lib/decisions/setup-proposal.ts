@@ -61,7 +61,7 @@ const TEST_NAMES = ["test", "tests", "testing", "dev"] as const;
 const VENV_PYTHON = ".venv/bin/python";
 const PYTEST = `${VENV_PYTHON} -m pytest`;
 const NODE_LOCKS = ["bun.lock", "bun.lockb", "pnpm-lock.yaml", "yarn.lock", "package-lock.json", "npm-shrinkwrap.json"] as const;
-const REQUIREMENTS = /^(requirements([-_.][\w-]+)?|(dev|test)[-_]requirements)\.txt$/;
+const REQUIREMENTS = /^(requirements([-_.][\w-]+)?|(dev|test)[-_]requirements|requirements\/(tests?|testing))\.txt$/;
 
 type Manager = "npm" | "pnpm" | "yarn" | "bun";
 

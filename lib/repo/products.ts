@@ -48,9 +48,9 @@ export function changedProducts(dir: string, paths: readonly string[], recorded:
   return [...changed].sort();
 }
 
-/** What setup's products are made from when loop.json names nothing (`workspace.setupKey`): the manifests and lockfiles at the root. */
+/** What setup's products are made from when loop.json names nothing (`workspace.setupKey`): the manifests and lockfiles at the root, and the `requirements/` folder (as one tree). */
 const DEFAULT_INPUTS =
-  /^(package\.json|package-lock\.json|npm-shrinkwrap\.json|pnpm-lock\.yaml|yarn\.lock|bun\.lockb?|\.npmrc|pyproject\.toml|setup\.py|setup\.cfg|requirements[^/]*\.txt|uv\.lock|poetry\.lock|Pipfile(\.lock)?|Cargo\.toml|Cargo\.lock|go\.mod|go\.sum|Gemfile(\.lock)?)$/;
+  /^(package\.json|package-lock\.json|npm-shrinkwrap\.json|pnpm-lock\.yaml|yarn\.lock|bun\.lockb?|\.npmrc|pyproject\.toml|setup\.py|setup\.cfg|requirements[^/]*\.txt|requirements|uv\.lock|poetry\.lock|Pipfile(\.lock)?|Cargo\.toml|Cargo\.lock|go\.mod|go\.sum|Gemfile(\.lock)?)$/;
 
 /**
  * The setup key of `commit` (docs/loop-json.md#workspace): a hash of the setup command and the blob

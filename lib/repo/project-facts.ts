@@ -10,6 +10,9 @@ const MANIFEST_MAX = 1 << 20;
 /** A lockfile may be large (a monorepo's package-lock.json): read up to this. */
 const LOCKFILE_MAX = 64 << 20;
 
+/** The folder whose `*.txt` files are read beside the root's (`requirements/tests.txt`). */
+export const REQUIREMENTS_DIR = "requirements";
+
 /** Reads one file of the root by name, at most `max` bytes; null when absent, not a file, or larger. */
 type ReadFile = (name: string, max: number) => string | null;
 
@@ -71,7 +74,7 @@ export function projectFacts(names: readonly string[], read: ReadFile, onPath: r
     }
   } else if (names.includes("pyproject.toml")) pyprojectInvalid = true;
   const requirements: Record<string, string> = {};
-  for (const name of names) if (/requirements[\w.-]*\.txt$/.test(name)) requirements[name] = read(name, MANIFEST_MAX) ?? "";
+  for (const name of names) if (/^(requirements\/[\w.-]+|[^/]*requirements[\w.-]*)\.txt$/.test(name)) requirements[name] = read(name, MANIFEST_MAX) ?? "";
   const nodeBins = o.bins && names.includes("package-lock.json") ? lockBins(read("package-lock.json", LOCKFILE_MAX)) : [];
   return {
     files: [...names],
@@ -103,15 +106,22 @@ function lockBins(text: string | null): string[] {
   }
 }
 
-/** The names at a commit's root and a reader of its files (blobs only: a link or a folder reads as null). */
+/**
+ * The names at a commit's root, and those of its `requirements/` folder (where many Python projects
+ * keep their pinned requirements), and a reader of its files (blobs only: a link or a folder reads as null).
+ */
 export function commitRoot(repo: string, commit: string): { names: string[]; read: ReadFile } {
-  const r = gitTry(repo, ["ls-tree", "-z", commit]);
   const entries = new Map<string, { type: string; id: string }>();
-  if (r.code === 0)
-    for (const line of r.stdout.split("\0")) {
-      const m = /^(\d+) (\w+) ([0-9a-f]+)\t(.+)$/s.exec(line);
-      if (m) entries.set(m[4]!, { type: m[1] === "120000" ? "link" : m[2]!, id: m[3]! });
-    }
+  const list = (args: string[]) => {
+    const r = gitTry(repo, ["ls-tree", "-z", commit, ...args]);
+    if (r.code === 0)
+      for (const line of r.stdout.split("\0")) {
+        const m = /^(\d+) (\w+) ([0-9a-f]+)\t(.+)$/s.exec(line);
+        if (m) entries.set(m[4]!, { type: m[1] === "120000" ? "link" : m[2]!, id: m[3]! });
+      }
+  };
+  list([]);
+  if (entries.get(REQUIREMENTS_DIR)?.type === "tree") list(["--", `${REQUIREMENTS_DIR}/`]);
   const read: ReadFile = (name, max) => {
     const e = entries.get(name);
     if (e?.type !== "blob") return null;

@@ -2,7 +2,7 @@
 // manifest (docs/cli/loop-init.md#what-init-guesses), said with the file each came from, written
 // into a loop.json that `loop run` imports; and nothing guessed is said too. init runs nothing.
 import { afterAll, describe, expect, test } from "bun:test";
-import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runLoopSync as cli } from "../helpers/cli.ts";
 import { makeRepo } from "../helpers/repo.ts";
@@ -81,6 +81,25 @@ describe("loop init proposes the setup it can see a need for", () => {
     expect(doc.verify).toBe(".venv/bin/python -m pytest");
     expect(doc.guesses[0]).toMatchObject({ key: "setup", from: "pyproject.toml" });
     expect(readFileSync(join(root, "loop.json"), "utf8")).toContain('"verify": ".venv/bin/python -m pytest"');
+  });
+
+  test("python with its test pins in requirements/ (as click keeps them): that folder's tests.txt, not its docs or dev files; a link named requirements is not followed", () => {
+    const { root, dir } = repo({
+      "pyproject.toml": '[project]\nname = "pkg"\nversion = "0.1"\n[build-system]\nrequires = ["flit_core<4"]\nbuild-backend = "flit_core.buildapi"\n',
+      "requirements/tests.txt": "pytest==8.3.5\npluggy==1.5.0\n",
+      "requirements/docs.txt": "sphinx==8.2.3\n",
+      "requirements/dev.txt": "tox==4.0\n",
+      "src/pkg/__init__.py": "",
+    });
+    const r = cli(["init", "--json"], { cwd: root, env: { PATH: pathWith(dir, []) } });
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout).setup).toBe("python3 -m venv .venv && .venv/bin/python -m pip install -e . -r requirements/tests.txt");
+
+    const other = repo({ "pyproject.toml": '[project]\nname = "pkg"\nversion = "0.1"\n', "pins/tests.txt": "pytest==8.3.5\n" });
+    symlinkSync("pins", join(other.root, "requirements"));
+    const l = cli(["init", "--json"], { cwd: other.root, env: { PATH: pathWith(other.dir, []) } });
+    expect(l.code, l.stderr).toBe(0);
+    expect(JSON.parse(l.stdout).setup).toBe("python3 -m venv .venv && .venv/bin/python -m pip install -e . pytest");
   });
 
   test("python with uv on PATH: uv sync with the test extra", () => {

@@ -161,6 +161,18 @@ describe("proposeSetup", () => {
       from: ["setup.py", "setup.py"],
     },
     {
+      name: "a requirements/ folder: its tests file, not its docs or dev files",
+      f: facts({
+        files: ["pyproject.toml", "requirements", "requirements/tests.txt", "requirements/docs.txt", "requirements/dev.txt"],
+        pyproject: py(),
+        requirements: { "requirements/tests.txt": "pytest==8.3.5\n", "requirements/docs.txt": "sphinx\n", "requirements/dev.txt": "tox\n" },
+        onPath: noUv,
+      }),
+      setup: "python3 -m venv .venv && .venv/bin/python -m pip install -e . -r requirements/tests.txt",
+      verify: ".venv/bin/python -m pytest",
+      from: ["pyproject.toml", "pyproject.toml"],
+    },
+    {
       name: "requirements.txt alone, uv on PATH: uv's venv and pip",
       f: facts({ files: ["requirements.txt"], requirements: { "requirements.txt": "requests\n" } }),
       setup: "uv venv .venv && uv pip install --python .venv/bin/python -r requirements.txt pytest",

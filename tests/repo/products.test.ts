@@ -69,6 +69,16 @@ describe("setupKey: what setup's products are made from, at a commit", () => {
     expect(k(first, "npm install")).not.toBe(k(first));
   });
 
+  test("the requirements/ folder counts as one of the lockfiles: a pin changed there is another key", () => {
+    const before = commit({ "requirements.txt.note": "x\n" });
+    mkdirSync(join(root, "requirements"), { recursive: true });
+    const pinned = commit({ "requirements/tests.txt": "pytest==8.3.5\n" });
+    const repinned = commit({ "requirements/tests.txt": "pytest==8.4.2\n" });
+    const k = (c: string) => setupKey({ repo: root, commit: c, command: "pip install -r requirements/tests.txt" });
+    expect(k(pinned)).not.toBe(k(before));
+    expect(k(repinned)).not.toBe(k(pinned));
+  });
+
   test("workspace.setupKey's paths replace the lockfiles: a file or a folder, taken literally", () => {
     const listed = commit({ "deps/list.txt": "y\n" });
     const before = git(root, "rev-parse", "HEAD~1").trim();
