@@ -26,7 +26,12 @@ export interface LoopReview {
   }[];
   landing: { mode: "none" | "merge" | "pr"; effect: string };
   sandbox: string;
+  /** What the agents may reach. */
   network: string;
+  /** What the verifies may reach (none in the sandbox unless loop.json says). */
+  verifyNetwork: string;
+  /** What setup may reach (workspace.setupNetwork: the package registries unless it says). */
+  setupNetwork: string;
   budgets: { loop: { tokens: number | null; usd: number | null } | null; daily: { tokens: number | null; usd: number | null } | null };
   /** The most the loop can spend, in US dollars: its budgets at the operator's prices; null when no budget bounds it. */
   maxSpend: number | null;
@@ -41,7 +46,7 @@ export interface LoopReview {
   start: "loop ctl start";
 }
 
-type Item = Pick<NormItemPayload, "id" | "runner" | "model" | "sandbox" | "budget" | "network">;
+type Item = Pick<NormItemPayload, "id" | "runner" | "model" | "sandbox" | "budget" | "network" | "verifyNetwork">;
 type Prices = NonNullable<NonNullable<Projection["loop"]["settings"]>["prices"]>;
 
 /** The review of the loop as the projection holds it. */
@@ -84,6 +89,8 @@ export function reviewOf(p: Projection): LoopReview {
       it.sandbox === "bwrap" ? "in the sandbox (bubblewrap)" : "no sandbox: the agent runs as your user, with your files in reach",
     ),
     network: summary(items, (it) => netText(it.network)),
+    verifyNetwork: summary(items, (it) => netText(it.verifyNetwork)),
+    setupNetwork: setupNetText(s?.setupNetwork, s?.setup !== undefined),
     budgets: { loop: budgetView(lb), daily: budgetView(lb?.daily) },
     maxSpend: bound === null ? null : bound / 1e6,
     maxSpendText:
@@ -132,6 +139,8 @@ export function reviewLines(r: LoopReview, o: { started?: boolean } = {}): strin
     `landing: ${r.landing.effect}`,
     `sandbox: ${r.sandbox}`,
     `network: ${r.network}`,
+    `verify's network: ${r.verifyNetwork}`,
+    `setup's network: ${r.setupNetwork}`,
     `budgets: ${r.budgets.loop ? `the loop ${budgetText(r.budgets.loop)}` : "no loop budget"}${r.budgets.daily ? `, daily ${budgetText(r.budgets.daily)}` : ""}`,
     `most it can spend: ${r.maxSpendText}`,
     ...(r.baseVerify
@@ -176,6 +185,13 @@ function summary(items: readonly Item[], say: (it: Item) => string): string {
   const all = new Set(items.map(say));
   if (all.size === 1) return `${[...all][0]}, for every item`;
   return items.map((it) => `${it.id}: ${say(it)}`).join("; ");
+}
+
+/** workspace.setupNetwork for people (lib/definition/network.ts setupAllowList gives the list it stands for). */
+function setupNetText(n: "open" | "none" | string[] | undefined, hasSetup: boolean): string {
+  if (!hasSetup) return "no setup";
+  if (n === undefined) return "the package registries only (npm, PyPI, crates.io, the Go proxy, and those your registry variables name)";
+  return n === "open" ? "open (the network as it is)" : netText(n);
 }
 
 function netText(n: "none" | string[] | undefined): string {

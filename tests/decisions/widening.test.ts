@@ -179,6 +179,15 @@ describe("reviewOf: the most the loop can spend is its budgets at the operator's
       'verify on the base ("npm test"): FAILED: nothing launches until you fix it, or accept it with `loop ctl resume --yes` (FAIL src/a.test.js)',
     );
   });
+  test("what the agents, the verifies and setup may reach, each said", () => {
+    const plain = reviewOf(projection({}, [itemDef("a", { network: ["api.example.com"], verifyNetwork: "none" })]));
+    expect([plain.network, plain.verifyNetwork, plain.setupNetwork]).toEqual(["only api.example.com, for every item", "none, for every item", "no setup"]);
+    const registries = reviewOf(projection({ setup: "npm ci" }, [itemDef("a")]));
+    expect(registries.setupNetwork).toStartWith("the package registries only");
+    expect(reviewLines(registries)).toContain(`setup's network: ${registries.setupNetwork}`);
+    expect(reviewOf(projection({ setup: "npm ci", setupNetwork: "open" }, [itemDef("a")])).setupNetwork).toBe("open (the network as it is)");
+    expect(reviewOf(projection({ setup: "npm ci", setupNetwork: ["registry.internal"] }, [itemDef("a")])).setupNetwork).toBe("only registry.internal");
+  });
   test("the landing says plainly what it does to the repository", () => {
     expect(reviewOf(projection({}, [itemDef("a")])).landing.effect).toContain("nothing is merged");
     expect(reviewOf(projection({ landing: "merge" }, [itemDef("a")])).landing.effect).toContain("MERGED into loop/test/landed");
