@@ -3,8 +3,8 @@
 // ANTHROPIC_BASE_URL, on a fresh $HOME: its config (providers at the session's gateway, every
 // permission allowed) is in OPENCODE_CONFIG_CONTENT and its folders in the session's own config home.
 // The gateway holds loop's ANTHROPIC_API_KEY (the agent has a stand-in) and meters every answer: an
-// item passes with the tokens the fake served, its title request included. A reply goes to a fresh
-// session, in its handoff (the preset does not resume). Skipped, said once, without the CLI
+// item passes with the tokens the fake served, its title request included. A reply resumes the same
+// conversation (`--session <id>`, its database kept with the session). Skipped, said once, without the CLI
 // (`npm run agents:install`).
 import { describe, expect, test } from "bun:test";
 import { mkdirSync, readFileSync } from "node:fs";
@@ -68,11 +68,14 @@ describe.skipIf(bin === null)("opencode as loop's preset", () => {
   );
 
   test(
-    "ask → loop ctl reply: not resumed, a fresh session whose handoff carries the question and the reply reaches the model",
+    "ask → loop ctl reply → resume: `--session` with the id its events announced, its database put back; the reply reaches the model in the same conversation, and the resumed attempt records only its own requests",
     async () => {
+      // By what the conversation holds, not its step: the resumed request carries the first process's turns.
       const fake = await startFakeAnthropic((t) => {
-        if (t.userText.includes("blue, please")) return t.step === 0 ? bash("echo blue > COLOUR.md") : say("Done.");
-        return t.step === 0 ? bash(`printf 'Which colour?\\n' > "$LOOP_ASK_FILE"`) : say("Asked.");
+        const replyFile = /Read the file (\S+): it holds/.exec(t.lastUser)?.[1];
+        if (replyFile) return bash(`grep -q 'blue, please' '${replyFile}' && echo blue > COLOUR.md`);
+        if (t.step === 0) return bash(`printf 'Which colour?\\n' > "$LOOP_ASK_FILE"`);
+        return say(t.userText.includes("reply.md") ? "Done." : "Asked.");
       });
       try {
         await scenario(
@@ -83,20 +86,34 @@ describe.skipIf(bin === null)("opencode as loop's preset", () => {
             expect((await p.run()).action).toBe("launched");
             await p.runUntil((r) => r.attention.some((a) => a.kind === "question"), { what: "the question" });
             const first = fake.requests.length;
+            const servedBefore = tokensOf(fake.served.total);
+            expect(p.projection().items.a!.attempts[0]!.usage).toMatchObject({ source: "gateway", tokens: servedBefore });
             expect((await p.ctl(["reply", "--work-item", "a", "blue, please"])).code).toBe(0);
             expect((await p.ctl(["resume"])).code).toBe(0);
             await p.runToDrain();
             const it = p.projection().items.a!;
             expect(it.status).toBe("passed");
             expect(it.attempts).toHaveLength(2);
+            const sessionOf = (n: number) => /"sessionID":"(ses_[A-Za-z0-9]+)"/.exec(readFileSync(join(p.sessionDir("a", n), "output.log"), "utf8"))?.[1];
+            const id = sessionOf(1)!;
+            expect(id).toMatch(/^ses_/);
             const argv = (JSON.parse(readFileSync(join(p.sessionDir("a", 2), "launch.json"), "utf8")) as { argv: string[] }).argv;
-            expect(argv.includes("--session") || argv.includes("--continue")).toBe(false);
-            const handoff = p.handoff("a", 2);
-            expect(handoff).toContain("Which colour?");
-            expect(handoff).toContain("blue, please");
+            expect(argv.slice(0, 10)).toEqual(["opencode", "run", "--format", "json", "--pure", "--model", MODEL, "--session", id, "--"]);
+            expect(argv.join(" ")).not.toContain("blue, please");
+            // The same conversation: its events carry the same id, and every request of the resumed process carries the first one's turns.
+            expect(sessionOf(2)).toBe(id);
             const second = fake.requests.slice(first).filter((r) => r.agent);
             expect(second.length).toBeGreaterThan(0);
-            expect(JSON.stringify(second[0]!.body)).toContain("blue, please");
+            for (const r of second) expect(JSON.stringify(r.body)).toContain("LOOP_ASK_FILE");
+            expect(it.attempts[1]!.usage).toMatchObject({ source: "gateway" });
+            const total = tokensOf(fake.served.total);
+            const own = it.attempts[1]!.usage!.tokens!;
+            expect({
+              input: own.input + servedBefore.input,
+              output: own.output + servedBefore.output,
+              cacheRead: own.cacheRead + servedBefore.cacheRead,
+              cacheWrite: own.cacheWrite + servedBefore.cacheWrite,
+            }).toEqual(total);
           },
         );
       } finally {
