@@ -10,6 +10,7 @@
 import { describe, expect, test } from "bun:test";
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { feedLines, figureOf, initialState } from "../../lib/definition/usage-parsers.ts";
 import { type FakeGemini, geminiServed, startFakeGemini } from "../helpers/fake-gemini.ts";
 import { demoDefinition, type Project, scenario } from "../helpers/project.ts";
 import { agentBin, agentPath } from "./agents.ts";
@@ -48,6 +49,10 @@ describe.skipIf(bin === null)("gemini as loop's preset", () => {
             ]);
             expect(new Set(fake.turns.map((t) => t.key))).toEqual(new Set([LOOPS_KEY]));
             expect(it.attempts[0]!.usage).toMatchObject({ source: "gateway", tokens: geminiServed(fake.turns) });
+            // Its own result line says the same but for its thinking, which the gateway counts as output.
+            const own = figureOf(feedLines(initialState("gemini"), readFileSync(join(p.sessionDir("a", 1), "output.log"), "utf8"))).tokens!;
+            const thinking = fake.turns.reduce((n, t) => n + t.usage.thoughtsTokenCount, 0);
+            expect(own).toEqual({ ...geminiServed(fake.turns), output: geminiServed(fake.turns).output - thinking });
             // The preset's argv, as recorded: headless, approvals off, trust skipped, the conversation named.
             const launch = JSON.parse(readFileSync(join(p.sessionDir("a", 1), "launch.json"), "utf8")) as { argv: string[] };
             expect(launch.argv).toEqual([
@@ -125,6 +130,10 @@ describe.skipIf(bin === null)("gemini as loop's preset", () => {
             const it = p.projection().items.a!;
             expect(it.status).toBe("passed");
             expect(it.attempts[0]!.usage).toMatchObject({ source: "gateway", tokens: geminiServed(fake.turns) });
+            // Its own result line says the same but for its thinking, which the gateway counts as output.
+            const own = figureOf(feedLines(initialState("gemini"), readFileSync(join(p.sessionDir("a", 1), "output.log"), "utf8"))).tokens!;
+            const thinking = fake.turns.reduce((n, t) => n + t.usage.thoughtsTokenCount, 0);
+            expect(own).toEqual({ ...geminiServed(fake.turns), output: geminiServed(fake.turns).output - thinking });
             expect(() => readFileSync(join(p.sessionDir("a", 1), "gateway-refused.jsonl"), "utf8")).toThrow();
           },
         );

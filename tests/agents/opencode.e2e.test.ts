@@ -56,6 +56,11 @@ describe.skipIf(bin === null)("opencode as loop's preset", () => {
             expect(posts.some((r) => !r.agent)).toBe(true);
             expect(new Set(posts.map((r) => r.headers["x-api-key"]))).toEqual(new Set([LOOPS_KEY]));
             expect(it.attempts[0]!.usage).toMatchObject({ source: "gateway", tokens: tokensOf(fake.served.total) });
+            // No prices: the dollars are opencode's own, its steps' `cost` summed (the gateway's tokens stay the figure).
+            const output = readFileSync(join(p.sessionDir("a", 1), "output.log"), "utf8");
+            const costs = [...output.matchAll(/"type":"step-finish".*?"cost":([0-9.e-]+)/g)].map((m) => Math.round(Number(m[1]) * 1e6));
+            expect(costs.length).toBe(2);
+            expect(it.attempts[0]!.usage).toMatchObject({ usdFrom: "agent", microUsd: costs[0]! + costs[1]! });
             const launch = JSON.parse(readFileSync(join(p.sessionDir("a", 1), "launch.json"), "utf8")) as { argv: string[] };
             expect(launch.argv.slice(0, 8)).toEqual(["opencode", "run", "--format", "json", "--pure", "--model", MODEL, "--"]);
           },
