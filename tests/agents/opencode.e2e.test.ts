@@ -4,10 +4,11 @@
 // permission allowed) is in OPENCODE_CONFIG_CONTENT and its folders in the session's own config home.
 // The gateway holds loop's ANTHROPIC_API_KEY (the agent has a stand-in) and meters every answer: an
 // item passes with the tokens the fake served, its title request included. A reply resumes the same
-// conversation (`--session <id>`, its database kept with the session). Skipped, said once, without the CLI
+// conversation (`--session <id>`, its database kept with the session); an agent that gives up ends
+// `gave_up`, and a token budget stops it at the gateway. Skipped, said once, without the CLI
 // (`npm run agents:install`).
 import { describe, expect, test } from "bun:test";
-import { mkdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type AnthropicTurn, type AnthropicUsage, type FakeAnthropic, say, startFakeAnthropic } from "../helpers/fake-anthropic.ts";
 import { demoDefinition, type Project, scenario } from "../helpers/project.ts";
@@ -119,6 +120,70 @@ describe.skipIf(bin === null)("opencode as loop's preset", () => {
               cacheRead: own.cacheRead + servedBefore.cacheRead,
               cacheWrite: own.cacheWrite + servedBefore.cacheWrite,
             }).toEqual(total);
+          },
+        );
+      } finally {
+        await fake.stop();
+      }
+    },
+    SLOW,
+  );
+
+  test(
+    "an agent that gives up: its reason recorded, no verify, nothing landed, not retried",
+    async () => {
+      const fake = await startFakeAnthropic((t) =>
+        t.step === 0 ? bash(`printf 'The spec and the test disagree.\\n' > "$LOOP_GIVE_UP_FILE"`) : say("I gave up."),
+      );
+      try {
+        await scenario(
+          (p) =>
+            demoDefinition([{ id: "a", prompt: "Make the test pass.", verify: `touch ${join(p.aux, "verified")}`, maxAttempts: 3 }], {
+              defaults: { runner: "opencode", model: MODEL },
+            }),
+          {},
+          async (p) => {
+            Object.assign(p.env, agentEnv(p, fake));
+            await p.runToDrain({ codes: [0, 1] });
+            const it = p.projection().items.a!;
+            expect(it).toMatchObject({ status: "failed", settleCode: "gave_up" });
+            expect(it.attempts).toHaveLength(1);
+            expect(it.attempts[0]!.verify!.reason).toBe("gave_up: the agent gave up: The spec and the test disagree.");
+            expect(existsSync(join(p.aux, "verified"))).toBe(false);
+            expect(it.attempts[0]!.usage).toMatchObject({ source: "gateway", tokens: tokensOf(fake.served.total) });
+          },
+        );
+      } finally {
+        await fake.stop();
+      }
+    },
+    SLOW,
+  );
+
+  test(
+    "a token budget stops an endless session at the gateway: the request after the one that reached it is refused, the item settles budget_exhausted, the figure the fake's to the token",
+    async () => {
+      const LIMIT = 60_000;
+      const fake = await startFakeAnthropic((t) => bash(`echo tick ${t.step}`));
+      try {
+        await scenario(
+          demoDefinition([{ id: "a", prompt: "Loop.", verify: "false", budget: { tokens: LIMIT }, maxAttempts: 1 }], {
+            defaults: { runner: "opencode", model: MODEL },
+          }),
+          {},
+          async (p) => {
+            Object.assign(p.env, agentEnv(p, fake));
+            await p.runUntil((_r, q) => q.projection().items.a!.status === "failed", { what: "the item failed", maxPolls: 400, codes: [0, 1] });
+            const it = p.projection().items.a!;
+            expect(it.settleCode).toBe("budget_exhausted");
+            const recorded = it.attempts[0]!.usage!.tokens!;
+            expect(recorded).toEqual(tokensOf(fake.served.total));
+            const sum = (t: typeof recorded) => t.input + t.output + t.cacheRead + t.cacheWrite;
+            // Within one model request of the limit: the last agent turn served crossed it, and nothing after it was.
+            const last = fake.turns.at(-1)!.usage;
+            expect(sum(recorded)).toBeGreaterThanOrEqual(LIMIT);
+            expect(sum(recorded) - sum(tokensOf(last))).toBeLessThan(LIMIT);
+            expect(fake.turns.length).toBeGreaterThan(2);
           },
         );
       } finally {
