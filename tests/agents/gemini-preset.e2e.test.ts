@@ -8,11 +8,11 @@
 // only its own requests; in the sandbox with no network it needs no host. Skipped, said once,
 // without the CLI (`npm run agents:install`).
 import { describe, expect, test } from "bun:test";
-import { mkdirSync, readFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { feedLines, figureOf, initialState } from "../../lib/definition/usage-parsers.ts";
-import { type FakeGemini, geminiServed, startFakeGemini } from "../helpers/fake-gemini.ts";
-import { demoDefinition, type Project, scenario } from "../helpers/project.ts";
+import { type FakeGemini, GEMINI_SETTINGS, geminiServed, startFakeGemini } from "../helpers/fake-gemini.ts";
+import { demoDefinition, Project, scenario } from "../helpers/project.ts";
 import { agentBin, agentPath } from "./agents.ts";
 
 const SLOW = 240_000;
@@ -137,6 +137,44 @@ describe.skipIf(bin === null)("gemini as loop's preset", () => {
             expect(() => readFileSync(join(p.sessionDir("a", 1), "gateway-refused.jsonl"), "utf8")).toThrow();
           },
         );
+      } finally {
+        await fake.stop();
+      }
+    },
+    SLOW,
+  );
+
+  test(
+    "without GEMINI_API_KEY in loop's environment: the named environment fault before launch, no attempt spent; the real CLI, keyless, indeed fails",
+    async () => {
+      const fake = await startFakeGemini(() => ({ text: "Done." }));
+      try {
+        // No session is ever started, so not `scenario` (whose end checks the sessions' groups).
+        const p = new Project(demoDefinition([{ id: "a", prompt: "Work.", verify: "true" }], { defaults: { runner: "gemini" } }));
+        try {
+          const { GEMINI_API_KEY: _, ...env } = agentEnv(p, fake);
+          Object.assign(p.env, env);
+          delete p.env.GEMINI_API_KEY;
+          const r = await p.run([1]);
+          expect(r.attention.map((a) => a.kind)).toContain("environment");
+          expect(p.eventsOf("environment_fault").map((e) => e.payload.kind)).toEqual(["gemini_no_key"]);
+          expect(p.eventsOf("launch_reserved")).toEqual([]);
+          expect(fake.turns).toEqual([]);
+          // What the fault stands in for: the CLI with the preset's settings and no key fails, asking no model.
+          const home = join(p.aux, "cli-home");
+          mkdirSync(join(home, ".gemini"), { recursive: true });
+          writeFileSync(join(home, ".gemini", "settings.json"), JSON.stringify(GEMINI_SETTINGS));
+          const cli = Bun.spawn([bin!, "--skip-trust", "--output-format", "stream-json", "--prompt=hi"], {
+            env: { ...env, PATH: process.env.PATH!, GEMINI_CLI_HOME: home },
+            cwd: p.root,
+            stdout: "pipe",
+            stderr: "pipe",
+          });
+          expect(await cli.exited).not.toBe(0);
+          expect(fake.turns).toEqual([]);
+        } finally {
+          p.dispose();
+        }
       } finally {
         await fake.stop();
       }
