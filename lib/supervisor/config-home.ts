@@ -4,7 +4,8 @@
 // conversation the previous session saved; nothing else of the operator's (settings.json and its
 // hooks, CLAUDE.md, commands, config.toml and its `notify`). When the session ends its wrapper keeps
 // the conversation the CLI saved (CONVERSATION_STORE beside it) and removes the home: nothing the
-// agent wrote there is ever read again by a CLI but a resumed conversation's transcript.
+// agent wrote there is ever read again by a CLI but a resumed conversation's transcript (opencode's:
+// its whole database, which holds its conversations).
 import { lstatSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, isAbsolute, join } from "node:path";
 import { readRegularFile } from "../shared/fsutil.ts";
