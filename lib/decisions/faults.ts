@@ -14,6 +14,7 @@ export type FaultKind =
   | "program_not_executable"
   | "claude_as_root"
   | "aider_no_model"
+  | "gemini_no_key"
   | "git_identity"
   | "sandbox_unavailable"
   | "program_fails_in_sandbox"
@@ -69,6 +70,11 @@ export interface LaunchFacts {
   tmux: ProgramFact | null;
   /** For an item with `sandbox: "bwrap"`: whether bwrap is there and makes a sandbox (null without one). */
   bwrap?: SandboxFact;
+  /**
+   * For the gemini preset: whether loop's environment holds GEMINI_API_KEY, the key its session's
+   * gateway sends upstream (null for other runners).
+   */
+  geminiKey?: boolean | null;
   /** For aider: can it pick a model without asking (null for other runners). */
   aiderModel: AiderModelFacts | null;
   /** What LOOP_SESSION_SCOPE asks for and the machine cannot give (lib/supervisor/scope.ts probeScopeRequirement); null when nothing stands in the way. */
@@ -180,6 +186,12 @@ export function launchFault(f: LaunchFacts): EnvironmentFault | null {
       kind: "claude_as_root",
       message: `runner "claude": loop runs as root, and Claude Code refuses --dangerously-skip-permissions as root`,
       fix: `run loop as an ordinary user, or, on a machine that is a disposable sandbox, set IS_SANDBOX=1 (or CLAUDE_CODE_BUBBLEWRAP=1) in loop run's environment, ${RESUME}`,
+    };
+  if (f.geminiKey === false)
+    return {
+      kind: "gemini_no_key",
+      message: `runner "gemini": loop run's environment has no GEMINI_API_KEY, the key its session's gateway sends to Gemini's API (the agent gets a stand-in for it; without one every request of the CLI would fail)`,
+      fix: `set GEMINI_API_KEY in loop run's environment (a Gemini API key; its upstream is GOOGLE_GEMINI_BASE_URL when set), ${RESUME}`,
     };
   if (f.aiderModel && !aiderCanChooseModel(f.aiderModel))
     return {

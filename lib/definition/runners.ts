@@ -45,7 +45,7 @@ function usdArg(usd: number): string {
   return usd.toFixed(6).replace(/\.?0+$/, "") || "0";
 }
 
-/** What a resumed claude, codex or gemini conversation is told on the command line: where the reply is, never the reply. */
+/** What a resumed claude, codex, gemini or opencode conversation is told on the command line: where the reply is, never the reply. */
 export function resumePrompt(replyFile: string): string {
   return `Your question was answered. Read the file ${replyFile}: it holds the reply (as data) and says how to go on.`;
 }
@@ -270,17 +270,23 @@ export const PRESETS: Record<"claude" | "codex" | "aider" | "gemini" | "opencode
   //                                      tokens in its step_finish.
   //   --pure                             no external plugins (it would install them from npm).
   //   --model <provider/model>           only when a model is configured (opencode names models so).
-  //   -- <prompt>                        the handoff text as the message, after `--`.
-  // Its conversation is in its database, in the session's config home, which is not kept: a reply
-  // goes to a fresh session, in its handoff.
+  //   --session <id>                     (reply only) continue that conversation: its id, read from the
+  //                                      previous session's events (each carries its sessionID,
+  //                                      conversationIdFromLog), and its database kept with the session
+  //                                      (lib/supervisor/config-home.ts) put back in the new home.
+  //   -- <prompt>                        the handoff text (or resumePrompt on a reply) as the message, after `--`.
+  // opencode names its conversation itself, so conversationId is null at launch: read it from the log.
   opencode: {
     describe: "opencode run, JSON events, every permission allowed in its config",
     build(ctx) {
-      return {
-        argv: ["opencode", "run", "--format", "json", "--pure", ...modelFlag("--model", ctx.model), "--", inlinePrompt(ctx)],
-        conversationId: null,
-        supportsResume: false,
-      };
+      const common = ["opencode", "run", "--format", "json", "--pure", ...modelFlag("--model", ctx.model)];
+      if (ctx.resume)
+        return {
+          argv: [...common, "--session", ctx.resume.conversationId, "--", resumePrompt(ctx.resume.replyFile)],
+          conversationId: ctx.resume.conversationId,
+          supportsResume: true,
+        };
+      return { argv: [...common, "--", inlinePrompt(ctx)], conversationId: null, supportsResume: true };
     },
   },
 
@@ -400,7 +406,7 @@ export function buildRunnerCommand(runner: string, ctx: LaunchContext, commandRu
  * The conversation a reply may resume, or null for a fresh session (whose handoff carries the
  * reply). Only one proven to exist: claude's id is chosen before launch, so a session that died
  * at start (as root, say) left an id naming nothing, and resuming it fails with "No conversation
- * found with session ID". claude (and gemini): the id the log announces, when the CLI saved its conversation
+ * found with session ID". claude (gemini, opencode): the id the log announces, when the CLI saved its conversation
  * file (`saved`; one that could not write its config folder printed the id and saved nothing);
  * codex: the id the log announces, or the one recorded from an earlier log, unless `saved` says
  * its session file is not there; aider: its chat history, when the file is there. Other runners
@@ -410,7 +416,7 @@ export function provenConversation(
   runner: string,
   o: { recorded: string | null; logHead: string; historyExists: boolean; saved?: (id: string) => boolean | null },
 ): string | null {
-  if (runner === "claude" || runner === "gemini") {
+  if (runner === "claude" || runner === "gemini" || runner === "opencode") {
     // The init line is printed before anything is saved: the CLI's saved file is the proof, where it can be looked for.
     const id = conversationIdFromLog(runner, o.logHead);
     return id !== null && o.saved?.(id) !== false ? id : null;
@@ -427,7 +433,8 @@ export function provenConversation(
  * The conversation id a runner reported in its session log, for runners that choose it themselves.
  * codex: the first `{"type":"thread.started","thread_id":…}` JSONL event; claude: the
  * `{"type":"system","subtype":"init","session_id":…}` event (equal to --session-id); gemini: its
- * `{"type":"init","session_id":…}` event (likewise). Null otherwise.
+ * `{"type":"init","session_id":…}` event (likewise); opencode: the `sessionID` of its first event
+ * (`ses_` and letters and digits: it goes on a command line). Null otherwise.
  */
 export function conversationIdFromLog(runner: string, log: string): string | null {
   for (const line of log.split("\n")) {
@@ -444,6 +451,8 @@ export function conversationIdFromLog(runner: string, log: string): string | nul
     if (runner === "codex" && e.type === "thread.started" && typeof e.thread_id === "string") return e.thread_id;
     if (runner === "claude" && e.type === "system" && e.subtype === "init" && typeof e.session_id === "string") return e.session_id;
     if (runner === "gemini" && e.type === "init" && typeof e.session_id === "string") return e.session_id;
+    if (runner === "opencode" && typeof e.type === "string" && typeof e.sessionID === "string")
+      return /^ses_[A-Za-z0-9]{1,100}$/.test(e.sessionID) ? e.sessionID : null;
   }
   return null;
 }

@@ -1,6 +1,6 @@
 // What an attempt used, read from what its agent reports (docs/spend.md). Pure: the parsers of the
-// presets' structured output (claude `--output-format stream-json`, codex `exec --json`, aider's
-// printed `Tokens: … Cost: …` lines) and of a command runner's LOOP_USAGE_FILE, and the price of
+// presets' structured output (claude `--output-format stream-json`, codex `exec --json`, gemini's
+// stream-json `result`, opencode's `step_finish` events, aider's printed `Tokens: … Cost: …` lines) and of a command runner's LOOP_USAGE_FILE, and the price of
 // tokens at the operator's prices. lib/supervisor/usage-reader.ts feeds a parser only what the output log
 // grew by, whole lines, and keeps its state between ticks.
 //
@@ -65,7 +65,7 @@ export type LogSource = Exclude<UsageSource, "usage_file" | "gateway">;
  * LOOP_USAGE_FILE (the demo agent and command runners).
  */
 export function usageSourceOf(runner: string): Exclude<UsageSource, "gateway"> {
-  return runner === "claude" || runner === "codex" || runner === "aider" ? runner : "usage_file";
+  return runner === "claude" || runner === "codex" || runner === "aider" || runner === "gemini" || runner === "opencode" ? runner : "usage_file";
 }
 
 /**
@@ -76,14 +76,14 @@ export interface ParseState {
   source: LogSource;
   /**
    * claude: the sum of the messages seen whole (each assistant message's `message.usage`, once per
-   * message id). codex: unused. aider: the sum of its per-message `Tokens:` lines.
+   * message id). codex, gemini: unused. aider: the sum of its per-message `Tokens:` lines; opencode: of its `step_finish` events.
    */
   own: TokenCounts;
   /** claude: the message being read (its lines come one per content block, each with its usage). */
   group: { id: string; usage: TokenCounts } | null;
-  /** The highest cumulative figure reported (claude's `result`, codex's `turn.completed`), as reported. */
+  /** The highest cumulative figure reported (claude's `result`, codex's `turn.completed`, gemini's `result`), as reported. */
   reported: TokenCounts | null;
-  /** The highest dollar figure reported (claude's `total_cost_usd`, aider's session cost), as reported. */
+  /** The highest dollar figure reported (claude's `total_cost_usd`, aider's session cost), as reported; opencode: the sum of its steps' `cost`. */
   reportedUsd: number | null;
   /**
    * claude: the tokens of the `result` line's `modelUsage` (all models), the figure its dollars are
@@ -91,7 +91,7 @@ export interface ParseState {
    * from the tokens (absent in states saved before it was read).
    */
   reportedModel?: TokenCounts | null;
-  /** A message's usage was read (claude), a `Tokens:` line (aider): `own` is known, if only 0. */
+  /** A message's usage was read (claude), a `Tokens:` line (aider), a `step_finish` (opencode): `own` is known, if only 0. */
   seen: boolean;
   model: string | null;
   /** aider: a `Cost:` line wrapped before its session figure (aider's console wraps at 80 columns). */
@@ -114,6 +114,8 @@ const MARKERS: Record<LogSource, readonly string[]> = {
   claude: ['"usage"', '"init"'],
   codex: ['"turn.completed"', '"turn.started"', '"turn.failed"'],
   aider: ["Tokens:", "Cost:"],
+  gemini: ['"result"'],
+  opencode: ['"step_finish"'],
 };
 
 /**
@@ -179,6 +181,10 @@ function lineOf(s: ParseState, line: string): void {
       return codexLine(s, line);
     case "aider":
       return aiderLine(s, line);
+    case "gemini":
+      return geminiLine(s, line);
+    case "opencode":
+      return opencodeLine(s, line);
   }
 }
 
@@ -333,6 +339,65 @@ function codexLine(s: ParseState, line: string): void {
 }
 
 // ---------------------------------------------------------------------------------------------
+// gemini --output-format stream-json (Gemini CLI 0.61)
+//
+// Its last line, {"type":"result","status":…,"stats":{"total_tokens":…,"input_tokens":…,
+// "output_tokens":…,"cached":…,"input":…,"models":{<model>:{…the same…}}}}: the figures of this
+// process (its router's side requests included), `input_tokens` holding the cached ones (`input` is
+// the rest); its thinking is left out of `output_tokens` (the gateway counts it). Printed once, at
+// the end: nothing is known before.
+
+function geminiLine(s: ParseState, line: string): void {
+  const e = jsonLine(s, line);
+  if (e?.type !== "result") return;
+  const st = typeof e.stats === "object" && e.stats !== null ? (e.stats as Record<string, unknown>) : null;
+  const all = count(st?.input_tokens);
+  const cached = count(st?.cached) ?? 0;
+  const output = count(st?.output_tokens);
+  if (all === null && output === null) {
+    if (e.stats !== undefined) s.unreadable += 1;
+    return;
+  }
+  const cacheRead = Math.min(cached, all ?? cached);
+  const c: TokenCounts = { input: Math.max(0, (all ?? 0) - cacheRead), output: output ?? 0, cacheRead, cacheWrite: 0 };
+  s.reported = s.reported ? maxEach(s.reported, c) : c;
+  const models = typeof st?.models === "object" && st.models !== null ? Object.keys(st.models) : [];
+  if (models.length === 1) s.model = models[0]!;
+}
+
+// ---------------------------------------------------------------------------------------------
+// opencode run --format json (1.18)
+//
+// One event per line; each step of the conversation ends with {"type":"step_finish",…,"part":{…,
+// "tokens":{"total":…,"input":…,"output":…,"reasoning":…,"cache":{"write":…,"read":…}},"cost":…}}:
+// that step's figures, `input` apart from the cache's reads and writes, `output` apart from the
+// reasoning (counted here as output, as the gateway does), `cost` in dollars at opencode's own
+// prices. Its side requests (the session's title) are not reported: the gateway counts them.
+
+function opencodeLine(s: ParseState, line: string): void {
+  const e = jsonLine(s, line);
+  if (e?.type !== "step_finish") return;
+  const part = typeof e.part === "object" && e.part !== null ? (e.part as Record<string, unknown>) : null;
+  const t = typeof part?.tokens === "object" && part.tokens !== null ? (part.tokens as Record<string, unknown>) : null;
+  const cache = typeof t?.cache === "object" && t.cache !== null ? (t.cache as Record<string, unknown>) : null;
+  const input = count(t?.input);
+  const output = count(t?.output);
+  if (input === null && output === null) {
+    s.unreadable += 1;
+    return;
+  }
+  s.own = add(s.own, {
+    input: input ?? 0,
+    output: (output ?? 0) + (count(t?.reasoning) ?? 0),
+    cacheRead: count(cache?.read) ?? 0,
+    cacheWrite: count(cache?.write) ?? 0,
+  });
+  s.seen = true;
+  const usd = microUsdOf(part?.cost);
+  if (usd !== null) s.reportedUsd = (s.reportedUsd ?? 0) + usd;
+}
+
+// ---------------------------------------------------------------------------------------------
 // aider (--no-pretty --no-stream)
 //
 // After each message to the model: `Tokens: 1.6k sent, 2.1k cache write, 8.2k cache hit, 997
@@ -402,7 +467,8 @@ function aiderLine(s: ParseState, raw: string): void {
 export function figureOf(state: ParseState, base: { tokens: TokenCounts | null; microUsd: number | null } | null = null): UsageFigure {
   const s = state;
   if (s.source === "codex") return { tokens: s.reported && base?.tokens ? minus(s.reported, base.tokens) : s.reported, microUsd: null, model: s.model };
-  if (s.source === "aider") return { tokens: s.seen ? { ...s.own } : null, microUsd: s.reportedUsd, model: s.model };
+  if (s.source === "aider" || s.source === "opencode") return { tokens: s.seen ? { ...s.own } : null, microUsd: s.reportedUsd, model: s.model };
+  if (s.source === "gemini") return { tokens: s.reported, microUsd: null, model: s.model };
   const own = s.group ? add(s.own, s.group.usage) : s.own;
   let reported = s.reported;
   let microUsd = s.reportedUsd;

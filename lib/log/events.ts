@@ -140,7 +140,7 @@ const Project = v.strictObject({ repo: Str, gitDir: Str, root: Str, name: NStr }
 /** Tokens of an attempt by kind (docs/spend.md): their sum is its `tokens`. */
 const TokenCountsSchema = v.strictObject({ input: NonNeg, output: NonNeg, cacheRead: NonNeg, cacheWrite: NonNeg });
 /** Where an attempt's usage is read from (docs/spend.md#what-is-counted): a preset's output log, LOOP_USAGE_FILE, or the session's gateway. */
-const USAGE_SOURCES = ["claude", "codex", "aider", "usage_file", "gateway"] as const;
+const USAGE_SOURCES = ["claude", "codex", "aider", "gemini", "opencode", "usage_file", "gateway"] as const;
 
 const SESSION_STARTED = v.strictObject({
   attempt: Pos,

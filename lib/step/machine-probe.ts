@@ -139,6 +139,7 @@ export function probeLaunchFault(o: LaunchProbe): EnvironmentFault | null {
     uid: typeof process.getuid === "function" ? process.getuid() : null,
     sandbox: { IS_SANDBOX: o.env.IS_SANDBOX, CLAUDE_CODE_BUBBLEWRAP: o.env.CLAUDE_CODE_BUBBLEWRAP },
     aiderModel,
+    geminiKey: o.runner === "gemini" ? Boolean(o.env.GEMINI_API_KEY) : null,
     // Only for the agent presets: their agents commit. A command runner may not, and loop commits
     // what an agent leaves with an identity of its own.
     gitIdentity: preset ? gitIdentity(o.repo) : null,

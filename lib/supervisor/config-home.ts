@@ -4,7 +4,8 @@
 // conversation the previous session saved; nothing else of the operator's (settings.json and its
 // hooks, CLAUDE.md, commands, config.toml and its `notify`). When the session ends its wrapper keeps
 // the conversation the CLI saved (CONVERSATION_STORE beside it) and removes the home: nothing the
-// agent wrote there is ever read again by a CLI but a resumed conversation's transcript.
+// agent wrote there is ever read again by a CLI but a resumed conversation's transcript (opencode's:
+// its whole database, which holds its conversations).
 import { lstatSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, isAbsolute, join } from "node:path";
 import { readRegularFile } from "../shared/fsutil.ts";
@@ -98,6 +99,13 @@ export const CONVERSATIONS: Readonly<Record<"claude" | "codex" | "gemini", { und
   gemini: { under: ".gemini/tmp", depth: 3 },
 };
 
+/**
+ * opencode keeps its conversations in a SQLite database under its data folder (XDG_DATA_HOME, the
+ * home's `data/`): the file and its write-ahead log, kept whole (the session has ended, nothing holds
+ * them open) and put back for a resume.
+ */
+export const OPENCODE_DATABASE: readonly string[] = ["data/opencode/opencode.db", "data/opencode/opencode.db-wal"];
+
 /** At most this much of one credentials or conversation file is copied. */
 const MAX_FILE = 256 * 2 ** 20;
 
@@ -167,16 +175,32 @@ export function storeOf(dir: string): string {
   return join(dir, CONFIG_HOME);
 }
 
-/** Copy the conversation files under `from` into `to`, the same paths: regular files only, never through a link. */
+/** Copy the conversation files under `from` into `to` (opencode's database too), the same paths: regular files only, never through a link. */
 function copyConversations(from: string, to: string): void {
-  for (const c of Object.values(CONVERSATIONS))
-    for (const rel of jsonlFiles(from, c.under, c.depth)) {
-      const r = readRegularFile(join(from, rel), { maxBytes: MAX_FILE, noLinks: true });
-      if (r.kind !== "ok") continue;
-      const dest = join(to, rel);
-      mkdirSync(join(dest, ".."), { recursive: true, mode: 0o700 });
-      writeFileSync(dest, r.bytes, { mode: 0o600 });
+  const files = [
+    ...Object.values(CONVERSATIONS).flatMap((c) => jsonlFiles(from, c.under, c.depth)),
+    ...OPENCODE_DATABASE.filter((f) => throughFolders(from, f)),
+  ];
+  for (const rel of files) {
+    const r = readRegularFile(join(from, rel), { maxBytes: MAX_FILE, noLinks: true });
+    if (r.kind !== "ok") continue;
+    const dest = join(to, rel);
+    mkdirSync(join(dest, ".."), { recursive: true, mode: 0o700 });
+    writeFileSync(dest, r.bytes, { mode: 0o600 });
+  }
+}
+
+/** Whether every folder on the way from `root` to `rel` is a real one (never a link the agent left). */
+function throughFolders(root: string, rel: string): boolean {
+  const parts = rel.split("/").slice(0, -1);
+  for (let i = 1; i <= parts.length; i++) {
+    try {
+      if (!lstatSync(join(root, ...parts.slice(0, i))).isDirectory()) return false;
+    } catch {
+      return false;
     }
+  }
+  return true;
 }
 
 /** The `*.jsonl` files exactly `depth` folders below `root/under` (paths relative to root), through real folders only. */

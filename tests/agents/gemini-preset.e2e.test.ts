@@ -8,10 +8,11 @@
 // only its own requests; in the sandbox with no network it needs no host. Skipped, said once,
 // without the CLI (`npm run agents:install`).
 import { describe, expect, test } from "bun:test";
-import { mkdirSync, readFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type FakeGemini, geminiServed, startFakeGemini } from "../helpers/fake-gemini.ts";
-import { demoDefinition, type Project, scenario } from "../helpers/project.ts";
+import { feedLines, figureOf, initialState } from "../../lib/definition/usage-parsers.ts";
+import { type FakeGemini, GEMINI_SETTINGS, geminiServed, startFakeGemini } from "../helpers/fake-gemini.ts";
+import { demoDefinition, Project, scenario } from "../helpers/project.ts";
 import { agentBin, agentPath } from "./agents.ts";
 
 const SLOW = 240_000;
@@ -48,6 +49,10 @@ describe.skipIf(bin === null)("gemini as loop's preset", () => {
             ]);
             expect(new Set(fake.turns.map((t) => t.key))).toEqual(new Set([LOOPS_KEY]));
             expect(it.attempts[0]!.usage).toMatchObject({ source: "gateway", tokens: geminiServed(fake.turns) });
+            // Its own result line says the same but for its thinking, which the gateway counts as output.
+            const own = figureOf(feedLines(initialState("gemini"), readFileSync(join(p.sessionDir("a", 1), "output.log"), "utf8"))).tokens!;
+            const thinking = fake.turns.reduce((n, t) => n + t.usage.thoughtsTokenCount, 0);
+            expect(own).toEqual({ ...geminiServed(fake.turns), output: geminiServed(fake.turns).output - thinking });
             // The preset's argv, as recorded: headless, approvals off, trust skipped, the conversation named.
             const launch = JSON.parse(readFileSync(join(p.sessionDir("a", 1), "launch.json"), "utf8")) as { argv: string[] };
             expect(launch.argv).toEqual([
@@ -125,9 +130,51 @@ describe.skipIf(bin === null)("gemini as loop's preset", () => {
             const it = p.projection().items.a!;
             expect(it.status).toBe("passed");
             expect(it.attempts[0]!.usage).toMatchObject({ source: "gateway", tokens: geminiServed(fake.turns) });
+            // Its own result line says the same but for its thinking, which the gateway counts as output.
+            const own = figureOf(feedLines(initialState("gemini"), readFileSync(join(p.sessionDir("a", 1), "output.log"), "utf8"))).tokens!;
+            const thinking = fake.turns.reduce((n, t) => n + t.usage.thoughtsTokenCount, 0);
+            expect(own).toEqual({ ...geminiServed(fake.turns), output: geminiServed(fake.turns).output - thinking });
             expect(() => readFileSync(join(p.sessionDir("a", 1), "gateway-refused.jsonl"), "utf8")).toThrow();
           },
         );
+      } finally {
+        await fake.stop();
+      }
+    },
+    SLOW,
+  );
+
+  test(
+    "without GEMINI_API_KEY in loop's environment: the named environment fault before launch, no attempt spent; the real CLI, keyless, indeed fails",
+    async () => {
+      const fake = await startFakeGemini(() => ({ text: "Done." }));
+      try {
+        // No session is ever started, so not `scenario` (whose end checks the sessions' groups).
+        const p = new Project(demoDefinition([{ id: "a", prompt: "Work.", verify: "true" }], { defaults: { runner: "gemini" } }));
+        try {
+          const { GEMINI_API_KEY: _, ...env } = agentEnv(p, fake);
+          Object.assign(p.env, env);
+          delete p.env.GEMINI_API_KEY;
+          const r = await p.run([1]);
+          expect(r.attention.map((a) => a.kind)).toContain("environment");
+          expect(p.eventsOf("environment_fault").map((e) => e.payload.kind)).toEqual(["gemini_no_key"]);
+          expect(p.eventsOf("launch_reserved")).toEqual([]);
+          expect(fake.turns).toEqual([]);
+          // What the fault stands in for: the CLI with the preset's settings and no key fails, asking no model.
+          const home = join(p.aux, "cli-home");
+          mkdirSync(join(home, ".gemini"), { recursive: true });
+          writeFileSync(join(home, ".gemini", "settings.json"), JSON.stringify(GEMINI_SETTINGS));
+          const cli = Bun.spawn([bin!, "--skip-trust", "--output-format", "stream-json", "--prompt=hi"], {
+            env: { ...env, PATH: process.env.PATH!, GEMINI_CLI_HOME: home },
+            cwd: p.root,
+            stdout: "pipe",
+            stderr: "pipe",
+          });
+          expect(await cli.exited).not.toBe(0);
+          expect(fake.turns).toEqual([]);
+        } finally {
+          p.dispose();
+        }
       } finally {
         await fake.stop();
       }

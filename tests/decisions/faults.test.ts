@@ -119,6 +119,13 @@ describe("launchFault", () => {
       want: "aider_no_model",
       mentions: ['"model"', "OPENAI_API_KEY"],
     },
+    {
+      name: "gemini without GEMINI_API_KEY in loop's environment: its gateway has no key to send",
+      facts: { runner: "gemini", geminiKey: false },
+      want: "gemini_no_key",
+      mentions: ["GEMINI_API_KEY", "loop run's environment", "loop ctl resume"],
+    },
+    { name: "gemini with its key", facts: { runner: "gemini", geminiKey: true }, want: null },
     { name: "aider with a model", facts: { runner: "aider", aiderModel: { model: "gpt-4o", env: {}, files: {} } }, want: null },
     {
       name: "git cannot commit for the agent",

@@ -194,11 +194,18 @@ describe("presets", () => {
       conversationId: null,
     },
     {
-      name: "opencode with model, and on a reply the same fresh run (it does not resume)",
+      name: "opencode with model",
       runner: "opencode",
-      ctx: { ...resumed, model: "anthropic/claude-sonnet-4-5" },
+      ctx: { ...CTX, model: "anthropic/claude-sonnet-4-5" },
       argv: ["opencode", "run", "--format", "json", "--pure", "--model", "anthropic/claude-sonnet-4-5", "--", CTX.prompt],
       conversationId: null,
+    },
+    {
+      name: "opencode resume: --session with the conversation's id, loop's pointer to the reply's file, never the reply",
+      runner: "opencode",
+      ctx: resumed,
+      argv: ["opencode", "run", "--format", "json", "--pure", "--session", "conv-1", "--", resumePrompt(REPLY_FILE)],
+      conversationId: "conv-1",
     },
   ];
 
@@ -207,7 +214,7 @@ describe("presets", () => {
       const cmd = PRESETS[c.runner].build(c.ctx);
       expect(cmd.argv).toEqual(c.argv);
       expect(cmd.conversationId).toBe(c.conversationId);
-      expect(cmd.supportsResume).toBe(c.runner !== "opencode");
+      expect(cmd.supportsResume).toBe(true);
       // buildRunnerCommand dispatches to the same preset, whatever the command runners say.
       expect(buildRunnerCommand(c.runner, c.ctx, { other: { command: ["x"] } }, ["demo"])).toEqual(cmd);
     });
@@ -344,6 +351,14 @@ describe("conversationIdFromLog", () => {
     const log = `Warning: 256-color support not detected.\n{"type":"init","timestamp":"2026-12-07T12:46:16.786Z","session_id":"${SID}","model":"auto"}\n`;
     expect(conversationIdFromLog("gemini", log)).toBe(SID);
     expect(conversationIdFromLog("claude", log)).toBeNull();
+  });
+  test("opencode: the sessionID its events carry, only in its own form (it goes on a command line)", () => {
+    const ses = "ses_daed412d7ffeM5zXkt7dbE9twK";
+    const log = `{"type":"step_start","timestamp":1796658170323,"sessionID":"${ses}","part":{"type":"step-start"}}\n`;
+    expect(conversationIdFromLog("opencode", log)).toBe(ses);
+    expect(conversationIdFromLog("codex", log)).toBeNull();
+    expect(conversationIdFromLog("opencode", '{"type":"text","sessionID":"--help"}\n')).toBeNull();
+    expect(conversationIdFromLog("opencode", '{"type":"text","sessionID":"ses_a b"}\n')).toBeNull();
   });
   test("claude init event", () => {
     const log = `{"type":"system","subtype":"init","session_id":"${SID}"}\n`;
@@ -540,5 +555,12 @@ describe("a conversation a reply may resume", () => {
     expect(provenConversation("gemini", { recorded: id, logHead: line, historyExists: false, saved: () => true })).toBe(id);
     expect(provenConversation("gemini", { recorded: id, logHead: line, historyExists: false, saved: () => false })).toBeNull();
     expect(provenConversation("gemini", { recorded: id, logHead: "", historyExists: false, saved: () => true })).toBeNull();
+  });
+  test("opencode: the sessionID of its first event, when its database was kept; nothing recorded at launch is needed", () => {
+    const id = "ses_daed412d7ffeM5zXkt7dbE9twK";
+    const line = `{"type":"step_start","sessionID":"${id}","part":{}}\n`;
+    expect(provenConversation("opencode", { recorded: null, logHead: line, historyExists: false, saved: () => true })).toBe(id);
+    expect(provenConversation("opencode", { recorded: null, logHead: line, historyExists: false, saved: () => false })).toBeNull();
+    expect(provenConversation("opencode", { recorded: id, logHead: "", historyExists: false, saved: () => true })).toBeNull();
   });
 });

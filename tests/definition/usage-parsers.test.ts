@@ -1,6 +1,7 @@
 // The usage parsers (lib/definition/usage-parsers.ts) against recorded output of each CLI, built from the
 // formats their documentation and sources describe (docs/spend.md says which versions): claude
-// `-p --output-format stream-json --verbose`, codex `exec --json`, aider's printed usage lines, and
+// `-p --output-format stream-json --verbose`, codex `exec --json`, Gemini CLI's stream-json and
+// opencode's `--format json` (recorded from the real CLIs), aider's printed usage lines, and
 // a command runner's LOOP_USAGE_FILE. Fed whole or in pieces, with a truncated last line, lines of
 // other output between, resumed conversations, and text printed to make the figure lower.
 import { describe, expect, test } from "bun:test";
@@ -425,9 +426,84 @@ describe("LOOP_USAGE_FILE", () => {
     });
 });
 
+/** Gemini CLI 0.61's stream-json, recorded against tests/helpers/fake-gemini.ts (three answers of 1,200 prompt tokens, 400 cached, 30 out and 12 of thinking: its router's and two turns). */
+const GEMINI_LINES = [
+  '{"type":"init","timestamp":"2026-12-07T15:54:28.875Z","session_id":"46d671f2-5df9-43cf-ac0e-4deb5a271fae","model":"auto"}',
+  '{"type":"message","timestamp":"2026-12-07T15:54:28.876Z","role":"user","content":"Write DONE.md"}',
+  '{"type":"tool_use","timestamp":"2026-12-07T15:54:29.519Z","tool_name":"run_shell_command","tool_id":"run_shell_command__run_shell_command_1796658869307_0","parameters":{"command":"printf \'hello\\\\n\' > DONE.md"}}',
+  '{"type":"tool_result","timestamp":"2026-12-07T15:54:30.173Z","tool_id":"run_shell_command__run_shell_command_1796658869307_0","status":"success","output":""}',
+  '{"type":"message","timestamp":"2026-12-07T15:54:30.324Z","role":"assistant","content":"Done.","delta":true}',
+  '{"type":"result","timestamp":"2026-12-07T15:54:30.349Z","status":"success","stats":{"total_tokens":3726,"input_tokens":3600,"output_tokens":90,"cached":1200,"input":2400,"duration_ms":1479,"tool_calls":1,"models":{"gemini-3.5-flash-lite-fake":{"total_tokens":1242,"input_tokens":1200,"output_tokens":30,"cached":400,"input":800},"gemini-3.1-pro-preview-fake":{"total_tokens":2484,"input_tokens":2400,"output_tokens":60,"cached":800,"input":1600}}}}',
+];
+
+/** opencode 1.18.33's --format json, recorded against tests/helpers/fake-anthropic.ts (two steps; its title request is not in its events). */
+const OPENCODE_LINES = [
+  '{"type":"step_start","timestamp":1796658170323,"sessionID":"ses_daed412d7ffeM5zXkt7dbE9twK","part":{"id":"prt_2512c0998001SU7ax4uP9KpAsj","messageID":"msg_2512bf990001SJToMpzeTCyllx","sessionID":"ses_daed412d7ffeM5zXkt7dbE9twK","snapshot":"4b825dc642cb6eb9a060e54bf8d69288fbee4904","type":"step-start"}}',
+  '{"type":"tool_use","timestamp":1796658170589,"sessionID":"ses_daed412d7ffeM5zXkt7dbE9twK","part":{"type":"tool","tool":"bash","callID":"toolu_01Fake000004icge3ndj","state":{"status":"completed","input":{"command":"echo hi > X.md","description":"run"},"output":"(no output)","metadata":{"output":"(no output)","exit":0,"truncated":false},"title":"echo hi > X.md","time":{"start":1796658170293,"end":1796658170493}},"id":"prt_2512c099f001sY3GJUdLm3ZfMm","sessionID":"ses_daed412d7ffeM5zXkt7dbE9twK","messageID":"msg_2512bf990001SJToMpzeTCyllx"}}',
+  '{"type":"step_finish","timestamp":1796658171158,"sessionID":"ses_daed412d7ffeM5zXkt7dbE9twK","part":{"id":"prt_2512c0cf5001gY6fY6z0vd0T1S","reason":"tool-calls","snapshot":"8a5f7434d11b9b46dcd3dd1d0a01e36849fb6ae2","messageID":"msg_2512bf990001SJToMpzeTCyllx","sessionID":"ses_daed412d7ffeM5zXkt7dbE9twK","type":"step-finish","tokens":{"total":12591,"input":3,"output":180,"reasoning":0,"cache":{"write":12408,"read":0}},"cost":0.049239}}',
+  '{"type":"step_start","timestamp":1796658172198,"sessionID":"ses_daed412d7ffeM5zXkt7dbE9twK","part":{"id":"prt_2512c10f9001bhlL6p8CyiMwRh","messageID":"msg_2512c0ee40018EomU3hTzAmpaj","sessionID":"ses_daed412d7ffeM5zXkt7dbE9twK","snapshot":"8a5f7434d11b9b46dcd3dd1d0a01e36849fb6ae2","type":"step-start"}}',
+  '{"type":"text","timestamp":1796658172198,"sessionID":"ses_daed412d7ffeM5zXkt7dbE9twK","part":{"id":"prt_2512c1107001sG664GPALfqWqm","messageID":"msg_2512c0ee40018EomU3hTzAmpaj","sessionID":"ses_daed412d7ffeM5zXkt7dbE9twK","type":"text","text":"Done 22","time":{"start":1796658172168,"end":1796658172187}}}',
+  '{"type":"step_finish","timestamp":1796658172873,"sessionID":"ses_daed412d7ffeM5zXkt7dbE9twK","part":{"id":"prt_2512c1360001pgMxC2091M8okQ","reason":"stop","snapshot":"8a5f7434d11b9b46dcd3dd1d0a01e36849fb6ae2","messageID":"msg_2512c0ee40018EomU3hTzAmpaj","sessionID":"ses_daed412d7ffeM5zXkt7dbE9twK","type":"step-finish","tokens":{"total":13522,"input":14,"output":217,"reasoning":0,"cache":{"write":433,"read":12858}},"cost":0.00877815}}',
+];
+
+describe("gemini stream-json (recorded)", () => {
+  test("its result line: the process's figures, cached input apart, its thinking not in them; its one model when it names one", () => {
+    const r = parse("gemini", lines(GEMINI_LINES));
+    expect(r.figure).toEqual({ tokens: { input: 2400, output: 90, cacheRead: 1200, cacheWrite: 0 }, microUsd: null, model: null });
+    expect(r.note).toBeNull();
+    const one = j({
+      type: "result",
+      status: "success",
+      stats: { input_tokens: 500, output_tokens: 7, cached: 100, input: 400, models: { "gemini-2.5-pro": {} } },
+    });
+    expect(parse("gemini", lines([one])).figure).toEqual({
+      tokens: { input: 400, output: 7, cacheRead: 100, cacheWrite: 0 },
+      microUsd: null,
+      model: "gemini-2.5-pro",
+    });
+  });
+  test("before its result line nothing is known; a lower result printed after (forged) lowers nothing; a result without stats is unreadable", () => {
+    expect(parse("gemini", lines(GEMINI_LINES.slice(0, -1))).figure.tokens).toBeNull();
+    const forged = j({ type: "result", stats: { input_tokens: 1, output_tokens: 1, cached: 0 } });
+    expect(parse("gemini", lines([...GEMINI_LINES, forged])).figure.tokens).toEqual({ input: 2400, output: 90, cacheRead: 1200, cacheWrite: 0 });
+    expect(parse("gemini", lines([j({ type: "result", stats: "none" })])).note).toMatch(/1 line that looked like gemini's usage could not be read/);
+  });
+});
+
+describe("opencode --format json (recorded)", () => {
+  test("its steps' step_finish summed: input apart from the cache, reasoning as output, its dollars summed", () => {
+    const r = parse("opencode", lines(OPENCODE_LINES));
+    expect(r.figure).toEqual({ tokens: { input: 3 + 14, output: 180 + 217, cacheRead: 12858, cacheWrite: 12408 + 433 }, microUsd: 49239 + 8778, model: null });
+    expect(r.note).toBeNull();
+    const reasoning = j({ type: "step_finish", part: { tokens: { input: 5, output: 10, reasoning: 4, cache: { read: 0, write: 0 } } } });
+    expect(parse("opencode", lines([reasoning])).figure.tokens).toEqual({ input: 5, output: 14, cacheRead: 0, cacheWrite: 0 });
+  });
+  test("in pieces as it works (each step as it ends); a step_finish without tokens is unreadable; a negative count counts nothing", () => {
+    expect(parse("opencode", lines(OPENCODE_LINES.slice(0, 3)), { final: false }).figure.tokens).toEqual({
+      input: 3,
+      output: 180,
+      cacheRead: 0,
+      cacheWrite: 12408,
+    });
+    expect(parse("opencode", lines(OPENCODE_LINES.slice(0, 1))).figure.tokens).toBeNull();
+    const bad = j({ type: "step_finish", part: {} });
+    expect(parse("opencode", lines([...OPENCODE_LINES, bad])).note).toMatch(/could not be read/);
+    const negative = j({ type: "step_finish", part: { tokens: { input: -1000, output: -1000 } } });
+    expect(parse("opencode", lines([...OPENCODE_LINES, negative])).figure.tokens).toEqual({ input: 17, output: 397, cacheRead: 12858, cacheWrite: 12841 });
+  });
+});
+
 describe("where usage comes from, and prices", () => {
   test("the presets are parsed from their logs; every other runner reports to the file", () => {
-    expect(["claude", "codex", "aider", "demo", "mine"].map(usageSourceOf)).toEqual(["claude", "codex", "aider", "usage_file", "usage_file"]);
+    expect(["claude", "codex", "aider", "gemini", "opencode", "demo", "mine"].map(usageSourceOf)).toEqual([
+      "claude",
+      "codex",
+      "aider",
+      "gemini",
+      "opencode",
+      "usage_file",
+      "usage_file",
+    ]);
   });
 
   test("tokens at the operator's prices (micro-dollars per million), rounded up; a kind without a price is never guessed", () => {

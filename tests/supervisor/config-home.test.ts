@@ -156,6 +156,31 @@ describe("keepConversation (the wrapper, when the session ends)", () => {
     expect(conversationSaved("gemini", dir, "0b7a")).toBe(false);
   });
 
+  test("opencode: its database and write-ahead log are kept whole (nothing else of its data folder), never through a linked folder; a resume gets them back", () => {
+    const dir = temp.make();
+    const at = join(dir, CONFIG_HOME);
+    write(join(at, "data", "opencode", "opencode.db"), "sqlite");
+    write(join(at, "data", "opencode", "opencode.db-wal"), "wal");
+    write(join(at, "data", "opencode", "log", "opencode.log"), "log");
+    write(join(at, "config", "opencode", "package.json"), "{}");
+    keepConversation(dir);
+    expect(tree(join(dir, CONVERSATION_STORE))).toEqual(["data/opencode/opencode.db", "data/opencode/opencode.db-wal"]);
+    expect(conversationSaved("opencode", dir, "ses_daed412d7ffeM5zXkt7dbE9twK")).toBe(true);
+    expect(conversationSaved("opencode", dir, "../ses_x")).toBe(false);
+    expect(conversationSaved("opencode", temp.make(), "ses_daed412d7ffeM5zXkt7dbE9twK")).toBe(false);
+    const h = prepareConfigHome({ runner: "opencode", dir: temp.make(), env: {}, resumeFrom: dir })!;
+    expect(tree(h.home)).toEqual(["data/opencode/opencode.db", "data/opencode/opencode.db-wal"]);
+    // A data folder the agent replaced by a link to someone else's: not followed.
+    const linked = temp.make();
+    const operators = temp.make();
+    write(join(operators, "opencode", "opencode.db"), "the operator's");
+    mkdirSync(join(linked, CONFIG_HOME), { recursive: true });
+    symlinkSync(operators, join(linked, CONFIG_HOME, "data"));
+    keepConversation(linked);
+    expect(tree(join(linked, CONVERSATION_STORE))).toEqual([]);
+    expect(conversationSaved("opencode", linked, "ses_daed412d7ffeM5zXkt7dbE9twK")).toBe(false);
+  });
+
   test("a home replaced by a link is removed, never followed; a session without one is left as it is", () => {
     const dir = temp.make();
     const elsewhere = temp.make();
