@@ -9,6 +9,7 @@ import {
   DRAIN_OUTCOMES,
   REVIEW_CODES,
   END_VERDICTS,
+  TRACKER_MOVES,
   LANDING_CODES,
   LANDING_OUTCOMES,
   type LandingCode,
@@ -330,6 +331,11 @@ export const PAYLOADS = {
   forge_question_posted: v.strictObject({ attempt: Pos, issue: Pos, commentId: CommentIdField }),
   // An item whose agent gave up, said on its issue once per attempt (docs/runners.md#giving-up).
   forge_gave_up_posted: v.strictObject({ attempt: Pos, issue: Pos, commentId: CommentIdField }),
+  // A Linear or Jira issue moved to the state loop.json's tracker.moveTo names (docs/trackers.md#states):
+  // once per attempt for `started` and `completed`, once per reset (attempt 0: none yet) for `reset`.
+  tracker_issue_moved: v.strictObject({ attempt: v.pipe(Int, v.minValue(0)), issue: Pos, move: v.picklist(TRACKER_MOVES), state: Str }),
+  // What became of an item said on its Linear or Jira issue (docs/trackers.md#outcomes), once per attempt.
+  tracker_outcome_posted: v.strictObject({ attempt: Pos, issue: Pos, outcome: v.picklist(SETTLED_OUTCOMES), commentId: CommentIdField }),
   // A reaction to what happened on the attempt's pull request (docs/forge.md#reactions): the signals
   // seen on `head` (each with the key that keeps it from triggering twice), what was decided, and
   // the bounded, fenced digest the next attempt is given ("" when it blocked).
