@@ -67,9 +67,27 @@ const Forge = v.strictObject({
   authorizeWriters: v.boolean(),
   pollInterval: Int,
 });
+// loop.json's Linear or Jira tracker (docs/trackers.md); absent when the forge is the tracker.
+const TrackerSettings = v.strictObject({
+  provider: v.picklist(["linear", "jira"]),
+  apiUrl: Str,
+  tokenEnv: Str,
+  tokenKind: v.picklist(["personal", "oauth", "basic"]),
+  email: v.optional(Str),
+  key: Str,
+  states: v.array(Str),
+  labels: v.array(Str),
+  jql: v.optional(Str),
+  moveTo: v.strictObject({ started: v.optional(Str), completed: v.optional(Str), reset: v.optional(Str) }),
+  authorizedUsers: v.array(Str),
+  pollInterval: Int,
+});
 const Settings = v.strictObject({
   landing: v.picklist(["none", "merge", "pr"]),
   forge: v.optional(Forge),
+  tracker: v.optional(TrackerSettings),
+  // Present only when loop.json's tracker is "none" (the forge's issues and comments are not read).
+  trackerNone: v.optional(v.literal(true)),
   base: Str,
   target: Str,
   tmux: v.boolean(),
