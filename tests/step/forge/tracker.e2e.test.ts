@@ -5,7 +5,9 @@
 // the outcome is said on the issue with the pull request's link, the code lands on the fake GitHub;
 // `/loop pause` on the tracker's issue from an authorized user pauses the loop, a stranger's does
 // nothing; a question is asked on the issue and the reply resumes the agent; a state the tracker
-// does not have is the environment fault tracker_state_unknown naming tracker.moveTo.
+// does not have is the environment fault tracker_state_unknown naming tracker.moveTo; a tracker that
+// does not answer is waited for, no attempt spent; after `loop reset` the next step moves the issue
+// to tracker.moveTo.reset.
 import { afterEach, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -29,6 +31,8 @@ interface TrackerUnderTest {
   loopComments(n: number): string[];
   ref(n: number): string;
   id(n: number): string;
+  /** The tracker stops answering (every request hangs until the client's deadline), or answers again. */
+  down(hang: boolean): void;
   stop(): void;
 }
 
@@ -45,6 +49,7 @@ function linear(): TrackerUnderTest {
     loopComments: (n) => f.comments.filter((c) => c.issue === n && c.user === f.viewer).map((c) => c.body),
     ref: (n) => `linear:ENG-${n}`,
     id: (n) => `eng-${n}`,
+    down: (hang) => void (f.switches.hang = hang),
     stop: () => f.stop(),
   };
 }
@@ -63,6 +68,7 @@ function jira(): TrackerUnderTest {
     loopComments: (n) => f.comments.filter((c) => c.issue === n && c.author === f.me).map((c) => text(c.body)),
     ref: (n) => `jira:PROJ-${n}`,
     id: (n) => `proj-${n}`,
+    down: (hang) => void (f.switches.hang = hang),
     stop: () => f.stop(),
   };
 }
@@ -83,7 +89,9 @@ afterEach(() => {
 
 function project(make: () => TrackerUnderTest, o: { items: (t: TrackerUnderTest) => unknown[]; moveTo?: Record<string, string>; landing?: "merge" | "none" }) {
   const t = make();
-  const p = new Project(demoDefinition([{ id: "x", prompt: "p" }]), { env: { FAKE_FORGE_TOKEN: "ghs_fake", LOOP_ALLOW_AUTO_MERGE: "1", ...t.env } });
+  const p = new Project(demoDefinition([{ id: "x", prompt: "p" }]), {
+    env: { FAKE_FORGE_TOKEN: "ghs_fake", LOOP_ALLOW_AUTO_MERGE: "1", LOOP_FORGE_TIMEOUT: "2s", ...t.env },
+  });
   const f = github(p.aux);
   open.push({ p, f, t });
   t.addIssue(1, "Add the greeting");
@@ -200,4 +208,48 @@ describe.each(TRACKERS)("%s", (_name, make) => {
     expect(t.state(1)).not.toBe("Doing");
     await p.finish();
   });
+
+  test("a tracker that does not answer: the launch waits, no attempt spent, no fault; once it answers the loop goes on", async () => {
+    const { p, t } = project(make, { items: (t) => [{ ref: t.ref(1), prompt: "x\n@demo write a.txt a\n@demo commit add a" }], landing: "none" });
+    t.down(true);
+    const r = await p.run();
+    expect(r.action).toBe("waiting");
+    expect(r.reason).toContain("could not read issue");
+    expect(p.eventsOf("launch_reserved")).toHaveLength(0);
+    expect(p.eventsOf("environment_fault")).toHaveLength(0);
+    t.down(false);
+    expect((await p.runToDrain()).loop.outcome).toBe("Succeeded");
+    expect(t.state(1)).toBe("Done");
+    await p.finish();
+  });
+
+  test("loop reset asks no tracker; the next step moves the issue to tracker.moveTo.reset, once", async () => {
+    const { p, t } = project(make, {
+      items: (t) => [{ ref: t.ref(1), prompt: "x\n@demo write a.txt a\n@demo commit add a" }],
+      landing: "none",
+      moveTo: { started: "In Progress", completed: "Done", reset: t0(make) },
+    });
+    expect((await p.runToDrain()).loop.outcome).toBe("Succeeded");
+    expect(t.state(1)).toBe("Done");
+    const reset = await p.loop(["reset", "--work-item", t.id(1), "--yes", "--json"]);
+    expect(reset.code).toBe(0);
+    expect(t.state(1)).toBe("Done");
+    expect((await p.loop(["ctl", "pause", "--yes", "--json"])).code).toBe(0);
+    expect((await p.run()).action).toBe("paused");
+    expect(t.state(1)).toBe(t0(make));
+    expect(p.eventsOf("tracker_issue_moved").map((e) => [e.payload.move, e.payload.attempt])).toEqual([
+      ["started", 1],
+      ["completed", 1],
+      ["reset", 0],
+    ]);
+    const head = p.head();
+    await p.run();
+    expect(p.head()).toBe(head);
+    await p.finish();
+  });
 });
+
+/** The tracker's first state (where a new issue starts): Linear's "Todo", Jira's "To Do". */
+function t0(make: () => TrackerUnderTest): string {
+  return make === linear ? "Todo" : "To Do";
+}
