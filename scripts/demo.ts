@@ -14,18 +14,33 @@
 // With --serve, `loop serve` shows the loop's page (a live timeline) on a printed address from the
 // first step on, the steps come slower so the page can be watched, and the page stays up after the
 // loop drains until Ctrl-C (--listen HOST:PORT picks the address; default a free port on 127.0.0.1).
-// Usage: npm run demo [-- --keep] [-- --dir DIR] [-- --forge [github|gitlab]] [-- --serve [--listen HOST:PORT]]
+// With --tracker linear or --tracker jira, the items' issues and their conversation live in a fake
+// Linear or Jira on 127.0.0.1 (tests/helpers/fake-linear.ts, fake-jira.ts) beside the fake GitHub,
+// which still lands the code (docs/trackers.md): the hand-added item names the tracker's issue (its
+// context in the handoff), the issue moves to "In Progress" as its attempt launches and to "Done"
+// as it lands, and each outcome is said on its issue with the pull request's link.
+// Usage: npm run demo [-- --keep] [-- --dir DIR] [-- --forge [github|gitlab]] [-- --tracker linear|jira] [-- --serve [--listen HOST:PORT]]
 import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { spawnSync } from "node:child_process";
 import { startFakeGitHub } from "../tests/helpers/fake-github.ts";
 import { startFakeGitLab } from "../tests/helpers/fake-gitlab.ts";
+import { FakeLinear } from "../tests/helpers/fake-linear.ts";
+import { FakeJira } from "../tests/helpers/fake-jira.ts";
+import { adfToText } from "../lib/forge/adf.ts";
 
 const args = process.argv.slice(2);
 const keep = args.includes("--keep");
 const forgeAt = args.indexOf("--forge");
-const forgeKind = forgeAt < 0 ? null : args[forgeAt + 1] === "gitlab" ? "gitlab" : "github";
+const trackerAt = args.indexOf("--tracker");
+const trackerKind = trackerAt < 0 ? null : args[trackerAt + 1];
+if (trackerKind !== null && trackerKind !== "linear" && trackerKind !== "jira") {
+  process.stderr.write(`demo: --tracker takes linear or jira, not ${JSON.stringify(trackerKind ?? "")}\n`);
+  process.exit(2);
+}
+// A tracker's items land their code on a forge: GitHub, unless --forge says otherwise.
+const forgeKind = forgeAt < 0 ? (trackerKind ? "github" : null) : args[forgeAt + 1] === "gitlab" ? "gitlab" : "github";
 if (forgeAt >= 0 && args[forgeAt + 1] !== undefined && !args[forgeAt + 1]!.startsWith("--") && !["github", "gitlab"].includes(args[forgeAt + 1]!)) {
   process.stderr.write(`demo: --forge takes github or gitlab, not ${JSON.stringify(args[forgeAt + 1])}\n`);
   process.exit(2);
@@ -156,6 +171,45 @@ if (gh) {
   env.LOOP_ALLOW_AUTO_MERGE = "1";
 }
 
+/** The demo's fake Linear or Jira: where its issue is, what loop did to it, and what loop said on it. */
+interface DemoTracker {
+  name: string;
+  ref: string;
+  state(): string;
+  said(): string[];
+  stop(): void;
+}
+let tracker: DemoTracker | null = null;
+if (trackerKind === "linear") {
+  const f = new FakeLinear({ authorization: "lin_api_demo" }).start();
+  f.addIssue({ number: 2, title: "Add a license", description: "MIT, please. <!-- stripped by loop -->" });
+  f.addComment({ issue: 2, body: "Keep it short.", user: [...f.users.keys()][0]! });
+  env.LINEAR_API_KEY = "lin_api_demo";
+  forgeSection += `
+  "tracker": ${JSON.stringify({ provider: "linear", apiUrl: f.url, team: "ENG", authorizedUsers: ["ada@acme.dev"], pollInterval: "1s", moveTo: { started: "In Progress", completed: "Done" } })},`;
+  tracker = {
+    name: "Linear",
+    ref: "linear:ENG-2",
+    state: () => f.issue(2).state,
+    said: () => f.comments.filter((c) => c.issue === 2 && c.user === f.viewer).map((c) => c.body),
+    stop: () => f.stop(),
+  };
+} else if (trackerKind === "jira") {
+  const f = new FakeJira().start();
+  f.addIssue({ number: 2, summary: "Add a license" });
+  f.addComment({ issue: 2, body: "Keep it short." });
+  env.JIRA_API_TOKEN = f.token;
+  forgeSection += `
+  "tracker": ${JSON.stringify({ provider: "jira", apiUrl: f.url, email: f.email, project: "PROJ", authorizedUsers: [[...f.users.keys()][0]!], pollInterval: "1s", moveTo: { started: "In Progress", completed: "Done" } })},`;
+  tracker = {
+    name: "Jira",
+    ref: "jira:PROJ-2",
+    state: () => f.issue(2).status,
+    said: () => f.comments.filter((c) => c.issue === 2 && c.author === f.me).map((c) => adfToText(c.body).text),
+    stop: () => f.stop(),
+  };
+}
+
 /** A loop command, run asynchronously: the fake GitHub answers from this process meanwhile. */
 async function loopCmd(argv: string[]): Promise<{ status: number; stdout: string; stderr: string }> {
   const proc = Bun.spawn([...loop, ...argv], { cwd: root, env: { ...process.env, ...env }, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
@@ -221,14 +275,16 @@ if (plan.status !== 0) {
   process.stderr.write(`loop plan failed with exit ${plan.status}\n`);
   process.exit(1);
 }
-say(`loop add (one more item, by hand; the demo agent forgets the file on its first attempt${gh ? "; its issue #2 gives the handoff context" : ""}):`);
+say(
+  `loop add (one more item, by hand; the demo agent forgets the file on its first attempt${tracker ? `; its ${tracker.name} issue ${tracker.ref} gives the handoff context` : gh ? "; its issue #2 gives the handoff context" : ""}):`,
+);
 const add = await loopCmd([
   "add",
   "Add a LICENSE file.\n@demo attempt 1 write NOTES.md I will add the license later\n@demo attempt 2 write LICENSE MIT License",
   "--id",
   "add-license",
   "--ref",
-  gh?.ref ?? "github:acme/tiny#2",
+  tracker?.ref ?? gh?.ref ?? "github:acme/tiny#2",
   "--verify",
   "CHECKS=LICENSE sh check.sh",
   "--text",
@@ -333,6 +389,10 @@ if (gh) {
   say("landed on loop/demo/landed:");
   process.stdout.write(sh(["git", "log", "--oneline", "--graph", "loop/demo/landed"], { quiet: true }).stdout);
 }
+if (tracker) {
+  say(`${tracker.ref} on the fake ${tracker.name}: ${tracker.state()}; what loop said on it:`);
+  for (const c of tracker.said()) process.stdout.write(`${c}\n`);
+}
 say("loop export --text (the backlog in the text format `loop add --from-file` reads):");
 process.stdout.write((await loopCmd(["export", "--text"])).stdout);
 if (server) {
@@ -346,6 +406,7 @@ if (server) {
   await server.exited;
 }
 gh?.stop();
+tracker?.stop();
 if (!kept) {
   rmSync(root, { recursive: true, force: true });
   process.stderr.write(`\ndeleted the demo repository ${root}${gh ? ` and the fake ${gh.name}'s folder ${gh.dir}` : ""} (--keep keeps them)\n`);

@@ -28,7 +28,8 @@ export type FaultKind =
   | "setup_failed"
   | "setup_missing"
   | "base_verify_failed"
-  | "object_store_tampered";
+  | "object_store_tampered"
+  | "tracker_state_unknown";
 
 export interface EnvironmentFault {
   kind: FaultKind;

@@ -22,7 +22,8 @@ import {
   type Timeouts,
 } from "./normalized.ts";
 import { FORGE_DEFAULTS, KIND } from "./forge-kinds.ts";
-import { isKeyedTracker, TRACKER_KIND, TRACKER_MOVES } from "./tracker-kinds.ts";
+import { isKeyedTracker, TRACKER_KIND } from "./tracker-kinds.ts";
+import { TRACKER_MOVES } from "../log/vocabulary.ts";
 import { normalizeNetwork } from "./network.ts";
 import { defaultTarget } from "./branches.ts";
 import { DEFAULT_CHANNEL_TIMEOUT_MS, NOTIFY_EVENTS } from "./channels.ts";

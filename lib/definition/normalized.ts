@@ -2,9 +2,9 @@
 // reader of a definition uses, and the constants they share. Types and constants only.
 import { RESERVED_RUNNER_NAMES } from "./runners.ts";
 import type { NormEnvironment } from "./child-environment.ts";
-import type { ReactionDecision, ReactionSignal } from "../log/vocabulary.ts";
+import type { ReactionDecision, ReactionSignal, TrackerMove } from "../log/vocabulary.ts";
 import type { ForgeKind } from "./forge-kinds.ts";
-import type { KeyedTracker, TrackerMove } from "./tracker-kinds.ts";
+import type { KeyedTracker } from "./tracker-kinds.ts";
 import type { NetworkPolicy } from "./network.ts";
 import type { ChannelKind, NotifyEvent } from "./channels.ts";
 

@@ -32,10 +32,6 @@ export const TRACKER_KIND: Record<KeyedTracker, { apiUrl: string | null; tokenEn
 /** Linear's two kinds of key (docs/trackers.md#linear): a personal API key goes bare in `Authorization`, an OAuth token after `Bearer`. */
 export const LINEAR_TOKEN_KINDS = ["personal", "oauth"] as const;
 
-/** The moments loop moves an issue through its tracker's workflow (docs/trackers.md#states). */
-export const TRACKER_MOVES = ["started", "completed", "reset"] as const;
-export type TrackerMove = (typeof TRACKER_MOVES)[number];
-
 export function isKeyedTracker(kind: unknown): kind is KeyedTracker {
   return (KEYED_TRACKERS as readonly unknown[]).includes(kind);
 }

@@ -26,9 +26,10 @@ import {
   type ForgeThread,
   type IssueLookup,
   type IssueSearch,
+  type KeyedTrackerClient,
+  type MoveOutcome,
   numericCommentId,
   rateLimited,
-  type Tracker,
 } from "./provider.ts";
 import { sanitizeLine } from "./untrusted.ts";
 
@@ -49,7 +50,7 @@ const FIELDS = ["summary", "description", "status", "labels"];
 /** Said after a description or comment the ADF reader cut (too deep, too many nodes, too long). */
 const ADF_CUT = "\n\n[loop: the rest of this text was not read: its document is larger or deeper than loop reads]";
 
-export class JiraTracker implements Tracker {
+export class JiraTracker implements KeyedTrackerClient {
   readonly settings: NormTracker;
   readonly #http: ForgeHttp;
   readonly #hasToken: boolean;
@@ -282,7 +283,7 @@ export class JiraTracker implements Tracker {
    * from its current status. Already there: nothing is done. No transition to it: `unknown_state`,
    * naming the statuses that can be reached, never a guess at another.
    */
-  async moveIssue(number: number, state: string): Promise<ForgeResult<{ kind: "moved" } | { kind: "unknown_state"; message: string }>> {
+  async moveIssue(number: number, state: string): Promise<ForgeResult<MoveOutcome>> {
     const key = this.#key(number);
     const issue = await this.#call("GET", `/rest/api/3/issue/${key}?fields=status`, 200);
     if (!issue.ok) return issue;

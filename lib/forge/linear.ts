@@ -23,8 +23,9 @@ import {
   type ForgeThread,
   type IssueLookup,
   type IssueSearch,
+  type KeyedTrackerClient,
+  type MoveOutcome,
   rateLimited,
-  type Tracker,
 } from "./provider.ts";
 import { sanitizeLine } from "./untrusted.ts";
 
@@ -48,7 +49,7 @@ const COMMENT_FIELDS = "id body createdAt updatedAt user { id email } issue { nu
 /** Where a state of one of these types is, the issue is closed to loop (Linear's WorkflowState.type). */
 const CLOSED_TYPES = ["completed", "canceled"];
 
-export class LinearTracker implements Tracker {
+export class LinearTracker implements KeyedTrackerClient {
   readonly settings: NormTracker;
   readonly #http: ForgeHttp;
   readonly #now: () => number;
@@ -279,7 +280,7 @@ export class LinearTracker implements Tracker {
    * Move the issue to the team's workflow state named `state` (docs/trackers.md#states). A state the
    * team does not have is `unknown_state`, a named fault, never a guess at another.
    */
-  async moveIssue(number: number, state: string): Promise<ForgeResult<{ kind: "moved" } | { kind: "unknown_state"; message: string }>> {
+  async moveIssue(number: number, state: string): Promise<ForgeResult<MoveOutcome>> {
     const id = await this.#issueId(number);
     if (!id.ok) return id;
     const s = await this.#gql("query States($filter: WorkflowStateFilter) { workflowStates(filter: $filter, first: 10) { nodes { id name type } } }", {

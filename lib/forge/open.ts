@@ -1,7 +1,8 @@
 // Which provider module serves a loop's forge. The module is loaded here, on demand: only a loop
 // with a `forge` section ever evaluates it, and only its own provider, so tools that never talk to
 // a forge start no slower.
-import type { ForgeProvider, ProviderOptions } from "./provider.ts";
+import type { NormTracker } from "../definition/normalized.ts";
+import type { ForgeProvider, KeyedTrackerClient, ProviderOptions } from "./provider.ts";
 
 export async function openForge(o: ProviderOptions): Promise<ForgeProvider> {
   switch (o.settings.provider) {
@@ -14,4 +15,14 @@ export async function openForge(o: ProviderOptions): Promise<ForgeProvider> {
       return new GitLabProvider(o);
     }
   }
+}
+
+/** The Linear or Jira client loop.json's `tracker` names (docs/trackers.md), loaded the same way. */
+export async function openTracker(o: { settings: NormTracker; token: string | null; timeoutMs?: number }): Promise<KeyedTrackerClient> {
+  if (o.settings.provider === "jira") {
+    const { JiraTracker } = await import("./jira.ts");
+    return new JiraTracker(o);
+  }
+  const { LinearTracker } = await import("./linear.ts");
+  return new LinearTracker(o);
 }

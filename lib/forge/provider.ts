@@ -249,6 +249,15 @@ export interface Tracker {
   searchOpenIssues(search: string): Promise<ForgeResult<IssueSearch>>;
 }
 
+/** A move of an issue to a named state: done, or a state the tracker does not have (or cannot reach from the issue's), a named fault. */
+export type MoveOutcome = { kind: "moved" } | { kind: "unknown_state"; message: string };
+
+/** Linear or Jira (loop.json's `tracker`): a tracker that also moves its issues through their workflow (docs/trackers.md#states). */
+export interface KeyedTrackerClient extends Tracker {
+  /** Move issue `number` to the state named `state`; already there: nothing is done, `moved`. */
+  moveIssue(number: number, state: string): Promise<ForgeResult<MoveOutcome>>;
+}
+
 /** The code host: where the code lands (push, pull requests, checks, reviews, merge). */
 interface CodeHost {
   /** What the forge calls what loop opens: "pull request" (GitHub), "merge request" (GitLab). */

@@ -9,6 +9,7 @@ import {
   DRAIN_OUTCOMES,
   REVIEW_CODES,
   END_VERDICTS,
+  TRACKER_MOVES,
   LANDING_CODES,
   LANDING_OUTCOMES,
   type LandingCode,
@@ -66,9 +67,27 @@ const Forge = v.strictObject({
   authorizeWriters: v.boolean(),
   pollInterval: Int,
 });
+// loop.json's Linear or Jira tracker (docs/trackers.md); absent when the forge is the tracker.
+const TrackerSettings = v.strictObject({
+  provider: v.picklist(["linear", "jira"]),
+  apiUrl: Str,
+  tokenEnv: Str,
+  tokenKind: v.picklist(["personal", "oauth", "basic"]),
+  email: v.optional(Str),
+  key: Str,
+  states: v.array(Str),
+  labels: v.array(Str),
+  jql: v.optional(Str),
+  moveTo: v.strictObject({ started: v.optional(Str), completed: v.optional(Str), reset: v.optional(Str) }),
+  authorizedUsers: v.array(Str),
+  pollInterval: Int,
+});
 const Settings = v.strictObject({
   landing: v.picklist(["none", "merge", "pr"]),
   forge: v.optional(Forge),
+  tracker: v.optional(TrackerSettings),
+  // Present only when loop.json's tracker is "none" (the forge's issues and comments are not read).
+  trackerNone: v.optional(v.literal(true)),
   base: Str,
   target: Str,
   tmux: v.boolean(),
@@ -330,6 +349,11 @@ export const PAYLOADS = {
   forge_question_posted: v.strictObject({ attempt: Pos, issue: Pos, commentId: CommentIdField }),
   // An item whose agent gave up, said on its issue once per attempt (docs/runners.md#giving-up).
   forge_gave_up_posted: v.strictObject({ attempt: Pos, issue: Pos, commentId: CommentIdField }),
+  // A Linear or Jira issue moved to the state loop.json's tracker.moveTo names (docs/trackers.md#states):
+  // once per attempt for `started` and `completed`, once per reset (attempt 0: none yet) for `reset`.
+  tracker_issue_moved: v.strictObject({ attempt: v.pipe(Int, v.minValue(0)), issue: Pos, move: v.picklist(TRACKER_MOVES), state: Str }),
+  // What became of an item said on its Linear or Jira issue (docs/trackers.md#outcomes), once per attempt.
+  tracker_outcome_posted: v.strictObject({ attempt: Pos, issue: Pos, outcome: v.picklist(SETTLED_OUTCOMES), commentId: CommentIdField }),
   // A reaction to what happened on the attempt's pull request (docs/forge.md#reactions): the signals
   // seen on `head` (each with the key that keeps it from triggering twice), what was decided, and
   // the bounded, fenced digest the next attempt is given ("" when it blocked).

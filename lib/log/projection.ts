@@ -14,6 +14,7 @@ import type {
   ReactionDecision,
   ReviewCode,
   SettleCode,
+  TrackerMove,
   VerifyCode,
 } from "./vocabulary.ts";
 
@@ -305,6 +306,10 @@ export interface ForgeRecord {
   questionPosted: { attempt: number; commentId: CommentId } | null;
   /** That the agent gave up, posted on the issue, by attempt; absent until it was (and in older logs). */
   gaveUpPosted?: { attempt: number; commentId: CommentId };
+  /** A Linear or Jira issue's moves (docs/trackers.md#states): the attempt each was last made for (0: a reset's, before any); absent until one was. */
+  trackerMoved?: Partial<Record<TrackerMove, number>>;
+  /** The outcome said on the tracker's issue, by attempt; absent until it was. */
+  outcomePosted?: { attempt: number; commentId: CommentId };
 }
 
 /**

@@ -3,6 +3,7 @@
 // definition of what the log means (reducer.ts spreads them into its table).
 import { commentIdOf, compareCommentIds, emptyForge } from "./projection.ts";
 import { currentAttempt, type Handlers, need, needStatus } from "./reducer-rules.ts";
+import { isSettled } from "./vocabulary.ts";
 
 type ForgeEvent =
   | "forge_pr_recorded"
@@ -11,7 +12,9 @@ type ForgeEvent =
   | "forge_comment_handled"
   | "forge_reaction_recorded"
   | "forge_question_posted"
-  | "forge_gave_up_posted";
+  | "forge_gave_up_posted"
+  | "tracker_issue_moved"
+  | "tracker_outcome_posted";
 
 export const FORGE_HANDLERS: Pick<Handlers, ForgeEvent> = {
   forge_pr_recorded(p, e, fail) {
@@ -86,5 +89,18 @@ export const FORGE_HANDLERS: Pick<Handlers, ForgeEvent> = {
     if (it.status !== "failed" || it.settleCode !== "gave_up") fail("not_gave_up", `"${it.id}" did not settle gave_up`);
     const f = (it.forge ??= emptyForge());
     f.gaveUpPosted = { attempt: e.payload.attempt, commentId: commentIdOf(e.payload.commentId) };
+  },
+  tracker_issue_moved(p, e, fail) {
+    const it = need(p, e, fail);
+    const pl = e.payload;
+    if (pl.attempt > it.attempts.length) fail("no_attempt", `"${it.id}" has no attempt ${pl.attempt}`);
+    const f = (it.forge ??= emptyForge());
+    f.trackerMoved = { ...f.trackerMoved, [pl.move]: pl.attempt };
+  },
+  tracker_outcome_posted(p, e, fail) {
+    const it = need(p, e, fail);
+    if (!isSettled(it.status)) fail("not_settled", `outcome of "${it.id}" posted before it settled`);
+    const f = (it.forge ??= emptyForge());
+    f.outcomePosted = { attempt: e.payload.attempt, commentId: commentIdOf(e.payload.commentId) };
   },
 };

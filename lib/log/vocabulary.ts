@@ -331,3 +331,7 @@ export type SettleCode = (typeof SETTLE_CODES)[number];
 export function faultSentence(o: { reason: string; fix: string; item: string | null; doing: "launching" | "verifying" }): string {
   return `environment fault${o.item ? ` ${o.doing} ${o.item}` : ""}: ${o.reason}. To fix: ${o.fix}`;
 }
+
+/** The moments loop moves an issue through its tracker's workflow (docs/trackers.md#states, `tracker_issue_moved`). */
+export const TRACKER_MOVES = ["started", "completed", "reset"] as const;
+export type TrackerMove = (typeof TRACKER_MOVES)[number];

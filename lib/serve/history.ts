@@ -395,6 +395,8 @@ const HANDLERS: { [T in EventType]: Handler<T> } = {
   forge_comment_handled() {},
   forge_question_posted() {},
   forge_gave_up_posted() {},
+  tracker_issue_moved() {},
+  tracker_outcome_posted() {},
   landing_finished(h, e, it, t) {
     const a = it && attemptOf(it, e.payload?.attempt);
     if (!a) return;

@@ -496,7 +496,12 @@ async function tick(
         const { pollComments } = await import("./forge/comments.ts");
         await pollComments(ctx);
       }
+      // A Linear or Jira tracker's moves and outcome comments (docs/trackers.md#states): before the
+      // loop advances (a state it does not have pauses it first), and after (what this step launched or landed).
+      const tracker = ctx.def.forge && ctx.def.tracker ? (await import("./forge/tracker.ts")).trackerPhase : null;
+      await tracker?.(ctx);
       outcome = await advanceLoop(ctx);
+      await tracker?.(ctx);
     }
     notifications = await notifyPhase(ctx);
     if (ctx.writer.stale) materialize(ctx); // the first call already repaired the files

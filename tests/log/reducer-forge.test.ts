@@ -151,4 +151,18 @@ describe("forge events", () => {
     });
     expect(fold(passing.events).items.a!.status).toBe("landing_blocked");
   });
+
+  test("tracker events: a move names an attempt the item has, and is kept per moment; an outcome only once the item settled", () => {
+    const moved = (move: "started" | "completed" | "reset", attempt: number): EventDraft => ({
+      type: "tracker_issue_moved",
+      item: "a",
+      payload: { attempt, issue: 1, move, state: "In Progress" },
+    });
+    const outcome: EventDraft = { type: "tracker_outcome_posted", item: "a", payload: { attempt: 1, issue: 1, outcome: "passed", commentId: "9" } };
+    expect(rule(log(), moved("reset", 0))).toBe("accepted");
+    expect(rule(log(), moved("started", 1))).toBe("no_attempt");
+    const b = log(launch({ item: "a", attempt: 1 }), moved("started", 1));
+    expect(fold(b.events).items.a!.forge!.trackerMoved).toEqual({ started: 1 });
+    expect(rule(b, outcome)).toBe("not_settled");
+  });
 });

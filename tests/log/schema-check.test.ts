@@ -68,6 +68,8 @@ const SAMPLES: Record<EventType, unknown> = {
   forge_comment_handled: { issue: 7, commentId: 1003, login: "alice", action: "control", detail: "/loop retry" },
   forge_question_posted: { attempt: 1, issue: 7, commentId: 1004 },
   forge_gave_up_posted: { attempt: 1, issue: 7, commentId: 1005 },
+  tracker_issue_moved: { attempt: 1, issue: 7, move: "started", state: "In Progress" },
+  tracker_outcome_posted: { attempt: 1, issue: 7, outcome: "passed", commentId: "2026-01-01T00:00:00.000Z~7a1e" },
   forge_reaction_recorded: {
     attempt: 1,
     head: "b".repeat(40),

@@ -14,9 +14,12 @@
 // with `since` and stay below the mark. `since` comes from the log (each item's readFrom: the
 // creation time of the last comment handled, or its baseline's), unless the cache holds a later
 // cursor; the cache only saves requests.
+// With a Linear or Jira tracker (docs/trackers.md) the control channel is its issue's comments alone,
+// read, answered and authorized through that tracker (ForgeLink.tracker); comments on the pull
+// request, on the forge, are another id space and are not read as control.
 import { join } from "node:path";
 import { commentCursor, commentIntent, isLoopsOwn, loopComment, type CommentVerb } from "../../forge/comments.ts";
-import type { ForgeComment, ForgeProvider, ForgeThread } from "../../forge/provider.ts";
+import type { ForgeComment, ForgeThread } from "../../forge/provider.ts";
 import { fenced, TEXT_CAP, capped, sanitizeLine } from "../../forge/untrusted.ts";
 import type { EventDraft } from "../../log/events.ts";
 import { isInFlight, isSettled } from "../../log/vocabulary.ts";
@@ -37,10 +40,11 @@ export async function pollComments(ctx: StepContext): Promise<void> {
   await postQuestions(ctx, link);
   await postGaveUp(ctx, link);
   if (link.limited()) return;
-  if (Date.now() - link.cache.comments.polledAt < ctx.def.forge!.pollInterval) return;
+  if (Date.now() - link.cache.comments.polledAt < link.pollInterval) return;
   if (!(await baselineNew(ctx, link))) return;
   const p = projection(ctx);
   const items = p.order.map((id) => p.items[id]!).filter((it) => it.status !== "withdrawn");
+  const threadsOf = threadsIn(link);
   const threads = items.flatMap(threadsOf);
   // From the log (each item's readFrom), or the cache's cursor when that is later: never from the cache alone.
   const since = commentCursor({
@@ -48,7 +52,7 @@ export async function pollComments(ctx: StepContext): Promise<void> {
     readFrom: items.flatMap((it) => (threadsOf(it).length && it.forge ? [it.forge.readFrom] : [])),
   });
   if (since === null) return; // no item has a thread to read
-  const r = await link.provider.listComments({ since, threads });
+  const r = await link.tracker.listComments({ since, threads });
   if (!r.ok) return void link.failed(r);
   const comments = [...r.value.items].sort((a, b) => compareCommentIds(a.id, b.id));
   // The cursor moves as each comment is acted on (or needs nothing), never past one not yet done:
@@ -58,7 +62,7 @@ export async function pollComments(ctx: StepContext): Promise<void> {
   const lastRead = latest([since, ...comments.map((c) => c.updatedAt)]);
   const held = new Set<string>();
   for (const c of comments) {
-    const item = itemOf(ctx, link.provider, c);
+    const item = itemOf(ctx, link, c);
     // A later comment on an item with one left for later waits too: comments are acted on in order.
     if (item && held.has(item)) continue;
     if ((await handle(ctx, link, c)) === "later") {
@@ -85,24 +89,30 @@ function latest(times: string[]): string {
 }
 
 /** The item whose thread a comment is on, if any. */
-function itemOf(ctx: StepContext, provider: ForgeProvider, c: ForgeComment): string | undefined {
-  return itemsByThread(projection(ctx), provider).get(provider.threadKey(c.thread));
+function itemOf(ctx: StepContext, link: ForgeLink, c: ForgeComment): string | undefined {
+  return itemsByThread(projection(ctx), link).get(link.tracker.threadKey(c.thread));
 }
 
-/** The threads (its issue, its recorded PR) an item's comments arrive on. */
-function threadsOf(it: ItemState): ForgeThread[] {
-  const issue = issueOf(it);
-  const pr = it.forge?.pr?.number ?? null;
-  return [...(issue !== null ? [{ kind: "issue" as const, number: issue }] : []), ...(pr !== null ? [{ kind: "pull" as const, number: pr }] : [])];
+/**
+ * The threads an item's comments arrive on: its issue's, and its recorded PR's when the forge is the
+ * tracker (a Linear or Jira tracker's comments are its issue's alone: the PR is the forge's).
+ */
+function threadsIn(link: ForgeLink): (it: ItemState) => ForgeThread[] {
+  return (it) => {
+    const issue = issueOf(it);
+    const pr = link.keyed ? null : (it.forge?.pr?.number ?? null);
+    return [...(issue !== null ? [{ kind: "issue" as const, number: issue }] : []), ...(pr !== null ? [{ kind: "pull" as const, number: pr }] : [])];
+  };
 }
 
-/** Items with a thread, by the provider's key of the thread: not withdrawn. */
-function itemsByThread(p: Projection, provider: ForgeProvider): Map<string, string> {
+/** Items with a thread, by the tracker's key of the thread: not withdrawn. */
+function itemsByThread(p: Projection, link: ForgeLink): Map<string, string> {
   const out = new Map<string, string>();
+  const threadsOf = threadsIn(link);
   for (const id of p.order) {
     const it = p.items[id]!;
     if (it.status === "withdrawn") continue;
-    for (const t of threadsOf(it)) out.set(provider.threadKey(t), id);
+    for (const t of threadsOf(it)) out.set(link.tracker.threadKey(t), id);
   }
   return out;
 }
@@ -110,16 +120,18 @@ function itemsByThread(p: Projection, provider: ForgeProvider): Map<string, stri
 /** First sight: the comments of the item's threads up to now become its high-water mark. False when the forge did not answer. */
 async function baselineNew(ctx: StepContext, link: ForgeLink): Promise<boolean> {
   const p = projection(ctx);
+  const threadsOf = threadsIn(link);
+  const key = (t: ForgeThread) => link.tracker.threadKey(t);
   for (const id of p.order) {
     const it = p.items[id]!;
     const all = it.status === "withdrawn" ? [] : threadsOf(it);
-    // One listing per thread the forge tells apart (a GitHub PR whose number is the issue's is one thread).
-    const threads = all.filter((t, i) => all.findIndex((u) => link.provider.threadKey(u) === link.provider.threadKey(t)) === i);
+    // One listing per thread the tracker tells apart (a GitHub PR whose number is the issue's is one thread).
+    const threads = all.filter((t, i) => all.findIndex((u) => key(u) === key(t)) === i);
     if (!threads.length || it.forge?.highWater != null) continue;
     let newest: ForgeComment | null = null;
     let comments = 0;
     for (const n of threads) {
-      const list = await link.provider.listThreadComments(n);
+      const list = await link.tracker.listThreadComments(n);
       if (!list.ok) {
         link.failed(list);
         return false;
@@ -139,7 +151,7 @@ async function baselineNew(ctx: StepContext, link: ForgeLink): Promise<boolean> 
 async function handle(ctx: StepContext, link: ForgeLink, c: ForgeComment): Promise<"done" | "later"> {
   if (isLoopsOwn(c.body)) return "done";
   const p = projection(ctx);
-  const id = itemsByThread(p, link.provider).get(link.provider.threadKey(c.thread));
+  const id = itemsByThread(p, link).get(link.tracker.threadKey(c.thread));
   if (!id) return "done";
   const it = p.items[id]!;
   const mark = it.forge?.highWater;
@@ -147,15 +159,15 @@ async function handle(ctx: StepContext, link: ForgeLink, c: ForgeComment): Promi
   const allowed = await link.authorized(c.login);
   if (allowed === null) {
     ctx.options.log.warn(
-      `forge: comment ${c.id} on ${link.provider.threadLabel(c.thread)} by ${sanitizeLine(c.login, 40)} waits: the author's permission could not be read; asked again on a later step`,
+      `forge: comment ${c.id} on ${link.tracker.threadLabel(c.thread)} by ${sanitizeLine(c.login, 40)} waits: the author's permission could not be read; asked again on a later step`,
     );
     return "later";
   }
   if (!allowed) {
-    ctx.options.log.debug(`forge: comment ${c.id} on ${link.provider.threadLabel(c.thread)} by ${sanitizeLine(c.login, 40)} ignored: not an authorized user`);
+    ctx.options.log.debug(`forge: comment ${c.id} on ${link.tracker.threadLabel(c.thread)} by ${sanitizeLine(c.login, 40)} ignored: not an authorized user`);
     return "done";
   }
-  const actor = `${ctx.def.forge!.provider}:${c.login}`;
+  const actor = `${link.trackerName}:${c.login}`;
   const handled = (action: "control" | "reply" | "message" | "refused", detail: string): EventDraft => ({
     type: "forge_comment_handled",
     item: id,
@@ -222,10 +234,10 @@ async function command(
 }
 
 /** A marked comment from loop; a failure to post is said, not fatal (the decision is already recorded). */
-async function answer(ctx: StepContext, link: ForgeLink, thread: ForgeThread, text: string): Promise<CommentId | null> {
-  const r = await link.provider.createComment(thread, loopComment(text, ctx.def.name));
+export async function answer(ctx: StepContext, link: ForgeLink, thread: ForgeThread, text: string): Promise<CommentId | null> {
+  const r = await link.tracker.createComment(thread, loopComment(text, ctx.def.name));
   if (!r.ok) {
-    ctx.options.log.warn(`forge: could not comment on ${link.provider.threadLabel(thread)}: ${link.failed(r)}`);
+    ctx.options.log.warn(`forge: could not comment on ${link.tracker.threadLabel(thread)}: ${link.failed(r)}`);
     return null;
   }
   return r.value.id;

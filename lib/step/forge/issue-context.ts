@@ -4,9 +4,10 @@
 // a person); an open one gives the handoff its title, body and thread as fenced, untrusted text.
 // A forge that does not answer is waited for, but not forever: past the item's timeouts.launch
 // from the first failed read, the item settles blocked with the last failure. The first sight of
-// the thread baselines it: the comments already there are context, never new deliveries.
+// the thread baselines it: the comments already there are context, never new deliveries. The issue
+// is the tracker's (docs/trackers.md): the forge's own, or Linear's or Jira's when loop.json's
+// `tracker` names one (ForgeLink.tracker), read and judged the same way.
 import { parseRef } from "../../definition/refs.ts";
-import { isKeyedTracker } from "../../definition/tracker-kinds.ts";
 import { fenced, sanitizeLine } from "../../forge/untrusted.ts";
 import type { ForgeComment, ForgeFailure } from "../../forge/provider.ts";
 import { formatDuration } from "../../definition/duration.ts";
@@ -27,14 +28,12 @@ const THREAD_COMMENTS = 20;
 const COMMENT_CAP = 4_000;
 
 /**
- * The forge issue number an item's ref names, or null: no ref, or a ref of a tracker that is not the
- * forge (Linear, Jira: docs/trackers.md), whose issues the forge knows nothing of. Definition checks
- * keep a forge's refs to its repository.
+ * The number of the issue an item's ref names in the loop's tracker, or null (no ref): a forge's
+ * issue, or with a Linear or Jira tracker its issue within the team or project (`linear:ENG-12` is
+ * 12). Definition checks keep every ref to the loop's tracker (its repository, team or project).
  */
 export function issueOf(it: ItemState): number | null {
-  if (!it.def.ref) return null;
-  const ref = parseRef(it.def.ref);
-  return isKeyedTracker(ref.provider) ? null : ref.number;
+  return it.def.ref ? parseRef(it.def.ref).number : null;
 }
 
 export async function prepareForgeLaunch(ctx: StepContext, it: ItemState): Promise<ForgeLaunch> {
@@ -52,7 +51,7 @@ export async function prepareForgeLaunch(ctx: StepContext, it: ItemState): Promi
 type Read = { failure: ForgeFailure | string } | { launch: (ctx: StepContext, it: ItemState) => ForgeLaunch };
 
 async function readIssue(link: ForgeLink, number: number): Promise<Read> {
-  const got = await link.provider.getIssue(number);
+  const got = await link.tracker.getIssue(number);
   if (!got.ok) return { failure: got };
   const lookup = got.value;
   if (lookup.kind === "gone") {
@@ -65,8 +64,9 @@ async function readIssue(link: ForgeLink, number: number): Promise<Read> {
     };
   }
   const issue = lookup.issue;
-  if (issue.state === "closed") return { launch: () => ({ kind: "skip", reason: `issue #${number} is closed (${issue.url})`, code: "issue_closed" }) };
-  const comments = await link.provider.listThreadComments({ kind: "issue", number });
+  const label = link.tracker.threadLabel({ kind: "issue", number });
+  if (issue.state === "closed") return { launch: () => ({ kind: "skip", reason: `issue ${label} is closed (${issue.url})`, code: "issue_closed" }) };
+  const comments = await link.tracker.listThreadComments({ kind: "issue", number });
   if (!comments.ok) return { failure: comments };
   // Only authorized users' comments reach an agent (fail closed); loop's own are dropped first. A
   // permission that could not be read is asked again later, not taken as "no"; a rate limit on it
@@ -105,7 +105,7 @@ async function readIssue(link: ForgeLink, number: number): Promise<Read> {
       const shown = thread;
       // The title is the issue author's text like the body: inside the fence, never a line of loop's.
       const parts = [
-        `Issue #${number} (${issue.url})`,
+        `Issue ${label} (${issue.url})`,
         "",
         fenced(`The issue's title and body`, `${sanitizeLine(issue.title, 200)}\n\n${issue.body || "(empty)"}`),
       ];
@@ -123,8 +123,8 @@ async function readIssue(link: ForgeLink, number: number): Promise<Read> {
 /** The issue could not be read: wait, from the first failure until the item's timeouts.launch; then block, naming the last failure. */
 function unanswered(ctx: StepContext, link: ForgeLink, it: ItemState, f: ForgeFailure | string): ForgeLaunch {
   const line = typeof f === "string" ? f : link.failed(f);
-  const number = issueOf(it)!;
-  const reason = `${it.id}: could not read issue #${number}: ${line}`;
+  const label = link.tracker.threadLabel({ kind: "issue", number: issueOf(it)! });
+  const reason = `${it.id}: could not read issue ${label}: ${line}`;
   // A rate limit says when to go on; only other failures run the clock.
   if (typeof f !== "string" && f.kind === "rate_limited") return { kind: "wait", reason };
   const since = (link.cache.launchWaits[it.id] ??= Date.now());
@@ -134,6 +134,6 @@ function unanswered(ctx: StepContext, link: ForgeLink, it: ItemState, f: ForgeFa
   return {
     kind: "block",
     code: "issue_unreadable",
-    reason: `issue #${number} could not be read for ${formatDuration(limit)} (timeouts.launch): ${line}; \`loop ctl retry --work-item ${it.id}\` tries again`,
+    reason: `issue ${label} could not be read for ${formatDuration(limit)} (timeouts.launch): ${line}; \`loop ctl retry --work-item ${it.id}\` tries again`,
   };
 }

@@ -3,10 +3,18 @@
 // forge cache, a file under the state root holding what is not truth but saves requests (ETags
 // and their bodies, the comment cursor, when a rate limit ends). Losing the file costs requests,
 // never correctness: what was acted on is in the log.
-import { type ConditionalCache, describeFailure, type ForgeFailure, type ForgeProvider, RATE_LIMIT_CAP_MS } from "../../forge/provider.ts";
+import {
+  type ConditionalCache,
+  describeFailure,
+  type ForgeFailure,
+  type ForgeProvider,
+  type KeyedTrackerClient,
+  RATE_LIMIT_CAP_MS,
+  type Tracker,
+} from "../../forge/provider.ts";
 import { statSync } from "node:fs";
 import { join } from "node:path";
-import { openForge } from "../../forge/open.ts";
+import { openForge, openTracker } from "../../forge/open.ts";
 import { authorized, isLogin } from "../../forge/comments.ts";
 import { readJsonOrNull, writeFileAtomic } from "../../shared/fsutil.ts";
 import { forgeTimeout } from "../../forge/timeout.ts";
@@ -37,6 +45,17 @@ interface CacheFile {
 
 export interface ForgeLink {
   provider: ForgeProvider;
+  /**
+   * Where the items' issues and their comments are (docs/trackers.md): the forge itself, or the
+   * Linear or Jira client loop.json's `tracker` names (then `keyed` too).
+   */
+  tracker: Tracker;
+  /** The Linear or Jira tracker, which also moves issues; null when the forge is the tracker. */
+  keyed: KeyedTrackerClient | null;
+  /** The name comment actors are recorded under (`<trackerName>:<login>`): the tracker's provider. */
+  trackerName: string;
+  /** Milliseconds between two reads of the issues' comments: the tracker's pollInterval. */
+  pollInterval: number;
   cache: CacheFile;
   /** Write the cache file (the step calls it once it is done with the forge). */
   save(): void;
@@ -118,10 +137,25 @@ export async function forgeLink(ctx: StepContext): Promise<ForgeLink | null> {
     timeoutMs: forgeTimeout(ctx.options.env, ctx.options.log.warn),
     notice: (m) => ctx.options.log.warn(`forge: ${m}`),
   });
+  // A Linear or Jira tracker: its own client, its own key (one of loop's secrets, like the forge's).
+  const trackerDef = ctx.def.tracker;
+  const keyed = trackerDef
+    ? await openTracker({
+        settings: trackerDef,
+        token: ctx.options.env[trackerDef.tokenEnv] || null,
+        timeoutMs: forgeTimeout(ctx.options.env, ctx.options.log.warn),
+      })
+    : null;
+  if (trackerDef && !ctx.options.env[trackerDef.tokenEnv])
+    ctx.options.log.warn(`tracker: $${trackerDef.tokenEnv} is not set; ${trackerDef.provider} will refuse loop's requests`);
   const link: ForgeLink = {
     authorized: async () => null,
     permissionUnread: null,
     provider,
+    tracker: keyed ?? provider,
+    keyed,
+    trackerName: trackerDef?.provider ?? settings.provider,
+    pollInterval: trackerDef?.pollInterval ?? settings.pollInterval,
     cache,
     save: () => writeFileAtomic(path, JSON.stringify(cache) + "\n"),
     limited: () => (Date.now() < cache.rateLimitedUntil ? `forge rate limit: no request before ${new Date(cache.rateLimitedUntil).toISOString()}` : null),
@@ -136,6 +170,11 @@ export async function forgeLink(ctx: StepContext): Promise<ForgeLink | null> {
   };
   let reads = 0;
   link.authorized = async (login) => {
+    // Linear and Jira: loop.json's tracker.authorizedUsers, read by the client itself (it never asks the tracker).
+    if (keyed) {
+      const r = await keyed.canWrite(login);
+      return r.ok ? r.value : unread({ kind: "failed", message: link.failed(r) });
+    }
     const who = { provider: settings.provider, login, allow: settings.authorizedUsers };
     if (authorized({ ...who, authorizeWriters: false, writer: null })) return true;
     if (!settings.authorizeWriters || !isLogin(settings.provider, login)) return false;
