@@ -6,7 +6,7 @@
 import { describe, expect, test } from "bun:test";
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { doubledImports, readSources, unusedExports } from "./helpers/surfaces.ts";
 import { ITEM_TABLES } from "../lib/log/rows.ts";
 import { LANDING_CODES, SETTLE_CODES, VERIFY_CODES } from "../lib/log/vocabulary.ts";
@@ -87,7 +87,9 @@ const cruised = (() => {
     if (r) return r;
     const dir = mkdtempSync(join(tmpdir(), "loop-arch-"));
     try {
-      for (const f of [...ROOTS, "tsconfig.json", ".dependency-cruiser.cjs", "package.json"]) cpSync(join(REPO, f), join(dir, f), { recursive: true });
+      // Never a node_modules (the agent CLIs under tests/agents bring 1.8 GB): the cruise does not follow them.
+      for (const f of [...ROOTS, "tsconfig.json", ".dependency-cruiser.cjs", "package.json"])
+        cpSync(join(REPO, f), join(dir, f), { recursive: true, filter: (src) => basename(src) !== "node_modules" });
       symlinkSync(join(REPO, "node_modules"), join(dir, "node_modules"));
       for (const [file, line] of PLANTS) writeFileSync(join(dir, file), `${line}\n${readFileSync(join(dir, file), "utf8")}`);
       for (const [file, text] of NEW_FILES) {

@@ -11,7 +11,9 @@ import { REPO } from "./helpers/cli.ts";
 import { spawningExports, spawnsOf } from "./helpers/spawn-scan.ts";
 
 function helperSources(): Map<string, string> {
-  const files = [...new Glob("tests/**/*.ts").scanSync({ cwd: REPO, onlyFiles: true })].filter((f) => !f.endsWith(".test.ts"));
+  const files = [...new Glob("tests/**/*.ts").scanSync({ cwd: REPO, onlyFiles: true })].filter(
+    (f) => !f.endsWith(".test.ts") && !f.split("/").includes("node_modules"),
+  );
   return new Map(files.map((f) => [f, readFileSync(join(REPO, f), "utf8")]));
 }
 
