@@ -84,6 +84,7 @@ const LAYOUTS: Readonly<Record<string, Layout>> = {
       OPENCODE_DISABLE_MODELS_FETCH: "1",
       OPENCODE_DISABLE_DEFAULT_PLUGINS: "1",
       OPENCODE_DISABLE_SHARE: "1",
+      OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
     }),
   },
 };

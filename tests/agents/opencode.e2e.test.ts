@@ -73,6 +73,38 @@ describe.skipIf(bin === null)("opencode as loop's preset", () => {
     SLOW,
   );
 
+  test.skipIf(!Bun.which("bwrap"))(
+    "in the sandbox with no network, on a fresh $HOME: its folders are the session's own, it reaches its model through the bridge and no other host but npm's registry (refused: it works without), and the item passes with the tokens the fake served",
+    async () => {
+      const fake = await startFakeAnthropic((t) => (t.step === 0 ? bash("printf 'hello\\n' > DONE.md") : say("Done.")));
+      try {
+        await scenario(
+          demoDefinition([{ id: "a", prompt: "Write DONE.md.", verify: "test -s DONE.md" }], {
+            defaults: { runner: "opencode", model: MODEL, sandbox: "bwrap", network: "none" },
+          }),
+          {},
+          async (p) => {
+            Object.assign(p.env, agentEnv(p, fake));
+            await p.runToDrain();
+            const it = p.projection().items.a!;
+            expect(it.status).toBe("passed");
+            expect(it.attempts[0]!.usage).toMatchObject({ source: "gateway", tokens: tokensOf(fake.served.total) });
+            // Nothing else it tried to reach but npm's registry (docs/runners.md#opencode), refused, and it works
+            // without: no models.dev fetch, no share, no update check.
+            const refusedFile = join(p.sessionDir("a", 1), "gateway-refused.jsonl");
+            const refused = existsSync(refusedFile) ? readFileSync(refusedFile, "utf8").trim().split("\n") : [];
+            expect(new Set(refused.map((l) => `${JSON.parse(l).host}:${JSON.parse(l).port}`))).toEqual(new Set(["registry.npmjs.org:443"]));
+            // Its folders were the session's config home, not the fresh $HOME (read-only in the sandbox).
+            expect(existsSync(join(p.aux, "home", ".local", "share", "opencode"))).toBe(false);
+          },
+        );
+      } finally {
+        await fake.stop();
+      }
+    },
+    SLOW,
+  );
+
   test(
     "ask → loop ctl reply → resume: `--session` with the id its events announced, its database put back; the reply reaches the model in the same conversation, and the resumed attempt records only its own requests",
     async () => {

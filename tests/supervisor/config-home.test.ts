@@ -93,6 +93,7 @@ describe("prepareConfigHome", () => {
       OPENCODE_DISABLE_MODELS_FETCH: "1",
       OPENCODE_DISABLE_DEFAULT_PLUGINS: "1",
       OPENCODE_DISABLE_SHARE: "1",
+      OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
     });
     expect(JSON.parse(config!)).toMatchObject({
       permission: "allow",
