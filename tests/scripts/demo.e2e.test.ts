@@ -1,5 +1,5 @@
 // The README's first command: `npm run demo` (scripts/demo.ts), and its forge variants against the
-// fake GitHub and GitLab. Each must drain Succeeded and exit 0; with a forge, every item's pull or
+// fake GitHub and GitLab, and its tracker variants (a fake Linear or Jira beside the fake GitHub). Each must drain Succeeded and exit 0; with a forge, every item's pull or
 // merge request is merged (loop pushes to forge.gitUrl, the fake's bare repository, never to a
 // remote of .git/config).
 import { describe, expect, test } from "bun:test";
@@ -10,7 +10,7 @@ import { BUN } from "../helpers/cli.ts";
 const DEMO = resolve(import.meta.dir, "..", "..", "scripts", "demo.ts");
 
 describe("npm run demo", () => {
-  for (const args of [[], ["--forge"], ["--forge", "gitlab"]]) {
+  for (const args of [[], ["--forge"], ["--forge", "gitlab"], ["--tracker", "linear"], ["--tracker", "jira"]]) {
     test(`demo ${args.join(" ") || "(no forge)"}: drains Succeeded, exit 0${args.length ? ", every request merged" : ""}`, () => {
       const r = Bun.spawnSync([BUN, DEMO, ...args], { stdout: "pipe", stderr: "pipe", env: { ...process.env, NO_COLOR: "1" } });
       const out = r.stdout.toString() + r.stderr.toString();
@@ -25,6 +25,11 @@ describe("npm run demo", () => {
         const requests = out.split("\n").filter((l) => /^(PR #|MR !)\d+ /.test(l));
         expect(requests.length).toBe(4);
         expect(requests.every((l) => l.endsWith("[merged]"))).toBe(true);
+      }
+      if (args[0] === "--tracker") {
+        // The hand-added item's issue on the fake tracker: moved to Done, the outcome said on it.
+        expect(r.stderr.toString()).toMatch(new RegExp(`^== ${args[1]}:(ENG|PROJ)-\\d+ on the fake (Linear|Jira): Done; what loop said on it:$`, "m"));
+        expect(r.stdout.toString()).toMatch(/^`add-license` passed \(attempt 2\): .*merged into main/m);
       }
     }, 240_000);
   }

@@ -13,7 +13,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { LOOP_MARKER } from "../../../lib/forge/comments.ts";
 import { demoDefinition, git, Project } from "../../helpers/project.ts";
-import { type FakeForge, github } from "../../helpers/forges.ts";
+import { type FakeForge, github, gitlab } from "../../helpers/forges.ts";
 import { FakeLinear } from "../../helpers/fake-linear.ts";
 import { FakeJira } from "../../helpers/fake-jira.ts";
 
@@ -87,19 +87,22 @@ afterEach(() => {
   }
 });
 
-function project(make: () => TrackerUnderTest, o: { items: (t: TrackerUnderTest) => unknown[]; moveTo?: Record<string, string>; landing?: "merge" | "none" }) {
+function project(
+  make: () => TrackerUnderTest,
+  o: { items: (t: TrackerUnderTest) => unknown[]; moveTo?: Record<string, string>; landing?: "merge" | "none"; forge?: (dir: string) => FakeForge },
+) {
   const t = make();
   const p = new Project(demoDefinition([{ id: "x", prompt: "p" }]), {
     env: { FAKE_FORGE_TOKEN: "ghs_fake", LOOP_ALLOW_AUTO_MERGE: "1", LOOP_FORGE_TIMEOUT: "2s", ...t.env },
   });
-  const f = github(p.aux);
+  const f = (o.forge ?? github)(p.aux);
   open.push({ p, f, t });
   t.addIssue(1, "Add the greeting");
   t.addIssue(2, "Add b");
   p.writeDefinition(
     demoDefinition(o.items(t), {
       defaults: { landing: o.landing ?? "merge", timeouts: { launch: "2m", stall: "10m", verify: "2m", landing: "30m" } },
-      forge: { provider: "github", repo: f.repo, apiUrl: f.apiUrl, gitUrl: f.bare, tokenEnv: "FAKE_FORGE_TOKEN", authorizedUsers: [] },
+      forge: { provider: f.provider, repo: f.repo, apiUrl: f.apiUrl, gitUrl: f.bare, tokenEnv: "FAKE_FORGE_TOKEN", authorizedUsers: [] },
       tracker: t.section(o.moveTo ?? { started: "In Progress", completed: "Done" }),
     }),
   );
@@ -253,3 +256,28 @@ describe.each(TRACKERS)("%s", (_name, make) => {
 function t0(make: () => TrackerUnderTest): string {
   return make === linear ? "Todo" : "To Do";
 }
+
+describe("Linear beside GitLab", () => {
+  test("the tracker is chosen apart from the code host: a Linear backlog drains with its code merged on GitLab, the issues Done, the merge request's link said on each", async () => {
+    const { p, f, t } = project(linear, {
+      forge: gitlab,
+      items: (t) => [
+        { ref: t.ref(1), prompt: "Add a.txt\n@demo write a.txt hello\n@demo commit add a" },
+        { ref: t.ref(2), prompt: "Add b.txt\n@demo write b.txt bee\n@demo commit add b", dependsOn: [t.id(1)] },
+      ],
+    });
+    const r = await p.runToDrain();
+    expect(r.loop.outcome).toBe("Succeeded");
+    expect(f.merges()).toHaveLength(2);
+    expect(git(f.bare, "show", "main:a.txt")).toBe("hello");
+    expect(git(f.bare, "show", "main:b.txt")).toBe("bee");
+    expect([t.state(1), t.state(2)]).toEqual(["Done", "Done"]);
+    for (const n of [1, 2]) {
+      const said = t.loopComments(n);
+      expect(said).toHaveLength(1);
+      expect(said[0]).toContain(p.projection().items[t.id(n)]!.forge!.pr!.url);
+      expect(said[0]).toContain("/-/merge_requests/");
+    }
+    await p.finish();
+  });
+});
