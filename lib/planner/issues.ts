@@ -81,6 +81,13 @@ function trackerIssueSource(
         settings.provider === "jira" && search.trim() !== "" ? `reading ${where} matching ${JSON.stringify(sanitizeLine(search, 200))}` : `reading ${where}`;
       const found = need(await tracker.searchOpenIssues(search), what, "tracker");
       for (const note of found.notes) o.warn(`tracker: reading ${where}: ${note}`);
+      if (found.issues.length === 0) {
+        const fields =
+          settings.provider === "jira" ? "tracker.project, tracker.states, tracker.labels, tracker.jql" : "tracker.team, tracker.states, tracker.labels";
+        o.warn(
+          `tracker: reading ${where}: no open issue matches loop.json's filter (${fields}${settings.provider === "jira" && search.trim() !== "" ? ", and the JQL given" : ""})`,
+        );
+      }
       return found.issues.map((i) => ({
         ref: `${settings.provider}:${settings.key}-${i.number}`,
         title: sanitizeLine(i.title, 200),
@@ -119,6 +126,7 @@ function forgeIssueSource(settings: NormForge, token: string | null, o: { warn?:
     async searchOpenIssues(search) {
       const found = need(await (await forge()).searchOpenIssues(search), `searching the issues of ${settings.repo} for ${JSON.stringify(search)}`);
       for (const note of found.notes) warn(`forge: searching the issues of ${settings.repo}: ${note}`);
+      if (found.issues.length === 0) warn(`forge: no open issue of ${settings.repo} matches ${JSON.stringify(sanitizeLine(search, 200))}`);
       // A body is cut by the prompt (FORGE_CAPS), whose notice then counts from its whole length.
       return found.issues.map((i) => ({
         ref: refOf(i.number),

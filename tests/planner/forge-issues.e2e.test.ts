@@ -160,9 +160,9 @@ describe("loop add --from-issues", () => {
     expect(loopJson(p)).toBe(before);
     // The loop runs what was added: it reads loop.json as valid.
     expect((await p.loop(["export", "--json"])).code).toBe(0);
-    // A pull request matching the words is not an issue: nothing to add.
+    // A pull request matching the words is not an issue: nothing to add, and said.
     const pr = await p.loop(["add", "--from-issues", "parser", "--dry-run", "--json"]);
-    expect([pr.code, pr.stderr]).toEqual([0, ""]);
+    expect([pr.code, pr.stderr]).toEqual([0, 'warn: forge: no open issue of acme/api matches "parser"\n']);
     expect(JSON.parse(pr.stdout).added).toEqual([]);
   });
 

@@ -71,6 +71,26 @@ describe("loop add --from-issues from Jira", () => {
     expect(r.stderr + r.stdout).not.toContain(TOKEN);
   });
 
+  test("a revoked token: exit 1, Jira's 401 naming tracker.email, nothing written, the token never said", async () => {
+    const { p } = jiraProject();
+    p.env.JIRA_API_TOKEN = "jira-revoked-token-that-must-not-leak";
+    const before = loopJson(p);
+    const r = await p.loop(["add", "--from-issues", "labels = agent", "--yes", "--json"]);
+    expect(r.code).toBe(1);
+    expect(error(r).message).toContain("tracker.email");
+    expect(loopJson(p)).toBe(before);
+    expect(r.stderr + r.stdout).not.toContain("jira-revoked-token-that-must-not-leak");
+  });
+
+  test("a filter that matches nothing: nothing added, the filter's fields named, exit 0, loop.json unchanged", async () => {
+    const { p } = jiraProject("PROJ", { labels: ["no-such-label"] });
+    const before = loopJson(p);
+    const r = await p.loop(["add", "--from-issues", "labels = agent", "--yes", "--json"]);
+    expect({ code: r.code, added: JSON.parse(r.stdout).added }).toEqual({ code: 0, added: [] });
+    expect(r.stderr).toContain("no open issue matches loop.json's filter (tracker.project, tracker.states, tracker.labels, tracker.jql, and the JQL given)");
+    expect(loopJson(p)).toBe(before);
+  });
+
   test("JQL Jira refuses (loop.json's jql): exit 1, Jira's own message and the JQL named, nothing written", async () => {
     const { p } = jiraProject("PROJ", { jql: "priority = High" });
     const before = loopJson(p);

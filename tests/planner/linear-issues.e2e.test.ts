@@ -54,6 +54,33 @@ describe("loop add --from-issues from Linear", () => {
     expect(r.stderr + r.stdout).not.toContain(KEY);
   });
 
+  test("a revoked key: exit 1, Linear's refusal and tracker.tokenEnv's variable named, nothing written, the key never said", async () => {
+    const { p } = linearProject();
+    p.env.LINEAR_API_KEY = "lin_api_revokedKeyThatMustNotLeak";
+    const before = loopJson(p);
+    const r = await p.loop(["add", "--from-issues", "agent", "--yes", "--json"]);
+    expect(r.code).toBe(1);
+    const message: string = JSON.parse(r.stderr.trim().split("\n").at(-1)!).error.message;
+    expect(message).toMatch(/401|AUTHENTICATION/);
+    expect(loopJson(p)).toBe(before);
+    expect(r.stderr + r.stdout).not.toContain("lin_api_revokedKeyThatMustNotLeak");
+  });
+
+  test("a filter that matches nothing: nothing added, said, exit 0, loop.json unchanged", async () => {
+    const { p } = linearProject();
+    p.writeDefinition({
+      name: "t",
+      defaults: { verify: "true" },
+      tracker: { provider: "linear", apiUrl: open.at(-1)!.f.url, team: "ENG", labels: ["no-such-label"] },
+      items: [],
+    });
+    const before = loopJson(p);
+    const r = await p.loop(["add", "--from-issues", "agent", "--yes", "--json"]);
+    expect({ code: r.code, added: JSON.parse(r.stdout).added }).toEqual({ code: 0, added: [] });
+    expect(r.stderr).toContain("no open issue matches loop.json's filter (tracker.team, tracker.states, tracker.labels)");
+    expect(loopJson(p)).toBe(before);
+  });
+
   test('a tracker of "none" has no issues to search: refused (exit 2), nothing written', async () => {
     const p = new Project({ name: "t", defaults: { verify: "true" }, items: [] });
     try {
