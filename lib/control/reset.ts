@@ -231,12 +231,16 @@ async function carryOut(o: ResetOptions, w: Writer, p: Projection, plan: ResetPl
       fail(x, "session", err);
     }
   }
-  const markOf = new Map(acting.filter((x) => x.sweep && p.items[x.item]!.session).map((x) => [sessionMark(p.items[x.item]!.session!), x]));
+  const marked = acting.flatMap((x) => {
+    const s = x.sweep ? p.items[x.item]?.session : null;
+    return s ? [{ x, mark: sessionMark(s) }] : [];
+  });
+  const markOf = new Map(marked.map((m) => [m.mark, m.x]));
   if (markOf.size) {
     store.assertLease();
     if (leftovers.length)
       await endMarked(
-        leftovers.map((x) => sessionMark(p.items[x.item]!.session!)),
+        marked.filter((m) => leftovers.includes(m.x)).map((m) => m.mark),
         grace,
       );
     for (const m of markedProcesses(markOf.keys())) {

@@ -10,6 +10,7 @@ import { SPEND_HANDLERS } from "./reducer-spend.ts";
 import { BASE_HANDLERS } from "./reducer-base.ts";
 import { currentAttempt, type Fail, type Handlers, need, needStatus } from "./reducer-rules.ts";
 import { landingCodeOf, settleCodeOf, verifyCodeOf } from "./legacy-codes.ts";
+import { sessionItem } from "./item-views.ts";
 import { currentAttemptOf, emptyLoopUsage, emptyProjection, type ItemState, itemOf, type OwnerRecord, type Projection, recordedPieces } from "./projection.ts";
 
 export function apply(p: Projection, e: StoredEvent): Projection {
@@ -269,7 +270,7 @@ const HANDLERS: Handlers = {
     if (e.payload.resumed) a.resumed = true;
     if ("start" in e.payload) a.start = e.payload.start;
     if ("base" in e.payload) a.base = e.payload.base;
-    const s = it.session!;
+    const s = sessionItem(it).session;
     s.pid = e.payload.pid;
     s.tmux = e.payload.tmux;
     s.conversationId = e.payload.conversationId;
@@ -300,7 +301,7 @@ const HANDLERS: Handlers = {
     a.launchFailed = e.payload.reason;
     const verdict = e.payload.interrupted ? "launch_interrupted" : "launch_failed";
     a.end = { verdict, exitCode: null, signal: null, reason: e.payload.reason, at: e.ts };
-    it.session!.endedAt = e.ts;
+    sessionItem(it).session.endedAt = e.ts;
     it.status = "ended";
     it.reason = e.payload.reason;
   },
@@ -325,7 +326,7 @@ const HANDLERS: Handlers = {
         a.launchFailed = pl.reason;
         a.end = { verdict: "environment_fault", exitCode: null, signal: null, reason: pl.reason, at: e.ts };
         a.outcome = `requeued: environment fault (${pl.kind})`;
-        it.session!.endedAt = e.ts;
+        sessionItem(it).session.endedAt = e.ts;
         it.status = it.inDefinition ? "pending" : "withdrawn";
         it.reason = `environment fault: ${pl.reason}`;
         if (p.loop.current === it.id) p.loop.current = null;
@@ -345,7 +346,7 @@ const HANDLERS: Handlers = {
     const pl = e.payload;
     a.end = { verdict: pl.verdict, exitCode: pl.exitCode, signal: pl.signal, reason: pl.reason, at: e.ts };
     // The wrapper's own time of the agent's exit where it was read: a tick sees it later.
-    it.session!.endedAt = pl.times?.ended ?? e.ts;
+    sessionItem(it).session.endedAt = pl.times?.ended ?? e.ts;
     it.status = "ended";
     it.reason = pl.reason;
   },
@@ -355,7 +356,7 @@ const HANDLERS: Handlers = {
     const a = currentAttempt(it, e.payload.attempt, e, fail);
     a.question = e.payload.question;
     a.end = { verdict: "needs_input", exitCode: null, signal: null, reason: "asked a question", at: e.ts };
-    it.session!.endedAt = e.ts;
+    sessionItem(it).session.endedAt = e.ts;
     it.status = "needs_input";
     it.question = e.payload.question;
     it.reason = `needs input: ${e.payload.question}`;

@@ -11,6 +11,7 @@ import { definitionHash, importedDefinition } from "../definition/normalize.ts";
 import { loadDefinition } from "../definition/loop-json.ts";
 import { counts } from "../log/documents.ts";
 import type { ItemState } from "../log/projection.ts";
+import { itemIn } from "../log/item-views.ts";
 import { Store } from "../log/store.ts";
 import { dbPath, type Lease, refuseLostStore } from "../log/snapshot.ts";
 import { withLease } from "../log/writer.ts";
@@ -231,16 +232,17 @@ async function advanceLoop(ctx: StepContext): Promise<StepOutcome> {
 async function advanceItem(ctx: StepContext, it: ItemState): Promise<StepOutcome | null> {
   switch (it.status) {
     case "launching":
-      return observeLaunching(ctx, it);
+      return observeLaunching(ctx, itemIn(it, "launching"));
     case "running":
-      return observeRunning(ctx, it);
+      return observeRunning(ctx, itemIn(it, "running"));
     case "needs_input": {
       const undelivered = it.replies.filter((r) => r.delivered === null);
       requeueUncounted(ctx, it, undelivered.length ? "reply received" : "resumed without a reply");
       return null;
     }
     case "ended": {
-      const next = afterSession(it);
+      const ended = itemIn(it, "ended");
+      const next = afterSession(ended);
       switch (next.kind) {
         case "requeue":
           requeueUncounted(ctx, it, next.reason, { drained: next.drained });
@@ -250,16 +252,16 @@ async function advanceItem(ctx: StepContext, it: ItemState): Promise<StepOutcome
           return null;
         case "verify":
           // Null once the verify's verdict is recorded; an outcome while it runs (the step stops here).
-          return verifyAttempt(ctx, it);
+          return verifyAttempt(ctx, ended);
         case "land":
           if (landingRoute({ forge: !!ctx.def.forge, landing: ctx.def.landing, forgeLandingStarted: !!it.forge?.landing }) === "forge") {
             const { landThroughForge } = await import("./forge/land.ts");
-            return landThroughForge(ctx, it);
+            return landThroughForge(ctx, ended);
           }
-          landAttempt(ctx, it);
+          landAttempt(ctx, ended);
           return null;
         default:
-          await settleAttempt(ctx, it, { landed: next.landed });
+          await settleAttempt(ctx, ended, { landed: next.landed });
           return null;
       }
     }
