@@ -11,7 +11,17 @@ import { BASE_HANDLERS } from "./reducer-base.ts";
 import { currentAttempt, type Fail, type Handlers, need, needStatus } from "./reducer-rules.ts";
 import { landingCodeOf, settleCodeOf, verifyCodeOf } from "./legacy-codes.ts";
 import { sessionItem } from "./item-views.ts";
-import { currentAttemptOf, emptyLoopUsage, emptyProjection, type ItemState, itemOf, type OwnerRecord, type Projection, recordedPieces } from "./projection.ts";
+import {
+  currentAttemptOf,
+  emptyLoopUsage,
+  emptyProjection,
+  itemOf,
+  type ItemState,
+  type OwnerRecord,
+  type Projection,
+  recordedPieces,
+  requireItem,
+} from "./projection.ts";
 
 export function apply(p: Projection, e: StoredEvent): Projection {
   const next = structuredClone(p);
@@ -133,7 +143,7 @@ const HANDLERS: Handlers = {
     }
     for (const id of Object.keys(p.items)) {
       if (seen.has(id)) continue;
-      const it = p.items[id]!;
+      const it = requireItem(p, id);
       it.inDefinition = false;
       if (it.status === "pending") {
         it.status = "withdrawn";
@@ -394,9 +404,9 @@ const HANDLERS: Handlers = {
     const a = currentAttempt(it, e.payload.attempt, e, fail);
     const run = a.verifyRun;
     if (!run || run.pid !== null || a.verify)
-      fail("verify_order", `verify_started for attempt ${a.n} of "${it.id}" needs a reserved verify not yet started or finished`);
+      return fail("verify_order", `verify_started for attempt ${a.n} of "${it.id}" needs a reserved verify not yet started or finished`);
     const pl = e.payload;
-    Object.assign(run!, { pid: pl.pid, startTime: pl.startTime, startedAt: e.ts, deadline: pl.deadline, ...("proof" in pl ? { proof: pl.proof } : {}) });
+    Object.assign(run, { pid: pl.pid, startTime: pl.startTime, startedAt: e.ts, deadline: pl.deadline, ...("proof" in pl ? { proof: pl.proof } : {}) });
     it.reason = `verify running (deadline ${pl.deadline})`;
   },
   verify_finished(p, e, fail) {
@@ -467,11 +477,11 @@ const HANDLERS: Handlers = {
   session_closed(p, e, fail) {
     const it = need(p, e, fail);
     const s = it.session;
-    if (!s) fail("no_session", `session_closed for "${it.id}" which has no session`);
-    if (s!.attempt !== e.payload.attempt) fail("attempt_mismatch", `session_closed for attempt ${e.payload.attempt}, session is ${s!.attempt}`);
-    if (s!.closed) fail("already_closed", `session of "${it.id}" attempt ${s!.attempt} already closed`);
-    s!.closed = { how: e.payload.how, reason: e.payload.reason, at: e.ts, ...(e.payload.head !== undefined ? { head: e.payload.head } : {}) };
-    s!.endedAt ??= e.ts;
+    if (!s) return fail("no_session", `session_closed for "${it.id}" which has no session`);
+    if (s.attempt !== e.payload.attempt) fail("attempt_mismatch", `session_closed for attempt ${e.payload.attempt}, session is ${s.attempt}`);
+    if (s.closed) fail("already_closed", `session of "${it.id}" attempt ${s.attempt} already closed`);
+    s.closed = { how: e.payload.how, reason: e.payload.reason, at: e.ts, ...(e.payload.head !== undefined ? { head: e.payload.head } : {}) };
+    s.endedAt ??= e.ts;
     if (e.payload.worktreeRemoved && it.workspace) {
       it.workspace.present = false;
       delete it.workspace.setup;

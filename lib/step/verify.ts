@@ -415,7 +415,8 @@ function verifySandbox(
   const probe = probeSandbox(sessionPath(ctx.options.env));
   if (!probe.ok) return { paused: pauseForSandbox(ctx, it, probe) };
   try {
-    const listed = Array.isArray(it.def.verifyNetwork);
+    const allow = it.def.verifyNetwork;
+    const listed = Array.isArray(allow);
     // A list's proxy is reached through `loop __bridge` inside: the loop binary is bound in for it.
     const base = sandboxRequest({
       bwrap: probe.bwrap,
@@ -435,7 +436,7 @@ function verifySandbox(
     // A list: the network unshared, its hosts reached through a proxy-only gateway (lib/supervisor/session-gateway.ts).
     const gateway: GatewayRequest = {
       standIn: `loop-verify-${crypto.randomUUID().replaceAll("-", "")}`,
-      allow: it.def.verifyNetwork!,
+      allow,
       proxyOnly: true,
       socketDir: mkdtempSync(join(tmpdir(), "lg-")),
     };
