@@ -3,7 +3,7 @@
 // (lib/log/writer.ts): planned from a read-only snapshot, confirmed, planned again under the lease;
 // sessions are ended through the one close path, and every event is appended in one transaction.
 import type { EventDraft } from "../log/events.ts";
-import type { Projection } from "../log/projection.ts";
+import { type Projection, requireItem } from "../log/projection.ts";
 import { closeSession, type CloseReport } from "../writer/close.ts";
 import { unrecorded } from "../writer/disk-fault.ts";
 import type { PlannedAction } from "../decisions/ctl-plan.ts";
@@ -86,7 +86,7 @@ export async function applyCtl(o: {
           // Priced as a step prices it: with the imported definition's prices (docs/spend.md).
           const prices = p.loop.settings?.prices;
           const c = await closeSession({
-            it: p.items[a.item!]!,
+            it: requireItem(p, a.item!),
             repo,
             stateRoot: o.stateRoot,
             env: o.env,

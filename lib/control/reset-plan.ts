@@ -3,7 +3,7 @@
 // plan out, tested with plain data (tests/control/reset-plan.test.ts). lib/control/reset.ts gathers
 // the facts and carries the plan out.
 import type { CHECKOUT_OUTCOMES, RESET_PIECES } from "../log/events.ts";
-import { type ItemState, type Projection, recordedPieces } from "../log/projection.ts";
+import { type ItemState, type Projection, recordedPieces, requireItem } from "../log/projection.ts";
 import { isInFlight } from "../log/vocabulary.ts";
 import { itemBranch } from "../definition/branches.ts";
 import { blockedBecauseOf } from "../decisions/next-work.ts";
@@ -115,7 +115,7 @@ export function planReset(input: ResetInput): ResetPlan {
   const { p, facts } = input;
   const plans: ItemPlan[] = [];
   for (const id of input.ids) {
-    const plan = planItem(p, p.items[id]!, facts[id]!);
+    const plan = planItem(p, requireItem(p, id), facts[id]!);
     if (input.all && !plan.found) continue;
     plans.push(plan);
   }
@@ -232,13 +232,13 @@ function warningsFor(input: ResetInput, plans: ItemPlan[]): string[] {
       `a \`loop run\` step holds the lease (pid ${input.loop.leaseHolder.pid} on ${input.loop.leaseHolder.host}): it may launch ${names} again right after; stop it first (a reset while it holds the lease exits 75)`,
     );
   const requireStart = p.loop.settings?.requireStartCommand ?? false;
-  const relaunched = acting.filter((x) => p.items[x.item]!.inDefinition).map((x) => x.item);
+  const relaunched = acting.filter((x) => requireItem(p, x.item).inDefinition).map((x) => x.item);
   if (!requireStart && relaunched.length && (p.loop.state === "running" || p.loop.state === "drained" || p.loop.state === "new"))
     out.push(
       `the loop is ${p.loop.state} and does not require explicit starts: the next \`loop run\` launches ${relaunched.join(", ")} again, as a first attempt on a fresh branch`,
     );
   for (const x of acting) {
-    const s = p.items[x.item]!.session;
+    const s = requireItem(p, x.item).session;
     if (x.wasLive)
       out.push(
         `${x.item}: a live agent ${input.dryRun ? "would be" : "is being"} ended${s ? ` (attempt ${s.attempt}${s.tmux ? `, tmux ${s.tmux}` : s.pid !== null ? `, pid ${s.pid}` : ""})` : ""}`,
@@ -250,7 +250,7 @@ function warningsFor(input: ResetInput, plans: ItemPlan[]): string[] {
         `${x.item}: the checkout ${wt.path} has uncommitted changes and ${input.dryRun ? "would be" : "is being"} removed; they are committed on ${keeps} first (files git ignores are lost)`,
       );
     }
-    const it = p.items[x.item]!;
+    const it = requireItem(p, x.item);
     if (!isInFlight(it.status) && it.status !== "pending" && it.status !== "passed") {
       const blocked = blockedBecauseOf(p, x.item).filter((d) => !plans.some((y) => y.item === d));
       if (blocked.length)

@@ -8,7 +8,7 @@ import { existsSync, readdirSync, rmSync } from "node:fs";
 import { hostname } from "node:os";
 import { basename, join } from "node:path";
 import type { EventDraft } from "../log/events.ts";
-import { currentAttemptOf, type ItemState, type Projection } from "../log/projection.ts";
+import { currentAttemptOf, type ItemState, type Projection, requireItem } from "../log/projection.ts";
 import { verifyAlive } from "../supervisor/verify-command.ts";
 import type { Lease } from "../log/snapshot.ts";
 import { runWriter, type Writer } from "../log/writer.ts";
@@ -193,7 +193,7 @@ async function carryOut(o: ResetOptions, w: Writer, p: Projection, plan: ResetPl
   // one sweep of /proc (a per-item sweep reads every process's environment once per item).
   const leftovers: ItemPlan[] = [];
   for (const x of acting) {
-    const it = p.items[x.item]!;
+    const it = requireItem(p, x.item);
     const s = it.session;
     if (!s || !x.sweep) continue;
     store.assertLease();
@@ -231,12 +231,16 @@ async function carryOut(o: ResetOptions, w: Writer, p: Projection, plan: ResetPl
       fail(x, "session", err);
     }
   }
-  const markOf = new Map(acting.filter((x) => x.sweep && p.items[x.item]!.session).map((x) => [sessionMark(p.items[x.item]!.session!), x]));
+  const marked = acting.flatMap((x) => {
+    const s = x.sweep ? p.items[x.item]?.session : null;
+    return s ? [{ x, mark: sessionMark(s) }] : [];
+  });
+  const markOf = new Map(marked.map((m) => [m.mark, m.x]));
   if (markOf.size) {
     store.assertLease();
     if (leftovers.length)
       await endMarked(
-        leftovers.map((x) => sessionMark(p.items[x.item]!.session!)),
+        marked.filter((m) => leftovers.includes(m.x)).map((m) => m.mark),
         grace,
       );
     for (const m of markedProcesses(markOf.keys())) {
@@ -262,12 +266,12 @@ async function carryOut(o: ResetOptions, w: Writer, p: Projection, plan: ResetPl
     if (x.checkout.action === "remove") {
       try {
         if (repo === null) throw new Error(`${o.root} is not in a git repository: the checkout cannot be removed through git`);
-        const branch = p.items[x.item]!.workspace?.branch ?? p.items[x.item]!.session?.branch ?? "";
+        const branch = requireItem(p, x.item).workspace?.branch ?? requireItem(p, x.item).session?.branch ?? "";
         const r = await retireCheckout({
           repo,
           stateRoot: o.stateRoot,
           env: o.env,
-          it: p.items[x.item]!,
+          it: requireItem(p, x.item),
           worktree: x.checkout.path!,
           branch,
           message: `loop: ${x.item}: changes left in the checkout when it was ${reason}`,
@@ -411,7 +415,7 @@ function gatherFacts(o: { p: Projection; ids: string[]; stateRoot: string; repo:
   if (o.repo !== null && name !== "") {
     const patterns = new Set([`loop/${name}/item/`, `loop/${name}/reset/`]);
     for (const id of o.ids) {
-      const b = p.items[id]!.workspace?.branch;
+      const b = requireItem(p, id).workspace?.branch;
       if (b && !b.startsWith(`loop/${name}/item/`)) patterns.add(b);
     }
     branches = listBranches(o.repo, [...patterns]);
@@ -424,7 +428,7 @@ function gatherFacts(o: { p: Projection; ids: string[]; stateRoot: string; repo:
     archivesOf.set(item, [...(archivesOf.get(item) ?? []), b]);
   }
   const marks = o.ids
-    .map((id) => p.items[id]!.session)
+    .map((id) => requireItem(p, id).session)
     .filter((s) => s !== null)
     .map((s) => sessionMark(s!));
   const marked = new Map<string, number>();
@@ -432,7 +436,7 @@ function gatherFacts(o: { p: Projection; ids: string[]; stateRoot: string; repo:
 
   const out: Record<string, ItemFacts> = {};
   for (const id of o.ids) {
-    const it = p.items[id]!;
+    const it = requireItem(p, id);
     const s = it.session;
     const path = checkoutPath(o.worktrees, it);
     const exists = existsSync(path);

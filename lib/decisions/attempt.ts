@@ -2,6 +2,7 @@
 // settle failed; and how a failure is named. Pure: read from what the log already holds.
 import { type ItemState, requireAttempt } from "../log/projection.ts";
 import { landed, type SettleCode } from "../log/vocabulary.ts";
+import { endedAttempt } from "../log/item-views.ts";
 import { identicalFailure, identicalFailureReason } from "./guards.ts";
 
 /** What an attempt that failed settles its item as, when it is the last one allowed. */
@@ -23,8 +24,8 @@ export type AfterSession =
   | { kind: "settle"; landed: boolean };
 
 export function afterSession(it: ItemState): AfterSession {
-  const attempt = requireAttempt(it);
-  const end = attempt.end!;
+  const attempt = endedAttempt(it);
+  const { end } = attempt;
   // Cut short by the loop or the machine, not by the agent: the same attempt's work runs again, uncounted.
   if (end.verdict === "launch_interrupted" || end.verdict === "drained") return { kind: "requeue", reason: end.reason, drained: end.verdict === "drained" };
   if (end.verdict !== "exited") return { kind: "fail", reason: end.reason, code: "session_failed" };

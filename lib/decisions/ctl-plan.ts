@@ -4,7 +4,7 @@
 // forge comments carry it out in the step. It sits below both, beside the step's other decisions.
 import type { EventDraft } from "../log/events.ts";
 import { type CtlVerb, isInFlight, isSettled, type ItemStatus } from "../log/vocabulary.ts";
-import { itemOf, type Projection } from "../log/projection.ts";
+import { itemOf, type Projection, requireItem } from "../log/projection.ts";
 import { RefusedError, UsageError } from "../shared/errors.ts";
 import { blockedBecauseOf, blockingDependency, gateItem } from "./next-work.ts";
 import { pausedByQuestionOf } from "./attention.ts";
@@ -35,7 +35,7 @@ export function planCtl(
   const loopAction = (effect: string, events: EventDraft[], noop = false): PlannedAction => ({ item: null, effect, noop, close: null, events });
   const control = (id: string, text: string | null = null): EventDraft => ({ type: "control_recorded", item: id, payload: { verb: verb as never, text } });
   const closeFor = (id: string) => {
-    const it = p.items[id]!;
+    const it = requireItem(p, id);
     return it.session && !it.session.closed && isInFlight(it.status) ? { removeCheckout: !o.keepCheckout } : null;
   };
 
@@ -87,7 +87,7 @@ export function planCtl(
         if (st === "stopped") return [loopAction("the loop is already stopped", [], true)];
         const cur = p.loop.current;
         if (cur) {
-          const it = p.items[cur]!;
+          const it = requireItem(p, cur);
           out.push({
             item: cur,
             effect: `end the session of ${cur} (attempt ${it.attempts.length}); the item stays pending`,
@@ -114,7 +114,7 @@ export function planCtl(
   /** Items this plan requeues (retry), and the retried item each is requeued with. */
   const requeued = new Map<string, string>();
   for (const id of items) {
-    const it = p.items[id]!;
+    const it = requireItem(p, id);
     const n = it.attempts.length;
     const settled = isSettled(it.status);
     const flying = isInFlight(it.status);
@@ -198,7 +198,7 @@ export function planCtl(
           events.push({
             type: "item_requeued",
             item: dep,
-            payload: { attempt: p.items[dep]!.attempts.length, reason: `retry of ${id} by ${o.actor}`, failed: false, resetBudget: false },
+            payload: { attempt: requireItem(p, dep).attempts.length, reason: `retry of ${id} by ${o.actor}`, failed: false, resetBudget: false },
           });
           requeued.set(dep, id);
         }
@@ -269,7 +269,7 @@ function warnBlockedAgain(p: Projection, actions: PlannedAction[], requeued: Map
 
 /** The items with one of these statuses, in presentation order: what `retry --all-failed` / `--all-blocked` select. */
 export function itemsWithStatus(p: Projection, statuses: readonly ItemStatus[]): string[] {
-  return p.order.filter((id) => statuses.includes(p.items[id]!.status));
+  return p.order.filter((id) => statuses.includes(requireItem(p, id).status));
 }
 
 /** `loop ctl retry --all-failed` / `--all-blocked`: retry every such item; none is a no-op (exit 0). */

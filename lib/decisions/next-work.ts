@@ -1,6 +1,6 @@
 // Which item runs next, which pending items can never run, how the loop drains. Pure: a projection
 // (or the launch rules' view of an item, GateItem) in, a decision out; lib/step/ carries it out.
-import { itemOf, type ItemState, type Projection } from "../log/projection.ts";
+import { itemOf, type ItemState, type Projection, requireItem } from "../log/projection.ts";
 import { type DrainOutcome, drainsAs, isInFlight, isSettled, type ItemStatus, type SettleCode } from "../log/vocabulary.ts";
 
 /** Why a pending item is settled blocked by a dependency (item_settled's code). */
@@ -14,7 +14,7 @@ export type NextWork =
 
 /** The items of the loop, in order, without those removed from the definition. */
 export function activeItems(p: Projection): ItemState[] {
-  return p.order.map((id) => p.items[id]!).filter((it) => it.status !== "withdrawn");
+  return p.order.map((id) => requireItem(p, id)).filter((it) => it.status !== "withdrawn");
 }
 
 /**

@@ -4,7 +4,7 @@
 // projection alone (the imported definition: what a step will run), so `loop run` and `loop ctl start`
 // show the same. Pure (tests/decisions/widening.test.ts).
 import type { NormItemPayload } from "../log/events.ts";
-import type { Projection, ReviewReason } from "../log/projection.ts";
+import { type Projection, requireItem, type ReviewReason } from "../log/projection.ts";
 import { isSettled } from "../log/vocabulary.ts";
 import { usdText } from "./budget.ts";
 import { type ReviewedDefinition, runnerName } from "./widening.ts";
@@ -53,7 +53,7 @@ type Prices = NonNullable<NonNullable<Projection["loop"]["settings"]>["prices"]>
 export function reviewOf(p: Projection): LoopReview {
   const s = p.loop.settings;
   const items: Item[] = p.order
-    .map((id) => p.items[id]!)
+    .map((id) => requireItem(p, id))
     .filter((it) => it.inDefinition && !isSettled(it.status) && it.status !== "withdrawn")
     .map((it) => it.def);
   const prices = s?.prices ?? {};
@@ -124,7 +124,7 @@ export function definitionOfLog(p: Projection): ReviewedDefinition {
   return {
     settings: p.loop.settings!,
     items: p.order
-      .map((id) => p.items[id]!)
+      .map((id) => requireItem(p, id))
       .filter((it) => it.inDefinition)
       .map((it) => it.def),
   };

@@ -1,7 +1,7 @@
 // Why an item waits, for people (`loop status`): the same rules as nextWork, plus the loop's own
 // state, which the step checks before it looks at items at all. Pure.
 import type { ItemStatus } from "../log/vocabulary.ts";
-import type { LoopState, Projection } from "../log/projection.ts";
+import { type LoopState, type Projection, requireItem } from "../log/projection.ts";
 import { blockingDependency, type FindItem, type GateItem, gateItem, launchGate } from "./next-work.ts";
 
 type WaitReason =
@@ -40,7 +40,7 @@ export function waitView(p: Projection): WaitView {
       requireStartCommand: p.loop.settings?.requireStartCommand ?? false,
       review: !!p.loop.review?.waiting,
     },
-    items: p.order.map((id) => gateItem(p.items[id]!)),
+    items: p.order.map((id) => gateItem(requireItem(p, id))),
   };
 }
 

@@ -1,6 +1,6 @@
 // Resolving --work-item values against the loop's items. Fail closed: every value must parse and
 // match an item, or nothing is selected and the whole command stops.
-import type { Projection } from "../log/projection.ts";
+import { type Projection, requireItem } from "../log/projection.ts";
 import { parseSelector } from "./refs.ts";
 import { UnknownItemError } from "../shared/errors.ts";
 import { didYouMean } from "../shared/suggest.ts";
@@ -13,7 +13,7 @@ interface SelectableItem {
 
 export function resolveSelectors(p: Projection, values: string[]): string[] {
   return resolveSelectorsIn(
-    p.order.map((id) => ({ id, ref: p.items[id]!.def.ref })),
+    p.order.map((id) => ({ id, ref: requireItem(p, id).def.ref })),
     values,
   );
 }

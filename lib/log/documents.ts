@@ -1,20 +1,20 @@
 // The documents materialized from the projection (state.json, terminal_state.json): pure
 // functions of it, apart from the files lib/log/materialize.ts writes them to. `loop status` and
 // `loop replay` render them to compare, so they do not load the writing side.
-import { type ItemState, type LoopCause, type LoopRecord, type Projection, requireAttempt, totalTokens } from "./projection.ts";
+import { type ItemState, type LoopCause, type LoopRecord, type Projection, requireAttempt, requireItem, totalTokens } from "./projection.ts";
 import type { TokenCounts } from "./events.ts";
 
 export function counts(p: Projection): Record<string, number> {
   const c: Record<string, number> = {};
   for (const id of p.order) {
-    const s = p.items[id]!.status;
+    const s = requireItem(p, id).status;
     c[s] = (c[s] ?? 0) + 1;
   }
   return c;
 }
 
 function lastVerify(p: Projection, id: string) {
-  const it = p.items[id]!;
+  const it = requireItem(p, id);
   for (let i = it.attempts.length - 1; i >= 0; i--) {
     const v = it.attempts[i]!.verify;
     if (v)
@@ -68,7 +68,7 @@ export function stateDocument(p: Projection) {
     },
     counts: counts(p),
     items: p.order.map((id) => {
-      const it = p.items[id]!;
+      const it = requireItem(p, id);
       return {
         id,
         ref: it.def.ref,
@@ -291,7 +291,7 @@ export function terminalDocument(p: Projection) {
     drainedSeq: p.loop.drainedSeq,
     drainedAt: p.loop.drainedAt,
     counts: counts(p),
-    items: p.order.map((id) => ({ id, status: p.items[id]!.status, reason: p.items[id]!.reason })),
+    items: p.order.map((id) => ({ id, status: requireItem(p, id).status, reason: requireItem(p, id).reason })),
   };
 }
 

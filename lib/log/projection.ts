@@ -470,6 +470,13 @@ export function itemOf(p: Pick<Projection, "items">, id: string): ItemState | un
   return Object.hasOwn(p.items, id) ? p.items[id] : undefined;
 }
 
+/** The item with this id, which the projection must have (an id from its own order, or one just chosen from it): none is a bug, named. */
+export function requireItem(p: Pick<Projection, "items">, id: string): ItemState {
+  const it = itemOf(p, id);
+  if (!it) throw new Error(`the projection has no item "${id}"`);
+  return it;
+}
+
 /** The item's current attempt (its last), or null before its first. */
 export function currentAttemptOf(it: ItemState): AttemptRecord | null {
   return it.attempts[it.attempts.length - 1] ?? null;

@@ -30,19 +30,20 @@ export const BASE_HANDLERS: Pick<Handlers, "base_verify_started" | "base_verify_
     if (e.item !== null) fail("item_forbidden", "base_verify_finished names no item");
     const b = p.loop.baseVerify;
     const pl = e.payload;
-    if (!b || b.key !== pl.key || b.status !== "running") fail("base_verify_order", `base_verify_finished for ${pl.key}, which is not running`);
-    b!.status = pl.code === "passed" ? "passed" : "failed";
-    b!.finishedAt = e.ts;
-    b!.code = pl.code;
-    b!.exitCode = pl.exitCode;
-    b!.quote = pl.quote;
-    b!.log = pl.log;
+    if (!b || b.key !== pl.key || b.status !== "running") return fail("base_verify_order", `base_verify_finished for ${pl.key}, which is not running`);
+    b.status = pl.code === "passed" ? "passed" : "failed";
+    b.finishedAt = e.ts;
+    b.code = pl.code;
+    b.exitCode = pl.exitCode;
+    b.quote = pl.quote;
+    b.log = pl.log;
   },
   base_verify_accepted(p, e, fail) {
     if (e.item !== null) fail("item_forbidden", "base_verify_accepted names no item");
     const b = p.loop.baseVerify;
-    if (!b || b.key !== e.payload.key || b.status !== "failed") fail("base_verify_order", `base_verify_accepted for ${e.payload.key}, which did not fail`);
-    b!.status = "accepted";
-    b!.acceptedBy = e.actor;
+    if (!b || b.key !== e.payload.key || b.status !== "failed")
+      return fail("base_verify_order", `base_verify_accepted for ${e.payload.key}, which did not fail`);
+    b.status = "accepted";
+    b.acceptedBy = e.actor;
   },
 };

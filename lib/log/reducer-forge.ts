@@ -34,11 +34,11 @@ export const FORGE_HANDLERS: Pick<Handlers, ForgeEvent> = {
     needStatus(it, ["ended"], e, fail);
     const a = currentAttempt(it, e.payload.attempt, e, fail);
     const f = it.forge;
-    if (!f?.pr || !a.landingWait) fail("no_pull_request", `landing wait for "${it.id}" without a recorded pull request`);
+    if (!f?.pr || !a.landingWait) return fail("no_pull_request", `landing wait for "${it.id}" without a recorded pull request`);
     if (a.landing) fail("already_landed", `landing wait for "${it.id}" after its landing finished`);
     const pl = e.payload;
-    a.landingWait = { since: a.landingWait!.since, code: pl.code, reason: pl.reason, head: pl.head };
-    f!.pr!.head = pl.head;
+    a.landingWait = { since: a.landingWait.since, code: pl.code, reason: pl.reason, head: pl.head };
+    f.pr.head = pl.head;
     it.reason = `landing: ${pl.reason}`;
   },
   forge_thread_baselined(p, e, fail) {
@@ -52,16 +52,16 @@ export const FORGE_HANDLERS: Pick<Handlers, ForgeEvent> = {
   forge_comment_handled(p, e, fail) {
     const it = need(p, e, fail);
     const f = it.forge;
-    if (!f || f.highWater === null) fail("not_baselined", `comment on "${it.id}" handled before its thread was baselined`);
+    if (!f || f.highWater === null) return fail("not_baselined", `comment on "${it.id}" handled before its thread was baselined`);
     const pl = e.payload;
     // Each comment is acted on once: ids only go up (in the tracker's order of its ids).
     const id = commentIdOf(pl.commentId);
-    if (compareCommentIds(id, f!.highWater!) <= 0) fail("comment_seen", `comment ${id} is at or below the high-water mark ${f!.highWater}`);
-    f!.highWater = id;
+    if (compareCommentIds(id, f.highWater) <= 0) fail("comment_seen", `comment ${id} is at or below the high-water mark ${f.highWater}`);
+    f.highWater = id;
     // A comment handled before `createdAt` was recorded leaves the start where it was (earlier: safe).
-    if (pl.createdAt !== undefined) f!.readFrom = pl.createdAt;
-    f!.lastComment = { id, login: pl.login, action: pl.action, detail: pl.detail, at: e.ts };
-    if (pl.action === "message") f!.messages.push({ id, login: pl.login, text: pl.detail, at: e.ts });
+    if (pl.createdAt !== undefined) f.readFrom = pl.createdAt;
+    f.lastComment = { id, login: pl.login, action: pl.action, detail: pl.detail, at: e.ts };
+    if (pl.action === "message") f.messages.push({ id, login: pl.login, text: pl.detail, at: e.ts });
   },
   forge_reaction_recorded(p, e, fail) {
     const it = need(p, e, fail);

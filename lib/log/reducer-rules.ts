@@ -17,10 +17,10 @@ export type Handlers = { [T in EventType]: (p: Projection, e: StoredEventOf<T>, 
  */
 
 export function need(p: Projection, e: StoredEvent, fail: (r: string, d: string) => never): ItemState {
-  if (!e.item) fail("item_required", `${e.type} must name an item`);
-  const it = itemOf(p, e.item!);
-  if (!it) fail("unknown_item", `${e.type} names unknown item "${e.item}"`);
-  return it!;
+  if (!e.item) return fail("item_required", `${e.type} must name an item`);
+  const it = itemOf(p, e.item);
+  if (!it) return fail("unknown_item", `${e.type} names unknown item "${e.item}"`);
+  return it;
 }
 
 export function needStatus(it: ItemState, allowed: readonly ItemStatus[], e: StoredEvent, fail: (r: string, d: string) => never) {
@@ -29,8 +29,8 @@ export function needStatus(it: ItemState, allowed: readonly ItemStatus[], e: Sto
 
 export function currentAttempt(it: ItemState, n: number, e: StoredEvent, fail: (r: string, d: string) => never): AttemptRecord {
   const a = currentAttemptOf(it);
-  if (!a || a.n !== n) fail("attempt_mismatch", `${e.type} names attempt ${n}, current is ${a?.n ?? "none"}`);
-  return a!;
+  if (!a || a.n !== n) return fail("attempt_mismatch", `${e.type} names attempt ${n}, current is ${a?.n ?? "none"}`);
+  return a;
 }
 
 /** b lowered to a: a known figure that became unknown or smaller. */

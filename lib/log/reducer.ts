@@ -10,7 +10,18 @@ import { SPEND_HANDLERS } from "./reducer-spend.ts";
 import { BASE_HANDLERS } from "./reducer-base.ts";
 import { currentAttempt, type Fail, type Handlers, need, needStatus } from "./reducer-rules.ts";
 import { landingCodeOf, settleCodeOf, verifyCodeOf } from "./legacy-codes.ts";
-import { currentAttemptOf, emptyLoopUsage, emptyProjection, type ItemState, itemOf, type OwnerRecord, type Projection, recordedPieces } from "./projection.ts";
+import { sessionItem } from "./item-views.ts";
+import {
+  currentAttemptOf,
+  emptyLoopUsage,
+  emptyProjection,
+  itemOf,
+  type ItemState,
+  type OwnerRecord,
+  type Projection,
+  recordedPieces,
+  requireItem,
+} from "./projection.ts";
 
 export function apply(p: Projection, e: StoredEvent): Projection {
   const next = structuredClone(p);
@@ -132,7 +143,7 @@ const HANDLERS: Handlers = {
     }
     for (const id of Object.keys(p.items)) {
       if (seen.has(id)) continue;
-      const it = p.items[id]!;
+      const it = requireItem(p, id);
       it.inDefinition = false;
       if (it.status === "pending") {
         it.status = "withdrawn";
@@ -269,7 +280,7 @@ const HANDLERS: Handlers = {
     if (e.payload.resumed) a.resumed = true;
     if ("start" in e.payload) a.start = e.payload.start;
     if ("base" in e.payload) a.base = e.payload.base;
-    const s = it.session!;
+    const s = sessionItem(it).session;
     s.pid = e.payload.pid;
     s.tmux = e.payload.tmux;
     s.conversationId = e.payload.conversationId;
@@ -300,7 +311,7 @@ const HANDLERS: Handlers = {
     a.launchFailed = e.payload.reason;
     const verdict = e.payload.interrupted ? "launch_interrupted" : "launch_failed";
     a.end = { verdict, exitCode: null, signal: null, reason: e.payload.reason, at: e.ts };
-    it.session!.endedAt = e.ts;
+    sessionItem(it).session.endedAt = e.ts;
     it.status = "ended";
     it.reason = e.payload.reason;
   },
@@ -325,7 +336,7 @@ const HANDLERS: Handlers = {
         a.launchFailed = pl.reason;
         a.end = { verdict: "environment_fault", exitCode: null, signal: null, reason: pl.reason, at: e.ts };
         a.outcome = `requeued: environment fault (${pl.kind})`;
-        it.session!.endedAt = e.ts;
+        sessionItem(it).session.endedAt = e.ts;
         it.status = it.inDefinition ? "pending" : "withdrawn";
         it.reason = `environment fault: ${pl.reason}`;
         if (p.loop.current === it.id) p.loop.current = null;
@@ -345,7 +356,7 @@ const HANDLERS: Handlers = {
     const pl = e.payload;
     a.end = { verdict: pl.verdict, exitCode: pl.exitCode, signal: pl.signal, reason: pl.reason, at: e.ts };
     // The wrapper's own time of the agent's exit where it was read: a tick sees it later.
-    it.session!.endedAt = pl.times?.ended ?? e.ts;
+    sessionItem(it).session.endedAt = pl.times?.ended ?? e.ts;
     it.status = "ended";
     it.reason = pl.reason;
   },
@@ -355,7 +366,7 @@ const HANDLERS: Handlers = {
     const a = currentAttempt(it, e.payload.attempt, e, fail);
     a.question = e.payload.question;
     a.end = { verdict: "needs_input", exitCode: null, signal: null, reason: "asked a question", at: e.ts };
-    it.session!.endedAt = e.ts;
+    sessionItem(it).session.endedAt = e.ts;
     it.status = "needs_input";
     it.question = e.payload.question;
     it.reason = `needs input: ${e.payload.question}`;
@@ -393,9 +404,9 @@ const HANDLERS: Handlers = {
     const a = currentAttempt(it, e.payload.attempt, e, fail);
     const run = a.verifyRun;
     if (!run || run.pid !== null || a.verify)
-      fail("verify_order", `verify_started for attempt ${a.n} of "${it.id}" needs a reserved verify not yet started or finished`);
+      return fail("verify_order", `verify_started for attempt ${a.n} of "${it.id}" needs a reserved verify not yet started or finished`);
     const pl = e.payload;
-    Object.assign(run!, { pid: pl.pid, startTime: pl.startTime, startedAt: e.ts, deadline: pl.deadline, ...("proof" in pl ? { proof: pl.proof } : {}) });
+    Object.assign(run, { pid: pl.pid, startTime: pl.startTime, startedAt: e.ts, deadline: pl.deadline, ...("proof" in pl ? { proof: pl.proof } : {}) });
     it.reason = `verify running (deadline ${pl.deadline})`;
   },
   verify_finished(p, e, fail) {
@@ -466,11 +477,11 @@ const HANDLERS: Handlers = {
   session_closed(p, e, fail) {
     const it = need(p, e, fail);
     const s = it.session;
-    if (!s) fail("no_session", `session_closed for "${it.id}" which has no session`);
-    if (s!.attempt !== e.payload.attempt) fail("attempt_mismatch", `session_closed for attempt ${e.payload.attempt}, session is ${s!.attempt}`);
-    if (s!.closed) fail("already_closed", `session of "${it.id}" attempt ${s!.attempt} already closed`);
-    s!.closed = { how: e.payload.how, reason: e.payload.reason, at: e.ts, ...(e.payload.head !== undefined ? { head: e.payload.head } : {}) };
-    s!.endedAt ??= e.ts;
+    if (!s) return fail("no_session", `session_closed for "${it.id}" which has no session`);
+    if (s.attempt !== e.payload.attempt) fail("attempt_mismatch", `session_closed for attempt ${e.payload.attempt}, session is ${s.attempt}`);
+    if (s.closed) fail("already_closed", `session of "${it.id}" attempt ${s.attempt} already closed`);
+    s.closed = { how: e.payload.how, reason: e.payload.reason, at: e.ts, ...(e.payload.head !== undefined ? { head: e.payload.head } : {}) };
+    s.endedAt ??= e.ts;
     if (e.payload.worktreeRemoved && it.workspace) {
       it.workspace.present = false;
       delete it.workspace.setup;

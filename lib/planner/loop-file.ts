@@ -12,6 +12,7 @@ import { statePaths } from "../shared/paths.ts";
 import { readProjection, withReadSnapshot } from "../log/snapshot.ts";
 import type { ItemStatus } from "../log/vocabulary.ts";
 import { fullUsage, itemUsage, loopUsage } from "../log/documents.ts";
+import { itemOf } from "../log/projection.ts";
 
 interface LoopFile {
   path: string;
@@ -65,7 +66,10 @@ export function itemRecords(
   if (!existsSync(statePaths(stateRoot).db)) return { items: out, usage: loopUsage({}) };
   return withReadSnapshot(stateRoot, ({ db }) => {
     const p = readProjection(db);
-    for (const id of ids) if (Object.hasOwn(p.items, id)) out.set(id, { status: p.items[id]!.status, usage: fullUsage(itemUsage(p.items[id]!)) });
+    for (const id of ids) {
+      const it = itemOf(p, id);
+      if (it) out.set(id, { status: it.status, usage: fullUsage(itemUsage(it)) });
+    }
     return { items: out, usage: loopUsage(p.loop) };
   });
 }

@@ -8,7 +8,7 @@ import { closeSync, constants, fstatSync, openSync, readFileSync, readSync } fro
 import { ownerOf, readRegularFile } from "../shared/fsutil.ts";
 import type { Database } from "bun:sqlite";
 import { payloadProblem, type StoredEvent } from "../log/events.ts";
-import { emptyProjection, itemOf, type Projection } from "../log/projection.ts";
+import { emptyProjection, itemOf, type Projection, requireItem } from "../log/projection.ts";
 import { IllegalEventError, UsageError } from "../shared/errors.ts";
 import { reduceInto } from "../log/reducer.ts";
 import { findLoopRow, headOf, type ReadSnapshot, withReadSnapshotAsync } from "../log/snapshot.ts";
@@ -181,7 +181,7 @@ export function compareProjection(db: Database, p: Projection): ReplayFinding[] 
       found.push({ id, message: folded === null ? `${t}[${id}] exists; the fold has no such row` : `${t}[${id}] differs: ${describeRowDiff(stored, folded)}` });
     }
     for (const id of Object.keys(p.items))
-      if (!seen.has(id) && itemRow(p.items[id]!, t) !== null) found.push({ id, message: `${t}[${id}] is missing; the fold has it` });
+      if (!seen.has(id) && itemRow(requireItem(p, id), t) !== null) found.push({ id, message: `${t}[${id}] is missing; the fold has it` });
   }
   // By item, then table: the order a reader compares them in.
   const rank = new Map(ITEM_TABLES.map((t, i) => [t, i]));

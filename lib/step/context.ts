@@ -5,7 +5,7 @@
 import type { ConsolaInstance } from "consola";
 import type { ParsedDefinition, StepDefinition } from "./definition.ts";
 import type { EventDraft, StoredEvent } from "../log/events.ts";
-import type { ItemState, Projection } from "../log/projection.ts";
+import { type ItemState, type Projection, requireItem } from "../log/projection.ts";
 import type { Store } from "../log/store.ts";
 import type { Lease } from "../log/snapshot.ts";
 import type { Writer } from "../log/writer.ts";
@@ -163,7 +163,7 @@ export async function closeInStep(
  */
 export function ownedRefChanges(ctx: StepContext, p: Projection): RefChange[] {
   const landed = ctx.def.landing === "merge" && !ctx.def.forge ? lastLanded(ctx.store.db, ctx.def.target) : null;
-  const owned = ownedRefs({ items: p.order.map((id) => p.items[id]!), landed });
+  const owned = ownedRefs({ items: p.order.map((id) => requireItem(p, id)), landed });
   if (owned.length === 0) return [];
   return refChanges(
     owned,

@@ -2,7 +2,7 @@
 // did not write itself (a reply, the agent's own earlier question, a verify log's tail) is fenced as
 // one code block, so none of its lines can read as a section of the file (lib/forge/untrusted.ts:
 // small and dependency-free, so every loop loads it, forge or not).
-import type { ItemState, Projection } from "../log/projection.ts";
+import { type ItemState, type Projection, requireItem } from "../log/projection.ts";
 import { fenced, sanitizeLine } from "../forge/untrusted.ts";
 import { fence } from "../shared/untrusted-text.ts";
 import { attemptsRan } from "../decisions/attempt.ts";
@@ -31,8 +31,8 @@ interface HandoffInput {
 }
 
 export function buildHandoff({ p, item, attempt, branch, askFile, giveUpFile, forgeContext = null }: HandoffInput): string {
-  const it = p.items[item]!;
-  const ids = p.order.filter((id) => p.items[id]!.status !== "withdrawn");
+  const it = requireItem(p, item);
+  const ids = p.order.filter((id) => requireItem(p, id).status !== "withdrawn");
   const pos = ids.indexOf(item) + 1;
   const lines: string[] = [];
   // Attempts are counted as the agent ran them (loop status's ATTEMPTS): a launch cut short before
@@ -53,7 +53,7 @@ export function buildHandoff({ p, item, attempt, branch, askFile, giveUpFile, fo
   lines.push(`Loop "${p.loop.name}", item ${pos} of ${ids.length}. Items run one at a time, each on its own branch.`);
   lines.push("");
   for (const id of ids) {
-    const s = p.items[id]!;
+    const s = requireItem(p, id);
     const mark = id === item ? " (this item)" : "";
     lines.push(`- ${id}${mark}: ${id === item ? "in progress" : s.status}${s.def.dependsOn.length ? ` (depends on ${s.def.dependsOn.join(", ")})` : ""}`);
   }
@@ -105,7 +105,7 @@ export function reworkOf(it: ItemState, attempt: number): string | null {
  * replies delivered to this attempt (at its reservation), fenced as in the handoff, and where the whole handoff is.
  */
 export function buildReplyMessage({ p, item, attempt, handoffPath }: { p: Projection; item: string; attempt: number; handoffPath: string }): string {
-  const it = p.items[item]!;
+  const it = requireItem(p, item);
   const lines = ["# A reply to your question", ""];
   const asked = [...it.attempts].reverse().find((a) => a.question)?.question;
   if (asked) lines.push("You asked:", "", fence(asked), "");

@@ -5,7 +5,8 @@ import { join } from "node:path";
 import { LANDING_DIR } from "../shared/paths.ts";
 import type { Payload } from "../log/events.ts";
 import type { LandingCode } from "../log/vocabulary.ts";
-import { type ItemState, requireAttempt } from "../log/projection.ts";
+import { requireAttempt } from "../log/projection.ts";
+import type { EndedItem } from "../log/item-views.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { append, repoOf, type StepContext, warnMovedAside } from "./context.ts";
 import { landMerge, type MergeResult } from "../repo/workspace.ts";
@@ -34,9 +35,9 @@ function targetMoved(ctx: StepContext, branch: string) {
 }
 
 /** Land the current (verified) attempt of `it` and record the outcome. */
-export function landAttempt(ctx: StepContext, it: ItemState): void {
+export function landAttempt(ctx: StepContext, it: EndedItem): void {
   const attempt = requireAttempt(it);
-  const branch = it.session!.branch;
+  const branch = it.session.branch;
   let landing: LandingRecord;
   if (ctx.def.landing === "merge") {
     failpoint("landing:before_merge");

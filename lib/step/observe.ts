@@ -5,6 +5,7 @@ import { readWrapperTimes } from "../supervisor/wrapper-times.ts";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { type ItemState, requireAttempt } from "../log/projection.ts";
+import type { LaunchingItem, RunningItem } from "../log/item-views.ts";
 import { append, closeInStep, itemNow, loopView, type StepContext, type StepOutcome } from "./context.ts";
 import { classifyLaunching, classifySession } from "../decisions/session-verdict.ts";
 import { interruptedLaunchesFault } from "../decisions/faults.ts";
@@ -19,9 +20,9 @@ import { usageDraft } from "../writer/usage-draft.ts";
 import { modelRoute } from "../definition/network.ts";
 
 /** A reserved attempt whose start is not recorded: adopt the wrapper, wait for it, or fail the launch. */
-export function observeLaunching(ctx: StepContext, it: ItemState): StepOutcome | null {
+export function observeLaunching(ctx: StepContext, it: LaunchingItem): StepOutcome | null {
   const attempt = requireAttempt(it);
-  const s = it.session!;
+  const s = it.session;
   const found = adoptable(s.sessionDir);
   if (found) {
     // The wrapper was spawned by a step killed before it recorded the start: adopt it.
@@ -72,9 +73,9 @@ export function observeLaunching(ctx: StepContext, it: ItemState): StepOutcome |
  * unless a budget is reached: then it is ended), asking (the loop pauses), or ended. The order of
  * these is lib/decisions/running-order.ts's; this looks, gathers the budget facts it asks for, and acts.
  */
-export async function observeRunning(ctx: StepContext, it: ItemState): Promise<StepOutcome | null> {
+export async function observeRunning(ctx: StepContext, it: RunningItem): Promise<StepOutcome | null> {
   const attempt = requireAttempt(it);
-  const s = it.session!;
+  const s = it.session;
   const seen = observeSession(s, attempt, it.def.timeouts, Date.now());
   const budget = (item: ItemState) => whileRunning({ item, usage: loopView(ctx).loop.usage, budget: ctx.def.budget, now: Date.now() });
   // Its gateway stopped its model requests (too many answers cut off): ended, whatever else it did.
@@ -122,7 +123,7 @@ export async function observeRunning(ctx: StepContext, it: ItemState): Promise<S
       case "exited": {
         const usage = usageDraft(itemNow(ctx, it.id), { final: true, prices: ctx.def.prices });
         // The agent's own start and end, as its wrapper saw them: the timeline draws those, not this tick's time.
-        const times = readWrapperTimes(it.session!.sessionDir, "session", { from: Date.parse(attempt.reservedAt), to: Date.now() });
+        const times = readWrapperTimes(s.sessionDir, "session", { from: Date.parse(attempt.reservedAt), to: Date.now() });
         append(
           ctx,
           [

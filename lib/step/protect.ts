@@ -9,7 +9,8 @@
 // order of the gates is lib/decisions/verify-gates.ts's, the sentences verify-verdict.ts's.
 import { realpathSync } from "node:fs";
 import { builtinProtect, protectedChanges } from "../definition/protect.ts";
-import { type ItemState, requireAttempt } from "../log/projection.ts";
+import { requireAttempt } from "../log/projection.ts";
+import type { SessionItem } from "../log/item-views.ts";
 import { repoOf, type StepContext } from "./context.ts";
 import { revParse } from "../repo/git.ts";
 import { changedPaths, forkPoint, isAncestor, startPointFor } from "../repo/workspace.ts";
@@ -44,9 +45,9 @@ function itemStartPoint(ctx: StepContext, repo: string): string {
  * The protected paths the current attempt's branch changes, as a verdict; null when it changes
  * none. Throws GitError when git cannot tell (the caller fails the attempt with git's reason).
  */
-export function protectedPathVerdict(ctx: StepContext, it: ItemState): PathsVerdict | null {
+export function protectedPathVerdict(ctx: StepContext, it: SessionItem): PathsVerdict | null {
   const repo = repoOf(ctx);
-  const branch = it.session!.branch;
+  const branch = it.session.branch;
   const start = itemStartPoint(ctx, repo);
   const recorded = requireAttempt(it).start;
   const fork = forkPoint({ repo, a: start, b: branch });

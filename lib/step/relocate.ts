@@ -7,7 +7,7 @@
 import { existsSync, mkdirSync, readdirSync, renameSync, rmdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { isInFlight } from "../log/vocabulary.ts";
-import type { ItemState } from "../log/projection.ts";
+import { type ItemState, requireItem } from "../log/projection.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { LANDING_DIR } from "../shared/paths.ts";
 import { gitTry } from "../repo/git.ts";
@@ -18,7 +18,7 @@ export function relocateWorktrees(ctx: StepContext): void {
   const old = ctx.paths.workspaces;
   if (!existsSync(old) || resolve(old) === resolve(ctx.worktrees)) return;
   const p = projection(ctx);
-  const items = p.order.map((id) => p.items[id]!);
+  const items = p.order.map((id) => requireItem(p, id));
   const owner = (path: string): ItemState | undefined => items.find((it) => it.workspace?.worktree === path);
   // Recorded at the old place, already at the new one: a step killed after the move.
   for (const it of items) {

@@ -4,17 +4,18 @@
 import type { EventDraft } from "../log/events.ts";
 import { isInFlight } from "../log/vocabulary.ts";
 import { type ItemState, requireAttempt } from "../log/projection.ts";
+import { type EndedItem, landedAttempt } from "../log/item-views.ts";
 import { append, closeInStep, loopView, type StepContext } from "./context.ts";
 import { afterFailureOf } from "../decisions/attempt.ts";
 import { settledByLanding } from "../decisions/landing.ts";
 import { guardsOf } from "../definition/normalized.ts";
 
 /** Verified and landed (or not): close the session and settle the item passed (or failed, when landing failed). */
-export async function settleAttempt(ctx: StepContext, it: ItemState, o: { landed: boolean }): Promise<void> {
-  const attempt = requireAttempt(it);
+export async function settleAttempt(ctx: StepContext, it: EndedItem, o: { landed: boolean }): Promise<void> {
+  const attempt = landedAttempt(it);
   const c = await closeInStep(ctx, { it, reason: o.landed ? "item passed" : "landing failed", removeCheckout: o.landed && !ctx.def.keepCheckoutOnClose });
-  const landing = attempt.landing!;
-  const settled = settledByLanding({ landed: o.landed, outcome: landing.outcome, landingReason: landing.reason, verifyReason: attempt.verify!.reason });
+  const { landing } = attempt;
+  const settled = settledByLanding({ landed: o.landed, outcome: landing.outcome, landingReason: landing.reason, verifyReason: attempt.verify.reason });
   const settle: EventDraft = {
     type: "item_settled",
     item: it.id,

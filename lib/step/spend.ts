@@ -31,10 +31,11 @@ export async function stopForBudget(ctx: StepContext, it: ItemState | null, v: N
   const drafts: EventDraft[] = [...(closed?.events ?? [])];
   const stop = { window: v.window, unit: v.unit, spent: v.spent, limit: v.limit, reason: v.reason };
   if (v.scope === "item") {
-    const n = it!.attempts.length;
+    if (!it) throw new Error("an item's budget was reached with no item to stop");
+    const n = it.attempts.length;
     drafts.push(
-      { type: "budget_stopped", item: it!.id, payload: { attempt: n, scope: "item", ...stop } },
-      { type: "item_settled", item: it!.id, payload: { attempt: n, outcome: "failed", reason: why, code: "budget_exhausted" } },
+      { type: "budget_stopped", item: it.id, payload: { attempt: n, scope: "item", ...stop } },
+      { type: "item_settled", item: it.id, payload: { attempt: n, outcome: "failed", reason: why, code: "budget_exhausted" } },
     );
     append(ctx, drafts, "budget");
     return null;

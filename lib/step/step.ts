@@ -10,7 +10,8 @@ import { BusyLease, CHAINED_TAG, EXIT, StoreError, UsageError } from "../shared/
 import { definitionHash, importedDefinition } from "../definition/normalize.ts";
 import { loadDefinition } from "../definition/loop-json.ts";
 import { counts } from "../log/documents.ts";
-import type { ItemState } from "../log/projection.ts";
+import { type ItemState, requireItem } from "../log/projection.ts";
+import { itemIn } from "../log/item-views.ts";
 import { Store } from "../log/store.ts";
 import { dbPath, type Lease, refuseLostStore } from "../log/snapshot.ts";
 import { withLease } from "../log/writer.ts";
@@ -183,7 +184,7 @@ async function advanceLoop(ctx: StepContext): Promise<StepOutcome> {
         next.items.map((b) => ({
           type: "item_settled" as const,
           item: b.id,
-          payload: { attempt: p.items[b.id]!.attempts.length, outcome: "blocked" as const, reason: b.reason, code: b.code },
+          payload: { attempt: requireItem(p, b.id).attempts.length, outcome: "blocked" as const, reason: b.reason, code: b.code },
         })),
         "block",
       );
@@ -195,13 +196,13 @@ async function advanceLoop(ctx: StepContext): Promise<StepOutcome> {
     }
     if (next.kind === "idle") return { action: "idle", item: null, reason: next.reason };
     // The default verify on the base, once per verify and setup: failing, the loop waits for a person, nothing spent.
-    const base = await checkBase(ctx, p.items[next.item]!);
+    const base = await checkBase(ctx, requireItem(p, next.item));
     if (base) return base;
     // Budgets before every launch (docs/spend.md): an item whose own is spent settles failed, and the
     // loop pauses when its own (or what is left of it) cannot cover the attempt.
-    const overBudget = beforeLaunch({ item: p.items[next.item]!, usage: p.loop.usage, budget: ctx.def.budget, now: Date.now() });
+    const overBudget = beforeLaunch({ item: requireItem(p, next.item), usage: p.loop.usage, budget: ctx.def.budget, now: Date.now() });
     if (overBudget) {
-      const r = await stopForBudget(ctx, p.items[next.item]!, overBudget);
+      const r = await stopForBudget(ctx, requireItem(p, next.item), overBudget);
       if (r) return r;
       continue;
     }
@@ -209,20 +210,20 @@ async function advanceLoop(ctx: StepContext): Promise<StepOutcome> {
     if (ctx.def.forge) {
       // Only a loop with a forge loads its modules (docs/forge.md).
       const { prepareForgeLaunch } = await import("./forge/issue-context.ts");
-      const f = await prepareForgeLaunch(ctx, p.items[next.item]!);
+      const f = await prepareForgeLaunch(ctx, requireItem(p, next.item));
       if (f.kind === "wait") return { action: "waiting", item: null, reason: f.reason };
       if (f.kind === "skip" || f.kind === "block") {
         const outcome = f.kind === "skip" ? ("skipped" as const) : ("blocked" as const);
         append(
           ctx,
-          [{ type: "item_settled", item: next.item, payload: { attempt: p.items[next.item]!.attempts.length, outcome, reason: f.reason, code: f.code } }],
+          [{ type: "item_settled", item: next.item, payload: { attempt: requireItem(p, next.item).attempts.length, outcome, reason: f.reason, code: f.code } }],
           "forge",
         );
         continue;
       }
       forgeContext = f.context;
     }
-    return launchAttempt(ctx, projection(ctx).items[next.item]!, { forgeContext });
+    return launchAttempt(ctx, requireItem(projection(ctx), next.item), { forgeContext });
   }
   throw new Error(`step made ${MAX_TRANSITIONS_PER_STEP} transitions without settling; refusing to go on`);
 }
@@ -231,16 +232,17 @@ async function advanceLoop(ctx: StepContext): Promise<StepOutcome> {
 async function advanceItem(ctx: StepContext, it: ItemState): Promise<StepOutcome | null> {
   switch (it.status) {
     case "launching":
-      return observeLaunching(ctx, it);
+      return observeLaunching(ctx, itemIn(it, "launching"));
     case "running":
-      return observeRunning(ctx, it);
+      return observeRunning(ctx, itemIn(it, "running"));
     case "needs_input": {
       const undelivered = it.replies.filter((r) => r.delivered === null);
       requeueUncounted(ctx, it, undelivered.length ? "reply received" : "resumed without a reply");
       return null;
     }
     case "ended": {
-      const next = afterSession(it);
+      const ended = itemIn(it, "ended");
+      const next = afterSession(ended);
       switch (next.kind) {
         case "requeue":
           requeueUncounted(ctx, it, next.reason, { drained: next.drained });
@@ -250,16 +252,16 @@ async function advanceItem(ctx: StepContext, it: ItemState): Promise<StepOutcome
           return null;
         case "verify":
           // Null once the verify's verdict is recorded; an outcome while it runs (the step stops here).
-          return verifyAttempt(ctx, it);
+          return verifyAttempt(ctx, ended);
         case "land":
           if (landingRoute({ forge: !!ctx.def.forge, landing: ctx.def.landing, forgeLandingStarted: !!it.forge?.landing }) === "forge") {
             const { landThroughForge } = await import("./forge/land.ts");
-            return landThroughForge(ctx, it);
+            return landThroughForge(ctx, ended);
           }
-          landAttempt(ctx, it);
+          landAttempt(ctx, ended);
           return null;
         default:
-          await settleAttempt(ctx, it, { landed: next.landed });
+          await settleAttempt(ctx, ended, { landed: next.landed });
           return null;
       }
     }

@@ -3,7 +3,8 @@
 // naming it, a gate's refusal written to the verify log, and the pause a tampered object store adds.
 import { join } from "node:path";
 import type { Payload } from "../log/events.ts";
-import { type ItemState, requireAttempt } from "../log/projection.ts";
+import { requireAttempt } from "../log/projection.ts";
+import { endedAttempt, type SessionItem } from "../log/item-views.ts";
 import type { VerifyCode } from "../log/vocabulary.ts";
 import { readTextOrNull, writeFileAtomic } from "../shared/fsutil.ts";
 import { append, type StepContext, type StepOutcome } from "./context.ts";
@@ -15,7 +16,7 @@ import { noProgressReason } from "../decisions/guards.ts";
 export type VerifyPayload = Payload<"verify_finished"> & { code: VerifyCode; noProgress: boolean };
 
 /** An attempt a gate refused: no verify runs; the verdict says why (and, for a check that found something, so does the verify log). */
-export function refuse(ctx: StepContext, it: ItemState, v: VerifyVerdict, logPath: string): StepOutcome | null {
+export function refuse(ctx: StepContext, it: SessionItem, v: VerifyVerdict, logPath: string): StepOutcome | null {
   const attempt = requireAttempt(it);
   const said = verifyReason(v);
   if (said.detail === null) return record(ctx, it, notRun(attempt.n, v));
@@ -24,15 +25,15 @@ export function refuse(ctx: StepContext, it: ItemState, v: VerifyVerdict, logPat
 }
 
 /** `verify: false`: the verdict judged from the agent's exit and the attempt's commits, named by the no-progress guard when it changed nothing. */
-export function judged(ctx: StepContext, it: ItemState, d: { verdict: VerifyVerdict; noProgress: boolean }, logPath: string): null {
-  const attempt = requireAttempt(it);
-  const payload = verdictPayload(attempt.n, d.verdict, { exitCode: attempt.end!.exitCode, timedOut: false, sha256: null, log: logPath });
+export function judged(ctx: StepContext, it: SessionItem, d: { verdict: VerifyVerdict; noProgress: boolean }, logPath: string): null {
+  const attempt = endedAttempt(it);
+  const payload = verdictPayload(attempt.n, d.verdict, { exitCode: attempt.end.exitCode, timedOut: false, sha256: null, log: logPath });
   writeFileAtomic(logPath, payload.reason + "\n");
   return d.noProgress ? record(ctx, it, noProgress(payload), { named: true }) : record(ctx, it, payload);
 }
 
 /** Record the verdict; `named`: the no-progress guard has already named it. */
-export function record(ctx: StepContext, it: ItemState, payload: VerifyPayload, o: { named?: boolean } = {}): null {
+export function record(ctx: StepContext, it: SessionItem, payload: VerifyPayload, o: { named?: boolean } = {}): null {
   append(ctx, [{ type: "verify_finished", item: it.id, payload: o.named ? payload : namedNoProgress(ctx, it, payload) }], "verify");
   return null;
 }
@@ -41,11 +42,11 @@ export function record(ctx: StepContext, it: ItemState, payload: VerifyPayload, 
  * The no-progress guard (docs/spend.md#guards): a failed verdict on an attempt that changed nothing,
  * its verify run on the very commit the attempt started from, says so first.
  */
-function namedNoProgress(ctx: StepContext, it: ItemState, payload: VerifyPayload): VerifyPayload {
+function namedNoProgress(ctx: StepContext, it: SessionItem, payload: VerifyPayload): VerifyPayload {
   if (payload.passed || !guardsOf(ctx.def).noProgress) return payload;
   const a = requireAttempt(it);
   const head = a.verifyRun?.head;
-  const start = readTextOrNull(join(it.session!.sessionDir, "start-head"), { noLinks: true })?.trim();
+  const start = readTextOrNull(join(it.session.sessionDir, "start-head"), { noLinks: true })?.trim();
   return head && start && head === start ? noProgress(payload) : payload;
 }
 
@@ -75,7 +76,7 @@ function refused(attempt: number, v: VerifyVerdict, logPath: string): VerifyPayl
  * Objects of the repository rewritten during the attempt: the attempt fails (its verify never runs)
  * and, in the same commit, the loop pauses: every later item would build on the damaged store.
  */
-function objectStoreTampered(ctx: StepContext, it: ItemState, tampered: string[], verdict: VerifyPayload): StepOutcome {
+function objectStoreTampered(ctx: StepContext, it: SessionItem, tampered: string[], verdict: VerifyPayload): StepOutcome {
   const attempt = requireAttempt(it);
   const fault = {
     kind: "object_store_tampered",

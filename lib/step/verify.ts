@@ -15,7 +15,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type ItemState, requireAttempt, type VerifyRun } from "../log/projection.ts";
+import { requireAttempt, type VerifyRun } from "../log/projection.ts";
+import { type EndedItem, endedAttempt, isStarted, itemIn, type SessionItem, type StartedVerify, verifyingAttempt } from "../log/item-views.ts";
 import { GitError, StartError } from "../shared/errors.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { markCarried } from "../shared/process.ts";
@@ -68,22 +69,22 @@ import { judged, notRun, record, refuse, verdictPayload, type VerifyPayload } fr
  * or observe the one already reserved. Returns `waiting` while the command runs; null once the
  * step may go on (verify_finished recorded, or a start recorded that the next turn observes).
  */
-export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<StepOutcome | null> {
-  const attempt = requireAttempt(it);
+export async function verifyAttempt(ctx: StepContext, it: EndedItem): Promise<StepOutcome | null> {
+  const attempt = endedAttempt(it);
   const run = attempt.verifyRun;
-  if (run) return run.pid === null ? resumeReserved(ctx, it, run) : observeVerify(ctx, it, run);
+  if (run) return isStarted(run) ? observeVerify(ctx, it, run) : resumeReserved(ctx, it, run);
   // The seal runs in the agent's sandbox (lib/writer/airlock.ts), so the sandbox must be usable before
   // the gates, as before the reservation: if not, the loop pauses and the attempt waits untouched.
   const unusable = sandboxPaused(ctx, it);
   if (unusable) return unusable;
-  const logPath = join(it.session!.sessionDir, SESSION_FILES.verify);
+  const logPath = join(it.session.sessionDir, SESSION_FILES.verify);
   // The gates before the verify, in the order lib/decisions/verify-gates.ts gives: each fact is
   // gathered when it asks for it, and what it decides is recorded.
   const facts: GateFacts = {};
   const products = checkoutProducts(ctx.options.stateRoot, it.id) ?? [];
   const options = {
     command: it.def.verify !== false,
-    exitCode: attempt.end!.exitCode,
+    exitCode: attempt.end.exitCode,
     noProgressGuard: guardsOf(ctx.def).noProgress,
     products,
   };
@@ -118,8 +119,8 @@ export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<St
     "verify_reserve",
   );
   failpoint("verify:after_reserve");
-  const now = itemNow(ctx, it.id);
-  return spawnReserved(ctx, now, requireAttempt(now).verifyRun!);
+  const now = itemIn(itemNow(ctx, it.id), "ended");
+  return spawnReserved(ctx, now, verifyingAttempt(now).verifyRun);
 }
 
 /**
@@ -127,9 +128,9 @@ export async function verifyAttempt(ctx: StepContext, it: ItemState): Promise<St
  * repository git cannot read) is a fact: the gate fails the attempt with git's reason; thrown, it
  * would stop every later step at the same place. Anything else is thrown.
  */
-async function gather(ctx: StepContext, it: ItemState, facts: GateFacts, fact: GateFact): Promise<void> {
+async function gather(ctx: StepContext, it: EndedItem, facts: GateFacts, fact: GateFact): Promise<void> {
   const attempt = requireAttempt(it);
-  const s = it.session!;
+  const s = it.session;
   const repo = repoOf(ctx);
   const orGitFailed = <T>(f: () => T): T | { gitFailed: string } => {
     try {
@@ -216,8 +217,8 @@ const GAVE_UP_CAP = 4000;
  * the agent wrote itself, never through a link, a FIFO or another user's file, which is said and
  * counts as no giving up.
  */
-function gaveUpReason(ctx: StepContext, it: ItemState): string | null {
-  const path = join(it.session!.sessionDir, SESSION_FILES.giveUp);
+function gaveUpReason(ctx: StepContext, it: SessionItem): string | null {
+  const path = join(it.session.sessionDir, SESSION_FILES.giveUp);
   const read = readRegularFile(path, { maxBytes: 64 * 1024, truncate: true, noLinks: true });
   if (read.kind === "error") {
     const line = `${it.id}: attempt ${requireAttempt(it).n}: its give-up file ${path} was not read: ${read.message}`;
@@ -261,8 +262,8 @@ function airlockFact(r: AirlockResult, o: { branch: string; startHead: string })
 }
 
 /** The head the attempt started from (its start-head, written at its launch), else the branch's head. */
-function startHeadOf(it: ItemState): string {
-  return readTextOrNull(join(it.session!.sessionDir, "start-head"), { noLinks: true, maxBytes: 256 })?.trim() || it.session!.branch;
+function startHeadOf(it: SessionItem): string {
+  return readTextOrNull(join(it.session.sessionDir, "start-head"), { noLinks: true, maxBytes: 256 })?.trim() || it.session.branch;
 }
 
 /** What the attempt adds from `from` to `to`: its paths, and the bytes of the blobs it adds (object reads only). */
@@ -290,12 +291,12 @@ function attemptChanges(repo: string, o: { from: string; to: string }): AttemptC
 }
 
 /** A hook or executable git config the session planted is said (a warning of the step): loop never runs it, the operator's git would. */
-function reportGitExec(ctx: StepContext, it: ItemState): void {
+function reportGitExec(ctx: StepContext, it: SessionItem): void {
   const attempt = requireAttempt(it);
   if (!attempt.gitExec) return;
   const said = gitExecReport({
     recorded: attempt.gitExec,
-    baseline: readJsonOrNull(join(it.session!.sessionDir, GIT_EXEC_FILE)),
+    baseline: readJsonOrNull(join(it.session.sessionDir, GIT_EXEC_FILE)),
     now: gitExecSnapshot(repoOf(ctx)),
   });
   if (!said) return;
@@ -305,9 +306,9 @@ function reportGitExec(ctx: StepContext, it: ItemState): void {
 }
 
 /** Start the reserved verify (the first and only start of this reservation) and record it. */
-function spawnReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOutcome | null {
+function spawnReserved(ctx: StepContext, it: EndedItem, run: VerifyRun): StepOutcome | null {
   const attempt = requireAttempt(it);
-  const s = it.session!;
+  const s = it.session;
   ctx.store.assertLease();
   // The checkout made to hold exactly the commit it verifies (and what setup made), with a
   // read-only git folder of its own: nothing the agent left there but what the commit holds.
@@ -371,7 +372,7 @@ function spawnReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOut
 
 function recordStarted(
   ctx: StepContext,
-  it: ItemState,
+  it: EndedItem,
   run: VerifyRun,
   p: VerifyProcess,
   adopted: boolean,
@@ -406,15 +407,16 @@ function recordStarted(
  */
 function verifySandbox(
   ctx: StepContext,
-  it: ItemState,
+  it: EndedItem,
   o: { readOnly?: string[] } = {},
 ): { request: SandboxRequest | null; gateway?: GatewayRequest } | { paused: StepOutcome } | { refused: VerifyVerdict } {
   if (!it.def.sandbox) return { request: null };
-  const s = it.session!;
+  const s = it.session;
   const probe = probeSandbox(sessionPath(ctx.options.env));
   if (!probe.ok) return { paused: pauseForSandbox(ctx, it, probe) };
   try {
-    const listed = Array.isArray(it.def.verifyNetwork);
+    const allow = it.def.verifyNetwork;
+    const listed = Array.isArray(allow);
     // A list's proxy is reached through `loop __bridge` inside: the loop binary is bound in for it.
     const base = sandboxRequest({
       bwrap: probe.bwrap,
@@ -434,7 +436,7 @@ function verifySandbox(
     // A list: the network unshared, its hosts reached through a proxy-only gateway (lib/supervisor/session-gateway.ts).
     const gateway: GatewayRequest = {
       standIn: `loop-verify-${crypto.randomUUID().replaceAll("-", "")}`,
-      allow: it.def.verifyNetwork!,
+      allow,
       proxyOnly: true,
       socketDir: mkdtempSync(join(tmpdir(), "lg-")),
     };
@@ -447,14 +449,14 @@ function verifySandbox(
 }
 
 /** The item's sandbox, probed now: null when it has none or it is usable; else the loop paused (sandbox_unavailable). */
-function sandboxPaused(ctx: StepContext, it: ItemState): StepOutcome | null {
+function sandboxPaused(ctx: StepContext, it: EndedItem): StepOutcome | null {
   if (!it.def.sandbox) return null;
   const probe = probeSandbox(sessionPath(ctx.options.env));
   return probe.ok ? null : pauseForSandbox(ctx, it, probe);
 }
 
 /** The environment fault of a sandbox that cannot be made: recorded for the attempt, which waits as it is; the loop paused. */
-function pauseForSandbox(ctx: StepContext, it: ItemState, probe: Extract<SandboxProbe, { ok: false }>): StepOutcome {
+function pauseForSandbox(ctx: StepContext, it: EndedItem, probe: Extract<SandboxProbe, { ok: false }>): StepOutcome {
   const attempt = requireAttempt(it);
   const f = sandboxFault(probe)!;
   const reason = faultReason(f, it.id, "verifying");
@@ -465,11 +467,11 @@ function pauseForSandbox(ctx: StepContext, it: ItemState, probe: Extract<Sandbox
 }
 
 /** A reserved verify whose start is not recorded: adopt its wrapper, start it (nothing was spawned), wait, or fail it. */
-function resumeReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOutcome | null {
+function resumeReserved(ctx: StepContext, it: EndedItem, run: VerifyRun): StepOutcome | null {
   const attempt = requireAttempt(it);
-  const ev = verifySpawnEvidence(it.session!.sessionDir);
+  const ev = verifySpawnEvidence(it.session.sessionDir);
   // /proc is scanned only when the launch record has no wrapper on record (a step stopped mid-start).
-  const marked = ev.launched && !ev.found ? markCarried([sessionMark(it.session!)]) : true;
+  const marked = ev.launched && !ev.found ? markCarried([sessionMark(it.session)]) : true;
   const v = classifyVerifyStart({ ...ev, marked, reservedAt: Date.parse(run.reservedAt), now: Date.now(), launchTimeout: it.def.timeouts.launch });
   switch (v.kind) {
     case "adopt":
@@ -484,15 +486,15 @@ function resumeReserved(ctx: StepContext, it: ItemState, run: VerifyRun): StepOu
 }
 
 /** A started verify: still running (the step stops here), ended, past its deadline, or gone. */
-async function observeVerify(ctx: StepContext, it: ItemState, run: VerifyRun): Promise<StepOutcome | null> {
+async function observeVerify(ctx: StepContext, it: EndedItem, run: StartedVerify): Promise<StepOutcome | null> {
   const attempt = requireAttempt(it);
-  const dir = it.session!.sessionDir;
-  const proc: VerifyProcess = { pid: run.pid!, startTime: run.startTime };
+  const dir = it.session.sessionDir;
+  const proc: VerifyProcess = { pid: run.pid, startTime: run.startTime };
   const first = readVerifyExit(dir);
   const alive = first === null && verifyAlive(proc);
   // Re-read the exit status after seeing the group gone: it may have been written in between.
   const exit = first ?? (alive ? null : readVerifyExit(dir));
-  const v = classifyVerify({ exit, alive, startedAt: Date.parse(run.reservedAt), deadline: Date.parse(run.deadline!), now: Date.now() });
+  const v = classifyVerify({ exit, alive, startedAt: Date.parse(run.reservedAt), deadline: Date.parse(run.deadline), now: Date.now() });
   if (v.kind === "waiting") return { action: "waiting", item: it.id, reason: v.reason };
   let payload: VerifyPayload;
   if (v.kind === "timed_out") {
@@ -550,8 +552,8 @@ async function observeVerify(ctx: StepContext, it: ItemState, run: VerifyRun): P
  * are read-only to it; without, this is how a verify that rewrote them (a `pretest` script, a
  * `git update-ref`) is caught. Null when both hold.
  */
-function afterVerify(ctx: StepContext, it: ItemState, run: VerifyRun): VerifyVerdict | null {
-  const s = it.session!;
+function afterVerify(ctx: StepContext, it: SessionItem, run: VerifyRun): VerifyVerdict | null {
+  const s = it.session;
   if (!run.head) return null; // a verify from before its head was recorded
   const now = revParse(repoOf(ctx), `refs/heads/${s.branch}`);
   if (now !== run.head) return { code: "branch_moved_by_verify", branch: s.branch, head: run.head, now };
@@ -566,8 +568,8 @@ function afterVerify(ctx: StepContext, it: ItemState, run: VerifyRun): VerifyVer
 }
 
 /** Commits this attempt made on the item branch: counted from the head it started at (start-head). */
-function commitsOfAttempt(ctx: StepContext, it: ItemState): number {
-  const s = it.session!;
+function commitsOfAttempt(ctx: StepContext, it: SessionItem): number {
+  const s = it.session;
   const repo = repoOf(ctx);
   const startHead = readTextOrNull(join(s.sessionDir, "start-head"), { noLinks: true })?.trim();
   const base = startHead || startPointFor({ repo, landing: ctx.def.landing, base: ctx.def.base, target: ctx.def.target });

@@ -2,6 +2,7 @@
 // systemd scope's cgroup, the attempt's verify command, and every process that carries the session's
 // mark. The close path (lib/writer/close.ts) and loop reset call it; it knows nothing of worktrees or events.
 import { currentAttemptOf, type ItemState } from "../log/projection.ts";
+import type { SessionItem } from "../log/item-views.ts";
 import { endMarked, type MarkedProcess } from "../shared/process.ts";
 import { adoptable, endSession, sessionMark } from "./sessions.ts";
 import { endVerify, verifySpawnEvidence } from "./verify-command.ts";
@@ -14,10 +15,10 @@ import { endRecordedScope } from "./scope.ts";
  * recorded (a step killed right after the spawn) is found through its folder.
  */
 export async function endSessionProcesses(
-  it: ItemState,
+  it: SessionItem,
   graceMs: number,
 ): Promise<{ how: string; swept: MarkedProcess[]; left: MarkedProcess[]; verify: string | null }> {
-  const s = it.session!;
+  const s = it.session;
   const target = s.pid === null && s.tmux === null ? (adoptable(s.sessionDir) ?? s) : s;
   let how = await endSession(target, graceMs);
   // A session in a systemd scope: every process left in its cgroup too (lib/supervisor/scope.ts).

@@ -11,6 +11,7 @@ import { moveToTrash, trashOf } from "../shared/trash.ts";
 import { airlock, airlockReason, ATTEMPT_GIT, forgetCheckout, productStampsOf, treeFiles } from "./airlock.ts";
 import type { EventDraft } from "../log/events.ts";
 import type { ItemState } from "../log/projection.ts";
+import { hasSession } from "../log/item-views.ts";
 import { endSessionProcesses } from "../supervisor/end.ts";
 import { sessionMark } from "../supervisor/sessions.ts";
 import { gitTry, revParse } from "../repo/git.ts";
@@ -138,10 +139,11 @@ export async function closeSession(o: {
   /** The operator's prices (loop.json `prices`), for the final figure of a session ended here. */
   prices?: Record<string, ModelPrice>;
 }): Promise<CloseReport | null> {
-  const s = o.it.session;
-  if (!s || s.closed) return null;
+  const { it } = o;
+  if (!hasSession(it) || it.session.closed) return null;
+  const s = it.session;
   failpoint("close:before_kill");
-  const { how, swept, verify } = await endSessionProcesses(o.it, o.graceMs);
+  const { how, swept, verify } = await endSessionProcesses(it, o.graceMs);
   failpoint("close:after_kill");
   let worktreeRemoved = false;
   let kept: string | null = null;

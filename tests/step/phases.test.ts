@@ -13,6 +13,7 @@ import { importedDefinition } from "../../lib/definition/normalize.ts";
 import { itemBranch } from "../../lib/definition/branches.ts";
 import { loadDefinition } from "../../lib/definition/loop-json.ts";
 import type { ItemState } from "../../lib/log/projection.ts";
+import { itemIn } from "../../lib/log/item-views.ts";
 import { Store } from "../../lib/log/store.ts";
 import { acquireWriter } from "../../lib/log/writer.ts";
 import { LeaseLostError } from "../../lib/shared/errors.ts";
@@ -153,7 +154,7 @@ const lastOf = (h: Harness, type: string) =>
 /** The verify phase until verify_finished is recorded: it starts the command, then observes it (bounded polls). */
 async function verifyToEnd(h: Harness): Promise<void> {
   for (let i = 0; i < 800; i++) {
-    const r = await verifyAttempt(h.ctx, h.item());
+    const r = await verifyAttempt(h.ctx, itemIn(h.item(), "ended"));
     if (h.item().attempts.at(-1)!.verify) return;
     if (r !== null) await Bun.sleep(25);
   }
@@ -166,7 +167,7 @@ describe("the verify phase", () => {
     exitedAttempt(h, { leave: { "out.txt": "hi\n" } });
     expect(afterSession(h.item())).toEqual({ kind: "verify" });
     // The command is started detached and recorded; the phase never waits on it.
-    const first = await verifyAttempt(h.ctx, h.item());
+    const first = await verifyAttempt(h.ctx, itemIn(h.item(), "ended"));
     expect(first).toMatchObject({ action: "waiting", item: "a", reason: expect.stringMatching(/^verify running \(deadline /) });
     expect(
       h
@@ -219,7 +220,7 @@ describe("the verify phase", () => {
   test("verify: false judges the agent's exit and this attempt's commits", async () => {
     const none = harness({ verify: false });
     exitedAttempt(none);
-    await verifyAttempt(none.ctx, none.item());
+    await verifyAttempt(none.ctx, itemIn(none.item(), "ended"));
     expect(lastOf(none, "verify_finished")).toMatchObject({
       passed: false,
       code: "no_command_no_change",
@@ -228,7 +229,7 @@ describe("the verify phase", () => {
     });
     const some = harness({ verify: false });
     exitedAttempt(some, { commit: { "out.txt": "hi\n" } });
-    await verifyAttempt(some.ctx, some.item());
+    await verifyAttempt(some.ctx, itemIn(some.item(), "ended"));
     expect(lastOf(some, "verify_finished")).toMatchObject({
       passed: true,
       code: "no_command_passed",
@@ -238,7 +239,7 @@ describe("the verify phase", () => {
     // A commit and a failing exit: the exit decides.
     const badExit = harness({ verify: false });
     exitedAttempt(badExit, { exitCode: 4, commit: { "out.txt": "hi\n" } });
-    await verifyAttempt(badExit.ctx, badExit.item());
+    await verifyAttempt(badExit.ctx, itemIn(badExit.item(), "ended"));
     expect(lastOf(badExit, "verify_finished")).toMatchObject({ passed: false, code: "no_command_agent_failed", reason: "no verify command; agent exited 4" });
     // Judged inline: no verify command is reserved or started.
     for (const h of [none, some, badExit]) {
@@ -251,7 +252,7 @@ describe("the verify phase", () => {
     const gone = harness({ verify: "true" });
     exitedAttempt(gone);
     rmSync(worktreeDir(gone.ctx.worktrees, "a"), { recursive: true, force: true });
-    await verifyAttempt(gone.ctx, gone.item());
+    await verifyAttempt(gone.ctx, itemIn(gone.item(), "ended"));
     expect(lastOf(gone, "verify_finished")).toMatchObject({ passed: false, log: null, code: "worktree_missing", reason: "worktree is missing" });
     // A stale lock in the agent's own git folder is the seal's to clear: the work is committed.
     const locked = harness({ verify: "test -s out.txt" });
@@ -263,7 +264,7 @@ describe("the verify phase", () => {
     const broken = harness({ verify: "true" });
     exitedAttempt(broken, { leave: { "out.txt": "hi\n" } });
     writeFileSync(join(sessionDir(broken.stateRoot, "a", 0, 1), "git", "HEAD"), "garbage\n");
-    await verifyAttempt(broken.ctx, broken.item());
+    await verifyAttempt(broken.ctx, itemIn(broken.item(), "ended"));
     expect(lastOf(broken, "verify_finished")).toMatchObject({
       passed: false,
       code: "seal_failed",
@@ -301,7 +302,7 @@ describe("a reserved verify whose start was not recorded (the reserving step was
     for (let i = 0; i < 2400 && !existsSync(join(dir, "verify-exit.json")); i++) await Bun.sleep(25);
     const started = JSON.parse(readFileSync(join(dir, "verify-started.json"), "utf8"));
     expect(started).toMatchObject({ wrapperPid: pid, wrapperStart: expect.any(String) });
-    expect(await verifyAttempt(h.ctx, h.item())).toMatchObject({ action: "waiting" });
+    expect(await verifyAttempt(h.ctx, itemIn(h.item(), "ended"))).toMatchObject({ action: "waiting" });
     expect(lastOf(h, "verify_started")).toMatchObject({ pid, pgid: pid, startTime: started.wrapperStart, adopted: true });
     await verifyToEnd(h);
     expect(lastOf(h, "verify_finished")).toMatchObject({ passed: true, reason: "exit 0" });
@@ -323,8 +324,8 @@ describe("a reserved verify whose start was not recorded (the reserving step was
     );
     try {
       await Promise.all(alive.map((p) => p.stdout.getReader().read()));
-      expect(await verifyAttempt(h.ctx, h.item())).toEqual({ action: "waiting", item: "a", reason: "verify is starting" });
-      expect(await verifyAttempt(old.ctx, old.item())).toBeNull();
+      expect(await verifyAttempt(h.ctx, itemIn(h.item(), "ended"))).toEqual({ action: "waiting", item: "a", reason: "verify is starting" });
+      expect(await verifyAttempt(old.ctx, itemIn(old.item(), "ended"))).toBeNull();
       expect(lastOf(old, "verify_finished")).toMatchObject({ passed: false, exitCode: null, log: null, reason: "verify did not start within 120s" });
       expect(old.events().filter((e) => e.type === "verify_started")).toEqual([]);
     } finally {
@@ -337,7 +338,7 @@ describe("a reserved verify whose start was not recorded (the reserving step was
     exitedAttempt(h);
     const dir = reserve(h, new Date(Date.now() - 3 * 60_000).toISOString());
     writeFileSync(join(dir, "verify-launch.json"), "{}\n");
-    expect(await verifyAttempt(h.ctx, h.item())).toMatchObject({ action: "waiting", reason: expect.stringContaining("verify running") });
+    expect(await verifyAttempt(h.ctx, itemIn(h.item(), "ended"))).toMatchObject({ action: "waiting", reason: expect.stringContaining("verify running") });
     // Its deadline counts from this start, not from the reservation three minutes ago.
     const started = lastOf(h, "verify_started");
     expect(started).toMatchObject({ adopted: false });
@@ -352,7 +353,7 @@ describe("the land and settle phases", () => {
     const h = harness({ verify: "true" }, { defaults: { runner: "agent", landing: "merge" } });
     exitedAttempt(h, { commit: { "out.txt": "hi\n" } });
     await verifyToEnd(h);
-    landAttempt(h.ctx, h.item());
+    landAttempt(h.ctx, itemIn(h.item(), "ended"));
     const target = h.ctx.def.target;
     expect(lastOf(h, "landing_finished")).toMatchObject({ outcome: "merged", target, branch: itemBranch("ph", "a"), commit: git(h.root, "rev-parse", target) });
     expect(git(h.root, "log", "-1", "--format=%s", target)).toBe("loop: land a (attempt 1)");
@@ -362,7 +363,7 @@ describe("the land and settle phases", () => {
     expect(existsSync(join(h.root, "out.txt"))).toBe(false);
     const next = afterSession(h.item());
     expect(next).toEqual({ kind: "settle", landed: true });
-    await settleAttempt(h.ctx, h.item(), { landed: true });
+    await settleAttempt(h.ctx, itemIn(h.item(), "ended"), { landed: true });
     expect(lastOf(h, "item_settled")).toMatchObject({ outcome: "passed", reason: "verify passed (exit 0); merged" });
     expect(lastOf(h, "session_closed")).toMatchObject({ worktreeRemoved: true });
     expect(existsSync(worktreeDir(h.ctx.worktrees, "a"))).toBe(false);
@@ -381,11 +382,11 @@ describe("the land and settle phases", () => {
     exitedAttempt(h, { commit: { "out.txt": "ours\n" } });
     // The item branch started from main (the test made it so), not from the target: they conflict.
     await verifyToEnd(h);
-    landAttempt(h.ctx, h.item());
+    landAttempt(h.ctx, itemIn(h.item(), "ended"));
     expect(lastOf(h, "landing_finished")).toMatchObject({ outcome: "conflict", code: "conflict", reason: "merge conflict in out.txt", commit: null });
     expect(git(h.root, "log", "-1", "--format=%s", target)).toBe("theirs");
     expect(afterSession(h.item())).toEqual({ kind: "settle", landed: false });
-    await settleAttempt(h.ctx, h.item(), { landed: false });
+    await settleAttempt(h.ctx, itemIn(h.item(), "ended"), { landed: false });
     expect(lastOf(h, "item_settled")).toMatchObject({ outcome: "failed", code: "merge_conflict", reason: "merge_conflict: merge conflict in out.txt" });
     expect(existsSync(worktreeDir(h.ctx.worktrees, "a"))).toBe(true);
   });
@@ -394,7 +395,7 @@ describe("the land and settle phases", () => {
     const h = harness({ verify: "true" });
     exitedAttempt(h, { commit: { "out.txt": "hi\n" } });
     await verifyToEnd(h);
-    landAttempt(h.ctx, h.item());
+    landAttempt(h.ctx, itemIn(h.item(), "ended"));
     expect(lastOf(h, "landing_finished")).toMatchObject({ outcome: "none", target: null, reason: `branch ${itemBranch("ph", "a")} is the deliverable` });
   });
 });
@@ -411,11 +412,11 @@ describe("the launch and observe phases", () => {
     expect(lastOf(h, "session_started")).toMatchObject({ attempt: 1, pid: spawned.pid, tmux: null });
     // The agent runs detached; the observe phase reports it at work until it has exited.
     for (let i = 0; i < 2400 && !existsSync(join(dir, SESSION_FILES.exit)); i++) await Bun.sleep(25);
-    expect(await observeRunning(h.ctx, h.item())).toBeNull();
+    expect(await observeRunning(h.ctx, itemIn(h.item(), "running"))).toBeNull();
     expect(lastOf(h, "session_ended")).toMatchObject({ verdict: "exited", exitCode: 0 });
     await verifyToEnd(h);
-    landAttempt(h.ctx, h.item());
-    await settleAttempt(h.ctx, h.item(), { landed: true });
+    landAttempt(h.ctx, itemIn(h.item(), "ended"));
+    await settleAttempt(h.ctx, itemIn(h.item(), "ended"), { landed: true });
     expect(h.item().status).toBe("passed");
     expect(h.ctx.errors).toEqual([]);
   });

@@ -23,7 +23,7 @@ import type { ForgeComment, ForgeThread } from "../../forge/provider.ts";
 import { fenced, TEXT_CAP, capped, sanitizeLine } from "../../forge/untrusted.ts";
 import type { EventDraft } from "../../log/events.ts";
 import { isInFlight, isSettled } from "../../log/vocabulary.ts";
-import { type CommentId, compareCommentIds, type ItemState, type Projection } from "../../log/projection.ts";
+import { type CommentId, compareCommentIds, type ItemState, type Projection, requireItem } from "../../log/projection.ts";
 import { writeFileAtomic } from "../../shared/fsutil.ts";
 import { append, closeInStep, projection, type StepContext } from "../context.ts";
 import { issueOf } from "./issue-context.ts";
@@ -43,7 +43,7 @@ export async function pollComments(ctx: StepContext): Promise<void> {
   if (Date.now() - link.cache.comments.polledAt < link.pollInterval) return;
   if (!(await baselineNew(ctx, link))) return;
   const p = projection(ctx);
-  const items = p.order.map((id) => p.items[id]!).filter((it) => it.status !== "withdrawn");
+  const items = p.order.map((id) => requireItem(p, id)).filter((it) => it.status !== "withdrawn");
   const threadsOf = threadsIn(link);
   const threads = items.flatMap(threadsOf);
   // From the log (each item's readFrom), or the cache's cursor when that is later: never from the cache alone.
@@ -110,7 +110,7 @@ function itemsByThread(p: Projection, link: ForgeLink): Map<string, string> {
   const out = new Map<string, string>();
   const threadsOf = threadsIn(link);
   for (const id of p.order) {
-    const it = p.items[id]!;
+    const it = requireItem(p, id);
     if (it.status === "withdrawn") continue;
     for (const t of threadsOf(it)) out.set(link.tracker.threadKey(t), id);
   }
@@ -123,7 +123,7 @@ async function baselineNew(ctx: StepContext, link: ForgeLink): Promise<boolean> 
   const threadsOf = threadsIn(link);
   const key = (t: ForgeThread) => link.tracker.threadKey(t);
   for (const id of p.order) {
-    const it = p.items[id]!;
+    const it = requireItem(p, id);
     const all = it.status === "withdrawn" ? [] : threadsOf(it);
     // One listing per thread the tracker tells apart (a GitHub PR whose number is the issue's is one thread).
     const threads = all.filter((t, i) => all.findIndex((u) => key(u) === key(t)) === i);
@@ -153,7 +153,7 @@ async function handle(ctx: StepContext, link: ForgeLink, c: ForgeComment): Promi
   const p = projection(ctx);
   const id = itemsByThread(p, link).get(link.tracker.threadKey(c.thread));
   if (!id) return "done";
-  const it = p.items[id]!;
+  const it = requireItem(p, id);
   const mark = it.forge?.highWater;
   if (mark == null || compareCommentIds(c.id, mark) <= 0) return "done"; // seen, or an edited old comment
   const allowed = await link.authorized(c.login);
@@ -223,7 +223,7 @@ async function command(
   const events: EventDraft[] = [];
   for (const a of actions) {
     if (a.close && a.item) {
-      const target = projection(ctx).items[a.item]!;
+      const target = requireItem(projection(ctx), a.item);
       const closed = await closeInStep(ctx, { it: target, reason: `/loop ${verb} by ${actor}`, removeCheckout: a.close.removeCheckout });
       if (closed) events.push(...closed.events);
     }
@@ -247,7 +247,7 @@ export async function answer(ctx: StepContext, link: ForgeLink, thread: ForgeThr
 async function postQuestions(ctx: StepContext, link: ForgeLink): Promise<void> {
   const p = projection(ctx);
   for (const id of p.order) {
-    const it = p.items[id]!;
+    const it = requireItem(p, id);
     const issue = issueOf(it);
     if (it.status !== "needs_input" || issue === null || it.question === null) continue;
     if (it.forge?.questionPosted?.attempt === it.attempts.length || link.limited()) continue;
@@ -268,7 +268,7 @@ async function postQuestions(ctx: StepContext, link: ForgeLink): Promise<void> {
 async function postGaveUp(ctx: StepContext, link: ForgeLink): Promise<void> {
   const p = projection(ctx);
   for (const id of p.order) {
-    const it = p.items[id]!;
+    const it = requireItem(p, id);
     const issue = issueOf(it);
     const attempt = it.attempts.at(-1);
     if (it.status !== "failed" || it.settleCode !== "gave_up" || issue === null || !attempt?.verify) continue;
@@ -290,7 +290,7 @@ async function postGaveUp(ctx: StepContext, link: ForgeLink): Promise<void> {
 /** inbox.md of each in-flight session: the messages for it, rewritten whole (a materialization of the ledger). */
 function materializeInboxes(ctx: StepContext, p: Projection): void {
   for (const id of p.order) {
-    const it = p.items[id]!;
+    const it = requireItem(p, id);
     if (!it.session || !isInFlight(it.status) || !it.forge?.messages.length) continue;
     const body = it.forge.messages.map((m) => fenced(`Comment ${m.id} by ${m.login} (${m.at})`, m.text)).join("\n\n");
     try {

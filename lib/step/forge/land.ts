@@ -9,7 +9,8 @@
 // asked for, so nothing is done twice.
 import type { Payload } from "../../log/events.ts";
 import type { LandingCode } from "../../log/vocabulary.ts";
-import { currentAttemptOf, type ItemState, requireAttempt } from "../../log/projection.ts";
+import { currentAttemptOf, type ItemState } from "../../log/projection.ts";
+import { type EndedItem, verifiedAttempt } from "../../log/item-views.ts";
 import type { ForgeFailure, ForgePull } from "../../forge/provider.ts";
 import { AUTO_MERGE_VAR, autoMergeAllowed } from "../../forge/auto-merge.ts";
 import { definitionLock, environmentLock, type Expected, failureGate, type GateDecision, identityGate, mergeGate } from "../../forge/merge-gate.ts";
@@ -27,11 +28,11 @@ import { reactToPull } from "./react.ts";
 type LandingRecord = Omit<Payload<"landing_finished">, "attempt" | "branch" | "code"> & { code: LandingCode };
 type Finish = (l: LandingRecord) => null;
 
-export async function landThroughForge(ctx: StepContext, it: ItemState): Promise<StepOutcome | null> {
+export async function landThroughForge(ctx: StepContext, it: EndedItem): Promise<StepOutcome | null> {
   const link = (await forgeLink(ctx))!;
-  const attempt = requireAttempt(it);
-  const branch = it.session!.branch;
-  const since = Date.parse(attempt.verify!.at);
+  const attempt = verifiedAttempt(it);
+  const branch = it.session.branch;
+  const since = Date.parse(attempt.verify.at);
   const deadline = since + (it.def.timeouts.landing ?? 30 * 60_000);
   const f = it.forge;
   // This attempt's landing wait: an earlier attempt's (before a retry or a rework) is not this one's.
@@ -211,12 +212,12 @@ async function openPull(
   if (!found.ok) return { wait: link.failed(found) };
   if (found.value && (found.value.state === "open" || (found.value.merged && found.value.headSha === head)))
     return { pull: found.value, reused: true, pushed: head };
-  const attempt = requireAttempt(it);
+  const attempt = verifiedAttempt(it);
   const title = `${it.id}: ${sanitizeLine(it.def.prompt.split("\n", 1)[0] ?? "", 80)}`;
   const body = [
     `Opened by loop \`${ctx.def.name}\` for item \`${it.id}\`${it.def.ref ? ` (${it.def.ref})` : ""}, attempt ${attempt.n}.`,
     "",
-    `Verify: ${attempt.verify!.passed ? "passed" : "failed"} (${sanitizeLine(attempt.verify!.reason, 200)}).`,
+    `Verify: ${attempt.verify.passed ? "passed" : "failed"} (${sanitizeLine(attempt.verify.reason, 200)}).`,
     "",
     ctx.def.landing === "merge"
       ? `loop merges this ${link.provider.pullNoun} once every check on its head is green (landing \`merge\`).`

@@ -10,6 +10,7 @@
 import type { EventDraft } from "../../log/events.ts";
 import type { ForgeBlockCode } from "../../log/vocabulary.ts";
 import { type ItemState, requireAttempt } from "../../log/projection.ts";
+import type { EndedItem } from "../../log/item-views.ts";
 import type { CheckFailure, ForgeCheck, ForgeChecks, ForgePull, ReviewFeedback } from "../../forge/provider.ts";
 import { decideReaction, FEEDBACK_BOUNDS, newSignals, type Reactions, reactionFeedback } from "../../forge/reactions.ts";
 import { reactionsOf } from "../../definition/normalize.ts";
@@ -47,7 +48,7 @@ function reactedKeys(it: ItemState): Set<string> {
 export async function reactToPull(
   ctx: StepContext,
   link: ForgeLink,
-  it: ItemState,
+  it: EndedItem,
   o: { pull: ForgePull; pushed: string; checks: ForgeChecks },
 ): Promise<ReactionTurn> {
   const reviews = await link.provider.reviewFeedback(o.pull.number);
@@ -89,7 +90,7 @@ export async function reactToPull(
         {
           type: "landing_finished",
           item: it.id,
-          payload: { attempt: attempt.n, branch: it.session!.branch, outcome: "blocked", target: ctx.def.base, commit: null, code, reason: `${reason}${left}` },
+          payload: { attempt: attempt.n, branch: it.session.branch, outcome: "blocked", target: ctx.def.base, commit: null, code, reason: `${reason}${left}` },
         },
       ],
       "reaction",
