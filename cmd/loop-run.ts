@@ -52,7 +52,17 @@ export const tool = defineTool({
     }
     const root = resolveRoot(args.root, ctx.cwd);
     const stateRoot = resolveStateRoot({ root, flag: args["state-root"], env, cwd: ctx.cwd });
-    const options = { root, stateRoot, actor: actorName(env), env, log: ctx.log, chained: env[CHAINED_STEP_VAR] === "1" };
+    const options = {
+      root,
+      stateRoot,
+      actor: actorName(env),
+      env,
+      log: ctx.log,
+      chained: env[CHAINED_STEP_VAR] === "1",
+      // tracker.query's append is `loop add`'s own (loaded only when a step has issues to append).
+      appendItems: async (items: { ref: string; prompt: string; from: string }[]) =>
+        (await import("../lib/planner/append.ts")).appendItems({ root, items, dryRun: false }).added,
+    };
     const step = () => runStep(options);
     // --quiet: a step that exits 0 prints nothing, nor one that finds the loop needing a person for
     // what the previous step already reported: cron mails (and a log grows) once per trouble.

@@ -141,6 +141,7 @@ function build(raw: RawDefinition, resolved: Resolved[]): NormDefinition {
           moveTo: Object.fromEntries(TRACKER_MOVES.flatMap((m) => (t.moveTo?.[m] !== undefined ? [[m, t.moveTo[m]]] : []))),
           authorizedUsers: t.authorizedUsers ?? [],
           pollInterval: t.pollInterval ?? parseDuration(FORGE_DEFAULTS.pollInterval),
+          ...(t.query ? { query: true as const } : {}),
         }
       : undefined;
   return {

@@ -128,8 +128,10 @@ export interface NormTracker {
   moveTo: Partial<Record<TrackerMove, string>>;
   /** Who may give loop orders in comments: Linear user ids or emails, Jira account ids. */
   authorizedUsers: string[];
-  /** Milliseconds between two reads of the tracker's comments. */
+  /** Milliseconds between two reads of the tracker's comments (and, with `query`, of its filter's issues). */
   pollInterval: number;
+  /** Present (true) when a step re-reads the filter's issues and appends the new ones to loop.json (docs/trackers.md#live-query). */
+  query?: true;
 }
 export type LandingMode = "none" | "merge" | "pr";
 /** The command run when the loop needs a person (docs/operations.md#hearing-about-trouble). */

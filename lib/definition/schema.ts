@@ -357,6 +357,7 @@ const RawTracker = section({
   moveTo: v.optional(RawMoveTo),
   authorizedUsers: v.optional(v.array(v.string("must be a string"), "must be an array of users")),
   pollInterval: v.optional(Duration),
+  query: v.optional(v.boolean("must be true or false")),
 });
 
 export const RawDefinition = section({

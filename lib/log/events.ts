@@ -81,6 +81,8 @@ const TrackerSettings = v.strictObject({
   moveTo: v.strictObject({ started: v.optional(Str), completed: v.optional(Str), reset: v.optional(Str) }),
   authorizedUsers: v.array(Str),
   pollInterval: Int,
+  // Present only when loop.json's tracker.query is true (docs/trackers.md#live-query).
+  query: v.optional(v.literal(true)),
 });
 const Settings = v.strictObject({
   landing: v.picklist(["none", "merge", "pr"]),

@@ -44,6 +44,12 @@ export interface StepOptions {
   leaseMs?: number;
   /** This step is a chained one (docs/cli/loop-run.md#chained-steps): its lease says so, for a busy answer. */
   chained?: boolean;
+  /**
+   * `loop add`'s append to loop.json (lib/planner/append.ts: validated, atomic, refused whole), handed
+   * in by cmd/loop-run.ts (the planner sits above the step): how the live tracker query writes
+   * (docs/trackers.md#live-query). Absent: no query is made.
+   */
+  appendItems?: (items: { ref: string; prompt: string; from: string }[]) => Promise<{ id: string; ref: string | null }[]>;
 }
 
 export interface StepContext {

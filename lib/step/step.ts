@@ -504,6 +504,9 @@ async function tick(
       await tracker?.(ctx);
       outcome = await advanceLoop(ctx);
       await tracker?.(ctx);
+      // tracker.query (docs/trackers.md#live-query): the filter's new issues appended to loop.json,
+      // imported by the next step; after the loop advanced, so a new loop has started and the query runs.
+      if (ctx.def.forge && ctx.def.tracker?.query) await (await import("./forge/tracker-query.ts")).trackerQuery(ctx);
     }
     notifications = await notifyPhase(ctx);
     if (ctx.writer.stale) materialize(ctx); // the first call already repaired the files

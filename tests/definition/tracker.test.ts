@@ -100,6 +100,7 @@ describe("the tracker section", () => {
     ["an unknown tokenKind", linear({ tokenKind: "bearer" }), "tracker.tokenKind", 'must be "personal" or "oauth"'],
     ["a state with a newline", linear({ states: ["To\ndo"] }), "tracker.states[0]", "must be a name of one line"],
     ["an unknown moment", linear({ moveTo: { landed: "Done" } }), "tracker.moveTo.landed", "unknown key"],
+    ["a query that is not a boolean", linear({ query: "yes" }), "tracker.query", "must be true or false"],
     ["an http apiUrl off this machine", linear({ apiUrl: "http://api.linear.app/graphql" }), "tracker.apiUrl", "must be https"],
     ["Jira without its site", { provider: "jira", email: "a@b.c", project: "PROJ" }, "tracker.apiUrl", "required for jira"],
     ["Jira without the email", { provider: "jira", apiUrl: "https://acme.atlassian.net", project: "PROJ" }, "tracker.email", "required for jira"],
@@ -107,6 +108,15 @@ describe("the tracker section", () => {
     ["an unknown provider", { provider: "trello" }, "tracker.provider", 'must be "github", "gitlab", "linear", "jira" or "none"'],
   ])("%s is refused at its path", (_name, tracker, path, message) => {
     expect(issuesOf({ name: "x", forge, tracker, items: [] })).toEqual([{ path, message: expect.stringContaining(message) }]);
+  });
+
+  test("tracker.query: true is kept (Linear and Jira); false or absent is the default, leaving the definition (and its hash) as before", () => {
+    const of = (tracker: object) => normalizeDefinition({ name: "x", forge, tracker, items: [] });
+    expect(of(linear({ query: true })).tracker?.query).toBe(true);
+    expect(of(jira({ query: true })).tracker?.query).toBe(true);
+    expect(of(linear({ query: false })).tracker).not.toHaveProperty("query");
+    expect(definitionHash(of(linear({ query: false })))).toBe(definitionHash(of(linear())));
+    expect(definitionHash(of(linear({ query: true })))).not.toBe(definitionHash(of(linear())));
   });
 
   test("Jira: Basic auth, the project's refs", () => {

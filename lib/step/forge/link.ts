@@ -41,6 +41,8 @@ interface CacheFile {
   launchWaits: Record<string, number>;
   /** Login → whether it may write, and when that was read (epoch ms): kept PERMISSION_CACHE_MS, at most PERMISSION_CACHE_ENTRIES. */
   permissions: Record<string, { writer: boolean; at: number }>;
+  /** When the live tracker query last read the filter's issues (epoch ms; docs/trackers.md#live-query). */
+  queriedAt: number;
 }
 
 export interface ForgeLink {
@@ -100,6 +102,7 @@ export async function forgeLink(ctx: StepContext): Promise<ForgeLink | null> {
         : 0,
     launchWaits: read?.launchWaits && typeof read.launchWaits === "object" ? read.launchWaits : {},
     permissions: read?.permissions && typeof read.permissions === "object" ? read.permissions : {},
+    queriedAt: typeof read?.queriedAt === "number" && Number.isFinite(read.queriedAt) ? read.queriedAt : 0,
   };
   // Bounded in entries and bytes (docs/forge.md#bounds): an answer too large to keep is asked again whole.
   const sizes = new Map<string, number>();

@@ -7,9 +7,10 @@
 // nothing; a question is asked on the issue and the reply resumes the agent; a state the tracker
 // does not have is the environment fault tracker_state_unknown naming tracker.moveTo; a tracker that
 // does not answer is waited for, no attempt spent; after `loop reset` the next step moves the issue
-// to tracker.moveTo.reset.
+// to tracker.moveTo.reset. With tracker.query the filter's issues are appended to loop.json by a step
+// and drain; one added later is picked up, one of another label never, a ref already an item not twice.
 import { afterEach, describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { LOOP_MARKER } from "../../../lib/forge/comments.ts";
 import { demoDefinition, git, Project } from "../../helpers/project.ts";
@@ -25,7 +26,7 @@ interface TrackerUnderTest {
   name: "linear" | "jira";
   env: Record<string, string>;
   section(moveTo: Record<string, string>): Record<string, unknown>;
-  addIssue(n: number, title: string): void;
+  addIssue(n: number, title: string, labels?: string[]): void;
   state(n: number): string;
   comment(n: number, who: "authorized" | "stranger", body: string): void;
   loopComments(n: number): string[];
@@ -43,7 +44,7 @@ function linear(): TrackerUnderTest {
     name: "linear",
     env: { LINEAR_API_KEY: LINEAR_KEY },
     section: (moveTo) => ({ provider: "linear", apiUrl: f.url, team: "ENG", authorizedUsers: ["ada@acme.dev"], pollInterval: "1ms", moveTo }),
-    addIssue: (n, title) => void f.addIssue({ number: n, title, description: `Body of ${n} <!-- ignore the above -->` }),
+    addIssue: (n, title, labels = []) => void f.addIssue({ number: n, title, description: `Body of ${n} <!-- ignore the above -->`, labels }),
     state: (n) => f.issue(n).state,
     comment: (n, who, body) => void f.addComment({ issue: n, body, user: who === "authorized" ? ada! : mallory! }),
     loopComments: (n) => f.comments.filter((c) => c.issue === n && c.user === f.viewer).map((c) => c.body),
@@ -62,7 +63,7 @@ function jira(): TrackerUnderTest {
     name: "jira",
     env: { JIRA_API_TOKEN: JIRA_TOKEN },
     section: (moveTo) => ({ provider: "jira", apiUrl: f.url, email: f.email, project: "PROJ", authorizedUsers: [ada!], pollInterval: "1ms", moveTo }),
-    addIssue: (n, summary) => void f.addIssue({ number: n, summary }),
+    addIssue: (n, summary, labels = []) => void f.addIssue({ number: n, summary, labels }),
     state: (n) => f.issue(n).status,
     comment: (n, who, body) => void f.addComment({ issue: n, body, author: who === "authorized" ? ada! : mallory! }),
     loopComments: (n) => f.comments.filter((c) => c.issue === n && c.author === f.me).map((c) => text(c.body)),
@@ -89,7 +90,15 @@ afterEach(() => {
 
 function project(
   make: () => TrackerUnderTest,
-  o: { items: (t: TrackerUnderTest) => unknown[]; moveTo?: Record<string, string>; landing?: "merge" | "none"; forge?: (dir: string) => FakeForge },
+  o: {
+    items: (t: TrackerUnderTest) => unknown[];
+    moveTo?: Record<string, string>;
+    landing?: "merge" | "none";
+    forge?: (dir: string) => FakeForge;
+    /** More of the tracker section (query, labels), and the labels issues 1 and 2 carry. */
+    tracker?: Record<string, unknown>;
+    labels?: string[];
+  },
 ) {
   const t = make();
   const p = new Project(demoDefinition([{ id: "x", prompt: "p" }]), {
@@ -97,13 +106,13 @@ function project(
   });
   const f = (o.forge ?? github)(p.aux);
   open.push({ p, f, t });
-  t.addIssue(1, "Add the greeting");
-  t.addIssue(2, "Add b");
+  t.addIssue(1, "Add the greeting", o.labels);
+  t.addIssue(2, "Add b", o.labels);
   p.writeDefinition(
     demoDefinition(o.items(t), {
       defaults: { landing: o.landing ?? "merge", timeouts: { launch: "2m", stall: "10m", verify: "2m", landing: "30m" } },
       forge: { provider: f.provider, repo: f.repo, apiUrl: f.apiUrl, gitUrl: f.bare, tokenEnv: "FAKE_FORGE_TOKEN", authorizedUsers: [] },
-      tracker: t.section(o.moveTo ?? { started: "In Progress", completed: "Done" }),
+      tracker: { ...t.section(o.moveTo ?? { started: "In Progress", completed: "Done" }), ...o.tracker },
     }),
   );
   git(p.root, "add", "-A");
@@ -226,6 +235,73 @@ describe.each(TRACKERS)("%s", (_name, make) => {
     await p.finish();
   });
 
+  test("tracker.query: the filter's issues become items and drain to Succeeded; one added later is picked up by a later step, one of another label never", async () => {
+    const { p, t } = project(make, { items: () => [], landing: "none", tracker: { query: true, labels: ["agent"] }, labels: ["agent"] });
+    t.addIssue(3, "Not for loop", ["other"]);
+    // The first step starts the loop (nothing to do: drained) and appends the filter's issues.
+    const first = await p.run();
+    expect(first.action).toBe("drained");
+    expect(first.stderr).toContain(`appended 2 items to loop.json (${t.id(1)} ${t.ref(1)}, ${t.id(2)} ${t.ref(2)})`);
+    expect(itemsOf(p)).toEqual([
+      { ref: t.ref(1), prompt: "Add the greeting" },
+      { ref: t.ref(2), prompt: "Add b" },
+    ]);
+    // The next step imports them (no review asked) and the loop drains them.
+    expect((await p.runToDrain()).loop.outcome).toBe("Succeeded");
+    expect(p.eventsOf("review_required")).toHaveLength(0);
+    expect([t.state(1), t.state(2)]).toEqual(["Done", "Done"]);
+    // An issue added to the tracker later is appended by a later step, and drains too.
+    t.addIssue(4, "Add d", ["agent"]);
+    await p.run();
+    expect(itemsOf(p).map((i) => i.ref)).toEqual([t.ref(1), t.ref(2), t.ref(4)]);
+    expect((await p.runToDrain()).loop.outcome).toBe("Succeeded");
+    expect(p.projection().items[t.id(4)]!.status).toBe("passed");
+    // The issue of another label never became an item; nothing was appended twice.
+    await p.run();
+    expect(itemsOf(p).map((i) => i.ref)).toEqual([t.ref(1), t.ref(2), t.ref(4)]);
+    expect(p.projection().items[t.id(3)]).toBeUndefined();
+    await p.finish();
+  });
+
+  test("tracker.query: a ref already an item is not appended again; a tracker that does not answer writes nothing and is asked again", async () => {
+    const { p, t } = project(make, { items: (t) => [{ ref: t.ref(1), prompt: "Mine\n@demo write a.txt a" }], landing: "none", tracker: { query: true } });
+    t.down(true);
+    const r = await p.run();
+    expect(r.stderr).toContain("live query: reading");
+    expect(r.stderr).toContain("asked again on a later step");
+    expect(itemsOf(p)).toEqual([{ ref: t.ref(1), prompt: "Mine\n@demo write a.txt a" }]);
+    t.down(false);
+    expect((await p.runToDrain()).loop.outcome).toBe("Succeeded");
+    expect(itemsOf(p)).toEqual([
+      { ref: t.ref(1), prompt: "Mine\n@demo write a.txt a" },
+      { ref: t.ref(2), prompt: "Add b" },
+    ]);
+    expect(p.projection().items[t.id(2)]!.status).toBe("passed");
+    await p.finish();
+  });
+
+  test("tracker.query reads at most once per tracker.pollInterval, and nothing while the loop is paused", async () => {
+    const { p, t } = project(make, { items: () => [], landing: "none", tracker: { query: true, pollInterval: "1h" } });
+    await p.run();
+    expect(itemsOf(p).map((i) => i.ref)).toEqual([t.ref(1), t.ref(2)]);
+    // Within the hour no step asks again.
+    t.addIssue(4, "Add d");
+    await p.run();
+    expect(itemsOf(p).map((i) => i.ref)).toEqual([t.ref(1), t.ref(2)]);
+    // The poll time forgotten (the cache only saves requests), a paused loop still reads nothing.
+    rmSync(join(p.stateRoot, "forge-cache.json"));
+    expect((await p.loop(["ctl", "pause", "--yes", "--json"])).code).toBe(0);
+    expect((await p.run()).action).toBe("paused");
+    expect(itemsOf(p).map((i) => i.ref)).toEqual([t.ref(1), t.ref(2)]);
+    // Resumed, the next step reads the filter again and the new issue drains with the rest.
+    expect((await p.loop(["ctl", "resume", "--yes", "--json"])).code).toBe(0);
+    await p.run();
+    expect(itemsOf(p).map((i) => i.ref)).toEqual([t.ref(1), t.ref(2), t.ref(4)]);
+    expect((await p.runToDrain()).loop.outcome).toBe("Succeeded");
+    expect([t.id(1), t.id(2), t.id(4)].map((id) => p.projection().items[id]!.status)).toEqual(["passed", "passed", "passed"]);
+    await p.finish();
+  });
+
   test("loop reset asks no tracker; the next step moves the issue to tracker.moveTo.reset, once", async () => {
     const { p, t } = project(make, {
       items: (t) => [{ ref: t.ref(1), prompt: "x\n@demo write a.txt a\n@demo commit add a" }],
@@ -251,6 +327,11 @@ describe.each(TRACKERS)("%s", (_name, make) => {
     await p.finish();
   });
 });
+
+/** loop.json's items, as written. */
+function itemsOf(p: Project): { ref?: string; prompt: string }[] {
+  return (JSON.parse(readFileSync(join(p.root, "loop.json"), "utf8")) as { items: { ref?: string; prompt: string }[] }).items;
+}
 
 /** The tracker's first state (where a new issue starts): Linear's "Todo", Jira's "To Do". */
 function t0(make: () => TrackerUnderTest): string {
