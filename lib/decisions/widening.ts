@@ -11,7 +11,7 @@ import { amount } from "./budget.ts";
 
 /** A definition as a review reads it: what definition_imported records (its settings and items). */
 export interface ReviewedDefinition {
-  settings: Pick<SettingsPayload, "landing" | "runners" | "budget" | "setupNetwork"> & { review?: true };
+  settings: Pick<SettingsPayload, "landing" | "runners" | "budget" | "setupNetwork" | "tracker"> & { review?: true };
   items: readonly Pick<NormItemPayload, "id" | "runner" | "model" | "sandbox" | "budget" | "network" | "verifyNetwork">[];
 }
 
@@ -28,6 +28,8 @@ export function widening(prev: ReviewedDefinition, next: ReviewedDefinition): Re
   if (LANDING_RANK[next.settings.landing] > LANDING_RANK[prev.settings.landing])
     say("landing_widened", `landing ${prev.settings.landing} → ${next.settings.landing}`);
   if (prev.settings.review && !next.settings.review) say("review_off", "control.review turned off");
+  if (!prev.settings.tracker?.query && next.settings.tracker?.query)
+    say("tracker_query_on", "tracker.query turned on: each issue the tracker's filter selects becomes an item by itself");
 
   const loopB = prev.settings.budget;
   const nextB = next.settings.budget;

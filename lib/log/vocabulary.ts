@@ -117,6 +117,8 @@ export const REVIEW_CODES = [
   "runner_added",
   /** control.review was turned off. */
   "review_off",
+  /** tracker.query was turned on: every issue the tracker's filter selects becomes an item by itself. */
+  "tracker_query_on",
 ] as const;
 export type ReviewCode = (typeof REVIEW_CODES)[number];
 

@@ -27,6 +27,18 @@ const BASE = def({ budget: { microUsd: 10_000_000, daily: { tokens: 1_000_000 } 
   item("a", { budget: { tokens: 500_000 } }),
   item("b", { budget: { tokens: 500_000 } }),
 ]);
+const LINEAR: NonNullable<ReviewedDefinition["settings"]["tracker"]> = {
+  provider: "linear",
+  apiUrl: "https://api.linear.app/graphql",
+  tokenEnv: "LINEAR_API_KEY",
+  tokenKind: "personal",
+  key: "ENG",
+  states: [],
+  labels: ["agent"],
+  moveTo: {},
+  authorizedUsers: [],
+  pollInterval: 60_000,
+};
 const codes = (prev: ReviewedDefinition, next: ReviewedDefinition): string[] => widening(prev, next).map((r) => r.code);
 
 describe("widening: what a change lets the loop do that it could not", () => {
@@ -54,6 +66,8 @@ describe("widening: what a change lets the loop do that it could not", () => {
       ["network_widened"],
     ],
     ["workspace.setupNetwork opened", def({ ...BASE.settings, setupNetwork: "open" }, [...BASE.items]), ["network_widened"]],
+    ["tracker.query turned on", def({ ...BASE.settings, tracker: { ...LINEAR, query: true } }, [...BASE.items]), ["tracker_query_on"]],
+    ["a Linear tracker without its query", def({ ...BASE.settings, tracker: LINEAR }, [...BASE.items]), []],
     [
       "the sandbox turned off for an item",
       def(BASE.settings, [item("a", { budget: { tokens: 500_000 }, sandbox: undefined }), BASE.items[1]!]),

@@ -16,7 +16,12 @@ import { forgeLink } from "./link.ts";
 export async function trackerQuery(ctx: StepContext): Promise<void> {
   const settings = ctx.def.tracker;
   const appendItems = ctx.options.appendItems;
-  if (!settings?.query || !appendItems) return;
+  if (!settings?.query) return;
+  if (!appendItems) {
+    // Only `loop run` can write loop.json from a step; a step run otherwise says what it left out.
+    ctx.options.log.warn("tracker: live query: this step cannot append to loop.json; nothing was read");
+    return;
+  }
   // Only a loop that runs (or has drained and would take more): never a paused, stopped or new one.
   const state = projection(ctx).loop.state;
   if (state !== "running" && state !== "drained") return;
