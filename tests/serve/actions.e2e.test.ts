@@ -1,6 +1,7 @@
 // The page's actions (docs/cli/loop-serve.md#actions) in a real browser: Debian's Chromium, headless,
 // driven by playwright-core, against the real `loop serve` process over a real loop driven by the demo
-// agent. A reply then a resume, a pause and a retry from the page, each recorded as `page:loopback`;
+// agent. A reply then a resume, a pause, a retry, a skip and a stop (an item in flight, its session
+// ended) from the page, each recorded as `page:loopback`;
 // a stale page's action refused, changing nothing; a form posted from another origin refused, and a
 // POST without the page's CSRF token; a GET never writes; --read-only shows no action and answers 405.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -332,3 +333,55 @@ describe.skipIf(!HAVE_CHROMIUM)(HAVE_CHROMIUM ? "start after review, in Chromium
     }
   }, 120_000);
 });
+
+describe.skipIf(!HAVE_CHROMIUM)(HAVE_CHROMIUM ? "stop in Chromium" : `stop in Chromium (SKIPPED: ${CHROMIUM} is missing)`, () => {
+  test("stop an item in flight from its page: the typed id asked, its live session ended, the item held, recorded as page:loopback", async () => {
+    const p = new Project(demoDefinition([{ id: "long", prompt: "Work long.\n@demo sleep 60\n@demo write long.txt x", verify: "test -f long.txt" }]));
+    let served: Awaited<ReturnType<typeof serve>> | null = null;
+    let browser: Browser | null = null;
+    try {
+      await p.runUntil(() => p.projection().items.long?.status === "running", { what: "long runs" });
+      const pid = p.projection().items.long!.session!.pid;
+      served = await serve(p);
+      browser = await launchBrowser();
+      const page = await browser.context.newPage();
+      await page.goto(new URL("items/long", served.url.endsWith("/") ? served.url : served.url + "/").href);
+      const head = p.head();
+      expect(await act(page, "stop", { confirm: "lon" })).toMatchObject({ ok: "0" });
+      expect(p.head()).toBe(head);
+      const stopped = await act(page, "stop", { confirm: "long" });
+      expect(stopped.ok).toBe("1");
+      // loop ctl stop's own events: the control recorded and the attempt given back uncounted, both by the page.
+      const recorded = p
+        .events()
+        .filter((e) => (e.type === "control_recorded" && (e.payload as { verb: string }).verb === "stop") || e.type === "item_requeued");
+      expect(recorded.map((e) => [e.type, e.actor])).toEqual([
+        ["control_recorded", "page:loopback"],
+        ["item_requeued", "page:loopback"],
+      ]);
+      const it = p.projection().items.long!;
+      expect({ status: it.status, held: it.held }).toEqual({ status: "pending", held: true });
+      // Its live session was ended: the agent's process is gone (waited for, not timed).
+      for (let i = 0; i < 100 && alive(pid!); i++) await Bun.sleep(100);
+      expect(alive(pid!)).toBe(false);
+      // Held: the next step launches nothing.
+      await p.run();
+      expect(p.projection().items.long!.status).toBe("pending");
+      await page.close();
+    } finally {
+      await browser?.close();
+      await served?.stop();
+      p.dispose();
+    }
+  }, 180_000);
+});
+
+/** Whether a process of that pid is still there. */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
