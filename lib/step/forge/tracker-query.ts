@@ -2,12 +2,11 @@
 // tracker.pollInterval, while the loop runs (or has drained), read the issues loop.json's tracker
 // filter selects, the very search `loop add --from-issues` makes (no search of its own: for Jira the
 // filter's JQL alone), and append those no item has yet through `loop add`'s own append
-// (StepOptions.appendItems: validated, atomic, refused whole), as `{ref, prompt: <title>}`. The next
+// (StepOptions.appendItems: validated, atomic, refused whole), as `{ref, prompt}` (loop's words naming the issue). The next
 // step's import makes them items (adding items under the same settings asks no review). A tracker
 // that does not answer is said, nothing is written, and it is asked again on a later step; a refused
 // append (loop.json edited meanwhile, an id taken) likewise. Nothing is ever removed from loop.json.
 import { queryAppends } from "../../decisions/tracker-query.ts";
-import { sanitizeLine } from "../../forge/untrusted.ts";
 import { requireItem } from "../../log/projection.ts";
 import { BusyError, DefinitionError, RefusedError } from "../../shared/errors.ts";
 import { projection, type StepContext } from "../context.ts";
@@ -45,8 +44,8 @@ export async function trackerQuery(ctx: StepContext): Promise<void> {
   const appends = queryAppends({
     provider: settings.provider,
     key: settings.key,
-    // Tracker text is untrusted: one line, capped (as `loop add --from-issues` takes it).
-    issues: r.value.issues.map((i) => ({ number: i.number, title: sanitizeLine(i.title, 200) })),
+    // Only the numbers: the issue's text reaches the agent fenced, as the handoff's issue context.
+    issues: r.value.issues.map((i) => ({ number: i.number })),
     existingRefs,
   });
   if (appends.length) {

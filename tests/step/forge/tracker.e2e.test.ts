@@ -12,6 +12,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { queryPrompt } from "../../../lib/decisions/tracker-query.ts";
 import { LOOP_MARKER } from "../../../lib/forge/comments.ts";
 import { demoDefinition, git, Project } from "../../helpers/project.ts";
 import { type FakeForge, github, gitlab } from "../../helpers/forges.ts";
@@ -242,11 +243,18 @@ describe.each(TRACKERS)("%s", (_name, make) => {
     const first = await p.run();
     expect(first.action).toBe("drained");
     expect(first.stderr).toContain(`appended 2 items to loop.json (${t.id(1)} ${t.ref(1)}, ${t.id(2)} ${t.ref(2)})`);
+    // The prompt is loop's words; the issue's title reaches the agent only fenced, in the handoff.
     expect(itemsOf(p)).toEqual([
-      { ref: t.ref(1), prompt: "Add the greeting" },
-      { ref: t.ref(2), prompt: "Add b" },
+      { ref: t.ref(1), prompt: queryPrompt(t.ref(1)) },
+      { ref: t.ref(2), prompt: queryPrompt(t.ref(2)) },
     ]);
-    // The next step imports them (no review asked) and the loop drains them.
+    // The next step imports them (no review asked) and the loop drains them. The issue's title is in the
+    // handoff only inside the fenced issue context, not in its task.
+    await p.runUntil((r) => r.action === "launched", { what: "launched" });
+    const handoff = readFileSync(join(p.sessionDir(t.id(1), 1), "handoff.md"), "utf8");
+    const task = handoff.slice(handoff.indexOf("## Task"));
+    expect(task.split("\n")[2]).toBe(queryPrompt(t.ref(1)));
+    expect(handoff.indexOf("Add the greeting")).toBeGreaterThan(handoff.indexOf("## Task"));
     expect((await p.runToDrain()).loop.outcome).toBe("Succeeded");
     expect(p.eventsOf("review_required")).toHaveLength(0);
     expect([t.state(1), t.state(2)]).toEqual(["Done", "Done"]);
@@ -274,7 +282,7 @@ describe.each(TRACKERS)("%s", (_name, make) => {
     expect((await p.runToDrain()).loop.outcome).toBe("Succeeded");
     expect(itemsOf(p)).toEqual([
       { ref: t.ref(1), prompt: "Mine\n@demo write a.txt a" },
-      { ref: t.ref(2), prompt: "Add b" },
+      { ref: t.ref(2), prompt: queryPrompt(t.ref(2)) },
     ]);
     expect(p.projection().items[t.id(2)]!.status).toBe("passed");
     await p.finish();
