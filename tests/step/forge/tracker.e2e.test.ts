@@ -123,6 +123,16 @@ function project(
   return { p, f, t };
 }
 
+/** The two-item backlog drains to Succeeded: both merged on the forge, both issues Done. */
+async function drainsBoth(p: Project, f: FakeForge, t: TrackerUnderTest): Promise<void> {
+  const r = await p.runToDrain();
+  expect(r.loop.outcome).toBe("Succeeded");
+  expect(f.merges()).toHaveLength(2);
+  expect(git(f.bare, "show", "main:a.txt")).toBe("hello");
+  expect(git(f.bare, "show", "main:b.txt")).toBe("bee");
+  expect([t.state(1), t.state(2)]).toEqual(["Done", "Done"]);
+}
+
 describe.each(TRACKERS)("%s", (_name, make) => {
   test("a backlog drains to Succeeded: the issue in the handoff (fenced), moved to In Progress then Done, the outcome with the PR's link on the issue, the code on GitHub", async () => {
     const { p, f, t } = project(make, {
@@ -135,12 +145,7 @@ describe.each(TRACKERS)("%s", (_name, make) => {
     const handoff = readFileSync(join(p.sessionDir(t.id(1), 1), "handoff.md"), "utf8");
     expect(handoff).toContain("Add the greeting");
     expect(handoff).toMatch(/Issue (ENG|PROJ)-1 \(/);
-    const r = await p.runToDrain();
-    expect(r.loop.outcome).toBe("Succeeded");
-    expect(f.merges()).toHaveLength(2);
-    expect(git(f.bare, "show", "main:a.txt")).toBe("hello");
-    expect(git(f.bare, "show", "main:b.txt")).toBe("bee");
-    expect([t.state(1), t.state(2)]).toEqual(["Done", "Done"]);
+    await drainsBoth(p, f, t);
     const moves = p.eventsOf("tracker_issue_moved").map((e) => [e.item, e.payload.move, e.payload.state, e.payload.attempt]);
     expect(moves).toEqual([
       [t.id(1), "started", "In Progress", 1],
@@ -355,12 +360,7 @@ describe("Linear beside GitLab", () => {
         { ref: t.ref(2), prompt: "Add b.txt\n@demo write b.txt bee\n@demo commit add b", dependsOn: [t.id(1)] },
       ],
     });
-    const r = await p.runToDrain();
-    expect(r.loop.outcome).toBe("Succeeded");
-    expect(f.merges()).toHaveLength(2);
-    expect(git(f.bare, "show", "main:a.txt")).toBe("hello");
-    expect(git(f.bare, "show", "main:b.txt")).toBe("bee");
-    expect([t.state(1), t.state(2)]).toEqual(["Done", "Done"]);
+    await drainsBoth(p, f, t);
     for (const n of [1, 2]) {
       const said = t.loopComments(n);
       expect(said).toHaveLength(1);
