@@ -21,6 +21,7 @@ import { graceMs, sessionMark } from "../supervisor/sessions.ts";
 import { archiveBranches, checkoutBranch, listBranches } from "../repo/workspace.ts";
 import { forgetCheckout } from "../writer/airlock.ts";
 import { forgetKept } from "../step/kept-products.ts";
+import { dropSpare } from "../writer/spare-checkout.ts";
 import { systemError } from "../decisions/faults.ts";
 import { makeAttemptGitDir } from "../repo/attempt-git.ts";
 import { checkoutDiffers } from "../step/checkout.ts";
@@ -288,9 +289,11 @@ async function carryOut(o: ResetOptions, w: Writer, p: Projection, plan: ResetPl
         fail(x, "workspace", err);
       }
     }
-    // What its setup made, kept for the next items (lib/step/kept-products.ts), goes with it: moved to the trash.
+    // What its setup made, kept for the next items (lib/step/kept-products.ts), goes with it: moved to
+    // the trash; so does its checkout when it was kept as the spare (lib/writer/spare-checkout.ts).
     try {
       forgetKept(o.stateRoot, worktreesRoot(o.stateRoot, o.env), x.item);
+      dropSpare(o.stateRoot, worktreesRoot(o.stateRoot, o.env), x.item);
     } catch (err) {
       fail(x, "workspace", err);
     }

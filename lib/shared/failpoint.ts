@@ -68,6 +68,8 @@ export const EFFECT_POINTS = [
   "watch:after_proof",
   "relocate:after_move",
   "trash:after_move",
+  "spare:after_move",
+  "spare:after_records",
   "setup:during_copy",
   "base_verify:after_start",
 ] as const;

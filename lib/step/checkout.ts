@@ -16,6 +16,7 @@ import type { ItemState } from "../log/projection.ts";
 import { makeAttemptGitDir, refreshAttemptIndex } from "../repo/attempt-git.ts";
 import { changedProducts, setupKey, stampProducts } from "../repo/products.ts";
 import { keepProducts, reuseProducts } from "./kept-products.ts";
+import { takeSpare } from "../writer/spare-checkout.ts";
 import { claimFolder, syncTree } from "../repo/tree-sync.ts";
 import { linkedWorktreeRegistration } from "../repo/workspace.ts";
 import { writeFileAtomic } from "../shared/fsutil.ts";
@@ -103,26 +104,32 @@ export async function prepareCheckout(ctx: StepContext, it: ItemState, o: Prepar
   const movedAside = claimPlace(o.worktree, unknown);
   if (movedAside) forgetCheckout(ctx.options.stateRoot, it.id);
   forgetLinkedWorktree(o.repo, o.worktree);
-  const existed = existsSync(o.worktree);
-  if (!existed) {
-    // Claimed before it is made: cut short while loop fills it, it is not taken for a stranger's.
-    claimFolder(files.stamps);
-    mkdirSync(o.worktree);
-  }
   // What setup's products are made from at this start point (workspace.setupKey, else the lockfiles).
   const key =
     ctx.def.setup === undefined
       ? null
       : setupKey({ repo: o.repo, commit: o.startCommit, command: ctx.def.setup, ...(ctx.def.setupKey ? { paths: ctx.def.setupKey } : {}) });
+  let existed = existsSync(o.worktree);
+  // A passed item's checkout, kept as the spare: only the files that differ are written, and what
+  // setup made comes with it (lib/writer/spare-checkout.ts; its products already compared there).
+  const spareOf = existed
+    ? null
+    : takeSpare({ stateRoot: ctx.options.stateRoot, worktrees: ctx.worktrees, worktree: o.worktree, item: it.id, command: ctx.def.setup, key });
+  if (spareOf !== null) existed = true;
+  else if (!existed) {
+    // Claimed before it is made: cut short while loop fills it, it is not taken for a stranger's.
+    claimFolder(files.stamps);
+    mkdirSync(o.worktree);
+  }
   let products: string[] | null = existed ? checkoutProducts(ctx.options.stateRoot, it.id, ctx.def.setup ?? "", key) : null;
   // What setup made is reused only as setup left it: one an earlier attempt changed (without the
   // sandbox it can) is removed and made again, never handed to the next agent or verify.
-  const stamps = products ? productStampsOf(ctx.options.stateRoot, it.id) : null;
+  const stamps = products && spareOf === null ? productStampsOf(ctx.options.stateRoot, it.id) : null;
   if (products && stamps && changedProducts(o.worktree, products, stamps).length) {
     for (const p of products) rmSync(join(o.worktree, p), { recursive: true, force: true });
     products = null;
   }
-  let setup: Prepared["setup"] = null;
+  let setup: Prepared["setup"] = spareOf !== null && ctx.def.setup !== undefined ? spareSetup(o, spareOf, products ?? []) : null;
   let setupChanged: string[] = [];
   const command = ctx.def.setup;
   if (command === undefined) products = [];
@@ -189,6 +196,13 @@ export async function prepareCheckout(ctx: StepContext, it: ItemState, o: Prepar
   }
   syncTree({ repo: o.repo, dir: o.worktree, commit: o.head, keep: products, stampsFile: files.stamps, untracked: "remove" });
   return { movedAside, products, setup, setupChanged };
+}
+
+/** Setup not run: what it made came with the spare checkout `from` left; said in the setup log. */
+function spareSetup(o: PrepareOptions, from: string, products: readonly string[]): NonNullable<Prepared["setup"]> {
+  const log = join(o.dir, SESSION_FILES.setup);
+  writeFileAtomic(log, `loop: workspace.setup not run: this checkout is the one ${from} passed in, kept with what setup made there: ${products.join(", ")}\n`);
+  return { ms: 0, log, reusedFrom: from };
 }
 
 /**

@@ -6,10 +6,10 @@
 // trusts) instead of running setup again. The agent's checkout never supplies the copy: it is made
 // before the agent starts, and taken again only when every entry is still as loop left it.
 // A copy cut short is never trusted: the record is written (atomically) only once the copy is whole.
-import { type BigIntStats, closeSync, constants, cpSync, lstatSync, mkdirSync, openSync, readdirSync, readlinkSync, readSync, rmSync } from "node:fs";
-import { basename, dirname, join } from "node:path";
+import { type BigIntStats, constants, cpSync, lstatSync, mkdirSync, readdirSync, rmSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { spawnSync } from "node:child_process";
-import { changedProducts, type ProductStamps, stampProducts } from "../repo/products.ts";
+import { boundToPlace, changedProducts, type ProductStamps, stampProducts } from "../repo/products.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { readJsonOrNull, writeFileAtomic } from "../shared/fsutil.ts";
 import { statePaths } from "../shared/paths.ts";
@@ -71,37 +71,6 @@ function copyPaths(from: string, to: string, paths: readonly string[]): void {
     cpSync(src, dst, { recursive: true, mode: constants.COPYFILE_FICLONE, verbatimSymlinks: true, preserveTimestamps: true, errorOnExist: true, force: false });
   });
   if (paths.length === 1) failpoint("setup:during_copy");
-}
-
-/**
- * Why what setup made in `dir` would not work elsewhere, or null: a virtualenv (its scripts name its
- * folder), a link or a script naming the checkout's own path. Such products are not kept.
- */
-function boundToPlace(dir: string, stamps: ProductStamps): string | null {
-  const needle = Buffer.from(dir);
-  for (const [rel, s] of Object.entries(stamps)) {
-    if (basename(rel) === "pyvenv.cfg") return `${rel} (a virtualenv)`;
-    const abs = join(dir, rel);
-    if (s.startsWith("l:")) {
-      if (readlinkSync(abs).includes(dir)) return `${rel} (a link into the checkout)`;
-    } else if (s.startsWith("f:") && Number(s.split(":")[1]) & 0o111) {
-      // A script's first line (`#!/…/bin/python`): read without following a link, never run.
-      const buf = Buffer.alloc(512);
-      let fd: number;
-      try {
-        fd = openSync(abs, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-      } catch {
-        continue;
-      }
-      try {
-        const n = readSync(fd, buf, 0, buf.length, 0);
-        if (buf.subarray(0, 2).toString() === "#!" && buf.subarray(0, n).includes(needle)) return `${rel} (a script naming the checkout's path)`;
-      } finally {
-        closeSync(fd);
-      }
-    }
-  }
-  return null;
 }
 
 /** What a kept copy holds as far as its record knows (bytes), for `loop status`'s trash figure. */

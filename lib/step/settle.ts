@@ -13,7 +13,14 @@ import { guardsOf } from "../definition/normalized.ts";
 /** Verified and landed (or not): close the session and settle the item passed (or failed, when landing failed). */
 export async function settleAttempt(ctx: StepContext, it: EndedItem, o: { landed: boolean }): Promise<void> {
   const attempt = landedAttempt(it);
-  const c = await closeInStep(ctx, { it, reason: o.landed ? "item passed" : "landing failed", removeCheckout: o.landed && !ctx.def.keepCheckoutOnClose });
+  // A landed item's checkout is kept as the spare the next launch takes (lib/writer/spare-checkout.ts).
+  const remove = o.landed && !ctx.def.keepCheckoutOnClose;
+  const c = await closeInStep(ctx, {
+    it,
+    reason: o.landed ? "item passed" : "landing failed",
+    removeCheckout: remove,
+    ...(remove ? { spareIn: ctx.worktrees } : {}),
+  });
   const { landing } = attempt;
   const settled = settledByLanding({ landed: o.landed, outcome: landing.outcome, landingReason: landing.reason, verifyReason: attempt.verify.reason });
   const settle: EventDraft = {

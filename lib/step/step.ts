@@ -54,6 +54,7 @@ import { checkBase } from "./base-verify.ts";
 import { relocateWorktrees } from "./relocate.ts";
 import { worktreesRoot } from "../shared/paths.ts";
 import { sweepTrash, trashOf } from "../shared/trash.ts";
+import { dropSpare } from "../writer/spare-checkout.ts";
 import { listBranches, repoTop } from "../repo/workspace.ts";
 import { observeLaunching, observeRunning } from "./observe.ts";
 import { verifyAttempt } from "./verify.ts";
@@ -173,7 +174,10 @@ async function advanceLoop(ctx: StepContext): Promise<StepOutcome> {
     // Nothing in flight: what comes next is decided over every item.
     const p = projection(ctx);
     if (p.loop.state === "drained") {
-      if (!hasOpenWork(p)) return { action: "drained", item: null, reason: p.loop.outcome };
+      if (!hasOpenWork(p)) {
+        dropSpare(ctx.options.stateRoot, ctx.worktrees);
+        return { action: "drained", item: null, reason: p.loop.outcome };
+      }
       append(ctx, [{ type: "loop_reopened", payload: { reason: "new or requeued work items" } }], "reopen");
       continue;
     }
@@ -192,6 +196,8 @@ async function advanceLoop(ctx: StepContext): Promise<StepOutcome> {
     }
     if (next.kind === "drain") {
       append(ctx, [{ type: "loop_drained", payload: { outcome: next.outcome, counts: counts(p) } }], "drain");
+      // Nothing left to launch: the spare checkout goes to the trash, not held for an item that may never come.
+      dropSpare(ctx.options.stateRoot, ctx.worktrees);
       return { action: "drained", item: null, reason: next.outcome };
     }
     if (next.kind === "idle") return { action: "idle", item: null, reason: next.reason };

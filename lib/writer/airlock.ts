@@ -66,6 +66,12 @@ export function productStampsOf(stateRoot: string, item: string): ProductStamps 
   return r?.version === 1 && r.stamps && typeof r.stamps === "object" ? r.stamps : null;
 }
 
+/** The setup key the item's checkout's products were made for, or null (none recorded). */
+export function productsKeyOf(stateRoot: string, item: string): string | null {
+  const r = productsRecord(stateRoot, item);
+  return r?.version === 1 && typeof r.key === "string" ? r.key : null;
+}
+
 /**
  * What setup made in the item's checkout: null when it has not run there, or (with `command`) ran
  * another command than `command`, or (with `key`) ran on other inputs (lib/repo/products.ts setupKey).
@@ -76,6 +82,18 @@ export function checkoutProducts(stateRoot: string, item: string, command?: stri
   // Made from other inputs (a lockfile changed since): setup runs again.
   if (key && r.key !== undefined && r.key !== key) return null;
   return r.paths.filter((p): p is string => typeof p === "string");
+}
+
+/** What a checkout held as far as loop knows (the files it wrote, what setup made), from its stamps; null when it has none. */
+export function checkoutBytes(stateRoot: string, item: string): number | null {
+  const tree = readJsonOrNull<{ files?: Record<string, unknown[]> }>(treeFiles(stateRoot, item).stamps);
+  const products = productStampsOf(stateRoot, item);
+  if (!tree?.files && !products) return null;
+  let bytes = 0;
+  for (const s of Object.values(tree?.files ?? {})) bytes += Number(s?.[2]) || 0;
+  // A product's stamp: kind:mode:size:… (a folder's has no size).
+  for (const s of Object.values(products ?? {})) if (typeof s === "string" && !s.startsWith("d:")) bytes += Number(s.split(":")[2]) || 0;
+  return bytes;
 }
 
 /** Forget what loop knew of a checkout (it was removed or moved aside). */

@@ -6,9 +6,11 @@
 // together with whatever else its decision implies (atomically).
 import { existsSync, lstatSync, rmSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
-import { readJsonOrNull, readTextOrNull } from "../shared/fsutil.ts";
+import { readTextOrNull } from "../shared/fsutil.ts";
 import { moveToTrash, trashOf } from "../shared/trash.ts";
-import { airlock, airlockReason, ATTEMPT_GIT, forgetCheckout, productStampsOf, treeFiles } from "./airlock.ts";
+import { airlock, airlockReason, ATTEMPT_GIT, checkoutBytes, forgetCheckout } from "./airlock.ts";
+import { keepSpare } from "./spare-checkout.ts";
+import { linkedWorktreeRegistration } from "../repo/workspace.ts";
 import type { EventDraft } from "../log/events.ts";
 import type { ItemState } from "../log/projection.ts";
 import { hasSession } from "../log/item-views.ts";
@@ -88,12 +90,19 @@ export async function retireCheckout(o: {
   branch: string;
   message: string;
   commit?: boolean;
+  /** The loop's worktrees folder: the checkout is kept there as the spare for the next item when it can serve (lib/writer/spare-checkout.ts). */
+  spareIn?: string;
 }): Promise<{ removed: boolean; kept: string | null }> {
   if (o.commit !== false) {
     const failed = await sealLeftovers(o);
     if (failed) return { removed: false, kept: `kept ${o.worktree}: ${failed}; remove it by hand once it is safe` };
   }
-  removeCheckout(o.repo, o.worktree, checkoutBytes(o.stateRoot, o.it.id));
+  const spared =
+    o.spareIn !== undefined &&
+    dirname(o.worktree) === o.spareIn &&
+    !linkedWorktreeRegistration(o.repo, o.worktree) &&
+    keepSpare({ stateRoot: o.stateRoot, worktrees: o.spareIn, worktree: o.worktree, item: o.it.id });
+  if (!spared) removeCheckout(o.repo, o.worktree, checkoutBytes(o.stateRoot, o.it.id));
   forgetCheckout(o.stateRoot, o.it.id);
   return { removed: !lstatSync(o.worktree, { throwIfNoEntry: false }), kept: null };
 }
@@ -107,18 +116,6 @@ function removeCheckout(repo: string, wt: string, bytes: number | null): void {
   if (!moveToTrash(wt, trashOf(dirname(wt)), basename(wt), bytes)) rmSync(wt, { recursive: true, force: true });
   failpoint("trash:after_move");
   gitTry(repo, ["worktree", "prune"]);
-}
-
-/** What a checkout held as far as loop knows (the files it wrote, what setup made), from its stamps; null when it has none. */
-function checkoutBytes(stateRoot: string, item: string): number | null {
-  const tree = readJsonOrNull<{ files?: Record<string, unknown[]> }>(treeFiles(stateRoot, item).stamps);
-  const products = productStampsOf(stateRoot, item);
-  if (!tree?.files && !products) return null;
-  let bytes = 0;
-  for (const s of Object.values(tree?.files ?? {})) bytes += Number(s?.[2]) || 0;
-  // A product's stamp: kind:mode:size:… (a folder's has no size).
-  for (const s of Object.values(products ?? {})) if (typeof s === "string" && !s.startsWith("d:")) bytes += Number(s.split(":")[2]) || 0;
-  return bytes;
 }
 
 function verifyBegan(it: ItemState, attempt: number): boolean {
@@ -138,6 +135,8 @@ export async function closeSession(o: {
   endVerdict?: "closed" | "stalled" | "lost" | "never_started" | "drained";
   /** The operator's prices (loop.json `prices`), for the final figure of a session ended here. */
   prices?: Record<string, ModelPrice>;
+  /** With removeCheckout: keep the checkout as the spare in this worktrees folder (a landed item's). */
+  spareIn?: string;
 }): Promise<CloseReport | null> {
   const { it } = o;
   if (!hasSession(it) || it.session.closed) return null;
@@ -159,6 +158,7 @@ export async function closeSession(o: {
       // Once the attempt's verify was reserved, the branch holds what it verified: nothing more is committed.
       commit: !verifyBegan(o.it, s.attempt),
       message: `loop: ${o.it.id} attempt ${s.attempt}: changes left when the session was closed (${o.reason})`,
+      ...(o.spareIn !== undefined ? { spareIn: o.spareIn } : {}),
     };
     if (o.removeCheckout) {
       const r = await retireCheckout(leftovers);

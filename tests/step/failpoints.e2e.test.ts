@@ -487,6 +487,8 @@ const REACTION_FAILPOINTS = ["reaction:after_seen", "reaction:before_commit", "r
 const RELOCATE_FAILPOINTS = ["relocate:after_move", "relocate:before_commit", "relocate:after_commit"];
 /** A kill between a checkout's move to the trash and its sweep, proved by tests/step/trash.e2e.test.ts (the next step's sweep). */
 const TRASH_FAILPOINTS = ["trash:after_move"];
+/** A kill between a spare checkout's folder and its records, proved by tests/step/spare-checkout.e2e.test.ts. */
+const SPARE_FAILPOINTS = ["spare:after_move", "spare:after_records"];
 /** A kill inside the copy of what setup made (kept for the next items, or copied into one's checkout), proved by tests/step/setup-once.e2e.test.ts. */
 const SETUP_FAILPOINTS = ["setup:during_copy"];
 /** A kill during the verify on the base, proved by tests/step/base-verify.e2e.test.ts (a loop that runs one). */
@@ -501,6 +503,7 @@ const CASES: [string, ScenarioName][] = [
       !RELOCATE_FAILPOINTS.includes(n) &&
       !TRASH_FAILPOINTS.includes(n) &&
       !SETUP_FAILPOINTS.includes(n) &&
+      !SPARE_FAILPOINTS.includes(n) &&
       !BASE_VERIFY_FAILPOINTS.includes(n) &&
       !n.startsWith("reset:") &&
       !n.startsWith("budget:") &&
@@ -568,6 +571,8 @@ describe("failpoints", () => {
     for (const n of TRASH_FAILPOINTS) expect(trashTest, n).toContain(`"${n}"`);
     const setupTest = readFileSync(join(REPO, "tests", "step", "setup-once.e2e.test.ts"), "utf8");
     for (const n of SETUP_FAILPOINTS) expect(setupTest, n).toContain(`"${n}"`);
+    const spareTest = readFileSync(join(REPO, "tests", "step", "spare-checkout.e2e.test.ts"), "utf8");
+    for (const n of SPARE_FAILPOINTS) expect(spareTest, n).toContain(`"${n}"`);
     const baseTest = readFileSync(join(REPO, "tests", "step", "base-verify.e2e.test.ts"), "utf8");
     for (const n of BASE_VERIFY_FAILPOINTS) expect(baseTest, n).toContain(`"${n}"`);
     const covered = new Set([
@@ -577,6 +582,7 @@ describe("failpoints", () => {
       ...RELOCATE_FAILPOINTS,
       ...TRASH_FAILPOINTS,
       ...SETUP_FAILPOINTS,
+      ...SPARE_FAILPOINTS,
       ...BASE_VERIFY_FAILPOINTS,
     ]);
     expect([...covered].sort()).toEqual([...FAILPOINTS].sort());

@@ -97,13 +97,16 @@ describe("setup once per setup key", () => {
           expect(items.two!.status).toBe("failed");
           expect(JSON.stringify(items.two!.attempts[0])).toContain("setup_output_changed");
           for (const id of ["one", "three", "four", "five"]) expect(items[id]!.status, p.history()).toBe("passed");
-          // Ran for one and again for five (after four changed the lockfile); two, three and four got copies.
+          // Ran for one and again for five (after four changed the lockfile). Two took one's checkout,
+          // kept as the spare (lib/writer/spare-checkout.ts); three, the spare gone with two, got a copy
+          // of the kept products, whole as setup made them (its verify reads f1.js), not two's rewrite;
+          // four took three's checkout; five's key differs, so the spare four left was not taken.
           expect(runs(p)).toBe(2);
           expect(setups(p)).toEqual([
             ["one", null],
             ["two", "one"],
             ["three", "one"],
-            ["four", "one"],
+            ["four", "three"],
             ["five", null],
           ]);
         },
@@ -121,7 +124,8 @@ describe("setup once per setup key", () => {
         expect(left).toHaveLength(1);
         expect(readdirSync(join(kept(p), left[0]!)).sort()).toEqual(["cache"]);
         expect(existsSync(join(p.stateRoot, "trees", "setup-products.json"))).toBe(false);
-        p.writeDefinition(definition([item("one"), item("two")])(p));
+        // No spare checkout (one's is kept at its place): two has only the kept copy to look at.
+        p.writeDefinition(definition([item("one"), item("two")], { workspace: { setup: setupOf(p), keepCheckoutOnClose: true } })(p));
         expect((await p.runToDrain()).reason, p.history()).toBe("Succeeded");
         // One's relaunch took its own checkout's products; two found no kept copy it could trust and ran setup.
         expect(runs(p)).toBe(2);
@@ -135,6 +139,8 @@ describe("setup once per setup key", () => {
     () =>
       scenario(definition([item("one")]), { files: FILES }, async (p) => {
         expect((await p.runToDrain()).reason, p.history()).toBe("Succeeded");
+        // The drained loop dropped its spare checkout: two gets a copy of the kept products.
+        expect(readdirSync(p.worktrees).filter((n) => n.startsWith(".spare-"))).toEqual([]);
         p.writeDefinition(definition([item("one"), item("two")])(p));
         await killAt(p, "setup:during_copy");
         expect(readdirSync(join(p.worktrees, "two")).filter((n) => n === "cache" || n === "deps")).toEqual(["cache"]);

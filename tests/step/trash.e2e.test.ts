@@ -1,12 +1,14 @@
 // Nothing deleted on the critical path (docs/state.md#the-trash): a passed item's checkout, with
-// what its setup made, is moved into the worktrees folder's trash by the close path and deleted by
-// the steps' sweeps; a step killed between the move and the sweep strands nothing.
+// what its setup made, is kept as the spare for the next item (docs/state.md#the-spare-checkout);
+// the spare it replaces, and the last one once the loop drains, are moved into the worktrees folder's
+// trash and deleted by the steps' sweeps; a step killed between the move and the sweep strands nothing.
 import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { demoDefinition, type Project, scenario } from "../helpers/project.ts";
 
-const definition = demoDefinition([{ id: "one", prompt: "@demo write one.txt 1\n@demo commit one", verify: "test -s one.txt" }], {
+const item = (id: string) => ({ id, prompt: `@demo write ${id}.txt 1\n@demo commit ${id}`, verify: `test -s ${id}.txt` });
+const definition = demoDefinition([item("one")], {
   // A dependency folder of a few hundred files, as `npm ci` leaves one (never committed).
   workspace: { setup: "mkdir -p deps && for i in $(seq 1 300); do echo $i > deps/f$i.js; done" },
 });
@@ -26,6 +28,8 @@ describe("the trash", () => {
         expect((await p.runToDrain()).reason).toBe("Succeeded");
         expect(p.eventsOf("session_closed", "one").at(-1)!.payload.worktreeRemoved).toBe(true);
         expect(existsSync(join(p.worktrees, "one"))).toBe(false);
+        // Kept as the spare while the loop ran; the drained loop dropped it, and the sweep deleted it.
+        expect(readdirSync(p.worktrees).filter((n) => n.startsWith(".spare-"))).toEqual([]);
         expect(existsSync(trashOfProject(p))).toBe(false);
         expect(await trashStatus(p)).toEqual({ entries: 0, bytes: 0, unknown: 0 });
       }),
@@ -35,6 +39,7 @@ describe("the trash", () => {
   test.concurrent(
     "a step killed at trash:after_move leaves the checkout in the trash, status counts it, and the next step finishes the sweep",
     () =>
+      // The drained loop moves the spare (one's checkout) to the trash.
       scenario(definition, { env: {} }, async (p) => {
         let killed = false;
         for (let i = 0; i < 60 && !killed; i++) {
@@ -43,8 +48,9 @@ describe("the trash", () => {
           else await Bun.sleep(200);
         }
         expect(killed).toBe(true);
-        // The checkout is gone from its place, whole in the trash (with what setup made), not yet recorded closed.
+        // One's checkout is gone from its place and from the spare's, whole in the trash (with what setup made).
         expect(existsSync(join(p.worktrees, "one"))).toBe(false);
+        expect(existsSync(join(p.worktrees, ".spare-one"))).toBe(false);
         const entries = readdirSync(trashOfProject(p)).filter((n) => !n.endsWith(".bytes"));
         expect(entries).toHaveLength(1);
         expect(readdirSync(join(trashOfProject(p), entries[0]!, "deps"))).toHaveLength(300);
@@ -52,10 +58,10 @@ describe("the trash", () => {
         expect(waiting.entries).toBe(1);
         expect(waiting.unknown).toBe(0);
         expect(waiting.bytes).toBeGreaterThan(300);
-        expect(p.eventsOf("session_closed", "one")).toHaveLength(0);
-        // The next step closes (the checkout is already gone: recorded removed) and sweeps.
+        expect(p.eventsOf("loop_drained")).toHaveLength(1);
+        // The next step finds the loop drained and sweeps what waits.
         expect((await p.runToDrain()).reason).toBe("Succeeded");
-        expect(p.eventsOf("session_closed", "one").at(-1)!.payload.worktreeRemoved).toBe(true);
+        expect(readdirSync(p.worktrees).filter((n) => n.startsWith(".spare-"))).toEqual([]);
         expect(existsSync(trashOfProject(p))).toBe(false);
         expect((await trashStatus(p)).entries).toBe(0);
       }),
