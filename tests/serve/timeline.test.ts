@@ -2,7 +2,7 @@
 // and SVG from rows (timelineSvg): geometry by table, one whole picture by snapshot, and every word
 // from outside escaped.
 import { describe, expect, test } from "bun:test";
-import { foldEvents } from "../../lib/serve/history.ts";
+import { foldEvents } from "../../lib/reports/history.ts";
 import { LAYOUT, MAX_ROWS, tickLabel, ticks, type TimelineInput, timelineOf, timelineSvg, usageText } from "../../lib/serve/timeline.ts";
 import { definition, failingAttempt, itemDef, launch, LogBuilder, loopStarted, passingAttempt, started } from "../helpers/events.ts";
 

@@ -1,7 +1,8 @@
 // What happened to each item and to the loop, in time, folded from the event log (docs/events.md):
 // every attempt of every epoch with the times of its phases, its verdict, verify, pull request and
 // landing, and the waits (a question, a pause, a stop, an environment fault). `loop status` says what
-// *is*; this says *when*, for the timeline and the item pages of `loop serve`.
+// *is*; this says *when*: for the timeline and the item pages of `loop serve`, and for where each
+// item's time went in `loop status` (./times.ts).
 //
 // It reads the events' documented payloads, not the projection's tables: the projection is a cache
 // whose shape may change, the log's vocabulary is a contract. Pure: `foldEvent` takes plain events and

@@ -1,7 +1,7 @@
 // The history `loop serve` draws from, folded from synthetic hash-chained logs (tests/helpers/events.ts):
 // each attempt's phases and fate, the waits, epochs, and what an unknown event type does.
 import { describe, expect, test } from "bun:test";
-import { type AttemptHistory, foldEvents, type History, phasesOf } from "../../lib/serve/history.ts";
+import { type AttemptHistory, foldEvents, type History, phasesOf } from "../../lib/reports/history.ts";
 import type { EventDraft } from "../../lib/log/events.ts";
 import { unknownNote } from "../../lib/serve/page.ts";
 import {
