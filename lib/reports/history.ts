@@ -511,8 +511,9 @@ function first(...ts: (number | null | undefined)[]): number | null {
  * events that record them), waiting for a step (the agent's end as its wrapper saw it → the step that
  * saw it; the verify's likewise), the airlock (that step → the verify reserved), verify
  * (reserved → the command's end, else its verdict), landing (a passing verdict → a pull request or
- * the landing), checks (the pull request → the landing), closing (the landing → the session closed:
- * the worktree's removal), then the phases of their own (reworks). A phase the log has no end for
+ * the landing), checks (the pull request → the landing), closing (the landing, or the last phase
+ * of an attempt that did not land → the session closed: the worktree's removal), then the phases of
+ * their own (reworks). A phase the log has no end for
  * ends at the attempt's outcome, its close or its reset; failing those it is still going (`to` null).
  */
 export function phasesOf(a: AttemptHistory): Phase[] {
@@ -550,6 +551,10 @@ export function phasesOf(a: AttemptHistory): Phase[] {
     // What settling took after the landing (the worktree removed, the session closed).
     if (a.landing && a.closed && a.closed.at > a.landing.at) out.push({ kind: "closing", from: a.landing.at, to: a.closed.at });
   }
+  // Any other attempt the step closed after its last phase (a failed verdict, an agent that did not
+  // exit): closing too, from that phase's end to the session closed (the worktree's removal included).
+  const last = out.at(-1)!;
+  if (a.closed && last.kind !== "closing" && last.to !== null && a.closed.at > last.to) out.push({ kind: "closing", from: last.to, to: a.closed.at });
   out.push(...a.extraPhases);
   return out;
 }

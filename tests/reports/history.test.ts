@@ -124,6 +124,8 @@ describe("an attempt's phases", () => {
     expect([one!.outcome?.kind, two!.outcome?.kind]).toEqual(["failed", "passed"]);
     // verify: false-style verdict (no verify_reserved): no verify phase, a passing verdict then landing.
     expect(phasesOf(two!).map((p) => p.kind)).toEqual(["launching", "agent", "airlock", "landing", "closing"]);
+    // The failed one: its verdict (4+3 = 7), requeued at 8, the session closed (its worktree removed) at 9: closing from the verdict.
+    expect(phases(one!)).toEqual(["launching 4→5", "agent 5→6", "airlock 6→7", "closing 7→9"]);
     expect(h.attempts).toBe(2);
   });
 

@@ -93,7 +93,7 @@ describe("an item's times", () => {
     expect(a.wallMs).toBe(5 * S);
   });
 
-  test("a gap no phase covers is unaccounted, and still loop's own: a failed verdict settled a second later", () => {
+  test("a failed verdict: closing until the session closed (the worktree removed); a gap no phase covers after it is unaccounted, and still loop's own", () => {
     const b = start();
     b.push(
       launch({ item: "a", attempt: 1 }), // 3
@@ -106,8 +106,14 @@ describe("an item's times", () => {
       settled({ item: "a", attempt: 1, outcome: "failed", reason: "verify failed on the last attempt" }), // 10
     );
     const a = times(b)!.attempts[0]!;
-    expect(a.phases.map((p) => p.phase)).toEqual(["launching", "agent", "airlock", "verify"]);
-    expect(a).toMatchObject({ fate: "failed", to: iso(b, 10), wallMs: 7 * S, unaccountedMs: 2 * S, ownMs: 7 * S - 1 * S - 2 * S });
+    expect(a.phases.map((p) => [p.phase, p.ms])).toEqual([
+      ["launching", 1 * S],
+      ["agent", 1 * S],
+      ["airlock", 1 * S],
+      ["verify", 2 * S],
+      ["closing", 1 * S],
+    ]);
+    expect(a).toMatchObject({ fate: "failed", to: iso(b, 10), wallMs: 7 * S, unaccountedMs: 1 * S, ownMs: 7 * S - 1 * S - 2 * S });
     expect(a.phases.reduce((s, p) => s + p.ms, 0) + a.unaccountedMs).toBe(a.wallMs);
   });
 

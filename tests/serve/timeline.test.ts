@@ -41,7 +41,8 @@ describe("timelineOf", () => {
 
   test("each attempt a bar of phases, its fate marked; an attempt in flight runs to now", () => {
     expect(t.rows[0]!.attempts.map((a) => [a.label, a.outcome, a.phases.map((p) => p.kind).join(",")])).toEqual([
-      ["attempt 1", "failed", "launching,agent,airlock"],
+      // The failed attempt's session closed (its worktree removed) a step after its verdict: closing.
+      ["attempt 1", "failed", "launching,agent,airlock,closing"],
       ["attempt 2", "passed", "launching,agent,airlock,landing,closing"],
     ]);
     const running = t.rows[1]!.attempts[0]!;
