@@ -187,6 +187,13 @@ function timesLines(items: StatusReport["items"], all: boolean, p: (v: unknown) 
         ].join(" · "),
       ]),
     ),
+    // Loop's own time per item (issue 48's figure), its attempts of this epoch together; the one in flight so far.
+    `own per item, its attempts together: ${[...new Set(rows.map((r) => r.id))]
+      .map((id) => {
+        const it = items.find((x) => x.id === id)!;
+        return `${p(id)} ${durationText(it.times!.ownMs)}${it.times!.attempts.at(-1)!.fate === null ? " so far" : ""}`;
+      })
+      .join(" · ")}`,
   ];
 }
 

@@ -18,7 +18,7 @@ interface PhaseTime {
 
 interface AttemptTimes {
   attempt: number;
-  /** The attempt's fate: the item's settlement (passed, failed, …), requeued, `reset`, or null while in flight. */
+  /** The attempt's fate: the item's settlement (passed, failed, …), requeued or failed (given back), or null while in flight. */
   fate: string | null;
   /** `launch_reserved` → the last thing the log says of the attempt (now, while in flight). */
   from: string;
@@ -47,11 +47,6 @@ export interface ItemTimes {
 
 const iso = (t: number) => new Date(t).toISOString();
 
-function fateOf(a: AttemptHistory): string | null {
-  if (a.outcome) return a.outcome.kind;
-  return a.abandonedAt !== null ? "reset" : null;
-}
-
 /** The length of the union of the spans, each clipped to [lo, hi]. */
 function covered(spans: { from: number; to: number }[], lo: number, hi: number): number {
   const sorted = spans.map((s) => ({ from: Math.max(lo, s.from), to: Math.min(hi, s.to) })).filter((s) => s.to > s.from);
@@ -67,7 +62,7 @@ function covered(spans: { from: number; to: number }[], lo: number, hi: number):
 }
 
 function attemptTimes(a: AttemptHistory, now: number): AttemptTimes {
-  const fate = fateOf(a);
+  const fate = a.outcome?.kind ?? null;
   const phases = phasesOf(a).map((p) => ({ kind: p.kind, from: p.from, to: p.to, end: p.to ?? Math.max(now, p.from) }));
   // Settled: to the last thing the log says of it (a phase's end, its fate, its close); in flight (or a phase still going): to now.
   const last = Math.max(a.reservedAt, ...phases.map((p) => p.end), a.outcome?.at ?? 0, a.closed?.at ?? 0, a.abandonedAt ?? 0);

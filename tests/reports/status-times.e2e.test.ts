@@ -182,6 +182,8 @@ describe("loop status: where the time went", () => {
             .slice(2)
             .filter((l) => /^ {2}[a-z]\s/.test(l));
           expect(rows.map((l) => l.trim().split(/\s+/)[0])).toEqual(["b", "c", "e", "d"]);
+          // Loop's own time per item, its attempts together (b's two), the one in flight so far.
+          expect(section).toMatch(/\nown per item, its attempts together: b [^·]+ s · c [^·]+ s · e [^·]+ s · d [^·]+ s so far\n/);
           expect(rows.at(-1)).toMatch(/^ {2}d\s+1\s+in flight\s.*launching .* · agent [0-9.]+ s…$/);
           const full = (await p.loop(["status", "--text", "--times", "--root", p.root])).stdout;
           const fullRows = full

@@ -178,6 +178,7 @@ describe("the state document status reports from", () => {
     expect(rows[0]).toContain("passed\\u001b[31m\\nhealthy: forged");
     expect(rows[0]).toMatch(/1 min 1 s +1 min 1 s +launching\\u202e 0\.50 s · waiting for a step 1 min 1 s · unaccounted 0\.25 s$/);
     expect(rows[1]).toMatch(/in flight +1 h 2 min +0\.00 s +agent 1 h 2 min…$/);
+    expect(out).toContain(`own per item, its attempts together: ${report.items[0]!.id} 0.00 s so far`);
     // Without --times, an item's latest attempt only.
     const latest = renderStatus(report, false)
       .split("\n")
