@@ -32,7 +32,8 @@ function statusColor(s: string): number {
   return status === "passed" ? 32 : 0;
 }
 
-export function renderStatus(r: StatusReport, color: boolean): string {
+/** `allAttempts` (`--times`): every attempt of each item's epoch; else each item's latest. */
+export function renderStatus(r: StatusReport, color: boolean, o: { allAttempts?: boolean } = {}): string {
   // Every value comes from the store or state.json (which anyone with access can edit): each is
   // printed escaped, so only the tool's own colours and line breaks reach the terminal.
   const p = (v: unknown) => printable(String(v)); // numbers too: a tampered file may hold anything
@@ -131,6 +132,7 @@ export function renderStatus(r: StatusReport, color: boolean): string {
     }
     const flying = r.items.find((it) => it.id === L.current);
     if (flying) out.push("", ...inFlight(flying, p));
+    out.push(...timesLines(r.items, o.allAttempts === true, p));
     const waiting = r.items.filter((it) => it.waiting);
     if (waiting.length) {
       out.push("", "waiting:");
@@ -149,6 +151,50 @@ export function renderStatus(r: StatusReport, color: boolean): string {
   out.push(r.findings.length ? "not healthy:" : step ? `healthy: projection matches the log; ${step}` : "healthy: projection matches the log and state.json");
   for (const f of r.findings) out.push(`  ${p(f.code)}${f.seq !== undefined ? ` (seq ${f.seq})` : ""}: ${p(f.message)}`);
   return out.join("\n");
+}
+
+/** A duration as people read it: 0.42 s, 1 min 5 s, 2 h 3 min. */
+function durationText(ms: number): string {
+  const s = Math.max(0, ms) / 1000;
+  if (s < 60) return `${s.toFixed(2)} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ${Math.floor(s % 60)} s`;
+  return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+}
+
+/** The phases' names in text: the page's (docs/cli/loop-serve.md#the-timeline), shortened. */
+const PHASE_TEXT: Record<string, string> = { step: "waiting for a step", checks: "waiting on checks" };
+
+/** Where the time went (docs/cli/loop-status.md#where-the-time-went): one row per attempt, oldest first. */
+function timesLines(items: StatusReport["items"], all: boolean, p: (v: unknown) => string): string[] {
+  const rows = items
+    .flatMap((it) => (it.times ? (all ? it.times.attempts : it.times.attempts.slice(-1)).map((a) => ({ id: it.id, a })) : []))
+    .sort((x, y) => (x.a.from < y.a.from ? -1 : x.a.from > y.a.from ? 1 : 0));
+  if (!rows.length) return [];
+  return [
+    "",
+    `where the time went (own: loop's, the wall-clock less the agent, setup and verify${all ? "" : "; --times: every item, every attempt"}):`,
+    table(
+      ["  ITEM", "ATTEMPT", "FATE", "WALL", "OWN", "PHASES"],
+      rows.map(({ id, a }) => [
+        `  ${p(id)}`,
+        p(a.attempt),
+        a.fate === null ? "in flight" : p(a.fate),
+        durationText(a.wallMs),
+        durationText(a.ownMs),
+        [
+          ...a.phases.map((ph) => `${p(PHASE_TEXT[ph.phase] ?? ph.phase)} ${durationText(ph.ms)}${ph.to === null ? "…" : ""}`),
+          ...(a.unaccountedMs > 0 ? [`unaccounted ${durationText(a.unaccountedMs)}`] : []),
+        ].join(" · "),
+      ]),
+    ),
+    // Loop's own time per item (issue 48's figure), its attempts of this epoch together; the one in flight so far.
+    `own per item, its attempts together: ${[...new Set(rows.map((r) => r.id))]
+      .map((id) => {
+        const it = items.find((x) => x.id === id)!;
+        return `${p(id)} ${durationText(it.times!.ownMs)}${it.times!.attempts.at(-1)!.fate === null ? " so far" : ""}`;
+      })
+      .join(" · ")}`,
+  ];
 }
 
 type Usage = { tokens: number | null; usd: number | null; attempts?: number; unknown?: { tokens: number; usd: number } } | null | undefined;

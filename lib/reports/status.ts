@@ -35,6 +35,7 @@ import { describeLockHolders, storeLockHolders } from "../log/locks.ts";
 import { describeRefChange, lastLanded, type OwnedRefInput, ownedRefs, readRefs, refChanges, restoreCommand } from "../repo/owned-refs.ts";
 import { hostname } from "node:os";
 import { readRefusals } from "../supervisor/gateway-files.ts";
+import { timesOf } from "./status-times.ts";
 
 /** A finding of status: its code is one of STATUS_FINDING_CODES (lib/log/integrity.ts). */
 type Finding = AnyFinding<StatusFindingCode>;
@@ -54,6 +55,8 @@ export function statusReport(
     env = process.env,
     root = null,
     judge = null,
+    times = false,
+    now = Date.now(),
   }: {
     project?: ProjectIdentity | null;
     env?: Record<string, string | undefined>;
@@ -61,6 +64,10 @@ export function statusReport(
     root?: string | null;
     /** What judges a loop.json whose bytes changed (./definition-judge.ts); without it such a file is `unread`. */
     judge?: DefinitionJudge | null;
+    /** Every selected item's times (`--times`); else the item in flight's and the last few settled (./status-times.ts). */
+    times?: boolean;
+    /** The time that ends what is still going in `items[].times`. */
+    now?: number;
   } = {},
 ) {
   return withReadSnapshot(stateRoot, ({ db }) => {
@@ -103,6 +110,11 @@ export function statusReport(
     const waiting = waitingOf(db, doc, loop, curFacts?.phase ?? null);
     // "#12" for a GitHub pull request, "!12" for a GitLab merge request.
     const pullSign = pullTerms(loop.settings?.forge?.provider).sign;
+    const timed = timesOf(
+      db,
+      selected.map((it) => it.id),
+      { current: doc.loop.current, all: times, now },
+    );
     const items = selected.map((it) => {
       const s = it.session;
       const live = s !== null && isInFlight(it.status as ItemStatus) && !s.closed;
@@ -162,6 +174,8 @@ export function statusReport(
         budget: it.budget ?? null,
         // What its latest session's gateway refused (docs/threat-model.md#the-gateway); null without one that refused anything.
         network: networkOf(s),
+        // Where its time went, phase by phase, and loop's own time (docs/cli/loop-status.md#where-the-time-went); null where not reported.
+        times: timed.get(it.id) ?? null,
       };
     });
     // loop.json as it is now, against the revision the log imported (null: run for a copy, no root).

@@ -3,7 +3,7 @@
 import type { StatusReport } from "../reports/status.ts";
 import { ITEM_STATUSES } from "../log/vocabulary.ts";
 import type { AttentionKind } from "../decisions/attention.ts";
-import type { History } from "./history.ts";
+import type { History } from "../reports/history.ts";
 import { reworksOf } from "./timeline.ts";
 
 interface LoopMetrics {

@@ -5,7 +5,7 @@
 // Every word from the log or a file goes through `html` (html.ts), which escapes it.
 import { html, line, type Markup, safeHref, seg, trusted } from "./html.ts";
 import { shownCounts, shownStatus, type StatusReport } from "../reports/status.ts";
-import { type AttemptHistory, type History, type ItemHistory, phasesOf } from "./history.ts";
+import { type AttemptHistory, type History, type ItemHistory, phasesOf } from "../reports/history.ts";
 import { legend, reworksOf, timelineOf, timelineSvg, usageText } from "./timeline.ts";
 import type { FileSlice } from "./files.ts";
 

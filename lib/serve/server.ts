@@ -19,7 +19,7 @@ import { readSlice } from "./files.ts";
 import { SESSION_FILES } from "../supervisor/session-wrapper.ts";
 import { join } from "node:path";
 import { sessionDir } from "../shared/paths.ts";
-import type { AttemptHistory, ItemHistory } from "./history.ts";
+import type { AttemptHistory, ItemHistory } from "../reports/history.ts";
 import { metricsText } from "./metrics.ts";
 import {
   ASSET_CSS,

@@ -9,7 +9,7 @@ import { dbPath, headOf, storeError, withReadSnapshot } from "../log/snapshot.ts
 import { projectOf, type ProjectIdentity } from "../log/ownership.ts";
 import { statusReport, type StatusReport } from "../reports/status.ts";
 import { judgeDefinition } from "../reports/definition-judge.ts";
-import { emptyHistory, foldEvent, type History } from "./history.ts";
+import { emptyHistory, foldEvent, type History } from "../reports/history.ts";
 
 /** Events read per snapshot while catching up (a long log is folded in pages, each its own read). */
 const PAGE = 5_000;

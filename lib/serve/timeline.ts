@@ -5,7 +5,7 @@
 // UTC so the same log draws the same picture anywhere.
 import { dollarsText } from "../shared/money.ts";
 import { clip, escapeLine, escapeText } from "./html.ts";
-import { type AttemptHistory, type History, type LoopWaitKind, type PhaseKind, PHASE_KINDS, phasesOf } from "./history.ts";
+import { type AttemptHistory, type History, type LoopWaitKind, type PhaseKind, PHASE_KINDS, phasesOf } from "../reports/history.ts";
 import type { StatusReport } from "../reports/status.ts";
 
 interface Bar {

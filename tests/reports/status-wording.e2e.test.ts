@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { demoDefinition, pollUntil, scenario } from "../helpers/project.ts";
 import { statusReport } from "../../lib/reports/status.ts";
 import { itemMain, loopMain } from "../../lib/serve/page.ts";
-import { emptyHistory } from "../../lib/serve/history.ts";
+import { emptyHistory } from "../../lib/reports/history.ts";
 
 const T = 120_000;
 

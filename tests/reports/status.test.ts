@@ -148,6 +148,45 @@ describe("the state document status reports from", () => {
     expect(renderStatus(statusReport(root), false)).toStartWith("loop 5 · ");
   });
 
+  test("where the time went, in text: what a log holds (a fate, a phase's name) is printed escaped; durations as people read them", () => {
+    const report = statusReport(midRun());
+    const at = "2025-01-01T00:00:00.000Z";
+    const phase = (name: string, ms: number, to: string | null = at) => ({ phase: name as never, from: at, to, ms });
+    const attempt = { attempt: 1, from: at, to: at, agentMs: 0, setupMs: 0, verifyMs: 0, unaccountedMs: 250 };
+    report.items[0]!.times = {
+      attempts: [
+        {
+          ...attempt,
+          fate: "passed\u001b[31m\nhealthy: forged",
+          wallMs: 61_500,
+          ownMs: 61_500,
+          phases: [phase("launching\u202e", 500), phase("step", 61_000)],
+        },
+        { ...attempt, attempt: 2, fate: null, to: null, wallMs: 3_725_000, ownMs: 0, unaccountedMs: 0, phases: [phase("agent", 3_725_000, null)] },
+      ],
+      wallMs: 0,
+      agentMs: 0,
+      setupMs: 0,
+      verifyMs: 0,
+      ownMs: 0,
+    };
+    const out = renderStatus(report, false, { allAttempts: true });
+    expect(out).not.toMatch(/[\u001b\u202e]/);
+    expect(out.split("\n").filter((l) => l.startsWith("healthy: forged"))).toEqual([]);
+    const rows = out.split("\n").filter((l) => l.startsWith(`  ${report.items[0]!.id} `));
+    expect(rows).toHaveLength(2);
+    expect(rows[0]).toContain("passed\\u001b[31m\\nhealthy: forged");
+    expect(rows[0]).toMatch(/1 min 1 s +1 min 1 s +launching\\u202e 0\.50 s · waiting for a step 1 min 1 s · unaccounted 0\.25 s$/);
+    expect(rows[1]).toMatch(/in flight +1 h 2 min +0\.00 s +agent 1 h 2 min…$/);
+    expect(out).toContain(`own per item, its attempts together: ${report.items[0]!.id} 0.00 s so far`);
+    // Without --times, an item's latest attempt only.
+    const latest = renderStatus(report, false)
+      .split("\n")
+      .filter((l) => l.startsWith(`  ${report.items[0]!.id} `));
+    expect(latest).toHaveLength(1);
+    expect(latest[0]).toMatch(/ 2 +in flight /);
+  });
+
   test("--work-item selects from the document, in the order given", async () => {
     const root = midRun();
     const r = statusReport(root, ["c", "github:acme/api#7"]);

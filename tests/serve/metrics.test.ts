@@ -1,7 +1,7 @@
 // /metrics: the Prometheus text format, from the status document and the history.
 import { describe, expect, test } from "bun:test";
 import { labelValue, metricsText } from "../../lib/serve/metrics.ts";
-import { foldEvents } from "../../lib/serve/history.ts";
+import { foldEvents } from "../../lib/reports/history.ts";
 import { definition, failingAttempt, itemDef, LogBuilder, loopStarted, passingAttempt } from "../helpers/events.ts";
 
 const b = new LogBuilder();

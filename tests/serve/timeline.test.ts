@@ -2,7 +2,7 @@
 // and SVG from rows (timelineSvg): geometry by table, one whole picture by snapshot, and every word
 // from outside escaped.
 import { describe, expect, test } from "bun:test";
-import { foldEvents } from "../../lib/serve/history.ts";
+import { foldEvents } from "../../lib/reports/history.ts";
 import { LAYOUT, MAX_ROWS, tickLabel, ticks, type TimelineInput, timelineOf, timelineSvg, usageText } from "../../lib/serve/timeline.ts";
 import { definition, failingAttempt, itemDef, launch, LogBuilder, loopStarted, passingAttempt, started } from "../helpers/events.ts";
 
@@ -41,7 +41,8 @@ describe("timelineOf", () => {
 
   test("each attempt a bar of phases, its fate marked; an attempt in flight runs to now", () => {
     expect(t.rows[0]!.attempts.map((a) => [a.label, a.outcome, a.phases.map((p) => p.kind).join(",")])).toEqual([
-      ["attempt 1", "failed", "launching,agent,airlock"],
+      // The failed attempt's session closed (its worktree removed) a step after its verdict: closing.
+      ["attempt 1", "failed", "launching,agent,airlock,closing"],
       ["attempt 2", "passed", "launching,agent,airlock,landing,closing"],
     ]);
     const running = t.rows[1]!.attempts[0]!;

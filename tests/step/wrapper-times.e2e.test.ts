@@ -5,7 +5,7 @@ import { describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { demoDefinition, pollUntil, scenario, sleep } from "../helpers/project.ts";
-import { foldEvents, phasesOf } from "../../lib/serve/history.ts";
+import { foldEvents, phasesOf } from "../../lib/reports/history.ts";
 
 const T = 120_000;
 

@@ -1,7 +1,8 @@
 // What happened to each item and to the loop, in time, folded from the event log (docs/events.md):
 // every attempt of every epoch with the times of its phases, its verdict, verify, pull request and
 // landing, and the waits (a question, a pause, a stop, an environment fault). `loop status` says what
-// *is*; this says *when*, for the timeline and the item pages of `loop serve`.
+// *is*; this says *when*: for the timeline and the item pages of `loop serve`, and for where each
+// item's time went in `loop status` (./times.ts).
 //
 // It reads the events' documented payloads, not the projection's tables: the projection is a cache
 // whose shape may change, the log's vocabulary is a contract. Pure: `foldEvent` takes plain events and
@@ -510,8 +511,9 @@ function first(...ts: (number | null | undefined)[]): number | null {
  * events that record them), waiting for a step (the agent's end as its wrapper saw it → the step that
  * saw it; the verify's likewise), the airlock (that step → the verify reserved), verify
  * (reserved → the command's end, else its verdict), landing (a passing verdict → a pull request or
- * the landing), checks (the pull request → the landing), closing (the landing → the session closed:
- * the worktree's removal), then the phases of their own (reworks). A phase the log has no end for
+ * the landing), checks (the pull request → the landing), closing (the landing, or the last phase
+ * of an attempt that did not land → the session closed: the worktree's removal), then the phases of
+ * their own (reworks). A phase the log has no end for
  * ends at the attempt's outcome, its close or its reset; failing those it is still going (`to` null).
  */
 export function phasesOf(a: AttemptHistory): Phase[] {
@@ -549,6 +551,10 @@ export function phasesOf(a: AttemptHistory): Phase[] {
     // What settling took after the landing (the worktree removed, the session closed).
     if (a.landing && a.closed && a.closed.at > a.landing.at) out.push({ kind: "closing", from: a.landing.at, to: a.closed.at });
   }
+  // Any other attempt the step closed after its last phase (a failed verdict, an agent that did not
+  // exit): closing too, from that phase's end to the session closed (the worktree's removal included).
+  const last = out.at(-1)!;
+  if (a.closed && last.kind !== "closing" && last.to !== null && a.closed.at > last.to) out.push({ kind: "closing", from: last.to, to: a.closed.at });
   out.push(...a.extraPhases);
   return out;
 }

@@ -1,7 +1,7 @@
 // The history `loop serve` draws from, folded from synthetic hash-chained logs (tests/helpers/events.ts):
 // each attempt's phases and fate, the waits, epochs, and what an unknown event type does.
 import { describe, expect, test } from "bun:test";
-import { type AttemptHistory, foldEvents, type History, phasesOf } from "../../lib/serve/history.ts";
+import { type AttemptHistory, foldEvents, type History, phasesOf } from "../../lib/reports/history.ts";
 import type { EventDraft } from "../../lib/log/events.ts";
 import { unknownNote } from "../../lib/serve/page.ts";
 import {
@@ -124,6 +124,8 @@ describe("an attempt's phases", () => {
     expect([one!.outcome?.kind, two!.outcome?.kind]).toEqual(["failed", "passed"]);
     // verify: false-style verdict (no verify_reserved): no verify phase, a passing verdict then landing.
     expect(phasesOf(two!).map((p) => p.kind)).toEqual(["launching", "agent", "airlock", "landing", "closing"]);
+    // The failed one: its verdict (4+3 = 7), requeued at 8, the session closed (its worktree removed) at 9: closing from the verdict.
+    expect(phases(one!)).toEqual(["launching 4→5", "agent 5→6", "airlock 6→7", "closing 7→9"]);
     expect(h.attempts).toBe(2);
   });
 
