@@ -1,14 +1,16 @@
 // A tracker that is down, or refuses loop's key, is the machine's fault, not an item's
 // (docs/trackers.md#a-tracker-that-is-down), end to end through `loop run` against the fake Linear,
-// the fake Jira and the fake GitHub: every request answered 503 (Linear, GitHub as the tracker) pauses
+// the fake Jira and the fake GitHub and GitLab: every request answered 503 (Linear; GitHub or GitLab as
+// the tracker) pauses
 // the loop with the environment fault tracker_down before anything is reserved, exit 1, no attempt
 // spent, `attention` environment; once the tracker answers and the loop is resumed the item launches
 // and drains. A revoked Jira token (every request 401) is tracker_unauthorized, naming the variable
 // that holds it and never the token. One issue's reads failing (a 502) while the tracker answers
 // its probe keeps the old behaviour: the launch waits, then the item is blocked after timeouts.launch.
-import { afterEach, expect, test } from "bun:test";
+import { afterEach, describe, expect, test } from "bun:test";
 import type { FakeGitHub } from "../../helpers/fake-github.ts";
-import { type FakeForge, github } from "../../helpers/forges.ts";
+import type { FakeGitLab } from "../../helpers/fake-gitlab.ts";
+import { FORGES, type FakeForge } from "../../helpers/forges.ts";
 import { demoDefinition, git, Project } from "../../helpers/project.ts";
 import { closeProjects, JIRA_TOKEN, jira, LINEAR_KEY, linear, project } from "../../helpers/trackers.ts";
 
@@ -102,31 +104,34 @@ test("one Linear issue's reads answering 502 while Linear answers its probe: the
   await p.finish();
 });
 
-test("GitHub as the tracker answering 503 to everything: tracker_down, naming GitHub; resumed once it answers, the item drains", async () => {
-  const p = new Project(demoDefinition([{ id: "x", prompt: "p" }]), { env: { FAKE_FORGE_TOKEN: "ghs_fake", LOOP_ALLOW_AUTO_MERGE: "1" } });
-  const f = github(p.aux);
-  forgeProjects.push({ p, f });
-  f.addIssue(1, { title: "issue 1" });
-  p.writeDefinition(
-    demoDefinition([{ ref: f.ref(1), prompt: WRITE_A }], {
-      defaults: { landing: "none" },
-      forge: { provider: f.provider, repo: f.repo, apiUrl: f.apiUrl, gitUrl: f.bare, tokenEnv: "FAKE_FORGE_TOKEN", authorizedUsers: [] },
-    }),
-  );
-  git(p.root, "add", "-A");
-  git(p.root, "commit", "-qm", "forge loop");
-  git(p.root, "remote", "add", "origin", f.bare);
-  git(p.root, "push", "-q", "origin", "main");
-  const gh = f.raw as FakeGitHub;
-  gh.switches.fail = { match: () => true, status: 503, count: 1_000 };
-  const r = await p.run();
-  expect([r.action, r.exitCode]).toEqual(["paused", 1]);
-  const faults = p.eventsOf("environment_fault");
-  expect(faults.map((e) => e.payload.kind)).toEqual(["tracker_down"]);
-  expect(String(faults[0]!.payload.reason)).toStartWith(`GitHub (${new URL(f.apiUrl).host}) does not answer: reading #1 failed`);
-  expect(p.eventsOf("launch_reserved")).toHaveLength(0);
-  gh.switches.fail = null;
-  expect((await p.ctl(["resume", "--yes"])).code).toBe(0);
-  expect((await p.runToDrain()).loop.outcome).toBe("Succeeded");
-  await p.finish();
+describe.each(FORGES)("%s as the tracker", (name, make) => {
+  test("answering 503 to everything: tracker_down, naming the forge and its host; resumed once it answers, the item drains", async () => {
+    const p = new Project(demoDefinition([{ id: "x", prompt: "p" }]), { env: { FAKE_FORGE_TOKEN: "ghs_fake", LOOP_ALLOW_AUTO_MERGE: "1" } });
+    const f = make(p.aux);
+    forgeProjects.push({ p, f });
+    f.addIssue(1, { title: "issue 1" });
+    p.writeDefinition(
+      demoDefinition([{ ref: f.ref(1), prompt: WRITE_A }], {
+        defaults: { landing: "none" },
+        forge: { provider: f.provider, repo: f.repo, apiUrl: f.apiUrl, gitUrl: f.bare, tokenEnv: "FAKE_FORGE_TOKEN", authorizedUsers: [] },
+      }),
+    );
+    git(p.root, "add", "-A");
+    git(p.root, "commit", "-qm", "forge loop");
+    git(p.root, "remote", "add", "origin", f.bare);
+    git(p.root, "push", "-q", "origin", "main");
+    const fake = f.raw as FakeGitHub | FakeGitLab;
+    fake.switches.fail = { match: () => true, status: 503, count: 1_000 };
+    const r = await p.run();
+    expect([r.action, r.exitCode]).toEqual(["paused", 1]);
+    const faults = p.eventsOf("environment_fault");
+    expect(faults.map((e) => e.payload.kind)).toEqual(["tracker_down"]);
+    expect(String(faults[0]!.payload.reason)).toStartWith(`${name} (${new URL(f.apiUrl).host}) does not answer: reading #1 failed`);
+    expect(String(faults[0]!.payload.reason)).toContain("HTTP 503");
+    expect(p.eventsOf("launch_reserved")).toHaveLength(0);
+    fake.switches.fail = null;
+    expect((await p.ctl(["resume", "--yes"])).code).toBe(0);
+    expect((await p.runToDrain()).loop.outcome).toBe("Succeeded");
+    await p.finish();
+  });
 });
