@@ -1,10 +1,9 @@
 // A tracker that is down, or refuses loop's key, is the machine's fault, not an item's
 // (docs/trackers.md#a-tracker-that-is-down), end to end through `loop run` against the fake Linear,
-// the fake Jira and the fake GitHub and GitLab: every request answered 503 (Linear; GitHub or GitLab as
-// the tracker) pauses
-// the loop with the environment fault tracker_down before anything is reserved, exit 1, no attempt
-// spent, `attention` environment; once the tracker answers and the loop is resumed the item launches
-// and drains. A revoked Jira token (every request 401) is tracker_unauthorized, naming the variable
+// the fake Jira and the fake GitHub and GitLab: every request answered 503 (Linear; GitHub or GitLab
+// as the tracker) pauses the loop with the environment fault tracker_down before anything is
+// reserved, exit 1, no attempt spent, `attention` environment; once the tracker answers and the loop
+// is resumed the item launches and drains. A revoked Jira token (every request 401) is tracker_unauthorized, naming the variable
 // that holds it and never the token. One issue's reads failing (a 502) while the tracker answers
 // its probe keeps the old behaviour: the launch waits, then the item is blocked after timeouts.launch.
 import { afterEach, describe, expect, test } from "bun:test";
