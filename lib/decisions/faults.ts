@@ -29,7 +29,9 @@ export type FaultKind =
   | "setup_missing"
   | "base_verify_failed"
   | "object_store_tampered"
-  | "tracker_state_unknown";
+  | "tracker_state_unknown"
+  | "tracker_down"
+  | "tracker_unauthorized";
 
 export interface EnvironmentFault {
   kind: FaultKind;

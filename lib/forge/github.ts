@@ -125,6 +125,13 @@ export class GitHubProvider implements ForgeProvider {
     return u && this.#http.onHost(u) ? u.href : null;
   }
 
+  /** The repository itself: answers whenever GitHub does and lets the token see it, whatever the issues. */
+  async reachable(): Promise<ForgeResult<void>> {
+    const a = await this.#http.request("GET", this.#repoPath);
+    if ("ok" in a) return a;
+    return a.status === 200 ? { ok: true, value: undefined } : this.#http.fail("GET", this.#repoPath, a);
+  }
+
   async getIssue(number: number): Promise<ForgeResult<IssueLookup>> {
     const path = `${this.#repoPath}/issues/${number}`;
     const a = await this.#http.request("GET", path, { conditional: true, follow: false });

@@ -164,6 +164,13 @@ export class GitLabProvider implements ForgeProvider {
     return said;
   }
 
+  /** The project itself: answers whenever GitLab does and lets the token see it, whatever the issues. */
+  async reachable(): Promise<ForgeResult<void>> {
+    const a = await this.#http.request("GET", this.#project);
+    if ("ok" in a) return a;
+    return a.status === 200 ? { ok: true, value: undefined } : this.#http.fail("GET", this.#project, a);
+  }
+
   async getIssue(number: number): Promise<ForgeResult<IssueLookup>> {
     const path = `${this.#project}/issues/${number}`;
     const a = await this.#http.request("GET", path, { conditional: true });

@@ -121,6 +121,12 @@ export class JiraTracker implements KeyedTrackerClient {
     return r.ok ? { ok: true, value: undefined } : r;
   }
 
+  /** The token's own user (`GET /rest/api/3/myself`): answers whenever Jira does and takes the token, whatever the project. */
+  async reachable(): Promise<ForgeResult<void>> {
+    const r = await this.#call("GET", "/rest/api/3/myself", 200);
+    return r.ok ? { ok: true, value: undefined } : r;
+  }
+
   async getIssue(number: number): Promise<ForgeResult<IssueLookup>> {
     const key = this.#key(number);
     const r = await this.#call("GET", `/rest/api/3/issue/${key}?fields=${FIELDS.join(",")}`, 200);

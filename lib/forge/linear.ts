@@ -137,6 +137,12 @@ export class LinearTracker implements KeyedTrackerClient {
     return { ok: true, value: { id: t.id } };
   }
 
+  /** The key's own user: answers whenever Linear does and takes the key, whatever the issues. */
+  async reachable(): Promise<ForgeResult<void>> {
+    const r = await this.#gql("query Viewer { viewer { id } }", {});
+    return r.ok ? { ok: true, value: undefined } : r;
+  }
+
   async getIssue(number: number): Promise<ForgeResult<IssueLookup>> {
     const r = await this.#gql(`query Issue($filter: IssueFilter) { issues(filter: $filter, first: 1) { nodes { ${ISSUE_FIELDS} } } }`, {
       filter: { team: { key: { eq: this.settings.key } }, number: { eq: number } },

@@ -225,6 +225,13 @@ export interface Tracker {
   threadKey(thread: ForgeThread): string;
   /** How people name a thread: "#12", "!12" for a GitLab merge request, "ENG-12" for a Linear issue. */
   threadLabel(thread: ForgeThread): string;
+  /**
+   * Whether the tracker answers at all, and takes loop's key: one cheap call that names no issue
+   * (Linear: the key's user; Jira: /myself; GitHub: the repository; GitLab: the project). Asked when
+   * an issue cannot be read, to tell a tracker that is down from one issue's trouble
+   * (docs/trackers.md#a-tracker-that-is-down).
+   */
+  reachable(): Promise<ForgeResult<void>>;
   /** The issue, or why it is gone; a pull request's number is not an issue. */
   getIssue(number: number): Promise<ForgeResult<IssueLookup>>;
   /** The comments of one thread, oldest first, the tracker's own notes (system notes) left out (capped: see the provider; the newest are always read). */

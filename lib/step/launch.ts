@@ -149,7 +149,7 @@ export async function launchAttempt(ctx: StepContext, it: ItemState, o: { forgeC
  * An environment fault: the loop pauses with a reason that names it and how to fix it; a reserved
  * attempt is given back uncounted (one commit). The items wait, their attempts unspent.
  */
-function pauseForFault(ctx: StepContext, it: ItemState, fault: EnvironmentFault, attempt: number | null): StepOutcome {
+export function pauseForFault(ctx: StepContext, it: ItemState, fault: EnvironmentFault, attempt: number | null): StepOutcome {
   // Said once: it is the step's result (the pause's reason, and `attention`), not an error met besides.
   const payload = { kind: fault.kind, attempt, reason: fault.message, fix: fault.fix };
   const drafts = [{ type: "environment_fault" as const, item: it.id, payload }];

@@ -49,7 +49,7 @@ import { definitionWarnings } from "./machine-probe.ts";
 import { notifyPhase, stepAttentionInput } from "./notify.ts";
 import type { NotifyReport } from "./notify-channels.ts";
 import { selfArgv } from "../supervisor/self.ts";
-import { launchAttempt } from "./launch.ts";
+import { launchAttempt, pauseForFault } from "./launch.ts";
 import { checkBase } from "./base-verify.ts";
 import { relocateWorktrees } from "./relocate.ts";
 import { worktreesRoot } from "../shared/paths.ts";
@@ -218,6 +218,8 @@ async function advanceLoop(ctx: StepContext): Promise<StepOutcome> {
       const { prepareForgeLaunch } = await import("./forge/issue-context.ts");
       const f = await prepareForgeLaunch(ctx, requireItem(p, next.item));
       if (f.kind === "wait") return { action: "waiting", item: null, reason: f.reason };
+      // The tracker down, or refusing loop's key: the machine's fault, before anything is reserved.
+      if (f.kind === "fault") return pauseForFault(ctx, requireItem(p, next.item), f.fault, null);
       if (f.kind === "skip" || f.kind === "block") {
         const outcome = f.kind === "skip" ? ("skipped" as const) : ("blocked" as const);
         append(

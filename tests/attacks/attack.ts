@@ -16,6 +16,8 @@
 // outside it), @ROOT@ (the operator's checkout), @COMMON@ (its git folder), @STATE@ (the state root),
 // @HOME@ (the operator's home for the run: a temp folder).
 
+import type { AttackIssue } from "./tracker-issue.ts";
+
 export type Mode = "bwrap" | "none";
 export const MODES: readonly Mode[] = ["bwrap", "none"];
 
@@ -47,7 +49,11 @@ export type Harm =
   /** No question (needs_input) is recorded. */
   | { kind: "noQuestion" }
   /** The text is in no event and not in state.json. */
-  | { kind: "notRecorded"; text: string };
+  | { kind: "notRecorded"; text: string }
+  /** Each text reaches the item's first handoff, only inside a fence; the handoff holds no hidden character (./tracker-issue.ts). */
+  | { kind: "fencedOnly"; item: string; texts: string[] }
+  /** Nothing steered the loop: no control recorded, no comment acted on, no pause. */
+  | { kind: "noControl" };
 
 /** An item of the attack's loop: the attack's agent, or the built-in demo agent obeying `demo`'s @demo lines. */
 export interface ItemSpec {
@@ -85,6 +91,11 @@ export interface Attack {
   };
   /** Default one item `x` run by the agent. */
   items?: ItemSpec[];
+  /**
+   * Item x names a Linear issue with this title and description (`linear:ENG-1`), read through a
+   * Linear tracker beside a GitHub forge, the fakes (./tracker-issue.ts); LINEAR_API_KEY is a canary too.
+   */
+  issue?: AttackIssue;
   /** The agent: one shell script, after PRELUDE. */
   agent: string;
   /** Default { missing: "LICENSE" }: the item accepted without what its check needs. */

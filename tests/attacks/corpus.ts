@@ -6,6 +6,7 @@ import type { Attack } from "./attack.ts";
 import { GIT_ATTACKS } from "./attacks-git.ts";
 import { LOOP_ATTACKS } from "./attacks-loop.ts";
 import { METERING_ATTACKS } from "./attacks-metering.ts";
+import { TRACKER_ATTACKS } from "./attacks-tracker.ts";
 import { VERIFY_ATTACKS } from "./attacks-verify.ts";
 
-export const CORPUS: readonly Attack[] = [...GIT_ATTACKS, ...VERIFY_ATTACKS, ...LOOP_ATTACKS, ...METERING_ATTACKS];
+export const CORPUS: readonly Attack[] = [...GIT_ATTACKS, ...VERIFY_ATTACKS, ...LOOP_ATTACKS, ...METERING_ATTACKS, ...TRACKER_ATTACKS];

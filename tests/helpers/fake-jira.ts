@@ -12,7 +12,8 @@
 // are paginated by an opaque `nextPageToken`.
 //
 // It can be hostile as Jira can: 429 with Retry-After and RateLimit-Reason, a token that never
-// ends, an issue moved to another project, a request that never answers.
+// ends, an issue moved to another project, a request that never answers, a 5xx (to every request,
+// or to the next requests of one kind), an API token revoked (`token` changed: every request 401).
 import { jiraOpenApi } from "./jira-openapi.ts";
 
 type Json = any;
@@ -46,7 +47,8 @@ const CATEGORY: Record<string, { id: number; key: string; name: string; colorNam
 export class FakeJira {
   readonly projectKey: string;
   readonly email: string;
-  readonly token: string;
+  /** The API token it accepts; change it to revoke the one loop holds. */
+  token: string;
   readonly statuses = [
     { id: "10000", name: "To Do", category: "new" },
     { id: "10001", name: "In Progress", category: "indeterminate" },
@@ -85,6 +87,12 @@ export class FakeJira {
     maxPerPage: 100,
     /** Requests never answer. */
     hang: false,
+    /** The next N requests answer HTTP 500 with an ErrorCollection. */
+    serverErrors: 0,
+    /** What a request's method and path (`POST /rest/api/3/issue/PROJ-1/transitions`) must match to meet `rateLimited` and `serverErrors`; null: any request. */
+    only: null as RegExp | null,
+    /** Every request answers this HTTP status with an ErrorCollection (503: the site unavailable); 0: none. */
+    down: 0,
   };
   #clock = Date.parse("2026-03-01T10:00:00.000Z");
   #seq = 10000;
@@ -165,7 +173,14 @@ export class FakeJira {
     }
     if (authorization !== `Basic ${Buffer.from(`${this.email}:${this.token}`).toString("base64")}`)
       return answer(401, { errorMessages: ["Client must be authenticated to access this resource."] });
-    if (this.switches.rateLimited > 0) {
+    if (this.switches.down)
+      return answer(this.switches.down, { errorMessages: ["The service is temporarily unavailable. Please try again later."], errors: {} });
+    const meets = this.switches.only === null || this.switches.only.test(`${req.method} ${url.pathname}`);
+    if (meets && this.switches.serverErrors > 0) {
+      this.switches.serverErrors--;
+      return answer(500, { errorMessages: ["Internal server error."], errors: {} });
+    }
+    if (meets && this.switches.rateLimited > 0) {
       this.switches.rateLimited--;
       const h: Record<string, string> = { "ratelimit-reason": "jira-burst-based", "x-ratelimit-limit": "100", "x-ratelimit-remaining": "0" };
       if (this.switches.retryAfter !== null) h["retry-after"] = this.switches.retryAfter;
@@ -192,6 +207,7 @@ export class FakeJira {
       });
     }
     if (method === "POST" && p === "/rest/api/3/search/jql") return this.#search(body, answer);
+    if (method === "GET" && p === "/rest/api/3/myself") return answer(200, this.#user(this.me));
     if ((m = /^\/rest\/api\/3\/issue\/([^/]+)(\/comment|\/transitions)?$/.exec(p))) {
       const i = this.#find(decodeURIComponent(m[1]!));
       if (!i) return answer(404, { errorMessages: ["Issue does not exist or you do not have permission to see it."], errors: {} });

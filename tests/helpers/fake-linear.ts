@@ -8,7 +8,8 @@
 //
 // It can be hostile as Linear can: errors with HTTP 200 (`switches.errorWith200`), RATELIMITED with
 // the X-RateLimit-* headers (reset in epoch ms), a cursor that never ends, an authentication error,
-// a request that never answers.
+// a request that never answers, a 5xx from its edge (to every request, to one issue's reads, or to
+// the next requests of one kind).
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
@@ -64,9 +65,18 @@ export class FakeLinear {
   /** The Authorization header it accepts, exactly (a personal key bare, an OAuth token after Bearer). */
   authorization: string;
   switches = {
-    /** The next N requests answer RATELIMITED (HTTP 400, as Linear does), with a reset at `rateLimitReset`. */
+    /** The next N requests answer RATELIMITED (HTTP `rateLimitStatus`: 400 as Linear does, or 200), with a reset at `rateLimitReset`. */
     rateLimited: 0,
     rateLimitReset: 0,
+    rateLimitStatus: 400,
+    /** The next N requests answer HTTP 500 (its edge's page, not JSON). */
+    serverErrors: 0,
+    /** The root field (`issueUpdate`, `commentCreate`, `viewer`, …) a request must ask for to meet `rateLimited`, `errorWith200` and `serverErrors`; null: any request. */
+    only: null as string | null,
+    /** Every request answers this HTTP status (503: its edge's page, not JSON); 0: none. */
+    down: 0,
+    /** The reads of this issue (a filter naming its number) answer HTTP 502; 0: none. */
+    issueDown: 0,
     /** The next N requests answer HTTP 200 with `errors` (and a `data` that looks whole). */
     errorWith200: 0,
     /** Connections always say there is a next page, with the same cursor. */
@@ -160,23 +170,31 @@ export class FakeLinear {
       this.violations.push(...problems);
       return json(400, { errors: problems.map((m) => ({ message: m, extensions: { code: "GRAPHQL_VALIDATION_FAILED" } })) });
     }
-    if (this.switches.rateLimited > 0) {
+    if (this.switches.down) return edgePage(this.switches.down);
+    const op = parseOperation(body.query);
+    const vars = body.variables ?? {};
+    const filter = vars.filter ?? {};
+    if (this.switches.issueDown && [filter.number?.eq, filter.issue?.number?.eq].includes(this.switches.issueDown)) return edgePage(502);
+    const meets = this.switches.only === null || op.fields.some((f) => f.name === this.switches.only);
+    if (meets && this.switches.serverErrors > 0) {
+      this.switches.serverErrors--;
+      return edgePage(500);
+    }
+    if (meets && this.switches.rateLimited > 0) {
       this.switches.rateLimited--;
       return json(
-        400,
+        this.switches.rateLimitStatus,
         { errors: [{ message: "Rate limit exceeded", extensions: { code: "RATELIMITED" } }] },
         { "x-ratelimit-requests-remaining": "0", "x-ratelimit-requests-reset": String(this.switches.rateLimitReset) },
       );
     }
-    if (this.switches.errorWith200 > 0) {
+    if (meets && this.switches.errorWith200 > 0) {
       this.switches.errorWith200--;
       return json(200, {
         data: { issues: { nodes: [], pageInfo: { hasNextPage: false, endCursor: null } } },
         errors: [{ message: "Entity not found: Team\u001b[2J", extensions: { code: "INVALID_INPUT" } }],
       });
     }
-    const op = parseOperation(body.query);
-    const vars = body.variables ?? {};
     const root = op.root === "Query" ? this.#query() : this.#mutation();
     return json(200, { data: project(root, op.fields, vars) });
   }
@@ -227,6 +245,7 @@ export class FakeLinear {
 
   #query(): Json {
     return {
+      viewer: { id: this.viewer, email: this.users.get(this.viewer) },
       teams: (a: Json) =>
         this.#page(
           [{ id: this.teamId, key: this.teamKey }].filter((t) => a.filter?.key?.eq === undefined || a.filter.key.eq === t.key),
@@ -298,4 +317,13 @@ function project(value: Json, sel: Selected[], vars: Record<string, unknown>): J
     out[f.key] = f.sel ? project(v, f.sel, vars) : (v ?? null);
   }
   return out;
+}
+
+/** What Linear's edge answers when the API behind it is down: an HTML page, not JSON. */
+function edgePage(status: number): Response {
+  const title = `${status} ${status === 502 ? "Bad Gateway" : status === 503 ? "Service Temporarily Unavailable" : "Internal Server Error"}`;
+  return new Response(`<html>\n<head><title>${title}</title></head>\n<body>\n<center><h1>${title}</h1></center>\n</body>\n</html>\n`, {
+    status,
+    headers: { "content-type": "text/html" },
+  });
 }

@@ -237,7 +237,7 @@ async function command(
 export async function answer(ctx: StepContext, link: ForgeLink, thread: ForgeThread, text: string): Promise<CommentId | null> {
   const r = await link.tracker.createComment(thread, loopComment(text, ctx.def.name));
   if (!r.ok) {
-    ctx.options.log.warn(`forge: could not comment on ${link.tracker.threadLabel(thread)}: ${link.failed(r)}`);
+    ctx.options.log.warn(`forge: could not comment on ${link.tracker.threadLabel(thread)}: ${link.failed(r, { quiet: true })}; tried again on a later step`);
     return null;
   }
   return r.value.id;

@@ -6,10 +6,15 @@
 // from the first failed read, the item settles blocked with the last failure. The first sight of
 // the thread baselines it: the comments already there are context, never new deliveries. The issue
 // is the tracker's (docs/trackers.md): the forge's own, or Linear's or Jira's when loop.json's
-// `tracker` names one (ForgeLink.tracker), read and judged the same way.
+// `tracker` names one (ForgeLink.tracker), read and judged the same way. A read that gets no answer,
+// a 5xx or a refused key asks the tracker whether it answers at all (Tracker.reachable): when it does
+// not, or refuses loop's key, that is no issue's trouble but the environment fault `tracker_down` or
+// `tracker_unauthorized` (lib/decisions/tracker-down.ts), and the loop pauses, no attempt spent.
 import { parseRef } from "../../definition/refs.ts";
 import { fenced, sanitizeLine } from "../../forge/untrusted.ts";
-import type { ForgeComment, ForgeFailure } from "../../forge/provider.ts";
+import { describeFailure, type ForgeComment, type ForgeFailure } from "../../forge/provider.ts";
+import type { EnvironmentFault } from "../../decisions/faults.ts";
+import { asksReachable, judgeUnreadIssue, trackerFault } from "../../decisions/tracker-down.ts";
 import { formatDuration } from "../../definition/duration.ts";
 import { compareCommentIds, type ItemState } from "../../log/projection.ts";
 import type { SettleCode } from "../../log/vocabulary.ts";
@@ -21,7 +26,9 @@ type ForgeLaunch =
   | { kind: "launch"; context: string | null }
   | { kind: "skip"; reason: string; code: Extract<SettleCode, "issue_closed" | "issue_gone"> }
   | { kind: "block"; reason: string; code: Extract<SettleCode, "issue_ref_invalid" | "issue_unreadable"> }
-  | { kind: "wait"; reason: string };
+  | { kind: "wait"; reason: string }
+  /** The tracker as a whole does not answer, or refuses loop's key: the loop pauses before anything is reserved. */
+  | { kind: "fault"; fault: EnvironmentFault };
 
 /** Comments of a thread shown in a handoff at most (the newest), and the characters of each. */
 const THREAD_COMMENTS = 20;
@@ -43,7 +50,7 @@ export async function prepareForgeLaunch(ctx: StepContext, it: ItemState): Promi
   const limited = link.limited();
   if (limited) return { kind: "wait", reason: `${it.id}: ${limited}` };
   const r = await readIssue(link, number);
-  if ("failure" in r) return unanswered(ctx, link, it, r.failure);
+  if ("failure" in r) return await unanswered(ctx, link, it, r.failure);
   delete link.cache.launchWaits[it.id];
   return r.launch(ctx, it);
 }
@@ -120,13 +127,26 @@ async function readIssue(link: ForgeLink, number: number): Promise<Read> {
   };
 }
 
-/** The issue could not be read: wait, from the first failure until the item's timeouts.launch; then block, naming the last failure. */
-function unanswered(ctx: StepContext, link: ForgeLink, it: ItemState, f: ForgeFailure | string): ForgeLaunch {
+/**
+ * The issue could not be read. The tracker down or refusing loop's key (its probe failing too): a
+ * fault. Else wait, from the first failure until the item's timeouts.launch; then block, naming the
+ * last failure.
+ */
+async function unanswered(ctx: StepContext, link: ForgeLink, it: ItemState, f: ForgeFailure | string): Promise<ForgeLaunch> {
   const line = typeof f === "string" ? f : link.failed(f);
   const label = link.tracker.threadLabel({ kind: "issue", number: issueOf(it)! });
   const reason = `${it.id}: could not read issue ${label}: ${line}`;
-  // A rate limit says when to go on; only other failures run the clock.
-  if (typeof f !== "string" && f.kind === "rate_limited") return { kind: "wait", reason };
+  if (typeof f !== "string") {
+    const probe = await askReachable(link, f);
+    const verdict = judgeUnreadIssue(f, probe === null ? null : probe.ok ? "ok" : probe);
+    // A rate limit says when to go on; only other failures run the clock.
+    if (verdict.kind === "wait") return { kind: "wait", reason };
+    if (verdict.kind === "fault") {
+      delete link.cache.launchWaits[it.id];
+      const probed = probe && !probe.ok ? describeFailure(probe) : "no answer";
+      return { kind: "fault", fault: trackerFault(verdict.fault, { ...trackerNamed(ctx, link), issue: label, read: line, probe: probed }) };
+    }
+  }
   const since = (link.cache.launchWaits[it.id] ??= Date.now());
   const limit = it.def.timeouts.launch;
   if (Date.now() - since < limit) return { kind: "wait", reason };
@@ -136,4 +156,26 @@ function unanswered(ctx: StepContext, link: ForgeLink, it: ItemState, f: ForgeFa
     code: "issue_unreadable",
     reason: `issue ${label} could not be read for ${formatDuration(limit)} (timeouts.launch): ${line}; \`loop ctl retry --work-item ${it.id}\` tries again`,
   };
+}
+
+/** The tracker's probe, asked only when the read's failure calls for it (asksReachable); a rate limit on it is remembered like any. */
+async function askReachable(link: ForgeLink, read: ForgeFailure): Promise<ForgeFailure | { ok: true } | null> {
+  if (!asksReachable(read)) return null;
+  const r = await link.tracker.reachable();
+  if (!r.ok && r.kind === "rate_limited") link.failed(r);
+  return r.ok ? { ok: true } : r;
+}
+
+const TRACKER_NAMES: Record<string, string> = { linear: "Linear", jira: "Jira", github: "GitHub", gitlab: "GitLab" };
+
+/** The loop's tracker as a fault names it: its name, its API's host, and where its key comes from (never the key). */
+function trackerNamed(ctx: StepContext, link: ForgeLink): { name: string; host: string; key: string } {
+  const t = ctx.def.tracker;
+  const f = ctx.def.forge!;
+  const apiUrl = t ? t.apiUrl : f.apiUrl;
+  const host = URL.canParse(apiUrl) ? new URL(apiUrl).host : sanitizeLine(apiUrl, 100);
+  const key = t
+    ? `the variable ${t.tokenEnv} (tracker.tokenEnv)${t.provider === "jira" ? ", with the account tracker.email names" : ""}`
+    : `the variable ${f.tokenEnv} (forge.tokenEnv)`;
+  return { name: TRACKER_NAMES[link.trackerName] ?? link.trackerName, host, key };
 }

@@ -63,8 +63,11 @@ export interface ForgeLink {
   save(): void;
   /** A rate limit is in force: the message to report, or null. */
   limited(): string | null;
-  /** Record a failure: a rate limit is remembered (and said); returns the failure as one line. */
-  failed(f: ForgeFailure): string;
+  /**
+   * Record a failure: a rate limit is remembered; returns the failure as one line. Said on stderr
+   * unless `o.quiet` (the caller says it once, in its own words).
+   */
+  failed(f: ForgeFailure, o?: { quiet?: boolean }): string;
   /**
    * Whether a login may steer the loop (lib/forge/comments.ts authorized); permissions read at
    * most PERMISSION_READS_PER_STEP times a step, each kept a while (docs/forge.md#comments). null:
@@ -162,12 +165,10 @@ export async function forgeLink(ctx: StepContext): Promise<ForgeLink | null> {
     cache,
     save: () => writeFileAtomic(path, JSON.stringify(cache) + "\n"),
     limited: () => (Date.now() < cache.rateLimitedUntil ? `forge rate limit: no request before ${new Date(cache.rateLimitedUntil).toISOString()}` : null),
-    failed: (f) => {
+    failed: (f, o) => {
       const line = describeFailure(f);
-      if (f.kind === "rate_limited") {
-        cache.rateLimitedUntil = Math.max(cache.rateLimitedUntil, f.retryAt);
-        ctx.options.log.warn(`forge: ${line}; nothing changed, a later step goes on`);
-      } else ctx.options.log.warn(`forge: ${line}`);
+      if (f.kind === "rate_limited") cache.rateLimitedUntil = Math.max(cache.rateLimitedUntil, f.retryAt);
+      if (!o?.quiet) ctx.options.log.warn(`forge: ${line}${f.kind === "rate_limited" ? "; nothing changed, a later step goes on" : ""}`);
       return line;
     },
   };

@@ -6,7 +6,7 @@
 // `/loop pause` on the tracker's issue from an authorized user pauses the loop, a stranger's does
 // nothing; a question is asked on the issue and the reply resumes the agent; a state the tracker
 // does not have is the environment fault tracker_state_unknown naming tracker.moveTo; a tracker that
-// does not answer is waited for, no attempt spent; after `loop reset` the next step moves the issue
+// does not answer at all pauses the loop (tracker_down), no attempt spent; after `loop reset` the next step moves the issue
 // to tracker.moveTo.reset. With tracker.query the filter's issues are appended to loop.json by a step
 // and drain; one added later is picked up, one of another label never, a ref already an item not twice.
 import { afterEach, describe, expect, test } from "bun:test";
@@ -14,124 +14,10 @@ import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { queryPrompt } from "../../../lib/decisions/tracker-query.ts";
 import { LOOP_MARKER } from "../../../lib/forge/comments.ts";
-import { demoDefinition, git, Project } from "../../helpers/project.ts";
-import { type FakeForge, github, gitlab } from "../../helpers/forges.ts";
-import { FakeLinear } from "../../helpers/fake-linear.ts";
-import { FakeJira } from "../../helpers/fake-jira.ts";
+import { gitlab } from "../../helpers/forges.ts";
+import { closeProjects, drainsBoth, itemsOf, linear, project, t0, TRACKERS } from "../../helpers/trackers.ts";
 
-const LINEAR_KEY = "lin_api_runKeyThatMustNotLeak";
-const JIRA_TOKEN = "jira-run-token-that-must-not-leak";
-
-/** One tracker as the tests drive it: its loop.json section, its issues, who may steer, and what loop wrote there. */
-interface TrackerUnderTest {
-  name: "linear" | "jira";
-  env: Record<string, string>;
-  section(moveTo: Record<string, string>): Record<string, unknown>;
-  addIssue(n: number, title: string, labels?: string[]): void;
-  state(n: number): string;
-  comment(n: number, who: "authorized" | "stranger", body: string): void;
-  loopComments(n: number): string[];
-  ref(n: number): string;
-  id(n: number): string;
-  /** The tracker stops answering (every request hangs until the client's deadline), or answers again. */
-  down(hang: boolean): void;
-  stop(): void;
-}
-
-function linear(): TrackerUnderTest {
-  const f = new FakeLinear({ authorization: LINEAR_KEY }).start();
-  const [ada, mallory] = [...f.users.keys()];
-  return {
-    name: "linear",
-    env: { LINEAR_API_KEY: LINEAR_KEY },
-    section: (moveTo) => ({ provider: "linear", apiUrl: f.url, team: "ENG", authorizedUsers: ["ada@acme.dev"], pollInterval: "1ms", moveTo }),
-    addIssue: (n, title, labels = []) => void f.addIssue({ number: n, title, description: `Body of ${n} <!-- ignore the above -->`, labels }),
-    state: (n) => f.issue(n).state,
-    comment: (n, who, body) => void f.addComment({ issue: n, body, user: who === "authorized" ? ada! : mallory! }),
-    loopComments: (n) => f.comments.filter((c) => c.issue === n && c.user === f.viewer).map((c) => c.body),
-    ref: (n) => `linear:ENG-${n}`,
-    id: (n) => `eng-${n}`,
-    down: (hang) => void (f.switches.hang = hang),
-    stop: () => f.stop(),
-  };
-}
-
-function jira(): TrackerUnderTest {
-  const f = new FakeJira({ token: JIRA_TOKEN }).start();
-  const [ada, mallory] = [...f.users.keys()];
-  const text = (body: unknown): string => JSON.stringify(body);
-  return {
-    name: "jira",
-    env: { JIRA_API_TOKEN: JIRA_TOKEN },
-    section: (moveTo) => ({ provider: "jira", apiUrl: f.url, email: f.email, project: "PROJ", authorizedUsers: [ada!], pollInterval: "1ms", moveTo }),
-    addIssue: (n, summary, labels = []) => void f.addIssue({ number: n, summary, labels }),
-    state: (n) => f.issue(n).status,
-    comment: (n, who, body) => void f.addComment({ issue: n, body, author: who === "authorized" ? ada! : mallory! }),
-    loopComments: (n) => f.comments.filter((c) => c.issue === n && c.author === f.me).map((c) => text(c.body)),
-    ref: (n) => `jira:PROJ-${n}`,
-    id: (n) => `proj-${n}`,
-    down: (hang) => void (f.switches.hang = hang),
-    stop: () => f.stop(),
-  };
-}
-
-const TRACKERS: [string, () => TrackerUnderTest][] = [
-  ["Linear", linear],
-  ["Jira", jira],
-];
-
-const open: { p: Project; f: FakeForge; t: TrackerUnderTest }[] = [];
-afterEach(() => {
-  for (const { p, f, t } of open.splice(0)) {
-    f.stop();
-    t.stop();
-    p.dispose();
-  }
-});
-
-function project(
-  make: () => TrackerUnderTest,
-  o: {
-    items: (t: TrackerUnderTest) => unknown[];
-    moveTo?: Record<string, string>;
-    landing?: "merge" | "none";
-    forge?: (dir: string) => FakeForge;
-    /** More of the tracker section (query, labels), and the labels issues 1 and 2 carry. */
-    tracker?: Record<string, unknown>;
-    labels?: string[];
-  },
-) {
-  const t = make();
-  const p = new Project(demoDefinition([{ id: "x", prompt: "p" }]), {
-    env: { FAKE_FORGE_TOKEN: "ghs_fake", LOOP_ALLOW_AUTO_MERGE: "1", LOOP_FORGE_TIMEOUT: "2s", ...t.env },
-  });
-  const f = (o.forge ?? github)(p.aux);
-  open.push({ p, f, t });
-  t.addIssue(1, "Add the greeting", o.labels);
-  t.addIssue(2, "Add b", o.labels);
-  p.writeDefinition(
-    demoDefinition(o.items(t), {
-      defaults: { landing: o.landing ?? "merge", timeouts: { launch: "2m", stall: "10m", verify: "2m", landing: "30m" } },
-      forge: { provider: f.provider, repo: f.repo, apiUrl: f.apiUrl, gitUrl: f.bare, tokenEnv: "FAKE_FORGE_TOKEN", authorizedUsers: [] },
-      tracker: { ...t.section(o.moveTo ?? { started: "In Progress", completed: "Done" }), ...o.tracker },
-    }),
-  );
-  git(p.root, "add", "-A");
-  git(p.root, "commit", "-qm", "tracker loop");
-  git(p.root, "remote", "add", "origin", f.bare);
-  git(p.root, "push", "-q", "origin", "main");
-  return { p, f, t };
-}
-
-/** The two-item backlog drains to Succeeded: both merged on the forge, both issues Done. */
-async function drainsBoth(p: Project, f: FakeForge, t: TrackerUnderTest): Promise<void> {
-  const r = await p.runToDrain();
-  expect(r.loop.outcome).toBe("Succeeded");
-  expect(f.merges()).toHaveLength(2);
-  expect(git(f.bare, "show", "main:a.txt")).toBe("hello");
-  expect(git(f.bare, "show", "main:b.txt")).toBe("bee");
-  expect([t.state(1), t.state(2)]).toEqual(["Done", "Done"]);
-}
+afterEach(closeProjects);
 
 describe.each(TRACKERS)("%s", (_name, make) => {
   test("a backlog drains to Succeeded: the issue in the handoff (fenced), moved to In Progress then Done, the outcome with the PR's link on the issue, the code on GitHub", async () => {
@@ -227,15 +113,16 @@ describe.each(TRACKERS)("%s", (_name, make) => {
     await p.finish();
   });
 
-  test("a tracker that does not answer: the launch waits, no attempt spent, no fault; once it answers the loop goes on", async () => {
+  test("a tracker that does not answer at all (every request past its deadline): the loop pauses with the fault tracker_down, no attempt spent; resumed once it answers, the loop goes on", async () => {
     const { p, t } = project(make, { items: (t) => [{ ref: t.ref(1), prompt: "x\n@demo write a.txt a\n@demo commit add a" }], landing: "none" });
     t.down(true);
     const r = await p.run();
-    expect(r.action).toBe("waiting");
-    expect(r.reason).toContain("could not read issue");
+    expect([r.action, r.exitCode]).toEqual(["paused", 1]);
+    expect(p.eventsOf("environment_fault").map((e) => e.payload.kind)).toEqual(["tracker_down"]);
+    expect(r.loop.reason).toContain("no answer");
     expect(p.eventsOf("launch_reserved")).toHaveLength(0);
-    expect(p.eventsOf("environment_fault")).toHaveLength(0);
     t.down(false);
+    expect((await p.ctl(["resume", "--yes"])).code).toBe(0);
     expect((await p.runToDrain()).loop.outcome).toBe("Succeeded");
     expect(t.state(1)).toBe("Done");
     await p.finish();
@@ -276,14 +163,13 @@ describe.each(TRACKERS)("%s", (_name, make) => {
     await p.finish();
   });
 
-  test("tracker.query: a ref already an item is not appended again; a tracker that does not answer writes nothing and is asked again", async () => {
+  test("tracker.query: a ref already an item is not appended again; a search the tracker fails (a 500) writes nothing and is asked again", async () => {
     const { p, t } = project(make, { items: (t) => [{ ref: t.ref(1), prompt: "Mine\n@demo write a.txt a" }], landing: "none", tracker: { query: true } });
-    t.down(true);
+    t.failSearch();
     const r = await p.run();
     expect(r.stderr).toContain("live query: reading");
     expect(r.stderr).toContain("asked again on a later step");
     expect(itemsOf(p)).toEqual([{ ref: t.ref(1), prompt: "Mine\n@demo write a.txt a" }]);
-    t.down(false);
     expect((await p.runToDrain()).loop.outcome).toBe("Succeeded");
     expect(itemsOf(p)).toEqual([
       { ref: t.ref(1), prompt: "Mine\n@demo write a.txt a" },
@@ -340,16 +226,6 @@ describe.each(TRACKERS)("%s", (_name, make) => {
     await p.finish();
   });
 });
-
-/** loop.json's items, as written. */
-function itemsOf(p: Project): { ref?: string; prompt: string }[] {
-  return (JSON.parse(readFileSync(join(p.root, "loop.json"), "utf8")) as { items: { ref?: string; prompt: string }[] }).items;
-}
-
-/** The tracker's first state (where a new issue starts): Linear's "Todo", Jira's "To Do". */
-function t0(make: () => TrackerUnderTest): string {
-  return make === linear ? "Todo" : "To Do";
-}
 
 describe("Linear beside GitLab", () => {
   test("the tracker is chosen apart from the code host: a Linear backlog drains with its code merged on GitLab, the issues Done, the merge request's link said on each", async () => {
