@@ -58,7 +58,7 @@ export function trackerFault(fault: "tracker_down" | "tracker_unauthorized", t: 
     return {
       kind: "tracker_down",
       message: `${t.name} (${t.host}) does not answer: reading ${t.issue} failed (${t.read}), and so did asking ${t.name} who loop's key belongs to (${t.probe})`,
-      fix: `wait until ${t.name} answers again (its status page), or fix this machine's network or the URL loop.json names (${t.host}), then \`loop ctl resume\``,
+      fix: `nothing, if ${t.name} is down (its status page): each step asks it again, and the loop resumes by itself once it answers; if it is this machine's network or the URL loop.json names (${t.host}), fix that (or \`loop ctl resume\` to go on at once)`,
     };
   return {
     kind: "tracker_unauthorized",

@@ -149,7 +149,15 @@ async function advanceLoop(ctx: StepContext): Promise<StepOutcome> {
       append(ctx, [{ type: "loop_started", payload: {} }], "start");
       continue;
     }
-    if (loop.state === "paused") return { action: "paused", item: loop.current, reason: loop.reason };
+    if (loop.state === "paused") {
+      // Paused because the tracker did not answer, and it answers again: the loop goes on by itself,
+      // as a person would resume it (docs/trackers.md#a-tracker-that-is-down). Any other pause waits for one.
+      if (loop.fault?.kind === "tracker_down" && (await trackerHealed(ctx))) {
+        append(ctx, [{ type: "loop_resumed", payload: {} }], "forge");
+        continue;
+      }
+      return { action: "paused", item: loop.current, reason: loop.reason };
+    }
     if (loop.state === "stopped") return { action: "stopped", item: loop.current, reason: loop.reason };
     if (loop.current) {
       const r = await advanceItem(ctx, itemNow(ctx, loop.current));
@@ -407,6 +415,13 @@ export async function runStep(options: StepOptions): Promise<RunResult> {
   }
   sweepAfterStep(options, r);
   return r;
+}
+
+async function trackerHealed(ctx: StepContext): Promise<boolean> {
+  const { trackerAnswersAgain } = await import("./forge/issue-context.ts");
+  if (!(await trackerAnswersAgain(ctx))) return false;
+  ctx.options.log.info("the tracker answers again: the loop, paused because it did not (tracker_down), resumes");
+  return true;
 }
 
 /** A step's share of deleting what waits in the trash (lib/shared/trash.ts): bounded, so no step waits on a large folder. */

@@ -158,6 +158,18 @@ async function unanswered(ctx: StepContext, link: ForgeLink, it: ItemState, f: F
   };
 }
 
+/**
+ * While the loop is paused by `tracker_down`: whether the tracker answers its probe again (a call
+ * that names no issue). A rate limit is remembered like any, and is not an answer yet.
+ */
+export async function trackerAnswersAgain(ctx: StepContext): Promise<boolean> {
+  const link = await forgeLink(ctx);
+  if (!link || link.limited()) return false;
+  const r = await link.tracker.reachable();
+  if (!r.ok && r.kind === "rate_limited") link.failed(r);
+  return r.ok;
+}
+
 /** The tracker's probe, asked only when the read's failure calls for it (asksReachable); a rate limit on it is remembered like any. */
 async function askReachable(link: ForgeLink, read: ForgeFailure): Promise<ForgeFailure | { ok: true } | null> {
   if (!asksReachable(read)) return null;

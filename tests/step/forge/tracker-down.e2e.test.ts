@@ -2,8 +2,9 @@
 // (docs/trackers.md#a-tracker-that-is-down), end to end through `loop run` against the fake Linear,
 // the fake Jira and the fake GitHub and GitLab: every request answered 503 (Linear; GitHub or GitLab
 // as the tracker) pauses the loop with the environment fault tracker_down before anything is
-// reserved, exit 1, no attempt spent, `attention` environment; once the tracker answers and the loop
-// is resumed the item launches and drains. A revoked Jira token (every request 401) is tracker_unauthorized, naming the variable
+// reserved, exit 1, no attempt spent, `attention` environment; once the tracker answers again the
+// next step resumes the loop by itself (a step killed before recording that resumes it on the next),
+// and the item launches and drains. A revoked Jira token (every request 401) is tracker_unauthorized, naming the variable
 // that holds it and never the token. One issue's reads failing (a 502) while the tracker answers
 // its probe keeps the old behaviour: the launch waits, then the item is blocked after timeouts.launch.
 import { afterEach, describe, expect, test } from "bun:test";
@@ -24,7 +25,7 @@ afterEach(() => {
 
 const WRITE_A = "x\n@demo write a.txt a\n@demo commit add a";
 
-test("Linear answering 503 to everything: loop run pauses with tracker_down, exit 1, no attempt; recovered and resumed, the item launches and drains", async () => {
+test("Linear answering 503 to everything: loop run pauses with tracker_down, exit 1, no attempt; answering again, the loop resumes by itself and drains", async () => {
   const { p, t } = project(linear, { items: (t) => [{ ref: t.ref(1), prompt: WRITE_A }], landing: "none" });
   t.linear!.switches.down = 503;
   const r = await p.run();
@@ -44,11 +45,18 @@ test("Linear answering 503 to everything: loop run pauses with tracker_down, exi
   for (const said of [reason, r.loop.reason!, r.stderr]) expect(said).not.toContain(LINEAR_KEY);
   // The probe asked Linear who the key is, a request that names no issue.
   expect(t.linear!.requests.some((q) => q.query.includes("viewer"))).toBe(true);
-  // Linear back: the loop stays paused until a person resumes it; then the item launches and drains.
-  t.linear!.switches.down = 0;
+  // Still down: the next step asks again and stays paused, recording nothing.
   expect((await p.run()).action).toBe("paused");
-  expect((await p.ctl(["resume", "--yes"])).code).toBe(0);
+  expect(p.eventsOf("loop_resumed")).toHaveLength(0);
+  // Linear back: the next step finds it answering and resumes the loop by itself. A step killed just
+  // before recording that leaves the loop paused; the one after resumes it, once.
+  t.linear!.switches.down = 0;
+  const killed = await p.loop(["run", "--json"], { LOOP_FAILPOINT: "forge:before_commit" });
+  expect(killed.code).toBe(137);
+  expect(p.eventsOf("loop_resumed")).toHaveLength(0);
+  expect(p.projection().loop.state).toBe("paused");
   expect((await p.runToDrain()).loop.outcome).toBe("Succeeded");
+  expect(p.eventsOf("loop_resumed")).toHaveLength(1);
   expect(p.projection().items[t.id(1)]!.attempts).toHaveLength(1);
   expect(t.state(1)).toBe("Done");
   await p.finish();
@@ -104,7 +112,7 @@ test("one Linear issue's reads answering 502 while Linear answers its probe: the
 });
 
 describe.each(FORGES)("%s as the tracker", (name, make) => {
-  test("answering 503 to everything: tracker_down, naming the forge and its host; resumed once it answers, the item drains", async () => {
+  test("answering 503 to everything: tracker_down, naming the forge and its host; resumed by the step once it answers, the item drains", async () => {
     const p = new Project(demoDefinition([{ id: "x", prompt: "p" }]), { env: { FAKE_FORGE_TOKEN: "ghs_fake", LOOP_ALLOW_AUTO_MERGE: "1" } });
     const f = make(p.aux);
     forgeProjects.push({ p, f });
@@ -128,9 +136,10 @@ describe.each(FORGES)("%s as the tracker", (name, make) => {
     expect(String(faults[0]!.payload.reason)).toStartWith(`${name} (${new URL(f.apiUrl).host}) does not answer: reading #1 failed`);
     expect(String(faults[0]!.payload.reason)).toContain("HTTP 503");
     expect(p.eventsOf("launch_reserved")).toHaveLength(0);
+    // Answering again: the next step resumes the loop by itself.
     fake.switches.fail = null;
-    expect((await p.ctl(["resume", "--yes"])).code).toBe(0);
     expect((await p.runToDrain()).loop.outcome).toBe("Succeeded");
+    expect(p.eventsOf("loop_resumed")).toHaveLength(1);
     await p.finish();
   });
 });
