@@ -4,9 +4,9 @@
 // agent wrote. So each file's identity and times are recorded once setup has run (a change time
 // cannot be set back by a process, only moved forward by a write), and compared again before a
 // verify and before a checkout is reused: walked with lstat, nothing followed or opened.
-import { type BigIntStats, closeSync, constants, lstatSync, openSync, readdirSync, readlinkSync, readSync } from "node:fs";
+import { type BigIntStats, lstatSync, readdirSync } from "node:fs";
 import { createHash } from "node:crypto";
-import { basename, join } from "node:path";
+import { join } from "node:path";
 import { GitError } from "../shared/errors.ts";
 import { gitTry } from "./git.ts";
 
@@ -46,37 +46,6 @@ export function changedProducts(dir: string, paths: readonly string[], recorded:
   for (const [rel, s] of Object.entries(now)) if (recorded[rel] !== s) changed.add(rel);
   for (const rel of Object.keys(recorded)) if (!(rel in now)) changed.add(rel);
   return [...changed].sort();
-}
-
-/**
- * Why what setup made in `dir` would not work elsewhere, or null: a virtualenv (its scripts name its
- * folder), a link or a script naming the checkout's own path. Such products are not kept.
- */
-export function boundToPlace(dir: string, stamps: ProductStamps): string | null {
-  const needle = Buffer.from(dir);
-  for (const [rel, s] of Object.entries(stamps)) {
-    if (basename(rel) === "pyvenv.cfg") return `${rel} (a virtualenv)`;
-    const abs = join(dir, rel);
-    if (s.startsWith("l:")) {
-      if (readlinkSync(abs).includes(dir)) return `${rel} (a link into the checkout)`;
-    } else if (s.startsWith("f:") && Number(s.split(":")[1]) & 0o111) {
-      // A script's first line (`#!/…/bin/python`): read without following a link, never run.
-      const buf = Buffer.alloc(512);
-      let fd: number;
-      try {
-        fd = openSync(abs, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-      } catch {
-        continue;
-      }
-      try {
-        const n = readSync(fd, buf, 0, buf.length, 0);
-        if (buf.subarray(0, 2).toString() === "#!" && buf.subarray(0, n).includes(needle)) return `${rel} (a script naming the checkout's path)`;
-      } finally {
-        closeSync(fd);
-      }
-    }
-  }
-  return null;
 }
 
 /** What setup's products are made from when loop.json names nothing (`workspace.setupKey`): the manifests and lockfiles at the root, and the `requirements/` folder (as one tree). */

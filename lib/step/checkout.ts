@@ -19,12 +19,13 @@ import { keepProducts, reuseProducts } from "./kept-products.ts";
 import { takeSpare } from "../writer/spare-checkout.ts";
 import { claimFolder, syncTree } from "../repo/tree-sync.ts";
 import { linkedWorktreeRegistration } from "../repo/workspace.ts";
-import { writeFileAtomic } from "../shared/fsutil.ts";
+import { readJsonOrNull, writeFileAtomic } from "../shared/fsutil.ts";
 import { FaultError, StartError } from "../shared/errors.ts";
 import type { SandboxRequest } from "../supervisor/sandbox.ts";
 import { runSetup } from "../supervisor/setup-command.ts";
 import { SESSION_FILES } from "../supervisor/session-wrapper.ts";
-import { ATTEMPT_GIT, checkoutProducts, forgetCheckout, productStampsOf, type ProductsRecord, treeFiles } from "../writer/airlock.ts";
+import { ATTEMPT_GIT, checkoutProducts, forgetCheckout, productsPlaceOf, productStampsOf, type ProductsRecord, treeFiles } from "../writer/airlock.ts";
+import { placeBinding, relocateProducts } from "../repo/product-place.ts";
 import { repoOf, type StepContext } from "./context.ts";
 import { checkoutPlace } from "./checkout-place.ts";
 
@@ -115,8 +116,12 @@ export async function prepareCheckout(ctx: StepContext, it: ItemState, o: Prepar
   const spareOf = existed
     ? null
     : takeSpare({ stateRoot: ctx.options.stateRoot, worktrees: ctx.worktrees, worktree: o.worktree, item: it.id, command: ctx.def.setup, key });
-  if (spareOf !== null) existed = true;
-  else if (!existed) {
+  // Its products were compared as the spare was taken; moved here, they are compared again below only if the move failed.
+  let compared = false;
+  if (spareOf !== null) {
+    existed = true;
+    compared = moveSpareProducts(ctx, it, o.worktree);
+  } else if (!existed) {
     // Claimed before it is made: cut short while loop fills it, it is not taken for a stranger's.
     claimFolder(files.stamps);
     mkdirSync(o.worktree);
@@ -124,7 +129,7 @@ export async function prepareCheckout(ctx: StepContext, it: ItemState, o: Prepar
   let products: string[] | null = existed ? checkoutProducts(ctx.options.stateRoot, it.id, ctx.def.setup ?? "", key) : null;
   // What setup made is reused only as setup left it: one an earlier attempt changed (without the
   // sandbox it can) is removed and made again, never handed to the next agent or verify.
-  const stamps = products && spareOf === null ? productStampsOf(ctx.options.stateRoot, it.id) : null;
+  const stamps = products && !compared ? productStampsOf(ctx.options.stateRoot, it.id) : null;
   if (products && stamps && changedProducts(o.worktree, products, stamps).length) {
     for (const p of products) rmSync(join(o.worktree, p), { recursive: true, force: true });
     products = null;
@@ -169,7 +174,17 @@ export async function prepareCheckout(ctx: StepContext, it: ItemState, o: Prepar
       const surveyed = syncTree({ repo: o.repo, dir: o.worktree, commit: o.startCommit, keep: [], stampsFile: files.stamps, untracked: "report" });
       products = surveyed.untracked;
       setupChanged = surveyed.restored;
-      const record: ProductsRecord = { version: 1, command, paths: products, stamps: stampProducts(o.worktree, products), ...(key ? { key } : {}) };
+      const stamps = stampProducts(o.worktree, products);
+      // Which of its files name this checkout's path, to be written again if they move (once, here).
+      const place = placeBinding(o.worktree, stamps);
+      const record: ProductsRecord = {
+        version: 1,
+        command,
+        paths: products,
+        stamps,
+        ...(key ? { key } : {}),
+        place: "binding" in place ? place.binding : null,
+      };
       writeFileAtomic(files.products, JSON.stringify(record) + "\n");
       setup = { ms: r.ms, log: logPath, reusedFrom: null };
       // Kept for the next items with the same key, copied before the agent starts (lib/step/kept-products.ts).
@@ -185,7 +200,8 @@ export async function prepareCheckout(ctx: StepContext, it: ItemState, o: Prepar
             command,
             item: it.id,
             paths: products,
-            stamps: record.stamps!,
+            stamps,
+            place,
           });
         } catch (err) {
           why = (err as Error).message;
@@ -196,6 +212,26 @@ export async function prepareCheckout(ctx: StepContext, it: ItemState, o: Prepar
   }
   syncTree({ repo: o.repo, dir: o.worktree, commit: o.head, keep: products, stampsFile: files.stamps, untracked: "remove" });
   return { movedAside, products, setup, setupChanged };
+}
+
+/**
+ * The spare taken at another item's path: what setup made that names the old path is written again
+ * naming this one, and the products record says so (new stamps, the new place). A failure leaves the
+ * record as it was, which no longer matches: the products are removed and made again below.
+ */
+function moveSpareProducts(ctx: StepContext, it: ItemState, worktree: string): boolean {
+  const files = treeFiles(ctx.options.stateRoot, it.id);
+  const place = productsPlaceOf(ctx.options.stateRoot, it.id);
+  const record = readJsonOrNull<ProductsRecord>(files.products);
+  if (!record || !place || place.files.length === 0) return true;
+  try {
+    const moved = relocateProducts(place, worktree);
+    writeFileAtomic(files.products, JSON.stringify({ ...record, stamps: stampProducts(worktree, record.paths), place: moved } satisfies ProductsRecord) + "\n");
+    return true;
+  } catch (err) {
+    ctx.options.log.warn(`${it.id}: what workspace.setup made could not be moved to ${worktree} (${(err as Error).message}); setup runs again`);
+    return false;
+  }
 }
 
 /** Setup not run: what it made came with the spare checkout `from` left; said in the setup log. */
@@ -225,7 +261,14 @@ function reuseKept(
     return null;
   }
   if (!got) return null;
-  const record: ProductsRecord = { version: 1, command: o.command, paths: got.paths, stamps: stampProducts(o.worktree, got.paths), key: o.key };
+  const record: ProductsRecord = {
+    version: 1,
+    command: o.command,
+    paths: got.paths,
+    stamps: stampProducts(o.worktree, got.paths),
+    key: o.key,
+    place: got.place,
+  };
   writeFileAtomic(o.files.products, JSON.stringify(record) + "\n");
   const log = join(o.dir, SESSION_FILES.setup);
   writeFileAtomic(

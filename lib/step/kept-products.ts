@@ -6,10 +6,13 @@
 // trusts) instead of running setup again. The agent's checkout never supplies the copy: it is made
 // before the agent starts, and taken again only when every entry is still as loop left it.
 // A copy cut short is never trusted: the record is written (atomically) only once the copy is whole.
+// What names the checkout setup ran in (a virtualenv's scripts) is written again naming the checkout
+// it is copied into (lib/repo/product-place.ts); what cannot be is not kept.
 import { type BigIntStats, constants, cpSync, lstatSync, mkdirSync, readdirSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { spawnSync } from "node:child_process";
-import { boundToPlace, changedProducts, type ProductStamps, stampProducts } from "../repo/products.ts";
+import { changedProducts, type ProductStamps, stampProducts } from "../repo/products.ts";
+import { type PlaceBinding, type placeBinding, relocateProducts } from "../repo/product-place.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { readJsonOrNull, writeFileAtomic } from "../shared/fsutil.ts";
 import { statePaths } from "../shared/paths.ts";
@@ -26,6 +29,8 @@ interface KeptRecord {
   paths: string[];
   /** Every entry of the kept folder as loop left it. */
   stamps: ProductStamps;
+  /** The files naming the checkout setup ran in (lib/repo/product-place.ts); absent in older records (none). */
+  place?: PlaceBinding;
 }
 
 function recordPath(stateRoot: string): string {
@@ -110,13 +115,14 @@ export function keepProducts(o: {
   item: string;
   paths: string[];
   stamps: ProductStamps;
+  /** Where what setup made names its checkout (lib/repo/product-place.ts placeBinding). */
+  place: ReturnType<typeof placeBinding>;
 }): string | null {
   // The old record first: from here on nothing trusts the old copy.
   const old = readRecord(o.stateRoot);
   rmSync(recordPath(o.stateRoot), { force: true });
   trashAll(o.worktrees, old);
-  const bound = boundToPlace(o.worktree, o.stamps);
-  if (bound) return `what it made names its checkout's path: ${bound}`;
+  if ("bound" in o.place) return `what it made names its checkout's path where loop cannot change it: ${o.place.bound}`;
   const dir = join(keptRoot(o.worktrees), o.key);
   try {
     mkdirSync(dir, { recursive: true });
@@ -125,7 +131,15 @@ export function keepProducts(o: {
     trashAll(o.worktrees, null);
     return `the copy failed: ${(err as Error).message}`;
   }
-  const record: KeptRecord = { version: 1, key: o.key, command: o.command, madeBy: o.item, paths: o.paths, stamps: stampProducts(dir, o.paths) };
+  const record: KeptRecord = {
+    version: 1,
+    key: o.key,
+    command: o.command,
+    madeBy: o.item,
+    paths: o.paths,
+    stamps: stampProducts(dir, o.paths),
+    place: o.place.binding,
+  };
   writeFileAtomic(recordPath(o.stateRoot), JSON.stringify(record) + "\n");
   return null;
 }
@@ -142,7 +156,7 @@ export function reuseProducts(o: {
   worktree: string;
   key: string;
   command: string;
-}): { paths: string[]; madeBy: string } | null {
+}): { paths: string[]; madeBy: string; place: PlaceBinding } | null {
   const r = readRecord(o.stateRoot);
   if (!r || r.key !== o.key || r.command !== o.command) return null;
   const dir = join(keptRoot(o.worktrees), r.key);
@@ -156,7 +170,14 @@ export function reuseProducts(o: {
   // Something of the start point's own where a product goes: setup runs there instead.
   if (paths.some((p) => lstatSync(join(o.worktree, p), { throwIfNoEntry: false }))) return null;
   copyPaths(dir, o.worktree, paths);
-  return { paths, madeBy: r.madeBy };
+  // What names the checkout setup ran in names this one now.
+  const place = relocateProducts(validPlace(r.place) ?? { dir: o.worktree, files: [] }, o.worktree);
+  return { paths, madeBy: r.madeBy, place };
+}
+
+function validPlace(p: unknown): PlaceBinding | null {
+  const b = p as PlaceBinding | null | undefined;
+  return b && typeof b.dir === "string" && Array.isArray(b.files) && b.files.every((f) => typeof f === "string" && !f.split("/").includes("..")) ? b : null;
 }
 
 /** Drop the kept copy (moved to the trash), or only the one `item`'s setup made; returns whether one was dropped. */

@@ -4,6 +4,7 @@
 // item branch to it. Used by the verify phase and by the close path (which ctl and reset use too),
 // so it takes plain values, not a step's context. Also what loop keeps of a checkout: its stamps
 // (lib/repo/tree-sync.ts) and what setup made there.
+import type { PlaceBinding } from "../repo/product-place.ts";
 import { existsSync, lstatSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { ProductStamps } from "../repo/products.ts";
@@ -40,6 +41,11 @@ export interface ProductsRecord {
   stamps?: ProductStamps;
   /** The setup key of the start point it ran on (lib/repo/products.ts setupKey); absent in older records (not compared). */
   key?: string;
+  /**
+   * The files that name the checkout's path, rewritten when the products move to another checkout
+   * (lib/repo/product-place.ts); null when they cannot move (bound to this checkout); absent in older records (not moved).
+   */
+  place?: PlaceBinding | null;
 }
 
 /**
@@ -64,6 +70,14 @@ function productsRecord(stateRoot: string, item: string): ProductsRecord | null 
 export function productStampsOf(stateRoot: string, item: string): ProductStamps | null {
   const r = productsRecord(stateRoot, item);
   return r?.version === 1 && r.stamps && typeof r.stamps === "object" ? r.stamps : null;
+}
+
+/** Where the item's checkout's products name their checkout: undefined in an older record, null when they cannot move. */
+export function productsPlaceOf(stateRoot: string, item: string): PlaceBinding | null | undefined {
+  const r = productsRecord(stateRoot, item);
+  if (r?.version !== 1 || r.place === undefined) return undefined;
+  const p = r.place;
+  return p && typeof p.dir === "string" && Array.isArray(p.files) && p.files.every((f) => typeof f === "string") ? p : null;
 }
 
 /** The setup key the item's checkout's products were made for, or null (none recorded). */

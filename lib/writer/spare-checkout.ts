@@ -13,10 +13,10 @@
 // which is never taken and goes to the trash with the next spare.
 import { lstatSync, readdirSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { boundToPlace, changedProducts } from "../repo/products.ts";
+import { changedProducts } from "../repo/products.ts";
 import { failpoint } from "../shared/failpoint.ts";
 import { moveToTrash, trashOf } from "../shared/trash.ts";
-import { checkoutBytes, checkoutProducts, productsKeyOf, productStampsOf, treeFiles } from "./airlock.ts";
+import { checkoutBytes, checkoutProducts, productsKeyOf, productsPlaceOf, productStampsOf, treeFiles } from "./airlock.ts";
 
 const PREFIX = ".spare-";
 /** The records' name under trees/ (no item id starts with a dot). */
@@ -66,8 +66,8 @@ export function keepSpare(o: { stateRoot: string; worktrees: string; worktree: s
   const from = treeFiles(o.stateRoot, o.item);
   const st = lstatSync(o.worktree, { throwIfNoEntry: false });
   if (!st?.isDirectory() || !lstatSync(from.stamps, { throwIfNoEntry: false })?.isFile()) return false;
-  const stamps = productStampsOf(o.stateRoot, o.item);
-  if (stamps && boundToPlace(o.worktree, stamps)) return false;
+  // What setup made must be able to move to another item's path (lib/repo/product-place.ts).
+  if (checkoutProducts(o.stateRoot, o.item)?.length && !productsPlaceOf(o.stateRoot, o.item)) return false;
   dropSpare(o.stateRoot, o.worktrees);
   renameSync(o.worktree, join(o.worktrees, PREFIX + o.item));
   failpoint("spare:after_move");
