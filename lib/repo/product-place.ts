@@ -80,7 +80,7 @@ export function placeBinding(dir: string, stamps: ProductStamps): { binding: Pla
     } else if (Number(s.split(":")[1]) & 0o111) {
       // A script's first line (`#!/…/bin/tool`).
       const head = readNoFollow(abs, 512);
-      if (!head || head.subarray(0, 2).toString() !== "#!" || !namesPath(head, needle)) continue;
+      if (head?.subarray(0, 2).toString() !== "#!" || !namesPath(head, needle)) continue;
       const whole = readNoFollow(abs, MAX_TEXT + 1);
       if (!whole || whole.length > MAX_TEXT || whole.includes(0)) return { bound: `${rel} (a script naming the checkout's path)` };
       files.push(rel);
