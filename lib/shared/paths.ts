@@ -46,5 +46,8 @@ export function worktreeDir(root: string, item: string): string {
   return join(root, item);
 }
 
+/** The base's checkout (the verify on the base), beside the items' (an item's id never starts with "_"); also `setup.reusedFrom` of the item that takes it as its spare. */
+export const BASE_DIR = "_base";
+
 /** The landing checkout (landing "merge" merges there), beside the items' worktrees. */
 export const LANDING_DIR = "_landing";

@@ -23,15 +23,17 @@ import { readJsonOrNull, writeFileAtomic } from "../shared/fsutil.ts";
 import { printable } from "../shared/printable.ts";
 import { killRecordedGroup, processStartTime } from "../shared/process.ts";
 import { moveToTrash, trashOf } from "../shared/trash.ts";
+import { BASE_DIR } from "../shared/paths.ts";
 import { probeSandbox, type SandboxRequest } from "../supervisor/sandbox.ts";
 import { runSetup } from "../supervisor/setup-command.ts";
 import { selfFiles } from "../supervisor/self.ts";
 import { checkoutPlace } from "./checkout-place.ts";
 import { append, loopView, repoOf, type StepContext, type StepOutcome } from "./context.ts";
 import { sandboxRequest, sessionPath } from "../writer/sandbox-request.ts";
-
-/** The base's checkout, beside the items' (an item's id never starts with "_"). */
-const BASE_DIR = "_base";
+import { forgetCheckout, type ProductsRecord, treeFiles } from "../writer/airlock.ts";
+import { keepSpare } from "../writer/spare-checkout.ts";
+import { setupKey, stampProducts } from "../repo/products.ts";
+import { placeBinding } from "../repo/product-place.ts";
 
 /** The key of the pair a base verify holds for: the default verify and workspace.setup. */
 function baseVerifyKey(verify: string, setup: string | null): string {
@@ -73,6 +75,7 @@ export async function checkBase(ctx: StepContext, it: ItemState): Promise<StepOu
     const fault = launchErrorFault(err);
     if (!fault) throw err;
     retire(worktree);
+    forgetCheckout(ctx.options.stateRoot, BASE_DIR);
     append(
       ctx,
       [{ type: "environment_fault", payload: { kind: fault.kind, attempt: null, reason: `the verify on the base: ${fault.message}`, fix: fault.fix } }],
@@ -80,7 +83,10 @@ export async function checkBase(ctx: StepContext, it: ItemState): Promise<StepOu
     );
     return { action: "paused", item: null, reason: loopView(ctx).loop.reason };
   }
-  retire(worktree);
+  // Passed: the checkout, with what setup made, is the first item's spare (lib/writer/spare-checkout.ts),
+  // so setup does not run again there, nor is the base written twice. Anything else goes to the trash.
+  if (r.code !== "passed" || !keepSpare({ stateRoot: ctx.options.stateRoot, worktrees: ctx.worktrees, worktree, item: BASE_DIR })) retire(worktree);
+  forgetCheckout(ctx.options.stateRoot, BASE_DIR);
   const quote = printable(r.quote);
   const log = r.code === "setup_failed" ? join(dir, "setup.log") : join(dir, "verify.log");
   const finished = {
@@ -115,8 +121,11 @@ async function runOnBase(
   rmSync(o.dir, { recursive: true, force: true });
   mkdirSync(o.dir, { recursive: true });
   retire(o.worktree);
+  // Its records are an item's (trees/_base.json, trees/_base.products.json): the checkout may become a spare.
+  forgetCheckout(ctx.options.stateRoot, BASE_DIR);
   mkdirSync(o.worktree, { recursive: true });
-  const stampsFile = join(o.dir, "tree.json");
+  const files = treeFiles(ctx.options.stateRoot, BASE_DIR);
+  const stampsFile = files.stamps;
   syncTree({ repo, dir: o.worktree, commit: o.commit, keep: [], stampsFile, untracked: "remove" });
   const env = { LOOP_ITEM: "", LOOP_ATTEMPT: "0", LOOP_WORKDIR: o.worktree };
   const request = o.bwrap
@@ -168,6 +177,8 @@ async function runOnBase(
     // What it made stays for the verify; a tracked file it changed is written back, as in an item's checkout.
     products = syncTree({ repo, dir: o.worktree, commit: o.commit, keep: [], stampsFile, untracked: "report" }).untracked;
     syncTree({ repo, dir: o.worktree, commit: o.commit, keep: products, stampsFile, untracked: "remove" });
+    // As setup left them, before the verify runs: what the verify changes is seen when they are taken.
+    writeProductsRecord(ctx, o.worktree, o.commit, o.setup, products, files.products);
   }
   const gitDir = join(o.dir, "verify-git");
   makeAttemptGitDir({ repo, gitDir, worktree: o.worktree, branch: ctx.def.base, head: o.commit, refs: {}, excludes: [] });
@@ -208,6 +219,15 @@ async function endLeftOver(ctx: StepContext, dir: string): Promise<void> {
   ctx.options.log.warn("a step was cut short during the verify on the base; it runs again now");
   if (spawned && typeof spawned.pgid === "number" && Number.isSafeInteger(spawned.pgid) && spawned.pgid > 1)
     await killRecordedGroup(spawned.pgid, typeof spawned.start === "string" ? spawned.start : null, 2000);
+}
+
+/** What setup made in the base's checkout, recorded as an item's checkout records it (lib/step/checkout.ts). */
+function writeProductsRecord(ctx: StepContext, worktree: string, commit: string, command: string, paths: string[], file: string): void {
+  const key = setupKey({ repo: repoOf(ctx), commit, command, ...(ctx.def.setupKey ? { paths: ctx.def.setupKey } : {}) });
+  const stamps = stampProducts(worktree, paths);
+  const place = placeBinding(worktree, stamps);
+  const record: ProductsRecord = { version: 1, command, paths, stamps, key, place: "binding" in place ? place.binding : null };
+  writeFileAtomic(file, JSON.stringify(record) + "\n");
 }
 
 /** The base's checkout taken away: into the worktrees folder's trash (deleted later, a bounded piece per step), or deleted. */

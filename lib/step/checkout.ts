@@ -28,6 +28,7 @@ import { ATTEMPT_GIT, checkoutProducts, forgetCheckout, productsPlaceOf, product
 import { placeBinding, relocateProducts } from "../repo/product-place.ts";
 import { repoOf, type StepContext } from "./context.ts";
 import { checkoutPlace } from "./checkout-place.ts";
+import { BASE_DIR } from "../shared/paths.ts";
 
 /** The verify's own git folder in the session folder (read-only to it). */
 export const VERIFY_GIT = "verify-git";
@@ -237,7 +238,8 @@ function moveSpareProducts(ctx: StepContext, it: ItemState, worktree: string): b
 /** Setup not run: what it made came with the spare checkout `from` left; said in the setup log. */
 function spareSetup(o: PrepareOptions, from: string, products: readonly string[]): NonNullable<Prepared["setup"]> {
   const log = join(o.dir, SESSION_FILES.setup);
-  writeFileAtomic(log, `loop: workspace.setup not run: this checkout is the one ${from} passed in, kept with what setup made there: ${products.join(", ")}\n`);
+  const whose = from === BASE_DIR ? "the verify on the base ran in" : `${from} passed in`;
+  writeFileAtomic(log, `loop: workspace.setup not run: this checkout is the one ${whose}, kept with what setup made there: ${products.join(", ")}\n`);
   return { ms: 0, log, reusedFrom: from };
 }
 

@@ -63,6 +63,21 @@ describe("setup once, a virtualenv", () => {
   );
 
   test.concurrent(
+    "the venv made by the verify on the base moves to the first item's checkout",
+    () =>
+      scenario(
+        (p) => ({ ...definition([item("one"), item("two")])(p), workspace: { setup: setupOf(p), baseVerify: true } }),
+        { files: FILES },
+        async (p) => {
+          expect((await p.runToDrain()).reason, p.history()).toBe("Succeeded");
+          expect(runs(p)).toBe(1);
+          expect([reusedFrom(p, "one"), reusedFrom(p, "two")]).toEqual(["_base", "one"]);
+        },
+      ),
+    180_000,
+  );
+
+  test.concurrent(
     "the venv moves with the kept copy too: a spare a verify changed is not taken, and the copy of setup's venv names the new checkout",
     () =>
       scenario(

@@ -84,6 +84,24 @@ describe("the spare checkout", () => {
   );
 
   test.concurrent(
+    "the verify on the base passes its checkout to the first item: setup runs once in all, there",
+    () =>
+      scenario(
+        (p) => ({ ...definition([item("one"), item("two")])(p), workspace: { setup: setupOf(p), baseVerify: true } }),
+        { files: FILES },
+        async (p) => {
+          expect((await p.runToDrain()).reason, p.history()).toBe("Succeeded");
+          expect(p.eventsOf("base_verify_finished").map((e) => e.payload.code)).toEqual(["passed"]);
+          expect(runs(p)).toBe(1);
+          expect([reusedFrom(p, "one"), reusedFrom(p, "two")]).toEqual(["_base", "one"]);
+          expect(setupLog(p, "one")).toContain("the one the verify on the base ran in");
+          expect(existsSync(join(p.worktrees, "_base"))).toBe(false);
+        },
+      ),
+    180_000,
+  );
+
+  test.concurrent(
     "a spare whose products a verify changed is not taken: the next item gets the kept copy, whole",
     () =>
       scenario(definition([item("one", "echo hacked > deps/f1.js"), item("two")]), { files: FILES }, async (p) => {
