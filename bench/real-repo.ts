@@ -216,8 +216,10 @@ try {
   // Setup once per setup key (docs/operations.md#setup-once-per-lockfile): where it ran, where what it made was copied.
   const prepared = all.filter((e) => e.type === "workspace_prepared" && e.payload.setup);
   const copied = prepared.filter((e) => typeof (e.payload.setup as { reusedFrom?: unknown }).reusedFrom === "string").length;
+  // The bench's setup runs in the verify on the base too (its key names the setup).
+  const setupOnBase = base !== undefined;
   const lines = [
-    `${rows.length} items, ${OBJECTS} objects, ${DEPS}-file setup${SETUP_SLEEP_S ? ` + sleep ${SETUP_SLEEP_S}` : ""}, verify sleep ${VERIFY_S}; binary ${BIN}; load ${load}; bench wall ${s(total)} s; setup ran ${prepared.length - copied}×, copied ${copied}×`,
+    `${rows.length} items, ${OBJECTS} objects, ${DEPS}-file setup${SETUP_SLEEP_S ? ` + sleep ${SETUP_SLEEP_S}` : ""}, verify sleep ${VERIFY_S}; binary ${BIN}; load ${load}; bench wall ${s(total)} s; setup ran ${prepared.length - copied}× in items${base?.payload.code === "passed" && setupOnBase ? " and once in the verify on the base" : ""}, reused ${copied}× (a copy or a spare checkout)`,
     "",
     `| item | wall s | setup+agent+verify s | loop's own s | share | ${PHASES.join(" | ")} |`,
     `|---|---:|---:|---:|---:|${PHASES.map(() => "---:").join("|")}|`,
