@@ -6,9 +6,9 @@
 // made offline (`--without-pip`; the editable install is the `.pth` `pip install -e` leaves), and a
 // console script as pip writes one. Each verify checks it runs its own checkout's code.
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync } from "node:fs";
 import { demoDefinition, type Project, scenario } from "../helpers/project.ts";
+import { countRun, reusedFrom, setupLog, setupRuns } from "../helpers/setup-once.ts";
 
 const PY = existsSync("/usr/bin/python3") ? "/usr/bin/python3" : (Bun.which("python3") ?? "python3");
 
@@ -20,7 +20,7 @@ const FILES = {
 /** A venv in the checkout, an editable install of its src, and a console script naming the venv's python. */
 const setupOf = (p: Project) =>
   [
-    `echo ran >> ${join(p.aux, "setup-runs")}`,
+    countRun(p),
     `${PY} -m venv --without-pip .venv`,
     `site=$(.venv/bin/python3 -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")`,
     `echo "$PWD/src" > "$site/_editable_calc.pth"`,
@@ -44,18 +44,13 @@ const definition =
   (p: Project): Record<string, unknown> =>
     demoDefinition(items, { defaults: { landing: "merge", maxAttempts: 1 }, workspace: { setup: setupOf(p) } });
 
-const runs = (p: Project) => (existsSync(join(p.aux, "setup-runs")) ? readFileSync(join(p.aux, "setup-runs"), "utf8").split("\n").filter(Boolean).length : 0);
-const reusedFrom = (p: Project, id: string) =>
-  (p.eventsOf("workspace_prepared", id).at(-1)!.payload.setup as { reusedFrom?: string | null } | null)?.reusedFrom ?? null;
-const setupLog = (p: Project, id: string) => readFileSync((p.eventsOf("workspace_prepared", id).at(-1)!.payload.setup as { log: string }).log, "utf8");
-
 describe("setup once, a virtualenv", () => {
   test.concurrent(
     "the venv moves with the spare checkout: setup runs once for three items, each running its own checkout's code",
     () =>
       scenario(definition([item("one"), item("two"), item("three")]), { files: FILES }, async (p) => {
         expect((await p.runToDrain()).reason, p.history()).toBe("Succeeded");
-        expect(runs(p)).toBe(1);
+        expect(setupRuns(p)).toBe(1);
         expect([reusedFrom(p, "one"), reusedFrom(p, "two"), reusedFrom(p, "three")]).toEqual([null, "one", "two"]);
         expect(setupLog(p, "three")).toContain("the one two passed in");
       }),
@@ -70,7 +65,7 @@ describe("setup once, a virtualenv", () => {
         { files: FILES },
         async (p) => {
           expect((await p.runToDrain()).reason, p.history()).toBe("Succeeded");
-          expect(runs(p)).toBe(1);
+          expect(setupRuns(p)).toBe(1);
           expect([reusedFrom(p, "one"), reusedFrom(p, "two")]).toEqual(["_base", "one"]);
         },
       ),
@@ -86,7 +81,7 @@ describe("setup once, a virtualenv", () => {
         { files: FILES },
         async (p) => {
           expect((await p.runToDrain()).reason, p.history()).toBe("Succeeded");
-          expect(runs(p)).toBe(1);
+          expect(setupRuns(p)).toBe(1);
           expect(reusedFrom(p, "two")).toBe("one");
           expect(setupLog(p, "two")).toContain("what it made for one");
         },

@@ -7,12 +7,12 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { demoDefinition, type Project, scenario } from "../helpers/project.ts";
+import { countRun, killAt, setupRuns } from "../helpers/setup-once.ts";
 
 const FILES = { "README.md": "# project\n", "package-lock.json": '{"lockfileVersion":3}\n' };
 
 /** A setup that counts its runs in a file outside the worktree, and makes two folders (the copy has a middle). */
-const setupOf = (p: Project) =>
-  `echo ran >> ${join(p.aux, "setup-runs")} && mkdir -p cache deps && echo c > cache/x && for i in $(seq 1 50); do echo $i > deps/f$i.js; done`;
+const setupOf = (p: Project) => `${countRun(p)} && mkdir -p cache deps && echo c > cache/x && for i in $(seq 1 50); do echo $i > deps/f$i.js; done`;
 
 /** The item's file, and what setup made, whole and as setup made it. */
 const verifyOf = (file: string) => `test -s ${file} && test "$(cat deps/f1.js)" = 1 && test "$(ls deps | wc -l)" = 50 && test -f cache/x`;
@@ -24,23 +24,12 @@ const definition =
   (p: Project) =>
     demoDefinition(items, { defaults: { landing: "merge", maxAttempts: 1 }, workspace: { setup: setupOf(p) }, ...over });
 
-const runs = (p: Project) => (existsSync(join(p.aux, "setup-runs")) ? readFileSync(join(p.aux, "setup-runs"), "utf8").split("\n").filter(Boolean).length : 0);
 const setups = (p: Project) =>
   p
     .events()
     .filter((e) => e.type === "workspace_prepared")
     .map((e) => [e.item, (e.payload.setup as { reusedFrom?: string | null } | null)?.reusedFrom]);
 const kept = (p: Project) => join(p.worktrees, ".setup");
-
-/** Step with the failpoint armed until a step dies there (exit 137). */
-async function killAt(p: Project, fp: string): Promise<void> {
-  for (let i = 0; i < 60; i++) {
-    const r = await p.loop(["run", "--json"], { LOOP_FAILPOINT: fp });
-    if (r.code === 137) return;
-    await Bun.sleep(200);
-  }
-  throw new Error(`never killed at ${fp}\n${p.history()}`);
-}
 
 describe("setup once per setup key", () => {
   test.concurrent(
@@ -55,7 +44,7 @@ describe("setup once per setup key", () => {
           const text = (await p.loop(["status", "--text"])).stdout;
           expect(text).toMatch(/setup: +reused from one \(/);
           expect((await p.runToDrain()).reason, p.history()).toBe("Succeeded");
-          expect(runs(p)).toBe(1);
+          expect(setupRuns(p)).toBe(1);
           expect(setups(p)).toEqual([
             ["one", null],
             ["two", "one"],
@@ -101,7 +90,7 @@ describe("setup once per setup key", () => {
           // kept as the spare (lib/writer/spare-checkout.ts); three, the spare gone with two, got a copy
           // of the kept products, whole as setup made them (its verify reads f1.js), not two's rewrite;
           // four took three's checkout; five's key differs, so the spare four left was not taken.
-          expect(runs(p)).toBe(2);
+          expect(setupRuns(p)).toBe(2);
           expect(setups(p)).toEqual([
             ["one", null],
             ["two", "one"],
@@ -128,7 +117,7 @@ describe("setup once per setup key", () => {
         p.writeDefinition(definition([item("one"), item("two")], { workspace: { setup: setupOf(p), keepCheckoutOnClose: true } })(p));
         expect((await p.runToDrain()).reason, p.history()).toBe("Succeeded");
         // One's relaunch took its own checkout's products; two found no kept copy it could trust and ran setup.
-        expect(runs(p)).toBe(2);
+        expect(setupRuns(p)).toBe(2);
         expect(setups(p)).toEqual([["two", null]]);
       }),
     180_000,
@@ -147,7 +136,7 @@ describe("setup once per setup key", () => {
         expect(existsSync(join(p.stateRoot, "trees", "two.products.json"))).toBe(false);
         // The next steps start over from the start point's files and copy it whole; the verify checks it is.
         expect((await p.runToDrain()).reason, p.history()).toBe("Succeeded");
-        expect(runs(p)).toBe(1);
+        expect(setupRuns(p)).toBe(1);
         expect(setups(p)).toEqual([
           ["one", null],
           ["two", "one"],

@@ -6,14 +6,15 @@
 // makes loop drop the spare. A step killed between the folder's rename and its records strands
 // nothing that is later trusted.
 import { describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { demoDefinition, type Project, scenario } from "../helpers/project.ts";
+import { countRun, killAt, reusedFrom, setupLog, setupRuns } from "../helpers/setup-once.ts";
 
 const FILES = { "README.md": "# project\n", "package-lock.json": '{"lockfileVersion":3}\n', "src/a.txt": "a\n" };
 
 /** Counts its runs outside the checkout; makes a dependency folder of 50 files. */
-const setupOf = (p: Project) => `echo ran >> ${join(p.aux, "setup-runs")} && mkdir -p deps && for i in $(seq 1 50); do echo $i > deps/f$i.js; done`;
+const setupOf = (p: Project) => `${countRun(p)} && mkdir -p deps && for i in $(seq 1 50); do echo $i > deps/f$i.js; done`;
 
 /** What every item's verify requires: its own file, the commit's README, setup's products whole, and nothing of another verify's. */
 const clean = (file: string) =>
@@ -47,21 +48,7 @@ const definition =
   (p: Project): Record<string, unknown> =>
     demoDefinition(items, { defaults: { landing: "merge", maxAttempts: 1 }, workspace: { setup: setupOf(p) } });
 
-const runs = (p: Project) => (existsSync(join(p.aux, "setup-runs")) ? readFileSync(join(p.aux, "setup-runs"), "utf8").split("\n").filter(Boolean).length : 0);
-const reusedFrom = (p: Project, id: string) =>
-  (p.eventsOf("workspace_prepared", id).at(-1)!.payload.setup as { reusedFrom?: string | null } | null)?.reusedFrom ?? null;
-/** The setup log of the item's last prepared checkout (a launch cut short gives its attempt back: the next may be numbered on). */
-const setupLog = (p: Project, id: string) => readFileSync((p.eventsOf("workspace_prepared", id).at(-1)!.payload.setup as { log: string }).log, "utf8");
 const sparesIn = (p: Project) => readdirSync(p.worktrees).filter((n) => n.startsWith(".spare-"));
-
-async function killAt(p: Project, fp: string): Promise<void> {
-  for (let i = 0; i < 60; i++) {
-    const r = await p.loop(["run", "--json"], { LOOP_FAILPOINT: fp });
-    if (r.code === 137) return;
-    await Bun.sleep(200);
-  }
-  throw new Error(`never killed at ${fp}\n${p.history()}`);
-}
 
 describe("the spare checkout", () => {
   test.concurrent(
@@ -70,7 +57,7 @@ describe("the spare checkout", () => {
       scenario(definition([item("one", PLANT), item("two"), item("three")]), { files: FILES }, async (p) => {
         expect((await p.runToDrain()).reason, p.history()).toBe("Succeeded");
         // Setup ran for one; two took one's checkout, three took two's (their verifies checked the files).
-        expect(runs(p)).toBe(1);
+        expect(setupRuns(p)).toBe(1);
         expect(reusedFrom(p, "two")).toBe("one");
         expect(reusedFrom(p, "three")).toBe("two");
         expect(setupLog(p, "two")).toContain("the one one passed in");
@@ -92,7 +79,7 @@ describe("the spare checkout", () => {
         async (p) => {
           expect((await p.runToDrain()).reason, p.history()).toBe("Succeeded");
           expect(p.eventsOf("base_verify_finished").map((e) => e.payload.code)).toEqual(["passed"]);
-          expect(runs(p)).toBe(1);
+          expect(setupRuns(p)).toBe(1);
           expect([reusedFrom(p, "one"), reusedFrom(p, "two")]).toEqual(["_base", "one"]);
           expect(setupLog(p, "one")).toContain("the one the verify on the base ran in");
           expect(existsSync(join(p.worktrees, "_base"))).toBe(false);
@@ -106,7 +93,7 @@ describe("the spare checkout", () => {
     () =>
       scenario(definition([item("one", "echo hacked > deps/f1.js"), item("two")]), { files: FILES }, async (p) => {
         expect((await p.runToDrain()).reason, p.history()).toBe("Succeeded");
-        expect(runs(p)).toBe(1);
+        expect(setupRuns(p)).toBe(1);
         // From loop's own copy, made before one's agent ran, not from one's checkout.
         expect(reusedFrom(p, "two")).toBe("one");
         expect(setupLog(p, "two")).toContain("what it made for one");
@@ -123,7 +110,7 @@ describe("the spare checkout", () => {
         expect(sparesIn(p)).toEqual([".spare-one"]);
         expect(existsSync(join(p.stateRoot, "trees", ".spare.json"))).toBe(false);
         expect((await p.runToDrain()).reason, p.history()).toBe("Succeeded");
-        expect(runs(p)).toBe(1);
+        expect(setupRuns(p)).toBe(1);
         // Two got the kept copy (the spare had no records); the recordless spare went to the trash.
         expect(setupLog(p, "two")).toContain("what it made for one");
         expect(sparesIn(p)).toEqual([]);
@@ -141,7 +128,7 @@ describe("the spare checkout", () => {
         expect(existsSync(join(p.worktrees, "two"))).toBe(false);
         expect(sparesIn(p)).toEqual([".spare-one"]);
         expect((await p.runToDrain()).reason, p.history()).toBe("Succeeded");
-        expect(runs(p)).toBe(1);
+        expect(setupRuns(p)).toBe(1);
         expect(reusedFrom(p, "two")).toBe("one");
         expect(setupLog(p, "two")).toContain("what it made for one");
         expect(sparesIn(p)).toEqual([]);
