@@ -6,8 +6,9 @@
 //
 // It is trusted exactly as a retry's checkout is: every file is compared with loop's stamps and
 // written again unless still as loop left it, anything else is removed, and what setup made is taken
-// only when every entry is as setup left it, for the same command and setup key. What names its
-// checkout's path (a virtualenv) is never kept: it would not work at another item's path.
+// only when every entry is as setup left it, for the same command and setup key. What setup made that
+// names its checkout's path (a virtualenv's scripts) is written again naming the new one by the
+// launch (lib/repo/product-place.ts); products that cannot be moved keep a checkout from being a spare.
 // Records follow the folder: written only after it is in place, removed before it goes, so records
 // that exist always belong to the one folder there. A crash between leaves a folder without records,
 // which is never taken and goes to the trash with the next spare.
@@ -60,7 +61,7 @@ export function dropSpare(stateRoot: string, worktrees: string, item?: string): 
 /**
  * Keep `item`'s checkout at `worktree` (directly under `worktrees`) as the spare, replacing the one
  * before; false (nothing moved) when it cannot serve another item: loop has no record of writing
- * it, or what setup made there names its path.
+ * it, or what setup made there names its path where loop cannot change it.
  */
 export function keepSpare(o: { stateRoot: string; worktrees: string; worktree: string; item: string }): boolean {
   const from = treeFiles(o.stateRoot, o.item);
