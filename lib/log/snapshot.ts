@@ -430,6 +430,9 @@ export function refuseLostStore(stateRoot: string): void {
   const leftovers = loopLeftovers(stateRoot);
   if (!leftovers.length) return;
   const path = dbPath(stateRoot);
+  // Looked at again after the leftovers: a concurrent first step makes loop.db before any of them, so
+  // a store there now was made meanwhile (the caller's own look came before it), not lost.
+  if (lstatSync(path, { throwIfNoEntry: false })) return;
   throw new StoreError(
     "store_missing",
     `${path} is missing, but ${stateRoot} holds a loop's files (${leftovers.map((f) => basename(f)).join(", ")}): a new store would run passed items again and forget what was spent. Restore loop.db from a backup (\`loop backup\`'s copy or Litestream: docs/state.md#backing-up), or, to start this loop afresh, move ${stateRoot} away first`,
