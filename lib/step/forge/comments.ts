@@ -178,7 +178,7 @@ async function handle(ctx: StepContext, link: ForgeLink, c: ForgeComment): Promi
   if (intent.kind === "conflict") {
     const why = `two different commands in one comment (${intent.verbs.map((v) => `/loop ${v}`).join(", ")}); nothing was done. Write one command per comment.`;
     append(ctx, [handled("refused", why)], "forge");
-    await answer(ctx, link, c.thread, `@${c.login}: ${why}`);
+    await answer(ctx, link, c.thread, `@${c.login}: ${why}`, { once: true });
     return "done";
   }
   if (intent.kind === "command") {
@@ -217,7 +217,7 @@ async function command(
     if (!(err instanceof RefusedError || err instanceof UsageError)) throw err;
     const why = `/loop ${verb} refused: ${(err as Error).message}`;
     append(ctx, [o.handled("refused", why)], "forge");
-    await answer(ctx, link, c.thread, `@${c.login}: ${why}`);
+    await answer(ctx, link, c.thread, `@${c.login}: ${why}`, { once: true });
     return;
   }
   const events: EventDraft[] = [];
@@ -234,10 +234,12 @@ async function command(
 }
 
 /** A marked comment from loop; a failure to post is said, not fatal (the decision is already recorded). */
-export async function answer(ctx: StepContext, link: ForgeLink, thread: ForgeThread, text: string): Promise<CommentId | null> {
+export async function answer(ctx: StepContext, link: ForgeLink, thread: ForgeThread, text: string, o: { once?: boolean } = {}): Promise<CommentId | null> {
   const r = await link.tracker.createComment(thread, loopComment(text, ctx.def.name));
   if (!r.ok) {
-    ctx.options.log.warn(`forge: could not comment on ${link.tracker.threadLabel(thread)}: ${link.failed(r, { quiet: true })}; tried again on a later step`);
+    // A post recorded only once it is made is asked for again by a later step; a reply to a refused comment (`once`) is not.
+    const later = o.once ? "it is not posted again" : "tried again on a later step";
+    ctx.options.log.warn(`forge: could not comment on ${link.tracker.threadLabel(thread)}: ${link.failed(r, { quiet: true })}; ${later}`);
     return null;
   }
   return r.value.id;
