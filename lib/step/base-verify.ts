@@ -30,10 +30,9 @@ import { selfFiles } from "../supervisor/self.ts";
 import { checkoutPlace } from "./checkout-place.ts";
 import { append, loopView, repoOf, type StepContext, type StepOutcome } from "./context.ts";
 import { sandboxRequest, sessionPath } from "../writer/sandbox-request.ts";
-import { forgetCheckout, type ProductsRecord, treeFiles } from "../writer/airlock.ts";
+import { forgetCheckout, productsRecordOf, treeFiles } from "../writer/airlock.ts";
 import { keepSpare } from "../writer/spare-checkout.ts";
-import { setupKey, stampProducts } from "../repo/products.ts";
-import { placeBinding } from "../repo/product-place.ts";
+import { setupKey } from "../repo/products.ts";
 
 /** The key of the pair a base verify holds for: the default verify and workspace.setup. */
 function baseVerifyKey(verify: string, setup: string | null): string {
@@ -224,10 +223,7 @@ async function endLeftOver(ctx: StepContext, dir: string): Promise<void> {
 /** What setup made in the base's checkout, recorded as an item's checkout records it (lib/step/checkout.ts). */
 function writeProductsRecord(ctx: StepContext, worktree: string, commit: string, command: string, paths: string[], file: string): void {
   const key = setupKey({ repo: repoOf(ctx), commit, command, ...(ctx.def.setupKey ? { paths: ctx.def.setupKey } : {}) });
-  const stamps = stampProducts(worktree, paths);
-  const place = placeBinding(worktree, stamps);
-  const record: ProductsRecord = { version: 1, command, paths, stamps, key, place: "binding" in place ? place.binding : null };
-  writeFileAtomic(file, JSON.stringify(record) + "\n");
+  writeFileAtomic(file, JSON.stringify(productsRecordOf({ worktree, command, paths, key }).record) + "\n");
 }
 
 /** The base's checkout taken away: into the worktrees folder's trash (deleted later, a bounded piece per step), or deleted. */

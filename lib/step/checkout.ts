@@ -24,8 +24,17 @@ import { FaultError, StartError } from "../shared/errors.ts";
 import type { SandboxRequest } from "../supervisor/sandbox.ts";
 import { runSetup } from "../supervisor/setup-command.ts";
 import { SESSION_FILES } from "../supervisor/session-wrapper.ts";
-import { ATTEMPT_GIT, checkoutProducts, forgetCheckout, productsPlaceOf, productStampsOf, type ProductsRecord, treeFiles } from "../writer/airlock.ts";
-import { placeBinding, relocateProducts } from "../repo/product-place.ts";
+import {
+  ATTEMPT_GIT,
+  checkoutProducts,
+  forgetCheckout,
+  productsPlaceOf,
+  productsRecordOf,
+  productStampsOf,
+  type ProductsRecord,
+  treeFiles,
+} from "../writer/airlock.ts";
+import { relocateProducts } from "../repo/product-place.ts";
 import { repoOf, type StepContext } from "./context.ts";
 import { checkoutPlace } from "./checkout-place.ts";
 import { BASE_DIR } from "../shared/paths.ts";
@@ -175,17 +184,9 @@ export async function prepareCheckout(ctx: StepContext, it: ItemState, o: Prepar
       const surveyed = syncTree({ repo: o.repo, dir: o.worktree, commit: o.startCommit, keep: [], stampsFile: files.stamps, untracked: "report" });
       products = surveyed.untracked;
       setupChanged = surveyed.restored;
-      const stamps = stampProducts(o.worktree, products);
-      // Which of its files name this checkout's path, to be written again if they move (once, here).
-      const place = placeBinding(o.worktree, stamps);
-      const record: ProductsRecord = {
-        version: 1,
-        command,
-        paths: products,
-        stamps,
-        ...(key ? { key } : {}),
-        place: "binding" in place ? place.binding : null,
-      };
+      // With which of its files name this checkout's path, to be written again if they move (once, here).
+      const { record, place } = productsRecordOf({ worktree: o.worktree, command, paths: products, key });
+      const stamps = record.stamps!;
       writeFileAtomic(files.products, JSON.stringify(record) + "\n");
       setup = { ms: r.ms, log: logPath, reusedFrom: null };
       // Kept for the next items with the same key, copied before the agent starts (lib/step/kept-products.ts).

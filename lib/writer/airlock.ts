@@ -4,10 +4,10 @@
 // item branch to it. Used by the verify phase and by the close path (which ctl and reset use too),
 // so it takes plain values, not a step's context. Also what loop keeps of a checkout: its stamps
 // (lib/repo/tree-sync.ts) and what setup made there.
-import type { PlaceBinding } from "../repo/product-place.ts";
+import { type PlaceBinding, placeBinding } from "../repo/product-place.ts";
+import { type ProductStamps, stampProducts } from "../repo/products.ts";
 import { existsSync, lstatSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
-import type { ProductStamps } from "../repo/products.ts";
 import { commonGitDir, gitTry, revParse, symbolicBranchTarget } from "../repo/git.ts";
 import { disarmRefTraps } from "../repo/ref-traps.ts";
 import { describeRefused, importObjects, type Refusal } from "../repo/object-import.ts";
@@ -70,6 +70,23 @@ function productsRecord(stateRoot: string, item: string): ProductsRecord | null 
 export function productStampsOf(stateRoot: string, item: string): ProductStamps | null {
   const r = productsRecord(stateRoot, item);
   return r?.version === 1 && r.stamps && typeof r.stamps === "object" ? r.stamps : null;
+}
+
+/**
+ * The record of what setup just made in `worktree` (before anything else ran there): the stamps of
+ * every entry, and which files name the checkout's path (lib/repo/product-place.ts), also returned
+ * whole for a caller that keeps a copy.
+ */
+export function productsRecordOf(o: { worktree: string; command: string; paths: string[]; key: string | null }): {
+  record: ProductsRecord;
+  place: ReturnType<typeof placeBinding>;
+} {
+  const stamps = stampProducts(o.worktree, o.paths);
+  const place = placeBinding(o.worktree, stamps);
+  return {
+    record: { version: 1, command: o.command, paths: o.paths, stamps, ...(o.key ? { key: o.key } : {}), place: "binding" in place ? place.binding : null },
+    place,
+  };
 }
 
 /** Where the item's checkout's products name their checkout: undefined in an older record, null when they cannot move. */
